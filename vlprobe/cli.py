@@ -1,0 +1,56 @@
+"""The ``vlprobe`` command. Subcommands are discovered: each module in ``vlprobe/commands/`` that
+defines ``register(subparsers)`` adds one; adding a command is adding one module."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__, commands
+
+
+class CommandError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vlprobe",
+        description="Probe vision-and-language models on linguistic phenomena with foils.",
+    )
+    parser.add_argument("--version", action="version", version=f"vlprobe {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        if hasattr(module, "register"):
+            module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        # `vlprobe` alone runs the offline default job, as the README's first command does.
+        args = parser.parse_args(["evaluate"] if "evaluate" in _choices(parser) else ["--help"])
+    try:
+        return int(args.func(args) or 0)
+    except (CommandError, ValueError, FileNotFoundError) as err:
+        print(f"vlprobe {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"vlprobe {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _choices(parser: argparse.ArgumentParser) -> list[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of ``vlprobe``: one module each, each defining ``register(subparsers)``."""

@@ -1,0 +1,98 @@
+"""Write a Hub dataset folder: parquet with embedded image bytes, and a card whose YAML declares
+every config (``configs`` with one default) and its features (``dataset_info``).
+
+Layout, as ``push_to_hub`` would make it::
+
+    <folder>/README.md                               card: YAML header + prose
+    <folder>/vlprobe.yaml                            how rows become items (vlprobe/spec.py)
+    <folder>/data/<config>/<split>-00000-of-00001.parquet
+
+The YAML leaves out split sizes on purpose: they depend on the build size, and the card is
+committed while the parquet is built. ``load_dataset(<folder>, <config>)`` then works offline,
+and with datasets 3.x too, because the declared features take precedence over the parquet's
+own schema metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import datasets
+import yaml
+from datasets.info import DatasetInfosDict
+from datasets.table import embed_table_storage
+from huggingface_hub import DatasetCard
+
+DATA_DIR = "data"
+
+
+@dataclass(frozen=True)
+class ConfigDecl:
+    """One config of a dataset folder: its name, features and split names."""
+
+    name: str
+    features: datasets.Features
+    splits: Sequence[str] = ("test",)
+    default: bool = False
+
+    def data_files(self) -> list[dict[str, str]]:
+        return [{"split": s, "path": f"{DATA_DIR}/{self.name}/{s}-*.parquet"} for s in self.splits]
+
+
+def card_metadata(configs: Sequence[ConfigDecl], **fields: Any) -> dict[str, Any]:
+    """The card's YAML as a dict: ``fields`` (license, pretty_name, task_categories, ...), then
+    ``dataset_info`` and ``configs`` in the format ``push_to_hub`` writes."""
+    if sum(c.default for c in configs) != 1:
+        raise ValueError(f"exactly one config must be the default, got {[c.name for c in configs if c.default]}")
+    infos = DatasetInfosDict(
+        {c.name: datasets.DatasetInfo(features=c.features, config_name=c.name) for c in configs}
+    )
+    card = DatasetCard("---\n---\n")
+    infos.to_dataset_card_data(card.data)
+    meta = dict(fields)
+    dataset_info = card.data.to_dict()["dataset_info"]
+    dataset_info = dataset_info if isinstance(dataset_info, list) else [dataset_info]
+    meta["dataset_info"] = [
+        {"config_name": d["config_name"], "features": d["features"]} for d in dataset_info
+    ]
+    meta["configs"] = [
+        {"config_name": c.name, "data_files": c.data_files(), **({"default": True} if c.default else {})}
+        for c in configs
+    ]
+    return meta
+
+
+def render_card(metadata: Mapping[str, Any], body: str) -> str:
+    header = yaml.safe_dump(dict(metadata), sort_keys=False, allow_unicode=True, width=120)
+    return f"---\n{header}---\n\n{body.strip()}\n"
+
+
+def write_card(folder: str | Path, metadata: Mapping[str, Any], body: str) -> Path:
+    path = Path(folder) / "README.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_card(metadata, body), encoding="utf-8")
+    return path
+
+
+def read_card_metadata(folder: str | Path) -> dict[str, Any]:
+    text = (Path(folder) / "README.md").read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return {}
+    _, header, _ = text.split("---", 2)
+    return yaml.safe_load(header) or {}
+
+
+def write_split(folder: str | Path, config: str, split: str, dataset: datasets.Dataset) -> Path:
+    """Write one split as a single parquet shard, with image bytes embedded (a dataset built
+    from file paths would otherwise store only the paths)."""
+    out_dir = Path(folder) / DATA_DIR / config
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob(f"{split}-*.parquet"):
+        old.unlink()
+    path = out_dir / f"{split}-00000-of-00001.parquet"
+    embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
+    embedded = embedded.with_format(None)
+    embedded.to_parquet(str(path))
+    return path

@@ -1,0 +1,88 @@
+"""Images as datasets hand them over: decode, hash and blank them, with errors that name the file."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+
+
+class ImageError(ValueError):
+    """An image that cannot be read; the message names the item and file where known."""
+
+
+def image_bytes(image: Any) -> bytes | None:
+    """Encoded bytes of ``image`` when it has them (bytes, a datasets dict, or a path), else None."""
+    if isinstance(image, (bytes, bytearray)):
+        return bytes(image)
+    if isinstance(image, dict):
+        if image.get("bytes"):
+            return bytes(image["bytes"])
+        if image.get("path") and os.path.isfile(image["path"]):
+            with open(image["path"], "rb") as f:
+                return f.read()
+        return None
+    if isinstance(image, (str, os.PathLike)):
+        with open(image, "rb") as f:
+            return f.read()
+    return None
+
+
+def describe(image: Any) -> str:
+    if isinstance(image, dict) and image.get("path"):
+        return str(image["path"])
+    if isinstance(image, (str, os.PathLike)):
+        return str(image)
+    if isinstance(image, Image.Image):
+        return f"<PIL {image.mode} {image.size[0]}x{image.size[1]}>"
+    return f"<{type(image).__name__}>"
+
+
+def to_pil(image: Any, where: str = "") -> Image.Image:
+    """Decode ``image`` to an RGB PIL image (RGBA and palette images are flattened, as Winoground's
+    reference code does)."""
+    prefix = f"{where}: " if where else ""
+    if isinstance(image, Image.Image):
+        pil = image
+    else:
+        try:
+            data = image_bytes(image)
+        except OSError as err:
+            raise ImageError(f"{prefix}cannot read image {describe(image)}: {err}") from None
+        if data is None:
+            raise ImageError(f"{prefix}no image data in {describe(image)}")
+        try:
+            pil = Image.open(io.BytesIO(data))
+            pil.load()
+        except (UnidentifiedImageError, OSError, SyntaxError) as err:
+            raise ImageError(f"{prefix}corrupt or unreadable image {describe(image)}: {err}") from None
+    if pil.mode != "RGB":
+        pil = pil.convert("RGB")
+    return pil
+
+
+def content_hash(image: Any) -> str:
+    """A stable content hash: sha256 of the encoded bytes, or of the decoded RGB pixels and size."""
+    data = image_bytes(image) if not isinstance(image, Image.Image) else None
+    h = hashlib.sha256()
+    if data is not None:
+        h.update(b"bytes:")
+        h.update(data)
+    else:
+        pil = to_pil(image)
+        h.update(f"rgb:{pil.size[0]}x{pil.size[1]}:".encode())
+        h.update(pil.tobytes())
+    return h.hexdigest()
+
+
+def blank_like(image: Any, default_size: tuple[int, int] = (500, 500)) -> Image.Image:
+    """A white RGB image of the same size as ``image`` (TraVLR's caption-only setting)."""
+    size = default_size
+    try:
+        size = to_pil(image).size
+    except ImageError:
+        pass
+    return Image.new("RGB", size, (255, 255, 255))

@@ -1,0 +1,98 @@
+"""The item: one shape for every benchmark.
+
+An item is ``m`` images, ``n`` texts and a boolean gold matrix ``G`` of shape ``(m, n)``:
+``G[i, j]`` is true when text ``j`` truly describes image ``i``. Tags say where the item comes
+from (``"instrument=actions"``, ``"collapsed_tag=Relation"``, ...) and drive per-tag tables.
+
+==================  ===  ===  ======================
+benchmark            m    n    G
+==================  ===  ===  ======================
+VALSE                1    2    [[1, 0]]
+Winoground-style     2    2    [[1, 0], [0, 1]]
+BLA                  1    4    [[1, 1, 0, 0]]
+TraVLR with foil     1    2    [[1, 0]] or [[0, 1]]
+==================  ===  ===  ======================
+
+Images are kept as they come from the dataset (a ``PIL.Image.Image``, encoded ``bytes``, a
+``{"bytes": ..., "path": ...}`` dict as ``datasets`` gives with ``decode=False``, or a file path);
+scorers decode them. Items know nothing of models, and scorers know nothing of benchmarks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+
+class ItemError(ValueError):
+    """An item that cannot be scored; the message names the item."""
+
+
+@dataclass(frozen=True, eq=False)
+class Item:
+    id: str
+    images: tuple[Any, ...]
+    texts: tuple[str, ...]
+    gold: np.ndarray
+    tags: tuple[str, ...] = ()
+    config: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", str(self.id))
+        object.__setattr__(self, "images", tuple(self.images))
+        object.__setattr__(self, "texts", tuple(self.texts))
+        object.__setattr__(self, "tags", tuple(str(t) for t in self.tags))
+        gold = _as_gold(self.gold, self.id)
+        gold.setflags(write=False)
+        object.__setattr__(self, "gold", gold)
+        self.validate()
+
+    @property
+    def m(self) -> int:
+        return len(self.images)
+
+    @property
+    def n(self) -> int:
+        return len(self.texts)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.m, self.n)
+
+    def validate(self) -> None:
+        where = f"item {self.id!r}"
+        if self.m < 1:
+            raise ItemError(f"{where}: has no image (m = 0); an item needs at least one image slot")
+        if self.n < 1:
+            raise ItemError(f"{where}: has no text (n = 0)")
+        for j, text in enumerate(self.texts):
+            if not isinstance(text, str):
+                raise ItemError(f"{where}: text {j} is {type(text).__name__}, not a string: {text!r}")
+        if self.gold.shape != self.shape:
+            raise ItemError(
+                f"{where}: gold matrix has shape {self.gold.shape} but the item has "
+                f"{self.m} image(s) x {self.n} text(s)"
+            )
+        if not self.gold.any():
+            raise ItemError(f"{where}: gold matrix has no gold cell; at least one text must describe an image")
+
+
+def _as_gold(gold: Any, item_id: str) -> np.ndarray:
+    arr = np.asarray(gold)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ItemError(f"item {item_id!r}: gold must be a 2-D m x n matrix, got {arr.ndim} dimension(s)")
+    if arr.dtype != bool:
+        if not np.all(np.isin(arr, (0, 1))):
+            raise ItemError(f"item {item_id!r}: gold must hold only 0/1 (or booleans), got {arr.tolist()}")
+        arr = arr.astype(bool)
+    return np.array(arr, dtype=bool, copy=True)
+
+
+def stack_gold(items: Sequence[Item]) -> list[np.ndarray]:
+    """The gold matrices of ``items``, in order: the ``references`` the metric takes."""
+    return [item.gold for item in items]

@@ -1,0 +1,243 @@
+"""How rows of a dataset become items: a small declarative file, ``vlprobe.yaml``.
+
+A dataset folder (or Hub dataset repo) carries a ``vlprobe.yaml`` beside its card. It names the
+columns that hold the images, the texts and the gold matrix, and the columns that become tags::
+
+    # vlprobe.yaml
+    id: id                    # column with a unique row id (default: the row index)
+    images: [image]           # image columns, in order; m = their count (a list column adds all its elements)
+    texts: [caption, foil]    # text columns, in order; n = their count (a list column adds all its elements)
+    gold: [[1, 0]]            # a literal m x n 0/1 matrix ...
+    # gold: gold              # ... or a column holding one per row ...
+    # gold: {column: label, map: {true: [[1, 0]], false: [[0, 1]]}}   # ... or a column's value mapped to one
+    tags: [instrument]        # columns whose values become tags "column=value" (list columns: one tag each)
+    context: caption          # optional: a text describing the image (TraVLR's caption), for --modality
+    configs:                  # optional per-config overrides of any key above
+      some_config: {texts: [caption, foil_1, foil_2], gold: [[1, 0, 0]]}
+
+Datasets on the Hub without such a file (``facebook/winoground``) get a built-in spec from
+``vlprobe/specs/<name>.yaml``. Nothing here knows about models.
+
+Modalities (TraVLR's three settings), chosen when converting rows:
+
+* ``image``: the row's images and texts as they are (the default);
+* ``caption``: each image replaced by a blank white image and each text prefixed by the context
+  column ("caption only");
+* ``both``: the real images, texts prefixed by the context column.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+import yaml
+
+from .items import Item, ItemError
+
+SPEC_FILE = "vlprobe.yaml"
+MODALITIES = ("image", "caption", "both")
+_KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description"}
+_BUILTIN_DIR = Path(__file__).parent / "specs"
+
+
+class SpecError(ValueError):
+    """A spec file that cannot be used; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class ItemSpec:
+    images: tuple[str, ...]
+    texts: tuple[str, ...]
+    gold: Any
+    id: str | None = None
+    tags: tuple[str, ...] = ()
+    context: str | None = None
+    source: str = "<dict>"
+    description: str = ""
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> "ItemSpec":
+        if not isinstance(data, Mapping):
+            raise SpecError(f"{source}: a spec must be a mapping of keys, got {type(data).__name__}")
+        unknown = set(data) - _KEYS
+        if unknown:
+            raise SpecError(f"{source}: unknown key(s) {sorted(unknown)}; known keys: {sorted(_KEYS)}")
+        for key in ("images", "texts", "gold"):
+            if key not in data:
+                raise SpecError(f"{source}: missing required key {key!r}")
+        overrides = data.get("configs") or {}
+        if not isinstance(overrides, Mapping):
+            raise SpecError(f"{source}: 'configs' must map config names to overrides")
+        for name, over in overrides.items():
+            if not isinstance(over, Mapping) or set(over) - (_KEYS - {"configs"}):
+                raise SpecError(f"{source}: configs.{name} must be a mapping of spec keys")
+        spec = cls(
+            images=_names(data["images"], "images", source),
+            texts=_names(data["texts"], "texts", source),
+            gold=data["gold"],
+            id=data.get("id"),
+            tags=_names(data.get("tags") or [], "tags", source),
+            context=data.get("context"),
+            source=source,
+            description=str(data.get("description") or ""),
+            overrides={str(k): dict(v) for k, v in overrides.items()},
+        )
+        _check_gold_form(spec.gold, source)
+        return spec
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "ItemSpec":
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SpecError(f"{path}: spec file not found") from None
+        except yaml.YAMLError as err:
+            raise SpecError(f"{path}: not valid YAML: {err}") from None
+        return cls.from_dict(data or {}, source=str(path))
+
+    def for_config(self, config: str | None) -> "ItemSpec":
+        """This spec with the overrides of ``config`` applied (itself when there are none)."""
+        over = self.overrides.get(config or "")
+        if not over:
+            return self
+        merged = {
+            "images": list(self.images), "texts": list(self.texts), "gold": self.gold, "id": self.id,
+            "tags": list(self.tags), "context": self.context, "description": self.description,
+        }
+        merged.update(over)
+        return ItemSpec.from_dict(merged, source=f"{self.source} (configs.{config})")
+
+    # ---- conversion ---------------------------------------------------------------------
+    def to_item(self, row: Mapping[str, Any], index: int = 0, config: str = "", modality: str = "image") -> Item:
+        """Convert one dataset row to an :class:`Item`; errors name the row and the column."""
+        row_id = str(row[self.id]) if self.id and self.id in row else str(index)
+        where = f"row {index} (id {row_id!r}) of config {config!r}" if config else f"row {index} (id {row_id!r})"
+        if modality not in MODALITIES:
+            raise SpecError(f"unknown modality {modality!r}; choose one of {MODALITIES}")
+        images = self._gather(row, self.images, where)
+        texts = self._gather(row, self.texts, where)
+        gold = self._gold(row, where)
+        if modality != "image":
+            if not self.context:
+                raise SpecError(
+                    f"{self.source}: modality {modality!r} needs a 'context' column (a text describing the image)"
+                )
+            context = _column(row, self.context, where)
+            texts = [f"{context} {t}" for t in texts]
+            if modality == "caption":
+                from .images import blank_like
+
+                images = [blank_like(im) for im in images]
+        tags = []
+        for col in self.tags:
+            value = _column(row, col, where)
+            values = value if isinstance(value, (list, tuple)) else [value]
+            tags.extend(f"{col}={v}" for v in values if v is not None and v != "")
+        try:
+            return Item(id=row_id, images=tuple(images), texts=tuple(texts), gold=gold, tags=tuple(tags), config=config)
+        except ItemError as err:
+            raise ItemError(f"{where}: {err}") from None
+
+    def iter_items(
+        self, rows: Iterable[Mapping[str, Any]], config: str = "", modality: str = "image"
+    ) -> Iterator[Item]:
+        spec = self.for_config(config)
+        for index, row in enumerate(rows):
+            yield spec.to_item(row, index=index, config=config, modality=modality)
+
+    def _gather(self, row: Mapping[str, Any], columns: tuple[str, ...], where: str) -> list[Any]:
+        out: list[Any] = []
+        for col in columns:
+            value = _column(row, col, where)
+            if isinstance(value, (list, tuple)):
+                out.extend(value)
+            else:
+                out.append(value)
+        return out
+
+    def _gold(self, row: Mapping[str, Any], where: str) -> Any:
+        gold = self.gold
+        if isinstance(gold, str):
+            return _column(row, gold, where)
+        if isinstance(gold, Mapping):
+            value = _column(row, gold["column"], where)
+            table = gold["map"]
+            for key, matrix in table.items():
+                if key == value or str(key).lower() == str(value).lower():
+                    return matrix
+            raise ItemError(
+                f"{where}: column {gold['column']!r} has value {value!r}, which the spec's gold map "
+                f"({self.source}) does not cover: {list(table)}"
+            )
+        return gold
+
+
+def _names(value: Any, key: str, source: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise SpecError(f"{source}: {key!r} must be a column name or a list of column names, got {value!r}")
+
+
+def _check_gold_form(gold: Any, source: str) -> None:
+    if isinstance(gold, str):
+        return
+    if isinstance(gold, Mapping):
+        if set(gold) != {"column", "map"} or not isinstance(gold["map"], Mapping) or not gold["map"]:
+            raise SpecError(f"{source}: a gold mapping needs exactly 'column' and a non-empty 'map'")
+        return
+    if isinstance(gold, list) and gold and all(isinstance(r, list) for r in gold):
+        return
+    raise SpecError(f"{source}: 'gold' must be a matrix like [[1, 0]], a column name, or {{column, map}}; got {gold!r}")
+
+
+def _column(row: Mapping[str, Any], col: str, where: str) -> Any:
+    try:
+        return row[col]
+    except KeyError:
+        raise ItemError(f"{where}: has no column {col!r}; columns are {sorted(row)}") from None
+
+
+def find_spec(dataset: str, spec_path: str | None = None) -> ItemSpec:
+    """The item spec of ``dataset`` (a local folder or a Hub id).
+
+    Order: an explicit ``spec_path``; ``vlprobe.yaml`` in the local folder; ``vlprobe.yaml`` in the
+    Hub dataset repo; a built-in spec named after the repo (``facebook/winoground`` ->
+    ``specs/winoground.yaml``).
+    """
+    if spec_path:
+        return ItemSpec.from_file(spec_path)
+    local = Path(dataset)
+    if local.is_dir():
+        if (local / SPEC_FILE).is_file():
+            return ItemSpec.from_file(local / SPEC_FILE)
+        builtin = _BUILTIN_DIR / f"{local.resolve().name.lower()}.yaml"
+        if builtin.is_file():
+            return ItemSpec.from_file(builtin)
+        raise SpecError(
+            f"{local}: no {SPEC_FILE} in this folder; write one (see vlprobe/spec.py) or pass --spec FILE"
+        )
+    builtin = _BUILTIN_DIR / f"{dataset.split('/')[-1].lower()}.yaml"
+    try:
+        from huggingface_hub import hf_hub_download
+
+        path = hf_hub_download(repo_id=dataset, filename=SPEC_FILE, repo_type="dataset")
+        return ItemSpec.from_file(path)
+    except Exception as err:  # offline, missing file, gated repo: fall back to a built-in spec
+        if builtin.is_file():
+            return ItemSpec.from_file(builtin)
+        raise SpecError(
+            f"{dataset!r}: not a local folder, and no {SPEC_FILE} could be read from the Hub ({type(err).__name__}); "
+            f"pass a local folder or --spec FILE"
+        ) from None
+
+
+def builtin_specs() -> list[str]:
+    return sorted(p.stem for p in _BUILTIN_DIR.glob("*.yaml"))

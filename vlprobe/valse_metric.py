@@ -1,0 +1,1 @@
+../metric/valse_metric.py

@@ -1,0 +1,33 @@
+"""Shared test set-up: everything offline, shared annotation data located, tiny-model fixtures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# No test may reach the network: the libraries must fail fast instead of waiting on timeouts.
+for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_EVALUATE_OFFLINE"):
+    os.environ[_var] = "1"
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+# The real VALSE/BLA annotation files live outside the repository (never committed).
+SHARED_DATA = Path(os.environ.get("VLPROBE_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"the real annotation files are not here: {SHARED_DATA} is absent (set VLPROBE_SHARED_DATA)")
+    return SHARED_DATA
+
+
+from tiny_models import *  # noqa: E402,F401,F403  (tiny transformers models built offline, as fixtures)

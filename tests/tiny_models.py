@@ -1,2 +1,137 @@
 """Tiny transformers models built from configs with random weights and a locally trained
-tokenizer, saved with save_pretrained, so tests load them through the real Auto* path."""
+tokenizer, saved with save_pretrained, so tests load them through the real Auto* path.
+
+Every fixture is **session-scoped**: the model is built once per test session (well under a
+second each on CPU) into a session tmp dir and the fixture returns that folder's path, exactly
+as a user would pass a local checkout to ``vlprobe evaluate --model PATH``.
+
+================  ====================================  =========================================
+fixture           architecture                          notes
+================  ====================================  =========================================
+tiny_clip_path    CLIPModel (dual encoder)              32 px images, 4 px patches, 16-d embeddings
+tiny_siglip_path  SiglipModel (dual encoder)            sigmoid logits with a bias
+tiny_blip_itm_path BlipForImageTextRetrieval (ITM)      2-way "no match"/"match" head
+tiny_vilt_path    ViltForImageAndTextRetrieval (ITM)    single match logit
+tiny_gpt2_path    GPT2LMHeadModel (text-only LM)        BOS = ``<|endoftext|>``
+tiny_vlm_path     LlavaForConditionalGeneration (VLM)   chat template, "Yes"/"No" in the vocabulary
+================  ====================================  =========================================
+
+The tokenizers are byte-level BPE models trained here with the ``tokenizers`` library on a small
+English corpus (so every string tokenizes, and "Yes"/"No" and their leading-space variants are
+single tokens); they are saved as ``tokenizer.json`` and loaded with ``AutoTokenizer``.
+Weights are random but seeded, so a model's outputs are the same in every session.
+
+Helpers (plain functions, usable outside pytest): ``build_tiny_clip(folder)`` and friends,
+``tiny_images(k)`` for a few small distinct RGB PIL images.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+# Enough English for BPE merges over the words benchmark captions use, plus the VQAScore answers.
+_CORPUS = [
+    "a dog is running on the grass.",
+    "There are 4 cats on the sofa.",
+    "A man is riding a horse and a woman is watching.",
+    "the red ball is to the left of the blue box.",
+    "Two people are playing video games in a room.",
+    "the girl was hugged by the boy who is wearing a hat.",
+    "Does this figure show a cat? Please answer yes or no.",
+    "Yes No yes no Yes. No. Yes, No,",
+    "There is no animal. There are animals. Some of the circles are red.",
+    "a mug on a table, a plant next to the window, a tree over the car",
+] * 3
+
+
+def _byte_bpe(special_tokens: list[str], vocab_size: int = 400):
+    """A byte-level BPE ``tokenizers.Tokenizer`` trained on the corpus (never produces unk)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=special_tokens,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_CORPUS, trainer)
+    return tok
+
+
+def _wrap(tok, *, bos: str | None, eos: str | None, pad: str | None, add_bos: bool, add_eos: bool,
+          model_max_length: int, **extra):
+    """Wrap a ``tokenizers.Tokenizer`` as a transformers tokenizer, adding BOS/EOS as asked."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    if add_bos or add_eos:
+        single = " ".join(([f"{bos}:0"] if add_bos else []) + ["$A:0"] + ([f"{eos}:0"] if add_eos else []))
+        specials = [(t, tok.token_to_id(t)) for t in {bos if add_bos else None, eos if add_eos else None} if t]
+        tok.post_processor = processors.TemplateProcessing(single=single, special_tokens=specials)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None,
+        model_max_length=model_max_length, **extra,
+    )
+
+
+def tiny_images(k: int = 3, size: tuple[int, int] = (40, 30)):
+    """``k`` distinct small RGB PIL images (solid colours with a square), deterministic."""
+    from PIL import Image, ImageDraw
+
+    out = []
+    for i in range(k):
+        img = Image.new("RGB", size, ((70 * i) % 256, (130 + 40 * i) % 256, (200 - 50 * i) % 256))
+        ImageDraw.Draw(img).rectangle([2 + 3 * i, 2, 12 + 3 * i, 12], fill=(255 - 60 * i % 256, 20 * i, 90))
+        out.append(img)
+    return out
+
+
+def _seed():
+    import torch
+
+    torch.manual_seed(0)
+
+
+# ---- dual encoders ---------------------------------------------------------------------------
+
+def build_tiny_clip(folder: str | Path) -> Path:
+    """CLIPModel with a 2-layer, 32-d text and vision tower, CLIPProcessor at 32 px."""
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["<|pad|>", "<|startoftext|>", "<|endoftext|>"])
+    tokenizer = _wrap(raw, bos="<|startoftext|>", eos="<|endoftext|>", pad="<|pad|>",
+                      add_bos=True, add_eos=True, model_max_length=32)
+    config = CLIPConfig(
+        text_config=dict(
+            vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=2, max_position_embeddings=32, projection_dim=16,
+            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        ),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8, projection_dim=16),
+        projection_dim=16,
+    )
+    _seed()
+    model = CLIPModel(config).eval()
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_clip_path(tmp_path_factory) -> Path:
+    """A saved tiny random CLIP (``CLIPModel`` + ``CLIPProcessor``); load it with ``from_pretrained``."""
+    return build_tiny_clip(tmp_path_factory.mktemp("tiny_clip"))
+
+
+# Everything public (the fixtures are what conftest star-imports).
+__all__ = [n for n in dir() if n.startswith(("tiny_", "build_tiny_"))]

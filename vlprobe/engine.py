@@ -1,0 +1,384 @@
+"""The scoring engine: every item's m x n score matrix, computing each unique input once.
+
+For a :class:`~vlprobe.scorers.base.DualScorer` the engine collects, across *all* items of a run,
+the unique images (by :func:`vlprobe.images.content_hash`) and the unique texts, encodes each one
+once in batches, and builds every item's matrix with ``scorer.similarity``. For a
+:class:`~vlprobe.scorers.base.PairScorer` it scores each unique (image, text) pair once (each
+unique text once when ``scorer.uses_images`` is False; those scorers get ``None`` for images).
+
+* Images are decoded and preprocessed in ``torch.utils.data.DataLoader`` workers
+  (``num_workers``; 0 decodes in the main process).
+* With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
+  computed batch is committed before the next starts: a killed run, started again, loses nothing
+  and computes nothing twice.
+* Under ``accelerate launch`` (or any initialised ``torch.distributed`` group), the main process
+  decides what is missing, the missing inputs are sharded across processes, each process caches
+  its own batches, and the results are gathered on every process (``all_gather_object``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .cache import ScoreCache, text_hash
+from .images import ImageError, content_hash, describe, to_pil
+from .items import Item
+from .scorers.base import DualScorer, PairScorer, Scorer
+
+
+class EngineOutOfMemory(RuntimeError):
+    """The device ran out of memory; everything scored before it is in the cache."""
+
+
+@dataclass
+class EngineResult:
+    """Per-item matrices, in the order of the items given, and counts of what was computed."""
+
+    scores: list[np.ndarray]
+    probabilities: list[np.ndarray] | None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- distributed helpers ------------------------------------------------------------------------
+
+def dist_info() -> tuple[int, int]:
+    """(rank, world size) of the initialised ``torch.distributed`` group, else (0, 1)."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    return 0, 1
+
+
+def _broadcast(obj: Any, world: int) -> Any:
+    if world == 1:
+        return obj
+    import torch.distributed as dist
+
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def _all_gather(obj: Any, world: int) -> list[Any]:
+    if world == 1:
+        return [obj]
+    import torch.distributed as dist
+
+    out: list[Any] = [None] * world
+    dist.all_gather_object(out, obj)
+    return out
+
+
+# ---- DataLoader pieces (module level so that worker processes can use them) ----------------------
+
+class _ListDataset:
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.rows[i]
+
+
+def _decode(image: Any, where: str) -> Any:
+    return to_pil(image, where=where)
+
+
+class _ImageCollate:
+    """(key, image, where) rows -> (keys, preprocessed inputs); an unreadable image comes back as
+    an error message so that the main process raises it cleanly (not as a worker traceback)."""
+
+    def __init__(self, preprocess: Callable[[list[Any]], Any]) -> None:
+        self.preprocess = preprocess
+
+    def __call__(self, rows: list[tuple[str, Any, str]]) -> tuple[list[str], Any, str | None]:
+        keys = [r[0] for r in rows]
+        try:
+            pils = [_decode(image, where) for _, image, where in rows]
+        except ImageError as err:
+            return keys, None, str(err)
+        return keys, self.preprocess(pils), None
+
+
+class _PairCollate:
+    def __init__(self, preprocess: Callable[[list[Any], list[str]], Any], uses_images: bool) -> None:
+        self.preprocess = preprocess
+        self.uses_images = uses_images
+
+    def __call__(self, rows: list[tuple[str, Any, str, str]]) -> tuple[list[str], Any, str | None]:
+        keys = [r[0] for r in rows]
+        texts = [r[2] for r in rows]
+        if not self.uses_images:
+            return keys, self.preprocess([None] * len(rows), texts), None
+        decoded: dict[int, Any] = {}  # pairs of one image sit together: decode it once per batch
+        images = []
+        try:
+            for _, image, _, where in rows:
+                if id(image) not in decoded:
+                    decoded[id(image)] = _decode(image, where)
+                images.append(decoded[id(image)])
+        except ImageError as err:
+            return keys, None, str(err)
+        return keys, self.preprocess(images, texts), None
+
+
+def _is_oom(err: BaseException) -> bool:
+    try:
+        import torch
+
+        if isinstance(err, torch.OutOfMemoryError):
+            return True
+    except (ImportError, AttributeError):
+        pass
+    return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
+
+
+# ---- the engine ---------------------------------------------------------------------------------
+
+class Engine:
+    """Score items with a scorer; see the module docstring.
+
+    ``cache``: a :class:`ScoreCache` (or None for no persistence). ``progress``: tqdm bars (shown
+    on the main process only).
+    """
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        *,
+        batch_size: int = 32,
+        num_workers: int = 0,
+        cache: ScoreCache | None = None,
+        progress: bool = True,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        if num_workers < 0:
+            raise ValueError(f"num_workers must be 0 or more, got {num_workers}")
+        self.scorer = scorer
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.cache = cache
+        self.progress = progress
+        self.rank, self.world = dist_info()
+
+    # -- public -----------------------------------------------------------------------------------
+    def score(self, items: Sequence[Item]) -> EngineResult:
+        start = time.perf_counter()
+        if isinstance(self.scorer, DualScorer):
+            result = self._score_dual(items)
+        elif isinstance(self.scorer, PairScorer):
+            result = self._score_pairs(items)
+        else:
+            raise TypeError(f"{type(self.scorer).__name__} is neither a DualScorer nor a PairScorer")
+        result.stats["seconds"] = round(time.perf_counter() - start, 3)
+        result.stats["world_size"] = self.world
+        return result
+
+    # -- dual encoders ----------------------------------------------------------------------------
+    def _score_dual(self, items: Sequence[Item]) -> EngineResult:
+        image_rows: dict[str, tuple[str, Any, str]] = {}  # key -> (key, image, where), first seen
+        text_rows: dict[str, str] = {}
+        item_keys: list[tuple[list[str], list[str]]] = []
+        for item in items:
+            ikeys = []
+            for k, image in enumerate(item.images):
+                key = "i:" + _image_hash(image, item, k)
+                ikeys.append(key)
+                if key not in image_rows:
+                    image_rows[key] = (key, image, _where(item, k, image))
+            tkeys = []
+            for text in item.texts:
+                key = "t:" + text_hash(text)
+                tkeys.append(key)
+                text_rows.setdefault(key, text)
+            item_keys.append((ikeys, tkeys))
+
+        vectors, stats = self._lookup(list(image_rows) + list(text_rows))
+        missing_images = [image_rows[k] for k in image_rows if k not in vectors]
+        missing_texts = [(k, text_rows[k]) for k in text_rows if k not in vectors]
+        missing_images = missing_images[self.rank :: self.world]
+        missing_texts = missing_texts[self.rank :: self.world]
+        stats.update(unique_images=len(image_rows), unique_texts=len(text_rows))
+
+        computed: dict[str, np.ndarray] = {}
+        scorer = self.scorer
+        computed.update(self._run_images(missing_images, scorer))
+        computed.update(self._run_texts(missing_texts, scorer))
+        stats["computed_images"] = sum(k.startswith("i:") for k in computed)
+        stats["computed_texts"] = sum(k.startswith("t:") for k in computed)
+        vectors.update(self._gather(computed))
+
+        scores = []
+        for ikeys, tkeys in item_keys:
+            img = np.stack([vectors[k] for k in ikeys])
+            txt = np.stack([vectors[k] for k in tkeys])
+            scores.append(np.asarray(scorer.similarity(img, txt), dtype=np.float32).reshape(len(ikeys), len(tkeys)))
+        return EngineResult(scores=scores, probabilities=None, stats=stats)
+
+    def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
+        if not rows:
+            return {}
+        loader = self._loader(rows, _ImageCollate(scorer.preprocess_images))
+        out: dict[str, np.ndarray] = {}
+        for keys, inputs, error in self._bar(loader, len(rows), "images"):
+            if error:
+                raise ImageError(error)
+            emb = self._call(scorer.encode_images, inputs)
+            self._store(out, keys, emb)
+        return out
+
+    def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        batches = [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
+        for batch in self._bar(batches, len(rows), "texts"):
+            emb = self._call(scorer.encode_texts, [t for _, t in batch])
+            self._store(out, [k for k, _ in batch], emb)
+        return out
+
+    # -- pair scorers -----------------------------------------------------------------------------
+    def _score_pairs(self, items: Sequence[Item]) -> EngineResult:
+        scorer: PairScorer = self.scorer  # type: ignore[assignment]
+        uses_images = scorer.uses_images
+        pair_rows: dict[str, tuple[str, Any, str, str]] = {}
+        item_keys: list[list[list[str]]] = []
+        for item in items:
+            hashes = [_image_hash(image, item, k) if uses_images else "-" for k, image in enumerate(item.images)]
+            matrix = []
+            for k, image in enumerate(item.images):
+                row = []
+                for text in item.texts:
+                    key = f"p:{hashes[k]}:{text_hash(text)}"
+                    row.append(key)
+                    if key not in pair_rows:
+                        pair_rows[key] = (key, image if uses_images else None, text, _where(item, k, image))
+                matrix.append(row)
+            item_keys.append(matrix)
+
+        vectors, stats = self._lookup(list(pair_rows))
+        missing = [pair_rows[k] for k in pair_rows if k not in vectors][self.rank :: self.world]
+        stats["unique_pairs"] = len(pair_rows)
+        computed: dict[str, np.ndarray] = {}
+        if missing:
+            loader = self._loader(missing, _PairCollate(scorer.preprocess_pairs, uses_images))
+            for keys, inputs, error in self._bar(loader, len(missing), "pairs"):
+                if error:
+                    raise ImageError(error)
+                out = self._call(scorer.score_pairs, inputs)
+                s = np.asarray(out.scores, dtype=np.float32).reshape(len(keys))
+                p = (
+                    np.full(len(keys), np.nan, dtype=np.float32)
+                    if out.probabilities is None
+                    else np.asarray(out.probabilities, dtype=np.float32).reshape(len(keys))
+                )
+                self._store(computed, keys, np.stack([s, p], axis=1))
+        stats["computed_pairs"] = len(computed)
+        vectors.update(self._gather(computed))
+
+        scores, probs, have_probs = [], [], True
+        for matrix in item_keys:
+            cells = np.array([[vectors[k] for k in row] for row in matrix], dtype=np.float32)
+            scores.append(cells[..., 0])
+            probs.append(cells[..., 1])
+            have_probs = have_probs and not np.isnan(cells[..., 1]).any()
+        return EngineResult(scores=scores, probabilities=probs if have_probs and items else None, stats=stats)
+
+    # -- shared machinery -------------------------------------------------------------------------
+    def _lookup(self, keys: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
+        so that every process shards the same list."""
+        found = self.cache.get_many(keys) if self.cache is not None and self.rank == 0 else {}
+        found = _broadcast(found, self.world)
+        return found, {"cached": len(found)}
+
+    def _gather(self, computed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.world == 1:
+            return computed
+        merged: dict[str, np.ndarray] = {}
+        for part in _all_gather(computed, self.world):
+            merged.update(part)
+        if self.cache is not None and self.rank == 0:
+            # Other processes committed their shards to their own part files; copying them into
+            # the main process's part keeps them when the processes do not share a disk.
+            self.cache.put_many({k: v for k, v in merged.items() if k not in computed})
+        return merged
+
+    def _store(self, out: dict[str, np.ndarray], keys: list[str], values: Any) -> None:
+        values = np.asarray(values, dtype=np.float32)
+        if values.shape[0] != len(keys):
+            raise ValueError(
+                f"{type(self.scorer).__name__} returned {values.shape[0]} rows for a batch of {len(keys)} inputs"
+            )
+        batch = dict(zip(keys, values))
+        if self.cache is not None:
+            self.cache.put_many(batch)  # committed before the next batch starts
+        out.update(batch)
+
+    def _call(self, fn: Callable[[Any], Any], inputs: Any) -> Any:
+        try:
+            import torch
+
+            with torch.inference_mode():
+                return fn(inputs)
+        except Exception as err:
+            if _is_oom(err):
+                raise EngineOutOfMemory(
+                    f"the device ran out of memory at batch size {self.batch_size}; try a smaller --batch-size "
+                    f"(everything scored so far is cached and will not be computed again)"
+                ) from err
+            raise
+
+    def _loader(self, rows: list[Any], collate: Callable[[list[Any]], Any]) -> Any:
+        from torch.utils.data import DataLoader
+
+        return DataLoader(
+            _ListDataset(rows),
+            batch_size=self.batch_size,
+            shuffle=False,
+            num_workers=self.num_workers,
+            collate_fn=collate,
+            persistent_workers=False,
+        )
+
+    def _bar(self, iterable: Any, total_inputs: int, what: str) -> Any:
+        if not self.progress or self.rank != 0:
+            return iterable
+        from tqdm.auto import tqdm
+
+        suffix = f" (process 0 of {self.world})" if self.world > 1 else ""
+        return tqdm(iterable, desc=f"encoding {total_inputs} {what}{suffix}", unit="batch", leave=False)
+
+
+def score_items(
+    scorer: Scorer,
+    items: Sequence[Item],
+    *,
+    batch_size: int = 32,
+    num_workers: int = 0,
+    cache: ScoreCache | None = None,
+    progress: bool = True,
+) -> EngineResult:
+    """One call: ``Engine(scorer, ...).score(items)``."""
+    return Engine(scorer, batch_size=batch_size, num_workers=num_workers, cache=cache, progress=progress).score(items)
+
+
+def _where(item: Item, k: int, image: Any) -> str:
+    cfg = f" of config {item.config!r}" if item.config else ""
+    return f"item {item.id!r}{cfg}, image {k} ({describe(image)})"
+
+
+def _image_hash(image: Any, item: Item, k: int) -> str:
+    try:
+        return content_hash(image)
+    except (OSError, ImageError) as err:
+        raise ImageError(f"{_where(item, k, image)}: cannot read image: {err}") from None

@@ -1,0 +1,82 @@
+"""Synthetic scenes: TraVLR's 6x6-grid world, rendered offline, with captions and a truth function.
+
+The pieces (each its own module):
+
+* :mod:`~vlprobe.scenes.model`: :class:`Scene` / :class:`SceneObject` (shape, colour, row, column;
+  row 0 on top), the palettes (``SHAPES``, ``COLOURS``, ``QUANTIFIER_COLOURS``, ``ALL_SHAPES``,
+  ``ALL_COLOURS``, ``RGB``) and :func:`sample_scene`;
+* :mod:`~vlprobe.scenes.render`: :func:`render` (a 500x500 RGB PIL image, as TraVLR draws it),
+  :func:`render_png`, :func:`cell_centre`;
+* :mod:`~vlprobe.scenes.captions`: :func:`travlr_caption` (TraVLR's text modality, exact format),
+  :func:`inventory` ("two red circles and a blue square");
+* :mod:`~vlprobe.scenes.statements`: structured statements (:class:`Exists`, :class:`Count`,
+  :class:`Spatial`, :class:`Quantifier`, :class:`Compare`, :class:`And`), the truth function
+  :func:`truth`, the minimal truth-flipping edit :func:`foil`, random true/false statements
+  :func:`sample_statement`, and :func:`describe` (a short true description);
+* :mod:`~vlprobe.scenes.travlr` and :mod:`~vlprobe.scenes.winoground`: the dataset generators
+  with their split rules (used by ``vlprobe build travlr`` / ``vlprobe build winoground_style``).
+
+Typical use, e.g. to make image-text training pairs::
+
+    import random
+    from vlprobe import scenes
+
+    rng = random.Random(0)                      # or numpy.random.default_rng(0)
+    scene = scenes.sample_scene(rng, n_objects=(2, 8))
+    image = scenes.render(scene)                # PIL.Image, 500x500 RGB (render(scene, size=224) also works)
+    caption = scenes.travlr_caption(scene, rng) # "Columns, left to right, ... There is a red circle at A 1, ..."
+    text = scenes.describe(scene, rng)          # "Two red circles and a blue square. The blue square is above ..."
+    stmt, label = scenes.sample_statement(scene, rng, label=False)   # a false statement
+    assert scenes.truth(scene, stmt) is False
+    foil = scenes.foil(scene, scenes.Spatial(("red", "circle"), "left", ("blue", "square")))  # if both exist once
+
+To keep training scenes disjoint from an evaluation set, compare :meth:`Scene.key` values (the
+objects, order-free) with the evaluation rows' ``objects`` column
+(``Scene.from_records(row["objects"]).key()``).
+"""
+
+from .captions import PREFIX, article, inventory, join_list, noun_phrase, number_word, object_phrase, travlr_caption
+from .model import (
+    ALL_COLOURS,
+    ALL_SHAPES,
+    COLOURS,
+    GRID,
+    QUANTIFIER_COLOURS,
+    RGB,
+    SHAPES,
+    Scene,
+    SceneError,
+    SceneObject,
+    as_random,
+    place,
+    sample_scene,
+)
+from .render import cell_centre, png_bytes, render, render_png
+from .statements import (
+    QUANTIFIERS,
+    RELATIONS,
+    STATEMENT_KINDS,
+    And,
+    Compare,
+    Count,
+    Exists,
+    Quantifier,
+    Spatial,
+    Statement,
+    StatementError,
+    describe,
+    foil,
+    has_truth_value,
+    sample_statement,
+    statement_from_dict,
+    truth,
+)
+
+__all__ = [
+    "ALL_COLOURS", "ALL_SHAPES", "COLOURS", "GRID", "PREFIX", "QUANTIFIERS", "QUANTIFIER_COLOURS", "RELATIONS", "RGB",
+    "SHAPES", "STATEMENT_KINDS", "And", "Compare", "Count", "Exists", "Quantifier", "Scene", "SceneError",
+    "SceneObject", "Spatial", "Statement", "StatementError", "article", "as_random", "cell_centre", "describe",
+    "foil", "has_truth_value", "inventory", "join_list", "noun_phrase", "number_word", "object_phrase", "place",
+    "png_bytes", "render", "render_png", "sample_scene", "sample_statement", "statement_from_dict",
+    "travlr_caption", "truth",
+]

@@ -1,0 +1,405 @@
+"""Statements about scenes in a structured form, their texts, and the truth function.
+
+Every statement is a small frozen dataclass with ``text()`` (a sentence, in TraVLR's wording
+where TraVLR has one), ``phrase()`` (lower case, no final period: Winoground-style captions),
+``to_dict()`` (JSON-ready; :func:`statement_from_dict` reverses it) and ``holds(scene)``.
+:func:`truth` is the single truth function every label and gold matrix in vlprobe comes from.
+
+==============  ==========================================================  ===========================
+statement       text                                                         true iff
+==============  ==========================================================  ===========================
+Exists          "There is a red circle."                                     >= 1 such object
+Count           "There are 2 circle objects." / "There is 1 red object."    exactly n such objects
+Spatial         "The red circle is to the left of the blue square."          column(a) < column(b)
+                ("to the right of": >, "above": row(a) < row(b), "below": >; row 0 is the top)
+Quantifier      "Not all the circle objects are red objects."                see ``QUANTIFIERS``
+Compare         "There are more circles than squares."                       #X > #Y ("fewer": <)
+And             "a red circle and a blue square" (phrases of its parts)      every part holds
+==============  ==========================================================  ===========================
+
+Spatial statements presuppose that each referring expression ("the red circle") names exactly
+one object; when it names none or several, :func:`truth` raises :class:`StatementError` instead
+of guessing. Quantifiers follow first-order logic (``All`` over no objects is vacuously true);
+the generators never produce vacuous cases. :func:`foil` gives a statement's minimal
+truth-flipping edit, and :func:`sample_statement` draws random true/false statements.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Mapping, Sequence
+
+from .captions import article, inventory, join_list, noun_phrase, plural
+from .model import ALL_SHAPES, COLOURS, SHAPES, Scene, as_random
+
+
+class StatementError(ValueError):
+    """A statement without a truth value on a scene (a referent missing or ambiguous), or malformed."""
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+@dataclass(frozen=True)
+class Statement:
+    kind: ClassVar[str] = ""
+
+    def holds(self, scene: Scene) -> bool:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def phrase(self) -> str:
+        return self.text().rstrip(".")[:1].lower() + self.text().rstrip(".")[1:]
+
+    def text(self) -> str:
+        return _capital(self.phrase()) + "."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Exists(Statement):
+    """There is at least one object of ``colour`` and ``shape`` (either may be None: any)."""
+
+    colour: str | None = None
+    shape: str | None = None
+    kind: ClassVar[str] = "exists"
+
+    def holds(self, scene: Scene) -> bool:
+        return scene.count(self.colour, self.shape) >= 1
+
+    def phrase(self) -> str:
+        return noun_phrase(1, self.colour, self.shape)
+
+    def text(self) -> str:
+        return f"There is {self.phrase()}."
+
+
+@dataclass(frozen=True)
+class Count(Statement):
+    """There are exactly ``n`` objects of ``colour`` and ``shape`` (either may be None: any)."""
+
+    n: int
+    shape: str | None = None
+    colour: str | None = None
+    kind: ClassVar[str] = "count"
+
+    def holds(self, scene: Scene) -> bool:
+        return scene.count(self.colour, self.shape) == self.n
+
+    def text(self) -> str:
+        # TraVLR's cardinality template: "There are 2 circle objects." / "There is 1 circle object."
+        desc = " ".join(w for w in (self.colour, self.shape) if w)
+        verb, noun = ("is", "object") if self.n == 1 else ("are", "objects")
+        return f"There {verb} {self.n} {desc} {noun}." if desc else f"There {verb} {self.n} {noun}."
+
+    def phrase(self) -> str:
+        return noun_phrase(self.n, self.colour, self.shape)  # "two circles"
+
+
+RELATIONS: dict[str, str] = {
+    "left": "to the left of",
+    "right": "to the right of",
+    "above": "above",
+    "below": "below",
+}
+OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above"}
+
+
+@dataclass(frozen=True)
+class Spatial(Statement):
+    """The ``subject`` (colour, shape) is ``relation`` (left/right/above/below) the ``object``."""
+
+    subject: tuple[str, str]
+    relation: str
+    object: tuple[str, str]
+    kind: ClassVar[str] = "spatial"
+
+    def __post_init__(self) -> None:
+        if self.relation not in RELATIONS:
+            raise StatementError(f"unknown relation {self.relation!r}; known: {list(RELATIONS)}")
+        object.__setattr__(self, "subject", tuple(self.subject))
+        object.__setattr__(self, "object", tuple(self.object))
+
+    def holds(self, scene: Scene) -> bool:
+        a, b = _the(scene, self.subject, self), _the(scene, self.object, self)
+        if self.relation == "left":
+            return a.column < b.column
+        if self.relation == "right":
+            return a.column > b.column
+        if self.relation == "above":
+            return a.row < b.row
+        return a.row > b.row
+
+    def phrase(self) -> str:
+        (c1, s1), (c2, s2) = self.subject, self.object
+        return f"the {c1} {s1} is {RELATIONS[self.relation]} the {c2} {s2}"
+
+
+def _the(scene: Scene, ref: tuple[str, str], statement: Statement):
+    found = scene.find(colour=ref[0], shape=ref[1])
+    if len(found) != 1:
+        raise StatementError(
+            f"{statement.text()!r}: 'the {ref[0]} {ref[1]}' names {len(found)} objects in the scene, not exactly one"
+        )
+    return found[0]
+
+
+# quantifier -> (surface form, its negation)
+QUANTIFIERS: dict[str, tuple[str, str]] = {
+    "all": ("All", "not all"),  # every X-object is Y
+    "not all": ("Not all", "all"),  # some X-object is not Y
+    "some": ("Some of", "none"),  # >= 1 X-object is Y
+    "none": ("None of", "some"),  # no X-object is Y
+    "only": ("Only", "not only"),  # every Y-object is X
+    "not only": ("Not only", "only"),  # some Y-object is not X
+}
+
+
+@dataclass(frozen=True)
+class Quantifier(Statement):
+    """TraVLR's quantifier query: "{Q} the {shape} objects are {colour} objects."."""
+
+    quantifier: str
+    shape: str
+    colour: str
+    kind: ClassVar[str] = "quantifier"
+
+    def __post_init__(self) -> None:
+        if self.quantifier not in QUANTIFIERS:
+            raise StatementError(f"unknown quantifier {self.quantifier!r}; known: {list(QUANTIFIERS)}")
+
+    def holds(self, scene: Scene) -> bool:
+        xs = scene.find(shape=self.shape)
+        ys = scene.find(colour=self.colour)
+        q = self.quantifier
+        if q == "all":
+            return all(o.colour == self.colour for o in xs)
+        if q == "not all":
+            return any(o.colour != self.colour for o in xs)
+        if q == "some":
+            return any(o.colour == self.colour for o in xs)
+        if q == "none":
+            return not any(o.colour == self.colour for o in xs)
+        if q == "only":
+            return all(o.shape == self.shape for o in ys)
+        return any(o.shape != self.shape for o in ys)
+
+    def text(self) -> str:
+        return f"{QUANTIFIERS[self.quantifier][0]} the {self.shape} objects are {self.colour} objects."
+
+    def negation(self) -> "Quantifier":
+        return Quantifier(QUANTIFIERS[self.quantifier][1], self.shape, self.colour)
+
+
+@dataclass(frozen=True)
+class Compare(Statement):
+    """There are ``more``/``fewer`` objects of shape ``x`` than of shape ``y`` (strict)."""
+
+    relation: str
+    x: str
+    y: str
+    kind: ClassVar[str] = "compare"
+
+    def __post_init__(self) -> None:
+        if self.relation not in ("more", "fewer"):
+            raise StatementError(f"compare relation must be 'more' or 'fewer', got {self.relation!r}")
+
+    def holds(self, scene: Scene) -> bool:
+        a, b = scene.count(shape=self.x), scene.count(shape=self.y)
+        return a > b if self.relation == "more" else a < b
+
+    def text(self) -> str:
+        return f"There are {self.relation} {plural(self.x)} than {plural(self.y)}."
+
+
+@dataclass(frozen=True)
+class And(Statement):
+    """Every part holds; its phrase joins the parts' phrases: "a red circle and a blue square"."""
+
+    parts: tuple[Statement, ...]
+    kind: ClassVar[str] = "and"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if len(self.parts) < 2:
+            raise StatementError("And needs at least two parts")
+
+    def holds(self, scene: Scene) -> bool:
+        return all(p.holds(scene) for p in self.parts)
+
+    def phrase(self) -> str:
+        return join_list([p.phrase() for p in self.parts])
+
+    def text(self) -> str:
+        return f"There {'are' if _plural_head(self.parts[0]) else 'is'} {self.phrase()}."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "parts": [p.to_dict() for p in self.parts]}
+
+
+def _plural_head(part: Statement) -> bool:
+    return isinstance(part, Count) and part.n != 1
+
+
+_KINDS = {cls.kind: cls for cls in (Exists, Count, Spatial, Quantifier, Compare, And)}
+
+
+def statement_from_dict(data: Mapping[str, Any]) -> Statement:
+    """Inverse of ``Statement.to_dict`` (accepts the JSON round-trip: lists for tuples)."""
+    data = dict(data)
+    kind = data.pop("kind", None)
+    if kind not in _KINDS:
+        raise StatementError(f"unknown statement kind {kind!r}; known: {list(_KINDS)}")
+    if kind == "and":
+        return And(tuple(statement_from_dict(p) for p in data["parts"]))
+    return _KINDS[kind](**data)
+
+
+def truth(scene: Scene, statement: Statement) -> bool:
+    """Is ``statement`` true of ``scene``? Raises :class:`StatementError` when it has no truth
+    value there (a "the ..." that names no object or several)."""
+    if not isinstance(statement, Statement):
+        raise StatementError(f"not a statement: {statement!r}")
+    return bool(statement.holds(scene))
+
+
+def has_truth_value(scene: Scene, statement: Statement) -> bool:
+    try:
+        truth(scene, statement)
+    except StatementError:
+        return False
+    return True
+
+
+# ---- minimal truth-flipping edits ------------------------------------------------------------
+def foil(
+    scene: Scene,
+    statement: Statement,
+    rng: random.Random | Any = None,
+    numbers: Sequence[int] | None = None,
+    colours: Sequence[str] | None = None,
+) -> Statement:
+    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite, checked by
+    :func:`truth`:
+
+    * Spatial: the opposite relation (left <-> right, above <-> below);
+    * Quantifier: its negation (All <-> Not all, Some of <-> None of, Only <-> Not only);
+    * Compare: more <-> fewer;
+    * Count: another number, drawn from ``numbers`` (default 1..9) with ``rng``;
+    * Exists: another colour, drawn from ``colours`` (default TraVLR's 5).
+
+    Raises :class:`StatementError` when no such edit flips the truth (for instance "left" on
+    two objects in the same column, or more/fewer on equal counts).
+    """
+    rng = as_random(rng)
+    value = truth(scene, statement)
+    if isinstance(statement, Spatial):
+        candidates: list[Statement] = [Spatial(statement.subject, OPPOSITE[statement.relation], statement.object)]
+    elif isinstance(statement, Quantifier):
+        candidates = [statement.negation()]
+    elif isinstance(statement, Compare):
+        candidates = [Compare("fewer" if statement.relation == "more" else "more", statement.x, statement.y)]
+    elif isinstance(statement, Count):
+        pool = [n for n in (numbers if numbers is not None else range(1, 10)) if n != statement.n]
+        rng.shuffle(pool)
+        candidates = [Count(n, statement.shape, statement.colour) for n in pool]
+    elif isinstance(statement, Exists):
+        pool = [c for c in (colours or COLOURS) if c != statement.colour]
+        rng.shuffle(pool)
+        candidates = [Exists(c, statement.shape) for c in pool]
+    else:
+        raise StatementError(f"no minimal edit is defined for {type(statement).__name__}")
+    for candidate in candidates:
+        if truth(scene, candidate) != value:
+            return candidate
+    raise StatementError(f"no minimal edit of {statement.text()!r} flips its truth on this scene")
+
+
+# ---- random statements (training data for small models) --------------------------------------
+STATEMENT_KINDS = ("exists", "count", "spatial", "quantifier", "compare")
+
+
+def _candidate(scene: Scene, kind: str, rng: random.Random, shapes: Sequence[str], colours: Sequence[str]):
+    objs = scene.objects
+    if kind == "exists":
+        if rng.random() < 0.5:
+            o = rng.choice(objs)
+            return Exists(o.colour, o.shape)
+        return Exists(rng.choice(colours), rng.choice(shapes))
+    if kind == "count":
+        shape = rng.choice([o.shape for o in objs]) if rng.random() < 0.7 else rng.choice(shapes)
+        colour = rng.choice([o.colour for o in objs]) if rng.random() < 0.3 else None
+        true_n = scene.count(colour, shape)
+        n = true_n if (true_n and rng.random() < 0.5) else rng.randint(1, 6)
+        return Count(n, shape, colour)
+    if kind == "spatial":
+        unique = [o for o in objs if scene.count(o.colour, o.shape) == 1]
+        if len(unique) < 2:
+            return None
+        a, b = rng.sample(unique, 2)
+        axes = []
+        if a.column != b.column:
+            axes += ["left", "right"]
+        if a.row != b.row:
+            axes += ["above", "below"]
+        return Spatial(a.type, rng.choice(axes), b.type)
+    if kind == "quantifier":
+        shape = rng.choice([o.shape for o in objs])
+        colour = rng.choice([o.colour for o in objs])
+        return Quantifier(rng.choice(list(QUANTIFIERS)), shape, colour)
+    if kind == "compare":
+        present = sorted({o.shape for o in objs})
+        x = rng.choice(present)
+        y = rng.choice([s for s in shapes if s != x])
+        if scene.count(shape=x) == scene.count(shape=y):
+            return None
+        return Compare(rng.choice(("more", "fewer")), x, y)
+    raise StatementError(f"unknown statement kind {kind!r}; known: {STATEMENT_KINDS}")
+
+
+def sample_statement(
+    scene: Scene,
+    rng: random.Random | Any,
+    kinds: Sequence[str] = STATEMENT_KINDS,
+    label: bool | None = None,
+    shapes: Sequence[str] = SHAPES,
+    colours: Sequence[str] = COLOURS,
+    max_tries: int = 200,
+) -> tuple[Statement, bool]:
+    """A random statement about ``scene`` of one of ``kinds``, and its truth value. With ``label``
+    set, only statements with that truth value are returned. Raises :class:`StatementError` when
+    none is found in ``max_tries`` draws (e.g. "spatial" on a scene without two nameable objects)."""
+    rng = as_random(rng)
+    for _ in range(max_tries):
+        stmt = _candidate(scene, rng.choice(list(kinds)), rng, shapes, colours)
+        if stmt is None or not has_truth_value(scene, stmt):
+            continue
+        value = truth(scene, stmt)
+        if label is None or value == label:
+            return stmt, value
+    raise StatementError(f"no {'true' if label else 'false' if label is not None else ''} statement of kinds {list(kinds)} found in {max_tries} tries")
+
+
+def describe(scene: Scene, rng: random.Random | Any = None, relations: int = 1) -> str:
+    """A short true description: the inventory, then up to ``relations`` spatial sentences between
+    objects that can be named uniquely, e.g. "Two red circles, a blue square and an orange star.
+    The blue square is above the orange star."."""
+    rng = as_random(rng)
+    sentences = [_capital(inventory(scene, rng)) + "."]
+    for _ in range(relations):
+        try:
+            stmt, _ = sample_statement(scene, rng, kinds=("spatial",), label=True, max_tries=20)
+        except StatementError:
+            break
+        sentences.append(stmt.text())
+    return " ".join(sentences)
+
+
+__all__ = [
+    "ALL_SHAPES", "And", "Compare", "Count", "Exists", "OPPOSITE", "QUANTIFIERS", "RELATIONS", "STATEMENT_KINDS",
+    "Quantifier", "Spatial", "Statement", "StatementError", "article", "describe", "foil", "has_truth_value",
+    "sample_statement", "statement_from_dict", "truth",
+]

@@ -1,0 +1,380 @@
+"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL of captions and foils
+-> a Hub dataset folder (parquet with the image bytes embedded, a card, ``vlprobe.yaml``).
+
+The source folder looks like::
+
+    my_instrument/
+    ├── images/            any layout; the captions file names each image by its relative path
+    ├── captions.csv       one row per item: image path column(s), text columns, tag columns ...
+    └── vlprobe.yaml       which columns are images, texts, gold and tags (see vlprobe/spec.py)
+
+Image columns hold paths relative to the captions file (a JSONL list of paths makes a list
+column). Other columns are kept as they are (CSV cells are strings). Without a ``vlprobe.yaml``
+the common shape ``image, caption, foil...`` gets the spec ``texts: [caption, foil...]``,
+``gold: [[1, 0, ...]]`` and every other column as a tag.
+
+Building again into the same ``--out`` with another ``--config`` adds a config: the card keeps
+the other configs, and ``vlprobe.yaml`` gets a ``configs.<name>`` override when this config's
+spec differs from the folder's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+NAME = "folder"
+HELP = "a folder of images + a CSV/JSONL of captions and foils (your own instrument) -> a Hub dataset folder"
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
+_CONFIG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", type=Path, help="the folder holding the images and the captions file")
+    p.add_argument("--out", type=Path, required=True, help="the dataset folder to write (created; other configs in it are kept)")
+    p.add_argument("--captions", type=Path, default=None,
+                   help="the CSV or JSONL file, relative to SOURCE (default: the only *.csv/*.jsonl in SOURCE)")
+    p.add_argument("--config", default="default", help="config name of this instrument (default: 'default')")
+    p.add_argument("--split", default="test", help="split name (default: test)")
+    p.add_argument("--license", required=True,
+                   help="licence of the images and texts, a Hub licence id (cc-by-4.0, cc0-1.0, mit, other ...)")
+    p.add_argument("--spec", type=Path, default=None, help="the vlprobe.yaml to use (default: SOURCE/vlprobe.yaml)")
+    p.add_argument("--image-columns", default=None,
+                   help="comma-separated image columns (default: columns whose values all name image files)")
+    p.add_argument("--pretty-name", default=None, help="card title (default: the --out folder name)")
+    p.add_argument("--description", default="", help="one paragraph for the card")
+    p.add_argument("--language", default="en", help="language code of the texts (default: en)")
+    p.add_argument("--default", action="store_true", help="make this config the default one in --out")
+
+
+def build(args: argparse.Namespace) -> Path:
+    return build_folder(
+        source=args.source, out=args.out, captions=args.captions, config=args.config, split=args.split,
+        license=args.license, spec_path=args.spec,
+        image_columns=[c.strip() for c in args.image_columns.split(",") if c.strip()] if args.image_columns else None,
+        pretty_name=args.pretty_name, description=args.description, language=args.language,
+        make_default=args.default,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+def build_folder(
+    source: str | Path,
+    out: str | Path,
+    *,
+    license: str,
+    captions: str | Path | None = None,
+    config: str = "default",
+    split: str = "test",
+    spec_path: str | Path | None = None,
+    image_columns: list[str] | None = None,
+    pretty_name: str | None = None,
+    description: str = "",
+    language: str = "en",
+    make_default: bool = False,
+) -> Path:
+    """Build (or add one config to) the dataset folder ``out``; returns ``out``."""
+    import datasets
+
+    from ..dataset_folder import ConfigDecl, card_metadata, read_card_metadata, write_card, write_split
+    from ..spec import SPEC_FILE, ItemSpec
+
+    source, out = Path(source), Path(out)
+    if not source.is_dir():
+        raise FileNotFoundError(f"{source}: the source folder does not exist")
+    if not _CONFIG_RE.match(config):
+        raise ValueError(f"--config {config!r}: use letters, digits, '_', '-' or '.'")
+    if not license or not license.strip():
+        raise ValueError("--license: say under which licence the images and texts may be shared")
+    table = _find_captions(source, captions)
+    rows = _read_rows(table)
+    if not rows:
+        raise ValueError(f"{table}: no rows")
+    columns = list(rows[0])
+    image_cols = image_columns or _guess_image_columns(rows, table.parent)
+    if not image_cols:
+        raise ValueError(
+            f"{table}: no column names image files (columns: {columns}); pass --image-columns"
+        )
+    for col in image_cols:
+        if col not in columns:
+            raise ValueError(f"--image-columns: {table} has no column {col!r}; columns are {columns}")
+
+    # The spec: the user's file, else the common image/caption/foil shape.
+    spec_path = Path(spec_path) if spec_path else source / SPEC_FILE
+    if spec_path.is_file():
+        spec_text = spec_path.read_text(encoding="utf-8")
+        spec = ItemSpec.from_file(spec_path)
+    else:
+        spec_dict = _default_spec(columns, image_cols, table)
+        spec_text = "# written by `vlprobe build folder` (no vlprobe.yaml in the source folder)\n" + yaml.safe_dump(
+            spec_dict, sort_keys=False, default_flow_style=None
+        )
+        spec = ItemSpec.from_dict(spec_dict, source=f"default spec for {table}")
+
+    # Embed the image bytes: a parquet holding only local paths would not survive the upload.
+    from ..images import to_pil
+
+    records = []
+    for i, row in enumerate(rows):
+        rec = dict(row)
+        for col in image_cols:
+            value = row[col]
+            paths = value if isinstance(value, list) else [value]
+            embedded = []
+            for rel in paths:
+                if not isinstance(rel, str) or not rel:
+                    raise ValueError(f"{table} row {i + 1}: column {col!r} has no image path")
+                file = (table.parent / rel)
+                if not file.is_file():
+                    raise FileNotFoundError(f"{table} row {i + 1}: column {col!r} names {rel!r}, but {file} does not exist")
+                data = file.read_bytes()
+                to_pil(data, where=f"{table} row {i + 1} column {col!r} ({rel})")  # refuse unreadable files now
+                embedded.append({"bytes": data, "path": Path(rel).name})
+            rec[col] = embedded if isinstance(value, list) else embedded[0]
+        records.append(rec)
+
+    features = _features(records, image_cols)
+    ds = datasets.Dataset.from_list(records, features=features)
+    # Every row must become an item before anything is written.
+    decoded = ds.cast(_undecoded(features))
+    list(spec.for_config(config).iter_items(decoded, config=config))
+
+    out.mkdir(parents=True, exist_ok=True)
+    existing = read_card_metadata(out) if (out / "README.md").is_file() else {}
+    if existing.get("license") and existing["license"] != license:
+        raise ValueError(
+            f"{out}/README.md says license {existing['license']!r}, this build says {license!r}; "
+            "one dataset repo has one licence"
+        )
+    write_split(out, config, split, ds)
+    meta = _merge_card(existing, ConfigDecl(config, features, (split,), default=True), make_default,
+                       license=license, pretty_name=pretty_name or existing.get("pretty_name") or out.resolve().name,
+                       language=language, n_rows=len(ds), card_metadata=card_metadata, out=out)
+    _write_spec(out / SPEC_FILE, spec_text, spec, config)
+    write_card(out, meta, _card_body(meta, description, table.name, (out / SPEC_FILE).read_text(encoding="utf-8")))
+    return out
+
+
+def _find_captions(source: Path, captions: str | Path | None) -> Path:
+    if captions is not None:
+        path = Path(captions)
+        path = path if path.is_absolute() or path.is_file() else source / path
+        if not path.is_file():
+            raise FileNotFoundError(f"--captions {captions}: no such file (looked in {source})")
+        return path
+    found = sorted(p for p in source.iterdir() if p.suffix.lower() in (".csv", ".jsonl"))
+    if len(found) != 1:
+        raise ValueError(
+            f"{source}: expected one captions file (*.csv or *.jsonl), found {[p.name for p in found] or 'none'}; pass --captions"
+        )
+    return found[0]
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            rows = [dict(r) for r in reader]
+        for i, r in enumerate(rows):
+            if None in r or any(v is None for v in r.values()):
+                raise ValueError(f"{path} row {i + 1}: has a different number of cells than the header")
+        return rows
+    if path.suffix.lower() == ".jsonl":
+        rows = []
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path} line {i + 1}: not JSON: {err}") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path} line {i + 1}: each line must be a JSON object")
+            rows.append(row)
+        keys = list(rows[0]) if rows else []
+        for i, row in enumerate(rows):
+            if set(row) != set(keys):
+                raise ValueError(f"{path}: row {i + 1} has keys {sorted(row)}, the first row {sorted(keys)}")
+        return rows
+    raise ValueError(f"{path}: the captions file must be .csv or .jsonl")
+
+
+def _is_image_path(value: Any) -> bool:
+    return isinstance(value, str) and value.lower().endswith(IMAGE_SUFFIXES)
+
+
+def _guess_image_columns(rows: list[dict[str, Any]], base: Path) -> list[str]:
+    cols = []
+    for col in rows[0]:
+        values = [r[col] for r in rows]
+        flat = [v for x in values for v in (x if isinstance(x, list) else [x])]
+        if flat and all(_is_image_path(v) for v in flat):
+            cols.append(col)
+    return cols
+
+
+def _default_spec(columns: list[str], image_cols: list[str], table: Path) -> dict[str, Any]:
+    foils = [c for c in columns if c.lower().startswith("foil")]
+    if "caption" not in columns or not foils:
+        raise ValueError(
+            f"{table}: no vlprobe.yaml in the source folder, and the columns {columns} are not the simple "
+            "image/caption/foil shape; write a vlprobe.yaml naming the image, text and gold columns (see vlprobe/spec.py)"
+        )
+    spec: dict[str, Any] = {}
+    if "id" in columns:
+        spec["id"] = "id"
+    spec["images"] = list(image_cols)
+    spec["texts"] = ["caption"] + foils
+    spec["gold"] = [[1] + [0] * len(foils)] * len(image_cols)
+    tags = [c for c in columns if c not in set(image_cols) | {"caption", "id"} | set(foils)]
+    if tags:
+        spec["tags"] = tags
+    return spec
+
+
+def _features(records: list[dict[str, Any]], image_cols: list[str]):
+    import datasets
+
+    others = [c for c in records[0] if c not in image_cols]
+    inferred = datasets.Dataset.from_list([{c: r[c] for c in others} for r in records]).features if others else {}
+    feats = {}
+    for col in records[0]:
+        if col in image_cols:
+            feats[col] = datasets.List(datasets.Image()) if isinstance(records[0][col], list) else datasets.Image()
+        else:
+            feats[col] = inferred[col]
+    return datasets.Features(feats)
+
+
+def _undecoded(features):
+    """The same features with images left undecoded (the spec check needs no pixels)."""
+    import datasets
+
+    out = {}
+    for name, feat in features.items():
+        if isinstance(feat, datasets.Image):
+            out[name] = datasets.Image(decode=False)
+        elif isinstance(feat, datasets.List) and isinstance(feat.feature, datasets.Image):
+            out[name] = datasets.List(datasets.Image(decode=False))
+        else:
+            out[name] = feat
+    return datasets.Features(out)
+
+
+def _size_category(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return label
+    return "n>1M"
+
+
+def _merge_card(existing, decl, make_default, *, license, pretty_name, language, n_rows, card_metadata, out):
+    """The card YAML: the other configs of ``existing`` kept, this one replaced or added."""
+    fresh = card_metadata([decl], license=license)
+    configs = [c for c in existing.get("configs") or [] if c.get("config_name") != decl.name]
+    infos = existing.get("dataset_info") or []
+    infos = infos if isinstance(infos, list) else [infos]
+    infos = [d for d in infos if d.get("config_name") != decl.name]
+    entry = dict(fresh["configs"][0])
+    has_default = any(c.get("default") for c in configs)
+    if make_default:
+        for c in configs:
+            c.pop("default", None)
+    elif has_default:
+        entry.pop("default", None)
+    configs.append(entry)
+    infos.append(fresh["dataset_info"][0])
+    meta = {k: v for k, v in existing.items() if k not in ("configs", "dataset_info")}
+    meta.update(
+        license=license,
+        pretty_name=pretty_name,
+        language=[language] if isinstance(language, str) else language,
+        task_categories=meta.get("task_categories") or ["image-to-text"],
+        tags=sorted(set(meta.get("tags") or []) | {"vlprobe", "foils", "vision-and-language"}),
+    )
+    if not existing:
+        meta["size_categories"] = [_size_category(n_rows)]
+    meta["dataset_info"] = infos
+    meta["configs"] = configs
+    return meta
+
+
+def _write_spec(path: Path, spec_text: str, spec, config: str) -> None:
+    """Write ``vlprobe.yaml``: the spec as given, or, when the folder already has a different one,
+    that one with a ``configs.<config>`` override so that both configs convert."""
+    from ..spec import ItemSpec
+
+    if not path.is_file():
+        path.write_text(spec_text, encoding="utf-8")
+        return
+    current = ItemSpec.from_file(path)
+    if _same(current.for_config(config), spec.for_config(config)):
+        return
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    mine = spec.for_config(config)
+    override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags)}
+    if mine.id:
+        override["id"] = mine.id
+    if mine.context:
+        override["context"] = mine.context
+    data.setdefault("configs", {})[config] = override
+    path.write_text(
+        "# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"
+        + yaml.safe_dump(data, sort_keys=False, default_flow_style=None),
+        encoding="utf-8",
+    )
+
+
+def _same(a, b) -> bool:
+    return (a.images, a.texts, a.gold, a.id, a.tags, a.context) == (b.images, b.texts, b.gold, b.id, b.tags, b.context)
+
+
+def _card_body(meta: dict[str, Any], description: str, table_name: str, spec_text: str) -> str:
+    name = meta.get("pretty_name", "dataset")
+    configs = [c["config_name"] for c in meta["configs"]]
+    default = next((c["config_name"] for c in meta["configs"] if c.get("default")), configs[0])
+    feats = {d["config_name"]: d["features"] for d in meta["dataset_info"]}
+    lines = [f"# {name}", ""]
+    if description:
+        lines += [description.strip(), ""]
+    lines += [
+        "A foil instrument for probing vision-and-language models: each row holds image(s), a true caption and "
+        "foil(s). Built with `vlprobe build folder` from a folder of images and a captions file "
+        f"(last: `{table_name}`); the image bytes are embedded in the parquet.",
+        "",
+        "## Configs",
+        "",
+        "| config | columns |",
+        "|---|---|",
+    ]
+    for c in configs:
+        cols = ", ".join(f"`{f['name']}`" for f in feats.get(c, []))
+        lines.append(f"| `{c}`{' (default)' if c == default else ''} | {cols} |")
+    lines += [
+        "",
+        "## Use",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        f'ds = load_dataset("<org>/<name>", "{default}")',
+        "```",
+        "",
+        "`vlprobe.yaml` says how rows become items (images x texts with a gold matrix), so vlprobe scores it "
+        "directly:",
+        "",
+        "```yaml",
+        spec_text.strip(),
+        "```",
+        "",
+        "## Licence",
+        "",
+        f"`{meta['license']}`, as declared by the builder of this folder.",
+    ]
+    return "\n".join(lines)

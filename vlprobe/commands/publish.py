@@ -1,0 +1,93 @@
+"""``vlprobe publish dataset|metric|space``: validate a folder locally, then push it to the Hub.
+
+    vlprobe publish dataset valse --repo my-lab/valse [--dry-run] [--private] [--token T]
+    vlprobe publish metric --repo my-lab/valse_metric      # pushes metric/ as a Gradio Space
+    vlprobe publish space --repo my-lab/vlprobe-demo       # pushes space/
+
+Every subcommand checks first and refuses with the list of problems; ``--dry-run`` prints what
+would be uploaded and touches nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "publish",
+        help="validate a dataset folder, the metric or the Space, then push it to the Hugging Face Hub",
+        description="Validate locally, then HfApi.create_repo(exist_ok=True) + upload_folder. "
+        "Token: --token, else HF_TOKEN, else the stored login (`hf auth login`).",
+    )
+    inner = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+
+    p = inner.add_parser("dataset", help="a dataset folder (card + vlprobe.yaml + parquet) as a dataset repo")
+    p.add_argument("folder", type=Path, help="the dataset folder, e.g. valse/ or the output of `vlprobe build folder`")
+    p.add_argument("--rows", type=int, default=5, help="first rows of every config that must convert to items (default 5)")
+    _common(p, "<org>/<name>, e.g. my-lab/valse")
+    p.set_defaults(func=_dataset)
+
+    p = inner.add_parser("metric", help="metric/ as a Space, so that evaluate.load('<org>/valse_metric') finds it")
+    p.add_argument("--folder", type=Path, default=None, help="the metric folder (default: ./metric, else the repository's metric/)")
+    _common(p, "<org>/valse_metric: the last part must equal the module's file name")
+    p.set_defaults(func=_metric)
+
+    p = inner.add_parser("space", help="space/ (the Gradio demo) as a Space")
+    p.add_argument("--folder", type=Path, default=None, help="the Space folder (default: ./space, else the repository's space/)")
+    _common(p, "<org>/<name>, e.g. my-lab/vlprobe-demo")
+    p.set_defaults(func=_space)
+
+
+def _common(p: argparse.ArgumentParser, repo_help: str) -> None:
+    p.add_argument("--repo", required=True, help=repo_help)
+    p.add_argument("--dry-run", action="store_true", help="validate and print what would be uploaded; touch nothing")
+    p.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
+    p.add_argument("--token", default=None, help="a Hub write token (default: HF_TOKEN, else the stored login)")
+    p.add_argument("--message", default=None, help="commit message")
+
+
+def _default_folder(given: Path | None, name: str) -> Path:
+    if given is not None:
+        return given
+    here = Path(name)
+    return here if here.is_dir() else _REPO_ROOT / name
+
+
+def _push(plan, args: argparse.Namespace) -> int:
+    from ..publish import publish
+
+    publish(plan, private=args.private, token=args.token, dry_run=args.dry_run, commit_message=args.message)
+    return 0
+
+
+def _dataset(args: argparse.Namespace) -> int:
+    from ..publish import plan_dataset
+
+    print(f"checking dataset folder {args.folder} ...")
+    plan = plan_dataset(args.folder, args.repo, rows=args.rows)
+    print("ok: card, features, embedded images, load_dataset and vlprobe.yaml all check out")
+    return _push(plan, args)
+
+
+def _metric(args: argparse.Namespace) -> int:
+    from ..publish import plan_metric
+
+    folder = _default_folder(args.folder, "metric")
+    print(f"checking metric folder {folder} ...")
+    plan = plan_metric(folder, args.repo)
+    print(f"ok: the module loads with evaluate.load and its docstring examples pass; the Space app imports")
+    return _push(plan, args)
+
+
+def _space(args: argparse.Namespace) -> int:
+    from ..publish import plan_space
+
+    folder = _default_folder(args.folder, "space")
+    print(f"checking Space folder {folder} ...")
+    plan = plan_space(folder, args.repo)
+    print("ok: Space YAML and app import check out")
+    return _push(plan, args)

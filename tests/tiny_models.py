@@ -133,5 +133,168 @@ def tiny_clip_path(tmp_path_factory) -> Path:
     return build_tiny_clip(tmp_path_factory.mktemp("tiny_clip"))
 
 
+
+def build_tiny_siglip(folder: str | Path) -> Path:
+    """SiglipModel (sigmoid loss: logits = scale * cosine + bias), SiglipProcessor at 32 px."""
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["<pad>", "</s>"])
+    # SigLIP's text tower pools the last position and is trained on max-length padded text.
+    tokenizer = _wrap(raw, bos=None, eos="</s>", pad="<pad>", add_bos=False, add_eos=True, model_max_length=16)
+    config = SiglipConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, max_position_embeddings=16,
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+    )
+    _seed()
+    model = SiglipModel(config).eval()
+    image_processor = SiglipImageProcessor(size={"height": 32, "width": 32})
+    SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+# ---- cross-encoders with a matching head ----------------------------------------------------
+
+def build_tiny_blip_itm(folder: str | Path) -> Path:
+    """BlipForImageTextRetrieval (ITM head: logits[:, 1] = "match"), BlipProcessor at 32 px."""
+    from transformers import BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
+    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
+                      cls_token="[CLS]", sep_token="[SEP]")
+    config = BlipConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, encoder_hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=32,
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                         sep_token_id=tokenizer.sep_token_id, eos_token_id=tokenizer.eos_token_id),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+        projection_dim=16,
+        image_text_hidden_size=16,
+    )
+    _seed()
+    model = BlipForImageTextRetrieval(config).eval()
+    image_processor = BlipImageProcessor(size={"height": 32, "width": 32})
+    BlipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_vilt(folder: str | Path) -> Path:
+    """ViltForImageAndTextRetrieval (one match logit), ViltProcessor with 32 px shortest edge."""
+    from transformers import ViltConfig, ViltForImageAndTextRetrieval, ViltImageProcessor, ViltProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
+    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
+                      cls_token="[CLS]", sep_token="[SEP]")
+    config = ViltConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        max_position_embeddings=32, image_size=32, patch_size=8, max_image_length=-1,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    _seed()
+    model = ViltForImageAndTextRetrieval(config).eval()
+    image_processor = ViltImageProcessor(size={"shortest_edge": 32}, size_divisor=8)
+    ViltProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+# ---- language models ------------------------------------------------------------------------
+
+def build_tiny_gpt2(folder: str | Path) -> Path:
+    """GPT2LMHeadModel; like GPT-2 the tokenizer adds no special tokens and BOS = EOS = <|endoftext|>."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder = Path(folder)
+    raw = _byte_bpe(["<|endoftext|>"])
+    tokenizer = _wrap(raw, bos="<|endoftext|>", eos="<|endoftext|>", pad=None, add_bos=False, add_eos=False,
+                      model_max_length=64)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=32, n_layer=2, n_head=2,
+                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    _seed()
+    GPT2LMHeadModel(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+LLAVA_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'].upper() + ': ' }}"
+    "{% for item in message['content'] %}{% if item['type'] == 'image' %}{{ '<image>\n' }}"
+    "{% elif item['type'] == 'text' %}{{ item['text'] }}{% endif %}{% endfor %}{{ '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+
+
+def build_tiny_vlm(folder: str | Path) -> Path:
+    """LlavaForConditionalGeneration (CLIP vision tower + Llama text model) with a LlavaProcessor and
+    a LLaVA-1.5-style chat template that ends in ``ASSISTANT:``, so the answer's first token is the
+    leading-space variant " Yes"/" No" (what VQAScore's token lookup must handle)."""
+    from transformers import (CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration,
+                              LlavaProcessor)
+
+    folder = Path(folder)
+    raw = _byte_bpe(["<pad>", "<s>", "</s>", "<image>"])
+    tokenizer = _wrap(raw, bos="<s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=128)
+    image_token_id = tokenizer.convert_tokens_to_ids("<image>")
+    config = LlavaConfig(
+        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64,
+                           num_hidden_layers=2, num_attention_heads=2, image_size=32, patch_size=8,
+                           projection_dim=16),
+        text_config=dict(model_type="llama", vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id),
+        image_token_index=image_token_id,
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )
+    _seed()
+    model = LlavaForConditionalGeneration(config).eval()
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=8,
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                               chat_template=LLAVA_CHAT_TEMPLATE, image_token="<image>")
+    processor.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_siglip_path(tmp_path_factory) -> Path:
+    """A saved tiny random SigLIP (``SiglipModel`` + ``SiglipProcessor``)."""
+    return build_tiny_siglip(tmp_path_factory.mktemp("tiny_siglip"))
+
+
+@pytest.fixture(scope="session")
+def tiny_blip_itm_path(tmp_path_factory) -> Path:
+    """A saved tiny random BLIP ITM model (``BlipForImageTextRetrieval`` + ``BlipProcessor``)."""
+    return build_tiny_blip_itm(tmp_path_factory.mktemp("tiny_blip_itm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_vilt_path(tmp_path_factory) -> Path:
+    """A saved tiny random ViLT retrieval model (``ViltForImageAndTextRetrieval`` + ``ViltProcessor``)."""
+    return build_tiny_vilt(tmp_path_factory.mktemp("tiny_vilt"))
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2_path(tmp_path_factory) -> Path:
+    """A saved tiny random GPT-2 (``GPT2LMHeadModel`` + tokenizer, no processor)."""
+    return build_tiny_gpt2(tmp_path_factory.mktemp("tiny_gpt2"))
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm_path(tmp_path_factory) -> Path:
+    """A saved tiny random LLaVA (``AutoModelForImageTextToText`` + ``AutoProcessor`` with a chat template)."""
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm"))
+
+
 # Everything public (the fixtures are what conftest star-imports).
 __all__ = [n for n in dir() if n.startswith(("tiny_", "build_tiny_"))]

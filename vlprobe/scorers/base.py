@@ -12,6 +12,17 @@ two kinds, and the engine (``vlprobe/engine.py``) drives each the fast way:
 
 Families register with :func:`register` and are discovered by importing every module of
 ``vlprobe/scorers/``: adding a model family is adding one module.
+
+Loading: ``vlprobe.scorers.load_scorer(model, family=None, device=None, dtype="float32",
+revision=None, control=None)`` (``loading.py``) detects the family from the model's config when it
+is not named. Families today: ``dual`` (CLIP/SigLIP/ALIGN...), ``itm`` (BLIP ITM, ViLT),
+``causal_lm`` (text-only LMs), ``vqascore`` (generative VLMs).
+
+Controls (blank / shuffled images) act on **items**, before scoring, so every family and the
+engine's deduplication work unchanged: ``items = apply_control(items, "blank" | "shuffle", seed)``
+(``controls.py``), and ``load_scorer(..., control=..., control_seed=seed)`` (or
+``mark_control(scorer, control, seed)``) records it in the scorer's provenance (family
+``"dual+blank"``, ``preprocessing["control"]``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,116 @@
+"""Family ``causal_lm``: text-only causal language models (GPT-2, GPT-1, Llama, ...), the unimodal
+baseline of VALSE, BLA and Winoground. Images are ignored (``uses_images = False``).
+
+Score = **minus the mean token negative log-likelihood** of the text, ``-(1/T) sum_t -log p(x_t | x_<t)``,
+where the text is tokenized without special tokens and the model's BOS token (or, lacking one,
+its EOS token, as for GPT-2 where both are ``<|endoftext|>``) is prepended, so every one of the
+``T`` text tokens, the first included, is scored once with its full left context. Higher is more
+plausible; the score is the negative log-perplexity, so ranking by it equals ranking by lower
+perplexity. No probability is given (there is no match head). Texts longer than the model's
+context are truncated (``text_max_length`` in ``preprocessing``).
+
+How this differs from the VALSE repo (``unimodal_valse_eval.py``, reference/valse.md §4.2): that
+code uses the old sliding-window perplexity recipe with stride 3 and no BOS, so the first token is
+never scored, tokens are weighted unequally (some counted twice) and the sum is divided by the
+start index of the last window instead of the token count (texts of at most 3 tokens divide by
+zero). Its numbers are therefore not exactly reproducible with a clean perplexity, and this family
+does not try to: it computes the textbook per-token mean, which is what the metric needs (higher
+score = preferred text) and is the same for any batch composition.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .base import PairScorer, PairScores, register
+from .loading import from_pretrained, model_max_text_length, resolve_dtype
+
+_TEXT_ONLY_TYPES = {"gpt2", "openai-gpt", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "qwen2", "qwen3",
+                    "phi", "phi3", "gemma", "gemma2", "gemma3_text", "olmo", "olmo2", "opt", "bloom", "falcon",
+                    "smollm3", "granite", "stablelm", "pythia", "mpt", "codegen"}
+
+
+def _detect(config: Any) -> bool:
+    if getattr(config, "model_type", None) in _TEXT_ONLY_TYPES:
+        return True
+    return any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in getattr(config, "architectures", None) or [])
+
+
+class CausalLMScorer(PairScorer):
+    family: ClassVar[str] = "causal_lm"
+    uses_images: ClassVar[bool] = False
+
+    def __init__(self, model_id: str, model: Any, tokenizer: Any, *, device: str, dtype: str,
+                 revision: str | None = None) -> None:
+        super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
+        self.model = model
+        self.tokenizer = tokenizer
+        bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        if bos is None:
+            raise ValueError(f"model {model_id!r}: the tokenizer has neither a BOS nor an EOS token to "
+                             f"prepend, so the first token of a text cannot be scored")
+        self.bos_id = int(bos)
+        self.pad_id = int(tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else self.bos_id
+        # One position goes to the BOS token.
+        self.max_length = model_max_text_length(tokenizer, model.config, default=1024) - 1
+        self.preprocessing = {
+            "tokenizer": type(tokenizer).__name__,
+            "prefix_token": tokenizer.convert_ids_to_tokens(self.bos_id),
+            "add_special_tokens": False,
+            "text_max_length": self.max_length,
+            "text_truncation": True,
+            "prompt": None,
+            "score": "-mean token NLL (BOS prepended, every text token scored)",
+        }
+
+    def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
+        """Images are ignored; texts -> right-padded ids with BOS in front, and a mask of the
+        positions whose token is scored (every text token, not BOS, not padding)."""
+        import torch
+
+        texts = list(texts)
+        ids = self.tokenizer(texts, add_special_tokens=False, truncation=True,
+                             max_length=self.max_length)["input_ids"]
+        for text, row in zip(texts, ids):
+            if not row:
+                raise ValueError(f"text {text!r} has no tokens; an empty text cannot be scored by a language model")
+        width = 1 + max(len(r) for r in ids)
+        input_ids = torch.full((len(ids), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(ids), width), dtype=torch.long)
+        for i, row in enumerate(ids):
+            input_ids[i, 0] = self.bos_id
+            input_ids[i, 1:1 + len(row)] = torch.tensor(row, dtype=torch.long)
+            attention[i, : 1 + len(row)] = 1
+        return {"input_ids": input_ids, "attention_mask": attention}
+
+    def score_pairs(self, inputs: Any) -> PairScores:
+        import torch
+
+        input_ids = inputs["input_ids"].to(self.device)
+        attention = inputs["attention_mask"].to(self.device)
+        with torch.inference_mode():
+            logits = self.model(input_ids=input_ids, attention_mask=attention).logits
+            # Position t predicts token t+1; log-softmax in float32 whatever the model dtype.
+            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+            target = input_ids[:, 1:]
+            token_logp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+            mask = attention[:, 1:].float()
+            score = (token_logp * mask).sum(-1) / mask.sum(-1)
+        return PairScores(score.cpu().numpy().astype(np.float32), None)
+
+
+@register("causal_lm", detect=_detect, priority=0,
+          description="text-only causal LMs (GPT-2, ...): minus the mean token NLL, images ignored")
+def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
+                   trust_remote_code: bool = False, config: Any = None, **kw: Any) -> CausalLMScorer:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if kw:
+        raise TypeError(f"family 'causal_lm' takes no options {sorted(kw)}")
+    _, torch_dtype = resolve_dtype(dtype)
+    net = from_pretrained(AutoModelForCausalLM, model, revision=revision, trust_remote_code=trust_remote_code,
+                          dtype=torch_dtype)
+    tokenizer = from_pretrained(AutoTokenizer, model, revision=revision, trust_remote_code=trust_remote_code)
+    return CausalLMScorer(model, net.to(device).eval(), tokenizer, device=device, dtype=dtype, revision=revision)

@@ -1,0 +1,178 @@
+"""Family ``dual``: dual encoders (CLIP, SigLIP, SigLIP 2, ALIGN, AltCLIP, Chinese-CLIP, MetaCLIP 2,
+and any ``transformers`` model with ``get_image_features`` and ``get_text_features``).
+
+The score of (image, text) is the model's **own image-text logit**, the ``logits_per_image`` entry
+its forward returns:
+
+* CLIP-style (a ``logit_scale`` parameter): ``exp(logit_scale) * cos(image, text)``;
+* SigLIP/SigLIP 2 (also a ``logit_bias``): ``exp(logit_scale) * cos + logit_bias`` (its sigmoid
+  is SigLIP's match probability; the dual contract returns scores only, so the thresholded
+  metrics are not fed for dual encoders);
+* ALIGN (a ``temperature``): ``cos / temperature``;
+* anything else: the plain cosine.
+
+``encode_images``/``encode_texts`` return **L2-normalised** float32 embeddings, so cached
+embeddings are reusable and :meth:`similarity` is one matrix product plus the scale and bias.
+
+Text preprocessing follows each family's training: SigLIP/SigLIP 2 texts are padded to
+``max_length`` (64 for the released checkpoints, capped by the model's position table), as their
+model cards require; other texts are padded to the longest in the batch. Texts longer than the
+model's limit are truncated (recorded in ``preprocessing``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .base import DualScorer, register
+from .loading import from_pretrained, model_max_text_length, processor_preprocessing, resolve_dtype, to_images
+
+_KNOWN_TYPES = {"clip", "siglip", "siglip2", "align", "altclip", "chinese_clip", "metaclip_2"}
+_MAX_LENGTH_PADDED = {"siglip", "siglip2"}
+
+
+def _features(out: Any) -> Any:
+    """``get_*_features`` returns a tensor (transformers 4) or an output with the projected
+    embedding in ``pooler_output`` (transformers 5)."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out
+    for name in ("pooler_output", "image_embeds", "text_embeds"):
+        val = getattr(out, name, None)
+        if isinstance(val, torch.Tensor):
+            return val
+    raise TypeError(f"cannot find the embedding in {type(out).__name__}")
+
+
+def _detect(config: Any) -> bool:
+    if getattr(config, "model_type", None) in _KNOWN_TYPES:
+        return True
+    # Any other model whose class exposes both feature getters (checked on the class, not loaded).
+    import transformers
+
+    for arch in getattr(config, "architectures", None) or []:
+        if arch.endswith(("ForConditionalGeneration", "ForImageTextToText", "ForCausalLM", "LMHeadModel")):
+            continue  # generative models may expose image features but are not contrastive
+        cls = getattr(transformers, arch, None)
+        if cls is not None and hasattr(cls, "get_image_features") and hasattr(cls, "get_text_features"):
+            return True
+    return False
+
+
+class DualEncoderScorer(DualScorer):
+    family: ClassVar[str] = "dual"
+
+    def __init__(self, model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+                 revision: str | None = None, config: Any = None) -> None:
+        import torch
+
+        super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
+        self.model = model
+        self.processor = processor
+        self.tokenizer = getattr(processor, "tokenizer", processor)
+        self.image_processor = getattr(processor, "image_processor", None)
+        self._torch_dtype = resolve_dtype(dtype)[1]
+        model_type = getattr(model.config, "model_type", "")
+        self.max_length = model_max_text_length(self.tokenizer, model.config)
+        if model_type in _MAX_LENGTH_PADDED:
+            self.padding: Any = "max_length"
+            self.max_length = min(64, self.max_length)
+        else:
+            self.padding = True
+        # The scale and bias of the model's own logits, read once (float64 python numbers).
+        with torch.inference_mode():
+            if hasattr(model, "logit_scale"):
+                self.scale = float(model.logit_scale.float().exp().item())
+                self.logit = "exp(logit_scale) * cosine"
+            elif hasattr(model, "temperature"):
+                self.scale = 1.0 / float(model.temperature.float().item())
+                self.logit = "cosine / temperature"
+            else:
+                self.scale = 1.0
+                self.logit = "cosine"
+            bias = getattr(model, "logit_bias", None)
+            self.bias = float(bias.float().item()) if bias is not None else 0.0
+            if bias is not None:
+                self.logit += " + logit_bias"
+        self.preprocessing = {
+            **processor_preprocessing(self.image_processor),
+            "model_type": model_type,
+            "text_padding": "max_length" if self.padding == "max_length" else "longest",
+            "text_max_length": self.max_length,
+            "text_truncation": True,
+            "prompt": None,
+            "score": self.logit,
+        }
+
+    # -- images --------------------------------------------------------------------------------
+    def preprocess_images(self, images: list[Any]) -> Any:
+        return dict(self.image_processor(images=to_images(images), return_tensors="pt"))
+
+    def encode_images(self, inputs: Any) -> np.ndarray:
+        import torch
+
+        inputs = self._to_device(inputs)
+        with torch.inference_mode():
+            emb = _features(self.model.get_image_features(**inputs))
+        return self._normalise(emb)
+
+    # -- texts ---------------------------------------------------------------------------------
+    def tokenize(self, texts: list[str]) -> dict:
+        return dict(self.tokenizer(list(texts), padding=self.padding, truncation=True,
+                                   max_length=self.max_length, return_tensors="pt"))
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        inputs = self._to_device(self.tokenize(texts))
+        with torch.inference_mode():
+            emb = _features(self.model.get_text_features(**inputs))
+        return self._normalise(emb)
+
+    # -- scores --------------------------------------------------------------------------------
+    def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
+        image_emb = np.asarray(image_emb, dtype=np.float32)
+        text_emb = np.asarray(text_emb, dtype=np.float32)
+        cos = image_emb @ text_emb.T
+        return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _to_device(self, inputs: dict) -> dict:
+        import torch
+
+        out = {}
+        for k, v in inputs.items():
+            if isinstance(v, torch.Tensor):
+                v = v.to(self.device)
+                if v.is_floating_point():
+                    v = v.to(self._torch_dtype)
+            out[k] = v
+        return out
+
+    @staticmethod
+    def _normalise(emb: Any) -> np.ndarray:
+        emb = emb.float()
+        emb = emb / emb.norm(p=2, dim=-1, keepdim=True)
+        return emb.cpu().numpy().astype(np.float32, copy=False)
+
+
+@register("dual", detect=_detect, priority=10,
+          description="dual encoders (CLIP, SigLIP, ALIGN, ...): the model's image-text logit")
+def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
+              trust_remote_code: bool = False, config: Any = None, **kw: Any) -> DualEncoderScorer:
+    from transformers import AutoModel, AutoProcessor
+
+    if kw:
+        raise TypeError(f"family 'dual' takes no options {sorted(kw)}")
+    _, torch_dtype = resolve_dtype(dtype)
+    net = from_pretrained(AutoModel, model, revision=revision, trust_remote_code=trust_remote_code,
+                          dtype=torch_dtype)
+    if not (hasattr(net, "get_image_features") and hasattr(net, "get_text_features")):
+        raise ValueError(f"model {model!r} ({type(net).__name__}) has no get_image_features/get_text_features: "
+                         f"it is not a dual encoder; pick another --family")
+    processor = from_pretrained(AutoProcessor, model, revision=revision, trust_remote_code=trust_remote_code)
+    net = net.to(device).eval()
+    return DualEncoderScorer(model, net, processor, device=device, dtype=dtype, revision=revision)

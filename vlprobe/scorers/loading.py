@@ -1,0 +1,208 @@
+"""``load_scorer``: a model id or local folder -> a ready :class:`~vlprobe.scorers.base.Scorer`.
+
+* **Device**: ``None``/``"auto"`` picks cuda, then mps, then cpu.
+* **dtype**: ``float32``/``fp32``, ``float16``/``fp16``/``half``, ``bfloat16``/``bf16``; recorded under its
+  canonical torch name (``float32``, ``float16``, ``bfloat16``).
+* **Family**: named (``family="dual"``) or detected. Detection loads only the model's config
+  (``AutoConfig``) and asks each registered family's ``detect(config)`` in order of decreasing
+  priority; the first that says yes wins. A family name that is not registered, or a config no
+  family recognises, raises :class:`~vlprobe.scorers.base.UnknownFamilyError` listing the known ones.
+* **Not found**: a model that cannot be found locally or on the Hub (a typo, or offline with
+  ``HF_HUB_OFFLINE=1``) raises :class:`ModelNotFoundError` (a ``FileNotFoundError``) that says to pass
+  a local folder made with ``save_pretrained``.
+* **Revision**: the commit hash the Hub resolved (``config._commit_hash``) when the model came from
+  the Hub cache; ``None`` for a plain local folder, whose path is the model id.
+
+The helpers here (:func:`resolve_device`, :func:`resolve_dtype`, :func:`from_pretrained`,
+:func:`to_images`) are shared by the family modules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from .base import Scorer, UnknownFamilyError, families, get_family
+
+_DTYPES = {
+    "float32": "float32", "fp32": "float32", "float": "float32",
+    "float16": "float16", "fp16": "float16", "half": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+}
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """The model (or its config, weights or processor) cannot be found or downloaded."""
+
+
+def resolve_device(device: str | None = None) -> str:
+    """``None``/``"auto"`` -> ``"cuda"`` if available, else ``"mps"``, else ``"cpu"``; else as given."""
+    import torch
+
+    if device not in (None, "", "auto"):
+        return str(device)
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_dtype(dtype: Any = "float32") -> tuple[str, Any]:
+    """A dtype spelling -> (canonical name, ``torch.dtype``); a clear ValueError for anything else."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        name = str(dtype).removeprefix("torch.")
+    else:
+        name = str(dtype or "float32").lower().removeprefix("torch.")
+    if name not in _DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}; use one of float32 (fp32), float16 (fp16), bfloat16 (bf16)")
+    canonical = _DTYPES[name]
+    return canonical, getattr(torch, canonical)
+
+
+def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
+    offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
+                  for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    hint = (
+        "HF_HUB_OFFLINE is set, so nothing can be downloaded" if offline
+        else "it is not a local folder and could not be fetched from the Hugging Face Hub "
+             "(a typo in the id, no network, or a private/gated repo?)"
+    )
+    return ModelNotFoundError(
+        f"cannot load model {model!r}: {hint}. Pass a local folder instead (one written by "
+        f"save_pretrained, or a snapshot downloaded on a networked machine with "
+        f"`huggingface-cli download {model} --local-dir DIR`), or unset HF_HUB_OFFLINE to download. "
+        f"[{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}]"
+    )
+
+
+def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
+    """``cls.from_pretrained(model, **kw)`` with "cannot be found" errors turned into ModelNotFoundError."""
+    try:
+        return cls.from_pretrained(model, **kw)
+    except (OSError, ValueError) as err:
+        # transformers reports a missing repo/file as OSError (EnvironmentError); huggingface_hub's
+        # HFValidationError (a malformed id such as "no/such/model") is a ValueError.
+        text = str(err).lower()
+        missing = isinstance(err, OSError) or "repo id" in text or "repo_id" in text or "not found" in text
+        if missing:
+            raise _not_found(model, err) from None
+        raise
+
+
+def load_config(model: str, *, revision: str | None = None, trust_remote_code: bool = False) -> Any:
+    from transformers import AutoConfig
+
+    return from_pretrained(AutoConfig, model, revision=revision, trust_remote_code=trust_remote_code)
+
+
+def resolved_revision(model: str, config: Any, revision: str | None) -> str | None:
+    """The commit hash for a Hub model when transformers knows it, else the requested revision
+    (``None`` for a local folder: its path already identifies it)."""
+    commit = getattr(config, "_commit_hash", None)
+    if commit:
+        return str(commit)
+    if Path(model).is_dir():
+        return None
+    return revision
+
+
+def detect_family(config: Any) -> str:
+    """The name of the first family (highest priority first) whose ``detect(config)`` is true."""
+    fams = families()
+    for fam in sorted(fams.values(), key=lambda f: (-f.priority, f.name)):
+        if fam.detect is not None and fam.detect(config):
+            return fam.name
+    model_type = getattr(config, "model_type", None)
+    archs = getattr(config, "architectures", None) or []
+    raise UnknownFamilyError(
+        f"no scorer family recognises this model (model_type={model_type!r}, architectures={archs}); "
+        f"name one with --family / family=...; known families: {', '.join(sorted(fams))}"
+    )
+
+
+def load_scorer(
+    model: str,
+    family: str | None = None,
+    *,
+    device: str | None = None,
+    dtype: str = "float32",
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+    control: str | None = None,
+    control_seed: int = 0,
+    **kw: Any,
+) -> Scorer:
+    """Load ``model`` (a Hub id or a local folder) as a scorer of ``family`` (detected if None).
+
+    ``control`` ("blank" or "shuffle") only records the control in the scorer's provenance
+    (see :mod:`vlprobe.scorers.controls`); the caller replaces the images with ``apply_control``.
+    Extra keyword arguments go to the family's loader (e.g. ``prompt=`` for ``vqascore``).
+    """
+    model = str(model)
+    if family is not None:
+        fam = get_family(family)  # UnknownFamilyError lists the known ones
+    config = load_config(model, revision=revision, trust_remote_code=trust_remote_code)
+    if family is None:
+        fam = get_family(detect_family(config))
+    dtype_name, _ = resolve_dtype(dtype)
+    scorer = fam.load(
+        model, device=resolve_device(device), dtype=dtype_name, revision=revision,
+        trust_remote_code=trust_remote_code, config=config, **kw,
+    )
+    scorer.revision = resolved_revision(model, config, revision)
+    if control:
+        from .controls import mark_control
+
+        mark_control(scorer, control, control_seed)
+    return scorer
+
+
+def to_images(images: list[Any]) -> list[Any]:
+    """Dataset images (PIL, bytes, {"bytes", "path"} dicts, paths) -> RGB PIL images."""
+    from vlprobe.images import to_pil
+
+    return [to_pil(im) for im in images]
+
+
+def model_max_text_length(tokenizer: Any, config: Any, default: int = 512) -> int:
+    """The longest text the model takes: the tokenizer's limit, capped by the position table."""
+    limits = []
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
+        limits.append(tok_max)
+    for cfg in (getattr(config, "text_config", None), config):
+        mpe = getattr(cfg, "max_position_embeddings", None) if cfg is not None else None
+        if isinstance(mpe, int) and mpe > 0:
+            limits.append(mpe)
+            break
+    return min(limits) if limits else default
+
+
+def processor_preprocessing(image_processor: Any) -> dict[str, Any]:
+    """The image preprocessing parameters worth recording (size, crop, mean/std, resample...)."""
+    if image_processor is None:
+        return {}
+    keys = ("size", "crop_size", "do_resize", "do_center_crop", "do_rescale", "rescale_factor",
+            "do_normalize", "image_mean", "image_std", "resample", "do_pad", "size_divisor",
+            "do_convert_rgb", "patch_size", "max_num_patches")
+    out: dict[str, Any] = {"image_processor": type(image_processor).__name__}
+    for k in keys:
+        v = getattr(image_processor, k, None)
+        if v is None:
+            continue
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):  # transformers 5 SizeDict
+            v = {kk: vv for kk, vv in dataclasses.asdict(v).items() if vv is not None}
+        elif hasattr(v, "items"):
+            v = {kk: vv for kk, vv in dict(v).items() if vv is not None}
+        elif isinstance(v, tuple):
+            v = list(v)
+        elif not isinstance(v, (int, float, str, bool, list)):
+            v = str(v)
+        out[k] = v
+    return out

@@ -1,0 +1,155 @@
+"""Family ``vqascore``: generative vision-language models scored VQAScore-style (Lin et al., 2024).
+
+For each (image, text) the model is asked, through its processor's chat template,
+
+    Does this figure show "{text}"? Please answer yes or no.
+
+as one user turn holding the image and this question, with the generation prompt added; the
+model is run once (no generation) and the next-token distribution after the prompt is read.
+
+* **score** = ``log P(Yes)``: the log of the next-token probability of "Yes" over the **whole
+  vocabulary** (VQAScore's P(Yes), in log space so tiny probabilities keep their order in float32).
+* **probability** = ``P(Yes) / (P(Yes) + P(No))``: normalised over the two answers, so that 0.5 is
+  the point where the model prefers neither; it feeds the thresholded metrics (acc, p_c, p_f).
+
+"Yes" and "No" are looked up robustly: every spelling among ``Yes``/`` Yes`` (and ``No``/`` No``)
+that the tokenizer encodes as a **single** token is collected (SentencePiece ``▁Yes``, byte-level
+``ĠYes``, plain ``Yes``), and their probabilities are summed, because whether the answer follows
+a space depends on how the template ends. Lower-case "yes"/"no" are not counted (VQAScore reads
+"Yes"). A tokenizer where neither spelling is one token raises a clear error.
+
+Any model that ``AutoModelForImageTextToText`` loads and whose ``AutoProcessor`` takes
+``images=`` and ``text=`` works; tested with a tiny LLaVA. Processors without a chat template
+(e.g. PaliGemma's, which inserts its image tokens itself) get the bare question as the prompt,
+recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}`` slot) changes the question.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .base import PairScorer, PairScores, register
+from .loading import from_pretrained, processor_preprocessing, resolve_dtype, to_images
+
+DEFAULT_PROMPT = 'Does this figure show "{text}"? Please answer yes or no.'
+
+
+def _detect(config: Any) -> bool:
+    from transformers import AutoModelForImageTextToText
+
+    mapping = getattr(AutoModelForImageTextToText, "_model_mapping", None)
+    try:
+        if mapping is not None and type(config) in mapping:
+            return True
+    except Exception:  # lazy mappings can fail on configs of missing optional models
+        pass
+    return any(a.endswith("ForConditionalGeneration") and "Vision" not in a and "ForImageTextToText" not in a
+               and getattr(config, "vision_config", None) is not None
+               for a in getattr(config, "architectures", None) or []) or any(
+        a.endswith("ForImageTextToText") for a in getattr(config, "architectures", None) or [])
+
+
+def answer_token_ids(tokenizer: Any, word: str) -> list[int]:
+    """Ids of the single tokens that spell ``word`` with or without a leading space."""
+    ids: list[int] = []
+    for variant in (word, " " + word):
+        enc = tokenizer.encode(variant, add_special_tokens=False)
+        # SentencePiece tokenizers may emit a lone "▁" before the word: drop pure-whitespace pieces.
+        enc = [i for i in enc if tokenizer.decode([i]).strip()]
+        if len(enc) == 1 and tokenizer.decode(enc).strip() == word and enc[0] not in ids:
+            ids.append(enc[0])
+    if not ids:
+        raise ValueError(f"the tokenizer has no single token for {word!r} (with or without a leading space); "
+                         f"VQAScore needs one to read P({word}) from the next-token distribution")
+    return ids
+
+
+class VQAScoreScorer(PairScorer):
+    family: ClassVar[str] = "vqascore"
+    uses_images: ClassVar[bool] = True
+
+    def __init__(self, model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+                 revision: str | None = None, prompt: str = DEFAULT_PROMPT) -> None:
+        super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
+        if "{text}" not in prompt:
+            raise ValueError(f"the VQAScore prompt must contain a {{text}} slot: {prompt!r}")
+        self.model = model
+        self.processor = processor
+        self.prompt = prompt
+        self.tokenizer = getattr(processor, "tokenizer", None)
+        if self.tokenizer is None:
+            raise ValueError(f"model {model_id!r}: its processor has no tokenizer")
+        self._torch_dtype = resolve_dtype(dtype)[1]
+        self.yes_ids = answer_token_ids(self.tokenizer, "Yes")
+        self.no_ids = answer_token_ids(self.tokenizer, "No")
+        self.chat_template = bool(getattr(processor, "chat_template", None))
+        self.preprocessing = {
+            **processor_preprocessing(getattr(processor, "image_processor", None)),
+            "processor": type(processor).__name__,
+            "prompt": prompt,
+            "chat_template": self.chat_template,
+            "yes_tokens": self.tokenizer.convert_ids_to_tokens(self.yes_ids),
+            "no_tokens": self.tokenizer.convert_ids_to_tokens(self.no_ids),
+            "text_padding": "longest",
+            "score": "log P(Yes) over the full vocabulary",
+            "probability": "P(Yes) / (P(Yes) + P(No))",
+        }
+
+    def render(self, text: str) -> str:
+        """The full prompt string for one text (chat template applied when the processor has one)."""
+        question = self.prompt.format(text=text)
+        if not self.chat_template:
+            return question
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+        return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
+        if len(images) != len(texts):
+            raise ValueError(f"preprocess_pairs: {len(images)} images but {len(texts)} texts")
+        prompts = [self.render(t) for t in texts]
+        return dict(self.processor(images=to_images(images), text=prompts, padding=True, return_tensors="pt"))
+
+    def score_pairs(self, inputs: Any) -> PairScores:
+        import torch
+
+        batch = {}
+        for k, v in inputs.items():
+            if isinstance(v, torch.Tensor):
+                v = v.to(self.device)
+                if v.is_floating_point():
+                    v = v.to(self._torch_dtype)
+            batch[k] = v
+        mask = batch.get("attention_mask")
+        with torch.inference_mode():
+            logits = self.model(**batch).logits
+            if mask is None:
+                last = torch.full((logits.shape[0],), logits.shape[1] - 1, device=logits.device)
+            else:
+                # The last real token of each row, whichever side the processor pads on.
+                pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+                last = torch.where(mask.bool(), pos, torch.full_like(pos, -1)).max(dim=1).values
+            next_logits = logits[torch.arange(logits.shape[0], device=logits.device), last].float()
+            logp = torch.log_softmax(next_logits, dim=-1)
+            log_yes = torch.logsumexp(logp[:, self.yes_ids], dim=-1)
+            log_no = torch.logsumexp(logp[:, self.no_ids], dim=-1)
+            prob = torch.sigmoid(log_yes - log_no)  # = P(Yes) / (P(Yes) + P(No))
+        return PairScores(log_yes.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
+
+
+@register("vqascore", detect=_detect, priority=5,
+          description='generative VLMs: log P("Yes") to "Does this figure show ...?" (VQAScore)')
+def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
+                  trust_remote_code: bool = False, config: Any = None, prompt: str = DEFAULT_PROMPT,
+                  **kw: Any) -> VQAScoreScorer:
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    if kw:
+        raise TypeError(f"family 'vqascore' takes only prompt=..., not {sorted(kw)}")
+    _, torch_dtype = resolve_dtype(dtype)
+    net = from_pretrained(AutoModelForImageTextToText, model, revision=revision,
+                          trust_remote_code=trust_remote_code, dtype=torch_dtype)
+    processor = from_pretrained(AutoProcessor, model, revision=revision, trust_remote_code=trust_remote_code)
+    return VQAScoreScorer(model, net.to(device).eval(), processor, device=device, dtype=dtype,
+                          revision=revision, prompt=prompt)

@@ -384,7 +384,14 @@ def _group_probability(S: np.ndarray, G: np.ndarray) -> float:
     return prob
 
 
-def _group_half(S: np.ndarray, G: np.ndarray, need: np.ndarray) -> np.ndarray:
+def _group_probability_or_nan(S: np.ndarray, G: np.ndarray) -> float:
+    try:
+        return _group_probability(S, G)
+    except ValueError:
+        return float("nan")
+
+
+def _group_half(S: np.ndarray, G: np.ndarray, need: np.ndarray, for_chance: bool = False) -> np.ndarray:
     """Exact "half" group values for the items in ``need``, computed once per distinct pattern of
     (gold matrix, weak order of the cells) and shared by every item with that pattern."""
     out = np.zeros(len(S))
@@ -402,15 +409,17 @@ def _group_half(S: np.ndarray, G: np.ndarray, need: np.ndarray) -> np.ndarray:
         uniq = key[first]
     else:
         uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    # For chance levels, a shape too large to enumerate gets NaN (its chance is then left out).
+    prob = _group_probability_or_nan if for_chance else _group_probability
     values = np.array([
-        _group_probability(u[: m * n].reshape(m, n).astype(float), u[m * n:].reshape(m, n).astype(bool))
-        for u in uniq
+        prob(u[: m * n].reshape(m, n).astype(float), u[m * n:].reshape(m, n).astype(bool)) for u in uniq
     ])
     out[idx] = values[inverse.ravel()]
     return out
 
 
-def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, threshold: float) -> dict:
+def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, threshold: float,
+              for_chance: bool = False) -> dict:
     """Numerators and denominators per item (N,) of every metric, for one block of same-shape items."""
     w = _tie_weight(ties)
     N, m, n = S.shape
@@ -441,7 +450,7 @@ def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, thr
         strict = np.where(r_both, g_strict[0], 1.0).prod(1) * np.where(c_both, g_strict[1], 1.0).prod(1)
         lenient = np.where(r_both, g_len[0], 1.0).prod(1) * np.where(c_both, g_len[1], 1.0).prod(1)
         group_val = np.where(strict == lenient, strict, 0.0)
-        group_val += _group_half(S, G, group_def & (strict != lenient))
+        group_val += _group_half(S, G, group_def & (strict != lenient), for_chance)
     else:
         group_val = text_val * image_val
     q["group_num"] = np.where(group_def, group_val, 0.0)
@@ -511,7 +520,9 @@ def _summarise(q: dict[str, np.ndarray], sel: np.ndarray | None, chance_q: dict[
         den = total(f"{key}_den")
         if den > 0:
             res[key] = total(f"{key}_num") / den
-            chance[key] = total(f"{key}_num", chance_q) / den
+            expected = total(f"{key}_num", chance_q) / den
+            if math.isfinite(expected):  # NaN: some item too large to enumerate exactly
+                chance[key] = expected
             support[key] = int(round(den))
     auc = cells.auroc(cell_mask=cell_sel)
     if not math.isnan(auc):
@@ -626,7 +637,7 @@ def compute_metrics(
         else:
             patterns, inverse = np.unique(flat_g, axis=0, return_inverse=True)
         patterns = patterns.reshape(-1, *g.shape[1:])
-        block_chance = _per_item(np.zeros(patterns.shape), patterns, None, "half", threshold)
+        block_chance = _per_item(np.zeros(patterns.shape), patterns, None, "half", threshold, for_chance=True)
         for key, vals in block_chance.items():
             chance_q.setdefault(key, np.zeros(N))[idx] = vals[inverse.ravel()]
         cell_scores.append(s.reshape(-1))

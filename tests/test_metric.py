@@ -1,0 +1,445 @@
+"""The metric is the heart of vlprobe: hand-worked cases, exact chance by enumeration, tie policies
+checked against their definitions, properties, error paths, bootstrap and the evaluate path."""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vlprobe import metric, valse_metric
+
+WINO = [[1, 0], [0, 1]]
+BLA = [[1, 1, 0, 0]]
+VALSE = [[1, 0]]
+
+
+def compute(S, G, **kw):
+    return metric.compute(S, G, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-worked cases
+# ---------------------------------------------------------------------------------------------
+
+def test_valse_pairwise_by_hand():
+    # caption wins, foil wins, tie: strict 1/3, half 1.5/3, lenient 2/3; one tied comparison.
+    S = [[[0.9, 0.2]], [[0.3, 0.7]], [[0.5, 0.5]]]
+    G = [VALSE] * 3
+    assert compute(S, G)["acc_r"] == pytest.approx(1 / 3)
+    assert compute(S, G, ties="half")["acc_r"] == pytest.approx(0.5)
+    assert compute(S, G, ties="lenient")["acc_r"] == pytest.approx(2 / 3)
+    r = compute(S, G)
+    assert r["n_ties"] == 1 and r["n_items"] == 3
+    # AUROC over the 6 cells: gold {0.9, 0.3, 0.5} vs non-gold {0.2, 0.7, 0.5}: 5.5 of 9 pairs.
+    assert r["auroc"] == pytest.approx(5.5 / 9)
+    assert "image" not in r and "group" not in r  # m = 1: no column comparisons
+
+
+def test_valse_thresholded_as_lxmert_code():
+    # Gold right iff P > 0.5 (strict), non-gold right iff P <= 0.5 (VALSE's lxmert_valse_eval.py).
+    S = [[[2.0, 1.0]], [[0.0, 1.0]], [[1.0, 1.0]], [[3.0, -1.0]]]
+    P = [[[0.9, 0.2]], [[0.5, 0.7]], [[0.6, 0.5]], [[0.4, 0.1]]]
+    r = compute(S, [VALSE] * 4, probabilities=P)
+    assert r["p_c"] == pytest.approx(2 / 4)  # 0.9, 0.6 right; 0.5 (not > 0.5) and 0.4 wrong
+    assert r["p_f"] == pytest.approx(3 / 4)  # 0.2, 0.5 (<= 0.5), 0.1 right; 0.7 wrong
+    assert r["acc"] == pytest.approx(5 / 8)
+    assert r["min_p"] == pytest.approx(0.5)
+    assert r["chance"]["p_c"] == 0.5 and r["chance"]["p_f"] == 0.5
+    r = compute(S, [VALSE] * 4, probabilities=P, threshold=0.3)
+    assert r["p_c"] == pytest.approx(1.0) and r["p_f"] == pytest.approx(2 / 4)  # foils 0.2, 0.1 <= 0.3
+    assert r["chance"]["p_c"] == pytest.approx(0.7) and r["chance"]["min_p"] == pytest.approx(0.3)
+
+
+def test_winoground_scores_by_hand():
+    # s(c_j, i_i) = S[i][j]. Text right: S00 > S01 and S11 > S10. Image right: S00 > S10 and S11 > S01.
+    both = [[0.30, 0.25], [0.28, 0.31]]
+    text_only = [[0.30, 0.25], [0.40, 0.41]]  # rows right; column 0: 0.30 < 0.40, image wrong
+    image_only = [[0.5, 0.6], [0.1, 0.7]]  # row 0 wrong (0.5 < 0.6); columns right (0.5 > 0.1, 0.7 > 0.6)
+    neither = [[0.1, 0.9], [0.9, 0.1]]
+    r = compute([both, text_only, image_only, neither], [WINO] * 4)
+    assert r["text"] == 0.5 and r["image"] == 0.5 and r["group"] == 0.25
+    assert r["support"]["group"] == 4
+
+
+def test_winoground_ties_count_wrong_by_default():
+    tie = [[0.3, 0.3], [0.1, 0.5]]  # S00 == S01: text fails under strict
+    r = compute([tie], [WINO])
+    assert (r["text"], r["image"], r["group"]) == (0.0, 1.0, 0.0)
+    assert r["n_ties"] == 1
+    assert compute([tie], [WINO], ties="lenient")["group"] == 1.0
+    assert compute([tie], [WINO], ties="half")["group"] == 0.5
+
+
+def test_bla_set_metrics_by_hand():
+    # Two true captions (T1, T2), two distractors (F1, F2).
+    correct = [[0.9, 0.8, 0.2, 0.1]]  # both trues on top
+    wrong = [[0.1, 0.2, 0.8, 0.9]]  # both falses on top
+    mixed = [[0.9, 0.1, 0.8, 0.2]]  # one true, one false in the top 2
+    r = compute([correct, wrong, mixed], [BLA] * 3)
+    assert r["set_acc"] == pytest.approx(1 / 3)
+    assert r["set_error"] == pytest.approx(1 / 3)
+    assert r["sentence_acc"] == pytest.approx((1 + 0 + 0.5) / 3)
+    # acc_r pools the 4 T-F pairs per item: 4 + 0 + 2 (T1>F1, T1>F2, T2<F1, T2<F2) -> 6/12... mixed: T1 beats both, T2 beats none
+    assert r["acc_r"] == pytest.approx((4 + 0 + 2) / 12)
+    assert r["chance"]["set_acc"] == pytest.approx(1 / 6)
+    assert r["chance"]["sentence_acc"] == pytest.approx(0.5)
+
+
+def test_bla_clamped_scores_all_tied():
+    # BLA's CLIP clamps max(cos, 0): every score 0 is a 4-way tie.
+    r = {t: compute([[[0, 0, 0, 0]]], [BLA], ties=t) for t in ("strict", "half", "lenient")}
+    assert (r["strict"]["set_acc"], r["strict"]["set_error"], r["strict"]["sentence_acc"]) == (0, 1, 0)
+    assert (r["lenient"]["set_acc"], r["lenient"]["set_error"], r["lenient"]["sentence_acc"]) == (1, 0, 1)
+    assert r["half"]["set_acc"] == pytest.approx(1 / 6) and r["half"]["set_error"] == pytest.approx(1 / 6)
+    assert r["half"]["sentence_acc"] == pytest.approx(0.5)
+    assert r["strict"]["n_ties"] == 4
+
+
+def test_mixed_shapes_in_one_call_pool_correctly():
+    S = [[[0.9, 0.2]], [[0.30, 0.25], [0.28, 0.31]], [[0.9, 0.8, 0.2, 0.1]]]
+    G = [VALSE, WINO, BLA]
+    r = compute(S, G)
+    assert r["acc_r"] == 1.0 and r["support"]["acc_r"] == 1 + 2 + 4
+    assert r["group"] == 1.0 and r["support"]["group"] == 1  # only the 2x2 item has columns
+    assert r["text"] == 1.0 and r["support"]["text"] == 3
+    assert r["set_acc"] == 1.0 and r["support"]["set_acc"] == 1 + 2 + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Chance levels by exhaustive enumeration
+# ---------------------------------------------------------------------------------------------
+
+def _all_orderings(m, n):
+    return np.array([np.array(p, dtype=float).reshape(m, n) for p in itertools.permutations(range(m * n))])
+
+
+def test_chance_winoground_by_enumeration():
+    S = _all_orderings(2, 2)
+    G = np.broadcast_to(np.array(WINO), S.shape)
+    r = compute(S, G)
+    assert r["text"] == pytest.approx(0.25) and r["image"] == pytest.approx(0.25)
+    assert r["group"] == pytest.approx(1 / 6)
+    for key in ("text", "image", "group", "acc_r", "auroc"):
+        assert r["chance"][key] == pytest.approx(r[key]), key
+
+
+def test_chance_bla_by_enumeration():
+    S = _all_orderings(1, 4)
+    G = np.broadcast_to(np.array(BLA), S.shape)
+    r = compute(S, G)
+    assert r["set_acc"] == pytest.approx(1 / 6) and r["set_error"] == pytest.approx(1 / 6)
+    assert r["sentence_acc"] == pytest.approx(0.5)
+    for key in ("set_acc", "set_error", "sentence_acc", "acc_r", "text"):
+        assert r["chance"][key] == pytest.approx(r[key]), key
+
+
+gold_matrices = st.integers(1, 3).flatmap(
+    lambda m: st.integers(1, 3).flatmap(
+        lambda n: st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=m, max_size=m)
+    )
+).filter(lambda g: any(any(r) for r in g) and len(g) * len(g[0]) <= 7)
+
+
+@settings(max_examples=25, deadline=None)
+@given(gold_matrices)
+def test_chance_equals_enumeration_for_any_gold_pattern(G):
+    m, n = len(G), len(G[0])
+    S = _all_orderings(m, n)
+    r = compute(S, np.broadcast_to(np.array(G), S.shape))
+    for key in ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc"):
+        assert (key in r) == (key in r["chance"])
+        if key in r:
+            assert r["chance"][key] == pytest.approx(r[key]), key
+
+
+# ---------------------------------------------------------------------------------------------
+# Tie policies against their definitions
+# ---------------------------------------------------------------------------------------------
+
+small_items = gold_matrices.flatmap(
+    lambda g: st.tuples(
+        st.just(g),
+        st.lists(st.lists(st.integers(0, 2), min_size=len(g[0]), max_size=len(g[0])), min_size=len(g), max_size=len(g)),
+    )
+)
+RANK = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc")
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_items)
+def test_half_is_the_expectation_over_random_tie_breaks(item):
+    G, S = np.array(item[0]), np.array(item[1], dtype=float)
+    m, n = S.shape
+    # Break ties by every possible order of infinitesimal perturbations, equally likely.
+    perturbed = np.array([S + 1e-6 * np.array(p).reshape(m, n) for p in itertools.permutations(range(m * n))])
+    expected = compute(perturbed, np.broadcast_to(G, perturbed.shape))
+    half = compute([S], [G], ties="half")
+    for key in RANK:
+        if key in half:
+            assert half[key] == pytest.approx(expected[key]), key
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_items)
+def test_strict_and_lenient_are_perturbations_against_and_for_the_model(item):
+    G, S = np.array(item[0]), np.array(item[1], dtype=float)
+    against = S + np.where(G, -1e-6, 1e-6)  # every tie resolved against the model
+    favour = S + np.where(G, 1e-6, -1e-6)
+    strict, lenient = compute([S], [G]), compute([S], [G], ties="lenient")
+    for key in RANK:
+        if key in strict:
+            assert strict[key] == pytest.approx(compute([against], [G])[key]), key
+            assert lenient[key] == pytest.approx(compute([favour], [G])[key]), key
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+# ---------------------------------------------------------------------------------------------
+
+def _items(draw_shape, draw):
+    m, n = draw_shape
+    G = draw(st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=m, max_size=m).filter(
+        lambda g: any(any(r) for r in g)))
+    S = draw(st.lists(st.lists(st.integers(-3, 3), min_size=n, max_size=n), min_size=m, max_size=m))
+    return np.array(S, dtype=float), np.array(G)
+
+
+@st.composite
+def batches(draw, distinct=False):
+    shapes = draw(st.lists(st.sampled_from([(1, 2), (2, 2), (1, 4), (2, 3)]), min_size=1, max_size=6))
+    S, G = [], []
+    for shape in shapes:
+        s, g = _items(shape, draw)
+        if distinct:
+            s = s + np.arange(s.size).reshape(s.shape) * 1e-3 + draw(st.floats(0, 1e-4))
+        S.append(s)
+        G.append(g)
+    return S, G
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches())
+def test_rank_metrics_invariant_to_strictly_increasing_transforms(batch):
+    S, G = batch
+    for ties in ("strict", "half", "lenient"):
+        a = compute(S, G, ties=ties)
+        b = compute([np.exp(s) * 3 - 7 for s in S], G, ties=ties)
+        for key in RANK + ("auroc",):
+            if key in a:
+                assert b[key] == pytest.approx(a[key]), (ties, key)
+        assert a["n_ties"] == b["n_ties"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches())
+def test_structural_inequalities(batch):
+    S, G = batch
+    res = {t: compute(S, G, ties=t) for t in ("strict", "half", "lenient")}
+    for r in res.values():
+        if "group" in r:
+            # group <= min(text, image) over the same items: those where group is defined.
+            sel = [i for i in range(len(G)) if "group" in compute([S[i]], [G[i]])]
+            for ties in ("strict", "half", "lenient"):
+                sub = compute([S[i] for i in sel], [G[i] for i in sel], ties=ties)
+                assert sub["group"] <= min(sub["text"], sub["image"]) + 1e-12
+        if "set_acc" in r:
+            assert r["set_acc"] + r["set_error"] <= 1 + 1e-12
+    for key in ("acc_r", "text", "image", "group", "set_acc", "sentence_acc"):
+        if key in res["strict"]:
+            assert res["strict"][key] <= res["half"][key] + 1e-12 <= res["lenient"][key] + 2e-12, key
+    if "set_error" in res["strict"]:
+        assert res["strict"]["set_error"] + 1e-12 >= res["half"]["set_error"] >= res["lenient"]["set_error"] - 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(distinct=True))
+def test_without_ties_the_policies_agree(batch):
+    S, G = batch
+    res = [compute(S, G, ties=t) for t in ("strict", "half", "lenient")]
+    assert res[0]["n_ties"] == 0
+    for key in RANK:
+        if key in res[0]:
+            assert res[0][key] == pytest.approx(res[1][key]) == pytest.approx(res[2][key])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.permutations([0.0, 1.0, 2.0, 3.0]), min_size=1, max_size=8))
+def test_bla_sentence_acc_identity(perms):
+    S = [np.array([p]) for p in perms]
+    r = compute(S, [np.array(BLA)] * len(S))
+    assert r["sentence_acc"] == pytest.approx(r["set_acc"] + 0.5 * (1 - r["set_acc"] - r["set_error"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches())
+def test_auroc_is_mann_whitney_over_all_cells(batch):
+    S, G = batch
+    gold = np.concatenate([s[g.astype(bool)] for s, g in zip(S, G)])
+    non = np.concatenate([s[~g.astype(bool)] for s, g in zip(S, G)])
+    r = compute(S, G)
+    if len(non) == 0:
+        assert "auroc" not in r
+        return
+    wins = (gold[:, None] > non[None, :]).sum() + 0.5 * (gold[:, None] == non[None, :]).sum()
+    assert r["auroc"] == pytest.approx(wins / (len(gold) * len(non)))
+
+
+def test_stacked_arrays_equal_lists():
+    rng = np.random.default_rng(1)
+    S = rng.integers(0, 3, size=(50, 2, 2)).astype(float)
+    G = np.broadcast_to(np.array(WINO), S.shape)
+    for ties in ("strict", "half"):
+        a = compute(S, G, ties=ties, bootstrap=50, seed=3)
+        b = compute([s.tolist() for s in S], [g.tolist() for g in G], ties=ties, bootstrap=50, seed=3)
+        assert a == b
+
+
+def test_per_tag_equals_the_subset():
+    rng = np.random.default_rng(2)
+    S = list(rng.normal(size=(30, 1, 4)))
+    G = [np.array(BLA)] * 30
+    tags = [["task=ap"] if i % 3 == 0 else ["task=co", "hard"] for i in range(30)]
+    r = compute(S, G, tags=tags)
+    for tag in ("task=ap", "task=co", "hard"):
+        sel = [i for i, t in enumerate(tags) if tag in t]
+        sub = compute([S[i] for i in sel], [G[i] for i in sel])
+        entry = r["per_tag"][tag]
+        for key in ("acc_r", "set_acc", "set_error", "sentence_acc", "auroc", "n_items", "n_ties", "chance"):
+            assert entry[key] == pytest.approx(sub[key]), (tag, key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bootstrap
+# ---------------------------------------------------------------------------------------------
+
+def test_bootstrap_is_deterministic_for_a_seed_and_brackets_the_estimate():
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(400, 2, 2)) + np.eye(2) * 0.5
+    G = np.broadcast_to(np.array(WINO), S.shape)
+    P = 1 / (1 + np.exp(-S))
+    tags = [["a"] if i % 2 else ["b"] for i in range(400)]
+    a = compute(S, G, probabilities=P, tags=tags, bootstrap=200, seed=7)
+    b = compute(S, G, probabilities=P, tags=tags, bootstrap=200, seed=7)
+    c = compute(S, G, probabilities=P, tags=tags, bootstrap=200, seed=8)
+    assert a["ci"] == b["ci"] and a["per_tag"]["a"]["ci"] == b["per_tag"]["a"]["ci"]
+    assert a["ci"] != c["ci"]
+    for key in ("acc_r", "text", "image", "group", "auroc", "acc", "p_c", "p_f", "min_p", "set_acc"):
+        lo, hi = a["ci"][key]
+        assert lo <= a[key] <= hi, key
+        assert hi - lo < 0.2
+    # A wider confidence level gives a wider interval.
+    wide = compute(S, G, bootstrap=200, seed=7, confidence=0.99)["ci"]["group"]
+    assert wide[1] - wide[0] >= a["ci"]["group"][1] - a["ci"]["group"][0]
+
+
+def test_bootstrap_group_ci_matches_a_plain_resampling_loop():
+    rng = np.random.default_rng(5)
+    S = rng.normal(size=(60, 2, 2))
+    G = np.broadcast_to(np.array(WINO), S.shape)
+    per_item = np.array([compute([s], [np.array(WINO)])["group"] for s in S])
+    r = compute(S, G, bootstrap=300, seed=11)
+    # Same statistic, independent draws: the intervals agree to within sampling noise.
+    loop = np.random.default_rng(0)
+    means = [per_item[loop.integers(0, 60, 60)].mean() for _ in range(2000)]
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    assert r["ci"]["group"][0] == pytest.approx(lo, abs=0.04)
+    assert r["ci"]["group"][1] == pytest.approx(hi, abs=0.04)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "S, G, kw, message",
+    [
+        ([[[1.0, 0.0]], [[1.0, 0.0, 2.0]]], [VALSE, VALSE], {}, "item 1: score matrix is 1x3 but gold matrix is 1x2"),
+        ([[[1.0, float("nan")]]], [VALSE], {}, "item 0: score matrix holds NaN"),
+        ([[[1.0, 0.0]], [[float("inf"), 0.0]]], [VALSE, VALSE], {}, "item 1: score matrix holds NaN or infinite"),
+        ([[[1.0, 0.0]], [[1.0, 0.0]]], [VALSE, [[0, 0]]], {}, "item 1: gold matrix has no gold cell"),
+        ([[[1.0, 0.0]]], [[[2, 0]]], {}, "item 0: gold matrix must hold only 0 and 1"),
+        ([], [], {}, "predictions: no items"),
+        ([[[1.0, 0.0]]], [VALSE], {"ties": "random"}, "unknown ties='random'"),
+        ([[[1.0, 0.0]]] * 2, [VALSE] * 2, {"probabilities": [[[0.5, 0.5]], [[1.2, 0.0]]]}, "item 1: probabilities must lie in [0, 1]"),
+        ([[[1.0, 0.0]]], [VALSE], {"probabilities": [[[0.5, 0.5, 0.1]]]}, "item 0: probability matrix has shape"),
+        ([[[1.0, 0.0]]], [VALSE, VALSE], {}, "references: 2 items, but predictions has 1"),
+        ([[[1.0, 0.0]]], [VALSE], {"tags": [["a"], ["b"]]}, "tags: 2 entries"),
+        ([[1.0, 0.0]], [VALSE], {}, "predictions[0]: must be an m x n matrix"),
+        ([[[1.0, 0.0]]], [VALSE], {"bootstrap": -1}, "bootstrap must be >= 0"),
+        ([[[1.0, 0.0]]], [VALSE], {"threshold": 2}, "threshold must lie in [0, 1]"),
+    ],
+)
+def test_bad_input_names_the_item_and_the_problem(S, G, kw, message):
+    with pytest.raises(ValueError) as err:
+        compute(S, G, **kw)
+    assert message in str(err.value)
+
+
+def test_stacked_bad_input_names_the_item():
+    S = np.zeros((5, 2, 2))
+    S[3, 1, 0] = np.nan
+    with pytest.raises(ValueError, match="item 3: score matrix holds NaN"):
+        compute(S, np.broadcast_to(np.array(WINO), S.shape))
+    G = np.broadcast_to(np.array(WINO), S.shape).copy()
+    G[4] = 0
+    with pytest.raises(ValueError, match="item 4: gold matrix has no gold cell"):
+        compute(np.zeros((5, 2, 2)), G)
+
+
+# ---------------------------------------------------------------------------------------------
+# The evaluate path and the doc examples
+# ---------------------------------------------------------------------------------------------
+
+def test_evaluate_load_add_batch_compute_equals_the_pure_function(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    module = metric.load()
+    S = [[[0.9, 0.2]], [[0.30, 0.25], [0.28, 0.31]], [[0.9, 0.8, 0.2, 0.1]], [[0.4, 0.4]]]
+    G = [VALSE, WINO, BLA, VALSE]
+    module.add_batch(predictions=S[:2], references=G[:2])
+    module.add_batch(predictions=S[2:], references=G[2:])
+    tags = [["a"], ["b"], ["a"], ["b"]]
+    got = module.compute(ties="half", tags=tags, bootstrap=20, seed=0)
+    assert got == metric.compute(S, G, ties="half", tags=tags, bootstrap=20, seed=0)
+    # evaluate.load on the file path, as the metric card shows.
+    import evaluate
+
+    direct = evaluate.load(str(repo_root / "metric" / "valse_metric.py"))
+    assert direct.compute(predictions=S, references=G)["acc_r"] == metric.compute(S, G)["acc_r"]
+
+
+def test_docstring_examples_run_as_doctests(repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    test = finder.find(valse_metric._KWARGS_DESCRIPTION, "valse_metric._KWARGS_DESCRIPTION", globs={})[0]
+    assert len(test.examples) >= 8
+    result = runner.run(test)
+    assert result.failed == 0, f"{result.failed} doctest example(s) failed"
+
+
+def test_half_refuses_items_with_too_many_tied_cells():
+    n = 18
+    S = np.zeros((1, 2, n))
+    G = np.zeros((1, 2, n), dtype=int)
+    G[0, 0, : n // 2] = 1
+    G[0, 1, n // 2:] = 1
+    with pytest.raises(ValueError, match="use ties='strict'"):
+        compute(S, G, ties="half")
+    r = compute(S, G)
+    assert r["group"] == 0.0
+    # Its group chance cannot be enumerated exactly: left out rather than approximated.
+    assert "group" not in r["chance"] and r["chance"]["text"] == pytest.approx(1 / math.comb(n, n // 2) ** 2)
+
+
+def test_result_is_json_serialisable():
+    import json
+
+    r = compute([[[0.9, 0.2]]] * 3, [VALSE] * 3, probabilities=[[[0.9, 0.2]]] * 3, tags=[["x"]] * 3, bootstrap=10, seed=0)
+    json.dumps(r)
+    assert math.isfinite(r["acc_r"])

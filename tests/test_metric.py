@@ -443,3 +443,22 @@ def test_result_is_json_serialisable():
     r = compute([[[0.9, 0.2]]] * 3, [VALSE] * 3, probabilities=[[[0.9, 0.2]]] * 3, tags=[["x"]] * 3, bootstrap=10, seed=0)
     json.dumps(r)
     assert math.isfinite(r["acc_r"])
+
+
+def test_metric_card_is_a_metric_space_and_its_tie_table_is_true(repo_root):
+    import yaml
+
+    text = (repo_root / "metric" / "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(text.split("---")[1])
+    assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py"
+    assert {"evaluate", "metric"} <= set(meta["tags"])
+    # The card's tie-policy table, row by row.
+    table = {"strict": (0.0, (0.0, 1.0, 0.0), (0.0, 0.5)), "half": (0.5, (0.5, 1.0, 0.5), (0.5, 0.75)),
+             "lenient": (1.0, (1.0, 1.0, 1.0), (1.0, 1.0))}
+    for ties, (acc_r, wino, bla) in table.items():
+        assert f"| `{ties}`" in text
+        assert compute([[[0.5, 0.5]]], [VALSE], ties=ties)["acc_r"] == acc_r
+        w = compute([[[0.3, 0.3], [0.1, 0.5]]], [WINO], ties=ties)
+        assert (w["text"], w["image"], w["group"]) == wino
+        b = compute([[[0.7, 0.4, 0.4, 0.1]]], [BLA], ties=ties)
+        assert (b["set_acc"], b["sentence_acc"]) == bla

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import yaml
+from huggingface_hub import HfApi
 
 SPEC_FILE = "vlprobe.yaml"
 CARD_FILE = "README.md"
@@ -651,9 +652,7 @@ def resolve_token(token: str | None = None) -> str | None:
 
 
 def _api(token: str):
-    from huggingface_hub import HfApi
-
-    return HfApi(token=token)
+    return HfApi(token=token)  # module-level name so that tests can mock it
 
 
 def publish(

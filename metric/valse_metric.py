@@ -272,7 +272,8 @@ def _row_sets(S: np.ndarray, G: np.ndarray, w: float):
     """Per row of (N, r, c) arrays: pair counts, wins, ties, and the set events under the policy.
 
     Returns has_both (N, r), pairs, wins, ties (N, r), set_ok (N, r) in [0, 1] (every gold cell
-    above every non-gold cell), set_bad (N, r) (every non-gold cell above every gold cell).
+    above every non-gold cell), set_bad (N, r) (every non-gold cell above every gold cell), and
+    (set_ok under strict, set_ok under lenient) as booleans.
     """
     pm = G[:, :, :, None] & ~G[:, :, None, :]
     gt = S[:, :, :, None] > S[:, :, None, :]
@@ -286,10 +287,11 @@ def _row_sets(S: np.ndarray, G: np.ndarray, w: float):
     ok_lenient = has_both & (wins + ties == pairs)
     bad_strict = has_both & (wins == 0)  # no gold cell strictly above a non-gold one: ties go against
     bad_lenient = has_both & (wins == 0) & (ties == 0)
+    bounds = (ok_strict, ok_lenient)
     if w == 0.0:
-        return has_both, pairs, wins, ties, ok_strict.astype(float), bad_strict.astype(float)
+        return has_both, pairs, wins, ties, ok_strict.astype(float), bad_strict.astype(float), bounds
     if w == 1.0:
-        return has_both, pairs, wins, ties, ok_lenient.astype(float), bad_lenient.astype(float)
+        return has_both, pairs, wins, ties, ok_lenient.astype(float), bad_lenient.astype(float), bounds
 
     table = _inv_binom_table(S.shape[2])
     inf = np.inf
@@ -303,7 +305,7 @@ def _row_sets(S: np.ndarray, G: np.ndarray, w: float):
     a2 = (G & (S == max_gold[..., None])).sum(2)
     b2 = (~G & (S == min_non[..., None])).sum(2)
     bad = np.where(bad_lenient, 1.0, np.where(bad_strict, table[a2, b2], 0.0))
-    return has_both, pairs, wins, ties, ok, bad
+    return has_both, pairs, wins, ties, ok, bad, bounds
 
 
 def _sentence(S: np.ndarray, G: np.ndarray, has_both: np.ndarray, ties: str) -> np.ndarray:
@@ -423,9 +425,9 @@ def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, thr
     """Numerators and denominators per item (N,) of every metric, for one block of same-shape items."""
     w = _tie_weight(ties)
     N, m, n = S.shape
-    r_both, r_pairs, r_wins, r_ties, r_ok, r_bad = _row_sets(S, G, w)
+    r_both, r_pairs, r_wins, r_ties, r_ok, r_bad, r_bounds = _row_sets(S, G, w)
     St, Gt = S.transpose(0, 2, 1), G.transpose(0, 2, 1)
-    c_both, c_pairs, c_wins, c_ties, c_ok, c_bad = _row_sets(St, Gt, w)
+    c_both, c_pairs, c_wins, c_ties, c_ok, c_bad, c_bounds = _row_sets(St, Gt, w)
 
     q: dict[str, np.ndarray] = {}
     q["acc_r_num"] = (r_wins + w * r_ties).sum(1).astype(float)
@@ -445,10 +447,9 @@ def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, thr
     if ties == "half":
         # Text and image events share cells, so their tie-breaks are not independent: exact
         # enumeration where strict and lenient disagree, the common case costs nothing.
-        g_strict = _row_sets(S, G, 0.0)[4], _row_sets(St, Gt, 0.0)[4]
-        g_len = _row_sets(S, G, 1.0)[4], _row_sets(St, Gt, 1.0)[4]
-        strict = np.where(r_both, g_strict[0], 1.0).prod(1) * np.where(c_both, g_strict[1], 1.0).prod(1)
-        lenient = np.where(r_both, g_len[0], 1.0).prod(1) * np.where(c_both, g_len[1], 1.0).prod(1)
+        strict = np.where(r_both, r_bounds[0], True).all(1) & np.where(c_both, c_bounds[0], True).all(1)
+        lenient = np.where(r_both, r_bounds[1], True).all(1) & np.where(c_both, c_bounds[1], True).all(1)
+        strict, lenient = strict.astype(float), lenient.astype(float)
         group_val = np.where(strict == lenient, strict, 0.0)
         group_val += _group_half(S, G, group_def & (strict != lenient), for_chance)
     else:

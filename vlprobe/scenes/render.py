@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import io
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
+from typing import Iterator, Sequence
 
 from PIL import Image, ImageDraw
 
@@ -112,3 +113,16 @@ def png_bytes(image: Image.Image, compress_level: int = PNG_COMPRESS_LEVEL) -> b
 def render_png(scene: Scene, size: int = SIZE) -> bytes:
     """``render`` then ``png_bytes``: what the dataset builders store."""
     return png_bytes(render(scene, size))
+
+
+def render_many(scenes: Sequence[Scene], size: int = SIZE, workers: int = 1, chunksize: int = 64) -> Iterator[bytes]:
+    """PNG bytes of each scene, in order. ``workers`` > 1 renders in that many processes (spawned,
+    so it is safe beside threads); the output is identical either way, since rendering is pure."""
+    if workers <= 1 or len(scenes) < 2 * chunksize:
+        for scene in scenes:
+            yield render_png(scene, size)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        yield from pool.imap(partial(render_png, size=size), scenes, chunksize=chunksize)

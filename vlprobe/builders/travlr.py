@@ -1,0 +1,217 @@
+"""``vlprobe build travlr``: TraVLR's four tasks, generated and rendered offline, as a Hub dataset
+folder (``travlr/``: 4 configs x 4 splits of parquet with embedded PNGs, card, ``vlprobe.yaml``).
+
+The generators and split rules are in :mod:`vlprobe.scenes.travlr`; this module only renders the
+scenes, writes the rows and the card. Same seed and size give byte-identical parquet with the same
+Pillow/zlib/pyarrow (pixels are identical with any version).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import datasets
+
+from ..dataset_folder import ConfigDecl, card_metadata, write_card
+from ..scenes import travlr as gen
+from ..scenes.folders import RateMeter, parse_names, parse_split_sizes, write_rows
+
+NAME = "travlr"
+HELP = "TraVLR's 4 tasks (spatiality, cardinality, quantifiers, numerical_comparison) rendered offline"
+DEFAULT_OUT = Path("travlr")
+
+FEATURES = datasets.Features({
+    "id": datasets.Value("string"),
+    "image": datasets.Image(),
+    "caption": datasets.Value("string"),
+    "query": datasets.Value("string"),
+    "foil_query": datasets.Value("string"),
+    "label": datasets.Value("bool"),
+    "subtype": datasets.Value("string"),
+    "objects": datasets.List({
+        "shape": datasets.Value("string"),
+        "colour": datasets.Value("string"),
+        "row": datasets.Value("int8"),
+        "column": datasets.Value("int8"),
+        "queried": datasets.Value("bool"),
+    }),
+    "query_form": datasets.Value("string"),
+    "foil_form": datasets.Value("string"),
+    "case": datasets.Value("string"),
+})
+
+SPEC_YAML = """\
+# How rows of this folder become vlprobe items (see vlprobe/spec.py): 1 image x 2 texts, the query
+# and its minimal truth-flipping edit; the gold cell is the one whose statement is true.
+description: TraVLR (Chow, Tan, Kan, EACL 2023) tasks rendered by vlprobe; query vs its minimal foil.
+id: id
+images: [image]
+texts: [query, foil_query]
+gold: {column: label, map: {true: [[1, 0]], false: [[0, 1]]}}
+tags: [subtype, label]
+context: caption
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"dataset folder to write (default: ./{DEFAULT_OUT})")
+    p.add_argument("--size", choices=sorted(gen.SIZES), default="default",
+                   help="rows per split: tiny (8/4/4/4), default (200/50/50/100), paper (32000/10000/10000/20000)")
+    p.add_argument("--split-sizes", default=None, metavar="SPLIT=N,...",
+                   help="override some split sizes, e.g. train=1000,test_ood=500")
+    p.add_argument("--configs", default="all", help=f"comma-separated subset of {', '.join(gen.TASKS)} (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
+    p.add_argument("--workers", type=int, default=1, help="rendering processes (default 1; 2+ for --size paper)")
+
+
+def config_decls() -> list[ConfigDecl]:
+    return [ConfigDecl(task, FEATURES, splits=gen.SPLITS, default=(task == "spatiality")) for task in gen.TASKS]
+
+
+def card_text() -> tuple[dict, str]:
+    meta = card_metadata(
+        config_decls(),
+        license="cc-by-4.0",
+        pretty_name="TraVLR (vlprobe rendering)",
+        language=["en"],
+        task_categories=["visual-question-answering"],
+        tags=["synthetic", "vision-and-language", "foils", "travlr", "vlprobe"],
+    )
+    return meta, CARD_BODY
+
+
+def write_metadata(out: Path) -> None:
+    """The card (README.md) and vlprobe.yaml; identical for every size and seed."""
+    meta, body = card_text()
+    write_card(out, meta, body)
+    (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
+
+
+def build(args: argparse.Namespace) -> Path:
+    out = Path(args.out)
+    sizes = dict(gen.SIZES[args.size])
+    sizes.update(parse_split_sizes(args.split_sizes, gen.SPLITS))
+    tasks = parse_names(args.configs, gen.TASKS, "config(s)")
+    start = time.perf_counter()
+    meter = RateMeter()
+    write_metadata(out)
+    for task in tasks:
+        examples = gen.generate_task(task, sizes, seed=args.seed)
+        for split in gen.SPLITS:
+            exs = examples[split]
+            pngs = meter.render([e.scene for e in exs], workers=args.workers)
+            rows = []
+            for i, (ex, png) in enumerate(zip(exs, pngs)):
+                row = gen.to_row(ex, i)
+                row["image"] = {"bytes": png, "path": None}
+                rows.append(row)
+            write_rows(out, task, split, rows, FEATURES)
+    meter.report(f"travlr ({args.size}, seed {args.seed})", time.perf_counter() - start)
+    return out
+
+
+CARD_BODY = """\
+# TraVLR, rendered by vlprobe
+
+Synthetic visio-linguistic reasoning tasks after **TraVLR** (Chow, Tan and Kan, *TraVLR: Now You See
+It, Now You Don't! A Bimodal Dataset for Evaluating Visio-Linguistic Reasoning*, EACL 2023,
+https://aclanthology.org/2023.eacl-main.242), regenerated from a written specification of the original
+generator (`kengjichow/TraVLR`) by vlprobe's own code. **This is not the released TraVLR data**
+(that is on Zenodo, record 6563623): scenes, captions and queries follow the same templates and
+split rules, but the rows are different draws. Please cite TraVLR when you use it.
+
+Each row is a scene of 2 to 27 coloured shapes on an implicit 6x6 grid, given both as an image
+(500x500 PNG) and as a caption that names every object and its cell, plus a yes/no query about it.
+Every row also carries `foil_query`, the query's minimal edit with the opposite truth, so each
+row is a VALSE-style pair too: one image, one true and one false statement.
+
+## Configs
+
+| config | the query tests | example query / foil_query | split rule: `test_ood` holds out |
+|---|---|---|---|
+| `spatiality` (default) | left/right, above/below between two named objects | "The red circle is to the left of the blue square." / "... to the right of ..." | 119 of the 595 object-type pairs (the original's seed-6 shuffle, reproduced) together with column pairs {A,E} {B,D} {C,F} or row pairs {1,3} {2,6} {4,5} |
+| `cardinality` | exact counts of a shape | "There are 2 circle objects." / "There are 5 circle objects." | two counts per shape, for the true and the queried count: square {4,6}, circle {1,5}, triangle {2,6}, star {1,3}, hexagon {2,4}, octagon {3,5}, pentagon {4,6} |
+| `quantifiers` | All / Not all / Some of / None of / Only / Not only | "Not all the circle objects are red objects." / "All the circle objects are red objects." | the 7 diagonal (shape, colour) pairs (square-red, circle-blue, triangle-green, star-yellow, hexagon-orange, octagon-purple, pentagon-brown) together with the count pairs (n1, n2) in {(1,3), (1,4), (1,5), (2,4), (4,4)} (the original's seed-1 shuffle, reproduced) |
+| `numerical_comparison` | more / fewer between two shapes | "There are more circles than squares." / "There are fewer circles than squares." | count pairs with abs(a - b) >= 4 together with 4 of the 21 shape pairs: circle-hexagon, hexagon-octagon, square-star, star-hexagon (ours: `random.Random(6).sample`, since the original drew them unseeded) |
+
+Splits: `train`, `validation` and `test_ind` (in-distribution test) come from the in-distribution
+cases, `test_ood` (out-of-distribution test) only from the held-out ones; the original names are
+`train`, `val`, `val_test` and `test`. No (scene, query) pair repeats across the splits of a config.
+Labels are balanced per split (exactly when the size is a multiple of 4; spatiality also balances
+left/right and above/below).
+
+## Columns
+
+| column | type | content |
+|---|---|---|
+| `id` | string | `<config>-<split>-<row>` |
+| `image` | image | 500x500 RGB PNG, white background, filled shapes |
+| `caption` | string | the text modality: `Columns, left to right, are ordered A to F. Rows, top to bottom, are ordered 1 to 6. There is a red circle at A 1, a blue square at C 4 and an orange star at F 2.` (every object, in a random order) |
+| `query` | string | the statement to verify |
+| `foil_query` | string | its minimal edit with the opposite truth (left/right, above/below, another number, the negated quantifier, more/fewer) |
+| `label` | bool | whether `query` is true of the scene (`foil_query` is true exactly when `label` is false) |
+| `subtype` | string | spatiality: `left/right` or `above/below`; cardinality: the shape; quantifiers: the query's quantifier; numerical_comparison: `more` or `fewer` |
+| `objects` | list of {shape, colour, row, column, queried} | the scene (row 0 = top, column 0 = left); `queried` marks the objects the query is about |
+| `query_form`, `foil_form` | string (JSON) | the statements' structured forms (`vlprobe.scenes.statement_from_dict`) |
+| `case` | string (JSON) | the generation case: object pair and index pair, shape and counts, template, ... |
+
+Every `label` is computed by vlprobe's truth function (`vlprobe.scenes.truth`) on the row's scene
+and re-checked for the foil when the folder is built.
+
+## Modality settings
+
+The paper evaluates image only, caption only and image + caption. `vlprobe.yaml` names `caption`
+as the row's `context`, so each setting is one switch when rows become items:
+
+```bash
+vlprobe evaluate --dataset travlr --config spatiality --modality image    # image + query (default)
+vlprobe evaluate --dataset travlr --config spatiality --modality caption  # blank white image, "caption query"
+vlprobe evaluate --dataset travlr --config spatiality --modality both     # image, "caption query"
+```
+
+```python
+from datasets import load_dataset
+from vlprobe.spec import find_spec
+
+rows = load_dataset("travlr", "spatiality", split="test_ood")
+items = list(find_spec("travlr").iter_items(rows, config="spatiality", modality="caption"))
+# each item: 1 image x 2 texts [query, foil_query], gold [[1, 0]] if label else [[0, 1]]
+```
+
+For training a classifier on the binary task use `image`, `caption`, `query` and `label` directly.
+
+## How it was generated
+
+`vlprobe build travlr` (see `vlprobe/scenes/`), seed 0 by default:
+
+```bash
+vlprobe build travlr                 # default size: 200 / 50 / 50 / 100 rows per split and config
+vlprobe build travlr --size paper    # the paper's 32,000 / 10,000 / 10,000 / 20,000 (add --workers 2)
+vlprobe build travlr --size tiny     # 8 / 4 / 4 / 4, for tests
+```
+
+Rendering follows the original: a white 500x500 canvas, an implicit 6x6 grid (cell centres at
+42, 125, 208, 292, 375, 458 px), every object MEDIUM (circle radius 22 px, polygons circumradius
+23 px, star radii 22/11), filled, no outlines, no anti-aliasing. Colours: red, blue, green, yellow,
+orange; the quantifier task adds purple (the original's lavender, RGB 230,230,250, faint on white)
+and brown for the queried colour, and its companions and distractors may also be black,
+trapeziums or parallelograms, as in the original code. Differences from the original, on purpose:
+PNG instead of JPEG (no compression artefacts), every label checked by a truth function, a caption
+order that is really random (the original's `caption_abstract` was always the identity), a seed
+for `numerical_comparison` (the original's held-out shape pairs were drawn unseeded, so ours
+differ), and strict comparisons (the original's "more" also covered equal counts, which never
+occur). The cardinality split keeps the original's table, including the off-by-one that gives
+square and pentagon the same held-out counts.
+
+Determinism: the same seed and size give the same rows and pixels on any machine, and
+byte-identical parquet with the same Pillow, zlib and pyarrow versions (PNG bytes depend on the
+zlib build).
+
+## Licence and credit
+
+The generated data is released under CC BY 4.0; vlprobe's code is MIT. The task design, templates
+and split rules are TraVLR's (Chow, Tan and Kan, 2023); the original generator repository has no
+licence file, and no code or data was copied from it.
+"""

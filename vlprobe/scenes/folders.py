@@ -1,0 +1,81 @@
+"""Shared plumbing of the synthetic dataset builders (``vlprobe build travlr|winoground_style``):
+size arguments, rendering with a rate report, and writing one split of rows."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import datasets
+
+from ..dataset_folder import write_split
+from .model import Scene
+from .render import render_many
+
+
+def parse_split_sizes(text: str | None, splits: Sequence[str]) -> dict[str, int]:
+    """``"train=100,test_ood=50"`` -> ``{"train": 100, "test_ood": 50}`` (errors name the bad part)."""
+    if not text:
+        return {}
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in splits:
+            raise argparse.ArgumentTypeError(f"--split-sizes: {part!r} is not SPLIT=N with SPLIT one of {list(splits)}")
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--split-sizes: {part!r}: {value!r} is not an integer") from None
+        if n < 0:
+            raise argparse.ArgumentTypeError(f"--split-sizes: {part!r}: sizes must be >= 0")
+        out[name] = n
+    return out
+
+
+def parse_names(text: str | None, known: Sequence[str], what: str) -> list[str]:
+    if not text or text == "all":
+        return list(known)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise ValueError(f"unknown {what} {bad}; choose from {list(known)} or 'all'")
+    return names
+
+
+class RateMeter:
+    """Counts rendered images and the seconds spent rendering + encoding them."""
+
+    def __init__(self) -> None:
+        self.images = 0
+        self.seconds = 0.0
+
+    def render(self, scenes: Sequence[Scene], workers: int) -> list[bytes]:
+        start = time.perf_counter()
+        out = list(render_many(scenes, workers=workers))
+        self.seconds += time.perf_counter() - start
+        self.images += len(out)
+        return out
+
+    def report(self, what: str, total_seconds: float) -> None:
+        rate = self.images / self.seconds if self.seconds else float("nan")
+        print(
+            f"{what}: {self.images} images rendered in {self.seconds:.1f}s ({rate:.0f} images/s); "
+            f"total {total_seconds:.1f}s",
+            file=sys.stderr,
+        )
+
+
+def write_rows(folder: Path, config: str, split: str, rows: list[Mapping[str, Any]], features: datasets.Features) -> Path:
+    """One split as parquet, image bytes embedded (via :func:`vlprobe.dataset_folder.write_split`)."""
+    dataset = datasets.Dataset.from_list([dict(r) for r in rows], features=features)
+    was_enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # one line per split is printed by the builder instead
+    try:
+        return write_split(folder, config, split, dataset)
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()

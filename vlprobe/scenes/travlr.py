@@ -1,0 +1,324 @@
+"""TraVLR's four tasks as generators of examples (scene, query, its minimal foil, label) with the
+paper's in-distribution / out-of-distribution split rules (``reference/travlr.md`` §5).
+
+Every task draws, per split, a scene and a query whose truth is a requested label (labels are
+exactly balanced per split, in a seeded random order), then checks the label with
+:func:`~vlprobe.scenes.statements.truth` and derives ``foil`` (the query's minimal edit with the
+opposite truth) with :func:`~vlprobe.scenes.statements.foil`. No (scene, query) pair repeats
+across the splits of a task.
+
+Splits: ``train``, ``validation`` and ``test_ind`` draw from the in-distribution pool (the
+original's ``train`` / ``val`` / ``val_test``); ``test_ood`` (the original's ``test``) only from
+the held-out cases:
+
+* spatiality: held-out object pairs (the original's ``random.seed(6)`` shuffle of the 595 pairs of
+  the 35 types, reproduced: the last 119) together with held-out column pairs {A,E} {B,D} {C,F}
+  (left/right) or row pairs {1,3} {2,6} {4,5} (above/below);
+* cardinality: held-out (shape, count) pairs, both for the true count and the queried one. The
+  table is the original's, including its off-by-one that gives square and pentagon the same
+  held-out counts {4, 6};
+* quantifiers: held-out (shape, colour) "diagonal" pairs together with held-out (n1, n2) count
+  pairs (the original's ``random.seed(1)`` shuffle, reproduced: (1,3) (1,4) (1,5) (2,4) (4,4));
+* numerical_comparison: |a - b| >= 4 together with 4 held-out shape pairs. The original set no
+  seed, so its pairs cannot be recovered; ours are ``random.Random(6).sample`` of the 21 pairs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .captions import travlr_caption
+from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, QUANTIFIER_COLOURS, SHAPES, Scene, SceneObject, place
+from .statements import Compare, Count, Quantifier, Spatial, Statement, foil, truth
+
+TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
+SPLITS = ("train", "validation", "test_ind", "test_ood")
+ORIGINAL_SPLIT_NAMES = {"train": "train", "validation": "val", "test_ind": "val_test", "test_ood": "test"}
+IND_SPLITS = ("train", "validation", "test_ind")
+
+# rows per split; "paper" is the original README's configuration (32k / 10k / 10k / 20k).
+SIZES: dict[str, dict[str, int]] = {
+    "tiny": {"train": 8, "validation": 4, "test_ind": 4, "test_ood": 4},
+    "default": {"train": 200, "validation": 50, "test_ind": 50, "test_ood": 100},
+    "paper": {"train": 32000, "validation": 10000, "test_ind": 10000, "test_ood": 20000},
+}
+
+
+class GenerationError(RuntimeError):
+    """The generator could not produce the requested rows (e.g. more unique rows than exist)."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One TraVLR row before rendering: ``query`` has truth ``label`` on ``scene``; ``foil`` the opposite."""
+
+    task: str
+    split: str
+    scene: Scene
+    query: Statement
+    foil: Statement
+    label: bool
+    subtype: str
+    queried: frozenset[int]
+    case: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    caption: str = ""
+
+    def check(self) -> None:
+        """Re-derive both labels with the truth function (the builders call this on every row)."""
+        if truth(self.scene, self.query) is not self.label or truth(self.scene, self.foil) is self.label:
+            raise GenerationError(f"{self.task}/{self.split}: labels disagree with the truth function: {self}")
+
+    def objects(self) -> list[dict[str, Any]]:
+        return [{**o.to_dict(), "queried": i in self.queried} for i, o in enumerate(self.scene.objects)]
+
+
+# ---- split rules ---------------------------------------------------------------------------------
+OBJECT_TYPES: tuple[tuple[str, str], ...] = tuple((c, s) for s in SHAPES for c in COLOURS)  # the original's order
+
+SPATIAL_OOD_COLUMN_PAIRS = frozenset({(0, 4), (1, 3), (2, 5)})  # {A,E} {B,D} {C,F}
+SPATIAL_OOD_ROW_PAIRS = frozenset({(1, 5), (0, 2), (3, 4)})  # rows {2,6} {1,3} {4,5}
+ALL_INDEX_PAIRS = tuple(itertools.combinations(range(6), 2))
+
+
+def spatial_object_pairs() -> tuple[list[frozenset], list[frozenset]]:
+    """(InD, OOD) unordered pairs of object types: the original's ``random.seed(6)`` shuffle of the
+    595 pairs in enum order (shape-major), first 476 InD, last 119 OOD."""
+    pairs = list(itertools.combinations(OBJECT_TYPES, 2))
+    random.Random(6).shuffle(pairs)
+    return [frozenset(p) for p in pairs[:476]], [frozenset(p) for p in pairs[476:]]
+
+
+def spatial_index_pairs(axis: str, ood: bool) -> list[tuple[int, int]]:
+    held = SPATIAL_OOD_COLUMN_PAIRS if axis == "left/right" else SPATIAL_OOD_ROW_PAIRS
+    return [p for p in ALL_INDEX_PAIRS if (p in held) == ood]
+
+
+CARDINALITY_OOD_COUNTS: dict[str, tuple[int, int]] = {
+    "square": (4, 6), "circle": (1, 5), "triangle": (2, 6), "star": (1, 3),
+    "hexagon": (2, 4), "octagon": (3, 5), "pentagon": (4, 6),
+}
+
+
+def cardinality_counts(shape: str, ood: bool) -> tuple[int, ...]:
+    held = CARDINALITY_OOD_COUNTS[shape]
+    return tuple(n for n in range(1, 7) if (n in held) == ood)
+
+
+QUANTIFIER_OOD_TYPES = frozenset({
+    ("square", "red"), ("circle", "blue"), ("triangle", "green"), ("star", "yellow"),
+    ("hexagon", "orange"), ("octagon", "purple"), ("pentagon", "brown"),
+})
+
+
+def quantifier_types(ood: bool) -> list[tuple[str, str]]:
+    """(shape X, colour Y) pairs of the split: 42 InD, the 7 "diagonal" pairs OOD."""
+    return [(s, c) for s in SHAPES for c in QUANTIFIER_COLOURS if ((s, c) in QUANTIFIER_OOD_TYPES) == ood]
+
+
+def quantifier_count_pairs() -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(InD, OOD) (n1, n2) pairs: the original's ``random.seed(1)`` shuffle of {1..5}^2, 20 + 5."""
+    pairs = list(itertools.product(range(1, 6), repeat=2))
+    random.Random(1).shuffle(pairs)
+    return sorted(pairs[:20]), sorted(pairs[20:])
+
+
+# which quantifiers each scene template makes true (the query is one of them or its negation)
+QUANTIFIER_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "shared_x": ("not all", "some", "only"),  # (n1, X, Y), (n2, X, Z)
+    "shared_y": ("all", "not only"),  # (n1, X, Y), (n2, Z, Y)
+    "non_shared": ("none",),  # (n1, X, Z), (n2, W, Y)
+}
+
+COMPARE_OOD_MIN_DIFF = 4
+
+
+def compare_shape_pairs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(InD, OOD) unordered shape pairs: 17 + 4, the 4 from ``random.Random(6).sample`` (ours;
+    the original drew them unseeded)."""
+    pairs = list(itertools.combinations(SHAPES, 2))
+    ood = random.Random(6).sample(pairs, 4)
+    return [p for p in pairs if p not in ood], sorted(ood)
+
+
+def compare_count_pairs(ood: bool) -> list[tuple[int, int]]:
+    """Ordered (a, b), a != b in 1..9: |a - b| in 1..3 InD (42), >= 4 OOD (30)."""
+    return [
+        (a, b) for a in range(1, 10) for b in range(1, 10)
+        if a != b and (abs(a - b) >= COMPARE_OOD_MIN_DIFF) == ood
+    ]
+
+
+# ---- one example per task ------------------------------------------------------------------------
+def _spatial(rng: random.Random, split: str, label: bool, axis: str) -> Example:
+    ood = split == "test_ood"
+    ind_pairs, ood_pairs = _SPATIAL_PAIRS
+    pair = list(rng.choice(ood_pairs if ood else ind_pairs))
+    rng.shuffle(pair)
+    (c1, s1), (c2, s2) = pair
+    lo, hi = rng.choice(spatial_index_pairs(axis, ood))
+    first, second = (lo, hi) if rng.random() < 0.5 else (hi, lo)
+    if axis == "left/right":
+        cells = [(rng.randrange(6), first), (rng.randrange(6), second)]
+        relations = ("left", "right")
+    else:
+        cells = [(first, rng.randrange(6)), (second, rng.randrange(6))]
+        relations = ("above", "below")
+    queried = [SceneObject(s1, c1, *cells[0]), SceneObject(s2, c2, *cells[1])]
+    distractor_type = rng.choice([t for t in OBJECT_TYPES if t not in pair])
+    objects = queried + place([distractor_type], rng, taken=cells)
+    scene = Scene(tuple(objects))
+    options = [
+        Spatial(a, rel, b) for a, b in ((pair[0], pair[1]), (pair[1], pair[0])) for rel in relations
+    ]
+    query = rng.choice([q for q in options if truth(scene, q) is label])
+    return Example(
+        task="spatiality", split=split, scene=scene, query=query, foil=foil(scene, query), label=label,
+        subtype=axis, queried=frozenset({0, 1}),
+        case={"relationship": axis, "objects": [list(t) for t in pair], "index_pair": [lo, hi]},
+    )
+
+
+def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
+    ood = split == "test_ood"
+    shape = rng.choice(SHAPES)
+    counts = cardinality_counts(shape, ood)
+    n = rng.choice(counts)
+    asked = n if label else rng.choice([k for k in counts if k != n])
+    types = [(rng.choice(COLOURS), shape) for _ in range(n)]
+    others = [s for s in SHAPES if s != shape]
+    types += [(rng.choice(COLOURS), rng.choice(others)) for _ in range(rng.randint(1, 10))]
+    scene = Scene(tuple(place(types, rng)))
+    query = Count(asked, shape)
+    return Example(
+        task="cardinality", split=split, scene=scene, query=query, foil=foil(scene, query, rng, numbers=counts),
+        label=label, subtype=shape, queried=frozenset(range(n)),
+        case={"shape": shape, "number": asked, "true_number": n},
+    )
+
+
+def _quantifiers(rng: random.Random, split: str, label: bool) -> Example:
+    ood = split == "test_ood"
+    x, y = rng.choice(_QUANT_TYPES[ood])
+    n1, n2 = rng.choice(_QUANT_COUNTS[ood])
+    template = rng.choice(sorted(QUANTIFIER_TEMPLATES))
+    if template == "shared_x":
+        t1, t2 = (y, x), (rng.choice([c for c in ALL_COLOURS if c != y]), x)
+    elif template == "shared_y":
+        t1, t2 = (y, x), (y, rng.choice([s for s in ALL_SHAPES if s != x]))
+    else:
+        t1, t2 = (rng.choice([c for c in ALL_COLOURS if c != y]), x), (y, rng.choice([s for s in ALL_SHAPES if s != x]))
+    # distractors share neither a shape nor a colour with X, Y or the two companion types
+    bad_shapes = {x, t1[1], t2[1]}
+    bad_colours = {y, t1[0], t2[0]}
+    d_shapes = [s for s in ALL_SHAPES if s not in bad_shapes]
+    d_colours = [c for c in ALL_COLOURS if c not in bad_colours]
+    types = [t1] * n1 + [t2] * n2
+    types += [(rng.choice(d_colours), rng.choice(d_shapes)) for _ in range(rng.randint(2, 8))]
+    scene = Scene(tuple(place(types, rng)))
+    true_q = rng.choice(QUANTIFIER_TEMPLATES[template])
+    query = Quantifier(true_q, x, y)
+    if not label:
+        query = query.negation()
+    return Example(
+        task="quantifiers", split=split, scene=scene, query=query, foil=foil(scene, query), label=label,
+        subtype=query.quantifier, queried=frozenset(range(n1 + n2)),
+        case={"template": template, "shape": x, "colour": y, "counts": [n1, n2],
+              "types": [[n1, t1[1], t1[0]], [n2, t2[1], t2[0]]]},
+    )
+
+
+def _numerical(rng: random.Random, split: str, label: bool) -> Example:
+    ood = split == "test_ood"
+    x, y = rng.choice(_COMPARE_PAIRS[ood])
+    if rng.random() < 0.5:
+        x, y = y, x
+    a, b = rng.choice(compare_count_pairs(ood))
+    types = [(rng.choice(COLOURS), x) for _ in range(a)] + [(rng.choice(COLOURS), y) for _ in range(b)]
+    others = [s for s in SHAPES if s not in (x, y)]
+    k = rng.randint(1, 10)
+    types += [(rng.choice(COLOURS), rng.choice(others)) for _ in range(k)]
+    scene = Scene(tuple(place(types, rng)))
+    relation = "more" if (a > b) == label else "fewer"
+    query = Compare(relation, x, y)
+    return Example(
+        task="numerical_comparison", split=split, scene=scene, query=query, foil=foil(scene, query), label=label,
+        subtype=relation, queried=frozenset(range(a + b)),
+        case={"x": x, "y": y, "a": a, "b": b, "distractors": k},
+    )
+
+
+_SPATIAL_PAIRS = spatial_object_pairs()
+_QUANT_TYPES = {False: quantifier_types(False), True: quantifier_types(True)}
+_QUANT_COUNTS = dict(zip((False, True), quantifier_count_pairs()))
+_COMPARE_PAIRS = dict(zip((False, True), compare_shape_pairs()))
+
+_MAKERS: dict[str, Callable[..., Example]] = {
+    "spatiality": _spatial, "cardinality": _cardinality, "quantifiers": _quantifiers, "numerical_comparison": _numerical,
+}
+
+
+# ---- whole tasks ---------------------------------------------------------------------------------
+def task_rng(task: str, seed: int) -> random.Random:
+    # str seeds hash with sha512 in random.Random: stable across runs and PYTHONHASHSEED
+    return random.Random(f"vlprobe-travlr:{task}:{seed}")
+
+
+def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
+    """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``. Labels are
+    balanced per split (exactly for sizes divisible by 4, else within one); spatiality
+    also balances left/right and above/below. Each row's caption is drawn here too, so the output is final."""
+    if task not in _MAKERS:
+        raise ValueError(f"unknown TraVLR task {task!r}; choose one of {TASKS}")
+    unknown = set(sizes) - set(SPLITS)
+    if unknown:
+        raise ValueError(f"unknown split(s) {sorted(unknown)}; splits are {SPLITS}")
+    rng = task_rng(task, seed)
+    seen: set = set()
+    out: dict[str, list[Example]] = {}
+    for split in SPLITS:
+        n = int(sizes.get(split, 0))
+        if n < 0:
+            raise ValueError(f"size of split {split!r} must be >= 0, got {n}")
+        plan = [(label, axis) for label, axis in itertools.islice(
+            itertools.cycle([(True, "left/right"), (False, "above/below"), (False, "left/right"), (True, "above/below")]), n
+        )]
+        rng.shuffle(plan)
+        rows = []
+        for label, axis in plan:
+            for _ in range(max_tries):
+                args = (rng, split, label, axis) if task == "spatiality" else (rng, split, label)
+                ex = _MAKERS[task](*args)
+                key = (ex.scene.key(), ex.query)
+                if key not in seen:
+                    break
+            else:
+                raise GenerationError(
+                    f"{task}/{split}: no new unique row after {max_tries} draws ({len(rows)} of {n} made)"
+                )
+            seen.add(key)
+            ex = dataclasses.replace(ex, caption=travlr_caption(ex.scene, rng))
+            ex.check()
+            rows.append(ex)
+        out[split] = rows
+    return out
+
+
+def to_row(ex: Example, index: int) -> dict[str, Any]:
+    """The dataset row of ``ex`` (without the image, which the builder renders)."""
+    return {
+        "id": f"{ex.task}-{ex.split}-{index:06d}",
+        "caption": ex.caption,
+        "query": ex.query.text(),
+        "foil_query": ex.foil.text(),
+        "label": ex.label,
+        "subtype": ex.subtype,
+        "objects": ex.objects(),
+        "query_form": json.dumps(ex.query.to_dict(), sort_keys=True),
+        "foil_form": json.dumps(ex.foil.to_dict(), sort_keys=True),
+        "case": json.dumps(ex.case, sort_keys=True),
+    }

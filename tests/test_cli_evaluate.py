@@ -1,0 +1,226 @@
+"""`vlprobe evaluate` end to end on a small synthetic dataset folder with the tiny random CLIP,
+and each of its error paths (clear message, exit status 2, no traceback)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from vlprobe.cli import main
+from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _png(color, size=(24, 20)) -> bytes:
+    buf = io.BytesIO()
+    im = Image.new("RGB", size, color)
+    im.putpixel((2, 3), (255 - color[0], color[1], 255 - color[2]))
+    im.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path:
+    """Two configs: ``pairs`` (1 image, caption + foil, tagged) and ``swap`` (2 images x 2 captions)."""
+    folder = root / "synthetic"
+    colors = [(20 * i % 256, 90, 200 - 10 * i % 256) for i in range(n)]
+    img = datasets.Image()
+    pairs_feats = datasets.Features({"id": datasets.Value("string"), "image": img, "caption": datasets.Value("string"),
+                                     "foil": datasets.Value("string"), "kind": datasets.Value("string")})
+    swap_feats = datasets.Features({"id": datasets.Value("string"), "image_0": img, "image_1": img,
+                                    "caption_0": datasets.Value("string"), "caption_1": datasets.Value("string")})
+    pairs = {
+        "id": [f"p{i}" for i in range(n)],
+        "image": [{"bytes": _png(colors[i % 5]), "path": f"c{i % 5}.png"} for i in range(n)],
+        "caption": [f"a shape number {i % 4}" for i in range(n)],
+        "foil": [f"no shape number {i % 3}" for i in range(n)],
+        "kind": ["even" if i % 2 == 0 else "odd" for i in range(n)],
+    }
+    if broken_row is not None:
+        pairs["image"][broken_row] = {"bytes": b"this is not an image", "path": "broken_file.png"}
+    swap = {
+        "id": [f"s{i}" for i in range(n // 2)],
+        "image_0": [{"bytes": _png(colors[i]), "path": None} for i in range(n // 2)],
+        "image_1": [{"bytes": _png(colors[-1 - i]), "path": None} for i in range(n // 2)],
+        "caption_0": [f"red left of blue {i}" for i in range(n // 2)],
+        "caption_1": [f"blue left of red {i}" for i in range(n // 2)],
+    }
+    decls = [ConfigDecl("pairs", pairs_feats, default=True), ConfigDecl("swap", swap_feats)]
+    write_card(folder, card_metadata(decls, license="cc0-1.0", pretty_name="synthetic"), "# synthetic\n\nFor tests.")
+    write_split(folder, "pairs", "test", datasets.Dataset.from_dict(pairs, features=pairs_feats))
+    write_split(folder, "swap", "test", datasets.Dataset.from_dict(swap, features=swap_feats))
+    (folder / "vlprobe.yaml").write_text(
+        "id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\ntags: [kind]\n"
+        "configs:\n  swap: {images: [image_0, image_1], texts: [caption_0, caption_1], gold: [[1, 0], [0, 1]], tags: []}\n"
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return build_folder(tmp_path_factory.mktemp("data"))
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    code = main(["evaluate", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path, capsys):
+    out_dir, cache = tmp_path / "run", tmp_path / "cache"
+    code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
+                          "--batch-size", 4, "--num-workers", 0, "--cache-dir", cache, "--out", out_dir, "--no-progress")
+    assert code == 0, err
+    assert "pairs/test" in out and "swap/test" in out and "chance" in out
+    files = sorted(p.name for p in out_dir.iterdir())
+    assert files == ["plot_synthetic_pairs_test.png", "plot_synthetic_swap_test.png", "results.csv",
+                     "results.json", "scores.parquet"]
+    doc = json.loads((out_dir / "results.json").read_text())
+    prov = doc["provenance"]
+    assert prov["model"]["model_id"] == str(tiny_clip_path) and prov["model"]["family"]
+    assert prov["model"]["dtype"] == "float32" and prov["model"]["device"] == "cpu"
+    assert prov["settings"]["ties"] == "strict" and prov["environment"]["packages"]["torch"]
+    assert "--model" in prov["command"] and prov["created"].endswith("Z")
+    by_config = {r["config"]: r for r in doc["results"]}
+    pairs, swap = by_config["pairs"]["metrics"], by_config["swap"]["metrics"]
+    assert pairs["n_items"] == 12 and swap["n_items"] == 6
+    assert set(pairs["per_tag"]) == {"kind=even", "kind=odd"}
+    assert "acc_r" in pairs["ci"] and {"text", "image", "group"} <= set(swap)
+    assert len(by_config["pairs"]["data"]["data_sha256"]) == 64
+
+    table = pq.read_table(out_dir / "scores.parquet").to_pandas()
+    assert len(table) == 18 and {"config", "id", "scores", "gold", "probabilities", "tags"} <= set(table.columns)
+    row = table[table["id"] == "s0"].iloc[0]
+    S = np.array([list(r) for r in row["scores"]])
+    assert S.shape == (2, 2) and np.array([list(r) for r in row["gold"]]).tolist() == [[True, False], [False, True]]
+
+    # The scores are CLIP's own logits_per_image for the same inputs.
+    import torch
+    from transformers import CLIPModel, CLIPProcessor
+
+    model, proc = CLIPModel.from_pretrained(tiny_clip_path).eval(), CLIPProcessor.from_pretrained(tiny_clip_path)
+    ds = datasets.load_dataset(str(folder), "swap", split="test")
+    inputs = proc(text=[ds[0]["caption_0"], ds[0]["caption_1"]], images=[ds[0]["image_0"], ds[0]["image_1"]],
+                  return_tensors="pt", padding=True)
+    with torch.no_grad():
+        logits = model(**inputs).logits_per_image.numpy()
+    np.testing.assert_allclose(S, logits, rtol=1e-4, atol=1e-4)
+
+    csv = (out_dir / "results.csv").read_text().splitlines()
+    assert csv[0].startswith("dataset,config,split,tag,metric,value,ci_low,ci_high,chance")
+    assert any(",kind=even,acc_r," in line for line in csv)
+
+    # A second run is served by the cache and gives the same numbers.
+    code, out2, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
+                           "--cache-dir", cache, "--out", tmp_path / "run2", "--no-progress")
+    assert code == 0, err
+    doc2 = json.loads((tmp_path / "run2" / "results.json").read_text())
+    assert doc2["provenance"]["engine"]["computed_images"] == 0 and doc2["provenance"]["engine"]["computed_texts"] == 0
+    assert [r["metrics"] for r in doc2["results"]] == [r["metrics"] for r in doc["results"]]
+
+
+def test_config_limit_and_split(folder, tiny_clip_path, tmp_path, capsys):
+    code, out, err = _run(capsys, "--dataset", folder, "--config", "swap", "--split", "test", "--limit", 3,
+                          "--model", tiny_clip_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
+                          "--no-progress")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert [r["config"] for r in doc["results"]] == ["swap"]
+    assert doc["results"][0]["metrics"]["n_items"] == 3 and "ci" not in doc["results"][0]["metrics"]
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--config", "nope"], "unknown config(s) ['nope']"),
+        (["--split", "train"], "unknown split(s) ['train']"),
+        (["--family", "no-such-family"], "known families:"),
+        (["--ties", "sometimes"], "unknown tie policy"),
+        (["--batch-size", "0"], "--batch-size must be at least 1"),
+    ],
+)
+def test_error_paths(folder, tiny_clip_path, tmp_path, capsys, extra, expected):
+    code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o",
+                          "--cache-dir", "none", "--no-progress", *extra)
+    assert code == 2
+    assert expected in err and "Traceback" not in err
+    if extra[0] == "--config":
+        assert "pairs, swap" in err
+
+
+def test_model_not_found_says_how_to_pass_a_local_path(folder, tmp_path, capsys):
+    code, out, err = _run(capsys, "--dataset", folder, "--model", "someone/not-a-model", "--out", tmp_path / "o",
+                          "--cache-dir", "none", "--no-progress")
+    assert code == 2 and "not-a-model" in err and "local folder" in err and "Traceback" not in err
+
+
+def test_dataset_not_found(tmp_path, tiny_clip_path, capsys):
+    code, out, err = _run(capsys, "--dataset", tmp_path / "missing", "--model", tiny_clip_path, "--out", tmp_path / "o")
+    assert code == 2 and "missing" in err and "Traceback" not in err
+
+
+def test_unreadable_image_names_item_and_file(tmp_path, tiny_clip_path, capsys):
+    bad = build_folder(tmp_path, n=6, broken_row=4)
+    code, out, err = _run(capsys, "--dataset", bad, "--config", "pairs", "--model", tiny_clip_path, "--out",
+                          tmp_path / "o", "--cache-dir", "none", "--num-workers", "1", "--no-progress")
+    assert code == 2 and "'p4'" in err and "broken_file.png" in err and "Traceback" not in err
+
+
+def test_out_of_memory_suggests_smaller_batch(folder, tiny_clip_path, tmp_path, capsys, monkeypatch):
+    import torch
+
+    from vlprobe.scorers import dual_encoder
+
+    calls = {"n": 0}
+    original = dual_encoder.DualEncoderScorer.encode_images
+
+    def flaky(self, inputs):
+        calls["n"] += 1
+        if calls["n"] >= 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        return original(self, inputs)
+
+    monkeypatch.setattr(dual_encoder.DualEncoderScorer, "encode_images", flaky)
+    cache = tmp_path / "cache"
+    code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--batch-size", 2, "--out",
+                          tmp_path / "o", "--cache-dir", cache, "--num-workers", "0", "--no-progress")
+    assert code == 2 and "smaller --batch-size" in err and "Traceback" not in err
+    parts = list(cache.glob("*/part-0.sqlite"))
+    import sqlite3
+
+    with sqlite3.connect(parts[0]) as db:
+        assert db.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 2  # the batch before the failure
+
+
+def test_default_run_without_built_datasets_says_how_to_build(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "travlr").mkdir()  # present but not built
+    code = main(["evaluate"])
+    err = capsys.readouterr().err
+    assert code == 2 and "vlprobe build travlr" in err
+
+
+def test_default_run_without_model_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for name in ("travlr", "winoground_style"):
+        (tmp_path / name / "data" / "x").mkdir(parents=True)
+        (tmp_path / name / "data" / "x" / "test-00000-of-00001.parquet").write_bytes(b"")
+    code = main(["evaluate"])
+    err = capsys.readouterr().err
+    assert code == 2 and "models/mini-clip" in err and "--model" in err
+
+
+def test_console_entry_point_help():
+    proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", "evaluate", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "--bootstrap" in proc.stdout and "--cache-dir" in proc.stdout

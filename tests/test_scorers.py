@@ -34,7 +34,7 @@ def images():
 
 # ---- dual encoders ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fixture", ["tiny_clip_path", "tiny_siglip_path"])
+@pytest.mark.parametrize("fixture", ["tiny_clip_path", "tiny_siglip_path", "tiny_siglip2_path", "tiny_align_path"])
 def test_dual_scores_equal_logits_per_image(request, fixture, images):
     from transformers import AutoModel, AutoProcessor
 
@@ -50,7 +50,9 @@ def test_dual_scores_equal_logits_per_image(request, fixture, images):
 
     model = AutoModel.from_pretrained(path).eval()
     processor = AutoProcessor.from_pretrained(path)
+    # SigLIP models are trained on max-length padded text; the others pad to the longest text.
     padding = "max_length" if "siglip" in fixture else True
+    assert scorer.padding == padding
     inputs = processor(text=TEXTS, images=images, padding=padding, max_length=scorer.max_length,
                        truncation=True, return_tensors="pt")
     with torch.no_grad():
@@ -181,7 +183,8 @@ def test_vqascore_custom_prompt_needs_a_slot(tiny_vlm_path):
 # ---- loading, detection, errors, provenance --------------------------------------------------
 
 @pytest.mark.parametrize("fixture,family", [
-    ("tiny_clip_path", "dual"), ("tiny_siglip_path", "dual"), ("tiny_blip_itm_path", "itm"),
+    ("tiny_clip_path", "dual"), ("tiny_siglip_path", "dual"), ("tiny_siglip2_path", "dual"),
+    ("tiny_align_path", "dual"), ("tiny_blip_itm_path", "itm"),
     ("tiny_vilt_path", "itm"), ("tiny_gpt2_path", "causal_lm"), ("tiny_vlm_path", "vqascore"),
 ])
 def test_family_detected_from_config(request, fixture, family):

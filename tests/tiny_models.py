@@ -10,6 +10,8 @@ fixture           architecture                          notes
 ================  ====================================  =========================================
 tiny_clip_path    CLIPModel (dual encoder)              32 px images, 4 px patches, 16-d embeddings
 tiny_siglip_path  SiglipModel (dual encoder)            sigmoid logits with a bias
+tiny_siglip2_path Siglip2Model (dual encoder)           NaFlex patches, 16 px patches
+tiny_align_path   AlignModel (dual encoder)             EfficientNet tower, cosine / temperature
 tiny_blip_itm_path BlipForImageTextRetrieval (ITM)      2-way "no match"/"match" head
 tiny_vilt_path    ViltForImageAndTextRetrieval (ITM)    single match logit
 tiny_gpt2_path    GPT2LMHeadModel (text-only LM)        BOS = ``<|endoftext|>``
@@ -74,8 +76,9 @@ def _wrap(tok, *, bos: str | None, eos: str | None, pad: str | None, add_bos: bo
         single = " ".join(([f"{bos}:0"] if add_bos else []) + ["$A:0"] + ([f"{eos}:0"] if add_eos else []))
         specials = [(t, tok.token_to_id(t)) for t in {bos if add_bos else None, eos if add_eos else None} if t]
         tok.post_processor = processors.TemplateProcessing(single=single, special_tokens=specials)
+    extra.setdefault("unk_token", None)
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None,
+        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad,
         model_max_length=model_max_length, **extra,
     )
 
@@ -153,6 +156,64 @@ def build_tiny_siglip(folder: str | Path) -> Path:
     model = SiglipModel(config).eval()
     image_processor = SiglipImageProcessor(size={"height": 32, "width": 32})
     SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+
+def build_tiny_siglip2(folder: str | Path) -> Path:
+    """Siglip2Model (NaFlex: patch sequences with a pixel_attention_mask and spatial_shapes)."""
+    from transformers import Siglip2Config, Siglip2ImageProcessor, Siglip2Model, Siglip2Processor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["<pad>", "<unk>", "<bos>", "<eos>"])
+    # Siglip2Processor reloads it as a Gemma tokenizer, which needs an unk token.
+    tokenizer = _wrap(raw, bos="<bos>", eos="<eos>", pad="<pad>", add_bos=False, add_eos=True, model_max_length=16,
+                      unk_token="<unk>")
+    config = Siglip2Config(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, max_position_embeddings=16,
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id),
+        # The processor class fixes 16 px patches and up to 256 of them (transformers 5).
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           patch_size=16, num_patches=256),
+    )
+    _seed()
+    model = Siglip2Model(config).eval()
+    Siglip2Processor(image_processor=Siglip2ImageProcessor(patch_size=16, max_num_patches=256),
+                     tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_align(folder: str | Path) -> Path:
+    """AlignModel (EfficientNet image tower, BERT text tower; logits = cosine / temperature)."""
+    import torch
+    from transformers import AlignConfig, AlignModel, AlignProcessor, EfficientNetImageProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
+    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
+                      cls_token="[CLS]", sep_token="[SEP]")
+    config = AlignConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, max_position_embeddings=32, pad_token_id=tokenizer.pad_token_id),
+        # width 0.1 gives a 32-d pooled image embedding, which the text projection must match.
+        vision_config=dict(image_size=32, width_coefficient=0.1, depth_coefficient=0.1, hidden_dim=64),
+        projection_dim=32,
+        temperature_init_value=0.5,  # not 1, so that dividing by the temperature is tested
+    )
+    _seed()
+    model = AlignModel(config).eval()
+    # With the default 0.02-std init the activations of this many random conv layers vanish to
+    # ~1e-30 and the cosine is NaN: use a fan-in init so the tiny tower stays numerically alive.
+    with torch.no_grad():
+        for module in model.vision_model.modules():
+            if isinstance(module, torch.nn.Conv2d):
+                torch.nn.init.kaiming_normal_(module.weight)
+    image_processor = EfficientNetImageProcessor(size={"height": 32, "width": 32},
+                                                 crop_size={"height": 32, "width": 32})
+    AlignProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
     model.save_pretrained(folder)
     return folder
 
@@ -270,6 +331,18 @@ def build_tiny_vlm(folder: str | Path) -> Path:
 def tiny_siglip_path(tmp_path_factory) -> Path:
     """A saved tiny random SigLIP (``SiglipModel`` + ``SiglipProcessor``)."""
     return build_tiny_siglip(tmp_path_factory.mktemp("tiny_siglip"))
+
+
+@pytest.fixture(scope="session")
+def tiny_siglip2_path(tmp_path_factory) -> Path:
+    """A saved tiny random SigLIP 2 (``Siglip2Model`` + ``Siglip2Processor``, NaFlex inputs)."""
+    return build_tiny_siglip2(tmp_path_factory.mktemp("tiny_siglip2"))
+
+
+@pytest.fixture(scope="session")
+def tiny_align_path(tmp_path_factory) -> Path:
+    """A saved tiny random ALIGN (``AlignModel`` + ``AlignProcessor``)."""
+    return build_tiny_align(tmp_path_factory.mktemp("tiny_align"))
 
 
 @pytest.fixture(scope="session")

@@ -98,7 +98,7 @@ class DualEncoderScorer(DualScorer):
             if bias is not None:
                 self.logit += " + logit_bias"
         self.preprocessing = {
-            **processor_preprocessing(self.image_processor),
+            **processor_preprocessing(self.image_processor, processor),
             "model_type": model_type,
             "text_padding": "max_length" if self.padding == "max_length" else "longest",
             "text_max_length": self.max_length,
@@ -109,7 +109,11 @@ class DualEncoderScorer(DualScorer):
 
     # -- images --------------------------------------------------------------------------------
     def preprocess_images(self, images: list[Any]) -> Any:
-        return dict(self.image_processor(images=to_images(images), return_tensors="pt"))
+        # Through the processor when there is one: some processors (SigLIP 2) set image options
+        # of their own (max_num_patches) on top of the image processor's saved ones.
+        fn = self.processor if self.image_processor is not None and self.processor is not self.image_processor \
+            else self.image_processor
+        return dict(fn(images=to_images(images), return_tensors="pt"))
 
     def encode_images(self, inputs: Any) -> np.ndarray:
         import torch

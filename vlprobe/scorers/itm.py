@@ -62,7 +62,7 @@ class ITMScorer(PairScorer):
         score = ("logit[match] - logit[no match]" if self.head == "two_way" else "match logit")
         prob = ("softmax(logits)[match]" if self.head == "two_way" else "sigmoid(match logit)")
         self.preprocessing = {
-            **processor_preprocessing(getattr(processor, "image_processor", None)),
+            **processor_preprocessing(getattr(processor, "image_processor", None), processor),
             "architecture": arch,
             "text_padding": "longest",
             "text_max_length": self.max_length,

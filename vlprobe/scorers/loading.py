@@ -184,8 +184,10 @@ def model_max_text_length(tokenizer: Any, config: Any, default: int = 512) -> in
     return min(limits) if limits else default
 
 
-def processor_preprocessing(image_processor: Any) -> dict[str, Any]:
-    """The image preprocessing parameters worth recording (size, crop, mean/std, resample...)."""
+def processor_preprocessing(image_processor: Any, processor: Any = None) -> dict[str, Any]:
+    """The image preprocessing parameters worth recording (size, crop, mean/std, resample...).
+    Defaults a processor class sets on top of its image processor (transformers 5
+    ``images_kwargs``, e.g. SigLIP 2's ``max_num_patches``) win, as they do when it runs."""
     if image_processor is None:
         return {}
     keys = ("size", "crop_size", "do_resize", "do_center_crop", "do_rescale", "rescale_factor",
@@ -205,4 +207,7 @@ def processor_preprocessing(image_processor: Any) -> dict[str, Any]:
         elif not isinstance(v, (int, float, str, bool, list)):
             v = str(v)
         out[k] = v
+    overrides = getattr(type(processor), "images_kwargs", None) if processor is not None else None
+    if isinstance(overrides, dict):
+        out.update({k: v for k, v in overrides.items() if isinstance(v, (int, float, str, bool))})
     return out

@@ -86,7 +86,7 @@ class VQAScoreScorer(PairScorer):
         self.no_ids = answer_token_ids(self.tokenizer, "No")
         self.chat_template = bool(getattr(processor, "chat_template", None))
         self.preprocessing = {
-            **processor_preprocessing(getattr(processor, "image_processor", None)),
+            **processor_preprocessing(getattr(processor, "image_processor", None), processor),
             "processor": type(processor).__name__,
             "prompt": prompt,
             "chat_template": self.chat_template,

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 from datasets.info import DatasetInfosDict
 from datasets.table import embed_table_storage
@@ -36,8 +38,17 @@ class ConfigDecl:
     features: datasets.Features
     splits: Sequence[str] = ("test",)
     default: bool = False
+    # Optional explicit data files per split (globs relative to the folder), for a config that
+    # reads other configs' parquet instead of its own (VALSE's piece configs and ``all``), so
+    # image bytes are stored once. None: ``data/<name>/<split>-*.parquet``.
+    paths: Mapping[str, Sequence[str]] | None = None
 
-    def data_files(self) -> list[dict[str, str]]:
+    def data_files(self) -> list[dict[str, Any]]:
+        if self.paths is not None:
+            missing = [s for s in self.splits if s not in self.paths]
+            if missing:
+                raise ValueError(f"config {self.name!r}: paths give no files for split(s) {missing}")
+            return [{"split": s, "path": list(self.paths[s])} for s in self.splits]
         return [{"split": s, "path": f"{DATA_DIR}/{self.name}/{s}-*.parquet"} for s in self.splits]
 
 
@@ -96,3 +107,42 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
     embedded = embedded.with_format(None)
     embedded.to_parquet(str(path))
     return path
+
+
+def write_split_rows(
+    folder: str | Path,
+    config: str,
+    split: str,
+    rows: Iterable[Mapping[str, Any]],
+    features: datasets.Features,
+    batch_size: int = 100,
+) -> tuple[Path, int]:
+    """Stream ``rows`` (dicts matching ``features``; images as ``{"bytes": ..., "path": ...}``)
+    into one parquet shard, ``batch_size`` rows per row group, so no more than one batch of image
+    bytes is held in memory. The file carries datasets' schema metadata, and appears under its
+    final name only once complete. Returns the path and the number of rows written."""
+    out_dir = Path(folder) / DATA_DIR / config
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{split}-00000-of-00001.parquet"
+    tmp = out_dir / f".{split}.parquet.part"
+    schema = features.arrow_schema
+    count = 0
+    try:
+        with pq.ParquetWriter(str(tmp), schema) as writer:
+            batch: list[dict[str, Any]] = []
+            for row in rows:
+                batch.append(features.encode_example(dict(row)))
+                if len(batch) >= batch_size:
+                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                    count += len(batch)
+                    batch = []
+            if batch:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                count += len(batch)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    for old in out_dir.glob(f"{split}-*.parquet"):
+        old.unlink()
+    tmp.replace(path)
+    return path, count

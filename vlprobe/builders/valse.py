@@ -1,0 +1,528 @@
+"""``vlprobe build valse``: the VALSE benchmark (Parcalabescu et al., ACL 2022) as a Hub dataset
+folder, from the 11 original annotation files and the original images of each source.
+
+One config per instrument (its own parquet), one per piece and ``all`` (these list the
+instrument configs' parquet files in their ``data_files``, so image bytes are stored once and every
+config has the same features). Only valid records by default (``mturk.caption >= 2``: at least two
+of three annotators chose the caption and not the foil); ``--include-invalid`` keeps all 8,782.
+Rows are streamed to parquet, one image at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import datasets
+from datasets import Features, List, Value
+
+from .. import image_sources as imgs
+from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
+
+NAME = "valse"
+HELP = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_ANNOTATIONS = REPO.parent / "shared" / "data" / "valse"
+DEFAULT_OUT = REPO / "valse"
+SPLIT = "test"
+
+
+@dataclass(frozen=True)
+class Instrument:
+    config: str
+    file: str
+    piece: str
+    title: str
+    tests: str
+    example: str
+
+
+# Config name, annotation file, piece, and what the instrument tests (paper §3, Table 1).
+INSTRUMENTS: tuple[Instrument, ...] = (
+    Instrument("existence", "existence.json", "existence", "Existence (existential quantifiers)",
+               "whether there is no entity of a kind in the image, or one or more. Captions come from Visual7W "
+               "'how many' answers turned into statements; the foil turns 'no X' into 'X' and back.",
+               "*There are no animals shown.* / foil *There are animals shown.*"),
+    Instrument("plurality", "plurals.json", "plurality", "Plurality (semantic number)",
+               "a noun phrase denoting a single entity vs. several: a singular NP is foiled by a plural one "
+               "(sg2pl) or the reverse (pl2sg), with quantifiers 'exactly one' / 'some' / 'a number of'. COCO 2017 val "
+               "captions; GRUEN grammaticality >= 0.8 and NLI (foil must contradict the caption) filters.",
+               "*A small copper vase with some flowers in it.* / foil *... with exactly one flower in it.*"),
+    Instrument("counting_balanced", "counting-hard.json", "counting", "Counting, balanced",
+               "the number of entities: the numeral of a Visual7W 'how many' statement is replaced by another; "
+               "the number of examples per class is capped and caption/foil classes are balanced.",
+               "*There are four zebras.* / foil *There are six zebras.*"),
+    Instrument("counting_small_numbers", "counting-small-quant.json", "counting", "Counting, small numbers",
+               "a sanity check: caption and foil numbers are both in {0, 1, 2, 3}, classes balanced.",
+               "*There are four zebras.* / foil *There are six zebras.* (piece example)"),
+    Instrument("counting_adversarial", "counting-adversarial.json", "counting", "Counting, adversarial",
+               "caption numbers are >= 4 and foil numbers in {0, 1, 2, 3}, so a model biased towards the frequent "
+               "small numbers prefers the foil.",
+               "*There are four zebras.* / foil *There are six zebras.* (piece example)"),
+    Instrument("relations", "relations.json", "relations", "Spatial relations (prepositions)",
+               "the spatial preposition: SpanBERT proposes a 1-3 word replacement that occurs in the data; "
+               "GRUEN and NLI filters. COCO 2017 val captions.",
+               "*A cat plays with a pocket knife on a table.* / foil *... underneath a table.*"),
+    Instrument("action_replacement", "action-replacement.json", "actions", "Actions, replacement",
+               "whether the action in the text matches the image: the verb is replaced by another SWiG verb "
+               "suggested by BERT (not a WordNet synonym, hyponym or hypernym). Captions generated from SWiG.",
+               "*A man shouts at a woman.* / foil *A man smiles at a woman.*"),
+    Instrument("actant_swap", "actant-swap.json", "actions", "Actions, actant swap",
+               "who does what to whom: the two role fillers of the action are swapped.",
+               "*A man shouts at a woman.* / foil *A woman shouts at a man.*"),
+    Instrument("coreference_standard", "coreference-standard.json", "coreference", "Coreference, standard",
+               "pronominal coreference: VisDial v1.0 (train) [caption. question with a pronoun? yes/no.]; the "
+               "foil flips the answer; yes/no balanced.",
+               "*Buffalos walk along grass. Are they in a zoo? No.* / foil *... Yes.*"),
+    Instrument("coreference_clean", "coreference-hard.json", "coreference", "Coreference, clean",
+               "as coreference standard, a small set from the VisDial v1.0 validation set.",
+               "*Buffalos walk along grass. Are they in a zoo? No.* / foil *... Yes.* (piece example)"),
+    Instrument("foil_it", "foil-it.json", "foil_it", "FOIL-it! (noun phrases)",
+               "1,000 random entries of FOIL-it! (Shekhar et al., 2017): a COCO 2014 val caption whose noun "
+               "phrase is replaced by a semantically related one.",
+               "*a giant bowl of food, with broccoli and other food on it.* / foil *a giant bottle of food, ...* "
+               "(from `foil-it.json`; the paper gives no example)"),
+)
+BY_CONFIG = {i.config: i for i in INSTRUMENTS}
+PIECES: dict[str, tuple[str, ...]] = {}
+for _inst in INSTRUMENTS:
+    PIECES.setdefault(_inst.piece, ())
+    PIECES[_inst.piece] += (_inst.config,)
+# The paper's Table 5 #Valid and #Inst.: shown in the card; a build whose counts differ says so.
+PAPER_VALID = {"existence": 505, "plurality": 851, "counting_balanced": 868, "counting_small_numbers": 900,
+               "counting_adversarial": 691, "relations": 535, "action_replacement": 648, "actant_swap": 949,
+               "coreference_standard": 708, "coreference_clean": 104, "foil_it": 943}
+PAPER_ALL = {"existence": 534, "plurality": 1000, "counting_balanced": 1000, "counting_small_numbers": 1000,
+             "counting_adversarial": 756, "relations": 614, "action_replacement": 779, "actant_swap": 1042,
+             "coreference_standard": 916, "coreference_clean": 141, "foil_it": 1000}
+
+# Image sources VALSE draws on, in routing order (the file-name patterns are disjoint).
+VALSE_SOURCES = ("coco2014_train", "coco2014_val", "visdial_val2018", "visual7w", "coco2017_val", "swig")
+
+_f = Value
+FEATURES = Features({
+    "id": _f("string"), "key": _f("string"), "piece": _f("string"), "instrument": _f("string"),
+    "image": datasets.Image(), "caption": _f("string"), "foil": _f("string"),
+    "source_dataset": _f("string"), "image_source": _f("string"), "image_file": _f("string"),
+    "original_split": _f("string"), "dataset_idx": _f("string"), "linguistic_phenomena": _f("string"),
+    "classes": _f("string"), "classes_foil": _f("string"),
+    "mturk_caption": _f("int32"), "mturk_foil": _f("int32"), "mturk_other": _f("int32"), "valid": _f("bool"),
+    "answer": _f("int32"), "declarative_statement": _f("string"),
+    "declarative_statement_foils": List(_f("string")), "provenance_of_foils": _f("string"),
+    "foil_method": _f("string"), "grammaticality_score": _f("float64"),
+    "nli_entail": _f("float64"), "nli_neutral": _f("float64"), "nli_contradict": _f("float64"), "nli_pred": _f("string"),
+    "orig_caption": _f("string"), "only_caption": _f("string"),
+})
+
+# The fields of the annotation files, and where each goes (anything else stops the build).
+_KNOWN_FIELDS = {
+    "dataset", "original_split", "dataset_idx", "linguistic_phenomena", "image_file", "caption", "foil",
+    "classes", "classes_foil", "mturk", "answer", "split", "declarative_statement", "declarative_statement_foils",
+    "provenance_of_foils", "foil_method", "foiling_method", "grammaticality_scores", "nli_scores", "orig_caption",
+    "key", "only_caption",
+}
+
+SPEC_YAML = """\
+# How rows of this folder become vlprobe items (see vlprobe/spec.py): one image, the caption and
+# its foil; the caption is the gold text. Tags drive per-piece / per-instrument tables.
+description: VALSE (Parcalabescu et al., ACL 2022), 1 image x [caption, foil], gold [[1, 0]].
+id: id
+images: [image]
+texts: [caption, foil]
+gold: [[1, 0]]
+tags: [piece, instrument, image_source, valid]
+"""
+
+
+class AnnotationError(ValueError):
+    """An annotation record the builder cannot read; the message names the file and key."""
+
+
+def class_string(value: Any) -> str | None:
+    """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, booleans
+    and lists in JSON (``false``, ``[2, 1, 8]``)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or isinstance(value, list):
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    raise TypeError(f"unexpected class value {value!r}")
+
+
+def _single(values: Any, where: str, field: str) -> Any:
+    if values is None:
+        return None
+    if not isinstance(values, list) or len(values) != 1:
+        raise AnnotationError(f"{where}: {field} should be a list of one value, got {values!r}")
+    return values[0]
+
+
+def image_source(file_name: str, where: str) -> str:
+    for name in VALSE_SOURCES:
+        if imgs.SOURCES[name].matches(file_name):
+            return name
+    raise AnnotationError(f"{where}: image_file {file_name!r} matches no known VALSE image source")
+
+
+def normalise(inst: Instrument, key: str, rec: dict[str, Any]) -> dict[str, Any]:
+    """One annotation record -> one row (without the image bytes)."""
+    where = f"{inst.file} record {key!r}"
+    unknown = set(rec) - _KNOWN_FIELDS
+    if unknown:
+        raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
+    try:
+        votes = rec["mturk"]
+        caption_votes, foil_votes, other_votes = int(votes["caption"]), int(votes["foil"]), int(votes["other"])
+        caption, foil, image_file = rec["caption"], rec["foil"], rec["image_file"]
+    except (KeyError, TypeError, ValueError) as err:
+        raise AnnotationError(f"{where}: missing or malformed field: {err!r}") from None
+    if rec.get("split") not in (None, rec.get("original_split")):
+        raise AnnotationError(f"{where}: split {rec['split']!r} differs from original_split {rec.get('original_split')!r}")
+    if rec.get("key") not in (None, key):
+        raise AnnotationError(f"{where}: field key {rec['key']!r} differs from the record key")
+    nli = rec.get("nli_scores") or {}
+    try:
+        classes, classes_foil = class_string(rec.get("classes")), class_string(rec.get("classes_foil"))
+    except TypeError as err:
+        raise AnnotationError(f"{where}: {err}") from None
+    return {
+        "id": f"{inst.config}/{key}", "key": key, "piece": inst.piece, "instrument": inst.config,
+        "caption": caption, "foil": foil,
+        "source_dataset": rec.get("dataset"), "image_source": image_source(image_file, where), "image_file": image_file,
+        "original_split": rec.get("original_split"),
+        "dataset_idx": None if rec.get("dataset_idx") is None else str(rec["dataset_idx"]),
+        "linguistic_phenomena": rec.get("linguistic_phenomena"),
+        "classes": classes, "classes_foil": classes_foil,
+        "mturk_caption": caption_votes, "mturk_foil": foil_votes, "mturk_other": other_votes,
+        "valid": caption_votes >= 2,
+        "answer": rec.get("answer"),
+        "declarative_statement": rec.get("declarative_statement"),
+        "declarative_statement_foils": rec.get("declarative_statement_foils"),
+        "provenance_of_foils": rec.get("provenance_of_foils"),
+        "foil_method": rec.get("foil_method", rec.get("foiling_method")),
+        "grammaticality_score": _single(rec.get("grammaticality_scores"), where, "grammaticality_scores"),
+        "nli_entail": _single(nli.get("entail"), where, "nli_scores.entail"),
+        "nli_neutral": _single(nli.get("neutral"), where, "nli_scores.neutral"),
+        "nli_contradict": _single(nli.get("contradict"), where, "nli_scores.contradict"),
+        "nli_pred": _single(nli.get("pred"), where, "nli_scores.pred"),
+        "orig_caption": rec.get("orig_caption"),
+        "only_caption": rec.get("only_caption"),
+    }
+
+
+def read_instrument(annotations: Path, inst: Instrument) -> list[dict[str, Any]]:
+    path = annotations / inst.file
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"VALSE annotation file not found: {path} (pass --annotations DIR, the folder holding the 11 files "
+            f"of github.com/Heidelberg-NLP/VALSE data/)"
+        ) from None
+    except json.JSONDecodeError as err:
+        raise AnnotationError(f"{path}: not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise AnnotationError(f"{path}: expected a JSON object mapping keys to records")
+    return [normalise(inst, str(key), rec) for key, rec in data.items()]
+
+
+# ---- configs and card ---------------------------------------------------------------------------
+def config_decls() -> list[ConfigDecl]:
+    def files(configs: tuple[str, ...]) -> dict[str, list[str]]:
+        return {SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in configs]}
+
+    decls = [ConfigDecl("all", FEATURES, (SPLIT,), default=True, paths=files(tuple(BY_CONFIG)))]
+    for piece, members in PIECES.items():
+        if members != (piece,):
+            decls.append(ConfigDecl(piece, FEATURES, (SPLIT,), paths=files(members)))
+    decls += [ConfigDecl(i.config, FEATURES, (SPLIT,)) for i in INSTRUMENTS]
+    return decls
+
+
+def card_yaml() -> dict[str, Any]:
+    return card_metadata(
+        config_decls(),
+        language=["en"],
+        license="other",
+        license_name="valse-mixed",
+        pretty_name="VALSE",
+        task_categories=["image-to-text", "zero-shot-image-classification"],
+        tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"],
+        size_categories=["1K<n<10K"],
+    )
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,}"
+
+
+def card_body(counts: dict[str, int], include_invalid: bool, skipped: dict[str, dict[str, list[str]]]) -> str:
+    total = sum(counts.values())
+    rows = []
+    for inst in INSTRUMENTS:
+        rows.append(f"| `{inst.config}` | {inst.piece} | `{inst.file}` | {_fmt(PAPER_ALL[inst.config])} | "
+                    f"{_fmt(PAPER_VALID[inst.config])} | {_fmt(counts.get(inst.config, 0))} |")
+    piece_rows = []
+    for piece, members in PIECES.items():
+        n = sum(counts.get(m, 0) for m in members)
+        piece_rows.append(f"| `{piece}` | {', '.join(f'`{m}`' for m in members)} | {_fmt(n)} |")
+    what = "\n".join(f"- **{i.title}** (`{i.config}`): tests {i.tests} Example: {i.example}" for i in INSTRUMENTS)
+    selection = (
+        "**This build includes the invalid records too** (`--include-invalid`): all 8,782 candidates; filter on "
+        "`valid` (or `mturk_caption >= 2`) to get the benchmark as the paper defines it."
+        if include_invalid else
+        "This build keeps **only the valid records**, as the paper evaluates them. `vlprobe build valse "
+        "--include-invalid` keeps all 8,782 candidates (then filter on `valid`)."
+    )
+    if skipped:
+        lines = []
+        for config, by_source in sorted(skipped.items()):
+            for source, names in sorted(by_source.items()):
+                shown = ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
+                lines.append(f"- `{config}`: {len(names)} row(s) without their `{source}` image: {shown}")
+        skipped_text = (
+            "\n\n## Rows left out of this build\n\nThis folder was built with `--skip-missing-images`: the rows below "
+            "are **not** in it because their image file was missing, so the counts above are below the paper's.\n\n"
+            + "\n".join(lines)
+        )
+    else:
+        skipped_text = ""
+    return f"""
+# VALSE: Vision And Language Structured Evaluation
+
+VALSE (Parcalabescu et al., ACL 2022) tests whether vision-and-language models ground specific
+linguistic phenomena in the image. Every example is one image, a **caption** that describes it and a
+**foil**: the caption with one word or phrase changed so that it no longer matches the image. A model
+passes an example when it prefers the caption to the foil. Six *pieces* (phenomena), eleven
+*instruments* (ways of foiling), plus the FOIL-it! noun-phrase set.
+
+This folder is built from the original annotation files (github.com/Heidelberg-NLP/VALSE, `data/`,
+MIT licence) and the original images of each source, by `vlprobe build valse`. It holds no
+annotation or image files of its own until it is built.
+
+```python
+from datasets import load_dataset
+ds = load_dataset("valse", "actions", split="test")          # or a Hub id once published
+ds[0]["caption"], ds[0]["foil"], ds[0]["image"]               # PIL image
+```
+
+## Configs and counts
+
+{selection} Rows in this build: **{_fmt(total)}**.
+
+| config (instrument) | piece | annotation file | candidates (paper Table 5 #Inst.) | valid (paper #Valid) | rows |
+|---|---|---|---:|---:|---:|
+{chr(10).join(rows)}
+
+Piece configs read the parquet files of their instruments (nothing is stored twice):
+
+| config (piece) | instruments | rows |
+|---|---|---:|
+{chr(10).join(piece_rows)}
+| `all` (default) | every instrument | {_fmt(total)} |
+
+Where a piece has a single instrument (`existence`, `plurality`, `relations`, `foil_it`) the piece
+config and the instrument config are the same config. Every config has the same columns, including
+`piece` and `instrument`.
+
+## What each instrument tests (paper §3 and Table 1)
+
+{what}
+
+## How the foils were made and validated
+
+Foiling functions change one word or phrase of a correct caption so that the result is grammatical
+but false of the image. Against *distributional bias* the word-frequency distributions of captions and
+foils are kept about equal; against *plausibility bias* BERT / SpanBERT propose the replacements
+(relations, actions) and a GRUEN grammaticality filter (score >= 0.8) and an NLI filter (the foil must
+contradict the caption) are applied to plurality and relations. Finally three crowd annotators on
+Amazon Mechanical Turk saw the image and the two texts, in random order, and chose which text
+describes the image (the first, the second, both, neither, cannot tell).
+
+**Validity rule.** An example is *valid* when at least two of the three annotators chose the caption
+and not the foil: `mturk.caption >= 2` (the VALSE README's rule; it reproduces the paper's Table 5
+#Valid exactly, 7,702 in all; `caption >= 2 and foil == 0` or `caption > foil` do not). The votes are
+kept as the columns `mturk_caption`, `mturk_foil`, `mturk_other` (they sum to 3), and `valid` is the rule.
+
+## Columns
+
+| column | type | meaning |
+|---|---|---|
+| `id` | string | `<instrument>/<key>`, unique over all configs (keys repeat across files) |
+| `key` | string | the record's key in its annotation file |
+| `piece`, `instrument` | string | the piece and the instrument config |
+| `image` | image | the source image (encoded bytes as in the original release) |
+| `caption`, `foil` | string | the true text and the foiled text, unchanged (double spaces and all) |
+| `source_dataset` | string | the file's `dataset` field, unchanged (`visual7w`, `coco2017`, `coco_2017`, `SWiG`, `VisDial_v1.0`, `FOIL dataset`) |
+| `image_source` | string | where the image file comes from: `visual7w`, `coco2017_val`, `coco2014_train`, `coco2014_val`, `swig`, `visdial_val2018` |
+| `image_file` | string | the image file name in its source |
+| `original_split` | string | the split of the source dataset (the `split` field of existence/counting always equals it and is not repeated) |
+| `dataset_idx` | string, null | the source's id (Visual7W image id, COCO caption id, FOIL id...) as a string; null for coreference |
+| `linguistic_phenomena` | string | as in the file |
+| `classes`, `classes_foil` | string | the replaced word/phrase in caption and foil. Strings unchanged; numbers as digits (`"4"`); booleans and lists in JSON: `"false"` (one plurality record), `"[2, 1, 8]"` (existence foils) |
+| `mturk_caption`, `mturk_foil`, `mturk_other` | int32 | annotator votes |
+| `valid` | bool | `mturk_caption >= 2` |
+| `answer` | int32, null | existence/counting: the Visual7W answer (equals `classes`) |
+| `declarative_statement`, `declarative_statement_foils`, `provenance_of_foils` | string, list, string; null | existence only |
+| `foil_method` | string, null | plurality/relations `foil_method`, action replacement `foiling_method` |
+| `grammaticality_score` | float64, null | plurality/relations GRUEN score (the file's one-element list) |
+| `nli_entail`, `nli_neutral`, `nli_contradict`, `nli_pred` | float64/string, null | plurality, relations, action replacement NLI scores (one-element lists in the file) |
+| `orig_caption` | string, null | plurality: the COCO caption before rewriting |
+| `only_caption` | string, null | coreference: the VisDial caption without the question and answer |
+
+Relations' `key` field always equals the record key and is not repeated. Quirks kept as they are: some
+plurality/relations captions have double spaces, two coreference records contain a U+2019 apostrophe.
+
+## Items for vlprobe
+
+`vlprobe.yaml` makes each row one item: 1 image x 2 texts `[caption, foil]`, gold `[[1, 0]]`, tags
+`piece=...`, `instrument=...`, `image_source=...`, `valid=...`. Pairwise accuracy `acc_r` is the share of
+items where the caption scores above the foil (ties count as wrong, as in the reference LXMERT code).
+
+## Image sources and licences
+
+The annotations are MIT-licensed (© 2022 the VALSE authors). The images are **not** VALSE's: each keeps
+the terms of its source, which this folder's `license: other` stands for. Check them before you publish
+a built folder.
+
+| `image_source` | used by | release folder / zip | licence / terms |
+|---|---|---|---|
+| `visual7w` | existence, counting | `visual7w_images.zip` -> `images/v7w_<id>.jpg` | Visual7W / Visual Genome: CC BY 4.0 |
+| `coco2017_val` | plurality, relations | `val2017/` or `val2017.zip` | COCO: images under Flickr terms of use; annotations CC BY 4.0 |
+| `coco2014_train`, `coco2014_val` | coreference standard, FOIL-it | `train2014/`, `val2014/` (or their zips) | as COCO |
+| `swig` | actions | SWiG `images_512/` or `images_512.zip` | imSitu images: non-commercial research and education |
+| `visdial_val2018` | coreference clean | `VisualDialog_val2018/` or its zip | VisDial (Flickr images): Flickr terms; annotations CC BY 4.0 |
+
+## How to build
+
+```bash
+vlprobe build valse --annotations PATH/TO/VALSE/data --images PATH/TO/IMAGES
+# options: --image-dir SOURCE=FOLDER_OR_ZIP (repeatable), --download [--cache-dir DIR] (COCO only),
+#          --include-invalid, --skip-missing-images, --out DIR
+```
+
+`datasets` caches a local folder by its name and card, not by the parquet's content: after
+rebuilding a folder you loaded before (other options, other images), load it once with
+`load_dataset(folder, config, download_mode="force_redownload", verification_mode="no_checks")`,
+or it serves the old rows.
+
+`--annotations` is the folder with the 11 JSON files (default `../shared/data/valse` next to the
+repository). `--images` is a folder holding the release layouts: `val2017/`, `train2014/`, `val2014/`,
+`visual7w/images/` (or `images/`), `images_512/`, `VisualDialog_val2018/`, or the release zips by their
+original names (`val2017.zip`, `visual7w_images.zip`, `images_512.zip`, ...); zips are read in place.
+`--image-dir swig=/data/images_512.zip` points one source elsewhere. `--download` fetches COCO files
+missing locally from `images.cocodataset.org` into a cache (with retries). Before writing anything the
+build checks every referenced image and stops with a report of the missing files per source (how many,
+the first names, where it looked), unless `--skip-missing-images` is given, in which case the card
+lists what was left out. An image that does not decode stops the build with its file name.
+{skipped_text}
+
+## Citation
+
+```bibtex
+@inproceedings{{parcalabescu-etal-2022-valse,
+  title = "{{VALSE}}: A Task-Independent Benchmark for Vision and Language Models Centered on Linguistic Phenomena",
+  author = "Parcalabescu, Letitia and Cafagna, Michele and Muradjan, Lilitta and Frank, Anette and Calixto, Iacer and Gatt, Albert",
+  booktitle = "Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)",
+  year = "2022",
+  pages = "8253--8280",
+  url = "https://aclanthology.org/2022.acl-long.567",
+}}
+```
+FOIL-it!: Shekhar et al., "FOIL it! Find One mismatch between Image and Language caption", ACL 2017.
+"""
+
+
+# ---- build ----------------------------------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--annotations", type=Path, default=DEFAULT_ANNOTATIONS,
+                        help="folder with the 11 VALSE JSON files (default: %(default)s)")
+    parser.add_argument("--images", type=Path, default=None,
+                        help="images root: a folder holding the sources' release folders or zips (val2017/, "
+                             "train2014/, val2014/, visual7w/images/, images_512/, VisualDialog_val2018/, *.zip)")
+    parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
+                        help=f"a folder or zip for one source (repeatable); sources: {', '.join(VALSE_SOURCES)}")
+    parser.add_argument("--download", action="store_true",
+                        help="download COCO images missing locally (stable per-file URLs), into --cache-dir")
+    parser.add_argument("--cache-dir", type=Path, default=None, help=f"download cache (default {imgs.DEFAULT_CACHE})")
+    parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
+    parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
+    parser.add_argument("--include-invalid", action="store_true",
+                        help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
+    parser.add_argument("--skip-missing-images", action="store_true",
+                        help="leave out rows whose image is missing (the card lists them) instead of stopping")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write (default: %(default)s)")
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build(args: argparse.Namespace) -> Path:
+    start = time.perf_counter()
+    annotations = Path(args.annotations)
+    out = Path(args.out)
+    rows_by_inst: dict[str, list[dict[str, Any]]] = {}
+    for inst in INSTRUMENTS:
+        rows = read_instrument(annotations, inst)
+        if not getattr(args, "include_invalid", False):
+            rows = [r for r in rows if r["valid"]]
+        rows_by_inst[inst.config] = rows
+    ids = [r["id"] for rows in rows_by_inst.values() for r in rows]
+    if len(set(ids)) != len(ids):
+        raise AnnotationError("duplicate ids across the VALSE files")  # keys are unique per file
+
+    resolvers = imgs.make_resolvers(
+        VALSE_SOURCES, images_root=args.images,
+        locations=imgs.parse_locations(args.image_dir, VALSE_SOURCES),
+        download=args.download, cache_dir=args.cache_dir, retries=args.retries,
+    )
+    wanted: dict[str, list[str]] = {}
+    for rows in rows_by_inst.values():
+        for r in rows:
+            wanted.setdefault(r["image_source"], []).append(r["image_file"])
+    report = imgs.check_sources(wanted, resolvers, workers=args.workers)
+    skipped: dict[str, dict[str, list[str]]] = {}
+    if report:
+        if not args.skip_missing_images:
+            raise imgs.MissingImagesError(
+                report, "Pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH), --download for "
+                        "COCO, or --skip-missing-images to build without these rows (the card will list them).")
+        missing = {(s, n) for s, names in report.missing.items() for n in names}
+        for config, rows in rows_by_inst.items():
+            kept = []
+            for r in rows:
+                if (r["image_source"], r["image_file"]) in missing:
+                    skipped.setdefault(config, {}).setdefault(r["image_source"], []).append(r["image_file"])
+                else:
+                    kept.append(r)
+            rows_by_inst[config] = kept
+        _log(f"skipping {report.total} missing image file(s):\n" + report.summary())
+    _log(f"valse: annotations read and images checked in {time.perf_counter() - start:.1f}s")
+
+    def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for r in rows:
+            data = imgs.read_checked(resolvers[r["image_source"]], r["image_file"])
+            yield {**r, "image": {"bytes": data, "path": r["image_file"]}}
+
+    counts = {}
+    for inst in INSTRUMENTS:
+        t0 = time.perf_counter()
+        _, counts[inst.config] = write_split_rows(out, inst.config, SPLIT, stream(rows_by_inst[inst.config]), FEATURES)
+        _log(f"valse: {inst.config}: {counts[inst.config]} rows in {time.perf_counter() - t0:.1f}s")
+        expected = (PAPER_ALL if args.include_invalid else PAPER_VALID)[inst.config]
+        if counts[inst.config] != expected:
+            _log(f"valse: note: {inst.config} has {counts[inst.config]} rows, the paper's Table 5 {expected}")
+    write_card(out, card_yaml(), card_body(counts, bool(args.include_invalid), skipped))
+    (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
+    _log(f"valse: {sum(counts.values())} rows, built in {time.perf_counter() - start:.1f}s")
+    print("note: datasets caches a local folder by name and card; if you loaded this folder before, load it once "
+          "with download_mode='force_redownload', verification_mode='no_checks' to see this build", file=sys.stderr)
+    return out

@@ -1,0 +1,371 @@
+"""Find the original image files that a benchmark's annotations name, and read their bytes.
+
+Benchmarks such as VALSE and BLA ship annotations only; each record names an image file of a
+public dataset (COCO, Visual7W, SWiG, VisDial, Visual Genome). A :class:`SourceSpec` describes one
+such image source: where its files sit in the original release (folder names, zip names) and, for
+sources with stable per-file URLs (COCO, Visual Genome), the URL templates.
+
+An :class:`ImageResolver` looks a file name up, in this order:
+
+1. each *location* given for the source: a folder (the file directly in it, or in one of the
+   release's sub-folders, e.g. ``<folder>/val2017/<name>``) or a zip of the original release
+   (members are matched by base name, whatever folder the zip puts them in);
+2. the download cache (``<cache_dir>/<source>/<name>``), when downloading is enabled;
+3. the source's URLs, when downloading is enabled: fetched with retries and kept in the cache.
+
+:func:`check_sources` runs the look-up for every referenced file *before* anything is written and
+returns a :class:`MissingReport` (per source: how many files are missing and the first names);
+:class:`MissingImagesError` carries that report. :func:`read_checked` reads the bytes and checks
+that they decode, raising :class:`CorruptImageError` naming the file otherwise.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+from PIL import Image, UnidentifiedImageError
+
+DEFAULT_CACHE = Path(os.environ.get("VLPROBE_IMAGE_CACHE", Path.home() / ".cache" / "vlprobe" / "images"))
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One image source: its id, the file-name pattern, where the release keeps the files."""
+
+    name: str
+    title: str
+    pattern: str  # regular expression every file name of this source matches
+    subdirs: tuple[str, ...] = ()  # sub-folders of a location (and of an images root) holding the files
+    zips: tuple[str, ...] = ()  # zip file names of the original release, looked for in an images root
+    urls: tuple[str, ...] = ()  # URL templates with {name}; tried in order (a 404 moves to the next)
+    license: str = ""
+
+    def matches(self, name: str) -> bool:
+        return re.fullmatch(self.pattern, name) is not None
+
+
+# The sources VALSE and BLA draw on. Folder and zip names are those of the original releases.
+SOURCES: dict[str, SourceSpec] = {
+    s.name: s
+    for s in (
+        SourceSpec(
+            "coco2017_val", "MS COCO 2017 val", r"\d{12}\.jpg", ("val2017", "coco/val2017"), ("val2017.zip",),
+            ("http://images.cocodataset.org/val2017/{name}",),
+            "COCO images: Flickr terms of use of each image; COCO annotations CC BY 4.0",
+        ),
+        SourceSpec(
+            "coco2014_train", "MS COCO 2014 train", r"COCO_train2014_\d{12}\.jpg", ("train2014", "coco/train2014"),
+            ("train2014.zip",), ("http://images.cocodataset.org/train2014/{name}",),
+            "COCO images: Flickr terms of use of each image; COCO annotations CC BY 4.0",
+        ),
+        SourceSpec(
+            "coco2014_val", "MS COCO 2014 val", r"COCO_val2014_\d{12}\.jpg", ("val2014", "coco/val2014"),
+            ("val2014.zip",), ("http://images.cocodataset.org/val2014/{name}",),
+            "COCO images: Flickr terms of use of each image; COCO annotations CC BY 4.0",
+        ),
+        SourceSpec(
+            "visual7w", "Visual7W images", r"v7w_\d+\.jpg", ("visual7w/images", "visual7w", "images"),
+            ("visual7w_images.zip",), (),
+            "Visual7W (Visual Genome images): CC BY 4.0",
+        ),
+        SourceSpec(
+            "swig", "SWiG / imSitu images (images_512)", r"[a-z_]+_\d+\.jpg", ("images_512", "swig/images_512"),
+            ("images_512.zip",), (),
+            "imSitu images: non-commercial research and educational use (imSitu terms); SWiG annotations MIT",
+        ),
+        SourceSpec(
+            "visdial_val2018", "VisDial v1.0 val images (VisualDialog_val2018)", r"VisualDialog_val2018_\d{12}\.jpg",
+            ("VisualDialog_val2018", "visdial/VisualDialog_val2018"), ("VisualDialog_val2018.zip",), (),
+            "VisDial v1.0 val images (Flickr): Flickr terms of use; VisDial annotations CC BY 4.0",
+        ),
+        SourceSpec(
+            "visual_genome", "Visual Genome images (VG_100K, VG_100K_2)", r"\d+\.jpg",
+            ("VG_100K", "VG_100K_2", "images", "BLA_Benchmark/images"), ("images.zip", "images2.zip", "BLA_benchmark.zip"),
+            ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}"),
+            "Visual Genome: CC BY 4.0",
+        ),
+    )
+}
+
+
+class ImageSourceError(ValueError):
+    """Bad image-source arguments (unknown source name, a location that does not exist)."""
+
+
+class CorruptImageError(ValueError):
+    """An image file that does not decode; the message names the file and where it was read from."""
+
+
+@dataclass
+class MissingReport:
+    """Per source: the file names that could not be found, and how many were looked for."""
+
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    wanted: dict[str, int] = field(default_factory=dict)
+    searched: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(len(v) for v in self.missing.values())
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def lines(self, first: int = 5) -> list[str]:
+        out = []
+        for source, names in sorted(self.missing.items()):
+            if not names:
+                continue
+            shown = ", ".join(sorted(names)[:first])
+            more = f" (+{len(names) - first} more)" if len(names) > first else ""
+            where = "; ".join(self.searched.get(source, [])) or "no location given"
+            out.append(
+                f"{source}: {len(names)} of {self.wanted.get(source, len(names))} files missing: {shown}{more} "
+                f"[searched: {where}]"
+            )
+        return out
+
+    def summary(self) -> str:
+        return "\n".join(self.lines())
+
+
+class MissingImagesError(FileNotFoundError):
+    def __init__(self, report: MissingReport, hint: str = ""):
+        self.report = report
+        lines = [f"{report.total} image file(s) are missing:"] + [f"  {line}" for line in report.lines()]
+        if hint:
+            lines.append(hint)
+        super().__init__("\n".join(lines))
+
+    def __str__(self) -> str:  # FileNotFoundError's default str would show only errno fields
+        return self.args[0]
+
+
+class _Zip:
+    """A zip of an original release; members are found by base name, whatever folder holds them."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._zip: zipfile.ZipFile | None = None
+        self._index: dict[str, str] | None = None
+
+    def index(self) -> dict[str, str]:
+        if self._index is None:
+            try:
+                self._zip = zipfile.ZipFile(self.path)
+            except (zipfile.BadZipFile, OSError) as err:
+                raise ImageSourceError(f"{self.path}: not a readable zip file: {err}") from None
+            self._index = {}
+            for member in self._zip.namelist():
+                if not member.endswith("/"):
+                    self._index.setdefault(member.rsplit("/", 1)[-1], member)
+        return self._index
+
+    def has(self, name: str) -> bool:
+        return name in self.index()
+
+    def read(self, name: str) -> bytes:
+        member = self.index()[name]
+        assert self._zip is not None
+        return self._zip.read(member)
+
+
+class ImageResolver:
+    """Resolve the file names of one source to bytes (see the module docstring for the order)."""
+
+    def __init__(
+        self,
+        spec: SourceSpec,
+        locations: Sequence[str | os.PathLike] = (),
+        download: bool = False,
+        cache_dir: str | os.PathLike | None = None,
+        retries: int = 3,
+        timeout: float = 30.0,
+        fetch: Callable[[str, float], bytes] | None = None,
+    ):
+        self.spec = spec
+        self.folders: list[Path] = []
+        self.zips: list[_Zip] = []
+        for loc in locations:
+            path = Path(loc).expanduser()
+            if path.is_dir():
+                # the location itself, then the release's sub-folders inside it
+                self.folders.append(path)
+                self.folders.extend(path / sub for sub in spec.subdirs if (path / sub).is_dir())
+                self.zips.extend(_Zip(path / z) for z in spec.zips if (path / z).is_file())
+            elif path.is_file() and path.suffix.lower() == ".zip":
+                self.zips.append(_Zip(path))
+            else:
+                raise ImageSourceError(f"image location for {spec.name!r} is neither a folder nor a .zip file: {path}")
+        self.download = bool(download and spec.urls)
+        self.cache = Path(cache_dir or DEFAULT_CACHE).expanduser() / spec.name
+        self.retries = max(1, int(retries))
+        self.timeout = timeout
+        self._fetch = fetch or _http_get
+
+    def describe(self) -> list[str]:
+        where = [str(f) for f in self.folders] + [str(z.path) for z in self.zips]
+        if self.download:
+            where.append(f"cache {self.cache}")
+            where.append("download from " + " | ".join(u.replace("{name}", "<name>") for u in self.spec.urls))
+        return where
+
+    # ---- look-up -----------------------------------------------------------------------
+    def locate(self, name: str) -> str | None:
+        """Where ``name`` is available locally (a path, or ``zip!member``), without reading it."""
+        for folder in self.folders:
+            path = folder / name
+            if path.is_file():
+                return str(path)
+        for z in self.zips:
+            if z.has(name):
+                return f"{z.path}!{z.index()[name]}"
+        if self.download:
+            cached = self.cache / name
+            if cached.is_file():
+                return str(cached)
+        return None
+
+    def read(self, name: str) -> bytes:
+        """The bytes of ``name``; FileNotFoundError naming the file and the places searched."""
+        for folder in self.folders:
+            path = folder / name
+            if path.is_file():
+                return path.read_bytes()
+        for z in self.zips:
+            if z.has(name):
+                return z.read(name)
+        if self.download:
+            cached = self.cache / name
+            if not cached.is_file():
+                self.fetch(name)
+            return cached.read_bytes()
+        raise FileNotFoundError(f"{self.spec.name}: image {name} not found [searched: {'; '.join(self.describe())}]")
+
+    def fetch(self, name: str) -> Path:
+        """Download ``name`` into the cache (atomically), trying each URL template; transient
+        failures are retried with backoff, a 404 moves on to the next template."""
+        self.cache.mkdir(parents=True, exist_ok=True)
+        target = self.cache / name
+        errors = []
+        for template in self.spec.urls:
+            url = template.format(name=name)
+            for attempt in range(self.retries):
+                try:
+                    data = self._fetch(url, self.timeout)
+                except urllib.error.HTTPError as err:
+                    errors.append(f"{url}: HTTP {err.code}")
+                    if err.code in (404, 403, 410):
+                        break  # not there: no point retrying this URL
+                except (urllib.error.URLError, OSError, TimeoutError) as err:
+                    errors.append(f"{url}: {err}")
+                else:
+                    tmp = target.with_name(f".{name}.{os.getpid()}.part")
+                    tmp.write_bytes(data)
+                    os.replace(tmp, target)
+                    return target
+                if attempt + 1 < self.retries:
+                    time.sleep(min(0.5 * 2**attempt, 8.0))
+        raise FileNotFoundError(f"{self.spec.name}: could not download {name}: {'; '.join(errors[-3:])}")
+
+    def missing(self, names: Iterable[str], workers: int = 8) -> list[str]:
+        """The names not available; with downloading on, the absent ones are fetched first."""
+        absent = [n for n in dict.fromkeys(names) if self.locate(n) is None]
+        if not absent or not self.download:
+            return absent
+
+        def try_fetch(name: str) -> str | None:
+            try:
+                self.fetch(name)
+                return None
+            except FileNotFoundError:
+                return name
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            return [n for n in pool.map(try_fetch, absent) if n is not None]
+
+
+def _http_get(url: str, timeout: float) -> bytes:
+    request = urllib.request.Request(url, headers={"User-Agent": "vlprobe-image-fetch"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.read()
+
+
+def check_sources(wanted: Mapping[str, Iterable[str]], resolvers: Mapping[str, ImageResolver], workers: int = 8) -> MissingReport:
+    """Look every wanted file up (fetching when enabled) and report the missing ones per source."""
+    report = MissingReport()
+    for source, names in wanted.items():
+        names = list(dict.fromkeys(names))
+        resolver = resolvers[source]
+        report.wanted[source] = len(names)
+        report.searched[source] = resolver.describe()
+        missing = resolver.missing(names, workers=workers)
+        if missing:
+            report.missing[source] = missing
+    return report
+
+
+def read_checked(resolver: ImageResolver, name: str) -> bytes:
+    """The bytes of ``name``, checked to decode as an image (JPEGs are decoded at reduced size,
+    which still reads the whole stream and so catches truncation, at a fraction of the cost)."""
+    data = resolver.read(name)
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.draft("RGB", (64, 64))
+            im.load()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        where = resolver.locate(name) or name
+        raise CorruptImageError(
+            f"{resolver.spec.name}: image file {name} is corrupt or not an image ({where}): {err}"
+        ) from None
+    return data
+
+
+def parse_locations(pairs: Sequence[str] | None, known: Iterable[str]) -> dict[str, list[str]]:
+    """``SOURCE=PATH`` command-line pairs -> {source: [paths]}, checking the source names."""
+    known = set(known)
+    out: dict[str, list[str]] = {}
+    for pair in pairs or ():
+        source, sep, path = pair.partition("=")
+        if not sep or not path:
+            raise ImageSourceError(f"--image-dir expects SOURCE=PATH, got {pair!r}")
+        if source not in known:
+            raise ImageSourceError(f"--image-dir: unknown image source {source!r}; known: {sorted(known)}")
+        out.setdefault(source, []).append(path)
+    return out
+
+
+def make_resolvers(
+    sources: Iterable[str],
+    images_root: str | os.PathLike | None = None,
+    locations: Mapping[str, Sequence[str]] | None = None,
+    download: bool = False,
+    cache_dir: str | os.PathLike | None = None,
+    retries: int = 3,
+    timeout: float = 30.0,
+) -> dict[str, ImageResolver]:
+    """One resolver per source: its explicit locations first, then what the images root holds."""
+    resolvers = {}
+    root = Path(images_root).expanduser() if images_root else None
+    if root is not None and not root.is_dir():
+        raise ImageSourceError(f"--images: not a folder: {root}")
+    for name in sources:
+        spec = SOURCES[name]
+        locs: list[str | os.PathLike] = list((locations or {}).get(name, []))
+        if root is not None:
+            locs += [root / sub for sub in spec.subdirs if (root / sub).is_dir()]
+            locs += [root / z for z in spec.zips if (root / z).is_file()]
+        resolvers[name] = ImageResolver(
+            spec, locs, download=download, cache_dir=cache_dir, retries=retries, timeout=timeout
+        )
+    return resolvers

@@ -1,0 +1,30 @@
+"""``vlprobe report <results.json ...> [--out DIR]``: compare runs in Markdown and HTML, with a plot,
+beside the seed papers' published numbers where benchmark, config and metric match."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="compare runs (results.json files) in a Markdown and an HTML table, with a plot",
+        description=(
+            "Compare runs written by `vlprobe evaluate`: report.md, report.html and report.png, with the "
+            "papers' published numbers (VALSE Table 2, Winoground Table 3, BLA thesis Table 6.3) beside "
+            "this run where benchmark, config and metric match."
+        ),
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files (or the run folders holding them)")
+    p.add_argument("--out", default="runs/report", help="output folder (default: runs/report)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report import write_report
+
+    written = write_report(args.results, args.out)
+    for path in written:
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,346 @@
+"""Compare runs: ``results.json`` files -> a Markdown and an HTML report, plus one plot.
+
+For every benchmark in the runs the report has:
+
+1. a long table, one row per (config, split, metric), one column per run (value and 95% CI in %),
+   and the chance level;
+2. where the seed papers published numbers for that benchmark (``vlprobe/data/paper_results.csv``:
+   VALSE Table 2, Winoground Table 3, BLA thesis Table 6.3), a table in the papers' layout: one
+   row per system, "this run" rows first, then the papers' systems, one column per (config,
+   metric) that both the paper and a run have.
+
+Caveats carried into the report: the published numbers are percentages as printed; the BLA
+numbers were measured on the thesis version of the data (613 / 800 / 789 caption sets), not on
+the 2023 release (613 / 654 / 672) that vlprobe's ``bla`` folder holds; a run on a ``--limit``-ed
+subset, or on a control, is not comparable to a paper. Matching is by benchmark name (the dataset
+folder's or Hub repo's name: ``valse``, ``winoground``, ``bla``), config and metric; the synthetic
+``winoground_style`` is *not* Winoground and gets no paper column.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .results import METRIC_ORDER, _atomic_write_bytes, metric_keys
+
+# The published tables the report compares with, per benchmark (the CSV holds more).
+PAPER_TABLES = {"valse": ("Table 2",), "winoground": ("Table 3",), "bla": ("Thesis Table 6.3",)}
+# A dataset's config name -> the CSV's config name, where they differ.
+CONFIG_ALIASES = {("winoground", "default"): "winoground", ("winoground", "test"): "winoground"}
+PAPER_NOTES = {
+    "valse": "VALSE (Parcalabescu et al., ACL 2022), Table 2.",
+    "winoground": "Winoground (Thrush et al., CVPR 2022), Table 3, all 400 items.",
+    "bla": (
+        "BLA (Chen, MSc thesis 2022), Table 6.3. Measured on the thesis version of the data (613 / 800 / 789 "
+        "caption sets), not on the 2023 release (613 / 654 / 672) that vlprobe's bla folder holds: not directly "
+        "comparable."
+    ),
+}
+
+
+class ReportError(ValueError):
+    """A results file that cannot be read; the message names it."""
+
+
+@dataclass
+class Run:
+    path: Path
+    label: str
+    doc: dict[str, Any]
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        return self.doc.get("results", [])
+
+    def caveats(self) -> list[str]:
+        s = self.doc.get("provenance", {}).get("settings", {})
+        out = []
+        if s.get("limit"):
+            out.append(f"first {s['limit']} rows per config only (--limit)")
+        if s.get("control"):
+            out.append(f"{s['control']} control")
+        if s.get("modality") not in (None, "image"):
+            out.append(f"modality {s['modality']}")
+        return out
+
+
+def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
+    runs = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            path = path / "results.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such results file (give results.json files or run folders)")
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ReportError(f"{path}: not a JSON file ({err})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+            raise ReportError(f"{path}: not a vlprobe results.json (no 'results' list); write one with `vlprobe evaluate`")
+        runs.append(Run(path, _label(doc, path), doc))
+    seen: dict[str, int] = {}
+    for run in runs:  # make labels unique
+        seen[run.label] = seen.get(run.label, 0) + 1
+        if seen[run.label] > 1:
+            run.label = f"{run.label} #{seen[run.label]}"
+    return runs
+
+
+def _label(doc: dict[str, Any], path: Path) -> str:
+    model = doc.get("provenance", {}).get("model", {})
+    name = Path(str(model.get("model_id") or path.parent.name)).name
+    bits = [name]
+    if model.get("dtype") and model["dtype"] != "float32":
+        bits.append(model["dtype"])
+    s = doc.get("provenance", {}).get("settings", {})
+    if s.get("control"):
+        bits.append(s["control"])
+    if s.get("modality") not in (None, "image"):
+        bits.append(s["modality"])
+    return " ".join(bits)
+
+
+def paper_results() -> list[dict[str, Any]]:
+    """The rows of ``vlprobe/data/paper_results.csv``, values as floats (percent)."""
+    text = resources.files("vlprobe").joinpath("data/paper_results.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    for r in rows:
+        r["value"] = float(r["value"])
+    return rows
+
+
+# ---- assembling the tables ---------------------------------------------------------------------
+
+def _pct(v: Any) -> str:
+    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{100 * float(v):.1f}"
+
+
+def _cell(metrics: dict[str, Any], key: str) -> str:
+    v = metrics.get(key)
+    if v is None:
+        return ""
+    ci = (metrics.get("ci") or {}).get(key)
+    return _pct(v) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
+
+
+def _benchmarks(runs: Sequence[Run]) -> list[str]:
+    out: list[str] = []
+    for run in runs:
+        for r in run.results:
+            if r.get("benchmark") not in out:
+                out.append(r.get("benchmark"))
+    return out
+
+
+def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]]:
+    header = ["config", "split", "metric"] + [r.label for r in runs] + ["chance"]
+    keys: list[tuple[str, str]] = []
+    by: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for i, run in enumerate(runs):
+        for r in run.results:
+            if r.get("benchmark") != benchmark:
+                continue
+            unit = (r["config"], r["split"])
+            if unit not in keys:
+                keys.append(unit)
+            by[(i, *unit)] = r["metrics"]
+    rows = []
+    for config, split in keys:
+        present = [by[(i, config, split)] for i in range(len(runs)) if (i, config, split) in by]
+        metrics: list[str] = []
+        for m in present:
+            metrics += [k for k in metric_keys(m) if k not in metrics]
+        metrics = [k for k in METRIC_ORDER if k in metrics] + [k for k in metrics if k not in METRIC_ORDER]
+        for key in metrics:
+            chance = next(((m.get("chance") or {}).get(key) for m in present if (m.get("chance") or {}).get(key) is not None), None)
+            rows.append([config, split, key]
+                        + [_cell(by.get((i, config, split), {}), key) for i in range(len(runs))]
+                        + [_pct(chance) if chance is not None else ""])
+    return header, rows
+
+
+def _run_value(run: Run, benchmark: str, config: str, metric: str) -> dict[str, Any] | None:
+    """The run's metrics for (benchmark, config) on its test split (or its only split)."""
+    matches = [r for r in run.results if r.get("benchmark") == benchmark
+               and CONFIG_ALIASES.get((benchmark, r["config"]), r["config"]) == config]
+    if not matches:
+        return None
+    best = next((r for r in matches if r["split"] == "test"), matches[0])
+    return best["metrics"] if metric in best["metrics"] else None
+
+
+def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]] | None:
+    tables = PAPER_TABLES.get(benchmark)
+    if not tables:
+        return None
+    rows = [p for p in papers if p["benchmark"] == benchmark and p["table"] in tables]
+    columns: list[tuple[str, str]] = []
+    for p in rows:
+        col = (p["config"], p["metric"])
+        if col not in columns and any(_run_value(run, benchmark, *col) is not None for run in runs):
+            columns.append(col)
+    if not columns:
+        return None
+    header = ["system", "source"] + [f"{c} {m}" for c, m in columns]
+    out = []
+    for run in runs:
+        cells = []
+        for config, metric in columns:
+            m = _run_value(run, benchmark, config, metric)
+            cells.append(_cell(m, metric) if m is not None else "")
+        out.append([f"this run: {run.label}", "vlprobe"] + cells)
+    models: list[str] = []
+    for p in rows:
+        if p["model"] not in models:
+            models.append(p["model"])
+    for model in models:
+        values = {(p["config"], p["metric"]): p["value"] for p in rows if p["model"] == model}
+        if not any(c in values for c in columns):
+            continue
+        table = next(p["table"] for p in rows if p["model"] == model)
+        out.append([model, f"paper, {table}"] + [f"{values[c]:.1f}" if c in values else "" for c in columns])
+    return header, out
+
+
+# ---- rendering ----------------------------------------------------------------------------------
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr" + (' class="paper"' if len(row) > 1 and str(row[1]).startswith("paper") else "") + ">"
+        + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """(label, description) per run."""
+    out = []
+    for run in runs:
+        prov = run.doc.get("provenance", {})
+        model = prov.get("model", {})
+        desc = (f"{model.get('model_id')} (revision {model.get('revision') or 'local'}, family {model.get('family')}, "
+                f"{model.get('dtype')}, {model.get('device')}); ties {prov.get('settings', {}).get('ties')}; "
+                f"{prov.get('created', '')}; {run.path}")
+        if run.caveats():
+            desc += "; " + ", ".join(run.caveats())
+        out.append((run.label, desc))
+    return out
+
+
+def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
+    """The Markdown and HTML texts of the report."""
+    papers = paper_results()
+    md = ["# vlprobe report", "", "Values are percentages; brackets hold the bootstrap CI when the run made one.", ""]
+    hb = ["<h1>vlprobe report</h1>", "<p>Values are percentages; brackets hold the bootstrap CI when the run made one.</p>"]
+    md += ["## Runs", ""]
+    hb += ["<h2>Runs</h2>", "<ul>"]
+    for label, desc in _runs_section(runs):
+        md.append(f"- **{label}**: {desc}")
+        hb.append(f"<li><b>{html.escape(label)}</b>: {html.escape(desc)}</li>")
+    md.append("")
+    hb.append("</ul>")
+    if plot_name:
+        md += [f"![headline metric per config]({plot_name})", ""]
+        hb.append(f'<img src="{html.escape(plot_name)}" alt="headline metric per config">')
+    for bench in _benchmarks(runs):
+        header, rows = long_table(runs, bench)
+        md += [f"## {bench}", "", _md_table(header, rows), ""]
+        hb += [f"<h2>{html.escape(bench)}</h2>", _html_table(header, rows)]
+        paper = paper_table(runs, bench, papers)
+        if paper:
+            note = PAPER_NOTES.get(bench, "")
+            md += [f"### {bench}: this run beside the published numbers", "", note, "", _md_table(*paper), ""]
+            hb += [f"<h3>{html.escape(bench)}: this run beside the published numbers</h3>",
+                   f"<p>{html.escape(note)}</p>", _html_table(*paper)]
+    style = ("body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}tr.paper{color:#555;background:#f7f7f7}"
+             "img{max-width:100%}")
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>vlprobe report</title>"
+            f"<style>{style}</style></head><body>" + "\n".join(hb) + "</body></html>\n")
+    return "\n".join(md) + "\n", page
+
+
+def headline(metrics: dict[str, Any]) -> str | None:
+    """The metric a plot shows for a config: group where the item shape has one, else acc_r."""
+    for key in ("group", "acc_r", "sentence_acc"):
+        if metrics.get(key) is not None:
+            return key
+    keys = metric_keys(metrics)
+    return keys[0] if keys else None
+
+
+def plot_runs(runs: Sequence[Run], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    units: list[tuple[str, str, str, str]] = []
+    for run in runs:
+        for r in run.results:
+            key = headline(r["metrics"])
+            unit = (r["benchmark"], r["config"], r["split"], key)
+            if key and unit not in units:
+                units.append(unit)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.55 * len(units) * max(1, len(runs)) + 2), 4.0), dpi=110)
+    width = 0.8 / max(1, len(runs))
+    x = np.arange(len(units))
+    for i, run in enumerate(runs):
+        vals, lo, hi = [], [], []
+        for bench, config, split, key in units:
+            m = next((r["metrics"] for r in run.results
+                      if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), {})
+            v = m.get(key)
+            ci = (m.get("ci") or {}).get(key) or [v, v]
+            vals.append(np.nan if v is None else 100 * v)
+            lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
+            hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
+        ax.bar(x + (i - (len(runs) - 1) / 2) * width, vals, width, yerr=[lo, hi], capsize=2, label=run.label)
+    for j, (bench, config, split, key) in enumerate(units):
+        chance = next(((r["metrics"].get("chance") or {}).get(key) for run in runs for r in run.results
+                       if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), None)
+        if chance is not None:
+            ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed",
+                      label="chance" if j == 0 else None)
+    ax.set_xticks(x, [f"{b}/{c}/{s}\n{k}" for b, c, s, k in units], rotation=40, ha="right", fontsize=7)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    _atomic_write_bytes(path, buf.getvalue())
+
+
+def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
+    runs = load_runs(paths)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, page = build_report(runs, plot_name="report.png")
+    written = [out / "report.md", out / "report.html", out / "report.png"]
+    _atomic_write_bytes(written[0], md.encode("utf-8"))
+    _atomic_write_bytes(written[1], page.encode("utf-8"))
+    plot_runs(runs, written[2])
+    return written

@@ -293,3 +293,24 @@ def test_blank_scores_differ_from_real_ones(tiny_clip_path, images):
     e_blank = scorer.encode_images(scorer.preprocess_images(blank))
     assert not np.allclose(e_real, e_blank, atol=1e-4)
     np.testing.assert_allclose(e_blank[0], e_blank[1], atol=1e-6)  # both 40x30
+
+
+def test_hub_id_from_the_cache_records_the_commit(tiny_clip_path, tmp_path, monkeypatch):
+    """A Hub id resolved offline from a Hub-layout cache (what a networked machine leaves behind)
+    loads through the same path and records the snapshot's commit hash as the revision."""
+    import shutil
+
+    import huggingface_hub.constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--vlprobe-test--tiny-clip"
+    snapshot = repo / "snapshots" / commit
+    shutil.copytree(tiny_clip_path, snapshot)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    scorer = load_scorer("vlprobe-test/tiny-clip")
+    assert scorer.describe()["revision"] == commit and scorer.model_id == "vlprobe-test/tiny-clip"
+    assert load_scorer("vlprobe-test/tiny-clip", revision="main").revision == commit
+    with pytest.raises(ModelNotFoundError, match="local folder"):
+        load_scorer("vlprobe-test/tiny-clip", revision="no-such-branch")

@@ -102,14 +102,26 @@ def load_config(model: str, *, revision: str | None = None, trust_remote_code: b
 
 
 def resolved_revision(model: str, config: Any, revision: str | None) -> str | None:
-    """The commit hash for a Hub model when transformers knows it, else the requested revision
-    (``None`` for a local folder: its path already identifies it)."""
-    commit = getattr(config, "_commit_hash", None)
-    if commit:
-        return str(commit)
+    """The commit hash a Hub model was loaded from, else the requested revision (``None`` for a
+    local folder: its path already identifies it).
+
+    The hash is read from where the config file sits in the Hub cache
+    (``.../snapshots/<commit>/config.json``): this works online and offline, for a branch, a tag or
+    a commit, and does not depend on transformers keeping ``config._commit_hash`` (gone in v5)."""
     if Path(model).is_dir():
         return None
-    return revision
+    try:
+        from transformers.utils.hub import cached_file, extract_commit_hash
+
+        path = cached_file(model, "config.json", revision=revision,
+                           _raise_exceptions_for_missing_entries=False)
+        commit = extract_commit_hash(path, None) if path else None
+        if commit:
+            return str(commit)
+    except Exception:  # provenance is best effort: the model itself is already loaded
+        pass
+    commit = getattr(config, "_commit_hash", None)
+    return str(commit) if commit else revision
 
 
 def detect_family(config: Any) -> str:

@@ -1,0 +1,124 @@
+"""The BLA builder, on the released annotations (../shared/data/bla/released_2023) with stand-in
+Visual Genome images: part in a VG_100K/ folder, part in VG's second zip (images2.zip)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import datasets
+import pytest
+from PIL import Image
+
+from vlprobe import image_sources as imgs
+from vlprobe.builders import bla
+from vlprobe.spec import find_spec
+
+pytestmark = pytest.mark.shared_data
+COUNTS = {"active_passive": 613, "coordination": 654, "relative_clause": 672}
+
+
+def image_ids(annotations: Path) -> list[str]:
+    ids = []
+    for task in bla.TASKS:
+        ids += [str(r["image_id"]) for r in json.loads((annotations / task.file).read_text())]
+    return sorted(set(ids))
+
+
+def make_standins(root: Path, annotations: Path, skip=frozenset(), corrupt: str | None = None) -> Path:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 6), (10, 200, 90)).save(buf, "JPEG")
+    data = buf.getvalue()
+    (root / "VG_100K").mkdir(parents=True)
+    with zipfile.ZipFile(root / "images2.zip", "w") as zf:
+        for i in image_ids(annotations):
+            if i in skip:
+                continue
+            payload = b"garbage" if i == corrupt else data
+            if int(i) < 2_000_000:
+                (root / "VG_100K" / f"{i}.jpg").write_bytes(payload)
+            else:
+                zf.writestr(f"VG_100K_2/{i}.jpg", payload)
+    return root
+
+
+def run_build(annotations: Path, images: Path, out: Path, *extra: str) -> Path:
+    parser = argparse.ArgumentParser()
+    bla.add_arguments(parser)
+    return bla.build(parser.parse_args(["--annotations", str(annotations), "--images", str(images), "--out", str(out), *extra]))
+
+
+def load(folder: Path, config: str) -> datasets.Dataset:
+    # datasets caches a local folder by name and card, not content: one cache per built folder
+    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
+
+
+@pytest.fixture(scope="module")
+def annotations(shared_data: Path) -> Path:
+    return shared_data / "bla" / "released_2023" / "annotations"
+
+
+@pytest.fixture(scope="module")
+def built(annotations: Path, tmp_path_factory) -> Path:
+    root = make_standins(tmp_path_factory.mktemp("vg"), annotations)
+    assert any(int(i) >= 2_000_000 for i in image_ids(annotations))  # the zip part is not empty
+    return run_build(annotations, root, tmp_path_factory.mktemp("bla_folder") / "bla")
+
+
+def test_counts_schema_and_ids(built: Path) -> None:
+    assert sorted(datasets.get_dataset_config_names(str(built))) == sorted(COUNTS)
+    assert datasets.get_dataset_default_config_name(str(built)) == "active_passive"
+    for config, n in COUNTS.items():
+        ds = load(built, config)
+        assert len(ds) == n
+        assert ds.features == bla.FEATURES[config]
+        assert len(set(ds["id"])) == n and all(i.startswith(f"{config}/") for i in ds["id"])
+        assert all(isinstance(i, str) for i in ds["image_id"])
+        assert all(len(t) == 2 for t in ds["true_captions"]) and all(len(f) == 2 for f in ds["false_captions"])
+        assert set(ds["task"]) == {config}
+    ap = load(built, "active_passive").remove_columns("image")
+    first = ap[0]
+    assert first["image_id"] == "411" and first["predicate"] == "watches"
+    assert first["true_captions"] == ["the woman watches the man", "the man is watched by the woman"]
+    assert first["false_captions"] == ["the man watches the woman", "the woman is watched by the man"]
+    assert first["caption_voices"] == ["active", "passive", "active", "passive"]
+    assert set(ap["voice_order"]) == {"TA,TP,FA,FP"}
+    co = load(built, "coordination").remove_columns("image")
+    row = co.filter(lambda r: r["image_id"] == "115")[0]
+    assert row["quality_scores"] == pytest.approx([0.8732048571109772, 0.8786000314295292, 0.8234764337539673, 0.9027334749811408])
+    assert "TA vs FA is score column 0 vs 2" in (built / "README.md").read_text()
+
+
+def test_items_are_1x4_with_tags(built: Path) -> None:
+    spec = find_spec(str(built))
+    for config in COUNTS:
+        ds = load(built, config).select(range(4))
+        for item, row in zip(spec.iter_items(ds, config=config), ds):
+            assert item.shape == (1, 4) and item.gold.tolist() == [[True, True, False, False]]
+            assert item.texts == tuple(row["true_captions"] + row["false_captions"])
+            assert f"task={config}" in item.tags and item.images[0].size == (8, 6)
+            if config == "active_passive":
+                assert f"predicate={row['predicate']}" in item.tags and "voice_order=TA,TP,FA,FP" in item.tags
+
+
+def test_committed_card_and_spec_are_what_a_build_writes(built: Path, repo_root: Path) -> None:
+    assert (repo_root / "bla" / "README.md").read_text() == (built / "README.md").read_text()
+    assert (repo_root / "bla" / "vlprobe.yaml").read_text() == (built / "vlprobe.yaml").read_text()
+
+
+def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
+    root = make_standins(tmp_path / "vg", annotations, skip={"411", "115"})
+    with pytest.raises(imgs.MissingImagesError, match=r"visual_genome: 2 of 1275 files missing: 115\.jpg, 411\.jpg"):
+        run_build(annotations, root, tmp_path / "out")
+    out = run_build(annotations, root, tmp_path / "out", "--skip-missing-images")
+    assert len(load(out, "active_passive")) == 612
+    assert len(load(out, "coordination")) == 653  # image 115 is in coordination and relative_clause
+    card = (out / "README.md").read_text()
+    assert "Rows left out of this build" in card and "411.jpg" in card
+
+    bad = make_standins(tmp_path / "vg2", annotations, corrupt="411")
+    with pytest.raises(imgs.CorruptImageError, match=r"411\.jpg is corrupt"):
+        run_build(annotations, bad, tmp_path / "out2")

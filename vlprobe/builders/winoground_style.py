@@ -1,0 +1,359 @@
+"""``vlprobe build winoground_style``: Winoground-style 2x2 instruments on rendered scenes
+(``spatial_swap``, ``attribute_swap``, ``count_swap``) as a Hub dataset folder in
+facebook/winoground's schema, and, with ``--winoground PATH``, a private local folder made from
+the user's own licensed copy of facebook/winoground (its parquet, or its ``examples.jsonl`` +
+``images.zip``), which is never published or committed.
+
+Where the local copy goes: ``<out>/data/winoground/`` by default, a dataset folder of its own
+(card, ``vlprobe.yaml``, config ``winoground``, split ``test``). It lives under ``data/``, which
+git ignores, and the ``winoground_style`` card does not declare it, so publishing
+``winoground_style`` never uploads it. Load it with
+``load_dataset("winoground_style/data/winoground")``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import datasets
+import pyarrow.parquet as pq
+
+from ..dataset_folder import ConfigDecl, card_metadata, write_card
+from ..scenes import winoground as gen
+from ..scenes.folders import RateMeter, parse_names, write_rows
+
+NAME = "winoground_style"
+HELP = "Winoground-style 2x2 instruments on rendered scenes (+ a private folder from your own Winoground copy)"
+DEFAULT_OUT = Path("winoground_style")
+LOCAL_CONFIG = "winoground"
+
+WINOGROUND_FEATURES = datasets.Features({
+    "id": datasets.Value("int32"),
+    "image_0": datasets.Image(),
+    "image_1": datasets.Image(),
+    "caption_0": datasets.Value("string"),
+    "caption_1": datasets.Value("string"),
+    "tag": datasets.Value("string"),
+    "secondary_tag": datasets.Value("string"),
+    "num_main_preds": datasets.Value("int32"),
+    "collapsed_tag": datasets.Value("string"),
+})
+_OBJECTS = datasets.List({
+    "shape": datasets.Value("string"),
+    "colour": datasets.Value("string"),
+    "row": datasets.Value("int8"),
+    "column": datasets.Value("int8"),
+})
+FEATURES = datasets.Features({
+    **WINOGROUND_FEATURES,
+    "objects_0": _OBJECTS,
+    "objects_1": _OBJECTS,
+    "form_0": datasets.Value("string"),
+    "form_1": datasets.Value("string"),
+})
+
+SPEC_YAML = """\
+# How rows of this folder become vlprobe items (see vlprobe/spec.py): 2 images x 2 captions,
+# caption_i is true of image_i only. Tags as Winoground's.
+description: Winoground-style 2x2 instruments on rendered scenes (same words, swapped order).
+id: id
+images: [image_0, image_1]
+texts: [caption_0, caption_1]
+gold: [[1, 0], [0, 1]]
+tags: [collapsed_tag, num_main_preds, secondary_tag, tag]
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"dataset folder to write (default: ./{DEFAULT_OUT})")
+    p.add_argument("--size", choices=sorted(gen.SIZES), default="default",
+                   help="items per config: tiny (8), default (400), paper (400, as Winoground)")
+    p.add_argument("--items", type=int, default=None, help="items per config (overrides --size)")
+    p.add_argument("--configs", default="all",
+                   help=f"comma-separated subset of {', '.join(gen.CONFIGS)}, 'all' (default) or 'none'")
+    p.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
+    p.add_argument("--workers", type=int, default=1, help="rendering processes (default 1)")
+    p.add_argument("--winoground", type=Path, default=None, metavar="PATH",
+                   help="your own copy of facebook/winoground: a snapshot folder, a parquet file, or examples.jsonl "
+                        "(with images.zip or images/ beside it); written to --winoground-out, never published")
+    p.add_argument("--winoground-out", type=Path, default=None,
+                   help="where the private Winoground folder goes (default: <out>/data/winoground, git-ignored)")
+
+
+def config_decls() -> list[ConfigDecl]:
+    return [ConfigDecl(c, FEATURES, splits=("test",), default=(c == "spatial_swap")) for c in gen.CONFIGS]
+
+
+def write_metadata(out: Path) -> None:
+    """The card (README.md) and vlprobe.yaml; identical for every size and seed."""
+    meta = card_metadata(
+        config_decls(),
+        license="cc-by-4.0",
+        pretty_name="Winoground-style synthetic instruments (vlprobe)",
+        language=["en"],
+        task_categories=["zero-shot-image-classification"],
+        tags=["synthetic", "vision-and-language", "winoground", "compositionality", "vlprobe"],
+    )
+    write_card(out, meta, CARD_BODY)
+    (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
+
+
+def build(args: argparse.Namespace) -> Path:
+    out = Path(args.out)
+    configs = [] if args.configs == "none" else parse_names(args.configs, gen.CONFIGS, "config(s)")
+    n = args.items if args.items is not None else gen.SIZES[args.size]
+    if n < 1:
+        raise ValueError(f"--items must be >= 1, got {n}")
+    if args.winoground is not None and not Path(args.winoground).exists():
+        raise FileNotFoundError(f"--winoground: {args.winoground} does not exist")
+    start = time.perf_counter()
+    meter = RateMeter()
+    write_metadata(out)
+    for config in configs:
+        items = gen.generate(config, n, seed=args.seed)
+        scenes = [sc for item in items for sc in (item.scene_0, item.scene_1)]
+        pngs = meter.render(scenes, workers=args.workers)
+        rows = []
+        for i, item in enumerate(items):
+            row = gen.to_row(item, i)
+            row["image_0"] = {"bytes": pngs[2 * i], "path": None}
+            row["image_1"] = {"bytes": pngs[2 * i + 1], "path": None}
+            rows.append(row)
+        write_rows(out, config, "test", rows, FEATURES)
+    if configs:
+        meter.report(f"winoground_style ({n} items per config, seed {args.seed})", time.perf_counter() - start)
+    if args.winoground is not None:
+        local = Path(args.winoground_out) if args.winoground_out else out / "data" / LOCAL_CONFIG
+        count = build_local_winoground(Path(args.winoground), local)
+        print(f"private Winoground copy: {count} items in {local} (never published; do not share)", file=sys.stderr)
+    return out
+
+
+# ---- the user's own copy of facebook/winoground ------------------------------------------------------
+class WinogroundSourceError(ValueError):
+    """The given Winoground copy cannot be read; the message names the file and row."""
+
+
+_REQUIRED = tuple(WINOGROUND_FEATURES)
+
+
+def find_source(path: Path) -> tuple[str, list[Path]]:
+    """``("parquet", files)`` or ``("jsonl", [examples.jsonl, images.zip-or-folder])`` for ``path``:
+    a parquet file, an ``examples.jsonl`` file, or a folder holding either (a Hub snapshot)."""
+    path = Path(path)
+    if path.is_file():
+        if path.suffix == ".parquet":
+            return "parquet", [path]
+        if path.suffix == ".jsonl":
+            return "jsonl", [path, _images_beside(path)]
+        raise WinogroundSourceError(f"{path}: expected a .parquet or .jsonl file of facebook/winoground")
+    if path.is_dir():
+        parquet = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+        if parquet:
+            return "parquet", parquet
+        jsonl = sorted(path.rglob("examples.jsonl"))
+        if jsonl:
+            return "jsonl", [jsonl[0], _images_beside(jsonl[0])]
+        raise WinogroundSourceError(
+            f"{path}: no *.parquet and no examples.jsonl found; pass your copy of facebook/winoground "
+            "(a snapshot of the Hub repo, its data/test-*.parquet, or data/examples.jsonl with data/images.zip)"
+        )
+    raise WinogroundSourceError(f"{path}: does not exist")
+
+
+def _images_beside(jsonl: Path) -> Path:
+    for candidate in (jsonl.parent / "images.zip", jsonl.parent / "images"):
+        if candidate.exists():
+            return candidate
+    raise WinogroundSourceError(f"{jsonl}: no images.zip or images/ folder beside it")
+
+
+def _parquet_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+    for f in files:
+        try:
+            table = pq.read_table(f)
+        except Exception as err:  # pyarrow raises several types for a bad file
+            raise WinogroundSourceError(f"{f}: not a readable parquet file: {err}") from None
+        missing = [c for c in _REQUIRED if c not in table.column_names]
+        if missing:
+            raise WinogroundSourceError(f"{f}: missing column(s) {missing}; facebook/winoground has {list(_REQUIRED)}")
+        for k, row in enumerate(table.select(list(_REQUIRED)).to_pylist()):
+            for col in ("image_0", "image_1"):
+                value = row[col]
+                data = value.get("bytes") if isinstance(value, dict) else value
+                if not data:
+                    raise WinogroundSourceError(f"{f} row {k} (id {row['id']!r}): {col} holds no image bytes")
+                row[col] = {"bytes": bytes(data), "path": value.get("path") if isinstance(value, dict) else None}
+            yield row
+
+
+def _jsonl_rows(jsonl: Path, images: Path) -> Iterator[dict[str, Any]]:
+    if images.is_dir():
+        files = {p.stem: p for p in images.rglob("*") if p.is_file()}
+        read = lambda stem: files[stem].read_bytes()  # noqa: E731
+        names = set(files)
+        archive = None
+    else:
+        try:
+            archive = zipfile.ZipFile(images)
+        except zipfile.BadZipFile as err:
+            raise WinogroundSourceError(f"{images}: not a zip file: {err}") from None
+        members = {Path(m).stem: m for m in archive.namelist() if not m.endswith("/")}
+        read = lambda stem: archive.read(members[stem])  # noqa: E731
+        names = set(members)
+    try:
+        with open(jsonl, encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise WinogroundSourceError(f"{jsonl} line {line_no}: not JSON: {err}") from None
+                missing = [c for c in _REQUIRED if c not in record]
+                if missing:
+                    raise WinogroundSourceError(f"{jsonl} line {line_no}: missing field(s) {missing}")
+                row = {c: record[c] for c in _REQUIRED}
+                for col in ("image_0", "image_1"):
+                    stem = Path(str(record[col])).stem
+                    if stem not in names:
+                        raise WinogroundSourceError(f"{jsonl} line {line_no}: {col} {record[col]!r} is not in {images}")
+                    row[col] = {"bytes": read(stem), "path": f"{stem}.png"}
+                yield row
+    finally:
+        if archive is not None:
+            archive.close()
+
+
+def read_winoground(path: Path) -> list[dict[str, Any]]:
+    """Rows of a local facebook/winoground copy in its schema (image bytes as they are)."""
+    kind, files = find_source(path)
+    rows = list(_parquet_rows(files) if kind == "parquet" else _jsonl_rows(files[0], files[1]))
+    if not rows:
+        raise WinogroundSourceError(f"{path}: no rows")
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise WinogroundSourceError(f"{path}: duplicate ids {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+    for r in rows:
+        r["num_main_preds"] = int(r["num_main_preds"])
+        r["id"] = int(r["id"])
+        for col in ("caption_0", "caption_1", "tag", "secondary_tag", "collapsed_tag"):
+            r[col] = "" if r[col] is None else str(r[col])
+    return rows
+
+
+def build_local_winoground(source: Path, out: Path) -> int:
+    """Convert the user's copy at ``source`` into the private dataset folder ``out``."""
+    rows = read_winoground(source)
+    if len(rows) != 400:
+        print(f"note: {source} has {len(rows)} items (facebook/winoground has 400)", file=sys.stderr)
+    meta = card_metadata(
+        [ConfigDecl(LOCAL_CONFIG, WINOGROUND_FEATURES, splits=("test",), default=True)],
+        license="other",
+        license_name="winoground-license-agreement",
+        license_link="https://huggingface.co/datasets/facebook/winoground/blob/main/license_agreement.txt",
+        pretty_name="Winoground (private local copy)",
+    )
+    write_card(out, meta, LOCAL_CARD_BODY)
+    (out / "vlprobe.yaml").write_text(SPEC_YAML.replace(
+        "Winoground-style 2x2 instruments on rendered scenes (same words, swapped order).",
+        "Winoground (Thrush et al., CVPR 2022), a private local copy; never redistribute.",
+    ), encoding="utf-8")
+    write_rows(out, LOCAL_CONFIG, "test", rows, WINOGROUND_FEATURES)
+    return len(rows)
+
+
+LOCAL_CARD_BODY = """\
+# Winoground: a private local copy
+
+This folder was made by `vlprobe build winoground_style --winoground PATH` from **your own copy** of
+[facebook/winoground](https://huggingface.co/datasets/facebook/winoground) (Thrush et al., CVPR 2022).
+Its images are Getty Images' and its use is bound by the Winoground licence agreement you accepted
+(research use only). **Do not upload, publish or share this folder.** vlprobe never commits or
+publishes it.
+
+Load it with `load_dataset("winoground_style/data/winoground")` or score it with
+`vlprobe evaluate --dataset winoground_style/data/winoground`.
+"""
+
+CARD_BODY = """\
+# Winoground-style synthetic instruments
+
+Three 2x2 instruments in the format of **Winoground** (Thrush et al., *Winoground: Probing Vision and
+Language Models for Visio-Linguistic Compositionality*, CVPR 2022), on rendered scenes of coloured
+shapes (the scene world of TraVLR, Chow, Tan and Kan, EACL 2023). Each item has two images and two
+captions that use **exactly the same words in a different order**; caption 0 is true of image 0 only
+and caption 1 of image 1 only. That is checked for every item by vlprobe's truth function
+(`vlprobe.scenes.truth`), so the gold matrix is the identity by construction, and the two images
+differ only by the swap (any other objects are the same in both).
+
+## Configs
+
+| config | caption_0 / caption_1 (examples) | what differs between the images | tag / collapsed_tag |
+|---|---|---|---|
+| `spatial_swap` (default) | "the red circle is to the left of the blue square" / "the blue square is to the left of the red circle" | the two named objects swap cells (left of, right of, above, below) | Noun Phrase / Object |
+| `attribute_swap` | "a red circle and a blue square" / "a blue circle and a red square" | the two objects swap colours | Adjective-Color / Relation |
+| `count_swap` | "two circles and three squares" / "three circles and two squares" | the two shapes swap counts (2 to 5), same cells and colours | Adjective-Number / Relation |
+
+Each config has one split, `test`, of 400 items by default (as Winoground). Every item has
+`secondary_tag` "Symbolic" (Winoground's tag for non-photographic images) and `num_main_preds` 1.
+The tags follow Winoground's vocabulary: a swap of noun phrases is an Object swap, a swap of
+modifiers a Relation swap.
+
+## Columns
+
+The nine columns of facebook/winoground, with its types: `id` (int32), `image_0`, `image_1` (500x500
+PNG), `caption_0`, `caption_1`, `tag`, `secondary_tag`, `num_main_preds` (int32), `collapsed_tag`;
+then four of ours: `objects_0`, `objects_1` (the scenes: shape, colour, row, column; row 0 on top)
+and `form_0`, `form_1` (the captions' structured forms as JSON, `vlprobe.scenes.statement_from_dict`).
+
+`vlprobe.yaml` makes each row a vlprobe item with 2 images x 2 texts and gold [[1, 0], [0, 1]], tags
+`collapsed_tag`, `num_main_preds`, `secondary_tag`, `tag`, so the text, image and group scores of
+the paper apply unchanged:
+
+```bash
+vlprobe evaluate --dataset winoground_style --config all
+```
+
+## How it was generated
+
+```bash
+vlprobe build winoground_style                 # 400 items per config, seed 0
+vlprobe build winoground_style --size tiny     # 8 items per config, for tests
+vlprobe build winoground_style --items 2000    # any number
+```
+
+Objects are drawn from 5 colours (red, blue, green, yellow, orange) and 7 shapes (square, circle,
+triangle, star, hexagon, octagon, pentagon), rendered as in TraVLR: white 500x500 canvas, implicit
+6x6 grid, filled shapes without outline or anti-aliasing, PNG. Each item adds 0 to 3 other objects,
+of types that cannot make either caption true. Items are distinct. Same seed and size give the same
+rows and pixels on any machine, and byte-identical parquet with the same Pillow, zlib and pyarrow.
+
+## Real Winoground
+
+facebook/winoground is gated and its images are Getty Images', so it is never redistributed here.
+If you have accepted its licence and hold a copy (a snapshot with `data/test-*.parquet`, or the
+older `data/examples.jsonl` + `data/images.zip`):
+
+```bash
+vlprobe build winoground_style --configs none --winoground /path/to/your/winoground
+vlprobe evaluate --dataset winoground_style/data/winoground
+```
+
+This writes a private dataset folder `winoground_style/data/winoground/` (config `winoground`,
+split `test`, facebook/winoground's nine columns) that git ignores and that this card does not
+declare, so it is never published with this folder.
+
+## Licence and credit
+
+The generated data is released under CC BY 4.0; vlprobe's code is MIT. The 2x2 format, scores and
+tag vocabulary are Winoground's (Thrush, Jiang, Bartolo, Singh, Williams, Kiela and Ross, 2022);
+the scene world is TraVLR's (Chow, Tan and Kan, 2023).
+"""

@@ -1,0 +1,409 @@
+"""The Gradio Space (space/app.py + vlprobe/space_logic.py).
+
+The app is launched in the test and driven through gradio_client, as a person's browser would
+call it; the scores are checked against the model's own ``logits_per_image``, the verdicts
+against those scores, and the benchmark numbers against ``vlprobe.metric.compute``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gr = pytest.importorskip("gradio")
+gradio_client = pytest.importorskip("gradio_client")
+from gradio_client import handle_file  # noqa: E402
+
+from vlprobe import space_logic as logic  # noqa: E402
+from vlprobe.cli import main as vlprobe_main  # noqa: E402
+
+SPACE_ENV = (logic.ENV_MODELS, logic.ENV_DEFAULT_MODEL, logic.ENV_DATASETS, logic.ENV_MAX_UPLOAD_MB,
+             logic.ENV_MAX_ITEMS, logic.ENV_MAX_MODELS)
+
+
+@pytest.fixture(autouse=True)
+def _clean_space_env(monkeypatch):
+    for name in SPACE_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def space_app(repo_root):
+    spec = importlib.util.spec_from_file_location("vlprobe_space_app", repo_root / "space" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def client(space_app):
+    _, url, _ = space_app.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        yield gradio_client.Client(url, verbose=False)
+    finally:
+        space_app.demo.close()
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """Two small distinct PNGs on disk."""
+    from tiny_models import tiny_images
+
+    folder = tmp_path_factory.mktemp("space_images")
+    paths = []
+    for k, im in enumerate(tiny_images(2, size=(48, 40))):
+        paths.append(folder / f"image{k}.png")
+        im.save(paths[-1])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def clip_logits(tiny_clip_path):
+    """The model's own image-text logits, computed without vlprobe."""
+    import torch
+    from PIL import Image
+    from transformers import CLIPModel, CLIPProcessor
+
+    model = CLIPModel.from_pretrained(tiny_clip_path).eval()
+    processor = CLIPProcessor.from_pretrained(tiny_clip_path)
+
+    def logits(image_paths, texts):
+        ims = [Image.open(p).convert("RGB") for p in image_paths]
+        inputs = processor(text=list(texts), images=ims, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            return model(**inputs).logits_per_image.numpy()
+
+    return logits
+
+
+@pytest.fixture(scope="module")
+def travlr_folder(tmp_path_factory):
+    """A tiny TraVLR folder built by `vlprobe build travlr` (1 image x (query, minimal foil))."""
+    out = tmp_path_factory.mktemp("space_data") / "travlr"
+    assert vlprobe_main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", "spatiality"]) in (0, None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def swap_folder(tmp_path_factory, images):
+    """A 2 x 2 Winoground-shaped folder built by `vlprobe build folder` from two images."""
+    src = tmp_path_factory.mktemp("swap_src")
+    (src / "images").mkdir()
+    for k, p in enumerate(images):
+        (src / "images" / f"{k}.png").write_bytes(Path(p).read_bytes())
+    (src / "captions.csv").write_text(
+        "id,image_0,image_1,caption_0,caption_1,kind\n"
+        "s1,images/0.png,images/1.png,a red ball left of a box,a box left of a red ball,relation\n"
+        "s2,images/1.png,images/0.png,a green cube on a mat,a mat on a green cube,object\n",
+        encoding="utf-8",
+    )
+    (src / "vlprobe.yaml").write_text(
+        "id: id\nimages: [image_0, image_1]\ntexts: [caption_0, caption_1]\ngold: [[1, 0], [0, 1]]\ntags: [kind]\n",
+        encoding="utf-8",
+    )
+    out = tmp_path_factory.mktemp("space_data") / "swaps"
+    assert vlprobe_main(["build", "folder", str(src), "--out", str(out), "--config", "swaps",
+                         "--license", "cc0-1.0", "--default"]) in (0, None)
+    return out
+
+
+def _scores(table):
+    return [row[3] for row in table["data"]]
+
+
+# ---- the score endpoint ----------------------------------------------------------------------------
+
+def test_score_pairwise_item_gives_the_models_scores_and_verdict(client, images, tiny_clip_path, clip_logits):
+    texts = ["a red square", "a blue square"]
+    verdict, table, diff, chart, metrics = client.predict(
+        handle_file(str(images[0])), None, texts[0], texts[1], str(tiny_clip_path), api_name="/score")
+    expected = clip_logits([images[0]], texts)[0]
+    assert table["headers"] == ["image", "text", "role", "score"]
+    assert [row[1:3] for row in table["data"]] == [[texts[0], "caption"], [texts[1], "foil"]]
+    np.testing.assert_allclose(_scores(table), expected, atol=1e-3)
+    assert expected[0] != expected[1]
+    if expected[0] > expected[1]:
+        assert verdict.startswith("CORRECT") and metrics["acc_r"] == 1
+    else:
+        assert verdict.startswith("WRONG") and metrics["acc_r"] == 0
+    assert "pairwise" in verdict
+    # the differing words are highlighted, the shared ones are not
+    marked = {(d["token"].strip(), d["class_or_confidence"]) for d in diff if d["class_or_confidence"]}
+    assert marked == {("red", "caption"), ("blue", "foil")}
+    assert [row[0] for row in chart["data"]] == ["1. a red square", "2. a blue square"]
+
+
+def test_score_two_images_is_a_group_item(client, images, tiny_clip_path, clip_logits):
+    captions = ["a red ball left of a box", "a box left of a red ball"]
+    verdict, table, diff, _, metrics = client.predict(
+        handle_file(str(images[0])), handle_file(str(images[1])), "\n".join(captions), "", str(tiny_clip_path),
+        api_name="/score")
+    S = clip_logits(images, captions)
+    np.testing.assert_allclose(np.array(_scores(table)).reshape(2, 2), S, atol=1e-3)
+    text_ok = S[0, 0] > S[0, 1] and S[1, 1] > S[1, 0]
+    image_ok = S[0, 0] > S[1, 0] and S[1, 1] > S[0, 1]
+    assert metrics["text"] == text_ok and metrics["image"] == image_ok and metrics["group"] == (text_ok and image_ok)
+    assert "group, Winoground" in verdict
+    assert f"text {'✓' if text_ok else '✗'}" in verdict and f"image {'✓' if image_ok else '✗'}" in verdict
+    assert {d["class_or_confidence"] for d in diff} >= {"caption 1", "caption 2"}
+
+
+def test_score_several_captions_and_foils_is_a_set_item(client, images, tiny_clip_path, clip_logits):
+    caps, foils = ["a red square", "the square is red"], ["a blue square", "the square is blue"]
+    verdict, table, _, _, metrics = client.predict(
+        handle_file(str(images[0])), None, "\n".join(caps), "\n".join(foils), str(tiny_clip_path), api_name="/score")
+    S = clip_logits([images[0]], caps + foils)[0]
+    np.testing.assert_allclose(_scores(table), S, atol=1e-3)
+    assert "set, BLA" in verdict
+    set_acc = min(S[:2]) > max(S[2:])
+    set_error = max(S[:2]) < min(S[2:])
+    assert metrics["set_acc"] == set_acc and metrics["set_error"] == set_error
+    assert verdict.startswith("CORRECT" if set_acc else "WRONG" if set_error else "MIXED")
+
+
+def test_a_model_is_loaded_once_and_reused(client, images, tiny_clip_path):
+    for _ in range(2):
+        client.predict(handle_file(str(images[0])), None, "a cat", "a dog", str(tiny_clip_path), api_name="/score")
+    assert str(Path(tiny_clip_path).resolve()) in logic.MODELS
+    loads = logic.MODELS.loads
+    client.predict(handle_file(str(images[1])), None, "a cat", "a dog", str(tiny_clip_path), api_name="/score")
+    assert logic.MODELS.loads == loads
+
+
+def test_the_shipped_model_gets_a_clear_item_right(client, repo_root, tmp_path):
+    """The default model (models/mini-clip) on a rendered synthetic scene: colour foils are what it
+    was trained to tell apart."""
+    if not (repo_root / logic.DEFAULT_MODEL / "config.json").is_file():
+        pytest.skip(f"the shipped model {logic.DEFAULT_MODEL} is not in this checkout yet")
+    from vlprobe.scenes.model import Scene, SceneObject
+    from vlprobe.scenes.render import render
+
+    path = tmp_path / "scene.png"
+    render(Scene(objects=(SceneObject("circle", "red", 2, 2),))).save(path)
+    verdict, table, _, _, _ = client.predict(
+        handle_file(str(path)), None, "a red circle", "a blue circle", logic.DEFAULT_MODEL, api_name="/score")
+    assert verdict.startswith("CORRECT"), (verdict, table)
+
+
+# ---- readable errors ---------------------------------------------------------------------------------
+
+def _error(client, *args, api_name="/score"):
+    with pytest.raises(Exception) as info:
+        client.predict(*args, api_name=api_name)
+    message = str(info.value)
+    assert "Traceback" not in message and "File \"" not in message
+    return message
+
+
+def test_bad_inputs_are_readable_errors(client, images, tiny_clip_path, tmp_path):
+    img, model = handle_file(str(images[0])), str(tiny_clip_path)
+    not_image = tmp_path / "notes.png"
+    not_image.write_text("this is not an image")
+    assert "not an image" in _error(client, handle_file(str(not_image)), None, "a cat", "a dog", model)
+    assert "upload an image" in _error(client, None, None, "a cat", "a dog", model)
+    assert "at least one foil" in _error(client, img, None, "a cat", "", model)
+    assert "true caption" in _error(client, img, None, "", "a dog", model)
+    assert "exactly two captions" in _error(client, img, handle_file(str(images[1])), "a cat", "a dog", model)
+    assert "appears twice" in _error(client, img, None, "a cat", "a cat", model)
+    many = "\n".join(f"foil {k}" for k in range(logic.MAX_TEXTS + 1))
+    assert "more than this Space scores" in _error(client, img, None, "a cat", many, model)
+    assert "neither an existing local folder nor a Hub id" in _error(client, img, None, "a cat", "a dog", "../a b")
+    assert "could not be loaded" in _error(client, img, None, "a cat", "a dog", "nobody/no-such-model-here")
+    assert "a local model must be a folder" in _error(client, img, None, "a cat", "a dog", str(not_image))
+
+
+def test_uploads_over_the_size_limit_are_refused(client, tiny_clip_path, tmp_path, monkeypatch):
+    monkeypatch.setenv(logic.ENV_MAX_UPLOAD_MB, "1")
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\x89PNG" + os.urandom(1024 * 1024 + 10))
+    message = _error(client, handle_file(str(big)), None, "a cat", "a dog", str(tiny_clip_path))
+    assert "accepts images up to 1 MB" in message
+
+
+def test_the_allow_list_refuses_other_models(client, images, tiny_clip_path, monkeypatch):
+    monkeypatch.setenv(logic.ENV_MODELS, "openai/clip-vit-base-patch32")
+    message = _error(client, handle_file(str(images[0])), None, "a cat", "a dog", str(tiny_clip_path))
+    assert "not allowed on this Space" in message and "openai/clip-vit-base-patch32" in message
+    # the default model stays allowed; here it is the tiny model, set by the owner's variable
+    monkeypatch.setenv(logic.ENV_DEFAULT_MODEL, str(tiny_clip_path))
+    verdict = client.predict(handle_file(str(images[0])), None, "a cat", "a dog", logic.DEFAULT_MODEL,
+                             api_name="/score")[0]
+    assert verdict.startswith(("CORRECT", "WRONG"))
+
+
+def test_missing_default_model_says_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(logic, "REPO_ROOT", tmp_path)
+    with pytest.raises(logic.SpaceError, match="not in this checkout yet.*Hub model id or the path"):
+        logic.resolve_model("")
+
+
+def test_remote_code_is_never_trusted(monkeypatch):
+    seen = {}
+
+    def fake_load_scorer(model, *args, **kwargs):
+        seen.update(kwargs, model=model)
+        return object()
+
+    import vlprobe.scorers.loading as loading
+
+    monkeypatch.setattr(loading, "load_scorer", fake_load_scorer)
+    logic.ModelCache(capacity=1).get("some/model")
+    assert seen["model"] == "some/model" and seen["trust_remote_code"] is False
+
+
+def test_model_cache_keeps_one_per_id_and_drops_the_least_recent():
+    cache, calls = logic.ModelCache(capacity=2), []
+
+    def loader(model_id):
+        calls.append(model_id)
+        return {"id": model_id}
+
+    a = cache.get("a", loader)
+    assert cache.get("a", loader) is a
+    cache.get("b", loader)
+    cache.get("a", loader)
+    cache.get("c", loader)  # drops b, the least recently used
+    assert "a" in cache and "c" in cache and "b" not in cache
+    assert calls == ["a", "b", "c"]
+
+
+def test_concurrency_groups_keep_benchmarks_from_blocking_scoring(space_app):
+    fns = {fn.api_name: fn for fn in space_app.demo.fns.values() if fn.api_name}
+    assert fns["score"].concurrency_id != fns["run_benchmark"].concurrency_id
+    assert fns["run_benchmark"].concurrency_limit == 1
+    assert fns["score"].concurrency_limit >= 1
+
+
+# ---- examples from dataset folders -----------------------------------------------------------------------
+
+def test_load_example_from_a_travlr_folder(client, travlr_folder):
+    from vlprobe.spec import find_spec
+    import datasets
+
+    image_1, image_2, captions, foils = client.predict(str(travlr_folder), "spatiality", 1, api_name="/load_example")
+    row = datasets.load_dataset(str(travlr_folder), "spatiality", split="test_ind")[1]
+    item = find_spec(str(travlr_folder)).to_item(row, 1, "spatiality")
+    gold = item.gold[0]
+    assert captions == item.texts[int(gold.argmax())] and foils == item.texts[int((~gold).argmax())]
+    assert image_1 and Path(image_1).is_file() and image_2 is None
+
+
+def test_load_example_from_a_two_by_two_folder(client, swap_folder):
+    image_1, image_2, captions, foils = client.predict(str(swap_folder), "swaps", 1, api_name="/load_example")
+    assert captions.splitlines() == ["a green cube on a mat", "a mat on a green cube"] and foils == ""
+    assert Path(image_1).is_file() and Path(image_2).is_file()
+
+
+def test_load_example_errors(client, travlr_folder, tmp_path):
+    assert "does not exist" in _error(client, str(tmp_path / "nothing"), "x", 0, api_name="/load_example")
+    assert "row 10000 does not exist" in _error(client, str(travlr_folder), "spatiality", 10000,
+                                                api_name="/load_example")
+
+
+# ---- benchmark -----------------------------------------------------------------------------------
+
+def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_clip_path):
+    from vlprobe.engine import score_items
+    from vlprobe.metric import compute
+    from vlprobe.scorers.loading import load_scorer
+
+    summary, metrics, per_tag, browse, rank = client.predict(
+        str(travlr_folder), "spatiality", "test_ind", str(tiny_clip_path), 4, "half", 40,
+        api_name="/run_benchmark")
+    items = logic.load_items(str(travlr_folder), "spatiality", "test_ind", limit=4)
+    run = score_items(load_scorer(str(tiny_clip_path)), items, progress=False)
+    expected = compute(run.scores, [i.gold for i in items], ties="half", tags=[list(i.tags) for i in items])
+    rows = {r[0]: r for r in metrics["data"]}
+    assert metrics["headers"] == ["metric", "value %", "CI low %", "CI high %", "chance %"]
+    assert float(rows["acc_r"][1]) == pytest.approx(100 * expected["acc_r"], abs=0.06)
+    assert rows["acc_r"][4] == "50.0" and rows["acc_r"][2] != ""  # chance level and a CI
+    assert {r[0] for r in per_tag["data"]} == set(expected["per_tag"])
+    assert "4 items" in summary and "spatiality" in summary
+    gaps = [r[2] for r in browse["data"]]
+    assert gaps == sorted(gaps) and len(gaps) == 4  # worst mistakes first
+    assert [r[0] for r in browse["data"]] == [1, 2, 3, 4]
+
+
+def test_benchmark_errors(client, travlr_folder, tiny_clip_path, monkeypatch):
+    args = [str(travlr_folder), "spatiality", "test_ind", str(tiny_clip_path)]
+    assert "no config 'nope'" in _error(client, str(travlr_folder), "nope", None, str(tiny_clip_path), 4,
+                                        "strict", 0, api_name="/run_benchmark")
+    monkeypatch.setenv(logic.ENV_MAX_ITEMS, "3")
+    assert "between 1 and 3" in _error(client, *args, 4, "strict", 0, api_name="/run_benchmark")
+
+
+def test_browse_items_worst_first():
+    from vlprobe.items import Item
+
+    items = [Item(id=str(k), images=(None,), texts=("a", "b"), gold=[[1, 0]]) for k in range(3)]
+    scores = [np.array([[2.0, 1.0]]), np.array([[0.0, 3.0]]), np.array([[1.0, 1.0]])]
+    gaps = logic.margins(scores, [i.gold for i in items])
+    np.testing.assert_allclose(gaps, [1.0, -3.0, 0.0])
+    # a 2 x 2 item: the column comparison (image score) counts too
+    gaps = logic.margins([np.array([[3.0, 1.0], [4.0, 5.0]])], [np.eye(2, dtype=bool)])  # rows right, column 0 wrong
+    np.testing.assert_allclose(gaps, [-1.0])
+
+
+# ---- results ---------------------------------------------------------------------------------------
+
+def _results_json(path, model_id, acc_r, ci=None):
+    metrics = {"acc_r": acc_r, "n_items": 10, "n_ties": 0, "chance": {"acc_r": 0.5}}
+    if ci:
+        metrics["ci"] = {"acc_r": ci}
+    doc = {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": model_id}},
+           "results": [{"benchmark": "valse", "dataset": "valse", "config": "existence", "split": "test",
+                        "metrics": metrics}]}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_compare_results_files_and_papers(client, tmp_path):
+    a = _results_json(tmp_path / "a.json", "/models/mini-clip", 0.75, [0.7, 0.8])
+    b = _results_json(tmp_path / "b.json", "org/other-clip", 0.6)
+    table, plot, note = client.predict([handle_file(str(a)), handle_file(str(b))], True, "all",
+                                       api_name="/compare_results")
+    headers = table["headers"]
+    assert headers[:5] == ["benchmark", "config", "metric", "mini-clip", "other-clip"]
+    row = next(r for r in table["data"] if r[:3] == ["valse", "existence", "acc_r"])
+    assert row[3] == "75.0 [70.0, 80.0]" and row[4] == "60.0"
+    if logic.PAPER_RESULTS.is_file():
+        assert "paper: CLIP" in headers  # VALSE Table 2
+        assert row[headers.index("paper: CLIP")] != ""
+        assert all(r[0] == "valse" for r in table["data"])  # only the loaded runs' benchmarks
+    assert plot is not None and "2 run(s)" in note
+
+
+def test_compare_results_errors(client, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert "not valid JSON" in _error(client, [handle_file(str(bad))], True, "all", api_name="/compare_results")
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    assert "not a results.json" in _error(client, [handle_file(str(other))], True, "all",
+                                          api_name="/compare_results")
+    assert "nothing to compare" in _error(client, None, False, "all", api_name="/compare_results")
+
+
+# ---- pieces of the logic ------------------------------------------------------------------------------
+
+def test_word_diff_marks_only_the_changed_words():
+    left, right = logic.word_diff("There are two dogs on the grass", "There are three dogs on the grass")
+    assert [w for w, lab in left if lab] == ["two"] and [w for w, lab in right if lab] == ["three"]
+    left, right = logic.word_diff("a dog", "a dog")
+    assert not any(lab for _, lab in left + right)
+
+
+def test_item_shapes_follow_the_inputs():
+    req = logic.ScoreRequest(images=[None], captions=["c1", "c2"], foils=["f1", "f2"])
+    np.testing.assert_array_equal(req.item().gold, [[1, 1, 0, 0]])
+    req = logic.ScoreRequest(images=[None, None], captions=["c1", "c2"], foils=["f"])
+    np.testing.assert_array_equal(req.item().gold, [[1, 0, 0], [0, 1, 0]])
+    assert logic.item_shape(1, 1, 2) == "pairwise"
+    assert logic.item_shape(1, 2, 4) == "set"
+    assert logic.item_shape(2, 2, 2) == "group"

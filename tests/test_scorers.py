@@ -208,13 +208,48 @@ def test_undetectable_model_lists_known_families(tmp_path):
         load_scorer(str(tmp_path))
 
 
-@pytest.mark.parametrize("model", ["no-such-org/no-such-model-vlprobe", "/nonexistent/folder/model"])
-def test_missing_model_says_pass_a_local_path(model):
+def test_missing_hub_model_says_pass_a_local_path():
     with pytest.raises(ModelNotFoundError) as err:
-        load_scorer(model)
+        load_scorer("no-such-org/no-such-model-vlprobe")
     msg = str(err.value)
     assert isinstance(err.value, FileNotFoundError)
-    assert model in msg and "local folder" in msg and "HF_HUB_OFFLINE" in msg
+    assert "'no-such-org/no-such-model-vlprobe'" in msg and "local folder" in msg and "HF_HUB_OFFLINE" in msg
+
+
+def test_missing_or_incomplete_folder(tmp_path):
+    with pytest.raises(ModelNotFoundError, match="no such folder. Pass an existing local folder"):
+        load_scorer(str(tmp_path / "not" / "there"))
+    with pytest.raises(ModelNotFoundError, match="does not hold a complete saved model"):
+        load_scorer(str(tmp_path))  # exists, but holds no config.json
+    with pytest.raises(ValueError, match="no model given"):
+        load_scorer("  ")
+
+
+@pytest.mark.parametrize("family", ["causal_lm", "vqascore"])
+def test_wrong_named_family_is_a_short_clear_error(tiny_clip_path, family):
+    with pytest.raises(ValueError, match=r"\(CLIPConfig\) cannot be loaded with AutoModelFor.*another family"):
+        load_scorer(str(tiny_clip_path), family=family)
+
+
+def test_yes_no_lookup_with_a_sentencepiece_style_tokenizer():
+    """Metaspace (SentencePiece-style) vocabularies spell the answer "▁Yes"; a word that is never
+    one token is refused clearly."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from vlprobe.scorers.vqascore import answer_token_ids
+
+    raw = Tokenizer(models.BPE(unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.Metaspace()
+    raw.decoder = decoders.Metaspace()
+    raw.train_from_iterator(["Yes No yes no Yes. No. Does this show a dog?"] * 5,
+                            trainers.BpeTrainer(vocab_size=120, special_tokens=["<unk>"], show_progress=False))
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>")
+    yes = answer_token_ids(tok, "Yes")
+    assert tok.convert_ids_to_tokens(yes) == ["▁Yes"]
+    assert tok.convert_ids_to_tokens(answer_token_ids(tok, "No")) == ["▁No"]
+    with pytest.raises(ValueError, match="no single token for 'Maybe'"):
+        answer_token_ids(tok, "Maybe")
 
 
 def test_device_dtype_and_provenance(tiny_clip_path, tiny_vlm_path):

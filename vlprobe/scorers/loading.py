@@ -65,33 +65,59 @@ def resolve_dtype(dtype: Any = "float32") -> tuple[str, Any]:
     return canonical, getattr(torch, canonical)
 
 
+def _looks_like_path(model: str) -> bool:
+    return model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model
+
+
 def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
     offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
                   for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
-    hint = (
-        "HF_HUB_OFFLINE is set, so nothing can be downloaded" if offline
-        else "it is not a local folder and could not be fetched from the Hugging Face Hub "
-             "(a typo in the id, no network, or a private/gated repo?)"
-    )
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    cause = f" [{type(err).__name__}: {first}]"
+    if Path(model).expanduser().is_dir():
+        return ModelNotFoundError(
+            f"cannot load model {model!r}: the folder does not hold a complete saved model (config.json, "
+            f"weights and processor/tokenizer files written by save_pretrained).{cause}")
+    if _looks_like_path(model):
+        return ModelNotFoundError(
+            f"cannot load model {model!r}: there is no such folder. Pass an existing local folder "
+            f"(one written by save_pretrained) or a Hub id such as openai/clip-vit-base-patch32.{cause}")
+    if offline:
+        what = "it is not a local folder, and HF_HUB_OFFLINE is set so nothing can be downloaded"
+    else:
+        what = ("it is not a local folder and could not be fetched from the Hugging Face Hub "
+                "(a typo in the id, no network, or a private/gated repo?)")
     return ModelNotFoundError(
-        f"cannot load model {model!r}: {hint}. Pass a local folder instead (one written by "
+        f"cannot load model {model!r}: {what}. Pass a local folder instead (one written by "
         f"save_pretrained, or a snapshot downloaded on a networked machine with "
-        f"`huggingface-cli download {model} --local-dir DIR`), or unset HF_HUB_OFFLINE to download. "
-        f"[{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}]"
+        f"`huggingface-cli download {model} --local-dir DIR`), or unset HF_HUB_OFFLINE to download.{cause}"
     )
 
 
 def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
-    """``cls.from_pretrained(model, **kw)`` with "cannot be found" errors turned into ModelNotFoundError."""
+    """``cls.from_pretrained(model, **kw)`` with "cannot be found" errors turned into
+    ModelNotFoundError and "wrong kind of model" errors into a short ValueError."""
     try:
         return cls.from_pretrained(model, **kw)
-    except (OSError, ValueError) as err:
-        # transformers reports a missing repo/file as OSError (EnvironmentError); huggingface_hub's
-        # HFValidationError (a malformed id such as "no/such/model") is a ValueError.
-        text = str(err).lower()
-        missing = isinstance(err, OSError) or "repo id" in text or "repo_id" in text or "not found" in text
-        if missing:
+    except OSError as err:
+        # transformers reports a missing repo, revision or file as OSError (EnvironmentError).
+        raise _not_found(model, err) from None
+    except ValueError as err:
+        try:
+            from huggingface_hub.errors import HFValidationError
+        except ImportError:  # older huggingface_hub
+            HFValidationError = ()  # type: ignore[assignment]  # noqa: N806
+        if HFValidationError and isinstance(err, HFValidationError):  # a malformed id, e.g. "a/b/c"
             raise _not_found(model, err) from None
+        if "Unrecognized model in" in str(err) and Path(model).expanduser().is_dir():  # no config.json
+            raise _not_found(model, err) from None
+        if "Unrecognized configuration class" in str(err):
+            config_name = str(err).split("<class '")[-1].split("'>")[0].rsplit(".", 1)[-1]
+            raise ValueError(
+                f"model {model!r} ({config_name}) cannot be loaded with {cls.__name__}: it is not the kind "
+                f"of model this scorer family takes; leave --family out to detect it, or pick another "
+                f"family"
+            ) from None
         raise
 
 
@@ -157,6 +183,8 @@ def load_scorer(
     Extra keyword arguments go to the family's loader (e.g. ``prompt=`` for ``vqascore``).
     """
     model = str(model)
+    if not model.strip():
+        raise ValueError("no model given: pass a Hub id (e.g. openai/clip-vit-base-patch32) or a local folder")
     if family is not None:
         fam = get_family(family)  # UnknownFamilyError lists the known ones
     config = load_config(model, revision=revision, trust_remote_code=trust_remote_code)

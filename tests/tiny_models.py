@@ -5,18 +5,17 @@ Every fixture is **session-scoped**: the model is built once per test session (w
 second each on CPU) into a session tmp dir and the fixture returns that folder's path, exactly
 as a user would pass a local checkout to ``vlprobe evaluate --model PATH``.
 
-================  ====================================  =========================================
-fixture           architecture                          notes
-================  ====================================  =========================================
-tiny_clip_path    CLIPModel (dual encoder)              32 px images, 4 px patches, 16-d embeddings
-tiny_siglip_path  SiglipModel (dual encoder)            sigmoid logits with a bias
-tiny_siglip2_path Siglip2Model (dual encoder)           NaFlex patches, 16 px patches
-tiny_align_path   AlignModel (dual encoder)             EfficientNet tower, cosine / temperature
-tiny_blip_itm_path BlipForImageTextRetrieval (ITM)      2-way "no match"/"match" head
-tiny_vilt_path    ViltForImageAndTextRetrieval (ITM)    single match logit
-tiny_gpt2_path    GPT2LMHeadModel (text-only LM)        BOS = ``<|endoftext|>``
-tiny_vlm_path     LlavaForConditionalGeneration (VLM)   chat template, "Yes"/"No" in the vocabulary
-================  ====================================  =========================================
+Fixtures (each returns the saved folder's ``Path``):
+
+* ``tiny_clip_path``: ``CLIPModel`` + ``CLIPProcessor``; 32 px images, 8 px patches, 16-d embeddings.
+* ``tiny_siglip_path``: ``SiglipModel`` + ``SiglipProcessor``; logits = scale * cosine + bias.
+* ``tiny_siglip2_path``: ``Siglip2Model`` + ``Siglip2Processor``; NaFlex patch sequences (16 px).
+* ``tiny_align_path``: ``AlignModel`` + ``AlignProcessor``; EfficientNet tower, cosine / temperature.
+* ``tiny_blip_itm_path``: ``BlipForImageTextRetrieval`` + ``BlipProcessor``; 2-way ITM head.
+* ``tiny_vilt_path``: ``ViltForImageAndTextRetrieval`` + ``ViltProcessor``; one match logit.
+* ``tiny_gpt2_path``: ``GPT2LMHeadModel`` + tokenizer (no processor); BOS = ``<|endoftext|>``.
+* ``tiny_vlm_path``: ``LlavaForConditionalGeneration`` + ``LlavaProcessor`` with a chat template
+  (loads with ``AutoModelForImageTextToText``); "Yes"/"No" are in the vocabulary.
 
 The tokenizers are byte-level BPE models trained here with the ``tokenizers`` library on a small
 English corpus (so every string tokenizes, and "Yes"/"No" and their leading-space variants are

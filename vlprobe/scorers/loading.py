@@ -10,8 +10,12 @@
 * **Not found**: a model that cannot be found locally or on the Hub (a typo, or offline with
   ``HF_HUB_OFFLINE=1``) raises :class:`ModelNotFoundError` (a ``FileNotFoundError``) that says to pass
   a local folder made with ``save_pretrained``.
-* **Revision**: the commit hash the Hub resolved (``config._commit_hash``) when the model came from
-  the Hub cache; ``None`` for a plain local folder, whose path is the model id.
+* **Revision**: for a Hub id, the commit hash of the cache snapshot the config was read from
+  (whatever branch or tag was asked for); ``None`` for a plain local folder, whose path is the
+  model id. A wrong-kind model for a named family (e.g. CLIP as ``causal_lm``) is a short
+  ValueError, not transformers' list of every supported config.
+* **Controls**: ``control="blank"|"shuffle"`` records an image control in provenance
+  (:mod:`vlprobe.scorers.controls`).
 
 The helpers here (:func:`resolve_device`, :func:`resolve_dtype`, :func:`from_pretrained`,
 :func:`to_images`) are shared by the family modules.

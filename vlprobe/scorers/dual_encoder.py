@@ -66,7 +66,7 @@ class DualEncoderScorer(DualScorer):
     family: ClassVar[str] = "dual"
 
     def __init__(self, model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
-                 revision: str | None = None, config: Any = None) -> None:
+                 revision: str | None = None) -> None:
         import torch
 
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)

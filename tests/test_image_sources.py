@@ -145,3 +145,15 @@ def test_sources_without_urls_never_download(tmp_path: Path) -> None:
     r = imgs.ImageResolver(imgs.SOURCES["swig"], [], download=True, cache_dir=tmp_path)
     assert not r.download and r.missing(["a_1.jpg"]) == ["a_1.jpg"]
     assert imgs.SOURCES["coco2014_val"].urls and imgs.SOURCES["visual_genome"].urls
+
+
+def test_threaded_reads_keep_order_from_a_zip(tmp_path: Path) -> None:
+    images = {f"act_{i}.jpg": jpeg((8 + i, 8)) for i in range(40)}
+    with zipfile.ZipFile(tmp_path / "images_512.zip", "w") as zf:
+        for name, data in images.items():
+            zf.writestr(f"images_512/{name}", data)
+    r = imgs.make_resolvers(["swig"], images_root=tmp_path)["swig"]
+    names = list(images)[::-1]
+    got = list(imgs.read_checked_many(((r, n) for n in names), workers=2, chunk=7))
+    assert got == [images[n] for n in names]
+    assert list(imgs.read_checked_many(((r, n) for n in names[:3]), workers=1)) == [images[n] for n in names[:3]]

@@ -22,6 +22,7 @@ that they decode, raising :class:`CorruptImageError` naming the file otherwise.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 import time
@@ -31,7 +32,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
@@ -329,6 +330,24 @@ def read_checked(resolver: ImageResolver, name: str) -> bytes:
             f"{resolver.spec.name}: image file {name} is corrupt or not an image ({where}): {err}"
         ) from None
     return data
+
+
+def read_checked_many(
+    requests: Iterable[tuple[ImageResolver, str]], workers: int = 2, chunk: int = 64
+) -> Iterator[bytes]:
+    """:func:`read_checked` over ``(resolver, name)`` pairs, in order, ``workers`` threads at a time
+    (file reads and JPEG decoding release the GIL). At most ``chunk`` images are held at once."""
+    it = iter(requests)
+    if workers <= 1:
+        for resolver, name in it:
+            yield read_checked(resolver, name)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        while True:
+            batch = list(itertools.islice(it, chunk))
+            if not batch:
+                return
+            yield from pool.map(lambda pair: read_checked(*pair), batch)
 
 
 def parse_locations(pairs: Sequence[str] | None, known: Iterable[str]) -> dict[str, list[str]]:

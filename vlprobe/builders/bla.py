@@ -314,6 +314,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, default=None, help=f"download cache (default {imgs.DEFAULT_CACHE})")
     parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
     parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
+    parser.add_argument("--read-workers", type=int, default=2,
+                        help="threads reading and checking images (default: 2)")
     parser.add_argument("--skip-missing-images", action="store_true",
                         help="leave out rows whose image is missing (the card lists them) instead of stopping")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write (default: %(default)s)")
@@ -345,9 +347,10 @@ def build(args: argparse.Namespace) -> Path:
         print(f"skipping {report.total} missing image file(s):\n{report.summary()}", file=sys.stderr)
 
     def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        for r in rows:
-            name = f"{r['image_id']}.jpg"
-            yield {**r, "image": {"bytes": imgs.read_checked(resolver, name), "path": name}}
+        names = [f"{r['image_id']}.jpg" for r in rows]
+        checked = imgs.read_checked_many(((resolver, n) for n in names), workers=args.read_workers)
+        for r, name, data in zip(rows, names, checked):
+            yield {**r, "image": {"bytes": data, "path": name}}
 
     counts = {}
     for task in TASKS:

@@ -454,6 +454,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, default=None, help=f"download cache (default {imgs.DEFAULT_CACHE})")
     parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
     parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
+    parser.add_argument("--read-workers", type=int, default=2,
+                        help="threads reading and checking images (default: 2)")
     parser.add_argument("--include-invalid", action="store_true",
                         help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
     parser.add_argument("--skip-missing-images", action="store_true",
@@ -508,8 +510,8 @@ def build(args: argparse.Namespace) -> Path:
     _log(f"valse: annotations read and images checked in {time.perf_counter() - start:.1f}s")
 
     def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        for r in rows:
-            data = imgs.read_checked(resolvers[r["image_source"]], r["image_file"])
+        requests = ((resolvers[r["image_source"]], r["image_file"]) for r in rows)
+        for r, data in zip(rows, imgs.read_checked_many(requests, workers=args.read_workers)):
             yield {**r, "image": {"bytes": data, "path": r["image_file"]}}
 
     counts = {}

@@ -77,7 +77,7 @@ SOURCES: dict[str, SourceSpec] = {
         SourceSpec(
             "visual7w", "Visual7W images", r"v7w_\d+\.jpg", ("visual7w/images", "visual7w", "images"),
             ("visual7w_images.zip",), (),
-            "Visual7W (Visual Genome images): CC BY 4.0",
+            "Visual7W (COCO images, also in Visual Genome): data CC BY 4.0; images under Flickr terms",
         ),
         SourceSpec(
             "swig", "SWiG / imSitu images (images_512)", r"[a-z_]+_\d+\.jpg", ("images_512", "swig/images_512"),
@@ -93,7 +93,7 @@ SOURCES: dict[str, SourceSpec] = {
             "visual_genome", "Visual Genome images (VG_100K, VG_100K_2)", r"\d+\.jpg",
             ("VG_100K", "VG_100K_2", "images", "BLA_Benchmark/images"), ("images.zip", "images2.zip", "BLA_benchmark.zip"),
             ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}"),
-            "Visual Genome: CC BY 4.0",
+            "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
         ),
     )
 }

@@ -202,24 +202,26 @@ ds[0]["true_captions"], ds[0]["false_captions"], ds[0]["image"]
 |---|---|---:|---:|
 {rows}
 
-These are the EMNLP 2023 release's counts (the thesis had 613 / 800 / 789 before a later filtering).
+These are the EMNLP 2023 release's counts. The MSc thesis version had 613 / 800 / 789 caption sets;
+for the release, coordination and relative clause were partly rebuilt (other images, other distractors).
 `active_passive` is the default config.
 
-## What each task tests (examples from the thesis, Figure 4.1)
+## What each task tests
 
 - **Active-passive** (`active_passive`): who does what to whom, across voices. The true captions are an
   active sentence and its passive (same meaning, different form); the false ones swap agent and patient.
   *TA: the woman feeds the man / TP: the man is fed by the woman / FA: the man feeds the woman / FP: the
-  woman is fed by the man.* Only human-human interactions with transitive verbs (43 verbs; `predicate`),
+  woman is fed by the man* (thesis, Figure 4.1). Only human-human interactions with transitive verbs (43 verbs; `predicate`),
   so that the swapped sentence is not implausible on its own.
 - **Coordination** (`coordination`): "who has which attributes" when two verb phrases are joined by
-  *and*. *the man wears a wetsuit and carries a surfboard / the woman wears a red bikini and rides a red
-  bike* vs. *the man wears a wetsuit and rides a red bike / the woman carries a surfboard and wears a red
-  bikini*: one conjunct is swapped between the two people.
+  *and*. True: *the man has a brown tie and wears a yellow shirt / the woman wears a white top and wears
+  a black skirt*; false: *the man has a brown tie and wears a white top / the woman wears a yellow shirt
+  and wears a black skirt* (image 115 of the release): one conjunct is swapped between the two people.
 - **Relative clause** (`relative_clause`): the same attribute matching inside a relative clause.
-  *the man who holds a stuffed bear wears a gray polo / the man who wears a belt holds a cow* vs. *the
-  man who holds a stuffed bear wears a belt / the man who wears a gray polo holds a cow*: in the released
-  data the main predicates are swapped between the two people.
+  True: *the person who has a brown tie wears a yellow shirt / the person who wears a white top wears a
+  black skirt*; false: *the person who has a brown tie wears a black skirt / the person who wears a white
+  top wears a yellow shirt* (image 115 of the release): the main predicates are swapped between the two
+  people. (The thesis version swapped a relative clause with a main predicate instead.)
 
 ## How the sentences were made
 
@@ -262,8 +264,10 @@ the four texts is in the rows: `caption_voices` (detected at build time from the
 
 ## Images and licences
 
-The annotations are MIT-licensed (© 2023 Xinyi Chen). The images are Visual Genome images (CC BY 4.0);
-`license: other` stands for the combination.
+The annotations are MIT-licensed (© 2023 Xinyi Chen). The images are Visual Genome images: Visual
+Genome is released under CC BY 4.0, and its images are Flickr photos (from YFCC100M and COCO) whose
+owners' terms still apply. `license: other` stands for the combination; check it before you publish a
+built folder.
 
 ## How to build
 

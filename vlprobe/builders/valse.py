@@ -46,45 +46,48 @@ class Instrument:
 # Config name, annotation file, piece, and what the instrument tests (paper §3, Table 1).
 INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("existence", "existence.json", "existence", "Existence (existential quantifiers)",
-               "whether there is no entity of a kind in the image, or one or more. Captions come from Visual7W "
+               "Is there no entity of a kind in the image, or one or more? Captions come from Visual7W "
                "'how many' answers turned into statements; the foil turns 'no X' into 'X' and back.",
                "*There are no animals shown.* / foil *There are animals shown.*"),
     Instrument("plurality", "plurals.json", "plurality", "Plurality (semantic number)",
-               "a noun phrase denoting a single entity vs. several: a singular NP is foiled by a plural one "
+               "A noun phrase denoting a single entity vs. several: a singular NP is foiled by a plural one "
                "(sg2pl) or the reverse (pl2sg), with quantifiers 'exactly one' / 'some' / 'a number of'. COCO 2017 val "
                "captions; GRUEN grammaticality >= 0.8 and NLI (foil must contradict the caption) filters.",
                "*A small copper vase with some flowers in it.* / foil *... with exactly one flower in it.*"),
     Instrument("counting_balanced", "counting-hard.json", "counting", "Counting, balanced",
-               "the number of entities: the numeral of a Visual7W 'how many' statement is replaced by another; "
+               "The number of entities: the numeral of a Visual7W 'how many' statement is replaced by another; "
                "the number of examples per class is capped and caption/foil classes are balanced.",
                "*There are four zebras.* / foil *There are six zebras.*"),
     Instrument("counting_small_numbers", "counting-small-quant.json", "counting", "Counting, small numbers",
-               "a sanity check: caption and foil numbers are both in {0, 1, 2, 3}, classes balanced.",
-               "*There are four zebras.* / foil *There are six zebras.* (piece example)"),
+               "A sanity check: caption and foil numbers are both in {0, 1, 2, 3}, classes balanced.",
+               "*Cars are allowed to park for exactly 2 hours from 8 am to 6 pm.* / foil *... exactly 1 hour ...* "
+               "(from `counting-small-quant.json`)"),
     Instrument("counting_adversarial", "counting-adversarial.json", "counting", "Counting, adversarial",
-               "caption numbers are >= 4 and foil numbers in {0, 1, 2, 3}, so a model biased towards the frequent "
+               "Caption numbers are >= 4 and foil numbers in {0, 1, 2, 3}, so a model biased towards the frequent "
                "small numbers prefers the foil.",
-               "*There are four zebras.* / foil *There are six zebras.* (piece example)"),
+               "*There are exactly 4 cars parked.* / foil *There are exactly 0 cars parked.* "
+               "(from `counting-adversarial.json`)"),
     Instrument("relations", "relations.json", "relations", "Spatial relations (prepositions)",
-               "the spatial preposition: SpanBERT proposes a 1-3 word replacement that occurs in the data; "
+               "The spatial preposition: SpanBERT proposes a 1-3 word replacement that occurs in the data; "
                "GRUEN and NLI filters. COCO 2017 val captions.",
                "*A cat plays with a pocket knife on a table.* / foil *... underneath a table.*"),
     Instrument("action_replacement", "action-replacement.json", "actions", "Actions, replacement",
-               "whether the action in the text matches the image: the verb is replaced by another SWiG verb "
+               "Does the action in the text match the image? The verb is replaced by another SWiG verb "
                "suggested by BERT (not a WordNet synonym, hyponym or hypernym). Captions generated from SWiG.",
                "*A man shouts at a woman.* / foil *A man smiles at a woman.*"),
     Instrument("actant_swap", "actant-swap.json", "actions", "Actions, actant swap",
-               "who does what to whom: the two role fillers of the action are swapped.",
+               "Who does what to whom: the two role fillers of the action are swapped.",
                "*A man shouts at a woman.* / foil *A woman shouts at a man.*"),
     Instrument("coreference_standard", "coreference-standard.json", "coreference", "Coreference, standard",
-               "pronominal coreference: VisDial v1.0 (train) [caption. question with a pronoun? yes/no.]; the "
+               "Pronominal coreference: VisDial v1.0 (train) [caption. question with a pronoun? yes/no.]; the "
                "foil flips the answer; yes/no balanced.",
                "*Buffalos walk along grass. Are they in a zoo? No.* / foil *... Yes.*"),
     Instrument("coreference_clean", "coreference-hard.json", "coreference", "Coreference, clean",
-               "as coreference standard, a small set from the VisDial v1.0 validation set.",
-               "*Buffalos walk along grass. Are they in a zoo? No.* / foil *... Yes.* (piece example)"),
+               "As coreference standard, on a small set from the VisDial v1.0 validation set.",
+               "*a woman sits on a bench holding a guitar in her lap. is this in a park? yes.* / foil *... no.* "
+               "(from `coreference-hard.json`)"),
     Instrument("foil_it", "foil-it.json", "foil_it", "FOIL-it! (noun phrases)",
-               "1,000 random entries of FOIL-it! (Shekhar et al., 2017): a COCO 2014 val caption whose noun "
+               "Noun phrases: 1,000 random entries of FOIL-it! (Shekhar et al., 2017): a COCO 2014 val caption whose noun "
                "phrase is replaced by a semantically related one.",
                "*a giant bowl of food, with broccoli and other food on it.* / foil *a giant bottle of food, ...* "
                "(from `foil-it.json`; the paper gives no example)"),
@@ -273,7 +276,7 @@ def card_body(counts: dict[str, int], include_invalid: bool, skipped: dict[str, 
     for piece, members in PIECES.items():
         n = sum(counts.get(m, 0) for m in members)
         piece_rows.append(f"| `{piece}` | {', '.join(f'`{m}`' for m in members)} | {_fmt(n)} |")
-    what = "\n".join(f"- **{i.title}** (`{i.config}`): tests {i.tests} Example: {i.example}" for i in INSTRUMENTS)
+    what = "\n".join(f"- **{i.title}** (`{i.config}`). {i.tests} Example: {i.example}" for i in INSTRUMENTS)
     selection = (
         "**This build includes the invalid records too** (`--include-invalid`): all 8,782 candidates; filter on "
         "`valid` (or `mturk_caption >= 2`) to get the benchmark as the paper defines it."
@@ -394,7 +397,7 @@ a built folder.
 
 | `image_source` | used by | release folder / zip | licence / terms |
 |---|---|---|---|
-| `visual7w` | existence, counting | `visual7w_images.zip` -> `images/v7w_<id>.jpg` | Visual7W / Visual Genome: CC BY 4.0 |
+| `visual7w` | existence, counting | `visual7w_images.zip` -> `images/v7w_<id>.jpg` | Visual7W (COCO images also in Visual Genome): Visual7W / VG data CC BY 4.0; the images under Flickr terms, as COCO |
 | `coco2017_val` | plurality, relations | `val2017/` or `val2017.zip` | COCO: images under Flickr terms of use; annotations CC BY 4.0 |
 | `coco2014_train`, `coco2014_val` | coreference standard, FOIL-it | `train2014/`, `val2014/` (or their zips) | as COCO |
 | `swig` | actions | SWiG `images_512/` or `images_512.zip` | imSitu images: non-commercial research and education |

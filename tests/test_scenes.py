@@ -179,3 +179,13 @@ def test_sample_statement_reports_impossible_requests():
     sc = scene(("circle", "red", 0, 0), ("circle", "red", 1, 1))
     with pytest.raises(S.StatementError, match="no true statement"):
         S.sample_statement(sc, random.Random(0), kinds=("spatial",), label=True, max_tries=10)
+
+
+def test_pixels_match_a_golden_digest():
+    # Pixel identity must not depend on the machine (PNG bytes may, through zlib). A change in
+    # this digest means the geometry changed, or Pillow rasterises polygons differently.
+    import hashlib
+
+    objs = [O(s, c, i // 6, (i * 5) % 6) for i, (s, c) in enumerate(zip(S.ALL_SHAPES * 2, S.ALL_COLOURS * 3))]
+    digest = hashlib.sha256(S.render(Scene(tuple(objs))).tobytes()).hexdigest()
+    assert digest == "83eb5c0a015f565c12b14d18d503434c06b6acef7870f93b44eb5d00ee97db58"

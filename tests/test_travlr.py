@@ -155,8 +155,10 @@ def test_bad_requests_are_named():
         T.generate_task("colour", {"train": 1})
     with pytest.raises(ValueError, match="unknown split"):
         T.generate_task("cardinality", {"dev": 1})
-    with pytest.raises(argparse.ArgumentTypeError, match="SPLIT=N"):
+    with pytest.raises(ValueError, match="SPLIT=N"):
         builder.build(_args(Path("/nonexistent"), split_sizes="dev=3"))
+    with pytest.raises(ValueError, match="at least 1 row"):
+        builder.build(_args(Path("/nonexistent"), split_sizes="test_ood=0"))
     with pytest.raises(ValueError, match="unknown config"):
         builder.build(_args(Path("/nonexistent"), configs="colour"))
 

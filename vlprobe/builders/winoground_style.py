@@ -77,7 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="items per config: tiny (8), default (400), paper (400, as Winoground)")
     p.add_argument("--items", type=int, default=None, help="items per config (overrides --size)")
     p.add_argument("--configs", default="all",
-                   help=f"comma-separated subset of {', '.join(gen.CONFIGS)}, 'all' (default) or 'none'")
+                   help=f"comma-separated subset of {', '.join(gen.CONFIGS)}, 'all' (default) or 'none'; "
+                        "load_dataset needs the default config, spatial_swap, built too")
     p.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
     p.add_argument("--workers", type=int, default=1, help="rendering processes (default 1)")
     p.add_argument("--winoground", type=Path, default=None, metavar="PATH",

@@ -3,7 +3,6 @@ size arguments, rendering with a rate report, and writing one split of rows."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -25,13 +24,13 @@ def parse_split_sizes(text: str | None, splits: Sequence[str]) -> dict[str, int]
         name, sep, value = part.partition("=")
         name = name.strip()
         if not sep or name not in splits:
-            raise argparse.ArgumentTypeError(f"--split-sizes: {part!r} is not SPLIT=N with SPLIT one of {list(splits)}")
+            raise ValueError(f"--split-sizes: {part!r} is not SPLIT=N with SPLIT one of {list(splits)}")
         try:
             n = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"--split-sizes: {part!r}: {value!r} is not an integer") from None
-        if n < 0:
-            raise argparse.ArgumentTypeError(f"--split-sizes: {part!r}: sizes must be >= 0")
+            raise ValueError(f"--split-sizes: {part!r}: {value!r} is not an integer") from None
+        if n < 1:  # load_dataset refuses a declared split without rows
+            raise ValueError(f"--split-sizes: {part!r}: every split needs at least 1 row")
         out[name] = n
     return out
 
@@ -71,6 +70,8 @@ class RateMeter:
 
 def write_rows(folder: Path, config: str, split: str, rows: list[Mapping[str, Any]], features: datasets.Features) -> Path:
     """One split as parquet, image bytes embedded (via :func:`vlprobe.dataset_folder.write_split`)."""
+    if not rows:  # load_dataset refuses a declared split without rows
+        raise ValueError(f"{folder}: config {config!r} split {split!r} has no rows; every split needs at least one")
     dataset = datasets.Dataset.from_list([dict(r) for r in rows], features=features)
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # one line per split is printed by the builder instead

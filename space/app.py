@@ -95,9 +95,12 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
 
 @_page_errors
 def show_item(outcome, rank):
-    """One benchmark item by rank (1 = worst mistake): images, scores, description."""
+    """One benchmark item by rank (1 = worst mistake): its (first two) images, scores, description."""
     images, headers, rows, caption = logic.browse_item(outcome, rank)
-    return images, {"headers": headers, "data": rows}, caption
+    second = images[1] if len(images) > 1 else None
+    if len(images) > 2:
+        caption += f" (images 1-2 of {len(images)} shown)"
+    return images[0], second, {"headers": headers, "data": rows}, caption
 
 
 @_page_errors
@@ -155,7 +158,7 @@ def build_demo() -> gr.Blocks:
                     scores = gr.Dataframe(label="Scores", interactive=False,
                                           headers=["image", "text", "role", "score"])
                     diff = gr.HighlightedText(label="Where the texts differ", color_map=logic.DIFF_COLORS,
-                                              show_legend=True, combine_adjacent=True)
+                                              show_legend=False, combine_adjacent=True)
                     chart = gr.BarPlot(x="text", y="score", color="role", label="Scores",
                                        color_map={"caption": "#2ca02c", "foil": "#d62728"}, x_label_angle=-30,
                                        sort=None, height=280)
@@ -197,22 +200,26 @@ def build_demo() -> gr.Blocks:
                     b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)")
                     b_caption = gr.Markdown(label="Item")
                     b_item_scores = gr.Dataframe(label="Item scores", interactive=False)
-                b_gallery = gr.Gallery(label="Item images", columns=2, height=260, scale=1)
+                with gr.Column(scale=1):
+                    with gr.Row():
+                        b_image_1 = gr.Image(label="Item image 1", interactive=False, height=260)
+                        b_image_2 = gr.Image(label="Item image 2", interactive=False, height=260)
             b_dataset.change(list_configs, b_dataset, b_config, api_visibility="private")
             b_config.change(list_splits, [b_dataset, b_config], b_split, api_visibility="private")
             b_button.click(run_benchmark, [b_dataset, b_config, b_split, b_model, b_items, b_ties, b_boot],
                            [b_summary, b_metrics, b_tags, b_browse, b_state, b_rank],
                            api_name="run_benchmark", concurrency_limit=1, concurrency_id="benchmark").success(
-                show_item, [b_state, b_rank], [b_gallery, b_item_scores, b_caption], api_name="show_first_item",
+                show_item, [b_state, b_rank], [b_image_1, b_image_2, b_item_scores, b_caption], api_name="show_first_item",
                 api_visibility="private")
-            b_rank.release(show_item, [b_state, b_rank], [b_gallery, b_item_scores, b_caption],
+            b_rank.release(show_item, [b_state, b_rank], [b_image_1, b_image_2, b_item_scores, b_caption],
                            api_name="show_item", concurrency_limit=4, concurrency_id="browse")
 
         with gr.Tab("Results"):
             gr.Markdown("Load `results.json` files written by `vlprobe evaluate` and compare them with the "
                         "numbers the papers published (VALSE Table 2, Winoground Table 3, BLA Table 6.3).")
             with gr.Row():
-                r_files = gr.File(label="results.json files", file_count="multiple", file_types=[".json"])
+                r_files = gr.File(label="results.json files", file_count="multiple", file_types=[".json"],
+                                  elem_id="results-files")
                 with gr.Column():
                     r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
                     r_bench = gr.Dropdown(["all", "valse", "winoground", "bla"], value="all",

@@ -328,6 +328,13 @@ def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_cli
     gaps = [r[2] for r in browse["data"]]
     assert gaps == sorted(gaps) and len(gaps) == 4  # worst mistakes first
     assert [r[0] for r in browse["data"]] == [1, 2, 3, 4]
+    # browsing: the run's items stay in the session; rank 1 is the worst one
+    image_1, image_2, item_scores, caption = client.predict(1, api_name="/show_item")
+    worst = browse["data"][0][1]
+    assert f"item `{worst}`" in caption and Path(image_1).is_file() and image_2 is None
+    k = next(i for i, item in enumerate(items) if item.id == worst)
+    np.testing.assert_allclose([r[3] for r in item_scores["data"]], run.scores[k].ravel(), atol=1e-3)
+    assert "maximum value 4" in _error(client, 9, api_name="/show_item")  # the slider's own bound
 
 
 def test_benchmark_errors(client, travlr_folder, tiny_clip_path, monkeypatch):
@@ -397,6 +404,13 @@ def test_word_diff_marks_only_the_changed_words():
     assert [w for w, lab in left if lab] == ["two"] and [w for w, lab in right if lab] == ["three"]
     left, right = logic.word_diff("a dog", "a dog")
     assert not any(lab for _, lab in left + right)
+
+
+def test_verdicts_say_when_ties_were_counted_as_wrong():
+    line = logic.verdict_text("pairwise", {"acc_r": 0.0, "n_ties": 1})
+    assert line.startswith("WRONG") and line.endswith("1 tied comparison counted as wrong")
+    line = logic.verdict_text("group", {"text": 1.0, "image": 0.0, "group": 0.0, "n_ties": 0})
+    assert line.startswith("PARTLY RIGHT") and "text ✓, image ✗, group ✗" in line
 
 
 def test_item_shapes_follow_the_inputs():

@@ -299,7 +299,16 @@ def _pct(x: Any) -> str:
 
 
 def verdict_text(shape: str, result: dict) -> str:
-    """One line for the page, from the metric's result on the single item."""
+    """One line for the page, from the metric's result on the single item (strict ties: a tie
+    counts against the model, as the VALSE and Winoground reference codes count it)."""
+    line = _verdict(shape, result)
+    ties = int(result.get("n_ties") or 0)
+    if ties:
+        line += f"; {ties} tied comparison{'s' if ties > 1 else ''} counted as wrong"
+    return line
+
+
+def _verdict(shape: str, result: dict) -> str:
     if shape == "pairwise":
         ok = result["acc_r"] == 1
         return ("CORRECT: the caption scores higher than the foil (pairwise, VALSE acc_r = 100%)" if ok else
@@ -832,7 +841,9 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
         text = f"{n['value']:.1f}" + (f" [{n['ci'][0]:.1f}, {n['ci'][1]:.1f}]" if n.get("ci") else "")
         cells[(key, n["source"])] = text
     order = {m: i for i, m in enumerate(METRIC_ORDER)}
-    keys.sort(key=lambda k: (k[0], k[1] == "avg", k[1], order.get(k[2], 99)))
+    measured = {(n["benchmark"], n["config"]) for n in long if not n["source"].startswith("paper: ")}
+    # the configs the loaded runs measured come first; the papers' "avg" column last in its benchmark
+    keys.sort(key=lambda k: ((k[0], k[1]) not in measured, k[0], k[1] == "avg", k[1], order.get(k[2], 99)))
     rows = [[b, c, m] + [cells.get(((b, c, m), s), "") for s in sources] for b, c, m in keys]
     note = (f"{len(files)} run(s), {len([s for s in sources if s.startswith('paper: ')])} published model(s). "
             "Values in %; a run's 95% bootstrap CI in brackets when it was run with --bootstrap. "

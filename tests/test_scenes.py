@@ -189,3 +189,10 @@ def test_pixels_match_a_golden_digest():
     objs = [O(s, c, i // 6, (i * 5) % 6) for i, (s, c) in enumerate(zip(S.ALL_SHAPES * 2, S.ALL_COLOURS * 3))]
     digest = hashlib.sha256(S.render(Scene(tuple(objs))).tobytes()).hexdigest()
     assert digest == "83eb5c0a015f565c12b14d18d503434c06b6acef7870f93b44eb5d00ee97db58"
+
+
+def test_render_many_in_processes_equals_sequential():
+    from vlprobe.scenes.render import render_many
+
+    scenes = [S.sample_scene(random.Random(i), (2, 10)) for i in range(140)]
+    assert list(render_many(scenes, workers=2, chunksize=32)) == [S.render_png(s) for s in scenes]

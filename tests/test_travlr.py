@@ -229,3 +229,16 @@ def test_parquet_images_are_png_bytes(built):
     first = table.column("image")[0].as_py()
     assert first["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
     assert Image.open(io.BytesIO(first["bytes"])).format == "PNG"
+
+
+def test_cli_builds_both_folders(tmp_path, capsys):
+    from vlprobe.builders import builders
+    from vlprobe.cli import main
+
+    assert {"travlr", "winoground_style"} <= set(builders())
+    assert main(["build", "travlr", "--size", "tiny", "--configs", "all", "--out", str(tmp_path / "t")]) == 0
+    assert main(["build", "winoground_style", "--items", "2", "--out", str(tmp_path / "w")]) == 0
+    assert "images/s" in capsys.readouterr().err
+    assert len(list((tmp_path / "t" / "data").rglob("*.parquet"))) == 16
+    assert len(list((tmp_path / "w" / "data").rglob("*.parquet"))) == 3
+    assert main(["build", "travlr", "--split-sizes", "train=x", "--out", str(tmp_path / "t")]) == 2

@@ -119,6 +119,10 @@ def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
     card = (out / "README.md").read_text()
     assert "Rows left out of this build" in card and "411.jpg" in card
 
-    bad = make_standins(tmp_path / "vg2", annotations, corrupt="411")
-    with pytest.raises(imgs.CorruptImageError, match=r"411\.jpg is corrupt"):
-        run_build(annotations, bad, tmp_path / "out2")
+    # a corrupt image stops the build with its name, and leaves the folder built before as it was
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    bad = make_standins(tmp_path / "vg2", annotations, corrupt="73")
+    with pytest.raises(imgs.CorruptImageError, match=r"visual_genome: image file 73\.jpg is corrupt"):
+        run_build(annotations, bad, out)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not (out / "data" / ".staging").exists()

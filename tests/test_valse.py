@@ -193,7 +193,7 @@ def test_corrupt_image_names_the_file(annotations: Path, tmp_path: Path) -> None
     root = make_standins(tmp_path / "img", annotations, corrupt="exercising_255.jpg")
     with pytest.raises(imgs.CorruptImageError, match=r"swig: image file exercising_255\.jpg is corrupt.*images_512\.zip"):
         run_build(annotations, root, tmp_path / "out")
-    assert not list((tmp_path / "out").rglob("*.part"))
+    assert not list((tmp_path / "out").rglob("*.parquet*"))  # nothing half-written is left
 
 
 def test_cli_reports_missing_annotations_cleanly(tmp_path: Path, capsys) -> None:

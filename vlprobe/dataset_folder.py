@@ -15,6 +15,7 @@ own schema metadata.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -146,3 +147,28 @@ def write_split_rows(
         old.unlink()
     tmp.replace(path)
     return path, count
+
+
+def staging_folder(folder: str | Path) -> Path:
+    """A fresh folder to build ``folder``'s parquet in (inside ``<folder>/data/``, which builders
+    git-ignore and no config's data files match), so that a build that fails half-way leaves the
+    folder as it was. :func:`publish_staged` moves the result in."""
+    stage = Path(folder) / DATA_DIR / ".staging"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    return stage
+
+
+def publish_staged(stage: str | Path, folder: str | Path) -> None:
+    """Move every ``data/<config>/<split>-*.parquet`` built under ``stage`` into ``folder``,
+    replacing that config's old shards of the same split, then remove ``stage``."""
+    stage = Path(stage)
+    for shard in sorted((stage / DATA_DIR).glob("*/*.parquet")):
+        target_dir = Path(folder) / DATA_DIR / shard.parent.name
+        target_dir.mkdir(parents=True, exist_ok=True)
+        split = shard.name.split("-", 1)[0]
+        for old in target_dir.glob(f"{split}-*.parquet"):
+            old.unlink()
+        shard.replace(target_dir / shard.name)
+    shutil.rmtree(stage)

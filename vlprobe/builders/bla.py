@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 import time
 from collections import Counter
@@ -22,7 +23,7 @@ import datasets
 from datasets import Features, List, Value
 
 from .. import image_sources as imgs
-from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
+from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_card, write_split_rows
 
 NAME = "bla"
 HELP = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
@@ -357,9 +358,16 @@ def build(args: argparse.Namespace) -> Path:
             yield {**r, "image": {"bytes": data, "path": name}}
 
     counts = {}
+    stage = staging_folder(out)  # a failed build leaves the folder as it was
+    try:
+        for task in TASKS:
+            _, counts[task.config] = write_split_rows(stage, task.config, SPLIT, stream(rows_by_task[task.config]),
+                                                      FEATURES[task.config])
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    publish_staged(stage, out)
     for task in TASKS:
-        _, counts[task.config] = write_split_rows(out, task.config, SPLIT, stream(rows_by_task[task.config]),
-                                                  FEATURES[task.config])
         if counts[task.config] != task.count:
             print(f"bla: note: {task.config} has {counts[task.config]} rows, the 2023 release {task.count}",
                   file=sys.stderr)

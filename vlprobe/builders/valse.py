@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import datasets
 from datasets import Features, List, Value
 
 from .. import image_sources as imgs
-from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
+from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_card, write_split_rows
 
 NAME = "valse"
 HELP = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
@@ -518,10 +519,18 @@ def build(args: argparse.Namespace) -> Path:
             yield {**r, "image": {"bytes": data, "path": r["image_file"]}}
 
     counts = {}
+    stage = staging_folder(out)  # a failed build leaves the folder as it was
+    try:
+        for inst in INSTRUMENTS:
+            t0 = time.perf_counter()
+            _, counts[inst.config] = write_split_rows(stage, inst.config, SPLIT, stream(rows_by_inst[inst.config]),
+                                                      FEATURES)
+            _log(f"valse: {inst.config}: {counts[inst.config]} rows in {time.perf_counter() - t0:.1f}s")
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    publish_staged(stage, out)
     for inst in INSTRUMENTS:
-        t0 = time.perf_counter()
-        _, counts[inst.config] = write_split_rows(out, inst.config, SPLIT, stream(rows_by_inst[inst.config]), FEATURES)
-        _log(f"valse: {inst.config}: {counts[inst.config]} rows in {time.perf_counter() - t0:.1f}s")
         expected = (PAPER_ALL if args.include_invalid else PAPER_VALID)[inst.config]
         if counts[inst.config] != expected:
             _log(f"valse: note: {inst.config} has {counts[inst.config]} rows, the paper's Table 5 {expected}")

@@ -13,7 +13,6 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
 
 from vlprobe import scenes as S
 from vlprobe.builders import winoground_style as builder

@@ -14,7 +14,6 @@ git ignores, and the ``winoground_style`` card does not declare it, so publishin
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 import time

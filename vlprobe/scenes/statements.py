@@ -30,8 +30,8 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Mapping, Sequence
 
-from .captions import article, inventory, join_list, noun_phrase, plural
-from .model import ALL_SHAPES, COLOURS, SHAPES, Scene, as_random
+from .captions import inventory, join_list, noun_phrase, plural
+from .model import COLOURS, SHAPES, Scene, as_random
 
 
 class StatementError(ValueError):
@@ -399,7 +399,7 @@ def describe(scene: Scene, rng: random.Random | Any = None, relations: int = 1) 
 
 
 __all__ = [
-    "ALL_SHAPES", "And", "Compare", "Count", "Exists", "OPPOSITE", "QUANTIFIERS", "RELATIONS", "STATEMENT_KINDS",
-    "Quantifier", "Spatial", "Statement", "StatementError", "article", "describe", "foil", "has_truth_value",
+    "And", "Compare", "Count", "Exists", "OPPOSITE", "QUANTIFIERS", "RELATIONS", "STATEMENT_KINDS",
+    "Quantifier", "Spatial", "Statement", "StatementError", "describe", "foil", "has_truth_value",
     "sample_statement", "statement_from_dict", "truth",
 ]

@@ -126,3 +126,45 @@ def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
         run_build(annotations, bad, out)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert not (out / "data" / ".staging").exists()
+
+
+def test_download_fills_the_gaps_through_the_cache(annotations: Path, tmp_path: Path, monkeypatch) -> None:
+    """`--download`: images missing locally come from the source's URLs (here a local server
+    standing in for cs.stanford.edu, first VG_100K then VG_100K_2) into `--cache-dir`."""
+    import http.server
+    import threading
+
+    root = make_standins(tmp_path / "vg", annotations, skip={"411", "2315865"})
+    served = {"/VG_100K/411.jpg": (root / "VG_100K" / "73.jpg").read_bytes()}
+    served["/VG_100K_2/2315865.jpg"] = served["/VG_100K/411.jpg"]
+    hits = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            body = served.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    vg = imgs.SOURCES["visual_genome"]
+    monkeypatch.setitem(imgs.SOURCES, "visual_genome", imgs.SourceSpec(
+        vg.name, vg.title, vg.pattern, vg.subdirs, vg.zips, (f"{base}/VG_100K/{{name}}", f"{base}/VG_100K_2/{{name}}")))
+    try:
+        out = run_build(annotations, root, tmp_path / "out", "--download", "--cache-dir", str(tmp_path / "cache"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert len(load(out, "active_passive")) == 613
+    assert sorted(p.name for p in (tmp_path / "cache" / "visual_genome").iterdir()) == ["2315865.jpg", "411.jpg"]
+    assert sorted(hits) == ["/VG_100K/2315865.jpg", "/VG_100K/411.jpg", "/VG_100K_2/2315865.jpg"]

@@ -23,7 +23,7 @@ from vlprobe import space_logic as logic  # noqa: E402
 from vlprobe.cli import main as vlprobe_main  # noqa: E402
 
 SPACE_ENV = (logic.ENV_MODELS, logic.ENV_DEFAULT_MODEL, logic.ENV_DATASETS, logic.ENV_MAX_UPLOAD_MB,
-             logic.ENV_MAX_ITEMS, logic.ENV_MAX_MODELS)
+             logic.ENV_MAX_ITEMS, logic.ENV_MAX_MODELS, "SPACE_ID")
 
 
 @pytest.fixture(autouse=True)
@@ -421,3 +421,36 @@ def test_item_shapes_follow_the_inputs():
     assert logic.item_shape(1, 1, 2) == "pairwise"
     assert logic.item_shape(1, 2, 4) == "set"
     assert logic.item_shape(2, 2, 2) == "group"
+
+
+def test_model_cache_loads_a_model_once_under_concurrent_requests():
+    import threading
+    import time
+
+    cache, calls = logic.ModelCache(capacity=2), []
+
+    def slow_loader(model_id):
+        calls.append(model_id)
+        time.sleep(0.2 if model_id == "slow" else 0.0)
+        return object()
+
+    cache.get("fast", slow_loader)
+    threads = [threading.Thread(target=cache.get, args=("slow", slow_loader)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    start = time.perf_counter()
+    cache.get("fast", slow_loader)  # not held back by the slow load in progress
+    assert time.perf_counter() - start < 0.1
+    for t in threads:
+        t.join()
+    assert calls == ["fast", "slow"]
+
+
+def test_hosted_space_refuses_local_paths_without_an_allow_list(monkeypatch, tiny_clip_path):
+    monkeypatch.setenv("SPACE_ID", "org/vlprobe")
+    with pytest.raises(logic.SpaceError, match="local paths cannot be loaded on this hosted Space"):
+        logic.resolve_model(str(tiny_clip_path))
+    assert logic.resolve_model("openai/clip-vit-base-patch32") == "openai/clip-vit-base-patch32"
+    monkeypatch.setenv(logic.ENV_MODELS, str(tiny_clip_path))
+    assert logic.resolve_model(str(tiny_clip_path)) == str(Path(tiny_clip_path).resolve())

@@ -20,7 +20,10 @@ Settings a Space owner can make (environment variables):
 ``VLPROBE_SPACE_MAX_MODELS``       models kept loaded at once, least recently used dropped (default 2)
 =================================  ==============================================================
 
-Safety: ``trust_remote_code`` is never turned on (vlprobe's loaders never set it), uploads are
+On Hugging Face Spaces (``SPACE_ID`` set) and without an allow list, local paths are refused: only
+Hub ids and the default model load there.
+
+Safety: ``trust_remote_code`` is never turned on (this module passes ``False``), uploads are
 size-checked and decoded with PIL before anything else sees them, and every failure a user can
 cause is a :class:`SpaceError` with a message for the page.
 """
@@ -96,6 +99,12 @@ def default_model() -> str:
     return DEFAULT_MODEL
 
 
+def on_hosted_space() -> bool:
+    """True on Hugging Face Spaces (which set ``SPACE_ID``): there, without an allow list, only Hub
+    ids and the default model may be loaded, never arbitrary paths of the server's disk."""
+    return bool(os.environ.get("SPACE_ID", "").strip())
+
+
 def allowed_models() -> list[str] | None:
     """The owner's allow list (``$VLPROBE_SPACE_MODELS``), or None when anything may be loaded."""
     raw = os.environ.get(ENV_MODELS, "").strip()
@@ -137,6 +146,11 @@ def resolve_model(choice: str | None) -> str:
         )
     local = Path(choice).expanduser()
     if local.exists():
+        if allow is None and on_hosted_space():
+            raise SpaceError(
+                f"model {choice!r}: local paths cannot be loaded on this hosted Space unless the owner lists them "
+                f"in {ENV_MODELS}; type a Hub model id instead"
+            )
         if not local.is_dir():
             raise SpaceError(f"model {choice!r}: a local model must be a folder saved with save_pretrained")
         return str(local.resolve())
@@ -148,13 +162,15 @@ def resolve_model(choice: str | None) -> str:
 
 
 class ModelCache:
-    """Loaded scorers, one per model id, the least recently used dropped beyond ``capacity``.
-    Loading takes a lock so that two requests for the same model load it once."""
+    """Loaded scorers, one per model id, the least recently used dropped beyond ``capacity``
+    (default ``$VLPROBE_SPACE_MAX_MODELS`` or 2). Two requests for the same model load it once;
+    loading one model does not hold back requests for a model already loaded."""
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity
         self._models: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the two dicts
+        self._loading: dict[str, threading.Lock] = {}  # one lock per model being loaded
         self.loads = 0
 
     def get(self, model_id: str, loader: Callable[[str], Any] | None = None) -> Any:
@@ -162,12 +178,25 @@ class ModelCache:
             if model_id in self._models:
                 self._models.move_to_end(model_id)
                 return self._models[model_id]
-            scorer = (loader or _load_scorer)(model_id)
-            self.loads += 1
-            self._models[model_id] = scorer
-            capacity = self.capacity or _env_int(ENV_MAX_MODELS, 2)
-            while len(self._models) > capacity:
-                self._models.popitem(last=False)
+            key_lock = self._loading.setdefault(model_id, threading.Lock())
+        with key_lock:
+            with self._lock:  # another request may have loaded it while this one waited
+                if model_id in self._models:
+                    self._models.move_to_end(model_id)
+                    return self._models[model_id]
+            try:
+                scorer = (loader or _load_scorer)(model_id)
+            except BaseException:
+                with self._lock:
+                    self._loading.pop(model_id, None)
+                raise
+            with self._lock:  # stored before its loading lock goes, so nobody loads it twice
+                self.loads += 1
+                self._models[model_id] = scorer
+                self._loading.pop(model_id, None)
+                capacity = self.capacity or _env_int(ENV_MAX_MODELS, 2)
+                while len(self._models) > capacity:
+                    self._models.popitem(last=False)
             return scorer
 
     def __contains__(self, model_id: str) -> bool:

@@ -41,6 +41,14 @@ with open({out!r} + f"/rank{{state.process_index}}.json", "w") as f:
 """
 
 
+def _free_port() -> str:
+    import socket
+
+    with socket.socket() as sock:  # a fixed port collides with other test runs on a shared machine
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
+
+
 def _accelerate() -> str:
     exe = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
     if not Path(exe).exists():
@@ -55,7 +63,7 @@ def test_two_processes_equal_one_process(tmp_path):
     # --multi_gpu only selects torchrun-style launching; the script asks for CPU (gloo) itself.
     cmd = [
         _accelerate(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517", str(script),
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", _free_port(), str(script),
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
@@ -75,11 +83,12 @@ def test_two_processes_equal_one_process(tmp_path):
         assert rank["dual"]["stats"]["world_size"] == 2
     # the work was split, not repeated
     d0, d1 = ranks[0]["dual"]["stats"], ranks[1]["dual"]["stats"]
-    assert d0["computed_images"] + d1["computed_images"] == single_dual.stats["unique_images"]
-    assert d0["computed_texts"] + d1["computed_texts"] == single_dual.stats["unique_texts"]
-    assert 0 < d1["computed_texts"] < single_dual.stats["unique_texts"]
+    assert d0["computed_images_this_process"] + d1["computed_images_this_process"] == single_dual.stats["unique_images"]
+    assert d0["computed_texts_this_process"] + d1["computed_texts_this_process"] == single_dual.stats["unique_texts"]
+    assert 0 < d1["computed_texts_this_process"] < single_dual.stats["unique_texts"]
+    assert d0["computed_texts"] == d1["computed_texts"] == single_dual.stats["unique_texts"]  # totals
     p0, p1 = ranks[0]["pair"]["stats"], ranks[1]["pair"]["stats"]
-    assert p0["computed_pairs"] + p1["computed_pairs"] == single_pair.stats["unique_pairs"]
+    assert p0["computed_pairs_this_process"] + p1["computed_pairs_this_process"] == single_pair.stats["unique_pairs"]
 
     # and the cache they left serves a single-process run completely
     again = ToyDual("toy")
@@ -88,3 +97,32 @@ def test_two_processes_equal_one_process(tmp_path):
     assert again.images_encoded == again.texts_encoded == 0
     for x, y in zip(res.scores, single_dual.scores):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
+
+
+def test_evaluate_under_accelerate_equals_one_process(tmp_path, tiny_clip_path):
+    """The user's path: `accelerate launch -m vlprobe.cli evaluate ...` with two CPU processes."""
+    from test_cli_evaluate import build_folder
+
+    folder = build_folder(tmp_path, n=8)
+    common = ["--dataset", str(folder), "--model", str(tiny_clip_path), "--bootstrap", "20", "--no-progress",
+              "--num-workers", "0"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    cmd = [_accelerate(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", _free_port(),
+           "-m", "vlprobe.cli", "evaluate", *common, "--out", str(tmp_path / "two"), "--cache-dir", str(tmp_path / "c")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    from vlprobe.cli import main
+
+    assert main(["evaluate", *common, "--out", str(tmp_path / "one"), "--cache-dir", "none"]) == 0
+    two = json.loads((tmp_path / "two" / "results.json").read_text())
+    one = json.loads((tmp_path / "one" / "results.json").read_text())
+    assert two["provenance"]["engine"]["world_size"] == 2
+    assert [r["metrics"] for r in two["results"]] == [r["metrics"] for r in one["results"]]
+    import pyarrow.parquet as pq
+
+    s2 = pq.read_table(tmp_path / "two" / "scores.parquet").to_pydict()
+    s1 = pq.read_table(tmp_path / "one" / "scores.parquet").to_pydict()
+    assert s2["id"] == s1["id"]
+    for a, b in zip(s2["scores"], s1["scores"]):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-5, atol=1e-5)

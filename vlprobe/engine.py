@@ -181,6 +181,13 @@ class Engine:
             result = self._score_pairs(items)
         else:
             raise TypeError(f"{type(self.scorer).__name__} is neither a DualScorer nor a PairScorer")
+        if self.world > 1:
+            # computed_* become totals over all processes; this process's share is kept apart.
+            mine = {k: v for k, v in result.stats.items() if k.startswith("computed_")}
+            totals = _all_gather(mine, self.world)
+            for key, value in mine.items():
+                result.stats[f"{key}_this_process"] = value
+                result.stats[key] = sum(t.get(key, 0) for t in totals)
         result.stats["seconds"] = round(time.perf_counter() - start, 3)
         result.stats["world_size"] = self.world
         return result

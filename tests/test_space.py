@@ -454,3 +454,30 @@ def test_hosted_space_refuses_local_paths_without_an_allow_list(monkeypatch, tin
     assert logic.resolve_model("openai/clip-vit-base-patch32") == "openai/clip-vit-base-patch32"
     monkeypatch.setenv(logic.ENV_MODELS, str(tiny_clip_path))
     assert logic.resolve_model(str(tiny_clip_path)) == str(Path(tiny_clip_path).resolve())
+
+
+def test_a_long_benchmark_does_not_block_scoring(client, images, tiny_clip_path, monkeypatch):
+    """Benchmarks and scoring run in separate concurrency groups: while a benchmark runs (here one
+    that waits until released), a person can still score."""
+    import threading
+    import time
+
+    started, release = threading.Event(), threading.Event()
+
+    def long_benchmark(*args, **kwargs):
+        started.set()
+        release.wait(30)
+        raise logic.SpaceError("benchmark stopped by the test")
+
+    monkeypatch.setattr(logic, "benchmark", long_benchmark)
+    job = client.submit("travlr", "spatiality", None, str(tiny_clip_path), 1, "strict", 0, api_name="/run_benchmark")
+    try:
+        assert started.wait(20), "the benchmark never started"
+        verdict = client.predict(handle_file(str(images[0])), None, "a cat", "a dog", str(tiny_clip_path),
+                                 api_name="/score")[0]
+        assert verdict.startswith(("CORRECT", "WRONG"))
+        assert not job.done()  # the benchmark was still running while the item was scored
+    finally:
+        release.set()
+    with pytest.raises(Exception, match="benchmark stopped by the test"):
+        job.result(timeout=30)

@@ -224,3 +224,40 @@ def test_console_entry_point_help():
     proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", "evaluate", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0 and "--bootstrap" in proc.stdout and "--cache-dir" in proc.stdout
+
+
+def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    base = ["--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap", 0,
+            "--cache-dir", cache, "--no-progress"]
+    assert _run(capsys, *base, "--out", tmp_path / "real")[0] == 0
+    code, out, err = _run(capsys, *base, "--control", "blank", "--out", tmp_path / "blank")
+    assert code == 0, err
+    real = json.loads((tmp_path / "real" / "results.json").read_text())
+    blank = json.loads((tmp_path / "blank" / "results.json").read_text())
+    assert blank["provenance"]["settings"]["control"] == "blank"
+    assert blank["provenance"]["model"]["family"] != real["provenance"]["model"]["family"]
+    assert len(list(cache.iterdir())) == 2  # never mixed with the real run's cache
+    # every image is one blank of one size: one image encoded, texts as in the real run
+    assert blank["provenance"]["engine"]["unique_images"] == 1
+
+
+def test_itm_probabilities_flow_to_metrics_and_parquet(folder, tiny_blip_itm_path, tmp_path, capsys):
+    code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--limit", 4, "--model",
+                          tiny_blip_itm_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
+                          "--no-progress", "--num-workers", 0)
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "o" / "results.json").read_text())["results"][0]["metrics"]
+    assert {"acc", "p_c", "p_f", "min_p"} <= set(metrics)
+    probs = pq.read_table(tmp_path / "o" / "scores.parquet").to_pydict()["probabilities"]
+    assert all(p is not None and 0 <= p[0][0] <= 1 for p in probs)
+
+
+def test_text_only_model(folder, tiny_gpt2_path, tmp_path, capsys):
+    code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--limit", 5, "--model", tiny_gpt2_path,
+                          "--bootstrap", 0, "--cache-dir", tmp_path / "c", "--out", tmp_path / "o", "--no-progress")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    # 5 rows, texts only: pairs are deduplicated by text
+    assert doc["provenance"]["engine"]["unique_pairs"] == len({f"a shape number {i % 4}" for i in range(5)}
+                                                              | {f"no shape number {i % 3}" for i in range(5)})

@@ -140,8 +140,8 @@ row is a VALSE-style pair too: one image, one true and one false statement.
 Splits: `train`, `validation` and `test_ind` (in-distribution test) come from the in-distribution
 cases, `test_ood` (out-of-distribution test) only from the held-out ones; the original names are
 `train`, `val`, `val_test` and `test`. No (scene, query) pair repeats across the splits of a config.
-Labels are balanced per split (exactly when the size is a multiple of 4; spatiality also balances
-left/right and above/below).
+Labels are balanced per split, exactly for an even size (spatiality also balances left/right and
+above/below), and the true and false rows come in a seeded random order.
 
 ## Columns
 

@@ -270,8 +270,8 @@ def task_rng(task: str, seed: int) -> random.Random:
 
 def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
     """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``. Labels are
-    balanced per split (exactly for sizes divisible by 4, else within one); spatiality
-    also balances left/right and above/below. Each row's caption is drawn here too, so the output is final."""
+    balanced per split (exactly for even sizes, else within one); spatiality also balances
+    left/right and above/below. Each row's caption is drawn here too, so the output is final."""
     if task not in _MAKERS:
         raise ValueError(f"unknown TraVLR task {task!r}; choose one of {TASKS}")
     unknown = set(sizes) - set(SPLITS)

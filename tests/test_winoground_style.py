@@ -161,9 +161,10 @@ def standin_jsonl(tmp_path) -> Path:
 def test_private_winoground_folder_from_a_standin(layout, standin_parquet, standin_jsonl, tmp_path, monkeypatch):
     source = standin_parquet if layout == "parquet" else standin_jsonl
     out = tmp_path / "repo" / "winoground_style"
-    builder.build(_args(out, configs="none", winoground=source))
+    # the jsonl run builds only the private copy; the parquet run also the synthetic configs beside it
+    builder.build(_args(out, configs="none" if layout == "jsonl" else "all", items=2, winoground=source))
     local = out / "data" / "winoground"
-    assert not (out / "data" / "spatial_swap").exists()
+    assert (out / "data" / "spatial_swap").exists() == (layout == "parquet")
     card = (out / "README.md").read_text()
     assert "config_name: winoground" not in card  # the public card never declares the private copy
     assert "license: other" in (local / "README.md").read_text()
@@ -177,6 +178,11 @@ def test_private_winoground_folder_from_a_standin(layout, standin_parquet, stand
     items = list(find_spec("winoground_style/data/winoground").iter_items(rows, config="winoground"))
     assert [it.gold.tolist() for it in items] == [[[True, False], [False, True]]] * 3
     assert "collapsed_tag=Both" in items[1].tags and "tag=Adjective-Number, Noun" in items[1].tags
+    if layout == "parquet":  # the public configs still load, and none of them is the private copy
+        public = datasets.load_dataset("winoground_style", "spatial_swap", split="test", cache_dir=str(tmp_path / "c2"))
+        assert len(public) == 2 and public.features == builder.FEATURES
+        with pytest.raises(ValueError, match="winoground"):
+            datasets.load_dataset("winoground_style", "winoground", cache_dir=str(tmp_path / "c3"))
 
 
 def test_private_winoground_errors_name_the_file(tmp_path, standin_jsonl):

@@ -70,6 +70,7 @@ class UploadPlan:
     allow_patterns: list[str] | None = None
     ignore_patterns: list[str] = field(default_factory=list)
     space_sdk: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the checks found (printed by the CLI)
 
     def sizes(self) -> list[tuple[str, int]]:
         return [(f, (self.folder / f).stat().st_size) for f in self.files]
@@ -107,11 +108,11 @@ def check_repo_id(repo_id: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # dataset folders
 # ---------------------------------------------------------------------------------------------
-def read_card(folder: Path) -> tuple[dict[str, Any] | None, list[str]]:
+def read_card(folder: Path, what: str = "dataset card (README.md with a YAML header)") -> tuple[dict[str, Any] | None, list[str]]:
     """The card's YAML header as a dict (None when unusable) and the problems found."""
     card = folder / CARD_FILE
     if not card.is_file():
-        return None, [f"{card}: no dataset card (README.md with a YAML header) in the folder"]
+        return None, [f"{card}: no {what} in the folder"]
     text = card.read_text(encoding="utf-8")
     if not text.startswith("---"):
         return None, [f"{card}: the card has no YAML header (it must start with a '---' line)"]
@@ -228,13 +229,14 @@ def _path_only_images(path: Path, column: str, is_list: bool) -> tuple[int, int,
 
 
 def check_dataset_folder(
-    folder: str | os.PathLike, rows: int = 5, load: bool = True
+    folder: str | os.PathLike, rows: int = 5, load: bool = True, notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
     """Check a dataset folder before upload. Returns ``(problems, data_files)``: every reason the
     folder is not ready (empty when it is) and the data files the card's configs point to.
 
     ``rows``: how many first rows of every config must convert to items (and decode their images).
     ``load``: run ``load_dataset(folder, config)`` for every config (the authoritative check).
+    ``notes``: a list that receives one line per config on what was checked.
     """
     import datasets
 
@@ -305,7 +307,7 @@ def check_dataset_folder(
                     problems.append(f"{spec_path}: configs.{name} overrides a config the card does not declare ({configs})")
 
     if load and meta is not None and configs and not any("data_files" in p or "config_name" in p for p in problems):
-        problems += _check_loads(folder, configs, spec, rows)
+        problems += _check_loads(folder, configs, spec, rows, notes if notes is not None else [])
     return problems, data_files
 
 
@@ -387,7 +389,7 @@ def _short(feature) -> str:
     return text if len(text) < 80 else text[:77] + "..."
 
 
-def _check_loads(folder: Path, configs: list[str], spec, rows: int) -> list[str]:
+def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[str]) -> list[str]:
     """``load_dataset(folder, config)`` for every config, in a throwaway cache so that a stale
     cache cannot hide a problem; then the first ``rows`` rows of each must become items."""
     import datasets
@@ -401,13 +403,21 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int) -> list[str]
             except Exception as err:  # anything load_dataset raises is a reason to refuse
                 problems.append(f"config {name!r}: load_dataset({str(folder)!r}, {name!r}) fails: {type(err).__name__}: {_first_line(err)}")
                 continue
+            sizes = ", ".join(f"{split} {len(ds)} rows" for split, ds in dsd.items())
             if spec is None:
                 continue
             for split, ds in dsd.items():
                 if len(ds) == 0:
                     problems.append(f"config {name!r} split {split!r}: has no rows")
                     continue
-                problems += _check_rows(spec, ds.select(range(min(rows, len(ds)))), name, split)
+                found = _check_rows(spec, ds.select(range(min(rows, len(ds)))), name, split)
+                problems += found
+                if not found:
+                    shape = spec.for_config(name).to_item(ds[0], 0, name).shape
+                    notes.append(
+                        f"config {name!r}: load_dataset ok ({sizes}); first {min(rows, len(ds))} {split} rows -> "
+                        f"items of {shape[0]} image(s) x {shape[1]} text(s), images decode"
+                    )
                 break  # the first split shows whether the spec fits this config's columns
     return problems
 
@@ -448,23 +458,25 @@ def plan_dataset(folder: str | os.PathLike, repo_id: str, rows: int = 5) -> Uplo
     the card declares, nothing else. Raises :class:`ValidationError` listing every problem."""
     folder = Path(folder)
     check_repo_id(repo_id)
-    problems, data_files = check_dataset_folder(folder, rows=rows)
+    notes: list[str] = []
+    problems, data_files = check_dataset_folder(folder, rows=rows, notes=notes)
     if problems:
         raise ValidationError(f"dataset folder {folder}", problems)
     files = [CARD_FILE, SPEC_FILE] + data_files
-    return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder, files=files, allow_patterns=list(files))
+    return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder, files=files,
+                      allow_patterns=list(files), notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------
 # Spaces and the metric
 # ---------------------------------------------------------------------------------------------
-def check_space_folder(folder: str | os.PathLike, import_app: bool = True) -> list[str]:
+def check_space_folder(folder: str | os.PathLike, import_app: bool = True, notes: list[str] | None = None) -> list[str]:
     """A Space folder: README YAML with ``sdk`` and ``app_file``, the app file present, and (with
     ``import_app``) the app importing without launching and defining a Gradio app."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"]
-    meta, problems = read_card(folder)
+    meta, problems = read_card(folder, "Space card (README.md whose YAML sets sdk and app_file)")
     app_file = "app.py"
     if meta is not None:
         if not meta.get("sdk"):
@@ -477,7 +489,7 @@ def check_space_folder(folder: str | os.PathLike, import_app: bool = True) -> li
     if not app.is_file():
         problems.append(f"{app}: the Space's app file is missing")
     elif import_app and (meta is None or meta.get("sdk", "gradio") == "gradio"):
-        problems += check_app_imports(app)
+        problems += check_app_imports(app, notes=notes)
     return problems
 
 
@@ -502,7 +514,7 @@ print("VLPROBE-CHECK " + json.dumps(result))
 """
 
 
-def check_app_imports(app: Path, timeout: float = 300) -> list[str]:
+def check_app_imports(app: Path, timeout: float = 300, notes: list[str] | None = None) -> list[str]:
     """Import a Gradio app in a fresh interpreter (its imports must not leak into ours) with
     ``launch()`` disabled; it must import and define a ``gr.Blocks``/``gr.Interface``."""
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", PYTHONDONTWRITEBYTECODE="1")
@@ -528,6 +540,8 @@ def check_app_imports(app: Path, timeout: float = 300) -> list[str]:
         problems.append(f"{app}: defines no Gradio app (gr.Blocks or gr.Interface) at module level")
     if ".launch(" not in app.read_text(encoding="utf-8"):
         problems.append(f"{app}: never calls launch(); a Gradio Space runs `python {app.name}`, which must launch the app")
+    if notes is not None and not problems:
+        notes.append(f"{app.name}: imports with launch() disabled and defines {', '.join(result['apps'])}")
     return problems
 
 
@@ -545,22 +559,25 @@ def plan_space(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
     """Validate a Space folder and plan pushing all of it (minus caches and virtual environments)."""
     folder = Path(folder)
     check_repo_id(repo_id)
-    problems = check_space_folder(folder)
+    notes: list[str] = []
+    problems = check_space_folder(folder, notes=notes)
     if problems:
         raise ValidationError(f"Space folder {folder}", problems)
-    return _space_plan(folder, repo_id)
+    return _space_plan(folder, repo_id, notes)
 
 
-def _space_plan(folder: Path, repo_id: str) -> UploadPlan:
+def _space_plan(folder: Path, repo_id: str, notes: list[str] | None = None) -> UploadPlan:
     meta, _ = read_card(folder)
     sdk = str((meta or {}).get("sdk") or "gradio")
     return UploadPlan(
         repo_id=repo_id, repo_type="space", folder=folder, files=_folder_files(folder, IGNORE_PATTERNS),
-        ignore_patterns=list(IGNORE_PATTERNS), space_sdk=sdk,
+        ignore_patterns=list(IGNORE_PATTERNS), space_sdk=sdk, notes=list(notes or []),
     )
 
 
-def check_metric_folder(folder: str | os.PathLike, repo_id: str, import_app: bool = True) -> list[str]:
+def check_metric_folder(
+    folder: str | os.PathLike, repo_id: str, import_app: bool = True, notes: list[str] | None = None
+) -> list[str]:
     """The metric Space: ``<name>.py`` (name = the repo's last part) loads with ``evaluate.load``
     and its docstring examples pass as doctests; ``requirements.txt`` names evaluate (Spaces do
     not preinstall it); the Space card and app pass :func:`check_space_folder`."""
@@ -577,15 +594,15 @@ def check_metric_folder(folder: str | os.PathLike, repo_id: str, import_app: boo
             f"no {name}.py" + (f" (it has {', '.join(found)}; name the repo <org>/{Path(found[0]).stem})" if found else "")
         )
     else:
-        problems += check_metric_module(module_file)
+        problems += check_metric_module(module_file, notes=notes)
     req = folder / "requirements.txt"
     if not req.is_file() or "evaluate" not in req.read_text(encoding="utf-8"):
         problems.append(f"{req}: must list evaluate (Spaces preinstall gradio, huggingface_hub and datasets, not evaluate)")
-    problems += check_space_folder(folder, import_app=import_app)
+    problems += check_space_folder(folder, import_app=import_app, notes=notes)
     return problems
 
 
-def check_metric_module(module_file: Path) -> list[str]:
+def check_metric_module(module_file: Path, notes: list[str] | None = None) -> list[str]:
     """Load ``module_file`` with ``evaluate.load`` and run its docstring examples as doctests, with
     ``evaluate.load`` of any name inside them pointing at this local file (as evaluate's own
     test_metric_common does), so no example needs the network."""
@@ -615,10 +632,12 @@ def check_metric_module(module_file: Path) -> list[str]:
     with mock.patch.object(evaluate, "load", local_load), _quiet():
         for test in tests:
             runner.run(test, out=out.write)
-    result = runner.summarize(verbose=False)
-    if result.failed:
+    # runner.failures / runner.tries rather than summarize(), which prints to stdout
+    if runner.failures:
         report = out.getvalue().strip()
-        return [f"{module_file}: {result.failed} of {result.attempted} docstring example(s) fail:\n{_indent(report, 6)}"]
+        return [f"{module_file}: {runner.failures} of {runner.tries} docstring example(s) fail:\n{_indent(report, 6)}"]
+    if notes is not None:
+        notes.append(f"{module_file.name}: evaluate.load ok; {runner.tries} docstring example(s) in {len(tests)} docstring(s) pass")
     return []
 
 
@@ -633,10 +652,11 @@ def plan_metric(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
     """Validate the metric folder and plan pushing it as a Gradio Space named like the module."""
     folder = Path(folder)
     check_repo_id(repo_id)
-    problems = check_metric_folder(folder, repo_id)
+    notes: list[str] = []
+    problems = check_metric_folder(folder, repo_id, notes=notes)
     if problems:
         raise ValidationError(f"metric folder {folder}", problems)
-    return _space_plan(folder, repo_id)
+    return _space_plan(folder, repo_id, notes)
 
 
 # ---------------------------------------------------------------------------------------------

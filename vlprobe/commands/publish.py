@@ -60,6 +60,8 @@ def _default_folder(given: Path | None, name: str) -> Path:
 def _push(plan, args: argparse.Namespace) -> int:
     from ..publish import publish
 
+    for note in plan.notes:
+        print(f"  ok: {note}")
     publish(plan, private=args.private, token=args.token, dry_run=args.dry_run, commit_message=args.message)
     return 0
 
@@ -69,7 +71,7 @@ def _dataset(args: argparse.Namespace) -> int:
 
     print(f"checking dataset folder {args.folder} ...")
     plan = plan_dataset(args.folder, args.repo, rows=args.rows)
-    print("ok: card, features, embedded images, load_dataset and vlprobe.yaml all check out")
+    print("ok: card YAML, licence, features vs parquet, embedded image bytes, vlprobe.yaml")
     return _push(plan, args)
 
 
@@ -79,7 +81,6 @@ def _metric(args: argparse.Namespace) -> int:
     folder = _default_folder(args.folder, "metric")
     print(f"checking metric folder {folder} ...")
     plan = plan_metric(folder, args.repo)
-    print(f"ok: the module loads with evaluate.load and its docstring examples pass; the Space app imports")
     return _push(plan, args)
 
 
@@ -89,5 +90,4 @@ def _space(args: argparse.Namespace) -> int:
     folder = _default_folder(args.folder, "space")
     print(f"checking Space folder {folder} ...")
     plan = plan_space(folder, args.repo)
-    print("ok: Space YAML and app import check out")
     return _push(plan, args)

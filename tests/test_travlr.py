@@ -130,6 +130,23 @@ def test_labels_balanced_and_agree_with_the_truth_function(generated, task):
             seen.add(key)
 
 
+@pytest.mark.parametrize("task", T.TASKS)
+def test_ood_queries_never_occur_in_training(generated, task):
+    # the paper: "we also ensure that all queries in the OOD test set do not occur in the training set"
+    ood = {ex.query.text() for ex in generated[task]["test_ood"]} | {ex.foil.text() for ex in generated[task]["test_ood"]}
+    ind = {ex.query.text() for s in T.IND_SPLITS for ex in generated[task][s]}
+    assert ood and not ood & ind
+
+
+def test_paper_sizes_follow_table_3():
+    assert T.sizes_for("paper", "spatiality") == {"train": 32000, "validation": 10000, "test_ind": 10000, "test_ood": 20000}
+    for task in ("cardinality", "quantifiers", "numerical_comparison"):
+        assert T.sizes_for("paper", task)["train"] == 8000 and T.sizes_for("paper32k", task)["train"] == 32000
+    assert T.sizes_for("default", "quantifiers") == T.SIZES["default"]
+    with pytest.raises(ValueError, match="unknown size"):
+        T.sizes_for("huge", "spatiality")
+
+
 def test_minimal_foil_edits(generated):
     ex = generated["quantifiers"]["train"][0]
     assert ex.foil == ex.query.negation()

@@ -85,6 +85,9 @@ def test_cardinality_ind_and_ood_disjoint(generated):
             held = T.CARDINALITY_OOD_COUNTS[shape]
             assert (ex.scene.count(shape=shape) in held) == ood
             assert (ex.query.n in held) == ood and (ex.foil.n in held) == ood
+            for present in {o.shape for o in ex.scene}:  # every <number, shape> pair in the scene
+                assert (ex.scene.count(shape=present) in T.CARDINALITY_OOD_COUNTS[present]) == ood
+            assert 1 <= len(ex.scene) - ex.scene.count(shape=shape) <= 10
 
 
 def test_quantifiers_ind_and_ood_disjoint(generated):

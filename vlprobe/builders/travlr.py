@@ -134,7 +134,7 @@ row is a VALSE-style pair too: one image, one true and one false statement.
 | config | the query tests | example query / foil_query | split rule: `test_ood` holds out |
 |---|---|---|---|
 | `spatiality` (default) | left/right, above/below between two named objects | "The red circle is to the left of the blue square." / "... to the right of ..." | 119 of the 595 object-type pairs (the original's seed-6 shuffle, reproduced) together with column pairs {A,E} {B,D} {C,F} or row pairs {1,3} {2,6} {4,5} |
-| `cardinality` | exact counts of a shape | "There are 2 circle objects." / "There are 5 circle objects." | two counts per shape, for the true and the queried count: square {4,6}, circle {1,5}, triangle {2,6}, star {1,3}, hexagon {2,4}, octagon {3,5}, pentagon {4,6} |
+| `cardinality` | exact counts of a shape | "There are 2 circle objects." / "There are 5 circle objects." | two counts per shape, for the true and the queried count and for every other shape in the scene (the paper splits on the pairs occurring in the scene): square {4,6}, circle {1,5}, triangle {2,6}, star {1,3}, hexagon {2,4}, octagon {3,5}, pentagon {4,6} |
 | `quantifiers` | All / Not all / Some of / None of / Only / Not only | "Not all the circle objects are red objects." / "All the circle objects are red objects." | the 7 diagonal (shape, colour) pairs (square-red, circle-blue, triangle-green, star-yellow, hexagon-orange, octagon-purple, pentagon-brown) together with the count pairs (n1, n2) in {(1,3), (1,4), (1,5), (2,4), (4,4)} (the original's seed-1 shuffle, reproduced) |
 | `numerical_comparison` | more / fewer between two shapes | "There are more circles than squares." / "There are fewer circles than squares." | count pairs with abs(a - b) >= 4 together with 4 of the 21 shape pairs: circle-hexagon, hexagon-octagon, square-star, star-hexagon (ours: `random.Random(6).sample`, since the original drew them unseeded) |
 
@@ -214,7 +214,8 @@ order that is really random (the original's `caption_abstract` was always the id
 for `numerical_comparison` (the original's held-out shape pairs were drawn unseeded, so ours
 differ), and strict comparisons (the original's "more" also covered equal counts, which never
 occur). The cardinality split keeps the original's table, including the off-by-one that gives
-square and pentagon the same held-out counts.
+square and pentagon the same held-out counts, and applies it to the distractor shapes' counts too,
+as the paper describes (the original code left them free).
 
 Determinism: the same seed and size give the same rows and pixels on any machine, and
 byte-identical parquet with the same Pillow, zlib and pyarrow versions (PNG bytes depend on the

@@ -14,7 +14,8 @@ the held-out cases:
 * spatiality: held-out object pairs (the original's ``random.seed(6)`` shuffle of the 595 pairs of
   the 35 types, reproduced: the last 119) together with held-out column pairs {A,E} {B,D} {C,F}
   (left/right) or row pairs {1,3} {2,6} {4,5} (above/below);
-* cardinality: held-out (shape, count) pairs, both for the true count and the queried one. The
+* cardinality: held-out (shape, count) pairs, for the true count, the queried one and (as the
+  paper states the split on the pairs occurring in the scene) every distractor shape's count. The
   table is the original's, including its off-by-one that gives square and pentagon the same
   held-out counts {4, 6};
 * quantifiers: held-out (shape, colour) "diagonal" pairs together with held-out (n1, n2) count
@@ -204,8 +205,21 @@ def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
     n = rng.choice(counts)
     asked = n if label else rng.choice([k for k in counts if k != n])
     types = [(rng.choice(COLOURS), shape) for _ in range(n)]
+    # 1-10 distractors of other shapes. The paper splits on the <number, shape> pairs *occurring in
+    # the scene*, so each distractor shape present also takes a count from this split's set (the
+    # original code left distractor counts free, letting held-out pairs into training scenes).
     others = [s for s in SHAPES if s != shape]
-    types += [(rng.choice(COLOURS), rng.choice(others)) for _ in range(rng.randint(1, 10))]
+    rng.shuffle(others)
+    budget = rng.randint(1, 10)
+    placed = 0
+    for other in others:
+        if placed >= budget:
+            break
+        options = [k for k in cardinality_counts(other, ood) if placed + k <= 10]
+        if options:
+            k = rng.choice(options)
+            types += [(rng.choice(COLOURS), other) for _ in range(k)]
+            placed += k
     scene = Scene(tuple(place(types, rng)))
     query = Count(asked, shape)
     return Example(

@@ -243,4 +243,7 @@ demo = build_demo()
 demo.queue(max_size=64, default_concurrency_limit=2)
 
 if __name__ == "__main__":
+    problem = logic.preload_default_model()  # the first person to score should not wait for it
+    if problem:
+        print(f"vlprobe Space: the default model is not loaded: {problem}", file=sys.stderr)
     demo.launch(theme=gr.themes.Soft(), max_file_size=MAX_UPLOAD, show_error=False)

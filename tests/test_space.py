@@ -481,3 +481,11 @@ def test_a_long_benchmark_does_not_block_scoring(client, images, tiny_clip_path,
         release.set()
     with pytest.raises(Exception, match="benchmark stopped by the test"):
         job.result(timeout=30)
+
+
+def test_preloading_the_default_model(monkeypatch, tiny_clip_path, tmp_path):
+    monkeypatch.setattr(logic, "MODELS", logic.ModelCache(capacity=1))
+    monkeypatch.setenv(logic.ENV_DEFAULT_MODEL, str(tiny_clip_path))
+    assert logic.preload_default_model() is None and str(tiny_clip_path) in logic.MODELS
+    monkeypatch.setenv(logic.ENV_DEFAULT_MODEL, str(tmp_path / "missing"))
+    assert f"(set in {logic.ENV_DEFAULT_MODEL}) cannot be found" in logic.preload_default_model()

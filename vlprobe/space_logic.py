@@ -133,6 +133,9 @@ def resolve_model(choice: str | None) -> str:
     if choice in ("", DEFAULT_MODEL, default):
         if Path(default).is_dir() or (default != DEFAULT_MODEL and not Path(default).exists() and _HUB_ID.match(default)):
             return default
+        if os.environ.get(ENV_DEFAULT_MODEL, "").strip():
+            raise SpaceError(f"the default model {default!r} (set in {ENV_DEFAULT_MODEL}) cannot be found; "
+                             "type a Hub model id or the path of a local model folder in the Model box")
         raise SpaceError(
             f"the default model {default} is not in this checkout yet (vlprobe trains and ships it as "
             f"{DEFAULT_MODEL}; see the README). Type a Hub model id or the path of a local model folder "
@@ -218,6 +221,16 @@ def _load_scorer(model_id: str) -> Any:
 
 
 MODELS = ModelCache()
+
+
+def preload_default_model() -> str | None:
+    """Load the default model into the cache (at the Space's start, so that the first person to
+    score does not wait for it). Returns why it could not be loaded, or None."""
+    try:
+        MODELS.get(resolve_model(""))
+    except SpaceError as err:
+        return str(err)
+    return None
 
 
 # ---- uploads and texts --------------------------------------------------------------------------

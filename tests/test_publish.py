@@ -333,6 +333,7 @@ def test_dry_run_touches_nothing(folder, api_cls, monkeypatch, capsys):
     assert "dataset repo my-lab/shapes (public)" in out and "4 file(s)" in out
     assert "data/swaps/test-00000-of-00001.parquet" in out and "KB" in out
     assert "nothing was uploaded" in out and "token: found" in out
+    assert "config 'swaps': load_dataset ok (test 3 rows)" in out and "items of 2 image(s) x 2 text(s)" in out
 
 
 def test_missing_token_message(folder, api_cls, monkeypatch, tmp_path, capsys):
@@ -433,3 +434,15 @@ def test_space_app_that_launches_at_import_or_fails(tmp_path):
     _one(pub.check_space_folder(folder), "calls launch() at import")
     (folder / "app.py").write_text("import no_such_module_xyz\n")
     _one(pub.check_space_folder(folder), "does not import: ModuleNotFoundError")
+
+
+def test_repository_metric_folder_is_publishable(repo_root):
+    """The real metric/ (the lead's valse_metric.py): loads, its doctests pass, names evaluate.
+    The Gradio app import is left to test_space_app_imports_and_publishes' kind of check, to keep
+    this fast; `vlprobe publish metric --dry-run` runs it too."""
+    folder = repo_root / "metric"
+    if not (folder / "README.md").is_file():
+        pytest.skip("metric/README.md is not written yet")
+    notes: list[str] = []
+    assert pub.check_metric_folder(folder, "my-lab/valse_metric", import_app=False, notes=notes) == []
+    assert any("docstring example(s)" in n for n in notes)

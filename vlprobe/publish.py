@@ -246,6 +246,7 @@ def check_dataset_folder(
     meta, problems = read_card(folder)
     data_files: list[str] = []
     configs: list[str] = []
+    broken_configs = False
     if meta is not None:
         lic = meta.get("license")
         if not lic or (isinstance(lic, list) and not all(lic)):
@@ -261,6 +262,7 @@ def check_dataset_folder(
         for i, entry in enumerate(entries):
             if not isinstance(entry, Mapping) or not entry.get("config_name"):
                 problems.append(f"card configs[{i}]: needs a 'config_name'")
+                broken_configs = True
                 continue
             name = str(entry["config_name"])
             if name in configs:
@@ -271,6 +273,7 @@ def check_dataset_folder(
             patterns = _data_file_patterns(entry.get("data_files"))
             if not patterns:
                 problems.append(f"config {name!r}: 'data_files' is missing or malformed (want a list of {{split, path}})")
+                broken_configs = True
                 continue
             files: list[Path] = []
             for split, globs in patterns.items():
@@ -278,6 +281,7 @@ def check_dataset_folder(
                     matched = sorted(p for p in folder.glob(pattern) if p.is_file())
                     if not matched:
                         problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} matches no file in {folder}")
+                        broken_configs = True
                     files.extend(matched)
             for f in files:
                 rel = f.relative_to(folder).as_posix()
@@ -306,7 +310,8 @@ def check_dataset_folder(
                 if configs and name not in configs:
                     problems.append(f"{spec_path}: configs.{name} overrides a config the card does not declare ({configs})")
 
-    if load and meta is not None and configs and not any("data_files" in p or "config_name" in p for p in problems):
+    # load_dataset on configs whose files are missing would only repeat those problems, less clearly
+    if load and meta is not None and configs and not broken_configs:
         problems += _check_loads(folder, configs, spec, rows, notes if notes is not None else [])
     return problems, data_files
 
@@ -652,6 +657,10 @@ def plan_metric(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
     """Validate the metric folder and plan pushing it as a Gradio Space named like the module."""
     folder = Path(folder)
     check_repo_id(repo_id)
+    name = repo_id.split("/")[-1]
+    if folder.is_dir() and not (folder / f"{name}.py").is_file():
+        # A wrong name is an argument error: say so before the slower checks.
+        raise ValidationError(f"metric folder {folder}", check_metric_folder(folder, repo_id, import_app=False)[:1])
     notes: list[str] = []
     problems = check_metric_folder(folder, repo_id, notes=notes)
     if problems:

@@ -160,3 +160,16 @@ def test_build_refuses_a_second_licence(tmp_path, shapes_source):
     build_folder(shapes_source, out, captions="captions.csv", config="shapes", license="cc0-1.0")
     with pytest.raises(ValueError, match="one licence"):
         build_folder(shapes_source, out, captions="swaps.jsonl", config="swaps", license="mit")
+
+
+def test_worked_example_scores_with_vlprobe_evaluate(shapes_dataset, tiny_clip_path, tmp_path):
+    """The point of vlprobe.yaml: a new instrument is scored at once, no code touched."""
+    out = tmp_path / "results"
+    rc = main(["evaluate", "--dataset", str(shapes_dataset), "--model", str(tiny_clip_path),
+               "--bootstrap", "0", "--out", str(out), "--no-progress", "--cache-dir", str(tmp_path / "cache")])
+    assert rc == 0
+    results = json.loads((out / "results.json").read_text())["results"]
+    by_config = {r["config"]: r["metrics"] for r in results}
+    assert set(by_config) == {"shapes", "swaps"}
+    assert by_config["shapes"]["n_items"] == 8 and by_config["swaps"]["n_items"] == 3
+    assert 0.0 <= by_config["swaps"]["group"] <= 1.0  # 2 x 2 items get Winoground's scores

@@ -191,15 +191,16 @@ def _image_columns(features) -> dict[str, bool]:
     """{column: is_list} for the Image columns of ``features`` (top level, or a list of images)."""
     import datasets
 
+    # datasets 3 has Sequence/LargeList, datasets >= 4 List (Sequence became a helper there)
+    list_kinds = tuple(k for k in (getattr(datasets, n, None) for n in ("List", "Sequence", "LargeList"))
+                       if isinstance(k, type))
     out = {}
     for name, feat in features.items():
         if isinstance(feat, datasets.Image):
             out[name] = False
         else:
             inner = getattr(feat, "feature", None)
-            if isinstance(feat, (datasets.List, datasets.Sequence, datasets.LargeList)) and isinstance(
-                inner, datasets.Image
-            ):
+            if isinstance(feat, list_kinds) and isinstance(inner, datasets.Image):
                 out[name] = True
             elif isinstance(feat, list) and feat and isinstance(feat[0], datasets.Image):
                 out[name] = True

@@ -140,11 +140,14 @@ def build_folder(
             rec[col] = embedded if isinstance(value, list) else embedded[0]
         records.append(rec)
 
-    features = _features(records, image_cols)
-    ds = datasets.Dataset.from_list(records, features=features)
-    # Every row must become an item before anything is written.
-    decoded = ds.cast(_undecoded(features))
-    list(spec.for_config(config).iter_items(decoded, config=config))
+    from ..publish import _quiet  # no progress bars for a few rows
+
+    with _quiet():
+        features = _features(records, image_cols)
+        ds = datasets.Dataset.from_list(records, features=features)
+        # Every row must become an item before anything is written.
+        decoded = ds.cast(_undecoded(features))
+        list(spec.for_config(config).iter_items(decoded, config=config))
 
     out.mkdir(parents=True, exist_ok=True)
     existing = read_card_metadata(out) if (out / "README.md").is_file() else {}
@@ -153,7 +156,8 @@ def build_folder(
             f"{out}/README.md says license {existing['license']!r}, this build says {license!r}; "
             "one dataset repo has one licence"
         )
-    write_split(out, config, split, ds)
+    with _quiet():
+        write_split(out, config, split, ds)
     meta = _merge_card(existing, ConfigDecl(config, features, (split,), default=True), make_default,
                        license=license, pretty_name=pretty_name or existing.get("pretty_name") or out.resolve().name,
                        language=language, n_rows=len(ds), card_metadata=card_metadata, out=out)
@@ -277,7 +281,16 @@ def _size_category(n: int) -> str:
 
 def _merge_card(existing, decl, make_default, *, license, pretty_name, language, n_rows, card_metadata, out):
     """The card YAML: the other configs of ``existing`` kept, this one replaced or added."""
-    fresh = card_metadata([decl], license=license)
+    import logging
+
+    # card_metadata starts from an empty card, which huggingface_hub warns about; nothing is wrong.
+    card_log = logging.getLogger("huggingface_hub.repocard")
+    level = card_log.level
+    card_log.setLevel(logging.ERROR)
+    try:
+        fresh = card_metadata([decl], license=license)
+    finally:
+        card_log.setLevel(level)
     configs = [c for c in existing.get("configs") or [] if c.get("config_name") != decl.name]
     infos = existing.get("dataset_info") or []
     infos = infos if isinstance(infos, list) else [infos]

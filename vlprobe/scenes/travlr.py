@@ -100,12 +100,13 @@ SPATIAL_OOD_ROW_PAIRS = frozenset({(1, 5), (0, 2), (3, 4)})  # rows {2,6} {1,3} 
 ALL_INDEX_PAIRS = tuple(itertools.combinations(range(6), 2))
 
 
-def spatial_object_pairs() -> tuple[list[frozenset], list[frozenset]]:
-    """(InD, OOD) unordered pairs of object types: the original's ``random.seed(6)`` shuffle of the
-    595 pairs in enum order (shape-major), first 476 InD, last 119 OOD."""
+def spatial_object_pairs() -> tuple[list[tuple], list[tuple]]:
+    """(InD, OOD) pairs of object types, each pair in enum order: the original's ``random.seed(6)``
+    shuffle of the 595 pairs in enum order (shape-major), first 476 InD, last 119 OOD. (Tuples, not
+    sets: iterating a set of strings depends on PYTHONHASHSEED and would break determinism.)"""
     pairs = list(itertools.combinations(OBJECT_TYPES, 2))
     random.Random(6).shuffle(pairs)
-    return [frozenset(p) for p in pairs[:476]], [frozenset(p) for p in pairs[476:]]
+    return pairs[:476], pairs[476:]
 
 
 def spatial_index_pairs(axis: str, ood: bool) -> list[tuple[int, int]]:

@@ -198,3 +198,10 @@ def test_private_winoground_errors_name_the_file(tmp_path, standin_jsonl):
         json.dumps({**STANDIN[0], "image_0": "ex_9_img_0", "image_1": "ex_0_img_1"}) + "\n")
     with pytest.raises(builder.WinogroundSourceError, match="line 1: image_0 'ex_9_img_0' is not in"):
         builder.read_winoground(standin_jsonl)
+
+
+def test_more_items_extend_fewer():
+    for config in W.CONFIGS:
+        small, large = W.generate(config, 10, seed=2), W.generate(config, 25, seed=2)
+        assert [W.to_row(it, i) for i, it in enumerate(small)] == [W.to_row(it, i) for i, it in enumerate(large[:10])]
+        assert W.generate(config, 10, seed=3)[0] != small[0]

@@ -217,6 +217,11 @@ occur). The cardinality split keeps the original's table, including the off-by-o
 square and pentagon the same held-out counts, and applies it to the distractor shapes' counts too,
 as the paper describes (the original code left them free).
 
+Seeds: each task draws from its own stream, `random.Random(f"vlprobe-travlr:{task}:{seed}")` (seed 0
+by default), and its splits are drawn in the order train, validation, test_ind, test_ood; the fixed
+split tables use the original's seeds (6 for the spatial object pairs, 1 for the quantifier count
+pairs) and ours (6, for the comparison shape pairs).
+
 Determinism: the same seed and size give the same rows and pixels on any machine, and
 byte-identical parquet with the same Pillow, zlib and pyarrow versions (PNG bytes depend on the
 zlib build).

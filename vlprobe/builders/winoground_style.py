@@ -333,7 +333,9 @@ vlprobe build winoground_style --items 2000    # any number
 Objects are drawn from 5 colours (red, blue, green, yellow, orange) and 7 shapes (square, circle,
 triangle, star, hexagon, octagon, pentagon), rendered as in TraVLR: white 500x500 canvas, implicit
 6x6 grid, filled shapes without outline or anti-aliasing, PNG. Each item adds 0 to 3 other objects,
-of types that cannot make either caption true. Items are distinct. Same seed and size give the same
+of types that cannot make either caption true. Items are distinct. Each config draws from its own
+stream, `random.Random(f"vlprobe-winoground-style:{config}:{seed}")` (seed 0 by default), so a
+larger `--items` extends a smaller build's items instead of replacing them. Same seed and size give the same
 rows and pixels on any machine, and byte-identical parquet with the same Pillow, zlib and pyarrow.
 
 ## Real Winoground

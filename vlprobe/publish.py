@@ -14,6 +14,9 @@ Three kinds of folder, three checks (each returns a list of problems; an empty l
 * a **Space** folder (``space/``): README YAML with ``sdk`` and ``app_file``, and ``app.py``
   imports (in a subprocess, with ``launch()`` disabled) and defines a Gradio app.
 
+No ``eval.yaml`` (the Hub's benchmark registration) is written: the Hub documents it as a
+work-in-progress beta whose ``evaluation_framework`` must be on an allow-list that vlprobe is not on.
+
 Nothing here touches the network until :func:`publish` is called without ``dry_run``. The token
 comes from ``--token``, else the usual huggingface_hub sources (``HF_TOKEN``, the stored login).
 """

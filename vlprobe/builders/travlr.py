@@ -134,7 +134,7 @@ row is a VALSE-style pair too: one image, one true and one false statement.
 | config | the query tests | example query / foil_query | split rule: `test_ood` holds out |
 |---|---|---|---|
 | `spatiality` (default) | left/right, above/below between two named objects | "The red circle is to the left of the blue square." / "... to the right of ..." | 119 of the 595 object-type pairs (the original's seed-6 shuffle, reproduced) together with column pairs {A,E} {B,D} {C,F} or row pairs {1,3} {2,6} {4,5} |
-| `cardinality` | exact counts of a shape | "There are 2 circle objects." / "There are 5 circle objects." | two counts per shape, for the true and the queried count and for every other shape in the scene (the paper splits on the pairs occurring in the scene): square {4,6}, circle {1,5}, triangle {2,6}, star {1,3}, hexagon {2,4}, octagon {3,5}, pentagon {4,6} |
+| `cardinality` | exact counts of a shape | "There are 2 circle objects." / "There are 3 circle objects." | two counts per shape, for the true and the queried count and for every other shape in the scene (the paper splits on the pairs occurring in the scene): square {4,6}, circle {1,5}, triangle {2,6}, star {1,3}, hexagon {2,4}, octagon {3,5}, pentagon {4,6} |
 | `quantifiers` | All / Not all / Some of / None of / Only / Not only | "Not all the circle objects are red objects." / "All the circle objects are red objects." | the 7 diagonal (shape, colour) pairs (square-red, circle-blue, triangle-green, star-yellow, hexagon-orange, octagon-purple, pentagon-brown) together with the count pairs (n1, n2) in {(1,3), (1,4), (1,5), (2,4), (4,4)} (the original's seed-1 shuffle, reproduced) |
 | `numerical_comparison` | more / fewer between two shapes | "There are more circles than squares." / "There are fewer circles than squares." | count pairs with abs(a - b) >= 4 together with 4 of the 21 shape pairs: circle-hexagon, hexagon-octagon, square-star, star-hexagon (ours: `random.Random(6).sample`, since the original drew them unseeded) |
 
@@ -209,8 +209,9 @@ Rendering follows the original: a white 500x500 canvas, an implicit 6x6 grid (ce
 orange; the quantifier task adds purple (the original's lavender, RGB 230,230,250, faint on white)
 and brown for the queried colour, and its companions and distractors may also be black,
 trapeziums or parallelograms, as in the original code. Differences from the original, on purpose:
-PNG instead of JPEG (no compression artefacts), every label checked by a truth function, a caption
-order that is really random (the original's `caption_abstract` was always the identity), a seed
+PNG instead of JPEG (no compression artefacts), every label checked by a truth function, the
+caption stored with each row (the original's `caption_abstract` metadata could not reproduce its
+object order), a seed
 for `numerical_comparison` (the original's held-out shape pairs were drawn unseeded, so ours
 differ), and strict comparisons (the original's "more" also covered equal counts, which never
 occur). The cardinality split keeps the original's table, including the off-by-one that gives
@@ -222,9 +223,10 @@ by default), and its splits are drawn in the order train, validation, test_ind, 
 split tables use the original's seeds (6 for the spatial object pairs, 1 for the quantifier count
 pairs) and ours (6, for the comparison shape pairs).
 
-Determinism: the same seed and size give the same rows and pixels on any machine, and
-byte-identical parquet with the same Pillow, zlib and pyarrow versions (PNG bytes depend on the
-zlib build).
+Determinism: the same seed and size give the same rows and pixels on any machine (rows depend only
+on Python's `random` module, never on hash order; pixels on Pillow's polygon filling, pinned by a
+test), and byte-identical parquet with the same Pillow, zlib and pyarrow versions (PNG bytes depend
+on the zlib build).
 
 ## Licence and credit
 

@@ -216,12 +216,24 @@ def _load_split(dataset: str, config: str, split: str, revision: str | None, tmp
             info = {"data_sha256": h.hexdigest(), "data_files": [os.path.relpath(f, dataset) for f in files]}
         else:
             ds = datasets.load_dataset(dataset, config, split=split, revision=revision)
-            info = {"fingerprint": getattr(ds, "_fingerprint", None)}
+            info = {"fingerprint": getattr(ds, "_fingerprint", None), "resolved_revision": _hub_sha(dataset, revision)}
     except CommandError:
         raise
     except Exception as err:
         raise CommandError(_dataset_error(dataset, err)) from None
     return ds, info
+
+
+def _hub_sha(dataset: str, revision: str | None) -> str | None:
+    """The commit a Hub dataset id resolves to (None offline or when it cannot be asked)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return None
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(dataset, revision=revision, timeout=10).sha
+    except Exception:
+        return None
 
 
 def _load_units(args: argparse.Namespace, tmp_dirs: list) -> list:

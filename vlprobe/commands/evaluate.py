@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="score only the first N rows of each config/split")
     p.add_argument("--batch-size", type=int, default=32, help="inputs per forward pass (default 32)")
     p.add_argument("--num-workers", type=int, default=None,
-                   help="DataLoader workers decoding images (default: 2 when more than 2 CPUs, else 0)")
+                   help="DataLoader workers decoding images (default: min(4, CPUs - 1) when more than 2 CPUs, else 0)")
     p.add_argument("--dtype", default="float32", help="float32 (default), float16 or bfloat16")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: the best available)")
     p.add_argument("--modality", default="image", choices=("image", "caption", "both"),
@@ -239,6 +239,19 @@ def _hub_sha(dataset: str, revision: str | None) -> str | None:
 def _load_units(args: argparse.Namespace, tmp_dirs: list) -> list:
     import datasets
 
+    # datasets' own bars (generating, casting) say nothing useful here; ours follow.
+    was_enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        return _load_units_quiet(args, tmp_dirs)
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+
+
+def _load_units_quiet(args: argparse.Namespace, tmp_dirs: list) -> list:
+    import datasets
+
     from ..cli import CommandError
     from ..results import Unit
     from ..spec import find_spec
@@ -357,7 +370,9 @@ def _evaluate(args: argparse.Namespace, state: Any, device: str | None, tmp_dirs
     if str(args.cache_dir).lower() != "none":
         cache_root = Path(args.cache_dir) if args.cache_dir else default_cache_dir()
         cache = ScoreCache(cache_root, scorer.cache_key(), rank=state.process_index if state else 0)
-    workers = args.num_workers if args.num_workers is not None else (2 if (os.cpu_count() or 1) > 2 else 0)
+    cpus = os.cpu_count() or 1
+    # Decoding in workers pays only when there are cores beyond the one running the model.
+    workers = args.num_workers if args.num_workers is not None else (min(4, cpus - 1) if cpus > 2 else 0)
     engine = Engine(scorer, batch_size=args.batch_size, num_workers=workers, cache=cache,
                     progress=not args.no_progress)
     all_items = [item for u in units for item in u.items]

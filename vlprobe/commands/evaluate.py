@@ -108,9 +108,11 @@ def _default_job(args: argparse.Namespace) -> None:
     if not args.model:
         model = root / DEFAULT_MODEL
         if not (model / "config.json").is_file():
+            trainer = root / "scripts" / "train_mini_clip.py"
+            how = f" train it with `python {trainer.relative_to(root)}`, or" if trainer.is_file() else ""
             raise CommandError(
                 f"the default model {model} is not there (the small offline CLIP has not been made in this "
-                f"checkout); pass --model with a local folder written by save_pretrained, or a Hub id"
+                f"checkout);{how} pass --model with a local folder written by save_pretrained, or a Hub id"
             )
         args.model = str(model)
 

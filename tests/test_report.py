@@ -20,9 +20,9 @@ def _unit(dataset: str, config: str, shape: str, seed: int, n: int = 30) -> Unit
     rng = np.random.default_rng(seed)
     gold = {"valse": [[1, 0]], "wino": [[1, 0], [0, 1]], "bla": [[1, 1, 0, 0]]}[shape]
     items = [Item(id=str(i), images=tuple([b"x"] * len(gold)), texts=tuple(f"t{j}" for j in range(len(gold[0]))),
-                  gold=gold, config=config) for i in range(n)]
+                  gold=gold, config=config, tags=(f"kind={'ab'[i % 2]}",)) for i in range(n)]
     scores = [rng.normal(size=it.shape) for it in items]
-    metrics = compute(scores, [it.gold for it in items], bootstrap=30, seed=0)
+    metrics = compute(scores, [it.gold for it in items], bootstrap=30, seed=0, tags=[list(it.tags) for it in items])
     return Unit(dataset=dataset, config=config, split="test", items=items, scores=scores, metrics=metrics)
 
 
@@ -64,7 +64,8 @@ def test_report_compares_runs_beside_the_papers(tmp_path, capsys):
     assert "winoground group" in md and "CLIP (ViT-B/32)" in md and "30.8" in md
     # BLA with its caveat; the synthetic winoground_style gets no paper table
     assert "thesis version of the data" in md and "active_passive set_acc" in md
-    assert "### winoground_style" not in md
+    assert "### winoground_style: this run beside" not in md
+    assert "### valse: per tag" in md and "| existence | test | kind=a | acc_r |" in md
     assert "<table>" in page and 'class="paper"' in page and "report.png" in page
     doc = json.loads(a.read_text())
     acc = doc["results"][0]["metrics"]["acc_r"]

@@ -4,6 +4,8 @@ For every benchmark in the runs the report has:
 
 1. a long table, one row per (config, split, metric), one column per run (value and 95% CI in %),
    and the chance level;
+   and, where items carry tags, a per-tag table of each config's headline metric (group where the
+   item shape has one, else acc_r) with the item count;
 2. where the seed papers published numbers for that benchmark (``vlprobe/data/paper_results.csv``:
    VALSE Table 2, Winoground Table 3, BLA thesis Table 6.3), a table in the papers' layout: one
    row per system, "this run" rows first, then the papers' systems, one column per (config,
@@ -169,6 +171,33 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
     return header, rows
 
 
+def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]] | None:
+    """Per-tag breakdown: one row per (config, split, tag) with the config's headline metric."""
+    header = ["config", "split", "tag", "metric"] + [f"{r.label} (n)" for r in runs]
+    keys: list[tuple[str, str, str, str]] = []
+    by: dict[tuple[int, str, str, str], dict[str, Any]] = {}
+    for i, run in enumerate(runs):
+        for r in run.results:
+            if r.get("benchmark") != benchmark:
+                continue
+            key = headline(r["metrics"])
+            for tag, m in sorted((r["metrics"].get("per_tag") or {}).items()):
+                unit = (r["config"], r["split"], tag, key)
+                if unit not in keys:
+                    keys.append(unit)
+                by[(i, r["config"], r["split"], tag)] = m
+    if not keys:
+        return None
+    rows = []
+    for config, split, tag, key in keys:
+        cells = []
+        for i in range(len(runs)):
+            m = by.get((i, config, split, tag))
+            cells.append("" if m is None or m.get(key) is None else f"{_cell(m, key)} ({m.get('n_items', '')})")
+        rows.append([config, split, tag, key] + cells)
+    return header, rows
+
+
 def _run_value(run: Run, benchmark: str, config: str, metric: str) -> dict[str, Any] | None:
     """The run's metrics for (benchmark, config) on its test split (or its only split)."""
     matches = [r for r in run.results if r.get("benchmark") == benchmark
@@ -265,6 +294,10 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
         header, rows = long_table(runs, bench)
         md += [f"## {bench}", "", _md_table(header, rows), ""]
         hb += [f"<h2>{html.escape(bench)}</h2>", _html_table(header, rows)]
+        tags = tag_table(runs, bench)
+        if tags:
+            md += [f"### {bench}: per tag", "", _md_table(*tags), ""]
+            hb += [f"<h3>{html.escape(bench)}: per tag</h3>", _html_table(*tags)]
         paper = paper_table(runs, bench, papers)
         if paper:
             note = PAPER_NOTES.get(bench, "")

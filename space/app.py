@@ -105,9 +105,10 @@ def show_item(outcome, rank):
 
 @_page_errors
 def compare_results(files, include_papers, benchmark):
-    """Comparison table and plot of results.json files and the papers' published numbers."""
+    """results.json files side by side, beside the papers' published numbers, with a plot."""
     out = logic.compare_results(files, include_papers, benchmark)
-    return {"headers": out.headers, "data": out.rows}, out.chart, out.note
+    return ({"headers": out.headers, "data": out.rows}, {"headers": out.paper_headers, "data": out.paper_rows},
+            out.chart, out.note)
 
 
 # ---- the page -----------------------------------------------------------------------------------
@@ -215,20 +216,22 @@ def build_demo() -> gr.Blocks:
                            api_name="show_item", concurrency_limit=4, concurrency_id="browse")
 
         with gr.Tab("Results"):
-            gr.Markdown("Load `results.json` files written by `vlprobe evaluate` and compare them with the "
-                        "numbers the papers published (VALSE Table 2, Winoground Table 3, BLA Table 6.3).")
+            gr.Markdown("Load `results.json` files written by `vlprobe evaluate` and compare them, and with the "
+                        "numbers the papers published (VALSE Table 2, Winoground Table 3, BLA thesis Table 6.3).")
             with gr.Row():
                 r_files = gr.File(label="results.json files", file_count="multiple", file_types=[".json"],
                                   elem_id="results-files")
                 with gr.Column():
                     r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
-                    r_bench = gr.Dropdown(["all", "valse", "winoground", "bla"], value="all",
-                                          label="Papers' benchmark", allow_custom_value=False)
+                    r_bench = gr.Dropdown(["auto", "valse", "winoground", "bla"], value="auto",
+                                          label="Papers' benchmark",
+                                          info="auto: the first loaded benchmark the papers report on")
                     r_button = gr.Button("Compare", variant="primary")
             r_note = gr.Markdown(label="Note")
-            r_table = gr.Dataframe(label="Comparison (%)", interactive=False)
-            r_plot = gr.Plot(label="Comparison")
-            r_button.click(compare_results, [r_files, r_papers, r_bench], [r_table, r_plot, r_note],
+            r_plot = gr.Plot(label="Headline metric per config")
+            r_table = gr.Dataframe(label="Runs (%)", interactive=False)
+            r_paper = gr.Dataframe(label="Beside the published numbers (%)", interactive=False)
+            r_button.click(compare_results, [r_files, r_papers, r_bench], [r_table, r_paper, r_plot, r_note],
                            api_name="compare_results", concurrency_limit=2, concurrency_id="results")
 
         # Fill the dataset dropdowns' configs when the page opens.

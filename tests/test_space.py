@@ -359,42 +359,59 @@ def test_browse_items_worst_first():
 
 # ---- results ---------------------------------------------------------------------------------------
 
-def _results_json(path, model_id, acc_r, ci=None):
+def _results_json(path, model_id, acc_r, ci=None, config="existence", benchmark="valse"):
     metrics = {"acc_r": acc_r, "n_items": 10, "n_ties": 0, "chance": {"acc_r": 0.5}}
     if ci:
         metrics["ci"] = {"acc_r": ci}
-    doc = {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": model_id}},
-           "results": [{"benchmark": "valse", "dataset": "valse", "config": "existence", "split": "test",
+    doc = {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": model_id}, "settings": {}},
+           "results": [{"benchmark": benchmark, "dataset": benchmark, "config": config, "split": "test",
                         "metrics": metrics}]}
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
 
 def test_compare_results_files_and_papers(client, tmp_path):
+    from vlprobe import report
+
     a = _results_json(tmp_path / "a.json", "/models/mini-clip", 0.75, [0.7, 0.8])
     b = _results_json(tmp_path / "b.json", "org/other-clip", 0.6)
-    table, plot, note = client.predict([handle_file(str(a)), handle_file(str(b))], True, "all",
-                                       api_name="/compare_results")
-    headers = table["headers"]
-    assert headers[:5] == ["benchmark", "config", "metric", "mini-clip", "other-clip"]
-    row = next(r for r in table["data"] if r[:3] == ["valse", "existence", "acc_r"])
-    assert row[3] == "75.0 [70.0, 80.0]" and row[4] == "60.0"
-    if logic.PAPER_RESULTS.is_file():
-        assert "paper: CLIP" in headers  # VALSE Table 2
-        assert row[headers.index("paper: CLIP")] != ""
-        assert all(r[0] == "valse" for r in table["data"])  # only the loaded runs' benchmarks
-    assert plot is not None and "2 run(s)" in note
+    table, papers, plot, note = client.predict([handle_file(str(a)), handle_file(str(b))], True, "auto",
+                                               api_name="/compare_results")
+    assert table["headers"] == ["benchmark", "config", "split", "metric", "mini-clip", "other-clip", "chance"]
+    assert table["data"] == [["valse", "existence", "test", "acc_r", "75.0 [70.0, 80.0]", "60.0", "50.0"]]
+    # beside the papers: the runs first, then VALSE Table 2's systems, on the configs the runs have
+    clip = next(p for p in report.paper_results()
+                if p["benchmark"] == "valse" and p["model"] == "CLIP" and p["config"] == "existence"
+                and p["metric"] == "acc_r" and p["table"] == "Table 2")
+    assert papers["headers"] == ["system", "source", "existence acc_r"]
+    rows = {r[0]: r for r in papers["data"]}
+    assert rows["this run: mini-clip"][2] == "75.0 [70.0, 80.0]" and rows["this run: other-clip"][2] == "60.0"
+    assert rows["CLIP"][1:] == ["paper, Table 2", f"{clip['value']:.1f}"]
+    assert plot is not None and "2 run(s)" in note and "VALSE" in note
+
+
+def test_compare_results_papers_alone_and_synthetic_runs(client, tmp_path):
+    _, papers, plot, note = client.predict(None, True, "winoground", api_name="/compare_results")
+    systems = [r[0] for r in papers["data"]]
+    assert "CLIP (ViT-B/32)" in systems and papers["headers"][2:] == ["winoground text", "winoground image",
+                                                                         "winoground group"]
+    assert plot is not None
+    syn = _results_json(tmp_path / "syn.json", "mini-clip", 0.9, config="spatial_swap", benchmark="winoground_style")
+    table, papers, _, note = client.predict([handle_file(str(syn))], True, "auto", api_name="/compare_results")
+    assert table["data"][0][:2] == ["winoground_style", "spatial_swap"] and papers["data"] == []
+    assert "none of the loaded runs" in note
 
 
 def test_compare_results_errors(client, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    assert "not valid JSON" in _error(client, [handle_file(str(bad))], True, "all", api_name="/compare_results")
+    message = _error(client, [handle_file(str(bad))], True, "auto", api_name="/compare_results")
+    assert "bad.json: not a JSON file" in message and "/tmp" not in message.split("bad.json")[0]
     other = tmp_path / "other.json"
     other.write_text('{"hello": 1}')
-    assert "not a results.json" in _error(client, [handle_file(str(other))], True, "all",
-                                          api_name="/compare_results")
-    assert "nothing to compare" in _error(client, None, False, "all", api_name="/compare_results")
+    assert "not a vlprobe results.json" in _error(client, [handle_file(str(other))], True, "auto",
+                                                  api_name="/compare_results")
+    assert "nothing to compare" in _error(client, None, False, "auto", api_name="/compare_results")
 
 
 # ---- pieces of the logic ------------------------------------------------------------------------------

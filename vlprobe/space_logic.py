@@ -762,20 +762,21 @@ def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any],
 
 
 # ---- results ------------------------------------------------------------------------------------
+# The tables come from vlprobe.report (what `vlprobe report` writes); this part only adapts them to the page.
 
-PAPER_RESULTS = Path(__file__).resolve().parent / "data" / "paper_results.csv"
-HEADLINE = {"valse": "acc_r", "winoground": "group", "winoground_style": "group", "bla": "set_acc"}
-PLOT_ORDER = ("group", "acc_r", "set_acc", "sentence_acc", "text", "image", "auroc", "acc", "min_p")
+PAPER_BENCHMARKS = ("valse", "winoground", "bla")
 MAX_RESULTS_BYTES = 20 * 1024 * 1024
+MAX_RESULTS_FILES = 20
 
 
 @dataclass
 class Comparison:
-    headers: list[str]
+    headers: list[str]  # the runs: one row per (benchmark, config, split, metric), one column per run
     rows: list[list[Any]]
+    paper_headers: list[str]  # the papers' layout: one row per system, runs first
+    paper_rows: list[list[Any]]
     chart: Any  # a matplotlib Figure, or None
     note: str
-    long: list[dict] = field(default_factory=list)  # one dict per number: source, benchmark, config, metric, value
 
 
 def _file_path(f: Any) -> Path:
@@ -784,148 +785,137 @@ def _file_path(f: Any) -> Path:
     return Path(str(getattr(f, "name", f)))
 
 
-def read_results_file(path: Any) -> tuple[str, list[dict]]:
-    """(run label, numbers) from one results.json of ``vlprobe evaluate``; values in %."""
-    p = _file_path(path)
-    name = p.name
+def _load_runs(files: Iterable[Any]) -> list[Any]:
+    from . import report
+
+    paths = [_file_path(f) for f in files]
+    if len(paths) > MAX_RESULTS_FILES:
+        raise SpaceError(f"{len(paths)} files is more than this page compares at once ({MAX_RESULTS_FILES})")
+    for p in paths:
+        if p.is_file() and p.stat().st_size > MAX_RESULTS_BYTES:
+            raise SpaceError(f"{p.name}: larger than {MAX_RESULTS_BYTES // (1024 * 1024)} MB; is it a results.json?")
     try:
-        if p.stat().st_size > MAX_RESULTS_BYTES:
-            raise SpaceError(f"{name}: larger than {MAX_RESULTS_BYTES // (1024 * 1024)} MB; is it a results.json?")
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        raise SpaceError(f"{name}: cannot be read as a text file") from None
-    except json.JSONDecodeError as err:
-        raise SpaceError(f"{name}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    if not isinstance(doc, dict) or not str(doc.get("format", "")).startswith("vlprobe-results/") \
-            or not isinstance(doc.get("results"), list):
-        raise SpaceError(f"{name}: not a results.json written by `vlprobe evaluate` (no 'format: vlprobe-results/...')")
-    model = ((doc.get("provenance") or {}).get("model") or {})
-    label = Path(str(model.get("model_id") or name).rstrip("/")).name or name
-    control = ((doc.get("provenance") or {}).get("settings") or {}).get("control")
-    if control:
-        label += f" ({control})"
-    numbers = []
-    for entry in doc["results"]:
-        metrics = entry.get("metrics") or {}
-        ci = metrics.get("ci") or {}
-        chance = metrics.get("chance") or {}
-        for key in METRIC_ORDER:
-            value = metrics.get(key)
-            if not isinstance(value, (int, float)):
-                continue
-            low, high = (list(ci.get(key) or []) + [None, None])[:2]
-            numbers.append({
-                "benchmark": str(entry.get("benchmark", "")), "config": str(entry.get("config", "")),
-                "split": str(entry.get("split", "")), "metric": key, "value": 100 * float(value),
-                "ci": None if low is None else (100 * float(low), 100 * float(high)),
-                "chance": None if chance.get(key) is None else 100 * float(chance[key]),
-                "n_items": metrics.get("n_items"),
-            })
-    return label, numbers
+        runs = report.load_runs(paths)
+    except (report.ReportError, FileNotFoundError) as err:
+        message = str(err)
+        for p in paths:  # name the file as the person uploaded it, not by the server's temporary path
+            message = message.replace(str(p), p.name)
+        raise SpaceError(message) from None
+    for run in runs:
+        for r in run.results:
+            if not isinstance(r, dict) or not {"benchmark", "config", "split", "metrics"} <= set(r):
+                raise SpaceError(f"{run.path.name}: not a results.json written by `vlprobe evaluate` "
+                                 "(a result lacks benchmark, config, split or metrics)")
+    return runs
 
 
-def paper_numbers(benchmark: str = "all") -> list[dict]:
-    """The papers' published numbers shipped with vlprobe (``vlprobe/data/paper_results.csv``)."""
-    import csv
+def _papers_only(benchmark: str, papers: list[dict]) -> tuple[list[str], list[list[Any]]]:
+    """The published table of ``benchmark`` alone (no run loaded): one row per system."""
+    from . import report
 
-    if not PAPER_RESULTS.is_file():
-        return []
+    rows = [p for p in papers if p["benchmark"] == benchmark and p["table"] in report.PAPER_TABLES[benchmark]]
+    columns = list(dict.fromkeys((p["config"], p["metric"]) for p in rows))
     out = []
-    with PAPER_RESULTS.open(encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            if benchmark not in ("all", "", None) and row["benchmark"] != benchmark:
-                continue
-            try:
-                value = float(row["value"])
-            except (TypeError, ValueError):
-                continue
-            out.append({"source": f"paper: {row['model']}", "benchmark": row["benchmark"], "config": row["config"],
-                        "metric": row["metric"], "value": value, "ci": None, "table": row.get("table", "")})
-    return out
+    for model in dict.fromkeys(p["model"] for p in rows):
+        values = {(p["config"], p["metric"]): p["value"] for p in rows if p["model"] == model}
+        table = next(p["table"] for p in rows if p["model"] == model)
+        out.append([model, f"paper, {table}"] + [f"{values[c]:.1f}" if c in values else "" for c in columns])
+    return ["system", "source"] + [f"{c} {m}" for c, m in columns], out
 
 
-def compare_results(files: Iterable[Any] | None, include_papers: bool = True, benchmark: str = "all") -> Comparison:
-    """The Results tab: one row per (benchmark, config, metric), one column per run and per
-    published model; values in %, a run's bootstrap CI in brackets."""
-    files = [f for f in (files or []) if f]
-    if len(files) > 20:
-        raise SpaceError(f"{len(files)} files is more than this page compares at once (20)")
-    long: list[dict] = []
-    sources: list[str] = []
-    for f in files:
-        label, numbers = read_results_file(f)
-        base, k = label, 2
-        while label in sources:
-            label, k = f"{base} #{k}", k + 1
-        sources.append(label)
-        long.extend({**n, "source": label} for n in numbers)
-    run_benchmarks = {n["benchmark"] for n in long}
+def compare_results(files: Iterable[Any] | None, include_papers: bool = True, benchmark: str = "auto") -> Comparison:
+    """The Results tab: the runs' metrics side by side (``vlprobe.report.long_table``), and, for one
+    benchmark, the runs beside the papers' published numbers (``vlprobe.report.paper_table``)."""
+    from . import report
+
+    runs = _load_runs([f for f in (files or []) if f])
+    if not runs and not include_papers:
+        raise SpaceError("nothing to compare: load one or more results.json files written by `vlprobe evaluate`, "
+                         "or tick 'Include the papers' published numbers'")
+    benchmarks = list(dict.fromkeys(r["benchmark"] for run in runs for r in run.results))
+    headers = ["benchmark", "config", "split", "metric"] + [run.label for run in runs] + ["chance"]
+    rows: list[list[Any]] = []
+    for bench in benchmarks:
+        _, bench_rows = report.long_table(runs, bench)
+        rows += [[bench] + row for row in bench_rows]
+
+    notes = [f"{len(runs)} run(s); values in %, a run's bootstrap CI in brackets when it was run with --bootstrap."]
+    notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
+    paper_headers: list[str] = []
+    paper_rows: list[list[Any]] = []
+    paper_points: list[dict] = []
     if include_papers:
-        papers = paper_numbers(benchmark)
-        if files and benchmark in ("all", "", None):
-            papers = [p for p in papers if p["benchmark"] in run_benchmarks]
-        for p in papers:
-            if p["source"] not in sources:
-                sources.append(p["source"])
-        long.extend(papers)
-    if not long:
-        if include_papers and not PAPER_RESULTS.is_file():
-            raise SpaceError("no results.json loaded, and the papers' numbers are not in this install "
-                             f"({PAPER_RESULTS.name} is missing)")
-        raise SpaceError("nothing to compare: load one or more results.json files written by `vlprobe evaluate`"
-                         + ("" if include_papers else ", or tick 'Include the papers' published numbers'"))
-    keys: list[tuple[str, str, str]] = []
-    cells: dict[tuple[tuple[str, str, str], str], str] = {}
-    for n in long:
-        key = (n["benchmark"], n["config"], n["metric"])
-        if key not in keys:
-            keys.append(key)
-        text = f"{n['value']:.1f}" + (f" [{n['ci'][0]:.1f}, {n['ci'][1]:.1f}]" if n.get("ci") else "")
-        cells[(key, n["source"])] = text
-    order = {m: i for i, m in enumerate(METRIC_ORDER)}
-    measured = {(n["benchmark"], n["config"]) for n in long if not n["source"].startswith("paper: ")}
-    # the configs the loaded runs measured come first; the papers' "avg" column last in its benchmark
-    keys.sort(key=lambda k: ((k[0], k[1]) not in measured, k[0], k[1] == "avg", k[1], order.get(k[2], 99)))
-    rows = [[b, c, m] + [cells.get(((b, c, m), s), "") for s in sources] for b, c, m in keys]
-    note = (f"{len(files)} run(s), {len([s for s in sources if s.startswith('paper: ')])} published model(s). "
-            "Values in %; a run's 95% bootstrap CI in brackets when it was run with --bootstrap. "
-            "The plot shows each benchmark's headline metric.")
-    if include_papers and any(n["benchmark"] == "bla" for n in long if n["source"].startswith("paper: ")):
-        note += " BLA's published numbers were measured on the thesis version of the data, not the 2023 release."
-    if include_papers and not PAPER_RESULTS.is_file():
-        note += f" (The papers' numbers are not in this install: {PAPER_RESULTS.name} is missing.)"
-    return Comparison(headers=["benchmark", "config", "metric", *sources], rows=rows,
-                      chart=comparison_chart(long, sources), note=note, long=long)
+        papers = report.paper_results()
+        if benchmark in ("auto", "all", "", None):
+            bench = next((b for b in benchmarks if b in PAPER_BENCHMARKS), None if runs else "valse")
+        else:
+            bench = benchmark
+        if bench not in PAPER_BENCHMARKS:
+            notes.append("The papers published numbers for valse, winoground and bla only; none of the loaded runs is "
+                         "on one of them (the synthetic instruments have no published numbers).")
+        else:
+            table = report.paper_table(runs, bench, papers) if runs else _papers_only(bench, papers)
+            if table is None:
+                notes.append(f"No loaded run has a config and metric that {bench}'s paper reports.")
+            else:
+                paper_headers, paper_rows = table
+                notes.append(report.PAPER_NOTES.get(bench, ""))
+                tables = report.PAPER_TABLES[bench]
+                paper_points = [
+                    {"source": f"paper: {p['model']}", "benchmark": bench, "config": p["config"], "metric": p["metric"],
+                     "value": p["value"], "ci": None, "chance": None}
+                    for p in papers if p["benchmark"] == bench and p["table"] in tables
+                ]
+    run_points = []
+    for run in runs:
+        for r in run.results:
+            key = report.headline(r["metrics"])
+            value = r["metrics"].get(key) if key else None
+            if value is None:
+                continue
+            ci = (r["metrics"].get("ci") or {}).get(key)
+            chance = (r["metrics"].get("chance") or {}).get(key)
+            config = report.CONFIG_ALIASES.get((r["benchmark"], r["config"]), r["config"])
+            run_points.append({
+                "source": run.label, "benchmark": r["benchmark"], "config": config, "metric": key,
+                "value": 100 * float(value), "ci": None if not ci or ci[0] is None else (100 * ci[0], 100 * ci[1]),
+                "chance": None if chance is None else 100 * float(chance),
+            })
+    if run_points:  # the papers' bars only where a run has the same config and headline metric
+        shown = {(p["benchmark"], p["config"], p["metric"]) for p in run_points}
+        paper_points = [p for p in paper_points if (p["benchmark"], p["config"], p["metric"]) in shown]
+    else:
+        paper_points = [p for p in paper_points if p["metric"] == HEADLINE.get(p["benchmark"])]
+    sources = [run.label for run in runs] + list(dict.fromkeys(p["source"] for p in paper_points))
+    chart = comparison_chart(run_points + paper_points, sources)
+    return Comparison(headers=headers, rows=rows, paper_headers=paper_headers, paper_rows=paper_rows,
+                      chart=chart, note=" ".join(n for n in notes if n))
 
 
-def comparison_chart(long: list[dict], sources: list[str]) -> Any:
-    """Grouped bars (one group per benchmark/config, one bar per source) of each benchmark's
-    headline metric, with the runs' CIs and dashed chance levels."""
+HEADLINE = {"valse": "acc_r", "winoground": "group", "bla": "sentence_acc"}  # the papers' own headline
+
+
+def comparison_chart(points: list[dict], sources: list[str]) -> Any:
+    """Grouped bars, one group per benchmark/config/metric and one bar per source (runs, then
+    published systems), with the runs' CIs and dashed chance levels; None when there is nothing."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    chosen: dict[str, str] = {}
-    for b in dict.fromkeys(n["benchmark"] for n in long):
-        present = {n["metric"] for n in long if n["benchmark"] == b}
-        pick = HEADLINE.get(b) if HEADLINE.get(b) in present else next((m for m in PLOT_ORDER if m in present), None)
-        if pick:
-            chosen[b] = pick
-    points = [n for n in long if chosen.get(n["benchmark"]) == n["metric"]]
     if not points:
         return None
-    groups = list(dict.fromkeys((n["benchmark"], n["config"]) for n in points))
+    groups = list(dict.fromkeys((n["benchmark"], n["config"], n["metric"]) for n in points))
     srcs = [s for s in sources if any(n["source"] == s for n in points)]
     width = 0.8 / max(1, len(srcs))
-    fig, ax = plt.subplots(figsize=(min(16, max(6, 0.5 * len(groups) * max(1, len(srcs)) ** 0.5 + 3)), 4), dpi=100)
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.35 * len(groups) * len(srcs) ** 0.5 + 4)), 4.2), dpi=100)
     x = np.arange(len(groups))
     cmap = plt.get_cmap("tab20")
     for k, s in enumerate(srcs):
         vals, errs = np.full(len(groups), np.nan), np.zeros((2, len(groups)))
         for n in points:
             if n["source"] == s:
-                g = groups.index((n["benchmark"], n["config"]))
+                g = groups.index((n["benchmark"], n["config"], n["metric"]))
                 vals[g] = n["value"]
                 if n.get("ci"):
                     errs[:, g] = [max(0.0, n["value"] - n["ci"][0]), max(0.0, n["ci"][1] - n["value"])]
@@ -933,13 +923,13 @@ def comparison_chart(long: list[dict], sources: list[str]) -> Any:
                yerr=errs if errs.any() else None, capsize=2)
     for n in points:
         if n.get("chance") is not None:
-            g = groups.index((n["benchmark"], n["config"]))
+            g = groups.index((n["benchmark"], n["config"], n["metric"]))
             ax.hlines(n["chance"], g - 0.45, g + 0.45, colors="black", linestyles="dashed", linewidth=1)
-    ax.set_xticks(x, [f"{b}/{c}\n({chosen[b]})" for b, c in groups], rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(x, [f"{b}/{c}\n({m})" for b, c, m in groups], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("%")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7, ncol=2 if len(srcs) > 8 else 1, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("headline metric per benchmark (dashed: chance)", fontsize=9)
+    ax.set_title("headline metric per config (dashed: chance)", fontsize=9)
     fig.tight_layout()
     plt.close(fig)
     return fig

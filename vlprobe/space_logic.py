@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .items import Item, ItemError
+from .results import METRIC_ORDER  # the display order `vlprobe evaluate` uses
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = "models/mini-clip"
@@ -621,10 +622,6 @@ def example_fields(folder: str | None, config: str | None, index: int | float | 
 
 
 # ---- benchmark ----------------------------------------------------------------------------------
-
-METRIC_ORDER = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc", "auroc",
-                "acc", "p_c", "p_f", "min_p")
-
 
 def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.ndarray:
     """Per item, the smallest gap "gold cell minus non-gold cell" over the pairs the metrics compare

@@ -215,7 +215,7 @@ def test_default_run_without_model_says_so(tmp_path, monkeypatch, capsys):
     for name in ("travlr", "winoground_style"):
         (tmp_path / name / "data" / "x").mkdir(parents=True)
         (tmp_path / name / "data" / "x" / "test-00000-of-00001.parquet").write_bytes(b"")
-    code = main(["evaluate"])
+    code = main([])  # plain `vlprobe` runs the default job too
     err = capsys.readouterr().err
     assert code == 2 and "models/mini-clip" in err and "--model" in err
 

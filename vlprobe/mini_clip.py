@@ -121,7 +121,8 @@ class TrainConfig:
 
 
 # ---- the held-out rules ----------------------------------------------------------------------------
-_SPATIAL_OOD_PAIRS = frozenset(travlr_gen.spatial_object_pairs()[1])
+# unordered, whatever container the generator returns its pairs in
+_SPATIAL_OOD_PAIRS = frozenset(frozenset(p) for p in travlr_gen.spatial_object_pairs()[1])
 _COMPARE_OOD_PAIRS = frozenset(frozenset(p) for p in travlr_gen.compare_shape_pairs()[1])
 
 

@@ -83,7 +83,7 @@ def test_score_an_uploaded_image_in_chromium(chromium, app_url, repo_root, tiny_
 
     image = tmp_path / "scene.png"
     render(Scene(objects=(SceneObject("circle", "red", 2, 2), SceneObject("square", "blue", 4, 3)))).save(image)
-    caption, foil = "a red circle and a blue square", "a blue circle and a red square"
+    caption, foil = "a red circle and a blue square", "a red circle and a green square"
     expected = _expected_verdict(model, image, [caption, foil])
 
     with sync_api.sync_playwright() as p:
@@ -108,6 +108,9 @@ def test_score_an_uploaded_image_in_chromium(chromium, app_url, repo_root, tiny_
             # the scores table lists both texts; the differing words are highlighted
             sync_api.expect(page.get_by_text(foil, exact=True).filter(visible=True).first).to_be_visible()
             assert page.get_by_text("Traceback").count() == 0
+            # the bar chart (Vega) has drawn its marks
+            sync_api.expect(page.locator("canvas.marks, svg.marks").first).to_be_visible(timeout=15_000)
+            page.wait_for_timeout(500)
             shot = tmp_path / "space_score.png"
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000

@@ -31,7 +31,6 @@ cause is a :class:`SpaceError` with a message for the page.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 import threading

@@ -10,8 +10,9 @@ BIN := $(VENV)/bin
 # CUDA build. On another machine, override: make test TORCH_SPEC='torch>=2.2'
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.vlprobe-installed
+SCENE_SOURCES := $(wildcard vlprobe/scenes/*.py) vlprobe/dataset_folder.py
 
-.PHONY: setup data evaluate test bench clean-data
+.PHONY: setup data evaluate test bench browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,11 +23,28 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-evaluate: setup
-	$(BIN)/python -m vlprobe.cli demo-metric
+# The synthetic instruments (parquet is built, never committed); rebuilt when their generator changes.
+travlr/data/.built: $(STAMP) $(SCENE_SOURCES) vlprobe/builders/travlr.py
+	$(BIN)/vlprobe build travlr
+	touch $@
 
-test: setup
+winoground_style/data/.built: $(STAMP) $(SCENE_SOURCES) vlprobe/builders/winoground_style.py
+	$(BIN)/vlprobe build winoground_style
+	touch $@
+
+data: travlr/data/.built winoground_style/data/.built
+
+# The main job: models/mini-clip on every synthetic config, results in runs/default.
+evaluate: data
+	$(BIN)/vlprobe evaluate
+
+# Debian's chromium for the browser test (needs root/apt-get; the test says why when it cannot run).
+browser:
+	bash scripts/ensure_chromium.sh || echo "make: chromium could not be installed; the browser test will say why it skips"
+
+test: setup browser
 	$(BIN)/python -m pytest -q
 
 bench: setup
 	$(BIN)/python scripts/bench_metric.py
+	$(BIN)/python scripts/bench_scoring.py

@@ -15,6 +15,8 @@ own schema metadata.
 
 from __future__ import annotations
 
+import os
+
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,3 +174,25 @@ def publish_staged(stage: str | Path, folder: str | Path) -> None:
             old.unlink()
         shard.replace(target_dir / shard.name)
     shutil.rmtree(stage)
+
+
+def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> datasets.Dataset:
+    """``load_dataset(folder, config, split=split)`` that never reads a stale cache.
+
+    ``datasets`` keys the Arrow cache of a local folder with a card by its config name and card, not
+    by the parquet's content, so a folder rebuilt by ``vlprobe build`` would be read from the
+    previous build's cache. Here the cache lives in a directory named after the data files'
+    paths, sizes and modification times: a rebuild gets a new one, an unchanged folder reuses it.
+    """
+    import hashlib
+    import tempfile
+
+    folder = Path(folder).resolve()
+    builder = datasets.load_dataset_builder(str(folder), config)
+    files = sorted(str(f) for f in (builder.config.data_files or {}).get(split, []))
+    h = hashlib.sha256(str(folder).encode())
+    for f in files:
+        st = os.stat(f)
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+    cache_dir = Path(tempfile.gettempdir()) / "vlprobe-datasets" / h.hexdigest()[:24]
+    return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir), **kwargs)

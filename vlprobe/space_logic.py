@@ -570,6 +570,7 @@ def load_items(folder: str | None, config: str | None, split: str | None = None,
     """Rows ``start .. start+limit`` of a config's split, converted to items by the folder's spec."""
     import datasets
 
+    from .dataset_folder import load_folder_split
     from .spec import SpecError, find_spec
 
     path = resolve_dataset(folder)
@@ -578,7 +579,7 @@ def load_items(folder: str | None, config: str | None, split: str | None = None,
     split = split or dataset_splits(folder, config)[0]
     try:
         spec = find_spec(str(path))
-        ds = datasets.load_dataset(str(path), config, split=split)
+        ds = load_folder_split(path, config, split)  # never a stale cache after a rebuild
         # Images stay encoded: the engine hashes the bytes and decodes them itself.
         for name, feature in ds.features.items():
             if isinstance(feature, datasets.Image):

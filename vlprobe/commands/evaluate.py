@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dataset", action="append", metavar="FOLDER_OR_HUB_ID",
                    help="dataset folder or Hub id; repeat for several (default: the offline default datasets)")
-    p.add_argument("--config", default="all", help="config name(s), comma-separated, or 'all' (default)")
+    p.add_argument("--config", default="all", help="config name(s), comma-separated; 'all' (default) scores every config, or the dataset's own "
+                   "config named 'all' when it has one (VALSE); '*' always scores every config")
     p.add_argument("--split", default=None,
                    help="split(s), comma-separated (default: the splits whose name starts with 'test', "
                         "else the only split)")
@@ -150,7 +151,9 @@ def _configs(dataset: str, wanted: str, revision: str | None) -> list[str]:
         names = datasets.get_dataset_config_names(dataset, revision=revision)
     except Exception as err:  # not found, offline, gated: say what to do
         raise CommandError(_dataset_error(dataset, err)) from None
-    if wanted in (None, "", "all"):
+    # "all" means every config, unless the dataset has a config of that name (VALSE's "all" holds
+    # every instrument once); "*" always means every config.
+    if wanted in (None, "", "*") or (wanted == "all" and "all" not in names):
         return list(names)
     chosen = [c.strip() for c in wanted.split(",") if c.strip()]
     unknown = [c for c in chosen if c not in names]
@@ -194,14 +197,14 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
 def _load_split(dataset: str, config: str, split: str, revision: str | None, tmp_dirs: list) -> tuple[Any, dict]:
     """One split as a Dataset, plus what identifies its data.
 
-    A local folder is read into a fresh temporary Arrow cache: ``datasets`` keys the cache of a
-    folder with a card by its config name and card only (not the parquet's content or time), so
-    a folder rebuilt with ``vlprobe build`` would otherwise be read from the stale cache of the
-    previous build. Its identity is the sha256 of its parquet files.
+    A local folder is read through :func:`vlprobe.dataset_folder.load_folder_split`, whose cache
+    follows the parquet files (a rebuilt folder is never read from a stale cache). Its identity
+    is the sha256 of its parquet files.
     """
     import datasets
 
     from ..cli import CommandError
+    from ..dataset_folder import load_folder_split
 
     try:
         if Path(dataset).is_dir():
@@ -212,9 +215,7 @@ def _load_split(dataset: str, config: str, split: str, revision: str | None, tmp
                 with open(f, "rb") as fh:
                     for block in iter(lambda: fh.read(1 << 22), b""):
                         h.update(block)
-            tmp = tempfile.TemporaryDirectory(prefix="vlprobe-ds-")
-            tmp_dirs.append(tmp)
-            ds = datasets.load_dataset(dataset, config, split=split, cache_dir=tmp.name)
+            ds = load_folder_split(dataset, config, split)
             info = {"data_sha256": h.hexdigest(), "data_files": [os.path.relpath(f, dataset) for f in files]}
         else:
             ds = datasets.load_dataset(dataset, config, split=split, revision=revision)

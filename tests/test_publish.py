@@ -426,7 +426,9 @@ def test_space_app_imports_and_publishes(tmp_path, api_cls):
     assert main(["publish", "space", "--folder", str(folder), "--repo", "my-lab/vlprobe-demo", "--token", "t"]) == 0
     api_cls.return_value.create_repo.assert_called_once_with(
         "my-lab/vlprobe-demo", repo_type="space", exist_ok=True, private=False, space_sdk="gradio")
-    assert api_cls.return_value.upload_folder.call_args.kwargs["folder_path"] == str(folder)
+    # The upload is a staged, self-contained copy of the Space folder (see stage_space).
+    uploaded = Path(api_cls.return_value.upload_folder.call_args.kwargs["folder_path"])
+    assert uploaded.name == folder.name and uploaded != folder
 
 
 def test_space_app_that_launches_at_import_or_fails(tmp_path):
@@ -446,3 +448,18 @@ def test_repository_metric_folder_is_publishable(repo_root):
     notes: list[str] = []
     assert pub.check_metric_folder(folder, "my-lab/valse_metric", import_app=False, notes=notes) == []
     assert any("docstring example(s)" in n for n in notes)
+
+
+def test_real_space_is_staged_self_contained(repo_root):
+    """space/ alone cannot import vlprobe (not on PyPI): the plan carries the package, with the
+    metric symlink resolved into a real file, and the default model; the app imports from there."""
+    plan = pub.plan_space(repo_root / "space", "my-lab/vlprobe-demo")
+    staged = plan.folder
+    assert staged != (repo_root / "space").resolve()
+    assert "app.py" in plan.files and "vlprobe/__init__.py" in plan.files
+    metric_copy = staged / "vlprobe" / "valse_metric.py"
+    assert metric_copy.is_file() and not metric_copy.is_symlink()
+    assert metric_copy.read_bytes() == (repo_root / "metric" / "valse_metric.py").read_bytes()
+    if (repo_root / "models" / "mini-clip" / "config.json").is_file():
+        assert "models/mini-clip/config.json" in plan.files
+    assert not any("__pycache__" in f for f in plan.files)

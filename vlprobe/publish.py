@@ -74,6 +74,7 @@ class UploadPlan:
     ignore_patterns: list[str] = field(default_factory=list)
     space_sdk: str | None = None
     notes: list[str] = field(default_factory=list)  # what the checks found (printed by the CLI)
+    keep_alive: Any = None  # a staging TemporaryDirectory that must outlive the upload
 
     def sizes(self) -> list[tuple[str, int]]:
         return [(f, (self.folder / f).stat().st_size) for f in self.files]
@@ -564,15 +565,43 @@ def _folder_files(folder: Path, ignore: Iterable[str]) -> list[str]:
     return list(filter_repo_objects(rels, ignore_patterns=list(ignore) + DEFAULT_IGNORE_PATTERNS))
 
 
+def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
+    """A self-contained copy of the Space to upload: ``space/`` itself, plus, when it sits in a
+    vlprobe checkout, the ``vlprobe`` package (symlinks such as ``vlprobe/valse_metric.py``
+    resolved into real files) and the default model ``models/mini-clip`` beside ``app.py``, where
+    the app looks for them (vlprobe is not on PyPI, so a Space cannot pip-install it).
+    Returns (staged folder, the TemporaryDirectory that owns it; keep it alive until uploaded)."""
+    import shutil
+    import tempfile
+
+    folder = Path(folder).resolve()
+    root = folder.parent
+    tmp = tempfile.TemporaryDirectory(prefix="vlprobe-space-")
+    staged = Path(tmp.name) / folder.name
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".venv", ".pytest_cache", ".hypothesis")
+    shutil.copytree(folder, staged, ignore=skip)
+    if (root / "vlprobe" / "__init__.py").is_file() and not (staged / "vlprobe").exists():
+        shutil.copytree(root / "vlprobe", staged / "vlprobe", ignore=skip, symlinks=False)
+    model = root / "models" / "mini-clip"
+    if model.is_dir() and not (staged / "models" / "mini-clip").exists():
+        shutil.copytree(model, staged / "models" / "mini-clip", ignore=skip)
+    return staged, tmp
+
+
 def plan_space(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
-    """Validate a Space folder and plan pushing all of it (minus caches and virtual environments)."""
-    folder = Path(folder)
+    """Validate a Space folder and plan pushing it, made self-contained by :func:`stage_space`
+    (minus caches and virtual environments). The import check runs on the staged copy, so it
+    proves the Space runs without this repository around it."""
     check_repo_id(repo_id)
-    notes: list[str] = []
-    problems = check_space_folder(folder, notes=notes)
+    staged, owner = stage_space(folder)
+    notes: list[str] = [f"staged {folder} with the vlprobe package and the default model beside app.py"]
+    problems = check_space_folder(staged, notes=notes)
     if problems:
+        owner.cleanup()
         raise ValidationError(f"Space folder {folder}", problems)
-    return _space_plan(folder, repo_id, notes)
+    plan = _space_plan(staged, repo_id, notes)
+    plan.keep_alive = owner
+    return plan
 
 
 def _space_plan(folder: Path, repo_id: str, notes: list[str] | None = None) -> UploadPlan:

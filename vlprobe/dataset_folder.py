@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import yaml
 from datasets.info import DatasetInfosDict
 from datasets.table import embed_table_storage
-from huggingface_hub import DatasetCard
+from huggingface_hub import DatasetCardData
 
 DATA_DIR = "data"
 
@@ -63,10 +63,10 @@ def card_metadata(configs: Sequence[ConfigDecl], **fields: Any) -> dict[str, Any
     infos = DatasetInfosDict(
         {c.name: datasets.DatasetInfo(features=c.features, config_name=c.name) for c in configs}
     )
-    card = DatasetCard("---\n---\n")
-    infos.to_dataset_card_data(card.data)
+    card_data = DatasetCardData()
+    infos.to_dataset_card_data(card_data)
     meta = dict(fields)
-    dataset_info = card.data.to_dict()["dataset_info"]
+    dataset_info = card_data.to_dict()["dataset_info"]
     dataset_info = dataset_info if isinstance(dataset_info, list) else [dataset_info]
     meta["dataset_info"] = [
         {"config_name": d["config_name"], "features": d["features"]} for d in dataset_info

@@ -48,12 +48,7 @@ def to_pil(image: Any, where: str = "") -> Image.Image:
     if isinstance(image, Image.Image):
         pil = image
     else:
-        try:
-            data = image_bytes(image)
-        except OSError as err:
-            raise ImageError(f"{prefix}cannot read image {describe(image)}: {err}") from None
-        if data is None:
-            raise ImageError(f"{prefix}no image data in {describe(image)}")
+        data = _encoded(image, prefix)
         try:
             pil = Image.open(io.BytesIO(data))
             pil.load()
@@ -62,6 +57,29 @@ def to_pil(image: Any, where: str = "") -> Image.Image:
     if pil.mode != "RGB":
         pil = pil.convert("RGB")
     return pil
+
+
+def _encoded(image: Any, prefix: str) -> bytes:
+    try:
+        data = image_bytes(image)
+    except OSError as err:
+        raise ImageError(f"{prefix}cannot read image {describe(image)}: {err}") from None
+    if data is None:
+        raise ImageError(f"{prefix}no image data in {describe(image)}")
+    return data
+
+
+def image_size(image: Any, where: str = "") -> tuple[int, int]:
+    """(width, height) of a dataset image, reading only the header of encoded images."""
+    if isinstance(image, Image.Image):
+        return image.size
+    prefix = f"{where}: " if where else ""
+    data = _encoded(image, prefix)
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            return im.size
+    except (UnidentifiedImageError, OSError) as err:
+        raise ImageError(f"{prefix}corrupt or unreadable image {describe(image)}: {err}") from None
 
 
 def content_hash(image: Any) -> str:
@@ -82,7 +100,7 @@ def blank_like(image: Any, default_size: tuple[int, int] = (500, 500)) -> Image.
     """A white RGB image of the same size as ``image`` (TraVLR's caption-only setting)."""
     size = default_size
     try:
-        size = to_pil(image).size
+        size = image_size(image)
     except ImageError:
         pass
     return Image.new("RGB", size, (255, 255, 255))

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from vlprobe.images import image_size
 from vlprobe.items import Item
 
 CONTROLS = ("blank", "shuffle")
@@ -47,28 +48,6 @@ def white_png(width: int, height: int) -> bytes:
     buf = io.BytesIO()
     Image.new("RGB", (width, height), (255, 255, 255)).save(buf, format="PNG")
     return buf.getvalue()
-
-
-def image_size(image: Any, where: str = "") -> tuple[int, int]:
-    """(width, height) of a dataset image, reading only the header of encoded images."""
-    from PIL import Image, UnidentifiedImageError
-
-    from vlprobe.images import ImageError, describe, image_bytes
-
-    if isinstance(image, Image.Image):
-        return image.size
-    prefix = f"{where}: " if where else ""
-    try:
-        data = image_bytes(image)
-    except OSError as err:
-        raise ImageError(f"{prefix}cannot read image {describe(image)}: {err}") from None
-    if data is None:
-        raise ImageError(f"{prefix}no image data in {describe(image)}")
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            return im.size
-    except (UnidentifiedImageError, OSError) as err:
-        raise ImageError(f"{prefix}corrupt or unreadable image {describe(image)}: {err}") from None
 
 
 def _replace(item: Item, images: tuple[Any, ...], control: str, seed: int | None) -> Item:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,10 @@ import pytest
 for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_EVALUATE_OFFLINE"):
     os.environ[_var] = "1"
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# datasets keys its cache of a local folder by the folder's name and card, not its content: test
+# folders of the same name from an earlier run would be read back stale. Each session gets its own.
+os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE = tempfile.mkdtemp(prefix="vlprobe-tests-datasets-")
+atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]

@@ -284,10 +284,11 @@ def test_concurrency_groups_keep_benchmarks_from_blocking_scoring(space_app):
 
 def test_load_example_from_a_travlr_folder(client, travlr_folder):
     from vlprobe.spec import find_spec
-    import datasets
 
     image_1, image_2, captions, foils = client.predict(str(travlr_folder), "spatiality", 1, api_name="/load_example")
-    row = datasets.load_dataset(str(travlr_folder), "spatiality", split="test_ind")[1]
+    from vlprobe.dataset_folder import load_folder_split
+
+    row = load_folder_split(travlr_folder, "spatiality", "test_ind")[1]
     item = find_spec(str(travlr_folder)).to_item(row, 1, "spatiality")
     gold = item.gold[0]
     assert captions == item.texts[int(gold.argmax())] and foils == item.texts[int((~gold).argmax())]

@@ -190,7 +190,7 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
     return (
         f"cannot read dataset {dataset!r} ({type(err).__name__}: {first}).{local} Pass a dataset folder "
         f"(one built by `vlprobe build ...` or downloaded on a networked machine with "
-        f"`huggingface-cli download {dataset} --repo-type dataset --local-dir DIR`), or a Hub id when online"
+        f"`hf download {dataset} --repo-type dataset --local-dir DIR`), or a Hub id when online"
     )
 
 

@@ -94,7 +94,7 @@ def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
     return ModelNotFoundError(
         f"cannot load model {model!r}: {what}. Pass a local folder instead (one written by "
         f"save_pretrained, or a snapshot downloaded on a networked machine with "
-        f"`huggingface-cli download {model} --local-dir DIR`), or unset HF_HUB_OFFLINE to download.{cause}"
+        f"`hf download {model} --local-dir DIR`), or unset HF_HUB_OFFLINE to download.{cause}"
     )
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import tempfile
 import shlex
 import sys
 from pathlib import Path
@@ -194,7 +193,7 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
     )
 
 
-def _load_split(dataset: str, config: str, split: str, revision: str | None, tmp_dirs: list) -> tuple[Any, dict]:
+def _load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
     """One split as a Dataset, plus what identifies its data.
 
     A local folder is read through :func:`vlprobe.dataset_folder.load_folder_split`, whose cache
@@ -239,20 +238,20 @@ def _hub_sha(dataset: str, revision: str | None) -> str | None:
         return None
 
 
-def _load_units(args: argparse.Namespace, tmp_dirs: list) -> list:
+def _load_units(args: argparse.Namespace) -> list:
     import datasets
 
     # datasets' own bars (generating, casting) say nothing useful here; ours follow.
     was_enabled = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
     try:
-        return _load_units_quiet(args, tmp_dirs)
+        return _load_units_quiet(args)
     finally:
         if was_enabled:
             datasets.enable_progress_bars()
 
 
-def _load_units_quiet(args: argparse.Namespace, tmp_dirs: list) -> list:
+def _load_units_quiet(args: argparse.Namespace) -> list:
     import datasets
 
     from ..cli import CommandError
@@ -264,7 +263,7 @@ def _load_units_quiet(args: argparse.Namespace, tmp_dirs: list) -> list:
         spec = find_spec(dataset, args.spec)
         for config in _configs(dataset, args.config, args.dataset_revision):
             for split in _splits(dataset, config, args.split, args.dataset_revision):
-                ds, data_info = _load_split(dataset, config, split, args.dataset_revision, tmp_dirs)
+                ds, data_info = _load_split(dataset, config, split, args.dataset_revision)
                 n_rows = len(ds)
                 if args.limit is not None:
                     ds = ds.select(range(min(args.limit, len(ds))))
@@ -341,21 +340,16 @@ def run(args: argparse.Namespace) -> int:
 
     state, device = _distributed(args.device)
 
-    tmp_dirs: list = []
-    try:
-        return _evaluate(args, state, device, tmp_dirs)
-    finally:
-        for tmp in tmp_dirs:
-            tmp.cleanup()
+    return _evaluate(args, state, device)
 
 
-def _evaluate(args: argparse.Namespace, state: Any, device: str | None, tmp_dirs: list) -> int:
+def _evaluate(args: argparse.Namespace, state: Any, device: str | None) -> int:
     from .. import metric as metric_module
     from ..cli import CommandError
 
     main = state is None or state.is_main_process
     say = print if main else (lambda *a, **k: None)
-    units = _load_units(args, tmp_dirs)
+    units = _load_units(args)
     say(f"{sum(len(u.items) for u in units)} items in {len(units)} config/split(s); loading {args.model}")
 
     from ..scorers.loading import load_scorer

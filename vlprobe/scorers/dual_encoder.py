@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import DualScorer, register
-from .loading import from_pretrained, model_max_text_length, processor_preprocessing, resolve_dtype, to_images
+from .loading import from_pretrained, to_device, model_max_text_length, processor_preprocessing, resolve_dtype, to_images
 
 _KNOWN_TYPES = {"clip", "siglip", "siglip2", "align", "altclip", "chinese_clip", "metaclip_2"}
 _MAX_LENGTH_PADDED = {"siglip", "siglip2"}
@@ -145,16 +145,7 @@ class DualEncoderScorer(DualScorer):
 
     # -- helpers -------------------------------------------------------------------------------
     def _to_device(self, inputs: dict) -> dict:
-        import torch
-
-        out = {}
-        for k, v in inputs.items():
-            if isinstance(v, torch.Tensor):
-                v = v.to(self.device)
-                if v.is_floating_point():
-                    v = v.to(self._torch_dtype)
-            out[k] = v
-        return out
+        return to_device(inputs, self.device, self._torch_dtype)
 
     @staticmethod
     def _normalise(emb: Any) -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import from_pretrained, model_max_text_length, processor_preprocessing, resolve_dtype, to_images
+from .loading import from_pretrained, to_device, model_max_text_length, processor_preprocessing, resolve_dtype, to_images
 
 # architecture name -> how to read the match logits from its output
 _HEADS = {
@@ -81,13 +81,7 @@ class ITMScorer(PairScorer):
     def score_pairs(self, inputs: Any) -> PairScores:
         import torch
 
-        batch = {}
-        for k, v in inputs.items():
-            if isinstance(v, torch.Tensor):
-                v = v.to(self.device)
-                if v.is_floating_point():
-                    v = v.to(self._torch_dtype)
-            batch[k] = v
+        batch = to_device(inputs, self.device, self._torch_dtype)
         with torch.inference_mode():
             if self.head == "two_way":
                 logits = self.model(**batch, use_itm_head=True).itm_score.float()

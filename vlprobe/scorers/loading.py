@@ -55,6 +55,21 @@ def resolve_device(device: str | None = None) -> str:
     return "cpu"
 
 
+def to_device(inputs: dict, device: str, torch_dtype: Any) -> dict:
+    """Processor outputs on the scorer's device; floating tensors (pixel values) in its dtype,
+    integer tensors (token ids, masks) left as they are."""
+    import torch
+
+    out = {}
+    for k, v in inputs.items():
+        if isinstance(v, torch.Tensor):
+            v = v.to(device)
+            if v.is_floating_point():
+                v = v.to(torch_dtype)
+        out[k] = v
+    return out
+
+
 def resolve_dtype(dtype: Any = "float32") -> tuple[str, Any]:
     """A dtype spelling -> (canonical name, ``torch.dtype``); a clear ValueError for anything else."""
     import torch

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import from_pretrained, processor_preprocessing, resolve_dtype, to_images
+from .loading import from_pretrained, to_device, processor_preprocessing, resolve_dtype, to_images
 
 DEFAULT_PROMPT = 'Does this figure show "{text}"? Please answer yes or no.'
 
@@ -114,13 +114,7 @@ class VQAScoreScorer(PairScorer):
     def score_pairs(self, inputs: Any) -> PairScores:
         import torch
 
-        batch = {}
-        for k, v in inputs.items():
-            if isinstance(v, torch.Tensor):
-                v = v.to(self.device)
-                if v.is_floating_point():
-                    v = v.to(self._torch_dtype)
-            batch[k] = v
+        batch = to_device(inputs, self.device, self._torch_dtype)
         mask = batch.get("attention_mask")
         with torch.inference_mode():
             logits = self.model(**batch).logits

@@ -5,8 +5,29 @@ Builders know nothing of models; they write a Hub dataset folder (see ``vlprobe/
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
+from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+
+class AnnotationError(ValueError):
+    """An annotation file or record that cannot be used; the message names the file and record."""
+
+
+def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hint: str) -> Any:
+    """Load one of ``benchmark``'s annotation files, with errors that name it: missing (with
+    ``missing_hint`` on how to point at it), not JSON, or not a JSON ``expected`` (``shape``)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{benchmark} annotation file not found: {path} ({missing_hint})") from None
+    except json.JSONDecodeError as err:
+        raise AnnotationError(f"{path}: not valid JSON: {err}") from None
+    if not isinstance(data, expected):
+        raise AnnotationError(f"{path}: expected {shape}")
+    return data
 
 
 def builders() -> dict[str, ModuleType]:

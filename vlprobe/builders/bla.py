@@ -9,7 +9,6 @@ parquet, one image at a time.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import sys
@@ -24,6 +23,7 @@ from datasets import Features, List, Value
 
 from .. import image_sources as imgs
 from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_card, write_split_rows
+from . import AnnotationError, read_json
 
 NAME = "bla"
 HELP = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
@@ -83,10 +83,6 @@ def voice(sentence: str) -> str:
     return "passive" if _PASSIVE.search(sentence) else "active"
 
 
-class AnnotationError(ValueError):
-    """An annotation record the builder cannot read; the message names the file and record."""
-
-
 def normalise(task: Task, position: int, rec: dict[str, Any]) -> dict[str, Any]:
     where = f"{task.file} record {position}"
     try:
@@ -124,16 +120,8 @@ _ROLE = {(True, "active"): "TA", (True, "passive"): "TP", (False, "active"): "FA
 
 def read_task(annotations: Path, task: Task) -> list[dict[str, Any]]:
     path = annotations / task.file
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"BLA annotation file not found: {path} (pass --annotations DIR, the released BLA_Benchmark/annotations folder)"
-        ) from None
-    except json.JSONDecodeError as err:
-        raise AnnotationError(f"{path}: not valid JSON: {err}") from None
-    if not isinstance(data, list):
-        raise AnnotationError(f"{path}: expected a JSON list of caption sets")
+    data = read_json(path, "BLA", list, "a JSON list of caption sets",
+                     "pass --annotations DIR, the released BLA_Benchmark/annotations folder")
     rows = [normalise(task, i, rec) for i, rec in enumerate(data)]
     ids = Counter(r["id"] for r in rows)
     dup = [i for i, n in ids.items() if n > 1]

@@ -24,6 +24,7 @@ from datasets import Features, List, Value
 
 from .. import image_sources as imgs
 from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_card, write_split_rows
+from . import AnnotationError, read_json
 
 NAME = "valse"
 HELP = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
@@ -144,10 +145,6 @@ tags: [piece, instrument, image_source, valid]
 """
 
 
-class AnnotationError(ValueError):
-    """An annotation record the builder cannot read; the message names the file and key."""
-
-
 def class_string(value: Any) -> str | None:
     """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, booleans
     and lists in JSON (``false``, ``[2, 1, 8]``)."""
@@ -223,17 +220,9 @@ def normalise(inst: Instrument, key: str, rec: dict[str, Any]) -> dict[str, Any]
 
 def read_instrument(annotations: Path, inst: Instrument) -> list[dict[str, Any]]:
     path = annotations / inst.file
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"VALSE annotation file not found: {path} (pass --annotations DIR, the folder holding the 11 files "
-            f"of github.com/Heidelberg-NLP/VALSE data/)"
-        ) from None
-    except json.JSONDecodeError as err:
-        raise AnnotationError(f"{path}: not valid JSON: {err}") from None
-    if not isinstance(data, dict):
-        raise AnnotationError(f"{path}: expected a JSON object mapping keys to records")
+    data = read_json(path, "VALSE", dict, "a JSON object mapping keys to records",
+                     "pass --annotations DIR, the folder holding the 11 files of "
+                     "github.com/Heidelberg-NLP/VALSE data/")
     return [normalise(inst, str(key), rec) for key, rec in data.items()]
 
 

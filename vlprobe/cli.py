@@ -9,10 +9,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands
-
-
-class CommandError(Exception):
-    """A user-facing error: printed without a traceback, exit status 2."""
+from .errors import CommandError, VlprobeError  # noqa: F401  (CommandError: the commands' name for it)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(["evaluate"] if "evaluate" in _choices(parser) else ["--help"])
     try:
         return int(args.func(args) or 0)
-    except (CommandError, ValueError, FileNotFoundError) as err:
+    except (VlprobeError, ValueError, FileNotFoundError) as err:
         print(f"vlprobe {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -90,7 +90,7 @@ def _is_built(folder: Path) -> bool:
 
 
 def _default_job(args: argparse.Namespace) -> None:
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     root = _repo_root()
     if not args.dataset:
@@ -144,7 +144,7 @@ def _undecoded(features: Any) -> Any:
 
 def _configs(dataset: str, wanted: str, revision: str | None) -> list[str]:
     import datasets
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     try:
         names = datasets.get_dataset_config_names(dataset, revision=revision)
@@ -163,7 +163,7 @@ def _configs(dataset: str, wanted: str, revision: str | None) -> list[str]:
 
 def _splits(dataset: str, config: str, wanted: str | None, revision: str | None) -> list[str]:
     import datasets
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     try:
         names = list(datasets.get_dataset_split_names(dataset, config, revision=revision))
@@ -202,7 +202,7 @@ def _load_split(dataset: str, config: str, split: str, revision: str | None) -> 
     """
     import datasets
 
-    from ..cli import CommandError
+    from ..errors import CommandError
     from ..dataset_folder import load_folder_split
 
     try:
@@ -254,7 +254,7 @@ def _load_units(args: argparse.Namespace) -> list:
 def _load_units_quiet(args: argparse.Namespace) -> list:
     import datasets
 
-    from ..cli import CommandError
+    from ..errors import CommandError
     from ..results import Unit
     from ..spec import find_spec
 
@@ -280,7 +280,7 @@ def _load_units_quiet(args: argparse.Namespace) -> list:
 
 
 def _apply_control(units: list, control: str, seed: int) -> None:
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     try:
         from ..scorers.controls import apply_control
@@ -319,7 +319,7 @@ def _command_line(args: argparse.Namespace) -> str:
 # ---- the command --------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     if args.batch_size < 1:
         raise CommandError(f"--batch-size must be at least 1, got {args.batch_size}")
@@ -345,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace, state: Any, device: str | None) -> int:
     from .. import metric as metric_module
-    from ..cli import CommandError
+    from ..errors import CommandError
 
     main = state is None or state.is_main_process
     say = print if main else (lambda *a, **k: None)

@@ -4,7 +4,7 @@
     .venv/bin/python scripts/train_mini_clip.py                       # the shipped model -> models/mini-clip
     .venv/bin/python scripts/train_mini_clip.py --scenes 2000 --epochs 1 --out /tmp/mc   # a quick trial
 
-The logic is in :mod:`vlprobe.mini_clip`; this script parses arguments, trains, saves, then scores the
+The logic is in :mod:`training.mini_clip` (outside the installed package); this script parses arguments, trains, saves, then scores the
 saved folder on held-out scenes through ``load_scorer`` (the path ``vlprobe evaluate`` takes).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vlprobe import mini_clip  # noqa: E402
+from training import mini_clip  # noqa: E402
 
 
 def write_card(out: Path, results: str | None) -> None:

@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import math
 import random
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from vlprobe import mini_clip as mc
+# The trainer lives outside the installed package (training/, at the repository root).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from training import mini_clip as mc  # noqa: E402
 from vlprobe.scenes import Count, Exists, Scene, SceneObject, Spatial, truth
 from vlprobe.scenes import travlr as travlr_gen
 from vlprobe.scenes.statements import And, Compare, Quantifier

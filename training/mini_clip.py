@@ -61,11 +61,11 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from .scenes import travlr as travlr_gen
-from .scenes.captions import join_list, noun_phrase
-from .scenes.model import ALL_COLOURS, ALL_SHAPES, COLOURS, SHAPES, Scene, place
-from .scenes.render import render
-from .scenes.statements import (
+from vlprobe.scenes import travlr as travlr_gen
+from vlprobe.scenes.captions import join_list, noun_phrase
+from vlprobe.scenes.model import ALL_COLOURS, ALL_SHAPES, COLOURS, SHAPES, Scene, place
+from vlprobe.scenes.render import render
+from vlprobe.scenes.statements import (
     OPPOSITE,
     And,
     Compare,
@@ -229,7 +229,7 @@ def evaluation_scene_keys(root: str | Path | None = None) -> set:
         for rows in travlr_gen.generate_task(task, travlr_gen.SIZES["default"], seed=0).values():
             keys.update(ex.scene.key() for ex in rows)
     try:
-        from .scenes import winoground as wino_gen
+        from vlprobe.scenes import winoground as wino_gen
     except ImportError:  # the Winoground-style generator is not there yet
         wino_gen = None
     if wino_gen is not None:
@@ -373,8 +373,8 @@ def safe_truth(scene: Scene, stmt: Statement) -> bool:
 def _vocabulary_corpus(seed: int) -> list[str]:
     """Texts covering every word the generators use: training captions, TraVLR captions and queries,
     the Winoground-style phrases."""
-    from .scenes.captions import NUMBER_WORDS, PREFIX, travlr_caption
-    from .scenes.statements import QUANTIFIERS, RELATIONS
+    from vlprobe.scenes.captions import NUMBER_WORDS, PREFIX, travlr_caption
+    from vlprobe.scenes.statements import QUANTIFIERS, RELATIONS
 
     rng = random.Random(f"{NAMESPACE}:vocab:{seed}")
     texts = [PREFIX, " ".join(NUMBER_WORDS), " ".join(str(i) for i in range(0, 31)), "a b c d e f"]
@@ -490,7 +490,96 @@ def multi_positive_clip_loss(logits, gold):
 HELDOUT_KINDS = ("colour", "attribute_swap", "count", "spatial", "compare")
 
 
-def _mirror(scene: Scene, kind: str, rng: random.Random) -> tuple[Statement, Statement, Scene] | None:
+Mirror = tuple[Statement, Statement, Scene]
+
+
+def _unique_pairs(scene: Scene, objs: list, accept) -> list[tuple[int, int, Any]]:
+    """(i, j, extra) for every pair of objects whose (colour, shape) type occurs once in ``scene``,
+    with ``extra`` from ``accept(a, b)`` (an iterable of values; empty for a rejected pair)."""
+    types = Counter(o.type for o in objs)
+    unique = [i for i, o in enumerate(objs) if types[o.type] == 1]
+    return [(i, j, extra) for i, j in itertools.combinations(unique, 2) for extra in accept(objs[i], objs[j])]
+
+
+def _mirror_colour(scene: Scene, objs: list, rng: random.Random) -> Mirror | None:
+    types = Counter(o.type for o in objs)
+    options = [(i, c) for i, o in enumerate(objs) if types[o.type] == 1
+               for c in COLOURS if c != o.colour and scene.count(c, o.shape) == 0]
+    if not options:
+        return None
+    i, colour = rng.choice(options)
+    o = objs[i]
+    objs[i] = dataclasses.replace(o, colour=colour)
+    return Exists(o.colour, o.shape), Exists(colour, o.shape), Scene(tuple(objs))
+
+
+def _mirror_attribute_swap(scene: Scene, objs: list, rng: random.Random) -> Mirror | None:
+    def swappable(a, b):
+        ok = a.colour != b.colour and a.shape != b.shape \
+            and not scene.count(b.colour, a.shape) and not scene.count(a.colour, b.shape)
+        return [None] if ok else []
+
+    pairs = _unique_pairs(scene, objs, swappable)
+    if not pairs:
+        return None
+    i, j, _ = rng.choice(pairs)
+    a, b = objs[i], objs[j]
+    objs[i], objs[j] = dataclasses.replace(a, colour=b.colour), dataclasses.replace(b, colour=a.colour)
+    stmt = And((Exists(a.colour, a.shape), Exists(b.colour, b.shape)))
+    return stmt, _swap_colours(stmt), Scene(tuple(objs))
+
+
+def _mirror_spatial(scene: Scene, objs: list, rng: random.Random) -> Mirror | None:
+    def relations(a, b):
+        return [rel for rel, ok in (("left", a.column != b.column), ("above", a.row != b.row)) if ok]
+
+    pairs = _unique_pairs(scene, objs, relations)
+    if not pairs:
+        return None
+    i, j, rel = rng.choice(pairs)
+    a, b = objs[i], objs[j]
+    objs[i], objs[j] = dataclasses.replace(a, row=b.row, column=b.column), dataclasses.replace(b, row=a.row, column=a.column)
+    stmt = Spatial(a.type, rel, b.type)
+    if not truth(scene, stmt):
+        stmt = Spatial(a.type, OPPOSITE[rel], b.type)
+    return stmt, Spatial(a.type, OPPOSITE[stmt.relation], b.type), Scene(tuple(objs))
+
+
+def _mirror_count(scene: Scene, objs: list, rng: random.Random) -> Mirror | None:
+    shape = rng.choice(sorted({o.shape for o in objs}))
+    n = scene.count(shape=shape)
+    if n >= 2 and (rng.random() < 0.5 or not scene.free_cells()):
+        drop = rng.choice([k for k, o in enumerate(objs) if o.shape == shape])
+        edited, m = objs[:drop] + objs[drop + 1:], n - 1
+    elif scene.free_cells():
+        edited, m = objs + place([(rng.choice(COLOURS), shape)], rng, taken=[o.cell for o in objs]), n + 1
+    else:
+        return None
+    return Count(n, shape), Count(m, shape), Scene(tuple(edited))
+
+
+def _mirror_compare(scene: Scene, objs: list, rng: random.Random) -> Mirror | None:
+    counts = Counter(o.shape for o in objs)
+    pairs = [(x, y) for x, y in itertools.permutations(SHAPES, 2) if counts[x] != counts[y] and counts[x]]
+    if not pairs:
+        return None
+    x, y = rng.choice(pairs)
+    swap = {x: y, y: x}
+    edited = Scene(tuple(dataclasses.replace(o, shape=swap.get(o.shape, o.shape)) for o in objs))
+    rel = "more" if counts[x] > counts[y] else "fewer"
+    return Compare(rel, x, y), Compare("fewer" if rel == "more" else "more", x, y), edited
+
+
+_MIRRORS = {
+    "colour": _mirror_colour,
+    "attribute_swap": _mirror_attribute_swap,
+    "count": _mirror_count,
+    "spatial": _mirror_spatial,
+    "compare": _mirror_compare,
+}
+
+
+def _mirror(scene: Scene, kind: str, rng: random.Random) -> Mirror | None:
     """A minimal pair of statements (A, B) and an edit of ``scene`` that flips both: A is true and B
     false on ``scene``, B true and A false on the returned scene. None if ``scene`` does not fit.
 
@@ -502,62 +591,9 @@ def _mirror(scene: Scene, kind: str, rng: random.Random) -> tuple[Statement, Sta
       two objects swap cells);
     * compare: "There are more circles than squares." / "There are fewer ..." (the two shapes swap).
     """
-    objs = list(scene.objects)
-    types = Counter(o.type for o in objs)
-    if kind == "colour":
-        options = [(i, c) for i, o in enumerate(objs) if types[o.type] == 1
-                   for c in COLOURS if c != o.colour and scene.count(c, o.shape) == 0]
-        if not options:
-            return None
-        i, colour = rng.choice(options)
-        o = objs[i]
-        objs[i] = dataclasses.replace(o, colour=colour)
-        return Exists(o.colour, o.shape), Exists(colour, o.shape), Scene(tuple(objs))
-    if kind in ("attribute_swap", "spatial"):
-        unique = [i for i, o in enumerate(objs) if types[o.type] == 1]
-        pairs = []
-        for i, j in itertools.combinations(unique, 2):
-            a, b = objs[i], objs[j]
-            if kind == "attribute_swap" and a.colour != b.colour and a.shape != b.shape \
-                    and not scene.count(b.colour, a.shape) and not scene.count(a.colour, b.shape):
-                pairs.append((i, j, None))
-            if kind == "spatial":
-                pairs += [(i, j, rel) for rel, ok in (("left", a.column != b.column), ("above", a.row != b.row)) if ok]
-        if not pairs:
-            return None
-        i, j, rel = rng.choice(pairs)
-        a, b = objs[i], objs[j]
-        if kind == "attribute_swap":
-            objs[i], objs[j] = dataclasses.replace(a, colour=b.colour), dataclasses.replace(b, colour=a.colour)
-            stmt = And((Exists(a.colour, a.shape), Exists(b.colour, b.shape)))
-            return stmt, _swap_colours(stmt), Scene(tuple(objs))
-        objs[i], objs[j] = dataclasses.replace(a, row=b.row, column=b.column), dataclasses.replace(b, row=a.row, column=a.column)
-        stmt = Spatial(a.type, rel, b.type)
-        if not truth(scene, stmt):
-            stmt = Spatial(a.type, OPPOSITE[rel], b.type)
-        return stmt, Spatial(a.type, OPPOSITE[stmt.relation], b.type), Scene(tuple(objs))
-    if kind == "count":
-        shape = rng.choice(sorted({o.shape for o in objs}))
-        n = scene.count(shape=shape)
-        if n >= 2 and (rng.random() < 0.5 or not scene.free_cells()):
-            drop = rng.choice([k for k, o in enumerate(objs) if o.shape == shape])
-            edited, m = objs[:drop] + objs[drop + 1:], n - 1
-        elif scene.free_cells():
-            edited, m = objs + place([(rng.choice(COLOURS), shape)], rng, taken=[o.cell for o in objs]), n + 1
-        else:
-            return None
-        return Count(n, shape), Count(m, shape), Scene(tuple(edited))
-    if kind == "compare":
-        counts = Counter(o.shape for o in objs)
-        pairs = [(x, y) for x, y in itertools.permutations(SHAPES, 2) if counts[x] != counts[y] and counts[x]]
-        if not pairs:
-            return None
-        x, y = rng.choice(pairs)
-        swap = {x: y, y: x}
-        edited = Scene(tuple(dataclasses.replace(o, shape=swap.get(o.shape, o.shape)) for o in objs))
-        rel = "more" if counts[x] > counts[y] else "fewer"
-        return Compare(rel, x, y), Compare("fewer" if rel == "more" else "more", x, y), edited
-    raise ValueError(f"unknown held-out kind {kind!r}; choose from {HELDOUT_KINDS}")
+    if kind not in _MIRRORS:
+        raise ValueError(f"unknown held-out kind {kind!r}; choose from {HELDOUT_KINDS}")
+    return _MIRRORS[kind](scene, list(scene.objects), rng)
 
 
 def heldout_examples(kind: str, n: int, seed: int = 0, exclude: set | frozenset = frozenset()):
@@ -593,7 +629,7 @@ def heldout_examples(kind: str, n: int, seed: int = 0, exclude: set | frozenset 
 def heldout_items(kind: str, n: int, seed: int = 0, exclude: set | frozenset = frozenset()):
     """Items (1 image x [true text, false text], gold [[1, 0]]) of :func:`heldout_examples`; images
     are 500 x 500 PIL renderings, as the dataset folders hold them."""
-    from .items import Item
+    from vlprobe.items import Item
 
     items = []
     for i, (scene, stmt, bad) in enumerate(heldout_examples(kind, n, seed, exclude)):
@@ -604,7 +640,7 @@ def heldout_items(kind: str, n: int, seed: int = 0, exclude: set | frozenset = f
 
 def pairwise_accuracy(scores: Sequence[np.ndarray], items: Sequence[Any]) -> dict:
     """``vlprobe.metric.compute`` on the items' matrices: its full result."""
-    from . import metric
+    from vlprobe import metric
 
     return metric.compute(predictions=[np.asarray(s) for s in scores], references=[it.gold for it in items])
 
@@ -623,7 +659,7 @@ def _direct_heldout(model, tokenizer, size: int, examples_by_kind: dict, batch: 
             scale = model.logit_scale.exp().item()
             scores = [(scale * img[k:k + 1] @ txt[2 * k:2 * k + 2].T).numpy() for k in range(len(examples))]
             gold = [np.array([[True, False]])] * len(examples)
-            from . import metric
+            from vlprobe import metric
 
             out[kind] = float(metric.compute(predictions=scores, references=gold)["acc_r"])
     model.train()
@@ -807,8 +843,8 @@ def evaluate_saved(folder: str | Path, n: int = 200, seed: int = 0, kinds: Itera
                    root: str | Path | None = ".") -> dict[str, dict]:
     """Held-out results of a saved model through the real path (``load_scorer`` + the engine +
     ``vlprobe.metric.compute``): per kind, acc_r and the number of items."""
-    from .engine import score_items
-    from .scorers import load_scorer
+    from vlprobe.engine import score_items
+    from vlprobe.scorers import load_scorer
 
     exclude = heldout_exclusion(folder, root)
     scorer = load_scorer(str(folder), device="cpu")

@@ -196,3 +196,38 @@ def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any
         h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
     cache_dir = Path(tempfile.gettempdir()) / "vlprobe-datasets" / h.hexdigest()[:24]
     return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir), **kwargs)
+
+
+def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
+    from .errors import DatasetError
+
+    try:
+        configs = read_card_metadata(folder).get("configs") or []
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        raise DatasetError(f"cannot read the card of dataset folder {Path(folder).name!r}: {err}") from None
+    return [c for c in configs if isinstance(c, dict) and c.get("config_name")]
+
+
+def built_configs(folder: str | Path) -> list[str]:
+    """The configs the folder's card declares whose parquet files exist (have been built)."""
+    path = Path(folder)
+    out = []
+    for c in _declared_configs(path):
+        files = c.get("data_files") or []
+        patterns = [f["path"] if isinstance(f, dict) else f for f in (files if isinstance(files, list) else [files])]
+        if any(any(path.glob(p)) for p in patterns):
+            out.append(c["config_name"])
+    return out
+
+
+def config_splits(folder: str | Path, config: str) -> list[str]:
+    """A config's splits as the card declares them, ``test``-like splits first."""
+    from .errors import DatasetError
+
+    for c in _declared_configs(folder):
+        if c["config_name"] == config:
+            files = c.get("data_files") or []
+            splits = [f.get("split", "train") for f in files if isinstance(f, dict)] or ["train"]
+            return sorted(splits, key=lambda s: (not s.startswith("test"), splits.index(s)))
+    raise DatasetError(f"dataset {Path(folder).name!r} has no config {config!r}; it has: "
+                       f"{', '.join(built_configs(folder)) or 'none built'}")

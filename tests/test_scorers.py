@@ -273,6 +273,33 @@ def test_every_family_is_registered_with_a_description():
     assert all(f.description for f in fams.values())
 
 
+def test_a_second_family_of_the_same_name_is_refused():
+    from vlprobe.scorers import DuplicateFamilyError, get_family, register, unregister
+
+    families()
+    original = get_family("dual")
+
+    def my_loader(model, **kw):  # a plugin's loader, defined in another module than dual_encoder.py
+        raise AssertionError("never called")
+
+    with pytest.raises(DuplicateFamilyError, match=r"'dual' is already registered by vlprobe\.scorers\.dual_encoder"):
+        register("dual", description="a plugin clash")(my_loader)
+    assert get_family("dual") == original  # the first one is kept, not silently replaced
+
+    # A new name registers; the same loader registered again (a module reloaded) is not a clash.
+    register("test_family_h6", description="test")(my_loader)
+    try:
+        with pytest.raises(DuplicateFamilyError):
+            register("test_family_h6", description="test")(lambda model, **kw: None)
+        register("test_family_h6", description="test, again")(my_loader)
+        assert get_family("test_family_h6").description == "test, again"
+    finally:
+        unregister("test_family_h6")
+    assert "test_family_h6" not in families()
+    with pytest.raises(UnknownFamilyError, match="test_family_h6"):
+        unregister("test_family_h6")
+
+
 # ---- controls --------------------------------------------------------------------------------
 
 def _items(images):

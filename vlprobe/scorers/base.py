@@ -130,10 +130,28 @@ def register(
     """Decorator: register a loader ``load(model_id, *, device, dtype, revision, **kw) -> Scorer``."""
 
     def deco(load: Callable[..., Scorer]) -> Callable[..., Scorer]:
+        old = _FAMILIES.get(name)
+        # Re-running the same module (importlib.reload) re-registers the same loader: allowed.
+        if old is not None and _origin(old.load) != _origin(load):
+            raise DuplicateFamilyError(
+                f"scorer family {name!r} is already registered by {_origin(old.load)}; "
+                f"{_origin(load)} cannot register a second family of the same name: pick another name "
+                f"(or call vlprobe.scorers.unregister({name!r}) first to replace it on purpose)"
+            )
         _FAMILIES[name] = Family(name, load, detect, priority, description)
         return load
 
     return deco
+
+
+def _origin(load: Callable[..., Any]) -> str:
+    return f"{getattr(load, '__module__', '?')}.{getattr(load, '__qualname__', repr(load))}"
+
+
+def unregister(name: str) -> None:
+    """Remove a registered family (to replace it on purpose, or after a test)."""
+    if _FAMILIES.pop(name, None) is None:
+        raise UnknownFamilyError(f"cannot unregister scorer family {name!r}: it is not registered")
 
 
 def families() -> dict[str, Family]:
@@ -149,7 +167,11 @@ def families() -> dict[str, Family]:
 
 
 class UnknownFamilyError(ValueError):
-    pass
+    """A scorer family name that is not registered, or a model no family recognises."""
+
+
+class DuplicateFamilyError(ValueError):
+    """A second scorer family registered under a name already taken."""
 
 
 def get_family(name: str) -> Family:

@@ -75,11 +75,11 @@ def test_two_processes_equal_one_process(tmp_path):
     single_pair = score_items(ToyPair("toy"), items, batch_size=3, progress=False)
     for rank in ranks:
         for got, want in zip(rank["dual"]["scores"], single_dual.scores):
-            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
         for got, want in zip(rank["pair"]["scores"], single_pair.scores):
-            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
         for got, want in zip(rank["pair"]["probs"], single_pair.probabilities):
-            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
         assert rank["dual"]["stats"]["world_size"] == 2
     # the work was split, not repeated
     d0, d1 = ranks[0]["dual"]["stats"], ranks[1]["dual"]["stats"]
@@ -96,7 +96,7 @@ def test_two_processes_equal_one_process(tmp_path):
         res = Engine(again, batch_size=3, cache=cache, progress=False).score(items)
     assert again.images_encoded == again.texts_encoded == 0
     for x, y in zip(res.scores, single_dual.scores):
-        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(y).max())))
 
 
 def test_evaluate_under_accelerate_equals_one_process(tmp_path, tiny_clip_path):
@@ -125,4 +125,4 @@ def test_evaluate_under_accelerate_equals_one_process(tmp_path, tiny_clip_path):
     s1 = pq.read_table(tmp_path / "one" / "scores.parquet").to_pydict()
     assert s2["id"] == s1["id"]
     for a, b in zip(s2["scores"], s1["scores"]):
-        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(np.array(b)).max())))

@@ -21,14 +21,19 @@ that they decode, raising :class:`CorruptImageError` naming the file otherwise.
 
 from __future__ import annotations
 
+import hashlib
+import http.client
 import io
 import itertools
 import os
 import re
+import stat
+import sys
 import time
 import urllib.error
 import urllib.request
 import zipfile
+from zlib import error as zlib_error
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +42,18 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 from PIL import Image, UnidentifiedImageError
 
 DEFAULT_CACHE = Path(os.environ.get("VLPROBE_IMAGE_CACHE", Path.home() / ".cache" / "vlprobe" / "images"))
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A source's files as its owner publishes them: one archive, downloaded once into the cache
+    (resumable), from which only the files needed are extracted. ``size`` / ``sha256``: checked
+    when the owner publishes them (else the size the server announces is checked)."""
+
+    url: str
+    file: str  # the archive's name in the cache (and in the release)
+    size: int | None = None
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,7 @@ class SourceSpec:
     zips: tuple[str, ...] = ()  # zip file names of the original release, looked for in an images root
     urls: tuple[str, ...] = ()  # URL templates with {name}; tried in order (a 404 moves to the next)
     license: str = ""
+    archive: Archive | None = None  # sources published only as an archive: downloaded whole, then extracted
 
     def matches(self, name: str) -> bool:
         return re.fullmatch(self.pattern, name) is not None
@@ -78,16 +96,22 @@ SOURCES: dict[str, SourceSpec] = {
             "visual7w", "Visual7W images", r"v7w_\d+\.jpg", ("visual7w/images", "visual7w", "images"),
             ("visual7w_images.zip",), (),
             "Visual7W (COCO images, also in Visual Genome): data CC BY 4.0; images under Flickr terms",
+            # the Visual7W project's own link (github.com/yukezhu/visual7w-toolkit); no checksum published
+            Archive("http://vision.stanford.edu/yukezhu/visual7w_images.zip", "visual7w_images.zip"),
         ),
         SourceSpec(
             "swig", "SWiG / imSitu images (images_512)", r"[a-z_]+_\d+\.jpg", ("images_512", "swig/images_512"),
             ("images_512.zip",), (),
             "imSitu images: non-commercial research and educational use (imSitu terms); SWiG annotations MIT",
+            # the link of the allenai/swig README; no checksum published
+            Archive("https://swig-data-weights.s3.us-east-2.amazonaws.com/images_512.zip", "images_512.zip"),
         ),
         SourceSpec(
             "visdial_val2018", "VisDial v1.0 val images (VisualDialog_val2018)", r"VisualDialog_val2018_\d{12}\.jpg",
             ("VisualDialog_val2018", "visdial/VisualDialog_val2018"), ("VisualDialog_val2018.zip",), (),
             "VisDial v1.0 val images (Flickr): Flickr terms of use; VisDial annotations CC BY 4.0",
+            # the link of visualdialog.org/data (v1.0 val images); no checksum published
+            Archive("https://www.dropbox.com/s/twmtutniktom7tu/VisualDialog_val2018.zip?dl=1", "VisualDialog_val2018.zip"),
         ),
         SourceSpec(
             "visual_genome", "Visual Genome images (VG_100K, VG_100K_2)", r"\d+\.jpg",
@@ -105,6 +129,128 @@ class ImageSourceError(ValueError):
 
 class CorruptImageError(ValueError):
     """An image file that does not decode; the message names the file and where it was read from."""
+
+
+class ArchiveError(ImageSourceError):
+    """A source archive that cannot be used; the message names the archive (and URL or member)."""
+
+
+class ArchiveDownloadError(ArchiveError):
+    """An archive that could not be downloaded (the message names the URL and the HTTP status)."""
+
+
+class CorruptArchiveError(ArchiveError):
+    """A downloaded archive that is not the published one: wrong size or checksum, not a zip, bad CRC."""
+
+
+class UnsafeArchiveError(ArchiveError):
+    """An archive member whose path would escape the folder it is extracted to (``../``, an
+    absolute path, a symbolic link): the archive is refused."""
+
+
+def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
+    name = info.filename
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
+        return "an absolute path"
+    if ".." in re.split(r"[/\\]", name):
+        return "a '..' component"
+    if info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16):
+        return "a symbolic link"
+    return None
+
+
+def safe_members(zf: zipfile.ZipFile, where: str) -> list[zipfile.ZipInfo]:
+    """The archive's members, refusing the archive if any path could escape the target folder."""
+    infos = zf.infolist()
+    for info in infos:
+        reason = _unsafe_reason(info)
+        if reason:
+            raise UnsafeArchiveError(f"{where}: member {info.filename!r} is {reason}, which could write outside "
+                                     "the folder it is extracted to; refusing the archive")
+    return infos
+
+
+def download_file(
+    url: str,
+    target: Path,
+    *,
+    size: int | None = None,
+    sha256: str | None = None,
+    retries: int = 3,
+    timeout: float = 60.0,
+    desc: str | None = None,
+    chunk: int = 1 << 20,
+) -> Path:
+    """Download ``url`` to ``target`` through ``target.part``: resumed with an HTTP Range request
+    when a part is there (from an interrupted run or a dropped connection), with a progress bar,
+    ``retries`` attempts on transient errors (connection, timeout, 5xx, a short read), and the
+    size (``size``, else the one the server announced) and ``sha256`` checked before the file is
+    moved into place. 4xx errors are not retried and name the URL."""
+    from tqdm.auto import tqdm
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    errors: list[str] = []
+    expected = size
+    for attempt in range(max(1, retries)):
+        have = part.stat().st_size if part.is_file() else 0
+        headers = {"User-Agent": "vlprobe-image-fetch"}
+        if have:
+            headers["Range"] = f"bytes={have}-"
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
+                length = resp.headers.get("Content-Length")
+                if have and resp.status == 206:
+                    mode, total = "ab", None
+                    m = re.search(r"/(\d+)\s*$", resp.headers.get("Content-Range", ""))
+                    total = int(m.group(1)) if m else (have + int(length) if length else None)
+                else:
+                    mode, have = "wb", 0
+                    total = int(length) if length else None
+                if total is not None:
+                    if expected is not None and total != expected:
+                        raise CorruptArchiveError(f"{url}: the server announces {total:,} bytes, the published size "
+                                                  f"is {expected:,}; refusing it")
+                    expected = total
+                with open(part, mode) as fh, tqdm(total=total, initial=have, unit="B", unit_scale=True,
+                                                  desc=desc or target.name, disable=None, file=sys.stderr) as bar:
+                    while True:
+                        block = resp.read(chunk)
+                        if not block:
+                            break
+                        fh.write(block)
+                        bar.update(len(block))
+            got = part.stat().st_size
+            if expected is not None and got < expected:
+                raise http.client.IncompleteRead(b"", expected - got)
+            break
+        except urllib.error.HTTPError as err:
+            if err.code == 416 and have:  # the part already holds everything
+                break
+            errors.append(f"HTTP {err.code}")
+            if 400 <= err.code < 500 and err.code not in (408, 429):
+                raise ArchiveDownloadError(f"could not download {url}: HTTP {err.code} ({err.reason})") from None
+        except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as err:
+            errors.append(f"{type(err).__name__}: {getattr(err, 'reason', err)}")
+        if attempt + 1 < retries:
+            time.sleep(min(0.5 * 2**attempt, 8.0))
+    else:
+        raise ArchiveDownloadError(f"could not download {url} after {retries} attempt(s): {'; '.join(errors[-3:])} "
+                                   f"(the part downloaded so far is kept in {part}; rerun to resume)")
+    got = part.stat().st_size
+    if expected is not None and got != expected:
+        part.unlink()
+        raise CorruptArchiveError(f"{url}: downloaded {got:,} bytes, expected {expected:,}; removed it, rerun to retry")
+    if sha256:
+        h = hashlib.sha256()
+        with open(part, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        if h.hexdigest() != sha256.lower():
+            part.unlink()
+            raise CorruptArchiveError(f"{url}: sha256 {h.hexdigest()} is not the published {sha256}; removed it")
+    os.replace(part, target)
+    return target
 
 
 @dataclass
@@ -167,7 +313,8 @@ class _Zip:
             except (zipfile.BadZipFile, OSError) as err:
                 raise ImageSourceError(f"{self.path}: not a readable zip file: {err}") from None
             self._index = {}
-            for member in self._zip.namelist():
+            for info in safe_members(self._zip, str(self.path)):
+                member = info.filename
                 if not member.endswith("/"):
                     self._index.setdefault(member.rsplit("/", 1)[-1], member)
         return self._index
@@ -208,7 +355,7 @@ class ImageResolver:
                 self.zips.append(_Zip(path))
             else:
                 raise ImageSourceError(f"image location for {spec.name!r} is neither a folder nor a .zip file: {path}")
-        self.download = bool(download and spec.urls)
+        self.download = bool(download and (spec.urls or spec.archive))
         self.cache = Path(cache_dir or DEFAULT_CACHE).expanduser() / spec.name
         self.retries = max(1, int(retries))
         self.timeout = timeout
@@ -218,8 +365,60 @@ class ImageResolver:
         where = [str(f) for f in self.folders] + [str(z.path) for z in self.zips]
         if self.download:
             where.append(f"cache {self.cache}")
-            where.append("download from " + " | ".join(u.replace("{name}", "<name>") for u in self.spec.urls))
+            if self.spec.archive is not None:
+                where.append(f"extract from {self.archive_path} (downloaded from {self.spec.archive.url})")
+            else:
+                where.append("download from " + " | ".join(u.replace("{name}", "<name>") for u in self.spec.urls))
         return where
+
+    # ---- sources published as one archive ----------------------------------------------
+    @property
+    def archive_path(self) -> Path:
+        assert self.spec.archive is not None
+        return self.cache / ".archive" / self.spec.archive.file
+
+    def fetch_archive(self) -> Path:
+        """The source's archive in the cache, downloaded (or resumed) when it is not there yet."""
+        archive = self.spec.archive
+        assert archive is not None
+        path = self.archive_path
+        if not path.is_file():
+            download_file(archive.url, path, size=archive.size, sha256=archive.sha256, retries=self.retries,
+                          timeout=self.timeout, desc=f"{self.spec.name}: {archive.file}")
+        return path
+
+    def extract(self, names: Iterable[str]) -> list[str]:
+        """Extract ``names`` (matched by base name) from the downloaded archive into the cache;
+        returns the names the archive does not hold. A corrupt or unsafe archive is refused."""
+        path = self.fetch_archive()
+        try:
+            zf = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as err:
+            path.unlink(missing_ok=True)
+            raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}) is not a readable "
+                                      f"zip archive ({err}); removed it, rerun to download it again") from None
+        absent = []
+        with zf:
+            index: dict[str, str] = {}
+            for info in safe_members(zf, f"{self.spec.name}: {path}"):
+                if not info.is_dir():
+                    index.setdefault(info.filename.rsplit("/", 1)[-1], info.filename)
+            self.cache.mkdir(parents=True, exist_ok=True)
+            for name in names:
+                member = index.get(name)
+                if member is None:
+                    absent.append(name)
+                    continue
+                try:
+                    data = zf.read(member)
+                except (zipfile.BadZipFile, zlib_error, OSError, EOFError) as err:
+                    raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}): member "
+                                              f"{member} is damaged ({err}); delete the archive and rerun") from None
+                # the target is the cache folder plus a base name: nothing can land elsewhere
+                tmp = self.cache / f".{name}.{os.getpid()}.part"
+                tmp.write_bytes(data)
+                os.replace(tmp, self.cache / name)
+        return absent
 
     # ---- look-up -----------------------------------------------------------------------
     def locate(self, name: str) -> str | None:
@@ -249,7 +448,11 @@ class ImageResolver:
         if self.download:
             cached = self.cache / name
             if not cached.is_file():
-                self.fetch(name)
+                if self.spec.archive is not None:
+                    if self.extract([name]):
+                        raise FileNotFoundError(f"{self.spec.name}: image {name} is not in {self.archive_path}")
+                else:
+                    self.fetch(name)
             return cached.read_bytes()
         raise FileNotFoundError(f"{self.spec.name}: image {name} not found [searched: {'; '.join(self.describe())}]")
 
@@ -284,6 +487,8 @@ class ImageResolver:
         absent = [n for n in dict.fromkeys(names) if self.locate(n) is None]
         if not absent or not self.download:
             return absent
+        if self.spec.archive is not None:
+            return self.extract(absent)
 
         def try_fetch(name: str) -> str | None:
             try:

@@ -108,9 +108,6 @@ class Scene:
         """A canonical, hashable identity (objects sorted): equal for scenes that render identically."""
         return tuple(sorted(self.objects))
 
-    def with_objects(self, objects: Iterable[SceneObject]) -> "Scene":
-        return Scene(tuple(objects))
-
     def find(self, colour: str | None = None, shape: str | None = None) -> list[SceneObject]:
         """Objects matching ``colour`` and ``shape`` (``None`` matches any)."""
         return [

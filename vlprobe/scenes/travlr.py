@@ -7,6 +7,12 @@ exactly balanced per split, in a seeded random order), then checks the label wit
 opposite truth) with :func:`~vlprobe.scenes.statements.foil`. No (scene, query) pair repeats
 across the splits of a task.
 
+The label distribution is fair: no query word tells the label without the scene. Each quantifier
+is true in half of its rows (and the six are equally frequent), spatiality balances its two axes,
+and cardinality's and numerical comparison's query words are independent of the label by
+construction; ``tests/test_travlr_shortcuts.py`` checks that text-only and caption-only
+classifiers stay at chance on every config.
+
 Splits: ``train``, ``validation`` and ``test_ind`` draw from the in-distribution pool (the
 original's ``train`` / ``val`` / ``val_test``); ``test_ood`` (the original's ``test``) only from
 the held-out cases:
@@ -39,7 +45,6 @@ from .statements import Compare, Count, Quantifier, Spatial, Statement, foil, tr
 
 TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
 SPLITS = ("train", "validation", "test_ind", "test_ood")
-ORIGINAL_SPLIT_NAMES = {"train": "train", "validation": "val", "test_ind": "val_test", "test_ood": "test"}
 IND_SPLITS = ("train", "validation", "test_ind")
 
 # Rows per split, the same for every task, except "paper" (see sizes_for): the paper's Table 3
@@ -143,12 +148,22 @@ def quantifier_count_pairs() -> tuple[list[tuple[int, int]], list[tuple[int, int
     return sorted(pairs[:20]), sorted(pairs[20:])
 
 
-# which quantifiers each scene template makes true (the query is one of them or its negation)
-QUANTIFIER_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "shared_x": ("not all", "some", "only"),  # (n1, X, Y), (n2, X, Z)
-    "shared_y": ("all", "not only"),  # (n1, X, Y), (n2, Z, Y)
-    "non_shared": ("none",),  # (n1, X, Z), (n2, W, Y)
+# Every quantifier each scene template makes true (the others are false there; distractors share
+# neither the queried shape X nor the queried colour Y). The original listed one role per template
+# and drew the template uniformly, which made "None of" true in 3 of 4 queries and "Some of" in 1
+# of 4; here the (quantifier, label) pair is drawn first and the template among those giving it.
+QUANTIFIER_ORDER = ("all", "not all", "some", "none", "only", "not only")
+QUANTIFIER_TEMPLATES: dict[str, frozenset[str]] = {
+    "shared_x": frozenset({"not all", "some", "only"}),  # (n1, X, Y), (n2, X, Z)
+    "shared_y": frozenset({"all", "some", "not only"}),  # (n1, X, Y), (n2, Z, Y)
+    "non_shared": frozenset({"not all", "none", "not only"}),  # (n1, X, Z), (n2, W, Y)
 }
+
+
+def quantifier_templates(quantifier: str, label: bool) -> list[str]:
+    """The scene templates on which ``quantifier`` has truth ``label`` (one or two of the three;
+    drawn uniformly, each template is a third of the true and a third of the false rows)."""
+    return [name for name, true in sorted(QUANTIFIER_TEMPLATES.items()) if (quantifier in true) == label]
 
 COMPARE_OOD_MIN_DIFF = 4
 
@@ -230,11 +245,11 @@ def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
     )
 
 
-def _quantifiers(rng: random.Random, split: str, label: bool) -> Example:
+def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str) -> Example:
     ood = split == "test_ood"
     x, y = rng.choice(_QUANT_TYPES[ood])
     n1, n2 = rng.choice(_QUANT_COUNTS[ood])
-    template = rng.choice(sorted(QUANTIFIER_TEMPLATES))
+    template = rng.choice(quantifier_templates(quantifier, label))
     if template == "shared_x":
         t1, t2 = (y, x), (rng.choice([c for c in ALL_COLOURS if c != y]), x)
     elif template == "shared_y":
@@ -249,10 +264,7 @@ def _quantifiers(rng: random.Random, split: str, label: bool) -> Example:
     types = [t1] * n1 + [t2] * n2
     types += [(rng.choice(d_colours), rng.choice(d_shapes)) for _ in range(rng.randint(2, 8))]
     scene = Scene(tuple(place(types, rng)))
-    true_q = rng.choice(QUANTIFIER_TEMPLATES[template])
-    query = Quantifier(true_q, x, y)
-    if not label:
-        query = query.negation()
+    query = Quantifier(quantifier, x, y)
     return Example(
         task="quantifiers", split=split, scene=scene, query=query, foil=foil(scene, query), label=label,
         subtype=query.quantifier, queried=frozenset(range(n1 + n2)),
@@ -286,6 +298,15 @@ _QUANT_TYPES = {False: quantifier_types(False), True: quantifier_types(True)}
 _QUANT_COUNTS = dict(zip((False, True), quantifier_count_pairs()))
 _COMPARE_PAIRS = dict(zip((False, True), compare_shape_pairs()))
 
+# What each split balances, cycled in this order (so any even size is exactly balanced in labels):
+# the label, with spatiality's axis and the quantifiers' quantifier (each of the 12 (quantifier,
+# label) cells equally often, as the paper's Figures 10-11 show per quantifier).
+_LABELS = ((True,), (False,), (False,), (True,))
+_STRATA: dict[str, tuple[tuple, ...]] = {
+    "spatiality": ((True, "left/right"), (False, "above/below"), (False, "left/right"), (True, "above/below")),
+    "quantifiers": tuple((label, q) for q in QUANTIFIER_ORDER for label in (True, False)),
+}
+
 _MAKERS: dict[str, Callable[..., Example]] = {
     "spatiality": _spatial, "cardinality": _cardinality, "quantifiers": _quantifiers, "numerical_comparison": _numerical,
 }
@@ -300,7 +321,9 @@ def task_rng(task: str, seed: int) -> random.Random:
 def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
     """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``. Labels are
     balanced per split (exactly for even sizes, else within one); spatiality also balances
-    left/right and above/below. Each row's caption is drawn here too, so the output is final."""
+    left/right and above/below, and quantifiers each of the 12 (quantifier, label) pairs. Each
+    row's caption is drawn here too, so the output is final. Nothing is rendered: the builder
+    renders the scenes, so text-only uses (the shortcut test) take seconds."""
     if task not in _MAKERS:
         raise ValueError(f"unknown TraVLR task {task!r}; choose one of {TASKS}")
     unknown = set(sizes) - set(SPLITS)
@@ -313,15 +336,12 @@ def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: in
         n = int(sizes.get(split, 0))
         if n < 0:
             raise ValueError(f"size of split {split!r} must be >= 0, got {n}")
-        plan = [(label, axis) for label, axis in itertools.islice(
-            itertools.cycle([(True, "left/right"), (False, "above/below"), (False, "left/right"), (True, "above/below")]), n
-        )]
+        plan = list(itertools.islice(itertools.cycle(_STRATA.get(task, _LABELS)), n))
         rng.shuffle(plan)
         rows = []
-        for label, axis in plan:
+        for label, *stratum in plan:
             for _ in range(max_tries):
-                args = (rng, split, label, axis) if task == "spatiality" else (rng, split, label)
-                ex = _MAKERS[task](*args)
+                ex = _MAKERS[task](rng, split, label, *stratum)
                 key = (ex.scene.key(), ex.query)
                 if key not in seen:
                     break

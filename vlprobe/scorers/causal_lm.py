@@ -104,7 +104,9 @@ class CausalLMScorer(PairScorer):
 @register("causal_lm", detect=_detect, priority=0,
           description="text-only causal LMs (GPT-2, ...): minus the mean token NLL, images ignored")
 def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-                   trust_remote_code: bool = False, config: Any = None, **kw: Any) -> CausalLMScorer:
+                   trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
+                   **kw: Any) -> CausalLMScorer:
+    # exact_preprocessing is accepted (and has nothing to do): this family reads no images.
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if kw:

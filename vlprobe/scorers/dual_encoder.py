@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import DualScorer, register
-from .loading import from_pretrained, to_device, model_max_text_length, processor_preprocessing, resolve_dtype, to_images
+from .loading import (from_pretrained, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
+                      to_device, to_images)
 
 _KNOWN_TYPES = {"clip", "siglip", "siglip2", "align", "altclip", "chinese_clip", "metaclip_2"}
 _MAX_LENGTH_PADDED = {"siglip", "siglip2"}
@@ -157,8 +158,9 @@ class DualEncoderScorer(DualScorer):
 @register("dual", detect=_detect, priority=10,
           description="dual encoders (CLIP, SigLIP, ALIGN, ...): the model's image-text logit")
 def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-              trust_remote_code: bool = False, config: Any = None, **kw: Any) -> DualEncoderScorer:
-    from transformers import AutoModel, AutoProcessor
+              trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
+              **kw: Any) -> DualEncoderScorer:
+    from transformers import AutoModel
 
     if kw:
         raise TypeError(f"family 'dual' takes no options {sorted(kw)}")
@@ -168,6 +170,7 @@ def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revisi
     if not (hasattr(net, "get_image_features") and hasattr(net, "get_text_features")):
         raise ValueError(f"model {model!r} ({type(net).__name__}) has no get_image_features/get_text_features: "
                          f"it is not a dual encoder; pick another --family")
-    processor = from_pretrained(AutoProcessor, model, revision=revision, trust_remote_code=trust_remote_code)
+    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
+                               trust_remote_code=trust_remote_code)
     net = net.to(device).eval()
     return DualEncoderScorer(model, net, processor, device=device, dtype=dtype, revision=revision)

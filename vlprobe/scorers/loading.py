@@ -243,6 +243,50 @@ def model_max_text_length(tokenizer: Any, config: Any, default: int = 512) -> in
     return min(limits) if limits else default
 
 
+def load_processor(model: str, *, exact_preprocessing: bool = False, revision: str | None = None,
+                   trust_remote_code: bool = False) -> Any:
+    """``AutoProcessor.from_pretrained`` with the image backend chosen on purpose.
+
+    By default the **fast** image processor (batched torch/torchvision ops) runs whenever
+    ``torchvision`` is importable and the model's processor has one; without torchvision
+    transformers falls back to the PIL one. ``exact_preprocessing=True`` always takes the PIL
+    ("slow") image processor, the one the papers' numbers were computed with (transformers 4's
+    default), for a user who must match them bit for bit. Which one ran is recorded in the
+    scorer's ``preprocessing["image_backend"]`` (and so in its cache key)."""
+    import transformers
+    from transformers import AutoProcessor
+
+    fast = torchvision_available() and not exact_preprocessing
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        kw: dict[str, Any] = {"backend": "torchvision" if fast else "pil"}
+    else:  # transformers 4: use_fast picks the torchvision ("...Fast") image processor
+        kw = {"use_fast": fast}
+    return from_pretrained(AutoProcessor, model, revision=revision, trust_remote_code=trust_remote_code, **kw)
+
+
+def torchvision_available() -> bool:
+    """Whether ``torchvision`` imports here (a wheel built for another torch fails to)."""
+    try:
+        from transformers.utils.import_utils import is_torchvision_available
+
+        if not is_torchvision_available():
+            return False
+        import torchvision  # noqa: F401
+    except Exception:  # e.g. RuntimeError "operator torchvision::nms does not exist"
+        return False
+    return True
+
+
+def image_backend(image_processor: Any) -> str | None:
+    """``"torchvision"`` for a fast image processor, ``"pil"`` for a slow one, None for none."""
+    if image_processor is None:
+        return None
+    names = {c.__name__ for c in type(image_processor).__mro__}
+    if names & {"TorchvisionBackend", "BaseImageProcessorFast"}:
+        return "torchvision"
+    return "pil"
+
+
 def processor_preprocessing(image_processor: Any, processor: Any = None) -> dict[str, Any]:
     """The image preprocessing parameters worth recording (size, crop, mean/std, resample...).
     Defaults a processor class sets on top of its image processor (transformers 5
@@ -252,7 +296,8 @@ def processor_preprocessing(image_processor: Any, processor: Any = None) -> dict
     keys = ("size", "crop_size", "do_resize", "do_center_crop", "do_rescale", "rescale_factor",
             "do_normalize", "image_mean", "image_std", "resample", "do_pad", "size_divisor",
             "do_convert_rgb", "patch_size", "max_num_patches")
-    out: dict[str, Any] = {"image_processor": type(image_processor).__name__}
+    out: dict[str, Any] = {"image_processor": type(image_processor).__name__,
+                           "image_backend": image_backend(image_processor)}
     for k in keys:
         v = getattr(image_processor, k, None)
         if v is None:

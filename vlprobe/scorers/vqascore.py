@@ -18,6 +18,15 @@ that the tokenizer encodes as a **single** token is collected (SentencePiece ``â
 a space depends on how the template ends. Lower-case "yes"/"no" are not counted (VQAScore reads
 "Yes"). A tokenizer where neither spelling is one token raises a clear error.
 
+**Batching.** The engine hands over a batch of pairs (by default 32) and they go through the model
+in **one forward pass**: the prompts are padded on the **right** with an attention mask, and each
+row's next-token distribution is read at its own last real token. Right padding keeps every real
+token at the position it has alone, so a pair's score does not depend on what it is batched with
+(whatever the model's position embeddings; left padding shifts positions, which only rotary
+embeddings forgive). The pairs of one image sit together in a batch, and each distinct image is
+**preprocessed once** and its pixel rows repeated for its texts (:class:`_ReuseImages`), so an
+item with 4 captions pays for one image preprocessing, not 4.
+
 Any model that ``AutoModelForImageTextToText`` loads and whose ``AutoProcessor`` takes
 ``images=`` and ``text=`` works; tested with a tiny LLaVA. Processors without a chat template
 (e.g. PaliGemma's, which inserts its image tokens itself) get the bare question as the prompt,
@@ -31,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import from_pretrained, to_device, processor_preprocessing, resolve_dtype, to_images
+from .loading import from_pretrained, load_processor, processor_preprocessing, resolve_dtype, to_device, to_images
 
 DEFAULT_PROMPT = 'Does this figure show "{text}"? Please answer yes or no.'
 
@@ -66,6 +75,46 @@ def answer_token_ids(tokenizer: Any, word: str) -> list[int]:
     return ids
 
 
+class _ReuseImages:
+    """Stands in for a processor's image processor: each distinct image (by identity) in a call is
+    preprocessed once, in one batch, and its output rows are repeated for every pair that shows it.
+    Anything it cannot split per image (nested image lists, outputs that are not one row per
+    image) goes to the real image processor unchanged, so the result is always the processor's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __call__(self, images: Any = None, *args: Any, **kwargs: Any) -> Any:
+        from PIL import Image
+
+        if images is None and "images" in kwargs:
+            images = kwargs.pop("images")
+        if not (isinstance(images, (list, tuple)) and images and all(isinstance(im, Image.Image) for im in images)):
+            return self.inner(images, *args, **kwargs)
+        slot: dict[int, int] = {}
+        index = [slot.setdefault(id(im), len(slot)) for im in images]
+        if len(slot) == len(images):
+            return self.inner(images, *args, **kwargs)
+        unique = list({id(im): im for im in images}.values())  # first-seen order, as slot numbers them
+        out = self.inner(unique, *args, **kwargs)
+        repeated = {}
+        for key, value in out.items():
+            if hasattr(value, "shape") and len(value.shape) > 0 and value.shape[0] == len(unique):
+                repeated[key] = value[index]
+            elif isinstance(value, list) and len(value) == len(unique):
+                repeated[key] = [value[i] for i in index]
+            else:  # not one row per image: let the image processor do every image
+                return self.inner(images, *args, **kwargs)
+        for key, value in repeated.items():
+            out[key] = value
+        return out
+
+
 class VQAScoreScorer(PairScorer):
     family: ClassVar[str] = "vqascore"
     uses_images: ClassVar[bool] = True
@@ -85,6 +134,12 @@ class VQAScoreScorer(PairScorer):
         self.yes_ids = answer_token_ids(self.tokenizer, "Yes")
         self.no_ids = answer_token_ids(self.tokenizer, "No")
         self.chat_template = bool(getattr(processor, "chat_template", None))
+        self._batch_processor = processor
+        if getattr(processor, "image_processor", None) is not None:
+            import copy
+
+            self._batch_processor = copy.copy(processor)
+            self._batch_processor.image_processor = _ReuseImages(processor.image_processor)
         self.preprocessing = {
             **processor_preprocessing(getattr(processor, "image_processor", None), processor),
             "processor": type(processor).__name__,
@@ -92,7 +147,7 @@ class VQAScoreScorer(PairScorer):
             "chat_template": self.chat_template,
             "yes_tokens": self.tokenizer.convert_ids_to_tokens(self.yes_ids),
             "no_tokens": self.tokenizer.convert_ids_to_tokens(self.no_ids),
-            "text_padding": "longest",
+            "text_padding": "longest, right side (last real token read)",
             "score": "log P(Yes) over the full vocabulary",
             "probability": "P(Yes) / (P(Yes) + P(No))",
         }
@@ -109,7 +164,10 @@ class VQAScoreScorer(PairScorer):
         if len(images) != len(texts):
             raise ValueError(f"preprocess_pairs: {len(images)} images but {len(texts)} texts")
         prompts = [self.render(t) for t in texts]
-        return dict(self.processor(images=to_images(images), text=prompts, padding=True, return_tensors="pt"))
+        # The engine decodes each image once per batch, so the pairs of one image share a PIL
+        # object: _ReuseImages preprocesses it once.
+        return dict(self._batch_processor(images=to_images(images), text=prompts, padding=True,
+                                          padding_side="right", return_tensors="pt"))
 
     def score_pairs(self, inputs: Any) -> PairScores:
         import torch
@@ -136,14 +194,15 @@ class VQAScoreScorer(PairScorer):
           description='generative VLMs: log P("Yes") to "Does this figure show ...?" (VQAScore)')
 def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
                   trust_remote_code: bool = False, config: Any = None, prompt: str = DEFAULT_PROMPT,
-                  **kw: Any) -> VQAScoreScorer:
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+                  exact_preprocessing: bool = False, **kw: Any) -> VQAScoreScorer:
+    from transformers import AutoModelForImageTextToText
 
     if kw:
-        raise TypeError(f"family 'vqascore' takes only prompt=..., not {sorted(kw)}")
+        raise TypeError(f"family 'vqascore' takes only prompt=... and exact_preprocessing=..., not {sorted(kw)}")
     _, torch_dtype = resolve_dtype(dtype)
     net = from_pretrained(AutoModelForImageTextToText, model, revision=revision,
                           trust_remote_code=trust_remote_code, dtype=torch_dtype)
-    processor = from_pretrained(AutoProcessor, model, revision=revision, trust_remote_code=trust_remote_code)
+    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
+                               trust_remote_code=trust_remote_code)
     return VQAScoreScorer(model, net.to(device).eval(), processor, device=device, dtype=dtype,
                           revision=revision, prompt=prompt)

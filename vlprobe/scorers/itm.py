@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import from_pretrained, to_device, model_max_text_length, processor_preprocessing, resolve_dtype, to_images
+from .loading import (from_pretrained, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
+                      to_device, to_images)
 
 # architecture name -> how to read the match logits from its output
 _HEADS = {
@@ -96,9 +97,9 @@ class ITMScorer(PairScorer):
 @register("itm", detect=lambda config: _arch(config) is not None, priority=20,
           description="image-text matching heads (BLIP ITM, ViLT retrieval): match logit and probability")
 def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-             trust_remote_code: bool = False, config: Any = None, **kw: Any) -> ITMScorer:
+             trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
+             **kw: Any) -> ITMScorer:
     import transformers
-    from transformers import AutoProcessor
 
     from .loading import load_config
 
@@ -114,5 +115,6 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
         )
     _, torch_dtype = resolve_dtype(dtype)
     net = from_pretrained(getattr(transformers, arch), model, revision=revision, dtype=torch_dtype)
-    processor = from_pretrained(AutoProcessor, model, revision=revision, trust_remote_code=trust_remote_code)
+    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
+                               trust_remote_code=trust_remote_code)
     return ITMScorer(model, net.to(device).eval(), processor, arch, device=device, dtype=dtype, revision=revision)

@@ -1,0 +1,145 @@
+"""vlprobe.summary: the one rule for headline metrics, and the papers' aggregates worked by hand."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vlprobe import summary
+from vlprobe.metric import compute
+from vlprobe.summary import (VALSE_INSTRUMENTS, benchmark_of, display_metrics, headline_metrics, headline_present,
+                             infer_shape, primary_metric, summarize)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_benchmark_of():
+    assert benchmark_of("facebook/winoground") == "winoground"
+    assert benchmark_of("./travlr/") == "travlr"
+    assert benchmark_of("/data/VALSE") == "valse"
+    assert benchmark_of("my-org/winoground-style") == "winoground_style"
+    assert benchmark_of("my-org/My-Set") == "my-set"
+
+
+def test_benchmark_of_agrees_with_results_benchmark_name():
+    from vlprobe.results import benchmark_name
+
+    for name in ("facebook/winoground", "./travlr", "valse", "bla/", "org/other"):
+        assert benchmark_of(name) == benchmark_name(name)
+
+
+def test_headline_rules():
+    assert headline_metrics("valse") == ["acc_r", "acc", "min_p", "auroc"]
+    assert headline_metrics("facebook/winoground") == ["text", "image", "group"]
+    assert headline_metrics("winoground_style") == ["text", "image", "group"]
+    assert headline_metrics("bla") == ["sentence_acc", "set_acc", "set_error"]
+    assert headline_metrics("travlr", (1, 1)) == ["macro_f1"]
+    assert headline_metrics("travlr", (1, 2)) == ["acc_r"]
+    assert headline_metrics("other", (2, 3)) == ["text", "image", "group"]
+    # VALSE without probabilities: acc_r only (the paper's CLIP row), AUROC needs probabilities
+    clip = ["acc_r", "text", "set_acc", "set_error", "sentence_acc", "auroc"]
+    assert headline_present("valse", (1, 2), clip) == ["acc_r"]
+    assert headline_present("valse", (1, 2), clip + ["acc", "p_c", "p_f", "min_p"]) == ["acc_r", "acc", "min_p", "auroc"]
+    assert primary_metric("bla", (1, 4), ["acc_r", "sentence_acc", "set_acc"]) == "sentence_acc"
+    assert primary_metric("winoground", (2, 2), ["acc_r", "text", "image", "group"]) == "group"
+    assert primary_metric("travlr", (1, 1), ["acc", "macro_f1", "f1_true"]) == "macro_f1"
+
+
+def test_display_drops_the_copies_of_one_number():
+    r = compute([[[0.9, 0.2]], [[0.3, 0.7]]], [[[1, 0]]] * 2)
+    avail = [k for k in r if isinstance(r[k], float)]
+    # A 1 x 2 item: acc_r, text, set_acc, sentence_acc and 1 - set_error are one number.
+    assert {"acc_r", "text", "set_acc", "set_error", "sentence_acc"} <= set(avail)
+    assert display_metrics("travlr", (1, 2), avail) == ["acc_r", "auroc"]
+    assert display_metrics("valse", (1, 2), avail) == ["acc_r"]
+    w = compute([[[0.3, 0.2], [0.1, 0.5]]], [[[1, 0], [0, 1]]])
+    shown = display_metrics("winoground", (2, 2), [k for k in w if isinstance(w[k], float)])
+    assert shown[:3] == ["text", "image", "group"] and "set_acc" not in shown and "sentence_acc" not in shown
+    b = compute([[[0.8, 0.3, 0.5, 0.1]]], [[[1, 1, 0, 0]]])
+    shown = display_metrics("bla", (1, 4), [k for k in b if isinstance(b[k], float)])
+    assert shown[:3] == ["sentence_acc", "set_acc", "set_error"] and "text" not in shown
+    assert display_metrics("x", None, ["acc_r", "text"]) == ["acc_r", "text"]
+
+
+def test_infer_shape():
+    assert infer_shape(compute([[[0.9, 0.2, 0.1]]] * 2, [[[1, 0, 0]]] * 2)) == (1, 3)
+    assert infer_shape(compute([[[0.8, 0.3, 0.5, 0.1]]], [[[1, 1, 0, 0]]])) == (1, 4)
+    assert infer_shape(compute([[[0.3, 0.2], [0.1, 0.5]]], [[[1, 0], [0, 1]]])) is None
+
+
+def _entry(dataset, config, split="test", **metrics):
+    return {"dataset": dataset, "config": config, "split": split, "metrics": metrics}
+
+
+def test_valse_avg_is_the_unweighted_mean_of_the_11_instruments():
+    # CLIP's Table 2 row: the mean of its 11 acc_r values is its Avg. (64.0).
+    rows = list(csv.DictReader((ROOT / "vlprobe" / "data" / "paper_results.csv").open(encoding="utf-8")))
+    clip = {r["config"]: float(r["value"]) / 100 for r in rows
+            if r["benchmark"] == "valse" and r["table"] == "Table 2" and r["model"] == "CLIP"}
+    entries = [_entry("valse", c, acc_r=clip[c], n_items=10 + i) for i, c in enumerate(VALSE_INSTRUMENTS)]
+    s = summarize(entries)["valse"]
+    avg = next(r for r in s["rows"] if r["config"] == "avg")
+    assert avg["complete"] and s["complete"] and s["notes"] == []
+    assert avg["values"]["acc_r"] == pytest.approx(sum(clip[c] for c in VALSE_INSTRUMENTS) / 11)
+    assert round(100 * avg["values"]["acc_r"], 1) == clip["avg"] * 100
+    assert s["headline"] == ["acc_r"]
+    assert [r["piece"] for r in s["rows"][:3]] == ["existence", "plurality", "counting"]
+
+
+def test_valse_avg_with_probabilities_and_incomplete():
+    e = [_entry("valse", "existence", acc_r=0.6, acc=0.5, p_c=0.9, p_f=0.1, min_p=0.1, auroc=0.55),
+         _entry("valse", "plurality", acc_r=0.8, acc=0.7, p_c=0.5, p_f=0.9, min_p=0.5, auroc=0.65),
+         _entry("valse", "foil_it", acc_r=0.7, acc=0.6, p_c=0.6, p_f=0.6, min_p=0.6, auroc=0.75)]
+    s = summarize(e)["valse"]
+    avg = s["rows"][-1]
+    assert avg["config"] == "avg" and not avg["complete"] and not s["complete"]
+    assert avg["values"] == pytest.approx({"acc_r": 0.7, "acc": 0.6, "min_p": 0.4, "auroc": 0.65})
+    assert len(avg["missing"]) == 8 and "Avg. over 3 of 11 instruments" in s["notes"][0]
+
+
+def test_valse_instruments_from_the_all_configs_per_tag_results():
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(60, 1, 2))
+    tags = [[f"instrument={VALSE_INSTRUMENTS[i % 11]}", "valid=True"] for i in range(60)]
+    m = compute(S, np.broadcast_to(np.array([[1, 0]]), S.shape), tags=tags)
+    s = summarize([{"dataset": "./valse", "config": "all", "split": "test", "metrics": m}])["valse"]
+    assert s["complete"]
+    by = {r["config"]: r for r in s["rows"]}
+    for i, inst in enumerate(VALSE_INSTRUMENTS):
+        own = compute(S[i::11], np.broadcast_to(np.array([[1, 0]]), S[i::11].shape))
+        assert by[inst]["values"]["acc_r"] == pytest.approx(own["acc_r"])
+        assert by[inst]["from"].startswith("all (per tag")
+    expected = np.mean([by[i]["values"]["acc_r"] for i in VALSE_INSTRUMENTS])
+    assert by["avg"]["values"]["acc_r"] == pytest.approx(expected)
+    assert by["avg"]["values"]["acc_r"] != pytest.approx(m["acc_r"])  # not the pooled accuracy
+
+
+def test_winoground_bla_and_travlr():
+    e = [_entry("facebook/winoground", "default", text=0.3, image=0.1, group=0.08, acc_r=0.5),
+         _entry("bla", "active_passive", sentence_acc=0.5, set_acc=0.06, set_error=0.06, acc_r=0.5),
+         _entry("bla", "coordination", sentence_acc=0.52, set_acc=0.02, set_error=0.01, acc_r=0.5),
+         _entry("travlr", "spatiality", "test_ind", macro_f1=0.61, acc=0.62, f1_true=0.6, f1_false=0.62),
+         _entry("travlr", "spatiality", "test_ood", macro_f1=0.55, acc=0.56, f1_true=0.5, f1_false=0.6),
+         _entry("travlr", "spatiality", "train", macro_f1=0.9, acc=0.9, f1_true=0.9, f1_false=0.9)]
+    s = summarize(e)
+    w = s["winoground"]["rows"][0]
+    assert w["values"] == {"text": 0.3, "image": 0.1, "group": 0.08} and w["paper_config"] == "winoground"
+    bla = s["bla"]
+    assert [r["config"] for r in bla["rows"]] == ["active_passive", "coordination"]
+    assert bla["rows"][1]["values"] == {"sentence_acc": 0.52, "set_acc": 0.02, "set_error": 0.01}
+    assert not bla["complete"] and "relative_clause" in bla["notes"][0]
+    t = s["travlr"]
+    assert [(r["config"], r["split"]) for r in t["rows"]] == [("spatiality", "test_ind"), ("spatiality", "test_ood")]
+    assert t["rows"][0]["values"] == {"macro_f1": 0.61} and t["headline"] == ["macro_f1"]
+    assert "2 of 8" in t["notes"][0]
+
+
+def test_summary_is_json_serialisable():
+    import json
+
+    m = compute([[[0.9, 0.2]]] * 3, [[[1, 0]]] * 3, bootstrap=20, seed=0)
+    json.dumps(summarize([{"dataset": "valse", "config": "existence", "split": "test", "metrics": m}]))
+    assert summary.SOURCES["valse"].startswith("VALSE")

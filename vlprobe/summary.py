@@ -1,0 +1,392 @@
+"""The papers' headline metrics and aggregates: the ONE place that decides them.
+
+Every table, plot and comparison with a paper asks this module which metrics a benchmark's paper
+reports, which metrics mean something for an item shape, and how the paper aggregates its configs:
+
+* :func:`benchmark_of`: a dataset name (folder, path or Hub id) -> its benchmark
+  (``valse``, ``winoground``, ``winoground_style``, ``bla``, ``travlr``, or the folder/Hub name);
+* :func:`headline_metrics`: the metrics the benchmark's paper reports, in the paper's order;
+* :func:`display_metrics`: what a printed table shows for one config (only metrics that mean
+  something for its benchmark and item shape; ``results.json`` keeps everything);
+* :func:`summarize`: the papers' aggregates from ``results.json``-style entries.
+
+The papers' rules (``../shared/papers``, ``../shared/reference``):
+
+========================  ===================================================================
+VALSE (ACL 2022)          Table 2: per instrument acc_r; with a matching head's probabilities
+                          also acc, min(p_c, p_f) and AUROC; "Avg." = the unweighted mean of the
+                          11 instruments, FOIL-it included (CLIP's 64.0 = mean of its 11 acc_r).
+Winoground (CVPR 2022)    Table 3: text, image and group scores over the 400 items.
+BLA (MSc thesis 2022)     Table 6.3: per task sentence accuracy, set accuracy, set error.
+TraVLR (EACL 2023)        App. B.1: macro-F1 (mean of the F1 of the true and of the false class)
+                          per task, on the in-distribution and out-of-distribution test sets.
+                          vlprobe's zero-shot 1 x 2 framing (query vs its minimal foil) has no
+                          classification: its headline is acc_r.
+========================  ===================================================================
+
+Values are fractions in [0, 1], as the metric returns them (the report prints percentages).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+__all__ = [
+    "BENCHMARKS", "VALSE_INSTRUMENTS", "VALSE_PIECES", "BLA_TASKS", "TRAVLR_TASKS", "PROBABILITY_METRICS",
+    "benchmark_of", "headline_metrics", "headline_present", "primary_metric", "display_metrics", "infer_shape",
+    "summarize",
+]
+
+BENCHMARKS = ("valse", "winoground", "winoground_style", "bla", "travlr")
+
+# VALSE Table 2's columns, in order, with the piece each instrument belongs to.
+VALSE_PIECES: dict[str, tuple[str, ...]] = {
+    "existence": ("existence",),
+    "plurality": ("plurality",),
+    "counting": ("counting_balanced", "counting_small_numbers", "counting_adversarial"),
+    "relations": ("relations",),
+    "actions": ("action_replacement", "actant_swap"),
+    "coreference": ("coreference_standard", "coreference_clean"),
+    "foil_it": ("foil_it",),
+}
+VALSE_INSTRUMENTS = tuple(i for members in VALSE_PIECES.values() for i in members)
+BLA_TASKS = ("active_passive", "coordination", "relative_clause")
+TRAVLR_TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
+TRAVLR_TEST_SPLITS = ("test_ind", "test_ood")
+
+# Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
+# thresholded score): VALSE shows AUROC only then too, as the paper does (CLIP: acc_r only).
+PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
+
+# Display order of every metric (mirrors vlprobe.results.METRIC_ORDER; kept here so this module
+# imports nothing of the package).
+_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
+          "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
+
+SOURCES = {
+    "valse": "VALSE (Parcalabescu et al., ACL 2022), Table 2",
+    "winoground": "Winoground (Thrush et al., CVPR 2022), Table 3",
+    "bla": "BLA (Chen, MSc thesis 2022), Table 6.3",
+    "travlr": "TraVLR (Chow, Tan, Kan, EACL 2023), macro-F1 (App. B.1)",
+}
+# The tag whose values name a benchmark's configs, so a pooled config (VALSE ``all``, a piece)
+# still yields the per-config values through its per-tag results.
+_CONFIG_TAG = {"valse": "instrument", "bla": "task"}
+# The paper tables' config names, where a dataset's differ (Winoground's one set of 400).
+PAPER_CONFIG = {("winoground", "default"): "winoground", ("winoground", "test"): "winoground"}
+
+
+def benchmark_of(dataset: str) -> str:
+    """``facebook/winoground`` -> ``winoground``; ``./travlr/`` -> ``travlr``; ``org/winoground-style``
+    -> ``winoground_style``; any other dataset -> its folder or Hub name, lower-cased."""
+    name = Path(str(dataset).rstrip("/\\")).name.lower() or str(dataset)
+    alias = name.replace("-", "_")
+    return alias if alias in BENCHMARKS else name
+
+
+def _shape(shape: Any) -> tuple[int, int] | None:
+    if shape is None:
+        return None
+    m, n = (int(x) for x in shape)
+    return m, n
+
+
+def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None) -> list[str]:
+    """The metrics the benchmark's paper reports, in the paper's order (the first is the one a
+    plot shows). Probability metrics (:data:`PROBABILITY_METRICS`, and VALSE's AUROC) apply only
+    where a run has probabilities: :func:`headline_present` applies that rule to a result.
+
+    ``shape`` (m, n) is the items' shape where the benchmark has several framings (TraVLR:
+    1 x 1 true/false statements -> macro-F1; 1 x 2 query vs foil -> acc_r) and decides for a
+    benchmark without a paper: m >= 2 -> text / image / group; 1 x 1 -> macro-F1; else acc_r.
+    """
+    b = benchmark_of(benchmark)
+    s = _shape(shape)
+    if b == "valse":
+        return ["acc_r", "acc", "min_p", "auroc"]
+    if b in ("winoground", "winoground_style"):
+        return ["text", "image", "group"]
+    if b == "bla":
+        return ["sentence_acc", "set_acc", "set_error"]
+    if b == "travlr":
+        if s == (1, 1):
+            return ["macro_f1"]
+        if s is None:
+            return ["macro_f1", "acc_r"]
+        return ["acc_r"]
+    if s is None:
+        return ["group", "text", "image", "acc_r", "macro_f1"]
+    m, n = s
+    if m >= 2:
+        return ["text", "image", "group"]
+    if n == 1:
+        return ["macro_f1"]
+    return ["acc_r"]
+
+
+def headline_present(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str]) -> list[str]:
+    """The headline metrics a result actually has, under the papers' rules: VALSE's acc, min_p
+    and AUROC only with probabilities (the paper reports only acc_r for CLIP-like models)."""
+    avail = set(available)
+    b = benchmark_of(benchmark)
+    keys = [k for k in headline_metrics(b, shape) if k in avail]
+    if b == "valse" and "acc" not in avail:
+        keys = [k for k in keys if k == "acc_r"]
+    return keys
+
+
+def primary_metric(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str]) -> str | None:
+    """The one metric a plot shows for a config: Winoground's group, VALSE's acc_r, BLA's
+    sentence accuracy, TraVLR's macro-F1 (1 x 1) or acc_r (1 x 2)."""
+    avail = list(available)
+    b = benchmark_of(benchmark)
+    order = headline_present(b, shape, avail)
+    if b in ("winoground", "winoground_style") or (b not in BENCHMARKS and "group" in order):
+        order = ["group"] + [k for k in order if k != "group"]
+    if order:
+        return order[0]
+    rest = [k for k in _ORDER if k in avail] + [k for k in avail if k not in _ORDER]
+    return rest[0] if rest else None
+
+
+def display_metrics(benchmark: str, shape: tuple[int, int] | None, available: Sequence[str]) -> list[str]:
+    """The metrics a printed table shows for one config: its headline metrics first, then the
+    others that carry information for this item shape. For 1 x n items text = set_acc (one row),
+    and for 1 x 2 items acc_r = text = set_acc = sentence_acc = 1 - set_error (one pair), so
+    only acc_r is shown; for m >= 2 items the row-pooled set metrics are left out. Mixed shapes
+    (``shape=None``) show everything available. AUROC pools scores across images: VALSE shows it
+    only with probabilities, as its paper does."""
+    avail = [k for k in available]
+    b = benchmark_of(benchmark)
+    s = _shape(shape)
+    head = headline_present(b, s, avail) if (b in BENCHMARKS or s is not None) else []
+    drop: set[str] = set()
+    if s is not None:
+        m, n = s
+        if m == 1:
+            drop |= {"text", "image", "group"}
+            if n <= 2:
+                drop |= {"set_acc", "set_error", "sentence_acc"}
+        else:
+            drop |= {"set_acc", "set_error", "sentence_acc"}
+        if (m, n) == (1, 1):
+            drop |= {"acc_r", "auroc"} if "macro_f1" in avail else set()
+    if b == "valse" and "acc" not in avail:
+        drop.add("auroc")
+    ordered = [k for k in _ORDER if k in avail] + [k for k in avail if k not in _ORDER]
+    return head + [k for k in ordered if k not in head and k not in drop]
+
+
+# ---- aggregates ------------------------------------------------------------------------------------
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def _entry_benchmark(entry: dict[str, Any]) -> str:
+    return benchmark_of(entry.get("dataset") or entry.get("benchmark") or "")
+
+
+def _pick_split(splits: Sequence[str]) -> str:
+    return "test" if "test" in splits else splits[0]
+
+
+def _row(config: str, split: str, metrics: dict[str, Any], keys: Sequence[str], source: str,
+         paper_config: str | None = None) -> dict[str, Any]:
+    ci = metrics.get("ci") or {}
+    row: dict[str, Any] = {
+        "config": config, "split": split, "paper_config": paper_config or config,
+        "values": {k: float(metrics[k]) for k in keys if _finite(metrics.get(k))},
+        "n_items": metrics.get("n_items"), "from": source,
+    }
+    cis = {k: [float(ci[k][0]), float(ci[k][1])] for k in row["values"] if k in ci and ci[k] is not None
+           and len(ci[k]) == 2 and all(_finite(x) for x in ci[k])}
+    if cis:
+        row["ci"] = cis
+    return row
+
+
+def _per_config(entries: list[dict[str, Any]], bench: str) -> dict[str, list[tuple[str, dict, str]]]:
+    """config -> [(split, metrics, where from)], from the config's own entries, else from another
+    entry's per-tag results (VALSE ``all`` -> ``instrument=existence``)."""
+    own: dict[str, list[tuple[str, dict, str]]] = {}
+    for e in entries:
+        own.setdefault(e["config"], []).append((e["split"], e["metrics"], e["config"]))
+    tag = _CONFIG_TAG.get(bench)
+    if tag:
+        derived: dict[str, list[tuple[str, dict, str]]] = {}
+        for e in entries:
+            for name, m in (e["metrics"].get("per_tag") or {}).items():
+                key, _, value = str(name).partition("=")
+                if key == tag and value and value != e["config"] and value not in own:
+                    derived.setdefault(value, []).append((e["split"], m, f"{e['config']} (per tag {name})"))
+        for config, found in derived.items():
+            # The most specific source: a piece config before `all` (fewer items, same values).
+            found.sort(key=lambda t: 0 if not t[2].startswith("all ") else 1)
+            own[config] = found
+    return own
+
+
+def _mean_row(name: str, label: str, rows: list[dict[str, Any]], members: Sequence[str], keys: Sequence[str],
+              split: str) -> dict[str, Any]:
+    have = {r["config"]: r for r in rows}
+    present = [c for c in members if c in have]
+    values = {}
+    for k in keys:
+        vals = [have[c]["values"][k] for c in present if k in have[c]["values"]]
+        if vals and len(vals) == len(present):
+            values[k] = sum(vals) / len(vals)
+    missing = [c for c in members if c not in have]
+    return {"config": name, "split": split, "paper_config": name, "label": label, "aggregate": True,
+            "values": values, "over": present, "missing": missing, "complete": not missing,
+            "from": f"unweighted mean of {len(present)} of {len(members)}"}
+
+
+def _summarize_valse(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    per = _per_config(entries, "valse")
+    rows, notes = [], []
+    for piece, members in VALSE_PIECES.items():
+        for inst in members:
+            if inst not in per:
+                continue
+            found = per[inst]
+            split = _pick_split([f[0] for f in found])
+            _, metrics, source = next(f for f in found if f[0] == split)
+            keys = headline_present("valse", (1, 2), [k for k in metrics if _finite(metrics.get(k))])
+            row = _row(inst, split, metrics, keys, source)
+            row["piece"] = piece
+            rows.append(row)
+            tags = metrics.get("per_tag") or {}
+            if any(str(t).lower() in ("valid=false", "valid=0") for t in tags):
+                notes.append(f"{inst}: includes items the annotators did not validate (--include-invalid); "
+                             "the paper scores the valid items only")
+    keys = [k for k in headline_metrics("valse") if rows and all(k in r["values"] for r in rows)]
+    out: dict[str, Any] = {"source": SOURCES["valse"], "headline": keys, "rows": rows}
+    if rows:
+        split = _pick_split([r["split"] for r in rows])
+        avg = _mean_row("avg", "Avg.", rows, VALSE_INSTRUMENTS, keys, split)
+        out["rows"].append(avg)
+        if not avg["complete"]:
+            notes.append(f"Avg. over {len(avg['over'])} of 11 instruments (missing: {', '.join(avg['missing'])}): "
+                         "not the paper's Avg.")
+        out["complete"] = avg["complete"]
+    else:
+        out["complete"] = False
+        notes.append("no VALSE instrument scored (configs or per-tag instrument results)")
+    out["notes"] = notes
+    return out
+
+
+def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Sequence[str] | None) -> dict[str, Any]:
+    per = _per_config(entries, bench)
+    order = list(expected or [])
+    order += [c for c in per if c not in order]
+    rows, notes = [], []
+    for config in order:
+        if config not in per:
+            continue
+        if expected and config not in expected and _CONFIG_TAG.get(bench):
+            continue  # a pooled config (e.g. BLA's `all`): its per-tag values are the tasks
+        found = per[config]
+        split = _pick_split([f[0] for f in found])
+        _, metrics, source = next(f for f in found if f[0] == split)
+        shape = infer_shape(metrics)
+        keys = headline_present(bench, shape, [k for k in metrics if _finite(metrics.get(k))])
+        rows.append(_row(config, split, metrics, keys, source, PAPER_CONFIG.get((bench, config))))
+    missing = [c for c in (expected or []) if c not in per]
+    if missing:
+        notes.append(f"{len(rows)} of {len(expected or [])} configs scored (missing: {', '.join(missing)})")
+    keys = [k for k in headline_metrics(bench) if rows and any(k in r["values"] for r in rows)]
+    return {"source": SOURCES.get(bench), "headline": keys, "rows": rows, "complete": bool(rows) and not missing,
+            "notes": notes}
+
+
+def infer_shape(metrics: dict[str, Any]) -> tuple[int, int] | None:
+    """The items' shape where a metric result shows it: 1 x 1 (classified, never ranked) or
+    1 x n (n = sentence_acc's support / set_acc's support: cells per row); None for m >= 2 or
+    mixed shapes."""
+    if not metrics:
+        return None
+    if _finite(metrics.get("macro_f1")) and not _finite(metrics.get("acc_r")) and "text" not in metrics:
+        return (1, 1)
+    if "image" in metrics or not _finite(metrics.get("acc_r")):
+        return None
+    support = metrics.get("support") or {}
+    rows, cells, items = support.get("set_acc"), support.get("sentence_acc"), metrics.get("n_items")
+    if rows and cells and rows == items and cells % rows == 0:
+        return (1, cells // rows)
+    return None
+
+
+def _entry_shape(entry: dict[str, Any]) -> tuple[int, int] | None:
+    return _shape(entry.get("shape")) if entry.get("shape") else infer_shape(entry.get("metrics") or {})
+
+
+def _summarize_travlr(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    rows, notes = [], []
+    tasks = list(TRAVLR_TASKS) + sorted({e["config"] for e in entries} - set(TRAVLR_TASKS))
+    scored = set()
+    for task in tasks:
+        mine = [e for e in entries if e["config"] == task]
+        tests = [e for e in mine if str(e["split"]).startswith("test")] or mine
+        for e in sorted(tests, key=lambda e: str(e["split"])):
+            m = e["metrics"]
+            shape = _entry_shape(e) or (1, 2)
+            keys = headline_present("travlr", shape, [k for k in m if _finite(m.get(k))])
+            row = _row(task, e["split"], m, keys, task)
+            row["framing"] = "true/false (1 x 1, macro-F1)" if shape == (1, 1) else "query vs foil (1 x 2, acc_r)"
+            rows.append(row)
+            scored.add((task, e["split"]))
+    missing = [f"{t}/{s}" for t in TRAVLR_TASKS for s in TRAVLR_TEST_SPLITS if (t, s) not in scored]
+    if missing:
+        notes.append(f"{8 - len(missing)} of 8 task/test-split pairs scored (missing: {', '.join(missing)})")
+    if any(r["framing"].startswith("query") for r in rows):
+        notes.append("the 1 x 2 query-vs-foil framing is vlprobe's zero-shot adaptation: acc_r, not the paper's "
+                     "macro-F1")
+    keys = [k for k in ("macro_f1", "acc_r") if any(k in r["values"] for r in rows)]
+    return {"source": SOURCES["travlr"], "headline": keys, "rows": rows, "complete": not missing, "notes": notes}
+
+
+def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The papers' aggregates per benchmark, from ``results.json``-style entries (each with
+    ``dataset`` (or ``benchmark``), ``config``, ``split``, ``metrics``).
+
+    Returns ``{benchmark: {"source", "headline", "rows", "complete", "notes"}}``. Each row is
+    ``{"config", "split", "paper_config", "values": {metric: fraction}, "ci", "n_items", "from"}``;
+    aggregate rows (VALSE's ``avg``) add ``"aggregate": True``, ``"over"``, ``"missing"`` and
+    ``"complete"``. ``complete`` is False (and ``notes`` says why) when the paper's aggregate
+    needs configs the entries do not have, e.g. 3 of VALSE's 11 instruments.
+
+    - VALSE: per instrument (with its piece) acc_r, and acc / min_p / AUROC with probabilities;
+      ``avg`` = their unweighted mean over the 11 instruments. Instruments come from their own
+      configs, else from a pooled config's per-tag results (``all`` -> ``instrument=...``).
+    - Winoground(-style): text / image / group per config.
+    - BLA: per task sentence_acc, set_acc, set_error.
+    - TraVLR: per task and test split, macro-F1 (1 x 1 items) or acc_r (1 x 2).
+    - Any other benchmark: the shape-based headline per config and split.
+    """
+    by: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        by.setdefault(_entry_benchmark(e), []).append(e)
+    out: dict[str, Any] = {}
+    for bench, es in by.items():
+        if bench == "valse":
+            out[bench] = _summarize_valse(es)
+        elif bench == "travlr":
+            out[bench] = _summarize_travlr(es)
+        elif bench == "bla":
+            out[bench] = _summarize_by_config(es, bench, BLA_TASKS)
+        elif bench in ("winoground", "winoground_style"):
+            out[bench] = _summarize_by_config(es, bench, None)
+        else:
+            rows = []
+            for e in es:
+                m = e["metrics"]
+                keys = headline_present(bench, _entry_shape(e), [k for k in m if _finite(m.get(k))])
+                rows.append(_row(e["config"], e["split"], m, keys, e["config"]))
+            out[bench] = {"source": None, "headline": sorted({k for r in rows for k in r["values"]},
+                                                             key=lambda k: _ORDER.index(k) if k in _ORDER else 99),
+                          "rows": rows, "complete": True, "notes": []}
+    return out

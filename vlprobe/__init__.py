@@ -2,13 +2,25 @@
 
 Data flow (one direction only)::
 
-    dataset folder (parquet + card + vlprobe.yaml) --load_dataset--> rows
+    dataset folder (parquet + card + vlprobe.yaml) --load_dataset--> rows (memory-mapped, read in chunks)
     rows --ItemSpec--> Items (m images, n texts, gold m x n, tags)
-    Items --scorer--> score matrices S (m x n)
+    Items --scorer (engine)--> score matrices S (m x n)
     (S, gold, tags) --metric (metric/valse_metric.py)--> pairwise / group / set scores, CIs, per tag
+
+The Python API is :func:`evaluate` (``vlprobe/evaluation.py``); ``vlprobe evaluate`` (the CLI,
+``vlprobe/commands/evaluate.py``) parses arguments and calls it. Where things live:
+
+* ``evaluation.py``: the pipeline (settings checks, streaming, scoring, metrics, the result object);
+* ``results.py``: what a run writes (results.json, scores.parquet, results.csv, plots) and the
+  shared display helpers (METRIC_ORDER, percent formatting, bar charts);
+* ``spec.py`` / ``items.py``: rows -> items; ``engine.py`` / ``cache.py``: scoring and the score cache;
+  ``scorers/``: model families; ``dataset_folder.py``: dataset folders (write, load, list configs and
+  splits, undecoded image columns); ``errors.py``: the errors users see.
 """
 
 __version__ = "0.1.0"
 
+from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
+from .evaluation import Evaluation, evaluate  # noqa: F401
 from .items import Item, ItemError  # noqa: F401
 from .spec import ItemSpec, SpecError, find_spec  # noqa: F401

@@ -231,3 +231,51 @@ def config_splits(folder: str | Path, config: str) -> list[str]:
             return sorted(splits, key=lambda s: (not s.startswith("test"), splits.index(s)))
     raise DatasetError(f"dataset {Path(folder).name!r} has no config {config!r}; it has: "
                        f"{', '.join(built_configs(folder)) or 'none built'}")
+
+
+# ---- reading a dataset without decoding it (evaluate, the Space, the builders) --------------------
+
+def undecoded_features(features: Any) -> Any:
+    """The same features with every ``Image`` left undecoded (``{"bytes", "path"}`` dicts): the
+    engine hashes the bytes and decodes in DataLoader workers instead of in the main process."""
+    import copy
+
+    if isinstance(features, datasets.Image):
+        return datasets.Image(decode=False)
+    if isinstance(features, dict):
+        return type(features)({k: undecoded_features(v) for k, v in features.items()})
+    if isinstance(features, (list, tuple)):
+        return type(features)(undecoded_features(v) for v in features)
+    inner = getattr(features, "feature", None)  # List / Sequence / LargeList
+    if inner is not None:
+        new = copy.copy(features)
+        try:
+            new.feature = undecoded_features(inner)
+        except (AttributeError, TypeError):  # a frozen feature type: leave it as it is
+            return features
+        return new
+    return features
+
+
+class quiet_datasets:
+    """``with quiet_datasets(): ...``: no progress bars from ``datasets`` inside (its generating and
+    casting bars say nothing useful to a vlprobe user); the previous state comes back after."""
+
+    def __enter__(self) -> "quiet_datasets":
+        self._was = datasets.is_progress_bar_enabled()
+        datasets.disable_progress_bars()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._was:
+            datasets.enable_progress_bars()
+
+
+def list_configs(dataset: str, revision: str | None = None) -> list[str]:
+    """The config names of a dataset folder or Hub id (``datasets``' own listing)."""
+    return list(datasets.get_dataset_config_names(str(dataset), revision=revision))
+
+
+def list_splits(dataset: str, config: str, revision: str | None = None) -> list[str]:
+    """The split names of one config of a dataset folder or Hub id."""
+    return list(datasets.get_dataset_split_names(str(dataset), config, revision=revision))

@@ -1,6 +1,6 @@
 """What a run leaves behind, and the provenance that makes it reproducible.
 
-``write_outputs(out_dir, run)`` writes:
+``write_outputs(out_dir, splits, provenance, summary)`` writes:
 
 * ``results.json``: one entry per (dataset, config, split) with the metric module's full output
   (every applicable metric, ``n_items``, ``n_ties``, ``chance``, ``support``, ``ci`` with
@@ -14,7 +14,13 @@
   bounds, the chance level, the support and the tie count (tag is empty for the whole config);
 * ``plot_<dataset>_<config>_<split>.png``: a bar per metric with its CI and its chance level.
 
-All files are written to a temporary name and renamed, so a reader never sees half a file.
+The files are written into a temporary folder beside ``out_dir``, which is then swapped in (the old
+folder moved aside and removed), so a folder always holds one run's files: never the new
+``results.json`` beside the old ``scores.parquet``. :func:`check_output_dir` says, before any
+scoring starts, whether a folder can be written that way.
+
+Shared display helpers live here too, for the CLI, the report and the Space: :data:`METRIC_ORDER`,
+:func:`pct` (percent formatting) and :func:`bar_chart` (bars with CIs and chance lines).
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ import json
 import os
 import platform
 import re
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -34,23 +42,45 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .items import Item
+from .errors import SettingError
 
 # Display order of the metrics (any other key the metric module returns follows).
 METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
-                "acc", "p_c", "p_f", "min_p")
+                "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
 _PACKAGES = ("vlprobe", "torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub",
              "numpy", "pillow", "tokenizers")
+# What a run writes into its folder; a folder holding anything else is not overwritten.
+RUN_FILES = ("results.json", "scores.parquet", "results.csv")
+_RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.png|\..*\.tmp\d+)$")
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """What a run keeps of an item once it is scored: no images, only what the outputs need."""
+
+    id: str
+    texts: tuple[str, ...]
+    gold: np.ndarray
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, item: Any) -> "ScoredItem":
+        return cls(id=item.id, texts=tuple(item.texts), gold=item.gold, tags=tuple(item.tags))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.gold.shape)  # type: ignore[return-value]
 
 
 @dataclass
-class Unit:
-    """One evaluated (dataset, config, split): its items, their matrices and the metric output."""
+class ScoredSplit:
+    """One evaluated (dataset, config, split): its items (as :class:`ScoredItem`, or full
+    :class:`~vlprobe.items.Item` objects), their score matrices and the metric output."""
 
     dataset: str
     config: str
     split: str
-    items: list[Item]
+    items: list[Any]
     scores: list[np.ndarray] = field(default_factory=list)
     probabilities: list[np.ndarray] | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -59,6 +89,20 @@ class Unit:
     @property
     def name(self) -> str:
         return f"{benchmark_name(self.dataset)}/{self.config}/{self.split}"
+
+    @property
+    def benchmark(self) -> str:
+        return benchmark_name(self.dataset)
+
+    @property
+    def shape(self) -> tuple[int, int] | None:
+        """The items' m x n shape when they all share one, else None."""
+        shapes = {tuple(np.shape(it.gold)) for it in self.items}
+        return shapes.pop() if len(shapes) == 1 else None  # type: ignore[return-value]
+
+
+# The old name of ScoredSplit.
+Unit = ScoredSplit
 
 
 def benchmark_name(dataset: str) -> str:
@@ -92,6 +136,17 @@ def metric_keys(metrics: dict[str, Any]) -> list[str]:
     return keys
 
 
+def pct(value: Any, digits: int = 1) -> str:
+    """A fraction as a percentage (``0.4567`` -> ``"45.7"``); ``""`` for None or NaN."""
+    if value is None:
+        return ""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "" if not np.isfinite(v) else f"{100 * v:.{digits}f}"
+
+
 # ---- writers ------------------------------------------------------------------------------------
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -116,36 +171,51 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def results_document(units: Sequence[Unit], provenance: dict[str, Any]) -> dict[str, Any]:
-    return {
+def result_entries(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
+    """The ``results`` list of results.json: one entry per (dataset, config, split)."""
+    return [
+        {
+            "benchmark": benchmark_name(u.dataset),
+            "dataset": u.dataset,
+            "config": u.config,
+            "split": u.split,
+            "data": u.data,
+            "metrics": u.metrics,
+        }
+        for u in splits
+    ]
+
+
+def results_document(splits: Sequence[ScoredSplit], provenance: dict[str, Any],
+                     summary: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
         "format": "vlprobe-results/1",
         "provenance": provenance,
-        "results": [
-            {
-                "benchmark": benchmark_name(u.dataset),
-                "dataset": u.dataset,
-                "config": u.config,
-                "split": u.split,
-                "data": u.data,
-                "metrics": u.metrics,
-            }
-            for u in units
-        ],
+        "results": result_entries(splits),
     }
+    if summary:
+        doc["summary"] = summary
+    return _jsonable(doc)
 
 
-def write_results_json(path: Path, units: Sequence[Unit], provenance: dict[str, Any]) -> None:
-    doc = _jsonable(results_document(units, provenance))
-    _atomic_write_bytes(path, (json.dumps(doc, indent=2, allow_nan=False) + "\n").encode("utf-8"))
+def results_json_bytes(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(_jsonable(doc), indent=2, allow_nan=False) + "\n").encode("utf-8")
 
 
-def write_scores_parquet(path: Path, units: Sequence[Unit]) -> None:
+def write_results_json(path: Path, splits: Sequence[ScoredSplit], provenance: dict[str, Any],
+                       summary: dict[str, Any] | None = None) -> None:
+    _atomic_write_bytes(Path(path), results_json_bytes(results_document(splits, provenance, summary)))
+
+
+SCORE_COLUMNS = ("dataset", "config", "split", "id", "scores", "gold", "probabilities", "texts", "tags")
+
+
+def scores_table(splits: Sequence[ScoredSplit]) -> Any:
+    """The per-item scores as a ``pyarrow.Table`` (the content of scores.parquet)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    cols: dict[str, list[Any]] = {k: [] for k in ("dataset", "config", "split", "id", "scores", "gold",
-                                                   "probabilities", "texts", "tags")}
-    for u in units:
+    cols: dict[str, list[Any]] = {k: [] for k in SCORE_COLUMNS}
+    for u in splits:
         probs = u.probabilities or [None] * len(u.items)
         for item, s, p in zip(u.items, u.scores, probs):
             cols["dataset"].append(u.dataset)
@@ -153,7 +223,7 @@ def write_scores_parquet(path: Path, units: Sequence[Unit]) -> None:
             cols["split"].append(u.split)
             cols["id"].append(item.id)
             cols["scores"].append(np.asarray(s, dtype=np.float32).tolist())
-            cols["gold"].append(item.gold.tolist())
+            cols["gold"].append(np.asarray(item.gold).tolist())
             cols["probabilities"].append(None if p is None else np.asarray(p, dtype=np.float32).tolist())
             cols["texts"].append(list(item.texts))
             cols["tags"].append(list(item.tags))
@@ -163,19 +233,24 @@ def write_scores_parquet(path: Path, units: Sequence[Unit]) -> None:
         ("scores", matrix), ("gold", pa.list_(pa.list_(pa.bool_()))), ("probabilities", matrix),
         ("texts", pa.list_(pa.string())), ("tags", pa.list_(pa.string())),
     ])
-    table = pa.Table.from_pydict(cols, schema=schema)
+    return pa.Table.from_pydict(cols, schema=schema)
+
+
+def write_scores_parquet(path: Path, splits: Sequence[ScoredSplit]) -> None:
+    import pyarrow.parquet as pq
+
     buf = io.BytesIO()
-    pq.write_table(table, buf)
-    _atomic_write_bytes(path, buf.getvalue())
+    pq.write_table(scores_table(splits), buf)
+    _atomic_write_bytes(Path(path), buf.getvalue())
 
 
 CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low", "ci_high", "chance", "support",
                "n_items", "n_ties")
 
 
-def csv_rows(units: Sequence[Unit]) -> list[dict[str, Any]]:
+def csv_rows(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
     rows = []
-    for u in units:
+    for u in splits:
         blocks = [("", u.metrics)] + sorted((u.metrics.get("per_tag") or {}).items())
         for tag, m in blocks:
             for key in metric_keys(m):
@@ -189,105 +264,187 @@ def csv_rows(units: Sequence[Unit]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_results_csv(path: Path, units: Sequence[Unit]) -> None:
+def write_results_csv(path: Path, splits: Sequence[ScoredSplit]) -> None:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for row in csv_rows(units):
+    for row in csv_rows(splits):
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    _atomic_write_bytes(path, buf.getvalue().encode("utf-8"))
+    _atomic_write_bytes(Path(path), buf.getvalue().encode("utf-8"))
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
 
 
-def plot_unit(path: Path, unit: Unit, title_suffix: str = "") -> None:
-    """A bar per metric (in %), CI error bars when bootstrapped, a dashed chance line per bar."""
+# ---- plots --------------------------------------------------------------------------------------
+
+def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
+              ci: Sequence[Sequence[float] | None] | None = None, chance: Sequence[float | None] | None = None,
+              color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
+    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line
+    over each bar that has one. The one bar chart of vlprobe: run plots, the report, the Space."""
+    vals = np.array([np.nan if v is None else float(v) for v in values], dtype=float) * 100
+    x = np.arange(len(labels))
+    yerr = None
+    if ci is not None and any(c is not None for c in ci):
+        lo = np.array([(c[0] if c is not None else np.nan) for c in ci], dtype=float) * 100
+        hi = np.array([(c[1] if c is not None else np.nan) for c in ci], dtype=float) * 100
+        lo, hi = np.where(np.isnan(lo), vals, lo), np.where(np.isnan(hi), vals, hi)
+        yerr = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
+        level = f" ({100 * confidence:.0f}% CI)" if confidence else " (95% CI)"
+        label += level
+    ax.bar(x, np.nan_to_num(vals), color=color, yerr=yerr, capsize=4, label=label)
+    first = True
+    for i, c in enumerate(chance or []):
+        if c is not None and np.isfinite(c):
+            ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
+                      label="chance" if first else None)
+            first = False
+    ax.set_xticks(x, list(labels), rotation=30, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+
+
+def plot_split(ax: Any, split: ScoredSplit, title_suffix: str = "") -> None:
+    """One split's bar per metric (in %), CI error bars when bootstrapped, chance per bar."""
+    m = split.metrics
+    keys = [k for k in metric_keys(m) if m.get(k) is not None and np.isfinite(m.get(k))]
+    ci = m.get("ci") or {}
+    chance = m.get("chance") or {}
+    bar_chart(ax, keys, [m[k] for k in keys], ci=[ci.get(k) for k in keys] if ci else None,
+              chance=[chance.get(k) for k in keys])
+    ax.set_title(f"{split.name} (n={m.get('n_items', len(split.items))}){title_suffix}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+
+
+def plot_unit(path: Path, unit: ScoredSplit, title_suffix: str = "") -> None:
+    """Write one split's bar chart (see :func:`plot_split`) as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    m = unit.metrics
-    keys = [k for k in metric_keys(m) if m.get(k) is not None and np.isfinite(m.get(k))]
-    values = np.array([m[k] for k in keys], dtype=float) * 100
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(keys) + 1.5), 3.6), dpi=110)
-    x = np.arange(len(keys))
-    ci = m.get("ci") or {}
-    yerr = None
-    if ci:
-        lo = np.array([(ci.get(k) or [m[k], m[k]])[0] for k in keys], dtype=float) * 100
-        hi = np.array([(ci.get(k) or [m[k], m[k]])[1] for k in keys], dtype=float) * 100
-        yerr = np.vstack([np.clip(values - lo, 0, None), np.clip(hi - values, 0, None)])
-    ax.bar(x, values, color="#4c78a8", yerr=yerr, capsize=4, label="score" + (" (95% CI)" if ci else ""))
-    chance = m.get("chance") or {}
-    for i, k in enumerate(keys):
-        if chance.get(k) is not None:
-            ax.hlines(chance[k] * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
-                      label="chance" if i == 0 else None)
-    ax.set_xticks(x, keys, rotation=30, ha="right")
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("%")
-    ax.set_title(f"{unit.name} (n={m.get('n_items', len(unit.items))}){title_suffix}", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
+    n_keys = len([k for k in metric_keys(unit.metrics)])
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * n_keys + 1.5), 3.6), dpi=110)
+    plot_split(ax, unit, title_suffix)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
-    _atomic_write_bytes(path, buf.getvalue())
+    _atomic_write_bytes(Path(path), buf.getvalue())
 
 
-def plot_name(unit: Unit) -> str:
+def plot_name(unit: ScoredSplit) -> str:
     return f"plot_{_slug(benchmark_name(unit.dataset))}_{_slug(unit.config)}_{_slug(unit.split)}.png"
 
 
-def write_outputs(out_dir: str | os.PathLike, units: Sequence[Unit], provenance: dict[str, Any]) -> list[Path]:
+# ---- the output folder, as one unit -------------------------------------------------------------
+
+def check_output_dir(out_dir: str | os.PathLike) -> Path:
+    """Refuse, before any scoring starts, an output folder that cannot take a run: a path that is
+    a file, a folder holding files that are not a vlprobe run's (they would be lost when the new
+    run is swapped in), or a place where nothing can be written. Creates nothing."""
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise SettingError(f"--out {out} is a file, not a folder; choose a folder for the outputs")
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if not _RUN_FILE.match(p.name))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise SettingError(
+                f"--out {out} holds files that are not a vlprobe run's ({shown}); a run replaces its folder "
+                f"as a whole, so choose a new or empty folder"
+            )
+    # The outputs are written into a temporary folder beside out and renamed: the parent (or the
+    # nearest folder that exists) must take a new folder.
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise SettingError(f"--out {out}: {parent} is a file, so the folder cannot be created")
+    try:
+        probe = Path(tempfile.mkdtemp(prefix=".vlprobe-probe-", dir=parent))
+        probe.rmdir()
+    except OSError as err:
+        raise SettingError(f"--out {out}: cannot write in {parent} ({err.strerror or err}); choose a writable "
+                           f"folder") from None
+    return out
+
+
+def write_outputs(out_dir: str | os.PathLike, units: Sequence[ScoredSplit], provenance: dict[str, Any],
+                  summary: dict[str, Any] | None = None) -> list[Path]:
+    """Write a run's files into a temporary folder beside ``out_dir`` and swap it in; returns the
+    paths the files have in ``out_dir``."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "results.json", out / "scores.parquet", out / "results.csv"]
-    write_results_json(written[0], units, provenance)
-    write_scores_parquet(written[1], units)
-    write_results_csv(written[2], units)
-    model = provenance.get("model", {}).get("model_id", "")
-    for u in units:
-        path = out / plot_name(u)
-        plot_unit(path, u, title_suffix=f"\n{model}" if model else "")
-        written.append(path)
-    return written
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        names = list(RUN_FILES)
+        write_results_json(stage / "results.json", units, provenance, summary)
+        write_scores_parquet(stage / "scores.parquet", units)
+        write_results_csv(stage / "results.csv", units)
+        model = provenance.get("model", {}).get("model_id", "")
+        for u in units:
+            plot_unit(stage / plot_name(u), u, title_suffix=f"\n{model}" if model else "")
+            names.append(plot_name(u))
+        _swap_in(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return [out / n for n in names]
+
+
+def _swap_in(stage: Path, out: Path) -> None:
+    """Replace ``out`` by ``stage``: at every instant ``out`` is the old run, absent, or the new run."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        old.rmdir()
+        os.replace(out, old)
+    os.replace(stage, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---- the table printed at the end of a run --------------------------------------------------------
 
-def format_table(units: Sequence[Unit]) -> str:
-    """A plain-text table: one row per (dataset, config, split), value% [CI] per metric, chance below."""
-    keys: list[str] = []
+def _cell(m: dict[str, Any], key: str) -> str:
+    v = m.get(key)
+    if v is None:
+        return "-"
+    ci = (m.get("ci") or {}).get(key)
+    return pct(v) + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci is not None else "")
+
+
+def format_table(units: Sequence[ScoredSplit], keys_of: Any = None) -> str:
+    """A plain-text table: one row per (dataset, config, split), value% [CI] per metric, chance below.
+
+    ``keys_of(split)`` picks the metrics shown for a split (default: every metric it has);
+    consecutive splits showing the same metrics share one block with one header."""
+    keys_of = keys_of or (lambda u: metric_keys(u.metrics))
+    blocks: list[tuple[list[str], list[ScoredSplit]]] = []
     for u in units:
-        keys += [k for k in metric_keys(u.metrics) if k not in keys]
-    keys = [k for k in METRIC_ORDER if k in keys] + [k for k in keys if k not in METRIC_ORDER]
-    header = ["dataset/config/split", "n", "ties"] + keys
-    rows = []
-    for u in units:
-        m = u.metrics
-        ci = m.get("ci") or {}
-        cells = [u.name, str(m.get("n_items", "")), str(m.get("n_ties", ""))]
-        for k in keys:
-            v = m.get(k)
-            if v is None:
-                cells.append("-")
-                continue
-            cell = f"{100 * v:.1f}"
-            if k in ci and ci[k] is not None:
-                cell += f" [{100 * ci[k][0]:.1f},{100 * ci[k][1]:.1f}]"
-            cells.append(cell)
-        rows.append(cells)
-        chance = m.get("chance") or {}
-        rows.append(["  chance", "", ""] + [f"{100 * chance[k]:.1f}" if chance.get(k) is not None else "" for k in keys])
-    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-    return "\n".join(lines)
+        keys = list(keys_of(u))
+        if blocks and blocks[-1][0] == keys:
+            blocks[-1][1].append(u)
+        else:
+            blocks.append((keys, [u]))
+    out = []
+    for keys, group in blocks:
+        header = ["dataset/config/split", "n", "ties"] + keys
+        rows = []
+        for u in group:
+            m = u.metrics
+            rows.append([u.name, str(m.get("n_items", "")), str(m.get("n_ties", ""))] + [_cell(m, k) for k in keys])
+            chance = m.get("chance") or {}
+            rows.append(["  chance", "", ""] + [pct(chance.get(k)) for k in keys])
+        widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
 
 
 def now_iso() -> str:

@@ -1,0 +1,274 @@
+"""The Python API, ``vlprobe.evaluate``: the README's example, a loaded model, an in-memory
+dataset, the CLI's folder equal to ``save()``'s, streaming equal to one pass, and every setting
+refused before scoring with one line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import vlprobe
+from vlprobe.cli import main
+from vlprobe.errors import DatasetError, ModelError, SettingError
+
+from test_cli_evaluate import build_folder
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return build_folder(tmp_path_factory.mktemp("api-data"))
+
+
+def _engine_never_runs(monkeypatch):
+    from vlprobe import engine
+
+    def boom(self, items):
+        raise AssertionError("scoring started")
+
+    monkeypatch.setattr(engine.Engine, "score", boom)
+
+
+def test_readme_example(folder, tiny_clip_path, tmp_path):
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=[str(folder)], configs="all", splits=None,
+                           ties="strict", bootstrap=20, limit=None, batch_size=4, device=None, dtype="float32",
+                           cache_dir=tmp_path / "cache", progress=False)
+    assert isinstance(res.summary, dict)
+    frame = res.to_pandas()
+    assert {"dataset", "config", "split", "metric", "value", "ci_low", "ci_high", "chance", "n_items"} <= set(frame)
+    assert set(frame["config"]) == {"pairs", "swap"}
+    assert ((frame["value"] >= 0) & (frame["value"] <= 1)).all()
+    scores = res.scores()
+    assert isinstance(scores, datasets.Dataset) and len(scores) == 18
+    written = res.save(tmp_path / "run")
+    assert sorted(p.name for p in written) == sorted(p.name for p in (tmp_path / "run").iterdir())
+    fig = res.plot()
+    assert len([ax for ax in fig.axes if ax.has_data()]) == 2
+    doc = res.results
+    assert doc["format"] == "vlprobe-results/1" and [r["config"] for r in doc["results"]] == ["pairs", "swap"]
+    assert "pairs/test" in res.table() and "chance" in res.table()
+
+
+def test_loaded_model_equals_the_saved_one(folder, tiny_clip_path):
+    from transformers import CLIPModel, CLIPProcessor
+
+    kw = dict(datasets=str(folder), configs="swap", bootstrap=0, cache_dir="none", progress=False, num_workers=0)
+    by_path = vlprobe.evaluate(model=str(tiny_clip_path), **kw)
+    model, proc = CLIPModel.from_pretrained(tiny_clip_path), CLIPProcessor.from_pretrained(tiny_clip_path)
+    by_object = vlprobe.evaluate(model=(model, proc), **kw)
+    by_kwarg = vlprobe.evaluate(model=model, processor=proc, **kw)
+    want = np.stack(by_path.splits[0].scores)
+    for res in (by_object, by_kwarg):
+        got = np.stack(res.splits[0].scores)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+        assert res.provenance["model"]["revision"].startswith("weights-sha256:")
+        assert res.provenance["command"] is None  # no command line can name an object in memory
+    # A scorer is taken as it is.
+    from vlprobe.scorers import load_scorer
+
+    by_scorer = vlprobe.evaluate(model=load_scorer(str(tiny_clip_path)), **kw)
+    np.testing.assert_allclose(np.stack(by_scorer.splits[0].scores), want, rtol=1e-5,
+                               atol=1e-6 * max(1.0, float(np.abs(want).max())))
+
+
+def test_in_memory_dataset_with_a_spec(folder, tiny_clip_path):
+    ds = datasets.load_dataset(str(folder), "pairs", split="test")
+    spec = {"id": "id", "images": ["image"], "texts": ["caption", "foil"], "gold": [[1, 0]], "tags": ["kind"]}
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets={"mine": ds}, spec=spec, bootstrap=0,
+                           cache_dir="none", progress=False)
+    ref = vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), configs="pairs", bootstrap=0,
+                           cache_dir="none", progress=False)
+    assert res.splits[0].name == "mine/default/test" and res.splits[0].metrics["n_items"] == 12
+    assert [it.id for it in res.splits[0].items] == [it.id for it in ref.splits[0].items]
+    np.testing.assert_allclose(np.stack(res.splits[0].scores), np.stack(ref.splits[0].scores), rtol=1e-5)
+    dd = datasets.DatasetDict({"test": ds})
+    assert vlprobe.evaluate(model=str(tiny_clip_path), datasets=dd, spec=spec, bootstrap=0, cache_dir="none",
+                            progress=False, limit=3).splits[0].metrics["n_items"] == 3
+    with pytest.raises(DatasetError, match="needs spec="):
+        vlprobe.evaluate(model=str(tiny_clip_path), datasets=ds, cache_dir="none", progress=False)
+
+
+def _comparable(doc: dict) -> dict:
+    prov = doc["provenance"]
+    for key in ("created", "argv", "command"):
+        prov.pop(key)
+    prov["engine"].pop("seconds")
+    return doc
+
+
+def test_save_equals_the_cli_folder(folder, tiny_clip_path, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    args = ["--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 30, "--batch-size", 4,
+            "--num-workers", 0, "--cache-dir", cache, "--no-progress"]
+    # Warm the cache so that both runs read the same numbers (and the same engine counts).
+    assert main(["evaluate", *map(str, args), "--out", str(tmp_path / "warm")]) == 0
+    assert main(["evaluate", *map(str, args), "--out", str(tmp_path / "cli")]) == 0
+    capsys.readouterr()
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=[str(folder)], bootstrap=30, batch_size=4,
+                           num_workers=0, cache_dir=str(cache), progress=False)
+    res.save(tmp_path / "api")
+    cli, api = tmp_path / "cli", tmp_path / "api"
+    assert sorted(p.name for p in cli.iterdir()) == sorted(p.name for p in api.iterdir())
+    for name in ("results.csv",):
+        assert (cli / name).read_bytes() == (api / name).read_bytes()
+    assert pq.read_table(cli / "scores.parquet").equals(pq.read_table(api / "scores.parquet"))
+    a = _comparable(json.loads((cli / "results.json").read_text()))
+    b = _comparable(json.loads((api / "results.json").read_text()))
+    # The CLI records its --out; otherwise the settings are the same.
+    assert a == b
+    for png in cli.glob("*.png"):
+        assert (api / png.name).stat().st_size > 0
+
+
+def test_streaming_in_chunks_equals_one_pass(folder, tiny_clip_path, tmp_path):
+    kw = dict(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, progress=False, num_workers=0)
+    whole = vlprobe.evaluate(cache_dir="none", **kw)
+    for cache in ("none", str(tmp_path / "c")):
+        chunked = vlprobe.evaluate(cache_dir=cache, chunk_size=5, **kw)
+        assert chunked.provenance["engine"]["chunks"] == 4  # 12 + 6 items, 5 at a time
+        for a, b in zip(chunked.splits, whole.splits):
+            assert [it.id for it in a.items] == [it.id for it in b.items]
+            want = np.stack(b.scores)
+            np.testing.assert_allclose(np.stack(a.scores), want, rtol=1e-4,
+                                       atol=1e-5 * max(1.0, float(np.abs(want).max())))
+            assert a.metrics["n_items"] == b.metrics["n_items"]
+            np.testing.assert_allclose(a.metrics["acc_r"], b.metrics["acc_r"])
+
+
+def test_chunks_keep_no_image(folder, tiny_clip_path):
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, cache_dir="none",
+                           progress=False, chunk_size=4)
+    for split in res.splits:
+        assert all(not hasattr(it, "images") for it in split.items)
+
+
+@pytest.mark.parametrize(
+    "kw, expected",
+    [
+        ({"confidence": 95}, "--confidence must be a level strictly between 0 and 1"),
+        ({"confidence": 0.0}, "--confidence must be"),
+        ({"threshold": float("nan")}, "--threshold must be a finite number"),
+        ({"num_workers": -1}, "--num-workers must be 0 or more"),
+        ({"batch_size": 0}, "--batch-size must be at least 1"),
+        ({"batch_size": 2.5}, "--batch-size must be a whole number"),
+        ({"limit": 0}, "--limit must be at least 1"),
+        ({"bootstrap": -5}, "--bootstrap must be 0 or more"),
+        ({"ties": "sometimes"}, "unknown tie policy"),
+        ({"dtype": "int8"}, "unsupported dtype"),
+        ({"modality": "smell"}, "unknown modality"),
+        ({"control": "upside-down"}, "unknown control"),
+        ({"device": "tpu"}, "--device"),
+    ],
+)
+def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, monkeypatch, kw, expected):
+    from vlprobe.scorers import loading
+
+    def no_load(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(loading, "load_scorer", no_load)
+    _engine_never_runs(monkeypatch)
+    with pytest.raises(SettingError) as info:
+        vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), cache_dir="none", progress=False, **kw)
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unavailable_device_is_one_line_before_loading(folder, tiny_clip_path, monkeypatch, capsys, tmp_path):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None:
+        monkeypatch.setattr(mps, "is_available", lambda: False)
+    for device in ("cuda", "cuda:1", "mps"):
+        code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--device", device,
+                     "--out", str(tmp_path / "o"), "--no-progress", "--cache-dir", "none"])
+        err = capsys.readouterr().err
+        assert code == 2 and f"--device {device}" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_output_folder_problems_are_refused_before_scoring(folder, tiny_clip_path, tmp_path, monkeypatch, capsys):
+    _engine_never_runs(monkeypatch)
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    readonly = tmp_path / "ro"
+    readonly.mkdir()
+    cases = [(a_file, "is a file"), (a_file / "sub", "is a file"), (foreign, "not a vlprobe run's")]
+    if os.name == "posix":
+        cases.append((readonly / "out", "cannot write in"))
+    for out, expected in cases:
+        if out.parent == readonly:
+            _unwritable(monkeypatch, readonly)
+        code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--out", str(out),
+                     "--no-progress", "--cache-dir", "none"])
+        err = capsys.readouterr().err
+        assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert (foreign / "notes.txt").read_text() == "mine"
+
+
+def _unwritable(monkeypatch, folder: Path) -> None:
+    """``folder`` refuses new entries (the tests run as root, for whom chmod does not)."""
+    import tempfile
+
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*a, dir=None, **k):
+        if dir is not None and Path(dir) == folder:
+            raise PermissionError(13, "Permission denied")
+        return real(*a, dir=dir, **k)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+
+
+def test_rerun_replaces_the_folder_as_a_whole(folder, tiny_clip_path, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    kw = dict(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, cache_dir=str(tmp_path / "c"),
+              progress=False, num_workers=0)
+    vlprobe.evaluate(out=out, **kw)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert len(before) == 5
+    # A rerun of one config that dies while writing leaves the old run whole.
+    from vlprobe import results
+
+    def dies(path, units):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results, "write_scores_parquet", dies)
+    with pytest.raises(vlprobe.VlprobeError, match="the scores are in the cache"):
+        vlprobe.evaluate(out=out, configs="swap", **kw)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".run")] == []
+    monkeypatch.undo()
+    # A rerun that succeeds holds only its own files: no plot of the config it did not score.
+    vlprobe.evaluate(out=out, configs="swap", **kw)
+    assert sorted(p.name for p in out.iterdir()) == ["plot_synthetic_swap_test.png", "results.csv",
+                                                      "results.json", "scores.parquet"]
+
+
+def test_true_false_items_need_a_probability(tmp_path, tiny_clip_path, monkeypatch):
+    ds = datasets.load_dataset(str(build_folder(tmp_path, n=4)), "pairs", split="test")
+    spec = {"id": "id", "images": ["image"], "texts": ["caption"], "gold": [[1]]}
+    _engine_never_runs(monkeypatch)
+    with pytest.raises(ModelError) as info:
+        vlprobe.evaluate(model=str(tiny_clip_path), datasets={"tf": ds}, spec=spec, cache_dir="none",
+                         progress=False)
+    message = str(info.value)
+    assert "dual encoder" in message and "calibrated probability" in message and "vlprobe probe" in message
+
+
+def test_old_control_name_still_works(folder, tiny_clip_path, capsys, tmp_path):
+    code = main(["evaluate", "--dataset", str(folder), "--config", "pairs", "--model", str(tiny_clip_path),
+                 "--control", "shuffled", "--bootstrap", "0", "--cache-dir", "none", "--out", str(tmp_path / "o"),
+                 "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert doc["provenance"]["settings"]["control"] == "shuffle"

@@ -1,0 +1,126 @@
+"""Fast (torchvision) and slow (PIL) image processors agree, per scorer family.
+
+vlprobe runs the model's fast image processor when ``torchvision`` imports (transformers 5's
+default) and the PIL one with ``exact_preprocessing=True``. Both resize with antialiasing, but
+PIL resamples in 8-bit and torchvision in float, so pixel values differ by about one grey level
+at most (one level is 1/255/std ~ 0.015 after CLIP's normalisation). Stated tolerances, on
+640 x 480 JPEG "photos" (smooth gradients, noise and shapes, quality 90) and the synthetic
+500 x 500 scene PNGs:
+
+* pixel values: mean |fast - slow| <= 1e-3 and max |fast - slow| <= 0.05 (normalised units,
+  whose range is about 4; 0.05 is about 3 grey levels). Measured with torchvision 0.28: max 0.015
+  (CLIP, LLaVA's CLIP processor), 0.008 (SigLIP 2, ViLT), < 1e-3 (SigLIP, ALIGN, BLIP); means
+  below 1e-5;
+* scores: |fast - slow| <= 5e-3 x max(1, |slow|), for every family's score (measured: at most
+  2.3e-4, CLIP).
+
+The fast side needs torchvision: without it these tests are skipped (this project's CPU machines
+cannot import PyPI's torchvision beside the pinned CPU torch, see README's performance notes).
+What does not need torchvision is checked everywhere: the option is recorded in provenance and
+the cache key, and ``exact_preprocessing=True`` always gives the PIL processor.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFilter
+
+from vlprobe.scorers import load_scorer
+from vlprobe.scorers.base import DualScorer
+from vlprobe.scorers.loading import torchvision_available
+
+FAMILIES = ["tiny_clip_path", "tiny_siglip_path", "tiny_siglip2_path", "tiny_align_path", "tiny_blip_itm_path",
+            "tiny_vilt_path", "tiny_vlm_path"]
+TEXTS = ["a dog is running on the grass.", "the red ball is to the left of the blue box"]
+needs_torchvision = pytest.mark.skipif(
+    not torchvision_available(),
+    reason="torchvision does not import here (PyPI's build needs a CUDA torch; this machine pins a CPU torch), "
+           "so there is no fast image processor to compare with the PIL one")
+
+
+def jpeg_photo(seed: int, size=(640, 480)) -> Image.Image:
+    """A photo-like JPEG: a smooth colour gradient, sensor-like noise, blurred shapes."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    base = np.stack([128 + 100 * np.sin(x / (60 + 20 * c) + y / (90 + 15 * c) + seed + c) for c in range(3)], -1)
+    img = Image.fromarray(np.clip(base + rng.normal(0, 8, base.shape), 0, 255).astype(np.uint8))
+    draw = ImageDraw.Draw(img)
+    for _ in range(8):
+        x0, y0 = int(rng.integers(0, w - 100)), int(rng.integers(0, h - 100))
+        draw.ellipse([x0, y0, x0 + int(rng.integers(20, 150)), y0 + int(rng.integers(20, 150))],
+                     fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+    img = img.filter(ImageFilter.GaussianBlur(1.2))
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=90)
+    return Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+
+
+def scene_png(seed: int) -> Image.Image:
+    from vlprobe.scenes.model import sample_scene
+    from vlprobe.scenes.render import render_png
+
+    return Image.open(io.BytesIO(render_png(sample_scene(random.Random(seed))))).convert("RGB")
+
+
+@pytest.fixture(scope="module")
+def real_looking_images():
+    return [jpeg_photo(0), jpeg_photo(1), scene_png(0), scene_png(1)]
+
+
+def _pixels(scorer, images):
+    if isinstance(scorer, DualScorer):
+        inputs = scorer.preprocess_images(images)
+    else:
+        inputs = scorer.preprocess_pairs(images, [TEXTS[0]] * len(images))
+    return inputs["pixel_values"].float().numpy()
+
+
+def _scores(scorer, images):
+    if isinstance(scorer, DualScorer):
+        img = scorer.encode_images(scorer.preprocess_images(images))
+        return scorer.similarity(img, scorer.encode_texts(TEXTS))
+    pairs = [(im, t) for im in images for t in TEXTS]
+    return scorer.score_pairs(scorer.preprocess_pairs([p[0] for p in pairs], [p[1] for p in pairs])).scores
+
+
+@needs_torchvision
+@pytest.mark.parametrize("fixture", FAMILIES)
+def test_fast_and_slow_processors_agree(request, fixture, real_looking_images):
+    path = str(request.getfixturevalue(fixture))
+    fast = load_scorer(path, exact_preprocessing=False)
+    slow = load_scorer(path, exact_preprocessing=True)
+    assert fast.preprocessing["image_backend"] == "torchvision", fast.preprocessing["image_processor"]
+    assert slow.preprocessing["image_backend"] == "pil", slow.preprocessing["image_processor"]
+    assert fast.cache_key() != slow.cache_key()  # never share cached scores
+
+    pf, ps = _pixels(fast, real_looking_images), _pixels(slow, real_looking_images)
+    assert pf.shape == ps.shape
+    diff = np.abs(pf - ps)
+    assert diff.mean() <= 1e-3 and diff.max() <= 0.05, (fixture, float(diff.mean()), float(diff.max()))
+
+    sf, ss = np.asarray(_scores(fast, real_looking_images)), np.asarray(_scores(slow, real_looking_images))
+    np.testing.assert_allclose(sf, ss, rtol=0, atol=5e-3 * max(1.0, float(np.abs(ss).max())))
+
+
+@pytest.mark.parametrize("fixture", ["tiny_clip_path", "tiny_blip_itm_path", "tiny_vlm_path"])
+def test_exact_preprocessing_takes_the_pil_processor_and_is_recorded(request, fixture):
+    path = str(request.getfixturevalue(fixture))
+    exact = load_scorer(path, exact_preprocessing=True)
+    default = load_scorer(path)
+    assert exact.preprocessing["image_backend"] == "pil"
+    assert exact.preprocessing["image_processor"].endswith("Pil") or "Fast" not in exact.preprocessing["image_processor"]
+    expected = "torchvision" if torchvision_available() else "pil"
+    assert default.preprocessing["image_backend"] == expected
+    # Which processor ran is part of the provenance and of the cache key.
+    assert exact.describe()["preprocessing"]["image_backend"] == "pil"
+    assert (exact.cache_key() == default.cache_key()) == (expected == "pil")
+
+
+def test_text_only_family_accepts_the_option(tiny_gpt2_path):
+    scorer = load_scorer(str(tiny_gpt2_path), exact_preprocessing=True)
+    assert scorer.family == "causal_lm"

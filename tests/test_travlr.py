@@ -222,7 +222,7 @@ def test_two_builds_are_byte_identical(built, tmp_path):
 
 
 def test_committed_card_and_spec_match_the_builder(built, repo_root):
-    for name in ("README.md", "vlprobe.yaml"):
+    for name in ("README.md", "vlprobe.yaml", builder.TRUE_FALSE_SPEC):
         assert (repo_root / "travlr" / name).read_text() == (built / name).read_text(), name
 
 
@@ -264,6 +264,20 @@ def test_load_dataset_round_trip_and_items(built, config, monkeypatch, tmp_path)
                     assert item.texts[0] == f"{row['caption']} {row['query']}"
                 if modality == "caption":
                     assert item.images[0].getcolors() == [(500 * 500, (255, 255, 255))]
+
+
+@pytest.mark.parametrize("config", T.TASKS)
+def test_true_false_spec_gives_the_papers_1x1_items(built, config, monkeypatch, tmp_path):
+    monkeypatch.chdir(built.parent)
+    rows = datasets.load_dataset("travlr", config, split="test_ood", cache_dir=str(tmp_path / "cache"))
+    spec = find_spec("travlr", f"travlr/{builder.TRUE_FALSE_SPEC}")
+    for modality in ("image", "caption", "both"):
+        items = list(spec.iter_items(rows, config=config, modality=modality))
+        assert [item.shape for item in items] == [(1, 1)] * len(rows)
+        for item, row in zip(items, rows):
+            assert item.gold.tolist() == [[row["label"]]]
+            assert item.texts[0].endswith(row["query"]) and f"label={row['label']}" in item.tags
+    assert {item.gold[0, 0] for item in items} == {True, False}  # both labels occur
 
 
 def test_parquet_images_are_png_bytes(built):

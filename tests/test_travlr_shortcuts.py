@@ -114,6 +114,16 @@ def test_no_config_is_solved_without_the_scene(accuracies, task, framing):
         assert acc <= CHANCE_BOUND, f"{task}/{split}: a {framing} shortcut scores {acc:.3f} > {CHANCE_BOUND}"
 
 
+def test_the_cards_table_is_what_the_test_measures(accuracies):
+    from vlprobe.builders.travlr import CARD_BODY
+
+    framings = ("query_true_false", "query_vs_foil", "caption_true_false")
+    for task, acc in accuracies.items():
+        row = f"| `{task}` | " + " | ".join(
+            f"{acc[f]['test_ind']:.3f} / {acc[f]['test_ood']:.3f}" for f in framings) + " |"
+        assert row in CARD_BODY, f"the card's shortcut table is stale; {task} measures {row}"
+
+
 def test_every_quantifier_and_label_is_equally_likely():
     for split, exs in T.generate_task("quantifiers", {"train": 1200, "test_ood": 120}, seed=0).items():
         if not exs:

@@ -11,7 +11,11 @@ VALSE                1    2    [[1, 0]]
 Winoground-style     2    2    [[1, 0], [0, 1]]
 BLA                  1    4    [[1, 1, 0, 0]]
 TraVLR with foil     1    2    [[1, 0]] or [[0, 1]]
+TraVLR true/false    1    1    [[1]] or [[0]]
 ==================  ===  ===  ======================
+
+A 1 x 1 item is one statement judged true or false of its image (TraVLR's framing), so its gold
+may be ``[[0]]``; every larger item needs at least one gold cell.
 
 Images are kept as they come from the dataset (a ``PIL.Image.Image``, encoded ``bytes``, a
 ``{"bytes": ..., "path": ...}`` dict as ``datasets`` gives with ``decode=False``, or a file path);
@@ -21,7 +25,7 @@ scorers decode them. Items know nothing of models, and scorers know nothing of b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +80,7 @@ class Item:
                 f"{where}: gold matrix has shape {self.gold.shape} but the item has "
                 f"{self.m} image(s) x {self.n} text(s)"
             )
-        if not self.gold.any():
+        if not self.gold.any() and self.shape != (1, 1):
             raise ItemError(f"{where}: gold matrix has no gold cell; at least one text must describe an image")
 
 
@@ -91,8 +95,3 @@ def _as_gold(gold: Any, item_id: str) -> np.ndarray:
             raise ItemError(f"item {item_id!r}: gold must hold only 0/1 (or booleans), got {arr.tolist()}")
         arr = arr.astype(bool)
     return np.array(arr, dtype=bool, copy=True)
-
-
-def stack_gold(items: Sequence[Item]) -> list[np.ndarray]:
-    """The gold matrices of ``items``, in order: the ``references`` the metric takes."""
-    return [item.gold for item in items]

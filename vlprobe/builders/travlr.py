@@ -1,5 +1,6 @@
 """``vlprobe build travlr``: TraVLR's four tasks, generated and rendered offline, as a Hub dataset
-folder (``travlr/``: 4 configs x 4 splits of parquet with embedded PNGs, card, ``vlprobe.yaml``).
+folder (``travlr/``: 4 configs x 4 splits of parquet with embedded PNGs, card, ``vlprobe.yaml`` and
+``true_false.yaml``, the two framings).
 
 The generators and split rules are in :mod:`vlprobe.scenes.travlr`; this module only renders the
 scenes, writes the rows and the card. Same seed and size give byte-identical parquet with the same
@@ -43,13 +44,31 @@ FEATURES = datasets.Features({
 })
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): 1 image x 2 texts, the query
-# and its minimal truth-flipping edit; the gold cell is the one whose statement is true.
+# How rows of this folder become vlprobe items (see vlprobe/spec.py): vlprobe's zero-shot adaptation,
+# 1 image x 2 texts, the query and its minimal truth-flipping edit; the gold cell is the one whose
+# statement is true (pairwise accuracy). The paper's own framing is true_false.yaml.
 description: TraVLR (Chow, Tan, Kan, EACL 2023) tasks rendered by vlprobe; query vs its minimal foil.
 id: id
 images: [image]
 texts: [query, foil_query]
 gold: {column: label, map: {true: [[1, 0]], false: [[0, 1]]}}
+tags: [subtype, label]
+context: caption
+"""
+
+# The paper's framing, selected with `vlprobe evaluate --spec travlr/true_false.yaml`.
+TRUE_FALSE_SPEC = "true_false.yaml"
+TRUE_FALSE_YAML = """\
+# TraVLR's own framing (see vlprobe/spec.py): 1 image x 1 text, the query, judged true or false of the
+# scene; gold [[1]] when it is true, [[0]] when it is false. The paper scores it by macro-F1 (the mean
+# of the F1 of the true and of the false class), which needs a match probability (ITM heads, VQAScore
+# VLMs, or a probe on frozen features). Use it with:
+#   vlprobe evaluate --dataset travlr --spec travlr/true_false.yaml --model ...
+description: TraVLR (Chow, Tan, Kan, EACL 2023) tasks rendered by vlprobe; the paper's true/false framing.
+id: id
+images: [image]
+texts: [query]
+gold: {column: label, map: {true: [[1]], false: [[0]]}}
 tags: [subtype, label]
 context: caption
 """
@@ -86,10 +105,11 @@ def card_text() -> tuple[dict, str]:
 
 
 def write_metadata(out: Path) -> None:
-    """The card (README.md) and vlprobe.yaml; identical for every size and seed."""
+    """The card (README.md), vlprobe.yaml and true_false.yaml; identical for every size and seed."""
     meta, body = card_text()
     write_card(out, meta, body)
     (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
+    (out / TRUE_FALSE_SPEC).write_text(TRUE_FALSE_YAML, encoding="utf-8")
 
 
 def build(args: argparse.Namespace) -> Path:
@@ -129,6 +149,24 @@ Each row is a scene of 2 to 27 coloured shapes on an implicit 6x6 grid, given bo
 Every row also carries `foil_query`, the query's minimal edit with the opposite truth, so each
 row is a VALSE-style pair too: one image, one true and one false statement.
 
+## Two framings: the paper's, and vlprobe's zero-shot adaptation
+
+| framing | spec | item | metric | models |
+|---|---|---|---|---|
+| **TraVLR's own** (matches the paper) | `true_false.yaml` | 1 image x 1 text: the `query`, gold `[[1]]` if `label` else `[[0]]` | macro-F1 of true/false (the mean of the F1 of the true and of the false class, the paper's Appendix B.1), with F1 per class and accuracy | a match probability: ITM heads, VQAScore VLMs, or a probe trained on frozen features |
+| **vlprobe's zero-shot adaptation** (the default) | `vlprobe.yaml` | 1 image x 2 texts: `query` and `foil_query`, the true one is gold | pairwise accuracy (is the true statement scored above its minimal false edit) | any scorer, dual encoders included |
+
+```bash
+vlprobe evaluate --dataset travlr --spec travlr/true_false.yaml --model Salesforce/blip-itm-base-coco   # the paper's framing
+vlprobe evaluate --dataset travlr --model openai/clip-vit-base-patch32                                   # query vs foil
+```
+
+Only the true/false framing is comparable to the paper's numbers (which come from models
+*trained* on each task, so zero-shot scores sit far below them). A dual encoder (CLIP, SigLIP) has
+no calibrated probability of "true", so `vlprobe evaluate` refuses it on 1 x 1 items rather than
+invent a threshold; score it in the query-vs-foil framing, or train a probe on its frozen features
+as the paper's frozen-representation setting does (`vlprobe probe`).
+
 ## Configs
 
 | config | the query tests | example query / foil_query | split rule: `test_ood` holds out |
@@ -141,8 +179,43 @@ row is a VALSE-style pair too: one image, one true and one false statement.
 Splits: `train`, `validation` and `test_ind` (in-distribution test) come from the in-distribution
 cases, `test_ood` (out-of-distribution test) only from the held-out ones; the original names are
 `train`, `val`, `val_test` and `test`. No (scene, query) pair repeats across the splits of a config.
-Labels are balanced per split, exactly for an even size (spatiality also balances left/right and
-above/below), and the true and false rows come in a seeded random order.
+Labels are balanced per split, exactly for an even size, and the true and false rows come in a
+seeded random order.
+
+## A fair label distribution
+
+Here fair means that no text alone tells the label: the query's words carry no information about
+its truth without the scene, and the scene carries none without the query. Concretely:
+
+- `quantifiers`: the six quantifiers are equally frequent and each is true in exactly half of its
+  rows (each of the 12 (quantifier, label) pairs is 1/12 of every split), as in the paper's
+  Figures 10 and 11. The (quantifier, label) pair is drawn first, then a scene template on which it
+  has that truth: shared shape ((n1, X, Y), (n2, X, Z)), shared colour ((n1, X, Y), (n2, Z, Y)) or
+  neither ((n1, X, Z), (n2, W, Y)), each a third of the true and of the false rows. (The original
+  generator drew the template first, so "None of" was true in about 3 of 4 queries and "Some of" in
+  1 of 4, and the query's first words alone predicted the label two times in three; vlprobe's
+  builds before this change had the same skew.)
+- `spatiality`: left/right and above/below are half of each split each, and true and false queries
+  are drawn from the same scenes' four possible statements.
+- `cardinality`: the queried number is the true count or another count of the same split's set,
+  so every number is as likely in true as in false queries.
+- `numerical_comparison`: "more" and "fewer" are each true half of the time (the counts are drawn
+  before the relation).
+
+`tests/test_travlr_shortcuts.py` checks this on every config: a bag-of-words logistic regression
+trained on 2,000 training rows' query words alone (true/false, and query vs foil), and one on the
+caption alone (ignoring the query), stay at chance (accuracy <= 0.56) on 1,000 rows of `test_ind`
+and of `test_ood`. Measured at seed 0:
+
+| config | query only, true/false (InD / OOD) | query vs foil (InD / OOD) | caption only (InD / OOD) |
+|---|---|---|---|
+| `spatiality` | 0.493 / 0.512 | 0.478 / 0.473 | 0.501 / 0.501 |
+| `cardinality` | 0.509 / 0.501 | 0.511 / 0.486 | 0.502 / 0.501 |
+| `quantifiers` | 0.527 / 0.492 | 0.500 / 0.500 | 0.508 / 0.492 |
+| `numerical_comparison` | 0.498 / 0.510 | 0.505 / 0.489 | 0.500 / 0.498 |
+
+Before the change, the quantifiers' query-only classifier scored 0.667 / 0.649 (true/false and
+query vs foil alike); the other configs' rows are unchanged.
 
 ## Columns
 
@@ -164,8 +237,8 @@ and re-checked for the foil when the folder is built.
 
 ## Modality settings
 
-The paper evaluates image only, caption only and image + caption. `vlprobe.yaml` names `caption`
-as the row's `context`, so each setting is one switch when rows become items:
+The paper evaluates image only, caption only and image + caption. Both specs name `caption` as the
+row's `context`, so each setting is one switch when rows become items (with either framing):
 
 ```bash
 vlprobe evaluate --dataset travlr --config spatiality --modality image    # image + query (default)
@@ -180,6 +253,8 @@ from vlprobe.spec import find_spec
 rows = load_dataset("travlr", "spatiality", split="test_ood")
 items = list(find_spec("travlr").iter_items(rows, config="spatiality", modality="caption"))
 # each item: 1 image x 2 texts [query, foil_query], gold [[1, 0]] if label else [[0, 1]]
+items = list(find_spec("travlr", "travlr/true_false.yaml").iter_items(rows, config="spatiality"))
+# each item: 1 image x 1 text [query], gold [[1]] if label else [[0]]
 ```
 
 For training a classifier on the binary task use `image`, `caption`, `query` and `label` directly.

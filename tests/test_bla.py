@@ -19,6 +19,8 @@ from vlprobe.spec import find_spec
 
 pytestmark = pytest.mark.shared_data
 COUNTS = {"active_passive": 613, "coordination": 654, "relative_clause": 672}
+FINETUNE_CONFIGS = [f"{t}_{s}" for t in COUNTS for s in ("finetune_random", "finetune_test_golden", "finetune_train_golden")]
+GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}  # the release's golden set
 
 
 def image_ids(annotations: Path) -> list[str]:
@@ -69,7 +71,7 @@ def built(annotations: Path, tmp_path_factory) -> Path:
 
 
 def test_counts_schema_and_ids(built: Path) -> None:
-    assert sorted(datasets.get_dataset_config_names(str(built))) == sorted(COUNTS)
+    assert sorted(datasets.get_dataset_config_names(str(built))) == sorted([*COUNTS, *FINETUNE_CONFIGS])
     assert datasets.get_dataset_default_config_name(str(built)) == "active_passive"
     for config, n in COUNTS.items():
         ds = load(built, config)
@@ -168,3 +170,153 @@ def test_download_fills_the_gaps_through_the_cache(annotations: Path, tmp_path: 
     assert len(load(out, "active_passive")) == 613
     assert sorted(p.name for p in (tmp_path / "cache" / "visual_genome").iterdir()) == ["2315865.jpg", "411.jpg"]
     assert sorted(hits) == ["/VG_100K/2315865.jpg", "/VG_100K/411.jpg", "/VG_100K_2/2315865.jpg"]
+
+
+def test_finetune_configs_have_train_validation_test(built: Path) -> None:
+    """BLA's fine-tuning data: one config per task and setting, splits train / validation / test,
+    disjoint, every item a benchmark item with its captions; train rows are [true, false]."""
+    spec = find_spec(str(built))
+    for task, golden in GOLDEN.items():
+        bench = {r["id"]: r for r in load(built, task).remove_columns("image")}
+        seen_golden = {}
+        for setting in ("finetune_random", "finetune_test_golden", "finetune_train_golden"):
+            config = f"{task}_{setting}"
+            assert datasets.get_dataset_split_names(str(built), config) == ["train", "validation", "test"]
+            parts = {sp: datasets.load_dataset(str(built), config, split=sp, cache_dir=str(built.parent / ".hf_cache"))
+                     for sp in ("train", "validation", "test")}
+            sizes = {sp: len(ds) for sp, ds in parts.items()}
+            expected = {"finetune_random": {"train": 100, "validation": 200, "test": 200},
+                        "finetune_test_golden": {"train": 100, "validation": 200, "test": golden},
+                        "finetune_train_golden": {"train": golden, "validation": 200, "test": 200}}[setting]
+            assert sizes == expected, (config, sizes)
+            ids = {sp: set(ds["id"]) for sp, ds in parts.items()}
+            assert not (ids["train"] & ids["validation"]) and not (ids["train"] & ids["test"])
+            assert not (ids["validation"] & ids["test"])
+            for sp, ds in parts.items():
+                assert ds.features == bla.FINETUNE_FEATURES
+                for row in ds.remove_columns("image"):
+                    main = bench[row["id"]]
+                    assert set(row["true_captions"]) <= set(main["true_captions"])
+                    assert set(row["false_captions"]) <= set(main["false_captions"])
+                    assert row["gold"] == ([[1, 0]] if sp == "train" else [[1, 1, 0, 0]])
+                item = next(spec.iter_items(ds.select(range(1)), config=config))
+                assert item.shape == ((1, 2) if sp == "train" else (1, 4))
+                assert f"setting={setting}" in item.tags and f"task={task}" in item.tags
+            seen_golden[setting] = ids["test"] if setting == "finetune_test_golden" else ids["train"]
+        # the golden set is the same items in both golden settings
+        assert seen_golden["finetune_test_golden"] == seen_golden["finetune_train_golden"]
+
+
+def test_skip_finetune_builds_only_the_benchmark(annotations: Path, tmp_path: Path) -> None:
+    root = make_standins(tmp_path / "vg", annotations)
+    out = run_build(annotations, root, tmp_path / "bla", "--skip-finetune")
+    assert sorted(datasets.get_dataset_config_names(str(out))) == sorted(COUNTS)
+    assert sorted(p.name for p in (out / "data").iterdir()) == sorted(COUNTS)
+
+
+# ---- annotations fetched from their source (a stand-in for raw.githubusercontent.com), verified ---------
+def _serve(root: Path, tamper: dict[str, bytes] | None = None):
+    import http.server
+    import threading
+
+    hits = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            rel = self.path.split("/annotations/", 1)[-1]
+            body = (tamper or {}).get(rel)
+            if body is None:
+                file = root / rel
+                if not file.is_file():
+                    self.send_error(404)
+                    return
+                body = file.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/BLA_Benchmark/annotations/", hits
+
+
+def _build_fetched(images: Path, out: Path, cache: Path, *extra: str) -> Path:
+    parser = argparse.ArgumentParser()
+    bla.add_arguments(parser)
+    return bla.build(parser.parse_args(["--images", str(images), "--out", str(out), "--cache-dir", str(cache), *extra]))
+
+
+def test_annotations_fetched_verified_and_cached(annotations: Path, tmp_path: Path, monkeypatch) -> None:
+    from vlprobe.builders import upstream
+
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    root = make_standins(tmp_path / "vg", annotations)
+    httpd, base, hits = _serve(annotations)
+    monkeypatch.setenv("VLPROBE_BLA_ANNOTATIONS_URL", base)
+    try:
+        out = _build_fetched(root, tmp_path / "bla", tmp_path / "cache")
+        assert len(hits) == len(upstream.BLA.files) == 30
+        cached = upstream.BLA.cache_folder(tmp_path / "cache")
+        assert (cached / "coordination_captions.json").read_bytes() == (annotations / "coordination_captions.json").read_bytes()
+        # a second build reads the verified cache: no request
+        _build_fetched(root, tmp_path / "bla2", tmp_path / "cache")
+        assert len(hits) == 30
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert len(load(out, "coordination")) == 654
+
+
+def test_tampered_annotation_is_refused(annotations: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    from vlprobe.builders import upstream
+
+    root = make_standins(tmp_path / "vg", annotations)
+    good = (annotations / "relative_clause_captions.json").read_bytes()
+    httpd, base, _ = _serve(annotations, tamper={"relative_clause_captions.json": good.replace(b"wears", b"wearz", 1)})
+    try:
+        with pytest.raises(upstream.AnnotationChecksumError,
+                           match=r"BLA annotation file relative_clause_captions.json from http://127\.0\.0\.1.* is not the "
+                                 r"pinned one: git blob [0-9a-f]{40} .* expected b025eed99193d65aa6f444d6853dfbdb24129364"):
+            _build_fetched(root, tmp_path / "bla", tmp_path / "cache", "--annotations-url", base)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert not (tmp_path / "bla" / "data").exists()
+    assert not (upstream.BLA.cache_folder(tmp_path / "cache") / "relative_clause_captions.json").exists()
+    # a local copy is verified the same way
+    local = tmp_path / "local"
+    for f in upstream.BLA.files:
+        (local / f.path).parent.mkdir(parents=True, exist_ok=True)
+        (local / f.path).write_bytes((annotations / f.path).read_bytes())
+    (local / "finetune/finetune_random/rc/train.json").write_bytes(b"{}")
+    with pytest.raises(upstream.AnnotationChecksumError, match=r"finetune/finetune_random/rc/train\.json from .*local"):
+        run_build(local, root, tmp_path / "bla")
+
+
+def test_offline_error_lists_every_file_and_its_url(tmp_path: Path, monkeypatch, capsys) -> None:
+    from vlprobe.builders import upstream
+    from vlprobe.cli import main
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert main(["build", "bla", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "30 annotation file(s) are not in the cache" in err and "offline mode is on" in err
+    for f in upstream.BLA.files:
+        assert f"{upstream.BLA.default_url}{f.path}" in err and f.blob in err
+    assert "--annotations DIR" in err
+    # online but the host unreachable: the same list, with the error
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(upstream.time, "sleep", lambda s: None)
+    assert main(["build", "bla", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"),
+                 "--annotations-url", "http://127.0.0.1:9/nowhere/", "--skip-finetune"]) == 2
+    err = capsys.readouterr().err
+    assert "3 annotation file(s) are not in the cache" in err and "http://127.0.0.1:9/nowhere/active_passive_captions.json" in err

@@ -22,15 +22,13 @@ import datasets
 from datasets import Features, List, Value
 
 from .. import image_sources as imgs
-from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_card, write_split_rows
-from . import AnnotationError, read_json
+from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_split_rows
+from . import AnnotationError, cards, read_json, upstream
 
 NAME = "bla"
 HELP = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_ANNOTATIONS = REPO.parent / "shared" / "data" / "bla" / "released_2023" / "annotations"
-DEFAULT_OUT = REPO / "bla"
+DEFAULT_OUT = Path("bla")
 SPLIT = "test"
 SOURCE = "visual_genome"
 
@@ -49,6 +47,30 @@ TASKS = (
 )
 BY_CONFIG = {t.config: t for t in TASKS}
 
+# The fine-tuning data of the release: finetune/<setting>/<task dir>/{train,valid,test}.json, one
+# config per task and setting (``<task>_<setting>``) with splits train / validation / test.
+SETTINGS = ("finetune_random", "finetune_test_golden", "finetune_train_golden")
+TASK_DIRS = {"active_passive": "active_passive", "coordination": "coord", "relative_clause": "rc"}
+FT_SPLITS = {"train": "train", "validation": "valid", "test": "test"}  # HF split name -> release file
+
+
+@dataclass(frozen=True)
+class Finetune:
+    task: str
+    setting: str
+
+    @property
+    def config(self) -> str:
+        return f"{self.task}_{self.setting}"
+
+    def file(self, split: str) -> str:
+        return f"finetune/{self.setting}/{TASK_DIRS[self.task]}/{FT_SPLITS[split]}.json"
+
+
+FINETUNE = tuple(Finetune(t.config, s) for t in TASKS for s in SETTINGS)
+MAIN_FILES = tuple(t.file for t in TASKS)
+FINETUNE_FILES = tuple(f.file(sp) for f in FINETUNE for sp in FT_SPLITS)
+
 _COMMON = {
     "id": Value("string"), "task": Value("string"), "image": datasets.Image(), "image_id": Value("string"),
     "true_captions": List(Value("string")), "false_captions": List(Value("string")),
@@ -60,6 +82,12 @@ FEATURES = {
     "coordination": Features({**_COMMON, "quality_scores": List(Value("float64"))}),
     "relative_clause": Features({**_COMMON, "quality_scores": List(Value("float64"))}),
 }
+
+FINETUNE_FEATURES = Features({
+    "id": Value("string"), "task": Value("string"), "setting": Value("string"), "image": datasets.Image(),
+    "image_id": Value("string"), "true_captions": List(Value("string")), "false_captions": List(Value("string")),
+    "gold": List(List(Value("int8"))),
+})
 
 SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/spec.py): one image and four texts,
@@ -73,6 +101,16 @@ tags: [task]
 configs:
   # text order is given by voice_order (TA, TP, FA, FP in the released data); predicate for per-verb tables
   active_passive: {tags: [task, predicate, voice_order]}
+  # fine-tuning configs: train rows are [true, false] ([[1, 0]]), validation/test rows all four texts
+  active_passive_finetune_random: {gold: gold, tags: [task, setting]}
+  active_passive_finetune_test_golden: {gold: gold, tags: [task, setting]}
+  active_passive_finetune_train_golden: {gold: gold, tags: [task, setting]}
+  coordination_finetune_random: {gold: gold, tags: [task, setting]}
+  coordination_finetune_test_golden: {gold: gold, tags: [task, setting]}
+  coordination_finetune_train_golden: {gold: gold, tags: [task, setting]}
+  relative_clause_finetune_random: {gold: gold, tags: [task, setting]}
+  relative_clause_finetune_test_golden: {gold: gold, tags: [task, setting]}
+  relative_clause_finetune_train_golden: {gold: gold, tags: [task, setting]}
 """
 
 # A passive sentence of the active-passive templates: "the X is/are <participle> [particle] by the Y".
@@ -118,6 +156,33 @@ def normalise(task: Task, position: int, rec: dict[str, Any]) -> dict[str, Any]:
 _ROLE = {(True, "active"): "TA", (True, "passive"): "TP", (False, "active"): "FA", (False, "passive"): "FP"}
 
 
+def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One fine-tuning split as rows; every item must be a benchmark item with the same captions."""
+    path = annotations / ft.file(split)
+    data = read_json(path, "BLA", dict, "a JSON object mapping image ids to caption lists",
+                     "pass --annotations DIR, the released BLA_Benchmark/annotations folder")
+    rows = []
+    for image_id, captions in data.items():
+        where = f"{ft.file(split)} item {image_id!r}"
+        main = benchmark.get(str(image_id))
+        if main is None:
+            raise AnnotationError(f"{where}: image {image_id} is not in the {ft.task} benchmark file")
+        trues, falses = main["true_captions"], main["false_captions"]
+        if split == "train":
+            if not (isinstance(captions, list) and len(captions) == 2 and captions[0] in trues and captions[1] in falses):
+                raise AnnotationError(f"{where}: expected [a true caption, a false caption] of the benchmark item, "
+                                      f"got {captions!r}")
+            t, f, gold = [captions[0]], [captions[1]], [[1, 0]]
+        else:
+            if captions != trues + falses:
+                raise AnnotationError(f"{where}: expected the benchmark item's [True1, True2, False1, False2], "
+                                      f"got {captions!r}")
+            t, f, gold = trues, falses, [[1, 1, 0, 0]]
+        rows.append({"id": main["id"], "task": ft.task, "setting": ft.setting, "image_id": str(image_id),
+                     "true_captions": t, "false_captions": f, "gold": gold})
+    return rows
+
+
 def read_task(annotations: Path, task: Task) -> list[dict[str, Any]]:
     path = annotations / task.file
     data = read_json(path, "BLA", list, "a JSON list of caption sets",
@@ -130,13 +195,16 @@ def read_task(annotations: Path, task: Task) -> list[dict[str, Any]]:
     return rows
 
 
-def config_decls() -> list[ConfigDecl]:
-    return [ConfigDecl(t.config, FEATURES[t.config], (SPLIT,), default=(t.config == "active_passive")) for t in TASKS]
+def config_decls(finetune: bool = True) -> list[ConfigDecl]:
+    decls = [ConfigDecl(t.config, FEATURES[t.config], (SPLIT,), default=(t.config == "active_passive")) for t in TASKS]
+    if finetune:
+        decls += [ConfigDecl(f.config, FINETUNE_FEATURES, tuple(FT_SPLITS)) for f in FINETUNE]
+    return decls
 
 
-def card_yaml() -> dict[str, Any]:
+def card_yaml(finetune: bool = True) -> dict[str, Any]:
     return card_metadata(
-        config_decls(),
+        config_decls(finetune),
         language=["en"],
         license="other",
         license_name="bla-mixed",
@@ -147,164 +215,50 @@ def card_yaml() -> dict[str, Any]:
     )
 
 
-def card_body(counts: dict[str, int], voice_orders: Counter, skipped: dict[str, list[str]]) -> str:
-    rows = "\n".join(f"| `{t.config}` | `{t.file}` | {t.count:,} | {counts.get(t.config, 0):,} |" for t in TASKS)
-    orders = ", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none built"
+def card_values(counts: dict[str, int], voice_orders: Counter, skipped: dict[str, list[str]],
+                finetune_counts: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """What ``vlprobe/templates/bla_card.md`` is filled with."""
     if set(voice_orders) == {"TA,TP,FA,FP"}:
         order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "
                       "TP vs FP column 1 vs 3, TA vs FP column 0 vs 3, TP vs FA column 1 vs 2.")
     else:
         order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
                       "`voice_order=` tag, before comparing columns.")
-    if skipped:
-        lines = []
-        for config, names in sorted(skipped.items()):
-            shown = ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
-            lines.append(f"- `{config}`: {len(names)} row(s) without their Visual Genome image: {shown}")
-        skipped_text = ("\n\n## Rows left out of this build\n\nThis folder was built with `--skip-missing-images`: "
-                        "the rows below are **not** in it, so the counts above are below the release's.\n\n"
-                        + "\n".join(lines))
-    else:
-        skipped_text = ""
-    return f"""
-# BLA: Basic Language Abilities of pre-trained multimodal models
-
-BLA (Chen, Fernández and Pezzelle, EMNLP 2023; first built in Xinyi Chen's MSc thesis, UvA 2022)
-tests whether vision-and-language models understand three basic, frequent English constructions.
-Each caption set is one Visual Genome image with **two true captions** and **two false captions**
-(distractors) that use the same words (active-passive: the same nouns and verb) in a way that is wrong
-for the image. Every noun mentioned is in the image, so object recognition alone does not solve it.
-
-This folder is built from the released annotation files (github.com/shin-ee-chen/BLA,
-`BLA_Benchmark/annotations/`, MIT licence) and the Visual Genome images, by `vlprobe build bla`. It
-holds no annotation or image files of its own until it is built.
-
-```python
-from datasets import load_dataset
-ds = load_dataset("bla", "coordination", split="test")    # or a Hub id once published
-ds[0]["true_captions"], ds[0]["false_captions"], ds[0]["image"]
-```
-
-## Configs and counts
-
-| config | annotation file | caption sets released | rows in this build |
-|---|---|---:|---:|
-{rows}
-
-These are the EMNLP 2023 release's counts. The MSc thesis version had 613 / 800 / 789 caption sets;
-for the release, coordination and relative clause were partly rebuilt (other images, other distractors).
-`active_passive` is the default config.
-
-## What each task tests
-
-- **Active-passive** (`active_passive`): who does what to whom, across voices. The true captions are an
-  active sentence and its passive (same meaning, different form); the false ones swap agent and patient.
-  *TA: the woman feeds the man / TP: the man is fed by the woman / FA: the man feeds the woman / FP: the
-  woman is fed by the man* (thesis, Figure 4.1). Only human-human interactions with transitive verbs (43 verbs; `predicate`),
-  so that the swapped sentence is not implausible on its own.
-- **Coordination** (`coordination`): "who has which attributes" when two verb phrases are joined by
-  *and*. True: *the man has a brown tie and wears a yellow shirt / the woman wears a white top and wears
-  a black skirt*; false: *the man has a brown tie and wears a white top / the woman wears a yellow shirt
-  and wears a black skirt* (image 115 of the release): one conjunct is swapped between the two people.
-- **Relative clause** (`relative_clause`): the same attribute matching inside a relative clause.
-  True: *the person who has a brown tie wears a yellow shirt / the person who wears a white top wears a
-  black skirt*; false: *the person who has a brown tie wears a black skirt / the person who wears a white
-  top wears a yellow shirt* (image 115 of the release): the main predicates are swapped between the two
-  people. (The thesis version swapped a relative clause with a main predicate instead.)
-
-## How the sentences were made
-
-From Visual Genome relationships and attributes: person entities found with WordNet (`noun.person`),
-items smaller than a size threshold discarded (1% of the image for active-passive; 0.1% for people and
-0.05% for attributes in the other tasks), attributes of two people made distinct with word2vec and
-Sentence-BERT similarity, sentences generated from templates, and caption sets with any sentence of
-GRUEN linguistic quality below 0.7 discarded; one caption set per image is kept.
-
-## Columns
-
-| column | type | meaning |
-|---|---|---|
-| `id` | string | `<config>/<image_id>` (one caption set per image in each task) |
-| `task` | string | the config name |
-| `image` | image | the Visual Genome image |
-| `image_id` | string | the Visual Genome image id (a string in active-passive and an int in the other files; normalised to a string) |
-| `true_captions` | list of 2 strings | `True1`, `True2` |
-| `false_captions` | list of 2 strings | `False1`, `False2` |
-| `index`, `group_index` | int32 | the record's `index` and its caption group's `group_index` (candidate numbering of the release) |
-| `predicate` | string | active-passive only: the verb (`watches`, `looks at`, `holds`, ...) |
-| `caption_voices` | list of 4 strings | active-passive only: `active`/`passive` for `[True1, True2, False1, False2]` |
-| `voice_order` | string | active-passive only: the same as the thesis' roles, e.g. `TA,TP,FA,FP` |
-| `quality_scores` | list of 4 float64 | coordination and relative clause: the release's `score`, one per sentence in the order `[True1, True2, False1, False2]`, all >= 0.70; by all evidence the GRUEN quality scores of the 0.7 filter (the release does not name them) |
-
-Captions are kept as released (lower-case, no final period; 4 coordination and 4 relative-clause
-sentences contain a double space).
-
-## Items for vlprobe, and the active-passive pair analyses
-
-`vlprobe.yaml` makes each row one item: 1 image x 4 texts, `true_captions` then `false_captions`
-(`[True1, True2, False1, False2]`), gold `[[1, 1, 0, 0]]`, tags `task=...` (active-passive also
-`predicate=...` and `voice_order=...`). From the 1 x 4 score matrix the metric gives sentence accuracy,
-set accuracy (both true captions above both false ones) and set error (both false above both true).
-
-The thesis' active-passive analyses compare sentences by voice: TA vs FA ("all active"), TP vs FP
-("all passive"), and across voices. The metric only sees scores, gold and tags, so the voice of each of
-the four texts is in the rows: `caption_voices` (detected at build time from the sentence form "... is/are
-<verb> by ...") and `voice_order`. In this build the orders are: {orders}. {order_note}
-
-## Images and licences
-
-The annotations are MIT-licensed (© 2023 Xinyi Chen). The images are Visual Genome images: Visual
-Genome is released under CC BY 4.0, and its images are Flickr photos (from YFCC100M and COCO) whose
-owners' terms still apply. `license: other` stands for the combination; check it before you publish a
-built folder.
-
-## How to build
-
-```bash
-vlprobe build bla --annotations PATH/TO/BLA_Benchmark/annotations --images PATH/TO/IMAGES
-# options: --image-dir visual_genome=FOLDER_OR_ZIP (repeatable), --download [--cache-dir DIR],
-#          --skip-missing-images, --out DIR
-```
-
-`datasets` caches a local folder by its name and card, not by the parquet's content: after
-rebuilding a folder you loaded before (other options, other images), load it once with
-`load_dataset(folder, config, download_mode="force_redownload", verification_mode="no_checks")`,
-or it serves the old rows.
-
-`--annotations` is the folder with the three `*_captions.json` files (default
-`../shared/data/bla/released_2023/annotations` next to the repository). `--images` is a folder
-holding Visual Genome's `VG_100K/` and `VG_100K_2/` (or their zips `images.zip`, `images2.zip`), or BLA's
-own `images/` folder (`<image_id>.jpg`, in `BLA_benchmark.zip`); zips are read in place. `--download`
-fetches missing images from `cs.stanford.edu/people/rak248/VG_100K{{,_2}}/<id>.jpg` into a cache, with
-retries. Before writing anything the build checks every image and stops with a report of the missing
-files (how many, the first names, where it looked), unless `--skip-missing-images` is given, in which
-case this card lists what was left out. An image that does not decode stops the build with its file name.
-{skipped_text}
-
-## Citation
-
-```bibtex
-@inproceedings{{chen-etal-2023-bla,
-  title = "The {{BLA}} Benchmark: Investigating Basic Language Abilities of Pre-Trained Multimodal Models",
-  author = "Chen, Xinyi and Fern{{\\'a}}ndez, Raquel and Pezzelle, Sandro",
-  booktitle = "Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing",
-  year = "2023",
-  url = "https://aclanthology.org/2023.emnlp-main.356",
-}}
-```
-"""
+    return dict(
+        tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}", "rows": f"{counts.get(t.config, 0):,}"}
+               for t in TASKS],
+        finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in finetune_counts[f.config].items()}}
+                  for f in FINETUNE if f.config in finetune_counts],
+        orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none built",
+        order_note=order_note,
+        skipped=[{"config": c, "n": len(names),
+                  "shown": ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")}
+                 for c, names in sorted(skipped.items())],
+        n_files=len(upstream.BLA.files), annotations_url=upstream.BLA.default_url, upstream_folder=upstream.BLA.folder,
+        upstream_repo=upstream.BLA.repo, upstream_commit=upstream.BLA.commit, url_env=upstream.BLA.url_env,
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--annotations", type=Path, default=DEFAULT_ANNOTATIONS,
-                        help="folder with the three BLA *_captions.json files (default: %(default)s)")
+    parser.add_argument("--annotations", type=Path, default=None,
+                        help="a local copy of the released annotations (BLA_Benchmark/annotations of "
+                             f"github.com/{upstream.BLA.repo} at {upstream.BLA.commit[:12]}: the three *_captions.json "
+                             "and finetune/), each file checked against its git blob hash; default: fetch them from "
+                             "there into the cache, verified")
+    parser.add_argument("--annotations-url", default=None, metavar="URL",
+                        help=f"where to fetch the annotation files from instead (a mirror; default: "
+                             f"${upstream.BLA.url_env} or {upstream.BLA.default_url})")
+    parser.add_argument("--skip-finetune", action="store_true",
+                        help="build only the three benchmark configs, not the fine-tuning configs")
     parser.add_argument("--images", type=Path, default=None,
                         help="images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips")
     parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
                         help=f"a folder or zip of Visual Genome images (repeatable); source: {SOURCE}")
     parser.add_argument("--download", action="store_true",
                         help="download Visual Genome images missing locally, into --cache-dir")
-    parser.add_argument("--cache-dir", type=Path, default=None, help=f"download cache (default {imgs.DEFAULT_CACHE})")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help=f"download cache (default {imgs.DEFAULT_CACHE} for images, "
+                             f"{upstream.default_cache() / 'annotations'} for annotations)")
     parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
     parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
     parser.add_argument("--read-workers", type=int, default=2,
@@ -317,7 +271,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build(args: argparse.Namespace) -> Path:
     start = time.perf_counter()
     out = Path(args.out)
-    rows_by_task = {t.config: read_task(Path(args.annotations), t) for t in TASKS}
+    finetune = not getattr(args, "skip_finetune", False)
+    pinned = upstream.BLA if finetune else upstream.BLA.select(MAIN_FILES)
+    annotations = upstream.annotation_folder(
+        pinned, args.annotations, cache_dir=args.cache_dir, base_url=getattr(args, "annotations_url", None),
+        retries=args.retries, log=lambda m: print(m, file=sys.stderr))
+    rows_by_task = {t.config: read_task(annotations, t) for t in TASKS}
+    # fine-tuning splits: {config: {split: rows}}; every item is a benchmark item
+    ft_rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    if finetune:
+        for ft in FINETUNE:
+            bench = {r["image_id"]: r for r in rows_by_task[ft.task]}
+            ft_rows[ft.config] = {sp: read_finetune(annotations, ft, sp, bench) for sp in FT_SPLITS}
     resolvers = imgs.make_resolvers(
         (SOURCE,), images_root=args.images, locations=imgs.parse_locations(args.image_dir, (SOURCE,)),
         download=args.download, cache_dir=args.cache_dir, retries=args.retries,
@@ -337,6 +302,9 @@ def build(args: argparse.Namespace) -> Path:
             if gone:
                 skipped[config] = [f"{r['image_id']}.jpg" for r in gone]
                 rows_by_task[config] = [r for r in rows if f"{r['image_id']}.jpg" not in missing]
+        for config, splits in ft_rows.items():  # the same images: those rows go too
+            for sp, rows in splits.items():
+                splits[sp] = [r for r in rows if f"{r['image_id']}.jpg" not in missing]
         print(f"skipping {report.total} missing image file(s):\n{report.summary()}", file=sys.stderr)
 
     def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -351,6 +319,11 @@ def build(args: argparse.Namespace) -> Path:
         for task in TASKS:
             _, counts[task.config] = write_split_rows(stage, task.config, SPLIT, stream(rows_by_task[task.config]),
                                                       FEATURES[task.config])
+        ft_counts: dict[str, dict[str, int]] = {}
+        for config, splits in ft_rows.items():
+            ft_counts[config] = {}
+            for sp, rows in splits.items():
+                _, ft_counts[config][sp] = write_split_rows(stage, config, sp, stream(rows), FINETUNE_FEATURES)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -360,9 +333,14 @@ def build(args: argparse.Namespace) -> Path:
             print(f"bla: note: {task.config} has {counts[task.config]} rows, the 2023 release {task.count}",
                   file=sys.stderr)
     orders = Counter(r["voice_order"] for r in rows_by_task["active_passive"])
-    write_card(out, card_yaml(), card_body(counts, orders, skipped))
+    if not finetune:  # a folder built before with them: they go, as the card no longer declares them
+        for ft in FINETUNE:
+            shutil.rmtree(out / "data" / ft.config, ignore_errors=True)
+    cards.write(out, "bla_card.md", card_yaml(finetune), **card_values(counts, orders, skipped, ft_counts))
     (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-    print(f"bla: {sum(counts.values())} rows, built in {time.perf_counter() - start:.1f}s", file=sys.stderr)
+    n_ft = sum(n for splits in ft_counts.values() for n in splits.values())
+    print(f"bla: {sum(counts.values())} benchmark rows" + (f" and {n_ft} fine-tuning rows in {len(ft_counts)} configs"
+          if ft_counts else "") + f", built in {time.perf_counter() - start:.1f}s", file=sys.stderr)
     print("note: datasets caches a local folder by name and card; if you loaded this folder before, load it once "
           "with download_mode='force_redownload', verification_mode='no_checks' to see this build", file=sys.stderr)
     return out

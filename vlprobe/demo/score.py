@@ -1,0 +1,342 @@
+"""The Score tab: one item typed or uploaded by a visitor, scored by vlprobe's engine and judged
+by vlprobe's metric (strict ties: a tie counts against the model, as the reference codes count it).
+Nothing here scores or computes a metric by itself."""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..items import Item
+from .models import MODELS, ModelCache
+from .settings import MAX_PIXELS, MAX_TEXT_CHARS, MAX_TEXTS, Settings, SpaceError, max_upload_bytes
+
+SCORE_NOTE = ("Scores are the model's image-text logits (higher: a better match); margin: the lowest true "
+              "caption's score minus this foil's (above 0: the model prefers the caption).")
+
+
+# ---- inputs -------------------------------------------------------------------------------------
+
+def load_upload(path: Any, label: str = "image") -> Any:
+    """Open an uploaded file as an RGB PIL image, refusing files that are too large or not images."""
+    from PIL import Image, UnidentifiedImageError
+
+    if path is None or path == "":
+        return None
+    if isinstance(path, Image.Image):
+        image = path
+    else:
+        if isinstance(path, dict):  # gradio FileData-like
+            path = path.get("path") or path.get("name")
+        p = Path(str(path))
+        if not p.is_file():
+            raise SpaceError(f"{label}: the uploaded file is missing on the server; upload it again")
+        size, limit = p.stat().st_size, max_upload_bytes()
+        if size > limit:
+            raise SpaceError(f"{label}: the file is {size / 1e6:.1f} MB; this Space accepts images up to "
+                             f"{limit // (1024 * 1024)} MB")
+        try:
+            with Image.open(p) as im:
+                if im.size[0] * im.size[1] > MAX_PIXELS:
+                    raise SpaceError(f"{label}: {im.size[0]}x{im.size[1]} pixels is too large for this Space")
+                im.load()
+                image = im.copy()
+        except SpaceError:
+            raise
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+            raise SpaceError(f"{label}: {p.name!r} is not an image (use PNG, JPEG or WebP)") from None
+    return image if image.mode == "RGB" else image.convert("RGB")
+
+
+def split_lines(text: str | None) -> list[str]:
+    """Non-empty lines of a text box, stripped."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+@dataclass
+class ScoreRequest:
+    images: list[Any]
+    captions: list[str]
+    foils: list[str]
+
+    def item(self) -> Item:
+        """The item the page describes.
+
+        * one image: texts = captions then foils; every caption is gold for the image
+          (1 caption + 1 foil is VALSE's pair; 2 captions + 2 foils is BLA's set);
+        * two images: caption ``k`` describes image ``k`` (Winoground's 2 x 2 when there are no
+          foils); foils, if any, describe neither image.
+        """
+        m, texts = len(self.images), self.captions + self.foils
+        gold = np.zeros((m, len(texts)), dtype=bool)
+        if m == 1:
+            gold[0, : len(self.captions)] = True
+        else:
+            for k in range(m):
+                gold[k, k] = True
+        return Item(id="space", images=tuple(self.images), texts=tuple(texts), gold=gold)
+
+
+def make_request(image_1: Any, image_2: Any, captions: str, foils: str) -> ScoreRequest:
+    """Check the inputs of the Score tab and build the request; errors say what to change."""
+    images = [im for im in (load_upload(image_1, "image 1"), load_upload(image_2, "image 2")) if im is not None]
+    if not images:
+        raise SpaceError("upload an image first (or two, for a Winoground-style item), or pick an example")
+    caps, fls = split_lines(captions), split_lines(foils)
+    texts = caps + fls
+    for line in texts:
+        if len(line) > MAX_TEXT_CHARS:
+            raise SpaceError(f"the text {line[:40]!r}... is longer than {MAX_TEXT_CHARS} characters")
+    if len(texts) > MAX_TEXTS:
+        raise SpaceError(f"{len(texts)} texts is more than this Space scores at once ({MAX_TEXTS})")
+    if not caps:
+        raise SpaceError("type the true caption (one per line)")
+    if len(images) == 1 and not fls:
+        raise SpaceError("type at least one foil (one per line): a verdict compares the caption with foils")
+    if len(images) == 2 and len(caps) != 2:
+        raise SpaceError("with two images, type exactly two captions, one per line: the first describes image 1, "
+                         f"the second image 2 (got {len(caps)})")
+    dupes = sorted({t for t in texts if texts.count(t) > 1})
+    if dupes:
+        raise SpaceError(f"the same text appears twice: {dupes[0]!r}; every caption and foil must differ")
+    return ScoreRequest(images=images, captions=caps, foils=fls)
+
+
+# ---- verdicts -----------------------------------------------------------------------------------
+
+def item_shape(m: int, n_gold: int, n: int) -> str:
+    """'pairwise' (1 image, caption vs foil), 'group' (2 images) or 'set' (1 image, more texts)."""
+    if m >= 2:
+        return "group"
+    return "pairwise" if n == 2 and n_gold == 1 else "set"
+
+
+def _pct(x: Any) -> str:
+    return "n/a" if x is None else f"{100 * float(x):.0f}%"
+
+
+def verdict_kind(shape: str, result: dict) -> str:
+    """'right', 'wrong' or 'mixed': the colour of the verdict."""
+    if shape == "pairwise":
+        return "right" if result["acc_r"] == 1 else "wrong"
+    if shape == "group":
+        if result.get("group") == 1:
+            return "right"
+        return "mixed" if result.get("text") == 1 or result.get("image") == 1 else "wrong"
+    if result.get("set_acc") == 1:
+        return "right"
+    return "wrong" if result.get("set_error") == 1 else "mixed"
+
+
+def verdict_text(shape: str, result: dict) -> str:
+    """One line for the page, from the metric's result on the single item."""
+    line = _verdict(shape, result)
+    ties = int(result.get("n_ties") or 0)
+    if ties:
+        line += f"; {ties} tied comparison{'s' if ties > 1 else ''} counted as wrong"
+    return line
+
+
+def _verdict(shape: str, result: dict) -> str:
+    if shape == "pairwise":
+        return ("CORRECT: the caption scores higher than the foil (pairwise, VALSE acc_r = 100%)"
+                if result["acc_r"] == 1 else
+                "WRONG: the foil scores at least as high as the caption (pairwise, VALSE acc_r = 0%)")
+    if shape == "group":
+        parts = {k: result.get(k) for k in ("text", "image", "group")}
+        head = {"right": "CORRECT: each image prefers its own caption and each caption its own image",
+                "mixed": "PARTLY RIGHT: only one direction is right",
+                "wrong": "WRONG: neither captions nor images are matched right"}[verdict_kind(shape, result)]
+        marks = ", ".join(f"{k} {'✓' if v == 1 else '✗'}" for k, v in parts.items() if v is not None)
+        return f"{head} (group, Winoground: {marks})"
+    kind = verdict_kind(shape, result)
+    if kind == "right":
+        return "CORRECT: every caption scores higher than every foil (set, BLA set accuracy = 100%)"
+    if kind == "wrong":
+        return "WRONG: every foil scores at least as high as every caption (set, BLA set error = 100%)"
+    return (f"MIXED: some foils outscore a caption (set, BLA: pairwise acc_r {_pct(result.get('acc_r'))}, "
+            f"sentence accuracy {_pct(result.get('sentence_acc'))})")
+
+
+# ---- where the texts differ ---------------------------------------------------------------------
+
+def word_diff(caption: str, foil: str, labels: tuple[str, str] = ("caption", "foil")
+              ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    """Word-level difference: (caption tokens, foil tokens), each word labelled ``labels[0]`` /
+    ``labels[1]`` where it is not shared with the other text (difflib, case-insensitive), else None."""
+    a, b = caption.split(), foil.split()
+    left: list[tuple[str, str | None]] = []
+    right: list[tuple[str, str | None]] = []
+    matcher = difflib.SequenceMatcher(a=[w.lower() for w in a], b=[w.lower() for w in b], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        label_a, label_b = (None, None) if op == "equal" else labels
+        left.extend((w, label_a) for w in a[i1:i2])
+        right.extend((w, label_b) for w in b[j1:j2])
+    return left, right
+
+
+def _diff_pairs(request: ScoreRequest) -> list[tuple[str, str, str, str, tuple[str, str]]]:
+    if len(request.images) >= 2:
+        c1, c2 = request.captions[:2]
+        return [("caption 1", c1, "caption 2", c2, ("caption 1", "caption 2"))] + [
+            ("caption 1", c1, f"foil {k}", foil, ("caption", "foil")) for k, foil in enumerate(request.foils, 1)]
+    pairs = []
+    for k, foil in enumerate(request.foils, 1):
+        for c, cap in enumerate(request.captions, 1):
+            name = "caption" if len(request.captions) == 1 else f"caption {c}"
+            pairs.append((name, cap, "foil" if len(request.foils) == 1 else f"foil {k}", foil, ("caption", "foil")))
+    return pairs
+
+
+def highlight(request: ScoreRequest) -> list[tuple[str, str | None]]:
+    """HighlightedText value: for each foil, the caption and the foil with their differing words
+    marked (with two images, caption 1 against caption 2 first: the swap Winoground tests)."""
+    out: list[tuple[str, str | None]] = []
+    for name_a, a, name_b, b, labels in _diff_pairs(request):
+        left, right = word_diff(a, b, labels)
+        for name, tokens in ((name_a, left), (name_b, right)):
+            out.append((f"{name}: ", None))
+            out.extend((w + " ", lab) for w, lab in tokens)
+            out.append(("\n", None))
+    return out
+
+
+DIFF_COLORS = {"caption": "#2ca02c", "foil": "#d62728", "caption 1": "#2ca02c", "caption 2": "#1f77b4"}
+
+
+# ---- the table and the chart --------------------------------------------------------------------
+
+def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
+    """What decides the verdict: (label, true score minus wrong score) for each comparison the
+    metric makes: per image row, its lowest caption against each other text; with two images, per
+    caption column too."""
+    G = np.asarray(item.gold, dtype=bool)
+    out = []
+    for i in range(item.m):
+        if not G[i].any():
+            continue
+        low = S[i, G[i]].min()
+        for j in np.flatnonzero(~G[i]):
+            label = f"caption − “{item.texts[j]}”" if item.m == 1 else f"image {i + 1}: its caption − “{item.texts[j]}”"
+            out.append((label, float(low - S[i, j])))
+    if item.m > 1:
+        for j in range(item.n):
+            if G[:, j].any() and (~G[:, j]).any():
+                low = S[G[:, j], j].min()
+                for i in np.flatnonzero(~G[:, j]):
+                    out.append((f"caption {j + 1}: its image − image {i + 1}", float(low - S[i, j])))
+    return out
+
+
+def table(item: Item, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
+    """(headers, rows): text, role, score (3 decimals), margin for foils; an image column only
+    with two images, a probability column only when the model gives one."""
+    G = np.asarray(item.gold, dtype=bool)
+    headers = (["image"] if item.m > 1 else []) + ["text", "role", "score", "margin"]
+    headers += ["probability"] if probs is not None else []
+    rows = []
+    for i in range(item.m):
+        low = S[i, G[i]].min() if G[i].any() else None
+        for j, text in enumerate(item.texts):
+            role = "caption" if G[i, j] else "foil"
+            margin = "" if G[i, j] or low is None else round(float(low - S[i, j]), 3)
+            row = ([i + 1] if item.m > 1 else []) + [text, role, round(float(S[i, j]), 3), margin]
+            rows.append(row + ([round(float(probs[i, j]), 3)] if probs is not None else []))
+    return headers, rows
+
+
+def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
+    """Horizontal bars of the margins (green above 0: right; red: wrong), the texts wrapped."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = ["\n".join(textwrap.wrap(label, 38)) for label, _ in points]
+    values = np.array([v for _, v in points])
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.3 * lines + 0.2 * len(points)), dpi=100)
+    y = np.arange(len(points))[::-1]
+    ax.barh(y, values, color=["#2ca02c" if v > 0 else "#d62728" for v in values], height=0.6)
+    ax.axvline(0, color="black", linewidth=1)
+    ax.set_yticks(y, labels, fontsize=8)
+    span = max(1e-6, float(np.abs(values).max()))
+    ax.set_xlim(-1.25 * span, 1.25 * span)
+    for yy, v in zip(y, values):
+        ax.text(v, yy, f" {v:+.3f} ", va="center", ha="left" if v >= 0 else "right", fontsize=8)
+    ax.set_xlabel("margin: true score − wrong score (above 0: right)", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+@dataclass
+class ScoreOutcome:
+    shape: str
+    kind: str  # right / wrong / mixed
+    verdict: str
+    headers: list[str]
+    table: list[list[Any]]
+    chart: Any  # a matplotlib Figure of the margins
+    highlights: list[tuple[str, str | None]]
+    metrics: dict
+    scores: np.ndarray
+    note: str
+
+
+def run_engine(scorer: Any, items: Sequence[Item], **kw: Any) -> Any:
+    """vlprobe's engine on items, its errors turned into messages for the page."""
+    from ..engine import EngineOutOfMemory, score_items
+    from ..images import ImageError
+
+    try:
+        return score_items(scorer, items, num_workers=0, cache=None, **kw)
+    except ImageError as err:
+        raise SpaceError(str(err)) from None
+    except EngineOutOfMemory as err:
+        raise SpaceError(f"the model ran out of memory: {err}") from None
+
+
+def plain(value: Any) -> Any:
+    """Metric results with numpy types turned into plain Python (JSON-safe)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def score(settings: Settings, image_1: Any, image_2: Any, captions: str, foils: str, model: str | None,
+          cache: ModelCache | None = None) -> ScoreOutcome:
+    """The Score tab: one item, scored by the engine, judged by the metric."""
+    from ..metric import compute
+
+    request = make_request(image_1, image_2, captions, foils)
+    item = request.item()
+    scorer = (cache or MODELS).get(settings.resolve_model(model))
+    result = run_engine(scorer, [item], progress=False)
+    S = np.asarray(result.scores[0], dtype=np.float64)
+    probs = np.asarray(result.probabilities[0]) if result.probabilities else None
+    kwargs: dict[str, Any] = {"ties": "strict"}
+    if probs is not None:
+        kwargs["probabilities"] = [probs]
+    metrics = compute([S], [item.gold.astype(int)], **kwargs)
+    shape = item_shape(item.m, int(item.gold.sum()), item.n)
+    headers, rows = table(item, S, probs)
+    note = SCORE_NOTE + (" Probability: the model's own probability that the text matches." if probs is not None else "")
+    return ScoreOutcome(shape=shape, kind=verdict_kind(shape, metrics), verdict=verdict_text(shape, metrics),
+                        headers=headers, table=rows, chart=margin_chart(comparisons(item, S)),
+                        highlights=highlight(request), metrics=plain(metrics), scores=S, note=note)
+

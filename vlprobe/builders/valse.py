@@ -23,15 +23,13 @@ import datasets
 from datasets import Features, List, Value
 
 from .. import image_sources as imgs
-from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_card, write_split_rows
-from . import AnnotationError, read_json
+from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_split_rows
+from . import AnnotationError, cards, read_json, upstream
 
 NAME = "valse"
 HELP = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_ANNOTATIONS = REPO.parent / "shared" / "data" / "valse"
-DEFAULT_OUT = REPO / "valse"
+DEFAULT_OUT = Path("valse")
 SPLIT = "test"
 
 
@@ -222,7 +220,7 @@ def read_instrument(annotations: Path, inst: Instrument) -> list[dict[str, Any]]
     path = annotations / inst.file
     data = read_json(path, "VALSE", dict, "a JSON object mapping keys to records",
                      "pass --annotations DIR, the folder holding the 11 files of "
-                     "github.com/Heidelberg-NLP/VALSE data/")
+                     f"github.com/{upstream.VALSE.repo} {upstream.VALSE.folder}")
     return [normalise(inst, str(key), rec) for key, rec in data.items()]
 
 
@@ -256,17 +254,13 @@ def _fmt(n: int) -> str:
     return f"{n:,}"
 
 
-def card_body(counts: dict[str, int], include_invalid: bool, skipped: dict[str, dict[str, list[str]]]) -> str:
-    total = sum(counts.values())
-    rows = []
-    for inst in INSTRUMENTS:
-        rows.append(f"| `{inst.config}` | {inst.piece} | `{inst.file}` | {_fmt(PAPER_ALL[inst.config])} | "
-                    f"{_fmt(PAPER_VALID[inst.config])} | {_fmt(counts.get(inst.config, 0))} |")
-    piece_rows = []
-    for piece, members in PIECES.items():
-        n = sum(counts.get(m, 0) for m in members)
-        piece_rows.append(f"| `{piece}` | {', '.join(f'`{m}`' for m in members)} | {_fmt(n)} |")
-    what = "\n".join(f"- **{i.title}** (`{i.config}`). {i.tests} Example: {i.example}" for i in INSTRUMENTS)
+def card_values(counts: dict[str, int], include_invalid: bool,
+                skipped: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+    """What ``vlprobe/templates/valse_card.md`` is filled with."""
+    rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
+             "paper_valid": _fmt(PAPER_VALID[i.config]), "rows": _fmt(counts.get(i.config, 0))} for i in INSTRUMENTS]
+    piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
+                   "rows": _fmt(sum(counts.get(m, 0) for m in members))} for piece, members in PIECES.items()]
     selection = (
         "**This build includes the invalid records too** (`--include-invalid`): all 8,782 candidates; filter on "
         "`valid` (or `mturk_caption >= 2`) to get the benchmark as the paper defines it."
@@ -274,177 +268,46 @@ def card_body(counts: dict[str, int], include_invalid: bool, skipped: dict[str, 
         "This build keeps **only the valid records**, as the paper evaluates them. `vlprobe build valse "
         "--include-invalid` keeps all 8,782 candidates (then filter on `valid`)."
     )
-    if skipped:
-        lines = []
-        for config, by_source in sorted(skipped.items()):
-            for source, names in sorted(by_source.items()):
-                shown = ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
-                lines.append(f"- `{config}`: {len(names)} row(s) without their `{source}` image: {shown}")
-        skipped_text = (
-            "\n\n## Rows left out of this build\n\nThis folder was built with `--skip-missing-images`: the rows below "
-            "are **not** in it because their image file was missing, so the counts above are below the paper's.\n\n"
-            + "\n".join(lines)
-        )
-    else:
-        skipped_text = ""
-    return f"""
-# VALSE: Vision And Language Structured Evaluation
+    left_out = [
+        {"config": config, "source": source, "n": len(names),
+         "shown": ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")}
+        for config, by_source in sorted(skipped.items()) for source, names in sorted(by_source.items())
+    ]
+    archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
+                for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
+    return dict(
+        rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
+        total=_fmt(sum(counts.values())), skipped=left_out, archives=archives,
+        annotations_url=upstream.VALSE.default_url, upstream_folder=upstream.VALSE.folder,
+        upstream_repo=upstream.VALSE.repo, upstream_commit=upstream.VALSE.commit, url_env=upstream.VALSE.url_env,
+    )
 
-VALSE (Parcalabescu et al., ACL 2022) tests whether vision-and-language models ground specific
-linguistic phenomena in the image. Every example is one image, a **caption** that describes it and a
-**foil**: the caption with one word or phrase changed so that it no longer matches the image. A model
-passes an example when it prefers the caption to the foil. Six *pieces* (phenomena), eleven
-*instruments* (ways of foiling), plus the FOIL-it! noun-phrase set.
 
-This folder is built from the original annotation files (github.com/Heidelberg-NLP/VALSE, `data/`,
-MIT licence) and the original images of each source, by `vlprobe build valse`. It holds no
-annotation or image files of its own until it is built.
-
-```python
-from datasets import load_dataset
-ds = load_dataset("valse", "actions", split="test")          # or a Hub id once published
-ds[0]["caption"], ds[0]["foil"], ds[0]["image"]               # PIL image
-```
-
-## Configs and counts
-
-{selection} Rows in this build: **{_fmt(total)}**.
-
-| config (instrument) | piece | annotation file | candidates (paper Table 5 #Inst.) | valid (paper #Valid) | rows |
-|---|---|---|---:|---:|---:|
-{chr(10).join(rows)}
-
-Piece configs read the parquet files of their instruments (nothing is stored twice):
-
-| config (piece) | instruments | rows |
-|---|---|---:|
-{chr(10).join(piece_rows)}
-| `all` (default) | every instrument | {_fmt(total)} |
-
-Where a piece has a single instrument (`existence`, `plurality`, `relations`, `foil_it`) the piece
-config and the instrument config are the same config. Every config has the same columns, including
-`piece` and `instrument`.
-
-## What each instrument tests (paper §3 and Table 1)
-
-{what}
-
-## How the foils were made and validated
-
-Foiling functions change one word or phrase of a correct caption so that the result is grammatical
-but false of the image. Against *distributional bias* the word-frequency distributions of captions and
-foils are kept about equal; against *plausibility bias* BERT / SpanBERT propose the replacements
-(relations, actions) and a GRUEN grammaticality filter (score >= 0.8) and an NLI filter (the foil must
-contradict the caption) are applied to plurality and relations. Finally three crowd annotators on
-Amazon Mechanical Turk saw the image and the two texts, in random order, and chose which text
-describes the image (the first, the second, both, neither, cannot tell).
-
-**Validity rule.** An example is *valid* when at least two of the three annotators chose the caption
-and not the foil: `mturk.caption >= 2` (the VALSE README's rule; it reproduces the paper's Table 5
-#Valid exactly, 7,702 in all; `caption >= 2 and foil == 0` or `caption > foil` do not). The votes are
-kept as the columns `mturk_caption`, `mturk_foil`, `mturk_other` (they sum to 3), and `valid` is the rule.
-
-## Columns
-
-| column | type | meaning |
-|---|---|---|
-| `id` | string | `<instrument>/<key>`, unique over all configs (keys repeat across files) |
-| `key` | string | the record's key in its annotation file |
-| `piece`, `instrument` | string | the piece and the instrument config |
-| `image` | image | the source image (encoded bytes as in the original release) |
-| `caption`, `foil` | string | the true text and the foiled text, unchanged (double spaces and all) |
-| `source_dataset` | string | the file's `dataset` field, unchanged (`visual7w`, `coco2017`, `coco_2017`, `SWiG`, `VisDial_v1.0`, `FOIL dataset`) |
-| `image_source` | string | where the image file comes from: `visual7w`, `coco2017_val`, `coco2014_train`, `coco2014_val`, `swig`, `visdial_val2018` |
-| `image_file` | string | the image file name in its source |
-| `original_split` | string | the split of the source dataset (the `split` field of existence/counting always equals it and is not repeated) |
-| `dataset_idx` | string, null | the source's id (Visual7W image id, COCO caption id, FOIL id...) as a string; null for coreference |
-| `linguistic_phenomena` | string | as in the file |
-| `classes`, `classes_foil` | string | the replaced word/phrase in caption and foil. Strings unchanged; numbers as digits (`"4"`); booleans and lists in JSON: `"false"` (one plurality record), `"[2, 1, 8]"` (existence foils) |
-| `mturk_caption`, `mturk_foil`, `mturk_other` | int32 | annotator votes |
-| `valid` | bool | `mturk_caption >= 2` |
-| `answer` | int32, null | existence/counting: the Visual7W answer (equals `classes`) |
-| `declarative_statement`, `declarative_statement_foils`, `provenance_of_foils` | string, list, string; null | existence only |
-| `foil_method` | string, null | plurality/relations `foil_method`, action replacement `foiling_method` |
-| `grammaticality_score` | float64, null | plurality/relations GRUEN score (the file's one-element list) |
-| `nli_entail`, `nli_neutral`, `nli_contradict`, `nli_pred` | float64/string, null | plurality, relations, action replacement NLI scores (one-element lists in the file) |
-| `orig_caption` | string, null | plurality: the COCO caption before rewriting |
-| `only_caption` | string, null | coreference: the VisDial caption without the question and answer |
-
-Relations' `key` field always equals the record key and is not repeated. Quirks kept as they are: some
-plurality/relations captions have double spaces, two coreference records contain a U+2019 apostrophe.
-
-## Items for vlprobe
-
-`vlprobe.yaml` makes each row one item: 1 image x 2 texts `[caption, foil]`, gold `[[1, 0]]`, tags
-`piece=...`, `instrument=...`, `image_source=...`, `valid=...`. Pairwise accuracy `acc_r` is the share of
-items where the caption scores above the foil (ties count as wrong, as in the reference LXMERT code).
-
-## Image sources and licences
-
-The annotations are MIT-licensed (© 2022 the VALSE authors). The images are **not** VALSE's: each keeps
-the terms of its source, which this folder's `license: other` stands for. Check them before you publish
-a built folder.
-
-| `image_source` | used by | release folder / zip | licence / terms |
-|---|---|---|---|
-| `visual7w` | existence, counting | `visual7w_images.zip` -> `images/v7w_<id>.jpg` | Visual7W (COCO images also in Visual Genome): Visual7W / VG data CC BY 4.0; the images under Flickr terms, as COCO |
-| `coco2017_val` | plurality, relations | `val2017/` or `val2017.zip` | COCO: images under Flickr terms of use; annotations CC BY 4.0 |
-| `coco2014_train`, `coco2014_val` | coreference standard, FOIL-it | `train2014/`, `val2014/` (or their zips) | as COCO |
-| `swig` | actions | SWiG `images_512/` or `images_512.zip` | imSitu images: non-commercial research and education |
-| `visdial_val2018` | coreference clean | `VisualDialog_val2018/` or its zip | VisDial (Flickr images): Flickr terms; annotations CC BY 4.0 |
-
-## How to build
-
-```bash
-vlprobe build valse --annotations PATH/TO/VALSE/data --images PATH/TO/IMAGES
-# options: --image-dir SOURCE=FOLDER_OR_ZIP (repeatable), --download [--cache-dir DIR] (COCO only),
-#          --include-invalid, --skip-missing-images, --out DIR
-```
-
-`datasets` caches a local folder by its name and card, not by the parquet's content: after
-rebuilding a folder you loaded before (other options, other images), load it once with
-`load_dataset(folder, config, download_mode="force_redownload", verification_mode="no_checks")`,
-or it serves the old rows.
-
-`--annotations` is the folder with the 11 JSON files (default `../shared/data/valse` next to the
-repository). `--images` is a folder holding the release layouts: `val2017/`, `train2014/`, `val2014/`,
-`visual7w/images/` (or `images/`), `images_512/`, `VisualDialog_val2018/`, or the release zips by their
-original names (`val2017.zip`, `visual7w_images.zip`, `images_512.zip`, ...); zips are read in place.
-`--image-dir swig=/data/images_512.zip` points one source elsewhere. `--download` fetches COCO files
-missing locally from `images.cocodataset.org` into a cache (with retries). Before writing anything the
-build checks every referenced image and stops with a report of the missing files per source (how many,
-the first names, where it looked), unless `--skip-missing-images` is given, in which case the card
-lists what was left out. An image that does not decode stops the build with its file name.
-{skipped_text}
-
-## Citation
-
-```bibtex
-@inproceedings{{parcalabescu-etal-2022-valse,
-  title = "{{VALSE}}: A Task-Independent Benchmark for Vision and Language Models Centered on Linguistic Phenomena",
-  author = "Parcalabescu, Letitia and Cafagna, Michele and Muradjan, Lilitta and Frank, Anette and Calixto, Iacer and Gatt, Albert",
-  booktitle = "Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)",
-  year = "2022",
-  pages = "8253--8280",
-  url = "https://aclanthology.org/2022.acl-long.567",
-}}
-```
-FOIL-it!: Shekhar et al., "FOIL it! Find One mismatch between Image and Language caption", ACL 2017.
-"""
+def write_valse_card(out: Path, counts: dict[str, int], include_invalid: bool,
+                     skipped: dict[str, dict[str, list[str]]]) -> Path:
+    return cards.write(out, "valse_card.md", card_yaml(), **card_values(counts, include_invalid, skipped))
 
 
 # ---- build ----------------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--annotations", type=Path, default=DEFAULT_ANNOTATIONS,
-                        help="folder with the 11 VALSE JSON files (default: %(default)s)")
+    parser.add_argument("--annotations", type=Path, default=None,
+                        help="a local copy of the 11 VALSE JSON files (the data/ folder of "
+                             f"github.com/{upstream.VALSE.repo} at {upstream.VALSE.commit[:12]}), each checked against its "
+                             "git blob hash; default: fetch them from there into the cache, verified")
+    parser.add_argument("--annotations-url", default=None, metavar="URL",
+                        help=f"where to fetch the annotation files from instead (a mirror; default: "
+                             f"${upstream.VALSE.url_env} or {upstream.VALSE.default_url})")
     parser.add_argument("--images", type=Path, default=None,
                         help="images root: a folder holding the sources' release folders or zips (val2017/, "
                              "train2014/, val2014/, visual7w/images/, images_512/, VisualDialog_val2018/, *.zip)")
     parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
                         help=f"a folder or zip for one source (repeatable); sources: {', '.join(VALSE_SOURCES)}")
     parser.add_argument("--download", action="store_true",
-                        help="download COCO images missing locally (stable per-file URLs), into --cache-dir")
-    parser.add_argument("--cache-dir", type=Path, default=None, help=f"download cache (default {imgs.DEFAULT_CACHE})")
+                        help="download the images missing locally into --cache-dir: COCO file by file, Visual7W, "
+                             "SWiG and VisDial val2018 as their owners' archives (downloaded once, resumable)")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help=f"download cache (default {imgs.DEFAULT_CACHE} for images, "
+                             f"{upstream.default_cache() / 'annotations'} for annotations)")
     parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
     parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
     parser.add_argument("--read-workers", type=int, default=2,
@@ -462,7 +325,9 @@ def _log(msg: str) -> None:
 
 def build(args: argparse.Namespace) -> Path:
     start = time.perf_counter()
-    annotations = Path(args.annotations)
+    annotations = upstream.annotation_folder(
+        upstream.VALSE, args.annotations, cache_dir=args.cache_dir, base_url=getattr(args, "annotations_url", None),
+        retries=args.retries, log=_log)
     out = Path(args.out)
     rows_by_inst: dict[str, list[dict[str, Any]]] = {}
     for inst in INSTRUMENTS:
@@ -488,8 +353,8 @@ def build(args: argparse.Namespace) -> Path:
     if report:
         if not args.skip_missing_images:
             raise imgs.MissingImagesError(
-                report, "Pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH), --download for "
-                        "COCO, or --skip-missing-images to build without these rows (the card will list them).")
+                report, "Pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH), --download, "
+                        "or --skip-missing-images to build without these rows (the card will list them).")
         missing = {(s, n) for s, names in report.missing.items() for n in names}
         for config, rows in rows_by_inst.items():
             kept = []
@@ -523,7 +388,7 @@ def build(args: argparse.Namespace) -> Path:
         expected = (PAPER_ALL if args.include_invalid else PAPER_VALID)[inst.config]
         if counts[inst.config] != expected:
             _log(f"valse: note: {inst.config} has {counts[inst.config]} rows, the paper's Table 5 {expected}")
-    write_card(out, card_yaml(), card_body(counts, bool(args.include_invalid), skipped))
+    write_valse_card(out, counts, bool(args.include_invalid), skipped)
     (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
     _log(f"valse: {sum(counts.values())} rows, built in {time.perf_counter() - start:.1f}s")
     print("note: datasets caches a local folder by name and card; if you loaded this folder before, load it once "

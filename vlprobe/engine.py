@@ -300,6 +300,65 @@ class Engine:
             have_probs = have_probs and not np.isnan(cells[..., 1]).any()
         return EngineResult(scores=scores, probabilities=probs if have_probs and items else None, stats=stats)
 
+    # -- features (vlprobe probe): one vector per input, in the order given -----------------------
+    def embed_images(self, images: Sequence[Any]) -> tuple[np.ndarray, dict[str, Any]]:
+        """A DualScorer's image embeddings (N, d) for ``images``; each unique image computed once and
+        cached under the same keys as :meth:`score` uses. Returns (embeddings, stats)."""
+        rows = {}
+        keys = []
+        for k, image in enumerate(images):
+            key = "i:" + _input_hash(image, k)
+            keys.append(key)
+            rows.setdefault(key, (key, image, f"input {k} ({describe(image)})"))
+        return self._features(keys, rows, lambda todo: self._run_images(todo, self.scorer))
+
+    def embed_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
+        """A DualScorer's text embeddings (N, d) for ``texts`` (computed once per unique text, cached)."""
+        keys = ["t:" + text_hash(t) for t in texts]
+        rows = dict(zip(keys, zip(keys, texts)))
+        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer))
+
+    def pair_features(self, images: Sequence[Any], texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
+        """A PairScorer's joint representation (N, d) of each (image, text), from its
+        ``pair_features(inputs)`` method (cached under ``f:<image hash>:<text hash>``)."""
+        scorer = self.scorer
+        if not hasattr(scorer, "pair_features"):
+            raise TypeError(f"{type(scorer).__name__} exposes no joint representation (no pair_features method)")
+        if len(images) != len(texts):
+            raise ValueError(f"pair_features: {len(images)} images but {len(texts)} texts")
+        rows = {}
+        keys = []
+        for k, (image, text) in enumerate(zip(images, texts)):
+            key = f"f:{_input_hash(image, k)}:{text_hash(text)}"
+            keys.append(key)
+            rows.setdefault(key, (key, image, text, f"input {k} ({describe(image)})"))
+
+        def run(todo: list) -> dict[str, np.ndarray]:
+            out: dict[str, np.ndarray] = {}
+            if todo:
+                loader = self._loader(todo, _PairCollate(scorer.preprocess_pairs, True))
+                for batch_keys, inputs, error in self._bar(loader, len(todo), "pairs"):
+                    if error:
+                        raise ImageError(error)
+                    self._store(out, batch_keys, self._call(scorer.pair_features, inputs))
+            return out
+
+        return self._features(keys, rows, run)
+
+    def _features(self, keys: list[str], rows: dict[str, Any], run: Callable[[list], dict]) -> tuple[np.ndarray, dict]:
+        start = time.perf_counter()
+        self._reused = {}
+        vectors, stats = self._lookup(list(rows))
+        todo = [rows[k] for k in rows if k not in vectors][self.rank :: self.world]
+        computed = run(todo)
+        stats.update(unique=len(rows), computed=len(computed))
+        if self.world > 1:
+            stats["computed"] = sum(_all_gather(len(computed), self.world))
+        vectors.update(self._gather(computed))
+        stats["seconds"] = round(time.perf_counter() - start, 3)
+        matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+        return matrix, stats
+
     # -- shared machinery -------------------------------------------------------------------------
     def _lookup(self, keys: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
@@ -389,3 +448,10 @@ def _image_hash(image: Any, item: Item, k: int) -> str:
         return content_hash(image)
     except (OSError, ImageError) as err:
         raise ImageError(f"{_where(item, k, image)}: cannot read image: {err}") from None
+
+
+def _input_hash(image: Any, k: int) -> str:
+    try:
+        return content_hash(image)
+    except (OSError, ImageError) as err:
+        raise ImageError(f"input {k} ({describe(image)}): cannot read image: {err}") from None

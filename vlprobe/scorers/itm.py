@@ -93,6 +93,19 @@ class ITMScorer(PairScorer):
                 prob = torch.sigmoid(score)
         return PairScores(score.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
+    def pair_features(self, inputs: Any) -> np.ndarray:
+        """The joint representation the matching head reads, float32 (B, hidden): BLIP's text encoder
+        at the first position (cross-attending to the image), ViLT's pooler output (for vlprobe probe)."""
+        import torch
+
+        batch = to_device(inputs, self.device, self._torch_dtype)
+        with torch.inference_mode():
+            if self.head == "two_way":
+                feats = self.model(**batch, use_itm_head=True).question_embeds[:, 0, :]
+            else:
+                feats = self.model.vilt(**batch).pooler_output
+        return feats.float().cpu().numpy().astype(np.float32)
+
 
 @register("itm", detect=lambda config: _arch(config) is not None, priority=20,
           description="image-text matching heads (BLIP ITM, ViLT retrieval): match logit and probability")

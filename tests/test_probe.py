@@ -1,0 +1,212 @@
+"""vlprobe probe: TraVLR's train-on-one-modality protocol on frozen features (dual encoder, ITM head,
+VQAScore VLM, the shipped mini-clip), its tables, cache reuse, model selection on validation only,
+cross-modal transfer, few-shot and learning curves."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from vlprobe import probe as P
+from vlprobe.cli import main as vlprobe_main
+from vlprobe.errors import SettingError
+
+TASKS = "spatiality,cardinality"
+
+
+@pytest.fixture(scope="module")
+def travlr_small(tmp_path_factory):
+    """Two TraVLR tasks, 24/12/12/12 rows, built by `vlprobe build travlr`."""
+    out = tmp_path_factory.mktemp("probe_data") / "travlr"
+    code = vlprobe_main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", TASKS,
+                         "--split-sizes", "train=24,validation=12,test_ind=12,test_ood=12"])
+    assert code in (0, None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def dual_run(travlr_small, tiny_clip_path, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("probe_cache")
+    res = P.probe(tiny_clip_path, str(travlr_small), TASKS, train_sizes=[8, 16], few_shot=6, bootstrap=20,
+                  cache_dir=cache, progress=False)
+    return res, cache
+
+
+def test_dual_encoder_probe_rows_and_tables(dual_run):
+    res, _ = dual_run
+    rows = res.rows
+    tasks = {r["task"] for r in rows}
+    assert tasks == {"spatiality", "cardinality"}
+    for r in rows:
+        assert 0.0 <= r["macro_f1"] <= 1.0 and r["split"] in ("test_ind", "test_ood")
+        assert r["l2"] in P.L2_GRID
+    # same modality for every training modality and the text-only baseline, at 8, 16 and the full 24 rows
+    same = {(r["task"], r["setting"], r["train_size"], r["split"]) for r in rows if r["transfer"] == "same"}
+    for task in tasks:
+        for setting in (*P.MODALITIES, P.TEXT_ONLY):
+            for n in (8, 16, 24):
+                for split in ("test_ind", "test_ood"):
+                    assert (task, setting, n, split) in same
+    # zero-shot and few-shot transfer off the diagonal
+    for kind in ("zero-shot", "few-shot (6)"):
+        pairs = {(r["train_modality"], r["test_modality"]) for r in rows if r["transfer"] == kind}
+        assert pairs == {(a, b) for a in P.MODALITIES for b in P.MODALITIES if a != b}
+    table2 = res.same_modality_table()
+    assert "| spatiality | image | 24 |" in table2 and "text-only" in table2 and "cardinality" in table2
+    transfer = res.transfer_table()
+    assert "tested on caption" in transfer and "few-shot (6)" in transfer
+    t = res.provenance["timings"]
+    assert t["feature_seconds"] > 0 and t["probe_seconds"] > 0
+    assert res.provenance["settings"]["model_selection"] == "validation"
+
+
+def test_second_probe_computes_nothing(dual_run, travlr_small, tiny_clip_path):
+    res, cache = dual_run
+    assert res.provenance["features"]["computed_inputs"] > 0
+    again = P.probe(tiny_clip_path, str(travlr_small), TASKS, bootstrap=0, cache_dir=cache, progress=False)
+    assert again.provenance["features"]["computed_inputs"] == 0
+    first = {(r["task"], r["setting"], r["test_modality"], r["split"]): r["macro_f1"] for r in res.rows
+             if r["train_size"] == 24 and r["transfer"] in ("same", "zero-shot")}
+    second = {(r["task"], r["setting"], r["test_modality"], r["split"]): r["macro_f1"] for r in again.rows
+              if r["transfer"] in ("same", "zero-shot")}
+    assert first == second  # the same features (from the cache) and the same deterministic probes
+
+
+def test_outputs_written(dual_run, tmp_path):
+    res, _ = dual_run
+    written = {p.name for p in res.save(tmp_path / "out")}
+    assert {"results.json", "results.csv", "tables.md", "learning_curve_spatiality.png",
+            "learning_curve_cardinality.png"} <= written
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert doc["provenance"]["model"]["family"] == "dual" and len(doc["rows"]) == len(res.rows)
+    assert "same_modality" in doc["tables"]
+    header = (tmp_path / "out" / "results.csv").read_text().splitlines()[0].split(",")
+    assert header[:4] == ["task", "setting", "train_modality", "test_modality"]
+
+
+def _fake(n_feat=6, seed=0):
+    """Features where the first dimension predicts the label, for one task."""
+    rng = np.random.default_rng(seed)
+    data, feats = {"t": {}}, {}
+    for split, n in (("train", 80), ("validation", 40), ("test_ind", 40), ("test_ood", 40)):
+        y = rng.random(n) < 0.5
+        x = rng.normal(size=(n, n_feat)).astype(np.float32)
+        x[:, 0] += np.where(y, 1.5, -1.5)
+        data["t"][split] = P.Split("t", split, [{}] * n, y, None)
+        for m in P.MODALITIES:
+            feats[("t", split, m)] = x
+    return data, feats
+
+
+def _run(data, feats, **kw):
+    args = dict(train_modalities=P.MODALITIES, test_modalities=P.MODALITIES, text_only=False, zero_shot=False,
+                train_sizes=None, few_shot=0, classifier="logreg", bootstrap=0, confidence=0.95, seed=0,
+                progress=False)
+    args.update(kw)
+    return P.run_probes(feats, data, **args)
+
+
+def test_model_selection_never_reads_a_test_split(monkeypatch):
+    data, feats = _fake()
+    rows = _run(data, feats)
+    # Flip every test label: the chosen L2 (picked on validation) must not move, the scores must.
+    for split in ("test_ind", "test_ood"):
+        data["t"][split].labels = ~data["t"][split].labels
+    flipped = _run(data, feats)
+    assert [r["l2"] for r in rows] == [r["l2"] for r in flipped]
+    assert rows[0]["macro_f1"] > 0.75 > 0.25 > flipped[0]["macro_f1"]
+    # and what select() is given to choose with is the validation split, every time
+    seen = []
+    real = P.select
+
+    def spy(kind, xtr, ytr, xval, yval, **kw):
+        seen.append((xval, yval))
+        return real(kind, xtr, ytr, xval, yval, **kw)
+
+    monkeypatch.setattr(P, "select", spy)
+    _run(data, feats, train_sizes=[20])
+    assert len(seen) == 2 * len(P.MODALITIES)
+    for xval, yval in seen:
+        assert yval is data["t"]["validation"].labels and any(xval is feats[("t", "validation", m)] for m in P.MODALITIES)
+
+
+def test_logistic_regression_learns_and_newton_matches_lbfgs(monkeypatch):
+    data, feats = _fake(n_feat=5)
+    x, y = feats[("t", "train", "image")], data["t"]["train"].labels
+    newton = P.fit("logreg", x, y, 1e-2)
+    monkeypatch.setattr(P, "NEWTON_MAX_DIM", 0)
+    lbfgs = P.fit("logreg", x, y, 1e-2, max_iter=500)
+    scale = max(1.0, float(np.abs(newton.params["w"].numpy()).max()))
+    np.testing.assert_allclose(newton.params["w"].numpy(), lbfgs.params["w"].numpy(), rtol=1e-3, atol=1e-3 * scale)
+    xt, yt = feats[("t", "test_ood", "image")], data["t"]["test_ood"].labels
+    assert P.macro_f1(newton.proba(xt) > 0.5, yt) > 0.8
+    mlp = P.fit("mlp", x, y, 1e-3, seed=1)
+    assert P.macro_f1(mlp.proba(xt) > 0.5, yt) > 0.75
+    # few-shot: a very strong pull towards the starting probe keeps its weights
+    tuned = P.fit("logreg", x[:6], ~y[:6], 1e6, start=newton)
+    np.testing.assert_allclose(tuned.params["w"].numpy(), newton.params["w"].numpy(), atol=1e-3 * scale)
+
+
+def test_measure_macro_f1_by_hand():
+    gold = np.array([1, 1, 1, 0, 0, 0, 0, 0], bool)
+    prob = np.array([0.9, 0.8, 0.2, 0.7, 0.1, 0.1, 0.3, 0.4])
+    # true class: TP 2, FP 1, FN 1 -> F1 2/3; false class: TP 4, FP 1, FN 1 -> F1 4/5
+    m = P.measure(prob, gold, bootstrap=200, seed=0)
+    assert m["f1_true"] == pytest.approx(2 / 3) and m["f1_false"] == pytest.approx(0.8)
+    assert m["macro_f1"] == pytest.approx((2 / 3 + 0.8) / 2) and m["acc"] == pytest.approx(6 / 8)
+    assert m["ci_low"] <= m["macro_f1"] <= m["ci_high"] and 0.3 < m["chance"] < 0.6
+    here = P._measure_here(prob, gold, 0, 0.95, 0)
+    assert here["macro_f1"] == pytest.approx(m["macro_f1"])
+
+
+def test_itm_probe_uses_the_joint_representation(travlr_small, tiny_blip_itm_path, tmp_path):
+    res = P.probe(tiny_blip_itm_path, str(travlr_small), "spatiality", train_modalities="image,caption",
+                  test_modalities="image,caption", bootstrap=0, cache_dir=tmp_path, progress=False)
+    assert res.provenance["model"]["family"] == "itm"
+    assert {r["setting"] for r in res.rows} == {"image", "caption"}  # no text-only baseline for ITM heads
+    assert {(r["train_modality"], r["test_modality"]) for r in res.rows if r["transfer"] == "zero-shot"} == {
+        ("image", "caption"), ("caption", "image")}
+    # 24 + 12 + 12 + 12 rows x 2 modalities, each a distinct (image or blank, text) pair
+    assert res.provenance["features"]["computed_inputs"] == 120
+    again = P.probe(tiny_blip_itm_path, str(travlr_small), "spatiality", train_modalities="image,caption",
+                    test_modalities="image,caption", bootstrap=0, cache_dir=tmp_path, progress=False)
+    assert again.provenance["features"]["computed_inputs"] == 0
+
+
+def test_vqascore_model_gives_the_zero_shot_rows(travlr_small, tiny_vlm_path, tmp_path):
+    res = P.probe(tiny_vlm_path, str(travlr_small), "cardinality", test_modalities="image,caption", limit=4,
+                  bootstrap=0, cache_dir=tmp_path, progress=False)
+    assert {r["setting"] for r in res.rows} == {P.ZERO_SHOT}
+    assert {(r["test_modality"], r["split"]) for r in res.rows} == {
+        (m, s) for m in ("image", "caption") for s in ("test_ind", "test_ood")}
+    assert all(r["train_size"] == 0 and r["n"] == 4 for r in res.rows)
+    assert "zero-shot, image" in res.same_modality_table()
+
+
+def test_shipped_mini_clip_probe(travlr_small, repo_root, tmp_path):
+    res = P.probe(repo_root / "models" / "mini-clip", str(travlr_small), "spatiality", train_sizes=[12],
+                  bootstrap=100, cache_dir=tmp_path, progress=False)
+    assert res.provenance["model"]["family"] == "dual"
+    assert res.provenance["features"]["caption_truncated"]["spatiality"] >= 0.0
+    assert "| spatiality | image | 24 |" in res.same_modality_table()
+
+
+def test_cli_probe_and_its_errors(travlr_small, tiny_clip_path, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--config", "spatiality", "--model",
+                         str(tiny_clip_path), "--train-modality", "image", "--test-modality", "image,caption",
+                         "--train-size", "8", "--bootstrap", "0", "--cache-dir", str(tmp_path / "c"),
+                         "--out", str(out), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Same modality" in printed and "Feature extraction" in printed
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["provenance"]["command"].startswith("vlprobe probe")
+    assert (out / "learning_curve_spatiality.png").is_file()
+    code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--model", str(tiny_clip_path),
+                         "--train-modality", "video", "--out", str(tmp_path / "x")])
+    assert code == 2 and "unknown modality" in capsys.readouterr().err
+    with pytest.raises(SettingError, match="train sizes"):
+        P.probe(tiny_clip_path, str(travlr_small), train_sizes="10,abc")

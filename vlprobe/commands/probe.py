@@ -1,0 +1,96 @@
+"""``vlprobe probe``: TraVLR's protocol (train on one modality, test on each) on a model's frozen features.
+
+    vlprobe probe --dataset travlr --config all --model models/mini-clip \\
+        --train-modality image,caption,both --test-modality image,caption,both --train-size 100,200 --out runs/probe
+
+Parses the arguments and calls :func:`vlprobe.probe.probe`; see that module for the protocol.
+Writes results.json (rows + provenance + tables), results.csv, tables.md and learning-curve plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from ..probe import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_MODEL, MODALITIES
+
+DEFAULT_OUT = "runs/probe"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "probe",
+        help="TraVLR's protocol: train a probe on one modality's features, test on image/caption/both (macro-F1)",
+        description=(
+            "Train a classifier on a frozen model's features with the scene given as an image, a caption or "
+            "both; test it in and out of distribution on every modality (cross-modal transfer), with "
+            "learning curves and text-only baselines. Features are computed once and cached."
+        ),
+    )
+    p.add_argument("--dataset", default=DEFAULT_DATASET,
+                   help=f"TraVLR-shaped dataset folder or Hub id (default: {DEFAULT_DATASET}, the repository's build)")
+    p.add_argument("--config", default="all", help="task(s), comma-separated, or 'all' (default)")
+    p.add_argument("--dataset-revision", default=None, help="Hub revision of the dataset")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"model folder or Hub id (default: {DEFAULT_MODEL})")
+    p.add_argument("--revision", default=None, help="Hub revision of the model")
+    p.add_argument("--family", default=None, help="scorer family (default: detected from the model's config)")
+    p.add_argument("--train-modality", default=",".join(MODALITIES),
+                   help="modalities to train on, comma-separated (default: image,caption,both)")
+    p.add_argument("--test-modality", default=",".join(MODALITIES),
+                   help="modalities to test on, comma-separated (default: image,caption,both)")
+    p.add_argument("--train-size", default=None, metavar="N,N,...",
+                   help="learning curve: training rows, comma-separated (the full train split is always added)")
+    p.add_argument("--few-shot", type=int, default=0, metavar="N",
+                   help="after zero-shot transfer, train further on N rows of the unseen modality (paper: 200)")
+    p.add_argument("--classifier", default="logreg", choices=CLASSIFIERS, help="probe: logreg (default) or mlp")
+    p.add_argument("--no-text-baseline", action="store_true", help="skip the text-only baseline (dual encoders)")
+    p.add_argument("--finetune", action="store_true", help="train the model itself with a head (not implemented yet)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none; default 1000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the subsets, the MLP and the bootstrap (default 0)")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N rows of each split")
+    p.add_argument("--batch-size", type=int, default=32, help="inputs per forward pass (default 32)")
+    p.add_argument("--num-workers", type=int, default=0, help="DataLoader workers decoding images (default 0)")
+    p.add_argument("--dtype", default="float32", help="float32 (default), float16 or bfloat16")
+    p.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
+    p.add_argument("--cache-dir", default=None,
+                   help="feature cache (default: $VLPROBE_CACHE or ~/.cache/vlprobe); 'none' disables it")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The effective command, every option spelled out, so that pasting it reruns the same job."""
+    parts = ["vlprobe", "probe"]
+    for key, value in vars(args).items():
+        if key in ("func", "command") or value is None or value is False:
+            continue
+        parts += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import SettingError
+    from ..probe import format_report, probe
+
+    if args.batch_size < 1:
+        raise SettingError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.limit is not None and args.limit < 1:
+        raise SettingError(f"--limit must be at least 1, got {args.limit}")
+    result = probe(
+        args.model, args.dataset, args.config,
+        train_modalities=args.train_modality, test_modalities=args.test_modality, train_sizes=args.train_size,
+        few_shot=args.few_shot, classifier=args.classifier, text_baseline=not args.no_text_baseline,
+        finetune=args.finetune, bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed,
+        limit=args.limit, batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
+        dtype=args.dtype, family=args.family, revision=args.revision, dataset_revision=args.dataset_revision,
+        cache_dir=args.cache_dir, progress=not args.no_progress,
+    )
+    result.provenance["command"] = command_line(args)
+    result.provenance["argv"] = list(sys.argv)
+    written = result.save(args.out)
+    print(format_report(result))
+    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
+    return 0

@@ -1,0 +1,930 @@
+"""TraVLR's protocol for any model: train a probe on one modality, test on each (``vlprobe probe``).
+
+TraVLR (Chow, Tan, Kan, EACL 2023) *trains* a model on a task with the scene given as an image, a
+caption, or both, and tests it on the same or another modality, in distribution (``test_ind``) and
+out of distribution (``test_ood``), scored by macro-F1 (its Table 2, Figure 12). Here the model is
+frozen and a small classifier is trained on its features (the paper's "frozen pretrained
+representations" setting, Appendix B); ``finetune=True`` is not implemented yet.
+
+**Features** come through :class:`vlprobe.engine.Engine`, so each unique input is computed once and
+cached on disk next to ``vlprobe evaluate``'s scores (a second probe on the same model computes
+nothing):
+
+* dual encoders (CLIP, SigLIP, ...): ``[u, v, u*v, |u-v|]`` with ``v`` the query's text embedding and
+  ``u`` the scene's: the image embedding (image), the caption's text embedding (caption), or the
+  L2-normalised sum of both (both). The text-only baseline is the text tower on
+  ``query + " " + caption`` in one pass (the query first, so a short text tower's truncation cuts
+  the caption, not the query; the paper's BERT baselines read caption [SEP] query).
+* ITM heads (BLIP ITM, ViLT): the joint representation the matching head reads
+  (:meth:`ITMScorer.pair_features`) of (image, query) / (blank image, caption + query) /
+  (image, caption + query), as ``vlprobe evaluate --modality`` builds them.
+* VQAScore VLMs: no probe; the zero-shot P(Yes | scene, query) > 0.5 is the prediction (the
+  ``zero-shot`` rows).
+
+**Classifier**: logistic regression (torch, full-batch L-BFGS from zeros, features standardised on
+the training rows), or ``classifier="mlp"`` (one hidden layer, Adam, fixed seed). The L2 strength is
+chosen among :data:`L2_GRID` by macro-F1 on the ``validation`` split of the training modality,
+never on a test split.
+
+**Transfer**: a probe trained on modality A is tested on every test modality B (zero-shot); with
+``few_shot=N`` it is then trained further on N ``train`` rows of B, regularised towards its
+zero-shot weights (L2-SP with the chosen strength) and tested again.
+
+**Learning curves**: ``train_sizes`` trains on nested seeded subsets of ``train`` (same modality).
+
+**Metric**: macro-F1 (the mean of the F1 of the true and of the false class, the paper's B.1), with
+F1 per class, accuracy, a percentile bootstrap CI and chance, from :func:`vlprobe.metric.compute` on
+1 x 1 items (gold ``[[1]]``/``[[0]]``, the probe's probability) when the metric has ``macro_f1``, else
+from this module's own implementation of the same definitions.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import DatasetError, ModelError, SettingError
+
+MODALITIES = ("image", "caption", "both")
+TEXT_ONLY = "text-only"
+ZERO_SHOT = "zero-shot"
+CLASSIFIERS = ("logreg", "mlp")
+L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+TRAIN, VALIDATION = "train", "validation"
+DEFAULT_DATASET = "travlr"
+DEFAULT_MODEL = "models/mini-clip"
+SETTING_ORDER = (*MODALITIES, TEXT_ONLY, ZERO_SHOT)
+
+
+# ---- data -----------------------------------------------------------------------------------------
+
+@dataclass
+class Split:
+    """One config/split: per row its undecoded image, caption, query and label (and spec items per
+    modality, made on demand for pair scorers)."""
+
+    task: str
+    split: str
+    rows: list[dict]
+    labels: np.ndarray
+    spec: Any
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def items(self, modality: str) -> list:
+        return [self.spec.to_item(r, index=i, config=self.task, modality=modality) for i, r in enumerate(self.rows)]
+
+
+def _resolve_dataset(dataset: str) -> str:
+    if Path(dataset).is_dir():
+        return str(dataset)
+    here = Path(__file__).resolve().parents[1] / dataset
+    if dataset == DEFAULT_DATASET and here.is_dir():
+        return str(here)
+    return dataset
+
+
+def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
+                limit: int | None = None) -> dict[str, dict[str, Split]]:
+    """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
+    ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
+
+    A folder built by ``vlprobe build`` is read straight from the parquet files its card lists (one
+    YAML parse, no ``datasets`` cache to go stale); anything else through ``datasets.load_dataset``."""
+    from .spec import find_spec
+
+    dataset = _resolve_dataset(dataset)
+    spec = find_spec(dataset)
+    local = _card_files(dataset) if Path(dataset).is_dir() else None
+    names = list(local) if local else _hub_configs(dataset, revision)
+    wanted = names if configs in (None, "", "all", "*") else (
+        [c.strip() for c in configs.split(",") if c.strip()] if isinstance(configs, str) else list(configs))
+    unknown = [c for c in wanted if c not in names]
+    if unknown:
+        raise DatasetError(f"unknown config(s) {unknown} of {dataset}; its configs are: {', '.join(names)}")
+    out: dict[str, dict[str, Split]] = {}
+    for task in wanted:
+        tables = _read_local(local[task]) if local else _read_hub(dataset, task, revision)
+        split_names = list(tables)
+        if any(s not in split_names for s in (TRAIN, VALIDATION)) or not any(s.startswith("test") for s in split_names):
+            raise DatasetError(f"{dataset} config {task!r} has splits {split_names}; the probe needs "
+                               f"'train', 'validation' and at least one 'test*' split")
+        out[task] = {}
+        for split, (rows, info) in tables.items():
+            if rows and any(col not in rows[0] for col in ("image", "caption", "query", "label")):
+                raise DatasetError(f"{dataset} config {task!r} split {split!r} has columns {sorted(rows[0])}; "
+                                   f"the probe needs image, caption, query and label")
+            n_rows = len(rows)
+            rows = rows[:limit] if limit is not None else rows
+            if not rows:
+                raise DatasetError(f"{dataset} config {task!r} split {split!r} has no rows")
+            labels = np.array([bool(r["label"]) for r in rows])
+            out[task][split] = Split(task, split, rows, labels, spec, {**info, "rows_in_split": n_rows,
+                                                                       "rows_used": len(rows)})
+    return out
+
+
+def _card_files(folder: str) -> dict[str, dict[str, list[Path]]] | None:
+    """{config: {split: parquet files}} from a dataset folder's card, or None when it lists none."""
+    from .dataset_folder import read_card_metadata
+
+    try:
+        meta = read_card_metadata(folder)
+    except (OSError, ValueError) as err:
+        raise DatasetError(f"cannot read the card of dataset folder {folder}: {err}") from None
+    out: dict[str, dict[str, list[Path]]] = {}
+    for c in meta.get("configs") or []:
+        if not isinstance(c, dict) or not c.get("config_name"):
+            continue
+        files = c.get("data_files") or []
+        splits = {}
+        for f in files if isinstance(files, list) else []:
+            if isinstance(f, dict) and f.get("path"):
+                paths = sorted(Path(folder).glob(f["path"]))
+                if paths:
+                    splits[f.get("split", TRAIN)] = paths
+        if splits:
+            out[c["config_name"]] = splits
+    return out or None
+
+
+def _read_local(splits: dict[str, list[Path]]) -> dict[str, tuple[list[dict], dict]]:
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    out = {}
+    for split, files in splits.items():
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f.read_bytes())
+        rows = pq.read_table([str(f) for f in files] if len(files) > 1 else str(files[0])).to_pylist()
+        out[split] = (rows, {"data_sha256": h.hexdigest(), "data_files": [f.name for f in files]})
+    return out
+
+
+def _hub_configs(dataset: str, revision: str | None) -> list[str]:
+    import datasets
+
+    try:
+        return list(datasets.get_dataset_config_names(dataset, revision=revision))
+    except Exception as err:
+        raise DatasetError(f"cannot read dataset {dataset!r}: {type(err).__name__}: {err}. Build it with "
+                           f"`vlprobe build travlr` or pass a dataset folder") from None
+
+
+def _read_hub(dataset: str, task: str, revision: str | None) -> dict[str, tuple[list[dict], dict]]:
+    import datasets
+
+    try:
+        dd = datasets.load_dataset(dataset, task, revision=revision)
+    except Exception as err:
+        raise DatasetError(f"cannot read dataset {dataset!r} config {task!r}: {type(err).__name__}: {err}") from None
+    out = {}
+    for split, ds in dd.items():
+        if "image" in ds.column_names:
+            ds = ds.cast_column("image", datasets.Image(decode=False))
+        out[split] = (list(ds), {"fingerprint": getattr(ds, "_fingerprint", None)})
+    return out
+
+
+# ---- features ---------------------------------------------------------------------------------------
+
+def _concat(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.concatenate([u, v, u * v, np.abs(u - v)], axis=1).astype(np.float32)
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def text_only_input(caption: str, query: str) -> str:
+    return f"{query} {caption}"
+
+
+def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str]) -> tuple[dict, dict]:
+    """{(task, split, setting): features (N, d) or, for VQAScore, P(Yes) (N,)} and engine stats.
+
+    ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`."""
+    from .scorers.base import DualScorer
+
+    splits = [s for by_split in data.values() for s in by_split.values()]
+    scorer = engine.scorer
+    if isinstance(scorer, DualScorer):
+        return _dual_features(engine, splits, settings)
+    if hasattr(scorer, "pair_features"):
+        return _pair_features(engine, splits, [s for s in settings if s in MODALITIES])
+    if getattr(scorer, "family", "") == "vqascore":
+        return _zero_shot(engine, splits, [s for s in settings if s in MODALITIES])
+    raise ModelError(f"model {scorer.model_id!r} (family {scorer.family!r}) exposes no features the probe can use: "
+                     f"it needs a dual encoder, an ITM head (pair_features) or a VQAScore VLM")
+
+
+def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str]) -> tuple[dict, dict]:
+    stats: dict[str, Any] = {}
+    need_images = any(s in ("image", "both") for s in settings)
+    images = [r["image"] for s in splits for r in s.rows] if need_images else []
+    texts = [r["query"] for s in splits for r in s.rows]
+    if any(s in ("caption", "both") for s in settings):
+        texts += [r["caption"] for s in splits for r in s.rows]
+    if TEXT_ONLY in settings:
+        texts += [text_only_input(r["caption"], r["query"]) for s in splits for r in s.rows]
+    img_emb, st = engine.embed_images(images) if images else (np.zeros((0, 0), np.float32), {})
+    stats["images"] = st
+    txt_emb, stats["texts"] = engine.embed_texts(texts)
+    n_total = sum(len(s) for s in splits)
+    out = {}
+    start = 0
+    for s in splits:
+        sl = slice(start, start + len(s))
+        start += len(s)
+        q = txt_emb[sl]
+        cap = txt_emb[n_total + sl.start: n_total + sl.stop] if any(m in ("caption", "both") for m in settings) else None
+        for setting in settings:
+            if setting == "image":
+                out[(s.task, s.split, setting)] = _concat(img_emb[sl], q)
+            elif setting == "caption":
+                out[(s.task, s.split, setting)] = _concat(cap, q)
+            elif setting == "both":
+                out[(s.task, s.split, setting)] = _concat(_normalise(img_emb[sl] + cap), q)
+            elif setting == TEXT_ONLY:
+                off = len(texts) - n_total
+                out[(s.task, s.split, setting)] = txt_emb[off + sl.start: off + sl.stop].astype(np.float32)
+    return out, stats
+
+
+def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str]) -> tuple[dict, dict]:
+    images, texts, where = [], [], []
+    for s in splits:
+        for m in modalities:
+            items = s.items(m)
+            images += [it.images[0] for it in items]
+            texts += [it.texts[0] for it in items]  # the query (with the caption in front for caption/both)
+            where.append((s, m, len(items)))
+    feats, st = engine.pair_features(images, texts)
+    out, start = {}, 0
+    for s, m, n in where:
+        out[(s.task, s.split, m)] = feats[start:start + n]
+        start += n
+    return out, {"pairs": st}
+
+
+def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str]) -> tuple[dict, dict]:
+    from .items import Item
+
+    items, where = [], []
+    for s in splits:
+        if not s.split.startswith("test"):
+            continue
+        for m in modalities:
+            # 1 image x the query alone (the spec's first text): the gold cell is not read here
+            batch = [Item(it.id, it.images, it.texts[:1], np.ones((1, 1), bool), config=it.config) for it in s.items(m)]
+            items += batch
+            where.append((s, m, len(batch)))
+    res = engine.score(items)
+    if res.probabilities is None:
+        raise ModelError(f"model {engine.scorer.model_id!r} gives no match probabilities; the zero-shot row needs them")
+    out, start = {}, 0
+    for s, m, n in where:
+        # the query's P(Yes) normalised over Yes/No
+        out[(s.task, s.split, m)] = np.array([p[0, 0] for p in res.probabilities[start:start + n]], dtype=np.float32)
+        start += n
+    return out, {"pairs": res.stats}
+
+
+# ---- classifiers ------------------------------------------------------------------------------------
+
+@dataclass
+class Probe:
+    """A trained classifier with its feature standardisation."""
+
+    kind: str
+    mean: np.ndarray
+    std: np.ndarray
+    params: dict
+    l2: float
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        import torch
+
+        z = torch.from_numpy(((x - self.mean) / self.std).astype(np.float32))
+        with torch.no_grad():
+            return _forward(self.kind, self.params, z).numpy()
+
+    def proba(self, x: np.ndarray) -> np.ndarray:
+        return 0.5 * (1.0 + np.tanh(0.5 * self.logits(x).astype(np.float64)))  # the logistic, without overflow
+
+
+def _forward(kind: str, params: dict, z: Any) -> Any:
+    import torch
+
+    if kind == "logreg":
+        return z @ params["w"] + params["b"]
+    h = torch.relu(z @ params["w1"] + params["b1"])
+    return h @ params["w2"] + params["b2"]
+
+
+def _init_params(kind: str, d: int, seed: int, hidden: int = 128) -> dict:
+    import torch
+
+    if kind == "logreg":
+        return {"w": torch.zeros(d), "b": torch.zeros(())}
+    g = torch.Generator().manual_seed(seed)
+    return {"w1": torch.randn(d, hidden, generator=g) / math.sqrt(d), "b1": torch.zeros(hidden),
+            "w2": torch.randn(hidden, generator=g) / math.sqrt(hidden), "b2": torch.zeros(())}
+
+
+NEWTON_MAX_DIM = 2048  # above this many features, L-BFGS instead of Newton's method
+
+
+def fit(kind: str, x: np.ndarray, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
+        max_iter: int = 100) -> Probe:
+    """Train a probe on (x, y): mean binary cross-entropy + ``l2/2 * ||w - w0||^2`` (the bias is not
+    penalised; ``w0`` = 0, or ``start``'s weights). With ``start``, begin at its weights and
+    standardisation, as the few-shot transfer does (L2-SP).
+
+    Logistic regression: full-batch Newton's method with backtracking (float64; exact and fast for
+    up to :data:`NEWTON_MAX_DIM` features), else full-batch L-BFGS. MLP: Adam, seeded."""
+    import torch
+
+    if start is not None:
+        mean, std = start.mean, start.std
+    else:
+        mean = x.mean(axis=0)
+        std = x.std(axis=0) + 1e-6
+    z = torch.from_numpy(((x - mean) / std).astype(np.float32))
+    t = torch.from_numpy(y.astype(np.float32))
+    torch.manual_seed(seed)
+    init = start.params if start is not None else _init_params(kind, z.shape[1], seed)
+    anchor = {k: (v.detach().clone() if start is not None else torch.zeros_like(v)) for k, v in init.items()}
+    if kind == "logreg" and z.shape[1] <= NEWTON_MAX_DIM:
+        params = _newton(z.double(), t.double(), l2, init, anchor, max_iter=max_iter)
+        return Probe(kind, mean, std, params, l2)
+    params = {k: v.detach().clone().requires_grad_(True) for k, v in init.items()}
+    weights = [k for k in params if k.startswith("w")]
+
+    def loss_fn() -> Any:
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(_forward(kind, params, z), t)
+        return loss + 0.5 * l2 * sum(((params[k] - anchor[k]) ** 2).sum() for k in weights)
+
+    if kind == "logreg":
+        opt = torch.optim.LBFGS(list(params.values()), lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
+
+        def closure() -> Any:
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+    else:
+        opt = torch.optim.Adam(list(params.values()), lr=1e-2)
+        for _ in range(max_iter * 3):
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            opt.step()
+    return Probe(kind, mean, std, {k: v.detach() for k, v in params.items()}, l2)
+
+
+def _newton(z: Any, t: Any, l2: float, init: dict, anchor: dict, max_iter: int = 100, tol: float = 1e-7) -> dict:
+    import torch
+
+    n, d = z.shape
+    X = torch.cat([z, torch.ones(n, 1, dtype=z.dtype)], dim=1)
+    theta = torch.cat([init["w"].double().reshape(-1), init["b"].double().reshape(1)])
+    theta0 = torch.cat([anchor["w"].double().reshape(-1), torch.zeros(1, dtype=z.dtype)])
+    reg = torch.full((d + 1,), float(l2), dtype=z.dtype)
+    reg[-1] = 0.0
+
+    def loss(th: Any) -> Any:
+        return torch.nn.functional.binary_cross_entropy_with_logits(X @ th, t) + 0.5 * (reg * (th - theta0) ** 2).sum()
+
+    current = loss(theta)
+    for _ in range(max_iter):
+        p = torch.sigmoid(X @ theta)
+        grad = X.T @ (p - t) / n + reg * (theta - theta0)
+        hess = (X.T * (p * (1 - p) / n)) @ X + torch.diag(reg + 1e-10)
+        step = torch.linalg.solve(hess, grad)
+        scale = 1.0
+        while scale > 1e-4:  # backtracking: never increase the (convex) loss
+            trial = theta - scale * step
+            new = loss(trial)
+            if new <= current:
+                break
+            scale /= 2
+        else:
+            break
+        done = (current - new).abs() < tol * max(1.0, float(current.abs()))
+        theta, current = trial, new
+        if done or float(step.abs().max()) * scale < tol:
+            break
+    return {"w": theta[:-1].float(), "b": theta[-1].float()}
+
+
+def select(kind: str, xtr: np.ndarray, ytr: np.ndarray, xval: np.ndarray, yval: np.ndarray, *, seed: int = 0,
+           grid: Sequence[float] = L2_GRID) -> tuple[Probe, dict[float, float]]:
+    """Fit one probe per L2 strength; keep the best macro-F1 on the validation rows (ties: the
+    stronger L2). Only ``validation`` is ever passed here, never a test split."""
+    best, best_f1, curve = None, -1.0, {}
+    for l2 in sorted(grid, reverse=True):
+        p = fit(kind, xtr, ytr, l2, seed=seed)
+        f1 = macro_f1(p.proba(xval) > 0.5, yval)
+        curve[l2] = f1
+        if f1 > best_f1 + 1e-12:
+            best, best_f1 = p, f1
+    return best, curve
+
+
+# ---- metric -----------------------------------------------------------------------------------------
+
+def _f1s(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
+    out = []
+    for cls in (True, False):
+        tp = np.sum((pred == cls) & (gold == cls))
+        fp = np.sum((pred == cls) & (gold != cls))
+        fn = np.sum((pred != cls) & (gold == cls))
+        out.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
+    return out[0], out[1]
+
+
+def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
+    t, f = _f1s(np.asarray(pred, bool), np.asarray(gold, bool))
+    return (t + f) / 2
+
+
+def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confidence: float = 0.95,
+            seed: int = 0) -> dict[str, Any]:
+    """macro_f1, f1_true, f1_false, acc with CIs and chance for predictions ``prob > 0.5``."""
+    from . import metric
+
+    prob = np.asarray(prob, dtype=np.float64).reshape(-1)
+    gold = np.asarray(gold, dtype=bool).reshape(-1)
+    keys = ("macro_f1", "f1_true", "f1_false", "acc")
+    if "macro_f1" in getattr(metric, "METRIC_KEYS", ()):
+        r = metric.compute(prob.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=prob.reshape(-1, 1, 1),
+                           threshold=0.5, bootstrap=bootstrap, confidence=confidence, seed=seed)
+        out = {k: r.get(k) for k in keys}
+        out["chance"] = (r.get("chance") or {}).get("macro_f1")
+        ci = (r.get("ci") or {}).get("macro_f1") or [None, None]
+        out["ci_low"], out["ci_high"] = ci[0], ci[1]
+        out["n"] = len(gold)
+        out["metric"] = "vlprobe.metric (1x1 items)"
+        return out
+    return _measure_here(prob, gold, bootstrap, confidence, seed)
+
+
+def _measure_here(prob: np.ndarray, gold: np.ndarray, bootstrap: int, confidence: float, seed: int) -> dict:
+    pred = prob > 0.5
+    t, f = _f1s(pred, gold)
+    pi = gold.mean() if len(gold) else 0.5
+    # chance: a coin flip (predicts "true" half the time): F1_true = pi / (pi + 1/2), F1_false likewise
+    chance = (pi / (pi + 0.5) + (1 - pi) / (1.5 - pi)) / 2
+    out = {"macro_f1": (t + f) / 2, "f1_true": t, "f1_false": f, "acc": float((pred == gold).mean()),
+           "chance": float(chance), "ci_low": None, "ci_high": None, "n": len(gold), "metric": "vlprobe.probe"}
+    if bootstrap > 0 and len(gold):
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, len(gold), size=(bootstrap, len(gold)))
+        p, g = pred[idx], gold[idx]
+        vals = []
+        for cls in (True, False):
+            tp = ((p == cls) & (g == cls)).sum(1)
+            wrong = (p != g).sum(1)
+            vals.append(np.where(tp == 0, 0.0, 2 * tp / np.maximum(2 * tp + wrong, 1)))
+        stats = (vals[0] + vals[1]) / 2
+        alpha = (1 - confidence) / 2
+        out["ci_low"], out["ci_high"] = (float(v) for v in np.percentile(stats, [100 * alpha, 100 * (1 - alpha)]))
+    return out
+
+
+# ---- the protocol -----------------------------------------------------------------------------------
+
+@dataclass
+class ProbeResult:
+    """Rows (one per task x setting x train size x test modality x split) plus provenance."""
+
+    rows: list[dict]
+    provenance: dict
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def same_modality_table(self) -> str:
+        return same_modality_table(self.rows)
+
+    def transfer_table(self) -> str:
+        return transfer_table(self.rows)
+
+    def save(self, out: str | os.PathLike) -> list[Path]:
+        return write_outputs(out, self)
+
+
+def _row(task: str, setting: str, split: str, scores: dict, **kw: Any) -> dict:
+    return {"task": task, "setting": setting, "split": split, **kw, **scores}
+
+
+def _subset(n_total: int, n: int, seed: int, tag: str) -> np.ndarray:
+    import hashlib
+
+    s = int.from_bytes(hashlib.sha256(f"{seed}:{tag}".encode()).digest()[:8], "little")
+    return np.random.default_rng(s).permutation(n_total)[:n]
+
+
+def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],
+               test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
+               few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int,
+               progress: bool = True) -> list[dict]:
+    """Every fit and every test of the protocol on extracted features (see the module docstring)."""
+    rows: list[dict] = []
+    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
+    mkw = {"bootstrap": bootstrap, "confidence": confidence, "seed": seed}
+    for task, by_split in data.items():
+        tests = [s for s in by_split if s.startswith("test")]
+        if zero_shot:
+            for m in test_modalities:
+                for split in tests:
+                    sc = measure(features[(task, split, m)], by_split[split].labels, **mkw)
+                    rows.append(_row(task, ZERO_SHOT, split, sc, train_modality=None, test_modality=m,
+                                     transfer="zero-shot (no training)", train_size=0, l2=None))
+            continue
+        t0 = time.perf_counter()
+        settings = list(train_modalities) + ([TEXT_ONLY] if text_only else [])
+        ytr, yval = by_split[TRAIN].labels, by_split[VALIDATION].labels
+        n_train = len(ytr)
+        sizes = sorted({min(int(n), n_train) for n in (train_sizes or [])} | {n_train})
+        for setting in settings:
+            xtr, xval = features[(task, TRAIN, setting)], features[(task, VALIDATION, setting)]
+            probe = None
+            for n in sizes:
+                idx = _subset(n_train, n, seed, f"{task}:train") if n < n_train else np.arange(n_train)
+                probe, _ = select(classifier, xtr[idx], ytr[idx], xval, yval, seed=seed)
+                for split in tests:
+                    sc = measure(probe.proba(features[(task, split, setting)]), by_split[split].labels, **mkw)
+                    rows.append(_row(task, setting, split, sc, train_modality=setting,
+                                     test_modality=setting if setting != TEXT_ONLY else "caption",
+                                     transfer="same", train_size=int(n), l2=probe.l2))
+            if setting == TEXT_ONLY:
+                continue
+            for m in test_modalities:  # cross-modal transfer of the full-size probe
+                if m == setting:
+                    continue
+                for split in tests:
+                    sc = measure(probe.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
+                    rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
+                                     transfer="zero-shot", train_size=n_train, l2=probe.l2))
+                if few_shot > 0:
+                    idx = _subset(n_train, min(few_shot, n_train), seed, f"{task}:few-shot:{m}")
+                    tuned = fit(classifier, features[(task, TRAIN, m)][idx], ytr[idx], probe.l2, seed=seed, start=probe)
+                    for split in tests:
+                        sc = measure(tuned.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
+                        rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
+                                         transfer=f"few-shot ({len(idx)})", train_size=n_train, l2=probe.l2))
+        say(f"probe: {task}: {len(settings)} setting(s) x {len(sizes)} size(s) fitted in {time.perf_counter() - t0:.1f}s")
+    return rows
+
+
+def probe(
+    model: Any = DEFAULT_MODEL,
+    dataset: str = DEFAULT_DATASET,
+    configs: str | Sequence[str] = "all",
+    *,
+    train_modalities: Sequence[str] | str = MODALITIES,
+    test_modalities: Sequence[str] | str = MODALITIES,
+    train_sizes: Sequence[int] | str | None = None,
+    few_shot: int = 0,
+    classifier: str = "logreg",
+    text_baseline: bool = True,
+    finetune: bool = False,
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    limit: int | None = None,
+    batch_size: int = 32,
+    num_workers: int = 0,
+    device: str | None = None,
+    dtype: str = "float32",
+    family: str | None = None,
+    revision: str | None = None,
+    dataset_revision: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> ProbeResult:
+    """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
+
+    ``model``: a model folder or Hub id, or an already loaded vlprobe scorer. ``dataset``: a
+    TraVLR-shaped folder or Hub id (default: the repository's ``travlr`` build). ``cache_dir``:
+    the engine's feature cache (default ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``; ``"none"``
+    disables it). Returns a :class:`ProbeResult`; ``.save(out)`` writes results.json, results.csv,
+    tables.md and the learning-curve plots.
+    """
+    train_modalities = _modalities(train_modalities, "train_modalities")
+    test_modalities = _modalities(test_modalities, "test_modalities")
+    sizes = _sizes(train_sizes)
+    if classifier not in CLASSIFIERS:
+        raise SettingError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
+    if few_shot < 0:
+        raise SettingError(f"few_shot must be 0 or more, got {few_shot}")
+    if bootstrap < 0:
+        raise SettingError(f"bootstrap must be 0 or more, got {bootstrap}")
+    if finetune:
+        raise SettingError("finetune=True (training the model itself) is not implemented yet; the probe trains a "
+                           "classifier on the frozen model's features")
+    started = time.perf_counter()
+    data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
+    scorer = _scorer(model, family, device, dtype, revision)
+    zero_shot = getattr(scorer, "family", "") == "vqascore"
+    from .scorers.base import DualScorer
+
+    text_only = text_baseline and isinstance(scorer, DualScorer)
+    needed = sorted(set(train_modalities) | set(test_modalities), key=MODALITIES.index)
+    settings = needed + ([TEXT_ONLY] if text_only else [])
+
+    from .cache import ScoreCache, default_cache_dir
+    from .engine import Engine
+
+    cache = None
+    if str(cache_dir).lower() != "none":
+        cache = ScoreCache(Path(cache_dir) if cache_dir else default_cache_dir(), scorer.cache_key())
+    engine = Engine(scorer, batch_size=batch_size, num_workers=num_workers, cache=cache, progress=progress)
+    t0 = time.perf_counter()
+    try:
+        features, stats = extract_features(engine, data, settings)
+    finally:
+        if cache is not None:
+            cache.close()
+    feature_seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    rows = run_probes(features, data, train_modalities=train_modalities, test_modalities=test_modalities,
+                      text_only=text_only, zero_shot=zero_shot, train_sizes=sizes, few_shot=few_shot,
+                      classifier=classifier, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                      progress=progress)
+    probe_seconds = time.perf_counter() - t1
+    from .results import environment, now_iso
+
+    computed = sum(int(s.get("computed", s.get("computed_pairs", 0)) or 0) for s in stats.values())
+    provenance = {
+        "created": now_iso(),
+        "model": scorer.describe(),
+        "dataset": {"dataset": dataset, "revision": dataset_revision,
+                    "splits": {t: {s: sp.info for s, sp in by.items()} for t, by in data.items()}},
+        "settings": {"configs": configs, "train_modalities": list(train_modalities),
+                     "test_modalities": list(test_modalities), "train_sizes": sizes, "few_shot": few_shot,
+                     "classifier": classifier, "l2_grid": list(L2_GRID), "model_selection": VALIDATION,
+                     "text_baseline": text_only, "zero_shot": zero_shot, "bootstrap": bootstrap,
+                     "confidence": confidence, "seed": seed, "limit": limit, "batch_size": batch_size},
+        "features": {"stats": stats, "computed_inputs": computed,
+                     "cache_dir": str(cache.dir) if cache is not None else None,
+                     "text_max_length": getattr(scorer, "max_length", None),
+                     "caption_truncated": _truncation(scorer, data) if any(
+                         s in ("caption", "both", TEXT_ONLY) for s in settings) else None},
+        "timings": {"feature_seconds": round(feature_seconds, 3), "probe_seconds": round(probe_seconds, 3),
+                    "total_seconds": round(time.perf_counter() - started, 3)},
+        "environment": environment(),
+    }
+    return ProbeResult(rows, provenance)
+
+
+def _scorer(model: Any, family: str | None, device: str | None, dtype: str, revision: str | None) -> Any:
+    from .scorers.base import Scorer
+
+    if isinstance(model, Scorer):
+        return model
+    from .scorers.loading import load_scorer
+
+    try:
+        return load_scorer(str(model), family, device=device, dtype=dtype, revision=revision)
+    except (FileNotFoundError, OSError) as err:
+        raise ModelError(f"cannot load model {model!r}: {err}") from None
+
+
+def _truncation(scorer: Any, data: dict) -> dict | None:
+    """Share of captions (and text-only inputs) longer than the text tower's limit, per task."""
+    tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
+    limit = getattr(scorer, "max_length", None)
+    if tok is None or not limit:
+        return None
+    out = {}
+    for task, by in data.items():
+        caps = [r["caption"] for r in by[TRAIN].rows]
+        lens = [len(ids) for ids in tok(caps, add_special_tokens=True)["input_ids"]]
+        out[task] = round(float(np.mean([n > limit for n in lens])), 4) if lens else 0.0
+    return out
+
+
+def _modalities(value: Sequence[str] | str, name: str) -> list[str]:
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    items = [v for v in items if v]
+    bad = [v for v in items if v not in MODALITIES]
+    if bad or not items:
+        raise SettingError(f"{name}: unknown modality {bad or items}; choose from {', '.join(MODALITIES)}")
+    return list(dict.fromkeys(items))
+
+
+def _sizes(value: Sequence[int] | str | None) -> list[int] | None:
+    if value in (None, "", ()):
+        return None
+    raw = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        sizes = [int(str(v).strip()) for v in raw if str(v).strip()]
+    except ValueError:
+        raise SettingError(f"train sizes must be whole numbers, got {value!r}") from None
+    if any(n < 2 for n in sizes):
+        raise SettingError(f"train sizes must be at least 2, got {value!r}")
+    return sorted(set(sizes))
+
+
+# ---- tables, files, plots ---------------------------------------------------------------------------
+
+def _pct(v: Any) -> str:
+    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{100 * v:.1f}"
+
+
+def _cell(r: dict | None) -> str:
+    if r is None:
+        return "-"
+    ci = f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]" if r.get("ci_low") is not None else ""
+    return f"{_pct(r['macro_f1'])}{ci}"
+
+
+def _final(rows: list[dict]) -> list[dict]:
+    """Rows of the full-size probes (the largest train size per task and setting)."""
+    full: dict[tuple, int] = {}
+    for r in rows:
+        key = (r["task"], r["setting"])
+        full[key] = max(full.get(key, 0), r["train_size"])
+    return [r for r in rows if r["train_size"] == full[(r["task"], r["setting"])]]
+
+
+def same_modality_table(rows: list[dict]) -> str:
+    """The paper's Table 2 layout, same-modality: task x setting rows, test_ind / test_ood columns
+    (macro-F1 x 100 with the bootstrap CI, the OOD change from InD, chance)."""
+    rows = [r for r in _final(rows) if r["transfer"] in ("same", "zero-shot (no training)")
+            and (r["train_modality"] is None or r["test_modality"] == r["train_modality"] or r["setting"] == TEXT_ONLY)]
+    lines = ["| task | trained on (= tested on) | n train | test_ind macro-F1 | test_ood macro-F1 | OOD - InD | chance |",
+             "|---|---|---|---|---|---|---|"]
+    for task in dict.fromkeys(r["task"] for r in rows):
+        for setting in SETTING_ORDER:
+            mine = [r for r in rows if r["task"] == task and r["setting"] == setting]
+            if setting == ZERO_SHOT:
+                groups = {m: [r for r in mine if r["test_modality"] == m] for m in MODALITIES}
+            else:
+                groups = {setting: mine}
+            for label, rs in groups.items():
+                if not rs:
+                    continue
+                ind = next((r for r in rs if r["split"] == "test_ind"), None)
+                ood = next((r for r in rs if r["split"] == "test_ood"), None)
+                delta = "-" if ind is None or ood is None else f"{100 * (ood['macro_f1'] - ind['macro_f1']):+.1f}"
+                name = f"zero-shot, {label}" if setting == ZERO_SHOT else (
+                    "text-only (text tower on query + caption)" if setting == TEXT_ONLY else setting)
+                lines.append(f"| {task} | {name} | {rs[0]['train_size']} | {_cell(ind)} | {_cell(ood)} | {delta} | "
+                             f"{_pct(rs[0]['chance'])} |")
+    return "\n".join(lines)
+
+
+def transfer_table(rows: list[dict], split: str = "test_ood") -> str:
+    """Per task, train modality x test modality (macro-F1 x 100 on ``split``; the same-modality
+    diagonal, zero-shot transfer off it, few-shot rows when run)."""
+    rows = [r for r in _final(rows) if r["split"] == split and r["setting"] in MODALITIES]
+    if not rows:
+        return f"(no transfer rows on {split})"
+    tests = [m for m in MODALITIES if any(r["test_modality"] == m for r in rows)]
+    lines = [f"| task | trained on | transfer | " + " | ".join(f"tested on {m}" for m in tests) + " |",
+             "|---|---|---|" + "---|" * len(tests)]
+    for task in dict.fromkeys(r["task"] for r in rows):
+        for train in MODALITIES:
+            mine = [r for r in rows if r["task"] == task and r["train_modality"] == train]
+            if not mine:
+                continue
+            kinds = ["zero-shot"] + sorted({r["transfer"] for r in mine if r["transfer"].startswith("few-shot")})
+            for kind in kinds:
+                cells = []
+                for m in tests:
+                    want = "same" if m == train else kind
+                    r = next((r for r in mine if r["test_modality"] == m and r["transfer"] == want), None)
+                    cells.append(_cell(r) if (m != train or kind == "zero-shot") else "(as above)")
+                lines.append(f"| {task} | {train} | {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def learning_curve_rows(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["transfer"] == "same" and r["setting"] != ZERO_SHOT]
+
+
+def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
+    """Macro-F1 against training size, one panel per test split, one line per setting (Figure 12)."""
+    mine = [r for r in learning_curve_rows(rows) if r["task"] == task]
+    sizes = sorted({r["train_size"] for r in mine})
+    if len(sizes) < 2:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    splits = sorted({r["split"] for r in mine})
+    fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.4), sharey=True, squeeze=False)
+    for ax, split in zip(axes[0], splits):
+        for setting in SETTING_ORDER:
+            pts = sorted((r["train_size"], r["macro_f1"], r["ci_low"], r["ci_high"]) for r in mine
+                         if r["split"] == split and r["setting"] == setting)
+            if not pts:
+                continue
+            xs, ys = [p[0] for p in pts], [100 * p[1] for p in pts]
+            ax.plot(xs, ys, marker="o", label=setting)
+            if all(p[2] is not None for p in pts):
+                ax.fill_between(xs, [100 * p[2] for p in pts], [100 * p[3] for p in pts], alpha=0.15)
+        chance = next((r["chance"] for r in mine if r["split"] == split and r["chance"] is not None), None)
+        if chance is not None:
+            ax.axhline(100 * chance, color="grey", linestyle="--", linewidth=1, label="chance")
+        ax.set_xscale("log")
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([str(s) for s in sizes])
+        ax.set_xlabel("training rows")
+        ax.set_title(f"{task}: {split}")
+        ax.set_ylim(0, 100)
+    axes[0][0].set_ylabel("macro-F1 (%)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+CSV_COLUMNS = ("task", "setting", "train_modality", "test_modality", "transfer", "train_size", "split", "n",
+               "macro_f1", "ci_low", "ci_high", "chance", "f1_true", "f1_false", "acc", "l2", "metric")
+
+
+def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
+    import csv
+    import io
+    import json
+
+    from .results import _atomic_write_bytes, _jsonable
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise SettingError(f"output {folder} exists and is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    doc = {"provenance": result.provenance, "rows": result.rows,
+           "tables": {"same_modality": result.same_modality_table(), "transfer_test_ood": transfer_table(result.rows),
+                      "transfer_test_ind": transfer_table(result.rows, "test_ind")}}
+    path = folder / "results.json"
+    _atomic_write_bytes(path, (json.dumps(_jsonable(doc), indent=1) + "\n").encode())
+    written.append(path)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for r in result.rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
+    path = folder / "results.csv"
+    _atomic_write_bytes(path, buf.getvalue().encode())
+    written.append(path)
+    path = folder / "tables.md"
+    _atomic_write_bytes(path, format_report(result).encode())
+    written.append(path)
+    for task in dict.fromkeys(r["task"] for r in result.rows):
+        path = folder / f"learning_curve_{task}.png"
+        if plot_learning_curves(path, result.rows, task):
+            written.append(path)
+    return written
+
+
+def format_report(result: ProbeResult) -> str:
+    t = result.provenance.get("timings", {})
+    f = result.provenance.get("features", {})
+    model = result.provenance.get("model", {}).get("model_id")
+    parts = [
+        f"# vlprobe probe: {model}",
+        "",
+        "Same modality (the paper's Table 2 layout; macro-F1 x 100 [95% bootstrap CI]):",
+        "",
+        result.same_modality_table(),
+        "",
+        "Cross-modal transfer, test_ood (rows: trained on; columns: tested on):",
+        "",
+        transfer_table(result.rows),
+        "",
+        "Cross-modal transfer, test_ind:",
+        "",
+        transfer_table(result.rows, "test_ind"),
+        "",
+        f"Feature extraction {t.get('feature_seconds', 0):.1f}s ({f.get('computed_inputs', 0)} inputs computed, "
+        f"the rest from the cache); fitting and testing every probe {t.get('probe_seconds', 0):.1f}s.",
+    ]
+    if f.get("caption_truncated"):
+        parts.append(f"Share of captions longer than the text tower's {f.get('text_max_length')} tokens (truncated): "
+                     + ", ".join(f"{k} {100 * v:.0f}%" for k, v in f["caption_truncated"].items()) + ".")
+    return "\n".join(parts) + "\n"

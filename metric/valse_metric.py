@@ -23,10 +23,11 @@ import numpy as np
 
 METRIC_KEYS = (
     "acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc", "auroc",
-    "acc", "p_c", "p_f", "min_p",
+    "acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false",
 )
 RANK_KEYS = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc")
-PROB_KEYS = ("acc", "p_c", "p_f")
+PROB_KEYS = ("acc", "p_c", "p_f")  # ratios of per-item sums
+F1_KEYS = ("macro_f1", "f1_true", "f1_false")  # functions of the pooled confusion matrix
 TIE_POLICIES = ("strict", "half", "lenient")
 # A value class with more tied cells than this makes ties="half" enumerate too many orderings.
 _MAX_TIED_CELLS = 16
@@ -60,7 +61,8 @@ _DESCRIPTION = """\
 Scores vision-and-language models on minimally edited texts (foils). One item is m images x n texts
 with a score matrix and a 0/1 gold matrix; one call mixes any shapes. Pairwise ranking accuracy
 (VALSE acc_r), Winoground's text / image / group scores, BLA's set accuracy, set error and sentence
-accuracy, AUROC, and, given match probabilities, VALSE's thresholded acc, p_c, p_f and min(p_c, p_f).
+accuracy, AUROC, and, given match probabilities, VALSE's thresholded acc, p_c, p_f and min(p_c, p_f);
+for 1 x 1 true/false statements (TraVLR) the macro-F1 and the F1 of each class.
 Every result reports the number of tied comparisons, the exact chance level of each metric for the
 given item shapes, optional per-tag results and percentile-bootstrap confidence intervals over items.
 """
@@ -70,7 +72,8 @@ Args:
     predictions: per item an m x n score matrix (nested lists or arrays; items may differ in shape),
         higher meaning a better image-text match. Same-shape items may be stacked as one numpy array
         of shape (N, m, n): the fast path for large runs.
-    references: per item the m x n gold matrix of 0/1 (1: text j describes image i); at least one 1.
+    references: per item the m x n gold matrix of 0/1 (1: text j describes image i); at least one 1,
+        except for a 1 x 1 item (one image, one statement), whose gold is [[1]] (true) or [[0]] (false).
     ties: "strict" (default), "half" or "lenient": how a tie between a gold and a non-gold cell counts.
         "strict" resolves every tie against the model (the VALSE and Winoground reference codes: a tie
         is wrong); "lenient" resolves every tie in the model's favour (the VALSE paper's formula,
@@ -78,9 +81,11 @@ Args:
         independent, infinitesimally small random perturbation of the scores. AUROC always counts a
         tie 1/2.
     probabilities: optional, per item m x n match probabilities in [0, 1] (models with a matching
-        head); adds the thresholded metrics acc, p_c, p_f, min_p.
-    threshold: a gold cell is right when its probability > threshold, a non-gold cell when
-        <= threshold (default 0.5, as VALSE's LXMERT code).
+        head); adds the thresholded metrics acc, p_c, p_f, min_p, f1_true, f1_false, macro_f1.
+    threshold: a cell is called true when its probability > threshold: a gold cell is right when
+        called true, a non-gold cell when not (default 0.5, as VALSE's LXMERT code). Without
+        probabilities, 1 x 1 items (which cannot be ranked) are classified by their scores against
+        threshold, which must then be given (e.g. 0.0 for a probe's logits); other items never are.
     tags: optional, per item a list of strings; adds "per_tag" with the same keys for each tag.
     bootstrap: number of percentile-bootstrap resamples over items (default 0: no intervals).
     confidence: the intervals' confidence level (default 0.95).
@@ -96,8 +101,13 @@ Returns:
     auroc: probability that a random gold cell outscores a random non-gold cell, over all cells.
     acc, p_c, p_f, min_p: with probabilities, share of all cells / gold cells / non-gold cells right,
         and min(p_c, p_f).
+    f1_true, f1_false, macro_f1: F1 of the true class (gold cells) and of the false class (non-gold
+        cells) over the classified cells, 2 TP / (2 TP + FP + FN) for each, and their mean (TraVLR's
+        macro-F1). A class's F1 is present when the class has a gold cell; macro_f1 when both do.
     n_items, n_ties (tied gold vs non-gold comparisons, rows and columns), chance (each metric's
-        exact expected value under random scores for these item shapes), support (how many units each
+        exact expected value under random scores for these item shapes; for the thresholded metrics,
+        when each classified cell is called true independently with probability 1 - threshold, i.e.
+        probabilities uniform on [0, 1], or 1/2, a fair coin, when scores are thresholded), support (how many units each
         metric averages over), per_tag (with tags), ci (with bootstrap > 0): {metric: [low, high]}.
     A metric is present only when it is defined for the given items.
 Examples:
@@ -126,6 +136,16 @@ Examples:
     >>> r = valse.compute(predictions=[[[0.8, 0.3, 0.5, 0.1]]], references=[[[1, 1, 0, 0]]])
     >>> r["set_acc"], r["set_error"], r["sentence_acc"]
     (0.0, 0.0, 0.5)
+
+    TraVLR-shaped items (1 image x 1 statement, gold [[1]] true or [[0]] false), classified by a
+    probability: called T, T, F, F, T against gold T, T, T, F, F.
+
+    >>> p = [[[0.9]], [[0.6]], [[0.3]], [[0.2]], [[0.7]]]
+    >>> r = valse.compute(predictions=p, references=[[[1]], [[1]], [[1]], [[0]], [[0]]], probabilities=p)
+    >>> round(r["f1_true"], 4), round(r["f1_false"], 4), round(r["macro_f1"], 4), r["acc"]
+    (0.6667, 0.5, 0.5833, 0.6)
+    >>> round(r["chance"]["macro_f1"], 4), round(r["chance"]["min_p"], 4)
+    (0.4664, 0.3125)
 """
 
 
@@ -141,15 +161,28 @@ def _tie_weight(ties: str) -> float:
 
 def _as_items(values: Any, name: str, n_expected: int | None = None) -> list[np.ndarray] | np.ndarray:
     """A (N, m, n) float array when stacked, else a list of 2-D arrays; shapes checked per item."""
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{name}: got a string ({values[:40]!r}); pass one m x n matrix of numbers per item")
     if isinstance(values, np.ndarray) and values.ndim == 3:
         arr = values
+        _check_numeric(arr, name)
+        if 0 in arr.shape[1:]:
+            raise ValueError(f"{name}: a stacked array of shape {arr.shape} holds empty items; "
+                             f"each item must be m x n with m, n >= 1")
     else:
         if isinstance(values, np.ndarray) and values.ndim != 3:
             raise ValueError(f"{name}: a stacked array must have shape (N, m, n), got {values.shape}")
-        try:
-            arr = [np.asarray(v, dtype=np.float64) for v in values]
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name}: each item must be an m x n matrix of numbers ({err})") from None
+        arr = []
+        for i, v in enumerate(values):
+            try:
+                raw = np.asarray(v)
+            except ValueError as err:  # ragged rows
+                raise ValueError(f"{name}[{i}]: must be an m x n matrix of numbers ({err})") from None
+            _check_numeric(raw, f"{name}[{i}]")
+            try:
+                arr.append(raw.astype(np.float64))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{name}[{i}]: must be an m x n matrix of numbers ({err})") from None
         for i, a in enumerate(arr):
             if a.ndim != 2:
                 raise ValueError(
@@ -164,6 +197,21 @@ def _as_items(values: Any, name: str, n_expected: int | None = None) -> list[np.
     if n_expected is not None and n != n_expected:
         raise ValueError(f"{name}: {n} items, but predictions has {n_expected}")
     return arr
+
+
+def _check_numeric(arr: np.ndarray, name: str) -> None:
+    """Refuse strings ("1", "0.9") and other non-numbers, which numpy would silently convert."""
+    kind = arr.dtype.kind
+    if kind in "biuf":
+        return
+    if kind == "O":
+        bad = next((x for x in arr.ravel() if isinstance(x, (str, bytes)) or x is None), 0)
+        if bad is None or isinstance(bad, (str, bytes)):
+            raise ValueError(f"{name}: must hold numbers, got {bad!r}")
+        return
+    example = arr.ravel()[0] if arr.size else ""
+    what = "strings" if kind in "USa" else f"values of type {arr.dtype}"
+    raise ValueError(f"{name}: must hold numbers, got {what} (e.g. {example!r}); convert them first")
 
 
 def _first_bad(mask_per_item: np.ndarray) -> int:
@@ -183,6 +231,8 @@ def _validate(S, G, P):
         by_shape: dict[tuple, list[int]] = defaultdict(list)
         S_list = [np.asarray(s, dtype=np.float64) for s in S_list]
         for i, (s, g) in enumerate(zip(S_list, G_list)):
+            if isinstance(g, np.ndarray) and g.dtype.kind not in "biuf":
+                _check_numeric(g, f"references[{i}]")
             if s.shape != np.shape(g):
                 raise ValueError(f"item {i}: score matrix is {s.shape[0]}x{s.shape[1]} but gold matrix is "
                                  f"{'x'.join(map(str, np.shape(g)))}")
@@ -205,6 +255,7 @@ def _validate(S, G, P):
             i = idx[_first_bad(bad)]
             raise ValueError(f"item {i}: score matrix holds NaN or infinite values")
         g_num = np.asarray(g)
+        _check_numeric(g_num, "references")
         if g_num.dtype != bool:
             ok = np.isin(g_num, (0, 1)).reshape(len(idx), -1).all(1)
             if not ok.all():
@@ -212,10 +263,12 @@ def _validate(S, G, P):
                 raise ValueError(f"item {i}: gold matrix must hold only 0 and 1")
         g_bool = g_num.astype(bool)
         none = ~g_bool.reshape(len(idx), -1).any(1)
-        if none.any():
+        if none.any() and shape != (1, 1):  # a 1 x 1 item may be a false statement: gold [[0]]
             i = idx[_first_bad(none)]
-            raise ValueError(f"item {i}: gold matrix has no gold cell (at least one text must describe an image)")
+            raise ValueError(f"item {i}: gold matrix has no gold cell (at least one text must describe an image; "
+                             f"only a 1 x 1 true/false item may have gold [[0]])")
         if p is not None:
+            _check_numeric(np.asarray(p), "probabilities")
             p = np.asarray(p, dtype=np.float64)
             bad = ~(np.isfinite(p) & (p >= 0) & (p <= 1)).reshape(len(idx), -1).all(1)
             if bad.any():
@@ -228,6 +281,9 @@ def _validate(S, G, P):
 def _as_tags(tags: Any, n: int) -> list[list[str]] | None:
     if tags is None:
         return None
+    if isinstance(tags, (str, bytes)):
+        raise ValueError(f"tags: got the string {tags[:40]!r}; pass one list of tags per item, e.g. "
+                         f"[['instrument=existence'], ...] (a string would become one tag per character)")
     tags = list(tags)
     if len(tags) != n:
         raise ValueError(f"tags: {len(tags)} entries, but there are {n} items")
@@ -420,7 +476,7 @@ def _group_half(S: np.ndarray, G: np.ndarray, need: np.ndarray, for_chance: bool
     return out
 
 
-def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, threshold: float,
+def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, threshold: float | None,
               for_chance: bool = False) -> dict:
     """Numerators and denominators per item (N,) of every metric, for one block of same-shape items."""
     w = _tie_weight(ties)
@@ -504,12 +560,69 @@ class _AurocCells:
 # Aggregation
 # ============================================================================================
 
-def _ratio(num: float, den: float) -> float | None:
-    return None if den == 0 else float(num / den)
+def _binomial_pmf(n: int, p: float) -> np.ndarray:
+    """P(K = k), k = 0..n, for K ~ Binomial(n, p), in log space (exact up to rounding for any n)."""
+    out = np.zeros(n + 1)
+    if p <= 0.0:
+        out[0] = 1.0
+        return out
+    if p >= 1.0:
+        out[n] = 1.0
+        return out
+    k = np.arange(1, n + 1, dtype=np.float64)
+    log_comb = np.concatenate([[0.0], np.cumsum(np.log(n - k + 1) - np.log(k))])
+    kk = np.arange(n + 1, dtype=np.float64)
+    return np.exp(log_comb + kk * math.log(p) + (n - kk) * math.log1p(-p))
+
+
+def _chance_f1(n_true: int, n_false: int, q: float) -> tuple[float | None, float | None]:
+    """Exact E[F1 of the true class], E[F1 of the false class] when each of the n_true + n_false
+    cells is independently called true with probability q.
+
+    With TP ~ Bin(n_true, q) and FP ~ Bin(n_false, q), the cells called true number
+    s = TP + FP ~ Bin(N, q), N = n_true + n_false, and F1_true = 2 TP / (n_true + s) depends on
+    TP only through its numerator; given s, TP is hypergeometric with mean s n_true / N. So
+    E[F1_true] = sum_s P(s) 2 s n_true / (N (n_true + s)), and likewise for the false class with
+    N - s cells called false: E[F1_false] = sum_s P(s) 2 (N - s) n_false / (N (n_false + N - s)).
+    """
+    n = n_true + n_false
+    pmf = _binomial_pmf(n, q)
+    s = np.arange(n + 1, dtype=np.float64)
+    f1_true = float((pmf * 2 * s * n_true / (n * (n_true + s))).sum()) if n_true > 0 else None
+    f1_false = float((pmf * 2 * (n - s) * n_false / (n * (n_false + n - s))).sum()) if n_false > 0 else None
+    return f1_true, f1_false
+
+
+def _chance_min_p(n_true: int, n_false: int, q: float) -> float:
+    """Exact E[min(p_c, p_f)] with p_c = TP / n_true, TP ~ Bin(n_true, q) and, independently,
+    p_f = TN / n_false, TN ~ Bin(n_false, 1 - q).
+
+    E[min(X, Y)] = sum_k (v_k - v_(k-1)) P(X >= v_k) P(Y >= v_k) over the sorted union v_1 < v_2 < ...
+    of the values X and Y can take (v_0 = 0), in integers over the common denominator
+    n_true * n_false so that equal values are merged exactly."""
+    den = n_true * n_false
+    surv_x = np.cumsum(_binomial_pmf(n_true, q)[::-1])[::-1]  # surv_x[i] = P(TP >= i)
+    surv_y = np.cumsum(_binomial_pmf(n_false, 1.0 - q)[::-1])[::-1]
+    values = np.union1d(np.arange(1, n_true + 1, dtype=np.int64) * n_false,
+                        np.arange(1, n_false + 1, dtype=np.int64) * n_true)  # v * den
+    need_x = -(-values // n_false)  # TP >= ceil(v * n_true): TP * n_false >= v * den
+    need_y = -(-values // n_true)
+    steps = np.diff(np.concatenate([[0], values])) / den
+    return float((steps * surv_x[need_x] * surv_y[need_y]).sum())
+
+
+def _f1_from_counts(tp, n_true, tn, n_false):
+    """F1 of the true and of the false class from pooled counts (arrays or floats); NaN where the
+    class has no gold cell. FN = n_true - TP, FP = n_false - TN."""
+    tp, n_true, tn, n_false = (np.asarray(x, dtype=np.float64) for x in (tp, n_true, tn, n_false))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1_true = np.where(n_true > 0, 2 * tp / (tp + n_true + n_false - tn), np.nan)
+        f1_false = np.where(n_false > 0, 2 * tn / (tn + n_false + n_true - tp), np.nan)
+    return f1_true, f1_false
 
 
 def _summarise(q: dict[str, np.ndarray], sel: np.ndarray | None, chance_q: dict[str, np.ndarray],
-               cells: _AurocCells, cell_sel: np.ndarray | None, threshold: float, has_prob: bool) -> dict:
+               cells: _AurocCells, cell_sel: np.ndarray | None, p_true: float | None) -> dict:
     def total(key: str, src=q) -> float:
         v = src[key]
         return float(v.sum() if sel is None else v[sel].sum())
@@ -530,22 +643,33 @@ def _summarise(q: dict[str, np.ndarray], sel: np.ndarray | None, chance_q: dict[
         res["auroc"] = auc
         chance["auroc"] = 0.5
         support["auroc"] = int(cells.gold.sum() if cell_sel is None else (cells.gold * cell_sel).sum())
-    if has_prob:
+    if p_true is not None and total("acc_den") > 0:
         for key in PROB_KEYS:
             den = total(f"{key}_den")
             if den > 0:
                 res[key] = total(f"{key}_num") / den
                 support[key] = int(round(den))
-        g, f = total("p_c_den"), total("p_f_den")
-        # Chance under probabilities drawn uniformly from [0, 1]: P(p > t) = 1 - t.
+        # Chance: every classified cell called true independently with probability p_true
+        # (1 - threshold for probabilities uniform on [0, 1]; 1/2, a fair coin, for scores).
+        g, f = int(round(total("p_c_den"))), int(round(total("p_f_den")))
         if g > 0:
-            chance["p_c"] = 1.0 - threshold
+            chance["p_c"] = p_true
         if f > 0:
-            chance["p_f"] = threshold
-        chance["acc"] = (g * (1.0 - threshold) + f * threshold) / (g + f)
-        if "p_c" in res and "p_f" in res:
+            chance["p_f"] = 1.0 - p_true
+        chance["acc"] = (g * p_true + f * (1.0 - p_true)) / (g + f)
+        if g > 0 and f > 0:
             res["min_p"] = min(res["p_c"], res["p_f"])
-            chance["min_p"] = min(chance["p_c"], chance["p_f"])
+            chance["min_p"] = _chance_min_p(g, f, p_true)
+            support["min_p"] = g + f
+        f1_true, f1_false = _f1_from_counts(total("p_c_num"), g, total("p_f_num"), f)
+        e_true, e_false = _chance_f1(g, f, p_true)
+        for key, value, expected in (("f1_true", f1_true, e_true), ("f1_false", f1_false, e_false)):
+            if expected is not None:
+                res[key], chance[key], support[key] = float(value), expected, g + f
+        if g > 0 and f > 0:
+            res["macro_f1"] = (res["f1_true"] + res["f1_false"]) / 2
+            chance["macro_f1"] = (e_true + e_false) / 2
+            support["macro_f1"] = g + f
     res["n_items"] = int(len(q["n_ties"]) if sel is None else sel.sum())
     res["n_ties"] = int(round(total("n_ties")))
     res["chance"] = chance
@@ -554,9 +678,14 @@ def _summarise(q: dict[str, np.ndarray], sel: np.ndarray | None, chance_q: dict[
 
 
 def _bootstrap(q: dict[str, np.ndarray], keys: list[str], cells: _AurocCells, item_idx: np.ndarray,
-               resamples: int, confidence: float, rng: np.random.Generator, want_auroc: bool) -> dict:
+               resamples: int, confidence: float, rng: np.random.Generator, want_auroc: bool,
+               want_f1: Sequence[str] = ()) -> dict:
     """Percentile bootstrap over the items ``item_idx``: resample them with replacement."""
     n = len(item_idx)
+    # The F1 scores are not ratios of per-item sums: resample the confusion counts instead.
+    f1_cols = np.stack([q[k][item_idx] for k in ("p_c_num", "p_c_den", "p_f_num", "p_f_den")], axis=1) \
+        if want_f1 else None
+    f1 = np.empty((resamples, 4)) if want_f1 else None
     nums = np.stack([q[f"{k}_num"][item_idx] for k in keys], axis=1) if keys else np.zeros((n, 0))
     dens = np.stack([q[f"{k}_den"][item_idx] for k in keys], axis=1) if keys else np.zeros((n, 0))
     stats = np.empty((resamples, len(keys)))
@@ -571,6 +700,8 @@ def _bootstrap(q: dict[str, np.ndarray], keys: list[str], cells: _AurocCells, it
         counts = counts.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             stats[done:done + b] = (counts @ nums) / (counts @ dens)
+        if f1 is not None:
+            f1[done:done + b] = counts @ f1_cols
         if want_auroc:
             for k in range(b):
                 full_weights[item_idx] = counts[k]
@@ -589,6 +720,12 @@ def _bootstrap(q: dict[str, np.ndarray], keys: list[str], cells: _AurocCells, it
         mins = np.minimum(stats[:, keys.index("p_c")], stats[:, keys.index("p_f")])
         lo, hi = np.nanpercentile(mins, pct)
         ci["min_p"] = [float(lo), float(hi)]
+    if f1 is not None:
+        f1_true, f1_false = _f1_from_counts(*(f1[:, j] for j in range(4)))
+        for key, col in (("f1_true", f1_true), ("f1_false", f1_false), ("macro_f1", (f1_true + f1_false) / 2)):
+            if key in want_f1 and np.isfinite(col).any():
+                lo, hi = np.nanpercentile(col, pct)
+                ci[key] = [float(lo), float(hi)]
     if want_auroc and np.isfinite(aucs).any():
         lo, hi = np.nanpercentile(aucs, pct)
         ci["auroc"] = [float(lo), float(hi)]
@@ -600,7 +737,7 @@ def compute_metrics(
     references: Any,
     ties: str = "strict",
     probabilities: Any = None,
-    threshold: float = 0.5,
+    threshold: float | None = None,
     tags: Any = None,
     bootstrap: int = 0,
     confidence: float = 0.95,
@@ -608,8 +745,12 @@ def compute_metrics(
 ) -> dict:
     """Pure function behind the evaluate module; same arguments and result (see _KWARGS_DESCRIPTION)."""
     _tie_weight(ties)
-    if not 0.0 <= float(threshold) <= 1.0:
-        raise ValueError(f"threshold must lie in [0, 1], got {threshold}")
+    if threshold is not None:
+        if isinstance(threshold, (str, bytes, bool)) or not isinstance(threshold, (int, float, np.number)) \
+                or not math.isfinite(float(threshold)):
+            raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+        if probabilities is not None and not 0.0 <= float(threshold) <= 1.0:
+            raise ValueError(f"threshold must lie in [0, 1] for probabilities, got {threshold}")
     if int(bootstrap) < 0:
         raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
     if not 0.0 < float(confidence) < 1.0:
@@ -621,11 +762,29 @@ def compute_metrics(
     tag_lists = _as_tags(tags, N)
     groups = _validate(S, G, P)
 
+    # What is classified (thresholded) and the chance model's P(a cell is called true): with
+    # probabilities every cell, at `threshold` (default 0.5), against probabilities uniform on
+    # [0, 1]; without, only 1 x 1 items (they cannot be ranked), by their scores at `threshold`,
+    # against a fair coin (the scores' distribution is unknown).
+    if P is not None:
+        t = 0.5 if threshold is None else float(threshold)
+        p_true: float | None = 1.0 - t
+    else:
+        t = None if threshold is None else float(threshold)
+        single = [shape for shape in groups if shape == (1, 1)]
+        if single and t is None:
+            raise ValueError(
+                f"item {int(groups[(1, 1)][0][0])}: a 1 x 1 item (one statement, gold [[1]] or [[0]]) is "
+                f"classified, not ranked: pass probabilities= (match probabilities in [0, 1]) or threshold= "
+                f"(the score above which a statement counts as true)")
+        p_true = 0.5 if single else None
+
     q: dict[str, np.ndarray] = {}
     chance_q: dict[str, np.ndarray] = {}
     cell_scores, cell_gold, cell_item = [], [], []
-    for idx, s, g, p in groups.values():
-        block = _per_item(s, g, p, ties, threshold)
+    for shape, (idx, s, g, p) in groups.items():
+        decide = p if p is not None else (s if shape == (1, 1) and t is not None else None)
+        block = _per_item(s, g, decide, ties, t)
         for key, vals in block.items():
             q.setdefault(key, np.zeros(N))[idx] = vals
         # Chance = the "half" value on constant scores (every ordering of the cells equally likely);
@@ -638,16 +797,15 @@ def compute_metrics(
         else:
             patterns, inverse = np.unique(flat_g, axis=0, return_inverse=True)
         patterns = patterns.reshape(-1, *g.shape[1:])
-        block_chance = _per_item(np.zeros(patterns.shape), patterns, None, "half", threshold, for_chance=True)
+        block_chance = _per_item(np.zeros(patterns.shape), patterns, None, "half", t, for_chance=True)
         for key, vals in block_chance.items():
             chance_q.setdefault(key, np.zeros(N))[idx] = vals[inverse.ravel()]
         cell_scores.append(s.reshape(-1))
         cell_gold.append(g.reshape(-1))
         cell_item.append(np.repeat(idx, s.shape[1] * s.shape[2]))
     cells = _AurocCells(np.concatenate(cell_scores), np.concatenate(cell_gold), np.concatenate(cell_item))
-    has_prob = P is not None
 
-    result = _summarise(q, None, chance_q, cells, None, threshold, has_prob)
+    result = _summarise(q, None, chance_q, cells, None, p_true)
     seq = np.random.SeedSequence(seed)
     tag_names = sorted({t for ts in tag_lists for t in ts}) if tag_lists is not None else []
     children = seq.spawn(1 + len(tag_names))
@@ -655,19 +813,19 @@ def compute_metrics(
 
     if bootstrap > 0:
         result["ci"] = _bootstrap(q, boot_keys, cells, np.arange(N), int(bootstrap), float(confidence),
-                                  np.random.default_rng(children[0]), "auroc" in result)
+                                  np.random.default_rng(children[0]), "auroc" in result,
+                                  [k for k in F1_KEYS if k in result])
     if tag_lists is not None:
         per_tag = {}
         for t_i, name in enumerate(tag_names):
             sel = np.array([name in ts for ts in tag_lists])
             cell_sel = sel[cells.item].astype(float)
-            entry = _summarise(q, sel, chance_q, cells, cell_sel, threshold, has_prob)
+            entry = _summarise(q, sel, chance_q, cells, cell_sel, p_true)
             if bootstrap > 0:
                 keys = [k for k in boot_keys if k in entry]
-                sub_cells = cells
-                entry["ci"] = _bootstrap(q, keys, sub_cells, np.flatnonzero(sel), int(bootstrap),
+                entry["ci"] = _bootstrap(q, keys, cells, np.flatnonzero(sel), int(bootstrap),
                                          float(confidence), np.random.default_rng(children[1 + t_i]),
-                                         "auroc" in entry)
+                                         "auroc" in entry, [k for k in F1_KEYS if k in entry])
             per_tag[name] = entry
         result["per_tag"] = per_tag
     return result
@@ -694,7 +852,7 @@ class ValseMetric(evaluate.Metric):
             ],
         )
 
-    def _compute(self, predictions, references, ties="strict", probabilities=None, threshold=0.5, tags=None,
+    def _compute(self, predictions, references, ties="strict", probabilities=None, threshold=None, tags=None,
                  bootstrap=0, confidence=0.95, seed=None):
         return compute_metrics(predictions, references, ties=ties, probabilities=probabilities,
                                threshold=threshold, tags=tags, bootstrap=bootstrap, confidence=confidence,

@@ -53,7 +53,11 @@ def test_valse_thresholded_as_lxmert_code():
     assert r["chance"]["p_c"] == 0.5 and r["chance"]["p_f"] == 0.5
     r = compute(S, [VALSE] * 4, probabilities=P, threshold=0.3)
     assert r["p_c"] == pytest.approx(1.0) and r["p_f"] == pytest.approx(2 / 4)  # foils 0.2, 0.1 <= 0.3
-    assert r["chance"]["p_c"] == pytest.approx(0.7) and r["chance"]["min_p"] == pytest.approx(0.3)
+    assert r["chance"]["p_c"] == pytest.approx(0.7) and r["chance"]["p_f"] == pytest.approx(0.3)
+    # E[min(p_c, p_f)], not min(E[p_c], E[p_f]) = 0.3: p_c ~ Bin(4, 0.7) / 4, p_f ~ Bin(4, 0.3) / 4.
+    pmf = lambda n, p, k: math.comb(n, k) * p ** k * (1 - p) ** (n - k)  # noqa: E731
+    expected = sum(pmf(4, 0.7, i) * pmf(4, 0.3, j) * min(i, j) / 4 for i in range(5) for j in range(5))
+    assert r["chance"]["min_p"] == pytest.approx(expected) and expected < 0.3
 
 
 def test_winoground_scores_by_hand():
@@ -143,7 +147,7 @@ gold_matrices = st.integers(1, 3).flatmap(
     lambda m: st.integers(1, 3).flatmap(
         lambda n: st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=m, max_size=m)
     )
-).filter(lambda g: any(any(r) for r in g) and len(g) * len(g[0]) <= 7)
+).filter(lambda g: any(any(r) for r in g) and 2 <= len(g) * len(g[0]) <= 7)  # 1 x 1: classified, see below
 
 
 @settings(max_examples=25, deadline=None)
@@ -353,6 +357,177 @@ def test_bootstrap_group_ci_matches_a_plain_resampling_loop():
 
 
 # ---------------------------------------------------------------------------------------------
+# 1 x 1 items (TraVLR's true/false framing): acc, macro-F1, F1 per class, exact chance
+# ---------------------------------------------------------------------------------------------
+
+def _f1(pred, gold, cls):
+    tp = sum(1 for p, g in zip(pred, gold) if p == cls and g == cls)
+    fp = sum(1 for p, g in zip(pred, gold) if p == cls and g != cls)
+    fn = sum(1 for p, g in zip(pred, gold) if p != cls and g == cls)
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def _one_by_one(values, labels):
+    return [[[v]] for v in values], [[[g]] for g in labels]
+
+
+def test_one_by_one_items_by_hand():
+    # Gold T T T F F; probabilities 0.9 0.6 0.3 0.2 0.7 -> called T T F F T: TP 2, FN 1, TN 1, FP 1.
+    P, G = _one_by_one([0.9, 0.6, 0.3, 0.2, 0.7], [1, 1, 1, 0, 0])
+    r = compute(P, G, probabilities=P)
+    assert r["acc"] == pytest.approx(3 / 5)
+    assert r["f1_true"] == pytest.approx(2 * 2 / (2 * 2 + 1 + 1))  # 2/3
+    assert r["f1_false"] == pytest.approx(2 * 1 / (2 * 1 + 1 + 1))  # 1/2
+    assert r["macro_f1"] == pytest.approx((2 / 3 + 1 / 2) / 2)  # 7/12
+    assert r["p_c"] == pytest.approx(2 / 3) and r["p_f"] == pytest.approx(1 / 2)
+    assert r["support"]["macro_f1"] == 5 and r["n_items"] == 5
+    for key in ("acc_r", "text", "set_acc", "group"):  # a single statement is never ranked
+        assert key not in r
+    # The same from the scores with a threshold, and through a probe's logits at 0.
+    assert compute(P, G, threshold=0.5)["macro_f1"] == pytest.approx(7 / 12)
+    logits = [[[math.log(p / (1 - p))]] for p in (0.9, 0.6, 0.3, 0.2, 0.7)]
+    assert compute(logits, G, threshold=0.0)["macro_f1"] == pytest.approx(7 / 12)
+
+
+def test_one_by_one_chance_is_the_exact_expectation_of_a_fair_coin():
+    # Enumerate all 2^5 equally likely guesses of a fair coin: the exact expected macro-F1.
+    labels = [1, 1, 1, 0, 0]
+    P, G = _one_by_one([0.9, 0.6, 0.3, 0.2, 0.7], labels)
+    guesses = list(itertools.product([0, 1], repeat=5))
+    e_true = sum(_f1(g, labels, 1) for g in guesses) / 32
+    e_false = sum(_f1(g, labels, 0) for g in guesses) / 32
+    e_acc = sum(sum(a == b for a, b in zip(g, labels)) / 5 for g in guesses) / 32
+    e_min = sum(min(sum(g[:3]) / 3, sum(1 - x for x in g[3:]) / 2) for g in guesses) / 32
+    c = compute(P, G, probabilities=P)["chance"]
+    assert c["f1_true"] == pytest.approx(e_true) and c["f1_false"] == pytest.approx(e_false)
+    assert c["macro_f1"] == pytest.approx((e_true + e_false) / 2)
+    assert c["acc"] == pytest.approx(e_acc) and c["min_p"] == pytest.approx(e_min)
+    # Scores with a threshold: the same fair coin.
+    assert compute(P, G, threshold=0.3)["chance"]["macro_f1"] == pytest.approx((e_true + e_false) / 2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=7), st.sampled_from([0.2, 0.5, 0.9]))
+def test_one_by_one_chance_equals_enumeration_for_any_labels_and_threshold(labels, t):
+    # Probabilities uniform on [0, 1]: each statement called true with probability 1 - t.
+    q = 1 - t
+    n = len(labels)
+    exp = {"f1_true": 0.0, "f1_false": 0.0, "acc": 0.0}
+    for guess in itertools.product([0, 1], repeat=n):
+        w = math.prod(q if x else 1 - q for x in guess)
+        exp["acc"] += w * sum(a == b for a, b in zip(guess, labels)) / n
+        if any(labels):
+            exp["f1_true"] += w * _f1(guess, labels, 1)
+        if not all(labels):
+            exp["f1_false"] += w * _f1(guess, labels, 0)
+    P, G = _one_by_one([0.5] * n, [int(x) for x in labels])
+    r = compute(P, G, probabilities=P, threshold=t)
+    assert r["chance"]["acc"] == pytest.approx(exp["acc"])
+    assert ("f1_true" in r) == any(labels) and ("f1_false" in r) == (not all(labels))
+    assert ("macro_f1" in r) == (any(labels) and not all(labels))
+    for key in ("f1_true", "f1_false"):
+        if key in r:
+            assert r["chance"][key] == pytest.approx(exp[key]), key
+    if "macro_f1" in r:
+        assert r["chance"]["macro_f1"] == pytest.approx((exp["f1_true"] + exp["f1_false"]) / 2)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=1, max_size=30))
+def test_one_by_one_f1_properties(items):
+    probs, labels = [p for p, _ in items], [int(g) for _, g in items]
+    P, G = _one_by_one(probs, labels)
+    r = compute(P, G, probabilities=P)
+    pred = [int(p > 0.5) for p in probs]
+    if "macro_f1" in r:
+        assert r["f1_true"] == pytest.approx(_f1(pred, labels, 1))
+        assert r["f1_false"] == pytest.approx(_f1(pred, labels, 0))
+        assert r["macro_f1"] == pytest.approx((r["f1_true"] + r["f1_false"]) / 2)
+        assert 0 <= r["macro_f1"] <= 1 and 0 < r["chance"]["macro_f1"] < 1
+        # Swapping the classes (labels and decisions) swaps the two F1 scores.
+        flipped = compute([[[1 - p]] for p in probs], [[[1 - g]] for g in labels],
+                          probabilities=[[[1 - p]] for p in probs], threshold=0.5)
+        if not any(p == 0.5 for p in probs):  # 0.5 is "false" both ways
+            assert flipped["f1_true"] == pytest.approx(r["f1_false"])
+            assert flipped["macro_f1"] == pytest.approx(r["macro_f1"])
+    assert r["acc"] == pytest.approx(np.mean([a == b for a, b in zip(pred, labels)]))
+
+
+def test_one_by_one_per_tag_bootstrap_and_mixed_shapes():
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 200)
+    probs = np.clip(labels * 0.3 + rng.uniform(0, 0.7, 200), 0, 1)
+    P, G = probs.reshape(-1, 1, 1), labels.reshape(-1, 1, 1)
+    tags = [["split=a"] if i % 2 else ["split=b"] for i in range(200)]
+    r = compute(P, G, probabilities=P, tags=tags, bootstrap=300, seed=0)
+    for key in ("macro_f1", "f1_true", "f1_false", "acc", "min_p"):
+        lo, hi = r["ci"][key]
+        assert lo <= r[key] <= hi and hi - lo < 0.3, key
+    sub = compute(P[1::2], G[1::2], probabilities=P[1::2])
+    for key in ("macro_f1", "f1_true", "f1_false", "acc", "chance"):
+        assert r["per_tag"]["split=a"][key] == pytest.approx(sub[key]), key
+    assert "macro_f1" in r["per_tag"]["split=a"]["ci"]
+    # A tag holding only true statements: F1 of the false class (and macro-F1) is not defined.
+    only_true = compute(P, G, probabilities=P, tags=[[f"label={g}"] for g in labels])["per_tag"]["label=1"]
+    assert "f1_true" in only_true and "f1_false" not in only_true and "macro_f1" not in only_true
+    # Mixed shapes in one call: 1 x 1 items beside VALSE and Winoground items.
+    S = [[[0.8]], [[0.2]], [[0.9, 0.1]], [[0.7, 0.2], [0.1, 0.6]]]
+    Gm = [[[1]], [[0]], [[1, 0]], [[1, 0], [0, 1]]]
+    mixed = compute(S, Gm, probabilities=S)
+    assert mixed["acc_r"] == pytest.approx(1.0) and mixed["group"] == 1.0
+    assert mixed["support"]["macro_f1"] == 8 and mixed["macro_f1"] == pytest.approx(1.0)
+    # Without probabilities, only the 1 x 1 items are classified (by their scores).
+    ranked = compute(S, Gm, threshold=0.5)
+    assert ranked["support"]["acc"] == 2 and ranked["acc_r"] == pytest.approx(1.0)
+    assert "acc" not in compute(S[2:], Gm[2:], threshold=0.5)  # no 1 x 1 item: scores are never thresholded
+
+
+def test_one_by_one_needs_probabilities_or_a_threshold():
+    with pytest.raises(ValueError, match=r"item 1: a 1 x 1 item .* pass probabilities= .* or threshold="):
+        compute([[[0.9, 0.1]], [[0.4]]], [[[1, 0]], [[0]]])
+    with pytest.raises(ValueError, match="only a 1 x 1 true/false item may have gold"):
+        compute([[[0.9, 0.1]]], [[[0, 0]]], threshold=0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exact chance of min(p_c, p_f)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n, reference", [(1, 0.2475), (10, 0.413), (100, 0.472)])
+def test_min_p_chance_matches_a_monte_carlo(n, reference):
+    S = np.zeros((n, 1, 2))
+    G = np.broadcast_to(np.array([VALSE]), S.shape)
+    exact = compute(S, G, probabilities=np.full(S.shape, 0.5))["chance"]["min_p"]
+    rng = np.random.default_rng(0)
+    u = rng.uniform(size=(20_000, n, 2))
+    mc = np.minimum((u[:, :, 0] > 0.5).mean(1), (u[:, :, 1] <= 0.5).mean(1)).mean()
+    assert exact == pytest.approx(mc, abs=0.01)
+    assert exact == pytest.approx(reference, abs=0.005)  # the Monte Carlo figures
+    assert exact < 0.5  # not min(E[p_c], E[p_f])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.sampled_from([0.1, 0.5, 0.75]))
+def test_min_p_chance_equals_enumeration(g, f, t):
+    # g gold cells and f non-gold cells over 1 x 1 items; probabilities uniform: P(called true) = 1 - t.
+    pmf = lambda n, p, k: math.comb(n, k) * p ** k * (1 - p) ** (n - k)  # noqa: E731
+    expected = sum(pmf(g, 1 - t, i) * pmf(f, t, j) * min(i / g, j / f) for i in range(g + 1) for j in range(f + 1))
+    P, G = _one_by_one([0.5] * (g + f), [1] * g + [0] * f)
+    assert compute(P, G, probabilities=P, threshold=t)["chance"]["min_p"] == pytest.approx(expected)
+
+
+def test_exact_chance_is_fast_for_large_runs():
+    import time
+
+    n = 200_000
+    P = np.full((n, 1, 2), 0.5)
+    start = time.perf_counter()
+    c = compute(np.zeros((n, 1, 2)), np.broadcast_to(np.array([VALSE]), P.shape), probabilities=P)["chance"]
+    assert time.perf_counter() - start < 20
+    assert 0.49 < c["min_p"] < 0.5 and c["macro_f1"] == pytest.approx(0.5, abs=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------------------------
 
@@ -372,7 +547,17 @@ def test_bootstrap_group_ci_matches_a_plain_resampling_loop():
         ([[[1.0, 0.0]]], [VALSE], {"tags": [["a"], ["b"]]}, "tags: 2 entries"),
         ([[1.0, 0.0]], [VALSE], {}, "predictions[0]: must be an m x n matrix"),
         ([[[1.0, 0.0]]], [VALSE], {"bootstrap": -1}, "bootstrap must be >= 0"),
-        ([[[1.0, 0.0]]], [VALSE], {"threshold": 2}, "threshold must lie in [0, 1]"),
+        ([[[1.0, 0.0]]], [VALSE], {"threshold": 2, "probabilities": [[[0.5, 0.5]]]}, "threshold must lie in [0, 1]"),
+        ([[[1.0, 0.0]]], [VALSE], {"threshold": "0.5"}, "threshold must be a finite number"),
+        ([[[1.0, 0.0]]], [[["1", "0"]]], {}, "references[0]: must hold numbers, got strings"),
+        ([[["0.9", "0.1"]]], [VALSE], {}, "predictions[0]: must hold numbers, got strings"),
+        ([[[0.9, 0.1]]], [VALSE], {"probabilities": [[["0.9", "0.1"]]]}, "probabilities[0]: must hold numbers"),
+        ([[[0.9, 0.1]]], [[[1, None]]], {}, "references[0]: must hold numbers, got None"),
+        ([[[1.0, 0.0]]] * 3, [VALSE] * 3, {"tags": "abc"}, "tags: got the string 'abc'"),
+        ("0.9", [VALSE], {}, "predictions: got a string"),
+        (np.zeros((2, 0, 2)), np.zeros((2, 0, 2)), {}, "predictions: a stacked array of shape (2, 0, 2) holds empty items"),
+        (np.array([[["0.9", "0.1"]]]), np.array([VALSE]), {}, "predictions: must hold numbers, got strings"),
+        (np.zeros((1, 1, 2)), np.array([[["1", "0"]]]), {}, "references: must hold numbers, got strings"),
     ],
 )
 def test_bad_input_names_the_item_and_the_problem(S, G, kw, message):

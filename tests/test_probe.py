@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from vlprobe import probe as P
+from vlprobe import probing as P
 from vlprobe.cli import main as vlprobe_main
 from vlprobe.errors import SettingError
 

@@ -23,4 +23,5 @@ __version__ = "0.1.0"
 from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
 from .evaluation import Evaluation, evaluate  # noqa: F401
 from .items import Item, ItemError  # noqa: F401
+from .probing import ProbeResult, probe  # noqa: F401  (TraVLR's protocol: vlprobe/probing.py, `vlprobe probe`)
 from .spec import ItemSpec, SpecError, find_spec  # noqa: F401

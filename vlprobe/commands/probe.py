@@ -3,7 +3,7 @@
     vlprobe probe --dataset travlr --config all --model models/mini-clip \\
         --train-modality image,caption,both --test-modality image,caption,both --train-size 100,200 --out runs/probe
 
-Parses the arguments and calls :func:`vlprobe.probe.probe`; see that module for the protocol.
+Parses the arguments and calls :func:`vlprobe.probing.probe` (also ``vlprobe.probe``); see that module for the protocol.
 Writes results.json (rows + provenance + tables), results.csv, tables.md and learning-curve plots.
 """
 
@@ -13,7 +13,7 @@ import argparse
 import shlex
 import sys
 
-from ..probe import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_MODEL, MODALITIES
+from ..probing import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_MODEL, MODALITIES
 
 DEFAULT_OUT = "runs/probe"
 
@@ -73,7 +73,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import SettingError
-    from ..probe import format_report, probe
+    from ..probing import format_report, probe
 
     if args.batch_size < 1:
         raise SettingError(f"--batch-size must be at least 1, got {args.batch_size}")

@@ -78,7 +78,7 @@ def _digests(folder: Path) -> dict[str, str]:
 def test_two_builds_are_byte_identical(built, tmp_path):
     again = builder.build(_args(tmp_path / "winoground_style"))
     assert _digests(again) == _digests(built)
-    assert len([k for k in _digests(built) if k.endswith(".parquet")]) == 3
+    assert len([k for k in _digests(built) if k.endswith(".parquet")]) == 3  # `all` reads these three
 
 
 def test_committed_card_and_spec_match_the_builder(built, repo_root):
@@ -108,7 +108,26 @@ def test_load_dataset_round_trip_and_items(built, config, monkeypatch, tmp_path)
     for item in items:
         assert item.m == item.n == 2 and item.gold.tolist() == [[True, False], [False, True]]
         assert set(item.tags) == {f"collapsed_tag={collapsed}", f"num_main_preds={preds}",
-                                  f"secondary_tag={secondary}", f"tag={tag}"}
+                                  f"secondary_tag={secondary}", f"tag={tag}", f"instrument={config}"}
+    assert [i.id for i in items] == [f"{config}/{k}" for k in range(len(rows))] == rows["key"]
+
+
+def test_all_config_pools_the_instruments_with_per_item_swap_kinds(built, monkeypatch, tmp_path):
+    monkeypatch.chdir(built.parent)
+    assert sorted(datasets.get_dataset_config_names("winoground_style")) == sorted([*W.CONFIGS, "all"])
+    assert datasets.get_dataset_default_config_name("winoground_style") == "spatial_swap"
+    rows = datasets.load_dataset("winoground_style", "all", split="test", cache_dir=str(tmp_path / "cache"))
+    assert len(rows) == 3 * W.SIZES["tiny"] and rows.features == builder.FEATURES
+    assert len(set(rows["key"])) == len(rows)  # ids unique over the pooled config
+    assert sorted(p.name for p in (built / "data").iterdir()) == sorted(W.CONFIGS)  # nothing stored twice
+    kinds = {}
+    for row in rows.remove_columns(["image_0", "image_1"]):
+        kinds.setdefault(row["collapsed_tag"], set()).add(row["instrument"])
+    # per-tag tables compare the kinds of swap: Object (noun phrases) vs Relation (modifiers)
+    assert kinds == {"Object": {"spatial_swap"}, "Relation": {"attribute_swap", "count_swap"}}
+    spec = find_spec("winoground_style")
+    first = next(spec.iter_items(rows.select([len(rows) - 1]), config="all"))
+    assert first.id == rows[len(rows) - 1]["key"] and f"instrument={rows[len(rows) - 1]['instrument']}" in first.tags
 
 
 # ---- a stand-in for the user's own copy of facebook/winoground -----------------------------------------

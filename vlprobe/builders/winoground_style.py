@@ -56,12 +56,27 @@ FEATURES = datasets.Features({
     "objects_1": _OBJECTS,
     "form_0": datasets.Value("string"),
     "form_1": datasets.Value("string"),
+    "instrument": datasets.Value("string"),  # the config the row belongs to (a tag in ``all``)
+    "key": datasets.Value("string"),  # "<instrument>/<id>": unique over all configs, the item id
 })
+ALL_CONFIG = "all"
 
 SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/spec.py): 2 images x 2 captions,
-# caption_i is true of image_i only. Tags as Winoground's.
+# caption_i is true of image_i only. Tags as Winoground's (collapsed_tag: the kind of swap,
+# Object / Relation / Both), and the instrument, so config `all` gives per-instrument tables too.
 description: Winoground-style 2x2 instruments on rendered scenes (same words, swapped order).
+id: key
+images: [image_0, image_1]
+texts: [caption_0, caption_1]
+gold: [[1, 0], [0, 1]]
+tags: [collapsed_tag, instrument, num_main_preds, secondary_tag, tag]
+"""
+# The private copy of facebook/winoground has its nine columns only.
+LOCAL_SPEC_YAML = """\
+# How rows of this folder become vlprobe items (see vlprobe/spec.py): 2 images x 2 captions,
+# caption_i is true of image_i only. Tags as Winoground's.
+description: Winoground (Thrush et al., CVPR 2022), a private local copy; never redistribute.
 id: id
 images: [image_0, image_1]
 texts: [caption_0, caption_1]
@@ -88,7 +103,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_decls() -> list[ConfigDecl]:
-    return [ConfigDecl(c, FEATURES, splits=("test",), default=(c == "spatial_swap")) for c in gen.CONFIGS]
+    """One config per instrument, and ``all``, which reads the instruments' parquet (nothing stored twice)."""
+    every = ConfigDecl(ALL_CONFIG, FEATURES, splits=("test",),
+                       paths={"test": [f"data/{c}/test-*.parquet" for c in gen.CONFIGS]})
+    return [ConfigDecl(c, FEATURES, splits=("test",), default=(c == "spatial_swap")) for c in gen.CONFIGS] + [every]
 
 
 def write_metadata(out: Path) -> None:
@@ -262,10 +280,7 @@ def build_local_winoground(source: Path, out: Path) -> int:
         pretty_name="Winoground (private local copy)",
     )
     write_card(out, meta, LOCAL_CARD_BODY)
-    (out / "vlprobe.yaml").write_text(SPEC_YAML.replace(
-        "Winoground-style 2x2 instruments on rendered scenes (same words, swapped order).",
-        "Winoground (Thrush et al., CVPR 2022), a private local copy; never redistribute.",
-    ), encoding="utf-8")
+    (out / "vlprobe.yaml").write_text(LOCAL_SPEC_YAML, encoding="utf-8")
     write_rows(out, LOCAL_CONFIG, "test", rows, WINOGROUND_FEATURES)
     return len(rows)
 
@@ -302,24 +317,38 @@ differ only by the swap (any other objects are the same in both).
 | `attribute_swap` | "a red circle and a blue square" / "a blue circle and a red square" | the two objects swap colours | Adjective-Color / Relation |
 | `count_swap` | "two circles and three squares" / "three circles and two squares" | the two shapes swap counts (2 to 5), same cells and colours | Adjective-Number / Relation |
 
+| `all` | every item of the three configs (it reads their parquet files; nothing is stored twice) | | per item |
+
 Each config has one split, `test`, of 400 items by default (as Winoground). Every item has
 `secondary_tag` "Symbolic" (Winoground's tag for non-photographic images) and `num_main_preds` 1.
-The tags follow Winoground's vocabulary: a swap of noun phrases is an Object swap, a swap of
-modifiers a Relation swap.
+The tags follow Winoground's vocabulary, so each item says which kind of swap it is: `collapsed_tag`
+is **Object** when whole noun phrases swap (`spatial_swap`), **Relation** when only modifiers swap
+(colours, numbers: `attribute_swap`, `count_swap`), and would be **Both** for a swap that moves an
+object and a relation word at once, which none of these instruments makes. `tag` names the words
+swapped (Noun Phrase, Adjective-Color, Adjective-Number). In `all`, a per-tag table therefore
+compares Object with Relation swaps, and the `instrument` column (a tag too) gives each instrument.
 
 ## Columns
 
 The nine columns of facebook/winoground, with its types: `id` (int32), `image_0`, `image_1` (500x500
 PNG), `caption_0`, `caption_1`, `tag`, `secondary_tag`, `num_main_preds` (int32), `collapsed_tag`;
-then four of ours: `objects_0`, `objects_1` (the scenes: shape, colour, row, column; row 0 on top)
-and `form_0`, `form_1` (the captions' structured forms as JSON, `vlprobe.scenes.statement_from_dict`).
+then six of ours: `objects_0`, `objects_1` (the scenes: shape, colour, row, column; row 0 on top),
+`form_0`, `form_1` (the captions' structured forms as JSON, `vlprobe.scenes.statement_from_dict`),
+`instrument` (the config) and `key` (`<instrument>/<id>`; `id` restarts at 0 in every config, so
+`key` is the id that is unique in `all`).
 
-`vlprobe.yaml` makes each row a vlprobe item with 2 images x 2 texts and gold [[1, 0], [0, 1]], tags
-`collapsed_tag`, `num_main_preds`, `secondary_tag`, `tag`, so the text, image and group scores of
-the paper apply unchanged:
+`vlprobe.yaml` makes each row a vlprobe item (id `key`) with 2 images x 2 texts and gold
+[[1, 0], [0, 1]], tags `collapsed_tag`, `instrument`, `num_main_preds`, `secondary_tag`, `tag`, so
+the text, image and group scores of the paper apply unchanged:
 
 ```bash
-vlprobe evaluate --dataset winoground_style --config all
+vlprobe evaluate --dataset winoground_style --config all            # the pooled config, per-tag tables
+vlprobe evaluate --dataset winoground_style --config spatial_swap,attribute_swap,count_swap
+```
+
+```python
+from datasets import load_dataset
+ds = load_dataset("winoground_style", "all", split="test")    # or one instrument: "spatial_swap"
 ```
 
 ## How it was generated

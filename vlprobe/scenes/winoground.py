@@ -168,4 +168,6 @@ def to_row(item: WinoItem, index: int) -> dict[str, Any]:
         "objects_1": item.scene_1.to_records(),
         "form_0": json.dumps(item.statement_0.to_dict(), sort_keys=True),
         "form_1": json.dumps(item.statement_1.to_dict(), sort_keys=True),
+        "instrument": item.config,
+        "key": f"{item.config}/{index}",
     }

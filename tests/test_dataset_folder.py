@@ -1,5 +1,6 @@
-"""The dataset-folder helpers: a rebuilt folder is never read from a stale cache, and
-`vlprobe evaluate --config all` respects a dataset's own config named "all"."""
+"""The dataset-folder helpers: a rebuilt folder is never read from a stale cache (by vlprobe's loader
+or by plain `datasets.load_dataset`), and `vlprobe evaluate --config all` respects a dataset's own
+config named "all"."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ import time
 import datasets
 
 from vlprobe.commands.evaluate import _configs
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, load_folder_split, write_card, write_split
+from vlprobe.dataset_folder import (
+    BUILD_RECORD,
+    ConfigDecl,
+    card_metadata,
+    load_folder_split,
+    publish_staged,
+    read_card_metadata,
+    staging_folder,
+    write_card,
+    write_split,
+    write_split_rows,
+)
 
 FEATURES = datasets.Features({"id": datasets.Value("string"), "text": datasets.Value("string")})
 
@@ -27,6 +39,42 @@ def test_rebuilt_folder_is_read_fresh(tmp_path):
     time.sleep(0.01)  # a different modification time even on coarse clocks
     _build(folder, {"id": ["a", "b"], "text": ["second build", "more"]})
     assert load_folder_split(folder, "one", "test")["text"] == ["second build", "more"]
+
+
+def test_plain_load_dataset_sees_a_rebuild(tmp_path, monkeypatch):
+    # as a user would, from the folder's parent, with datasets' own (shared) cache
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "ds"
+    _build(folder, {"id": ["a"], "text": ["first build"]}, names=("one", "two"))
+    first = datasets.load_dataset("ds", "one", split="test")
+    assert first["text"] == ["first build"]
+    _build(folder, {"id": ["a", "b"], "text": ["second build", "more"]}, names=("one", "two"))
+    assert datasets.load_dataset("ds", "one", split="test")["text"] == ["second build", "more"]
+    assert datasets.load_dataset("ds", "two", split="test")["text"] == ["second build", "more"]
+    # one shard per split, named after its content; the card keeps its patterns, the record names the files
+    shards = sorted(p.name for p in (folder / "data" / "one").iterdir())
+    assert len(shards) == 1 and shards[0].startswith("test-00000-of-00001-") and shards[0].endswith(".parquet")
+    assert read_card_metadata(folder)["configs"][0]["data_files"] == [{"split": "test", "path": "data/one/test-*.parquet"}]
+    record = (folder / BUILD_RECORD).read_text()
+    assert f"data/one/{shards[0]}" in record and "test-*" not in record
+    # the same rows again: the same files and the same cache (nothing is regenerated)
+    again = datasets.load_dataset("ds", "one", split="test")
+    _build(folder, {"id": ["a", "b"], "text": ["second build", "more"]}, names=("one", "two"))
+    assert sorted(p.name for p in (folder / "data" / "one").iterdir()) == shards
+    assert datasets.load_dataset("ds", "one", split="test").cache_files == again.cache_files
+
+
+def test_staged_builds_are_recorded_too(tmp_path, monkeypatch):
+    # VALSE and BLA write their parquet in a staging folder, then move it in
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "staged"
+    for text in ("old", "new"):
+        write_card(folder, card_metadata([ConfigDecl("one", FEATURES, ("test",), default=True)], license="mit"), "# t")
+        stage = staging_folder(folder)
+        write_split_rows(stage, "one", "test", [{"id": "a", "text": text}], FEATURES)
+        publish_staged(stage, folder)
+        assert datasets.load_dataset("staged", "one", split="test")["text"] == [text]
+    assert len(list((folder / "data" / "one").glob("*.parquet"))) == 1
 
 
 def test_config_all_means_every_config_unless_the_dataset_has_one_named_all(tmp_path):

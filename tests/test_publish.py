@@ -55,6 +55,11 @@ def _edit_card(folder: Path, change) -> None:
     (folder / "README.md").write_text("---\n" + yaml.safe_dump(meta, sort_keys=False) + "---" + body)
 
 
+def _shards(folder: Path) -> list[str]:
+    """The folder's parquet shards (named after their content: <split>-00000-of-00001-<hash>.parquet)."""
+    return sorted(p.relative_to(folder).as_posix() for p in (folder / "data").glob("*/*.parquet"))
+
+
 def _problems(folder: Path) -> list[str]:
     return pub.check_dataset_folder(folder)[0]
 
@@ -207,7 +212,8 @@ def test_path_only_images(folder, tmp_path):
         paths.append(str(p))
     bad = shapes.remove_columns("image").add_column("image", paths).cast_column("image", datasets.Image())
     bad = bad.select_columns(list(shapes.column_names))
-    bad.to_parquet(str(folder / "data/shapes/test-00000-of-00001.parquet"))
+    (shard,) = (folder / "data/shapes").glob("test-*.parquet")  # shards are named after their content
+    bad.to_parquet(str(shard))
     msg = _one(_problems(folder), "stored as a path only")
     assert "8 of 8 image(s)" in msg and "column 'image'" in msg
 
@@ -258,8 +264,9 @@ def test_plan_lists_only_card_spec_and_data(folder):
     (folder / "notes.txt").write_text("not for the Hub")
     plan = pub.plan_dataset(folder, "my-lab/shapes")
     assert plan.repo_type == "dataset" and plan.repo_id == "my-lab/shapes"
-    assert plan.files == ["README.md", "vlprobe.yaml", "data/shapes/test-00000-of-00001.parquet",
-                          "data/swaps/test-00000-of-00001.parquet"]
+    assert plan.files == ["README.md", "vlprobe.yaml", *_shards(folder)]
+    assert [f.rsplit("-", 1)[0] for f in _shards(folder)] == ["data/shapes/test-00000-of-00001",
+                                                              "data/swaps/test-00000-of-00001"]
     assert plan.allow_patterns == plan.files
 
 
@@ -304,8 +311,7 @@ def test_publish_dataset_calls_hfapi(folder, api_cls, monkeypatch, capsys):
     kw = api.upload_folder.call_args.kwargs
     assert kw["repo_id"] == "my-lab/shapes" and kw["repo_type"] == "dataset"
     assert kw["folder_path"] == str(folder)
-    assert kw["allow_patterns"] == ["README.md", "vlprobe.yaml", "data/shapes/test-00000-of-00001.parquet",
-                                    "data/swaps/test-00000-of-00001.parquet"]
+    assert kw["allow_patterns"] == ["README.md", "vlprobe.yaml", *_shards(folder)]
     assert "https://huggingface.co/fake/commit/1" in capsys.readouterr().out
 
 
@@ -331,7 +337,7 @@ def test_dry_run_touches_nothing(folder, api_cls, monkeypatch, capsys):
     assert _tree_digest(folder) == before
     out = capsys.readouterr().out
     assert "dataset repo my-lab/shapes (public)" in out and "4 file(s)" in out
-    assert "data/swaps/test-00000-of-00001.parquet" in out and "KB" in out
+    assert _shards(folder)[1] in out and "KB" in out
     assert "nothing was uploaded" in out and "token: found" in out
     assert "config 'swaps': load_dataset ok (test 3 rows)" in out and "items of 2 image(s) x 2 text(s)" in out
 

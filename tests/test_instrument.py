@@ -55,7 +55,7 @@ def test_example_images_are_deterministic(repo_root, tmp_path):
 def test_worked_example_builds_and_validates(shapes_dataset):
     problems, files = check_dataset_folder(shapes_dataset)
     assert problems == []
-    assert sorted(files) == ["data/shapes/test-00000-of-00001.parquet", "data/swaps/test-00000-of-00001.parquet"]
+    assert [f.rsplit("-", 1)[0] for f in sorted(files)] == ["data/shapes/test-00000-of-00001", "data/swaps/test-00000-of-00001"]
     assert datasets.get_dataset_config_names(str(shapes_dataset)) == ["shapes", "swaps"]
     assert datasets.get_dataset_default_config_name(str(shapes_dataset)) == "shapes"
 

@@ -162,7 +162,7 @@ vlprobe evaluate --dataset travlr --model openai/clip-vit-base-patch32          
 ```
 
 Only the true/false framing is comparable to the paper's numbers (which come from models
-*trained* on each task, so zero-shot scores sit far below them). A dual encoder (CLIP, SigLIP) has
+*trained* on each task, not zero-shot). A dual encoder (CLIP, SigLIP) has
 no calibrated probability of "true", so `vlprobe evaluate` refuses it on 1 x 1 items rather than
 invent a threshold; score it in the query-vs-foil framing, or train a probe on its frozen features
 as the paper's frozen-representation setting does (`vlprobe probe`).
@@ -191,10 +191,9 @@ its truth without the scene, and the scene carries none without the query. Concr
   rows (each of the 12 (quantifier, label) pairs is 1/12 of every split), as in the paper's
   Figures 10 and 11. The (quantifier, label) pair is drawn first, then a scene template on which it
   has that truth: shared shape ((n1, X, Y), (n2, X, Z)), shared colour ((n1, X, Y), (n2, Z, Y)) or
-  neither ((n1, X, Z), (n2, W, Y)), each a third of the true and of the false rows. (The original
-  generator drew the template first, so "None of" was true in about 3 of 4 queries and "Some of" in
-  1 of 4, and the query's first words alone predicted the label two times in three; vlprobe's
-  builds before this change had the same skew.)
+  neither ((n1, X, Z), (n2, W, Y)), each a third of the true and of the false rows. (Earlier
+  vlprobe builds drew the template first, uniformly, so "None of" was true in about 3 of 4 queries
+  and "Some of" in 1 of 4, and the query's words alone predicted the label two times in three.)
 - `spatiality`: left/right and above/below are half of each split each, and true and false queries
   are drawn from the same scenes' four possible statements.
 - `cardinality`: the queried number is the true count or another count of the same split's set,

@@ -173,3 +173,21 @@ def test_worked_example_scores_with_vlprobe_evaluate(shapes_dataset, tiny_clip_p
     assert set(by_config) == {"shapes", "swaps"}
     assert by_config["shapes"]["n_items"] == 8 and by_config["swaps"]["n_items"] == 3
     assert 0.0 <= by_config["swaps"]["group"] <= 1.0  # 2 x 2 items get Winoground's scores
+
+
+def test_build_refuses_duplicate_row_ids_naming_them(tmp_path, shapes_source, capsys):
+    src = tmp_path / "src"
+    shutil.copytree(shapes_source / "images", src / "images")
+    (src / "rows.csv").write_text(
+        "id,image,caption,foil\n"
+        "a,images/red_circle.png,a red circle,a blue circle\n"
+        "b,images/red_circle.png,a red circle,a green circle\n"
+        "a,images/red_circle.png,a red circle,a red square\n"
+        "c,images/red_circle.png,a red circle,a red star\n"
+        "c,images/red_circle.png,a red circle,a red hexagon\n")
+    (src / "vlprobe.yaml").write_text("id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\n")
+    code = main(["build", "folder", str(src), "--license", "mit", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "'a' (rows" in err and "'c' (rows" in err and "'b'" not in err and "more than once" in err
+    assert not (tmp_path / "out" / "README.md").exists() and not (tmp_path / "out" / "data").exists()

@@ -23,7 +23,6 @@ comes from ``--token``, else the usual huggingface_hub sources (``HF_TOKEN``, th
 
 from __future__ import annotations
 
-import contextlib
 import doctest
 import io
 import json
@@ -40,6 +39,10 @@ from huggingface_hub import HfApi
 
 SPEC_FILE = "vlprobe.yaml"
 CARD_FILE = "README.md"
+# What upload_folder never uploads whatever the patterns (huggingface_hub's own defaults: git and
+# its cache folders), so that a plan lists exactly the files an upload sends.
+UPLOAD_IGNORED = [".git", ".git/*", "*/.git", "**/.git/**", ".cache/huggingface", ".cache/huggingface/*",
+                  "*/.cache/huggingface", "**/.cache/huggingface/**"]
 # Never uploaded from a metric or Space folder (fnmatch patterns; '*' also matches '/').
 IGNORE_PATTERNS = [
     ".venv", ".venv/*", "*/.venv/*", "*__pycache__*", "*.pyc", "*.pyo",
@@ -113,22 +116,23 @@ def check_repo_id(repo_id: str) -> str:
 # dataset folders
 # ---------------------------------------------------------------------------------------------
 def read_card(folder: Path, what: str = "dataset card (README.md with a YAML header)") -> tuple[dict[str, Any] | None, list[str]]:
-    """The card's YAML header as a dict (None when unusable) and the problems found."""
+    """The card's YAML header as a dict (None when unusable) and the problems found. The header is
+    read by :func:`vlprobe.dataset_folder.read_card_metadata` (huggingface_hub's card parser)."""
+    from .dataset_folder import read_card_metadata
+
     card = folder / CARD_FILE
     if not card.is_file():
         return None, [f"{card}: no {what} in the folder"]
-    text = card.read_text(encoding="utf-8")
-    if not text.startswith("---"):
+    if not card.read_text(encoding="utf-8").startswith("---"):
         return None, [f"{card}: the card has no YAML header (it must start with a '---' line)"]
-    parts = text.split("\n---", 1)
-    if len(parts) != 2:
-        return None, [f"{card}: the YAML header is not closed by a '---' line"]
     try:
-        meta = yaml.safe_load(parts[0][3:]) or {}
+        meta = read_card_metadata(folder)
     except yaml.YAMLError as err:
         return None, [f"{card}: the YAML header does not parse: {err}"]
-    if not isinstance(meta, dict):
+    except ValueError:
         return None, [f"{card}: the YAML header is not a mapping"]
+    if not meta:
+        return None, [f"{card}: the YAML header is empty or not closed by a '---' line"]
     return meta, []
 
 
@@ -172,6 +176,19 @@ def _declared_features(meta: Mapping[str, Any]) -> dict[str, Any]:
         for e in entries
         if isinstance(e, Mapping)
     }
+
+
+def _features_from_yaml(name: str, features_yaml: Any):
+    """The ``datasets.Features`` a card's ``dataset_info`` entry declares, read as datasets reads a card."""
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
+    infos = DatasetInfosDict.from_dataset_card_data(
+        DatasetCardData(dataset_info=[{"config_name": name, "features": features_yaml}]))
+    features = infos[name].features
+    if features is None:
+        raise ValueError("no features")
+    return features
 
 
 def _parquet_features(path: Path):
@@ -330,7 +347,7 @@ def _check_config_files(folder: Path, name: str, files: list[Path], declared_yam
         problems.append(f"config {name!r}: no features declared in the card's dataset_info (add an entry with config_name {name!r} and its features)")
     else:
         try:
-            declared = datasets.Features._from_yaml_list(declared_yaml)
+            declared = _features_from_yaml(name, declared_yaml)
         except Exception as err:  # the YAML may be malformed in many ways
             problems.append(f"config {name!r}: dataset_info features do not parse: {type(err).__name__}: {err}")
     for f in files:
@@ -408,7 +425,7 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
     with tempfile.TemporaryDirectory(prefix="vlprobe-check-") as cache:
         for name in configs:
             try:
-                with _quiet():
+                with progress_bars_off():
                     dsd = datasets.load_dataset(str(folder), name, cache_dir=cache)
             except Exception as err:  # anything load_dataset raises is a reason to refuse
                 problems.append(f"config {name!r}: load_dataset({str(folder)!r}, {name!r}) fails: {type(err).__name__}: {_first_line(err)}")
@@ -444,18 +461,12 @@ def _check_rows(spec, ds, config: str, split: str) -> list[str]:
     return []
 
 
-@contextlib.contextmanager
-def _quiet():
-    """Silence datasets' progress bars while checking."""
-    import datasets
+def progress_bars_off():
+    """datasets' progress bars off for a block (:func:`vlprobe.dataset_folder.progress_bars_off`,
+    imported on use so that importing this module does not import datasets)."""
+    from .dataset_folder import progress_bars_off as off
 
-    enabled = datasets.utils.logging.is_progress_bar_enabled()
-    datasets.utils.logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            datasets.utils.logging.enable_progress_bar()
+    return off()
 
 
 def _first_line(err: BaseException) -> str:
@@ -559,10 +570,9 @@ def _folder_files(folder: Path, ignore: Iterable[str]) -> list[str]:
     """Relative posix paths under ``folder`` that upload_folder would send with these ignore
     patterns (it adds huggingface_hub's own: .git, .cache/huggingface)."""
     from huggingface_hub.utils import filter_repo_objects
-    from huggingface_hub.utils._paths import DEFAULT_IGNORE_PATTERNS
 
     rels = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    return list(filter_repo_objects(rels, ignore_patterns=list(ignore) + DEFAULT_IGNORE_PATTERNS))
+    return list(filter_repo_objects(rels, ignore_patterns=list(ignore) + UPLOAD_IGNORED))
 
 
 def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
@@ -647,7 +657,7 @@ def check_metric_module(module_file: Path, notes: list[str] | None = None) -> li
     import evaluate
 
     try:
-        with _quiet():
+        with progress_bars_off():
             metric = evaluate.load(str(module_file))
     except Exception as err:
         return [f"{module_file}: evaluate.load fails: {type(err).__name__}: {_first_line(err)}"]
@@ -667,7 +677,7 @@ def check_metric_module(module_file: Path, notes: list[str] | None = None) -> li
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     from unittest import mock
 
-    with mock.patch.object(evaluate, "load", local_load), _quiet():
+    with mock.patch.object(evaluate, "load", local_load), progress_bars_off():
         for test in tests:
             runner.run(test, out=out.write)
     # runner.failures / runner.tries rather than summarize(), which prints to stdout

@@ -24,4 +24,10 @@ def write(folder: str | Path, template: str, metadata: Mapping[str, Any], **valu
     path.parent.mkdir(parents=True, exist_ok=True)
     text = str(render(template, metadata, **values)).rstrip() + "\n"
     path.write_text(text, encoding="utf-8")
+    from .. import dataset_folder
+
+    # as dataset_folder.write_card does, where that version records the build's data files
+    record = getattr(dataset_folder, "record_data_files", None)
+    if record is not None:
+        record(folder)
     return path

@@ -82,7 +82,7 @@ def build_folder(
     """Build (or add one config to) the dataset folder ``out``; returns ``out``."""
     import datasets
 
-    from ..dataset_folder import ConfigDecl, card_metadata, read_card_metadata, write_card, write_split
+    from ..dataset_folder import ConfigDecl, card_metadata, progress_bars_off, read_card_metadata, write_card, write_split
     from ..spec import SPEC_FILE, ItemSpec
 
     source, out = Path(source), Path(out)
@@ -140,14 +140,13 @@ def build_folder(
             rec[col] = embedded if isinstance(value, list) else embedded[0]
         records.append(rec)
 
-    from ..publish import _quiet  # no progress bars for a few rows
-
-    with _quiet():
+    with progress_bars_off():  # no progress bars for a few rows
         features = _features(records, image_cols)
         ds = datasets.Dataset.from_list(records, features=features)
-        # Every row must become an item before anything is written.
+        # Every row must become an item before anything is written, each with its own id.
         decoded = ds.cast(_undecoded(features))
-        list(spec.for_config(config).iter_items(decoded, config=config))
+        items = list(spec.for_config(config).iter_items(decoded, config=config))
+    _refuse_duplicate_ids([item.id for item in items], table)
 
     out.mkdir(parents=True, exist_ok=True)
     existing = read_card_metadata(out) if (out / "README.md").is_file() else {}
@@ -156,7 +155,7 @@ def build_folder(
             f"{out}/README.md says license {existing['license']!r}, this build says {license!r}; "
             "one dataset repo has one licence"
         )
-    with _quiet():
+    with progress_bars_off():
         write_split(out, config, split, ds)
     meta = _merge_card(existing, ConfigDecl(config, features, (split,), default=True), make_default,
                        license=license, pretty_name=pretty_name or existing.get("pretty_name") or out.resolve().name,
@@ -164,6 +163,25 @@ def build_folder(
     _write_spec(out / SPEC_FILE, spec_text, spec, config)
     write_card(out, meta, _card_body(meta, description, table.name, (out / SPEC_FILE).read_text(encoding="utf-8")))
     return out
+
+
+def _refuse_duplicate_ids(ids: list[str], table: Path) -> None:
+    """Per-item scores are keyed by the row id: two rows with one id would overwrite each other."""
+    from collections import Counter
+
+    from ..errors import DatasetError
+
+    repeated = {i: n for i, n in Counter(ids).items() if n > 1}
+    if repeated:
+        rows: dict[str, list[int]] = {}
+        for k, i in enumerate(ids):
+            if i in repeated:
+                rows.setdefault(i, []).append(k + 1)
+        shown = "; ".join(f"{i!r} (rows {', '.join(map(str, r[:5]))}{', ...' if len(r) > 5 else ''})"
+                          for i, r in list(rows.items())[:5])
+        more = f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""
+        raise DatasetError(f"{table}: {len(repeated)} row id(s) used more than once: {shown}{more}; per-item scores "
+                           "are keyed by the id, so give every row its own")
 
 
 def _find_captions(source: Path, captions: str | Path | None) -> Path:

@@ -5,19 +5,30 @@ Layout, as ``push_to_hub`` would make it::
 
     <folder>/README.md                               card: YAML header + prose
     <folder>/vlprobe.yaml                            how rows become items (vlprobe/spec.py)
-    <folder>/data/<config>/<split>-00000-of-00001.parquet
+    <folder>/data/<config>/<split>-00000-of-00001-<sha256 of the file, 16 hex>.parquet
+    <folder>/.huggingface.yaml                       the card's configs, naming this build's files
 
 The YAML leaves out split sizes on purpose: they depend on the build size, and the card is
 committed while the parquet is built. ``load_dataset(<folder>, <config>)`` then works offline,
 and with datasets 3.x too, because the declared features take precedence over the parquet's
 own schema metadata.
+
+A rebuilt folder loads what was rebuilt. ``datasets`` keys the cache of a local folder by the
+folder's name and its YAML (the card's ``configs`` and ``dataset_info``, merged with
+``.huggingface.yaml`` when present), never by the data files' content, so a folder rebuilt with
+other rows would be read back from the previous build's cache. Hence every shard is named after
+its content (as ``push_to_hub`` once named them, ``train-00000-of-00001-<hash>.parquet``), and
+every write records in ``.huggingface.yaml`` (which ``datasets`` merges over the card) the card's
+configs with each data-file pattern replaced by the files it matches: other rows, other names,
+another cache key; the same rows, the same cache. The committed card keeps its patterns, which
+match any build, and is all the Hub needs (a Hub repo's cache is keyed by its commit).
 """
 
 from __future__ import annotations
 
+import hashlib
 import contextlib
 import os
-
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +43,8 @@ from datasets.table import embed_table_storage
 from huggingface_hub import DatasetCardData
 
 DATA_DIR = "data"
+# datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
+BUILD_RECORD = ".huggingface.yaml"
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,7 @@ def write_card(folder: str | Path, metadata: Mapping[str, Any], body: str) -> Pa
     path = Path(folder) / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_card(metadata, body), encoding="utf-8")
+    record_data_files(folder)
     return path
 
 
@@ -114,15 +128,38 @@ def progress_bars_off() -> Iterator[None]:
 
 def write_split(folder: str | Path, config: str, split: str, dataset: datasets.Dataset) -> Path:
     """Write one split as a single parquet shard, with image bytes embedded (a dataset built
-    from file paths would otherwise store only the paths)."""
+    from file paths would otherwise store only the paths), named after its content."""
     out_dir = Path(folder) / DATA_DIR / config
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in out_dir.glob(f"{split}-*.parquet"):
-        old.unlink()
-    path = out_dir / f"{split}-00000-of-00001.parquet"
+    tmp = out_dir / f".{split}.parquet.part"
     embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
     embedded = embedded.with_format(None)
-    embedded.to_parquet(str(path))
+    try:
+        embedded.to_parquet(str(tmp))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    path = _install_shard(tmp, out_dir, split)
+    record_data_files(folder)
+    return path
+
+
+def shard_name(split: str, path: str | Path) -> str:
+    """``<split>-00000-of-00001-<first 16 hex of the file's sha256>.parquet``."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return f"{split}-00000-of-00001-{h.hexdigest()[:16]}.parquet"
+
+
+def _install_shard(tmp: Path, out_dir: Path, split: str) -> Path:
+    """Move the finished shard ``tmp`` in under its content name, replacing the split's old shards."""
+    path = out_dir / shard_name(split, tmp)
+    for old in out_dir.glob(f"{split}-*.parquet"):
+        if old != path:
+            old.unlink()
+    tmp.replace(path)
     return path
 
 
@@ -137,10 +174,9 @@ def write_split_rows(
     """Stream ``rows`` (dicts matching ``features``; images as ``{"bytes": ..., "path": ...}``)
     into one parquet shard, ``batch_size`` rows per row group, so no more than one batch of image
     bytes is held in memory. The file carries datasets' schema metadata, and appears under its
-    final name only once complete. Returns the path and the number of rows written."""
+    final (content) name only once complete. Returns the path and the number of rows written."""
     out_dir = Path(folder) / DATA_DIR / config
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{split}-00000-of-00001.parquet"
     tmp = out_dir / f".{split}.parquet.part"
     schema = features.arrow_schema
     count = 0
@@ -159,9 +195,8 @@ def write_split_rows(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    for old in out_dir.glob(f"{split}-*.parquet"):
-        old.unlink()
-    tmp.replace(path)
+    path = _install_shard(tmp, out_dir, split)
+    record_data_files(folder)
     return path, count
 
 
@@ -185,18 +220,58 @@ def publish_staged(stage: str | Path, folder: str | Path) -> None:
         target_dir.mkdir(parents=True, exist_ok=True)
         split = shard.name.split("-", 1)[0]
         for old in target_dir.glob(f"{split}-*.parquet"):
-            old.unlink()
+            if old.name != shard.name:
+                old.unlink()
         shard.replace(target_dir / shard.name)
     shutil.rmtree(stage)
+    record_data_files(folder)
+
+
+def record_data_files(folder: str | Path) -> Path | None:
+    """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern
+    replaced by the files it matches now (a pattern that matches nothing is kept, so
+    ``load_dataset`` reports it as it would). ``datasets`` merges this file over the card, so the
+    cache key of ``load_dataset(folder, config)`` changes exactly when the files do (see the
+    module doc). Without a card declaring configs there is nothing to record: returns None."""
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        return None
+    configs = read_card_metadata(folder).get("configs")
+    if not isinstance(configs, list) or not configs:
+        return None
+    resolved = []
+    for entry in configs:
+        entry = dict(entry) if isinstance(entry, Mapping) else entry
+        if isinstance(entry, dict) and isinstance(entry.get("data_files"), list):
+            entry["data_files"] = [_resolve_data_files(folder, f) for f in entry["data_files"]]
+        resolved.append(entry)
+    path = folder / BUILD_RECORD
+    header = ("# Written by vlprobe with every write of this folder's data (vlprobe/dataset_folder.py): the card's\n"
+              "# configs naming the files of this build, so that datasets' cache changes when they do. Do not edit.\n")
+    path.write_text(header + yaml.safe_dump({"configs": resolved}, sort_keys=False, width=120), encoding="utf-8")
+    return path
+
+
+def _resolve_data_files(folder: Path, entry: Any) -> Any:
+    if not isinstance(entry, Mapping) or "path" not in entry:
+        return entry
+    patterns = [entry["path"]] if isinstance(entry["path"], str) else list(entry["path"])
+    files: list[str] = []
+    for pattern in patterns:
+        matched = sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file())
+        files += matched or [pattern]
+    return {**entry, "path": files}
 
 
 def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> datasets.Dataset:
-    """``load_dataset(folder, config, split=split)`` that never reads a stale cache.
+    """``load_dataset(folder, config, split=split)`` that never reads a stale cache, whoever wrote
+    the folder.
 
-    ``datasets`` keys the Arrow cache of a local folder with a card by its config name and card, not
-    by the parquet's content, so a folder rebuilt by ``vlprobe build`` would be read from the
-    previous build's cache. Here the cache lives in a directory named after the data files'
-    paths, sizes and modification times: a rebuild gets a new one, an unchanged folder reuses it.
+    A folder written by vlprobe records its files (:func:`record_data_files`), so plain
+    ``load_dataset`` sees a rebuild too; a folder whose parquet was replaced by hand (same names,
+    no record) would still be read from the previous cache. Here the cache lives in a directory
+    named after the data files' paths, sizes and modification times: new files get a new one, an
+    unchanged folder reuses it.
     """
     import hashlib
     import tempfile

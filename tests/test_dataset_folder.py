@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import datasets
+import pytest
 
 from vlprobe.commands.evaluate import _configs
 from vlprobe.dataset_folder import (
@@ -62,6 +63,18 @@ def test_plain_load_dataset_sees_a_rebuild(tmp_path, monkeypatch):
     _build(folder, {"id": ["a", "b"], "text": ["second build", "more"]}, names=("one", "two"))
     assert sorted(p.name for p in (folder / "data" / "one").iterdir()) == shards
     assert datasets.load_dataset("ds", "one", split="test").cache_files == again.cache_files
+
+
+def test_a_folder_with_some_configs_built_loads_those(tmp_path, monkeypatch):
+    # `vlprobe build travlr --configs quantifiers`: the default config has no files
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "part"
+    configs = [ConfigDecl(n, FEATURES, ("test",), default=(n == "one")) for n in ("one", "two")]
+    write_card(folder, card_metadata(configs, license="mit"), "# t")
+    write_split(folder, "two", "test", datasets.Dataset.from_dict({"id": ["a"], "text": ["two"]}, features=FEATURES))
+    assert datasets.load_dataset("part", "two", split="test")["text"] == ["two"]
+    with pytest.raises(ValueError, match="'one' not found"):
+        datasets.load_dataset("part", "one", split="test")
 
 
 def test_staged_builds_are_recorded_too(tmp_path, monkeypatch):

@@ -232,19 +232,27 @@ def record_data_files(folder: str | Path) -> Path | None:
     replaced by the files it matches now (a pattern that matches nothing is kept, so
     ``load_dataset`` reports it as it would). ``datasets`` merges this file over the card, so the
     cache key of ``load_dataset(folder, config)`` changes exactly when the files do (see the
-    module doc). Without a card declaring configs there is nothing to record: returns None."""
+    module doc). Configs with no file at all are left out while any config has files, so a
+    folder built with some configs (``--configs``) loads those. Without a card declaring configs
+    there is nothing to record: returns None."""
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         return None
     configs = read_card_metadata(folder).get("configs")
     if not isinstance(configs, list) or not configs:
         return None
-    resolved = []
+    resolved, built = [], []
     for entry in configs:
         entry = dict(entry) if isinstance(entry, Mapping) else entry
         if isinstance(entry, dict) and isinstance(entry.get("data_files"), list):
-            entry["data_files"] = [_resolve_data_files(folder, f) for f in entry["data_files"]]
+            pairs = [_resolve_data_files(folder, f) for f in entry["data_files"]]
+            entry["data_files"] = [f for f, _ in pairs]
+            if any(found for _, found in pairs):
+                built.append(entry)
+        else:
+            built.append(entry)
         resolved.append(entry)
+    resolved = built or resolved
     path = folder / BUILD_RECORD
     header = ("# Written by vlprobe with every write of this folder's data (vlprobe/dataset_folder.py): the card's\n"
               "# configs naming the files of this build, so that datasets' cache changes when they do. Do not edit.\n")
@@ -252,15 +260,18 @@ def record_data_files(folder: str | Path) -> Path | None:
     return path
 
 
-def _resolve_data_files(folder: Path, entry: Any) -> Any:
+def _resolve_data_files(folder: Path, entry: Any) -> tuple[Any, bool]:
+    """(``entry`` with its patterns replaced by the files they match, whether any file matched)."""
     if not isinstance(entry, Mapping) or "path" not in entry:
-        return entry
+        return entry, True
     patterns = [entry["path"]] if isinstance(entry["path"], str) else list(entry["path"])
     files: list[str] = []
+    found = False
     for pattern in patterns:
         matched = sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file())
         files += matched or [pattern]
-    return {**entry, "path": files}
+        found = found or bool(matched)
+    return {**entry, "path": files}, found
 
 
 def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> datasets.Dataset:

@@ -82,8 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "10000/10000/20000), paper32k 32000/10000/10000/20000 for every task")
     p.add_argument("--split-sizes", default=None, metavar="SPLIT=N,...",
                    help="override some split sizes, e.g. train=1000,test_ood=500")
-    p.add_argument("--configs", default="all", help=f"comma-separated subset of {', '.join(gen.TASKS)} (default: all); "
-                        "load_dataset needs the default config, spatiality, built too")
+    p.add_argument("--configs", default="all", help=f"comma-separated subset of {', '.join(gen.TASKS)} (default: all)")
     p.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
     p.add_argument("--workers", type=int, default=1, help="rendering processes (default 1; 2+ for --size paper)")
 

@@ -375,6 +375,7 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
                             "spec": spec.source, "modality": s.modality})
     if n == 0:
         raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
+    config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids
     # The first row as an item: the spec works, and the item shape is known before any model loads.
     _, first = next(src.row_batches(1))
     src.shape = src.items(0, first, s.modality)[0].shape
@@ -601,32 +602,29 @@ def summarize(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """The summary block as text lines under the table ("" when empty)."""
+    """The papers' aggregates as text under the table ("" when there are none): per benchmark its
+    source, one line per row (config or aggregate, split, headline values with CIs), its notes."""
     from .results import pct
 
-    if not summary:
-        return ""
-    lines = ["", "", "papers' aggregates:"]
-    for bench, block in summary.items():
-        lines.append(f"  {bench}:")
-        for key, value in _flat(block):
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                shown = pct(value) if -1e-9 <= float(value) <= 1 + 1e-9 and "n_" not in key else str(value)
-            else:
-                shown = str(value)
-            lines.append(f"    {key}: {shown}")
-    return "\n".join(lines)
-
-
-def _flat(block: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    if isinstance(block, Mapping):
-        for k, v in block.items():
-            yield from _flat(v, f"{prefix}{k}" if not prefix else f"{prefix} / {k}")
-    elif isinstance(block, list) and all(isinstance(v, Mapping) for v in block):
-        for i, v in enumerate(block):
-            yield from _flat(v, f"{prefix}[{i}]")
-    else:
-        yield prefix, block
+    lines: list[str] = []
+    for bench, block in (summary or {}).items():
+        rows = block.get("rows") or []
+        if not rows:
+            continue
+        source = f" ({block['source']})" if block.get("source") else ""
+        lines += ["", f"{bench}: the paper's aggregates{source}"]
+        for row in rows:
+            name = f"{row.get('label') or row.get('config')}/{row.get('split')}"
+            cis = row.get("ci") or {}
+            cells = []
+            for key, value in (row.get("values") or {}).items():
+                ci = cis.get(key)
+                cells.append(f"{key} {pct(value)}" + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci else ""))
+            extra = f"  ({row['framing']})" if row.get("framing") else ""
+            n = f"  n={row['n_items']}" if row.get("n_items") is not None else ""
+            lines.append(f"  {name:<32} " + "  ".join(cells) + n + extra)
+        lines += [f"  note: {note}" for note in block.get("notes") or []]
+    return ("\n" + "\n".join(lines)) if lines else ""
 
 
 # ---- scoring, streamed --------------------------------------------------------------------------
@@ -701,6 +699,7 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
         # No cache asked for, but several chunks: a throw-away one carries inputs across chunks.
         temp = tempfile.TemporaryDirectory(prefix="vlprobe-chunk-cache-")
         cache = ScoreCache(temp.name, scorer.cache_key())
+        cache.temporary = True  # an interrupted run cannot resume from it (EngineInterrupted says so)
     engine = Engine(scorer, batch_size=s.batch_size, num_workers=workers, cache=cache,
                     progress=progress and total <= s.chunk_size)
     bar = None
@@ -915,7 +914,8 @@ def evaluate(
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
     say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
     s_model = Settings(**{**s.__dict__, "device": device_})
-    scorer = load_model(model, processor, family, revision, s_model)
+    with _quiet_transformers(not progress):
+        scorer = load_model(model, processor, family, revision, s_model)
     _check_shapes(sources, scorer)
 
     cpus = os.cpu_count() or 1
@@ -948,6 +948,27 @@ def evaluate(
     if out is not None:
         result.save(out)
     return result
+
+
+class _quiet_transformers:
+    """No "Loading weights" bars from transformers inside, when ``quiet``."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.was = False
+
+    def __enter__(self) -> None:
+        if self.quiet:
+            from transformers.utils import logging as hf_logging
+
+            self.was = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.quiet and self.was:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.enable_progress_bar()
 
 
 def _dataset_label(dataset: Any, name: str | None) -> str:

@@ -179,6 +179,7 @@ def result_entries(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
             "dataset": u.dataset,
             "config": u.config,
             "split": u.split,
+            "shape": list(u.shape) if u.shape else None,
             "data": u.data,
             "metrics": u.metrics,
         }

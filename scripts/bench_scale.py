@@ -1,0 +1,229 @@
+"""Does memory stay flat as a dataset grows? ``vlprobe.evaluate`` on 10k, 30k and 60k rows.
+
+It builds a TraVLR-shaped dataset folder (one config, a ``test`` split; columns id, image, caption,
+query, foil_query, label, subtype; the TraVLR spec: 1 image x 2 texts, the query and its foil) at
+each size, then scores each folder in a fresh process with the shipped model (``models/mini-clip``)
+and prints rows, wall time, rows/s and peak memory:
+
+* ``peak RSS``: the process's high-water resident set (``ru_maxrss``): what ``top`` shows at its
+  worst, including the pages of the memory-mapped Arrow files that were read (file-backed: the
+  kernel can drop them at will);
+* ``peak anon``: the highest anonymous (heap) resident memory seen by a sampler every 0.1 s
+  (``RssAnon`` in ``/proc/self/status``): what the run really holds.
+
+The images: a pool of 500 x 500 PNG scenes (TraVLR's canvas size; coloured shapes on white), each
+row's copy made unique by a PNG ``tEXt`` chunk with its id, so every row is a distinct image to the
+engine (hashed, decoded, preprocessed and encoded once each) while building stays fast. Texts
+are drawn from TraVLR-like templates (a few thousand unique ones, repeated as in TraVLR).
+
+Each run uses a fresh score cache (everything is computed, cache writes included). Usage::
+
+    nice .venv/bin/python scripts/bench_scale.py [--sizes 10000,30000,60000] [--bootstrap 0]
+        [--chunk-size 2000] [--work /tmp/vlprobe-bench-scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+COLOURS = {"red": (220, 40, 40), "blue": (40, 80, 220), "green": (40, 170, 60), "yellow": (230, 200, 30),
+           "purple": (140, 60, 180), "orange": (240, 140, 30), "grey": (128, 128, 128)}
+SHAPES = ("circle", "square", "triangle", "pentagon", "hexagon", "star", "cross")
+RELATIONS = ("left of", "right of", "above", "below")
+SPEC = """# TraVLR's query-vs-foil framing (as travlr/vlprobe.yaml)
+id: id
+images: [image]
+texts: [query, foil_query]
+gold: {column: label, map: {true: [[1, 0]], false: [[0, 1]]}}
+tags: [subtype, label]
+context: caption
+"""
+
+
+# ---- building ---------------------------------------------------------------------------------------
+
+def _scene_png(rng: random.Random, size: int = 500) -> bytes:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (size, size), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    cell = size // 6
+    for _ in range(rng.randint(2, 5)):
+        r, c = rng.randrange(6), rng.randrange(6)
+        x, y, d = c * cell + cell // 4, r * cell + cell // 4, cell // 2
+        colour = rng.choice(list(COLOURS.values()))
+        if rng.random() < 0.5:
+            draw.ellipse([x, y, x + d, y + d], fill=colour)
+        else:
+            draw.rectangle([x, y, x + d, y + d], fill=colour)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+def _unique(png: bytes, row_id: str) -> bytes:
+    """The same image with a tEXt chunk naming the row inserted before IEND: other bytes, same pixels."""
+    data = b"vlprobe-row\x00" + row_id.encode()
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+    return png[:-12] + chunk + png[-12:]
+
+
+def _rows(n: int, seed: int = 0, pool_size: int = 500):
+    rng = random.Random(seed)
+    pool = [_scene_png(rng) for _ in range(pool_size)]
+    for i in range(n):
+        a, b = rng.sample(list(COLOURS), 2)
+        s1, s2 = rng.sample(SHAPES, 2)
+        rel = rng.choice(RELATIONS)
+        other = RELATIONS[RELATIONS.index(rel) ^ 1]
+        label = rng.random() < 0.5
+        row_id = f"r{i:06d}"
+        yield {
+            "id": row_id,
+            "image": {"bytes": _unique(pool[rng.randrange(pool_size)], row_id), "path": None},
+            "caption": f"There is a {a} {s1} and a {b} {s2}.",
+            "query": f"The {a} {s1} is {rel} the {b} {s2}.",
+            "foil_query": f"The {a} {s1} is {other} the {b} {s2}.",
+            "label": label,
+            "subtype": "horizontal" if rel in RELATIONS[:2] else "vertical",
+        }
+
+
+def build(folder: Path, n: int, seed: int = 0) -> float:
+    """A dataset folder with ``n`` test rows; returns the seconds it took."""
+    import datasets
+
+    from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
+
+    start = time.perf_counter()
+    if folder.exists():
+        shutil.rmtree(folder)
+    features = datasets.Features({
+        "id": datasets.Value("string"), "image": datasets.Image(), "caption": datasets.Value("string"),
+        "query": datasets.Value("string"), "foil_query": datasets.Value("string"), "label": datasets.Value("bool"),
+        "subtype": datasets.Value("string"),
+    })
+    decl = ConfigDecl("spatiality", features, splits=("test",), default=True)
+    write_card(folder, card_metadata([decl], license="cc0-1.0", pretty_name="bench_scale"),
+               f"# bench_scale\n\n{n} TraVLR-shaped rows for scripts/bench_scale.py.")
+    write_split_rows(folder, "spatiality", "test", _rows(n, seed), features, batch_size=500)
+    (folder / "vlprobe.yaml").write_text(SPEC, encoding="utf-8")
+    return time.perf_counter() - start
+
+
+# ---- measuring (in a fresh process per size) --------------------------------------------------------
+
+def _status() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
+                out[key] = int(value.split()[0])  # kB
+    return out
+
+
+def child(folder: str, model: str, bootstrap: int, chunk_size: int) -> None:
+    peak = {"RssAnon": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            try:
+                peak["RssAnon"] = max(peak["RssAnon"], _status().get("RssAnon", 0))
+            except OSError:
+                pass
+            done.wait(0.1)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    import vlprobe
+
+    cache = tempfile.mkdtemp(prefix="vlprobe-bench-scale-cache-")
+    start = time.perf_counter()
+    try:
+        res = vlprobe.evaluate(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=cache, progress=False,
+                               chunk_size=chunk_size)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    seconds = time.perf_counter() - start
+    done.set()
+    thread.join()
+    split = res.splits[0]
+    print(json.dumps({
+        "rows": len(split.items), "seconds": seconds, "acc_r": split.metrics.get("acc_r"),
+        "cpu_seconds": sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                           for f in ("ru_utime", "ru_stime")),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_anon_mb": peak["RssAnon"] / 1024,
+        "children_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "engine": res.provenance["engine"],
+    }))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,30000,60000")
+    ap.add_argument("--model", default=str(REPO / "models" / "mini-clip"))
+    ap.add_argument("--bootstrap", type=int, default=0)
+    ap.add_argument("--chunk-size", type=int, default=2000)
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "vlprobe-bench-scale"))
+    ap.add_argument("--keep", action="store_true", help="keep the built folders")
+    ap.add_argument("--child", nargs=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], args.model, args.bootstrap, args.chunk_size)
+        return
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"model {args.model}, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
+          f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    print(f"{'rows':>7} {'build s':>8} {'wall s':>8} {'CPU s':>8} {'rows/s':>8} {'peak RSS MB':>12} "
+          f"{'peak anon MB':>13} {'acc_r':>6}")
+    results = []
+    for n in sizes:
+        folder = work / f"travlr_like_{n}"
+        built = build(folder, n)
+        tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.dataset_folder.load_folder_split) goes here
+        tmp.mkdir(exist_ok=True)
+        env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp))
+        proc = subprocess.run([sys.executable, __file__, "--child", str(folder), "--model", args.model,
+                               "--bootstrap", str(args.bootstrap), "--chunk-size", str(args.chunk_size)],
+                              capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            sys.exit(f"the run on {n} rows failed:\n{proc.stderr[-3000:]}")
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        results.append(r)
+        print(f"{r['rows']:>7} {built:>8.1f} {r['seconds']:>8.1f} {r['cpu_seconds']:>8.1f} {r['rows'] / r['seconds']:>8.1f} "
+              f"{r['peak_rss_mb']:>12.0f} {r['peak_anon_mb']:>13.0f} {r['acc_r']:>6.3f}", flush=True)
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+    if len(results) > 1:
+        first, last = results[0], results[-1]
+        print(f"\npeak RSS {last['rows']} / {first['rows']} rows: {last['peak_rss_mb'] / first['peak_rss_mb']:.2f}x; "
+              f"peak anon: {last['peak_anon_mb'] / first['peak_anon_mb']:.2f}x; time per row: "
+              f"{(last['seconds'] / last['rows']) / (first['seconds'] / first['rows']):.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -16,7 +16,7 @@ import pytest
 from vlprobe.cache import ScoreCache
 from vlprobe.engine import Engine, score_items
 
-from test_engine_helpers import ToyDual, ToyPair, toy_items
+from helpers_engine import ToyDual, ToyPair, toy_items
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,7 +28,7 @@ state = PartialState(cpu=True)  # gloo on CPU
 import numpy as np
 from vlprobe.cache import ScoreCache
 from vlprobe.engine import Engine
-from test_engine_helpers import ToyDual, ToyPair, toy_items
+from helpers_engine import ToyDual, ToyPair, toy_items
 items = toy_items(40, n_colors=12)
 out = {{}}
 for name, scorer in (("dual", ToyDual("toy")), ("pair", ToyPair("toy"))):

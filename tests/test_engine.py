@@ -19,7 +19,7 @@ from vlprobe.engine import Engine, EngineOutOfMemory, score_items
 from vlprobe.images import ImageError, content_hash, to_pil
 from vlprobe.items import Item
 
-from test_engine_helpers import ToyDual, ToyPair, ToyTextOnly, png, toy_items, winoground_items
+from helpers_engine import ToyDual, ToyPair, ToyTextOnly, png, toy_items, winoground_items
 
 HERE = Path(__file__).resolve().parent
 
@@ -126,7 +126,7 @@ _RUN = """
 import sys; sys.path.insert(0, {tests!r})
 from vlprobe.cache import ScoreCache
 from vlprobe.engine import Engine
-from test_engine_helpers import ToyDual, toy_items
+from helpers_engine import ToyDual, toy_items
 scorer = ToyDual("toy")
 with ScoreCache({cache!r}, scorer.cache_key()) as cache:
     Engine(scorer, batch_size=3, cache=cache, progress=False).score(toy_items(40, n_colors=12))

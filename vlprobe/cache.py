@@ -5,9 +5,10 @@ Layout::
     <cache_dir>/<model-slug>-<key hash>/key.json          the scorer's cache_key(), for humans
     <cache_dir>/<model-slug>-<key hash>/part-<rank>.sqlite one SQLite file per writing process
 
-The directory is chosen by the scorer's :meth:`~vlprobe.scorers.base.Scorer.cache_key` (model id,
-resolved revision, family, dtype, preprocessing), so a different model, revision, precision or
-preprocessing never reads another's numbers. Inside, entries are keyed by content:
+The directory is chosen by the scorer's :meth:`~vlprobe.scorers.base.Scorer.cache_key` (what the
+model *is*: a local folder's content digest or a Hub model's resolved commit, family, dtype,
+preprocessing), so a different or retrained model, revision, precision or preprocessing never
+reads another's numbers. Inside, entries are keyed by content:
 
 * ``i:<sha256 of the image bytes>``: an image embedding (DualScorer);
 * ``t:<sha256 of the text>``: a text embedding (DualScorer);
@@ -16,9 +17,17 @@ preprocessing never reads another's numbers. Inside, entries are keyed by conten
 
 Values are raw float32 bytes. Why SQLite in WAL mode: every batch is committed in one transaction,
 so a process killed at any instant leaves only whole batches behind (no torn records to repair),
-readers never block the writer, and it needs nothing outside the standard library. Each process of
-a multi-process run writes its own ``part-<rank>.sqlite`` (no cross-process write locks; works
-on per-node disks); reads look at every part in the directory.
+readers never block the writer, several processes can share one file (SQLite's own locking), and
+it needs nothing outside the standard library. Each process of a multi-process run writes its own
+``part-<rank>.sqlite`` (works on per-node disks); reads look at every part in the directory.
+
+**A run never fails because of its cache.** On open, SQLite's own integrity check
+(``PRAGMA quick_check``) runs on this process's part; a damaged file (garbage, truncated, a
+damaged page), or one that raises a corruption error later while reading or writing, is moved
+aside to ``<name>.damaged-<time>-<pid>`` with a one-line warning naming where it went, and the run
+goes on with a fresh file. A cache that cannot be written (a read-only folder, ``--cache-dir``
+naming a file, a full disk) turns into no cache, with one warning: ``enabled`` is then False,
+:meth:`get_many` finds nothing and :meth:`put_many` keeps nothing.
 """
 
 from __future__ import annotations
@@ -28,12 +37,15 @@ import json
 import os
 import re
 import sqlite3
+import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
+_CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
 
 def default_cache_dir() -> Path:
@@ -58,40 +70,182 @@ def _slug(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(model_id).strip("/"))[-60:] or "model"
 
 
+def warn(message: str) -> None:
+    """One line on stderr: the cache's warnings never stop a run."""
+    print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
+
+
+def is_corrupt(err: BaseException) -> bool:
+    """Whether a sqlite3 error says the file itself is damaged (not locked, read-only or full)."""
+    name = getattr(err, "sqlite_errorname", None)
+    if name:
+        return name in _CORRUPT
+    text = str(err).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+class _Damaged(Exception):
+    """quick_check found problems in a file that still opens."""
+
+
 class ScoreCache:
     """Content-addressed float32 vectors for one scorer, persisted in SQLite (see module doc)."""
 
     def __init__(self, root: str | os.PathLike, scorer_key: Mapping[str, Any], *, rank: int = 0) -> None:
         self.key = dict(scorer_key)
         digest = key_digest(self.key)
-        self.dir = Path(root) / f"{_slug(self.key.get('model_id', 'model'))}-{digest[:16]}"
-        self.dir.mkdir(parents=True, exist_ok=True)
-        key_file = self.dir / "key.json"
-        if not key_file.exists():
-            tmp = key_file.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(self.key, indent=2, sort_keys=True, default=str), encoding="utf-8")
-            os.replace(tmp, key_file)
+        self.root = Path(root)
+        name = self.key.get("model_id") or self.key.get("model_name") or "model"
+        self.dir = self.root / f"{_slug(name)}-{digest[:16]}"
         self.path = self.dir / f"part-{rank}.sqlite"
-        self._db = self._connect(self.path)
-        self._db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
-        self._db.commit()
         self.writes = 0
+        self.moved_aside: list[Path] = []  # damaged files this process moved out of the way
+        self.disabled_reason: str | None = None
+        self.temporary = False  # a throw-away cache (deleted after the run): nothing to resume from
+        self._db: sqlite3.Connection | None = None
+        self._others: dict[Path, sqlite3.Connection] = {}  # other processes' parts, opened for reading
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            key_file = self.dir / "key.json"
+            if not key_file.exists():
+                tmp = key_file.with_suffix(f".tmp{os.getpid()}")
+                tmp.write_text(json.dumps(self.key, indent=2, sort_keys=True, default=str), encoding="utf-8")
+                os.replace(tmp, key_file)
+            self._db = self._open_own()
+        except (OSError, sqlite3.Error) as err:
+            why = _reason(err)
+            if self.root.exists() and not self.root.is_dir():
+                why = "it is a file, not a folder"
+            self._disable(f"cannot write the score cache in {self.root} ({why})")
 
+    # -- state ------------------------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        """False when the cache could not be used: nothing is read or kept."""
+        return self._db is not None
+
+    def _disable(self, what: str) -> None:
+        if self.disabled_reason is None:
+            warn(f"{what}; running without a cache: scores computed from now on are not saved for a rerun")
+        self.disabled_reason = what
+        self._close_all()
+
+    # -- opening, checking, moving aside -----------------------------------------------------------
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode: a committed batch survives a killed process (not a power cut, which
-        # would only lose the last batches: they are then recomputed, never corrupted).
-        db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a committed batch survives a killed process (not a power cut, which
+            # would only lose the last batches: they are then recomputed, never corrupted).
+            db.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            db.close()
+            raise
         return db
 
+    def _open_own(self) -> sqlite3.Connection:
+        """This process's part, integrity-checked; a damaged one is moved aside for a fresh one."""
+        for attempt in range(3):
+            before = _inode(self.path)
+            db = None
+            try:
+                db = self._connect(self.path)
+                problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
+                if problems != ["ok"]:
+                    raise _Damaged("; ".join(problems[:2]) + (f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""))
+                db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+                return db
+            except (_Damaged, sqlite3.DatabaseError) as err:
+                if db is not None:
+                    db.close()
+                if not isinstance(err, _Damaged) and not is_corrupt(err):
+                    raise
+                if attempt == 2:
+                    raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside: {err}") from None
+                self._move_aside(self.path, _reason(err), expected_inode=before)
+        raise AssertionError("unreachable")
+
+    def _move_aside(self, path: Path, why: str, expected_inode: int | None = None) -> None:
+        if expected_inode is not None and _inode(path) != expected_inode:
+            return  # another process already replaced it with a fresh file
+        stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        aside = path.with_name(f"{path.name}.damaged-{stamp}")
+        os.replace(path, aside)
+        for suffix in ("-wal", "-shm"):
+            extra = path.with_name(path.name + suffix)
+            try:
+                if suffix == "-wal":
+                    os.replace(extra, aside.with_name(aside.name + suffix))
+                else:
+                    extra.unlink()
+            except FileNotFoundError:
+                pass
+        self.moved_aside.append(aside)
+        warn(f"the score cache file {path} is damaged ({why}); moved it to {aside} and continuing with a "
+             f"fresh cache file (its entries will be computed again)")
+
+    def _recover(self, path: Path, err: BaseException) -> None:
+        """A DatabaseError from ``path`` while reading or writing: move a damaged file aside (and
+        reopen this process's part fresh); anything else about this process's part disables the
+        cache. Never raises."""
+        corrupt = is_corrupt(err)
+        if path == self.path:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            if not corrupt:
+                self._disable(f"the score cache file {path} cannot be used ({_reason(err)})")
+                return
+            try:
+                self._move_aside(path, _reason(err))
+                self._db = self._open_own()
+            except (OSError, sqlite3.Error) as again:
+                self._disable(f"cannot replace the damaged score cache file {path} ({_reason(again)})")
+            return
+        other = self._others.pop(path, None)
+        if other is not None:
+            other.close()
+        if corrupt:
+            try:
+                self._move_aside(path, _reason(err))
+            except OSError:
+                pass  # it cannot be moved: it is simply not read
+
+    def _readers(self) -> list[tuple[Path, sqlite3.Connection]]:
+        """This process's part and every other part in the directory (opened once, kept)."""
+        if self._db is None:
+            return []
+        out = [(self.path, self._db)]
+        try:
+            parts = sorted(self.dir.glob("part-*.sqlite"))
+        except OSError:
+            parts = []
+        for part in parts:
+            if part == self.path:
+                continue
+            db = self._others.get(part)
+            if db is None:
+                try:
+                    db = self._others[part] = self._connect(part)
+                except sqlite3.Error as err:
+                    self._recover(part, err)
+                    continue
+            out.append((part, db))
+        return out
+
+    # -- reading and writing -----------------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors among ``keys``, from every part file in the directory."""
         wanted = list(dict.fromkeys(keys))
         found: dict[str, np.ndarray] = {}
-        for part in sorted(self.dir.glob("part-*.sqlite")):
-            db = self._db if part == self.path else self._connect(part)
+        for part, db in self._readers():
             try:
                 todo = [k for k in wanted if k not in found]
                 for start in range(0, len(todo), _CHUNK):
@@ -99,11 +253,10 @@ class ScoreCache:
                     marks = ",".join("?" * len(chunk))
                     for key, value in db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk):
                         found[key] = np.frombuffer(value, dtype=np.float32).copy()
-            except sqlite3.DatabaseError:
-                continue  # an unreadable part (not SQLite, or from a newer layout): recompute instead
-            finally:
-                if db is not self._db:
-                    db.close()
+            except sqlite3.DatabaseError as err:
+                if part != self.path and not is_corrupt(err):
+                    continue  # another process's part that cannot be read now (locked, new layout)
+                self._recover(part, err)
         return found
 
     def put_many(self, entries: Mapping[str, np.ndarray] | Iterable[tuple[str, np.ndarray]]) -> None:
@@ -112,31 +265,116 @@ class ScoreCache:
         rows = [(k, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items]
         if not rows:
             return
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.executemany("INSERT OR REPLACE INTO entries (key, value) VALUES (?, ?)", rows)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self.writes += len(rows)
+        for _ in range(2):  # a second try on a fresh file when the first finds it damaged
+            db = self._db
+            if db is None:
+                return
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany("INSERT OR REPLACE INTO entries (key, value) VALUES (?, ?)", rows)
+                    db.execute("COMMIT")
+                except BaseException:  # an error, or Ctrl-C: the batch is not half-written
+                    try:
+                        db.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                    raise
+            except sqlite3.DatabaseError as err:
+                self._recover(self.path, err)
+                continue
+            self.writes += len(rows)
+            return
 
     def __len__(self) -> int:
         total = 0
-        for part in self.dir.glob("part-*.sqlite"):
-            db = self._db if part == self.path else self._connect(part)
+        for part, db in self._readers():
             try:
                 total += db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-            finally:
-                if db is not self._db:
-                    db.close()
+            except sqlite3.DatabaseError as err:
+                if part == self.path or is_corrupt(err):
+                    self._recover(part, err)
         return total
 
+    def _close_all(self) -> None:
+        for db in [self._db, *self._others.values()]:
+            if db is not None:
+                try:
+                    db.close()
+                except sqlite3.Error:
+                    pass
+        self._db = None
+        self._others.clear()
+
     def close(self) -> None:
-        self._db.close()
+        self._close_all()
 
     def __enter__(self) -> "ScoreCache":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+# ---- what a local model folder holds -------------------------------------------------------------
+
+# Files that do not change what a model computes: its card, pictures, logs. Everything else at the
+# top of the folder (weights, config, tokenizer, processor, chat template, custom code) is hashed.
+_NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".html", ".log")
+_RACY_S = 2.0  # a file modified this recently may change again within the same mtime tick: rehash next time
+
+
+def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None = None) -> str:
+    """The sha256 of what a local model folder holds: each top-level file's name, size and sha256
+    (hidden files and the card, images and logs left out; symlinks followed, as in a Hub snapshot).
+
+    Hashing gigabytes of weights on every run would be slow, so each file's hash is remembered in
+    a small memo (``<memo_dir>/<hash of the folder's path>.json``, default
+    ``default_cache_dir()/model-digests``) with its size, mtime and inode; a file is read again only
+    when one of those changed. The memo is an optimisation: when it cannot be read or written,
+    every file is hashed."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir()
+                   if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())
+    memo_path = Path(memo_dir) if memo_dir is not None else default_cache_dir() / "model-digests"
+    memo_path = memo_path / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+        if not isinstance(memo, dict):
+            memo = {}
+    except (OSError, ValueError):
+        memo = {}
+    fresh: dict[str, list] = {}
+    total = hashlib.sha256()
+    now = time.time()
+    for path in files:
+        st = path.stat()
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        known = memo.get(path.name)
+        if isinstance(known, list) and len(known) == 4 and known[:3] == stamp and isinstance(known[3], str):
+            digest = known[3]
+        else:
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+            digest = h.hexdigest()
+        if now - st.st_mtime > _RACY_S:
+            fresh[path.name] = [*stamp, digest]
+        total.update(f"{path.name}\0{st.st_size}\0{digest}\n".encode("utf-8"))
+    if fresh != memo:
+        try:
+            memo_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, memo_path)
+        except OSError:
+            pass
+    return total.hexdigest()

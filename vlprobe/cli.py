@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     except (VlprobeError, ValueError, FileNotFoundError) as err:
         print(f"vlprobe {args.command}: error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"vlprobe {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as err:  # the engine's EngineInterrupted says what was kept and how to resume
+        print(f"vlprobe {args.command}: interrupted" + (f"; {err}" if str(err) else ""), file=sys.stderr)
         return 130
 
 

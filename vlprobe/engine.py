@@ -18,6 +18,7 @@ unique text once when ``scorer.uses_images`` is False; those scorers get ``None`
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -32,6 +33,10 @@ from .scorers.base import DualScorer, PairScorer, Scorer
 
 class EngineOutOfMemory(RuntimeError):
     """The device ran out of memory; everything scored before it is in the cache."""
+
+
+class EngineInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during scoring; the message says what was kept and how to resume."""
 
 
 @dataclass
@@ -78,6 +83,35 @@ def _all_gather(obj: Any, world: int) -> list[Any]:
 
 
 # ---- DataLoader pieces (module level so that worker processes can use them) ----------------------
+
+class _FreshBatches:
+    """Batches of row indices (a DataLoader ``batch_sampler``) that ask the cache, just before
+    handing out each batch, which of its keys another process sharing the cache has committed
+    meanwhile: those vectors go to ``found`` and only the rest is computed. With a cache the
+    batches come in a random order per process, so concurrent runs split the work instead of
+    computing the same batches side by side (the numbers do not depend on the order)."""
+
+    def __init__(self, keys: Sequence[str], batch_size: int, cache: ScoreCache | None,
+                 found: dict[str, np.ndarray], rows: Sequence[Any] | None = None) -> None:
+        self.keys, self.cache, self.found, self.rows = keys, cache, found, rows
+        self.batches = [list(range(i, min(i + batch_size, len(keys)))) for i in range(0, len(keys), batch_size)]
+        if cache is not None and len(self.batches) > 1:
+            random.Random().shuffle(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Any:
+        for batch in self.batches:
+            if self.cache is not None:
+                hits = self.cache.get_many([self.keys[i] for i in batch])
+                if hits:
+                    self.found.update(hits)
+                    batch = [i for i in batch if self.keys[i] not in hits]
+                if not batch:
+                    continue
+            yield batch if self.rows is None else [self.rows[i] for i in batch]
+
 
 class _ListDataset:
     def __init__(self, rows: Sequence[Any]) -> None:
@@ -171,16 +205,23 @@ class Engine:
         self.cache = cache
         self.progress = progress
         self.rank, self.world = dist_info()
+        self._reused: dict[str, np.ndarray] = {}  # committed by a concurrent run while this one ran
 
     # -- public -----------------------------------------------------------------------------------
     def score(self, items: Sequence[Item]) -> EngineResult:
         start = time.perf_counter()
-        if isinstance(self.scorer, DualScorer):
-            result = self._score_dual(items)
-        elif isinstance(self.scorer, PairScorer):
-            result = self._score_pairs(items)
-        else:
-            raise TypeError(f"{type(self.scorer).__name__} is neither a DualScorer nor a PairScorer")
+        self._reused = {}
+        try:
+            if isinstance(self.scorer, DualScorer):
+                result = self._score_dual(items)
+            elif isinstance(self.scorer, PairScorer):
+                result = self._score_pairs(items)
+            else:
+                raise TypeError(f"{type(self.scorer).__name__} is neither a DualScorer nor a PairScorer")
+        except KeyboardInterrupt:
+            raise EngineInterrupted(self._interrupted()) from None
+        result.stats["cached_from_concurrent_runs"] = len(self._reused)
+        result.stats["cached"] = result.stats.get("cached", 0) + len(self._reused)
         if self.world > 1:
             # computed_* become totals over all processes; this process's share is kept apart.
             mine = {k: v for k, v in result.stats.items() if k.startswith("computed_")}
@@ -247,7 +288,7 @@ class Engine:
 
     def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
-        batches = [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
+        batches = _FreshBatches([k for k, _ in rows], self.batch_size, self.cache, self._reused, rows=rows)
         for batch in self._bar(batches, len(rows), "texts"):
             emb = self._call(scorer.encode_texts, [t for _, t in batch])
             self._store(out, [k for k, _ in batch], emb)
@@ -368,10 +409,11 @@ class Engine:
         return found, {"cached": len(found)}
 
     def _gather(self, computed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every process's computed vectors (plus those a concurrent run committed meanwhile)."""
         if self.world == 1:
-            return computed
+            return {**self._reused, **computed}
         merged: dict[str, np.ndarray] = {}
-        for part in _all_gather(computed, self.world):
+        for part in _all_gather({**self._reused, **computed}, self.world):
             merged.update(part)
         if self.cache is not None and self.rank == 0:
             # Other processes committed their shards to their own part files; copying them into
@@ -409,12 +451,18 @@ class Engine:
 
         return DataLoader(
             _ListDataset(rows),
-            batch_size=self.batch_size,
-            shuffle=False,
+            batch_sampler=_FreshBatches([r[0] for r in rows], self.batch_size, self.cache, self._reused),
             num_workers=self.num_workers,
             collate_fn=collate,
             persistent_workers=False,
         )
+
+    def _interrupted(self) -> str:
+        cache = self.cache
+        if cache is not None and getattr(cache, "enabled", True) and not getattr(cache, "temporary", False):
+            return (f"everything computed before it is saved in the score cache ({cache.dir}); run the same "
+                    f"command again to resume: nothing saved is computed again")
+        return "nothing was saved (no score cache): a rerun starts from the beginning"
 
     def _bar(self, iterable: Any, total_inputs: int, what: str) -> Any:
         if not self.progress or self.rank != 0:

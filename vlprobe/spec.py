@@ -35,6 +35,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
+from .errors import DatasetError
 from .items import Item, ItemError
 
 SPEC_FILE = "vlprobe.yaml"
@@ -45,6 +46,20 @@ _BUILTIN_DIR = Path(__file__).parent / "specs"
 
 class SpecError(ValueError):
     """A spec file that cannot be used; the message names the file and key."""
+
+
+class DuplicateIdError(DatasetError, ValueError):
+    """Two or more rows of one config/split share an id (per-item scores are keyed by it)."""
+
+
+def _duplicates_message(where: str, column: str, rows_of: Mapping[Any, list[int]]) -> str:
+    dups = {k: v for k, v in rows_of.items() if len(v) > 1}
+    shown = ", ".join(f"{k!r} (rows {', '.join(map(str, v[:4]))}{', ...' if len(v) > 4 else ''})"
+                      for k, v in list(dups.items())[:10])
+    more = f" and {len(dups) - 10} more" if len(dups) > 10 else ""
+    return (f"{where}: {len(dups)} id(s) of column {column!r} occur more than once: {shown}{more}; "
+            f"per-item scores are keyed by the id, so each row needs its own (fix the data, or point "
+            f"the spec's 'id' at a unique column)")
 
 
 @dataclass(frozen=True)
@@ -144,12 +159,47 @@ class ItemSpec:
         except ItemError as err:
             raise ItemError(f"{where}: {err}") from None
 
+    def check_unique_ids(self, rows: Any, limit: int | None = None, where: str = "") -> None:
+        """Refuse rows (a ``datasets.Dataset`` or any iterable of mappings; the first ``limit``)
+        whose id column repeats, naming the ids and their rows (:class:`DuplicateIdError`).
+        A Dataset's id column is read alone, without its images. Nothing to check without an
+        ``id`` column: the row index is the id then."""
+        if not self.id:
+            return
+        if hasattr(rows, "column_names") and hasattr(rows, "select_columns"):
+            if self.id not in rows.column_names:
+                return  # to_item names the missing column
+            n = len(rows) if limit is None else min(limit, len(rows))
+            ids = rows.select_columns([self.id]).select(range(n))[self.id] if n < len(rows) \
+                else rows.select_columns([self.id])[self.id]
+        else:
+            ids = []
+            for index, row in enumerate(rows):
+                if limit is not None and index >= limit:
+                    break
+                ids.append(row.get(self.id) if isinstance(row, Mapping) else None)
+        rows_of: dict[Any, list[int]] = {}
+        for index, value in enumerate(ids):
+            rows_of.setdefault(str(value), []).append(index)
+        if len(rows_of) < len(ids):
+            raise DuplicateIdError(_duplicates_message(where or self.source, self.id, rows_of))
+
     def iter_items(
         self, rows: Iterable[Mapping[str, Any]], config: str = "", modality: str = "image"
     ) -> Iterator[Item]:
+        """Items of ``rows``; duplicate ids are refused (a Dataset before the first item, any other
+        iterable once it is exhausted), naming every repeated id."""
         spec = self.for_config(config)
+        where = f"config {config!r}" if config else spec.source
+        if hasattr(rows, "column_names"):
+            spec.check_unique_ids(rows, where=where)
+        rows_of: dict[str, list[int]] = {}
         for index, row in enumerate(rows):
-            yield spec.to_item(row, index=index, config=config, modality=modality)
+            item = spec.to_item(row, index=index, config=config, modality=modality)
+            rows_of.setdefault(item.id, []).append(index)
+            yield item
+        if spec.id and len(rows_of) < sum(len(v) for v in rows_of.values()):
+            raise DuplicateIdError(_duplicates_message(where, spec.id, rows_of))
 
     def _gather(self, row: Mapping[str, Any], columns: tuple[str, ...], where: str) -> list[Any]:
         out: list[Any] = []
@@ -238,6 +288,3 @@ def find_spec(dataset: str, spec_path: str | None = None) -> ItemSpec:
             f"pass a local folder or --spec FILE"
         ) from None
 
-
-def builtin_specs() -> list[str]:
-    return sorted(p.stem for p in _BUILTIN_DIR.glob("*.yaml"))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
@@ -55,12 +56,14 @@ class Scorer:
     device: str = "cpu"
     dtype: str = "float32"
     preprocessing: dict = field(default_factory=dict)
+    model_sha256: str | None = None  # a local folder's content digest (vlprobe.cache.folder_digest)
 
     def describe(self) -> dict[str, Any]:
         """Provenance for results.json; also the basis of the cache key."""
         return {
             "model_id": self.model_id,
             "revision": self.revision,
+            "model_sha256": self.model_sha256,
             "family": self.family,
             "kind": self.kind,
             "dtype": self.dtype,
@@ -70,9 +73,14 @@ class Scorer:
 
     def cache_key(self) -> dict[str, Any]:
         """What must match for a cached score or embedding to be reused (the device is left out:
-        the same weights and dtype give the same numbers up to kernel noise)."""
+        the same weights and dtype give the same numbers up to kernel noise). A local folder is
+        keyed by its content (``model_sha256``) and its name, not by the path as typed: a model
+        retrained into the same folder, or another model at the same relative path, gets its own
+        entries; a Hub model by its id and resolved commit (``revision``)."""
         d = self.describe()
         d.pop("device", None)
+        if d.get("model_sha256"):
+            d["model_id"] = Path(str(d["model_id"])).expanduser().resolve().name or "model"
         return d
 
 

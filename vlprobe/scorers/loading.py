@@ -14,6 +14,12 @@
   (whatever branch or tag was asked for); ``None`` for a plain local folder, whose path is the
   model id. A wrong-kind model for a named family (e.g. CLIP as ``causal_lm``) is a short
   ValueError, not transformers' list of every supported config.
+* **Identity** (the cache key): a Hub model is its id and resolved commit; a local folder is what
+  it holds, ``model_sha256``, a digest of its weight, config and tokenizer/processor files
+  (:func:`vlprobe.cache.folder_digest`), so a model retrained into the same folder, or another
+  model at the same relative path, never reads the old one's cached scores.
+* **Unknown architecture**: a config naming a model type transformers does not know raises
+  :class:`UnknownArchitectureError` (one line listing vlprobe's families).
 * **Controls**: ``control="blank"|"shuffle"`` records an image control in provenance
   (:mod:`vlprobe.scorers.controls`).
 
@@ -28,6 +34,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import ModelError
 from .base import Scorer, UnknownFamilyError, families, get_family
 
 _DTYPES = {
@@ -39,6 +46,31 @@ _DTYPES = {
 
 class ModelNotFoundError(FileNotFoundError):
     """The model (or its config, weights or processor) cannot be found or downloaded."""
+
+
+class UnknownArchitectureError(UnknownFamilyError, ModelError):
+    """The model's config names a model type (architecture) that transformers does not know."""
+
+
+def _unknown_architecture(model: str) -> UnknownArchitectureError:
+    import json
+
+    import transformers
+
+    model_type, archs = None, []
+    try:
+        cfg = json.loads((Path(model).expanduser() / "config.json").read_text(encoding="utf-8"))
+        model_type, archs = cfg.get("model_type"), cfg.get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        pass
+    fams = "; ".join(f"{f.name}: {f.description}" if f.description else f.name
+                     for f in sorted(families().values(), key=lambda f: f.name))
+    return UnknownArchitectureError(
+        f"cannot load model {model!r}: its config names model_type {model_type!r} (architectures {archs}), which "
+        f"transformers {transformers.__version__} does not know, so no vlprobe scorer family can load it. vlprobe "
+        f"knows these families [{fams}]; --family names one for a model transformers can load (a newer "
+        f"architecture may need a newer transformers)"
+    )
 
 
 def resolve_device(device: str | None = None) -> str:
@@ -128,8 +160,12 @@ def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
             HFValidationError = ()  # type: ignore[assignment]  # noqa: N806
         if HFValidationError and isinstance(err, HFValidationError):  # a malformed id, e.g. "a/b/c"
             raise _not_found(model, err) from None
-        if "Unrecognized model in" in str(err) and Path(model).expanduser().is_dir():  # no config.json
+        if "Unrecognized model in" in str(err) and Path(model).expanduser().is_dir():  # no model_type
+            if (Path(model).expanduser() / "config.json").is_file():
+                raise _unknown_architecture(model) from None
             raise _not_found(model, err) from None
+        if "does not recognize this architecture" in str(err):  # a model_type transformers does not know
+            raise _unknown_architecture(model) from None
         if "Unrecognized configuration class" in str(err):
             config_name = str(err).split("<class '")[-1].split("'>")[0].rsplit(".", 1)[-1]
             raise ValueError(
@@ -215,6 +251,10 @@ def load_scorer(
         trust_remote_code=trust_remote_code, config=config, **kw,
     )
     scorer.revision = resolved_revision(model, config, revision)
+    if Path(model).expanduser().is_dir():
+        from vlprobe.cache import folder_digest
+
+        scorer.model_sha256 = folder_digest(Path(model).expanduser())
     if control:
         from .controls import mark_control
 

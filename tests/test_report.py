@@ -85,3 +85,95 @@ def test_duplicate_labels_are_made_unique(tmp_path):
     a = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
     b = _write(tmp_path / "b", "m", [_unit("valse", "existence", "valse", 1)])
     assert [r.label for r in load_runs([a, b])] == ["m", "m #2"]
+
+
+# ---- the papers' aggregates, one headline rule, and checked inputs -------------------------------
+
+def _valse_all_unit(seed: int, instruments, n_per: int = 6) -> Unit:
+    """One `all` config whose items carry instrument tags, as vlprobe's VALSE folder has them."""
+    rng = np.random.default_rng(seed)
+    items, scores = [], []
+    for k, inst in enumerate(instruments):
+        for j in range(n_per):
+            items.append(Item(id=f"{inst}/{j}", images=(b"x",), texts=("c", "f"), gold=[[1, 0]], config="all",
+                              tags=(f"instrument={inst}", "valid=True")))
+            scores.append(rng.normal(size=(1, 2)) + [[0.3 * (k % 3), 0]])
+    metrics = compute(scores, [it.gold for it in items], tags=[list(it.tags) for it in items])
+    return Unit(dataset="valse", config="all", split="test", items=items, scores=scores, metrics=metrics)
+
+
+def test_report_matches_valse_avg_from_the_11_instruments(tmp_path):
+    from vlprobe.summary import VALSE_INSTRUMENTS
+
+    unit = _valse_all_unit(0, VALSE_INSTRUMENTS)
+    run = _write(tmp_path / "a", "org/clip", [unit])
+    out = tmp_path / "report"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    per_tag = unit.metrics["per_tag"]
+    avg = np.mean([per_tag[f"instrument={i}"]["acc_r"] for i in VALSE_INSTRUMENTS])
+    # The paper table has the Avg. column, this run's value beside CLIP's published 64.0.
+    line = next(ln for ln in md.splitlines() if ln.startswith("| this run: clip"))
+    header = next(ln for ln in md.splitlines() if ln.startswith("| system | source |") and "avg acc_r" in ln)
+    col = [c.strip() for c in header.split("|")].index("avg acc_r")
+    assert [c.strip() for c in line.split("|")][col] == f"{100 * avg:.1f}"
+    clip = next(ln for ln in md.splitlines() if ln.startswith("| CLIP | paper, Table 2 |"))
+    assert [c.strip() for c in clip.split("|")][col] == "64.0"
+    assert "### valse: the paper's aggregates" in md and "| avg | test | acc_r |" in md
+
+
+def test_report_flags_an_incomplete_valse_avg(tmp_path):
+    run = _write(tmp_path / "a", "m", [_valse_all_unit(1, ["existence", "plurality", "foil_it"])])
+    out = tmp_path / "r"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "(3 of 11)" in md and "Avg. over 3 of 11 instruments" in md
+
+
+def test_one_headline_rule_for_bla_and_travlr(tmp_path):
+    from vlprobe.report import headline
+    from vlprobe.summary import primary_metric
+
+    bla = _unit("bla", "active_passive", "bla", 2)
+    assert headline(bla.metrics, "bla") == "sentence_acc" == primary_metric("bla", (1, 4), list(bla.metrics))
+    run = _write(tmp_path / "a", "m", [bla, _unit("travlr", "spatiality", "valse", 5)])
+    out = tmp_path / "r"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "| active_passive | test | kind=a | sentence_acc |" in md
+    # A 1 x 2 TraVLR item: acc_r once, not acc_r, text, set_acc, set_error and sentence_acc.
+    travlr_rows = [ln for ln in md.split("## travlr")[1].split("###")[0].splitlines() if ln.startswith("| spatiality")]
+    assert [ln.split("|")[3].strip() for ln in travlr_rows] == ["acc_r", "auroc"]
+    assert "zero-shot adaptation" in md
+
+
+def test_report_validates_each_entry(tmp_path, capsys):
+    good = _write(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
+    doc = json.loads(good.read_text())
+    entry = doc["results"][0]
+    doc["results"] = [
+        {k: v for k, v in entry.items() if k != "config"},
+        {k: v for k, v in entry.items() if k != "metrics"},
+        dict(entry, metrics=dict(entry["metrics"], acc_r="high")),
+        dict(entry, metrics=[1, 2]),
+        "not an entry",
+    ]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["report", str(good), str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("vlprobe report: error: ")
+    assert f"{bad}: results[0] (valse/test): missing 'config'" in err
+    assert f"{bad}: results[1] (valse/existence/test): missing 'metrics'" in err
+    assert f"{bad}: results[2] (valse/existence/test): metric 'acc_r' is 'high', not a number" in err
+    assert f"{bad}: results[3] (valse/existence/test): 'metrics' must be a mapping" in err
+    assert f"{bad}: results[4]: an entry must be a mapping" in err
+    assert len(lines) == 5 and str(good) not in err
+    from vlprobe.errors import DatasetError
+    from vlprobe.report import ReportError
+
+    with pytest.raises(DatasetError):
+        load_runs([bad])
+    assert issubclass(ReportError, ValueError)

@@ -1,15 +1,22 @@
 """Compare runs: ``results.json`` files -> a Markdown and an HTML report, plus one plot.
 
+Every file is checked against the format this module reads first (:func:`validate_document`): one
+line per problem, naming the file and the entry, raised as a :class:`ReportError`.
+
 For every benchmark in the runs the report has:
 
 1. a long table, one row per (config, split, metric), one column per run (value and 95% CI in %),
-   and the chance level;
-   and, where items carry tags, a per-tag table of each config's headline metric (group where the
-   item shape has one, else acc_r) with the item count;
-2. where the seed papers published numbers for that benchmark (``vlprobe/data/paper_results.csv``:
-   VALSE Table 2, Winoground Table 3, BLA thesis Table 6.3), a table in the papers' layout: one
-   row per system, "this run" rows first, then the papers' systems, one column per (config,
-   metric) that both the paper and a run have.
+   and the chance level; only the metrics that mean something for the benchmark and the item shape
+   (:func:`vlprobe.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it);
+   and, where items carry tags, a per-tag table of each config's headline metric
+   (:func:`vlprobe.summary.primary_metric`) with the item count;
+2. the papers' aggregates (:func:`vlprobe.summary.summarize`: VALSE per instrument and its Avg. over
+   the 11 instruments, Winoground text / image / group, BLA per task, TraVLR per task and test
+   split), with a note wherever an aggregate is incomplete;
+3. where the seed papers published numbers for that benchmark (``vlprobe/data/paper_results.csv``:
+   VALSE Table 2, Winoground Table 3, BLA thesis Tables 6.3 and 6.2), a table in the papers'
+   layout: one row per system, "this run" rows first, then the papers' systems, one column per
+   (config, metric) that both the paper and a run's aggregates have (VALSE's ``avg`` included).
 
 Caveats carried into the report: the published numbers are percentages as printed; the BLA
 numbers were measured on the thesis version of the data (613 / 800 / 789 caption sets), not on
@@ -32,25 +39,27 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .results import METRIC_ORDER, _atomic_write_bytes, metric_keys
+from . import summary as summary_rules
+from .errors import DatasetError, SettingError
+from .results import _atomic_write_bytes, metric_keys
 
 # The published tables the report compares with, per benchmark (the CSV holds more).
-PAPER_TABLES = {"valse": ("Table 2",), "winoground": ("Table 3",), "bla": ("Thesis Table 6.3",)}
-# A dataset's config name -> the CSV's config name, where they differ.
-CONFIG_ALIASES = {("winoground", "default"): "winoground", ("winoground", "test"): "winoground"}
+PAPER_TABLES = {"valse": ("Table 2",), "winoground": ("Table 3",), "bla": ("Thesis Table 6.3", "Thesis Table 6.2")}
+# A dataset's config name -> the CSV's config name, where they differ (one rule: vlprobe.summary).
+CONFIG_ALIASES = summary_rules.PAPER_CONFIG
 PAPER_NOTES = {
     "valse": "VALSE (Parcalabescu et al., ACL 2022), Table 2.",
     "winoground": "Winoground (Thrush et al., CVPR 2022), Table 3, all 400 items.",
     "bla": (
-        "BLA (Chen, MSc thesis 2022), Table 6.3. Measured on the thesis version of the data (613 / 800 / 789 "
+        "BLA (Chen, MSc thesis 2022), Table 6.3 (models) and Table 6.2 (human experts, on a small subset). Measured on the thesis version of the data (613 / 800 / 789 "
         "caption sets), not on the 2023 release (613 / 654 / 672) that vlprobe's bla folder holds: not directly "
         "comparable."
     ),
 }
 
 
-class ReportError(ValueError):
-    """A results file that cannot be read; the message names it."""
+class ReportError(DatasetError, ValueError):
+    """A results file that cannot be read; one line per problem, naming the file and the entry."""
 
 
 @dataclass
@@ -61,7 +70,17 @@ class Run:
 
     @property
     def results(self) -> list[dict[str, Any]]:
-        return self.doc.get("results", [])
+        """The entries, each with its ``benchmark`` decided by :func:`vlprobe.summary.benchmark_of`."""
+        if not hasattr(self, "_entries"):
+            self._entries = [dict(r, benchmark=_benchmark(r)) for r in self.doc.get("results", [])]
+        return self._entries
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The papers' aggregates of this run, recomputed under the current rules."""
+        if not hasattr(self, "_summary"):
+            self._summary = summary_rules.summarize(self.results)
+        return self._summary
 
     def caveats(self) -> list[str]:
         s = self.doc.get("provenance", {}).get("settings", {})
@@ -75,21 +94,114 @@ class Run:
         return out
 
 
+def _benchmark(entry: dict[str, Any]) -> str:
+    return summary_rules.benchmark_of(entry.get("dataset") or entry.get("benchmark") or "")
+
+
+_SKIP = {"n_items", "n_ties", "chance", "support", "ci", "per_tag"}
+
+
+def _number(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _metrics_problems(m: dict[str, Any], where: str) -> list[str]:
+    out = []
+    for key, v in m.items():
+        if key in _SKIP or isinstance(v, (dict, list)):
+            continue
+        if not _number(v):
+            out.append(f"{where}: metric {key!r} is {v!r}, not a number")
+    for block in ("chance", "support"):
+        if block in m and not isinstance(m[block], dict):
+            out.append(f"{where}: {block!r} must be a mapping of metric -> number")
+        elif block in m and any(not _number(v) for v in m[block].values()):
+            out.append(f"{where}: {block!r} holds a value that is not a number")
+    ci = m.get("ci")
+    if ci is not None:
+        if not isinstance(ci, dict):
+            out.append(f"{where}: 'ci' must be a mapping of metric -> [low, high]")
+        else:
+            for key, v in ci.items():
+                if v is not None and not (isinstance(v, list) and len(v) == 2 and all(_number(x) for x in v)):
+                    out.append(f"{where}: ci[{key!r}] must be [low, high], got {v!r}")
+    tags = m.get("per_tag")
+    if tags is not None:
+        if not isinstance(tags, dict) or any(not isinstance(v, dict) for v in tags.values()):
+            out.append(f"{where}: 'per_tag' must be a mapping of tag -> metrics")
+        else:
+            for tag, tm in tags.items():
+                out += _metrics_problems(tm, f"{where} per_tag[{tag!r}]")
+    return out
+
+
+def validate_document(doc: Any, path: str | os.PathLike) -> list[str]:
+    """Problems of a results.json against the format this module reads, one line each, naming the
+    file and the entry: a ``results`` list of entries, each with ``dataset`` (or ``benchmark``),
+    ``config``, ``split`` (strings) and ``metrics`` (a mapping of metric -> number, with optional
+    ``chance``, ``support``, ``ci``, ``per_tag``); optional ``provenance`` and ``summary`` mappings."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        return [f"{path}: not a vlprobe results.json (no 'results' list); write one with `vlprobe evaluate`"]
+    problems = []
+    fmt = doc.get("format")
+    if fmt is not None and not str(fmt).startswith("vlprobe-results/"):
+        problems.append(f"{path}: format {fmt!r} is not a vlprobe-results format")
+    for key in ("provenance", "summary"):
+        if key in doc and not isinstance(doc[key], dict):
+            problems.append(f"{path}: {key!r} must be a mapping, got {type(doc[key]).__name__}")
+    if isinstance(doc.get("provenance"), dict):
+        for key in ("model", "settings"):
+            if key in doc["provenance"] and not isinstance(doc["provenance"][key], dict):
+                problems.append(f"{path}: provenance.{key} must be a mapping")
+    for i, entry in enumerate(doc["results"]):
+        if not isinstance(entry, dict):
+            problems.append(f"{path}: results[{i}]: an entry must be a mapping, got {type(entry).__name__}")
+            continue
+        name = "/".join(str(entry.get(k)) for k in ("dataset", "config", "split") if entry.get(k) is not None)
+        where = f"{path}: results[{i}]" + (f" ({name})" if name else "")
+        if not isinstance(entry.get("dataset") or entry.get("benchmark"), str):
+            problems.append(f"{where}: missing 'dataset' (or 'benchmark'): the dataset's name")
+        for key in ("config", "split"):
+            if key not in entry:
+                problems.append(f"{where}: missing {key!r}")
+            elif not isinstance(entry[key], str):
+                problems.append(f"{where}: {key!r} must be a string, got {entry[key]!r}")
+        if "metrics" not in entry:
+            problems.append(f"{where}: missing 'metrics'")
+        elif not isinstance(entry["metrics"], dict):
+            problems.append(f"{where}: 'metrics' must be a mapping of metric -> value, got "
+                            f"{type(entry['metrics']).__name__}")
+        else:
+            problems += _metrics_problems(entry["metrics"], where)
+        shape = entry.get("shape")
+        if shape is not None and not (isinstance(shape, list) and len(shape) == 2
+                                      and all(isinstance(x, int) and x >= 1 for x in shape)):
+            problems.append(f"{where}: 'shape' must be [m, n] or null, got {shape!r}")
+    return problems
+
+
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
-    runs = []
+    """Read and check every file; all problems of all files are raised together (one line each)."""
+    if not paths:
+        raise SettingError("give at least one results.json file or run folder")
+    runs, problems = [], []
     for p in paths:
         path = Path(p)
         if path.is_dir():
             path = path / "results.json"
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such results file (give results.json files or run folders)")
+            raise SettingError(f"{path}: no such results file (give results.json files or run folders)")
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ReportError(f"{path}: not a JSON file ({err})") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
-            raise ReportError(f"{path}: not a vlprobe results.json (no 'results' list); write one with `vlprobe evaluate`")
-        runs.append(Run(path, _label(doc, path), doc))
+            problems.append(f"{path}: not a JSON file ({err})")
+            continue
+        found = validate_document(doc, path)
+        problems += found
+        if not found:
+            runs.append(Run(path, _label(doc, path), doc))
+    if problems:
+        raise ReportError("\n".join(problems))
     seen: dict[str, int] = {}
     for run in runs:  # make labels unique
         seen[run.label] = seen.get(run.label, 0) + 1
@@ -148,6 +260,7 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
     header = ["config", "split", "metric"] + [r.label for r in runs] + ["chance"]
     keys: list[tuple[str, str]] = []
     by: dict[tuple[int, str, str], dict[str, Any]] = {}
+    shapes: dict[tuple[str, str], tuple[int, int] | None] = {}
     for i, run in enumerate(runs):
         for r in run.results:
             if r.get("benchmark") != benchmark:
@@ -156,13 +269,14 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
             if unit not in keys:
                 keys.append(unit)
             by[(i, *unit)] = r["metrics"]
+            shapes.setdefault(unit, _shape(r))
     rows = []
     for config, split in keys:
         present = [by[(i, config, split)] for i in range(len(runs)) if (i, config, split) in by]
         metrics: list[str] = []
         for m in present:
-            metrics += [k for k in metric_keys(m) if k not in metrics]
-        metrics = [k for k in METRIC_ORDER if k in metrics] + [k for k in metrics if k not in METRIC_ORDER]
+            shown = summary_rules.display_metrics(benchmark, shapes.get((config, split)), metric_keys(m))
+            metrics += [k for k in shown if k not in metrics]
         for key in metrics:
             chance = next(((m.get("chance") or {}).get(key) for m in present if (m.get("chance") or {}).get(key) is not None), None)
             rows.append([config, split, key]
@@ -180,7 +294,7 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
         for r in run.results:
             if r.get("benchmark") != benchmark:
                 continue
-            key = headline(r["metrics"])
+            key = headline(r["metrics"], benchmark, _shape(r))
             for tag, m in sorted((r["metrics"].get("per_tag") or {}).items()):
                 unit = (r["config"], r["split"], tag, key)
                 if unit not in keys:
@@ -198,14 +312,61 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
     return header, rows
 
 
-def _run_value(run: Run, benchmark: str, config: str, metric: str) -> dict[str, Any] | None:
-    """The run's metrics for (benchmark, config) on its test split (or its only split)."""
-    matches = [r for r in run.results if r.get("benchmark") == benchmark
-               and CONFIG_ALIASES.get((benchmark, r["config"]), r["config"]) == config]
-    if not matches:
+def _shape(entry: dict[str, Any]) -> tuple[int, int] | None:
+    shape = entry.get("shape")
+    if shape:
+        return (int(shape[0]), int(shape[1]))
+    return summary_rules.infer_shape(entry.get("metrics") or {})
+
+
+def _pct_cell(values: dict[str, Any], ci: dict[str, Any], key: str) -> str:
+    v = values.get(key)
+    if v is None:
+        return ""
+    c = ci.get(key)
+    return _pct(v) + (f" [{_pct(c[0])}, {_pct(c[1])}]" if c else "")
+
+
+def _summary_cell(row: dict[str, Any] | None, metric: str) -> str:
+    """A summary row's value in %, with its CI, and "(k of n)" on an incomplete aggregate."""
+    if row is None or metric not in row["values"]:
+        return ""
+    text = _pct_cell(row["values"], row.get("ci") or {}, metric)
+    if row.get("aggregate") and not row.get("complete", True):
+        text += f" ({len(row['over'])} of {len(row['over']) + len(row['missing'])})"
+    return text
+
+
+def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]], list[str]] | None:
+    """The papers' aggregates of each run: one row per (config, split, headline metric), and the
+    notes (incomplete aggregates, framings) per run."""
+    keys: list[tuple[str, str, str]] = []
+    by: dict[tuple[int, str, str], dict[str, Any]] = {}
+    notes: list[str] = []
+    for i, run in enumerate(runs):
+        block = run.summary.get(benchmark)
+        if not block:
+            continue
+        for row in block["rows"]:
+            by[(i, row["config"], row["split"])] = row
+            for metric in row["values"]:
+                if (row["config"], row["split"], metric) not in keys:
+                    keys.append((row["config"], row["split"], metric))
+        notes += [f"{run.label}: {n}" for n in block.get("notes", [])]
+    if not keys:
         return None
-    best = next((r for r in matches if r["split"] == "test"), matches[0])
-    return best["metrics"] if metric in best["metrics"] else None
+    order = summary_rules.headline_metrics(benchmark)
+    keys.sort(key=lambda k: order.index(k[2]) if k[2] in order else len(order))  # stable: configs in run order
+    header = ["config", "split", "metric"] + [r.label for r in runs]
+    rows = [[config, split, metric] + [_summary_cell(by.get((i, config, split)), metric) for i in range(len(runs))]
+            for config, split, metric in keys]
+    return header, rows, notes
+
+
+def _run_value(run: Run, benchmark: str, config: str, metric: str) -> dict[str, Any] | None:
+    """The run's summary row for the paper's (config, metric) (VALSE's ``avg`` included)."""
+    block = run.summary.get(benchmark) or {}
+    return next((r for r in block.get("rows", []) if r["paper_config"] == config and metric in r["values"]), None)
 
 
 def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]] | None:
@@ -223,10 +384,7 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]
     header = ["system", "source"] + [f"{c} {m}" for c, m in columns]
     out = []
     for run in runs:
-        cells = []
-        for config, metric in columns:
-            m = _run_value(run, benchmark, config, metric)
-            cells.append(_cell(m, metric) if m is not None else "")
+        cells = [_summary_cell(_run_value(run, benchmark, config, metric), metric) for config, metric in columns]
         out.append([f"this run: {run.label}", "vlprobe"] + cells)
     models: list[str] = []
     for p in rows:
@@ -294,6 +452,17 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
         header, rows = long_table(runs, bench)
         md += [f"## {bench}", "", _md_table(header, rows), ""]
         hb += [f"<h2>{html.escape(bench)}</h2>", _html_table(header, rows)]
+        agg = summary_table(runs, bench)
+        if agg:
+            header, rows, notes = agg
+            title = f"{bench}: the paper's aggregates"
+            source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
+            lead = (f"As {source} reports them." if source else "Headline metrics per config.")
+            md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
+            md += [f"- {n}" for n in notes] + ([""] if notes else [])
+            hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
+            if notes:
+                hb.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
         tags = tag_table(runs, bench)
         if tags:
             md += [f"### {bench}: per tag", "", _md_table(*tags), ""]
@@ -312,13 +481,15 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
     return "\n".join(md) + "\n", page
 
 
-def headline(metrics: dict[str, Any]) -> str | None:
-    """The metric a plot shows for a config: group where the item shape has one, else acc_r."""
-    for key in ("group", "acc_r", "sentence_acc"):
-        if metrics.get(key) is not None:
-            return key
-    keys = metric_keys(metrics)
-    return keys[0] if keys else None
+def headline(metrics: dict[str, Any], benchmark: str | None = None,
+             shape: tuple[int, int] | None = None) -> str | None:
+    """The metric a plot shows for a config, by the one rule (:func:`vlprobe.summary.primary_metric`):
+    Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r. Without
+    a benchmark, the rule for the item shape (inferred from the metrics when not given)."""
+    available = [k for k in metric_keys(metrics) if metrics.get(k) is not None]
+    if shape is None:
+        shape = summary_rules.infer_shape(metrics)
+    return summary_rules.primary_metric(benchmark or "", shape, available)
 
 
 def plot_runs(runs: Sequence[Run], path: Path) -> None:
@@ -330,7 +501,7 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
     units: list[tuple[str, str, str, str]] = []
     for run in runs:
         for r in run.results:
-            key = headline(r["metrics"])
+            key = headline(r["metrics"], r["benchmark"], _shape(r))
             unit = (r["benchmark"], r["config"], r["split"], key)
             if key and unit not in units:
                 units.append(unit)

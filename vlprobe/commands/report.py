@@ -1,5 +1,6 @@
 """``vlprobe report <results.json ...> [--out DIR]``: compare runs in Markdown and HTML, with a plot,
-beside the seed papers' published numbers where benchmark, config and metric match."""
+with the papers' aggregates (:mod:`vlprobe.summary`) beside the seed papers' published numbers where
+benchmark, config and metric match. Bad files are refused, one line per problem (:mod:`vlprobe.report`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="compare runs (results.json files) in a Markdown and an HTML table, with a plot",
         description=(
             "Compare runs written by `vlprobe evaluate`: report.md, report.html and report.png, with the "
-            "papers' published numbers (VALSE Table 2, Winoground Table 3, BLA thesis Table 6.3) beside "
-            "this run where benchmark, config and metric match."
+            "papers' aggregates (VALSE per instrument and Avg. over its 11 instruments, Winoground text / image / "
+            "group, BLA per task, TraVLR per task and test split) and the published numbers (VALSE Table 2, "
+            "Winoground Table 3, BLA thesis Tables 6.3 and 6.2) beside this run where benchmark, config and "
+            "metric match. Each results.json is checked first: one line per problem, naming the file and entry."
         ),
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files (or the run folders holding them)")

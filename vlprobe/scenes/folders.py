@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import datasets
 
-from ..dataset_folder import write_split
+from ..dataset_folder import progress_bars_off, write_split
 from .model import Scene
 from .render import render_many
 
@@ -73,10 +73,5 @@ def write_rows(folder: Path, config: str, split: str, rows: list[Mapping[str, An
     if not rows:  # load_dataset refuses a declared split without rows
         raise ValueError(f"{folder}: config {config!r} split {split!r} has no rows; every split needs at least one")
     dataset = datasets.Dataset.from_list([dict(r) for r in rows], features=features)
-    was_enabled = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()  # one line per split is printed by the builder instead
-    try:
+    with progress_bars_off():  # one line per split is printed by the builder instead
         return write_split(folder, config, split, dataset)
-    finally:
-        if was_enabled:
-            datasets.enable_progress_bars()

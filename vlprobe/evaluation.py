@@ -674,12 +674,9 @@ def _open_cache(cache_dir: Any, scorer: Any, rank: int) -> Any:
     if str(cache_dir).lower() == "none":
         return None
     root = Path(cache_dir) if cache_dir else default_cache_dir()
-    try:
-        return ScoreCache(root, scorer.cache_key(), rank=rank)
-    except OSError as err:
-        print(f"vlprobe: cannot use the cache in {root} ({err.strerror or err}); running without one",
-              file=sys.stderr)
-        return None
+    # ScoreCache never raises: an unwritable one has warned once (vlprobe/cache.py) and is off.
+    cache = ScoreCache(root, scorer.cache_key(), rank=rank)
+    return cache if cache.enabled else None
 
 
 def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, workers: int,

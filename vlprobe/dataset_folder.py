@@ -357,20 +357,6 @@ def undecoded_features(features: Any) -> Any:
     return features
 
 
-class quiet_datasets:
-    """``with quiet_datasets(): ...``: no progress bars from ``datasets`` inside (its generating and
-    casting bars say nothing useful to a vlprobe user); the previous state comes back after."""
-
-    def __enter__(self) -> "quiet_datasets":
-        self._was = datasets.is_progress_bar_enabled()
-        datasets.disable_progress_bars()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._was:
-            datasets.enable_progress_bars()
-
-
 def list_configs(dataset: str, revision: str | None = None) -> list[str]:
     """The config names of a dataset folder or Hub id (``datasets``' own listing)."""
     return list(datasets.get_dataset_config_names(str(dataset), revision=revision))

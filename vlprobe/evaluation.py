@@ -878,7 +878,7 @@ def evaluate(
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
     :class:`~vlprobe.errors.ModelError`, before any scoring where the fault can be seen then.
     """
-    from .dataset_folder import quiet_datasets
+    from .dataset_folder import progress_bars_off
     from .results import check_output_dir, environment, now_iso
 
     s = Settings(configs=configs, splits=splits, ties=ties, bootstrap=bootstrap, confidence=confidence,
@@ -905,7 +905,7 @@ def evaluate(
     state, device_ = _distributed(s.device)
     main = state is None or state.is_main_process
     say = log if main else (lambda msg: None)
-    with quiet_datasets():
+    with progress_bars_off():
         sources = plan_splits(datasets, s, spec=spec, dataset_revision=dataset_revision, names=names)
     model_name = model[0] if isinstance(model, tuple) else model
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
@@ -920,7 +920,7 @@ def evaluate(
     workers = s.num_workers if s.num_workers is not None else (min(4, cpus - 1) if cpus > 2 else 0)
     cache = _open_cache(cache_dir, scorer, state.process_index if state else 0)
     cache_path = str(cache.dir) if cache is not None else None
-    with quiet_datasets():
+    with progress_bars_off():
         scored, stats = _score(sources, scorer, s, cache, workers, progress, main)
     provenance = {
         "created": now_iso(),

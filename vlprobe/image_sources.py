@@ -11,7 +11,13 @@ An :class:`ImageResolver` looks a file name up, in this order:
    release's sub-folders, e.g. ``<folder>/val2017/<name>``) or a zip of the original release
    (members are matched by base name, whatever folder the zip puts them in);
 2. the download cache (``<cache_dir>/<source>/<name>``), when downloading is enabled;
-3. the source's URLs, when downloading is enabled: fetched with retries and kept in the cache.
+3. the source's URLs, when downloading is enabled: fetched with retries and kept in the cache;
+   for a source its owner publishes only as an archive (:class:`Archive`: Visual7W, SWiG
+   ``images_512``, VisDial ``VisualDialog_val2018``), the archive is downloaded once into
+   ``<cache_dir>/<source>/.archive/`` (:func:`download_file`: resumed with HTTP Range, progress
+   bar, size/checksum check, bounded retries) and only the files needed are extracted from it.
+   Any zip, downloaded or given, whose members could escape their folder (``../``, absolute
+   paths, symbolic links) is refused (:class:`UnsafeArchiveError`).
 
 :func:`check_sources` runs the look-up for every referenced file *before* anything is written and
 returns a :class:`MissingReport` (per source: how many files are missing and the first names);

@@ -24,10 +24,7 @@ def write(folder: str | Path, template: str, metadata: Mapping[str, Any], **valu
     path.parent.mkdir(parents=True, exist_ok=True)
     text = str(render(template, metadata, **values)).rstrip() + "\n"
     path.write_text(text, encoding="utf-8")
-    from .. import dataset_folder
+    from ..dataset_folder import record_data_files
 
-    # as dataset_folder.write_card does, where that version records the build's data files
-    record = getattr(dataset_folder, "record_data_files", None)
-    if record is not None:
-        record(folder)
+    record_data_files(folder)  # as dataset_folder.write_card does: the cache key follows the files
     return path

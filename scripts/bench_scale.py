@@ -19,7 +19,7 @@ are drawn from TraVLR-like templates (a few thousand unique ones, repeated as in
 Each run uses a fresh score cache (everything is computed, cache writes included). Usage::
 
     nice .venv/bin/python scripts/bench_scale.py [--sizes 10000,30000,60000] [--bootstrap 0]
-        [--chunk-size 2000] [--work /tmp/vlprobe-bench-scale]
+        [--chunk-size 2000] [--image-size 500] [--work /tmp/vlprobe-bench-scale]
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ def _unique(png: bytes, row_id: str) -> bytes:
     return png[:-12] + chunk + png[-12:]
 
 
-def _rows(n: int, seed: int = 0, pool_size: int = 500):
+def _rows(n: int, seed: int = 0, pool_size: int = 500, image_size: int = 500):
     rng = random.Random(seed)
-    pool = [_scene_png(rng) for _ in range(pool_size)]
+    pool = [_scene_png(rng, image_size) for _ in range(pool_size)]
     for i in range(n):
         a, b = rng.sample(list(COLOURS), 2)
         s1, s2 = rng.sample(SHAPES, 2)
@@ -106,7 +106,7 @@ def _rows(n: int, seed: int = 0, pool_size: int = 500):
         }
 
 
-def build(folder: Path, n: int, seed: int = 0) -> float:
+def build(folder: Path, n: int, seed: int = 0, image_size: int = 500) -> float:
     """A dataset folder with ``n`` test rows; returns the seconds it took."""
     import datasets
 
@@ -123,7 +123,7 @@ def build(folder: Path, n: int, seed: int = 0) -> float:
     decl = ConfigDecl("spatiality", features, splits=("test",), default=True)
     write_card(folder, card_metadata([decl], license="cc0-1.0", pretty_name="bench_scale"),
                f"# bench_scale\n\n{n} TraVLR-shaped rows for scripts/bench_scale.py.")
-    write_split_rows(folder, "spatiality", "test", _rows(n, seed), features, batch_size=500)
+    write_split_rows(folder, "spatiality", "test", _rows(n, seed, image_size=image_size), features, batch_size=500)
     (folder / "vlprobe.yaml").write_text(SPEC, encoding="utf-8")
     return time.perf_counter() - start
 
@@ -183,6 +183,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,30000,60000")
     ap.add_argument("--model", default=str(REPO / "models" / "mini-clip"))
     ap.add_argument("--bootstrap", type=int, default=0)
+    ap.add_argument("--image-size", type=int, default=500,
+                    help="square canvas in pixels (default 500, TraVLR's; smaller builds and decodes faster)")
     ap.add_argument("--chunk-size", type=int, default=2000)
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "vlprobe-bench-scale"))
     ap.add_argument("--keep", action="store_true", help="keep the built folders")
@@ -195,14 +197,14 @@ def main() -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"model {args.model}, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
+    print(f"model {args.model}, {args.image_size} px PNGs, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
           f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     print(f"{'rows':>7} {'build s':>8} {'wall s':>8} {'CPU s':>8} {'rows/s':>8} {'peak RSS MB':>12} "
           f"{'peak anon MB':>13} {'acc_r':>6}")
     results = []
     for n in sizes:
         folder = work / f"travlr_like_{n}"
-        built = build(folder, n)
+        built = build(folder, n, image_size=args.image_size)
         tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.dataset_folder.load_folder_split) goes here
         tmp.mkdir(exist_ok=True)
         env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp))

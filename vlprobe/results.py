@@ -377,7 +377,7 @@ def write_outputs(out_dir: str | os.PathLike, units: Sequence[ScoredSplit], prov
                   summary: dict[str, Any] | None = None) -> list[Path]:
     """Write a run's files into a temporary folder beside ``out_dir`` and swap it in; returns the
     paths the files have in ``out_dir``."""
-    out = Path(out_dir)
+    out = check_output_dir(out_dir)  # never swap away a folder that holds anything but a run
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:

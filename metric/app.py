@@ -30,7 +30,7 @@ MAX_JSON_CHARS = 2_000_000
 MAX_BOOTSTRAP = 5_000
 TIES = ("strict", "half", "lenient")
 METRIC_ORDER = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc", "auroc",
-                "acc", "p_c", "p_f", "min_p")
+                "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
 TABLE_HEADERS = ["metric", "value", "chance", "ci_low", "ci_high"]
 
 _metric = None
@@ -174,6 +174,9 @@ EXAMPLES = [
     # With match probabilities (thresholded VALSE metrics acc, p_c, p_f, min_p).
     ["[[[2.0, -1.0]], [[0.3, 0.8]]]", "[[[1, 0]], [[1, 0]]]", "strict", 0.5,
      "[[[0.9, 0.2]], [[0.6, 0.7]]]", "", 0, 0.95, 0],
+    # TraVLR-shaped: 1 image x 1 statement, gold [[1]] (true) or [[0]] (false): macro-F1, F1 per class.
+    ["[[[0.9]], [[0.6]], [[0.3]], [[0.2]], [[0.7]]]", "[[[1]], [[1]], [[1]], [[0]], [[0]]]", "strict", 0.5,
+     "[[[0.9]], [[0.6]], [[0.3]], [[0.2]], [[0.7]]]", "", 0, 0.95, 0],
 ]
 
 
@@ -184,7 +187,9 @@ def build_demo() -> gr.Blocks:
             "Pairwise (VALSE `acc_r`), group (Winoground text / image / group) and set (BLA) scores "
             "from score matrices. Per item, paste an **m x n score matrix** (m images, n texts) and "
             "its **m x n gold matrix** (1 where the text truly describes the image). Items may differ "
-            "in shape. Values are shown as percentages, with the chance level for exactly these item "
+            "in shape. A 1 x 1 item (one statement, gold `[[1]]` true or `[[0]]` false, as TraVLR) is "
+            "classified: give probabilities, or its scores are compared with the threshold (macro-F1). "
+            "Values are shown as percentages, with the chance level for exactly these item "
             "shapes; see the metric card for the formulas and the tie policies."
         )
         with gr.Row():
@@ -210,7 +215,7 @@ def build_demo() -> gr.Blocks:
                 per_tag = gr.Dataframe(label="Per tag", interactive=False)
                 raw = gr.JSON(label="Result (raw)")
         inputs = [predictions, references, ties, threshold, probabilities, tags, bootstrap, confidence, seed]
-        gr.Examples(EXAMPLES, inputs=inputs, label="Examples (VALSE, Winoground, BLA shapes; with probabilities)")
+        gr.Examples(EXAMPLES, inputs=inputs, label="Examples (VALSE, Winoground, BLA shapes; with probabilities; TraVLR true/false)")
         button.click(compute, inputs=inputs, outputs=[table, per_tag, raw], api_name="compute",
                      concurrency_limit=4)
     return demo

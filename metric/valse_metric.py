@@ -209,9 +209,26 @@ def _check_numeric(arr: np.ndarray, name: str) -> None:
         if bad is None or isinstance(bad, (str, bytes)):
             raise ValueError(f"{name}: must hold numbers, got {bad!r}")
         return
-    example = arr.ravel()[0] if arr.size else ""
+    example = arr.ravel()[0].tolist() if arr.size else ""
     what = "strings" if kind in "USa" else f"values of type {arr.dtype}"
     raise ValueError(f"{name}: must hold numbers, got {what} (e.g. {example!r}); convert them first")
+
+
+def _refuse_strings(values: Any, name: str) -> None:
+    """The string check of :func:`_as_items`, for the evaluate path (before Arrow converts them)."""
+    if values is None:
+        return
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{name}: got a string ({values[:40]!r}); pass one m x n matrix of numbers per item")
+    if isinstance(values, np.ndarray):
+        _check_numeric(values, name)
+        return
+    for i, v in enumerate(values):
+        try:
+            raw = np.asarray(v)
+        except ValueError:
+            continue  # ragged: the metric names it later
+        _check_numeric(raw, f"{name}[{i}]")
 
 
 def _first_bad(mask_per_item: np.ndarray) -> int:
@@ -851,6 +868,28 @@ class ValseMetric(evaluate.Metric):
                 "https://aclanthology.org/2023.emnlp-main.356",
             ],
         )
+
+    # evaluate encodes inputs with Arrow, which would turn "0.9" or "1" into numbers: refuse them first.
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Compute the metrics (see the arguments below); strings are refused, not converted.
+"""
+        _refuse_strings(predictions, "predictions")
+        _refuse_strings(references, "references")
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of items (see the arguments below); strings are refused, not converted.
+"""
+        _refuse_strings(predictions, "predictions")
+        _refuse_strings(references, "references")
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Add one item (see the arguments below); strings are refused, not converted.
+"""
+        _refuse_strings(None if prediction is None else [prediction], "prediction")
+        _refuse_strings(None if reference is None else [reference], "reference")
+        return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(self, predictions, references, ties="strict", probabilities=None, threshold=None, tags=None,
                  bootstrap=0, confidence=0.95, seed=None):

@@ -647,3 +647,16 @@ def test_metric_card_is_a_metric_space_and_its_tie_table_is_true(repo_root):
         assert (w["text"], w["image"], w["group"]) == wino
         b = compute([[[0.7, 0.4, 0.4, 0.1]]], [BLA], ties=ties)
         assert (b["set_acc"], b["sentence_acc"]) == bla
+
+
+def test_the_evaluate_path_refuses_strings_before_arrow_converts_them():
+    module = metric.load()
+    with pytest.raises(ValueError, match=r"references\[0\]: must hold numbers, got strings \(e.g. '1'\)"):
+        module.compute(predictions=[[[0.9, 0.1]]], references=[[["1", "0"]]])
+    with pytest.raises(ValueError, match=r"predictions\[0\]: must hold numbers"):
+        module.add_batch(predictions=[[["0.9", "0.1"]]], references=[[[1, 0]]])
+    with pytest.raises(ValueError, match=r"prediction\[0\]: must hold numbers"):
+        module.add(prediction=[["0.9", "0.1"]], reference=[[1, 0]])
+    # 1 x 1 true/false items through evaluate's Arrow features (gold [[0]] included).
+    r = module.compute(predictions=[[[0.8]], [[0.4]]], references=[[[1]], [[0]]], threshold=0.5)
+    assert r["macro_f1"] == 1.0

@@ -82,6 +82,20 @@ def test_probabilities_give_thresholded_metrics(client):
     assert raw["acc"] == pytest.approx(0.75) and raw["min_p"] == pytest.approx(0.5)
 
 
+def test_true_false_statements_give_macro_f1(client):
+    # TraVLR's framing: called T, T, F, F, T against gold T, T, T, F, F: F1 2/3 and 1/2, macro 7/12.
+    probs = "[[[0.9]], [[0.6]], [[0.3]], [[0.2]], [[0.7]]]"
+    gold = "[[[1]], [[1]], [[1]], [[0]], [[0]]]"
+    table, _, raw = client.predict(probs, gold, "strict", 0.5, probs, "", 0, 0.95, 0, api_name="/compute")
+    assert raw["macro_f1"] == pytest.approx(7 / 12) and raw["f1_true"] == pytest.approx(2 / 3)
+    rows = _rows(table)
+    assert rows["macro_f1"][:2] == ["58.33%", "46.64%"]  # value, exact fair-coin chance
+    assert "acc_r" not in rows  # a single statement is never ranked
+    # Without probabilities the scores are compared with the threshold.
+    _, _, by_scores = client.predict(probs, gold, "strict", 0.5, "", "", 0, 0.95, 0, api_name="/compute")
+    assert by_scores["macro_f1"] == pytest.approx(7 / 12)
+
+
 @pytest.mark.parametrize(
     "preds, refs, bootstrap, expected",
     [
@@ -90,6 +104,7 @@ def test_probabilities_give_thresholded_metrics(client):
         ("[[[1.0, 0.5]], [[1.0, 0.5]]]", "[[[1, 0]]]", 0, "2 score matrices but 1 gold"),
         ("[[[1.0, 0.5, 0.2]]]", "[[[1, 0]]]", 0, "item 0"),  # shape mismatch, named by the metric
         ("[[[1.0, 0.5]]]", "[[[0, 0]]]", 0, "item 0"),  # no gold cell
+        ('[[["0.9", "0.1"]]]', "[[[1, 0]]]", 0, "must hold numbers"),  # strings are not scores
         ("[[[1.0, 0.5]]]", "[[[1, 0]]]", 10**6, "5000"),  # refused by the Number bounds
         ('{"a": 1}', "[[[1, 0]]]", 0, "expected a non-empty JSON list"),
     ],

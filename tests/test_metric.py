@@ -660,3 +660,16 @@ def test_the_evaluate_path_refuses_strings_before_arrow_converts_them():
     # 1 x 1 true/false items through evaluate's Arrow features (gold [[0]] included).
     r = module.compute(predictions=[[[0.8]], [[0.4]]], references=[[[1]], [[0]]], threshold=0.5)
     assert r["macro_f1"] == 1.0
+
+
+def test_metric_card_documents_one_by_one_items_and_its_numbers_are_true(repo_root):
+    text = (repo_root / "metric" / "README.md").read_text(encoding="utf-8")
+    assert "macro_f1 = (f1_true + f1_false) / 2" in text and "python -m vlprobe.metric register" in text
+    p = [[[0.9]], [[0.6]], [[0.3]], [[0.2]], [[0.7]]]
+    r = compute(p, [[[1]], [[1]], [[1]], [[0]], [[0]]], probabilities=p)
+    assert f"{r['macro_f1']:.4f}, {r['chance']['macro_f1']:.4f}" in text  # "0.5833, 0.4664"
+    assert f"`E[min_p] = {r['chance']['min_p']:.4f}`" in text
+    for n, shown in ((1, "0.25 for 1 item"), (10, "0.412 for 10"), (100, "0.472 for 100")):
+        c = compute(np.zeros((n, 1, 2)), np.broadcast_to(np.array([VALSE]), (n, 1, 2)),
+                    probabilities=np.full((n, 1, 2), 0.5))["chance"]["min_p"]
+        assert shown in text and shown.split()[0] == f"{c:.3f}".rstrip("0"), (n, c)

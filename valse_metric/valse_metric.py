@@ -1,10 +1,11 @@
 # Copyright 2026 the vlprobe authors. MIT licence.
 """valse_metric: pairwise (VALSE), group (Winoground) and set (BLA) scoring of vision-and-language
-models on foils, from score matrices and gold matrices.
+models on foils, and true/false classification of 1 x 1 statements (TraVLR's macro-F1), from score
+matrices and gold matrices.
 
 This file is the single source of truth for vlprobe's metric math. It is self-contained (numpy,
 datasets and evaluate only) so that it can be published alone as a Hugging Face Space and loaded
-with ``evaluate.load("<org>/valse_metric")``.
+with ``evaluate.load("<org>/valse_metric")``; in a clone ``evaluate.load("valse_metric")`` (see the card).
 
 Every item is ``m`` images x ``n`` texts with a score matrix ``S`` (higher = better match) and a
 0/1 gold matrix ``G`` (``G[i, j] = 1``: text j truly describes image i). A *pair* is a gold cell and
@@ -54,6 +55,12 @@ _CITATION = """\
   booktitle = {Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing (EMNLP)},
   year = {2023},
   url = {https://aclanthology.org/2023.emnlp-main.356}
+}@inproceedings{chow-etal-2023-travlr,
+  title = {{TraVLR}: Now You See It, Now You Don't! A Bimodal Dataset for Evaluating Visio-Linguistic Reasoning},
+  author = {Chow, Keng Ji and Tan, Samson and Kan, Min-Yen},
+  booktitle = {Proceedings of the 17th Conference of the European Chapter of the Association for Computational Linguistics (EACL)},
+  year = {2023},
+  url = {https://aclanthology.org/2023.eacl-main.242}
 }
 """
 
@@ -866,6 +873,7 @@ class ValseMetric(evaluate.Metric):
                 "https://github.com/Heidelberg-NLP/VALSE",
                 "https://huggingface.co/datasets/facebook/winoground",
                 "https://aclanthology.org/2023.emnlp-main.356",
+                "https://aclanthology.org/2023.eacl-main.242",
             ],
         )
 

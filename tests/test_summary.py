@@ -143,3 +143,24 @@ def test_summary_is_json_serialisable():
     m = compute([[[0.9, 0.2]]] * 3, [[[1, 0]]] * 3, bootstrap=20, seed=0)
     json.dumps(summarize([{"dataset": "valse", "config": "existence", "split": "test", "metrics": m}]))
     assert summary.SOURCES["valse"].startswith("VALSE")
+
+
+def test_bla_tasks_from_a_pooled_config_and_other_configs_kept():
+    rng = np.random.default_rng(1)
+    S = rng.normal(size=(30, 1, 4))
+    G = np.broadcast_to(np.array([[1, 1, 0, 0]]), S.shape)
+    tasks = ["active_passive", "coordination", "relative_clause"]
+    m = compute(S, G, tags=[[f"task={tasks[i % 3]}"] for i in range(30)])
+    extra = compute(S[:5], G[:5])
+    s = summarize([_entry("bla", "all", **m), _entry("bla", "finetune_random", **extra)])["bla"]
+    assert [r["config"] for r in s["rows"]] == tasks + ["finetune_random"] and s["complete"]
+    own = compute(S[1::3], G[1::3])
+    assert s["rows"][1]["values"]["set_acc"] == pytest.approx(own["set_acc"])
+
+
+def test_display_for_true_false_statements():
+    p = [[[0.9]], [[0.6]], [[0.3]], [[0.2]], [[0.7]]]
+    r = compute(p, [[[1]], [[1]], [[1]], [[0]], [[0]]], probabilities=p)
+    shown = display_metrics("travlr", (1, 1), [k for k in r if isinstance(r[k], float)])
+    assert shown[0] == "macro_f1" and {"acc", "f1_true", "f1_false", "auroc"} <= set(shown)
+    assert infer_shape(r) == (1, 1)

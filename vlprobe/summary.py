@@ -171,8 +171,6 @@ def display_metrics(benchmark: str, shape: tuple[int, int] | None, available: Se
                 drop |= {"set_acc", "set_error", "sentence_acc"}
         else:
             drop |= {"set_acc", "set_error", "sentence_acc"}
-        if (m, n) == (1, 1):
-            drop |= {"acc_r", "auroc"} if "macro_f1" in avail else set()
     if b == "valse" and "acc" not in avail:
         drop.add("auroc")
     ordered = [k for k in _ORDER if k in avail] + [k for k in avail if k not in _ORDER]
@@ -227,6 +225,14 @@ def _per_config(entries: list[dict[str, Any]], bench: str) -> dict[str, list[tup
             found.sort(key=lambda t: 0 if not t[2].startswith("all ") else 1)
             own[config] = found
     return own
+
+
+def _pools(found: list[tuple[str, dict, str]], tag: str | None, config: str) -> bool:
+    """Whether a config's results pool other configs (per-tag values ``tag=<another config>``)."""
+    if not tag:
+        return False
+    return any(str(name).partition("=")[0] == tag and str(name).partition("=")[2] != config
+               for _, m, _ in found for name in (m.get("per_tag") or {}))
 
 
 def _mean_row(name: str, label: str, rows: list[dict[str, Any]], members: Sequence[str], keys: Sequence[str],
@@ -287,9 +293,10 @@ def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Se
     for config in order:
         if config not in per:
             continue
-        if expected and config not in expected and _CONFIG_TAG.get(bench):
-            continue  # a pooled config (e.g. BLA's `all`): its per-tag values are the tasks
         found = per[config]
+        if expected and config not in expected and _pools(found, _CONFIG_TAG.get(bench), config):
+            continue  # a pooled config (e.g. BLA's `all`): its per-tag values are the tasks'
+
         split = _pick_split([f[0] for f in found])
         _, metrics, source = next(f for f in found if f[0] == split)
         shape = infer_shape(metrics)

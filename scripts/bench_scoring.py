@@ -27,6 +27,10 @@ on a GPU (the model and its inputs in that dtype). Usage::
 
     .venv/bin/python scripts/bench_scoring.py [--items 120] [--batch-size 32] [--num-workers N] [--repeats 2]
         [--device cpu|cuda] [--dtype float32|float16|bfloat16] [--exact-preprocessing] [--skip-loop]
+        [--stages-only] [--model models/mini-clip]
+
+``--model`` scores a saved dual encoder instead (e.g. the shipped ``models/mini-clip``, whose encoder
+is fast enough that the input path is the floor).
 """
 
 from __future__ import annotations
@@ -195,6 +199,9 @@ def main(argv=None) -> int:
                    help="the PIL image processor even when torchvision (the fast one) is there")
     p.add_argument("--skip-loop", action="store_true", help="leave out (a), the per-pair loop")
     p.add_argument("--stages-only", action="store_true", help="time the stages alone (no (a)-(d), no cache)")
+    p.add_argument("--model", default=None,
+                   help="a saved dual encoder (e.g. models/mini-clip) loaded with load_scorer instead of the "
+                        "random ViT-B/32-shaped CLIP")
     args = p.parse_args(argv)
     workers = default_workers() if args.num_workers is None else args.num_workers
 
@@ -207,15 +214,27 @@ def main(argv=None) -> int:
 
     dtype_name, torch_dtype = resolve_dtype(args.dtype)
     items = make_items(args.items)
-    model, processor = make_model(items, fast=not args.exact_preprocessing)
-    model = model.to(args.device, torch_dtype)
-    scorer = DualEncoderScorer("bench/clip-vit-b32-random", model, processor, device=args.device, dtype=dtype_name)
     slow_cls, fast_cls = image_processor_classes()
-    slow = slow_cls() if scorer.preprocessing["image_backend"] != "pil" else None
+    if args.model:
+        from vlprobe.scorers import load_scorer
+        from vlprobe.scorers.loading import load_processor
+
+        scorer = load_scorer(args.model, "dual", device=args.device, dtype=dtype_name,
+                             exact_preprocessing=args.exact_preprocessing)
+        model, processor = scorer.model, scorer.processor
+        slow = (load_processor(args.model, exact_preprocessing=True).image_processor
+                if scorer.preprocessing["image_backend"] != "pil" else None)
+        slow_cls = type(slow) if slow is not None else slow_cls
+    else:
+        model, processor = make_model(items, fast=not args.exact_preprocessing)
+        model = model.to(args.device, torch_dtype)
+        scorer = DualEncoderScorer("bench/clip-vit-b32-random", model, processor, device=args.device,
+                                   dtype=dtype_name)
+        slow = slow_cls() if scorer.preprocessing["image_backend"] != "pil" else None
     pairs = sum(it.m * it.n for it in items)
     gpu = torch.cuda.get_device_name(args.device) if str(args.device).startswith("cuda") else None
-    print(f"{len(items)} BLA-shaped items (1 image x 4 texts, 640 x 480 JPEG), {pairs} pairs; CLIP ViT-B/32 shape, "
-          f"random weights; torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; "
+    print(f"{len(items)} BLA-shaped items (1 image x 4 texts, 640 x 480 JPEG), {pairs} pairs; "
+          f"{args.model or 'CLIP ViT-B/32 shape, random weights'}; torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; "
           f"device {args.device}{f' ({gpu})' if gpu else ''}, {dtype_name}; batch size {args.batch_size}, "
           f"{workers} DataLoader workers for (b); image processor {scorer.preprocessing['image_processor']} "
           f"({scorer.preprocessing['image_backend']}{'' if fast_cls else '; torchvision does not import here'}); "

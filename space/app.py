@@ -1,242 +1,371 @@
 """vlprobe's Gradio Space: score a model live on foils, run a benchmark, compare results.
 
-The page is built here; what it does lives in :mod:`vlprobe.space_logic` (scoring through
-vlprobe's engine, verdicts and numbers from vlprobe's metric), so it can be tested without a
-browser. Run it from the repository: ``python space/app.py`` (http://127.0.0.1:7860).
+The page is built here; what it does lives in :mod:`vlprobe.demo` (scoring through vlprobe's
+engine, verdicts and numbers from vlprobe's metric), so it can be tested without a browser. Run it
+from the repository: ``python space/app.py`` (http://127.0.0.1:7860).
 
-Endpoints (named after the functions, as Gradio 6 does): ``/score``, ``/load_example``,
-``/run_benchmark``, ``/show_item``, ``/compare_results``.
+Endpoints (named after the functions): ``/score``, ``/load_example``, ``/run_benchmark``,
+``/show_item``, ``/compare_results``. A mistake in the inputs comes back as a message in the page
+(the verdict, the benchmark's status or the results note), never as a traceback.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # vlprobe is found beside this file (a Space pushed with the package copied in) or one level up
-# (this repository); an installed vlprobe works too.
-for _root in (HERE, HERE.parent):
-    if (_root / "vlprobe" / "__init__.py").is_file() and str(_root) not in sys.path:
-        sys.path.insert(0, str(_root))
-        break
-
-import functools  # noqa: E402
+# (this repository); that folder is also where models/ and the dataset folders are looked up.
+ROOT = next((r for r in (HERE, HERE.parent) if (r / "vlprobe" / "__init__.py").is_file()), HERE)
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 import gradio as gr  # noqa: E402
 
-from vlprobe import space_logic as logic  # noqa: E402
+from vlprobe.demo import benchmark as bench  # noqa: E402
+from vlprobe.demo import examples, results, settings  # noqa: E402
+from vlprobe.demo import score as scoring  # noqa: E402
+from vlprobe.demo.models import preload_default_model  # noqa: E402
+from vlprobe.demo.settings import Settings, SpaceError  # noqa: E402
 
-MAX_UPLOAD = f"{logic.max_upload_bytes() // (1024 * 1024)}mb"
+SETTINGS = Settings(root=ROOT)
+EXAMPLE_DIR = Path(tempfile.mkdtemp(prefix="vlprobe-space-examples-"))
+MAX_UPLOAD = f"{settings.max_upload_bytes() // (1024 * 1024)}mb"
+
+PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
+          "[Winoground](https://arxiv.org/abs/2204.03162) · "
+          "[BLA](https://aclanthology.org/2023.emnlp-main.356/) · "
+          "[TraVLR](https://aclanthology.org/2023.eacl-main.242/)")
+
+CSS = """
+.verdict textarea, .verdict input { font-weight: 600; font-size: 1.05em; }
+.verdict-right textarea { background: #e6f4ea !important; color: #0b5d1e !important; border-left: 6px solid #2ca02c !important; }
+.verdict-wrong textarea { background: #fde8e8 !important; color: #8a1c1c !important; border-left: 6px solid #d62728 !important; }
+.verdict-mixed textarea { background: #fff4e0 !important; color: #7a4a00 !important; border-left: 6px solid #ff9f1c !important; }
+.verdict-error textarea { background: #f3f3f3 !important; color: #8a1c1c !important; border-left: 6px solid #888 !important; }
+/* image labels sit above the picture, never on it */
+.labelled-image { height: auto !important; }
+.labelled-image img { max-height: 200px !important; object-fit: contain !important; }
+.labelled-image [data-testid="block-label"] { position: static !important; margin-bottom: 4px; box-shadow: none; }
+.compact-table table { font-size: 0.9em; }
+.compact-table td, .compact-table th { padding: 2px 6px !important; }
+.gallery-row button { min-width: 0 !important; }
+/* an item with one image: no empty second slot */
+.second-image:not(:has(img)) { display: none !important; }
+.compact-table th, .compact-table td { word-break: normal !important; overflow-wrap: anywhere; }
+@media (max-width: 640px) { .compact-table table { font-size: 0.8em; } }
+"""
 
 
-def _page_errors(fn):
-    """Every failure becomes a gr.Error with a readable message: SpaceError and ValueError as they
-    are written; anything unexpected as its type and first line, never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except gr.Error:
-            raise
-        except (logic.SpaceError, ValueError, FileNotFoundError) as err:
-            raise gr.Error(str(err)) from None
-        except Exception as err:  # noqa: BLE001  (the page must never show a traceback)
-            first = (str(err).strip().splitlines() or [""])[0][:300]
-            raise gr.Error(f"Something went wrong ({type(err).__name__}: {first}).") from None
-
-    return wrapper
+# After scoring: colour the verdict by what it says (right / wrong / mixed / an error), and bring it
+# to the top of the screen when it is out of sight (on a phone it sits below the inputs).
+SHOW_VERDICT = """async () => {
+  await new Promise(r => setTimeout(r, 60));
+  const el = document.querySelector('.verdict');
+  if (!el) return;
+  const text = (el.querySelector('textarea') || {}).value || '';
+  const kind = /^CORRECT/.test(text) ? 'right' : /^WRONG/.test(text) ? 'wrong'
+             : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
+  el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-error');
+  if (kind) el.classList.add('verdict-' + kind);
+  const r = el.getBoundingClientRect();
+  if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+}"""
 
 
-# ---- handlers: thin wrappers around vlprobe.space_logic ------------------------------------------
+def _message(err: Exception) -> str:
+    if isinstance(err, (SpaceError, ValueError, FileNotFoundError)):
+        return str(err)
+    first = (str(err).strip().splitlines() or [""])[0][:300]
+    return f"something went wrong ({type(err).__name__}: {first})"
 
-@_page_errors
+
+def _inline_errors(on_error):
+    """Run the handler; a failure becomes ``on_error(message)``: the page's outputs with the
+    message shown next to what failed, never a traceback or a vanishing pop-up."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as err:  # noqa: BLE001  (the page must never show a traceback)
+                return on_error(_message(err))
+
+        return wrapper
+
+    return decorate
+
+
+def _table(headers, rows):
+    return {"headers": headers, "data": rows}
+
+
+def placeholder(headers, text):
+    """An empty table that says what will fill it (rather than Gradio's "1 2 3" headers)."""
+    return {"headers": headers, "data": [[text] + [""] * (len(headers) - 1)]}
+
+
+SCORES_EMPTY = placeholder(["text", "role", "score", "margin"], "score an item to see each text's score")
+METRICS_EMPTY = placeholder(["metric", "value %", "CI low %", "CI high %", "chance %"], "run a benchmark")
+TAGS_EMPTY = placeholder(["tag", "items"], "run a benchmark")
+BROWSE_EMPTY = placeholder(["rank", "margin", "texts", "tags", "id"], "run a benchmark to list its items")
+ITEM_EMPTY = placeholder(["text", "role", "score", "margin"], "run a benchmark, then pick an item")
+RUNS_EMPTY = placeholder(["benchmark", "config", "split", "metric"], "load results files and press Compare")
+PAPERS_EMPTY = placeholder(["system", "source"], "no published numbers to show")
+
+
+# ---- Score ----------------------------------------------------------------------------------------
+
+def _score_failed(message):
+    return f"Cannot score: {message}", SCORES_EMPTY, "", None, None, None
+
+
+@_inline_errors(_score_failed)
 def score(image_1, image_2, captions, foils, model):
-    """Score one item: (verdict, scores table, highlighted differences, bar chart, metrics)."""
-    out = logic.score(image_1, image_2, captions, foils, model)
-    table = {"headers": out.headers, "data": out.table}
-    return out.verdict, table, out.highlights, out.chart, out.metrics
+    """Score one item: (verdict, scores table, what a score is, differing words, margin chart, metrics)."""
+    out = scoring.score(SETTINGS, image_1, image_2, captions, foils, model)
+    return out.verdict, _table(out.headers, out.table), out.note, out.highlights, out.chart, out.metrics
 
 
-@_page_errors
+def gallery_example(index):
+    return examples.gallery_example(index, EXAMPLE_DIR)
+
+
+def _example_failed(message):
+    return f"⚠️ {message}", gr.skip(), gr.skip(), gr.skip(), gr.skip()
+
+
+@_inline_errors(_example_failed)
 def load_example(dataset, config, row):
     """Fill the Score tab from one row of a built dataset folder."""
-    image_1, image_2, captions, foils = logic.example_fields(dataset, config, row)
-    return image_1, image_2, captions, foils
+    image_1, image_2, captions, foils = examples.example_fields(SETTINGS, dataset, config, row)
+    return "", image_1, image_2, captions, foils
 
 
-@_page_errors
+def _dropdown_failed(message):
+    return gr.Dropdown(choices=[], value=None, info=f"⚠️ {message}")
+
+
+@_inline_errors(_dropdown_failed)
 def list_configs(dataset):
-    configs = logic.dataset_configs(dataset) if dataset else []
-    return gr.Dropdown(choices=configs, value=configs[0] if configs else None)
+    configs = examples.dataset_configs(SETTINGS, dataset) if dataset else []
+    return gr.Dropdown(choices=configs, value=configs[0] if configs else None, info=None)
 
 
-@_page_errors
+@_inline_errors(_dropdown_failed)
 def list_splits(dataset, config):
-    splits = logic.dataset_splits(dataset, config) if dataset and config else []
-    return gr.Dropdown(choices=splits, value=splits[0] if splits else None)
+    splits = examples.dataset_splits(SETTINGS, dataset, config) if dataset and config else []
+    return gr.Dropdown(choices=splits, value=splits[0] if splits else None, info=None)
 
 
-@_page_errors
+# ---- Benchmark ------------------------------------------------------------------------------------
+
+def _benchmark_failed(message):
+    return (f"⚠️ **Cannot run the benchmark:** {message}", None, METRICS_EMPTY, TAGS_EMPTY, BROWSE_EMPTY, None,
+            gr.skip())
+
+
+@_inline_errors(_benchmark_failed)
 def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progress=gr.Progress(track_tqdm=True)):
-    """Score the first N items of a config: summary, metrics, per-tag table, items worst first."""
-    out = logic.benchmark(dataset, config, split, model, n_items, ties, bootstrap,
-                          progress=lambda frac, desc: progress(frac, desc=desc))
-    return (
-        out.summary,
-        {"headers": out.metric_headers, "data": out.metric_rows},
-        {"headers": out.tag_headers, "data": out.tag_rows},
-        {"headers": out.browse_headers, "data": out.browse_rows},
-        out,
-        gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True),
-    )
+    """Score the first N items of a config: summary, chart, metrics, per-tag table, items worst first."""
+    out = bench.run_benchmark(SETTINGS, dataset, config, split, model, n_items, ties, bootstrap,
+                              progress=lambda frac, desc: progress(frac, desc=desc))
+    return (out.summary, out.chart, _table(out.metric_headers, out.metric_rows),
+            _table(out.tag_headers, out.tag_rows) if out.tag_rows else TAGS_EMPTY,
+            _table(out.browse_headers, out.browse_rows),
+            out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True))
 
 
-@_page_errors
+def _item_failed(message):
+    return f"⚠️ {message}", gr.skip(), gr.skip(), gr.skip()
+
+
+@_inline_errors(_item_failed)
 def show_item(outcome, rank):
-    """One benchmark item by rank (1 = worst mistake): its (first two) images, scores, description."""
-    images, headers, rows, caption = logic.browse_item(outcome, rank)
-    second = images[1] if len(images) > 1 else None
+    """One benchmark item by rank (1 = worst mistake): description, its (first two) images, scores."""
+    images, headers, rows, caption = bench.browse_item(outcome, rank)
     if len(images) > 2:
         caption += f" (images 1-2 of {len(images)} shown)"
-    return images[0], second, {"headers": headers, "data": rows}, caption
+    return caption, images[0], images[1] if len(images) > 1 else None, _table(headers, rows)
 
 
-@_page_errors
+# ---- Results --------------------------------------------------------------------------------------
+
+def _results_failed(message):
+    return f"⚠️ **Cannot compare:** {message}", None, RUNS_EMPTY, PAPERS_EMPTY
+
+
+@_inline_errors(_results_failed)
 def compare_results(files, include_papers, benchmark):
-    """results.json files side by side, beside the papers' published numbers, with a plot."""
-    out = logic.compare_results(files, include_papers, benchmark)
-    return ({"headers": out.headers, "data": out.rows}, {"headers": out.paper_headers, "data": out.paper_rows},
-            out.chart, out.note)
+    """Results files side by side, beside the papers' published numbers, with a chart."""
+    out = results.compare_results(files, include_papers, benchmark)
+    return (out.note, out.chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
+            _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY)
 
 
-# ---- the page -----------------------------------------------------------------------------------
+# ---- the page -------------------------------------------------------------------------------------
 
-INTRO = """# vlprobe: probe vision-and-language models with foils
-Score a model on an image and a caption against **foils** (captions with one thing changed), as in
-VALSE, Winoground and BLA. The verdict comes from the same metric as `vlprobe evaluate`:
-*pairwise* for one caption and one foil, *set* for several captions or foils, *group* for two
-images with two captions (Winoground)."""
+INTRO = f"""# vlprobe: does the model see what changed?
+Score a vision-and-language model on an image against a true caption and **foils**, captions with
+one thing changed, as the {PAPERS} benchmarks do. Pick an example below, or upload your own image."""
+
+
+def model_card_text() -> str:
+    card = ROOT / settings.DEFAULT_MODEL / "README.md"
+    if not card.is_file():
+        return "The default model is not in this copy of the Space."
+    text = card.read_text(encoding="utf-8")
+    if text.startswith("---"):
+        text = text.split("---", 2)[2]
+    return text.strip()
 
 
 def build_demo() -> gr.Blocks:
-    datasets_offered = logic.dataset_folders()
-    dataset_choices = [(Path(d).name, d) for d in datasets_offered]
-    custom_datasets = not logic.os.environ.get(logic.ENV_DATASETS, "").strip()
-    custom_models = logic.allowed_models() is None
-    model_info = ("the shipped small CLIP by default; or a Hub model id or a local folder"
-                  if custom_models else "models allowed on this Space")
+    offered = SETTINGS.dataset_folders()
+    dataset_choices = [(Path(d).name, d) for d in offered]
+    custom_datasets = not os.environ.get(settings.ENV_DATASETS, "").strip()
+    custom_models = settings.allowed_models() is None
+    model_info = ("the small CLIP vlprobe ships, or type a model id from the Hugging Face Hub"
+                  if custom_models else "the models this Space allows")
 
     with gr.Blocks(title="vlprobe") as demo:
         gr.Markdown(INTRO)
         with gr.Tab("Score"):
+            with gr.Row(elem_classes=["gallery-row"]):
+                gallery = [gr.Button(label, size="sm", variant="secondary") for label in examples.gallery_labels()]
             with gr.Row():
-                with gr.Column():
+                with gr.Column(scale=1, min_width=300):
                     with gr.Row():
-                        image_1 = gr.Image(label="Image 1", type="filepath", image_mode=None,
-                                           sources=["upload", "clipboard"], height=220)
-                        image_2 = gr.Image(label="Image 2 (optional, for a 2 x 2 Winoground-style item)",
-                                           type="filepath", image_mode=None, sources=["upload", "clipboard"],
-                                           height=220)
+                        image_1 = gr.Image(label="Image 1", type="filepath", image_mode=None, height=200,
+                                           sources=["upload", "clipboard"], elem_classes=["labelled-image"], min_width=120)
+                        image_2 = gr.Image(label="Image 2 (optional)", type="filepath", image_mode=None, height=200,
+                                           sources=["upload", "clipboard"], elem_classes=["labelled-image"], min_width=120)
                     captions = gr.Textbox(label="Captions", lines=2, placeholder="a red circle left of a blue square",
-                                          info="one per line: true descriptions of image 1; with two images, "
-                                               "line 1 describes image 1 and line 2 describes image 2")
-                    foils = gr.Textbox(label="Foils", lines=3, placeholder="a blue circle left of a red square",
+                                          info="one per line, true of image 1; with two images, line 2 is true of image 2")
+                    foils = gr.Textbox(label="Foils", lines=2, placeholder="a blue circle left of a red square",
                                        info="one per line: texts that do not describe the image")
-                    model = gr.Dropdown(choices=logic.model_choices(), value=logic.DEFAULT_MODEL, label="Model",
+                    model = gr.Dropdown(choices=settings.model_choices(), value=settings.DEFAULT_MODEL, label="Model",
                                         allow_custom_value=custom_models, info=model_info)
                     score_button = gr.Button("Score", variant="primary")
-                    with gr.Accordion("Pick an example from a built dataset folder", open=False):
-                        ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset folder",
-                                                 value=datasets_offered[0] if datasets_offered else None,
+                    gr.Markdown(settings.limits_text(), elem_classes=["limits"])
+                    with gr.Accordion("Or take an item from a dataset", open=False, visible=bool(offered)):
+                        ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
+                                                 value=offered[0] if offered else None,
                                                  allow_custom_value=custom_datasets)
                         ex_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
                         ex_row = gr.Number(label="Row", value=0, precision=0, minimum=0)
-                        ex_button = gr.Button("Load example")
-                with gr.Column():
-                    verdict = gr.Textbox(label="Verdict", interactive=False)
-                    scores = gr.Dataframe(label="Scores", interactive=False,
-                                          headers=["image", "text", "role", "score"])
-                    diff = gr.HighlightedText(label="Where the texts differ", color_map=logic.DIFF_COLORS,
+                        ex_button = gr.Button("Load this item")
+                        ex_status = gr.Markdown()
+                with gr.Column(scale=1, min_width=300):
+                    verdict = gr.Textbox(label="Verdict", interactive=False, lines=2,
+                                         elem_classes=["verdict"], placeholder="the verdict appears here")
+                    scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, wrap=True,
+                                          elem_id="scores", elem_classes=["compact-table"])
+                    score_note = gr.Markdown()
+                    chart = gr.Plot(label="What decides the verdict: the margins", format="png", show_label=True)
+                    diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,
                                               show_legend=False, combine_adjacent=True)
-                    chart = gr.BarPlot(x="text", y="score", color="role", label="Scores",
-                                       color_map={"caption": "#2ca02c", "foil": "#d62728"}, x_label_angle=-30,
-                                       sort=None, height=280)
-                    with gr.Accordion("The metric on this item", open=False):
-                        item_metrics = gr.JSON(label="valse_metric output")
-            score_button.click(score, [image_1, image_2, captions, foils, model],
-                               [verdict, scores, diff, chart, item_metrics],
-                               api_name="score", concurrency_limit=2, concurrency_id="score",
-                               preprocess=False)  # uploads are checked by vlprobe, not decoded by Gradio
+                    with gr.Accordion("Every metric value for this item", open=False):
+                        item_metrics = gr.JSON(show_label=False)
+                    with gr.Accordion("About the default model (its card)", open=False):
+                        gr.Markdown(model_card_text())
+            inputs = [image_1, image_2, captions, foils, model]
+            outputs = [verdict, scores, score_note, diff, chart, item_metrics]
+            score_button.click(score, inputs, outputs, api_name="score", concurrency_limit=2, concurrency_id="score",
+                               preprocess=False).then(None, js=SHOW_VERDICT)  # uploads are checked by vlprobe
+            for k, button in enumerate(gallery):
+                button.click(functools.partial(gallery_example, k), None, [image_1, image_2, captions, foils],
+                             api_visibility="private").then(
+                    score, inputs, outputs, api_visibility="private", concurrency_limit=2, concurrency_id="score",
+                    preprocess=False).then(None, js=SHOW_VERDICT)
             ex_dataset.change(list_configs, ex_dataset, ex_config, api_visibility="private")
-            ex_button.click(load_example, [ex_dataset, ex_config, ex_row], [image_1, image_2, captions, foils],
+            ex_button.click(load_example, [ex_dataset, ex_config, ex_row], [ex_status, image_1, image_2, captions, foils],
                             api_name="load_example", concurrency_limit=2, concurrency_id="examples")
+            demo.load(list_configs, ex_dataset, ex_config, api_visibility="private")
 
         with gr.Tab("Benchmark"):
+            if not offered:
+                gr.Markdown("No dataset is built on this Space yet, so there is nothing to benchmark here.")
             with gr.Row():
-                b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset folder",
-                                        value=datasets_offered[0] if datasets_offered else None,
-                                        allow_custom_value=custom_datasets,
-                                        info="built with `vlprobe build travlr` / `vlprobe build winoground_style`")
+                b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", value=offered[0] if offered else None,
+                                        allow_custom_value=custom_datasets)
                 b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
                 b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True)
             with gr.Row():
-                b_model = gr.Dropdown(choices=logic.model_choices(), value=logic.DEFAULT_MODEL, label="Model",
+                b_model = gr.Dropdown(choices=settings.model_choices(), value=settings.DEFAULT_MODEL, label="Model",
                                       allow_custom_value=custom_models, info=model_info)
-                b_items = gr.Slider(1, logic.max_items(), value=min(100, logic.max_items()), step=1,
-                                    label="Number of items (the first N rows)")
-                b_ties = gr.Radio(["strict", "half", "lenient"], value="strict", label="Ties")
-                b_boot = gr.Number(value=200, precision=0, minimum=0, maximum=2000, label="Bootstrap resamples")
+                b_items = gr.Slider(1, settings.max_items(), value=min(100, settings.max_items()), step=1,
+                                    label="Items (the first N rows)")
+                b_ties = gr.Radio(["strict", "half", "lenient"], value="strict", label="A tie counts as",
+                                  info="strict: wrong (as the papers); half: half right; lenient: right")
+                b_boot = gr.Number(value=200, precision=0, minimum=0, maximum=settings.MAX_BOOTSTRAP,
+                                   label="Bootstrap resamples", info="for the 95% confidence intervals; 0: none")
             b_button = gr.Button("Run benchmark", variant="primary")
-            b_summary = gr.Markdown(label="Summary")
+            b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.")
             with gr.Row():
-                b_metrics = gr.Dataframe(label="Metrics (with CIs and chance levels)", interactive=False)
-                b_tags = gr.Dataframe(label="Per tag", interactive=False)
-            b_browse = gr.Dataframe(label="Items, worst mistakes first (margin: lowest true score minus highest "
-                                          "foil score; at most 0 is a mistake)", interactive=False, max_height=320)
+                b_chart = gr.Image(label="Metrics (bars: 95% CI; dashed: chance)", type="filepath",
+                                   placeholder="The chart of the metrics appears here.",
+                                   interactive=False, show_label=False, buttons=["download"])
+                with gr.Column():
+                    b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False,
+                                             elem_classes=["compact-table"])
+                    b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False,
+                                          elem_classes=["compact-table"])
+            b_browse = gr.Dataframe(BROWSE_EMPTY, label="Items, worst first (margin: lowest true score minus highest wrong "
+                                          "score; 0 or less is a mistake)", interactive=False, max_height=320,
+                                    wrap=True, elem_classes=["compact-table"])
             b_state = gr.State()
             with gr.Row():
-                with gr.Column(scale=1):
-                    b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)")
-                    b_caption = gr.Markdown(label="Item")
-                    b_item_scores = gr.Dataframe(label="Item scores", interactive=False)
-                with gr.Column(scale=1):
+                with gr.Column(scale=1, min_width=300):
+                    b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)", elem_id="item-rank")
+                    b_caption = gr.Markdown()
+                    b_item_scores = gr.Dataframe(ITEM_EMPTY, label="Item scores", interactive=False, wrap=True,
+                                                 elem_classes=["compact-table"])
+                with gr.Column(scale=1, min_width=300):
                     with gr.Row():
-                        b_image_1 = gr.Image(label="Item image 1", interactive=False, height=260)
-                        b_image_2 = gr.Image(label="Item image 2", interactive=False, height=260)
+                        b_image_1 = gr.Image(label="Item image 1", interactive=False, height=240,
+                                             elem_classes=["labelled-image"], min_width=120)
+                        b_image_2 = gr.Image(label="Item image 2", interactive=False, height=240,
+                                             elem_classes=["labelled-image", "second-image"], min_width=120)
+            item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores]
             b_dataset.change(list_configs, b_dataset, b_config, api_visibility="private")
             b_config.change(list_splits, [b_dataset, b_config], b_split, api_visibility="private")
             b_button.click(run_benchmark, [b_dataset, b_config, b_split, b_model, b_items, b_ties, b_boot],
-                           [b_summary, b_metrics, b_tags, b_browse, b_state, b_rank],
+                           [b_summary, b_chart, b_metrics, b_tags, b_browse, b_state, b_rank],
                            api_name="run_benchmark", concurrency_limit=1, concurrency_id="benchmark").success(
-                show_item, [b_state, b_rank], [b_image_1, b_image_2, b_item_scores, b_caption], api_name="show_first_item",
-                api_visibility="private")
-            b_rank.release(show_item, [b_state, b_rank], [b_image_1, b_image_2, b_item_scores, b_caption],
-                           api_name="show_item", concurrency_limit=4, concurrency_id="browse")
+                show_item, [b_state, b_rank], item_outputs, api_name="show_first_item", api_visibility="private")
+            b_rank.release(show_item, [b_state, b_rank], item_outputs, api_name="show_item",
+                           concurrency_limit=4, concurrency_id="browse")
+            b_rank.input(show_item, [b_state, b_rank], item_outputs, api_name="show_typed_item", api_visibility="private",
+                         concurrency_limit=4, concurrency_id="browse", trigger_mode="always_last")
+            demo.load(list_configs, b_dataset, b_config, api_visibility="private")
 
         with gr.Tab("Results"):
-            gr.Markdown("Load `results.json` files written by `vlprobe evaluate` and compare them, and with the "
-                        "numbers the papers published (VALSE Table 2, Winoground Table 3, BLA thesis Table 6.3).")
+            gr.Markdown("Load results files written by vlprobe (`results.json`) to compare runs with each other and "
+                        "with the numbers the papers published (VALSE Table 2, Winoground Table 3, BLA thesis "
+                        "Table 6.3).")
             with gr.Row():
-                r_files = gr.File(label="results.json files", file_count="multiple", file_types=[".json"],
+                r_files = gr.File(label="Results files", file_count="multiple", file_types=[".json"],
                                   elem_id="results-files")
                 with gr.Column():
                     r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
                     r_bench = gr.Dropdown(["auto", "valse", "winoground", "bla"], value="auto",
-                                          label="Papers' benchmark",
-                                          info="auto: the first loaded benchmark the papers report on")
+                                          label="Papers' benchmark", info="auto: the first loaded benchmark with a paper")
                     r_button = gr.Button("Compare", variant="primary")
-            r_note = gr.Markdown(label="Note")
-            r_plot = gr.Plot(label="Headline metric per config")
-            r_table = gr.Dataframe(label="Runs (%)", interactive=False)
-            r_paper = gr.Dataframe(label="Beside the published numbers (%)", interactive=False)
-            r_button.click(compare_results, [r_files, r_papers, r_bench], [r_table, r_paper, r_plot, r_note],
+            r_note = gr.Markdown("Load files and press **Compare**, or press it alone to see the papers' numbers.")
+            r_plot = gr.Plot(label="Headline metric per config and split", format="svg",
+                             elem_id="results-chart")
+            r_table = gr.Dataframe(RUNS_EMPTY, label="Runs (%)", interactive=False, wrap=True,
+                                   elem_classes=["compact-table"])
+            r_paper = gr.Dataframe(PAPERS_EMPTY, label="Beside the published numbers (%)", interactive=False,
+                                   wrap=True, elem_classes=["compact-table"])
+            r_button.click(compare_results, [r_files, r_papers, r_bench], [r_note, r_plot, r_table, r_paper],
                            api_name="compare_results", concurrency_limit=2, concurrency_id="results")
-
-        # Fill the dataset dropdowns' configs when the page opens.
-        demo.load(list_configs, ex_dataset, ex_config, api_visibility="private")
-        demo.load(list_configs, b_dataset, b_config, api_visibility="private")
     return demo
 
 
@@ -244,9 +373,10 @@ demo = build_demo()
 # One queue for the page; each kind of work has its own concurrency group (concurrency_id above), so a
 # long benchmark (limit 1) never holds back scoring (limit 2).
 demo.queue(max_size=64, default_concurrency_limit=2)
+LAUNCH = {"theme": gr.themes.Soft(), "css": CSS, "max_file_size": MAX_UPLOAD, "show_error": False}
 
 if __name__ == "__main__":
-    problem = logic.preload_default_model()  # the first person to score should not wait for it
+    problem = preload_default_model(SETTINGS)  # the first person to score should not wait for it
     if problem:
         print(f"vlprobe Space: the default model is not loaded: {problem}", file=sys.stderr)
-    demo.launch(theme=gr.themes.Soft(), max_file_size=MAX_UPLOAD, show_error=False)
+    demo.launch(**LAUNCH)

@@ -17,12 +17,6 @@ from .models import MODELS, ModelCache
 from .score import item_shape, plain, run_engine
 from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
 
-# The metrics that mean something for each item shape (the rest are copies of the same number).
-SHAPE_METRICS = {
-    "pairwise": ("acc_r", "auroc", "acc", "p_c", "p_f", "min_p"),
-    "set": ("sentence_acc", "set_acc", "set_error", "acc_r", "auroc"),
-    "group": ("text", "image", "group"),
-}
 
 
 def plural(n: int, word: str) -> str:
@@ -40,8 +34,15 @@ def items_shape(items: Sequence[Item]) -> str:
     return "group" if "group" in shapes else "pairwise" if shapes == {"pairwise"} else "set"
 
 
-def shown_metrics(shape: str, result: dict) -> list[str]:
-    return [k for k in SHAPE_METRICS[shape] if result.get(k) is not None]
+def shown_metrics(folder: str, items: Sequence[Item], result: dict) -> list[str]:
+    """The metrics that mean something for the benchmark and its items' shape, headline first
+    (:func:`vlprobe.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it)."""
+    from ..results import metric_keys
+    from ..summary import benchmark_of, display_metrics
+
+    shapes = {(i.m, i.n) for i in items}
+    available = [k for k in metric_keys(result) if result.get(k) is not None]
+    return display_metrics(benchmark_of(folder), shapes.pop() if len(shapes) == 1 else None, available)
 
 
 def metric_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
@@ -148,13 +149,13 @@ def run_benchmark(settings: Settings, folder: str | None, config: str | None, sp
     run, result = _measure(scorer, items, ties, n_boot)
     report(0.9, "computing the metrics")
     shape = items_shape(items)
-    keys = shown_metrics(shape, result)
+    keys = shown_metrics(str(folder), items, result)
     mh, mr = metric_rows(result, keys)
     th, tr = tag_rows(result, keys)
     gaps = margins(run.scores, [item.gold for item in items])
     order = sorted(range(len(items)), key=lambda k: (np.nan_to_num(gaps[k], nan=np.inf), k))
-    browse = [[rank, items[k].id, round(float(gaps[k]), 3), "yes" if gaps[k] <= 0 else "no",
-               " | ".join(items[k].texts), ", ".join(items[k].tags)] for rank, k in enumerate(order, 1)]
+    browse = [[rank, round(float(gaps[k]), 3), " | ".join(items[k].texts), ", ".join(items[k].tags), items[k].id]
+              for rank, k in enumerate(order, 1)]
     name = Path(str(folder)).name
     wrong = int(sum(1 for g in gaps if g <= 0))
     ties_n = int(result.get("n_ties") or 0)
@@ -166,7 +167,7 @@ def run_benchmark(settings: Settings, folder: str | None, config: str | None, sp
     report(1.0, "done")
     return BenchmarkOutcome(
         summary=summary, metric_headers=mh, metric_rows=mr, tag_headers=th, tag_rows=tr,
-        browse_headers=["rank", "id", "margin", "mistake", "texts", "tags"], browse_rows=browse,
+        browse_headers=["rank", "margin", "texts", "tags", "id"], browse_rows=browse,
         result=result, chart=chart(name, str(config), split, result, keys), items=items,
         scores=[np.asarray(s) for s in run.scores], order=order)
 

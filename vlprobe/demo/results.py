@@ -15,7 +15,6 @@ import numpy as np
 from .settings import SpaceError
 
 PAPER_BENCHMARKS = ("valse", "winoground", "bla")
-PAPER_HEADLINE = {"valse": "acc_r", "winoground": "group", "bla": "sentence_acc"}  # the papers' own headline
 MAX_RESULTS_BYTES = 20 * 1024 * 1024
 MAX_RESULTS_FILES = 20
 
@@ -47,8 +46,11 @@ def run_label(path: Path, model_label: str) -> str:
 
 def load_runs(files: Iterable[Any]) -> list[Any]:
     from .. import report
+    from ..errors import VlprobeError
 
     paths = [_file_path(f) for f in files]
+    if not paths:
+        return []
     if len(paths) > MAX_RESULTS_FILES:
         raise SpaceError(f"{len(paths)} files is more than this page compares at once ({MAX_RESULTS_FILES})")
     for p in paths:
@@ -56,7 +58,7 @@ def load_runs(files: Iterable[Any]) -> list[Any]:
             raise SpaceError(f"{p.name}: larger than {MAX_RESULTS_BYTES // (1024 * 1024)} MB; is it a results.json?")
     try:
         runs = report.load_runs(paths)
-    except (report.ReportError, FileNotFoundError) as err:
+    except (report.ReportError, FileNotFoundError, VlprobeError) as err:
         message = str(err)
         for p in paths:  # name the file as the person uploaded it, not by the server's temporary path
             message = message.replace(str(p), p.name)
@@ -125,12 +127,11 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], li
 
 
 def headline_key(benchmark: str, metrics: dict) -> str | None:
-    """The metric the chart shows for a result: the paper's headline where the benchmark has a
-    paper and the result has it, else vlprobe.report's headline rule."""
+    """The metric the chart shows for a result, by vlprobe's one headline rule
+    (:func:`vlprobe.summary.primary_metric`: BLA's sentence accuracy, Winoground's group...)."""
     from .. import report
 
-    key = PAPER_HEADLINE.get(benchmark)
-    return key if key and metrics.get(key) is not None else report.headline(metrics)
+    return report.headline(metrics, benchmark)
 
 
 def run_points(runs: Sequence[Any]) -> list[dict]:
@@ -161,7 +162,10 @@ def matching_papers(paper_points: list[dict], points: list[dict]) -> list[dict]:
     if points:
         shown = {(p["benchmark"], p["config"], p["metric"]) for p in points}
         return [p for p in paper_points if (p["benchmark"], p["config"], p["metric"]) in shown]
-    return [p for p in paper_points if p["metric"] == PAPER_HEADLINE.get(p["benchmark"])]
+    from ..summary import primary_metric
+
+    return [p for p in paper_points
+            if p["metric"] == primary_metric(p["benchmark"], None, {q["metric"] for q in paper_points})]
 
 
 def compare_results(files: Iterable[Any] | None, include_papers: bool = True, benchmark: str = "auto") -> Comparison:

@@ -270,6 +270,16 @@ def test_plan_lists_only_card_spec_and_data(folder):
     assert plan.allow_patterns == plan.files
 
 
+def test_plan_uploads_other_specs_and_checks_them(folder):
+    """A second framing (TraVLR's true_false.yaml, chosen with --spec) travels with the dataset."""
+    (folder / "true_false.yaml").write_text("id: id\nimages: [image]\ntexts: [caption]\ngold: [[1]]\n")
+    plan = pub.plan_dataset(folder, "my-lab/shapes")
+    assert plan.files[:3] == ["README.md", "vlprobe.yaml", "true_false.yaml"]
+    (folder / "true_false.yaml").write_text("images: [image]\n")  # no texts, no gold
+    with pytest.raises(pub.ValidationError, match="true_false.yaml"):
+        pub.plan_dataset(folder, "my-lab/shapes")
+
+
 def test_plan_refuses_with_the_whole_list(folder):
     (folder / "vlprobe.yaml").unlink()
     _edit_card(folder, lambda m: m.pop("license"))

@@ -331,6 +331,15 @@ def check_dataset_folder(
             for name in spec.overrides:
                 if configs and name not in configs:
                     problems.append(f"{spec_path}: configs.{name} overrides a config the card does not declare ({configs})")
+    # Other specs beside it (a second framing chosen with --spec) are uploaded too, so they must parse.
+    for other in sorted(folder.glob("*.yaml")):
+        if other.name != SPEC_FILE and not other.name.startswith("."):
+            from .spec import ItemSpec
+
+            try:
+                ItemSpec.from_file(other)
+            except ValueError as err:
+                problems.append(str(err))
 
     # load_dataset on configs whose files are missing would only repeat those problems, less clearly
     if load and meta is not None and configs and not broken_configs:
@@ -475,15 +484,17 @@ def _first_line(err: BaseException) -> str:
 
 
 def plan_dataset(folder: str | os.PathLike, repo_id: str, rows: int = 5) -> UploadPlan:
-    """Validate a dataset folder and plan its upload: the card, vlprobe.yaml and the data files
-    the card declares, nothing else. Raises :class:`ValidationError` listing every problem."""
+    """Validate a dataset folder and plan its upload: the card, vlprobe.yaml (and any other spec
+    ``*.yaml`` beside it) and the data files the card declares, nothing else. Raises :class:`ValidationError` listing every problem."""
     folder = Path(folder)
     check_repo_id(repo_id)
     notes: list[str] = []
     problems, data_files = check_dataset_folder(folder, rows=rows, notes=notes)
     if problems:
         raise ValidationError(f"dataset folder {folder}", problems)
-    files = [CARD_FILE, SPEC_FILE] + data_files
+    # Other specs beside vlprobe.yaml (TraVLR's true_false.yaml: a second framing chosen with --spec).
+    extra_specs = sorted(p.name for p in folder.glob("*.yaml") if p.name != SPEC_FILE and not p.name.startswith("."))
+    files = [CARD_FILE, SPEC_FILE] + extra_specs + data_files
     return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder, files=files,
                       allow_patterns=list(files), notes=notes)
 

@@ -54,10 +54,14 @@ CSS = """
 .compact-table table { font-size: 0.9em; }
 .compact-table td, .compact-table th { padding: 2px 6px !important; }
 .gallery-row button { min-width: 0 !important; }
+.results-svg svg { max-width: 100%; height: auto; }
 /* an item with one image: no empty second slot */
 .second-image:not(:has(img)) { display: none !important; }
-.compact-table th, .compact-table td { word-break: normal !important; overflow-wrap: anywhere; }
-@media (max-width: 640px) { .compact-table table { font-size: 0.8em; } }
+.compact-table th, .compact-table td { word-break: normal !important; overflow-wrap: break-word !important; }
+@media (max-width: 640px) {
+  .compact-table th, .compact-table td, .compact-table th *, .compact-table td * { font-size: 11.5px !important; }
+  .compact-table td, .compact-table th { padding: 2px 3px !important; }
+}
 """
 
 
@@ -110,6 +114,7 @@ def placeholder(headers, text):
     return {"headers": headers, "data": [[text] + [""] * (len(headers) - 1)]}
 
 
+SCORE_WIDTHS = ["40%", "24%", "18%", "18%"]
 SCORES_EMPTY = placeholder(["text", "role", "score", "margin"], "score an item to see each text's score")
 METRICS_EMPTY = placeholder(["metric", "value %", "CI low %", "CI high %", "chance %"], "run a benchmark")
 TAGS_EMPTY = placeholder(["tag", "items"], "run a benchmark")
@@ -197,14 +202,15 @@ def show_item(outcome, rank):
 # ---- Results --------------------------------------------------------------------------------------
 
 def _results_failed(message):
-    return f"⚠️ **Cannot compare:** {message}", None, RUNS_EMPTY, PAPERS_EMPTY
+    return f"⚠️ **Cannot compare:** {message}", "", RUNS_EMPTY, PAPERS_EMPTY
 
 
 @_inline_errors(_results_failed)
 def compare_results(files, include_papers, benchmark):
     """Results files side by side, beside the papers' published numbers, with a chart."""
     out = results.compare_results(files, include_papers, benchmark)
-    return (out.note, out.chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
+    chart = "" if out.chart is None else f'<div class="results-svg">{results.chart_svg(out.chart)}</div>'
+    return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY)
 
 
@@ -264,7 +270,7 @@ def build_demo() -> gr.Blocks:
                 with gr.Column(scale=1, min_width=300):
                     verdict = gr.Textbox(label="Verdict", interactive=False, lines=2,
                                          elem_classes=["verdict"], placeholder="the verdict appears here")
-                    scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, wrap=True,
+                    scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, wrap=True, column_widths=SCORE_WIDTHS,
                                           elem_id="scores", elem_classes=["compact-table"])
                     score_note = gr.Markdown()
                     chart = gr.Plot(label="What decides the verdict: the margins", format="png", show_label=True)
@@ -308,15 +314,13 @@ def build_demo() -> gr.Blocks:
             b_button = gr.Button("Run benchmark", variant="primary")
             b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.")
             with gr.Row():
-                b_chart = gr.Image(label="Metrics (bars: 95% CI; dashed: chance)", type="filepath",
-                                   placeholder="The chart of the metrics appears here.",
-                                   interactive=False, show_label=False, buttons=["download"])
+                b_chart = gr.Plot(label="Metrics (bars: 95% CI; dashed: chance)", format="png")
                 with gr.Column():
                     b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False,
                                              elem_classes=["compact-table"])
                     b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False,
                                           elem_classes=["compact-table"])
-            b_browse = gr.Dataframe(BROWSE_EMPTY, label="Items, worst first (margin: lowest true score minus highest wrong "
+            b_browse = gr.Dataframe(BROWSE_EMPTY, column_widths=["12%", "14%", "44%", "16%", "14%"], label="Items, worst first (margin: lowest true score minus highest wrong "
                                           "score; 0 or less is a mistake)", interactive=False, max_height=320,
                                     wrap=True, elem_classes=["compact-table"])
             b_state = gr.State()
@@ -325,6 +329,7 @@ def build_demo() -> gr.Blocks:
                     b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)", elem_id="item-rank")
                     b_caption = gr.Markdown()
                     b_item_scores = gr.Dataframe(ITEM_EMPTY, label="Item scores", interactive=False, wrap=True,
+                                                 column_widths=SCORE_WIDTHS,
                                                  elem_classes=["compact-table"])
                 with gr.Column(scale=1, min_width=300):
                     with gr.Row():
@@ -358,8 +363,7 @@ def build_demo() -> gr.Blocks:
                                           label="Papers' benchmark", info="auto: the first loaded benchmark with a paper")
                     r_button = gr.Button("Compare", variant="primary")
             r_note = gr.Markdown("Load files and press **Compare**, or press it alone to see the papers' numbers.")
-            r_plot = gr.Plot(label="Headline metric per config and split", format="svg",
-                             elem_id="results-chart")
+            r_plot = gr.HTML(label="Headline metric per config and split", elem_id="results-chart")
             r_table = gr.Dataframe(RUNS_EMPTY, label="Runs (%)", interactive=False, wrap=True,
                                    elem_classes=["compact-table"])
             r_paper = gr.Dataframe(PAPERS_EMPTY, label="Beside the published numbers (%)", interactive=False,

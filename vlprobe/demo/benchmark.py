@@ -1,52 +1,44 @@
 """The Benchmark tab: the first N items of a dataset folder's config, scored and measured by
-vlprobe's engine and metric, shown as a chart (each metric with its CI and chance line), a table of
+``vlprobe.evaluate`` (the library's API, with the page's already-loaded model), shown as a chart (each metric with its CI and chance line), a table of
 the metrics that fit the items' shape, a per-tag table and the items, worst mistakes first."""
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..items import Item
 from .examples import dataset_splits, load_items
 from .models import MODELS, ModelCache
-from .score import item_shape, plain, run_engine
+from .score import item_shape, plain
 from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
-
 
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def pct(x: Any) -> str:
-    return "" if x is None else f"{100 * float(x):.1f}"
-
-
-def items_shape(items: Sequence[Item]) -> str:
+def items_shape(items: Sequence[Any]) -> str:
     """The shape of a run: 'group' if any item has two images, else 'pairwise' if every item is one
     caption against one foil, else 'set'."""
-    shapes = {item_shape(i.m, int(np.asarray(i.gold).sum()), i.n) for i in items}
+    shapes = {item_shape(np.shape(i.gold)[0], int(np.asarray(i.gold).sum()), np.shape(i.gold)[1]) for i in items}
     return "group" if "group" in shapes else "pairwise" if shapes == {"pairwise"} else "set"
 
 
-def shown_metrics(folder: str, items: Sequence[Item], result: dict) -> list[str]:
-    """The metrics that mean something for the benchmark and its items' shape, headline first
-    (:func:`vlprobe.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it)."""
-    from ..results import metric_keys
-    from ..summary import benchmark_of, display_metrics
+def shown_metrics(split: Any) -> list[str]:
+    """The metrics that mean something for the split's benchmark and item shape, headline first
+    (:func:`vlprobe.evaluation.display_keys`: a 1 x 2 item shows acc_r, not five copies of it)."""
+    from ..evaluation import display_keys
 
-    shapes = {(i.m, i.n) for i in items}
-    available = [k for k in metric_keys(result) if result.get(k) is not None]
-    return display_metrics(benchmark_of(folder), shapes.pop() if len(shapes) == 1 else None, available)
+    return [k for k in display_keys(split) if split.metrics.get(k) is not None]
 
 
 def metric_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows): metric, value, CI low, CI high, chance, in %."""
+    from ..results import pct
+
     chance, ci = result.get("chance") or {}, result.get("ci") or {}
     rows = []
     for key in keys:
@@ -56,6 +48,8 @@ def metric_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list
 
 
 def tag_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
+    from ..results import pct
+
     per_tag = result.get("per_tag") or {}
     keys = [k for k in keys if any(r.get(k) is not None for r in per_tag.values())]
     rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) for k in keys] for tag, r in sorted(per_tag.items())]
@@ -76,16 +70,25 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
     return out
 
 
-def chart(name: str, config: str, split: str, result: dict, keys: Sequence[str]) -> str:
-    """The PNG of the metrics (CI error bars, dashed chance lines), drawn by vlprobe.results."""
-    from ..results import Unit, plot_unit
+def chart(split: Any, keys: Sequence[str]) -> Any:
+    """A matplotlib figure of the shown metrics (CI error bars, dashed chance lines), drawn by
+    vlprobe.results' one bar chart."""
+    import dataclasses
 
-    metrics = dict(result)
-    for key in set(metrics) - set(keys) - {"n_items", "n_ties", "chance", "ci", "support", "per_tag"}:
-        metrics.pop(key)
-    path = Path(tempfile.mkdtemp(prefix="vlprobe-benchmark-")) / "metrics.png"
-    plot_unit(path, Unit(dataset=name, config=config, split=split, items=[], metrics=metrics))
-    return str(path)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..results import plot_split
+
+    keep = set(keys) | {"n_items", "n_ties", "chance", "ci", "support"}
+    shown = dataclasses.replace(split, metrics={k: v for k, v in split.metrics.items() if k in keep})
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(keys) + 2.0), 3.4), dpi=100)
+    plot_split(ax, shown)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
 
 
 @dataclass
@@ -98,15 +101,14 @@ class BenchmarkOutcome:
     browse_headers: list[str]
     browse_rows: list[list[Any]]
     result: dict
-    chart: str | None = None  # path of the metrics chart (PNG)
-    items: list[Item] = field(repr=False, default_factory=list)
+    chart: Any = None  # a matplotlib Figure of the metrics
+    source: tuple = ()  # (settings, folder, config, split): where browsing reads an item's images
+    items: list[Any] = field(repr=False, default_factory=list)  # scored items (texts, gold, tags; no images)
     scores: list[np.ndarray] = field(repr=False, default_factory=list)
     order: list[int] = field(repr=False, default_factory=list)
 
 
-def _check(n_items: Any, bootstrap: Any, ties: str) -> tuple[int, int]:
-    from ..metric import TIE_POLICIES
-
+def _check(n_items: Any, bootstrap: Any) -> tuple[int, int]:
     try:
         n, n_boot = int(n_items), int(bootstrap or 0)
     except (TypeError, ValueError):
@@ -115,61 +117,61 @@ def _check(n_items: Any, bootstrap: Any, ties: str) -> tuple[int, int]:
         raise SpaceError(f"the number of items must be between 1 and {max_items()} on this Space, got {n}")
     if not 0 <= n_boot <= MAX_BOOTSTRAP:
         raise SpaceError(f"bootstrap resamples must be between 0 and {MAX_BOOTSTRAP} on this Space, got {n_boot}")
-    if ties not in TIE_POLICIES:
-        raise SpaceError(f"ties must be one of {', '.join(TIE_POLICIES)}, got {ties!r}")
     return n, n_boot
 
 
-def _measure(scorer: Any, items: list[Item], ties: str, n_boot: int) -> tuple[Any, dict]:
-    from ..metric import compute
+def evaluate_split(scorer: Any, folder: Path, config: str, split: str, n: int, ties: str, n_boot: int) -> Any:
+    """``vlprobe.evaluate`` on one split with an already-loaded scorer: the scored split."""
+    from .. import evaluate
+    from ..errors import VlprobeError
 
-    run = run_engine(scorer, items, progress=True)
-    kwargs: dict[str, Any] = {"ties": ties, "tags": [list(item.tags) for item in items]}
-    if run.probabilities is not None:
-        kwargs["probabilities"] = run.probabilities
-    if n_boot:
-        kwargs.update(bootstrap=n_boot, seed=0)
-    return run, plain(compute(run.scores, [item.gold.astype(int) for item in items], **kwargs))
+    try:
+        run = evaluate(model=scorer, datasets=str(folder), configs=[config], splits=[split], ties=ties,
+                       bootstrap=n_boot, limit=n, progress=False, cache_dir="none", num_workers=0)
+    except VlprobeError as err:
+        raise SpaceError(str(err).replace(str(folder), folder.name)) from None
+    return run, run.splits[0]
 
 
 def run_benchmark(settings: Settings, folder: str | None, config: str | None, split: str | None,
                   model: str | None, n_items: Any, ties: str = "strict", bootstrap: Any = 200,
                   progress: Callable[[float, str], None] | None = None,
                   cache: ModelCache | None = None) -> BenchmarkOutcome:
-    """Score the first ``n_items`` items of a config and measure them."""
+    """Score the first ``n_items`` items of a config through ``vlprobe.evaluate`` and show them."""
     report = progress or (lambda frac, desc: None)
-    n, n_boot = _check(n_items, bootstrap, ties)
-    model_id = settings.resolve_model(model)
-    report(0.0, "loading the items")
+    n, n_boot = _check(n_items, bootstrap)
+    path = settings.resolve_dataset(folder)
+    if not config:
+        raise SpaceError(f"choose a config of {path.name!r}")
     split = split or dataset_splits(settings, folder, config)[0]
-    items = load_items(settings, folder, config, split, limit=n)
-    report(0.1, f"loading the model {Path(model_id).name}")
+    model_id = settings.resolve_model(model)
+    report(0.05, f"loading the model {Path(model_id).name}")
     scorer = (cache or MODELS).get(model_id)
-    report(0.2, f"scoring {plural(len(items), 'item')}")
-    run, result = _measure(scorer, items, ties, n_boot)
-    report(0.9, "computing the metrics")
-    shape = items_shape(items)
-    keys = shown_metrics(str(folder), items, result)
+    report(0.2, f"scoring up to {plural(n, 'item')}")
+    run, scored = evaluate_split(scorer, path, config, split, n, ties, n_boot)
+    result = plain(scored.metrics)
+    keys = shown_metrics(scored)
     mh, mr = metric_rows(result, keys)
     th, tr = tag_rows(result, keys)
-    gaps = margins(run.scores, [item.gold for item in items])
+    items = list(scored.items)
+    gaps = margins(scored.scores, [item.gold for item in items])
     order = sorted(range(len(items)), key=lambda k: (np.nan_to_num(gaps[k], nan=np.inf), k))
     browse = [[rank, round(float(gaps[k]), 3), " | ".join(items[k].texts), ", ".join(items[k].tags), items[k].id]
               for rank, k in enumerate(order, 1)]
-    name = Path(str(folder)).name
     wrong = int(sum(1 for g in gaps if g <= 0))
     ties_n = int(result.get("n_ties") or 0)
-    summary = (f"**{name} / {config} / {split}**: {plural(len(items), 'item')} ({shape}) scored by "
-               f"**{Path(model_id).name}** in {run.stats.get('seconds', 0):.1f} s. "
+    seconds = float((run.provenance.get("engine") or {}).get("seconds") or 0)
+    summary = (f"**{path.name} / {config} / {split}**: {plural(len(items), 'item')} ({items_shape(items)}) scored by "
+               f"**{Path(model_id).name}** in {seconds:.1f} s. "
                f"{plural(wrong, 'item')} with at least one comparison wrong; ties counted as {ties}"
                f" ({plural(ties_n, 'tied comparison')})"
                + (f"; 95% confidence intervals from {n_boot} bootstrap resamples of the items." if n_boot else "."))
     report(1.0, "done")
     return BenchmarkOutcome(
         summary=summary, metric_headers=mh, metric_rows=mr, tag_headers=th, tag_rows=tr,
-        browse_headers=["rank", "margin", "texts", "tags", "id"], browse_rows=browse,
-        result=result, chart=chart(name, str(config), split, result, keys), items=items,
-        scores=[np.asarray(s) for s in run.scores], order=order)
+        browse_headers=["rank", "margin", "texts", "tags", "id"], browse_rows=browse, result=result,
+        chart=chart(scored, keys), source=(settings, str(path), config, split), items=items,
+        scores=[np.asarray(s) for s in scored.scores], order=order)
 
 
 def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any], list[str], list[list[Any]], str]:
@@ -188,6 +190,8 @@ def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any],
     k = outcome.order[r - 1]
     item, S = outcome.items[k], np.asarray(outcome.scores[k], dtype=np.float64)
     headers, rows = table(item, S, None)
-    images = [to_pil(im, where=f"item {item.id!r}") for im in item.images]
+    settings, folder, config, split = outcome.source
+    row = load_items(settings, folder, config, split, limit=1, start=k)[0]  # item k is row k (the first N rows)
+    images = [to_pil(im, where=f"item {item.id!r}") for im in row.images]
     caption = f"Rank {r} of {len(outcome.order)}: item `{item.id}`" + (f"; tags: {', '.join(item.tags)}" if item.tags else "")
     return images, headers, rows, caption

@@ -71,7 +71,7 @@ def dataset_splits(settings: Settings, folder: str | None, config: str | None) -
 def load_items(settings: Settings, folder: str | None, config: str | None, split: str | None = None,
                limit: int | None = None, start: int = 0) -> list[Item]:
     """Rows ``start .. start+limit`` of a config's split, made items by the folder's spec."""
-    from ..dataset_folder import load_folder_split
+    from ..dataset_folder import load_folder_split, undecoded_features
     from ..spec import SpecError, find_spec
 
     path = settings.resolve_dataset(folder)
@@ -82,8 +82,8 @@ def load_items(settings: Settings, folder: str | None, config: str | None, split
         spec = find_spec(str(path))
         ds = load_folder_split(path, config, split)  # never a stale cache after a rebuild
         for name, feature in ds.features.items():  # the engine hashes the encoded bytes and decodes them itself
-            if feature != undecoded(feature):
-                ds = ds.cast_column(name, undecoded(feature))
+            if feature != undecoded_features(feature):
+                ds = ds.cast_column(name, undecoded_features(feature))
     except SpecError as err:
         raise SpaceError(str(err)) from None
     except (ValueError, FileNotFoundError) as err:
@@ -96,16 +96,6 @@ def load_items(settings: Settings, folder: str | None, config: str | None, split
         return list(spec.iter_items(rows, config=config))
     except (ItemError, SpecError) as err:
         raise SpaceError(str(err)) from None
-
-
-def undecoded(features: Any) -> Any:
-    import datasets
-
-    if isinstance(features, datasets.Image):
-        return datasets.Image(decode=False)
-    if isinstance(features, dict):
-        return type(features)({k: undecoded(v) for k, v in features.items()})
-    return features
 
 
 def example_fields(settings: Settings, folder: str | None, config: str | None, index: Any) -> tuple[Any, Any, str, str]:

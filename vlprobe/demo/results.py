@@ -114,8 +114,8 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], li
     from .. import report
 
     if bench not in PAPER_BENCHMARKS:
-        return [], [], [], ("The papers published numbers for VALSE, Winoground and BLA only; none of the loaded "
-                            "runs is on one of them (the synthetic instruments have no published numbers).")
+        return [], [], [], ("The published numbers here are VALSE's, Winoground's and BLA's; none of the loaded "
+                            "runs is on one of them.")
     papers = report.paper_results()
     table = report.paper_table(runs, bench, papers) if runs else papers_only(bench, papers)
     if table is None:
@@ -240,7 +240,11 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
 
 
 def chart_svg(fig: Any) -> str:
-    """The figure as SVG text (bars keep their ids)."""
+    """The figure as SVG text for the page: each bar a ``<g data-bar="source:benchmark/config/split:metric">``
+    (a data attribute, which HTML sanitisers keep, unlike ids)."""
+    import re
+
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
-    return buf.getvalue()
+    svg = buf.getvalue()
+    return re.sub(r'<g id="bar:([^"]+)"', r'<g data-bar="\1"', svg[svg.find("<svg"):])

@@ -233,19 +233,20 @@ def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
     return out
 
 
-def table(item: Item, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows): text, role, score (3 decimals), margin for foils; an image column only
-    with two images, a probability column only when the model gives one."""
+def table(item: Any, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
+    """(headers, rows): text, role, score (3 decimals), margin for foils (the row's lowest caption
+    score minus the foil's); with two images the role names the image ("foil, image 2"); a
+    probability column only when the model gives one."""
     G = np.asarray(item.gold, dtype=bool)
-    headers = (["image"] if item.m > 1 else []) + ["text", "role", "score", "margin"]
-    headers += ["probability"] if probs is not None else []
+    m = G.shape[0]
+    headers = ["text", "role", "score", "margin"] + (["probability"] if probs is not None else [])
     rows = []
-    for i in range(item.m):
+    for i in range(m):
         low = S[i, G[i]].min() if G[i].any() else None
         for j, text in enumerate(item.texts):
-            role = "caption" if G[i, j] else "foil"
+            role = ("caption" if G[i, j] else "foil") + (f", image {i + 1}" if m > 1 else "")
             margin = "" if G[i, j] or low is None else round(float(low - S[i, j]), 3)
-            row = ([i + 1] if item.m > 1 else []) + [text, role, round(float(S[i, j]), 3), margin]
+            row = [text, role, round(float(S[i, j]), 3), margin]
             rows.append(row + ([round(float(probs[i, j]), 3)] if probs is not None else []))
     return headers, rows
 
@@ -260,13 +261,13 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
     labels = ["\n".join(textwrap.wrap(label, 38)) for label, _ in points]
     values = np.array([v for _, v in points])
     lines = sum(label.count("\n") + 1 for label in labels)
-    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.3 * lines + 0.2 * len(points)), dpi=100)
+    fig, ax = plt.subplots(figsize=(5.6, 0.9 + 0.3 * lines + 0.2 * len(points)), dpi=110)
     y = np.arange(len(points))[::-1]
     ax.barh(y, values, color=["#2ca02c" if v > 0 else "#d62728" for v in values], height=0.6)
     ax.axvline(0, color="black", linewidth=1)
     ax.set_yticks(y, labels, fontsize=8)
     span = max(1e-6, float(np.abs(values).max()))
-    ax.set_xlim(-1.25 * span, 1.25 * span)
+    ax.set_xlim(-1.45 * span, 1.45 * span)
     for yy, v in zip(y, values):
         ax.text(v, yy, f" {v:+.3f} ", va="center", ha="left" if v >= 0 else "right", fontsize=8)
     ax.set_xlabel("margin: true score − wrong score (above 0: right)", fontsize=8)

@@ -54,9 +54,11 @@ RUN_FILES = ("results.json", "scores.parquet", "results.csv")
 _RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.png|\..*\.tmp\d+)$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScoredItem:
-    """What a run keeps of an item once it is scored: no images, only what the outputs need."""
+    """What a run keeps of an item once it is scored: no images, only what the outputs need.
+    Kept for every row of a run, so kept small: no per-object dict, repeated texts and tags
+    stored once (interned), one shared read-only array per distinct gold matrix."""
 
     id: str
     texts: tuple[str, ...]
@@ -65,7 +67,8 @@ class ScoredItem:
 
     @classmethod
     def of(cls, item: Any) -> "ScoredItem":
-        return cls(id=item.id, texts=tuple(item.texts), gold=item.gold, tags=tuple(item.tags))
+        return cls(id=item.id, texts=tuple(sys.intern(t) for t in item.texts), gold=_shared_gold(item.gold),
+                   tags=tuple(sys.intern(t) for t in item.tags))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -99,6 +102,22 @@ class ScoredSplit:
         """The items' m x n shape when they all share one, else None."""
         shapes = {tuple(np.shape(it.gold)) for it in self.items}
         return shapes.pop() if len(shapes) == 1 else None  # type: ignore[return-value]
+
+
+_GOLDS: dict[tuple, np.ndarray] = {}
+
+
+def _shared_gold(gold: np.ndarray) -> np.ndarray:
+    """One read-only array per distinct gold matrix (a run has a handful: [[1, 0]], [[0, 1]]...)."""
+    gold = np.asarray(gold, dtype=bool)
+    key = (gold.shape, gold.tobytes())
+    shared = _GOLDS.get(key)
+    if shared is None:
+        shared = np.array(gold, dtype=bool, copy=True)
+        shared.setflags(write=False)
+        if len(_GOLDS) < 10_000:
+            _GOLDS[key] = shared
+    return shared
 
 
 # The old name of ScoredSplit.

@@ -58,6 +58,7 @@ CSS = """
 /* an item with one image: no empty second slot */
 .second-image:not(:has(img)) { display: none !important; }
 .compact-table th, .compact-table td { word-break: normal !important; overflow-wrap: break-word !important; }
+.score-table td:nth-child(n+3) { white-space: nowrap !important; }
 @media (max-width: 640px) {
   .compact-table th, .compact-table td, .compact-table th *, .compact-table td * { font-size: 11.5px !important; }
   .compact-table td, .compact-table th { padding: 2px 3px !important; }
@@ -114,7 +115,7 @@ def placeholder(headers, text):
     return {"headers": headers, "data": [[text] + [""] * (len(headers) - 1)]}
 
 
-SCORE_WIDTHS = ["40%", "24%", "18%", "18%"]
+SCORE_WIDTHS = ["38%", "24%", "18%", "20%"]
 SCORES_EMPTY = placeholder(["text", "role", "score", "margin"], "score an item to see each text's score")
 METRICS_EMPTY = placeholder(["metric", "value %", "CI low %", "CI high %", "chance %"], "run a benchmark")
 TAGS_EMPTY = placeholder(["tag", "items"], "run a benchmark")
@@ -271,7 +272,7 @@ def build_demo() -> gr.Blocks:
                     verdict = gr.Textbox(label="Verdict", interactive=False, lines=2,
                                          elem_classes=["verdict"], placeholder="the verdict appears here")
                     scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, wrap=True, column_widths=SCORE_WIDTHS,
-                                          elem_id="scores", elem_classes=["compact-table"])
+                                          elem_id="scores", elem_classes=["compact-table", "score-table"])
                     score_note = gr.Markdown()
                     chart = gr.Plot(label="What decides the verdict: the margins", format="png", show_label=True)
                     diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,
@@ -330,7 +331,7 @@ def build_demo() -> gr.Blocks:
                     b_caption = gr.Markdown()
                     b_item_scores = gr.Dataframe(ITEM_EMPTY, label="Item scores", interactive=False, wrap=True,
                                                  column_widths=SCORE_WIDTHS,
-                                                 elem_classes=["compact-table"])
+                                                 elem_classes=["compact-table", "score-table"])
                 with gr.Column(scale=1, min_width=300):
                     with gr.Row():
                         b_image_1 = gr.Image(label="Item image 1", interactive=False, height=240,

@@ -483,6 +483,17 @@ def test_score_chart_shows_the_margins_that_decide_the_verdict():
                                      ["foil, image 2", 4.0, 1.0], ["caption, image 2", 5.0, ""]]
 
 
+def test_the_gallery_has_one_example_per_shape_and_each_scores(tiny_clip_path, tmp_path):
+    shapes = []
+    for k, (_, shape, *_rest) in enumerate(examples.GALLERY):
+        image_1, image_2, caps, foils = examples.gallery_example(k, tmp_path)
+        out = scoring.score(Settings(tmp_path), image_1, image_2, caps, foils, str(tiny_clip_path),
+                            cache=models.ModelCache(capacity=1))
+        assert out.shape == shape and out.kind in ("right", "wrong", "mixed") and out.verdict
+        shapes.append(shape)
+    assert shapes == ["pairwise", "set", "group"]
+
+
 # ---- pieces of the logic ------------------------------------------------------------------------------
 
 def test_word_diff_marks_only_the_changed_words():

@@ -258,14 +258,14 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = ["\n".join(textwrap.wrap(label, 38)) for label, _ in points]
+    labels = ["\n".join(textwrap.wrap(label, 32)) for label, _ in points]
     values = np.array([v for _, v in points])
     lines = sum(label.count("\n") + 1 for label in labels)
-    fig, ax = plt.subplots(figsize=(5.6, 0.9 + 0.3 * lines + 0.2 * len(points)), dpi=110)
+    fig, ax = plt.subplots(figsize=(4.8, 0.9 + 0.32 * lines + 0.2 * len(points)), dpi=110)
     y = np.arange(len(points))[::-1]
     ax.barh(y, values, color=["#2ca02c" if v > 0 else "#d62728" for v in values], height=0.6)
     ax.axvline(0, color="black", linewidth=1)
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, labels, fontsize=9)
     span = max(1e-6, float(np.abs(values).max()))
     ax.set_xlim(-1.45 * span, 1.45 * span)
     for yy, v in zip(y, values):

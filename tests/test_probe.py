@@ -210,3 +210,37 @@ def test_cli_probe_and_its_errors(travlr_small, tiny_clip_path, tmp_path, capsys
     assert code == 2 and "unknown modality" in capsys.readouterr().err
     with pytest.raises(SettingError, match="train sizes"):
         P.probe(tiny_clip_path, str(travlr_small), train_sizes="10,abc")
+
+
+def test_finetune_trains_a_copy_of_the_model(travlr_small, tiny_clip_path, tmp_path):
+    from vlprobe.scorers import load_scorer
+
+    scorer = load_scorer(str(tiny_clip_path))
+    before = {k: v.clone() for k, v in scorer.model.state_dict().items()}
+    res = P.probe(scorer, str(travlr_small), "spatiality", train_modalities="image",
+                  test_modalities="image,caption", finetune=True, epochs=2, bootstrap=0, text_baseline=False,
+                  cache_dir=tmp_path, progress=False)
+    tuned = [r for r in res.rows if r["classifier"] == "finetune"]
+    assert {(r["test_modality"], r["transfer"], r["split"]) for r in tuned} == {
+        (m, "same" if m == "image" else "zero-shot", s) for m in ("image", "caption") for s in ("test_ind", "test_ood")}
+    assert all(r["epoch"] in (1, 2) and 0 <= r["macro_f1"] <= 1 for r in tuned)
+    for k, v in scorer.model.state_dict().items():  # the scorer's model (and so the feature cache) is untouched
+        assert (v == before[k]).all(), k
+    assert "Fine-tuned model" in P.format_report(res)
+    # the frozen probe's tables do not mix in the fine-tuned rows
+    assert res.same_modality_table().count("| spatiality | image |") == 1
+
+
+def test_bootstrap_ci_agrees_with_the_metric():
+    from vlprobe import metric
+
+    rng = np.random.default_rng(1)
+    gold = rng.random(300) < 0.5
+    prob = np.clip(np.where(gold, 0.65, 0.35) + rng.normal(0, 0.25, 300), 0, 1)
+    mine = P.measure(prob, gold, bootstrap=4000)
+    if "macro_f1" not in metric.METRIC_KEYS:
+        pytest.skip("the metric has no macro_f1 yet")
+    ref = metric.compute(prob.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=prob.reshape(-1, 1, 1),
+                         bootstrap=4000, seed=0)
+    assert mine["macro_f1"] == pytest.approx(ref["macro_f1"]) and mine["chance"] == pytest.approx(ref["chance"]["macro_f1"])
+    np.testing.assert_allclose([mine["ci_low"], mine["ci_high"]], ref["ci"]["macro_f1"], atol=0.015)

@@ -4,7 +4,9 @@ TraVLR (Chow, Tan, Kan, EACL 2023) *trains* a model on a task with the scene giv
 caption, or both, and tests it on the same or another modality, in distribution (``test_ind``) and
 out of distribution (``test_ood``), scored by macro-F1 (its Table 2, Figure 12). Here the model is
 frozen and a small classifier is trained on its features (the paper's "frozen pretrained
-representations" setting, Appendix B); ``finetune=True`` is not implemented yet.
+representations" setting, Appendix B); ``finetune=True`` (dual encoders) also fine-tunes a copy of
+the model with a linear head on the same features, as the paper's main experiments do
+(:func:`finetune_rows`; rows with ``classifier = "finetune"``).
 
 **Features** come through :class:`vlprobe.engine.Engine`, so each unique input is computed once and
 cached on disk next to ``vlprobe evaluate``'s scores (a second probe on the same model computes
@@ -464,23 +466,25 @@ def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
 
 def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confidence: float = 0.95,
             seed: int = 0) -> dict[str, Any]:
-    """macro_f1, f1_true, f1_false, acc with CIs and chance for predictions ``prob > 0.5``."""
+    """macro_f1, f1_true, f1_false, acc and chance for predictions ``prob > 0.5``, and a percentile
+    bootstrap CI of macro-F1 (items resampled with replacement).
+
+    The values and chance come from :func:`vlprobe.metric.compute` on 1 x 1 items (gold [[1]] / [[0]])
+    when the metric has ``macro_f1``. The CI is resampled here from the confusion counts, as the
+    metric does for F1, without the metric's bootstrap of every other key (its AUROC resampling was
+    60% of all the probes' time)."""
     from . import metric
 
     prob = np.asarray(prob, dtype=np.float64).reshape(-1)
     gold = np.asarray(gold, dtype=bool).reshape(-1)
-    keys = ("macro_f1", "f1_true", "f1_false", "acc")
+    out = _measure_here(prob, gold, bootstrap, confidence, seed)
     if "macro_f1" in getattr(metric, "METRIC_KEYS", ()):
         r = metric.compute(prob.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=prob.reshape(-1, 1, 1),
-                           threshold=0.5, bootstrap=bootstrap, confidence=confidence, seed=seed)
-        out = {k: r.get(k) for k in keys}
+                           threshold=0.5, bootstrap=0)
+        out.update({k: r.get(k) for k in ("macro_f1", "f1_true", "f1_false", "acc")})
         out["chance"] = (r.get("chance") or {}).get("macro_f1")
-        ci = (r.get("ci") or {}).get("macro_f1") or [None, None]
-        out["ci_low"], out["ci_high"] = ci[0], ci[1]
-        out["n"] = len(gold)
         out["metric"] = "vlprobe.metric (1x1 items)"
-        return out
-    return _measure_here(prob, gold, bootstrap, confidence, seed)
+    return out
 
 
 def _measure_here(prob: np.ndarray, gold: np.ndarray, bootstrap: int, confidence: float, seed: int) -> dict:
@@ -490,19 +494,18 @@ def _measure_here(prob: np.ndarray, gold: np.ndarray, bootstrap: int, confidence
     # chance: a coin flip (predicts "true" half the time): F1_true = pi / (pi + 1/2), F1_false likewise
     chance = (pi / (pi + 0.5) + (1 - pi) / (1.5 - pi)) / 2
     out = {"macro_f1": (t + f) / 2, "f1_true": t, "f1_false": f, "acc": float((pred == gold).mean()),
-           "chance": float(chance), "ci_low": None, "ci_high": None, "n": len(gold), "metric": "vlprobe.probe"}
+           "chance": float(chance), "ci_low": None, "ci_high": None, "n": len(gold), "metric": "vlprobe.probing"}
     if bootstrap > 0 and len(gold):
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, len(gold), size=(bootstrap, len(gold)))
-        p, g = pred[idx], gold[idx]
-        vals = []
-        for cls in (True, False):
-            tp = ((p == cls) & (g == cls)).sum(1)
-            wrong = (p != g).sum(1)
-            vals.append(np.where(tp == 0, 0.0, 2 * tp / np.maximum(2 * tp + wrong, 1)))
-        stats = (vals[0] + vals[1]) / 2
+        # resample the 4 confusion cells' counts: each bootstrap row is a multinomial draw of the items
+        cell = pred.astype(int) * 2 + gold.astype(int)  # 0 TN, 1 FN, 2 FP, 3 TP
+        probs = np.bincount(cell, minlength=4) / len(cell)
+        counts = np.random.default_rng(seed).multinomial(len(cell), probs, size=bootstrap).astype(np.float64)
+        tn, fn, fp, tp = counts.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f1t = np.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
+            f1f = np.where(tn > 0, 2 * tn / (2 * tn + fp + fn), 0.0)
         alpha = (1 - confidence) / 2
-        out["ci_low"], out["ci_high"] = (float(v) for v in np.percentile(stats, [100 * alpha, 100 * (1 - alpha)]))
+        out["ci_low"], out["ci_high"] = (float(v) for v in np.percentile((f1t + f1f) / 2, [100 * alpha, 100 * (1 - alpha)]))
     return out
 
 
@@ -594,6 +597,143 @@ def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modal
     return rows
 
 
+# ---- fine-tuning (finetune=True): the model itself, with a head ------------------------------------
+
+FINETUNE_LR = 1e-4
+
+
+def finetune_rows(scorer: Any, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],
+                  test_modalities: Sequence[str], epochs: int, batch_size: int, bootstrap: int, confidence: float,
+                  seed: int, progress: bool = True) -> list[dict]:
+    """Fine-tune a copy of a dual encoder with a linear head on ``[u, v, u*v, |u-v|]`` (the probe's
+    features, computed by the model in training mode), one copy per task and training modality; Adam,
+    ``epochs`` passes, the epoch kept is the one with the best ``validation`` macro-F1. Runs under
+    ``accelerate`` (``Accelerator.prepare``/``backward``) when it is installed, else in plain torch.
+    The scorer's own model is not touched (the feature cache stays valid)."""
+    import copy
+
+    import torch
+
+    from .scorers.base import DualScorer
+
+    if not isinstance(scorer, DualScorer) or not hasattr(scorer, "tokenize"):
+        raise SettingError(f"finetune=True supports dual encoders; model {scorer.model_id!r} is family {scorer.family!r}")
+    try:
+        from accelerate import Accelerator
+
+        accelerator = Accelerator(cpu=str(scorer.device).startswith("cpu"))
+    except ImportError:
+        accelerator = None
+    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
+    mkw = {"bootstrap": bootstrap, "confidence": confidence, "seed": seed}
+    rows: list[dict] = []
+    for task, by_split in data.items():
+        tests = [s for s in by_split if s.startswith("test")]
+        for train_m in train_modalities:
+            torch.manual_seed(seed)
+            model = copy.deepcopy(scorer.model).train()
+            dim = int(scorer.encode_texts(["a"]).shape[1])
+            head = torch.nn.Linear(4 * dim, 1)
+            opt = torch.optim.Adam(list(model.parameters()) + list(head.parameters()), lr=FINETUNE_LR)
+            if accelerator is not None:
+                model, head, opt = accelerator.prepare(model, head, opt)
+            enc = _Encoder(scorer, model)
+            train = by_split[TRAIN]
+            order = np.random.default_rng(seed).permutation(len(train))
+            best, best_f1, t0 = None, -1.0, time.perf_counter()
+            for epoch in range(epochs):
+                for start in range(0, len(train), batch_size):
+                    idx = order[start:start + batch_size]
+                    logit = head(enc.features(train, idx, train_m)).squeeze(-1)
+                    loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                        logit, torch.from_numpy(train.labels[idx].astype(np.float32)).to(logit.device))
+                    opt.zero_grad()
+                    (accelerator.backward(loss) if accelerator is not None else loss.backward())
+                    opt.step()
+                val = by_split[VALIDATION]
+                f1 = macro_f1(_predict(enc, head, val, train_m, batch_size) > 0.5, val.labels)
+                if f1 > best_f1:
+                    best_f1 = f1
+                    best = (copy.deepcopy(_unwrap(model, accelerator).state_dict()),
+                            copy.deepcopy(_unwrap(head, accelerator).state_dict()), epoch + 1)
+            _unwrap(model, accelerator).load_state_dict(best[0])
+            _unwrap(head, accelerator).load_state_dict(best[1])
+            for m in test_modalities:
+                for split in tests:
+                    sc = measure(_predict(enc, head, by_split[split], m, batch_size), by_split[split].labels, **mkw)
+                    rows.append(_row(task, train_m, split, sc, train_modality=train_m, test_modality=m,
+                                     transfer="same" if m == train_m else "zero-shot", train_size=len(train),
+                                     l2=None, classifier="finetune", epoch=best[2]))
+            say(f"finetune: {task} on {train_m}: best epoch {best[2]} of {epochs} (validation macro-F1 "
+                f"{100 * best_f1:.1f}) in {time.perf_counter() - t0:.1f}s")
+    return rows
+
+
+def _unwrap(module: Any, accelerator: Any) -> Any:
+    return accelerator.unwrap_model(module) if accelerator is not None else module
+
+
+class _Encoder:
+    """The probe's features computed by a trainable copy of a dual encoder."""
+
+    def __init__(self, scorer: Any, model: Any) -> None:
+        self.scorer, self.model = scorer, model
+        self.pixels: dict[int, Any] = {}
+
+    def _images(self, split: Split, idx: np.ndarray) -> Any:
+        import torch
+
+        from .images import to_pil
+
+        key = id(split)
+        if key not in self.pixels:  # preprocess each split's images once
+            pils = [to_pil(r["image"], where=f"{split.task}/{split.split} row {i}") for i, r in enumerate(split.rows)]
+            batches = [self.scorer.preprocess_images(pils[i:i + 64]) for i in range(0, len(pils), 64)]
+            self.pixels[key] = {k: torch.cat([b[k] for b in batches]) for k in batches[0]}
+        return {k: v[torch.as_tensor(idx)] for k, v in self.pixels[key].items()}
+
+    def _texts(self, texts: list[str]) -> Any:
+        from .scorers.dual_encoder import _features
+
+        inputs = self.scorer._to_device(self.scorer.tokenize(texts))
+        return torch_normalise(_features(self._net().get_text_features(**inputs)))
+
+    def _net(self) -> Any:
+        return getattr(self.model, "module", self.model)
+
+    def features(self, split: Split, idx: np.ndarray, modality: str) -> Any:
+        from .scorers.dual_encoder import _features
+
+        rows = [split.rows[i] for i in idx]
+        v = self._texts([r["query"] for r in rows])
+        if modality in ("image", "both"):
+            inputs = self.scorer._to_device(self._images(split, idx))
+            img = torch_normalise(_features(self._net().get_image_features(**inputs)))
+        if modality in ("caption", "both"):
+            cap = self._texts([r["caption"] for r in rows])
+        u = img if modality == "image" else cap if modality == "caption" else torch_normalise(img + cap)
+        import torch
+
+        return torch.cat([u, v, u * v, (u - v).abs()], dim=1)
+
+
+def torch_normalise(x: Any) -> Any:
+    return x.float() / x.float().norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def _predict(enc: _Encoder, head: Any, split: Split, modality: str, batch_size: int) -> np.ndarray:
+    import torch
+
+    enc.model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(split), batch_size):
+            idx = np.arange(start, min(start + batch_size, len(split)))
+            out.append(torch.sigmoid(head(enc.features(split, idx, modality)).squeeze(-1)).float().cpu().numpy())
+    enc.model.train()
+    return np.concatenate(out)
+
+
 def probe(
     model: Any = DEFAULT_MODEL,
     dataset: str = DEFAULT_DATASET,
@@ -606,6 +746,7 @@ def probe(
     classifier: str = "logreg",
     text_baseline: bool = True,
     finetune: bool = False,
+    epochs: int = 3,
     bootstrap: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -637,9 +778,8 @@ def probe(
         raise SettingError(f"few_shot must be 0 or more, got {few_shot}")
     if bootstrap < 0:
         raise SettingError(f"bootstrap must be 0 or more, got {bootstrap}")
-    if finetune:
-        raise SettingError("finetune=True (training the model itself) is not implemented yet; the probe trains a "
-                           "classifier on the frozen model's features")
+    if epochs < 1:
+        raise SettingError(f"epochs must be at least 1, got {epochs}")
     started = time.perf_counter()
     data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
     scorer = _scorer(model, family, device, dtype, revision)
@@ -657,19 +797,32 @@ def probe(
     if str(cache_dir).lower() != "none":
         cache = ScoreCache(Path(cache_dir) if cache_dir else default_cache_dir(), scorer.cache_key())
     engine = Engine(scorer, batch_size=batch_size, num_workers=num_workers, cache=cache, progress=progress)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         features, stats = extract_features(engine, data, settings)
     finally:
         if cache is not None:
             cache.close()
-    feature_seconds = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    rows = run_probes(features, data, train_modalities=train_modalities, test_modalities=test_modalities,
-                      text_only=text_only, zero_shot=zero_shot, train_sizes=sizes, few_shot=few_shot,
-                      classifier=classifier, bootstrap=bootstrap, confidence=confidence, seed=seed,
-                      progress=progress)
-    probe_seconds = time.perf_counter() - t1
+    feature_seconds, feature_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t1, c1 = time.perf_counter(), time.process_time()
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the probes' matrices are tiny: threads only add contention (3x slower on 2 busy cores)
+    try:
+        rows = run_probes(features, data, train_modalities=train_modalities, test_modalities=test_modalities,
+                          text_only=text_only, zero_shot=zero_shot, train_sizes=sizes, few_shot=few_shot,
+                          classifier=classifier, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                          progress=progress)
+    finally:
+        torch.set_num_threads(threads)
+    for r in rows:
+        r.setdefault("classifier", ZERO_SHOT if r["setting"] == ZERO_SHOT else classifier)
+    if finetune:
+        rows += finetune_rows(scorer, data, train_modalities=train_modalities, test_modalities=test_modalities,
+                              epochs=epochs, batch_size=batch_size, bootstrap=bootstrap, confidence=confidence,
+                              seed=seed, progress=progress)
+    probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1
     from .results import environment, now_iso
 
     computed = sum(int(s.get("computed", s.get("computed_pairs", 0)) or 0) for s in stats.values())
@@ -681,6 +834,8 @@ def probe(
         "settings": {"configs": configs, "train_modalities": list(train_modalities),
                      "test_modalities": list(test_modalities), "train_sizes": sizes, "few_shot": few_shot,
                      "classifier": classifier, "l2_grid": list(L2_GRID), "model_selection": VALIDATION,
+                     "finetune": {"epochs": epochs, "lr": FINETUNE_LR, "head": "linear on [u, v, u*v, |u-v|]"}
+                     if finetune else False,
                      "text_baseline": text_only, "zero_shot": zero_shot, "bootstrap": bootstrap,
                      "confidence": confidence, "seed": seed, "limit": limit, "batch_size": batch_size},
         "features": {"stats": stats, "computed_inputs": computed,
@@ -688,7 +843,9 @@ def probe(
                      "text_max_length": getattr(scorer, "max_length", None),
                      "caption_truncated": _truncation(scorer, data) if any(
                          s in ("caption", "both", TEXT_ONLY) for s in settings) else None},
+        # wall-clock and CPU seconds of this process (CPU time is what a loaded machine does not distort)
         "timings": {"feature_seconds": round(feature_seconds, 3), "probe_seconds": round(probe_seconds, 3),
+                    "feature_cpu_seconds": round(feature_cpu, 3), "probe_cpu_seconds": round(probe_cpu, 3),
                     "total_seconds": round(time.perf_counter() - started, 3)},
         "environment": environment(),
     }
@@ -757,8 +914,10 @@ def _cell(r: dict | None) -> str:
     return f"{_pct(r['macro_f1'])}{ci}"
 
 
-def _final(rows: list[dict]) -> list[dict]:
-    """Rows of the full-size probes (the largest train size per task and setting)."""
+def _final(rows: list[dict], finetuned: bool = False) -> list[dict]:
+    """Rows of the full-size probes (the largest train size per task and setting), of the frozen
+    probes (default) or of the fine-tuned models."""
+    rows = [r for r in rows if (r.get("classifier") == "finetune") == finetuned]
     full: dict[tuple, int] = {}
     for r in rows:
         key = (r["task"], r["setting"])
@@ -766,10 +925,10 @@ def _final(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["train_size"] == full[(r["task"], r["setting"])]]
 
 
-def same_modality_table(rows: list[dict]) -> str:
+def same_modality_table(rows: list[dict], finetuned: bool = False) -> str:
     """The paper's Table 2 layout, same-modality: task x setting rows, test_ind / test_ood columns
     (macro-F1 x 100 with the bootstrap CI, the OOD change from InD, chance)."""
-    rows = [r for r in _final(rows) if r["transfer"] in ("same", "zero-shot (no training)")
+    rows = [r for r in _final(rows, finetuned) if r["transfer"] in ("same", "zero-shot (no training)")
             and (r["train_modality"] is None or r["test_modality"] == r["train_modality"] or r["setting"] == TEXT_ONLY)]
     lines = ["| task | trained on (= tested on) | n train | test_ind macro-F1 | test_ood macro-F1 | OOD - InD | chance |",
              "|---|---|---|---|---|---|---|"]
@@ -793,10 +952,10 @@ def same_modality_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def transfer_table(rows: list[dict], split: str = "test_ood") -> str:
+def transfer_table(rows: list[dict], split: str = "test_ood", finetuned: bool = False) -> str:
     """Per task, train modality x test modality (macro-F1 x 100 on ``split``; the same-modality
     diagonal, zero-shot transfer off it, few-shot rows when run)."""
-    rows = [r for r in _final(rows) if r["split"] == split and r["setting"] in MODALITIES]
+    rows = [r for r in _final(rows, finetuned) if r["split"] == split and r["setting"] in MODALITIES]
     if not rows:
         return f"(no transfer rows on {split})"
     tests = [m for m in MODALITIES if any(r["test_modality"] == m for r in rows)]
@@ -819,7 +978,7 @@ def transfer_table(rows: list[dict], split: str = "test_ood") -> str:
 
 
 def learning_curve_rows(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if r["transfer"] == "same" and r["setting"] != ZERO_SHOT]
+    return [r for r in rows if r["transfer"] == "same" and r["setting"] != ZERO_SHOT and r.get("classifier") != "finetune"]
 
 
 def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
@@ -863,7 +1022,7 @@ def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
 
 
 CSV_COLUMNS = ("task", "setting", "train_modality", "test_modality", "transfer", "train_size", "split", "n",
-               "macro_f1", "ci_low", "ci_high", "chance", "f1_true", "f1_false", "acc", "l2", "metric")
+               "macro_f1", "ci_low", "ci_high", "chance", "f1_true", "f1_false", "acc", "classifier", "l2", "metric")
 
 
 def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
@@ -921,8 +1080,16 @@ def format_report(result: ProbeResult) -> str:
         "",
         transfer_table(result.rows, "test_ind"),
         "",
-        f"Feature extraction {t.get('feature_seconds', 0):.1f}s ({f.get('computed_inputs', 0)} inputs computed, "
-        f"the rest from the cache); fitting and testing every probe {t.get('probe_seconds', 0):.1f}s.",
+    ]
+    if any(r.get("classifier") == "finetune" for r in result.rows):
+        parts += ["Fine-tuned model + linear head, same modality (macro-F1 x 100):", "",
+                  same_modality_table(result.rows, finetuned=True), "",
+                  "Fine-tuned model, cross-modal transfer, test_ood:", "",
+                  transfer_table(result.rows, finetuned=True), ""]
+    parts += [
+        f"Feature extraction {t.get('feature_seconds', 0):.1f}s wall, {t.get('feature_cpu_seconds', 0):.1f}s CPU "
+        f"({f.get('computed_inputs', 0)} inputs computed, the rest from the cache); fitting and testing every probe "
+        f"{t.get('probe_seconds', 0):.1f}s wall, {t.get('probe_cpu_seconds', 0):.1f}s CPU.",
     ]
     if f.get("caption_truncated"):
         parts.append(f"Share of captions longer than the text tower's {f.get('text_max_length')} tokens (truncated): "

@@ -45,7 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="after zero-shot transfer, train further on N rows of the unseen modality (paper: 200)")
     p.add_argument("--classifier", default="logreg", choices=CLASSIFIERS, help="probe: logreg (default) or mlp")
     p.add_argument("--no-text-baseline", action="store_true", help="skip the text-only baseline (dual encoders)")
-    p.add_argument("--finetune", action="store_true", help="train the model itself with a head (not implemented yet)")
+    p.add_argument("--finetune", action="store_true",
+                   help="also fine-tune a copy of the model (dual encoders) with a linear head, per task and training modality")
+    p.add_argument("--epochs", type=int, default=3, help="fine-tuning epochs; the best on validation is kept (default 3)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none; default 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed of the subsets, the MLP and the bootstrap (default 0)")
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         args.model, args.dataset, args.config,
         train_modalities=args.train_modality, test_modalities=args.test_modality, train_sizes=args.train_size,
         few_shot=args.few_shot, classifier=args.classifier, text_baseline=not args.no_text_baseline,
-        finetune=args.finetune, bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed,
+        finetune=args.finetune, epochs=args.epochs, bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed,
         limit=args.limit, batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
         dtype=args.dtype, family=args.family, revision=args.revision, dataset_revision=args.dataset_revision,
         cache_dir=args.cache_dir, progress=not args.no_progress,

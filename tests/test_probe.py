@@ -244,3 +244,16 @@ def test_bootstrap_ci_agrees_with_the_metric():
                          bootstrap=4000, seed=0)
     assert mine["macro_f1"] == pytest.approx(ref["macro_f1"]) and mine["chance"] == pytest.approx(ref["chance"]["macro_f1"])
     np.testing.assert_allclose([mine["ci_low"], mine["ci_high"]], ref["ci"]["macro_f1"], atol=0.015)
+
+
+def test_unbuilt_folder_is_a_clear_error(tmp_path, tiny_clip_path):
+    from vlprobe.errors import DatasetError
+
+    folder = tmp_path / "travlr"
+    folder.mkdir()
+    (folder / "README.md").write_text("---\nconfigs:\n- config_name: spatiality\n  data_files:\n"
+                                      "  - split: train\n    path: data/spatiality/train-*.parquet\n---\n")
+    (folder / "vlprobe.yaml").write_text("images: [image]\ntexts: [query]\ngold: {column: label, map: {true: [[1]], "
+                                         "false: [[0]]}}\ncontext: caption\n")
+    with pytest.raises(DatasetError, match="has not been built"):
+        P.probe(tiny_clip_path, str(folder), progress=False)

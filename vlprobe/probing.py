@@ -107,6 +107,9 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     dataset = _resolve_dataset(dataset)
     spec = find_spec(dataset)
     local = _card_files(dataset) if Path(dataset).is_dir() else None
+    if Path(dataset).is_dir() and not local:
+        raise DatasetError(f"dataset folder {dataset} has no parquet files listed by its card: it has not been built "
+                           f"yet (`vlprobe build {Path(dataset).name}`), or it is not a dataset folder")
     names = list(local) if local else _hub_configs(dataset, revision)
     wanted = names if configs in (None, "", "all", "*") else (
         [c.strip() for c in configs.split(",") if c.strip()] if isinstance(configs, str) else list(configs))

@@ -47,7 +47,7 @@ CSS = """
 .verdict-wrong textarea { background: #fde8e8 !important; color: #8a1c1c !important; border-left: 6px solid #d62728 !important; }
 .verdict-mixed textarea { background: #fff4e0 !important; color: #7a4a00 !important; border-left: 6px solid #ff9f1c !important; }
 .verdict-error textarea { background: #f3f3f3 !important; color: #8a1c1c !important; border-left: 6px solid #888 !important; }
-/* image labels sit above the picture, never on it */
+/* image and chart labels sit above the picture, never on it */
 .labelled-image { height: auto !important; }
 .labelled-image img { max-height: 200px !important; object-fit: contain !important; }
 .labelled-image [data-testid="block-label"] { position: static !important; margin-bottom: 4px; box-shadow: none; }
@@ -58,7 +58,7 @@ CSS = """
 /* an item with one image: no empty second slot */
 .second-image:not(:has(img)) { display: none !important; }
 .compact-table th, .compact-table td { word-break: normal !important; overflow-wrap: break-word !important; }
-.score-table td:nth-child(n+3) { white-space: nowrap !important; }
+.score-table td:nth-child(n+3), .score-table td:nth-child(n+3) * { white-space: nowrap !important; }
 @media (max-width: 640px) {
   .compact-table th, .compact-table td, .compact-table th *, .compact-table td * { font-size: 11.5px !important; }
   .compact-table td, .compact-table th { padding: 2px 3px !important; }
@@ -274,7 +274,8 @@ def build_demo() -> gr.Blocks:
                     scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, wrap=True, column_widths=SCORE_WIDTHS,
                                           elem_id="scores", elem_classes=["compact-table", "score-table"])
                     score_note = gr.Markdown()
-                    chart = gr.Plot(label="What decides the verdict: the margins", format="png", show_label=True)
+                    chart = gr.Plot(label="What decides the verdict: the margins", format="png", show_label=True,
+                                    elem_classes=["labelled-image"])
                     diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,
                                               show_legend=False, combine_adjacent=True)
                     with gr.Accordion("Every metric value for this item", open=False):
@@ -315,7 +316,8 @@ def build_demo() -> gr.Blocks:
             b_button = gr.Button("Run benchmark", variant="primary")
             b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.")
             with gr.Row():
-                b_chart = gr.Plot(label="Metrics (bars: 95% CI; dashed: chance)", format="png")
+                b_chart = gr.Plot(label="Metrics (bars: 95% CI; dashed: chance)", format="png",
+                                  elem_classes=["labelled-image"])
                 with gr.Column():
                     b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False,
                                              elem_classes=["compact-table"])

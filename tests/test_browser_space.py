@@ -156,7 +156,7 @@ def test_a_gallery_example_scores_in_one_click_and_the_verdict_is_on_screen(brow
         assert _inside(_verdict(page).bounding_box(), width, height), "the verdict is off screen"
         header = page.locator(".compact-table th").filter(has_text="score").filter(visible=True).first
         assert _inside(header.bounding_box(), width, height), "the score column is off screen"
-        assert _labels_clear_of_images(page) == 2  # both images of the group item
+        assert _labels_clear_of_images(page) == 3  # both images of the group item and the margin chart
         classes = _verdict(page).locator("xpath=ancestor::*[contains(@class,'verdict')][1]").get_attribute("class")
         assert re.search(r"verdict-(right|wrong|mixed)", classes), classes
         page.screenshot(path=str(shots / f"score_group_{viewport}.png"))
@@ -232,7 +232,7 @@ def test_score_an_uploaded_image(browser, app_url, model_path, tmp_path, shots):
         _wait_verdict(page, rf"^{expected}: .*pairwise")
         expect(page.get_by_text(foil, exact=True).filter(visible=True).first).to_be_visible()
         assert page.get_by_text("Traceback").count() == 0
-        assert _labels_clear_of_images(page) == 1
+        assert _labels_clear_of_images(page) == 2  # the image and the margin chart
     finally:
         page.close()
 
@@ -252,7 +252,7 @@ def test_benchmark_rank_box_and_enter(browser, app_url, shots):
         # only the metrics of a pairwise item: acc_r, not the set or group copies of the same number
         metrics = page.locator(".compact-table").filter(has_text="chance %").first
         assert "acc_r" in metrics.inner_text() and "sentence_acc" not in metrics.inner_text()
-        assert _labels_clear_of_images(page) == 1  # one image per TraVLR item; the second slot is hidden
+        assert _labels_clear_of_images(page) == 2  # the chart and one image per TraVLR item (no empty second slot)
         rank = page.locator("#item-rank input[type=number]")
         rank.fill(str(n))
         rank.press("Enter")

@@ -60,6 +60,8 @@ CSS = """
 .compact-table th, .compact-table td { word-break: normal !important; overflow-wrap: break-word !important; }
 .score-table td:nth-child(n+3), .score-table td:nth-child(n+3) * { white-space: nowrap !important; }
 @media (max-width: 640px) {
+  .compact-table table { table-layout: fixed !important; width: 100% !important; min-width: 0 !important; }
+  .compact-table th, .compact-table td { min-width: 0 !important; }
   .compact-table th, .compact-table td, .compact-table th *, .compact-table td * { font-size: 11.5px !important; }
   .compact-table td, .compact-table th { padding: 2px 3px !important; }
 }
@@ -117,7 +119,7 @@ def placeholder(headers, text):
 
 SCORE_WIDTHS = ["38%", "24%", "18%", "20%"]
 SCORES_EMPTY = placeholder(["text", "role", "score", "margin"], "score an item to see each text's score")
-METRICS_EMPTY = placeholder(["metric", "value %", "CI low %", "CI high %", "chance %"], "run a benchmark")
+METRICS_EMPTY = placeholder(["metric", "value", "CI low", "CI high", "chance"], "run a benchmark")
 TAGS_EMPTY = placeholder(["tag", "items"], "run a benchmark")
 BROWSE_EMPTY = placeholder(["rank", "margin", "texts", "tags", "id"], "run a benchmark to list its items")
 ITEM_EMPTY = placeholder(["text", "role", "score", "margin"], "run a benchmark, then pick an item")
@@ -336,7 +338,7 @@ def build_demo() -> gr.Blocks:
                                                  elem_classes=["compact-table", "score-table"])
                 with gr.Column(scale=1, min_width=300):
                     with gr.Row():
-                        b_image_1 = gr.Image(label="Item image 1", interactive=False, height=240,
+                        b_image_1 = gr.Image(label="Item image 1", interactive=False, height=240, elem_id="item-image-1",
                                              elem_classes=["labelled-image"], min_width=120)
                         b_image_2 = gr.Image(label="Item image 2", interactive=False, height=240,
                                              elem_classes=["labelled-image", "second-image"], min_width=120)

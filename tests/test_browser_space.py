@@ -237,10 +237,11 @@ def test_score_an_uploaded_image(browser, app_url, model_path, tmp_path, shots):
         page.close()
 
 
-def test_benchmark_rank_box_and_enter(browser, app_url, shots):
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
+def test_benchmark_rank_box_and_enter(browser, app_url, viewport, shots):
     from playwright.sync_api import expect
 
-    page = _open(browser, app_url, "laptop")
+    page = _open(browser, app_url, viewport)
     try:
         page.get_by_role("tab", name="Benchmark").click()
         expect(page.get_by_label("Split")).to_have_value("test_ind", timeout=30_000)
@@ -250,14 +251,20 @@ def test_benchmark_rank_box_and_enter(browser, app_url, shots):
         n = int(re.search(r"of (\d+)", caption.inner_text()).group(1))
         assert n >= 2
         # only the metrics of a pairwise item: acc_r, not the set or group copies of the same number
-        metrics = page.locator(".compact-table").filter(has_text="chance %").first
+        metrics = page.locator(".compact-table").filter(has_text="CI high").first
         assert "acc_r" in metrics.inner_text() and "sentence_acc" not in metrics.inner_text()
+        page.locator("#item-image-1").scroll_into_view_if_needed()  # the picture loads lazily, when seen
+        expect(page.locator("#item-image-1 img")).to_be_visible(timeout=15_000)
         assert _labels_clear_of_images(page) == 2  # the chart and one image per TraVLR item (no empty second slot)
+        for table in page.locator(".compact-table table").all():  # no column cut off at the right
+            if table.is_visible():
+                last = table.locator("th").last.bounding_box()
+                assert last["x"] + last["width"] <= VIEWPORTS[viewport][0] + 0.5, (table.inner_text()[:80], last)
         rank = page.locator("#item-rank input[type=number]")
         rank.fill(str(n))
         rank.press("Enter")
         expect(page.get_by_text(re.compile(rf"^Rank {n} of {n}: item"))).to_be_visible(timeout=15_000)
-        page.screenshot(path=str(shots / "benchmark_laptop.png"), full_page=True)
+        page.screenshot(path=str(shots / f"benchmark_{viewport}.png"), full_page=True)
     finally:
         page.close()
 
@@ -276,7 +283,7 @@ def test_results_chart_has_one_bar_per_split(browser, app_url, tmp_path, shots):
     try:
         page.get_by_role("tab", name="Results").click()
         page.locator("#results-files input[type=file]").set_input_files(str(path))
-        expect(page.get_by_text("travlr_run.json").first).to_be_visible(timeout=15_000)
+        expect(page.get_by_text("travlr_run.json").first).to_be_visible(timeout=30_000)
         page.get_by_role("button", name="Compare").click()
         chart = page.locator("#results-chart .results-svg svg").first
         expect(chart).to_be_visible(timeout=30_000)

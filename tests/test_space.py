@@ -347,7 +347,7 @@ def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_cli
     run = score_items(load_scorer(str(tiny_clip_path)), items, progress=False)
     expected = compute(run.scores, [i.gold for i in items], ties="half", tags=[list(i.tags) for i in items])
     rows = {r[0]: r for r in metrics["data"]}
-    assert metrics["headers"] == ["metric", "value %", "CI low %", "CI high %", "chance %"]
+    assert metrics["headers"] == ["metric", "value", "CI low", "CI high", "chance"]  # in % (the table's label)
     assert float(rows["acc_r"][1]) == pytest.approx(100 * expected["acc_r"], abs=0.06)
     assert rows["acc_r"][4] == "50.0" and rows["acc_r"][2] != ""  # chance level and a CI
     assert {r[0] for r in per_tag["data"]} == set(expected["per_tag"])

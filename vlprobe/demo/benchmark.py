@@ -44,7 +44,7 @@ def metric_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list
     for key in keys:
         low, high = (list(ci.get(key) or []) + [None, None])[:2]
         rows.append([key, pct(result[key]), pct(low), pct(high), pct(chance.get(key))])
-    return ["metric", "value %", "CI low %", "CI high %", "chance %"], rows
+    return ["metric", "value", "CI low", "CI high", "chance"], rows
 
 
 def tag_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
@@ -53,7 +53,7 @@ def tag_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[An
     per_tag = result.get("per_tag") or {}
     keys = [k for k in keys if any(r.get(k) is not None for r in per_tag.values())]
     rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) for k in keys] for tag, r in sorted(per_tag.items())]
-    return ["tag", "items", *[f"{k} %" for k in keys]], rows
+    return ["tag", "items", *keys], rows
 
 
 def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.ndarray:

@@ -117,7 +117,9 @@ def item_shape(m: int, n_gold: int, n: int) -> str:
 
 
 def _pct(x: Any) -> str:
-    return "n/a" if x is None else f"{100 * float(x):.0f}%"
+    from ..results import pct
+
+    return "n/a" if x is None else f"{pct(x, 0)}%"
 
 
 def verdict_kind(shape: str, result: dict) -> str:

@@ -4,6 +4,7 @@ Visual Genome images: part in a VG_100K/ folder, part in VG's second zip (images
 from __future__ import annotations
 
 import argparse
+import collections
 import io
 import json
 import zipfile
@@ -71,7 +72,7 @@ def built(annotations: Path, tmp_path_factory) -> Path:
 
 
 def test_counts_schema_and_ids(built: Path) -> None:
-    assert sorted(datasets.get_dataset_config_names(str(built))) == sorted([*COUNTS, *FINETUNE_CONFIGS])
+    assert sorted(datasets.get_dataset_config_names(str(built))) == sorted(["all", *COUNTS, *FINETUNE_CONFIGS])
     assert datasets.get_dataset_default_config_name(str(built)) == "active_passive"
     for config, n in COUNTS.items():
         ds = load(built, config)
@@ -104,6 +105,49 @@ def test_items_are_1x4_with_tags(built: Path) -> None:
             assert f"task={config}" in item.tags and item.images[0].size == (8, 6)
             if config == "active_passive":
                 assert f"predicate={row['predicate']}" in item.tags and "voice_order=TA,TP,FA,FP" in item.tags
+
+
+def test_all_pools_the_three_tasks_once(built: Path) -> None:
+    """`all`: every benchmark row once (613 + 654 + 672), ids unique, tagged task=<config>; it is
+    what `vlprobe evaluate --dataset bla` scores by default (not the fine-tuning configs), and the
+    summary reads the three tasks from its per-tag values."""
+    from vlprobe.evaluation import select_configs
+    from vlprobe.summary import summarize
+
+    assert datasets.get_dataset_default_config_name(str(built)) == "active_passive"  # unchanged
+    assert select_configs(str(built), "all", None) == ["all"]
+    assert select_configs(str(built), None, None) == datasets.get_dataset_config_names(str(built))  # '*': every one
+    ds = load(built, "all")
+    assert len(ds) == 613 + 654 + 672 == sum(COUNTS.values())
+    assert ds.features == bla.FEATURES["all"]
+    assert len(set(ds["id"])) == len(ds)
+    rows = ds.remove_columns("image")
+    assert dict(sorted(collections.Counter(rows["task"]).items())) == COUNTS
+    for config in COUNTS:  # the same rows as the task's own config
+        own = load(built, config).remove_columns("image")
+        assert sorted(own["id"]) == sorted(i for i, t in zip(rows["id"], rows["task"]) if t == config)
+    # image 115 is in coordination and relative_clause: two rows, two ids
+    assert sorted(i for i in rows["id"] if i.endswith("/115")) == ["coordination/115", "relative_clause/115"]
+    co = rows.filter(lambda r: r["id"] == "coordination/115")[0]
+    assert co["predicate"] is None and co["quality_scores"][0] == pytest.approx(0.8732048571109772)
+
+    spec = find_spec(str(built))
+    picked = ds.select([0, ds["task"].index("coordination"), ds["task"].index("relative_clause")])
+    tags = [item.tags for item in spec.iter_items(picked, config="all")]
+    assert [sorted(t for t in tg if t.startswith("task=")) for tg in tags] == [[f"task={c}"] for c in COUNTS]
+    for item in spec.iter_items(picked, config="all"):
+        assert item.shape == (1, 4) and item.gold.tolist() == [[True, True, False, False]]
+
+    # the summary: a results entry for `all` with per-tag values (hand-made) gives the three task rows
+    per_tag = {f"task={c}": {"sentence_acc": v, "set_acc": v - 0.1, "set_error": 0.05, "n_items": n}
+               for (c, n), v in zip(COUNTS.items(), (0.8, 0.7, 0.6))}
+    entry = {"dataset": str(built), "config": "all", "split": "test",
+             "metrics": {"sentence_acc": 0.7, "set_acc": 0.6, "set_error": 0.05, "n_items": len(ds), "per_tag": per_tag}}
+    out = summarize([entry])["bla"]
+    assert [r["config"] for r in out["rows"]] == list(COUNTS)
+    assert [r["values"]["sentence_acc"] for r in out["rows"]] == pytest.approx([0.8, 0.7, 0.6])
+    assert [r["values"]["set_acc"] for r in out["rows"]] == pytest.approx([0.7, 0.6, 0.5])
+    assert all(r["from"].startswith("all (per tag task=") for r in out["rows"]) and out["complete"]
 
 
 def test_committed_card_and_spec_are_what_a_build_writes(built: Path, repo_root: Path) -> None:
@@ -210,8 +254,9 @@ def test_finetune_configs_have_train_validation_test(built: Path) -> None:
 def test_skip_finetune_builds_only_the_benchmark(annotations: Path, tmp_path: Path) -> None:
     root = make_standins(tmp_path / "vg", annotations)
     out = run_build(annotations, root, tmp_path / "bla", "--skip-finetune")
-    assert sorted(datasets.get_dataset_config_names(str(out))) == sorted(COUNTS)
-    assert sorted(p.name for p in (out / "data").iterdir()) == sorted(COUNTS)
+    assert sorted(datasets.get_dataset_config_names(str(out))) == sorted(["all", *COUNTS])
+    assert sorted(p.name for p in (out / "data").iterdir()) == sorted(COUNTS)  # `all` reads the tasks' files
+    assert len(load(out, "all")) == sum(COUNTS.values())
 
 
 # ---- annotations fetched from their source (a stand-in for raw.githubusercontent.com), verified ---------

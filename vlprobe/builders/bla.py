@@ -1,9 +1,12 @@
 """``vlprobe build bla``: the BLA benchmark (Chen, Fernández, Pezzelle, EMNLP 2023) as a Hub
 dataset folder, from the released annotation files and the Visual Genome images.
 
-Configs ``active_passive`` (613 caption sets), ``coordination`` (654), ``relative_clause`` (672).
-Each row: one image, two true captions, two false captions (distractors). Rows are streamed to
-parquet, one image at a time.
+Configs ``active_passive`` (613 caption sets), ``coordination`` (654), ``relative_clause`` (672),
+and ``all``: the three tasks pooled, each row once, read from the three configs' parquet (image bytes
+stored once), tagged ``task=<config>`` so that per-task results come from one run. ``vlprobe
+evaluate --dataset bla`` scores ``all`` by default, not the fine-tuning configs ``<task>_<setting>``
+(the release's fine-tuning splits), which are scored only when named. Each benchmark row: one image,
+two true captions, two false captions (distractors). Rows are streamed to parquet, one image at a time.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ TASKS = (
     Task("relative_clause", "relative_clause_captions.json", 672),
 )
 BY_CONFIG = {t.config: t for t in TASKS}
+# The three tasks pooled, each row once (ids are ``<task>/<image_id>``, so unique across tasks): what
+# ``vlprobe evaluate --dataset bla`` scores with its default ``--config all`` (a dataset without a
+# config of that name would have every config scored, the fine-tuning ones included).
+ALL = "all"
 
 # The fine-tuning data of the release: finetune/<setting>/<task dir>/{train,valid,test}.json, one
 # config per task and setting (``<task>_<setting>``) with splits train / validation / test.
@@ -76,12 +83,13 @@ _COMMON = {
     "true_captions": List(Value("string")), "false_captions": List(Value("string")),
     "index": Value("int32"), "group_index": Value("int32"),
 }
-FEATURES = {
-    "active_passive": Features({**_COMMON, "predicate": Value("string"), "caption_voices": List(Value("string")),
-                                "voice_order": Value("string")}),
-    "coordination": Features({**_COMMON, "quality_scores": List(Value("float64"))}),
-    "relative_clause": Features({**_COMMON, "quality_scores": List(Value("float64"))}),
-}
+# One schema for the three tasks, each task-specific column null in the other tasks' rows, so that
+# ``all`` reads the three configs' parquet files as one table (as VALSE's ``all`` does).
+_ONLY = {"active_passive": ("predicate", "caption_voices", "voice_order"),
+         "coordination": ("quality_scores",), "relative_clause": ("quality_scores",)}
+BENCH_FEATURES = Features({**_COMMON, "predicate": Value("string"), "caption_voices": List(Value("string")),
+                           "voice_order": Value("string"), "quality_scores": List(Value("float64"))})
+FEATURES = {c: BENCH_FEATURES for c in (ALL, *BY_CONFIG)}
 
 FINETUNE_FEATURES = Features({
     "id": Value("string"), "task": Value("string"), "setting": Value("string"), "image": datasets.Image(),
@@ -99,6 +107,8 @@ texts: [true_captions, false_captions]
 gold: [[1, 1, 0, 0]]
 tags: [task]
 configs:
+  # all: the three tasks pooled, each row once; the task= tag gives the per-task results
+  all: {tags: [task]}
   # text order is given by voice_order (TA, TP, FA, FP in the released data); predicate for per-verb tables
   active_passive: {tags: [task, predicate, voice_order]}
   # fine-tuning configs: train rows are [true, false] ([[1, 0]]), validation/test rows all four texts
@@ -139,6 +149,7 @@ def normalise(task: Task, position: int, rec: dict[str, Any]) -> dict[str, Any]:
         "id": f"{task.config}/{image_id}", "task": task.config, "image_id": image_id,
         "true_captions": trues, "false_captions": falses,
         "index": rec.get("index"), "group_index": group.get("group_index"),
+        **{c: None for cols in _ONLY.values() for c in cols},
     }
     if task.config == "active_passive":
         voices = [voice(s) for s in trues + falses]
@@ -196,7 +207,9 @@ def read_task(annotations: Path, task: Task) -> list[dict[str, Any]]:
 
 
 def config_decls(finetune: bool = True) -> list[ConfigDecl]:
-    decls = [ConfigDecl(t.config, FEATURES[t.config], (SPLIT,), default=(t.config == "active_passive")) for t in TASKS]
+    pooled = {SPLIT: [f"data/{t.config}/{SPLIT}-*.parquet" for t in TASKS]}
+    decls = [ConfigDecl(ALL, BENCH_FEATURES, (SPLIT,), paths=pooled)]
+    decls += [ConfigDecl(t.config, FEATURES[t.config], (SPLIT,), default=(t.config == "active_passive")) for t in TASKS]
     if finetune:
         decls += [ConfigDecl(f.config, FINETUNE_FEATURES, tuple(FT_SPLITS)) for f in FINETUNE]
     return decls
@@ -227,6 +240,7 @@ def card_values(counts: dict[str, int], voice_orders: Counter, skipped: dict[str
     return dict(
         tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}", "rows": f"{counts.get(t.config, 0):,}"}
                for t in TASKS],
+        all_released=f"{sum(t.count for t in TASKS):,}", all_rows=f"{sum(counts.get(t.config, 0) for t in TASKS):,}",
         finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in finetune_counts[f.config].items()}}
                   for f in FINETUNE if f.config in finetune_counts],
         orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none built",
@@ -249,7 +263,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"where to fetch the annotation files from instead (a mirror; default: "
                              f"${upstream.BLA.url_env} or {upstream.BLA.default_url})")
     parser.add_argument("--skip-finetune", action="store_true",
-                        help="build only the three benchmark configs, not the fine-tuning configs")
+                        help="build only the benchmark configs (the three tasks and all), not the fine-tuning configs")
     parser.add_argument("--images", type=Path, default=None,
                         help="images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips")
     parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",

@@ -261,3 +261,17 @@ def test_text_only_model(folder, tiny_gpt2_path, tmp_path, capsys):
     # 5 rows, texts only: pairs are deduplicated by text
     assert doc["provenance"]["engine"]["unique_pairs"] == len({f"a shape number {i % 4}" for i in range(5)}
                                                               | {f"no shape number {i % 3}" for i in range(5)})
+
+
+def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_clip_path, tmp_path, capsys):
+    """--exact-preprocessing loads the model's PIL image processor, and results.json says so (the
+    setting, the backend that ran, and a command line that reruns it)."""
+    out_dir = tmp_path / "exact"
+    code, _, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--limit", 4,
+                        "--bootstrap", 0, "--cache-dir", tmp_path / "cache", "--out", out_dir, "--no-progress",
+                        "--exact-preprocessing")
+    assert code == 0, err
+    prov = json.loads((out_dir / "results.json").read_text())["provenance"]
+    assert prov["settings"]["exact_preprocessing"] is True
+    assert prov["model"]["preprocessing"]["image_backend"] == "pil"
+    assert "--exact-preprocessing" in prov["command"]

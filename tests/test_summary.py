@@ -164,3 +164,22 @@ def test_display_for_true_false_statements():
     shown = display_metrics("travlr", (1, 1), [k for k in r if isinstance(r[k], float)])
     assert shown[0] == "macro_f1" and {"acc", "f1_true", "f1_false", "auroc"} <= set(shown)
     assert infer_shape(r) == (1, 1)
+
+
+def test_winoground_style_all_gives_each_instrument_from_its_tags():
+    """winoground_style's pooled `all` config (rows tagged instrument=...) yields one row per
+    instrument beside the pooled one, as VALSE's `all` does."""
+    from vlprobe.summary import summarize
+
+    def m(text, image, group):
+        return {"text": text, "image": image, "group": group, "n_items": 10, "n_ties": 0}
+
+    entry = {"dataset": "winoground_style", "config": "all", "split": "test",
+             "metrics": {**m(0.3, 0.2, 0.1), "per_tag": {"instrument=spatial_swap": m(0.5, 0.4, 0.3),
+                                                         "instrument=count_swap": m(0.1, 0.0, 0.0),
+                                                         "collapsed_tag=Relation": m(0.5, 0.4, 0.3)}}}
+    rows = {r["config"]: r["values"] for r in summarize([entry])["winoground_style"]["rows"]}
+    assert rows["spatial_swap"] == {"text": 0.5, "image": 0.4, "group": 0.3}
+    assert rows["count_swap"] == {"text": 0.1, "image": 0.0, "group": 0.0}
+    assert rows["all"]["group"] == 0.1
+    assert "Relation" not in rows

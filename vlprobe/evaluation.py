@@ -66,6 +66,7 @@ class Settings:
     modality: str = "image"
     control: str | None = None
     chunk_size: int = CHUNK_ROWS
+    exact_preprocessing: bool = False
 
     def check(self) -> "Settings":
         from . import metric as metric_module
@@ -120,7 +121,7 @@ class Settings:
             "ties": self.ties, "bootstrap": self.bootstrap, "confidence": self.confidence, "seed": self.seed,
             "threshold": self.threshold, "limit": self.limit, "batch_size": self.batch_size, "num_workers": workers,
             "modality": self.modality, "control": self.control, "split": _joined(self.splits),
-            "config": _joined(self.configs),
+            "config": _joined(self.configs), "exact_preprocessing": self.exact_preprocessing,
         }
 
 
@@ -452,7 +453,8 @@ def load_model(model: Any, processor: Any, family: str | None, revision: str | N
         scorer = model
     elif isinstance(model, (str, os.PathLike)):
         try:
-            scorer = load_scorer(str(model), family, device=s.device, dtype=s.dtype, revision=revision)
+            scorer = load_scorer(str(model), family, device=s.device, dtype=s.dtype, revision=revision,
+                                 exact_preprocessing=s.exact_preprocessing)
         except UnknownFamilyError as err:
             raise ModelError(str(err)) from None
         except (FileNotFoundError, OSError, ValueError, TypeError) as err:
@@ -822,6 +824,8 @@ def command_line(datasets_: Sequence[Any], model: Any, s: Settings, *, spec: Any
     for key, value in options:
         if value is not None:
             parts += [f"--{key}", str(value)]
+    if s.exact_preprocessing:
+        parts.append("--exact-preprocessing")
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -855,6 +859,7 @@ def evaluate(
     out: str | os.PathLike | None = None,
     root: str | os.PathLike | None = None,
     chunk_size: int = CHUNK_ROWS,
+    exact_preprocessing: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> Evaluation:
     """Score ``model`` on ``datasets`` and measure it with the papers' metrics.
@@ -872,7 +877,8 @@ def evaluate(
     ``dtype``: the engine's. ``modality``: image, caption, both (TraVLR's settings). ``control``:
     blank or shuffle. ``cache_dir``: the score cache (None: the default, "none": off). ``out``:
     checked before scoring and written at the end (as :meth:`Evaluation.save`). ``chunk_size``:
-    rows read and scored at a time. ``log``: where status lines go (default: stderr when
+    rows read and scored at a time. ``exact_preprocessing``: always the model's PIL image processor
+    (the one the papers ran), never the fast torchvision one. ``log``: where status lines go (default: stderr when
     ``progress``).
 
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
@@ -883,7 +889,8 @@ def evaluate(
 
     s = Settings(configs=configs, splits=splits, ties=ties, bootstrap=bootstrap, confidence=confidence,
                  threshold=threshold, seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers,
-                 device=device, dtype=dtype, modality=modality, control=control, chunk_size=chunk_size).check()
+                 device=device, dtype=dtype, modality=modality, control=control, chunk_size=chunk_size,
+                 exact_preprocessing=bool(exact_preprocessing)).check()
     if out is not None:
         check_output_dir(out)
     if log is None:

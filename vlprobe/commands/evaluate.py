@@ -63,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--control", default=None, choices=("blank", "shuffle", "shuffled"),
                    help="control run: every image blank, or images shuffled across items ('shuffled' is the old "
                         "name of 'shuffle')")
+    p.add_argument("--exact-preprocessing", action="store_true",
+                   help="always the model's PIL image processor (the one the papers ran), never the fast "
+                        "torchvision one (default: fast when torchvision imports)")
     p.add_argument("--cache-dir", default=None,
                    help="score cache (default: $VLPROBE_CACHE or ~/.cache/vlprobe); 'none' disables it")
     p.add_argument("--out", default=None, help=f"output folder (default: {DEFAULT_OUT} for the default run)")
@@ -105,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype, modality=args.modality, control=args.control, cache_dir=args.cache_dir,
         progress=not args.no_progress, out=out, root=default_root(),
         chunk_size=args.chunk_size if args.chunk_size is not None else CHUNK_ROWS, log=print,
+        exact_preprocessing=args.exact_preprocessing,
     )
     if not result.main_process:
         return 0

@@ -1,5 +1,6 @@
 # The two commands of the README:
 #   make evaluate   set everything up, then score the offline default model on the synthetic instruments
+#                   and run TraVLR's probe protocol on it
 #   make test       set everything up, then run the whole test suite
 # Both are idempotent: a second run skips what is already installed or built.
 
@@ -34,9 +35,12 @@ winoground_style/data/.built: $(STAMP) $(SCENE_SOURCES) vlprobe/builders/winogro
 
 data: travlr/data/.built winoground_style/data/.built
 
-# The main job: models/mini-clip on every synthetic config, results in runs/default.
+# The main job: models/mini-clip on every synthetic config (runs/default), then TraVLR's protocol on
+# it: probes trained per modality, cross-modal transfer with 200 few-shot rows, a two-point learning
+# curve (runs/probe).
 evaluate: data
 	$(BIN)/vlprobe evaluate
+	$(BIN)/vlprobe probe --dataset travlr --model models/mini-clip --train-size 500 --few-shot 200 --out runs/probe
 
 # Debian's chromium for the browser test (needs root/apt-get; the test says why when it cannot run).
 browser:

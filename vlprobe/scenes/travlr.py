@@ -52,7 +52,8 @@ IND_SPLITS = ("train", "validation", "test_ind")
 # and OOD test rows for all; "paper32k" is the generator README's 32k training rows for every task.
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"train": 8, "validation": 4, "test_ind": 4, "test_ood": 4},
-    "default": {"train": 200, "validation": 50, "test_ind": 50, "test_ood": 100},
+    # Enough training rows for a probe to learn something (the main job's), test splits for +-7-point CIs.
+    "default": {"train": 2000, "validation": 200, "test_ind": 200, "test_ood": 200},
     "paper": {"train": 32000, "validation": 10000, "test_ind": 10000, "test_ood": 20000},
     "paper32k": {"train": 32000, "validation": 10000, "test_ind": 10000, "test_ood": 20000},
 }

@@ -15,7 +15,17 @@ The Python API is :func:`evaluate` (``vlprobe/evaluation.py``); ``vlprobe evalua
   shared display helpers (METRIC_ORDER, percent formatting, bar charts);
 * ``spec.py`` / ``items.py``: rows -> items; ``engine.py`` / ``cache.py``: scoring and the score cache;
   ``scorers/``: model families; ``dataset_folder.py``: dataset folders (write, load, list configs and
-  splits, undecoded image columns); ``errors.py``: the errors users see.
+  splits, undecoded image columns); ``errors.py``: the errors users see;
+* ``probing.py``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features;
+* ``summary.py``: each benchmark's headline metrics and its paper's aggregates (one rule for the
+  CLI, ``report.py`` and the Space); ``report.py``: runs beside the published numbers;
+* ``builders/``: one module per dataset (``upstream.py`` fetches and verifies the annotation
+  files), ``templates/`` their cards; ``scenes/``: the renderer and truth function of the
+  synthetic instruments; ``image_sources.py``: the VALSE / BLA image sources and their downloads;
+* ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish.py``: pushing to the Hub;
+* ``valse_metric.py``: a byte-identical copy of ``metric/valse_metric.py`` (the evaluate module).
+
+The mini CLIP trainer is not part of the package: it lives in ``training/`` at the repository root.
 """
 
 __version__ = "0.1.0"

@@ -236,7 +236,10 @@ def paper_results() -> list[dict[str, Any]]:
 # ---- assembling the tables ---------------------------------------------------------------------
 
 def _pct(v: Any) -> str:
-    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{100 * float(v):.1f}"
+    """A fraction as a percentage, ``-`` where there is none (an empty table cell reads as missing)."""
+    from .results import pct
+
+    return pct(v) or "-"
 
 
 def _cell(metrics: dict[str, Any], key: str) -> str:

@@ -82,7 +82,8 @@ def build_folder(
     """Build (or add one config to) the dataset folder ``out``; returns ``out``."""
     import datasets
 
-    from ..dataset_folder import ConfigDecl, card_metadata, progress_bars_off, read_card_metadata, write_card, write_split
+    from ..dataset_folder import (ConfigDecl, card_metadata, progress_bars_off, read_card_metadata, undecoded_features,
+                                  write_card, write_split)
     from ..spec import SPEC_FILE, ItemSpec
 
     source, out = Path(source), Path(out)
@@ -144,7 +145,7 @@ def build_folder(
         features = _features(records, image_cols)
         ds = datasets.Dataset.from_list(records, features=features)
         # Every row must become an item before anything is written, each with its own id.
-        decoded = ds.cast(_undecoded(features))
+        decoded = ds.cast(undecoded_features(features))
         items = list(spec.for_config(config).iter_items(decoded, config=config))
     _refuse_duplicate_ids([item.id for item in items], table)
 
@@ -273,21 +274,6 @@ def _features(records: list[dict[str, Any]], image_cols: list[str]):
         else:
             feats[col] = inferred[col]
     return datasets.Features(feats)
-
-
-def _undecoded(features):
-    """The same features with images left undecoded (the spec check needs no pixels)."""
-    import datasets
-
-    out = {}
-    for name, feat in features.items():
-        if isinstance(feat, datasets.Image):
-            out[name] = datasets.Image(decode=False)
-        elif isinstance(feat, datasets.List) and isinstance(feat.feature, datasets.Image):
-            out[name] = datasets.List(datasets.Image(decode=False))
-        else:
-            out[name] = feat
-    return datasets.Features(out)
 
 
 def _size_category(n: int) -> str:

@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 # CUDA build. On another machine, override: make test TORCH_SPEC='torch>=2.2'
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.vlprobe-installed
-SCENE_SOURCES := $(wildcard vlprobe/scenes/*.py) vlprobe/dataset_folder.py
+SCENE_SOURCES := $(wildcard vlprobe/scenes/*.py) vlprobe/dataset_folder.py vlprobe/builders/synthetic.py
 
 .PHONY: setup data evaluate test bench browser
 

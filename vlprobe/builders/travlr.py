@@ -17,7 +17,7 @@ import datasets
 
 from ..dataset_folder import ConfigDecl, card_metadata, write_card
 from ..scenes import travlr as gen
-from ..scenes.folders import RateMeter, parse_names, parse_split_sizes, write_rows
+from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
 
 NAME = "travlr"
 HELP = "TraVLR's 4 tasks (spatiality, cardinality, quantifiers, numerical_comparison) rendered offline"

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from ..dataset_folder import ConfigDecl, card_metadata, write_card
 from ..scenes import winoground as gen
-from ..scenes.folders import RateMeter, parse_names, write_rows
+from .synthetic import RateMeter, parse_names, write_rows
 
 NAME = "winoground_style"
 HELP = "Winoground-style 2x2 instruments on rendered scenes (+ a private folder from your own Winoground copy)"

@@ -11,8 +11,8 @@ from typing import Any, Mapping, Sequence
 import datasets
 
 from ..dataset_folder import progress_bars_off, write_split
-from .model import Scene
-from .render import render_many
+from ..scenes.model import Scene
+from ..scenes.render import render_many
 
 
 def parse_split_sizes(text: str | None, splits: Sequence[str]) -> dict[str, int]:

@@ -432,3 +432,19 @@ def test_an_unknown_architecture_names_the_families(tmp_path, folder, capsys):
     (model / "config.json").write_text(json.dumps({"architectures": ["NoSuchModel"]}))
     with pytest.raises(UnknownArchitectureError, match=r"model_type None \(architectures \['NoSuchModel'\]\)"):
         load_scorer(str(model))
+
+
+def test_ctrl_c_outside_the_engine_still_says_how_to_resume(monkeypatch, capsys):
+    """Ctrl-C between chunks, while measuring or writing, is a bare KeyboardInterrupt: the CLI still
+    says that what was scored is in the cache and how to resume, in one line, exit 130."""
+    import vlprobe.commands.evaluate as evaluate_command
+    from vlprobe.cli import main
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate_command, "run", interrupted)
+    assert main(["evaluate", "--dataset", "x", "--model", "y"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("vlprobe evaluate: interrupted; ") and "run the same command again to resume" in err

@@ -38,7 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vlprobe {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # the engine's EngineInterrupted says what was kept and how to resume
-        print(f"vlprobe {args.command}: interrupted" + (f"; {err}" if str(err) else ""), file=sys.stderr)
+        # Outside the engine (between chunks, measuring, writing) every scored batch is already in the
+        # score cache and the output folder is only swapped in at the end, so the advice is the same.
+        hint = str(err) or ("every batch scored so far is saved in the score cache; run the same command again "
+                            "to resume: nothing saved is computed again" if args.command in ("evaluate", "probe")
+                            else "")
+        print(f"vlprobe {args.command}: interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return 130
 
 

@@ -858,6 +858,8 @@ def evaluate_saved(folder: str | Path, n: int = 200, seed: int = 0, kinds: Itera
 
 
 # ---- the model card ----------------------------------------------------------------------------------
+# the prose is a Jinja template rendered with huggingface_hub's card API; here only its values are computed
+CARD_TEMPLATE = Path(__file__).resolve().parent / "templates" / "mini_clip_card.md"
 KIND_TEXT = {
     "colour": '"There is a red circle." vs "There is a blue circle." (one object recoloured)',
     "attribute_swap": '"There is a red circle and a blue square." vs the colours swapped',
@@ -897,122 +899,38 @@ def model_card(record: dict, instruments_table: str | None = None) -> str:
         "Not measured yet: run `vlprobe evaluate` (no arguments) and regenerate this card with "
         "`.venv/bin/python scripts/train_mini_clip.py --card-only --results runs/default/results.json`."
     )
-    return f"""---
-license: mit
-library_name: transformers
-pipeline_tag: zero-shot-image-classification
-language:
-- en
-tags:
-- clip
-- vlprobe
-- synthetic
-- travlr
-- test-model
----
+    values = {
+        "cfg": cfg,
+        "vocabulary": record["vocabulary"],
+        "logit_scale": f"{record['final_logit_scale']:.2f}",
+        "parameters": f"{record['parameters']:,}",
+        "megabytes": f"{record.get('megabytes', float('nan')):.2f}",
+        "training_scenes": f"{record['training_scenes']:,}",
+        "foil_fraction": f"{cfg.foil_fraction:.0%}",
+        "evaluation_scenes_excluded": f"{record['evaluation_scenes_excluded']:,}",
+        "rejected_excluded": record["rejected_draws"].get("excluded", 0),
+        "rejected_duplicate": record["rejected_draws"].get("duplicate", 0),
+        "retrain_command": retrain_command(cfg),
+        "steps": record["steps"],
+        "total_minutes": f"{record['total_seconds'] / 60:.1f}",
+        "train_minutes": f"{record['train_seconds'] / 60:.1f}",
+        "render_seconds": f"{record['render_seconds']:.0f}",
+        "torch_version": record["torch"],
+        "load_text": load_text,
+        "final_loss": f"{record['final_loss']:.3f}",
+        "heldout_kinds": list(HELDOUT_KINDS),
+        "epochs": epochs,
+        "rows": rows,
+        "instruments": instruments,
+        "above": above,
+        "near": near,
+    }
+    from huggingface_hub import ModelCard, ModelCardData
 
-# mini-clip
-
-A small `transformers` `CLIPModel` trained from scratch, offline, on a CPU, on vlprobe's synthetic
-TraVLR-style scenes (coloured shapes on an implicit 6 x 6 grid, 500 x 500 white canvas). It is
-**vlprobe's offline default model** (`vlprobe evaluate` with no arguments scores it) and **a test
-subject** with real, non-random behaviour. It is not a research model: it knows nothing but these
-scenes and about {record['vocabulary']} words.
-
-```python
-from vlprobe.scorers import load_scorer
-scorer = load_scorer("models/mini-clip")          # the same AutoModel/AutoProcessor path as a Hub model
-# or: transformers.AutoModel.from_pretrained("models/mini-clip"), AutoProcessor.from_pretrained(...)
-```
-
-## Model
-
-| | |
-|---|---|
-| architecture | `CLIPModel` (ViT image tower, causal text tower, linear projections, learnable logit scale) |
-| image tower | {cfg.image_size} x {cfg.image_size} px input, {cfg.patch_size} px patches (one per grid cell), hidden {cfg.vision_hidden}, {cfg.vision_layers} layers, {cfg.heads} heads |
-| text tower | word-level tokenizer ({record['vocabulary']} tokens, lower-cased, trained locally on the caption vocabulary), at most {cfg.max_length} tokens, hidden {cfg.text_hidden}, {cfg.text_layers} layers, {cfg.heads} heads |
-| embedding | {cfg.projection_dim} dimensions; score = exp(logit_scale) x cosine, logit scale {record['final_logit_scale']:.2f} |
-| parameters | {record['parameters']:,} |
-| size on disk | {record.get('megabytes', float('nan')):.2f} MB (float32 safetensors, tokenizer, processor, this card, the training log) |
-| processor | `CLIPImageProcessor`: bicubic resize to {cfg.image_size} px, centre crop, normalised with mean 1 and std 0.5 (white is 0: blank cells contribute nothing; with OpenAI CLIP's mean/std the nearly all-white images start as one vector and training collapses) |
-
-## Training data
-
-{record['training_scenes']:,} scenes drawn from their own seed stream (`vlprobe-mini-clip:train:{cfg.seed}`):
-1-24 objects, TraVLR's 5 colours x 7 shapes (a quarter from the full 8 colours x 9 shapes of
-TraVLR's quantifier task), often several objects of one shape. Each scene is rendered once by
-`vlprobe.scenes.render` and resized exactly as the processor does. Every epoch each scene is paired
-with a fresh true statement generated from the scene model: the full inventory ("two red circles and a
-blue square"), existence, TraVLR's counting template ("There are 2 circle objects.") and count phrases
-("two circles and three squares"), conjunctions ("a red circle and a blue square"), spatial relations
-(left/right/above/below), quantifiers and comparisons, as sentences or lower-case phrases. A share of
-{cfg.foil_fraction:.0%} of the captions bring a hard negative into the batch: their minimal false edit (another colour or number, the
-opposite relation or swapped arguments, swapped colours or counts, the negated quantifier).
-
-Loss: symmetric InfoNCE with a learnable logit scale whose targets come from vlprobe's truth function:
-a text is a positive for every image of the batch it is true of (short statements are often true of
-several images), spread uniformly over the positives; foils are extra columns.
-
-## Disjointness from the evaluation instruments
-
-* No training scene (and no held-out scene below) is a scene of an evaluation instrument: scenes are
-  compared by their canonical key (equal keys <=> identical renderings) with every scene of the TraVLR
-  generator (4 tasks x 4 splits, in-distribution and out-of-distribution) and of the Winoground-style
-  generator (3 configs) at their default seed and sizes, and of the built `travlr/` and
-  `winoground_style/` folders present at training time ({record['evaluation_scenes_excluded']:,} distinct
-  scenes);  {record['rejected_draws'].get('excluded', 0)} training draws were dropped for coinciding
-  with one ({record['rejected_draws'].get('duplicate', 0)} more were duplicates of earlier draws).
-* What TraVLR's OOD splits hold out is never stated in training: no count statement pairs a shape with
-  a count held out for it (e.g. circles x 1 or 5), no spatial statement relates one of the 119 held-out
-  object pairs (at any position, stricter than TraVLR's pair-and-position rule), no quantifier statement
-  uses a held-out (shape, colour) pair, no comparison uses a held-out shape pair. Foils obey the same
-  rules. Not held out: the OOD scenes' *kinds* of images (TraVLR's OOD scenes are ordinary scenes; only
-  what is asked about them is new), and inventory captions, which name (colour, shape) types with
-  their counts.
-
-## Training
-
-```bash
-{retrain_command(cfg)}
-```
-
-Seed {cfg.seed}; deterministic (seeded data order and captions, `torch.manual_seed`,
-`torch.use_deterministic_algorithms(True)`, 2 threads): the same software gives the same weights.
-{record['steps']} steps of {cfg.batch_size} scenes ({cfg.epochs} epochs), AdamW (lr {cfg.lr}, weight decay
-{cfg.weight_decay}, {cfg.warmup_steps} warm-up steps, cosine decay to {cfg.min_lr}). Wall time
-{record['total_seconds'] / 60:.1f} min in all ({record['train_seconds'] / 60:.1f} min of training steps,
-{record['render_seconds']:.0f} s of rendering) on 2 shared CPU cores, torch {record['torch']}.{load_text}
-Final training loss {record['final_loss']:.3f} (mean of the last 20 steps; the loss cannot reach 0
-since true texts are shared between images).
-
-| epoch | mean loss | last-20 loss | {' | '.join(HELDOUT_KINDS)} | seconds |
-|---|---|---|{'---|' * len(HELDOUT_KINDS)}---|
-{epochs}
-
-## Results on held-out scenes
-
-Fresh scenes from another seed stream (`vlprobe-mini-clip:heldout:<kind>:{cfg.seed}`), disjoint from the
-training scenes and the instruments, scored through `load_scorer` and `vlprobe.metric.compute`. Each
-item is 1 image x 2 texts (a true statement and its minimal false edit); items come in mirrored pairs
-(the edited scene makes the foil true and the statement false), so a model that ignores the image
-scores exactly 0.5. Statements obey the held-out rules above (in-distribution cases on new scenes).
-
-| kind | item | items | pairwise accuracy (acc_r) |
-|---|---|---|---|
-{rows}
-
-## Results on the synthetic instruments
-
-{instruments}
-
-## Limitations
-
-Tiny, and trained for minutes on a few thousand synthetic scenes. On held-out scenes it is above
-chance (acc_r >= 0.6) on: {above}; near chance on: {near}. Word-order swaps (spatial relations between
-two named objects, the Winoground-style swaps) are expected near chance, as the papers found for far
-larger CLIP models. Words outside its vocabulary become `<|unk|>`; real photographs are meaningless to it.
-"""
+    card_data = ModelCardData(license="mit", library_name="transformers", pipeline_tag="zero-shot-image-classification",
+                              language=["en"], tags=["clip", "vlprobe", "synthetic", "travlr", "test-model"])
+    card = ModelCard.from_template(card_data, template_path=str(CARD_TEMPLATE), **values)
+    return str(card).rstrip() + "\n"
 
 
 def instruments_table(results_json: str | Path) -> str:

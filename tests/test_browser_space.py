@@ -283,7 +283,8 @@ def test_results_chart_has_one_bar_per_split(browser, app_url, tmp_path, shots):
     try:
         page.get_by_role("tab", name="Results").click()
         page.locator("#results-files input[type=file]").set_input_files(str(path))
-        expect(page.get_by_text("travlr_run.json").first).to_be_visible(timeout=30_000)
+        # the uploaded file's download link (its name may be drawn as two spans, stem and extension)
+        expect(page.locator('#results-files a[href$="/travlr_run.json"]').first).to_be_visible(timeout=30_000)
         page.get_by_role("button", name="Compare").click()
         chart = page.locator("#results-chart .results-svg svg").first
         expect(chart).to_be_visible(timeout=30_000)

@@ -588,8 +588,8 @@ def _folder_files(folder: Path, ignore: Iterable[str]) -> list[str]:
 
 def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
     """A self-contained copy of the Space to upload: ``space/`` itself, plus, when it sits in a
-    vlprobe checkout, the ``vlprobe`` package (symlinks such as ``vlprobe/valse_metric.py``
-    resolved into real files) and the default model ``models/mini-clip`` beside ``app.py``, where
+    vlprobe checkout, the ``vlprobe`` package (any symlink resolved into a real file) and the
+    default model ``models/mini-clip`` beside ``app.py``, where
     the app looks for them (vlprobe is not on PyPI, so a Space cannot pip-install it).
     Returns (staged folder, the TemporaryDirectory that owns it; keep it alive until uploaded)."""
     import shutil

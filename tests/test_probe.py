@@ -257,3 +257,14 @@ def test_unbuilt_folder_is_a_clear_error(tmp_path, tiny_clip_path):
                                          "false: [[0]]}}\ncontext: caption\n")
     with pytest.raises(DatasetError, match="has not been built"):
         P.probe(tiny_clip_path, str(folder), progress=False)
+
+
+def test_a_missing_default_dataset_says_where_to_get_one(tmp_path, monkeypatch, capsys):
+    """Run outside the checkout, the default `travlr` is neither a folder nor readable offline: one
+    line that says how to point at one (and names no option the probe does not have)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VLPROBE_ROOT", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert vlprobe_main(["probe"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "VLPROBE_ROOT" in err and "--spec" not in err

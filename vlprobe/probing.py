@@ -87,12 +87,12 @@ class Split:
 
 
 def _resolve_dataset(dataset: str) -> str:
-    if Path(dataset).is_dir():
-        return str(dataset)
-    here = Path(__file__).resolve().parents[1] / dataset
-    if dataset == DEFAULT_DATASET and here.is_dir():
-        return str(here)
-    return dataset
+    """A folder relative to the working directory (the checkout, where `make` runs), else
+    ``$VLPROBE_ROOT``, as `vlprobe evaluate` finds its default folders; else a Hub id."""
+    root = os.environ.get("VLPROBE_ROOT")
+    if not Path(dataset).is_dir() and root and (Path(root) / dataset).is_dir():
+        return str(Path(root) / dataset)
+    return str(dataset)
 
 
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
@@ -104,8 +104,17 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     YAML parse, no ``datasets`` cache to go stale); anything else through ``datasets.load_dataset``."""
     from .spec import find_spec
 
+    from .spec import SpecError
+
     dataset = _resolve_dataset(dataset)
-    spec = find_spec(dataset)
+    try:
+        spec = find_spec(dataset)
+    except SpecError:
+        if Path(dataset).is_dir():
+            raise
+        raise DatasetError(f"dataset {dataset!r} is not a folder here and cannot be read from the Hub; run "
+                           f"from the checkout that holds it, set VLPROBE_ROOT, or build one with "
+                           f"`vlprobe build travlr --out DIR` and pass --dataset DIR") from None
     local = _card_files(dataset) if Path(dataset).is_dir() else None
     if Path(dataset).is_dir() and not local:
         raise DatasetError(f"dataset folder {dataset} has no parquet files listed by its card: it has not been built "
@@ -856,16 +865,11 @@ def probe(
 
 
 def _scorer(model: Any, family: str | None, device: str | None, dtype: str, revision: str | None) -> Any:
-    from .scorers.base import Scorer
+    """The model as a scorer, exactly as `vlprobe.evaluate` loads it (a folder or Hub id, a
+    (model, processor) pair, a loaded model, or a scorer; the same errors)."""
+    from .evaluation import Settings, load_model
 
-    if isinstance(model, Scorer):
-        return model
-    from .scorers.loading import load_scorer
-
-    try:
-        return load_scorer(str(model), family, device=device, dtype=dtype, revision=revision)
-    except (FileNotFoundError, OSError) as err:
-        raise ModelError(f"cannot load model {model!r}: {err}") from None
+    return load_model(model, None, family, revision, Settings(device=device, dtype=dtype).check())
 
 
 def _truncation(scorer: Any, data: dict) -> dict | None:
@@ -907,7 +911,9 @@ def _sizes(value: Sequence[int] | str | None) -> list[int] | None:
 # ---- tables, files, plots ---------------------------------------------------------------------------
 
 def _pct(v: Any) -> str:
-    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{100 * v:.1f}"
+    from .results import pct
+
+    return pct(v) or "-"
 
 
 def _cell(r: dict | None) -> str:

@@ -72,8 +72,8 @@ def test_loaded_model_equals_the_saved_one(folder, tiny_clip_path):
     from vlprobe.scorers import load_scorer
 
     by_scorer = vlprobe.evaluate(model=load_scorer(str(tiny_clip_path)), **kw)
-    np.testing.assert_allclose(np.stack(by_scorer.splits[0].scores), want, rtol=1e-5,
-                               atol=1e-6 * max(1.0, float(np.abs(want).max())))
+    np.testing.assert_allclose(np.stack(by_scorer.splits[0].scores), want, rtol=1e-4,
+                               atol=1e-5 * max(1.0, float(np.abs(want).max())))
 
 
 def test_in_memory_dataset_with_a_spec(folder, tiny_clip_path):
@@ -85,7 +85,9 @@ def test_in_memory_dataset_with_a_spec(folder, tiny_clip_path):
                            cache_dir="none", progress=False)
     assert res.splits[0].name == "mine/default/test" and res.splits[0].metrics["n_items"] == 12
     assert [it.id for it in res.splits[0].items] == [it.id for it in ref.splits[0].items]
-    np.testing.assert_allclose(np.stack(res.splits[0].scores), np.stack(ref.splits[0].scores), rtol=1e-5)
+    want = np.stack(ref.splits[0].scores)
+    np.testing.assert_allclose(np.stack(res.splits[0].scores), want, rtol=1e-4,
+                               atol=1e-5 * max(1.0, float(np.abs(want).max())))
     dd = datasets.DatasetDict({"test": ds})
     assert vlprobe.evaluate(model=str(tiny_clip_path), datasets=dd, spec=spec, bootstrap=0, cache_dir="none",
                             progress=False, limit=3).splits[0].metrics["n_items"] == 3
@@ -137,7 +139,17 @@ def test_streaming_in_chunks_equals_one_pass(folder, tiny_clip_path, tmp_path):
             np.testing.assert_allclose(np.stack(a.scores), want, rtol=1e-4,
                                        atol=1e-5 * max(1.0, float(np.abs(want).max())))
             assert a.metrics["n_items"] == b.metrics["n_items"]
-            np.testing.assert_allclose(a.metrics["acc_r"], b.metrics["acc_r"])
+            # Chunks change batch shapes, so scores may differ in the last bits: acc_r is the same
+            # unless such noise decides a near-tie (a margin inside the tolerance), never otherwise.
+            tol = 1e-4 * float(np.abs(want).max()) + 1e-5 * max(1.0, float(np.abs(want).max()))
+            if a.metrics["acc_r"] != b.metrics["acc_r"]:
+                gold = np.stack([it.gold for it in b.items]).astype(bool)
+                for got, ref_scores, g in zip(a.scores, b.scores, gold):
+                    margins = [ref_scores[r, i] - ref_scores[r, j] for r in range(g.shape[0])
+                               for i in np.flatnonzero(g[r]) for j in np.flatnonzero(~g[r])]
+                    changed = [(got[r, i] > got[r, j]) != (ref_scores[r, i] > ref_scores[r, j])
+                               for r in range(g.shape[0]) for i in np.flatnonzero(g[r]) for j in np.flatnonzero(~g[r])]
+                    assert all(abs(m) <= 2 * tol for m, c in zip(margins, changed) if c), (margins, changed)
 
 
 def test_chunks_keep_no_image(folder, tiny_clip_path):

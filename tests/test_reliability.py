@@ -194,7 +194,7 @@ def test_a_damaged_cache_is_moved_aside_and_the_run_goes_on(tmp_path, capfd, dam
         rf"{re.escape(str(aside[0]))} and continuing with a fresh cache file \(its entries will be computed again\)",
         lines[0])
     for got, expected in zip(res.scores, want):
-        np.testing.assert_array_equal(got, expected)
+        _close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
     # nothing this run computed is lost: a third run computes nothing
     again = ToyDual("toy")
     with ScoreCache(tmp_path, again.cache_key()) as cache:
@@ -212,7 +212,7 @@ def test_a_damaged_part_of_another_process_is_moved_aside_while_reading(tmp_path
         res = Engine(scorer, batch_size=4, cache=cache, progress=False).score(toy_items(200, n_colors=60))
     assert scorer.images_encoded == scorer.texts_encoded == 0  # the sound part still serves everything
     for got, expected in zip(res.scores, want):
-        np.testing.assert_array_equal(got, expected)
+        _close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
     lines = _warnings(capfd.readouterr().err)
     assert len(lines) == 1 and f"the score cache file {other} is damaged (file is not a database)" in lines[0]
     assert not other.exists() and list(part.parent.glob("part-1.sqlite.damaged-*"))
@@ -271,7 +271,7 @@ def test_an_unwritable_cache_means_no_cache_said_once(tmp_path, capfd, case):
                         rf"running without a cache: scores computed from now on are not saved for a rerun", lines[0])
     assert scorer.images_encoded == 12  # all computed, nothing lost
     for got, expected in zip(res.scores, want):
-        np.testing.assert_array_equal(got, expected)
+        _close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
 
 
 def test_evaluate_with_cache_dir_a_file_runs_without_a_cache(folder, tiny_clip_path, tmp_path, capsys):

@@ -94,7 +94,7 @@ def _fake(n_feat=6, seed=0):
         y = rng.random(n) < 0.5
         x = rng.normal(size=(n, n_feat)).astype(np.float32)
         x[:, 0] += np.where(y, 1.5, -1.5)
-        data["t"][split] = P.Split("t", split, [{}] * n, y, None)
+        data["t"][split] = P.Split("t", split, y)
         for m in P.MODALITIES:
             feats[("t", split, m)] = x
     return data, feats
@@ -268,3 +268,30 @@ def test_a_missing_default_dataset_says_where_to_get_one(tmp_path, monkeypatch, 
     assert vlprobe_main(["probe"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "VLPROBE_ROOT" in err and "--spec" not in err
+
+
+@pytest.mark.parametrize("fixture,settings", [
+    ("tiny_clip_path", [*P.MODALITIES, P.TEXT_ONLY]),   # dual encoder: embeddings
+    ("tiny_blip_itm_path", ["image", "caption"]),        # ITM head: joint representation
+    ("tiny_vlm_path", ["image"]),                        # VQAScore: zero-shot P(Yes) on the test splits
+])
+def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, travlr_small):
+    """Rows are read, decoded and encoded a chunk at a time (memory holds one chunk's images): the
+    features are those of one pass over each split, within the suite's float tolerance (batch shapes
+    differ). A split keeps texts and labels, never image bytes, in memory."""
+    from vlprobe.engine import Engine
+    from vlprobe.evaluation import Settings, load_model
+
+    data = P.load_splits(str(travlr_small), "spatiality")
+    for split in data["spatiality"].values():
+        assert split.table.cache_files, "a split is read from memory-mapped Arrow files"
+        assert not any(isinstance(v, (bytes, dict)) for v in split.captions + split.queries)
+    scorer = load_model(request.getfixturevalue(fixture), None, None, None, Settings().check())
+    whole, _ = P.extract_features(Engine(scorer, batch_size=8, progress=False), data, settings, chunk_size=10_000)
+    chunked, stats = P.extract_features(Engine(scorer, batch_size=8, progress=False), data, settings, chunk_size=5)
+    assert set(whole) == set(chunked) and whole
+    for key in whole:
+        assert chunked[key].shape == whole[key].shape
+        np.testing.assert_allclose(chunked[key], whole[key], rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(whole[key]).max())))
+    if fixture == "tiny_clip_path":  # 24/12/12/12 rows in chunks of 5: every image computed once
+        assert stats["images"]["computed"] == 60 and stats["images"]["unique"] == 60

@@ -357,6 +357,16 @@ def undecoded_features(features: Any) -> Any:
     return features
 
 
+def read_rows(ds: Any, start: int, stop: int) -> list[dict[str, Any]]:
+    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded: one slice of
+    the memory-mapped Arrow table, so a caller that reads a split a chunk at a time holds one chunk."""
+    features = undecoded_features(ds.features)
+    chunk = ds.with_format("arrow")[start:stop]
+    batch = features.decode_batch(chunk.to_pydict())
+    cols = list(batch)
+    return [{c: batch[c][i] for c in cols} for i in range(chunk.num_rows)]
+
+
 def list_configs(dataset: str, revision: str | None = None) -> list[str]:
     """The config names of a dataset folder or Hub id (``datasets``' own listing)."""
     return list(datasets.get_dataset_config_names(str(dataset), revision=revision))

@@ -194,15 +194,10 @@ class SplitSource:
 
     def row_batches(self, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         """(first row index, rows) of at most ``size`` rows, images as undecoded dicts."""
-        from .dataset_folder import undecoded_features
+        from .dataset_folder import read_rows
 
-        features = undecoded_features(self.rows.features)
-        table = self.rows.with_format("arrow")
         for start in range(0, self.n, size):
-            chunk = table[start:min(start + size, self.n)]
-            batch = features.decode_batch(chunk.to_pydict())
-            cols = list(batch)
-            yield start, [{c: batch[c][i] for c in cols} for i in range(chunk.num_rows)]
+            yield start, read_rows(self.rows, start, min(start + size, self.n))
 
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:
         from .items import ItemError
@@ -213,6 +208,14 @@ class SplitSource:
                     for i, row in enumerate(rows)]
         except (ItemError, SpecError) as err:
             raise DatasetError(f"{self.name}: {err}") from None
+
+
+def default_workers() -> int:
+    """DataLoader workers decoding and preprocessing images: min(4, CPUs - 1) where there are more
+    than 2 CPUs, else 0. Workers pay only with cores beyond the one running the model (on 2 cores
+    one worker made mini-clip 2.2x slower: README, performance notes)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(4, cpus - 1) if cpus > 2 else 0
 
 
 def _dataset_error(dataset: str, err: BaseException) -> str:
@@ -271,7 +274,7 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
     raise DatasetError(f"{dataset} config {config!r} has no test split; name one with --split ({', '.join(names)})")
 
 
-def _load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
+def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
     """One split as a memory-mapped Dataset, plus what identifies its data (a local folder: the
     sha256 of its parquet files; a Hub dataset: its fingerprint and resolved commit)."""
     import datasets
@@ -358,7 +361,7 @@ def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
         item_spec = _spec_of(dataset, spec)
         for config in select_configs(dataset, s.configs, dataset_revision):
             for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
-                ds, info = _load_split(dataset, config, split, dataset_revision)
+                ds, info = load_split(dataset, config, split, dataset_revision)
                 sources.append(_source(name or dataset, config, split, ds, item_spec, info, s, dataset_revision))
     return sources
 
@@ -922,9 +925,7 @@ def evaluate(
         scorer = load_model(model, processor, family, revision, s_model)
     _check_shapes(sources, scorer)
 
-    cpus = os.cpu_count() or 1
-    # Decoding in workers pays only when there are cores beyond the one running the model.
-    workers = s.num_workers if s.num_workers is not None else (min(4, cpus - 1) if cpus > 2 else 0)
+    workers = s.num_workers if s.num_workers is not None else default_workers()
     cache = _open_cache(cache_dir, scorer, state.process_index if state else 0)
     cache_path = str(cache.dir) if cache is not None else None
     with progress_bars_off():

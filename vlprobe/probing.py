@@ -53,6 +53,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import DatasetError, ModelError, SettingError
+from .evaluation import CHUNK_ROWS
 
 MODALITIES = ("image", "caption", "both")
 TEXT_ONLY = "text-only"
@@ -69,21 +70,42 @@ SETTING_ORDER = (*MODALITIES, TEXT_ONLY, ZERO_SHOT)
 
 @dataclass
 class Split:
-    """One config/split: per row its undecoded image, caption, query and label (and spec items per
-    modality, made on demand for pair scorers)."""
+    """One config/split: its memory-mapped rows (read a chunk at a time, images undecoded), and in
+    memory only what the probes need per row: caption, query and label."""
 
     task: str
     split: str
-    rows: list[dict]
     labels: np.ndarray
-    spec: Any
+    table: Any = None       # datasets.Dataset
+    captions: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    spec: Any = None
     info: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.labels)
 
-    def items(self, modality: str) -> list:
-        return [self.spec.to_item(r, index=i, config=self.task, modality=modality) for i, r in enumerate(self.rows)]
+    def chunks(self, size: int) -> list[tuple[int, int]]:
+        return [(a, min(a + size, len(self))) for a in range(0, len(self), size)]
+
+    def rows(self, start: int, stop: int) -> list[dict]:
+        from .dataset_folder import read_rows
+
+        return read_rows(self.table, start, stop)
+
+    def images(self, start: int, stop: int) -> list:
+        return [r["image"] for r in self.rows(start, stop)]
+
+    def images_at(self, idx: Sequence[int]) -> list:
+        from .dataset_folder import read_rows
+
+        picked = self.table.select([int(i) for i in idx])
+        return [r["image"] for r in read_rows(picked, 0, len(picked))]
+
+    def items(self, modality: str, start: int = 0, stop: int | None = None) -> list:
+        stop = len(self) if stop is None else stop
+        return [self.spec.to_item(r, index=start + i, config=self.task, modality=modality)
+                for i, r in enumerate(self.rows(start, stop))]
 
 
 def _resolve_dataset(dataset: str) -> str:
@@ -100,26 +122,36 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
     ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
 
-    A folder built by ``vlprobe build`` is read straight from the parquet files its card lists (one
-    YAML parse, no ``datasets`` cache to go stale); anything else through ``datasets.load_dataset``."""
-    from .spec import find_spec
-
-    from .spec import SpecError
+    Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.evaluation.load_split`: a
+    memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only captions, queries
+    and labels are read into memory here, images a chunk at a time when features are computed."""
+    from .dataset_folder import config_splits, list_configs, list_splits
+    from .evaluation import load_split
+    from .spec import SpecError, find_spec
 
     dataset = _resolve_dataset(dataset)
+    local = Path(dataset).is_dir()
     try:
         spec = find_spec(dataset)
     except SpecError:
-        if Path(dataset).is_dir():
+        if local:
             raise
         raise DatasetError(f"dataset {dataset!r} is not a folder here and cannot be read from the Hub; run "
                            f"from the checkout that holds it, set VLPROBE_ROOT, or build one with "
                            f"`vlprobe build travlr --out DIR` and pass --dataset DIR") from None
-    local = _card_files(dataset) if Path(dataset).is_dir() else None
-    if Path(dataset).is_dir() and not local:
-        raise DatasetError(f"dataset folder {dataset} has no parquet files listed by its card: it has not been built "
-                           f"yet (`vlprobe build {Path(dataset).name}`), or it is not a dataset folder")
-    names = list(local) if local else _hub_configs(dataset, revision)
+    if local:
+        from .dataset_folder import built_configs
+
+        names = built_configs(dataset)
+        if not names:
+            raise DatasetError(f"dataset folder {dataset} has no parquet files listed by its card: it has not been "
+                               f"built yet (`vlprobe build {Path(dataset).name}`), or it is not a dataset folder")
+    else:
+        try:
+            names = list_configs(dataset, revision)
+        except Exception as err:
+            raise DatasetError(f"cannot read dataset {dataset!r}: {type(err).__name__}: {err}. Build it with "
+                               f"`vlprobe build travlr` or pass a dataset folder") from None
     wanted = names if configs in (None, "", "all", "*") else (
         [c.strip() for c in configs.split(",") if c.strip()] if isinstance(configs, str) else list(configs))
     unknown = [c for c in wanted if c not in names]
@@ -127,87 +159,31 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
         raise DatasetError(f"unknown config(s) {unknown} of {dataset}; its configs are: {', '.join(names)}")
     out: dict[str, dict[str, Split]] = {}
     for task in wanted:
-        tables = _read_local(local[task]) if local else _read_hub(dataset, task, revision)
-        split_names = list(tables)
+        try:
+            split_names = config_splits(dataset, task) if local else list_splits(dataset, task, revision)
+            split_names = sorted(split_names, key=lambda name: name.startswith("test"))  # train, validation, tests
+        except Exception as err:
+            raise DatasetError(f"cannot read dataset {dataset!r} config {task!r}: {type(err).__name__}: {err}") from None
         if any(s not in split_names for s in (TRAIN, VALIDATION)) or not any(s.startswith("test") for s in split_names):
             raise DatasetError(f"{dataset} config {task!r} has splits {split_names}; the probe needs "
                                f"'train', 'validation' and at least one 'test*' split")
         out[task] = {}
-        for split, (rows, info) in tables.items():
-            if rows and any(col not in rows[0] for col in ("image", "caption", "query", "label")):
-                raise DatasetError(f"{dataset} config {task!r} split {split!r} has columns {sorted(rows[0])}; "
+        for split in split_names:
+            ds, info = load_split(dataset, task, split, revision)
+            missing = [c for c in ("image", "caption", "query", "label") if c not in ds.column_names]
+            if missing:
+                raise DatasetError(f"{dataset} config {task!r} split {split!r} has columns {sorted(ds.column_names)}; "
                                    f"the probe needs image, caption, query and label")
-            n_rows = len(rows)
-            rows = rows[:limit] if limit is not None else rows
-            if not rows:
+            n_rows = len(ds)
+            if limit is not None and limit < n_rows:
+                ds = ds.select(range(limit))
+            if not len(ds):
                 raise DatasetError(f"{dataset} config {task!r} split {split!r} has no rows")
-            labels = np.array([bool(r["label"]) for r in rows])
-            out[task][split] = Split(task, split, rows, labels, spec, {**info, "rows_in_split": n_rows,
-                                                                       "rows_used": len(rows)})
-    return out
-
-
-def _card_files(folder: str) -> dict[str, dict[str, list[Path]]] | None:
-    """{config: {split: parquet files}} from a dataset folder's card, or None when it lists none."""
-    from .dataset_folder import read_card_metadata
-
-    try:
-        meta = read_card_metadata(folder)
-    except (OSError, ValueError) as err:
-        raise DatasetError(f"cannot read the card of dataset folder {folder}: {err}") from None
-    out: dict[str, dict[str, list[Path]]] = {}
-    for c in meta.get("configs") or []:
-        if not isinstance(c, dict) or not c.get("config_name"):
-            continue
-        files = c.get("data_files") or []
-        splits = {}
-        for f in files if isinstance(files, list) else []:
-            if isinstance(f, dict) and f.get("path"):
-                paths = sorted(Path(folder).glob(f["path"]))
-                if paths:
-                    splits[f.get("split", TRAIN)] = paths
-        if splits:
-            out[c["config_name"]] = splits
-    return out or None
-
-
-def _read_local(splits: dict[str, list[Path]]) -> dict[str, tuple[list[dict], dict]]:
-    import hashlib
-
-    import pyarrow.parquet as pq
-
-    out = {}
-    for split, files in splits.items():
-        h = hashlib.sha256()
-        for f in files:
-            h.update(f.read_bytes())
-        rows = pq.read_table([str(f) for f in files] if len(files) > 1 else str(files[0])).to_pylist()
-        out[split] = (rows, {"data_sha256": h.hexdigest(), "data_files": [f.name for f in files]})
-    return out
-
-
-def _hub_configs(dataset: str, revision: str | None) -> list[str]:
-    import datasets
-
-    try:
-        return list(datasets.get_dataset_config_names(dataset, revision=revision))
-    except Exception as err:
-        raise DatasetError(f"cannot read dataset {dataset!r}: {type(err).__name__}: {err}. Build it with "
-                           f"`vlprobe build travlr` or pass a dataset folder") from None
-
-
-def _read_hub(dataset: str, task: str, revision: str | None) -> dict[str, tuple[list[dict], dict]]:
-    import datasets
-
-    try:
-        dd = datasets.load_dataset(dataset, task, revision=revision)
-    except Exception as err:
-        raise DatasetError(f"cannot read dataset {dataset!r} config {task!r}: {type(err).__name__}: {err}") from None
-    out = {}
-    for split, ds in dd.items():
-        if "image" in ds.column_names:
-            ds = ds.cast_column("image", datasets.Image(decode=False))
-        out[split] = (list(ds), {"fingerprint": getattr(ds, "_fingerprint", None)})
+            text = ds.select_columns(["caption", "query", "label"]).with_format("arrow")[:]
+            labels = np.array([bool(v) for v in text.column("label").to_pylist()])
+            out[task][split] = Split(task, split, labels, ds, text.column("caption").to_pylist(),
+                                     text.column("query").to_pylist(), spec,
+                                     {**info, "rows_in_split": n_rows, "rows_used": len(ds)})
     return out
 
 
@@ -225,35 +201,53 @@ def text_only_input(caption: str, query: str) -> str:
     return f"{query} {caption}"
 
 
-def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str]) -> tuple[dict, dict]:
+def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str],
+                     chunk_size: int = CHUNK_ROWS) -> tuple[dict, dict]:
     """{(task, split, setting): features (N, d) or, for VQAScore, P(Yes) (N,)} and engine stats.
 
-    ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`."""
+    ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`. Rows are
+    read, decoded and encoded ``chunk_size`` at a time: memory holds one chunk's images, and only
+    the features are kept."""
     from .scorers.base import DualScorer
 
     splits = [s for by_split in data.values() for s in by_split.values()]
     scorer = engine.scorer
     if isinstance(scorer, DualScorer):
-        return _dual_features(engine, splits, settings)
+        return _dual_features(engine, splits, settings, chunk_size)
     if hasattr(scorer, "pair_features"):
-        return _pair_features(engine, splits, [s for s in settings if s in MODALITIES])
+        return _pair_features(engine, splits, [s for s in settings if s in MODALITIES], chunk_size)
     if getattr(scorer, "family", "") == "vqascore":
-        return _zero_shot(engine, splits, [s for s in settings if s in MODALITIES])
+        return _zero_shot(engine, splits, [s for s in settings if s in MODALITIES], chunk_size)
     raise ModelError(f"model {scorer.model_id!r} (family {scorer.family!r}) exposes no features the probe can use: "
                      f"it needs a dual encoder, an ITM head (pair_features) or a VQAScore VLM")
 
 
-def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str]) -> tuple[dict, dict]:
-    stats: dict[str, Any] = {}
+def _add_stats(total: dict, st: dict) -> dict:
+    """Engine stats summed over chunks (counts and seconds add; anything else: the last value)."""
+    for key, value in st.items():
+        total[key] = total.get(key, 0) + value if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    return total
+
+
+def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
+    """Texts are embedded at once (strings are small); images a chunk of rows at a time, so only one
+    chunk's encoded images are in memory, and only the embeddings are kept."""
+    stats: dict[str, Any] = {"images": {}}
     need_images = any(s in ("image", "both") for s in settings)
-    images = [r["image"] for s in splits for r in s.rows] if need_images else []
-    texts = [r["query"] for s in splits for r in s.rows]
+    img_emb: dict[tuple[str, str], np.ndarray] = {}
+    if need_images:
+        for s in splits:
+            parts = []
+            for a, b in s.chunks(chunk_size):
+                emb, st = engine.embed_images(s.images(a, b))
+                parts.append(emb)
+                _add_stats(stats["images"], st)
+            img_emb[(s.task, s.split)] = np.concatenate(parts)
+    texts = [q for s in splits for q in s.queries]
     if any(s in ("caption", "both") for s in settings):
-        texts += [r["caption"] for s in splits for r in s.rows]
+        texts += [c for s in splits for c in s.captions]
     if TEXT_ONLY in settings:
-        texts += [text_only_input(r["caption"], r["query"]) for s in splits for r in s.rows]
-    img_emb, st = engine.embed_images(images) if images else (np.zeros((0, 0), np.float32), {})
-    stats["images"] = st
+        texts += [text_only_input(c, q) for s in splits for c, q in zip(s.captions, s.queries)]
     txt_emb, stats["texts"] = engine.embed_texts(texts)
     n_total = sum(len(s) for s in splits)
     out = {}
@@ -265,54 +259,56 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str]) ->
         cap = txt_emb[n_total + sl.start: n_total + sl.stop] if any(m in ("caption", "both") for m in settings) else None
         for setting in settings:
             if setting == "image":
-                out[(s.task, s.split, setting)] = _concat(img_emb[sl], q)
+                out[(s.task, s.split, setting)] = _concat(img_emb[(s.task, s.split)], q)
             elif setting == "caption":
                 out[(s.task, s.split, setting)] = _concat(cap, q)
             elif setting == "both":
-                out[(s.task, s.split, setting)] = _concat(_normalise(img_emb[sl] + cap), q)
+                out[(s.task, s.split, setting)] = _concat(_normalise(img_emb[(s.task, s.split)] + cap), q)
             elif setting == TEXT_ONLY:
                 off = len(texts) - n_total
                 out[(s.task, s.split, setting)] = txt_emb[off + sl.start: off + sl.stop].astype(np.float32)
     return out, stats
 
 
-def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str]) -> tuple[dict, dict]:
-    images, texts, where = [], [], []
+def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
+    stats: dict[str, Any] = {}
+    out = {}
     for s in splits:
         for m in modalities:
-            items = s.items(m)
-            images += [it.images[0] for it in items]
-            texts += [it.texts[0] for it in items]  # the query (with the caption in front for caption/both)
-            where.append((s, m, len(items)))
-    feats, st = engine.pair_features(images, texts)
-    out, start = {}, 0
-    for s, m, n in where:
-        out[(s.task, s.split, m)] = feats[start:start + n]
-        start += n
-    return out, {"pairs": st}
+            parts = []
+            for a, b in s.chunks(chunk_size):
+                items = s.items(m, a, b)
+                # the query (with the caption in front for caption/both)
+                feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items])
+                parts.append(feats)
+                _add_stats(stats, st)
+            out[(s.task, s.split, m)] = np.concatenate(parts)
+    return out, {"pairs": stats}
 
 
-def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str]) -> tuple[dict, dict]:
+def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
     from .items import Item
 
-    items, where = [], []
+    stats: dict[str, Any] = {}
+    out = {}
     for s in splits:
         if not s.split.startswith("test"):
             continue
         for m in modalities:
-            # 1 image x the query alone (the spec's first text): the gold cell is not read here
-            batch = [Item(it.id, it.images, it.texts[:1], np.ones((1, 1), bool), config=it.config) for it in s.items(m)]
-            items += batch
-            where.append((s, m, len(batch)))
-    res = engine.score(items)
-    if res.probabilities is None:
-        raise ModelError(f"model {engine.scorer.model_id!r} gives no match probabilities; the zero-shot row needs them")
-    out, start = {}, 0
-    for s, m, n in where:
-        # the query's P(Yes) normalised over Yes/No
-        out[(s.task, s.split, m)] = np.array([p[0, 0] for p in res.probabilities[start:start + n]], dtype=np.float32)
-        start += n
-    return out, {"pairs": res.stats}
+            parts = []
+            for a, b in s.chunks(chunk_size):
+                # 1 image x the query alone (the spec's first text): the gold cell is not read here
+                batch = [Item(it.id, it.images, it.texts[:1], np.ones((1, 1), bool), config=it.config)
+                         for it in s.items(m, a, b)]
+                res = engine.score(batch)
+                if res.probabilities is None:
+                    raise ModelError(f"model {engine.scorer.model_id!r} gives no match probabilities; the zero-shot "
+                                     f"row needs them")
+                # the query's P(Yes) normalised over Yes/No
+                parts.append(np.array([p[0, 0] for p in res.probabilities], dtype=np.float32))
+                _add_stats(stats, res.stats)
+            out[(s.task, s.split, m)] = np.concatenate(parts)
+    return out, {"pairs": stats}
 
 
 # ---- classifiers ------------------------------------------------------------------------------------
@@ -686,23 +682,18 @@ def _unwrap(module: Any, accelerator: Any) -> Any:
 
 
 class _Encoder:
-    """The probe's features computed by a trainable copy of a dual encoder."""
+    """The probe's features computed by a trainable copy of a dual encoder. Images are decoded and
+    preprocessed per batch (a whole split's pixel tensors would be ~0.6 MB per row at 224 px)."""
 
     def __init__(self, scorer: Any, model: Any) -> None:
         self.scorer, self.model = scorer, model
-        self.pixels: dict[int, Any] = {}
 
     def _images(self, split: Split, idx: np.ndarray) -> Any:
-        import torch
-
         from .images import to_pil
 
-        key = id(split)
-        if key not in self.pixels:  # preprocess each split's images once
-            pils = [to_pil(r["image"], where=f"{split.task}/{split.split} row {i}") for i, r in enumerate(split.rows)]
-            batches = [self.scorer.preprocess_images(pils[i:i + 64]) for i in range(0, len(pils), 64)]
-            self.pixels[key] = {k: torch.cat([b[k] for b in batches]) for k in batches[0]}
-        return {k: v[torch.as_tensor(idx)] for k, v in self.pixels[key].items()}
+        pils = [to_pil(image, where=f"{split.task}/{split.split} row {int(i)}")
+                for i, image in zip(idx, split.images_at(idx))]
+        return self.scorer.preprocess_images(pils)
 
     def _texts(self, texts: list[str]) -> Any:
         from .scorers.dual_encoder import _features
@@ -716,13 +707,12 @@ class _Encoder:
     def features(self, split: Split, idx: np.ndarray, modality: str) -> Any:
         from .scorers.dual_encoder import _features
 
-        rows = [split.rows[i] for i in idx]
-        v = self._texts([r["query"] for r in rows])
+        v = self._texts([split.queries[i] for i in idx])
         if modality in ("image", "both"):
             inputs = self.scorer._to_device(self._images(split, idx))
             img = torch_normalise(_features(self._net().get_image_features(**inputs)))
         if modality in ("caption", "both"):
-            cap = self._texts([r["caption"] for r in rows])
+            cap = self._texts([split.captions[i] for i in idx])
         u = img if modality == "image" else cap if modality == "caption" else torch_normalise(img + cap)
         import torch
 
@@ -764,13 +754,14 @@ def probe(
     seed: int = 0,
     limit: int | None = None,
     batch_size: int = 32,
-    num_workers: int = 0,
+    num_workers: int | None = None,
     device: str | None = None,
     dtype: str = "float32",
     family: str | None = None,
     revision: str | None = None,
     dataset_revision: str | None = None,
     cache_dir: str | os.PathLike | None = None,
+    chunk_size: int = CHUNK_ROWS,
     progress: bool = True,
 ) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
@@ -778,7 +769,8 @@ def probe(
     ``model``: a model folder or Hub id, or an already loaded vlprobe scorer. ``dataset``: a
     TraVLR-shaped folder or Hub id (default: the repository's ``travlr`` build). ``cache_dir``:
     the engine's feature cache (default ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``; ``"none"``
-    disables it). Returns a :class:`ProbeResult`; ``.save(out)`` writes results.json, results.csv,
+    disables it). ``chunk_size``: rows read and encoded at a time (memory holds one chunk's images).
+    ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). Returns a :class:`ProbeResult`; ``.save(out)`` writes results.json, results.csv,
     tables.md and the learning-curve plots.
     """
     train_modalities = _modalities(train_modalities, "train_modalities")
@@ -792,6 +784,10 @@ def probe(
         raise SettingError(f"bootstrap must be 0 or more, got {bootstrap}")
     if epochs < 1:
         raise SettingError(f"epochs must be at least 1, got {epochs}")
+    if chunk_size < 1:
+        raise SettingError(f"chunk_size must be at least 1, got {chunk_size}")
+    if num_workers is not None and num_workers < 0:
+        raise SettingError(f"num_workers must be 0 or more, got {num_workers}")
     started = time.perf_counter()
     data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
     scorer = _scorer(model, family, device, dtype, revision)
@@ -808,10 +804,13 @@ def probe(
     cache = None
     if str(cache_dir).lower() != "none":
         cache = ScoreCache(Path(cache_dir) if cache_dir else default_cache_dir(), scorer.cache_key())
-    engine = Engine(scorer, batch_size=batch_size, num_workers=num_workers, cache=cache, progress=progress)
+    from .evaluation import default_workers
+
+    workers = num_workers if num_workers is not None else default_workers()
+    engine = Engine(scorer, batch_size=batch_size, num_workers=workers, cache=cache, progress=progress)
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        features, stats = extract_features(engine, data, settings)
+        features, stats = extract_features(engine, data, settings, chunk_size)
     finally:
         if cache is not None:
             cache.close()
@@ -849,7 +848,8 @@ def probe(
                      "finetune": {"epochs": epochs, "lr": FINETUNE_LR, "head": "linear on [u, v, u*v, |u-v|]"}
                      if finetune else False,
                      "text_baseline": text_only, "zero_shot": zero_shot, "bootstrap": bootstrap,
-                     "confidence": confidence, "seed": seed, "limit": limit, "batch_size": batch_size},
+                     "confidence": confidence, "seed": seed, "limit": limit, "batch_size": batch_size,
+                     "num_workers": workers, "chunk_size": chunk_size},
         "features": {"stats": stats, "computed_inputs": computed,
                      "cache_dir": str(cache.dir) if cache is not None else None,
                      "text_max_length": getattr(scorer, "max_length", None),
@@ -880,7 +880,7 @@ def _truncation(scorer: Any, data: dict) -> dict | None:
         return None
     out = {}
     for task, by in data.items():
-        caps = [r["caption"] for r in by[TRAIN].rows]
+        caps = by[TRAIN].captions
         lens = [len(ids) for ids in tok(caps, add_special_tokens=True)["input_ids"]]
         out[task] = round(float(np.mean([n > limit for n in lens])), 4) if lens else 0.0
     return out

@@ -53,12 +53,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the subsets, the MLP and the bootstrap (default 0)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N rows of each split")
     p.add_argument("--batch-size", type=int, default=32, help="inputs per forward pass (default 32)")
-    p.add_argument("--num-workers", type=int, default=0, help="DataLoader workers decoding images (default 0)")
+    p.add_argument("--num-workers", type=int, default=None,
+                   help="DataLoader workers decoding images (default: min(4, CPUs - 1) with more than 2 CPUs, else 0)")
     p.add_argument("--dtype", default="float32", help="float32 (default), float16 or bfloat16")
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: the best available)")
     p.add_argument("--cache-dir", default=None,
                    help="feature cache (default: $VLPROBE_CACHE or ~/.cache/vlprobe); 'none' disables it")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    p.add_argument("--chunk-size", type=int, default=None,
+                   help="rows read and encoded at a time; memory holds one chunk's images (default 2000)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -89,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         limit=args.limit, batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
         dtype=args.dtype, family=args.family, revision=args.revision, dataset_revision=args.dataset_revision,
         cache_dir=args.cache_dir, progress=not args.no_progress,
+        **({"chunk_size": args.chunk_size} if args.chunk_size is not None else {}),
     )
     result.provenance["command"] = command_line(args)
     result.provenance["argv"] = list(sys.argv)

@@ -141,32 +141,38 @@ def timed(fn, *args):
 
 
 def stages(scorer, items, batch_size, slow_processor=None):
-    """Each stage alone on the unique inputs: seconds for decode, preprocess (this scorer's image
-    processor, and ``slow_processor`` too if given), encode images, encode texts; and the
-    preprocessed image batches (for the model-only floor)."""
+    """Each stage alone on the unique inputs: seconds for decode (as the engine decodes for this
+    scorer: to tensors for a fast image processor, to PIL otherwise; and to PIL, as the slow
+    processor needs), preprocess (this scorer's image processor, and ``slow_processor`` too if
+    given), encode images, encode texts; and the preprocessed image batches (for the model-only
+    floor)."""
+    from vlprobe.engine import decoder
     from vlprobe.images import to_pil
 
+    decode = decoder(scorer)
     raw = [it.images[0] for it in items]  # every item has its own image
     texts = list(dict.fromkeys(t for it in items for t in it.texts))
-    pils, t_decode = timed(lambda: [to_pil(x) for x in raw])
-    inputs, t_pre = timed(lambda: [scorer.preprocess_images(b) for b in batches(pils, batch_size)])
-    t_slow = None
+    decoded, t_decode = timed(lambda: [decode(x) for x in raw])
+    inputs, t_pre = timed(lambda: [scorer.preprocess_images(b) for b in batches(decoded, batch_size)])
+    t_slow = t_decode_pil = None
     if slow_processor is not None:
+        pils, t_decode_pil = timed(lambda: [to_pil(x) for x in raw])
         _, t_slow = timed(lambda: [slow_processor(images=b, return_tensors="pt") for b in batches(pils, batch_size)])
     _, t_enc = timed(lambda: [scorer.encode_images(x) for x in inputs])
     _, t_txt = timed(lambda: [scorer.encode_texts(b) for b in batches(texts, batch_size)])
-    return dict(decode=t_decode, preprocess=t_pre, preprocess_slow=t_slow, encode=t_enc, texts=t_txt,
-                n_images=len(raw), n_texts=len(texts)), inputs
+    return dict(decode=t_decode, decode_pil=t_decode_pil, preprocess=t_pre, preprocess_slow=t_slow, encode=t_enc,
+                texts=t_txt, n_images=len(raw), n_texts=len(texts), decoded_to=decode.__name__), inputs
 
 
 def floor(scorer, items, batch_size):
     """(c): decode + preprocess + encode of the unique inputs, one after the other."""
-    from vlprobe.images import to_pil
+    from vlprobe.engine import decoder
 
+    decode = decoder(scorer)
     images = [it.images[0] for it in items]
     texts = list(dict.fromkeys(t for it in items for t in it.texts))
     for b in batches(images, batch_size):
-        scorer.encode_images(scorer.preprocess_images([to_pil(x) for x in b]))
+        scorer.encode_images(scorer.preprocess_images([decode(x) for x in b]))
     for b in batches(texts, batch_size):
         scorer.encode_texts(b)
 
@@ -178,12 +184,6 @@ def model_floor(scorer, inputs, items, batch_size):
         scorer.encode_images(x)
     for b in batches(texts, batch_size):
         scorer.encode_texts(b)
-
-
-def default_workers() -> int:
-    """The engine's default: workers only when there are cores beyond the one running the model."""
-    cpus = os.cpu_count() or 1
-    return min(4, cpus - 1) if cpus > 2 else 0
 
 
 def main(argv=None) -> int:
@@ -203,6 +203,8 @@ def main(argv=None) -> int:
                    help="a saved dual encoder (e.g. models/mini-clip) loaded with load_scorer instead of the "
                         "random ViT-B/32-shaped CLIP")
     args = p.parse_args(argv)
+    from vlprobe.evaluation import default_workers
+
     workers = default_workers() if args.num_workers is None else args.num_workers
 
     import torch
@@ -315,12 +317,18 @@ def main(argv=None) -> int:
 def print_stages(st, scorer, slow_cls) -> None:
     n_img, n_txt = st["n_images"], st["n_texts"]
     print(f"stages ({n_img} unique images, {n_txt} unique texts), each alone:")
-    print(f"  decode          : {n_img / st['decode']:8.1f} images/s  (JPEG 640 x 480 -> RGB PIL)")
+    into = "(3, H, W) uint8 tensor" if st["decoded_to"] == "to_tensor" else "RGB PIL"
+    print(f"  decode          : {n_img / st['decode']:8.1f} images/s  (JPEG 640 x 480 -> {into}, as the engine does)")
     print(f"  preprocess      : {n_img / st['preprocess']:8.1f} images/s  ({scorer.preprocessing['image_processor']}, "
           f"{scorer.preprocessing['image_backend']})")
     if st["preprocess_slow"] is not None:
+        fast_path = st["decode"] + st["preprocess"]
+        slow_path = st["decode_pil"] + st["preprocess_slow"]
+        print(f"  decode (PIL)    : {n_img / st['decode_pil']:8.1f} images/s  (JPEG 640 x 480 -> RGB PIL)")
         print(f"  preprocess (PIL): {n_img / st['preprocess_slow']:8.1f} images/s  ({slow_cls.__name__}); fast / PIL: "
               f"{st['preprocess_slow'] / st['preprocess']:.2f}x (target >= 3x)")
+        print(f"  decode + preprocess: {n_img / fast_path:8.1f} images/s fast, {n_img / slow_path:.1f} PIL: "
+              f"{slow_path / fast_path:.2f}x")
     print(f"  encode images   : {n_img / st['encode']:8.1f} images/s  (the model alone)")
     print(f"  encode texts    : {n_txt / st['texts']:8.1f} texts/s")
 

@@ -124,3 +124,78 @@ def test_exact_preprocessing_takes_the_pil_processor_and_is_recorded(request, fi
 def test_text_only_family_accepts_the_option(tiny_gpt2_path):
     scorer = load_scorer(str(tiny_gpt2_path), exact_preprocessing=True)
     assert scorer.family == "causal_lm"
+
+
+def _encoded_cases():
+    rng = np.random.default_rng(0)
+    arr = (rng.random((48, 64, 3)) * 255).astype(np.uint8)
+
+    def enc(img, fmt, **kw):
+        buf = io.BytesIO()
+        img.save(buf, format=fmt, **kw)
+        return buf.getvalue()
+
+    photo = io.BytesIO()
+    jpeg_photo(2).save(photo, format="JPEG", quality=90)
+    return {
+        "jpeg photo": photo.getvalue(),
+        "jpeg rgb 4:4:4": enc(Image.fromarray(arr), "JPEG", quality=95, subsampling=0),
+        "jpeg rgb 4:2:0": enc(Image.fromarray(arr), "JPEG", subsampling=2),
+        "jpeg progressive": enc(Image.fromarray(arr), "JPEG", progressive=True),
+        "jpeg grey": enc(Image.fromarray(arr[..., 0]), "JPEG"),
+        "jpeg cmyk": enc(Image.fromarray(arr).convert("CMYK"), "JPEG"),
+        "png rgb": enc(Image.fromarray(arr), "PNG"),
+        "png grey": enc(Image.fromarray(arr[..., 0]), "PNG"),
+        "png rgba": enc(Image.fromarray(np.dstack([arr, arr[..., :1]])), "PNG"),
+        "png palette": enc(Image.fromarray(arr).quantize(16), "PNG"),
+        "png 16-bit grey": enc(Image.fromarray(arr[..., 0].astype(np.uint16) * 257), "PNG"),
+        "webp": enc(Image.fromarray(arr), "WEBP"),
+        "gif": enc(Image.fromarray(arr), "GIF"),
+        "scene png": enc(scene_png(3), "PNG"),
+    }
+
+
+@needs_torchvision
+def test_tensor_decode_gives_the_pil_pixels():
+    """For a fast processor the engine decodes to (3, H, W) uint8 tensors (torchvision.io for JPEG
+    and PNG in RGB or grey, PIL for the rest): the very pixels to_pil gives, for every format and
+    mode; a truncated file is the same named ImageError."""
+    import torch
+
+    from vlprobe.images import ImageError, to_pil, to_tensor
+
+    for name, data in _encoded_cases().items():
+        for image in (data, {"bytes": data, "path": None}):
+            got = to_tensor(image, where="row 3")
+            want = torch.from_numpy(np.array(to_pil(image))).permute(2, 0, 1)
+            assert got.dtype == torch.uint8 and got.shape == want.shape, name
+            assert torch.equal(got, want), (name, int((got.int() - want.int()).abs().max()))
+    pil = jpeg_photo(4)
+    assert torch.equal(to_tensor(pil), torch.from_numpy(np.array(pil)).permute(2, 0, 1))
+    whole = _encoded_cases()["jpeg photo"]
+    for cut in (len(whole) // 2, 20):
+        with pytest.raises(ImageError, match="row 3: corrupt or unreadable image"):
+            to_tensor({"bytes": whole[:cut], "path": "photo.jpg"}, where="row 3")
+
+
+@needs_torchvision
+@pytest.mark.parametrize("fixture", ["tiny_clip_path", "tiny_blip_itm_path", "tiny_vlm_path"])
+def test_engine_feeds_a_fast_processor_tensors_with_the_same_scores(request, fixture, real_looking_images):
+    """The engine decodes to tensors for a fast processor and to PIL for a slow one; a fast scorer's
+    scores through the engine equal the same scorer on PIL images (identical pixels; float tolerance)."""
+    from vlprobe.engine import Engine, decoder
+    from vlprobe.images import to_pil, to_tensor
+    from vlprobe.items import Item
+
+    path = str(request.getfixturevalue(fixture))
+    fast = load_scorer(path)
+    assert decoder(fast) is to_tensor and decoder(load_scorer(path, exact_preprocessing=True)) is to_pil
+    blobs = []
+    for im in real_looking_images:
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG" if im.size == (640, 480) else "PNG", quality=90)
+        blobs.append({"bytes": buf.getvalue(), "path": None})
+    items = [Item(f"i{k}", [b], TEXTS, np.array([[True, False]])) for k, b in enumerate(blobs)]
+    got = np.stack(Engine(fast, batch_size=3, progress=False).score(items).scores)[:, 0, :]
+    want = np.asarray(_scores(fast, [to_pil(b) for b in blobs])).reshape(len(blobs), len(TEXTS))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))

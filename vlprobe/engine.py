@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .cache import ScoreCache, text_hash
-from .images import ImageError, content_hash, describe, to_pil
+from .images import ImageError, content_hash, describe, to_pil, to_tensor
 from .items import Item
 from .scorers.base import DualScorer, PairScorer, Scorer
 
@@ -124,30 +124,33 @@ class _ListDataset:
         return self.rows[i]
 
 
-def _decode(image: Any, where: str) -> Any:
-    return to_pil(image, where=where)
+def decoder(scorer: Scorer) -> Callable[..., Any]:
+    """How the engine decodes images for ``scorer``: channels-first uint8 tensors for a fast
+    (torchvision) image processor, which works on them (no PIL round trip); PIL images otherwise.
+    Both carry the same pixels (vlprobe.images.to_tensor)."""
+    return to_tensor if (getattr(scorer, "preprocessing", None) or {}).get("image_backend") == "torchvision" else to_pil
 
 
 class _ImageCollate:
     """(key, image, where) rows -> (keys, preprocessed inputs); an unreadable image comes back as
     an error message so that the main process raises it cleanly (not as a worker traceback)."""
 
-    def __init__(self, preprocess: Callable[[list[Any]], Any]) -> None:
-        self.preprocess = preprocess
+    def __init__(self, preprocess: Callable[[list[Any]], Any], decode: Callable[..., Any] = to_pil) -> None:
+        self.preprocess, self.decode = preprocess, decode
 
     def __call__(self, rows: list[tuple[str, Any, str]]) -> tuple[list[str], Any, str | None]:
         keys = [r[0] for r in rows]
         try:
-            pils = [_decode(image, where) for _, image, where in rows]
+            images = [self.decode(image, where=where) for _, image, where in rows]
         except ImageError as err:
             return keys, None, str(err)
-        return keys, self.preprocess(pils), None
+        return keys, self.preprocess(images), None
 
 
 class _PairCollate:
-    def __init__(self, preprocess: Callable[[list[Any], list[str]], Any], uses_images: bool) -> None:
-        self.preprocess = preprocess
-        self.uses_images = uses_images
+    def __init__(self, preprocess: Callable[[list[Any], list[str]], Any], uses_images: bool,
+                 decode: Callable[..., Any] = to_pil) -> None:
+        self.preprocess, self.uses_images, self.decode = preprocess, uses_images, decode
 
     def __call__(self, rows: list[tuple[str, Any, str, str]]) -> tuple[list[str], Any, str | None]:
         keys = [r[0] for r in rows]
@@ -159,7 +162,7 @@ class _PairCollate:
         try:
             for _, image, _, where in rows:
                 if id(image) not in decoded:
-                    decoded[id(image)] = _decode(image, where)
+                    decoded[id(image)] = self.decode(image, where=where)
                 images.append(decoded[id(image)])
         except ImageError as err:
             return keys, None, str(err)
@@ -277,7 +280,7 @@ class Engine:
     def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
         if not rows:
             return {}
-        loader = self._loader(rows, _ImageCollate(scorer.preprocess_images))
+        loader = self._loader(rows, _ImageCollate(scorer.preprocess_images, decoder(scorer)))
         out: dict[str, np.ndarray] = {}
         for keys, inputs, error in self._bar(loader, len(rows), "images"):
             if error:
@@ -318,7 +321,7 @@ class Engine:
         stats["unique_pairs"] = len(pair_rows)
         computed: dict[str, np.ndarray] = {}
         if missing:
-            loader = self._loader(missing, _PairCollate(scorer.preprocess_pairs, uses_images))
+            loader = self._loader(missing, _PairCollate(scorer.preprocess_pairs, uses_images, decoder(scorer)))
             for keys, inputs, error in self._bar(loader, len(missing), "pairs"):
                 if error:
                     raise ImageError(error)
@@ -377,7 +380,7 @@ class Engine:
         def run(todo: list) -> dict[str, np.ndarray]:
             out: dict[str, np.ndarray] = {}
             if todo:
-                loader = self._loader(todo, _PairCollate(scorer.preprocess_pairs, True))
+                loader = self._loader(todo, _PairCollate(scorer.preprocess_pairs, True, decoder(scorer)))
                 for batch_keys, inputs, error in self._bar(loader, len(todo), "pairs"):
                     if error:
                         raise ImageError(error)

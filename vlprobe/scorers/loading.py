@@ -263,10 +263,17 @@ def load_scorer(
 
 
 def to_images(images: list[Any]) -> list[Any]:
-    """Dataset images (PIL, bytes, {"bytes", "path"} dicts, paths) -> RGB PIL images."""
+    """Dataset images (PIL, bytes, {"bytes", "path"} dicts, paths) -> RGB PIL images; images the
+    engine already decoded to (3, H, W) uint8 tensors for a fast image processor pass through."""
     from vlprobe.images import to_pil
 
-    return [to_pil(im) for im in images]
+    return [im if _is_tensor(im) else to_pil(im) for im in images]
+
+
+def _is_tensor(x: Any) -> bool:
+    import torch
+
+    return isinstance(x, torch.Tensor)
 
 
 def model_max_text_length(tokenizer: Any, config: Any, default: int = 512) -> int:

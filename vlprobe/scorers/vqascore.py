@@ -94,7 +94,10 @@ class _ReuseImages:
 
         if images is None and "images" in kwargs:
             images = kwargs.pop("images")
-        if not (isinstance(images, (list, tuple)) and images and all(isinstance(im, Image.Image) for im in images)):
+        import torch
+
+        if not (isinstance(images, (list, tuple)) and images
+                and all(isinstance(im, (Image.Image, torch.Tensor)) for im in images)):
             return self.inner(images, *args, **kwargs)
         slot: dict[int, int] = {}
         index = [slot.setdefault(id(im), len(slot)) for im in images]

@@ -14,8 +14,9 @@ at most (one level is 1/255/std ~ 0.015 after CLIP's normalisation). Stated tole
 * scores: |fast - slow| <= 5e-3 x max(1, |slow|), for every family's score (measured: at most
   2.3e-4, CLIP).
 
-The fast side needs torchvision: without it these tests are skipped (this project's CPU machines
-cannot import PyPI's torchvision beside the pinned CPU torch, see README's performance notes).
+The fast side needs torchvision: without it these tests are skipped. PyPI's torchvision does not
+import beside the pinned CPU torch of ``.venv``, so ``make test`` runs this file (and the others
+whose results depend on the image processor) again in ``.venv-vision``, which has torchvision.
 What does not need torchvision is checked everywhere: the option is recorded in provenance and
 the cache key, and ``exact_preprocessing=True`` always gives the PIL processor.
 """
@@ -38,8 +39,8 @@ FAMILIES = ["tiny_clip_path", "tiny_siglip_path", "tiny_siglip2_path", "tiny_ali
 TEXTS = ["a dog is running on the grass.", "the red ball is to the left of the blue box"]
 needs_torchvision = pytest.mark.skipif(
     not torchvision_available(),
-    reason="torchvision does not import here (PyPI's build needs a CUDA torch; this machine pins a CPU torch), "
-           "so there is no fast image processor to compare with the PIL one")
+    reason="torchvision does not import here, so there is no fast image processor to compare with the PIL one "
+           "(`make test` runs this file again in .venv-vision, which has torchvision)")
 
 
 def jpeg_photo(seed: int, size=(640, 480)) -> Image.Image:

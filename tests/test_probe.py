@@ -208,6 +208,13 @@ def test_cli_probe_and_its_errors(travlr_small, tiny_clip_path, tmp_path, capsys
     code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--model", str(tiny_clip_path),
                          "--train-modality", "video", "--out", str(tmp_path / "x")])
     assert code == 2 and "unknown modality" in capsys.readouterr().err
+    for flag, value, said in (("--chunk-size", "0", "--chunk-size must be at least 1, got 0"),
+                              ("--num-workers", "-1", "--num-workers must be 0 or more, got -1")):
+        code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--model", str(tiny_clip_path), flag, value,
+                             "--out", str(tmp_path / "x")])
+        assert code == 2 and said in capsys.readouterr().err
+    with pytest.raises(SettingError, match="chunk_size must be at least 1"):
+        P.probe(tiny_clip_path, str(travlr_small), chunk_size=0)
     with pytest.raises(SettingError, match="train sizes"):
         P.probe(tiny_clip_path, str(travlr_small), train_sizes="10,abc")
 

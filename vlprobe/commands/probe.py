@@ -84,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
         raise SettingError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.limit is not None and args.limit < 1:
         raise SettingError(f"--limit must be at least 1, got {args.limit}")
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise SettingError(f"--chunk-size must be at least 1, got {args.chunk_size}")
+    if args.num_workers is not None and args.num_workers < 0:
+        raise SettingError(f"--num-workers must be 0 or more, got {args.num_workers}")
     result = probe(
         args.model, args.dataset, args.config,
         train_modalities=args.train_modality, test_modalities=args.test_modality, train_sizes=args.train_size,

@@ -302,3 +302,20 @@ def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, 
         np.testing.assert_allclose(chunked[key], whole[key], rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(whole[key]).max())))
     if fixture == "tiny_clip_path":  # 24/12/12/12 rows in chunks of 5: every image computed once
         assert stats["images"]["computed"] == 60 and stats["images"]["unique"] == 60
+
+
+def test_newton_in_blocks_equals_one_block(monkeypatch):
+    """The logistic regression builds its design matrix and Hessian a block of rows at a time
+    (bounded temporaries on 60k-row training sets): the fit equals the one-block fit, and the
+    design matrix holds exactly the float32-standardised features the other solvers see."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(103, 9)).astype(np.float32) * 3 + 1
+    y = rng.random(103) < 1 / (1 + np.exp(-x[:, 0]))
+    whole = P.fit("logreg", x, y, 0.01)
+    monkeypatch.setattr(P, "NEWTON_BLOCK", 10)
+    blocks = P.fit("logreg", x, y, 0.01)
+    np.testing.assert_allclose(blocks.params["w"].numpy(), whole.params["w"].numpy(), rtol=1e-6, atol=1e-7)
+    assert float(blocks.params["b"]) == pytest.approx(float(whole.params["b"]), rel=1e-6, abs=1e-7)
+    design = P._design(x, whole.mean, whole.std).numpy()
+    np.testing.assert_array_equal(design[:, :9], ((x - whole.mean) / whole.std).astype(np.float32))
+    assert (design[:, 9] == 1).all()

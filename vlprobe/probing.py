@@ -371,14 +371,14 @@ def fit(kind: str, x: np.ndarray, y: np.ndarray, l2: float, *, seed: int = 0, st
     else:
         mean = x.mean(axis=0)
         std = x.std(axis=0) + 1e-6
+    torch.manual_seed(seed)
+    init = start.params if start is not None else _init_params(kind, x.shape[1], seed)
+    anchor = {k: (v.detach().clone() if start is not None else torch.zeros_like(v)) for k, v in init.items()}
+    if kind == "logreg" and x.shape[1] <= NEWTON_MAX_DIM:
+        params = _newton(x, mean, std, y.astype(np.float64), l2, init, anchor, max_iter=max_iter)
+        return Probe(kind, mean, std, params, l2)
     z = torch.from_numpy(((x - mean) / std).astype(np.float32))
     t = torch.from_numpy(y.astype(np.float32))
-    torch.manual_seed(seed)
-    init = start.params if start is not None else _init_params(kind, z.shape[1], seed)
-    anchor = {k: (v.detach().clone() if start is not None else torch.zeros_like(v)) for k, v in init.items()}
-    if kind == "logreg" and z.shape[1] <= NEWTON_MAX_DIM:
-        params = _newton(z.double(), t.double(), l2, init, anchor, max_iter=max_iter)
-        return Probe(kind, mean, std, params, l2)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in init.items()}
     weights = [k for k in params if k.startswith("w")]
 
@@ -406,24 +406,52 @@ def fit(kind: str, x: np.ndarray, y: np.ndarray, l2: float, *, seed: int = 0, st
     return Probe(kind, mean, std, {k: v.detach() for k, v in params.items()}, l2)
 
 
-def _newton(z: Any, t: Any, l2: float, init: dict, anchor: dict, max_iter: int = 100, tol: float = 1e-7) -> dict:
+NEWTON_BLOCK = 16384  # rows per block when the design matrix and Hessian are built: bounded temporaries
+
+
+def _design(x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
+    """[standardised x (computed in float32, as the other solvers see it), 1] as one float64 tensor,
+    filled a block of rows at a time (no full-size float32 or float64 temporaries)."""
     import torch
 
-    n, d = z.shape
-    X = torch.cat([z, torch.ones(n, 1, dtype=z.dtype)], dim=1)
+    n, d = x.shape
+    X = torch.empty((n, d + 1), dtype=torch.float64)
+    out = X.numpy()
+    for a in range(0, n, NEWTON_BLOCK):
+        out[a:a + NEWTON_BLOCK, :d] = ((x[a:a + NEWTON_BLOCK] - mean) / std).astype(np.float32)
+    out[:, d] = 1.0
+    return X
+
+
+def _newton(x: np.ndarray, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float, init: dict, anchor: dict,
+            max_iter: int = 100, tol: float = 1e-7) -> dict:
+    """Newton's method in float64 on the standardised features. Memory: the design matrix (8 bytes
+    per row and feature) and block-sized temporaries, whatever the number of rows."""
+    import torch
+
+    X = _design(x, mean, std)
+    t = torch.from_numpy(y)
+    n, d = X.shape[0], X.shape[1] - 1
     theta = torch.cat([init["w"].double().reshape(-1), init["b"].double().reshape(1)])
-    theta0 = torch.cat([anchor["w"].double().reshape(-1), torch.zeros(1, dtype=z.dtype)])
-    reg = torch.full((d + 1,), float(l2), dtype=z.dtype)
+    theta0 = torch.cat([anchor["w"].double().reshape(-1), torch.zeros(1, dtype=torch.float64)])
+    reg = torch.full((d + 1,), float(l2), dtype=torch.float64)
     reg[-1] = 0.0
 
     def loss(th: Any) -> Any:
         return torch.nn.functional.binary_cross_entropy_with_logits(X @ th, t) + 0.5 * (reg * (th - theta0) ** 2).sum()
 
+    def hessian(weight: Any) -> Any:
+        h = torch.diag(reg + 1e-10)
+        for a in range(0, n, NEWTON_BLOCK):
+            block = X[a:a + NEWTON_BLOCK]
+            h += (block.T * weight[a:a + NEWTON_BLOCK]) @ block
+        return h
+
     current = loss(theta)
     for _ in range(max_iter):
         p = torch.sigmoid(X @ theta)
         grad = X.T @ (p - t) / n + reg * (theta - theta0)
-        hess = (X.T * (p * (1 - p) / n)) @ X + torch.diag(reg + 1e-10)
+        hess = hessian(p * (1 - p) / n)
         step = torch.linalg.solve(hess, grad)
         scale = 1.0
         while scale > 1e-4:  # backtracking: never increase the (convex) loss

@@ -1,9 +1,17 @@
-"""Does memory stay flat as a dataset grows? ``vlprobe.evaluate`` on 10k, 30k and 60k rows.
+"""Does memory stay flat as a dataset grows? ``vlprobe.evaluate`` and ``vlprobe.probe`` on 10k, 30k
+and 60k rows.
 
-It builds a TraVLR-shaped dataset folder (one config, a ``test`` split; columns id, image, caption,
-query, foil_query, label, subtype; the TraVLR spec: 1 image x 2 texts, the query and its foil) at
-each size, then scores each folder in a fresh process with the shipped model (``models/mini-clip``)
-and prints rows, wall time, rows/s and peak memory:
+It builds a TraVLR-shaped dataset folder (one config; columns id, image, caption, query, foil_query,
+label, subtype; the TraVLR spec: 1 image x 2 texts, the query and its foil) at each size, then runs
+each folder in a fresh process with the shipped model (``models/mini-clip``) and prints rows, wall
+time, rows/s and peak memory:
+
+* ``--what evaluate``: a ``test`` split of N rows, scored by ``vlprobe.evaluate``;
+* ``--what probe``: a ``train`` split of N rows plus ``validation`` and ``test`` splits of 2,000
+  rows each, run through ``vlprobe.probe`` (image, caption and both features, the text-only
+  baseline, a logistic-regression probe per setting, no bootstrap). Its features are kept in memory
+  by design (the probes are fitted on them): 4 settings x (4 x 64) float32 per row with mini-clip,
+  4 KB per row, which the script prints beside the peak.
 
 * ``peak RSS``: the process's high-water resident set (``ru_maxrss``): what ``top`` shows at its
   worst, including the pages of the memory-mapped Arrow files that were read (file-backed: the
@@ -106,8 +114,12 @@ def _rows(n: int, seed: int = 0, pool_size: int = 500, image_size: int = 500):
         }
 
 
-def build(folder: Path, n: int, seed: int = 0, image_size: int = 500) -> float:
-    """A dataset folder with ``n`` test rows; returns the seconds it took."""
+PROBE_EVAL_ROWS = 2000  # validation and test rows of the probe's folder, at every size
+
+
+def build(folder: Path, n: int, seed: int = 0, image_size: int = 500, what: str = "evaluate") -> float:
+    """A dataset folder with ``n`` test rows (``what="evaluate"``) or ``n`` train rows plus validation
+    and test rows (``what="probe"``); returns the seconds it took."""
     import datasets
 
     from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
@@ -120,10 +132,13 @@ def build(folder: Path, n: int, seed: int = 0, image_size: int = 500) -> float:
         "query": datasets.Value("string"), "foil_query": datasets.Value("string"), "label": datasets.Value("bool"),
         "subtype": datasets.Value("string"),
     })
-    decl = ConfigDecl("spatiality", features, splits=("test",), default=True)
+    sizes = {"test": n} if what == "evaluate" else {"train": n, "validation": PROBE_EVAL_ROWS, "test": PROBE_EVAL_ROWS}
+    decl = ConfigDecl("spatiality", features, splits=tuple(sizes), default=True)
     write_card(folder, card_metadata([decl], license="cc0-1.0", pretty_name="bench_scale"),
                f"# bench_scale\n\n{n} TraVLR-shaped rows for scripts/bench_scale.py.")
-    write_split_rows(folder, "spatiality", "test", _rows(n, seed, image_size=image_size), features, batch_size=500)
+    for k, (split, rows) in enumerate(sizes.items()):
+        write_split_rows(folder, "spatiality", split, _rows(rows, seed + k, image_size=image_size), features,
+                         batch_size=500)
     (folder / "vlprobe.yaml").write_text(SPEC, encoding="utf-8")
     return time.perf_counter() - start
 
@@ -140,7 +155,7 @@ def _status() -> dict[str, int]:
     return out
 
 
-def child(folder: str, model: str, bootstrap: int, chunk_size: int) -> None:
+def child(folder: str, model: str, bootstrap: int, chunk_size: int, what: str) -> None:
     peak = {"RssAnon": 0}
     done = threading.Event()
 
@@ -159,22 +174,33 @@ def child(folder: str, model: str, bootstrap: int, chunk_size: int) -> None:
     cache = tempfile.mkdtemp(prefix="vlprobe-bench-scale-cache-")
     start = time.perf_counter()
     try:
-        res = vlprobe.evaluate(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=cache, progress=False,
-                               chunk_size=chunk_size)
+        if what == "evaluate":
+            res = vlprobe.evaluate(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=cache,
+                                   progress=False, chunk_size=chunk_size)
+        else:
+            res = vlprobe.probe(model=model, dataset=folder, bootstrap=bootstrap, cache_dir=cache, progress=False,
+                                chunk_size=chunk_size)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     seconds = time.perf_counter() - start
     done.set()
     thread.join()
-    split = res.splits[0]
+    if what == "evaluate":
+        split = res.splits[0]
+        rows, score, engine = len(split.items), split.metrics.get("acc_r"), res.provenance["engine"]
+    else:
+        info = res.provenance["dataset"]["splits"]["spatiality"]
+        rows = info["train"]["rows_used"]
+        score = next(r["macro_f1"] for r in res.rows if r["setting"] == "image" and r["test_modality"] == "image")
+        engine = res.provenance["features"]
     print(json.dumps({
-        "rows": len(split.items), "seconds": seconds, "acc_r": split.metrics.get("acc_r"),
+        "rows": rows, "seconds": seconds, "score": score,
         "cpu_seconds": sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
                            for f in ("ru_utime", "ru_stime")),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "peak_anon_mb": peak["RssAnon"] / 1024,
         "children_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-        "engine": res.provenance["engine"],
+        "engine": engine,
     }))
 
 
@@ -186,37 +212,40 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=500,
                     help="square canvas in pixels (default 500, TraVLR's; smaller builds and decodes faster)")
     ap.add_argument("--chunk-size", type=int, default=2000)
+    ap.add_argument("--what", default="evaluate", choices=("evaluate", "probe"),
+                    help="evaluate: N test rows scored; probe: N train rows (+ 2,000 validation, 2,000 test) probed")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "vlprobe-bench-scale"))
     ap.add_argument("--keep", action="store_true", help="keep the built folders")
     ap.add_argument("--child", nargs=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.model, args.bootstrap, args.chunk_size)
+        child(args.child[0], args.model, args.bootstrap, args.chunk_size, args.what)
         return
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"model {args.model}, {args.image_size} px PNGs, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
+    print(f"vlprobe.{args.what}: model {args.model}, {args.image_size} px PNGs, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
           f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     print(f"{'rows':>7} {'build s':>8} {'wall s':>8} {'CPU s':>8} {'rows/s':>8} {'peak RSS MB':>12} "
-          f"{'peak anon MB':>13} {'acc_r':>6}")
+          f"{'peak anon MB':>13} {'acc_r' if args.what == 'evaluate' else 'img F1':>6}")
     results = []
     for n in sizes:
         folder = work / f"travlr_like_{n}"
-        built = build(folder, n, image_size=args.image_size)
+        built = build(folder, n, image_size=args.image_size, what=args.what)
         tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.dataset_folder.load_folder_split) goes here
         tmp.mkdir(exist_ok=True)
         env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp))
         proc = subprocess.run([sys.executable, __file__, "--child", str(folder), "--model", args.model,
-                               "--bootstrap", str(args.bootstrap), "--chunk-size", str(args.chunk_size)],
+                               "--bootstrap", str(args.bootstrap), "--chunk-size", str(args.chunk_size),
+                               "--what", args.what],
                               capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             sys.exit(f"the run on {n} rows failed:\n{proc.stderr[-3000:]}")
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         results.append(r)
         print(f"{r['rows']:>7} {built:>8.1f} {r['seconds']:>8.1f} {r['cpu_seconds']:>8.1f} {r['rows'] / r['seconds']:>8.1f} "
-              f"{r['peak_rss_mb']:>12.0f} {r['peak_anon_mb']:>13.0f} {r['acc_r']:>6.3f}", flush=True)
+              f"{r['peak_rss_mb']:>12.0f} {r['peak_anon_mb']:>13.0f} {r['score']:>6.3f}", flush=True)
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
             shutil.rmtree(tmp, ignore_errors=True)

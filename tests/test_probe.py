@@ -9,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
+from vlprobe import feature_store
 from vlprobe import probing as P
+from vlprobe.feature_store import FeatureFile, FeatureStore, row_blocks, take_rows
 from vlprobe.cli import main as vlprobe_main
 from vlprobe.errors import SettingError
 
@@ -285,37 +287,92 @@ def test_a_missing_default_dataset_says_where_to_get_one(tmp_path, monkeypatch, 
 def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, travlr_small):
     """Rows are read, decoded and encoded a chunk at a time (memory holds one chunk's images): the
     features are those of one pass over each split, within the suite's float tolerance (batch shapes
-    differ). A split keeps texts and labels, never image bytes, in memory."""
+    differ). A split keeps only its labels in memory; the features are float32 files on disk."""
     from vlprobe.engine import Engine
     from vlprobe.evaluation import Settings, load_model
 
     data = P.load_splits(str(travlr_small), "spatiality")
     for split in data["spatiality"].values():
         assert split.table.cache_files, "a split is read from memory-mapped Arrow files"
-        assert not any(isinstance(v, (bytes, dict)) for v in split.captions + split.queries)
+        assert set(vars(split)) == {"task", "split", "labels", "table", "spec", "info", "text_table"}
+        assert split.texts("query", 0, 3) == split.texts_at("query", [0, 1, 2]) and len(split.texts("caption")) == len(split)
     scorer = load_model(request.getfixturevalue(fixture), None, None, None, Settings().check())
     whole, _ = P.extract_features(Engine(scorer, batch_size=8, progress=False), data, settings, chunk_size=10_000)
     chunked, stats = P.extract_features(Engine(scorer, batch_size=8, progress=False), data, settings, chunk_size=5)
     assert set(whole) == set(chunked) and whole
     for key in whole:
         assert chunked[key].shape == whole[key].shape
-        np.testing.assert_allclose(chunked[key], whole[key], rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(whole[key]).max())))
+        if fixture != "tiny_vlm_path":  # VQAScore's zero-shot P(Yes): one float per row, in memory
+            assert isinstance(chunked[key], FeatureFile) and chunked[key].path.suffix == ".npy"
+        a, b = np.asarray(chunked[key]), np.asarray(whole[key])
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(b).max())))
     if fixture == "tiny_clip_path":  # 24/12/12/12 rows in chunks of 5: every image computed once
         assert stats["images"]["computed"] == 60 and stats["images"]["unique"] == 60
 
 
-def test_newton_in_blocks_equals_one_block(monkeypatch):
-    """The logistic regression builds its design matrix and Hessian a block of rows at a time
-    (bounded temporaries on 60k-row training sets): the fit equals the one-block fit, and the
-    design matrix holds exactly the float32-standardised features the other solvers see."""
+def test_fits_read_features_a_block_at_a_time(monkeypatch, tmp_path):
+    """Every solver reads its rows a block at a time, from an array or a feature file on disk
+    (bounded memory on 60k-row training sets): the fit equals the one-block fit from memory, for
+    Newton's method, L-BFGS and the MLP, and for a subset of a file's rows (learning curves)."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(103, 9)).astype(np.float32) * 3 + 1
     y = rng.random(103) < 1 / (1 + np.exp(-x[:, 0]))
-    whole = P.fit("logreg", x, y, 0.01)
-    monkeypatch.setattr(P, "NEWTON_BLOCK", 10)
-    blocks = P.fit("logreg", x, y, 0.01)
-    np.testing.assert_allclose(blocks.params["w"].numpy(), whole.params["w"].numpy(), rtol=1e-6, atol=1e-7)
-    assert float(blocks.params["b"]) == pytest.approx(float(whole.params["b"]), rel=1e-6, abs=1e-7)
-    design = P._design(x, whole.mean, whole.std).numpy()
-    np.testing.assert_array_equal(design[:, :9], ((x - whole.mean) / whole.std).astype(np.float32))
+    store = FeatureStore(tmp_path)
+    w = store.writer("train", len(x))
+    for a in range(0, len(x), 40):  # written a chunk at a time, as extraction does
+        w.write(x[a:a + 40])
+    on_disk = w.close()
+    assert on_disk.shape == x.shape
+    np.testing.assert_array_equal(np.asarray(on_disk), x)
+    sub = [3, 50, 7, 99, 20]
+    np.testing.assert_array_equal(take_rows(on_disk, sub), x[sorted(sub)])
+
+    def weights(p):
+        return np.concatenate([v.numpy().reshape(-1) for v in p.params.values()])
+
+    whole = {kind: P.fit(kind, x, y, 0.01, seed=1) for kind in P.CLASSIFIERS}
+    monkeypatch.setattr(P, "NEWTON_MAX_DIM", 0)
+    whole["lbfgs"] = P.fit("logreg", x, y, 0.01)
+    monkeypatch.setattr(feature_store, "MIN_BLOCK_ROWS", 10)
+    monkeypatch.setattr(feature_store, "BLOCK_BYTES", 1)  # blocks of 10 rows
+    assert len(list(row_blocks(on_disk))) == 11
+    seen = {"lbfgs": P.fit("logreg", on_disk, y, 0.01)}
+    monkeypatch.setattr(P, "NEWTON_MAX_DIM", 2048)
+    seen.update({kind: P.fit(kind, on_disk, y, 0.01, seed=1) for kind in P.CLASSIFIERS})
+    for kind, probe in seen.items():
+        np.testing.assert_allclose(probe.mean, whole[kind].mean, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(probe.std, whole[kind].std, rtol=1e-6, atol=1e-6)
+        if kind == "mlp":  # 300 Adam steps on a non-convex loss amplify sums taken in another order
+            np.testing.assert_allclose(probe.proba(on_disk), whole[kind].proba(x), atol=0.02)
+            continue
+        ref = weights(whole[kind])
+        tol = 1e-6 if kind == "logreg" else 1e-4  # Newton is exact; L-BFGS sees sums in another order
+        np.testing.assert_allclose(weights(probe), ref, rtol=tol, atol=tol * max(1.0, float(np.abs(ref).max())))
+        np.testing.assert_allclose(probe.proba(on_disk), whole[kind].proba(x), rtol=10 * tol, atol=10 * tol)
+    # a large subset stays on disk (a view of the file's rows), a small one comes into memory
+    idx = np.arange(0, 103, 2)
+    view = take_rows(on_disk, idx)
+    assert isinstance(view, FeatureFile) and len(view) == len(idx)
+    np.testing.assert_array_equal(np.asarray(view), x[idx])
+    np.testing.assert_allclose(weights(P.fit("logreg", view, y[idx], 0.01)), weights(P.fit("logreg", x[idx], y[idx], 0.01)),
+                               rtol=1e-6, atol=1e-6)
+    design = P._design(x, whole["logreg"].mean, whole["logreg"].std).numpy()
+    np.testing.assert_array_equal(design[:, :9], ((x - whole["logreg"].mean) / whole["logreg"].std).astype(np.float32))
     assert (design[:, 9] == 1).all()
+    store.cleanup()
+    assert not store.dir.exists()
+
+
+def test_feature_file_errors(tmp_path):
+    store = FeatureStore(tmp_path)
+    w = store.writer("a", 4)
+    w.write(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="width 5 after blocks of width 3"):
+        w.write(np.zeros((1, 5), np.float32))
+    with pytest.raises(ValueError, match="more than the 4 rows"):
+        w.write(np.zeros((3, 3), np.float32))
+    with pytest.raises(ValueError, match="2 rows written, 4 declared"):
+        w.close()
+    np.save(tmp_path / "f64.npy", np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="not a C-ordered float32 matrix"):
+        FeatureFile(tmp_path / "f64.npy")

@@ -10,7 +10,9 @@ the model with a linear head on the same features, as the paper's main experimen
 
 **Features** come through :class:`vlprobe.engine.Engine`, so each unique input is computed once and
 cached on disk next to ``vlprobe evaluate``'s scores (a second probe on the same model computes
-nothing):
+nothing). Rows are read a chunk at a time and each chunk's features are appended to float32 files
+in a temporary folder (:mod:`vlprobe.feature_store`), which the classifiers read a block of rows at
+a time: the probe's memory does not grow with the number of rows.
 
 * dual encoders (CLIP, SigLIP, ...): ``[u, v, u*v, |u-v|]`` with ``v`` the query's text embedding and
   ``u`` the scene's: the image embedding (image), the caption's text embedding (caption), or the
@@ -54,6 +56,7 @@ import numpy as np
 
 from .errors import DatasetError, ModelError, SettingError
 from .evaluation import CHUNK_ROWS
+from .feature_store import row_blocks, take_rows
 
 MODALITIES = ("image", "caption", "both")
 TEXT_ONLY = "text-only"
@@ -70,17 +73,17 @@ SETTING_ORDER = (*MODALITIES, TEXT_ONLY, ZERO_SHOT)
 
 @dataclass
 class Split:
-    """One config/split: its memory-mapped rows (read a chunk at a time, images undecoded), and in
-    memory only what the probes need per row: caption, query and label."""
+    """One config/split: its memory-mapped rows (read a chunk at a time, images undecoded) and its
+    labels, the only per-row values held in memory (captions and queries are read a chunk at a
+    time too)."""
 
     task: str
     split: str
     labels: np.ndarray
     table: Any = None       # datasets.Dataset
-    captions: list[str] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
     spec: Any = None
     info: dict = field(default_factory=dict)
+    text_table: Any = None  # the caption and query columns, Arrow-formatted (zero-copy slices)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -102,10 +105,20 @@ class Split:
         picked = self.table.select([int(i) for i in idx])
         return [r["image"] for r in read_rows(picked, 0, len(picked))]
 
-    def items(self, modality: str, start: int = 0, stop: int | None = None) -> list:
+    def texts(self, column: str, start: int = 0, stop: int | None = None) -> list[str]:
+        """``caption`` or ``query`` of rows ``start:stop``."""
         stop = len(self) if stop is None else stop
+        return self.text_table[start:stop].column(column).to_pylist()
+
+    def texts_at(self, column: str, idx: Sequence[int]) -> list[str]:
+        return self.text_table[[int(i) for i in idx]].column(column).to_pylist()
+
+    def items(self, modality: str, start: int = 0, stop: int | None = None, rows: list | None = None) -> list:
+        """Rows ``start:stop`` as items of ``modality`` (``rows``: those rows, if already read)."""
+        stop = len(self) if stop is None else stop
+        rows = self.rows(start, stop) if rows is None else rows
         return [self.spec.to_item(r, index=start + i, config=self.task, modality=modality)
-                for i, r in enumerate(self.rows(start, stop))]
+                for i, r in enumerate(rows)]
 
 
 def _resolve_dataset(dataset: str) -> str:
@@ -124,7 +137,8 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
 
     Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.evaluation.load_split`: a
     memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only captions, queries
-    and labels are read into memory here, images a chunk at a time when features are computed."""
+    and labels are read into memory here; captions, queries and images a chunk at a time when
+    features are computed."""
     from .dataset_folder import config_splits, list_configs, list_splits
     from .evaluation import load_split
     from .spec import SpecError, find_spec
@@ -179,11 +193,11 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
                 ds = ds.select(range(limit))
             if not len(ds):
                 raise DatasetError(f"{dataset} config {task!r} split {split!r} has no rows")
-            text = ds.select_columns(["caption", "query", "label"]).with_format("arrow")[:]
-            labels = np.array([bool(v) for v in text.column("label").to_pylist()])
-            out[task][split] = Split(task, split, labels, ds, text.column("caption").to_pylist(),
-                                     text.column("query").to_pylist(), spec,
-                                     {**info, "rows_in_split": n_rows, "rows_used": len(ds)})
+            label = ds.select_columns(["label"]).with_format("arrow")[:].column("label")
+            labels = np.array([bool(v) for v in label.to_pylist()])
+            out[task][split] = Split(task, split, labels, ds, spec,
+                                     {**info, "rows_in_split": n_rows, "rows_used": len(ds)},
+                                     text_table=ds.select_columns(["caption", "query"]).with_format("arrow"))
     return out
 
 
@@ -202,20 +216,24 @@ def text_only_input(caption: str, query: str) -> str:
 
 
 def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str],
-                     chunk_size: int = CHUNK_ROWS) -> tuple[dict, dict]:
-    """{(task, split, setting): features (N, d) or, for VQAScore, P(Yes) (N,)} and engine stats.
+                     chunk_size: int = CHUNK_ROWS, store: Any = None) -> tuple[dict, dict]:
+    """{(task, split, setting): features} and engine stats. Features are a (N, d) float32
+    :class:`~vlprobe.feature_store.FeatureFile` in ``store`` (a temporary
+    :class:`~vlprobe.feature_store.FeatureStore` when None), or, for VQAScore, P(Yes) as an (N,) array.
 
     ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`. Rows are
-    read, decoded and encoded ``chunk_size`` at a time: memory holds one chunk's images, and only
-    the features are kept."""
+    read, decoded and encoded ``chunk_size`` at a time and each chunk's features are appended to
+    their files: memory holds one chunk, whatever the number of rows."""
+    from .feature_store import FeatureStore
     from .scorers.base import DualScorer
 
     splits = [s for by_split in data.values() for s in by_split.values()]
     scorer = engine.scorer
+    store = store if store is not None else FeatureStore()
     if isinstance(scorer, DualScorer):
-        return _dual_features(engine, splits, settings, chunk_size)
+        return _dual_features(engine, splits, settings, chunk_size, store)
     if hasattr(scorer, "pair_features"):
-        return _pair_features(engine, splits, [s for s in settings if s in MODALITIES], chunk_size)
+        return _pair_features(engine, splits, [s for s in settings if s in MODALITIES], chunk_size, store)
     if getattr(scorer, "family", "") == "vqascore":
         return _zero_shot(engine, splits, [s for s in settings if s in MODALITIES], chunk_size)
     raise ModelError(f"model {scorer.model_id!r} (family {scorer.family!r}) exposes no features the probe can use: "
@@ -229,64 +247,69 @@ def _add_stats(total: dict, st: dict) -> dict:
     return total
 
 
-def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
-    """Texts are embedded at once (strings are small); images a chunk of rows at a time, so only one
-    chunk's encoded images are in memory, and only the embeddings are kept."""
-    stats: dict[str, Any] = {"images": {}}
-    need_images = any(s in ("image", "both") for s in settings)
-    img_emb: dict[tuple[str, str], np.ndarray] = {}
-    if need_images:
-        for s in splits:
-            parts = []
-            for a, b in s.chunks(chunk_size):
-                emb, st = engine.embed_images(s.images(a, b))
-                parts.append(emb)
-                _add_stats(stats["images"], st)
-            img_emb[(s.task, s.split)] = np.concatenate(parts)
-    texts = [q for s in splits for q in s.queries]
-    if any(s in ("caption", "both") for s in settings):
-        texts += [c for s in splits for c in s.captions]
-    if TEXT_ONLY in settings:
-        texts += [text_only_input(c, q) for s in splits for c, q in zip(s.captions, s.queries)]
-    txt_emb, stats["texts"] = engine.embed_texts(texts)
-    n_total = sum(len(s) for s in splits)
+def _writers(store: Any, s: Split, settings: Sequence[str]) -> dict[str, Any]:
+    return {m: store.writer(f"{s.task}-{s.split}-{m}", len(s)) for m in settings}
+
+
+def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], chunk_size: int,
+                   store: Any) -> tuple[dict, dict]:
+    """A chunk of rows at a time: its images and texts embedded (each unique input once: the engine's
+    cache carries them across chunks), the settings' features composed and appended to their files."""
+    stats: dict[str, Any] = {"images": {}, "texts": {}}
+    need_images = any(m in ("image", "both") for m in settings)
+    need_captions = any(m in ("caption", "both") for m in settings)
     out = {}
-    start = 0
     for s in splits:
-        sl = slice(start, start + len(s))
-        start += len(s)
-        q = txt_emb[sl]
-        cap = txt_emb[n_total + sl.start: n_total + sl.stop] if any(m in ("caption", "both") for m in settings) else None
-        for setting in settings:
-            if setting == "image":
-                out[(s.task, s.split, setting)] = _concat(img_emb[(s.task, s.split)], q)
-            elif setting == "caption":
-                out[(s.task, s.split, setting)] = _concat(cap, q)
-            elif setting == "both":
-                out[(s.task, s.split, setting)] = _concat(_normalise(img_emb[(s.task, s.split)] + cap), q)
-            elif setting == TEXT_ONLY:
-                off = len(texts) - n_total
-                out[(s.task, s.split, setting)] = txt_emb[off + sl.start: off + sl.stop].astype(np.float32)
+        writers = _writers(store, s, settings)
+        for a, b in s.chunks(chunk_size):
+            if need_images:
+                img, st = engine.embed_images(s.images(a, b))
+                _add_stats(stats["images"], st)
+            queries = s.texts("query", a, b)
+            texts = list(queries)
+            captions = s.texts("caption", a, b) if need_captions or TEXT_ONLY in settings else []
+            if need_captions:
+                texts += captions
+            if TEXT_ONLY in settings:
+                texts += [text_only_input(c, q) for c, q in zip(captions, queries)]
+            emb, st = engine.embed_texts(texts)
+            _add_stats(stats["texts"], st)
+            n = b - a
+            q = emb[:n]
+            cap = emb[n:2 * n] if need_captions else None
+            for m, w in writers.items():
+                if m == "image":
+                    w.write(_concat(img, q))
+                elif m == "caption":
+                    w.write(_concat(cap, q))
+                elif m == "both":
+                    w.write(_concat(_normalise(img + cap), q))
+                elif m == TEXT_ONLY:
+                    w.write(emb[len(emb) - n:])
+        out.update({(s.task, s.split, m): w.close() for m, w in writers.items()})
     return out, stats
 
 
-def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
+def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int,
+                   store: Any) -> tuple[dict, dict]:
     stats: dict[str, Any] = {}
     out = {}
     for s in splits:
-        for m in modalities:
-            parts = []
-            for a, b in s.chunks(chunk_size):
-                items = s.items(m, a, b)
+        writers = _writers(store, s, modalities)
+        for a, b in s.chunks(chunk_size):
+            rows = s.rows(a, b)
+            for m, w in writers.items():
+                items = s.items(m, a, b, rows)
                 # the query (with the caption in front for caption/both)
                 feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items])
-                parts.append(feats)
+                w.write(feats)
                 _add_stats(stats, st)
-            out[(s.task, s.split, m)] = np.concatenate(parts)
+        out.update({(s.task, s.split, m): w.close() for m, w in writers.items()})
     return out, {"pairs": stats}
 
 
 def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
+    """P(Yes | scene, query) per test row and modality: one float per row, kept in memory."""
     from .items import Item
 
     stats: dict[str, Any] = {}
@@ -323,15 +346,42 @@ class Probe:
     params: dict
     l2: float
 
-    def logits(self, x: np.ndarray) -> np.ndarray:
+    def logits(self, x: Any) -> np.ndarray:
+        """Logits for the rows of ``x`` (an array or a feature file), a block of rows at a time."""
         import torch
 
-        z = torch.from_numpy(((x - self.mean) / self.std).astype(np.float32))
+        parts = []
         with torch.no_grad():
-            return _forward(self.kind, self.params, z).numpy()
+            for block in row_blocks(x):
+                parts.append(_forward(self.kind, self.params, _standardised(block, self.mean, self.std)).numpy())
+        return np.concatenate(parts) if parts else np.empty(0, np.float32)
 
-    def proba(self, x: np.ndarray) -> np.ndarray:
+    def proba(self, x: Any) -> np.ndarray:
         return 0.5 * (1.0 + np.tanh(0.5 * self.logits(x).astype(np.float64)))  # the logistic, without overflow
+
+
+def _standardised(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
+    """A block of rows standardised in float32, as every solver sees the features."""
+    import torch
+
+    return torch.from_numpy(((block - mean) / std).astype(np.float32))
+
+
+def _moments(x: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature mean and standard deviation (+1e-6), accumulated in float64 over blocks of rows
+    (two passes: the mean, then the squared deviations from it); returned as float32."""
+    n = len(x)
+    total = None
+    for block in row_blocks(x):
+        part = block.sum(axis=0, dtype=np.float64)
+        total = part if total is None else total + part
+    mean = total / n
+    sq = None
+    for block in row_blocks(x):
+        part = np.square(block - mean).sum(axis=0)
+        sq = part if sq is None else sq + part
+    std = np.sqrt(sq / n)
+    return mean.astype(np.float32), (std + 1e-6).astype(np.float32)
 
 
 def _forward(kind: str, params: dict, z: Any) -> Any:
@@ -356,114 +406,116 @@ def _init_params(kind: str, d: int, seed: int, hidden: int = 128) -> dict:
 NEWTON_MAX_DIM = 2048  # above this many features, L-BFGS instead of Newton's method
 
 
-def fit(kind: str, x: np.ndarray, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
+def fit(kind: str, x: Any, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
         max_iter: int = 100) -> Probe:
     """Train a probe on (x, y): mean binary cross-entropy + ``l2/2 * ||w - w0||^2`` (the bias is not
     penalised; ``w0`` = 0, or ``start``'s weights). With ``start``, begin at its weights and
-    standardisation, as the few-shot transfer does (L2-SP).
+    standardisation, as the few-shot transfer does (L2-SP). ``x``: an (N, d) array or a
+    :class:`~vlprobe.feature_store.FeatureFile`; every solver reads it a block of rows at a time
+    (:func:`~vlprobe.feature_store.row_blocks`), so memory does not grow with N.
 
     Logistic regression: full-batch Newton's method with backtracking (float64; exact and fast for
-    up to :data:`NEWTON_MAX_DIM` features), else full-batch L-BFGS. MLP: Adam, seeded."""
+    up to :data:`NEWTON_MAX_DIM` features), else full-batch L-BFGS. MLP: full-batch Adam, seeded."""
     import torch
 
     if start is not None:
         mean, std = start.mean, start.std
     else:
-        mean = x.mean(axis=0)
-        std = x.std(axis=0) + 1e-6
+        mean, std = _moments(x)
     torch.manual_seed(seed)
     init = start.params if start is not None else _init_params(kind, x.shape[1], seed)
     anchor = {k: (v.detach().clone() if start is not None else torch.zeros_like(v)) for k, v in init.items()}
     if kind == "logreg" and x.shape[1] <= NEWTON_MAX_DIM:
         params = _newton(x, mean, std, y.astype(np.float64), l2, init, anchor, max_iter=max_iter)
         return Probe(kind, mean, std, params, l2)
-    z = torch.from_numpy(((x - mean) / std).astype(np.float32))
     t = torch.from_numpy(y.astype(np.float32))
+    n = len(t)
     params = {k: v.detach().clone().requires_grad_(True) for k, v in init.items()}
     weights = [k for k in params if k.startswith("w")]
 
-    def loss_fn() -> Any:
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(_forward(kind, params, z), t)
-        return loss + 0.5 * l2 * sum(((params[k] - anchor[k]) ** 2).sum() for k in weights)
+    def loss_and_grad() -> float:
+        """The full-batch loss, its gradient accumulated block by block into ``.grad``."""
+        total, a = 0.0, 0
+        for block in row_blocks(x):
+            part = torch.nn.functional.binary_cross_entropy_with_logits(
+                _forward(kind, params, _standardised(block, mean, std)), t[a:a + len(block)], reduction="sum") / n
+            part.backward()
+            total += float(part.detach())
+            a += len(block)
+        penalty = 0.5 * l2 * sum(((params[k] - anchor[k]) ** 2).sum() for k in weights)
+        penalty.backward()
+        return total + float(penalty.detach())
 
     if kind == "logreg":
         opt = torch.optim.LBFGS(list(params.values()), lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
 
         def closure() -> Any:
             opt.zero_grad()
-            loss = loss_fn()
-            loss.backward()
-            return loss
+            return torch.tensor(loss_and_grad())
 
         opt.step(closure)
     else:
         opt = torch.optim.Adam(list(params.values()), lr=1e-2)
         for _ in range(max_iter * 3):
             opt.zero_grad()
-            loss = loss_fn()
-            loss.backward()
+            loss_and_grad()
             opt.step()
     return Probe(kind, mean, std, {k: v.detach() for k, v in params.items()}, l2)
 
 
-NEWTON_BLOCK = 16384  # rows per block when the design matrix and Hessian are built: bounded temporaries
-
-
-def _design(x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
-    """[standardised x (computed in float32, as the other solvers see it), 1] as one float64 tensor,
-    filled a block of rows at a time (no full-size float32 or float64 temporaries)."""
+def _design(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
+    """[standardised rows (computed in float32, as the other solvers see them), 1] as float64."""
     import torch
 
-    n, d = x.shape
-    X = torch.empty((n, d + 1), dtype=torch.float64)
-    out = X.numpy()
-    for a in range(0, n, NEWTON_BLOCK):
-        out[a:a + NEWTON_BLOCK, :d] = ((x[a:a + NEWTON_BLOCK] - mean) / std).astype(np.float32)
-    out[:, d] = 1.0
-    return X
+    z = _standardised(block, mean, std).double()
+    return torch.cat([z, torch.ones((len(block), 1), dtype=torch.float64)], dim=1)
 
 
-def _newton(x: np.ndarray, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float, init: dict, anchor: dict,
+def _newton(x: Any, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float, init: dict, anchor: dict,
             max_iter: int = 100, tol: float = 1e-7) -> dict:
-    """Newton's method in float64 on the standardised features. Memory: the design matrix (8 bytes
-    per row and feature) and block-sized temporaries, whatever the number of rows."""
+    """Newton's method in float64 on the standardised features, with backtracking. Each evaluation
+    is one pass over the rows, a block at a time (loss, gradient and Hessian together): memory is a
+    block's design matrix and the (d+1)^2 Hessian, whatever the number of rows."""
     import torch
 
-    X = _design(x, mean, std)
     t = torch.from_numpy(y)
-    n, d = X.shape[0], X.shape[1] - 1
+    n, d = len(t), x.shape[1]
     theta = torch.cat([init["w"].double().reshape(-1), init["b"].double().reshape(1)])
     theta0 = torch.cat([anchor["w"].double().reshape(-1), torch.zeros(1, dtype=torch.float64)])
     reg = torch.full((d + 1,), float(l2), dtype=torch.float64)
     reg[-1] = 0.0
 
-    def loss(th: Any) -> Any:
-        return torch.nn.functional.binary_cross_entropy_with_logits(X @ th, t) + 0.5 * (reg * (th - theta0) ** 2).sum()
+    def evaluate(th: Any) -> tuple[Any, Any, Any]:
+        loss = torch.zeros((), dtype=torch.float64)
+        grad = torch.zeros(d + 1, dtype=torch.float64)
+        hess = torch.diag(reg + 1e-10)
+        a = 0
+        for block in row_blocks(x):
+            X = _design(block, mean, std)
+            tb = t[a:a + len(block)]
+            a += len(block)
+            z = X @ th
+            loss += torch.nn.functional.binary_cross_entropy_with_logits(z, tb, reduction="sum") / n
+            p = torch.sigmoid(z)
+            grad += X.T @ (p - tb) / n
+            hess += (X.T * (p * (1 - p) / n)) @ X
+        diff = th - theta0
+        return loss + 0.5 * (reg * diff ** 2).sum(), grad + reg * diff, hess
 
-    def hessian(weight: Any) -> Any:
-        h = torch.diag(reg + 1e-10)
-        for a in range(0, n, NEWTON_BLOCK):
-            block = X[a:a + NEWTON_BLOCK]
-            h += (block.T * weight[a:a + NEWTON_BLOCK]) @ block
-        return h
-
-    current = loss(theta)
+    current, grad, hess = evaluate(theta)
     for _ in range(max_iter):
-        p = torch.sigmoid(X @ theta)
-        grad = X.T @ (p - t) / n + reg * (theta - theta0)
-        hess = hessian(p * (1 - p) / n)
         step = torch.linalg.solve(hess, grad)
         scale = 1.0
         while scale > 1e-4:  # backtracking: never increase the (convex) loss
             trial = theta - scale * step
-            new = loss(trial)
+            new, new_grad, new_hess = evaluate(trial)
             if new <= current:
                 break
             scale /= 2
         else:
             break
         done = (current - new).abs() < tol * max(1.0, float(current.abs()))
-        theta, current = trial, new
+        theta, current, grad, hess = trial, new, new_grad, new_hess
         if done or float(step.abs().max()) * scale < tol:
             break
     return {"w": theta[:-1].float(), "b": theta[-1].float()}
@@ -606,8 +658,11 @@ def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modal
             xtr, xval = features[(task, TRAIN, setting)], features[(task, VALIDATION, setting)]
             probe = None
             for n in sizes:
-                idx = _subset(n_train, n, seed, f"{task}:train") if n < n_train else np.arange(n_train)
-                probe, _ = select(classifier, xtr[idx], ytr[idx], xval, yval, seed=seed)
+                if n < n_train:  # a seeded subset, in row order (a feature file is read in order)
+                    idx = np.sort(_subset(n_train, n, seed, f"{task}:train"))
+                    probe, _ = select(classifier, take_rows(xtr, idx), ytr[idx], xval, yval, seed=seed)
+                else:
+                    probe, _ = select(classifier, xtr, ytr, xval, yval, seed=seed)
                 for split in tests:
                     sc = measure(probe.proba(features[(task, split, setting)]), by_split[split].labels, **mkw)
                     rows.append(_row(task, setting, split, sc, train_modality=setting,
@@ -623,8 +678,9 @@ def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modal
                     rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
                                      transfer="zero-shot", train_size=n_train, l2=probe.l2))
                 if few_shot > 0:
-                    idx = _subset(n_train, min(few_shot, n_train), seed, f"{task}:few-shot:{m}")
-                    tuned = fit(classifier, features[(task, TRAIN, m)][idx], ytr[idx], probe.l2, seed=seed, start=probe)
+                    idx = np.sort(_subset(n_train, min(few_shot, n_train), seed, f"{task}:few-shot:{m}"))
+                    tuned = fit(classifier, take_rows(features[(task, TRAIN, m)], idx), ytr[idx], probe.l2,
+                                seed=seed, start=probe)
                     for split in tests:
                         sc = measure(tuned.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
                         rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
@@ -735,12 +791,12 @@ class _Encoder:
     def features(self, split: Split, idx: np.ndarray, modality: str) -> Any:
         from .scorers.dual_encoder import _features
 
-        v = self._texts([split.queries[i] for i in idx])
+        v = self._texts(split.texts_at("query", idx))
         if modality in ("image", "both"):
             inputs = self.scorer._to_device(self._images(split, idx))
             img = torch_normalise(_features(self._net().get_image_features(**inputs)))
         if modality in ("caption", "both"):
-            cap = self._texts([split.captions[i] for i in idx])
+            cap = self._texts(split.texts_at("caption", idx))
         u = img if modality == "image" else cap if modality == "caption" else torch_normalise(img + cap)
         import torch
 
@@ -826,35 +882,49 @@ def probe(
     needed = sorted(set(train_modalities) | set(test_modalities), key=MODALITIES.index)
     settings = needed + ([TEXT_ONLY] if text_only else [])
 
-    from .cache import ScoreCache, default_cache_dir
+    import tempfile
+
+    from .cache import ScoreCache
     from .engine import Engine
+    from .evaluation import _open_cache, default_workers
+    from .feature_store import FeatureStore
 
-    cache = None
-    if str(cache_dir).lower() != "none":
-        cache = ScoreCache(Path(cache_dir) if cache_dir else default_cache_dir(), scorer.cache_key())
-    from .evaluation import default_workers
-
+    cache = _open_cache(cache_dir, scorer, 0)
+    kept_cache = cache is not None
+    temp = None
+    if cache is None and any(len(s) > chunk_size for by in data.values() for s in by.values()):
+        # No cache asked for, but several chunks: a throw-away one carries repeated texts across chunks.
+        temp = tempfile.TemporaryDirectory(prefix="vlprobe-chunk-cache-")
+        cache = ScoreCache(temp.name, scorer.cache_key())
+        cache.temporary = True
     workers = num_workers if num_workers is not None else default_workers()
     engine = Engine(scorer, batch_size=batch_size, num_workers=workers, cache=cache, progress=progress)
+    store = FeatureStore()  # the features, on disk for the length of this call
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        features, stats = extract_features(engine, data, settings, chunk_size)
-    finally:
-        if cache is not None:
-            cache.close()
-    feature_seconds, feature_cpu = time.perf_counter() - t0, time.process_time() - c0
-    t1, c1 = time.perf_counter(), time.process_time()
-    import torch
+        try:
+            features, stats = extract_features(engine, data, settings, chunk_size, store)
+        finally:
+            if cache is not None:
+                cache.close()
+            if temp is not None:
+                temp.cleanup()
+        feature_seconds, feature_cpu = time.perf_counter() - t0, time.process_time() - c0
+        t1, c1 = time.perf_counter(), time.process_time()
+        import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the probes' matrices are tiny: threads only add contention (3x slower on 2 busy cores)
-    try:
-        rows = run_probes(features, data, train_modalities=train_modalities, test_modalities=test_modalities,
-                          text_only=text_only, zero_shot=zero_shot, train_sizes=sizes, few_shot=few_shot,
-                          classifier=classifier, bootstrap=bootstrap, confidence=confidence, seed=seed,
-                          progress=progress)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # the probes' matrices are small: threads only add contention (3x slower on 2 busy cores)
+        try:
+            rows = run_probes(features, data, train_modalities=train_modalities, test_modalities=test_modalities,
+                              text_only=text_only, zero_shot=zero_shot, train_sizes=sizes, few_shot=few_shot,
+                              classifier=classifier, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                              progress=progress)
+        finally:
+            torch.set_num_threads(threads)
     finally:
-        torch.set_num_threads(threads)
+        features = None
+        store.cleanup()
     for r in rows:
         r.setdefault("classifier", ZERO_SHOT if r["setting"] == ZERO_SHOT else classifier)
     if finetune:
@@ -879,7 +949,7 @@ def probe(
                      "confidence": confidence, "seed": seed, "limit": limit, "batch_size": batch_size,
                      "num_workers": workers, "chunk_size": chunk_size},
         "features": {"stats": stats, "computed_inputs": computed,
-                     "cache_dir": str(cache.dir) if cache is not None else None,
+                     "cache_dir": str(cache.dir) if kept_cache else None,
                      "text_max_length": getattr(scorer, "max_length", None),
                      "caption_truncated": _truncation(scorer, data) if any(
                          s in ("caption", "both", TEXT_ONLY) for s in settings) else None},
@@ -908,9 +978,10 @@ def _truncation(scorer: Any, data: dict) -> dict | None:
         return None
     out = {}
     for task, by in data.items():
-        caps = by[TRAIN].captions
-        lens = [len(ids) for ids in tok(caps, add_special_tokens=True)["input_ids"]]
-        out[task] = round(float(np.mean([n > limit for n in lens])), 4) if lens else 0.0
+        train, longer = by[TRAIN], 0
+        for a, b in train.chunks(CHUNK_ROWS):
+            longer += sum(len(ids) > limit for ids in tok(train.texts("caption", a, b), add_special_tokens=True)["input_ids"])
+        out[task] = round(longer / len(train), 4) if len(train) else 0.0
     return out
 
 

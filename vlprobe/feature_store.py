@@ -1,0 +1,179 @@
+"""Feature matrices on disk, written a chunk of rows at a time and read a block of rows at a time.
+
+``vlprobe probe`` fits its classifiers on (rows x features) matrices: with TraVLR's 60,000 training
+rows and a 512-d CLIP that is 8 KB per row and setting, which would make the probe's memory grow with
+the data. Instead, extraction appends each chunk's features to one ``.npy`` file per (task, split,
+setting) in a temporary folder (:class:`FeatureStore`), and the probes read them back a block of
+rows at a time (:func:`row_blocks`), so memory holds one block whatever the number of rows.
+
+Blocks are read with ``pread`` into fresh buffers rather than memory-mapped: pages of a mapped file
+that were read stay in the process's resident set until the kernel needs them, so a mapped 60k-row
+matrix would look like (and be counted as) memory the run holds. The page cache still keeps recently
+read files, so a second pass over a matrix is as fast as one from memory.
+
+Everywhere a feature matrix is taken, an in-memory ``np.ndarray`` works too (tests, small subsets):
+:func:`n_rows`, :func:`row_blocks` and :func:`take_rows` accept either.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+BLOCK_BYTES = 32 << 20  # bytes of float64 work space per block (the probe's design matrix is float64)
+MIN_BLOCK_ROWS = 256
+
+
+def block_rows(dim: int) -> int:
+    """Rows per block for ``dim`` features: about :data:`BLOCK_BYTES` of float64 work space."""
+    return max(MIN_BLOCK_ROWS, BLOCK_BYTES // (8 * max(1, int(dim) + 1)))
+
+
+class FeatureFile:
+    """A float32 (rows, dim) matrix in a ``.npy`` file, read a block at a time; optionally only the
+    rows ``index`` (sorted, unique) of it, as :meth:`take` gives for large subsets."""
+
+    def __init__(self, path: str | os.PathLike, index: np.ndarray | None = None, *, owner: Any = None) -> None:
+        self.path = Path(path)
+        with open(self.path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read(fh)
+            self._offset = fh.tell()
+        if dtype != np.float32 or fortran or len(shape) != 2:
+            raise ValueError(f"{self.path}: not a C-ordered float32 matrix (shape {shape}, dtype {dtype})")
+        self.rows, self.dim = int(shape[0]), int(shape[1])
+        self.index = None if index is None else np.asarray(index, dtype=np.int64)
+        self._owner = owner  # keeps the temporary folder alive while a matrix in it is in use
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self), self.dim)
+
+    def __len__(self) -> int:
+        return self.rows if self.index is None else len(self.index)
+
+    def _read(self, fd: int, start: int, stop: int) -> np.ndarray:
+        row_bytes = 4 * self.dim
+        want = (stop - start) * row_bytes
+        buf = bytearray(want)
+        view, done = memoryview(buf), 0
+        while done < want:  # pread may return fewer bytes than asked
+            got = os.preadv(fd, [view[done:]], self._offset + start * row_bytes + done)
+            if got <= 0:
+                raise OSError(f"{self.path}: the file ends before row {stop} (is it still being written?)")
+            done += got
+        return np.frombuffer(buf, dtype=np.float32).reshape(stop - start, self.dim)
+
+    def blocks(self, size: int | None = None) -> Iterator[np.ndarray]:
+        """The rows in order, at most ``size`` (default :func:`block_rows`) at a time."""
+        size = size or block_rows(self.dim)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            if self.index is None:
+                for a in range(0, self.rows, size):
+                    yield self._read(fd, a, min(a + size, self.rows))
+                return
+            # a subset: read the file's blocks that hold its rows, keep those rows
+            idx = self.index
+            for a in range(0, self.rows, size):
+                lo, hi = np.searchsorted(idx, [a, a + size])
+                if hi > lo:
+                    yield self._read(fd, a, min(a + size, self.rows))[idx[lo:hi] - a]
+        finally:
+            os.close(fd)
+
+    def take(self, index: Sequence[int]) -> "FeatureFile | np.ndarray":
+        """The rows ``index`` in ascending order: in memory when they fit in one block, else a view."""
+        index = np.unique(np.asarray(index, dtype=np.int64))
+        if self.index is not None:
+            index = self.index[index]
+        sub = FeatureFile(self.path, index, owner=self._owner)
+        if len(index) <= block_rows(self.dim):
+            return np.concatenate(list(sub.blocks())) if len(index) else np.empty((0, self.dim), np.float32)
+        return sub
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The whole matrix in memory (for small matrices and tests)."""
+        out = np.concatenate(list(self.blocks())) if len(self) else np.empty((0, self.dim), np.float32)
+        return out if dtype is None else out.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"FeatureFile({str(self.path)!r}, shape={self.shape})"
+
+
+def row_blocks(x: Any, size: int | None = None) -> Iterator[np.ndarray]:
+    """The rows of an in-memory array or a :class:`FeatureFile`, a block at a time, in order."""
+    if isinstance(x, FeatureFile):
+        yield from x.blocks(size)
+        return
+    x = np.asarray(x)
+    size = size or block_rows(x.shape[1] if x.ndim > 1 else 1)
+    for a in range(0, len(x), size):
+        yield x[a:a + size]
+
+
+def take_rows(x: Any, index: Sequence[int]) -> Any:
+    """Rows ``index`` (ascending, unique) of an in-memory array or a :class:`FeatureFile`."""
+    index = np.unique(np.asarray(index, dtype=np.int64))
+    if isinstance(x, FeatureFile):
+        return x.take(index)
+    return np.asarray(x)[index]
+
+
+class FeatureWriter:
+    """Appends float32 row blocks to one ``.npy`` file of a known number of rows; the width is
+    taken from the first block."""
+
+    def __init__(self, path: Path, rows: int, owner: Any) -> None:
+        self.path, self.rows, self.owner = path, int(rows), owner
+        self.written = 0
+        self.dim: int | None = None
+        self._fh: Any = None
+
+    def write(self, block: np.ndarray) -> None:
+        block = np.ascontiguousarray(block, dtype=np.float32)
+        if block.ndim != 2:
+            raise ValueError(f"{self.path.name}: a feature block must be (rows, dim), got shape {block.shape}")
+        if self._fh is None:
+            self.dim = int(block.shape[1])
+            self._fh = open(self.path, "wb")
+            np.lib.format.write_array_header_1_0(
+                self._fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
+                           "shape": (self.rows, self.dim)})
+        if block.shape[1] != self.dim:
+            raise ValueError(f"{self.path.name}: block of width {block.shape[1]} after blocks of width {self.dim}")
+        if self.written + len(block) > self.rows:
+            raise ValueError(f"{self.path.name}: more than the {self.rows} rows declared")
+        self._fh.write(block.tobytes())
+        self.written += len(block)
+
+    def close(self) -> FeatureFile:
+        if self._fh is None:
+            raise ValueError(f"{self.path.name}: no rows were written")
+        self._fh.close()
+        if self.written != self.rows:
+            raise ValueError(f"{self.path.name}: {self.written} rows written, {self.rows} declared")
+        return FeatureFile(self.path, owner=self.owner)
+
+
+class FeatureStore:
+    """A temporary folder of feature files, deleted by :meth:`cleanup` or when no matrix from it is
+    referenced any more."""
+
+    def __init__(self, parent: str | os.PathLike | None = None) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="vlprobe-features-", dir=parent)
+        self.dir = Path(self._dir.name)
+        self._count = 0
+
+    def writer(self, name: str, rows: int) -> FeatureWriter:
+        self._count += 1
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        return FeatureWriter(self.dir / f"{self._count:04d}-{safe}.npy", rows, owner=self)
+
+    def cleanup(self) -> None:
+        self._dir.cleanup()

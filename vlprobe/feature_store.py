@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-BLOCK_BYTES = 32 << 20  # bytes of float64 work space per block (the probe's design matrix is float64)
+BLOCK_BYTES = 8 << 20  # bytes of float64 work space per block (the probe's design matrix is float64)
 MIN_BLOCK_ROWS = 256
 
 

@@ -1,5 +1,6 @@
 """How ``vlprobe.evaluate`` reads rows: a chunked read leaves no page of the memory-mapped Arrow
-file resident."""
+file resident; the parquet -> Arrow conversion borrows a pool that gives its memory back, and puts
+the default pool back."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import sys
 
 import datasets
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from vlprobe.dataset_folder import (
     ConfigDecl,
     card_metadata,
+    conversion_arrow_pool,
     load_folder_split,
     read_rows,
     release_mapped_pages,
@@ -91,3 +94,17 @@ def test_release_mapped_pages_touches_only_read_only_maps_of_the_files(tmp_path)
     data = bytearray(b"keep me" * 1000)  # anonymous memory is never advised
     assert release_mapped_pages(["[heap]", ""]) == 0
     assert bytes(data[:7]) == b"keep me"
+
+
+def test_conversion_pool_is_put_back():
+    before = pa.default_memory_pool().backend_name
+    with conversion_arrow_pool():
+        inside = pa.default_memory_pool().backend_name
+        kept = pa.array(np.arange(100_000))  # made inside, used after
+    assert pa.default_memory_pool().backend_name == before
+    assert inside in ("jemalloc", "system") or inside == before
+    assert kept.sum().as_py() == sum(range(100_000))
+    with pytest.raises(RuntimeError):
+        with conversion_arrow_pool():
+            raise RuntimeError("boom")
+    assert pa.default_memory_pool().backend_name == before

@@ -279,7 +279,7 @@ def load_split(dataset: str, config: str, split: str, revision: str | None) -> t
     sha256 of its parquet files; a Hub dataset: its fingerprint and resolved commit)."""
     import datasets
 
-    from .dataset_folder import load_folder_split
+    from .dataset_folder import conversion_arrow_pool, load_folder_split
 
     try:
         if Path(dataset).is_dir():
@@ -293,7 +293,8 @@ def load_split(dataset: str, config: str, split: str, revision: str | None) -> t
             ds = load_folder_split(dataset, config, split)
             info = {"data_sha256": h.hexdigest(), "data_files": [os.path.relpath(f, dataset) for f in files]}
         else:
-            ds = datasets.load_dataset(dataset, config, split=split, revision=revision)
+            with conversion_arrow_pool():  # a first load converts the files to Arrow
+                ds = datasets.load_dataset(dataset, config, split=split, revision=revision)
             info = {"fingerprint": getattr(ds, "_fingerprint", None), "resolved_revision": _hub_sha(dataset, revision)}
     except VlprobeError:
         raise

@@ -1,16 +1,21 @@
-"""How ``vlprobe.evaluate`` reads rows: a chunked read leaves no page of the memory-mapped Arrow
-file resident; the parquet -> Arrow conversion borrows a pool that gives its memory back, and puts
-the default pool back."""
+"""What ``vlprobe.evaluate`` keeps per row, and how it reads rows: score matrices stacked per chunk
+(:class:`~vlprobe.results.ScoreMatrices`) give the same metrics and the same output files as one
+pass; a chunked read leaves no page of the memory-mapped Arrow file resident; the parquet -> Arrow
+conversion borrows a pool that gives its memory back, and puts the default pool back."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import datasets
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+import vlprobe
+from vlprobe import metric as metric_module
 from vlprobe.dataset_folder import (
     ConfigDecl,
     card_metadata,
@@ -22,6 +27,121 @@ from vlprobe.dataset_folder import (
     write_card,
     write_split_rows,
 )
+from vlprobe.evaluation import _metric_inputs
+from vlprobe.results import ScoredItem, ScoredSplit, ScoreMatrices
+
+from test_cli_evaluate import build_folder
+
+
+# ---- ScoreMatrices ------------------------------------------------------------------------------
+
+def test_score_matrices_is_a_sequence_of_the_matrices_given():
+    rng = np.random.default_rng(0)
+    mats = [rng.normal(size=(1, 2)) for _ in range(5)] + [rng.normal(size=(2, 2)) for _ in range(3)]
+    mats += [rng.normal(size=(1, 2)) for _ in range(2)]
+    seq = ScoreMatrices()
+    seq.extend(mats[:4])
+    seq.extend(mats[4:])
+    assert len(seq) == 10
+    want = [np.asarray(m, dtype=np.float32) for m in mats]
+    for i in range(10):
+        np.testing.assert_array_equal(seq[i], want[i])
+        assert seq[i].dtype == np.float32
+    np.testing.assert_array_equal(seq[-1], want[-1])
+    assert [m.shape for m in seq] == [m.shape for m in want]
+    assert [m.shape for m in seq[3:7]] == [(1, 2), (1, 2), (2, 2), (2, 2)]
+    with pytest.raises(IndexError):
+        seq[10]
+    assert seq.stacked() is None  # shapes differ
+    same = ScoreMatrices(mats[:5])
+    same.extend(mats[-2:])
+    np.testing.assert_array_equal(same.stacked(), np.stack(want[:5] + want[-2:]))
+    assert np.stack(same).shape == (7, 1, 2) and len(list(same)) == 7 and same  # np.stack takes it
+    assert not ScoreMatrices() and ScoreMatrices().stacked() is None
+    with pytest.raises(ValueError):
+        ScoreMatrices([np.zeros(3)])
+
+
+def test_score_matrices_keep_no_array_per_item():
+    seq = ScoreMatrices()
+    for _ in range(10):  # ten chunks of 2,000 1 x 2 matrices
+        seq.extend([np.zeros((1, 2), dtype=np.float32) for _ in range(2000)])
+    assert len(seq._blocks) == 10 and seq.nbytes == 20_000 * 8
+
+
+def _split(scores, gold, probs=None, tags=None):
+    items = [ScoredItem(id=str(i), texts=("a", "b"), gold=g, tags=tuple(tags[i]) if tags else ())
+             for i, g in enumerate(gold)]
+    return ScoredSplit(dataset="d", config="c", split="test", items=items, scores=scores, probabilities=probs)
+
+
+@pytest.mark.parametrize("shape, ties", [((1, 2), "strict"), ((2, 2), "half"), ((1, 4), "lenient"), ((1, 1), "strict")])
+def test_stacked_metric_inputs_give_the_metric_of_the_lists(shape, ties):
+    rng = np.random.default_rng(1)
+    n = 300
+    scores = [rng.normal(size=shape).astype(np.float32) for _ in range(n)]
+    scores[3] = np.zeros(shape, dtype=np.float32)  # ties
+    probs = [rng.uniform(size=shape).astype(np.float32) for _ in range(n)]
+    if shape == (1, 1):
+        gold = [np.array([[bool(rng.integers(2))]]) for _ in range(n)]
+    elif shape == (2, 2):
+        gold = [np.eye(2, dtype=bool)] * n
+    else:
+        gold = [np.eye(shape[1], dtype=bool)[rng.integers(shape[1])][None, :] for _ in range(n)]
+    tags = [["k=even" if i % 2 == 0 else "k=odd", "x"] for i in range(n)]
+    kw = dict(ties=ties, threshold=0.5, bootstrap=50, seed=3, confidence=0.9)
+    for with_probs in (False, True):
+        want = metric_module.compute(scores, gold, probabilities=probs if with_probs else None, tags=tags, **kw)
+        chunked = _split(ScoreMatrices(scores[:120]), gold, ScoreMatrices(probs[:120]) if with_probs else None, tags)
+        chunked.scores.extend(scores[120:])
+        if with_probs:
+            chunked.probabilities.extend(probs[120:])
+        s, g, p = _metric_inputs(chunked)
+        assert isinstance(s, np.ndarray) and s.shape == (n, *shape) and s.dtype == np.float64
+        got = metric_module.compute(s, g, probabilities=p, tags=[it.tags for it in chunked.items], **kw)
+        assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+
+
+def test_mixed_shapes_go_to_the_metric_as_lists():
+    scores = [np.zeros((1, 2)), np.zeros((2, 2))]
+    gold = [np.array([[True, False]]), np.eye(2, dtype=bool)]
+    s, g, p = _metric_inputs(_split(ScoreMatrices(scores), gold))
+    assert isinstance(s, ScoreMatrices) and isinstance(g, list) and p is None
+
+
+# ---- chunked runs: the same files -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return build_folder(tmp_path_factory.mktemp("memory-data"))
+
+
+def _files(run_dir):
+    doc = json.loads((run_dir / "results.json").read_text())
+    return ((run_dir / "results.csv").read_bytes(), pq.read_table(run_dir / "scores.parquet"),
+            doc["results"], doc.get("summary"))
+
+
+@pytest.mark.parametrize("model", ["tiny_clip_path", "tiny_blip_itm_path"])
+def test_chunked_run_writes_the_files_of_one_chunk(folder, model, request, tmp_path):
+    """With the vectors in the cache (so that batch shapes cannot move the last bits), a run in
+    chunks of 5 and 7 rows writes the results.csv, scores.parquet and results of one chunk."""
+    path = request.getfixturevalue(model)
+    kw = dict(model=str(path), datasets=str(folder), bootstrap=30, progress=False, num_workers=0,
+              cache_dir=str(tmp_path / "cache"))
+    whole = vlprobe.evaluate(out=tmp_path / "whole", **kw)
+    assert "chunks" not in whole.provenance["engine"]
+    want = _files(tmp_path / "whole")
+    for size in (5, 7):
+        run = vlprobe.evaluate(out=tmp_path / f"c{size}", chunk_size=size, **kw)
+        assert run.provenance["engine"]["chunks"] > 2
+        csv, table, results, summary = _files(tmp_path / f"c{size}")
+        assert csv == want[0]
+        assert table.equals(want[1])
+        assert results == want[2] and summary == want[3]
+        for a, b in zip(run.splits, whole.splits):
+            np.testing.assert_array_equal(np.stack(a.scores), np.stack(b.scores))
+            assert (a.probabilities is None) == (b.probabilities is None)
 
 
 # ---- reading rows ---------------------------------------------------------------------------------

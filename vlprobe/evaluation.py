@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import DatasetError, ModelError, SettingError, VlprobeError
-from .results import ScoredItem, ScoredSplit
+from .results import ScoreMatrices, ScoredItem, ScoredSplit
 
 DEFAULT_DATASETS = ("travlr", "winoground_style")
 DEFAULT_MODEL = "models/mini-clip"
@@ -694,8 +694,8 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
     from .engine import Engine, EngineOutOfMemory
     from .images import ImageError
 
-    splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, items=[], scores=[],
-                          probabilities=[], data=src.data) for src in sources]
+    splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, items=[], scores=ScoreMatrices(),
+                          probabilities=ScoreMatrices(), data=src.data) for src in sources]
     total = sum(src.n for src in sources)
     temp = None
     if cache is None and total > s.chunk_size and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
@@ -728,17 +728,21 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
                 else:
                     stats[key] = value
             probs = result.probabilities
+            rows: dict[int, list[int]] = {}  # source -> its items' places in the chunk
             for i, (k, item) in enumerate(chunk):
+                splits[k].items.append(ScoredItem.of(item))
+                rows.setdefault(k, []).append(i)
+            for k, places in rows.items():
                 out = splits[k]
-                out.items.append(ScoredItem.of(item))
-                out.scores.append(result.scores[i])
+                out.scores.extend([result.scores[i] for i in places])  # one stacked block per chunk
                 if out.probabilities is not None:
                     if probs is None:
                         out.probabilities = None
                     else:
-                        out.probabilities.append(probs[i])
+                        out.probabilities.extend([probs[i] for i in places])
             if bar is not None:
                 bar.update(len(chunk))
+            del result, probs, chunk  # the chunk's items (image bytes) and per-item arrays go now
     finally:
         if bar is not None:
             bar.close()
@@ -761,15 +765,33 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
 def _measure(split: ScoredSplit, s: Settings) -> None:
     from . import metric as metric_module
 
-    tags = [list(it.tags) for it in split.items]
+    scores, gold, probs = _metric_inputs(split)
+    tags = [it.tags for it in split.items]  # tuples: the metric copies them into lists itself
     try:
         split.metrics = metric_module.compute(
-            split.scores, [it.gold for it in split.items], ties=s.ties, probabilities=split.probabilities,
-            threshold=s.threshold, tags=tags if any(tags) else None, bootstrap=s.bootstrap,
-            confidence=s.confidence, seed=s.seed,
+            scores, gold, ties=s.ties, probabilities=probs, threshold=s.threshold,
+            tags=tags if any(tags) else None, bootstrap=s.bootstrap, confidence=s.confidence, seed=s.seed,
         )
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
+
+
+def _metric_inputs(split: ScoredSplit) -> tuple[Any, Any, Any]:
+    """(scores, gold, probabilities) for the metric: when every item has one shape, stacked
+    ``(N, m, n)`` arrays (float64 scores and probabilities, boolean gold), the metric's own fast
+    path, which stacks a list of per-item matrices into exactly these arrays; else the lists."""
+    golds = [it.gold for it in split.items]
+    scores, probs = split.scores, split.probabilities
+    if isinstance(scores, ScoreMatrices) and (probs is None or isinstance(probs, ScoreMatrices)) and golds:
+        shape = golds[0].shape
+        stacked = scores.stacked()
+        stacked_probs = None if probs is None else probs.stacked()
+        if stacked is not None and stacked.shape == (len(golds), *shape) and \
+                (probs is None or (stacked_probs is not None and stacked_probs.shape == stacked.shape)) and \
+                all(g.shape == shape for g in golds):
+            return (stacked.astype(np.float64), np.stack(golds).astype(bool, copy=False),
+                    None if probs is None else stacked_probs.astype(np.float64))
+    return scores, golds, probs
 
 
 # ---- the default job and the command line ---------------------------------------------------------

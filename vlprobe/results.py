@@ -35,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence as _Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -58,7 +59,9 @@ _RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.p
 class ScoredItem:
     """What a run keeps of an item once it is scored: no images, only what the outputs need.
     Kept for every row of a run, so kept small: no per-object dict, repeated texts and tags
-    stored once (interned), one shared read-only array per distinct gold matrix."""
+    stored once (interned strings; one shared tuple per distinct tag set), one shared read-only
+    array per distinct gold matrix. Its score matrix is kept apart, stacked with its chunk's
+    (:class:`ScoreMatrices`)."""
 
     id: str
     texts: tuple[str, ...]
@@ -68,7 +71,7 @@ class ScoredItem:
     @classmethod
     def of(cls, item: Any) -> "ScoredItem":
         return cls(id=item.id, texts=tuple(sys.intern(t) for t in item.texts), gold=_shared_gold(item.gold),
-                   tags=tuple(sys.intern(t) for t in item.tags))
+                   tags=_shared_tags(item.tags))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -84,8 +87,9 @@ class ScoredSplit:
     config: str
     split: str
     items: list[Any]
-    scores: list[np.ndarray] = field(default_factory=list)
-    probabilities: list[np.ndarray] | None = None
+    # per item an m x n matrix: a list of arrays, or (what evaluate keeps) a ScoreMatrices
+    scores: Sequence[np.ndarray] = field(default_factory=list)
+    probabilities: Sequence[np.ndarray] | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)  # fingerprint, revision, rows...
 
@@ -104,7 +108,84 @@ class ScoredSplit:
         return shapes.pop() if len(shapes) == 1 else None  # type: ignore[return-value]
 
 
+class ScoreMatrices(_Sequence):
+    """Per-item matrices (scores or probabilities) kept as a few stacked arrays: consecutive items
+    of one shape share one ``(k, m, n)`` block, added a chunk at a time (:meth:`extend`). A
+    sequence of ``m x n`` arrays, as a list of them would be (``scores[i]`` is a view into its
+    block), without a numpy array per item: a 1 x 2 float32 matrix is 8 bytes of data, its own
+    ndarray around 200 bytes more. :meth:`stacked` gives all of them as one ``(N, m, n)`` array
+    when they share a shape."""
+
+    def __init__(self, matrices: Any = (), dtype: Any = np.float32) -> None:
+        self.dtype = np.dtype(dtype)
+        self._blocks: list[np.ndarray] = []
+        self._ends: list[int] = []  # items up to the end of each block
+        self.extend(matrices)
+
+    def extend(self, matrices: Any) -> None:
+        """Append ``matrices`` (a sequence of m x n arrays, or one (k, m, n) array)."""
+        run: list[np.ndarray] = []
+        for matrix in matrices:
+            arr = np.asarray(matrix, dtype=self.dtype)
+            if arr.ndim != 2:
+                raise ValueError(f"each item needs an m x n matrix, got shape {arr.shape}")
+            if run and arr.shape != run[0].shape:
+                self._append(np.stack(run))
+                run = []
+            run.append(arr)
+        if run:
+            self._append(np.stack(run))
+
+    def _append(self, block: np.ndarray) -> None:
+        self._blocks.append(block)
+        self._ends.append(len(self) + len(block))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = int(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("ScoreMatrices index out of range")
+        k = int(np.searchsorted(self._ends, i, side="right"))
+        return self._blocks[k][i - (self._ends[k - 1] if k else 0)]
+
+    def __iter__(self) -> Any:
+        for block in self._blocks:
+            yield from block
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self._blocks)
+
+    def stacked(self) -> np.ndarray | None:
+        """One ``(N, m, n)`` array of every matrix (a copy), or None when their shapes differ."""
+        if not self._blocks or any(b.shape[1:] != self._blocks[0].shape[1:] for b in self._blocks):
+            return None
+        return np.concatenate(self._blocks) if len(self._blocks) > 1 else self._blocks[0].copy()
+
+    def __repr__(self) -> str:
+        shapes = sorted({b.shape[1:] for b in self._blocks})
+        return f"<ScoreMatrices: {len(self)} matrices of shape(s) {shapes}, {self.dtype}>"
+
+
 _GOLDS: dict[tuple, np.ndarray] = {}
+_TAGS: dict[tuple, tuple] = {}
+
+
+def _shared_tags(tags: Any) -> tuple[str, ...]:
+    """One tuple per distinct tag set (a run has a handful), of interned strings."""
+    key = tuple(sys.intern(str(t)) for t in tags)
+    shared = _TAGS.get(key)
+    if shared is None:
+        shared = key
+        if len(_TAGS) < 10_000:
+            _TAGS[key] = shared
+    return shared
 
 
 def _shared_gold(gold: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ The Python API is :func:`evaluate` (``vlprobe/evaluation.py``); ``vlprobe evalua
   ``scorers/``: model families; ``dataset_folder.py``: dataset folders (write, load, list configs and
   splits, undecoded image columns); ``errors.py``: the errors users see;
 * ``probing.py``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features;
+  ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;
 * ``summary.py``: each benchmark's headline metrics and its paper's aggregates (one rule for the
   CLI, ``report.py`` and the Space); ``report.py``: runs beside the published numbers;
 * ``builders/``: one module per dataset (``upstream.py`` fetches and verifies the annotation

@@ -376,3 +376,31 @@ def test_feature_file_errors(tmp_path):
     np.save(tmp_path / "f64.npy", np.zeros((2, 2)))
     with pytest.raises(ValueError, match="not a C-ordered float32 matrix"):
         FeatureFile(tmp_path / "f64.npy")
+
+
+def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_path, tmp_path):
+    """With no cache asked for and several chunks, a throw-away cache carries repeated texts across
+    chunks: every unique input is computed once, as with a cache, and nothing is left behind."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "repeated"  # travlr_small with four queries, repeated in every chunk
+    shutil.copytree(travlr_small, folder)
+    for f in (folder / "data").rglob("*.parquet"):
+        table = pq.read_table(f)
+        queries = [f"query {i % 4}" for i in range(table.num_rows)]
+        pq.write_table(table.set_column(table.schema.get_field_index("query"), "query", pa.array(queries)), f)
+    kw = dict(train_modalities="image,caption", test_modalities="image,caption", bootstrap=0, progress=False)
+    cached = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir=tmp_path / "c", **kw)
+    before = set(Path(tempfile.gettempdir()).glob("vlprobe-*"))
+    bare = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir="none", chunk_size=5, **kw)
+    assert bare.provenance["features"]["cache_dir"] is None
+    # 60 images, 60 captions, 4 queries, 60 text-only inputs (query + caption)
+    assert bare.provenance["features"]["computed_inputs"] == cached.provenance["features"]["computed_inputs"] == 184
+    assert {(r["setting"], r["test_modality"], r["split"]) for r in bare.rows} == {
+        (r["setting"], r["test_modality"], r["split"]) for r in cached.rows}
+    assert set(Path(tempfile.gettempdir()).glob("vlprobe-*")) <= before  # no feature or cache folder left

@@ -674,7 +674,9 @@ def _distributed(device: str | None) -> tuple[Any, str | None]:
     return state, (device if device else str(state.device))
 
 
-def _open_cache(cache_dir: Any, scorer: Any, rank: int) -> Any:
+def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> Any:
+    """The score cache asked for (``cache_dir``: a folder, None for the default, ``"none"`` for no
+    cache), or None when there is none or it cannot be written (it has warned)."""
     from .cache import ScoreCache, default_cache_dir
 
     if str(cache_dir).lower() == "none":
@@ -685,12 +687,23 @@ def _open_cache(cache_dir: Any, scorer: Any, rank: int) -> Any:
     return cache if cache.enabled else None
 
 
-def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, workers: int,
-           progress: bool, main: bool) -> tuple[list[ScoredSplit], dict[str, Any]]:
-    """Stream every source through the engine; the scored splits (no images) and the engine stats."""
+def throwaway_cache(scorer: Any) -> tuple[Any, Any]:
+    """(cache, its TemporaryDirectory) for a run that asked for no cache but reads several chunks:
+    it carries inputs across chunks, and the caller deletes it after the run (an interrupted run
+    cannot resume from it, and EngineInterrupted says so)."""
     import tempfile
 
     from .cache import ScoreCache
+
+    temp = tempfile.TemporaryDirectory(prefix="vlprobe-chunk-cache-")
+    cache = ScoreCache(temp.name, scorer.cache_key())
+    cache.temporary = True
+    return cache, temp
+
+
+def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, workers: int,
+           progress: bool, main: bool) -> tuple[list[ScoredSplit], dict[str, Any]]:
+    """Stream every source through the engine; the scored splits (no images) and the engine stats."""
     from .engine import Engine, EngineOutOfMemory
     from .images import ImageError
 
@@ -699,10 +712,7 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
     total = sum(src.n for src in sources)
     temp = None
     if cache is None and total > s.chunk_size and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        # No cache asked for, but several chunks: a throw-away one carries inputs across chunks.
-        temp = tempfile.TemporaryDirectory(prefix="vlprobe-chunk-cache-")
-        cache = ScoreCache(temp.name, scorer.cache_key())
-        cache.temporary = True  # an interrupted run cannot resume from it (EngineInterrupted says so)
+        cache, temp = throwaway_cache(scorer)
     engine = Engine(scorer, batch_size=s.batch_size, num_workers=workers, cache=cache,
                     progress=progress and total <= s.chunk_size)
     bar = None
@@ -949,7 +959,7 @@ def evaluate(
     _check_shapes(sources, scorer)
 
     workers = s.num_workers if s.num_workers is not None else default_workers()
-    cache = _open_cache(cache_dir, scorer, state.process_index if state else 0)
+    cache = open_cache(cache_dir, scorer, state.process_index if state else 0)
     cache_path = str(cache.dir) if cache is not None else None
     with progress_bars_off():
         scored, stats = _score(sources, scorer, s, cache, workers, progress, main)

@@ -882,21 +882,15 @@ def probe(
     needed = sorted(set(train_modalities) | set(test_modalities), key=MODALITIES.index)
     settings = needed + ([TEXT_ONLY] if text_only else [])
 
-    import tempfile
-
-    from .cache import ScoreCache
     from .engine import Engine
-    from .evaluation import _open_cache, default_workers
+    from .evaluation import default_workers, open_cache, throwaway_cache
     from .feature_store import FeatureStore
 
-    cache = _open_cache(cache_dir, scorer, 0)
+    cache = open_cache(cache_dir, scorer)
     kept_cache = cache is not None
     temp = None
     if cache is None and any(len(s) > chunk_size for by in data.values() for s in by.values()):
-        # No cache asked for, but several chunks: a throw-away one carries repeated texts across chunks.
-        temp = tempfile.TemporaryDirectory(prefix="vlprobe-chunk-cache-")
-        cache = ScoreCache(temp.name, scorer.cache_key())
-        cache.temporary = True
+        cache, temp = throwaway_cache(scorer)  # carries repeated texts across chunks
     workers = num_workers if num_workers is not None else default_workers()
     engine = Engine(scorer, batch_size=batch_size, num_workers=workers, cache=cache, progress=progress)
     store = FeatureStore()  # the features, on disk for the length of this call
@@ -1067,7 +1061,7 @@ def transfer_table(rows: list[dict], split: str = "test_ood", finetuned: bool = 
     if not rows:
         return f"(no transfer rows on {split})"
     tests = [m for m in MODALITIES if any(r["test_modality"] == m for r in rows)]
-    lines = [f"| task | trained on | transfer | " + " | ".join(f"tested on {m}" for m in tests) + " |",
+    lines = ["| task | trained on | transfer | " + " | ".join(f"tested on {m}" for m in tests) + " |",
              "|---|---|---|" + "---|" * len(tests)]
     for task in dict.fromkeys(r["task"] for r in rows):
         for train in MODALITIES:

@@ -9,8 +9,8 @@ time, rows/s and peak memory:
 * ``--what evaluate``: a ``test`` split of N rows, scored by ``vlprobe.evaluate``;
 * ``--what probe``: a ``train`` split of N rows plus ``validation`` and ``test`` splits of 2,000
   rows each, run through ``vlprobe.probe`` (image, caption and both features, the text-only
-  baseline, a logistic-regression probe per setting, no bootstrap). Its features (4 settings x
-  (4 x 64) float32 per row with mini-clip, 4 KB per row) go to files on disk and the probes read
+  baseline, a logistic-regression probe per setting, no bootstrap). Its features (3 settings x
+  (4 x 64) + 64 text-only float32 per row with mini-clip, 3.3 KB per row) go to files on disk and the probes read
   them a block at a time (vlprobe/feature_store.py), so they do not count in its memory.
 
 * ``peak RSS``: the process's high-water resident set (``ru_maxrss``): what ``top`` shows at its

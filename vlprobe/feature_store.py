@@ -8,11 +8,13 @@ rows at a time (:func:`row_blocks`), so memory holds one block whatever the numb
 
 Blocks are read with ``pread`` into fresh buffers rather than memory-mapped: pages of a mapped file
 that were read stay in the process's resident set until the kernel needs them, so a mapped 60k-row
-matrix would look like (and be counted as) memory the run holds. The page cache still keeps recently
-read files, so a second pass over a matrix is as fast as one from memory.
+matrix would look like (and be counted as) memory the run holds. The kernel's page cache still
+keeps recently read files, so later passes over a matrix are served from memory, not the disk.
+The folder is made by :mod:`tempfile` (``$TMPDIR``, else ``/tmp``): 60k training rows of a 512-d
+dual encoder's four settings (3 x 2,048 + 512 floats per row) take about 1.6 GB there.
 
 Everywhere a feature matrix is taken, an in-memory ``np.ndarray`` works too (tests, small subsets):
-:func:`n_rows`, :func:`row_blocks` and :func:`take_rows` accept either.
+:func:`row_blocks` and :func:`take_rows` accept either.
 """
 
 from __future__ import annotations
@@ -119,10 +121,9 @@ def row_blocks(x: Any, size: int | None = None) -> Iterator[np.ndarray]:
 
 def take_rows(x: Any, index: Sequence[int]) -> Any:
     """Rows ``index`` (ascending, unique) of an in-memory array or a :class:`FeatureFile`."""
-    index = np.unique(np.asarray(index, dtype=np.int64))
     if isinstance(x, FeatureFile):
         return x.take(index)
-    return np.asarray(x)[index]
+    return np.asarray(x)[np.unique(np.asarray(index, dtype=np.int64))]
 
 
 class FeatureWriter:

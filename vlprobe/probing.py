@@ -136,9 +136,9 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
 
     Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.evaluation.load_split`: a
-    memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only captions, queries
-    and labels are read into memory here; captions, queries and images a chunk at a time when
-    features are computed."""
+    memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only the labels are
+    read into memory here; captions, queries and images are read a chunk at a time when features
+    are computed."""
     from .dataset_folder import config_splits, list_configs, list_splits
     from .evaluation import load_split
     from .spec import SpecError, find_spec

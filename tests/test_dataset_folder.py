@@ -98,3 +98,39 @@ def test_config_all_means_every_config_unless_the_dataset_has_one_named_all(tmp_
     assert _configs(str(with_all), "all", None) == ["all"]
     assert sorted(_configs(str(with_all), "*", None)) == ["all", "one", "two"]
     assert _configs(str(with_all), "one,two", None) == ["one", "two"]
+
+
+def test_data_files_in_every_form_the_hub_accepts(tmp_path):
+    from vlprobe.dataset_folder import data_file_patterns
+
+    assert data_file_patterns("data/*.parquet") == {"train": ["data/*.parquet"]}
+    assert data_file_patterns(["a/*.parquet", "b/*.parquet"]) == {"train": ["a/*.parquet", "b/*.parquet"]}
+    assert data_file_patterns([{"split": "test", "path": ["a/*.parquet", "b/*.parquet"]},
+                               {"split": "dev", "path": "c/*.parquet"}]) == {
+        "test": ["a/*.parquet", "b/*.parquet"], "dev": ["c/*.parquet"]}
+    assert data_file_patterns({"test": ["a", "b"], "train": "c"}) == {"test": ["a", "b"], "train": ["c"]}
+    assert data_file_patterns(None) == {}
+
+
+def test_every_repository_folder_lists_its_configs_and_splits(repo_root, tmp_path):
+    """Each dataset folder of the repository (lists of paths included, as winoground_style's ``all``)
+    gives its configs and splits; a config whose path is a list counts as built once its files exist."""
+    import shutil
+
+    from vlprobe.dataset_folder import _declared_configs, built_configs, config_splits, data_file_patterns
+
+    folders = [p.parent for p in sorted(repo_root.glob("*/README.md")) if (p.parent / "vlprobe.yaml").exists()]
+    assert {f.name for f in folders} >= {"valse", "bla", "travlr", "winoground_style"}
+    for folder in folders:
+        copy = tmp_path / folder.name
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("data"))
+        assert built_configs(copy) == []
+        for c in _declared_configs(copy):
+            splits = config_splits(copy, c["config_name"])
+            assert splits and all(isinstance(s, str) for s in splits), (folder.name, c["config_name"])
+            for patterns in data_file_patterns(c["data_files"]).values():
+                for pattern in patterns:  # build a stand-in file for every pattern
+                    target = copy / pattern.replace("*", "x")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.touch()
+        assert set(built_configs(copy)) == {c["config_name"] for c in _declared_configs(copy)}, folder.name

@@ -340,13 +340,37 @@ def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
     return [c for c in configs if isinstance(c, dict) and c.get("config_name")]
 
 
+def data_file_patterns(data_files: Any) -> dict[str, list[str]]:
+    """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts: one pattern, a
+    list of patterns (split ``train``), a list of ``{split, path}`` entries whose ``path`` is one
+    pattern or a list of them, or a ``{split: pattern(s)}`` mapping."""
+    def listed(value: Any) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, (list, tuple)):
+            return [str(v) for v in value if v is not None]
+        return [str(value)]
+
+    out: dict[str, list[str]] = {}
+    if isinstance(data_files, dict) and "path" not in data_files:
+        for split, value in data_files.items():
+            out.setdefault(str(split), []).extend(listed(value))
+        return out
+    entries = data_files if isinstance(data_files, (list, tuple)) else [data_files] if data_files else []
+    for entry in entries:
+        if isinstance(entry, dict):
+            out.setdefault(str(entry.get("split", "train")), []).extend(listed(entry.get("path")))
+        elif entry is not None:
+            out.setdefault("train", []).append(str(entry))
+    return out
+
+
 def built_configs(folder: str | Path) -> list[str]:
     """The configs the folder's card declares whose parquet files exist (have been built)."""
     path = Path(folder)
     out = []
     for c in _declared_configs(path):
-        files = c.get("data_files") or []
-        patterns = [f["path"] if isinstance(f, dict) else f for f in (files if isinstance(files, list) else [files])]
+        patterns = [p for ps in data_file_patterns(c.get("data_files")).values() for p in ps]
         if any(any(path.glob(p)) for p in patterns):
             out.append(c["config_name"])
     return out
@@ -358,8 +382,7 @@ def config_splits(folder: str | Path, config: str) -> list[str]:
 
     for c in _declared_configs(folder):
         if c["config_name"] == config:
-            files = c.get("data_files") or []
-            splits = [f.get("split", "train") for f in files if isinstance(f, dict)] or ["train"]
+            splits = list(data_file_patterns(c.get("data_files"))) or ["train"]
             return sorted(splits, key=lambda s: (not s.startswith("test"), splits.index(s)))
     raise DatasetError(f"dataset {Path(folder).name!r} has no config {config!r}; it has: "
                        f"{', '.join(built_configs(folder)) or 'none built'}")

@@ -22,6 +22,10 @@ class ImageError(ValueError):
     """An image that cannot be read; the message names the item and file where known."""
 
 
+class ImageTooLargeError(ImageError):
+    """An image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS``: refused, not decoded."""
+
+
 def image_bytes(image: Any) -> bytes | None:
     """Encoded bytes of ``image`` when it has them (bytes, a datasets dict, or a path), else None."""
     if isinstance(image, (bytes, bytearray)):
@@ -125,13 +129,13 @@ def open_checked(data: bytes, prefix: str = "", image: Any = None) -> Image.Imag
     except Image.DecompressionBombError as err:  # over 2x the limit: PIL refuses before telling the size
         found = re.search(r"\((\d+) pixels\)", str(err))
         reason = too_large(None, int(found.group(1))) if found else None
-        raise ImageError(f"{prefix}image {name} {reason or err}") from None
+        raise ImageTooLargeError(f"{prefix}image {name} {reason or err}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         raise ImageError(f"{prefix}corrupt or unreadable image {name}: {err}") from None
     reason = too_large(pil.size)
     if reason:
         pil.close()
-        raise ImageError(f"{prefix}image {name} {reason}")
+        raise ImageTooLargeError(f"{prefix}image {name} {reason}")
     return pil
 
 

@@ -102,19 +102,39 @@ def is_inside(folder: str | os.PathLike, path: str | os.PathLike) -> bool:
     return real == root or root in real.parents
 
 
-def check_config_name(name: object, what: str = "config") -> str:
-    """A config name the Hub accepts and that is a plain folder name (``data/<config>/``)."""
-    check_name(name, what)
+def config_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a config name the Hub accepts that is also a plain folder name, or None."""
+    problem = name_problem(name)
+    if problem:
+        return problem
     if not CONFIG_RE.fullmatch(name):  # type: ignore[arg-type]
-        raise UnsafePathError(f"{what} {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or digit")
+        return "is not a config name the Hub accepts: use letters, digits, '_', '-' or '.', starting with a letter or digit"
+    return None
+
+
+def split_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a split name as ``datasets`` accepts it (word characters in dot-separated
+    parts: ``test``, ``train.v2``), which is also a plain file-name prefix, or None."""
+    problem = name_problem(name)
+    if problem:
+        return problem
+    if not SPLIT_RE.fullmatch(name):  # type: ignore[arg-type]
+        return ("is not a split name datasets accepts: word characters (letters, digits, '_') in dot-separated "
+                "parts, e.g. 'test' or 'validation'")
+    return None
+
+
+def check_config_name(name: object, what: str = "config") -> str:
+    """``name`` if :func:`config_name_problem` finds nothing, else :class:`UnsafePathError`."""
+    problem = config_name_problem(name)
+    if problem:
+        raise UnsafePathError(f"{what} {name!r} {problem}")
     return name  # type: ignore[return-value]
 
 
 def check_split_name(name: object, what: str = "split") -> str:
-    """A split name as ``datasets`` accepts it (word characters, dot-separated: ``test``, ``train.v2``),
-    which is also a plain file-name prefix (``<split>-00000-of-00001-....parquet``)."""
-    check_name(name, what)
-    if not SPLIT_RE.fullmatch(name):  # type: ignore[arg-type]
-        raise UnsafePathError(f"{what} {name!r}: datasets accepts word characters (letters, digits, '_') "
-                              "in dot-separated parts, e.g. 'test' or 'validation'")
+    """``name`` if :func:`split_name_problem` finds nothing, else :class:`UnsafePathError`."""
+    problem = split_name_problem(name)
+    if problem:
+        raise UnsafePathError(f"{what} {name!r} {problem}")
     return name  # type: ignore[return-value]

@@ -84,8 +84,8 @@ def build_folder(
     anything is written; a build that fails leaves ``out`` as it was (a new ``out`` is removed)."""
     import datasets
 
-    from ..dataset_folder import (ConfigDecl, card_metadata, progress_bars_off, publish_staged, staging_folder,
-                                  undecoded_features, write_card, write_split)
+    from ..dataset_folder import (BUILD_RECORD, ConfigDecl, card_metadata, progress_bars_off, publish_staged,
+                                  staging_folder, undecoded_features, write_card, write_split)
     from ..errors import SettingError
     from ..paths import check_config_name, check_split_name, inside
     from ..spec import SPEC_FILE, ItemSpec
@@ -171,20 +171,31 @@ def build_folder(
     body = _card_body(meta, description, table.name, spec_out if spec_out is not None
                       else (out / SPEC_FILE).read_text(encoding="utf-8"))
 
+    # Written last to first-needed: the parquet into a staging folder, the spec and the card, then the
+    # parquet moved in. On any failure a new ``out`` goes, an existing one gets its files back.
     created = not out.exists()
+    kept = {p: p.read_bytes() for p in (out / "README.md", out / SPEC_FILE, out / BUILD_RECORD) if p.is_file()}
     try:
         out.mkdir(parents=True, exist_ok=True)
         stage = staging_folder(out)
         with progress_bars_off():
             write_split(stage, config, split, ds)
-        publish_staged(stage, out)
         if spec_out is not None:
             (out / SPEC_FILE).write_text(spec_out, encoding="utf-8")
         write_card(out, meta, body)
+        publish_staged(stage, out)
     except BaseException:
         import shutil
 
-        shutil.rmtree(out if created else out / "data" / ".staging", ignore_errors=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            shutil.rmtree(out / "data" / ".staging", ignore_errors=True)
+            for path in (out / "README.md", out / SPEC_FILE, out / BUILD_RECORD):
+                if path in kept:
+                    path.write_bytes(kept[path])
+                else:
+                    path.unlink(missing_ok=True)
         raise
     return out
 

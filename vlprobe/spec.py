@@ -247,7 +247,7 @@ def yaml_error(path: str | os.PathLike, err: yaml.YAMLError) -> str:
     spans several lines, with a copy of the offending text)."""
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     where = f"{path} line {mark.line + 1} column {mark.column + 1}" if mark is not None else str(path)
-    what = " ".join(p for p in (getattr(err, "context", None), getattr(err, "problem", None)) if p) or \
+    what = ": ".join(p for p in (getattr(err, "context", None), getattr(err, "problem", None)) if p) or \
         " ".join(str(err).split())
     return f"{where}: not valid YAML: {what}"
 

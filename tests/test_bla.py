@@ -162,8 +162,9 @@ def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
     out = run_build(annotations, root, tmp_path / "out", "--skip-missing-images")
     assert len(load(out, "active_passive")) == 612
     assert len(load(out, "coordination")) == 653  # image 115 is in coordination and relative_clause
-    card = (out / "README.md").read_text()
-    assert "Rows left out of this build" in card and "411.jpg" in card
+    report = (out / "data" / "BUILD.md").read_text()  # what this build left out goes with its data
+    assert "## Rows left out" in report and "411.jpg" in report
+    assert (out / "README.md").read_text() == (Path(__file__).parents[1] / "bla" / "README.md").read_text()
 
     # a corrupt image stops the build with its name, and leaves the folder built before as it was
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -251,12 +252,22 @@ def test_finetune_configs_have_train_validation_test(built: Path) -> None:
         assert seen_golden["finetune_test_golden"] == seen_golden["finetune_train_golden"]
 
 
+def test_a_build_left_with_no_rows_is_refused(annotations: Path, tmp_path: Path) -> None:
+    (tmp_path / "vg").mkdir()
+    with pytest.raises(imgs.MissingImagesError, match="nothing to build"):
+        run_build(annotations, tmp_path / "vg", tmp_path / "out", "--skip-missing-images")
+    assert not (tmp_path / "out").exists()
+
+
 def test_skip_finetune_builds_only_the_benchmark(annotations: Path, tmp_path: Path) -> None:
     root = make_standins(tmp_path / "vg", annotations)
     out = run_build(annotations, root, tmp_path / "bla", "--skip-finetune")
     assert sorted(datasets.get_dataset_config_names(str(out))) == sorted(["all", *COUNTS])
-    assert sorted(p.name for p in (out / "data").iterdir()) == sorted(COUNTS)  # `all` reads the tasks' files
+    assert sorted(p.name for p in (out / "data").iterdir() if p.is_dir()) == sorted(COUNTS)  # `all` reads the tasks' files
     assert len(load(out, "all")) == sum(COUNTS.values())
+    # the committed card, whatever the build: the fine-tuning configs are declared, without files here
+    assert (out / "README.md").read_text() == (Path(__file__).parents[1] / "bla" / "README.md").read_text()
+    assert "--skip-finetune" in (out / "data" / "BUILD.md").read_text()
 
 
 # ---- annotations fetched from their source (a stand-in for raw.githubusercontent.com), verified ---------

@@ -104,7 +104,7 @@ def test_counts_per_config_are_the_papers(built: Path) -> None:
         assert len(ds) == n, config
         assert ds.features == valse.FEATURES, config
     # piece configs point at the instrument parquet: nothing stored twice
-    assert sorted(p.name for p in (built / "data").iterdir()) == sorted(valse.BY_CONFIG)
+    assert sorted(p.name for p in (built / "data").iterdir() if p.is_dir()) == sorted(valse.BY_CONFIG)
 
 
 def test_ids_unique_and_rows_normalised(built: Path) -> None:
@@ -163,7 +163,7 @@ def test_include_invalid_gives_all_8782(annotations: Path, images_root: Path, tm
         by_inst[inst] += 1
     assert by_inst == valse.PAPER_ALL
     assert sum(not v for v in ds["valid"]) == 8782 - 7702
-    assert "includes the invalid records" in (out / "README.md").read_text()
+    assert "All 8,782 candidate records (`--include-invalid`)" in (out / "data" / "BUILD.md").read_text()
     # the one boolean classes_foil, kept as JSON text
     plural = ds.filter(lambda r: r["id"] == "plurality/plurals:coco2017:215792").remove_columns("image")[0]
     assert (plural["classes"], plural["classes_foil"]) == ("cattle", "false")
@@ -183,10 +183,38 @@ def test_missing_images_stop_the_build_with_a_report(annotations: Path, tmp_path
     assert not (tmp_path / "out" / "data").exists()  # stopped before writing anything
 
     out = run_build(annotations, root, tmp_path / "out", "--skip-missing-images")
-    card = (out / "README.md").read_text()
-    assert "Rows left out of this build" in card and "v7w_2371044.jpg" in card
+    report = (out / "data" / "BUILD.md").read_text()  # what this build left out goes with its data
+    assert "## Rows left out" in report and "v7w_2371044.jpg" in report
+    assert f"Rows in this build: **{len(load(out, 'all')):,}** (a build with every image: 7,702)" in report
     ds = load(out, "existence")
     assert len(ds) == 505 - 1 and "existence/existence_visual7w_2371044" not in ds["id"]
+
+
+def test_a_partial_build_writes_the_committed_card(annotations: Path, tmp_path: Path, repo_root: Path) -> None:
+    """Building into the committed folder must change no tracked file: with a few stand-in images (and
+    --skip-missing-images) the card is still byte for byte the committed one."""
+    folder = tmp_path / "img" / "val2017"
+    folder.mkdir(parents=True)
+    few = sorted(referenced(annotations)["coco2017_val"])[:3]
+    for name in few:
+        (folder / name).write_bytes(_jpeg())
+    out = run_build(annotations, tmp_path / "img", tmp_path / "valse", "--skip-missing-images")
+    assert (out / "README.md").read_text() == (repo_root / "valse" / "README.md").read_text()
+    assert (out / "vlprobe.yaml").read_text() == (repo_root / "valse" / "vlprobe.yaml").read_text()
+    report = (out / "data" / "BUILD.md").read_text()
+    n = len(load(out, "all"))
+    assert 1 <= n <= 2 * len(few) and f"Rows in this build: **{n}**" in report and "## Rows left out" in report
+
+
+def test_a_build_left_with_no_rows_is_refused(annotations: Path, tmp_path: Path, capsys) -> None:
+    from vlprobe.cli import main
+
+    (tmp_path / "img").mkdir()
+    code = main(["build", "valse", "--annotations", str(annotations), "--images", str(tmp_path / "img"),
+                 "--skip-missing-images", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nothing to build" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_corrupt_image_names_the_file(annotations: Path, tmp_path: Path) -> None:

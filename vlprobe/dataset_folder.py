@@ -82,8 +82,9 @@ def card_metadata(configs: Sequence[ConfigDecl], **fields: Any) -> dict[str, Any
     meta = dict(fields)
     dataset_info = card_data.to_dict()["dataset_info"]
     dataset_info = dataset_info if isinstance(dataset_info, list) else [dataset_info]
+    # datasets leaves config_name out when the only config is named "default"
     meta["dataset_info"] = [
-        {"config_name": d["config_name"], "features": d["features"]} for d in dataset_info
+        {"config_name": d.get("config_name", "default"), "features": d["features"]} for d in dataset_info
     ]
     meta["configs"] = [
         {"config_name": c.name, "data_files": c.data_files(), **({"default": True} if c.default else {})}
@@ -128,9 +129,9 @@ def progress_bars_off() -> Iterator[None]:
 
 def write_split(folder: str | Path, config: str, split: str, dataset: datasets.Dataset) -> Path:
     """Write one split as a single parquet shard, with image bytes embedded (a dataset built
-    from file paths would otherwise store only the paths), named after its content."""
-    out_dir = Path(folder) / DATA_DIR / config
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from file paths would otherwise store only the paths), named after its content. ``config`` and
+    ``split`` must be names the Hub accepts, which stay inside ``<folder>/data/``."""
+    out_dir = _split_dir(folder, config, split)
     tmp = out_dir / f".{split}.parquet.part"
     embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
     embedded = embedded.with_format(None)
@@ -142,6 +143,18 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
     path = _install_shard(tmp, out_dir, split)
     record_data_files(folder)
     return path
+
+
+def _split_dir(folder: str | Path, config: str, split: str) -> Path:
+    """``<folder>/data/<config>``, created, once ``config`` and ``split`` are checked to be names the
+    Hub accepts (no separators, ``..``, NUL...): a hostile name must not write outside ``folder``."""
+    from .paths import check_config_name, check_split_name
+
+    check_config_name(config)
+    check_split_name(split)
+    out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir
 
 
 def shard_name(split: str, path: str | Path) -> str:
@@ -175,8 +188,7 @@ def write_split_rows(
     into one parquet shard, ``batch_size`` rows per row group, so no more than one batch of image
     bytes is held in memory. The file carries datasets' schema metadata, and appears under its
     final (content) name only once complete. Returns the path and the number of rows written."""
-    out_dir = Path(folder) / DATA_DIR / config
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = _split_dir(folder, config, split)
     tmp = out_dir / f".{split}.parquet.part"
     schema = features.arrow_schema
     count = 0

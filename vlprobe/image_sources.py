@@ -47,6 +47,8 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
+from .paths import UnsafePathError, name_problem, relative_problem
+
 DEFAULT_CACHE = Path(os.environ.get("VLPROBE_IMAGE_CACHE", Path.home() / ".cache" / "vlprobe" / "images"))
 
 
@@ -155,14 +157,9 @@ class UnsafeArchiveError(ArchiveError):
 
 
 def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
-    name = info.filename
-    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
-        return "an absolute path"
-    if ".." in re.split(r"[/\\]", name):
-        return "a '..' component"
     if info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16):
-        return "a symbolic link"
-    return None
+        return "is a symbolic link"
+    return relative_problem(info.filename)  # absolute, '..', NUL, control characters
 
 
 def safe_members(zf: zipfile.ZipFile, where: str) -> list[zipfile.ZipInfo]:
@@ -171,7 +168,7 @@ def safe_members(zf: zipfile.ZipFile, where: str) -> list[zipfile.ZipInfo]:
     for info in infos:
         reason = _unsafe_reason(info)
         if reason:
-            raise UnsafeArchiveError(f"{where}: member {info.filename!r} is {reason}, which could write outside "
+            raise UnsafeArchiveError(f"{where}: member {info.filename!r} {reason}, which could write outside "
                                      "the folder it is extracted to; refusing the archive")
     return infos
 
@@ -411,6 +408,7 @@ class ImageResolver:
                     index.setdefault(info.filename.rsplit("/", 1)[-1], info.filename)
             self.cache.mkdir(parents=True, exist_ok=True)
             for name in names:
+                self.check(name)
                 member = index.get(name)
                 if member is None:
                     absent.append(name)
@@ -427,8 +425,19 @@ class ImageResolver:
         return absent
 
     # ---- look-up -----------------------------------------------------------------------
+    def check(self, name: str) -> str:
+        """``name`` if it is a plain file name (it is joined onto folders and the download cache),
+        else :class:`UnsafePathError` naming the source: annotations must not read or write
+        files outside the image folders (``../``, absolute paths, separators, NUL)."""
+        problem = name_problem(name)
+        if problem:
+            raise UnsafePathError(f"{self.spec.name}: image file name {name!r} {problem}; an annotation may only name "
+                                  "a file, never a path")
+        return name
+
     def locate(self, name: str) -> str | None:
         """Where ``name`` is available locally (a path, or ``zip!member``), without reading it."""
+        self.check(name)
         for folder in self.folders:
             path = folder / name
             if path.is_file():
@@ -444,6 +453,7 @@ class ImageResolver:
 
     def read(self, name: str) -> bytes:
         """The bytes of ``name``; FileNotFoundError naming the file and the places searched."""
+        self.check(name)
         for folder in self.folders:
             path = folder / name
             if path.is_file():
@@ -465,6 +475,7 @@ class ImageResolver:
     def fetch(self, name: str) -> Path:
         """Download ``name`` into the cache (atomically), trying each URL template; transient
         failures are retried with backoff, a 404 moves on to the next template."""
+        self.check(name)
         self.cache.mkdir(parents=True, exist_ok=True)
         target = self.cache / name
         errors = []
@@ -530,15 +541,22 @@ def check_sources(wanted: Mapping[str, Iterable[str]], resolvers: Mapping[str, I
 def read_checked(resolver: ImageResolver, name: str) -> bytes:
     """The bytes of ``name``, checked to decode as an image (JPEGs are decoded at reduced size,
     which still reads the whole stream and so catches truncation, at a fraction of the cost)."""
+    from .images import ImageTooLargeError, open_checked
+
     data = resolver.read(name)
     try:
-        with Image.open(io.BytesIO(data)) as im:
+        with open_checked(data) as im:  # refuses images too large to decode, by their header
             im.draft("RGB", (64, 64))
             im.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+    except ImageTooLargeError as err:
+        where = resolver.locate(name) or name
+        raise CorruptImageError(f"{resolver.spec.name}: image file {name} ({where}) "
+                                f"{str(err).removeprefix('image <bytes> ')}") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:  # ImageError is a ValueError
         where = resolver.locate(name) or name
         raise CorruptImageError(
-            f"{resolver.spec.name}: image file {name} is corrupt or not an image ({where}): {err}"
+            f"{resolver.spec.name}: image file {name} is corrupt or not an image ({where}): "
+            f"{str(err).removeprefix('corrupt or unreadable image <bytes>: ')}"
         ) from None
     return data
 

@@ -1,10 +1,18 @@
-"""Images as datasets hand them over: decode, hash and blank them, with errors that name the file."""
+"""Images as datasets hand them over: decode, hash and blank them, with errors that name the file.
+
+Images larger than ``PIL.Image.MAX_IMAGE_PIXELS`` (89,478,485 pixels by default, about 9,459 x 9,459;
+read when an image is opened, so raising it lets larger images through) are refused, not downscaled,
+with an :class:`ImageError` naming the file: decoding one would take gigabytes (a 20,000 x 20,000 PNG
+of a few KB decodes to 1.2 GB of RGB), and PNG cannot be decoded at reduced size. The check reads the
+header only."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import os
+import re
+import warnings
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
@@ -12,6 +20,10 @@ from PIL import Image, UnidentifiedImageError
 
 class ImageError(ValueError):
     """An image that cannot be read; the message names the item and file where known."""
+
+
+class ImageTooLargeError(ImageError):
+    """An image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS``: refused, not decoded."""
 
 
 def image_bytes(image: Any) -> bytes | None:
@@ -49,8 +61,8 @@ def to_pil(image: Any, where: str = "") -> Image.Image:
         pil = image
     else:
         data = _encoded(image, prefix)
+        pil = open_checked(data, prefix, image)
         try:
-            pil = Image.open(io.BytesIO(data))
             pil.load()
         except (UnidentifiedImageError, OSError, SyntaxError) as err:
             raise ImageError(f"{prefix}corrupt or unreadable image {describe(image)}: {err}") from None
@@ -79,11 +91,8 @@ def to_tensor(image: Any, where: str = "") -> Any:
     if not isinstance(image, Image.Image):
         prefix = f"{where}: " if where else ""
         data = _encoded(image, prefix)
-        try:
-            with Image.open(io.BytesIO(data)) as header:  # reads the header only
-                kind = (header.format, header.mode)
-        except (UnidentifiedImageError, OSError, SyntaxError) as err:
-            raise ImageError(f"{prefix}corrupt or unreadable image {describe(image)}: {err}") from None
+        with open_checked(data, prefix, image) as header:  # reads the header only
+            kind = (header.format, header.mode)
         if kind in _TORCHVISION_DECODES:
             from torchvision.io import ImageReadMode, decode_image
 
@@ -95,6 +104,39 @@ def to_tensor(image: Any, where: str = "") -> Any:
     elif image.mode != "RGB":
         image = image.convert("RGB")
     return torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous()
+
+
+def too_large(size: tuple[int, int] | None, pixels: int | None = None) -> str | None:
+    """Why an image of ``size`` (or ``pixels``) is refused, or None: more pixels than
+    ``PIL.Image.MAX_IMAGE_PIXELS`` (None there: no limit)."""
+    limit = Image.MAX_IMAGE_PIXELS
+    n = size[0] * size[1] if size is not None else pixels
+    if not limit or n is None or n <= limit:
+        return None
+    dims = f"{size[0]:,} x {size[1]:,} = " if size is not None else ""
+    return (f"is {dims}{n:,} pixels, more than the {int(limit):,} vlprobe decodes (PIL.Image.MAX_IMAGE_PIXELS, "
+            "a guard against decompression bombs); refused: downscale it (or raise the limit if you trust it)")
+
+
+def open_checked(data: bytes, prefix: str = "", image: Any = None) -> Image.Image:
+    """``Image.open`` on encoded bytes (the header only), refusing unreadable and oversized images
+    with an :class:`ImageError` that names the file."""
+    name = describe(image if image is not None else data)
+    try:
+        with warnings.catch_warnings():  # PIL warns between 1x and 2x its limit; the size is checked below
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            pil = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as err:  # over 2x the limit: PIL refuses before telling the size
+        found = re.search(r"\((\d+) pixels\)", str(err))
+        reason = too_large(None, int(found.group(1))) if found else None
+        raise ImageTooLargeError(f"{prefix}image {name} {reason or err}") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        raise ImageError(f"{prefix}corrupt or unreadable image {name}: {err}") from None
+    reason = too_large(pil.size)
+    if reason:
+        pil.close()
+        raise ImageTooLargeError(f"{prefix}image {name} {reason}")
+    return pil
 
 
 def _encoded(image: Any, prefix: str) -> bytes:
@@ -113,11 +155,8 @@ def image_size(image: Any, where: str = "") -> tuple[int, int]:
         return image.size
     prefix = f"{where}: " if where else ""
     data = _encoded(image, prefix)
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            return im.size
-    except (UnidentifiedImageError, OSError) as err:
-        raise ImageError(f"{prefix}corrupt or unreadable image {describe(image)}: {err}") from None
+    with open_checked(data, prefix, image) as im:
+        return im.size
 
 
 def content_hash(image: Any) -> str:

@@ -37,8 +37,11 @@ from typing import Any, Callable, Iterable, Mapping
 import yaml
 from huggingface_hub import HfApi
 
+from .paths import config_name_problem, is_inside, relative_problem, split_name_problem
+
 SPEC_FILE = "vlprobe.yaml"
 CARD_FILE = "README.md"
+BUILD_REPORT = "data/BUILD.md"  # vlprobe.builders.cards.write_build_report
 # What upload_folder never uploads whatever the patterns (huggingface_hub's own defaults: git and
 # its cache folders), so that a plan lists exactly the files an upload sends.
 UPLOAD_IGNORED = [".git", ".git/*", "*/.git", "**/.git/**", ".cache/huggingface", ".cache/huggingface/*",
@@ -287,6 +290,11 @@ def check_dataset_folder(
                 broken_configs = True
                 continue
             name = str(entry["config_name"])
+            bad = config_name_problem(name)
+            if bad:
+                problems.append(f"card configs[{i}]: config_name {name!r} {bad}")
+                broken_configs = True
+                continue
             if name in configs:
                 problems.append(f"config {name!r}: declared twice in the card")
             configs.append(name)
@@ -299,7 +307,18 @@ def check_dataset_folder(
                 continue
             files: list[Path] = []
             for split, globs in patterns.items():
+                bad = split_name_problem(split)
+                if bad:
+                    problems.append(f"config {name!r}: split {split!r} {bad}")
+                    broken_configs = True
+                    continue
                 for pattern in globs:
+                    bad = relative_problem(pattern)
+                    if bad:  # Path.glob would read (or crash on) files outside the folder
+                        problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} {bad}; "
+                                        "data files must be inside the dataset folder")
+                        broken_configs = True
+                        continue
                     matched = sorted(p for p in folder.glob(pattern) if p.is_file())
                     if not matched:
                         problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} matches no file in {folder}")
@@ -486,15 +505,22 @@ def _first_line(err: BaseException) -> str:
 def plan_dataset(folder: str | os.PathLike, repo_id: str, rows: int = 5) -> UploadPlan:
     """Validate a dataset folder and plan its upload: the card, vlprobe.yaml (and any other spec
     ``*.yaml`` beside it) and the data files the card declares, nothing else. Raises :class:`ValidationError` listing every problem."""
+    from .errors import SettingError
+
     folder = Path(folder)
     check_repo_id(repo_id)
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise SettingError(f"--rows must be 1 or more (the first rows of every config that must convert to items), "
+                           f"got {rows}")
     notes: list[str] = []
     problems, data_files = check_dataset_folder(folder, rows=rows, notes=notes)
     if problems:
         raise ValidationError(f"dataset folder {folder}", problems)
     # Other specs beside vlprobe.yaml (TraVLR's true_false.yaml: a second framing chosen with --spec).
     extra_specs = sorted(p.name for p in folder.glob("*.yaml") if p.name != SPEC_FILE and not p.name.startswith("."))
-    files = [CARD_FILE, SPEC_FILE] + extra_specs + data_files
+    # What a build held (rows, rows left out): written by the VALSE / BLA builders beside the parquet.
+    report = [BUILD_REPORT] if (folder / BUILD_REPORT).is_file() else []
+    files = [CARD_FILE, SPEC_FILE] + extra_specs + data_files + report
     return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder, files=files,
                       allow_patterns=list(files), notes=notes)
 
@@ -517,8 +543,12 @@ def check_space_folder(folder: str | os.PathLike, import_app: bool = True, notes
             problems.append(f"{folder / CARD_FILE}: the Space YAML has no 'app_file' (e.g. app_file: app.py)")
         else:
             app_file = str(meta["app_file"])
+    bad = relative_problem(app_file)
     app = folder / app_file
-    if not app.is_file():
+    if bad or not is_inside(folder, app):  # the import check runs it: nothing outside the folder
+        problems.append(f"{folder / CARD_FILE}: app_file {app_file!r} {bad or 'leads outside the folder'}; "
+                        "it must name a file inside the Space folder")
+    elif not app.is_file():
         problems.append(f"{app}: the Space's app file is missing")
     elif import_app and (meta is None or meta.get("sdk", "gradio") == "gradio"):
         problems += check_app_imports(app, notes=notes)
@@ -586,6 +616,14 @@ def _folder_files(folder: Path, ignore: Iterable[str]) -> list[str]:
     return list(filter_repo_objects(rels, ignore_patterns=list(ignore) + UPLOAD_IGNORED))
 
 
+def escaping_files(folder: Path, files: Iterable[str]) -> list[str]:
+    """One problem per file of ``files`` (relative to ``folder``) that is a symbolic link leading
+    outside ``folder``: the upload would send whatever it points at."""
+    return [f"{folder / f}: a symbolic link to {(folder / f).resolve()}, outside the folder; the upload would send "
+            "that file: copy what is meant into the folder, or remove the link"
+            for f in files if not is_inside(folder, folder / f)]
+
+
 def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
     """A self-contained copy of the Space to upload: ``space/`` itself, plus, when it sits in a
     vlprobe checkout, the ``vlprobe`` package (any symlink resolved into a real file) and the
@@ -614,6 +652,11 @@ def plan_space(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
     (minus caches and virtual environments). The import check runs on the staged copy, so it
     proves the Space runs without this repository around it."""
     check_repo_id(repo_id)
+    source = Path(folder)
+    if source.is_dir():
+        escaping = escaping_files(source, _folder_files(source, IGNORE_PATTERNS))
+        if escaping:
+            raise ValidationError(f"Space folder {folder}", escaping)
     staged, owner = stage_space(folder)
     notes: list[str] = [f"staged {folder} with the vlprobe package and the default model beside app.py"]
     problems = check_space_folder(staged, notes=notes)
@@ -716,7 +759,8 @@ def plan_metric(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
         # A wrong name is an argument error: say so before the slower checks.
         raise ValidationError(f"metric folder {folder}", check_metric_folder(folder, repo_id, import_app=False)[:1])
     notes: list[str] = []
-    problems = check_metric_folder(folder, repo_id, notes=notes)
+    problems = escaping_files(folder, _folder_files(folder, IGNORE_PATTERNS)) if folder.is_dir() else []
+    problems += check_metric_folder(folder, repo_id, notes=notes)
     if problems:
         raise ValidationError(f"metric folder {folder}", problems)
     return _space_plan(folder, repo_id, notes)

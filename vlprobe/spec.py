@@ -109,11 +109,21 @@ class ItemSpec:
     def from_file(cls, path: str | os.PathLike) -> "ItemSpec":
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            raw = path.read_bytes()
         except FileNotFoundError:
             raise SpecError(f"{path}: spec file not found") from None
+        except IsADirectoryError:
+            raise SpecError(f"{path}: is a folder, not a spec file") from None
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            line = raw[:err.start].count(b"\n") + 1
+            raise SpecError(f"{path} line {line}: not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); "
+                            "save it as UTF-8") from None
+        try:
+            data = yaml.safe_load(text)
         except yaml.YAMLError as err:
-            raise SpecError(f"{path}: not valid YAML: {err}") from None
+            raise SpecError(yaml_error(path, err)) from None
         return cls.from_dict(data or {}, source=str(path))
 
     def for_config(self, config: str | None) -> "ItemSpec":
@@ -137,6 +147,10 @@ class ItemSpec:
             raise SpecError(f"unknown modality {modality!r}; choose one of {MODALITIES}")
         images = self._gather(row, self.images, where)
         texts = self._gather(row, self.texts, where)
+        empty = _empty_texts(row, self.texts)
+        if empty:  # a JSONL null and a CSV's empty cell alike: no text to score
+            raise ItemError(f"{where}: text column(s) {empty} hold no text (null or empty); every text must be a "
+                            "non-empty string")
         gold = self._gold(row, where)
         if modality != "image":
             if not self.context:
@@ -226,6 +240,27 @@ class ItemSpec:
                 f"({self.source}) does not cover: {list(table)}"
             )
         return gold
+
+
+def yaml_error(path: str | os.PathLike, err: yaml.YAMLError) -> str:
+    """A YAML error in one line: the file, line and column, and what is wrong (PyYAML's own message
+    spans several lines, with a copy of the offending text)."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f"{path} line {mark.line + 1} column {mark.column + 1}" if mark is not None else str(path)
+    what = ": ".join(p for p in (getattr(err, "context", None), getattr(err, "problem", None)) if p) or \
+        " ".join(str(err).split())
+    return f"{where}: not valid YAML: {what}"
+
+
+def _empty_texts(row: Mapping[str, Any], columns: tuple[str, ...]) -> list[str]:
+    """The text columns of ``row`` holding no text: null, or only whitespace (a CSV's empty cell)."""
+    empty = []
+    for col in columns:
+        value = row.get(col) if isinstance(row, Mapping) else None
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(v is None or (isinstance(v, str) and not v.strip()) for v in values):
+            empty.append(col)
+    return empty
 
 
 def _names(value: Any, key: str, source: str) -> tuple[str, ...]:

@@ -228,9 +228,20 @@ def card_yaml(finetune: bool = True) -> dict[str, Any]:
     )
 
 
-def card_values(counts: dict[str, int], voice_orders: Counter, skipped: dict[str, list[str]],
-                finetune_counts: dict[str, dict[str, int]]) -> dict[str, Any]:
-    """What ``vlprobe/templates/bla_card.md`` is filled with."""
+# Rows per split of each fine-tuning config in the release (train / validation / test): the card shows
+# them whatever a build holds; a build whose annotations give other counts says so.
+_GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}
+FINETUNE_COUNTS = {
+    f.config: {"train": _GOLDEN[f.task] if f.setting == "finetune_train_golden" else 100, "validation": 200,
+               "test": _GOLDEN[f.task] if f.setting == "finetune_test_golden" else 200}
+    for f in FINETUNE
+}
+
+
+def card_values(voice_orders: Counter) -> dict[str, Any]:
+    """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build (what a build
+    holds goes to ``data/BUILD.md``, :func:`build_report`), so a build changes no committed card.
+    ``voice_orders``: of the released active-passive rows (before any is left out)."""
     if set(voice_orders) == {"TA,TP,FA,FP"}:
         order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "
                       "TP vs FP column 1 vs 3, TA vs FP column 0 vs 3, TP vs FA column 1 vs 2.")
@@ -238,19 +249,37 @@ def card_values(counts: dict[str, int], voice_orders: Counter, skipped: dict[str
         order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
                       "`voice_order=` tag, before comparing columns.")
     return dict(
-        tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}", "rows": f"{counts.get(t.config, 0):,}"}
-               for t in TASKS],
-        all_released=f"{sum(t.count for t in TASKS):,}", all_rows=f"{sum(counts.get(t.config, 0) for t in TASKS):,}",
-        finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in finetune_counts[f.config].items()}}
-                  for f in FINETUNE if f.config in finetune_counts],
-        orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none built",
+        tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}"} for t in TASKS],
+        all_released=f"{sum(t.count for t in TASKS):,}",
+        finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
+                  for f in FINETUNE],
+        orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
         order_note=order_note,
-        skipped=[{"config": c, "n": len(names),
-                  "shown": ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")}
-                 for c, names in sorted(skipped.items())],
         n_files=len(upstream.BLA.files), annotations_url=upstream.BLA.default_url, upstream_folder=upstream.BLA.folder,
         upstream_repo=upstream.BLA.repo, upstream_commit=upstream.BLA.commit, url_env=upstream.BLA.url_env,
     )
+
+
+def build_report(counts: dict[str, int], skipped: dict[str, list[str]],
+                 finetune_counts: dict[str, dict[str, int]]) -> list[str]:
+    """``data/BUILD.md``: what this build holds (rows per config and split, the rows left out and why)."""
+    lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
+             f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
+    lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
+    if finetune_counts:
+        lines += ["", "| fine-tuning config | train | validation | test |", "|---|---:|---:|---:|"]
+        lines += [f"| `{c}` | " + " | ".join(f"{n.get(sp, 0):,}" for sp in FT_SPLITS) + " |"
+                  for c, n in finetune_counts.items()]
+    else:
+        lines += ["", "Built with `--skip-finetune`: the fine-tuning configs the card declares have no files here."]
+    if skipped:
+        lines += ["", "## Rows left out", "",
+                  "Built with `--skip-missing-images`: these rows are **not** here, because their image file was missing "
+                  "(the fine-tuning rows of the same images went too).", ""]
+        for c, names in sorted(skipped.items()):
+            shown = ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
+            lines.append(f"- `{c}`: {len(names)} row(s) without their Visual Genome image: {shown}")
+    return lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -291,6 +320,8 @@ def build(args: argparse.Namespace) -> Path:
         pinned, args.annotations, cache_dir=args.cache_dir, base_url=getattr(args, "annotations_url", None),
         retries=args.retries, log=lambda m: print(m, file=sys.stderr))
     rows_by_task = {t.config: read_task(annotations, t) for t in TASKS}
+    # of the released rows, before any is left out for a missing image: the card is the same for every build
+    orders = Counter(r["voice_order"] for r in rows_by_task["active_passive"])
     # fine-tuning splits: {config: {split: rows}}; every item is a benchmark item
     ft_rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
     if finetune:
@@ -320,6 +351,11 @@ def build(args: argparse.Namespace) -> Path:
             for sp, rows in splits.items():
                 splits[sp] = [r for r in rows if f"{r['image_id']}.jpg" not in missing]
         print(f"skipping {report.total} missing image file(s):\n{report.summary()}", file=sys.stderr)
+        if not any(rows_by_task.values()):  # nothing to build: an empty dataset is not a build
+            raise imgs.MissingImagesError(
+                report, "No row has its image, so there is nothing to build (--skip-missing-images leaves out only "
+                        "some rows); pass the Visual Genome folders or zips (--images ROOT, --image-dir "
+                        "visual_genome=PATH) or --download.")
 
     def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         names = [f"{r['image_id']}.jpg" for r in rows]
@@ -346,11 +382,14 @@ def build(args: argparse.Namespace) -> Path:
         if counts[task.config] != task.count:
             print(f"bla: note: {task.config} has {counts[task.config]} rows, the 2023 release {task.count}",
                   file=sys.stderr)
-    orders = Counter(r["voice_order"] for r in rows_by_task["active_passive"])
-    if not finetune:  # a folder built before with them: they go, as the card no longer declares them
+    if not finetune:  # a folder built before with them: they go, so the folder holds this build only
         for ft in FINETUNE:
             shutil.rmtree(out / "data" / ft.config, ignore_errors=True)
-    cards.write(out, "bla_card.md", card_yaml(finetune), **card_values(counts, orders, skipped, ft_counts))
+    for config, expected in FINETUNE_COUNTS.items():
+        if not skipped and config in ft_counts and ft_counts[config] != expected:
+            print(f"bla: note: {config} has {ft_counts[config]} rows, the release {expected}", file=sys.stderr)
+    cards.write(out, "bla_card.md", card_yaml(), **card_values(orders))
+    cards.write_build_report(out, "BLA: this build", build_report(counts, skipped, ft_counts))
     (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
     n_ft = sum(n for splits in ft_counts.values() for n in splits.values())
     print(f"bla: {sum(counts.values())} benchmark rows" + (f" and {n_ft} fine-tuning rows in {len(ft_counts)} configs"

@@ -28,3 +28,19 @@ def write(folder: str | Path, template: str, metadata: Mapping[str, Any], **valu
 
     record_data_files(folder)  # as dataset_folder.write_card does: the cache key follows the files
     return path
+
+
+BUILD_REPORT = "data/BUILD.md"  # vlprobe.publish uploads it with the data
+
+
+def write_build_report(folder: str | Path, title: str, lines: list[str]) -> Path:
+    """Write ``<folder>/data/BUILD.md``: what this build holds (rows per config, rows left out,
+    options). The card describes the dataset and is the same for every build, so that building into
+    a committed folder changes no tracked file; what varies from build to build goes here, with the
+    parquet it describes (git-ignored with it, uploaded with it by ``vlprobe publish dataset``)."""
+    path = Path(folder) / BUILD_REPORT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part")
+    tmp.write_text(f"# {title}\n\n" + "\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ import yaml
 NAME = "folder"
 HELP = "a folder of images + a CSV/JSONL of captions and foils (your own instrument) -> a Hub dataset folder"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
-_CONFIG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -79,18 +78,25 @@ def build_folder(
     language: str = "en",
     make_default: bool = False,
 ) -> Path:
-    """Build (or add one config to) the dataset folder ``out``; returns ``out``."""
+    """Build (or add one config to) the dataset folder ``out``; returns ``out``.
+
+    Everything is read and checked (names, rows, images, the spec, the existing card) before
+    anything is written; a build that fails leaves ``out`` as it was (a new ``out`` is removed)."""
     import datasets
 
-    from ..dataset_folder import (ConfigDecl, card_metadata, progress_bars_off, read_card_metadata, undecoded_features,
-                                  write_card, write_split)
+    from ..dataset_folder import (BUILD_RECORD, ConfigDecl, card_metadata, progress_bars_off, publish_staged,
+                                  staging_folder, undecoded_features, write_card, write_split)
+    from ..errors import SettingError
+    from ..paths import check_config_name, check_split_name, inside
     from ..spec import SPEC_FILE, ItemSpec
 
     source, out = Path(source), Path(out)
     if not source.is_dir():
         raise FileNotFoundError(f"{source}: the source folder does not exist")
-    if not _CONFIG_RE.match(config):
-        raise ValueError(f"--config {config!r}: use letters, digits, '_', '-' or '.'")
+    if out.exists() and not out.is_dir():
+        raise SettingError(f"--out {out} is a file, not a folder; give a folder to write the dataset in")
+    check_config_name(config, "--config")
+    check_split_name(split, "--split")
     if not license or not license.strip():
         raise ValueError("--license: say under which licence the images and texts may be shared")
     table = _find_captions(source, captions)
@@ -110,8 +116,8 @@ def build_folder(
     # The spec: the user's file, else the common image/caption/foil shape.
     spec_path = Path(spec_path) if spec_path else source / SPEC_FILE
     if spec_path.is_file():
+        spec = ItemSpec.from_file(spec_path)  # names the file on undecodable or malformed YAML
         spec_text = spec_path.read_text(encoding="utf-8")
-        spec = ItemSpec.from_file(spec_path)
     else:
         spec_dict = _default_spec(columns, image_cols, table)
         spec_text = "# written by `vlprobe build folder` (no vlprobe.yaml in the source folder)\n" + yaml.safe_dump(
@@ -130,13 +136,16 @@ def build_folder(
             paths = value if isinstance(value, list) else [value]
             embedded = []
             for rel in paths:
+                where = f"{table} row {i + 1} column {col!r}"
                 if not isinstance(rel, str) or not rel:
-                    raise ValueError(f"{table} row {i + 1}: column {col!r} has no image path")
-                file = (table.parent / rel)
+                    raise ValueError(f"{where}: has no image path")
+                # relative to the captions file, never above it: a captions file from elsewhere must
+                # not embed (and so publish) files from outside the folder
+                file = inside(table.parent, rel, f"{where}: image path", resolve=False)
                 if not file.is_file():
-                    raise FileNotFoundError(f"{table} row {i + 1}: column {col!r} names {rel!r}, but {file} does not exist")
+                    raise FileNotFoundError(f"{where}: names {rel!r}, but {file} does not exist")
                 data = file.read_bytes()
-                to_pil(data, where=f"{table} row {i + 1} column {col!r} ({rel})")  # refuse unreadable files now
+                to_pil(data, where=f"{where} ({rel})")  # refuse unreadable or oversized files now
                 embedded.append({"bytes": data, "path": Path(rel).name})
             rec[col] = embedded if isinstance(value, list) else embedded[0]
         records.append(rec)
@@ -149,21 +158,64 @@ def build_folder(
         items = list(spec.for_config(config).iter_items(decoded, config=config))
     _refuse_duplicate_ids([item.id for item in items], table)
 
-    out.mkdir(parents=True, exist_ok=True)
-    existing = read_card_metadata(out) if (out / "README.md").is_file() else {}
+    existing = _existing_card(out)
     if existing.get("license") and existing["license"] != license:
         raise ValueError(
             f"{out}/README.md says license {existing['license']!r}, this build says {license!r}; "
             "one dataset repo has one licence"
         )
-    with progress_bars_off():
-        write_split(out, config, split, ds)
     meta = _merge_card(existing, ConfigDecl(config, features, (split,), default=True), make_default,
                        license=license, pretty_name=pretty_name or existing.get("pretty_name") or out.resolve().name,
                        language=language, n_rows=len(ds), card_metadata=card_metadata, out=out)
-    _write_spec(out / SPEC_FILE, spec_text, spec, config)
-    write_card(out, meta, _card_body(meta, description, table.name, (out / SPEC_FILE).read_text(encoding="utf-8")))
+    spec_out = _spec_text(out / SPEC_FILE, spec_text, spec, config)
+    body = _card_body(meta, description, table.name, spec_out if spec_out is not None
+                      else (out / SPEC_FILE).read_text(encoding="utf-8"))
+
+    # Written last to first-needed: the parquet into a staging folder, the spec and the card, then the
+    # parquet moved in. On any failure a new ``out`` goes, an existing one gets its files back.
+    created = not out.exists()
+    kept = {p: p.read_bytes() for p in (out / "README.md", out / SPEC_FILE, out / BUILD_RECORD) if p.is_file()}
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        stage = staging_folder(out)
+        with progress_bars_off():
+            write_split(stage, config, split, ds)
+        if spec_out is not None:
+            (out / SPEC_FILE).write_text(spec_out, encoding="utf-8")
+        write_card(out, meta, body)
+        publish_staged(stage, out)
+    except BaseException:
+        import shutil
+
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            shutil.rmtree(out / "data" / ".staging", ignore_errors=True)
+            for path in (out / "README.md", out / SPEC_FILE, out / BUILD_RECORD):
+                if path in kept:
+                    path.write_bytes(kept[path])
+                else:
+                    path.unlink(missing_ok=True)
+        raise
     return out
+
+
+def _existing_card(out: Path) -> dict[str, Any]:
+    """The YAML of ``out``'s card ({} without one), with errors that name the file."""
+    from ..dataset_folder import read_card_metadata
+    from ..errors import DatasetError
+
+    if not (out / "README.md").is_file():
+        return {}
+    try:
+        return read_card_metadata(out)
+    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as err:
+        raise DatasetError(f"{out / 'README.md'}: the card's YAML header cannot be read ({_one_line(err)}); "
+                           "fix it or build into another --out") from None
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
 
 
 def _refuse_duplicate_ids(ids: list[str], table: Path) -> None:
@@ -200,33 +252,51 @@ def _find_captions(source: Path, captions: str | Path | None) -> Path:
     return found[0]
 
 
+def read_text(path: Path, what: str = "file") -> str:
+    """``path`` decoded as UTF-8 (a BOM dropped), or a DatasetError naming the file, line and byte."""
+    from ..errors import DatasetError
+
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise DatasetError(f"{path} line {line}: not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); "
+                           f"save the {what} as UTF-8") from None
+
+
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            rows = [dict(r) for r in reader]
+    from ..errors import DatasetError
+
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl"):
+        raise ValueError(f"{path}: the captions file must be .csv or .jsonl")
+    text = read_text(path, "captions file")
+    if suffix == ".csv":
+        try:
+            rows = [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]
+        except csv.Error as err:
+            raise DatasetError(f"{path}: not a readable CSV file: {err}") from None
         for i, r in enumerate(rows):
             if None in r or any(v is None for v in r.values()):
                 raise ValueError(f"{path} row {i + 1}: has a different number of cells than the header")
         return rows
-    if path.suffix.lower() == ".jsonl":
-        rows = []
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path} line {i + 1}: not JSON: {err}") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path} line {i + 1}: each line must be a JSON object")
-            rows.append(row)
-        keys = list(rows[0]) if rows else []
-        for i, row in enumerate(rows):
-            if set(row) != set(keys):
-                raise ValueError(f"{path}: row {i + 1} has keys {sorted(row)}, the first row {sorted(keys)}")
-        return rows
-    raise ValueError(f"{path}: the captions file must be .csv or .jsonl")
+    rows = []
+    for i, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path} line {i + 1}: not JSON: {err}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path} line {i + 1}: each line must be a JSON object")
+        rows.append(row)
+    keys = list(rows[0]) if rows else []
+    for i, row in enumerate(rows):
+        if set(row) != set(keys):
+            raise ValueError(f"{path}: row {i + 1} has keys {sorted(row)}, the first row {sorted(keys)}")
+    return rows
 
 
 def _is_image_path(value: Any) -> bool:
@@ -295,10 +365,11 @@ def _merge_card(existing, decl, make_default, *, license, pretty_name, language,
         fresh = card_metadata([decl], license=license)
     finally:
         card_log.setLevel(level)
-    configs = [c for c in existing.get("configs") or [] if c.get("config_name") != decl.name]
+    # a card's lone config may leave its name out: it is "default" then
+    configs = [c for c in existing.get("configs") or [] if c.get("config_name", "default") != decl.name]
     infos = existing.get("dataset_info") or []
     infos = infos if isinstance(infos, list) else [infos]
-    infos = [d for d in infos if d.get("config_name") != decl.name]
+    infos = [{"config_name": "default", **d} for d in infos if d.get("config_name", "default") != decl.name]
     entry = dict(fresh["configs"][0])
     has_default = any(c.get("default") for c in configs)
     if make_default:
@@ -323,17 +394,17 @@ def _merge_card(existing, decl, make_default, *, license, pretty_name, language,
     return meta
 
 
-def _write_spec(path: Path, spec_text: str, spec, config: str) -> None:
-    """Write ``vlprobe.yaml``: the spec as given, or, when the folder already has a different one,
-    that one with a ``configs.<config>`` override so that both configs convert."""
+def _spec_text(path: Path, spec_text: str, spec, config: str) -> str | None:
+    """What to write as ``vlprobe.yaml`` (None: keep it as it is): the spec as given, or, when the
+    folder already has a different one, that one with a ``configs.<config>`` override so that both
+    configs convert."""
     from ..spec import ItemSpec
 
     if not path.is_file():
-        path.write_text(spec_text, encoding="utf-8")
-        return
+        return spec_text
     current = ItemSpec.from_file(path)
     if _same(current.for_config(config), spec.for_config(config)):
-        return
+        return None
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     mine = spec.for_config(config)
     override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags)}
@@ -342,11 +413,8 @@ def _write_spec(path: Path, spec_text: str, spec, config: str) -> None:
     if mine.context:
         override["context"] = mine.context
     data.setdefault("configs", {})[config] = override
-    path.write_text(
-        "# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"
-        + yaml.safe_dump(data, sort_keys=False, default_flow_style=None),
-        encoding="utf-8",
-    )
+    return ("# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"
+            + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
 
 
 def _same(a, b) -> bool:

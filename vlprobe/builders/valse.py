@@ -254,38 +254,55 @@ def _fmt(n: int) -> str:
     return f"{n:,}"
 
 
-def card_values(counts: dict[str, int], include_invalid: bool,
-                skipped: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    """What ``vlprobe/templates/valse_card.md`` is filled with."""
+def card_values() -> dict[str, Any]:
+    """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
+    holds goes to ``data/BUILD.md``, :func:`build_report`), so a build changes no committed card."""
     rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
-             "paper_valid": _fmt(PAPER_VALID[i.config]), "rows": _fmt(counts.get(i.config, 0))} for i in INSTRUMENTS]
+             "paper_valid": _fmt(PAPER_VALID[i.config])} for i in INSTRUMENTS]
     piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
-                   "rows": _fmt(sum(counts.get(m, 0) for m in members))} for piece, members in PIECES.items()]
+                   "rows": _fmt(sum(PAPER_VALID[m] for m in members))} for piece, members in PIECES.items()]
+    total = sum(PAPER_VALID.values())
     selection = (
-        "**This build includes the invalid records too** (`--include-invalid`): all 8,782 candidates; filter on "
-        "`valid` (or `mturk_caption >= 2`) to get the benchmark as the paper defines it."
-        if include_invalid else
-        "This build keeps **only the valid records**, as the paper evaluates them. `vlprobe build valse "
-        "--include-invalid` keeps all 8,782 candidates (then filter on `valid`)."
+        f"A default build keeps **only the valid records** ({_fmt(total)}), as the paper evaluates them. "
+        f"`vlprobe build valse --include-invalid` keeps all {_fmt(sum(PAPER_ALL.values()))} candidates (then filter on "
+        "`valid`, or `mturk_caption >= 2`, to get the benchmark as the paper defines it)."
     )
-    left_out = [
-        {"config": config, "source": source, "n": len(names),
-         "shown": ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")}
-        for config, by_source in sorted(skipped.items()) for source, names in sorted(by_source.items())
-    ]
     archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
                 for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
     return dict(
         rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
-        total=_fmt(sum(counts.values())), skipped=left_out, archives=archives,
+        total=_fmt(total), archives=archives,
         annotations_url=upstream.VALSE.default_url, upstream_folder=upstream.VALSE.folder,
         upstream_repo=upstream.VALSE.repo, upstream_commit=upstream.VALSE.commit, url_env=upstream.VALSE.url_env,
     )
 
 
-def write_valse_card(out: Path, counts: dict[str, int], include_invalid: bool,
-                     skipped: dict[str, dict[str, list[str]]]) -> Path:
-    return cards.write(out, "valse_card.md", card_yaml(), **card_values(counts, include_invalid, skipped))
+def write_valse_card(out: Path) -> Path:
+    return cards.write(out, "valse_card.md", card_yaml(), **card_values())
+
+
+def build_report(counts: dict[str, int], include_invalid: bool, skipped: dict[str, dict[str, list[str]]]) -> list[str]:
+    """``data/BUILD.md``: what this build holds (rows per config, the rows left out and why)."""
+    expected = PAPER_ALL if include_invalid else PAPER_VALID
+    lines = [
+        ("All 8,782 candidate records (`--include-invalid`); filter on `valid` for the benchmark as the paper "
+         "defines it." if include_invalid else "Only the valid records (`mturk_caption >= 2`), as the paper evaluates them."),
+        f"Rows in this build: **{_fmt(sum(counts.values()))}** (a build with every image: "
+        f"{_fmt(sum(expected.values()))}).",
+        "",
+        "| config | rows | with every image |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| `{i.config}` | {_fmt(counts.get(i.config, 0))} | {_fmt(expected[i.config])} |" for i in INSTRUMENTS]
+    if skipped:
+        lines += ["", "## Rows left out", "",
+                  "Built with `--skip-missing-images`: these rows are **not** here, because their image file was missing.",
+                  ""]
+        for config, by_source in sorted(skipped.items()):
+            for source, names in sorted(by_source.items()):
+                shown = ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
+                lines.append(f"- `{config}`: {len(names)} row(s) without their `{source}` image: {shown}")
+    return lines
 
 
 # ---- build ----------------------------------------------------------------------------------------
@@ -365,6 +382,11 @@ def build(args: argparse.Namespace) -> Path:
                     kept.append(r)
             rows_by_inst[config] = kept
         _log(f"skipping {report.total} missing image file(s):\n" + report.summary())
+        if not any(rows_by_inst.values()):  # nothing to build: an empty dataset is not a build
+            raise imgs.MissingImagesError(
+                report, "No row has its image, so there is nothing to build (--skip-missing-images leaves out only "
+                        "some rows); pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH) or "
+                        "--download.")
     _log(f"valse: annotations read and images checked in {time.perf_counter() - start:.1f}s")
 
     def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -388,7 +410,8 @@ def build(args: argparse.Namespace) -> Path:
         expected = (PAPER_ALL if args.include_invalid else PAPER_VALID)[inst.config]
         if counts[inst.config] != expected:
             _log(f"valse: note: {inst.config} has {counts[inst.config]} rows, the paper's Table 5 {expected}")
-    write_valse_card(out, counts, bool(args.include_invalid), skipped)
+    write_valse_card(out)
+    cards.write_build_report(out, "VALSE: this build", build_report(counts, bool(args.include_invalid), skipped))
     (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
     _log(f"valse: {sum(counts.values())} rows, built in {time.perf_counter() - start:.1f}s")
     print("note: datasets caches a local folder by name and card; if you loaded this folder before, load it once "

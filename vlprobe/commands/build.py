@@ -16,8 +16,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=_run(module))
 
 
+# Counts every builder may take, and their least value (checked here, so each builder need not).
+_AT_LEAST = {"workers": 1, "read_workers": 1, "retries": 1, "items": 1}
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Refuse, in one line, the arguments every builder shares: counts below their least value and
+    an ``--out`` that is a file."""
+    from pathlib import Path
+
+    from ..errors import SettingError
+
+    for name, least in _AT_LEAST.items():
+        value = getattr(args, name, None)
+        if value is not None and value < least:
+            raise SettingError(f"--{name.replace('_', '-')} must be {least} or more, got {value}")
+    out = getattr(args, "out", None)
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise SettingError(f"--out {out} is a file, not a folder; give a folder to write the dataset in")
+
+
 def _run(module):
     def run(args: argparse.Namespace) -> int:
+        check_args(args)
         out = module.build(args)
         print(f"built {out}")
         return 0

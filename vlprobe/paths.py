@@ -1,0 +1,140 @@
+"""Names that become paths, checked against the folder they must stay in.
+
+Every name that vlprobe turns into a file or folder name (a config, a split, an image file named by
+annotations, an archive member, a file a Space receives) comes from data or arguments that may be
+hostile. :func:`check_name` accepts only one plain path component; :func:`inside` joins a relative
+path onto a folder and checks that the result, symbolic links resolved, is still inside it. Both
+refuse with :class:`UnsafePathError`, one line naming what and why: ``..``, an absolute path or a
+drive, a separator (``/`` or ``\\``), a NUL or other control character, an empty name.
+
+:func:`check_config_name` and :func:`check_split_name` add what the Hub and ``datasets`` accept for
+configs and splits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .errors import VlprobeError
+
+# datasets.naming._split_re, matched in full (re.match's '$' would let a trailing newline through)
+SPLIT_RE = re.compile(r"\w+(\.\w+)*")
+# A config name: what the Hub's configs and datasets' BuilderConfig accept, and a plain folder name.
+CONFIG_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class UnsafePathError(VlprobeError, ValueError):
+    """A name or path that would leave the folder it must stay in (or is no valid name at all)."""
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` is not one plain path component, or None when it is."""
+    if not isinstance(name, str):
+        return f"is a {type(name).__name__}, not a string"
+    if not name:
+        return "is empty"
+    if "\0" in name:
+        return "contains a NUL character"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "contains a control character"
+    if name in (".", ".."):
+        return f"is {name!r}, which names a folder, not a file in it"
+    if "/" in name or "\\" in name:
+        return "contains a path separator ('/' or '\\')"
+    if _DRIVE.match(name):
+        return "starts with a drive ('C:')"
+    return None
+
+
+def relative_problem(path: object) -> str | None:
+    """Why ``path`` (components joined by '/' or '\\') is not a relative path that stays below the
+    folder it is joined to, or None when it is fine."""
+    if not isinstance(path, str):
+        return f"is a {type(path).__name__}, not a string"
+    if not path:
+        return "is empty"
+    if "\0" in path:
+        return "contains a NUL character"
+    if path.startswith(("/", "\\")) or _DRIVE.match(path) or os.path.isabs(path):
+        return "is an absolute path"
+    for part in re.split(r"[/\\]", path):
+        if part == "..":
+            return "has a '..' component"
+        if part and any(ord(c) < 32 or ord(c) == 127 for c in part):
+            return "contains a control character"
+    return None
+
+
+def check_name(name: object, what: str) -> str:
+    """``name`` if it is one plain path component, else :class:`UnsafePathError` naming ``what``."""
+    problem = name_problem(name)
+    if problem:
+        raise UnsafePathError(f"{what} {name!r} {problem}; it becomes a file name, so it must be one plain name")
+    return name  # type: ignore[return-value]
+
+
+def inside(folder: str | os.PathLike, relative: str, what: str, resolve: bool = True) -> Path:
+    """``folder / relative``, refused (:class:`UnsafePathError`) unless ``relative`` is a relative
+    path without ``..`` and (with ``resolve``) the joined path, symbolic links resolved, stays
+    inside ``folder``. ``resolve=False`` trusts links already in the folder (the user made them: an
+    ``images/`` linked to another disk) and checks the name alone."""
+    problem = relative_problem(relative)
+    if problem:
+        raise UnsafePathError(f"{what} {relative!r} {problem}; it must stay inside {folder}")
+    base = Path(folder)
+    path = base / relative
+    if not resolve:
+        return path
+    root = base.resolve()
+    real = path.resolve()
+    if real != root and root not in real.parents:
+        raise UnsafePathError(f"{what} {relative!r} leads outside {folder} (to {real}, through a symbolic link); "
+                              "refusing it")
+    return path
+
+
+def is_inside(folder: str | os.PathLike, path: str | os.PathLike) -> bool:
+    """Whether ``path``, symbolic links resolved, is ``folder`` or inside it."""
+    root, real = Path(folder).resolve(), Path(path).resolve()
+    return real == root or root in real.parents
+
+
+def config_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a config name the Hub accepts that is also a plain folder name, or None."""
+    problem = name_problem(name)
+    if problem:
+        return problem
+    if not CONFIG_RE.fullmatch(name):  # type: ignore[arg-type]
+        return "is not a config name the Hub accepts: use letters, digits, '_', '-' or '.', starting with a letter or digit"
+    return None
+
+
+def split_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a split name as ``datasets`` accepts it (word characters in dot-separated
+    parts: ``test``, ``train.v2``), which is also a plain file-name prefix, or None."""
+    problem = name_problem(name)
+    if problem:
+        return problem
+    if not SPLIT_RE.fullmatch(name):  # type: ignore[arg-type]
+        return ("is not a split name datasets accepts: word characters (letters, digits, '_') in dot-separated "
+                "parts, e.g. 'test' or 'validation'")
+    return None
+
+
+def check_config_name(name: object, what: str = "config") -> str:
+    """``name`` if :func:`config_name_problem` finds nothing, else :class:`UnsafePathError`."""
+    problem = config_name_problem(name)
+    if problem:
+        raise UnsafePathError(f"{what} {name!r} {problem}")
+    return name  # type: ignore[return-value]
+
+
+def check_split_name(name: object, what: str = "split") -> str:
+    """``name`` if :func:`split_name_problem` finds nothing, else :class:`UnsafePathError`."""
+    problem = split_name_problem(name)
+    if problem:
+        raise UnsafePathError(f"{what} {name!r} {problem}")
+    return name  # type: ignore[return-value]

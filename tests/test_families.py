@@ -313,3 +313,29 @@ def test_a_failure_in_a_dataloader_worker_is_still_one_line():
     wrapped = (f"Caught ScoringError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n"
                f"  File \"x.py\", line 1, in f\n    raise ScoringError(...)\nvlprobe.scorers.base.ScoringError: {line}\n")
     assert str(ScoringError(wrapped)) == line
+
+
+# ---- end to end: the CLI ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    from test_cli_evaluate import build_folder
+
+    return build_folder(tmp_path_factory.mktemp("data"), n=4)
+
+
+def test_cli_scores_blip2_itm_and_refuses_it_as_vqascore_in_one_line(folder, tiny_blip2_itm_path, tmp_path, capsys):
+    import json
+
+    from vlprobe.cli import main
+
+    common = ["evaluate", "--dataset", str(folder), "--config", "pairs", "--model", str(tiny_blip2_itm_path),
+              "--bootstrap", "0", "--cache-dir", "none", "--no-progress", "--num-workers", "0"]
+    assert main([*common, "--out", str(tmp_path / "ok")]) == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "ok" / "results.json").read_text())
+    assert doc["provenance"]["model"]["family"] == "itm"
+    capsys.readouterr()
+    assert main([*common, "--family", "vqascore", "--out", str(tmp_path / "no")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and not (tmp_path / "no").exists()
+    assert err.startswith(f"vlprobe evaluate: error: cannot score model '{tiny_blip2_itm_path}' as family 'vqascore'")

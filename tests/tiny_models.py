@@ -16,6 +16,11 @@ Fixtures (each returns the saved folder's ``Path``):
 * ``tiny_gpt2_path``: ``GPT2LMHeadModel`` + tokenizer (no processor); BOS = ``<|endoftext|>``.
 * ``tiny_vlm_path``: ``LlavaForConditionalGeneration`` + ``LlavaProcessor`` with a chat template
   (loads with ``AutoModelForImageTextToText``); "Yes"/"No" are in the vocabulary.
+* ``tiny_blip2_itm_path``: ``Blip2ForImageTextRetrieval`` + ``Blip2Processor``; Q-Former ITM head.
+* ``tiny_flava_path``: ``FlavaForPreTraining`` + ``FlavaProcessor`` (scored as its ``FlavaModel``).
+* ``tiny_owlvit_path``: ``OwlViTForObjectDetection`` + ``OwlViTProcessor`` (scored as its ``OwlViTModel``).
+* ``tiny_qwen2_vl_path``: ``Qwen2VLForConditionalGeneration`` + ``Qwen2VLProcessor`` with a Qwen-style
+  chat template (M-RoPE, 2 x 2 patch merging).
 
 The tokenizers are byte-level BPE models trained here with the ``tokenizers`` library on a small
 English corpus (so every string tokenizes, and "Yes"/"No" and their leading-space variants are
@@ -326,6 +331,135 @@ def build_tiny_vlm(folder: str | Path) -> Path:
     return folder
 
 
+def build_tiny_blip2_itm(folder: str | Path) -> Path:
+    """Blip2ForImageTextRetrieval (Q-Former ITM head: logits_per_image[:, 1] = "match"), Blip2Processor.
+    BLIP-2's config also holds its captioning LM (a 1-layer OPT here), which this class does not build."""
+    from transformers import Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor, BlipImageProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
+    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
+                      cls_token="[CLS]", sep_token="[SEP]")
+    # As on the Hub: the processor adds an <image> token and puts num_query_tokens of them before
+    # the text; the model (image_token_index set) drops them again for the ITM head.
+    processor = Blip2Processor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}),
+                               tokenizer=tokenizer, num_query_tokens=4)
+    vocab = len(processor.tokenizer)
+    config = Blip2Config(
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+        qformer_config=dict(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=64, max_position_embeddings=32, encoder_hidden_size=32,
+                            pad_token_id=tokenizer.pad_token_id, use_qformer_text_input=True),  # text layers: ITM
+        text_config=dict(model_type="opt", vocab_size=vocab, hidden_size=32, num_hidden_layers=1, ffn_dim=64,
+                         num_attention_heads=2, max_position_embeddings=64, word_embed_proj_dim=32),
+        num_query_tokens=4, image_text_hidden_size=16,
+        image_token_index=processor.tokenizer.convert_tokens_to_ids("<image>"),
+    )
+    _seed()
+    model = Blip2ForImageTextRetrieval(config).eval()
+    processor.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_flava(folder: str | Path) -> Path:
+    """FlavaForPreTraining (image, text and multimodal encoders, a tiny dVAE codebook, ITM head),
+    FlavaProcessor at 32 px; saved as Hub FLAVA checkpoints are, with the pre-training class."""
+    from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor, FlavaProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]", "[MASK]"])
+    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
+                      cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    enc = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+    config = FlavaConfig(
+        image_config=dict(**enc, image_size=32, patch_size=8),
+        text_config=dict(**enc, vocab_size=len(tokenizer), max_position_embeddings=32,
+                         pad_token_id=tokenizer.pad_token_id),
+        multimodal_config=dict(**enc),
+        image_codebook_config=dict(hidden_size=8, num_groups=1, num_blocks_per_group=1, vocab_size=16),
+        hidden_size=32, projection_dim=16,
+    )
+    _seed()
+    model = FlavaForPreTraining(config).eval()
+    image_processor = FlavaImageProcessor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32},
+                                          codebook_size={"height": 16, "width": 16},
+                                          codebook_crop_size={"height": 16, "width": 16})
+    FlavaProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_owlvit(folder: str | Path) -> Path:
+    """OwlViTForObjectDetection (as Hub OWL-ViT checkpoints are saved), OwlViTProcessor at 32 px."""
+    from transformers import OwlViTConfig, OwlViTForObjectDetection, OwlViTImageProcessor, OwlViTProcessor
+
+    folder = Path(folder)
+    raw = _byte_bpe(["<|pad|>", "<|startoftext|>", "<|endoftext|>"])
+    tokenizer = _wrap(raw, bos="<|startoftext|>", eos="<|endoftext|>", pad="<|pad|>",
+                      add_bos=True, add_eos=True, model_max_length=16)
+    config = OwlViTConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+        projection_dim=16,
+    )
+    _seed()
+    model = OwlViTForObjectDetection(config).eval()
+    image_processor = OwlViTImageProcessor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32})
+    OwlViTProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+QWEN_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' }}"
+    "{% for item in message['content'] %}{% if item['type'] == 'image' %}"
+    "{{ '<|vision_start|><|image_pad|><|vision_end|>' }}"
+    "{% elif item['type'] == 'text' %}{{ item['text'] }}{% endif %}{% endfor %}{{ '<|im_end|>\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def build_tiny_qwen2_vl(folder: str | Path) -> Path:
+    """Qwen2VLForConditionalGeneration (a 1-block vision tower with 2 x 2 patch merging, M-RoPE text
+    model) with a Qwen2VLProcessor and a Qwen-style chat template ending in "assistant\n", so the
+    answer's first token is "Yes" without a space."""
+    from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor,
+                              Qwen2VLVideoProcessor)
+
+    folder = Path(folder)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                "<|image_pad|>", "<|video_pad|>"]
+    raw = _byte_bpe(specials)
+    tokenizer = _wrap(raw, bos=None, eos="<|im_end|>", pad="<|endoftext|>", add_bos=False, add_eos=False,
+                      model_max_length=256)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in specials}
+    config = Qwen2VLConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
+                         rope_parameters=dict(rope_type="default", rope_theta=10000.0, mrope_section=[2, 3, 3]),
+                         pad_token_id=ids["<|endoftext|>"], bos_token_id=None, eos_token_id=ids["<|im_end|>"]),
+        vision_config=dict(depth=1, embed_dim=32, hidden_size=32, num_heads=2, patch_size=8, spatial_merge_size=2,
+                           temporal_patch_size=2),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+    )
+    _seed()
+    model = Qwen2VLForConditionalGeneration(config).eval()
+    # 32 x 32 px images: 4 x 4 patches of 8 px, merged 2 x 2 into 4 image tokens.
+    image_processor = Qwen2VLImageProcessor(patch_size=8, merge_size=2, temporal_patch_size=2,
+                                            min_pixels=32 * 32, max_pixels=32 * 32)
+    video_processor = Qwen2VLVideoProcessor(patch_size=8, merge_size=2, temporal_patch_size=2)  # required, unused
+    Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
+                     chat_template=QWEN_CHAT_TEMPLATE).save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_siglip_path(tmp_path_factory) -> Path:
     """A saved tiny random SigLIP (``SiglipModel`` + ``SiglipProcessor``)."""
@@ -366,6 +500,30 @@ def tiny_gpt2_path(tmp_path_factory) -> Path:
 def tiny_vlm_path(tmp_path_factory) -> Path:
     """A saved tiny random LLaVA (``AutoModelForImageTextToText`` + ``AutoProcessor`` with a chat template)."""
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_blip2_itm_path(tmp_path_factory) -> Path:
+    """A saved tiny random BLIP-2 ITM model (``Blip2ForImageTextRetrieval`` + ``Blip2Processor``)."""
+    return build_tiny_blip2_itm(tmp_path_factory.mktemp("tiny_blip2_itm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_flava_path(tmp_path_factory) -> Path:
+    """A saved tiny random FLAVA (``FlavaForPreTraining`` + ``FlavaProcessor``)."""
+    return build_tiny_flava(tmp_path_factory.mktemp("tiny_flava"))
+
+
+@pytest.fixture(scope="session")
+def tiny_owlvit_path(tmp_path_factory) -> Path:
+    """A saved tiny random OWL-ViT (``OwlViTForObjectDetection`` + ``OwlViTProcessor``)."""
+    return build_tiny_owlvit(tmp_path_factory.mktemp("tiny_owlvit"))
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2_vl_path(tmp_path_factory) -> Path:
+    """A saved tiny random Qwen2-VL (``Qwen2VLForConditionalGeneration`` + ``Qwen2VLProcessor``)."""
+    return build_tiny_qwen2_vl(tmp_path_factory.mktemp("tiny_qwen2_vl"))
 
 
 # Everything public (the fixtures are what conftest star-imports).

@@ -390,9 +390,11 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
 # ---- the model ------------------------------------------------------------------------------------
 
 def _loaded_scorer(model: Any, processor: Any, family: str | None, s: Settings) -> Any:
-    """A scorer around an already-loaded transformers model and its processor (or tokenizer)."""
+    """A scorer around an already-loaded transformers model and its processor (or tokenizer): the
+    family (named, or detected from the model's own class) wraps it (``Family.wrap``)."""
     import torch
 
+    from .scorers.base import UnknownFamilyError, get_family
     from .scorers.loading import detect_family
 
     config = getattr(model, "config", None)
@@ -400,13 +402,18 @@ def _loaded_scorer(model: Any, processor: Any, family: str | None, s: Settings) 
         raise ModelError(f"model is a {type(model).__name__}: pass a model folder or Hub id, a transformers "
                          f"model (with processor=...), or a vlprobe scorer")
     try:
-        family = family or detect_family(config)
-    except ValueError as err:
+        # The model's own classes (a subclass of CLIPModel is still a CLIPModel), not the config's list.
+        classes = [type(model).__name__] + [c.__name__ for c in type(model).__mro__[1:]
+                                            if c.__module__.startswith("transformers.models.")]
+        fam = get_family((family or detect_family(config, architectures=classes)).split("+")[0])
+    except UnknownFamilyError as err:
         raise ModelError(str(err)) from None
-    family = family.split("+")[0]
-    if processor is None and family != "causal_lm":
-        raise ModelError("a loaded model needs its processor: evaluate(model=(model, processor), ...) or "
-                         "evaluate(model=model, processor=processor, ...)")
+    if fam.wrap is None:
+        raise ModelError(f"family {fam.name!r} cannot wrap an already-loaded model; save it with save_pretrained and "
+                         f"pass the folder")
+    if processor is None:
+        raise ModelError(f"a loaded model needs its processor (a tokenizer for family 'causal_lm'): "
+                         f"evaluate(model=(model, processor), ...) or evaluate(model=model, processor=processor, ...)")
     if s.device is not None:
         model = model.to(s.device)
     param = next(iter(model.parameters()), None)
@@ -414,28 +421,13 @@ def _loaded_scorer(model: Any, processor: Any, family: str | None, s: Settings) 
     dtype = str(param.dtype).removeprefix("torch.") if param is not None else s.dtype
     model_id = str(getattr(config, "_name_or_path", "") or getattr(model, "name_or_path", "") or type(model).__name__)
     model = model.eval()
-    kw = dict(device=device, dtype=dtype, revision=None)
-    if family == "dual":
-        from .scorers.dual_encoder import DualEncoderScorer
-
-        scorer = DualEncoderScorer(model_id, model, processor, **kw)
-    elif family == "itm":
-        from .scorers.itm import ITMScorer, _arch
-
-        scorer = ITMScorer(model_id, model, processor, _arch(config) or type(model).__name__, **kw)
-    elif family == "vqascore":
-        from .scorers.vqascore import VQAScoreScorer
-
-        scorer = VQAScoreScorer(model_id, model, processor, **kw)
-    elif family == "causal_lm":
-        from .scorers.causal_lm import CausalLMScorer
-
-        if processor is None:
-            raise ModelError("a loaded causal LM needs its tokenizer: evaluate(model=(model, tokenizer), ...)")
-        scorer = CausalLMScorer(model_id, model, getattr(processor, "tokenizer", processor), **kw)
-    else:
-        raise ModelError(f"family {family!r} cannot wrap an already-loaded model; save it with save_pretrained and "
-                         f"pass the folder")
+    try:
+        scorer = fam.wrap(model_id, model, processor, device=device, dtype=dtype, revision=None)
+    except VlprobeError:
+        raise
+    except Exception as err:
+        line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {line}") from err
     # The weights identify a model in memory (it may be mid-training): its cache key is their digest.
     h = hashlib.sha256()
     with torch.no_grad():

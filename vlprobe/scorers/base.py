@@ -10,13 +10,27 @@ two kinds, and the engine (``vlprobe/engine.py``) drives each the fast way:
   pair; the engine scores each unique pair once. ``uses_images = False`` (text-only models)
   lets the engine deduplicate by text alone.
 
-Families register with :func:`register` and are discovered by importing every module of
-``vlprobe/scorers/``: adding a model family is adding one module.
+Families are discovered by importing every module of ``vlprobe/scorers/``: adding a model family
+is adding one module, which calls :func:`register` with
 
-Loading: ``vlprobe.scorers.load_scorer(model, family=None, device=None, dtype="float32",
-revision=None, control=None)`` (``loading.py``) detects the family from the model's config when it
-is not named. Families today: ``dual`` (CLIP/SigLIP/ALIGN...), ``itm`` (BLIP ITM, ViLT),
+* ``load(model_id, *, device, dtype, revision, trust_remote_code, config, exact_preprocessing, **kw)``:
+  a Hub id or folder -> a ready scorer;
+* ``wrap(model_id, model, processor, *, device, dtype, revision)``: an already-loaded transformers
+  model and its processor (or tokenizer) -> a scorer (``vlprobe.evaluate(model=(model, processor))``);
+* ``architectures``: the explicit map, the transformers class names (a config's ``architectures``)
+  this family takes; ``auto_mappings``: names of transformers' own ``MODEL_FOR_..._MAPPING_NAMES``
+  tables whose classes it takes as well (e.g. every ``AutoModelForImageTextToText`` class).
+
+:func:`vlprobe.scorers.loading.detect_family` reads these maps (``loading.py`` says in which order).
+Families today: ``dual`` (CLIP/SigLIP/ALIGN/FLAVA/OWL-ViT...), ``itm`` (BLIP and BLIP-2 ITM, ViLT),
 ``causal_lm`` (text-only LMs), ``vqascore`` (generative VLMs).
+
+Errors: every scoring method of a scorer class (``preprocess_*``, ``encode_*``, ``tokenize``,
+``similarity``, ``score_pairs``, ``pair_features``) is guarded: an unexpected exception inside it
+(a transformers ``AttributeError``, a shape mismatch...) is raised as a one-line
+:class:`ScoringError` (a :class:`vlprobe.errors.ModelError`) naming the model and family. Named
+vlprobe errors, unreadable images and out-of-memory errors (which the engine turns into "use a
+smaller --batch-size") pass through unchanged.
 
 Controls (blank / shuffled images) act on **items**, before scoring, so every family and the
 engine's deduplication work unchanged: ``items = apply_control(items, "blank" | "shuffle", seed)``
@@ -27,6 +41,7 @@ engine's deduplication work unchanged: ``items = apply_control(items, "blank" | 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from pathlib import Path
@@ -34,6 +49,72 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 import numpy as np
+
+from ..errors import ModelError, VlprobeError
+
+# The methods the engine (and the probe) call on a scorer; each is guarded (see the module doc).
+_GUARDED = ("preprocess_images", "encode_images", "encode_texts", "tokenize", "similarity",
+            "preprocess_pairs", "score_pairs", "pair_features")
+
+
+class ScoringError(ModelError):
+    """A scorer failed on its inputs in a way vlprobe did not foresee: one line naming the model,
+    its family, the step and the original error (chained as ``__cause__``)."""
+
+    def __init__(self, message: str) -> None:
+        # A DataLoader worker re-raises an exception as type(err)(its message + the worker's
+        # traceback): keep the one line this class wrote, the traceback's last.
+        if "Original Traceback" in message:
+            tail = message.strip().splitlines()[-1]
+            message = tail.split(f"{type(self).__name__}: ", 1)[-1]
+        super().__init__(message)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    line = text.splitlines()[0] if text else ""
+    line = line if len(line) <= 300 else line[:297] + "..."
+    return f"{type(err).__name__}: {line}" if line else type(err).__name__
+
+
+def _passes_through(err: BaseException) -> bool:
+    """Errors that already say what is wrong, or that a caller handles by type."""
+    if isinstance(err, VlprobeError):
+        return True
+    try:
+        from vlprobe.images import ImageError
+
+        if isinstance(err, ImageError):
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import torch
+
+        if isinstance(err, torch.OutOfMemoryError):
+            return True
+    except (ImportError, AttributeError):  # pragma: no cover
+        pass
+    return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
+
+
+def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    if getattr(fn, "_vlprobe_guarded", False):
+        return fn
+
+    @functools.wraps(fn)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as err:
+            if _passes_through(err):
+                raise
+            raise ScoringError(
+                f"model {getattr(self, 'model_id', '?')!r} (family {getattr(self, 'family', '?')!r}) failed in "
+                f"{fn.__name__}: {_first_line(err)}") from err
+
+    method._vlprobe_guarded = True  # type: ignore[attr-defined]
+    return method
 
 
 @dataclass
@@ -57,6 +138,13 @@ class Scorer:
     dtype: str = "float32"
     preprocessing: dict = field(default_factory=dict)
     model_sha256: str | None = None  # a local folder's content digest (vlprobe.cache.folder_digest)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _GUARDED:
+            fn = cls.__dict__.get(name)
+            if callable(fn):
+                setattr(cls, name, _guard(fn))
 
     def describe(self) -> dict[str, Any]:
         """Provenance for results.json; also the basis of the cache key."""
@@ -121,11 +209,54 @@ class PairScorer(Scorer):
 
 @dataclass(frozen=True)
 class Family:
+    """A registered scorer family: how to load a model as a scorer, how to wrap an already-loaded
+    one, and which transformers architectures it takes (see the module doc)."""
+
     name: str
     load: Callable[..., Scorer]
-    detect: Callable[[Any], bool] | None = None  # config -> bool: is this family right for it?
-    priority: int = 0  # higher is tried first when detecting
+    detect: Callable[[Any], bool] | None = None  # config -> bool, for families no map describes (plugins)
+    priority: int = 0  # higher wins when two families' maps both take an architecture
     description: str = ""
+    wrap: Callable[..., Scorer] | None = None
+    architectures: frozenset[str] = frozenset()
+    auto_mappings: tuple[str, ...] = ()
+
+    def auto_architectures(self) -> dict[str, tuple[str, ...]]:
+        """``{model_type: class names}`` of the transformers Auto tables this family takes."""
+        out: dict[str, tuple[str, ...]] = {}
+        if not self.auto_mappings:
+            return out
+        from transformers.models.auto import modeling_auto
+
+        for table in self.auto_mappings:
+            for model_type, names in getattr(modeling_auto, table, {}).items():
+                out[model_type] = out.get(model_type, ()) + ((names,) if isinstance(names, str) else tuple(names))
+        return out
+
+    def takes(self, architecture: str) -> str | None:
+        """``"explicit"`` if ``architecture`` is in the family's own map, ``"auto"`` if it is a class
+        of one of its transformers Auto tables, else None."""
+        if architecture in self.architectures:
+            return "explicit"
+        if any(architecture in names for names in self.auto_architectures().values()):
+            return "auto"
+        return None
+
+    def summary(self, limit: int = 4) -> str:
+        """One phrase for error messages: a few of its architectures and its Auto tables."""
+        names = sorted(self.architectures)
+        shown = ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+        tables = [_AUTO_CLASSES.get(t, t) for t in self.auto_mappings]
+        parts = [p for p in (shown, " or ".join(f"any {t} class" for t in tables)) if p]
+        return f"{self.name} ({'; '.join(parts) if parts else self.description or 'detected by its own rule'})"
+
+
+# The Auto class each transformers table feeds, for messages.
+_AUTO_CLASSES = {
+    "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES": "AutoModelForCausalLM",
+    "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES": "AutoModelForImageTextToText",
+    "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES": "AutoModelForZeroShotImageClassification",
+}
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -133,9 +264,11 @@ _DISCOVERED = False
 
 
 def register(
-    name: str, *, detect: Callable[[Any], bool] | None = None, priority: int = 0, description: str = ""
+    name: str, *, detect: Callable[[Any], bool] | None = None, priority: int = 0, description: str = "",
+    wrap: Callable[..., Scorer] | None = None, architectures: Any = (), auto_mappings: Any = (),
 ) -> Callable[[Callable[..., Scorer]], Callable[..., Scorer]]:
-    """Decorator: register a loader ``load(model_id, *, device, dtype, revision, **kw) -> Scorer``."""
+    """Decorator: register a loader ``load(model_id, *, device, dtype, revision, **kw) -> Scorer``
+    as family ``name``, with its ``wrap`` and architecture maps (see the module doc)."""
 
     def deco(load: Callable[..., Scorer]) -> Callable[..., Scorer]:
         old = _FAMILIES.get(name)
@@ -146,7 +279,8 @@ def register(
                 f"{_origin(load)} cannot register a second family of the same name: pick another name "
                 f"(or call vlprobe.scorers.unregister({name!r}) first to replace it on purpose)"
             )
-        _FAMILIES[name] = Family(name, load, detect, priority, description)
+        _FAMILIES[name] = Family(name, load, detect, priority, description, wrap, frozenset(architectures),
+                                 tuple(auto_mappings))
         return load
 
     return deco

@@ -1,5 +1,7 @@
 """Family ``causal_lm``: text-only causal language models (GPT-2, GPT-1, Llama, ...), the unimodal
-baseline of VALSE, BLA and Winoground. Images are ignored (``uses_images = False``).
+baseline of VALSE, BLA and Winoground. Images are ignored (``uses_images = False``). It takes the
+architectures in :data:`ARCHITECTURES` and every class of transformers' ``AutoModelForCausalLM``
+table (generative VLMs that are also in that table go to ``vqascore``, which is tried first).
 
 Score = **minus the mean token negative log-likelihood** of the text, ``-(1/T) sum_t -log p(x_t | x_<t)``,
 where the text is tokenized without special tokens and the model's BOS token (or, lacking one,
@@ -25,17 +27,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import from_pretrained, model_max_text_length, resolve_dtype
+from .loading import embedding_head, from_pretrained, from_pretrained_checked, model_max_text_length, resolve_dtype
 
-_TEXT_ONLY_TYPES = {"gpt2", "openai-gpt", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "qwen2", "qwen3",
-                    "phi", "phi3", "gemma", "gemma2", "gemma3_text", "olmo", "olmo2", "opt", "bloom", "falcon",
-                    "smollm3", "granite", "stablelm", "pythia", "mpt", "codegen"}
-
-
-def _detect(config: Any) -> bool:
-    if getattr(config, "model_type", None) in _TEXT_ONLY_TYPES:
-        return True
-    return any(a.endswith(("LMHeadModel", "ForCausalLM")) for a in getattr(config, "architectures", None) or [])
+# The explicit map; the rest of AutoModelForCausalLM's table is taken too (auto_mappings).
+ARCHITECTURES = frozenset({
+    "GPT2LMHeadModel", "OpenAIGPTLMHeadModel", "GPTNeoForCausalLM", "GPTNeoXForCausalLM", "GPTJForCausalLM",
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "PhiForCausalLM",
+    "Phi3ForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM", "OlmoForCausalLM", "Olmo2ForCausalLM",
+    "OPTForCausalLM", "BloomForCausalLM", "FalconForCausalLM", "SmolLM3ForCausalLM",
+})
 
 
 class CausalLMScorer(PairScorer):
@@ -101,7 +101,17 @@ class CausalLMScorer(PairScorer):
         return PairScores(score.cpu().numpy().astype(np.float32), None)
 
 
-@register("causal_lm", detect=_detect, priority=0,
+def wrap_causal_lm(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+                   revision: str | None = None) -> CausalLMScorer:
+    """An already-loaded causal LM and its tokenizer (or a processor holding one) -> a scorer."""
+    if processor is None:
+        raise ValueError("a loaded causal LM needs its tokenizer: evaluate(model=(model, tokenizer), ...)")
+    return CausalLMScorer(model_id, model, getattr(processor, "tokenizer", processor), device=device, dtype=dtype,
+                          revision=revision)
+
+
+@register("causal_lm", priority=0, wrap=wrap_causal_lm, architectures=ARCHITECTURES,
+          auto_mappings=("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",),
           description="text-only causal LMs (GPT-2, ...): minus the mean token NLL, images ignored")
 def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
                    trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
@@ -112,7 +122,7 @@ def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", r
     if kw:
         raise TypeError(f"family 'causal_lm' takes no options {sorted(kw)}")
     _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained(AutoModelForCausalLM, model, revision=revision, trust_remote_code=trust_remote_code,
-                          dtype=torch_dtype)
+    net = from_pretrained_checked(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head,
+                                  revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype)
     tokenizer = from_pretrained(AutoTokenizer, model, revision=revision, trust_remote_code=trust_remote_code)
-    return CausalLMScorer(model, net.to(device).eval(), tokenizer, device=device, dtype=dtype, revision=revision)
+    return wrap_causal_lm(model, net.to(device).eval(), tokenizer, device=device, dtype=dtype, revision=revision)

@@ -1,5 +1,8 @@
 """Family ``dual``: dual encoders (CLIP, SigLIP, SigLIP 2, ALIGN, AltCLIP, Chinese-CLIP, MetaCLIP 2,
-and any ``transformers`` model with ``get_image_features`` and ``get_text_features``).
+BLIP's contrastive model, FLAVA, OWL-ViT / OWLv2): the architectures in :data:`ARCHITECTURES`, and
+every class of transformers' zero-shot image classification table. A FLAVA pre-training or OWL-ViT
+detection checkpoint loads through ``AutoModel`` as its contrastive model (``FlavaModel``,
+``OwlViTModel``), which is the part of it scored here.
 
 The score of (image, text) is the model's **own image-text logit**, the ``logits_per_image`` entry
 its forward returns:
@@ -9,6 +12,8 @@ its forward returns:
   is SigLIP's match probability; the dual contract returns scores only, so the thresholded
   metrics are not fed for dual encoders);
 * ALIGN (a ``temperature``): ``cos / temperature``;
+* FLAVA: ``exp(logit_scale) * cos`` of the projected first ([CLS]) positions, as its global
+  contrastive head computes it (its ``get_*_features`` project every position);
 * anything else: the plain cosine.
 
 ``encode_images``/``encode_texts`` return **L2-normalised** float32 embeddings, so cached
@@ -27,10 +32,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import DualScorer, register
-from .loading import (from_pretrained, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
+from .loading import (from_pretrained_checked, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
                       to_device, to_images)
 
-_KNOWN_TYPES = {"clip", "siglip", "siglip2", "align", "altclip", "chinese_clip", "metaclip_2"}
+# The explicit map (class names as a config's "architectures" lists them).
+ARCHITECTURES = frozenset({
+    "CLIPModel", "SiglipModel", "Siglip2Model", "AlignModel", "AltCLIPModel", "ChineseCLIPModel", "MetaClip2Model",
+    "BlipModel", "FlavaModel", "FlavaForPreTraining", "OwlViTModel", "OwlViTForObjectDetection", "Owlv2Model",
+    "Owlv2ForObjectDetection",
+})
 _MAX_LENGTH_PADDED = {"siglip", "siglip2"}
 
 
@@ -40,27 +50,23 @@ def _features(out: Any) -> Any:
     import torch
 
     if isinstance(out, torch.Tensor):
-        return out
+        return _first_position(out)
     for name in ("pooler_output", "image_embeds", "text_embeds"):
         val = getattr(out, name, None)
         if isinstance(val, torch.Tensor):
-            return val
+            return _first_position(val)
     raise TypeError(f"cannot find the embedding in {type(out).__name__}")
 
 
-def _detect(config: Any) -> bool:
-    if getattr(config, "model_type", None) in _KNOWN_TYPES:
-        return True
-    # Any other model whose class exposes both feature getters (checked on the class, not loaded).
-    import transformers
+def _first_position(emb: Any) -> Any:
+    # FLAVA projects every position (B, L, d); its contrastive head reads the first, [CLS].
+    return emb[:, 0, :] if emb.dim() == 3 else emb
 
-    for arch in getattr(config, "architectures", None) or []:
-        if arch.endswith(("ForConditionalGeneration", "ForImageTextToText", "ForCausalLM", "LMHeadModel")):
-            continue  # generative models may expose image features but are not contrastive
-        cls = getattr(transformers, arch, None)
-        if cls is not None and hasattr(cls, "get_image_features") and hasattr(cls, "get_text_features"):
-            return True
-    return False
+
+def _head(net: Any) -> list[str]:
+    # A dual encoder's AutoModel class is the two towers, their projections and the logit scale,
+    # all of which the score reads: a checkpoint missing any of its weights is refused.
+    return [""]
 
 
 class DualEncoderScorer(DualScorer):
@@ -155,8 +161,18 @@ class DualEncoderScorer(DualScorer):
         return emb.cpu().numpy().astype(np.float32, copy=False)
 
 
-@register("dual", detect=_detect, priority=10,
-          description="dual encoders (CLIP, SigLIP, ALIGN, ...): the model's image-text logit")
+def wrap_dual(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+              revision: str | None = None) -> DualEncoderScorer:
+    """An already-loaded dual encoder and its processor -> a scorer."""
+    if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
+        raise ValueError(f"model {model_id!r} ({type(model).__name__}) has no get_image_features/get_text_features: "
+                         f"it is not a dual encoder; pick another --family")
+    return DualEncoderScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision)
+
+
+@register("dual", priority=10, wrap=wrap_dual, architectures=ARCHITECTURES,
+          auto_mappings=("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES",),
+          description="dual encoders (CLIP, SigLIP, ALIGN, FLAVA, OWL-ViT, ...): the model's image-text logit")
 def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
               trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
               **kw: Any) -> DualEncoderScorer:
@@ -165,12 +181,11 @@ def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revisi
     if kw:
         raise TypeError(f"family 'dual' takes no options {sorted(kw)}")
     _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained(AutoModel, model, revision=revision, trust_remote_code=trust_remote_code,
-                          dtype=torch_dtype)
+    net = from_pretrained_checked(AutoModel, model, family="dual", head=_head, revision=revision,
+                                  trust_remote_code=trust_remote_code, dtype=torch_dtype)
     if not (hasattr(net, "get_image_features") and hasattr(net, "get_text_features")):
         raise ValueError(f"model {model!r} ({type(net).__name__}) has no get_image_features/get_text_features: "
                          f"it is not a dual encoder; pick another --family")
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)
-    net = net.to(device).eval()
-    return DualEncoderScorer(model, net, processor, device=device, dtype=dtype, revision=revision)
+    return wrap_dual(model, net.to(device).eval(), processor, device=device, dtype=dtype, revision=revision)

@@ -6,9 +6,15 @@ architecture                    head output                        score / proba
 ``BlipForImageTextRetrieval``   ``itm_score`` (B, 2): [no match,   score = logit[match] - logit[no match]
 (BLIP ITM, ``use_itm_head``)    match]                             (the match log-odds); probability =
                                                                    softmax(logits)[match] = sigmoid(score)
+``Blip2ForImageTextRetrieval``  ``logits_per_image`` (B, 2) with   as for BLIP (the head's logits are the
+(BLIP-2 ITM, ``use_image_text_  ``use_image_text_matching_head``:  mean over the Q-Former's query positions)
+matching_head``)                [no match, match]
 ``ViltForImageAndTextRetrieval``  ``logits`` (B, 1)                score = the single match logit;
 (ViLT retrieval)                                                   probability = sigmoid(logit)
 ==============================  =================================  ==========================================
+
+These three classes are the family's explicit architecture map (:data:`_HEADS`); a checkpoint whose
+matching head (``itm_head``, BLIP-2's ``query_tokens``, ViLT's ``rank_output``) is missing is refused.
 
 For BLIP the difference of the two logits is used rather than the "match" logit alone, so that the
 score ranks pairs exactly as the model's own match probability does (the VALSE LXMERT script ranks
@@ -19,7 +25,7 @@ is the argmax of the two logits as in the LXMERT script).
 BLIP's ITM head is applied to the text encoder's first position with the tokenizer's ``[CLS]``,
 as ``transformers`` runs it (the original LAVIS code swaps in an ``[ENC]`` token: not done here,
 since the Hub checkpoints are used through transformers). FLAVA's ITM head needs the full
-pre-training model and is not supported yet.
+pre-training model and is not supported yet (FLAVA is scored as a dual encoder, family ``dual``).
 """
 
 from __future__ import annotations
@@ -29,13 +35,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import (from_pretrained, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
+from .loading import (from_pretrained_checked, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
                       to_device, to_images)
 
 # architecture name -> how to read the match logits from its output
 _HEADS = {
     "BlipForImageTextRetrieval": "two_way",
+    "Blip2ForImageTextRetrieval": "two_way_blip2",
     "ViltForImageAndTextRetrieval": "single",
+}
+# architecture name -> the parameters the matching head reads besides the backbone
+_HEAD_WEIGHTS = {
+    "BlipForImageTextRetrieval": ["itm_head"],
+    "Blip2ForImageTextRetrieval": ["itm_head", "query_tokens"],
+    "ViltForImageAndTextRetrieval": ["rank_output"],
 }
 
 
@@ -59,9 +72,12 @@ class ITMScorer(PairScorer):
         self.head = _HEADS[arch]
         self._torch_dtype = resolve_dtype(dtype)[1]
         tokenizer = getattr(processor, "tokenizer", None)
-        self.max_length = model_max_text_length(tokenizer, model.config)
-        score = ("logit[match] - logit[no match]" if self.head == "two_way" else "match logit")
-        prob = ("softmax(logits)[match]" if self.head == "two_way" else "sigmoid(match logit)")
+        # BLIP-2 reads texts with its Q-Former (its text_config is the captioning LM, unused here).
+        self.max_length = model_max_text_length(tokenizer, getattr(model.config, "qformer_config", None)
+                                                or model.config)
+        two_way = self.head in ("two_way", "two_way_blip2")
+        score = ("logit[match] - logit[no match]" if two_way else "match logit")
+        prob = ("softmax(logits)[match]" if two_way else "sigmoid(match logit)")
         self.preprocessing = {
             **processor_preprocessing(getattr(processor, "image_processor", None), processor),
             "architecture": arch,
@@ -76,16 +92,22 @@ class ITMScorer(PairScorer):
     def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
         if len(images) != len(texts):
             raise ValueError(f"preprocess_pairs: {len(images)} images but {len(texts)} texts")
+        # A BLIP-2 processor without num_query_tokens cannot take max_length (transformers subtracts
+        # None from it); it then truncates at the tokenizer's own limit.
+        limit = ({} if getattr(self.processor, "num_query_tokens", 0) is None else {"max_length": self.max_length})
         return dict(self.processor(images=to_images(images), text=list(texts), padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="pt"))
+                                   return_tensors="pt", **limit))
 
     def score_pairs(self, inputs: Any) -> PairScores:
         import torch
 
         batch = to_device(inputs, self.device, self._torch_dtype)
         with torch.inference_mode():
-            if self.head == "two_way":
-                logits = self.model(**batch, use_itm_head=True).itm_score.float()
+            if self.head in ("two_way", "two_way_blip2"):
+                if self.head == "two_way":
+                    logits = self.model(**batch, use_itm_head=True).itm_score.float()
+                else:
+                    logits = self.model(**batch, use_image_text_matching_head=True).logits_per_image.float()
                 score = logits[:, 1] - logits[:, 0]
                 prob = torch.softmax(logits, dim=-1)[:, 1]
             else:
@@ -95,20 +117,39 @@ class ITMScorer(PairScorer):
 
     def pair_features(self, inputs: Any) -> np.ndarray:
         """The joint representation the matching head reads, float32 (B, hidden): BLIP's text encoder
-        at the first position (cross-attending to the image), ViLT's pooler output (for vlprobe probe)."""
+        at the first position (cross-attending to the image), BLIP-2's Q-Former query positions
+        averaged (its linear head's logits are averaged over them), ViLT's pooler output (for vlprobe
+        probe)."""
         import torch
 
         batch = to_device(inputs, self.device, self._torch_dtype)
         with torch.inference_mode():
             if self.head == "two_way":
                 feats = self.model(**batch, use_itm_head=True).question_embeds[:, 0, :]
+            elif self.head == "two_way_blip2":
+                seen: list[Any] = []
+                hook = self.model.itm_head.register_forward_hook(lambda m, args, out: seen.append(args[0]))
+                try:
+                    self.model(**batch, use_image_text_matching_head=True)
+                finally:
+                    hook.remove()
+                feats = seen[0].mean(dim=1)
             else:
                 feats = self.model.vilt(**batch).pooler_output
         return feats.float().cpu().numpy().astype(np.float32)
 
 
-@register("itm", detect=lambda config: _arch(config) is not None, priority=20,
-          description="image-text matching heads (BLIP ITM, ViLT retrieval): match logit and probability")
+def wrap_itm(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+             revision: str | None = None) -> ITMScorer:
+    """An already-loaded matching model (one of :data:`_HEADS`) and its processor -> a scorer."""
+    arch = type(model).__name__ if type(model).__name__ in _HEADS else _arch(model.config)
+    if arch is None:
+        raise ValueError(f"model {model_id!r} is a {type(model).__name__}; the itm family supports {', '.join(_HEADS)}")
+    return ITMScorer(model_id, model, processor, arch, device=device, dtype=dtype, revision=revision)
+
+
+@register("itm", priority=20, wrap=wrap_itm, architectures=_HEADS,
+          description="image-text matching heads (BLIP and BLIP-2 ITM, ViLT retrieval): match logit and probability")
 def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
              trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
              **kw: Any) -> ITMScorer:
@@ -127,7 +168,8 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"supports {', '.join(_HEADS)} (e.g. Salesforce/blip-itm-base-coco, dandelin/vilt-b32-finetuned-coco)"
         )
     _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained(getattr(transformers, arch), model, revision=revision, dtype=torch_dtype)
+    net = from_pretrained_checked(getattr(transformers, arch), model, family="itm",
+                                  head=lambda net: _HEAD_WEIGHTS[arch], revision=revision, dtype=torch_dtype)
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)
     return ITMScorer(model, net.to(device).eval(), processor, arch, device=device, dtype=dtype, revision=revision)

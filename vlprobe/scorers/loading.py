@@ -3,10 +3,23 @@
 * **Device**: ``None``/``"auto"`` picks cuda, then mps, then cpu.
 * **dtype**: ``float32``/``fp32``, ``float16``/``fp16``/``half``, ``bfloat16``/``bf16``; recorded under its
   canonical torch name (``float32``, ``float16``, ``bfloat16``).
-* **Family**: named (``family="dual"``) or detected. Detection loads only the model's config
-  (``AutoConfig``) and asks each registered family's ``detect(config)`` in order of decreasing
-  priority; the first that says yes wins. A family name that is not registered, or a config no
-  family recognises, raises :class:`~vlprobe.scorers.base.UnknownFamilyError` listing the known ones.
+* **Family**: named (``family="dual"``) or detected from the model's config alone (``AutoConfig``)
+  by :func:`detect_family`, from explicit maps, never from substrings of class names: each
+  architecture the config lists is looked up (1) in the families' own architecture maps, then (2)
+  families' ``detect(config)`` hooks (plugins) are asked, then (3) the architecture is looked up in the
+  transformers Auto tables the families name (``MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES``...);
+  the first hit wins (by family priority within a step). A config that lists no architecture is
+  looked up by its ``model_type`` in the same tables (its base ``AutoModel`` class first). A
+  config none of them takes raises :class:`UnmappedArchitectureError`, one line listing the families
+  and how to force one (``--family`` / ``family=``); an unregistered family name raises
+  :class:`~vlprobe.scorers.base.UnknownFamilyError` listing the known ones.
+* **Missing weights**: the families load with ``output_loading_info=True`` and refuse, with
+  :class:`MissingWeightsError`, a checkpoint that has no weights for the head the family reads (a
+  BLIP-2 ITM checkpoint forced through ``vqascore`` has no language model): transformers would fill
+  them with random numbers and the scores would mean nothing.
+* **Failures** inside a family's loader that are not one of the errors above (an ``AttributeError``
+  in a processor...) are raised as one-line :class:`~vlprobe.errors.ModelError` naming the model
+  and family; failures while scoring likewise (:class:`~vlprobe.scorers.base.ScoringError`).
 * **Not found**: a model that cannot be found locally or on the Hub (a typo, or offline with
   ``HF_HUB_OFFLINE=1``) raises :class:`ModelNotFoundError` (a ``FileNotFoundError``) that says to pass
   a local folder made with ``save_pretrained``.
@@ -32,10 +45,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from ..errors import ModelError
-from .base import Scorer, UnknownFamilyError, families, get_family
+from ..errors import ModelError, VlprobeError
+from .base import Family, Scorer, UnknownFamilyError, _first_line, families, get_family
 
 _DTYPES = {
     "float32": "float32", "fp32": "float32", "float": "float32",
@@ -50,6 +63,14 @@ class ModelNotFoundError(FileNotFoundError):
 
 class UnknownArchitectureError(UnknownFamilyError, ModelError):
     """The model's config names a model type (architecture) that transformers does not know."""
+
+
+class UnmappedArchitectureError(UnknownFamilyError, ModelError):
+    """transformers knows the model's architecture, but no vlprobe family's map takes it."""
+
+
+class MissingWeightsError(ModelError):
+    """The checkpoint has no weights for the head the family reads (they would be random)."""
 
 
 def _unknown_architecture(model: str) -> UnknownArchitectureError:
@@ -205,18 +226,90 @@ def resolved_revision(model: str, config: Any, revision: str | None) -> str | No
     return str(commit) if commit else revision
 
 
-def detect_family(config: Any) -> str:
-    """The name of the first family (highest priority first) whose ``detect(config)`` is true."""
-    fams = families()
-    for fam in sorted(fams.values(), key=lambda f: (-f.priority, f.name)):
-        if fam.detect is not None and fam.detect(config):
-            return fam.name
+def _by_priority(fams: dict[str, Family]) -> list[Family]:
+    return sorted(fams.values(), key=lambda f: (-f.priority, f.name))
+
+
+def detect_family(config: Any, *, model: str | None = None, architectures: list[str] | None = None) -> str:
+    """The name of the family that takes this config (see the module doc for the order).
+    ``architectures`` replaces the config's list (a loaded model's own class name); ``model`` only
+    names the model in the error."""
+    fams = _by_priority(families())
+    archs = [str(a) for a in (architectures if architectures is not None
+                              else getattr(config, "architectures", None) or [])]
     model_type = getattr(config, "model_type", None)
-    archs = getattr(config, "architectures", None) or []
-    raise UnknownFamilyError(
-        f"no scorer family recognises this model (model_type={model_type!r}, architectures={archs}); "
-        f"name one with --family / family=...; known families: {', '.join(sorted(fams))}"
+    if archs:
+        for arch in archs:
+            for fam in fams:
+                if fam.takes(arch) == "explicit":
+                    return fam.name
+        for fam in fams:
+            if fam.detect is not None and fam.detect(config):
+                return fam.name
+        for arch in archs:
+            for fam in fams:
+                if fam.takes(arch) == "auto":
+                    return fam.name
+    elif model_type:
+        # No architecture listed (a config saved by hand): the model type's base class, then the
+        # families' Auto tables by model type.
+        from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+        base = MODEL_MAPPING_NAMES.get(model_type)
+        for fam in fams:
+            if base and fam.takes(base) == "explicit":
+                return fam.name
+        for fam in fams:
+            if fam.detect is not None and fam.detect(config):
+                return fam.name
+        for fam in fams:
+            if model_type in fam.auto_architectures():
+                return fam.name
+    else:
+        for fam in fams:
+            if fam.detect is not None and fam.detect(config):
+                return fam.name
+    who = f"model {model!r}" if model else "this model"
+    known = "; ".join(f.summary() for f in sorted(fams, key=lambda f: f.name))
+    raise UnmappedArchitectureError(
+        f"no vlprobe scorer family takes {who} (architectures {archs}, model_type {model_type!r}); known "
+        f"families: {known}. If the model fits one, force it with --family NAME (family='NAME' in Python)"
     )
+
+
+def _matching(names: Any, prefixes: list[str]) -> list[str]:
+    # "" stands for the whole model.
+    return sorted(k for k in names if any(p == "" or k == p or k.startswith(p + ".") for p in prefixes))
+
+
+def from_pretrained_checked(cls: Any, model: str, *, family: str, head: Callable[[Any], list[str]],
+                            **kw: Any) -> Any:
+    """:func:`from_pretrained` with ``output_loading_info=True``; refuses (MissingWeightsError) a
+    checkpoint that lacks any weight under the parameter-name prefixes ``head(net)`` names (what the
+    family reads besides the backbone; ``""`` is the whole model), or whose weights there had the
+    wrong shape: transformers would initialise them at random."""
+    net, info = from_pretrained(cls, model, output_loading_info=True, **kw)
+    missing = set(info.get("missing_keys") or ())
+    missing |= {k[0] if isinstance(k, tuple) else k for k in info.get("mismatched_keys") or ()}
+    hit = _matching(missing, list(head(net)))
+    if hit:
+        archs = getattr(getattr(net, "config", None), "architectures", None)
+        shown = ", ".join(hit[:3]) + (f" and {len(hit) - 3} more" if len(hit) > 3 else "")
+        raise MissingWeightsError(
+            f"cannot score model {model!r} as family {family!r}: loaded as {type(net).__name__}, its checkpoint "
+            f"(architectures {archs}) has no weights for what the family reads ({shown}), which would be "
+            f"random; it is another kind of model: leave --family out to detect its family, or name the one "
+            f"that fits"
+        )
+    return net
+
+
+def embedding_head(net: Any) -> list[str]:
+    """The names of a language model's output (and input) embeddings: the head a family that reads
+    next-token probabilities needs (tied weights share one name)."""
+    wanted = [m for m in (net.get_output_embeddings(), net.get_input_embeddings()) if m is not None]
+    return [name for name, module in net.named_modules(remove_duplicate=False)
+            if name and any(module is w for w in wanted)]
 
 
 def load_scorer(
@@ -244,12 +337,17 @@ def load_scorer(
         fam = get_family(family)  # UnknownFamilyError lists the known ones
     config = load_config(model, revision=revision, trust_remote_code=trust_remote_code)
     if family is None:
-        fam = get_family(detect_family(config))
+        fam = get_family(detect_family(config, model=model))
     dtype_name, _ = resolve_dtype(dtype)
-    scorer = fam.load(
-        model, device=resolve_device(device), dtype=dtype_name, revision=revision,
-        trust_remote_code=trust_remote_code, config=config, **kw,
-    )
+    try:
+        scorer = fam.load(
+            model, device=resolve_device(device), dtype=dtype_name, revision=revision,
+            trust_remote_code=trust_remote_code, config=config, **kw,
+        )
+    except (VlprobeError, OSError, ValueError, TypeError):
+        raise  # vlprobe's own one-line refusals, and transformers' "not found" / "wrong kind" ones
+    except Exception as err:
+        raise ModelError(f"cannot load model {model!r} as family {fam.name!r}: {_first_line(err)}") from err
     scorer.revision = resolved_revision(model, config, revision)
     if Path(model).expanduser().is_dir():
         from vlprobe.cache import folder_digest

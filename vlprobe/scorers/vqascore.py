@@ -27,8 +27,13 @@ embeddings forgive). The pairs of one image sit together in a batch, and each di
 **preprocessed once** and its pixel rows repeated for its texts (:class:`_ReuseImages`), so an
 item with 4 captions pays for one image preprocessing, not 4.
 
-Any model that ``AutoModelForImageTextToText`` loads and whose ``AutoProcessor`` takes
-``images=`` and ``text=`` works; tested with a tiny LLaVA. Processors without a chat template
+The family takes the architectures in :data:`ARCHITECTURES` (LLaVA, LLaVA-NeXT/OneVision, Idefics 2/3,
+SmolVLM, Qwen2-VL/Qwen2.5-VL/Qwen3-VL, PaliGemma, Gemma 3, InstructBLIP, BLIP-2 captioning, Mllama)
+and every class of transformers' ``AutoModelForImageTextToText`` table; any such model whose
+``AutoProcessor`` takes ``images=`` and ``text=`` works (tested with a tiny LLaVA and a tiny
+Qwen2-VL). A checkpoint without language-model embeddings (e.g. a BLIP-2 *retrieval* checkpoint,
+which ``AutoModelForImageTextToText`` would load as a captioner with a random language model)
+is refused. Processors without a chat template
 (e.g. PaliGemma's, which inserts its image tokens itself) get the bare question as the prompt,
 recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}`` slot) changes the question.
 """
@@ -40,24 +45,19 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import from_pretrained, load_processor, processor_preprocessing, resolve_dtype, to_device, to_images
+from .loading import embedding_head, from_pretrained_checked, load_processor, processor_preprocessing, resolve_dtype, to_device, to_images
 
 DEFAULT_PROMPT = 'Does this figure show "{text}"? Please answer yes or no.'
 
 
-def _detect(config: Any) -> bool:
-    from transformers import AutoModelForImageTextToText
-
-    mapping = getattr(AutoModelForImageTextToText, "_model_mapping", None)
-    try:
-        if mapping is not None and type(config) in mapping:
-            return True
-    except Exception:  # lazy mappings can fail on configs of missing optional models
-        pass
-    return any(a.endswith("ForConditionalGeneration") and "Vision" not in a and "ForImageTextToText" not in a
-               and getattr(config, "vision_config", None) is not None
-               for a in getattr(config, "architectures", None) or []) or any(
-        a.endswith("ForImageTextToText") for a in getattr(config, "architectures", None) or [])
+# The explicit map; the rest of AutoModelForImageTextToText's table is taken too (auto_mappings).
+ARCHITECTURES = frozenset({
+    "LlavaForConditionalGeneration", "LlavaNextForConditionalGeneration", "LlavaOnevisionForConditionalGeneration",
+    "Idefics2ForConditionalGeneration", "Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration",
+    "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+    "PaliGemmaForConditionalGeneration", "Gemma3ForConditionalGeneration", "InstructBlipForConditionalGeneration",
+    "Blip2ForConditionalGeneration", "MllamaForConditionalGeneration",
+})
 
 
 def answer_token_ids(tokenizer: Any, word: str) -> list[int]:
@@ -193,7 +193,14 @@ class VQAScoreScorer(PairScorer):
         return PairScores(log_yes.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
 
-@register("vqascore", detect=_detect, priority=5,
+def wrap_vqascore(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+                  revision: str | None = None, prompt: str = DEFAULT_PROMPT) -> VQAScoreScorer:
+    """An already-loaded generative VLM and its processor -> a scorer."""
+    return VQAScoreScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision, prompt=prompt)
+
+
+@register("vqascore", priority=5, wrap=wrap_vqascore, architectures=ARCHITECTURES,
+          auto_mappings=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",),
           description='generative VLMs: log P("Yes") to "Does this figure show ...?" (VQAScore)')
 def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
                   trust_remote_code: bool = False, config: Any = None, prompt: str = DEFAULT_PROMPT,
@@ -203,9 +210,9 @@ def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", re
     if kw:
         raise TypeError(f"family 'vqascore' takes only prompt=... and exact_preprocessing=..., not {sorted(kw)}")
     _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained(AutoModelForImageTextToText, model, revision=revision,
-                          trust_remote_code=trust_remote_code, dtype=torch_dtype)
+    net = from_pretrained_checked(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head,
+                                  revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype)
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)
-    return VQAScoreScorer(model, net.to(device).eval(), processor, device=device, dtype=dtype,
-                          revision=revision, prompt=prompt)
+    return wrap_vqascore(model, net.to(device).eval(), processor, device=device, dtype=dtype,
+                         revision=revision, prompt=prompt)

@@ -60,7 +60,7 @@ def dataset_folder(name: str, root: str | os.PathLike | None = None) -> Path:
     ``$VLPROBE_ROOT`` is set (``root`` defaults to ``$VLPROBE_ROOT``, else the working directory),
     else ``datasets_home()/<name>``."""
     env_root = os.environ.get("VLPROBE_ROOT")
-    base = Path(root) if root is not None else Path(env_root or Path.cwd())
+    base = Path(root) if root is not None else Path(env_root or "")  # "": relative, as `--out travlr` was
     here = base / name
     if (here / SPEC_FILE).is_file() or (env_root and base == Path(env_root)):
         return here

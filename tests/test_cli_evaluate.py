@@ -212,8 +212,12 @@ def test_default_run_without_built_datasets_says_how_to_build(tmp_path, monkeypa
 
 def test_default_run_without_model_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    import vlprobe.locations
+
+    monkeypatch.setattr(vlprobe.locations, "shipped_model", lambda: None)  # an installation that ships none
     for name in ("travlr", "winoground_style"):
         (tmp_path / name / "data" / "x").mkdir(parents=True)
+        (tmp_path / name / "vlprobe.yaml").write_text("")  # a dataset folder, as a clone's
         (tmp_path / name / "data" / "x" / "test-00000-of-00001.parquet").write_bytes(b"")
     code = main([])  # plain `vlprobe` runs the default job too
     err = capsys.readouterr().err

@@ -1,20 +1,21 @@
-"""The metric has one source (metric/valse_metric.py) and two byte-identical copies, and
-`evaluate.load("valse_metric")` works by its bare name offline: from the repository root, and
-anywhere once `python -m vlprobe.metric register` has run."""
+"""The metric has one committed file, metric/valse_metric.py: vlprobe imports it from there (or from
+the installed package's copy, made by the wheel build: tests/test_install.py), and
+`evaluate.load("valse_metric")` works by its bare name offline: from the repository root (the
+committed symlink valse_metric -> metric), and anywhere once `python -m vlprobe.metric register` has
+run. vlprobe's own loading writes nothing into evaluate's namespace of downloaded modules."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from vlprobe import metric
-
-COPIES = ("vlprobe/valse_metric.py", "valse_metric/valse_metric.py")
 
 _CHECK = """
 import evaluate, json
@@ -29,26 +30,33 @@ else:
 """
 
 
-def test_the_copies_are_real_files_identical_to_the_one_source(repo_root):
-    source = (repo_root / "metric" / "valse_metric.py").read_bytes()
-    for rel in COPIES:
-        path = repo_root / rel
-        assert not path.is_symlink(), f"{rel} must be a real file (a symlink breaks a Windows checkout)"
-        assert path.read_bytes() == source, (
-            f"{rel} differs from metric/valse_metric.py, the one source: run `python -m vlprobe.metric sync`")
-    assert metric.METRIC_FILE.read_bytes() == source
+def _git(repo_root: Path, *args: str) -> str:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    proc = subprocess.run(["git", *args], cwd=repo_root, capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        pytest.skip(f"not a git checkout: {proc.stderr.strip()}")
+    return proc.stdout
 
 
-def test_sync_copies_the_source_over_drifted_copies(tmp_path):
-    (tmp_path / "metric").mkdir()
-    (tmp_path / "metric" / "valse_metric.py").write_text("# v2\n")
-    (tmp_path / "vlprobe").mkdir()
-    (tmp_path / "vlprobe" / "valse_metric.py").write_text("# v1\n")
-    changed = metric.sync(tmp_path)
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in changed) == sorted(COPIES)
-    assert all((tmp_path / rel).read_text() == "# v2\n" for rel in COPIES)
-    assert metric.sync(tmp_path) == []
-    assert metric.main(["sync", str(tmp_path / "nowhere")]) == 2
+def test_one_committed_metric_file(repo_root):
+    files = _git(repo_root, "ls-files").splitlines()
+    assert [f for f in files if f.endswith("valse_metric.py")] == ["metric/valse_metric.py"]
+    # The folder evaluate resolves the bare name through, at the root, is a symlink to metric/ (mode
+    # 120000), not a copy; git lists it under its own name.
+    mode, *_ = _git(repo_root, "ls-files", "-s", "valse_metric").split()
+    assert mode == "120000"
+    assert (repo_root / "valse_metric" / "valse_metric.py").resolve() == (repo_root / "metric" / "valse_metric.py").resolve()
+
+
+def test_vlprobe_imports_the_one_file(repo_root):
+    assert metric.METRIC_FILE == (repo_root / "metric" / "valse_metric.py").resolve()
+    assert not (repo_root / "vlprobe" / "valse_metric.py").exists()
+    from vlprobe import valse_metric
+
+    assert valse_metric is metric.module and Path(valse_metric.__file__).resolve() == metric.METRIC_FILE
+    assert valse_metric.compute_metrics is metric.module.compute_metrics
+    assert metric.compute([[[0.9, 0.2]]], [[[1, 0]]])["acc_r"] == 1.0
 
 
 def _run(code_or_args, cwd: Path, modules: Path) -> subprocess.CompletedProcess:
@@ -59,8 +67,6 @@ def _run(code_or_args, cwd: Path, modules: Path) -> subprocess.CompletedProcess:
 
 
 def _result(proc: subprocess.CompletedProcess) -> dict:
-    import json
-
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -71,6 +77,22 @@ def test_bare_name_loads_from_the_repository_root_offline(repo_root, tmp_path):
     # Cells: gold 0.9 (TP), 0.3 (FN); non-gold 0.2 (TN), 0.7 and 0.8 (FP): F1 = 2/5 for both classes.
     assert got["acc_r"] == 0.5 and got["macro_f1"] == pytest.approx(0.4)
     assert got["module"].endswith(".valse_metric")
+
+
+@pytest.mark.slow
+def test_load_reads_the_package_file_and_registers_nothing(tmp_path):
+    """vlprobe.metric.load() loads the file vlprobe carries by its path: evaluate's folder of
+    downloaded canonical modules stays untouched, and a second load logs no 'latest cached version'."""
+    elsewhere, modules = tmp_path / "elsewhere", tmp_path / "modules"
+    elsewhere.mkdir()
+    code = ("from vlprobe import metric; import json\n"
+            "for _ in range(2):\n"
+            "    m = metric.load()\n"
+            "print(json.dumps({'acc_r': m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r']}))")
+    proc = _run(code, elsewhere, modules)
+    assert _result(proc)["acc_r"] == 1.0
+    assert "Using the latest cached version" not in proc.stderr
+    assert not (modules / "evaluate_modules" / "metrics" / metric.CACHE_NAME).exists()
 
 
 @pytest.mark.slow
@@ -89,15 +111,4 @@ def test_bare_name_loads_anywhere_once_registered_offline(tmp_path):
     # Registering again is idempotent.
     assert _run(["-m", "vlprobe.metric", "register"], elsewhere, modules).returncode == 0
     assert len(list(registered.parent.parent.glob("*/valse_metric.py"))) == 1
-
-
-@pytest.mark.slow
-def test_the_wheel_carries_the_metric_as_a_real_file(repo_root, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(tmp_path), str(repo_root)], capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PIP_NO_INDEX="1"))
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    wheel = next(tmp_path.glob("vlprobe-*.whl"))
-    with zipfile.ZipFile(wheel) as zf:
-        assert zf.read("vlprobe/valse_metric.py") == (repo_root / "metric" / "valse_metric.py").read_bytes()
-        assert "vlprobe/data/paper_results.csv" in zf.namelist()
+    assert metric.main(["sync"]) == 2  # the copies and their sync command are gone

@@ -473,7 +473,7 @@ def test_real_space_is_staged_self_contained(repo_root):
     staged = plan.folder
     assert staged != (repo_root / "space").resolve()
     assert "app.py" in plan.files and "vlprobe/__init__.py" in plan.files
-    metric_copy = staged / "vlprobe" / "valse_metric.py"
+    metric_copy = staged / "vlprobe" / "_bundled" / "metric" / "valse_metric.py"  # where a wheel has it
     assert metric_copy.is_file() and not metric_copy.is_symlink()
     assert metric_copy.read_bytes() == (repo_root / "metric" / "valse_metric.py").read_bytes()
     if (repo_root / "models" / "mini-clip" / "config.json").is_file():

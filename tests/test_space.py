@@ -262,6 +262,9 @@ def test_the_allow_list_refuses_other_models(client, images, tiny_clip_path, mon
 
 def test_missing_default_model_says_what_to_do(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
+    import vlprobe.locations
+
+    monkeypatch.setattr(vlprobe.locations, "shipped_model", lambda: None)  # an installation that ships none
     with pytest.raises(SpaceError, match="not in this checkout yet.*Hub model id or the path"):
         Settings(root=tmp_path).resolve_model("")
 

@@ -1,5 +1,5 @@
 """Training code that is not part of the runtime package (as open_clip keeps ``open_clip_train/``
-apart): ``pip install vlprobe`` and the published Space do not carry it.
+apart): an installed vlprobe (``pip install`` from a clone) and the published Space do not carry it.
 
 * :mod:`training.mini_clip`: trains ``models/mini-clip``, vlprobe's offline default model
   (entry point: ``scripts/train_mini_clip.py``; tests: ``tests/test_mini_clip.py``).

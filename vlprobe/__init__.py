@@ -24,7 +24,8 @@ The Python API is :func:`evaluate` (``vlprobe/evaluation.py``); ``vlprobe evalua
   files), ``templates/`` their cards; ``scenes/``: the renderer and truth function of the
   synthetic instruments; ``image_sources.py``: the VALSE / BLA image sources and their downloads;
 * ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish.py``: pushing to the Hub;
-* ``valse_metric.py``: a byte-identical copy of ``metric/valse_metric.py`` (the evaluate module).
+* ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
+  default model) and the user's built datasets are, in a clone and when installed.
 
 The mini CLIP trainer is not part of the package: it lives in ``training/`` at the repository root.
 """

@@ -803,10 +803,15 @@ def _is_built(folder: Path) -> bool:
 
 
 def default_datasets(root: str | os.PathLike) -> list[str]:
-    """The offline default's dataset folders under ``root`` (the repository checkout)."""
+    """The offline default's dataset folders: ``root/<name>`` where it holds a ``vlprobe.yaml`` (a
+    clone's committed card folders), else the folder an installed vlprobe builds into,
+    ``~/.cache/vlprobe/datasets/<name>`` (see :func:`vlprobe.locations.dataset_folder`): wherever
+    ``vlprobe build <name>`` with no ``--out`` writes, run from the same folder."""
+    from .locations import dataset_folder
+
     out = []
     for name in DEFAULT_DATASETS:
-        folder = Path(root) / name
+        folder = dataset_folder(name, root)
         if not _is_built(folder):
             raise DatasetError(
                 f"the default dataset folder {folder} has not been built yet; build it with "
@@ -817,17 +822,24 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
 
 
 def default_model(root: str | os.PathLike) -> str:
-    """The offline default's model folder under ``root``."""
+    """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy
+    this package ships (inside the installed package, see :mod:`vlprobe.locations`)."""
+    from .locations import shipped_model
+
     root = Path(root)
     model = root / DEFAULT_MODEL
-    if not (model / "config.json").is_file():
-        trainer = root / "scripts" / "train_mini_clip.py"
-        how = f" train it with `python {trainer.relative_to(root)}`, or" if trainer.is_file() else ""
-        raise ModelError(
-            f"the default model {model} is not there (the small offline CLIP has not been made in this "
-            f"checkout);{how} pass --model with a local folder written by save_pretrained, or a Hub id"
-        )
-    return str(model)
+    if (model / "config.json").is_file():
+        return str(model)
+    packaged = shipped_model()
+    if packaged is not None:
+        return str(packaged)
+    trainer = root / "scripts" / "train_mini_clip.py"
+    how = f" train it with `python {trainer.relative_to(root)}`, or" if trainer.is_file() else ""
+    raise ModelError(
+        f"the default model {model} is not there and this vlprobe installation ships none (the small "
+        f"offline CLIP has not been made in this checkout);{how} pass --model with a local folder written "
+        f"by save_pretrained, or a Hub id"
+    )
 
 
 def command_line(datasets_: Sequence[Any], model: Any, s: Settings, *, spec: Any, family: str | None,

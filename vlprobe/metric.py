@@ -1,38 +1,61 @@
 """vlprobe's door to the metric.
 
-The math lives in one source, ``metric/valse_metric.py`` (the ``evaluate`` module that is also
-published as a Space). Two byte-identical copies exist so that every way of loading it needs
-nothing but a clone or ``pip install vlprobe`` (``tests/test_metric_packaging.py`` fails when they
-drift; refresh them with ``python -m vlprobe.metric sync`` from a clone):
-
-* ``vlprobe/valse_metric.py``: the copy the installed package carries (this module imports it);
-* ``valse_metric/valse_metric.py`` at the repository root: ``evaluate.load("valse_metric")`` run
-  from the root resolves a bare name to ``./valse_metric/valse_metric.py``.
-
-After ``pip install vlprobe``, anywhere and offline, ``evaluate.load("valse_metric")`` works once
-the module is registered in evaluate's own module cache (where it keeps a downloaded
-``evaluate-metric/valse_metric``, and where it looks when the Hub cannot be reached):
-``python -m vlprobe.metric register`` does it, and so does :func:`load`.
+The math lives in one committed file, ``metric/valse_metric.py`` (the ``evaluate`` module that is
+also published as a Space). vlprobe reads it from where it was installed (:data:`METRIC_FILE`, see
+:mod:`vlprobe.locations`): inside the package, ``vlprobe/_bundled/metric/``, when installed from a
+wheel (setup.py maps ``metric/`` there); the clone's ``metric/`` folder otherwise (a clone, an
+editable install). It is imported here as ``vlprobe.valse_metric``.
 
 * :func:`compute` calls the module's pure function directly: no Arrow round trip, and it takes
   stacked ``(N, m, n)`` arrays (the path large runs take).
-* :func:`load` returns the ``evaluate.Metric`` itself, as ``evaluate.load`` gives it to users.
+* :func:`load` returns the ``evaluate.Metric`` itself, loaded from :data:`METRIC_FILE` (a local
+  path: nothing is asked of the Hub and nothing is written into evaluate's namespace of
+  downloaded modules).
+* ``evaluate.load("valse_metric")`` by its bare name works from the repository root (the committed
+  symlink ``valse_metric -> metric`` is the folder evaluate looks for) and, anywhere and offline,
+  once :func:`register` (``python -m vlprobe.metric register``) has put the module where evaluate
+  keeps a downloaded ``evaluate-metric/valse_metric`` (evaluate then logs that it uses that cached
+  version: that is how it loads a bare name offline).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from . import valse_metric as _module
+from .locations import shipped
 
+MODULE_NAME = "valse_metric"
+
+
+def _import_metric():
+    folder = shipped("metric")
+    if folder is None or not (folder / f"{MODULE_NAME}.py").is_file():
+        raise ImportError(f"vlprobe: the metric {MODULE_NAME}.py is missing: neither this installed package "
+                          f"(vlprobe/_bundled/metric/) nor a clone around it (metric/) has it; reinstall vlprobe")
+    name = f"{__package__}.{MODULE_NAME}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, folder / f"{MODULE_NAME}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before running it, as an import does (dataclasses look it up)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    setattr(sys.modules[__package__], MODULE_NAME, module)  # `from vlprobe import valse_metric`
+    return module
+
+
+_module = module = _import_metric()
 METRIC_FILE = Path(_module.__file__).resolve()
 METRIC_KEYS = _module.METRIC_KEYS
 TIE_POLICIES = _module.TIE_POLICIES
-MODULE_NAME = "valse_metric"
 # evaluate resolves a bare name through the canonical namespace "evaluate-metric/<name>" and, when
 # the Hub cannot answer, through its cache folder "evaluate-metric--<name>".
 CACHE_NAME = f"evaluate-metric--{MODULE_NAME}"
@@ -77,45 +100,21 @@ def register() -> Path:
 
 
 def load(**kwargs: Any):
-    """The ``evaluate`` metric module, as ``evaluate.load("valse_metric")`` gives it to users: it is
-    registered first (so that the bare name works offline from now on), then loaded from the
-    registered file, which asks the Hub nothing."""
+    """The ``evaluate`` metric module, as ``evaluate.load("valse_metric")`` gives it to users,
+    loaded from :data:`METRIC_FILE`: it asks the Hub nothing and registers nothing."""
     import evaluate
 
-    return evaluate.load(str(register()), **kwargs)
-
-
-def sync(repo_root: str | os.PathLike) -> list[Path]:
-    """Copy the one source, ``metric/valse_metric.py``, over its two copies in a clone; returns
-    the files that changed."""
-    root = Path(repo_root)
-    source = root / "metric" / f"{MODULE_NAME}.py"
-    data = source.read_bytes()
-    changed = []
-    for copy in (root / "vlprobe" / f"{MODULE_NAME}.py", root / MODULE_NAME / f"{MODULE_NAME}.py"):
-        if not copy.is_file() or copy.read_bytes() != data:
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            copy.write_bytes(data)
-            changed.append(copy)
-    return changed
+    return evaluate.load(str(METRIC_FILE), **kwargs)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vlprobe.metric register`` | ``python -m vlprobe.metric sync [REPO_ROOT]``."""
+    """``python -m vlprobe.metric register``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["register"] and len(args) == 1:
         path = register()
         print(f"registered {MODULE_NAME} at {path}; evaluate.load({MODULE_NAME!r}) now works offline")
         return 0
-    if args[:1] == ["sync"] and len(args) <= 2:
-        root = Path(args[1]) if len(args) == 2 else Path.cwd()
-        if not (root / "metric" / f"{MODULE_NAME}.py").is_file():
-            print(f"error: {root}: not a vlprobe clone (no metric/{MODULE_NAME}.py)", file=sys.stderr)
-            return 2
-        changed = sync(root)
-        print("\n".join(f"updated {p}" for p in changed) or "copies already identical")
-        return 0
-    print("usage: python -m vlprobe.metric register | sync [REPO_ROOT]", file=sys.stderr)
+    print("usage: python -m vlprobe.metric register", file=sys.stderr)
     return 2
 
 

@@ -122,12 +122,27 @@ class Split:
 
 
 def _resolve_dataset(dataset: str) -> str:
-    """A folder relative to the working directory (the checkout, where `make` runs), else
-    ``$VLPROBE_ROOT``, as `vlprobe evaluate` finds its default folders; else a Hub id."""
-    root = os.environ.get("VLPROBE_ROOT")
-    if not Path(dataset).is_dir() and root and (Path(root) / dataset).is_dir():
-        return str(Path(root) / dataset)
-    return str(dataset)
+    """A folder relative to the working directory (the checkout, where `make` runs); else the folder
+    of that name where `vlprobe build` puts it (``$VLPROBE_ROOT/<name>`` when set, else
+    ``~/.cache/vlprobe/datasets/<name>``: :func:`vlprobe.locations.dataset_folder`), as `vlprobe
+    evaluate` finds its default folders; else a Hub id."""
+    from .locations import dataset_folder
+
+    if Path(dataset).is_dir() or not str(dataset).strip():
+        return str(dataset)
+    built = dataset_folder(str(dataset))
+    return str(built) if built.is_dir() else str(dataset)
+
+
+def _resolve_model(model: Any) -> Any:
+    """``models/mini-clip`` (the default) names the small CLIP vlprobe ships: that folder under the
+    working directory (a clone) or ``$VLPROBE_ROOT``, else the copy inside the installed package;
+    never a Hub id."""
+    if not (isinstance(model, str) and model == DEFAULT_MODEL) or Path(model).is_dir():
+        return model
+    from .evaluation import default_model
+
+    return default_model(os.environ.get("VLPROBE_ROOT") or Path.cwd())
 
 
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
@@ -961,7 +976,7 @@ def _scorer(model: Any, family: str | None, device: str | None, dtype: str, revi
     (model, processor) pair, a loaded model, or a scorer; the same errors)."""
     from .evaluation import Settings, load_model
 
-    return load_model(model, None, family, revision, Settings(device=device, dtype=dtype).check())
+    return load_model(_resolve_model(model), None, family, revision, Settings(device=device, dtype=dtype).check())
 
 
 def _truncation(scorer: Any, data: dict) -> dict | None:

@@ -626,12 +626,16 @@ def escaping_files(folder: Path, files: Iterable[str]) -> list[str]:
 
 def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
     """A self-contained copy of the Space to upload: ``space/`` itself, plus, when it sits in a
-    vlprobe checkout, the ``vlprobe`` package (any symlink resolved into a real file) and the
-    default model ``models/mini-clip`` beside ``app.py``, where
+    vlprobe checkout (or is the Space an installed vlprobe ships), the ``vlprobe`` package (any
+    symlink resolved into a real file; the metric in ``vlprobe/_bundled/metric/``, as a wheel has
+    it) and the default model ``models/mini-clip`` beside ``app.py``, where
     the app looks for them (vlprobe is not on PyPI, so a Space cannot pip-install it).
     Returns (staged folder, the TemporaryDirectory that owns it; keep it alive until uploaded)."""
     import shutil
     import tempfile
+
+    from .locations import BUNDLE, PACKAGE
+    from .metric import METRIC_FILE
 
     folder = Path(folder).resolve()
     root = folder.parent
@@ -639,8 +643,18 @@ def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
     staged = Path(tmp.name) / folder.name
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".venv", ".pytest_cache", ".hypothesis")
     shutil.copytree(folder, staged, ignore=skip)
-    if (root / "vlprobe" / "__init__.py").is_file() and not (staged / "vlprobe").exists():
-        shutil.copytree(root / "vlprobe", staged / "vlprobe", ignore=skip, symlinks=False)
+    package = root / "vlprobe"
+    if folder == (BUNDLE / "space").resolve():
+        package = PACKAGE  # the Space an installed vlprobe ships: stage the package it runs from
+    if (package / "__init__.py").is_file() and not (staged / "vlprobe").exists():
+        # "_bundled": an installed package's copy of metric/, space/ and the model; the model is staged below
+        shutil.copytree(package, staged / "vlprobe", symlinks=False, ignore=shutil.ignore_patterns(
+            "__pycache__", "*.pyc", ".venv", ".pytest_cache", ".hypothesis", "_bundled"))
+        # The metric, where an installed package keeps it (vlprobe.locations): the staged package is one.
+        metric_file = root / "metric" / METRIC_FILE.name
+        metric_file = metric_file if package == root / "vlprobe" and metric_file.is_file() else METRIC_FILE
+        (staged / "vlprobe" / "_bundled" / "metric").mkdir(parents=True)
+        shutil.copyfile(metric_file, staged / "vlprobe" / "_bundled" / "metric" / METRIC_FILE.name)
     model = root / "models" / "mini-clip"
     if model.is_dir() and not (staged / "models" / "mini-clip").exists():
         shutil.copytree(model, staged / "models" / "mini-clip", ignore=skip)

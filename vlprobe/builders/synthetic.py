@@ -1,8 +1,9 @@
 """Shared plumbing of the synthetic dataset builders (``vlprobe build travlr|winoground_style``):
-size arguments, rendering with a rate report, and writing one split of rows."""
+the output folder, size arguments, rendering with a rate report, and writing one split of rows."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -11,8 +12,21 @@ from typing import Any, Mapping, Sequence
 import datasets
 
 from ..dataset_folder import progress_bars_off, write_split
+from ..locations import dataset_folder
 from ..scenes.model import Scene
 from ..scenes.render import render_many
+
+
+def add_out_argument(p: argparse.ArgumentParser, name: str) -> None:
+    """``--out``, defaulting to the folder the offline default of `vlprobe evaluate` / `vlprobe probe`
+    reads (:func:`vlprobe.locations.dataset_folder`): ``./<name>`` in a clone (its committed card
+    folder), else ``$VLPROBE_ROOT/<name>`` when set, else ``~/.cache/vlprobe/datasets/<name>``, so
+    that an installed vlprobe run from any folder builds and finds the same folder."""
+    default = dataset_folder(name)
+    p.add_argument("--out", type=Path, default=default,
+                   help=f"dataset folder to write (default here: {default}; ./{name} when it holds a "
+                        f"vlprobe.yaml, as in a clone, else $VLPROBE_ROOT/{name} when set, else "
+                        f"$VLPROBE_CACHE/datasets/{name}, ~/.cache/vlprobe/datasets/{name} by default)")
 
 
 def parse_split_sizes(text: str | None, splits: Sequence[str]) -> dict[str, int]:

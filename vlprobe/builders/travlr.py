@@ -75,7 +75,9 @@ context: caption
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"dataset folder to write (default: ./{DEFAULT_OUT})")
+    from .synthetic import add_out_argument  # ./NAME in a clone, else the user's folder (vlprobe.locations)
+
+    add_out_argument(p, NAME)
     p.add_argument("--size", choices=sorted(gen.SIZES), default="default",
                    help="rows per split (train/validation/test_ind/test_ood): tiny 8/4/4/4, default 2000/200/200/200, "
                         "paper as the paper's Table 3 (spatiality 32000, the others 8000 training rows; "

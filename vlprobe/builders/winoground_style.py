@@ -86,7 +86,9 @@ tags: [collapsed_tag, num_main_preds, secondary_tag, tag]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"dataset folder to write (default: ./{DEFAULT_OUT})")
+    from .synthetic import add_out_argument  # ./NAME in a clone, else the user's folder (vlprobe.locations)
+
+    add_out_argument(p, NAME)
     p.add_argument("--size", choices=sorted(gen.SIZES), default="default",
                    help="items per config: tiny (8), default (400), paper (400, as Winoground)")
     p.add_argument("--items", type=int, default=None, help="items per config (overrides --size)")

@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -32,12 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_dataset)
 
     p = inner.add_parser("metric", help="metric/ as a Space, so that evaluate.load('<org>/valse_metric') finds it")
-    p.add_argument("--folder", type=Path, default=None, help="the metric folder (default: ./metric, else the repository's metric/)")
+    p.add_argument("--folder", type=Path, default=None, help="the metric folder (default: ./metric, else the one this vlprobe ships)")
     _common(p, "<org>/valse_metric: the last part must equal the module's file name")
     p.set_defaults(func=_metric)
 
     p = inner.add_parser("space", help="space/ (the Gradio demo) as a Space")
-    p.add_argument("--folder", type=Path, default=None, help="the Space folder (default: ./space, else the repository's space/)")
+    p.add_argument("--folder", type=Path, default=None, help="the Space folder (default: ./space, else the one this vlprobe ships)")
     _common(p, "<org>/<name>, e.g. my-lab/vlprobe-demo")
     p.set_defaults(func=_space)
 
@@ -51,10 +49,21 @@ def _common(p: argparse.ArgumentParser, repo_help: str) -> None:
 
 
 def _default_folder(given: Path | None, name: str) -> Path:
+    """``--folder``, else ``./<name>``, else the copy this vlprobe ships (inside the installed
+    package, or the clone it runs from: :func:`vlprobe.locations.shipped`)."""
+    from ..errors import SettingError
+    from ..locations import shipped
+
     if given is not None:
         return given
     here = Path(name)
-    return here if here.is_dir() else _REPO_ROOT / name
+    if here.is_dir():
+        return here
+    folder = shipped(name)
+    if folder is None:
+        raise SettingError(f"--folder: there is no ./{name} here and this vlprobe installation ships no {name}/ "
+                           f"folder; pass --folder or run from a clone of vlprobe")
+    return folder
 
 
 def _push(plan, args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ in by the app (``Settings(root)``); nothing here works it out from its own locat
 =================================  ==============================================================
 ``VLPROBE_SPACE_MODELS``           comma-separated allow list of model ids or local paths; when
                                    set, nothing else can be loaded (the default model always can)
-``VLPROBE_SPACE_DEFAULT_MODEL``    the default model (else ``models/mini-clip`` under the root)
+``VLPROBE_SPACE_DEFAULT_MODEL``    the default model (else ``models/mini-clip`` under the root, else the package's)
 ``VLPROBE_SPACE_DATASETS``         dataset folders offered, separated by ``,`` (else the built
                                    folders under the root: travlr, winoground_style, valse, bla);
                                    when set, only these can be used
@@ -107,12 +107,18 @@ class Settings:
     root: Path
 
     def default_model(self) -> str:
-        """``$VLPROBE_SPACE_DEFAULT_MODEL``, else ``models/mini-clip`` under the root (absolute)."""
+        """``$VLPROBE_SPACE_DEFAULT_MODEL``, else ``models/mini-clip`` under the root (absolute), else
+        the copy the installed vlprobe package ships (:func:`vlprobe.locations.shipped_model`)."""
+        from ..locations import shipped_model
+
         configured = os.environ.get(ENV_DEFAULT_MODEL, "").strip()
         if configured:
             return configured
         candidate = Path(self.root) / DEFAULT_MODEL
-        return str(candidate) if (candidate / "config.json").is_file() else DEFAULT_MODEL
+        if (candidate / "config.json").is_file():
+            return str(candidate)
+        packaged = shipped_model()
+        return str(packaged) if packaged is not None else DEFAULT_MODEL
 
     def resolve_model(self, choice: str | None) -> str:
         """The model id or absolute local path to load for the text in the model box.

@@ -1,0 +1,17 @@
+"""The package layout pyproject.toml cannot say: the folders vlprobe ships that live, committed
+once, at the repository root (the metric Space, the demo Space, the small offline model) are
+mapped into the installed package as ``vlprobe/_bundled/<folder>`` (see vlprobe/locations.py).
+Everything else about the project is in pyproject.toml."""
+
+from setuptools import find_packages, setup
+
+BUNDLED = {
+    "vlprobe._bundled.metric": "metric",
+    "vlprobe._bundled.space": "space",
+    "vlprobe._bundled.models": "models",
+}
+
+setup(
+    packages=find_packages(include=["vlprobe", "vlprobe.*"]) + list(BUNDLED),
+    package_dir=BUNDLED,
+)

@@ -37,4 +37,14 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture
+def stand_in_server():
+    """A local HTTP server standing in for a download host (see tests/stand_in_server.py)."""
+    from stand_in_server import StandInServer
+
+    server = StandInServer()
+    yield server
+    server.close()
+
+
 from tiny_models import *  # noqa: E402,F401,F403  (tiny transformers models built offline, as fixtures)

@@ -175,46 +175,20 @@ def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
     assert not (out / "data" / ".staging").exists()
 
 
-def test_download_fills_the_gaps_through_the_cache(annotations: Path, tmp_path: Path, monkeypatch) -> None:
+def test_download_fills_the_gaps_through_the_cache(annotations: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
     """`--download`: images missing locally come from the source's URLs (here a local server
     standing in for cs.stanford.edu, first VG_100K then VG_100K_2) into `--cache-dir`."""
-    import http.server
-    import threading
-
     root = make_standins(tmp_path / "vg", annotations, skip={"411", "2315865"})
-    served = {"/VG_100K/411.jpg": (root / "VG_100K" / "73.jpg").read_bytes()}
-    served["/VG_100K_2/2315865.jpg"] = served["/VG_100K/411.jpg"]
-    hits = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            hits.append(self.path)
-            body = served.get(self.path)
-            if body is None:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    jpeg = (root / "VG_100K" / "73.jpg").read_bytes()
+    stand_in_server.files = {"/VG_100K/411.jpg": jpeg, "/VG_100K_2/2315865.jpg": jpeg}
+    base = stand_in_server.url
     vg = imgs.SOURCES["visual_genome"]
     monkeypatch.setitem(imgs.SOURCES, "visual_genome", imgs.SourceSpec(
         vg.name, vg.title, vg.pattern, vg.subdirs, vg.zips, (f"{base}/VG_100K/{{name}}", f"{base}/VG_100K_2/{{name}}")))
-    try:
-        out = run_build(annotations, root, tmp_path / "out", "--download", "--cache-dir", str(tmp_path / "cache"))
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    out = run_build(annotations, root, tmp_path / "out", "--download", "--cache-dir", str(tmp_path / "cache"))
     assert len(load(out, "active_passive")) == 613
     assert sorted(p.name for p in (tmp_path / "cache" / "visual_genome").iterdir()) == ["2315865.jpg", "411.jpg"]
-    assert sorted(hits) == ["/VG_100K/2315865.jpg", "/VG_100K/411.jpg", "/VG_100K_2/2315865.jpg"]
+    assert sorted(stand_in_server.hits) == ["/VG_100K/2315865.jpg", "/VG_100K/411.jpg", "/VG_100K_2/2315865.jpg"]
 
 
 def test_finetune_configs_have_train_validation_test(built: Path) -> None:
@@ -271,34 +245,7 @@ def test_skip_finetune_builds_only_the_benchmark(annotations: Path, tmp_path: Pa
 
 
 # ---- annotations fetched from their source (a stand-in for raw.githubusercontent.com), verified ---------
-def _serve(root: Path, tamper: dict[str, bytes] | None = None):
-    import http.server
-    import threading
-
-    hits = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            hits.append(self.path)
-            rel = self.path.split("/annotations/", 1)[-1]
-            body = (tamper or {}).get(rel)
-            if body is None:
-                file = root / rel
-                if not file.is_file():
-                    self.send_error(404)
-                    return
-                body = file.read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/BLA_Benchmark/annotations/", hits
+ANNOTATIONS_PATH = "/BLA_Benchmark/annotations/"
 
 
 def _build_fetched(images: Path, out: Path, cache: Path, *extra: str) -> Path:
@@ -307,44 +254,37 @@ def _build_fetched(images: Path, out: Path, cache: Path, *extra: str) -> Path:
     return bla.build(parser.parse_args(["--images", str(images), "--out", str(out), "--cache-dir", str(cache), *extra]))
 
 
-def test_annotations_fetched_verified_and_cached(annotations: Path, tmp_path: Path, monkeypatch) -> None:
+def test_annotations_fetched_verified_and_cached(annotations: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
     from vlprobe.builders import upstream
 
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     root = make_standins(tmp_path / "vg", annotations)
-    httpd, base, hits = _serve(annotations)
-    monkeypatch.setenv("VLPROBE_BLA_ANNOTATIONS_URL", base)
-    try:
-        out = _build_fetched(root, tmp_path / "bla", tmp_path / "cache")
-        assert len(hits) == len(upstream.BLA.files) == 30
-        cached = upstream.BLA.cache_folder(tmp_path / "cache")
-        assert (cached / "coordination_captions.json").read_bytes() == (annotations / "coordination_captions.json").read_bytes()
-        # a second build reads the verified cache: no request
-        _build_fetched(root, tmp_path / "bla2", tmp_path / "cache")
-        assert len(hits) == 30
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    stand_in_server.serve_folder(annotations, ANNOTATIONS_PATH)
+    monkeypatch.setenv("VLPROBE_BLA_ANNOTATIONS_URL", stand_in_server.url + ANNOTATIONS_PATH)
+    out = _build_fetched(root, tmp_path / "bla", tmp_path / "cache")
+    assert len(stand_in_server.hits) == len(upstream.BLA.files) == 30
+    cached = upstream.BLA.cache_folder(tmp_path / "cache")
+    assert (cached / "coordination_captions.json").read_bytes() == (annotations / "coordination_captions.json").read_bytes()
+    # a second build reads the verified cache: no request
+    _build_fetched(root, tmp_path / "bla2", tmp_path / "cache")
+    assert len(stand_in_server.hits) == 30
     assert len(load(out, "coordination")) == 654
 
 
-def test_tampered_annotation_is_refused(annotations: Path, tmp_path: Path, monkeypatch) -> None:
+def test_tampered_annotation_is_refused(annotations: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     from vlprobe.builders import upstream
 
     root = make_standins(tmp_path / "vg", annotations)
     good = (annotations / "relative_clause_captions.json").read_bytes()
-    httpd, base, _ = _serve(annotations, tamper={"relative_clause_captions.json": good.replace(b"wears", b"wearz", 1)})
-    try:
-        with pytest.raises(upstream.AnnotationChecksumError,
-                           match=r"BLA annotation file relative_clause_captions.json from http://127\.0\.0\.1.* is not the "
-                                 r"pinned one: git blob [0-9a-f]{40} .* expected b025eed99193d65aa6f444d6853dfbdb24129364"):
-            _build_fetched(root, tmp_path / "bla", tmp_path / "cache", "--annotations-url", base)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    stand_in_server.serve_folder(annotations, ANNOTATIONS_PATH)
+    stand_in_server.files[ANNOTATIONS_PATH + "relative_clause_captions.json"] = good.replace(b"wears", b"wearz", 1)
+    with pytest.raises(upstream.AnnotationChecksumError,
+                       match=r"BLA annotation file relative_clause_captions.json from http://127\.0\.0\.1.* is not the "
+                             r"pinned one: git blob [0-9a-f]{40} .* expected b025eed99193d65aa6f444d6853dfbdb24129364"):
+        _build_fetched(root, tmp_path / "bla", tmp_path / "cache", "--annotations-url", stand_in_server.url + ANNOTATIONS_PATH)
     assert not (tmp_path / "bla" / "data").exists()
     assert not (upstream.BLA.cache_folder(tmp_path / "cache") / "relative_clause_captions.json").exists()
     # a local copy is verified the same way

@@ -3,10 +3,8 @@ retries (against a local HTTP server), the missing-images report, corrupt files.
 
 from __future__ import annotations
 
-import http.server
 import io
 import re
-import threading
 import zipfile
 from pathlib import Path
 
@@ -85,56 +83,22 @@ def test_corrupt_and_truncated_images_name_the_file(tmp_path: Path) -> None:
             imgs.read_checked(r, name)
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    files: dict[str, bytes] = {}
-    flaky: dict[str, int] = {}  # path -> number of 503s still to give
-    hits: list[str] = []
-
-    def do_GET(self):  # noqa: N802
-        self.hits.append(self.path)
-        if self.flaky.get(self.path, 0) > 0:
-            self.flaky[self.path] -= 1
-            self.send_error(503)
-            return
-        body = self.files.get(self.path)
-        if body is None:
-            self.send_error(404)
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    _Handler.files, _Handler.flaky, _Handler.hits = {}, {}, []
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def test_download_with_cache_retries_and_second_url(server: str, tmp_path: Path, monkeypatch) -> None:
+def test_download_with_cache_retries_and_second_url(stand_in_server, tmp_path: Path, monkeypatch) -> None:
+    server = stand_in_server.url
     monkeypatch.setattr(imgs.time, "sleep", lambda s: None)  # no real backoff in tests
     spec = imgs.SourceSpec("vg_test", "VG (test)", r"\d+\.jpg", urls=(f"{server}/VG_100K/{{name}}", f"{server}/VG_100K_2/{{name}}"))
     data = jpeg()
-    _Handler.files = {"/VG_100K/1.jpg": data, "/VG_100K_2/2.jpg": data + b"2"}
-    _Handler.flaky = {"/VG_100K/1.jpg": 2}
+    stand_in_server.files = {"/VG_100K/1.jpg": data, "/VG_100K_2/2.jpg": data + b"2"}
+    stand_in_server.flaky = {"/VG_100K/1.jpg": 2}
     r = imgs.ImageResolver(spec, [], download=True, cache_dir=tmp_path / "cache", retries=3, timeout=5)
     missing = r.missing(["1.jpg", "2.jpg", "3.jpg"], workers=2)
     assert missing == ["3.jpg"]
-    assert _Handler.hits.count("/VG_100K/1.jpg") == 3  # two 503s, then the file
-    assert "/VG_100K_2/2.jpg" in _Handler.hits  # 404 on the first template -> the second
-    assert _Handler.hits.count("/VG_100K/3.jpg") == 1  # a 404 is not retried
+    assert stand_in_server.hits.count("/VG_100K/1.jpg") == 3  # two 503s, then the file
+    assert "/VG_100K_2/2.jpg" in stand_in_server.hits  # 404 on the first template -> the second
+    assert stand_in_server.hits.count("/VG_100K/3.jpg") == 1  # a 404 is not retried
     assert (tmp_path / "cache" / "vg_test" / "2.jpg").read_bytes() == data + b"2"
-    hits = len(_Handler.hits)
-    assert imgs.read_checked(r, "1.jpg") == data and len(_Handler.hits) == hits  # served from the cache
+    hits = len(stand_in_server.hits)
+    assert imgs.read_checked(r, "1.jpg") == data and len(stand_in_server.hits) == hits  # served from the cache
     with pytest.raises(FileNotFoundError, match=r"could not download 3\.jpg.*HTTP 404"):
         r.fetch("3.jpg")
     # without --download the same resolver reports the file missing and never calls out
@@ -155,50 +119,6 @@ def test_sources_without_urls_never_download(tmp_path: Path) -> None:
 
 
 # ---- sources published as one archive (Visual7W, SWiG images_512, VisDial VisualDialog_val2018) ----------
-class _ArchiveHandler(http.server.BaseHTTPRequestHandler):
-    """Serves files with HTTP Range support; ``cut`` cuts the next responses of a path short."""
-
-    files: dict[str, bytes] = {}
-    cut: dict[str, int] = {}  # path -> number of responses still to cut after half the body
-    requests: list[tuple[str, str | None]] = []
-
-    def do_GET(self):  # noqa: N802
-        path = self.path
-        rng = self.headers.get("Range")
-        self.requests.append((path, rng))
-        body = self.files.get(path)
-        if body is None:
-            self.send_error(404)
-            return
-        start = int(rng.split("=")[1].split("-")[0]) if rng else 0
-        chunk = body[start:]
-        self.send_response(206 if rng else 200)
-        if rng:
-            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-        self.send_header("Content-Length", str(len(chunk)))
-        self.end_headers()
-        if self.cut.get(path, 0) > 0:
-            self.cut[path] -= 1
-            self.wfile.write(chunk[: len(chunk) // 2])
-            self.wfile.flush()
-            self.close_connection = True
-            return
-        self.wfile.write(chunk)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def archive_server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ArchiveHandler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    _ArchiveHandler.files, _ArchiveHandler.cut, _ArchiveHandler.requests = {}, {}, []
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
 ARCHIVE_SOURCES = {  # source -> (archive name, the folder the release zip puts files in, two file names)
     "visual7w": ("visual7w_images.zip", "images", ["v7w_1.jpg", "v7w_2.jpg"]),
     "swig": ("images_512.zip", "images_512", ["jumping_1.jpg", "eating_22.jpg"]),
@@ -229,57 +149,57 @@ def _served_source(name: str, base: str, monkeypatch) -> imgs.SourceSpec:
 
 
 @pytest.mark.parametrize("source", sorted(ARCHIVE_SOURCES))
-def test_archive_download_resumes_and_extracts_only_what_is_needed(source, archive_server, tmp_path, monkeypatch):
+def test_archive_download_resumes_and_extracts_only_what_is_needed(source, stand_in_server, tmp_path, monkeypatch):
     monkeypatch.setattr(imgs.time, "sleep", lambda s: None)
     file, folder, names = ARCHIVE_SOURCES[source]
     images = {n: jpeg((8 + i, 8)) for i, n in enumerate(names)}
     others = {f"{folder}/unused_{i}.jpg": jpeg() for i in range(5)}
     body = _zip_bytes({**{f"{folder}/{n}": d for n, d in images.items()}, **others})
-    _ArchiveHandler.files = {f"/dl/{file}?dl=1": body}
-    _ArchiveHandler.cut = {f"/dl/{file}?dl=1": 1}  # the first response drops half-way
-    _served_source(source, archive_server, monkeypatch)
+    stand_in_server.files = {f"/dl/{file}?dl=1": body}
+    stand_in_server.cut = {f"/dl/{file}?dl=1": 1}  # the first response drops half-way
+    _served_source(source, stand_in_server.url, monkeypatch)
     r = imgs.make_resolvers([source], download=True, cache_dir=tmp_path / "cache", retries=3)[source]
     missing = r.missing(names + ["not_in_it_9.jpg" if source == "swig" else names[0].replace("1", "7")])
     assert len(missing) == 1
-    ranges = [rng for _, rng in _ArchiveHandler.requests]
+    ranges = [rng for _, rng in stand_in_server.requests]
     assert ranges[0] is None and ranges[1] is not None and ranges[1].startswith("bytes=")  # resumed, not restarted
-    assert len(_ArchiveHandler.requests) == 2
+    assert len(stand_in_server.requests) == 2
     assert r.archive_path.read_bytes() == body
     extracted = sorted(p.name for p in (tmp_path / "cache" / source).iterdir() if p.is_file())
     assert extracted == sorted(names)  # just the files needed, not the whole archive
     for n in names:
         assert imgs.read_checked(r, n) == images[n]
     # a second resolver reuses the archive in the cache: no request
-    before = len(_ArchiveHandler.requests)
+    before = len(stand_in_server.requests)
     again = imgs.make_resolvers([source], download=True, cache_dir=tmp_path / "cache")[source]
-    assert again.missing(names) == [] and len(_ArchiveHandler.requests) == before
+    assert again.missing(names) == [] and len(stand_in_server.requests) == before
 
 
-def test_archive_resumes_a_part_left_by_an_earlier_run(archive_server, tmp_path, monkeypatch) -> None:
+def test_archive_resumes_a_part_left_by_an_earlier_run(stand_in_server, tmp_path, monkeypatch) -> None:
     file, folder, names = ARCHIVE_SOURCES["swig"]
     body = _zip_bytes({f"{folder}/{n}": jpeg() for n in names})
-    _ArchiveHandler.files = {f"/dl/{file}?dl=1": body}
-    _served_source("swig", archive_server, monkeypatch)
+    stand_in_server.files = {f"/dl/{file}?dl=1": body}
+    _served_source("swig", stand_in_server.url, monkeypatch)
     r = imgs.make_resolvers(["swig"], download=True, cache_dir=tmp_path)["swig"]
     r.archive_path.parent.mkdir(parents=True)
     r.archive_path.with_name(file + ".part").write_bytes(body[:100])  # killed after 100 bytes
     assert r.missing(names) == []
-    assert _ArchiveHandler.requests == [(f"/dl/{file}?dl=1", "bytes=100-")]
+    assert stand_in_server.requests == [(f"/dl/{file}?dl=1", "bytes=100-")]
     assert r.archive_path.read_bytes() == body
 
 
-def test_archive_404_names_the_url(archive_server, tmp_path, monkeypatch) -> None:
-    served = _served_source("visdial_val2018", archive_server, monkeypatch)
+def test_archive_404_names_the_url(stand_in_server, tmp_path, monkeypatch) -> None:
+    served = _served_source("visdial_val2018", stand_in_server.url, monkeypatch)
     r = imgs.make_resolvers(["visdial_val2018"], download=True, cache_dir=tmp_path)["visdial_val2018"]
     with pytest.raises(imgs.ArchiveDownloadError, match=rf"could not download {re.escape(served.archive.url)}: HTTP 404"):
         r.missing(["VisualDialog_val2018_000000000001.jpg"])
-    assert len(_ArchiveHandler.requests) == 1  # a 404 is not retried
+    assert len(stand_in_server.requests) == 1  # a 404 is not retried
 
 
-def test_corrupt_archive_is_refused(archive_server, tmp_path, monkeypatch) -> None:
+def test_corrupt_archive_is_refused(stand_in_server, tmp_path, monkeypatch) -> None:
     file, folder, names = ARCHIVE_SOURCES["visual7w"]
-    served = _served_source("visual7w", archive_server, monkeypatch)
-    _ArchiveHandler.files = {f"/dl/{file}?dl=1": b"<html>quota exceeded</html>" * 10}
+    served = _served_source("visual7w", stand_in_server.url, monkeypatch)
+    stand_in_server.files = {f"/dl/{file}?dl=1": b"<html>quota exceeded</html>" * 10}
     r = imgs.make_resolvers(["visual7w"], download=True, cache_dir=tmp_path)["visual7w"]
     with pytest.raises(imgs.CorruptArchiveError, match=r"visual7w: .*visual7w_images\.zip .*not a readable zip"):
         r.missing(names)
@@ -288,25 +208,25 @@ def test_corrupt_archive_is_refused(archive_server, tmp_path, monkeypatch) -> No
     good = _zip_bytes({f"{folder}/{n}": jpeg() for n in names})
     data = jpeg()
     at = good.index(data)
-    _ArchiveHandler.files = {f"/dl/{file}?dl=1": good[:at + 40] + bytes([good[at + 40] ^ 0xFF]) + good[at + 41:]}
+    stand_in_server.files = {f"/dl/{file}?dl=1": good[:at + 40] + bytes([good[at + 40] ^ 0xFF]) + good[at + 41:]}
     with pytest.raises(imgs.CorruptArchiveError, match=r"member images/v7w_1\.jpg is damaged"):
         r.missing(names)
     # a published size that does not match
     monkeypatch.setitem(imgs.SOURCES, "visual7w", imgs.SourceSpec(
         served.name, served.title, served.pattern, archive=imgs.Archive(served.archive.url, file, size=len(good) + 1)))
-    _ArchiveHandler.files = {f"/dl/{file}?dl=1": good}
+    stand_in_server.files = {f"/dl/{file}?dl=1": good}
     r = imgs.make_resolvers(["visual7w"], download=True, cache_dir=tmp_path / "2")["visual7w"]
     with pytest.raises(imgs.CorruptArchiveError, match=rf"announces {len(good):,} bytes, the published size is {len(good) + 1:,}"):
         r.missing(names)
 
 
 @pytest.mark.parametrize("bad", ["../escape.jpg", "/abs/escape.jpg", "images_512/../../escape.jpg", "symlink"])
-def test_archive_members_escaping_the_folder_are_refused(bad, archive_server, tmp_path, monkeypatch) -> None:
+def test_archive_members_escaping_the_folder_are_refused(bad, stand_in_server, tmp_path, monkeypatch) -> None:
     file, folder, names = ARCHIVE_SOURCES["swig"]
     members = {f"{folder}/{n}": jpeg() for n in names}
     body = _zip_bytes(members, symlink=f"{folder}/link_1.jpg") if bad == "symlink" else _zip_bytes({**members, bad: jpeg()})
-    _ArchiveHandler.files = {f"/dl/{file}?dl=1": body}
-    _served_source("swig", archive_server, monkeypatch)
+    stand_in_server.files = {f"/dl/{file}?dl=1": body}
+    _served_source("swig", stand_in_server.url, monkeypatch)
     r = imgs.make_resolvers(["swig"], download=True, cache_dir=tmp_path / "cache")["swig"]
     with pytest.raises(imgs.UnsafeArchiveError, match="refusing the archive") as err:
         r.missing(names)

@@ -231,13 +231,10 @@ def test_cli_reports_missing_annotations_cleanly(tmp_path: Path, capsys) -> None
     assert "VALSE annotation file not found" in capsys.readouterr().err
 
 
-def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Path, monkeypatch) -> None:
+def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
     """`vlprobe build valse --download` with no annotation folder and no images: the 11 files come
     from the pinned commit (a stand-in for raw.githubusercontent.com), verified; COCO files one by
     one, Visual7W / SWiG / VisDial val2018 as their owners' archives (stand-ins on 127.0.0.1)."""
-    import http.server
-    import threading
-
     from vlprobe.builders import upstream
 
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
@@ -245,7 +242,8 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
     data = _jpeg()
     refs = referenced(annotations)
     archive_folder = {"visual7w": "images", "swig": "images_512", "visdial_val2018": "VisualDialog_val2018"}
-    files: dict[str, bytes] = {f"/valse/data/{f.path}": (annotations / f.path).read_bytes() for f in upstream.VALSE.files}
+    files = stand_in_server.files
+    files.update({f"/valse/data/{f.path}": (annotations / f.path).read_bytes() for f in upstream.VALSE.files})
     for source, folder in archive_folder.items():
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
@@ -256,26 +254,7 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
     coco = {"coco2017_val": "val2017", "coco2014_train": "train2014", "coco2014_val": "val2014"}
     for source, folder in coco.items():
         files.update({f"/coco/{folder}/{name}": data for name in refs[source]})
-    hits: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            hits.append(self.path)
-            body = files.get(self.path)
-            if body is None:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    base, hits = stand_in_server.url, stand_in_server.hits
     for source, spec in list(imgs.SOURCES.items()):
         if source in coco:
             monkeypatch.setitem(imgs.SOURCES, source, imgs.SourceSpec(
@@ -288,13 +267,9 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
     parser = argparse.ArgumentParser()
     valse.add_arguments(parser)
     args = parser.parse_args(["--download", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "valse")])
-    try:
-        t0 = time.perf_counter()
-        out = valse.build(args)
-        print(f"\nVALSE --download from stand-in servers ({len(hits)} requests): {time.perf_counter() - t0:.1f}s")
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    t0 = time.perf_counter()
+    out = valse.build(args)
+    print(f"\nVALSE --download from stand-in servers ({len(hits)} requests): {time.perf_counter() - t0:.1f}s")
     assert len(load(out, "all")) == 7702
     assert sum(h.startswith("/valse/data/") for h in hits) == 11
     assert sorted(h for h in hits if h.startswith("/archives/")) == sorted(

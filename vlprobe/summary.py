@@ -10,7 +10,7 @@ reports, which metrics mean something for an item shape, and how the paper aggre
   something for its benchmark and item shape; ``results.json`` keeps everything);
 * :func:`summarize`: the papers' aggregates from ``results.json``-style entries.
 
-The papers' rules (``../shared/papers``, ``../shared/reference``):
+The papers' rules (their tables and sections, cited; the published numbers are in ``vlprobe/data/``):
 
 ========================  ===================================================================
 VALSE (ACL 2022)          Table 2: per instrument acc_r; with a matching head's probabilities

@@ -302,7 +302,7 @@ def test_bad_repo_ids(repo):
 def api_cls(monkeypatch):
     cls = mock.create_autospec(HfApi)
     cls.return_value.upload_folder.return_value = mock.Mock(commit_url="https://huggingface.co/fake/commit/1")
-    monkeypatch.setattr(pub, "HfApi", cls)
+    monkeypatch.setattr(pub.hub, "HfApi", cls)  # where publish() builds its client
     return cls
 
 
@@ -396,7 +396,7 @@ def test_metric_checks_pass_and_publish_as_space(metric_folder, api_cls, capsys)
 
 
 def test_metric_plan_leaves_out_caches(metric_folder):
-    plan = pub._space_plan(metric_folder, "my-lab/valse_metric")
+    plan = pub.space._space_plan(metric_folder, "my-lab/valse_metric")
     assert plan.files == ["README.md", "app.py", "requirements.txt", "valse_metric.py"]
 
 

@@ -17,6 +17,8 @@ from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
 
 def _data_file_patterns(data_files: Any) -> dict[str, list[str]] | None:
     """``data_files`` in any of the card's spellings -> {split: [patterns]} (None if malformed)."""
+    # Not vlprobe.dataset_folder.data_file_patterns: that one reads a card and coerces what it finds
+    # ([{split: test}] -> {test: []}, 5 -> {train: ["5"]}), which here would pass a config with no files.
     if isinstance(data_files, str):
         return {"train": [data_files]}
     if isinstance(data_files, Mapping):  # {split: path or [paths]}

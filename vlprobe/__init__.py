@@ -23,7 +23,7 @@ The Python API is :func:`evaluate` (``vlprobe/evaluation.py``); ``vlprobe evalua
 * ``builders/``: one module per dataset (``upstream.py`` fetches and verifies the annotation
   files), ``templates/`` their cards; ``scenes/``: the renderer and truth function of the
   synthetic instruments; ``image_sources.py``: the VALSE / BLA image sources and their downloads;
-* ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish.py``: pushing to the Hub;
+* ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub;
 * ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
   default model) and the user's built datasets are, in a clone and when installed.
 

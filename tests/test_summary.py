@@ -183,3 +183,23 @@ def test_winoground_style_all_gives_each_instrument_from_its_tags():
     assert rows["count_swap"] == {"text": 0.1, "image": 0.0, "group": 0.0}
     assert rows["all"]["group"] == 0.1
     assert "Relation" not in rows
+
+
+def test_bla_published_sentence_acc_agrees_with_its_set_numbers_or_says_why():
+    """BLA's sentence accuracy follows from its set numbers (for distinct scores, a set that is neither
+    right nor wrong has one of its two top cells right): the one row of the thesis that disagrees
+    carries a note saying so."""
+    rows = [r for r in csv.DictReader((ROOT / "vlprobe" / "data" / "paper_results.csv").open(encoding="utf-8"))
+            if r["benchmark"] == "bla" and r["table"] == "Thesis Table 6.3"]
+    value = {(r["model"], r["metric"], r["config"]): float(r["value"]) for r in rows}
+    checked = flagged = 0
+    for r in rows:
+        if r["metric"] != "sentence_acc":
+            continue
+        set_acc, set_error = value[r["model"], "set_acc", r["config"]], value[r["model"], "set_error", r["config"]]
+        implied = set_acc + (100 - set_acc - set_error) / 2
+        if abs(implied - float(r["value"])) > 0.01:
+            assert f"give {implied:.2f}" in r["note"], (r["model"], r["config"], r["value"], implied)
+            flagged += 1
+        checked += 1
+    assert checked == 15 and flagged == 1

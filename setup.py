@@ -12,6 +12,7 @@ BUNDLED = {
 }
 
 setup(
-    packages=find_packages(include=["vlprobe", "vlprobe.*"]) + list(BUNDLED),
+    # vlprobe_train: the mini CLIP trainer, a package of its own beside vlprobe (as open_clip_train)
+    packages=find_packages(include=["vlprobe", "vlprobe.*", "vlprobe_train"]) + list(BUNDLED),
     package_dir=BUNDLED,
 )

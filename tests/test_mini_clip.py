@@ -7,18 +7,14 @@ from __future__ import annotations
 import json
 import math
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-# The trainer lives outside the installed package (training/, at the repository root).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from training import mini_clip as mc  # noqa: E402
-from vlprobe.scenes import Count, Exists, Scene, SceneObject, Spatial, truth
+from vlprobe.scenes import Count, Scene, SceneObject, Spatial, truth
 from vlprobe.scenes import travlr as travlr_gen
 from vlprobe.scenes.statements import And, Compare, Quantifier
+from vlprobe_train import mini_clip as mc
 
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
                "processor_config.json", "README.md", "training_log.json")
@@ -174,7 +170,7 @@ def test_shipped_model_files_size_and_card(model_dir):
         assert line in meta
     log = json.loads((model_dir / "training_log.json").read_text())
     assert f"{log['parameters']:,}" in card
-    assert "scripts/train_mini_clip.py" in card
+    assert "-m vlprobe_train" in card
 
 
 def test_shipped_model_loads_offline_and_tokenizes_without_unknowns(model_dir, scorer):

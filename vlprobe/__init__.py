@@ -27,7 +27,7 @@ The Python API is :func:`evaluate` (``vlprobe/evaluation.py``); ``vlprobe evalua
 * ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
   default model) and the user's built datasets are, in a clone and when installed.
 
-The mini CLIP trainer is not part of the package: it lives in ``training/`` at the repository root.
+The mini CLIP trainer is not part of this package: it is ``vlprobe_train`` (``python -m vlprobe_train``).
 """
 
 __version__ = "0.1.0"

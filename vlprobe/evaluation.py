@@ -24,6 +24,7 @@ Errors are the named errors of :mod:`vlprobe.errors` (the CLI prints them as one
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import math
 import os
 import shlex
@@ -833,8 +834,7 @@ def default_model(root: str | os.PathLike) -> str:
     packaged = shipped_model()
     if packaged is not None:
         return str(packaged)
-    trainer = root / "scripts" / "train_mini_clip.py"
-    how = f" train it with `python {trainer.relative_to(root)}`, or" if trainer.is_file() else ""
+    how = " train it with `python -m vlprobe_train`, or" if importlib.util.find_spec("vlprobe_train") else ""
     raise ModelError(
         f"the default model {model} is not there and this vlprobe installation ships none (the small "
         f"offline CLIP has not been made in this checkout);{how} pass --model with a local folder written "

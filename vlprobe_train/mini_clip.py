@@ -1,7 +1,7 @@
 """mini-clip: a small ``transformers`` CLIPModel trained offline, on CPU, on the synthetic scenes.
 
 It is the offline default model of vlprobe (``models/mini-clip``) and a test subject with real,
-non-random behaviour; it is not a research model. ``scripts/train_mini_clip.py`` is the entry point.
+non-random behaviour; it is not a research model. ``python -m vlprobe_train`` is the entry point.
 
 What happens (every random choice comes from a seeded stream, so a seed gives the same model on
 the same software):
@@ -873,7 +873,7 @@ def retrain_command(cfg: TrainConfig) -> str:
     """The command line that reproduces ``cfg`` (only the settings that differ from the defaults)."""
     defaults = TrainConfig()
     flags = [f"--{k.replace('_', '-')} {v}" for k, v in cfg.to_dict().items() if getattr(defaults, k) != v]
-    return " ".join([".venv/bin/python scripts/train_mini_clip.py", *flags])
+    return " ".join([".venv/bin/python -m vlprobe_train", *flags])
 
 
 def model_card(record: dict, instruments_table: str | None = None) -> str:
@@ -897,7 +897,7 @@ def model_card(record: dict, instruments_table: str | None = None) -> str:
     near = ", ".join(k for k, v in heldout.items() if v["acc_r"] < 0.6) or "none"
     instruments = instruments_table or (
         "Not measured yet: run `vlprobe evaluate` (no arguments) and regenerate this card with "
-        "`.venv/bin/python scripts/train_mini_clip.py --card-only --results runs/default/results.json`."
+        "`.venv/bin/python -m vlprobe_train --card-only --results runs/default/results.json`."
     )
     values = {
         "cfg": cfg,

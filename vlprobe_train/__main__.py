@@ -1,11 +1,10 @@
-#!/usr/bin/env python
 """Train vlprobe's offline default model, mini-clip, on the synthetic scenes (CPU, ~10-30 min).
 
-    .venv/bin/python scripts/train_mini_clip.py                       # the shipped model -> models/mini-clip
-    .venv/bin/python scripts/train_mini_clip.py --scenes 2000 --epochs 1 --out /tmp/mc   # a quick trial
+    .venv/bin/python -m vlprobe_train                       # the shipped model -> models/mini-clip
+    .venv/bin/python -m vlprobe_train --scenes 2000 --epochs 1 --out /tmp/mc   # a quick trial
 
-The logic is in :mod:`training.mini_clip` (outside the installed package); this script parses arguments, trains, saves, then scores the
-saved folder on held-out scenes through ``load_scorer`` (the path ``vlprobe evaluate`` takes).
+The logic is in :mod:`vlprobe_train.mini_clip`; this entry point parses arguments, trains, saves, then
+scores the saved folder on held-out scenes through ``load_scorer`` (the path ``vlprobe evaluate`` takes).
 """
 
 from __future__ import annotations
@@ -13,12 +12,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from training import mini_clip  # noqa: E402
+from vlprobe_train import mini_clip
 
 
 def write_card(out: Path, results: str | None) -> None:
@@ -36,7 +32,7 @@ def write_card(out: Path, results: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     defaults = mini_clip.TrainConfig()
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m vlprobe_train", description=__doc__.splitlines()[0])
     p.add_argument("--out", default="models/mini-clip", help="folder to save the model in (default: models/mini-clip)")
     p.add_argument("--root", default=".", help="repository root: built dataset folders under it are excluded too")
     for field in dataclasses.fields(defaults):

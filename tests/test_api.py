@@ -162,19 +162,27 @@ def test_chunks_keep_no_image(folder, tiny_clip_path):
 @pytest.mark.parametrize(
     "kw, expected",
     [
-        ({"confidence": 95}, "--confidence must be a level strictly between 0 and 1"),
-        ({"confidence": 0.0}, "--confidence must be"),
-        ({"threshold": float("nan")}, "--threshold must be a finite number"),
-        ({"num_workers": -1}, "--num-workers must be 0 or more"),
-        ({"batch_size": 0}, "--batch-size must be at least 1"),
-        ({"batch_size": 2.5}, "--batch-size must be a whole number"),
-        ({"limit": 0}, "--limit must be at least 1"),
-        ({"bootstrap": -5}, "--bootstrap must be 0 or more"),
+        ({"confidence": 95}, "confidence=95: must be a level strictly between 0 and 1"),
+        ({"confidence": 0.0}, "confidence=0.0: must be"),
+        ({"threshold": float("nan")}, "threshold=nan: must be a probability threshold in [0, 1]"),
+        ({"threshold": 2}, "threshold=2: must be a probability threshold in [0, 1]"),
+        ({"threshold": -0.1}, "threshold=-0.1: must be a probability threshold"),
+        ({"num_workers": -1}, "num_workers=-1: must be 0 or more"),
+        ({"batch_size": 0}, "batch_size=0: must be at least 1"),
+        ({"batch_size": 2.5}, "batch_size=2.5: must be a whole number"),
+        ({"limit": 0}, "limit=0: must be at least 1"),
+        ({"bootstrap": -5}, "bootstrap=-5: must be 0 or more"),
+        ({"bootstrap": 10 ** 12}, "bootstrap=1000000000000: at most 100,000 resamples"),
         ({"ties": "sometimes"}, "unknown tie policy"),
         ({"dtype": "int8"}, "unsupported dtype"),
         ({"modality": "smell"}, "unknown modality"),
         ({"control": "upside-down"}, "unknown control"),
-        ({"device": "tpu"}, "--device"),
+        ({"device": "tpu"}, "device='tpu'"),
+        ({"device": 3}, "device=3: must be a device name"),
+        ({"cache_dir": 3}, "cache_dir=3: must be a folder path"),
+        ({"datasets": 3}, "datasets=3: must be a dataset folder"),
+        ({"datasets": [None]}, "datasets=None: must be a dataset folder"),
+        ({"datasets": []}, "datasets=[]: no dataset given"),
     ],
 )
 def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, monkeypatch, kw, expected):
@@ -185,9 +193,34 @@ def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, 
 
     monkeypatch.setattr(loading, "load_scorer", no_load)
     _engine_never_runs(monkeypatch)
+    kw = {"datasets": str(folder), "cache_dir": "none", **kw}
     with pytest.raises(SettingError) as info:
-        vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), cache_dir="none", progress=False, **kw)
+        vlprobe.evaluate(model=str(tiny_clip_path), progress=False, **kw)
     assert expected in str(info.value) and "\n" not in str(info.value)
+    assert "--" not in str(info.value)  # Python callers are told the argument's Python name
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--bootstrap", "1000000000000"], "--bootstrap 1000000000000: at most 100,000 resamples"),
+        (["--bootstrap", "-5"], "--bootstrap -5: must be 0 or more"),
+        (["--threshold", "2"], "--threshold 2.0: must be a probability threshold in [0, 1]"),
+        (["--confidence", "95"], "--confidence 95.0: must be a level strictly between 0 and 1"),
+        (["--num-workers", "-1"], "--num-workers -1: must be 0 or more"),
+        (["--chunk-size", "0"], "--chunk-size 0: must be at least 1"),
+        (["--device", "tpu"], "--device tpu: unknown device"),
+        (["--cache-dir", ""], "--cache-dir '': must be a folder path"),
+    ],
+)
+def test_cli_names_the_flag(folder, tiny_clip_path, tmp_path, monkeypatch, capsys, argv, expected):
+    """The same errors on the command line name the flag, not the Python argument: one line, no traceback."""
+    _engine_never_runs(monkeypatch)
+    code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--out", str(tmp_path / "o"),
+                 "--no-progress", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert "=" not in err.split("error:", 1)[1].split(":")[0]
 
 
 def test_unavailable_device_is_one_line_before_loading(folder, tiny_clip_path, monkeypatch, capsys, tmp_path):

@@ -275,3 +275,18 @@ def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_
     assert prov["settings"]["exact_preprocessing"] is True
     assert prov["model"]["preprocessing"]["image_backend"] == "pil"
     assert "--exact-preprocessing" in prov["command"]
+
+
+def test_same_dataset_twice_is_refused(folder, tiny_clip_path, tmp_path, capsys):
+    """--dataset X --dataset X once wrote every item twice into scores.parquet: refused, one line."""
+    code, out, err = _run(capsys, "--dataset", folder, "--dataset", f"{folder}/", "--model", tiny_clip_path,
+                          "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+    assert code == 2 and "--dataset" in err and "given more than once" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_dataset_revision_on_a_local_folder_is_refused(folder, tiny_clip_path, tmp_path, capsys):
+    code, out, err = _run(capsys, "--dataset", folder, "--dataset-revision", "v2", "--model", tiny_clip_path,
+                          "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+    assert code == 2 and "--dataset-revision v2" in err and "local folder" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()

@@ -35,13 +35,14 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .errors import DatasetError, ModelError, SettingError, VlprobeError
+from .errors import ArgumentError, DatasetError, ModelError, SettingError, VlprobeError
 from .results import ScoreMatrices, ScoredItem, ScoredSplit
 
 DEFAULT_DATASETS = ("travlr", "winoground_style")
 DEFAULT_MODEL = "models/mini-clip"
 TEST_LIKE = ("test",)
 CHUNK_ROWS = 2000
+MAX_BOOTSTRAP = 100_000  # resamples; see Settings.check
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 
 
@@ -72,15 +73,23 @@ class Settings:
         from . import metric as metric_module
         from .spec import MODALITIES
 
-        def integer(name: str, value: Any, low: int) -> None:
+        def integer(name: str, value: Any, low: int, high: int | None = None) -> None:
             what = "at least 1" if low == 1 else "0 or more"
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise SettingError(f"--{name.replace('_', '-')} must be a whole number ({what}), got {value!r}")
+                raise ArgumentError(name, value, f"must be a whole number ({what})")
             if value < low:
-                raise SettingError(f"--{name.replace('_', '-')} must be {what}, got {value!r}")
+                raise ArgumentError(name, value, f"must be {what}")
+            if high is not None and value > high:
+                raise ArgumentError(name, value, f"must be at most {high:,}")
 
         integer("batch_size", self.batch_size, 1)
         integer("bootstrap", self.bootstrap, 0)
+        if self.bootstrap > MAX_BOOTSTRAP:
+            # Every resample's statistics are held in memory at once (10^12 asked numpy for 36 TiB) and
+            # AUROC is recomputed per resample: past 10^5 the CI's last digit no longer moves anyway.
+            raise ArgumentError("bootstrap", self.bootstrap,
+                                f"at most {MAX_BOOTSTRAP:,} resamples (all are held in memory; 1000 is the usual, "
+                                f"10,000 for a steadier CI)")
         integer("seed", self.seed, 0)
         integer("chunk_size", self.chunk_size, 1)
         if self.limit is not None:
@@ -88,30 +97,33 @@ class Settings:
         if self.num_workers is not None:
             integer("num_workers", self.num_workers, 0)
         if not _number(self.confidence) or not 0 < self.confidence < 1:
-            raise SettingError(f"--confidence must be a level strictly between 0 and 1 (e.g. 0.95), got "
-                               f"{self.confidence!r}")
-        if not _number(self.threshold):
-            raise SettingError(f"--threshold must be a finite number (a probability threshold, e.g. 0.5), got "
-                               f"{self.threshold!r}")
-        if self.ties not in metric_module.TIE_POLICIES:
-            raise SettingError(f"unknown tie policy {self.ties!r}; choose one of {', '.join(metric_module.TIE_POLICIES)}")
-        if self.modality not in MODALITIES:
-            raise SettingError(f"unknown modality {self.modality!r}; choose one of {', '.join(MODALITIES)}")
+            raise ArgumentError("confidence", self.confidence, "must be a level strictly between 0 and 1 (e.g. 0.95)")
+        # The threshold is applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would
+        # call every cell true or every cell false, so it is refused before anything is loaded.
+        if not _number(self.threshold) or not 0 <= self.threshold <= 1:
+            raise ArgumentError("threshold", self.threshold,
+                                "must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the "
+                                "model's match probabilities")
+        if not isinstance(self.ties, str) or self.ties not in metric_module.TIE_POLICIES:
+            raise ArgumentError("ties", self.ties, f"unknown tie policy; choose one of "
+                                                   f"{', '.join(metric_module.TIE_POLICIES)}")
+        if not isinstance(self.modality, str) or self.modality not in MODALITIES:
+            raise ArgumentError("modality", self.modality, f"unknown modality; choose one of {', '.join(MODALITIES)}")
         if self.control == "shuffled":
             self.control = "shuffle"
         if self.control not in (None, *CONTROLS):
-            raise SettingError(f"unknown control {self.control!r}; choose one of {', '.join(CONTROLS)}")
+            raise ArgumentError("control", self.control, f"unknown control; choose one of {', '.join(CONTROLS)}")
         try:
             from .scorers.loading import resolve_dtype
 
             self.dtype = resolve_dtype(self.dtype)[0]
-        except ValueError as err:
-            raise SettingError(str(err)) from None
+        except (ValueError, TypeError) as err:
+            raise ArgumentError("dtype", self.dtype, str(err)) from None
         for name in ("configs", "splits"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str) and not (
                     isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
-                raise SettingError(f"{name} must be a name, a comma-separated string or a list of names, got {value!r}")
+                raise ArgumentError(name, value, "must be a name, a comma-separated string or a list of names")
         self.device = check_device(self.device)
         return self
 
@@ -148,26 +160,28 @@ def check_device(device: str | None) -> str | None:
     stays None (the best available is picked when the model loads)."""
     if device in (None, "", "auto"):
         return None
+    if not isinstance(device, str):
+        raise ArgumentError("device", device, "must be a device name: cpu, cuda, cuda:N or mps")
     import torch
 
     try:
         dev = torch.device(str(device))
     except (RuntimeError, ValueError):
-        raise SettingError(f"unknown --device {device!r}; use cpu, cuda, cuda:N or mps") from None
+        raise ArgumentError("device", device, "unknown device; use cpu, cuda, cuda:N or mps") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise SettingError(f"--device {device}: this torch has no CUDA device (torch {torch.__version__}, "
-                               f"CUDA {'not compiled in' if torch.version.cuda is None else 'no GPU visible'}); "
-                               f"use --device cpu or leave --device out")
+            raise ArgumentError("device", device, f"this torch has no CUDA device (torch {torch.__version__}, "
+                                f"CUDA {'not compiled in' if torch.version.cuda is None else 'no GPU visible'}); "
+                                f"use cpu or leave the device out")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise SettingError(f"--device {device}: there are only {torch.cuda.device_count()} CUDA device(s)")
+            raise ArgumentError("device", device, f"there are only {torch.cuda.device_count()} CUDA device(s)")
     elif dev.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise SettingError(f"--device {device}: MPS (Apple GPU) is not available here; use --device cpu "
-                               f"or leave --device out")
+            raise ArgumentError("device", device, "MPS (Apple GPU) is not available here; use cpu or leave the "
+                                                  "device out")
     elif dev.type != "cpu":
-        raise SettingError(f"--device {device}: vlprobe runs on cpu, cuda or mps")
+        raise ArgumentError("device", device, "vlprobe runs on cpu, cuda or mps")
     return str(device)
 
 
@@ -271,7 +285,7 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
         return test_like
     if len(names) == 1:
         return names
-    raise DatasetError(f"{dataset} config {config!r} has no test split; name one with --split ({', '.join(names)})")
+    raise DatasetError(f"{dataset} config {config!r} has no test split; name one (splits= in Python, --split on the command line): {', '.join(names)}")
 
 
 def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
@@ -359,6 +373,11 @@ def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
         if not isinstance(dataset, str):
             raise DatasetError(f"datasets must be folders, Hub ids or datasets.Dataset/DatasetDict objects, got "
                                f"{type(dataset).__name__}")
+        if dataset_revision is not None and Path(dataset).is_dir():
+            # A folder has no revisions: the option would be recorded in results.json yet change nothing.
+            raise ArgumentError("dataset_revision", dataset_revision,
+                                f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
+                                f"a branch, tag or commit of a Hub dataset)")
         item_spec = _spec_of(dataset, spec)
         for config in select_configs(dataset, s.configs, dataset_revision):
             for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
@@ -679,9 +698,11 @@ def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> Any:
     cache), or None when there is none or it cannot be written (it has warned)."""
     from .cache import ScoreCache, default_cache_dir
 
-    if str(cache_dir).lower() == "none":
+    # Only the string "none" (or False) turns the cache off: None is the default folder. (str(None)
+    # is "None", which once made every default run uncached.)
+    if cache_dir is False or (isinstance(cache_dir, str) and cache_dir.strip().lower() == "none"):
         return None
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     # ScoreCache never raises: an unwritable one has warned once (vlprobe/cache.py) and is off.
     cache = ScoreCache(root, scorer.cache_key(), rank=rank)
     return cache if cache.enabled else None
@@ -927,6 +948,7 @@ def evaluate(
                  threshold=threshold, seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers,
                  device=device, dtype=dtype, modality=modality, control=control, chunk_size=chunk_size,
                  exact_preprocessing=bool(exact_preprocessing)).check()
+    cache_dir = check_cache_dir(cache_dir)
     if out is not None:
         check_output_dir(out)
     if log is None:
@@ -936,14 +958,7 @@ def evaluate(
         datasets = default_datasets(root)
     if model is None:
         model = default_model(root)
-    names: list[str] | None = None
-    if isinstance(datasets, Mapping) and not _is_dataset_dict(datasets):
-        names, datasets = [str(k) for k in datasets], list(datasets.values())
-    elif isinstance(datasets, (str, os.PathLike)) or _is_dataset_object(datasets):
-        datasets = [datasets]
-    datasets = list(datasets)
-    if not datasets:
-        raise SettingError("no dataset given")
+    datasets, names = _dataset_list(datasets)
 
     state, device_ = _distributed(s.device)
     main = state is None or state.is_main_process
@@ -1007,6 +1022,52 @@ class _quiet_transformers:
             from transformers.utils import logging as hf_logging
 
             hf_logging.enable_progress_bar()
+
+
+_DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "
+                    "those, or a dict {name: one of those}")
+
+
+def _dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
+    """``datasets`` as a list, with the names given by a dict (None otherwise); an ArgumentError
+    for anything else, and for duplicates (the same split scored twice would repeat its ids in
+    scores.parquet and count its items twice in every aggregate)."""
+    names: list[str] | None = None
+    if isinstance(datasets, Mapping) and not _is_dataset_dict(datasets):
+        names, datasets = [str(k) for k in datasets], list(datasets.values())
+    elif isinstance(datasets, (str, os.PathLike)) or _is_dataset_object(datasets):
+        datasets = [datasets]
+    elif not isinstance(datasets, (list, tuple)):
+        raise ArgumentError("datasets", datasets, _DATASETS_WANTED)
+    datasets = list(datasets)
+    if not datasets:
+        raise ArgumentError("datasets", datasets, "no dataset given")
+    for d in datasets:
+        if not isinstance(d, (str, os.PathLike)) and not _is_dataset_object(d):
+            raise ArgumentError("datasets", d, _DATASETS_WANTED)
+    seen: dict[str, int] = {}
+    for d in datasets:
+        if isinstance(d, (str, os.PathLike)):
+            key = os.path.normpath(os.path.abspath(d)) if Path(d).exists() else str(d)
+            seen[key] = seen.get(key, 0) + 1
+    twice = [k for k, v in seen.items() if v > 1]
+    if twice:
+        raise ArgumentError("datasets", twice[0], "given more than once (its rows would be scored and counted "
+                                                  "twice); name each dataset once")
+    return datasets, names
+
+
+def check_cache_dir(cache_dir: Any) -> Any:
+    """``cache_dir`` as given once it is one: None (the default, ``$VLPROBE_CACHE`` or
+    ``~/.cache/vlprobe``), ``"none"`` or False (no cache), or a folder path."""
+    if cache_dir is None or cache_dir is False:
+        return cache_dir
+    if isinstance(cache_dir, os.PathLike):
+        return cache_dir
+    if isinstance(cache_dir, str) and cache_dir.strip():
+        return cache_dir
+    raise ArgumentError("cache_dir", cache_dir, "must be a folder path, 'none' (no cache) or None (the default: "
+                                                "$VLPROBE_CACHE, else ~/.cache/vlprobe)")
 
 
 def _dataset_label(dataset: Any, name: str | None) -> str:

@@ -516,8 +516,16 @@ def _check_shapes(sources: Sequence[SplitSource], scorer: Any) -> None:
 # ---- the result -----------------------------------------------------------------------------------
 
 class Evaluation:
-    """What :func:`evaluate` returns: the scored splits, their metrics, the papers' aggregates and
-    the provenance; :meth:`save` writes what ``vlprobe evaluate`` writes."""
+    """What :func:`evaluate` returns; the same surface as :class:`vlprobe.ProbeResult`:
+
+    * ``results``: the results.json document (a dict); ``summary``: each benchmark's headline
+      metrics (its paper's aggregates where it has a paper), as under the printed table;
+    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: one row per
+      dataset/config/split/metric; ``plot()``: a matplotlib figure of the table's metrics;
+    * ``save(dir)``: results.json, scores.parquet, results.csv and plots, as the CLI writes them;
+    * ``scores()``: the per-item score matrices as a ``datasets.Dataset``; ``splits`` and
+      ``provenance``: the scored splits and what produced them.
+    """
 
     def __init__(self, splits: list[ScoredSplit], provenance: dict[str, Any], summary: dict[str, Any] | None,
                  *, main_process: bool = True) -> None:
@@ -592,52 +600,41 @@ class Evaluation:
         return fig
 
     def __repr__(self) -> str:
-        names = ", ".join(s.name for s in self.splits)
-        return f"<vlprobe.Evaluation of {self.provenance.get('model', {}).get('model_id')} on {names}>"
-
-
-def _summary_module() -> Any:
-    try:
-        from . import summary
-    except ImportError:
-        return None
-    return summary
+        model = Path(str(self.provenance.get("model", {}).get("model_id") or "?").rstrip("/")).name or "?"
+        names = [s.name for s in self.splits]
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+        items = sum(len(s.items) for s in self.splits)
+        return (f"<vlprobe.Evaluation: {model} on {shown}; {items} items; .table(), .summary, .to_pandas(), "
+                f".plot(), .save(dir)>")
 
 
 def display_keys(split: ScoredSplit) -> list[str]:
-    """The metrics the printed table shows for a split: those meaningful for its benchmark and item
-    shape (:func:`vlprobe.summary.display_metrics`); every metric when that module is absent."""
-    from .results import metric_keys
+    """The metrics the printed table (and the plots) show for a split: those meaningful for its
+    benchmark and item shape (:func:`vlprobe.results.shown_metrics`)."""
+    from .results import shown_metrics
 
-    available = metric_keys(split.metrics)
-    mod = _summary_module()
-    if mod is None or not hasattr(mod, "display_metrics"):
-        return available
-    bench = mod.benchmark_of(split.dataset) if hasattr(mod, "benchmark_of") else split.benchmark
-    keys = mod.display_metrics(bench, split.shape, available)
-    return [k for k in keys if k in available] or available
+    return shown_metrics(split)
 
 
 def summarize(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`), {} without it."""
-    mod = _summary_module()
-    if mod is None or not hasattr(mod, "summarize"):
-        return {}
-    return mod.summarize(entries) or {}
+    """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`)."""
+    from . import summary
+
+    return summary.summarize(entries) or {}
 
 
 def format_summary(summary: dict[str, Any]) -> str:
     """The papers' aggregates as text under the table ("" when there are none): per benchmark its
     source, one line per row (config or aggregate, split, headline values with CIs), its notes."""
     from .results import pct
+    from .summary import summary_title
 
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         rows = block.get("rows") or []
         if not rows:
             continue
-        source = f" ({block['source']})" if block.get("source") else ""
-        lines += ["", f"{bench}: the paper's aggregates{source}"]
+        lines += ["", summary_title(bench, block)]
         for row in rows:
             name = f"{row.get('label') or row.get('config')}/{row.get('split')}"
             cis = row.get("ci") or {}
@@ -1001,6 +998,89 @@ def evaluate(
     if out is not None:
         result.save(out)
     return result
+
+
+def score(
+    model: Any,
+    images: Any,
+    texts: Any,
+    *,
+    processor: Any = None,
+    family: str | None = None,
+    revision: str | None = None,
+    probabilities: bool = False,
+    batch_size: int = 32,
+    device: str | None = None,
+    dtype: str = "float32",
+    exact_preprocessing: bool = False,
+    cache_dir: Any = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for
+    ``images[i]``, column ``j`` for ``texts[j]``, for a notebook::
+
+        S = vlprobe.score("models/mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])
+
+    ``model``: a model folder or Hub id, a loaded ``transformers`` model with its processor
+    (``(model, processor)`` or ``processor=``), or a vlprobe scorer; loaded as :func:`evaluate`
+    loads it (``family``, ``revision``, ``device``, ``dtype``, ``exact_preprocessing`` as there).
+    ``images``: PIL images or image file paths (one, or a list); ``texts``: strings (one, or a
+    list). The scores are the model's own (a dual encoder's scaled similarity, an ITM head's
+    logit...), the numbers :func:`evaluate` measures; ``probabilities=True`` gives the match
+    probabilities instead, for families that have them. Computed by the same engine, through the
+    score cache (``cache_dir`` as in :func:`evaluate`), so each input is encoded once."""
+    from .engine import Engine, EngineOutOfMemory
+    from .images import ImageError
+    from .items import Item
+
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
+        raise ArgumentError("texts", texts, "must be a string or a non-empty list of strings")
+    if _one_image(images):
+        images = [images]
+    if not isinstance(images, (list, tuple)) or not images:
+        raise ArgumentError("images", images, "must be a PIL image, an image file path, or a non-empty list of them")
+    for i, image in enumerate(images):
+        if not _one_image(image):
+            raise ArgumentError(f"images[{i}]", image, "must be a PIL image or an image file path")
+        if isinstance(image, (str, os.PathLike)) and not Path(image).is_file():
+            raise ArgumentError(f"images[{i}]", str(image), "no such image file")
+    images = [str(im) if isinstance(im, os.PathLike) else im for im in images]
+    s = Settings(batch_size=batch_size, device=device, dtype=dtype, bootstrap=0,
+                 exact_preprocessing=bool(exact_preprocessing)).check()
+    cache_dir = check_cache_dir(cache_dir)
+    with _quiet_transformers(not progress):
+        scorer = load_model(model, processor, family, revision, s)
+    gold = np.zeros((len(images), len(texts)), dtype=bool)
+    gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
+    item = Item(id="score", images=tuple(images), texts=tuple(texts), gold=gold)
+    cache = open_cache(cache_dir, scorer)
+    try:
+        result = Engine(scorer, batch_size=s.batch_size, num_workers=0, cache=cache, progress=progress).score([item])
+    except EngineOutOfMemory as err:
+        raise ModelError(str(err)) from None
+    except ImageError as err:
+        raise SettingError(str(err)) from None
+    finally:
+        if cache is not None:
+            cache.close()
+    if probabilities:
+        if result.probabilities is None:
+            raise ModelError(f"{scorer.model_id} (family {scorer.family!r}) gives no match probabilities; "
+                             f"leave probabilities out for its scores")
+        return np.asarray(result.probabilities[0], dtype=np.float64)
+    return np.asarray(result.scores[0], dtype=np.float64)
+
+
+def _one_image(obj: Any) -> bool:
+    if isinstance(obj, (str, os.PathLike)):
+        return True
+    try:
+        from PIL import Image
+    except ImportError:
+        return False
+    return isinstance(obj, Image.Image)
 
 
 class _quiet_transformers:

@@ -458,8 +458,8 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
         agg = summary_table(runs, bench)
         if agg:
             header, rows, notes = agg
-            title = f"{bench}: the paper's aggregates"
             source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
+            title = summary_rules.summary_title(bench, {"source": source}, with_source=False)
             lead = (f"As {source} reports them." if source else "Headline metrics per config.")
             md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
             md += [f"- {n}" for n in notes] + ([""] if notes else [])

@@ -146,7 +146,7 @@ def test_config_limit_and_split(folder, tiny_clip_path, tmp_path, capsys):
         (["--split", "train"], "unknown split(s) ['train']"),
         (["--family", "no-such-family"], "known families:"),
         (["--ties", "sometimes"], "unknown tie policy"),
-        (["--batch-size", "0"], "--batch-size must be at least 1"),
+        (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
     ],
 )
 def test_error_paths(folder, tiny_clip_path, tmp_path, capsys, extra, expected):

@@ -32,7 +32,7 @@ class ArgumentError(SettingError):
     which the ``vlprobe`` command prints instead. One message, two spellings of its argument."""
 
     # Python arguments whose flag is not simply ``--`` + the name with dashes.
-    FLAGS = {"datasets": "--dataset", "configs": "--config", "splits": "--split"}
+    FLAGS = {"datasets": "--dataset", "configs": "--config", "splits": "--split", "labels": "--label"}
 
     def __init__(self, argument: str, value: object, detail: str) -> None:
         self.argument, self.value, self.detail = argument, value, detail
@@ -45,4 +45,5 @@ class ArgumentError(SettingError):
     def cli(self) -> str:
         import shlex
 
-        return f"{self.flag} {shlex.quote(str(self.value))}: {self.detail}"
+        values = self.value if isinstance(self.value, (list, tuple)) else [self.value]
+        return f"{self.flag} {' '.join(shlex.quote(str(v)) for v in values)}: {self.detail}"

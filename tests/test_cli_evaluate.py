@@ -290,3 +290,32 @@ def test_dataset_revision_on_a_local_folder_is_refused(folder, tiny_clip_path, t
                           "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
     assert code == 2 and "--dataset-revision v2" in err and "local folder" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_path, capsys, monkeypatch):
+    """--no-progress: transformers', huggingface_hub's and datasets' bars are off while the model
+    loads and the rows are read and scored, and are as they were afterwards."""
+    import datasets as hf_datasets
+    import huggingface_hub.utils as hub_utils
+    from transformers.utils import logging as hf_logging
+
+    from vlprobe import engine, evaluation
+
+    seen = []
+
+    def state(where):
+        seen.append((where, hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
+                     hf_datasets.is_progress_bar_enabled()))
+
+    load, score = evaluation.load_model, engine.Engine.score
+    monkeypatch.setattr(evaluation, "load_model", lambda *a, **k: (state("load"), load(*a, **k))[1])
+    monkeypatch.setattr(engine.Engine, "score", lambda self, items: (state("score"), score(self, items))[1])
+    before = (hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
+              hf_datasets.is_progress_bar_enabled())
+    assert before == (True, True, True)
+    code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap",
+                          0, "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
+    assert code == 0, err
+    assert [s[0] for s in seen] == ["load", "score"] and all(s[1:] == (False, False, False) for s in seen), seen
+    assert (hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
+            hf_datasets.is_progress_bar_enabled()) == before

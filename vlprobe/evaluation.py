@@ -242,12 +242,76 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
     )
 
 
+_OFFLINE_HOW = ("to work offline, pass a dataset folder (built with `vlprobe build NAME`, or downloaded on a "
+                "networked machine with `hf download ID --repo-type dataset --local-dir DIR`); a Hub dataset "
+                "loaded once before is read from the cache with HF_HUB_OFFLINE=1")
+
+
+def _hub_offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _hub_cached(dataset: str) -> bool:
+    """Whether a copy of Hub dataset ``dataset`` lies in the Hub or the datasets cache."""
+    from huggingface_hub import constants
+
+    hub = Path(constants.HF_HUB_CACHE) / ("datasets--" + dataset.replace("/", "--"))
+    # datasets' own cache (HF_DATASETS_CACHE, else HF_HOME/datasets), read without importing datasets
+    base = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    return hub.is_dir() or (base / dataset.replace("/", "___")).is_dir()
+
+
+_REACHED: set[tuple[str, str | None]] = set()  # Hub datasets found this process: asked once, not per step
+
+
+def check_reachable(dataset: str, revision: str | None = None) -> None:
+    """Fail in about a second, in one line, where ``datasets`` would spend half a minute retrying:
+    a name that is not a local folder, when the Hub cannot be reached (or HF_HUB_OFFLINE is set)
+    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset,
+    or a cached one offline, goes on to ``datasets``."""
+    if Path(dataset).expanduser().exists():
+        return
+    parts = dataset.split("/")
+    if dataset.startswith((".", "/", "~")) or len(parts) > 2 or not all(parts):
+        raise DatasetError(f"dataset {dataset!r}: no such folder (and not a Hub id, which is NAME or OWNER/NAME)")
+    if _hub_offline():
+        if not _hub_cached(dataset):
+            raise DatasetError(f"dataset {dataset!r} is not a local folder, and HF_HUB_OFFLINE is set with no copy "
+                               f"of it in the cache; {_OFFLINE_HOW}")
+        return
+    if (dataset, revision) in _REACHED:
+        return
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        HfApi().dataset_info(dataset, revision=revision, timeout=2)
+        _REACHED.add((dataset, revision))
+    except GatedRepoError:  # a RepositoryNotFoundError too, but it exists: datasets says what access it needs
+        return
+    except RepositoryNotFoundError:
+        raise DatasetError(f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub "
+                           f"({constants.ENDPOINT}); check the name") from None
+    except HfHubHTTPError:
+        return  # gated, a bad revision, a server error...: datasets says what exactly
+    except Exception as err:  # no connection, a timeout, a proxy: the Hub cannot be asked
+        if _hub_cached(dataset):
+            raise DatasetError(f"dataset {dataset!r}: the Hub ({constants.ENDPOINT}) cannot be reached "
+                               f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
+                               f"it") from None
+        raise DatasetError(f"dataset {dataset!r} is not a local folder, and the Hub ({constants.ENDPOINT}) cannot be "
+                           f"reached ({type(err).__name__}); {_OFFLINE_HOW}") from None
+
+
 def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]:
     """The configs of ``dataset`` to score. ``"all"`` means every config, unless the dataset has a
     config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
-    config; else names (comma-separated, or a list)."""
+    config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
+    fails at once (:func:`check_reachable`)."""
     from .dataset_folder import list_configs
 
+    check_reachable(str(dataset), revision)
     try:
         names = list_configs(dataset, revision)
     except Exception as err:  # not found, offline, gated: say what to do
@@ -378,6 +442,7 @@ def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
             raise ArgumentError("dataset_revision", dataset_revision,
                                 f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
                                 f"a branch, tag or commit of a Hub dataset)")
+        check_reachable(dataset, dataset_revision)  # before the spec, which may be fetched from the Hub
         item_spec = _spec_of(dataset, spec)
         for config in select_configs(dataset, s.configs, dataset_revision):
             for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
@@ -941,6 +1006,11 @@ def evaluate(
     from .dataset_folder import progress_bars_off
     from .results import check_output_dir, environment, now_iso
 
+    if datasets is not None:
+        # A mistyped name fails first, in about a second: before the settings' checks import torch.
+        for d in _dataset_list(datasets)[0]:
+            if isinstance(d, (str, os.PathLike)):
+                check_reachable(str(d), dataset_revision)
     s = Settings(configs=configs, splits=splits, ties=ties, bootstrap=bootstrap, confidence=confidence,
                  threshold=threshold, seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers,
                  device=device, dtype=dtype, modality=modality, control=control, chunk_size=chunk_size,
@@ -960,20 +1030,20 @@ def evaluate(
     state, device_ = _distributed(s.device)
     main = state is None or state.is_main_process
     say = log if main else (lambda msg: None)
-    with progress_bars_off():
+    with progress_bars_off(), _quiet_progress(not progress):
         sources = plan_splits(datasets, s, spec=spec, dataset_revision=dataset_revision, names=names)
     model_name = model[0] if isinstance(model, tuple) else model
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
     say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
     s_model = Settings(**{**s.__dict__, "device": device_})
-    with _quiet_transformers(not progress):
+    with _quiet_progress(not progress):
         scorer = load_model(model, processor, family, revision, s_model)
     _check_shapes(sources, scorer)
 
     workers = s.num_workers if s.num_workers is not None else default_workers()
     cache = open_cache(cache_dir, scorer, state.process_index if state else 0)
     cache_path = str(cache.dir) if cache is not None else None
-    with progress_bars_off():
+    with progress_bars_off(), _quiet_progress(not progress):
         scored, stats = _score(sources, scorer, s, cache, workers, progress, main)
     provenance = {
         "created": now_iso(),
@@ -1050,7 +1120,7 @@ def score(
     s = Settings(batch_size=batch_size, device=device, dtype=dtype, bootstrap=0,
                  exact_preprocessing=bool(exact_preprocessing)).check()
     cache_dir = check_cache_dir(cache_dir)
-    with _quiet_transformers(not progress):
+    with _quiet_progress(not progress):
         scorer = load_model(model, processor, family, revision, s)
     gold = np.zeros((len(images), len(texts)), dtype=bool)
     gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
@@ -1083,25 +1153,35 @@ def _one_image(obj: Any) -> bool:
     return isinstance(obj, Image.Image)
 
 
-class _quiet_transformers:
-    """No "Loading weights" bars from transformers inside, when ``quiet``."""
+class _quiet_progress:
+    """With ``quiet`` (``progress=False``, ``--no-progress``): no progress bar from transformers
+    ("Loading weights"), huggingface_hub (downloads, "Fetching N files") or datasets ("Generating
+    split", "Loading dataset shards") inside; each is restored as it was after."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self.was = False
+        self.restore: list[Callable[[], None]] = []
 
     def __enter__(self) -> None:
-        if self.quiet:
-            from transformers.utils import logging as hf_logging
+        if not self.quiet:
+            return
+        import datasets
+        import huggingface_hub.utils as hub_utils
+        from transformers.utils import logging as hf_logging
 
-            self.was = hf_logging.is_progress_bar_enabled()
+        if hf_logging.is_progress_bar_enabled():
             hf_logging.disable_progress_bar()
+            self.restore.append(hf_logging.enable_progress_bar)
+        if not hub_utils.are_progress_bars_disabled():
+            hub_utils.disable_progress_bars()
+            self.restore.append(hub_utils.enable_progress_bars)
+        if datasets.is_progress_bar_enabled():
+            datasets.disable_progress_bars()
+            self.restore.append(datasets.enable_progress_bars)
 
     def __exit__(self, *exc: Any) -> None:
-        if self.quiet and self.was:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.enable_progress_bar()
+        while self.restore:
+            self.restore.pop()()
 
 
 _DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "

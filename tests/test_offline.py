@@ -23,6 +23,7 @@ try:
 except vlprobe.DatasetError as err:
     print(f"{time.perf_counter() - t:.2f}")
     print(err)
+    print("datasets imported" if "datasets" in sys.modules else "datasets not imported")
 """
 
 
@@ -47,9 +48,10 @@ def test_unknown_dataset_fails_fast_in_one_line(tmp_path, tiny_clip_path, how):
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tiny_clip_path), "nosuch"], capture_output=True,
                           text=True, timeout=300, env=_env(tmp_path, **extra), cwd=tmp_path)
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 2, proc.stdout + proc.stderr
+    assert len(lines) == 3, proc.stdout + proc.stderr
     seconds, message = float(lines[0]), lines[1]
     assert seconds < 8, seconds  # datasets alone retried for 30 s (5 x 8 s) before saying anything
+    assert lines[2] == "datasets not imported"  # told before datasets' (and torch's) imports: a second or two
     assert "Retrying" not in proc.stderr
     assert "'nosuch'" in message and "not a local folder" in message and "vlprobe build" in message
     assert ("cannot be reached" in message) if how == "unreachable" else ("HF_HUB_OFFLINE is set" in message)

@@ -1003,14 +1003,14 @@ def evaluate(
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
     :class:`~vlprobe.errors.ModelError`, before any scoring where the fault can be seen then.
     """
-    from .dataset_folder import progress_bars_off
-    from .results import check_output_dir, environment, now_iso
-
     if datasets is not None:
-        # A mistyped name fails first, in about a second: before the settings' checks import torch.
+        # A mistyped name fails first, in about a second: before datasets and torch are imported.
         for d in _dataset_list(datasets)[0]:
             if isinstance(d, (str, os.PathLike)):
                 check_reachable(str(d), dataset_revision)
+    from .dataset_folder import progress_bars_off
+    from .results import check_output_dir, environment, now_iso
+
     s = Settings(configs=configs, splits=splits, ties=ties, bootstrap=bootstrap, confidence=confidence,
                  threshold=threshold, seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers,
                  device=device, dtype=dtype, modality=modality, control=control, chunk_size=chunk_size,
@@ -1240,16 +1240,10 @@ def _dataset_label(dataset: Any, name: str | None) -> str:
 
 
 def _is_dataset_object(obj: Any) -> bool:
-    try:
-        import datasets as hf
-    except ImportError:
-        return False
-    return isinstance(obj, (hf.Dataset, hf.DatasetDict))
+    hf = sys.modules.get("datasets")  # not imported: obj cannot be one (and a name is checked without it)
+    return hf is not None and isinstance(obj, (hf.Dataset, hf.DatasetDict))
 
 
 def _is_dataset_dict(obj: Any) -> bool:
-    try:
-        import datasets as hf
-    except ImportError:
-        return False
-    return isinstance(obj, hf.DatasetDict)
+    hf = sys.modules.get("datasets")
+    return hf is not None and isinstance(obj, hf.DatasetDict)

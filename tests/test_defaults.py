@@ -114,3 +114,29 @@ def test_report_default_out_folder(folder, tiny_clip_path, tmp_path, home, monke
     err = capsys.readouterr().err
     assert code == 0, err
     assert (tmp_path / "runs" / "report" / "report.md").is_file()
+
+
+def test_cli_with_only_dataset_model_and_out_runs_every_default(folder, tiny_clip_path, tmp_path, home, capsys):
+    """Every other option left out, progress on: each config's test split, 1,000 bootstrap
+    resamples at 95%, strict ties, seed 0, the default workers and the default cache, recorded as
+    such; a second run computes nothing and gives the same numbers, CIs included."""
+    from vlprobe.evaluation import default_workers
+
+    docs = []
+    for out in ("a", "b"):
+        code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--out",
+                     str(tmp_path / out)])
+        printed, err = capsys.readouterr()
+        assert code == 0, err
+        assert "Loading weights" in err and "scored in" in printed  # progress left on
+        docs.append(json.loads((tmp_path / out / "results.json").read_text()))
+    first, second = docs
+    settings = first["provenance"]["settings"]
+    assert settings == {**settings, "ties": "strict", "bootstrap": 1000, "confidence": 0.95, "seed": 0,
+                        "config": "all", "split": None, "limit": None, "control": None, "modality": "image",
+                        "num_workers": default_workers(), "exact_preprocessing": False}
+    assert sorted((r["config"], r["split"]) for r in first["results"]) == [("pairs", "test"), ("swap", "test")]
+    assert Path(first["provenance"]["engine"]["cache_dir"]).parent == home / ".cache" / "vlprobe"
+    assert _computed(first) > 0 and _computed(second) == 0
+    assert [r["metrics"] for r in second["results"]] == [r["metrics"] for r in first["results"]]
+    assert any(r["metrics"].get("ci") for r in first["results"])  # the default bootstrap ran

@@ -124,6 +124,12 @@ def test_hub_answers_are_told_apart(tmp_path, monkeypatch):
     _hub_answers(monkeypatch, GatedRepoError("gated", response=response))
     evaluation.check_reachable("owner/gated")  # datasets says what a gated dataset needs
 
+    class ReadTimeout(Exception):  # as httpx names it: the Hub answered the connection, slowly
+        pass
+
+    _hub_answers(monkeypatch, ReadTimeout("slow"))
+    evaluation.check_reachable("owner/slow")  # a slow link is not refused: datasets waits longer
+
     calls = _hub_answers(monkeypatch, None)
     evaluation.check_reachable("owner/found")
     evaluation.check_reachable("owner/found")

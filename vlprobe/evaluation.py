@@ -268,8 +268,9 @@ _REACHED: set[tuple[str, str | None]] = set()  # Hub datasets found this process
 def check_reachable(dataset: str, revision: str | None = None) -> None:
     """Fail in about a second, in one line, where ``datasets`` would spend half a minute retrying:
     a name that is not a local folder, when the Hub cannot be reached (or HF_HUB_OFFLINE is set)
-    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset,
-    or a cached one offline, goes on to ``datasets``."""
+    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset
+    (gated, or slow to answer, included), or a cached one offline, goes on to ``datasets``. The
+    Hub is asked once per process, with a 2 s timeout."""
     if Path(dataset).expanduser().exists():
         return
     parts = dataset.split("/")
@@ -295,7 +296,9 @@ def check_reachable(dataset: str, revision: str | None = None) -> None:
                            f"({constants.ENDPOINT}); check the name") from None
     except HfHubHTTPError:
         return  # gated, a bad revision, a server error...: datasets says what exactly
-    except Exception as err:  # no connection, a timeout, a proxy: the Hub cannot be asked
+    except Exception as err:  # no connection, a connect timeout, a proxy: the Hub cannot be asked
+        if type(err).__name__ == "ReadTimeout":  # connected, but slow to answer: datasets waits longer
+            return
         if _hub_cached(dataset):
             raise DatasetError(f"dataset {dataset!r}: the Hub ({constants.ENDPOINT}) cannot be reached "
                                f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "

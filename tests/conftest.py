@@ -18,6 +18,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # folders of the same name from an earlier run would be read back stale. Each session gets its own.
 os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE = tempfile.mkdtemp(prefix="vlprobe-tests-datasets-")
 atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
+# The score cache is on by default ($VLPROBE_CACHE, else ~/.cache/vlprobe): a test that leaves
+# cache_dir out must not write into the real home, nor read an earlier session's scores.
+os.environ["VLPROBE_CACHE"] = _SCORE_CACHE = tempfile.mkdtemp(prefix="vlprobe-tests-cache-")
+atexit.register(shutil.rmtree, _SCORE_CACHE, ignore_errors=True)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]

@@ -162,19 +162,27 @@ def test_chunks_keep_no_image(folder, tiny_clip_path):
 @pytest.mark.parametrize(
     "kw, expected",
     [
-        ({"confidence": 95}, "--confidence must be a level strictly between 0 and 1"),
-        ({"confidence": 0.0}, "--confidence must be"),
-        ({"threshold": float("nan")}, "--threshold must be a finite number"),
-        ({"num_workers": -1}, "--num-workers must be 0 or more"),
-        ({"batch_size": 0}, "--batch-size must be at least 1"),
-        ({"batch_size": 2.5}, "--batch-size must be a whole number"),
-        ({"limit": 0}, "--limit must be at least 1"),
-        ({"bootstrap": -5}, "--bootstrap must be 0 or more"),
+        ({"confidence": 95}, "confidence=95: must be a level strictly between 0 and 1"),
+        ({"confidence": 0.0}, "confidence=0.0: must be"),
+        ({"threshold": float("nan")}, "threshold=nan: must be a probability threshold in [0, 1]"),
+        ({"threshold": 2}, "threshold=2: must be a probability threshold in [0, 1]"),
+        ({"threshold": -0.1}, "threshold=-0.1: must be a probability threshold"),
+        ({"num_workers": -1}, "num_workers=-1: must be 0 or more"),
+        ({"batch_size": 0}, "batch_size=0: must be at least 1"),
+        ({"batch_size": 2.5}, "batch_size=2.5: must be a whole number"),
+        ({"limit": 0}, "limit=0: must be at least 1"),
+        ({"bootstrap": -5}, "bootstrap=-5: must be 0 or more"),
+        ({"bootstrap": 10 ** 12}, "bootstrap=1000000000000: at most 100,000 resamples"),
         ({"ties": "sometimes"}, "unknown tie policy"),
         ({"dtype": "int8"}, "unsupported dtype"),
         ({"modality": "smell"}, "unknown modality"),
         ({"control": "upside-down"}, "unknown control"),
-        ({"device": "tpu"}, "--device"),
+        ({"device": "tpu"}, "device='tpu'"),
+        ({"device": 3}, "device=3: must be a device name"),
+        ({"cache_dir": 3}, "cache_dir=3: must be a folder path"),
+        ({"datasets": 3}, "datasets=3: must be a dataset folder"),
+        ({"datasets": [None]}, "datasets=None: must be a dataset folder"),
+        ({"datasets": []}, "datasets=[]: no dataset given"),
     ],
 )
 def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, monkeypatch, kw, expected):
@@ -185,9 +193,34 @@ def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, 
 
     monkeypatch.setattr(loading, "load_scorer", no_load)
     _engine_never_runs(monkeypatch)
+    kw = {"datasets": str(folder), "cache_dir": "none", **kw}
     with pytest.raises(SettingError) as info:
-        vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), cache_dir="none", progress=False, **kw)
+        vlprobe.evaluate(model=str(tiny_clip_path), progress=False, **kw)
     assert expected in str(info.value) and "\n" not in str(info.value)
+    assert "--" not in str(info.value)  # Python callers are told the argument's Python name
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--bootstrap", "1000000000000"], "--bootstrap 1000000000000: at most 100,000 resamples"),
+        (["--bootstrap", "-5"], "--bootstrap -5: must be 0 or more"),
+        (["--threshold", "2"], "--threshold 2.0: must be a probability threshold in [0, 1]"),
+        (["--confidence", "95"], "--confidence 95.0: must be a level strictly between 0 and 1"),
+        (["--num-workers", "-1"], "--num-workers -1: must be 0 or more"),
+        (["--chunk-size", "0"], "--chunk-size 0: must be at least 1"),
+        (["--device", "tpu"], "--device tpu: unknown device"),
+        (["--cache-dir", ""], "--cache-dir '': must be a folder path"),
+    ],
+)
+def test_cli_names_the_flag(folder, tiny_clip_path, tmp_path, monkeypatch, capsys, argv, expected):
+    """The same errors on the command line name the flag, not the Python argument: one line, no traceback."""
+    _engine_never_runs(monkeypatch)
+    code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--out", str(tmp_path / "o"),
+                 "--no-progress", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert "=" not in err.split("error:", 1)[1].split(":")[0]
 
 
 def test_unavailable_device_is_one_line_before_loading(folder, tiny_clip_path, monkeypatch, capsys, tmp_path):
@@ -284,3 +317,71 @@ def test_old_control_name_still_works(folder, tiny_clip_path, capsys, tmp_path):
     assert code == 0, capsys.readouterr().err
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert doc["provenance"]["settings"]["control"] == "shuffle"
+
+
+def test_own_dataset_is_not_headed_as_a_papers_aggregates(folder, tiny_clip_path, tmp_path):
+    """'the paper's aggregates' belongs to the benchmarks that have a paper; a user's own dataset
+    gets 'headline metrics per config', in the printed table and in the report."""
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, cache_dir="none",
+                           progress=False, num_workers=0, out=tmp_path / "run")
+    assert "paper's aggregates" not in res.table() and "synthetic: headline metrics per config" in res.table()
+    from vlprobe.report import write_report
+
+    md = write_report([tmp_path / "run"], tmp_path / "rep")[0].read_text()
+    assert "paper's aggregates" not in md and "synthetic: headline metrics per config" in md
+    from vlprobe.summary import summary_title
+
+    assert summary_title("valse", {"source": "VALSE (Parcalabescu et al., ACL 2022), Table 2"}).startswith(
+        "valse: the paper's aggregates")
+
+
+def test_plot_shows_the_tables_metrics(folder, tiny_clip_path):
+    """A 1 x 2 item's set metrics equal acc_r, so the table hides them: the plot must too."""
+    from vlprobe.evaluation import display_keys
+
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, cache_dir="none",
+                           progress=False, num_workers=0)
+    fig = res.plot()
+    for ax, split in zip(fig.axes, res.splits):
+        shown = [t.get_text() for t in ax.get_xticklabels()]
+        assert shown == display_keys(split), (split.name, shown)
+    pairs = next(s for s in res.splits if s.config == "pairs")
+    assert "set_acc" in pairs.metrics and "set_acc" not in display_keys(pairs)
+
+
+def test_repr_is_short(folder, tiny_clip_path):
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, cache_dir="none",
+                           progress=False, num_workers=0)
+    text = repr(res)
+    assert "\n" not in text and len(text) < 200 and "synthetic/pairs/test" in text and "18 items" in text
+
+
+def test_score_gives_the_models_own_matrix(tiny_clip_path, tmp_path):
+    """vlprobe.score(model, images, texts) -> m x n, CLIP's logits_per_image, from PIL images or paths,
+    through a folder, a loaded model, or a scorer."""
+    import torch
+    from PIL import Image
+    from transformers import CLIPModel, CLIPProcessor
+
+    from tiny_models import tiny_images
+
+    pics = tiny_images(3)
+    path = tmp_path / "p.png"
+    pics[2].save(path)
+    texts = ["a red square", "a blue circle"]
+    got = vlprobe.score(str(tiny_clip_path), [pics[0], pics[1], str(path)], texts, cache_dir=tmp_path / "c")
+    model, proc = CLIPModel.from_pretrained(tiny_clip_path).eval(), CLIPProcessor.from_pretrained(tiny_clip_path)
+    with torch.no_grad():
+        ref = model(**proc(text=texts, images=[pics[0], pics[1], Image.open(path)], return_tensors="pt",
+                           padding=True)).logits_per_image.numpy()
+    assert got.shape == (3, 2) and got.dtype == np.float64
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+    again = vlprobe.score((model, proc), pics[0], "a red square", cache_dir="none")
+    assert again.shape == (1, 1)
+    np.testing.assert_allclose(again[0, 0], ref[0, 0], rtol=1e-4, atol=1e-4 * max(1.0, abs(float(ref[0, 0]))))
+    with pytest.raises(SettingError, match=r"images\[1\]='.*missing.png': no such image file"):
+        vlprobe.score(str(tiny_clip_path), [pics[0], str(tmp_path / "missing.png")], texts)
+    with pytest.raises(SettingError, match="texts=3: must be a string"):
+        vlprobe.score(str(tiny_clip_path), pics[0], 3)
+    with pytest.raises(ModelError, match="no match probabilities"):
+        vlprobe.score(str(tiny_clip_path), pics[0], texts, probabilities=True, cache_dir="none")

@@ -146,7 +146,7 @@ def test_config_limit_and_split(folder, tiny_clip_path, tmp_path, capsys):
         (["--split", "train"], "unknown split(s) ['train']"),
         (["--family", "no-such-family"], "known families:"),
         (["--ties", "sometimes"], "unknown tie policy"),
-        (["--batch-size", "0"], "--batch-size must be at least 1"),
+        (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
     ],
 )
 def test_error_paths(folder, tiny_clip_path, tmp_path, capsys, extra, expected):
@@ -279,3 +279,47 @@ def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_
     assert prov["settings"]["exact_preprocessing"] is True
     assert prov["model"]["preprocessing"]["image_backend"] == "pil"
     assert "--exact-preprocessing" in prov["command"]
+
+
+def test_same_dataset_twice_is_refused(folder, tiny_clip_path, tmp_path, capsys):
+    """--dataset X --dataset X once wrote every item twice into scores.parquet: refused, one line."""
+    code, out, err = _run(capsys, "--dataset", folder, "--dataset", f"{folder}/", "--model", tiny_clip_path,
+                          "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+    assert code == 2 and "--dataset" in err and "given more than once" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_dataset_revision_on_a_local_folder_is_refused(folder, tiny_clip_path, tmp_path, capsys):
+    code, out, err = _run(capsys, "--dataset", folder, "--dataset-revision", "v2", "--model", tiny_clip_path,
+                          "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+    assert code == 2 and "--dataset-revision v2" in err and "local folder" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_path, capsys, monkeypatch):
+    """--no-progress: transformers', huggingface_hub's and datasets' bars are off while the model
+    loads and the rows are read and scored, and are as they were afterwards."""
+    import datasets as hf_datasets
+    import huggingface_hub.utils as hub_utils
+    from transformers.utils import logging as hf_logging
+
+    from vlprobe import engine, evaluation
+
+    seen = []
+
+    def state(where):
+        seen.append((where, hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
+                     hf_datasets.is_progress_bar_enabled()))
+
+    load, score = evaluation.load_model, engine.Engine.score
+    monkeypatch.setattr(evaluation, "load_model", lambda *a, **k: (state("load"), load(*a, **k))[1])
+    monkeypatch.setattr(engine.Engine, "score", lambda self, items: (state("score"), score(self, items))[1])
+    before = (hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
+              hf_datasets.is_progress_bar_enabled())
+    assert before == (True, True, True)
+    code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap",
+                          0, "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
+    assert code == 0, err
+    assert [s[0] for s in seen] == ["load", "score"] and all(s[1:] == (False, False, False) for s in seen), seen
+    assert (hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
+            hf_datasets.is_progress_bar_enabled()) == before

@@ -49,7 +49,7 @@ def test_report_compares_runs_beside_the_papers(tmp_path, capsys):
     b = _write(tmp_path / "b", "org/model-b", [_unit("valse", "existence", "valse", 4)], limit=10)
     out = tmp_path / "report"
     assert main(["report", str(a), str(b.parent), "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.md", "report.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.md", "report.png", "report.tex"]
     md = (out / "report.md").read_text()
     page = (out / "report.html").read_text()
     # both runs, their values, and the limit caveat
@@ -177,3 +177,104 @@ def test_report_validates_each_entry(tmp_path, capsys):
     with pytest.raises(DatasetError):
         load_runs([bad])
     assert issubclass(ReportError, ValueError)
+
+
+# ---- a report a paper author can paste ------------------------------------------------------------
+
+def test_labels_name_the_runs(tmp_path, capsys):
+    a = _write(tmp_path / "clip", "models/clip", [_unit("valse", "existence", "valse", 0)])
+    b = _write(tmp_path / "siglip", "models/siglip", [_unit("valse", "existence", "valse", 1)])
+    out = tmp_path / "r"
+    assert main(["report", str(a), str(b), "--label", "CLIP (ours)", "--label", "SigLIP", "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "| CLIP (ours) | CLIP (ours) ties |" in md and "| this run: SigLIP |" in md
+    assert "**CLIP (ours)**" in md and "| clip |" not in md
+    assert main(["report", str(a), str(b), "--label", "only-one", "--out", str(tmp_path / "r2")]) == 2
+    err = capsys.readouterr().err
+    assert "--label only-one: give one label per run: 2 run(s), 1 label(s)" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "r2").exists()
+    from vlprobe.errors import SettingError
+    from vlprobe.report import write_report
+
+    with pytest.raises(SettingError, match=r"labels=\['a', 'a'\]: each run needs its own label"):
+        write_report([a, b], tmp_path / "r3", labels=["a", "a"])
+
+
+def test_ties_column_shows_what_a_zero_hides(tmp_path):
+    """All scores equal: acc_r 0.0 [0.0, 0.0] under strict ties, and the ties column says why."""
+    items = [Item(id=str(i), images=(b"x",), texts=("c", "f"), gold=[[1, 0]], config="existence") for i in range(10)]
+    scores = [np.zeros((1, 2)) for _ in items]
+    scores[0] = np.array([[1.0, 0.0]])
+    metrics = compute(scores, [it.gold for it in items], bootstrap=20, seed=0)
+    run = _write(tmp_path / "a", "mini-clip", [Unit(dataset="valse", config="existence", split="test", items=items,
+                                                    scores=scores, metrics=metrics)])
+    out = tmp_path / "r"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| existence | test | acc_r |"))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[4].startswith("10.0 [0.0, ") and cells[5] == "9 (n=10)"
+    assert "| metric | mini-clip | mini-clip ties | chance |" in md
+
+
+def test_latex_tables_paste_into_a_paper(tmp_path):
+    run = _write(tmp_path / "a", "org/model_a", [_unit("valse", "existence", "valse", 0),
+                                                 _unit("facebook/winoground", "default", "wino", 1)])
+    out = tmp_path / "r"
+    assert main(["report", str(run), "--out", str(out), "--label", "CLIP_B/32 & co"]) == 0
+    tex = (out / "report.tex").read_text()
+    assert tex.count("\\begin{table}") == tex.count("\\end{table}") >= 4
+    assert "\\toprule" in tex and "\\bottomrule" in tex and "\\label{tab:vlprobe-valse}" in tex
+    assert "CLIP\\_B/32 \\& co" in tex  # a label's special characters escaped
+    assert "\\caption{winoground: the paper's aggregates (Winoground (Thrush et al., CVPR 2022), Table 3)}" in tex
+    body = tex.split("\\midrule")[1].split("\\bottomrule")[0]
+    assert "existence & test & acc\\_r &" in body  # one row per metric, cells separated by &
+
+
+def test_ci_levels_are_said_and_differences_flagged(tmp_path):
+    a = _write(tmp_path / "a", "m1", [_unit("valse", "existence", "valse", 0)], confidence=0.95, bootstrap=30, seed=0)
+    b = _write(tmp_path / "b", "m2", [_unit("valse", "existence", "valse", 0)], confidence=0.95, bootstrap=30, seed=0)
+    c = _write(tmp_path / "c", "m3", [_unit("valse", "existence", "valse", 0)], confidence=0.9, bootstrap=30, seed=0)
+    from vlprobe.report import build_report
+
+    md, _ = build_report(load_runs([a, b]), plot_name=None)
+    assert "percentile-bootstrap CI over items (95% CI, 30 resamples, seed 0)." in md
+    md, _ = build_report(load_runs([a, c]), plot_name=None)
+    assert "they differ (m1: 95% CI, 30 resamples, seed 0; m3: 90% CI, 30 resamples, seed 0)" in md
+
+
+def test_out_that_is_a_file_is_one_line(tmp_path, capsys):
+    run = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
+    a_file = tmp_path / "taken"
+    a_file.write_text("mine")
+    assert main(["report", str(run), "--out", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {a_file}: is a file, not a folder" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert a_file.read_text() == "mine"
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("n_items", -4, "'n_items' must be a whole number of items (1 or more), got -4"),
+    ("n_items", 2.5, "'n_items' must be a whole number of items (1 or more), got 2.5"),
+    ("n_ties", -1, "'n_ties' must be a whole number of tied comparisons (0 or more), got -1"),
+    ("acc_r", 1.7, "metric 'acc_r' is 1.7, outside [0, 1]"),
+    ("ci", {"acc_r": [0.9, 0.1]}, "ci['acc_r'] must be [low, high] with 0 <= low <= high <= 1"),
+])
+def test_report_checks_the_numbers_it_reads(tmp_path, capsys, field, value, said):
+    good = _write(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
+    doc = json.loads(good.read_text())
+    doc["results"][0]["metrics"][field] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: results[0] (valse/existence/test): {said}" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_report_checks_the_settings_it_reads(tmp_path, capsys):
+    bad = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)], limit=-3, confidence=95)
+    assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: provenance.settings.limit must be a whole number (1 or more) or null, got -3" in err
+    assert "provenance.settings.confidence must be a level strictly between 0 and 1" in err

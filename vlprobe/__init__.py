@@ -7,7 +7,8 @@ Data flow (one direction only)::
     Items --scorer (engine)--> score matrices S (m x n)
     (S, gold, tags) --metric (metric/valse_metric.py)--> pairwise / group / set scores, CIs, per tag
 
-The Python API is :func:`evaluate` (``vlprobe/evaluation.py``); ``vlprobe evaluate`` (the CLI,
+The Python API is :func:`evaluate` (``vlprobe/evaluation.py``), with :func:`score` for one
+image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
 ``vlprobe/commands/evaluate.py``) parses arguments and calls it. Where things live:
 
 * ``evaluation.py``: the pipeline (settings checks, streaming, scoring, metrics, the result object);
@@ -33,7 +34,7 @@ The mini CLIP trainer is not part of this package: it is ``vlprobe_train`` (``py
 __version__ = "0.1.0"
 
 from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
-from .evaluation import Evaluation, evaluate  # noqa: F401
+from .evaluation import Evaluation, evaluate, score  # noqa: F401
 from .items import Item, ItemError  # noqa: F401
 from .probing import ProbeResult, probe  # noqa: F401  (TraVLR's protocol: vlprobe/probing.py, `vlprobe probe`)
 from .spec import ItemSpec, SpecError, find_spec  # noqa: F401

@@ -337,9 +337,11 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
 
     Hashing gigabytes of weights on every run would be slow, so each file's hash is remembered in
     a small memo (``<memo_dir>/<hash of the folder's path>.json``, default
-    ``default_cache_dir()/model-digests``) with its size, mtime and inode; a file is read again only
-    when one of those changed. The memo is an optimisation: when it cannot be read or written,
-    every file is hashed."""
+    ``default_cache_dir()/model-digests``) with its size, mtime, ctime and inode; a file is read again
+    when any of those changed. The ctime is there because a program can put an old mtime back
+    (``os.utime``, ``cp -p``, ``rsync -t``) after rewriting weights in place at the same size, while
+    the kernel sets the ctime on every write and every utime, and nothing can set it back. The memo is
+    an optimisation: when it cannot be read or written, every file is hashed."""
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir()
                    if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())
@@ -356,17 +358,17 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
     now = time.time()
     for path in files:
         st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ino]
+        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         known = memo.get(path.name)
-        if isinstance(known, list) and len(known) == 4 and known[:3] == stamp and isinstance(known[3], str):
-            digest = known[3]
+        if isinstance(known, list) and len(known) == 5 and known[:4] == stamp and isinstance(known[4], str):
+            digest = known[4]
         else:
             h = hashlib.sha256()
             with open(path, "rb") as fh:
                 for block in iter(lambda: fh.read(1 << 22), b""):
                     h.update(block)
             digest = h.hexdigest()
-        if now - st.st_mtime > _RACY_S:
+        if now - max(st.st_mtime, st.st_ctime) > _RACY_S:
             fresh[path.name] = [*stamp, digest]
         total.update(f"{path.name}\0{st.st_size}\0{digest}\n".encode("utf-8"))
     if fresh != memo:

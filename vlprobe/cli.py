@@ -9,7 +9,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands
-from .errors import CommandError, VlprobeError  # noqa: F401  (CommandError: the commands' name for it)
+from .errors import ArgumentError, CommandError, VlprobeError  # noqa: F401  (CommandError: the commands' name for it)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (VlprobeError, ValueError, FileNotFoundError) as err:
-        print(f"vlprobe {args.command}: error: {err}", file=sys.stderr)
+        # ArgumentError names its argument as a flag here (``--bootstrap``), as ``bootstrap=`` in Python.
+        text = err.cli() if isinstance(err, ArgumentError) else err
+        print(f"vlprobe {args.command}: error: {text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # the engine's EngineInterrupted says what was kept and how to resume
         # Outside the engine (between chunks, measuring, writing) every scored batch is already in the

@@ -36,13 +36,14 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .errors import DatasetError, ModelError, SettingError, VlprobeError
+from .errors import ArgumentError, DatasetError, ModelError, SettingError, VlprobeError
 from .results import ScoreMatrices, ScoredItem, ScoredSplit
 
 DEFAULT_DATASETS = ("travlr", "winoground_style")
 DEFAULT_MODEL = "models/mini-clip"
 TEST_LIKE = ("test",)
 CHUNK_ROWS = 2000
+MAX_BOOTSTRAP = 100_000  # resamples; see Settings.check
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 
 
@@ -73,15 +74,23 @@ class Settings:
         from . import metric as metric_module
         from .spec import MODALITIES
 
-        def integer(name: str, value: Any, low: int) -> None:
+        def integer(name: str, value: Any, low: int, high: int | None = None) -> None:
             what = "at least 1" if low == 1 else "0 or more"
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise SettingError(f"--{name.replace('_', '-')} must be a whole number ({what}), got {value!r}")
+                raise ArgumentError(name, value, f"must be a whole number ({what})")
             if value < low:
-                raise SettingError(f"--{name.replace('_', '-')} must be {what}, got {value!r}")
+                raise ArgumentError(name, value, f"must be {what}")
+            if high is not None and value > high:
+                raise ArgumentError(name, value, f"must be at most {high:,}")
 
         integer("batch_size", self.batch_size, 1)
         integer("bootstrap", self.bootstrap, 0)
+        if self.bootstrap > MAX_BOOTSTRAP:
+            # Every resample's statistics are held in memory at once (10^12 asked numpy for 36 TiB) and
+            # AUROC is recomputed per resample: past 10^5 the CI's last digit no longer moves anyway.
+            raise ArgumentError("bootstrap", self.bootstrap,
+                                f"at most {MAX_BOOTSTRAP:,} resamples (all are held in memory; 1000 is the usual, "
+                                f"10,000 for a steadier CI)")
         integer("seed", self.seed, 0)
         integer("chunk_size", self.chunk_size, 1)
         if self.limit is not None:
@@ -89,30 +98,33 @@ class Settings:
         if self.num_workers is not None:
             integer("num_workers", self.num_workers, 0)
         if not _number(self.confidence) or not 0 < self.confidence < 1:
-            raise SettingError(f"--confidence must be a level strictly between 0 and 1 (e.g. 0.95), got "
-                               f"{self.confidence!r}")
-        if not _number(self.threshold):
-            raise SettingError(f"--threshold must be a finite number (a probability threshold, e.g. 0.5), got "
-                               f"{self.threshold!r}")
-        if self.ties not in metric_module.TIE_POLICIES:
-            raise SettingError(f"unknown tie policy {self.ties!r}; choose one of {', '.join(metric_module.TIE_POLICIES)}")
-        if self.modality not in MODALITIES:
-            raise SettingError(f"unknown modality {self.modality!r}; choose one of {', '.join(MODALITIES)}")
+            raise ArgumentError("confidence", self.confidence, "must be a level strictly between 0 and 1 (e.g. 0.95)")
+        # The threshold is applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would
+        # call every cell true or every cell false, so it is refused before anything is loaded.
+        if not _number(self.threshold) or not 0 <= self.threshold <= 1:
+            raise ArgumentError("threshold", self.threshold,
+                                "must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the "
+                                "model's match probabilities")
+        if not isinstance(self.ties, str) or self.ties not in metric_module.TIE_POLICIES:
+            raise ArgumentError("ties", self.ties, f"unknown tie policy; choose one of "
+                                                   f"{', '.join(metric_module.TIE_POLICIES)}")
+        if not isinstance(self.modality, str) or self.modality not in MODALITIES:
+            raise ArgumentError("modality", self.modality, f"unknown modality; choose one of {', '.join(MODALITIES)}")
         if self.control == "shuffled":
             self.control = "shuffle"
         if self.control not in (None, *CONTROLS):
-            raise SettingError(f"unknown control {self.control!r}; choose one of {', '.join(CONTROLS)}")
+            raise ArgumentError("control", self.control, f"unknown control; choose one of {', '.join(CONTROLS)}")
         try:
             from .scorers.loading import resolve_dtype
 
             self.dtype = resolve_dtype(self.dtype)[0]
-        except ValueError as err:
-            raise SettingError(str(err)) from None
+        except (ValueError, TypeError) as err:
+            raise ArgumentError("dtype", self.dtype, str(err)) from None
         for name in ("configs", "splits"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str) and not (
                     isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
-                raise SettingError(f"{name} must be a name, a comma-separated string or a list of names, got {value!r}")
+                raise ArgumentError(name, value, "must be a name, a comma-separated string or a list of names")
         self.device = check_device(self.device)
         return self
 
@@ -149,26 +161,28 @@ def check_device(device: str | None) -> str | None:
     stays None (the best available is picked when the model loads)."""
     if device in (None, "", "auto"):
         return None
+    if not isinstance(device, str):
+        raise ArgumentError("device", device, "must be a device name: cpu, cuda, cuda:N or mps")
     import torch
 
     try:
         dev = torch.device(str(device))
     except (RuntimeError, ValueError):
-        raise SettingError(f"unknown --device {device!r}; use cpu, cuda, cuda:N or mps") from None
+        raise ArgumentError("device", device, "unknown device; use cpu, cuda, cuda:N or mps") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise SettingError(f"--device {device}: this torch has no CUDA device (torch {torch.__version__}, "
-                               f"CUDA {'not compiled in' if torch.version.cuda is None else 'no GPU visible'}); "
-                               f"use --device cpu or leave --device out")
+            raise ArgumentError("device", device, f"this torch has no CUDA device (torch {torch.__version__}, "
+                                f"CUDA {'not compiled in' if torch.version.cuda is None else 'no GPU visible'}); "
+                                f"use cpu or leave the device out")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise SettingError(f"--device {device}: there are only {torch.cuda.device_count()} CUDA device(s)")
+            raise ArgumentError("device", device, f"there are only {torch.cuda.device_count()} CUDA device(s)")
     elif dev.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise SettingError(f"--device {device}: MPS (Apple GPU) is not available here; use --device cpu "
-                               f"or leave --device out")
+            raise ArgumentError("device", device, "MPS (Apple GPU) is not available here; use cpu or leave the "
+                                                  "device out")
     elif dev.type != "cpu":
-        raise SettingError(f"--device {device}: vlprobe runs on cpu, cuda or mps")
+        raise ArgumentError("device", device, "vlprobe runs on cpu, cuda or mps")
     return str(device)
 
 
@@ -229,12 +243,79 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
     )
 
 
+_OFFLINE_HOW = ("to work offline, pass a dataset folder (built with `vlprobe build NAME`, or downloaded on a "
+                "networked machine with `hf download ID --repo-type dataset --local-dir DIR`); a Hub dataset "
+                "loaded once before is read from the cache with HF_HUB_OFFLINE=1")
+
+
+def _hub_offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _hub_cached(dataset: str) -> bool:
+    """Whether a copy of Hub dataset ``dataset`` lies in the Hub or the datasets cache."""
+    from huggingface_hub import constants
+
+    hub = Path(constants.HF_HUB_CACHE) / ("datasets--" + dataset.replace("/", "--"))
+    # datasets' own cache (HF_DATASETS_CACHE, else HF_HOME/datasets), read without importing datasets
+    base = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    return hub.is_dir() or (base / dataset.replace("/", "___")).is_dir()
+
+
+_REACHED: set[tuple[str, str | None]] = set()  # Hub datasets found this process: asked once, not per step
+
+
+def check_reachable(dataset: str, revision: str | None = None) -> None:
+    """Fail in about a second, in one line, where ``datasets`` would spend half a minute retrying:
+    a name that is not a local folder, when the Hub cannot be reached (or HF_HUB_OFFLINE is set)
+    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset
+    (gated, or slow to answer, included), or a cached one offline, goes on to ``datasets``. The
+    Hub is asked once per process, with a 2 s timeout."""
+    if Path(dataset).expanduser().exists():
+        return
+    parts = dataset.split("/")
+    if dataset.startswith((".", "/", "~")) or len(parts) > 2 or not all(parts):
+        raise DatasetError(f"dataset {dataset!r}: no such folder (and not a Hub id, which is NAME or OWNER/NAME)")
+    if _hub_offline():
+        if not _hub_cached(dataset):
+            raise DatasetError(f"dataset {dataset!r} is not a local folder, and HF_HUB_OFFLINE is set with no copy "
+                               f"of it in the cache; {_OFFLINE_HOW}")
+        return
+    if (dataset, revision) in _REACHED:
+        return
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        HfApi().dataset_info(dataset, revision=revision, timeout=2)
+        _REACHED.add((dataset, revision))
+    except GatedRepoError:  # a RepositoryNotFoundError too, but it exists: datasets says what access it needs
+        return
+    except RepositoryNotFoundError:
+        raise DatasetError(f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub "
+                           f"({constants.ENDPOINT}); check the name") from None
+    except HfHubHTTPError:
+        return  # gated, a bad revision, a server error...: datasets says what exactly
+    except Exception as err:  # no connection, a connect timeout, a proxy: the Hub cannot be asked
+        if type(err).__name__ == "ReadTimeout":  # connected, but slow to answer: datasets waits longer
+            return
+        if _hub_cached(dataset):
+            raise DatasetError(f"dataset {dataset!r}: the Hub ({constants.ENDPOINT}) cannot be reached "
+                               f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
+                               f"it") from None
+        raise DatasetError(f"dataset {dataset!r} is not a local folder, and the Hub ({constants.ENDPOINT}) cannot be "
+                           f"reached ({type(err).__name__}); {_OFFLINE_HOW}") from None
+
+
 def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]:
     """The configs of ``dataset`` to score. ``"all"`` means every config, unless the dataset has a
     config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
-    config; else names (comma-separated, or a list)."""
+    config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
+    fails at once (:func:`check_reachable`)."""
     from .dataset_folder import list_configs
 
+    check_reachable(str(dataset), revision)
     try:
         names = list_configs(dataset, revision)
     except Exception as err:  # not found, offline, gated: say what to do
@@ -272,7 +353,7 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
         return test_like
     if len(names) == 1:
         return names
-    raise DatasetError(f"{dataset} config {config!r} has no test split; name one with --split ({', '.join(names)})")
+    raise DatasetError(f"{dataset} config {config!r} has no test split; name one (splits= in Python, --split on the command line): {', '.join(names)}")
 
 
 def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
@@ -360,6 +441,12 @@ def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
         if not isinstance(dataset, str):
             raise DatasetError(f"datasets must be folders, Hub ids or datasets.Dataset/DatasetDict objects, got "
                                f"{type(dataset).__name__}")
+        if dataset_revision is not None and Path(dataset).is_dir():
+            # A folder has no revisions: the option would be recorded in results.json yet change nothing.
+            raise ArgumentError("dataset_revision", dataset_revision,
+                                f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
+                                f"a branch, tag or commit of a Hub dataset)")
+        check_reachable(dataset, dataset_revision)  # before the spec, which may be fetched from the Hub
         item_spec = _spec_of(dataset, spec)
         for config in select_configs(dataset, s.configs, dataset_revision):
             for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
@@ -490,8 +577,16 @@ def _check_shapes(sources: Sequence[SplitSource], scorer: Any) -> None:
 # ---- the result -----------------------------------------------------------------------------------
 
 class Evaluation:
-    """What :func:`evaluate` returns: the scored splits, their metrics, the papers' aggregates and
-    the provenance; :meth:`save` writes what ``vlprobe evaluate`` writes."""
+    """What :func:`evaluate` returns; the same surface as :class:`vlprobe.ProbeResult`:
+
+    * ``results``: the results.json document (a dict); ``summary``: each benchmark's headline
+      metrics (its paper's aggregates where it has a paper), as under the printed table;
+    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: one row per
+      dataset/config/split/metric; ``plot()``: a matplotlib figure of the table's metrics;
+    * ``save(dir)``: results.json, scores.parquet, results.csv and plots, as the CLI writes them;
+    * ``scores()``: the per-item score matrices as a ``datasets.Dataset``; ``splits`` and
+      ``provenance``: the scored splits and what produced them.
+    """
 
     def __init__(self, splits: list[ScoredSplit], provenance: dict[str, Any], summary: dict[str, Any] | None,
                  *, main_process: bool = True) -> None:
@@ -566,52 +661,41 @@ class Evaluation:
         return fig
 
     def __repr__(self) -> str:
-        names = ", ".join(s.name for s in self.splits)
-        return f"<vlprobe.Evaluation of {self.provenance.get('model', {}).get('model_id')} on {names}>"
-
-
-def _summary_module() -> Any:
-    try:
-        from . import summary
-    except ImportError:
-        return None
-    return summary
+        model = Path(str(self.provenance.get("model", {}).get("model_id") or "?").rstrip("/")).name or "?"
+        names = [s.name for s in self.splits]
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+        items = sum(len(s.items) for s in self.splits)
+        return (f"<vlprobe.Evaluation: {model} on {shown}; {items} items; .table(), .summary, .to_pandas(), "
+                f".plot(), .save(dir)>")
 
 
 def display_keys(split: ScoredSplit) -> list[str]:
-    """The metrics the printed table shows for a split: those meaningful for its benchmark and item
-    shape (:func:`vlprobe.summary.display_metrics`); every metric when that module is absent."""
-    from .results import metric_keys
+    """The metrics the printed table (and the plots) show for a split: those meaningful for its
+    benchmark and item shape (:func:`vlprobe.results.shown_metrics`)."""
+    from .results import shown_metrics
 
-    available = metric_keys(split.metrics)
-    mod = _summary_module()
-    if mod is None or not hasattr(mod, "display_metrics"):
-        return available
-    bench = mod.benchmark_of(split.dataset) if hasattr(mod, "benchmark_of") else split.benchmark
-    keys = mod.display_metrics(bench, split.shape, available)
-    return [k for k in keys if k in available] or available
+    return shown_metrics(split)
 
 
 def summarize(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`), {} without it."""
-    mod = _summary_module()
-    if mod is None or not hasattr(mod, "summarize"):
-        return {}
-    return mod.summarize(entries) or {}
+    """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`)."""
+    from . import summary
+
+    return summary.summarize(entries) or {}
 
 
 def format_summary(summary: dict[str, Any]) -> str:
     """The papers' aggregates as text under the table ("" when there are none): per benchmark its
     source, one line per row (config or aggregate, split, headline values with CIs), its notes."""
     from .results import pct
+    from .summary import summary_title
 
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         rows = block.get("rows") or []
         if not rows:
             continue
-        source = f" ({block['source']})" if block.get("source") else ""
-        lines += ["", f"{bench}: the paper's aggregates{source}"]
+        lines += ["", summary_title(bench, block)]
         for row in rows:
             name = f"{row.get('label') or row.get('config')}/{row.get('split')}"
             cis = row.get("ci") or {}
@@ -672,9 +756,11 @@ def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> Any:
     cache), or None when there is none or it cannot be written (it has warned)."""
     from .cache import ScoreCache, default_cache_dir
 
-    if str(cache_dir).lower() == "none":
+    # Only the string "none" (or False) turns the cache off: None is the default folder. (str(None)
+    # is "None", which once made every default run uncached.)
+    if cache_dir is False or (isinstance(cache_dir, str) and cache_dir.strip().lower() == "none"):
         return None
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     # ScoreCache never raises: an unwritable one has warned once (vlprobe/cache.py) and is off.
     cache = ScoreCache(root, scorer.cache_key(), rank=rank)
     return cache if cache.enabled else None
@@ -924,6 +1010,11 @@ def evaluate(
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
     :class:`~vlprobe.errors.ModelError`, before any scoring where the fault can be seen then.
     """
+    if datasets is not None:
+        # A mistyped name fails first, in about a second: before datasets and torch are imported.
+        for d in _dataset_list(datasets)[0]:
+            if isinstance(d, (str, os.PathLike)):
+                check_reachable(str(d), dataset_revision)
     from .dataset_folder import progress_bars_off
     from .results import check_output_dir, environment, now_iso
 
@@ -931,6 +1022,7 @@ def evaluate(
                  threshold=threshold, seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers,
                  device=device, dtype=dtype, modality=modality, control=control, chunk_size=chunk_size,
                  exact_preprocessing=bool(exact_preprocessing)).check()
+    cache_dir = check_cache_dir(cache_dir)
     if out is not None:
         check_output_dir(out)
     if log is None:
@@ -940,32 +1032,25 @@ def evaluate(
         datasets = default_datasets(root)
     if model is None:
         model = default_model(root)
-    names: list[str] | None = None
-    if isinstance(datasets, Mapping) and not _is_dataset_dict(datasets):
-        names, datasets = [str(k) for k in datasets], list(datasets.values())
-    elif isinstance(datasets, (str, os.PathLike)) or _is_dataset_object(datasets):
-        datasets = [datasets]
-    datasets = list(datasets)
-    if not datasets:
-        raise SettingError("no dataset given")
+    datasets, names = _dataset_list(datasets)
 
     state, device_ = _distributed(s.device)
     main = state is None or state.is_main_process
     say = log if main else (lambda msg: None)
-    with progress_bars_off():
+    with progress_bars_off(), _quiet_progress(not progress):
         sources = plan_splits(datasets, s, spec=spec, dataset_revision=dataset_revision, names=names)
     model_name = model[0] if isinstance(model, tuple) else model
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
     say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
     s_model = Settings(**{**s.__dict__, "device": device_})
-    with _quiet_transformers(not progress):
+    with _quiet_progress(not progress):
         scorer = load_model(model, processor, family, revision, s_model)
     _check_shapes(sources, scorer)
 
     workers = s.num_workers if s.num_workers is not None else default_workers()
     cache = open_cache(cache_dir, scorer, state.process_index if state else 0)
     cache_path = str(cache.dir) if cache is not None else None
-    with progress_bars_off():
+    with progress_bars_off(), _quiet_progress(not progress):
         scored, stats = _score(sources, scorer, s, cache, workers, progress, main)
     provenance = {
         "created": now_iso(),
@@ -992,25 +1077,164 @@ def evaluate(
     return result
 
 
-class _quiet_transformers:
-    """No "Loading weights" bars from transformers inside, when ``quiet``."""
+def score(
+    model: Any,
+    images: Any,
+    texts: Any,
+    *,
+    processor: Any = None,
+    family: str | None = None,
+    revision: str | None = None,
+    probabilities: bool = False,
+    batch_size: int = 32,
+    device: str | None = None,
+    dtype: str = "float32",
+    exact_preprocessing: bool = False,
+    cache_dir: Any = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for
+    ``images[i]``, column ``j`` for ``texts[j]``, for a notebook::
+
+        S = vlprobe.score("models/mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])
+
+    ``model``: a model folder or Hub id, a loaded ``transformers`` model with its processor
+    (``(model, processor)`` or ``processor=``), or a vlprobe scorer; loaded as :func:`evaluate`
+    loads it (``family``, ``revision``, ``device``, ``dtype``, ``exact_preprocessing`` as there).
+    ``images``: PIL images or image file paths (one, or a list); ``texts``: strings (one, or a
+    list). The scores are the model's own (a dual encoder's scaled similarity, an ITM head's
+    logit...), the numbers :func:`evaluate` measures; ``probabilities=True`` gives the match
+    probabilities instead, for families that have them. Computed by the same engine, through the
+    score cache (``cache_dir`` as in :func:`evaluate`), so each input is encoded once."""
+    from .engine import Engine, EngineOutOfMemory
+    from .images import ImageError
+    from .items import Item
+
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
+        raise ArgumentError("texts", texts, "must be a string or a non-empty list of strings")
+    if _one_image(images):
+        images = [images]
+    if not isinstance(images, (list, tuple)) or not images:
+        raise ArgumentError("images", images, "must be a PIL image, an image file path, or a non-empty list of them")
+    for i, image in enumerate(images):
+        if not _one_image(image):
+            raise ArgumentError(f"images[{i}]", image, "must be a PIL image or an image file path")
+        if isinstance(image, (str, os.PathLike)) and not Path(image).is_file():
+            raise ArgumentError(f"images[{i}]", str(image), "no such image file")
+    images = [str(im) if isinstance(im, os.PathLike) else im for im in images]
+    s = Settings(batch_size=batch_size, device=device, dtype=dtype, bootstrap=0,
+                 exact_preprocessing=bool(exact_preprocessing)).check()
+    cache_dir = check_cache_dir(cache_dir)
+    with _quiet_progress(not progress):
+        scorer = load_model(model, processor, family, revision, s)
+    gold = np.zeros((len(images), len(texts)), dtype=bool)
+    gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
+    item = Item(id="score", images=tuple(images), texts=tuple(texts), gold=gold)
+    cache = open_cache(cache_dir, scorer)
+    try:
+        result = Engine(scorer, batch_size=s.batch_size, num_workers=0, cache=cache, progress=progress).score([item])
+    except EngineOutOfMemory as err:
+        raise ModelError(str(err)) from None
+    except ImageError as err:
+        raise SettingError(str(err)) from None
+    finally:
+        if cache is not None:
+            cache.close()
+    if probabilities:
+        if result.probabilities is None:
+            raise ModelError(f"{scorer.model_id} (family {scorer.family!r}) gives no match probabilities; "
+                             f"leave probabilities out for its scores")
+        return np.asarray(result.probabilities[0], dtype=np.float64)
+    return np.asarray(result.scores[0], dtype=np.float64)
+
+
+def _one_image(obj: Any) -> bool:
+    if isinstance(obj, (str, os.PathLike)):
+        return True
+    try:
+        from PIL import Image
+    except ImportError:
+        return False
+    return isinstance(obj, Image.Image)
+
+
+class _quiet_progress:
+    """With ``quiet`` (``progress=False``, ``--no-progress``): no progress bar from transformers
+    ("Loading weights"), huggingface_hub (downloads, "Fetching N files") or datasets ("Generating
+    split", "Loading dataset shards") inside; each is restored as it was after."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self.was = False
+        self.restore: list[Callable[[], None]] = []
 
     def __enter__(self) -> None:
-        if self.quiet:
-            from transformers.utils import logging as hf_logging
+        if not self.quiet:
+            return
+        import datasets
+        import huggingface_hub.utils as hub_utils
+        from transformers.utils import logging as hf_logging
 
-            self.was = hf_logging.is_progress_bar_enabled()
+        if hf_logging.is_progress_bar_enabled():
             hf_logging.disable_progress_bar()
+            self.restore.append(hf_logging.enable_progress_bar)
+        if not hub_utils.are_progress_bars_disabled():
+            hub_utils.disable_progress_bars()
+            self.restore.append(hub_utils.enable_progress_bars)
+        if datasets.is_progress_bar_enabled():
+            datasets.disable_progress_bars()
+            self.restore.append(datasets.enable_progress_bars)
 
     def __exit__(self, *exc: Any) -> None:
-        if self.quiet and self.was:
-            from transformers.utils import logging as hf_logging
+        while self.restore:
+            self.restore.pop()()
 
-            hf_logging.enable_progress_bar()
+
+_DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "
+                    "those, or a dict {name: one of those}")
+
+
+def _dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
+    """``datasets`` as a list, with the names given by a dict (None otherwise); an ArgumentError
+    for anything else, and for duplicates (the same split scored twice would repeat its ids in
+    scores.parquet and count its items twice in every aggregate)."""
+    names: list[str] | None = None
+    if isinstance(datasets, Mapping) and not _is_dataset_dict(datasets):
+        names, datasets = [str(k) for k in datasets], list(datasets.values())
+    elif isinstance(datasets, (str, os.PathLike)) or _is_dataset_object(datasets):
+        datasets = [datasets]
+    elif not isinstance(datasets, (list, tuple)):
+        raise ArgumentError("datasets", datasets, _DATASETS_WANTED)
+    datasets = list(datasets)
+    if not datasets:
+        raise ArgumentError("datasets", datasets, "no dataset given")
+    for d in datasets:
+        if not isinstance(d, (str, os.PathLike)) and not _is_dataset_object(d):
+            raise ArgumentError("datasets", d, _DATASETS_WANTED)
+    seen: dict[str, int] = {}
+    for d in datasets:
+        if isinstance(d, (str, os.PathLike)):
+            key = os.path.normpath(os.path.abspath(d)) if Path(d).exists() else str(d)
+            seen[key] = seen.get(key, 0) + 1
+    twice = [k for k, v in seen.items() if v > 1]
+    if twice:
+        raise ArgumentError("datasets", twice[0], "given more than once (its rows would be scored and counted "
+                                                  "twice); name each dataset once")
+    return datasets, names
+
+
+def check_cache_dir(cache_dir: Any) -> Any:
+    """``cache_dir`` as given once it is one: None (the default, ``$VLPROBE_CACHE`` or
+    ``~/.cache/vlprobe``), ``"none"`` or False (no cache), or a folder path."""
+    if cache_dir is None or cache_dir is False:
+        return cache_dir
+    if isinstance(cache_dir, os.PathLike):
+        return cache_dir
+    if isinstance(cache_dir, str) and cache_dir.strip():
+        return cache_dir
+    raise ArgumentError("cache_dir", cache_dir, "must be a folder path, 'none' (no cache) or None (the default: "
+                                                "$VLPROBE_CACHE, else ~/.cache/vlprobe)")
 
 
 def _dataset_label(dataset: Any, name: str | None) -> str:
@@ -1023,16 +1247,10 @@ def _dataset_label(dataset: Any, name: str | None) -> str:
 
 
 def _is_dataset_object(obj: Any) -> bool:
-    try:
-        import datasets as hf
-    except ImportError:
-        return False
-    return isinstance(obj, (hf.Dataset, hf.DatasetDict))
+    hf = sys.modules.get("datasets")  # not imported: obj cannot be one (and a name is checked without it)
+    return hf is not None and isinstance(obj, (hf.Dataset, hf.DatasetDict))
 
 
 def _is_dataset_dict(obj: Any) -> bool:
-    try:
-        import datasets as hf
-    except ImportError:
-        return False
-    return isinstance(obj, hf.DatasetDict)
+    hf = sys.modules.get("datasets")
+    return hf is not None and isinstance(obj, hf.DatasetDict)

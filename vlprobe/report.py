@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import summary as summary_rules
-from .errors import DatasetError, SettingError
+from .errors import ArgumentError, DatasetError, SettingError
 from .results import _atomic_write_bytes, metric_keys
 
 # The published tables the report compares with, per benchmark (the CSV holds more).
@@ -105,18 +105,36 @@ def _number(v: Any) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
+def _fraction(v: Any) -> bool:
+    """None, a non-finite number (a metric with nothing to average), or a number in [0, 1]."""
+    return v is None or not np.isfinite(v) or -1e-9 <= v <= 1 + 1e-9
+
+
 def _metrics_problems(m: dict[str, Any], where: str) -> list[str]:
     out = []
+    for key in ("n_items", "n_ties"):
+        low = 1 if key == "n_items" else 0
+        v = m.get(key)
+        if key in m and (isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer()
+                         or v < low):
+            what = "items (1 or more)" if key == "n_items" else "tied comparisons (0 or more)"
+            out.append(f"{where}: {key!r} must be a whole number of {what}, got {v!r}")
     for key, v in m.items():
         if key in _SKIP or isinstance(v, (dict, list)):
             continue
         if not _number(v):
             out.append(f"{where}: metric {key!r} is {v!r}, not a number")
+        elif not _fraction(v):
+            out.append(f"{where}: metric {key!r} is {v!r}, outside [0, 1] (metrics are fractions)")
     for block in ("chance", "support"):
         if block in m and not isinstance(m[block], dict):
             out.append(f"{where}: {block!r} must be a mapping of metric -> number")
         elif block in m and any(not _number(v) for v in m[block].values()):
             out.append(f"{where}: {block!r} holds a value that is not a number")
+        elif block == "chance" and block in m and any(not _fraction(v) for v in m[block].values()):
+            out.append(f"{where}: 'chance' holds a value outside [0, 1]")
+        elif block == "support" and block in m and any(v is not None and v < 0 for v in m[block].values()):
+            out.append(f"{where}: 'support' holds a negative count")
     ci = m.get("ci")
     if ci is not None:
         if not isinstance(ci, dict):
@@ -125,6 +143,8 @@ def _metrics_problems(m: dict[str, Any], where: str) -> list[str]:
             for key, v in ci.items():
                 if v is not None and not (isinstance(v, list) and len(v) == 2 and all(_number(x) for x in v)):
                     out.append(f"{where}: ci[{key!r}] must be [low, high], got {v!r}")
+                elif v is not None and None not in v and not (_fraction(v[0]) and _fraction(v[1]) and v[0] <= v[1]):
+                    out.append(f"{where}: ci[{key!r}] must be [low, high] with 0 <= low <= high <= 1, got {v!r}")
     tags = m.get("per_tag")
     if tags is not None:
         if not isinstance(tags, dict) or any(not isinstance(v, dict) for v in tags.values()):
@@ -153,6 +173,9 @@ def validate_document(doc: Any, path: str | os.PathLike) -> list[str]:
         for key in ("model", "settings"):
             if key in doc["provenance"] and not isinstance(doc["provenance"][key], dict):
                 problems.append(f"{path}: provenance.{key} must be a mapping")
+        settings = doc["provenance"].get("settings")
+        if isinstance(settings, dict):
+            problems += _settings_problems(settings, f"{path}: provenance.settings")
     for i, entry in enumerate(doc["results"]):
         if not isinstance(entry, dict):
             problems.append(f"{path}: results[{i}]: an entry must be a mapping, got {type(entry).__name__}")
@@ -180,12 +203,42 @@ def validate_document(doc: Any, path: str | os.PathLike) -> list[str]:
     return problems
 
 
-def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
-    """Read and check every file; all problems of all files are raised together (one line each)."""
+def _settings_problems(st: dict[str, Any], where: str) -> list[str]:
+    """The settings the report reads (caveats, the CI level) must be what evaluate writes."""
+    out = []
+
+    def whole(key: str, low: int) -> None:
+        v = st.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+            out.append(f"{where}.{key} must be a whole number ({low} or more) or null, got {v!r}")
+
+    whole("limit", 1)
+    whole("bootstrap", 0)
+    whole("seed", 0)
+    c = st.get("confidence")
+    if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1):
+        out.append(f"{where}.confidence must be a level strictly between 0 and 1 or null, got {c!r}")
+    for key in ("control", "modality", "ties"):
+        if st.get(key) is not None and not isinstance(st[key], str):
+            out.append(f"{where}.{key} must be a string or null, got {st[key]!r}")
+    return out
+
+
+def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None) -> list[Run]:
+    """Read and check every file; all problems of all files are raised together (one line each).
+    ``labels``: one name per run, shown in every table instead of the model folder's name."""
     if not paths:
         raise SettingError("give at least one results.json file or run folder")
+    if labels is not None:
+        if isinstance(labels, str) or not all(isinstance(x, str) and x.strip() for x in labels):
+            raise ArgumentError("labels", labels, "must be a list of non-empty names, one per run")
+        if len(labels) != len(paths):
+            raise ArgumentError("labels", list(labels), f"give one label per run: {len(paths)} run(s), "
+                                                        f"{len(labels)} label(s)")
+        if len(set(labels)) != len(labels):
+            raise ArgumentError("labels", list(labels), "each run needs its own label")
     runs, problems = [], []
-    for p in paths:
+    for k, p in enumerate(paths):
         path = Path(p)
         if path.is_dir():
             path = path / "results.json"
@@ -199,11 +252,11 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
         found = validate_document(doc, path)
         problems += found
         if not found:
-            runs.append(Run(path, _label(doc, path), doc))
+            runs.append(Run(path, labels[k] if labels is not None else _label(doc, path), doc))
     if problems:
         raise ReportError("\n".join(problems))
     seen: dict[str, int] = {}
-    for run in runs:  # make labels unique
+    for run in runs:  # make labels unique (labels given are unique already)
         seen[run.label] = seen.get(run.label, 0) + 1
         if seen[run.label] > 1:
             run.label = f"{run.label} #{seen[run.label]}"
@@ -259,8 +312,18 @@ def _benchmarks(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def _ties(metrics: dict[str, Any] | None) -> str:
+    """A run's tied comparisons and items for one config/split: "98 (n=100)"."""
+    if not metrics or metrics.get("n_ties") is None:
+        return ""
+    return f"{metrics['n_ties']} (n={metrics.get('n_items', '?')})"
+
+
 def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]]:
-    header = ["config", "split", "metric"] + [r.label for r in runs] + ["chance"]
+    """One row per (config, split, metric); per run its value [CI] and a ties column: the gold vs
+    non-gold comparisons that tied, and the items (a 0.0 [0.0, 0.0] where nearly everything tied
+    says "the scores are constant", not "always wrong")."""
+    header = ["config", "split", "metric"] + [h for r in runs for h in (r.label, f"{r.label} ties")] + ["chance"]
     keys: list[tuple[str, str]] = []
     by: dict[tuple[int, str, str], dict[str, Any]] = {}
     shapes: dict[tuple[str, str], tuple[int, int] | None] = {}
@@ -283,7 +346,8 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
         for key in metrics:
             chance = next(((m.get("chance") or {}).get(key) for m in present if (m.get("chance") or {}).get(key) is not None), None)
             rows.append([config, split, key]
-                        + [_cell(by.get((i, config, split), {}), key) for i in range(len(runs))]
+                        + [c for i in range(len(runs)) for c in (_cell(by.get((i, config, split), {}), key),
+                                                                 _ties(by.get((i, config, split))))]
                         + [_pct(chance) if chance is not None else ""])
     return header, rows
 
@@ -429,18 +493,91 @@ def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
         model = prov.get("model", {})
         desc = (f"{model.get('model_id')} (revision {model.get('revision') or 'local'}, family {model.get('family')}, "
                 f"{model.get('dtype')}, {model.get('device')}); ties {prov.get('settings', {}).get('ties')}; "
-                f"{prov.get('created', '')}; {run.path}")
+                f"{_ci_of(run)}; {prov.get('created', '')}; {run.path}")
         if run.caveats():
             desc += "; " + ", ".join(run.caveats())
         out.append((run.label, desc))
     return out
 
 
+def _ci_of(run: Run) -> str:
+    st = run.doc.get("provenance", {}).get("settings", {}) or {}
+    level, resamples = st.get("confidence"), st.get("bootstrap")
+    if resamples == 0:
+        return "no CI"
+    if level is None or resamples is None:
+        return "CI level not recorded"
+    return f"{100 * level:g}% CI, {resamples} resamples, seed {st.get('seed', 0)}"
+
+
+def ci_sentence(runs: Sequence[Run]) -> str:
+    """What the brackets are, said once when every run made the same kind of CI, and run by run
+    (with a warning) when they differ: two brackets side by side are only comparable at one level."""
+    kinds = {r.label: _ci_of(r) for r in runs}
+    made = {k for k in kinds.values() if k != "no CI"}
+    base = "Values are percentages; brackets hold the percentile-bootstrap CI over items"
+    if len(made) <= 1:
+        return f"{base} ({made.pop()})." if made else "Values are percentages; no run made a CI."
+    listing = "; ".join(f"{label}: {kind}" for label, kind in kinds.items())
+    return f"{base}, each run's own, and they differ ({listing}): compare their widths with care."
+
+
+def latex_tables(runs: Sequence[Run]) -> str:
+    """The report's tables as LaTeX (pandas' Styler; booktabs rules), one ``table`` float each, to
+    paste into a paper: per benchmark the metrics with ties, the headline metrics (the paper's
+    aggregates where it has a paper) and the published numbers beside this run."""
+    import pandas as pd
+
+    papers = paper_results()
+    parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}", f"% {ci_sentence(runs)}", ""]
+
+    def table(header: list[str], rows: list[list[str]], caption: str, label: str) -> str:
+        frame = pd.DataFrame(rows, columns=_unique(header))
+        styler = frame.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
+        return styler.to_latex(hrules=True, caption=_latex_escape(caption), label=label,
+                               position_float="centering", column_format="l" * len(header))
+
+    for bench in _benchmarks(runs):
+        slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
+        parts.append(table(*long_table(runs, bench), f"{bench}: metrics per config (%), ties = tied comparisons",
+                           f"tab:vlprobe-{slug}"))
+        agg = summary_table(runs, bench)
+        if agg:
+            source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")),
+                          None)
+            parts.append(table(agg[0], agg[1], summary_rules.summary_title(bench, {"source": source}),
+                               f"tab:vlprobe-{slug}-summary"))
+        paper = paper_table(runs, bench, papers)
+        if paper:
+            parts.append(table(*paper, f"{bench}: this run beside the published numbers. {PAPER_NOTES.get(bench, '')}",
+                               f"tab:vlprobe-{slug}-paper"))
+    return "\n".join(parts)
+
+
+def _unique(header: list[str]) -> list[str]:
+    """Column names made unique (two runs may show the same model name before labels)."""
+    out: list[str] = []
+    for h in header:
+        name, k = h, 2
+        while name in out:
+            name, k = f"{h} #{k}", k + 1
+        out.append(name)
+    return out
+
+
+def _latex_escape(text: str) -> str:
+    """Plain text for LaTeX (a caption): its special characters escaped, one pass."""
+    special = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+               "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+    return "".join(special.get(ch, ch) for ch in text)
+
+
 def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
     """The Markdown and HTML texts of the report."""
     papers = paper_results()
-    md = ["# vlprobe report", "", "Values are percentages; brackets hold the bootstrap CI when the run made one.", ""]
-    hb = ["<h1>vlprobe report</h1>", "<p>Values are percentages; brackets hold the bootstrap CI when the run made one.</p>"]
+    lead = ci_sentence(runs)
+    md = ["# vlprobe report", "", lead, ""]
+    hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>"]
     md += ["## Runs", ""]
     hb += ["<h2>Runs</h2>", "<ul>"]
     for label, desc in _runs_section(runs):
@@ -458,8 +595,8 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
         agg = summary_table(runs, bench)
         if agg:
             header, rows, notes = agg
-            title = f"{bench}: the paper's aggregates"
             source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
+            title = summary_rules.summary_title(bench, {"source": source}, with_source=False)
             lead = (f"As {source} reports them." if source else "Headline metrics per config.")
             md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
             md += [f"- {n}" for n in notes] + ([""] if notes else [])
@@ -541,13 +678,23 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
     _atomic_write_bytes(path, buf.getvalue())
 
 
-def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
-    runs = load_runs(paths)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
+                 labels: Sequence[str] | None = None) -> list[Path]:
+    """Check every results file, then write report.md, report.html, report.tex and report.png into
+    ``out_dir`` (created; other files in it are left alone). ``labels``: one name per run."""
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the report")
+    runs = load_runs(paths, labels)
     md, page = build_report(runs, plot_name="report.png")
-    written = [out / "report.md", out / "report.html", out / "report.png"]
-    _atomic_write_bytes(written[0], md.encode("utf-8"))
-    _atomic_write_bytes(written[1], page.encode("utf-8"))
-    plot_runs(runs, written[2])
+    tex = latex_tables(runs)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written = [out / "report.md", out / "report.html", out / "report.tex", out / "report.png"]
+        _atomic_write_bytes(written[0], md.encode("utf-8"))
+        _atomic_write_bytes(written[1], page.encode("utf-8"))
+        _atomic_write_bytes(written[2], tex.encode("utf-8"))
+        plot_runs(runs, written[3])
+    except OSError as err:
+        raise ArgumentError("out", str(out), f"cannot write the report there ({err.strerror or err})") from None
     return written

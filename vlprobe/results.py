@@ -43,7 +43,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import SettingError
+from .errors import ArgumentError
 
 # Display order of the metrics (any other key the metric module returns follows).
 METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
@@ -407,10 +407,22 @@ def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
     ax.set_ylabel("%")
 
 
+def shown_metrics(split: ScoredSplit) -> list[str]:
+    """The metrics a split's table row and its plot show: those meaningful for its benchmark and
+    item shape (:func:`vlprobe.summary.display_metrics`; a 1 x 2 item shows acc_r, not the set
+    metrics that equal it)."""
+    from . import summary
+
+    available = metric_keys(split.metrics)
+    keys = summary.display_metrics(summary.benchmark_of(split.dataset), split.shape, available)
+    return [k for k in keys if k in available] or available
+
+
 def plot_split(ax: Any, split: ScoredSplit, title_suffix: str = "") -> None:
-    """One split's bar per metric (in %), CI error bars when bootstrapped, chance per bar."""
+    """One split's bar per metric (in %; the metrics of its table row, :func:`shown_metrics`), CI
+    error bars when bootstrapped, chance per bar."""
     m = split.metrics
-    keys = [k for k in metric_keys(m) if m.get(k) is not None and np.isfinite(m.get(k))]
+    keys = [k for k in shown_metrics(split) if isinstance(m.get(k), (int, float)) and np.isfinite(m.get(k))]
     ci = m.get("ci") or {}
     chance = m.get("chance") or {}
     bar_chart(ax, keys, [m[k] for k in keys], ci=[ci.get(k) for k in keys] if ci else None,
@@ -426,7 +438,7 @@ def plot_unit(path: Path, unit: ScoredSplit, title_suffix: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    n_keys = len([k for k in metric_keys(unit.metrics)])
+    n_keys = len(shown_metrics(unit))
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * n_keys + 1.5), 3.6), dpi=110)
     plot_split(ax, unit, title_suffix)
     fig.tight_layout()
@@ -448,28 +460,26 @@ def check_output_dir(out_dir: str | os.PathLike) -> Path:
     run is swapped in), or a place where nothing can be written. Creates nothing."""
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
-        raise SettingError(f"--out {out} is a file, not a folder; choose a folder for the outputs")
+        raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the outputs")
     if out.is_dir():
         foreign = sorted(p.name for p in out.iterdir() if not _RUN_FILE.match(p.name))
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise SettingError(
-                f"--out {out} holds files that are not a vlprobe run's ({shown}); a run replaces its folder "
-                f"as a whole, so choose a new or empty folder"
-            )
+            raise ArgumentError("out", str(out), f"holds files that are not a vlprobe run's ({shown}); a run "
+                                                 f"replaces its folder as a whole, so choose a new or empty folder")
     # The outputs are written into a temporary folder beside out and renamed: the parent (or the
     # nearest folder that exists) must take a new folder.
     parent = out.absolute().parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
-        raise SettingError(f"--out {out}: {parent} is a file, so the folder cannot be created")
+        raise ArgumentError("out", str(out), f"{parent} is a file, so the folder cannot be created")
     try:
         probe = Path(tempfile.mkdtemp(prefix=".vlprobe-probe-", dir=parent))
         probe.rmdir()
     except OSError as err:
-        raise SettingError(f"--out {out}: cannot write in {parent} ({err.strerror or err}); choose a writable "
-                           f"folder") from None
+        raise ArgumentError("out", str(out), f"cannot write in {parent} ({err.strerror or err}); choose a "
+                                             f"writable folder") from None
     return out
 
 

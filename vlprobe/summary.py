@@ -356,6 +356,15 @@ def _summarize_travlr(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"source": SOURCES["travlr"], "headline": keys, "rows": rows, "complete": not missing, "notes": notes}
 
 
+def summary_title(benchmark: str, block: dict[str, Any], *, with_source: bool = True) -> str:
+    """The heading of a benchmark's summary: "the paper's aggregates (source)" only where a paper
+    defines them (:data:`SOURCES`); any other dataset, a user's own or the synthetic
+    winoground_style, gets "headline metrics per config"."""
+    if block.get("source"):
+        return f"{benchmark}: the paper's aggregates" + (f" ({block['source']})" if with_source else "")
+    return f"{benchmark}: headline metrics per config"
+
+
 def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The papers' aggregates per benchmark, from ``results.json``-style entries (each with
     ``dataset`` (or ``benchmark``), ``config``, ``split``, ``metrics``).

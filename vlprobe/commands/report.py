@@ -1,4 +1,5 @@
-"""``vlprobe report <results.json ...> [--out DIR]``: compare runs in Markdown and HTML, with a plot,
+"""``vlprobe report <results.json ...> [--label NAME ...] [--out DIR]``: compare runs in Markdown, HTML
+and LaTeX, with a plot,
 with the papers' aggregates (:mod:`vlprobe.summary`) beside the seed papers' published numbers where
 benchmark, config and metric match. Bad files are refused, one line per problem (:mod:`vlprobe.report`)."""
 
@@ -10,9 +11,10 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
-        help="compare runs (results.json files) in a Markdown and an HTML table, with a plot",
+        help="compare runs (results.json files) in Markdown, HTML and LaTeX tables, with a plot",
         description=(
-            "Compare runs written by `vlprobe evaluate`: report.md, report.html and report.png, with the "
+            "Compare runs written by `vlprobe evaluate`: report.md, report.html, report.tex (booktabs tables "
+            "to paste into a paper) and report.png, each metric with its CI and the run's tied comparisons, with the "
             "papers' aggregates (VALSE per instrument and Avg. over its 11 instruments, Winoground text / image / "
             "group, BLA per task, TraVLR per task and test split) and the published numbers (VALSE Table 2, "
             "Winoground Table 3, BLA thesis Tables 6.3 and 6.2) beside this run where benchmark, config and "
@@ -20,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files (or the run folders holding them)")
+    p.add_argument("--label", action="append", default=None, metavar="NAME",
+                   help="the name a run goes by in every table, once per run in the order given (default: the "
+                        "model folder's name, with dtype / control / modality when not the default)")
     p.add_argument("--out", default="runs/report", help="output folder (default: runs/report)")
     p.set_defaults(func=run)
 
@@ -27,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..report import write_report
 
-    written = write_report(args.results, args.out)
+    written = write_report(args.results, args.out, labels=args.label)
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -1,0 +1,154 @@
+"""A dataset name that is neither a folder nor reachable fails at once, in one line, instead of
+datasets' half a minute of `Retrying in 8s [Retry 5/5]`. The Hub is stood in for by a closed
+port on this machine (HF_ENDPOINT), and by HF_HUB_OFFLINE=1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCRIPT = """
+import sys, time
+import vlprobe
+t = time.perf_counter()
+try:
+    vlprobe.evaluate(model=sys.argv[1], datasets=sys.argv[2], progress=False, cache_dir="none")
+except vlprobe.DatasetError as err:
+    print(f"{time.perf_counter() - t:.2f}")
+    print(err)
+    print("datasets imported" if "datasets" in sys.modules else "datasets not imported")
+"""
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:  # bound then released: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(tmp_path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")}
+    env.update(PYTHONPATH=str(REPO), HF_HOME=str(tmp_path / "hf"), HF_DATASETS_CACHE=str(tmp_path / "hf" / "ds"),
+               **extra)
+    return env
+
+
+@pytest.mark.parametrize("how", ["unreachable", "offline"])
+def test_unknown_dataset_fails_fast_in_one_line(tmp_path, tiny_clip_path, how):
+    extra = ({"HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"} if how == "unreachable"
+             else {"HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tiny_clip_path), "nosuch"], capture_output=True,
+                          text=True, timeout=300, env=_env(tmp_path, **extra), cwd=tmp_path)
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 3, proc.stdout + proc.stderr
+    seconds, message = float(lines[0]), lines[1]
+    assert seconds < 8, seconds  # datasets alone retried for 30 s (5 x 8 s) before saying anything
+    assert lines[2] == "datasets not imported"  # told before datasets' (and torch's) imports: a second or two
+    assert "Retrying" not in proc.stderr
+    assert "'nosuch'" in message and "not a local folder" in message and "vlprobe build" in message
+    assert ("cannot be reached" in message) if how == "unreachable" else ("HF_HUB_OFFLINE is set" in message)
+
+
+def test_cli_says_it_in_one_line(tmp_path, tiny_clip_path):
+    env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
+    proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", "evaluate", "--dataset", "nosuch", "--model",
+                           str(tiny_clip_path), "--out", str(tmp_path / "o")], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "vlprobe evaluate: error: dataset 'nosuch'" \
+        in proc.stderr
+
+
+def test_a_path_that_is_not_there_is_not_asked_of_the_hub(tmp_path, tiny_clip_path):
+    from vlprobe.errors import DatasetError
+    from vlprobe.evaluation import check_reachable
+
+    for name in ("./nosuch", str(tmp_path / "nosuch"), "a/b/c"):
+        with pytest.raises(DatasetError, match="no such folder"):
+            check_reachable(name)
+
+
+def _hub_answers(monkeypatch, answer):
+    """HfApi.dataset_info stood in for: raises ``answer``, or returns when it is None."""
+    import huggingface_hub
+
+    calls = []
+
+    def dataset_info(self, repo_id, **kw):
+        calls.append((repo_id, kw.get("timeout")))
+        if answer is not None:
+            raise answer
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", dataset_info)
+    return calls
+
+
+def _no_cache(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "ds"))
+    for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(v, raising=False)
+    return tmp_path / "hub"
+
+
+def test_hub_answers_are_told_apart(tmp_path, monkeypatch):
+    """Not on the Hub: 'check the name'; unreachable with a cached copy: 'rerun with
+    HF_HUB_OFFLINE=1'; gated or a server error: left to datasets; found: asked once."""
+    import httpx
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    from vlprobe import evaluation
+    from vlprobe.errors import DatasetError
+
+    hub = _no_cache(tmp_path, monkeypatch)
+    response = httpx.Response(404, request=httpx.Request("GET", "http://hub"))
+    _hub_answers(monkeypatch, RepositoryNotFoundError("no", response=response))
+    with pytest.raises(DatasetError, match="no such dataset on the Hub .*check the name"):
+        evaluation.check_reachable("owner/nosuch")
+
+    (hub / "datasets--owner--cached").mkdir(parents=True)
+    _hub_answers(monkeypatch, ConnectionError("refused"))
+    with pytest.raises(DatasetError, match="a copy is cached: rerun with HF_HUB_OFFLINE=1"):
+        evaluation.check_reachable("owner/cached")
+
+    _hub_answers(monkeypatch, GatedRepoError("gated", response=response))
+    evaluation.check_reachable("owner/gated")  # datasets says what a gated dataset needs
+
+    class ReadTimeout(Exception):  # as httpx names it: the Hub answered the connection, slowly
+        pass
+
+    _hub_answers(monkeypatch, ReadTimeout("slow"))
+    evaluation.check_reachable("owner/slow")  # a slow link is not refused: datasets waits longer
+
+    calls = _hub_answers(monkeypatch, None)
+    evaluation.check_reachable("owner/found")
+    evaluation.check_reachable("owner/found")
+    assert calls == [("owner/found", 2)]
+
+
+def test_offline_with_a_cached_copy_goes_on(tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE=1: a copy in the Hub cache or datasets' cache is left to datasets to read;
+    the Hub is never asked."""
+    from vlprobe import evaluation
+    from vlprobe.errors import DatasetError
+
+    hub = _no_cache(tmp_path, monkeypatch)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    calls = _hub_answers(monkeypatch, AssertionError("the Hub was asked"))
+    with pytest.raises(DatasetError, match="HF_HUB_OFFLINE is set with no copy"):
+        evaluation.check_reachable("owner/ds")
+    (hub / "datasets--owner--ds").mkdir(parents=True)
+    evaluation.check_reachable("owner/ds")
+    (tmp_path / "ds" / "other___ds").mkdir(parents=True)
+    evaluation.check_reachable("other/ds")
+    assert calls == []

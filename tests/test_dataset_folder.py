@@ -9,7 +9,7 @@ import time
 import datasets
 import pytest
 
-from vlprobe.commands.evaluate import _configs
+from vlprobe.evaluation import select_configs
 from vlprobe.dataset_folder import (
     BUILD_RECORD,
     ConfigDecl,
@@ -94,10 +94,10 @@ def test_config_all_means_every_config_unless_the_dataset_has_one_named_all(tmp_
     plain, with_all = tmp_path / "plain", tmp_path / "with_all"
     _build(plain, {"id": ["a"], "text": ["x"]}, names=("one", "two"))
     _build(with_all, {"id": ["a"], "text": ["x"]}, names=("all", "one", "two"))
-    assert sorted(_configs(str(plain), "all", None)) == ["one", "two"]
-    assert _configs(str(with_all), "all", None) == ["all"]
-    assert sorted(_configs(str(with_all), "*", None)) == ["all", "one", "two"]
-    assert _configs(str(with_all), "one,two", None) == ["one", "two"]
+    assert sorted(select_configs(str(plain), "all", None)) == ["one", "two"]
+    assert select_configs(str(with_all), "all", None) == ["all"]
+    assert sorted(select_configs(str(with_all), "*", None)) == ["all", "one", "two"]
+    assert select_configs(str(with_all), "one,two", None) == ["one", "two"]
 
 
 def test_data_files_in_every_form_the_hub_accepts(tmp_path):

@@ -33,8 +33,37 @@ The mini CLIP trainer is not part of this package: it is ``vlprobe_train`` (``py
 
 __version__ = "0.1.0"
 
-from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
-from .evaluation import Evaluation, evaluate, score  # noqa: F401
-from .items import Item, ItemError  # noqa: F401
-from .probing import ProbeResult, probe  # noqa: F401  (TraVLR's protocol: vlprobe/probing.py, `vlprobe probe`)
-from .spec import ItemSpec, SpecError, find_spec  # noqa: F401
+from typing import TYPE_CHECKING
+
+# The public names, imported on first use (PEP 562) so that `import vlprobe` and `vlprobe --help`
+# stay light: evaluate/probe pull in datasets, pandas and torch.
+_EXPORTS = {
+    "DatasetError": "errors", "ModelError": "errors", "SettingError": "errors", "VlprobeError": "errors",
+    "Evaluation": "evaluation", "evaluate": "evaluation", "score": "evaluation",
+    "Item": "items", "ItemError": "items",
+    "ProbeResult": "probing", "probe": "probing",
+    "ItemSpec": "spec", "SpecError": "spec", "find_spec": "spec",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'vlprobe' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for type checkers and editors
+    from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
+    from .evaluation import Evaluation, evaluate, score  # noqa: F401
+    from .items import Item, ItemError  # noqa: F401
+    from .probing import ProbeResult, probe  # noqa: F401
+    from .spec import ItemSpec, SpecError, find_spec  # noqa: F401

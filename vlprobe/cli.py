@@ -1,5 +1,10 @@
 """The ``vlprobe`` command. Subcommands are discovered: each module in ``vlprobe/commands/`` that
-defines ``register(subparsers)`` adds one; adding a command is adding one module."""
+defines ``register(subparsers)`` adds one; adding a command is adding one module.
+
+Only the command being run is registered in full: the others are listed by their ``HELP`` line, so
+``vlprobe --help`` imports no command's dependencies (datasets, pandas, torch) and ``vlprobe build``'s
+builders are imported only for ``vlprobe build``. Command modules import their heavy modules inside
+functions."""
 
 from __future__ import annotations
 
@@ -9,29 +14,49 @@ import pkgutil
 import sys
 
 from . import __version__, commands
-from .errors import ArgumentError, CommandError, VlprobeError  # noqa: F401  (CommandError: the commands' name for it)
+from .errors import ArgumentError, VlprobeError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_modules() -> dict[str, object]:
+    """Each command's module, by command name (its module's name), imported (they are light)."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        if hasattr(module, "register"):
+            found[info.name] = module
+    return found
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with ``command`` registered in full and every other command listed by its name and
+    ``HELP`` line only (a command module without ``HELP`` is always registered in full)."""
     parser = argparse.ArgumentParser(
         prog="vlprobe",
         description="Probe vision-and-language models on linguistic phenomena with foils.",
     )
     parser.add_argument("--version", action="version", version=f"vlprobe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        if hasattr(module, "register"):
+    for name, module in command_modules().items():
+        if name == command or not hasattr(module, "HELP"):
             module.register(sub)
+        else:
+            sub.add_parser(name, help=module.HELP)
     return parser
 
 
+def _command_in(argv: list[str]) -> str | None:
+    """The command ``argv`` runs: its first word that is not an option (the top level has only
+    ``--help`` and ``--version``, which take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_in(argv)
+    if command is None and not argv:
         # `vlprobe` alone runs the offline default job, as the README's first command does.
-        args = parser.parse_args(["evaluate"] if "evaluate" in _choices(parser) else ["--help"])
+        argv, command = ["evaluate"], "evaluate"
+    args = build_parser(command).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (VlprobeError, ValueError, FileNotFoundError) as err:
@@ -47,13 +72,6 @@ def main(argv: list[str] | None = None) -> int:
                             else "")
         print(f"vlprobe {args.command}: interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return 130
-
-
-def _choices(parser: argparse.ArgumentParser) -> list[str]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return list(action.choices)
-    return []
 
 
 if __name__ == "__main__":

@@ -22,10 +22,6 @@ class ModelError(VlprobeError):
     """A model cannot be found, loaded, or scored with the family asked for."""
 
 
-# The CLI's historical name; every command raises these.
-CommandError = VlprobeError
-
-
 class ArgumentError(SettingError):
     """A bad argument, named as the caller spells it. ``str(err)`` is the Python form
     (``bootstrap=-1: must be 0 or more``); :meth:`cli` is the command line's (``--bootstrap -1: ...``),

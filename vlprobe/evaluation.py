@@ -38,9 +38,8 @@ import numpy as np
 
 from .errors import ArgumentError, DatasetError, ModelError, SettingError, VlprobeError
 from .results import ScoreMatrices, ScoredItem, ScoredSplit
+from .locations import DEFAULT_DATASETS, DEFAULT_MODEL  # noqa: F401  (re-exported: evaluation.DEFAULT_MODEL)
 
-DEFAULT_DATASETS = ("travlr", "winoground_style")
-DEFAULT_MODEL = "models/mini-clip"
 TEST_LIKE = ("test",)
 CHUNK_ROWS = 2000
 MAX_BOOTSTRAP = 100_000  # resamples; see Settings.check

@@ -24,7 +24,10 @@ BUNDLE = PACKAGE / "_bundled"
 # A clone (or an editable install) has the shipped folders beside the package, under the root
 # that holds pyproject.toml; an installed package's parent is site-packages, never used.
 CHECKOUT = PACKAGE.parent
+# The offline default job, the one place these are written: the shipped model and the two synthetic
+# instruments it is scored on (`vlprobe evaluate`, `vlprobe probe`, the Space).
 DEFAULT_MODEL = "models/mini-clip"
+DEFAULT_DATASETS = ("travlr", "winoground_style")
 SPEC_FILE = "vlprobe.yaml"
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 
 
+HELP = "build a dataset folder (parquet with embedded images + card YAML)"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from ..builders import builders
 
-    parser = sub.add_parser("build", help="build a dataset folder (parquet with embedded images + card YAML)")
+    parser = sub.add_parser("build", help=HELP)
     inner = parser.add_subparsers(dest="dataset", metavar="DATASET", required=True)
     for name, module in sorted(builders().items()):
         p = inner.add_parser(name, help=getattr(module, "HELP", ""), description=getattr(module, "HELP", ""))

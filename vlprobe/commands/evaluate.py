@@ -21,15 +21,18 @@ import argparse
 import os
 from pathlib import Path
 
-from ..evaluation import DEFAULT_DATASETS, DEFAULT_MODEL, select_configs
+from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL
 
 DEFAULT_OUT = "runs/default"
+
+
+HELP = "score a model on a benchmark; write results.json, scores.parquet, results.csv, plots"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate",
-        help="score a model on a benchmark; write results.json, scores.parquet, results.csv, plots",
+        help=HELP,
         description=(
             "Score a model on a benchmark and write metrics with CIs, per config and per tag. With no "
             f"--dataset/--model: the offline default ({', '.join(DEFAULT_DATASETS)} with {DEFAULT_MODEL})."
@@ -76,11 +79,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # ---- the command ----------------------------------------------------------------------------------
-
-def _configs(dataset: str, wanted: str, revision: str | None) -> list[str]:
-    """The configs ``--config`` names (kept under its old name; see :func:`vlprobe.evaluation.select_configs`)."""
-    return select_configs(dataset, wanted, revision)
-
 
 def default_root() -> Path:
     """Where the offline default's folders are looked for: ``$VLPROBE_ROOT``, else the working

@@ -13,10 +13,13 @@ import os
 from pathlib import Path
 
 
+HELP = "list the dataset folders, configs and splits that can be evaluated here, and the model families"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "list",
-        help="list the dataset folders, configs and splits that can be evaluated here, and the model families",
+        help=HELP,
         description=(
             "List what `vlprobe evaluate` can score here: every dataset folder under the working directory (or "
             "$VLPROBE_ROOT) with a vlprobe.yaml, its configs and splits (and the configs still to build, with the "

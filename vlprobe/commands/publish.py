@@ -14,10 +14,13 @@ import argparse
 from pathlib import Path
 
 
+HELP = "validate a dataset folder, the metric or the Space, then push it to the Hugging Face Hub"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "publish",
-        help="validate a dataset folder, the metric or the Space, then push it to the Hugging Face Hub",
+        help=HELP,
         description="Validate locally, then HfApi.create_repo(exist_ok=True) + upload_folder. "
         "Token: --token, else HF_TOKEN, else the stored login (`hf auth login`).",
     )

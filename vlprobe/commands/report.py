@@ -8,10 +8,13 @@ from __future__ import annotations
 import argparse
 
 
+HELP = "compare runs (results.json files) in Markdown, HTML and LaTeX tables, with a plot"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
-        help="compare runs (results.json files) in Markdown, HTML and LaTeX tables, with a plot",
+        help=HELP,
         description=(
             "Compare runs written by `vlprobe evaluate`: report.md, report.html, report.tex (booktabs tables "
             "to paste into a paper) and report.png, each metric with its CI and the run's tied comparisons, with the "

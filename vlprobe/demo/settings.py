@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_MODEL = "models/mini-clip"
+from ..locations import DEFAULT_MODEL
+
 KNOWN_DATASET_FOLDERS = ("travlr", "winoground_style", "valse", "bla")
 ENV_MODELS = "VLPROBE_SPACE_MODELS"
 ENV_DEFAULT_MODEL = "VLPROBE_SPACE_DEFAULT_MODEL"

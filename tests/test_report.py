@@ -13,20 +13,20 @@ from vlprobe.cli import main
 from vlprobe.items import Item
 from vlprobe.metric import compute
 from vlprobe.report import load_runs, paper_results
-from vlprobe.results import Unit, write_results_json
+from vlprobe.results import ScoredSplit, write_results_json
 
 
-def _unit(dataset: str, config: str, shape: str, seed: int, n: int = 30) -> Unit:
+def _unit(dataset: str, config: str, shape: str, seed: int, n: int = 30) -> ScoredSplit:
     rng = np.random.default_rng(seed)
     gold = {"valse": [[1, 0]], "wino": [[1, 0], [0, 1]], "bla": [[1, 1, 0, 0]]}[shape]
     items = [Item(id=str(i), images=tuple([b"x"] * len(gold)), texts=tuple(f"t{j}" for j in range(len(gold[0]))),
                   gold=gold, config=config, tags=(f"kind={'ab'[i % 2]}",)) for i in range(n)]
     scores = [rng.normal(size=it.shape) for it in items]
     metrics = compute(scores, [it.gold for it in items], bootstrap=30, seed=0, tags=[list(it.tags) for it in items])
-    return Unit(dataset=dataset, config=config, split="test", items=items, scores=scores, metrics=metrics)
+    return ScoredSplit(dataset=dataset, config=config, split="test", items=items, scores=scores, metrics=metrics)
 
 
-def _write(path: Path, model: str, units: list[Unit], **settings) -> Path:
+def _write(path: Path, model: str, units: list[ScoredSplit], **settings) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     prov = {"model": {"model_id": model, "family": "dual", "dtype": "float32", "device": "cpu", "revision": None},
             "settings": {"ties": "strict", **settings}, "created": "2026-01-01T00:00:00Z"}
@@ -89,7 +89,7 @@ def test_duplicate_labels_are_made_unique(tmp_path):
 
 # ---- the papers' aggregates, one headline rule, and checked inputs -------------------------------
 
-def _valse_all_unit(seed: int, instruments, n_per: int = 6) -> Unit:
+def _valse_all_unit(seed: int, instruments, n_per: int = 6) -> ScoredSplit:
     """One `all` config whose items carry instrument tags, as vlprobe's VALSE folder has them."""
     rng = np.random.default_rng(seed)
     items, scores = [], []
@@ -99,7 +99,7 @@ def _valse_all_unit(seed: int, instruments, n_per: int = 6) -> Unit:
                               tags=(f"instrument={inst}", "valid=True")))
             scores.append(rng.normal(size=(1, 2)) + [[0.3 * (k % 3), 0]])
     metrics = compute(scores, [it.gold for it in items], tags=[list(it.tags) for it in items])
-    return Unit(dataset="valse", config="all", split="test", items=items, scores=scores, metrics=metrics)
+    return ScoredSplit(dataset="valse", config="all", split="test", items=items, scores=scores, metrics=metrics)
 
 
 def test_report_matches_valse_avg_from_the_11_instruments(tmp_path):
@@ -206,7 +206,7 @@ def test_ties_column_shows_what_a_zero_hides(tmp_path):
     scores = [np.zeros((1, 2)) for _ in items]
     scores[0] = np.array([[1.0, 0.0]])
     metrics = compute(scores, [it.gold for it in items], bootstrap=20, seed=0)
-    run = _write(tmp_path / "a", "mini-clip", [Unit(dataset="valse", config="existence", split="test", items=items,
+    run = _write(tmp_path / "a", "mini-clip", [ScoredSplit(dataset="valse", config="existence", split="test", items=items,
                                                     scores=scores, metrics=metrics)])
     out = tmp_path / "r"
     assert main(["report", str(run), "--out", str(out)]) == 0

@@ -303,7 +303,8 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
     import huggingface_hub.utils as hub_utils
     from transformers.utils import logging as hf_logging
 
-    from vlprobe import engine, evaluation
+    from vlprobe import engine
+    from vlprobe.evaluation import api as evaluation  # where evaluate() looks load_model up
 
     seen = []
 

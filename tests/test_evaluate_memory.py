@@ -27,7 +27,7 @@ from vlprobe.dataset_folder import (
     write_card,
     write_split_rows,
 )
-from vlprobe.evaluation import _metric_inputs
+from vlprobe.evaluation.scoring import _metric_inputs
 from vlprobe.results import ScoredItem, ScoredSplit, ScoreMatrices
 
 from test_cli_evaluate import build_folder

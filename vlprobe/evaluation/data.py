@@ -1,0 +1,374 @@
+"""What is scored: the datasets, configs and splits a run names (folders, Hub ids, in-memory
+``datasets`` objects), checked and opened as memory-mapped Arrow tables, and their rows turned into items
+by the dataset's ``vlprobe.yaml``. ``vlprobe probe`` selects and loads splits through the same functions."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..errors import ArgumentError, DatasetError, VlprobeError
+from ..locations import DEFAULT_DATASETS
+from .settings import TEST_LIKE, Settings, _names
+
+
+@dataclass
+class SplitSource:
+    """One (dataset, config, split) to score: a memory-mapped Dataset read in chunks."""
+
+    dataset: str            # the name results use: a folder, a Hub id, or a given name
+    config: str
+    split: str
+    rows: Any               # datasets.Dataset
+    n: int                  # rows to score (after limit)
+    spec: Any               # ItemSpec (already for this config)
+    data: dict[str, Any] = field(default_factory=dict)
+    shape: tuple[int, int] | None = None
+
+    @property
+    def name(self) -> str:
+        from ..results import benchmark_name
+
+        return f"{benchmark_name(self.dataset)}/{self.config}/{self.split}"
+
+    def row_batches(self, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        """(first row index, rows) of at most ``size`` rows, images as undecoded dicts."""
+        from ..dataset_folder import read_rows
+
+        for start in range(0, self.n, size):
+            yield start, read_rows(self.rows, start, min(start + size, self.n))
+
+    def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:
+        from ..items import ItemError
+        from ..spec import SpecError
+
+        try:
+            return [self.spec.to_item(row, index=start + i, config=self.config, modality=modality)
+                    for i, row in enumerate(rows)]
+        except (ItemError, SpecError) as err:
+            raise DatasetError(f"{self.name}: {err}") from None
+
+
+def _dataset_error(dataset: str, err: BaseException) -> str:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    local = "" if Path(dataset).exists() else " It is not a local folder either."
+    return (
+        f"cannot read dataset {dataset!r} ({type(err).__name__}: {first}).{local} Pass a dataset folder "
+        f"(one built by `vlprobe build ...` or downloaded on a networked machine with "
+        f"`hf download {dataset} --repo-type dataset --local-dir DIR`), or a Hub id when online"
+    )
+
+
+_OFFLINE_HOW = ("to work offline, pass a dataset folder (built with `vlprobe build NAME`, or downloaded on a "
+                "networked machine with `hf download ID --repo-type dataset --local-dir DIR`); a Hub dataset "
+                "loaded once before is read from the cache with HF_HUB_OFFLINE=1")
+
+
+def _hub_offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _hub_cached(dataset: str) -> bool:
+    """Whether a copy of Hub dataset ``dataset`` lies in the Hub or the datasets cache."""
+    from huggingface_hub import constants
+
+    hub = Path(constants.HF_HUB_CACHE) / ("datasets--" + dataset.replace("/", "--"))
+    # datasets' own cache (HF_DATASETS_CACHE, else HF_HOME/datasets), read without importing datasets
+    base = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    return hub.is_dir() or (base / dataset.replace("/", "___")).is_dir()
+
+
+_REACHED: set[tuple[str, str | None]] = set()  # Hub datasets found this process: asked once, not per step
+
+
+def check_reachable(dataset: str, revision: str | None = None) -> None:
+    """Fail in about a second, in one line, where ``datasets`` would spend half a minute retrying:
+    a name that is not a local folder, when the Hub cannot be reached (or HF_HUB_OFFLINE is set)
+    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset
+    (gated, or slow to answer, included), or a cached one offline, goes on to ``datasets``. The
+    Hub is asked once per process, with a 2 s timeout."""
+    if Path(dataset).expanduser().exists():
+        return
+    parts = dataset.split("/")
+    if dataset.startswith((".", "/", "~")) or len(parts) > 2 or not all(parts):
+        raise DatasetError(f"dataset {dataset!r}: no such folder (and not a Hub id, which is NAME or OWNER/NAME)")
+    if _hub_offline():
+        if not _hub_cached(dataset):
+            raise DatasetError(f"dataset {dataset!r} is not a local folder, and HF_HUB_OFFLINE is set with no copy "
+                               f"of it in the cache; {_OFFLINE_HOW}")
+        return
+    if (dataset, revision) in _REACHED:
+        return
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+    )
+
+    try:
+        HfApi().dataset_info(dataset, revision=revision, timeout=2)
+        _REACHED.add((dataset, revision))
+    except GatedRepoError:  # a RepositoryNotFoundError too, but it exists: datasets says what access it needs
+        return
+    except RepositoryNotFoundError:
+        raise DatasetError(f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub "
+                           f"({constants.ENDPOINT}); check the name") from None
+    except HfHubHTTPError:
+        return  # gated, a bad revision, a server error...: datasets says what exactly
+    except Exception as err:  # no connection, a connect timeout, a proxy: the Hub cannot be asked
+        if type(err).__name__ == "ReadTimeout":  # connected, but slow to answer: datasets waits longer
+            return
+        if _hub_cached(dataset):
+            raise DatasetError(f"dataset {dataset!r}: the Hub ({constants.ENDPOINT}) cannot be reached "
+                               f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
+                               f"it") from None
+        raise DatasetError(f"dataset {dataset!r} is not a local folder, and the Hub ({constants.ENDPOINT}) cannot be "
+                           f"reached ({type(err).__name__}); {_OFFLINE_HOW}") from None
+
+
+def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]:
+    """The configs of ``dataset`` to score. ``"all"`` means every config, unless the dataset has a
+    config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
+    config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
+    fails at once (:func:`check_reachable`)."""
+    from ..dataset_folder import list_configs
+
+    check_reachable(str(dataset), revision)
+    try:
+        names = list_configs(dataset, revision)
+    except Exception as err:  # not found, offline, gated: say what to do
+        raise DatasetError(_dataset_error(dataset, err)) from None
+    if wanted in (None, "", "*") or (wanted == "all" and "all" not in names):
+        return list(names)
+    chosen = _names(wanted) or []
+    unknown = [c for c in chosen if c not in names]
+    if unknown:
+        raise DatasetError(f"unknown config(s) {unknown} of {dataset}; its configs are: {', '.join(names)}")
+    return chosen
+
+
+def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] | None = None,
+                  revision: str | None = None) -> list[str]:
+    """The splits to score: those named, else the ones whose name starts with ``test``, else the
+    only one."""
+    if names is None:
+        from ..dataset_folder import list_splits
+
+        try:
+            names = list_splits(dataset, config, revision)
+        except Exception as err:
+            raise DatasetError(_dataset_error(dataset, err)) from None
+    names = list(names)
+    chosen = _names(wanted)
+    if chosen:
+        unknown = [s for s in chosen if s not in names]
+        if unknown:
+            raise DatasetError(f"unknown split(s) {unknown} of {dataset} config {config!r}; its splits are: "
+                               f"{', '.join(names)}")
+        return chosen
+    test_like = [s for s in names if s.lower().startswith(TEST_LIKE)]
+    if test_like:
+        return test_like
+    if len(names) == 1:
+        return names
+    raise DatasetError(f"{dataset} config {config!r} has no test split; name one (splits= in Python, --split on the command line): {', '.join(names)}")
+
+
+def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
+    """One split as a memory-mapped Dataset, plus what identifies its data (a local folder: the
+    sha256 of its parquet files; a Hub dataset: its fingerprint and resolved commit)."""
+    import datasets
+
+    from ..dataset_folder import conversion_arrow_pool, load_folder_split
+
+    try:
+        if Path(dataset).is_dir():
+            builder = datasets.load_dataset_builder(dataset, config)
+            files = sorted(str(f) for f in (builder.config.data_files or {}).get(split, []))
+            h = hashlib.sha256()
+            for f in files:
+                with open(f, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 22), b""):
+                        h.update(block)
+            ds = load_folder_split(dataset, config, split)
+            info = {"data_sha256": h.hexdigest(), "data_files": [os.path.relpath(f, dataset) for f in files]}
+        else:
+            with conversion_arrow_pool():  # a first load converts the files to Arrow
+                ds = datasets.load_dataset(dataset, config, split=split, revision=revision)
+            info = {"fingerprint": getattr(ds, "_fingerprint", None), "resolved_revision": _hub_sha(dataset, revision)}
+    except VlprobeError:
+        raise
+    except Exception as err:
+        raise DatasetError(_dataset_error(dataset, err)) from None
+    return ds, info
+
+
+def _hub_sha(dataset: str, revision: str | None) -> str | None:
+    """The commit a Hub dataset id resolves to (None offline or when it cannot be asked)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return None
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(dataset, revision=revision, timeout=10).sha
+    except Exception:
+        return None
+
+
+def _spec_of(dataset: Any, spec: Any) -> Any:
+    """An ItemSpec from ``spec`` (an ItemSpec, a dict, a path) or, for a folder or Hub id, the
+    dataset's own."""
+    from ..spec import ItemSpec, SpecError, find_spec
+
+    try:
+        if isinstance(spec, ItemSpec):
+            return spec
+        if isinstance(spec, Mapping):
+            return ItemSpec.from_dict(spec, source="spec=")
+        if spec is None and not isinstance(dataset, str):
+            raise SpecError("an in-memory dataset needs spec=... (an ItemSpec, a dict or a vlprobe.yaml path) "
+                            "saying how its rows become items")
+        return find_spec(dataset, None if spec is None else str(spec))
+    except SpecError as err:
+        raise DatasetError(str(err)) from None
+
+
+def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
+                dataset_revision: str | None = None, names: Sequence[str] | None = None) -> list[SplitSource]:
+    """Every (dataset, config, split) to score, opened (memory-mapped) but not read."""
+    import datasets as hf
+
+    sources: list[SplitSource] = []
+    for k, dataset in enumerate(datasets_):
+        name = names[k] if names else None
+        if isinstance(dataset, (hf.Dataset, hf.DatasetDict)):
+            label = _dataset_label(dataset, name)
+            if isinstance(dataset, hf.Dataset):
+                parts = {str(dataset.split) if dataset.split is not None else "test": dataset}
+            else:
+                parts = dict(dataset)
+            item_spec = _spec_of(dataset, spec)
+            config = (_names(s.configs) or ["default"])[0] if s.configs not in (None, "all", "*") else "default"
+            for split in select_splits(label, config, s.splits, names=list(parts)):
+                ds = parts[split]
+                info = {"fingerprint": getattr(ds, "_fingerprint", None), "in_memory": True}
+                sources.append(_source(label, config, split, ds, item_spec, info, s, dataset_revision))
+            continue
+        if isinstance(dataset, os.PathLike):
+            dataset = str(dataset)
+        if not isinstance(dataset, str):
+            raise DatasetError(f"datasets must be folders, Hub ids or datasets.Dataset/DatasetDict objects, got "
+                               f"{type(dataset).__name__}")
+        if dataset_revision is not None and Path(dataset).is_dir():
+            # A folder has no revisions: the option would be recorded in results.json yet change nothing.
+            raise ArgumentError("dataset_revision", dataset_revision,
+                                f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
+                                f"a branch, tag or commit of a Hub dataset)")
+        check_reachable(dataset, dataset_revision)  # before the spec, which may be fetched from the Hub
+        item_spec = _spec_of(dataset, spec)
+        for config in select_configs(dataset, s.configs, dataset_revision):
+            for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
+                ds, info = load_split(dataset, config, split, dataset_revision)
+                sources.append(_source(name or dataset, config, split, ds, item_spec, info, s, dataset_revision))
+    return sources
+
+
+def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dict, s: Settings,
+            revision: str | None) -> SplitSource:
+    n_rows = len(ds)
+    n = min(s.limit, n_rows) if s.limit is not None else n_rows
+    try:
+        config_spec = spec.for_config(config)
+    except ValueError as err:
+        raise DatasetError(str(err)) from None
+    src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
+                      data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": revision,
+                            "spec": spec.source, "modality": s.modality})
+    if n == 0:
+        raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
+    config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids
+    # The first row as an item: the spec works, and the item shape is known before any model loads.
+    _, first = next(src.row_batches(1))
+    src.shape = src.items(0, first, s.modality)[0].shape
+    return src
+
+
+def _is_built(folder: Path) -> bool:
+    return any((folder / "data").rglob("*.parquet")) if (folder / "data").is_dir() else False
+
+
+def default_datasets(root: str | os.PathLike) -> list[str]:
+    """The offline default's dataset folders: ``root/<name>`` where it holds a ``vlprobe.yaml`` (a
+    clone's committed card folders), else the folder an installed vlprobe builds into,
+    ``~/.cache/vlprobe/datasets/<name>`` (see :func:`vlprobe.locations.dataset_folder`): wherever
+    ``vlprobe build <name>`` with no ``--out`` writes, run from the same folder."""
+    from ..locations import dataset_folder
+
+    out = []
+    for name in DEFAULT_DATASETS:
+        folder = dataset_folder(name, root)
+        if not _is_built(folder):
+            raise DatasetError(
+                f"the default dataset folder {folder} has not been built yet; build it with "
+                f"`vlprobe build {name}` (or pass --dataset FOLDER_OR_HUB_ID)"
+            )
+        out.append(str(folder))
+    return out
+
+
+_DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "
+                    "those, or a dict {name: one of those}")
+
+
+def _dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
+    """``datasets`` as a list, with the names given by a dict (None otherwise); an ArgumentError
+    for anything else, and for duplicates (the same split scored twice would repeat its ids in
+    scores.parquet and count its items twice in every aggregate)."""
+    names: list[str] | None = None
+    if isinstance(datasets, Mapping) and not _is_dataset_dict(datasets):
+        names, datasets = [str(k) for k in datasets], list(datasets.values())
+    elif isinstance(datasets, (str, os.PathLike)) or _is_dataset_object(datasets):
+        datasets = [datasets]
+    elif not isinstance(datasets, (list, tuple)):
+        raise ArgumentError("datasets", datasets, _DATASETS_WANTED)
+    datasets = list(datasets)
+    if not datasets:
+        raise ArgumentError("datasets", datasets, "no dataset given")
+    for d in datasets:
+        if not isinstance(d, (str, os.PathLike)) and not _is_dataset_object(d):
+            raise ArgumentError("datasets", d, _DATASETS_WANTED)
+    seen: dict[str, int] = {}
+    for d in datasets:
+        if isinstance(d, (str, os.PathLike)):
+            key = os.path.normpath(os.path.abspath(d)) if Path(d).exists() else str(d)
+            seen[key] = seen.get(key, 0) + 1
+    twice = [k for k, v in seen.items() if v > 1]
+    if twice:
+        raise ArgumentError("datasets", twice[0], "given more than once (its rows would be scored and counted "
+                                                  "twice); name each dataset once")
+    return datasets, names
+
+
+def _dataset_label(dataset: Any, name: str | None) -> str:
+    if name:
+        return name
+    if isinstance(dataset, (str, os.PathLike)):
+        return str(dataset)
+    info = getattr(dataset, "info", None)
+    return getattr(info, "dataset_name", None) or "dataset"
+
+
+def _is_dataset_object(obj: Any) -> bool:
+    hf = sys.modules.get("datasets")  # not imported: obj cannot be one (and a name is checked without it)
+    return hf is not None and isinstance(obj, (hf.Dataset, hf.DatasetDict))
+
+
+def _is_dataset_dict(obj: Any) -> bool:
+    hf = sys.modules.get("datasets")
+    return hf is not None and isinstance(obj, hf.DatasetDict)

@@ -1,0 +1,218 @@
+"""Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.engine`
+through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..errors import DatasetError, ModelError
+from ..results import ScoredItem, ScoredSplit, ScoreMatrices
+from .data import SplitSource
+from .settings import Settings
+
+
+def _chunks(sources: Sequence[SplitSource], s: Settings) -> Iterator[list[tuple[int, Any]]]:
+    """(source index, item) lists of at most ``chunk_size`` items, in order, across splits. With the
+    shuffle control a split is one chunk (its images are permuted across all its items)."""
+    from ..scorers.controls import apply_control
+
+    buffer: list[tuple[int, Any]] = []
+    for k, src in enumerate(sources):
+        size = src.n if s.control == "shuffle" else s.chunk_size
+        for start, rows in src.row_batches(size):
+            items = src.items(start, rows, s.modality)
+            if s.control:
+                try:
+                    items = list(apply_control(items, s.control, seed=s.seed))
+                except ValueError as err:
+                    raise DatasetError(f"{src.name}: {err}") from None
+            for item in items:
+                buffer.append((k, item))
+                if len(buffer) >= s.chunk_size and s.control != "shuffle":
+                    yield buffer
+                    buffer = []
+            if s.control == "shuffle" and len(buffer) >= s.chunk_size:
+                yield buffer
+                buffer = []
+    if buffer:
+        yield buffer
+
+
+def _distributed(device: str | None) -> tuple[Any, str | None]:
+    """Under ``accelerate launch`` (WORLD_SIZE > 1): the initialised state and this process's device."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None, device
+    import torch
+    from accelerate import PartialState
+
+    cpu = (device or "").startswith("cpu") or not torch.cuda.is_available()
+    state = PartialState(cpu=cpu)
+    return state, (device if device else str(state.device))
+
+
+def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> Any:
+    """The score cache asked for (``cache_dir``: a folder, None for the default, ``"none"`` for no
+    cache), or None when there is none or it cannot be written (it has warned)."""
+    from ..cache import ScoreCache, default_cache_dir
+
+    # Only the string "none" (or False) turns the cache off: None is the default folder. (str(None)
+    # is "None", which once made every default run uncached.)
+    if cache_dir is False or (isinstance(cache_dir, str) and cache_dir.strip().lower() == "none"):
+        return None
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    # ScoreCache never raises: an unwritable one has warned once (vlprobe/cache.py) and is off.
+    cache = ScoreCache(root, scorer.cache_key(), rank=rank)
+    return cache if cache.enabled else None
+
+
+def throwaway_cache(scorer: Any) -> tuple[Any, Any]:
+    """(cache, its TemporaryDirectory) for a run that asked for no cache but reads several chunks:
+    it carries inputs across chunks, and the caller deletes it after the run (an interrupted run
+    cannot resume from it, and EngineInterrupted says so)."""
+    import tempfile
+
+    from ..cache import ScoreCache
+
+    temp = tempfile.TemporaryDirectory(prefix="vlprobe-chunk-cache-")
+    cache = ScoreCache(temp.name, scorer.cache_key())
+    cache.temporary = True
+    return cache, temp
+
+
+def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, workers: int,
+           progress: bool, main: bool) -> tuple[list[ScoredSplit], dict[str, Any]]:
+    """Stream every source through the engine; the scored splits (no images) and the engine stats."""
+    from ..engine import Engine, EngineOutOfMemory
+    from ..images import ImageError
+
+    splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, items=[], scores=ScoreMatrices(),
+                          probabilities=ScoreMatrices(), data=src.data) for src in sources]
+    total = sum(src.n for src in sources)
+    temp = None
+    if cache is None and total > s.chunk_size and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        cache, temp = throwaway_cache(scorer)
+    engine = Engine(scorer, batch_size=s.batch_size, num_workers=workers, cache=cache,
+                    progress=progress and total <= s.chunk_size)
+    bar = None
+    if progress and main and total > s.chunk_size:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, desc="scoring", unit="item")
+    stats: dict[str, Any] = {}
+    chunks = 0
+    start = time.perf_counter()
+    try:
+        for chunk in _chunks(sources, s):
+            try:
+                result = engine.score([item for _, item in chunk])
+            except EngineOutOfMemory as err:
+                raise ModelError(str(err)) from None
+            except ImageError as err:
+                raise DatasetError(str(err)) from None
+            chunks += 1
+            for key, value in result.stats.items():
+                if key != "world_size" and isinstance(value, (int, float)):
+                    stats[key] = stats.get(key, 0) + value
+                else:
+                    stats[key] = value
+            probs = result.probabilities
+            rows: dict[int, list[int]] = {}  # source -> its items' places in the chunk
+            for i, (k, item) in enumerate(chunk):
+                splits[k].items.append(ScoredItem.of(item))
+                rows.setdefault(k, []).append(i)
+            for k, places in rows.items():
+                out = splits[k]
+                out.scores.extend([result.scores[i] for i in places])  # one stacked block per chunk
+                if out.probabilities is not None:
+                    if probs is None:
+                        out.probabilities = None
+                    else:
+                        out.probabilities.extend([probs[i] for i in places])
+            if bar is not None:
+                bar.update(len(chunk))
+            del result, probs, chunk  # the chunk's items (image bytes) and per-item arrays go now
+    finally:
+        if bar is not None:
+            bar.close()
+        if cache is not None:
+            cache.close()
+        if temp is not None:
+            temp.cleanup()
+    if chunks > 1:
+        stats["seconds"] = round(time.perf_counter() - start, 3)
+        stats["chunks"] = chunks
+        stats["chunk_size"] = s.chunk_size
+        if temp is not None:
+            stats["cached"] = 0  # only the throw-away cache served them: nothing came from a cache kept
+    for out in splits:
+        if out.probabilities is not None and len(out.probabilities) != len(out.items):
+            out.probabilities = None
+    return splits, stats
+
+
+def _measure(split: ScoredSplit, s: Settings) -> None:
+    from .. import metric as metric_module
+
+    scores, gold, probs = _metric_inputs(split)
+    tags = [it.tags for it in split.items]  # tuples: the metric copies them into lists itself
+    try:
+        split.metrics = metric_module.compute(
+            scores, gold, ties=s.ties, probabilities=probs, threshold=s.threshold,
+            tags=tags if any(tags) else None, bootstrap=s.bootstrap, confidence=s.confidence, seed=s.seed,
+        )
+    except ValueError as err:
+        raise DatasetError(f"{split.name}: {err}") from None
+
+
+def _metric_inputs(split: ScoredSplit) -> tuple[Any, Any, Any]:
+    """(scores, gold, probabilities) for the metric: when every item has one shape, stacked
+    ``(N, m, n)`` arrays (float64 scores and probabilities, boolean gold), the metric's own fast
+    path, which stacks a list of per-item matrices into exactly these arrays; else the lists."""
+    golds = [it.gold for it in split.items]
+    scores, probs = split.scores, split.probabilities
+    if isinstance(scores, ScoreMatrices) and (probs is None or isinstance(probs, ScoreMatrices)) and golds:
+        shape = golds[0].shape
+        stacked = scores.stacked()
+        stacked_probs = None if probs is None else probs.stacked()
+        if stacked is not None and stacked.shape == (len(golds), *shape) and \
+                (probs is None or (stacked_probs is not None and stacked_probs.shape == stacked.shape)) and \
+                all(g.shape == shape for g in golds):
+            return (stacked.astype(np.float64), np.stack(golds).astype(bool, copy=False),
+                    None if probs is None else stacked_probs.astype(np.float64))
+    return scores, golds, probs
+
+
+class _quiet_progress:
+    """With ``quiet`` (``progress=False``, ``--no-progress``): no progress bar from transformers
+    ("Loading weights"), huggingface_hub (downloads, "Fetching N files") or datasets ("Generating
+    split", "Loading dataset shards") inside; each is restored as it was after."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.restore: list[Callable[[], None]] = []
+
+    def __enter__(self) -> None:
+        if not self.quiet:
+            return
+        import datasets
+        import huggingface_hub.utils as hub_utils
+        from transformers.utils import logging as hf_logging
+
+        if hf_logging.is_progress_bar_enabled():
+            hf_logging.disable_progress_bar()
+            self.restore.append(hf_logging.enable_progress_bar)
+        if not hub_utils.are_progress_bars_disabled():
+            hub_utils.disable_progress_bars()
+            self.restore.append(hub_utils.enable_progress_bars)
+        if datasets.is_progress_bar_enabled():
+            datasets.disable_progress_bars()
+            self.restore.append(datasets.enable_progress_bars)
+
+    def __exit__(self, *exc: Any) -> None:
+        while self.restore:
+            self.restore.pop()()

@@ -359,7 +359,7 @@ Rendering follows the original: a white 500x500 canvas, an implicit 6x6 grid (ce
 shapes' sizes: the original draws every object MEDIUM (circle radius 22 px, polygons circumradius
 23 px, star radii 22/11), which covers 742 px for a star and 1,581 px for a circle, so the ink told
 which shapes a scene holds many of; vlprobe scales each shape about its centre so that every object
-covers exactly 1,200 px (the mean of the seven main shapes; the circle drawn as a 64-gon, a few
+covers exactly 1,200 px (about the mean, 1,208 px, of the seven main shapes; the circle drawn as a 64-gon, a few
 boundary pixels making the count exact; `vlprobe.scenes.render(..., equal_area=True)`). Colours: red, blue, green, yellow,
 orange; the quantifier task adds purple (the original's lavender, RGB 230,230,250, faint on white)
 and brown for the queried colour, and its companions and distractors may also be black,

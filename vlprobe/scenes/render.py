@@ -11,8 +11,8 @@ Geometry (``reference/travlr.md`` §4), for a ``size`` x ``size`` white canvas (
   exactly its colour (the object's centre pixel included) and the background stays pure white.
 
 ``equal_area=True`` (what ``vlprobe build travlr`` uses) scales every shape about its centre so
-that each covers the same number of pixels, :data:`EQUAL_AREA` (1,200 px on a 500 px canvas, the
-mean of the seven main shapes at MEDIUM size, which range from 742 px for the star to 1,581 px for
+that each covers the same number of pixels, :data:`EQUAL_AREA` (1,200 px on a 500 px canvas, about the
+mean, 1,208 px, of the seven main shapes at MEDIUM size, which range from 742 px for the star to 1,581 px for
 the circle); the circle is then a 64-gon, and a few boundary pixels make each count exact
 (:func:`equal_area_mask`).
 With MEDIUM sizes, the ink of a scene tells which shapes it holds many of (a cheap cue for the

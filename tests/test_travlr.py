@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import io
 import json
 from collections import Counter
@@ -91,20 +92,92 @@ def test_cardinality_ind_and_ood_disjoint(generated):
             assert 1 <= len(ex.scene) - ex.scene.count(shape=shape) <= 10
 
 
+def _regions(ex):
+    """Objects of X n Y, X \\ Y and Y \\ X in the scene of a quantifier row."""
+    q = ex.query
+    xy = ex.scene.count(colour=q.colour, shape=q.shape)
+    return {"xy": xy, "x": ex.scene.count(shape=q.shape) - xy, "y": ex.scene.count(colour=q.colour) - xy}
+
+
 def test_quantifiers_ind_and_ood_disjoint(generated):
-    _, ood_counts = T.quantifier_count_pairs()
     for split, rows in generated["quantifiers"].items():
         ood = split == "test_ood"
         for ex in rows:
             q = ex.query
             assert ((q.shape, q.colour) in T.QUANTIFIER_OOD_TYPES) == ood
-            case = json.loads(json.dumps(ex.case))
-            (n1, s1, c1), (n2, s2, c2) = case["types"]
-            assert ex.scene.count(c1, s1) == n1 and ex.scene.count(c2, s2) == n2
-            assert ((n1, n2) in ood_counts) == ood
-            for o in ex.scene:  # distractors share nothing with the queried types
-                if (o.colour, o.shape) not in {(c1, s1), (c2, s2)}:
-                    assert o.shape not in {q.shape, s1, s2} and o.colour not in {q.colour, c1, c2}
+            case = ex.case
+            assert _regions(ex) == case["regions"]
+            assert 2 <= len(ex.scene) - sum(case["pair"]) <= 8  # the paper's distractors, "not all"'s Y \\ X included
+            for o in ex.scene:  # the other objects are neither X nor (but a "not all" scene's Y \\ X ones) Y
+                if o.shape != q.shape and o.colour == q.colour:
+                    assert case["regions"]["y"] > 0
+
+
+def test_quantifier_rows_follow_table_1_pairs(generated):
+    # Each row is an instance for the quantifier its scene makes true (the query's, or its negation's
+    # when the label is false), and that quantifier's Table-1 pair is one of the split's pairs, both
+    # numbers in 1..5; so is the query's own pair wherever it has no zero (a zero is forced where the
+    # quantifier is false: "Some X are Y" is false exactly when X n Y is empty).
+    ind, ood_pairs = T.quantifier_count_pairs()
+    for split, rows in generated["quantifiers"].items():
+        allowed = set(ood_pairs if split == "test_ood" else ind)
+        for ex in rows:
+            regions = _regions(ex)
+            case = ex.query.quantifier if ex.label else ex.query.negation().quantifier
+            pair = tuple(regions[r] for r in T.QUANTIFIER_PAIRS[case])
+            assert pair in allowed, (split, case, pair, ex.scene)
+            own = tuple(regions[r] for r in T.QUANTIFIER_PAIRS[ex.query.quantifier])
+            assert own in allowed or 0 in own, (split, ex.query.quantifier, own, ex.scene)
+
+
+def test_quantifier_scene_statistics_do_not_follow_the_label(generated):
+    # objects, distinct colours and objects of the queried colour (what pixels count) are drawn
+    # from the same distribution for true and false rows: each row is one of a matched pair of scenes
+    rows = T.generate_task("quantifiers", {"train": 1200}, seed=3)["train"]
+    stats = {}
+    for ex in rows:
+        key = (ex.query.quantifier, ex.label)
+        stats.setdefault(key, []).append(T._quantifier_signature(ex))
+    for q in T.QUANTIFIER_ORDER:
+        for i in range(3):
+            true = sorted(s[i] for s in stats[q, True])
+            false = sorted(s[i] for s in stats[q, False])
+            assert abs(sum(true) / len(true) - sum(false) / len(false)) < 0.6, (q, i)
+    ood = T.generate_task("quantifiers", {"test_ood": 240}, seed=3)["test_ood"]
+    for q in ("only", "not only"):  # Y objects: p1 for "only", p1 + p2 for "not only"; matched only at 4
+        assert {ex.scene.count(colour=ex.query.colour) for ex in ood if ex.query.quantifier == q} == {4}
+
+
+def test_cardinality_scene_size_does_not_follow_the_count(generated):
+    # the number of objects is drawn before the queried shape's count, from a range every count reaches
+    for split, rows in generated["cardinality"].items():
+        for ex in rows:
+            shape = ex.query.shape
+            sizes = T.cardinality_scene_sizes(shape, split == "test_ood")
+            assert len(ex.scene) in sizes
+    rows = T.generate_task("cardinality", {"train": 3000}, seed=2)["train"]
+    n = [ex.scene.count(shape=ex.query.shape) for ex in rows]
+    total = [len(ex.scene) for ex in rows]
+    mn, mt = sum(n) / len(n), sum(total) / len(total)
+    cov = sum((a - mn) * (b - mt) for a, b in zip(n, total))
+    var = (sum((a - mn) ** 2 for a in n) * sum((b - mt) ** 2 for b in total)) ** 0.5
+    assert abs(cov / var) < 0.1, cov / var  # the original drew the distractors after: about 0.5
+
+
+def test_equal_area_shapes_cover_the_same_pixels():
+    R = importlib.import_module("vlprobe.scenes.render")  # the package exports a function of that name
+
+    for size in (500, 224):
+        target = round(R.EQUAL_AREA * (size / 500) ** 2)
+        half = R.cell_size(size) / 2
+        for shape in S.ALL_SHAPES:
+            for row, col in ((0, 0), (2, 3), (5, 5)):
+                img = S.render(S.Scene((S.SceneObject(shape, "red", row, col),)), size=size, equal_area=True)
+                x, y = S.cell_centre(row, col, size)
+                ink = [(i % size, i // size) for i, p in enumerate(img.getdata()) if p != (255, 255, 255)]
+                assert len(ink) == target, (size, shape)
+                assert img.getpixel((x, y)) == S.RGB["red"]
+                assert all(abs(px - x) < half and abs(py - y) < half for px, py in ink), (size, shape)
 
 
 def test_numerical_comparison_ind_and_ood_disjoint(generated):
@@ -251,6 +324,8 @@ def test_load_dataset_round_trip_and_items(built, config, monkeypatch, tmp_path)
             assert image.size == (500, 500)
             for o in scene:
                 assert image.getpixel(S.cell_centre(o.row, o.column)) == S.RGB[o.colour]
+            # rendered as the generator says (equal areas): the ink counts the objects
+            assert list(image.getdata()) == list(S.render(scene, **T.RENDER_OPTIONS).getdata())
         for modality in ("image", "caption", "both"):
             items = list(spec.iter_items(rows, config=config, modality=modality))
             assert len(items) == len(rows)

@@ -66,9 +66,10 @@ class RateMeter:
         self.images = 0
         self.seconds = 0.0
 
-    def render(self, scenes: Sequence[Scene], workers: int) -> list[bytes]:
+    def render(self, scenes: Sequence[Scene], workers: int, **options: Any) -> list[bytes]:
+        """PNG bytes of ``scenes``; ``options`` go to :func:`~vlprobe.scenes.render.render_many`."""
         start = time.perf_counter()
-        out = list(render_many(scenes, workers=workers))
+        out = list(render_many(scenes, workers=workers, **options))
         self.seconds += time.perf_counter() - start
         self.images += len(out)
         return out

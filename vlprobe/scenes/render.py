@@ -10,6 +10,14 @@ Geometry (``reference/travlr.md`` §4), for a ``size`` x ``size`` white canvas (
 * shapes are filled, with no outline and no anti-aliasing, so every pixel of an object has
   exactly its colour (the object's centre pixel included) and the background stays pure white.
 
+``equal_area=True`` (what ``vlprobe build travlr`` uses) scales every shape about its centre so
+that each covers the same number of pixels, :data:`EQUAL_AREA` (1,200 px on a 500 px canvas, about the
+mean, 1,208 px, of the seven main shapes at MEDIUM size, which range from 742 px for the star to 1,581 px for
+the circle); the circle is then a 64-gon, and a few boundary pixels make each count exact
+(:func:`equal_area_mask`).
+With MEDIUM sizes, the ink of a scene tells which shapes it holds many of (a cheap cue for the
+counting tasks, issue 25); with equal areas it tells only how many objects there are.
+
 Output is PNG (lossless), unlike the original's JPEG. PIL's PNG encoder is deterministic: the
 same Pillow and zlib give byte-identical files; other versions give identical pixels.
 """
@@ -87,9 +95,65 @@ def shape_outline(shape: str, size: int = SIZE) -> tuple[tuple[float, float], ..
     raise ValueError(f"no outline for shape {shape!r}")
 
 
-def draw_object(draw: ImageDraw.ImageDraw, obj: SceneObject, size: int = SIZE) -> None:
+EQUAL_AREA = 1200  # pixels per object on a 500 px canvas with equal_area=True (scaled by (size/500)^2)
+_CIRCLE_SIDES = 64
+
+
+def _fill(points: Sequence[tuple[float, float]], span: int):
+    """Boolean mask (2*span+1 square) PIL fills for a polygon of these offsets around its centre
+    pixel; the same in every cell, since cell centres are whole pixels."""
+    import numpy as np
+
+    img = Image.new("L", (2 * span + 1, 2 * span + 1), 0)
+    ImageDraw.Draw(img).polygon([(round(span + dx), round(span + dy)) for dx, dy in points], fill=255)
+    return np.asarray(img) > 0
+
+
+@lru_cache(maxsize=64)
+def equal_area_mask(shape: str, size: int = SIZE) -> tuple[int, Image.Image]:
+    """``(span, mask)``: the pixels of ``shape`` with ``equal_area``, as an "L" mask of side
+    ``2*span+1`` centred on the cell centre. The outline (the circle as a 64-gon) is scaled about
+    its centre to the largest size that fills at most ``EQUAL_AREA * (size/500)^2`` pixels, then as
+    many of the pixels the next larger size adds as the count still lacks, nearest the centre first
+    (ties: by position), so the count is exact."""
+    import numpy as np
+
+    base = (tuple(_regular(_CIRCLE_SIDES, MEDIUM * cell_size(size) / 2)) if shape == "circle"
+            else shape_outline(shape, size))
+    target = round(EQUAL_AREA * (size / SIZE) ** 2)
+    span = int(0.5 * cell_size(size)) - 1  # masks never leave their cell
+
+    def scaled(k: float):
+        return tuple((dx * k, dy * k) for dx, dy in base)
+
+    lo, hi = 0.0, 3.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _fill(scaled(mid), span).sum() <= target else (lo, mid)
+    mask = _fill(scaled(lo), span).copy()
+    # the pixels the next larger scale adds, nearest the centre first, keep the outline's look
+    yy, xx = np.mgrid[-span:span + 1, -span:span + 1]
+    added = np.argwhere(_fill(scaled(hi), span) & ~mask)
+    order = sorted(map(tuple, added), key=lambda rc: (np.hypot(rc[0] - span, rc[1] - span), rc))
+    for rc in order[:max(0, target - int(mask.sum()))]:
+        mask[rc] = True
+    dist = np.hypot(yy, xx)
+    while mask.sum() < target:  # only if scaling did not nest (rounded vertices): grow the boundary
+        padded = np.pad(mask, 1).astype(int)
+        neighbours = sum(padded[1 + dy:1 + dy + mask.shape[0], 1 + dx:1 + dx + mask.shape[1]]
+                         for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
+        score = np.where(~mask & (neighbours > 0), neighbours - dist / 100.0, -np.inf)
+        mask[np.unravel_index(int(np.argmax(score)), mask.shape)] = True  # argmax: first in row order on ties
+    return span, Image.fromarray(mask.astype(np.uint8) * 255, mode="L")
+
+
+def draw_object(draw: ImageDraw.ImageDraw, obj: SceneObject, size: int = SIZE, equal_area: bool = False) -> None:
     x, y = cell_centre(obj.row, obj.column, size)
     colour = RGB[obj.colour]
+    if equal_area:
+        span, mask = equal_area_mask(obj.shape, size)
+        draw.bitmap((x - span, y - span), mask, fill=colour)
+        return
     if obj.shape == "circle":
         r = int(MEDIUM * cell_size(size) / 2)
         draw.ellipse((x - r, y - r, x + r, y + r), fill=colour)
@@ -98,12 +162,13 @@ def draw_object(draw: ImageDraw.ImageDraw, obj: SceneObject, size: int = SIZE) -
     draw.polygon(points, fill=colour)
 
 
-def render(scene: Scene, size: int = SIZE) -> Image.Image:
-    """The scene as an RGB PIL image, ``size`` x ``size`` (default 500, as TraVLR)."""
+def render(scene: Scene, size: int = SIZE, equal_area: bool = False) -> Image.Image:
+    """The scene as an RGB PIL image, ``size`` x ``size`` (default 500, as TraVLR); with
+    ``equal_area`` every object covers the same number of pixels (see the module's docstring)."""
     image = Image.new("RGB", (size, size), WHITE)
     draw = ImageDraw.Draw(image)
     for obj in scene.objects:
-        draw_object(draw, obj, size)
+        draw_object(draw, obj, size, equal_area)
     return image
 
 
@@ -114,19 +179,20 @@ def png_bytes(image: Image.Image, compress_level: int = PNG_COMPRESS_LEVEL) -> b
     return buf.getvalue()
 
 
-def render_png(scene: Scene, size: int = SIZE) -> bytes:
+def render_png(scene: Scene, size: int = SIZE, equal_area: bool = False) -> bytes:
     """``render`` then ``png_bytes``: what the dataset builders store."""
-    return png_bytes(render(scene, size))
+    return png_bytes(render(scene, size, equal_area))
 
 
-def render_many(scenes: Sequence[Scene], size: int = SIZE, workers: int = 1, chunksize: int = 64) -> Iterator[bytes]:
+def render_many(scenes: Sequence[Scene], size: int = SIZE, workers: int = 1, chunksize: int = 64,
+                equal_area: bool = False) -> Iterator[bytes]:
     """PNG bytes of each scene, in order. ``workers`` > 1 renders in that many processes (spawned,
     so it is safe beside threads); the output is identical either way, since rendering is pure."""
     if workers <= 1 or len(scenes) < 2 * chunksize:
         for scene in scenes:
-            yield render_png(scene, size)
+            yield render_png(scene, size, equal_area)
         return
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        yield from pool.imap(partial(render_png, size=size), scenes, chunksize=chunksize)
+        yield from pool.imap(partial(render_png, size=size, equal_area=equal_area), scenes, chunksize=chunksize)

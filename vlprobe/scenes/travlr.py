@@ -7,6 +7,12 @@ exactly balanced per split, in a seeded random order), then checks the label wit
 opposite truth) with :func:`~vlprobe.scenes.statements.foil`. No (scene, query) pair repeats
 across the splits of a task.
 
+Things that are not the answer are drawn independently of it (issue 25): cardinality's number of
+objects, quantifier scenes' numbers of objects, colours and objects of the queried colour (matched
+across labels, see ``_draw``), and, rendered with ``RENDER_OPTIONS``, every shape's pixel count;
+``tests/test_travlr_shortcuts.py`` checks that cheap statistics of the image or caption with the
+query's words stay near chance.
+
 The label distribution is fair: no query word tells the label without the scene. Each quantifier
 is true in half of its rows (and the six are equally frequent), spatiality balances its two axes,
 and cardinality's and numerical comparison's query words are independent of the label by
@@ -24,8 +30,9 @@ the held-out cases:
   paper states the split on the pairs occurring in the scene) every distractor shape's count. The
   table is the original's, including its off-by-one that gives square and pentagon the same
   held-out counts {4, 6};
-* quantifiers: held-out (shape, colour) "diagonal" pairs together with held-out (n1, n2) count
-  pairs (the original's ``random.seed(1)`` shuffle, reproduced: (1,3) (1,4) (1,5) (2,4) (4,4));
+* quantifiers: held-out (shape, colour) "diagonal" pairs together with held-out Table-1 pairs
+  <a, b> (the original's ``random.seed(1)`` shuffle of its (n1, n2), reproduced: (1,3) (1,4) (1,5)
+  (2,4) (4,4)) of the quantifier each scene is made for (see ``QUANTIFIER_PAIRS``);
 * numerical_comparison: |a - b| >= 4 together with 4 held-out shape pairs. The original set no
   seed, so its pairs cannot be recovered; ours are ``random.Random(6).sample`` of the 21 pairs.
 """
@@ -33,6 +40,7 @@ the held-out cases:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import random
@@ -44,6 +52,9 @@ from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, QUANTIFIER_COLOURS, SHAPES,
 from .statements import Compare, Count, Quantifier, Spatial, Statement, foil, truth
 
 TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
+# How the builder renders TraVLR scenes (vlprobe.scenes.render): every shape covers the same number
+# of pixels, so the ink tells how many objects there are and nothing about which shapes (issue 25).
+RENDER_OPTIONS: dict[str, Any] = {"equal_area": True}
 SPLITS = ("train", "validation", "test_ind", "test_ood")
 IND_SPLITS = ("train", "validation", "test_ind")
 
@@ -149,22 +160,27 @@ def quantifier_count_pairs() -> tuple[list[tuple[int, int]], list[tuple[int, int
     return sorted(pairs[:20]), sorted(pairs[20:])
 
 
-# Every quantifier each scene template makes true (the others are false there; distractors share
-# neither the queried shape X nor the queried colour Y). The original listed one role per template
-# and drew the template uniformly, which made "None of" true in 3 of 4 queries and "Some of" in 1
-# of 4; here the (quantifier, label) pair is drawn first and the template among those giving it.
+# The paper's Table 1: the <a, b> pair of each quantifier, as counts of three regions of the scene:
+# "xy" the objects of shape X and colour Y, "x" those of shape X and another colour (X \ Y), "y"
+# those of colour Y and another shape (Y \ X). Each row is an instance "for" one quantifier, the
+# one its scene makes true (the query's quantifier when the label is true, its negation when it is
+# false; the original code's ``case``, the paper's Figure 6: "instance for *not all* quantifier
+# with pair <2, 3>"), and that quantifier's pair is what the split holds out.
 QUANTIFIER_ORDER = ("all", "not all", "some", "none", "only", "not only")
-QUANTIFIER_TEMPLATES: dict[str, frozenset[str]] = {
-    "shared_x": frozenset({"not all", "some", "only"}),  # (n1, X, Y), (n2, X, Z)
-    "shared_y": frozenset({"all", "some", "not only"}),  # (n1, X, Y), (n2, Z, Y)
-    "non_shared": frozenset({"not all", "none", "not only"}),  # (n1, X, Z), (n2, W, Y)
+QUANTIFIER_PAIRS: dict[str, tuple[str, str]] = {
+    "all": ("xy", "y"),  # <X n Y, Y \ X>; "x" is empty, so every X is Y
+    "not all": ("xy", "x"),  # <X n Y, X \ Y>
+    "none": ("x", "y"),  # <X \ Y, Y \ X>; "xy" is empty
+    "some": ("x", "xy"),  # <X \ Y, X n Y>
+    "only": ("xy", "x"),  # <X n Y, X \ Y>; "y" is empty, so every Y is X
+    "not only": ("xy", "y"),  # <X n Y, Y \ X>
 }
 
 
-def quantifier_templates(quantifier: str, label: bool) -> list[str]:
-    """The scene templates on which ``quantifier`` has truth ``label`` (one or two of the three;
-    drawn uniformly, each template is a third of the true and a third of the false rows)."""
-    return [name for name, true in sorted(QUANTIFIER_TEMPLATES.items()) if (quantifier in true) == label]
+def quantifier_case(quantifier: str, label: bool) -> str:
+    """The quantifier the scene makes true: ``quantifier`` itself if ``label`` else its negation."""
+    return quantifier if label else Quantifier(quantifier, "square", "red").negation().quantifier
+
 
 COMPARE_OOD_MIN_DIFF = 4
 
@@ -215,28 +231,45 @@ def _spatial(rng: random.Random, split: str, label: bool, axis: str) -> Example:
     )
 
 
+@functools.lru_cache(maxsize=None)
+def _distractor_sets_by_total(shape: str, ood: bool) -> dict[int, tuple[tuple[tuple[str, int], ...], ...]]:
+    sets: list[tuple[tuple[str, int], ...]] = [()]
+    for other in (s for s in SHAPES if s != shape):
+        sets = [combo + ((other, k),) for combo in sets for k in cardinality_counts(other, ood)] + sets
+    by_total: dict[int, list] = {}
+    for combo in sets:
+        by_total.setdefault(sum(k for _, k in combo), []).append(combo)
+    return {total: tuple(sorted(combos)) for total, combos in by_total.items()}
+
+
+def cardinality_distractor_sets(shape: str, ood: bool, total: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """Every way to make ``total`` distractors out of the shapes other than ``shape``, each shape
+    absent or present with one of its counts of the split (the paper splits on the <number, shape>
+    pairs occurring in the scene): tuples of (shape, count), in ``SHAPES`` order."""
+    return _distractor_sets_by_total(shape, ood).get(total, ())
+
+
+def cardinality_scene_sizes(shape: str, ood: bool) -> range:
+    """Object counts a scene with the queried ``shape`` can have whatever its true count: each of
+    the split's counts n of that shape leaves 1..10 distractors (the paper's range)."""
+    counts = cardinality_counts(shape, ood)
+    return range(max(counts) + 1, min(counts) + 10 + 1)
+
+
 def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
     ood = split == "test_ood"
     shape = rng.choice(SHAPES)
     counts = cardinality_counts(shape, ood)
     n = rng.choice(counts)
     asked = n if label else rng.choice([k for k in counts if k != n])
+    # The scene's size is drawn before, and independently of, the true count: the distractors make
+    # up the difference (the original drew them after, so the number of objects in the image told
+    # how many of the queried shape there were likely to be).
+    total = rng.choice(cardinality_scene_sizes(shape, ood))
+    distractors = rng.choice(cardinality_distractor_sets(shape, ood, total - n))
     types = [(rng.choice(COLOURS), shape) for _ in range(n)]
-    # 1-10 distractors of other shapes. The paper splits on the <number, shape> pairs *occurring in
-    # the scene*, so each distractor shape present also takes a count from this split's set (the
-    # original code left distractor counts free, letting held-out pairs into training scenes).
-    others = [s for s in SHAPES if s != shape]
-    rng.shuffle(others)
-    budget = rng.randint(1, 10)
-    placed = 0
-    for other in others:
-        if placed >= budget:
-            break
-        options = [k for k in cardinality_counts(other, ood) if placed + k <= 10]
-        if options:
-            k = rng.choice(options)
-            types += [(rng.choice(COLOURS), other) for _ in range(k)]
-            placed += k
+    for other, k in distractors:
+        types += [(rng.choice(COLOURS), other) for _ in range(k)]
     scene = Scene(tuple(place(types, rng)))
     query = Count(asked, shape)
     return Example(
@@ -246,31 +279,93 @@ def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
     )
 
 
-def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str) -> Example:
+def _quantifier_signature(ex: Example) -> tuple[int, int, int]:
+    """(objects, distinct colours, objects of the queried colour Y): what pixels tell without
+    relating anything (with equal-area rendering, the ink counts the objects and the pixels of a
+    colour count that colour's objects)."""
+    return (len(ex.scene), len({o.colour for o in ex.scene}), ex.scene.count(colour=ex.query.colour))
+
+
+def quantifier_regions(case: str, pair: tuple[int, int], extra: int = 0) -> dict[str, int]:
+    """Objects in each region ("xy", "x", "y") of a scene made for ``case`` with Table-1 ``pair``;
+    ``extra`` objects of Y \\ X only for "not all" (irrelevant to "(Not) all X are Y")."""
+    regions = {"xy": 0, "x": 0, "y": 0}
+    regions.update(zip(QUANTIFIER_PAIRS[case], pair))
+    if case == "not all":
+        regions["y"] = extra
+    return regions
+
+
+def quantifier_extras(case: str, p1: int, ood: bool) -> list[int]:
+    """The ``extra`` objects of Y \\ X a scene for ``case`` may hold: for "not all", the second number
+    of each pair of the split starting with ``p1`` (so the "all" pair <X n Y, Y \\ X> of the scene is
+    one of the split's pairs too, and the number of Y objects, p1 + extra, is distributed as in an
+    "all" scene, where it is p1 + p2); for the other cases none."""
+    return [b for a, b in _QUANT_COUNTS[ood] if a == p1] if case == "not all" else [0]
+
+
+@functools.lru_cache(maxsize=None)
+def _quantifier_candidates(case: str, ood: bool, n_y: int) -> tuple[tuple[tuple[int, int], int], ...]:
+    """The (pair, extra) of the split that give a scene for ``case`` ``n_y`` objects of colour Y."""
+    return tuple((pair, extra) for pair in _QUANT_COUNTS[ood] for extra in quantifier_extras(case, pair[0], ood)
+                 if (r := quantifier_regions(case, pair, extra))["xy"] + r["y"] == n_y)
+
+
+def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str,
+                 target: tuple[int, int, int] | None = None) -> Example | None:
+    """A row; with a ``target`` signature (see :func:`_quantifier_signature`), one that has it, or
+    None if this call's draws do not reach it.
+
+    The row is an instance "for" its case quantifier (the one its scene makes true), whose Table-1
+    pair (p1, p2) is one of the split's pairs (both numbers in 1..5); the third region is empty
+    but for a "not all" scene's Y \\ X objects (see :func:`quantifier_extras`). The other objects
+    (2-8 of them, the paper's range, the extras included) are of any shape but X and any colour but
+    Y, drawn alike whatever the case (the original kept them off the companion colour and shapes
+    too, so the number of distinct colours told the cases apart)."""
     ood = split == "test_ood"
     x, y = rng.choice(_QUANT_TYPES[ood])
-    n1, n2 = rng.choice(_QUANT_COUNTS[ood])
-    template = rng.choice(quantifier_templates(quantifier, label))
-    if template == "shared_x":
-        t1, t2 = (y, x), (rng.choice([c for c in ALL_COLOURS if c != y]), x)
-    elif template == "shared_y":
-        t1, t2 = (y, x), (y, rng.choice([s for s in ALL_SHAPES if s != x]))
+    case = quantifier_case(quantifier, label)
+    pairs = _QUANT_COUNTS[ood]
+    if target is None:
+        pair = rng.choice(pairs)
+        candidates = [(pair, rng.choice(quantifier_extras(case, pair[0], ood)))]
     else:
-        t1, t2 = (rng.choice([c for c in ALL_COLOURS if c != y]), x), (y, rng.choice([s for s in ALL_SHAPES if s != x]))
-    # distractors share neither a shape nor a colour with X, Y or the two companion types
-    bad_shapes = {x, t1[1], t2[1]}
-    bad_colours = {y, t1[0], t2[0]}
-    d_shapes = [s for s in ALL_SHAPES if s not in bad_shapes]
-    d_colours = [c for c in ALL_COLOURS if c not in bad_colours]
-    types = [t1] * n1 + [t2] * n2
-    types += [(rng.choice(d_colours), rng.choice(d_shapes)) for _ in range(rng.randint(2, 8))]
+        candidates = list(_quantifier_candidates(case, ood, target[2]))
+        rng.shuffle(candidates)
+    for pair, extra in candidates[:20]:
+        regions = quantifier_regions(case, pair, extra)
+        z = rng.choice([c for c in ALL_COLOURS if c != y])  # the colour of X \ Y
+        w = rng.choice([t for t in ALL_SHAPES if t != x])  # the shape of Y \ X
+        queried_colours = {y} | ({z} if regions["x"] else set())
+        others = [c for c in ALL_COLOURS if c != y]
+        n_pair = regions["xy"] + regions["x"] + regions["y"] - extra
+        if target is None:
+            k = rng.randint(max(2, extra), 8)
+            d_colours = [rng.choice(others) for _ in range(k - extra)]
+        else:
+            k = target[0] - n_pair  # distractors, the extras included
+            new = target[1] - len(queried_colours)  # colours only the other distractors bring
+            fresh = [c for c in others if c not in queried_colours]
+            reuse = sorted(queried_colours - {y})
+            free = k - extra  # distractors of a colour other than Y
+            if not (max(2, extra) <= k <= 8 and 0 <= new <= min(free, len(fresh)) and (new or reuse or not free)):
+                continue
+            d_colours = rng.sample(fresh, new)
+            d_colours += [rng.choice(d_colours[:new] + reuse) for _ in range(free - new)]
+            rng.shuffle(d_colours)
+        break
+    else:
+        return None
+    types = [(y, x)] * regions["xy"] + [(z, x)] * regions["x"] + [(y, w)] * (regions["y"] - extra)
+    d_shapes = [t for t in ALL_SHAPES if t != x]
+    types += [(y, w)] * extra + [(c, rng.choice(d_shapes)) for c in d_colours]
     scene = Scene(tuple(place(types, rng)))
     query = Quantifier(quantifier, x, y)
     return Example(
         task="quantifiers", split=split, scene=scene, query=query, foil=foil(scene, query), label=label,
-        subtype=query.quantifier, queried=frozenset(range(n1 + n2)),
-        case={"template": template, "shape": x, "colour": y, "counts": [n1, n2],
-              "types": [[n1, t1[1], t1[0]], [n2, t2[1], t2[0]]]},
+        subtype=query.quantifier, queried=frozenset(range(n_pair)),  # the pair's objects come first
+        case={"case": case, "pair": list(pair), "shape": x, "colour": y, "regions": regions,
+              "companions": {"x": z, "y": w}},
     )
 
 
@@ -313,6 +408,37 @@ _MAKERS: dict[str, Callable[..., Example]] = {
 }
 
 
+# Statistics read without relating any two things (how many objects, how many distinct colours)
+# that a task's scenes would otherwise tie to the label: the quantifier cases differ in how many
+# objects the pair regions hold (a "Not all" scene also fills Y \ X) and in how many colours they
+# use. For such a task each row's statistics are drawn from the mixture of a true and a false scene
+# of its stratum (see _draw), so they are distributed alike whatever the label.
+_SIGNATURES: dict[str, Callable[[Example], tuple]] = {
+    "quantifiers": _quantifier_signature,
+}
+TWIN_TRIES = 20
+
+
+def _draw(task: str, rng: random.Random, split: str, label: bool, stratum: tuple) -> Example | None:
+    """One row of ``task`` with truth ``label``. With a signature: a scene of a random label fixes
+    the signature, then a scene of the other label with that signature is drawn (None after
+    TWIN_TRIES calls, each drawing with the target in view); the row is whichever of the two has ``label``. So a row's signature follows the
+    same distribution (the mixture, on the signatures both labels reach) for either label."""
+    make = _MAKERS[task]
+    signature = _SIGNATURES.get(task)
+    if signature is None:
+        return make(rng, split, label, *stratum)
+    first_label = rng.random() < 0.5
+    first = make(rng, split, first_label, *stratum)
+    target = signature(first)
+    for _ in range(TWIN_TRIES):
+        twin = make(rng, split, not first_label, *stratum, target=target)
+        if twin is not None:
+            assert signature(twin) == target
+            return first if first_label == label else twin
+    return None
+
+
 # ---- whole tasks ---------------------------------------------------------------------------------
 def task_rng(task: str, seed: int) -> random.Random:
     # str seeds hash with sha512 in random.Random: stable across runs and PYTHONHASHSEED
@@ -342,7 +468,9 @@ def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: in
         rows = []
         for label, *stratum in plan:
             for _ in range(max_tries):
-                ex = _MAKERS[task](rng, split, label, *stratum)
+                ex = _draw(task, rng, split, label, tuple(stratum))
+                if ex is None:
+                    continue
                 key = (ex.scene.key(), ex.query)
                 if key not in seen:
                     break

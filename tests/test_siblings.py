@@ -99,6 +99,29 @@ def test_pinned_blob_hashes_match_the_mirrored_files(shared_data: Path) -> None:
     assert counts["cola"] == {"multi_object": cola.COUNT} and sugar_crepe.TOTAL == 7511
 
 
+def test_the_cards_claims_hold_on_the_files(shared_data: Path) -> None:
+    """What the cards say about the data: 574 SugarCREPE negatives are the caption's words reordered;
+    SugarCREPE++ follows SugarCREPE record by record (same images, same order) with edited texts."""
+    import re
+
+    bag = lambda text: sorted(re.findall(r"\w+", text.lower()))  # noqa: E731
+    reordered = {}
+    for f in upstream.SUGAR_CREPE.files:
+        recs = json.loads((shared_data / "sugar_crepe" / f.path).read_text()).values()
+        reordered[f.path] = sum(bag(r["caption"]) == bag(r["negative_caption"]) for r in recs)
+    assert reordered["swap_att.json"] == 408 and reordered["swap_obj.json"] == 166 and sum(reordered.values()) == 574
+    either = captions = negatives = 0
+    for f in upstream.SUGAR_CREPE_PP.files:
+        sc = list(json.loads((shared_data / "sugar_crepe" / f.path).read_text()).values())
+        pp = json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text())
+        assert [r["filename"] for r in sc] == [r["filename"] for r in pp], f.path
+        assert [r["id"] for r in pp] == list(range(len(pp)))
+        captions += sum(a["caption"] != b["caption"] for a, b in zip(sc, pp))
+        negatives += sum(a["negative_caption"] != b["negative_caption"] for a, b in zip(sc, pp))
+        either += sum((a["caption"], a["negative_caption"]) != (b["caption"], b["negative_caption"]) for a, b in zip(sc, pp))
+    assert (either, captions, negatives) == (1278, 1203, 878)
+
+
 def test_counts_fields_and_true_captions_per_config(built: dict[str, Path], shared_data: Path) -> None:
     counts = upstream_counts(shared_data)
     for name, folder in built.items():
@@ -151,7 +174,9 @@ def test_committed_cards_and_specs_are_what_a_build_writes(built: dict[str, Path
         assert (repo_root / name / "vlprobe.yaml").read_text() == (folder / "vlprobe.yaml").read_text(), name
     card = (built["sugar_crepe"] / "README.md").read_text()
     assert "7,511" in card and "pos_score > neg_score" in card and upstream.SUGAR_CREPE.commit in card
-    assert "4,757" in (built["sugar_crepe_pp"] / "README.md").read_text()
+    assert "574 negatives" in card and "item 108" in card.lower()
+    card = (built["sugar_crepe_pp"] / "README.md").read_text()
+    assert "4,757" in card and "1,278 of the 4,757" in card and "TOT" in card
 
 
 def _authors_rule(name: str, s: np.ndarray) -> bool:
@@ -165,14 +190,16 @@ def _authors_rule(name: str, s: np.ndarray) -> bool:
 
 def test_evaluate_scores_as_the_authors_do(built: dict[str, Path], tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     """`vlprobe evaluate --dataset <folder>` on a few rows with a tiny CLIP: the headline metric of each
-    config equals the authors' criterion recomputed from the stored score matrices, the summary holds the
-    paper's aggregates and each benchmark's tie rule."""
+    config equals the authors' criterion recomputed from the stored score matrices; the summary holds
+    per-subset rows (from a subset's own config, or from `all`'s per-subset results, which is what a
+    plain `--dataset sugar_crepe_pp` scores), the paper's groups and each benchmark's tie rule."""
     from vlprobe.cli import main
 
     headline = {"sugar_crepe": "acc_r", "sugar_crepe_pp": "set_acc", "cola": "image"}
+    configs = {"sugar_crepe": ["--config", "all,add_att,swap_obj"], "sugar_crepe_pp": [], "cola": []}
     for name, folder in built.items():
         out = tmp_path / name
-        code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--config", "*",
+        code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), *configs[name],
                      "--limit", "4", "--bootstrap", "0", "--no-progress", "--cache-dir", "none", "--out", str(out)])
         assert code == 0, capsys.readouterr().err
         doc = json.loads((out / "results.json").read_text())
@@ -184,16 +211,19 @@ def test_evaluate_scores_as_the_authors_do(built: dict[str, Path], tiny_clip_pat
             assert entry["metrics"][headline[name]] == pytest.approx(expected), (name, entry["config"])
         block = doc["summary"][name]
         assert block["tie_policy"]["authors"] == "strict" and doc["provenance"]["settings"]["ties"] == "strict"
-        configs = [r["config"] for r in block["rows"]]
+        rows = {r["config"]: r for r in block["rows"]}
         if name == "sugar_crepe":
-            assert configs == [s.config for s in sugar_crepe.SUBSETS] + ["add", "replace", "swap"]
-            by = {r["config"]: r["values"]["acc_r"] for r in block["rows"]}
-            assert by["replace"] == pytest.approx((by["replace_obj"] + by["replace_att"] + by["replace_rel"]) / 3)
+            # the first 4 rows of `all` are add_obj's: add_obj comes from all's per-subset results
+            assert list(rows) == ["add_obj", "add_att", "swap_obj", "add", "swap"]
+            assert rows["add_obj"]["from"] == "all (per tag subset=add_obj)"
+            assert rows["add"]["complete"] and not rows["swap"]["complete"]
+            assert rows["add"]["values"]["acc_r"] == pytest.approx(
+                (rows["add_obj"]["values"]["acc_r"] + rows["add_att"]["values"]["acc_r"]) / 2)
         elif name == "sugar_crepe_pp":
-            assert configs == [s.config for s in sugar_crepe_pp.SUBSETS]
-            assert all(set(r["values"]) == {"set_acc", "acc_r"} for r in block["rows"])
+            assert list(rows) == ["replace_obj"] and set(rows["replace_obj"]["values"]) == {"set_acc", "acc_r"}
+            assert any("1 of 5 configs scored" in n for n in block["notes"])
         else:
-            assert configs == ["multi_object"] and list(block["rows"][0]["values"])[0] == "image"
+            assert list(rows) == ["multi_object"] and list(rows["multi_object"]["values"])[0] == "image"
 
 
 def test_summary_aggregates_by_hand() -> None:

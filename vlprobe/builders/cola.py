@@ -105,8 +105,8 @@ def write_card(out: Path) -> Path:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(
         parser, upstream.COLA, f"{FILE}", (SOURCE,),
-        "images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, images2.zip), "
-        "or the <vg id>.jpg files themselves",
+        "images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, images2.zip); a flat "
+        "folder of the <vg id>.jpg files: --image-dir visual_genome_cola=FOLDER",
         "download the images missing locally into --cache-dir, file by file: from Visual Genome's hosts, else "
         "from the COLA authors' server the records link to", DEFAULT_OUT)
 

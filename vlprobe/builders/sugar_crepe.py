@@ -289,7 +289,8 @@ def count_report(counts: dict[str, int], skipped: dict[str, list[str]], expected
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(
         parser, upstream.SUGAR_CREPE, "the 7 SugarCREPE JSON files", (SOURCE,),
-        "images root: a folder holding COCO's val2017/ (or val2017.zip), or the images themselves",
+        "images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
+        "--image-dir coco2017_val=FOLDER",
         "download the COCO val2017 images missing locally into --cache-dir, file by file from images.cocodataset.org",
         DEFAULT_OUT)
 

@@ -349,3 +349,25 @@ def test_malformed_records_name_file_and_record(tmp_path: Path) -> None:
     (tmp_path / cola.FILE).write_text(json.dumps([["http://x/1.jpg", "a", "not a link", "b"]]))
     with pytest.raises(AnnotationError, match=r"record 0: image 2 'not a link'"):
         cola.read_records(tmp_path)
+
+
+def test_the_metric_scores_the_authors_criteria_by_hand() -> None:
+    """Hand-worked items: the metric's strict set_acc is SugarCREPE++'s ITT, its image score COLA's
+    multi-object accuracy, its strict acc_r SugarCREPE's pos > neg, ties wrong in all three."""
+    from vlprobe.metric import compute
+
+    # SugarCREPE++ [P1, P2, neg]: both above (right); P2 ties neg (wrong); P1 below neg (wrong)
+    itt = [[[0.9, 0.8, 0.7]], [[0.9, 0.7, 0.7]], [[0.6, 0.9, 0.7]]]
+    r = compute(predictions=itt, references=[[[1, 1, 0]]] * 3, bootstrap=0)
+    assert r["set_acc"] == pytest.approx(1 / 3)
+    assert r["acc_r"] == pytest.approx((1 + 0.5 + 0.5) / 3)  # mean of Image-P1-Neg and Image-P2-Neg
+    assert r["n_ties"] == 1
+    # COLA preds[image, caption]: right; caption 1 ties across images (wrong); caption 0 prefers image 1
+    # (wrong). Each image prefers its own caption in all three (text right every time)
+    preds = [[[0.9, 0.1], [0.2, 0.8]], [[0.9, 0.5], [0.2, 0.5]], [[0.5, 0.4], [0.6, 0.9]]]
+    r = compute(predictions=preds, references=[[[1, 0], [0, 1]]] * 3, bootstrap=0)
+    assert r["image"] == pytest.approx(1 / 3) and r["text"] == 1.0 and r["group"] == pytest.approx(1 / 3)
+    # SugarCREPE: a tie is wrong under the default (strict) policy, right under lenient
+    sc = [[[0.5, 0.5]], [[0.6, 0.4]]]
+    assert compute(predictions=sc, references=[[[1, 0]]] * 2, bootstrap=0)["acc_r"] == pytest.approx(0.5)
+    assert compute(predictions=sc, references=[[[1, 0]]] * 2, bootstrap=0, ties="lenient")["acc_r"] == pytest.approx(1.0)

@@ -24,7 +24,8 @@ TraVLR (EACL 2023)        App. B.1: macro-F1 (mean of the F1 of the true and of 
                           classification: its headline is acc_r.
 SugarCREPE (NeurIPS 2023) main_eval.py: accuracy per subset, right when pos > neg (a tie is
                           wrong: acc_r, strict); ADD / REPLACE / SWAP = the unweighted mean of
-                          their subsets.
+                          their subsets (vlprobe's choice: not checked against the paper's own
+                          averaging).
 SugarCREPE++ (NeurIPS     VLMs/test_*.py: ITT per subset, right when both true captions score
 2024)                     strictly above the negative (set_acc on [[1, 1, 0]], strict); acc_r =
                           the mean of its Image-P1-Neg and Image-P2-Neg accuracies.

@@ -104,7 +104,7 @@ def test_the_cards_claims_hold_on_the_files(shared_data: Path) -> None:
     SugarCREPE++ follows SugarCREPE record by record (same images, same order) with edited texts."""
     import re
 
-    bag = lambda text: sorted(re.findall(r"\w+", text.lower()))  # noqa: E731
+    bag = lambda text: sorted(re.findall(r"\w+", text.lower()))
     reordered = {}
     for f in upstream.SUGAR_CREPE.files:
         recs = json.loads((shared_data / "sugar_crepe" / f.path).read_text()).values()
@@ -169,7 +169,10 @@ def test_items_have_the_papers_shapes(built: dict[str, Path]) -> None:
 
 
 def test_committed_cards_and_specs_are_what_a_build_writes(built: dict[str, Path], repo_root: Path) -> None:
+    from vlprobe.publish import check_dataset_folder
+
     for name, folder in built.items():
+        assert check_dataset_folder(folder, rows=2, load=False)[0] == [], name  # ready for `vlprobe publish dataset`
         assert (repo_root / name / "README.md").read_text() == (folder / "README.md").read_text(), name
         assert (repo_root / name / "vlprobe.yaml").read_text() == (folder / "vlprobe.yaml").read_text(), name
     card = (built["sugar_crepe"] / "README.md").read_text()

@@ -91,6 +91,7 @@ def config_decls() -> list[ConfigDecl]:
 def card_yaml() -> dict[str, Any]:
     return card_metadata(
         config_decls(), language=["en"], license="other", license_name="cola-mit-visual-genome",
+        license_link=f"https://github.com/{upstream.COLA.repo}/blob/{upstream.COLA.commit}/LICENSE",
         pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
         tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
         size_categories=["n<1K"],

@@ -135,6 +135,7 @@ def config_decls() -> list[ConfigDecl]:
 def card_yaml() -> dict[str, Any]:
     return card_metadata(
         config_decls(), language=["en"], license="other", license_name="sugar-crepe-mit-coco",
+        license_link=f"https://github.com/{upstream.SUGAR_CREPE.repo}/blob/{upstream.SUGAR_CREPE.commit}/LICENSE",
         pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
         tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
         size_categories=["1K<n<10K"],

@@ -18,8 +18,18 @@ from datasets import Features, Value
 
 from ..dataset_folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards, read_json, upstream
-from .sugar_crepe import (SOURCE, SPLIT, Subset, _str_field, add_common_arguments, annotations_of, build_folder,
-                          coco_file, count_report, upstream_values)
+from .sugar_crepe import (
+    SOURCE,
+    SPLIT,
+    Subset,
+    _str_field,
+    add_common_arguments,
+    annotations_of,
+    build_folder,
+    coco_file,
+    count_report,
+    upstream_values,
+)
 
 NAME = "sugar_crepe_pp"
 HELP = "SugarCREPE++ (NeurIPS 2024): 5 subsets, 1 image x 2 true captions + 1 negative, from the pinned upstream files"
@@ -92,6 +102,7 @@ def config_decls() -> list[ConfigDecl]:
 def card_yaml() -> dict[str, Any]:
     return card_metadata(
         config_decls(), language=["en"], license="other", license_name="sugar-crepe-pp-cc-by-4.0-coco",
+        license_link=f"https://github.com/{upstream.SUGAR_CREPE_PP.repo}/blob/{upstream.SUGAR_CREPE_PP.commit}/LICENSE",
         pretty_name="SugarCREPE++", task_categories=["image-to-text", "zero-shot-image-classification"],
         tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
         size_categories=["1K<n<10K"],

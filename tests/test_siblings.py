@@ -229,6 +229,27 @@ def test_evaluate_scores_as_the_authors_do(built: dict[str, Path], tiny_clip_pat
             assert list(rows) == ["multi_object"] and list(rows["multi_object"]["values"])[0] == "image"
 
 
+def test_blind_baselines_run_by_the_same_command(built: dict[str, Path], tiny_clip_path: Path, tiny_gpt2_path: Path,
+                                                tmp_path: Path, capsys) -> None:
+    """SugarCREPE exists because blind models solved earlier benchmarks: a V&L model with every image
+    blank (`--control blank`) and a text-only LM (family causal_lm) score it by the same command."""
+    from vlprobe.cli import main
+
+    folder = str(built["sugar_crepe"])
+    common = ["--dataset", folder, "--config", "swap_att", "--limit", "4", "--bootstrap", "0", "--no-progress",
+              "--cache-dir", "none"]
+    assert main(["evaluate", *common, "--model", str(tiny_clip_path), "--control", "blank", "--out", str(tmp_path / "b")]) == 0
+    assert main(["evaluate", *common, "--model", str(tiny_gpt2_path), "--out", str(tmp_path / "t")]) == 0
+    capsys.readouterr()
+    blank = json.loads((tmp_path / "b" / "results.json").read_text())
+    text = json.loads((tmp_path / "t" / "results.json").read_text())
+    assert blank["provenance"]["settings"]["control"] == "blank" and text["provenance"]["model"]["family"] == "causal_lm"
+    for doc in (blank, text):
+        (entry,) = doc["results"]
+        assert entry["config"] == "swap_att" and 0.0 <= entry["metrics"]["acc_r"] <= 1.0
+        assert doc["summary"]["sugar_crepe"]["rows"][0]["config"] == "swap_att"
+
+
 def test_summary_aggregates_by_hand() -> None:
     from vlprobe.summary import summarize
 

@@ -127,6 +127,16 @@ SOURCES: dict[str, SourceSpec] = {
             ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}"),
             "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
         ),
+        # COLA names Visual Genome images by id and links each to its authors' web server; that
+        # server is the last resort, after Visual Genome's own hosts (a separate source, so that
+        # BLA's look-up is unchanged).
+        SourceSpec(
+            "visual_genome_cola", "Visual Genome images, as COLA links them (<vg id>.jpg)", r"\d+\.jpg",
+            ("VG_100K", "VG_100K_2", "vg_gqa_images", "images"), ("images.zip", "images2.zip"),
+            ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}",
+             "https://cs-people.bu.edu/array/data/vg_gqa_images/{name}"),
+            "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
+        ),
     )
 }
 

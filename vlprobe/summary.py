@@ -22,6 +22,15 @@ TraVLR (EACL 2023)        App. B.1: macro-F1 (mean of the F1 of the true and of 
                           per task, on the in-distribution and out-of-distribution test sets.
                           vlprobe's zero-shot 1 x 2 framing (query vs its minimal foil) has no
                           classification: its headline is acc_r.
+SugarCREPE (NeurIPS 2023) main_eval.py: accuracy per subset, right when pos > neg (a tie is
+                          wrong: acc_r, strict); ADD / REPLACE / SWAP = the unweighted mean of
+                          their subsets (vlprobe's choice: not checked against the paper's own
+                          averaging).
+SugarCREPE++ (NeurIPS     VLMs/test_*.py: ITT per subset, right when both true captions score
+2024)                     strictly above the negative (set_acc on [[1, 1, 0]], strict); acc_r =
+                          the mean of its Image-P1-Neg and Image-P2-Neg accuracies.
+COLA (NeurIPS 2023)       scripts/eval.py ColaMultiObjAcc: each caption scores its own image
+                          strictly above the other = Winoground's image score.
 ========================  ===================================================================
 
 Values are fractions in [0, 1], as the metric returns them (the report prints percentages).
@@ -39,7 +48,7 @@ __all__ = [
     "summarize",
 ]
 
-BENCHMARKS = ("valse", "winoground", "winoground_style", "bla", "travlr")
+BENCHMARKS = ("valse", "winoground", "winoground_style", "bla", "travlr", "sugar_crepe", "sugar_crepe_pp", "cola")
 
 # VALSE Table 2's columns, in order, with the piece each instrument belongs to.
 VALSE_PIECES: dict[str, tuple[str, ...]] = {
@@ -55,6 +64,21 @@ VALSE_INSTRUMENTS = tuple(i for members in VALSE_PIECES.values() for i in member
 BLA_TASKS = ("active_passive", "coordination", "relative_clause")
 TRAVLR_TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
 TRAVLR_TEST_SPLITS = ("test_ind", "test_ood")
+# SugarCREPE's subsets by the paper's grouping (ADD / REPLACE / SWAP), and SugarCREPE++'s five.
+SUGAR_CREPE_GROUPS: dict[str, tuple[str, ...]] = {
+    "add": ("add_obj", "add_att"),
+    "replace": ("replace_obj", "replace_att", "replace_rel"),
+    "swap": ("swap_obj", "swap_att"),
+}
+SUGAR_CREPE_SUBSETS = tuple(c for members in SUGAR_CREPE_GROUPS.values() for c in members)
+SUGAR_CREPE_PP_SUBSETS = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att")
+# Each benchmark's own tie rule, stated in the summary block (results.json) beside the run's policy
+# (provenance.settings.ties); ties are counted in every result's n_ties whatever the rule.
+TIE_RULES = {
+    "sugar_crepe": ("strict", "a tie is wrong: the authors' main_eval.py counts pos > neg"),
+    "sugar_crepe_pp": ("strict", "a tie is wrong: the authors' ITT needs both true captions strictly above the negative"),
+    "cola": ("strict", "a tie is wrong: the authors' ColaMultiObjAcc needs preds[0,0] > preds[1,0] and preds[1,1] > preds[0,1]"),
+}
 
 # Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
 # thresholded score): VALSE shows AUROC only then too, as the paper does (CLIP: acc_r only).
@@ -70,10 +94,14 @@ SOURCES = {
     "winoground": "Winoground (Thrush et al., CVPR 2022), Table 3",
     "bla": "BLA (Chen, MSc thesis 2022), Table 6.3",
     "travlr": "TraVLR (Chow, Tan, Kan, EACL 2023), macro-F1 (App. B.1)",
+    "sugar_crepe": "SugarCREPE (Hsieh et al., NeurIPS 2023), accuracy per subset as main_eval.py",
+    "sugar_crepe_pp": "SugarCREPE++ (Dumpala et al., NeurIPS 2024), ITT per subset as VLMs/test_*.py",
+    "cola": "COLA (Ray et al., NeurIPS 2023), multi-object accuracy as scripts/eval.py",
 }
 # The tag whose values name a benchmark's configs, so a pooled config (VALSE ``all``, a piece)
 # still yields the per-config values through its per-tag results.
-_CONFIG_TAG = {"valse": "instrument", "bla": "task", "winoground_style": "instrument"}
+_CONFIG_TAG = {"valse": "instrument", "bla": "task", "winoground_style": "instrument", "sugar_crepe": "subset",
+               "sugar_crepe_pp": "subset"}
 # The paper tables' config names, where a dataset's differ (Winoground's one set of 400).
 PAPER_CONFIG = {("winoground", "default"): "winoground", ("winoground", "test"): "winoground"}
 
@@ -110,6 +138,12 @@ def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None) -> li
         return ["text", "image", "group"]
     if b == "bla":
         return ["sentence_acc", "set_acc", "set_error"]
+    if b == "sugar_crepe":
+        return ["acc_r"]
+    if b == "sugar_crepe_pp":
+        return ["set_acc", "acc_r"]
+    if b == "cola":
+        return ["image", "text", "group"]
     if b == "travlr":
         if s == (1, 1):
             return ["macro_f1"]
@@ -310,6 +344,27 @@ def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Se
             "notes": notes}
 
 
+def _summarize_sugar_crepe(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    out = _summarize_by_config(entries, "sugar_crepe", SUGAR_CREPE_SUBSETS)
+    rows = [r for r in out["rows"] if r["config"] in SUGAR_CREPE_SUBSETS]
+    if rows:
+        split = _pick_split([r["split"] for r in rows])
+        for group, members in SUGAR_CREPE_GROUPS.items():
+            agg = _mean_row(group, group.upper(), rows, members, ["acc_r"], split)
+            if agg["over"]:
+                out["rows"].append(agg)
+                if not agg["complete"]:
+                    out["notes"].append(f"{group.upper()} over {len(agg['over'])} of {len(members)} subsets (missing: "
+                                        f"{', '.join(agg['missing'])}): not the paper's {group.upper()}")
+    return out
+
+
+def _with_tie_rule(block: dict[str, Any], bench: str) -> dict[str, Any]:
+    policy, rule = TIE_RULES[bench]
+    block["tie_policy"] = {"authors": policy, "rule": rule}
+    return block
+
+
 def infer_shape(metrics: dict[str, Any]) -> tuple[int, int] | None:
     """The items' shape where a metric result shows it: 1 x 1 (classified, never ranked) or
     1 x n (n = sentence_acc's support / set_acc's support: cells per row); None for m >= 2 or
@@ -381,6 +436,9 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     - Winoground(-style): text / image / group per config.
     - BLA: per task sentence_acc, set_acc, set_error.
     - TraVLR: per task and test split, macro-F1 (1 x 1 items) or acc_r (1 x 2).
+    - SugarCREPE: per subset acc_r; ``add`` / ``replace`` / ``swap`` = unweighted means of their subsets.
+    - SugarCREPE++: per subset set_acc (the authors' ITT) and acc_r. COLA: image (the authors'
+      multi-object accuracy), text, group. These three blocks add ``tie_policy``: the authors' rule.
     - Any other benchmark: the shape-based headline per config and split.
     """
     by: dict[str, list[dict[str, Any]]] = {}
@@ -394,6 +452,12 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             out[bench] = _summarize_travlr(es)
         elif bench == "bla":
             out[bench] = _summarize_by_config(es, bench, BLA_TASKS)
+        elif bench == "sugar_crepe":
+            out[bench] = _with_tie_rule(_summarize_sugar_crepe(es), bench)
+        elif bench == "sugar_crepe_pp":
+            out[bench] = _with_tie_rule(_summarize_by_config(es, bench, SUGAR_CREPE_PP_SUBSETS), bench)
+        elif bench == "cola":
+            out[bench] = _with_tie_rule(_summarize_by_config(es, bench, ("multi_object",)), bench)
         elif bench in ("winoground", "winoground_style"):
             out[bench] = _summarize_by_config(es, bench, None)
         else:

@@ -250,3 +250,36 @@ BLA = Upstream(
     )),
     "VLPROBE_BLA_ANNOTATIONS_URL", "MIT",
 )
+
+# Blob hashes checked against the files mirrored from these commits (git hash-object of each).
+SUGAR_CREPE = Upstream(
+    "SugarCREPE", "RAIVNLab/sugar-crepe", "0047054b243992f0fad63d6f64f7544862daf846", "data/",
+    tuple(UpstreamFile(p, b, s) for p, b, s in (
+        ("add_obj.json", "289b22a04690f6f542bb048346021d768ec9b24d", 484593),
+        ("add_att.json", "71c463725f3f9bae0a9227a01ae5d431db235396", 158863),
+        ("replace_obj.json", "1585a4a6998d785c043fb923d8e0248436d9da51", 361126),
+        ("replace_att.json", "6393e04971c06cb62a8fed62ef2805ff6c7c5666", 176843),
+        ("replace_rel.json", "8716359e17fa36d37e75c6eff5e94826cdb047e5", 312629),
+        ("swap_obj.json", "db5abe6b488fa38c4b67d1d3da87b6b5c2e1e626", 57569),
+        ("swap_att.json", "375fdd6d372e22e43c0dfbe898c1ec1494016b8c", 154665),
+    )),
+    "VLPROBE_SUGAR_CREPE_ANNOTATIONS_URL", "MIT",
+)
+
+SUGAR_CREPE_PP = Upstream(
+    "SugarCREPE++", "Sri-Harsha/scpp", "c083bbf039a5ca215acaf25e7ee736d2ea6f3864", "data/",
+    tuple(UpstreamFile(p, b, s) for p, b, s in (
+        ("replace_obj.json", "3b62823c003659737a68c3d78cfe721c57b44f5f", 456601),
+        ("replace_att.json", "be89e623f6fd54d015f6a437ba9a34ffa39cc465", 226275),
+        ("replace_rel.json", "69d447e3fcb33817b866bd5688741f42bad7c26a", 392738),
+        ("swap_obj.json", "8e9c3f66a2c2d3369146dec5324b1926b2fc1d40", 74611),
+        ("swap_att.json", "61ea987bbac7d8c99e6a88f3c1028609fbea6c73", 198206),
+    )),
+    "VLPROBE_SUGAR_CREPE_PP_ANNOTATIONS_URL", "CC BY 4.0 (README; the repository's LICENSE file is MIT)",
+)
+
+COLA = Upstream(
+    "COLA", "arijitray1993/COLA", "1fa52fba9cff4e6ffb7bfcf3550838748347273b", "data/",
+    (UpstreamFile("COLA_multiobjects_matching_benchmark.json", "77fd828bc38e73f80a8e587e6357d3c2a16405cf", 56746),),
+    "VLPROBE_COLA_ANNOTATIONS_URL", "MIT",
+)

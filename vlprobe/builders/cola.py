@@ -1,0 +1,124 @@
+"""``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) as a Hub dataset folder,
+from ``data/COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA at a pinned
+commit (verified by git blob hash) and the Visual Genome images it names.
+
+Each record is ``[link to image 1, caption 1, link to image 2, caption 2]``: caption 1 is true of image
+1 and not of image 2, and the other way round (the upstream README). One config, ``multi_object``:
+2 images x 2 captions, gold the identity. The links point at the authors' web server
+(``.../vg_gqa_images/<vg id>.jpg``); images are looked up by that file name in a local Visual Genome
+copy, then downloaded from Visual Genome's hosts, and only then from the authors' server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+import datasets
+from datasets import Features, Value
+
+from ..dataset_folder import ConfigDecl, card_metadata
+from . import AnnotationError, cards, read_json, upstream
+from .sugar_crepe import SPLIT, add_common_arguments, annotations_of, build_folder, count_report, upstream_values
+
+NAME = "cola"
+HELP = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
+
+DEFAULT_OUT = Path("cola")
+CONFIG = "multi_object"
+FILE = "COLA_multiobjects_matching_benchmark.json"
+COUNT = 210  # records in the pinned file
+SOURCE = "visual_genome_cola"
+_LINK = re.compile(r"https?://[^\s]+/(\d+\.jpg)")
+
+_f = Value
+FEATURES = Features({
+    "id": _f("string"), "index": _f("int32"),
+    "image_0": datasets.Image(), "image_1": datasets.Image(), "caption_0": _f("string"), "caption_1": _f("string"),
+    "image_0_file": _f("string"), "image_1_file": _f("string"), "image_0_url": _f("string"), "image_1_url": _f("string"),
+})
+
+SPEC_YAML = """\
+# How rows of this folder become vlprobe items (see vlprobe/spec.py): 2 Visual Genome images x 2
+# captions, caption_i true of image_i only (gold the identity). COLA's multi-object accuracy is the
+# image score (each caption scores its own image above the other, strictly).
+description: COLA multi-object (Ray et al., NeurIPS 2023), 2 images x 2 captions, gold [[1, 0], [0, 1]].
+id: id
+images: [image_0, image_1]
+texts: [caption_0, caption_1]
+gold: [[1, 0], [0, 1]]
+tags: []
+"""
+
+
+def _image(value: Any, where: str, field: str) -> tuple[str, str]:
+    if not isinstance(value, str):
+        raise AnnotationError(f"{where}: {field} should be an image link, got {value!r}")
+    m = _LINK.fullmatch(value.strip())
+    if not m:
+        raise AnnotationError(f"{where}: {field} {value!r} is not a link ending in <visual genome id>.jpg")
+    return m.group(1), value
+
+
+def read_records(annotations: Path) -> list[dict[str, Any]]:
+    path = annotations / FILE
+    data = read_json(path, "COLA", list, "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]",
+                     f"pass --annotations DIR, the data/ folder of github.com/{upstream.COLA.repo}")
+    rows = []
+    for n, rec in enumerate(data):
+        where = f"{FILE} record {n}"
+        if not isinstance(rec, list) or len(rec) != 4:
+            raise AnnotationError(f"{where}: expected [image 1 link, caption 1, image 2 link, caption 2]")
+        file0, url0 = _image(rec[0], where, "image 1")
+        file1, url1 = _image(rec[2], where, "image 2")
+        for i in (1, 3):
+            if not isinstance(rec[i], str) or not rec[i].strip():
+                raise AnnotationError(f"{where}: caption {(i + 1) // 2} is missing or not a non-empty string")
+        rows.append({
+            "id": f"{CONFIG}/{n}", "index": n, "caption_0": rec[1], "caption_1": rec[3],
+            "image_0_file": file0, "image_1_file": file1, "image_0_url": url0, "image_1_url": url1,
+            "_images": (("image_0", SOURCE, file0), ("image_1", SOURCE, file1)),
+        })
+    return rows
+
+
+def config_decls() -> list[ConfigDecl]:
+    return [ConfigDecl(CONFIG, FEATURES, (SPLIT,), default=True)]
+
+
+def card_yaml() -> dict[str, Any]:
+    return card_metadata(
+        config_decls(), language=["en"], license="other", license_name="cola-mit-visual-genome",
+        license_link=f"https://github.com/{upstream.COLA.repo}/blob/{upstream.COLA.commit}/LICENSE",
+        pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
+        tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
+        size_categories=["n<1K"],
+    )
+
+
+def write_card(out: Path) -> Path:
+    return cards.write(out, "cola_card.md", card_yaml(), count=COUNT, config=CONFIG, file=FILE,
+                       **upstream_values(upstream.COLA))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(
+        parser, upstream.COLA, f"{FILE}", (SOURCE,),
+        "images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, images2.zip); a flat "
+        "folder of the <vg id>.jpg files: --image-dir visual_genome_cola=FOLDER",
+        "download the images missing locally into --cache-dir, file by file: from Visual Genome's hosts, else "
+        "from the COLA authors' server the records link to", DEFAULT_OUT)
+
+
+def build(args: argparse.Namespace) -> Path:
+    annotations = annotations_of(args, upstream.COLA)
+    rows = {CONFIG: read_records(annotations)}
+
+    def static(out: Path) -> None:
+        write_card(out)
+        (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
+
+    return build_folder(args, NAME, rows, (SOURCE,), FEATURES, static,
+                        lambda counts, skipped: count_report(counts, skipped, {CONFIG: COUNT}), "COLA: this build")

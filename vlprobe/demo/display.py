@@ -126,7 +126,7 @@ def svg(fig: Any, description: str, chart_id: str = "") -> str:
     buf = io.StringIO()
     with warnings.catch_warnings(), matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "vlprobe"}):
         warnings.simplefilter("ignore", UserWarning)  # glyphs DejaVu lacks: the browser draws them
-        fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.08)
+        fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.08, metadata={"Date": None})
     text = buf.getvalue()
     text = text[text.find("<svg"):]
     width_pt = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)pt"', text).group(1))

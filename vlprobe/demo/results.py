@@ -31,7 +31,7 @@ class Comparison:
     points: list[dict]  # the chart's bars: source, benchmark, config, split, metric, value, ci, chance
 
 
-MAX_LABEL = 28
+MAX_LABEL = 32
 _MEANINGLESS = re.compile(r"^(tmp.*|[0-9a-f]{16,}|gradio|uploads?|results?|outputs?|runs?|\.?)$", re.IGNORECASE)
 
 
@@ -48,7 +48,8 @@ def run_description(run: Any) -> str:
     """What a run is: its model (vlprobe.report's label: model, dtype, control) and datasets."""
     datasets = list(dict.fromkeys(str(r.get("dataset") or r.get("benchmark") or "") for r in run.results))
     names = ", ".join(Path(d).name for d in datasets if d)
-    return f"{run.label} · {names}" if names else run.label
+    model = re.sub(r" #\d+$", "", run.label)  # vlprobe.report numbers repeated labels; the page does that itself
+    return f"{model} · {names}" if names else model
 
 
 def run_label(path: Path, description: str, typed: str = "") -> str:
@@ -132,7 +133,7 @@ def load_runs(files: Iterable[Any], names: str | Sequence[str] = "") -> list[Any
     typed = [n.strip() for n in (names.splitlines() if isinstance(names, str) else names)]
     typed += [""] * (len(runs) - len(typed))
     descriptions = [run_description(run) for run in runs]
-    labels = [run_label(Path(name), desc, t) for name, desc, t in zip(shown, descriptions, typed)]
+    labels = [run_label(p.parent / name, desc, t) for p, name, desc, t in zip(paths, shown, descriptions, typed)]
     created = [str((run.doc.get("provenance") or {}).get("created") or "")[:16].replace("T", " ") for run in runs]
     details = [d if len(set(descriptions)) == len(descriptions) else c for d, c in zip(descriptions, created)]
     for run, label in zip(runs, unique_labels(labels, details)):

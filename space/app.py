@@ -390,14 +390,15 @@ def build_demo() -> gr.Blocks:
         with gr.Tab("Benchmark"):
             if not offered:
                 gr.Markdown("No dataset is built on this Space yet, so there is nothing to benchmark here.")
+            # min_width 220: on a phone each box gets its own line, its value not cut under the arrow
             with gr.Row():
                 b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", value=offered[0] if offered else None,
-                                        allow_custom_value=custom_datasets)
-                b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
-                b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True)
+                                        allow_custom_value=custom_datasets, min_width=220)
+                b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True, min_width=220)
+                b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True, min_width=220)
             with gr.Row():
                 b_model = gr.Dropdown(choices=settings.model_choices(), value=settings.DEFAULT_MODEL, label="Model",
-                                      allow_custom_value=custom_models, info=model_info)
+                                      allow_custom_value=custom_models, info=model_info, min_width=220)
                 b_items = gr.Slider(1, settings.max_items(), value=min(100, settings.max_items()), step=1,
                                     label="Items (the first N rows)")
                 b_ties = gr.Radio(["strict", "half", "lenient"], value="strict", label="A tie counts as",
@@ -405,7 +406,8 @@ def build_demo() -> gr.Blocks:
                 b_boot = gr.Number(value=200, precision=0, minimum=0, maximum=settings.MAX_BOOTSTRAP,
                                    label="Bootstrap resamples", info="for the 95% confidence intervals; 0: none")
             b_button = gr.Button("Run benchmark", variant="primary")
-            b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.")
+            b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.",
+                                    elem_id="bench-summary")
             with gr.Row():
                 with gr.Column(min_width=300):
                     gr.Markdown("**Metrics** (bars: 95% CI; dashed: chance)")
@@ -480,8 +482,10 @@ demo = build_demo()
 # One queue for the page; each kind of work has its own concurrency group (concurrency_id above), so a
 # long benchmark (limit 1) never holds back scoring (limit 2).
 demo.queue(max_size=64, default_concurrency_limit=2)
-# Help text darker than the theme's #9ca3af (2.5:1 on white): #4b5563 is 7.6:1 (WCAG AA needs 4.5:1).
-THEME = gr.themes.Soft().set(block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db")
+# Help text darker than the theme's #9ca3af (2.5:1 on white): #4b5563 is 7.6:1 (WCAG AA needs 4.5:1);
+# labels indigo-700 on their indigo-100 chip (the theme's indigo-500 is 3.6:1).
+THEME = gr.themes.Soft().set(block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db",
+                             block_title_text_color="*primary_700", block_label_text_color="*primary_700")
 LAUNCH = {"theme": THEME, "css": CSS, "head": HEAD, "max_file_size": MAX_UPLOAD, "show_error": False}
 
 if __name__ == "__main__":

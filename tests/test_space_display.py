@@ -168,3 +168,30 @@ def test_svg_charts_keep_text_as_text_at_a_readable_size():
     width = float(re.search(r"min-width:(\d+)px", svg).group(1))
     view = float(re.search(r'viewBox="0 0 ([\d.]+)', svg).group(1))
     assert min(sizes) * width / view >= 11.0  # never drawn smaller than 11 px
+
+
+def test_results_chart_bars_sit_on_their_group_and_no_label_splits_a_name(tmp_path):
+    """Two runs of winoground and one TraVLR run with two splits, beside the papers: the TraVLR
+    bars are centred on their group's label (they sat at the left of a slot sized for 25 bars,
+    far from it), and 'winoground/winoground' is broken after the slash, not as 'winogro/und'."""
+    def doc(benchmark, config, splits, metric):
+        return {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": "m"}, "settings": {}},
+                "results": [{"benchmark": benchmark, "dataset": benchmark, "config": config, "split": s,
+                             "metrics": {metric: 0.5, "n_items": 10}} for s in splits]}
+
+    paths = []
+    for name, d in (("a.json", doc("winoground", "winoground", ["test"], "group")),
+                    ("b.json", doc("winoground", "winoground", ["test"], "group")),
+                    ("travlr_run.json", doc("travlr", "spatiality", ["test_ind", "test_ood"], "acc_r"))):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(d), encoding="utf-8")
+    out = results.compare_results([str(p) for p in paths], include_papers=True)
+    ax = out.chart.axes[0]
+    ticks = dict(zip([t.get_text() for t in ax.get_xticklabels()], ax.get_xticks()))
+    assert set(ticks) == {"winoground/\nwinoground\n(group)", "travlr/spatiality\n(acc_r)"}, ticks
+    for label, x in ticks.items():
+        bars = [p for p in ax.patches if abs(p.get_x() + p.get_width() / 2 - x) < 0.5]
+        centre = (min(p.get_x() for p in bars) + max(p.get_x() + p.get_width() for p in bars)) / 2
+        assert abs(centre - x) < 1e-9, (label, centre, x)
+    for text in ax.get_legend_handles_labels()[1] + [t.get_text() for t in out.chart.legends[0].get_texts()]:
+        assert not re.search(r"\w\n\w", text), text  # a legend name is never cut inside a word

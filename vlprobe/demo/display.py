@@ -37,6 +37,11 @@ table.vt td.num, table.vt th.num { text-align: right; font-variant-numeric: tabu
 table.vt td.prose { white-space: normal; min-width: 9em; max-width: 28em; }
 table.vt td.list { white-space: normal; min-width: 5em; }
 table.vt td.list span { white-space: nowrap; }
+/* on a phone: narrower padding and text column, so a 4-column scores table fits 390 px unscrolled */
+@media (max-width: 640px) {
+  table.vt th, table.vt td { padding: 3px 5px; }
+  table.vt td.prose { min-width: 7em; }
+}
 .chart-svg { overflow-x: auto; max-width: 100%; }
 .chart-svg svg { display: block; height: auto; }
 .chart-svg svg text { font-family: "DejaVu Sans", "Noto Sans", "Noto Sans CJK JP", "Noto Sans CJK SC",

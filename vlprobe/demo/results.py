@@ -262,6 +262,13 @@ def _group(point: dict) -> tuple[str, str, str]:
     return point["benchmark"], point["config"], point["metric"]
 
 
+def _tick_label(benchmark: str, config: str, metric: str) -> str:
+    """A group's x-axis label: ``benchmark/config`` on one line when short, else broken after the
+    slash, never inside a name (a name cut over two lines reads as two words), then ``(metric)``."""
+    joined = f"{benchmark}/{config}"
+    return (joined if len(joined) <= 18 else f"{benchmark}/\n{config}") + f"\n({metric})"
+
+
 def comparison_chart(points: list[dict], sources: list[str]) -> Any:
     """Grouped bars, one group per benchmark/config/metric, one bar per (source, split) (runs first,
     then published systems), the runs' CIs, dashed chance lines; None when there is nothing. Each
@@ -291,7 +298,7 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
         for g, group in enumerate(groups):
             members = [p for b in bars for p in points if _group(p) == group and (p["source"], p["split"]) == b]
             for k, p in enumerate(members):
-                x = g - 0.4 + width * (k + 0.5)
+                x = g + width * (k + 0.5 - len(members) / 2)  # centred on its group's label
                 err = None if not p.get("ci") else [[max(0.0, p["value"] - p["ci"][0])], [max(0.0, p["ci"][1] - p["value"])]]
                 several = len(splits[p["source"]]) > 1
                 name = f"{p['source']} · {p['split']}" if several else p["source"]
@@ -304,12 +311,12 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
         handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles))
         ax.set_xticks(np.arange(len(groups)),
-                      ["\n".join(textwrap.wrap(f"{b}/{c}", 18)) + f"\n({m})" for b, c, m in groups],
+                      [_tick_label(b, c, m) for b, c, m in groups],
                       rotation=0 if len(groups) <= 3 else 30, ha="center" if len(groups) <= 3 else "right")
         ax.set_ylabel("%")
         ax.set_ylim(0, 100)
         # under the chart (constrained layout keeps it clear of the axis labels), never over a bar
-        fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40)) for k in unique], loc="outside lower left",
+        fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40, break_long_words=False)) for k in unique], loc="outside lower left",
                    frameon=False, ncol=1 if len(unique) < 8 else 2)
         ax.set_title("headline metric per config")
     plt.close(fig)

@@ -27,13 +27,21 @@ if str(ROOT) not in sys.path:
 import gradio as gr  # noqa: E402
 
 from vlprobe.demo import benchmark as bench  # noqa: E402
-from vlprobe.demo import examples, results, settings  # noqa: E402
+from vlprobe.demo import display, examples, results, settings, uploads  # noqa: E402
 from vlprobe.demo import score as scoring  # noqa: E402
 from vlprobe.demo.models import preload_default_model  # noqa: E402
 from vlprobe.demo.settings import Settings, SpaceError  # noqa: E402
 
 SETTINGS = Settings(root=ROOT)
 EXAMPLE_DIR = Path(tempfile.mkdtemp(prefix="vlprobe-space-examples-"))
+# Uploads are read only from Gradio's upload folder and the gallery's own folder (Gradio refuses
+# other paths too; this is vlprobe's own check, see vlprobe.demo.uploads).
+UPLOAD_ROOTS = (gr.utils.get_upload_folder(), EXAMPLE_DIR)
+
+
+def checked_uploads(files, what):
+    """Each uploaded file's path, refused (one sentence) when it lies outside UPLOAD_ROOTS."""
+    return [None if f in (None, "") else uploads.upload_path(f, what, UPLOAD_ROOTS) for f in files]
 MAX_UPLOAD = f"{settings.max_upload_bytes() // (1024 * 1024)}mb"
 
 PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
@@ -41,30 +49,23 @@ PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
           "[BLA](https://aclanthology.org/2023.emnlp-main.356/) · "
           "[TraVLR](https://aclanthology.org/2023.eacl-main.242/)")
 
-CSS = """
-.verdict textarea, .verdict input { font-weight: 600; font-size: 1.05em; }
-.verdict-right textarea { background: #e6f4ea !important; color: #0b5d1e !important; border-left: 6px solid #2ca02c !important; }
-.verdict-wrong textarea { background: #fde8e8 !important; color: #8a1c1c !important; border-left: 6px solid #d62728 !important; }
-.verdict-mixed textarea { background: #fff4e0 !important; color: #7a4a00 !important; border-left: 6px solid #ff9f1c !important; }
-.verdict-error textarea { background: #f3f3f3 !important; color: #8a1c1c !important; border-left: 6px solid #888 !important; }
-/* image and chart labels sit above the picture, never on it */
+CSS = display.CSS + """
+.verdict { padding: 8px 12px; border-radius: 6px; border-left: 6px solid #d1d5db; background: #f9fafb; }
+.verdict p { margin: 0.2em 0; }
+.verdict p:first-child { font-weight: 600; font-size: 1.05em; }
+.verdict-right { background: #e6f4ea; color: #0b5d1e; border-left-color: #2ca02c; }
+.verdict-wrong { background: #fde8e8; color: #8a1c1c; border-left-color: #d62728; }
+.verdict-mixed { background: #fff4e0; color: #7a4a00; border-left-color: #ff9f1c; }
+.verdict-error { background: #f3f3f3; color: #8a1c1c; border-left-color: #888; }
+/* image labels sit above the picture, never on it */
 .labelled-image { height: auto !important; }
-.labelled-image img { max-height: 200px !important; object-fit: contain !important; }
+.labelled-image img { max-height: 240px !important; object-fit: contain !important; }
 .labelled-image [data-testid="block-label"] { position: static !important; margin-bottom: 4px; box-shadow: none; }
-.compact-table table { font-size: 0.9em; }
-.compact-table td, .compact-table th { padding: 2px 6px !important; }
 .gallery-row button { min-width: 0 !important; }
-.results-svg svg { max-width: 100%; height: auto; }
 /* an item with one image: no empty second slot */
 .second-image:not(:has(img)) { display: none !important; }
-.compact-table th, .compact-table td { word-break: normal !important; overflow-wrap: break-word !important; }
-.score-table td:nth-child(n+3), .score-table td:nth-child(n+3) * { white-space: nowrap !important; }
-@media (max-width: 640px) {
-  .compact-table table { table-layout: fixed !important; width: 100% !important; min-width: 0 !important; }
-  .compact-table th, .compact-table td { min-width: 0 !important; }
-  .compact-table th, .compact-table td, .compact-table th *, .compact-table td * { font-size: 11.5px !important; }
-  .compact-table td, .compact-table th { padding: 2px 3px !important; }
-}
+.chart-block .chart-svg svg { margin: 0 auto; }
+#item-caption code { overflow-wrap: anywhere; }
 """
 
 
@@ -74,7 +75,7 @@ SHOW_VERDICT = """async () => {
   await new Promise(r => setTimeout(r, 60));
   const el = document.querySelector('.verdict');
   if (!el) return;
-  const text = (el.querySelector('textarea') || {}).value || '';
+  const text = (el.innerText || '').trim();
   const kind = /^CORRECT/.test(text) ? 'right' : /^WRONG/.test(text) ? 'wrong'
              : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
   el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-error');
@@ -82,6 +83,35 @@ SHOW_VERDICT = """async () => {
   const r = el.getBoundingClientRect();
   if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
 }"""
+
+
+# Images get alt text (their block's label, and the uploaded file's name), and each upload zone its
+# own accessible name ("Upload Image 1"), rather than Gradio's shared "Drop Image Here".
+HEAD = """<script>
+(() => {
+  const label = b => ((b.querySelector('[data-testid="block-label"]') || {}).innerText || '').trim();
+  const fix = () => {
+    document.querySelectorAll('.labelled-image').forEach(b => {
+      const name = label(b);
+      if (!name) return;
+      b.querySelectorAll('img').forEach(img => {
+        if (!img.getAttribute('alt')) {
+          const file = decodeURIComponent((img.getAttribute('src') || '').split('/').pop().split('?')[0]);
+          img.setAttribute('alt', name + (file && !file.startsWith('data:') ? ': ' + file : ''));
+        }
+      });
+      b.querySelectorAll('button, [role=button], input[type=file]').forEach(el => {
+        if (!el.getAttribute('aria-label') && /drop|upload|click/i.test(el.innerText || el.type || '')) {
+          el.setAttribute('aria-label', 'Upload ' + name);
+        }
+      });
+    });
+    const v = document.querySelector('.verdict');
+    if (v && !v.getAttribute('role')) { v.setAttribute('role', 'status'); v.setAttribute('aria-live', 'polite'); }
+  };
+  new MutationObserver(fix).observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>"""
 
 
 def _message(err: Exception) -> str:
@@ -117,7 +147,6 @@ def placeholder(headers, text):
     return {"headers": headers, "data": [[text] + [""] * (len(headers) - 1)]}
 
 
-SCORE_WIDTHS = ["38%", "24%", "18%", "20%"]
 SCORES_EMPTY = placeholder(["text", "role", "score", "margin"], "score an item to see each text's score")
 METRICS_EMPTY = placeholder(["metric", "value", "CI low", "CI high", "chance"], "run a benchmark")
 TAGS_EMPTY = placeholder(["tag", "items"], "run a benchmark")
@@ -126,18 +155,48 @@ ITEM_EMPTY = placeholder(["text", "role", "score", "margin"], "run a benchmark, 
 RUNS_EMPTY = placeholder(["benchmark", "config", "split", "metric"], "load results files and press Compare")
 PAPERS_EMPTY = placeholder(["system", "source"], "no published numbers to show")
 
+# The page shows HTML tables (vlprobe.demo.display: they scroll sideways on a phone, nothing in them
+# breaks or is cut); the same tables also come back as data from the API (hidden Dataframes).
+LABELS = {"scores": "Scores", "metrics": "Metrics (%)", "tags": "Per tag (%)",
+          "browse": "Items, worst first (margin: lowest true score minus highest wrong score; 0 or less is a mistake)",
+          "item": "Item scores", "runs": "Runs (%)", "papers": "Beside the published numbers (%)"}
+
+
+def shown_table(key, headers, rows, **kw):
+    return display.html_table(headers, rows, label=LABELS[key], table_id=f"{key}-table", **kw)
+
+
+def empty_table(key, text):
+    return display.message_table(LABELS[key], text, table_id=f"{key}-table")
+
+
+SCORES_HTML = empty_table("scores", "score an item to see each text's score")
+METRICS_HTML = empty_table("metrics", "run a benchmark")
+TAGS_HTML = empty_table("tags", "run a benchmark to see its metrics per tag")
+BROWSE_HTML = empty_table("browse", "run a benchmark to list its items")
+ITEM_HTML = empty_table("item", "run a benchmark, then pick an item")
+RUNS_HTML = empty_table("runs", "load results files and press Compare")
+PAPERS_HTML = empty_table("papers", "no published numbers to show")
+SCORE_CHART_TEXT = ("Bar chart of the margins that decide the verdict: for each comparison, the true text's score "
+                    "minus the wrong one's; above 0 the model is right")
+
 
 # ---- Score ----------------------------------------------------------------------------------------
 
 def _score_failed(message):
-    return f"Cannot score: {message}", SCORES_EMPTY, "", None, None, None
+    return f"Cannot score: {message}", SCORES_EMPTY, "", None, "", None, SCORES_HTML
 
 
 @_inline_errors(_score_failed)
 def score(image_1, image_2, captions, foils, model):
-    """Score one item: (verdict, scores table, what a score is, differing words, margin chart, metrics)."""
+    """Score one item: (verdict, scores table, what a score is, differing words, margin chart, metrics,
+    the scores as the page shows them)."""
+    checked_uploads([image_1, image_2], "image")
     out = scoring.score(SETTINGS, image_1, image_2, captions, foils, model)
-    return out.verdict, _table(out.headers, out.table), out.note, out.highlights, out.chart, out.metrics
+    chart = display.svg(out.chart, f"{SCORE_CHART_TEXT}: " + "; ".join(
+        f"{label} {value:+.3f}" for label, value in scoring.comparisons(out.item, out.scores)), chart_id="margin-chart")
+    return (out.verdict, _table(out.headers, out.table), out.note, out.highlights, chart, out.metrics,
+            shown_table("scores", out.headers, out.table, prose=("text",), lists=("role",)))
 
 
 def gallery_example(index):
@@ -174,47 +233,77 @@ def list_splits(dataset, config):
 # ---- Benchmark ------------------------------------------------------------------------------------
 
 def _benchmark_failed(message):
-    return (f"⚠️ **Cannot run the benchmark:** {message}", None, METRICS_EMPTY, TAGS_EMPTY, BROWSE_EMPTY, None,
-            gr.skip())
+    return (f"⚠️ **Cannot run the benchmark:** {message}", "", METRICS_EMPTY, TAGS_EMPTY, BROWSE_EMPTY, None,
+            gr.skip(), METRICS_HTML, TAGS_HTML, BROWSE_HTML)
+
+
+def benchmark_running():
+    """Shown while a benchmark runs: the last run's message (an error, say) does not linger."""
+    return "Running the benchmark…"
 
 
 @_inline_errors(_benchmark_failed)
 def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progress=gr.Progress(track_tqdm=True)):
-    """Score the first N items of a config: summary, chart, metrics, per-tag table, items worst first."""
+    """Score the first N items of a config: summary, chart, metrics, per-tag table, items worst first
+    (and, last, the three tables as the page shows them)."""
     out = bench.run_benchmark(SETTINGS, dataset, config, split, model, n_items, ties, bootstrap,
                               progress=lambda frac, desc: progress(frac, desc=desc))
-    return (out.summary, out.chart, _table(out.metric_headers, out.metric_rows),
+    keys = [r[0] for r in out.metric_rows]
+    chart = display.svg(out.chart, "Bar chart of the metrics in %: " + "; ".join(
+        f"{r[0]} {r[1]}" + (f" (95% CI {r[2]} to {r[3]})" if r[2] else "") + (f", chance {r[4]}" if r[4] else "")
+        for r in out.metric_rows), chart_id="benchmark-chart") if keys else ""
+    return (out.summary, chart, _table(out.metric_headers, out.metric_rows),
             _table(out.tag_headers, out.tag_rows) if out.tag_rows else TAGS_EMPTY,
             _table(out.browse_headers, out.browse_rows),
-            out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True))
+            out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True),
+            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1),
+            shown_table("tags", out.tag_headers, out.tag_rows, decimals=1) if out.tag_rows else TAGS_HTML,
+            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True))
 
 
 def _item_failed(message):
-    return f"⚠️ {message}", gr.skip(), gr.skip(), gr.skip()
+    return f"⚠️ {message}", gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
 
 
 @_inline_errors(_item_failed)
 def show_item(outcome, rank):
-    """One benchmark item by rank (1 = worst mistake): description, its (first two) images, scores."""
+    """One benchmark item by rank (1 = worst mistake): description, its (first two) images, scores.
+    A rank out of range is refused in the description, the item shown before kept (and the rank
+    box set back to it)."""
+    n = len(outcome.order) if outcome is not None and outcome.items else 0
+    try:
+        r = float(rank)
+    except (TypeError, ValueError):
+        r = float("nan")
+    if n and not (1 <= r <= n and r == int(r)):
+        last = getattr(outcome, "shown_rank", 1)
+        return (f"⚠️ There is no item of rank {rank}: choose 1 to {n:,}. Still showing rank {last}: "
+                + getattr(outcome, "shown_caption", ""), gr.skip(), gr.skip(), gr.skip(), gr.skip(), last)
     images, headers, rows, caption = bench.browse_item(outcome, rank)
     if len(images) > 2:
         caption += f" (images 1-2 of {len(images)} shown)"
-    return caption, images[0], images[1] if len(images) > 1 else None, _table(headers, rows)
+    outcome.shown_rank, outcome.shown_caption = int(r), caption
+    return (caption, images[0], images[1] if len(images) > 1 else None, _table(headers, rows),
+            shown_table("item", headers, rows, prose=("text",), lists=("role",)), gr.skip())
 
 
 # ---- Results --------------------------------------------------------------------------------------
 
 def _results_failed(message):
-    return f"⚠️ **Cannot compare:** {message}", "", RUNS_EMPTY, PAPERS_EMPTY
+    return f"⚠️ **Cannot compare:** {message}", "", RUNS_EMPTY, PAPERS_EMPTY, RUNS_HTML, PAPERS_HTML
 
 
 @_inline_errors(_results_failed)
-def compare_results(files, include_papers, benchmark):
-    """Results files side by side, beside the papers' published numbers, with a chart."""
-    out = results.compare_results(files, include_papers, benchmark)
-    chart = "" if out.chart is None else f'<div class="results-svg">{results.chart_svg(out.chart)}</div>'
+def compare_results(files, include_papers, benchmark, names=""):
+    """Results files side by side, beside the papers' published numbers, with a chart. ``names``:
+    the runs' names, one per line in the files' order (optional)."""
+    checked_uploads(files or [], "results file")
+    out = results.compare_results(files, include_papers, benchmark, names or "")
+    chart = "" if out.chart is None else results.chart_svg(out.chart)
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
-            _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY)
+            _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY,
+            shown_table("runs", out.headers, out.rows, decimals=1) if out.rows else RUNS_HTML,
+            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1) if out.paper_rows else PAPERS_HTML)
 
 
 # ---- the page -------------------------------------------------------------------------------------
@@ -271,13 +360,13 @@ def build_demo() -> gr.Blocks:
                         ex_button = gr.Button("Load this item")
                         ex_status = gr.Markdown()
                 with gr.Column(scale=1, min_width=300):
-                    verdict = gr.Textbox(label="Verdict", interactive=False, lines=2,
-                                         elem_classes=["verdict"], placeholder="the verdict appears here")
-                    scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, wrap=True, column_widths=SCORE_WIDTHS,
-                                          elem_id="scores", elem_classes=["compact-table", "score-table"])
+                    # plain text, not a disabled box, so screen readers read it (role=status, see HEAD)
+                    verdict = gr.Markdown("The verdict appears here.", elem_classes=["verdict"], elem_id="verdict")
+                    scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, visible=False)
+                    scores_html = gr.HTML(SCORES_HTML)
                     score_note = gr.Markdown()
-                    chart = gr.Plot(label="What decides the verdict: the margins", format="png", show_label=True,
-                                    elem_classes=["labelled-image"])
+                    gr.Markdown("**What decides the verdict: the margins**")
+                    chart = gr.HTML(elem_classes=["chart-block"])
                     diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,
                                               show_legend=False, combine_adjacent=True)
                     with gr.Accordion("Every metric value for this item", open=False):
@@ -285,7 +374,7 @@ def build_demo() -> gr.Blocks:
                     with gr.Accordion("About the default model (its card)", open=False):
                         gr.Markdown(model_card_text())
             inputs = [image_1, image_2, captions, foils, model]
-            outputs = [verdict, scores, score_note, diff, chart, item_metrics]
+            outputs = [verdict, scores, score_note, diff, chart, item_metrics, scores_html]
             score_button.click(score, inputs, outputs, api_name="score", concurrency_limit=2, concurrency_id="score",
                                preprocess=False).then(None, js=SHOW_VERDICT)  # uploads are checked by vlprobe
             for k, button in enumerate(gallery):
@@ -301,14 +390,15 @@ def build_demo() -> gr.Blocks:
         with gr.Tab("Benchmark"):
             if not offered:
                 gr.Markdown("No dataset is built on this Space yet, so there is nothing to benchmark here.")
+            # min_width 220: on a phone each box gets its own line, its value not cut under the arrow
             with gr.Row():
                 b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", value=offered[0] if offered else None,
-                                        allow_custom_value=custom_datasets)
-                b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
-                b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True)
+                                        allow_custom_value=custom_datasets, min_width=220)
+                b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True, min_width=220)
+                b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True, min_width=220)
             with gr.Row():
                 b_model = gr.Dropdown(choices=settings.model_choices(), value=settings.DEFAULT_MODEL, label="Model",
-                                      allow_custom_value=custom_models, info=model_info)
+                                      allow_custom_value=custom_models, info=model_info, min_width=220)
                 b_items = gr.Slider(1, settings.max_items(), value=min(100, settings.max_items()), step=1,
                                     label="Items (the first N rows)")
                 b_ties = gr.Radio(["strict", "half", "lenient"], value="strict", label="A tie counts as",
@@ -316,43 +406,46 @@ def build_demo() -> gr.Blocks:
                 b_boot = gr.Number(value=200, precision=0, minimum=0, maximum=settings.MAX_BOOTSTRAP,
                                    label="Bootstrap resamples", info="for the 95% confidence intervals; 0: none")
             b_button = gr.Button("Run benchmark", variant="primary")
-            b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.")
+            b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.",
+                                    elem_id="bench-summary")
             with gr.Row():
-                b_chart = gr.Plot(label="Metrics (bars: 95% CI; dashed: chance)", format="png",
-                                  elem_classes=["labelled-image"])
-                with gr.Column():
-                    b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False,
-                                             elem_classes=["compact-table"])
-                    b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False,
-                                          elem_classes=["compact-table"])
-            b_browse = gr.Dataframe(BROWSE_EMPTY, column_widths=["12%", "14%", "44%", "16%", "14%"], label="Items, worst first (margin: lowest true score minus highest wrong "
-                                          "score; 0 or less is a mistake)", interactive=False, max_height=320,
-                                    wrap=True, elem_classes=["compact-table"])
+                with gr.Column(min_width=300):
+                    gr.Markdown("**Metrics** (bars: 95% CI; dashed: chance)")
+                    b_chart = gr.HTML(elem_classes=["chart-block"])
+                with gr.Column(min_width=300):
+                    b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False, visible=False)
+                    b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False, visible=False)
+                    b_metrics_html = gr.HTML(METRICS_HTML)
+                    b_tags_html = gr.HTML(TAGS_HTML)
+            b_browse = gr.Dataframe(BROWSE_EMPTY, interactive=False, visible=False)
+            b_browse_html = gr.HTML(BROWSE_HTML)
             b_state = gr.State()
             with gr.Row():
                 with gr.Column(scale=1, min_width=300):
                     b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)", elem_id="item-rank")
-                    b_caption = gr.Markdown()
-                    b_item_scores = gr.Dataframe(ITEM_EMPTY, label="Item scores", interactive=False, wrap=True,
-                                                 column_widths=SCORE_WIDTHS,
-                                                 elem_classes=["compact-table", "score-table"])
+                    b_caption = gr.Markdown(elem_id="item-caption")
+                    b_item_scores = gr.Dataframe(ITEM_EMPTY, label="Item scores", interactive=False, visible=False)
+                    b_item_html = gr.HTML(ITEM_HTML)
                 with gr.Column(scale=1, min_width=300):
                     with gr.Row():
                         b_image_1 = gr.Image(label="Item image 1", interactive=False, height=240, elem_id="item-image-1",
                                              elem_classes=["labelled-image"], min_width=120)
                         b_image_2 = gr.Image(label="Item image 2", interactive=False, height=240,
                                              elem_classes=["labelled-image", "second-image"], min_width=120)
-            item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores]
+            item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores, b_item_html, b_rank]
             b_dataset.change(list_configs, b_dataset, b_config, api_visibility="private")
             b_config.change(list_splits, [b_dataset, b_config], b_split, api_visibility="private")
-            b_button.click(run_benchmark, [b_dataset, b_config, b_split, b_model, b_items, b_ties, b_boot],
-                           [b_summary, b_chart, b_metrics, b_tags, b_browse, b_state, b_rank],
-                           api_name="run_benchmark", concurrency_limit=1, concurrency_id="benchmark").success(
+            b_button.click(benchmark_running, None, b_summary, queue=False, api_visibility="private").then(
+                run_benchmark, [b_dataset, b_config, b_split, b_model, b_items, b_ties, b_boot],
+                [b_summary, b_chart, b_metrics, b_tags, b_browse, b_state, b_rank, b_metrics_html, b_tags_html,
+                 b_browse_html], api_name="run_benchmark", concurrency_limit=1, concurrency_id="benchmark").success(
                 show_item, [b_state, b_rank], item_outputs, api_name="show_first_item", api_visibility="private")
+            # preprocess=False: a rank out of range reaches show_item, which refuses it in words and keeps
+            # the item shown (Gradio's own check would turn every output into an 'Error' badge)
             b_rank.release(show_item, [b_state, b_rank], item_outputs, api_name="show_item",
-                           concurrency_limit=4, concurrency_id="browse")
+                           concurrency_limit=4, concurrency_id="browse", preprocess=False)
             b_rank.input(show_item, [b_state, b_rank], item_outputs, api_name="show_typed_item", api_visibility="private",
-                         concurrency_limit=4, concurrency_id="browse", trigger_mode="always_last")
+                         concurrency_limit=4, concurrency_id="browse", trigger_mode="always_last", preprocess=False)
             demo.load(list_configs, b_dataset, b_config, api_visibility="private")
 
         with gr.Tab("Results"):
@@ -366,15 +459,22 @@ def build_demo() -> gr.Blocks:
                     r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
                     r_bench = gr.Dropdown(["auto", "valse", "winoground", "bla"], value="auto",
                                           label="Papers' benchmark", info="auto: the first loaded benchmark with a paper")
+                    r_names = gr.Textbox("", label="Run names (optional)", lines=2, elem_id="run-names",
+                                         info="one per line, in the order of the files; else each run is named "
+                                              "by its file, its folder or its model and dataset")
                     r_button = gr.Button("Compare", variant="primary")
             r_note = gr.Markdown("Load files and press **Compare**, or press it alone to see the papers' numbers.")
-            r_plot = gr.HTML(label="Headline metric per config and split", elem_id="results-chart")
-            r_table = gr.Dataframe(RUNS_EMPTY, label="Runs (%)", interactive=False, wrap=True,
-                                   elem_classes=["compact-table"])
+            r_plot = gr.HTML(label="Headline metric per config and split", elem_id="results-chart",
+                             elem_classes=["chart-block"])
+            r_table = gr.Dataframe(RUNS_EMPTY, label="Runs (%)", interactive=False, visible=False)
             r_paper = gr.Dataframe(PAPERS_EMPTY, label="Beside the published numbers (%)", interactive=False,
-                                   wrap=True, elem_classes=["compact-table"])
-            r_button.click(compare_results, [r_files, r_papers, r_bench], [r_note, r_plot, r_table, r_paper],
-                           api_name="compare_results", concurrency_limit=2, concurrency_id="results")
+                                   visible=False)
+            r_table_html = gr.HTML(RUNS_HTML)
+            r_paper_html = gr.HTML(PAPERS_HTML)
+            r_button.click(lambda: "Comparing…", None, r_note, queue=False, api_visibility="private").then(
+                compare_results, [r_files, r_papers, r_bench, r_names],
+                [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html],
+                api_name="compare_results", concurrency_limit=2, concurrency_id="results")
     return demo
 
 
@@ -382,7 +482,11 @@ demo = build_demo()
 # One queue for the page; each kind of work has its own concurrency group (concurrency_id above), so a
 # long benchmark (limit 1) never holds back scoring (limit 2).
 demo.queue(max_size=64, default_concurrency_limit=2)
-LAUNCH = {"theme": gr.themes.Soft(), "css": CSS, "max_file_size": MAX_UPLOAD, "show_error": False}
+# Help text darker than the theme's #9ca3af (2.5:1 on white): #4b5563 is 7.6:1 (WCAG AA needs 4.5:1);
+# labels indigo-700 on their indigo-100 chip (the theme's indigo-500 is 3.6:1).
+THEME = gr.themes.Soft().set(block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db",
+                             block_title_text_color="*primary_700", block_label_text_color="*primary_700")
+LAUNCH = {"theme": THEME, "css": CSS, "head": HEAD, "max_file_size": MAX_UPLOAD, "show_error": False}
 
 if __name__ == "__main__":
     problem = preload_default_model(SETTINGS)  # the first person to score should not wait for it

@@ -124,7 +124,7 @@ def _scores(table):
 
 def test_score_pairwise_item_gives_the_models_scores_and_verdict(client, images, tiny_clip_path, clip_logits):
     texts = ["a red square", "a blue square"]
-    verdict, table, note, diff, chart, metrics = client.predict(
+    verdict, table, note, diff, chart, metrics, *_ = client.predict(
         handle_file(str(images[0])), None, texts[0], texts[1], str(tiny_clip_path), api_name="/score")
     expected = clip_logits([images[0]], texts)[0]
     assert table["headers"] == ["text", "role", "score", "margin"]
@@ -146,7 +146,7 @@ def test_score_pairwise_item_gives_the_models_scores_and_verdict(client, images,
 
 def test_score_two_images_is_a_group_item(client, images, tiny_clip_path, clip_logits):
     captions = ["a red ball left of a box", "a box left of a red ball"]
-    verdict, table, _, diff, _, metrics = client.predict(
+    verdict, table, _, diff, _, metrics, *_ = client.predict(
         handle_file(str(images[0])), handle_file(str(images[1])), "\n".join(captions), "", str(tiny_clip_path),
         api_name="/score")
     S = clip_logits(images, captions)
@@ -161,7 +161,7 @@ def test_score_two_images_is_a_group_item(client, images, tiny_clip_path, clip_l
 
 def test_score_several_captions_and_foils_is_a_set_item(client, images, tiny_clip_path, clip_logits):
     caps, foils = ["a red square", "the square is red"], ["a blue square", "the square is blue"]
-    verdict, table, _, _, _, metrics = client.predict(
+    verdict, table, _, _, _, metrics, *_ = client.predict(
         handle_file(str(images[0])), None, "\n".join(caps), "\n".join(foils), str(tiny_clip_path), api_name="/score")
     S = clip_logits([images[0]], caps + foils)[0]
     np.testing.assert_allclose(_scores(table), S, atol=1e-3 * max(1.0, float(np.abs(S).max())))
@@ -343,7 +343,7 @@ def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_cli
     from vlprobe.metric import compute
     from vlprobe.scorers.loading import load_scorer
 
-    summary, chart, metrics, per_tag, browse, rank = client.predict(
+    summary, chart, metrics, per_tag, browse, rank, *_ = client.predict(
         str(travlr_folder), "spatiality", "test_ind", str(tiny_clip_path), 4, "half", 40,
         api_name="/run_benchmark")
     items = examples.load_items(Settings(Path.cwd()), str(travlr_folder), "spatiality", "test_ind", limit=4)
@@ -362,12 +362,17 @@ def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_cli
     assert gaps == sorted(gaps) and len(gaps) == 4  # worst mistakes first
     assert [r[0] for r in browse["data"]] == [1, 2, 3, 4]
     # browsing: the run's items stay in the session; rank 1 is the worst one
-    caption, image_1, image_2, item_scores = client.predict(1, api_name="/show_item")
+    caption, image_1, image_2, item_scores, *_ = client.predict(1, api_name="/show_item")
     worst = browse["data"][0][4]
     assert f"item `{worst}`" in caption and Path(image_1).is_file() and image_2 is None
     k = next(i for i, item in enumerate(items) if item.id == worst)
     np.testing.assert_allclose(_scores(item_scores), run.scores[k].ravel(), atol=1e-3 * max(1.0, float(np.abs(run.scores[k]).max())))
-    assert "maximum value 4" in _error(client, 9, api_name="/show_item")  # the slider's own bound
+    # a rank out of range (typed in the rank box) is refused in words; the item shown is kept, and the
+    # rank box is set back to it (Gradio's own bound check turned every output into an 'Error' badge)
+    for bad in (9, 0):
+        out = client.predict(bad, api_name="/show_item")
+        assert out[0].startswith(f"⚠️ There is no item of rank {bad}: choose 1 to 4. Still showing rank 1: Rank 1 of 4")
+        assert out[-1] == 1
 
 
 def test_benchmark_errors(client, travlr_folder, tiny_clip_path, monkeypatch):
@@ -408,7 +413,7 @@ def test_compare_results_files_and_papers(client, tmp_path):
 
     a = _results_json(tmp_path / "a.json", "/models/mini-clip", 0.75, [0.7, 0.8])
     b = _results_json(tmp_path / "b.json", "org/other-clip", 0.6)
-    note, plot, table, papers = client.predict([handle_file(str(a)), handle_file(str(b))], True, "auto",
+    note, plot, table, papers, *_ = client.predict([handle_file(str(a)), handle_file(str(b))], True, "auto",
                                                api_name="/compare_results")
     # runs are named by their files
     assert table["headers"] == ["benchmark", "config", "split", "metric", "a", "b", "chance"]
@@ -425,13 +430,13 @@ def test_compare_results_files_and_papers(client, tmp_path):
 
 
 def test_compare_results_papers_alone_and_synthetic_runs(client, tmp_path):
-    note, plot, _, papers = client.predict(None, True, "winoground", api_name="/compare_results")
+    note, plot, _, papers, *_ = client.predict(None, True, "winoground", api_name="/compare_results")
     systems = [r[0] for r in papers["data"]]
     assert "CLIP (ViT-B/32)" in systems and papers["headers"][2:] == ["winoground text", "winoground image",
                                                                          "winoground group"]
     assert plot is not None
     syn = _results_json(tmp_path / "syn.json", "mini-clip", 0.9, config="spatial_swap", benchmark="winoground_style")
-    note, _, table, papers = client.predict([handle_file(str(syn))], True, "auto", api_name="/compare_results")
+    note, _, table, papers, *_ = client.predict([handle_file(str(syn))], True, "auto", api_name="/compare_results")
     assert table["data"][0][:2] == ["winoground_style", "spatial_swap"] and papers["data"] == [["no published numbers to show", ""]]
     assert "none of the loaded runs" in note
 

@@ -17,7 +17,7 @@ from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def items_shape(items: Sequence[Any]) -> str:
@@ -72,21 +72,24 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
 
 def chart(split: Any, keys: Sequence[str]) -> Any:
     """A matplotlib figure of the shown metrics (CI error bars, dashed chance lines), drawn by
-    vlprobe.results' one bar chart."""
-    import dataclasses
-
+    vlprobe.results' one bar chart, its text at the page's chart size, as wide as its bars need."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..results import plot_split
+    from ..results import bar_chart
+    from .display import chart_rc
 
-    keep = set(keys) | {"n_items", "n_ties", "chance", "ci", "support"}
-    shown = dataclasses.replace(split, metrics={k: v for k, v in split.metrics.items() if k in keep})
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(keys) + 2.0), 3.4), dpi=100)
-    plot_split(ax, shown)
-    fig.tight_layout()
+    m = split.metrics
+    ci, chance = m.get("ci") or {}, m.get("chance") or {}
+    with matplotlib.rc_context(chart_rc()):
+        fig, ax = plt.subplots(figsize=(min(4.5, 2.2 + 0.6 * len(keys)), 4.0), dpi=100, layout="constrained")
+        bar_chart(ax, list(keys), [m[k] for k in keys], ci=[ci.get(k) for k in keys] if ci else None,
+                  chance=[chance.get(k) for k in keys])
+        ax.set_title(f"{split.name} (n={m.get('n_items', len(split.items)):,})")
+        # the legend under the axes (constrained layout keeps it clear of the labels), never over a bar
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
     plt.close(fig)
     return fig
 

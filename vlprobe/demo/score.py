@@ -31,9 +31,9 @@ def load_upload(path: Any, label: str = "image") -> Any:
     if isinstance(path, Image.Image):
         image = path
     else:
-        if isinstance(path, dict):  # gradio FileData-like
-            path = path.get("path") or path.get("name")
-        p = Path(str(path))
+        from .uploads import upload_path
+
+        p = upload_path(path, label)  # gradio FileData-like, or a path
         if not p.is_file():
             raise SpaceError(f"{label}: the uploaded file is missing on the server; upload it again")
         size, limit = p.stat().st_size, max_upload_bytes()
@@ -135,9 +135,14 @@ def verdict_kind(shape: str, result: dict) -> str:
     return "wrong" if result.get("set_error") == 1 else "mixed"
 
 
-def verdict_text(shape: str, result: dict) -> str:
-    """One line for the page, from the metric's result on the single item."""
+def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarray | None = None) -> str:
+    """One line for the page, from the metric's result on the single item; for a group item with
+    its scores, which comparisons failed (ties count as failed, as the metric counts them)."""
     line = _verdict(shape, result)
+    if shape == "group" and item is not None and S is not None and verdict_kind(shape, result) != "right":
+        failed = failed_comparisons(item, np.asarray(S, dtype=np.float64))
+        total = len(comparisons(item, S))
+        line += f". Failed: {'; '.join(failed)} ({total - len(failed)} of {total} comparisons right)"
     ties = int(result.get("n_ties") or 0)
     if ties:
         line += f"; {ties} tied comparison{'s' if ties > 1 else ''} counted as wrong"
@@ -152,8 +157,11 @@ def _verdict(shape: str, result: dict) -> str:
     if shape == "group":
         parts = {k: result.get(k) for k in ("text", "image", "group")}
         head = {"right": "CORRECT: each image prefers its own caption and each caption its own image",
-                "mixed": "PARTLY RIGHT: only one direction is right",
-                "wrong": "WRONG: neither captions nor images are matched right"}[verdict_kind(shape, result)]
+                "mixed": ("PARTLY RIGHT: each image prefers its own caption, but not each caption its own image"
+                          if result.get("text") == 1 else
+                          "PARTLY RIGHT: each caption prefers its own image, but not each image its own caption"),
+                "wrong": ("WRONG: not every image prefers its own caption (text), and not every caption "
+                          "its own image (image)")}[verdict_kind(shape, result)]
         marks = ", ".join(f"{k} {'✓' if v == 1 else '✗'}" for k, v in parts.items() if v is not None)
         return f"{head} (group, Winoground: {marks})"
     kind = verdict_kind(shape, result)
@@ -235,6 +243,23 @@ def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
     return out
 
 
+def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
+    """The comparisons of a group item the model gets wrong, in words: "image 1 prefers caption 2"
+    (a row: the image scores that text at least as high as its own caption), "caption 2 prefers
+    image 1" (a column: the caption scores with the other image at least as high)."""
+    G = np.asarray(item.gold, dtype=bool)
+    own = {int(np.flatnonzero(G[:, j])[0]): j for j in range(item.n) if G[:, j].any()}  # image -> its caption
+    name = {j: f"caption {j + 1}" if G[:, j].any() else f"foil “{item.texts[j]}”" for j in range(item.n)}
+    out = []
+    for i in range(item.m):
+        if G[i].any():
+            low = S[i, G[i]].min()
+            out += [f"image {i + 1} prefers {name[j]}" for j in np.flatnonzero(~G[i]) if S[i, j] >= low]
+    for i, j in own.items():
+        out += [f"caption {j + 1} prefers image {k + 1}" for k in range(item.m) if k != i and S[k, j] >= S[i, j]]
+    return out
+
+
 def table(item: Any, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows): text, role, score (3 decimals), margin for foils (the row's lowest caption
     score minus the foil's); with two images the role names the image ("foil, image 2"); a
@@ -254,29 +279,70 @@ def table(item: Any, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str]
 
 
 def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
-    """Horizontal bars of the margins (green above 0: right; red: wrong), the texts wrapped."""
+    """Horizontal bars of the margins (green above 0: right; red: wrong), each under its own
+    wrapped label (full width, so a long text never squeezes the bars or the axis title); the
+    figure grows with the number of lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.transforms import blended_transform_factory
 
-    labels = ["\n".join(textwrap.wrap(label, 32)) for label, _ in points]
-    values = np.array([v for _, v in points])
-    lines = sum(label.count("\n") + 1 for label in labels)
-    fig, ax = plt.subplots(figsize=(4.8, 0.9 + 0.32 * lines + 0.2 * len(points)), dpi=110)
-    y = np.arange(len(points))[::-1]
-    ax.barh(y, values, color=["#2ca02c" if v > 0 else "#d62728" for v in values], height=0.6)
-    ax.axvline(0, color="black", linewidth=1)
-    ax.set_yticks(y, labels, fontsize=9)
-    span = max(1e-6, float(np.abs(values).max()))
-    ax.set_xlim(-1.45 * span, 1.45 * span)
-    for yy, v in zip(y, values):
-        ax.text(v, yy, f" {v:+.3f} ", va="center", ha="left" if v >= 0 else "right", fontsize=8)
-    ax.set_xlabel("margin: true score − wrong score (above 0: right)", fontsize=8)
-    ax.tick_params(axis="x", labelsize=8)
-    fig.tight_layout()
+    from .display import chart_rc
+
+    values = np.array([v for _, v in points], dtype=float)
+    wrapped = [textwrap.wrap(label, 36) or [""] for label, _ in points]
+    line = 1.0  # one text line, in data units; a bar is 1 unit high
+    total = sum(len(w) * line + 1.8 for w in wrapped)
+    with matplotlib.rc_context(chart_rc()):
+        fig, ax = plt.subplots(figsize=(4.5, 0.9 + 0.24 * total), dpi=100)
+        where = blended_transform_factory(ax.transAxes, ax.transData)
+        y = 0.0
+        span = max(1e-6, float(np.abs(values).max()))
+        for lines, v in zip(wrapped, values):
+            ax.text(0.0, y, "\n".join(lines), va="top", ha="left", transform=where, linespacing=1.15,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})  # the zero line stays behind
+            y_bar = y - len(lines) * line - 0.75
+            ax.barh([y_bar], [v], height=0.8, color="#2ca02c" if v > 0 else "#d62728")
+            ax.text(v, y_bar, f" {v:+.3f} ", va="center", ha="left" if v >= 0 else "right")
+            y = y_bar - 1.05
+        ax.axvline(0, color="black", linewidth=1)
+        ax.set_ylim(y + 0.6, 0.15)
+        ax.set_xlim(-1.8 * span, 1.8 * span)
+        ax.set_yticks([])
+        for side in ("left", "right", "top"):
+            ax.spines[side].set_visible(False)
+        ax.set_xlabel("margin: true score − wrong score\n(above 0: right)")
+        fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def unknown_words(scorer: Any, texts: Sequence[str]) -> list[str]:
+    """The words of ``texts`` the scorer's tokenizer reads only as its unknown token (a word-level
+    vocabulary such as the shipped mini-clip's): texts differing only in such words score alike."""
+    tok = getattr(scorer, "tokenizer", None)
+    unk = getattr(tok, "unk_token_id", None)
+    if tok is None or unk is None:
+        return []
+    words = list(dict.fromkeys(w.strip(".,;:!?\"'()").lower() for t in texts for w in t.split()))
+    out = []
+    for w in (w for w in words if w):
+        try:
+            ids = tok(w, add_special_tokens=False)["input_ids"]
+        except Exception:  # noqa: BLE001  (a tokenizer that cannot say: no note)
+            return []
+        if unk in ids:
+            out.append(w)
+    return out
+
+
+def unknown_note(words: Sequence[str]) -> str:
+    if not words:
+        return ""
+    shown = ", ".join(f"“{w}”" for w in words[:8]) + (f" and {len(words) - 8} more" if len(words) > 8 else "")
+    return (f"Note: this model does not know {shown}: it reads each as the same unknown word, so texts that "
+            "differ only there get the same score.")
 
 
 @dataclass
@@ -291,6 +357,7 @@ class ScoreOutcome:
     metrics: dict
     scores: np.ndarray
     note: str
+    item: Item | None = None
 
 
 def run_engine(scorer: Any, items: Sequence[Item], **kw: Any) -> Any:
@@ -339,7 +406,12 @@ def score(settings: Settings, image_1: Any, image_2: Any, captions: str, foils: 
     shape = item_shape(item.m, int(item.gold.sum()), item.n)
     headers, rows = table(item, S, probs)
     note = SCORE_NOTE + (" Probability: the model's own probability that the text matches." if probs is not None else "")
-    return ScoreOutcome(shape=shape, kind=verdict_kind(shape, metrics), verdict=verdict_text(shape, metrics),
+    verdict = verdict_text(shape, metrics, item, S)
+    note_unknown = unknown_note(unknown_words(scorer, item.texts))
+    if note_unknown:
+        verdict += "\n\n" + note_unknown
+    return ScoreOutcome(shape=shape, kind=verdict_kind(shape, metrics), verdict=verdict,
                         headers=headers, table=rows, chart=margin_chart(comparisons(item, S)),
-                        highlights=highlight(request), metrics=plain(metrics), scores=S, note=note)
+                        highlights=highlight(request), metrics=plain(metrics), scores=S, note=note,
+                        item=item)
 

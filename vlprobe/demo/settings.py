@@ -98,7 +98,7 @@ def limits_text() -> str:
     """The limits, said before anyone hits them."""
     return (f"Up to {MAX_TEXTS} texts per item, {MAX_TEXT_CHARS} characters each; images up to "
             f"{max_upload_bytes() // (1024 * 1024)} MB and {MAX_PIXELS // 1_000_000} megapixels; "
-            f"benchmarks of up to {max_items()} items.")
+            f"benchmarks of up to {max_items():,} items.")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,197 @@
+"""The Space's display pieces without a browser: run names, uploaded file names, the group verdict's
+words, the unknown-word note, HTML tables and SVG charts (see test_browser_space.py for the page)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vlprobe.demo import display, results, settings, uploads
+from vlprobe.demo import score as scoring
+from vlprobe.demo.settings import SpaceError
+from vlprobe.items import Item
+
+HASH = re.compile(r"[0-9a-f]{16,}")
+
+
+def _results_doc(model="models/mini-clip", dataset="travlr", created="2026-11-20T10:00:00"):
+    return {"format": "vlprobe-results/1",
+            "provenance": {"model": {"model_id": model}, "settings": {}, "created": created},
+            "results": [{"benchmark": dataset, "dataset": dataset, "config": "spatiality", "split": "test_ind",
+                         "metrics": {"acc_r": 0.5, "n_items": 10, "chance": {"acc_r": 0.5}}}]}
+
+
+def _upload(tmp_path, folder, doc, name="results.json"):
+    """A file as Gradio stores an upload: <upload folder>/<64 hex digits>/<the visitor's name>."""
+    path = tmp_path / folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return str(path)
+
+
+def test_two_uploaded_results_json_get_short_distinct_names_not_hashes(tmp_path):
+    a = _upload(tmp_path, "a" * 64, _results_doc("models/mini-clip"))
+    b = _upload(tmp_path, "b" * 64, _results_doc("openai/clip-vit-base-patch32"))
+    out = results.compare_results([a, b], include_papers=False)
+    names = out.headers[4:-1]
+    assert names == ["mini-clip · travlr", "clip-vit-base-patch32 · travlr"], names
+    for text in [out.note, *out.headers, *(p["source"] for p in out.points)]:
+        assert not HASH.search(text), text
+
+
+def test_same_model_and_dataset_runs_are_told_apart_and_typed_names_win(tmp_path):
+    a = _upload(tmp_path, "c" * 64, _results_doc(created="2026-11-20T10:00:00"))
+    b = _upload(tmp_path, "d" * 64, _results_doc(created="2026-11-21T09:30:00"))
+    names = results.compare_results([a, b], include_papers=False).headers[4:-1]
+    assert len(set(names)) == 2 and all(len(n) <= results.MAX_LABEL for n in names), names
+    assert all("mini-clip" in n for n in names) and not any(HASH.search(n) for n in names)
+    typed = results.compare_results([a, b], include_papers=False, names="baseline\nfine-tuned").headers[4:-1]
+    assert typed == ["baseline", "fine-tuned"]
+    same = results.compare_results([a, a], include_papers=False, names="x\nx").headers[4:-1]
+    assert same == ["x (1)", "x (2)"]
+    # a folder with a meaning names its results.json; a file's own name wins
+    c = _upload(tmp_path, "runs/clip-b32-valse", _results_doc())
+    d = _upload(tmp_path, "e" * 64, _results_doc(), name="my_run.json")
+    assert results.compare_results([c, d], include_papers=False).headers[4:-1] == ["clip-b32-valse", "my_run"]
+    long = results.compare_results([a], include_papers=False, names="a" * 80).headers[4]
+    assert len(long) == results.MAX_LABEL and "…" in long
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("../../etc/passwd", "passwd"), ("/etc/passwd", "passwd"), ("a\\b\\c.json", "c.json"),
+    ("..", "upload"), (".", "upload"), ("", "upload"), ("re\x00sults.json", "results.json"),
+    ("dir/../..", "upload"), ("results.json", "results.json"), ("a\nb.json", "ab.json"),
+])
+def test_uploaded_names_never_become_paths(name, shown, tmp_path):
+    got = uploads.safe_name(name)
+    assert got == shown
+    assert "/" not in got and "\\" not in got and "\x00" not in got and got not in (".", "..")
+    assert (tmp_path / got).resolve().parent == tmp_path.resolve()  # always a file directly in its folder
+
+
+def test_upload_paths_outside_the_upload_folders_are_refused(tmp_path):
+    root = tmp_path / "gradio"
+    inside = root / ("f" * 64) / "results.json"
+    inside.parent.mkdir(parents=True)
+    inside.write_text("{}")
+    outside = tmp_path / "secret.json"
+    outside.write_text("{}")
+    assert uploads.upload_path({"path": str(inside)}, "results file", [root]) == inside
+    for bad in (str(outside), str(root / ".." / "secret.json"), str(root / ("f" * 64) / ".." / ".." / "secret.json")):
+        with pytest.raises(SpaceError, match="was not uploaded to this page"):
+            uploads.upload_path({"path": bad}, "results file", [root])
+    link = root / "link.json"
+    link.symlink_to(outside)
+    with pytest.raises(SpaceError, match="was not uploaded to this page"):
+        uploads.upload_path(str(link), "image 1", [root])
+    with pytest.raises(SpaceError, match="not a valid file name"):
+        uploads.upload_path(str(inside) + "\x00.png", "image 1", [root])
+
+
+def test_the_app_refuses_uploads_outside_its_folders(repo_root, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vlprobe_space_app_uploads", repo_root / "space" / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    elsewhere = _upload(tmp_path, "x", _results_doc())
+    note, *_ = app.compare_results([{"path": elsewhere}], False, "auto", "")
+    assert note.startswith("⚠️ **Cannot compare:** results file 'results.json' was not uploaded to this page")
+    verdict, *_ = app.score({"path": "/etc/passwd"}, None, "a cat", "a dog", None)
+    assert verdict == "Cannot score: image 'passwd' was not uploaded to this page; upload it again"
+
+
+def _group_item():
+    return Item(id="g", images=(None, None), texts=("c1", "c2"), gold=np.eye(2, dtype=bool))
+
+
+def test_the_group_verdict_names_the_comparisons_that_failed():
+    from vlprobe.metric import compute
+
+    item = _group_item()
+    # rows: image 1 prefers c1 (right), image 2 prefers c1 (wrong); columns: c1 prefers image 2 (wrong)
+    S = np.array([[3.0, 1.0], [4.0, 2.0]])
+    result = compute([S], [item.gold.astype(int)], ties="strict")
+    line = scoring.verdict_text("group", result, item, S)
+    assert line.startswith("WRONG: not every image prefers its own caption (text), and not every caption its own image")
+    assert "Failed: image 2 prefers caption 1; caption 1 prefers image 2 (2 of 4 comparisons right)" in line
+    assert "neither" not in line
+    S = np.array([[3.0, 1.0], [4.0, 5.0]])  # text right; caption 1 prefers image 2
+    result = compute([S], [item.gold.astype(int)], ties="strict")
+    line = scoring.verdict_text("group", result, item, S)
+    assert line.startswith("PARTLY RIGHT: each image prefers its own caption, but not each caption its own image")
+    assert line.endswith("Failed: caption 1 prefers image 2 (3 of 4 comparisons right)")
+
+
+def test_words_outside_the_shipped_models_vocabulary_are_named_next_to_the_verdict(repo_root):
+    from transformers import AutoTokenizer
+
+    shipped = repo_root / settings.DEFAULT_MODEL
+    if not (shipped / "tokenizer.json").is_file():
+        pytest.skip("the shipped model is not in this checkout")
+
+    class Scorer:
+        tokenizer = AutoTokenizer.from_pretrained(shipped)
+
+    words = scoring.unknown_words(Scorer(), ["a red circle and a zebra", "a red circle and a giraffe."])
+    assert words == ["zebra", "giraffe"]
+    note = scoring.unknown_note(words)
+    assert "“zebra”, “giraffe”" in note and "same score" in note
+    assert scoring.unknown_words(Scorer(), ["a red circle left of a blue square"]) == []
+    assert scoring.unknown_words(object(), ["anything"]) == []  # no tokenizer: no note
+
+
+def test_html_tables_format_numbers_alike_and_escape_text():
+    html = display.html_table(["text", "score", "items", "tags"], [["<b>x</b>", 3.64, 1000, "a=1, b=2"],
+                                                                  ["y", 0.3391, 2, ""]],
+                              label="Scores", table_id="t", prose=("text",), lists=("tags",))
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x" not in html
+    assert '<td class="num">3.640</td>' in html and '<td class="num">0.339</td>' in html
+    assert '<td class="num">1,000</td>' in html
+    assert '<td class="list"><span>a=1</span>, <span>b=2</span></td>' in html
+    assert 'aria-label="Scores"' in html and 'id="t"' in html
+    assert "1,000 items" in settings.limits_text()
+
+
+def test_svg_charts_keep_text_as_text_at_a_readable_size():
+    fig = scoring.margin_chart([("caption − “一只猫 🐱 on a very long caption that wraps onto lines”", 0.5),
+                                ("image 2: its caption − “b”", -0.25)])
+    svg = display.svg(fig, "the margins", chart_id="c")
+    assert '<svg' in svg and 'role="img"' in svg and 'aria-label="the margins"' in svg and "<title>the margins</title>" in svg
+    assert "一只猫 🐱" in svg  # drawn by the browser's fonts, not boxes baked into paths
+    sizes = [float(s) for s in re.findall(r"font-size: ([\d.]+)px", svg)]
+    assert sizes and min(sizes) >= display.CHART_FONT_SIZE
+    width = float(re.search(r"min-width:(\d+)px", svg).group(1))
+    view = float(re.search(r'viewBox="0 0 ([\d.]+)', svg).group(1))
+    assert min(sizes) * width / view >= 11.0  # never drawn smaller than 11 px
+
+
+def test_results_chart_bars_sit_on_their_group_and_no_label_splits_a_name(tmp_path):
+    """Two runs of winoground and one TraVLR run with two splits, beside the papers: the TraVLR
+    bars are centred on their group's label (they sat at the left of a slot sized for 25 bars,
+    far from it), and 'winoground/winoground' is broken after the slash, not as 'winogro/und'."""
+    def doc(benchmark, config, splits, metric):
+        return {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": "m"}, "settings": {}},
+                "results": [{"benchmark": benchmark, "dataset": benchmark, "config": config, "split": s,
+                             "metrics": {metric: 0.5, "n_items": 10}} for s in splits]}
+
+    paths = []
+    for name, d in (("a.json", doc("winoground", "winoground", ["test"], "group")),
+                    ("b.json", doc("winoground", "winoground", ["test"], "group")),
+                    ("travlr_run.json", doc("travlr", "spatiality", ["test_ind", "test_ood"], "acc_r"))):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(d), encoding="utf-8")
+    out = results.compare_results([str(p) for p in paths], include_papers=True)
+    ax = out.chart.axes[0]
+    ticks = dict(zip([t.get_text() for t in ax.get_xticklabels()], ax.get_xticks()))
+    assert set(ticks) == {"winoground/\nwinoground\n(group)", "travlr/spatiality\n(acc_r)"}, ticks
+    for label, x in ticks.items():
+        bars = [p for p in ax.patches if abs(p.get_x() + p.get_width() / 2 - x) < 0.5]
+        centre = (min(p.get_x() for p in bars) + max(p.get_x() + p.get_width() for p in bars)) / 2
+        assert abs(centre - x) < 1e-9, (label, centre, x)
+    for text in ax.get_legend_handles_labels()[1] + [t.get_text() for t in out.chart.legends[0].get_texts()]:
+        assert not re.search(r"\w\n\w", text), text  # a legend name is never cut inside a word

@@ -1,0 +1,146 @@
+"""How the page shows tables and charts: plain HTML tables and SVG charts, readable on a phone.
+
+Gradio's Dataframe lays its cells out at fixed widths (a share of the screen each), so on a phone
+it cuts values to 'label=...' and breaks headers and numbers mid-word. Here a table is an HTML
+``<table>`` in a box that scrolls sideways: headers, numbers, ids and tags never break (the CSS
+below), only running text wraps, at spaces. Charts are matplotlib figures written as SVG with their
+text kept as text (``svg.fonttype: none``): the visitor's browser draws it, with its own font
+fallback (CJK, emoji), and the page can measure it. The SVG keeps at least 85% of its drawn size
+and scrolls sideways in a narrow column rather than shrinking its text.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import re
+import warnings
+from typing import Any, Sequence
+
+CHART_FONT_SIZE = 13.0  # in the figure's points; drawn at >= 85% of that, so never under 11 px
+MIN_SCALE = 0.85
+# Fonts matplotlib measures with (laying out the figure), where installed: CJK and symbols beyond
+# DejaVu Sans come from Debian's fonts-noto-cjk and fonts-symbola (space/packages.txt); without
+# them the layout uses DejaVu's widths and the browser still draws the glyphs with its own fonts.
+LAYOUT_FONTS = ("DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans", "Symbola")
+
+CSS = """
+.vt-wrap { overflow-x: auto; max-width: 100%; -webkit-overflow-scrolling: touch; }
+.vt-wrap.vt-tall { max-height: 340px; overflow-y: auto; }
+.vt-label { font-size: 0.9em; font-weight: 600; margin: 4px 0 2px; color: #374151; }
+table.vt { border-collapse: collapse; font-size: 0.9em; width: auto; min-width: 100%; margin: 0; }
+table.vt th, table.vt td { padding: 3px 8px; border-bottom: 1px solid #e5e7eb; text-align: left;
+  vertical-align: top; white-space: nowrap; word-break: normal; overflow-wrap: normal; hyphens: none; }
+table.vt th { background: #f3f4f6; font-weight: 600; position: sticky; top: 0; }
+table.vt td.num, table.vt th.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.vt td.prose { white-space: normal; min-width: 9em; max-width: 28em; }
+table.vt td.list { white-space: normal; min-width: 5em; }
+table.vt td.list span { white-space: nowrap; }
+/* on a phone: narrower padding and text column, so a 4-column scores table fits 390 px unscrolled */
+@media (max-width: 640px) {
+  table.vt th, table.vt td { padding: 3px 5px; }
+  table.vt td.prose { min-width: 7em; }
+}
+.chart-svg { overflow-x: auto; max-width: 100%; }
+.chart-svg svg { display: block; height: auto; }
+.chart-svg svg text { font-family: "DejaVu Sans", "Noto Sans", "Noto Sans CJK JP", "Noto Sans CJK SC",
+  "PingFang SC", "Hiragino Sans", "Microsoft YaHei", system-ui, sans-serif, "Noto Color Emoji",
+  "Apple Color Emoji", "Segoe UI Emoji", "Symbola" !important; }
+"""
+
+
+def fmt(value: Any, decimals: int) -> str:
+    """A number with exactly ``decimals`` decimals (thousands separated); anything else as text."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:,.{decimals}f}"
+    return str(value)
+
+
+NUMBER = re.compile(r"^[−+-]?[\d,]*\.?\d+( \[[^\]]*\])?$")
+
+
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
+               decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False) -> str:
+    """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
+    in ``prose`` wrap at spaces; in ``lists`` (comma-separated values) each value stays whole."""
+    esc = html.escape
+    cells = []
+    for row in rows:
+        out = []
+        for h, v in zip(headers, row):
+            text = fmt(v, decimals)
+            if h in prose:
+                out.append(f'<td class="prose">{esc(text)}</td>')
+            elif h in lists:
+                parts = [p for p in text.split(", ") if p]
+                out.append('<td class="list">' + ", ".join(f"<span>{esc(p)}</span>" for p in parts) + "</td>")
+            elif isinstance(v, (int, float)) and not isinstance(v, bool) or NUMBER.match(text):
+                out.append(f'<td class="num">{esc(text)}</td>')
+            else:
+                out.append(f"<td>{esc(text)}</td>")
+        cells.append("<tr>" + "".join(out) + "</tr>")
+    numeric = [bool(rows) and all(isinstance(r[k], (int, float)) or NUMBER.match(fmt(r[k], decimals)) or r[k] in ("", None)
+                                  for r in rows) for k in range(len(headers))]
+    head = "".join(f'<th scope="col"{" class=num" if numeric[k] else ""}>{esc(str(h))}</th>' for k, h in enumerate(headers))
+    name = esc(label or "table")
+    ident = f' id="{esc(table_id)}"' if table_id else ""
+    return (f'<div class="vt-outer"{ident}>' + (f'<div class="vt-label">{esc(label)}</div>' if label else "")
+            + f'<div class="vt-wrap{" vt-tall" if tall else ""}" role="region" aria-label="{name}" tabindex="0">'
+            f'<table class="vt"><thead><tr>{head}</tr></thead><tbody>{"".join(cells)}</tbody></table></div></div>')
+
+
+def message_table(label: str, text: str, table_id: str = "") -> str:
+    """An empty table's place: its label and what will fill it."""
+    ident = f' id="{html.escape(table_id)}"' if table_id else ""
+    return (f'<div class="vt-outer"{ident}><div class="vt-label">{html.escape(label)}</div>'
+            f'<p class="vt-empty">{html.escape(text)}</p></div>')
+
+
+def chart_rc() -> dict:
+    """matplotlib settings for the page's charts (use as ``matplotlib.rc_context(chart_rc())``
+    around the drawing): text at CHART_FONT_SIZE, laid out with the installed LAYOUT_FONTS."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    families = [f for f in LAYOUT_FONTS if f in installed] or ["DejaVu Sans"]
+    return {"font.family": families, "font.size": CHART_FONT_SIZE, "axes.titlesize": CHART_FONT_SIZE,
+            "axes.labelsize": CHART_FONT_SIZE, "xtick.labelsize": CHART_FONT_SIZE,
+            "ytick.labelsize": CHART_FONT_SIZE, "legend.fontsize": CHART_FONT_SIZE}
+
+
+def enlarge_text(fig: Any, size: float = CHART_FONT_SIZE) -> None:
+    """Every text of the figure at least ``size`` points (figures drawn by vlprobe.results)."""
+    for text in fig.findobj(lambda o: hasattr(o, "get_fontsize") and hasattr(o, "set_fontsize")):
+        if text.get_fontsize() < size:
+            text.set_fontsize(size)
+
+
+def svg(fig: Any, description: str, chart_id: str = "") -> str:
+    """The figure as inline SVG, text kept as text, sized to keep its text readable; ``description``
+    is what a screen reader says (role=img, aria-label and the SVG's title)."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with warnings.catch_warnings(), matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "vlprobe"}):
+        warnings.simplefilter("ignore", UserWarning)  # glyphs DejaVu lacks: the browser draws them
+        fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.08, metadata={"Date": None})
+    text = buf.getvalue()
+    text = text[text.find("<svg"):]
+    width_pt = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)pt"', text).group(1))
+    # the page's CSS px equal the figure's points at scale 1; keep >= MIN_SCALE, grow to 1.4
+    style = f"width:100%;min-width:{MIN_SCALE * width_pt:.0f}px;max-width:{1.4 * width_pt:.0f}px"
+    text = re.sub(r'<svg([^>]*?)\swidth="[\d.]+pt"\s+height="[\d.]+pt"',
+                  lambda m: f'<svg{m.group(1)} style="{style}" role="img" aria-label="{html.escape(description)}"',
+                  text, count=1)
+    text = re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"<title>{html.escape(description)}</title>", text, count=1)
+    text = re.sub(r'<g id="bar:([^"]+)"', r'<g data-bar="\1"', text)
+    ident = f' id="{html.escape(chart_id)}"' if chart_id else ""
+    return f'<div class="chart-svg"{ident}>{text}</div>'

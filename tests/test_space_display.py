@@ -195,3 +195,21 @@ def test_results_chart_bars_sit_on_their_group_and_no_label_splits_a_name(tmp_pa
         assert abs(centre - x) < 1e-9, (label, centre, x)
     for text in ax.get_legend_handles_labels()[1] + [t.get_text() for t in out.chart.legends[0].get_texts()]:
         assert not re.search(r"\w\n\w", text), text  # a legend name is never cut inside a word
+
+
+def test_every_built_dataset_folder_is_offered_default_ones_first(tmp_path, monkeypatch):
+    """A new benchmark's folder appears in the Benchmark tab once built: no list to extend."""
+    from vlprobe.demo.settings import ENV_DATASETS, Settings
+
+    monkeypatch.delenv(ENV_DATASETS, raising=False)
+    for name, spec, built in [("sugar_crepe", True, True), ("travlr", True, True), ("cola", True, False),
+                              ("notes", False, True), ("winoground_style", True, True)]:
+        folder = tmp_path / name
+        (folder / "data" / "c").mkdir(parents=True)
+        (folder / "README.md").write_text("---\n---\n")
+        if spec:
+            (folder / "vlprobe.yaml").write_text("id: id\n")
+        if built:
+            (folder / "data" / "c" / "test-00000-of-00001.parquet").write_bytes(b"")
+    names = [Path(f).name for f in Settings(root=tmp_path).dataset_folders()]
+    assert names == ["travlr", "winoground_style", "sugar_crepe"]

@@ -26,9 +26,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..locations import DEFAULT_MODEL
+from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL, SPEC_FILE
 
-KNOWN_DATASET_FOLDERS = ("travlr", "winoground_style", "valse", "bla")
 ENV_MODELS = "VLPROBE_SPACE_MODELS"
 ENV_DEFAULT_MODEL = "VLPROBE_SPACE_DEFAULT_MODEL"
 ENV_DATASETS = "VLPROBE_SPACE_DATASETS"
@@ -161,16 +160,17 @@ class Settings:
                          "in the Model box instead.")
 
     def dataset_folders(self) -> list[str]:
-        """``$VLPROBE_SPACE_DATASETS``, else the built folders under the root (a card and parquet)."""
+        """``$VLPROBE_SPACE_DATASETS``, else every built dataset folder under the root (a ``vlprobe.yaml``,
+        a card and parquet): the offline default's first, then the others by name, so a new benchmark's
+        folder is offered as soon as it is built."""
         configured = os.environ.get(ENV_DATASETS, "").strip()
         if configured:
             return [d.strip() for d in configured.split(",") if d.strip()]
-        out = []
-        for name in KNOWN_DATASET_FOLDERS:
-            folder = Path(self.root) / name
-            if (folder / "README.md").is_file() and any((folder / "data").glob("*/*.parquet")):
-                out.append(str(folder))
-        return out
+        root = Path(self.root)
+        found = [f for f in (sorted(root.iterdir()) if root.is_dir() else [])
+                 if (f / SPEC_FILE).is_file() and (f / "README.md").is_file() and any((f / "data").glob("*/*.parquet"))]
+        first = [root / name for name in DEFAULT_DATASETS]
+        return [str(f) for f in sorted(found, key=lambda f: (f not in first, first.index(f) if f in first else 0, f.name))]
 
     def resolve_dataset(self, folder: str | None) -> Path:
         """A dataset folder the page may read; with ``$VLPROBE_SPACE_DATASETS`` set, only those."""

@@ -416,8 +416,9 @@ def test_compare_results_files_and_papers(client, tmp_path):
     note, plot, table, papers, *_ = client.predict([handle_file(str(a)), handle_file(str(b))], True, "auto",
                                                api_name="/compare_results")
     # runs are named by their files
-    assert table["headers"] == ["benchmark", "config", "split", "metric", "a", "b", "chance"]
-    assert table["data"] == [["valse", "existence", "test", "acc_r", "75.0 [70.0, 80.0]", "60.0", "50.0"]]
+    assert table["headers"] == ["benchmark", "config", "split", "metric", "a", "a ties", "b", "b ties", "chance"]
+    assert table["data"] == [["valse", "existence", "test", "acc_r", "75.0 [70.0, 80.0]", "0 (n=10)", "60.0", "0 (n=10)",
+                              "50.0"]]
     # beside the papers: the runs first, then VALSE Table 2's systems, on the configs the runs have
     clip = next(p for p in report.paper_results()
                 if p["benchmark"] == "valse" and p["model"] == "CLIP" and p["config"] == "existence"

@@ -37,8 +37,9 @@ def test_two_uploaded_results_json_get_short_distinct_names_not_hashes(tmp_path)
     a = _upload(tmp_path, "a" * 64, _results_doc("models/mini-clip"))
     b = _upload(tmp_path, "b" * 64, _results_doc("openai/clip-vit-base-patch32"))
     out = results.compare_results([a, b], include_papers=False)
-    names = out.headers[4:-1]
+    names = out.headers[4:-1:2]
     assert names == ["mini-clip · travlr", "clip-vit-base-patch32 · travlr"], names
+    assert out.headers[5:-1:2] == [f"{n} ties" for n in names]  # each run's tied comparisons beside it
     for text in [out.note, *out.headers, *(p["source"] for p in out.points)]:
         assert not HASH.search(text), text
 
@@ -46,17 +47,17 @@ def test_two_uploaded_results_json_get_short_distinct_names_not_hashes(tmp_path)
 def test_same_model_and_dataset_runs_are_told_apart_and_typed_names_win(tmp_path):
     a = _upload(tmp_path, "c" * 64, _results_doc(created="2026-11-20T10:00:00"))
     b = _upload(tmp_path, "d" * 64, _results_doc(created="2026-11-21T09:30:00"))
-    names = results.compare_results([a, b], include_papers=False).headers[4:-1]
+    names = results.compare_results([a, b], include_papers=False).headers[4:-1:2]
     assert len(set(names)) == 2 and all(len(n) <= results.MAX_LABEL for n in names), names
     assert all("mini-clip" in n for n in names) and not any(HASH.search(n) for n in names)
-    typed = results.compare_results([a, b], include_papers=False, names="baseline\nfine-tuned").headers[4:-1]
+    typed = results.compare_results([a, b], include_papers=False, names="baseline\nfine-tuned").headers[4:-1:2]
     assert typed == ["baseline", "fine-tuned"]
-    same = results.compare_results([a, a], include_papers=False, names="x\nx").headers[4:-1]
+    same = results.compare_results([a, a], include_papers=False, names="x\nx").headers[4:-1:2]
     assert same == ["x (1)", "x (2)"]
     # a folder with a meaning names its results.json; a file's own name wins
     c = _upload(tmp_path, "runs/clip-b32-valse", _results_doc())
     d = _upload(tmp_path, "e" * 64, _results_doc(), name="my_run.json")
-    assert results.compare_results([c, d], include_papers=False).headers[4:-1] == ["clip-b32-valse", "my_run"]
+    assert results.compare_results([c, d], include_papers=False).headers[4:-1:2] == ["clip-b32-valse", "my_run"]
     long = results.compare_results([a], include_papers=False, names="a" * 80).headers[4]
     assert len(long) == results.MAX_LABEL and "…" in long
 

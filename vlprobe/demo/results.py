@@ -142,14 +142,17 @@ def load_runs(files: Iterable[Any], names: str | Sequence[str] = "") -> list[Any
 
 
 def long_rows(runs: Sequence[Any]) -> tuple[list[str], list[list[Any]], list[str]]:
-    """(headers, rows, benchmarks) of the runs' metrics side by side."""
+    """(headers, rows, benchmarks) of the runs' metrics side by side: ``vlprobe report``'s long table
+    (per run its value [CI] and its tied comparisons) with the benchmark in front."""
     from .. import report
 
     benchmarks = list(dict.fromkeys(r["benchmark"] for run in runs for r in run.results))
-    headers = ["benchmark", "config", "split", "metric"] + [run.label for run in runs] + ["chance"]
+    headers: list[str] = []
     rows: list[list[Any]] = []
     for bench in benchmarks:
-        rows += [[bench] + row for row in report.long_table(runs, bench)[1]]
+        header, body = report.long_table(runs, bench)
+        headers = headers or ["benchmark"] + header
+        rows += [[bench] + row for row in body]
     return headers, rows, benchmarks
 
 

@@ -1,4 +1,4 @@
-"""The Python API, ``vlprobe.evaluate``: the README's example, a loaded model, an in-memory
+"""The Python API, ``vlprobe.evaluate``: the example of docs/models.md, a loaded model, an in-memory
 dataset, the CLI's folder equal to ``save()``'s, streaming equal to one pass, and every setting
 refused before scoring with one line."""
 

@@ -1,5 +1,5 @@
 """The benchmark scripts still run (tiny sizes, no timing asserted: speed figures live in the scripts'
-output and the README, never in tests). They print the figures the README quotes; a script that
+output and docs/performance.md, never in tests). They print the figures the docs quote; a script that
 rots would leave those figures unreproducible."""
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def shapes_source(repo_root, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def shapes_dataset(shapes_source, tmp_path_factory) -> Path:
-    """The worked example built with the README's two commands."""
+    """The worked example built with the two commands of docs/datasets.md."""
     out = tmp_path_factory.mktemp("shapes_out") / "shapes_dataset"
     for captions, config in (("captions.csv", "shapes"), ("swaps.jsonl", "swaps")):
         rc = main(["build", "folder", str(shapes_source), "--captions", captions, "--config", config,

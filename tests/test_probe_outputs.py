@@ -22,7 +22,7 @@ import vlprobe
 from vlprobe import leftovers
 from vlprobe import probing as P
 from vlprobe.cli import main
-from vlprobe.errors import DatasetError, SettingError, VlprobeError
+from vlprobe.errors import ArgumentError, DatasetError, SettingError, VlprobeError
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -229,6 +229,7 @@ BAD_SETTINGS = [
     ("few_shot", "x", None, None),
     ("few_shot", -1, "--few-shot", "-1"),
     ("datasets", 3, None, None),
+    ("dataset", 3, None, None),  # the old name, still taken (with a DeprecationWarning), checked alike
     ("datasets", ["a", "b"], None, None),
     ("configs", 5, None, None),
     ("train_modalities", 3, None, None),
@@ -254,10 +255,11 @@ BAD_SETTINGS = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:vlprobe.probe\\(dataset=:DeprecationWarning")
 @pytest.mark.parametrize("name,value,flag,arg", BAD_SETTINGS, ids=[f"{b[0]}={b[1]!r}"[:40] for b in BAD_SETTINGS])
 def test_every_bad_setting_is_refused_at_once_naming_it(name, value, flag, arg, monkeypatch, capsys, tmp_path):
     _nothing_loads(monkeypatch)
-    with pytest.raises(SettingError) as info:
+    with pytest.raises(ArgumentError) as info:
         vlprobe.probe(**{name: value}, progress=False)
     message = str(info.value)
     assert message.startswith(f"{name}={value!r}: ") and "\n" not in message, message
@@ -460,3 +462,16 @@ def test_probe_result_has_the_shape_of_an_evaluation(travlr_small, tiny_clip_pat
     assert again.provenance["dataset"]["dataset"] == str(travlr_small)
     assert again.provenance["features"]["computed_inputs"] == 0
     assert re.search(r"macro_f1", json.dumps(again.summary))
+
+
+def test_the_old_dataset_keyword_is_taken_with_a_deprecation_warning(travlr_small, tiny_clip_path, tmp_path,
+                                                                     monkeypatch):
+    seen = []
+    monkeypatch.setattr(P, "load_splits", lambda dataset, *a, **k: seen.append(dataset) or (_ for _ in ()).throw(
+        DatasetError("stop here")))
+    with pytest.warns(DeprecationWarning, match=r"dataset=\.\.\.\) is now datasets="):
+        with pytest.raises(DatasetError, match="stop here"):
+            vlprobe.probe(tiny_clip_path, dataset=str(travlr_small), cache_dir=tmp_path / "c", progress=False)
+    assert seen == [str(travlr_small)]
+    with pytest.warns(DeprecationWarning), pytest.raises(ArgumentError, match=r"^dataset='x': give the dataset once"):
+        vlprobe.probe(tiny_clip_path, str(travlr_small), dataset="x", progress=False)

@@ -24,3 +24,26 @@ class ModelError(VlprobeError):
 
 # The CLI's historical name; every command raises these.
 CommandError = VlprobeError
+
+
+class ArgumentError(SettingError):
+    """A bad argument, named as the caller spells it. ``str(err)`` is the Python form
+    (``bootstrap=-1: must be 0 or more``); :meth:`cli` is the command line's (``--bootstrap -1: ...``),
+    which the ``vlprobe`` command prints instead. One message, two spellings of its argument."""
+
+    # Python arguments whose flag is not simply ``--`` + the name with dashes.
+    FLAGS = {"datasets": "--dataset", "configs": "--config", "splits": "--split", "labels": "--label"}
+
+    def __init__(self, argument: str, value: object, detail: str) -> None:
+        self.argument, self.value, self.detail = argument, value, detail
+        super().__init__(f"{argument}={value!r}: {detail}")
+
+    @property
+    def flag(self) -> str:
+        return self.FLAGS.get(self.argument) or "--" + self.argument.replace("_", "-")
+
+    def cli(self) -> str:
+        import shlex
+
+        values = self.value if isinstance(self.value, (list, tuple)) else [self.value]
+        return f"{self.flag} {' '.join(shlex.quote(str(v)) for v in values)}: {self.detail}"

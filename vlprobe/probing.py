@@ -55,7 +55,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import DatasetError, ModelError, SettingError
+from .errors import ArgumentError, DatasetError, ModelError, SettingError
 from .evaluation import CHUNK_ROWS
 from .feature_store import row_blocks, take_rows
 
@@ -922,28 +922,15 @@ def _predict(enc: _Encoder, head: Any, split: Split, modality: str, batch_size: 
     return np.concatenate(out)
 
 
-class ProbeSettingError(SettingError):
-    """A bad argument of :func:`probe`, named as the caller spells it: ``str(err)`` is the Python
-    form (``few_shot='x': must be a whole number (0 or more)``), :meth:`cli` the command line's
-    (``--few-shot x: ...``), which ``vlprobe probe`` prints instead."""
+class ProbeSettingError(ArgumentError):
+    """A bad argument of :func:`probe`: an :class:`~vlprobe.errors.ArgumentError` (``str(err)``
+    names it as Python spells it, ``few_shot='x': ...``; :meth:`cli` as the command line does,
+    ``--few-shot x: ...``) that knows the probe's flags."""
 
     # Python keywords whose flag is not simply "--" + the name with dashes.
-    FLAGS = {"datasets": "--dataset", "configs": "--config", "train_modalities": "--train-modality",
+    FLAGS = {**ArgumentError.FLAGS, "dataset": "--dataset", "train_modalities": "--train-modality",
              "test_modalities": "--test-modality", "train_sizes": "--train-size",
              "text_baseline": "--no-text-baseline"}
-
-    def __init__(self, argument: str, value: Any, detail: str) -> None:
-        self.argument, self.value, self.detail = argument, value, detail
-        super().__init__(f"{argument}={value!r}: {detail}")
-
-    @property
-    def flag(self) -> str:
-        return self.FLAGS.get(self.argument) or "--" + self.argument.replace("_", "-")
-
-    def cli(self) -> str:
-        import shlex
-
-        return f"{self.flag} {shlex.quote(str(self.value))}: {self.detail}"
 
 
 def _whole(name: str, value: Any, low: int) -> int:
@@ -967,16 +954,16 @@ def _optional_name(name: str, value: Any, what: str) -> str | None:
     return value
 
 
-def _one_dataset(value: Any) -> str:
+def _one_dataset(value: Any, name: str = "datasets") -> str:
     """The probe's one dataset: a folder or Hub id, alone or as the only element of a list (as
     ``vlprobe.evaluate(datasets=...)`` takes them)."""
     wanted = "must be one TraVLR-shaped dataset folder or Hub id (a path or a string; the probe takes one dataset)"
     if isinstance(value, (list, tuple)):
         if len(value) != 1:
-            raise ProbeSettingError("datasets", value, wanted)
+            raise ProbeSettingError(name, value, wanted)
         value = value[0]
     if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
-        raise ProbeSettingError("datasets", value, wanted)
+        raise ProbeSettingError(name, value, wanted)
     return str(value)
 
 
@@ -1085,6 +1072,7 @@ def probe(
     chunk_size: int = CHUNK_ROWS,
     progress: bool = True,
     out: str | os.PathLike | None = None,
+    dataset: Any = _NONE,
 ) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
 
@@ -1100,8 +1088,18 @@ def probe(
     Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
     :class:`~vlprobe.errors.SettingError`, naming the argument); leftovers of killed runs (feature
     folders, staging folders of ``out``) are removed first, saying so in one line. Returns a
-    :class:`ProbeResult`.
+    :class:`ProbeResult`. ``dataset=``, the old name of ``datasets``, is still taken, with a
+    :class:`DeprecationWarning`.
     """
+    if dataset is not _NONE:
+        import warnings
+
+        warnings.warn("vlprobe.probe(dataset=...) is now datasets=..., as in vlprobe.evaluate; dataset= will "
+                      "be removed", DeprecationWarning, stacklevel=2)
+        if not (isinstance(datasets, str) and datasets == DEFAULT_DATASET):
+            raise ProbeSettingError("dataset", dataset, "give the dataset once, as datasets= (dataset= is its "
+                                                        "old name)")
+        datasets = _one_dataset(dataset, "dataset")
     s = check_settings(
         model=model, datasets=datasets, configs=configs, train_modalities=train_modalities,
         test_modalities=test_modalities, train_sizes=train_sizes, few_shot=few_shot, classifier=classifier,

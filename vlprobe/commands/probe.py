@@ -67,8 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import SettingError
-    from ..probing import ProbeSettingError, format_report, probe
+    from ..errors import ArgumentError, SettingError
+    from ..probing import format_report, probe
 
     try:
         result = probe(
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             dataset_revision=args.dataset_revision, cache_dir=args.cache_dir, progress=not args.no_progress,
             out=args.out, **({"chunk_size": args.chunk_size} if args.chunk_size is not None else {}),
         )
-    except ProbeSettingError as err:  # named as the command line spells it (--few-shot, not few_shot=)
+    except ArgumentError as err:  # named as the command line spells it (--few-shot, not few_shot=)
         raise SettingError(err.cli()) from None
     print(format_report(result))
     written = sorted(p.name for p in Path(args.out).iterdir())

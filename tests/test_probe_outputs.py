@@ -475,3 +475,52 @@ def test_the_old_dataset_keyword_is_taken_with_a_deprecation_warning(travlr_smal
     assert seen == [str(travlr_small)]
     with pytest.warns(DeprecationWarning), pytest.raises(ArgumentError, match=r"^dataset='x': give the dataset once"):
         vlprobe.probe(tiny_clip_path, str(travlr_small), dataset="x", progress=False)
+
+
+_KILLED_MID_SWAP = """
+import os, sys
+from pathlib import Path
+from vlprobe import results
+real = os.replace
+def replace(src, dst):
+    if Path(src).name == "run" and Path(dst) == Path(sys.argv[1]):
+        os.kill(os.getpid(), 9)  # the previous run is moved aside, the new one not yet in: die here
+    return real(src, dst)
+os.replace = replace
+def write(folder):
+    (folder / "results.json").write_text("new")
+    return ["results.json"]
+results.write_run_folder(sys.argv[1], write)
+"""
+
+
+def test_a_kill_between_the_two_renames_of_the_swap_gets_the_previous_run_put_back(tmp_path):
+    """The one instant the output folder is absent: the next run's sweep restores the previous run
+    from the dead run's staging folder instead of deleting it with the rest."""
+    from vlprobe.results import write_run_folder
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.json").write_text("old")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", _KILLED_MID_SWAP, str(out)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not out.exists()
+    staged = [p for p in tmp_path.iterdir() if p.name.startswith(".run.new-")]
+    assert len(staged) == 1 and (staged[0] / leftovers.PREVIOUS / "results.json").read_text() == "old"
+    # the staging folder of another output folder whose name begins like this one's is not ours
+    other = leftovers.OwnedDir(prefix=leftovers.staging_prefix(tmp_path / "run.new-x"), dir=tmp_path)
+    os.close(other._finalizer.detach()[2][1])  # as if its owner were dead: its lock released, the folder kept
+    lines: list[str] = []
+    assert leftovers.sweep(out, tmp=False, log=lines.append) == staged
+    assert (out / "results.json").read_text() == "old" and other.path.is_dir()
+    assert len(lines) == 1 and f"put back {out}" in lines[0]
+
+    def write(folder):
+        (folder / "results.json").write_text("new")
+        return ["results.json"]
+
+    write_run_folder(out, write)  # and the next run replaces it as usual
+    assert (out / "results.json").read_text() == "new"
+    assert leftovers.sweep(tmp_path / "run.new-x", tmp=False, log=None) == [other.path]

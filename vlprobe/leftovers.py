@@ -17,6 +17,7 @@ not owned by this user. Locks are POSIX ``flock``; where ``fcntl`` does not exis
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import sys
@@ -31,6 +32,10 @@ except ImportError:  # Windows: no flock, so no folder can be proved abandoned
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".vlprobe-owner"
+# Inside a staging folder: the run being replaced, moved there by vlprobe.results._swap_in just
+# before the new one is renamed into place. A kill between those two renames leaves --out absent and
+# the previous run here; the sweep puts it back rather than deleting it.
+PREVIOUS = "previous"
 TMP_PREFIXES = ("vlprobe-features-", "vlprobe-chunk-cache-")
 
 
@@ -84,9 +89,10 @@ def _remove(name: str, fd: int) -> None:
         os.close(fd)
 
 
-def _abandoned_removed(folder: Path) -> int | None:
+def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
     """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone; its size in
-    bytes when removed, else None."""
+    bytes when removed, else None. ``restore``: the output folder ``folder`` stages; when it is
+    absent and ``folder`` holds the run swapped out of it (:data:`PREVIOUS`), that run is put back."""
     if fcntl is None:
         return None
     try:
@@ -101,6 +107,11 @@ def _abandoned_removed(folder: Path) -> int | None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return None  # its owner holds the lock: a live run
+        if restore is not None and (folder / PREVIOUS).is_dir() and not os.path.lexists(restore):
+            try:
+                os.replace(folder / PREVIOUS, restore)
+            except OSError:
+                pass  # then it goes with the rest: out stays absent, as the killed run left it
         size = _size(folder)
         shutil.rmtree(folder, ignore_errors=True)
         return None if folder.exists() else size
@@ -119,13 +130,14 @@ def _size(folder: Path) -> int:
     return total
 
 
-def _candidates(out: str | os.PathLike | None, tmp: bool) -> Iterable[Path]:
+def _candidates(out: str | os.PathLike | None, tmp: bool) -> Iterable[tuple[Path, Path | None]]:
+    """(folder, the output folder it stages or None) for each folder a sweep looks at."""
     if tmp:
         root = Path(tempfile.gettempdir())
         try:
             for p in root.iterdir():
                 if p.name.startswith(TMP_PREFIXES):
-                    yield p
+                    yield p, None
         except OSError:
             pass
     if out is not None:
@@ -133,8 +145,10 @@ def _candidates(out: str | os.PathLike | None, tmp: bool) -> Iterable[Path]:
         prefix = staging_prefix(out)
         try:
             for p in out.parent.iterdir():
-                if p.name.startswith(prefix):
-                    yield p
+                # mkdtemp's 8-character suffix only: ".run.new-" also begins ".run.new-x.new-abc",
+                # the staging folder of another output folder, "run.new-x"
+                if p.name.startswith(prefix) and re.fullmatch(r"[a-z0-9_]{8}", p.name[len(prefix):]):
+                    yield p, out
         except OSError:
             pass
 
@@ -147,15 +161,20 @@ def sweep(out: str | os.PathLike | None = None, *, tmp: bool = True,
           log: Callable[[str], None] | None = say_on_stderr) -> list[Path]:
     """Remove the leftovers of killed runs: feature and chunk-cache folders in ``$TMPDIR``
     (``tmp``) and the staging folders of output folder ``out``, each only when its owner is gone
-    (see the module docstring). Says what it removed in one line (``log``; None: silent); returns
-    the folders removed."""
-    removed, freed = [], 0
-    for folder in _candidates(out, tmp):
-        size = _abandoned_removed(folder)
+    (see the module docstring). A run killed while swapping its folder in (``out`` absent, the
+    previous run in its staging folder) gets the previous run put back at ``out``. Says what it
+    removed in one line (``log``; None: silent); returns the folders removed."""
+    removed, freed, restored = [], 0, None
+    for folder, target in _candidates(out, tmp):
+        was_absent = target is not None and not os.path.lexists(target)
+        size = _abandoned_removed(folder, target)
         if size is not None:
             removed.append(folder)
             freed += size
+            if was_absent and os.path.lexists(target):
+                restored = target
     if removed and log is not None:
         shown = ", ".join(str(p) for p in removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
-        log(f"vlprobe: removed {len(removed)} leftover folder(s) of killed runs ({freed / 1e6:.1f} MB): {shown}")
+        back = f"; put back {restored}, the previous run a killed run had moved aside" if restored else ""
+        log(f"vlprobe: removed {len(removed)} leftover folder(s) of killed runs ({freed / 1e6:.1f} MB): {shown}{back}")
     return removed

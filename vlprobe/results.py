@@ -483,7 +483,8 @@ def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[st
     :class:`vlprobe.leftovers.OwnedDir`), which also receives the previous run when it is swapped
     out, and is deleted at the end, on an error or an interrupt alike. A run killed meanwhile leaves
     that staging folder, locked by no one: the next run's :func:`vlprobe.leftovers.sweep` (done here
-    first) removes it. The output folder itself gets the mode any new folder gets (the umask's), not
+    first) removes it, putting the previous run back should the kill have come between the two
+    renames of the swap. The output folder itself gets the mode any new folder gets (the umask's), not
     mkdtemp's 0700. ``own``: the names a run of this kind writes (see :func:`check_output_dir`).
     Returns the paths the files have in ``out_dir``."""
     from .leftovers import OwnedDir, staging_prefix, sweep
@@ -524,8 +525,10 @@ def write_outputs(out_dir: str | os.PathLike, units: Sequence[ScoredSplit], prov
 def _swap_in(stage: Path, out: Path, holder: Path) -> None:
     """Replace ``out`` by ``stage``: at every instant ``out`` is the old run, absent, or the new run.
     The old run goes into ``holder`` (the staging folder, deleted afterwards)."""
+    from .leftovers import PREVIOUS
+
     if out.exists():
-        os.replace(out, holder / "previous")
+        os.replace(out, holder / PREVIOUS)  # a kill before the next line: the next run's sweep puts it back
     os.replace(stage, out)
 
 

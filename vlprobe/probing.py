@@ -1123,7 +1123,8 @@ def probe(
     from .evaluation import _quiet_transformers
 
     with _quiet_transformers(not progress):  # no "Loading weights" bars with progress=False, as evaluate
-        scorer = _scorer(model, processor, family, s["device"], s["dtype"], revision)
+        scorer = _scorer(model if processor is None else (model, processor), family, s["device"], s["dtype"],
+                         revision)
     zero_shot = getattr(scorer, "family", "") == "vqascore"
     _check_classes(data, dataset, limit, trained=not zero_shot)
     from .scorers.base import DualScorer
@@ -1254,13 +1255,12 @@ def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int |
                                f"needs true and false rows in {need}")
 
 
-def _scorer(model: Any, processor: Any, family: str | None, device: str | None, dtype: str,
-            revision: str | None) -> Any:
+def _scorer(model: Any, family: str | None, device: str | None, dtype: str, revision: str | None) -> Any:
     """The model as a scorer, exactly as `vlprobe.evaluate` loads it (a folder or Hub id, a
     (model, processor) pair, a loaded model, or a scorer; the same errors)."""
     from .evaluation import Settings, load_model
 
-    return load_model(model, processor, family, revision, Settings(device=device, dtype=dtype))
+    return load_model(model, None, family, revision, Settings(device=device, dtype=dtype).check())
 
 
 def _truncation(scorer: Any, data: dict) -> dict | None:

@@ -524,3 +524,26 @@ def test_a_kill_between_the_two_renames_of_the_swap_gets_the_previous_run_put_ba
     write_run_folder(out, write)  # and the next run replaces it as usual
     assert (out / "results.json").read_text() == "new"
     assert leftovers.sweep(tmp_path / "run.new-x", tmp=False, log=None) == [other.path]
+
+
+def test_an_error_between_the_two_renames_of_the_swap_puts_the_previous_run_back(tmp_path, monkeypatch):
+    from vlprobe import results
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results.json").write_text("old")
+    real = os.replace
+
+    def replace(src, dst):
+        if Path(src).name == "run" and Path(dst) == out:
+            raise OSError(5, "Input/output error")
+        return real(src, dst)
+
+    def write(folder):
+        (folder / "results.json").write_text("new")
+        return ["results.json"]
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match="Input/output error"):
+        results.write_run_folder(out, write)
+    assert (out / "results.json").read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["run"]

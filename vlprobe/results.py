@@ -527,9 +527,15 @@ def _swap_in(stage: Path, out: Path, holder: Path) -> None:
     The old run goes into ``holder`` (the staging folder, deleted afterwards)."""
     from .leftovers import PREVIOUS
 
-    if out.exists():
+    moved = out.exists()
+    if moved:
         os.replace(out, holder / PREVIOUS)  # a kill before the next line: the next run's sweep puts it back
-    os.replace(stage, out)
+    try:
+        os.replace(stage, out)
+    except BaseException:  # an error (or Ctrl-C) between the renames: the previous run goes back
+        if moved and not os.path.lexists(out):
+            os.replace(holder / PREVIOUS, out)
+        raise
 
 
 # ---- the table printed at the end of a run --------------------------------------------------------

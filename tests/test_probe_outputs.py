@@ -281,13 +281,16 @@ def test_a_device_that_is_not_here_is_refused_before_loading(monkeypatch):
 
 # ---- 5. (27.2) what used to be tracebacks -------------------------------------------------------------
 
-def _not_travlr(root: Path) -> Path:
-    """A dataset folder with train/validation/test splits but VALSE-like columns (no query, no label)."""
+def _not_travlr(root: Path, listed: bool = False) -> Path:
+    """A dataset folder with train/validation/test splits but VALSE-like columns (no query, no label);
+    ``listed``: its card gives each split's files as a list (``path: [...]``, as the Hub allows), the
+    form that once made the probe fail with ``TypeError: intern() argument must be str, not list``."""
     import datasets
 
     from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
 
     folder = root / "pairs"
+    root.mkdir(exist_ok=True)
     feats = datasets.Features({"id": datasets.Value("string"), "caption": datasets.Value("string"),
                                "foil": datasets.Value("string")})
     rows = {"id": ["a", "b"], "caption": ["one", "two"], "foil": ["three", "four"]}
@@ -296,13 +299,19 @@ def _not_travlr(root: Path) -> Path:
     for split in ("train", "validation", "test"):
         write_split(folder, "pairs", split, datasets.Dataset.from_dict(rows, features=feats))
     (folder / "vlprobe.yaml").write_text("id: id\ntexts: [caption, foil]\ngold: [[1, 0]]\n")
+    if listed:
+        card = (folder / "README.md").read_text()
+        for split in ("train", "validation", "test"):
+            card = card.replace(f"path: data/pairs/{split}-*.parquet", f"path:\n    - data/pairs/{split}-*.parquet")
+        assert card.count("path:\n    - ") == 3
+        (folder / "README.md").write_text(card)
     return folder
 
 
 def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_path, tiny_clip_path, capsys):
     from test_cli_evaluate import build_folder  # test splits only, VALSE- and Winoground-shaped configs
 
-    folders = (_not_travlr(tmp_path), build_folder(tmp_path))
+    folders = (_not_travlr(tmp_path), _not_travlr(tmp_path / "listed", listed=True), build_folder(tmp_path))
     capsys.readouterr()
     for folder in folders:
         code, _, err = _cli(capsys, "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o")

@@ -556,3 +556,26 @@ def test_an_error_between_the_two_renames_of_the_swap_puts_the_previous_run_back
     with pytest.raises(OSError, match="Input/output error"):
         results.write_run_folder(out, write)
     assert (out / "results.json").read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_a_no_cache_run_of_evaluate_sweeps_chunk_caches_of_killed_runs(own_tmp, capsys):
+    """vlprobe evaluate --cache-dir none reads several chunks through a throw-away cache in $TMPDIR
+    (evaluation.throwaway_cache): a killed run's is removed by the next such run, in one line."""
+    from vlprobe.evaluation import throwaway_cache
+
+    dead = leftovers.OwnedDir(prefix="vlprobe-chunk-cache-")
+    os.close(dead._finalizer.detach()[2][1])  # as if its owner were killed: lock released, folder kept
+
+    class Scorer:
+        def cache_key(self):
+            return {"model_id": "stub"}
+
+    cache, temp = throwaway_cache(Scorer())
+    try:
+        err = capsys.readouterr().err
+        assert not dead.path.exists() and Path(temp.name).is_dir() and Path(temp.name).parent == own_tmp
+        assert err.count("\n") == 1 and err.startswith("vlprobe: removed 1 leftover folder(s) of killed runs") \
+            and str(dead.path) in err
+    finally:
+        temp.cleanup()
+    assert _temporary(own_tmp) == []

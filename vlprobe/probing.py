@@ -1120,9 +1120,7 @@ def probe(
 
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
         data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
-    from .evaluation import _quiet_transformers
-
-    with _quiet_transformers(not progress):  # no "Loading weights" bars with progress=False, as evaluate
+    with _quiet(not progress):  # no "Loading weights" bars with progress=False, as evaluate
         scorer = _scorer(model if processor is None else (model, processor), family, s["device"], s["dtype"],
                          revision)
     zero_shot = getattr(scorer, "family", "") == "vqascore"
@@ -1210,6 +1208,17 @@ def probe(
     if out is not None:
         result.save(out)
     return result
+
+
+def _quiet(quiet: bool) -> Any:
+    """vlprobe.evaluate's switch for transformers' and the Hub's progress bars, wherever the
+    evaluation code keeps it (evaluation.scoring._quiet_progress once it is a package, before that
+    evaluation._quiet_transformers)."""
+    try:
+        from .evaluation.scoring import _quiet_progress as switch
+    except ImportError:
+        from .evaluation import _quiet_transformers as switch
+    return switch(quiet)
 
 
 def command_line(s: dict[str, Any]) -> str | None:

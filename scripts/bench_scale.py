@@ -178,7 +178,7 @@ def child(folder: str, model: str, bootstrap: int, chunk_size: int, what: str) -
             res = vlprobe.evaluate(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=cache,
                                    progress=False, chunk_size=chunk_size)
         else:
-            res = vlprobe.probe(model=model, dataset=folder, bootstrap=bootstrap, cache_dir=cache, progress=False,
+            res = vlprobe.probe(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=cache, progress=False,
                                 chunk_size=chunk_size)
     finally:
         shutil.rmtree(cache, ignore_errors=True)

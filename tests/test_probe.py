@@ -210,14 +210,14 @@ def test_cli_probe_and_its_errors(travlr_small, tiny_clip_path, tmp_path, capsys
     code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--model", str(tiny_clip_path),
                          "--train-modality", "video", "--out", str(tmp_path / "x")])
     assert code == 2 and "unknown modality" in capsys.readouterr().err
-    for flag, value, said in (("--chunk-size", "0", "--chunk-size must be at least 1, got 0"),
-                              ("--num-workers", "-1", "--num-workers must be 0 or more, got -1")):
+    for flag, value, said in (("--chunk-size", "0", "--chunk-size 0: must be at least 1"),
+                              ("--num-workers", "-1", "--num-workers -1: must be 0 or more")):
         code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--model", str(tiny_clip_path), flag, value,
                              "--out", str(tmp_path / "x")])
         assert code == 2 and said in capsys.readouterr().err
-    with pytest.raises(SettingError, match="chunk_size must be at least 1"):
+    with pytest.raises(SettingError, match="chunk_size=0: must be at least 1"):
         P.probe(tiny_clip_path, str(travlr_small), chunk_size=0)
-    with pytest.raises(SettingError, match="train sizes"):
+    with pytest.raises(SettingError, match="train_sizes='10,abc': must be training sizes"):
         P.probe(tiny_clip_path, str(travlr_small), train_sizes="10,abc")
 
 
@@ -381,7 +381,7 @@ def test_feature_file_errors(tmp_path):
         FeatureFile(tmp_path / "f64.npy")
 
 
-def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_path, tmp_path):
+def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_path, tmp_path, monkeypatch):
     """With no cache asked for and several chunks, a throw-away cache carries repeated texts across
     chunks: every unique input is computed once, as with a cache, and nothing is left behind."""
     import shutil
@@ -399,11 +399,21 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
         pq.write_table(table.set_column(table.schema.get_field_index("query"), "query", pa.array(queries)), f)
     kw = dict(train_modalities="image,caption", test_modalities="image,caption", bootstrap=0, progress=False)
     cached = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir=tmp_path / "c", **kw)
-    before = set(Path(tempfile.gettempdir()).glob("vlprobe-*"))
+    # A $TMPDIR of this test's own, looked at for the probe's folder names only: other pytest
+    # sessions (and the datasets cache, vlprobe-datasets) make vlprobe-* folders in the shared one.
+    from vlprobe.leftovers import TMP_PREFIXES
+
+    own_tmp = tmp_path / "tmpdir"
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
+    made = []
+    real_mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(real_mkdtemp(*a, **k)) or made[-1])
     bare = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir="none", chunk_size=5, **kw)
     assert bare.provenance["features"]["cache_dir"] is None
     # 60 images, 60 captions, 4 queries, 60 text-only inputs (query + caption)
     assert bare.provenance["features"]["computed_inputs"] == cached.provenance["features"]["computed_inputs"] == 184
     assert {(r["setting"], r["test_modality"], r["split"]) for r in bare.rows} == {
         (r["setting"], r["test_modality"], r["split"]) for r in cached.rows}
-    assert set(Path(tempfile.gettempdir()).glob("vlprobe-*")) <= before  # no feature or cache folder left
+    assert {Path(p).name.split("-")[1] for p in made if Path(p).parent == own_tmp} == {"features", "chunk"}
+    assert [p for p in own_tmp.iterdir() if p.name.startswith(TMP_PREFIXES)] == []  # no feature or cache folder left

@@ -11,7 +11,9 @@ that were read stay in the process's resident set until the kernel needs them, s
 matrix would look like (and be counted as) memory the run holds. The kernel's page cache still
 keeps recently read files, so later passes over a matrix are served from memory, not the disk.
 The folder is made by :mod:`tempfile` (``$TMPDIR``, else ``/tmp``): 60k training rows of a 512-d
-dual encoder's four settings (3 x 2,048 + 512 floats per row) take about 1.6 GB there.
+dual encoder's four settings (3 x 2,048 + 512 floats per row) take about 1.6 GB there. It is a
+:class:`vlprobe.leftovers.OwnedDir`: locked by this process while it lives, so that the next run
+removes it if this one is killed before it can (:func:`vlprobe.leftovers.sweep`).
 
 Everywhere a feature matrix is taken, an in-memory ``np.ndarray`` works too (tests, small subsets):
 :func:`row_blocks` and :func:`take_rows` accept either.
@@ -20,7 +22,6 @@ Everywhere a feature matrix is taken, an in-memory ``np.ndarray`` works too (tes
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -164,10 +165,12 @@ class FeatureWriter:
 
 class FeatureStore:
     """A temporary folder of feature files, deleted by :meth:`cleanup` or when no matrix from it is
-    referenced any more."""
+    referenced any more (or, after a kill, by the next run's sweep)."""
 
     def __init__(self, parent: str | os.PathLike | None = None) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="vlprobe-features-", dir=parent)
+        from .leftovers import OwnedDir
+
+        self._dir = OwnedDir(prefix="vlprobe-features-", dir=parent)
         self.dir = Path(self._dir.name)
         self._count = 0
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import DatasetError, ModelError, SettingError
+from .errors import ArgumentError, DatasetError, ModelError, SettingError
 from .evaluation import CHUNK_ROWS
 from .feature_store import row_blocks, take_rows
 
@@ -65,8 +66,16 @@ CLASSIFIERS = ("logreg", "mlp")
 L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 TRAIN, VALIDATION = "train", "validation"
 DEFAULT_DATASET = "travlr"
-DEFAULT_MODEL = "models/mini-clip"
+from .locations import DEFAULT_MODEL  # noqa: E402  (the offline default, written once)
 SETTING_ORDER = (*MODALITIES, TEXT_ONLY, ZERO_SHOT)
+MAX_BOOTSTRAP = 100_000  # resamples, as vlprobe.evaluate allows
+# The names a probe run writes into its output folder (and the temporary files older versions left
+# there): a folder holding anything else is not a probe run's, and is never replaced.
+PROBE_RUN_FILE = re.compile(r"^(results\.json|results\.csv|tables\.md|learning_curve_.*\.png|\..*\.tmp\d+)$")
+TRAVLR_COLUMNS = ("image", "caption", "query", "label")
+TRAVLR_SHAPE = ("a TraVLR-shaped dataset: the probe needs splits 'train', 'validation' and at least one 'test*', "
+                "each with columns image, caption, query and label (true/false)")
+_NONE = object()
 
 
 # ---- data -----------------------------------------------------------------------------------------
@@ -160,14 +169,16 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
 
     dataset = _resolve_dataset(dataset)
     local = Path(dataset).is_dir()
+    spec_error = None
     try:
         spec = find_spec(dataset)
-    except SpecError:
-        if local:
-            raise
-        raise DatasetError(f"dataset {dataset!r} is not a folder here and cannot be read from the Hub; run "
-                           f"from the checkout that holds it, set VLPROBE_ROOT, or build one with "
-                           f"`vlprobe build travlr --out DIR` and pass --dataset DIR") from None
+    except SpecError as err:
+        if local:  # said after the dataset's shape is checked: a folder that is not TraVLR's hears that first
+            spec, spec_error = None, err
+        else:
+            raise DatasetError(f"dataset {dataset!r} is not a folder here and cannot be read from the Hub; run "
+                               f"from the checkout that holds it, set VLPROBE_ROOT, or build one with "
+                               f"`vlprobe build travlr --out DIR` and pass --dataset DIR") from None
     if local:
         from .dataset_folder import built_configs
 
@@ -194,25 +205,30 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
         except Exception as err:
             raise DatasetError(f"cannot read dataset {dataset!r} config {task!r}: {type(err).__name__}: {err}") from None
         if any(s not in split_names for s in (TRAIN, VALIDATION)) or not any(s.startswith("test") for s in split_names):
-            raise DatasetError(f"{dataset} config {task!r} has splits {split_names}; the probe needs "
-                               f"'train', 'validation' and at least one 'test*' split")
+            raise DatasetError(f"{dataset} config {task!r} has splits {split_names}, so it is not {TRAVLR_SHAPE}")
         out[task] = {}
         for split in split_names:
             ds, info = load_split(dataset, task, split, revision)
-            missing = [c for c in ("image", "caption", "query", "label") if c not in ds.column_names]
+            missing = [c for c in TRAVLR_COLUMNS if c not in ds.column_names]
             if missing:
-                raise DatasetError(f"{dataset} config {task!r} split {split!r} has columns {sorted(ds.column_names)}; "
-                                   f"the probe needs image, caption, query and label")
+                raise DatasetError(f"{dataset} config {task!r} split {split!r} has columns {sorted(ds.column_names)}, "
+                                   f"without {', '.join(missing)}, so it is not {TRAVLR_SHAPE}")
             n_rows = len(ds)
             if limit is not None and limit < n_rows:
                 ds = ds.select(range(limit))
             if not len(ds):
                 raise DatasetError(f"{dataset} config {task!r} split {split!r} has no rows")
-            label = ds.select_columns(["label"]).with_format("arrow")[:].column("label")
-            labels = np.array([bool(v) for v in label.to_pylist()])
+            label = ds.select_columns(["label"]).with_format("arrow")[:].column("label").to_pylist()
+            odd = next((v for v in label if v not in (True, False)), _NONE)  # 0 and 1 compare equal to them
+            if odd is not _NONE:
+                raise DatasetError(f"{dataset} config {task!r} split {split!r}: column 'label' holds {odd!r}; the "
+                                   f"probe needs true/false labels (bool, or 0/1)")
+            labels = np.array([bool(v) for v in label])
             out[task][split] = Split(task, split, labels, ds, spec,
                                      {**info, "rows_in_split": n_rows, "rows_used": len(ds)},
                                      text_table=ds.select_columns(["caption", "query"]).with_format("arrow"))
+    if spec_error is not None:
+        raise spec_error
     return out
 
 
@@ -614,14 +630,54 @@ def _measure_here(prob: np.ndarray, gold: np.ndarray, bootstrap: int, confidence
 
 # ---- the protocol -----------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(repr=False)
 class ProbeResult:
-    """Rows (one per task x setting x train size x test modality x split) plus provenance."""
+    """What :func:`probe` returns, shaped as :class:`vlprobe.Evaluation`: ``rows`` (one per task x
+    setting x train size x test modality x split, with macro-F1, its CI and chance), ``provenance``,
+    ``results`` (the results.json document), ``summary`` (the paper's Table 2 figures), ``table()``
+    (what ``vlprobe probe`` prints), ``to_pandas()``, ``plot()`` and ``save(out)``."""
 
     rows: list[dict]
     provenance: dict
 
+    @property
+    def results(self) -> dict[str, Any]:
+        """The results.json document: provenance, the paper's figures, every row and the tables."""
+        return {"provenance": self.provenance, "summary": self.summary, "rows": self.rows,
+                "tables": {"same_modality": self.same_modality_table(), "transfer_test_ood": transfer_table(self.rows),
+                           "transfer_test_ind": transfer_table(self.rows, "test_ind")}}
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The paper's headline figures (Table 2): per task, setting and test split, the macro-F1 of
+        the full-size probe tested on its own modality, with its CI; the shape of
+        ``vlprobe.Evaluation.summary`` (``{benchmark: {"source", "headline", "rows", ...}}``)."""
+        from .summary import SOURCES, benchmark_of
+
+        dataset = str((self.provenance.get("dataset") or {}).get("dataset") or DEFAULT_DATASET)
+        rows = []
+        for r in _final(self.rows):
+            if r["transfer"] not in ("same", "zero-shot (no training)"):
+                continue
+            setting = r["setting"] if r["setting"] != ZERO_SHOT else f"zero-shot, {r['test_modality']}"
+            row = {"config": r["task"], "label": f"{r['task']} ({setting})", "setting": setting, "split": r["split"],
+                   "values": {"macro_f1": r["macro_f1"]} if r["macro_f1"] is not None else {},
+                   "n_items": r.get("n"), "train_size": r["train_size"], "chance": r.get("chance")}
+            if r.get("ci_low") is not None:
+                row["ci"] = {"macro_f1": [r["ci_low"], r["ci_high"]]}
+            rows.append(row)
+        bench = benchmark_of(dataset)
+        source = SOURCES.get("travlr") if bench == "travlr" else None
+        return {bench: {"source": source, "headline": ["macro_f1"], "rows": rows, "complete": True,
+                        "notes": ["frozen features + a trained probe (vlprobe probe); trained and tested on the "
+                                  "same modality, the full training split"]}}
+
+    def table(self) -> str:
+        """The text ``vlprobe probe`` prints (also tables.md): the paper's two layouts and timings."""
+        return format_report(self)
+
     def to_pandas(self) -> Any:
+        """The rows as a DataFrame (one per task x setting x train size x test modality x split)."""
         import pandas as pd
 
         return pd.DataFrame(self.rows)
@@ -632,8 +688,54 @@ class ProbeResult:
     def transfer_table(self) -> str:
         return transfer_table(self.rows)
 
+    def plot(self) -> Any:
+        """A matplotlib figure: per task, a bar per setting and test split (same modality, full
+        training split): macro-F1 with its CI and chance."""
+        import matplotlib.pyplot as plt
+
+        from .results import bar_chart
+
+        by_task: dict[str, list[dict]] = {}
+        for row in next(iter(self.summary.values()))["rows"]:
+            by_task.setdefault(row["config"], []).append(row)
+        n = max(1, len(by_task))
+        cols = min(2, n)
+        fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(6.0 * cols, 4.0 * math.ceil(n / cols)),
+                                 squeeze=False)
+        for ax, (task, rows) in zip(axes.flat, by_task.items()):
+            bar_chart(ax, [f"{r['setting']} {r['split']}" for r in rows],
+                      [r["values"].get("macro_f1") for r in rows], ci=[(r.get("ci") or {}).get("macro_f1") for r in rows],
+                      chance=[r.get("chance") for r in rows], label="macro-F1",
+                      confidence=self.provenance.get("settings", {}).get("confidence"))
+            ax.set_title(task, fontsize=9)
+            ax.legend(fontsize=7, loc="upper right")
+        for ax in list(axes.flat)[len(by_task):]:
+            ax.axis("off")
+        fig.tight_layout()
+        return fig
+
     def save(self, out: str | os.PathLike) -> list[Path]:
-        return write_outputs(out, self)
+        """Write results.json, results.csv, tables.md and the learning-curve plots into ``out`` as
+        one unit (staged beside it and swapped in, as ``vlprobe evaluate`` does); ``out`` must be
+        new, empty or a probe run's. Returns the paths written. A write error (a full disk, a
+        read-only folder) is one :class:`~vlprobe.errors.VlprobeError`, and ``out`` is left as it was."""
+        from .errors import VlprobeError
+        from .results import check_output_dir
+
+        check_output_dir(out, PROBE_RUN_FILE)
+        try:
+            return write_outputs(out, self)
+        except OSError as err:
+            cache = (self.provenance.get("features") or {}).get("cache_dir")
+            rerun = (f"the features are in the cache ({cache}), so running it again computes none" if cache
+                     else "nothing was cached (cache_dir none), so a rerun computes the features again")
+            raise VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}") from None
+
+    def __repr__(self) -> str:
+        model = (self.provenance.get("model") or {}).get("model_id")
+        dataset = (self.provenance.get("dataset") or {}).get("dataset")
+        tasks = ", ".join(dict.fromkeys(r["task"] for r in self.rows))
+        return f"<vlprobe.ProbeResult of {model} on {dataset} ({tasks}): {len(self.rows)} rows>"
 
 
 def _row(task: str, setting: str, split: str, scores: dict, **kw: Any) -> dict:
@@ -835,11 +937,133 @@ def _predict(enc: _Encoder, head: Any, split: Split, modality: str, batch_size: 
     return np.concatenate(out)
 
 
+class ProbeSettingError(ArgumentError):
+    """A bad argument of :func:`probe`: an :class:`~vlprobe.errors.ArgumentError` (``str(err)``
+    names it as Python spells it, ``few_shot='x': ...``; :meth:`cli` as the command line does,
+    ``--few-shot x: ...``) that knows the probe's flags."""
+
+    # Python keywords whose flag is not simply "--" + the name with dashes.
+    FLAGS = {**ArgumentError.FLAGS, "dataset": "--dataset", "train_modalities": "--train-modality",
+             "test_modalities": "--test-modality", "train_sizes": "--train-size",
+             "text_baseline": "--no-text-baseline"}
+
+
+def _whole(name: str, value: Any, low: int) -> int:
+    what = {0: "0 or more", 1: "at least 1"}.get(low, f"at least {low}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ProbeSettingError(name, value, f"must be a whole number ({what})")
+    if value < low:
+        raise ProbeSettingError(name, value, f"must be {what}")
+    return int(value)
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ProbeSettingError(name, value, "must be True or False")
+    return bool(value)
+
+
+def _optional_name(name: str, value: Any, what: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ProbeSettingError(name, value, f"must be {what}, or None")
+    return value
+
+
+def _one_dataset(value: Any, name: str = "datasets") -> str:
+    """The probe's one dataset: a folder or Hub id, alone or as the only element of a list (as
+    ``vlprobe.evaluate(datasets=...)`` takes them)."""
+    wanted = "must be one TraVLR-shaped dataset folder or Hub id (a path or a string; the probe takes one dataset)"
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise ProbeSettingError(name, value, wanted)
+        value = value[0]
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise ProbeSettingError(name, value, wanted)
+    return str(value)
+
+
+def _model_ok(model: Any) -> Any:
+    from .scorers.base import Scorer
+
+    if isinstance(model, (str, os.PathLike)) and str(model).strip():
+        return model
+    if isinstance(model, tuple) and len(model) == 2 or isinstance(model, Scorer) or hasattr(model, "config"):
+        return model
+    raise ProbeSettingError("model", model, "must be a model folder or Hub id, a transformers model (with its "
+                                            "processor), or a vlprobe scorer")
+
+
+def check_settings(*, model: Any = DEFAULT_MODEL, datasets: Any = DEFAULT_DATASET, configs: Any = "all",
+                   train_modalities: Any = MODALITIES, test_modalities: Any = MODALITIES, train_sizes: Any = None,
+                   few_shot: Any = 0, classifier: Any = "logreg", text_baseline: Any = True, finetune: Any = False,
+                   epochs: Any = 3, bootstrap: Any = 1000, confidence: Any = 0.95, seed: Any = 0, limit: Any = None,
+                   batch_size: Any = 32, num_workers: Any = None, device: Any = None, dtype: Any = "float32",
+                   family: Any = None, revision: Any = None, dataset_revision: Any = None, cache_dir: Any = None,
+                   chunk_size: Any = CHUNK_ROWS, progress: Any = True, out: Any = None) -> dict[str, Any]:
+    """Every setting of :func:`probe` checked (and normalised: lists of modalities and sizes, the
+    dataset as a string, the device and dtype as torch names), before anything is loaded; the
+    first bad one raises :class:`ProbeSettingError` naming it. Returns the settings."""
+    from .evaluation import check_device
+
+    s: dict[str, Any] = {"model": _model_ok(model), "datasets": _one_dataset(datasets)}
+    if not (isinstance(configs, str) or isinstance(configs, (list, tuple)) and configs
+            and all(isinstance(c, str) for c in configs)):
+        raise ProbeSettingError("configs", configs, "must be 'all', a task name, a comma-separated string or a "
+                                                    "list of names")
+    s["configs"] = configs
+    s["train_modalities"] = _modalities(train_modalities, "train_modalities")
+    s["test_modalities"] = _modalities(test_modalities, "test_modalities")
+    s["train_sizes"] = _sizes(train_sizes)
+    s["few_shot"] = _whole("few_shot", few_shot, 0)
+    if not isinstance(classifier, str) or classifier not in CLASSIFIERS:
+        raise ProbeSettingError("classifier", classifier, f"unknown classifier; choose one of {', '.join(CLASSIFIERS)}")
+    s["classifier"] = classifier
+    s["text_baseline"] = _flag("text_baseline", text_baseline)
+    s["finetune"] = _flag("finetune", finetune)
+    s["progress"] = _flag("progress", progress)
+    s["epochs"] = _whole("epochs", epochs, 1)
+    s["bootstrap"] = _whole("bootstrap", bootstrap, 0)
+    if s["bootstrap"] > MAX_BOOTSTRAP:
+        # the resampled confusion counts are held in memory at once (4 floats per resample and more)
+        raise ProbeSettingError("bootstrap", bootstrap, f"must be at most {MAX_BOOTSTRAP:,} resamples (1000 is the "
+                                                        f"usual, 10,000 for a steadier CI)")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.number)) \
+            or not math.isfinite(confidence) or not 0 < confidence < 1:
+        raise ProbeSettingError("confidence", confidence, "must be a level strictly between 0 and 1 (e.g. 0.95)")
+    s["confidence"] = float(confidence)
+    s["seed"] = _whole("seed", seed, 0)
+    s["limit"] = None if limit is None else _whole("limit", limit, 1)
+    s["batch_size"] = _whole("batch_size", batch_size, 1)
+    s["num_workers"] = None if num_workers is None else _whole("num_workers", num_workers, 0)
+    s["chunk_size"] = _whole("chunk_size", chunk_size, 1)
+    try:
+        from .scorers.loading import resolve_dtype
+
+        s["dtype"] = resolve_dtype(dtype)[0]
+    except (ValueError, TypeError, AttributeError) as err:
+        raise ProbeSettingError("dtype", dtype, str(err)) from None
+    s["device"] = check_device(device)  # the same check (and message) as vlprobe.evaluate's
+    s["family"] = _optional_name("family", family, "a scorer family name")
+    s["revision"] = _optional_name("revision", revision, "a Hub revision (branch, tag or commit)")
+    s["dataset_revision"] = _optional_name("dataset_revision", dataset_revision, "a Hub revision (branch, tag or "
+                                                                                 "commit)")
+    if cache_dir is not None and cache_dir is not False and not (
+            isinstance(cache_dir, os.PathLike) or isinstance(cache_dir, str) and cache_dir.strip()):
+        raise ProbeSettingError("cache_dir", cache_dir, "must be a folder path, 'none' (no cache) or None (the "
+                                                        "default: $VLPROBE_CACHE, else ~/.cache/vlprobe)")
+    s["cache_dir"] = "none" if cache_dir is False else cache_dir
+    if out is not None and not (isinstance(out, os.PathLike) or isinstance(out, str) and out.strip()):
+        raise ProbeSettingError("out", out, "must be a folder path, or None (nothing written)")
+    s["out"] = out
+    return s
+
+
 def probe(
     model: Any = DEFAULT_MODEL,
-    dataset: str = DEFAULT_DATASET,
+    datasets: Any = DEFAULT_DATASET,
     configs: str | Sequence[str] = "all",
     *,
+    processor: Any = None,
     train_modalities: Sequence[str] | str = MODALITIES,
     test_modalities: Sequence[str] | str = MODALITIES,
     train_sizes: Sequence[int] | str | None = None,
@@ -862,35 +1086,61 @@ def probe(
     cache_dir: str | os.PathLike | None = None,
     chunk_size: int = CHUNK_ROWS,
     progress: bool = True,
+    out: str | os.PathLike | None = None,
+    dataset: Any = _NONE,
 ) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
 
-    ``model``: a model folder or Hub id, or an already loaded vlprobe scorer. ``dataset``: a
-    TraVLR-shaped folder or Hub id (default: the repository's ``travlr`` build). ``cache_dir``:
+    ``model``: a model folder or Hub id, an already-loaded transformers model with its processor
+    (``model=(model, processor)`` or ``processor=``), or a vlprobe scorer. ``datasets``: one
+    TraVLR-shaped folder or Hub id (default: the repository's ``travlr`` build), as
+    ``vlprobe.evaluate``'s argument of that name takes it (a one-element list too). ``cache_dir``:
     the engine's feature cache (default ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``; ``"none"``
     disables it). ``chunk_size``: rows read and encoded at a time (memory holds one chunk's images).
-    ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). Returns a :class:`ProbeResult`; ``.save(out)`` writes results.json, results.csv,
-    tables.md and the learning-curve plots.
+    ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). ``out``:
+    checked before anything is loaded and written at the end, as :meth:`ProbeResult.save`.
+
+    Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
+    :class:`~vlprobe.errors.SettingError`, naming the argument); leftovers of killed runs (feature
+    folders, staging folders of ``out``) are removed first, saying so in one line. Returns a
+    :class:`ProbeResult`. ``dataset=``, the old name of ``datasets``, is still taken, with a
+    :class:`DeprecationWarning`.
     """
-    train_modalities = _modalities(train_modalities, "train_modalities")
-    test_modalities = _modalities(test_modalities, "test_modalities")
-    sizes = _sizes(train_sizes)
-    if classifier not in CLASSIFIERS:
-        raise SettingError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
-    if few_shot < 0:
-        raise SettingError(f"few_shot must be 0 or more, got {few_shot}")
-    if bootstrap < 0:
-        raise SettingError(f"bootstrap must be 0 or more, got {bootstrap}")
-    if epochs < 1:
-        raise SettingError(f"epochs must be at least 1, got {epochs}")
-    if chunk_size < 1:
-        raise SettingError(f"chunk_size must be at least 1, got {chunk_size}")
-    if num_workers is not None and num_workers < 0:
-        raise SettingError(f"num_workers must be 0 or more, got {num_workers}")
+    if dataset is not _NONE:
+        import warnings
+
+        warnings.warn("vlprobe.probe(dataset=...) is now datasets=..., as in vlprobe.evaluate; dataset= will "
+                      "be removed", DeprecationWarning, stacklevel=2)
+        if not (isinstance(datasets, str) and datasets == DEFAULT_DATASET):
+            raise ProbeSettingError("dataset", dataset, "give the dataset once, as datasets= (dataset= is its "
+                                                        "old name)")
+        datasets = _one_dataset(dataset, "dataset")
+    s = check_settings(
+        model=model, datasets=datasets, configs=configs, train_modalities=train_modalities,
+        test_modalities=test_modalities, train_sizes=train_sizes, few_shot=few_shot, classifier=classifier,
+        text_baseline=text_baseline, finetune=finetune, epochs=epochs, bootstrap=bootstrap, confidence=confidence,
+        seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers, device=device, dtype=dtype,
+        family=family, revision=revision, dataset_revision=dataset_revision, cache_dir=cache_dir,
+        chunk_size=chunk_size, progress=progress, out=out)
+    from .leftovers import sweep
+    from .results import check_output_dir
+
+    if out is not None:
+        check_output_dir(out, PROBE_RUN_FILE)
+    sweep(out)
+    train_modalities, test_modalities, sizes = s["train_modalities"], s["test_modalities"], s["train_sizes"]
+    dataset, chunk_size = s["datasets"], s["chunk_size"]
     started = time.perf_counter()
-    data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
-    scorer = _scorer(model, family, device, dtype, revision)
+    from .dataset_folder import progress_bars_off
+    from .evaluation import quiet_progress
+
+    with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
+        data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
+    with quiet_progress(not progress):  # no "Loading weights" bars with progress=False, as evaluate
+        scorer = _scorer(model if processor is None else (model, processor), family, s["device"], s["dtype"],
+                         revision)
     zero_shot = getattr(scorer, "family", "") == "vqascore"
+    _check_classes(data, dataset, limit, trained=not zero_shot)
     from .scorers.base import DualScorer
 
     text_only = text_baseline and isinstance(scorer, DualScorer)
@@ -901,10 +1151,10 @@ def probe(
     from .evaluation import default_workers, open_cache, throwaway_cache
     from .feature_store import FeatureStore
 
-    cache = open_cache(cache_dir, scorer)
+    cache = open_cache(s["cache_dir"], scorer)
     kept_cache = cache is not None
     temp = None
-    if cache is None and any(len(s) > chunk_size for by in data.values() for s in by.values()):
+    if cache is None and any(len(sp) > chunk_size for by in data.values() for sp in by.values()):
         cache, temp = throwaway_cache(scorer)  # carries repeated texts across chunks
     workers = num_workers if num_workers is not None else default_workers()
     engine = Engine(scorer, batch_size=batch_size, num_workers=workers, cache=cache, progress=progress)
@@ -943,12 +1193,14 @@ def probe(
     probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1
     from .results import environment, now_iso
 
-    computed = sum(int(s.get("computed", s.get("computed_pairs", 0)) or 0) for s in stats.values())
+    computed = sum(int(st.get("computed", st.get("computed_pairs", 0)) or 0) for st in stats.values())
     provenance = {
         "created": now_iso(),
+        "command": command_line(s),
+        "argv": list(sys.argv),
         "model": scorer.describe(),
         "dataset": {"dataset": dataset, "revision": dataset_revision,
-                    "splits": {t: {s: sp.info for s, sp in by.items()} for t, by in data.items()}},
+                    "splits": {t: {name: sp.info for name, sp in by.items()} for t, by in data.items()}},
         "settings": {"configs": configs, "train_modalities": list(train_modalities),
                      "test_modalities": list(test_modalities), "train_sizes": sizes, "few_shot": few_shot,
                      "classifier": classifier, "l2_grid": list(L2_GRID), "model_selection": VALIDATION,
@@ -961,14 +1213,60 @@ def probe(
                      "cache_dir": str(cache.dir) if kept_cache else None,
                      "text_max_length": getattr(scorer, "max_length", None),
                      "caption_truncated": _truncation(scorer, data) if any(
-                         s in ("caption", "both", TEXT_ONLY) for s in settings) else None},
+                         st in ("caption", "both", TEXT_ONLY) for st in settings) else None},
         # wall-clock and CPU seconds of this process (CPU time is what a loaded machine does not distort)
         "timings": {"feature_seconds": round(feature_seconds, 3), "probe_seconds": round(probe_seconds, 3),
                     "feature_cpu_seconds": round(feature_cpu, 3), "probe_cpu_seconds": round(probe_cpu, 3),
                     "total_seconds": round(time.perf_counter() - started, 3)},
         "environment": environment(),
     }
-    return ProbeResult(rows, provenance)
+    result = ProbeResult(rows, provenance)
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def command_line(s: dict[str, Any]) -> str | None:
+    """The ``vlprobe probe`` command that reruns checked settings ``s`` (:func:`check_settings`),
+    every option spelled out; None when the model is an object no command line can name."""
+    import shlex
+
+    model = s["model"]
+    if not isinstance(model, (str, os.PathLike)):
+        return None
+    values = {"dataset": s["datasets"], "config": s["configs"] if isinstance(s["configs"], str) else ",".join(s["configs"]),
+              "dataset-revision": s["dataset_revision"], "model": str(model), "revision": s["revision"],
+              "family": s["family"], "train-modality": ",".join(s["train_modalities"]),
+              "test-modality": ",".join(s["test_modalities"]),
+              "train-size": ",".join(map(str, s["train_sizes"])) if s["train_sizes"] else None,
+              "few-shot": s["few_shot"], "classifier": s["classifier"], "no-text-baseline": not s["text_baseline"],
+              "finetune": s["finetune"], "epochs": s["epochs"], "bootstrap": s["bootstrap"],
+              "confidence": s["confidence"], "seed": s["seed"], "limit": s["limit"], "batch-size": s["batch_size"],
+              "num-workers": s["num_workers"], "dtype": s["dtype"], "device": s["device"],
+              "cache-dir": s["cache_dir"], "out": s["out"], "chunk-size": s["chunk_size"],
+              "no-progress": not s["progress"]}
+    parts = ["vlprobe", "probe"]
+    for key, value in values.items():
+        if value is None or value is False:
+            continue
+        parts += [f"--{key}"] + ([] if value is True else [str(value)])
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int | None, trained: bool) -> None:
+    """Macro-F1 needs both classes in every test split, and fitting and choosing a probe need them
+    in train and validation: refuse, naming the split (and ``limit`` when it is the cause)."""
+    need = "train, validation and every test split" if trained else "every test split"
+    for task, by in data.items():
+        for name, sp in by.items():
+            if not (name.startswith("test") or trained) or (sp.labels.any() and not sp.labels.all()):
+                continue
+            only = "true" if sp.labels.all() else "false"
+            if limit is not None and sp.info.get("rows_in_split", 0) > limit:
+                raise ProbeSettingError("limit", limit, f"the first {limit} row(s) of {task}/{name} are all {only}; "
+                                                        f"the probe needs true and false rows in {need}: use more rows")
+            raise DatasetError(f"{dataset} config {task!r} split {name!r}: all {len(sp)} row(s) are {only}; the probe "
+                               f"needs true and false rows in {need}")
 
 
 def _scorer(model: Any, family: str | None, device: str | None, dtype: str, revision: str | None) -> Any:
@@ -994,25 +1292,40 @@ def _truncation(scorer: Any, data: dict) -> dict | None:
     return out
 
 
-def _modalities(value: Sequence[str] | str, name: str) -> list[str]:
-    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+def _modalities(value: Any, name: str) -> list[str]:
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = [v.strip() for v in value]
+    else:
+        raise ProbeSettingError(name, value, f"must be modality names, a comma-separated string or a list, from "
+                                             f"{', '.join(MODALITIES)}")
     items = [v for v in items if v]
     bad = [v for v in items if v not in MODALITIES]
     if bad or not items:
-        raise SettingError(f"{name}: unknown modality {bad or items}; choose from {', '.join(MODALITIES)}")
+        raise ProbeSettingError(name, value, f"unknown modality {', '.join(bad) or '(none given)'}; choose from "
+                                             f"{', '.join(MODALITIES)}")
     return list(dict.fromkeys(items))
 
 
-def _sizes(value: Sequence[int] | str | None) -> list[int] | None:
-    if value in (None, "", ()):
+def _sizes(value: Any) -> list[int] | None:
+    if value is None or (isinstance(value, (str, list, tuple)) and not (value.strip() if isinstance(value, str) else value)):
         return None
-    raw = value.split(",") if isinstance(value, str) else list(value)
-    try:
-        sizes = [int(str(v).strip()) for v in raw if str(v).strip()]
-    except ValueError:
-        raise SettingError(f"train sizes must be whole numbers, got {value!r}") from None
+    wanted = "must be training sizes, whole numbers of at least 2: a number, a comma-separated string or a list"
+    if isinstance(value, str):
+        raw: list[Any] = [v.strip() for v in value.split(",") if v.strip()]
+        try:
+            sizes = [int(v) for v in raw]
+        except ValueError:
+            raise ProbeSettingError("train_sizes", value, wanted) from None
+    else:
+        raw = [value] if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else value
+        if not isinstance(raw, (list, tuple)) or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                                                     for v in raw):
+            raise ProbeSettingError("train_sizes", value, wanted)
+        sizes = [int(v) for v in raw]
     if any(n < 2 for n in sizes):
-        raise SettingError(f"train sizes must be at least 2, got {value!r}")
+        raise ProbeSettingError("train_sizes", value, wanted)
     return sorted(set(sizes))
 
 
@@ -1061,7 +1374,7 @@ def same_modality_table(rows: list[dict], finetuned: bool = False) -> str:
                     continue
                 ind = next((r for r in rs if r["split"] == "test_ind"), None)
                 ood = next((r for r in rs if r["split"] == "test_ood"), None)
-                delta = "-" if ind is None or ood is None else f"{100 * (ood['macro_f1'] - ind['macro_f1']):+.1f}"
+                delta = "-" if ind is None or ood is None or None in (ind["macro_f1"], ood["macro_f1"]) else f"{100 * (ood['macro_f1'] - ind['macro_f1']):+.1f}"
                 name = f"zero-shot, {label}" if setting == ZERO_SHOT else (
                     "text-only (text tower on query + caption)" if setting == TEXT_ONLY else setting)
                 lines.append(f"| {task} | {name} | {rs[0]['train_size']} | {_cell(ind)} | {_cell(ood)} | {delta} | "
@@ -1143,39 +1456,32 @@ CSV_COLUMNS = ("task", "setting", "train_modality", "test_modality", "transfer",
 
 
 def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
+    """Write results.json, results.csv, tables.md and one learning-curve plot per task (when there
+    are several training sizes) as one folder swapped in for ``out``
+    (:func:`vlprobe.results.write_run_folder`, the same staging as ``vlprobe evaluate``'s)."""
     import csv
     import io
     import json
 
-    from .results import _atomic_write_bytes, _jsonable
+    from .results import _jsonable, write_run_folder
 
-    folder = Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise SettingError(f"output {folder} exists and is not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    doc = {"provenance": result.provenance, "rows": result.rows,
-           "tables": {"same_modality": result.same_modality_table(), "transfer_test_ood": transfer_table(result.rows),
-                      "transfer_test_ind": transfer_table(result.rows, "test_ind")}}
-    path = folder / "results.json"
-    _atomic_write_bytes(path, (json.dumps(_jsonable(doc), indent=1) + "\n").encode())
-    written.append(path)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-    w.writeheader()
-    for r in result.rows:
-        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
-    path = folder / "results.csv"
-    _atomic_write_bytes(path, buf.getvalue().encode())
-    written.append(path)
-    path = folder / "tables.md"
-    _atomic_write_bytes(path, format_report(result).encode())
-    written.append(path)
-    for task in dict.fromkeys(r["task"] for r in result.rows):
-        path = folder / f"learning_curve_{task}.png"
-        if plot_learning_curves(path, result.rows, task):
-            written.append(path)
-    return written
+    def write(folder: Path) -> list[str]:
+        (folder / "results.json").write_bytes((json.dumps(_jsonable(result.results), indent=1) + "\n").encode())
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in result.rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
+        (folder / "results.csv").write_bytes(buf.getvalue().encode())
+        (folder / "tables.md").write_bytes(format_report(result).encode())
+        names = ["results.json", "results.csv", "tables.md"]
+        for task in dict.fromkeys(r["task"] for r in result.rows):
+            name = f"learning_curve_{task}.png"
+            if plot_learning_curves(folder / name, result.rows, task):
+                names.append(name)
+        return names
+
+    return write_run_folder(out, write, PROBE_RUN_FILE)
 
 
 def format_report(result: ProbeResult) -> str:

@@ -201,9 +201,6 @@ def _shared_gold(gold: np.ndarray) -> np.ndarray:
     return shared
 
 
-# The old name of ScoredSplit.
-Unit = ScoredSplit
-
 
 def benchmark_name(dataset: str) -> str:
     """``facebook/winoground`` -> ``winoground``; ``./travlr`` -> ``travlr``."""
@@ -454,15 +451,16 @@ def plot_name(unit: ScoredSplit) -> str:
 
 # ---- the output folder, as one unit -------------------------------------------------------------
 
-def check_output_dir(out_dir: str | os.PathLike) -> Path:
+def check_output_dir(out_dir: str | os.PathLike, own: "re.Pattern[str]" = _RUN_FILE) -> Path:
     """Refuse, before any scoring starts, an output folder that cannot take a run: a path that is
-    a file, a folder holding files that are not a vlprobe run's (they would be lost when the new
-    run is swapped in), or a place where nothing can be written. Creates nothing."""
+    a file, a folder holding files that are not a vlprobe run's (names matching ``own``: by default
+    those ``vlprobe evaluate`` writes; they would be lost when the new run is swapped in), or a
+    place where nothing can be written. Creates nothing."""
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
         raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the outputs")
     if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir() if not _RUN_FILE.match(p.name))
+        foreign = sorted(p.name for p in out.iterdir() if not own.match(p.name))
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise ArgumentError("out", str(out), f"holds files that are not a vlprobe run's ({shown}); a run "
@@ -483,14 +481,41 @@ def check_output_dir(out_dir: str | os.PathLike) -> Path:
     return out
 
 
+def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[str]" = _RUN_FILE) -> list[Path]:
+    """Write a run's output folder as one unit: ``write(folder)`` fills a new folder (and returns
+    the names it wrote), which then replaces ``out_dir`` whole, so that ``out_dir`` is at every
+    instant the previous run, absent, or this run, never a mixture, and holds only this run's files.
+
+    The new folder is made inside a staging folder beside ``out_dir`` (``.NAME.new-*``, a
+    :class:`vlprobe.leftovers.OwnedDir`), which also receives the previous run when it is swapped
+    out, and is deleted at the end, on an error or an interrupt alike. A run killed meanwhile leaves
+    that staging folder, locked by no one: the next run's :func:`vlprobe.leftovers.sweep` (done here
+    first) removes it, putting the previous run back should the kill have come between the two
+    renames of the swap. The output folder itself gets the mode any new folder gets (the umask's), not
+    mkdtemp's 0700. ``own``: the names a run of this kind writes (see :func:`check_output_dir`).
+    Returns the paths the files have in ``out_dir``."""
+    from .leftovers import OwnedDir, staging_prefix, sweep
+
+    out = check_output_dir(out_dir, own)  # never swap away a folder that holds anything but a run
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sweep(out)
+    holder = OwnedDir(prefix=staging_prefix(out), dir=out.parent)
+    try:
+        stage = holder.path / "run"
+        stage.mkdir()
+        names = list(write(stage))
+        _swap_in(stage, out, holder.path)
+    finally:
+        holder.cleanup()
+    return [out / n for n in names]
+
+
 def write_outputs(out_dir: str | os.PathLike, units: Sequence[ScoredSplit], provenance: dict[str, Any],
                   summary: dict[str, Any] | None = None) -> list[Path]:
-    """Write a run's files into a temporary folder beside ``out_dir`` and swap it in; returns the
-    paths the files have in ``out_dir``."""
-    out = check_output_dir(out_dir)  # never swap away a folder that holds anything but a run
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-    try:
+    """Write a run's files into a staging folder beside ``out_dir`` and swap it in
+    (:func:`write_run_folder`); returns the paths the files have in ``out_dir``."""
+
+    def write(stage: Path) -> list[str]:
         names = list(RUN_FILES)
         write_results_json(stage / "results.json", units, provenance, summary)
         write_scores_parquet(stage / "scores.parquet", units)
@@ -499,23 +524,25 @@ def write_outputs(out_dir: str | os.PathLike, units: Sequence[ScoredSplit], prov
         for u in units:
             plot_unit(stage / plot_name(u), u, title_suffix=f"\n{model}" if model else "")
             names.append(plot_name(u))
-        _swap_in(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
+        return names
+
+    return write_run_folder(out_dir, write)
+
+
+def _swap_in(stage: Path, out: Path, holder: Path) -> None:
+    """Replace ``out`` by ``stage``: at every instant ``out`` is the old run, absent, or the new run.
+    The old run goes into ``holder`` (the staging folder, deleted afterwards)."""
+    from .leftovers import PREVIOUS
+
+    moved = out.exists()
+    if moved:
+        os.replace(out, holder / PREVIOUS)  # a kill before the next line: the next run's sweep puts it back
+    try:
+        os.replace(stage, out)
+    except BaseException:  # an error (or Ctrl-C) between the renames: the previous run goes back
+        if moved and not os.path.lexists(out):
+            os.replace(holder / PREVIOUS, out)
         raise
-    return [out / n for n in names]
-
-
-def _swap_in(stage: Path, out: Path) -> None:
-    """Replace ``out`` by ``stage``: at every instant ``out`` is the old run, absent, or the new run."""
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        old.rmdir()
-        os.replace(out, old)
-    os.replace(stage, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---- the table printed at the end of a run --------------------------------------------------------

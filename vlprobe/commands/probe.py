@@ -3,25 +3,26 @@
     vlprobe probe --dataset travlr --config all --model models/mini-clip \\
         --train-modality image,caption,both --test-modality image,caption,both --train-size 100,200 --out runs/probe
 
-Parses the arguments and calls :func:`vlprobe.probing.probe` (also ``vlprobe.probe``); see that module for the protocol.
-Writes results.json (rows + provenance + tables), results.csv, tables.md and learning-curve plots.
+Parses the arguments and calls :func:`vlprobe.probing.probe` (also ``vlprobe.probe``), which checks every
+setting and --out before anything is loaded and writes the output folder as one unit; see that module for
+the protocol. Writes results.json (rows + provenance + tables), results.csv, tables.md and learning-curve plots.
 """
 
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
-
-from ..probing import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_MODEL, MODALITIES
+from pathlib import Path
 
 DEFAULT_OUT = "runs/probe"
+HELP = "TraVLR's protocol: train a probe on one modality's features, test on image/caption/both (macro-F1)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ..probing import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_MODEL, MODALITIES
+
     p = sub.add_parser(
         "probe",
-        help="TraVLR's protocol: train a probe on one modality's features, test on image/caption/both (macro-F1)",
+        help=HELP,
         description=(
             "Train a classifier on a frozen model's features with the scene given as an image, a caption or "
             "both; test it in and out of distribution on every modality (cross-modal transfer), with "
@@ -66,41 +67,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def command_line(args: argparse.Namespace) -> str:
-    """The effective command, every option spelled out, so that pasting it reruns the same job."""
-    parts = ["vlprobe", "probe"]
-    for key, value in vars(args).items():
-        if key in ("func", "command") or value is None or value is False:
-            continue
-        parts += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
-    return " ".join(shlex.quote(p) for p in parts)
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..errors import SettingError
+    from ..errors import ArgumentError, SettingError
     from ..probing import format_report, probe
 
-    if args.batch_size < 1:
-        raise SettingError(f"--batch-size must be at least 1, got {args.batch_size}")
-    if args.limit is not None and args.limit < 1:
-        raise SettingError(f"--limit must be at least 1, got {args.limit}")
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise SettingError(f"--chunk-size must be at least 1, got {args.chunk_size}")
-    if args.num_workers is not None and args.num_workers < 0:
-        raise SettingError(f"--num-workers must be 0 or more, got {args.num_workers}")
-    result = probe(
-        args.model, args.dataset, args.config,
-        train_modalities=args.train_modality, test_modalities=args.test_modality, train_sizes=args.train_size,
-        few_shot=args.few_shot, classifier=args.classifier, text_baseline=not args.no_text_baseline,
-        finetune=args.finetune, epochs=args.epochs, bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed,
-        limit=args.limit, batch_size=args.batch_size, num_workers=args.num_workers, device=args.device,
-        dtype=args.dtype, family=args.family, revision=args.revision, dataset_revision=args.dataset_revision,
-        cache_dir=args.cache_dir, progress=not args.no_progress,
-        **({"chunk_size": args.chunk_size} if args.chunk_size is not None else {}),
-    )
-    result.provenance["command"] = command_line(args)
-    result.provenance["argv"] = list(sys.argv)
-    written = result.save(args.out)
+    try:
+        result = probe(
+            args.model, args.dataset, args.config,
+            train_modalities=args.train_modality, test_modalities=args.test_modality, train_sizes=args.train_size,
+            few_shot=args.few_shot, classifier=args.classifier, text_baseline=not args.no_text_baseline,
+            finetune=args.finetune, epochs=args.epochs, bootstrap=args.bootstrap, confidence=args.confidence,
+            seed=args.seed, limit=args.limit, batch_size=args.batch_size, num_workers=args.num_workers,
+            device=args.device, dtype=args.dtype, family=args.family, revision=args.revision,
+            dataset_revision=args.dataset_revision, cache_dir=args.cache_dir, progress=not args.no_progress,
+            out=args.out, **({"chunk_size": args.chunk_size} if args.chunk_size is not None else {}),
+        )
+    except ArgumentError as err:  # named as the command line spells it (--few-shot, not few_shot=)
+        raise SettingError(err.cli()) from None
     print(format_report(result))
-    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(p.name for p in written))
+    written = sorted(p.name for p in Path(args.out).iterdir())
+    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(written))
     return 0

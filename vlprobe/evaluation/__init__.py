@@ -39,7 +39,7 @@ from .data import (
 )
 from .model import default_model, load_model
 from .result import Evaluation, display_keys, format_summary, summarize
-from .scoring import open_cache, throwaway_cache
+from .scoring import open_cache, quiet_progress, throwaway_cache
 from .settings import (
                    CHUNK_ROWS,
                    CONTROLS,
@@ -55,5 +55,5 @@ __all__ = [
     "CHUNK_ROWS", "CONTROLS", "DEFAULT_DATASETS", "DEFAULT_MODEL", "MAX_BOOTSTRAP", "TEST_LIKE", "Evaluation", "Settings",
     "SplitSource", "check_cache_dir", "check_device", "check_reachable", "command_line", "default_datasets",
     "default_model", "default_workers", "display_keys", "evaluate", "format_summary", "load_model", "load_split",
-    "open_cache", "plan_splits", "score", "select_configs", "select_splits", "summarize", "throwaway_cache",
+    "open_cache", "plan_splits", "quiet_progress", "score", "select_configs", "select_splits", "summarize", "throwaway_cache",
 ]

@@ -21,7 +21,7 @@ from .data import (
 )
 from .model import _check_shapes, default_model, load_model
 from .result import Evaluation, summarize
-from .scoring import _distributed, _measure, _quiet_progress, _score, open_cache
+from .scoring import _distributed, _measure, quiet_progress, _score, open_cache
 from .settings import CHUNK_ROWS, Settings, _joined, check_cache_dir, default_workers
 
 
@@ -132,20 +132,20 @@ def evaluate(
     state, device_ = _distributed(s.device)
     main = state is None or state.is_main_process
     say = log if main else (lambda msg: None)
-    with progress_bars_off(), _quiet_progress(not progress):
+    with progress_bars_off(), quiet_progress(not progress):
         sources = plan_splits(datasets, s, spec=spec, dataset_revision=dataset_revision, names=names)
     model_name = model[0] if isinstance(model, tuple) else model
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
     say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
     s_model = Settings(**{**s.__dict__, "device": device_})
-    with _quiet_progress(not progress):
+    with quiet_progress(not progress):
         scorer = load_model(model, processor, family, revision, s_model)
     _check_shapes(sources, scorer)
 
     workers = s.num_workers if s.num_workers is not None else default_workers()
     cache = open_cache(cache_dir, scorer, state.process_index if state else 0)
     cache_path = str(cache.dir) if cache is not None else None
-    with progress_bars_off(), _quiet_progress(not progress):
+    with progress_bars_off(), quiet_progress(not progress):
         scored, stats = _score(sources, scorer, s, cache, workers, progress, main)
     provenance = {
         "created": now_iso(),
@@ -222,7 +222,7 @@ def score(
     s = Settings(batch_size=batch_size, device=device, dtype=dtype, bootstrap=0,
                  exact_preprocessing=bool(exact_preprocessing)).check()
     cache_dir = check_cache_dir(cache_dir)
-    with _quiet_progress(not progress):
+    with quiet_progress(not progress):
         scorer = load_model(model, processor, family, revision, s)
     gold = np.zeros((len(images), len(texts)), dtype=bool)
     gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks

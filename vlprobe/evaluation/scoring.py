@@ -71,14 +71,16 @@ def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> Any:
 
 
 def throwaway_cache(scorer: Any) -> tuple[Any, Any]:
-    """(cache, its TemporaryDirectory) for a run that asked for no cache but reads several chunks:
+    """(cache, its temporary folder) for a run that asked for no cache but reads several chunks:
     it carries inputs across chunks, and the caller deletes it after the run (an interrupted run
-    cannot resume from it, and EngineInterrupted says so)."""
-    import tempfile
-
+    cannot resume from it, and EngineInterrupted says so). The folder is a
+    :class:`vlprobe.leftovers.OwnedDir` in ``$TMPDIR``: should this run be killed, a later run
+    removes it; this one first removes those of killed runs (:func:`vlprobe.leftovers.sweep`)."""
     from ..cache import ScoreCache
+    from ..leftovers import OwnedDir, sweep
 
-    temp = tempfile.TemporaryDirectory(prefix="vlprobe-chunk-cache-")
+    sweep()
+    temp = OwnedDir(prefix="vlprobe-chunk-cache-")
     cache = ScoreCache(temp.name, scorer.cache_key())
     cache.temporary = True
     return cache, temp
@@ -187,7 +189,7 @@ def _metric_inputs(split: ScoredSplit) -> tuple[Any, Any, Any]:
     return scores, golds, probs
 
 
-class _quiet_progress:
+class quiet_progress:
     """With ``quiet`` (``progress=False``, ``--no-progress``): no progress bar from transformers
     ("Loading weights"), huggingface_hub (downloads, "Fetching N files") or datasets ("Generating
     split", "Loading dataset shards") inside; each is restored as it was after."""

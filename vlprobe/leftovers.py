@@ -1,0 +1,180 @@
+"""Temporary folders that say whose they are, and the sweep of those whose owner was killed.
+
+vlprobe works in temporary folders: ``vlprobe probe``'s feature files (``vlprobe-features-*``) and
+the chunk cache of a run without a score cache (``vlprobe-chunk-cache-*``) in ``$TMPDIR``, and every
+run's output folder, staged beside ``--out`` (``.NAME.new-*``) and swapped in at the end. A run that
+ends, fails or is interrupted removes its folders; a ``kill -9`` (or a power cut) cannot.
+
+So each such folder is an :class:`OwnedDir`: it holds a lock file, ``.vlprobe-owner``, recording the
+pid and host of the process that made it, which that process keeps locked (``flock``) for as long
+as the folder lives. The kernel drops the lock when the process ends, however it ends. :func:`sweep`
+removes a folder only when it can take that lock itself: its owner is provably gone. A folder whose
+lock is held (a live run, in this process or another) is never touched, nor is one without the
+lock file (being created this instant, or made by a vlprobe older than this module), nor anything
+not owned by this user. Locks are POSIX ``flock``; where ``fcntl`` does not exist nothing is swept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import sys
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Callable, Iterable
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no folder can be proved abandoned
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_NAME = ".vlprobe-owner"
+# Inside a staging folder: the run being replaced, moved there by vlprobe.results._swap_in just
+# before the new one is renamed into place. A kill between those two renames leaves --out absent and
+# the previous run here; the sweep puts it back rather than deleting it.
+PREVIOUS = "previous"
+TMP_PREFIXES = ("vlprobe-features-", "vlprobe-chunk-cache-")
+
+
+def staging_prefix(out: str | os.PathLike) -> str:
+    """The name prefix of the folders a run stages its output folder ``out`` in, beside it."""
+    return f".{Path(out).name}.new-"
+
+
+class OwnedDir:
+    """A temporary folder (made by :func:`tempfile.mkdtemp`, so mode 0700) holding a lock file that
+    this process keeps locked until :meth:`cleanup`, which deletes the folder. Like
+    :class:`tempfile.TemporaryDirectory` (``name``, ``cleanup()``, removed when garbage-collected)."""
+
+    def __init__(self, prefix: str, dir: str | os.PathLike | None = None) -> None:
+        self.name = tempfile.mkdtemp(prefix=prefix, dir=dir)
+        self.path = Path(self.name)
+        fd = -1
+        try:
+            if fcntl is not None:
+                # Lock a file under a temporary name, then rename it into place: a sweeper that sees
+                # the lock file always finds it locked while this process lives.
+                pending = self.path / (LOCK_NAME + ".pending")
+                fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.write(fd, f"pid {os.getpid()}\nhost {socket.gethostname()}\n".encode())
+                os.replace(pending, self.path / LOCK_NAME)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            shutil.rmtree(self.name, ignore_errors=True)
+            raise
+        self._finalizer = weakref.finalize(self, _remove, self.name, fd)
+
+    def cleanup(self) -> None:
+        """Delete the folder (holding its lock until it is gone), then release the lock."""
+        self._finalizer()
+
+    def __enter__(self) -> "OwnedDir":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    def __repr__(self) -> str:
+        return f"OwnedDir({self.name!r})"
+
+
+def _remove(name: str, fd: int) -> None:
+    shutil.rmtree(name, ignore_errors=True)
+    if fd >= 0:
+        os.close(fd)
+
+
+def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
+    """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone; its size in
+    bytes when removed, else None. ``restore``: the output folder ``folder`` stages; when it is
+    absent and ``folder`` holds the run swapped out of it (:data:`PREVIOUS`), that run is put back."""
+    if fcntl is None:
+        return None
+    try:
+        st = folder.lstat()
+        if not folder.is_dir() or folder.is_symlink() or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+            return None
+        fd = os.open(folder / LOCK_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None  # no lock file (or not ours to read): not provably abandoned
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None  # its owner holds the lock: a live run
+        if restore is not None and (folder / PREVIOUS).is_dir() and not os.path.lexists(restore):
+            try:
+                os.replace(folder / PREVIOUS, restore)
+            except OSError:
+                pass  # then it goes with the rest: out stays absent, as the killed run left it
+        size = _size(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None if folder.exists() else size
+    finally:
+        os.close(fd)
+
+
+def _size(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _candidates(out: str | os.PathLike | None, tmp: bool) -> Iterable[tuple[Path, Path | None]]:
+    """(folder, the output folder it stages or None) for each folder a sweep looks at."""
+    if tmp:
+        root = Path(tempfile.gettempdir())
+        try:
+            for p in root.iterdir():
+                if p.name.startswith(TMP_PREFIXES):
+                    yield p, None
+        except OSError:
+            pass
+    if out is not None:
+        out = Path(out).expanduser().absolute()
+        prefix = staging_prefix(out)
+        try:
+            for p in out.parent.iterdir():
+                # mkdtemp's 8-character suffix only: ".run.new-" also begins ".run.new-x.new-abc",
+                # the staging folder of another output folder, "run.new-x"
+                if p.name.startswith(prefix) and re.fullmatch(r"[a-z0-9_]{8}", p.name[len(prefix):]):
+                    yield p, out
+        except OSError:
+            pass
+
+
+def say_on_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def sweep(out: str | os.PathLike | None = None, *, tmp: bool = True,
+          log: Callable[[str], None] | None = say_on_stderr) -> list[Path]:
+    """Remove the leftovers of killed runs: feature and chunk-cache folders in ``$TMPDIR``
+    (``tmp``) and the staging folders of output folder ``out``, each only when its owner is gone
+    (see the module docstring). A run killed while swapping its folder in (``out`` absent, the
+    previous run in its staging folder) gets the previous run put back at ``out``. Says what it
+    removed in one line (``log``; None: silent); returns the folders removed."""
+    removed, freed, restored = [], 0, None
+    for folder, target in _candidates(out, tmp):
+        was_absent = target is not None and not os.path.lexists(target)
+        size = _abandoned_removed(folder, target)
+        if size is not None:
+            removed.append(folder)
+            freed += size
+            if was_absent and os.path.lexists(target):
+                restored = target
+    if removed and log is not None:
+        shown = ", ".join(str(p) for p in removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
+        back = f"; put back {restored}, the previous run a killed run had moved aside" if restored else ""
+        log(f"vlprobe: removed {len(removed)} leftover folder(s) of killed runs ({freed / 1e6:.1f} MB): {shown}{back}")
+    return removed

@@ -24,10 +24,21 @@ row's copy made unique by a PNG ``tEXt`` chunk with its id, so every row is a di
 engine (hashed, decoded, preprocessed and encoded once each) while building stays fast. Texts
 are drawn from TraVLR-like templates (a few thousand unique ones, repeated as in TraVLR).
 
+``--images jpeg`` (``--what evaluate``; default sizes 1,500 and 6,000 rows): photo-sized images as a
+user brings them. A source folder of 640 x 480 photo-like JPEGs (a smooth colour field plus sensor-like
+noise, quality 85, about 90 KB each; a pool of 200 pictures, each row's file made unique by a JPEG
+comment segment naming the row) and a ``captions.jsonl`` with the same columns, turned into a dataset
+folder by ``vlprobe build folder`` (in its own process, not measured). Each run then starts from a
+fresh ``HF_DATASETS_CACHE`` and ``TMPDIR``, so the first load (datasets' conversion of the parquet to
+Arrow) is inside the measurement, and scores with no score cache (``cache_dir="none"``), as
+``vlprobe evaluate --cache-dir none``. With ``--keep`` the source and dataset folders are kept and
+reused by the next run with the same ``--work``.
+
 Each run uses a fresh score cache (everything is computed, cache writes included). Usage::
 
     nice .venv/bin/python scripts/bench_scale.py [--sizes 10000,30000,60000] [--bootstrap 0]
         [--chunk-size 2000] [--image-size 500] [--work /tmp/vlprobe-bench-scale]
+    nice .venv/bin/python scripts/bench_scale.py --images jpeg [--sizes 1500,6000] [--keep]
 """
 
 from __future__ import annotations
@@ -143,6 +154,60 @@ def build(folder: Path, n: int, seed: int = 0, image_size: int = 500, what: str 
     return time.perf_counter() - start
 
 
+JPEG_SIZE = (640, 480)
+JPEG_POOL = 200
+
+
+def _photo_jpeg(rng: random.Random) -> bytes:
+    """A 640 x 480 photo-like JPEG of about 90 KB: a smooth random colour field (upscaled from 20 x 15)
+    plus Gaussian noise of sd 12, quality 85 (noise is what makes a camera's JPEG large)."""
+    import numpy as np
+    from PIL import Image
+
+    w, h = JPEG_SIZE
+    np_rng = np.random.default_rng(rng.randrange(2**32))
+    field = Image.fromarray((np_rng.random((15, 20, 3)) * 255).astype(np.uint8)).resize((w, h), Image.BICUBIC)
+    pixels = np.asarray(field).astype(np.int16) + np_rng.normal(0, 12, (h, w, 3)).astype(np.int16)
+    buf = io.BytesIO()
+    Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(buf, format="JPEG", quality=85)
+    return buf.getvalue()
+
+
+def _unique_jpeg(jpeg: bytes, row_id: str) -> bytes:
+    """The same JPEG with a comment (COM) segment naming the row after SOI: other bytes, same pixels."""
+    data = b"vlprobe-row " + row_id.encode()
+    return jpeg[:2] + b"\xff\xfe" + struct.pack(">H", len(data) + 2) + data + jpeg[2:]
+
+
+def build_jpeg(folder: Path, n: int, seed: int = 0) -> float:
+    """A source folder (``images/*.jpg`` + ``captions.jsonl`` + ``vlprobe.yaml``) of ``n`` rows made
+    into the dataset folder ``folder`` by ``vlprobe build folder``, as a user would; returns the
+    seconds it took. With both already there (``--keep``), they are reused and 0 is returned."""
+    source = folder.with_name(folder.name + "_source")
+    if (folder / "vlprobe.yaml").is_file() and (source / "captions.jsonl").is_file():
+        return 0.0
+    start = time.perf_counter()
+    for path in (folder, source):
+        if path.exists():
+            shutil.rmtree(path)
+    (source / "images").mkdir(parents=True)
+    rng = random.Random(seed)
+    pool = [_photo_jpeg(rng) for _ in range(JPEG_POOL)]
+    with open(source / "captions.jsonl", "w", encoding="utf-8") as fh:
+        for row in _rows(n, seed, pool_size=1, image_size=8):  # the texts; the images are replaced
+            name = f"images/{row['id']}.jpg"
+            (source / name).write_bytes(_unique_jpeg(pool[rng.randrange(JPEG_POOL)], row["id"]))
+            fh.write(json.dumps({**row, "image": name}) + "\n")
+    (source / "vlprobe.yaml").write_text(SPEC, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-c", "import sys; from vlprobe.cli import main; sys.exit(main())",
+                           "build", "folder", str(source), "--out", str(folder), "--license", "cc0-1.0",
+                           "--config", "spatiality"],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    if proc.returncode != 0:
+        sys.exit(f"vlprobe build folder failed:\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
 # ---- measuring (in a fresh process per size) --------------------------------------------------------
 
 def _status() -> dict[str, int]:
@@ -155,7 +220,8 @@ def _status() -> dict[str, int]:
     return out
 
 
-def child(folder: str, model: str, bootstrap: int, chunk_size: int, what: str) -> None:
+def child(folder: str, model: str, bootstrap: int, chunk_size: int, what: str, score_cache: str = "fresh",
+          num_workers: int | None = None) -> None:
     peak = {"RssAnon": 0}
     done = threading.Event()
 
@@ -172,11 +238,12 @@ def child(folder: str, model: str, bootstrap: int, chunk_size: int, what: str) -
     import vlprobe
 
     cache = tempfile.mkdtemp(prefix="vlprobe-bench-scale-cache-")
+    score_cache = cache if score_cache == "fresh" else score_cache  # "none": as --cache-dir none
     start = time.perf_counter()
     try:
         if what == "evaluate":
-            res = vlprobe.evaluate(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=cache,
-                                   progress=False, chunk_size=chunk_size)
+            res = vlprobe.evaluate(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=score_cache,
+                                   progress=False, chunk_size=chunk_size, num_workers=num_workers)
         else:
             res = vlprobe.probe(model=model, datasets=folder, bootstrap=bootstrap, cache_dir=cache, progress=False,
                                 chunk_size=chunk_size)
@@ -214,31 +281,51 @@ def main() -> None:
     ap.add_argument("--chunk-size", type=int, default=2000)
     ap.add_argument("--what", default="evaluate", choices=("evaluate", "probe"),
                     help="evaluate: N test rows scored; probe: N train rows (+ 2,000 validation, 2,000 test) probed")
+    ap.add_argument("--images", default="png", choices=("png", "jpeg"),
+                    help="png: the 500 px scenes above; jpeg: 640x480 photo-like JPEGs (~90 KB) through `vlprobe build "
+                         "folder`, first load and no score cache included (--what evaluate; default sizes 1500,6000)")
+    ap.add_argument("--num-workers", type=int, default=None, help="DataLoader workers (default: vlprobe's)")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "vlprobe-bench-scale"))
     ap.add_argument("--keep", action="store_true", help="keep the built folders")
     ap.add_argument("--child", nargs=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.model, args.bootstrap, args.chunk_size, args.what)
+        child(args.child[0], args.model, args.bootstrap, args.chunk_size, args.what,
+              "none" if args.images == "jpeg" else "fresh", args.num_workers)
         return
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    jpeg = args.images == "jpeg"
+    if jpeg and args.what != "evaluate":
+        ap.error("--images jpeg measures --what evaluate")
+    if jpeg and args.sizes == ap.get_default("sizes"):
+        args.sizes = "1500,6000"
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"vlprobe.{args.what}: model {args.model}, {args.image_size} px PNGs, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
+    images = "640x480 JPEGs (~90 KB) via `vlprobe build folder`, fresh datasets cache, no score cache" if jpeg \
+        else f"{args.image_size} px PNGs"
+    print(f"vlprobe.{args.what}: model {args.model}, {images}, num_workers {args.num_workers}, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
           f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     print(f"{'rows':>7} {'build s':>8} {'wall s':>8} {'CPU s':>8} {'rows/s':>8} {'peak RSS MB':>12} "
           f"{'peak anon MB':>13} {'acc_r' if args.what == 'evaluate' else 'img F1':>6}")
     results = []
     for n in sizes:
-        folder = work / f"travlr_like_{n}"
-        built = build(folder, n, image_size=args.image_size, what=args.what)
+        folder = work / (f"jpeg_{n}" if jpeg else f"travlr_like_{n}")
+        if jpeg:
+            built = build_jpeg(folder, n)
+        else:
+            built = build(folder, n, image_size=args.image_size, what=args.what)
         tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.dataset_folder.load_folder_split) goes here
         tmp.mkdir(exist_ok=True)
         env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp))
+        if jpeg:  # a fresh datasets cache: the first load (parquet -> Arrow) is measured
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            env["HF_DATASETS_CACHE"] = str(tmp / "hf-cache")
         proc = subprocess.run([sys.executable, __file__, "--child", str(folder), "--model", args.model,
                                "--bootstrap", str(args.bootstrap), "--chunk-size", str(args.chunk_size),
-                               "--what", args.what],
+                               "--what", args.what, "--images", args.images]
+                              + (["--num-workers", str(args.num_workers)] if args.num_workers is not None else []),
                               capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             sys.exit(f"the run on {n} rows failed:\n{proc.stderr[-3000:]}")
@@ -248,6 +335,7 @@ def main() -> None:
               f"{r['peak_rss_mb']:>12.0f} {r['peak_anon_mb']:>13.0f} {r['score']:>6.3f}", flush=True)
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(folder.with_name(folder.name + "_source"), ignore_errors=True)
             shutil.rmtree(tmp, ignore_errors=True)
     if len(results) > 1:
         first, last = results[0], results[-1]

@@ -36,3 +36,12 @@ def test_bench_scoring_runs_every_stage(repo_root, tmp_path):
     for line in ("decode", "preprocess", "encode images", "(b) engine", "(d) model-only floor",
                  "engine time / model-only floor"):
         assert line in out, out
+
+
+def test_bench_scale_jpeg_case_runs(repo_root, tmp_path):
+    """The photo-sized case (issue 25): JPEGs through `vlprobe build folder`, first load measured."""
+    out = _run(repo_root, tmp_path, "scripts/bench_scale.py", "--images", "jpeg", "--sizes", "12,24",
+               "--chunk-size", "10", "--work", str(tmp_path / "work"))
+    assert "640x480 JPEGs" in out and "peak RSS 24 / 12 rows" in out, out
+    rows = [line.split() for line in out.splitlines() if line.strip().split(" ")[0] in ("12", "24")]
+    assert [r[0] for r in rows] == ["12", "24"] and all(float(r[5]) > 0 for r in rows)

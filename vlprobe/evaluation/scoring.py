@@ -26,6 +26,7 @@ def _chunks(sources: Sequence[SplitSource], s: Settings) -> Iterator[list[tuple[
         size = src.n if s.control == "shuffle" else s.chunk_size
         for start, rows in src.row_batches(size):
             items = src.items(start, rows, s.modality)
+            del rows
             if s.control:
                 try:
                     items = list(apply_control(items, s.control, seed=s.seed))
@@ -39,6 +40,10 @@ def _chunks(sources: Sequence[SplitSource], s: Settings) -> Iterator[list[tuple[
             if s.control == "shuffle" and len(buffer) >= s.chunk_size:
                 yield buffer
                 buffer = []
+            # Nothing of this batch may stay referenced here while the next one is read: the items
+            # hold their image bytes (2,000 photos of 90 KB: 180 MB), and the old chunk was kept
+            # alive beside the next one while it was read (issue 25).
+            items = item = None
     if buffer:
         yield buffer
 

@@ -127,7 +127,7 @@ def test_model_selection_never_reads_a_test_split(monkeypatch):
         seen.append((xval, yval))
         return real(kind, xtr, ytr, xval, yval, **kw)
 
-    monkeypatch.setattr(P, "select", spy)
+    monkeypatch.setattr(P.protocol, "select", spy)
     _run(data, feats, train_sizes=[20])
     assert len(seen) == 2 * len(P.MODALITIES)
     for xval, yval in seen:
@@ -138,7 +138,7 @@ def test_logistic_regression_learns_and_newton_matches_lbfgs(monkeypatch):
     data, feats = _fake(n_feat=5)
     x, y = feats[("t", "train", "image")], data["t"]["train"].labels
     newton = P.fit("logreg", x, y, 1e-2)
-    monkeypatch.setattr(P, "NEWTON_MAX_DIM", 0)
+    monkeypatch.setattr(P.classifiers, "NEWTON_MAX_DIM", 0)
     lbfgs = P.fit("logreg", x, y, 1e-2, max_iter=500)
     scale = max(1.0, float(np.abs(newton.params["w"].numpy()).max()))
     np.testing.assert_allclose(newton.params["w"].numpy(), lbfgs.params["w"].numpy(), rtol=1e-3, atol=1e-3 * scale)
@@ -159,7 +159,7 @@ def test_measure_macro_f1_by_hand():
     assert m["f1_true"] == pytest.approx(2 / 3) and m["f1_false"] == pytest.approx(0.8)
     assert m["macro_f1"] == pytest.approx((2 / 3 + 0.8) / 2) and m["acc"] == pytest.approx(6 / 8)
     assert m["ci_low"] <= m["macro_f1"] <= m["ci_high"] and 0.3 < m["chance"] < 0.6
-    here = P._measure_here(prob, gold, 0, 0.95, 0)
+    here = P.metrics._measure_here(prob, gold, 0, 0.95, 0)
     assert here["macro_f1"] == pytest.approx(m["macro_f1"])
 
 
@@ -336,13 +336,13 @@ def test_fits_read_features_a_block_at_a_time(monkeypatch, tmp_path):
     # within 2e-6 (5 seeds), far inside the 1e-4 asked here.
     short = {"lbfgs": 5, "mlp": 5}
     whole = {"logreg": P.fit("logreg", x, y, 0.01), "mlp": P.fit("mlp", x, y, 0.01, seed=1, max_iter=5)}
-    monkeypatch.setattr(P, "NEWTON_MAX_DIM", 0)
+    monkeypatch.setattr(P.classifiers, "NEWTON_MAX_DIM", 0)
     whole["lbfgs"] = P.fit("logreg", x, y, 0.01, max_iter=short["lbfgs"])
     monkeypatch.setattr(feature_store, "MIN_BLOCK_ROWS", 10)
     monkeypatch.setattr(feature_store, "BLOCK_BYTES", 1)  # blocks of 10 rows
     assert len(list(row_blocks(on_disk))) == 11
     seen = {"lbfgs": P.fit("logreg", on_disk, y, 0.01, max_iter=short["lbfgs"])}
-    monkeypatch.setattr(P, "NEWTON_MAX_DIM", 2048)
+    monkeypatch.setattr(P.classifiers, "NEWTON_MAX_DIM", 2048)
     seen["logreg"] = P.fit("logreg", on_disk, y, 0.01)
     seen["mlp"] = P.fit("mlp", on_disk, y, 0.01, seed=1, max_iter=short["mlp"])
     for kind, probe in seen.items():
@@ -359,7 +359,7 @@ def test_fits_read_features_a_block_at_a_time(monkeypatch, tmp_path):
     np.testing.assert_array_equal(np.asarray(view), x[idx])
     np.testing.assert_allclose(weights(P.fit("logreg", view, y[idx], 0.01)), weights(P.fit("logreg", x[idx], y[idx], 0.01)),
                                rtol=1e-6, atol=1e-6)
-    design = P._design(x, whole["logreg"].mean, whole["logreg"].std).numpy()
+    design = P.classifiers._design(x, whole["logreg"].mean, whole["logreg"].std).numpy()
     np.testing.assert_array_equal(design[:, :9], ((x - whole["logreg"].mean) / whole["logreg"].std).astype(np.float32))
     assert (design[:, 9] == 1).all()
     store.cleanup()

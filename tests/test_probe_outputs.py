@@ -55,7 +55,7 @@ def _nothing_loads(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("loaded something before checking the settings")
 
-    monkeypatch.setattr(P, "load_splits", boom)
+    monkeypatch.setattr(P.api, "load_splits", boom)
     monkeypatch.setattr(evaluation, "load_model", boom)
 
 
@@ -96,7 +96,7 @@ def test_a_folder_holding_a_users_files_is_refused_before_loading(travlr_small, 
 _SLOW_WRITE = """
 import os, sys, time
 from pathlib import Path
-from vlprobe import probing
+from vlprobe.probing import result as probing  # where write_outputs looks it up
 real = probing.plot_learning_curves
 def slow(path, rows, task):
     done = real(path, rows, task)
@@ -208,7 +208,7 @@ def test_a_full_disk_while_writing_is_one_line_and_leaves_nothing(travlr_small, 
         real(path, rows, task)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(P, "plot_learning_curves", disk_full)
+    monkeypatch.setattr(P.result, "plot_learning_curves", disk_full)
     with pytest.raises(VlprobeError) as info:
         res.save(out)
     assert str(info.value).startswith(f"cannot write the outputs to {out} (No space left on device); the features "
@@ -476,7 +476,7 @@ def test_probe_result_has_the_shape_of_an_evaluation(travlr_small, tiny_clip_pat
 def test_the_old_dataset_keyword_is_taken_with_a_deprecation_warning(travlr_small, tiny_clip_path, tmp_path,
                                                                      monkeypatch):
     seen = []
-    monkeypatch.setattr(P, "load_splits", lambda dataset, *a, **k: seen.append(dataset) or (_ for _ in ()).throw(
+    monkeypatch.setattr(P.api, "load_splits", lambda dataset, *a, **k: seen.append(dataset) or (_ for _ in ()).throw(
         DatasetError("stop here")))
     with pytest.warns(DeprecationWarning, match=r"dataset=\.\.\.\) is now datasets="):
         with pytest.raises(DatasetError, match="stop here"):

@@ -11,13 +11,14 @@ The Python API is :func:`evaluate` (``vlprobe/evaluation.py``), with :func:`scor
 image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
 ``vlprobe/commands/evaluate.py``) parses arguments and calls it. Where things live:
 
-* ``evaluation.py``: the pipeline (settings checks, streaming, scoring, metrics, the result object);
+* ``evaluation/``: the pipeline, by layer (settings, data, model, scoring, result, api);
 * ``results.py``: what a run writes (results.json, scores.parquet, results.csv, plots) and the
   shared display helpers (METRIC_ORDER, percent formatting, bar charts);
 * ``spec.py`` / ``items.py``: rows -> items; ``engine.py`` / ``cache.py``: scoring and the score cache;
   ``scorers/``: model families; ``dataset_folder.py``: dataset folders (write, load, list configs and
   splits, undecoded image columns); ``errors.py``: the errors users see;
-* ``probing.py``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features;
+* ``probing/``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features (settings,
+  data, features, classifiers, metrics, protocol, finetune, result, api);
   ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;
 * ``summary.py``: each benchmark's headline metrics and its paper's aggregates (one rule for the
   CLI, ``report.py`` and the Space); ``report.py``: runs beside the published numbers;

@@ -44,7 +44,7 @@ ARCHITECTURES = frozenset({
 _MAX_LENGTH_PADDED = {"siglip", "siglip2"}
 
 
-def _features(out: Any) -> Any:
+def embedding_of(out: Any) -> Any:
     """``get_*_features`` returns a tensor (transformers 4) or an output with the projected
     embedding in ``pooler_output`` (transformers 5)."""
     import torch
@@ -127,7 +127,7 @@ class DualEncoderScorer(DualScorer):
 
         inputs = self._to_device(inputs)
         with torch.inference_mode():
-            emb = _features(self.model.get_image_features(**inputs))
+            emb = embedding_of(self.model.get_image_features(**inputs))
         return self._normalise(emb)
 
     # -- texts ---------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ class DualEncoderScorer(DualScorer):
 
         inputs = self._to_device(self.tokenize(texts))
         with torch.inference_mode():
-            emb = _features(self.model.get_text_features(**inputs))
+            emb = embedding_of(self.model.get_text_features(**inputs))
         return self._normalise(emb)
 
     # -- scores --------------------------------------------------------------------------------

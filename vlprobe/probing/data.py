@@ -1,0 +1,183 @@
+"""The TraVLR-shaped splits a probe reads (train, validation, test*), loaded as ``vlprobe evaluate``
+loads them (:func:`vlprobe.evaluation.load_split`), and the check that each has both classes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import DatasetError
+from ..locations import DEFAULT_MODEL
+from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
+
+
+@dataclass
+class Split:
+    """One config/split: its memory-mapped rows (read a chunk at a time, images undecoded) and its
+    labels, the only per-row values held in memory (captions and queries are read a chunk at a
+    time too)."""
+
+    task: str
+    split: str
+    labels: np.ndarray
+    table: Any = None       # datasets.Dataset
+    spec: Any = None
+    info: dict = field(default_factory=dict)
+    text_table: Any = None  # the caption and query columns, Arrow-formatted (zero-copy slices)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def chunks(self, size: int) -> list[tuple[int, int]]:
+        return [(a, min(a + size, len(self))) for a in range(0, len(self), size)]
+
+    def rows(self, start: int, stop: int) -> list[dict]:
+        from ..dataset_folder import read_rows
+
+        return read_rows(self.table, start, stop)
+
+    def images(self, start: int, stop: int) -> list:
+        return [r["image"] for r in self.rows(start, stop)]
+
+    def images_at(self, idx: Sequence[int]) -> list:
+        from ..dataset_folder import read_rows
+
+        picked = self.table.select([int(i) for i in idx])
+        return [r["image"] for r in read_rows(picked, 0, len(picked))]
+
+    def texts(self, column: str, start: int = 0, stop: int | None = None) -> list[str]:
+        """``caption`` or ``query`` of rows ``start:stop``."""
+        stop = len(self) if stop is None else stop
+        return self.text_table[start:stop].column(column).to_pylist()
+
+    def texts_at(self, column: str, idx: Sequence[int]) -> list[str]:
+        return self.text_table[[int(i) for i in idx]].column(column).to_pylist()
+
+    def items(self, modality: str, start: int = 0, stop: int | None = None, rows: list | None = None) -> list:
+        """Rows ``start:stop`` as items of ``modality`` (``rows``: those rows, if already read)."""
+        stop = len(self) if stop is None else stop
+        rows = self.rows(start, stop) if rows is None else rows
+        return [self.spec.to_item(r, index=start + i, config=self.task, modality=modality)
+                for i, r in enumerate(rows)]
+
+
+def _resolve_dataset(dataset: str) -> str:
+    """A folder relative to the working directory (the checkout, where `make` runs); else the folder
+    of that name where `vlprobe build` puts it (``$VLPROBE_ROOT/<name>`` when set, else
+    ``~/.cache/vlprobe/datasets/<name>``: :func:`vlprobe.locations.dataset_folder`), as `vlprobe
+    evaluate` finds its default folders; else a Hub id."""
+    from ..locations import dataset_folder
+
+    if Path(dataset).is_dir() or not str(dataset).strip():
+        return str(dataset)
+    built = dataset_folder(str(dataset))
+    return str(built) if built.is_dir() else str(dataset)
+
+
+def _resolve_model(model: Any) -> Any:
+    """``models/mini-clip`` (the default) names the small CLIP vlprobe ships: that folder under the
+    working directory (a clone) or ``$VLPROBE_ROOT``, else the copy inside the installed package;
+    never a Hub id."""
+    if not (isinstance(model, str) and model == DEFAULT_MODEL) or Path(model).is_dir():
+        return model
+    from ..evaluation import default_model
+
+    return default_model(os.environ.get("VLPROBE_ROOT") or Path.cwd())
+
+
+def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
+                limit: int | None = None) -> dict[str, dict[str, Split]]:
+    """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
+    ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
+
+    Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.evaluation.load_split`: a
+    memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only the labels are
+    read into memory here; captions, queries and images are read a chunk at a time when features
+    are computed."""
+    from ..dataset_folder import config_splits, list_configs, list_splits
+    from ..evaluation import load_split
+    from ..spec import SpecError, find_spec
+
+    dataset = _resolve_dataset(dataset)
+    local = Path(dataset).is_dir()
+    spec_error = None
+    try:
+        spec = find_spec(dataset)
+    except SpecError as err:
+        if local:  # said after the dataset's shape is checked: a folder that is not TraVLR's hears that first
+            spec, spec_error = None, err
+        else:
+            raise DatasetError(f"dataset {dataset!r} is not a folder here and cannot be read from the Hub; run "
+                               f"from the checkout that holds it, set VLPROBE_ROOT, or build one with "
+                               f"`vlprobe build travlr --out DIR` and pass --dataset DIR") from None
+    if local:
+        from ..dataset_folder import built_configs
+
+        names = built_configs(dataset)
+        if not names:
+            raise DatasetError(f"dataset folder {dataset} has no parquet files listed by its card: it has not been "
+                               f"built yet (`vlprobe build {Path(dataset).name}`), or it is not a dataset folder")
+    else:
+        try:
+            names = list_configs(dataset, revision)
+        except Exception as err:
+            raise DatasetError(f"cannot read dataset {dataset!r}: {type(err).__name__}: {err}. Build it with "
+                               f"`vlprobe build travlr` or pass a dataset folder") from None
+    wanted = names if configs in (None, "", "all", "*") else (
+        [c.strip() for c in configs.split(",") if c.strip()] if isinstance(configs, str) else list(configs))
+    unknown = [c for c in wanted if c not in names]
+    if unknown:
+        raise DatasetError(f"unknown config(s) {unknown} of {dataset}; its configs are: {', '.join(names)}")
+    out: dict[str, dict[str, Split]] = {}
+    for task in wanted:
+        try:
+            split_names = config_splits(dataset, task) if local else list_splits(dataset, task, revision)
+            split_names = sorted(split_names, key=lambda name: name.startswith("test"))  # train, validation, tests
+        except Exception as err:
+            raise DatasetError(f"cannot read dataset {dataset!r} config {task!r}: {type(err).__name__}: {err}") from None
+        if any(s not in split_names for s in (TRAIN, VALIDATION)) or not any(s.startswith("test") for s in split_names):
+            raise DatasetError(f"{dataset} config {task!r} has splits {split_names}, so it is not {TRAVLR_SHAPE}")
+        out[task] = {}
+        for split in split_names:
+            ds, info = load_split(dataset, task, split, revision)
+            missing = [c for c in TRAVLR_COLUMNS if c not in ds.column_names]
+            if missing:
+                raise DatasetError(f"{dataset} config {task!r} split {split!r} has columns {sorted(ds.column_names)}, "
+                                   f"without {', '.join(missing)}, so it is not {TRAVLR_SHAPE}")
+            n_rows = len(ds)
+            if limit is not None and limit < n_rows:
+                ds = ds.select(range(limit))
+            if not len(ds):
+                raise DatasetError(f"{dataset} config {task!r} split {split!r} has no rows")
+            label = ds.select_columns(["label"]).with_format("arrow")[:].column("label").to_pylist()
+            odd = next((v for v in label if v not in (True, False)), _NONE)  # 0 and 1 compare equal to them
+            if odd is not _NONE:
+                raise DatasetError(f"{dataset} config {task!r} split {split!r}: column 'label' holds {odd!r}; the "
+                                   f"probe needs true/false labels (bool, or 0/1)")
+            labels = np.array([bool(v) for v in label])
+            out[task][split] = Split(task, split, labels, ds, spec,
+                                     {**info, "rows_in_split": n_rows, "rows_used": len(ds)},
+                                     text_table=ds.select_columns(["caption", "query"]).with_format("arrow"))
+    if spec_error is not None:
+        raise spec_error
+    return out
+
+
+def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int | None, trained: bool) -> None:
+    """Macro-F1 needs both classes in every test split, and fitting and choosing a probe need them
+    in train and validation: refuse, naming the split (and ``limit`` when it is the cause)."""
+    need = "train, validation and every test split" if trained else "every test split"
+    for task, by in data.items():
+        for name, sp in by.items():
+            if not (name.startswith("test") or trained) or (sp.labels.any() and not sp.labels.all()):
+                continue
+            only = "true" if sp.labels.all() else "false"
+            if limit is not None and sp.info.get("rows_in_split", 0) > limit:
+                raise ProbeSettingError("limit", limit, f"the first {limit} row(s) of {task}/{name} are all {only}; "
+                                                        f"the probe needs true and false rows in {need}: use more rows")
+            raise DatasetError(f"{dataset} config {task!r} split {name!r}: all {len(sp)} row(s) are {only}; the probe "
+                               f"needs true and false rows in {need}")

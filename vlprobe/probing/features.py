@@ -1,0 +1,160 @@
+"""The probe's features through :class:`vlprobe.engine.Engine` (cached, computed once per input),
+written a chunk at a time to :mod:`vlprobe.feature_store`: dual-encoder ``[u, v, u*v, |u-v|]``, an ITM
+head's joint representation, or a VQAScore model's zero-shot probability."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ModelError
+from ..evaluation import CHUNK_ROWS
+from .data import Split
+from .settings import MODALITIES, TEXT_ONLY, TRAIN
+
+
+def _concat(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.concatenate([u, v, u * v, np.abs(u - v)], axis=1).astype(np.float32)
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def text_only_input(caption: str, query: str) -> str:
+    return f"{query} {caption}"
+
+
+def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str],
+                     chunk_size: int = CHUNK_ROWS, store: Any = None) -> tuple[dict, dict]:
+    """{(task, split, setting): features} and engine stats. Features are a (N, d) float32
+    :class:`~vlprobe.feature_store.FeatureFile` in ``store`` (a temporary
+    :class:`~vlprobe.feature_store.FeatureStore` when None), or, for VQAScore, P(Yes) as an (N,) array.
+
+    ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`. Rows are
+    read, decoded and encoded ``chunk_size`` at a time and each chunk's features are appended to
+    their files: memory holds one chunk, whatever the number of rows."""
+    from ..feature_store import FeatureStore
+    from ..scorers.base import DualScorer
+
+    splits = [s for by_split in data.values() for s in by_split.values()]
+    scorer = engine.scorer
+    store = store if store is not None else FeatureStore()
+    if isinstance(scorer, DualScorer):
+        return _dual_features(engine, splits, settings, chunk_size, store)
+    if hasattr(scorer, "pair_features"):
+        return _pair_features(engine, splits, [s for s in settings if s in MODALITIES], chunk_size, store)
+    if getattr(scorer, "family", "") == "vqascore":
+        return _zero_shot(engine, splits, [s for s in settings if s in MODALITIES], chunk_size)
+    raise ModelError(f"model {scorer.model_id!r} (family {scorer.family!r}) exposes no features the probe can use: "
+                     f"it needs a dual encoder, an ITM head (pair_features) or a VQAScore VLM")
+
+
+def _add_stats(total: dict, st: dict) -> dict:
+    """Engine stats summed over chunks (counts and seconds add; anything else: the last value)."""
+    for key, value in st.items():
+        total[key] = total.get(key, 0) + value if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    return total
+
+
+def _writers(store: Any, s: Split, settings: Sequence[str]) -> dict[str, Any]:
+    return {m: store.writer(f"{s.task}-{s.split}-{m}", len(s)) for m in settings}
+
+
+def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], chunk_size: int,
+                   store: Any) -> tuple[dict, dict]:
+    """A chunk of rows at a time: its images and texts embedded (each unique input once: the engine's
+    cache carries them across chunks), the settings' features composed and appended to their files."""
+    stats: dict[str, Any] = {"images": {}, "texts": {}}
+    need_images = any(m in ("image", "both") for m in settings)
+    need_captions = any(m in ("caption", "both") for m in settings)
+    out = {}
+    for s in splits:
+        writers = _writers(store, s, settings)
+        for a, b in s.chunks(chunk_size):
+            if need_images:
+                img, st = engine.embed_images(s.images(a, b))
+                _add_stats(stats["images"], st)
+            queries = s.texts("query", a, b)
+            texts = list(queries)
+            captions = s.texts("caption", a, b) if need_captions or TEXT_ONLY in settings else []
+            if need_captions:
+                texts += captions
+            if TEXT_ONLY in settings:
+                texts += [text_only_input(c, q) for c, q in zip(captions, queries)]
+            emb, st = engine.embed_texts(texts)
+            _add_stats(stats["texts"], st)
+            n = b - a
+            q = emb[:n]
+            cap = emb[n:2 * n] if need_captions else None
+            for m, w in writers.items():
+                if m == "image":
+                    w.write(_concat(img, q))
+                elif m == "caption":
+                    w.write(_concat(cap, q))
+                elif m == "both":
+                    w.write(_concat(_normalise(img + cap), q))
+                elif m == TEXT_ONLY:
+                    w.write(emb[len(emb) - n:])
+        out.update({(s.task, s.split, m): w.close() for m, w in writers.items()})
+    return out, stats
+
+
+def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int,
+                   store: Any) -> tuple[dict, dict]:
+    stats: dict[str, Any] = {}
+    out = {}
+    for s in splits:
+        writers = _writers(store, s, modalities)
+        for a, b in s.chunks(chunk_size):
+            rows = s.rows(a, b)
+            for m, w in writers.items():
+                items = s.items(m, a, b, rows)
+                # the query (with the caption in front for caption/both)
+                feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items])
+                w.write(feats)
+                _add_stats(stats, st)
+        out.update({(s.task, s.split, m): w.close() for m, w in writers.items()})
+    return out, {"pairs": stats}
+
+
+def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
+    """P(Yes | scene, query) per test row and modality: one float per row, kept in memory."""
+    from ..items import Item
+
+    stats: dict[str, Any] = {}
+    out = {}
+    for s in splits:
+        if not s.split.startswith("test"):
+            continue
+        for m in modalities:
+            parts = []
+            for a, b in s.chunks(chunk_size):
+                # 1 image x the query alone (the spec's first text): the gold cell is not read here
+                batch = [Item(it.id, it.images, it.texts[:1], np.ones((1, 1), bool), config=it.config)
+                         for it in s.items(m, a, b)]
+                res = engine.score(batch)
+                if res.probabilities is None:
+                    raise ModelError(f"model {engine.scorer.model_id!r} gives no match probabilities; the zero-shot "
+                                     f"row needs them")
+                # the query's P(Yes) normalised over Yes/No
+                parts.append(np.array([p[0, 0] for p in res.probabilities], dtype=np.float32))
+                _add_stats(stats, res.stats)
+            out[(s.task, s.split, m)] = np.concatenate(parts)
+    return out, {"pairs": stats}
+
+
+def _truncation(scorer: Any, data: dict) -> dict | None:
+    """Share of captions (and text-only inputs) longer than the text tower's limit, per task."""
+    tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
+    limit = getattr(scorer, "max_length", None)
+    if tok is None or not limit:
+        return None
+    out = {}
+    for task, by in data.items():
+        train, longer = by[TRAIN], 0
+        for a, b in train.chunks(CHUNK_ROWS):
+            longer += sum(len(ids) > limit for ids in tok(train.texts("caption", a, b), add_special_tokens=True)["input_ids"])
+        out[task] = round(longer / len(train), 4) if len(train) else 0.0
+    return out

@@ -1,0 +1,84 @@
+"""TraVLR's protocol on frozen features: a probe per task and training modality, tested on every
+modality in and out of distribution, zero- and few-shot transfer, learning curves."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..feature_store import take_rows
+from .classifiers import fit, select
+from .data import Split
+from .metrics import measure
+from .settings import TEXT_ONLY, TRAIN, VALIDATION, ZERO_SHOT
+
+
+def _row(task: str, setting: str, split: str, scores: dict, **kw: Any) -> dict:
+    return {"task": task, "setting": setting, "split": split, **kw, **scores}
+
+
+def _subset(n_total: int, n: int, seed: int, tag: str) -> np.ndarray:
+    import hashlib
+
+    s = int.from_bytes(hashlib.sha256(f"{seed}:{tag}".encode()).digest()[:8], "little")
+    return np.random.default_rng(s).permutation(n_total)[:n]
+
+
+def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],
+               test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
+               few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int,
+               progress: bool = True) -> list[dict]:
+    """Every fit and every test of the protocol on extracted features (see the module docstring)."""
+    rows: list[dict] = []
+    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
+    mkw = {"bootstrap": bootstrap, "confidence": confidence, "seed": seed}
+    for task, by_split in data.items():
+        tests = [s for s in by_split if s.startswith("test")]
+        if zero_shot:
+            for m in test_modalities:
+                for split in tests:
+                    sc = measure(features[(task, split, m)], by_split[split].labels, **mkw)
+                    rows.append(_row(task, ZERO_SHOT, split, sc, train_modality=None, test_modality=m,
+                                     transfer="zero-shot (no training)", train_size=0, l2=None))
+            continue
+        t0 = time.perf_counter()
+        settings = list(train_modalities) + ([TEXT_ONLY] if text_only else [])
+        ytr, yval = by_split[TRAIN].labels, by_split[VALIDATION].labels
+        n_train = len(ytr)
+        sizes = sorted({min(int(n), n_train) for n in (train_sizes or [])} | {n_train})
+        for setting in settings:
+            xtr, xval = features[(task, TRAIN, setting)], features[(task, VALIDATION, setting)]
+            probe = None
+            for n in sizes:
+                if n < n_train:  # a seeded subset, in row order (a feature file is read in order)
+                    idx = np.sort(_subset(n_train, n, seed, f"{task}:train"))
+                    probe, _ = select(classifier, take_rows(xtr, idx), ytr[idx], xval, yval, seed=seed)
+                else:
+                    probe, _ = select(classifier, xtr, ytr, xval, yval, seed=seed)
+                for split in tests:
+                    sc = measure(probe.proba(features[(task, split, setting)]), by_split[split].labels, **mkw)
+                    rows.append(_row(task, setting, split, sc, train_modality=setting,
+                                     test_modality=setting if setting != TEXT_ONLY else "caption",
+                                     transfer="same", train_size=int(n), l2=probe.l2))
+            if setting == TEXT_ONLY:
+                continue
+            for m in test_modalities:  # cross-modal transfer of the full-size probe
+                if m == setting:
+                    continue
+                for split in tests:
+                    sc = measure(probe.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
+                    rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
+                                     transfer="zero-shot", train_size=n_train, l2=probe.l2))
+                if few_shot > 0:
+                    idx = np.sort(_subset(n_train, min(few_shot, n_train), seed, f"{task}:few-shot:{m}"))
+                    tuned = fit(classifier, take_rows(features[(task, TRAIN, m)], idx), ytr[idx], probe.l2,
+                                seed=seed, start=probe)
+                    for split in tests:
+                        sc = measure(tuned.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
+                        rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
+                                         transfer=f"few-shot ({len(idx)})", train_size=n_train, l2=probe.l2))
+        say(f"probe: {task}: {len(settings)} setting(s) x {len(sizes)} size(s) fitted in {time.perf_counter() - t0:.1f}s")
+    return rows

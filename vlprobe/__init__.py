@@ -21,7 +21,7 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   data, features, classifiers, metrics, protocol, finetune, result, api);
   ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;
 * ``summary.py``: each benchmark's headline metrics and its paper's aggregates (one rule for the
-  CLI, ``report.py`` and the Space); ``report.py``: runs beside the published numbers;
+  CLI, ``report.py`` and the Space); ``report/``: runs beside the published numbers (runs, papers, tables, render);
 * ``builders/``: one module per dataset (``upstream.py`` fetches and verifies the annotation
   files), ``templates/`` their cards; ``scenes/``: the renderer and truth function of the
   synthetic instruments; ``image_sources.py``: the VALSE / BLA image sources and their downloads;

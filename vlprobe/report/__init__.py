@@ -1,0 +1,41 @@
+"""Compare runs: ``results.json`` files -> a Markdown and an HTML report, plus one plot.
+
+Every file is checked against the format this module reads first (:func:`validate_document`): one
+line per problem, naming the file and the entry, raised as a :class:`ReportError`.
+
+For every benchmark in the runs the report has:
+
+1. a long table, one row per (config, split, metric), one column per run (value and 95% CI in %),
+   and the chance level; only the metrics that mean something for the benchmark and the item shape
+   (:func:`vlprobe.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it);
+   and, where items carry tags, a per-tag table of each config's headline metric
+   (:func:`vlprobe.summary.primary_metric`) with the item count;
+2. the papers' aggregates (:func:`vlprobe.summary.summarize`: VALSE per instrument and its Avg. over
+   the 11 instruments, Winoground text / image / group, BLA per task, TraVLR per task and test
+   split), with a note wherever an aggregate is incomplete;
+3. where the seed papers published numbers for that benchmark (``vlprobe/data/paper_results.csv``:
+   VALSE Table 2, Winoground Table 3, BLA thesis Tables 6.3 and 6.2), a table in the papers'
+   layout: one row per system, "this run" rows first, then the papers' systems, one column per
+   (config, metric) that both the paper and a run's aggregates have (VALSE's ``avg`` included).
+
+Caveats carried into the report: the published numbers are percentages as printed; the BLA
+numbers were measured on the thesis version of the data (613 / 800 / 789 caption sets), not on
+the 2023 release (613 / 654 / 672) that vlprobe's ``bla`` folder holds; a run on a ``--limit``-ed
+subset, or on a control, is not comparable to a paper. Matching is by benchmark name (the dataset
+folder's or Hub repo's name: ``valse``, ``winoground``, ``bla``), config and metric; the synthetic
+``winoground_style`` is *not* Winoground and gets no paper column.
+
+The package: :mod:`.runs` (results.json files read and checked), :mod:`.papers` (the published
+numbers), :mod:`.tables` (the tables) and :mod:`.render` (Markdown, HTML, LaTeX, the plot, the folder).
+"""
+
+from .papers import CONFIG_ALIASES, PAPER_NOTES, PAPER_TABLES, paper_results
+from .render import build_report, ci_sentence, latex_tables, plot_runs, write_report
+from .runs import ReportError, Run, load_runs, validate_document
+from .tables import headline, long_table, paper_table, summary_table, tag_table
+
+__all__ = [
+    "CONFIG_ALIASES", "PAPER_NOTES", "PAPER_TABLES", "ReportError", "Run", "build_report", "ci_sentence", "headline",
+    "latex_tables", "load_runs", "long_table", "paper_results", "paper_table", "plot_runs", "summary_table",
+    "tag_table", "validate_document", "write_report",
+]

@@ -1,0 +1,239 @@
+"""Rendering a report: Markdown, HTML and LaTeX (booktabs) tables, the CI sentence, the plot, and
+:func:`write_report`, which writes the folder."""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .. import summary as summary_rules
+from ..errors import ArgumentError
+from ..results import _atomic_write_bytes
+from .papers import PAPER_NOTES, paper_results
+from .runs import Run, load_runs
+from .tables import _benchmarks, _shape, headline, long_table, paper_table, summary_table, tag_table
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr" + (' class="paper"' if len(row) > 1 and str(row[1]).startswith("paper") else "") + ">"
+        + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """(label, description) per run."""
+    out = []
+    for run in runs:
+        prov = run.doc.get("provenance", {})
+        model = prov.get("model", {})
+        desc = (f"{model.get('model_id')} (revision {model.get('revision') or 'local'}, family {model.get('family')}, "
+                f"{model.get('dtype')}, {model.get('device')}); ties {prov.get('settings', {}).get('ties')}; "
+                f"{_ci_of(run)}; {prov.get('created', '')}; {run.path}")
+        if run.caveats():
+            desc += "; " + ", ".join(run.caveats())
+        out.append((run.label, desc))
+    return out
+
+
+def _ci_of(run: Run) -> str:
+    st = run.doc.get("provenance", {}).get("settings", {}) or {}
+    level, resamples = st.get("confidence"), st.get("bootstrap")
+    if resamples == 0:
+        return "no CI"
+    if level is None or resamples is None:
+        return "CI level not recorded"
+    return f"{100 * level:g}% CI, {resamples} resamples, seed {st.get('seed', 0)}"
+
+
+def ci_sentence(runs: Sequence[Run]) -> str:
+    """What the brackets are, said once when every run made the same kind of CI, and run by run
+    (with a warning) when they differ: two brackets side by side are only comparable at one level."""
+    kinds = {r.label: _ci_of(r) for r in runs}
+    made = {k for k in kinds.values() if k != "no CI"}
+    base = "Values are percentages; brackets hold the percentile-bootstrap CI over items"
+    if len(made) <= 1:
+        return f"{base} ({made.pop()})." if made else "Values are percentages; no run made a CI."
+    listing = "; ".join(f"{label}: {kind}" for label, kind in kinds.items())
+    return f"{base}, each run's own, and they differ ({listing}): compare their widths with care."
+
+
+def latex_tables(runs: Sequence[Run]) -> str:
+    """The report's tables as LaTeX (pandas' Styler; booktabs rules), one ``table`` float each, to
+    paste into a paper: per benchmark the metrics with ties, the headline metrics (the paper's
+    aggregates where it has a paper) and the published numbers beside this run."""
+    import pandas as pd
+
+    papers = paper_results()
+    parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}", f"% {ci_sentence(runs)}", ""]
+
+    def table(header: list[str], rows: list[list[str]], caption: str, label: str) -> str:
+        frame = pd.DataFrame(rows, columns=_unique(header))
+        styler = frame.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
+        return styler.to_latex(hrules=True, caption=_latex_escape(caption), label=label,
+                               position_float="centering", column_format="l" * len(header))
+
+    for bench in _benchmarks(runs):
+        slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
+        parts.append(table(*long_table(runs, bench), f"{bench}: metrics per config (%), ties = tied comparisons",
+                           f"tab:vlprobe-{slug}"))
+        agg = summary_table(runs, bench)
+        if agg:
+            source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")),
+                          None)
+            parts.append(table(agg[0], agg[1], summary_rules.summary_title(bench, {"source": source}),
+                               f"tab:vlprobe-{slug}-summary"))
+        paper = paper_table(runs, bench, papers)
+        if paper:
+            parts.append(table(*paper, f"{bench}: this run beside the published numbers. {PAPER_NOTES.get(bench, '')}",
+                               f"tab:vlprobe-{slug}-paper"))
+    return "\n".join(parts)
+
+
+def _unique(header: list[str]) -> list[str]:
+    """Column names made unique (two runs may show the same model name before labels)."""
+    out: list[str] = []
+    for h in header:
+        name, k = h, 2
+        while name in out:
+            name, k = f"{h} #{k}", k + 1
+        out.append(name)
+    return out
+
+
+def _latex_escape(text: str) -> str:
+    """Plain text for LaTeX (a caption): its special characters escaped, one pass."""
+    special = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+               "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+    return "".join(special.get(ch, ch) for ch in text)
+
+
+def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
+    """The Markdown and HTML texts of the report."""
+    papers = paper_results()
+    lead = ci_sentence(runs)
+    md = ["# vlprobe report", "", lead, ""]
+    hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>"]
+    md += ["## Runs", ""]
+    hb += ["<h2>Runs</h2>", "<ul>"]
+    for label, desc in _runs_section(runs):
+        md.append(f"- **{label}**: {desc}")
+        hb.append(f"<li><b>{html.escape(label)}</b>: {html.escape(desc)}</li>")
+    md.append("")
+    hb.append("</ul>")
+    if plot_name:
+        md += [f"![headline metric per config]({plot_name})", ""]
+        hb.append(f'<img src="{html.escape(plot_name)}" alt="headline metric per config">')
+    for bench in _benchmarks(runs):
+        header, rows = long_table(runs, bench)
+        md += [f"## {bench}", "", _md_table(header, rows), ""]
+        hb += [f"<h2>{html.escape(bench)}</h2>", _html_table(header, rows)]
+        agg = summary_table(runs, bench)
+        if agg:
+            header, rows, notes = agg
+            source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
+            title = summary_rules.summary_title(bench, {"source": source}, with_source=False)
+            lead = (f"As {source} reports them." if source else "Headline metrics per config.")
+            md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
+            md += [f"- {n}" for n in notes] + ([""] if notes else [])
+            hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
+            if notes:
+                hb.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        tags = tag_table(runs, bench)
+        if tags:
+            md += [f"### {bench}: per tag", "", _md_table(*tags), ""]
+            hb += [f"<h3>{html.escape(bench)}: per tag</h3>", _html_table(*tags)]
+        paper = paper_table(runs, bench, papers)
+        if paper:
+            note = PAPER_NOTES.get(bench, "")
+            md += [f"### {bench}: this run beside the published numbers", "", note, "", _md_table(*paper), ""]
+            hb += [f"<h3>{html.escape(bench)}: this run beside the published numbers</h3>",
+                   f"<p>{html.escape(note)}</p>", _html_table(*paper)]
+    style = ("body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}tr.paper{color:#555;background:#f7f7f7}"
+             "img{max-width:100%}")
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>vlprobe report</title>"
+            f"<style>{style}</style></head><body>" + "\n".join(hb) + "</body></html>\n")
+    return "\n".join(md) + "\n", page
+
+
+def plot_runs(runs: Sequence[Run], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    units: list[tuple[str, str, str, str]] = []
+    for run in runs:
+        for r in run.results:
+            key = headline(r["metrics"], r["benchmark"], _shape(r))
+            unit = (r["benchmark"], r["config"], r["split"], key)
+            if key and unit not in units:
+                units.append(unit)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.55 * len(units) * max(1, len(runs)) + 2), 4.0), dpi=110)
+    width = 0.8 / max(1, len(runs))
+    x = np.arange(len(units))
+    for i, run in enumerate(runs):
+        vals, lo, hi = [], [], []
+        for bench, config, split, key in units:
+            m = next((r["metrics"] for r in run.results
+                      if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), {})
+            v = m.get(key)
+            ci = (m.get("ci") or {}).get(key) or [v, v]
+            vals.append(np.nan if v is None else 100 * v)
+            lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
+            hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
+        ax.bar(x + (i - (len(runs) - 1) / 2) * width, vals, width, yerr=[lo, hi], capsize=2, label=run.label)
+    for j, (bench, config, split, key) in enumerate(units):
+        chance = next(((r["metrics"].get("chance") or {}).get(key) for run in runs for r in run.results
+                       if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), None)
+        if chance is not None:
+            ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed",
+                      label="chance" if j == 0 else None)
+    ax.set_xticks(x, [f"{b}/{c}/{s}\n{k}" for b, c, s, k in units], rotation=40, ha="right", fontsize=7)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    _atomic_write_bytes(path, buf.getvalue())
+
+
+def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
+                 labels: Sequence[str] | None = None) -> list[Path]:
+    """Check every results file, then write report.md, report.html, report.tex and report.png into
+    ``out_dir`` (created; other files in it are left alone). ``labels``: one name per run."""
+    out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the report")
+    runs = load_runs(paths, labels)
+    md, page = build_report(runs, plot_name="report.png")
+    tex = latex_tables(runs)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written = [out / "report.md", out / "report.html", out / "report.tex", out / "report.png"]
+        _atomic_write_bytes(written[0], md.encode("utf-8"))
+        _atomic_write_bytes(written[1], page.encode("utf-8"))
+        _atomic_write_bytes(written[2], tex.encode("utf-8"))
+        plot_runs(runs, written[3])
+    except OSError as err:
+        raise ArgumentError("out", str(out), f"cannot write the report there ({err.strerror or err})") from None
+    return written

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from ..evaluation import CHUNK_ROWS
 from ..locations import DEFAULT_MODEL
-from .data import _check_classes, _resolve_model, load_splits
+from .data import _check_classes, _resolve_dataset, _resolve_model, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows
 from .protocol import run_probes
@@ -105,7 +105,10 @@ def probe(
     dataset, chunk_size = s["datasets"], s["chunk_size"]
     started = time.perf_counter()
     from ..dataset_folder import progress_bars_off
-    from ..evaluation import quiet_progress
+    from ..evaluation import check_reachable, quiet_progress
+
+    # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
+    check_reachable(str(_resolve_dataset(dataset)), dataset_revision)
 
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
         data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)

@@ -44,3 +44,9 @@ def write_build_report(folder: str | Path, title: str, lines: list[str]) -> Path
     tmp.write_text(f"# {title}\n\n" + "\n".join(lines).rstrip() + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def body(name: str) -> str:
+    """The prose of a card written with :func:`vlprobe.dataset_folder.write_card` (no template
+    variables): ``vlprobe/templates/<name>``, as committed."""
+    return (TEMPLATES / name).read_text(encoding="utf-8")

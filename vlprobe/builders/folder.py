@@ -84,8 +84,17 @@ def build_folder(
     anything is written; a build that fails leaves ``out`` as it was (a new ``out`` is removed)."""
     import datasets
 
-    from ..dataset_folder import (BUILD_RECORD, ConfigDecl, card_metadata, progress_bars_off, publish_staged,
-                                  staging_folder, undecoded_features, write_card, write_split)
+    from ..dataset_folder import (
+        BUILD_RECORD,
+        ConfigDecl,
+        card_metadata,
+        progress_bars_off,
+        publish_staged,
+        staging_folder,
+        undecoded_features,
+        write_card,
+        write_split,
+    )
     from ..errors import SettingError
     from ..paths import check_config_name, check_split_name, inside
     from ..spec import SPEC_FILE, ItemSpec

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 import datasets
 import pyarrow.parquet as pq
 
+from . import cards
 from ..dataset_folder import ConfigDecl, card_metadata, write_card
 from ..scenes import winoground as gen
 from .synthetic import RateMeter, parse_names, write_rows
@@ -287,106 +288,6 @@ def build_local_winoground(source: Path, out: Path) -> int:
     return len(rows)
 
 
-LOCAL_CARD_BODY = """\
-# Winoground: a private local copy
+LOCAL_CARD_BODY = cards.body("winoground_local_body.md")  # the card's prose, vlprobe/templates/winoground_local_body.md
 
-This folder was made by `vlprobe build winoground_style --winoground PATH` from **your own copy** of
-[facebook/winoground](https://huggingface.co/datasets/facebook/winoground) (Thrush et al., CVPR 2022).
-Its images are Getty Images' and its use is bound by the Winoground licence agreement you accepted
-(research use only). **Do not upload, publish or share this folder.** vlprobe never commits or
-publishes it.
-
-Load it with `load_dataset("winoground_style/data/winoground")` or score it with
-`vlprobe evaluate --dataset winoground_style/data/winoground`.
-"""
-
-CARD_BODY = """\
-# Winoground-style synthetic instruments
-
-Three 2x2 instruments in the format of **Winoground** (Thrush et al., *Winoground: Probing Vision and
-Language Models for Visio-Linguistic Compositionality*, CVPR 2022), on rendered scenes of coloured
-shapes (the scene world of TraVLR, Chow, Tan and Kan, EACL 2023). Each item has two images and two
-captions that use **exactly the same words in a different order**; caption 0 is true of image 0 only
-and caption 1 of image 1 only. That is checked for every item by vlprobe's truth function
-(`vlprobe.scenes.truth`), so the gold matrix is the identity by construction, and the two images
-differ only by the swap (any other objects are the same in both).
-
-## Configs
-
-| config | caption_0 / caption_1 (examples) | what differs between the images | tag / collapsed_tag |
-|---|---|---|---|
-| `spatial_swap` (default) | "the red circle is to the left of the blue square" / "the blue square is to the left of the red circle" | the two named objects swap cells (left of, right of, above, below) | Noun Phrase / Object |
-| `attribute_swap` | "a red circle and a blue square" / "a blue circle and a red square" | the two objects swap colours | Adjective-Color / Relation |
-| `count_swap` | "two circles and three squares" / "three circles and two squares" | the two shapes swap counts (2 to 5), same cells and colours | Adjective-Number / Relation |
-
-| `all` | every item of the three configs (it reads their parquet files; nothing is stored twice) | | per item |
-
-Each config has one split, `test`, of 400 items by default (as Winoground). Every item has
-`secondary_tag` "Symbolic" (Winoground's tag for non-photographic images) and `num_main_preds` 1.
-The tags follow Winoground's vocabulary, so each item says which kind of swap it is: `collapsed_tag`
-is **Object** when whole noun phrases swap (`spatial_swap`), **Relation** when only modifiers swap
-(colours, numbers: `attribute_swap`, `count_swap`), and would be **Both** for a swap that moves an
-object and a relation word at once, which none of these instruments makes. `tag` names the words
-swapped (Noun Phrase, Adjective-Color, Adjective-Number). In `all`, a per-tag table therefore
-compares Object with Relation swaps, and the `instrument` column (a tag too) gives each instrument.
-
-## Columns
-
-The nine columns of facebook/winoground, with its types: `id` (int32), `image_0`, `image_1` (500x500
-PNG), `caption_0`, `caption_1`, `tag`, `secondary_tag`, `num_main_preds` (int32), `collapsed_tag`;
-then six of ours: `objects_0`, `objects_1` (the scenes: shape, colour, row, column; row 0 on top),
-`form_0`, `form_1` (the captions' structured forms as JSON, `vlprobe.scenes.statement_from_dict`),
-`instrument` (the config) and `key` (`<instrument>/<id>`; `id` restarts at 0 in every config, so
-`key` is the id that is unique in `all`).
-
-`vlprobe.yaml` makes each row a vlprobe item (id `key`) with 2 images x 2 texts and gold
-[[1, 0], [0, 1]], tags `collapsed_tag`, `instrument`, `num_main_preds`, `secondary_tag`, `tag`, so
-the text, image and group scores of the paper apply unchanged:
-
-```bash
-vlprobe evaluate --dataset winoground_style --config all            # the pooled config, per-tag tables
-vlprobe evaluate --dataset winoground_style --config spatial_swap,attribute_swap,count_swap
-```
-
-```python
-from datasets import load_dataset
-ds = load_dataset("winoground_style", "all", split="test")    # or one instrument: "spatial_swap"
-```
-
-## How it was generated
-
-```bash
-vlprobe build winoground_style                 # 400 items per config, seed 0
-vlprobe build winoground_style --size tiny     # 8 items per config, for tests
-vlprobe build winoground_style --items 2000    # any number
-```
-
-Objects are drawn from 5 colours (red, blue, green, yellow, orange) and 7 shapes (square, circle,
-triangle, star, hexagon, octagon, pentagon), rendered as in TraVLR: white 500x500 canvas, implicit
-6x6 grid, filled shapes without outline or anti-aliasing, PNG. Each item adds 0 to 3 other objects,
-of types that cannot make either caption true. Items are distinct. Each config draws from its own
-stream, `random.Random(f"vlprobe-winoground-style:{config}:{seed}")` (seed 0 by default), so a
-larger `--items` extends a smaller build's items instead of replacing them. Same seed and size give the same
-rows and pixels on any machine, and byte-identical parquet with the same Pillow, zlib and pyarrow.
-
-## Real Winoground
-
-facebook/winoground is gated and its images are Getty Images', so it is never redistributed here.
-If you have accepted its licence and hold a copy (a snapshot with `data/test-*.parquet`, or the
-older `data/examples.jsonl` + `data/images.zip`):
-
-```bash
-vlprobe build winoground_style --configs none --winoground /path/to/your/winoground
-vlprobe evaluate --dataset winoground_style/data/winoground
-```
-
-This writes a private dataset folder `winoground_style/data/winoground/` (config `winoground`,
-split `test`, facebook/winoground's nine columns) that git ignores and that this card does not
-declare, so it is never published with this folder.
-
-## Licence and credit
-
-The generated data is released under CC BY 4.0; vlprobe's code is MIT. The 2x2 format, scores and
-tag vocabulary are Winoground's (Thrush, Jiang, Bartolo, Singh, Williams, Kiela and Ross, 2022);
-the scene world is TraVLR's (Chow, Tan and Kan, 2023).
-"""
+CARD_BODY = cards.body("winoground_style_body.md")  # the card's prose, vlprobe/templates/winoground_style_body.md

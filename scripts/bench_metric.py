@@ -42,7 +42,7 @@ def main() -> None:
     print(f"    text={r['text']:.4f} image={r['image']:.4f} group={r['group']:.4f} (chance 0.25/0.25/0.1667)")
     # Ties force the exact per-pattern enumeration of ties="half"; measure that path too.
     tied = np.round(scores, 1)
-    r = timed(f"(a') same items rounded to 0.1 (many ties), ties=half",
+    r = timed("(a') same items rounded to 0.1 (many ties), ties=half",
               lambda: metric.compute(tied, gold, ties="half"))
     print(f"    n_ties={r['n_ties']:,} group={r['group']:.4f}")
 

@@ -62,9 +62,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import torch
-
     from bench_scoring import make_items
     from tiny_models import build_tiny_vlm
+
     from vlprobe.engine import Engine
     from vlprobe.scorers import load_scorer
 

@@ -12,12 +12,11 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from test_cli_evaluate import build_folder
 
 import vlprobe
 from vlprobe.cli import main
 from vlprobe.errors import DatasetError, ModelError, SettingError
-
-from test_cli_evaluate import build_folder
 
 
 @pytest.fixture(scope="module")
@@ -361,9 +360,8 @@ def test_score_gives_the_models_own_matrix(tiny_clip_path, tmp_path):
     through a folder, a loaded model, or a scorer."""
     import torch
     from PIL import Image
-    from transformers import CLIPModel, CLIPProcessor
-
     from tiny_models import tiny_images
+    from transformers import CLIPModel, CLIPProcessor
 
     pics = tiny_images(3)
     path = tmp_path / "p.png"

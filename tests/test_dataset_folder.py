@@ -9,7 +9,6 @@ import time
 import datasets
 import pytest
 
-from vlprobe.evaluation import select_configs
 from vlprobe.dataset_folder import (
     BUILD_RECORD,
     ConfigDecl,
@@ -22,6 +21,7 @@ from vlprobe.dataset_folder import (
     write_split,
     write_split_rows,
 )
+from vlprobe.evaluation import select_configs
 
 FEATURES = datasets.Features({"id": datasets.Value("string"), "text": datasets.Value("string")})
 

@@ -9,11 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from test_cli_evaluate import build_folder
 
 import vlprobe
 from vlprobe.cli import main
-
-from test_cli_evaluate import build_folder
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_engine import ToyDual, ToyPair, toy_items
 
 from vlprobe.cache import ScoreCache
 from vlprobe.engine import Engine, score_items
-
-from helpers_engine import ToyDual, ToyPair, toy_items
 
 HERE = Path(__file__).resolve().parent
 

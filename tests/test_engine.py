@@ -13,13 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_engine import ToyDual, ToyPair, ToyTextOnly, toy_items, winoground_items
 
 from vlprobe.cache import ScoreCache
 from vlprobe.engine import Engine, EngineOutOfMemory, score_items
 from vlprobe.images import ImageError, content_hash, to_pil
 from vlprobe.items import Item
-
-from helpers_engine import ToyDual, ToyPair, ToyTextOnly, png, toy_items, winoground_items
 
 HERE = Path(__file__).resolve().parent
 

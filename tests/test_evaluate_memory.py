@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_cli_evaluate import build_folder
 
 import vlprobe
 from vlprobe import metric as metric_module
@@ -29,9 +30,6 @@ from vlprobe.dataset_folder import (
 )
 from vlprobe.evaluation.scoring import _metric_inputs
 from vlprobe.results import ScoredItem, ScoredSplit, ScoreMatrices
-
-from test_cli_evaluate import build_folder
-
 
 # ---- ScoreMatrices ------------------------------------------------------------------------------
 

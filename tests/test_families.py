@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from tiny_models import tiny_images
+
 from vlprobe.errors import ModelError
 from vlprobe.scorers import families, get_family, load_scorer, register, unregister
 from vlprobe.scorers.base import PairScorer, PairScores, ScoringError
-from vlprobe.scorers.loading import (MissingWeightsError, UnmappedArchitectureError, detect_family, load_config)
+from vlprobe.scorers.loading import MissingWeightsError, UnmappedArchitectureError, detect_family, load_config
 
 TEXTS = ["a dog is running on the grass.", "There are 4 cats.", "the red ball is to the left of the blue box", "Yes"]
 

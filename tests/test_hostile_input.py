@@ -12,7 +12,6 @@ from pathlib import Path
 
 import datasets
 import pytest
-import yaml
 from PIL import Image
 
 from vlprobe import image_sources as imgs

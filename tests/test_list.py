@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vlprobe.cli import main
-
 from test_cli_evaluate import build_folder
+
+from vlprobe.cli import main
 
 
 def test_list_shows_folders_configs_splits_and_families(tmp_path, monkeypatch, capsys):

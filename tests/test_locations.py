@@ -56,8 +56,9 @@ def test_the_clone_builds_into_its_own_folders(repo_root, monkeypatch):
     """`make evaluate` runs `vlprobe build travlr` at the root: the committed card folder is the target."""
     monkeypatch.chdir(repo_root)
     monkeypatch.delenv("VLPROBE_ROOT", raising=False)
-    from vlprobe.builders import travlr, winoground_style
     import argparse
+
+    from vlprobe.builders import travlr, winoground_style
 
     for module in (travlr, winoground_style):
         p = argparse.ArgumentParser()
@@ -66,8 +67,9 @@ def test_the_clone_builds_into_its_own_folders(repo_root, monkeypatch):
 
 
 def test_build_outside_a_clone_defaults_to_the_users_folder(home):
-    from vlprobe.builders import travlr
     import argparse
+
+    from vlprobe.builders import travlr
 
     p = argparse.ArgumentParser()
     travlr.add_arguments(p)

@@ -11,9 +11,9 @@ import pytest
 
 from vlprobe import feature_store
 from vlprobe import probing as P
-from vlprobe.feature_store import FeatureFile, FeatureStore, row_blocks, take_rows
 from vlprobe.cli import main as vlprobe_main
 from vlprobe.errors import SettingError
+from vlprobe.feature_store import FeatureFile, FeatureStore, row_blocks, take_rows
 
 TASKS = "spatiality,cardinality"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import shutil
-import textwrap
 from pathlib import Path
 from unittest import mock
 

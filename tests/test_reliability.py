@@ -19,13 +19,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_engine import ToyDual, toy_items
 
 from vlprobe.cache import ScoreCache
 from vlprobe.cli import main
 from vlprobe.engine import Engine, score_items
 from vlprobe.scorers.loading import UnknownArchitectureError, load_scorer
-
-from helpers_engine import ToyDual, toy_items
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -387,8 +386,8 @@ def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_pa
 # ---- 5. duplicate row ids, 6. unknown architectures -------------------------------------------------
 
 def test_duplicate_row_ids_are_refused_naming_them(tmp_path, tiny_clip_path, capsys):
-    from test_cli_evaluate import build_folder
     import pyarrow.parquet as pq
+    from test_cli_evaluate import build_folder
 
     data = build_folder(tmp_path, n=8)
     (parquet,) = (data / "data").glob("pairs/test*.parquet") or (data / "data").rglob("*pairs*test*.parquet")

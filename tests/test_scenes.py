@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from vlprobe import scenes as S
-from vlprobe.scenes import Scene, SceneObject as O
+from vlprobe.scenes import Scene
+from vlprobe.scenes import SceneObject as O
 
 
 def scene(*objs):

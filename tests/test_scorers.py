@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 import torch
-
 from tiny_models import tiny_images
+
 from vlprobe.items import Item
 from vlprobe.scorers import (
     ModelNotFoundError,

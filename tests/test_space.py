@@ -566,7 +566,6 @@ def test_a_long_benchmark_does_not_block_scoring(client, images, tiny_clip_path,
     """Benchmarks and scoring run in separate concurrency groups: while a benchmark runs (here one
     that waits until released), a person can still score."""
     import threading
-    import time
 
     started, release = threading.Event(), threading.Event()
 

@@ -10,8 +10,16 @@ import pytest
 
 from vlprobe import summary
 from vlprobe.metric import compute
-from vlprobe.summary import (VALSE_INSTRUMENTS, benchmark_of, display_metrics, headline_metrics, headline_present,
-                             infer_shape, primary_metric, summarize)
+from vlprobe.summary import (
+    VALSE_INSTRUMENTS,
+    benchmark_of,
+    display_metrics,
+    headline_metrics,
+    headline_present,
+    infer_shape,
+    primary_metric,
+    summarize,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

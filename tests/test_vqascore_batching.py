@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from tiny_models import tiny_images
+
 from vlprobe.engine import Engine
 from vlprobe.items import Item
 from vlprobe.scorers import load_scorer

@@ -37,7 +37,6 @@ from pathlib import Path
 
 import pytest
 
-
 # Enough English for BPE merges over the words benchmark captions use, plus the VQAScore answers.
 _CORPUS = [
     "a dog is running on the grass.",
@@ -301,8 +300,7 @@ def build_tiny_vlm(folder: str | Path) -> Path:
     """LlavaForConditionalGeneration (CLIP vision tower + Llama text model) with a LlavaProcessor and
     a LLaVA-1.5-style chat template that ends in ``ASSISTANT:``, so the answer's first token is the
     leading-space variant " Yes"/" No" (what VQAScore's token lookup must handle)."""
-    from transformers import (CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration,
-                              LlavaProcessor)
+    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
     folder = Path(folder)
     raw = _byte_bpe(["<pad>", "<s>", "</s>", "<image>"])
@@ -428,8 +426,13 @@ def build_tiny_qwen2_vl(folder: str | Path) -> Path:
     """Qwen2VLForConditionalGeneration (a 1-block vision tower with 2 x 2 patch merging, M-RoPE text
     model) with a Qwen2VLProcessor and a Qwen-style chat template ending in "assistant\n", so the
     answer's first token is "Yes" without a space."""
-    from transformers import (Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor,
-                              Qwen2VLVideoProcessor)
+    from transformers import (
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+        Qwen2VLVideoProcessor,
+    )
 
     folder = Path(folder)
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",

@@ -26,8 +26,8 @@ match any build, and is all the Hub needs (a Hub repo's cache is keyed by its co
 
 from __future__ import annotations
 
-import hashlib
 import contextlib
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass

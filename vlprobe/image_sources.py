@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import io
 import itertools
 import os
 import re
@@ -39,13 +38,13 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from zlib import error as zlib_error
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from zlib import error as zlib_error
 
-from PIL import Image, UnidentifiedImageError
+from PIL import UnidentifiedImageError
 
 from .paths import UnsafePathError, name_problem, relative_problem
 

@@ -31,7 +31,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import sys
 import tempfile
 import time

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import datasets
 
-from . import cards
 from ..dataset_folder import ConfigDecl, card_metadata, write_card
 from ..scenes import travlr as gen
+from . import cards
 from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
 
 NAME = "travlr"

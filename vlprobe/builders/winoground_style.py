@@ -24,9 +24,9 @@ from typing import Any, Iterator
 import datasets
 import pyarrow.parquet as pq
 
-from . import cards
 from ..dataset_folder import ConfigDecl, card_metadata, write_card
 from ..scenes import winoground as gen
+from . import cards
 from .synthetic import RateMeter, parse_names, write_rows
 
 NAME = "winoground_style"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-
 HELP = "build a dataset folder (parquet with embedded images + card YAML)"
 
 

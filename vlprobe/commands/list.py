@@ -12,7 +12,6 @@ import argparse
 import os
 from pathlib import Path
 
-
 HELP = "list the dataset folders, configs and splits that can be evaluated here, and the model families"
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-
 HELP = "validate a dataset folder, the metric or the Space, then push it to the Hugging Face Hub"
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 
-
 HELP = "compare runs (results.json files) in Markdown, HTML and LaTeX tables, with a plot"
 
 

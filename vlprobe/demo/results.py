@@ -5,7 +5,6 @@ papers' published numbers (``vlprobe.report.paper_table``), and a chart with one
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path

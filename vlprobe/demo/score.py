@@ -7,7 +7,6 @@ from __future__ import annotations
 import difflib
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np

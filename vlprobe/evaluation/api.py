@@ -21,7 +21,7 @@ from .data import (
 )
 from .model import _check_shapes, default_model, load_model
 from .result import Evaluation, summarize
-from .scoring import _distributed, _measure, quiet_progress, _score, open_cache
+from .scoring import _distributed, _measure, _score, open_cache, quiet_progress
 from .settings import CHUNK_ROWS, Settings, _joined, check_cache_dir, default_workers
 
 

@@ -29,8 +29,16 @@ This module is the public surface; import from it.
 from __future__ import annotations
 
 from .dataset import check_dataset_folder, plan_dataset
-from .folder import (BUILD_REPORT, CARD_FILE, IGNORE_PATTERNS, SPEC_FILE, UPLOAD_IGNORED, escaping_files,
-                     progress_bars_off, read_card)
+from .folder import (
+                     BUILD_REPORT,
+                     CARD_FILE,
+                     IGNORE_PATTERNS,
+                     SPEC_FILE,
+                     UPLOAD_IGNORED,
+                     escaping_files,
+                     progress_bars_off,
+                     read_card,
+)
 from .hub import publish, resolve_token
 from .metric import check_metric_folder, check_metric_module, plan_metric
 from .plan import PublishError, UploadPlan, ValidationError, check_repo_id

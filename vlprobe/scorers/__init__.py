@@ -1,7 +1,25 @@
 """Scorer families, one module each; see ``base.py`` for the contract and the registry."""
 
-from .base import DualScorer, PairScorer, PairScores, Scorer, families, get_family, register  # noqa: F401
-from .base import DuplicateFamilyError, Family, ScoringError, UnknownFamilyError, unregister  # noqa: F401,E402
-from .loading import ModelNotFoundError, detect_family, load_scorer  # noqa: F401,E402
-from .loading import MissingWeightsError, UnknownArchitectureError, UnmappedArchitectureError  # noqa: F401,E402
+from .base import (  # noqa: F401  # noqa: F401,E402
+    DualScorer,
+    DuplicateFamilyError,
+    Family,
+    PairScorer,
+    PairScores,
+    Scorer,
+    ScoringError,
+    UnknownFamilyError,
+    families,
+    get_family,
+    register,
+    unregister,
+)
 from .controls import CONTROLS, apply_control, mark_control  # noqa: F401,E402
+from .loading import (  # noqa: F401,E402  # noqa: F401,E402
+    MissingWeightsError,
+    ModelNotFoundError,
+    UnknownArchitectureError,
+    UnmappedArchitectureError,
+    detect_family,
+    load_scorer,
+)

@@ -44,8 +44,8 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 import numpy as np

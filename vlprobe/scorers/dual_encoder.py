@@ -32,8 +32,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import DualScorer, register
-from .loading import (from_pretrained_checked, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
-                      to_device, to_images)
+from .loading import (
+    from_pretrained_checked,
+    load_processor,
+    model_max_text_length,
+    processor_preprocessing,
+    resolve_dtype,
+    to_device,
+    to_images,
+)
 
 # The explicit map (class names as a config's "architectures" lists them).
 ARCHITECTURES = frozenset({

@@ -35,8 +35,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import (from_pretrained_checked, load_processor, model_max_text_length, processor_preprocessing, resolve_dtype,
-                      to_device, to_images)
+from .loading import (
+    from_pretrained_checked,
+    load_processor,
+    model_max_text_length,
+    processor_preprocessing,
+    resolve_dtype,
+    to_device,
+    to_images,
+)
 
 # architecture name -> how to read the match logits from its output
 _HEADS = {

@@ -45,7 +45,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import embedding_head, from_pretrained_checked, load_processor, processor_preprocessing, resolve_dtype, to_device, to_images
+from .loading import (
+    embedding_head,
+    from_pretrained_checked,
+    load_processor,
+    processor_preprocessing,
+    resolve_dtype,
+    to_device,
+    to_images,
+)
 
 DEFAULT_PROMPT = 'Does this figure show "{text}"? Please answer yes or no.'
 

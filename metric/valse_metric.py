@@ -883,20 +883,50 @@ class ValseMetric(evaluate.Metric):
 """
         _refuse_strings(predictions, "predictions")
         _refuse_strings(references, "references")
+        per_item, self._per_item, self._n_added = getattr(self, "_per_item", {}), {}, 0
+        for name, values in per_item.items():
+            if kwargs.get(name) is not None:
+                raise ValueError(f"{name}= was given with add_batch/add and again with compute; give it once")
+            kwargs[name] = values
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Add a batch of items (see the arguments below); strings are refused, not converted.
+    # evaluate's feature schema has one fixed set of columns, so the per-item inputs that are optional
+    # (tags=, probabilities=) are kept here, in the order items are added, and handed to compute.
+    # Single-process only: a distributed run (num_process > 1) passes them to compute instead.
+    def _keep_per_item(self, n: int, **given: Any) -> None:
+        per_item = self.__dict__.setdefault("_per_item", {})
+        done = self.__dict__.setdefault("_n_added", 0)
+        for name, values in given.items():
+            if values is None:
+                if name in per_item:
+                    raise ValueError(f"{name}= was given with some add_batch/add calls and not others (not for "
+                                     f"items {done}..{done + n - 1})")
+                continue
+            if len(values) != n:
+                raise ValueError(f"{name}= has {len(values)} entries for a batch of {n} items")
+            if name not in per_item and done:
+                raise ValueError(f"{name}= was given with some add_batch/add calls and not others (not for "
+                                 f"items 0..{done - 1})")
+            per_item.setdefault(name, []).extend(list(values))
+        self._n_added = done + n
+
+    def add_batch(self, *, predictions=None, references=None, tags=None, probabilities=None, **kwargs):
+        """Add a batch of items (see the arguments below); strings are refused, not converted. ``tags=``
+        and ``probabilities=``, one entry per item, may come with the items instead of with compute.
 """
         _refuse_strings(predictions, "predictions")
         _refuse_strings(references, "references")
+        self._keep_per_item(0 if predictions is None else len(predictions), tags=tags, probabilities=probabilities)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Add one item (see the arguments below); strings are refused, not converted.
+    def add(self, *, prediction=None, reference=None, tags=None, probability=None, **kwargs):
+        """Add one item (see the arguments below); strings are refused, not converted. ``tags=`` (the
+        item's tags) and ``probability=`` (its probability matrix) may come with it.
 """
         _refuse_strings(None if prediction is None else [prediction], "prediction")
         _refuse_strings(None if reference is None else [reference], "reference")
+        self._keep_per_item(1, tags=None if tags is None else [tags],
+                            probabilities=None if probability is None else [probability])
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(self, predictions, references, ties="strict", probabilities=None, threshold=None, tags=None,

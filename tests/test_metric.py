@@ -673,3 +673,32 @@ def test_metric_card_documents_one_by_one_items_and_its_numbers_are_true(repo_ro
         c = compute(np.zeros((n, 1, 2)), np.broadcast_to(np.array([VALSE]), (n, 1, 2)),
                     probabilities=np.full((n, 1, 2), 0.5))["chance"]["min_p"]
         assert shown in text and shown.split()[0] == f"{c:.3f}".rstrip("0"), (n, c)
+
+
+def test_add_batch_and_add_take_tags_and_probabilities_with_their_items(repo_root):
+    """Per-item inputs may come with the items, as a streaming loop has them (evaluate's schema has
+    no optional columns, so the module keeps them in order); the result equals one compute call."""
+    import evaluate
+
+    module = evaluate.load(str(repo_root / "metric" / "valse_metric.py"))
+    S = [[[0.3, 0.2]], [[0.1, 0.2]], [[0.5, 0.4]]]
+    G = [[[1, 0]]] * 3
+    P = [[[0.9, 0.2]], [[0.4, 0.6]], [[0.7, 0.3]]]
+    tags = [["a"], ["b"], ["a", "c"]]
+    module.add_batch(predictions=S[:2], references=G[:2], tags=tags[:2], probabilities=P[:2])
+    module.add(prediction=S[2], reference=G[2], tags=tags[2], probability=P[2])
+    got = module.compute()
+    want = compute(S, G, tags=tags, probabilities=P)
+    assert got["acc_r"] == want["acc_r"] and got["p_c"] == want["p_c"] and got["p_f"] == want["p_f"]
+    assert {k: v["acc_r"] for k, v in got["per_tag"].items()} == {k: v["acc_r"] for k, v in want["per_tag"].items()}
+    # given for some batches only, or twice: refused, naming the items
+    module.add_batch(predictions=S[:1], references=G[:1])
+    with pytest.raises(ValueError, match=r"tags= was given with some add_batch/add calls and not others "
+                                         r"\(not for items 0\.\.0\)"):
+        module.add_batch(predictions=S[1:2], references=G[1:2], tags=tags[1:2])
+    module.compute()
+    module.add_batch(predictions=S[:1], references=G[:1], tags=tags[:1])
+    with pytest.raises(ValueError, match="give it once"):
+        module.compute(tags=tags[:1])
+    with pytest.raises(ValueError, match="has 1 entries for a batch of 2 items"):
+        module.add_batch(predictions=S[:2], references=G[:2], tags=tags[:1])

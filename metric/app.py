@@ -215,7 +215,8 @@ def build_demo() -> gr.Blocks:
                 per_tag = gr.Dataframe(label="Per tag", interactive=False)
                 raw = gr.JSON(label="Result (raw)")
         inputs = [predictions, references, ties, threshold, probabilities, tags, bootstrap, confidence, seed]
-        gr.Examples(EXAMPLES, inputs=inputs, label="Examples (VALSE, Winoground, BLA shapes; with probabilities; TraVLR true/false)")
+        gr.Examples(EXAMPLES, inputs=inputs,
+                    label="Examples (VALSE, Winoground, BLA shapes; with probabilities; TraVLR true/false)")
         button.click(compute, inputs=inputs, outputs=[table, per_tag, raw], api_name="compute",
                      concurrency_limit=4)
     return demo

@@ -49,7 +49,8 @@ def main() -> None:
     b_scores, b_gold = scores[: args.boot_items], gold[: args.boot_items]
     r = timed(f"(b) bootstrap {args.resamples:,} resamples over {args.boot_items:,} items",
               lambda: metric.compute(b_scores, b_gold, bootstrap=args.resamples, seed=0))
-    print(f"    group={r['group']:.4f} CI={[round(x, 4) for x in r['ci']['group']]} auroc CI={[round(x, 4) for x in r['ci']['auroc']]}")
+    print(f"    group={r['group']:.4f} CI={[round(x, 4) for x in r['ci']['group']]} "
+          f"auroc CI={[round(x, 4) for x in r['ci']['auroc']]}")
 
 
 if __name__ == "__main__":

@@ -304,7 +304,8 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     images = "640x480 JPEGs (~90 KB) via `vlprobe build folder`, fresh datasets cache, no score cache" if jpeg \
         else f"{args.image_size} px PNGs"
-    print(f"vlprobe.{args.what}: model {args.model}, {images}, num_workers {args.num_workers}, bootstrap {args.bootstrap}, chunk size {args.chunk_size}, "
+    print(f"vlprobe.{args.what}: model {args.model}, {images}, num_workers {args.num_workers}, bootstrap {args.bootstrap}, "
+          f"chunk size {args.chunk_size}, "
           f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     print(f"{'rows':>7} {'build s':>8} {'wall s':>8} {'CPU s':>8} {'rows/s':>8} {'peak RSS MB':>12} "
           f"{'peak anon MB':>13} {'acc_r' if args.what == 'evaluate' else 'img F1':>6}")

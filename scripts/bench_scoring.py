@@ -236,7 +236,8 @@ def main(argv=None) -> int:
     pairs = sum(it.m * it.n for it in items)
     gpu = torch.cuda.get_device_name(args.device) if str(args.device).startswith("cuda") else None
     print(f"{len(items)} BLA-shaped items (1 image x 4 texts, 640 x 480 JPEG), {pairs} pairs; "
-          f"{args.model or 'CLIP ViT-B/32 shape, random weights'}; torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; "
+          f"{args.model or 'CLIP ViT-B/32 shape, random weights'}; torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, {os.cpu_count()} cores; "
           f"device {args.device}{f' ({gpu})' if gpu else ''}, {dtype_name}; batch size {args.batch_size}, "
           f"{workers} DataLoader workers for (b); image processor {scorer.preprocessing['image_processor']} "
           f"({scorer.preprocessing['image_backend']}{'' if fast_cls else '; torchvision does not import here'}); "

@@ -91,7 +91,8 @@ def test_counts_schema_and_ids(built: Path) -> None:
     assert set(ap["voice_order"]) == {"TA,TP,FA,FP"}
     co = load(built, "coordination").remove_columns("image")
     row = co.filter(lambda r: r["image_id"] == "115")[0]
-    assert row["quality_scores"] == pytest.approx([0.8732048571109772, 0.8786000314295292, 0.8234764337539673, 0.9027334749811408])
+    assert row["quality_scores"] == pytest.approx(
+        [0.8732048571109772, 0.8786000314295292, 0.8234764337539673, 0.9027334749811408])
     assert "TA vs FA is score column 0 vs 2" in (built / "README.md").read_text()
 
 

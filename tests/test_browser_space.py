@@ -219,16 +219,19 @@ CHART_TEXT = """() => [...document.querySelectorAll('.chart-svg svg')].filter(s 
 
 # WCAG contrast of each visible help text (a block's info line, the limits line, a table's label)
 # and label (a block's title, an image's label chip) against its background.
-HELP_CONTRAST = """() => {
+HELP_CONTRAST = ("""() => {
   const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
   const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
                               return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
   const background = el => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
-                             if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3); } return [255, 255, 255]; };
-  return [...document.querySelectorAll('.info-text, [data-testid="block-info"], [data-testid="block-label"], .vt-label, .limits p')].filter(e => e.offsetParent !== null)
+"""
+    "                             if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3); }"
+    " return [255, 255, 255]; };\n"
+    """  return [...document.querySelectorAll('.info-text, [data-testid="block-info"], [data-testid="block-label"], """
+    """.vt-label, .limits p')].filter(e => e.offsetParent !== null)
     .map(e => { const a = lum(rgb(getComputedStyle(e).color).slice(0, 3)), b = lum(background(e));
                 return {text: e.innerText.slice(0, 40), ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)}; });
-}"""
+}""")
 
 # Each visible dropdown whose value is drawn cut or under its arrow: the value's drawn width (the
 # input's own font, measured on a canvas) must end before the arrow icon.

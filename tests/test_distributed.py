@@ -74,11 +74,14 @@ def test_two_processes_equal_one_process(tmp_path):
     single_pair = score_items(ToyPair("toy"), items, batch_size=3, progress=False)
     for rank in ranks:
         for got, want in zip(rank["dual"]["scores"], single_dual.scores):
-            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4,
+                                       atol=1e-5 * max(1.0, float(np.abs(want).max())))
         for got, want in zip(rank["pair"]["scores"], single_pair.scores):
-            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4,
+                                       atol=1e-5 * max(1.0, float(np.abs(want).max())))
         for got, want in zip(rank["pair"]["probs"], single_pair.probabilities):
-            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+            np.testing.assert_allclose(np.array(got, dtype=np.float32), want, rtol=1e-4,
+                                       atol=1e-5 * max(1.0, float(np.abs(want).max())))
         assert rank["dual"]["stats"]["world_size"] == 2
     # the work was split, not repeated
     d0, d1 = ranks[0]["dual"]["stats"], ranks[1]["dual"]["stats"]

@@ -60,7 +60,8 @@ def test_winoground_shape_and_batch_size_and_workers_do_not_change_results():
     b = score_items(ToyDual("toy"), items, batch_size=64, num_workers=2, progress=True)
     for x, y in zip(a.scores, b.scores):
         assert x.shape == (2, 2)
-        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(y).max())))  # BLAS sums differ by batch shape
+        np.testing.assert_allclose(x, y, rtol=1e-4,
+                                   atol=1e-5 * max(1.0, float(np.abs(y).max())))  # BLAS sums differ by batch shape
 
 
 def test_pair_scorer_scores_each_unique_pair_once_with_probabilities():
@@ -189,7 +190,8 @@ def test_sigkill_mid_run_then_resume(tmp_path):
 def test_unreadable_image_names_item_and_file(tmp_path):
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"not a png at all")
-    items = toy_items(3) + [Item(id="row-bad", images=({"bytes": None, "path": str(bad)},), texts=("x",), gold=[[1]], config="toy")]
+    items = toy_items(3) + [Item(id="row-bad", images=({"bytes": None, "path": str(bad)},), texts=("x",), gold=[[1]],
+                                 config="toy")]
     for workers in (0, 1):
         with pytest.raises(ImageError) as err:
             score_items(ToyDual("toy"), items, num_workers=workers, progress=False)

@@ -86,7 +86,8 @@ def test_corrupt_and_truncated_images_name_the_file(tmp_path: Path) -> None:
 def test_download_with_cache_retries_and_second_url(stand_in_server, tmp_path: Path, monkeypatch) -> None:
     server = stand_in_server.url
     monkeypatch.setattr(imgs.time, "sleep", lambda s: None)  # no real backoff in tests
-    spec = imgs.SourceSpec("vg_test", "VG (test)", r"\d+\.jpg", urls=(f"{server}/VG_100K/{{name}}", f"{server}/VG_100K_2/{{name}}"))
+    spec = imgs.SourceSpec("vg_test", "VG (test)", r"\d+\.jpg",
+                           urls=(f"{server}/VG_100K/{{name}}", f"{server}/VG_100K_2/{{name}}"))
     data = jpeg()
     stand_in_server.files = {"/VG_100K/1.jpg": data, "/VG_100K_2/2.jpg": data + b"2"}
     stand_in_server.flaky = {"/VG_100K/1.jpg": 2}
@@ -216,7 +217,8 @@ def test_corrupt_archive_is_refused(stand_in_server, tmp_path, monkeypatch) -> N
         served.name, served.title, served.pattern, archive=imgs.Archive(served.archive.url, file, size=len(good) + 1)))
     stand_in_server.files = {f"/dl/{file}?dl=1": good}
     r = imgs.make_resolvers(["visual7w"], download=True, cache_dir=tmp_path / "2")["visual7w"]
-    with pytest.raises(imgs.CorruptArchiveError, match=rf"announces {len(good):,} bytes, the published size is {len(good) + 1:,}"):
+    with pytest.raises(imgs.CorruptArchiveError,
+                       match=rf"announces {len(good):,} bytes, the published size is {len(good) + 1:,}"):
         r.missing(names)
 
 

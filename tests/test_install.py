@@ -104,7 +104,8 @@ def test_the_wheel_carries_the_metric_the_spaces_and_the_model(wheel, repo_root)
             assert zf.read(f"vlprobe/_bundled/models/mini-clip/{f.name}") == f.read_bytes()
         assert "vlprobe/data/paper_results.csv" in names and "vlprobe/locations.py" in names
         # the trainer, beside vlprobe (python -m vlprobe_train), with its card template
-        assert {"vlprobe_train/__main__.py", "vlprobe_train/mini_clip.py", "vlprobe_train/templates/mini_clip_card.md"} <= set(names)
+        assert {"vlprobe_train/__main__.py", "vlprobe_train/mini_clip.py",
+                "vlprobe_train/templates/mini_clip_card.md"} <= set(names)
 
 
 def _run(args: list, cwd: Path, env: dict, timeout: int = 900) -> subprocess.CompletedProcess:

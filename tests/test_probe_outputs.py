@@ -294,8 +294,8 @@ def _not_travlr(root: Path, listed: bool = False) -> Path:
     feats = datasets.Features({"id": datasets.Value("string"), "caption": datasets.Value("string"),
                                "foil": datasets.Value("string")})
     rows = {"id": ["a", "b"], "caption": ["one", "two"], "foil": ["three", "four"]}
-    write_card(folder, card_metadata([ConfigDecl("pairs", feats, ("train", "validation", "test"), default=True)], license="cc0-1.0",
-                                     pretty_name="pairs"), "# pairs\n")
+    write_card(folder, card_metadata([ConfigDecl("pairs", feats, ("train", "validation", "test"), default=True)],
+                                     license="cc0-1.0", pretty_name="pairs"), "# pairs\n")
     for split in ("train", "validation", "test"):
         write_split(folder, "pairs", split, datasets.Dataset.from_dict(rows, features=feats))
     (folder / "vlprobe.yaml").write_text("id: id\ntexts: [caption, foil]\ngold: [[1, 0]]\n")

@@ -37,7 +37,8 @@ def _write(path: Path, model: str, units: list[ScoredSplit], **settings) -> Path
 def test_paper_data_ships_with_the_package():
     rows = paper_results()
     assert len(rows) == 439 + 144  # VALSE, Winoground, BLA; TraVLR Table 2 (4 tasks x 4 models x 3 x 3 modalities)
-    clip = {(r["config"], r["metric"]): r["value"] for r in rows if r["benchmark"] == "winoground" and r["model"] == "CLIP (ViT-B/32)"}
+    clip = {(r["config"], r["metric"]): r["value"] for r in rows
+            if r["benchmark"] == "winoground" and r["model"] == "CLIP (ViT-B/32)"}
     assert clip == {("winoground", "text"): 30.75, ("winoground", "image"): 10.5, ("winoground", "group"): 8.0}
 
 

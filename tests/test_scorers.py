@@ -87,7 +87,8 @@ def test_itm_blip_match_logit_and_probability(tiny_blip_itm_path, images):
     for k, (image, text) in enumerate(zip(images, TEXTS)):
         with torch.no_grad():
             logits = model(**processor(images=image, text=text, return_tensors="pt"), use_itm_head=True).itm_score[0]
-        assert out.scores[k] == pytest.approx(float(logits[1] - logits[0]), abs=1e-5 * max(1.0, abs(float(logits[1] - logits[0]))))
+        assert out.scores[k] == pytest.approx(float(logits[1] - logits[0]),
+                                              abs=1e-5 * max(1.0, abs(float(logits[1] - logits[0]))))
         assert out.probabilities[k] == pytest.approx(float(torch.softmax(logits, -1)[1]), abs=1e-5)
     np.testing.assert_allclose(out.probabilities, 1 / (1 + np.exp(-out.scores)), rtol=1e-4, atol=1e-5)
 
@@ -360,7 +361,8 @@ def test_blank_scores_differ_from_real_ones(tiny_clip_path, images):
     e_real = scorer.encode_images(scorer.preprocess_images(real))
     e_blank = scorer.encode_images(scorer.preprocess_images(blank))
     assert not np.allclose(e_real, e_blank, atol=1e-4)
-    np.testing.assert_allclose(e_blank[0], e_blank[1], rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(e_blank).max())))  # both 40x30
+    np.testing.assert_allclose(e_blank[0], e_blank[1], rtol=1e-4,
+                               atol=1e-5 * max(1.0, float(np.abs(e_blank).max())))  # both 40x30
 
 
 def test_hub_id_from_the_cache_records_the_commit(tiny_clip_path, tmp_path, monkeypatch):

@@ -104,7 +104,9 @@ def test_the_cards_claims_hold_on_the_files(shared_data: Path) -> None:
     SugarCREPE++ follows SugarCREPE record by record (same images, same order) with edited texts."""
     import re
 
-    bag = lambda text: sorted(re.findall(r"\w+", text.lower()))
+    def bag(text: str) -> list[str]:
+        return sorted(re.findall(r"\w+", text.lower()))
+
     reordered = {}
     for f in upstream.SUGAR_CREPE.files:
         recs = json.loads((shared_data / "sugar_crepe" / f.path).read_text()).values()

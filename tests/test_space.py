@@ -366,7 +366,8 @@ def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_cli
     worst = browse["data"][0][4]
     assert f"item `{worst}`" in caption and Path(image_1).is_file() and image_2 is None
     k = next(i for i, item in enumerate(items) if item.id == worst)
-    np.testing.assert_allclose(_scores(item_scores), run.scores[k].ravel(), atol=1e-3 * max(1.0, float(np.abs(run.scores[k]).max())))
+    np.testing.assert_allclose(_scores(item_scores), run.scores[k].ravel(),
+                               atol=1e-3 * max(1.0, float(np.abs(run.scores[k]).max())))
     # a rank out of range (typed in the rank box) is refused in words; the item shown is kept, and the
     # rank box is set back to it (Gradio's own bound check turned every output into an 'Error' badge)
     for bad in (9, 0):
@@ -438,7 +439,8 @@ def test_compare_results_papers_alone_and_synthetic_runs(client, tmp_path):
     assert plot is not None
     syn = _results_json(tmp_path / "syn.json", "mini-clip", 0.9, config="spatial_swap", benchmark="winoground_style")
     note, _, table, papers, *_ = client.predict([handle_file(str(syn))], True, "auto", api_name="/compare_results")
-    assert table["data"][0][:2] == ["winoground_style", "spatial_swap"] and papers["data"] == [["no published numbers to show", ""]]
+    assert table["data"][0][:2] == ["winoground_style", "spatial_swap"]
+    assert papers["data"] == [["no published numbers to show", ""]]
     assert "none of the loaded runs" in note
 
 
@@ -476,7 +478,8 @@ def test_results_chart_has_one_bar_per_split_and_bla_runs_get_the_papers_bars(tm
     out = results.compare_results([str(path)], include_papers=True)
     mine = [p for p in out.points if p["source"] == "bla_run"]
     assert [(p["metric"], p["value"]) for p in mine] == [("sentence_acc", 60.0)]
-    assert any(p["source"].startswith("paper: ") and p["config"] == "active_passive" and p["metric"] == "sentence_acc" for p in out.points)
+    assert any(p["source"].startswith("paper: ") and p["config"] == "active_passive" and p["metric"] == "sentence_acc"
+               for p in out.points)
 
 
 def test_score_chart_shows_the_margins_that_decide_the_verdict():

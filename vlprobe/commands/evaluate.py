@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dataset", action="append", metavar="FOLDER_OR_HUB_ID",
                    help="dataset folder or Hub id; repeat for several (default: the offline default datasets)")
-    p.add_argument("--config", default="all", help="config name(s), comma-separated; 'all' (default) scores every config, or the dataset's own "
+    p.add_argument("--config", default="all",
+                   help="config name(s), comma-separated; 'all' (default) scores every config, or the dataset's own "
                    "config named 'all' when it has one (VALSE); '*' always scores every config")
     p.add_argument("--split", default=None,
                    help="split(s), comma-separated (default: the splits whose name starts with 'test', "

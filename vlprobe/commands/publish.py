@@ -32,12 +32,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_dataset)
 
     p = inner.add_parser("metric", help="metric/ as a Space, so that evaluate.load('<org>/valse_metric') finds it")
-    p.add_argument("--folder", type=Path, default=None, help="the metric folder (default: ./metric, else the one this vlprobe ships)")
+    p.add_argument("--folder", type=Path, default=None,
+                   help="the metric folder (default: ./metric, else the one this vlprobe ships)")
     _common(p, "<org>/valse_metric: the last part must equal the module's file name")
     p.set_defaults(func=_metric)
 
     p = inner.add_parser("space", help="space/ (the Gradio demo) as a Space")
-    p.add_argument("--folder", type=Path, default=None, help="the Space folder (default: ./space, else the one this vlprobe ships)")
+    p.add_argument("--folder", type=Path, default=None,
+                   help="the Space folder (default: ./space, else the one this vlprobe ships)")
     _common(p, "<org>/<name>, e.g. my-lab/vlprobe-demo")
     p.set_defaults(func=_space)
 

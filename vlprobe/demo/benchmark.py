@@ -1,6 +1,7 @@
 """The Benchmark tab: the first N items of a dataset folder's config, scored and measured by
-``vlprobe.evaluate`` (the library's API, with the page's already-loaded model), shown as a chart (each metric with its CI and chance line), a table of
-the metrics that fit the items' shape, a per-tag table and the items, worst mistakes first."""
+``vlprobe.evaluate`` (the library's API, with the page's already-loaded model), shown as a chart
+(each metric with its CI and chance line), a table of the metrics that fit the items' shape, a
+per-tag table and the items, worst mistakes first."""
 
 from __future__ import annotations
 

@@ -318,8 +318,8 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
         ax.set_ylabel("%")
         ax.set_ylim(0, 100)
         # under the chart (constrained layout keeps it clear of the axis labels), never over a bar
-        fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40, break_long_words=False)) for k in unique], loc="outside lower left",
-                   frameon=False, ncol=1 if len(unique) < 8 else 2)
+        fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40, break_long_words=False)) for k in unique],
+                   loc="outside lower left", frameon=False, ncol=1 if len(unique) < 8 else 2)
         ax.set_title("headline metric per config")
     plt.close(fig)
     return fig

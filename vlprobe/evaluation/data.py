@@ -177,7 +177,8 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
         return test_like
     if len(names) == 1:
         return names
-    raise DatasetError(f"{dataset} config {config!r} has no test split; name one (splits= in Python, --split on the command line): {', '.join(names)}")
+    raise DatasetError(f"{dataset} config {config!r} has no test split; "
+                       f"name one (splits= in Python, --split on the command line): {', '.join(names)}")
 
 
 def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:

@@ -163,7 +163,8 @@ def same_modality_table(rows: list[dict], finetuned: bool = False) -> str:
                     continue
                 ind = next((r for r in rs if r["split"] == "test_ind"), None)
                 ood = next((r for r in rs if r["split"] == "test_ood"), None)
-                delta = "-" if ind is None or ood is None or None in (ind["macro_f1"], ood["macro_f1"]) else f"{100 * (ood['macro_f1'] - ind['macro_f1']):+.1f}"
+                delta = ("-" if ind is None or ood is None or None in (ind["macro_f1"], ood["macro_f1"])
+                         else f"{100 * (ood['macro_f1'] - ind['macro_f1']):+.1f}")
                 name = f"zero-shot, {label}" if setting == ZERO_SHOT else (
                     "text-only (text tower on query + caption)" if setting == TEXT_ONLY else setting)
                 lines.append(f"| {task} | {name} | {rs[0]['train_size']} | {_cell(ind)} | {_cell(ood)} | {delta} | "

@@ -151,12 +151,14 @@ def check_dataset_folder(
     if meta is not None:
         lic = meta.get("license")
         if not lic or (isinstance(lic, list) and not all(lic)):
-            problems.append(f"{folder / CARD_FILE}: no licence: set 'license:' in the card YAML (a Hub licence id such as cc-by-4.0, or 'other' with license_name and license_link)")
+            problems.append(f"{folder / CARD_FILE}: no licence: set 'license:' in the card YAML "
+                            "(a Hub licence id such as cc-by-4.0, or 'other' with license_name and license_link)")
         elif lic == "other" and not meta.get("license_name"):
             problems.append(f"{folder / CARD_FILE}: 'license: other' needs 'license_name' (and 'license_link')")
         entries = meta.get("configs")
         if not isinstance(entries, list) or not entries:
-            problems.append(f"{folder / CARD_FILE}: no 'configs:' list in the card YAML; declare every config with config_name and data_files")
+            problems.append(f"{folder / CARD_FILE}: no 'configs:' list in the card YAML; "
+                            "declare every config with config_name and data_files")
             entries = []
         declared = _declared_features(meta)
         defaults = []
@@ -197,7 +199,8 @@ def check_dataset_folder(
                         continue
                     matched = sorted(p for p in folder.glob(pattern) if p.is_file())
                     if not matched:
-                        problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} matches no file in {folder}")
+                        problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} "
+                                        f"matches no file in {folder}")
                         broken_configs = True
                     files.extend(matched)
             for f in files:
@@ -214,7 +217,8 @@ def check_dataset_folder(
     spec = None
     spec_path = folder / SPEC_FILE
     if not spec_path.is_file():
-        problems.append(f"{spec_path}: missing; write a vlprobe.yaml saying which columns hold the images, texts and gold (see vlprobe/spec.py)")
+        problems.append(f"{spec_path}: missing; write a vlprobe.yaml saying which columns hold the images, texts and gold "
+                        "(see vlprobe/spec.py)")
     else:
         from ..spec import ItemSpec
 
@@ -246,7 +250,8 @@ def _check_config_files(folder: Path, name: str, files: list[Path], declared_yam
     problems = []
     declared = None
     if declared_yaml is None:
-        problems.append(f"config {name!r}: no features declared in the card's dataset_info (add an entry with config_name {name!r} and its features)")
+        problems.append(f"config {name!r}: no features declared in the card's dataset_info "
+                        f"(add an entry with config_name {name!r} and its features)")
     else:
         try:
             declared = _features_from_yaml(name, declared_yaml)
@@ -330,7 +335,8 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
                 with progress_bars_off():
                     dsd = datasets.load_dataset(str(folder), name, cache_dir=cache)
             except Exception as err:  # anything load_dataset raises is a reason to refuse
-                problems.append(f"config {name!r}: load_dataset({str(folder)!r}, {name!r}) fails: {type(err).__name__}: {_first_line(err)}")
+                problems.append(f"config {name!r}: load_dataset({str(folder)!r}, {name!r}) fails: "
+                                f"{type(err).__name__}: {_first_line(err)}")
                 continue
             sizes = ", ".join(f"{split} {len(ds)} rows" for split, ds in dsd.items())
             if spec is None:
@@ -364,7 +370,8 @@ def _check_rows(spec, ds, config: str, split: str) -> list[str]:
 
 def plan_dataset(folder: str | os.PathLike, repo_id: str, rows: int = 5) -> UploadPlan:
     """Validate a dataset folder and plan its upload: the card, vlprobe.yaml (and any other spec
-    ``*.yaml`` beside it) and the data files the card declares, nothing else. Raises :class:`ValidationError` listing every problem."""
+    ``*.yaml`` beside it) and the data files the card declares, nothing else. Raises
+    :class:`ValidationError` listing every problem."""
     from ..errors import SettingError
 
     folder = Path(folder)

@@ -65,7 +65,8 @@ def check_metric_module(module_file: Path, notes: list[str] | None = None) -> li
     finder = doctest.DocTestFinder(exclude_empty=True)
     tests = [t for t in finder.find(module, module.__name__, globs=dict(vars(module))) if t.examples]
     if not tests:
-        return [f"{module_file}: no docstring examples (>>> lines) to run; the card and _KWARGS_DESCRIPTION should show a computation"]
+        return [f"{module_file}: no docstring examples (>>> lines) to run; "
+                "the card and _KWARGS_DESCRIPTION should show a computation"]
     out = io.StringIO()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     from unittest import mock
@@ -78,7 +79,8 @@ def check_metric_module(module_file: Path, notes: list[str] | None = None) -> li
         report = out.getvalue().strip()
         return [f"{module_file}: {runner.failures} of {runner.tries} docstring example(s) fail:\n{_indent(report, 6)}"]
     if notes is not None:
-        notes.append(f"{module_file.name}: evaluate.load ok; {runner.tries} docstring example(s) in {len(tests)} docstring(s) pass")
+        notes.append(f"{module_file.name}: evaluate.load ok; "
+                     f"{runner.tries} docstring example(s) in {len(tests)} docstring(s) pass")
     return []
 
 

@@ -75,7 +75,7 @@ def check_app_imports(app: Path, timeout: float = 300, notes: list[str] | None =
         )
     except subprocess.TimeoutExpired:
         return [f"{app}: importing it took more than {timeout:.0f} s (does it do heavy work at import?)"]
-    line = next((l for l in reversed(proc.stdout.splitlines()) if l.startswith("VLPROBE-CHECK ")), None)
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("VLPROBE-CHECK ")), None)
     if line is None:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return [f"{app}: importing it crashed the interpreter: {tail}"]

@@ -21,7 +21,8 @@ PAPER_NOTES = {
     "valse": "VALSE (Parcalabescu et al., ACL 2022), Table 2.",
     "winoground": "Winoground (Thrush et al., CVPR 2022), Table 3, all 400 items.",
     "bla": (
-        "BLA (Chen, MSc thesis 2022), Table 6.3 (models) and Table 6.2 (human experts, on a small subset). Measured on the thesis version of the data (613 / 800 / 789 "
+        "BLA (Chen, MSc thesis 2022), Table 6.3 (models) and Table 6.2 (human experts, on a small subset). "
+        "Measured on the thesis version of the data (613 / 800 / 789 "
         "caption sets), not on the 2023 release (613 / 654 / 672) that vlprobe's bla folder holds: not directly "
         "comparable."
     ),

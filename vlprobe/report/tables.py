@@ -67,7 +67,8 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
             shown = summary_rules.display_metrics(benchmark, shapes.get((config, split)), metric_keys(m))
             metrics += [k for k in shown if k not in metrics]
         for key in metrics:
-            chance = next(((m.get("chance") or {}).get(key) for m in present if (m.get("chance") or {}).get(key) is not None), None)
+            chance = next(((m.get("chance") or {}).get(key) for m in present
+                           if (m.get("chance") or {}).get(key) is not None), None)
             rows.append([config, split, key]
                         + [c for i in range(len(runs)) for c in (_cell(by.get((i, config, split), {}), key),
                                                                  _ties(by.get((i, config, split))))]

@@ -380,7 +380,8 @@ def sample_statement(
         value = truth(scene, stmt)
         if label is None or value == label:
             return stmt, value
-    raise StatementError(f"no {'true' if label else 'false' if label is not None else ''} statement of kinds {list(kinds)} found in {max_tries} tries")
+    raise StatementError(f"no {'true' if label else 'false' if label is not None else ''} statement of kinds {list(kinds)} "
+                         f"found in {max_tries} tries")
 
 
 def describe(scene: Scene, rng: random.Random | Any = None, relations: int = 1) -> str:

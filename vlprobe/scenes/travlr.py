@@ -422,8 +422,9 @@ TWIN_TRIES = 20
 def _draw(task: str, rng: random.Random, split: str, label: bool, stratum: tuple) -> Example | None:
     """One row of ``task`` with truth ``label``. With a signature: a scene of a random label fixes
     the signature, then a scene of the other label with that signature is drawn (None after
-    TWIN_TRIES calls, each drawing with the target in view); the row is whichever of the two has ``label``. So a row's signature follows the
-    same distribution (the mixture, on the signatures both labels reach) for either label."""
+    TWIN_TRIES calls, each drawing with the target in view); the row is whichever of the two has
+    ``label``. So a row's signature follows the same distribution (the mixture, on the signatures
+    both labels reach) for either label."""
     make = _MAKERS[task]
     signature = _SIGNATURES.get(task)
     if signature is None:

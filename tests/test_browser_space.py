@@ -498,7 +498,7 @@ def _results(page, viewport, tmp_path, shots):
     # names the visitor types win
     page.locator("#run-names textarea").fill("baseline\nB/32")
     page.get_by_role("button", name="Compare").click()
-    expect(page.locator("#runs-table th").filter(has_text="baseline")).to_have_count(1, timeout=30_000)
+    expect(page.locator("#runs-table th").filter(has_text=re.compile(r"^\s*baseline\s*$"))).to_have_count(1, timeout=30_000)
     assert page.locator("#runs-table th").all_inner_texts()[4:-1:2] == ["baseline", "B/32", "travlr_run"]
     return smallest
 

@@ -264,7 +264,7 @@ class _WatchedSource:
 def test_chunks_hold_no_row_of_the_previous_chunk_while_reading_the_next():
     from types import SimpleNamespace
 
-    from vlprobe.evaluation import _chunks
+    from vlprobe.evaluation.scoring import _chunks
 
     src = _WatchedSource(10)
     settings = SimpleNamespace(control=None, chunk_size=4, modality="image", seed=0)

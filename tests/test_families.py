@@ -259,7 +259,7 @@ def test_families_are_discovered_modules_each_owning_load_wrap_and_map():
         assert fam.architectures and fam.description
     import inspect
 
-    import vlprobe.evaluation as ev
+    import vlprobe.evaluation.model as ev
 
     source = inspect.getsource(ev._loaded_scorer)
     assert "DualEncoderScorer" not in source and "elif family" not in source

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any, Sequence
 
+from ..errors import DatasetError
 from ..evaluation import CHUNK_ROWS
 from ..locations import DEFAULT_MODEL
 from .data import _check_classes, _resolve_dataset, _resolve_model, load_splits
@@ -108,7 +109,14 @@ def probe(
     from ..evaluation import check_reachable, quiet_progress
 
     # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
-    check_reachable(str(_resolve_dataset(dataset)), dataset_revision)
+    try:
+        check_reachable(str(_resolve_dataset(dataset)), dataset_revision)
+    except DatasetError as err:
+        if dataset != DEFAULT_DATASET:
+            raise
+        raise DatasetError(f"dataset {dataset!r} (the default) is not a folder here and cannot be read from the Hub; "
+                           f"run from the checkout that holds it, set VLPROBE_ROOT, or build one with `vlprobe build "
+                           f"travlr --out DIR` and pass --dataset DIR ({err})") from None
 
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
         data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)

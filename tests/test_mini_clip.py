@@ -244,7 +244,7 @@ def test_shipped_model_beats_chance_on_heldout_foils(kind, scorer, model_dir, re
     """200 held-out items (fresh scenes, a true statement vs its minimal false edit, in mirrored pairs
     so that an image-blind scorer gets exactly 0.5): pairwise accuracy above 0.7, and a one-sided
     binomial test against chance (0.5) at p < 1e-6. Only the colour (attribute) foils: the shipped
-    model is at chance on the count, attribute-swap and spatial foils (see its card)."""
+    model is at chance on the count, attribute-swap, spatial and compare foils (see its card)."""
     from vlprobe.engine import score_items
 
     n = 200

@@ -132,12 +132,14 @@ def test_training_pixels_equal_the_saved_processor(model_dir):
     from vlprobe.scorers.loading import load_processor, torchvision_available
 
     rng = random.Random(3)
-    scenes = [mc.sample_training_scene(rng) for _ in range(3)]
-    images = [render(s) for s in scenes]
+    scenes = [mc.sample_training_scene(rng) for _ in range(4)]
+    equal = [False, True, False, True]  # TraVLR's folders are rendered with equal_area, the others not
+    images = [render(s, equal_area=e) for s, e in zip(scenes, equal)]
     exact = load_processor(str(model_dir), exact_preprocessing=True)
     expected = exact(images=images, return_tensors="pt")["pixel_values"]
     size = json.loads((model_dir / "config.json").read_text())["vision_config"]["image_size"]
-    got = mc.pixel_values(mc.render_small(scenes, size))
+    got = mc.pixel_values(mc.render_small(scenes, size, equal))
+    assert not np.array_equal(mc.render_small(scenes[1:2], size, [True]), mc.render_small(scenes[1:2], size))
     assert got.shape == expected.shape
     assert float((got - expected).abs().max()) < 1e-5
     if torchvision_available():
@@ -171,6 +173,36 @@ def test_shipped_model_files_size_and_card(model_dir):
     log = json.loads((model_dir / "training_log.json").read_text())
     assert f"{log['parameters']:,}" in card
     assert "-m vlprobe_train" in card
+    # the card states the disjointness check it ran against the built folders, and its result
+    dis = log["checks"]["disjointness"]
+    assert dis["training_scenes"] == log["training_scenes"] and dis["generator_scenes"] > 0
+    assert dis["overlap_with_folders"] == 0 and dis["overlap_with_generators"] == 0
+    assert "0 and 0 in common (none)." in card
+    assert log["checks"]["text_lengths"]["longest"]["tokens"] <= log["config"]["max_length"]
+
+
+def test_shipped_model_reads_every_travlr_and_winoground_style_text_whole(model_dir):
+    """Every text of the default TraVLR and Winoground-style instruments, TraVLR's caption + query (what
+    --modality caption and both score) included, fits the text tower without truncation, with no
+    unknown word."""
+    from transformers import AutoTokenizer
+
+    from vlprobe.scenes import winoground
+
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    positions = json.loads((model_dir / "config.json").read_text())["text_config"]["max_position_embeddings"]
+    assert tok.model_max_length == positions
+    texts = []
+    for task in travlr_gen.TASKS:
+        for rows in travlr_gen.generate_task(task, travlr_gen.SIZES["default"], seed=0).values():
+            texts += [f"{ex.caption} {q.text()}" for ex in rows for q in (ex.query, ex.foil)]
+    for config in winoground.CONFIGS:
+        texts += [c for it in winoground.generate(config, winoground.SIZES["default"], seed=0)
+                  for c in (it.caption_0, it.caption_1)]
+    ids = tok(texts, truncation=False, verbose=False)["input_ids"]
+    longest = max(len(i) for i in ids)
+    assert 200 < longest <= positions, (longest, positions)
+    assert not [t for t, i in zip(texts, ids) if tok.unk_token_id in i]
 
 
 def test_shipped_model_loads_offline_and_tokenizes_without_unknowns(model_dir, scorer):
@@ -212,7 +244,7 @@ def test_shipped_model_beats_chance_on_heldout_foils(kind, scorer, model_dir, re
     """200 held-out items (fresh scenes, a true statement vs its minimal false edit, in mirrored pairs
     so that an image-blind scorer gets exactly 0.5): pairwise accuracy above 0.7, and a one-sided
     binomial test against chance (0.5) at p < 1e-6. Only the colour (attribute) foils: the shipped
-    model is at chance on the count, attribute-swap and spatial foils (see its card)."""
+    model is at chance on the count, attribute-swap, spatial and compare foils (see its card)."""
     from vlprobe.engine import score_items
 
     n = 200

@@ -17,11 +17,15 @@ from pathlib import Path
 from vlprobe_train import mini_clip
 
 
-def write_card(out: Path, results: str | None) -> None:
+def write_card(out: Path, results: str | None, root: str = ".") -> None:
     log = out / "training_log.json"
     if not log.is_file():
         raise SystemExit(f"error: {log} is missing (train first)")
     record = json.loads(log.read_text())
+    # checked again now, against the built folders as they are: kept in the log and stated in the card
+    record["checks"] = {"disjointness": mini_clip.disjointness_check(out, root),
+                        "text_lengths": mini_clip.text_lengths(out, root)}
+    log.write_text(json.dumps(record, indent=1) + "\n")
     table = mini_clip.instruments_table(results) if results else None
     card = out / "README.md"
     # the card counts its own size: write it once, measure the folder, write it again
@@ -46,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.card_only:
-        write_card(out, args.results)
+        write_card(out, args.results, args.root)
         return 0
     cfg = mini_clip.TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(defaults)})
     record = mini_clip.train(cfg, args.out, root=args.root)
@@ -59,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(log.read_text())
         data["heldout_via_load_scorer"] = results
         log.write_text(json.dumps(data, indent=1) + "\n")
-    write_card(out, args.results)
+    write_card(out, args.results, args.root)
     summary["megabytes"] = round(mini_clip.folder_megabytes(out), 2)
     print(json.dumps(summary, indent=1))
     return 0

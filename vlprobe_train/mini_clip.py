@@ -96,14 +96,17 @@ class TrainConfig:
     """Everything that determines the model. Defaults are the shipped model's."""
 
     seed: int = 0
-    scenes: int = 8000
-    epochs: int = 6
+    scenes: int = 10000
+    epochs: int = 8
     batch_size: int = 64
     lr: float = 2e-3
     min_lr: float = 2e-5
     weight_decay: float = 0.05
-    warmup_steps: int = 50
-    foil_fraction: float = 0.5  # share of captions that bring their hard negative into the batch
+    warmup_steps: int = 100
+    foil_fraction: float = 0.75  # share of captions that bring their hard negative into the batch
+    # share of training scenes rendered with equal_area=True (every shape the same ink, as `vlprobe build
+    # travlr` renders); the rest as the Winoground-style folder and the Space render (natural sizes)
+    equal_area_fraction: float = 0.5
     image_size: int = 96
     patch_size: int = 16  # 96 / 16 = 6: one patch per cell of TraVLR's 6 x 6 grid
     vision_hidden: int = 96
@@ -112,7 +115,10 @@ class TrainConfig:
     text_layers: int = 2
     heads: int = 4
     projection_dim: int = 64
-    max_length: int = 48
+    # every text fits whole: the longest of the default builds is TraVLR's caption + query (what
+    # --modality caption/both scores) of a 27-object numerical_comparison scene, 224 tokens with
+    # <|startoftext|> and <|endoftext|>; a full 6 x 6 grid's caption + the longest query is ~292
+    max_length: int = 320
     heldout_per_kind: int = 200
     threads: int = 2
 
@@ -261,8 +267,9 @@ def _folder_scene_keys(root: Path) -> set:
 
 # ---- captions --------------------------------------------------------------------------------------
 CAPTION_KINDS: dict[str, float] = {  # kind -> sampling weight
-    "inventory": 0.25, "exists": 0.12, "and_exists": 0.20, "count": 0.18, "and_count": 0.08,
-    "spatial": 0.09, "quantifier": 0.04, "compare": 0.04,
+    # TraVLR's four query kinds (count, spatial, quantifier, compare) get half the captions
+    "inventory": 0.15, "exists": 0.10, "and_exists": 0.15, "count": 0.20, "and_count": 0.06,
+    "spatial": 0.14, "quantifier": 0.10, "compare": 0.10,
 }
 
 
@@ -450,13 +457,21 @@ def build_image_processor(cfg: TrainConfig):
 
 
 # ---- images ----------------------------------------------------------------------------------------
-def render_small(scenes: Sequence[Scene], size: int) -> np.ndarray:
-    """uint8 ``(N, size, size, 3)``: each scene rendered at 500 x 500 then resized as the saved
+def render_small(scenes: Sequence[Scene], size: int, equal_area: Sequence[bool] | None = None) -> np.ndarray:
+    """uint8 ``(N, size, size, 3)``: each scene rendered at 500 x 500 (``equal_area[i]``: with every
+    shape covering the same pixels, as TraVLR's folders are rendered) then resized as the saved
     processor resizes (bicubic; the canvas is square, so its centre crop is the whole image)."""
     out = np.empty((len(scenes), size, size, 3), dtype=np.uint8)
     for i, scene in enumerate(scenes):
-        out[i] = np.asarray(render(scene).resize((size, size), BICUBIC))
+        equal = bool(equal_area[i]) if equal_area is not None else False
+        out[i] = np.asarray(render(scene, equal_area=equal).resize((size, size), BICUBIC))
     return out
+
+
+def equal_area_flags(cfg: TrainConfig, n: int) -> list[bool]:
+    """Which of the ``n`` training scenes are rendered with ``equal_area`` (a seeded draw)."""
+    rng = random.Random(f"{NAMESPACE}:equal_area:{cfg.seed}")
+    return [rng.random() < cfg.equal_area_fraction for _ in range(n)]
 
 
 def pixel_values(images: np.ndarray):
@@ -711,7 +726,7 @@ def train(cfg: TrainConfig, out: str | Path | None, root: str | Path | None = ".
     _log(f"mini-clip: vocabulary {len(tokenizer)}, {n_params / 1e6:.2f} M parameters")
 
     t_render = time.perf_counter()
-    images = render_small(scenes, cfg.image_size)
+    images = render_small(scenes, cfg.image_size, equal_area_flags(cfg, len(scenes)))
     heldout = {}
     for kind in HELDOUT_KINDS:
         ex = heldout_examples(kind, cfg.heldout_per_kind, cfg.seed, exclude=eval_keys | train_keys)
@@ -839,6 +854,63 @@ def heldout_exclusion(folder: str | Path, root: str | Path | None = ".") -> set:
     return eval_keys | {s.key() for s in training_scenes(cfg, eval_keys)[0]}
 
 
+def disjointness_check(folder: str | Path, root: str | Path = ".") -> dict[str, Any]:
+    """Check, independently of the exclusion done in training, that no training scene of the model in
+    ``folder`` (regenerated from its ``training_log.json``) is a scene of a built dataset folder under
+    ``root`` (``travlr/data``, ``winoground_style/data``, every config and split, as they are now) or
+    of the generators at their default seed and sizes. Returns the counts and the overlap."""
+    log = Path(folder) / "training_log.json"
+    cfg = TrainConfig(**json.loads(log.read_text())["config"])
+    generator_keys = evaluation_scene_keys(None)
+    folder_keys = _folder_scene_keys(Path(root))
+    train_keys = {s.key() for s in training_scenes(cfg, generator_keys | folder_keys)[0]}
+    # the training stream with no exclusion at all: had any draw been dropped, it would show here
+    unfiltered = {s.key() for s in training_scenes(cfg)[0]}
+    folders = sorted(str(p.relative_to(root)) for f in ("travlr", "winoground_style")
+                     for p in (Path(root) / f / "data").glob("*") if p.is_dir())
+    return {
+        "training_scenes": len(train_keys),
+        "same_as_unfiltered_stream": train_keys == unfiltered,
+        "folder_scenes": len(folder_keys),
+        "folders": folders,
+        "generator_scenes": len(generator_keys),
+        "overlap_with_folders": len(train_keys & folder_keys),
+        "overlap_with_generators": len(train_keys & generator_keys),
+    }
+
+
+def text_lengths(folder: str | Path, root: str | Path = ".") -> dict[str, Any]:
+    """The longest tokenized text of the built folders under ``root`` with the tokenizer in ``folder``
+    (no truncation): TraVLR's query, foil and caption + query / caption + foil (what ``--modality
+    caption`` and ``both`` score), and the Winoground-style captions; and how many texts hold
+    ``<|unk|>``."""
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    longest: dict[str, Any] = {"tokens": 0, "where": None}
+    n_texts = unknown = 0
+
+    def measure(texts: list[str], where: str) -> None:
+        nonlocal n_texts, unknown
+        for ids in tok(texts, truncation=False, verbose=False)["input_ids"]:
+            n_texts += 1
+            unknown += tok.unk_token_id in ids
+            if len(ids) > longest["tokens"]:
+                longest.update(tokens=len(ids), where=where)
+
+    for path in sorted((Path(root) / "travlr" / "data").glob("*/*.parquet")):
+        rows = pq.read_table(path, columns=["caption", "query", "foil_query"]).to_pylist()
+        where = f"travlr {path.parent.name} {path.name.split('-')[0]}"
+        measure([r[c] for r in rows for c in ("query", "foil_query")], where + " (query)")
+        measure([f"{r['caption']} {r[c]}" for r in rows for c in ("query", "foil_query")], where + " (caption + query)")
+    for path in sorted((Path(root) / "winoground_style" / "data").glob("**/*.parquet")):
+        cols = [c for c in pq.read_schema(path).names if c.startswith("caption")]
+        rows = pq.read_table(path, columns=cols).to_pylist()
+        measure([r[c] for r in rows for c in cols], f"winoground_style {path.parent.name} (caption)")
+    return {"max_length": int(tok.model_max_length), "longest": longest, "texts": n_texts, "with_unknown": unknown}
+
+
 def evaluate_saved(folder: str | Path, n: int = 200, seed: int = 0, kinds: Iterable[str] = HELDOUT_KINDS,
                    root: str | Path | None = ".") -> dict[str, dict]:
     """Held-out results of a saved model through the real path (``load_scorer`` + the engine +
@@ -899,8 +971,34 @@ def model_card(record: dict, instruments_table: str | None = None) -> str:
         "Not measured yet: run `vlprobe evaluate` (no arguments) and regenerate this card with "
         "`.venv/bin/python -m vlprobe_train --card-only --results runs/default/results.json`."
     )
+    checks = record.get("checks") or {}
+    dis, lengths = checks.get("disjointness"), checks.get("text_lengths")
+    if dis:
+        ok = dis["overlap_with_folders"] == 0 and dis["overlap_with_generators"] == 0
+        disjointness = (
+            f"Checked when this card was written (`disjointness_check`): the {dis['training_scenes']:,} training "
+            f"scenes, regenerated from the seed, against the {dis['folder_scenes']:,} distinct scenes of the built "
+            f"folders ({', '.join(dis['folders']) or 'none found'}) and the {dis['generator_scenes']:,} of the "
+            f"generators: {dis['overlap_with_folders']} and {dis['overlap_with_generators']} in common"
+            + (" (none)." if ok else " (NOT DISJOINT).")
+            + (" The training scenes are the first distinct draws of their stream: no draw was dropped."
+               if dis["same_as_unfiltered_stream"] else "")
+        )
+    else:
+        disjointness = "Not checked against built folders (none were given)."
+    if lengths and lengths["longest"]["where"]:
+        fits = lengths["longest"]["tokens"] <= cfg.max_length
+        length_text = (f"the longest text of the built folders, measured when this card was written, is "
+                       f"{lengths['longest']['tokens']} tokens ({lengths['longest']['where']}, with the start and end "
+                       f"tokens), so {'every one of their ' + format(lengths['texts'], ',') + ' texts is read whole' if fits else 'SOME ARE TRUNCATED'}"
+                       f"; {lengths['with_unknown']} of them hold an unknown word")
+    else:
+        length_text = "no built folder was measured"
     values = {
         "cfg": cfg,
+        "disjointness": disjointness,
+        "length_text": length_text,
+        "equal_area": f"{cfg.equal_area_fraction:.0%}",
         "vocabulary": record["vocabulary"],
         "logit_scale": f"{record['final_logit_scale']:.2f}",
         "parameters": f"{record['parameters']:,}",

@@ -15,7 +15,7 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 STAMP := $(VENV)/.vlprobe-installed
 SCENE_SOURCES := $(wildcard vlprobe/scenes/*.py) vlprobe/dataset_folder.py vlprobe/builders/synthetic.py
 
-.PHONY: setup data evaluate test bench browser
+.PHONY: setup data evaluate test lint bench browser
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,7 +48,11 @@ evaluate: data
 browser:
 	bash scripts/ensure_chromium.sh || echo "make: chromium could not be installed; the browser test will say why it skips"
 
-test: setup browser
+# The same check as the pre-commit hook (ruff's settings are in pyproject.toml).
+lint: setup
+	$(BIN)/ruff check .
+
+test: setup browser lint
 	$(BIN)/python -m pytest -q
 
 bench: setup

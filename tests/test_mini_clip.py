@@ -117,7 +117,8 @@ def test_loss_is_clip_loss_on_an_identity_gold_and_spreads_over_positives():
     # a text true of two images: both count as positives, and an extra column nobody matches is a pure negative
     logits = torch.tensor([[2.0, 0.0, 0.0], [2.0, 0.0, 1.0]])
     gold = torch.tensor([[True, False, False], [True, True, False]])
-    row = -(torch.log_softmax(logits, 1)[0, 0] + (torch.log_softmax(logits, 1)[1, 0] + torch.log_softmax(logits, 1)[1, 1]) / 2) / 2
+    logp = torch.log_softmax(logits, 1)
+    row = -(logp[0, 0] + (logp[1, 0] + logp[1, 1]) / 2) / 2
     col = -((torch.log_softmax(logits[:, 0], 0).sum() / 2) + torch.log_softmax(logits[:, 1], 0)[1]) / 2
     assert torch.allclose(mc.multi_positive_clip_loss(logits, gold), (row + col) / 2)
     with pytest.raises(ValueError, match="at least one true text"):
@@ -236,7 +237,9 @@ def test_shipped_model_scores_synthetic_items(scorer):
     res = score_items(scorer, items, progress=False)
     assert [s.shape for s in res.scores] == [(2, 2), (1, 3)]
     assert all(np.isfinite(s).all() for s in res.scores)
-    assert np.allclose(res.scores[0][0], res.scores[1][0, :2], rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(res.scores[1]).max())))  # same image and texts, same scores
+    # same image and texts, same scores
+    assert np.allclose(res.scores[0][0], res.scores[1][0, :2], rtol=1e-4,
+                       atol=1e-4 * max(1.0, float(np.abs(res.scores[1]).max())))
 
 
 @pytest.mark.parametrize("kind", ["colour"])

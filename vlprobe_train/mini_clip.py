@@ -988,9 +988,11 @@ def model_card(record: dict, instruments_table: str | None = None) -> str:
         disjointness = "Not checked against built folders (none were given)."
     if lengths and lengths["longest"]["where"]:
         fits = lengths["longest"]["tokens"] <= cfg.max_length
+        verdict = (f"every one of their {lengths['texts']:,} texts is read whole" if fits
+                   else "SOME ARE TRUNCATED")
         length_text = (f"the longest text of the built folders, measured when this card was written, is "
                        f"{lengths['longest']['tokens']} tokens ({lengths['longest']['where']}, with the start and end "
-                       f"tokens), so {'every one of their ' + format(lengths['texts'], ',') + ' texts is read whole' if fits else 'SOME ARE TRUNCATED'}"
+                       f"tokens), so {verdict}"
                        f"; {lengths['with_unknown']} of them hold an unknown word")
     else:
         length_text = "no built folder was measured"

@@ -24,7 +24,8 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   CLI, ``report.py`` and the Space); ``report/``: runs beside the published numbers (runs, papers, tables, render);
 * ``builders/``: one module per dataset (``upstream.py`` fetches and verifies the annotation
   files), ``templates/`` their cards; ``scenes/``: the renderer and truth function of the
-  synthetic instruments; ``image_sources.py``: the VALSE / BLA image sources and their downloads;
+  synthetic instruments; ``image_sources.py``: the image sources the upstream benchmarks name (COCO, Visual Genome, ...);
+  ``downloads.py``: a release archive's resumable, checked download and safe opening;
 * ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub;
 * ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
   default model) and the user's built datasets are, in a clone and when installed.

@@ -1,0 +1,158 @@
+"""Downloading an image source's release archive and opening archives safely.
+
+:func:`download_file` fetches one file through ``<target>.part`` (resumed with an HTTP Range
+request, retried on transient errors, its size and checksum checked before it is moved into
+place); :func:`safe_members` refuses an archive any of whose members could escape the folder it is
+extracted to. :mod:`vlprobe.image_sources` uses both (and re-exports these names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import re
+import stat
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import relative_problem
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A source's files as its owner publishes them: one archive, downloaded once into the cache
+    (resumable), from which only the files needed are extracted. ``size`` / ``sha256``: checked
+    when the owner publishes them (else the size the server announces is checked)."""
+
+    url: str
+    file: str  # the archive's name in the cache (and in the release)
+    size: int | None = None
+    sha256: str | None = None
+
+
+
+class ImageSourceError(ValueError):
+    """Bad image-source arguments (unknown source name, a location that does not exist)."""
+
+
+class ArchiveError(ImageSourceError):
+    """A source archive that cannot be used; the message names the archive (and URL or member)."""
+
+
+class ArchiveDownloadError(ArchiveError):
+    """An archive that could not be downloaded (the message names the URL and the HTTP status)."""
+
+
+class CorruptArchiveError(ArchiveError):
+    """A downloaded archive that is not the published one: wrong size or checksum, not a zip, bad CRC."""
+
+
+class UnsafeArchiveError(ArchiveError):
+    """An archive member whose path would escape the folder it is extracted to (``../``, an
+    absolute path, a symbolic link): the archive is refused."""
+
+
+def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
+    if info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16):
+        return "is a symbolic link"
+    return relative_problem(info.filename)  # absolute, '..', NUL, control characters
+
+
+def safe_members(zf: zipfile.ZipFile, where: str) -> list[zipfile.ZipInfo]:
+    """The archive's members, refusing the archive if any path could escape the target folder."""
+    infos = zf.infolist()
+    for info in infos:
+        reason = _unsafe_reason(info)
+        if reason:
+            raise UnsafeArchiveError(f"{where}: member {info.filename!r} {reason}, which could write outside "
+                                     "the folder it is extracted to; refusing the archive")
+    return infos
+
+
+def download_file(
+    url: str,
+    target: Path,
+    *,
+    size: int | None = None,
+    sha256: str | None = None,
+    retries: int = 3,
+    timeout: float = 60.0,
+    desc: str | None = None,
+    chunk: int = 1 << 20,
+) -> Path:
+    """Download ``url`` to ``target`` through ``target.part``: resumed with an HTTP Range request
+    when a part is there (from an interrupted run or a dropped connection), with a progress bar,
+    ``retries`` attempts on transient errors (connection, timeout, 5xx, a short read), and the
+    size (``size``, else the one the server announced) and ``sha256`` checked before the file is
+    moved into place. 4xx errors are not retried and name the URL."""
+    from tqdm.auto import tqdm
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    errors: list[str] = []
+    expected = size
+    for attempt in range(max(1, retries)):
+        have = part.stat().st_size if part.is_file() else 0
+        headers = {"User-Agent": "vlprobe-image-fetch"}
+        if have:
+            headers["Range"] = f"bytes={have}-"
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
+                length = resp.headers.get("Content-Length")
+                if have and resp.status == 206:
+                    mode, total = "ab", None
+                    m = re.search(r"/(\d+)\s*$", resp.headers.get("Content-Range", ""))
+                    total = int(m.group(1)) if m else (have + int(length) if length else None)
+                else:
+                    mode, have = "wb", 0
+                    total = int(length) if length else None
+                if total is not None:
+                    if expected is not None and total != expected:
+                        raise CorruptArchiveError(f"{url}: the server announces {total:,} bytes, the published size "
+                                                  f"is {expected:,}; refusing it")
+                    expected = total
+                with open(part, mode) as fh, tqdm(total=total, initial=have, unit="B", unit_scale=True,
+                                                  desc=desc or target.name, disable=None, file=sys.stderr) as bar:
+                    while True:
+                        block = resp.read(chunk)
+                        if not block:
+                            break
+                        fh.write(block)
+                        bar.update(len(block))
+            got = part.stat().st_size
+            if expected is not None and got < expected:
+                raise http.client.IncompleteRead(b"", expected - got)
+            break
+        except urllib.error.HTTPError as err:
+            if err.code == 416 and have:  # the part already holds everything
+                break
+            errors.append(f"HTTP {err.code}")
+            if 400 <= err.code < 500 and err.code not in (408, 429):
+                raise ArchiveDownloadError(f"could not download {url}: HTTP {err.code} ({err.reason})") from None
+        except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as err:
+            errors.append(f"{type(err).__name__}: {getattr(err, 'reason', err)}")
+        if attempt + 1 < retries:
+            time.sleep(min(0.5 * 2**attempt, 8.0))
+    else:
+        raise ArchiveDownloadError(f"could not download {url} after {retries} attempt(s): {'; '.join(errors[-3:])} "
+                                   f"(the part downloaded so far is kept in {part}; rerun to resume)")
+    got = part.stat().st_size
+    if expected is not None and got != expected:
+        part.unlink()
+        raise CorruptArchiveError(f"{url}: downloaded {got:,} bytes, expected {expected:,}; removed it, rerun to retry")
+    if sha256:
+        h = hashlib.sha256()
+        with open(part, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        if h.hexdigest() != sha256.lower():
+            part.unlink()
+            raise CorruptArchiveError(f"{url}: sha256 {h.hexdigest()} is not the published {sha256}; removed it")
+    os.replace(part, target)
+    return target

@@ -283,32 +283,12 @@ def build_report(counts: dict[str, int], skipped: dict[str, list[str]],
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--annotations", type=Path, default=None,
-                        help="a local copy of the released annotations (BLA_Benchmark/annotations of "
-                             f"github.com/{upstream.BLA.repo} at {upstream.BLA.commit[:12]}: the three *_captions.json "
-                             "and finetune/), each file checked against its git blob hash; default: fetch them from "
-                             "there into the cache, verified")
-    parser.add_argument("--annotations-url", default=None, metavar="URL",
-                        help=f"where to fetch the annotation files from instead (a mirror; default: "
-                             f"${upstream.BLA.url_env} or {upstream.BLA.default_url})")
+    upstream.add_arguments(
+        parser, upstream.BLA, what="the released annotations: the three *_captions.json files and finetune/",
+        sources=(SOURCE,), images_help="images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips",
+        download_help="download Visual Genome images missing locally, into --cache-dir", default_out=DEFAULT_OUT)
     parser.add_argument("--skip-finetune", action="store_true",
                         help="build only the benchmark configs (the three tasks and all), not the fine-tuning configs")
-    parser.add_argument("--images", type=Path, default=None,
-                        help="images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips")
-    parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
-                        help=f"a folder or zip of Visual Genome images (repeatable); source: {SOURCE}")
-    parser.add_argument("--download", action="store_true",
-                        help="download Visual Genome images missing locally, into --cache-dir")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help=f"download cache (default {imgs.DEFAULT_CACHE} for images, "
-                             f"{upstream.default_cache() / 'annotations'} for annotations)")
-    parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
-    parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
-    parser.add_argument("--read-workers", type=int, default=2,
-                        help="threads reading and checking images (default: 2)")
-    parser.add_argument("--skip-missing-images", action="store_true",
-                        help="leave out rows whose image is missing (the card lists them) instead of stopping")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write (default: %(default)s)")
 
 
 def build(args: argparse.Namespace) -> Path:

@@ -21,7 +21,7 @@ from datasets import Features, Value
 
 from ..dataset_folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards, read_json, upstream
-from .sugar_crepe import SPLIT, add_common_arguments, annotations_of, build_folder, count_report, upstream_values
+from .sugar_crepe import SPLIT, annotations_of, build_folder, count_report, upstream_values
 
 NAME = "cola"
 HELP = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
@@ -104,12 +104,13 @@ def write_card(out: Path) -> Path:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(
-        parser, upstream.COLA, f"{FILE}", (SOURCE,),
-        "images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, images2.zip); a flat "
-        "folder of the <vg id>.jpg files: --image-dir visual_genome_cola=FOLDER",
-        "download the images missing locally into --cache-dir, file by file: from Visual Genome's hosts, else "
-        "from the COLA authors' server the records link to", DEFAULT_OUT)
+    upstream.add_arguments(
+        parser, upstream.COLA, what=FILE, sources=(SOURCE,),
+        images_help="images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, "
+                    "images2.zip); a flat folder of the <vg id>.jpg files: --image-dir visual_genome_cola=FOLDER",
+        download_help="download the images missing locally into --cache-dir, file by file: from Visual Genome's "
+                      "hosts, else from the COLA authors' server the records link to",
+        default_out=DEFAULT_OUT)
 
 
 def build(args: argparse.Namespace) -> Path:

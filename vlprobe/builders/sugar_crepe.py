@@ -6,7 +6,7 @@ One config per subset (its own parquet) and ``all`` (the default; it lists the 7
 files, so image bytes are stored once per subset). Each row is 1 image x [caption, negative_caption],
 the caption true: gold ``[[1, 0]]``.
 
-The helpers below the SugarCREPE part (:func:`add_common_arguments`, :func:`build_folder`) are the
+The helpers below the SugarCREPE part (:func:`build_folder`, with :func:`upstream.add_arguments`) are the
 upstream-annotations-plus-original-images build flow that VALSE's builder follows; SugarCREPE++
 and COLA use them too.
 """
@@ -161,30 +161,6 @@ def write_card(out: Path) -> Path:
 
 
 # ---- the shared build flow (SugarCREPE, SugarCREPE++, COLA) --------------------------------------
-def add_common_arguments(parser: argparse.ArgumentParser, up: upstream.Upstream, what: str, sources: Sequence[str],
-                         images_help: str, download_help: str, default_out: Path) -> None:
-    parser.add_argument("--annotations", type=Path, default=None,
-                        help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
-                             f"{up.commit[:12]}), each file checked against its git blob hash; default: fetch them "
-                             "from there into the cache, verified")
-    parser.add_argument("--annotations-url", default=None, metavar="URL",
-                        help=f"where to fetch the annotation files from instead (a mirror; default: ${up.url_env} "
-                             f"or {up.default_url})")
-    parser.add_argument("--images", type=Path, default=None, help=images_help)
-    parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
-                        help=f"a folder or zip for one source (repeatable); sources: {', '.join(sources)}")
-    parser.add_argument("--download", action="store_true", help=download_help)
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help=f"download cache (default {imgs.DEFAULT_CACHE} for images, "
-                             f"{upstream.default_cache() / 'annotations'} for annotations)")
-    parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
-    parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
-    parser.add_argument("--read-workers", type=int, default=2, help="threads reading and checking images (default: 2)")
-    parser.add_argument("--skip-missing-images", action="store_true",
-                        help="leave out rows whose image is missing (data/BUILD.md lists them) instead of stopping")
-    parser.add_argument("--out", type=Path, default=default_out, help="dataset folder to write (default: %(default)s)")
-
-
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -288,12 +264,13 @@ def count_report(counts: dict[str, int], skipped: dict[str, list[str]], expected
 
 # ---- build ----------------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(
-        parser, upstream.SUGAR_CREPE, "the 7 SugarCREPE JSON files", (SOURCE,),
-        "images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
-        "--image-dir coco2017_val=FOLDER",
-        "download the COCO val2017 images missing locally into --cache-dir, file by file from images.cocodataset.org",
-        DEFAULT_OUT)
+    upstream.add_arguments(
+        parser, upstream.SUGAR_CREPE, what="the 7 SugarCREPE JSON files", sources=(SOURCE,),
+        images_help="images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
+                    "--image-dir coco2017_val=FOLDER",
+        download_help="download the COCO val2017 images missing locally into --cache-dir, file by file from "
+                      "images.cocodataset.org",
+        default_out=DEFAULT_OUT)
 
 
 def build(args: argparse.Namespace) -> Path:

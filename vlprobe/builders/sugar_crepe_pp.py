@@ -23,7 +23,6 @@ from .sugar_crepe import (
     SPLIT,
     Subset,
     _str_field,
-    add_common_arguments,
     annotations_of,
     build_folder,
     coco_file,
@@ -119,12 +118,13 @@ def write_card(out: Path) -> Path:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(
-        parser, upstream.SUGAR_CREPE_PP, "the 5 SugarCREPE++ JSON files", (SOURCE,),
-        "images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
-        "--image-dir coco2017_val=FOLDER",
-        "download the COCO val2017 images missing locally into --cache-dir, file by file from images.cocodataset.org",
-        DEFAULT_OUT)
+    upstream.add_arguments(
+        parser, upstream.SUGAR_CREPE_PP, what="the 5 SugarCREPE++ JSON files", sources=(SOURCE,),
+        images_help="images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
+                    "--image-dir coco2017_val=FOLDER",
+        download_help="download the COCO val2017 images missing locally into --cache-dir, file by file from "
+                      "images.cocodataset.org",
+        default_out=DEFAULT_OUT)
 
 
 def build(args: argparse.Namespace) -> Path:

@@ -18,6 +18,7 @@ with files missing, :class:`AnnotationDownloadError` lists every file needed and
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import time
@@ -193,6 +194,37 @@ def annotation_folder(
         if log:
             log(f"{upstream.benchmark}: fetched {f.path} ({len(data):,} bytes, git blob verified)")
     return cache
+
+
+# ---- the command line every upstream builder shares ----------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, sources: Sequence[str],
+                  images_help: str, download_help: str, default_out: Path) -> None:
+    """The options of every ``vlprobe build <benchmark>`` whose annotations come from ``up`` and whose
+    images come from original sources (``sources``): where the annotations and images are, the
+    download cache and workers, what to do with missing images, ``--out``. A builder adds only its
+    own options after these."""
+    from .. import image_sources as imgs
+
+    parser.add_argument("--annotations", type=Path, default=None,
+                        help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
+                             f"{up.commit[:12]}), each file checked against its git blob hash; default: fetch them "
+                             "from there into the cache, verified")
+    parser.add_argument("--annotations-url", default=None, metavar="URL",
+                        help=f"where to fetch the annotation files from instead (a mirror; default: ${up.url_env} "
+                             f"or {up.default_url})")
+    parser.add_argument("--images", type=Path, default=None, help=images_help)
+    parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
+                        help=f"a folder or zip for one source (repeatable); sources: {', '.join(sources)}")
+    parser.add_argument("--download", action="store_true", help=download_help)
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help=f"download cache (default {imgs.DEFAULT_CACHE} for images, "
+                             f"{default_cache() / 'annotations'} for annotations)")
+    parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
+    parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
+    parser.add_argument("--read-workers", type=int, default=2, help="threads reading and checking images (default: 2)")
+    parser.add_argument("--skip-missing-images", action="store_true",
+                        help="leave out rows whose image is missing (data/BUILD.md lists them) instead of stopping")
+    parser.add_argument("--out", type=Path, default=default_out, help="dataset folder to write (default: %(default)s)")
 
 
 # ---- the pinned files -------------------------------------------------------------------------------

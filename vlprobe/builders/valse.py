@@ -307,33 +307,15 @@ def build_report(counts: dict[str, int], include_invalid: bool, skipped: dict[st
 
 # ---- build ----------------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--annotations", type=Path, default=None,
-                        help="a local copy of the 11 VALSE JSON files (the data/ folder of "
-                             f"github.com/{upstream.VALSE.repo} at {upstream.VALSE.commit[:12]}), each checked against its "
-                             "git blob hash; default: fetch them from there into the cache, verified")
-    parser.add_argument("--annotations-url", default=None, metavar="URL",
-                        help=f"where to fetch the annotation files from instead (a mirror; default: "
-                             f"${upstream.VALSE.url_env} or {upstream.VALSE.default_url})")
-    parser.add_argument("--images", type=Path, default=None,
-                        help="images root: a folder holding the sources' release folders or zips (val2017/, "
-                             "train2014/, val2014/, visual7w/images/, images_512/, VisualDialog_val2018/, *.zip)")
-    parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
-                        help=f"a folder or zip for one source (repeatable); sources: {', '.join(VALSE_SOURCES)}")
-    parser.add_argument("--download", action="store_true",
-                        help="download the images missing locally into --cache-dir: COCO file by file, Visual7W, "
-                             "SWiG and VisDial val2018 as their owners' archives (downloaded once, resumable)")
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help=f"download cache (default {imgs.DEFAULT_CACHE} for images, "
-                             f"{upstream.default_cache() / 'annotations'} for annotations)")
-    parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
-    parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
-    parser.add_argument("--read-workers", type=int, default=2,
-                        help="threads reading and checking images (default: 2)")
+    upstream.add_arguments(
+        parser, upstream.VALSE, what="the 11 VALSE JSON files", sources=VALSE_SOURCES,
+        images_help="images root: a folder holding the sources' release folders or zips (val2017/, train2014/, "
+                    "val2014/, visual7w/images/, images_512/, VisualDialog_val2018/, *.zip)",
+        download_help="download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
+                      "VisDial val2018 as their owners' archives (downloaded once, resumable)",
+        default_out=DEFAULT_OUT)
     parser.add_argument("--include-invalid", action="store_true",
                         help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
-    parser.add_argument("--skip-missing-images", action="store_true",
-                        help="leave out rows whose image is missing (the card lists them) instead of stopping")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write (default: %(default)s)")
 
 
 def _log(msg: str) -> None:

@@ -40,7 +40,8 @@ class Evaluation:
 
     def to_pandas(self, per_tag: bool = False) -> Any:
         """One row per dataset/config/split/metric (and per tag with ``per_tag=True``): value,
-        ci_low, ci_high, chance, support, n_items, n_ties."""
+        ci_low, ci_high, chance, support, n_items, n_ties, na_reason (why value is None where every
+        item tied)."""
         import pandas as pd
 
         from ..results import CSV_COLUMNS, csv_rows

@@ -324,3 +324,67 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
     assert [s[0] for s in seen] == ["load", "score"] and all(s[1:] == (False, False, False) for s in seen), seen
     assert (hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
             hf_datasets.is_progress_bar_enabled()) == before
+
+
+# ---- no silent zeros (issue 25): a split whose every item tied is N/A, with the reason ----------------
+
+def test_an_all_tied_split_is_na_with_its_reason_in_the_table_csv_json_and_report(tmp_path, capsys):
+    from helpers_ties import LIMIT, tie_folder, truncating_mini_clip
+
+    folder, model = tie_folder(tmp_path / "data"), truncating_mini_clip(tmp_path / "models")
+    out_dir = tmp_path / "run"
+    code, out, err = _run(capsys, "--dataset", folder, "--model", model, "--bootstrap", 20, "--num-workers", 0,
+                          "--cache-dir", "none", "--out", out_dir, "--no-progress")
+    assert code == 0, err
+    reason = f"6/6 items tied: texts identical after truncation to {LIMIT} tokens"
+    table = {line.split()[0]: line for line in out.splitlines() if line.startswith("ties/")}
+    assert f"N/A ({reason})" in table["ties/collapsed/test"]
+    assert "0.0" not in table["ties/collapsed/test"]  # no number computed over nothing but ties
+    # the summary under the table says it too, never "acc_r 0.0"
+    summary_line = next(line for line in out.splitlines() if line.strip().startswith("collapsed/test"))
+    assert f"N/A ({reason})" in summary_line and "0.0" not in summary_line
+    # only some items collapsed: the numbers stay (a tie counts as wrong), with a one-line warning
+    assert "N/A" not in table["ties/partly/test"]
+    warning = [line for line in out.splitlines() if line.startswith("warning: ties/partly/test")]
+    assert len(warning) == 1 and f"3/6 items have texts identical after the model's truncation to {LIMIT} tokens" \
+        in warning[0] and "ties=strict" in warning[0]
+    doc = json.loads((out_dir / "results.json").read_text())
+    by = {r["config"]: r for r in doc["results"]}
+    collapsed, partly = by["collapsed"], by["partly"]
+    assert collapsed["metrics"]["acc_r"] is None and collapsed["metrics"]["na_reason"] == reason
+    assert collapsed["metrics"]["n_ties"] == 6 and collapsed["metrics"]["chance"]["acc_r"] == 0.5
+    assert collapsed["metrics"]["per_tag"]["kind=even"]["acc_r"] is None  # its tags too
+    assert collapsed["data"]["truncation"] == {"tied_items": 6, "collapsed_items": 6, "text_max_length": LIMIT}
+    assert partly["metrics"]["acc_r"] is not None and partly["metrics"]["acc_r"] <= 0.5 and "na_reason" not in \
+        partly["metrics"] and partly["data"]["truncation"]["collapsed_items"] == 3
+    assert doc["summary"]["ties"]["rows"][0]["na_reason"] == reason
+    csv_rows = list(__import__("csv").DictReader((out_dir / "results.csv").open()))
+    acc = next(r for r in csv_rows if r["config"] == "collapsed" and r["metric"] == "acc_r" and not r["tag"])
+    assert acc["value"] == "" and acc["ci_low"] == "" and acc["na_reason"] == reason
+    acc = next(r for r in csv_rows if r["config"] == "partly" and r["metric"] == "acc_r" and not r["tag"])
+    assert acc["value"] != "" and acc["na_reason"] == ""
+    # vlprobe report: the long table (and the summary table) print the reason, not 0.0
+    report_dir = tmp_path / "report"
+    assert main(["report", str(out_dir / "results.json"), "--out", str(report_dir)]) == 0
+    md = (report_dir / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| collapsed | test | acc_r"))
+    assert f"N/A ({reason})" in row and "| 0.0" not in row
+    capsys.readouterr()
+
+
+def test_a_constant_scorer_gets_na_without_a_truncation_cause():
+    from vlprobe.evaluation.scoring import mark_not_available, tied_items
+    from vlprobe.metric import compute
+    from vlprobe.results import ScoredItem, ScoredSplit
+
+    scores = np.zeros((4, 1, 2))
+    gold = np.array([[[True, False]]] * 4)
+    split = ScoredSplit("d", "c", "test", items=[ScoredItem("i", ("a", "b"), g) for g in gold], scores=list(scores))
+    split.metrics = compute(scores, gold, ties="lenient")
+    assert split.metrics["acc_r"] == 1.0  # lenient: every tie counted right, a constant scorer gets 100%
+    mark_not_available(split, tied_items(scores, gold), "lenient")
+    assert split.metrics["acc_r"] is None and split.metrics["na_reason"] == "4/4 items tied"
+    # a 2 x 2 item whose texts tie but whose images differ is not all tied: its image score is real
+    S = np.array([[[1.0, 1.0], [2.0, 2.0]]])
+    assert not tied_items(S, np.eye(2, dtype=bool)[None]).any()
+    assert tied_items([np.ones((2, 2))], [np.eye(2, dtype=bool)]).all()

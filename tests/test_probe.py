@@ -418,3 +418,51 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
         (r["setting"], r["test_modality"], r["split"]) for r in cached.rows}
     assert {Path(p).name.split("-")[1] for p in made if Path(p).parent == own_tmp} == {"features", "chunk"}
     assert [p for p in own_tmp.iterdir() if p.name.startswith(TMP_PREFIXES)] == []  # no feature or cache folder left
+
+
+def test_rows_that_lose_their_query_to_truncation_are_counted_and_an_all_lost_setting_is_na(
+        travlr_small, tmp_path, capsys):
+    """Issue 25: a caption+query text whose query the text tower cuts is counted and reported in one
+    line; a test split whose every row lost it is N/A, not a number. The shipped mini-clip cut to 4
+    tokens reads no query whole: its text-only baseline (query + caption in one text) has nothing to
+    predict from, while the image setting (the query embedded alone) keeps its numbers."""
+    from helpers_ties import truncating_mini_clip
+
+    model = truncating_mini_clip(tmp_path, 4)
+    res = P.probe(str(model), str(travlr_small), "spatiality", train_modalities="image", test_modalities="image",
+                  bootstrap=0, cache_dir="none", progress=False)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "lose their query" in line]
+    assert len(lines) == 1 and "to 4 tokens" in lines[0] and "60/60 caption+query texts" in lines[0]
+    assert "N/A (no prediction) for spatiality/test_ind/text-only" in lines[0]
+    lost = res.provenance["features"]["stats"]["query_lost"]
+    assert lost["spatiality/test_ind/text-only"] == [12, 12] and lost["spatiality/train/text-only"] == [24, 24]
+    text_only = [r for r in res.rows if r["setting"] == P.TEXT_ONLY]
+    assert text_only and all(r["macro_f1"] is None and r["na_reason"] == "12/12 test rows lost their query to the "
+                             "model's truncation" for r in text_only)
+    assert all(r["macro_f1"] is not None for r in res.rows if r["setting"] == "image")
+    table = res.same_modality_table()
+    assert "N/A (12/12 test rows lost their query to the model's truncation)" in table
+
+
+def test_itm_caption_setting_keeps_the_query_first(travlr_small, tiny_blip_itm_path, tmp_path, capsys):
+    """The ITM head reads "query caption" (the spec's caption modality). With its 32-token limit the
+    caption first cut every query (issue 25); the query first, only the queries longer than the limit
+    on their own (the tiny tokenizer splits words finely) are cut, and the one line says how many."""
+    from vlprobe.probing.features import query_lost
+    from vlprobe.scorers.loading import load_scorer
+
+    res = P.probe(tiny_blip_itm_path, str(travlr_small), "spatiality", train_modalities="caption",
+                  test_modalities="caption", bootstrap=0, cache_dir=tmp_path, progress=False)
+    scorer = load_scorer(str(tiny_blip_itm_path))
+    data = P.load_splits(str(travlr_small), "spatiality")["spatiality"]["test_ind"]
+    captions, queries = data.texts("caption"), data.texts("query")
+    too_long = int(query_lost(scorer, queries, queries).sum())  # a query longer than the limit by itself
+    assert 0 < too_long < len(queries)
+    lost = res.provenance["features"]["stats"]["query_lost"]
+    assert lost["spatiality/test_ind/caption"] == [too_long, 12]
+    lines = [line for line in capsys.readouterr().err.splitlines() if "lose their query" in line]
+    assert len(lines) == 1 and f"spatiality/test_ind/caption {too_long}/12" in lines[0]
+    assert all(r["macro_f1"] is not None for r in res.rows)  # some rows keep their query: numbers
+    # the old order, caption first, lost the query of every row
+    assert query_lost(scorer, [f"{c} {q}" for c, q in zip(captions, queries)], queries).all()

@@ -217,7 +217,10 @@ def test_a_full_disk_while_writing_is_one_line_and_leaves_nothing(travlr_small, 
     code, _, err = _cli(capsys, "--dataset", travlr_small, "--config", "spatiality", "--model", tiny_clip_path,
                         "--train-modality", "image", "--test-modality", "image", "--train-size", "8",
                         "--bootstrap", "0", "--cache-dir", tmp_path / "c", "--out", out, "--no-progress")
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "No space left on device" in err, err
+    # the error is one line; beside it only the one-line truncation warning (issue 25: the tiny CLIP's
+    # 32-token text tower cuts some queries of its text-only baseline, and the probe says so)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("probe: warning:")]
+    assert code == 2 and len(lines) == 1 and "No space left on device" in err, err
     assert _files(out) == before  # nothing half-written: the previous run, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "run"]  # no staging folder, no .tmp file
 

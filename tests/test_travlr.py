@@ -331,12 +331,15 @@ def test_load_dataset_round_trip_and_items(built, config, monkeypatch, tmp_path)
             assert len(items) == len(rows)
             for item, row in zip(items, rows):
                 assert item.gold.tolist() == ([[True, False]] if row["label"] else [[False, True]])
-                assert item.texts[0].endswith(row["query"]) and item.texts[1].endswith(row["foil_query"])
+                assert item.texts[0].startswith(row["query"]) and item.texts[1].startswith(row["foil_query"])
                 assert f"subtype={row['subtype']}" in item.tags
                 if modality == "image":
                     assert item.texts == (row["query"], row["foil_query"])
                 else:
-                    assert item.texts[0] == f"{row['caption']} {row['query']}"
+                    # The query first, then the caption (issue 25; was caption first): a text tower
+                    # truncates from the end, so a long caption is what it cuts, never the query that
+                    # tells the true text from the foil.
+                    assert item.texts == (f"{row['query']} {row['caption']}", f"{row['foil_query']} {row['caption']}")
                 if modality == "caption":
                     assert item.images[0].getcolors() == [(500 * 500, (255, 255, 255))]
 
@@ -351,8 +354,38 @@ def test_true_false_spec_gives_the_papers_1x1_items(built, config, monkeypatch, 
         assert [item.shape for item in items] == [(1, 1)] * len(rows)
         for item, row in zip(items, rows):
             assert item.gold.tolist() == [[row["label"]]]
-            assert item.texts[0].endswith(row["query"]) and f"label={row['label']}" in item.tags
+            assert item.texts[0].startswith(row["query"]) and f"label={row['label']}" in item.tags
     assert {item.gold[0, 0] for item in items} == {True, False}  # both labels occur
+
+
+def test_caption_modality_keeps_the_query_when_the_text_tower_truncates(built, tmp_path, capsys):
+    """Issue 25: with the caption first, a text tower of 48 tokens (the shipped mini-clip cut to 48,
+    as it was before its retraining; CLIP reads 77) read the caption alone, query and foil became one
+    input, every item tied and the summary printed "acc_r 0.0". The query first, it survives."""
+    import json
+
+    from helpers_ties import truncating_mini_clip
+
+    from vlprobe.cli import main
+    from vlprobe.scorers.loading import load_scorer
+
+    model = truncating_mini_clip(tmp_path, 48)
+    rows = datasets.load_dataset(str(built), "spatiality", split="test_ind", cache_dir=str(tmp_path / "cache"))
+    rows = rows.select(range(min(20, len(rows))))
+    scorer = load_scorer(str(model))
+    assert scorer.text_limit() == 48
+    old = scorer.seen_texts([f"{r['caption']} {t}" for r in rows for t in (r["query"], r["foil_query"])])
+    assert all(old[2 * i] == old[2 * i + 1] for i in range(len(rows)))  # the old order: every pair one input
+    out = tmp_path / "run"
+    assert main(["evaluate", "--dataset", str(built), "--config", "spatiality", "--model", str(model),
+                 "--modality", "caption", "--limit", "20", "--bootstrap", "0", "--num-workers", "0",
+                 "--cache-dir", "none", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    doc = json.loads((out / "results.json").read_text())
+    for r in doc["results"]:
+        assert r["metrics"]["n_ties"] == 0 and r["metrics"]["acc_r"] is not None, r["split"]
+        assert r["data"]["truncation"] == {"tied_items": 0, "collapsed_items": 0, "text_max_length": 48}
+    assert "N/A" not in printed and "warning:" not in printed
 
 
 def test_parquet_images_are_png_bytes(built):

@@ -11,8 +11,17 @@
   (m x n), ``gold`` (m x n), ``probabilities`` (m x n, null when the scorer gives none),
   ``texts``, ``tags``;
 * ``results.csv``: the long table, one row per (dataset, config, split, tag, metric), with the CI
-  bounds, the chance level, the support and the tie count (tag is empty for the whole config);
+  bounds, the chance level, the support and the tie count (tag is empty for the whole config),
+  and ``na_reason``: why the value is empty where every item tied (see below);
 * ``plot_<dataset>_<config>_<split>.png``: a bar per metric with its CI and its chance level.
+
+Not available: where every item of a split (or of a tag) tied, for instance because the model's
+truncation made its texts identical, its metrics are not shown as numbers: each is None (null in
+results.json, empty in results.csv) and ``metrics["na_reason"]`` says why
+(``"100/100 items tied: texts identical after truncation to 48 tokens"``); tables print
+``N/A (<reason>)`` (:func:`na_text`). A tie still counts as the tie policy says in every number
+that is shown. ``data["truncation"]`` records the counts (and a one-line ``warning`` where only
+some items collapsed).
 
 The files are written into a temporary folder beside ``out_dir``, which is then swapped in (the old
 folder moved aside and removed), so a folder always holds one run's files: never the new
@@ -91,6 +100,10 @@ class ScoredSplit:
     probabilities: Sequence[np.ndarray] | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)  # fingerprint, revision, rows...
+    # Positions of the items whose texts the scorer reads as one (identical after its truncation);
+    # None when the scorer could not say (see vlprobe.scorers.base.Scorer.seen_texts).
+    collapsed: list[int] | None = None
+    text_limit: int | None = None  # the scorer's text length limit, in tokens
 
     @property
     def name(self) -> str:
@@ -224,11 +237,28 @@ def environment() -> dict[str, Any]:
     }
 
 
+NA_KEY = "na_reason"
+
+
+def na_text(metrics: dict[str, Any] | None) -> str:
+    """``"N/A (<reason>)"`` for a result whose metrics are not available (every item tied), else ""."""
+    reason = (metrics or {}).get(NA_KEY)
+    return f"N/A ({reason})" if reason else ""
+
+
+def truncation_warning(split: "ScoredSplit") -> str:
+    """The one-line warning of a split where some items' texts collapsed, else ""."""
+    return str((split.data.get("truncation") or {}).get("warning") or "")
+
+
 def metric_keys(metrics: dict[str, Any]) -> list[str]:
-    """The scalar metrics present in a metric result, in display order."""
-    skip = {"n_items", "n_ties", "chance", "support", "ci", "per_tag"}
+    """The scalar metrics present in a metric result, in display order (with a not-available
+    result, the metrics it would have had)."""
+    skip = {"n_items", "n_ties", "chance", "support", "ci", "per_tag", NA_KEY}
     keys = [k for k in METRIC_ORDER if k in metrics]
-    keys += [k for k, v in metrics.items() if k not in keys and k not in skip and isinstance(v, (int, float))]
+    na = bool(metrics.get(NA_KEY))
+    keys += [k for k, v in metrics.items() if k not in keys and k not in skip
+             and (isinstance(v, (int, float)) or (na and v is None))]
     return keys
 
 
@@ -342,7 +372,7 @@ def write_scores_parquet(path: Path, splits: Sequence[ScoredSplit]) -> None:
 
 
 CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low", "ci_high", "chance", "support",
-               "n_items", "n_ties")
+               "n_items", "n_ties", "na_reason")
 
 
 def csv_rows(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
@@ -356,7 +386,7 @@ def csv_rows(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
                     "dataset": benchmark_name(u.dataset), "config": u.config, "split": u.split, "tag": tag,
                     "metric": key, "value": m.get(key), "ci_low": ci[0], "ci_high": ci[1],
                     "chance": (m.get("chance") or {}).get(key), "support": (m.get("support") or {}).get(key),
-                    "n_items": m.get("n_items"), "n_ties": m.get("n_ties"),
+                    "n_items": m.get("n_items"), "n_ties": m.get("n_ties"), "na_reason": m.get(NA_KEY),
                 })
     return rows
 
@@ -423,7 +453,8 @@ def plot_split(ax: Any, split: ScoredSplit, title_suffix: str = "") -> None:
     chance = m.get("chance") or {}
     bar_chart(ax, keys, [m[k] for k in keys], ci=[ci.get(k) for k in keys] if ci else None,
               chance=[chance.get(k) for k in keys])
-    ax.set_title(f"{split.name} (n={m.get('n_items', len(split.items))}){title_suffix}", fontsize=9)
+    na = f"\n{na_text(m)}" if m.get(NA_KEY) else ""
+    ax.set_title(f"{split.name} (n={m.get('n_items', len(split.items))}){na}{title_suffix}", fontsize=9)
     ax.legend(fontsize=7, loc="upper right")
 
 
@@ -549,7 +580,7 @@ def _swap_in(stage: Path, out: Path, holder: Path) -> None:
 def _cell(m: dict[str, Any], key: str) -> str:
     v = m.get(key)
     if v is None:
-        return "-"
+        return na_text(m) or "-"
     ci = (m.get("ci") or {}).get(key)
     return pct(v) + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci is not None else "")
 
@@ -573,7 +604,12 @@ def format_table(units: Sequence[ScoredSplit], keys_of: Any = None) -> str:
         rows = []
         for u in group:
             m = u.metrics
-            rows.append([u.name, str(m.get("n_items", "")), str(m.get("n_ties", ""))] + [_cell(m, k) for k in keys])
+            cells = [_cell(m, k) for k in keys]
+            na = na_text(m)
+            if na and cells.count(na) > 1:  # the reason once, in the first cell it fills
+                first = cells.index(na)
+                cells = [c if c != na or i == first else "N/A" for i, c in enumerate(cells)]
+            rows.append([u.name, str(m.get("n_items", "")), str(m.get("n_ties", ""))] + cells)
             chance = m.get("chance") or {}
             rows.append(["  chance", "", ""] + [pct(chance.get(k)) for k in keys])
         widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]

@@ -21,9 +21,16 @@ Datasets on the Hub without such a file (``facebook/winoground``) get a built-in
 Modalities (TraVLR's three settings), chosen when converting rows:
 
 * ``image``: the row's images and texts as they are (the default);
-* ``caption``: each image replaced by a blank white image and each text prefixed by the context
-  column ("caption only");
-* ``both``: the real images, texts prefixed by the context column.
+* ``caption``: each image replaced by a blank white image and each text followed by the context
+  column ("caption only"): ``"<query> <caption>"``;
+* ``both``: the real images, each text followed by the context column.
+
+The text comes first and the context after it because a model truncates long texts at its limit
+(77 tokens for CLIP, 48 for the shipped mini-clip) from the end: a TraVLR caption (36 cells of a
+scene) alone can fill the limit, and with the caption first the query, the only part that tells
+a true query from its foil, was cut off, so both texts of an item became the same input and every
+item tied. Query first, the caption is what truncation shortens. (TraVLR's paper gives caption and
+query to its models apart; one text has to put one of them first.)
 """
 
 from __future__ import annotations
@@ -158,7 +165,7 @@ class ItemSpec:
                     f"{self.source}: modality {modality!r} needs a 'context' column (a text describing the image)"
                 )
             context = _column(row, self.context, where)
-            texts = [f"{context} {t}" for t in texts]
+            texts = [f"{t} {context}" for t in texts]  # the text first: truncation cuts the context
             if modality == "caption":
                 from .images import blank_like
 

@@ -217,6 +217,14 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
+def _present(metrics: dict[str, Any]) -> list[str]:
+    """The metrics of a result: its finite numbers and, where its metrics are not available (every
+    item tied: ``na_reason``), the metrics it would have had."""
+    na = bool(metrics.get("na_reason"))
+    skip = {"n_items", "n_ties", "chance", "support", "ci", "per_tag", "na_reason"}
+    return [k for k, v in metrics.items() if _finite(v) or (na and v is None and k not in skip)]
+
+
 def _entry_benchmark(entry: dict[str, Any]) -> str:
     return benchmark_of(entry.get("dataset") or entry.get("benchmark") or "")
 
@@ -233,6 +241,9 @@ def _row(config: str, split: str, metrics: dict[str, Any], keys: Sequence[str], 
         "values": {k: float(metrics[k]) for k in keys if _finite(metrics.get(k))},
         "n_items": metrics.get("n_items"), "from": source,
     }
+    if metrics.get("na_reason"):  # not available: shown as "N/A (reason)", never as a number
+        row["na_reason"] = metrics["na_reason"]
+        row["na"] = [k for k in keys if not _finite(metrics.get(k))]
     cis = {k: [float(ci[k][0]), float(ci[k][1])] for k in row["values"] if k in ci and ci[k] is not None
            and len(ci[k]) == 2 and all(_finite(x) for x in ci[k])}
     if cis:
@@ -294,7 +305,7 @@ def _summarize_valse(entries: list[dict[str, Any]]) -> dict[str, Any]:
             found = per[inst]
             split = _pick_split([f[0] for f in found])
             _, metrics, source = next(f for f in found if f[0] == split)
-            keys = headline_present("valse", (1, 2), [k for k in metrics if _finite(metrics.get(k))])
+            keys = headline_present("valse", (1, 2), _present(metrics))
             row = _row(inst, split, metrics, keys, source)
             row["piece"] = piece
             rows.append(row)
@@ -334,7 +345,7 @@ def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Se
         split = _pick_split([f[0] for f in found])
         _, metrics, source = next(f for f in found if f[0] == split)
         shape = infer_shape(metrics)
-        keys = headline_present(bench, shape, [k for k in metrics if _finite(metrics.get(k))])
+        keys = headline_present(bench, shape, _present(metrics))
         rows.append(_row(config, split, metrics, keys, source, PAPER_CONFIG.get((bench, config))))
     missing = [c for c in (expected or []) if c not in per]
     if missing:
@@ -396,7 +407,7 @@ def _summarize_travlr(entries: list[dict[str, Any]]) -> dict[str, Any]:
         for e in sorted(tests, key=lambda e: str(e["split"])):
             m = e["metrics"]
             shape = _entry_shape(e) or (1, 2)
-            keys = headline_present("travlr", shape, [k for k in m if _finite(m.get(k))])
+            keys = headline_present("travlr", shape, _present(m))
             row = _row(task, e["split"], m, keys, task)
             row["framing"] = "true/false (1 x 1, macro-F1)" if shape == (1, 1) else "query vs foil (1 x 2, acc_r)"
             rows.append(row)
@@ -464,7 +475,7 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             rows = []
             for e in es:
                 m = e["metrics"]
-                keys = headline_present(bench, _entry_shape(e), [k for k in m if _finite(m.get(k))])
+                keys = headline_present(bench, _entry_shape(e), _present(m))
                 rows.append(_row(e["config"], e["split"], m, keys, e["config"]))
             out[bench] = {"source": None, "headline": sorted({k for r in rows for k in r["values"]},
                                                              key=lambda k: _ORDER.index(k) if k in _ORDER else 99),

@@ -30,30 +30,36 @@ def items_shape(items: Sequence[Any]) -> str:
 
 def shown_metrics(split: Any) -> list[str]:
     """The metrics that mean something for the split's benchmark and item shape, headline first
-    (:func:`vlprobe.evaluation.display_keys`: a 1 x 2 item shows acc_r, not five copies of it)."""
+    (:func:`vlprobe.evaluation.display_keys`: a 1 x 2 item shows acc_r, not five copies of it); a
+    split whose every item tied keeps them, each shown as "N/A (reason)"."""
     from ..evaluation import display_keys
+    from ..results import NA_KEY
 
-    return [k for k in display_keys(split) if split.metrics.get(k) is not None]
+    na = bool(split.metrics.get(NA_KEY))
+    return [k for k in display_keys(split) if split.metrics.get(k) is not None or (na and k in split.metrics)]
 
 
 def metric_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows): metric, value, CI low, CI high, chance, in %."""
-    from ..results import pct
+    """(headers, rows): metric, value, CI low, CI high, chance, in %; "N/A (reason)" for a value
+    computed over nothing but ties."""
+    from ..results import na_text, pct
 
     chance, ci = result.get("chance") or {}, result.get("ci") or {}
     rows = []
     for key in keys:
         low, high = (list(ci.get(key) or []) + [None, None])[:2]
-        rows.append([key, pct(result[key]), pct(low), pct(high), pct(chance.get(key))])
+        value = pct(result[key]) if result.get(key) is not None else na_text(result)
+        rows.append([key, value, pct(low), pct(high), pct(chance.get(key))])
     return ["metric", "value", "CI low", "CI high", "chance"], rows
 
 
 def tag_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
-    from ..results import pct
+    from ..results import na_text, pct
 
     per_tag = result.get("per_tag") or {}
-    keys = [k for k in keys if any(r.get(k) is not None for r in per_tag.values())]
-    rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) for k in keys] for tag, r in sorted(per_tag.items())]
+    keys = [k for k in keys if any(r.get(k) is not None or na_text(r) for r in per_tag.values())]
+    rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) if r.get(k) is not None else na_text(r) for k in keys]
+            for tag, r in sorted(per_tag.items())]
     return ["tag", "items", *keys], rows
 
 
@@ -79,16 +85,18 @@ def chart(split: Any, keys: Sequence[str]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..results import bar_chart
+    from ..results import bar_chart, na_text
     from .display import chart_rc
 
     m = split.metrics
     ci, chance = m.get("ci") or {}, m.get("chance") or {}
+    keys = [k for k in keys if m.get(k) is not None]  # no bar for a value that is not available
     with matplotlib.rc_context(chart_rc()):
         fig, ax = plt.subplots(figsize=(min(4.5, 2.2 + 0.6 * len(keys)), 4.0), dpi=100, layout="constrained")
         bar_chart(ax, list(keys), [m[k] for k in keys], ci=[ci.get(k) for k in keys] if ci else None,
                   chance=[chance.get(k) for k in keys])
-        ax.set_title(f"{split.name} (n={m.get('n_items', len(split.items)):,})")
+        ax.set_title(f"{split.name} (n={m.get('n_items', len(split.items)):,})"
+                     + (f"\n{na_text(m)}" if na_text(m) else ""))
         # the legend under the axes (constrained layout keeps it clear of the labels), never over a bar
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
     plt.close(fig)
@@ -153,6 +161,8 @@ def run_benchmark(settings: Settings, folder: str | None, config: str | None, sp
     scorer = (cache or MODELS).get(model_id)
     report(0.2, f"scoring up to {plural(n, 'item')}")
     run, scored = evaluate_split(scorer, path, config, split, n, ties, n_boot)
+    from ..results import na_text, truncation_warning
+
     result = plain(scored.metrics)
     keys = shown_metrics(scored)
     mh, mr = metric_rows(result, keys)
@@ -169,7 +179,9 @@ def run_benchmark(settings: Settings, folder: str | None, config: str | None, sp
                f"**{Path(model_id).name}** in {seconds:.1f} s. "
                f"{plural(wrong, 'item')} with at least one comparison wrong; ties counted as {ties}"
                f" ({plural(ties_n, 'tied comparison')})"
-               + (f"; 95% confidence intervals from {n_boot} bootstrap resamples of the items." if n_boot else "."))
+               + (f"; 95% confidence intervals from {n_boot} bootstrap resamples of the items." if n_boot else ".")
+               + (f" **No metric is shown as a number: {na_text(result)}.**" if na_text(result) else "")
+               + (f" {truncation_warning(scored).removeprefix('warning: ')}." if truncation_warning(scored) else ""))
     report(1.0, "done")
     return BenchmarkOutcome(
         summary=summary, metric_headers=mh, metric_rows=mr, tag_headers=th, tag_rows=tr,

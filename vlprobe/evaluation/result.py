@@ -40,7 +40,8 @@ class Evaluation:
 
     def to_pandas(self, per_tag: bool = False) -> Any:
         """One row per dataset/config/split/metric (and per tag with ``per_tag=True``): value,
-        ci_low, ci_high, chance, support, n_items, n_ties."""
+        ci_low, ci_high, chance, support, n_items, n_ties, na_reason (why value is None where every
+        item tied)."""
         import pandas as pd
 
         from ..results import CSV_COLUMNS, csv_rows
@@ -59,9 +60,11 @@ class Evaluation:
 
     def table(self) -> str:
         """The table ``vlprobe evaluate`` prints."""
-        from ..results import format_table
+        from ..results import format_table, truncation_warning
 
-        return format_table(self.splits, keys_of=display_keys) + format_summary(self.summary)
+        warnings = [w for w in (truncation_warning(u) for u in self.splits) if w]
+        return (format_table(self.splits, keys_of=display_keys) + "".join(f"\n{w}" for w in warnings)
+                + format_summary(self.summary))
 
     def save(self, out_dir: str | os.PathLike) -> list[Path]:
         """Write results.json, scores.parquet, results.csv and one plot per split into ``out_dir``,
@@ -139,6 +142,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             for key, value in (row.get("values") or {}).items():
                 ci = cis.get(key)
                 cells.append(f"{key} {pct(value)}" + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci else ""))
+            cells += [f"{key} N/A ({row['na_reason']})" for key in row.get("na") or []]
             extra = f"  ({row['framing']})" if row.get("framing") else ""
             n = f"  n={row['n_items']}" if row.get("n_items") is not None else ""
             lines.append(f"  {name:<32} " + "  ".join(cells) + n + extra)

@@ -1,5 +1,13 @@
 """Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.engine`
-through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept."""
+through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept.
+
+Silent zeros: each chunk's texts are also passed through the scorer's own truncation
+(:meth:`vlprobe.scorers.base.Scorer.seen_texts`), and an item whose distinct texts the model reads
+as the same token ids is recorded as *collapsed* (it can only tie). After the metric, a split (or
+a tag) whose every item tied gets no numbers: its metrics become None with ``na_reason`` (e.g.
+"100/100 items tied: texts identical after truncation to 48 tokens"); a split where only some items
+collapsed keeps its numbers (a tie still counts as the tie policy says) and a one-line warning in
+``data["truncation"]``."""
 
 from __future__ import annotations
 
@@ -91,6 +99,24 @@ def throwaway_cache(scorer: Any) -> tuple[Any, Any]:
     return cache, temp
 
 
+def _collapsed(scorer: Any, items: Sequence[Any]) -> list[bool] | None:
+    """Per item, whether two of its distinct texts are one input to the model (identical token ids
+    after its truncation); None when the scorer cannot say. Each distinct text is tokenized once."""
+    seen_texts = getattr(scorer, "seen_texts", None)
+    if seen_texts is None:
+        return None
+    distinct = list(dict.fromkeys(t for item in items for t in item.texts))
+    seen = seen_texts(distinct) if distinct else []
+    if seen is None:
+        return None
+    read = dict(zip(distinct, seen))
+    flags = []
+    for item in items:
+        texts = set(item.texts)
+        flags.append(len(texts) > 1 and len({read[t] for t in texts}) < len(texts))
+    return flags
+
+
 def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, workers: int,
            progress: bool, main: bool) -> tuple[list[ScoredSplit], dict[str, Any]]:
     """Stream every source through the engine; the scored splits (no images) and the engine stats."""
@@ -99,6 +125,7 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
 
     splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, items=[], scores=ScoreMatrices(),
                           probabilities=ScoreMatrices(), data=src.data) for src in sources]
+    limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
     total = sum(src.n for src in sources)
     temp = None
     if cache is None and total > s.chunk_size and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
@@ -128,8 +155,14 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
                 else:
                     stats[key] = value
             probs = result.probabilities
+            flags = _collapsed(scorer, [item for _, item in chunk])
             rows: dict[int, list[int]] = {}  # source -> its items' places in the chunk
             for i, (k, item) in enumerate(chunk):
+                if flags is not None:
+                    if splits[k].collapsed is None:
+                        splits[k].collapsed, splits[k].text_limit = [], limit
+                    if flags[i]:
+                        splits[k].collapsed.append(len(splits[k].items))
                 splits[k].items.append(ScoredItem.of(item))
                 rows.setdefault(k, []).append(i)
             for k, places in rows.items():
@@ -174,6 +207,77 @@ def _measure(split: ScoredSplit, s: Settings) -> None:
         )
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
+    mark_not_available(split, tied_items(scores, gold), s.ties)
+
+
+def tied_items(scores: Any, gold: Any) -> np.ndarray:
+    """Per item, whether every comparison the metrics make (a gold cell against a non-gold cell of
+    the same row, or of the same column) is a tie: each row and column holding both gold and
+    non-gold cells has one score throughout. False for an item with no comparison (1 x 1)."""
+    if isinstance(scores, np.ndarray) and isinstance(gold, np.ndarray) and scores.ndim == 3:
+        S, G = scores, gold.astype(bool)
+        has_r = G.any(2) & (~G).any(2)
+        has_c = G.any(1) & (~G).any(1)
+        flat_r = S.max(2) == S.min(2)
+        flat_c = S.max(1) == S.min(1)
+        return (has_r.any(1) | has_c.any(1)) & (flat_r | ~has_r).all(1) & (flat_c | ~has_c).all(1)
+    out = np.zeros(len(gold), dtype=bool)
+    for i, (S, G) in enumerate(zip(scores, gold)):
+        out[i] = bool(tied_items(np.asarray(S, dtype=np.float64)[None], np.asarray(G, dtype=bool)[None])[0])
+    return out
+
+
+def _reason(n_tied: int, n: int, n_collapsed: int, limit: int | None) -> str:
+    why = f"texts identical after truncation to {limit} tokens" if limit else "texts identical after truncation"
+    if n_collapsed == n:
+        return f"{n_tied}/{n} items tied: {why}"
+    if n_collapsed:
+        return f"{n_tied}/{n} items tied ({n_collapsed} with {why})"
+    return f"{n_tied}/{n} items tied"
+
+
+def _not_available(m: dict[str, Any], reason: str) -> None:
+    """Every metric of ``m`` (and its CI) becomes None, with ``na_reason``: none is a number."""
+    from ..results import NA_KEY, metric_keys
+
+    for key in metric_keys(m):
+        m[key] = None
+    if m.get("ci"):
+        m["ci"] = {k: None for k in m["ci"]}
+    m[NA_KEY] = reason
+
+
+def mark_not_available(split: ScoredSplit, tied: np.ndarray, ties: str = "strict") -> None:
+    """Record the tied and collapsed items of ``split`` in ``data["truncation"]``; where every item
+    of the split (or of one of its tags) tied, its metrics become not available (see the module
+    doc); where only some items' texts collapsed, a one-line warning."""
+    n = len(split.items)
+    collapsed = np.zeros(n, dtype=bool)
+    if split.collapsed:
+        collapsed[np.asarray(split.collapsed, dtype=int)] = True
+    n_tied, n_collapsed = int(tied.sum()), int(collapsed.sum())
+    info: dict[str, Any] = {"tied_items": n_tied}
+    if split.collapsed is not None:
+        info.update({"collapsed_items": n_collapsed, "text_max_length": split.text_limit})
+    m = split.metrics
+    if n and n_tied == n:
+        _not_available(m, _reason(n_tied, n, n_collapsed, split.text_limit))
+    elif n_collapsed:
+        limit = f" to {split.text_limit} tokens" if split.text_limit else ""
+        rule = {"strict": "counted wrong", "lenient": "counted right", "half": "counted half right"}.get(ties, ties)
+        info["warning"] = (f"warning: {split.name}: {n_collapsed}/{n} items have texts identical after the model's "
+                           f"truncation{limit}, so they tie ({rule}, ties={ties})")
+    per_tag = m.get("per_tag") or {}
+    if per_tag and n_tied:
+        members: dict[str, list[int]] = {}
+        for i, item in enumerate(split.items):
+            for tag in item.tags:
+                members.setdefault(tag, []).append(i)
+        for tag, tm in per_tag.items():
+            idx = np.asarray(members.get(tag, []), dtype=int)
+            if len(idx) and tied[idx].all():
+                _not_available(tm, _reason(len(idx), len(idx), int(collapsed[idx].sum()), split.text_limit))
+    split.data["truncation"] = info
 
 
 def _metric_inputs(split: ScoredSplit) -> tuple[Any, Any, Any]:

@@ -20,8 +20,10 @@ a time: the probe's memory does not grow with the number of rows.
   ``query + " " + caption`` in one pass (the query first, so a short text tower's truncation cuts
   the caption, not the query; the paper's BERT baselines read caption [SEP] query).
 * ITM heads (BLIP ITM, ViLT): the joint representation the matching head reads
-  (:meth:`ITMScorer.pair_features`) of (image, query) / (blank image, caption + query) /
-  (image, caption + query), as ``vlprobe evaluate --modality`` builds them.
+  (:meth:`ITMScorer.pair_features`) of (image, query) / (blank image, query + caption) /
+  (image, query + caption), as ``vlprobe evaluate --modality`` builds them (the query first).
+  Rows whose query a text's truncation still cuts are counted and reported in one line; a test
+  split whose every row lost it is N/A (:mod:`vlprobe.probing.features`).
 * VQAScore VLMs: no probe; the zero-shot P(Yes | scene, query) > 0.5 is the prediction (the
   ``zero-shot`` rows).
 

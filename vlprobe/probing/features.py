@@ -1,6 +1,14 @@
 """The probe's features through :class:`vlprobe.engine.Engine` (cached, computed once per input),
 written a chunk at a time to :mod:`vlprobe.feature_store`: dual-encoder ``[u, v, u*v, |u-v|]``, an ITM
-head's joint representation, or a VQAScore model's zero-shot probability."""
+head's joint representation, or a VQAScore model's zero-shot probability.
+
+Where one text holds both the caption and the query (the dual encoder's text-only baseline, an ITM
+head's ``caption`` and ``both`` settings; the query comes first in each), the rows whose query the
+model's truncation removes (:func:`query_lost`) are counted per task, split and setting, recorded in
+the stats (``query_lost``: ``{"task/split/setting": [lost, rows]}``) and reported in one line on
+stderr. A test split whose every row lost its query has no prediction to measure: its features are
+written as NaN, which :func:`vlprobe.probing.metrics.measure` reports as not available
+(``macro_f1`` None, ``na_reason``), never as a number."""
 
 from __future__ import annotations
 
@@ -24,6 +32,67 @@ def _normalise(x: np.ndarray) -> np.ndarray:
 
 def text_only_input(caption: str, query: str) -> str:
     return f"{query} {caption}"
+
+
+def query_lost(scorer: Any, texts: Sequence[str], queries: Sequence[str]) -> np.ndarray | None:
+    """Per text, whether the model's truncation cuts (part of) the query it holds: the text up to the
+    end of its query is longer than the model reads. None when the scorer has no tokenizer and limit."""
+    tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
+    limit = scorer.text_limit() if hasattr(scorer, "text_limit") else getattr(scorer, "max_length", None)
+    if tok is None or not limit or not callable(tok):
+        return None
+    ends = [t.find(q) for t, q in zip(texts, queries)]
+    prefixes = [t[:at + len(q)] if at >= 0 else t for t, q, at in zip(texts, queries, ends)]
+    ids = tok(prefixes, add_special_tokens=True, verbose=False)["input_ids"]  # no "longer than" warning
+    return np.array([len(row) > limit for row in ids], dtype=bool)
+
+
+class _Lost:
+    """Rows whose query was lost to truncation, per (task, split, setting)."""
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+        self.counts: dict[tuple[str, str, str], list[int]] = {}
+
+    def add(self, s: Split, setting: str, texts: Sequence[str], queries: Sequence[str]) -> None:
+        flags = query_lost(self.scorer, texts, queries)
+        if flags is None:
+            return
+        count = self.counts.setdefault((s.task, s.split, setting), [0, 0])
+        count[0] += int(flags.sum())
+        count[1] += len(flags)
+
+    def all_lost(self, s: Split, setting: str) -> bool:
+        lost, n = self.counts.get((s.task, s.split, setting), (0, 0))
+        return s.split.startswith("test") and n > 0 and lost == n
+
+    def report(self, stats: dict) -> None:
+        """The counts into ``stats["query_lost"]``, and one line on stderr where any query was lost."""
+        if not self.counts:
+            return
+        stats["query_lost"] = {f"{t}/{sp}/{m}": list(c) for (t, sp, m), c in self.counts.items()}
+        hit = {k: c for k, c in self.counts.items() if c[0]}
+        if not hit:
+            return
+        import sys
+
+        limit = self.scorer.text_limit() if hasattr(self.scorer, "text_limit") else None
+        lost, total = sum(c[0] for c in self.counts.values()), sum(c[1] for c in self.counts.values())
+        where = ", ".join(f"{t}/{sp}/{m} {c[0]}/{c[1]}" for (t, sp, m), c in hit.items())
+        na = [f"{t}/{sp}/{m}" for (t, sp, m), c in hit.items() if sp.startswith("test") and c[0] == c[1]]
+        print(f"probe: warning: {lost}/{total} caption+query texts lose their query to the model's truncation"
+              + (f" to {limit} tokens" if limit else "") + f" ({where})"
+              + (f"; N/A (no prediction) for {', '.join(na)}" if na else "; they stay in the numbers"),
+              file=sys.stderr)
+
+
+def _unavailable(store: Any, name: str, features: Any) -> Any:
+    """A feature file of NaN rows the shape of ``features``: a test split whose every row lost its
+    query has no prediction (measured as not available)."""
+    w = store.writer(f"{name}-unavailable", len(features))
+    for block in features.blocks():
+        w.write(np.full_like(block, np.nan))
+    return w.close()
 
 
 def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str],
@@ -67,6 +136,7 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], ch
     """A chunk of rows at a time: its images and texts embedded (each unique input once: the engine's
     cache carries them across chunks), the settings' features composed and appended to their files."""
     stats: dict[str, Any] = {"images": {}, "texts": {}}
+    lost = _Lost(engine.scorer)
     need_images = any(m in ("image", "both") for m in settings)
     need_captions = any(m in ("caption", "both") for m in settings)
     out = {}
@@ -82,7 +152,9 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], ch
             if need_captions:
                 texts += captions
             if TEXT_ONLY in settings:
-                texts += [text_only_input(c, q) for c, q in zip(captions, queries)]
+                joined = [text_only_input(c, q) for c, q in zip(captions, queries)]
+                lost.add(s, TEXT_ONLY, joined, queries)
+                texts += joined
             emb, st = engine.embed_texts(texts)
             _add_stats(stats["texts"], st)
             n = b - a
@@ -97,13 +169,24 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], ch
                     w.write(_concat(_normalise(img + cap), q))
                 elif m == TEXT_ONLY:
                     w.write(emb[len(emb) - n:])
-        out.update({(s.task, s.split, m): w.close() for m, w in writers.items()})
+        out.update(_closed(store, s, writers, lost))
+    lost.report(stats)
     return out, stats
+
+
+def _closed(store: Any, s: Split, writers: dict[str, Any], lost: _Lost) -> dict:
+    out = {}
+    for m, w in writers.items():
+        features = w.close()
+        out[(s.task, s.split, m)] = _unavailable(store, f"{s.task}-{s.split}-{m}", features) \
+            if lost.all_lost(s, m) else features
+    return out
 
 
 def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int,
                    store: Any) -> tuple[dict, dict]:
     stats: dict[str, Any] = {}
+    lost = _Lost(engine.scorer)
     out = {}
     for s in splits:
         writers = _writers(store, s, modalities)
@@ -111,12 +194,16 @@ def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], 
             rows = s.rows(a, b)
             for m, w in writers.items():
                 items = s.items(m, a, b, rows)
-                # the query (with the caption in front for caption/both)
+                if m != "image":  # one text: the query, then the caption
+                    lost.add(s, m, [it.texts[0] for it in items], [r["query"] for r in rows])
+                # the query (followed by the caption for caption/both)
                 feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items])
                 w.write(feats)
                 _add_stats(stats, st)
-        out.update({(s.task, s.split, m): w.close() for m, w in writers.items()})
-    return out, {"pairs": stats}
+        out.update(_closed(store, s, writers, lost))
+    result = {"pairs": stats}
+    lost.report(result)
+    return out, result
 
 
 def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:

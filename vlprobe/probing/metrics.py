@@ -31,12 +31,20 @@ def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confid
     The values and chance come from :func:`vlprobe.metric.compute` on 1 x 1 items (gold [[1]] / [[0]])
     when the metric has ``macro_f1``. The CI is resampled here from the confusion counts, as the
     metric does for F1, without the metric's bootstrap of every other key (its AUROC resampling was
-    60% of all the probes' time)."""
+    60% of all the probes' time).
+
+    Probabilities that are all NaN mean no prediction: the features of a test split whose every row
+    lost its query to the model's truncation (:mod:`vlprobe.probing.features`). Nothing is measured
+    then: macro_f1 and its companions are None, with ``na_reason``; chance and n stay."""
     from .. import metric
 
     prob = np.asarray(prob, dtype=np.float64).reshape(-1)
     gold = np.asarray(gold, dtype=bool).reshape(-1)
     out = _measure_here(prob, gold, bootstrap, confidence, seed)
+    if len(prob) and np.isnan(prob).all():
+        out.update({k: None for k in ("macro_f1", "f1_true", "f1_false", "acc", "ci_low", "ci_high")})
+        out["na_reason"] = f"{len(prob)}/{len(prob)} test rows lost their query to the model's truncation"
+        return out
     if "macro_f1" in getattr(metric, "METRIC_KEYS", ()):
         r = metric.compute(prob.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=prob.reshape(-1, 1, 1),
                            threshold=0.5, bootstrap=0)

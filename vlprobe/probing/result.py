@@ -129,6 +129,8 @@ def _pct(v: Any) -> str:
 def _cell(r: dict | None) -> str:
     if r is None:
         return "-"
+    if r.get("macro_f1") is None and r.get("na_reason"):
+        return f"N/A ({r['na_reason']})"
     ci = f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]" if r.get("ci_low") is not None else ""
     return f"{_pct(r['macro_f1'])}{ci}"
 

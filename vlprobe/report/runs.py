@@ -55,7 +55,7 @@ def _benchmark(entry: dict[str, Any]) -> str:
     return summary_rules.benchmark_of(entry.get("dataset") or entry.get("benchmark") or "")
 
 
-_SKIP = {"n_items", "n_ties", "chance", "support", "ci", "per_tag"}
+_SKIP = {"n_items", "n_ties", "chance", "support", "ci", "per_tag", "na_reason"}
 
 
 def _number(v: Any) -> bool:

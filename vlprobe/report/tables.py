@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import summary as summary_rules
-from ..results import metric_keys
+from ..results import metric_keys, na_text
 from .papers import PAPER_TABLES
 from .runs import Run
 
@@ -21,7 +21,7 @@ def _pct(v: Any) -> str:
 def _cell(metrics: dict[str, Any], key: str) -> str:
     v = metrics.get(key)
     if v is None:
-        return ""
+        return na_text(metrics) if key in metrics else ""
     ci = (metrics.get("ci") or {}).get(key)
     return _pct(v) + (f" [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "")
 
@@ -98,7 +98,8 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
         cells = []
         for i in range(len(runs)):
             m = by.get((i, config, split, tag))
-            cells.append("" if m is None or m.get(key) is None else f"{_cell(m, key)} ({m.get('n_items', '')})")
+            cells.append("" if m is None or (m.get(key) is None and not na_text(m))
+                         else f"{_cell(m, key)} ({m.get('n_items', '')})")
         rows.append([config, split, tag, key] + cells)
     return header, rows
 
@@ -120,6 +121,8 @@ def _pct_cell(values: dict[str, Any], ci: dict[str, Any], key: str) -> str:
 
 def _summary_cell(row: dict[str, Any] | None, metric: str) -> str:
     """A summary row's value in %, with its CI, and "(k of n)" on an incomplete aggregate."""
+    if row is not None and metric in (row.get("na") or []):
+        return f"N/A ({row['na_reason']})"
     if row is None or metric not in row["values"]:
         return ""
     text = _pct_cell(row["values"], row.get("ci") or {}, metric)
@@ -140,7 +143,7 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
             continue
         for row in block["rows"]:
             by[(i, row["config"], row["split"])] = row
-            for metric in row["values"]:
+            for metric in list(row["values"]) + list(row.get("na") or []):
                 if (row["config"], row["split"], metric) not in keys:
                     keys.append((row["config"], row["split"], metric))
         notes += [f"{run.label}: {n}" for n in block.get("notes", [])]
@@ -195,7 +198,7 @@ def headline(metrics: dict[str, Any], benchmark: str | None = None,
     """The metric a plot shows for a config, by the one rule (:func:`vlprobe.summary.primary_metric`):
     Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r. Without
     a benchmark, the rule for the item shape (inferred from the metrics when not given)."""
-    available = [k for k in metric_keys(metrics) if metrics.get(k) is not None]
+    available = [k for k in metric_keys(metrics) if metrics.get(k) is not None or na_text(metrics)]
     if shape is None:
         shape = summary_rules.infer_shape(metrics)
     return summary_rules.primary_metric(benchmark or "", shape, available)

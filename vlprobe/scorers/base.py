@@ -26,7 +26,7 @@ Families today: ``dual`` (CLIP/SigLIP/ALIGN/FLAVA/OWL-ViT...), ``itm`` (BLIP and
 ``causal_lm`` (text-only LMs), ``vqascore`` (generative VLMs).
 
 Errors: every scoring method of a scorer class (``preprocess_*``, ``encode_*``, ``tokenize``,
-``similarity``, ``score_pairs``, ``pair_features``) is guarded: an unexpected exception inside it
+``similarity``, ``score_pairs``, ``pair_features``, ``seen_texts``) is guarded: an unexpected exception inside it
 (a transformers ``AttributeError``, a shape mismatch...) is raised as a one-line
 :class:`ScoringError` (a :class:`vlprobe.errors.ModelError`) naming the model and family. Named
 vlprobe errors, unreadable images and out-of-memory errors (which the engine turns into "use a
@@ -46,7 +46,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -54,7 +54,7 @@ from ..errors import ModelError, VlprobeError
 
 # The methods the engine (and the probe) call on a scorer; each is guarded (see the module doc).
 _GUARDED = ("preprocess_images", "encode_images", "encode_texts", "tokenize", "similarity",
-            "preprocess_pairs", "score_pairs", "pair_features")
+            "preprocess_pairs", "score_pairs", "pair_features", "seen_texts")
 
 
 class ScoringError(ModelError):
@@ -158,6 +158,26 @@ class Scorer:
             "device": self.device,
             "preprocessing": self.preprocessing,
         }
+
+    def text_limit(self) -> int | None:
+        """The most tokens of a text the model reads (longer texts are truncated), or None when
+        the scorer truncates nothing vlprobe knows of."""
+        limit = getattr(self, "max_length", None)
+        return int(limit) if isinstance(limit, int) and limit > 0 else None
+
+    def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
+        """What the model reads of each text: its token ids after the model's own truncation to
+        :meth:`text_limit` tokens. Two texts that differ only past the limit come back equal: the
+        model cannot tell them apart, so an item made of them can only tie (a fact of the model,
+        not of any benchmark). None when the scorer has no tokenizer and limit to say it with."""
+        tok = getattr(self, "tokenizer", None) or getattr(getattr(self, "processor", None), "tokenizer", None)
+        limit = self.text_limit()
+        if tok is None or limit is None or not callable(tok):
+            return None
+        ids = tok(list(texts), truncation=True, max_length=limit)["input_ids"]
+        return [tuple(int(i) for i in row) for row in ids]
+
+    seen_texts = _guard(seen_texts)
 
     def cache_key(self) -> dict[str, Any]:
         """What must match for a cached score or embedding to be reused (the device is left out:

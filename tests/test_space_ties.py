@@ -1,0 +1,68 @@
+"""The Space never shows a number computed over nothing but ties (issue 25): the Benchmark tab and
+the Results tab show "N/A (reason)" for a split whose every item tied, and the Benchmark tab's
+summary says when only some items' texts collapsed under the model's truncation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vlprobe.demo import benchmark, results
+from vlprobe.demo.models import ModelCache
+from vlprobe.demo.settings import ENV_ALL, Settings
+
+SPACE_ENV = ENV_ALL + ("SPACE_ID",)
+
+
+@pytest.fixture(autouse=True)
+def _clean_space_env(monkeypatch):
+    for name in SPACE_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    from helpers_ties import tie_folder, truncating_mini_clip
+
+    root = tmp_path_factory.mktemp("space_ties")
+    return tie_folder(root / "data"), truncating_mini_clip(root / "models")
+
+
+def test_benchmark_tab_shows_na_with_the_reason_for_an_all_tied_split(inputs, tmp_path):
+    from helpers_ties import LIMIT
+
+    folder, model = inputs
+    reason = f"6/6 items tied: texts identical after truncation to {LIMIT} tokens"
+    out = benchmark.run_benchmark(Settings(tmp_path), str(folder), "collapsed", "test", str(model), 6,
+                                  bootstrap=0, cache=ModelCache())
+    rows = {r[0]: r for r in out.metric_rows}
+    assert rows["acc_r"][1] == f"N/A ({reason})"  # not "0.0"
+    assert f"N/A ({reason})" in out.summary
+    assert {r[0]: r[2] for r in out.tag_rows} == {"kind=even": f"N/A (3/3 items tied: texts identical after "
+                                                                f"truncation to {LIMIT} tokens)",
+                                                  "kind=odd": f"N/A (3/3 items tied: texts identical after "
+                                                              f"truncation to {LIMIT} tokens)"}
+    assert out.result["acc_r"] is None and out.result["na_reason"] == reason
+    # only some items collapsed: numbers, and the summary names how many tied and why
+    out = benchmark.run_benchmark(Settings(tmp_path), str(folder), "partly", "test", str(model), 6,
+                                  bootstrap=0, cache=ModelCache())
+    rows = {r[0]: r for r in out.metric_rows}
+    assert "N/A" not in rows["acc_r"][1] and float(rows["acc_r"][1]) <= 50.0
+    assert f"3/6 items have texts identical after the model's truncation to {LIMIT} tokens" in out.summary
+
+
+def test_results_tab_shows_na_with_the_reason(inputs, tmp_path):
+    import vlprobe
+
+    folder, model = inputs
+    run = vlprobe.evaluate(model=str(model), datasets=str(folder), bootstrap=0, progress=False, cache_dir="none",
+                           num_workers=0, out=tmp_path / "run")
+    assert run.results["results"][0]["metrics"]["na_reason"]
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    runs = results.load_runs([Path(tmp_path / "run" / "results.json")])
+    headers, rows, benchmarks = results.long_rows(runs)
+    row = next(r for r in rows if r[1] == "collapsed" and r[3] == "acc_r")
+    assert row[4].startswith("N/A (6/6 items tied") and doc["results"][0]["metrics"]["acc_r"] is None
+    assert not any(p["config"] == "collapsed" for p in results.run_points(runs))  # no bar at 0 for it

@@ -55,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3, metavar="N",
                    help="run every setting with seeds seed..seed+N-1; tables show mean and sd (default 3, as the paper)")
     p.add_argument("--schedule", default="quick", choices=("quick", "paper"),
-                   help="--finetune: quick (--epochs, best on validation kept; default) or paper (80 epochs, no early stopping)")
+                   help="--finetune: quick (--epochs, best on validation kept; default) or paper (80 epochs, no early "
+                        "stopping, as TraVLR; --epochs not used)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N rows of each split")
     p.add_argument("--batch-size", type=int, default=32, help="inputs per forward pass (default 32)")
     p.add_argument("--num-workers", type=int, default=None,

@@ -221,6 +221,10 @@ IDENTICAL_NOTE = ("* the same value for every seed: the setting is deterministic
                   "probe does not have.")
 
 
+IDENTICAL_NOTE_FINETUNED = ("* the same value for every seed: each seed's fine-tuned model (its own head, row order "
+                            "and bootstrap) gave this figure.")
+
+
 def table2_cells(rows: list[dict], finetuned: bool = False) -> list[dict]:
     """TraVLR's Table 2 (Chow et al., EACL 2023) as data: per task, training setting and test
     modality, the full-size model's OOD macro-F1 (``ood``, mean over seeds), its InD (``ind``), the
@@ -283,7 +287,7 @@ def table2_table(rows: list[dict], finetuned: bool = False) -> str:
             lines.append(f"| {task} | {_setting_name(setting)} | "
                          + " | ".join(table2_cell_text(mine[m]) if m in mine else "-" for m in tests) + f" | {above} |")
     if any(c.get("identical") for c in cells):
-        lines += ["", IDENTICAL_NOTE]
+        lines += ["", IDENTICAL_NOTE_FINETUNED if finetuned else IDENTICAL_NOTE]
     return "\n".join(lines)
 
 
@@ -443,7 +447,7 @@ def format_report(result: ProbeResult) -> str:
         "",
         (f"Seeds {', '.join(map(str, seeds))}: each seed draws the learning-curve subsets, the few-shot rows, the MLP's "
          f"initial weights, the fine-tuning's head and row order, and the bootstrap; every cell below is {figure} "
-         f"(per-seed figures and bootstrap CIs in results.csv)." if many else
+         f"(per-seed figures and bootstrap CIs in results.csv); * marks a figure every seed gave alike." if many else
          "One seed: cells are that seed's figures, with their bootstrap CI where the table has room."),
         "",
         "TraVLR's Table 2 layout, frozen-feature probes (OOD macro-F1 x 100, (OOD - InD), ± sd over seeds; rows: "

@@ -31,7 +31,8 @@ folder's or Hub repo's name: ``valse``, ``winoground``, ``bla``), config and met
 ``winoground_style`` is *not* Winoground and gets no paper column.
 
 The package: :mod:`.runs` (results.json files read and checked), :mod:`.papers` (the published
-numbers), :mod:`.probes` (probe runs beside TraVLR's Table 2), :mod:`.tables` (the tables) and :mod:`.render` (Markdown, HTML, LaTeX, the plot, the folder).
+numbers), :mod:`.probes` (probe runs beside TraVLR's Table 2), :mod:`.tables` (the tables) and
+:mod:`.render` (Markdown, HTML, LaTeX, the plot, the folder).
 """
 
 from .papers import CONFIG_ALIASES, PAPER_NOTES, PAPER_TABLES, paper_results

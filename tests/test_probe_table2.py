@@ -200,6 +200,8 @@ def test_report_of_a_probe_run_beside_the_paper(tmp_path, capsys):
     assert vlprobe_main(["report", str(tmp_path / "probe"), "--out", str(tmp_path / "report")]) == 0
     md = (tmp_path / "report" / "report.md").read_text()
     assert not (tmp_path / "report" / "report.png").exists()  # the plot is of evaluate runs
+    # the note under a fine-tuned table does not speak of a frozen probe
+    assert P.table2_table(res.rows, finetuned=True).splitlines()[-1] == P.result.IDENTICAL_NOTE_FINETUNED
     assert "## TraVLR probe: mini-clip probe" in md
     assert "### mini-clip probe: frozen probe (logreg)" in md and "### mini-clip probe: fine-tuned (quick schedule" in md
     paper = next(p for p in paper_results() if p["benchmark"] == "travlr" and p["model"] == "VisualBERT"

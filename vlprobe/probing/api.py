@@ -75,6 +75,9 @@ def probe(
     disables it). ``chunk_size``: rows read and encoded at a time (memory holds one chunk's images).
     ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). ``out``:
     checked before anything is loaded and written at the end, as :meth:`ProbeResult.save`.
+    ``seeds``: every setting is run for seeds ``seed`` ... ``seed + seeds - 1`` (3, as the paper) and
+    the tables show the mean and sd over seeds; ``schedule`` (``finetune``): ``"quick"`` (``epochs``,
+    the best validation epoch kept) or ``"paper"`` (80 epochs, no early stopping).
 
     Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
     :class:`~vlprobe.errors.SettingError`, naming the argument); leftovers of killed runs (feature

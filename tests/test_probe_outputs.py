@@ -457,14 +457,16 @@ def test_probe_result_has_the_shape_of_an_evaluation(travlr_small, tiny_clip_pat
     want = {(r["task"], r["setting"], r["split"]): r["macro_f1"] for r in res.rows
             if r["transfer"] == "same" and r["train_size"] == 24}
     assert got == want and len(got) == 8  # image, caption, both, text-only x test_ind, test_ood
-    assert all("ci" in r for r in summary["rows"])
+    # three seeds (the default): the mean over seeds with its sd; a full-size logistic regression is the
+    # same probe for every seed (sd 0), and a bootstrap CI is of one seed's figure, so the mean has none
+    assert all(r["seeds"] == [0, 1, 2] and r["sd"] == 0.0 and "ci" not in r for r in summary["rows"])
     frame = res.to_pandas()
     assert len(frame) == len(res.rows) and {"macro_f1", "ci_low", "chance"} <= set(frame.columns)
     fig = res.plot()
     assert fig.axes and fig.axes[0].get_title() == "spatiality"
     written = res.save(tmp_path / "run")
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert set(doc) == set(res.results) == {"provenance", "summary", "rows", "tables"}
+    assert set(doc) == set(res.results) == {"provenance", "summary", "rows", "table2", "tables"}
     assert doc["summary"]["travlr"]["rows"][0]["values"] == summary["rows"][0]["values"]
     assert {p.name for p in written} == {"results.json", "results.csv", "tables.md", "learning_curve_spatiality.png"}
     assert doc["provenance"]["command"].startswith("vlprobe probe --dataset ")

@@ -52,6 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none; default 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed of the subsets, the MLP and the bootstrap (default 0)")
+    p.add_argument("--seeds", type=int, default=3, metavar="N",
+                   help="run every setting with seeds seed..seed+N-1; tables show mean and sd (default 3, as the paper)")
+    p.add_argument("--schedule", default="quick", choices=("quick", "paper"),
+                   help="--finetune: quick (--epochs, best on validation kept; default) or paper (80 epochs, no early "
+                        "stopping, as TraVLR; --epochs not used)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N rows of each split")
     p.add_argument("--batch-size", type=int, default=32, help="inputs per forward pass (default 32)")
     p.add_argument("--num-workers", type=int, default=None,
@@ -77,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             train_modalities=args.train_modality, test_modalities=args.test_modality, train_sizes=args.train_size,
             few_shot=args.few_shot, classifier=args.classifier, text_baseline=not args.no_text_baseline,
             finetune=args.finetune, epochs=args.epochs, bootstrap=args.bootstrap, confidence=args.confidence,
-            seed=args.seed, limit=args.limit, batch_size=args.batch_size, num_workers=args.num_workers,
+            seed=args.seed, seeds=args.seeds, schedule=args.schedule, limit=args.limit, batch_size=args.batch_size,
+            num_workers=args.num_workers,
             device=args.device, dtype=args.dtype, family=args.family, revision=args.revision,
             dataset_revision=args.dataset_revision, cache_dir=args.cache_dir, progress=not args.no_progress,
             out=args.out, **({"chunk_size": args.chunk_size} if args.chunk_size is not None else {}),

@@ -1,13 +1,14 @@
 """``vlprobe report <results.json ...> [--label NAME ...] [--out DIR]``: compare runs in Markdown, HTML
 and LaTeX, with a plot,
 with the papers' aggregates (:mod:`vlprobe.summary`) beside the seed papers' published numbers where
-benchmark, config and metric match. Bad files are refused, one line per problem (:mod:`vlprobe.report`)."""
+benchmark, config and metric match; a ``vlprobe probe`` run beside TraVLR's Table 2 (:mod:`vlprobe.report.probes`).
+Bad files are refused, one line per problem (:mod:`vlprobe.report`)."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "compare runs (results.json files) in Markdown, HTML and LaTeX tables, with a plot"
+HELP = "compare runs (evaluate or probe results.json files) with the papers' numbers in Markdown, HTML and LaTeX"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,12 +16,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "report",
         help=HELP,
         description=(
-            "Compare runs written by `vlprobe evaluate`: report.md, report.html, report.tex (booktabs tables "
-            "to paste into a paper) and report.png, each metric with its CI and the run's tied comparisons, with the "
-            "papers' aggregates (VALSE per instrument and Avg. over its 11 instruments, Winoground text / image / "
-            "group, BLA per task, TraVLR per task and test split) and the published numbers (VALSE Table 2, "
-            "Winoground Table 3, BLA thesis Tables 6.3 and 6.2) beside this run where benchmark, config and "
-            "metric match. Each results.json is checked first: one line per problem, naming the file and entry."
+            "Compare runs written by `vlprobe evaluate` (and `vlprobe probe`): report.md, report.html, "
+            "report.tex (booktabs tables to paste into a paper) and report.png, each metric with its CI and the "
+            "run's tied comparisons, with the papers' aggregates (VALSE per instrument and Avg. over its 11 "
+            "instruments, Winoground text / image / group, BLA per task, TraVLR per task and test split) and the "
+            "published numbers (VALSE Table 2, Winoground Table 3, BLA thesis Tables 6.3 and 6.2) beside this run "
+            "where benchmark, config and metric match. A `vlprobe probe` run's results.json is taken too: its "
+            "TraVLR Table 2 layout and each cell beside TraVLR's published Table 2 (the paper's figure, ours, the "
+            "difference); report.png is of evaluate runs only. Each results.json is "
+            "checked first: one line per problem, naming the file and entry."
         ),
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files (or the run folders holding them)")

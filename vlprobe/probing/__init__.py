@@ -2,7 +2,8 @@
 
 TraVLR (Chow, Tan, Kan, EACL 2023) *trains* a model on a task with the scene given as an image, a
 caption, or both, and tests it on the same or another modality, in distribution (``test_ind``) and
-out of distribution (``test_ood``), scored by macro-F1 (its Table 2, Figure 12). Here the model is
+out of distribution (``test_ood``), scored by macro-F1 (its Table 2: the OOD train x test modality
+matrix with the change from InD, mean over three seeds; Figure 12: learning curves). Here the model is
 frozen and a small classifier is trained on its features (the paper's "frozen pretrained
 representations" setting, Appendix B); ``finetune=True`` (dual encoders) also fine-tunes a copy of
 the model with a linear head on the same features, as the paper's main experiments do
@@ -38,6 +39,12 @@ zero-shot weights (L2-SP with the chosen strength) and tested again.
 
 **Learning curves**: ``train_sizes`` trains on nested seeded subsets of ``train`` (same modality).
 
+**Seeds**: ``seeds=3`` (as the paper) runs everything for seeds ``seed``, ``seed + 1``, ``seed + 2``
+(subsets, few-shot rows, MLP initialisation, fine-tuning, bootstrap); the tables show the mean and the
+sample sd over seeds (:func:`seed_means`). Features are computed once, so seeds cost only the fits.
+``schedule`` (``finetune=True``): ``"quick"`` (``epochs``, the best validation epoch kept: early
+stopping, a departure from the paper) or ``"paper"`` (80 epochs, no early stopping).
+
 **Metric**: macro-F1 (the mean of the F1 of the true and of the false class, the paper's B.1), with
 F1 per class, accuracy, a percentile bootstrap CI and chance, from :func:`vlprobe.metric.compute` on
 1 x 1 items (gold ``[[1]]``/``[[0]]``, the probe's probability) when the metric has ``macro_f1``, else
@@ -64,6 +71,9 @@ from .result import (
                      learning_curve_rows,
                      plot_learning_curves,
                      same_modality_table,
+                     seed_means,
+                     table2_cells,
+                     table2_table,
                      transfer_table,
                      write_outputs,
 )
@@ -83,6 +93,6 @@ __all__ = [
     "CLASSIFIERS", "DEFAULT_DATASET", "DEFAULT_MODEL", "L2_GRID", "MODALITIES", "NEWTON_MAX_DIM", "TEXT_ONLY",
     "ZERO_SHOT", "Probe", "ProbeResult", "ProbeSettingError", "Split", "check_settings", "command_line",
     "extract_features", "finetune_rows", "fit", "format_report", "learning_curve_rows", "load_splits", "macro_f1",
-    "measure", "plot_learning_curves", "probe", "run_probes", "same_modality_table", "select", "text_only_input",
-    "transfer_table", "write_outputs",
+    "measure", "plot_learning_curves", "probe", "run_probes", "same_modality_table", "seed_means", "select",
+    "table2_cells", "table2_table", "text_only_input", "transfer_table", "write_outputs",
 ]

@@ -13,7 +13,7 @@ from ..evaluation import CHUNK_ROWS
 from ..locations import DEFAULT_MODEL
 from .data import _check_classes, _resolve_dataset, _resolve_model, load_splits
 from .features import _truncation, extract_features
-from .finetune import FINETUNE_LR, finetune_rows
+from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
 from .protocol import run_probes
 from .result import ProbeResult
 from .settings import (
@@ -62,6 +62,8 @@ def probe(
     progress: bool = True,
     out: str | os.PathLike | None = None,
     dataset: Any = _NONE,
+    seeds: int = 3,
+    schedule: str = "quick",
 ) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
 
@@ -73,6 +75,9 @@ def probe(
     disables it). ``chunk_size``: rows read and encoded at a time (memory holds one chunk's images).
     ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). ``out``:
     checked before anything is loaded and written at the end, as :meth:`ProbeResult.save`.
+    ``seeds``: every setting is run for seeds ``seed`` ... ``seed + seeds - 1`` (3, as the paper) and
+    the tables show the mean and sd over seeds; ``schedule`` (``finetune``): ``"quick"`` (``epochs``,
+    the best validation epoch kept) or ``"paper"`` (80 epochs, no early stopping).
 
     Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
     :class:`~vlprobe.errors.SettingError`, naming the argument); leftovers of killed runs (feature
@@ -95,7 +100,7 @@ def probe(
         text_baseline=text_baseline, finetune=finetune, epochs=epochs, bootstrap=bootstrap, confidence=confidence,
         seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers, device=device, dtype=dtype,
         family=family, revision=revision, dataset_revision=dataset_revision, cache_dir=cache_dir,
-        chunk_size=chunk_size, progress=progress, out=out)
+        chunk_size=chunk_size, progress=progress, out=out, seeds=seeds, schedule=schedule)
     from ..leftovers import sweep
     from ..results import check_output_dir
 
@@ -162,7 +167,7 @@ def probe(
             rows = run_probes(features, data, train_modalities=train_modalities, test_modalities=test_modalities,
                               text_only=text_only, zero_shot=zero_shot, train_sizes=sizes, few_shot=few_shot,
                               classifier=classifier, bootstrap=bootstrap, confidence=confidence, seed=seed,
-                              progress=progress)
+                              seeds=s["seeds"], progress=progress)
         finally:
             torch.set_num_threads(threads)
     finally:
@@ -173,7 +178,7 @@ def probe(
     if finetune:
         rows += finetune_rows(scorer, data, train_modalities=train_modalities, test_modalities=test_modalities,
                               epochs=epochs, batch_size=batch_size, bootstrap=bootstrap, confidence=confidence,
-                              seed=seed, progress=progress)
+                              seed=seed, seeds=s["seeds"], schedule=s["schedule"], progress=progress)
     probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1
     from ..results import environment, now_iso
 
@@ -188,11 +193,12 @@ def probe(
         "settings": {"configs": configs, "train_modalities": list(train_modalities),
                      "test_modalities": list(test_modalities), "train_sizes": sizes, "few_shot": few_shot,
                      "classifier": classifier, "l2_grid": list(L2_GRID), "model_selection": VALIDATION,
-                     "finetune": {"epochs": epochs, "lr": FINETUNE_LR, "head": "linear on [u, v, u*v, |u-v|]"}
-                     if finetune else False,
+                     "finetune": {**schedule_plan(s["schedule"], epochs), "lr": FINETUNE_LR,
+                                  "head": "linear on [u, v, u*v, |u-v|]"} if finetune else False,
                      "text_baseline": text_only, "zero_shot": zero_shot, "bootstrap": bootstrap,
-                     "confidence": confidence, "seed": seed, "limit": limit, "batch_size": batch_size,
-                     "num_workers": workers, "chunk_size": chunk_size},
+                     "confidence": confidence, "seed": seed,
+                     "seeds": list(range(seed, seed + s["seeds"])), "schedule": s["schedule"], "limit": limit,
+                     "batch_size": batch_size, "num_workers": workers, "chunk_size": chunk_size},
         "features": {"stats": stats, "computed_inputs": computed,
                      "cache_dir": str(cache.dir) if kept_cache else None,
                      "text_max_length": getattr(scorer, "max_length", None),

@@ -74,3 +74,18 @@ def _measure_here(prob: np.ndarray, gold: np.ndarray, bootstrap: int, confidence
         alpha = (1 - confidence) / 2
         out["ci_low"], out["ci_high"] = (float(v) for v in np.percentile((f1t + f1f) / 2, [100 * alpha, 100 * (1 - alpha)]))
     return out
+
+
+def over_seeds(values: list[float | None]) -> dict[str, Any]:
+    """Mean and sample standard deviation (n - 1 in the denominator) of one figure over seeds:
+    ``mean``, ``sd`` (None with fewer than two values: one seed has no spread), ``n`` and
+    ``identical`` (every seed gave the same value: a deterministic setting, whose sd of 0 says
+    nothing about how the figure varies with the data). None values (no figure) are left out."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return {"mean": None, "sd": None, "n": 0, "identical": False}
+    arr = np.asarray(vals, dtype=np.float64)
+    identical = len(arr) > 1 and bool(np.all(arr == arr[0]))
+    sd = (0.0 if identical else float(arr.std(ddof=1))) if len(arr) > 1 else None
+    # identical values: the value itself (3 x / 3 need not be x in floating point)
+    return {"mean": float(arr[0]) if identical else float(arr.mean()), "sd": sd, "n": len(arr), "identical": identical}

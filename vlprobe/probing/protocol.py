@@ -29,56 +29,82 @@ def _subset(n_total: int, n: int, seed: int, tag: str) -> np.ndarray:
 
 def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],
                test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
-               few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int,
+               few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int, seeds: int = 1,
                progress: bool = True) -> list[dict]:
-    """Every fit and every test of the protocol on extracted features (see the module docstring)."""
+    """Every fit and every test of the protocol on extracted features (see the module docstring),
+    once per seed ``seed, seed + 1, ..., seed + seeds - 1``; each row carries its ``seed``.
+
+    A seed draws the learning-curve subsets, the few-shot rows, the MLP's initial weights and the
+    bootstrap resamples. A logistic-regression probe on the whole training split is fitted from
+    zeros on the same rows whatever the seed, so it is fitted once and its rows repeat over seeds
+    (same macro-F1: sd 0, which says the setting is deterministic, not that it is stable)."""
     rows: list[dict] = []
     say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
-    mkw = {"bootstrap": bootstrap, "confidence": confidence, "seed": seed}
     for task, by_split in data.items():
-        tests = [s for s in by_split if s.startswith("test")]
-        if zero_shot:
-            for m in test_modalities:
-                for split in tests:
-                    sc = measure(features[(task, split, m)], by_split[split].labels, **mkw)
-                    rows.append(_row(task, ZERO_SHOT, split, sc, train_modality=None, test_modality=m,
-                                     transfer="zero-shot (no training)", train_size=0, l2=None))
-            continue
         t0 = time.perf_counter()
-        settings = list(train_modalities) + ([TEXT_ONLY] if text_only else [])
-        ytr, yval = by_split[TRAIN].labels, by_split[VALIDATION].labels
-        n_train = len(ytr)
-        sizes = sorted({min(int(n), n_train) for n in (train_sizes or [])} | {n_train})
-        for setting in settings:
-            xtr, xval = features[(task, TRAIN, setting)], features[(task, VALIDATION, setting)]
-            probe = None
-            for n in sizes:
-                if n < n_train:  # a seeded subset, in row order (a feature file is read in order)
-                    idx = np.sort(_subset(n_train, n, seed, f"{task}:train"))
-                    probe, _ = select(classifier, take_rows(xtr, idx), ytr[idx], xval, yval, seed=seed)
-                else:
-                    probe, _ = select(classifier, xtr, ytr, xval, yval, seed=seed)
-                for split in tests:
-                    sc = measure(probe.proba(features[(task, split, setting)]), by_split[split].labels, **mkw)
-                    rows.append(_row(task, setting, split, sc, train_modality=setting,
-                                     test_modality=setting if setting != TEXT_ONLY else "caption",
-                                     transfer="same", train_size=int(n), l2=probe.l2))
-            if setting == TEXT_ONLY:
+        deterministic: dict[str, Any] = {}  # setting -> the full-size logreg probe, the same for every seed
+        for s in range(seed, seed + seeds):
+            rows += _one_seed(task, by_split, features, train_modalities=train_modalities,
+                              test_modalities=test_modalities, text_only=text_only, zero_shot=zero_shot,
+                              train_sizes=train_sizes, few_shot=few_shot, classifier=classifier,
+                              mkw={"bootstrap": bootstrap, "confidence": confidence, "seed": s},
+                              deterministic=deterministic)
+        if not zero_shot:
+            say(f"probe: {task}: fitted and tested for {seeds} seed(s) in {time.perf_counter() - t0:.1f}s")
+    return rows
+
+
+def _one_seed(task: str, by_split: dict[str, Split], features: dict, *, train_modalities: Sequence[str],
+              test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
+              few_shot: int, classifier: str, mkw: dict, deterministic: dict) -> list[dict]:
+    """One task's rows for one seed (``mkw["seed"]``)."""
+    rows: list[dict] = []
+    seed = mkw["seed"]
+    tests = [s for s in by_split if s.startswith("test")]
+    if zero_shot:
+        for m in test_modalities:
+            for split in tests:
+                sc = measure(features[(task, split, m)], by_split[split].labels, **mkw)
+                rows.append(_row(task, ZERO_SHOT, split, sc, train_modality=None, test_modality=m,
+                                 transfer="zero-shot (no training)", train_size=0, l2=None, seed=seed))
+        return rows
+    settings = list(train_modalities) + ([TEXT_ONLY] if text_only else [])
+    ytr, yval = by_split[TRAIN].labels, by_split[VALIDATION].labels
+    n_train = len(ytr)
+    sizes = sorted({min(int(n), n_train) for n in (train_sizes or [])} | {n_train})
+    for setting in settings:
+        xtr, xval = features[(task, TRAIN, setting)], features[(task, VALIDATION, setting)]
+        probe = None
+        for n in sizes:
+            if n < n_train:  # a seeded subset, in row order (a feature file is read in order)
+                idx = np.sort(_subset(n_train, n, seed, f"{task}:train"))
+                probe, _ = select(classifier, take_rows(xtr, idx), ytr[idx], xval, yval, seed=seed)
+            elif classifier == "logreg":  # from zeros on the same rows: the same probe for every seed
+                if setting not in deterministic:
+                    deterministic[setting] = select(classifier, xtr, ytr, xval, yval, seed=seed)[0]
+                probe = deterministic[setting]
+            else:
+                probe, _ = select(classifier, xtr, ytr, xval, yval, seed=seed)
+            for split in tests:
+                sc = measure(probe.proba(features[(task, split, setting)]), by_split[split].labels, **mkw)
+                rows.append(_row(task, setting, split, sc, train_modality=setting,
+                                 test_modality=setting if setting != TEXT_ONLY else "caption",
+                                 transfer="same", train_size=int(n), l2=probe.l2, seed=seed))
+        if setting == TEXT_ONLY:
+            continue
+        for m in test_modalities:  # cross-modal transfer of the full-size probe
+            if m == setting:
                 continue
-            for m in test_modalities:  # cross-modal transfer of the full-size probe
-                if m == setting:
-                    continue
+            for split in tests:
+                sc = measure(probe.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
+                rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
+                                 transfer="zero-shot", train_size=n_train, l2=probe.l2, seed=seed))
+            if few_shot > 0:
+                idx = np.sort(_subset(n_train, min(few_shot, n_train), seed, f"{task}:few-shot:{m}"))
+                tuned = fit(classifier, take_rows(features[(task, TRAIN, m)], idx), ytr[idx], probe.l2,
+                            seed=seed, start=probe)
                 for split in tests:
-                    sc = measure(probe.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
+                    sc = measure(tuned.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
                     rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
-                                     transfer="zero-shot", train_size=n_train, l2=probe.l2))
-                if few_shot > 0:
-                    idx = np.sort(_subset(n_train, min(few_shot, n_train), seed, f"{task}:few-shot:{m}"))
-                    tuned = fit(classifier, take_rows(features[(task, TRAIN, m)], idx), ytr[idx], probe.l2,
-                                seed=seed, start=probe)
-                    for split in tests:
-                        sc = measure(tuned.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
-                        rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
-                                         transfer=f"few-shot ({len(idx)})", train_size=n_train, l2=probe.l2))
-        say(f"probe: {task}: {len(settings)} setting(s) x {len(sizes)} size(s) fitted in {time.perf_counter() - t0:.1f}s")
+                                     transfer=f"few-shot ({len(idx)})", train_size=n_train, l2=probe.l2, seed=seed))
     return rows

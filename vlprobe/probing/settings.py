@@ -26,6 +26,9 @@ ZERO_SHOT = "zero-shot"
 CLASSIFIERS = ("logreg", "mlp")
 
 
+SCHEDULES = ("quick", "paper")  # --finetune: --epochs, best on validation kept / 80 epochs, no early stopping
+
+
 L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 
@@ -118,7 +121,8 @@ def check_settings(*, model: Any = DEFAULT_MODEL, datasets: Any = DEFAULT_DATASE
                    epochs: Any = 3, bootstrap: Any = 1000, confidence: Any = 0.95, seed: Any = 0, limit: Any = None,
                    batch_size: Any = 32, num_workers: Any = None, device: Any = None, dtype: Any = "float32",
                    family: Any = None, revision: Any = None, dataset_revision: Any = None, cache_dir: Any = None,
-                   chunk_size: Any = CHUNK_ROWS, progress: Any = True, out: Any = None) -> dict[str, Any]:
+                   chunk_size: Any = CHUNK_ROWS, progress: Any = True, out: Any = None, seeds: Any = 3,
+                   schedule: Any = "quick") -> dict[str, Any]:
     """Every setting of :func:`probe` checked (and normalised: lists of modalities and sizes, the
     dataset as a string, the device and dtype as torch names), before anything is loaded; the
     first bad one raises :class:`ProbeSettingError` naming it. Returns the settings."""
@@ -151,6 +155,10 @@ def check_settings(*, model: Any = DEFAULT_MODEL, datasets: Any = DEFAULT_DATASE
         raise ProbeSettingError("confidence", confidence, "must be a level strictly between 0 and 1 (e.g. 0.95)")
     s["confidence"] = float(confidence)
     s["seed"] = _whole("seed", seed, 0)
+    s["seeds"] = _whole("seeds", seeds, 1)
+    if not isinstance(schedule, str) or schedule not in SCHEDULES:
+        raise ProbeSettingError("schedule", schedule, f"choose one of {', '.join(SCHEDULES)}")
+    s["schedule"] = schedule
     s["limit"] = None if limit is None else _whole("limit", limit, 1)
     s["batch_size"] = _whole("batch_size", batch_size, 1)
     s["num_workers"] = None if num_workers is None else _whole("num_workers", num_workers, 0)
@@ -192,7 +200,8 @@ def command_line(s: dict[str, Any]) -> str | None:
               "train-size": ",".join(map(str, s["train_sizes"])) if s["train_sizes"] else None,
               "few-shot": s["few_shot"], "classifier": s["classifier"], "no-text-baseline": not s["text_baseline"],
               "finetune": s["finetune"], "epochs": s["epochs"], "bootstrap": s["bootstrap"],
-              "confidence": s["confidence"], "seed": s["seed"], "limit": s["limit"], "batch-size": s["batch_size"],
+              "confidence": s["confidence"], "seed": s["seed"], "seeds": s["seeds"],
+              "schedule": s["schedule"], "limit": s["limit"], "batch-size": s["batch_size"],
               "num-workers": s["num_workers"], "dtype": s["dtype"], "device": s["device"],
               "cache-dir": s["cache_dir"], "out": s["out"], "chunk-size": s["chunk_size"],
               "no-progress": not s["progress"]}

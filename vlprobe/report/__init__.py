@@ -18,6 +18,11 @@ For every benchmark in the runs the report has:
    layout: one row per system, "this run" rows first, then the papers' systems, one column per
    (config, metric) that both the paper and a run's aggregates have (VALSE's ``avg`` included).
 
+A ``vlprobe probe`` run's results.json (rows, no results list) is read too (:mod:`.probes`): its
+TraVLR Table 2 layout (OOD macro-F1 per train x test modality, mean over seeds, (OOD - InD), ± sd)
+and each cell beside TraVLR's published Table 2 (the four fine-tuned models' figures, ours, and the
+difference), with what makes them differ said beside the table.
+
 Caveats carried into the report: the published numbers are percentages as printed; the BLA
 numbers were measured on the thesis version of the data (613 / 800 / 789 caption sets), not on
 the 2023 release (613 / 654 / 672) that vlprobe's ``bla`` folder holds; a run on a ``--limit``-ed
@@ -26,7 +31,8 @@ folder's or Hub repo's name: ``valse``, ``winoground``, ``bla``), config and met
 ``winoground_style`` is *not* Winoground and gets no paper column.
 
 The package: :mod:`.runs` (results.json files read and checked), :mod:`.papers` (the published
-numbers), :mod:`.tables` (the tables) and :mod:`.render` (Markdown, HTML, LaTeX, the plot, the folder).
+numbers), :mod:`.probes` (probe runs beside TraVLR's Table 2), :mod:`.tables` (the tables) and
+:mod:`.render` (Markdown, HTML, LaTeX, the plot, the folder).
 """
 
 from .papers import CONFIG_ALIASES, PAPER_NOTES, PAPER_TABLES, paper_results

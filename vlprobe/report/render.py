@@ -14,6 +14,7 @@ from .. import summary as summary_rules
 from ..errors import ArgumentError
 from ..results import _atomic_write_bytes
 from .papers import PAPER_NOTES, paper_results
+from .probes import PROBE_NOTE, beside_paper, describe, probe_runs, table2_of
 from .runs import Run, load_runs
 from .tables import _benchmarks, _shape, headline, long_table, paper_table, summary_table, tag_table
 
@@ -79,7 +80,10 @@ def latex_tables(runs: Sequence[Run]) -> str:
     import pandas as pd
 
     papers = paper_results()
-    parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}", f"% {ci_sentence(runs)}", ""]
+    probes = probe_runs(runs)
+    runs = [r for r in runs if r.kind == "evaluate"]
+    parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}"] + (
+        [f"% {ci_sentence(runs)}"] if runs else []) + [""]
 
     def table(header: list[str], rows: list[list[str]], caption: str, label: str) -> str:
         frame = pd.DataFrame(rows, columns=_unique(header))
@@ -101,6 +105,14 @@ def latex_tables(runs: Sequence[Run]) -> str:
         if paper:
             parts.append(table(*paper, f"{bench}: this run beside the published numbers. {PAPER_NOTES.get(bench, '')}",
                                f"tab:vlprobe-{slug}-paper"))
+    for k, run in enumerate(probes, 1):
+        for title, (header, rows) in table2_of(run):
+            parts.append(table(header, rows, f"{title}: TraVLR's Table 2 layout (OOD macro-F1, (OOD - InD), sd over "
+                                             f"seeds)", f"tab:vlprobe-probe{k}-table2"))
+        beside = beside_paper(run, papers)
+        if beside:
+            parts.append(table(*beside, f"{run.label} beside TraVLR's Table 2. {PROBE_NOTE}",
+                               f"tab:vlprobe-probe{k}-paper"))
     return "\n".join(parts)
 
 
@@ -125,17 +137,20 @@ def _latex_escape(text: str) -> str:
 def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
     """The Markdown and HTML texts of the report."""
     papers = paper_results()
-    lead = ci_sentence(runs)
+    probes = probe_runs(runs)
+    runs = [r for r in runs if r.kind == "evaluate"]
+    lead = ci_sentence(runs) if runs else ("Values are percentages: the mean over each probe run's seeds, "
+                                           "± the sample sd over seeds.")
     md = ["# vlprobe report", "", lead, ""]
     hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>"]
     md += ["## Runs", ""]
     hb += ["<h2>Runs</h2>", "<ul>"]
-    for label, desc in _runs_section(runs):
+    for label, desc in _runs_section(runs) + [(r.label, describe(r)) for r in probes]:
         md.append(f"- **{label}**: {desc}")
         hb.append(f"<li><b>{html.escape(label)}</b>: {html.escape(desc)}</li>")
     md.append("")
     hb.append("</ul>")
-    if plot_name:
+    if plot_name and runs:
         md += [f"![headline metric per config]({plot_name})", ""]
         hb.append(f'<img src="{html.escape(plot_name)}" alt="headline metric per config">')
     for bench in _benchmarks(runs):
@@ -163,6 +178,23 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
             md += [f"### {bench}: this run beside the published numbers", "", note, "", _md_table(*paper), ""]
             hb += [f"<h3>{html.escape(bench)}: this run beside the published numbers</h3>",
                    f"<p>{html.escape(note)}</p>", _html_table(*paper)]
+    for run in probes:
+        md += [f"## TraVLR probe: {run.label}", ""]
+        hb.append(f"<h2>TraVLR probe: {html.escape(run.label)}</h2>")
+        for title, (header, rows) in table2_of(run):
+            lead = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over seeds; rows: trained on, "
+                    "columns: tested on; * the same value for every seed (a deterministic setting).")
+            md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
+            hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
+        beside = beside_paper(run, papers)
+        if beside:
+            md += [f"### {run.label} beside TraVLR's published Table 2", "", PROBE_NOTE, "", _md_table(*beside), ""]
+            hb += [f"<h3>{html.escape(run.label)} beside TraVLR's published Table 2</h3>",
+                   f"<p>{html.escape(PROBE_NOTE)}</p>", _html_table(*beside)]
+        else:
+            said = "No cell of this run is one TraVLR's Table 2 has (its tasks and image/caption/both modalities)."
+            md += [said, ""]
+            hb.append(f"<p>{html.escape(said)}</p>")
     style = ("body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}tr.paper{color:#555;background:#f7f7f7}"
              "img{max-width:100%}")
@@ -219,21 +251,26 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
 
 def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
-    """Check every results file, then write report.md, report.html, report.tex and report.png into
-    ``out_dir`` (created; other files in it are left alone). ``labels``: one name per run."""
+    """Check every results file, then write report.md, report.html, report.tex and (when there are
+    ``vlprobe evaluate`` runs) report.png into ``out_dir`` (created; other files in it are left
+    alone). ``labels``: one name per run. A ``vlprobe probe`` run's results.json is taken too: its
+    TraVLR Table 2 layout and each cell beside TraVLR's published Table 2 (:mod:`.probes`)."""
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
         raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the report")
-    runs = load_runs(paths, labels)
+    runs = load_runs(paths, labels, probes=True)
+    evaluated = [r for r in runs if r.kind == "evaluate"]
     md, page = build_report(runs, plot_name="report.png")
     tex = latex_tables(runs)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        written = [out / "report.md", out / "report.html", out / "report.tex", out / "report.png"]
+        written = [out / "report.md", out / "report.html", out / "report.tex"]
         _atomic_write_bytes(written[0], md.encode("utf-8"))
         _atomic_write_bytes(written[1], page.encode("utf-8"))
         _atomic_write_bytes(written[2], tex.encode("utf-8"))
-        plot_runs(runs, written[3])
+        if evaluated:  # the plot is of evaluate runs' headline metrics
+            written.append(out / "report.png")
+            plot_runs(evaluated, written[3])
     except OSError as err:
         raise ArgumentError("out", str(out), f"cannot write the report there ({err.strerror or err})") from None
     return written

@@ -26,6 +26,14 @@ class Run:
     doc: dict[str, Any]
 
     @property
+    def kind(self) -> str:
+        """``"evaluate"``, or ``"probe"`` for a ``vlprobe probe`` run (:mod:`.probes`), which has rows
+        instead of results: it adds no entries to the evaluate tables."""
+        from .probes import is_probe_document
+
+        return "probe" if is_probe_document(self.doc) else "evaluate"
+
+    @property
     def results(self) -> list[dict[str, Any]]:
         """The entries, each with its ``benchmark`` decided by :func:`vlprobe.summary.benchmark_of`."""
         if not hasattr(self, "_entries"):
@@ -181,9 +189,12 @@ def _settings_problems(st: dict[str, Any], where: str) -> list[str]:
     return out
 
 
-def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None) -> list[Run]:
+def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None, *,
+              probes: bool = False) -> list[Run]:
     """Read and check every file; all problems of all files are raised together (one line each).
-    ``labels``: one name per run, shown in every table instead of the model folder's name."""
+    ``labels``: one name per run, shown in every table instead of the model folder's name.
+    ``probes``: also take ``vlprobe probe`` runs (:mod:`.probes`; ``vlprobe report`` does), which
+    are otherwise refused as files with no 'results' list."""
     if not paths:
         raise SettingError("give at least one results.json file or run folder")
     if labels is not None:
@@ -206,7 +217,10 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             problems.append(f"{path}: not a JSON file ({err})")
             continue
-        found = validate_document(doc, path)
+        from .probes import is_probe_document, validate_probe_document
+
+        probe = probes and is_probe_document(doc)
+        found = validate_probe_document(doc, path) if probe else validate_document(doc, path)
         problems += found
         if not found:
             runs.append(Run(path, labels[k] if labels is not None else _label(doc, path), doc))
@@ -221,9 +235,11 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
 
 
 def _label(doc: dict[str, Any], path: Path) -> str:
+    from .probes import is_probe_document
+
     model = doc.get("provenance", {}).get("model", {})
     name = Path(str(model.get("model_id") or path.parent.name)).name
-    bits = [name]
+    bits = [name] + (["probe"] if is_probe_document(doc) else [])
     if model.get("dtype") and model["dtype"] != "float32":
         bits.append(model["dtype"])
     s = doc.get("provenance", {}).get("settings", {})

@@ -443,6 +443,9 @@ def test_rows_that_lose_their_query_to_truncation_are_counted_and_an_all_lost_se
     assert all(r["macro_f1"] is not None for r in res.rows if r["setting"] == "image")
     table = res.same_modality_table()
     assert "N/A (12/12 test rows lost their query to the model's truncation)" in table
+    # the Table 2 layout (means over the 3 default seeds) says N/A with the reason too, never "-" or 0
+    text_only_line = next(line for line in res.table2().splitlines() if "text-only" in line)
+    assert "N/A (12/12 test rows lost their query to the model's truncation)" in text_only_line
 
 
 def test_itm_caption_setting_keeps_the_query_first(travlr_small, tiny_blip_itm_path, tmp_path, capsys):

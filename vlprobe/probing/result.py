@@ -197,7 +197,9 @@ def seed_means(rows: list[dict]) -> list[dict]:
         out.append({**dict(zip(GROUP_KEYS, key)), "macro_f1": st["mean"], "sd": st["sd"], "identical": st["identical"],
                     "seeds": [r.get("seed") for r in rs], "above_chance": sum(_above_chance(r) for r in rs),
                     "ci_low": rs[0].get("ci_low") if one else None, "ci_high": rs[0].get("ci_high") if one else None,
-                    "chance": rs[0].get("chance"), "n": rs[0].get("n"), "l2": rs[0].get("l2")})
+                    "chance": rs[0].get("chance"), "n": rs[0].get("n"), "l2": rs[0].get("l2"),
+                    # a setting no seed could measure (e.g. every test row lost its query) stays N/A with its reason
+                    "na_reason": rs[0].get("na_reason") if st["mean"] is None else None})
     return out
 
 
@@ -257,13 +259,15 @@ def table2_cells(rows: list[dict], finetuned: bool = False) -> list[dict]:
                               "test_modality": m, "classifier": ood["classifier"], "train_size": ood["train_size"],
                               "ood": ood["macro_f1"], "ind": None if ind is None else ind["macro_f1"], "change": change,
                               "sd": ood["sd"], "identical": ood["identical"], "seeds": ood["seeds"],
-                              "chance": ood["chance"], "n": ood["n"],
+                              "chance": ood["chance"], "n": ood["n"], "na_reason": ood.get("na_reason"),
                               "above_chance": None if own is None else own["above_chance"]})
     return cells
 
 
 def table2_cell_text(c: dict) -> str:
     """A Table 2 cell as the paper prints it, with the sd: ``51.5 (-7.5) ± 2.1`` (x 100)."""
+    if c.get("ood") is None and c.get("na_reason"):
+        return f"N/A ({c['na_reason']})"
     text = _pct(c["ood"]) + (f" ({100 * c['change']:+.1f})" if c.get("change") is not None else "")
     if c.get("sd") is not None:
         text += f" ± {100 * c['sd']:.1f}" + ("*" if c.get("identical") else "")

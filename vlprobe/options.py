@@ -83,6 +83,11 @@ class Option:
             object.__setattr__(self, "flag", "--" + self.name.replace("_", "-"))
 
     @property
+    def parser_default(self) -> Any:
+        """argparse's default: ``cli_default`` where given, else the Python default."""
+        return self.default if self.cli_default is _SAME else self.cli_default
+
+    @property
     def dest(self) -> str:
         """The attribute argparse stores it under (``--batch-size`` -> ``batch_size``)."""
         return self.flag.lstrip("-").replace("-", "_")
@@ -110,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser, options: Iterable[Option]) ->
         if o.action == "store_true":
             kwargs["action"] = "store_true"
         else:
-            kwargs["default"] = o.default if o.cli_default is _SAME else o.cli_default
+            kwargs["default"] = o.parser_default
             for key in ("type", "choices", "metavar", "action"):
                 if getattr(o, key) is not None:
                     kwargs[key] = getattr(o, key)

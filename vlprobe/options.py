@@ -137,17 +137,19 @@ def from_args(options: Iterable[Option], args: argparse.Namespace) -> dict[str, 
 
 
 def check(options: Sequence[Option], values: Mapping[str, Any], error: type[ArgumentError] = ArgumentError,
-          ) -> dict[str, Any]:
+          slow: bool = True) -> dict[str, Any]:
     """Every option's value checked and normalised, the defaults filled in; the first bad one raises ``error``
     naming it (``batch_size=0: must be at least 1``; ``.cli()``: ``--batch-size 0: ...``). The checks run in the
-    table's order, the slow ones (torch, the metric) last. A name that is no option is a TypeError."""
+    table's order, the slow ones (torch, the metric) last; ``slow=False`` leaves those out (for a caller with
+    quick checks of its own to run first). Checking checked values again changes nothing. A name that is no
+    option is a TypeError."""
     unknown = sorted(set(values) - {o.name for o in options})
     if unknown:
         raise TypeError(f"unexpected setting(s): {', '.join(unknown)}")
     given = {**defaults(options), **values}
     checked = dict(given)
     for o in sorted(options, key=lambda o: o.slow):
-        if o.check is None:
+        if o.check is None or o.slow and not slow:
             continue
         try:
             checked[o.name] = o.check(given[o.name])

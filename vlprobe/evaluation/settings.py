@@ -169,10 +169,11 @@ class Settings(SimpleNamespace):
             raise TypeError(f"Settings has no setting {', '.join(unknown)}")
         super().__init__(**{**defaults(OPTIONS), **values})
 
-    def check(self) -> Settings:
+    def check(self, slow: bool = True) -> Settings:
         """The settings checked and normalised (the dtype's and control's canonical names...); the first bad
-        one raises :class:`~vlprobe.errors.ArgumentError` naming it."""
-        return Settings(**check(OPTIONS, vars(self)))
+        one raises :class:`~vlprobe.errors.ArgumentError` naming it. ``slow=False``: all but the checks that
+        import torch or the metric (the device, the tie policy)."""
+        return Settings(**check(OPTIONS, vars(self), slow=slow))
 
     def record(self, workers: int) -> dict[str, Any]:
         """The settings block of results.json's provenance (``workers``: the DataLoader workers that ran)."""

@@ -351,7 +351,7 @@ DATASET_REVISION = Option("dataset_revision", None, "Hub revision (branch, tag o
 BOOTSTRAP = Option("bootstrap", 1000, "bootstrap resamples for CIs (0: none; default 1000)",
                    # every resample's statistics are held in memory at once (10^12 asked numpy for 36 TiB): past
                    # 10^5 the CI's last digit no longer moves anyway
-                   whole(0, MAX_BOOTSTRAP, f"must be at most {MAX_BOOTSTRAP:,} resamples (all are held in memory; "
+                   whole(0, MAX_BOOTSTRAP, f"at most {MAX_BOOTSTRAP:,} resamples (all are held in memory; "
                                            f"1000 is the usual, 10,000 for a steadier CI)"),
                    type=int, record="bootstrap")
 CONFIDENCE = Option("confidence", 0.95, "CI level (default 0.95)", confidence_level, type=float, record="confidence")

@@ -158,7 +158,7 @@ def test_schedules():
     ({"seeds": 0}, "seeds=0: must be at least 1"),
     ({"seeds": "3"}, "seeds='3': must be a whole number"),
     ({"seeds": True}, "seeds=True: must be a whole number"),
-    ({"schedule": "slow"}, "schedule='slow': choose one of quick, paper"),
+    ({"schedule": "slow"}, "schedule='slow': unknown schedule; choose one of quick, paper"),
 ])
 def test_seeds_and_schedule_are_checked(kw, said):
     with pytest.raises(P.ProbeSettingError, match=said.replace("(", r"\(")):

@@ -16,7 +16,9 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   shared display helpers (METRIC_ORDER, percent formatting, bar charts);
 * ``spec.py`` / ``items.py``: rows -> items; ``engine.py`` / ``cache.py``: scoring and the score cache;
   ``scorers/``: model families; ``dataset_folder.py``: dataset folders (write, load, list configs and
-  splits, undecoded image columns); ``errors.py``: the errors users see;
+  splits, undecoded image columns); ``errors.py``: the errors users see; ``options.py``: the ``Option``
+  each setting of ``evaluate`` and ``probe`` is defined by, once (their tables are ``OPTIONS`` in
+  ``evaluation/settings.py`` and ``probing/settings.py``), and what is derived from a table;
 * ``probing/``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features (settings,
   data, features, classifiers, metrics, protocol, finetune, result, api);
   ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;

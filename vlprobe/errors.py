@@ -25,18 +25,19 @@ class ModelError(VlprobeError):
 class ArgumentError(SettingError):
     """A bad argument, named as the caller spells it. ``str(err)`` is the Python form
     (``bootstrap=-1: must be 0 or more``); :meth:`cli` is the command line's (``--bootstrap -1: ...``),
-    which the ``vlprobe`` command prints instead. One message, two spellings of its argument."""
+    which the ``vlprobe`` command prints instead. One message, two spellings of its argument. ``flag``: the
+    command line's spelling, where the caller knows it (the option tables of :mod:`vlprobe.options` do)."""
 
     # Python arguments whose flag is not simply ``--`` + the name with dashes.
     FLAGS = {"datasets": "--dataset", "configs": "--config", "splits": "--split", "labels": "--label"}
 
-    def __init__(self, argument: str, value: object, detail: str) -> None:
-        self.argument, self.value, self.detail = argument, value, detail
+    def __init__(self, argument: str, value: object, detail: str, flag: str | None = None) -> None:
+        self.argument, self.value, self.detail, self._flag = argument, value, detail, flag
         super().__init__(f"{argument}={value!r}: {detail}")
 
     @property
     def flag(self) -> str:
-        return self.FLAGS.get(self.argument) or "--" + self.argument.replace("_", "-")
+        return self._flag or self.FLAGS.get(self.argument) or "--" + self.argument.replace("_", "-")
 
     def cli(self) -> str:
         import shlex

@@ -20,14 +20,15 @@ rows fit in one chunk scores everything in one engine call, exactly as before st
 
 Errors are the named errors of :mod:`vlprobe.errors` (the CLI prints them as one line).
 
-The package, by layer: :mod:`.settings` (every setting, checked first), :mod:`.data` (datasets,
-configs and splits, shared with the probe), :mod:`.model` (loading or wrapping the model),
+The package, by layer: :mod:`.settings` (every setting, defined once in its ``OPTIONS`` table and
+checked first), :mod:`.data` (datasets, configs and splits, shared with the probe), :mod:`.model`
+(loading or wrapping the model),
 :mod:`.scoring` (streamed scoring through the engine and the cache, and measuring),
 :mod:`.result` (:class:`Evaluation`) and :mod:`.api` (:func:`evaluate`, :func:`score`).
 """
 
 from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL
-from .api import command_line, evaluate, score
+from .api import evaluate, score
 from .data import (
                    SplitSource,
                    check_reachable,
@@ -44,15 +45,18 @@ from .settings import (
                    CHUNK_ROWS,
                    CONTROLS,
                    MAX_BOOTSTRAP,
+                   OPTIONS,
                    TEST_LIKE,
                    Settings,
                    check_cache_dir,
                    check_device,
+                   command_line,
                    default_workers,
 )
 
 __all__ = [
-    "CHUNK_ROWS", "CONTROLS", "DEFAULT_DATASETS", "DEFAULT_MODEL", "MAX_BOOTSTRAP", "TEST_LIKE", "Evaluation", "Settings",
+    "CHUNK_ROWS", "CONTROLS", "DEFAULT_DATASETS", "DEFAULT_MODEL", "MAX_BOOTSTRAP", "OPTIONS", "TEST_LIKE", "Evaluation",
+    "Settings",
     "SplitSource", "check_cache_dir", "check_device", "check_reachable", "command_line", "default_datasets",
     "default_model", "default_workers", "display_keys", "evaluate", "format_summary", "load_model", "load_split",
     "open_cache", "plan_splits", "quiet_progress", "score", "select_configs", "select_splits", "summarize", "throwaway_cache",

@@ -4,14 +4,14 @@ score, measure, return an :class:`~vlprobe.evaluation.result.Evaluation`; the co
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import ArgumentError, ModelError, SettingError
+from ..options import pick
 from .data import (
     _dataset_label,
     _dataset_list,
@@ -22,34 +22,7 @@ from .data import (
 from .model import _check_shapes, default_model, load_model
 from .result import Evaluation, summarize
 from .scoring import _distributed, _measure, _score, open_cache, quiet_progress
-from .settings import CHUNK_ROWS, Settings, _joined, check_cache_dir, default_workers
-
-
-def command_line(datasets_: Sequence[Any], model: Any, s: Settings, *, spec: Any, family: str | None,
-                 revision: str | None, dataset_revision: str | None, cache_dir: Any, out: Any) -> str | None:
-    """The ``vlprobe evaluate`` command that reruns this job, every option spelled out; None when
-    an input is an object in memory (no command can name it)."""
-    if not isinstance(model, (str, os.PathLike)) or not all(isinstance(d, (str, os.PathLike)) for d in datasets_):
-        return None
-    if spec is not None and not isinstance(spec, (str, os.PathLike)):
-        return None
-    parts = ["vlprobe", "evaluate"]
-    for d in datasets_:
-        parts += ["--dataset", str(d)]
-    options = [
-        ("config", _joined(s.configs)), ("split", _joined(s.splits)), ("dataset-revision", dataset_revision),
-        ("spec", spec), ("model", model), ("revision", revision), ("family", family), ("ties", s.ties),
-        ("bootstrap", s.bootstrap), ("confidence", s.confidence), ("threshold", s.threshold), ("seed", s.seed),
-        ("limit", s.limit), ("batch-size", s.batch_size), ("num-workers", s.num_workers), ("dtype", s.dtype),
-        ("device", s.device), ("modality", s.modality), ("control", s.control), ("cache-dir", cache_dir),
-        ("out", out),
-    ]
-    for key, value in options:
-        if value is not None:
-            parts += [f"--{key}", str(value)]
-    if s.exact_preprocessing:
-        parts.append("--exact-preprocessing")
-    return " ".join(shlex.quote(p) for p in parts)
+from .settings import CHUNK_ROWS, OPTIONS, Settings, command_line, default_workers
 
 
 def evaluate(
@@ -105,56 +78,53 @@ def evaluate(
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
     :class:`~vlprobe.errors.ModelError`, before any scoring where the fault can be seen then.
     """
-    if datasets is not None:
-        # A mistyped name fails first, in about a second: before datasets and torch are imported.
-        for d in _dataset_list(datasets)[0]:
+    # Every setting is checked before anything is loaded: a bad number first, in a fraction of a second; then a
+    # mistyped dataset name, in about a second (both before datasets and torch are imported); then the settings
+    # whose checks import them (the device, the tie policy).
+    s = Settings(**pick(OPTIONS, locals())).check(slow=False)
+    if s.datasets is not None:
+        for d in _dataset_list(s.datasets)[0]:
             if isinstance(d, (str, os.PathLike)):
-                check_reachable(str(d), dataset_revision)
+                check_reachable(str(d), s.dataset_revision)
+    s = s.check()
     from ..dataset_folder import progress_bars_off
     from ..results import check_output_dir, environment, now_iso
 
-    s = Settings(configs=configs, splits=splits, ties=ties, bootstrap=bootstrap, confidence=confidence,
-                 threshold=threshold, seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers,
-                 device=device, dtype=dtype, modality=modality, control=control, chunk_size=chunk_size,
-                 exact_preprocessing=bool(exact_preprocessing)).check()
-    cache_dir = check_cache_dir(cache_dir)
-    if out is not None:
-        check_output_dir(out)
+    if s.out is not None:
+        check_output_dir(s.out)
     if log is None:
-        log = (lambda msg: print(msg, file=sys.stderr)) if progress else (lambda msg: None)
+        log = (lambda msg: print(msg, file=sys.stderr)) if s.progress else (lambda msg: None)
+    progress, out = s.progress, s.out
     root = Path(root) if root is not None else Path.cwd()
-    if datasets is None:
-        datasets = default_datasets(root)
-    if model is None:
-        model = default_model(root)
+    datasets = default_datasets(root) if s.datasets is None else s.datasets
+    model = default_model(root) if s.model is None else s.model
     datasets, names = _dataset_list(datasets)
 
     state, device_ = _distributed(s.device)
     main = state is None or state.is_main_process
     say = log if main else (lambda msg: None)
     with progress_bars_off(), quiet_progress(not progress):
-        sources = plan_splits(datasets, s, spec=spec, dataset_revision=dataset_revision, names=names)
+        sources = plan_splits(datasets, s, spec=s.spec, dataset_revision=s.dataset_revision, names=names)
     model_name = model[0] if isinstance(model, tuple) else model
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
     say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
-    s_model = Settings(**{**s.__dict__, "device": device_})
+    s_model = Settings(**{**vars(s), "device": device_})
     with quiet_progress(not progress):
-        scorer = load_model(model, processor, family, revision, s_model)
+        scorer = load_model(model, processor, s.family, s.revision, s_model)
     _check_shapes(sources, scorer)
 
     workers = s.num_workers if s.num_workers is not None else default_workers()
-    cache = open_cache(cache_dir, scorer, state.process_index if state else 0)
+    cache = open_cache(s.cache_dir, scorer, state.process_index if state else 0)
     cache_path = str(cache.dir) if cache is not None else None
     with progress_bars_off(), quiet_progress(not progress):
         scored, stats = _score(sources, scorer, s, cache, workers, progress, main)
     provenance = {
         "created": now_iso(),
-        "command": command_line(datasets, model, s, spec=spec, family=family, revision=revision,
-                                dataset_revision=dataset_revision, cache_dir=cache_dir, out=out),
+        "command": command_line({**vars(s), "datasets": datasets, "model": model}),
         "argv": list(sys.argv),
         "model": scorer.describe(),
         "settings": s.record(workers),
-        "datasets": [{"dataset": _dataset_label(d, names[k] if names else None), "revision": dataset_revision}
+        "datasets": [{"dataset": _dataset_label(d, names[k] if names else None), "revision": s.dataset_revision}
                      for k, d in enumerate(datasets)],
         "environment": environment(),
         "engine": {**stats, "cache_dir": cache_path},
@@ -219,15 +189,14 @@ def score(
         if isinstance(image, (str, os.PathLike)) and not Path(image).is_file():
             raise ArgumentError(f"images[{i}]", str(image), "no such image file")
     images = [str(im) if isinstance(im, os.PathLike) else im for im in images]
-    s = Settings(batch_size=batch_size, device=device, dtype=dtype, bootstrap=0,
-                 exact_preprocessing=bool(exact_preprocessing)).check()
-    cache_dir = check_cache_dir(cache_dir)
+    s = Settings(model=model, family=family, revision=revision, batch_size=batch_size, device=device, dtype=dtype,
+                 bootstrap=0, exact_preprocessing=bool(exact_preprocessing), cache_dir=cache_dir).check()
     with quiet_progress(not progress):
-        scorer = load_model(model, processor, family, revision, s)
+        scorer = load_model(model, processor, s.family, s.revision, s)
     gold = np.zeros((len(images), len(texts)), dtype=bool)
     gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
     item = Item(id="score", images=tuple(images), texts=tuple(texts), gold=gold)
-    cache = open_cache(cache_dir, scorer)
+    cache = open_cache(s.cache_dir, scorer)
     try:
         result = Engine(scorer, batch_size=s.batch_size, num_workers=0, cache=cache, progress=progress).score([item])
     except EngineOutOfMemory as err:

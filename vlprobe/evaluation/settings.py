@@ -1,126 +1,69 @@
-"""Every setting of ``vlprobe.evaluate`` / ``vlprobe evaluate``, checked before anything is loaded
-(:class:`Settings`), with the checks the other layers share (device, cache folder, workers)."""
+"""Every setting of ``vlprobe.evaluate`` / ``vlprobe evaluate``, defined once in :data:`OPTIONS` (see
+:mod:`vlprobe.options`): the command's flags, ``evaluate()``'s keywords and defaults, the checks run before anything
+is loaded (:class:`Settings`), results.json's settings block and the rerun command line all come from it. With the
+checks the other layers share (device, cache folder, workers)."""
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
+from ..options import (
+    BATCH_SIZE,
+    BOOTSTRAP,
+    CACHE_DIR,
+    CHUNK_ROWS,
+    CHUNK_SIZE,
+    CONFIDENCE,
+    DATASET_REVISION,
+    DEVICE,
+    DTYPE,
+    FAMILY,
+    LIMIT,
+    MAX_BOOTSTRAP,
+    MODEL,
+    NUM_WORKERS,
+    OUT,
+    PROGRESS,
+    REVISION,
+    SEED,
+    Option,
+    Refused,
+    check,
+    defaults,
+    is_number,
+    joined,
+    one_of,
+    switch,
+)
+from ..options import command_line as _command_line
+from ..options import record as _record
+from ..spec import MODALITIES
 
-from ..errors import ArgumentError
+__all__ = ["CHUNK_ROWS", "CONTROLS", "DEFAULT_OUT", "MAX_BOOTSTRAP", "OPTIONS", "TEST_LIKE", "Settings",
+           "check_cache_dir", "check_device", "command_line", "default_workers"]
 
 TEST_LIKE = ("test",)
 
 
-CHUNK_ROWS = 2000
-
-
-MAX_BOOTSTRAP = 100_000  # resamples; see Settings.check
+DEFAULT_OUT = "runs/default"  # the offline default run's output folder
 
 
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 
 
-@dataclass
-class Settings:
-    """Every setting of a run, validated by :meth:`check` before anything is loaded."""
+def _datasets(value: Any) -> Any:
+    if value is None:
+        return None
+    from ..errors import ArgumentError
+    from .data import _dataset_list
 
-    configs: Any = "all"
-    splits: Any = None
-    ties: str = "strict"
-    bootstrap: int = 1000
-    confidence: float = 0.95
-    threshold: float = 0.5
-    seed: int = 0
-    limit: int | None = None
-    batch_size: int = 32
-    num_workers: int | None = None
-    device: str | None = None
-    dtype: str = "float32"
-    modality: str = "image"
-    control: str | None = None
-    chunk_size: int = CHUNK_ROWS
-    exact_preprocessing: bool = False
-
-    def check(self) -> "Settings":
-        from .. import metric as metric_module
-        from ..spec import MODALITIES
-
-        def integer(name: str, value: Any, low: int, high: int | None = None) -> None:
-            what = "at least 1" if low == 1 else "0 or more"
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise ArgumentError(name, value, f"must be a whole number ({what})")
-            if value < low:
-                raise ArgumentError(name, value, f"must be {what}")
-            if high is not None and value > high:
-                raise ArgumentError(name, value, f"must be at most {high:,}")
-
-        integer("batch_size", self.batch_size, 1)
-        integer("bootstrap", self.bootstrap, 0)
-        if self.bootstrap > MAX_BOOTSTRAP:
-            # Every resample's statistics are held in memory at once (10^12 asked numpy for 36 TiB) and
-            # AUROC is recomputed per resample: past 10^5 the CI's last digit no longer moves anyway.
-            raise ArgumentError("bootstrap", self.bootstrap,
-                                f"at most {MAX_BOOTSTRAP:,} resamples (all are held in memory; 1000 is the usual, "
-                                f"10,000 for a steadier CI)")
-        integer("seed", self.seed, 0)
-        integer("chunk_size", self.chunk_size, 1)
-        if self.limit is not None:
-            integer("limit", self.limit, 1)
-        if self.num_workers is not None:
-            integer("num_workers", self.num_workers, 0)
-        if not _number(self.confidence) or not 0 < self.confidence < 1:
-            raise ArgumentError("confidence", self.confidence, "must be a level strictly between 0 and 1 (e.g. 0.95)")
-        # The threshold is applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would
-        # call every cell true or every cell false, so it is refused before anything is loaded.
-        if not _number(self.threshold) or not 0 <= self.threshold <= 1:
-            raise ArgumentError("threshold", self.threshold,
-                                "must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the "
-                                "model's match probabilities")
-        if not isinstance(self.ties, str) or self.ties not in metric_module.TIE_POLICIES:
-            raise ArgumentError("ties", self.ties, f"unknown tie policy; choose one of "
-                                                   f"{', '.join(metric_module.TIE_POLICIES)}")
-        if not isinstance(self.modality, str) or self.modality not in MODALITIES:
-            raise ArgumentError("modality", self.modality, f"unknown modality; choose one of {', '.join(MODALITIES)}")
-        if self.control == "shuffled":
-            self.control = "shuffle"
-        if self.control not in (None, *CONTROLS):
-            raise ArgumentError("control", self.control, f"unknown control; choose one of {', '.join(CONTROLS)}")
-        try:
-            from ..scorers.loading import resolve_dtype
-
-            self.dtype = resolve_dtype(self.dtype)[0]
-        except (ValueError, TypeError) as err:
-            raise ArgumentError("dtype", self.dtype, str(err)) from None
-        for name in ("configs", "splits"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str) and not (
-                    isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
-                raise ArgumentError(name, value, "must be a name, a comma-separated string or a list of names")
-        self.device = check_device(self.device)
-        return self
-
-    def record(self, workers: int) -> dict[str, Any]:
-        """The settings block of results.json's provenance."""
-        return {
-            "ties": self.ties, "bootstrap": self.bootstrap, "confidence": self.confidence, "seed": self.seed,
-            "threshold": self.threshold, "limit": self.limit, "batch_size": self.batch_size, "num_workers": workers,
-            "modality": self.modality, "control": self.control, "split": _joined(self.splits),
-            "config": _joined(self.configs), "exact_preprocessing": self.exact_preprocessing,
-        }
-
-
-def _number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float, np.number)) and math.isfinite(value)
-
-
-def _joined(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return ",".join(value)
+    try:
+        _dataset_list(value)
+    except ArgumentError as err:
+        raise Refused(err.detail, err.value) from None
+    return value
 
 
 def _names(value: Any) -> list[str] | None:
@@ -131,34 +74,129 @@ def _names(value: Any) -> list[str] | None:
     return list(value)
 
 
-def check_device(device: str | None) -> str | None:
-    """``device`` as given, once torch is known to have it (cuda, cuda:N, mps, cpu); None/"auto"
-    stays None (the best available is picked when the model loads)."""
-    if device in (None, "", "auto"):
-        return None
-    if not isinstance(device, str):
-        raise ArgumentError("device", device, "must be a device name: cpu, cuda, cuda:N or mps")
-    import torch
+def _names_given(value: Any) -> Any:
+    if value is not None and not isinstance(value, str) and not (
+            isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+        raise Refused("must be a name, a comma-separated string or a list of names")
+    return value
 
-    try:
-        dev = torch.device(str(device))
-    except (RuntimeError, ValueError):
-        raise ArgumentError("device", device, "unknown device; use cpu, cuda, cuda:N or mps") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ArgumentError("device", device, f"this torch has no CUDA device (torch {torch.__version__}, "
-                                f"CUDA {'not compiled in' if torch.version.cuda is None else 'no GPU visible'}); "
-                                f"use cpu or leave the device out")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ArgumentError("device", device, f"there are only {torch.cuda.device_count()} CUDA device(s)")
-    elif dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ArgumentError("device", device, "MPS (Apple GPU) is not available here; use cpu or leave the "
-                                                  "device out")
-    elif dev.type != "cpu":
-        raise ArgumentError("device", device, "vlprobe runs on cpu, cuda or mps")
-    return str(device)
+
+def _spec(value: Any) -> Any:
+    from ..spec import ItemSpec
+
+    if value is None or isinstance(value, (dict, ItemSpec)) or isinstance(value, (str, os.PathLike)) and str(value):
+        return value
+    raise Refused("must be a vlprobe.yaml path, a dict or an ItemSpec")
+
+
+def _ties(value: Any) -> str:
+    from ..metric import TIE_POLICIES  # the metric's own list (importing it imports evaluate: a slow check)
+
+    return one_of(TIE_POLICIES, "tie policy")(value)
+
+
+def _threshold(value: Any) -> Any:
+    # The threshold is applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would call every
+    # cell true or every cell false, so it is refused before anything is loaded.
+    if not is_number(value) or not 0 <= value <= 1:
+        raise Refused("must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the model's match "
+                      "probabilities")
+    return value
+
+
+def _control(value: Any) -> str | None:
+    if value == "shuffled":
+        return "shuffle"
+    if value is not None and value not in CONTROLS:
+        raise Refused(f"unknown control; choose one of {', '.join(CONTROLS)}")
+    return value
+
+
+# The options of `vlprobe evaluate`, in the order of its --help and of the command line a run records.
+OPTIONS: tuple[Option, ...] = (
+    Option("datasets", None, "dataset folder or Hub id; repeat for several (default: the offline default datasets)",
+           _datasets, flag="--dataset", action="append", metavar="FOLDER_OR_HUB_ID"),
+    Option("configs", "all", "config name(s), comma-separated; 'all' (default) scores every config, or the dataset's "
+           "own config named 'all' when it has one (VALSE); '*' always scores every config", _names_given,
+           flag="--config", record="config", to_record=joined, to_cli=joined),
+    Option("splits", None, "split(s), comma-separated (default: the splits whose name starts with 'test', else the "
+           "only split)", _names_given, flag="--split", record="split", to_record=joined, to_cli=joined),
+    DATASET_REVISION,
+    Option("spec", None, "a vlprobe.yaml saying how rows become items (default: the dataset's)", _spec),
+    MODEL,
+    REVISION,
+    FAMILY,
+    Option("ties", "strict", "tie policy of the metric: strict (default), half, lenient", _ties, slow=True,
+           record="ties"),
+    BOOTSTRAP,
+    CONFIDENCE,
+    Option("threshold", 0.5, "probability threshold of acc/p_c/p_f (default 0.5)", _threshold, type=float,
+           record="threshold"),
+    SEED.but(help="seed of the bootstrap and of the shuffled control"),
+    LIMIT.but(help="score only the first N rows of each config/split"),
+    BATCH_SIZE,
+    NUM_WORKERS,
+    DTYPE,
+    DEVICE,
+    Option("modality", "image", "TraVLR's settings: image (default), caption (blank image, query + caption: the query "
+           "first, so truncation cannot cut it), both (image, query + caption)",
+           one_of(MODALITIES, "modality"), choices=MODALITIES, record="modality"),
+    Option("control", None, "control run: every image blank, or images shuffled across items ('shuffled' is the old "
+           "name of 'shuffle')", _control, choices=(*CONTROLS, "shuffled"), record="control"),
+    CACHE_DIR.but(help="score cache (default: $VLPROBE_CACHE or ~/.cache/vlprobe); 'none' disables it"),
+    OUT.but(help=f"output folder (default: {DEFAULT_OUT} for the default run)"),
+    Option("exact_preprocessing", False, "always the model's PIL image processor (the one the papers ran), never the "
+           "fast torchvision one (default: fast when torchvision imports)", switch, action="store_true",
+           record="exact_preprocessing"),
+    CHUNK_SIZE.but(help="rows read and scored at a time; memory does not grow with the dataset (default 2000)",
+                   rerun=False),
+    PROGRESS.but(rerun=False),
+)
+
+# results.json's settings block, in the order it has always had (the workers: the number that ran)
+RECORD_ORDER = ("ties", "bootstrap", "confidence", "seed", "threshold", "limit", "batch_size", "num_workers",
+                "modality", "control", "split", "config", "exact_preprocessing")
+
+_OPTION = {o.name: o for o in OPTIONS}
+
+
+class Settings(SimpleNamespace):
+    """A run's settings by their Python names (``s.batch_size``): every option of :data:`OPTIONS`, the ones not
+    given at their defaults. :meth:`check` returns them checked, before anything is loaded."""
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - set(_OPTION))
+        if unknown:
+            raise TypeError(f"Settings has no setting {', '.join(unknown)}")
+        super().__init__(**{**defaults(OPTIONS), **values})
+
+    def check(self, slow: bool = True) -> Settings:
+        """The settings checked and normalised (the dtype's and control's canonical names...); the first bad
+        one raises :class:`~vlprobe.errors.ArgumentError` naming it. ``slow=False``: all but the checks that
+        import torch or the metric (the device, the tie policy)."""
+        return Settings(**check(OPTIONS, vars(self), slow=slow))
+
+    def record(self, workers: int) -> dict[str, Any]:
+        """The settings block of results.json's provenance (``workers``: the DataLoader workers that ran)."""
+        return _record(OPTIONS, vars(self), RECORD_ORDER, num_workers=workers)
+
+
+def command_line(values: dict[str, Any]) -> str | None:
+    """The ``vlprobe evaluate`` command that reruns checked settings ``values`` (with the datasets and model
+    resolved), every option spelled out; None when an input is an object in memory (no command can name it)."""
+    return _command_line("vlprobe evaluate", OPTIONS, values)
+
+
+def check_device(device: Any) -> str | None:
+    """``device`` as given, once torch is known to have it (cuda, cuda:N, mps, cpu); None/"auto" stays None
+    (the best available is picked when the model loads)."""
+    return check([_OPTION["device"]], {"device": device})["device"]
+
+
+def check_cache_dir(cache_dir: Any) -> Any:
+    """``cache_dir`` once it is one: None (the default, ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``), ``"none"``
+    (no cache; False is taken for it), or a folder path."""
+    return check([_OPTION["cache_dir"]], {"cache_dir": cache_dir})["cache_dir"]
 
 
 def default_workers() -> int:
@@ -167,16 +205,3 @@ def default_workers() -> int:
     one worker made mini-clip 2.2x slower: README, performance notes)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(4, cpus - 1) if cpus > 2 else 0
-
-
-def check_cache_dir(cache_dir: Any) -> Any:
-    """``cache_dir`` as given once it is one: None (the default, ``$VLPROBE_CACHE`` or
-    ``~/.cache/vlprobe``), ``"none"`` or False (no cache), or a folder path."""
-    if cache_dir is None or cache_dir is False:
-        return cache_dir
-    if isinstance(cache_dir, os.PathLike):
-        return cache_dir
-    if isinstance(cache_dir, str) and cache_dir.strip():
-        return cache_dir
-    raise ArgumentError("cache_dir", cache_dir, "must be a folder path, 'none' (no cache) or None (the default: "
-                                                "$VLPROBE_CACHE, else ~/.cache/vlprobe)")

@@ -9,8 +9,8 @@ import time
 from typing import Any, Sequence
 
 from ..errors import DatasetError
-from ..evaluation import CHUNK_ROWS
 from ..locations import DEFAULT_MODEL
+from ..options import CHUNK_ROWS, pick
 from .data import _check_classes, _resolve_dataset, _resolve_model, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
@@ -21,6 +21,7 @@ from .settings import (
     DEFAULT_DATASET,
     L2_GRID,
     MODALITIES,
+    OPTIONS,
     PROBE_RUN_FILE,
     TEXT_ONLY,
     VALIDATION,
@@ -29,6 +30,7 @@ from .settings import (
     _one_dataset,
     check_settings,
     command_line,
+    record,
 )
 
 
@@ -46,9 +48,11 @@ def probe(
     text_baseline: bool = True,
     finetune: bool = False,
     epochs: int = 3,
+    schedule: str = "quick",
     bootstrap: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    seeds: int = 3,
     limit: int | None = None,
     batch_size: int = 32,
     num_workers: int | None = None,
@@ -62,8 +66,6 @@ def probe(
     progress: bool = True,
     out: str | os.PathLike | None = None,
     dataset: Any = _NONE,
-    seeds: int = 3,
-    schedule: str = "quick",
 ) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
 
@@ -75,9 +77,9 @@ def probe(
     disables it). ``chunk_size``: rows read and encoded at a time (memory holds one chunk's images).
     ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). ``out``:
     checked before anything is loaded and written at the end, as :meth:`ProbeResult.save`.
-    ``seeds``: every setting is run for seeds ``seed`` ... ``seed + seeds - 1`` (3, as the paper) and
-    the tables show the mean and sd over seeds; ``schedule`` (``finetune``): ``"quick"`` (``epochs``,
-    the best validation epoch kept) or ``"paper"`` (80 epochs, no early stopping).
+    ``seeds``: runs per setting, seeds ``seed`` .. ``seed + seeds - 1`` (the paper: 3); ``schedule``: the
+    fine-tuning schedule, ``"quick"`` (``epochs``, the best on validation kept) or ``"paper"`` (80 epochs, no early
+    stopping). Every keyword is an option of ``vlprobe probe`` (:data:`vlprobe.probing.settings.OPTIONS`).
 
     Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
     :class:`~vlprobe.errors.SettingError`, naming the argument); leftovers of killed runs (feature
@@ -94,21 +96,18 @@ def probe(
             raise ProbeSettingError("dataset", dataset, "give the dataset once, as datasets= (dataset= is its "
                                                         "old name)")
         datasets = _one_dataset(dataset, "dataset")
-    s = check_settings(
-        model=model, datasets=datasets, configs=configs, train_modalities=train_modalities,
-        test_modalities=test_modalities, train_sizes=train_sizes, few_shot=few_shot, classifier=classifier,
-        text_baseline=text_baseline, finetune=finetune, epochs=epochs, bootstrap=bootstrap, confidence=confidence,
-        seed=seed, limit=limit, batch_size=batch_size, num_workers=num_workers, device=device, dtype=dtype,
-        family=family, revision=revision, dataset_revision=dataset_revision, cache_dir=cache_dir,
-        chunk_size=chunk_size, progress=progress, out=out, seeds=seeds, schedule=schedule)
+    s = check_settings(**pick(OPTIONS, locals()))
     from ..leftovers import sweep
     from ..results import check_output_dir
 
+    out, progress, dataset_revision, limit = s["out"], s["progress"], s["dataset_revision"], s["limit"]
     if out is not None:
         check_output_dir(out, PROBE_RUN_FILE)
     sweep(out)
     train_modalities, test_modalities, sizes = s["train_modalities"], s["test_modalities"], s["train_sizes"]
-    dataset, chunk_size = s["datasets"], s["chunk_size"]
+    dataset, configs, chunk_size, batch_size = s["datasets"], s["configs"], s["chunk_size"], s["batch_size"]
+    few_shot, classifier, bootstrap, confidence, seed = (s["few_shot"], s["classifier"], s["bootstrap"],
+                                                         s["confidence"], s["seed"])
     started = time.perf_counter()
     from ..dataset_folder import progress_bars_off
     from ..evaluation import check_reachable, quiet_progress
@@ -126,13 +125,13 @@ def probe(
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
         data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
     with quiet_progress(not progress):  # no "Loading weights" bars with progress=False, as evaluate
-        scorer = _scorer(model if processor is None else (model, processor), family, s["device"], s["dtype"],
-                         revision)
+        scorer = _scorer(s["model"] if processor is None else (s["model"], processor), s["family"], s["device"],
+                         s["dtype"], s["revision"])
     zero_shot = getattr(scorer, "family", "") == "vqascore"
     _check_classes(data, dataset, limit, trained=not zero_shot)
     from ..scorers.base import DualScorer
 
-    text_only = text_baseline and isinstance(scorer, DualScorer)
+    text_only = s["text_baseline"] and isinstance(scorer, DualScorer)
     needed = sorted(set(train_modalities) | set(test_modalities), key=MODALITIES.index)
     settings = needed + ([TEXT_ONLY] if text_only else [])
 
@@ -145,7 +144,7 @@ def probe(
     temp = None
     if cache is None and any(len(sp) > chunk_size for by in data.values() for sp in by.values()):
         cache, temp = throwaway_cache(scorer)  # carries repeated texts across chunks
-    workers = num_workers if num_workers is not None else default_workers()
+    workers = s["num_workers"] if s["num_workers"] is not None else default_workers()
     engine = Engine(scorer, batch_size=batch_size, num_workers=workers, cache=cache, progress=progress)
     store = FeatureStore()  # the features, on disk for the length of this call
     t0, c0 = time.perf_counter(), time.process_time()
@@ -175,14 +174,16 @@ def probe(
         store.cleanup()
     for r in rows:
         r.setdefault("classifier", ZERO_SHOT if r["setting"] == ZERO_SHOT else classifier)
-    if finetune:
+    if s["finetune"]:
         rows += finetune_rows(scorer, data, train_modalities=train_modalities, test_modalities=test_modalities,
-                              epochs=epochs, batch_size=batch_size, bootstrap=bootstrap, confidence=confidence,
+                              epochs=s["epochs"], batch_size=batch_size, bootstrap=bootstrap, confidence=confidence,
                               seed=seed, seeds=s["seeds"], schedule=s["schedule"], progress=progress)
     probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1
     from ..results import environment, now_iso
 
     computed = sum(int(st.get("computed", st.get("computed_pairs", 0)) or 0) for st in stats.values())
+    tuned = {**schedule_plan(s["schedule"], s["epochs"]), "lr": FINETUNE_LR,
+             "head": "linear on [u, v, u*v, |u-v|]"} if s["finetune"] else False
     provenance = {
         "created": now_iso(),
         "command": command_line(s),
@@ -190,15 +191,9 @@ def probe(
         "model": scorer.describe(),
         "dataset": {"dataset": dataset, "revision": dataset_revision,
                     "splits": {t: {name: sp.info for name, sp in by.items()} for t, by in data.items()}},
-        "settings": {"configs": configs, "train_modalities": list(train_modalities),
-                     "test_modalities": list(test_modalities), "train_sizes": sizes, "few_shot": few_shot,
-                     "classifier": classifier, "l2_grid": list(L2_GRID), "model_selection": VALIDATION,
-                     "finetune": {**schedule_plan(s["schedule"], epochs), "lr": FINETUNE_LR,
-                                  "head": "linear on [u, v, u*v, |u-v|]"} if finetune else False,
-                     "text_baseline": text_only, "zero_shot": zero_shot, "bootstrap": bootstrap,
-                     "confidence": confidence, "seed": seed,
-                     "seeds": list(range(seed, seed + s["seeds"])), "schedule": s["schedule"], "limit": limit,
-                     "batch_size": batch_size, "num_workers": workers, "chunk_size": chunk_size},
+        "settings": record(s, l2_grid=list(L2_GRID), model_selection=VALIDATION, finetune=tuned, text_baseline=text_only,
+                           zero_shot=zero_shot, num_workers=workers,
+                           seeds=list(range(seed, seed + s["seeds"]))),  # the seeds run, not their count
         "features": {"stats": stats, "computed_inputs": computed,
                      "cache_dir": str(cache.dir) if kept_cache else None,
                      "text_max_length": getattr(scorer, "max_length", None),

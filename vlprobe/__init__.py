@@ -13,7 +13,8 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
 
 * ``evaluation/``: the pipeline, by layer (settings, data, model, scoring, result, api);
 * ``results.py``: what a run writes (results.json, scores.parquet, results.csv, plots) and the
-  shared display helpers (METRIC_ORDER, percent formatting, bar charts);
+  shared display helpers (METRIC_ORDER, percent formatting, bar charts); ``run_folder.py``: an
+  output folder written beside ``--out`` and swapped in whole (evaluate and probe);
 * ``spec.py`` / ``items.py``: rows -> items; ``engine.py`` / ``cache.py``: scoring and the score cache;
   ``scorers/``: model families; ``dataset_folder.py``: dataset folders (write, load, list configs and
   splits, undecoded image columns); ``errors.py``: the errors users see; ``options.py``: the ``Option``

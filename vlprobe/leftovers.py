@@ -32,7 +32,7 @@ except ImportError:  # Windows: no flock, so no folder can be proved abandoned
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".vlprobe-owner"
-# Inside a staging folder: the run being replaced, moved there by vlprobe.results._swap_in just
+# Inside a staging folder: the run being replaced, moved there by vlprobe.run_folder._swap_in just
 # before the new one is renamed into place. A kill between those two renames leaves --out absent and
 # the previous run here; the sweep puts it back rather than deleting it.
 PREVIOUS = "previous"

@@ -439,7 +439,8 @@ def shown_metrics(split: ScoredSplit) -> list[str]:
     from . import summary
 
     available = metric_keys(split.metrics)
-    keys = summary.display_metrics(summary.benchmark_of(split.dataset), split.shape, available)
+    keys = summary.display_metrics(summary.benchmark_of(split.dataset), split.shape, available,
+                                   (split.data or {}).get("modality"))
     return [k for k in keys if k in available] or available
 
 

@@ -25,6 +25,10 @@ Modalities (TraVLR's three settings), chosen when converting rows:
   column ("caption only"): ``"<query> <caption>"``;
 * ``both``: the real images, each text followed by the context column.
 
+(``vlprobe evaluate --modality text``, no image at all, is not a conversion of rows: the items are
+converted as for ``image`` and their texts compared with each other, :mod:`vlprobe.evaluation.text_only`;
+the probe has only these three.)
+
 The text comes first and the context after it because a model truncates long texts at its limit
 (77 tokens for CLIP, 48 for the shipped mini-clip) from the end: a TraVLR caption (36 cells of a
 scene) alone can fill the limit, and with the caption first the query, the only part that tells

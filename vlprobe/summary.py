@@ -28,10 +28,16 @@ SugarCREPE (NeurIPS 2023) main_eval.py: accuracy per subset, right when pos > ne
                           averaging).
 SugarCREPE++ (NeurIPS     VLMs/test_*.py: ITT per subset, right when both true captions score
 2024)                     strictly above the negative (set_acc on [[1, 1, 0]], strict); acc_r =
-                          the mean of its Image-P1-Neg and Image-P2-Neg accuracies.
+                          the mean of its Image-P1-Neg and Image-P2-Neg accuracies. With
+                          --modality text: TOT per subset, right when cos(P1, P2) is strictly
+                          above cos(P1, neg) and cos(P2, neg): the text score (named TOT).
 COLA (NeurIPS 2023)       scripts/eval.py ColaMultiObjAcc: each caption scores its own image
                           strictly above the other = Winoground's image score.
 ========================  ===================================================================
+
+A text-only run (``--modality text``, recorded in each entry's ``data.modality``) has one headline for
+any benchmark, ``text`` (each true text closer to the item's other true texts than to its false ones; see
+:mod:`vlprobe.evaluation.text_only`).
 
 Values are fractions in [0, 1], as the metric returns them (the report prints percentages).
 """
@@ -79,6 +85,14 @@ TIE_RULES = {
     "sugar_crepe_pp": ("strict", "a tie is wrong: the authors' ITT needs both true captions strictly above the negative"),
     "cola": ("strict", "a tie is wrong: the authors' ColaMultiObjAcc needs preds[0,0] > preds[1,0] and preds[1,1] > preds[0,1]"),
 }
+TEXT_ONLY = "text"  # the text-only modality (vlprobe.evaluation.settings.TEXT)
+# SugarCREPE++ scored text-only: the paper's TOT, its name and tie rule.
+SUGAR_CREPE_PP_TOT = {
+    "source": "SugarCREPE++ (Dumpala et al., NeurIPS 2024), TOT per subset as VLMs/test_*.py",
+    "names": {"text": "TOT"},
+    "tie_rule": ("strict", "a tie is wrong: the authors' TOT needs cos(P1, P2) strictly above cos(P1, neg) and "
+                           "cos(P2, neg)"),
+}
 
 # Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
 # thresholded score): VALSE shows AUROC only then too, as the paper does (CLIP: acc_r only).
@@ -121,7 +135,7 @@ def _shape(shape: Any) -> tuple[int, int] | None:
     return m, n
 
 
-def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None) -> list[str]:
+def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None, modality: str | None = None) -> list[str]:
     """The metrics the benchmark's paper reports, in the paper's order (the first is the one a
     plot shows). Probability metrics (:data:`PROBABILITY_METRICS`, and VALSE's AUROC) apply only
     where a run has probabilities: :func:`headline_present` applies that rule to a result.
@@ -129,9 +143,12 @@ def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None) -> li
     ``shape`` (m, n) is the items' shape where the benchmark has several framings (TraVLR:
     1 x 1 true/false statements -> macro-F1; 1 x 2 query vs foil -> acc_r) and decides for a
     benchmark without a paper: m >= 2 -> text / image / group; 1 x 1 -> macro-F1; else acc_r.
+    ``modality="text"`` (a text-only run): ``text`` for every benchmark (SugarCREPE++'s TOT).
     """
     b = benchmark_of(benchmark)
     s = _shape(shape)
+    if modality == TEXT_ONLY:
+        return ["text"]
     if b == "valse":
         return ["acc_r", "acc", "min_p", "auroc"]
     if b in ("winoground", "winoground_style"):
@@ -160,12 +177,13 @@ def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None) -> li
     return ["acc_r"]
 
 
-def headline_present(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str]) -> list[str]:
+def headline_present(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str],
+                     modality: str | None = None) -> list[str]:
     """The headline metrics a result actually has, under the papers' rules: VALSE's acc, min_p
     and AUROC only with probabilities (the paper reports only acc_r for CLIP-like models)."""
     avail = set(available)
     b = benchmark_of(benchmark)
-    keys = [k for k in headline_metrics(b, shape) if k in avail]
+    keys = [k for k in headline_metrics(b, shape, modality) if k in avail]
     if b == "valse" and "acc" not in avail:
         keys = [k for k in keys if k == "acc_r"]
     return keys
@@ -185,7 +203,8 @@ def primary_metric(benchmark: str, shape: tuple[int, int] | None, available: Ite
     return rest[0] if rest else None
 
 
-def display_metrics(benchmark: str, shape: tuple[int, int] | None, available: Sequence[str]) -> list[str]:
+def display_metrics(benchmark: str, shape: tuple[int, int] | None, available: Sequence[str],
+                    modality: str | None = None) -> list[str]:
     """The metrics a printed table shows for one config: its headline metrics first, then the
     others that carry information for this item shape. For 1 x n items text = set_acc (one row),
     and for 1 x 2 items acc_r = text = set_acc = sentence_acc = 1 - set_error (one pair), so
@@ -195,7 +214,7 @@ def display_metrics(benchmark: str, shape: tuple[int, int] | None, available: Se
     avail = [k for k in available]
     b = benchmark_of(benchmark)
     s = _shape(shape)
-    head = headline_present(b, s, avail) if (b in BENCHMARKS or s is not None) else []
+    head = headline_present(b, s, avail, modality) if (b in BENCHMARKS or s is not None) else []
     drop: set[str] = set()
     if s is not None:
         m, n = s
@@ -330,7 +349,14 @@ def _summarize_valse(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _modality(entries: Sequence[dict[str, Any]]) -> str | None:
+    """``"text"`` when every entry was scored text-only (``data.modality``), else None."""
+    found = {(e.get("data") or {}).get("modality") for e in entries}
+    return TEXT_ONLY if entries and found == {TEXT_ONLY} else None
+
+
 def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Sequence[str] | None) -> dict[str, Any]:
+    modality = _modality(entries)
     per = _per_config(entries, bench)
     order = list(expected or [])
     order += [c for c in per if c not in order]
@@ -345,12 +371,12 @@ def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Se
         split = _pick_split([f[0] for f in found])
         _, metrics, source = next(f for f in found if f[0] == split)
         shape = infer_shape(metrics)
-        keys = headline_present(bench, shape, _present(metrics))
+        keys = headline_present(bench, shape, _present(metrics), modality)
         rows.append(_row(config, split, metrics, keys, source, PAPER_CONFIG.get((bench, config))))
     missing = [c for c in (expected or []) if c not in per]
     if missing:
         notes.append(f"{len(rows)} of {len(expected or [])} configs scored (missing: {', '.join(missing)})")
-    keys = [k for k in headline_metrics(bench) if rows and any(k in r["values"] for r in rows)]
+    keys = [k for k in headline_metrics(bench, None, modality) if rows and any(k in r["values"] for r in rows)]
     return {"source": SOURCES.get(bench), "headline": keys, "rows": rows, "complete": bool(rows) and not missing,
             "notes": notes}
 
@@ -372,6 +398,9 @@ def _summarize_sugar_crepe(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _with_tie_rule(block: dict[str, Any], bench: str) -> dict[str, Any]:
     policy, rule = TIE_RULES[bench]
+    if bench == "sugar_crepe_pp" and block.get("headline") == ["text"]:  # scored text-only: TOT
+        policy, rule = SUGAR_CREPE_PP_TOT["tie_rule"]
+        block["source"], block["names"] = SUGAR_CREPE_PP_TOT["source"], dict(SUGAR_CREPE_PP_TOT["names"])
     block["tie_policy"] = {"authors": policy, "rule": rule}
     return block
 
@@ -448,8 +477,10 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     - BLA: per task sentence_acc, set_acc, set_error.
     - TraVLR: per task and test split, macro-F1 (1 x 1 items) or acc_r (1 x 2).
     - SugarCREPE: per subset acc_r; ``add`` / ``replace`` / ``swap`` = unweighted means of their subsets.
-    - SugarCREPE++: per subset set_acc (the authors' ITT) and acc_r. COLA: image (the authors'
-      multi-object accuracy), text, group. These three blocks add ``tie_policy``: the authors' rule.
+    - SugarCREPE++: per subset set_acc (the authors' ITT) and acc_r; scored text-only, text (the authors'
+      TOT; ``names`` maps ``text`` to ``"TOT"``). COLA: image (the authors' multi-object accuracy), text,
+      group. These three blocks add ``tie_policy``: the authors' rule.
+    - A text-only run of any benchmark: ``text`` per config.
     - Any other benchmark: the shape-based headline per config and split.
     """
     by: dict[str, list[dict[str, Any]]] = {}
@@ -475,7 +506,7 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             rows = []
             for e in es:
                 m = e["metrics"]
-                keys = headline_present(bench, _entry_shape(e), _present(m))
+                keys = headline_present(bench, _entry_shape(e), _present(m), (e.get("data") or {}).get("modality"))
                 rows.append(_row(e["config"], e["split"], m, keys, e["config"]))
             out[bench] = {"source": None, "headline": sorted({k for r in rows for k in r["values"]},
                                                              key=lambda k: _ORDER.index(k) if k in _ORDER else 99),

@@ -4,7 +4,9 @@ as a Hub dataset folder, from the 5 annotation files of github.com/Sri-Harsha/sc
 
 One config per subset and ``all`` (the default, reading the subsets' parquet). Each row is 1 image x
 [caption, caption2, negative_caption], the two captions true: gold ``[[1, 1, 0]]``. The authors' ITT
-score (both true captions above the negative, strictly) is vlprobe's ``set_acc`` on these items.
+score (both true captions above the negative, strictly) is vlprobe's ``set_acc`` on these items; their TOT
+(``cos(P1, P2)`` above ``cos(P1, neg)`` and ``cos(P2, neg)``) is ``text`` with ``--modality text``
+(:mod:`vlprobe.evaluation.text_only`).
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from .data import (
     default_datasets,
     plan_splits,
 )
-from .model import _check_shapes, default_model, load_model
+from .model import _check_shapes, _check_text_tower, default_model, load_model
 from .result import Evaluation, summarize
 from .scoring import _distributed, _measure, _score, open_cache, quiet_progress
-from .settings import CHUNK_ROWS, OPTIONS, Settings, command_line, default_workers
+from .settings import CHUNK_ROWS, OPTIONS, TEXT, Settings, command_line, default_workers
 
 
 def evaluate(
@@ -68,7 +68,9 @@ def evaluate(
     for the test splits. ``spec``: a vlprobe.yaml path, a dict or an ItemSpec (default: the
     dataset's). ``ties``, ``bootstrap``, ``confidence``, ``threshold``, ``seed``: the metric's.
     ``limit``: the first N rows of each split. ``batch_size``, ``num_workers``, ``device``,
-    ``dtype``: the engine's. ``modality``: image, caption, both (TraVLR's settings). ``control``:
+    ``dtype``: the engine's. ``modality``: image, caption, both (TraVLR's settings), or text (no image:
+    each true text against the item's other true texts and its false ones, by a dual encoder's text tower;
+    SugarCREPE++'s TOT, see :mod:`vlprobe.evaluation.text_only`). ``control``:
     blank or shuffle. ``cache_dir``: the score cache (None: the default, "none": off). ``out``:
     checked before scoring and written at the end (as :meth:`Evaluation.save`). ``chunk_size``:
     rows read and scored at a time. ``exact_preprocessing``: always the model's PIL image processor
@@ -87,6 +89,9 @@ def evaluate(
             if isinstance(d, (str, os.PathLike)):
                 check_reachable(str(d), s.dataset_revision)
     s = s.check()
+    if s.modality == TEXT and s.control:
+        raise ArgumentError("control", s.control, "--modality text looks at no image, so an image control changes "
+                                                  "nothing; leave it out")
     from ..dataset_folder import progress_bars_off
     from ..results import check_output_dir, environment, now_iso
 
@@ -111,7 +116,10 @@ def evaluate(
     s_model = Settings(**{**vars(s), "device": device_})
     with quiet_progress(not progress):
         scorer = load_model(model, processor, s.family, s.revision, s_model)
-    _check_shapes(sources, scorer)
+    if s.modality == TEXT:
+        _check_text_tower(scorer)
+    else:
+        _check_shapes(sources, scorer)
 
     workers = s.num_workers if s.num_workers is not None else default_workers()
     cache = open_cache(s.cache_dir, scorer, state.process_index if state else 0)

@@ -45,8 +45,14 @@ class SplitSource:
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:
         from ..items import ItemError
         from ..spec import SpecError
+        from .settings import TEXT
 
         try:
+            if modality == TEXT:  # the row's items as they are, their texts compared with each other (no image)
+                from .text_only import text_only
+
+                return [text_only(self.spec.to_item(row, index=start + i, config=self.config))
+                        for i, row in enumerate(rows)]
             return [self.spec.to_item(row, index=start + i, config=self.config, modality=modality)
                     for i, row in enumerate(rows)]
         except (ItemError, SpecError) as err:

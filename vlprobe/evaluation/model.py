@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import ModelError, SettingError, VlprobeError
+from ..errors import ArgumentError, ModelError, SettingError, VlprobeError
 from ..locations import DEFAULT_MODEL
 from .data import SplitSource
 from .settings import Settings
@@ -110,6 +110,15 @@ def _check_shapes(sources: Sequence[SplitSource], scorer: Any) -> None:
                 f"query-vs-foil framing of the dataset, or `vlprobe probe`, which fits a probe on the frozen "
                 f"features as TraVLR's paper does"
             )
+
+
+def _check_text_tower(scorer: Any) -> None:
+    """``--modality text`` compares texts by a dual encoder's text tower; a family that scores image-text pairs
+    jointly (itm, vqascore) or reads text alone with a language model (causal_lm) has none."""
+    from ..scorers.base import DualScorer
+
+    if not isinstance(scorer, DualScorer):
+        raise ArgumentError("modality", "text", f"needs a dual encoder's text tower; {scorer.family} has none")
 
 
 def default_model(root: str | os.PathLike) -> str:

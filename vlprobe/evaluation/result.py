@@ -135,14 +135,15 @@ def format_summary(summary: dict[str, Any]) -> str:
         if not rows:
             continue
         lines += ["", summary_title(bench, block)]
+        names = block.get("names") or {}  # the paper's name of a metric (SugarCREPE++'s text score: TOT)
         for row in rows:
             name = f"{row.get('label') or row.get('config')}/{row.get('split')}"
             cis = row.get("ci") or {}
             cells = []
             for key, value in (row.get("values") or {}).items():
                 ci = cis.get(key)
-                cells.append(f"{key} {pct(value)}" + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci else ""))
-            cells += [f"{key} N/A ({row['na_reason']})" for key in row.get("na") or []]
+                cells.append(f"{names.get(key, key)} {pct(value)}" + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci else ""))
+            cells += [f"{names.get(key, key)} N/A ({row['na_reason']})" for key in row.get("na") or []]
             extra = f"  ({row['framing']})" if row.get("framing") else ""
             n = f"  n={row['n_items']}" if row.get("n_items") is not None else ""
             lines.append(f"  {name:<32} " + "  ".join(cells) + n + extra)

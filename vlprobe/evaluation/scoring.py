@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import DatasetError, ModelError
 from ..results import ScoredItem, ScoredSplit, ScoreMatrices
 from .data import SplitSource
-from .settings import Settings
+from .settings import TEXT, Settings
+from .text_only import score_text_only
 
 
 def _chunks(sources: Sequence[SplitSource], s: Settings) -> Iterator[list[tuple[int, Any]]]:
@@ -143,7 +144,10 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
     try:
         for chunk in _chunks(sources, s):
             try:
-                result = engine.score([item for _, item in chunk])
+                if s.modality == TEXT:
+                    result = score_text_only(engine, [item for _, item in chunk])
+                else:
+                    result = engine.score([item for _, item in chunk])
             except EngineOutOfMemory as err:
                 raise ModelError(str(err)) from None
             except ImageError as err:

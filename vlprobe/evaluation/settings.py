@@ -39,9 +39,10 @@ from ..options import (
 )
 from ..options import command_line as _command_line
 from ..options import record as _record
-from ..spec import MODALITIES
+from ..spec import MODALITIES as IMAGE_MODALITIES
 
-__all__ = ["CHUNK_ROWS", "CONTROLS", "DEFAULT_OUT", "MAX_BOOTSTRAP", "OPTIONS", "TEST_LIKE", "Settings",
+__all__ = ["CHUNK_ROWS", "CONTROLS", "DEFAULT_OUT", "MAX_BOOTSTRAP", "MODALITIES", "OPTIONS", "TEST_LIKE", "TEXT",
+           "Settings",
            "check_cache_dir", "check_device", "command_line", "default_workers"]
 
 TEST_LIKE = ("test",)
@@ -49,6 +50,10 @@ TEST_LIKE = ("test",)
 
 DEFAULT_OUT = "runs/default"  # the offline default run's output folder
 
+
+# evaluate's modalities: TraVLR's three (vlprobe.spec, the probe's too) and text-only (vlprobe/evaluation/text_only.py)
+TEXT = "text"
+MODALITIES = (*IMAGE_MODALITIES, TEXT)
 
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 
@@ -139,7 +144,8 @@ OPTIONS: tuple[Option, ...] = (
     DTYPE,
     DEVICE,
     Option("modality", "image", "TraVLR's settings: image (default), caption (blank image, query + caption: the query "
-           "first, so truncation cannot cut it), both (image, query + caption)",
+           "first, so truncation cannot cut it), both (image, query + caption); text: no image, each true text "
+           "against the item's other true texts and its false ones by the text tower (SugarCREPE++'s TOT)",
            one_of(MODALITIES, "modality"), choices=MODALITIES, record="modality"),
     Option("control", None, "control run: every image blank, or images shuffled across items ('shuffled' is the old "
            "name of 'shuffle')", _control, choices=(*CONTROLS, "shuffled"), record="control"),

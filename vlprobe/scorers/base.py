@@ -211,6 +211,16 @@ class DualScorer(Scorer):
         """(m, d) x (n, d) -> (m, n) scores, equal to the model's own image-text logits."""
         raise NotImplementedError
 
+    def text_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Text embeddings (m, d) x (n, d) -> (m, n) text-text similarities: the cosine of the L2-normalised
+        embeddings (float64), as SugarCREPE++'s authors compare texts for its TOT; no logit scale or bias
+        (they are for image-text pairs). Used by ``--modality text``."""
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+        b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+        return a @ b.T
+
 
 class PairScorer(Scorer):
     kind: ClassVar[str] = "pair"

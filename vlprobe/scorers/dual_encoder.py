@@ -18,6 +18,9 @@ its forward returns:
 
 ``encode_images``/``encode_texts`` return **L2-normalised** float32 embeddings, so cached
 embeddings are reusable and :meth:`similarity` is one matrix product plus the scale and bias.
+Text against text (``--modality text``, SugarCREPE++'s TOT) is
+:meth:`~vlprobe.scorers.base.DualScorer.text_similarity`: the plain cosine of two text embeddings,
+without the image-text logit's scale and bias.
 
 Text preprocessing follows each family's training: SigLIP/SigLIP 2 texts are padded to
 ``max_length`` (64 for the released checkpoints, capped by the model's position table), as their

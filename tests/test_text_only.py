@@ -1,0 +1,272 @@
+"""``--modality text`` (``evaluate(modality="text")``): each true text of an item against its other true texts
+and its false ones, by the text tower. On SugarCREPE++ items the metric's ``text`` score is the authors' TOT
+(VLMs/test_*.py: cos(P1, P2) > cos(P1, neg) and cos(P1, P2) > cos(P2, neg)), checked here against that
+criterion computed independently: on hand-worked cosines, and on the real files (../shared/data, through
+VLPROBE_SHARED_DATA; skipped without them) with the shipped models/mini-clip."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+from PIL import Image
+
+import vlprobe
+from vlprobe.errors import ArgumentError, DatasetError
+from vlprobe.evaluation.text_only import columns, text_gold
+from vlprobe.scorers.base import DualScorer
+
+SPEC = {"id": "id", "images": ["image"], "texts": ["caption", "caption2", "negative_caption"], "gold": [[1, 1, 0]],
+        "tags": ["case"]}
+
+# Hand-worked 2-d text embeddings (unnormalised: the scorer normalises) and the TOT each case must get.
+VECTORS = {
+    "p1": (5.0, 0.0),      # unit x
+    "p2 close": (4.0, 3.0),   # cos(p1, p2) = 0.8
+    "neg far": (0.0, 7.0),    # cos(p1, neg) = 0, cos(p2, neg) = 0.6 -> right
+    "p2 apart": (0.0, 2.0),   # cos(p1, p2) = 0
+    "neg near p1": (3.0, 4.0),  # cos(p1, neg) = 0.6 > 0 -> wrong (P1 prefers the negative)
+    "p2 mid": (3.0, 4.0),     # cos(p1, p2) = 0.6
+    "neg near p2": (0.0, 1.0),  # cos(p1, neg) = 0 < 0.6 but cos(p2, neg) = 0.8 > 0.6 -> wrong (P2 prefers it)
+    "neg tie": (3.0, -4.0),   # cos(p1, neg) = 0.6 = cos(p1, p2): a tie -> wrong under strict
+}
+CASES = [  # (id, caption, caption2, negative_caption)
+    ("right", "p1", "p2 close", "neg far"),
+    ("wrong_p1", "p1", "p2 apart", "neg near p1"),
+    ("wrong_p2", "p1", "p2 mid", "neg near p2"),
+    ("tie", "p1", "p2 mid", "neg tie"),
+]
+
+
+@dataclass
+class HandDual(DualScorer):
+    """A dual encoder whose text embeddings are :data:`VECTORS`; it refuses to look at any image."""
+
+    family = "hand-dual"
+
+    def __post_init__(self) -> None:
+        self.texts_encoded = 0
+
+    def preprocess_images(self, images):
+        raise AssertionError("--modality text decoded an image")
+
+    def encode_images(self, inputs):
+        raise AssertionError("--modality text encoded an image")
+
+    def encode_texts(self, texts):
+        self.texts_encoded += len(texts)
+        return np.array([VECTORS[t] for t in texts], dtype=np.float32)
+
+    def similarity(self, image_emb, text_emb):
+        return image_emb @ text_emb.T
+
+
+def authors_tot(p1, p2, neg) -> bool:
+    """The authors' TOT on one item, from the raw embeddings: normalise, cosine, both comparisons strict."""
+    p1, p2, neg = (np.asarray(v, dtype=np.float64) / np.linalg.norm(v) for v in (p1, p2, neg))
+    c12, c1n, c2n = p1 @ p2, p1 @ neg, p2 @ neg
+    return bool(c12 > c1n and c12 > c2n)
+
+
+def hand_dataset() -> datasets.Dataset:
+    # The image column names files that do not exist: decoding one would fail.
+    return datasets.Dataset.from_dict({
+        "id": [c[0] for c in CASES], "case": [c[0] for c in CASES], "image": ["/nonexistent/img.jpg"] * len(CASES),
+        "caption": [c[1] for c in CASES], "caption2": [c[2] for c in CASES],
+        "negative_caption": [c[3] for c in CASES]})
+
+
+def run(scorer, ds=None, spec=SPEC, **kw):
+    kw = {"bootstrap": 0, "cache_dir": "none", "progress": False, **kw}
+    return vlprobe.evaluate(model=scorer, datasets={"hand": hand_dataset() if ds is None else ds}, spec=spec,
+                            modality="text", **kw)
+
+
+def test_the_matrix_layout_is_generic() -> None:
+    assert text_gold(2, 1).tolist() == [[True, False], [True, False]]
+    assert columns(2, 3) == [[1, 2], [0, 2]]  # P1: [P2, neg]; P2: [P1, neg]
+    assert text_gold(3, 2).tolist() == [[True, True, False, False]] * 3  # BLA-like: 3 true, 2 false
+    assert columns(3, 5) == [[1, 2, 3, 4], [0, 2, 3, 4], [0, 1, 3, 4]]
+
+
+def test_hand_worked_tot_equals_the_authors_criterion() -> None:
+    expected = [authors_tot(*(VECTORS[t] for t in c[1:])) for c in CASES]
+    assert expected == [True, False, False, False]  # right, P1 wrong, P2 wrong, tie
+    scorer = HandDual(model_id="hand")
+    res = run(scorer)
+    (split,) = res.splits
+    m = split.metrics
+    assert m["text"] == pytest.approx(np.mean(expected)) == 0.25
+    assert m["n_ties"] == 1 and "image" not in m and "group" not in m
+    assert split.data["modality"] == "text" and res.provenance["settings"]["modality"] == "text"
+    cos = {("p1", "p2 close"): 0.8, ("p1", "neg far"): 0.0, ("p2 close", "neg far"): 0.6,
+           ("p1", "p2 apart"): 0.0, ("p1", "neg near p1"): 0.6, ("p2 apart", "neg near p1"): 0.8,
+           ("p1", "p2 mid"): 0.6, ("p1", "neg near p2"): 0.0, ("p2 mid", "neg near p2"): 0.8,
+           ("p1", "neg tie"): 0.6, ("p2 mid", "neg tie"): -0.28}
+    for item, s, case in zip(split.items, split.scores, CASES):
+        _, p1, p2, neg = case
+        assert item.texts == (p1, p2, neg) and item.gold.tolist() == [[True, False], [True, False]]
+        # rows [P1, P2]; columns [the other positive, the negative]
+        np.testing.assert_allclose(s, [[cos[p1, p2], cos[p1, neg]], [cos[p1, p2], cos[p2, neg]]], atol=1e-6)
+        row_right = bool((s[:, 0] > s[:, 1]).all())
+        assert row_right == authors_tot(*(VECTORS[t] for t in case[1:])), case[0]
+    assert m["per_tag"]["case=right"]["text"] == 1.0 and m["per_tag"]["case=tie"]["text"] == 0.0
+    # Only the tie changes with the tie policy: lenient counts it right, half as half.
+    assert run(scorer, ties="lenient").splits[0].metrics["text"] == 0.5
+    assert run(scorer, ties="half").splits[0].metrics["text"] == 0.375
+    # The summary of a text-only run: text is the headline of any benchmark.
+    assert res.summary["hand"]["headline"] == ["text"]
+
+
+def test_text_only_never_looks_at_an_image_and_the_cache_serves_a_second_run(tmp_path: Path) -> None:
+    scorer = HandDual(model_id="hand")
+    first = run(scorer, cache_dir=str(tmp_path / "cache"))
+    n = scorer.texts_encoded
+    assert n == len(VECTORS) and first.provenance["engine"]["computed_texts"] == n
+    second = run(scorer, cache_dir=str(tmp_path / "cache"))
+    assert scorer.texts_encoded == n  # nothing computed
+    eng = second.provenance["engine"]
+    assert eng["computed_texts"] == 0 and eng["computed_images"] == 0 and eng["cached"] == n
+    np.testing.assert_array_equal(np.stack(second.splits[0].scores), np.stack(first.splits[0].scores))
+
+
+def test_one_true_text_is_refused_before_the_model_loads() -> None:
+    # SugarCREPE's shape: one caption against its negative.
+    ds = hand_dataset().remove_columns(["caption2"])
+    spec = {**SPEC, "texts": ["caption", "negative_caption"], "gold": [[1, 0]]}
+    with pytest.raises(DatasetError) as err:
+        vlprobe.evaluate(model="no/such-model-is-loaded", datasets={"sugar_crepe": ds}, spec=spec, modality="text",
+                         cache_dir="none", progress=False)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("sugar_crepe/default/test: cannot be scored text-only")
+    assert "has 1 true text and 1 false" in msg
+    # No false text (Winoground's two captions, each true of its image): nothing to compare against.
+    wino = {**SPEC, "images": ["image", "image"], "texts": ["caption", "caption2"], "gold": [[1, 0], [0, 1]]}
+    with pytest.raises(DatasetError, match="has 2 true texts and 0 false"):
+        run(HandDual(model_id="hand"), spec=wino)
+
+
+def test_families_without_a_text_tower_are_refused(tiny_blip_itm_path: Path, tiny_gpt2_path: Path) -> None:
+    for path, family in ((tiny_blip_itm_path, "itm"), (tiny_gpt2_path, "causal_lm")):
+        with pytest.raises(ArgumentError) as err:
+            run(str(path))
+        assert err.value.cli() == f"--modality text: needs a dual encoder's text tower; {family} has none"
+    with pytest.raises(ArgumentError, match="--modality text looks at no image"):
+        run(HandDual(model_id="hand"), control="blank")
+
+
+def test_the_option_is_defined_once() -> None:
+    from vlprobe.cli import build_parser
+    from vlprobe.evaluation.settings import MODALITIES, OPTIONS
+    from vlprobe.probing.settings import MODALITIES as PROBE_MODALITIES
+    from vlprobe.spec import MODALITIES as SPEC_MODALITIES
+
+    (opt,) = [o for o in OPTIONS if o.name == "modality"]
+    assert opt.choices == MODALITIES == ("image", "caption", "both", "text")
+    assert PROBE_MODALITIES == SPEC_MODALITIES == ("image", "caption", "both")  # the probe's stay TraVLR's
+    args = build_parser("evaluate").parse_args(["evaluate", "--modality", "text"])
+    assert args.modality == "text"
+    from vlprobe.options import check
+    from vlprobe.probing.settings import OPTIONS as PROBE_OPTIONS
+
+    probe_test = [o for o in PROBE_OPTIONS if o.name == "test_modalities"]
+    with pytest.raises(ArgumentError, match="unknown modality text"):
+        check(probe_test, {"test_modalities": "text"})
+
+
+# ---- the real SugarCREPE++ files -----------------------------------------------------------------------
+
+
+def _jpeg(name: str) -> bytes:
+    h = hashlib.sha1(name.encode()).digest()
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (h[0], h[1], h[2])).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
+    """The real SugarCREPE++ files built with stand-in 8 x 8 images (text-only scoring never reads them)."""
+    import argparse
+
+    from vlprobe.builders import sugar_crepe_pp as builder
+    from vlprobe.builders import upstream
+
+    root = tmp_path_factory.mktemp("scpp_images")
+    (root / "val2017").mkdir()
+    for f in upstream.SUGAR_CREPE_PP.files:
+        for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
+            (root / "val2017" / rec["filename"]).write_bytes(_jpeg(rec["filename"]))
+    parser = argparse.ArgumentParser()
+    builder.add_arguments(parser)
+    out = tmp_path_factory.mktemp("scpp") / "sugar_crepe_pp"
+    return builder.build(parser.parse_args(["--annotations", str(shared_data / "sugar_crepe_pp"), "--images", str(root),
+                                            "--out", str(out)]))
+
+
+@pytest.mark.shared_data
+def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root: Path, tmp_path: Path,
+                                                capsys) -> None:
+    """`vlprobe evaluate --modality text` on the 4,757 items with models/mini-clip: per subset, the count the
+    metric's text score gives equals the authors' criterion computed with numpy on the same text embeddings
+    (read back from the score cache the run filled); the summary's headline is TOT."""
+    import pyarrow.parquet as pq
+
+    from vlprobe.cache import ScoreCache, text_hash
+    from vlprobe.cli import main
+    from vlprobe.scorers import load_scorer
+
+    model, cache_dir, out = str(repo_root / "models" / "mini-clip"), tmp_path / "cache", tmp_path / "run"
+    start = time.perf_counter()
+    code = main(["evaluate", "--dataset", str(sugar_crepe_pp), "--model", model, "--modality", "text",
+                 "--bootstrap", "0", "--no-progress", "--cache-dir", str(cache_dir), "--out", str(out)])
+    seconds = time.perf_counter() - start
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["provenance"]["settings"]["modality"] == "text" and "--modality text" in doc["provenance"]["command"]
+    assert doc["provenance"]["engine"]["computed_images"] == 0
+    (entry,) = doc["results"]
+    assert entry["config"] == "all" and entry["metrics"]["n_items"] == 4757
+
+    # The authors' criterion, independently: the run's embeddings from its cache, numpy cosines.
+    rows = pq.read_table(out / "scores.parquet").to_pylist()
+    assert len(rows) == 4757
+    texts = sorted({t for r in rows for t in r["texts"]})
+    cache = ScoreCache(cache_dir, load_scorer(model).cache_key())
+    vectors = cache.get_many(["t:" + text_hash(t) for t in texts])
+    cache.close()
+    emb = {t: np.asarray(vectors["t:" + text_hash(t)], dtype=np.float64) for t in texts}
+    ds = datasets.load_dataset(str(sugar_crepe_pp), "all", split="test", cache_dir=str(tmp_path / "hf"))
+    ds = ds.remove_columns(["image"])
+    right: dict[str, list[bool]] = {}
+    for rec in ds:
+        p1, p2, neg = (emb[rec[k]] / np.linalg.norm(emb[rec[k]]) for k in ("caption", "caption2", "negative_caption"))
+        right.setdefault(rec["subset"], []).append(bool(p1 @ p2 > p1 @ neg and p1 @ p2 > p2 @ neg))
+    per_tag = entry["metrics"]["per_tag"]
+    measured = {}
+    for subset, flags in right.items():
+        m = per_tag[f"subset={subset}"]
+        assert round(m["text"] * m["n_items"]) == sum(flags) and m["n_items"] == len(flags), subset
+        measured[subset] = (sum(flags), len(flags))
+    assert round(entry["metrics"]["text"] * 4757) == sum(sum(f) for f in right.values())
+    block = doc["summary"]["sugar_crepe_pp"]
+    assert block["headline"] == ["text"] and block["names"] == {"text": "TOT"} and "TOT" in block["source"]
+    assert block["tie_policy"]["rule"].startswith("a tie is wrong: the authors' TOT")
+    assert [r["config"] for r in block["rows"]] == ["replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att"]
+    assert "TOT " in printed.out or "TOT " in printed.err
+    # A second run computes nothing: every text comes from the cache.
+    again = tmp_path / "again"
+    assert main(["evaluate", "--dataset", str(sugar_crepe_pp), "--model", model, "--modality", "text", "--bootstrap",
+                 "0", "--no-progress", "--cache-dir", str(cache_dir), "--out", str(again)]) == 0
+    capsys.readouterr()
+    assert json.loads((again / "results.json").read_text())["provenance"]["engine"]["computed_texts"] == 0
+    print(f"mini-clip TOT on SugarCREPE++ ({seconds:.1f} s): "
+          + ", ".join(f"{s} {k}/{n} = {k / n:.4f}" for s, (k, n) in measured.items()))

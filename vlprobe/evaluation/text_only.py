@@ -1,0 +1,107 @@
+"""Text-only scoring, ``--modality text`` (``evaluate(modality="text")``): no image is looked at; an item's
+texts are compared with each other by the model's text tower.
+
+An item's *true* texts are those gold for some image; its *false* texts, those gold for none. Each true
+text becomes an anchor, a row; its columns are the item's OTHER true texts (gold), in order, then its false
+texts (non-gold), in order; each cell is the similarity of the two texts
+(:meth:`vlprobe.scorers.base.DualScorer.text_similarity`: the cosine of the L2-normalised text embeddings).
+With ``t`` true and ``f`` false texts the matrix is ``t x (t - 1 + f)``, gold its first ``t - 1`` columns.
+The metric's ``text`` score (every row: every gold cell above every non-gold cell) is then right for an item
+when every true text is closer to each other true text than to any false one.
+
+SugarCREPE++ (1 image x [P1, P2, neg], gold ``[[1, 1, 0]]``): rows [P1, P2], columns [the other positive,
+neg], gold ``[[1, 0], [1, 0]]``; ``text`` = ``cos(P1, P2) > cos(P1, neg) and cos(P1, P2) > cos(P2, neg)``,
+the authors' TOT (VLMs/test_*.py), a tie wrong under the strict tie policy.
+
+An item needs two or more true texts and at least one false text; any other is refused (SugarCREPE's and
+VALSE's one caption against its foil has no second true text to compare with). A scored item keeps its texts
+as the true ones (the rows, in order) followed by the false ones.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..items import ItemError
+
+
+@dataclass(frozen=True, eq=False)
+class TextOnlyItem:
+    """An item as the text-only modality scores it: ``texts`` = its true texts (the rows, in order) then
+    its false texts; ``gold`` the ``t x (t - 1 + f)`` matrix of the module doc."""
+
+    id: str
+    texts: tuple[str, ...]
+    n_true: int
+    gold: np.ndarray
+    tags: tuple[str, ...] = ()
+    config: str = ""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.gold.shape)  # type: ignore[return-value]
+
+
+def text_gold(n_true: int, n_false: int) -> np.ndarray:
+    """The text-only gold matrix: ``n_true`` rows, the first ``n_true - 1`` columns gold."""
+    gold = np.zeros((n_true, n_true - 1 + n_false), dtype=bool)
+    gold[:, : n_true - 1] = True
+    gold.setflags(write=False)
+    return gold
+
+
+def text_only(item: Any) -> TextOnlyItem:
+    """``item`` (an :class:`~vlprobe.items.Item`) as its texts compared with each other; :class:`ItemError`
+    when it has fewer than two true texts or no false one."""
+    truth = np.asarray(item.gold, dtype=bool).any(axis=0)
+    true = [t for t, g in zip(item.texts, truth) if g]
+    false = [t for t, g in zip(item.texts, truth) if not g]
+    if len(true) < 2 or not false:
+        have = f"{len(true)} true text{'s' if len(true) != 1 else ''} and {len(false)} false"
+        raise ItemError(f"cannot be scored text-only (--modality text compares each true text with the item's other "
+                        f"true texts and its false ones: it needs two or more true texts and a false one); item "
+                        f"{item.id!r} has {have} (gold {np.asarray(item.gold, dtype=int).tolist()})")
+    return TextOnlyItem(id=item.id, texts=(*true, *false), n_true=len(true), gold=text_gold(len(true), len(false)),
+                        tags=tuple(item.tags), config=getattr(item, "config", ""))
+
+
+def columns(n_true: int, n: int) -> list[list[int]]:
+    """Per row (true text ``i`` of ``n`` texts, the first ``n_true`` true), the texts its columns hold."""
+    return [[j for j in range(n_true) if j != i] + list(range(n_true, n)) for i in range(n_true)]
+
+
+def item_matrix(similarity: np.ndarray, n_true: int) -> np.ndarray:
+    """The ``t x (t - 1 + f)`` score matrix from the item's ``n x n`` text-text similarities."""
+    sim = np.asarray(similarity)
+    cols = columns(n_true, sim.shape[0])
+    return np.stack([sim[i, c] for i, c in enumerate(cols)]).astype(np.float32, copy=False)
+
+
+@dataclass
+class TextResult:
+    scores: list[np.ndarray]
+    probabilities: None
+    stats: dict[str, Any]
+
+
+def score_text_only(engine: Any, items: Sequence[TextOnlyItem]) -> TextResult:
+    """Each item's text-only score matrix; the text embeddings come from ``engine.embed_texts`` (each distinct
+    text encoded once, through the score cache, under the keys image-text scoring uses), the similarities from
+    the scorer's :meth:`text_similarity`."""
+    start = time.perf_counter()
+    distinct = list(dict.fromkeys(t for item in items for t in item.texts))
+    emb, stats = engine.embed_texts(distinct)
+    row = {t: k for k, t in enumerate(distinct)}
+    scorer = engine.scorer
+    scores = []
+    for item in items:
+        vectors = emb[[row[t] for t in item.texts]]
+        scores.append(item_matrix(scorer.text_similarity(vectors, vectors), item.n_true))
+    return TextResult(scores=scores, probabilities=None, stats={
+        "cached": stats.get("cached", 0), "unique_images": 0, "unique_texts": stats.get("unique", len(distinct)),
+        "computed_images": 0, "computed_texts": stats.get("computed", 0),
+        "seconds": round(time.perf_counter() - start, 3)})

@@ -270,3 +270,31 @@ def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root:
     assert json.loads((again / "results.json").read_text())["provenance"]["engine"]["computed_texts"] == 0
     print(f"mini-clip TOT on SugarCREPE++ ({seconds:.1f} s): "
           + ", ".join(f"{s} {k}/{n} = {k / n:.4f}" for s, (k, n) in measured.items()))
+
+
+def test_summary_and_tables_of_a_text_only_run() -> None:
+    """SugarCREPE++ scored text-only: the summary's headline is text, named TOT, with the TOT tie rule; an
+    image run keeps ITT (set_acc, acc_r). The printed summary, the report's table and plot pick text too."""
+    from vlprobe.evaluation.result import format_summary
+    from vlprobe.report.tables import headline
+    from vlprobe.summary import display_metrics, summarize
+
+    metrics = {"acc_r": 0.3, "text": 0.2, "set_acc": 0.3, "sentence_acc": 0.65, "auroc": 0.4, "n_items": 10}
+
+    def entries(modality):
+        return [{"dataset": "./sugar_crepe_pp", "config": c, "split": "test", "data": {"modality": modality},
+                 "metrics": metrics} for c in ("replace_obj", "swap_att")]
+
+    tot = summarize(entries("text"))["sugar_crepe_pp"]
+    assert tot["headline"] == ["text"] and tot["names"] == {"text": "TOT"} and "TOT per subset" in tot["source"]
+    assert [r["values"] for r in tot["rows"]] == [{"text": 0.2}, {"text": 0.2}]
+    assert "cos(P1, P2) strictly above" in tot["tie_policy"]["rule"]
+    assert "replace_obj/test" in format_summary({"sugar_crepe_pp": tot}) and "TOT 20.0" in format_summary(
+        {"sugar_crepe_pp": tot})
+    itt = summarize(entries("image"))["sugar_crepe_pp"]
+    assert itt["headline"] == ["set_acc", "acc_r"] and "names" not in itt and "ITT" in itt["source"]
+    assert display_metrics("sugar_crepe_pp", (2, 2), list(metrics), "text")[0] == "text"
+    assert headline(metrics, "sugar_crepe_pp", (2, 2), "text") == "text"
+    # Any benchmark scored text-only: text (BLA's 2 true and 2 false sentences).
+    bla = summarize([{**e, "dataset": "./bla", "config": "active_passive"} for e in entries("text")[:1]])["bla"]
+    assert bla["headline"] == ["text"] and bla["rows"][0]["values"] == {"text": 0.2}

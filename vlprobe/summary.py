@@ -189,13 +189,14 @@ def headline_present(benchmark: str, shape: tuple[int, int] | None, available: I
     return keys
 
 
-def primary_metric(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str]) -> str | None:
+def primary_metric(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str],
+                   modality: str | None = None) -> str | None:
     """The one metric a plot shows for a config: Winoground's group, VALSE's acc_r, BLA's
     sentence accuracy, TraVLR's macro-F1 (1 x 1) or acc_r (1 x 2)."""
     avail = list(available)
     b = benchmark_of(benchmark)
-    order = headline_present(b, shape, avail)
-    if b in ("winoground", "winoground_style") or (b not in BENCHMARKS and "group" in order):
+    order = headline_present(b, shape, avail, modality)
+    if modality != TEXT_ONLY and (b in ("winoground", "winoground_style") or (b not in BENCHMARKS and "group" in order)):
         order = ["group"] + [k for k in order if k != "group"]
     if order:
         return order[0]

@@ -212,7 +212,7 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
     units: list[tuple[str, str, str, str]] = []
     for run in runs:
         for r in run.results:
-            key = headline(r["metrics"], r["benchmark"], _shape(r))
+            key = headline(r["metrics"], r["benchmark"], _shape(r), (r.get("data") or {}).get("modality"))
             unit = (r["benchmark"], r["config"], r["split"], key)
             if key and unit not in units:
                 units.append(unit)

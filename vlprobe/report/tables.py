@@ -50,6 +50,7 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
     keys: list[tuple[str, str]] = []
     by: dict[tuple[int, str, str], dict[str, Any]] = {}
     shapes: dict[tuple[str, str], tuple[int, int] | None] = {}
+    modalities: dict[tuple[str, str], str | None] = {}
     for i, run in enumerate(runs):
         for r in run.results:
             if r.get("benchmark") != benchmark:
@@ -59,12 +60,14 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
                 keys.append(unit)
             by[(i, *unit)] = r["metrics"]
             shapes.setdefault(unit, _shape(r))
+            modalities.setdefault(unit, _modality(r))
     rows = []
     for config, split in keys:
         present = [by[(i, config, split)] for i in range(len(runs)) if (i, config, split) in by]
         metrics: list[str] = []
         for m in present:
-            shown = summary_rules.display_metrics(benchmark, shapes.get((config, split)), metric_keys(m))
+            shown = summary_rules.display_metrics(benchmark, shapes.get((config, split)), metric_keys(m),
+                                                  modalities.get((config, split)))
             metrics += [k for k in shown if k not in metrics]
         for key in metrics:
             chance = next(((m.get("chance") or {}).get(key) for m in present
@@ -85,7 +88,7 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
         for r in run.results:
             if r.get("benchmark") != benchmark:
                 continue
-            key = headline(r["metrics"], benchmark, _shape(r))
+            key = headline(r["metrics"], benchmark, _shape(r), _modality(r))
             for tag, m in sorted((r["metrics"].get("per_tag") or {}).items()):
                 unit = (r["config"], r["split"], tag, key)
                 if unit not in keys:
@@ -193,12 +196,17 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]
     return header, out
 
 
+def _modality(entry: dict[str, Any]) -> str | None:
+    """The modality a results.json entry was scored in (``data.modality``; ``text``: text only)."""
+    return (entry.get("data") or {}).get("modality")
+
+
 def headline(metrics: dict[str, Any], benchmark: str | None = None,
-             shape: tuple[int, int] | None = None) -> str | None:
+             shape: tuple[int, int] | None = None, modality: str | None = None) -> str | None:
     """The metric a plot shows for a config, by the one rule (:func:`vlprobe.summary.primary_metric`):
     Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r. Without
     a benchmark, the rule for the item shape (inferred from the metrics when not given)."""
     available = [k for k in metric_keys(metrics) if metrics.get(k) is not None or na_text(metrics)]
     if shape is None:
         shape = summary_rules.infer_shape(metrics)
-    return summary_rules.primary_metric(benchmark or "", shape, available)
+    return summary_rules.primary_metric(benchmark or "", shape, available, modality)

@@ -42,6 +42,15 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
+def clean_space_env(monkeypatch):
+    """No Space setting (VLPROBE_SPACE_*, SPACE_ID) from the environment: each test sets its own."""
+    from vlprobe.demo.settings import ENV_ALL
+
+    for name in ENV_ALL + ("SPACE_ID",):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
 def stand_in_server():
     """A local HTTP server standing in for a download host (see tests/stand_in_server.py)."""
     from stand_in_server import StandInServer

@@ -26,13 +26,7 @@ from vlprobe.demo import examples, models, settings  # noqa: E402
 from vlprobe.demo import score as scoring  # noqa: E402
 from vlprobe.demo.settings import Settings, SpaceError  # noqa: E402
 
-SPACE_ENV = settings.ENV_ALL + ("SPACE_ID",)
-
-
-@pytest.fixture(autouse=True)
-def _clean_space_env(monkeypatch):
-    for name in SPACE_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("clean_space_env")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,9 @@ import pytest
 
 from vlprobe.demo import benchmark, results
 from vlprobe.demo.models import ModelCache
-from vlprobe.demo.settings import ENV_ALL, Settings
+from vlprobe.demo.settings import Settings
 
-SPACE_ENV = ENV_ALL + ("SPACE_ID",)
-
-
-@pytest.fixture(autouse=True)
-def _clean_space_env(monkeypatch):
-    for name in SPACE_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("clean_space_env")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -247,16 +247,21 @@ def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root:
     ds = datasets.load_dataset(str(sugar_crepe_pp), "all", split="test", cache_dir=str(tmp_path / "hf"))
     ds = ds.remove_columns(["image"])
     right: dict[str, list[bool]] = {}
+    # The run keeps its scores as float32: a comparison whose float64 margin is nonzero but below float32's
+    # resolution may read as a tie there. Such near-ties (none on this machine) may differ; nothing else may.
+    near: dict[str, int] = {}
     for rec in ds:
         p1, p2, neg = (emb[rec[k]] / np.linalg.norm(emb[rec[k]]) for k in ("caption", "caption2", "negative_caption"))
         right.setdefault(rec["subset"], []).append(bool(p1 @ p2 > p1 @ neg and p1 @ p2 > p2 @ neg))
+        margins = np.abs([p1 @ p2 - p1 @ neg, p1 @ p2 - p2 @ neg])
+        near[rec["subset"]] = near.get(rec["subset"], 0) + int(((margins > 0) & (margins < 1e-6)).any())
     per_tag = entry["metrics"]["per_tag"]
     measured = {}
     for subset, flags in right.items():
         m = per_tag[f"subset={subset}"]
-        assert round(m["text"] * m["n_items"]) == sum(flags) and m["n_items"] == len(flags), subset
+        assert abs(round(m["text"] * m["n_items"]) - sum(flags)) <= near[subset] and m["n_items"] == len(flags), subset
         measured[subset] = (sum(flags), len(flags))
-    assert round(entry["metrics"]["text"] * 4757) == sum(sum(f) for f in right.values())
+    assert abs(round(entry["metrics"]["text"] * 4757) - sum(sum(f) for f in right.values())) <= sum(near.values())
     block = doc["summary"]["sugar_crepe_pp"]
     assert block["headline"] == ["text"] and block["names"] == {"text": "TOT"} and "TOT" in block["source"]
     assert block["tie_policy"]["rule"].startswith("a tie is wrong: the authors' TOT")

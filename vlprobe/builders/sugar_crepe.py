@@ -263,14 +263,18 @@ def count_report(counts: dict[str, int], skipped: dict[str, list[str]], expected
 
 
 # ---- build ----------------------------------------------------------------------------------------
+# Where the COCO val2017 images come from (SugarCREPE++ draws on the same images).
+COCO_IMAGES_HELP = {
+    "images_help": "images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
+                   "--image-dir coco2017_val=FOLDER",
+    "download_help": "download the COCO val2017 images missing locally into --cache-dir, file by file from "
+                     "images.cocodataset.org",
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(
-        parser, upstream.SUGAR_CREPE, what="the 7 SugarCREPE JSON files", sources=(SOURCE,),
-        images_help="images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
-                    "--image-dir coco2017_val=FOLDER",
-        download_help="download the COCO val2017 images missing locally into --cache-dir, file by file from "
-                      "images.cocodataset.org",
-        default_out=DEFAULT_OUT)
+    upstream.add_arguments(parser, upstream.SUGAR_CREPE, what="the 7 SugarCREPE JSON files", sources=(SOURCE,),
+                           default_out=DEFAULT_OUT, **COCO_IMAGES_HELP)
 
 
 def build(args: argparse.Namespace) -> Path:

@@ -21,6 +21,7 @@ from datasets import Features, Value
 from ..dataset_folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards, read_json, upstream
 from .sugar_crepe import (
+    COCO_IMAGES_HELP,
     SOURCE,
     SPLIT,
     Subset,
@@ -120,13 +121,8 @@ def write_card(out: Path) -> Path:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(
-        parser, upstream.SUGAR_CREPE_PP, what="the 5 SugarCREPE++ JSON files", sources=(SOURCE,),
-        images_help="images root: a folder holding COCO's val2017/ (or val2017.zip); a flat folder of the files: "
-                    "--image-dir coco2017_val=FOLDER",
-        download_help="download the COCO val2017 images missing locally into --cache-dir, file by file from "
-                      "images.cocodataset.org",
-        default_out=DEFAULT_OUT)
+    upstream.add_arguments(parser, upstream.SUGAR_CREPE_PP, what="the 5 SugarCREPE++ JSON files", sources=(SOURCE,),
+                           default_out=DEFAULT_OUT, **COCO_IMAGES_HELP)
 
 
 def build(args: argparse.Namespace) -> Path:

@@ -324,7 +324,13 @@ def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_
             P.probe(tiny_clip_path, str(folder), progress=False)
 
 
-def test_a_limit_too_small_for_both_classes_is_one_line(travlr_small, tiny_clip_path, tmp_path, capsys):
+def test_a_limit_too_small_for_both_classes_is_one_line(travlr_small, tiny_clip_path, tmp_path, capsys, monkeypatch):
+    import vlprobe.probing.api as probe_api
+
+    def no_weights(*a, **k):
+        raise AssertionError("the model's weights were loaded before the rows were checked")
+
+    monkeypatch.setattr(probe_api, "_scorer", no_weights)  # the refusal comes from the config alone
     code, _, err = _cli(capsys, "--dataset", travlr_small, "--model", tiny_clip_path, "--limit", "1",
                         "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

@@ -124,11 +124,17 @@ def probe(
 
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
         data = load_splits(dataset, configs, revision=dataset_revision, limit=limit)
+    # Rows that cannot train a probe are refused before the weights load when the family is known from
+    # the config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
+    early_family = _family_from_config(s["model"], s["family"], s["revision"]) if processor is None else None
+    if early_family is not None:
+        _check_classes(data, dataset, limit, trained=early_family != "vqascore")
     with quiet_progress(not progress):  # no "Loading weights" bars with progress=False, as evaluate
         scorer = _scorer(s["model"] if processor is None else (s["model"], processor), s["family"], s["device"],
                          s["dtype"], s["revision"])
     zero_shot = getattr(scorer, "family", "") == "vqascore"
-    _check_classes(data, dataset, limit, trained=not zero_shot)
+    if early_family is None:
+        _check_classes(data, dataset, limit, trained=not zero_shot)
     from ..scorers.base import DualScorer
 
     text_only = s["text_baseline"] and isinstance(scorer, DualScorer)
@@ -209,6 +215,23 @@ def probe(
     if out is not None:
         result.save(out)
     return result
+
+
+def _family_from_config(model: Any, family: str | None, revision: str | None) -> str | None:
+    """The scorer family a model named by folder or Hub id will load as, read from its config only
+    (no weights); ``None`` when that cannot be told cheaply (an object, or a config that does not
+    load: loading the model then gives the error)."""
+    if family is not None:
+        return family
+    model = _resolve_model(model)
+    if not isinstance(model, (str, os.PathLike)):
+        return None
+    from ..scorers.loading import detect_family, load_config
+
+    try:
+        return detect_family(load_config(str(model), revision=revision), model=str(model))
+    except Exception:  # the load below reports it, with the model's own error
+        return None
 
 
 def _scorer(model: Any, family: str | None, device: str | None, dtype: str, revision: str | None) -> Any:

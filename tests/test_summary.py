@@ -108,6 +108,24 @@ def test_valse_avg_with_probabilities_and_incomplete():
     assert len(avg["missing"]) == 8 and "Avg. over 3 of 11 instruments" in s["notes"][0]
 
 
+def test_an_all_tied_instrument_makes_the_aggregates_na_not_empty():
+    # Every item of one instrument tied (texts identical after truncation): its metrics are N/A, the
+    # headline keeps its metrics, and VALSE's Avg. and SugarCREPE's group over it are N/A naming it.
+    tied = {"acc_r": None, "auroc": None, "n_items": 10, "n_ties": 10, "na_reason": "10/10 items tied"}
+    e = [{"dataset": "valse", "config": VALSE_INSTRUMENTS[0], "split": "test", "metrics": dict(tied)}]
+    e += [_entry("valse", c, acc_r=0.6, auroc=0.7) for c in VALSE_INSTRUMENTS[1:]]
+    s = summarize(e)["valse"]
+    assert s["headline"] == ["acc_r"]
+    avg = s["rows"][-1]
+    assert avg["config"] == "avg" and avg["values"] == {} and avg["na"] == ["acc_r"]
+    assert avg["na_reason"] == f"not available for {VALSE_INSTRUMENTS[0]}: 10/10 items tied"
+    sc = [{"dataset": "sugar_crepe", "config": "swap_obj", "split": "test", "metrics": dict(tied)},
+          _entry("sugar_crepe", "swap_att", acc_r=0.8), _entry("sugar_crepe", "add_obj", acc_r=0.9)]
+    by = {r["config"]: r for r in summarize(sc)["sugar_crepe"]["rows"]}
+    assert by["swap"]["na"] == ["acc_r"] and "swap_obj: 10/10 items tied" in by["swap"]["na_reason"]
+    assert by["add"]["values"]["acc_r"] == pytest.approx(0.9) and "na" not in by["add"]
+
+
 def test_valse_instruments_from_the_all_configs_per_tag_results():
     rng = np.random.default_rng(0)
     S = rng.normal(size=(60, 1, 2))

@@ -300,19 +300,37 @@ def _pools(found: list[tuple[str, dict, str]], tag: str | None, config: str) -> 
                for _, m, _ in found for name in (m.get("per_tag") or {}))
 
 
+def _has(row: dict[str, Any], key: str) -> bool:
+    """Whether a summary row shows ``key``: as a number, or as N/A with its reason."""
+    return key in row["values"] or key in (row.get("na") or [])
+
+
 def _mean_row(name: str, label: str, rows: list[dict[str, Any]], members: Sequence[str], keys: Sequence[str],
               split: str) -> dict[str, Any]:
+    """The unweighted mean of the members' values; a metric that is N/A for a present member is N/A
+    for the mean too (a mean over the others would be another aggregate), with that member named."""
     have = {r["config"]: r for r in rows}
     present = [c for c in members if c in have]
-    values = {}
+    values, na, reasons = {}, [], []
     for k in keys:
+        unavailable = [c for c in present if k in (have[c].get("na") or [])]
+        if unavailable:
+            na.append(k)
+            for c in unavailable:
+                reason = f"{c}: {have[c]['na_reason']}"
+                if reason not in reasons:
+                    reasons.append(reason)
+            continue
         vals = [have[c]["values"][k] for c in present if k in have[c]["values"]]
         if vals and len(vals) == len(present):
             values[k] = sum(vals) / len(vals)
     missing = [c for c in members if c not in have]
-    return {"config": name, "split": split, "paper_config": name, "label": label, "aggregate": True,
-            "values": values, "over": present, "missing": missing, "complete": not missing,
-            "from": f"unweighted mean of {len(present)} of {len(members)}"}
+    row = {"config": name, "split": split, "paper_config": name, "label": label, "aggregate": True,
+           "values": values, "over": present, "missing": missing, "complete": not missing,
+           "from": f"unweighted mean of {len(present)} of {len(members)}"}
+    if na:
+        row["na"], row["na_reason"] = na, "not available for " + "; ".join(reasons)
+    return row
 
 
 def _summarize_valse(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -333,7 +351,7 @@ def _summarize_valse(entries: list[dict[str, Any]]) -> dict[str, Any]:
             if any(str(t).lower() in ("valid=false", "valid=0") for t in tags):
                 notes.append(f"{inst}: includes items the annotators did not validate (--include-invalid); "
                              "the paper scores the valid items only")
-    keys = [k for k in headline_metrics("valse") if rows and all(k in r["values"] for r in rows)]
+    keys = [k for k in headline_metrics("valse") if rows and all(_has(r, k) for r in rows)]
     out: dict[str, Any] = {"source": SOURCES["valse"], "headline": keys, "rows": rows}
     if rows:
         split = _pick_split([r["split"] for r in rows])
@@ -377,7 +395,7 @@ def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Se
     missing = [c for c in (expected or []) if c not in per]
     if missing:
         notes.append(f"{len(rows)} of {len(expected or [])} configs scored (missing: {', '.join(missing)})")
-    keys = [k for k in headline_metrics(bench, None, modality) if rows and any(k in r["values"] for r in rows)]
+    keys = [k for k in headline_metrics(bench, None, modality) if rows and any(_has(r, k) for r in rows)]
     return {"source": SOURCES.get(bench), "headline": keys, "rows": rows, "complete": bool(rows) and not missing,
             "notes": notes}
 
@@ -448,7 +466,7 @@ def _summarize_travlr(entries: list[dict[str, Any]]) -> dict[str, Any]:
     if any(r["framing"].startswith("query") for r in rows):
         notes.append("the 1 x 2 query-vs-foil framing is vlprobe's zero-shot adaptation: acc_r, not the paper's "
                      "macro-F1")
-    keys = [k for k in ("macro_f1", "acc_r") if any(k in r["values"] for r in rows)]
+    keys = [k for k in ("macro_f1", "acc_r") if any(_has(r, k) for r in rows)]
     return {"source": SOURCES["travlr"], "headline": keys, "rows": rows, "complete": not missing, "notes": notes}
 
 
@@ -509,7 +527,7 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 m = e["metrics"]
                 keys = headline_present(bench, _entry_shape(e), _present(m), (e.get("data") or {}).get("modality"))
                 rows.append(_row(e["config"], e["split"], m, keys, e["config"]))
-            out[bench] = {"source": None, "headline": sorted({k for r in rows for k in r["values"]},
-                                                             key=lambda k: _ORDER.index(k) if k in _ORDER else 99),
+            shown = {k for r in rows for k in list(r["values"]) + list(r.get("na") or [])}
+            out[bench] = {"source": None, "headline": sorted(shown, key=lambda k: _ORDER.index(k) if k in _ORDER else 99),
                           "rows": rows, "complete": True, "notes": []}
     return out

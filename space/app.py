@@ -457,7 +457,7 @@ def build_demo() -> gr.Blocks:
                                   elem_id="results-files")
                 with gr.Column():
                     r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
-                    r_bench = gr.Dropdown(["auto", "valse", "winoground", "bla"], value="auto",
+                    r_bench = gr.Dropdown(["auto", *results.PAPER_BENCHMARKS], value="auto",
                                           label="Papers' benchmark", info="auto: the first loaded benchmark with a paper")
                     r_names = gr.Textbox("", label="Run names (optional)", lines=2, elem_id="run-names",
                                          info="one per line, in the order of the files; else each run is named "

@@ -36,10 +36,29 @@ def _write(path: Path, model: str, units: list[ScoredSplit], **settings) -> Path
 
 def test_paper_data_ships_with_the_package():
     rows = paper_results()
-    assert len(rows) == 439 + 144  # VALSE, Winoground, BLA; TraVLR Table 2 (4 tasks x 4 models x 3 x 3 modalities)
+    # VALSE, Winoground, BLA; TraVLR Table 2 (4 tasks x 4 models x 3 x 3 modalities); SugarCREPE's GPT-4V (7 + 6)
+    assert len(rows) == 439 + 144 + 13
     clip = {(r["config"], r["metric"]): r["value"] for r in rows
             if r["benchmark"] == "winoground" and r["model"] == "CLIP (ViT-B/32)"}
     assert clip == {("winoground", "text"): 30.75, ("winoground", "image"): 10.5, ("winoground", "group"): 8.0}
+
+
+def test_sugar_crepe_beside_the_upstream_readmes_figures(tmp_path):
+    # The only SugarCREPE figures upstream gives as text: GPT-4V's, from gpt-4v-results/readme.md, each
+    # printed as a fraction that the value must equal; the report names the README as their source.
+    gpt4v = [r for r in paper_results() if r["benchmark"] == "sugar_crepe"]
+    assert {r["model"] for r in gpt4v} == {"GPT-4V (positive-first)", "GPT-4V (negative-first)"}
+    for r in gpt4v:
+        right, total = (int(x) for x in r["note"].split()[0].split("/"))
+        assert r["value"] == pytest.approx(100 * right / total, abs=0.005) and r["metric"] == "acc_r", r
+    a = _write(tmp_path / "a", "org/model-a", [_unit("sugar_crepe", "swap_obj", "valse", 0),
+                                                _unit("sugar_crepe", "add_att", "valse", 1)])
+    out = tmp_path / "report"
+    assert main(["report", str(a), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "swap_obj acc_r" in md and "add_att acc_r" in md and "replace_rel acc_r" not in md
+    assert "| GPT-4V (positive-first) | upstream README, gpt-4v-results/readme.md | 85.8 | 87.3 |" in md, md
+    assert "not a similarity score" in md and "245" in md
 
 
 def test_report_compares_runs_beside_the_papers(tmp_path, capsys):

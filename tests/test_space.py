@@ -431,6 +431,10 @@ def test_compare_results_papers_alone_and_synthetic_runs(client, tmp_path):
     assert "CLIP (ViT-B/32)" in systems and papers["headers"][2:] == ["winoground text", "winoground image",
                                                                          "winoground group"]
     assert plot is not None
+    _, _, _, papers, *_ = client.predict(None, True, "sugar_crepe", api_name="/compare_results")
+    rows = {r[0]: r for r in papers["data"]}
+    assert rows["GPT-4V (positive-first)"][1] == "upstream README, gpt-4v-results/readme.md"
+    assert "swap_obj acc_r" in papers["headers"] and "GPT-4V (negative-first)" in rows
     syn = _results_json(tmp_path / "syn.json", "mini-clip", 0.9, config="spatial_swap", benchmark="winoground_style")
     note, _, table, papers, *_ = client.predict([handle_file(str(syn))], True, "auto", api_name="/compare_results")
     assert table["data"][0][:2] == ["winoground_style", "spatial_swap"]

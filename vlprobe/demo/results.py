@@ -14,7 +14,7 @@ import numpy as np
 
 from .settings import SpaceError
 
-PAPER_BENCHMARKS = ("valse", "winoground", "bla")
+PAPER_BENCHMARKS = ("valse", "winoground", "bla", "sugar_crepe")
 MAX_RESULTS_BYTES = 20 * 1024 * 1024
 MAX_RESULTS_FILES = 20
 
@@ -165,7 +165,8 @@ def papers_only(benchmark: str, papers: list[dict]) -> tuple[list[str], list[lis
     for model in dict.fromkeys(p["model"] for p in rows):
         values = {(p["config"], p["metric"]): p["value"] for p in rows if p["model"] == model}
         table = next(p["table"] for p in rows if p["model"] == model)
-        out.append([model, f"paper, {table}"] + [f"{values[c]:.1f}" if c in values else "" for c in columns])
+        out.append([model, report.source_label(benchmark, table)]
+                   + [f"{values[c]:.1f}" if c in values else "" for c in columns])
     return ["system", "source"] + [f"{c} {m}" for c, m in columns], out
 
 
@@ -180,8 +181,8 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], li
     from .. import report
 
     if bench not in PAPER_BENCHMARKS:
-        return [], [], [], ("The published numbers here are VALSE's, Winoground's and BLA's; none of the loaded "
-                            "runs is on one of them.")
+        return [], [], [], ("The published numbers here are VALSE's, Winoground's, BLA's and SugarCREPE's (GPT-4V); "
+                            "none of the loaded runs is on one of them.")
     papers = report.paper_results()
     table = report.paper_table(runs, bench, papers) if runs else papers_only(bench, papers)
     if table is None:

@@ -35,13 +35,13 @@ numbers), :mod:`.probes` (probe runs beside TraVLR's Table 2), :mod:`.tables` (t
 :mod:`.render` (Markdown, HTML, LaTeX, the plot, the folder).
 """
 
-from .papers import CONFIG_ALIASES, PAPER_NOTES, PAPER_TABLES, paper_results
+from .papers import CONFIG_ALIASES, PAPER_NOTES, PAPER_TABLES, paper_results, source_label
 from .render import build_report, ci_sentence, latex_tables, plot_runs, write_report
 from .runs import ReportError, Run, load_runs, validate_document
 from .tables import headline, long_table, paper_table, summary_table, tag_table
 
 __all__ = [
     "CONFIG_ALIASES", "PAPER_NOTES", "PAPER_TABLES", "ReportError", "Run", "build_report", "ci_sentence", "headline",
-    "latex_tables", "load_runs", "long_table", "paper_results", "paper_table", "plot_runs", "summary_table",
+    "latex_tables", "load_runs", "long_table", "paper_results", "paper_table", "plot_runs", "source_label", "summary_table",
     "tag_table", "validate_document", "write_report",
 ]

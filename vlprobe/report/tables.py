@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from .. import summary as summary_rules
 from ..results import metric_keys, na_text
-from .papers import PAPER_TABLES
+from .papers import PAPER_TABLES, source_label
 from .runs import Run
 
 
@@ -163,7 +163,8 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
 def _run_value(run: Run, benchmark: str, config: str, metric: str) -> dict[str, Any] | None:
     """The run's summary row for the paper's (config, metric) (VALSE's ``avg`` included)."""
     block = run.summary.get(benchmark) or {}
-    return next((r for r in block.get("rows", []) if r["paper_config"] == config and metric in r["values"]), None)
+    return next((r for r in block.get("rows", []) if r["paper_config"] == config
+                 and (metric in r["values"] or metric in (r.get("na") or []))), None)
 
 
 def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]] | None:
@@ -192,7 +193,7 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]
         if not any(c in values for c in columns):
             continue
         table = next(p["table"] for p in rows if p["model"] == model)
-        out.append([model, f"paper, {table}"] + [f"{values[c]:.1f}" if c in values else "" for c in columns])
+        out.append([model, source_label(benchmark, table)] + [f"{values[c]:.1f}" if c in values else "" for c in columns])
     return header, out
 
 

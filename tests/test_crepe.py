@@ -175,7 +175,7 @@ def test_every_config_loads_with_the_caption_true(built) -> None:
             assert row["gold"] == [[1] + [0] * len(row["negatives"])]
             assert (row["family"], row["negative_type"], row["complexity"]) == (
                 part.family, part.negative_type, part.complexity)
-    assert len(load(out, "productivity")) == 54 and len(load(out, "prod_negate")) == 18
+    assert len(load(out, "productivity")) == 54 and len(load(out, "prod_negate")) == 18 and len(load(out, "all")) == 84
     report = (out / "data" / "BUILD.md").read_text()
     assert "| `syst_cc12m_seen_comp` | 2 | 3 | 1 | 0 | 2: 1, 3: 1 |" in report
     assert "- `syst_laion_unseen_comp`: 1 row(s): 2" in report
@@ -236,6 +236,10 @@ def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Pat
         r1 = np.mean([all(r["scores"][0][0] > v for v in r["scores"][0][1:]) for r in rows])
         assert entry["metrics"]["text"] == pytest.approx(r1)
     assert doc["provenance"]["settings"]["ties"] == "strict"
+    block = doc["summary"]["crepe"]  # the headline is the authors' recall@1, named as they name it
+    assert block["headline"] == ["text", "acc_r"] and block["names"] == {"text": "R@1"}
+    assert block["tie_policy"]["authors"] == "strict" and "torch.argsort" in block["tie_policy"]["rule"]
+    assert "R@1" in capsys.readouterr().out
 
 
 def test_committed_card_spec_and_the_space_listing(built, repo_root: Path, tmp_path: Path) -> None:

@@ -170,6 +170,9 @@ def test_accuracy_is_acc_r_with_ties_wrong(built, tiny_clip_path: Path, tmp_path
     assert len(rows) == 4
     assert entry["metrics"]["acc_r"] == pytest.approx(np.mean([r["scores"][0][0] > r["scores"][0][1] for r in rows]))
     assert "corpus=vaw" in entry["metrics"]["per_tag"] and "corpus=vg" in entry["metrics"]["per_tag"]
+    block = doc["summary"]["vl_checklist"]
+    assert block["headline"] == ["acc_r"] and block["tie_policy"] == {
+        "authors": "strict", "rule": "a tie is wrong: the authors' evaluate.py (itc) counts pos > neg"}
 
 
 def test_committed_card_spec_and_the_space_listing(built, repo_root: Path) -> None:

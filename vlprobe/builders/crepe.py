@@ -13,7 +13,7 @@ column, since k may vary); vlprobe's ``text`` (= ``set_acc`` on these items) is 
 
 Configs: systematicity ``syst_<pretraining>_<seen|unseen>_<atom|comp>`` (12: one CSV per pretraining
 set and compound split, one config per negative column), productivity ``prod_<atom|swap|negate>_<4..12>``
-(27), ``prod_<type>`` (a type's 9 complexities) and ``productivity`` (all 27, the default).
+(27), ``prod_<type>`` (a type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 39).
 
 The two zips are not pinned by hash yet (vlprobe has had no copy of them): a build computes their git
 blob hashes, writes them to ``data/BUILD.md`` and warns once (:func:`upstream.warn_unpinned`).
@@ -81,6 +81,7 @@ PARTS: tuple[Part, ...] = tuple(
 )
 BY_CONFIG = {p.config: p for p in PARTS}
 AGGREGATES: dict[str, tuple[str, ...]] = {
+    "all": tuple(p.config for p in PARTS),  # what a plain `vlprobe evaluate --dataset crepe` scores, each row once
     "productivity": tuple(p.config for p in PARTS if p.family == "productivity"),
     **{f"prod_{t}": tuple(f"prod_{t}_{n}" for n in COMPLEXITIES) for t in PROD_TYPES},
 }

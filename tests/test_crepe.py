@@ -283,10 +283,11 @@ def test_bad_records_name_the_file_and_row(tmp_path: Path) -> None:
 
     def bad_region(name, rows):
         if name == "syst_vg_hard_negs_unseen_compounds_in_yfcc.csv":
-            rows[0]["width"] = "3.5"
+            rows[0]["width"] = "wide"
         return rows
 
-    with pytest.raises(AnnotationError, match=r"syst_vg_hard_negs_unseen_compounds_in_yfcc\.csv row 0: width '3\.5'"):
+    with pytest.raises(AnnotationError, match=r"syst_vg_hard_negs_unseen_compounds_in_yfcc\.csv row 0: width 'wide' is "
+                                              r"not a number"):
         crepe.read_all(make_zips(tmp_path / "b", edit=bad_region))
     zips = make_zips(tmp_path / "c")
     with zipfile.ZipFile(zips / crepe.PROD_ZIP, "w") as zf:

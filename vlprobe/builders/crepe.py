@@ -25,6 +25,7 @@ import argparse
 import ast
 import csv
 import io
+import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,7 +93,7 @@ FEATURES = Features({
     "id": _f("string"), "index": _f("int32"), "family": _f("string"), "negative_type": _f("string"),
     "pretraining": _f("string"), "compounds": _f("string"), "complexity": _f("int32"),
     "image": datasets.Image(), "image_id": _f("string"),
-    "x": _f("int32"), "y": _f("int32"), "width": _f("int32"), "height": _f("int32"),
+    "x": _f("float64"), "y": _f("float64"), "width": _f("float64"), "height": _f("float64"),
     "caption": _f("string"), "negatives": datasets.Sequence(_f("string")), "n_negatives": _f("int32"),
     "gold": datasets.Sequence(datasets.Sequence(_f("int8"))),
 })
@@ -143,14 +144,14 @@ def read_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[dict
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def _int(value: Any, where: str, field: str) -> int:
+def _number(value: Any, where: str, field: str, whole: bool = False) -> float:
     try:
         f = float(value)
     except (TypeError, ValueError):
         f = float("nan")
-    if f != f or f != int(f):
-        raise AnnotationError(f"{where}: {field} {value!r} is not a whole number")
-    return int(f)
+    if not math.isfinite(f) or (whole and f != int(f)):
+        raise AnnotationError(f"{where}: {field} {value!r} is not a {'whole ' if whole else ''}number")
+    return f
 
 
 def _negatives(value: Any, where: str, column: str) -> list[str]:
@@ -174,13 +175,13 @@ def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, An
         missing = [c for c in ("image_id", "caption", *_REGION, part.negatives) if rec.get(c) is None]
         if missing:
             raise AnnotationError(f"{where}: missing column(s) {missing} (columns: {sorted(k for k in rec if k)})")
-        image_id = _int(rec["image_id"], where, "image_id")
+        image_id = int(_number(rec["image_id"], where, "image_id", whole=True))
         if image_id < 0:
             raise AnnotationError(f"{where}: image_id {rec['image_id']!r} is not a Visual Genome image id")
         caption = rec["caption"]
         if not caption.strip():
             raise AnnotationError(f"{where}: caption is empty")
-        x, y, w, h = (_int(rec[c], where, c) for c in _REGION)
+        x, y, w, h = (_number(rec[c], where, c) for c in _REGION)
         if w <= 0 or h <= 0:
             raise AnnotationError(f"{where}: the region's width and height must be positive, got {w} x {h}")
         negatives = _negatives(rec[part.negatives], where, part.negatives)
@@ -215,8 +216,8 @@ def read_all(annotations: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[s
 
 def crop(row: Mapping[str, Any], column: str, data: bytes) -> bytes:
     """The region the authors' code feeds the model: ``TF.crop(image, y, x, height, width)`` of the
-    RGB image, which for a PIL image is ``image.crop((x, y, x + width, y + height))`` (parts outside
-    the image come out black); stored losslessly as PNG."""
+    RGB image, which for a PIL image is ``image.crop((x, y, x + width, y + height))`` (Pillow rounds
+    the box to whole pixels; parts outside the image come out black); stored losslessly as PNG."""
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as im:

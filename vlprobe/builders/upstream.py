@@ -250,8 +250,12 @@ def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, s
 
     parser.add_argument("--annotations", type=Path, default=None,
                         help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
-                             f"{up.commit[:12]}), each file checked against its git blob hash; default: fetch them "
-                             "from there into the cache, verified")
+                             f"{up.commit[:12]}), " + ("each file checked against its git blob hash; default: fetch "
+                                                      "them from there into the cache, verified"
+                                                      if all(f.pinned for f in up.files) else
+                                                      "not pinned by hash yet: used unchecked, each file's git blob "
+                                                      "hash recorded in data/BUILD.md; default: fetch them from "
+                                                      "there into the cache"))
     parser.add_argument("--annotations-url", default=None, metavar="URL",
                         help=f"where to fetch the annotation files from instead (a mirror; default: ${up.url_env} "
                              f"or {up.default_url})")
@@ -364,7 +368,7 @@ COLA = Upstream(
 CREPE = Upstream(
     "CREPE", "RAIVNLab/CREPE", "1fa81c425f442396fe304f170c8eb6dc0747c814", "data/",
     (UpstreamFile("syst_hard_negatives.zip", None), UpstreamFile("prod_hard_negatives.zip", None)),
-    "VLPROBE_CREPE_ANNOTATIONS_URL", "MIT (the repository's LICENSE file; not checked here)",
+    "VLPROBE_CREPE_ANNOTATIONS_URL",
 )
 
 
@@ -387,5 +391,5 @@ def _vl_checklist_files() -> tuple[UpstreamFile, ...]:
 # The issue pins the abbreviated commit 6f8d6a32; its full id was not available here.
 VL_CHECKLIST = Upstream(
     "VL-CheckList", "om-ai-lab/VL-CheckList", "6f8d6a32", "data/", _vl_checklist_files(),
-    "VLPROBE_VL_CHECKLIST_ANNOTATIONS_URL", "the repository's terms (not checked here)",
+    "VLPROBE_VL_CHECKLIST_ANNOTATIONS_URL",
 )

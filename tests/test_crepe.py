@@ -295,3 +295,6 @@ def test_bad_records_name_the_file_and_row(tmp_path: Path) -> None:
     with pytest.raises(AnnotationError, match=r"prod_hard_negatives\.zip: no file prod_vg_hard_negs_atom_complexity_4\.csv "
                                               r"\(the zip's CSV files: other\.csv\)"):
         crepe.read_all(zips)
+    (zips / crepe.SYST_ZIP).write_bytes(b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
+    with pytest.raises(AnnotationError, match=r"syst_hard_negatives\.zip: a Git LFS pointer, not the zip itself"):
+        crepe.read_all(zips)

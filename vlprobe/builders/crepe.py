@@ -119,6 +119,11 @@ def zip_members(path: Path) -> dict[str, str]:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+        if head.startswith(b"version https://git-lfs"):
+            raise AnnotationError(f"{path}: a Git LFS pointer, not the zip itself; fetch the file through Git LFS "
+                                  "(e.g. `git lfs pull` in a clone) and pass its folder as --annotations DIR") from None
         raise AnnotationError(f"{path}: not a readable zip file: {err}") from None
     out: dict[str, str] = {}
     with zf:

@@ -130,6 +130,30 @@ SOURCES: dict[str, SourceSpec] = {
              "https://cs-people.bu.edu/array/data/vg_gqa_images/{name}"),
             "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
         ),
+        # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/,
+        # swig/<file>, hake/<sub-folder>/... (separate sources, so that the look-up of the others is unchanged).
+        SourceSpec(
+            "visual_genome_vlc", "Visual Genome images, as VL-CheckList names them (VG_100K[_2]/<vg id>.jpg)", r"\d+\.jpg",
+            ("vg/VG_100K", "vg/VG_100K_2", "VG_100K", "VG_100K_2"), ("images.zip", "images2.zip"),
+            ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}"),
+            "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
+        ),
+        SourceSpec(
+            "swig_vlc", "SWiG / imSitu images, as VL-CheckList names them (swig/<file>)", r"[a-z_]+_\d+\.jpg",
+            ("swig", "images_512", "swig/images_512"), ("images_512.zip",), (),
+            "imSitu images: non-commercial research and educational use (imSitu terms); SWiG annotations MIT",
+            Archive("https://swig-data-weights.s3.us-east-2.amazonaws.com/images_512.zip", "images_512.zip"),
+        ),
+        # HAKE's images come from several collections, one sub-folder each (HAKE's Images/README); file
+        # names are unique only within a sub-folder, so each is a source. No per-file URLs: local only.
+        *(SourceSpec(f"hake_{sub}", f"HAKE images: {sub}", r"[A-Za-z0-9_.-]+\.(jpg|jpeg|png|JPG|JPEG|PNG)",
+                     tuple(p for d in dirs for p in (f"hake/{d}", d)), (), (),
+                     "HAKE: the terms of each source collection (HAKE's Images/README)")
+          for sub, dirs in (("openimages", ("openimages",)), ("hcvrd", ("hcvrd",)), ("pic", ("pic",)),
+                            ("images_20190730", ("hake_images_20190730",)),
+                            ("images_20200614", ("hake_images_20200614",)),
+                            ("hico_det", ("hico_20160224_det/images/test2015", "hico_20160224_det/images/train2015")),
+                            ("vcoco", ("vcoco/train2014", "vcoco/val2014")))),
     )
 }
 

@@ -33,6 +33,10 @@ SugarCREPE++ (NeurIPS     VLMs/test_*.py: ITT per subset, right when both true c
                           above cos(P1, neg) and cos(P2, neg): the text score (named TOT).
 COLA (NeurIPS 2023)       scripts/eval.py ColaMultiObjAcc: each caption scores its own image
                           strictly above the other = Winoground's image score.
+CREPE (2023)              crepe_eval_utils.get_one2many_metrics: R@1 per config, the caption ranked
+                          above its k negatives = the text score on 1 x (1 + k) items (named R@1).
+VL-CheckList (2022)       vl_checklist/evaluate.py, itc: accuracy, right when POS[0] > NEG[0]
+                          (acc_r, strict), per leaf (per corpus in the per-tag results).
 ========================  ===================================================================
 
 A text-only run (``--modality text``, recorded in each entry's ``data.modality``) has one headline for
@@ -54,7 +58,8 @@ __all__ = [
     "summarize",
 ]
 
-BENCHMARKS = ("valse", "winoground", "winoground_style", "bla", "travlr", "sugar_crepe", "sugar_crepe_pp", "cola")
+BENCHMARKS = ("valse", "winoground", "winoground_style", "bla", "travlr", "sugar_crepe", "sugar_crepe_pp", "cola", "crepe",
+              "vl_checklist")
 
 # VALSE Table 2's columns, in order, with the piece each instrument belongs to.
 VALSE_PIECES: dict[str, tuple[str, ...]] = {
@@ -84,7 +89,12 @@ TIE_RULES = {
     "sugar_crepe": ("strict", "a tie is wrong: the authors' main_eval.py counts pos > neg"),
     "sugar_crepe_pp": ("strict", "a tie is wrong: the authors' ITT needs both true captions strictly above the negative"),
     "cola": ("strict", "a tie is wrong: the authors' ColaMultiObjAcc needs preds[0,0] > preds[1,0] and preds[1,1] > preds[0,1]"),
+    "crepe": ("strict", "the authors' get_one2many_rank sorts with torch.argsort, which leaves the order of tied scores "
+                        "undefined; vlprobe counts a negative tied with the caption against it (--ties half: random tie-breaks)"),
+    "vl_checklist": ("strict", "a tie is wrong: the authors' evaluate.py (itc) counts pos > neg"),
 }
+# A paper's own name for a metric, shown beside vlprobe's (CREPE's recall@1 is the text score).
+METRIC_NAMES = {"crepe": {"text": "R@1"}}
 TEXT_ONLY = "text"  # the text-only modality (vlprobe.evaluation.settings.TEXT)
 # SugarCREPE++ scored text-only: the paper's TOT, its name and tie rule.
 SUGAR_CREPE_PP_TOT = {
@@ -111,6 +121,8 @@ SOURCES = {
     "sugar_crepe": "SugarCREPE (Hsieh et al., NeurIPS 2023), accuracy per subset as main_eval.py",
     "sugar_crepe_pp": "SugarCREPE++ (Dumpala et al., NeurIPS 2024), ITT per subset as VLMs/test_*.py",
     "cola": "COLA (Ray et al., NeurIPS 2023), multi-object accuracy as scripts/eval.py",
+    "crepe": "CREPE (Ma et al., 2023), recall@1 per config as crepe_eval_utils.get_one2many_metrics (R@1 = text)",
+    "vl_checklist": "VL-CheckList (Zhao et al., 2022), itc accuracy per leaf as vl_checklist/evaluate.py",
 }
 # The tag whose values name a benchmark's configs, so a pooled config (VALSE ``all``, a piece)
 # still yields the per-config values through its per-tag results.
@@ -161,6 +173,10 @@ def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None, modal
         return ["set_acc", "acc_r"]
     if b == "cola":
         return ["image", "text", "group"]
+    if b == "crepe":
+        return ["text", "acc_r"]
+    if b == "vl_checklist":
+        return ["acc_r"]
     if b == "travlr":
         if s == (1, 1):
             return ["macro_f1"]
@@ -420,6 +436,8 @@ def _with_tie_rule(block: dict[str, Any], bench: str) -> dict[str, Any]:
     if bench == "sugar_crepe_pp" and block.get("headline") == ["text"]:  # scored text-only: TOT
         policy, rule = SUGAR_CREPE_PP_TOT["tie_rule"]
         block["source"], block["names"] = SUGAR_CREPE_PP_TOT["source"], dict(SUGAR_CREPE_PP_TOT["names"])
+    if bench in METRIC_NAMES:  # (a text-only run of these is summarised as any other benchmark)
+        block["names"] = dict(METRIC_NAMES[bench])
     block["tie_policy"] = {"authors": policy, "rule": rule}
     return block
 
@@ -498,7 +516,8 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     - SugarCREPE: per subset acc_r; ``add`` / ``replace`` / ``swap`` = unweighted means of their subsets.
     - SugarCREPE++: per subset set_acc (the authors' ITT) and acc_r; scored text-only, text (the authors'
       TOT; ``names`` maps ``text`` to ``"TOT"``). COLA: image (the authors' multi-object accuracy), text,
-      group. These three blocks add ``tie_policy``: the authors' rule.
+      group. CREPE: per config text (the authors' R@1; ``names`` maps ``text`` to ``"R@1"``) and acc_r.
+      VL-CheckList: per config acc_r. These five blocks add ``tie_policy``: the authors' rule.
     - A text-only run of any benchmark: ``text`` per config.
     - Any other benchmark: the shape-based headline per config and split.
     """
@@ -519,6 +538,8 @@ def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             out[bench] = _with_tie_rule(_summarize_by_config(es, bench, SUGAR_CREPE_PP_SUBSETS), bench)
         elif bench == "cola":
             out[bench] = _with_tie_rule(_summarize_by_config(es, bench, ("multi_object",)), bench)
+        elif bench in ("crepe", "vl_checklist") and _modality(es) != TEXT_ONLY:
+            out[bench] = _with_tie_rule(_summarize_by_config(es, bench, None), bench)
         elif bench in ("winoground", "winoground_style"):
             out[bench] = _summarize_by_config(es, bench, None)
         else:

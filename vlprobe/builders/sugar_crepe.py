@@ -179,12 +179,15 @@ def build_folder(
     write_static: Callable[[Path], None],
     report: Callable[[dict[str, int], dict[str, list[str]]], list[str]],
     title: str,
+    convert: Callable[[dict[str, Any], str, bytes], bytes] | None = None,
 ) -> Path:
     """Check every image, then stream each config's rows (``_images``: (column, source, file) per
     image of the row) to parquet in a staging folder and move it in; then the card, ``vlprobe.yaml``
     (``write_static``) and ``data/BUILD.md`` (``report(counts, skipped)``). Missing images stop the
     build with a report per source, unless ``--skip-missing-images`` (then the rows are left out and
-    listed); a build left with no rows is refused. A failed build leaves the folder as it was."""
+    listed); a build left with no rows is refused. A failed build leaves the folder as it was.
+    ``convert(row, column, data)``, when given, returns the bytes to store for one image of a row
+    (CREPE stores the region its authors crop out of the Visual Genome image)."""
     start = time.perf_counter()
     out = Path(args.out)
     ids = [r["id"] for rows in rows_by_config.values() for r in rows]
@@ -230,7 +233,8 @@ def build_folder(
         for r in rows:
             row = {k: v for k, v in r.items() if k != "_images"}
             for column, _, file in r["_images"]:
-                row[column] = {"bytes": next(data), "path": file}
+                raw = next(data)
+                row[column] = {"bytes": convert(r, column, raw) if convert else raw, "path": file}
             yield row
 
     counts: dict[str, int] = {}

@@ -12,8 +12,11 @@ the upstream GitHub repository, each checked against its git blob hash before us
 A git blob hash is ``sha1(b"blob <size>\\0" + content)``: the id ``git ls-tree`` prints, so a copy
 can be checked against the repository without trusting the host that served it. A file that does
 not match is refused (:class:`AnnotationChecksumError`, naming the file, where it came from and
-both hashes). Offline (``HF_DATASETS_OFFLINE`` / ``HF_HUB_OFFLINE`` set, or the host unreachable)
-with files missing, :class:`AnnotationDownloadError` lists every file needed and its URL.
+both hashes). A file the table does not pin yet (``blob`` None: vlprobe has no copy of it to take the
+hash from) is used unchecked: its hash is computed, returned by :func:`file_records` for the build
+report, and one warning line says so (:func:`warn_unpinned`); known hashes are enforced as before.
+Offline (``HF_DATASETS_OFFLINE`` / ``HF_HUB_OFFLINE`` set, or the host unreachable) with files
+missing, :class:`AnnotationDownloadError` lists every file needed and its URL.
 """
 
 from __future__ import annotations
@@ -52,8 +55,12 @@ class AnnotationDownloadError(AnnotationError, FileNotFoundError):
 @dataclass(frozen=True)
 class UpstreamFile:
     path: str  # relative to the upstream's annotation folder (and to --annotations DIR)
-    blob: str  # git blob sha1
-    size: int
+    blob: str | None  # git blob sha1; None: not pinned yet (the file is used unchecked, with a warning)
+    size: int | None = None
+
+    @property
+    def pinned(self) -> bool:
+        return self.blob is not None
 
 
 @dataclass(frozen=True)
@@ -95,14 +102,45 @@ def git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def verify(data: bytes, file: UpstreamFile, where: str, upstream: Upstream) -> None:
+def verify(data: bytes, file: UpstreamFile, where: str, upstream: Upstream) -> str:
+    """The file's git blob hash, refused (:class:`AnnotationChecksumError`) when it is pinned to another."""
     got = git_blob_sha1(data)
-    if got != file.blob:
+    if file.blob is not None and got != file.blob:
         raise AnnotationChecksumError(
             f"{upstream.benchmark} annotation file {file.path} from {where} is not the pinned one: git blob "
             f"{got} ({len(data):,} bytes), expected {file.blob} ({file.size:,} bytes) as in "
             f"{upstream.repo}@{upstream.commit[:12]}:{upstream.folder}{file.path}; refusing to use it"
         )
+    return got
+
+
+def file_records(upstream: Upstream, folder: Path) -> list[dict]:
+    """Per file of ``upstream`` in ``folder`` (as :func:`annotation_folder` returned it): its path,
+    git blob hash, size and whether that hash was checked against a pinned one."""
+    out = []
+    for f in upstream.files:
+        data = (Path(folder) / f.path).read_bytes()
+        out.append({"path": f.path, "blob": git_blob_sha1(data), "size": len(data), "pinned": f.pinned})
+    return out
+
+
+def warn_unpinned(upstream: Upstream, log=None) -> None:
+    """One line, when some of ``upstream``'s files have no pinned hash: they were used unchecked."""
+    unpinned = [f.path for f in upstream.files if not f.pinned]
+    if not unpinned:
+        return
+    shown = ", ".join(unpinned[:3]) + (f" (+{len(unpinned) - 3} more)" if len(unpinned) > 3 else "")
+    line = (f"{upstream.benchmark}: warning: {len(unpinned)} annotation file(s) could not be checked against a "
+            f"pinned git blob hash, because vlprobe has none recorded for them yet ({shown}); the hashes of the "
+            f"files used are in the build's data/BUILD.md; to pin one, compare it with what `git ls-tree "
+            f"{upstream.commit[:8]} {upstream.folder}<file>` prints in a clone of github.com/{upstream.repo}")
+    (log or _stderr)(line)
+
+
+def _stderr(msg: str) -> None:
+    import sys
+
+    print(msg, file=sys.stderr, flush=True)
 
 
 def _offline() -> bool:
@@ -119,7 +157,8 @@ def _get(url: str, timeout: float) -> bytes:
 def _needed_message(upstream: Upstream, missing: Sequence[UpstreamFile], base: str, why: str, cache: Path) -> str:
     lines = [f"{upstream.benchmark}: {len(missing)} annotation file(s) are not in the cache ({cache}) and {why}.",
              f"Needed from {upstream.repo} at commit {upstream.commit} (folder {upstream.folder}):"]
-    lines += [f"  {f.path}  <- {base}{f.path}  (git blob {f.blob}, {f.size:,} bytes)" for f in missing]
+    lines += [f"  {f.path}  <- {base}{f.path}  " + (f"(git blob {f.blob}, {f.size:,} bytes)" if f.pinned
+                                                   else "(no pinned git blob hash yet)") for f in missing]
     lines.append(f"Download them (e.g. `git clone https://github.com/{upstream.repo}` and `git checkout "
                  f"{upstream.commit}`) and pass --annotations DIR, the folder holding {upstream.folder}'s files; "
                  f"or run online once, or point --annotations-url / {upstream.url_env} at a mirror.")
@@ -147,6 +186,7 @@ def annotation_folder(
                 f"hold {upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
         for f in upstream.files:
             verify((folder / f.path).read_bytes(), f, str(folder / f.path), upstream)
+        warn_unpinned(upstream, log)
         return folder
 
     cache = upstream.cache_folder(cache_dir)
@@ -161,6 +201,7 @@ def annotation_folder(
                 path.unlink()  # a damaged cache entry: fetch it again
         missing.append(f)
     if not missing:
+        warn_unpinned(upstream, log)
         return cache
     base = upstream.base_url(base_url)
     if _offline():
@@ -192,7 +233,9 @@ def annotation_folder(
         tmp.write_bytes(data)
         os.replace(tmp, target)
         if log:
-            log(f"{upstream.benchmark}: fetched {f.path} ({len(data):,} bytes, git blob verified)")
+            log(f"{upstream.benchmark}: fetched {f.path} ({len(data):,} bytes, "
+                + ("git blob verified)" if f.pinned else "no pinned git blob hash to check it against)"))
+    warn_unpinned(upstream, log)
     return cache
 
 
@@ -207,8 +250,12 @@ def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, s
 
     parser.add_argument("--annotations", type=Path, default=None,
                         help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
-                             f"{up.commit[:12]}), each file checked against its git blob hash; default: fetch them "
-                             "from there into the cache, verified")
+                             f"{up.commit[:12]}), " + ("each file checked against its git blob hash; default: fetch "
+                                                      "them from there into the cache, verified"
+                                                      if all(f.pinned for f in up.files) else
+                                                      "not pinned by hash yet: used unchecked, each file's git blob "
+                                                      "hash recorded in data/BUILD.md; default: fetch them from "
+                                                      "there into the cache"))
     parser.add_argument("--annotations-url", default=None, metavar="URL",
                         help=f"where to fetch the annotation files from instead (a mirror; default: ${up.url_env} "
                              f"or {up.default_url})")
@@ -314,4 +361,35 @@ COLA = Upstream(
     "COLA", "arijitray1993/COLA", "1fa52fba9cff4e6ffb7bfcf3550838748347273b", "data/",
     (UpstreamFile("COLA_multiobjects_matching_benchmark.json", "77fd828bc38e73f80a8e587e6357d3c2a16405cf", 56746),),
     "VLPROBE_COLA_ANNOTATIONS_URL", "MIT",
+)
+
+# Not pinned yet (blob None): vlprobe has had no copy of these files to take the hashes from. A build
+# uses them unchecked, records each file's hash in data/BUILD.md and warns once (warn_unpinned).
+CREPE = Upstream(
+    "CREPE", "RAIVNLab/CREPE", "1fa81c425f442396fe304f170c8eb6dc0747c814", "data/",
+    (UpstreamFile("syst_hard_negatives.zip", None), UpstreamFile("prod_hard_negatives.zip", None)),
+    "VLPROBE_CREPE_ANNOTATIONS_URL",
+)
+
+
+def _vl_checklist_files() -> tuple[UpstreamFile, ...]:
+    """The files the corpus yamls (``corpus/<type>/<corpus>.yaml``, ``ANNO_PATH``) point at, under data/."""
+    paths = []
+    for kind, leaves in (("Location", ("center", "margin", "mid")), ("Size", ("large", "medium", "small"))):
+        low = kind.lower()
+        paths += [f"Object/{kind}/hake_{low}/hake_obj_{leaf}.json" for leaf in leaves]
+        paths += [f"Object/{kind}/swig_{low}/swig_{role}/swig_{role}_{leaf}.json"
+                  for role in ("agent", "destination", "item", "tool") for leaf in leaves]
+        paths += [f"Object/{kind}/vg_{low}/vg_{role}_{leaf}.json" for role in ("obj", "subj") for leaf in leaves]
+    paths += [f"Attribute/{corpus}/{leaf}.json" for corpus in ("vaw", "vg")
+              for leaf in ("action", "color", "material", "size", "state")]
+    paths += ["Relation/hake_action.json", "Relation/swig_action.json", "Relation/vg/action.json",
+              "Relation/vg/spatial.json"]
+    return tuple(UpstreamFile(p, None) for p in paths)
+
+
+# The issue pins the abbreviated commit 6f8d6a32; its full id was not available here.
+VL_CHECKLIST = Upstream(
+    "VL-CheckList", "om-ai-lab/VL-CheckList", "6f8d6a32", "data/", _vl_checklist_files(),
+    "VLPROBE_VL_CHECKLIST_ANNOTATIONS_URL",
 )

@@ -1,4 +1,4 @@
-"""Train vlprobe's offline default model, mini-clip, on the synthetic scenes (CPU, about 20 min for the shipped settings).
+"""Train vlprobe's offline default model, mini-clip, on the synthetic scenes (CPU, about 23 min for the shipped settings).
 
     .venv/bin/python -m vlprobe_train                       # the shipped model -> models/mini-clip
     .venv/bin/python -m vlprobe_train --scenes 2000 --epochs 1 --out /tmp/mc   # a quick trial

@@ -1,4 +1,4 @@
-"""Train vlprobe's offline default model, mini-clip, on the synthetic scenes (CPU, about 20 min for the shipped settings).
+"""Train vlprobe's offline default model, mini-clip, on the synthetic scenes (CPU, about 23 min for the shipped settings).
 
     .venv/bin/python -m vlprobe_train                       # the shipped model -> models/mini-clip
     .venv/bin/python -m vlprobe_train --scenes 2000 --epochs 1 --out /tmp/mc   # a quick trial
@@ -17,12 +17,14 @@ from pathlib import Path
 from vlprobe_train import mini_clip
 
 
-def write_card(out: Path, results: str | None, root: str = ".") -> None:
+def write_card(out: Path, results: str | None, root: str = ".", note: str | None = None) -> None:
     log = out / "training_log.json"
     if not log.is_file():
         raise SystemExit(f"error: {log} is missing (train first)")
     record = json.loads(log.read_text())
     # checked again now, against the built folders as they are: kept in the log and stated in the card
+    if note:
+        record["note"] = note
     record["checks"] = {"disjointness": mini_clip.disjointness_check(out, root),
                         "text_lengths": mini_clip.text_lengths(out, root)}
     log.write_text(json.dumps(record, indent=1) + "\n")
@@ -45,12 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-final-eval", action="store_true", help="skip scoring the saved model on held-out items")
     p.add_argument("--card-only", action="store_true",
                    help="do not train: rewrite OUT/README.md from OUT/training_log.json (and --results)")
+    p.add_argument("--note", default=None, help="a sentence about how the run was made, kept in the log and the card")
     p.add_argument("--results", default=None, metavar="RESULTS_JSON",
                    help="a `vlprobe evaluate` results.json of this model, tabulated in the card")
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.card_only:
-        write_card(out, args.results, args.root)
+        write_card(out, args.results, args.root, args.note)
         return 0
     cfg = mini_clip.TrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(defaults)})
     record = mini_clip.train(cfg, args.out, root=args.root)
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(log.read_text())
         data["heldout_via_load_scorer"] = results
         log.write_text(json.dumps(data, indent=1) + "\n")
-    write_card(out, args.results, args.root)
+    write_card(out, args.results, args.root, args.note)
     summary["megabytes"] = round(mini_clip.folder_megabytes(out), 2)
     print(json.dumps(summary, indent=1))
     return 0

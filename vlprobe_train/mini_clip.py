@@ -38,7 +38,13 @@ the same software):
    as negatives would teach the model falsehoods). Image-to-text rows spread the target over their
    true texts (the foils included as extra columns); text-to-image columns do the same over the
    images they are true of, for every text true of at least one image in the batch.
-6. **Held-out check.** :func:`heldout_items` builds 1-image x 2-text items (a true statement and
+6. **Fine distinctions** (``TrainConfig``'s fields; the shipped model uses all but the pair term): a share of scenes with
+   only 2-4 objects (``small_scene_fraction``); mirrored pairs (``mirror_fraction``,
+   :func:`training_set`): a draw and the scene of its minimal edit, kept in one batch and captioned
+   by their two distinguishing statements; a hinge on the cosine of embeddings that must differ
+   (``separation_weight``); a 2-way caption-vs-foil term (``pair_weight``); a 2-D sine/cosine start for
+   the image tower's position embeddings (``vision_position_std``, :func:`grid_position_code`).
+7. **Held-out check.** :func:`heldout_items` builds 1-image x 2-text items (a true statement and
    its minimal false edit) on fresh scenes from another seed stream, disjoint from the training
    scenes and the instruments, in mirrored pairs (so an image-blind scorer gets exactly 0.5),
    scored with :func:`vlprobe.metric.compute` (pairwise ``acc_r``).
@@ -96,14 +102,34 @@ class TrainConfig:
     """Everything that determines the model. Defaults are the shipped model's."""
 
     seed: int = 0
-    scenes: int = 10000
-    epochs: int = 8
+    scenes: int = 30000
+    epochs: int = 20
     batch_size: int = 64
     lr: float = 2e-3
     min_lr: float = 2e-5
     weight_decay: float = 0.05
     warmup_steps: int = 100
     foil_fraction: float = 0.75  # share of captions that bring their hard negative into the batch
+    # weight of the pairwise term: for every image whose caption brought its hard negative, a 2-way
+    # softmax over (caption, hard negative), the choice every held-out and instrument item asks for
+    pair_weight: float = 0.0
+    # share of training scenes with only 2-4 objects (:func:`sample_small_scene`), where a relation
+    # between two named objects or a count is learnable from one image vector
+    small_scene_fraction: float = 0.4
+    # share of draws that come with the scene of their minimal edit (a mirrored pair, kept in one
+    # batch), and the chance that such a pair is captioned, each epoch, by its two distinguishing statements
+    mirror_fraction: float = 0.5
+    mirror_caption: float = 0.5
+    # the image tower's position embeddings start as a 2-D sine/cosine code of (row, column) with this
+    # standard deviation (0: transformers' random init, std 0.02, which the object patches drown out:
+    # two objects that swap cells give almost the same image vector)
+    vision_position_std: float = 0.5
+    # a hinge on the cosine of two embeddings that must differ: a caption and its hard negative (text
+    # tower), a scene and its mirrored partner in the batch (image tower), penalised above
+    # ``separation_margin``; it breaks the symmetry that keeps both towers blind to a word (left/right)
+    # or a position that the other tower does not yet see
+    separation_weight: float = 1.0
+    separation_margin: float = 0.8
     # share of training scenes rendered with equal_area=True (every shape the same ink, as `vlprobe build
     # travlr` renders); the rest as the Winoground-style folder and the Space render (natural sizes)
     equal_area_fraction: float = 0.5
@@ -120,7 +146,7 @@ class TrainConfig:
     # <|startoftext|> and <|endoftext|>; a full 6 x 6 grid's caption + the longest query is ~292
     max_length: int = 320
     heldout_per_kind: int = 200
-    threads: int = 2
+    threads: int = 1  # the shipped model was trained with 1 (float sums depend on it)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -204,15 +230,43 @@ def sample_training_scene(rng: random.Random) -> Scene:
     return Scene(tuple(place(types, rng)))
 
 
+def sample_small_scene(rng: random.Random) -> Scene:
+    """A training scene of 2-4 objects (a quarter from the full 8 x 9 palette)."""
+    full = rng.random() < 0.25
+    shapes = ALL_SHAPES if full else SHAPES
+    colours = ALL_COLOURS if full else COLOURS
+    types = [(rng.choice(colours), rng.choice(shapes)) for _ in range(rng.randint(2, 4))]
+    return Scene(tuple(place(types, rng)))
+
+
 def training_scenes(cfg: TrainConfig, exclude: set | frozenset = frozenset()) -> tuple[list[Scene], dict[str, int]]:
     """``cfg.scenes`` distinct scenes from the training seed stream, none whose key is in ``exclude``;
-    and how many draws were rejected: ``{"duplicate": ..., "excluded": ...}``."""
+    and how many draws were rejected: ``{"duplicate": ..., "excluded": ...}``. Mirrored partners
+    (see :func:`training_set`) are among them."""
+    scenes, rejected, _ = training_set(cfg, exclude)
+    return scenes, rejected
+
+
+# the minimal edits a mirrored training pair may come from (the held-out kinds, on other scenes)
+MIRROR_TRAIN_KINDS = ("colour", "attribute_swap", "count", "spatial", "compare")
+
+
+def training_set(cfg: TrainConfig, exclude: set | frozenset = frozenset()
+                 ) -> tuple[list[Scene], dict[str, int], dict[int, tuple[int, Statement, Statement]]]:
+    """The training scenes, the rejected draws, and the mirrored pairs: a share
+    (``cfg.mirror_fraction``) of the draws come with the scene of their minimal edit (:func:`_mirror`:
+    an object recoloured, two objects' colours or cells swapped, an object added or removed, two
+    shapes swapped), stored right after it; ``pairs[i] = (j, A, B)``: scene ``i``'s partner is
+    scene ``j``, A is true of ``i`` and false of ``j``, B the reverse. Both statements obey the
+    held-out rules, and the partner is checked against ``exclude`` and earlier draws like any scene."""
     rng = random.Random(f"{NAMESPACE}:train:{cfg.seed}")
     seen: set = set()
     out: list[Scene] = []
+    pairs: dict[int, tuple[int, Statement, Statement]] = {}
     rejected = {"duplicate": 0, "excluded": 0}
     while len(out) < cfg.scenes:
-        scene = sample_training_scene(rng)
+        small = cfg.small_scene_fraction > 0 and rng.random() < cfg.small_scene_fraction
+        scene = sample_small_scene(rng) if small else sample_training_scene(rng)
         key = scene.key()
         if key in seen:
             rejected["duplicate"] += 1
@@ -220,9 +274,26 @@ def training_scenes(cfg: TrainConfig, exclude: set | frozenset = frozenset()) ->
         if key in exclude:
             rejected["excluded"] += 1
             continue
+        mirror = None
+        if cfg.mirror_fraction > 0 and len(out) + 2 <= cfg.scenes and rng.random() < cfg.mirror_fraction:
+            mirror = _mirror(scene, rng.choice(MIRROR_TRAIN_KINDS), rng)
+            if mirror is not None:
+                a, b, edited = mirror
+                ekey = edited.key()
+                if holdout_violation(a) or holdout_violation(b) or ekey == key:
+                    mirror = None
+                elif ekey in seen or ekey in exclude:
+                    rejected["duplicate" if ekey in seen else "excluded"] += 1
+                    mirror = None
         seen.add(key)
         out.append(scene)
-    return out, rejected
+        if mirror is not None:
+            a, b, edited = mirror
+            seen.add(edited.key())
+            pairs[len(out) - 1] = (len(out), a, b)
+            pairs[len(out)] = (len(out) - 1, b, a)
+            out.append(edited)
+    return out, rejected, pairs
 
 
 def evaluation_scene_keys(root: str | Path | None = None) -> set:
@@ -444,7 +515,31 @@ def build_model(cfg: TrainConfig, tokenizer):
         projection_dim=cfg.projection_dim,
     )
     torch.manual_seed(cfg.seed)
-    return CLIPModel(config)
+    model = CLIPModel(config)
+    if cfg.vision_position_std > 0:
+        with torch.no_grad():
+            weight = model.vision_model.embeddings.position_embedding.weight
+            weight.copy_(grid_position_code(cfg.image_size // cfg.patch_size, cfg.vision_hidden, cfg.vision_position_std))
+    return model
+
+
+def grid_position_code(side: int, dim: int, std: float):
+    """``(1 + side**2, dim)``: row 0 (the class token) zeros; patch (r, c) gets sines and cosines of r
+    in the first half of the dimensions and of c in the second, at geometric frequencies, scaled to ``std``."""
+    import torch
+
+    half = dim // 2
+    freqs = torch.exp(-math.log(4 * side) * torch.arange(half // 2) / max(1, half // 2))  # 1 .. ~1/(4 side)
+    r, c = torch.meshgrid(torch.arange(side, dtype=torch.float32), torch.arange(side, dtype=torch.float32), indexing="ij")
+
+    def code(x):
+        angles = x.reshape(-1, 1) * freqs.reshape(1, -1)
+        return torch.cat([angles.sin(), angles.cos()], dim=1)
+
+    grid = torch.cat([code(r), code(c)], dim=1)
+    grid = torch.nn.functional.pad(grid, (0, dim - grid.shape[1]))
+    grid = (grid - grid.mean()) / grid.std() * std
+    return torch.cat([torch.zeros(1, dim), grid])
 
 
 def build_image_processor(cfg: TrainConfig):
@@ -502,7 +597,7 @@ def multi_positive_clip_loss(logits, gold):
 
 
 # ---- held-out instruments --------------------------------------------------------------------------
-HELDOUT_KINDS = ("colour", "attribute_swap", "count", "spatial", "compare")
+HELDOUT_KINDS = ("colour", "attribute_swap", "count", "spatial", "compare", "spatial_3")
 
 
 Mirror = tuple[Statement, Statement, Scene]
@@ -591,6 +686,7 @@ _MIRRORS = {
     "count": _mirror_count,
     "spatial": _mirror_spatial,
     "compare": _mirror_compare,
+    "spatial_3": _mirror_spatial,  # on 3-object scenes, as TraVLR's spatiality task draws them
 }
 
 
@@ -626,7 +722,10 @@ def heldout_examples(kind: str, n: int, seed: int = 0, exclude: set | frozenset 
     out = []
     seen: set = set()
     while len(out) < n:
-        scene = sample_training_scene(rng)
+        if kind == "spatial_3":
+            scene = Scene(tuple(place([(rng.choice(COLOURS), rng.choice(SHAPES)) for _ in range(3)], rng)))
+        else:
+            scene = sample_training_scene(rng)
         got = _mirror(scene, kind, rng)
         if got is None:
             continue
@@ -703,6 +802,11 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def cap_rng_draw(cfg: TrainConfig, epoch: int, i: int) -> bool:
+    """Whether mirrored pair ``i`` is captioned by its two statements in ``epoch`` (a seeded draw)."""
+    return random.Random(f"{NAMESPACE}:mirror:{cfg.seed}:{epoch}:{i}").random() < cfg.mirror_caption
+
+
 def train(cfg: TrainConfig, out: str | Path | None, root: str | Path | None = ".", log_every: int = 20) -> dict:
     """Train mini-clip with ``cfg``; save it (model, tokenizer, processor, ``training_log.json``) to
     ``out`` unless None. Returns the training record (settings, timings, losses, held-out scores)."""
@@ -716,7 +820,7 @@ def train(cfg: TrainConfig, out: str | Path | None, root: str | Path | None = ".
     torch.manual_seed(cfg.seed)
 
     eval_keys = evaluation_scene_keys(root)
-    scenes, rejected = training_scenes(cfg, exclude=eval_keys)
+    scenes, rejected, mirror_pairs = training_set(cfg, exclude=eval_keys)
     train_keys = {s.key() for s in scenes}
     _log(f"mini-clip: {len(scenes)} training scenes (draws rejected: {rejected}), "
          f"{len(eval_keys)} evaluation scenes excluded")
@@ -755,18 +859,35 @@ def train(cfg: TrainConfig, out: str | Path | None, root: str | Path | None = ".
     t_train = time.perf_counter()
     model.train()
     for epoch in range(cfg.epochs):
-        order = random.Random(f"{NAMESPACE}:order:{cfg.seed}:{epoch}").sample(range(len(scenes)), len(scenes))
+        if mirror_pairs:  # a mirrored pair stays together (it may straddle two batches)
+            units = [(i, mirror_pairs[i][0]) if i in mirror_pairs else (i,) for i in range(len(scenes))
+                     if i not in mirror_pairs or mirror_pairs[i][0] > i]
+            units = random.Random(f"{NAMESPACE}:order:{cfg.seed}:{epoch}").sample(units, len(units))
+            order = [i for unit in units for i in unit]
+        else:
+            order = random.Random(f"{NAMESPACE}:order:{cfg.seed}:{epoch}").sample(range(len(scenes)), len(scenes))
+        mirrored = {i for i in mirror_pairs if i < mirror_pairs[i][0] and cap_rng_draw(cfg, epoch, i)}
         cap_rng = random.Random(f"{NAMESPACE}:captions:{cfg.seed}:{epoch}")
         running = []
         for b in range(steps_per_epoch):
             idx = sorted(order[b * cfg.batch_size:(b + 1) * cfg.batch_size])
             batch_scenes = [scenes[i] for i in idx]
             texts: dict[str, Statement] = {}
-            for scene in batch_scenes:
+            pairs: list[tuple[int, str, str]] = []  # (image, its caption, its hard negative)
+            for k, scene in enumerate(batch_scenes):
+                i = idx[k]
+                if i in mirror_pairs and min(i, mirror_pairs[i][0]) in mirrored:
+                    _, stmt, bad = mirror_pairs[i]
+                    text, bad_text = stmt.text(), bad.text()
+                    texts.setdefault(text, stmt)
+                    texts.setdefault(bad_text, bad)
+                    pairs.append((k, text, bad_text))
+                    continue
                 stmt, bad, text, bad_text = sample_caption(scene, cap_rng)
                 texts.setdefault(text, stmt)
                 if bad_text is not None and cap_rng.random() < cfg.foil_fraction:
                     texts.setdefault(bad_text, bad)
+                    pairs.append((k, text, bad_text))
             text_list = list(texts)
             gold = torch.tensor([[safe_truth(sc, texts[t]) for t in text_list] for sc in batch_scenes])
             missing = [t for t in text_list if t not in token_cache]
@@ -789,6 +910,25 @@ def train(cfg: TrainConfig, out: str | Path | None, root: str | Path | None = ".
                 text_out if isinstance(text_out, torch.Tensor) else text_out.pooler_output, dim=-1)
             logits = model.logit_scale.exp() * img @ txt.T
             loss = multi_positive_clip_loss(logits, gold)
+            if cfg.separation_weight and pairs:
+                column = {t: j for j, t in enumerate(text_list)}
+                ta = txt[torch.tensor([column[t] for _, t, _ in pairs])]
+                tb = txt[torch.tensor([column[f] for _, _, f in pairs])]
+                hinge = torch.relu((ta * tb).sum(1) - cfg.separation_margin).mean()
+                where = {i: k for k, i in enumerate(idx)}
+                partners = [(k, where[mirror_pairs[i][0]]) for k, i in enumerate(idx)
+                            if i in mirror_pairs and mirror_pairs[i][0] in where and mirror_pairs[i][0] > i]
+                if partners:
+                    ia = img[torch.tensor([a for a, _ in partners])]
+                    ib = img[torch.tensor([b for _, b in partners])]
+                    hinge = hinge + torch.relu((ia * ib).sum(1) - cfg.separation_margin).mean()
+                loss = loss + cfg.separation_weight * hinge
+            if cfg.pair_weight and pairs:
+                column = {t: j for j, t in enumerate(text_list)}
+                rows = torch.tensor([k for k, _, _ in pairs])
+                two = torch.stack([logits[rows, torch.tensor([column[t] for _, t, _ in pairs])],
+                                   logits[rows, torch.tensor([column[f] for _, _, f in pairs])]], dim=1)
+                loss = loss + cfg.pair_weight * torch.nn.functional.cross_entropy(two, torch.zeros(len(pairs), dtype=torch.long))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -938,6 +1078,7 @@ KIND_TEXT = {
     "count": '"There are 2 circle objects." vs "There are 3 circle objects." (one object added or removed)',
     "spatial": '"The red circle is to the left of the blue square." vs "to the right of" (the two swap cells)',
     "compare": '"There are more circles than squares." vs "fewer" (the two shapes swap)',
+    "spatial_3": 'as spatial, on scenes of 3 objects (the size of TraVLR\'s spatiality scenes)',
 }
 
 
@@ -958,8 +1099,8 @@ def model_card(record: dict, instruments_table: str | None = None) -> str:
     )
     load = record.get("load_average") or {}
     load_text = (f" The 1-minute load average was {load.get('start', float('nan')):.1f} at the start and "
-                 f"{load.get('end', float('nan')):.1f} at the end (other people's jobs share these two cores; "
-                 f"under a load of 4-6 the same command has taken 11-12 min here)." if load else "")
+                 f"{load.get('end', float('nan')):.1f} at the end (other people's jobs share these two cores)."
+                 if load else "")
     epochs = "\n".join(
         f"| {e['epoch']} | {e['loss']:.3f} | {e['last_loss']:.3f} | "
         + " | ".join(f"{e['heldout_acc_r'].get(k, float('nan')):.2f}" for k in HELDOUT_KINDS) + f" | {e['seconds']:.0f} |"
@@ -996,7 +1137,29 @@ def model_card(record: dict, instruments_table: str | None = None) -> str:
                        f"; {lengths['with_unknown']} of them hold an unknown word")
     else:
         length_text = "no built folder was measured"
+    recipe = []
+    if cfg.small_scene_fraction:
+        recipe.append(f"{cfg.small_scene_fraction:.0%} of the training scenes hold only 2-4 objects")
+    if cfg.mirror_fraction:
+        recipe.append(f"{cfg.mirror_fraction:.0%} of the draws come with the scene of their minimal edit (an object "
+                      "recoloured, two objects' colours or cells swapped, an object added or removed, two shapes "
+                      "swapped; a mirrored pair, kept in one batch, its partner checked for disjointness like any "
+                      f"scene), and each epoch {cfg.mirror_caption:.0%} of the pairs are captioned by their two "
+                      "distinguishing statements (each true of one image and false of the other)")
+    if cfg.separation_weight:
+        recipe.append(f"a hinge (weight {cfg.separation_weight}) on the cosine, above {cfg.separation_margin}, of a "
+                      "caption and its hard negative (text tower) and of the two scenes of a mirrored pair in the "
+                      "batch (image tower)")
+    if cfg.pair_weight:
+        recipe.append(f"a 2-way softmax over (caption, hard negative) per image, weight {cfg.pair_weight}")
+    if cfg.vision_position_std:
+        recipe.append("the image tower's position embeddings start as a 2-D sine/cosine code of (row, column) "
+                      f"with std {cfg.vision_position_std} (not transformers' random std 0.02)")
+    recipe_text = ("\n\nAlso: " + "; ".join(recipe) + ".") if recipe else ""
+    note = f" {record['note']}" if record.get("note") else ""
     values = {
+        "recipe_text": recipe_text,
+        "note": note,
         "cfg": cfg,
         "disjointness": disjointness,
         "length_text": length_text,

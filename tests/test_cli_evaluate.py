@@ -169,6 +169,17 @@ def test_dataset_not_found(tmp_path, tiny_clip_path, capsys):
     assert code == 2 and "missing" in err and "Traceback" not in err
 
 
+def test_an_unbuilt_card_folder_says_how_to_build_it(tmp_path, tiny_clip_path, capsys):
+    # A clone's committed card folder (card + vlprobe.yaml, no data/): the error names the build command.
+    import shutil
+
+    card = shutil.copytree(Path(__file__).resolve().parents[1] / "crepe", tmp_path / "crepe",
+                           ignore=shutil.ignore_patterns("data"))
+    code, _, err = _run(capsys, "--dataset", card, "--model", tiny_clip_path, "--out", tmp_path / "o")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "holds a card but no data yet" in err and f"`vlprobe build crepe --out {card}`" in err, err
+
+
 def test_unreadable_image_names_item_and_file(tmp_path, tiny_clip_path, capsys):
     bad = build_folder(tmp_path, n=6, broken_row=4)
     code, out, err = _run(capsys, "--dataset", bad, "--config", "pairs", "--model", tiny_clip_path, "--out",

@@ -60,6 +60,16 @@ class SplitSource:
 
 
 def _dataset_error(dataset: str, err: BaseException) -> str:
+    folder = Path(dataset)
+    if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not _is_built(folder):
+        # a clone's committed card folder (valse/, crepe/, ...): its rows come from a build
+        from ..builders import builders
+
+        name = folder.resolve().name
+        how = (f"`vlprobe build {name}" + ("" if folder.resolve() == (Path.cwd() / name).resolve() else f" --out {dataset}")
+               + "`" if name in builders() else "the builder its README names")
+        return (f"dataset folder {dataset!r} holds a card but no data yet: build it with {how} "
+                f"(its README.md says what the build needs: annotations, images)")
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     local = "" if Path(dataset).exists() else " It is not a local folder either."
     return (

@@ -27,6 +27,8 @@ UP = upstream.CREPE
 PREFIX = f"/{UP.repo}/{UP.commit}/{UP.folder}"
 IMAGE_SIZE = (40, 30)
 SYST_COLUMNS = ["image_id", "caption", "x", "y", "width", "height", "valid_hard_negs_atom", "valid_hard_negs_comp"]
+# One file carries its own combined column (as the authors' later script reads it); the others derive it.
+COMBINED_FILE = "syst_vg_hard_negs_seen_compounds_in_laion.csv"
 PROD_COLUMNS = ["image_id", "caption", "x", "y", "width", "height", "hard_negs"]
 
 
@@ -54,7 +56,16 @@ def syst_rows(pretraining: str, compounds: str) -> list[dict]:
              "width": 12 + i, "height": 10, "valid_hard_negs_atom": repr([f"atom neg {i}.{j}" for j in range(3)]),
              "valid_hard_negs_comp": repr([f"comp neg {i}.{j}" for j in range(2 + i)])} for i in range(3)]
     rows[2]["valid_hard_negs_comp"] = "[]"  # no comp negative: left out of the comp config only
+    if f"syst_vg_hard_negs_{compounds}_compounds_in_{pretraining}.csv" == COMBINED_FILE:
+        for i, r in enumerate(rows):
+            r["valid_hard_negs_combined"] = repr([f"combined neg {i}.{j}" for j in range(4)])
     return rows
+
+
+def expected_negatives(rec: dict, part) -> list[str]:
+    if part.negatives == crepe.COMBINED and crepe.COMBINED not in rec:
+        return eval(rec["valid_hard_negs_atom"]) + eval(rec["valid_hard_negs_comp"])
+    return eval(rec[part.negatives])
 
 
 def prod_rows(kind: str, n: int) -> list[dict]:
@@ -72,7 +83,8 @@ def make_zips(folder: Path, *, edit=None) -> Path:
         for p in crepe.PRETRAINING:
             for c in crepe.COMPOUNDS:
                 name = f"syst_vg_hard_negs_{c}_compounds_in_{p}.csv"
-                zf.writestr(f"syst_hard_negatives/{name}", _csv(SYST_COLUMNS, edit(name, syst_rows(p, c))))
+                columns = SYST_COLUMNS + (["valid_hard_negs_combined"] if name == COMBINED_FILE else [])
+                zf.writestr(f"syst_hard_negatives/{name}", _csv(columns, edit(name, syst_rows(p, c))))
     with zipfile.ZipFile(folder / crepe.PROD_ZIP, "w") as zf:
         for t in crepe.PROD_TYPES:
             for n in crepe.COMPLEXITIES:
@@ -159,7 +171,7 @@ def test_unpinned_zips_are_hashed_into_the_build_report_with_one_warning(built) 
 def test_every_config_loads_with_the_caption_true(built) -> None:
     out = built[0]
     configs = set(datasets.get_dataset_config_names(str(out)))
-    assert configs == set(crepe.BY_CONFIG) | set(crepe.AGGREGATES) and len(crepe.PARTS) == 39
+    assert configs == set(crepe.BY_CONFIG) | set(crepe.AGGREGATES) and len(crepe.PARTS) == 45
     for part in crepe.PARTS:
         ds = load(out, part.config)
         if part.family == "productivity":
@@ -171,14 +183,19 @@ def test_every_config_loads_with_the_caption_true(built) -> None:
         for row in ds:
             rec = raw[row["index"]]
             assert row["id"] == f"{part.config}/{row['index']}"
-            assert row["caption"] == rec["caption"] and row["negatives"] == eval(rec[part.negatives])
+            assert row["caption"] == rec["caption"] and row["negatives"] == expected_negatives(rec, part)
             assert row["gold"] == [[1] + [0] * len(row["negatives"])]
             assert (row["family"], row["negative_type"], row["complexity"]) == (
                 part.family, part.negative_type, part.complexity)
-    assert len(load(out, "productivity")) == 54 and len(load(out, "prod_negate")) == 18 and len(load(out, "all")) == 84
+    assert len(load(out, "productivity")) == 54 and len(load(out, "prod_negate")) == 18 and len(load(out, "all")) == 102
     report = (out / "data" / "BUILD.md").read_text()
     assert "| `syst_cc12m_seen_comp` | 2 | 3 | 1 | 0 | 2: 1, 3: 1 |" in report
     assert "- `syst_laion_unseen_comp`: 1 row(s): 2" in report
+    # combined: the file with its own column is read as is; the other five are atom + comp, and said so
+    assert load(out, "syst_laion_seen_combined")[0]["negatives"] == [f"combined neg 0.{j}" for j in range(4)]
+    assert load(out, "syst_cc12m_seen_combined")[2]["negatives"] == [f"atom neg 2.{j}" for j in range(3)]
+    derived = report.split("## `combined` negatives built as atom + comp")[1].split("##")[0]
+    assert "`syst_cc12m_seen_combined`" in derived and "syst_laion_seen_combined" not in derived
 
 
 def test_the_image_is_the_authors_crop(built) -> None:

@@ -5,15 +5,16 @@ github.com/RAIVNLab/CREPE at a pinned commit and the Visual Genome images.
 Each zip holds CSV files; the authors' evaluation code (``crepe_eval_utils.BaseCsvDataset``,
 ``crepe_compo_eval_open_clip.py``, ``crepe_prod_eval_*.py``) reads, per row, ``image_id`` (a Visual
 Genome image), the region ``x, y, width, height`` it crops out of that image, the true ``caption`` and
-a Python-literal list of hard negatives (``hard_negs`` for productivity; ``valid_hard_negs_atom`` or
-``valid_hard_negs_comp`` for systematicity), and ranks ``[caption] + negatives`` for the cropped
+a Python-literal list of hard negatives (``hard_negs`` for productivity; ``valid_hard_negs_atom``,
+``valid_hard_negs_comp`` or ``valid_hard_negs_combined`` for systematicity), and ranks ``[caption] + negatives`` for the cropped
 region: recall@1 is the share of rows whose caption ranks first. Here each row is 1 image (the
 cropped region, stored as PNG) x ``[caption, *negatives]`` with gold ``[[1, 0, ..., 0]]`` (a ``gold``
 column, since k may vary); vlprobe's ``text`` (= ``set_acc`` on these items) is CREPE's recall@1.
 
-Configs: systematicity ``syst_<pretraining>_<seen|unseen>_<atom|comp>`` (12: one CSV per pretraining
-set and compound split, one config per negative column), productivity ``prod_<atom|swap|negate>_<4..12>``
-(27), ``prod_<type>`` (a type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 39).
+Configs: systematicity ``syst_<pretraining>_<seen|unseen>_<atom|comp|combined>`` (18: one CSV per
+pretraining set and compound split, one config per negative type; ``combined`` is atom + comp where a
+CSV has no column of its own), productivity ``prod_<atom|swap|negate>_<4..12>`` (27), ``prod_<type>`` (a
+type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 45).
 
 The two zips are not pinned by hash yet (vlprobe has had no copy of them): a build computes their git
 blob hashes, writes them to ``data/BUILD.md`` and warns once (:func:`upstream.warn_unpinned`).
@@ -29,7 +30,7 @@ import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import datasets
 from datasets import Features, Value
@@ -48,7 +49,8 @@ SYST_ZIP = "syst_hard_negatives.zip"
 PROD_ZIP = "prod_hard_negatives.zip"
 PRETRAINING = {"cc12m": "CC12M", "yfcc": "YFCC15M", "laion": "LAION-400M"}
 COMPOUNDS = ("seen", "unseen")
-SYST_TYPES = ("atom", "comp")
+SYST_TYPES = ("atom", "comp", "combined")  # combined: atom + comp (the README)
+COMBINED, COMBINED_FROM = "valid_hard_negs_combined", ("valid_hard_negs_atom", "valid_hard_negs_comp")
 PROD_TYPES = ("atom", "swap", "negate")
 COMPLEXITIES = tuple(range(4, 13))
 _REGION = ("x", "y", "width", "height")
@@ -169,15 +171,24 @@ def _negatives(value: Any, where: str, column: str) -> list[str]:
     return list(parsed)
 
 
+def derives_combined(rows: list[dict[str, str]], part: Part) -> bool:
+    """Whether ``part`` is a `combined` config whose CSV has no ``valid_hard_negs_combined`` column:
+    its negatives are then the row's atom negatives followed by its comp negatives, as the README
+    defines the type ("atom+comp"); the authors' script reads the column where it exists."""
+    return part.negatives == COMBINED and bool(rows) and COMBINED not in rows[0]
+
+
 def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, Any]], list[int]]:
     """One leaf config's rows (without image bytes), and the CSV rows left out because their list
     of negatives is empty (a 1 x 1 item has nothing to rank; the authors' code would rank the
     caption first and count it right)."""
     out, empty = [], []
     where_file = f"{part.zip}:{part.csv}"
+    derived = derives_combined(rows, part)
+    columns = COMBINED_FROM if derived else (part.negatives,)
     for n, rec in enumerate(rows):
         where = f"{where_file} row {n}"
-        missing = [c for c in ("image_id", "caption", *_REGION, part.negatives) if rec.get(c) is None]
+        missing = [c for c in ("image_id", "caption", *_REGION, *columns) if rec.get(c) is None]
         if missing:
             raise AnnotationError(f"{where}: missing column(s) {missing} (columns: {sorted(k for k in rec if k)})")
         image_id = int(_number(rec["image_id"], where, "image_id", whole=True))
@@ -189,7 +200,7 @@ def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, An
         x, y, w, h = (_number(rec[c], where, c) for c in _REGION)
         if w <= 0 or h <= 0:
             raise AnnotationError(f"{where}: the region's width and height must be positive, got {w} x {h}")
-        negatives = _negatives(rec[part.negatives], where, part.negatives)
+        negatives = [t for c in columns for t in _negatives(rec[c], where, c)]
         if not negatives:
             empty.append(n)
             continue
@@ -203,11 +214,13 @@ def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, An
     return out, empty
 
 
-def read_all(annotations: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int], dict[str, list[int]]]:
-    """Rows per leaf config, rows per CSV file, and the rows left out (empty negative lists)."""
+def read_all(annotations: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int], dict[str, list[int]],
+                                         list[str]]:
+    """Rows per leaf config, rows per CSV file, the rows left out (empty negative lists), and the
+    `combined` configs whose negatives were derived as atom + comp (:func:`derives_combined`)."""
     members = {z: zip_members(annotations / z) for z in (SYST_ZIP, PROD_ZIP)}
     cache: dict[tuple[str, str], list[dict[str, str]]] = {}
-    rows, in_file, empty = {}, {}, {}
+    rows, in_file, empty, derived = {}, {}, {}, []
     for part in PARTS:
         key = (part.zip, part.csv)
         if key not in cache:
@@ -216,7 +229,9 @@ def read_all(annotations: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[s
         in_file[part.config] = len(cache[key])
         if left_out:
             empty[part.config] = left_out
-    return rows, in_file, empty
+        if derives_combined(cache[key], part):
+            derived.append(part.config)
+    return rows, in_file, empty, derived
 
 
 def crop(row: Mapping[str, Any], column: str, data: bytes) -> bytes:
@@ -288,7 +303,8 @@ def _shown(items: list, first: int = 5) -> str:
 
 
 def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[str, int],
-           empty: dict[str, list[int]], ks: dict[str, dict[int, int]], records: list[dict]) -> list[str]:
+           empty: dict[str, list[int]], ks: dict[str, dict[int, int]], records: list[dict],
+           derived: Sequence[str] = ()) -> list[str]:
     lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(counts)} leaf configs (the aggregates "
              f"{', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
              "Rows per config against the rows of its CSV file; k is the number of hard negatives per row "
@@ -299,6 +315,11 @@ def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[
         k = ", ".join(f"{n}: {c:,}" for n, c in sorted(ks.get(p.config, {}).items()))
         lines.append(f"| `{p.config}` | {counts.get(p.config, 0):,} | {in_file[p.config]:,} | "
                      f"{len(empty.get(p.config, [])):,} | {len(skipped.get(p.config, [])):,} | {k} |")
+    if derived:
+        lines += ["", "## `combined` negatives built as atom + comp", "",
+                  f"The CSV files of these configs have no `{COMBINED}` column, so each row's negatives are its "
+                  "`valid_hard_negs_atom` list followed by its `valid_hard_negs_comp` list (the README's "
+                  "\"combined (atom+comp)\"): " + ", ".join(f"`{c}`" for c in derived) + "."]
     if empty:
         lines += ["", "## Rows left out: no negatives", "",
                   "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
@@ -326,7 +347,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build(args: argparse.Namespace) -> Path:
     annotations = annotations_of(args, upstream.CREPE)
     records = upstream.file_records(upstream.CREPE, annotations)
-    rows, in_file, empty = read_all(annotations)
+    rows, in_file, empty, derived = read_all(annotations)
     ks: dict[str, dict[int, int]] = {}
     for config, rs in rows.items():
         for r in rs:
@@ -338,5 +359,5 @@ def build(args: argparse.Namespace) -> Path:
         (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
 
     return build_folder(args, NAME, rows, (SOURCE,), FEATURES, static,
-                        lambda counts, skipped: report(counts, skipped, in_file, empty, ks, records),
+                        lambda counts, skipped: report(counts, skipped, in_file, empty, ks, records, derived),
                         "CREPE: this build", convert=crop)

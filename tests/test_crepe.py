@@ -259,6 +259,25 @@ def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Pat
     assert "R@1" in capsys.readouterr().out
 
 
+def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
+    # `evaluate --dataset crepe` scores the `all` config once; the summary gives each leaf config's R@1
+    # (from the `leaf=` tag), as the authors report per config, beside the pooled `all`.
+    from vlprobe.cli import main
+
+    code = main(["evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--bootstrap", "0",
+                 "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run")])
+    assert code == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert [e["config"] for e in doc["results"]] == ["all"]
+    table = pq.read_table(tmp_path / "run" / "scores.parquet").to_pylist()
+    rows = {r["config"]: r for r in doc["summary"]["crepe"]["rows"]}
+    assert set(crepe.BY_CONFIG) <= set(rows)
+    for config in ("prod_atom_4", "syst_laion_seen_combined", "syst_cc12m_seen_comp"):
+        mine = [r for r in table if r["id"].startswith(f"{config}/")]
+        r1 = np.mean([all(r["scores"][0][0] > v for v in r["scores"][0][1:]) for r in mine])
+        assert rows[config]["values"]["text"] == pytest.approx(r1), config
+
+
 def test_committed_card_spec_and_the_space_listing(built, repo_root: Path, tmp_path: Path) -> None:
     from vlprobe.demo.settings import Settings
     from vlprobe.publish import check_dataset_folder

@@ -126,6 +126,22 @@ def test_an_all_tied_instrument_makes_the_aggregates_na_not_empty():
     assert by["add"]["values"]["acc_r"] == pytest.approx(0.9) and "na" not in by["add"]
 
 
+def test_crepe_and_vl_checklist_configs_from_the_all_configs_leaf_tags():
+    rng = np.random.default_rng(1)
+    for bench, leaves in (("crepe", ["prod_atom_4", "syst_laion_seen_comp"]),
+                          ("vl_checklist", ["attribute_color", "relation_spatial"])):
+        S = rng.normal(size=(40, 1, 3 if bench == "crepe" else 2))
+        gold = np.zeros(S.shape, dtype=bool)
+        gold[:, 0, 0] = True
+        tags = [[f"leaf={leaves[i % 2]}"] for i in range(40)]
+        m = compute(S, gold, tags=tags)
+        by = {r["config"]: r for r in summarize([{"dataset": f"./{bench}", "config": "all", "split": "test",
+                                                   "metrics": m}])[bench]["rows"]}
+        key = "text" if bench == "crepe" else "acc_r"
+        for i, leaf in enumerate(leaves):
+            assert by[leaf]["values"][key] == pytest.approx(compute(S[i::2], gold[i::2])[key]), (bench, leaf)
+
+
 def test_valse_instruments_from_the_all_configs_per_tag_results():
     rng = np.random.default_rng(0)
     S = rng.normal(size=(60, 1, 2))

@@ -127,7 +127,7 @@ SOURCES = {
 # The tag whose values name a benchmark's configs, so a pooled config (VALSE ``all``, a piece)
 # still yields the per-config values through its per-tag results.
 _CONFIG_TAG = {"valse": "instrument", "bla": "task", "winoground_style": "instrument", "sugar_crepe": "subset",
-               "sugar_crepe_pp": "subset"}
+               "sugar_crepe_pp": "subset", "crepe": "leaf", "vl_checklist": "leaf"}
 # The paper tables' config names, where a dataset's differ (Winoground's one set of 400).
 PAPER_CONFIG = {("winoground", "default"): "winoground", ("winoground", "test"): "winoground"}
 

@@ -92,7 +92,8 @@ DEFAULT_CONFIG = "productivity"
 
 _f = Value
 FEATURES = Features({
-    "id": _f("string"), "index": _f("int32"), "family": _f("string"), "negative_type": _f("string"),
+    "id": _f("string"), "index": _f("int32"), "leaf": _f("string"), "family": _f("string"),
+    "negative_type": _f("string"),
     "pretraining": _f("string"), "compounds": _f("string"), "complexity": _f("int32"),
     "image": datasets.Image(), "image_id": _f("string"),
     "x": _f("float64"), "y": _f("float64"), "width": _f("float64"), "height": _f("float64"),
@@ -110,7 +111,7 @@ id: id
 images: [image]
 texts: [caption, negatives]
 gold: gold
-tags: [family, negative_type, complexity, pretraining, compounds]
+tags: [leaf, family, negative_type, complexity, pretraining, compounds]
 """
 
 
@@ -205,8 +206,9 @@ def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, An
             empty.append(n)
             continue
         out.append({
-            "id": f"{part.config}/{n}", "index": n, "family": part.family, "negative_type": part.negative_type,
-            "pretraining": part.pretraining, "compounds": part.compounds, "complexity": part.complexity,
+            "id": f"{part.config}/{n}", "index": n, "leaf": part.config, "family": part.family,
+            "negative_type": part.negative_type, "pretraining": part.pretraining, "compounds": part.compounds,
+            "complexity": part.complexity,
             "image_id": str(image_id), "x": x, "y": y, "width": w, "height": h, "caption": caption,
             "negatives": negatives, "n_negatives": len(negatives), "gold": [[1] + [0] * len(negatives)],
             "_images": (("image", SOURCE, f"{image_id}.jpg"),),

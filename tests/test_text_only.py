@@ -219,7 +219,7 @@ def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root:
     (read back from the score cache the run filled); the summary's headline is TOT."""
     import pyarrow.parquet as pq
 
-    from vlprobe.cache import ScoreCache, text_hash
+    from vlprobe.cache import ScoreCache
     from vlprobe.cli import main
     from vlprobe.scorers import load_scorer
 
@@ -240,10 +240,12 @@ def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root:
     rows = pq.read_table(out / "scores.parquet").to_pylist()
     assert len(rows) == 4757
     texts = sorted({t for r in rows for t in r["texts"]})
-    cache = ScoreCache(cache_dir, load_scorer(model).cache_key())
-    vectors = cache.get_many(["t:" + text_hash(t) for t in texts])
+    scorer = load_scorer(model)
+    keys = dict(zip(texts, scorer.text_keys(texts)))  # entries are keyed by the token ids the model reads
+    cache = ScoreCache(cache_dir, scorer.cache_key())
+    vectors = cache.get_many(["t:" + k for k in keys.values()])
     cache.close()
-    emb = {t: np.asarray(vectors["t:" + text_hash(t)], dtype=np.float64) for t in texts}
+    emb = {t: np.asarray(vectors["t:" + keys[t]], dtype=np.float64) for t in texts}
     ds = datasets.load_dataset(str(sugar_crepe_pp), "all", split="test", cache_dir=str(tmp_path / "hf"))
     ds = ds.remove_columns(["image"])
     right: dict[str, list[bool]] = {}

@@ -8,12 +8,19 @@ Layout::
 The directory is chosen by the scorer's :meth:`~vlprobe.scorers.base.Scorer.cache_key` (what the
 model *is*: a local folder's content digest or a Hub model's resolved commit, family, dtype,
 preprocessing), so a different or retrained model, revision, precision or preprocessing never
-reads another's numbers. Inside, entries are keyed by content:
+reads another's numbers. Inside, entries are keyed by what the model reads (a text key is
+:meth:`~vlprobe.scorers.base.Scorer.text_keys`: ``ids:<sha256 of its token ids after the model's
+truncation>``, or ``text:<sha256 of the text>`` for a scorer without a tokenizer):
 
 * ``i:<sha256 of the image bytes>``: an image embedding (DualScorer);
-* ``t:<sha256 of the text>``: a text embedding (DualScorer);
-* ``p:<image hash or ->:<text hash>``: a pair's score and match probability (PairScorer; ``-``
-  when the scorer reads no image).
+* ``t:<text key>``: a text embedding (DualScorer);
+* ``p:<image hash or ->:<text key>``: a pair's score and match probability (PairScorer; ``-``
+  when the scorer reads no image);
+* ``f:<image hash>:<text key>``: a pair's joint features (the probe).
+
+The folder's key also holds :data:`ENTRY_FORMAT`, the meaning of these entry keys: when it changes
+(format 1 keyed texts by their characters), a run opens a new folder and never reads an old entry
+as a new one.
 
 Values are raw float32 bytes. Why SQLite in WAL mode: every batch is committed in one transaction,
 so a process killed at any instant leaves only whole batches behind (no torn records to repair),
@@ -44,6 +51,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+# What the entry keys mean (see the module doc); part of every folder's key. 2: texts keyed by the
+# token ids the model reads (1 keyed them by their characters).
+ENTRY_FORMAT = 2
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
@@ -64,6 +74,11 @@ def key_digest(key: Mapping[str, Any]) -> str:
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def ids_hash(ids: Iterable[int]) -> str:
+    """A stable hash of a sequence of token ids."""
+    return hashlib.sha256(",".join(str(int(i)) for i in ids).encode("ascii")).hexdigest()
 
 
 def _slug(model_id: str) -> str:
@@ -98,7 +113,7 @@ class ScoreCache:
     """Content-addressed float32 vectors for one scorer, persisted in SQLite (see module doc)."""
 
     def __init__(self, root: str | os.PathLike, scorer_key: Mapping[str, Any], *, rank: int = 0) -> None:
-        self.key = dict(scorer_key)
+        self.key = {**dict(scorer_key), "entry_format": ENTRY_FORMAT}
         digest = key_digest(self.key)
         self.root = Path(root)
         name = self.key.get("model_id") or self.key.get("model_name") or "model"

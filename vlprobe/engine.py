@@ -1,10 +1,22 @@
-"""The scoring engine: every item's m x n score matrix, computing each unique input once.
+"""The scoring engine: every item's m x n score matrix, each distinct model input computed once.
+
+Inputs are keyed by what the model reads: an image by its content (:func:`vlprobe.images.content_hash`),
+a text by the token ids the model reads after its own tokenization and truncation
+(:meth:`~vlprobe.scorers.base.Scorer.text_keys`; the text itself for a scorer without a tokenizer).
+Two texts the model cannot tell apart (case folded by the tokenizer, unknown words, a difference past
+the truncation limit) therefore have one key.
 
 For a :class:`~vlprobe.scorers.base.DualScorer` the engine collects, across *all* items of a run,
-the unique images (by :func:`vlprobe.images.content_hash`) and the unique texts, encodes each one
-once in batches, and builds every item's matrix with ``scorer.similarity``. For a
-:class:`~vlprobe.scorers.base.PairScorer` it scores each unique (image, text) pair once (each
-unique text once when ``scorer.uses_images`` is False; those scorers get ``None`` for images).
+the distinct image and text keys, encodes each once in batches (texts of equal token length batched
+together, so that little padding is involved), computes each distinct (image key, text key) pair's
+score once with ``scorer.similarity`` and **gathers** it into every cell where the pair appears. For
+a :class:`~vlprobe.scorers.base.PairScorer` it scores each distinct (image key, text key) pair once
+(each distinct text key once when ``scorer.uses_images`` is False; those scorers get ``None`` for
+images) and gathers likewise. Two cells whose model inputs are identical (the same text in columns 0
+and 2 of one item, two strings read as the same ids) so hold one number, bit for bit, whatever the
+batch size, padding or column position: such a comparison is an exact tie, and the tie policy decides
+it, as each benchmark's rule says. (Without the gather, float32 noise between batch and column
+positions turns such ties into wins or losses at random.)
 
 * Images are decoded and preprocessed in ``torch.utils.data.DataLoader`` workers
   (``num_workers``; 0 decodes in the main process).
@@ -21,14 +33,14 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .cache import ScoreCache, text_hash
+from .cache import ScoreCache
 from .images import ImageError, content_hash, describe, to_pil, to_tensor
 from .items import Item
-from .scorers.base import DualScorer, PairScorer, Scorer
+from .scorers.base import DualScorer, PairScorer, Scorer, text_key
 
 
 class EngineOutOfMemory(RuntimeError):
@@ -92,9 +104,19 @@ class _FreshBatches:
     computing the same batches side by side (the numbers do not depend on the order)."""
 
     def __init__(self, keys: Sequence[str], batch_size: int, cache: ScoreCache | None,
-                 found: dict[str, np.ndarray], rows: Sequence[Any] | None = None) -> None:
+                 found: dict[str, np.ndarray], rows: Sequence[Any] | None = None,
+                 groups: Sequence[Any] | None = None) -> None:
         self.keys, self.cache, self.found, self.rows = keys, cache, found, rows
-        self.batches = [list(range(i, min(i + batch_size, len(keys)))) for i in range(0, len(keys), batch_size)]
+        # Consecutive rows of one group (e.g. texts of one token length) share batches; a batch never
+        # spans two groups.
+        self.batches: list[list[int]] = []
+        start = 0
+        while start < len(keys):
+            end = start + 1
+            while end < len(keys) and end - start < batch_size and (groups is None or groups[end] == groups[start]):
+                end += 1
+            self.batches.append(list(range(start, end)))
+            start = end
         if cache is not None and len(self.batches) > 1:
             random.Random().shuffle(self.batches)
 
@@ -211,6 +233,11 @@ class Engine:
         self._reused: dict[str, np.ndarray] = {}  # committed by a concurrent run while this one ran
 
     # -- public -----------------------------------------------------------------------------------
+    def text_keys(self, texts: Sequence[str]) -> list[str]:
+        """Each text's key (:meth:`~vlprobe.scorers.base.Scorer.text_keys`): equal exactly when the
+        model reads the same token ids. Each distinct string is tokenized once."""
+        return self._read_texts(texts)[0]
+
     def score(self, items: Sequence[Item]) -> EngineResult:
         start = time.perf_counter()
         self._reused = {}
@@ -239,8 +266,7 @@ class Engine:
     # -- dual encoders ----------------------------------------------------------------------------
     def _score_dual(self, items: Sequence[Item]) -> EngineResult:
         image_rows: dict[str, tuple[str, Any, str]] = {}  # key -> (key, image, where), first seen
-        text_rows: dict[str, str] = {}
-        item_keys: list[tuple[list[str], list[str]]] = []
+        item_images: list[list[str]] = []
         for item in items:
             ikeys = []
             for k, image in enumerate(item.images):
@@ -248,12 +274,9 @@ class Engine:
                 ikeys.append(key)
                 if key not in image_rows:
                     image_rows[key] = (key, image, _where(item, k, image))
-            tkeys = []
-            for text in item.texts:
-                key = "t:" + text_hash(text)
-                tkeys.append(key)
-                text_rows.setdefault(key, text)
-            item_keys.append((ikeys, tkeys))
+            item_images.append(ikeys)
+        tkey_of, text_rows, lengths = self._text_rows(t for item in items for t in item.texts)
+        item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts]) for ikeys, item in zip(item_images, items)]
 
         vectors, stats = self._lookup(list(image_rows) + list(text_rows))
         missing_images = [image_rows[k] for k in image_rows if k not in vectors]
@@ -265,16 +288,25 @@ class Engine:
         computed: dict[str, np.ndarray] = {}
         scorer = self.scorer
         computed.update(self._run_images(missing_images, scorer))
-        computed.update(self._run_texts(missing_texts, scorer))
+        computed.update(self._run_texts(missing_texts, scorer, lengths))
         stats["computed_images"] = sum(k.startswith("i:") for k in computed)
         stats["computed_texts"] = sum(k.startswith("t:") for k in computed)
         vectors.update(self._gather(computed))
 
+        # Each distinct (image key, text key) pair's score is computed once and gathered into every
+        # cell that holds it: identical inputs get one number, whatever their column or item.
+        pair_score: dict[tuple[str, str], np.float32] = {}
         scores = []
         for ikeys, tkeys in item_keys:
-            img = np.stack([vectors[k] for k in ikeys])
-            txt = np.stack([vectors[k] for k in tkeys])
-            scores.append(np.asarray(scorer.similarity(img, txt), dtype=np.float32).reshape(len(ikeys), len(tkeys)))
+            if any((a, b) not in pair_score for a in ikeys for b in tkeys):
+                ui, ut = list(dict.fromkeys(ikeys)), list(dict.fromkeys(tkeys))
+                S = np.asarray(scorer.similarity(np.stack([vectors[k] for k in ui]), np.stack([vectors[k] for k in ut])),
+                               dtype=np.float32).reshape(len(ui), len(ut))
+                for i, a in enumerate(ui):
+                    for j, b in enumerate(ut):
+                        pair_score.setdefault((a, b), S[i, j])
+            scores.append(np.array([[pair_score[a, b] for b in tkeys] for a in ikeys], dtype=np.float32))
+        stats["unique_pairs"] = len(pair_score)
         return EngineResult(scores=scores, probabilities=None, stats=stats)
 
     def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
@@ -289,9 +321,17 @@ class Engine:
             self._store(out, keys, emb)
         return out
 
-    def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
+    def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer,
+                   lengths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+        """Encode (key, text) rows. With their token lengths, texts of one length are batched together
+        (shortest first): a batch then holds little or no padding, which keeps each embedding close to
+        the one the text gets encoded alone."""
         out: dict[str, np.ndarray] = {}
-        batches = _FreshBatches([k for k, _ in rows], self.batch_size, self.cache, self._reused, rows=rows)
+        groups = None
+        if lengths:
+            rows = sorted(rows, key=lambda r: lengths.get(r[0], 0))
+            groups = [lengths.get(k, 0) for k, _ in rows]
+        batches = _FreshBatches([k for k, _ in rows], self.batch_size, self.cache, self._reused, rows=rows, groups=groups)
         for batch in self._bar(batches, len(rows), "texts"):
             emb = self._call(scorer.encode_texts, [t for _, t in batch])
             self._store(out, [k for k, _ in batch], emb)
@@ -301,6 +341,7 @@ class Engine:
     def _score_pairs(self, items: Sequence[Item]) -> EngineResult:
         scorer: PairScorer = self.scorer  # type: ignore[assignment]
         uses_images = scorer.uses_images
+        tkey_of = self._text_rows(t for item in items for t in item.texts)[0]
         pair_rows: dict[str, tuple[str, Any, str, str]] = {}
         item_keys: list[list[list[str]]] = []
         for item in items:
@@ -309,7 +350,7 @@ class Engine:
             for k, image in enumerate(item.images):
                 row = []
                 for text in item.texts:
-                    key = f"p:{hashes[k]}:{text_hash(text)}"
+                    key = f"p:{hashes[k]}:{tkey_of[text]}"
                     row.append(key)
                     if key not in pair_rows:
                         pair_rows[key] = (key, image if uses_images else None, text, _where(item, k, image))
@@ -358,9 +399,10 @@ class Engine:
 
     def embed_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
         """A DualScorer's text embeddings (N, d) for ``texts`` (computed once per unique text, cached)."""
-        keys = ["t:" + text_hash(t) for t in texts]
-        rows = dict(zip(keys, zip(keys, texts)))
-        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer))
+        tkey_of, text_rows, lengths = self._text_rows(texts)
+        keys = ["t:" + tkey_of[t] for t in texts]
+        rows = {k: (k, t) for k, t in text_rows.items()}
+        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer, lengths))
 
     def pair_features(self, images: Sequence[Any], texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
         """A PairScorer's joint representation (N, d) of each (image, text), from its
@@ -370,10 +412,11 @@ class Engine:
             raise TypeError(f"{type(scorer).__name__} exposes no joint representation (no pair_features method)")
         if len(images) != len(texts):
             raise ValueError(f"pair_features: {len(images)} images but {len(texts)} texts")
+        tkey_of = self._text_rows(texts)[0]
         rows = {}
         keys = []
         for k, (image, text) in enumerate(zip(images, texts)):
-            key = f"f:{_input_hash(image, k)}:{text_hash(text)}"
+            key = f"f:{_input_hash(image, k)}:{tkey_of[text]}"
             keys.append(key)
             rows.setdefault(key, (key, image, text, f"input {k} ({describe(image)})"))
 
@@ -404,6 +447,30 @@ class Engine:
         return matrix, stats
 
     # -- shared machinery -------------------------------------------------------------------------
+    def _read_texts(self, texts: Iterable[str]) -> tuple[list[str], dict[str, int] | None]:
+        """(each text's key, token length per key or None). The scorer tokenizes each distinct string
+        once (:meth:`~vlprobe.scorers.base.Scorer.seen_texts`)."""
+        texts = list(texts)
+        distinct = list(dict.fromkeys(texts))
+        seen = self.scorer.seen_texts(distinct) if distinct else []
+        if seen is not None and len(seen) != len(distinct):
+            raise ValueError(f"{type(self.scorer).__name__}.seen_texts returned {len(seen)} rows for "
+                             f"{len(distinct)} texts")
+        keys = [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(distinct)]
+        of = dict(zip(distinct, keys))
+        lengths = None if seen is None else {k: len(ids) for k, ids in zip(keys, seen)}
+        return [of[t] for t in texts], lengths
+
+    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, int] | None]:
+        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: token length} or None)."""
+        texts = list(dict.fromkeys(texts))
+        keys, lengths = self._read_texts(texts)
+        of = dict(zip(texts, keys))
+        rows: dict[str, str] = {}
+        for text, key in of.items():
+            rows.setdefault("t:" + key, text)
+        return of, rows, None if lengths is None else {"t:" + k: n for k, n in lengths.items()}
+
     def _lookup(self, keys: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
         so that every process shards the same list."""

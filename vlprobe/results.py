@@ -99,9 +99,12 @@ class ScoredSplit:
     probabilities: Sequence[np.ndarray] | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)  # fingerprint, revision, rows...
-    # Positions of the items whose texts the scorer reads as one (identical after its truncation);
-    # None when the scorer could not say (see vlprobe.scorers.base.Scorer.seen_texts).
+    # Positions of the items where a gold and a non-gold text are one input to the model (the same
+    # token ids after its tokenization and truncation), so they tie exactly; None when the scorer could
+    # not say (see vlprobe.scorers.base.Scorer.seen_texts). ``truncated``: those of them whose texts
+    # differ only past the truncation limit.
     collapsed: list[int] | None = None
+    truncated: list[int] | None = None
     text_limit: int | None = None  # the scorer's text length limit, in tokens
 
     @property

@@ -1,13 +1,16 @@
 """Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.engine`
 through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept.
 
-Silent zeros: each chunk's texts are also passed through the scorer's own truncation
-(:meth:`vlprobe.scorers.base.Scorer.seen_texts`), and an item whose distinct texts the model reads
-as the same token ids is recorded as *collapsed* (it can only tie). After the metric, a split (or
-a tag) whose every item tied gets no numbers: its metrics become None with ``na_reason`` (e.g.
-"100/100 items tied: texts identical after truncation to 48 tokens"); a split where only some items
-collapsed keeps its numbers (a tie still counts as the tie policy says) and a one-line warning in
-``data["truncation"]``."""
+Ties: the engine gives inputs the model cannot tell apart one score, so a gold text and a non-gold
+one that the model reads as the same token ids (:meth:`vlprobe.scorers.base.Scorer.seen_texts`: the
+same string twice, a case the tokenizer folds, unknown words, a difference past the truncation limit)
+tie exactly, and the tie policy counts the comparison. Each chunk's texts are passed through the
+scorer's tokenization once to record such items as *collapsed*. After the metric, a split (or a tag)
+whose every item tied gets no numbers: its metrics become None with ``na_reason`` (e.g. "100/100 items
+tied: texts identical after truncation to 48 tokens"); a split where only some items tied keeps its
+numbers (each tied comparison counted as the tie policy says) and gets a one-line warning in
+``data["truncation"]`` that counts the items holding a tie, how many of them because of identical
+model inputs, and how the policy counted them."""
 
 from __future__ import annotations
 
@@ -100,9 +103,12 @@ def throwaway_cache(scorer: Any) -> tuple[Any, Any]:
     return cache, temp
 
 
-def _collapsed(scorer: Any, items: Sequence[Any]) -> list[bool] | None:
-    """Per item, whether two of its distinct texts are one input to the model (identical token ids
-    after its truncation); None when the scorer cannot say. Each distinct text is tokenized once."""
+def _collapsed(scorer: Any, items: Sequence[Any]) -> list[str | None] | None:
+    """Per item, whether a gold text and a non-gold text of one image are one input to the model (the
+    same token ids after its tokenization and truncation, the same string twice included): None if
+    not, ``"truncation"`` when every such pair differs only past the scorer's text limit, else
+    ``"tokens"``. None for the whole chunk when the scorer cannot say. Each distinct text is tokenized
+    once."""
     seen_texts = getattr(scorer, "seen_texts", None)
     if seen_texts is None:
         return None
@@ -111,10 +117,19 @@ def _collapsed(scorer: Any, items: Sequence[Any]) -> list[bool] | None:
     if seen is None:
         return None
     read = dict(zip(distinct, seen))
-    flags = []
+    limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
+    flags: list[str | None] = []
     for item in items:
-        texts = set(item.texts)
-        flags.append(len(texts) > 1 and len({read[t] for t in texts}) < len(texts))
+        gold = np.asarray(item.gold, dtype=bool)
+        causes = set()
+        for row in gold:
+            for j in np.flatnonzero(row):
+                for k in np.flatnonzero(~row):
+                    a, b = item.texts[j], item.texts[k]
+                    if read[a] == read[b]:
+                        cut = a != b and limit is not None and len(read[a]) >= limit
+                        causes.add("truncation" if cut else "tokens")
+        flags.append(None if not causes else ("truncation" if causes == {"truncation"} else "tokens"))
     return flags
 
 
@@ -164,9 +179,11 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
             for i, (k, item) in enumerate(chunk):
                 if flags is not None:
                     if splits[k].collapsed is None:
-                        splits[k].collapsed, splits[k].text_limit = [], limit
+                        splits[k].collapsed, splits[k].truncated, splits[k].text_limit = [], [], limit
                     if flags[i]:
                         splits[k].collapsed.append(len(splits[k].items))
+                        if flags[i] == "truncation":
+                            splits[k].truncated.append(len(splits[k].items))
                 splits[k].items.append(ScoredItem.of(item))
                 rows.setdefault(k, []).append(i)
             for k, places in rows.items():
@@ -211,7 +228,21 @@ def _measure(split: ScoredSplit, s: Settings) -> None:
         )
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
-    mark_not_available(split, tied_items(scores, gold), s.ties)
+    mark_not_available(split, tied_items(scores, gold), s.ties, with_ties=items_with_ties(scores, gold))
+
+
+def items_with_ties(scores: Any, gold: Any) -> np.ndarray:
+    """Per item, whether any comparison the metrics make (a gold cell against a non-gold cell of the
+    same row, or of the same column) is an exact tie."""
+    if isinstance(scores, np.ndarray) and isinstance(gold, np.ndarray) and scores.ndim == 3:
+        S, G = scores, gold.astype(bool)
+        rows = (G[:, :, :, None] & ~G[:, :, None, :] & (S[:, :, :, None] == S[:, :, None, :])).any((1, 2, 3))
+        cols = (G[:, :, None, :] & ~G[:, None, :, :] & (S[:, :, None, :] == S[:, None, :, :])).any((1, 2, 3))
+        return rows | cols
+    out = np.zeros(len(gold), dtype=bool)
+    for i, (S, G) in enumerate(zip(scores, gold)):
+        out[i] = bool(items_with_ties(np.asarray(S, dtype=np.float64)[None], np.asarray(G, dtype=bool)[None])[0])
+    return out
 
 
 def tied_items(scores: Any, gold: Any) -> np.ndarray:
@@ -231,13 +262,26 @@ def tied_items(scores: Any, gold: Any) -> np.ndarray:
     return out
 
 
-def _reason(n_tied: int, n: int, n_collapsed: int, limit: int | None) -> str:
-    why = f"texts identical after truncation to {limit} tokens" if limit else "texts identical after truncation"
+def _why(n_collapsed: int, n_truncated: int, limit: int | None) -> str:
+    """Why ``n_collapsed`` items' texts are one input, in the words the tables and the Space print."""
+    cut = f"texts identical after truncation to {limit} tokens" if limit else "texts identical after truncation"
+    if n_truncated == n_collapsed:
+        return cut
+    same = "texts the model reads as the same token ids"
+    return same if not n_truncated else f"{same} ({n_truncated} of them {cut})"
+
+
+def _reason(n_tied: int, n: int, n_collapsed: int, limit: int | None, n_truncated: int | None = None) -> str:
+    why = _why(n_collapsed, n_collapsed if n_truncated is None else n_truncated, limit)
     if n_collapsed == n:
         return f"{n_tied}/{n} items tied: {why}"
     if n_collapsed:
         return f"{n_tied}/{n} items tied ({n_collapsed} with {why})"
     return f"{n_tied}/{n} items tied"
+
+
+# How each tie policy counts a tied comparison (vlprobe.metric's ties=).
+COUNTED = {"strict": "counted wrong", "lenient": "counted right", "half": "counted half right"}
 
 
 def _not_available(m: dict[str, Any], reason: str) -> None:
@@ -251,26 +295,40 @@ def _not_available(m: dict[str, Any], reason: str) -> None:
     m[NA_KEY] = reason
 
 
-def mark_not_available(split: ScoredSplit, tied: np.ndarray, ties: str = "strict") -> None:
+def mark_not_available(split: ScoredSplit, tied: np.ndarray, ties: str = "strict",
+                       with_ties: np.ndarray | None = None) -> None:
     """Record the tied and collapsed items of ``split`` in ``data["truncation"]``; where every item
     of the split (or of one of its tags) tied, its metrics become not available (see the module
-    doc); where only some items' texts collapsed, a one-line warning."""
+    doc); where only some items hold a tie (``with_ties``: per item, any comparison tied; default the
+    collapsed items), a one-line warning counting them, how many tie because the model reads a gold
+    and a non-gold text as the same input, and how the tie policy counted them."""
     n = len(split.items)
     collapsed = np.zeros(n, dtype=bool)
     if split.collapsed:
         collapsed[np.asarray(split.collapsed, dtype=int)] = True
-    n_tied, n_collapsed = int(tied.sum()), int(collapsed.sum())
+    truncated = np.zeros(n, dtype=bool)
+    if split.truncated:
+        truncated[np.asarray(split.truncated, dtype=int)] = True
+    elif split.truncated is None:
+        truncated = collapsed.copy()  # a split recorded without causes: truncation, as before there were any
+    some = collapsed.copy() if with_ties is None else np.asarray(with_ties, dtype=bool) | collapsed
+    n_tied, n_collapsed, n_truncated, n_some = int(tied.sum()), int(collapsed.sum()), int(truncated.sum()), int(some.sum())
     info: dict[str, Any] = {"tied_items": n_tied}
     if split.collapsed is not None:
         info.update({"collapsed_items": n_collapsed, "text_max_length": split.text_limit})
     m = split.metrics
     if n and n_tied == n:
-        _not_available(m, _reason(n_tied, n, n_collapsed, split.text_limit))
-    elif n_collapsed:
-        limit = f" to {split.text_limit} tokens" if split.text_limit else ""
-        rule = {"strict": "counted wrong", "lenient": "counted right", "half": "counted half right"}.get(ties, ties)
-        info["warning"] = (f"warning: {split.name}: {n_collapsed}/{n} items have texts identical after the model's "
-                           f"truncation{limit}, so they tie ({rule}, ties={ties})")
+        _not_available(m, _reason(n_tied, n, n_collapsed, split.text_limit, n_truncated))
+    elif n_some:
+        counted = f"each tied comparison {COUNTED.get(ties, ties)} (ties={ties})"
+        if n_collapsed:
+            why = _why(n_collapsed, n_truncated, split.text_limit)
+            why = why.replace("texts identical after truncation", "texts identical after the model's truncation", 1)
+            text = f"{n_collapsed}/{n} items have {why}, so they tie"
+            text += f"; {n_some}/{n} items hold a tie in all" if n_some > n_collapsed else ""
+        else:
+            text = f"{n_some}/{n} items hold a tie (a gold and a non-gold cell with exactly the same score)"
+        info["warning"] = f"warning: {split.name}: {text}; {counted}"
     per_tag = m.get("per_tag") or {}
     if per_tag and n_tied:
         members: dict[str, list[int]] = {}
@@ -280,7 +338,8 @@ def mark_not_available(split: ScoredSplit, tied: np.ndarray, ties: str = "strict
         for tag, tm in per_tag.items():
             idx = np.asarray(members.get(tag, []), dtype=int)
             if len(idx) and tied[idx].all():
-                _not_available(tm, _reason(len(idx), len(idx), int(collapsed[idx].sum()), split.text_limit))
+                _not_available(tm, _reason(len(idx), len(idx), int(collapsed[idx].sum()), split.text_limit,
+                                           int(truncated[idx].sum())))
     split.data["truncation"] = info
 
 

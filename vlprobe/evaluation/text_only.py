@@ -91,16 +91,29 @@ class TextResult:
 def score_text_only(engine: Any, items: Sequence[TextOnlyItem]) -> TextResult:
     """Each item's text-only score matrix; the text embeddings come from ``engine.embed_texts`` (each distinct
     text encoded once, through the score cache, under the keys image-text scoring uses), the similarities from
-    the scorer's :meth:`text_similarity`."""
+    the scorer's :meth:`text_similarity`. Texts are keyed as the engine keys them (the token ids the model
+    reads), and the similarity of each distinct pair of keys, in either order, is computed once and gathered
+    into every cell that holds it: two texts the model reads alike tie exactly (SugarCREPE++ has items whose
+    negative is the same string as a caption)."""
     start = time.perf_counter()
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     emb, stats = engine.embed_texts(distinct)
-    row = {t: k for k, t in enumerate(distinct)}
+    key_of = dict(zip(distinct, engine.text_keys(distinct)))
+    vector = {key_of[t]: emb[k] for k, t in enumerate(distinct)}
     scorer = engine.scorer
+    pair: dict[tuple[str, str], float] = {}
     scores = []
     for item in items:
-        vectors = emb[[row[t] for t in item.texts]]
-        scores.append(item_matrix(scorer.text_similarity(vectors, vectors), item.n_true))
+        keys = [key_of[t] for t in item.texts]
+        unique = list(dict.fromkeys(keys))
+        if any((min(a, b), max(a, b)) not in pair for a in unique for b in unique):
+            vectors = np.stack([vector[k] for k in unique])
+            sim = np.asarray(scorer.text_similarity(vectors, vectors))
+            for i, a in enumerate(unique):
+                for j, b in enumerate(unique):
+                    pair.setdefault((min(a, b), max(a, b)), sim[i, j])
+        full = np.array([[pair[min(a, b), max(a, b)] for b in keys] for a in keys])
+        scores.append(item_matrix(full, item.n_true))
     return TextResult(scores=scores, probabilities=None, stats={
         "cached": stats.get("cached", 0), "unique_images": 0, "unique_texts": stats.get("unique", len(distinct)),
         "computed_images": 0, "computed_texts": stats.get("computed", 0),

@@ -117,6 +117,14 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+def text_key(text: str, ids: Sequence[int] | None) -> str:
+    """A text's key: ``ids:`` + a hash of the token ids the model reads, or ``text:`` + a hash of the
+    text when they are not known (see :meth:`Scorer.text_keys`)."""
+    from ..cache import ids_hash, text_hash
+
+    return "text:" + text_hash(text) if ids is None else "ids:" + ids_hash(ids)
+
+
 @dataclass
 class PairScores:
     """Scores of a batch of pairs; ``probabilities`` are match probabilities in [0, 1] when the
@@ -166,10 +174,15 @@ class Scorer:
         return int(limit) if isinstance(limit, int) and limit > 0 else None
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
-        """What the model reads of each text: its token ids after the model's own truncation to
-        :meth:`text_limit` tokens. Two texts that differ only past the limit come back equal: the
-        model cannot tell them apart, so an item made of them can only tie (a fact of the model,
-        not of any benchmark). None when the scorer has no tokenizer and limit to say it with."""
+        """What the model reads of each text: its token ids as the scorer feeds them, after the
+        model's own tokenization and truncation to :meth:`text_limit` tokens (padding left out).
+        Two texts the model cannot tell apart come back equal (they differ only past the limit, in
+        case a lower-casing tokenizer folds, or in words that are all the unknown token): the engine
+        keys inputs by this (:meth:`text_keys`), so they get one score, and an item made of them
+        ties exactly (a fact of the model, not of any benchmark). This default tokenizes with the
+        scorer's ``tokenizer`` (or its processor's) and truncates to :meth:`text_limit`; a family
+        that feeds texts another way (a prompt around them, no special tokens) overrides it. None
+        when the scorer has no tokenizer and limit to say it with."""
         tok = getattr(self, "tokenizer", None) or getattr(getattr(self, "processor", None), "tokenizer", None)
         limit = self.text_limit()
         if tok is None or limit is None or not callable(tok):
@@ -178,6 +191,19 @@ class Scorer:
         return [tuple(int(i) for i in row) for row in ids]
 
     seen_texts = _guard(seen_texts)
+
+    def text_keys(self, texts: Sequence[str]) -> list[str]:
+        """One key per text, equal for two texts exactly when the model reads them as the same input:
+        ``ids:`` and a hash of :meth:`seen_texts`' token ids, or, for a scorer that cannot say,
+        ``text:`` and a hash of the text itself (two texts then share a key only when they are the
+        same string: never merged wrongly, at worst not merged). The engine encodes each key once
+        and gathers its vector or score into every place the text appears, and the score cache
+        stores entries under these keys."""
+        texts = list(texts)
+        seen = self.seen_texts(texts) if texts else []
+        if seen is not None and len(seen) != len(texts):
+            raise ValueError(f"seen_texts returned {len(seen)} rows for {len(texts)} texts")
+        return [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(texts)]
 
     def cache_key(self) -> dict[str, Any]:
         """What must match for a cached score or embedding to be reused (the device is left out:

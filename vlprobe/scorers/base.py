@@ -10,6 +10,13 @@ two kinds, and the engine (``vlprobe/engine.py``) drives each the fast way:
   pair; the engine scores each unique pair once. ``uses_images = False`` (text-only models)
   lets the engine deduplicate by text alone.
 
+"Unique" is by what the model reads: an image by its bytes, a text by :meth:`Scorer.text_keys`, the
+token ids :meth:`Scorer.seen_texts` says the model reads (its tokenization and truncation; the text
+itself for a scorer that cannot say). The engine computes each distinct key (and each distinct pair
+of keys) once and gathers it into every place it appears, so inputs the model cannot tell apart get
+bit-identical scores. A family whose scorer feeds texts in its own way (a prompt around them, no
+special tokens) overrides :meth:`Scorer.seen_texts` to return exactly the ids it feeds.
+
 Families are discovered by importing every module of ``vlprobe/scorers/``: adding a model family
 is adding one module, which calls :func:`register` with
 

@@ -22,11 +22,11 @@ score = preferred text) and is the same for any batch composition.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from .base import PairScorer, PairScores, register
+from .base import PairScorer, PairScores, _first_line, register
 from .loading import embedding_head, from_pretrained, from_pretrained_checked, model_max_text_length, resolve_dtype
 
 # The explicit map; the rest of AutoModelForCausalLM's table is taken too (auto_mappings).
@@ -64,6 +64,46 @@ class CausalLMScorer(PairScorer):
             "prompt": None,
             "score": "-mean token NLL (BOS prepended, every text token scored)",
         }
+        self.check_causal()
+
+    def check_causal(self) -> None:
+        """Refuse (one line) a model whose logits vlprobe would misread: one that does not return one row
+        of logits per input token, or whose logits at a position depend on later tokens (a bidirectional
+        encoder loaded through AutoModelForCausalLM, e.g. BERT without ``is_decoder``), where the
+        "prediction" of a token would have seen it. Two texts that differ in their last token must get
+        the same logits before it; one short forward pass, when the scorer is made."""
+        import torch
+
+        words = [i for i in self.tokenizer("the cat sat on the mat", add_special_tokens=False)["input_ids"]][:4]
+        vocab = int(getattr(self.model.get_output_embeddings(), "out_features", 0) or len(self.tokenizer))
+        while len(words) < 4:
+            words.append((words[-1] + 1) % vocab if words else 0)
+        other = (words[-1] + 1) % vocab
+        ids = torch.tensor([[self.bos_id, *words], [self.bos_id, *words[:-1], other]], dtype=torch.long)
+        name = f"model {self.model_id!r} ({type(self.model).__name__})"
+        try:
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=torch.ones_like(ids).to(self.device)).logits
+        except Exception as err:
+            if "out of memory" in str(err).lower():
+                raise
+            raise ValueError(f"{name} cannot be scored as causal_lm: a plain forward pass on token ids failed "
+                             f"({_first_line(err)})") from err
+        if tuple(logits.shape[:2]) != tuple(ids.shape):
+            raise ValueError(f"{name} cannot be scored as causal_lm: it returns logits of shape {tuple(logits.shape)} "
+                             f"for {tuple(ids.shape)} input tokens, not one row per token")
+        before = logits[:, :-1].float()
+        if not torch.allclose(before[0], before[1], rtol=1e-3, atol=1e-3 * (1 + float(before.abs().max()))):
+            raise ValueError(f"{name} cannot be scored as causal_lm: its logits at a position change with later tokens "
+                             f"(a bidirectional model; for BERT-like models set is_decoder true), so a token's "
+                             f"predicted probability would have seen the token")
+
+    def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """The text's token ids as :meth:`preprocess_pairs` feeds them (no special tokens, truncated to
+        ``max_length``; the BOS token every text gets in front is left out)."""
+        ids = self.tokenizer(list(texts), add_special_tokens=False, truncation=True,
+                             max_length=self.max_length)["input_ids"]
+        return [tuple(int(i) for i in row) for row in ids]
 
     def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
         """Images are ignored; texts -> right-padded ids with BOS in front, and a mask of the
@@ -71,8 +111,7 @@ class CausalLMScorer(PairScorer):
         import torch
 
         texts = list(texts)
-        ids = self.tokenizer(texts, add_special_tokens=False, truncation=True,
-                             max_length=self.max_length)["input_ids"]
+        ids = self.seen_texts(texts)
         for text, row in zip(texts, ids):
             if not row:
                 raise ValueError(f"text {text!r} has no tokens; an empty text cannot be scored by a language model")

@@ -30,7 +30,7 @@ pre-training model and is not supported yet (FLAVA is scored as a dual encoder, 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -59,6 +59,18 @@ _HEAD_WEIGHTS = {
 }
 
 
+def check_config(model_id: str, arch: str, config: Any) -> None:
+    """One line, before any weight loads, for a config the matching head cannot run with."""
+    qformer = getattr(config, "qformer_config", None)
+    if arch == "Blip2ForImageTextRetrieval" and qformer is not None and not getattr(qformer, "use_qformer_text_input",
+                                                                                     False):
+        raise ValueError(
+            f"model {model_id!r} (Blip2ForImageTextRetrieval): its qformer_config has use_qformer_text_input false, "
+            f"so its Q-Former is built without the text layers the ITM head reads (transformers would fail with "
+            f"'Blip2QFormerLayer' object has no attribute 'intermediate'); set \"use_qformer_text_input\": true "
+            f"in qformer_config of its config.json, as the released BLIP-2 ITM checkpoints have")
+
+
 def _arch(config: Any) -> str | None:
     for arch in getattr(config, "architectures", None) or []:
         if arch in _HEADS:
@@ -73,6 +85,7 @@ class ITMScorer(PairScorer):
     def __init__(self, model_id: str, model: Any, processor: Any, arch: str, *, device: str, dtype: str,
                  revision: str | None = None) -> None:
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
+        check_config(model_id, arch, model.config)
         self.model = model
         self.processor = processor
         self.arch = arch
@@ -96,14 +109,27 @@ class ITMScorer(PairScorer):
             "probability": prob,
         }
 
+    def _limit(self) -> dict:
+        # A BLIP-2 processor without num_query_tokens cannot take max_length (transformers subtracts
+        # None from it); it then truncates at the tokenizer's own limit.
+        return {} if getattr(self.processor, "num_query_tokens", 0) is None else {"max_length": self.max_length}
+
+    def text_limit(self) -> int | None:
+        # BLIP-2's processor keeps num_query_tokens of max_length for the image tokens it puts first.
+        queries = getattr(self.processor, "num_query_tokens", None) if self.head == "two_way_blip2" else None
+        return self.max_length - queries if queries else super().text_limit()
+
+    def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """The text's token ids as the processor makes them for :meth:`preprocess_pairs` (truncated the
+        same way; BLIP-2's image tokens, which the model drops again, left out)."""
+        ids = self.processor(text=list(texts), truncation=True, **self._limit())["input_ids"]
+        return [tuple(int(i) for i in row) for row in ids]
+
     def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
         if len(images) != len(texts):
             raise ValueError(f"preprocess_pairs: {len(images)} images but {len(texts)} texts")
-        # A BLIP-2 processor without num_query_tokens cannot take max_length (transformers subtracts
-        # None from it); it then truncates at the tokenizer's own limit.
-        limit = ({} if getattr(self.processor, "num_query_tokens", 0) is None else {"max_length": self.max_length})
         return dict(self.processor(images=to_images(images), text=list(texts), padding=True, truncation=True,
-                                   return_tensors="pt", **limit))
+                                   return_tensors="pt", **self._limit()))
 
     def score_pairs(self, inputs: Any) -> PairScores:
         import torch
@@ -174,6 +200,7 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"model {model!r} has architectures {getattr(config, 'architectures', None)}; the itm family "
             f"supports {', '.join(_HEADS)} (e.g. Salesforce/blip-itm-base-coco, dandelin/vilt-b32-finetuned-coco)"
         )
+    check_config(model, arch, config)
     _, torch_dtype = resolve_dtype(dtype)
     net = from_pretrained_checked(getattr(transformers, arch), model, family="itm",
                                   head=lambda net: _HEAD_WEIGHTS[arch], revision=revision, dtype=torch_dtype)

@@ -18,6 +18,25 @@ that the tokenizer encodes as a **single** token is collected (SentencePiece ``â
 a space depends on how the template ends. Lower-case "yes"/"no" are not counted (VQAScore reads
 "Yes"). A tokenizer where neither spelling is one token raises a clear error.
 
+**Where the answer is read.** The next-token distribution is read at the prompt's last real token,
+in the model's own output positions:
+
+* a model whose outputs hold positions of its own before the text (GIT puts its image positions
+  first) has ``logits.shape[1] - input_ids.shape[1]`` of them; the text's positions follow, so
+  that offset is added (0 for models that merge the image into ``input_ids``, LLaVA, Qwen-VL...);
+* a tokenizer that appends an end-of-text token to every text (BERT's ``[SEP]``, used by GIT)
+  would put it between the question and the answer: where a row ends with what the tokenizer
+  appends, the distribution is read at the token before it, which (the model being causal) is
+  what the model predicts after the prompt without it (GIT's own VQA recipe feeds ``[CLS]`` and
+  the question, no ``[SEP]``).
+
+When a scorer is made, this is **checked** on the model itself: two prompts of different lengths on
+a grey image, scored in one right-padded batch, must be read at the position whose logits are
+the model's own last-position logits for each prompt alone (less an appended end token); a model
+where that fails is refused in one line, before any scoring, as is an encoder-decoder model
+(``config.is_encoder_decoder``: Florence-2, Pix2Struct, UDOP, ...), whose answer comes from a
+decoder this family does not run.
+
 **Batching.** The engine hands over a batch of pairs (by default 32) and they go through the model
 in **one forward pass**: the prompts are padded on the **right** with an attention mask, and each
 row's next-token distribution is read at its own last real token. Right padding keeps every real
@@ -27,11 +46,15 @@ embeddings forgive). The pairs of one image sit together in a batch, and each di
 **preprocessed once** and its pixel rows repeated for its texts (:class:`_ReuseImages`), so an
 item with 4 captions pays for one image preprocessing, not 4.
 
+**Texts** are keyed by the token ids of their rendered prompt (:meth:`VQAScoreScorer.seen_texts`):
+two texts whose prompts tokenize alike are one input to the model and get one score.
+
 The family takes the architectures in :data:`ARCHITECTURES` (LLaVA, LLaVA-NeXT/OneVision, Idefics 2/3,
-SmolVLM, Qwen2-VL/Qwen2.5-VL/Qwen3-VL, PaliGemma, Gemma 3, InstructBLIP, BLIP-2 captioning, Mllama)
-and every class of transformers' ``AutoModelForImageTextToText`` table; any such model whose
-``AutoProcessor`` takes ``images=`` and ``text=`` works (tested with a tiny LLaVA and a tiny
-Qwen2-VL). A checkpoint without language-model embeddings (e.g. a BLIP-2 *retrieval* checkpoint,
+SmolVLM, Qwen2-VL/Qwen2.5-VL/Qwen3-VL, PaliGemma, Gemma 3, InstructBLIP, BLIP-2 captioning, Mllama,
+GIT) and every decoder-only class of transformers' ``AutoModelForImageTextToText`` table whose
+``AutoProcessor`` takes ``images=`` and ``text=`` and that passes the check above (the tests compare
+each architecture they can build tiny with the model's own output: tests/test_architectures.py).
+A checkpoint without language-model embeddings (e.g. a BLIP-2 *retrieval* checkpoint,
 which ``AutoModelForImageTextToText`` would load as a captioner with a random language model)
 is refused. Processors without a chat template
 (e.g. PaliGemma's, which inserts its image tokens itself) get the bare question as the prompt,
@@ -40,11 +63,12 @@ recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}`` slot) chang
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from .base import PairScorer, PairScores, register
+from ..errors import VlprobeError
+from .base import PairScorer, PairScores, _first_line, register
 from .loading import (
     embedding_head,
     from_pretrained_checked,
@@ -64,8 +88,22 @@ ARCHITECTURES = frozenset({
     "Idefics2ForConditionalGeneration", "Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration",
     "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
     "PaliGemmaForConditionalGeneration", "Gemma3ForConditionalGeneration", "InstructBlipForConditionalGeneration",
-    "Blip2ForConditionalGeneration", "MllamaForConditionalGeneration",
+    "Blip2ForConditionalGeneration", "MllamaForConditionalGeneration", "GitForCausalLM",
 })
+
+# The prompts and image of the answer-position check (VQAScoreScorer.check_answer_position).
+_CHECK_TEXTS = ("a", "two dogs play with a red ball on the green grass next to a small wooden house")
+_CHECK_IMAGE_SIZE = (224, 224)
+
+
+def refuse_encoder_decoder(model_id: str, config: Any) -> None:
+    """One line for a model whose answer comes from a decoder fed apart from the prompt."""
+    if getattr(config, "is_encoder_decoder", False):
+        archs = getattr(config, "architectures", None) or [type(config).__name__]
+        raise ValueError(
+            f"model {model_id!r} ({', '.join(archs)}) is an encoder-decoder model: its answer comes from a decoder "
+            f"that the vqascore family does not run (it reads the next token after the prompt of a decoder-only "
+            f"model), so it cannot be scored as vqascore")
 
 
 def answer_token_ids(tokenizer: Any, word: str) -> list[int]:
@@ -145,6 +183,7 @@ class VQAScoreScorer(PairScorer):
         self.yes_ids = answer_token_ids(self.tokenizer, "Yes")
         self.no_ids = answer_token_ids(self.tokenizer, "No")
         self.chat_template = bool(getattr(processor, "chat_template", None))
+        self.appended = appended_tokens(self.tokenizer)
         self._batch_processor = processor
         if getattr(processor, "image_processor", None) is not None:
             import copy
@@ -159,9 +198,14 @@ class VQAScoreScorer(PairScorer):
             "yes_tokens": self.tokenizer.convert_ids_to_tokens(self.yes_ids),
             "no_tokens": self.tokenizer.convert_ids_to_tokens(self.no_ids),
             "text_padding": "longest, right side (last real token read)",
+            "answer_position": "the prompt's last real token, after any positions the model puts before the text"
+                               + (f", before the appended {self.tokenizer.convert_ids_to_tokens(list(self.appended))}"
+                                  if self.appended else ""),
             "score": "log P(Yes) over the full vocabulary",
             "probability": "P(Yes) / (P(Yes) + P(No))",
         }
+        refuse_encoder_decoder(model_id, model.config)
+        self.check_answer_position()
 
     def render(self, text: str) -> str:
         """The full prompt string for one text (chat template applied when the processor has one)."""
@@ -170,6 +214,12 @@ class VQAScoreScorer(PairScorer):
             return question
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
         return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+    def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """The token ids of each text's rendered prompt (before the processor puts the image's tokens
+        in, which depend on the image alone): two texts with the same ids are one input."""
+        ids = self.tokenizer([self.render(t) for t in texts])["input_ids"]
+        return [tuple(int(i) for i in row) for row in ids]
 
     def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
         if len(images) != len(texts):
@@ -180,25 +230,94 @@ class VQAScoreScorer(PairScorer):
         return dict(self._batch_processor(images=to_images(images), text=prompts, padding=True,
                                           padding_side="right", return_tensors="pt"))
 
-    def score_pairs(self, inputs: Any) -> PairScores:
+    def answer_logits(self, inputs: Any) -> tuple[Any, Any, Any]:
+        """(the model's logits (B, T, V), the position read per row (B,), the next-token logits read
+        (B, V) in float32) for preprocessed inputs; see the module doc for where the answer is read."""
         import torch
 
         batch = to_device(inputs, self.device, self._torch_dtype)
+        ids = batch["input_ids"]
         mask = batch.get("attention_mask")
+        logits = self.model(**batch).logits
+        offset = logits.shape[1] - ids.shape[1]
+        if offset < 0:
+            raise ValueError(f"the model returned logits for {logits.shape[1]} positions for {ids.shape[1]} input "
+                             f"tokens: vlprobe cannot tell where its answer is")
+        if mask is None:
+            last = torch.full((ids.shape[0],), ids.shape[1] - 1, device=ids.device)
+        else:
+            # The last real token of each row, whichever side the processor pads on.
+            pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+            last = torch.where(mask.bool(), pos, torch.full_like(pos, -1)).max(dim=1).values
+        if self.appended:
+            k = len(self.appended)
+            tail = torch.tensor(self.appended, device=ids.device)
+            idx = (last.unsqueeze(1) - k + 1 + torch.arange(k, device=ids.device)).clamp(min=0)
+            ends = (ids.gather(1, idx) == tail).all(dim=1) & (last >= k)
+            last = torch.where(ends, last - k, last)
+        read = last.to(logits.device) + offset
+        rows = torch.arange(logits.shape[0], device=logits.device)
+        return logits, read, logits[rows, read].float()
+
+    def score_pairs(self, inputs: Any) -> PairScores:
+        import torch
+
         with torch.inference_mode():
-            logits = self.model(**batch).logits
-            if mask is None:
-                last = torch.full((logits.shape[0],), logits.shape[1] - 1, device=logits.device)
-            else:
-                # The last real token of each row, whichever side the processor pads on.
-                pos = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
-                last = torch.where(mask.bool(), pos, torch.full_like(pos, -1)).max(dim=1).values
-            next_logits = logits[torch.arange(logits.shape[0], device=logits.device), last].float()
+            next_logits = self.answer_logits(inputs)[2]
             logp = torch.log_softmax(next_logits, dim=-1)
             log_yes = torch.logsumexp(logp[:, self.yes_ids], dim=-1)
             log_no = torch.logsumexp(logp[:, self.no_ids], dim=-1)
             prob = torch.sigmoid(log_yes - log_no)  # = P(Yes) / (P(Yes) + P(No))
         return PairScores(log_yes.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
+
+    def check_answer_position(self) -> None:
+        """Refuse (one line) a model whose answer vlprobe would read at the wrong position: two prompts
+        of different lengths on a grey image, in one right-padded batch, must each be read at the position
+        whose logits are nearest the model's own last-position logits for that prompt alone (less an
+        appended end token). Three short forward passes, when the scorer is made."""
+        import torch
+        from PIL import Image
+
+        image = Image.new("RGB", _CHECK_IMAGE_SIZE, (128, 128, 128))
+        try:
+            with torch.inference_mode():
+                logits, read, _ = self.answer_logits(self.preprocess_pairs([image, image], list(_CHECK_TEXTS)))
+                for row, text in enumerate(_CHECK_TEXTS):
+                    alone = self.processor(images=[image], text=[self.render(text)], return_tensors="pt")
+                    ids = alone["input_ids"][0].tolist()
+                    own = self.model(**to_device(dict(alone), self.device, self._torch_dtype)).logits[0]
+                    k = len(self.appended)
+                    back = k if k and len(ids) > k and tuple(ids[-k:]) == self.appended else 0
+                    want = own[own.shape[0] - 1 - back].float()
+                    top = want.topk(min(64, want.shape[0])).indices  # enough to tell positions apart
+                    nearest = int((logits[row][:, top].float() - want[top]).norm(dim=-1).argmin())
+                    if nearest != int(read[row]):
+                        raise _WrongPosition(
+                            f"in a right-padded batch vlprobe would read position {int(read[row])} of "
+                            f"{logits.shape[1]}, but the model's own next-token logits for the prompt are at "
+                            f"position {nearest}")
+        except _WrongPosition as err:
+            raise ValueError(f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore: "
+                             f"{err}; vlprobe refuses rather than read its answer inside the prompt") from None
+        except Exception as err:
+            if isinstance(err, (VlprobeError, MemoryError)) or "out of memory" in str(err).lower():
+                raise
+            raise ValueError(f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore: "
+                             f"checking where it puts its answer failed ({_first_line(err)})") from err
+
+
+class _WrongPosition(Exception):
+    pass
+
+
+def appended_tokens(tokenizer: Any) -> tuple[int, ...]:
+    """The token ids the tokenizer appends after every text (BERT's ``[SEP]``), or ()."""
+    plain = tokenizer("x y", add_special_tokens=False)["input_ids"]
+    full = tokenizer("x y")["input_ids"]
+    for start in range(len(full) - len(plain) + 1):
+        if full[start:start + len(plain)] == plain:
+            return tuple(int(i) for i in full[start + len(plain):])
+    return ()
 
 
 def wrap_vqascore(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
@@ -217,6 +336,8 @@ def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", re
 
     if kw:
         raise TypeError(f"family 'vqascore' takes only prompt=... and exact_preprocessing=..., not {sorted(kw)}")
+    if config is not None:
+        refuse_encoder_decoder(model, config)  # before the weights load
     _, torch_dtype = resolve_dtype(dtype)
     net = from_pretrained_checked(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head,
                                   revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype)

@@ -19,9 +19,12 @@ import pytest
 from PIL import Image
 
 import vlprobe
+from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.errors import ArgumentError, DatasetError
 from vlprobe.evaluation.text_only import columns, text_gold
 from vlprobe.scorers.base import DualScorer
+
+SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annotation files
 
 SPEC = {"id": "id", "images": ["image"], "texts": ["caption", "caption2", "negative_caption"], "gold": [[1, 1, 0]],
         "tags": ["case"]}
@@ -197,11 +200,10 @@ def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
     import argparse
 
     from vlprobe.builders import sugar_crepe_pp as builder
-    from vlprobe.builders import upstream
 
     root = tmp_path_factory.mktemp("scpp_images")
     (root / "val2017").mkdir()
-    for f in upstream.SUGAR_CREPE_PP.files:
+    for f in SUGAR_CREPE_PP_UP.files:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
             (root / "val2017" / rec["filename"]).write_bytes(_jpeg(rec["filename"]))
     parser = argparse.ArgumentParser()

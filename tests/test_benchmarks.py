@@ -47,6 +47,15 @@ def test_every_benchmark_module_defines_its_benchmark():
         get("valse_ds")
 
 
+def test_each_committed_card_folder_records_its_benchmark(repo_root: Path):
+    from vlprobe.spec import ItemSpec
+
+    for bench in benchmarks().values():
+        if bench.builder:
+            for spec in sorted((repo_root / bench.builder).glob("*.yaml")):  # travlr's true_false.yaml too
+                assert ItemSpec.from_file(spec).benchmark == bench.name, spec
+
+
 def test_a_definition_that_contradicts_itself_is_refused():
     with pytest.raises(BenchmarkError, match="unknown metric"):
         Benchmark("x", "X", headline=("accuracy",))

@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
+from urllib.parse import urlsplit
 
 import datasets
 
@@ -274,8 +275,6 @@ def images_help(specs: Sequence[imgs.SourceSpec]) -> str:
 
 def download_help(specs: Sequence[imgs.SourceSpec]) -> str:
     """``--download``'s help from the image sources: file by file from their hosts, or their archives."""
-    from urllib.parse import urlsplit
-
     how = []
     for s in specs:
         if s.urls:

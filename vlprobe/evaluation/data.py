@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from ..benchmarks import find
 from ..errors import ArgumentError, DatasetError, VlprobeError
 from ..locations import DEFAULT_DATASETS
-from ..spec import dataset_benchmark
+from ..spec import ItemSpec, dataset_benchmark
 from .settings import TEST_LIKE, Settings, _names
 
 
@@ -65,9 +66,6 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
     folder = Path(dataset)
     if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not _is_built(folder):
         # a clone's committed card folder (valse/, crepe/, ...): its rows come from a build
-        from ..benchmarks import find
-        from ..spec import ItemSpec
-
         try:
             bench = find(ItemSpec.from_file(folder / "vlprobe.yaml").benchmark)
         except ValueError:

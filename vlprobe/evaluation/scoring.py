@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..benchmarks import find
 from ..errors import DatasetError, ModelError
 from ..results import ScoredItem, ScoredSplit, ScoreMatrices
 from .data import SplitSource
@@ -219,8 +220,7 @@ def _authors_rule(split: ScoredSplit, s: Settings, scores: Any, gold: Any, probs
     """The split's metrics under its benchmark's own tie rule, where the run's tie policy is another
     one (``--ties lenient`` on SugarCREPE): ``{"ties": <the authors' policy>, "metrics": ...}``, with no
     CI (a figure to read beside the run's), not available wherever the run's are; else None."""
-    from .. import metric as metric_module
-    from ..benchmarks import find
+    from .. import metric as metric_module  # as _measure: the metric module imports evaluate
 
     bench = find(split.benchmark)
     rule = bench.tie_rule_for(s.modality) if bench is not None else None

@@ -44,16 +44,16 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from .locations import cache_home
+
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
 
 def default_cache_dir() -> Path:
-    """``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``."""
-    if os.environ.get("VLPROBE_CACHE"):
-        return Path(os.environ["VLPROBE_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "vlprobe"
+    """The score cache's default root, :func:`vlprobe.locations.cache_home` (``$VLPROBE_CACHE``, else
+    ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``): where every vlprobe cache lives."""
+    return cache_home()
 
 
 def key_digest(key: Mapping[str, Any]) -> str:

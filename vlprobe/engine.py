@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .cache import ScoreCache, text_hash
+from .defaults import BATCH_SIZE
 from .images import ImageError, content_hash, describe, to_pil, to_tensor
 from .items import Item
 from .scorers.base import DualScorer, PairScorer, Scorer
@@ -193,7 +194,7 @@ class Engine:
         self,
         scorer: Scorer,
         *,
-        batch_size: int = 32,
+        batch_size: int = BATCH_SIZE,
         num_workers: int = 0,
         cache: ScoreCache | None = None,
         progress: bool = True,
@@ -480,7 +481,7 @@ def score_items(
     scorer: Scorer,
     items: Sequence[Item],
     *,
-    batch_size: int = 32,
+    batch_size: int = BATCH_SIZE,
     num_workers: int = 0,
     cache: ScoreCache | None = None,
     progress: bool = True,

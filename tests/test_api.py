@@ -12,16 +12,11 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_cli_evaluate import build_folder
+from helpers_data import build_folder
 
 import vlprobe
 from vlprobe.cli import main
 from vlprobe.errors import DatasetError, ModelError, SettingError
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
-    return build_folder(tmp_path_factory.mktemp("api-data"))
 
 
 def _engine_never_runs(monkeypatch):

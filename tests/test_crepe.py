@@ -6,7 +6,6 @@ records name what is wrong."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
@@ -18,6 +17,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from helpers_data import load
 from PIL import Image
 
 from vlprobe.builders import AnnotationError, crepe, upstream
@@ -96,16 +96,6 @@ def make_zips(folder: Path, *, edit=None) -> Path:
 def image_ids() -> set[int]:
     ids = {r["image_id"] for p in crepe.PRETRAINING for c in crepe.COMPOUNDS for r in syst_rows(p, c)}
     return ids | {r["image_id"] for t in crepe.PROD_TYPES for n in crepe.COMPLEXITIES for r in prod_rows(t, n)}
-
-
-def run_build(*argv: str) -> Path:
-    parser = argparse.ArgumentParser()
-    crepe.add_arguments(parser)
-    return crepe.build(parser.parse_args(list(argv)))
-
-
-def load(folder: Path, config: str) -> datasets.Dataset:
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_evaluate import build_folder
 
 import vlprobe
 from vlprobe.cli import main
 
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
-    return build_folder(tmp_path_factory.mktemp("defaults-data"), n=6)
+FOLDER_ROWS = 6  # the rows of conftest's synthetic folder here
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_cli_evaluate import build_folder
 
 import vlprobe
 from vlprobe import metric as metric_module
@@ -108,11 +107,6 @@ def test_mixed_shapes_go_to_the_metric_as_lists():
 
 
 # ---- chunked runs: the same files -----------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    return build_folder(tmp_path_factory.mktemp("memory-data"))
-
 
 def _files(run_dir):
     doc = json.loads((run_dir / "results.json").read_text())
@@ -311,10 +305,7 @@ def test_first_load_converts_without_prebuffering(image_folder, monkeypatch, tmp
         return load(*args, **kwargs)
 
     monkeypatch.setattr(dataset_folder.datasets, "load_dataset", spy)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # a fresh conversion, not an earlier test's cache
-    import tempfile
-
-    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path))  # a fresh conversion, not an earlier test's Arrow copy
     ds = load_folder_split(image_folder, "main", "test")
     assert len(ds) == 600 and ds.select_columns(["caption"])[599]["caption"] == "row 599"
     # pyarrow's pre-buffering kept every row group read until the file closed: the whole parquet

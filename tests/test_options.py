@@ -313,7 +313,7 @@ def test_cache_dir_false_is_recorded_as_none():
 
 def test_a_run_records_its_settings_from_the_table(tmp_path, tiny_clip_path):
     """End to end: the settings block and command line of a real run come from the table (json as written)."""
-    from test_cli_evaluate import build_folder
+    from helpers_data import build_folder
 
     folder = build_folder(tmp_path, n=4)
     out = tmp_path / "run"

@@ -401,7 +401,7 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
     kw = dict(train_modalities="image,caption", test_modalities="image,caption", bootstrap=0, progress=False)
     cached = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir=tmp_path / "c", **kw)
     # A $TMPDIR of this test's own, looked at for the probe's folder names only: other pytest
-    # sessions (and the datasets cache, vlprobe-datasets) make vlprobe-* folders in the shared one.
+    # sessions make vlprobe-* folders in the shared one.
     from vlprobe.leftovers import TMP_PREFIXES
 
     own_tmp = tmp_path / "tmpdir"

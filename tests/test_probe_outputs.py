@@ -312,7 +312,7 @@ def _not_travlr(root: Path, listed: bool = False) -> Path:
 
 
 def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_path, tiny_clip_path, capsys):
-    from test_cli_evaluate import build_folder  # test splits only, VALSE- and Winoground-shaped configs
+    from helpers_data import build_folder  # test splits only, VALSE- and Winoground-shaped configs
 
     folders = (_not_travlr(tmp_path), _not_travlr(tmp_path / "listed", listed=True), build_folder(tmp_path))
     capsys.readouterr()
@@ -325,12 +325,12 @@ def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_
 
 
 def test_a_limit_too_small_for_both_classes_is_one_line(travlr_small, tiny_clip_path, tmp_path, capsys, monkeypatch):
-    import vlprobe.probing.api as probe_api
+    import vlprobe.runner as runner
 
     def no_weights(*a, **k):
         raise AssertionError("the model's weights were loaded before the rows were checked")
 
-    monkeypatch.setattr(probe_api, "_scorer", no_weights)  # the refusal comes from the config alone
+    monkeypatch.setattr(runner, "load_model", no_weights)  # the refusal comes from the config alone
     code, _, err = _cli(capsys, "--dataset", travlr_small, "--model", tiny_clip_path, "--limit", "1",
                         "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

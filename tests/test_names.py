@@ -41,7 +41,8 @@ def outside(tmp_path_factory) -> dict[str, Path]:
 def _env(where: dict[str, Path], **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VLPROBE_ROOT", "XDG_CACHE_HOME")}
     env.update(PYTHONPATH=str(REPO), VLPROBE_CACHE=str(where["cache"]), HOME=str(where["home"]), HF_HUB_OFFLINE="1",
-               OMP_NUM_THREADS="1", **extra)
+               OMP_NUM_THREADS="1")
+    env.update(extra)
     return env
 
 
@@ -120,9 +121,10 @@ def test_a_misspelt_model_offline(outside):
 
 def test_a_misspelt_model_with_the_hub_unreachable_says_nothing_of_hf_hub_offline(outside):
     line, stderr = _typo(outside, "evaluate", "--dataset", "travlr", "--model", "models/mini-clp", "--out", "o",
-                         HF_HUB_OFFLINE="0", HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
+                         HF_HUB_OFFLINE="0", TRANSFORMERS_OFFLINE="0", HF_DATASETS_OFFLINE="0",
+                         HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
     assert "cannot be reached" in line and line.endswith("did you mean models/mini-clip?")
-    assert "HF_HUB_OFFLINE" not in line and "thrown while requesting" not in stderr and "Errno" not in stderr
+    assert "OFFLINE" not in line and "thrown while requesting" not in stderr and "Errno" not in stderr
 
 
 def test_a_misspelt_dataset_config_or_family(outside):

@@ -25,6 +25,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+# huggingface_hub's HfApi is imported where the Hub is asked (1.0 s to import, python -X importtime on this 2-core
+# machine): a name that is a folder, or refused offline, never needs it.
 from huggingface_hub import constants as hub_constants  # 6 ms: the package's top level is lazy
 
 from . import locations

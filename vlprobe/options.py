@@ -14,7 +14,9 @@ command line). From the table:
 
 Options both commands have (batch size, device, dtype, bootstrap, ...) are defined here, once, and reused by both
 tables. This module imports no heavy library: checks that need torch or the metric import it when they run, and
-run last (``slow``), so a bad number is refused in well under a second.
+run last (``slow``), so a bad number is refused in well under a second; the dtype and model checks import
+:mod:`vlprobe.scorers` when they run (0.42 s with PIL and numpy, python -X importtime on this 2-core machine; this
+module itself takes 0.14 s), so that ``vlprobe --help`` and argument parsing never pay for it.
 """
 
 from __future__ import annotations

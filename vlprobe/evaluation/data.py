@@ -61,7 +61,8 @@ class SplitSource:
 def _dataset_error(dataset: str, err: BaseException) -> str:
     folder = Path(dataset)
     if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not _is_built(folder):
-        # a clone's committed card folder (valse/, crepe/, ...): its rows come from a build
+        # a clone's committed card folder (valse/, crepe/, ...): its rows come from a build. Every builder is
+        # imported to word this one error (until the benchmark registry names them without importing them).
         from ..builders import builders
 
         name = folder.resolve().name

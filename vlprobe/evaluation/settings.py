@@ -41,6 +41,7 @@ from ..options import command_line as _command_line
 from ..options import record as _record
 from ..runner import default_workers
 from ..spec import MODALITIES as IMAGE_MODALITIES
+from ..spec import ItemSpec
 
 __all__ = ["CHUNK_ROWS", "CONTROLS", "DEFAULT_OUT", "MAX_BOOTSTRAP", "MODALITIES", "OPTIONS", "TEST_LIKE", "TEXT",
            "EvaluateSettings", "Settings",
@@ -124,8 +125,6 @@ def _names_given(value: Any) -> Any:
 
 
 def _spec(value: Any) -> Any:
-    from ..spec import ItemSpec
-
     if value is None or isinstance(value, (dict, ItemSpec)) or isinstance(value, (str, os.PathLike)) and str(value):
         return value
     raise Refused("must be a vlprobe.yaml path, a dict or an ItemSpec")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Any
 
 from ..errors import DatasetError
@@ -67,8 +68,6 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
     still taken, with a :class:`DeprecationWarning`.
     """
     if dataset is not _NONE:
-        import warnings
-
         warnings.warn("vlprobe.probe(dataset=...) is now datasets=..., as in vlprobe.evaluate; dataset= will "
                       "be removed", DeprecationWarning, stacklevel=3)
         if "datasets" in given:

@@ -170,8 +170,8 @@ def nothing_loads(monkeypatch):
         raise AssertionError("something was loaded before the settings were checked")
 
     # (the model and dataset names are checked among the settings, in vlprobe.names: they load nothing)
-    for module, name in ((eval_api, "plan_splits"), (eval_api, "load_model"), (evaluation, "load_model"),
-                         (probe_api, "load_splits"), (runner, "load_model"), (runner, "Engine")):
+    for module, name in ((eval_api, "plan_splits"), (evaluation, "load_model"), (probe_api, "load_splits"),
+                         (runner, "load_model"), (runner, "Engine")):
         monkeypatch.setattr(module, name, boom)
 
 

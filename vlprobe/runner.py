@@ -47,10 +47,11 @@ def default_workers() -> int:
 
 
 class Run:
-    """One run's shared steps (see the module doc), around the settings ``s`` (quick checks done).
-
-    Creating it checks the output folder and sweeps leftovers; :meth:`check_names` and :meth:`finish_checks`
-    complete the checks before anything is loaded."""
+    """One run's shared steps (see the module doc), around its settings ``s`` (made with every check but the slow
+    ones): :meth:`check_names`, then :meth:`finish_checks` complete the checks before anything is loaded.
+    ``own``: the names a run of this kind writes into its output folder; ``command``: the function that writes the
+    command line rerunning it (the command's ``command_line``); ``log``: where status lines go (default: stderr
+    when ``s.progress``)."""
 
     def __init__(self, s: Settings, *, own: re.Pattern[str] = RUN_FILE, command: Callable[..., str | None],
                  log: Callable[[str], None] | None = None) -> None:
@@ -73,9 +74,11 @@ class Run:
             if isinstance(d, (str, os.PathLike)):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
+    # -- 2. the output folder --------------------------------------------------------------------------------------
+
     def finish_checks(self) -> Settings:
         """The slow checks (the device, the tie policy), then the output folder; sweeps the leftovers of killed runs
-        (``out``'s staging folders, feature and chunk-cache folders in ``$TMPDIR``)."""
+        (``out``'s staging folders, feature and chunk-cache folders in ``$TMPDIR``). Returns the settings, complete."""
         self.s = self.s.check()
         if self.s.out is not None:
             check_output_dir(self.s.out, self._own)
@@ -86,7 +89,8 @@ class Run:
 
     def load_model(self, model: Any, processor: Any = None, *, device: str | None = None) -> Scorer:
         """``model`` (as named, or in memory) as a scorer, loaded as every command loads it: :func:`load_model` with
-        the run's family, revision, dtype and device (``device``: this process's, under ``accelerate launch``)."""
+        the run's family, revision, dtype and device (``device``: this process's, under ``accelerate launch``), and
+        the preprocessing and image control of a command that has those options (evaluate)."""
         return load_model(model, processor, family=self.s.family, revision=self.s.revision,
                           device=device if device is not None else self.s.device, dtype=self.s.dtype,
                           exact_preprocessing=getattr(self.s, "exact_preprocessing", False),
@@ -109,8 +113,8 @@ class Run:
     # -- 5. provenance --------------------------------------------------------------------------------------------
 
     def provenance(self, scorer: Scorer, command_values: Any, **sections: Any) -> dict[str, Any]:
-        """results.json's provenance: created, the rerun command (from ``command_values``: the checked settings
-        with the datasets and model as resolved), argv, the model, then ``sections``, then the environment."""
+        """results.json's provenance: created, the rerun command (from ``command_values``: the checked settings,
+        the defaults a run filled in included), argv, the model, then ``sections``, then the environment."""
         return {"created": now_iso(), "command": self._command(command_values), "argv": list(sys.argv),
                 "model": scorer.describe(), **sections, "environment": environment()}
 

@@ -19,7 +19,7 @@ from ..options import BATCH_SIZE, CACHE_DIR, DEVICE, DTYPE, FAMILY, REVISION, ta
 from ..results import result_entries
 from ..runner import Run
 from .data import _dataset_label, default_datasets, plan_splits
-from .model import _check_shapes, _check_text_tower, default_model, load_model
+from .model import _check_shapes, _check_text_tower, default_model
 from .result import Evaluation, summarize
 from .scoring import _distributed, _measure, _score, quiet_progress
 from .settings import OPTIONS, TEXT, EvaluateSettings, command_line, dataset_list
@@ -67,8 +67,8 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     from ..dataset_folder import progress_bars_off  # imports datasets (3.9 s): not before the checks
 
     root = Path(root) if root is not None else Path.cwd()
-    given, names = dataset_list(default_datasets(root) if s.datasets is None else s.datasets)
-    datasets = [find_dataset(d) for d in given]  # a built benchmark's name: its folder (vlprobe.names)
+    as_named, names = dataset_list(default_datasets(root) if s.datasets is None else s.datasets)
+    datasets = [find_dataset(d) for d in as_named]  # a built benchmark's name: its folder (vlprobe.names)
     model = default_model(root) if s.model is None else s.model
 
     state, device = _distributed(s.device)
@@ -80,7 +80,7 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
     say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
     with quiet_progress(not s.progress):
-        scorer = load_model(model, processor, s.family, s.revision, s.but(device=device))
+        scorer = run.load_model(model, processor, device=device)
     if s.modality == TEXT:
         _check_text_tower(scorer)
     else:
@@ -93,7 +93,7 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
         with progress_bars_off(), quiet_progress(not s.progress):
             scored, stats = _score(sources, engine, s, s.progress, main, throwaway=cache.temp is not None)
     provenance = run.provenance(
-        scorer, {**s, "datasets": given, "model": model},
+        scorer, {**s, "datasets": as_named, "model": model},  # the rerun names them as the user did
         settings=s.record(run.workers),
         datasets=[{"dataset": _dataset_label(d, names[k] if names else None), "revision": s.dataset_revision}
                   for k, d in enumerate(datasets)],
@@ -156,9 +156,9 @@ def score(
                          num_workers=0, progress=bool(progress))
     run = Run(s, command=command_line)
     run.check_names()
-    s = run.s.check()
+    s = run.finish_checks()
     with quiet_progress(not progress):
-        scorer = load_model(model, processor, s.family, s.revision, s)
+        scorer = run.load_model(model, processor)
     gold = np.zeros((len(images), len(texts)), dtype=bool)
     gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
     item = Item(id="score", images=tuple(images), texts=tuple(texts), gold=gold)

@@ -138,3 +138,12 @@ def test_a_misspelt_config_names_the_closest(outside):
     proc = _vlprobe(outside, "evaluate", "--dataset", "travlr", "--config", "spatialty", "--model", "mini-clip",
                     "--out", "o")
     assert proc.returncode == 2 and "did you mean spatiality?" in proc.stderr, proc.stderr
+
+
+def test_the_space_takes_mini_clip_too(tmp_path, monkeypatch):
+    from vlprobe.demo.settings import ENV_DEFAULT_MODEL, Settings
+
+    monkeypatch.delenv(ENV_DEFAULT_MODEL, raising=False)
+    here = Settings(root=tmp_path)  # no models/ here: the package's copy
+    assert here.resolve_model("mini-clip") == here.resolve_model("") == here.resolve_model("models/mini-clip")
+    assert Path(here.resolve_model("mini-clip")).name == "mini-clip"

@@ -56,6 +56,13 @@ from .locations import images_home
 from .paths import UnsafePathError, name_problem
 
 
+def __getattr__(name: str) -> Path:
+    # DEFAULT_CACHE, once a constant fixed at import: now where images go as the environment says at each use
+    if name == "DEFAULT_CACHE":
+        return images_home()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     """One image source: its id, the file-name pattern, where the release keeps the files."""

@@ -20,7 +20,7 @@ from vlprobe import image_sources as imgs
 from vlprobe.builders import bla
 from vlprobe.spec import find_spec
 
-pytestmark = pytest.mark.shared_data
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds BLA from the real annotations
 COUNTS = {"active_passive": 613, "coordination": 654, "relative_clause": 672}
 FINETUNE_CONFIGS = [f"{t}_{s}" for t in COUNTS for s in ("finetune_random", "finetune_test_golden", "finetune_train_golden")]
 GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}  # the release's golden set

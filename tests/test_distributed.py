@@ -17,6 +17,8 @@ from helpers_engine import ToyDual, ToyPair, toy_items
 from vlprobe.cache import ScoreCache
 from vlprobe.engine import Engine, score_items
 
+pytestmark = pytest.mark.slow  # two processes under accelerate
+
 HERE = Path(__file__).resolve().parent
 
 _SCRIPT = """

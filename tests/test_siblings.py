@@ -18,7 +18,7 @@ from vlprobe import image_sources as imgs
 from vlprobe.builders import AnnotationError, cola, sugar_crepe, sugar_crepe_pp, upstream
 from vlprobe.spec import find_spec
 
-pytestmark = pytest.mark.shared_data
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds SugarCREPE, SugarCREPE++ and COLA from the real annotations
 
 MODULES = {"sugar_crepe": sugar_crepe, "sugar_crepe_pp": sugar_crepe_pp, "cola": cola}
 UPSTREAMS = {"sugar_crepe": upstream.SUGAR_CREPE, "sugar_crepe_pp": upstream.SUGAR_CREPE_PP, "cola": upstream.COLA}

@@ -19,7 +19,7 @@ from vlprobe import image_sources as imgs
 from vlprobe.builders import valse
 from vlprobe.spec import find_spec
 
-pytestmark = pytest.mark.shared_data
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds VALSE from the real annotations (7,702 rows)
 
 LAYOUT = {  # source -> folder under the images root, as the original releases unpack
     "coco2017_val": "val2017", "coco2014_train": "train2014", "coco2014_val": "val2014",

@@ -264,7 +264,7 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
     from transformers.utils import logging as hf_logging
 
     from vlprobe import engine
-    from vlprobe.evaluation import api as evaluation  # where evaluate() looks load_model up
+    from vlprobe import runner as evaluation  # where evaluate() looks load_model up (the run loads the model)
 
     seen = []
 

@@ -50,13 +50,13 @@ def own_tmp(tmp_path, monkeypatch):
 
 def _nothing_loads(monkeypatch):
     """Fail the test if the probe reads a dataset or loads a model."""
-    from vlprobe import evaluation
+    from vlprobe import runner
 
     def boom(*a, **k):
         raise AssertionError("loaded something before checking the settings")
 
     monkeypatch.setattr(P.api, "load_splits", boom)
-    monkeypatch.setattr(evaluation, "load_model", boom)
+    monkeypatch.setattr(runner, "load_model", boom)  # where the run loads the model
 
 
 def _cli(capsys, *args):

@@ -197,6 +197,7 @@ def test_an_arrow_folder_of_another_user_is_never_read(cache, data, tmp_path, mo
     assert all(str(tmp_path / "tmp") in f["filename"] for f in got.cache_files)
 
 
+@pytest.mark.slow
 def test_evaluate_after_damage_gives_the_clean_run(cache, data, tiny_clip_path, capsys):
     kw = dict(model=str(tiny_clip_path), datasets=str(data), bootstrap=0, num_workers=0, progress=False,
               cache_dir="none")

@@ -25,6 +25,7 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path, capsys):
     out_dir, cache = tmp_path / "run", tmp_path / "cache"
     code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
@@ -190,6 +191,7 @@ def test_console_entry_point_help():
     assert proc.returncode == 0 and "--bootstrap" in proc.stdout and "--cache-dir" in proc.stdout
 
 
+@pytest.mark.slow
 def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_path, capsys):
     cache = tmp_path / "cache"
     base = ["--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap", 0,
@@ -206,6 +208,7 @@ def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_
     assert blank["provenance"]["engine"]["unique_images"] == 1
 
 
+@pytest.mark.slow
 def test_itm_probabilities_flow_to_metrics_and_parquet(folder, tiny_blip_itm_path, tmp_path, capsys):
     code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--limit", 4, "--model",
                           tiny_blip_itm_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
@@ -227,6 +230,7 @@ def test_text_only_model(folder, tiny_gpt2_path, tmp_path, capsys):
                                                               | {f"no shape number {i % 3}" for i in range(5)})
 
 
+@pytest.mark.slow
 def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_clip_path, tmp_path, capsys):
     """--exact-preprocessing loads the model's PIL image processor, and results.json says so (the
     setting, the backend that ran, and a command line that reruns it)."""
@@ -288,6 +292,7 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
 
 # ---- no silent zeros (issue 25): a split whose every item tied is N/A, with the reason ----------------
 
+@pytest.mark.slow
 def test_an_all_tied_split_is_na_with_its_reason_in_the_table_csv_json_and_report(tmp_path, capsys):
     from helpers_ties import LIMIT, tie_folder, truncating_mini_clip
 

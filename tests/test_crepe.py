@@ -136,6 +136,7 @@ def built(tmp_path_factory, vg_root: Path) -> tuple[Path, Path, str]:
     return base / "crepe", zips, err.getvalue()
 
 
+@pytest.mark.slow
 def test_unpinned_zips_are_hashed_into_the_build_report_with_one_warning(built) -> None:
     out, zips, err = built
     warnings = [line for line in err.splitlines() if "could not be checked against a pinned git blob hash" in line]
@@ -158,6 +159,7 @@ def test_unpinned_zips_are_hashed_into_the_build_report_with_one_warning(built) 
         upstream.annotation_folder(wrong, zips)
 
 
+@pytest.mark.slow
 def test_every_config_loads_with_the_caption_true(built) -> None:
     out = built[0]
     configs = set(datasets.get_dataset_config_names(str(out)))
@@ -188,6 +190,7 @@ def test_every_config_loads_with_the_caption_true(built) -> None:
     assert "`syst_cc12m_seen_combined`" in derived and "syst_laion_seen_combined" not in derived
 
 
+@pytest.mark.slow
 def test_the_image_is_the_authors_crop(built) -> None:
     row = load(built[0], "syst_yfcc_seen_atom")[1]  # x=2, y=1, 13 x 10
     assert row["image"].size == (13, 10) and row["image"].format == "PNG"
@@ -200,6 +203,7 @@ def test_the_image_is_the_authors_crop(built) -> None:
     assert row["image"].size == (20, 20) and not pixels[:, 10:].any() and pixels[:, :10].any()
 
 
+@pytest.mark.slow
 def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
     """Rows become 1 x (1 + k) items with the caption gold; the metric's `text` is CREPE's R@1 (the
     caption strictly above every negative), ties wrong under strict, 1/(1+t) under half."""
@@ -227,6 +231,7 @@ def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
     assert r["text"] == np.mean([authors_r1(s[0]) for s in scores])
 
 
+@pytest.mark.slow
 def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     from vlprobe.cli import main
 
@@ -249,6 +254,7 @@ def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Pat
     assert "R@1" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     # `evaluate --dataset crepe` scores the `all` config once; the summary gives each leaf config's R@1
     # (from the `leaf=` tag), as the authors report per config, beside the pooled `all`.
@@ -268,6 +274,7 @@ def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_pat
         assert rows[config]["values"]["text"] == pytest.approx(r1), config
 
 
+@pytest.mark.slow
 def test_committed_card_spec_and_the_space_listing(built, repo_root: Path, tmp_path: Path) -> None:
     from vlprobe.demo.settings import Settings
     from vlprobe.publish import check_dataset_folder

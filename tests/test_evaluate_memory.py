@@ -115,6 +115,7 @@ def _files(run_dir):
 
 
 @pytest.mark.parametrize("model", ["tiny_clip_path", "tiny_blip_itm_path"])
+@pytest.mark.slow
 def test_chunked_run_writes_the_files_of_one_chunk(folder, model, request, tmp_path):
     """With the vectors in the cache (so that batch shapes cannot move the last bits), a run in
     chunks of 5 and 7 rows writes the results.csv, scores.parquet and results of one chunk."""
@@ -255,6 +256,7 @@ class _WatchedSource:
         return list(rows)
 
 
+@pytest.mark.slow
 def test_chunks_hold_no_row_of_the_previous_chunk_while_reading_the_next():
     from types import SimpleNamespace
 
@@ -272,6 +274,7 @@ def test_chunks_hold_no_row_of_the_previous_chunk_while_reading_the_next():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+@pytest.mark.slow
 def test_read_rows_keeps_one_slice_of_the_file_resident_at_a_time(image_folder, monkeypatch):
     import vlprobe.dataset_folder as dataset_folder
 

@@ -320,6 +320,7 @@ def test_a_failure_in_a_dataloader_worker_is_still_one_line():
 FOLDER_ROWS = 4  # the rows of conftest's synthetic folder here
 
 
+@pytest.mark.slow
 def test_cli_scores_blip2_itm_and_refuses_it_as_vqascore_in_one_line(folder, tiny_blip2_itm_path, tmp_path, capsys):
     import json
 

@@ -27,15 +27,21 @@ def _closed_port() -> int:
 
 @pytest.fixture(scope="module")
 def outside(tmp_path_factory) -> dict[str, Path]:
-    """A working folder outside any clone, its own cache, and `vlprobe build travlr` run there (small)."""
+    """A working folder outside any clone, with its own cache and home."""
     base = tmp_path_factory.mktemp("outside")
     where = {"work": base / "work", "cache": base / "cache", "home": base / "home"}
     for p in where.values():
         p.mkdir()
-    proc = _vlprobe(where, "build", "travlr", "--size", "tiny", "--split-sizes", TRAVLR_SIZES, "--configs",
+    return where
+
+
+@pytest.fixture(scope="module")
+def built(outside) -> dict[str, Path]:
+    """``outside``, where `vlprobe build travlr` (small) has run."""
+    proc = _vlprobe(outside, "build", "travlr", "--size", "tiny", "--split-sizes", TRAVLR_SIZES, "--configs",
                     "spatiality")
     assert proc.returncode == 0, proc.stderr
-    return where
+    return outside
 
 
 def _env(where: dict[str, Path], **extra: str) -> dict[str, str]:
@@ -56,14 +62,16 @@ def _python(where: dict[str, Path], code: str, **env: str) -> subprocess.Complet
                           text=True, timeout=900)
 
 
-def test_build_outside_a_clone_writes_to_the_cache(outside):
-    assert (outside["cache"] / "datasets" / "travlr" / "vlprobe.yaml").is_file()
-    assert not (outside["work"] / "travlr").exists()
+@pytest.mark.slow
+def test_build_outside_a_clone_writes_to_the_cache(built):
+    assert (built["cache"] / "datasets" / "travlr" / "vlprobe.yaml").is_file()
+    assert not (built["work"] / "travlr").exists()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["mini-clip", "models/mini-clip"])
-def test_evaluate_and_probe_find_travlr_and_mini_clip_outside_a_clone(outside, model):
+def test_evaluate_and_probe_find_travlr_and_mini_clip_outside_a_clone(built, model):
+    outside = built
     out = outside["work"] / f"eval-{model.replace('/', '_')}"
     proc = _vlprobe(outside, "evaluate", "--dataset", "travlr", "--model", model, "--limit", "4", "--bootstrap", "0",
                     "--num-workers", "0", "--no-progress", "--out", str(out))
@@ -81,7 +89,8 @@ def test_evaluate_and_probe_find_travlr_and_mini_clip_outside_a_clone(outside, m
 
 
 @pytest.mark.slow
-def test_the_python_api_takes_the_same_names_outside_a_clone(outside):
+def test_the_python_api_takes_the_same_names_outside_a_clone(built):
+    outside = built
     code = ("import vlprobe\n"
             "for model in ('mini-clip', 'models/mini-clip'):\n"
             "    res = vlprobe.evaluate(model=model, datasets='travlr', limit=2, bootstrap=0, num_workers=0, "
@@ -111,12 +120,14 @@ def _typo(where, *argv, **env) -> tuple[str, str]:
     return lines[0], proc.stderr
 
 
-def test_a_misspelt_model_offline(outside):
+def test_a_misspelt_model_or_family_offline(outside):
     line, _ = _typo(outside, "evaluate", "--dataset", "travlr", "--model", "models/mini-clp", "--out", "o")
     assert line.startswith("vlprobe evaluate: error: model 'models/mini-clp'")
     assert line.endswith("did you mean models/mini-clip?") and "HF_HUB_OFFLINE is set" in line
     line, _ = _typo(outside, "probe", "--dataset", "travlr", "--model", "mini-clp")
     assert line.endswith("did you mean mini-clip?")
+    line, _ = _typo(outside, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--family", "dul", "--out", "o")
+    assert "--family dul: unknown scorer family; did you mean dual?" in line
 
 
 def test_a_misspelt_model_with_the_hub_unreachable_says_nothing_of_hf_hub_offline(outside):
@@ -127,14 +138,16 @@ def test_a_misspelt_model_with_the_hub_unreachable_says_nothing_of_hf_hub_offlin
     assert "OFFLINE" not in line and "thrown while requesting" not in stderr and "Errno" not in stderr
 
 
-def test_a_misspelt_dataset_config_or_family(outside):
+@pytest.mark.slow
+def test_a_misspelt_dataset(built):
+    outside = built
     line, _ = _typo(outside, "evaluate", "--dataset", "travlrr", "--model", "mini-clip", "--out", "o")
     assert "dataset 'travlrr'" in line and line.endswith("did you mean travlr?")
-    line, _ = _typo(outside, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--family", "dul", "--out", "o")
-    assert "--family dul: unknown scorer family; did you mean dual?" in line
 
 
-def test_a_misspelt_config_names_the_closest(outside):
+@pytest.mark.slow
+def test_a_misspelt_config_names_the_closest(built):
+    outside = built
     proc = _vlprobe(outside, "evaluate", "--dataset", "travlr", "--config", "spatialty", "--model", "mini-clip",
                     "--out", "o")
     assert proc.returncode == 2 and "did you mean spatiality?" in proc.stderr, proc.stderr

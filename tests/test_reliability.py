@@ -133,6 +133,7 @@ def _score_with_cache(model: str, cache_dir: Path, items) -> tuple:
     return scorer, res, fresh
 
 
+@pytest.mark.slow
 def test_a_model_retrained_into_the_same_folder_gets_new_scores(tiny_clip_path, tmp_path):
     model = tmp_path / "my-clip"
     shutil.copytree(tiny_clip_path, model)
@@ -308,6 +309,7 @@ def test_evaluate_with_cache_dir_a_file_runs_without_a_cache(folder, tiny_clip_p
 
 # ---- 3. Ctrl-C ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sigint_stops_cleanly_and_the_rerun_resumes(folder, tiny_clip_path, tmp_path, capsys):
     cache, out, reached = tmp_path / "cache", tmp_path / "out", tmp_path / "gate-reached"
     args = ["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--bootstrap", "0",
@@ -354,6 +356,7 @@ def test_sigint_stops_cleanly_and_the_rerun_resumes(folder, tiny_clip_path, tmp_
 
 # ---- 4. concurrent runs on one cache --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_path, tmp_path, capsys, monkeypatch):
     """A subprocess starts; once it has committed a few inputs, a second run (this process) starts on
     the same cache. Both finish with the right scores, and together they compute far fewer inputs

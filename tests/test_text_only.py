@@ -209,6 +209,7 @@ def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
 
 
 @pytest.mark.shared_data
+@pytest.mark.slow
 def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root: Path, tmp_path: Path,
                                                 capsys) -> None:
     """`vlprobe evaluate --modality text` on the 4,757 items with models/mini-clip: per subset, the count the

@@ -164,6 +164,7 @@ def test_cardinality_scene_size_does_not_follow_the_count(generated):
     assert abs(cov / var) < 0.1, cov / var  # the original drew the distractors after: about 0.5
 
 
+@pytest.mark.slow
 def test_equal_area_shapes_cover_the_same_pixels():
     R = importlib.import_module("vlprobe.scenes.render")  # the package exports a function of that name
 
@@ -236,6 +237,7 @@ def test_minimal_foil_edits(generated):
         assert ex.foil.shape == ex.query.shape and ex.foil.n != ex.query.n
 
 
+@pytest.mark.slow
 def test_generation_does_not_depend_on_the_hash_seed(tmp_path):
     # set iteration order changes with PYTHONHASHSEED; rows must not
     import subprocess
@@ -288,6 +290,7 @@ def _digests(folder: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_two_builds_are_byte_identical(built, tmp_path):
     again = builder.build(_args(tmp_path / "travlr"))
     assert _digests(again) == _digests(built)
@@ -300,6 +303,7 @@ def test_committed_card_and_spec_match_the_builder(built, repo_root):
 
 
 @pytest.mark.parametrize("config", T.TASKS)
+@pytest.mark.slow
 def test_load_dataset_round_trip_and_items(built, config, monkeypatch, tmp_path):
     monkeypatch.chdir(built.parent)  # as from the repository root
     ds = datasets.load_dataset("travlr", config, cache_dir=str(tmp_path / "cache"))
@@ -398,6 +402,7 @@ def test_parquet_images_are_png_bytes(built):
     assert Image.open(io.BytesIO(first["bytes"])).format == "PNG"
 
 
+@pytest.mark.slow
 def test_cli_builds_both_folders(tmp_path, capsys):
     from vlprobe.builders import builders
     from vlprobe.cli import main

@@ -300,6 +300,7 @@ def accuracies():
 
 @pytest.mark.parametrize("task", T.TASKS)
 @pytest.mark.parametrize("framing", ["query_true_false", "query_vs_foil", "caption_true_false"])
+@pytest.mark.slow
 def test_no_config_is_solved_without_the_scene(accuracies, task, framing):
     for split, acc in accuracies[task][framing].items():
         assert acc <= CHANCE_BOUND, f"{task}/{split}: a {framing} shortcut scores {acc:.3f} > {CHANCE_BOUND}"
@@ -333,11 +334,13 @@ def cheap():
 
 @pytest.mark.parametrize("task", T.TASKS)
 @pytest.mark.parametrize("source", ["image_query", "caption_query"])
+@pytest.mark.slow
 def test_no_config_is_solved_by_cheap_statistics(cheap, task, source):
     for split, f1 in cheap[task][source].items():
         assert f1 <= CHEAP_BOUND, f"{task}/{split}: {source} statistics score macro-F1 {f1:.3f} > {CHEAP_BOUND}"
 
 
+@pytest.mark.slow
 def test_the_cheap_baselines_find_planted_cues(monkeypatch):
     # The same baselines score above the bound where a cue is planted. (1) The paper's geometry
     # (shape areas 742-1,581 px): the ink tells which of two shapes is the more numerous.

@@ -100,6 +100,7 @@ def built(tmp_path_factory) -> tuple[Path, Path, str]:
     return base / "vl_checklist", files, err.getvalue()
 
 
+@pytest.mark.slow
 def test_every_config_loads_with_pos0_true(built) -> None:
     out = built[0]
     assert set(datasets.get_dataset_config_names(str(out))) == set(vl_checklist.BY_CONFIG) | set(vl_checklist.AGGREGATES)
@@ -143,6 +144,7 @@ def test_unpinned_files_are_hashed_with_one_warning(built) -> None:
         assert f"| `{f.path}` | `{upstream.git_blob_sha1(data)}` | {len(data):,} | **unverified** |" in report
 
 
+@pytest.mark.slow
 def test_accuracy_is_acc_r_with_ties_wrong(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     from vlprobe.cli import main
     from vlprobe.metric import compute

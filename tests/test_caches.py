@@ -18,6 +18,7 @@ from helpers_data import build_folder
 import vlprobe
 from vlprobe import arrow_cache, locations
 from vlprobe.arrow_cache import load_folder_split
+from vlprobe.benchmarks import Upstream
 from vlprobe.builders import upstream
 from vlprobe.cache import default_cache_dir
 from vlprobe.image_sources import ImageResolver, SourceSpec
@@ -28,11 +29,10 @@ ROOT_ONLY = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
 
 def _every_cache() -> dict[str, Path]:
     """Where each kind of cache goes now, as the code that uses it asks."""
-    up = upstream.Upstream(benchmark="x", repo="owner/repo", commit="0" * 40, folder="data", files=(),
-                           url_env="X_URL")
+    up = Upstream(benchmark="x", repo="owner/repo", commit="0" * 40, folder="data", files=(), url_env="X_URL")
     return {
         "scores": default_cache_dir(),
-        "annotations": up.cache_folder().parent,
+        "annotations": upstream.cache_folder(up).parent,
         "images": ImageResolver(SourceSpec(name="coco", title="COCO", pattern=".*")).cache.parent,
         "datasets": locations.datasets_home(),
         "arrow": locations.arrow_home(),

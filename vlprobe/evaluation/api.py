@@ -102,7 +102,7 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
         return Evaluation(scored, provenance, None, main_process=False)
     for split in scored:
         _measure(split, s)
-    result = Evaluation(scored, provenance, summarize(result_entries(scored)))
+    result = Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
     if s.out is not None:
         result.save(s.out)
     return result

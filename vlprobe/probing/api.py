@@ -16,6 +16,7 @@ from ..options import takes_options
 from ..runner import Run
 from ..scorers.base import DualScorer
 from ..scorers.loading import detect_family, load_config
+from ..spec import dataset_benchmark
 from .data import _check_classes, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
@@ -140,9 +141,11 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
     computed = sum(int(st.get("computed", st.get("computed_pairs", 0)) or 0) for st in stats.values())
     tuned = {**schedule_plan(s.schedule, s.epochs), "lr": FINETUNE_LR,
              "head": "linear on [u, v, u*v, |u-v|]"} if s.finetune else False
+    spec = next(sp.spec for by in data.values() for sp in by.values())
     provenance = run.provenance(
         scorer, s,
         dataset={"dataset": s.datasets, "revision": s.dataset_revision,
+                 "benchmark": dataset_benchmark(data_name, spec)[0],
                  "splits": {t: {name: sp.info for name, sp in by.items()} for t, by in data.items()}},
         settings=record(s, l2_grid=list(L2_GRID), model_selection=VALIDATION, finetune=tuned, text_baseline=text_only,
                         zero_shot=zero_shot, num_workers=run.workers,

@@ -2,6 +2,7 @@
 #   make evaluate   set everything up, then score the offline default model on the synthetic instruments
 #                   and run TraVLR's probe protocol on it
 #   make test       set everything up, then run the whole test suite
+# (make test-fast: the tests not marked slow or browser, the subset to rerun while working; docs/development.md)
 # Both are idempotent: a second run skips what is already installed or built.
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 STAMP := $(VENV)/.vlprobe-installed
 SCENE_SOURCES := $(wildcard vlprobe/scenes/*.py) vlprobe/dataset_folder.py vlprobe/builders/synthetic.py
 
-.PHONY: setup data evaluate test lint bench browser
+.PHONY: setup data evaluate test test-fast lint bench browser
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +55,11 @@ lint: setup
 
 test: setup browser lint
 	$(BIN)/python -m pytest -q
+
+# The quick subset: every test but those marked slow (builds from the real annotations, end-to-end runs in
+# subprocesses, the bench-script smokes, kill/resume, installs) or browser. `make test` still runs everything.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 bench: setup
 	$(BIN)/python scripts/bench_metric.py

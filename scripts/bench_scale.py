@@ -29,7 +29,7 @@ user brings them. A source folder of 640 x 480 photo-like JPEGs (a smooth colour
 noise, quality 85, about 90 KB each; a pool of 200 pictures, each row's file made unique by a JPEG
 comment segment naming the row) and a ``captions.jsonl`` with the same columns, turned into a dataset
 folder by ``vlprobe build folder`` (in its own process, not measured). Each run then starts from a
-fresh ``HF_DATASETS_CACHE`` and ``TMPDIR``, so the first load (datasets' conversion of the parquet to
+fresh ``HF_DATASETS_CACHE``, ``TMPDIR`` and ``VLPROBE_CACHE``, so the first load (datasets' conversion of the parquet to
 Arrow) is inside the measurement, and scores with no score cache (``cache_dir="none"``), as
 ``vlprobe evaluate --cache-dir none``. With ``--keep`` the source and dataset folders are kept and
 reused by the next run with the same ``--work``.
@@ -316,9 +316,10 @@ def main() -> None:
             built = build_jpeg(folder, n)
         else:
             built = build(folder, n, image_size=args.image_size, what=args.what)
-        tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.dataset_folder.load_folder_split) goes here
+        tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.arrow_cache: $VLPROBE_CACHE/arrow) goes here
         tmp.mkdir(exist_ok=True)
-        env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp))
+        env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp),
+                   VLPROBE_CACHE=str(tmp / "vlprobe-cache"))
         if jpeg:  # a fresh datasets cache: the first load (parquet -> Arrow) is measured
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()

@@ -41,6 +41,15 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, request) -> Path:
+    """The synthetic dataset folder (helpers_data.build_folder: configs ``pairs`` and ``swap``), built once per test
+    module; ``FOLDER_ROWS = n`` in a module changes its rows (default 12). Read it, do not change it."""
+    from helpers_data import build_folder
+
+    return build_folder(tmp_path_factory.mktemp("data"), n=getattr(request.module, "FOLDER_ROWS", 12))
+
+
 @pytest.fixture
 def clean_space_env(monkeypatch):
     """No Space setting (VLPROBE_SPACE_*, SPACE_ID) from the environment: each test sets its own."""

@@ -12,16 +12,11 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_cli_evaluate import build_folder
+from helpers_data import build_folder
 
 import vlprobe
 from vlprobe.cli import main
 from vlprobe.errors import DatasetError, ModelError, SettingError
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
-    return build_folder(tmp_path_factory.mktemp("api-data"))
 
 
 def _engine_never_runs(monkeypatch):
@@ -33,6 +28,7 @@ def _engine_never_runs(monkeypatch):
     monkeypatch.setattr(engine.Engine, "score", boom)
 
 
+@pytest.mark.slow
 def test_readme_example(folder, tiny_clip_path, tmp_path):
     res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=[str(folder)], configs="all", splits=None,
                            ties="strict", bootstrap=20, limit=None, batch_size=4, device=None, dtype="float32",
@@ -53,6 +49,7 @@ def test_readme_example(folder, tiny_clip_path, tmp_path):
     assert "pairs/test" in res.table() and "chance" in res.table()
 
 
+@pytest.mark.slow
 def test_loaded_model_equals_the_saved_one(folder, tiny_clip_path):
     from transformers import CLIPModel, CLIPProcessor
 
@@ -102,6 +99,7 @@ def _comparable(doc: dict) -> dict:
     return doc
 
 
+@pytest.mark.slow
 def test_save_equals_the_cli_folder(folder, tiny_clip_path, tmp_path, capsys):
     cache = tmp_path / "cache"
     args = ["--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 30, "--batch-size", 4,
@@ -126,6 +124,7 @@ def test_save_equals_the_cli_folder(folder, tiny_clip_path, tmp_path, capsys):
         assert (api / png.name).stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_streaming_in_chunks_equals_one_pass(folder, tiny_clip_path, tmp_path):
     kw = dict(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, progress=False, num_workers=0)
     whole = vlprobe.evaluate(cache_dir="none", **kw)
@@ -273,6 +272,7 @@ def _unwritable(monkeypatch, folder: Path) -> None:
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
 
 
+@pytest.mark.slow
 def test_rerun_replaces_the_folder_as_a_whole(folder, tiny_clip_path, tmp_path, monkeypatch):
     out = tmp_path / "run"
     kw = dict(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, cache_dir=str(tmp_path / "c"),
@@ -318,6 +318,7 @@ def test_old_control_name_still_works(folder, tiny_clip_path, capsys, tmp_path):
     assert doc["provenance"]["settings"]["control"] == "shuffle"
 
 
+@pytest.mark.slow
 def test_own_dataset_is_not_headed_as_a_papers_aggregates(folder, tiny_clip_path, tmp_path):
     """'the paper's aggregates' belongs to the benchmarks that have a paper; a user's own dataset
     gets 'headline metrics per config', in the printed table and in the report."""
@@ -355,6 +356,7 @@ def test_repr_is_short(folder, tiny_clip_path):
     assert "\n" not in text and len(text) < 200 and "synthetic/pairs/test" in text and "18 items" in text
 
 
+@pytest.mark.slow
 def test_score_gives_the_models_own_matrix(tiny_clip_path, tmp_path):
     """vlprobe.score(model, images, texts) -> m x n, CLIP's logits_per_image, from PIL images or paths,
     through a folder, a loaded model, or a scorer."""

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the bench scripts, run end to end in subprocesses
+
 
 def _run(repo_root, tmp_path, *args, timeout=300):
     env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=str(tmp_path), VLPROBE_CACHE=str(tmp_path / "cache"))

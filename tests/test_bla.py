@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import io
 import json
 import zipfile
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import datasets
 import pytest
+from helpers_data import build_from, load
 from PIL import Image
 
 from vlprobe import image_sources as imgs
@@ -21,7 +23,8 @@ from vlprobe.spec import find_spec
 
 BLA_UP = get_benchmark("bla").upstream  # its pinned annotation files
 
-pytestmark = pytest.mark.shared_data
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds BLA from the real annotations
+
 COUNTS = {"active_passive": 613, "coordination": 654, "relative_clause": 672}
 FINETUNE_CONFIGS = [f"{t}_{s}" for t in COUNTS for s in ("finetune_random", "finetune_test_golden", "finetune_train_golden")]
 GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}  # the release's golden set
@@ -51,15 +54,7 @@ def make_standins(root: Path, annotations: Path, skip=frozenset(), corrupt: str 
     return root
 
 
-def run_build(annotations: Path, images: Path, out: Path, *extra: str) -> Path:
-    parser = argparse.ArgumentParser()
-    bla.add_arguments(parser)
-    return bla.build(parser.parse_args(["--annotations", str(annotations), "--images", str(images), "--out", str(out), *extra]))
-
-
-def load(folder: Path, config: str) -> datasets.Dataset:
-    # datasets caches a local folder by name and card, not content: one cache per built folder
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
+run_build = functools.partial(build_from, bla)  # run_build(annotations, images, out, *extra)
 
 
 @pytest.fixture(scope="module")

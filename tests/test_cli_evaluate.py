@@ -3,7 +3,6 @@ and each of its error paths (clear message, exit status 2, no traceback)."""
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -13,61 +12,11 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
+from helpers_data import build_folder
 
 from vlprobe.cli import main
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _png(color, size=(24, 20)) -> bytes:
-    buf = io.BytesIO()
-    im = Image.new("RGB", size, color)
-    im.putpixel((2, 3), (255 - color[0], color[1], 255 - color[2]))
-    im.save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path:
-    """Two configs: ``pairs`` (1 image, caption + foil, tagged) and ``swap`` (2 images x 2 captions)."""
-    folder = root / "synthetic"
-    colors = [(20 * i % 256, 90, 200 - 10 * i % 256) for i in range(n)]
-    img = datasets.Image()
-    pairs_feats = datasets.Features({"id": datasets.Value("string"), "image": img, "caption": datasets.Value("string"),
-                                     "foil": datasets.Value("string"), "kind": datasets.Value("string")})
-    swap_feats = datasets.Features({"id": datasets.Value("string"), "image_0": img, "image_1": img,
-                                    "caption_0": datasets.Value("string"), "caption_1": datasets.Value("string")})
-    pairs = {
-        "id": [f"p{i}" for i in range(n)],
-        "image": [{"bytes": _png(colors[i % 5]), "path": f"c{i % 5}.png"} for i in range(n)],
-        "caption": [f"a shape number {i % 4}" for i in range(n)],
-        "foil": [f"no shape number {i % 3}" for i in range(n)],
-        "kind": ["even" if i % 2 == 0 else "odd" for i in range(n)],
-    }
-    if broken_row is not None:
-        pairs["image"][broken_row] = {"bytes": b"this is not an image", "path": "broken_file.png"}
-    swap = {
-        "id": [f"s{i}" for i in range(n // 2)],
-        "image_0": [{"bytes": _png(colors[i]), "path": None} for i in range(n // 2)],
-        "image_1": [{"bytes": _png(colors[-1 - i]), "path": None} for i in range(n // 2)],
-        "caption_0": [f"red left of blue {i}" for i in range(n // 2)],
-        "caption_1": [f"blue left of red {i}" for i in range(n // 2)],
-    }
-    decls = [ConfigDecl("pairs", pairs_feats, default=True), ConfigDecl("swap", swap_feats)]
-    write_card(folder, card_metadata(decls, license="cc0-1.0", pretty_name="synthetic"), "# synthetic\n\nFor tests.")
-    write_split(folder, "pairs", "test", datasets.Dataset.from_dict(pairs, features=pairs_feats))
-    write_split(folder, "swap", "test", datasets.Dataset.from_dict(swap, features=swap_feats))
-    (folder / "vlprobe.yaml").write_text(
-        "id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\ntags: [kind]\n"
-        "configs:\n  swap: {images: [image_0, image_1], texts: [caption_0, caption_1], gold: [[1, 0], [0, 1]], tags: []}\n"
-    )
-    return folder
-
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
-    return build_folder(tmp_path_factory.mktemp("data"))
 
 
 def _run(capsys, *argv) -> tuple[int, str, str]:
@@ -76,6 +25,7 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path, capsys):
     out_dir, cache = tmp_path / "run", tmp_path / "cache"
     code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
@@ -241,6 +191,7 @@ def test_console_entry_point_help():
     assert proc.returncode == 0 and "--bootstrap" in proc.stdout and "--cache-dir" in proc.stdout
 
 
+@pytest.mark.slow
 def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_path, capsys):
     cache = tmp_path / "cache"
     base = ["--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap", 0,
@@ -257,6 +208,7 @@ def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_
     assert blank["provenance"]["engine"]["unique_images"] == 1
 
 
+@pytest.mark.slow
 def test_itm_probabilities_flow_to_metrics_and_parquet(folder, tiny_blip_itm_path, tmp_path, capsys):
     code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--limit", 4, "--model",
                           tiny_blip_itm_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
@@ -278,6 +230,7 @@ def test_text_only_model(folder, tiny_gpt2_path, tmp_path, capsys):
                                                               | {f"no shape number {i % 3}" for i in range(5)})
 
 
+@pytest.mark.slow
 def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_clip_path, tmp_path, capsys):
     """--exact-preprocessing loads the model's PIL image processor, and results.json says so (the
     setting, the backend that ran, and a command line that reruns it)."""
@@ -315,7 +268,7 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
     from transformers.utils import logging as hf_logging
 
     from vlprobe import engine
-    from vlprobe.evaluation import api as evaluation  # where evaluate() looks load_model up
+    from vlprobe import runner as evaluation  # where evaluate() looks load_model up (the run loads the model)
 
     seen = []
 
@@ -339,6 +292,7 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
 
 # ---- no silent zeros (issue 25): a split whose every item tied is N/A, with the reason ----------------
 
+@pytest.mark.slow
 def test_an_all_tied_split_is_na_with_its_reason_in_the_table_csv_json_and_report(tmp_path, capsys):
     from helpers_ties import LIMIT, tie_folder, truncating_mini_clip
 

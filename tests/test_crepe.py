@@ -6,7 +6,6 @@ records name what is wrong."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
@@ -18,6 +17,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from helpers_data import load
 from PIL import Image
 
 from vlprobe.benchmarks import get as get_benchmark
@@ -99,16 +99,6 @@ def image_ids() -> set[int]:
     return ids | {r["image_id"] for t in crepe.PROD_TYPES for n in crepe.COMPLEXITIES for r in prod_rows(t, n)}
 
 
-def run_build(*argv: str) -> Path:
-    parser = argparse.ArgumentParser()
-    crepe.add_arguments(parser)
-    return crepe.build(parser.parse_args(list(argv)))
-
-
-def load(folder: Path, config: str) -> datasets.Dataset:
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
-
-
 @pytest.fixture(scope="module")
 def vg_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("vg")
@@ -147,6 +137,7 @@ def built(tmp_path_factory, vg_root: Path) -> tuple[Path, Path, str]:
     return base / "crepe", zips, err.getvalue()
 
 
+@pytest.mark.slow
 def test_unpinned_zips_are_hashed_into_the_build_report_with_one_warning(built) -> None:
     out, zips, err = built
     warnings = [line for line in err.splitlines() if "could not be checked against a pinned git blob hash" in line]
@@ -169,6 +160,7 @@ def test_unpinned_zips_are_hashed_into_the_build_report_with_one_warning(built) 
         upstream.annotation_folder(wrong, zips)
 
 
+@pytest.mark.slow
 def test_every_config_loads_with_the_caption_true(built) -> None:
     out = built[0]
     configs = set(datasets.get_dataset_config_names(str(out)))
@@ -199,6 +191,7 @@ def test_every_config_loads_with_the_caption_true(built) -> None:
     assert "`syst_cc12m_seen_combined`" in derived and "syst_laion_seen_combined" not in derived
 
 
+@pytest.mark.slow
 def test_the_image_is_the_authors_crop(built) -> None:
     row = load(built[0], "syst_yfcc_seen_atom")[1]  # x=2, y=1, 13 x 10
     assert row["image"].size == (13, 10) and row["image"].format == "PNG"
@@ -211,6 +204,7 @@ def test_the_image_is_the_authors_crop(built) -> None:
     assert row["image"].size == (20, 20) and not pixels[:, 10:].any() and pixels[:, :10].any()
 
 
+@pytest.mark.slow
 def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
     """Rows become 1 x (1 + k) items with the caption gold; the metric's `text` is CREPE's R@1 (the
     caption strictly above every negative), ties wrong under strict, 1/(1+t) under half."""
@@ -238,6 +232,7 @@ def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
     assert r["text"] == np.mean([authors_r1(s[0]) for s in scores])
 
 
+@pytest.mark.slow
 def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     from vlprobe.cli import main
 
@@ -260,6 +255,7 @@ def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Pat
     assert "R@1" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     # `evaluate --dataset crepe` scores the `all` config once; the summary gives each leaf config's R@1
     # (from the `leaf=` tag), as the authors report per config, beside the pooled `all`.
@@ -279,6 +275,7 @@ def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_pat
         assert rows[config]["values"]["text"] == pytest.approx(r1), config
 
 
+@pytest.mark.slow
 def test_committed_card_spec_and_the_space_listing(built, repo_root: Path, tmp_path: Path) -> None:
     from vlprobe.demo.settings import Settings
     from vlprobe.publish import check_dataset_folder

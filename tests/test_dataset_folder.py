@@ -112,6 +112,7 @@ def test_data_files_in_every_form_the_hub_accepts(tmp_path):
     assert data_file_patterns(None) == {}
 
 
+@pytest.mark.slow
 def test_every_repository_folder_lists_its_configs_and_splits(repo_root, tmp_path):
     """Each dataset folder of the repository (lists of paths included, as winoground_style's ``all``)
     gives its configs and splits; a config whose path is a list counts as built once its files exist."""

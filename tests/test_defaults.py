@@ -9,15 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_evaluate import build_folder
 
 import vlprobe
 from vlprobe.cli import main
 
-
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
-    return build_folder(tmp_path_factory.mktemp("defaults-data"), n=6)
+FOLDER_ROWS = 6  # the rows of conftest's synthetic folder here
 
 
 @pytest.fixture
@@ -44,6 +40,7 @@ def _cli(capsys, folder, model, out) -> tuple[dict, str]:
     return json.loads((Path(out) / "results.json").read_text()), printed
 
 
+@pytest.mark.slow
 def test_cli_second_run_with_no_cache_option_computes_nothing(folder, tiny_clip_path, tmp_path, home, capsys):
     first, _ = _cli(capsys, folder, tiny_clip_path, tmp_path / "a")
     default = home / ".cache" / "vlprobe"
@@ -56,6 +53,7 @@ def test_cli_second_run_with_no_cache_option_computes_nothing(folder, tiny_clip_
     assert [r["metrics"] for r in second["results"]] == [r["metrics"] for r in first["results"]]
 
 
+@pytest.mark.slow
 def test_cli_uses_vlprobe_cache_when_set(folder, tiny_clip_path, tmp_path, home, monkeypatch, capsys):
     monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "vc"))
     first, _ = _cli(capsys, folder, tiny_clip_path, tmp_path / "a")
@@ -83,6 +81,7 @@ def test_api_uses_vlprobe_cache_when_set(folder, tiny_clip_path, tmp_path, home,
     assert _computed(second.results) == 0
 
 
+@pytest.mark.slow
 def test_cache_can_still_be_turned_off(folder, tiny_clip_path, home):
     kw = dict(model=str(tiny_clip_path), datasets=str(folder), configs="pairs", bootstrap=0, num_workers=0,
               progress=False)
@@ -115,6 +114,7 @@ def test_report_default_out_folder(folder, tiny_clip_path, tmp_path, home, monke
     assert (tmp_path / "runs" / "report" / "report.md").is_file()
 
 
+@pytest.mark.slow
 def test_cli_with_only_dataset_model_and_out_runs_every_default(folder, tiny_clip_path, tmp_path, home, capsys):
     """Every other option left out, progress on: each config's test split, 1,000 bootstrap
     resamples at 95%, strict ties, seed 0, the default workers and the default cache, recorded as

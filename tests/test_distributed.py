@@ -17,6 +17,8 @@ from helpers_engine import ToyDual, ToyPair, toy_items
 from vlprobe.cache import ScoreCache
 from vlprobe.engine import Engine, score_items
 
+pytestmark = pytest.mark.slow  # two processes under accelerate
+
 HERE = Path(__file__).resolve().parent
 
 _SCRIPT = """
@@ -103,7 +105,7 @@ def test_two_processes_equal_one_process(tmp_path):
 
 def test_evaluate_under_accelerate_equals_one_process(tmp_path, tiny_clip_path):
     """The user's path: `accelerate launch -m vlprobe.cli evaluate ...` with two CPU processes."""
-    from test_cli_evaluate import build_folder
+    from helpers_data import build_folder
 
     folder = build_folder(tmp_path, n=8)
     common = ["--dataset", str(folder), "--model", str(tiny_clip_path), "--bootstrap", "20", "--no-progress",

@@ -155,6 +155,7 @@ def _resume_and_check(cache_dir: Path, expect_cached_at_least: int) -> None:
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.slow
 def test_hard_exit_after_k_batches_then_resume(tmp_path):
     env = dict(os.environ, TOY_CRASH_AFTER_BATCHES="3")
     proc = subprocess.run(_script(tmp_path), env=env, capture_output=True, text=True, timeout=120)
@@ -164,6 +165,7 @@ def test_hard_exit_after_k_batches_then_resume(tmp_path):
     _resume_and_check(tmp_path, expect_cached_at_least=9)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume(tmp_path):
     env = dict(os.environ, TOY_BATCH_SLEEP="0.25")
     proc = subprocess.Popen(_script(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_cli_evaluate import build_folder
 
 import vlprobe
 from vlprobe import metric as metric_module
@@ -109,11 +108,6 @@ def test_mixed_shapes_go_to_the_metric_as_lists():
 
 # ---- chunked runs: the same files -----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    return build_folder(tmp_path_factory.mktemp("memory-data"))
-
-
 def _files(run_dir):
     doc = json.loads((run_dir / "results.json").read_text())
     return ((run_dir / "results.csv").read_bytes(), pq.read_table(run_dir / "scores.parquet"),
@@ -121,6 +115,7 @@ def _files(run_dir):
 
 
 @pytest.mark.parametrize("model", ["tiny_clip_path", "tiny_blip_itm_path"])
+@pytest.mark.slow
 def test_chunked_run_writes_the_files_of_one_chunk(folder, model, request, tmp_path):
     """With the vectors in the cache (so that batch shapes cannot move the last bits), a run in
     chunks of 5 and 7 rows writes the results.csv, scores.parquet and results of one chunk."""
@@ -261,6 +256,7 @@ class _WatchedSource:
         return list(rows)
 
 
+@pytest.mark.slow
 def test_chunks_hold_no_row_of_the_previous_chunk_while_reading_the_next():
     from types import SimpleNamespace
 
@@ -278,6 +274,7 @@ def test_chunks_hold_no_row_of_the_previous_chunk_while_reading_the_next():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+@pytest.mark.slow
 def test_read_rows_keeps_one_slice_of_the_file_resident_at_a_time(image_folder, monkeypatch):
     import vlprobe.dataset_folder as dataset_folder
 
@@ -311,10 +308,7 @@ def test_first_load_converts_without_prebuffering(image_folder, monkeypatch, tmp
         return load(*args, **kwargs)
 
     monkeypatch.setattr(dataset_folder.datasets, "load_dataset", spy)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # a fresh conversion, not an earlier test's cache
-    import tempfile
-
-    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path))  # a fresh conversion, not an earlier test's Arrow copy
     ds = load_folder_split(image_folder, "main", "test")
     assert len(ds) == 600 and ds.select_columns(["caption"])[599]["caption"] == "row 599"
     # pyarrow's pre-buffering kept every row group read until the file closed: the whole parquet

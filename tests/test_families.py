@@ -259,9 +259,9 @@ def test_families_are_discovered_modules_each_owning_load_wrap_and_map():
         assert fam.architectures and fam.description
     import inspect
 
-    import vlprobe.evaluation.model as ev
+    import vlprobe.runner as runner
 
-    source = inspect.getsource(ev._loaded_scorer)
+    source = inspect.getsource(runner._loaded_scorer)
     assert "DualEncoderScorer" not in source and "elif family" not in source
 
 
@@ -317,13 +317,10 @@ def test_a_failure_in_a_dataloader_worker_is_still_one_line():
 
 # ---- end to end: the CLI ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    from test_cli_evaluate import build_folder
-
-    return build_folder(tmp_path_factory.mktemp("data"), n=4)
+FOLDER_ROWS = 4  # the rows of conftest's synthetic folder here
 
 
+@pytest.mark.slow
 def test_cli_scores_blip2_itm_and_refuses_it_as_vqascore_in_one_line(folder, tiny_blip2_itm_path, tmp_path, capsys):
     import json
 

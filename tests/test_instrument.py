@@ -162,6 +162,7 @@ def test_build_refuses_a_second_licence(tmp_path, shapes_source):
         build_folder(shapes_source, out, captions="swaps.jsonl", config="swaps", license="mit")
 
 
+@pytest.mark.slow
 def test_worked_example_scores_with_vlprobe_evaluate(shapes_dataset, tiny_clip_path, tmp_path):
     """The point of vlprobe.yaml: a new instrument is scored at once, no code touched."""
     out = tmp_path / "results"

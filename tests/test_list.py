@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_cli_evaluate import build_folder
+from helpers_data import build_folder
 
 from vlprobe.cli import main
 

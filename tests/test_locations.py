@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import vlprobe.locations as L
-from vlprobe import probing
+from vlprobe import names, probing
 from vlprobe.cli import main
 from vlprobe.errors import DatasetError, ModelError
 from vlprobe.evaluation import default_datasets, default_model
@@ -97,13 +97,13 @@ def test_default_model_is_the_clones_else_the_packages(home, repo_root, monkeypa
 
 
 def test_probe_defaults_resolve_to_the_shipped_model_and_the_users_folder(home, monkeypatch):
-    assert probing.data._resolve_model(probing.DEFAULT_MODEL) == str(L.shipped_model())
-    assert probing.data._resolve_model("org/model") == "org/model"
-    assert probing.data._resolve_dataset("travlr") == "travlr"  # not built anywhere: left as given (a Hub id)
+    assert names.find_model(probing.DEFAULT_MODEL) == str(L.shipped_model())
+    assert names.find_model("org/model") == "org/model"
+    assert names.find_dataset("travlr") == "travlr"  # not built anywhere: left as given (a Hub id)
     _built(home / "travlr")
-    assert probing.data._resolve_dataset("travlr") == str(home / "travlr")
+    assert names.find_dataset("travlr") == str(home / "travlr")
     _built(Path.cwd() / "travlr")
-    assert probing.data._resolve_dataset("travlr") == "travlr"  # the folder here
+    assert names.find_dataset("travlr") == "travlr"  # the folder here
 
 
 def test_publish_without_a_shipped_folder_says_so_in_one_line(home, monkeypatch, capsys):

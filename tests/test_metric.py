@@ -229,6 +229,7 @@ def batches(draw, distinct=False):
 
 @settings(max_examples=60, deadline=None)
 @given(batches())
+@pytest.mark.slow
 def test_rank_metrics_invariant_to_strictly_increasing_transforms(batch):
     S, G = batch
     for ties in ("strict", "half", "lenient"):
@@ -242,6 +243,7 @@ def test_rank_metrics_invariant_to_strictly_increasing_transforms(batch):
 
 @settings(max_examples=60, deadline=None)
 @given(batches())
+@pytest.mark.slow
 def test_structural_inequalities(batch):
     S, G = batch
     res = {t: compute(S, G, ties=t) for t in ("strict", "half", "lenient")}
@@ -263,6 +265,7 @@ def test_structural_inequalities(batch):
 
 @settings(max_examples=60, deadline=None)
 @given(batches(distinct=True))
+@pytest.mark.slow
 def test_without_ties_the_policies_agree(batch):
     S, G = batch
     res = [compute(S, G, ties=t) for t in ("strict", "half", "lenient")]
@@ -282,6 +285,7 @@ def test_bla_sentence_acc_identity(perms):
 
 @settings(max_examples=40, deadline=None)
 @given(batches())
+@pytest.mark.slow
 def test_auroc_is_mann_whitney_over_all_cells(batch):
     S, G = batch
     gold = np.concatenate([s[g.astype(bool)] for s, g in zip(S, G)])

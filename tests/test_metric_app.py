@@ -39,6 +39,7 @@ def _rows(table):
     return {row[0]: row[1:] for row in table["data"]}
 
 
+@pytest.mark.slow
 def test_winoground_items_give_the_papers_scores(client):
     # item 1: all four comparisons right; item 2: text right, image wrong (column 0: 2.0 < 3.0).
     preds = [[[3.0, 1.0], [0.5, 2.0]], [[2.0, 1.0], [3.0, 4.0]]]
@@ -127,6 +128,7 @@ def test_tables_follow_the_metric_modules_one_list_of_names(metric_app, client):
     assert shown == [k for k in METRIC_KEYS if k in shown]
 
 
+@pytest.mark.slow
 def test_the_app_runs_alone_without_vlprobe(repo_root, tmp_path):
     """Pushed alone as a Space, metric/ has only app.py and valse_metric.py: no vlprobe import."""
     for name in ("app.py", "valse_metric.py"):

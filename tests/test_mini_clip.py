@@ -90,6 +90,7 @@ def test_training_captions_are_true_foils_false_and_none_held_out():
     assert {"inventory", "exists", "and", "count", "spatial", "quantifier", "compare"} <= kinds
 
 
+@pytest.mark.slow
 def test_training_and_heldout_scenes_are_disjoint_from_the_instruments(eval_keys):
     from vlprobe.scenes import winoground
 
@@ -148,6 +149,7 @@ def test_training_pixels_equal_the_saved_processor(model_dir):
         assert float((fast - expected).abs().max()) <= 0.05
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_by_seed(tmp_path):
     cfg = mc.TrainConfig(scenes=48, epochs=1, batch_size=16, vision_hidden=32, vision_layers=1, text_hidden=32,
                          text_layers=1, heads=2, projection_dim=16, heldout_per_kind=4, warmup_steps=1)
@@ -182,6 +184,7 @@ def test_shipped_model_files_size_and_card(model_dir):
     assert log["checks"]["text_lengths"]["longest"]["tokens"] <= log["config"]["max_length"]
 
 
+@pytest.mark.slow
 def test_shipped_model_reads_every_travlr_and_winoground_style_text_whole(model_dir):
     """Every text of the default TraVLR and Winoground-style instruments, TraVLR's caption + query (what
     --modality caption and both score) included, fits the text tower without truncation, with no
@@ -243,6 +246,7 @@ def test_shipped_model_scores_synthetic_items(scorer):
 
 
 @pytest.mark.parametrize("kind", ["colour", "attribute_swap", "compare"])
+@pytest.mark.slow
 def test_shipped_model_beats_chance_on_heldout_foils(kind, scorer, model_dir, repo_root):
     """200 held-out items (fresh scenes, a true statement vs its minimal false edit, in mirrored pairs
     so that an image-blind scorer gets exactly 0.5): pairwise accuracy above 0.7, and a one-sided
@@ -289,6 +293,7 @@ def test_grid_position_code():
     assert np.allclose(code[1, :48].numpy(), code[6, :48].numpy()) and not np.allclose(code[1, 48:].numpy(), code[6, 48:].numpy())
 
 
+@pytest.mark.slow
 def test_training_with_pairs_is_deterministic_and_the_extra_terms_count(tmp_path):
     small = dict(scenes=64, epochs=1, batch_size=16, vision_hidden=32, vision_layers=1, text_hidden=32,
                  text_layers=1, heads=2, projection_dim=16, heldout_per_kind=4, warmup_steps=1,

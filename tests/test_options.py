@@ -162,15 +162,16 @@ def test_every_option_has_bad_values_here():
 
 @pytest.fixture
 def nothing_loads(monkeypatch):
-    from vlprobe import evaluation
+    from vlprobe import evaluation, runner
     from vlprobe.evaluation import api as eval_api
     from vlprobe.probing import api as probe_api
 
     def boom(*a, **k):
         raise AssertionError("something was loaded before the settings were checked")
 
-    for module, name in ((eval_api, "check_reachable"), (eval_api, "plan_splits"), (eval_api, "load_model"),
-                         (evaluation, "check_reachable"), (evaluation, "load_model"), (probe_api, "load_splits")):
+    # (the model and dataset names are checked among the settings, in vlprobe.names: they load nothing)
+    for module, name in ((eval_api, "plan_splits"), (evaluation, "load_model"), (probe_api, "load_splits"),
+                         (runner, "load_model"), (runner, "Engine")):
         monkeypatch.setattr(module, name, boom)
 
 
@@ -227,15 +228,14 @@ def test_argparse_still_refuses_what_it_always_did(capsys):
 
 @pytest.mark.parametrize("command", TABLES)
 def test_batch_size_0_fails_at_once_without_importing_torch(command):
-    """Checked before anything is imported or loaded: well under a second in a fresh interpreter."""
-    code = (f"import sys, time\nimport vlprobe\nt = time.perf_counter()\ntry:\n"
+    """Checked before anything heavy is imported or loaded, in a fresh interpreter: no torch, datasets or
+    transformers (what makes a check slow; a wall-clock bound would depend on the machine's load)."""
+    code = (f"import sys\nimport vlprobe\ntry:\n"
             f"    vlprobe.{command}(batch_size=0, progress=False)\n"
             f"except vlprobe.SettingError as err:\n    message = str(err)\n"
-            f"print(round(time.perf_counter() - t, 3), message, 'torch' in sys.modules, 'datasets' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    seconds, rest = out.stdout.strip().split(" ", 1)
-    assert rest == "batch_size=0: must be at least 1 False False", out.stdout
-    assert float(seconds) < 1.0, f"{command}(batch_size=0) took {seconds} s"
+            f"print(message, [m for m in ('torch', 'datasets', 'transformers') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "batch_size=0: must be at least 1 []", out.stdout
 
 
 # ---- the provenance: settings block and the command line that reruns it ------------------------------
@@ -313,7 +313,7 @@ def test_cache_dir_false_is_recorded_as_none():
 
 def test_a_run_records_its_settings_from_the_table(tmp_path, tiny_clip_path):
     """End to end: the settings block and command line of a real run come from the table (json as written)."""
-    from test_cli_evaluate import build_folder
+    from helpers_data import build_folder
 
     folder = build_folder(tmp_path, n=4)
     out = tmp_path / "run"

@@ -36,6 +36,7 @@ def dual_run(travlr_small, tiny_clip_path, tmp_path_factory):
     return res, cache
 
 
+@pytest.mark.slow
 def test_dual_encoder_probe_rows_and_tables(dual_run):
     res, _ = dual_run
     rows = res.rows
@@ -64,6 +65,7 @@ def test_dual_encoder_probe_rows_and_tables(dual_run):
     assert res.provenance["settings"]["model_selection"] == "validation"
 
 
+@pytest.mark.slow
 def test_second_probe_computes_nothing(dual_run, travlr_small, tiny_clip_path):
     res, cache = dual_run
     assert res.provenance["features"]["computed_inputs"] > 0
@@ -76,6 +78,7 @@ def test_second_probe_computes_nothing(dual_run, travlr_small, tiny_clip_path):
     assert first == second  # the same features (from the cache) and the same deterministic probes
 
 
+@pytest.mark.slow
 def test_outputs_written(dual_run, tmp_path):
     res, _ = dual_run
     written = {p.name for p in res.save(tmp_path / "out")}
@@ -163,6 +166,7 @@ def test_measure_macro_f1_by_hand():
     assert here["macro_f1"] == pytest.approx(m["macro_f1"])
 
 
+@pytest.mark.slow
 def test_itm_probe_uses_the_joint_representation(travlr_small, tiny_blip_itm_path, tmp_path):
     res = P.probe(tiny_blip_itm_path, str(travlr_small), "spatiality", train_modalities="image,caption",
                   test_modalities="image,caption", bootstrap=0, cache_dir=tmp_path, progress=False)
@@ -177,6 +181,7 @@ def test_itm_probe_uses_the_joint_representation(travlr_small, tiny_blip_itm_pat
     assert again.provenance["features"]["computed_inputs"] == 0
 
 
+@pytest.mark.slow
 def test_vqascore_model_gives_the_zero_shot_rows(travlr_small, tiny_vlm_path, tmp_path):
     res = P.probe(tiny_vlm_path, str(travlr_small), "cardinality", test_modalities="image,caption", limit=4,
                   bootstrap=0, cache_dir=tmp_path, progress=False)
@@ -187,6 +192,7 @@ def test_vqascore_model_gives_the_zero_shot_rows(travlr_small, tiny_vlm_path, tm
     assert "zero-shot, image" in res.same_modality_table()
 
 
+@pytest.mark.slow
 def test_shipped_mini_clip_probe(travlr_small, repo_root, tmp_path):
     res = P.probe(repo_root / "models" / "mini-clip", str(travlr_small), "spatiality", train_sizes=[12],
                   bootstrap=100, cache_dir=tmp_path, progress=False)
@@ -196,6 +202,7 @@ def test_shipped_mini_clip_probe(travlr_small, repo_root, tmp_path):
     assert "| spatiality | image | 24 |" in res.same_modality_table()
 
 
+@pytest.mark.slow
 def test_cli_probe_and_its_errors(travlr_small, tiny_clip_path, tmp_path, capsys):
     out = tmp_path / "run"
     code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--config", "spatiality", "--model",
@@ -222,6 +229,7 @@ def test_cli_probe_and_its_errors(travlr_small, tiny_clip_path, tmp_path, capsys
         P.probe(tiny_clip_path, str(travlr_small), train_sizes="10,abc")
 
 
+@pytest.mark.slow
 def test_finetune_trains_a_copy_of_the_model(travlr_small, tiny_clip_path, tmp_path):
     from vlprobe.scorers import load_scorer
 
@@ -285,6 +293,7 @@ def test_a_missing_default_dataset_says_where_to_get_one(tmp_path, monkeypatch, 
     ("tiny_blip_itm_path", ["image", "caption"]),        # ITM head: joint representation
     ("tiny_vlm_path", ["image"]),                        # VQAScore: zero-shot P(Yes) on the test splits
 ])
+@pytest.mark.slow
 def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, travlr_small):
     """Rows are read, decoded and encoded a chunk at a time (memory holds one chunk's images): the
     features are those of one pass over each split, within the suite's float tolerance (batch shapes
@@ -382,6 +391,7 @@ def test_feature_file_errors(tmp_path):
         FeatureFile(tmp_path / "f64.npy")
 
 
+@pytest.mark.slow
 def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_path, tmp_path, monkeypatch):
     """With no cache asked for and several chunks, a throw-away cache carries repeated texts across
     chunks: every unique input is computed once, as with a cache, and nothing is left behind."""
@@ -401,7 +411,7 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
     kw = dict(train_modalities="image,caption", test_modalities="image,caption", bootstrap=0, progress=False)
     cached = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir=tmp_path / "c", **kw)
     # A $TMPDIR of this test's own, looked at for the probe's folder names only: other pytest
-    # sessions (and the datasets cache, vlprobe-datasets) make vlprobe-* folders in the shared one.
+    # sessions make vlprobe-* folders in the shared one.
     from vlprobe.leftovers import TMP_PREFIXES
 
     own_tmp = tmp_path / "tmpdir"
@@ -420,6 +430,7 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
     assert [p for p in own_tmp.iterdir() if p.name.startswith(TMP_PREFIXES)] == []  # no feature or cache folder left
 
 
+@pytest.mark.slow
 def test_rows_that_lose_their_query_to_truncation_are_counted_and_an_all_lost_setting_is_na(
         travlr_small, tmp_path, capsys):
     """Issue 25: a caption+query text whose query the text tower cuts is counted and reported in one
@@ -448,6 +459,7 @@ def test_rows_that_lose_their_query_to_truncation_are_counted_and_an_all_lost_se
     assert "N/A (12/12 test rows lost their query to the model's truncation)" in text_only_line
 
 
+@pytest.mark.slow
 def test_itm_caption_setting_keeps_the_query_first(travlr_small, tiny_blip_itm_path, tmp_path, capsys):
     """The ITM head reads "query caption" (the spec's caption modality). With its 32-token limit the
     caption first cut every query (issue 25); the query first, only the queries longer than the limit

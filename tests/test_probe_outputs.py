@@ -50,13 +50,13 @@ def own_tmp(tmp_path, monkeypatch):
 
 def _nothing_loads(monkeypatch):
     """Fail the test if the probe reads a dataset or loads a model."""
-    from vlprobe import evaluation
+    from vlprobe import runner
 
     def boom(*a, **k):
         raise AssertionError("loaded something before checking the settings")
 
     monkeypatch.setattr(P.api, "load_splits", boom)
-    monkeypatch.setattr(evaluation, "load_model", boom)
+    monkeypatch.setattr(runner, "load_model", boom)  # where the run loads the model
 
 
 def _cli(capsys, *args):
@@ -71,6 +71,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 # ---- 1. (28.1) a folder that is not a probe run's is refused, as evaluate refuses it ----------------
 
+@pytest.mark.slow
 def test_a_folder_holding_a_users_files_is_refused_before_loading(travlr_small, tiny_clip_path, tmp_path,
                                                                   monkeypatch, capsys):
     mine = tmp_path / "mine"
@@ -109,6 +110,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_a_kill_while_writing_leaves_the_previous_run_whole_and_the_next_run_sweeps(
         travlr_small, tiny_clip_path, tmp_path, own_tmp, capsys):
     out, cache = tmp_path / "run", tmp_path / "cache"
@@ -149,6 +151,7 @@ def test_a_kill_while_writing_leaves_the_previous_run_whole_and_the_next_run_swe
     assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json", "tables.md"]
 
 
+@pytest.mark.slow
 def test_the_output_folder_gets_the_umask_mode(travlr_small, tiny_clip_path, tmp_path):
     """mkdtemp makes 0700 folders; an output folder is the user's, made with the usual mode."""
     umask = os.umask(0o022)
@@ -195,6 +198,7 @@ def test_out_problems_are_refused_before_anything_is_loaded(travlr_small, tiny_c
     assert list(readonly.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_writing_is_one_line_and_leaves_nothing(travlr_small, tiny_clip_path, tmp_path,
                                                                   monkeypatch, capsys):
     out = tmp_path / "run"
@@ -312,7 +316,7 @@ def _not_travlr(root: Path, listed: bool = False) -> Path:
 
 
 def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_path, tiny_clip_path, capsys):
-    from test_cli_evaluate import build_folder  # test splits only, VALSE- and Winoground-shaped configs
+    from helpers_data import build_folder  # test splits only, VALSE- and Winoground-shaped configs
 
     folders = (_not_travlr(tmp_path), _not_travlr(tmp_path / "listed", listed=True), build_folder(tmp_path))
     capsys.readouterr()
@@ -324,13 +328,14 @@ def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_
             P.probe(tiny_clip_path, str(folder), progress=False)
 
 
+@pytest.mark.slow
 def test_a_limit_too_small_for_both_classes_is_one_line(travlr_small, tiny_clip_path, tmp_path, capsys, monkeypatch):
-    import vlprobe.probing.api as probe_api
+    import vlprobe.runner as runner
 
     def no_weights(*a, **k):
         raise AssertionError("the model's weights were loaded before the rows were checked")
 
-    monkeypatch.setattr(probe_api, "_scorer", no_weights)  # the refusal comes from the config alone
+    monkeypatch.setattr(runner, "load_model", no_weights)  # the refusal comes from the config alone
     code, _, err = _cli(capsys, "--dataset", travlr_small, "--model", tiny_clip_path, "--limit", "1",
                         "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -372,6 +377,7 @@ def _hold(tiny_clip_path, own_tmp, how):
     return proc, [Path(p) for p in line]
 
 
+@pytest.mark.slow
 def test_folders_of_killed_runs_are_swept_and_live_ones_kept(tiny_clip_path, own_tmp, capsys):
     dead, dead_dirs = _hold(tiny_clip_path, own_tmp, "die")
     dead.wait(timeout=60)
@@ -416,6 +422,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_a_probe_killed_mid_features_leaves_a_folder_the_next_probe_sweeps(travlr_small, tiny_clip_path, tmp_path,
                                                                             own_tmp, capsys):
     mark = tmp_path / "encoding"
@@ -448,6 +455,7 @@ def test_a_probe_killed_mid_features_leaves_a_folder_the_next_probe_sweeps(travl
 
 # ---- 7. (26.6) ProbeResult has Evaluation's public shape; probe takes datasets= as evaluate does -----
 
+@pytest.mark.slow
 def test_probe_result_has_the_shape_of_an_evaluation(travlr_small, tiny_clip_path, tmp_path):
     res = vlprobe.probe(model=tiny_clip_path, datasets=str(travlr_small), configs="spatiality", train_sizes=[8],
                         bootstrap=20, cache_dir=tmp_path / "c", progress=False)

@@ -87,6 +87,7 @@ def _fake(seed=0):
     return data, feats
 
 
+@pytest.mark.slow
 def test_seeds_give_an_sd_over_seeds_and_sd_0_where_the_setting_is_deterministic(monkeypatch):
     data, feats = _fake()
     calls = []

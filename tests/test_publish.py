@@ -382,6 +382,7 @@ def test_http_refusal_message(folder, api_cls, capsys):
 # ---------------------------------------------------------------------------------------------
 # the metric Space and the demo Space
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_metric_checks_pass_and_publish_as_space(metric_folder, api_cls, capsys):
     assert pub.check_metric_folder(metric_folder, "my-lab/valse_metric", import_app=False) == []
     args = ["publish", "metric", "--folder", str(metric_folder), "--repo", "my-lab/valse_metric", "--token", "hf_x"]
@@ -436,6 +437,7 @@ def test_space_yaml_needs_sdk_and_app_file(tmp_path):
     _one(problems, "no 'app_file'")
 
 
+@pytest.mark.slow
 def test_space_app_imports_and_publishes(tmp_path, api_cls):
     folder = _write_space(tmp_path / "space", "Demo")
     assert main(["publish", "space", "--folder", str(folder), "--repo", "my-lab/vlprobe-demo", "--token", "t"]) == 0
@@ -446,6 +448,7 @@ def test_space_app_imports_and_publishes(tmp_path, api_cls):
     assert uploaded.name == folder.name and uploaded != folder
 
 
+@pytest.mark.slow
 def test_space_app_that_launches_at_import_or_fails(tmp_path):
     folder = _write_space(tmp_path / "space", "Demo", launch="demo.launch()\n")
     _one(pub.check_space_folder(folder), "calls launch() at import")
@@ -465,6 +468,7 @@ def test_repository_metric_folder_is_publishable(repo_root):
     assert any("docstring example(s)" in n for n in notes)
 
 
+@pytest.mark.slow
 def test_real_space_is_staged_self_contained(repo_root):
     """space/ alone cannot import vlprobe (not on PyPI): the plan carries the package, with the
     metric symlink resolved into a real file, and the default model; the app imports from there."""

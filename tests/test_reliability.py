@@ -46,6 +46,31 @@ from vlprobe.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
+# vlprobe's CLI that, once it has computed VLPROBE_TEST_GATE_AFTER batches, writes the file
+# VLPROBE_TEST_GATE_REACHED and waits there (for up to 10 minutes) before its next forward pass: a signal sent
+# once the file exists always lands mid-run, however fast or loaded the machine.
+_GATED_CLI = """
+import os, sys, time
+from pathlib import Path
+from vlprobe.scorers import dual_encoder as de
+after, reached = int(os.environ["VLPROBE_TEST_GATE_AFTER"]), Path(os.environ["VLPROBE_TEST_GATE_REACHED"])
+calls = [0]
+def gated(fn):
+    def wrapper(self, inputs):
+        calls[0] += 1
+        if calls[0] > after:
+            reached.touch()
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+        return fn(self, inputs)
+    return wrapper
+de.DualEncoderScorer.encode_images = gated(de.DualEncoderScorer.encode_images)
+de.DualEncoderScorer.encode_texts = gated(de.DualEncoderScorer.encode_texts)
+from vlprobe.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
 
 def _close(a, b):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
@@ -61,11 +86,7 @@ def _count(part: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
 
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory) -> Path:
-    from test_cli_evaluate import build_folder
-
-    return build_folder(tmp_path_factory.mktemp("reliability-data"), n=12)
+FOLDER_ROWS = 12  # the rows of conftest's synthetic folder here
 
 
 @pytest.fixture(autouse=True)
@@ -112,6 +133,7 @@ def _score_with_cache(model: str, cache_dir: Path, items) -> tuple:
     return scorer, res, fresh
 
 
+@pytest.mark.slow
 def test_a_model_retrained_into_the_same_folder_gets_new_scores(tiny_clip_path, tmp_path):
     model = tmp_path / "my-clip"
     shutil.copytree(tiny_clip_path, model)
@@ -287,26 +309,25 @@ def test_evaluate_with_cache_dir_a_file_runs_without_a_cache(folder, tiny_clip_p
 
 # ---- 3. Ctrl-C ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_sigint_stops_cleanly_and_the_rerun_resumes(folder, tiny_clip_path, tmp_path, capsys):
-    cache, out = tmp_path / "cache", tmp_path / "out"
+    cache, out, reached = tmp_path / "cache", tmp_path / "out", tmp_path / "gate-reached"
     args = ["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--bootstrap", "0",
             "--batch-size", "1", "--cache-dir", str(cache), "--out", str(out)]
-    env = dict(os.environ, VLPROBE_TEST_BATCH_SLEEP="0.3", OMP_NUM_THREADS="1")
+    # the run waits before its 4th batch until the signal comes: never done before it (as on a loaded machine)
+    env = dict(os.environ, VLPROBE_TEST_GATE_AFTER="3", VLPROBE_TEST_GATE_REACHED=str(reached), OMP_NUM_THREADS="1")
     # its own process group, as a terminal's: Ctrl-C reaches the DataLoader workers too
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_CLI, *args, "--num-workers", "2"], env=env, cwd=tmp_path,
+    proc = subprocess.Popen([sys.executable, "-c", _GATED_CLI, *args, "--num-workers", "2"], env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline, seen = time.time() + 240, 0
-        while time.time() < deadline and seen < 3 and proc.poll() is None:
-            time.sleep(0.1)
-            for part in cache.glob("*/part-0.sqlite"):
-                try:
-                    seen = _count(part)
-                except sqlite3.Error:
-                    pass
+        deadline = time.monotonic() + 600
+        while not reached.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert reached.exists(), f"the run never reached its 4th batch: {proc.poll()=}"
+        seen = max(_count(part) for part in cache.glob("*/part-0.sqlite"))  # committed before the 4th started
         assert seen >= 3, "the run never committed a batch"
         os.killpg(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -335,6 +356,7 @@ def test_sigint_stops_cleanly_and_the_rerun_resumes(folder, tiny_clip_path, tmp_
 
 # ---- 4. concurrent runs on one cache --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_path, tmp_path, capsys, monkeypatch):
     """A subprocess starts; once it has committed a few inputs, a second run (this process) starts on
     the same cache. Both finish with the right scores, and together they compute far fewer inputs
@@ -387,7 +409,7 @@ def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_pa
 
 def test_duplicate_row_ids_are_refused_naming_them(tmp_path, tiny_clip_path, capsys):
     import pyarrow.parquet as pq
-    from test_cli_evaluate import build_folder
+    from helpers_data import build_folder
 
     data = build_folder(tmp_path, n=8)
     (parquet,) = (data / "data").glob("pairs/test*.parquet") or (data / "data").rglob("*pairs*test*.parquet")

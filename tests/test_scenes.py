@@ -192,6 +192,7 @@ def test_pixels_match_a_golden_digest():
     assert digest == "83eb5c0a015f565c12b14d18d503434c06b6acef7870f93b44eb5d00ee97db58"
 
 
+@pytest.mark.slow
 def test_render_many_in_processes_equals_sequential():
     from vlprobe.scenes.render import render_many
 

@@ -233,6 +233,7 @@ def test_missing_or_incomplete_folder(tmp_path):
 
 
 @pytest.mark.parametrize("family", ["causal_lm", "vqascore"])
+@pytest.mark.slow
 def test_wrong_named_family_is_a_short_clear_error(tiny_clip_path, family):
     with pytest.raises(ValueError, match=r"\(CLIPConfig\) cannot be loaded with AutoModelFor.*another family"):
         load_scorer(str(tiny_clip_path), family=family)

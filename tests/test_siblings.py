@@ -5,9 +5,6 @@ code scores them, and summarised with the papers' aggregates."""
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import io
 import json
 from pathlib import Path
 
@@ -15,7 +12,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
+from helpers_data import jpeg_bytes, load, run_build
 
 from vlprobe import image_sources as imgs
 from vlprobe.benchmarks import get as get_benchmark
@@ -26,18 +23,10 @@ COLA_UP = get_benchmark("cola").upstream  # its pinned annotation files
 SUGAR_CREPE_UP = get_benchmark("sugar_crepe").upstream  # its pinned annotation files
 SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annotation files
 
-pytestmark = pytest.mark.shared_data
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds SugarCREPE, SugarCREPE++ and COLA from the real annotations
 
 MODULES = {"sugar_crepe": sugar_crepe, "sugar_crepe_pp": sugar_crepe_pp, "cola": cola}
 UPSTREAMS = {"sugar_crepe": SUGAR_CREPE_UP, "sugar_crepe_pp": SUGAR_CREPE_PP_UP, "cola": COLA_UP}
-
-
-def _jpeg(name: str) -> bytes:
-    """A tiny JPEG whose colour depends on the file name, so that a model's scores differ."""
-    h = hashlib.sha1(name.encode()).digest()
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), (h[0], h[1], h[2])).save(buf, "JPEG")
-    return buf.getvalue()
 
 
 def upstream_counts(shared: Path) -> dict[str, dict[str, int]]:
@@ -64,32 +53,22 @@ def vg_names(shared: Path) -> set[str]:
     return {u.rsplit("/", 1)[1] for r in recs for u in (r[0], r[2])}
 
 
-def run_build(name: str, *argv: str):
-    parser = argparse.ArgumentParser()
-    MODULES[name].add_arguments(parser)
-    return MODULES[name].build(parser.parse_args(list(argv)))
-
-
-def load(folder: Path, config: str) -> datasets.Dataset:
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
-
-
 @pytest.fixture(scope="module")
 def images_root(shared_data: Path, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("sibling_images")
     (root / "val2017").mkdir()
     (root / "VG_100K").mkdir()
     for name in coco_names(shared_data):
-        (root / "val2017" / name).write_bytes(_jpeg(name))
+        (root / "val2017" / name).write_bytes(jpeg_bytes(name))
     for name in vg_names(shared_data):
-        (root / "VG_100K" / name).write_bytes(_jpeg(name))
+        (root / "VG_100K" / name).write_bytes(jpeg_bytes(name))
     return root
 
 
 @pytest.fixture(scope="module")
 def built(shared_data: Path, images_root: Path, tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("sibling_folders")
-    return {name: run_build(name, "--annotations", str(shared_data / name), "--images", str(images_root),
+    return {name: run_build(MODULES[name], "--annotations", str(shared_data / name), "--images", str(images_root),
                             "--out", str(base / name)) for name in MODULES}
 
 
@@ -282,7 +261,7 @@ def _serve_cola(server, shared: Path, vg: set[str], cola_only: set[str]) -> None
     server.files[f"/{COLA_UP.repo}/{COLA_UP.commit}/data/{cola.FILE}"] = (shared / "cola" / cola.FILE).read_bytes()
     for name in vg:
         where = "/cola_server/" if name in cola_only else "/vg/VG_100K/"
-        server.files[where + name] = _jpeg(name)
+        server.files[where + name] = jpeg_bytes(name)
 
 
 def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
@@ -297,7 +276,7 @@ def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Pa
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips,
         (f"{base}/vg/VG_100K/{{name}}", f"{base}/vg/VG_100K_2/{{name}}", f"{base}/cola_server/{{name}}")),))
     monkeypatch.setenv(COLA_UP.url_env, f"{base}/{COLA_UP.repo}/{COLA_UP.commit}/data/")
-    out = run_build("cola", "--download", "--cache-dir", str(tmp_path / "cache"), "--workers", "4",
+    out = run_build(MODULES["cola"], "--download", "--cache-dir", str(tmp_path / "cache"), "--workers", "4",
                     "--out", str(tmp_path / "cola"))
     ds = load(out, "multi_object")
     assert len(ds) == 210
@@ -320,11 +299,11 @@ def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tm
     stand_in_server.files.update({prefix + f.path: (shared_data / "sugar_crepe_pp" / f.path).read_bytes()
                                   for f in up.files})
     first = json.loads((shared_data / "sugar_crepe_pp" / "swap_obj.json").read_text())[0]["filename"]
-    stand_in_server.files[f"/coco/val2017/{first}"] = _jpeg(first)
+    stand_in_server.files[f"/coco/val2017/{first}"] = jpeg_bytes(first)
     spec = imgs.SOURCES["coco2017_val"]
     monkeypatch.setitem(imgs.SOURCES, "coco2017_val", imgs.SourceSpec(
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips, (f"{stand_in_server.url}/coco/val2017/{{name}}",)))
-    out = run_build("sugar_crepe_pp", "--download", "--skip-missing-images", "--retries", "1", "--workers", "8",
+    out = run_build(MODULES["sugar_crepe_pp"], "--download", "--skip-missing-images", "--retries", "1", "--workers", "8",
                     "--cache-dir", str(tmp_path / "cache"), "--annotations-url", stand_in_server.url + prefix,
                     "--out", str(tmp_path / "pp"))
     assert sum(h.startswith(prefix) for h in stand_in_server.hits) == 5
@@ -342,7 +321,7 @@ def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, mon
         data = (shared_data / "sugar_crepe" / f.path).read_bytes()
         stand_in_server.files[prefix + f.path] = data.replace(b"cat", b"dog", 1) if f.path == "swap_att.json" else data
     with pytest.raises(upstream.AnnotationChecksumError, match=r"swap_att\.json .*not the pinned one"):
-        run_build("sugar_crepe", "--cache-dir", str(tmp_path / "cache"), "--annotations-url",
+        run_build(MODULES["sugar_crepe"], "--cache-dir", str(tmp_path / "cache"), "--annotations-url",
                   stand_in_server.url + prefix, "--out", str(tmp_path / "sc"))
     assert not (tmp_path / "sc").exists()
     # a local copy is checked the same way
@@ -351,7 +330,7 @@ def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, mon
     for f in COLA_UP.files:
         (local / f.path).write_bytes((shared_data / "cola" / f.path).read_bytes() + b"\n")
     with pytest.raises(upstream.AnnotationChecksumError, match="COLA annotation file"):
-        run_build("cola", "--annotations", str(local), "--out", str(tmp_path / "cola"))
+        run_build(MODULES["cola"], "--annotations", str(local), "--out", str(tmp_path / "cola"))
 
 
 def test_offline_and_missing_images_name_what_is_needed(shared_data: Path, tmp_path: Path, monkeypatch, capsys) -> None:

@@ -116,6 +116,7 @@ def _scores(table):
 
 # ---- the score endpoint ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_score_pairwise_item_gives_the_models_scores_and_verdict(client, images, tiny_clip_path, clip_logits):
     texts = ["a red square", "a blue square"]
     verdict, table, note, diff, chart, metrics, *_ = client.predict(
@@ -215,6 +216,7 @@ def _error(client, *args, api_name="/score"):
     return message
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_readable_errors(client, images, tiny_clip_path, tmp_path):
     img, model = handle_file(str(images[0])), str(tiny_clip_path)
     not_image = tmp_path / "notes.png"

@@ -6,8 +6,6 @@ VLPROBE_SHARED_DATA; skipped without them) with the shipped models/mini-clip."""
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import time
 from dataclasses import dataclass
@@ -16,7 +14,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
-from PIL import Image
+from helpers_data import jpeg_bytes
 
 import vlprobe
 from vlprobe.benchmarks import get as get_benchmark
@@ -140,12 +138,18 @@ def test_text_only_never_looks_at_an_image_and_the_cache_serves_a_second_run(tmp
     np.testing.assert_array_equal(np.stack(second.splits[0].scores), np.stack(first.splits[0].scores))
 
 
-def test_one_true_text_is_refused_before_the_model_loads() -> None:
+def test_one_true_text_is_refused_before_the_model_loads(tmp_path, monkeypatch) -> None:
+    from vlprobe import runner
+
+    def no_model(*a, **k):
+        raise AssertionError("the model was loaded before the dataset's shape was checked")
+
+    monkeypatch.setattr(runner, "load_model", no_model)
     # SugarCREPE's shape: one caption against its negative.
     ds = hand_dataset().remove_columns(["caption2"])
     spec = {**SPEC, "texts": ["caption", "negative_caption"], "gold": [[1, 0]]}
     with pytest.raises(DatasetError) as err:
-        vlprobe.evaluate(model="no/such-model-is-loaded", datasets={"sugar_crepe": ds}, spec=spec, modality="text",
+        vlprobe.evaluate(model=str(tmp_path), datasets={"sugar_crepe": ds}, spec=spec, modality="text",
                          cache_dir="none", progress=False)
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("sugar_crepe/default/test: cannot be scored text-only")
@@ -187,13 +191,6 @@ def test_the_option_is_defined_once() -> None:
 # ---- the real SugarCREPE++ files -----------------------------------------------------------------------
 
 
-def _jpeg(name: str) -> bytes:
-    h = hashlib.sha1(name.encode()).digest()
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), (h[0], h[1], h[2])).save(buf, "JPEG")
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="module")
 def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
     """The real SugarCREPE++ files built with stand-in 8 x 8 images (text-only scoring never reads them)."""
@@ -205,7 +202,7 @@ def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
     (root / "val2017").mkdir()
     for f in SUGAR_CREPE_PP_UP.files:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
-            (root / "val2017" / rec["filename"]).write_bytes(_jpeg(rec["filename"]))
+            (root / "val2017" / rec["filename"]).write_bytes(jpeg_bytes(rec["filename"]))
     parser = argparse.ArgumentParser()
     builder.add_arguments(parser)
     out = tmp_path_factory.mktemp("scpp") / "sugar_crepe_pp"
@@ -214,6 +211,7 @@ def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
 
 
 @pytest.mark.shared_data
+@pytest.mark.slow
 def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root: Path, tmp_path: Path,
                                                 capsys) -> None:
     """`vlprobe evaluate --modality text` on the 4,757 items with models/mini-clip: per subset, the count the

@@ -175,6 +175,7 @@ def test_cardinality_scenes_are_drawn_before_the_label(generated):
             assert true.scene == false.scene and (true.query, true.foil) == (false.foil, false.query)
 
 
+@pytest.mark.slow
 def test_equal_area_shapes_cover_the_same_pixels():
     R = importlib.import_module("vlprobe.scenes.render")  # the package exports a function of that name
 
@@ -247,6 +248,7 @@ def test_minimal_foil_edits(generated):
         assert ex.foil.shape == ex.query.shape and ex.foil.n != ex.query.n
 
 
+@pytest.mark.slow
 def test_generation_does_not_depend_on_the_hash_seed(tmp_path):
     # set iteration order changes with PYTHONHASHSEED; rows must not
     import subprocess
@@ -299,6 +301,7 @@ def _digests(folder: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_two_builds_are_byte_identical(built, tmp_path):
     again = builder.build(_args(tmp_path / "travlr"))
     assert _digests(again) == _digests(built)
@@ -311,6 +314,7 @@ def test_committed_card_and_spec_match_the_builder(built, repo_root):
 
 
 @pytest.mark.parametrize("config", T.TASKS)
+@pytest.mark.slow
 def test_load_dataset_round_trip_and_items(built, config, monkeypatch, tmp_path):
     monkeypatch.chdir(built.parent)  # as from the repository root
     ds = datasets.load_dataset("travlr", config, cache_dir=str(tmp_path / "cache"))
@@ -409,6 +413,7 @@ def test_parquet_images_are_png_bytes(built):
     assert Image.open(io.BytesIO(first["bytes"])).format == "PNG"
 
 
+@pytest.mark.slow
 def test_cli_builds_both_folders(tmp_path, capsys):
     from vlprobe.builders import builders
     from vlprobe.cli import main

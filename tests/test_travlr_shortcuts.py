@@ -404,6 +404,7 @@ def accuracies():
 
 @pytest.mark.parametrize("task", T.TASKS)
 @pytest.mark.parametrize("framing", ["query_true_false", "query_vs_foil", "caption_true_false"])
+@pytest.mark.slow
 def test_no_config_is_solved_without_the_scene(accuracies, task, framing):
     for split, acc in accuracies[task][framing].items():
         assert acc <= CHANCE_BOUND, f"{task}/{split}: a {framing} shortcut scores {acc:.3f} > {CHANCE_BOUND}"
@@ -436,6 +437,7 @@ def cheap():
 
 
 @pytest.mark.parametrize("task", T.TASKS)
+@pytest.mark.slow
 def test_no_config_is_solved_by_cheap_statistics(cheap, task):
     over = {f"{name} / {model} / {split}": round(f1, 3) for (name, model), result in cheap[task].items()
             for split, f1 in result.items() if f1 > CHEAP_BOUND}
@@ -457,6 +459,7 @@ def single_instance(e, rng):
     return dataclasses.replace(e, scene=scene, caption=S.travlr_caption(scene, rng))
 
 
+@pytest.mark.slow
 def test_the_cheap_baselines_find_planted_cues():
     # The same baselines score above the bound where a cue is planted. (1) The paper's geometry
     # (shape areas 742-1,581 px): the ink tells which of two shapes is the more numerous.

@@ -4,6 +4,7 @@ one small JPEG's bytes under every referenced file name, in each source's releas
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from PIL import Image
+from helpers_data import build_from, jpeg_bytes, load
 
 from vlprobe import image_sources as imgs
 from vlprobe.benchmarks import get as get_benchmark
@@ -21,19 +22,13 @@ from vlprobe.spec import find_spec
 
 VALSE_UP = get_benchmark("valse").upstream  # its pinned annotation files
 
-pytestmark = pytest.mark.shared_data
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds VALSE from the real annotations (7,702 rows)
 
 LAYOUT = {  # source -> folder under the images root, as the original releases unpack
     "coco2017_val": "val2017", "coco2014_train": "train2014", "coco2014_val": "val2014",
     "visual7w": "visual7w/images", "visdial_val2018": "VisualDialog_val2018",
 }
 PIECE_COUNTS = {"counting": 868 + 900 + 691, "actions": 648 + 949, "coreference": 708 + 104}
-
-
-def _jpeg() -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), (120, 40, 200)).save(buf, "JPEG")
-    return buf.getvalue()
 
 
 def referenced(annotations: Path) -> dict[str, set[str]]:
@@ -48,7 +43,7 @@ def referenced(annotations: Path) -> dict[str, set[str]]:
 def make_standins(root: Path, annotations: Path, skip: set[str] = frozenset(), corrupt: str | None = None) -> Path:
     """Stand-in images for every referenced file; SWiG goes into its release zip (images_512.zip),
     so every build here also reads a zip source."""
-    data = _jpeg()
+    data = jpeg_bytes(color=(120, 40, 200))
     for source, names in referenced(annotations).items():
         names = sorted(names - set(skip))
         if source == "swig":
@@ -63,11 +58,7 @@ def make_standins(root: Path, annotations: Path, skip: set[str] = frozenset(), c
     return root
 
 
-def run_build(annotations: Path, images: Path, out: Path, *extra: str) -> Path:
-    parser = argparse.ArgumentParser()
-    valse.add_arguments(parser)
-    args = parser.parse_args(["--annotations", str(annotations), "--images", str(images), "--out", str(out), *extra])
-    return valse.build(args)
+run_build = functools.partial(build_from, valse)  # run_build(annotations, images, out, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +80,6 @@ def built(annotations: Path, images_root: Path, tmp_path_factory) -> Path:
     out = run_build(annotations, images_root, tmp_path_factory.mktemp("valse_folder") / "valse")
     print(f"\nVALSE build (7,702 rows, every image read and decoded): {time.perf_counter() - t0:.2f}s")
     return out
-
-
-def load(folder: Path, config: str) -> datasets.Dataset:
-    # datasets caches a local folder by its name and card, not by the parquet's content, and several
-    # folders here are named "valse" with the same card YAML: give each its own cache.
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
 
 
 def test_counts_per_config_are_the_papers(built: Path) -> None:
@@ -200,7 +185,7 @@ def test_a_partial_build_writes_the_committed_card(annotations: Path, tmp_path: 
     folder.mkdir(parents=True)
     few = sorted(referenced(annotations)["coco2017_val"])[:3]
     for name in few:
-        (folder / name).write_bytes(_jpeg())
+        (folder / name).write_bytes(jpeg_bytes(color=(120, 40, 200)))
     out = run_build(annotations, tmp_path / "img", tmp_path / "valse", "--skip-missing-images")
     assert (out / "README.md").read_text() == (repo_root / "valse" / "README.md").read_text()
     assert (out / "vlprobe.yaml").read_text() == (repo_root / "valse" / "vlprobe.yaml").read_text()
@@ -242,7 +227,7 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
 
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    data = _jpeg()
+    data = jpeg_bytes(color=(120, 40, 200))
     refs = referenced(annotations)
     archive_folder = {"visual7w": "images", "swig": "images_512", "visdial_val2018": "VisualDialog_val2018"}
     files = stand_in_server.files

@@ -16,7 +16,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
+from helpers_data import jpeg_bytes, load
 
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, upstream, vl_checklist
@@ -30,13 +30,6 @@ HAKE_PATHS = ["openimages/0030feaa83a02c0d.jpg", "hcvrd/1246.jpg", "pic/7.jpg", 
               "hico_20160224_det/images/test2015/HICO_test2015_00000001.jpg",
               "vcoco/train2014/COCO_train2014_000000000009.jpg"]
 MISSING = "hcvrd/1246.jpg"  # the one HAKE image not given: its records are dropped and counted
-
-
-def _jpeg(name: str) -> bytes:
-    h = hashlib.sha1(name.encode()).digest()
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), (h[0], h[1], h[2])).save(buf, "JPEG")
-    return buf.getvalue()
 
 
 def records(corpus: str, file: str) -> list:
@@ -70,7 +63,7 @@ def image_root(folder: Path) -> Path:
                     continue
                 target = folder / root / path
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(_jpeg(path))
+                target.write_bytes(jpeg_bytes(path))
     return folder
 
 
@@ -81,10 +74,6 @@ def expected_rows(leaf: vl_checklist.Leaf) -> list:
             if not (corpus.startswith("hake") and path == MISSING):
                 out.append((f"{leaf.config}/{corpus}/{n}", path, texts))
     return out
-
-
-def load(folder: Path, config: str) -> datasets.Dataset:
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +103,7 @@ def built(tmp_path_factory) -> tuple[Path, Path, str]:
     return base / "vl_checklist", files, err.getvalue()
 
 
+@pytest.mark.slow
 def test_every_config_loads_with_pos0_true(built) -> None:
     out = built[0]
     assert set(datasets.get_dataset_config_names(str(out))) == set(vl_checklist.BY_CONFIG) | set(vl_checklist.AGGREGATES)
@@ -157,6 +147,7 @@ def test_unpinned_files_are_hashed_with_one_warning(built) -> None:
         assert f"| `{f.path}` | `{upstream.git_blob_sha1(data)}` | {len(data):,} | **unverified** |" in report
 
 
+@pytest.mark.slow
 def test_accuracy_is_acc_r_with_ties_wrong(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     from vlprobe.cli import main
     from vlprobe.metric import compute

@@ -33,8 +33,14 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   synthetic instruments; ``image_sources.py``: the image sources the upstream benchmarks name (COCO, Visual Genome, ...);
   ``downloads.py``: a release archive's resumable, checked download and safe opening;
 * ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub;
+* ``runner.py``: what every run does around its own work (settings checked once, the output folder, the
+  model, the cache, workers, the engine, provenance), shared by ``evaluate`` and ``probe``;
+* ``names.py``: what a dataset or model name stands for, the same in every command and the API
+  (``travlr`` after ``vlprobe build travlr``, ``mini-clip``), and the closest known name for a typo;
 * ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
-  default model) and the user's built datasets are, in a clone and when installed.
+  default model) are, in a clone and when installed, and where every cache lives (one rule:
+  ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``);
+  ``arrow_cache.py``: the datasets library's Arrow copies of dataset folders, private and checked.
 
 The mini CLIP trainer is not part of this package: it is ``vlprobe_train`` (``python -m vlprobe_train``).
 """

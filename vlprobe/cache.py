@@ -51,19 +51,20 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from .locations import cache_home
+
 # What the entry keys mean (see the module doc); part of every folder's key. 2: texts keyed by the
 # token ids the model reads (1 keyed them by their characters).
 ENTRY_FORMAT = 2
+
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
 
 def default_cache_dir() -> Path:
-    """``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``."""
-    if os.environ.get("VLPROBE_CACHE"):
-        return Path(os.environ["VLPROBE_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "vlprobe"
+    """The score cache's default root, :func:`vlprobe.locations.cache_home` (``$VLPROBE_CACHE``, else
+    ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``): where every vlprobe cache lives."""
+    return cache_home()
 
 
 def key_digest(key: Mapping[str, Any]) -> str:

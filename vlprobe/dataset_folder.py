@@ -43,6 +43,10 @@ from datasets.info import DatasetInfosDict
 from datasets.table import embed_table_storage
 from huggingface_hub import DatasetCardData
 
+# Loading a folder goes through vlprobe's checked Arrow cache (vlprobe/arrow_cache.py); re-exported here, where
+# callers have always found them.
+from .arrow_cache import conversion_arrow_pool, load_folder_split  # noqa: F401
+
 DATA_DIR = "data"
 # datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
 BUILD_RECORD = ".huggingface.yaml"
@@ -304,72 +308,6 @@ def _resolve_data_files(folder: Path, entry: Any) -> tuple[Any, bool]:
         files += matched or [pattern]
         found = found or bool(matched)
     return {**entry, "path": files}, found
-
-
-def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> datasets.Dataset:
-    """``load_dataset(folder, config, split=split)`` that never reads a stale cache, whoever wrote
-    the folder.
-
-    A folder written by vlprobe records its files (:func:`record_data_files`), so plain
-    ``load_dataset`` sees a rebuild too; a folder whose parquet was replaced by hand (same names,
-    no record) would still be read from the previous cache. Here the cache lives in a directory
-    named after the data files' paths, sizes and modification times: new files get a new one, an
-    unchanged folder reuses it.
-    """
-    import hashlib
-    import tempfile
-
-    folder = Path(folder).resolve()
-    builder = datasets.load_dataset_builder(str(folder), config)
-    files = sorted(str(f) for f in (builder.config.data_files or {}).get(split, []))
-    h = hashlib.sha256(str(folder).encode())
-    for f in files:
-        st = os.stat(f)
-        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
-    cache_dir = Path(tempfile.gettempdir()) / "vlprobe-datasets" / h.hexdigest()[:24]
-    # The first load converts the parquet to Arrow; here without pyarrow's pre-buffering, with which
-    # the heap grew with every row group read until the whole file was converted (issue 25: RssAnon
-    # rose steadily to 969 MB converting 6,000 640x480 JPEG rows, 523 MB of parquet; 707 MB without).
-    kwargs.setdefault("fragment_scan_options", _no_prebuffer())
-    with conversion_arrow_pool():  # see there
-        return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(cache_dir), **kwargs)
-
-
-def _no_prebuffer() -> Any:
-    import pyarrow.dataset as pds
-
-    return pds.ParquetFragmentScanOptions(pre_buffer=False)
-
-
-@contextlib.contextmanager
-def conversion_arrow_pool() -> Iterator[None]:
-    """Arrow allocates from jemalloc inside the block (the system's ``malloc`` where this pyarrow
-    has no jemalloc) instead of pyarrow's default pool, mimalloc; what the block freed is given back
-    to the system when it ends.
-
-    ``datasets`` converts a folder's parquet to an Arrow file on its first load, reading in Arrow's
-    threads. mimalloc keeps the pages that those threads allocated and the main thread freed, so a
-    conversion left about as much memory resident as it converted, for the rest of the run: 80 MB
-    after converting 20,000 500 px TraVLR-like rows (46 MB of Arrow), whose scoring then peaked at
-    661 MB; 3 MB with jemalloc (peak 586 MB), and with ``malloc`` glibc's heap kept 25 MB
-    (peak 612 MB). Buffers made inside the block are freed to the pool that made them."""
-    before = pa.default_memory_pool()
-    pool = None
-    for make in (pa.jemalloc_memory_pool, pa.system_memory_pool):
-        try:
-            pool = make()
-            break
-        except NotImplementedError:  # pyarrow built without jemalloc
-            continue
-    if pool is None or pool.backend_name == before.backend_name:
-        yield
-        return
-    pa.set_memory_pool(pool)
-    try:
-        yield
-    finally:
-        pa.set_memory_pool(before)
-        pool.release_unused()
 
 
 def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .cache import ScoreCache
+from .defaults import BATCH_SIZE
 from .images import ImageError, content_hash, describe, to_pil, to_tensor
 from .items import Item
 from .scorers.base import DualScorer, PairScorer, Scorer, text_key
@@ -215,7 +216,7 @@ class Engine:
         self,
         scorer: Scorer,
         *,
-        batch_size: int = 32,
+        batch_size: int = BATCH_SIZE,
         num_workers: int = 0,
         cache: ScoreCache | None = None,
         progress: bool = True,
@@ -547,7 +548,7 @@ def score_items(
     scorer: Scorer,
     items: Sequence[Item],
     *,
-    batch_size: int = 32,
+    batch_size: int = BATCH_SIZE,
     num_workers: int = 0,
     cache: ScoreCache | None = None,
     progress: bool = True,

@@ -53,9 +53,15 @@ from .downloads import (  # noqa: F401  (re-exported: the names users and builde
     download_file,
     safe_members,
 )
+from .locations import images_home
 from .paths import UnsafePathError, name_problem
 
-DEFAULT_CACHE = Path(os.environ.get("VLPROBE_IMAGE_CACHE", Path.home() / ".cache" / "vlprobe" / "images"))
+
+def __getattr__(name: str) -> Path:
+    # DEFAULT_CACHE, once a constant fixed at import: now where images go as the environment says at each use
+    if name == "DEFAULT_CACHE":
+        return images_home()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -234,7 +240,7 @@ class ImageResolver:
             else:
                 raise ImageSourceError(f"image location for {spec.name!r} is neither a folder nor a .zip file: {path}")
         self.download = bool(download and (spec.urls or spec.archive))
-        self.cache = Path(cache_dir or DEFAULT_CACHE).expanduser() / spec.name
+        self.cache = (Path(cache_dir).expanduser() if cache_dir else images_home()) / spec.name
         self.retries = max(1, int(retries))
         self.timeout = timeout
         self._fetch = fetch or _http_get

@@ -36,7 +36,8 @@ LOCK_NAME = ".vlprobe-owner"
 # before the new one is renamed into place. A kill between those two renames leaves --out absent and
 # the previous run here; the sweep puts it back rather than deleting it.
 PREVIOUS = "previous"
-TMP_PREFIXES = ("vlprobe-features-", "vlprobe-chunk-cache-")
+# vlprobe-arrow-: the private Arrow copies of a run that could not use its Arrow cache (vlprobe/arrow_cache.py)
+TMP_PREFIXES = ("vlprobe-features-", "vlprobe-chunk-cache-", "vlprobe-arrow-")
 
 
 def staging_prefix(out: str | os.PathLike) -> str:
@@ -117,6 +118,12 @@ def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
         return None if folder.exists() else size
     finally:
         os.close(fd)
+
+
+def remove_if_abandoned(folder: str | os.PathLike) -> bool:
+    """Remove ``folder`` when it is an :class:`OwnedDir` of this user whose owner is gone (as :func:`sweep` does,
+    for folders it does not look at); whether it was removed."""
+    return _abandoned_removed(Path(folder)) is not None
 
 
 def _size(folder: Path) -> int:

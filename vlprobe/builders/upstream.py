@@ -32,14 +32,13 @@ from pathlib import Path
 from typing import Sequence
 
 from ..benchmarks import Upstream, UpstreamFile
+from ..locations import cache_home, images_home
 from . import AnnotationError
-
-_CACHE_ENV = "VLPROBE_CACHE"
 
 
 def default_cache() -> Path:
-    """``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``: annotations go under ``annotations/``."""
-    return Path(os.environ.get(_CACHE_ENV) or Path.home() / ".cache" / "vlprobe").expanduser()
+    """vlprobe's cache folder (:func:`vlprobe.locations.cache_home`): annotations go under ``annotations/``."""
+    return cache_home()
 
 
 class AnnotationChecksumError(AnnotationError):
@@ -209,7 +208,6 @@ def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, s
     images come from original sources (``sources``): where the annotations and images are, the
     download cache and workers, what to do with missing images, ``--out``. A builder adds only its
     own options after these."""
-    from .. import image_sources as imgs
 
     parser.add_argument("--annotations", type=Path, default=None,
                         help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
@@ -227,7 +225,7 @@ def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, s
                         help=f"a folder or zip for one source (repeatable); sources: {', '.join(sources)}")
     parser.add_argument("--download", action="store_true", help=download_help)
     parser.add_argument("--cache-dir", type=Path, default=None,
-                        help=f"download cache (default {imgs.DEFAULT_CACHE} for images, "
+                        help=f"download cache (default {images_home()} for images, "
                              f"{default_cache() / 'annotations'} for annotations)")
     parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
     parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")

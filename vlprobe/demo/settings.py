@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL, SPEC_FILE
+from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL, MINI_CLIP, SPEC_FILE
 
 ENV_MODELS = "VLPROBE_SPACE_MODELS"
 ENV_DEFAULT_MODEL = "VLPROBE_SPACE_DEFAULT_MODEL"
@@ -123,13 +123,13 @@ class Settings:
     def resolve_model(self, choice: str | None) -> str:
         """The model id or absolute local path to load for the text in the model box.
 
-        Empty or ``models/mini-clip`` means the default model. With an allow list set, anything not
+        Empty, ``mini-clip`` or ``models/mini-clip`` means the default model. With an allow list set, anything not
         on it is refused; without one, a local folder must exist and anything else must look like a
         Hub id.
         """
         choice = (choice or "").strip()
         default = self.default_model()
-        if choice in ("", DEFAULT_MODEL, default):
+        if choice in ("", DEFAULT_MODEL, MINI_CLIP, default):
             return self._resolve_default(default)
         allow = allowed_models()
         if allow is not None and choice not in allow:

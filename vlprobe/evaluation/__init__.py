@@ -22,12 +22,15 @@ Errors are the named errors of :mod:`vlprobe.errors` (the CLI prints them as one
 
 The package, by layer: :mod:`.settings` (every setting, defined once in its ``OPTIONS`` table and
 checked first), :mod:`.data` (datasets, configs and splits, shared with the probe), :mod:`.model`
-(loading or wrapping the model),
+(the model through :mod:`vlprobe.runner`, and the checks of what it can score),
 :mod:`.scoring` (streamed scoring through the engine and the cache, and measuring),
-:mod:`.result` (:class:`Evaluation`) and :mod:`.api` (:func:`evaluate`, :func:`score`).
+:mod:`.result` (:class:`Evaluation`) and :mod:`.api` (:func:`evaluate`, :func:`score`). What a run does
+around its own work (settings, output folder, model, cache, workers, engine, provenance) is
+:class:`vlprobe.runner.Run`, which ``vlprobe.probe`` shares.
 """
 
 from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL
+from ..runner import open_cache, throwaway_cache
 from .api import evaluate, score
 from .data import (
                    SplitSource,
@@ -40,13 +43,14 @@ from .data import (
 )
 from .model import default_model, load_model
 from .result import Evaluation, display_keys, format_summary, summarize
-from .scoring import open_cache, quiet_progress, throwaway_cache
+from .scoring import quiet_progress
 from .settings import (
                    CHUNK_ROWS,
                    CONTROLS,
                    MAX_BOOTSTRAP,
                    OPTIONS,
                    TEST_LIKE,
+                   EvaluateSettings,
                    Settings,
                    check_cache_dir,
                    check_device,
@@ -56,7 +60,7 @@ from .settings import (
 
 __all__ = [
     "CHUNK_ROWS", "CONTROLS", "DEFAULT_DATASETS", "DEFAULT_MODEL", "MAX_BOOTSTRAP", "OPTIONS", "TEST_LIKE", "Evaluation",
-    "Settings",
+    "EvaluateSettings", "Settings",
     "SplitSource", "check_cache_dir", "check_device", "check_reachable", "command_line", "default_datasets",
     "default_model", "default_workers", "display_keys", "evaluate", "format_summary", "load_model", "load_split",
     "open_cache", "plan_splits", "quiet_progress", "score", "select_configs", "select_splits", "summarize", "throwaway_cache",

@@ -4,63 +4,36 @@ score, measure, return an :class:`~vlprobe.evaluation.result.Evaluation`; the co
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from PIL import Image
 
+from ..engine import EngineOutOfMemory
 from ..errors import ArgumentError, ModelError, SettingError
-from ..options import pick
-from .data import (
-    _dataset_label,
-    _dataset_list,
-    check_reachable,
-    default_datasets,
-    plan_splits,
-)
-from .model import _check_shapes, _check_text_tower, default_model, load_model
+from ..images import ImageError
+from ..items import Item
+from ..names import find_dataset
+from ..options import BATCH_SIZE, CACHE_DIR, DEVICE, DTYPE, FAMILY, REVISION, takes_options
+from ..results import result_entries
+from ..runner import Run
+from .data import _dataset_label, default_datasets, plan_splits
+from .model import _check_shapes, _check_text_tower, default_model
 from .result import Evaluation, summarize
-from .scoring import _distributed, _measure, _score, open_cache, quiet_progress
-from .settings import CHUNK_ROWS, OPTIONS, TEXT, Settings, command_line, default_workers
+from .scoring import _distributed, _measure, _score, quiet_progress
+from .settings import OPTIONS, TEXT, EvaluateSettings, command_line, dataset_list
 
 
-def evaluate(
-    model: Any = None,
-    datasets: Any = None,
-    *,
-    processor: Any = None,
-    configs: Any = "all",
-    splits: Any = None,
-    spec: Any = None,
-    family: str | None = None,
-    revision: str | None = None,
-    dataset_revision: str | None = None,
-    ties: str = "strict",
-    bootstrap: int = 1000,
-    confidence: float = 0.95,
-    threshold: float = 0.5,
-    seed: int = 0,
-    limit: int | None = None,
-    batch_size: int = 32,
-    num_workers: int | None = None,
-    device: str | None = None,
-    dtype: str = "float32",
-    modality: str = "image",
-    control: str | None = None,
-    cache_dir: Any = None,
-    progress: bool = True,
-    out: str | os.PathLike | None = None,
-    root: str | os.PathLike | None = None,
-    chunk_size: int = CHUNK_ROWS,
-    exact_preprocessing: bool = False,
-    log: Callable[[str], None] | None = None,
-) -> Evaluation:
+@takes_options(OPTIONS, positional=("model", "datasets"), extra={"processor": None, "root": None, "log": None})
+def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.PathLike | None = None,
+             log: Callable[[str], None] | None = None) -> Evaluation:
     """Score ``model`` on ``datasets`` and measure it with the papers' metrics.
 
-    ``model``: a model folder or Hub id; an already-loaded ``transformers`` model with its
-    processor (``model=(model, processor)`` or ``processor=``); or a vlprobe scorer.
-    ``datasets``: a folder, a Hub id, a ``datasets.Dataset``/``DatasetDict`` (with ``spec=``), a
+    ``model``: a model folder or Hub id (``mini-clip``: the small CLIP vlprobe ships); an already-loaded
+    ``transformers`` model with its processor (``model=(model, processor)`` or ``processor=``); or a vlprobe scorer.
+    ``datasets``: a folder, a built benchmark's name (``travlr``: its folder here, in ``$VLPROBE_ROOT`` or where
+    ``vlprobe build`` puts it), a Hub id, a ``datasets.Dataset``/``DatasetDict`` (with ``spec=``), a
     list of those, or a dict {name: any of those}. With neither ``model`` nor ``datasets``: the
     offline default (the ``travlr`` and ``winoground_style`` folders and ``models/mini-clip`` under
     ``root``, default the working directory).
@@ -75,78 +48,63 @@ def evaluate(
     checked before scoring and written at the end (as :meth:`Evaluation.save`). ``chunk_size``:
     rows read and scored at a time. ``exact_preprocessing``: always the model's PIL image processor
     (the one the papers ran), never the fast torchvision one. ``log``: where status lines go (default: stderr when
-    ``progress``).
+    ``progress``). Every keyword but ``processor``, ``root`` and ``log`` is an option of ``vlprobe evaluate``
+    (:data:`vlprobe.evaluation.settings.OPTIONS`, where its default is written).
 
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
     :class:`~vlprobe.errors.ModelError`, before any scoring where the fault can be seen then.
     """
-    # Every setting is checked before anything is loaded: a bad number first, in a fraction of a second; then a
-    # mistyped dataset name, in about a second (both before datasets and torch are imported); then the settings
-    # whose checks import them (the device, the tie policy).
-    s = Settings(**pick(OPTIONS, locals())).check(slow=False)
-    if s.datasets is not None:
-        for d in _dataset_list(s.datasets)[0]:
-            if isinstance(d, (str, os.PathLike)):
-                check_reachable(str(d), s.dataset_revision)
-    s = s.check()
+    # Every setting is checked before anything is loaded (vlprobe.runner): a bad number first, in a fraction of a
+    # second; then a mistyped model or dataset name, in about a second (both before datasets and torch are imported);
+    # then the settings whose checks import them (the device, the tie policy), and the output folder.
+    s = EvaluateSettings(**given)
+    run = Run(s, command=command_line, log=log)
+    run.check_names(dataset_list(s.datasets)[0] if s.datasets is not None else ())
+    s = run.finish_checks()
     if s.modality == TEXT and s.control:
         raise ArgumentError("control", s.control, "--modality text looks at no image, so an image control changes "
                                                   "nothing; leave it out")
-    from ..dataset_folder import progress_bars_off
-    from ..results import check_output_dir, environment, now_iso
+    from ..dataset_folder import progress_bars_off  # imports datasets (3.9 s): not before the checks
 
-    if s.out is not None:
-        check_output_dir(s.out)
-    if log is None:
-        log = (lambda msg: print(msg, file=sys.stderr)) if s.progress else (lambda msg: None)
-    progress, out = s.progress, s.out
     root = Path(root) if root is not None else Path.cwd()
-    datasets = default_datasets(root) if s.datasets is None else s.datasets
+    as_named, names = dataset_list(default_datasets(root) if s.datasets is None else s.datasets)
+    datasets = [find_dataset(d) for d in as_named]  # a built benchmark's name: its folder (vlprobe.names)
     model = default_model(root) if s.model is None else s.model
-    datasets, names = _dataset_list(datasets)
 
-    state, device_ = _distributed(s.device)
+    state, device = _distributed(s.device)
     main = state is None or state.is_main_process
-    say = log if main else (lambda msg: None)
-    with progress_bars_off(), quiet_progress(not progress):
+    say = run.log if main else (lambda msg: None)
+    with progress_bars_off(), quiet_progress(not s.progress):
         sources = plan_splits(datasets, s, spec=s.spec, dataset_revision=s.dataset_revision, names=names)
     model_name = model[0] if isinstance(model, tuple) else model
     shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
     say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
-    s_model = Settings(**{**vars(s), "device": device_})
-    with quiet_progress(not progress):
-        scorer = load_model(model, processor, s.family, s.revision, s_model)
+    with quiet_progress(not s.progress):
+        scorer = run.load_model(model, processor, device=device)
     if s.modality == TEXT:
         _check_text_tower(scorer)
     else:
         _check_shapes(sources, scorer)
 
-    workers = s.num_workers if s.num_workers is not None else default_workers()
-    cache = open_cache(s.cache_dir, scorer, state.process_index if state else 0)
-    cache_path = str(cache.dir) if cache is not None else None
-    with progress_bars_off(), quiet_progress(not progress):
-        scored, stats = _score(sources, scorer, s, cache, workers, progress, main)
-    provenance = {
-        "created": now_iso(),
-        "command": command_line({**vars(s), "datasets": datasets, "model": model}),
-        "argv": list(sys.argv),
-        "model": scorer.describe(),
-        "settings": s.record(workers),
-        "datasets": [{"dataset": _dataset_label(d, names[k] if names else None), "revision": s.dataset_revision}
-                     for k, d in enumerate(datasets)],
-        "environment": environment(),
-        "engine": {**stats, "cache_dir": cache_path},
-    }
+    total = sum(src.n for src in sources)
+    with run.open_cache(scorer, rows=total, rank=state.process_index if state else 0,
+                        single_process=state is None) as cache:
+        engine = run.engine(scorer, cache, progress=s.progress and total <= s.chunk_size)
+        with progress_bars_off(), quiet_progress(not s.progress):
+            scored, stats = _score(sources, engine, s, s.progress, main, throwaway=cache.temp is not None)
+    provenance = run.provenance(
+        scorer, {**s, "datasets": as_named, "model": model},  # the rerun names them as the user did
+        settings=s.record(run.workers),
+        datasets=[{"dataset": _dataset_label(d, names[k] if names else None), "revision": s.dataset_revision}
+                  for k, d in enumerate(datasets)],
+        engine={**stats, "cache_dir": cache.folder})
     if not main:
         return Evaluation(scored, provenance, None, main_process=False)
     for split in scored:
         _measure(split, s)
-    from ..results import result_entries
-
-    summary = summarize(result_entries(scored), provenance["settings"])
-    result = Evaluation(scored, provenance, summary)
-    if out is not None:
-        result.save(out)
+    result = Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
+    if s.out is not None:
+        result.save(s.out)
     return result
 
 
@@ -156,33 +114,29 @@ def score(
     texts: Any,
     *,
     processor: Any = None,
-    family: str | None = None,
-    revision: str | None = None,
+    family: str | None = FAMILY.default,
+    revision: str | None = REVISION.default,
     probabilities: bool = False,
-    batch_size: int = 32,
-    device: str | None = None,
-    dtype: str = "float32",
+    batch_size: int = BATCH_SIZE.default,
+    device: str | None = DEVICE.default,
+    dtype: str = DTYPE.default,
     exact_preprocessing: bool = False,
-    cache_dir: Any = None,
+    cache_dir: Any = CACHE_DIR.default,
     progress: bool = False,
 ) -> np.ndarray:
     """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for
     ``images[i]``, column ``j`` for ``texts[j]``, for a notebook::
 
-        S = vlprobe.score("models/mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])
+        S = vlprobe.score("mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])
 
-    ``model``: a model folder or Hub id, a loaded ``transformers`` model with its processor
-    (``(model, processor)`` or ``processor=``), or a vlprobe scorer; loaded as :func:`evaluate`
-    loads it (``family``, ``revision``, ``device``, ``dtype``, ``exact_preprocessing`` as there).
+    ``model``: a model folder or Hub id (``mini-clip``: the small CLIP vlprobe ships), a loaded ``transformers``
+    model with its processor (``(model, processor)`` or ``processor=``), or a vlprobe scorer; loaded as
+    :func:`evaluate` loads it (``family``, ``revision``, ``device``, ``dtype``, ``exact_preprocessing`` as there).
     ``images``: PIL images or image file paths (one, or a list); ``texts``: strings (one, or a
     list). The scores are the model's own (a dual encoder's scaled similarity, an ITM head's
     logit...), the numbers :func:`evaluate` measures; ``probabilities=True`` gives the match
     probabilities instead, for families that have them. Computed by the same engine, through the
     score cache (``cache_dir`` as in :func:`evaluate`), so each input is encoded once."""
-    from ..engine import Engine, EngineOutOfMemory
-    from ..images import ImageError
-    from ..items import Item
-
     if isinstance(texts, str):
         texts = [texts]
     if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
@@ -197,23 +151,24 @@ def score(
         if isinstance(image, (str, os.PathLike)) and not Path(image).is_file():
             raise ArgumentError(f"images[{i}]", str(image), "no such image file")
     images = [str(im) if isinstance(im, os.PathLike) else im for im in images]
-    s = Settings(model=model, family=family, revision=revision, batch_size=batch_size, device=device, dtype=dtype,
-                 bootstrap=0, exact_preprocessing=bool(exact_preprocessing), cache_dir=cache_dir).check()
+    s = EvaluateSettings(model=model, family=family, revision=revision, batch_size=batch_size, device=device,
+                         dtype=dtype, bootstrap=0, exact_preprocessing=bool(exact_preprocessing), cache_dir=cache_dir,
+                         num_workers=0, progress=bool(progress))
+    run = Run(s, command=command_line)
+    run.check_names()
+    s = run.finish_checks()
     with quiet_progress(not progress):
-        scorer = load_model(model, processor, s.family, s.revision, s)
+        scorer = run.load_model(model, processor)
     gold = np.zeros((len(images), len(texts)), dtype=bool)
     gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
     item = Item(id="score", images=tuple(images), texts=tuple(texts), gold=gold)
-    cache = open_cache(s.cache_dir, scorer)
-    try:
-        result = Engine(scorer, batch_size=s.batch_size, num_workers=0, cache=cache, progress=progress).score([item])
-    except EngineOutOfMemory as err:
-        raise ModelError(str(err)) from None
-    except ImageError as err:
-        raise SettingError(str(err)) from None
-    finally:
-        if cache is not None:
-            cache.close()
+    with run.open_cache(scorer, rows=1) as cache:
+        try:
+            result = run.engine(scorer, cache, progress=progress).score([item])
+        except EngineOutOfMemory as err:
+            raise ModelError(str(err)) from None
+        except ImageError as err:
+            raise SettingError(str(err)) from None
     if probabilities:
         if result.probabilities is None:
             raise ModelError(f"{scorer.model_id} (family {scorer.family!r}) gives no match probabilities; "
@@ -223,10 +178,4 @@ def score(
 
 
 def _one_image(obj: Any) -> bool:
-    if isinstance(obj, (str, os.PathLike)):
-        return True
-    try:
-        from PIL import Image
-    except ImportError:
-        return False
-    return isinstance(obj, Image.Image)
+    return isinstance(obj, (str, os.PathLike, Image.Image))

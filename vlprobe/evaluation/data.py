@@ -4,18 +4,24 @@ by the dataset's ``vlprobe.yaml``. ``vlprobe probe`` selects and loads splits th
 
 from __future__ import annotations
 
-import hashlib
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..benchmarks import find
 from ..errors import ArgumentError, DatasetError, VlprobeError
-from ..locations import DEFAULT_DATASETS
-from ..spec import ItemSpec, dataset_benchmark
-from .settings import TEST_LIKE, Settings, _names
+from ..items import ItemError
+from ..locations import DEFAULT_DATASETS, dataset_folder
+from ..names import check_dataset, did_you_mean
+from ..results import dataset_name
+from ..spec import ItemSpec, SpecError, dataset_benchmark, find_spec
+from .settings import TEST_LIKE, TEXT, EvaluateSettings, _names
+from .text_only import text_only
+
+# Imported where used, as they are slow to import (python -X importtime, on this 2-core machine): datasets 3.9 s
+# (vlprobe.dataset_folder and vlprobe.arrow_cache import it), huggingface_hub.HfApi 1.0 s. A misspelt name is
+# refused before any of them is imported.
 
 
 @dataclass
@@ -34,8 +40,6 @@ class SplitSource:
 
     @property
     def name(self) -> str:
-        from ..results import dataset_name
-
         return f"{dataset_name(self.dataset)}/{self.config}/{self.split}"
 
     def row_batches(self, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
@@ -46,14 +50,8 @@ class SplitSource:
             yield start, read_rows(self.rows, start, min(start + size, self.n))
 
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:
-        from ..items import ItemError
-        from ..spec import SpecError
-        from .settings import TEXT
-
         try:
             if modality == TEXT:  # the row's items as they are, their texts compared with each other (no image)
-                from .text_only import text_only
-
                 return [text_only(self.spec.to_item(row, index=start + i, config=self.config))
                         for i, row in enumerate(rows)]
             return [self.spec.to_item(row, index=start + i, config=self.config, modality=modality)
@@ -84,73 +82,7 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
     )
 
 
-_OFFLINE_HOW = ("to work offline, pass a dataset folder (built with `vlprobe build NAME`, or downloaded on a "
-                "networked machine with `hf download ID --repo-type dataset --local-dir DIR`); a Hub dataset "
-                "loaded once before is read from the cache with HF_HUB_OFFLINE=1")
-
-
-def _hub_offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
-
-
-def _hub_cached(dataset: str) -> bool:
-    """Whether a copy of Hub dataset ``dataset`` lies in the Hub or the datasets cache."""
-    from huggingface_hub import constants
-
-    hub = Path(constants.HF_HUB_CACHE) / ("datasets--" + dataset.replace("/", "--"))
-    # datasets' own cache (HF_DATASETS_CACHE, else HF_HOME/datasets), read without importing datasets
-    base = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
-    return hub.is_dir() or (base / dataset.replace("/", "___")).is_dir()
-
-
-_REACHED: set[tuple[str, str | None]] = set()  # Hub datasets found this process: asked once, not per step
-
-
-def check_reachable(dataset: str, revision: str | None = None) -> None:
-    """Fail in about a second, in one line, where ``datasets`` would spend half a minute retrying:
-    a name that is not a local folder, when the Hub cannot be reached (or HF_HUB_OFFLINE is set)
-    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset
-    (gated, or slow to answer, included), or a cached one offline, goes on to ``datasets``. The
-    Hub is asked once per process, with a 2 s timeout."""
-    if Path(dataset).expanduser().exists():
-        return
-    parts = dataset.split("/")
-    if dataset.startswith((".", "/", "~")) or len(parts) > 2 or not all(parts):
-        raise DatasetError(f"dataset {dataset!r}: no such folder (and not a Hub id, which is NAME or OWNER/NAME)")
-    if _hub_offline():
-        if not _hub_cached(dataset):
-            raise DatasetError(f"dataset {dataset!r} is not a local folder, and HF_HUB_OFFLINE is set with no copy "
-                               f"of it in the cache; {_OFFLINE_HOW}")
-        return
-    if (dataset, revision) in _REACHED:
-        return
-    from huggingface_hub import HfApi, constants
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        RepositoryNotFoundError,
-    )
-
-    try:
-        HfApi().dataset_info(dataset, revision=revision, timeout=2)
-        _REACHED.add((dataset, revision))
-    except GatedRepoError:  # a RepositoryNotFoundError too, but it exists: datasets says what access it needs
-        return
-    except RepositoryNotFoundError:
-        raise DatasetError(f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub "
-                           f"({constants.ENDPOINT}); check the name") from None
-    except HfHubHTTPError:
-        return  # gated, a bad revision, a server error...: datasets says what exactly
-    except Exception as err:  # no connection, a connect timeout, a proxy: the Hub cannot be asked
-        if type(err).__name__ == "ReadTimeout":  # connected, but slow to answer: datasets waits longer
-            return
-        if _hub_cached(dataset):
-            raise DatasetError(f"dataset {dataset!r}: the Hub ({constants.ENDPOINT}) cannot be reached "
-                               f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
-                               f"it") from None
-        raise DatasetError(f"dataset {dataset!r} is not a local folder, and the Hub ({constants.ENDPOINT}) cannot be "
-                           f"reached ({type(err).__name__}); {_OFFLINE_HOW}") from None
+check_reachable = check_dataset  # the name this check has always had here (vlprobe.names has it now)
 
 
 def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]:
@@ -170,7 +102,8 @@ def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]
     chosen = _names(wanted) or []
     unknown = [c for c in chosen if c not in names]
     if unknown:
-        raise DatasetError(f"unknown config(s) {unknown} of {dataset}; its configs are: {', '.join(names)}")
+        raise DatasetError(f"unknown config(s) {unknown} of {dataset}{did_you_mean(unknown[0], names)}; its configs "
+                           f"are: {', '.join(names)}")
     return chosen
 
 
@@ -190,8 +123,8 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
     if chosen:
         unknown = [s for s in chosen if s not in names]
         if unknown:
-            raise DatasetError(f"unknown split(s) {unknown} of {dataset} config {config!r}; its splits are: "
-                               f"{', '.join(names)}")
+            raise DatasetError(f"unknown split(s) {unknown} of {dataset} config {config!r}"
+                               f"{did_you_mean(unknown[0], names)}; its splits are: {', '.join(names)}")
         return chosen
     test_like = [s for s in names if s.lower().startswith(TEST_LIKE)]
     if test_like:
@@ -204,24 +137,20 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
 
 def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
     """One split as a memory-mapped Dataset, plus what identifies its data (a local folder: the
-    sha256 of its parquet files; a Hub dataset: its fingerprint and resolved commit)."""
+    sha256 of its parquet files, read through vlprobe's checked Arrow cache; a Hub dataset: its
+    fingerprint and resolved commit)."""
     import datasets
 
-    from ..dataset_folder import conversion_arrow_pool, load_folder_split
+    from .. import arrow_cache
 
     try:
         if Path(dataset).is_dir():
-            builder = datasets.load_dataset_builder(dataset, config)
-            files = sorted(str(f) for f in (builder.config.data_files or {}).get(split, []))
-            h = hashlib.sha256()
-            for f in files:
-                with open(f, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 22), b""):
-                        h.update(block)
-            ds = load_folder_split(dataset, config, split)
-            info = {"data_sha256": h.hexdigest(), "data_files": [os.path.relpath(f, dataset) for f in files]}
+            loaded = arrow_cache.load_split(dataset, config, split)
+            ds = loaded.dataset
+            info = {"data_sha256": loaded.data_sha256,
+                    "data_files": [os.path.relpath(f, Path(dataset).resolve()) for f in loaded.data_files]}
         else:
-            with conversion_arrow_pool():  # a first load converts the files to Arrow
+            with arrow_cache.conversion_arrow_pool():  # a first load converts the files to Arrow
                 ds = datasets.load_dataset(dataset, config, split=split, revision=revision)
             info = {"fingerprint": getattr(ds, "_fingerprint", None), "resolved_revision": _hub_sha(dataset, revision)}
     except VlprobeError:
@@ -246,8 +175,6 @@ def _hub_sha(dataset: str, revision: str | None) -> str | None:
 def _spec_of(dataset: Any, spec: Any) -> Any:
     """An ItemSpec from ``spec`` (an ItemSpec, a dict, a path) or, for a folder or Hub id, the
     dataset's own."""
-    from ..spec import ItemSpec, SpecError, find_spec
-
     try:
         if isinstance(spec, ItemSpec):
             return spec
@@ -261,7 +188,7 @@ def _spec_of(dataset: Any, spec: Any) -> Any:
         raise DatasetError(str(err)) from None
 
 
-def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
+def plan_splits(datasets_: Sequence[Any], s: EvaluateSettings, *, spec: Any = None,
                 dataset_revision: str | None = None, names: Sequence[str] | None = None) -> list[SplitSource]:
     """Every (dataset, config, split) to score, opened (memory-mapped) but not read."""
     import datasets as hf
@@ -305,7 +232,7 @@ def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
     return sources
 
 
-def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dict, s: Settings,
+def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dict, s: EvaluateSettings,
             revision: str | None, benchmark: str | None = None) -> SplitSource:
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
@@ -334,8 +261,6 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
     clone's committed card folders), else the folder an installed vlprobe builds into,
     ``~/.cache/vlprobe/datasets/<name>`` (see :func:`vlprobe.locations.dataset_folder`): wherever
     ``vlprobe build <name>`` with no ``--out`` writes, run from the same folder."""
-    from ..locations import dataset_folder
-
     out = []
     for name in DEFAULT_DATASETS:
         folder = dataset_folder(name, root)
@@ -348,39 +273,6 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
     return out
 
 
-_DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "
-                    "those, or a dict {name: one of those}")
-
-
-def _dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
-    """``datasets`` as a list, with the names given by a dict (None otherwise); an ArgumentError
-    for anything else, and for duplicates (the same split scored twice would repeat its ids in
-    scores.parquet and count its items twice in every aggregate)."""
-    names: list[str] | None = None
-    if isinstance(datasets, Mapping) and not _is_dataset_dict(datasets):
-        names, datasets = [str(k) for k in datasets], list(datasets.values())
-    elif isinstance(datasets, (str, os.PathLike)) or _is_dataset_object(datasets):
-        datasets = [datasets]
-    elif not isinstance(datasets, (list, tuple)):
-        raise ArgumentError("datasets", datasets, _DATASETS_WANTED)
-    datasets = list(datasets)
-    if not datasets:
-        raise ArgumentError("datasets", datasets, "no dataset given")
-    for d in datasets:
-        if not isinstance(d, (str, os.PathLike)) and not _is_dataset_object(d):
-            raise ArgumentError("datasets", d, _DATASETS_WANTED)
-    seen: dict[str, int] = {}
-    for d in datasets:
-        if isinstance(d, (str, os.PathLike)):
-            key = os.path.normpath(os.path.abspath(d)) if Path(d).exists() else str(d)
-            seen[key] = seen.get(key, 0) + 1
-    twice = [k for k, v in seen.items() if v > 1]
-    if twice:
-        raise ArgumentError("datasets", twice[0], "given more than once (its rows would be scored and counted "
-                                                  "twice); name each dataset once")
-    return datasets, names
-
-
 def _dataset_label(dataset: Any, name: str | None) -> str:
     if name:
         return name
@@ -388,13 +280,3 @@ def _dataset_label(dataset: Any, name: str | None) -> str:
         return str(dataset)
     info = getattr(dataset, "info", None)
     return getattr(info, "dataset_name", None) or "dataset"
-
-
-def _is_dataset_object(obj: Any) -> bool:
-    hf = sys.modules.get("datasets")  # not imported: obj cannot be one (and a name is checked without it)
-    return hf is not None and isinstance(obj, (hf.Dataset, hf.DatasetDict))
-
-
-def _is_dataset_dict(obj: Any) -> bool:
-    hf = sys.modules.get("datasets")
-    return hf is not None and isinstance(obj, hf.DatasetDict)

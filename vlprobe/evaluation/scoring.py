@@ -16,23 +16,29 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ..benchmarks import find
+from ..engine import Engine, EngineOutOfMemory
 from ..errors import DatasetError, ModelError
-from ..results import ScoredItem, ScoredSplit, ScoreMatrices
+from ..images import ImageError
+from ..results import NA_KEY, ScoredItem, ScoredSplit, ScoreMatrices, metric_keys
+from ..scorers.controls import apply_control
 from .data import SplitSource
-from .settings import TEXT, Settings
+from .settings import TEXT, EvaluateSettings
 from .text_only import score_text_only
 
+# Imported where used, as they are slow to import (python -X importtime, this 2-core machine): torch 11.7 s and
+# accelerate (only under `accelerate launch`), the metric (it imports evaluate, datasets and torch), transformers
+# 3.6 s and datasets 3.9 s (only to turn their progress bars off).
 
-def _chunks(sources: Sequence[SplitSource], s: Settings) -> Iterator[list[tuple[int, Any]]]:
+
+def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[list[tuple[int, Any]]]:
     """(source index, item) lists of at most ``chunk_size`` items, in order, across splits. With the
     shuffle control a split is one chunk (its images are permuted across all its items)."""
-    from ..scorers.controls import apply_control
 
     buffer: list[tuple[int, Any]] = []
     for k, src in enumerate(sources):
@@ -73,37 +79,6 @@ def _distributed(device: str | None) -> tuple[Any, str | None]:
     return state, (device if device else str(state.device))
 
 
-def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> Any:
-    """The score cache asked for (``cache_dir``: a folder, None for the default, ``"none"`` for no
-    cache), or None when there is none or it cannot be written (it has warned)."""
-    from ..cache import ScoreCache, default_cache_dir
-
-    # Only the string "none" (or False) turns the cache off: None is the default folder. (str(None)
-    # is "None", which once made every default run uncached.)
-    if cache_dir is False or (isinstance(cache_dir, str) and cache_dir.strip().lower() == "none"):
-        return None
-    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    # ScoreCache never raises: an unwritable one has warned once (vlprobe/cache.py) and is off.
-    cache = ScoreCache(root, scorer.cache_key(), rank=rank)
-    return cache if cache.enabled else None
-
-
-def throwaway_cache(scorer: Any) -> tuple[Any, Any]:
-    """(cache, its temporary folder) for a run that asked for no cache but reads several chunks:
-    it carries inputs across chunks, and the caller deletes it after the run (an interrupted run
-    cannot resume from it, and EngineInterrupted says so). The folder is a
-    :class:`vlprobe.leftovers.OwnedDir` in ``$TMPDIR``: should this run be killed, a later run
-    removes it; this one first removes those of killed runs (:func:`vlprobe.leftovers.sweep`)."""
-    from ..cache import ScoreCache
-    from ..leftovers import OwnedDir, sweep
-
-    sweep()
-    temp = OwnedDir(prefix="vlprobe-chunk-cache-")
-    cache = ScoreCache(temp.name, scorer.cache_key())
-    cache.temporary = True
-    return cache, temp
-
-
 def _collapsed(scorer: Any, items: Sequence[Any]) -> list[str | None] | None:
     """Per item, whether a gold text and a non-gold text of one image are one input to the model (the
     same token ids after its tokenization and truncation, the same string twice included): None if
@@ -134,25 +109,17 @@ def _collapsed(scorer: Any, items: Sequence[Any]) -> list[str | None] | None:
     return flags
 
 
-def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, workers: int,
-           progress: bool, main: bool) -> tuple[list[ScoredSplit], dict[str, Any]]:
-    """Stream every source through the engine; the scored splits (no images) and the engine stats."""
-    from ..engine import Engine, EngineOutOfMemory
-    from ..images import ImageError
-
+def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, progress: bool, main: bool,
+           throwaway: bool = False) -> tuple[list[ScoredSplit], dict[str, Any]]:
+    """Stream every source through ``engine``; the scored splits (no images) and the engine stats. ``throwaway``:
+    the engine's cache is a throw-away one (nothing in it came from a cache kept)."""
+    scorer = engine.scorer
     splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, benchmark=src.benchmark, items=[],
                           scores=ScoreMatrices(), probabilities=ScoreMatrices(), data=src.data) for src in sources]
     limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
     total = sum(src.n for src in sources)
-    temp = None
-    if cache is None and total > s.chunk_size and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        cache, temp = throwaway_cache(scorer)
-    engine = Engine(scorer, batch_size=s.batch_size, num_workers=workers, cache=cache,
-                    progress=progress and total <= s.chunk_size)
     bar = None
     if progress and main and total > s.chunk_size:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=total, desc="scoring", unit="item")
     stats: dict[str, Any] = {}
     chunks = 0
@@ -201,15 +168,11 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
     finally:
         if bar is not None:
             bar.close()
-        if cache is not None:
-            cache.close()
-        if temp is not None:
-            temp.cleanup()
     if chunks > 1:
         stats["seconds"] = round(time.perf_counter() - start, 3)
         stats["chunks"] = chunks
         stats["chunk_size"] = s.chunk_size
-        if temp is not None:
+        if throwaway:
             stats["cached"] = 0  # only the throw-away cache served them: nothing came from a cache kept
     for out in splits:
         if out.probabilities is not None and len(out.probabilities) != len(out.items):
@@ -217,7 +180,7 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
     return splits, stats
 
 
-def _measure(split: ScoredSplit, s: Settings) -> None:
+def _measure(split: ScoredSplit, s: EvaluateSettings) -> None:
     from .. import metric as metric_module
 
     scores, gold, probs = _metric_inputs(split)
@@ -233,7 +196,7 @@ def _measure(split: ScoredSplit, s: Settings) -> None:
     split.authors_rule = _authors_rule(split, s, scores, gold, probs, tags)
 
 
-def _authors_rule(split: ScoredSplit, s: Settings, scores: Any, gold: Any, probs: Any, tags: Any) -> dict | None:
+def _authors_rule(split: ScoredSplit, s: EvaluateSettings, scores: Any, gold: Any, probs: Any, tags: Any) -> dict | None:
     """The split's metrics under its benchmark's own tie rule, where the run's tie policy is another
     one (``--ties lenient`` on SugarCREPE): ``{"ties": <the authors' policy>, "metrics": ...}``, with no
     CI (a figure to read beside the run's), not available wherever the run's are; else None."""
@@ -308,7 +271,6 @@ COUNTED = {"strict": "counted wrong", "lenient": "counted right", "half": "count
 
 def _not_available(m: dict[str, Any], reason: str) -> None:
     """Every metric of ``m`` (and its CI) becomes None, with ``na_reason``: none is a number."""
-    from ..results import NA_KEY, metric_keys
 
     for key in metric_keys(m):
         m[key] = None

@@ -1,13 +1,13 @@
 """Every setting of ``vlprobe.evaluate`` / ``vlprobe evaluate``, defined once in :data:`OPTIONS` (see
 :mod:`vlprobe.options`): the command's flags, ``evaluate()``'s keywords and defaults, the checks run before anything
-is loaded (:class:`Settings`), results.json's settings block and the rerun command line all come from it. With the
-checks the other layers share (device, cache folder, workers)."""
+is loaded (:class:`EvaluateSettings`), results.json's settings block and the rerun command line all come from it.
+With the checks of the ``datasets`` argument, which :mod:`vlprobe.evaluation.data` reads."""
 
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
-from typing import Any
+import sys
+from typing import Any, Mapping
 
 from ..options import (
     BATCH_SIZE,
@@ -30,8 +30,8 @@ from ..options import (
     SEED,
     Option,
     Refused,
+    Settings,
     check,
-    defaults,
     is_number,
     joined,
     one_of,
@@ -39,10 +39,12 @@ from ..options import (
 )
 from ..options import command_line as _command_line
 from ..options import record as _record
+from ..runner import default_workers
 from ..spec import MODALITIES as IMAGE_MODALITIES
+from ..spec import ItemSpec
 
 __all__ = ["CHUNK_ROWS", "CONTROLS", "DEFAULT_OUT", "MAX_BOOTSTRAP", "MODALITIES", "OPTIONS", "TEST_LIKE", "TEXT",
-           "Settings",
+           "EvaluateSettings", "Settings",
            "check_cache_dir", "check_device", "command_line", "default_workers"]
 
 TEST_LIKE = ("test",)
@@ -58,16 +60,52 @@ MODALITIES = (*IMAGE_MODALITIES, TEXT)
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 
 
-def _datasets(value: Any) -> Any:
-    if value is None:
-        return None
-    from ..errors import ArgumentError
-    from .data import _dataset_list
+_DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "
+                    "those, or a dict {name: one of those}")
 
-    try:
-        _dataset_list(value)
-    except ArgumentError as err:
-        raise Refused(err.detail, err.value) from None
+
+def dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
+    """``datasets`` as a list, with the names given by a dict (None otherwise); :class:`Refused` for anything else,
+    and for duplicates (the same split scored twice would repeat its ids in scores.parquet and count its items twice
+    in every aggregate)."""
+    names: list[str] | None = None
+    if isinstance(datasets, Mapping) and not _is_dataset_dict(datasets):
+        names, datasets = [str(k) for k in datasets], list(datasets.values())
+    elif isinstance(datasets, (str, os.PathLike)) or _is_dataset_object(datasets):
+        datasets = [datasets]
+    elif not isinstance(datasets, (list, tuple)):
+        raise Refused(_DATASETS_WANTED)
+    datasets = list(datasets)
+    if not datasets:
+        raise Refused("no dataset given")
+    for d in datasets:
+        if not isinstance(d, (str, os.PathLike)) and not _is_dataset_object(d):
+            raise Refused(_DATASETS_WANTED, d)
+    seen: dict[str, int] = {}
+    for d in datasets:
+        if isinstance(d, (str, os.PathLike)):
+            key = os.path.normpath(os.path.abspath(d)) if os.path.exists(d) else str(d)
+            seen[key] = seen.get(key, 0) + 1
+    twice = [k for k, v in seen.items() if v > 1]
+    if twice:
+        raise Refused("given more than once (its rows would be scored and counted twice); name each dataset once",
+                      twice[0])
+    return datasets, names
+
+
+def _is_dataset_object(obj: Any) -> bool:
+    hf = sys.modules.get("datasets")  # not imported: obj cannot be one (and a name is checked without it)
+    return hf is not None and isinstance(obj, (hf.Dataset, hf.DatasetDict))
+
+
+def _is_dataset_dict(obj: Any) -> bool:
+    hf = sys.modules.get("datasets")
+    return hf is not None and isinstance(obj, hf.DatasetDict)
+
+
+def _datasets(value: Any) -> Any:
+    if value is not None:
+        dataset_list(value)
     return value
 
 
@@ -87,8 +125,6 @@ def _names_given(value: Any) -> Any:
 
 
 def _spec(value: Any) -> Any:
-    from ..spec import ItemSpec
-
     if value is None or isinstance(value, (dict, ItemSpec)) or isinstance(value, (str, os.PathLike)) and str(value):
         return value
     raise Refused("must be a vlprobe.yaml path, a dict or an ItemSpec")
@@ -166,25 +202,19 @@ RECORD_ORDER = ("ties", "bootstrap", "confidence", "seed", "threshold", "limit",
 _OPTION = {o.name: o for o in OPTIONS}
 
 
-class Settings(SimpleNamespace):
+class EvaluateSettings(Settings):
     """A run's settings by their Python names (``s.batch_size``): every option of :data:`OPTIONS`, the ones not
-    given at their defaults. :meth:`check` returns them checked, before anything is loaded."""
+    given at their defaults, checked (see :class:`vlprobe.options.Settings`: ``EvaluateSettings(**values)`` runs every
+    check but the slow ones, :meth:`check` those)."""
 
-    def __init__(self, **values: Any) -> None:
-        unknown = sorted(set(values) - set(_OPTION))
-        if unknown:
-            raise TypeError(f"Settings has no setting {', '.join(unknown)}")
-        super().__init__(**{**defaults(OPTIONS), **values})
-
-    def check(self, slow: bool = True) -> Settings:
-        """The settings checked and normalised (the dtype's and control's canonical names...); the first bad
-        one raises :class:`~vlprobe.errors.ArgumentError` naming it. ``slow=False``: all but the checks that
-        import torch or the metric (the device, the tie policy)."""
-        return Settings(**check(OPTIONS, vars(self), slow=slow))
+    OPTIONS = OPTIONS
 
     def record(self, workers: int) -> dict[str, Any]:
         """The settings block of results.json's provenance (``workers``: the DataLoader workers that ran)."""
-        return _record(OPTIONS, vars(self), RECORD_ORDER, num_workers=workers)
+        return _record(OPTIONS, self, RECORD_ORDER, num_workers=workers)
+
+
+Settings = EvaluateSettings  # the name it has always had here
 
 
 def command_line(values: dict[str, Any]) -> str | None:
@@ -203,11 +233,3 @@ def check_cache_dir(cache_dir: Any) -> Any:
     """``cache_dir`` once it is one: None (the default, ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``), ``"none"``
     (no cache; False is taken for it), or a folder path."""
     return check([_OPTION["cache_dir"]], {"cache_dir": cache_dir})["cache_dir"]
-
-
-def default_workers() -> int:
-    """DataLoader workers decoding and preprocessing images: min(4, CPUs - 1) where there are more
-    than 2 CPUs, else 0. Workers pay only with cores beyond the one running the model (on 2 cores
-    one worker made mini-clip 2.2x slower: README, performance notes)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return min(4, cpus - 1) if cpus > 2 else 0

@@ -3,7 +3,6 @@ loads them (:func:`vlprobe.evaluation.load_split`), and the check that each has 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -11,8 +10,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import DatasetError
-from ..locations import DEFAULT_MODEL
+from ..evaluation.data import load_split
+from ..names import did_you_mean, find_dataset
+from ..spec import SpecError, find_spec
 from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
+
+# vlprobe.dataset_folder is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
+# machine), which a misspelt name never needs.
 
 
 @dataclass
@@ -65,30 +69,6 @@ class Split:
                 for i, r in enumerate(rows)]
 
 
-def _resolve_dataset(dataset: str) -> str:
-    """A folder relative to the working directory (the checkout, where `make` runs); else the folder
-    of that name where `vlprobe build` puts it (``$VLPROBE_ROOT/<name>`` when set, else
-    ``~/.cache/vlprobe/datasets/<name>``: :func:`vlprobe.locations.dataset_folder`), as `vlprobe
-    evaluate` finds its default folders; else a Hub id."""
-    from ..locations import dataset_folder
-
-    if Path(dataset).is_dir() or not str(dataset).strip():
-        return str(dataset)
-    built = dataset_folder(str(dataset))
-    return str(built) if built.is_dir() else str(dataset)
-
-
-def _resolve_model(model: Any) -> Any:
-    """``models/mini-clip`` (the default) names the small CLIP vlprobe ships: that folder under the
-    working directory (a clone) or ``$VLPROBE_ROOT``, else the copy inside the installed package;
-    never a Hub id."""
-    if not (isinstance(model, str) and model == DEFAULT_MODEL) or Path(model).is_dir():
-        return model
-    from ..evaluation import default_model
-
-    return default_model(os.environ.get("VLPROBE_ROOT") or Path.cwd())
-
-
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
                 limit: int | None = None) -> dict[str, dict[str, Split]]:
     """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
@@ -97,12 +77,10 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.evaluation.load_split`: a
     memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only the labels are
     read into memory here; captions, queries and images are read a chunk at a time when features
-    are computed."""
-    from ..dataset_folder import config_splits, list_configs, list_splits
-    from ..evaluation import load_split
-    from ..spec import SpecError, find_spec
+    are computed. ``dataset``: a folder, a built benchmark's name or a Hub id (:func:`vlprobe.names.find_dataset`)."""
+    from ..dataset_folder import built_configs, config_splits, list_configs, list_splits
 
-    dataset = _resolve_dataset(dataset)
+    dataset = str(find_dataset(dataset))
     local = Path(dataset).is_dir()
     spec_error = None
     try:
@@ -115,8 +93,6 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
                                f"from the checkout that holds it, set VLPROBE_ROOT, or build one with "
                                f"`vlprobe build travlr --out DIR` and pass --dataset DIR") from None
     if local:
-        from ..dataset_folder import built_configs
-
         names = built_configs(dataset)
         if not names:
             raise DatasetError(f"dataset folder {dataset} has no parquet files listed by its card: it has not been "
@@ -131,7 +107,8 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
         [c.strip() for c in configs.split(",") if c.strip()] if isinstance(configs, str) else list(configs))
     unknown = [c for c in wanted if c not in names]
     if unknown:
-        raise DatasetError(f"unknown config(s) {unknown} of {dataset}; its configs are: {', '.join(names)}")
+        raise DatasetError(f"unknown config(s) {unknown} of {dataset}{did_you_mean(unknown[0], names)}; its configs "
+                           f"are: {', '.join(names)}")
     out: dict[str, dict[str, Split]] = {}
     for task in wanted:
         try:

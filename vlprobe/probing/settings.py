@@ -1,13 +1,13 @@
 """Every setting of ``vlprobe.probe`` / ``vlprobe probe``, defined once in :data:`OPTIONS` (see
 :mod:`vlprobe.options`): the command's flags, ``probe()``'s keywords and defaults, the checks run before anything is
-loaded (:func:`check_settings`), results.json's settings block (:func:`record`) and the rerun command line
-(:func:`command_line`) all come from it; and the probe's constants."""
+loaded (:class:`ProbeSettings`, :func:`check_settings`), results.json's settings block (:func:`record`) and the rerun
+command line (:func:`command_line`) all come from it; and the probe's constants."""
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import ArgumentError
 from ..locations import DEFAULT_MODEL
@@ -30,6 +30,7 @@ from ..options import (
     SEED,
     Option,
     Refused,
+    Settings,
     check,
     joined,
     model_given,
@@ -201,12 +202,19 @@ class ProbeSettingError(ArgumentError):
     FLAGS = {**ArgumentError.FLAGS, "dataset": "--dataset", **{o.name: o.flag for o in OPTIONS}}
 
 
-def check_settings(**values: Any) -> dict[str, Any]:
-    """Every setting of :func:`probe` (keywords as there; the ones left out at their defaults) checked and
-    normalised (lists of modalities and sizes, the dataset as a string, the device and dtype as torch names),
-    before anything is loaded; the first bad one raises :class:`ProbeSettingError` naming it. Returns the
-    settings, a dict by name."""
-    return check(OPTIONS, values, ProbeSettingError)
+class ProbeSettings(Settings):
+    """A probe's settings by their Python names (``s.seeds``): every option of :data:`OPTIONS`, the ones not given at
+    their defaults, checked and normalised (lists of modalities and sizes, the dataset as a string, the dtype's
+    canonical name); see :class:`vlprobe.options.Settings`. The first bad one raises :class:`ProbeSettingError`."""
+
+    OPTIONS = OPTIONS
+    ERROR = ProbeSettingError
+
+
+def check_settings(**values: Any) -> ProbeSettings:
+    """Every setting of :func:`probe` (keywords as there; the ones left out at their defaults) checked, the slow
+    checks (the device) included: :class:`ProbeSettings`."""
+    return ProbeSettings(**values).check()
 
 
 def _one_dataset(value: Any, name: str = "datasets") -> str:
@@ -215,13 +223,13 @@ def _one_dataset(value: Any, name: str = "datasets") -> str:
     return check([option], {name: value}, ProbeSettingError)[name]
 
 
-def record(s: dict[str, Any], **computed: Any) -> dict[str, Any]:
+def record(s: Mapping[str, Any], **computed: Any) -> dict[str, Any]:
     """The settings block of results.json's provenance: checked settings ``s`` with what the run computed
     (``l2_grid``, ``model_selection``, ``finetune``, ``text_baseline``, ``zero_shot``, ``num_workers``)."""
     return _record(OPTIONS, s, RECORD_ORDER, **computed)
 
 
-def command_line(s: dict[str, Any]) -> str | None:
+def command_line(s: Mapping[str, Any]) -> str | None:
     """The ``vlprobe probe`` command that reruns checked settings ``s`` (:func:`check_settings`),
     every option spelled out; None when the model is an object no command line can name."""
     return _command_line("vlprobe probe", OPTIONS, s)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -362,11 +363,10 @@ def unregister(name: str) -> None:
 def families() -> dict[str, Family]:
     global _DISCOVERED
     if not _DISCOVERED:
-        from vlprobe import scorers as pkg
-
-        for info in pkgutil.iter_modules(pkg.__path__):
+        # the modules beside this one, by path: importing the package itself would be an import circle
+        for info in pkgutil.iter_modules([os.path.dirname(__file__)]):
             if info.name != "base":
-                importlib.import_module(f"{pkg.__name__}.{info.name}")
+                importlib.import_module(f"{__package__}.{info.name}")
         _DISCOVERED = True
     return dict(_FAMILIES)
 

@@ -1,0 +1,93 @@
+"""Helpers several test files share to make and read dataset folders: tiny images, the synthetic two-config folder,
+a builder run as its command runs it, and a built folder's config read back with ``datasets``. (Shared fixtures are
+in conftest.py.)"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import datasets
+from PIL import Image
+
+from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
+
+
+def jpeg_bytes(name: str | None = None, size: tuple[int, int] = (8, 8), color: tuple[int, int, int] | None = None,
+               ) -> bytes:
+    """A tiny JPEG: of ``color``, else of a colour that depends on ``name`` (so that a model's scores differ), else
+    of one fixed colour."""
+    if color is None:
+        color = tuple(hashlib.sha1(name.encode()).digest()[:3]) if name is not None else (1, 2, 3)
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+def png_bytes(color: tuple[int, int, int], size: tuple[int, int] = (24, 20)) -> bytes:
+    """A small PNG of ``color`` with one pixel of another, so that no two colours encode alike."""
+    buf = io.BytesIO()
+    im = Image.new("RGB", size, color)
+    im.putpixel((2, 3), (255 - color[0], color[1], 255 - color[2]))
+    im.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path:
+    """``root/synthetic``, two configs: ``pairs`` (1 image, caption + foil, tagged; ``n`` rows) and ``swap``
+    (2 images x 2 captions; ``n // 2`` rows). ``broken_row``: that pairs row's image is not an image."""
+    folder = root / "synthetic"
+    colors = [(20 * i % 256, 90, 200 - 10 * i % 256) for i in range(n)]
+    img = datasets.Image()
+    pairs_feats = datasets.Features({"id": datasets.Value("string"), "image": img, "caption": datasets.Value("string"),
+                                     "foil": datasets.Value("string"), "kind": datasets.Value("string")})
+    swap_feats = datasets.Features({"id": datasets.Value("string"), "image_0": img, "image_1": img,
+                                    "caption_0": datasets.Value("string"), "caption_1": datasets.Value("string")})
+    pairs = {
+        "id": [f"p{i}" for i in range(n)],
+        "image": [{"bytes": png_bytes(colors[i % 5]), "path": f"c{i % 5}.png"} for i in range(n)],
+        "caption": [f"a shape number {i % 4}" for i in range(n)],
+        "foil": [f"no shape number {i % 3}" for i in range(n)],
+        "kind": ["even" if i % 2 == 0 else "odd" for i in range(n)],
+    }
+    if broken_row is not None:
+        pairs["image"][broken_row] = {"bytes": b"this is not an image", "path": "broken_file.png"}
+    swap = {
+        "id": [f"s{i}" for i in range(n // 2)],
+        "image_0": [{"bytes": png_bytes(colors[i]), "path": None} for i in range(n // 2)],
+        "image_1": [{"bytes": png_bytes(colors[-1 - i]), "path": None} for i in range(n // 2)],
+        "caption_0": [f"red left of blue {i}" for i in range(n // 2)],
+        "caption_1": [f"blue left of red {i}" for i in range(n // 2)],
+    }
+    decls = [ConfigDecl("pairs", pairs_feats, default=True), ConfigDecl("swap", swap_feats)]
+    write_card(folder, card_metadata(decls, license="cc0-1.0", pretty_name="synthetic"), "# synthetic\n\nFor tests.")
+    write_split(folder, "pairs", "test", datasets.Dataset.from_dict(pairs, features=pairs_feats))
+    write_split(folder, "swap", "test", datasets.Dataset.from_dict(swap, features=swap_feats))
+    (folder / "vlprobe.yaml").write_text(
+        "id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\ntags: [kind]\n"
+        "configs:\n  swap: {images: [image_0, image_1], texts: [caption_0, caption_1], gold: [[1, 0], [0, 1]], tags: []}\n"
+    )
+    return folder
+
+
+def run_build(builder: ModuleType, *argv: Any) -> Any:
+    """Run a builder module (``vlprobe.builders.<name>``) as ``vlprobe build <name> ARGV...`` runs it."""
+    parser = argparse.ArgumentParser()
+    builder.add_arguments(parser)
+    return builder.build(parser.parse_args([str(a) for a in argv]))
+
+
+def build_from(builder: ModuleType, annotations: Path, images: Path, out: Path, *extra: Any) -> Any:
+    """``vlprobe build <name> --annotations A --images I --out O EXTRA...``."""
+    return run_build(builder, "--annotations", annotations, "--images", images, "--out", out, *extra)
+
+
+def load(folder: Path, config: str, split: str = "test") -> datasets.Dataset:
+    """One split of a built folder, read by ``datasets`` itself. datasets caches a local folder by its name and card,
+    not by the parquet's content, and several test folders share a name and card: each folder's parent gets its
+    own cache."""
+    return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(folder.parent / ".hf_cache"))

@@ -1,0 +1,307 @@
+"""What a name typed on the command line or given to the Python API stands for, the same for every command.
+
+* A **dataset** (:func:`find_dataset`): a path that exists, as given; else a built folder of that name (one holding
+  a ``vlprobe.yaml`` and data) in ``$VLPROBE_ROOT``, then where ``vlprobe build`` writes outside a clone
+  (``<cache_home>/datasets/<name>``, :func:`vlprobe.locations.datasets_home`); else a Hub id.
+* A **model** (:func:`find_model`): a folder that exists, as given (a local folder wins over a Hub id, as in
+  ``transformers``); the bundled model's name, ``mini-clip`` (or ``models/mini-clip``, as a clone spells it), is
+  that folder in the working directory or ``$VLPROBE_ROOT`` when there, else the copy the package ships; else a
+  Hub id.
+
+A name that stands for nothing fails in about a second, in one line, before torch or ``datasets`` is imported
+(:func:`check_model`, :func:`check_dataset`): no such folder, or a Hub id that is not cached while
+``HF_HUB_OFFLINE`` is set, that the Hub does not have, or that cannot be asked for because the Hub cannot be
+reached. The message names the closest known name (:func:`did_you_mean`: built dataset folders, model folders
+here, the bundled model, models in the Hugging Face cache) and gives only the advice that applies. A scorer family
+that is not registered is refused likewise (:func:`check_family`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+# huggingface_hub's HfApi is imported where the Hub is asked (1.0 s to import, python -X importtime on this 2-core
+# machine): a name that is a folder, or refused offline, never needs it.
+from huggingface_hub import constants as hub_constants  # 6 ms: the package's top level is lazy
+
+from . import locations
+from .errors import ArgumentError, DatasetError, ModelError
+from .locations import DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
+from .scorers.base import families
+
+
+def _roots(root: str | os.PathLike | None = None) -> list[Path]:
+    """The folders a name is looked up in, in order: ``root`` (default the working directory), then
+    ``$VLPROBE_ROOT`` when set."""
+    out = [Path(root) if root is not None else Path.cwd()]
+    if os.environ.get("VLPROBE_ROOT"):
+        out.append(Path(os.environ["VLPROBE_ROOT"]).expanduser())
+    return out
+
+
+# ---- models -------------------------------------------------------------------------------------------------
+
+def is_model_folder(path: str | os.PathLike) -> bool:
+    return (Path(path).expanduser() / "config.json").is_file()
+
+
+def is_bundled_name(model: Any) -> bool:
+    """Whether ``model`` names the bundled model (``mini-clip``, or ``models/mini-clip`` as a clone spells it)."""
+    return isinstance(model, (str, os.PathLike)) and str(model).strip().rstrip("/") in (MINI_CLIP, DEFAULT_MODEL)
+
+
+def find_model(model: Any, root: str | os.PathLike | None = None) -> Any:
+    """The model ``model`` stands for (see the module doc): a folder path, a Hub id, or ``model`` itself when it
+    is an object (a loaded model, a scorer) or names nothing known here."""
+    if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
+        return model
+    if Path(model).expanduser().is_dir() or not is_bundled_name(model):
+        return model
+    for base in _roots(root):
+        if is_model_folder(base / DEFAULT_MODEL):
+            return str(base / DEFAULT_MODEL)
+    packaged = locations.shipped_model()  # (through the module: a test replaces it)
+    return str(packaged) if packaged is not None else model
+
+
+def looks_like_path(name: str) -> bool:
+    """A name that can only be a path (``./x``, ``/x``, ``~/x``, ``a/b/c``), never a Hub id (NAME or OWNER/NAME)."""
+    return name.startswith(("/", "./", "../", "~", ".\\")) or name.count("/") > 1 or "\\" in name
+
+
+def known_models(near: str | None = None, root: str | os.PathLike | None = None) -> list[str]:
+    """Model names worth suggesting: the bundled one, model folders in the working directory, in its ``models/``
+    and beside ``near`` (a path typed), and the Hub models cached here."""
+    names = [MINI_CLIP, DEFAULT_MODEL]
+    base_root = Path(root) if root is not None else Path.cwd()
+    bases = [Path("."), Path("models")]
+    if near and str(Path(near).parent) not in (".", ""):
+        bases.append(Path(near).expanduser().parent)
+    for base in bases:
+        try:
+            children = sorted((base_root / base).iterdir())
+        except OSError:
+            continue
+        names += [child.name if str(base) == "." else str(base / child.name)
+                  for child in children if is_model_folder(child)]
+    return list(dict.fromkeys(names + cached_hub_models()))
+
+
+def cached_hub_models() -> list[str]:
+    """The Hub model ids with a copy in the Hugging Face cache (its ``models--OWNER--NAME`` folders)."""
+    try:
+        return sorted(p.name[len("models--"):].replace("--", "/") for p in Path(hub_constants.HF_HUB_CACHE).iterdir()
+                      if p.name.startswith("models--"))
+    except OSError:
+        return []
+
+
+_MODEL_HOW = ("; pass a local folder (one written by save_pretrained, or a snapshot downloaded on a networked machine "
+              "with `hf download ID --local-dir DIR`)")
+
+
+def check_model(model: Any, revision: str | None = None) -> None:
+    """Fail in about a second, in one line naming the closest known model, where loading ``model`` would fail only
+    after importing torch and reading the dataset: a path that is no folder, the bundled model missing from this
+    installation, or a Hub id that is not cached offline, that the Hub does not have, or that cannot be asked for.
+    A folder goes on (loading it says what it lacks), as does a Hub model that exists or cannot be told apart from
+    one (gated, a server error)."""
+    if not isinstance(model, (str, os.PathLike)):
+        return
+    text = str(model)
+    path = Path(str(find_model(model))).expanduser()
+    if path.is_dir():
+        return
+    if path.exists():
+        raise ModelError(f"model {text!r} is a file; pass a model folder (one written by save_pretrained) or a Hub id")
+    hint = did_you_mean(text, known_models(near=text))
+    if is_bundled_name(model):
+        raise ModelError(f"model {text!r}: the bundled model is not in this installation of vlprobe (nor in the "
+                         f"working directory); pass --model with a local folder written by save_pretrained, or a "
+                         f"Hub id")
+    parts = text.split("/")
+    if looks_like_path(text) or not all(parts):
+        raise ModelError(f"model {text!r} is not a local folder{hint or _MODEL_HOW}")
+    offline = offline_variable("model")
+    if offline:
+        if _hub_cached("model", text):
+            return
+        raise ModelError(f"model {text!r} is not a local folder, and {offline} is set with no copy of it in the Hugging "
+                         f"Face cache{hint or _MODEL_HOW}")
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        with quiet_hub_logging():
+            HfApi().model_info(text, revision=revision, timeout=2)
+    except GatedRepoError:  # exists: loading says what access it needs
+        return
+    except RepositoryNotFoundError:
+        raise ModelError(f"model {text!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) has no model "
+                         f"of that name{hint or '; check the name'}") from None
+    except HfHubHTTPError:
+        return  # a bad revision, a server error...: loading says what exactly
+    except Exception as err:  # no connection, a timeout, a proxy: the Hub cannot be asked
+        if type(err).__name__ == "ReadTimeout":  # connected, slow to answer: loading waits longer
+            return
+        if _hub_cached("model", text):
+            raise ModelError(f"model {text!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached "
+                             f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
+                             f"it") from None
+        raise ModelError(f"model {text!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) cannot be "
+                         f"reached ({type(err).__name__}){hint or _MODEL_HOW}") from None
+
+
+def check_family(family: str | None) -> None:
+    """A family named (``--family``) that is registered, else one line listing the known ones, with the closest."""
+    if family is None:
+        return
+    known = sorted(families())
+    if family.split("+")[0] not in known:
+        raise ArgumentError("family", family, f"unknown scorer family{did_you_mean(family, known)}; known families: "
+                                              f"{', '.join(known)}")
+
+
+# ---- datasets -----------------------------------------------------------------------------------------------
+
+def is_built(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` is a vlprobe dataset folder with data (a ``vlprobe.yaml`` and parquet under ``data/``)."""
+    folder = Path(folder)
+    return (folder / SPEC_FILE).is_file() and (folder / "data").is_dir() and any((folder / "data").rglob("*.parquet"))
+
+
+def find_dataset(name: Any, root: str | os.PathLike | None = None) -> Any:
+    """The dataset ``name`` stands for (see the module doc): a folder path, or ``name`` as given (a Hub id, a path
+    that does not exist, or an object such as a ``datasets.Dataset``)."""
+    if not isinstance(name, (str, os.PathLike)):
+        return name
+    text = str(name)
+    if not text.strip() or Path(text).expanduser().exists() or "/" in text.strip("/") or looks_like_path(text):
+        return name  # a path (that exists or not), or OWNER/NAME: a Hub id, never a built folder's name
+    for folder in [base / text for base in _roots(root)] + [datasets_home() / text]:
+        if is_built(folder):
+            return str(folder)
+    return name
+
+
+def known_datasets(root: str | os.PathLike | None = None) -> dict[str, Path]:
+    """{name: folder} of the dataset folders a name can find (those holding a ``vlprobe.yaml`` in the working
+    directory, ``$VLPROBE_ROOT`` and where ``vlprobe build`` writes), the first found of each name."""
+    found: dict[str, Path] = {}
+    for base in [*_roots(root), datasets_home()]:
+        try:
+            children = sorted(p for p in base.iterdir() if (p / SPEC_FILE).is_file())
+        except OSError:
+            continue
+        for child in children:
+            found.setdefault(child.name, child)
+    return found
+
+
+_OFFLINE_HOW = ("to work offline, pass a dataset folder (built with `vlprobe build NAME`, or downloaded on a "
+                "networked machine with `hf download ID --repo-type dataset --local-dir DIR`); a Hub dataset "
+                "loaded once before is read from the cache with HF_HUB_OFFLINE=1")
+
+_REACHED: set[tuple[str, str | None]] = set()  # Hub datasets found this process: asked once, not per step
+
+
+def check_dataset(dataset: str, revision: str | None = None) -> None:
+    """Fail in about a second, in one line, where ``datasets`` would spend half a minute retrying:
+    a name that is not a local folder, when the Hub cannot be reached (or HF_HUB_OFFLINE is set)
+    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset
+    (gated, or slow to answer, included), or a cached one offline, goes on to ``datasets``. The
+    Hub is asked once per process, with a 2 s timeout. ``dataset``: as :func:`find_dataset` resolved it."""
+    if Path(dataset).expanduser().exists():
+        return
+    hint = did_you_mean(dataset, known_datasets())
+    parts = dataset.split("/")
+    if dataset.startswith((".", "/", "~")) or len(parts) > 2 or not all(parts):
+        raise DatasetError(f"dataset {dataset!r}: no such folder"
+                           f"{hint or ' (and not a Hub id, which is NAME or OWNER/NAME)'}")
+    offline = offline_variable("dataset")
+    if offline:
+        if not _hub_cached("dataset", dataset):
+            raise DatasetError(f"dataset {dataset!r} is not a local folder, and {offline} is set with no copy of it in "
+                               f"the cache{hint or '; ' + _OFFLINE_HOW}")
+        return
+    if (dataset, revision) in _REACHED:
+        return
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        with quiet_hub_logging():
+            HfApi().dataset_info(dataset, revision=revision, timeout=2)
+        _REACHED.add((dataset, revision))
+    except GatedRepoError:  # a RepositoryNotFoundError too, but it exists: datasets says what access it needs
+        return
+    except RepositoryNotFoundError:
+        raise DatasetError(f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub "
+                           f"({hub_constants.ENDPOINT}){hint or '; check the name'}") from None
+    except HfHubHTTPError:
+        return  # gated, a bad revision, a server error...: datasets says what exactly
+    except Exception as err:  # no connection, a connect timeout, a proxy: the Hub cannot be asked
+        if type(err).__name__ == "ReadTimeout":  # connected, but slow to answer: datasets waits longer
+            return
+        if _hub_cached("dataset", dataset):
+            raise DatasetError(f"dataset {dataset!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached "
+                               f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
+                               f"it") from None
+        raise DatasetError(f"dataset {dataset!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) cannot "
+                           f"be reached ({type(err).__name__}){hint or '; ' + _OFFLINE_HOW}") from None
+
+
+# ---- the Hub ------------------------------------------------------------------------------------------------
+
+_OFFLINE_VARIABLES = {"model": ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"), "dataset": ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+
+
+def offline_variable(kind: str) -> str | None:
+    """The variable that keeps the library loading a ``kind`` (model, dataset) off the Hub, when one is set."""
+    return next((v for v in _OFFLINE_VARIABLES[kind]
+                 if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")), None)
+
+
+def _hub_cached(kind: str, repo_id: str) -> bool:
+    """Whether a copy of Hub ``kind`` (model, dataset) ``repo_id`` lies in the Hub cache (or, for a dataset, in the
+    datasets library's own cache, read without importing it)."""
+    if (Path(hub_constants.HF_HUB_CACHE) / f"{kind}s--{repo_id.replace('/', '--')}").is_dir():
+        return True
+    if kind != "dataset":
+        return False
+    base = Path(os.environ.get("HF_DATASETS_CACHE") or Path(hub_constants.HF_HOME) / "datasets")
+    return (base / repo_id.replace("/", "___")).is_dir()
+
+
+@contextlib.contextmanager
+def quiet_hub_logging() -> Iterator[None]:
+    """huggingface_hub's own warnings off inside (its retry lines, ``'[Errno -2] Name or service not known' thrown
+    while requesting HEAD ...``): the one-line error that follows says it all."""
+    logger = logging.getLogger("huggingface_hub")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+# ---- suggestions --------------------------------------------------------------------------------------------
+
+def closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate nearest ``name`` by spelling (difflib's ratio of at least 0.6), or None; a candidate equal to
+    ``name`` is no suggestion."""
+    pool = [c for c in dict.fromkeys(candidates) if c != name]
+    hits = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+    return hits[0] if hits else None
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean X?"`` for the closest candidate, else ``""``."""
+    hit = closest(name, candidates)
+    return f"; did you mean {hit}?" if hit else ""

@@ -141,6 +141,6 @@ def svg(fig: Any, description: str, chart_id: str = "") -> str:
                   lambda m: f'<svg{m.group(1)} style="{style}" role="img" aria-label="{html.escape(description)}"',
                   text, count=1)
     text = re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"<title>{html.escape(description)}</title>", text, count=1)
-    text = re.sub(r'<g id="bar:([^"]+)"', r'<g data-bar="\1"', text)
+    text = re.sub(r'<g id="point:([^"]+)"', r'<g data-point="\1"', text)
     ident = f' id="{html.escape(chart_id)}"' if chart_id else ""
     return f'<div class="chart-svg"{ident}>{text}</div>'

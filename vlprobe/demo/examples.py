@@ -320,7 +320,8 @@ def _strata_column(ds: Any, spec: Any, configs: Sequence[str]) -> tuple[str, lis
 
 def sample_rows(ds: Any, spec: Any, n: int, configs: Sequence[str] = (), seed: int = 0) -> Sample:
     """``n`` rows of ``ds`` spread over the values of one tag column (:func:`_strata_column`) in
-    proportion to their sizes (largest remainders; every value at least one row when ``n`` allows),
+    proportion to their sizes (largest remainders, a tie going to the smaller value; every value at least
+    one row when ``n`` allows),
     drawn at random within each (``seed``), returned in the split's order; all rows when ``n``
     covers the split."""
     total = len(ds)
@@ -339,9 +340,10 @@ def sample_rows(ds: Any, spec: Any, n: int, configs: Sequence[str] = (), seed: i
     take = np.floor(quota).astype(int)
     if n >= len(names):
         take = np.maximum(take, 1)
-    while take.sum() > n:  # the minimum of one pushed past n: take back from the largest shares
-        take[int(np.argmax(take - quota))] -= 1
-    for k in np.argsort(-(quota - take), kind="stable"):
+    while take.sum() > n:  # the minimum of one pushed past n: take back where most is over the share, never below one
+        spare = [k for k in range(len(names)) if take[k] > 1]
+        take[max(spare, key=lambda k: take[k] - quota[k])] -= 1
+    for k in sorted(range(len(names)), key=lambda k: (-(quota[k] - take[k]), sizes[k])):  # ties: the smaller value
         if take.sum() >= n:
             break
         if take[k] < sizes[k]:

@@ -137,7 +137,10 @@ HEAD = """<script>
         }
       });
       b.querySelectorAll('button, [role=button], input[type=file]').forEach(el => {
-        const said = (el.getAttribute('aria-label') || '') + ' ' + (el.innerText || '') + ' ' + (el.type || '');
+        if (!el.dataset.gradioLabel) {  // what Gradio called it, kept: the name below is derived from it once
+          el.dataset.gradioLabel = (el.getAttribute('aria-label') || '') + ' ' + (el.innerText || '') + ' ' + (el.type || '');
+        }
+        const said = el.dataset.gradioLabel;
         const want = /clipboard|paste/i.test(said) ? 'Paste into ' + name
                    : el.closest('.source-selection') && /upload/i.test(said) ? 'Choose a file for ' + name
                    : /drop|upload|click|file/i.test(said) ? 'Upload ' + name : null;
@@ -542,9 +545,9 @@ def build_demo() -> gr.Blocks:
                 with gr.Row():
                     b_model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
                                           allow_custom_value=typed_models, info=model_info, min_width=220)
-                    b_items = gr.Slider(1, settings.max_items(), value=min(100, settings.max_items()), step=1,
-                                        label="Items", info=f"1 to {settings.max_items():,}: a seeded sample spread "
-                                                            "over the config's tags", min_width=220)
+                    # a number box, not a slider: a slider's box clamps a typed 5000 to its maximum without a word
+                    b_items = gr.Number(value=min(100, settings.max_items()), precision=0, label="Items", min_width=220,
+                                        info=f"1 to {settings.max_items():,}: a seeded sample spread over the config's tags")
                     b_ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
                                       elem_classes=["named-radio"], min_width=220)
                     b_boot = gr.Number(value=200, precision=0, label="Bootstrap resamples", min_width=220,

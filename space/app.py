@@ -47,7 +47,7 @@ UPLOAD_ROOTS = (gr.utils.get_upload_folder(), EXAMPLE_DIR, RESULTS_DIR)
 # which says in the page what the limit is (Gradio's refusal is a toast naming no box).
 HARD_UPLOAD_LIMIT = "200mb"
 TIES = ["strict", "half", "lenient"]
-TIES_INFO = "strict: wrong (as the papers count it); half: half right; lenient: right"
+TIES_INFO = "strict: wrong, as the papers count it; half: half right; lenient: right"
 
 
 def checked_uploads(files, what):
@@ -82,6 +82,7 @@ CSS = display.CSS + """
 .chart-block .chart-svg svg { margin: 0 auto; }
 #item-caption code { overflow-wrap: anywhere; }
 .model-about p, .tie-notes p { margin: 0.2em 0; font-size: 0.92em; color: #374151; }
+#model-about { align-self: center; }
 .tie-notes p { color: #6b4000; }
 .glossary { font-size: 0.88em; color: #374151; margin-top: 6px; }
 .glossary ul { margin: 0.2em 0 0 1.1em; padding: 0; }
@@ -96,7 +97,7 @@ CSS = display.CSS + """
 .image-pair > * { min-width: 0 !important; flex: 1 1 0 !important; }
 /* on a phone: the page's side margins narrower, and the results' numbers first, the chart after them */
 @media (max-width: 640px) {
-  .main.fillable { padding-left: 10px !important; padding-right: 10px !important; }
+  .intro h1 { font-size: 1.5em !important; }
   .results-out { display: flex; flex-direction: column; }
   .results-out > #results-chart { order: 3; }
 }
@@ -119,10 +120,27 @@ SHOW_VERDICT = """async () => {
 }"""
 
 
-# Accessible names Gradio does not give: images get alt text (their block's label and the file's
+# After Compare: bring the results' note to the top of the screen when it is out of sight (on a phone
+# it sits below the files and options).
+SHOW_RESULTS = """async () => {
+  await new Promise(r => setTimeout(r, 60));
+  const el = document.querySelector('#results-note');
+  if (!el) return;
+  const r = el.getBoundingClientRect();
+  if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+}"""
+
+
+# The phone's side margins (a rule Gradio's css= cannot reach: it scopes it inside the page), and
+# accessible names Gradio does not give: images get alt text (their block's label and the file's
 # name); each upload zone its own name ("Upload Image 1", not the shared "Drop an image file here
 # to upload"); each radio group the name of its label; the verdict is read out (role=status).
-HEAD = """<script>
+HEAD = """<style>
+/* the page's own side margins, outside the part Gradio's css= reaches: narrower on a phone */
+@media (max-width: 640px) { .gradio-container .main.fillable.app { padding-left: 10px !important;
+  padding-right: 10px !important; } }
+</style>
+<script>
 (() => {
   const label = b => ((b.querySelector('[data-testid="block-label"], [data-testid="block-info"]') || {})
                       .innerText || '').trim();
@@ -458,11 +476,10 @@ def build_demo() -> gr.Blocks:
             with gr.Tab("Score", id="score"):
                 with gr.Row(equal_height=False):
                     model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
-                                        allow_custom_value=typed_models, info=model_info, min_width=260, scale=2)
-                    ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
-                                    elem_classes=["named-radio"], min_width=260, scale=1)
-                model_about = gr.Markdown(SETTINGS.about_model(default_model), elem_classes=["model-about"],
-                                          elem_id="model-about")
+                                        allow_custom_value=typed_models, info=model_info, min_width=260, scale=1)
+                    with gr.Column(min_width=260, scale=1):
+                        model_about = gr.Markdown(SETTINGS.about_model(default_model), elem_classes=["model-about"],
+                                                  elem_id="model-about")
                 gallery_keys = gr.State([])
                 gr.Markdown("**Examples this model can read** (a click loads and scores one):",
                             elem_classes=["gallery-head"])
@@ -484,6 +501,8 @@ def build_demo() -> gr.Blocks:
                                                    "true of image 2")
                         foils = gr.Textbox(label="Foils", lines=2, placeholder="a blue circle left of a red square",
                                            info="one per line: texts that do not describe the image")
+                        ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
+                                        elem_classes=["named-radio"])
                         gr.Markdown(settings.limits_text(), elem_classes=["limits"])
                         with gr.Accordion("Or take an item from a dataset", open=False, visible=bool(offered)):
                             ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
@@ -496,7 +515,9 @@ def build_demo() -> gr.Blocks:
                     with gr.Column(scale=1, min_width=300):
                         score_button = gr.Button("Score", variant="primary")
                         # plain text, not a disabled box, so screen readers read it (role=status, see HEAD)
-                        verdict = gr.Markdown("The verdict appears here.", elem_classes=["verdict"], elem_id="verdict")
+                        verdict = gr.Markdown("Click an example above, or upload an image, type its captions and foils and "
+                                              "press Score: the verdict appears here.", elem_classes=["verdict"],
+                                              elem_id="verdict")
                         scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, visible=False)
                         scores_html = gr.HTML(SCORES_HTML)
                         score_note = gr.Markdown()
@@ -568,7 +589,7 @@ def build_demo() -> gr.Blocks:
                         with gr.Row():
                             b_download = gr.DownloadButton("Download results.json", visible=False, size="sm",
                                                            elem_id="results-download")
-                            b_to_results = gr.Button("Compare in the Results tab", visible=False, size="sm",
+                            b_to_results = gr.Button("Compare in Results", visible=False, size="sm",
                                                      elem_id="to-results")
                 b_file = gr.State()
                 b_browse = gr.Dataframe(BROWSE_EMPTY, interactive=False, visible=False)
@@ -636,11 +657,11 @@ def build_demo() -> gr.Blocks:
                 compare_outputs = [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html]
                 r_button.click(lambda: "Comparing…", None, r_note, queue=False, api_visibility="private").then(
                     compare_results, compare_inputs, compare_outputs, api_name="compare_results",
-                    concurrency_limit=2, concurrency_id="results", preprocess=False)
+                    concurrency_limit=2, concurrency_id="results", preprocess=False).then(None, js=SHOW_RESULTS)
                 b_to_results.click(send_to_results, [b_file, r_files], [r_files, tabs], api_visibility="private",
                                    preprocess=False).then(
                     compare_results, compare_inputs, compare_outputs, api_visibility="private",
-                    concurrency_limit=2, concurrency_id="results", preprocess=False)
+                    concurrency_limit=2, concurrency_id="results", preprocess=False).then(None, js=SHOW_RESULTS)
     return demo
 
 

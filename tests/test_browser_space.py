@@ -511,7 +511,7 @@ def _tie(page, viewport, shots, seen):
     page.get_by_label("Foils").fill("a brown cat")
     page.get_by_role("button", name="Score", exact=True).click()
     _wait_verdict(page, r"^TIE: the caption and the foil score exactly the same \(-?\d+\.\d{3} each\); a tie is "
-                        r"counted as wrong \(strict")
+                        r"counted as wrong under the strict policy, as the papers count it")
     text = _markdown(page, "verdict").inner_text()
     assert "CORRECT" not in text and "acc_r = 0%" in text and "“dog”, “cat”" in text
     expect(_verdict(page)).to_have_class(re.compile(r"\bverdict-tie\b"), timeout=SLOW)  # coloured as a tie
@@ -520,7 +520,8 @@ def _tie(page, viewport, shots, seen):
     _check_charts(page, "score, tie", seen)
     page.get_by_role("radio", name="lenient").click()
     page.get_by_role("button", name="Score", exact=True).click()
-    _wait_verdict(page, r"^TIE: .*a tie is counted as right \(lenient: the papers count a tie as wrong\).*acc_r = 100%")
+    _wait_verdict(page, r"^TIE: .*a tie is counted as right under the lenient policy; the papers count a tie as wrong "
+                        r"\(pairwise, VALSE acc_r = 100%\)")
     page.screenshot(path=str(shots / f"tie_{viewport}.png"))
     page.get_by_role("radio", name="strict").click()
 
@@ -707,7 +708,7 @@ def _rank_typed_and_out_of_range(page, caption, n):
 
 def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     """The run's results.json, downloaded from the Benchmark tab and loaded in the Results tab,
-    compares; the 'Compare in the Results tab' button does the same in one click."""
+    compares; the 'Compare in Results' button does the same in one click."""
     from playwright.sync_api import expect
 
     with page.expect_download(timeout=SLOW) as download:
@@ -717,7 +718,7 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     download.value.save_as(saved)
     doc = json.loads(saved.read_text())
     assert doc["results"][0]["config"] == "all" and doc["provenance"]["space_sample"]["stratified_on"] == "instrument"
-    page.get_by_role("button", name="Compare in the Results tab").click()
+    page.get_by_role("button", name="Compare in Results").click()
     expect(page.get_by_role("tab", name="Results", selected=True)).to_be_visible(timeout=SLOW)
     expect(page.locator("#runs-table")).to_contain_text("winoground_style", timeout=SLOW)
     _settled(page)

@@ -534,7 +534,7 @@ def test_word_diff_marks_only_the_changed_words():
 def test_verdicts_say_when_ties_were_counted_as_wrong():
     line = scoring.verdict_text("pairwise", {"acc_r": 0.0, "n_ties": 1})
     assert line.startswith("WRONG") and line.endswith(
-        "1 tied comparison (exactly equal scores), counted as wrong (strict: as the papers count it)")
+        "1 tied comparison (exactly equal scores), counted as wrong under the strict policy, as the papers count it")
     line = scoring.verdict_text("group", {"text": 1.0, "image": 0.0, "group": 0.0, "n_ties": 0})
     assert line.startswith("PARTLY RIGHT") and "text ✓, image ✗, group ✗" in line
 

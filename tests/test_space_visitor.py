@@ -167,7 +167,8 @@ def test_a_pairwise_tie_says_tie_and_how_the_policy_counts_it(ties, counted, val
     S = np.array([[3.974, 3.974]])
     line = scoring.verdict_text("pairwise", compute([S], [item.gold.astype(int)], ties=ties), item, S, ties)
     assert line.startswith("TIE: the caption and the foil score exactly the same (3.974 each)")
-    assert f"a tie is {counted} ({ties}:" in line and f"VALSE acc_r = {value})" in line and "CORRECT" not in line
+    assert f"; a tie is {counted} under the {ties} policy" in line and line.endswith(f"(pairwise, VALSE acc_r = {value})")
+    assert "CORRECT" not in line
 
 
 def test_group_and_set_ties():
@@ -181,7 +182,7 @@ def test_group_and_set_ties():
     S = np.array([[2.0, 1.0, 1.0, 0.5]])  # c2 ties with f1: one of four comparisons
     line = scoring.verdict_text("set", compute([S], [one.gold.astype(int)]), one, S)
     assert line.startswith("MIXED") and line.endswith(
-        "1 tied comparison (exactly equal scores), counted as wrong (strict: as the papers count it)")
+        "1 tied comparison (exactly equal scores), counted as wrong under the strict policy, as the papers count it")
 
 
 @needs_mini_clip
@@ -194,7 +195,7 @@ def test_texts_the_model_reads_as_the_same_tokens_tie(tmp_path):
                         cache=models.ModelCache(capacity=1))
     assert out.scores[0, 0] == out.scores[0, 1]
     assert out.kind == "tie" and out.verdict.startswith("TIE: the caption and the foil score exactly the same")
-    assert "counted as wrong (strict" in out.verdict and "“dog”, “cat”" in out.verdict
+    assert "counted as wrong under the strict policy" in out.verdict and "“dog”, “cat”" in out.verdict
     ax = out.chart.axes[0]
     assert ax.get_xlim() == (-1.8, 1.8) and not ax.xaxis.get_offset_text().get_text()  # no '1e-6' axis
 

@@ -122,13 +122,14 @@ def _pct(x: Any) -> str:
 
 
 TIE_POLICY_WORDS = {"strict": "counted as wrong", "half": "counted as half right", "lenient": "counted as right"}
-TIE_POLICY_NOTE = {"strict": "as the papers count it", "half": "a coin toss on average",
-                   "lenient": "the papers count a tie as wrong"}
+TIE_POLICY_NOTE = {"strict": ", as the papers count it", "half": " (a coin toss, on average)",
+                   "lenient": "; the papers count a tie as wrong"}
 
 
 def tie_words(ties: str) -> str:
-    """How the tie policy counts a tie, in words: "counted as wrong (strict, as the papers count it)"."""
-    return f"{TIE_POLICY_WORDS[ties]} ({ties}: {TIE_POLICY_NOTE[ties]})"
+    """How the tie policy counts a tie, in words: "counted as wrong under the strict policy, as the
+    papers count it"."""
+    return f"{TIE_POLICY_WORDS[ties]} under the {ties} policy{TIE_POLICY_NOTE[ties]}"
 
 
 def check_ties(ties: str | None) -> str:

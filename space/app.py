@@ -29,9 +29,9 @@ if str(ROOT) not in sys.path:
 import gradio as gr  # noqa: E402
 
 from vlprobe.demo import benchmark as bench  # noqa: E402
-from vlprobe.demo import display, examples, glossary, results, settings, uploads  # noqa: E402
+from vlprobe.demo import display, examples, glossary, models, results, settings, uploads  # noqa: E402
 from vlprobe.demo import score as scoring  # noqa: E402
-from vlprobe.demo.models import preload_default_model, tokenizer_of  # noqa: E402
+from vlprobe.demo.models import preload_default_model  # noqa: E402
 from vlprobe.demo.settings import Settings, SpaceError  # noqa: E402
 
 SETTINGS = Settings(root=ROOT, models_file=HERE / "models.txt")
@@ -291,7 +291,7 @@ def gallery_for(model):
     """The gallery examples the model can read (every word in its vocabulary), at most GALLERY_SLOTS."""
     try:
         every = _all_examples(tuple(SETTINGS.dataset_folders()))
-        tok = tokenizer_of(SETTINGS.resolve_model(model))
+        tok = models.tokenizer_of(SETTINGS.resolve_model(model))
     except Exception:  # noqa: BLE001  (a model that cannot be had: its scoring says why)
         every, tok = _all_examples(()), None
     return examples.readable(every, tok)[: examples.GALLERY_SLOTS]

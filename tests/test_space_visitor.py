@@ -328,3 +328,50 @@ def test_hosted_the_dataset_box_offers_only_the_deployed_folders_and_probes_no_p
     deployed = Settings(folder.parent)  # the folder beside app.py: offered, by name too
     assert deployed.dataset_folders() == [str(folder)]
     assert deployed.resolve_dataset("valse") == folder.resolve()
+
+
+def test_online_the_page_starts_on_clip_and_its_gallery_leads_with_the_benchmarks(repo_root, tmp_path):
+    """The Hub check stubbed to answer: the Model box starts on the menu's first model, and the
+    gallery offers the datasets' items (the benchmark examples) before the rendered scenes."""
+    from vlprobe.cli import main as vlprobe_main
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(models, "hub_reachable", lambda: True)
+    mp.setattr(models, "tokenizer_of", lambda model_id, cache=None: None)  # a sub-word tokenizer: reads any text
+    mp.setenv("VLPROBE_ROOT", str(tmp_path))
+    try:
+        assert vlprobe_main(["build", "travlr", "--size", "tiny", "--configs", "spatiality"]) in (0, None)
+        spec = importlib.util.spec_from_file_location("vlprobe_space_app_online", repo_root / "space" / "app.py")
+        app = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(app)
+        boxes = [b for b in app.demo.blocks.values() if getattr(b, "label", None) == "Model"]
+        assert boxes and all(b.value == "openai/clip-vit-base-patch32" for b in boxes)
+        about, keys, *_ = app.update_model("openai/clip-vit-base-patch32")
+        assert about.startswith("CLIP ViT-B/32 (OpenAI)") and keys[0].startswith("dataset:")
+        assert keys[-3:] == ["scene:0", "scene:1", "scene:2"]
+    finally:
+        mp.undo()
+
+
+def test_a_hub_dataset_the_owner_lists_is_listed_through_datasets(monkeypatch, tmp_path):
+    import vlprobe.dataset_folder as dataset_folder
+
+    monkeypatch.setenv(settings.ENV_DATASETS, "org/foils")
+    monkeypatch.setattr(dataset_folder, "list_configs", lambda dataset, revision=None: ["a", "b"])
+    monkeypatch.setattr(dataset_folder, "list_splits", lambda dataset, config, revision=None: ["test"])
+    here = Settings(tmp_path)
+    assert here.resolve_dataset("org/foils") == "org/foils"
+    assert examples.dataset_configs(here, "org/foils") == ["a", "b"]
+    assert examples.dataset_splits(here, "org/foils", "a") == ["test"]
+    with pytest.raises(SpaceError, match="dataset 'other' is not offered on this Space; choose one of: foils"):
+        here.resolve_dataset("org/other")
+
+
+@needs_mini_clip
+def test_a_config_without_tags_says_so_in_the_per_tag_table(app, tmp_path, monkeypatch):
+    folder = word_folder(tmp_path)
+    (folder / "vlprobe.yaml").write_text("id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\n")
+    monkeypatch.setenv(settings.ENV_DATASETS, str(folder))
+    out = app.run_benchmark(str(folder), "words", None, "models/mini-clip", 4, "strict", 0)
+    assert out[0].startswith("**valse / words / test**: 4 of 40 items, drawn at random (seed 0)")
+    assert "This config&#x27;s items have no tags, so there is no per-tag table." in out[8]  # HTML-escaped

@@ -133,6 +133,8 @@ class BenchmarkOutcome:
 
 def _whole(value: Any, box: str, low: int, high: int) -> int:
     """A box's value as a whole number from ``low`` to ``high``, or one sentence naming the box."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise SpaceError(f"{box}: the box is empty; type a whole number from {low:,} to {high:,}")
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -146,7 +148,7 @@ def _whole(value: Any, box: str, low: int, high: int) -> int:
 def check_inputs(n_items: Any, bootstrap: Any, ties: Any) -> tuple[int, int, str]:
     """The Items, Bootstrap resamples and tie policy boxes, checked: (n, resamples, ties)."""
     n = _whole(n_items, "Items", 1, max_items())
-    n_boot = _whole(0 if bootstrap in (None, "") else bootstrap, "Bootstrap resamples", 0, MAX_BOOTSTRAP)
+    n_boot = _whole(bootstrap, "Bootstrap resamples", 0, MAX_BOOTSTRAP)
     return n, n_boot, check_ties(ties)
 
 

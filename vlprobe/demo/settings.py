@@ -122,8 +122,8 @@ def read_model_menu(path: str | os.PathLike | None) -> list[ModelEntry]:
         return []
     out = []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        line = line.split("#", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
-        if not line:
+        line = line.strip()
+        if not line or line.startswith("#"):
             continue
         model, _, about = (part.strip() for part in line.partition("|"))
         if not model or not (HUB_ID.match(model) or model == OFFLINE_MODEL):

@@ -107,27 +107,31 @@ CSS = display.CSS + """
 # After scoring: colour the verdict by what it says (right / wrong / mixed / tie / an error), and
 # bring it to the top of the screen when it is out of sight (on a phone it sits below the inputs).
 SHOW_VERDICT = """async () => {
-  await new Promise(r => setTimeout(r, 60));
-  const el = document.querySelector('.verdict');
-  if (!el) return;
-  const text = (el.innerText || '').trim();
-  const kind = /^CORRECT/.test(text) ? 'right' : /^WRONG/.test(text) ? 'wrong' : /^TIE/.test(text) ? 'tie'
-             : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
-  el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-tie', 'verdict-error');
-  if (kind) el.classList.add('verdict-' + kind);
-  const r = el.getBoundingClientRect();
-  if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  for (const wait of [60, 250, 600]) {  // again once the page has laid the new verdict out
+    await new Promise(r => setTimeout(r, wait));
+    const el = document.querySelector('.verdict');
+    if (!el) return;
+    const text = ((el.querySelector('[data-testid=markdown]') || el).innerText || '').trim();
+    const kind = /^CORRECT/.test(text) ? 'right' : /^WRONG/.test(text) ? 'wrong' : /^TIE/.test(text) ? 'tie'
+               : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
+    el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-tie', 'verdict-error');
+    if (kind) el.classList.add('verdict-' + kind);
+    const r = el.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  }
 }"""
 
 
 # After Compare: bring the results' note to the top of the screen when it is out of sight (on a phone
 # it sits below the files and options).
 SHOW_RESULTS = """async () => {
-  await new Promise(r => setTimeout(r, 60));
-  const el = document.querySelector('#results-note');
-  if (!el) return;
-  const r = el.getBoundingClientRect();
-  if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  for (const wait of [60, 250, 600]) {
+    await new Promise(r => setTimeout(r, wait));
+    const el = document.querySelector('#results-note');
+    if (!el) return;
+    const r = el.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  }
 }"""
 
 
@@ -307,12 +311,22 @@ def update_model(model):
     return [about, [e.key for e in shown], *buttons]
 
 
-def gallery_example(index, keys):
+def _gallery_failed(message):
+    return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), *_score_failed(message))
+
+
+@_inline_errors(_gallery_failed)
+def score_example(index, keys, model, ties):
+    """A gallery button: its example (the slot's key; else the model's gallery, when the page has not
+    filled the slots yet) loaded into the inputs and scored: (image 1, image 2, captions, foils, then
+    what :func:`score` returns)."""
     every = {e.key: e for e in _all_examples(tuple(SETTINGS.dataset_folders()))}
-    example = every.get((keys or [None] * (index + 1))[index]) if keys and index < len(keys) else None
+    keys = list(keys or []) or [e.key for e in gallery_for(model)]
+    example = every.get(keys[index]) if index < len(keys) else None
     if example is None:
-        raise SpaceError("this example is not available any more; reload the page")
-    return example.fields()
+        raise SpaceError("this example is not offered for this model any more; pick another one")
+    image_1, image_2, captions, foils = example.fields()
+    return (image_1, image_2, captions, foils, *score(image_1, image_2, captions, foils, model, ties))
 
 
 def _example_failed(message):
@@ -428,9 +442,9 @@ def compare_results(files, include_papers, benchmark, names=""):
     chart = "" if out.chart is None else results.chart_svg(out.chart)
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY,
-            shown_table("runs", out.headers, out.rows, decimals=1) if out.rows else
-            empty_table("runs", "no results file loaded: the papers' numbers only"),
-            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1) if out.paper_rows else
+            shown_table("runs", out.headers, out.rows, decimals=1, tall=len(out.rows) > 12) if out.rows else "",
+            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12)
+            if out.paper_rows else
             empty_table("papers", "no published numbers for these runs" if include_papers
                         else "the papers' numbers are not included (tick the box to see them)"))
 
@@ -538,10 +552,10 @@ def build_demo() -> gr.Blocks:
                     box.upload(functools.partial(check_upload, which=which), box, [verdict, box],
                                api_visibility="private", preprocess=False).then(None, js=SHOW_VERDICT)
                 for k, button in enumerate(gallery):
-                    button.click(functools.partial(gallery_example, k), gallery_keys,
-                                 [image_1, image_2, captions, foils], api_visibility="private").then(
-                        score, inputs, outputs, api_visibility="private", concurrency_limit=2, concurrency_id="score",
-                        preprocess=False).then(None, js=SHOW_VERDICT)
+                    button.click(functools.partial(score_example, k), [gallery_keys, model, ties],
+                                 [image_1, image_2, captions, foils, *outputs], api_visibility="private",
+                                 concurrency_limit=2, concurrency_id="score", preprocess=False).then(
+                        None, js=SHOW_VERDICT)
                 model.change(update_model, model, [model_about, gallery_keys, *gallery], api_visibility="private",
                              preprocess=False, show_progress="hidden")
                 demo.load(update_model, model, [model_about, gallery_keys, *gallery], api_visibility="private",

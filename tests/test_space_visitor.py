@@ -377,3 +377,12 @@ def test_a_config_without_tags_says_so_in_the_per_tag_table(app, tmp_path, monke
     out = app.run_benchmark(str(folder), "words", None, "models/mini-clip", 4, "strict", 0)
     assert out[0].startswith("**valse / words / test**: 4 of 40 items, drawn at random (seed 0)")
     assert "This config&#x27;s items have no tags, so there is no per-tag table." in out[8]  # HTML-escaped
+
+
+@needs_mini_clip
+def test_a_gallery_click_scores_its_example_even_before_the_page_filled_the_slots(app):
+    out = app.score_example(0, [], "models/mini-clip", "strict")  # the slots' keys not sent yet
+    first = app.gallery_for("models/mini-clip")[0]
+    assert out[2] == "\n".join(first.captions) and out[4].startswith(("CORRECT", "WRONG", "MIXED", "PARTLY", "TIE"))
+    out = app.score_example(5, ["scene:0"], "models/mini-clip", "strict")  # a slot no example fills: in the verdict
+    assert out[4] == "Cannot score: this example is not offered for this model any more; pick another one"

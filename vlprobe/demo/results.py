@@ -245,8 +245,9 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
         raise SpaceError("nothing to compare: load one or more results files, or tick "
                          "'Include the papers' published numbers'")
     headers, rows, benchmarks = long_rows(runs)
-    notes = [f"{len(runs)} run{'s' if len(runs) != 1 else ''}; values in %, with the run's 95% confidence "
-             "interval in brackets when it has one."]
+    notes = ([f"{len(runs)} run{'s' if len(runs) != 1 else ''}; values in %, with the run's 95% confidence "
+              "interval in brackets when it has one."] if runs else
+             ["No results file loaded: the papers' published numbers alone, in %."])
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
     paper_headers: list[str] = []
     paper_rows: list[list[Any]] = []
@@ -352,11 +353,7 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
             # under the chart (constrained layout keeps it clear of the axis labels), never over a point
             fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40, break_long_words=False)) for k in unique],
                        loc="outside lower left", frameon=False, ncol=2 if two else 1)
-        title = "headline metric per config" + (f": {groups[0][0]}" if one_benchmark else "")
-        if by_source and len(groups) == 1:
-            title = f"{group_name[groups[0]]}: headline metric per system" if not one_benchmark else \
-                f"{groups[0][0]}/{groups[0][1]}: headline metric per system"
-        fig.suptitle(title)
+        fig.suptitle(f"{groups[0][0]}: headline metric" if one_benchmark else "headline metric per config")
     plt.close(fig)
     return fig
 

@@ -443,7 +443,8 @@ def compare_results(files, include_papers, benchmark, names=""):
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY,
             shown_table("runs", out.headers, out.rows, decimals=1, tall=len(out.rows) > 12) if out.rows else "",
-            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12)
+            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12,
+                        prose_rows=[0] if out.paper_rows[0][0] == "source" else [])  # the sources wrap
             if out.paper_rows else
             empty_table("papers", "no published numbers for these runs" if include_papers
                         else "the papers' numbers are not included (tick the box to see them)"))

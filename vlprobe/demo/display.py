@@ -65,16 +65,18 @@ NUMBER = re.compile(r"^[−+-]?[\d,]*\.?\d+( \[[^\]]*\])?$")
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
-               decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False) -> str:
+               decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False,
+               prose_rows: Sequence[int] = ()) -> str:
     """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
-    in ``prose`` wrap at spaces; in ``lists`` (comma-separated values) each value stays whole."""
+    in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
+    (comma-separated values) each value stays whole."""
     esc = html.escape
     cells = []
-    for row in rows:
+    for r, row in enumerate(rows):
         out = []
         for h, v in zip(headers, row):
             text = fmt(v, decimals)
-            if h in prose:
+            if h in prose or (r in prose_rows and text and not NUMBER.match(text)):
                 out.append(f'<td class="prose">{esc(text)}</td>')
             elif h in lists:
                 parts = [p for p in text.split(", ") if p]

@@ -156,6 +156,10 @@ def test_html_tables_format_numbers_alike_and_escape_text():
     assert '<td class="list"><span>a=1</span>, <span>b=2</span></td>' in html
     assert 'aria-label="Scores"' in html and 'id="t"' in html
     assert "1,000 items" in settings.limits_text()
+    # running text wraps only at spaces: a browser may also break at a hyphen or slash, so such a word is kept whole
+    html = display.html_table(["source"], [["upstream README, gpt-4v-results/readme.md"], ["2.0"]], prose_rows=[0, 1])
+    assert '<td class="prose">upstream README, <span class="word">gpt-4v-results/readme.md</span></td>' in html
+    assert '<td class="num">2.0</td>' in html  # a number in a wrapping row stays a number
 
 
 def test_svg_charts_keep_text_as_text_at_a_readable_size():

@@ -13,6 +13,7 @@ result as JSON).
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import threading
@@ -29,8 +30,6 @@ METRIC_FILE = HERE / "valse_metric.py"
 MAX_JSON_CHARS = 2_000_000
 MAX_BOOTSTRAP = 5_000
 TIES = ("strict", "half", "lenient")
-METRIC_ORDER = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc", "auroc",
-                "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
 TABLE_HEADERS = ["metric", "value", "chance", "ci_low", "ci_high"]
 
 _metric = None
@@ -45,6 +44,11 @@ def load_metric():
     if _metric is None:
         _metric = evaluate.load(str(METRIC_FILE), keep_in_memory=True)
     return _metric
+
+
+def metric_order() -> tuple[str, ...]:
+    """The metrics in the order tables show them: the metric module's own list (``METRIC_KEYS``)."""
+    return inspect.getmodule(type(load_metric())).METRIC_KEYS
 
 
 def _parse(text: str | None, name: str, *, required: bool) -> Any:
@@ -91,7 +95,8 @@ def metrics_table(result: dict) -> list[list[str]]:
     chance = result.get("chance") or {}
     ci = result.get("ci") or {}
     rows = []
-    for key in [k for k in METRIC_ORDER if k in result] + [k for k in result if k not in METRIC_ORDER]:
+    order = metric_order()
+    for key in [k for k in order if k in result] + [k for k in result if k not in order]:
         value = result[key]
         if not isinstance(value, (int, float)) or key in ("n_items", "n_ties"):
             continue
@@ -102,7 +107,7 @@ def metrics_table(result: dict) -> list[list[str]]:
 
 def tag_table(result: dict) -> tuple[list[str], list[list[str]]]:
     per_tag = result.get("per_tag") or {}
-    keys = [k for k in METRIC_ORDER if any(k in r for r in per_tag.values())]
+    keys = [k for k in metric_order() if any(k in r for r in per_tag.values())]
     rows = [[tag, str(r.get("n_items", ""))] + [_fmt(r.get(k)) for k in keys] for tag, r in per_tag.items()]
     return ["tag", "n_items", *keys], rows
 

@@ -22,9 +22,12 @@ import datasets
 import evaluate
 import numpy as np
 
+# Every metric this module returns, in the order tables show them: the one list of their names. The
+# Space beside this file reads it; vlprobe keeps a copy (vlprobe.benchmarks.METRIC_ORDER, as this file
+# imports nothing of vlprobe), which its tests hold equal to this one.
 METRIC_KEYS = (
-    "acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc", "auroc",
-    "acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false",
+    "acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
+    "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p",
 )
 RANK_KEYS = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc")
 PROB_KEYS = ("acc", "p_c", "p_f")  # ratios of per-item sums

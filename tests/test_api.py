@@ -49,7 +49,7 @@ def test_readme_example(folder, tiny_clip_path, tmp_path):
     fig = res.plot()
     assert len([ax for ax in fig.axes if ax.has_data()]) == 2
     doc = res.results
-    assert doc["format"] == "vlprobe-results/1" and [r["config"] for r in doc["results"]] == ["pairs", "swap"]
+    assert doc["format"] == "vlprobe-results/2" and [r["config"] for r in doc["results"]] == ["pairs", "swap"]
     assert "pairs/test" in res.table() and "chance" in res.table()
 
 

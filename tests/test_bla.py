@@ -15,8 +15,11 @@ import pytest
 from PIL import Image
 
 from vlprobe import image_sources as imgs
+from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import bla
 from vlprobe.spec import find_spec
+
+BLA_UP = get_benchmark("bla").upstream  # its pinned annotation files
 
 pytestmark = pytest.mark.shared_data
 COUNTS = {"active_passive": 613, "coordination": 654, "relative_clause": 672}
@@ -142,7 +145,8 @@ def test_all_pools_the_three_tasks_once(built: Path) -> None:
     # the summary: a results entry for `all` with per-tag values (hand-made) gives the three task rows
     per_tag = {f"task={c}": {"sentence_acc": v, "set_acc": v - 0.1, "set_error": 0.05, "n_items": n}
                for (c, n), v in zip(COUNTS.items(), (0.8, 0.7, 0.6))}
-    entry = {"dataset": str(built), "config": "all", "split": "test",
+    assert spec.benchmark == "bla"  # the built folder records its benchmark; the entry carries it
+    entry = {"benchmark": spec.benchmark, "dataset": str(built), "config": "all", "split": "test",
              "metrics": {"sentence_acc": 0.7, "set_acc": 0.6, "set_error": 0.05, "n_items": len(ds), "per_tag": per_tag}}
     out = summarize([entry])["bla"]
     assert [r["config"] for r in out["rows"]] == list(COUNTS)
@@ -264,8 +268,8 @@ def test_annotations_fetched_verified_and_cached(annotations: Path, tmp_path: Pa
     stand_in_server.serve_folder(annotations, ANNOTATIONS_PATH)
     monkeypatch.setenv("VLPROBE_BLA_ANNOTATIONS_URL", stand_in_server.url + ANNOTATIONS_PATH)
     out = _build_fetched(root, tmp_path / "bla", tmp_path / "cache")
-    assert len(stand_in_server.hits) == len(upstream.BLA.files) == 30
-    cached = upstream.BLA.cache_folder(tmp_path / "cache")
+    assert len(stand_in_server.hits) == len(BLA_UP.files) == 30
+    cached = upstream.cache_folder(BLA_UP, tmp_path / "cache")
     assert (cached / "coordination_captions.json").read_bytes() == (annotations / "coordination_captions.json").read_bytes()
     # a second build reads the verified cache: no request
     _build_fetched(root, tmp_path / "bla2", tmp_path / "cache")
@@ -287,10 +291,10 @@ def test_tampered_annotation_is_refused(annotations: Path, tmp_path: Path, monke
                              r"pinned one: git blob [0-9a-f]{40} .* expected b025eed99193d65aa6f444d6853dfbdb24129364"):
         _build_fetched(root, tmp_path / "bla", tmp_path / "cache", "--annotations-url", stand_in_server.url + ANNOTATIONS_PATH)
     assert not (tmp_path / "bla" / "data").exists()
-    assert not (upstream.BLA.cache_folder(tmp_path / "cache") / "relative_clause_captions.json").exists()
+    assert not (upstream.cache_folder(BLA_UP, tmp_path / "cache") / "relative_clause_captions.json").exists()
     # a local copy is verified the same way
     local = tmp_path / "local"
-    for f in upstream.BLA.files:
+    for f in BLA_UP.files:
         (local / f.path).parent.mkdir(parents=True, exist_ok=True)
         (local / f.path).write_bytes((annotations / f.path).read_bytes())
     (local / "finetune/finetune_random/rc/train.json").write_bytes(b"{}")
@@ -306,8 +310,8 @@ def test_offline_error_lists_every_file_and_its_url(tmp_path: Path, monkeypatch,
     assert main(["build", "bla", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert "30 annotation file(s) are not in the cache" in err and "offline mode is on" in err
-    for f in upstream.BLA.files:
-        assert f"{upstream.BLA.default_url}{f.path}" in err and f.blob in err
+    for f in BLA_UP.files:
+        assert f"{BLA_UP.default_url}{f.path}" in err and f.blob in err
     assert "--annotations DIR" in err
     # online but the host unreachable: the same list, with the error
     monkeypatch.delenv("HF_DATASETS_OFFLINE")

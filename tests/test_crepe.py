@@ -20,10 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, crepe, upstream
 from vlprobe.spec import find_spec
 
-UP = upstream.CREPE
+UP = get_benchmark("crepe").upstream  # its pinned annotation files
 PREFIX = f"/{UP.repo}/{UP.commit}/{UP.folder}"
 IMAGE_SIZE = (40, 30)
 SYST_COLUMNS = ["image_id", "caption", "x", "y", "width", "height", "valid_hard_negs_atom", "valid_hard_negs_comp"]
@@ -156,7 +157,7 @@ def test_unpinned_zips_are_hashed_into_the_build_report_with_one_warning(built) 
         data = (zips / z).read_bytes()
         blob = upstream.git_blob_sha1(data)
         assert f"| `{z}` | `{blob}` | {len(data):,} | **unverified** |" in report
-        assert (UP.cache_folder(out.parent / "cache") / z).read_bytes() == data
+        assert (upstream.cache_folder(UP, out.parent / "cache") / z).read_bytes() == data
     # a pinned file is still refused when it differs, and a matching one passes silently
     pinned = upstream.Upstream(UP.benchmark, UP.repo, UP.commit, UP.folder, (upstream.UpstreamFile(
         crepe.SYST_ZIP, upstream.git_blob_sha1((zips / crepe.SYST_ZIP).read_bytes())),), UP.url_env)

@@ -117,6 +117,16 @@ def test_bad_input_is_a_readable_error(client, preds, refs, bootstrap, expected)
     assert "Traceback" not in message
 
 
+def test_tables_follow_the_metric_modules_one_list_of_names(metric_app, client):
+    from vlprobe.metric import METRIC_KEYS
+
+    assert metric_app.metric_order() == METRIC_KEYS  # read from valse_metric.py, not a copy of its own
+    table, _, _ = client.predict("[[[0.8, 0.3, 0.5, 0.1]]]", "[[[1, 1, 0, 0]]]", "strict", 0.5, "", "", 0, 0.95, 0,
+                                 api_name="/compute")
+    shown = [row[0] for row in table["data"]]
+    assert shown == [k for k in METRIC_KEYS if k in shown]
+
+
 def test_the_app_runs_alone_without_vlprobe(repo_root, tmp_path):
     """Pushed alone as a Space, metric/ has only app.py and valse_metric.py: no vlprobe import."""
     for name in ("app.py", "valse_metric.py"):

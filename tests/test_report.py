@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vlprobe.benchmarks import by_old_name
 from vlprobe.cli import main
 from vlprobe.items import Item
 from vlprobe.metric import compute
@@ -16,14 +17,19 @@ from vlprobe.report import load_runs, paper_results
 from vlprobe.results import ScoredSplit, write_results_json
 
 
-def _unit(dataset: str, config: str, shape: str, seed: int, n: int = 30) -> ScoredSplit:
+def _unit(dataset: str, config: str, shape: str, seed: int, n: int = 30, benchmark: str | None = "") -> ScoredSplit:
+    """A scored split of ``dataset``, which records ``benchmark`` (default: the benchmark of the committed
+    folder or Hub dataset of that name, as those record it; None: a dataset of the user's own)."""
+    if benchmark == "":
+        benchmark = getattr(by_old_name(dataset), "name", None)
     rng = np.random.default_rng(seed)
     gold = {"valse": [[1, 0]], "wino": [[1, 0], [0, 1]], "bla": [[1, 1, 0, 0]]}[shape]
     items = [Item(id=str(i), images=tuple([b"x"] * len(gold)), texts=tuple(f"t{j}" for j in range(len(gold[0]))),
                   gold=gold, config=config, tags=(f"kind={'ab'[i % 2]}",)) for i in range(n)]
     scores = [rng.normal(size=it.shape) for it in items]
     metrics = compute(scores, [it.gold for it in items], bootstrap=30, seed=0, tags=[list(it.tags) for it in items])
-    return ScoredSplit(dataset=dataset, config=config, split="test", items=items, scores=scores, metrics=metrics)
+    return ScoredSplit(dataset=dataset, config=config, split="test", items=items, scores=scores, metrics=metrics,
+                       benchmark=benchmark)
 
 
 def _write(path: Path, model: str, units: list[ScoredSplit], **settings) -> Path:
@@ -119,11 +125,12 @@ def _valse_all_unit(seed: int, instruments, n_per: int = 6) -> ScoredSplit:
                               tags=(f"instrument={inst}", "valid=True")))
             scores.append(rng.normal(size=(1, 2)) + [[0.3 * (k % 3), 0]])
     metrics = compute(scores, [it.gold for it in items], tags=[list(it.tags) for it in items])
-    return ScoredSplit(dataset="valse", config="all", split="test", items=items, scores=scores, metrics=metrics)
+    return ScoredSplit(dataset="valse", config="all", split="test", items=items, scores=scores, metrics=metrics,
+                       benchmark="valse")
 
 
 def test_report_matches_valse_avg_from_the_11_instruments(tmp_path):
-    from vlprobe.summary import VALSE_INSTRUMENTS
+    from vlprobe.benchmarks.valse import INSTRUMENTS as VALSE_INSTRUMENTS
 
     unit = _valse_all_unit(0, VALSE_INSTRUMENTS)
     run = _write(tmp_path / "a", "org/clip", [unit])

@@ -18,13 +18,18 @@ import pytest
 from PIL import Image
 
 from vlprobe import image_sources as imgs
+from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, cola, sugar_crepe, sugar_crepe_pp, upstream
 from vlprobe.spec import find_spec
+
+COLA_UP = get_benchmark("cola").upstream  # its pinned annotation files
+SUGAR_CREPE_UP = get_benchmark("sugar_crepe").upstream  # its pinned annotation files
+SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annotation files
 
 pytestmark = pytest.mark.shared_data
 
 MODULES = {"sugar_crepe": sugar_crepe, "sugar_crepe_pp": sugar_crepe_pp, "cola": cola}
-UPSTREAMS = {"sugar_crepe": upstream.SUGAR_CREPE, "sugar_crepe_pp": upstream.SUGAR_CREPE_PP, "cola": upstream.COLA}
+UPSTREAMS = {"sugar_crepe": SUGAR_CREPE_UP, "sugar_crepe_pp": SUGAR_CREPE_PP_UP, "cola": COLA_UP}
 
 
 def _jpeg(name: str) -> bytes:
@@ -47,9 +52,9 @@ def upstream_counts(shared: Path) -> dict[str, dict[str, int]]:
 
 def coco_names(shared: Path) -> set[str]:
     names: set[str] = set()
-    for f in upstream.SUGAR_CREPE.files:
+    for f in SUGAR_CREPE_UP.files:
         names |= {r["filename"] for r in json.loads((shared / "sugar_crepe" / f.path).read_text()).values()}
-    for f in upstream.SUGAR_CREPE_PP.files:
+    for f in SUGAR_CREPE_PP_UP.files:
         names |= {r["filename"] for r in json.loads((shared / "sugar_crepe_pp" / f.path).read_text())}
     return names
 
@@ -108,12 +113,12 @@ def test_the_cards_claims_hold_on_the_files(shared_data: Path) -> None:
         return sorted(re.findall(r"\w+", text.lower()))
 
     reordered = {}
-    for f in upstream.SUGAR_CREPE.files:
+    for f in SUGAR_CREPE_UP.files:
         recs = json.loads((shared_data / "sugar_crepe" / f.path).read_text()).values()
         reordered[f.path] = sum(bag(r["caption"]) == bag(r["negative_caption"]) for r in recs)
     assert reordered["swap_att.json"] == 408 and reordered["swap_obj.json"] == 166 and sum(reordered.values()) == 574
     either = captions = negatives = 0
-    for f in upstream.SUGAR_CREPE_PP.files:
+    for f in SUGAR_CREPE_PP_UP.files:
         sc = list(json.loads((shared_data / "sugar_crepe" / f.path).read_text()).values())
         pp = json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text())
         assert [r["filename"] for r in sc] == [r["filename"] for r in pp], f.path
@@ -178,7 +183,7 @@ def test_committed_cards_and_specs_are_what_a_build_writes(built: dict[str, Path
         assert (repo_root / name / "README.md").read_text() == (folder / "README.md").read_text(), name
         assert (repo_root / name / "vlprobe.yaml").read_text() == (folder / "vlprobe.yaml").read_text(), name
     card = (built["sugar_crepe"] / "README.md").read_text()
-    assert "7,511" in card and "pos_score > neg_score" in card and upstream.SUGAR_CREPE.commit in card
+    assert "7,511" in card and "pos_score > neg_score" in card and SUGAR_CREPE_UP.commit in card
     assert "574 negatives" in card and "item 108" in card.lower()
     card = (built["sugar_crepe_pp"] / "README.md").read_text()
     assert "4,757" in card and "1,278 of the 4,757" in card and "TOT" in card
@@ -226,7 +231,7 @@ def test_evaluate_scores_as_the_authors_do(built: dict[str, Path], tiny_clip_pat
                 (rows["add_obj"]["values"]["acc_r"] + rows["add_att"]["values"]["acc_r"]) / 2)
         elif name == "sugar_crepe_pp":
             assert list(rows) == ["replace_obj"] and set(rows["replace_obj"]["values"]) == {"set_acc", "acc_r"}
-            assert any("1 of 5 configs scored" in n for n in block["notes"])
+            assert any("1 of 5 subsets scored" in n for n in block["notes"])
         else:
             assert list(rows) == ["multi_object"] and list(rows["multi_object"]["values"])[0] == "image"
 
@@ -257,7 +262,8 @@ def test_summary_aggregates_by_hand() -> None:
 
     acc = {"add_obj": 0.9, "add_att": 0.7, "replace_obj": 0.9, "replace_att": 0.8, "replace_rel": 0.7,
            "swap_obj": 0.5, "swap_att": 0.6}
-    entries = [{"dataset": "./sugar_crepe", "config": c, "split": "test", "metrics": {"acc_r": v, "n_items": 10}}
+    entries = [{"benchmark": "sugar_crepe", "dataset": "./sugar_crepe", "config": c, "split": "test",
+                "metrics": {"acc_r": v, "n_items": 10}}
                for c, v in acc.items() if c != "swap_att"]
     block = summarize(entries)["sugar_crepe"]
     by = {r["config"]: r for r in block["rows"]}
@@ -273,7 +279,7 @@ def test_summary_aggregates_by_hand() -> None:
 def _serve_cola(server, shared: Path, vg: set[str], cola_only: set[str]) -> None:
     """COLA's file at the pinned commit's path; VG images on Visual Genome's stand-in host, except
     ``cola_only``, which only the COLA authors' stand-in server has."""
-    server.files[f"/{upstream.COLA.repo}/{upstream.COLA.commit}/data/{cola.FILE}"] = (shared / "cola" / cola.FILE).read_bytes()
+    server.files[f"/{COLA_UP.repo}/{COLA_UP.commit}/data/{cola.FILE}"] = (shared / "cola" / cola.FILE).read_bytes()
     for name in vg:
         where = "/cola_server/" if name in cola_only else "/vg/VG_100K/"
         server.files[where + name] = _jpeg(name)
@@ -286,20 +292,20 @@ def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Pa
     cola_only = set(sorted(vg)[:3])
     _serve_cola(stand_in_server, shared_data, vg, cola_only)
     base = stand_in_server.url
-    spec = imgs.SOURCES[cola.SOURCE]
-    monkeypatch.setitem(imgs.SOURCES, cola.SOURCE, imgs.SourceSpec(
+    spec = cola.IMAGES  # the builder's own source: Visual Genome as COLA links it
+    monkeypatch.setattr(cola.BUILDER, "sources", (imgs.SourceSpec(
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips,
-        (f"{base}/vg/VG_100K/{{name}}", f"{base}/vg/VG_100K_2/{{name}}", f"{base}/cola_server/{{name}}")))
-    monkeypatch.setenv(upstream.COLA.url_env, f"{base}/{upstream.COLA.repo}/{upstream.COLA.commit}/data/")
+        (f"{base}/vg/VG_100K/{{name}}", f"{base}/vg/VG_100K_2/{{name}}", f"{base}/cola_server/{{name}}")),))
+    monkeypatch.setenv(COLA_UP.url_env, f"{base}/{COLA_UP.repo}/{COLA_UP.commit}/data/")
     out = run_build("cola", "--download", "--cache-dir", str(tmp_path / "cache"), "--workers", "4",
                     "--out", str(tmp_path / "cola"))
     ds = load(out, "multi_object")
     assert len(ds) == 210
     hits = stand_in_server.hits
-    assert hits.count(f"/{upstream.COLA.repo}/{upstream.COLA.commit}/data/{cola.FILE}") == 1
+    assert hits.count(f"/{COLA_UP.repo}/{COLA_UP.commit}/data/{cola.FILE}") == 1
     # the authors' server only for what Visual Genome's hosts do not have (after both 404s)
     assert sorted(h.rsplit("/", 1)[1] for h in hits if h.startswith("/cola_server/")) == sorted(cola_only)
-    assert (upstream.COLA.cache_folder(tmp_path / "cache") / cola.FILE).read_bytes() == (
+    assert (upstream.cache_folder(COLA_UP, tmp_path / "cache") / cola.FILE).read_bytes() == (
         shared_data / "cola" / cola.FILE).read_bytes()
 
 
@@ -309,7 +315,7 @@ def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tm
     verified; with --skip-missing-images and two COCO files only, a build of the rows that have them."""
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    up = upstream.SUGAR_CREPE_PP
+    up = SUGAR_CREPE_PP_UP
     prefix = f"/{up.repo}/{up.commit}/{up.folder}"
     stand_in_server.files.update({prefix + f.path: (shared_data / "sugar_crepe_pp" / f.path).read_bytes()
                                   for f in up.files})
@@ -330,7 +336,7 @@ def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tm
 def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    up = upstream.SUGAR_CREPE
+    up = SUGAR_CREPE_UP
     prefix = f"/{up.repo}/{up.commit}/{up.folder}"
     for f in up.files:
         data = (shared_data / "sugar_crepe" / f.path).read_bytes()
@@ -342,7 +348,7 @@ def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, mon
     # a local copy is checked the same way
     local = tmp_path / "local"
     local.mkdir()
-    for f in upstream.COLA.files:
+    for f in COLA_UP.files:
         (local / f.path).write_bytes((shared_data / "cola" / f.path).read_bytes() + b"\n")
     with pytest.raises(upstream.AnnotationChecksumError, match="COLA annotation file"):
         run_build("cola", "--annotations", str(local), "--out", str(tmp_path / "cola"))
@@ -355,8 +361,8 @@ def test_offline_and_missing_images_name_what_is_needed(shared_data: Path, tmp_p
     assert main(["build", "sugar_crepe", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert "SugarCREPE: 7 annotation file(s) are not in the cache" in err and "Traceback" not in err
-    for f in upstream.SUGAR_CREPE.files:
-        assert f"https://raw.githubusercontent.com/RAIVNLab/sugar-crepe/{upstream.SUGAR_CREPE.commit}/data/{f.path}" in err
+    for f in SUGAR_CREPE_UP.files:
+        assert f"https://raw.githubusercontent.com/RAIVNLab/sugar-crepe/{SUGAR_CREPE_UP.commit}/data/{f.path}" in err
     assert not (tmp_path / "o").exists()
     # annotations present, no images: one report naming the source and files, nothing written
     (tmp_path / "img").mkdir()

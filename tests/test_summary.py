@@ -1,4 +1,5 @@
-"""vlprobe.summary: the one rule for headline metrics, and the papers' aggregates worked by hand."""
+"""vlprobe.summary: the one rule for headline metrics, and the papers' aggregates worked by hand, from
+each benchmark's declaration (vlprobe/benchmarks/)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vlprobe import summary
+from vlprobe.benchmarks import by_old_name, get
+from vlprobe.benchmarks.valse import INSTRUMENTS as VALSE_INSTRUMENTS
 from vlprobe.metric import compute
+from vlprobe.results import entry_benchmark
 from vlprobe.summary import (
-    VALSE_INSTRUMENTS,
-    benchmark_of,
+    dataset_name,
     display_metrics,
     headline_metrics,
     headline_present,
-    infer_shape,
     primary_metric,
     summarize,
 )
@@ -24,24 +25,28 @@ from vlprobe.summary import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_benchmark_of():
-    assert benchmark_of("facebook/winoground") == "winoground"
-    assert benchmark_of("./travlr/") == "travlr"
-    assert benchmark_of("/data/VALSE") == "valse"
-    assert benchmark_of("my-org/winoground-style") == "winoground_style"
-    assert benchmark_of("my-org/My-Set") == "my-set"
-
-
-def test_benchmark_of_agrees_with_results_benchmark_name():
-    from vlprobe.results import benchmark_name
-
-    for name in ("facebook/winoground", "./travlr", "valse", "bla/", "org/other"):
-        assert benchmark_of(name) == benchmark_name(name)
+def test_a_name_meant_a_benchmark_only_before_folders_recorded_it():
+    # the old rule, kept for results.json files and folders from before datasets recorded their benchmark
+    assert by_old_name("facebook/winoground").name == "winoground"
+    assert by_old_name("./travlr/").name == "travlr"
+    assert by_old_name("/data/VALSE").name == "valse"
+    assert by_old_name("my-org/winoground-style").name == "winoground_style"
+    assert by_old_name("my-org/My-Set") is None and by_old_name("valse_ds") is None
+    assert dataset_name("my-org/My-Set") == "my-set" and dataset_name("./travlr/") == "travlr"
+    # the one rule naming a results.json entry's benchmark: the recorded one (format 2), the name before
+    new = {"benchmark": "valse", "dataset": "/tmp/x/valse_ds", "config": "all", "split": "test"}
+    assert entry_benchmark(new) == "valse" and entry_benchmark({**new, "benchmark": None}) is None
+    assert entry_benchmark({**new, "benchmark": "not_a_benchmark"}) is None
+    old = {"benchmark": "valse_ds", "dataset": "/tmp/x/valse_ds", "config": "all", "split": "test"}
+    assert entry_benchmark(old, "vlprobe-results/1") is None
+    assert entry_benchmark({**old, "dataset": "./valse"}, "vlprobe-results/1") == "valse"
+    assert entry_benchmark({**old, "dataset": "./valse"}, None) == "valse"
 
 
 def test_headline_rules():
     assert headline_metrics("valse") == ["acc_r", "acc", "min_p", "auroc"]
-    assert headline_metrics("facebook/winoground") == ["text", "image", "group"]
+    assert headline_metrics("winoground") == ["text", "image", "group"]
+    assert headline_metrics("facebook/winoground") == ["group", "text", "image", "acc_r", "macro_f1"]  # not a name
     assert headline_metrics("winoground_style") == ["text", "image", "group"]
     assert headline_metrics("bla") == ["sentence_acc", "set_acc", "set_error"]
     assert headline_metrics("travlr", (1, 1)) == ["macro_f1"]
@@ -72,14 +77,10 @@ def test_display_drops_the_copies_of_one_number():
     assert display_metrics("x", None, ["acc_r", "text"]) == ["acc_r", "text"]
 
 
-def test_infer_shape():
-    assert infer_shape(compute([[[0.9, 0.2, 0.1]]] * 2, [[[1, 0, 0]]] * 2)) == (1, 3)
-    assert infer_shape(compute([[[0.8, 0.3, 0.5, 0.1]]], [[[1, 1, 0, 0]]])) == (1, 4)
-    assert infer_shape(compute([[[0.3, 0.2], [0.1, 0.5]]], [[[1, 0], [0, 1]]])) is None
-
-
-def _entry(dataset, config, split="test", **metrics):
-    return {"dataset": dataset, "config": config, "split": split, "metrics": metrics}
+def _entry(dataset, config, split="test", benchmark=None, **metrics):
+    """A results.json entry of a dataset that records ``benchmark`` (default: the dataset's own name)."""
+    return {"benchmark": benchmark or dataset_name(dataset), "dataset": dataset, "config": config, "split": split,
+            "metrics": metrics}
 
 
 def test_valse_avg_is_the_unweighted_mean_of_the_11_instruments():
@@ -112,14 +113,16 @@ def test_an_all_tied_instrument_makes_the_aggregates_na_not_empty():
     # Every item of one instrument tied (texts identical after truncation): its metrics are N/A, the
     # headline keeps its metrics, and VALSE's Avg. and SugarCREPE's group over it are N/A naming it.
     tied = {"acc_r": None, "auroc": None, "n_items": 10, "n_ties": 10, "na_reason": "10/10 items tied"}
-    e = [{"dataset": "valse", "config": VALSE_INSTRUMENTS[0], "split": "test", "metrics": dict(tied)}]
+    e = [{"benchmark": "valse", "dataset": "valse", "config": VALSE_INSTRUMENTS[0], "split": "test",
+          "metrics": dict(tied)}]
     e += [_entry("valse", c, acc_r=0.6, auroc=0.7) for c in VALSE_INSTRUMENTS[1:]]
     s = summarize(e)["valse"]
     assert s["headline"] == ["acc_r"]
     avg = s["rows"][-1]
     assert avg["config"] == "avg" and avg["values"] == {} and avg["na"] == ["acc_r"]
     assert avg["na_reason"] == f"not available for {VALSE_INSTRUMENTS[0]}: 10/10 items tied"
-    sc = [{"dataset": "sugar_crepe", "config": "swap_obj", "split": "test", "metrics": dict(tied)},
+    sc = [{"benchmark": "sugar_crepe", "dataset": "sugar_crepe", "config": "swap_obj", "split": "test",
+           "metrics": dict(tied)},
           _entry("sugar_crepe", "swap_att", acc_r=0.8), _entry("sugar_crepe", "add_obj", acc_r=0.9)]
     by = {r["config"]: r for r in summarize(sc)["sugar_crepe"]["rows"]}
     assert by["swap"]["na"] == ["acc_r"] and "swap_obj: 10/10 items tied" in by["swap"]["na_reason"]
@@ -135,8 +138,8 @@ def test_crepe_and_vl_checklist_configs_from_the_all_configs_leaf_tags():
         gold[:, 0, 0] = True
         tags = [[f"leaf={leaves[i % 2]}"] for i in range(40)]
         m = compute(S, gold, tags=tags)
-        by = {r["config"]: r for r in summarize([{"dataset": f"./{bench}", "config": "all", "split": "test",
-                                                   "metrics": m}])[bench]["rows"]}
+        by = {r["config"]: r for r in summarize([{"benchmark": bench, "dataset": f"./{bench}", "config": "all",
+                                                   "split": "test", "metrics": m}])[bench]["rows"]}
         key = "text" if bench == "crepe" else "acc_r"
         for i, leaf in enumerate(leaves):
             assert by[leaf]["values"][key] == pytest.approx(compute(S[i::2], gold[i::2])[key]), (bench, leaf)
@@ -147,7 +150,7 @@ def test_valse_instruments_from_the_all_configs_per_tag_results():
     S = rng.normal(size=(60, 1, 2))
     tags = [[f"instrument={VALSE_INSTRUMENTS[i % 11]}", "valid=True"] for i in range(60)]
     m = compute(S, np.broadcast_to(np.array([[1, 0]]), S.shape), tags=tags)
-    s = summarize([{"dataset": "./valse", "config": "all", "split": "test", "metrics": m}])["valse"]
+    s = summarize([{"benchmark": "valse", "dataset": "./valse", "config": "all", "split": "test", "metrics": m}])["valse"]
     assert s["complete"]
     by = {r["config"]: r for r in s["rows"]}
     for i, inst in enumerate(VALSE_INSTRUMENTS):
@@ -160,7 +163,7 @@ def test_valse_instruments_from_the_all_configs_per_tag_results():
 
 
 def test_winoground_bla_and_travlr():
-    e = [_entry("facebook/winoground", "default", text=0.3, image=0.1, group=0.08, acc_r=0.5),
+    e = [_entry("facebook/winoground", "default", benchmark="winoground", text=0.3, image=0.1, group=0.08, acc_r=0.5),
          _entry("bla", "active_passive", sentence_acc=0.5, set_acc=0.06, set_error=0.06, acc_r=0.5),
          _entry("bla", "coordination", sentence_acc=0.52, set_acc=0.02, set_error=0.01, acc_r=0.5),
          _entry("travlr", "spatiality", "test_ind", macro_f1=0.61, acc=0.62, f1_true=0.6, f1_false=0.62),
@@ -183,8 +186,8 @@ def test_summary_is_json_serialisable():
     import json
 
     m = compute([[[0.9, 0.2]]] * 3, [[[1, 0]]] * 3, bootstrap=20, seed=0)
-    json.dumps(summarize([{"dataset": "valse", "config": "existence", "split": "test", "metrics": m}]))
-    assert summary.SOURCES["valse"].startswith("VALSE")
+    json.dumps(summarize([_entry("valse", "existence", **m)]))
+    assert get("valse").source.startswith("VALSE")
 
 
 def test_bla_tasks_from_a_pooled_config_and_other_configs_kept():
@@ -205,7 +208,6 @@ def test_display_for_true_false_statements():
     r = compute(p, [[[1]], [[1]], [[1]], [[0]], [[0]]], probabilities=p)
     shown = display_metrics("travlr", (1, 1), [k for k in r if isinstance(r[k], float)])
     assert shown[0] == "macro_f1" and {"acc", "f1_true", "f1_false", "auroc"} <= set(shown)
-    assert infer_shape(r) == (1, 1)
 
 
 def test_winoground_style_all_gives_each_instrument_from_its_tags():
@@ -216,7 +218,7 @@ def test_winoground_style_all_gives_each_instrument_from_its_tags():
     def m(text, image, group):
         return {"text": text, "image": image, "group": group, "n_items": 10, "n_ties": 0}
 
-    entry = {"dataset": "winoground_style", "config": "all", "split": "test",
+    entry = {"benchmark": "winoground_style", "dataset": "winoground_style", "config": "all", "split": "test",
              "metrics": {**m(0.3, 0.2, 0.1), "per_tag": {"instrument=spatial_swap": m(0.5, 0.4, 0.3),
                                                          "instrument=count_swap": m(0.1, 0.0, 0.0),
                                                          "collapsed_tag=Relation": m(0.5, 0.4, 0.3)}}}

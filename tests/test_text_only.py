@@ -19,9 +19,12 @@ import pytest
 from PIL import Image
 
 import vlprobe
+from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.errors import ArgumentError, DatasetError
 from vlprobe.evaluation.text_only import columns, text_gold
 from vlprobe.scorers.base import DualScorer
+
+SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annotation files
 
 SPEC = {"id": "id", "images": ["image"], "texts": ["caption", "caption2", "negative_caption"], "gold": [[1, 1, 0]],
         "tags": ["case"]}
@@ -197,11 +200,10 @@ def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
     import argparse
 
     from vlprobe.builders import sugar_crepe_pp as builder
-    from vlprobe.builders import upstream
 
     root = tmp_path_factory.mktemp("scpp_images")
     (root / "val2017").mkdir()
-    for f in upstream.SUGAR_CREPE_PP.files:
+    for f in SUGAR_CREPE_PP_UP.files:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
             (root / "val2017" / rec["filename"]).write_bytes(_jpeg(rec["filename"]))
     parser = argparse.ArgumentParser()
@@ -287,8 +289,8 @@ def test_summary_and_tables_of_a_text_only_run() -> None:
     metrics = {"acc_r": 0.3, "text": 0.2, "set_acc": 0.3, "sentence_acc": 0.65, "auroc": 0.4, "n_items": 10}
 
     def entries(modality):
-        return [{"dataset": "./sugar_crepe_pp", "config": c, "split": "test", "data": {"modality": modality},
-                 "metrics": metrics} for c in ("replace_obj", "swap_att")]
+        return [{"benchmark": "sugar_crepe_pp", "dataset": "./sugar_crepe_pp", "config": c, "split": "test",
+                 "data": {"modality": modality}, "metrics": metrics} for c in ("replace_obj", "swap_att")]
 
     tot = summarize(entries("text"))["sugar_crepe_pp"]
     assert tot["headline"] == ["text"] and tot["names"] == {"text": "TOT"} and "TOT per subset" in tot["source"]
@@ -301,5 +303,9 @@ def test_summary_and_tables_of_a_text_only_run() -> None:
     assert display_metrics("sugar_crepe_pp", (2, 2), list(metrics), "text")[0] == "text"
     assert headline(metrics, "sugar_crepe_pp", (2, 2), "text") == "text"
     # Any benchmark scored text-only: text (BLA's 2 true and 2 false sentences).
-    bla = summarize([{**e, "dataset": "./bla", "config": "active_passive"} for e in entries("text")[:1]])["bla"]
+    bla = summarize([{**e, "benchmark": "bla", "dataset": "./bla", "config": "active_passive"}
+                     for e in entries("text")[:1]])["bla"]
     assert bla["headline"] == ["text"] and bla["rows"][0]["values"] == {"text": 0.2}
+    # which the paper does not do: no paper's source, and said in the heading (TOT is SugarCREPE++'s own)
+    assert bla["source"] is None and bla["departures"][0]["setting"] == "modality" and "departures" not in tot
+    assert "NOT the authors' setting: modality text (authors: image)" in format_summary({"bla": bla})

@@ -15,8 +15,11 @@ import pytest
 from PIL import Image
 
 from vlprobe import image_sources as imgs
+from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import valse
 from vlprobe.spec import find_spec
+
+VALSE_UP = get_benchmark("valse").upstream  # its pinned annotation files
 
 pytestmark = pytest.mark.shared_data
 
@@ -243,7 +246,7 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
     refs = referenced(annotations)
     archive_folder = {"visual7w": "images", "swig": "images_512", "visdial_val2018": "VisualDialog_val2018"}
     files = stand_in_server.files
-    files.update({f"/valse/data/{f.path}": (annotations / f.path).read_bytes() for f in upstream.VALSE.files})
+    files.update({f"/valse/data/{f.path}": (annotations / f.path).read_bytes() for f in VALSE_UP.files})
     for source, folder in archive_folder.items():
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
@@ -277,17 +280,16 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
     # only the referenced files are extracted, not the whole archive
     assert not (tmp_path / "cache" / "swig" / "not_referenced_1.jpg").exists()
     assert (annotations / "existence.json").read_bytes() == (
-        upstream.VALSE.cache_folder(tmp_path / "cache") / "existence.json").read_bytes()
+        upstream.cache_folder(VALSE_UP, tmp_path / "cache") / "existence.json").read_bytes()
 
 
 def test_offline_without_annotations_names_the_files(tmp_path: Path, monkeypatch, capsys) -> None:
-    from vlprobe.builders import upstream
     from vlprobe.cli import main
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     assert main(["build", "valse", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert "VALSE: 11 annotation file(s) are not in the cache" in err
-    for f in upstream.VALSE.files:
-        assert f"https://raw.githubusercontent.com/Heidelberg-NLP/VALSE/{upstream.VALSE.commit}/data/{f.path}" in err
+    for f in VALSE_UP.files:
+        assert f"https://raw.githubusercontent.com/Heidelberg-NLP/VALSE/{VALSE_UP.commit}/data/{f.path}" in err
     assert not (tmp_path / "o").exists()

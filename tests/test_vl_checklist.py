@@ -18,10 +18,13 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, upstream, vl_checklist
 from vlprobe.spec import find_spec
 
-UP = upstream.VL_CHECKLIST
+VL_CHECKLIST_UP = get_benchmark("vl_checklist").upstream  # its pinned annotation files
+
+UP = VL_CHECKLIST_UP
 PREFIX = f"/{UP.repo}/{UP.commit}/{UP.folder}"
 HAKE_PATHS = ["openimages/0030feaa83a02c0d.jpg", "hcvrd/1246.jpg", "pic/7.jpg", "hake_images_20190730/a_1.jpg",
               "hico_20160224_det/images/test2015/HICO_test2015_00000001.jpg",
@@ -172,7 +175,8 @@ def test_accuracy_is_acc_r_with_ties_wrong(built, tiny_clip_path: Path, tmp_path
     assert "corpus=vaw" in entry["metrics"]["per_tag"] and "corpus=vg" in entry["metrics"]["per_tag"]
     block = doc["summary"]["vl_checklist"]
     assert block["headline"] == ["acc_r"] and block["tie_policy"] == {
-        "authors": "strict", "rule": "a tie is wrong: the authors' evaluate.py (itc) counts pos > neg"}
+        "authors": "strict", "rule": "a tie is wrong: the authors' evaluate.py (itc) counts pos > neg", "run": "strict"}
+    assert "authors_rule" not in entry  # the run's tie policy is the authors': no second figure
 
 
 def test_committed_card_spec_and_the_space_listing(built, repo_root: Path) -> None:

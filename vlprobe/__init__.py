@@ -23,10 +23,13 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
 * ``probing/``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features (settings,
   data, features, classifiers, metrics, protocol, finetune, result, api);
   ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;
-* ``summary.py``: each benchmark's headline metrics and its paper's aggregates (one rule for the
-  CLI, ``report.py`` and the Space); ``report/``: runs beside the published numbers (runs, papers, tables, render);
-* ``builders/``: one module per dataset (``upstream.py`` fetches and verifies the annotation
-  files), ``templates/`` their cards; ``scenes/``: the renderer and truth function of the
+* ``benchmarks/``: one module per benchmark, everything true of it (pins, configs and counts,
+  headline metrics and groups, tie rule, names of metrics, published tables, citation), found by a
+  registry; ``summary.py``: the papers' aggregates by those declarations (one rule for the CLI, the
+  report and the Space); ``report/``: runs beside the published numbers (runs, papers, probes, tables, render);
+* ``builders/``: one module per dataset, the paper benchmarks' on one build flow (``flow.py``;
+  ``upstream.py`` fetches and verifies the annotation files), ``templates/`` their cards; a built
+  folder records its benchmark in ``vlprobe.yaml``; ``scenes/``: the renderer and truth function of the
   synthetic instruments; ``image_sources.py``: the image sources the upstream benchmarks name (COCO, Visual Genome, ...);
   ``downloads.py``: a release archive's resumable, checked download and safe opening;
 * ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub;

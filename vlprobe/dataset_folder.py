@@ -4,7 +4,8 @@ every config (``configs`` with one default) and its features (``dataset_info``).
 Layout, as ``push_to_hub`` would make it::
 
     <folder>/README.md                               card: YAML header + prose
-    <folder>/vlprobe.yaml                            how rows become items (vlprobe/spec.py)
+    <folder>/vlprobe.yaml                            how rows become items, and the benchmark they are
+                                                     (vlprobe/spec.py; written by write_spec)
     <folder>/data/<config>/<split>-00000-of-00001-<sha256 of the file, 16 hex>.parquet
     <folder>/.huggingface.yaml                       the card's configs, naming this build's files
 
@@ -103,6 +104,25 @@ def write_card(folder: str | Path, metadata: Mapping[str, Any], body: str) -> Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_card(metadata, body), encoding="utf-8")
     record_data_files(folder)
+    return path
+
+
+SPEC_FILE = "vlprobe.yaml"
+
+
+def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name: str = SPEC_FILE) -> Path:
+    """Write ``<folder>/vlprobe.yaml`` (or ``name``): a builder's spec ``text`` with ``benchmark: <name>``
+    recorded after its opening comments, so that the folder is scored and summarised as that benchmark
+    whatever the folder is called (:mod:`vlprobe.spec`). ``benchmark`` None: the text as it is."""
+    if benchmark is not None:
+        if yaml.safe_load(text).get("benchmark") is not None:
+            raise ValueError(f"{name}: the spec text records a benchmark already; the builder records it")
+        lines = text.splitlines(keepends=True)
+        head = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+        text = "".join(lines[:head]) + f"benchmark: {benchmark}\n" + "".join(lines[head:])
+    path = Path(folder) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
     return path
 
 

@@ -3,7 +3,8 @@
 Benchmarks such as VALSE and BLA ship annotations only; each record names an image file of a
 public dataset (COCO, Visual7W, SWiG, VisDial, Visual Genome). A :class:`SourceSpec` describes one
 such image source: where its files sit in the original release (folder names, zip names) and, for
-sources with stable per-file URLs (COCO, Visual Genome), the URL templates.
+sources with stable per-file URLs (COCO, Visual Genome), the URL templates. :data:`SOURCES` holds the
+public collections; a builder whose benchmark lays one out its own way declares its own SourceSpec.
 
 An :class:`ImageResolver` looks a file name up, in this order:
 
@@ -74,7 +75,9 @@ class SourceSpec:
         return re.fullmatch(self.pattern, name) is not None
 
 
-# The sources VALSE and BLA draw on. Folder and zip names are those of the original releases.
+# The public image collections benchmarks draw on, by name; folder and zip names are those of the
+# original releases. A builder whose benchmark lays a collection out its own way (COLA's links,
+# VL-CheckList's folders) declares that SourceSpec itself, and passes it to make_resolvers.
 SOURCES: dict[str, SourceSpec] = {
     s.name: s
     for s in (
@@ -120,40 +123,6 @@ SOURCES: dict[str, SourceSpec] = {
             ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}"),
             "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
         ),
-        # COLA names Visual Genome images by id and links each to its authors' web server; that
-        # server is the last resort, after Visual Genome's own hosts (a separate source, so that
-        # BLA's look-up is unchanged).
-        SourceSpec(
-            "visual_genome_cola", "Visual Genome images, as COLA links them (<vg id>.jpg)", r"\d+\.jpg",
-            ("VG_100K", "VG_100K_2", "vg_gqa_images", "images"), ("images.zip", "images2.zip"),
-            ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}",
-             "https://cs-people.bu.edu/array/data/vg_gqa_images/{name}"),
-            "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
-        ),
-        # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/,
-        # swig/<file>, hake/<sub-folder>/... (separate sources, so that the look-up of the others is unchanged).
-        SourceSpec(
-            "visual_genome_vlc", "Visual Genome images, as VL-CheckList names them (VG_100K[_2]/<vg id>.jpg)", r"\d+\.jpg",
-            ("vg/VG_100K", "vg/VG_100K_2", "VG_100K", "VG_100K_2"), ("images.zip", "images2.zip"),
-            ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}"),
-            "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
-        ),
-        SourceSpec(
-            "swig_vlc", "SWiG / imSitu images, as VL-CheckList names them (swig/<file>)", r"[a-z_]+_\d+\.jpg",
-            ("swig", "images_512", "swig/images_512"), ("images_512.zip",), (),
-            "imSitu images: non-commercial research and educational use (imSitu terms); SWiG annotations MIT",
-            Archive("https://swig-data-weights.s3.us-east-2.amazonaws.com/images_512.zip", "images_512.zip"),
-        ),
-        # HAKE's images come from several collections, one sub-folder each (HAKE's Images/README); file
-        # names are unique only within a sub-folder, so each is a source. No per-file URLs: local only.
-        *(SourceSpec(f"hake_{sub}", f"HAKE images: {sub}", r"[A-Za-z0-9_.-]+\.(jpg|jpeg|png|JPG|JPEG|PNG)",
-                     tuple(p for d in dirs for p in (f"hake/{d}", d)), (), (),
-                     "HAKE: the terms of each source collection (HAKE's Images/README)")
-          for sub, dirs in (("openimages", ("openimages",)), ("hcvrd", ("hcvrd",)), ("pic", ("pic",)),
-                            ("images_20190730", ("hake_images_20190730",)),
-                            ("images_20200614", ("hake_images_20200614",)),
-                            ("hico_det", ("hico_20160224_det/images/test2015", "hico_20160224_det/images/train2015")),
-                            ("vcoco", ("vcoco/train2014", "vcoco/val2014")))),
     )
 }
 
@@ -500,7 +469,7 @@ def parse_locations(pairs: Sequence[str] | None, known: Iterable[str]) -> dict[s
 
 
 def make_resolvers(
-    sources: Iterable[str],
+    sources: Iterable[str | SourceSpec],
     images_root: str | os.PathLike | None = None,
     locations: Mapping[str, Sequence[str]] | None = None,
     download: bool = False,
@@ -508,13 +477,15 @@ def make_resolvers(
     retries: int = 3,
     timeout: float = 30.0,
 ) -> dict[str, ImageResolver]:
-    """One resolver per source: its explicit locations first, then what the images root holds."""
+    """One resolver per source (a name in :data:`SOURCES`, or a builder's own :class:`SourceSpec`),
+    keyed by its name: its explicit locations first, then what the images root holds."""
     resolvers = {}
     root = Path(images_root).expanduser() if images_root else None
     if root is not None and not root.is_dir():
         raise ImageSourceError(f"--images: not a folder: {root}")
-    for name in sources:
-        spec = SOURCES[name]
+    for source in sources:
+        spec = source if isinstance(source, SourceSpec) else SOURCES[source]
+        name = spec.name
         locs: list[str | os.PathLike] = list((locations or {}).get(name, []))
         if root is not None:
             locs += [root / sub for sub in spec.subdirs if (root / sub).is_dir()]

@@ -2,11 +2,17 @@
 
 ``write_outputs(out_dir, splits, provenance, summary)`` writes:
 
-* ``results.json``: one entry per (dataset, config, split) with the metric module's full output
-  (every applicable metric, ``n_items``, ``n_ties``, ``chance``, ``support``, ``ci`` with
-  ``--bootstrap``, ``per_tag``), plus ``provenance``: model id and resolved revision, family,
-  dtype, device, preprocessing, tie policy and the other settings, package versions, dataset
-  fingerprints, the command line and the time;
+* ``results.json`` (``format: vlprobe-results/2``): one entry per (dataset, config, split) with
+  ``benchmark`` (the registered benchmark the dataset records in its vlprobe.yaml, null for a
+  dataset of the user's own), ``dataset``, ``config``, ``split``, ``shape`` (the items' m x n, null
+  when mixed), ``data`` and the metric module's full output (every applicable metric, ``n_items``,
+  ``n_ties``, ``chance``, ``support``, ``ci`` with ``--bootstrap``, ``per_tag``); where the run's tie
+  policy is not the benchmark's authors' rule, ``authors_rule``: the same metrics under that rule
+  (``{"ties", "metrics"}``, no CI); ``summary``: the papers' aggregates (:mod:`vlprobe.summary`);
+  plus ``provenance``: model id and resolved revision, family, dtype, device, preprocessing, tie
+  policy and the other settings, package versions, dataset fingerprints, the command line and the
+  time. Files of format 1 (or none) are read as before: their ``benchmark`` was the dataset's folder
+  or Hub name (:func:`entry_benchmark`);
 * ``scores.parquet``: one row per item: ``dataset``, ``config``, ``split``, ``id``, ``scores``
   (m x n), ``gold`` (m x n), ``probabilities`` (m x n, null when the scorer gives none),
   ``texts``, ``tags``;
@@ -30,7 +36,8 @@ folder moved aside and removed), so a folder always holds one run's files: never
 says, before any scoring starts, whether a folder can be written that way.
 
 Shared display helpers live here too, for the CLI, the report and the Space: :data:`METRIC_ORDER`,
-:func:`pct` (percent formatting) and :func:`bar_chart` (bars with CIs and chance lines).
+:func:`pct` (percent formatting) and :func:`bar_chart` (bars with CIs and chance lines); and the one
+function that names the benchmark of a results entry, :func:`entry_benchmark`.
 """
 
 from __future__ import annotations
@@ -51,11 +58,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import summary
+from .benchmarks import METRIC_ORDER, by_old_name, find
 from .run_folder import check_output_dir, write_run_folder  # noqa: F401  (re-exported)
+from .summary import dataset_name  # noqa: F401  (re-exported: the CLI and the engine name datasets by it)
 
-# Display order of the metrics (any other key the metric module returns follows).
-METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
-                "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
+RESULTS_FORMAT = "vlprobe-results/2"  # 2: an entry's "benchmark" is the one its dataset records (or null)
 _PACKAGES = ("vlprobe", "torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub",
              "numpy", "pillow", "tokenizers")
 # What a run writes into its folder; a folder holding anything else is not overwritten.
@@ -94,6 +102,7 @@ class ScoredSplit:
     config: str
     split: str
     items: list[Any]
+    benchmark: str | None = None  # the registered benchmark the dataset records (vlprobe.benchmarks), or None
     # per item an m x n matrix: a list of arrays, or (what evaluate keeps) a ScoreMatrices
     scores: Sequence[np.ndarray] = field(default_factory=list)
     probabilities: Sequence[np.ndarray] | None = None
@@ -103,14 +112,12 @@ class ScoredSplit:
     # None when the scorer could not say (see vlprobe.scorers.base.Scorer.seen_texts).
     collapsed: list[int] | None = None
     text_limit: int | None = None  # the scorer's text length limit, in tokens
+    # The metrics under the benchmark's own tie rule where the run's policy is another: {"ties", "metrics"}
+    authors_rule: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
-        return f"{benchmark_name(self.dataset)}/{self.config}/{self.split}"
-
-    @property
-    def benchmark(self) -> str:
-        return benchmark_name(self.dataset)
+        return f"{dataset_name(self.dataset)}/{self.config}/{self.split}"
 
     @property
     def shape(self) -> tuple[int, int] | None:
@@ -212,10 +219,22 @@ def _shared_gold(gold: np.ndarray) -> np.ndarray:
     return shared
 
 
+def records_benchmark(fmt: str | None) -> bool:
+    """Whether a results.json of format ``fmt`` records each entry's benchmark (format 2 on); in a
+    file of format 1, or of none, an entry's ``benchmark`` was its dataset's folder or Hub name."""
+    return fmt is not None and not str(fmt).endswith("/1")
 
-def benchmark_name(dataset: str) -> str:
-    """``facebook/winoground`` -> ``winoground``; ``./travlr`` -> ``travlr``."""
-    return Path(str(dataset).rstrip("/")).name.lower() or str(dataset)
+
+def entry_benchmark(entry: dict[str, Any], fmt: str | None = RESULTS_FORMAT) -> str | None:
+    """The registered benchmark of a results.json entry, the one rule for it: in a file of the
+    current format, the ``benchmark`` its dataset recorded (null: a dataset of the user's own; a
+    name this vlprobe does not know: None too); in a file of format 1 (or none), written before
+    datasets recorded it, the benchmark its dataset's name meant (``valse``, ``facebook/winoground``)."""
+    if not records_benchmark(fmt):
+        old = by_old_name(str(entry.get("dataset") or entry.get("benchmark") or ""))
+        return old.name if old is not None else None
+    bench = find(entry.get("benchmark")) if isinstance(entry.get("benchmark"), str) else None
+    return bench.name if bench is not None else None
 
 
 def package_versions() -> dict[str, str | None]:
@@ -298,9 +317,10 @@ def _jsonable(obj: Any) -> Any:
 
 def result_entries(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
     """The ``results`` list of results.json: one entry per (dataset, config, split)."""
-    return [
-        {
-            "benchmark": benchmark_name(u.dataset),
+    out = []
+    for u in splits:
+        entry = {
+            "benchmark": u.benchmark,
             "dataset": u.dataset,
             "config": u.config,
             "split": u.split,
@@ -308,14 +328,16 @@ def result_entries(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
             "data": u.data,
             "metrics": u.metrics,
         }
-        for u in splits
-    ]
+        if u.authors_rule is not None:
+            entry["authors_rule"] = u.authors_rule
+        out.append(entry)
+    return out
 
 
 def results_document(splits: Sequence[ScoredSplit], provenance: dict[str, Any],
                      summary: dict[str, Any] | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "format": "vlprobe-results/1",
+        "format": RESULTS_FORMAT,
         "provenance": provenance,
         "results": result_entries(splits),
     }
@@ -382,7 +404,7 @@ def csv_rows(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
             for key in metric_keys(m):
                 ci = (m.get("ci") or {}).get(key) or [None, None]
                 rows.append({
-                    "dataset": benchmark_name(u.dataset), "config": u.config, "split": u.split, "tag": tag,
+                    "dataset": dataset_name(u.dataset), "config": u.config, "split": u.split, "tag": tag,
                     "metric": key, "value": m.get(key), "ci_low": ci[0], "ci_high": ci[1],
                     "chance": (m.get("chance") or {}).get(key), "support": (m.get("support") or {}).get(key),
                     "n_items": m.get("n_items"), "n_ties": m.get("n_ties"), "na_reason": m.get(NA_KEY),
@@ -436,11 +458,8 @@ def shown_metrics(split: ScoredSplit) -> list[str]:
     """The metrics a split's table row and its plot show: those meaningful for its benchmark and
     item shape (:func:`vlprobe.summary.display_metrics`; a 1 x 2 item shows acc_r, not the set
     metrics that equal it)."""
-    from . import summary
-
     available = metric_keys(split.metrics)
-    keys = summary.display_metrics(summary.benchmark_of(split.dataset), split.shape, available,
-                                   (split.data or {}).get("modality"))
+    keys = summary.display_metrics(split.benchmark, split.shape, available, (split.data or {}).get("modality"))
     return [k for k in keys if k in available] or available
 
 
@@ -476,7 +495,7 @@ def plot_unit(path: Path, unit: ScoredSplit, title_suffix: str = "") -> None:
 
 
 def plot_name(unit: ScoredSplit) -> str:
-    return f"plot_{_slug(benchmark_name(unit.dataset))}_{_slug(unit.config)}_{_slug(unit.split)}.png"
+    return f"plot_{_slug(dataset_name(unit.dataset))}_{_slug(unit.config)}_{_slug(unit.split)}.png"
 
 
 # ---- the output folder, as one unit (vlprobe/run_folder.py) ----------------------------------------

@@ -12,8 +12,10 @@ columns that hold the images, the texts and the gold matrix, and the columns tha
     # gold: {column: label, map: {true: [[1, 0]], false: [[0, 1]]}}   # ... or a column's value mapped to one
     tags: [instrument]        # columns whose values become tags "column=value" (list columns: one tag each)
     context: caption          # optional: a text describing the image (TraVLR's caption), for --modality
-    configs:                  # optional per-config overrides of any key above
+    configs:                  # optional per-config overrides of any key above (benchmark aside)
       some_config: {texts: [caption, foil_1, foil_2], gold: [[1, 0, 0]]}
+    benchmark: valse          # optional: the benchmark these rows are (vlprobe/benchmarks/), written by
+                              # its builder; the summary and the report follow it, whatever the folder is called
 
 Datasets on the Hub without such a file (``facebook/winoground``) get a built-in spec from
 ``vlprobe/specs/<name>.yaml``. Nothing here knows about models.
@@ -46,12 +48,14 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
+from .benchmarks import BenchmarkError, by_old_name, get
 from .errors import DatasetError
 from .items import Item, ItemError
 
 SPEC_FILE = "vlprobe.yaml"
 MODALITIES = ("image", "caption", "both")
-_KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description"}
+_KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark"}
+_CONFIG_KEYS = _KEYS - {"configs", "benchmark"}  # what configs.<name> may override: a folder is one benchmark
 _BUILTIN_DIR = Path(__file__).parent / "specs"
 
 
@@ -84,6 +88,7 @@ class ItemSpec:
     source: str = "<dict>"
     description: str = ""
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    benchmark: str | None = None  # a registered benchmark's name (vlprobe.benchmarks), or None
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -100,8 +105,9 @@ class ItemSpec:
         if not isinstance(overrides, Mapping):
             raise SpecError(f"{source}: 'configs' must map config names to overrides")
         for name, over in overrides.items():
-            if not isinstance(over, Mapping) or set(over) - (_KEYS - {"configs"}):
-                raise SpecError(f"{source}: configs.{name} must be a mapping of spec keys")
+            if not isinstance(over, Mapping) or set(over) - _CONFIG_KEYS:
+                raise SpecError(f"{source}: configs.{name} must be a mapping of spec keys "
+                                f"({', '.join(sorted(_CONFIG_KEYS))})")
         spec = cls(
             images=_names(data["images"], "images", source),
             texts=_names(data["texts"], "texts", source),
@@ -112,6 +118,7 @@ class ItemSpec:
             source=source,
             description=str(data.get("description") or ""),
             overrides={str(k): dict(v) for k, v in overrides.items()},
+            benchmark=_benchmark(data.get("benchmark"), source),
         )
         _check_gold_form(spec.gold, source)
         return spec
@@ -145,6 +152,7 @@ class ItemSpec:
         merged = {
             "images": list(self.images), "texts": list(self.texts), "gold": self.gold, "id": self.id,
             "tags": list(self.tags), "context": self.context, "description": self.description,
+            "benchmark": self.benchmark,
         }
         merged.update(over)
         return ItemSpec.from_dict(merged, source=f"{self.source} (configs.{config})")
@@ -282,6 +290,18 @@ def _names(value: Any, key: str, source: str) -> tuple[str, ...]:
     raise SpecError(f"{source}: {key!r} must be a column name or a list of column names, got {value!r}")
 
 
+def _benchmark(value: Any, source: str) -> str | None:
+    """The spec's ``benchmark``: None, or the name of a registered benchmark (one line naming them otherwise)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SpecError(f"{source}: 'benchmark' must be a benchmark's name, got {value!r}")
+    try:
+        return get(value, where=source).name
+    except BenchmarkError as err:
+        raise SpecError(f"{err}; leave the key out for a dataset of your own") from None
+
+
 def _check_gold_form(gold: Any, source: str) -> None:
     if isinstance(gold, str):
         return
@@ -299,6 +319,21 @@ def _column(row: Mapping[str, Any], col: str, where: str) -> Any:
         return row[col]
     except KeyError:
         raise ItemError(f"{where}: has no column {col!r}; columns are {sorted(row)}") from None
+
+
+def dataset_benchmark(dataset: str, spec: ItemSpec) -> tuple[str | None, str]:
+    """The benchmark ``dataset``'s rows are, and a note when it had to be inferred: the spec's
+    ``benchmark``; else, for a folder or Hub dataset from before vlprobe.yaml recorded it, the
+    benchmark its name meant (``./valse``, ``facebook/winoground``), with a one-line note saying so
+    and how to record it; else None (a dataset of the user's own: generic tables)."""
+    if spec.benchmark:
+        return spec.benchmark, ""
+    old = by_old_name(str(dataset))
+    if old is None:
+        return None, ""
+    return old.name, (f"{dataset}: no benchmark recorded in {spec.source} (a folder built before vlprobe recorded "
+                      f"it), so it is taken as {old.name} from the folder's name; rebuild it, or add "
+                      f"`benchmark: {old.name}` to that file")
 
 
 def find_spec(dataset: str, spec_path: str | None = None) -> ItemSpec:

@@ -1,237 +1,111 @@
-"""The papers' headline metrics and aggregates: the ONE place that decides them.
+"""The papers' aggregates of a run, computed by the rules each benchmark declares: the one place that
+applies them. Generic machinery only: what a benchmark's paper reports and how it aggregates lives in
+its module under ``vlprobe/benchmarks/`` (:class:`~vlprobe.benchmarks.Benchmark`), read here.
 
-Every table, plot and comparison with a paper asks this module which metrics a benchmark's paper
-reports, which metrics mean something for an item shape, and how the paper aggregates its configs:
-
-* :func:`benchmark_of`: a dataset name (folder, path or Hub id) -> its benchmark
-  (``valse``, ``winoground``, ``winoground_style``, ``bla``, ``travlr``, or the folder/Hub name);
-* :func:`headline_metrics`: the metrics the benchmark's paper reports, in the paper's order;
+* :func:`headline_metrics`: the metrics a benchmark's paper reports, in the paper's order (a dataset
+  of the user's own: the ones its item shape calls for);
 * :func:`display_metrics`: what a printed table shows for one config (only metrics that mean
   something for its benchmark and item shape; ``results.json`` keeps everything);
-* :func:`summarize`: the papers' aggregates from ``results.json``-style entries.
+* :func:`primary_metric`: the one metric a plot shows;
+* :func:`summarize`: the papers' aggregates from ``results.json``-style entries, each naming the
+  benchmark its dataset recorded (``entry["benchmark"]``, None for a dataset of the user's own);
+* :func:`summary_title`: the heading of one benchmark's block.
 
-The papers' rules (their tables and sections, cited; the published numbers are in ``vlprobe/data/``):
-
-========================  ===================================================================
-VALSE (ACL 2022)          Table 2: per instrument acc_r; with a matching head's probabilities
-                          also acc, min(p_c, p_f) and AUROC; "Avg." = the unweighted mean of the
-                          11 instruments, FOIL-it included (CLIP's 64.0 = mean of its 11 acc_r).
-Winoground (CVPR 2022)    Table 3: text, image and group scores over the 400 items.
-BLA (MSc thesis 2022)     Table 6.3: per task sentence accuracy, set accuracy, set error.
-TraVLR (EACL 2023)        App. B.1: macro-F1 (mean of the F1 of the true and of the false class)
-                          per task, on the in-distribution and out-of-distribution test sets.
-                          vlprobe's zero-shot 1 x 2 framing (query vs its minimal foil) has no
-                          classification: its headline is acc_r.
-SugarCREPE (NeurIPS 2023) main_eval.py: accuracy per subset, right when pos > neg (a tie is
-                          wrong: acc_r, strict); ADD / REPLACE / SWAP = the unweighted mean of
-                          their subsets (vlprobe's choice: not checked against the paper's own
-                          averaging).
-SugarCREPE++ (NeurIPS     VLMs/test_*.py: ITT per subset, right when both true captions score
-2024)                     strictly above the negative (set_acc on [[1, 1, 0]], strict); acc_r =
-                          the mean of its Image-P1-Neg and Image-P2-Neg accuracies. With
-                          --modality text: TOT per subset, right when cos(P1, P2) is strictly
-                          above cos(P1, neg) and cos(P2, neg): the text score (named TOT).
-COLA (NeurIPS 2023)       scripts/eval.py ColaMultiObjAcc: each caption scores its own image
-                          strictly above the other = Winoground's image score.
-CREPE (2023)              crepe_eval_utils.get_one2many_metrics: R@1 per config, the caption ranked
-                          above its k negatives = the text score on 1 x (1 + k) items (named R@1).
-VL-CheckList (2022)       vl_checklist/evaluate.py, itc: accuracy, right when POS[0] > NEG[0]
-                          (acc_r, strict), per leaf (per corpus in the per-tag results).
-========================  ===================================================================
-
-A text-only run (``--modality text``, recorded in each entry's ``data.modality``) has one headline for
-any benchmark, ``text`` (each true text closer to the item's other true texts than to its false ones; see
-:mod:`vlprobe.evaluation.text_only`).
-
-Values are fractions in [0, 1], as the metric returns them (the report prints percentages).
+Every value is a fraction in [0, 1], as the metric returns it (tables print percentages). A run whose
+settings depart from the authors' own (another tie policy, ``--modality``, a control, ``--limit``) gets
+``departures`` in its block, said in the heading; where only the tie policy differs, each row also
+carries ``authors``: its values under the authors' tie rule, from the entries' ``authors_rule``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
+
+from .benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
 
 __all__ = [
-    "BENCHMARKS", "VALSE_INSTRUMENTS", "VALSE_PIECES", "BLA_TASKS", "TRAVLR_TASKS", "PROBABILITY_METRICS",
-    "benchmark_of", "headline_metrics", "headline_present", "primary_metric", "display_metrics", "infer_shape",
-    "summarize",
+    "PROBABILITY_METRICS", "dataset_name", "display_metrics", "headline_metrics", "headline_present", "primary_metric",
+    "summarize", "summary_title", "table_names",
 ]
 
-BENCHMARKS = ("valse", "winoground", "winoground_style", "bla", "travlr", "sugar_crepe", "sugar_crepe_pp", "cola", "crepe",
-              "vl_checklist")
-
-# VALSE Table 2's columns, in order, with the piece each instrument belongs to.
-VALSE_PIECES: dict[str, tuple[str, ...]] = {
-    "existence": ("existence",),
-    "plurality": ("plurality",),
-    "counting": ("counting_balanced", "counting_small_numbers", "counting_adversarial"),
-    "relations": ("relations",),
-    "actions": ("action_replacement", "actant_swap"),
-    "coreference": ("coreference_standard", "coreference_clean"),
-    "foil_it": ("foil_it",),
-}
-VALSE_INSTRUMENTS = tuple(i for members in VALSE_PIECES.values() for i in members)
-BLA_TASKS = ("active_passive", "coordination", "relative_clause")
-TRAVLR_TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
-TRAVLR_TEST_SPLITS = ("test_ind", "test_ood")
-# SugarCREPE's subsets by the paper's grouping (ADD / REPLACE / SWAP), and SugarCREPE++'s five.
-SUGAR_CREPE_GROUPS: dict[str, tuple[str, ...]] = {
-    "add": ("add_obj", "add_att"),
-    "replace": ("replace_obj", "replace_att", "replace_rel"),
-    "swap": ("swap_obj", "swap_att"),
-}
-SUGAR_CREPE_SUBSETS = tuple(c for members in SUGAR_CREPE_GROUPS.values() for c in members)
-SUGAR_CREPE_PP_SUBSETS = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att")
-# Each benchmark's own tie rule, stated in the summary block (results.json) beside the run's policy
-# (provenance.settings.ties); ties are counted in every result's n_ties whatever the rule.
-TIE_RULES = {
-    "sugar_crepe": ("strict", "a tie is wrong: the authors' main_eval.py counts pos > neg"),
-    "sugar_crepe_pp": ("strict", "a tie is wrong: the authors' ITT needs both true captions strictly above the negative"),
-    "cola": ("strict", "a tie is wrong: the authors' ColaMultiObjAcc needs preds[0,0] > preds[1,0] and preds[1,1] > preds[0,1]"),
-    "crepe": ("strict", "the authors' get_one2many_rank sorts with torch.argsort, which leaves the order of tied scores "
-                        "undefined; vlprobe counts a negative tied with the caption against it (--ties half: random tie-breaks)"),
-    "vl_checklist": ("strict", "a tie is wrong: the authors' evaluate.py (itc) counts pos > neg"),
-}
-# A paper's own name for a metric, shown beside vlprobe's (CREPE's recall@1 is the text score).
-METRIC_NAMES = {"crepe": {"text": "R@1"}}
-TEXT_ONLY = "text"  # the text-only modality (vlprobe.evaluation.settings.TEXT)
-# SugarCREPE++ scored text-only: the paper's TOT, its name and tie rule.
-SUGAR_CREPE_PP_TOT = {
-    "source": "SugarCREPE++ (Dumpala et al., NeurIPS 2024), TOT per subset as VLMs/test_*.py",
-    "names": {"text": "TOT"},
-    "tie_rule": ("strict", "a tie is wrong: the authors' TOT needs cos(P1, P2) strictly above cos(P1, neg) and "
-                           "cos(P2, neg)"),
-}
-
-# Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
-# thresholded score): VALSE shows AUROC only then too, as the paper does (CLIP: acc_r only).
-PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
-
-# Display order of every metric (mirrors vlprobe.results.METRIC_ORDER; kept here so this module
-# imports nothing of the package).
-_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
-          "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
-
-SOURCES = {
-    "valse": "VALSE (Parcalabescu et al., ACL 2022), Table 2",
-    "winoground": "Winoground (Thrush et al., CVPR 2022), Table 3",
-    "bla": "BLA (Chen, MSc thesis 2022), Table 6.3",
-    "travlr": "TraVLR (Chow, Tan, Kan, EACL 2023), macro-F1 (App. B.1)",
-    "sugar_crepe": "SugarCREPE (Hsieh et al., NeurIPS 2023), accuracy per subset as main_eval.py",
-    "sugar_crepe_pp": "SugarCREPE++ (Dumpala et al., NeurIPS 2024), ITT per subset as VLMs/test_*.py",
-    "cola": "COLA (Ray et al., NeurIPS 2023), multi-object accuracy as scripts/eval.py",
-    "crepe": "CREPE (Ma et al., 2023), recall@1 per config as crepe_eval_utils.get_one2many_metrics (R@1 = text)",
-    "vl_checklist": "VL-CheckList (Zhao et al., 2022), itc accuracy per leaf as vl_checklist/evaluate.py",
-}
-# The tag whose values name a benchmark's configs, so a pooled config (VALSE ``all``, a piece)
-# still yields the per-config values through its per-tag results.
-_CONFIG_TAG = {"valse": "instrument", "bla": "task", "winoground_style": "instrument", "sugar_crepe": "subset",
-               "sugar_crepe_pp": "subset", "crepe": "leaf", "vl_checklist": "leaf"}
-# The paper tables' config names, where a dataset's differ (Winoground's one set of 400).
-PAPER_CONFIG = {("winoground", "default"): "winoground", ("winoground", "test"): "winoground"}
+_SKIP = {"n_items", "n_ties", "chance", "support", "ci", "per_tag", "na_reason"}
 
 
-def benchmark_of(dataset: str) -> str:
-    """``facebook/winoground`` -> ``winoground``; ``./travlr/`` -> ``travlr``; ``org/winoground-style``
-    -> ``winoground_style``; any other dataset -> its folder or Hub name, lower-cased."""
-    name = Path(str(dataset).rstrip("/\\")).name.lower() or str(dataset)
-    alias = name.replace("-", "_")
-    return alias if alias in BENCHMARKS else name
+def dataset_name(dataset: str) -> str:
+    """A dataset's short name, as tables label it: ``facebook/winoground`` -> ``winoground``;
+    ``./travlr/`` -> ``travlr``. Not its benchmark: a folder records that in its vlprobe.yaml."""
+    return Path(str(dataset).rstrip("/\\")).name.lower() or str(dataset)
 
 
 def _shape(shape: Any) -> tuple[int, int] | None:
-    if shape is None:
+    if not shape:
         return None
     m, n = (int(x) for x in shape)
     return m, n
 
 
-def headline_metrics(benchmark: str, shape: tuple[int, int] | None = None, modality: str | None = None) -> list[str]:
-    """The metrics the benchmark's paper reports, in the paper's order (the first is the one a
-    plot shows). Probability metrics (:data:`PROBABILITY_METRICS`, and VALSE's AUROC) apply only
-    where a run has probabilities: :func:`headline_present` applies that rule to a result.
+# ---- which metrics ---------------------------------------------------------------------------------
 
-    ``shape`` (m, n) is the items' shape where the benchmark has several framings (TraVLR:
-    1 x 1 true/false statements -> macro-F1; 1 x 2 query vs foil -> acc_r) and decides for a
-    benchmark without a paper: m >= 2 -> text / image / group; 1 x 1 -> macro-F1; else acc_r.
-    ``modality="text"`` (a text-only run): ``text`` for every benchmark (SugarCREPE++'s TOT).
-    """
-    b = benchmark_of(benchmark)
-    s = _shape(shape)
+def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None,
+                     modality: str | None = None) -> list[str]:
+    """The metrics ``benchmark``'s paper reports, in its order (the first is the one a plot shows).
+    Probability metrics apply only where a run has probabilities: :func:`headline_present` applies
+    that rule to a result. ``shape`` (m, n) decides where the benchmark has several framings (TraVLR:
+    1 x 1 true/false statements -> macro-F1; 1 x 2 query vs foil -> acc_r) and for a dataset no
+    paper defines (``benchmark`` None or not registered): m >= 2 -> text / image / group; 1 x 1 ->
+    macro-F1; else acc_r. ``modality="text"`` (a text-only run): ``text`` for every benchmark."""
     if modality == TEXT_ONLY:
         return ["text"]
-    if b == "valse":
-        return ["acc_r", "acc", "min_p", "auroc"]
-    if b in ("winoground", "winoground_style"):
-        return ["text", "image", "group"]
-    if b == "bla":
-        return ["sentence_acc", "set_acc", "set_error"]
-    if b == "sugar_crepe":
-        return ["acc_r"]
-    if b == "sugar_crepe_pp":
-        return ["set_acc", "acc_r"]
-    if b == "cola":
-        return ["image", "text", "group"]
-    if b == "crepe":
-        return ["text", "acc_r"]
-    if b == "vl_checklist":
-        return ["acc_r"]
-    if b == "travlr":
-        if s == (1, 1):
-            return ["macro_f1"]
-        if s is None:
-            return ["macro_f1", "acc_r"]
-        return ["acc_r"]
-    if s is None:
-        return ["group", "text", "image", "acc_r", "macro_f1"]
-    m, n = s
-    if m >= 2:
-        return ["text", "image", "group"]
-    if n == 1:
-        return ["macro_f1"]
-    return ["acc_r"]
+    bench = find(benchmark)
+    s = _shape(shape)
+    return bench.headline_for(s) if bench is not None else shape_headline(s)
 
 
-def headline_present(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str],
+def headline_present(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                      modality: str | None = None) -> list[str]:
-    """The headline metrics a result actually has, under the papers' rules: VALSE's acc, min_p
-    and AUROC only with probabilities (the paper reports only acc_r for CLIP-like models)."""
+    """The headline metrics a result actually has, under the papers' rules: a benchmark's
+    ``probability_only`` metrics (VALSE's acc, min_p, AUROC) only with probabilities (the paper gives
+    CLIP-like models acc_r only)."""
     avail = set(available)
-    b = benchmark_of(benchmark)
-    keys = [k for k in headline_metrics(b, shape, modality) if k in avail]
-    if b == "valse" and "acc" not in avail:
-        keys = [k for k in keys if k == "acc_r"]
+    keys = [k for k in headline_metrics(benchmark, shape, modality) if k in avail]
+    bench = find(benchmark)
+    if bench is not None and "acc" not in avail:
+        keys = [k for k in keys if k not in bench.probability_only]
     return keys
 
 
-def primary_metric(benchmark: str, shape: tuple[int, int] | None, available: Iterable[str],
+def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                    modality: str | None = None) -> str | None:
-    """The one metric a plot shows for a config: Winoground's group, VALSE's acc_r, BLA's
-    sentence accuracy, TraVLR's macro-F1 (1 x 1) or acc_r (1 x 2)."""
+    """The one metric a plot shows for a config: the benchmark's ``primary`` (Winoground's group),
+    else its first headline metric present (VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1
+    or acc_r); for a dataset of the user's own, group where it has one."""
     avail = list(available)
-    b = benchmark_of(benchmark)
-    order = headline_present(b, shape, avail, modality)
-    if modality != TEXT_ONLY and (b in ("winoground", "winoground_style") or (b not in BENCHMARKS and "group" in order)):
-        order = ["group"] + [k for k in order if k != "group"]
+    bench = find(benchmark)
+    order = headline_present(benchmark, shape, avail, modality)
+    first = (bench.primary if bench is not None else "group") if modality != TEXT_ONLY else None
+    if first in order:
+        order = [first] + [k for k in order if k != first]
     if order:
         return order[0]
-    rest = [k for k in _ORDER if k in avail] + [k for k in avail if k not in _ORDER]
+    rest = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
     return rest[0] if rest else None
 
 
-def display_metrics(benchmark: str, shape: tuple[int, int] | None, available: Sequence[str],
+def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, available: Sequence[str],
                     modality: str | None = None) -> list[str]:
     """The metrics a printed table shows for one config: its headline metrics first, then the
     others that carry information for this item shape. For 1 x n items text = set_acc (one row),
     and for 1 x 2 items acc_r = text = set_acc = sentence_acc = 1 - set_error (one pair), so
     only acc_r is shown; for m >= 2 items the row-pooled set metrics are left out. Mixed shapes
-    (``shape=None``) show everything available. AUROC pools scores across images: VALSE shows it
-    only with probabilities, as its paper does."""
-    avail = [k for k in available]
-    b = benchmark_of(benchmark)
+    (``shape=None``) show everything available. A benchmark's ``probability_only`` metrics show only
+    with probabilities (VALSE's AUROC, as its paper shows it)."""
+    avail = list(available)
+    bench = find(benchmark)
     s = _shape(shape)
-    head = headline_present(b, s, avail, modality) if (b in BENCHMARKS or s is not None) else []
+    head = headline_present(benchmark, s, avail, modality) if (bench is not None or s is not None) else []
     drop: set[str] = set()
     if s is not None:
         m, n = s
@@ -241,9 +115,9 @@ def display_metrics(benchmark: str, shape: tuple[int, int] | None, available: Se
                 drop |= {"set_acc", "set_error", "sentence_acc"}
         else:
             drop |= {"set_acc", "set_error", "sentence_acc"}
-    if b == "valse" and "acc" not in avail:
-        drop.add("auroc")
-    ordered = [k for k in _ORDER if k in avail] + [k for k in avail if k not in _ORDER]
+    if bench is not None and "acc" not in avail:
+        drop |= set(bench.probability_only)
+    ordered = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
     return head + [k for k in ordered if k not in head and k not in drop]
 
 
@@ -257,25 +131,31 @@ def _present(metrics: dict[str, Any]) -> list[str]:
     """The metrics of a result: its finite numbers and, where its metrics are not available (every
     item tied: ``na_reason``), the metrics it would have had."""
     na = bool(metrics.get("na_reason"))
-    skip = {"n_items", "n_ties", "chance", "support", "ci", "per_tag", "na_reason"}
-    return [k for k, v in metrics.items() if _finite(v) or (na and v is None and k not in skip)]
-
-
-def _entry_benchmark(entry: dict[str, Any]) -> str:
-    return benchmark_of(entry.get("dataset") or entry.get("benchmark") or "")
+    return [k for k, v in metrics.items() if _finite(v) or (na and v is None and k not in _SKIP)]
 
 
 def _pick_split(splits: Sequence[str]) -> str:
     return "test" if "test" in splits else splits[0]
 
 
-def _row(config: str, split: str, metrics: dict[str, Any], keys: Sequence[str], source: str,
-         paper_config: str | None = None) -> dict[str, Any]:
+@dataclass
+class _Found:
+    """One config's result in a run: from its own entry, or from a pooled entry's per-tag results."""
+
+    split: str
+    metrics: dict[str, Any]
+    source: str  # the config itself, or "<pooled config> (per tag <tag>)"
+    shape: tuple[int, int] | None
+    authors: dict[str, Any] | None  # the same result under the authors' tie rule, where the run's is another
+
+
+def _row(config: str, found: _Found, keys: Sequence[str], paper_config: str | None = None) -> dict[str, Any]:
+    metrics = found.metrics
     ci = metrics.get("ci") or {}
     row: dict[str, Any] = {
-        "config": config, "split": split, "paper_config": paper_config or config,
+        "config": config, "split": found.split, "paper_config": paper_config or config,
         "values": {k: float(metrics[k]) for k in keys if _finite(metrics.get(k))},
-        "n_items": metrics.get("n_items"), "from": source,
+        "n_items": metrics.get("n_items"), "from": found.source,
     }
     if metrics.get("na_reason"):  # not available: shown as "N/A (reason)", never as a number
         row["na_reason"] = metrics["na_reason"]
@@ -284,36 +164,41 @@ def _row(config: str, split: str, metrics: dict[str, Any], keys: Sequence[str], 
            and len(ci[k]) == 2 and all(_finite(x) for x in ci[k])}
     if cis:
         row["ci"] = cis
+    if found.authors is not None:
+        row["authors"] = {k: float(found.authors[k]) for k in row["values"] if _finite(found.authors.get(k))}
     return row
 
 
-def _per_config(entries: list[dict[str, Any]], bench: str) -> dict[str, list[tuple[str, dict, str]]]:
-    """config -> [(split, metrics, where from)], from the config's own entries, else from another
-    entry's per-tag results (VALSE ``all`` -> ``instrument=existence``)."""
-    own: dict[str, list[tuple[str, dict, str]]] = {}
+def _found(entries: Sequence[dict[str, Any]], tag: str | None) -> dict[str, list[_Found]]:
+    """config -> its results, from the config's own entries, else from another entry's per-tag
+    results (VALSE ``all`` -> ``instrument=existence``; the most specific first: a piece config
+    before ``all``, fewer items, the same values)."""
+    own: dict[str, list[_Found]] = {}
     for e in entries:
-        own.setdefault(e["config"], []).append((e["split"], e["metrics"], e["config"]))
-    tag = _CONFIG_TAG.get(bench)
+        authors = (e.get("authors_rule") or {}).get("metrics")
+        own.setdefault(e["config"], []).append(_Found(e["split"], e["metrics"], e["config"], _shape(e.get("shape")),
+                                                      authors))
     if tag:
-        derived: dict[str, list[tuple[str, dict, str]]] = {}
+        derived: dict[str, list[_Found]] = {}
         for e in entries:
+            authors_tags = ((e.get("authors_rule") or {}).get("metrics") or {}).get("per_tag") or {}
             for name, m in (e["metrics"].get("per_tag") or {}).items():
                 key, _, value = str(name).partition("=")
                 if key == tag and value and value != e["config"] and value not in own:
-                    derived.setdefault(value, []).append((e["split"], m, f"{e['config']} (per tag {name})"))
+                    derived.setdefault(value, []).append(_Found(e["split"], m, f"{e['config']} (per tag {name})",
+                                                                _shape(e.get("shape")), authors_tags.get(name)))
         for config, found in derived.items():
-            # The most specific source: a piece config before `all` (fewer items, same values).
-            found.sort(key=lambda t: 0 if not t[2].startswith("all ") else 1)
+            found.sort(key=lambda f: 0 if not f.source.startswith("all ") else 1)
             own[config] = found
     return own
 
 
-def _pools(found: list[tuple[str, dict, str]], tag: str | None, config: str) -> bool:
+def _pools(found: list[_Found], tag: str | None, config: str) -> bool:
     """Whether a config's results pool other configs (per-tag values ``tag=<another config>``)."""
     if not tag:
         return False
     return any(str(name).partition("=")[0] == tag and str(name).partition("=")[2] != config
-               for _, m, _ in found for name in (m.get("per_tag") or {}))
+               for f in found for name in (f.metrics.get("per_tag") or {}))
 
 
 def _has(row: dict[str, Any], key: str) -> bool:
@@ -327,7 +212,7 @@ def _mean_row(name: str, label: str, rows: list[dict[str, Any]], members: Sequen
     for the mean too (a mean over the others would be another aggregate), with that member named."""
     have = {r["config"]: r for r in rows}
     present = [c for c in members if c in have]
-    values, na, reasons = {}, [], []
+    values, authors, na, reasons = {}, {}, [], []
     for k in keys:
         unavailable = [c for c in present if k in (have[c].get("na") or [])]
         if unavailable:
@@ -340,48 +225,18 @@ def _mean_row(name: str, label: str, rows: list[dict[str, Any]], members: Sequen
         vals = [have[c]["values"][k] for c in present if k in have[c]["values"]]
         if vals and len(vals) == len(present):
             values[k] = sum(vals) / len(vals)
+        theirs = [have[c]["authors"][k] for c in present if k in (have[c].get("authors") or {})]
+        if theirs and len(theirs) == len(present):
+            authors[k] = sum(theirs) / len(theirs)
     missing = [c for c in members if c not in have]
     row = {"config": name, "split": split, "paper_config": name, "label": label, "aggregate": True,
            "values": values, "over": present, "missing": missing, "complete": not missing,
            "from": f"unweighted mean of {len(present)} of {len(members)}"}
+    if authors:
+        row["authors"] = authors
     if na:
         row["na"], row["na_reason"] = na, "not available for " + "; ".join(reasons)
     return row
-
-
-def _summarize_valse(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    per = _per_config(entries, "valse")
-    rows, notes = [], []
-    for piece, members in VALSE_PIECES.items():
-        for inst in members:
-            if inst not in per:
-                continue
-            found = per[inst]
-            split = _pick_split([f[0] for f in found])
-            _, metrics, source = next(f for f in found if f[0] == split)
-            keys = headline_present("valse", (1, 2), _present(metrics))
-            row = _row(inst, split, metrics, keys, source)
-            row["piece"] = piece
-            rows.append(row)
-            tags = metrics.get("per_tag") or {}
-            if any(str(t).lower() in ("valid=false", "valid=0") for t in tags):
-                notes.append(f"{inst}: includes items the annotators did not validate (--include-invalid); "
-                             "the paper scores the valid items only")
-    keys = [k for k in headline_metrics("valse") if rows and all(_has(r, k) for r in rows)]
-    out: dict[str, Any] = {"source": SOURCES["valse"], "headline": keys, "rows": rows}
-    if rows:
-        split = _pick_split([r["split"] for r in rows])
-        avg = _mean_row("avg", "Avg.", rows, VALSE_INSTRUMENTS, keys, split)
-        out["rows"].append(avg)
-        if not avg["complete"]:
-            notes.append(f"Avg. over {len(avg['over'])} of 11 instruments (missing: {', '.join(avg['missing'])}): "
-                         "not the paper's Avg.")
-        out["complete"] = avg["complete"]
-    else:
-        out["complete"] = False
-        notes.append("no VALSE instrument scored (configs or per-tag instrument results)")
-    out["notes"] = notes
-    return out
 
 
 def _modality(entries: Sequence[dict[str, Any]]) -> str | None:
@@ -390,165 +245,214 @@ def _modality(entries: Sequence[dict[str, Any]]) -> str | None:
     return TEXT_ONLY if entries and found == {TEXT_ONLY} else None
 
 
-def _summarize_by_config(entries: list[dict[str, Any]], bench: str, expected: Sequence[str] | None) -> dict[str, Any]:
-    modality = _modality(entries)
-    per = _per_config(entries, bench)
-    order = list(expected or [])
-    order += [c for c in per if c not in order]
-    rows, notes = [], []
+def _plural(noun: str) -> str:
+    return noun if noun.endswith("s") else noun + "s"
+
+
+def _config_rows(bench: Benchmark, entries: list[dict[str, Any]], modality: str | None,
+                 notes: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per config (per declared split, where the benchmark reports several), in the
+    benchmark's order, and the expected configs (or config/split pairs) the run lacks."""
+    found = _found(entries, bench.config_tag)
+    order = list(bench.configs) + [c for c in found if c not in bench.configs]
+    rows: list[dict[str, Any]] = []
     for config in order:
-        if config not in per:
+        if config not in found:
             continue
-        found = per[config]
-        if expected and config not in expected and _pools(found, _CONFIG_TAG.get(bench), config):
-            continue  # a pooled config (e.g. BLA's `all`): its per-tag values are the tasks'
-
-        split = _pick_split([f[0] for f in found])
-        _, metrics, source = next(f for f in found if f[0] == split)
-        shape = infer_shape(metrics)
-        keys = headline_present(bench, shape, _present(metrics), modality)
-        rows.append(_row(config, split, metrics, keys, source, PAPER_CONFIG.get((bench, config))))
-    missing = [c for c in (expected or []) if c not in per]
-    if missing:
-        notes.append(f"{len(rows)} of {len(expected or [])} configs scored (missing: {', '.join(missing)})")
-    keys = [k for k in headline_metrics(bench, None, modality) if rows and any(_has(r, k) for r in rows)]
-    return {"source": SOURCES.get(bench), "headline": keys, "rows": rows, "complete": bool(rows) and not missing,
-            "notes": notes}
-
-
-def _summarize_sugar_crepe(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    out = _summarize_by_config(entries, "sugar_crepe", SUGAR_CREPE_SUBSETS)
-    rows = [r for r in out["rows"] if r["config"] in SUGAR_CREPE_SUBSETS]
-    if rows:
-        split = _pick_split([r["split"] for r in rows])
-        for group, members in SUGAR_CREPE_GROUPS.items():
-            agg = _mean_row(group, group.upper(), rows, members, ["acc_r"], split)
-            if agg["over"]:
-                out["rows"].append(agg)
-                if not agg["complete"]:
-                    out["notes"].append(f"{group.upper()} over {len(agg['over'])} of {len(members)} subsets (missing: "
-                                        f"{', '.join(agg['missing'])}): not the paper's {group.upper()}")
-    return out
+        results = found[config]
+        if bench.configs and config not in bench.configs and _pools(results, bench.config_tag, config):
+            continue  # a pooled config (VALSE's `all`, BLA's `all`): its per-tag values are the configs'
+        if bench.splits:  # one row per test split (TraVLR's in- and out-of-distribution sets)
+            picked = sorted([f for f in results if f.split.startswith("test")] or results, key=lambda f: f.split)
+        else:
+            split = _pick_split([f.split for f in results])
+            picked = [next(f for f in results if f.split == split)]
+        for f in picked:
+            keys = headline_present(bench.name, f.shape, _present(f.metrics), modality)
+            row = _row(config, f, keys, bench.paper_config(config))
+            if config in bench.parts:
+                row[bench.part_name] = bench.parts[config]
+            framing = bench.framing(f.shape)
+            if framing is not None:
+                row["framing"] = framing.label
+            rows.append(row)
+            tags = {str(t).lower() for t in (f.metrics.get("per_tag") or {})}
+            for marks, note in bench.caveat_tags:
+                if tags & set(marks):
+                    notes.append(f"{config}: {note}")
+    if bench.splits:
+        have = {(r["config"], r["split"]) for r in rows}
+        missing = [f"{c}/{s}" for c in bench.configs for s in bench.splits if (c, s) not in have]
+    else:
+        missing = [c for c in bench.configs if c not in {r["config"] for r in rows}]
+    return rows, missing
 
 
-def _with_tie_rule(block: dict[str, Any], bench: str) -> dict[str, Any]:
-    policy, rule = TIE_RULES[bench]
-    if bench == "sugar_crepe_pp" and block.get("headline") == ["text"]:  # scored text-only: TOT
-        policy, rule = SUGAR_CREPE_PP_TOT["tie_rule"]
-        block["source"], block["names"] = SUGAR_CREPE_PP_TOT["source"], dict(SUGAR_CREPE_PP_TOT["names"])
-    if bench in METRIC_NAMES:  # (a text-only run of these is summarised as any other benchmark)
-        block["names"] = dict(METRIC_NAMES[bench])
-    block["tie_policy"] = {"authors": policy, "rule": rule}
+def _block(bench: Benchmark, entries: list[dict[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """One registered benchmark's aggregates (see :func:`summarize`)."""
+    modality = _modality(entries)
+    text_only = modality == TEXT_ONLY
+    notes: list[str] = []
+    rows, missing = _config_rows(bench, entries, modality, notes)
+    noun = _plural(bench.config_noun)
+    expected = len(bench.configs) * max(1, len(bench.splits))
+    spanning = any(set(g.members) >= set(bench.configs) for g in bench.groups)
+    if missing and rows and not spanning:  # a group over every config says it instead
+        what = f"{bench.config_noun}/test-split pairs" if bench.splits else noun
+        notes.insert(0, f"{expected - len(missing)} of {expected} {what} scored (missing: {', '.join(missing)})")
+    if not rows:
+        tag = f" (configs or per-tag {bench.config_tag} results)" if bench.config_tag else ""
+        notes.append(f"no {bench.display} {bench.config_noun} scored{tag}")
+    headline = [k for k in headline_metrics(bench.name, None, modality) if any(_has(r, k) for r in rows)]
+    config_rows = [r for r in rows if not bench.configs or r["config"] in bench.configs]
+    if config_rows:
+        split = _pick_split([r["split"] for r in config_rows])
+        for group in bench.groups:
+            keys = [k for k in (group.metrics or headline)
+                    if all(_has(r, k) for r in config_rows if r["config"] in group.members)]
+            row = _mean_row(group.name, group.label, config_rows + [r for r in rows if r.get("aggregate")],
+                            group.members, keys, split)
+            if not row["over"] or not (row["values"] or row.get("na")):
+                continue
+            rows.append(row)
+            if not row["complete"]:
+                notes.append(f"{group.label} over {len(row['over'])} of {len(group.members)} {noun} (missing: "
+                             f"{', '.join(row['missing'])}): not the paper's {group.label}")
+    framings = {r.get("framing") for r in rows}
+    notes += [f.note for f in bench.framings if f.note and f.label in framings]
+    block: dict[str, Any] = {"benchmark": bench.name, "source": bench.source, "headline": headline, "rows": rows,
+                             "complete": bool(rows) and not missing, "notes": notes}
+    rule = bench.tie_rule_for(modality)
+    if text_only:  # the paper's own text-only measure (SugarCREPE++'s TOT), else no paper's aggregates
+        block["source"] = bench.text_only.source if bench.text_only is not None else None
+        if bench.text_only is not None:
+            block["names"] = dict(bench.text_only.names)
+    elif bench.metric_names:
+        block["names"] = dict(bench.metric_names)
+    if rule is not None:
+        block["tie_policy"] = {"authors": rule.policy, "rule": rule.rule}
+        if settings.get("ties"):
+            block["tie_policy"]["run"] = settings["ties"]
+    departures = _departures(bench, settings, modality)
+    if departures:
+        block["departures"] = departures
     return block
 
 
-def infer_shape(metrics: dict[str, Any]) -> tuple[int, int] | None:
-    """The items' shape where a metric result shows it: 1 x 1 (classified, never ranked) or
-    1 x n (n = sentence_acc's support / set_acc's support: cells per row); None for m >= 2 or
-    mixed shapes."""
-    if not metrics:
-        return None
-    if _finite(metrics.get("macro_f1")) and not _finite(metrics.get("acc_r")) and "text" not in metrics:
-        return (1, 1)
-    if "image" in metrics or not _finite(metrics.get("acc_r")):
-        return None
-    support = metrics.get("support") or {}
-    rows, cells, items = support.get("set_acc"), support.get("sentence_acc"), metrics.get("n_items")
-    if rows and cells and rows == items and cells % rows == 0:
-        return (1, cells // rows)
-    return None
-
-
-def _entry_shape(entry: dict[str, Any]) -> tuple[int, int] | None:
-    return _shape(entry.get("shape")) if entry.get("shape") else infer_shape(entry.get("metrics") or {})
-
-
-def _summarize_travlr(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    rows, notes = [], []
-    tasks = list(TRAVLR_TASKS) + sorted({e["config"] for e in entries} - set(TRAVLR_TASKS))
-    scored = set()
-    for task in tasks:
-        mine = [e for e in entries if e["config"] == task]
-        tests = [e for e in mine if str(e["split"]).startswith("test")] or mine
-        for e in sorted(tests, key=lambda e: str(e["split"])):
-            m = e["metrics"]
-            shape = _entry_shape(e) or (1, 2)
-            keys = headline_present("travlr", shape, _present(m))
-            row = _row(task, e["split"], m, keys, task)
-            row["framing"] = "true/false (1 x 1, macro-F1)" if shape == (1, 1) else "query vs foil (1 x 2, acc_r)"
-            rows.append(row)
-            scored.add((task, e["split"]))
-    missing = [f"{t}/{s}" for t in TRAVLR_TASKS for s in TRAVLR_TEST_SPLITS if (t, s) not in scored]
-    if missing:
-        notes.append(f"{8 - len(missing)} of 8 task/test-split pairs scored (missing: {', '.join(missing)})")
-    if any(r["framing"].startswith("query") for r in rows):
-        notes.append("the 1 x 2 query-vs-foil framing is vlprobe's zero-shot adaptation: acc_r, not the paper's "
-                     "macro-F1")
-    keys = [k for k in ("macro_f1", "acc_r") if any(_has(r, k) for r in rows)]
-    return {"source": SOURCES["travlr"], "headline": keys, "rows": rows, "complete": not missing, "notes": notes}
-
-
-def summary_title(benchmark: str, block: dict[str, Any], *, with_source: bool = True) -> str:
-    """The heading of a benchmark's summary: "the paper's aggregates (source)" only where a paper
-    defines them (:data:`SOURCES`); any other dataset, a user's own or the synthetic
-    winoground_style, gets "headline metrics per config"."""
-    if block.get("source"):
-        return f"{benchmark}: the paper's aggregates" + (f" ({block['source']})" if with_source else "")
-    return f"{benchmark}: headline metrics per config"
-
-
-def summarize(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The papers' aggregates per benchmark, from ``results.json``-style entries (each with
-    ``dataset`` (or ``benchmark``), ``config``, ``split``, ``metrics``).
-
-    Returns ``{benchmark: {"source", "headline", "rows", "complete", "notes"}}``. Each row is
-    ``{"config", "split", "paper_config", "values": {metric: fraction}, "ci", "n_items", "from"}``;
-    aggregate rows (VALSE's ``avg``) add ``"aggregate": True``, ``"over"``, ``"missing"`` and
-    ``"complete"``. ``complete`` is False (and ``notes`` says why) when the paper's aggregate
-    needs configs the entries do not have, e.g. 3 of VALSE's 11 instruments.
-
-    - VALSE: per instrument (with its piece) acc_r, and acc / min_p / AUROC with probabilities;
-      ``avg`` = their unweighted mean over the 11 instruments. Instruments come from their own
-      configs, else from a pooled config's per-tag results (``all`` -> ``instrument=...``).
-    - Winoground(-style): text / image / group per config.
-    - BLA: per task sentence_acc, set_acc, set_error.
-    - TraVLR: per task and test split, macro-F1 (1 x 1 items) or acc_r (1 x 2).
-    - SugarCREPE: per subset acc_r; ``add`` / ``replace`` / ``swap`` = unweighted means of their subsets.
-    - SugarCREPE++: per subset set_acc (the authors' ITT) and acc_r; scored text-only, text (the authors'
-      TOT; ``names`` maps ``text`` to ``"TOT"``). COLA: image (the authors' multi-object accuracy), text,
-      group. CREPE: per config text (the authors' R@1; ``names`` maps ``text`` to ``"R@1"``) and acc_r.
-      VL-CheckList: per config acc_r. These five blocks add ``tie_policy``: the authors' rule.
-    - A text-only run of any benchmark: ``text`` per config.
-    - Any other benchmark: the shape-based headline per config and split.
-    """
-    by: dict[str, list[dict[str, Any]]] = {}
-    for e in entries:
-        by.setdefault(_entry_benchmark(e), []).append(e)
-    out: dict[str, Any] = {}
-    for bench, es in by.items():
-        if bench == "valse":
-            out[bench] = _summarize_valse(es)
-        elif bench == "travlr":
-            out[bench] = _summarize_travlr(es)
-        elif bench == "bla":
-            out[bench] = _summarize_by_config(es, bench, BLA_TASKS)
-        elif bench == "sugar_crepe":
-            out[bench] = _with_tie_rule(_summarize_sugar_crepe(es), bench)
-        elif bench == "sugar_crepe_pp":
-            out[bench] = _with_tie_rule(_summarize_by_config(es, bench, SUGAR_CREPE_PP_SUBSETS), bench)
-        elif bench == "cola":
-            out[bench] = _with_tie_rule(_summarize_by_config(es, bench, ("multi_object",)), bench)
-        elif bench in ("crepe", "vl_checklist") and _modality(es) != TEXT_ONLY:
-            out[bench] = _with_tie_rule(_summarize_by_config(es, bench, None), bench)
-        elif bench in ("winoground", "winoground_style"):
-            out[bench] = _summarize_by_config(es, bench, None)
-        else:
-            rows = []
-            for e in es:
-                m = e["metrics"]
-                keys = headline_present(bench, _entry_shape(e), _present(m), (e.get("data") or {}).get("modality"))
-                rows.append(_row(e["config"], e["split"], m, keys, e["config"]))
-            shown = {k for r in rows for k in list(r["values"]) + list(r.get("na") or [])}
-            out[bench] = {"source": None, "headline": sorted(shown, key=lambda k: _ORDER.index(k) if k in _ORDER else 99),
-                          "rows": rows, "complete": True, "notes": []}
+def _departures(bench: Benchmark, settings: Mapping[str, Any], modality: str | None) -> list[dict[str, Any]]:
+    """How the run departs from the authors' own setting, one entry each: ``{"setting", "run",
+    "authors", "note"}`` (``authors``: their value of the setting, where they have one)."""
+    out = []
+    rule = bench.tie_rule_for(modality)
+    ties = settings.get("ties")
+    if rule is not None and ties and ties != rule.policy:
+        out.append({"setting": "ties", "run": ties, "authors": rule.policy,
+                    "note": f"tie policy {ties} (--ties {ties}), not the authors' rule ({rule.policy}: {rule.rule}); "
+                            f"the figure under their rule is beside each value"})
+    run_modality = modality or settings.get("modality")
+    if run_modality == TEXT_ONLY and bench.text_only is None:
+        out.append({"setting": "modality", "run": TEXT_ONLY, "authors": "image",
+                    "note": "scored text-only (--modality text), which the paper does not do: its texts compared "
+                            "with each other, no image"})
+    elif run_modality not in (None, TEXT_ONLY) and run_modality not in bench.modalities:
+        out.append({"setting": "modality", "run": run_modality, "authors": bench.modalities[0],
+                    "note": f"scored with --modality {run_modality}, not a setting of the paper"})
+    if settings.get("control"):
+        control = settings["control"]
+        out.append({"setting": "control", "run": control, "authors": None,
+                    "note": f"a {control} control (--control {control}): a baseline, not the model's own figure"})
+    if settings.get("limit"):
+        limit = settings["limit"]
+        out.append({"setting": "limit", "run": limit, "authors": None,
+                    "note": f"the first {limit} rows of each split only (--limit {limit}), not the paper's full set"})
     return out
+
+
+def _generic(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """A dataset no paper defines (or that records no benchmark): per entry its shape's headline."""
+    rows = []
+    for e in entries:
+        f = _Found(e["split"], e["metrics"], e["config"], _shape(e.get("shape")),
+                   (e.get("authors_rule") or {}).get("metrics"))
+        keys = headline_present(None, f.shape, _present(f.metrics), (e.get("data") or {}).get("modality"))
+        rows.append(_row(e["config"], f, keys))
+    shown = {k for r in rows for k in list(r["values"]) + list(r.get("na") or [])}
+    return {"benchmark": None, "source": None,
+            "headline": sorted(shown, key=lambda k: METRIC_ORDER.index(k) if k in METRIC_ORDER else 99),
+            "rows": rows, "complete": True, "notes": []}
+
+
+def table_names(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """Per entry, the name its benchmark's tables and summary block go under: the benchmark it
+    records, else its dataset's short name; where one run scored two datasets of one benchmark,
+    ``<benchmark> (<dataset>)`` for each."""
+    datasets: dict[str, set[str]] = {}
+    for e in entries:
+        if e.get("benchmark"):
+            datasets.setdefault(e["benchmark"], set()).add(str(e.get("dataset")))
+    out = []
+    for e in entries:
+        bench, name = e.get("benchmark"), dataset_name(str(e.get("dataset") or ""))
+        if not bench:
+            out.append(name)
+        else:
+            out.append(bench if len(datasets[bench]) == 1 else f"{bench} ({name})")
+    return out
+
+
+def summarize(entries: Sequence[dict[str, Any]], settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The papers' aggregates per benchmark, from ``results.json``-style entries (each with
+    ``benchmark``: the registered benchmark its dataset records, None for a dataset of the user's
+    own; ``dataset``, ``config``, ``split``, ``shape``, ``metrics``, and ``authors_rule`` where the run's
+    tie policy is not the authors'). ``settings``: the run's (``provenance.settings``: ties, modality,
+    control, limit), to say where it departs from the authors' own.
+
+    Returns ``{name: block}`` (name: :func:`table_names`), each block ``{"benchmark", "source",
+    "headline", "rows", "complete", "notes"}`` and, where they apply, ``names`` (the paper's names of
+    metrics: CREPE's R@1, SugarCREPE++'s TOT), ``tie_policy`` (``{"authors", "rule", "run"}``) and
+    ``departures``. Each row is ``{"config", "split", "paper_config", "values": {metric: fraction},
+    "ci", "n_items", "from"}``, with the config's part (``piece`` for VALSE), ``framing`` (TraVLR), ``authors`` (its
+    values under the authors' tie rule) and ``na``/``na_reason`` where they apply; aggregate rows
+    (VALSE's ``avg``, SugarCREPE's ``add``) add ``"aggregate": True``, ``"label"``, ``"over"``,
+    ``"missing"`` and ``"complete"``. ``complete`` is False (and ``notes`` says why) when the paper's
+    aggregate needs configs the entries do not have, e.g. 3 of VALSE's 11 instruments.
+
+    A registered benchmark is summarised by its declaration (:class:`~vlprobe.benchmarks.Benchmark`):
+    its configs from their own entries or a pooled entry's per-tag results, its groups' unweighted
+    means, its splits, framings and tie rule. A text-only run (``data.modality`` text) has ``text``
+    as its headline. A dataset that records no benchmark gets its shape's headline per config and split.
+    """
+    settings = settings or {}
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for name, e in zip(table_names(entries), entries):
+        grouped.setdefault(name, []).append(e)
+    out: dict[str, Any] = {}
+    for name, es in grouped.items():
+        bench = find(es[0].get("benchmark"))
+        out[name] = _block(bench, es, settings) if bench is not None else _generic(es)
+        guessed = list(dict.fromkeys(n for e in es if (n := (e.get("data") or {}).get("benchmark_note"))))
+        out[name]["notes"] = guessed + out[name]["notes"]
+    return out
+
+
+def departure_text(block: Mapping[str, Any]) -> str:
+    """The block's departures from the authors' setting in a few words ("ties lenient (authors:
+    strict), limit 10"), "" when there are none."""
+    parts = []
+    for d in block.get("departures") or []:
+        theirs = f" (authors: {d['authors']})" if d.get("authors") else ""
+        parts.append(f"{d['setting']} {d['run']}{theirs}")
+    return ", ".join(parts)
+
+
+def summary_title(name: str, block: Mapping[str, Any], *, with_source: bool = True) -> str:
+    """The heading of a benchmark's summary: "the paper's aggregates (source)" only where a paper
+    defines them (the benchmark's ``source``); any other dataset, a user's own or the synthetic
+    winoground_style, gets "headline metrics per config". A run that departs from the authors'
+    setting says so: "..., NOT the authors' setting: ties lenient (authors: strict)"."""
+    if block.get("source"):
+        title = f"{name}: the paper's aggregates" + (f" ({block['source']})" if with_source else "")
+    else:
+        title = f"{name}: headline metrics per config"
+    departs = departure_text(block)
+    return title + (f", NOT the authors' setting: {departs}" if departs else "")

@@ -6,7 +6,8 @@ and ``all``: the three tasks pooled, each row once, read from the three configs'
 stored once), tagged ``task=<config>`` so that per-task results come from one run. ``vlprobe
 evaluate --dataset bla`` scores ``all`` by default, not the fine-tuning configs ``<task>_<setting>``
 (the release's fine-tuning splits), which are scored only when named. Each benchmark row: one image,
-two true captions, two false captions (distractors). Rows are streamed to parquet, one image at a time.
+two true captions, two false captions (distractors). The pins, tasks and counts are BLA's benchmark
+module's (:mod:`vlprobe.benchmarks.bla`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
 """
 
 from __future__ import annotations
@@ -15,24 +16,20 @@ import argparse
 import re
 import shutil
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import datasets
 from datasets import Features, List, Value
 
-from .. import image_sources as imgs
-from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_split_rows
-from . import AnnotationError, cards, read_json, upstream
+from ..benchmarks import Upstream
+from ..benchmarks import bla as facts
+from ..dataset_folder import ConfigDecl, card_metadata
+from . import AnnotationError, cards, read_json
+from .flow import SPLIT, Annotations, Plan, UpstreamBuilder
 
-NAME = "bla"
-HELP = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
-
-DEFAULT_OUT = Path("bla")
-SPLIT = "test"
 SOURCE = "visual_genome"
 
 
@@ -43,11 +40,7 @@ class Task:
     count: int  # caption sets in the released file (EMNLP 2023); the card shows it beside the built count
 
 
-TASKS = (
-    Task("active_passive", "active_passive_captions.json", 613),
-    Task("coordination", "coordination_captions.json", 654),
-    Task("relative_clause", "relative_clause_captions.json", 672),
-)
+TASKS = tuple(Task(t, facts.FILES[t], facts.COUNTS[t]) for t in facts.TASKS)
 BY_CONFIG = {t.config: t for t in TASKS}
 # The three tasks pooled, each row once (ids are ``<task>/<image_id>``, so unique across tasks): what
 # ``vlprobe evaluate --dataset bla`` scores with its default ``--config all`` (a dataset without a
@@ -255,14 +248,15 @@ def card_values(voice_orders: Counter) -> dict[str, Any]:
                   for f in FINETUNE],
         orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
         order_note=order_note,
-        n_files=len(upstream.BLA.files), annotations_url=upstream.BLA.default_url, upstream_folder=upstream.BLA.folder,
-        upstream_repo=upstream.BLA.repo, upstream_commit=upstream.BLA.commit, url_env=upstream.BLA.url_env,
+        n_files=len(facts.UPSTREAM.files), annotations_url=facts.UPSTREAM.default_url,
+        upstream_folder=facts.UPSTREAM.folder, upstream_repo=facts.UPSTREAM.repo, upstream_commit=facts.UPSTREAM.commit,
+        url_env=facts.UPSTREAM.url_env, citation=facts.CITATION.strip(),
     )
 
 
-def build_report(counts: dict[str, int], skipped: dict[str, list[str]],
-                 finetune_counts: dict[str, dict[str, int]]) -> list[str]:
-    """``data/BUILD.md``: what this build holds (rows per config and split, the rows left out and why)."""
+def build_report(counts: dict[str, int], finetune_counts: dict[str, dict[str, int]]) -> list[str]:
+    """``data/BUILD.md``'s account of the rows per config and split (the flow adds the rows left out
+    and the files used)."""
     lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
              f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
     lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
@@ -272,108 +266,60 @@ def build_report(counts: dict[str, int], skipped: dict[str, list[str]],
                   for c, n in finetune_counts.items()]
     else:
         lines += ["", "Built with `--skip-finetune`: the fine-tuning configs the card declares have no files here."]
-    if skipped:
-        lines += ["", "## Rows left out", "",
-                  "Built with `--skip-missing-images`: these rows are **not** here, because their image file was missing "
-                  "(the fine-tuning rows of the same images went too).", ""]
-        for c, names in sorted(skipped.items()):
-            shown = ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
-            lines.append(f"- `{c}`: {len(names)} row(s) without their Visual Genome image: {shown}")
     return lines
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(
-        parser, upstream.BLA, what="the released annotations: the three *_captions.json files and finetune/",
-        sources=(SOURCE,), images_help="images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips",
-        download_help="download Visual Genome images missing locally, into --cache-dir", default_out=DEFAULT_OUT)
-    parser.add_argument("--skip-finetune", action="store_true",
-                        help="build only the benchmark configs (the three tasks and all), not the fine-tuning configs")
+class Builder(UpstreamBuilder):
+    benchmark = facts.BENCHMARK
+    help = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
+    what = "the released annotations: the three *_captions.json files and finetune/"
+    sources = (SOURCE,)
+    images_help = "images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips"
+    download_help = "download Visual Genome images missing locally, into --cache-dir"
+    spec_yaml = SPEC_YAML
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--skip-finetune", action="store_true",
+                            help="build only the benchmark configs (the three tasks and all), not the fine-tuning "
+                                 "configs")
+
+    def files(self, args: argparse.Namespace) -> Upstream:
+        return facts.UPSTREAM.select(MAIN_FILES) if getattr(args, "skip_finetune", False) else facts.UPSTREAM
+
+    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        rows_by_task = {t.config: read_task(folder, t) for t in TASKS}
+        # of the released rows, before any is left out for a missing image: the card is the same for every build
+        orders = Counter(r["voice_order"] for r in rows_by_task["active_passive"])
+        rows: dict[str, dict[str, list[dict[str, Any]]]] = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
+        if not getattr(args, "skip_finetune", False):  # every fine-tuning item is a benchmark item
+            for ft in FINETUNE:
+                bench = {r["image_id"]: r for r in rows_by_task[ft.task]}
+                rows[ft.config] = {sp: read_finetune(folder, ft, sp, bench) for sp in FT_SPLITS}
+        for splits in rows.values():
+            for rs in splits.values():
+                for r in rs:
+                    r["_images"] = (("image", SOURCE, f"{r['image_id']}.jpg"),)
+        return Annotations(rows, {"voice_orders": orders})
+
+    def config_decls(self) -> list[ConfigDecl]:
+        return config_decls()
+
+    def write_card(self, out: Path, annotations: Annotations) -> Path:
+        return cards.write(out, "bla_card.md", card_yaml(), **card_values(annotations.facts["voice_orders"]))
+
+    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        counts = plan.counts()
+        return build_report({t.config: sum(counts.get(t.config, {}).values()) for t in TASKS},
+                            {c: n for c, n in counts.items() if c in FINETUNE_COUNTS})
+
+    def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
+        if getattr(args, "skip_finetune", False):  # a folder built before with them: they go, so it holds this build only
+            for ft in FINETUNE:
+                shutil.rmtree(out / "data" / ft.config, ignore_errors=True)
+        for config, n in plan.counts().items():
+            if not plan.skipped and config in FINETUNE_COUNTS and n != FINETUNE_COUNTS[config]:
+                print(f"bla: note: {config} has {n} rows, the release {FINETUNE_COUNTS[config]}", file=sys.stderr)
 
 
-def build(args: argparse.Namespace) -> Path:
-    start = time.perf_counter()
-    out = Path(args.out)
-    finetune = not getattr(args, "skip_finetune", False)
-    pinned = upstream.BLA if finetune else upstream.BLA.select(MAIN_FILES)
-    annotations = upstream.annotation_folder(
-        pinned, args.annotations, cache_dir=args.cache_dir, base_url=getattr(args, "annotations_url", None),
-        retries=args.retries, log=lambda m: print(m, file=sys.stderr))
-    rows_by_task = {t.config: read_task(annotations, t) for t in TASKS}
-    # of the released rows, before any is left out for a missing image: the card is the same for every build
-    orders = Counter(r["voice_order"] for r in rows_by_task["active_passive"])
-    # fine-tuning splits: {config: {split: rows}}; every item is a benchmark item
-    ft_rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    if finetune:
-        for ft in FINETUNE:
-            bench = {r["image_id"]: r for r in rows_by_task[ft.task]}
-            ft_rows[ft.config] = {sp: read_finetune(annotations, ft, sp, bench) for sp in FT_SPLITS}
-    resolvers = imgs.make_resolvers(
-        (SOURCE,), images_root=args.images, locations=imgs.parse_locations(args.image_dir, (SOURCE,)),
-        download=args.download, cache_dir=args.cache_dir, retries=args.retries,
-    )
-    resolver = resolvers[SOURCE]
-    wanted = {SOURCE: [f"{r['image_id']}.jpg" for rows in rows_by_task.values() for r in rows]}
-    report = imgs.check_sources(wanted, resolvers, workers=args.workers)
-    skipped: dict[str, list[str]] = {}
-    if report:
-        if not args.skip_missing_images:
-            raise imgs.MissingImagesError(
-                report, "Pass the Visual Genome folders or zips (--images ROOT, --image-dir visual_genome=PATH), "
-                        "--download, or --skip-missing-images to build without these rows (the card will list them).")
-        missing = set(report.missing[SOURCE])
-        for config, rows in rows_by_task.items():
-            gone = [r for r in rows if f"{r['image_id']}.jpg" in missing]
-            if gone:
-                skipped[config] = [f"{r['image_id']}.jpg" for r in gone]
-                rows_by_task[config] = [r for r in rows if f"{r['image_id']}.jpg" not in missing]
-        for config, splits in ft_rows.items():  # the same images: those rows go too
-            for sp, rows in splits.items():
-                splits[sp] = [r for r in rows if f"{r['image_id']}.jpg" not in missing]
-        print(f"skipping {report.total} missing image file(s):\n{report.summary()}", file=sys.stderr)
-        if not any(rows_by_task.values()):  # nothing to build: an empty dataset is not a build
-            raise imgs.MissingImagesError(
-                report, "No row has its image, so there is nothing to build (--skip-missing-images leaves out only "
-                        "some rows); pass the Visual Genome folders or zips (--images ROOT, --image-dir "
-                        "visual_genome=PATH) or --download.")
-
-    def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        names = [f"{r['image_id']}.jpg" for r in rows]
-        checked = imgs.read_checked_many(((resolver, n) for n in names), workers=args.read_workers)
-        for r, name, data in zip(rows, names, checked):
-            yield {**r, "image": {"bytes": data, "path": name}}
-
-    counts = {}
-    stage = staging_folder(out)  # a failed build leaves the folder as it was
-    try:
-        for task in TASKS:
-            _, counts[task.config] = write_split_rows(stage, task.config, SPLIT, stream(rows_by_task[task.config]),
-                                                      FEATURES[task.config])
-        ft_counts: dict[str, dict[str, int]] = {}
-        for config, splits in ft_rows.items():
-            ft_counts[config] = {}
-            for sp, rows in splits.items():
-                _, ft_counts[config][sp] = write_split_rows(stage, config, sp, stream(rows), FINETUNE_FEATURES)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    publish_staged(stage, out)
-    for task in TASKS:
-        if counts[task.config] != task.count:
-            print(f"bla: note: {task.config} has {counts[task.config]} rows, the 2023 release {task.count}",
-                  file=sys.stderr)
-    if not finetune:  # a folder built before with them: they go, so the folder holds this build only
-        for ft in FINETUNE:
-            shutil.rmtree(out / "data" / ft.config, ignore_errors=True)
-    for config, expected in FINETUNE_COUNTS.items():
-        if not skipped and config in ft_counts and ft_counts[config] != expected:
-            print(f"bla: note: {config} has {ft_counts[config]} rows, the release {expected}", file=sys.stderr)
-    cards.write(out, "bla_card.md", card_yaml(), **card_values(orders))
-    cards.write_build_report(out, "BLA: this build", build_report(counts, skipped, ft_counts))
-    (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-    n_ft = sum(n for splits in ft_counts.values() for n in splits.values())
-    print(f"bla: {sum(counts.values())} benchmark rows" + (f" and {n_ft} fine-tuning rows in {len(ft_counts)} configs"
-          if ft_counts else "") + f", built in {time.perf_counter() - start:.1f}s", file=sys.stderr)
-    print("note: datasets caches a local folder by name and card; if you loaded this folder before, load it once "
-          "with download_mode='force_redownload', verification_mode='no_checks' to see this build", file=sys.stderr)
-    return out
+BUILDER = Builder()
+NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

@@ -1,6 +1,7 @@
 """``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) as a Hub dataset folder,
-from ``data/COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA at a pinned
-commit (verified by git blob hash) and the Visual Genome images it names.
+from ``data/COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA at the pinned
+commit (:mod:`vlprobe.benchmarks.cola`, verified by git blob hash) and the Visual Genome images it names,
+on the shared build flow (:mod:`vlprobe.builders.flow`).
 
 Each record is ``[link to image 1, caption 1, link to image 2, caption 2]``: caption 1 is true of image
 1 and not of image 2, and the other way round (the upstream README). One config, ``multi_object``:
@@ -19,18 +20,24 @@ from typing import Any
 import datasets
 from datasets import Features, Value
 
+from ..benchmarks import cola as facts
 from ..dataset_folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json, upstream
-from .sugar_crepe import SPLIT, annotations_of, build_folder, count_report, upstream_values
+from ..image_sources import SourceSpec
+from . import AnnotationError, cards, read_json
+from .flow import SPLIT, Annotations, UpstreamBuilder, upstream_values
 
-NAME = "cola"
-HELP = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
-
-DEFAULT_OUT = Path("cola")
-CONFIG = "multi_object"
-FILE = "COLA_multiobjects_matching_benchmark.json"
-COUNT = 210  # records in the pinned file
-SOURCE = "visual_genome_cola"
+CONFIG, FILE = facts.CONFIG, facts.FILE
+COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
+# Visual Genome, as COLA links it: by id, the authors' web server the last resort after Visual Genome's
+# own hosts (a source of its own, so that the other benchmarks' look-up is unchanged).
+IMAGES = SourceSpec(
+    "visual_genome_cola", "Visual Genome images, as COLA links them (<vg id>.jpg)", r"\d+\.jpg",
+    ("VG_100K", "VG_100K_2", "vg_gqa_images", "images"), ("images.zip", "images2.zip"),
+    ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}",
+     "https://cs-people.bu.edu/array/data/vg_gqa_images/{name}"),
+    "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
+)
+SOURCE = IMAGES.name
 _LINK = re.compile(r"https?://[^\s]+/(\d+\.jpg)")
 
 _f = Value
@@ -65,7 +72,7 @@ def _image(value: Any, where: str, field: str) -> tuple[str, str]:
 def read_records(annotations: Path) -> list[dict[str, Any]]:
     path = annotations / FILE
     data = read_json(path, "COLA", list, "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]",
-                     f"pass --annotations DIR, the data/ folder of github.com/{upstream.COLA.repo}")
+                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
         where = f"{FILE} record {n}"
@@ -91,7 +98,7 @@ def config_decls() -> list[ConfigDecl]:
 def card_yaml() -> dict[str, Any]:
     return card_metadata(
         config_decls(), language=["en"], license="other", license_name="cola-mit-visual-genome",
-        license_link=f"https://github.com/{upstream.COLA.repo}/blob/{upstream.COLA.commit}/LICENSE",
+        license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
         pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
         tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
         size_categories=["n<1K"],
@@ -100,26 +107,29 @@ def card_yaml() -> dict[str, Any]:
 
 def write_card(out: Path) -> Path:
     return cards.write(out, "cola_card.md", card_yaml(), count=COUNT, config=CONFIG, file=FILE,
-                       **upstream_values(upstream.COLA))
+                       citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(
-        parser, upstream.COLA, what=FILE, sources=(SOURCE,),
-        images_help="images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, "
-                    "images2.zip); a flat folder of the <vg id>.jpg files: --image-dir visual_genome_cola=FOLDER",
-        download_help="download the images missing locally into --cache-dir, file by file: from Visual Genome's "
-                      "hosts, else from the COLA authors' server the records link to",
-        default_out=DEFAULT_OUT)
+class Builder(UpstreamBuilder):
+    benchmark = facts.BENCHMARK
+    help = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
+    what = FILE
+    sources = (IMAGES,)
+    images_help = ("images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, "
+                   "images2.zip); a flat folder of the <vg id>.jpg files: --image-dir visual_genome_cola=FOLDER")
+    download_help = ("download the images missing locally into --cache-dir, file by file: from Visual Genome's "
+                     "hosts, else from the COLA authors' server the records link to")
+    spec_yaml = SPEC_YAML
+
+    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        return Annotations({CONFIG: {SPLIT: read_records(folder)}})
+
+    def config_decls(self) -> list[ConfigDecl]:
+        return config_decls()
+
+    def write_card(self, out: Path, annotations: Annotations) -> Path:
+        return write_card(out)
 
 
-def build(args: argparse.Namespace) -> Path:
-    annotations = annotations_of(args, upstream.COLA)
-    rows = {CONFIG: read_records(annotations)}
-
-    def static(out: Path) -> None:
-        write_card(out)
-        (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-
-    return build_folder(args, NAME, rows, (SOURCE,), FEATURES, static,
-                        lambda counts, skipped: count_report(counts, skipped, {CONFIG: COUNT}), "COLA: this build")
+BUILDER = Builder()
+NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

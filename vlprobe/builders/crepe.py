@@ -17,7 +17,9 @@ CSV has no column of its own), productivity ``prod_<atom|swap|negate>_<4..12>`` 
 type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 45).
 
 The two zips are not pinned by hash yet (vlprobe has had no copy of them): a build computes their git
-blob hashes, writes them to ``data/BUILD.md`` and warns once (:func:`upstream.warn_unpinned`).
+blob hashes, writes them to ``data/BUILD.md`` and warns once (:func:`upstream.warn_unpinned`). The pins,
+the tie rule and the names of the metrics are CREPE's benchmark module's (:mod:`vlprobe.benchmarks.crepe`);
+the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
 """
 
 from __future__ import annotations
@@ -35,15 +37,11 @@ from typing import Any, Mapping, Sequence
 import datasets
 from datasets import Features, Value
 
+from ..benchmarks import crepe as facts
 from ..dataset_folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, upstream
-from .sugar_crepe import SPLIT, annotations_of, build_folder
+from . import AnnotationError, cards
+from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, upstream_values
 
-NAME = "crepe"
-HELP = ("CREPE (Ma et al. 2023): systematicity and productivity, 1 Visual Genome region x (1 + k) texts, "
-        "from the upstream zips at a pinned commit")
-
-DEFAULT_OUT = Path("crepe")
 SOURCE = "visual_genome"
 SYST_ZIP = "syst_hard_negatives.zip"
 PROD_ZIP = "prod_hard_negatives.zip"
@@ -258,7 +256,7 @@ def config_decls() -> list[ConfigDecl]:
 
 
 def card_yaml() -> dict[str, Any]:
-    up = upstream.CREPE
+    up = facts.UPSTREAM
     return card_metadata(
         config_decls(), language=["en"], license="other", license_name="crepe-visual-genome",
         license_link=f"https://github.com/{up.repo}/blob/{up.commit}/README.md",
@@ -268,45 +266,25 @@ def card_yaml() -> dict[str, Any]:
     )
 
 
-def upstream_values(up: upstream.Upstream) -> dict[str, Any]:
-    """The card's facts about the annotation files; a file without a pinned hash says so."""
-    return dict(annotations_url=up.default_url, upstream_folder=up.folder, upstream_repo=up.repo,
-                upstream_commit=up.commit, url_env=up.url_env,
-                files=[{"path": f.path, "blob": f.blob or "not pinned yet",
-                        "size": f"{f.size:,}" if f.size is not None else "?"} for f in up.files])
-
-
 def card_values() -> dict[str, Any]:
     syst = [{"config": p.config, "pretraining": PRETRAINING[p.pretraining], "compounds": p.compounds,
              "type": p.negative_type, "csv": p.csv, "column": p.negatives} for p in PARTS if p.family == "systematicity"]
     prod = [{"type": t, "configs": f"`prod_{t}_4` ... `prod_{t}_12`",
              "csv": f"{t}/prod_vg_hard_negs_{t}_complexity_<n>.csv"} for t in PROD_TYPES]
-    return dict(syst=syst, prod=prod, **upstream_values(upstream.CREPE))
+    return dict(syst=syst, prod=prod, citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
 
 
 def write_card(out: Path) -> Path:
     return cards.write(out, "crepe_card.md", card_yaml(), **card_values())
 
 
-def annotation_lines(up: upstream.Upstream, records: list[dict]) -> list[str]:
-    """``data/BUILD.md``'s record of the annotation files used: path, git blob hash, bytes, checked or not."""
-    lines = ["", "## Annotation files used", "",
-             f"From github.com/{up.repo} at commit `{up.commit}`, folder `{up.folder}`. A file marked "
-             "**unverified** had no pinned hash in vlprobe to check it against: its hash is what this build read; "
-             f"compare it with `git ls-tree {up.commit[:8]} {up.folder}<file>` in a clone to pin it.", "",
-             "| file | git blob | bytes | checked |", "|---|---|---:|---|"]
-    lines += [f"| `{r['path']}` | `{r['blob']}` | {r['size']:,} | {'pinned hash' if r['pinned'] else '**unverified**'} |"
-              for r in records]
-    return lines
-
-
 def _shown(items: list, first: int = 5) -> str:
     return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
 
 
-def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[str, int],
-           empty: dict[str, list[int]], ks: dict[str, dict[int, int]], records: list[dict],
-           derived: Sequence[str] = ()) -> list[str]:
+def report(counts: dict[str, int], skipped: Mapping[str, Sequence[str]], in_file: dict[str, int],
+           empty: dict[str, list[int]], ks: dict[str, dict[int, int]], derived: Sequence[str] = ()) -> list[str]:
+    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out and the files used)."""
     lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(counts)} leaf configs (the aggregates "
              f"{', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
              "Rows per config against the rows of its CSV file; k is the number of hard negatives per row "
@@ -327,39 +305,46 @@ def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[
                   "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
                   "nothing to rank (the authors' code would rank the caption first and count it right).", ""]
         lines += [f"- `{c}`: {len(rows)} row(s): {_shown(rows)}" for c, rows in empty.items()]
-    if skipped:
-        lines += ["", "## Rows left out: image missing", "",
-                  "Built with `--skip-missing-images`: these rows are **not** here, because the Visual Genome "
-                  "image was missing.", ""]
-        lines += [f"- `{c}`: {len(ids)} row(s): {_shown(ids)}" for c, ids in sorted(skipped.items())]
-    return lines + annotation_lines(upstream.CREPE, records)
+    return lines
 
 
 # ---- build ------------------------------------------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(
-        parser, upstream.CREPE, what=f"{SYST_ZIP} and {PROD_ZIP}", sources=(SOURCE,),
-        images_help="images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, "
-                    "images2.zip); a flat folder of the <image_id>.jpg files: --image-dir visual_genome=FOLDER",
-        download_help="download the Visual Genome images missing locally into --cache-dir, file by file from "
-                      "Visual Genome's hosts (cs.stanford.edu/people/rak248/VG_100K[_2]/)",
-        default_out=DEFAULT_OUT)
+class Builder(UpstreamBuilder):
+    benchmark = facts.BENCHMARK
+    help = ("CREPE (Ma et al. 2023): systematicity and productivity, 1 Visual Genome region x (1 + k) texts, "
+            "from the upstream zips at a pinned commit")
+    what = f"{SYST_ZIP} and {PROD_ZIP}"
+    sources = (SOURCE,)
+    images_help = ("images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, "
+                   "images2.zip); a flat folder of the <image_id>.jpg files: --image-dir visual_genome=FOLDER")
+    download_help = ("download the Visual Genome images missing locally into --cache-dir, file by file from "
+                     "Visual Genome's hosts (cs.stanford.edu/people/rak248/VG_100K[_2]/)")
+    spec_yaml = SPEC_YAML
+
+    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        rows, in_file, empty, derived = read_all(folder)
+        ks: dict[str, dict[int, int]] = {}
+        for config, rs in rows.items():
+            for r in rs:
+                ks.setdefault(config, {}).setdefault(r["n_negatives"], 0)
+                ks[config][r["n_negatives"]] += 1
+        return Annotations({c: {SPLIT: rs} for c, rs in rows.items()},
+                           {"in_file": in_file, "empty": empty, "ks": ks, "derived": derived})
+
+    def config_decls(self) -> list[ConfigDecl]:
+        return config_decls()
+
+    def convert(self, row: Mapping[str, Any], column: str, data: bytes) -> bytes:
+        return crop(row, column, data)
+
+    def write_card(self, out: Path, annotations: Annotations) -> Path:
+        return write_card(out)
+
+    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        f = plan.annotations.facts
+        counts = {c: sum(n.values()) for c, n in plan.counts().items()}
+        return report(counts, plan.skipped, f["in_file"], f["empty"], f["ks"], f["derived"])
 
 
-def build(args: argparse.Namespace) -> Path:
-    annotations = annotations_of(args, upstream.CREPE)
-    records = upstream.file_records(upstream.CREPE, annotations)
-    rows, in_file, empty, derived = read_all(annotations)
-    ks: dict[str, dict[int, int]] = {}
-    for config, rs in rows.items():
-        for r in rs:
-            ks.setdefault(config, {}).setdefault(r["n_negatives"], 0)
-            ks[config][r["n_negatives"]] += 1
-
-    def static(out: Path) -> None:
-        write_card(out)
-        (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-
-    return build_folder(args, NAME, rows, (SOURCE,), FEATURES, static,
-                        lambda counts, skipped: report(counts, skipped, in_file, empty, ks, records, derived),
-                        "CREPE: this build", convert=crop)
+BUILDER = Builder()
+NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

@@ -1,6 +1,7 @@
 """``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024 Datasets and Benchmarks)
-as a Hub dataset folder, from the 5 annotation files of github.com/Sri-Harsha/scpp at a pinned commit
-(verified by git blob hash) and the COCO val2017 images.
+as a Hub dataset folder, from the 5 annotation files of github.com/Sri-Harsha/scpp at the pinned commit
+(:mod:`vlprobe.benchmarks.sugar_crepe_pp`, verified by git blob hash) and the COCO val2017 images, on the
+shared build flow (:mod:`vlprobe.builders.flow`).
 
 One config per subset and ``all`` (the default, reading the subsets' parquet). Each row is 1 image x
 [caption, caption2, negative_caption], the two captions true: gold ``[[1, 1, 0]]``. The authors' ITT
@@ -12,42 +13,39 @@ score (both true captions above the negative, strictly) is vlprobe's ``set_acc``
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import datasets
 from datasets import Features, Value
 
+from .. import image_sources as imgs
+from ..benchmarks import sugar_crepe_pp as facts
 from ..dataset_folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json, upstream
-from .sugar_crepe import (
-    COCO_IMAGES_HELP,
-    SOURCE,
-    SPLIT,
-    Subset,
-    _str_field,
-    annotations_of,
-    build_folder,
-    coco_file,
-    count_report,
-    upstream_values,
-)
+from . import AnnotationError, cards, read_json
+from .flow import SPLIT, Annotations, UpstreamBuilder, str_field, upstream_values
 
-NAME = "sugar_crepe_pp"
-HELP = "SugarCREPE++ (NeurIPS 2024): 5 subsets, 1 image x 2 true captions + 1 negative, from the pinned upstream files"
+SOURCE = "coco2017_val"
 
-DEFAULT_OUT = Path("sugar_crepe_pp")
 
-# Counts of the pinned files; each file is a JSON list of records with ids 0..count-1.
-SUBSETS: tuple[Subset, ...] = (
-    Subset("replace_obj", "replace", "REPLACE-OBJ", 1652, ""),
-    Subset("replace_att", "replace", "REPLACE-ATT", 788, ""),
-    Subset("replace_rel", "replace", "REPLACE-REL", 1406, ""),
-    Subset("swap_obj", "swap", "SWAP-OBJ", 245, ""),
-    Subset("swap_att", "swap", "SWAP-ATT", 666, ""),
-)
+@dataclass(frozen=True)
+class Subset:
+    config: str
+    title: str
+
+    @property
+    def category(self) -> str:
+        return facts.CATEGORIES[self.config]
+
+    @property
+    def count(self) -> int:  # records in the pinned file, ids 0..count-1
+        return facts.COUNTS[self.config]
+
+
+SUBSETS: tuple[Subset, ...] = tuple(Subset(c, c.upper().replace("_", "-")) for c in facts.SUBSETS)
 BY_CONFIG = {s.config: s for s in SUBSETS}
-TOTAL = sum(s.count for s in SUBSETS)
+TOTAL = sum(facts.COUNTS.values())
 
 _f = Value
 FEATURES = Features({
@@ -74,7 +72,7 @@ tags: [subset, category]
 def read_subset(annotations: Path, subset: Subset) -> list[dict[str, Any]]:
     path = annotations / f"{subset.config}.json"
     data = read_json(path, "SugarCREPE++", list, "a JSON list of records",
-                     f"pass --annotations DIR, the data/ folder of github.com/{upstream.SUGAR_CREPE_PP.repo}")
+                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
         where = f"{path.name} record {n}"
@@ -86,11 +84,14 @@ def read_subset(annotations: Path, subset: Subset) -> list[dict[str, Any]]:
         key = rec.get("id")
         if not isinstance(key, int) or isinstance(key, bool):
             raise AnnotationError(f"{where}: field 'id' is missing or not an integer")
+        filename = str_field(rec, "filename", where)
+        if not imgs.SOURCES[SOURCE].matches(filename):
+            raise AnnotationError(f"{where}: filename {filename!r} is not a COCO val2017 file name (12 digits + .jpg)")
         rows.append({
             "id": f"{subset.config}/{key}", "key": str(key), "subset": subset.config, "category": subset.category,
-            "caption": _str_field(rec, "caption", where), "caption2": _str_field(rec, "caption2", where),
-            "negative_caption": _str_field(rec, "negative_caption", where), "filename": coco_file(rec, where),
-            "_images": (("image", SOURCE, rec["filename"]),),
+            "caption": str_field(rec, "caption", where), "caption2": str_field(rec, "caption2", where),
+            "negative_caption": str_field(rec, "negative_caption", where), "filename": filename,
+            "_images": (("image", SOURCE, filename),),
         })
     return rows
 
@@ -104,7 +105,7 @@ def config_decls() -> list[ConfigDecl]:
 def card_yaml() -> dict[str, Any]:
     return card_metadata(
         config_decls(), language=["en"], license="other", license_name="sugar-crepe-pp-cc-by-4.0-coco",
-        license_link=f"https://github.com/{upstream.SUGAR_CREPE_PP.repo}/blob/{upstream.SUGAR_CREPE_PP.commit}/LICENSE",
+        license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
         pretty_name="SugarCREPE++", task_categories=["image-to-text", "zero-shot-image-classification"],
         tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
         size_categories=["1K<n<10K"],
@@ -113,26 +114,29 @@ def card_yaml() -> dict[str, Any]:
 
 def card_values() -> dict[str, Any]:
     rows = [{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}"} for s in SUBSETS]
-    return dict(rows=rows, total=f"{TOTAL:,}", **upstream_values(upstream.SUGAR_CREPE_PP))
+    return dict(rows=rows, total=f"{TOTAL:,}", citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
 
 
 def write_card(out: Path) -> Path:
     return cards.write(out, "sugar_crepe_pp_card.md", card_yaml(), **card_values())
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(parser, upstream.SUGAR_CREPE_PP, what="the 5 SugarCREPE++ JSON files", sources=(SOURCE,),
-                           default_out=DEFAULT_OUT, **COCO_IMAGES_HELP)
+class Builder(UpstreamBuilder):
+    benchmark = facts.BENCHMARK
+    help = "SugarCREPE++ (NeurIPS 2024): 5 subsets, 1 image x 2 true captions + 1 negative, from the pinned upstream files"
+    what = "the 5 SugarCREPE++ JSON files"
+    sources = (SOURCE,)
+    spec_yaml = SPEC_YAML
+
+    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
+
+    def config_decls(self) -> list[ConfigDecl]:
+        return config_decls()
+
+    def write_card(self, out: Path, annotations: Annotations) -> Path:
+        return write_card(out)
 
 
-def build(args: argparse.Namespace) -> Path:
-    annotations = annotations_of(args, upstream.SUGAR_CREPE_PP)
-    rows = {s.config: read_subset(annotations, s) for s in SUBSETS}
-
-    def static(out: Path) -> None:
-        write_card(out)
-        (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-
-    return build_folder(args, NAME, rows, (SOURCE,), FEATURES, static,
-                        lambda counts, skipped: count_report(counts, skipped, {s.config: s.count for s in SUBSETS}),
-                        "SugarCREPE++: this build")
+BUILDER = Builder()
+NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

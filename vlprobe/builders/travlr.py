@@ -15,7 +15,7 @@ from pathlib import Path
 
 import datasets
 
-from ..dataset_folder import ConfigDecl, card_metadata, write_card
+from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_spec
 from ..scenes import travlr as gen
 from . import cards
 from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
@@ -110,8 +110,8 @@ def write_metadata(out: Path) -> None:
     """The card (README.md), vlprobe.yaml and true_false.yaml; identical for every size and seed."""
     meta, body = card_text()
     write_card(out, meta, body)
-    (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-    (out / TRUE_FALSE_SPEC).write_text(TRUE_FALSE_YAML, encoding="utf-8")
+    write_spec(out, SPEC_YAML, NAME)  # the folder is TraVLR whatever it is called, in either framing
+    write_spec(out, TRUE_FALSE_YAML, NAME, name=TRUE_FALSE_SPEC)
 
 
 def build(args: argparse.Namespace) -> Path:

@@ -5,32 +5,26 @@ One config per instrument (its own parquet), one per piece and ``all`` (these li
 instrument configs' parquet files in their ``data_files``, so image bytes are stored once and every
 config has the same features). Only valid records by default (``mturk.caption >= 2``: at least two
 of three annotators chose the caption and not the foil); ``--include-invalid`` keeps all 8,782.
-Rows are streamed to parquet, one image at a time.
+The pins, instruments and counts are VALSE's benchmark module's (:mod:`vlprobe.benchmarks.valse`); the
+build runs on the shared flow (:mod:`vlprobe.builders.flow`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import datasets
 from datasets import Features, List, Value
 
 from .. import image_sources as imgs
-from ..dataset_folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_split_rows
-from . import AnnotationError, cards, read_json, upstream
-
-NAME = "valse"
-HELP = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
-
-DEFAULT_OUT = Path("valse")
-SPLIT = "test"
+from ..benchmarks import valse as facts
+from ..dataset_folder import ConfigDecl, card_metadata
+from . import AnnotationError, cards, read_json
+from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, count_lines
 
 
 @dataclass(frozen=True)
@@ -93,17 +87,11 @@ INSTRUMENTS: tuple[Instrument, ...] = (
                "(from `foil-it.json`; the paper gives no example)"),
 )
 BY_CONFIG = {i.config: i for i in INSTRUMENTS}
-PIECES: dict[str, tuple[str, ...]] = {}
-for _inst in INSTRUMENTS:
-    PIECES.setdefault(_inst.piece, ())
-    PIECES[_inst.piece] += (_inst.config,)
+assert tuple(BY_CONFIG) == facts.INSTRUMENTS and all(facts.FILES[i.config] == i.file for i in INSTRUMENTS)
+assert all(facts.BENCHMARK.parts[i.config] == i.piece for i in INSTRUMENTS)
+PIECES = facts.PIECES
 # The paper's Table 5 #Valid and #Inst.: shown in the card; a build whose counts differ says so.
-PAPER_VALID = {"existence": 505, "plurality": 851, "counting_balanced": 868, "counting_small_numbers": 900,
-               "counting_adversarial": 691, "relations": 535, "action_replacement": 648, "actant_swap": 949,
-               "coreference_standard": 708, "coreference_clean": 104, "foil_it": 943}
-PAPER_ALL = {"existence": 534, "plurality": 1000, "counting_balanced": 1000, "counting_small_numbers": 1000,
-             "counting_adversarial": 756, "relations": 614, "action_replacement": 779, "actant_swap": 1042,
-             "coreference_standard": 916, "coreference_clean": 141, "foil_it": 1000}
+PAPER_VALID, PAPER_ALL = facts.PAPER_VALID, facts.PAPER_ALL
 
 # Image sources VALSE draws on, in routing order (the file-name patterns are disjoint).
 VALSE_SOURCES = ("coco2014_train", "coco2014_val", "visdial_val2018", "visual7w", "coco2017_val", "swig")
@@ -220,7 +208,7 @@ def read_instrument(annotations: Path, inst: Instrument) -> list[dict[str, Any]]
     path = annotations / inst.file
     data = read_json(path, "VALSE", dict, "a JSON object mapping keys to records",
                      "pass --annotations DIR, the folder holding the 11 files of "
-                     f"github.com/{upstream.VALSE.repo} {upstream.VALSE.folder}")
+                     f"github.com/{facts.UPSTREAM.repo} {facts.UPSTREAM.folder}")
     return [normalise(inst, str(key), rec) for key, rec in data.items()]
 
 
@@ -271,9 +259,9 @@ def card_values() -> dict[str, Any]:
                 for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
     return dict(
         rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
-        total=_fmt(total), archives=archives,
-        annotations_url=upstream.VALSE.default_url, upstream_folder=upstream.VALSE.folder,
-        upstream_repo=upstream.VALSE.repo, upstream_commit=upstream.VALSE.commit, url_env=upstream.VALSE.url_env,
+        total=_fmt(total), archives=archives, citation=facts.CITATION.strip(),
+        annotations_url=facts.UPSTREAM.default_url, upstream_folder=facts.UPSTREAM.folder,
+        upstream_repo=facts.UPSTREAM.repo, upstream_commit=facts.UPSTREAM.commit, url_env=facts.UPSTREAM.url_env,
     )
 
 
@@ -281,121 +269,54 @@ def write_valse_card(out: Path) -> Path:
     return cards.write(out, "valse_card.md", card_yaml(), **card_values())
 
 
-def build_report(counts: dict[str, int], include_invalid: bool, skipped: dict[str, dict[str, list[str]]]) -> list[str]:
-    """``data/BUILD.md``: what this build holds (rows per config, the rows left out and why)."""
-    expected = PAPER_ALL if include_invalid else PAPER_VALID
-    lines = [
-        ("All 8,782 candidate records (`--include-invalid`); filter on `valid` for the benchmark as the paper "
-         "defines it." if include_invalid else "Only the valid records (`mturk_caption >= 2`), as the paper evaluates them."),
-        f"Rows in this build: **{_fmt(sum(counts.values()))}** (a build with every image: "
-        f"{_fmt(sum(expected.values()))}).",
-        "",
-        "| config | rows | with every image |",
-        "|---|---:|---:|",
-    ]
-    lines += [f"| `{i.config}` | {_fmt(counts.get(i.config, 0))} | {_fmt(expected[i.config])} |" for i in INSTRUMENTS]
-    if skipped:
-        lines += ["", "## Rows left out", "",
-                  "Built with `--skip-missing-images`: these rows are **not** here, because their image file was missing.",
-                  ""]
-        for config, by_source in sorted(skipped.items()):
-            for source, names in sorted(by_source.items()):
-                shown = ", ".join(sorted(names)[:5]) + (f" (+{len(names) - 5} more)" if len(names) > 5 else "")
-                lines.append(f"- `{config}`: {len(names)} row(s) without their `{source}` image: {shown}")
-    return lines
+def build_report(counts: dict[str, int], include_invalid: bool) -> list[str]:
+    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out and the files used)."""
+    first = ("All 8,782 candidate records (`--include-invalid`); filter on `valid` for the benchmark as the paper "
+             "defines it." if include_invalid else "Only the valid records (`mturk_caption >= 2`), as the paper "
+                                                   "evaluates them.")
+    return [first] + count_lines(counts, PAPER_ALL if include_invalid else PAPER_VALID)
 
 
 # ---- build ----------------------------------------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(
-        parser, upstream.VALSE, what="the 11 VALSE JSON files", sources=VALSE_SOURCES,
-        images_help="images root: a folder holding the sources' release folders or zips (val2017/, train2014/, "
-                    "val2014/, visual7w/images/, images_512/, VisualDialog_val2018/, *.zip)",
-        download_help="download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
-                      "VisDial val2018 as their owners' archives (downloaded once, resumable)",
-        default_out=DEFAULT_OUT)
-    parser.add_argument("--include-invalid", action="store_true",
-                        help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
+class Builder(UpstreamBuilder):
+    benchmark = facts.BENCHMARK
+    help = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
+    what = "the 11 VALSE JSON files"
+    sources = VALSE_SOURCES
+    images_help = ("images root: a folder holding the sources' release folders or zips (val2017/, train2014/, "
+                   "val2014/, visual7w/images/, images_512/, VisualDialog_val2018/, *.zip)")
+    download_help = ("download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
+                     "VisDial val2018 as their owners' archives (downloaded once, resumable)")
+    spec_yaml = SPEC_YAML
 
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--include-invalid", action="store_true",
+                            help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
 
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def build(args: argparse.Namespace) -> Path:
-    start = time.perf_counter()
-    annotations = upstream.annotation_folder(
-        upstream.VALSE, args.annotations, cache_dir=args.cache_dir, base_url=getattr(args, "annotations_url", None),
-        retries=args.retries, log=_log)
-    out = Path(args.out)
-    rows_by_inst: dict[str, list[dict[str, Any]]] = {}
-    for inst in INSTRUMENTS:
-        rows = read_instrument(annotations, inst)
-        if not getattr(args, "include_invalid", False):
-            rows = [r for r in rows if r["valid"]]
-        rows_by_inst[inst.config] = rows
-    ids = [r["id"] for rows in rows_by_inst.values() for r in rows]
-    if len(set(ids)) != len(ids):
-        raise AnnotationError("duplicate ids across the VALSE files")  # keys are unique per file
-
-    resolvers = imgs.make_resolvers(
-        VALSE_SOURCES, images_root=args.images,
-        locations=imgs.parse_locations(args.image_dir, VALSE_SOURCES),
-        download=args.download, cache_dir=args.cache_dir, retries=args.retries,
-    )
-    wanted: dict[str, list[str]] = {}
-    for rows in rows_by_inst.values():
-        for r in rows:
-            wanted.setdefault(r["image_source"], []).append(r["image_file"])
-    report = imgs.check_sources(wanted, resolvers, workers=args.workers)
-    skipped: dict[str, dict[str, list[str]]] = {}
-    if report:
-        if not args.skip_missing_images:
-            raise imgs.MissingImagesError(
-                report, "Pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH), --download, "
-                        "or --skip-missing-images to build without these rows (the card will list them).")
-        missing = {(s, n) for s, names in report.missing.items() for n in names}
-        for config, rows in rows_by_inst.items():
-            kept = []
-            for r in rows:
-                if (r["image_source"], r["image_file"]) in missing:
-                    skipped.setdefault(config, {}).setdefault(r["image_source"], []).append(r["image_file"])
-                else:
-                    kept.append(r)
-            rows_by_inst[config] = kept
-        _log(f"skipping {report.total} missing image file(s):\n" + report.summary())
-        if not any(rows_by_inst.values()):  # nothing to build: an empty dataset is not a build
-            raise imgs.MissingImagesError(
-                report, "No row has its image, so there is nothing to build (--skip-missing-images leaves out only "
-                        "some rows); pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH) or "
-                        "--download.")
-    _log(f"valse: annotations read and images checked in {time.perf_counter() - start:.1f}s")
-
-    def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        requests = ((resolvers[r["image_source"]], r["image_file"]) for r in rows)
-        for r, data in zip(rows, imgs.read_checked_many(requests, workers=args.read_workers)):
-            yield {**r, "image": {"bytes": data, "path": r["image_file"]}}
-
-    counts = {}
-    stage = staging_folder(out)  # a failed build leaves the folder as it was
-    try:
+    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for inst in INSTRUMENTS:
-            t0 = time.perf_counter()
-            _, counts[inst.config] = write_split_rows(stage, inst.config, SPLIT, stream(rows_by_inst[inst.config]),
-                                                      FEATURES)
-            _log(f"valse: {inst.config}: {counts[inst.config]} rows in {time.perf_counter() - t0:.1f}s")
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    publish_staged(stage, out)
-    for inst in INSTRUMENTS:
-        expected = (PAPER_ALL if args.include_invalid else PAPER_VALID)[inst.config]
-        if counts[inst.config] != expected:
-            _log(f"valse: note: {inst.config} has {counts[inst.config]} rows, the paper's Table 5 {expected}")
-    write_valse_card(out)
-    cards.write_build_report(out, "VALSE: this build", build_report(counts, bool(args.include_invalid), skipped))
-    (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-    _log(f"valse: {sum(counts.values())} rows, built in {time.perf_counter() - start:.1f}s")
-    print("note: datasets caches a local folder by name and card; if you loaded this folder before, load it once "
-          "with download_mode='force_redownload', verification_mode='no_checks' to see this build", file=sys.stderr)
-    return out
+            found = read_instrument(folder, inst)
+            if not getattr(args, "include_invalid", False):
+                found = [r for r in found if r["valid"]]
+            for r in found:
+                r["_images"] = (("image", r["image_source"], r["image_file"]),)
+            rows[inst.config] = {SPLIT: found}
+        return Annotations(rows)
+
+    def config_decls(self) -> list[ConfigDecl]:
+        return config_decls()
+
+    def write_card(self, out: Path, annotations: Annotations) -> Path:
+        return write_valse_card(out)
+
+    def expected(self, args: argparse.Namespace) -> dict[str, int]:
+        return dict(PAPER_ALL if getattr(args, "include_invalid", False) else PAPER_VALID)
+
+    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        return build_report({c: sum(n.values()) for c, n in plan.counts().items()},
+                            bool(getattr(args, "include_invalid", False)))
+
+
+BUILDER = Builder()
+NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

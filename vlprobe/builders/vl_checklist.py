@@ -15,7 +15,9 @@ Configs: the 13 leaves of the taxonomy (``object_location_center``, ..., ``attri
 The authors' loader skips a record whose image file does not exist, silently. Here a missing image
 stops the build unless ``--skip-missing-images``; then the records are left out, and ``data/BUILD.md``
 and the build's log count them per leaf and corpus. The files are not pinned by hash yet: a build
-records their git blob hashes in ``data/BUILD.md`` and warns once.
+records their git blob hashes in ``data/BUILD.md`` and warns once. The pins and the tie rule are
+VL-CheckList's benchmark module's (:mod:`vlprobe.benchmarks.vl_checklist`); the build runs on the shared
+flow (:mod:`vlprobe.builders.flow`).
 """
 
 from __future__ import annotations
@@ -29,24 +31,45 @@ from typing import Any
 import datasets
 from datasets import Features, Value
 
-from .. import image_sources as imgs
+from ..benchmarks import vl_checklist as facts
 from ..dataset_folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json, upstream
-from .crepe import annotation_lines
-from .crepe import upstream_values as unpinned_upstream_values
-from .sugar_crepe import SPLIT, annotations_of, build_folder
+from ..image_sources import Archive, SourceSpec
+from . import AnnotationError, cards, read_json
+from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, upstream_values
 
-NAME = "vl_checklist"
-HELP = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], "
-        "from the upstream files at a pinned commit")
-
-DEFAULT_OUT = Path("vl_checklist")
+# VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
+# hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
+IMAGES: dict[str, SourceSpec] = {s.name: s for s in (
+    SourceSpec(
+        "visual_genome_vlc", "Visual Genome images, as VL-CheckList names them (VG_100K[_2]/<vg id>.jpg)", r"\d+\.jpg",
+        ("vg/VG_100K", "vg/VG_100K_2", "VG_100K", "VG_100K_2"), ("images.zip", "images2.zip"),
+        ("https://cs.stanford.edu/people/rak248/VG_100K/{name}", "https://cs.stanford.edu/people/rak248/VG_100K_2/{name}"),
+        "Visual Genome: CC BY 4.0 (the images are Flickr photos from YFCC100M and COCO)",
+    ),
+    SourceSpec(
+        "swig_vlc", "SWiG / imSitu images, as VL-CheckList names them (swig/<file>)", r"[a-z_]+_\d+\.jpg",
+        ("swig", "images_512", "swig/images_512"), ("images_512.zip",), (),
+        "imSitu images: non-commercial research and educational use (imSitu terms); SWiG annotations MIT",
+        Archive("https://swig-data-weights.s3.us-east-2.amazonaws.com/images_512.zip", "images_512.zip"),
+    ),
+    # HAKE's images come from several collections, one sub-folder each (HAKE's Images/README); file
+    # names are unique only within a sub-folder, so each is a source. No per-file URLs: local only.
+    *(SourceSpec(f"hake_{sub}", f"HAKE images: {sub}", r"[A-Za-z0-9_.-]+\.(jpg|jpeg|png|JPG|JPEG|PNG)",
+                 tuple(p for d in dirs for p in (f"hake/{d}", d)), (), (),
+                 "HAKE: the terms of each source collection (HAKE's Images/README)")
+      for sub, dirs in (("openimages", ("openimages",)), ("hcvrd", ("hcvrd",)), ("pic", ("pic",)),
+                        ("images_20190730", ("hake_images_20190730",)),
+                        ("images_20200614", ("hake_images_20200614",)),
+                        ("hico_det", ("hico_20160224_det/images/test2015", "hico_20160224_det/images/train2015")),
+                        ("vcoco", ("vcoco/train2014", "vcoco/val2014"))))
+)}
 VG, SWIG = "visual_genome_vlc", "swig_vlc"
-# HAKE's first path component -> the image source of that sub-folder (vlprobe.image_sources)
+# HAKE's first path component -> the image source of that sub-folder
 HAKE = {"openimages": "hake_openimages", "hcvrd": "hake_hcvrd", "pic": "hake_pic",
         "hake_images_20190730": "hake_images_20190730", "hake_images_20200614": "hake_images_20200614",
         "hico_20160224_det": "hake_hico_det", "vcoco": "hake_vcoco"}
 SOURCES = (VG, SWIG, *HAKE.values())
+assert set(SOURCES) == set(IMAGES)
 
 
 @dataclass(frozen=True)
@@ -114,7 +137,7 @@ def image_of(path: Any, corpus: str, where: str) -> tuple[str, str]:
     parts = path.split("/")
     if corpus.startswith("hake"):
         source = HAKE.get(parts[0])
-        folders = [d for d in imgs.SOURCES[source].subdirs if not d.startswith("hake/")] if source else []
+        folders = [d for d in IMAGES[source].subdirs if not d.startswith("hake/")] if source else []
         if source is None or "/".join(parts[:-1]) not in folders:
             raise AnnotationError(f"{where}: HAKE image path {path!r} is not <sub-folder>/<file> under one of "
                                   f"HAKE's folders ({', '.join(HAKE)})")
@@ -127,8 +150,8 @@ def image_of(path: Any, corpus: str, where: str) -> tuple[str, str]:
         if len(parts) > 2 or (len(parts) == 2 and parts[0] not in ("VG_100K", "VG_100K_2")):
             raise AnnotationError(f"{where}: Visual Genome image path {path!r} is not VG_100K[_2]/<vg id>.jpg")
     name = parts[-1]
-    if not imgs.SOURCES[source].matches(name):
-        raise AnnotationError(f"{where}: image file name {name!r} does not look like a {imgs.SOURCES[source].title} file")
+    if not IMAGES[source].matches(name):
+        raise AnnotationError(f"{where}: image file name {name!r} does not look like a {IMAGES[source].title} file")
     return source, name
 
 
@@ -141,7 +164,7 @@ def _texts(value: Any, where: str, key: str) -> list[str]:
 def read_file(annotations: Path, leaf: Leaf, corpus: str, file: str) -> list[dict[str, Any]]:
     path = annotations / file
     data = read_json(path, "VL-CheckList", list, 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]',
-                     f"pass --annotations DIR, the data/ folder of github.com/{upstream.VL_CHECKLIST.repo}")
+                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
         where = f"{file} record {n}"
@@ -174,7 +197,7 @@ def config_decls() -> list[ConfigDecl]:
 
 
 def card_yaml() -> dict[str, Any]:
-    up = upstream.VL_CHECKLIST
+    up = facts.UPSTREAM
     return card_metadata(
         config_decls(), language=["en"], license="other", license_name="vl-checklist-vg-swig-hake",
         license_link=f"https://github.com/{up.repo}/tree/{up.commit}",
@@ -188,7 +211,7 @@ def card_values() -> dict[str, Any]:
     leaves = [{"config": leaf.config, "type": leaf.type,
                "corpora": ", ".join(f"`{c}`" for c, _ in leaf.corpora)} for leaf in LEAVES]
     aggregates = [{"config": a, "members": len(m)} for a, m in AGGREGATES.items()]
-    return dict(leaves=leaves, aggregates=aggregates, **unpinned_upstream_values(upstream.VL_CHECKLIST))
+    return dict(leaves=leaves, aggregates=aggregates, citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
 
 
 def write_card(out: Path) -> Path:
@@ -205,8 +228,9 @@ def dropped_per_corpus(skipped: dict[str, list[str]]) -> dict[tuple[str, str], i
     return out
 
 
-def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[tuple[str, str], int],
-           records: list[dict]) -> list[str]:
+def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[tuple[str, str], int]) -> list[str]:
+    """``data/BUILD.md``'s account of the rows per leaf and corpus (the flow adds the rows left out and the
+    files used), and the dropped records counted in the log."""
     dropped = dropped_per_corpus(skipped)
     total, gone = sum(in_file.values()), sum(dropped.values())
     lines = [f"Rows in this build: **{sum(counts.values()):,}** of the files' {total:,} records; "
@@ -217,42 +241,40 @@ def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[
         for corpus, file in leaf.corpora:
             n, d = in_file[(leaf.config, corpus)], dropped.get((leaf.config, corpus), 0)
             lines.append(f"| `{leaf.config}` | {corpus} | `{file}` | {n:,} | {n - d:,} | {d:,} |")
-    if skipped:
-        lines += ["", "## Rows left out", "",
-                  "Built with `--skip-missing-images`: these rows are **not** here, because their image was missing.", ""]
-        for config, ids in sorted(skipped.items()):
-            shown = ", ".join(ids[:5]) + (f" (+{len(ids) - 5} more)" if len(ids) > 5 else "")
-            lines.append(f"- `{config}`: {len(ids)} row(s): {shown}")
-    print(f"{upstream.VL_CHECKLIST.benchmark}: {gone:,} of {total:,} records dropped because their image could not "
+    print(f"{facts.UPSTREAM.benchmark}: {gone:,} of {total:,} records dropped because their image could not "
           "be had (data/BUILD.md counts them per leaf and corpus)", file=sys.stderr, flush=True)
-    return lines + annotation_lines(upstream.VL_CHECKLIST, records)
+    return lines
 
 
 # ---- build ------------------------------------------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    upstream.add_arguments(
-        parser, upstream.VL_CHECKLIST, what=f"the {len(upstream.VL_CHECKLIST.files)} VL-CheckList JSON files",
-        sources=SOURCES,
-        images_help="images root laid out as the authors' DATASETS.md: vg/VG_100K/, vg/VG_100K_2/, swig/, "
-                    "hake/<sub-folder>/ (also VG_100K/, images_512/ or the release zips at the top)",
-        download_help="download the missing Visual Genome images file by file and SWiG's images_512.zip into "
-                      "--cache-dir (HAKE's images have no per-file source: give them locally)",
-        default_out=DEFAULT_OUT)
+class Builder(UpstreamBuilder):
+    benchmark = facts.BENCHMARK
+    help = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], "
+            "from the upstream files at a pinned commit")
+    what = f"the {len(facts.UPSTREAM.files)} VL-CheckList JSON files"
+    sources = tuple(IMAGES.values())
+    images_help = ("images root laid out as the authors' DATASETS.md: vg/VG_100K/, vg/VG_100K_2/, swig/, "
+                   "hake/<sub-folder>/ (also VG_100K/, images_512/ or the release zips at the top)")
+    download_help = ("download the missing Visual Genome images file by file and SWiG's images_512.zip into "
+                     "--cache-dir (HAKE's images have no per-file source: give them locally)")
+    spec_yaml = SPEC_YAML
+
+    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        rows = read_all(folder)
+        in_file = {(leaf.config, corpus): sum(r["corpus"] == corpus for r in rows[leaf.config])
+                   for leaf in LEAVES for corpus, _ in leaf.corpora}
+        return Annotations({c: {SPLIT: rs} for c, rs in rows.items()}, {"in_file": in_file})
+
+    def config_decls(self) -> list[ConfigDecl]:
+        return config_decls()
+
+    def write_card(self, out: Path, annotations: Annotations) -> Path:
+        return write_card(out)
+
+    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        counts = {c: sum(n.values()) for c, n in plan.counts().items()}
+        return report(counts, plan.skipped, plan.annotations.facts["in_file"])
 
 
-def build(args: argparse.Namespace) -> Path:
-    up = upstream.VL_CHECKLIST
-    annotations = annotations_of(args, up)
-    records = upstream.file_records(up, annotations)
-    rows = read_all(annotations)
-    in_file: dict[tuple[str, str], int] = {}
-    for leaf in LEAVES:
-        for corpus, _ in leaf.corpora:
-            in_file[(leaf.config, corpus)] = sum(r["corpus"] == corpus for r in rows[leaf.config])
-
-    def static(out: Path) -> None:
-        write_card(out)
-        (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
-
-    return build_folder(args, NAME, rows, SOURCES, FEATURES, static,
-                        lambda counts, skipped: report(counts, skipped, in_file, records), "VL-CheckList: this build")
+BUILDER = Builder()
+NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

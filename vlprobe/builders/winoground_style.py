@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import datasets
 import pyarrow.parquet as pq
 
-from ..dataset_folder import ConfigDecl, card_metadata, write_card
+from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_spec
 from ..scenes import winoground as gen
 from . import cards
 from .synthetic import RateMeter, parse_names, write_rows
@@ -123,7 +123,7 @@ def write_metadata(out: Path) -> None:
         tags=["synthetic", "vision-and-language", "winoground", "compositionality", "vlprobe"],
     )
     write_card(out, meta, CARD_BODY)
-    (out / "vlprobe.yaml").write_text(SPEC_YAML, encoding="utf-8")
+    write_spec(out, SPEC_YAML, NAME)
 
 
 def build(args: argparse.Namespace) -> Path:
@@ -283,7 +283,7 @@ def build_local_winoground(source: Path, out: Path) -> int:
         pretty_name="Winoground (private local copy)",
     )
     write_card(out, meta, LOCAL_CARD_BODY)
-    (out / "vlprobe.yaml").write_text(LOCAL_SPEC_YAML, encoding="utf-8")
+    write_spec(out, LOCAL_SPEC_YAML, "winoground")  # the real Winoground, whatever the folder is called
     write_rows(out, LOCAL_CONFIG, "test", rows, WINOGROUND_FEATURES)
     return len(rows)
 

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation import OPTIONS, evaluate
     from ..evaluation.settings import DEFAULT_OUT
     from ..options import from_args
-    from ..results import _slug, benchmark_name
+    from ..results import _slug, dataset_name
 
     values = from_args(OPTIONS, args)
     out = values.get("out")
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             out = DEFAULT_OUT
         else:
             model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
-            out = f"runs/{_slug(benchmark_name(args.dataset[0]))}-{_slug(model_name)}"
+            out = f"runs/{_slug(dataset_name(args.dataset[0]))}-{_slug(model_name)}"
     result = evaluate(**{**values, "out": out}, root=default_root(), log=print)
     if not result.main_process:
         return 0

@@ -12,9 +12,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..benchmarks import get
+from ..report.papers import paper_benchmarks
 from .settings import SpaceError
 
-PAPER_BENCHMARKS = ("valse", "winoground", "bla", "sugar_crepe")
+PAPER_BENCHMARKS = paper_benchmarks()  # those whose benchmark declares published numbers (vlprobe/benchmarks/)
 MAX_RESULTS_BYTES = 20 * 1024 * 1024
 MAX_RESULTS_FILES = 20
 
@@ -174,7 +176,7 @@ def papers_only(benchmark: str, papers: list[dict]) -> tuple[list[str], list[lis
 def papers_benchmark(choice: str | None, benchmarks: Sequence[str], have_runs: bool) -> str | None:
     if choice not in ("auto", "all", "", None):
         return choice
-    return next((b for b in benchmarks if b in PAPER_BENCHMARKS), None if have_runs else "valse")
+    return next((b for b in benchmarks if b in PAPER_BENCHMARKS), None if have_runs else PAPER_BENCHMARKS[0])
 
 
 def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], list[list[Any]], list[dict], str]:
@@ -182,8 +184,8 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], li
     from .. import report
 
     if bench not in PAPER_BENCHMARKS:
-        return [], [], [], ("The published numbers here are VALSE's, Winoground's, BLA's and SugarCREPE's (GPT-4V); "
-                            "none of the loaded runs is on one of them.")
+        owners = ", ".join(f"{get(b).display}'s" for b in PAPER_BENCHMARKS)
+        return [], [], [], f"The published numbers here are {owners}; none of the loaded runs is on one of them."
     papers = report.paper_results()
     table = report.paper_table(runs, bench, papers) if runs else papers_only(bench, papers)
     if table is None:
@@ -209,7 +211,7 @@ def run_points(runs: Sequence[Any]) -> list[dict]:
     out = []
     for run in runs:
         for r in run.results:
-            key = headline_key(r["benchmark"], r["metrics"])
+            key = report.entry_headline(r)  # by the benchmark and the item shape the entry records
             value = r["metrics"].get(key) if key else None
             if value is None:
                 continue

@@ -143,7 +143,7 @@ def evaluate(
         _measure(split, s)
     from ..results import result_entries
 
-    summary = summarize(result_entries(scored))
+    summary = summarize(result_entries(scored), provenance["settings"])
     result = Evaluation(scored, provenance, summary)
     if out is not None:
         result.save(out)

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from ..benchmarks import find
 from ..errors import ArgumentError, DatasetError, VlprobeError
 from ..locations import DEFAULT_DATASETS
+from ..spec import ItemSpec, dataset_benchmark
 from .settings import TEST_LIKE, Settings, _names
 
 
@@ -28,12 +30,13 @@ class SplitSource:
     spec: Any               # ItemSpec (already for this config)
     data: dict[str, Any] = field(default_factory=dict)
     shape: tuple[int, int] | None = None
+    benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
 
     @property
     def name(self) -> str:
-        from ..results import benchmark_name
+        from ..results import dataset_name
 
-        return f"{benchmark_name(self.dataset)}/{self.config}/{self.split}"
+        return f"{dataset_name(self.dataset)}/{self.config}/{self.split}"
 
     def row_batches(self, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         """(first row index, rows) of at most ``size`` rows, images as undecoded dicts."""
@@ -63,11 +66,13 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
     folder = Path(dataset)
     if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not _is_built(folder):
         # a clone's committed card folder (valse/, crepe/, ...): its rows come from a build
-        from ..builders import builders
-
-        name = folder.resolve().name
+        try:
+            bench = find(ItemSpec.from_file(folder / "vlprobe.yaml").benchmark)
+        except ValueError:
+            bench = None
+        name = bench.builder if bench is not None else None
         how = (f"`vlprobe build {name}" + ("" if folder.resolve() == (Path.cwd() / name).resolve() else f" --out {dataset}")
-               + "`" if name in builders() else "the builder its README names")
+               + "`" if name else "the builder its README names")
         return (f"dataset folder {dataset!r} holds a card but no data yet: build it with {how} "
                 f"(its README.md says what the build needs: annotations, images)")
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -275,7 +280,8 @@ def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
             for split in select_splits(label, config, s.splits, names=list(parts)):
                 ds = parts[split]
                 info = {"fingerprint": getattr(ds, "_fingerprint", None), "in_memory": True}
-                sources.append(_source(label, config, split, ds, item_spec, info, s, dataset_revision))
+                sources.append(_source(label, config, split, ds, item_spec, info, s, dataset_revision,
+                                       item_spec.benchmark))
             continue
         if isinstance(dataset, os.PathLike):
             dataset = str(dataset)
@@ -289,15 +295,18 @@ def plan_splits(datasets_: Sequence[Any], s: Settings, *, spec: Any = None,
                                 f"a branch, tag or commit of a Hub dataset)")
         check_reachable(dataset, dataset_revision)  # before the spec, which may be fetched from the Hub
         item_spec = _spec_of(dataset, spec)
+        benchmark, note = dataset_benchmark(dataset, item_spec)  # a guess from the name is said in the summary
+        info_note = {"benchmark_note": note} if note else {}
         for config in select_configs(dataset, s.configs, dataset_revision):
             for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
                 ds, info = load_split(dataset, config, split, dataset_revision)
-                sources.append(_source(name or dataset, config, split, ds, item_spec, info, s, dataset_revision))
+                sources.append(_source(name or dataset, config, split, ds, item_spec, {**info, **info_note}, s,
+                                       dataset_revision, benchmark))
     return sources
 
 
 def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dict, s: Settings,
-            revision: str | None) -> SplitSource:
+            revision: str | None, benchmark: str | None = None) -> SplitSource:
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
     try:
@@ -306,7 +315,7 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
         raise DatasetError(str(err)) from None
     src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
                       data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": revision,
-                            "spec": spec.source, "modality": s.modality})
+                            "spec": spec.source, "modality": s.modality}, benchmark=benchmark)
     if n == 0:
         raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids

@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import summary as summary_rules
 from ..errors import VlprobeError
-from ..results import ScoredSplit
+from ..results import ScoredSplit, pct
 
 
 class Evaluation:
@@ -116,36 +117,38 @@ def display_keys(split: ScoredSplit) -> list[str]:
     return shown_metrics(split)
 
 
-def summarize(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`)."""
-    from .. import summary
-
-    return summary.summarize(entries) or {}
+def summarize(entries: list[dict[str, Any]], settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`); ``settings``: the
+    run's recorded settings, to flag where it departs from the authors' own."""
+    return summary_rules.summarize(entries, settings) or {}
 
 
 def format_summary(summary: dict[str, Any]) -> str:
     """The papers' aggregates as text under the table ("" when there are none): per benchmark its
-    source, one line per row (config or aggregate, split, headline values with CIs), its notes."""
-    from ..results import pct
-    from ..summary import summary_title
-
+    source, one line per row (config or aggregate, split, headline values with CIs, and the figure
+    under the authors' tie rule where the run's is another), how the run departs from the authors'
+    setting, its notes."""
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         rows = block.get("rows") or []
         if not rows:
             continue
-        lines += ["", summary_title(bench, block)]
+        lines += ["", summary_rules.summary_title(bench, block)]
         names = block.get("names") or {}  # the paper's name of a metric (SugarCREPE++'s text score: TOT)
+        theirs = (block.get("tie_policy") or {}).get("authors")
         for row in rows:
             name = f"{row.get('label') or row.get('config')}/{row.get('split')}"
             cis = row.get("ci") or {}
+            authors = row.get("authors") or {}
             cells = []
             for key, value in (row.get("values") or {}).items():
                 ci = cis.get(key)
-                cells.append(f"{names.get(key, key)} {pct(value)}" + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci else ""))
+                cells.append(f"{names.get(key, key)} {pct(value)}" + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci else "")
+                             + (f" ({theirs}: {pct(authors[key])})" if key in authors else ""))
             cells += [f"{names.get(key, key)} N/A ({row['na_reason']})" for key in row.get("na") or []]
             extra = f"  ({row['framing']})" if row.get("framing") else ""
             n = f"  n={row['n_items']}" if row.get("n_items") is not None else ""
             lines.append(f"  {name:<32} " + "  ".join(cells) + n + extra)
+        lines += [f"  departs from the authors' setting: {d['note']}" for d in block.get("departures") or []]
         lines += [f"  note: {note}" for note in block.get("notes") or []]
     return ("\n" + "\n".join(lines)) if lines else ""

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..benchmarks import find
 from ..errors import DatasetError, ModelError
 from ..results import ScoredItem, ScoredSplit, ScoreMatrices
 from .data import SplitSource
@@ -124,8 +125,8 @@ def _score(sources: list[SplitSource], scorer: Any, s: Settings, cache: Any, wor
     from ..engine import Engine, EngineOutOfMemory
     from ..images import ImageError
 
-    splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, items=[], scores=ScoreMatrices(),
-                          probabilities=ScoreMatrices(), data=src.data) for src in sources]
+    splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, benchmark=src.benchmark, items=[],
+                          scores=ScoreMatrices(), probabilities=ScoreMatrices(), data=src.data) for src in sources]
     limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
     total = sum(src.n for src in sources)
     temp = None
@@ -212,6 +213,27 @@ def _measure(split: ScoredSplit, s: Settings) -> None:
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
     mark_not_available(split, tied_items(scores, gold), s.ties)
+    split.authors_rule = _authors_rule(split, s, scores, gold, probs, tags)
+
+
+def _authors_rule(split: ScoredSplit, s: Settings, scores: Any, gold: Any, probs: Any, tags: Any) -> dict | None:
+    """The split's metrics under its benchmark's own tie rule, where the run's tie policy is another
+    one (``--ties lenient`` on SugarCREPE): ``{"ties": <the authors' policy>, "metrics": ...}``, with no
+    CI (a figure to read beside the run's), not available wherever the run's are; else None."""
+    from .. import metric as metric_module  # as _measure: the metric module imports evaluate
+
+    bench = find(split.benchmark)
+    rule = bench.tie_rule_for(s.modality) if bench is not None else None
+    if rule is None or rule.policy == s.ties:
+        return None
+    m = metric_module.compute(scores, gold, ties=rule.policy, probabilities=probs, threshold=s.threshold,
+                              tags=tags if any(tags) else None, bootstrap=0)
+    if split.metrics.get("na_reason"):
+        _not_available(m, split.metrics["na_reason"])
+    for tag, tm in (split.metrics.get("per_tag") or {}).items():
+        if tm.get("na_reason") and tag in (m.get("per_tag") or {}):
+            _not_available(m["per_tag"][tag], tm["na_reason"])
+    return {"ties": rule.policy, "metrics": m}
 
 
 def tied_items(scores: Any, gold: Any) -> np.ndarray:

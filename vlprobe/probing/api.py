@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from ..errors import DatasetError
 from ..locations import DEFAULT_MODEL
 from ..options import CHUNK_ROWS, pick
+from ..spec import dataset_benchmark
 from .data import _check_classes, _resolve_dataset, _resolve_model, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
@@ -196,6 +197,7 @@ def probe(
         "argv": list(sys.argv),
         "model": scorer.describe(),
         "dataset": {"dataset": dataset, "revision": dataset_revision,
+                    "benchmark": dataset_benchmark(dataset, next(sp.spec for by in data.values() for sp in by.values()))[0],
                     "splits": {t: {name: sp.info for name, sp in by.items()} for t, by in data.items()}},
         "settings": record(s, l2_grid=list(L2_GRID), model_selection=VALIDATION, finetune=tuned, text_baseline=text_only,
                            zero_shot=zero_shot, num_workers=workers,

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks import by_old_name, find
+from ..summary import dataset_name
 from .settings import DEFAULT_DATASET, MODALITIES, PROBE_RUN_FILE, SETTING_ORDER, TEXT_ONLY, ZERO_SHOT
 
 
@@ -46,9 +48,8 @@ class ProbeResult:
         ``vlprobe.Evaluation.summary`` (``{benchmark: {"source", "headline", "rows", ...}}``). The
         value is the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap CI over
         items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
-        from ..summary import SOURCES, benchmark_of
-
-        dataset = str((self.provenance.get("dataset") or {}).get("dataset") or DEFAULT_DATASET)
+        recorded = self.provenance.get("dataset") or {}
+        dataset = str(recorded.get("dataset") or DEFAULT_DATASET)
         rows = []
         for r in _final(seed_means(self.rows)):
             if r["transfer"] not in ("same", "zero-shot (no training)"):
@@ -61,10 +62,14 @@ class ProbeResult:
             if r.get("ci_low") is not None:
                 row["ci"] = {"macro_f1": [r["ci_low"], r["ci_high"]]}
             rows.append(row)
-        bench = benchmark_of(dataset)
-        source = SOURCES.get("travlr") if bench == "travlr" else None
+        # the benchmark the dataset recorded (a run from before: the one its name meant); its paper's
+        # source only where the paper reports macro-F1 of true/false statements (TraVLR)
+        bench = find(recorded["benchmark"]) if "benchmark" in recorded else by_old_name(dataset)
+        source = bench.source if bench is not None and bench.headline_for((1, 1)) == ["macro_f1"] else None
         seeds = len(self.provenance.get("settings", {}).get("seeds") or [None])
-        return {bench: {"source": source, "headline": ["macro_f1"], "rows": rows, "complete": True,
+        name = bench.name if bench is not None else dataset_name(dataset)
+        return {name: {"benchmark": bench.name if bench is not None else None, "source": source,
+                       "headline": ["macro_f1"], "rows": rows, "complete": True,
                         "notes": ["frozen features + a trained probe (vlprobe probe); trained and tested on the "
                                   "same modality, the full training split"
                                   + (f"; mean over {seeds} seeds (sd beside it)" if seeds > 1 else "")]}}

@@ -1,5 +1,6 @@
-"""The seed papers' published numbers (``vlprobe/data/paper_results.csv``) and which of their
-tables a report compares with."""
+"""The seed papers' published numbers (``vlprobe/data/paper_results.csv``) and which of their tables a
+report compares with: each benchmark declares its own (``paper_tables``, ``paper_note``, its config
+names in the paper: :class:`vlprobe.benchmarks.Benchmark`); the mappings here are read from them."""
 
 from __future__ import annotations
 
@@ -7,42 +8,23 @@ import csv
 from importlib import resources
 from typing import Any
 
-from .. import summary as summary_rules
+from ..benchmarks import benchmarks, find
+
+_WITH_PAPERS = [b for b in benchmarks().values() if b.paper_tables]
 
 # The published tables the report compares with, per benchmark (the CSV holds more).
-SUGAR_CREPE_GPT4V = "gpt-4v-results/readme.md"  # the upstream file holding the only text figures
-PAPER_TABLES = {"valse": ("Table 2",), "winoground": ("Table 3",), "bla": ("Thesis Table 6.3", "Thesis Table 6.2"),
-                "sugar_crepe": (SUGAR_CREPE_GPT4V,)}
-
-# Where a table's figures come from, as the report's "source" column says it (default: "paper, <table>").
-SOURCE_LABELS = {("sugar_crepe", SUGAR_CREPE_GPT4V): "upstream README, gpt-4v-results/readme.md"}
+PAPER_TABLES: dict[str, tuple[str, ...]] = {b.name: tuple(t.table for t in b.paper_tables) for b in _WITH_PAPERS}
+# What each benchmark's published numbers are, said beside them.
+PAPER_NOTES: dict[str, str] = {b.name: b.paper_note for b in _WITH_PAPERS if b.paper_note}
+# (benchmark, a dataset's config name) -> the CSV's config name, where they differ.
+CONFIG_ALIASES: dict[tuple[str, str], str] = {(b.name, c): p for b in benchmarks().values()
+                                              for c, p in b.paper_configs.items()}
 
 
 def source_label(benchmark: str, table: str) -> str:
-    return SOURCE_LABELS.get((benchmark, table), f"paper, {table}")
-
-
-# A dataset's config name -> the CSV's config name, where they differ (one rule: vlprobe.summary).
-CONFIG_ALIASES = summary_rules.PAPER_CONFIG
-
-
-PAPER_NOTES = {
-    "valse": "VALSE (Parcalabescu et al., ACL 2022), Table 2.",
-    "winoground": "Winoground (Thrush et al., CVPR 2022), Table 3, all 400 items.",
-    "bla": (
-        "BLA (Chen, MSc thesis 2022), Table 6.3 (models) and Table 6.2 (human experts, on a small subset). "
-        "Measured on the thesis version of the data (613 / 800 / 789 "
-        "caption sets), not on the 2023 release (613 / 654 / 672) that vlprobe's bla folder holds: not directly "
-        "comparable."
-    ),
-    "sugar_crepe": (
-        "SugarCREPE (Hsieh et al., NeurIPS 2023): the paper's and the upstream README's model tables are images; the "
-        "only figures upstream gives as text are GPT-4V's, in RAIVNLab/sugar-crepe's gpt-4v-results/readme.md: a "
-        "prompted choice ('Which caption best describes the image? (1) ... (2) ... Output (1) or (2).'), the positive "
-        "caption first or the negative first, not a similarity score. Its swap_obj counts 246 items; the pinned file "
-        "vlprobe builds from has 245 (item 108 removed upstream)."
-    ),
-}
+    """Where a table's figures come from, as the report's "source" column says it ("paper, <table>")."""
+    bench = find(benchmark)
+    return bench.source_label(table) if bench is not None else f"paper, {table}"
 
 
 def paper_results() -> list[dict[str, Any]]:
@@ -52,3 +34,9 @@ def paper_results() -> list[dict[str, Any]]:
     for r in rows:
         r["value"] = float(r["value"])
     return rows
+
+
+def paper_benchmarks() -> tuple[str, ...]:
+    """The benchmarks with published numbers to set a run beside, in the order the CSV holds them."""
+    order = list(dict.fromkeys(r["benchmark"] for r in paper_results()))
+    return tuple(sorted(PAPER_TABLES, key=lambda b: order.index(b) if b in order else len(order)))

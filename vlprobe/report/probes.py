@@ -1,71 +1,49 @@
-"""A ``vlprobe probe`` run in the report: its results.json checked, its TraVLR Table 2 layout, and
-each cell beside TraVLR's published Table 2 (Chow et al., EACL 2023; ``vlprobe/data/paper_results.csv``):
-the paper's figure (with its change from InD and #sd), ours, and the difference."""
+"""A ``vlprobe probe`` run in the report: its train x test modality table (the layout of TraVLR's
+Table 2, which the probe's protocol follows), and each cell beside the published table its dataset's
+benchmark declares (``probe_table``, in ``vlprobe/data/paper_results.csv``): the paper's figure (with
+its change from InD and #sd), ours, and the difference."""
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Sequence
 
+from ..benchmarks import Benchmark, by_old_name, find
+from ..probing.result import _setting_name, table2_cell_text, table2_cells
 from .runs import Run
 
-PROBE_TABLE = "Table 2"
 
-PROBE_NOTE = (
-    "TraVLR (Chow et al., EACL 2023), Table 2: mean macro-F1 on the OOD test sets of VisualBERT, UNITER, LXMERT and "
-    "ALBEF, each fine-tuned for 80 epochs without early stopping in one modality and tested in each, with the change "
-    "from InD in parentheses; the mean is over the converged runs of three seeds (#sd) when any converged, else over "
-    "all three; trained on TraVLR's own data (32k spatiality / 8k other training rows, 20k OOD test rows). "
-    "vlprobe's figures are the mean over all of the run's seeds, on the dataset and training size the run names: "
-    "a frozen-feature probe is the paper's App. B frozen setting, not its fine-tuning, and only the fine-tuned rows "
-    "(--finetune) are the same kind of experiment. Differences are vlprobe minus the paper, in points."
-)
+def probe_benchmark(run: Run) -> Benchmark | None:
+    """The benchmark of the dataset a probe run trained and tested on: the one it recorded
+    (``provenance.dataset.benchmark``), or, for a run from before that was recorded, the one its
+    dataset's name meant; None for a dataset of the user's own."""
+    dataset = (run.doc.get("provenance") or {}).get("dataset") or {}
+    if "benchmark" in dataset:
+        return find(dataset["benchmark"])
+    return by_old_name(str(dataset.get("dataset") or ""))
 
 
-def is_probe_document(doc: Any) -> bool:
-    """A ``vlprobe probe`` results.json: a ``rows`` list and no ``results`` list."""
-    return isinstance(doc, dict) and isinstance(doc.get("rows"), list) and "results" not in doc
+def probe_note(run: Run) -> str:
+    """What the published table beside a probe run is, and what makes the two differ."""
+    bench = probe_benchmark(run)
+    return bench.probe_note if bench is not None else ""
 
 
-def validate_probe_document(doc: dict[str, Any], path: str | os.PathLike) -> list[str]:
-    """Problems of a probe's results.json against what the report reads, one line each, naming the
-    file and the row: ``rows`` of mappings with ``task``, ``setting``, ``transfer``, ``split``,
-    ``test_modality`` (strings), ``train_modality`` (a string or null), ``train_size`` (a whole
-    number), ``macro_f1`` (a fraction or null), and optionally ``seed`` (a whole number or null) and
-    ``ci_low``/``ci_high``/``chance`` (fractions or null); ``provenance`` a mapping."""
-    problems = []
-    if not isinstance(doc.get("provenance", {}), dict):
-        problems.append(f"{path}: 'provenance' must be a mapping")
-    if not doc["rows"]:
-        problems.append(f"{path}: a probe run with no rows")
-    for i, r in enumerate(doc["rows"]):
-        where = f"{path}: rows[{i}]"
-        if not isinstance(r, dict):
-            problems.append(f"{where}: a row must be a mapping, got {type(r).__name__}")
-            continue
-        where += "".join(f" {r.get(k)}" for k in ("task", "setting", "test_modality", "split") if isinstance(r.get(k), str))
-        for key in ("task", "setting", "transfer", "split", "test_modality"):
-            if not isinstance(r.get(key), str):
-                problems.append(f"{where}: {key!r} must be a string, got {r.get(key)!r}")
-        if r.get("train_modality") is not None and not isinstance(r["train_modality"], str):
-            problems.append(f"{where}: 'train_modality' must be a string or null, got {r['train_modality']!r}")
-        for key in ("train_size", "seed"):
-            v = r.get(key)
-            if (key == "train_size" or v is not None) and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                problems.append(f"{where}: {key!r} must be a whole number (0 or more), got {v!r}")
-        for key in ("macro_f1", "ci_low", "ci_high", "chance"):
-            v = r.get(key)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
-                problems.append(f"{where}: {key!r} must be a fraction in [0, 1] or null, got {v!r}")
-    return problems
+def probe_paper(run: Run) -> str:
+    """The published table a probe run is set beside, in words ("TraVLR's published Table 2"), "" when none."""
+    bench = probe_benchmark(run)
+    return f"{bench.display}'s published {bench.probe_table}" if bench is not None and bench.probe_table else ""
 
 
-def _paper_rows(papers: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, dict[str, Any]]]:
-    """{(task, train, test): {model: {"value", "change", "sd_runs"}}} of TraVLR's Table 2 (OOD)."""
+def _paper_rows(papers: list[dict[str, Any]], bench: Benchmark | None) -> dict[tuple[str, str, str],
+                                                                             dict[str, dict[str, Any]]]:
+    """{(task, train, test): {model: {"value", "change", "sd_runs"}}} of the benchmark's published
+    probe table (OOD cells, ``<task>/train=<modality>/test=<modality>/test_ood`` in the CSV)."""
     out: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    if bench is None or not bench.probe_table:
+        return out
     for p in papers:
-        if p["benchmark"] != "travlr" or p["table"] != PROBE_TABLE or p["metric"] != "macro_f1":
+        if p["benchmark"] != bench.name or p["table"] != bench.probe_table or p["metric"] != "macro_f1":
             continue
         m = re.fullmatch(r"(.+)/train=(\w+)/test=(\w+)/test_ood", p["config"])
         if not m:
@@ -78,9 +56,9 @@ def _paper_rows(papers: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict
     return out
 
 
-def paper_models(papers: list[dict[str, Any]]) -> list[str]:
+def paper_models(papers: list[dict[str, Any]], bench: Benchmark | None) -> list[str]:
     models: list[str] = []
-    for cells in _paper_rows(papers).values():
+    for cells in _paper_rows(papers, bench).values():
         models += [m for m in cells if m not in models]
     return models
 
@@ -102,9 +80,7 @@ def _kinds(run: Run) -> list[tuple[str, bool]]:
 
 
 def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
-    """The run's TraVLR Table 2 layout, per kind of rows: (title, (header, rows))."""
-    from ..probing.result import _setting_name, table2_cell_text, table2_cells
-
+    """The run's train x test modality table (TraVLR's Table 2 layout), per kind of rows: (title, (header, rows))."""
     out = []
     for what, finetuned in _kinds(run):
         cells = table2_cells(run.doc["rows"], finetuned)
@@ -126,11 +102,11 @@ def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
 
 def beside_paper(run: Run, papers: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]] | None:
     """One row per (kind, task, trained on, tested on) that TraVLR's Table 2 has: ours (OOD mean
-    (change) ± sd), then per paper model its figure (change) [#sd] and ours minus it."""
-    from ..probing.result import table2_cell_text, table2_cells
-
-    published = _paper_rows(papers)
-    models = paper_models(papers)
+    (change) ± sd), then per paper model its figure (change) [#sd] and ours minus it; None where the
+    run's benchmark declares no published probe table (or no cell matches)."""
+    bench = probe_benchmark(run)
+    published = _paper_rows(papers, bench)
+    models = paper_models(papers, bench)
     header = ["vlprobe", "task", "trained on", "tested on", "ours: OOD (change) ± sd"]
     for m in models:
         header += [f"{m} (change) [#sd]", f"ours - {m}"]

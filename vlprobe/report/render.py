@@ -14,9 +14,9 @@ from .. import summary as summary_rules
 from ..errors import ArgumentError
 from ..results import _atomic_write_bytes
 from .papers import PAPER_NOTES, paper_results
-from .probes import PROBE_NOTE, beside_paper, describe, probe_runs, table2_of
+from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
 from .runs import Run, load_runs
-from .tables import _benchmarks, _shape, headline, long_table, paper_table, summary_table, tag_table
+from .tables import _benchmarks, entry_headline, long_table, paper_table, summary_table, tag_table
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -61,6 +61,16 @@ def _ci_of(run: Run) -> str:
     return f"{100 * level:g}% CI, {resamples} resamples, seed {st.get('seed', 0)}"
 
 
+def _summary_heading(runs: Sequence[Run], bench: str, *, with_source: bool = True) -> str:
+    """The heading of a benchmark's aggregates in the report: its source, and each run that departs
+    from the authors' setting, named with how ("..., NOT the authors' setting: model-a: ties lenient
+    (authors: strict)")."""
+    source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
+    title = summary_rules.summary_title(bench, {"source": source}, with_source=with_source)
+    departing = [f"{r.label}: {text}" for r in runs if (text := summary_rules.departure_text(r.summary.get(bench) or {}))]
+    return title + (f", NOT the authors' setting: {'; '.join(departing)}" if departing else "")
+
+
 def ci_sentence(runs: Sequence[Run]) -> str:
     """What the brackets are, said once when every run made the same kind of CI, and run by run
     (with a warning) when they differ: two brackets side by side are only comparable at one level."""
@@ -97,9 +107,7 @@ def latex_tables(runs: Sequence[Run]) -> str:
                            f"tab:vlprobe-{slug}"))
         agg = summary_table(runs, bench)
         if agg:
-            source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")),
-                          None)
-            parts.append(table(agg[0], agg[1], summary_rules.summary_title(bench, {"source": source}),
+            parts.append(table(agg[0], agg[1], _summary_heading(runs, bench),
                                f"tab:vlprobe-{slug}-summary"))
         paper = paper_table(runs, bench, papers)
         if paper:
@@ -111,7 +119,7 @@ def latex_tables(runs: Sequence[Run]) -> str:
                                              f"seeds)", f"tab:vlprobe-probe{k}-table2"))
         beside = beside_paper(run, papers)
         if beside:
-            parts.append(table(*beside, f"{run.label} beside TraVLR's Table 2. {PROBE_NOTE}",
+            parts.append(table(*beside, f"{run.label} beside {probe_paper(run)}. {probe_note(run)}",
                                f"tab:vlprobe-probe{k}-paper"))
     return "\n".join(parts)
 
@@ -161,7 +169,7 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
         if agg:
             header, rows, notes = agg
             source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
-            title = summary_rules.summary_title(bench, {"source": source}, with_source=False)
+            title = _summary_heading(runs, bench, with_source=False)
             lead = (f"As {source} reports them." if source else "Headline metrics per config.")
             md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
             md += [f"- {n}" for n in notes] + ([""] if notes else [])
@@ -188,11 +196,13 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
             hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
         beside = beside_paper(run, papers)
         if beside:
-            md += [f"### {run.label} beside TraVLR's published Table 2", "", PROBE_NOTE, "", _md_table(*beside), ""]
-            hb += [f"<h3>{html.escape(run.label)} beside TraVLR's published Table 2</h3>",
-                   f"<p>{html.escape(PROBE_NOTE)}</p>", _html_table(*beside)]
+            note = probe_note(run)
+            md += [f"### {run.label} beside {probe_paper(run)}", "", note, "", _md_table(*beside), ""]
+            hb += [f"<h3>{html.escape(run.label)} beside {html.escape(probe_paper(run))}</h3>",
+                   f"<p>{html.escape(note)}</p>", _html_table(*beside)]
         else:
-            said = "No cell of this run is one TraVLR's Table 2 has (its tasks and image/caption/both modalities)."
+            said = (f"No cell of this run is one {probe_paper(run)} has (its tasks and image/caption/both modalities)."
+                    if probe_paper(run) else "The run's dataset records no benchmark with a published probe table.")
             md += [said, ""]
             hb.append(f"<p>{html.escape(said)}</p>")
     style = ("body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}"
@@ -212,7 +222,7 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
     units: list[tuple[str, str, str, str]] = []
     for run in runs:
         for r in run.results:
-            key = headline(r["metrics"], r["benchmark"], _shape(r), (r.get("data") or {}).get("modality"))
+            key = entry_headline(r)
             unit = (r["benchmark"], r["config"], r["split"], key)
             if key and unit not in units:
                 units.append(unit)

@@ -1,5 +1,5 @@
 """Runs read back: ``results.json`` files checked field by field (one line per problem, naming the file
-and the entry) and labelled."""
+and the entry) and labelled; ``vlprobe evaluate``'s and ``vlprobe probe``'s alike."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import summary as summary_rules
+from ..benchmarks import find
 from ..errors import ArgumentError, DatasetError, SettingError
+from ..results import entry_benchmark, records_benchmark
 
 
 class ReportError(DatasetError, ValueError):
@@ -29,22 +31,42 @@ class Run:
     def kind(self) -> str:
         """``"evaluate"``, or ``"probe"`` for a ``vlprobe probe`` run (:mod:`.probes`), which has rows
         instead of results: it adds no entries to the evaluate tables."""
-        from .probes import is_probe_document
-
         return "probe" if is_probe_document(self.doc) else "evaluate"
 
     @property
+    def settings(self) -> dict[str, Any]:
+        return (self.doc.get("provenance") or {}).get("settings") or {}
+
+    @property
     def results(self) -> list[dict[str, Any]]:
-        """The entries, each with its ``benchmark`` decided by :func:`vlprobe.summary.benchmark_of`."""
+        """The entries, each with ``registered``: the benchmark its dataset records (read by the one
+        rule, :func:`vlprobe.results.entry_benchmark`, which reads a file from before datasets recorded
+        it by its dataset's name, and says so in a note), and ``benchmark``: the name its tables go
+        under (:func:`vlprobe.summary.table_names`: that benchmark, else the dataset's own name); and,
+        where the run's tie policy is not the authors' rule and the file does not hold the figures
+        under theirs, ``authors_rule`` recomputed from the run's scores.parquet when it is beside."""
         if not hasattr(self, "_entries"):
-            self._entries = [dict(r, benchmark=_benchmark(r)) for r in self.doc.get("results", [])]
+            fmt = self.doc.get("format")
+            entries = []
+            for r in self.doc.get("results", []):
+                registered = entry_benchmark(r, fmt)
+                entry = dict(r, benchmark=registered)
+                if registered and not records_benchmark(fmt):
+                    entry["data"] = {**(r.get("data") or {}), "benchmark_note": (
+                        f"{self.path} was written before vlprobe recorded each dataset's benchmark: dataset "
+                        f"{r.get('dataset') or r.get('benchmark')!r} is read as {registered} by its name")}
+                entries.append(entry)
+            _authors_from_scores(self, entries)
+            names = summary_rules.table_names(entries)
+            self._entries = [dict(e, registered=e["benchmark"], benchmark=name) for e, name in zip(entries, names)]
         return self._entries
 
     @property
     def summary(self) -> dict[str, Any]:
         """The papers' aggregates of this run, recomputed under the current rules."""
         if not hasattr(self, "_summary"):
-            self._summary = summary_rules.summarize(self.results)
+            entries = [dict(r, benchmark=r["registered"]) for r in self.results]
+            self._summary = summary_rules.summarize(entries, self.settings)
         return self._summary
 
     def caveats(self) -> list[str]:
@@ -59,8 +81,41 @@ class Run:
         return out
 
 
-def _benchmark(entry: dict[str, Any]) -> str:
-    return summary_rules.benchmark_of(entry.get("dataset") or entry.get("benchmark") or "")
+def _authors_from_scores(run: Run, entries: list[dict[str, Any]]) -> None:
+    """Where the run's tie policy is not an entry's benchmark's authors' rule and the entry holds no
+    figures under theirs (a run from before vlprobe recorded them), recompute them from the run's
+    scores.parquet, when it lies beside its results.json; else leave the entry as it is."""
+    ties = run.settings.get("ties")
+    wanted = {}
+    for k, e in enumerate(entries):
+        bench = find(e.get("benchmark"))
+        rule = bench.tie_rule_for((e.get("data") or {}).get("modality")) if bench is not None else None
+        if rule is not None and ties and rule.policy != ties and not e.get("authors_rule"):
+            wanted[(str(e.get("dataset")), e["config"], e["split"])] = (k, rule.policy)
+    scores = Path(run.path).parent / "scores.parquet"
+    if not wanted or not scores.is_file():
+        return
+    import pyarrow.parquet as pq
+
+    from .. import metric  # the metric module (evaluate, datasets): loaded only for such old runs
+
+    table = pq.read_table(scores, columns=["dataset", "config", "split", "scores", "gold", "probabilities", "tags"])
+    rows: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in table.to_pylist():
+        key = (row["dataset"], row["config"], row["split"])
+        if key in wanted:
+            rows.setdefault(key, []).append(row)
+    threshold = run.settings.get("threshold", 0.5)
+    for key, (k, policy) in wanted.items():
+        found = rows.get(key)
+        if not found:
+            continue
+        probs = [r["probabilities"] for r in found]
+        tags = [r["tags"] for r in found]
+        m = metric.compute([r["scores"] for r in found], [r["gold"] for r in found], ties=policy,
+                           probabilities=probs if all(p is not None for p in probs) else None,
+                           threshold=threshold, tags=tags if any(tags) else None, bootstrap=0)
+        entries[k]["authors_rule"] = {"ties": policy, "metrics": m, "from": "scores.parquet"}
 
 
 _SKIP = {"n_items", "n_ties", "chance", "support", "ci", "per_tag", "na_reason"}
@@ -118,6 +173,45 @@ def _metrics_problems(m: dict[str, Any], where: str) -> list[str]:
             for tag, tm in tags.items():
                 out += _metrics_problems(tm, f"{where} per_tag[{tag!r}]")
     return out
+
+
+def is_probe_document(doc: Any) -> bool:
+    """A ``vlprobe probe`` results.json: a ``rows`` list and no ``results`` list."""
+    return isinstance(doc, dict) and isinstance(doc.get("rows"), list) and "results" not in doc
+
+
+def validate_probe_document(doc: dict[str, Any], path: str | os.PathLike) -> list[str]:
+    """Problems of a probe's results.json against what the report reads, one line each, naming the
+    file and the row: ``rows`` of mappings with ``task``, ``setting``, ``transfer``, ``split``,
+    ``test_modality`` (strings), ``train_modality`` (a string or null), ``train_size`` (a whole
+    number), ``macro_f1`` (a fraction or null), and optionally ``seed`` (a whole number or null) and
+    ``ci_low``/``ci_high``/``chance`` (fractions or null); ``provenance`` a mapping."""
+    problems = []
+    if not isinstance(doc.get("provenance", {}), dict):
+        problems.append(f"{path}: 'provenance' must be a mapping")
+    if not doc["rows"]:
+        problems.append(f"{path}: a probe run with no rows")
+    for i, r in enumerate(doc["rows"]):
+        where = f"{path}: rows[{i}]"
+        if not isinstance(r, dict):
+            problems.append(f"{where}: a row must be a mapping, got {type(r).__name__}")
+            continue
+        where += "".join(f" {r.get(k)}" for k in ("task", "setting", "test_modality", "split") if isinstance(r.get(k), str))
+        for key in ("task", "setting", "transfer", "split", "test_modality"):
+            if not isinstance(r.get(key), str):
+                problems.append(f"{where}: {key!r} must be a string, got {r.get(key)!r}")
+        if r.get("train_modality") is not None and not isinstance(r["train_modality"], str):
+            problems.append(f"{where}: 'train_modality' must be a string or null, got {r['train_modality']!r}")
+        for key in ("train_size", "seed"):
+            v = r.get(key)
+            if (key == "train_size" or v is not None) and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                problems.append(f"{where}: {key!r} must be a whole number (0 or more), got {v!r}")
+        for key in ("macro_f1", "ci_low", "ci_high", "chance"):
+            v = r.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
+                problems.append(f"{where}: {key!r} must be a fraction in [0, 1] or null, got {v!r}")
+    return problems
+
 
 
 def validate_document(doc: Any, path: str | os.PathLike) -> list[str]:
@@ -217,8 +311,6 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             problems.append(f"{path}: not a JSON file ({err})")
             continue
-        from .probes import is_probe_document, validate_probe_document
-
         probe = probes and is_probe_document(doc)
         found = validate_probe_document(doc, path) if probe else validate_document(doc, path)
         problems += found
@@ -235,8 +327,6 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
 
 
 def _label(doc: dict[str, Any], path: Path) -> str:
-    from .probes import is_probe_document
-
     model = doc.get("provenance", {}).get("model", {})
     name = Path(str(model.get("model_id") or path.parent.name)).name
     bits = [name] + (["probe"] if is_probe_document(doc) else [])

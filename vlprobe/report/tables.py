@@ -6,15 +6,14 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import summary as summary_rules
-from ..results import metric_keys, na_text
+from ..benchmarks import find
+from ..results import metric_keys, na_text, pct
 from .papers import PAPER_TABLES, source_label
 from .runs import Run
 
 
 def _pct(v: Any) -> str:
     """A fraction as a percentage, ``-`` where there is none (an empty table cell reads as missing)."""
-    from ..results import pct
-
     return pct(v) or "-"
 
 
@@ -27,6 +26,7 @@ def _cell(metrics: dict[str, Any], key: str) -> str:
 
 
 def _benchmarks(runs: Sequence[Run]) -> list[str]:
+    """The names the runs' tables go under (a benchmark, or a dataset of the user's own), in run order."""
     out: list[str] = []
     for run in runs:
         for r in run.results:
@@ -42,15 +42,21 @@ def _ties(metrics: dict[str, Any] | None) -> str:
     return f"{metrics['n_ties']} (n={metrics.get('n_items', '?')})"
 
 
+def _registered(runs: Sequence[Run], name: str) -> str | None:
+    """The registered benchmark of the entries whose tables go under ``name`` (None: a user's dataset)."""
+    return next((r.get("registered") for run in runs for r in run.results if r.get("benchmark") == name), None)
+
+
 def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]]:
     """One row per (config, split, metric); per run its value [CI] and a ties column: the gold vs
     non-gold comparisons that tied, and the items (a 0.0 [0.0, 0.0] where nearly everything tied
-    says "the scores are constant", not "always wrong")."""
+    says "the scores are constant", not "always wrong"). ``benchmark``: the name the tables go under."""
     header = ["config", "split", "metric"] + [h for r in runs for h in (r.label, f"{r.label} ties")] + ["chance"]
     keys: list[tuple[str, str]] = []
     by: dict[tuple[int, str, str], dict[str, Any]] = {}
     shapes: dict[tuple[str, str], tuple[int, int] | None] = {}
     modalities: dict[tuple[str, str], str | None] = {}
+    registered = _registered(runs, benchmark)
     for i, run in enumerate(runs):
         for r in run.results:
             if r.get("benchmark") != benchmark:
@@ -66,7 +72,7 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
         present = [by[(i, config, split)] for i in range(len(runs)) if (i, config, split) in by]
         metrics: list[str] = []
         for m in present:
-            shown = summary_rules.display_metrics(benchmark, shapes.get((config, split)), metric_keys(m),
+            shown = summary_rules.display_metrics(registered, shapes.get((config, split)), metric_keys(m),
                                                   modalities.get((config, split)))
             metrics += [k for k in shown if k not in metrics]
         for key in metrics:
@@ -88,7 +94,7 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
         for r in run.results:
             if r.get("benchmark") != benchmark:
                 continue
-            key = headline(r["metrics"], benchmark, _shape(r), _modality(r))
+            key = entry_headline(r)
             for tag, m in sorted((r["metrics"].get("per_tag") or {}).items()):
                 unit = (r["config"], r["split"], tag, key)
                 if unit not in keys:
@@ -108,10 +114,9 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
 
 
 def _shape(entry: dict[str, Any]) -> tuple[int, int] | None:
+    """The items' shape the entry records (None: mixed shapes, or not recorded)."""
     shape = entry.get("shape")
-    if shape:
-        return (int(shape[0]), int(shape[1]))
-    return summary_rules.infer_shape(entry.get("metrics") or {})
+    return (int(shape[0]), int(shape[1])) if shape else None
 
 
 def _pct_cell(values: dict[str, Any], ci: dict[str, Any], key: str) -> str:
@@ -122,8 +127,9 @@ def _pct_cell(values: dict[str, Any], ci: dict[str, Any], key: str) -> str:
     return _pct(v) + (f" [{_pct(c[0])}, {_pct(c[1])}]" if c else "")
 
 
-def _summary_cell(row: dict[str, Any] | None, metric: str) -> str:
-    """A summary row's value in %, with its CI, and "(k of n)" on an incomplete aggregate."""
+def _summary_cell(row: dict[str, Any] | None, metric: str, authors: str | None = None) -> str:
+    """A summary row's value in %, with its CI, "(k of n)" on an incomplete aggregate, and, where the
+    run's tie policy is not the authors' rule, the value under theirs: "(strict: 21.9)"."""
     if row is not None and metric in (row.get("na") or []):
         return f"N/A ({row['na_reason']})"
     if row is None or metric not in row["values"]:
@@ -131,7 +137,13 @@ def _summary_cell(row: dict[str, Any] | None, metric: str) -> str:
     text = _pct_cell(row["values"], row.get("ci") or {}, metric)
     if row.get("aggregate") and not row.get("complete", True):
         text += f" ({len(row['over'])} of {len(row['over']) + len(row['missing'])})"
+    if metric in (row.get("authors") or {}):
+        text += f" ({authors or 'authors'}: {_pct(row['authors'][metric])})"
     return text
+
+
+def _authors(block: dict[str, Any] | None) -> str | None:
+    return ((block or {}).get("tie_policy") or {}).get("authors")
 
 
 def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]], list[str]] | None:
@@ -149,13 +161,16 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
             for metric in list(row["values"]) + list(row.get("na") or []):
                 if (row["config"], row["split"], metric) not in keys:
                     keys.append((row["config"], row["split"], metric))
+        notes += [f"{run.label}: departs from the authors' setting: {d['note']}" for d in block.get("departures", [])]
         notes += [f"{run.label}: {n}" for n in block.get("notes", [])]
     if not keys:
         return None
-    order = summary_rules.headline_metrics(benchmark)
+    order = summary_rules.headline_metrics(_registered(runs, benchmark))
     keys.sort(key=lambda k: order.index(k[2]) if k[2] in order else len(order))  # stable: configs in run order
     header = ["config", "split", "metric"] + [r.label for r in runs]
-    rows = [[config, split, metric] + [_summary_cell(by.get((i, config, split)), metric) for i in range(len(runs))]
+    rows = [[config, split, metric] + [_summary_cell(by.get((i, config, split)), metric,
+                                                     _authors(runs[i].summary.get(benchmark)))
+                                       for i in range(len(runs))]
             for config, split, metric in keys]
     return header, rows, notes
 
@@ -168,10 +183,14 @@ def _run_value(run: Run, benchmark: str, config: str, metric: str) -> dict[str, 
 
 
 def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]] | None:
-    tables = PAPER_TABLES.get(benchmark)
-    if not tables:
+    """This run's figures beside the published ones of the benchmark ``benchmark`` names (the
+    benchmark's ``paper_tables``): one row per system, runs first; a run's value that is not under
+    the authors' tie rule carries theirs beside it. None for a dataset that records no benchmark."""
+    registered = _registered(runs, benchmark) if runs else benchmark
+    tables = PAPER_TABLES.get(registered or "")
+    if not tables or find(registered) is None:
         return None
-    rows = [p for p in papers if p["benchmark"] == benchmark and p["table"] in tables]
+    rows = [p for p in papers if p["benchmark"] == registered and p["table"] in tables]
     columns: list[tuple[str, str]] = []
     for p in rows:
         col = (p["config"], p["metric"])
@@ -182,7 +201,8 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]
     header = ["system", "source"] + [f"{c} {m}" for c, m in columns]
     out = []
     for run in runs:
-        cells = [_summary_cell(_run_value(run, benchmark, config, metric), metric) for config, metric in columns]
+        theirs = _authors(run.summary.get(benchmark))
+        cells = [_summary_cell(_run_value(run, benchmark, config, metric), metric, theirs) for config, metric in columns]
         out.append([f"this run: {run.label}", "vlprobe"] + cells)
     models: list[str] = []
     for p in rows:
@@ -193,7 +213,7 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[dict[str, Any]
         if not any(c in values for c in columns):
             continue
         table = next(p["table"] for p in rows if p["model"] == model)
-        out.append([model, source_label(benchmark, table)] + [f"{values[c]:.1f}" if c in values else "" for c in columns])
+        out.append([model, source_label(registered, table)] + [f"{values[c]:.1f}" if c in values else "" for c in columns])
     return header, out
 
 
@@ -205,9 +225,12 @@ def _modality(entry: dict[str, Any]) -> str | None:
 def headline(metrics: dict[str, Any], benchmark: str | None = None,
              shape: tuple[int, int] | None = None, modality: str | None = None) -> str | None:
     """The metric a plot shows for a config, by the one rule (:func:`vlprobe.summary.primary_metric`):
-    Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r. Without
-    a benchmark, the rule for the item shape (inferred from the metrics when not given)."""
+    Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r.
+    ``benchmark``: a registered benchmark's name (else the rule for the item ``shape``)."""
     available = [k for k in metric_keys(metrics) if metrics.get(k) is not None or na_text(metrics)]
-    if shape is None:
-        shape = summary_rules.infer_shape(metrics)
-    return summary_rules.primary_metric(benchmark or "", shape, available, modality)
+    return summary_rules.primary_metric(benchmark, shape, available, modality)
+
+
+def entry_headline(entry: dict[str, Any]) -> str | None:
+    """:func:`headline` of one of a run's entries (:attr:`Run.results`), by its benchmark and the shape it records."""
+    return headline(entry["metrics"], entry.get("registered"), _shape(entry), _modality(entry))

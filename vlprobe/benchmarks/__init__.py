@@ -1,0 +1,25 @@
+"""The benchmarks vlprobe knows, one module each, found by scanning this folder (as ``scorers/`` is):
+each module defines ``BENCHMARK``, a :class:`Benchmark` holding everything true of its benchmark
+(pins, configs and counts, headline metrics and aggregates, tie rule, names of metrics, published
+numbers, citation). See ``docs/adding-a-benchmark.md``."""
+
+from .base import (  # noqa: F401
+    METRIC_ORDER,
+    PROBABILITY_METRICS,
+    TEXT_ONLY,
+    TIE_POLICIES,
+    Benchmark,
+    BenchmarkError,
+    Framing,
+    Group,
+    PaperTable,
+    TextOnly,
+    TieRule,
+    Upstream,
+    UpstreamFile,
+    benchmarks,
+    by_old_name,
+    find,
+    get,
+    shape_headline,
+)

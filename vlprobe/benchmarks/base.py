@@ -1,0 +1,296 @@
+"""What a benchmark is, as data: :class:`Benchmark` and its parts, the metric names they use, and the
+registry of the modules beside this one (one per benchmark, each defining ``BENCHMARK``).
+
+A benchmark module holds everything that is true of its benchmark and nothing about how to compute it:
+its upstream pins, its configs and expected counts, the metrics its paper reports and how it aggregates
+them (:class:`Group`), its tie rule, its own names of metrics, where its published numbers are and its
+citation. The builders, the summary, the report and the Space read these; none of them names a
+benchmark. This module imports nothing of vlprobe, so every layer can read it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+# Every metric the metric module (metric/valse_metric.py) returns, in the order tables show them. The
+# metric module keeps its own copy (METRIC_KEYS, it imports nothing of vlprobe); a test holds the two equal.
+METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
+                "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
+# Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
+# thresholded score).
+PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
+TIE_POLICIES = ("strict", "half", "lenient")
+TEXT_ONLY = "text"  # the modality of a run that looks at no image (vlprobe.evaluation.settings.TEXT)
+
+
+class BenchmarkError(ValueError):
+    """A benchmark definition that contradicts itself, or a benchmark name that is not registered."""
+
+
+def _known(metrics: Sequence[str], where: str) -> tuple[str, ...]:
+    unknown = [m for m in metrics if m not in METRIC_ORDER]
+    if unknown:
+        raise BenchmarkError(f"{where}: unknown metric(s) {unknown}; the metric module's are {', '.join(METRIC_ORDER)}")
+    return tuple(metrics)
+
+
+@dataclass(frozen=True)
+class TieRule:
+    """How the authors' own code counts a tie, as the metric's tie policy that reproduces it."""
+
+    policy: str  # strict / half / lenient
+    rule: str  # what their code does, cited
+
+
+@dataclass(frozen=True)
+class Group:
+    """An aggregate row: the unweighted mean of ``members``, as the paper aggregates them. A member is a
+    config, or a group declared before this one (a mean of means: VL-CheckList's per-file -> per-source
+    -> overall). ``metrics``: the metrics averaged (default: the headline metrics every member has)."""
+
+    name: str
+    label: str
+    members: tuple[str, ...]
+    metrics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Framing:
+    """One way a benchmark's rows become items, told apart by the items' shape (TraVLR: true/false
+    statements, 1 x 1, or a query against its foil, 1 x 2): its headline metrics and how tables name it."""
+
+    shape: tuple[int, int]
+    headline: tuple[str, ...]
+    label: str
+    note: str = ""  # said under the table whenever a row is of this framing
+
+
+@dataclass(frozen=True)
+class TextOnly:
+    """What the paper itself reports when the texts are compared without the image (SugarCREPE++'s
+    TOT): the summary's source line, its names of metrics and its tie rule for a ``--modality text`` run."""
+
+    source: str
+    names: Mapping[str, str]
+    tie_rule: TieRule
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """A table of ``vlprobe/data/paper_results.csv`` the report sets a run beside."""
+
+    table: str
+    label: str = ""  # the report's "source" column (default: "paper, <table>")
+
+
+@dataclass(frozen=True)
+class UpstreamFile:
+    path: str  # relative to the upstream's annotation folder (and to --annotations DIR)
+    blob: str | None  # git blob sha1; None: not pinned yet (the file is used unchecked, with a warning)
+    size: int | None = None
+
+    @property
+    def pinned(self) -> bool:
+        return self.blob is not None
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The annotation files of one benchmark at one commit of its repository (fetched and verified by
+    :mod:`vlprobe.builders.upstream`)."""
+
+    benchmark: str  # the name messages use ("SugarCREPE++")
+    repo: str  # owner/name on GitHub
+    commit: str
+    folder: str  # the files' folder in the repository, e.g. "data/"
+    files: tuple[UpstreamFile, ...]
+    url_env: str  # environment variable overriding the base URL
+    license: str = ""
+
+    @property
+    def default_url(self) -> str:
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.folder}"
+
+    def base_url(self, override: str | None = None) -> str:
+        url = override or os.environ.get(self.url_env) or self.default_url
+        return url if url.endswith("/") else url + "/"
+
+    def select(self, paths: Sequence[str]) -> "Upstream":
+        """These files only (a partial build), in the order given."""
+        by_path = {f.path: f for f in self.files}
+        unknown = [p for p in paths if p not in by_path]
+        if unknown:
+            raise KeyError(f"{self.benchmark}: no pinned annotation file(s) {unknown}")
+        return Upstream(self.benchmark, self.repo, self.commit, self.folder, tuple(by_path[p] for p in paths),
+                        self.url_env, self.license)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Everything vlprobe knows of one benchmark. Only ``name`` and ``title`` are required: a
+    benchmark with nothing else declared is summarised like a user's own dataset, by item shape.
+
+    How the summary reads it (:func:`vlprobe.summary.summarize`): one row per config of ``configs``
+    (in that order; a config the run scored that is not listed follows), each from the config's own
+    result or, where the run scored a pooled config, from its per-tag results ``<config_tag>=<config>``;
+    one row per declared split where ``splits`` is set (TraVLR's two test sets), else the test split;
+    then each :class:`Group`'s mean. Each row shows the ``headline`` metrics it has (by ``framings``
+    where the item shape decides them), the ones in ``probability_only`` only when the run has match
+    probabilities. ``tie_rule``, ``modalities`` and ``text_only`` say what the authors' own setting is,
+    so that a run that departs from it is flagged.
+    """
+
+    name: str  # the registry key, recorded in each dataset folder's vlprobe.yaml
+    title: str  # "VALSE (Parcalabescu et al., ACL 2022)"
+    short: str = ""  # how messages name it ("VALSE"; default: name)
+    # what the summary follows: "<paper>, <table or script>"; None: no paper defines aggregates (synthetic)
+    source: str | None = None
+    headline: tuple[str, ...] = ()  # the metrics its paper reports, in its order; () : by item shape
+    primary: str | None = None  # the one metric a plot shows (default: the first headline metric present)
+    probability_only: tuple[str, ...] = ()  # headline metrics shown only when the run has match probabilities
+    framings: tuple[Framing, ...] = ()
+    configs: tuple[str, ...] = ()  # the configs its paper reports, in the paper's order
+    config_tag: str | None = None  # the tag whose values name configs (a pooled config's per-tag results)
+    config_noun: str = "config"  # what its configs are called ("instrument", "subset")
+    parts: Mapping[str, str] = field(default_factory=dict)  # config -> the paper's grouping shown beside it
+    part_name: str = "part"  # what the paper calls that grouping (VALSE: "piece"), the summary rows' key
+    groups: tuple[Group, ...] = ()
+    splits: tuple[str, ...] = ()  # splits reported one row each (TraVLR's test_ind, test_ood); () : the test split
+    paper_configs: Mapping[str, str] = field(default_factory=dict)  # a dataset's config -> the paper table's name
+    metric_names: Mapping[str, str] = field(default_factory=dict)  # vlprobe's metric -> the paper's name (CREPE's R@1)
+    tie_rule: TieRule | None = None
+    modalities: tuple[str, ...] = ("image",)  # the settings the paper scores (TraVLR: image, caption, both)
+    text_only: TextOnly | None = None
+    caveat_tags: tuple[tuple[tuple[str, ...], str], ...] = ()  # (tags, note): said when a result has such a tag
+    paper_tables: tuple[PaperTable, ...] = ()
+    paper_note: str = ""  # said beside the published numbers
+    probe_table: str | None = None  # the table a `vlprobe probe` run is set beside (TraVLR's Table 2)
+    probe_note: str = ""
+    builder: str | None = None  # `vlprobe build <builder>` makes its folder; None: read from the Hub
+    hub_id: str | None = None  # where the dataset itself is published, when it is
+    aliases: tuple[str, ...] = ()  # other names its folders went by, for runs and folders from before recording
+    upstream: Upstream | None = None  # the pinned annotation files
+    counts: Mapping[str, int] = field(default_factory=dict)  # rows per config in the pinned files
+    citation: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"benchmark {self.name!r}"
+        _known(self.headline, where)
+        _known(self.probability_only, where)
+        for framing in self.framings:
+            _known(framing.headline, f"{where} framing {framing.label!r}")
+        earlier: set[str] = set()
+        for group in self.groups:  # members: configs, or groups declared before (a mean of means)
+            _known(group.metrics, f"{where} group {group.name!r}")
+            unknown = set(group.members) - set(self.configs) - earlier
+            if self.configs and unknown:
+                raise BenchmarkError(f"{where}: group {group.name!r} has members that are neither its configs nor "
+                                     f"groups declared before it: {sorted(unknown)}")
+            earlier.add(group.name)
+        if self.primary is not None:
+            _known([self.primary], where)
+        if self.tie_rule is not None and self.tie_rule.policy not in TIE_POLICIES:
+            raise BenchmarkError(f"{where}: tie policy {self.tie_rule.policy!r} is not one of {TIE_POLICIES}")
+        for name in self.metric_names:
+            _known([name], f"{where} metric_names")
+
+    @property
+    def display(self) -> str:
+        return self.short or self.name
+
+    def headline_for(self, shape: tuple[int, int] | None) -> list[str]:
+        """The paper's metrics for items of ``shape`` (None: mixed or unknown shapes)."""
+        if self.framings:
+            if shape is None:
+                return list(dict.fromkeys(k for f in self.framings for k in f.headline))
+            for f in self.framings:
+                if f.shape == tuple(shape):
+                    return list(f.headline)
+            return shape_headline(shape)
+        return list(self.headline) if self.headline else shape_headline(shape)
+
+    def framing(self, shape: tuple[int, int] | None) -> Framing | None:
+        return next((f for f in self.framings if shape is not None and f.shape == tuple(shape)), None)
+
+    def tie_rule_for(self, modality: str | None) -> TieRule | None:
+        """The authors' tie rule for a run of ``modality``: the text-only setting's own (TOT) where the
+        paper has one; a text-only run of another benchmark has no authors' rule (the paper has no such run)."""
+        if modality == TEXT_ONLY:
+            return self.text_only.tie_rule if self.text_only is not None else None
+        return self.tie_rule
+
+    def paper_config(self, config: str) -> str:
+        return self.paper_configs.get(config, config)
+
+    def source_label(self, table: str) -> str:
+        found = next((t for t in self.paper_tables if t.table == table), None)
+        return (found.label if found and found.label else "") or f"paper, {table}"
+
+
+def shape_headline(shape: tuple[int, int] | None) -> list[str]:
+    """The headline metrics of a dataset no paper defines, by its items' shape: m >= 2 -> text /
+    image / group; 1 x 1 -> macro-F1; 1 x n -> acc_r; unknown or mixed shapes -> all of these."""
+    if shape is None:
+        return ["group", "text", "image", "acc_r", "macro_f1"]
+    m, n = shape
+    if m >= 2:
+        return ["text", "image", "group"]
+    if n == 1:
+        return ["macro_f1"]
+    return ["acc_r"]
+
+
+# ---- the registry ---------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Benchmark] = {}
+
+
+def benchmarks() -> dict[str, Benchmark]:
+    """Every benchmark, by name: the ``BENCHMARK`` of each module of :mod:`vlprobe.benchmarks`."""
+    if not _REGISTRY:
+        from vlprobe import benchmarks as pkg
+
+        found: dict[str, Benchmark] = {}
+        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+            if info.name == "base":
+                continue
+            module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+            bench = getattr(module, "BENCHMARK", None)
+            if not isinstance(bench, Benchmark):
+                raise BenchmarkError(f"{module.__name__}: defines no BENCHMARK (a vlprobe.benchmarks.Benchmark)")
+            if bench.name in found:
+                raise BenchmarkError(f"{module.__name__}: benchmark {bench.name!r} is defined twice")
+            found[bench.name] = bench
+        _REGISTRY.update(found)
+    return dict(_REGISTRY)
+
+
+def find(name: str | None) -> Benchmark | None:
+    """The benchmark registered as ``name``, or None."""
+    return benchmarks().get(name) if name else None
+
+
+def get(name: str, where: str = "") -> Benchmark:
+    """The benchmark registered as ``name``; a one-line :class:`BenchmarkError` naming the known ones."""
+    bench = find(name)
+    if bench is None:
+        prefix = f"{where}: " if where else ""
+        raise BenchmarkError(f"{prefix}unknown benchmark {name!r}; the benchmarks vlprobe knows: "
+                             f"{', '.join(sorted(benchmarks()))}")
+    return bench
+
+
+def by_old_name(dataset: str) -> Benchmark | None:
+    """The benchmark a dataset name meant before folders recorded their benchmark: the name of a
+    committed card folder or Hub repo (``./valse/``, ``facebook/winoground``, ``org/winoground-style``).
+    Only for folders and runs from before that: a folder's recorded benchmark decides, not its name."""
+    name = os.path.basename(str(dataset).rstrip("/\\")).lower()
+    alias = name.replace("-", "_")
+    for bench in benchmarks().values():
+        if alias == bench.name or name in bench.aliases or alias in bench.aliases:
+            return bench
+    return None

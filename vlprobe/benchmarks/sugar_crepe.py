@@ -1,0 +1,61 @@
+"""SugarCREPE (Hsieh et al., NeurIPS 2023 Datasets and Benchmarks): 7 hard-negative subsets on COCO
+val2017, 1 image x [caption, negative_caption]."""
+
+from .base import Benchmark, Group, PaperTable, TieRule, Upstream, UpstreamFile
+
+# The paper's grouping (ADD / REPLACE / SWAP) of its subsets; counts of the pinned files (the paper's
+# Table 1 and README give the same 7,511 in all).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "add": ("add_obj", "add_att"),
+    "replace": ("replace_obj", "replace_att", "replace_rel"),
+    "swap": ("swap_obj", "swap_att"),
+}
+SUBSETS = tuple(c for members in GROUPS.values() for c in members)
+COUNTS = {"add_obj": 2062, "add_att": 692, "replace_obj": 1652, "replace_att": 788, "replace_rel": 1406,
+          "swap_obj": 245, "swap_att": 666}
+
+# Blob hashes checked against the files mirrored from this commit (git hash-object of each).
+UPSTREAM = Upstream(
+    "SugarCREPE", "RAIVNLab/sugar-crepe", "0047054b243992f0fad63d6f64f7544862daf846", "data/",
+    tuple(UpstreamFile(p, b, s) for p, b, s in (
+        ("add_obj.json", "289b22a04690f6f542bb048346021d768ec9b24d", 484593),
+        ("add_att.json", "71c463725f3f9bae0a9227a01ae5d431db235396", 158863),
+        ("replace_obj.json", "1585a4a6998d785c043fb923d8e0248436d9da51", 361126),
+        ("replace_att.json", "6393e04971c06cb62a8fed62ef2805ff6c7c5666", 176843),
+        ("replace_rel.json", "8716359e17fa36d37e75c6eff5e94826cdb047e5", 312629),
+        ("swap_obj.json", "db5abe6b488fa38c4b67d1d3da87b6b5c2e1e626", 57569),
+        ("swap_att.json", "375fdd6d372e22e43c0dfbe898c1ec1494016b8c", 154665),
+    )),
+    "VLPROBE_SUGAR_CREPE_ANNOTATIONS_URL", "MIT",
+)
+
+# The only figures upstream gives as text (the paper's and the README's model tables are images).
+GPT4V_TABLE = "gpt-4v-results/readme.md"
+
+CITATION = """\
+@inproceedings{hsieh2023sugarcrepe,
+  title={SugarCrepe: Fixing Hackable Benchmarks for Vision-Language Compositionality},
+  author={Hsieh, Cheng-Yu and Zhang, Jieyu and Ma, Zixian and Kembhavi, Aniruddha and Krishna, Ranjay},
+  booktitle={Thirty-Seventh Conference on Neural Information Processing Systems Datasets and Benchmarks Track},
+  year={2023}
+}
+"""
+
+BENCHMARK = Benchmark(
+    name="sugar_crepe", title="SugarCREPE (Hsieh et al., NeurIPS 2023)", short="SugarCREPE",
+    source="SugarCREPE (Hsieh et al., NeurIPS 2023), accuracy per subset as main_eval.py",
+    headline=("acc_r",),  # main_eval.py: accuracy per subset, right when pos > neg
+    configs=SUBSETS, config_tag="subset", config_noun="subset",
+    # ADD / REPLACE / SWAP = the unweighted mean of their subsets (vlprobe's choice: not checked against the
+    # paper's own averaging)
+    groups=tuple(Group(name, name.upper(), members, ("acc_r",)) for name, members in GROUPS.items()),
+    tie_rule=TieRule("strict", "a tie is wrong: the authors' main_eval.py counts pos > neg"),
+    paper_tables=(PaperTable(GPT4V_TABLE, "upstream README, gpt-4v-results/readme.md"),),
+    paper_note=(
+        "SugarCREPE (Hsieh et al., NeurIPS 2023): the paper's and the upstream README's model tables are images; the "
+        "only figures upstream gives as text are GPT-4V's, in RAIVNLab/sugar-crepe's gpt-4v-results/readme.md: a "
+        "prompted choice ('Which caption best describes the image? (1) ... (2) ... Output (1) or (2).'), the positive "
+        "caption first or the negative first, not a similarity score. Its swap_obj counts 246 items; the pinned file "
+        "vlprobe builds from has 245 (item 108 removed upstream)."),
+    builder="sugar_crepe", upstream=UPSTREAM, counts=COUNTS, citation=CITATION,
+)

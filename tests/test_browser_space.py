@@ -101,14 +101,14 @@ def app(repo_root, build_root, model_path):
     discovery left alone (only $VLPROBE_ROOT says where `vlprobe build` wrote), images limited to
     1 MB so that an over-limit upload stays small."""
     pytest.importorskip("gradio")
-    from vlprobe.demo import models, settings
+    from vlprobe.demo import hub, settings
 
     mp = pytest.MonkeyPatch()
     for name in settings.ENV_ALL + ("SPACE_ID",):
         mp.delenv(name, raising=False)
     mp.setenv("VLPROBE_ROOT", str(build_root))
     mp.setenv(settings.ENV_MAX_UPLOAD_MB, "1")
-    mp.setattr(models, "hub_reachable", lambda: False)
+    mp.setattr(hub, "hub_reachable", lambda: False)
     spec = importlib.util.spec_from_file_location("vlprobe_space_app_browser", repo_root / "space" / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

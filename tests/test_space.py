@@ -22,7 +22,7 @@ from gradio_client import handle_file  # noqa: E402
 
 from vlprobe.cli import main as vlprobe_main  # noqa: E402
 from vlprobe.demo import benchmark as bench  # noqa: E402
-from vlprobe.demo import examples, models, settings  # noqa: E402
+from vlprobe.demo import examples, hub, models, settings  # noqa: E402
 from vlprobe.demo import score as scoring  # noqa: E402
 from vlprobe.demo.settings import Settings, SpaceError  # noqa: E402
 
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.usefixtures("clean_space_env")  # tests/conftest.py
 @pytest.fixture(scope="module")
 def space_app(repo_root):
     mp = pytest.MonkeyPatch()
-    mp.setattr(models, "hub_reachable", lambda: False)  # offline, whatever the machine: mini-clip is the default
+    mp.setattr(hub, "hub_reachable", lambda: False)  # offline, whatever the machine: mini-clip is the default
     spec = importlib.util.spec_from_file_location("vlprobe_space_app", repo_root / "space" / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -262,7 +262,7 @@ def test_missing_default_model_says_what_to_do(monkeypatch, tmp_path):
     import vlprobe.locations
 
     monkeypatch.setattr(vlprobe.locations, "shipped_model", lambda: None)  # an installation that ships none
-    monkeypatch.setattr(models, "hub_reachable", lambda: False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
     with pytest.raises(SpaceError, match="offline model models/mini-clip is not in this copy.*type a Hub model id"):
         Settings(root=tmp_path).resolve_model("")
 

@@ -17,7 +17,7 @@ import pytest
 
 from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
 from vlprobe.demo import benchmark as bench
-from vlprobe.demo import examples, glossary, models, settings
+from vlprobe.demo import examples, glossary, hub, models, settings
 from vlprobe.demo import score as scoring
 from vlprobe.demo.settings import Settings, SpaceError
 from vlprobe.items import Item
@@ -54,7 +54,8 @@ def word_folder(root: Path) -> Path:
     write_card(folder, card_metadata(decls, license="cc0-1.0", pretty_name="words"), "# words\n\nFor tests.")
     write_split(folder, "words", "test", datasets.Dataset.from_dict(rows, features=feats))
     write_split(folder, "plurality", "test", datasets.Dataset.from_dict({k: [] for k in rows}, features=feats))
-    (folder / "vlprobe.yaml").write_text("id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\ntags: [kind]\n")
+    (folder / "vlprobe.yaml").write_text("benchmark: valse\nid: id\nimages: [image]\ntexts: [caption, foil]\n"
+                                         "gold: [[1, 0]]\ntags: [kind]\n")
     return folder
 
 
@@ -65,14 +66,14 @@ def folder(tmp_path_factory):
 
 @pytest.fixture
 def offline(monkeypatch):
-    monkeypatch.setattr(models, "hub_reachable", lambda: False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
 
 
 @pytest.fixture
 def app(repo_root, tmp_path_factory):
     """space/app.py imported offline, its root's dataset discovery pointed at nothing built."""
     mp = pytest.MonkeyPatch()
-    mp.setattr(models, "hub_reachable", lambda: False)
+    mp.setattr(hub, "hub_reachable", lambda: False)
     mp.setenv("VLPROBE_ROOT", str(tmp_path_factory.mktemp("empty_root")))
     spec = importlib.util.spec_from_file_location("vlprobe_space_app_visitor", repo_root / "space" / "app.py")
     module = importlib.util.module_from_spec(spec)
@@ -95,10 +96,10 @@ def test_the_menu_file_offers_well_known_models_and_mini_clip_last(repo_root, of
 
 def test_the_default_is_a_real_model_when_the_hub_answers_and_mini_clip_offline(repo_root, monkeypatch):
     here = Settings(repo_root, repo_root / "space" / "models.txt")
-    monkeypatch.setattr(models, "hub_reachable", lambda: False)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
     assert here.default_choice() == "models/mini-clip"
     assert here.resolve_model("") == str((repo_root / "models" / "mini-clip").resolve())
-    monkeypatch.setattr(models, "hub_reachable", lambda: True)
+    monkeypatch.setattr(hub, "hub_reachable", lambda: True)
     assert here.default_choice() == "openai/clip-vit-base-patch32"
     assert here.resolve_model("") == "openai/clip-vit-base-patch32"
     assert here.resolve_model("models/mini-clip") == str((repo_root / "models" / "mini-clip").resolve())
@@ -122,12 +123,12 @@ def test_the_hub_is_asked_once_with_a_short_timeout_and_the_answer_kept(monkeypa
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr("huggingface_hub.get_session", lambda: Session())
-    monkeypatch.setattr(models, "_hub_answer", [])
-    assert models.hub_reachable() is False and models.hub_reachable() is False
+    monkeypatch.setattr(hub, "_hub_answer", [])
+    assert hub.hub_reachable() is False and hub.hub_reachable() is False
     assert len(calls) == 1 and calls[0][1] <= 3.0
-    monkeypatch.setattr(models, "_hub_answer", [])
+    monkeypatch.setattr(hub, "_hub_answer", [])
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    assert models.hub_reachable() is False and len(calls) == 1  # offline mode: not even asked
+    assert hub.hub_reachable() is False and len(calls) == 1  # offline mode: not even asked
 
 
 def test_a_bad_menu_line_is_refused_naming_the_file_and_line(tmp_path):
@@ -275,9 +276,15 @@ def test_a_run_on_a_sample_writes_a_results_file_the_results_tab_reads(app, fold
     # the texts differ only in words mini-clip does not know: the cause is named, not truncation
     assert "does not know “dog”, “cat”" in out.summary and "truncation" not in out.summary
     assert all("truncation" not in str(r) for r in out.metric_rows)
-    # VALSE's authors count a tie as wrong: a lenient run says its numbers are not the paper's
-    assert out.notes and "counted as right here (lenient)" in out.notes[0] and "not comparable" in out.notes[0]
+    # the folder records VALSE, whose authors count a tie as wrong: a lenient run says so, with their figure
+    assert out.notes and out.notes[0].startswith("Ties are counted as right here (lenient), not as the VALSE authors "
+                                                 "count them (strict: ")
     doc = json.loads(Path(out.results_file).read_text())
+    theirs = ((doc["results"][0].get("authors_rule") or {}).get("metrics") or {}).get("acc_r")
+    from vlprobe.results import pct
+
+    assert (f"Under their rule: acc_r {pct(theirs)}%." in out.notes[0]) if theirs is not None else (
+        "Under their rule" not in out.notes[0])  # the figure results.json records under the authors' rule
     assert doc["provenance"]["space_sample"] == {"rows": 10, "of": 40, "stratified_on": "kind",
                                                  "per_value": {"a": 7, "b": 2, "c": 1}, "seed": 0}
     assert str(REPO) not in Path(out.results_file).read_text()  # no server path in a download
@@ -297,13 +304,25 @@ def test_the_glossary_explains_each_metric_and_which_way_is_better():
 
 
 def test_a_tie_policy_other_than_the_authors_rule_is_said_beside_the_table():
-    class Run:
-        summary = {"sugar_crepe": {"tie_policy": {"authors": "strict", "rule": "a tie is wrong: pos > neg"}}}
+    """The summary block of results.json says where a run departs from the authors' tie rule; the
+    page says so beside the table, with the figures under their rule."""
+    from types import SimpleNamespace
 
-    note = bench.tie_policy_notes(Run(), "sugar_crepe", "lenient")
-    assert note == ["Ties are counted as right here (lenient), but the sugar_crepe authors' rule is strict: a tie "
-                    "is wrong: pos > neg. These numbers are not the paper's; choose strict to compare with it."]
-    assert bench.tie_policy_notes(Run(), "sugar_crepe", "strict") == []
+    from vlprobe.benchmarks import get
+
+    sugar = get("sugar_crepe")
+    rule = sugar.tie_rule_for(None)
+    run = SimpleNamespace(summary={"sugar_crepe": {
+        "benchmark": "sugar_crepe", "tie_policy": {"authors": rule.policy, "rule": rule.rule, "run": "lenient"},
+        "departures": [{"setting": "ties", "run": "lenient", "authors": rule.policy, "note": "..."}]}})
+    scored = SimpleNamespace(benchmark="sugar_crepe", authors_rule={"ties": "strict", "metrics": {"acc_r": 0.61}})
+    assert bench.tie_policy_notes(run, scored, "lenient", ["acc_r"]) == [
+        f"Ties are counted as right here (lenient), not as the {sugar.display} authors count them "
+        f"({rule.policy}: {rule.rule}). Under their rule: acc_r 61.0%. Choose {rule.policy} to compare with the paper."]
+    same = SimpleNamespace(summary={"sugar_crepe": {"benchmark": "sugar_crepe", "tie_policy": {"authors": "strict"}}})
+    assert bench.tie_policy_notes(same, scored, "strict", ["acc_r"]) == []
+    own = SimpleNamespace(benchmark=None, authors_rule=None)  # a dataset of one's own: no rule recorded
+    assert "not comparable" in bench.tie_policy_notes(SimpleNamespace(summary={}), own, "half")[0]
 
 
 def test_the_collapse_cause_replaces_the_truncation_wording():
@@ -338,7 +357,7 @@ def test_online_the_page_starts_on_clip_and_its_gallery_leads_with_the_benchmark
     from vlprobe.cli import main as vlprobe_main
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(models, "hub_reachable", lambda: True)
+    mp.setattr(hub, "hub_reachable", lambda: True)
     mp.setattr(models, "tokenizer_of", lambda model_id, cache=None: None)  # a sub-word tokenizer: reads any text
     mp.setenv("VLPROBE_ROOT", str(tmp_path))
     try:

@@ -5,7 +5,8 @@ read by :mod:`vlprobe.dataset_folder`, results files by :mod:`vlprobe.report`.
 
 * :mod:`.settings`: the owner's environment variables, the limits, the model menu and its default,
   which dataset folders may be used (``Settings(root, models_file)``: both passed in by the app);
-* :mod:`.models`: the cache of loaded models, whether the Hub answers, a model's tokenizer, and a
+* :mod:`.hub`: whether the Hub answers (asked quickly, the answer kept), and whether a model can be had;
+* :mod:`.models`: the cache of loaded models, a model's tokenizer, and a
   fast failure for a model that cannot be had;
 * :mod:`.score`: the Score tab (one item: verdict, ties by the chosen policy, table, margins, words);
 * :mod:`.examples`: the gallery (what a model can read), configs with rows, rows of dataset folders,

@@ -167,22 +167,30 @@ def evaluate_subset(scorer: Any, name: str, rows: Any, spec: Any, config: str, s
     return run, run.splits[0]
 
 
-def tie_policy_notes(run: Any, benchmark: str, ties: str) -> list[str]:
-    """Beside the table: where the run's tie policy is not the benchmark's authors' rule (the
-    summary block's ``tie_policy`` in results.json), say so, with any note the block carries; for a
-    benchmark without a recorded rule, a non-strict policy is named as not the papers' usual one."""
-    block = (run.summary or {}).get(benchmark) or {}
+def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ()) -> list[str]:
+    """Beside the table: where the run's tie policy is not the benchmark's authors' rule (its summary
+    block's ``tie_policy`` and ``departures`` in results.json, from the benchmark's declaration), say
+    so, with the shown metrics' figures under their rule (``ScoredSplit.authors_rule``); for a dataset
+    without a recorded rule, a policy other than strict is named as not the papers' usual one."""
+    from ..benchmarks import find
+    from ..results import pct
+
+    block = next((b for b in (run.summary or {}).values() if scored.benchmark and b.get("benchmark") == scored.benchmark),
+                 {})
     rule = block.get("tie_policy") or {}
-    notes = [str(n) for n in ([block["note"]] if isinstance(block.get("note"), str) else block.get("notes") or [])
-             if "tie" in str(n).lower()]
-    if rule.get("authors") and rule["authors"] != ties:
-        notes.insert(0, f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}), but the {benchmark} authors' rule is "
-                        f"{rule['authors']}: {rule.get('rule', '')}. These numbers are not the paper's; choose "
-                        f"{rule['authors']} to compare with it.")
-    elif not rule and ties != "strict":
-        notes.insert(0, f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}); the papers count a tie as wrong "
-                        "(strict), so these numbers are not comparable with theirs.")
-    return notes
+    departs = any(d.get("setting") == "ties" for d in block.get("departures") or [])
+    if departs or (rule.get("authors") and rule["authors"] != ties):
+        bench = find(scored.benchmark)
+        name = bench.display if bench is not None else scored.benchmark
+        theirs = (scored.authors_rule or {}).get("metrics") or {}
+        figures = ", ".join(f"{k} {pct(theirs[k])}%" for k in keys if theirs.get(k) is not None)
+        return [f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}), not as the {name} authors count them "
+                f"({rule.get('authors')}: {rule.get('rule')})." + (f" Under their rule: {figures}." if figures else "")
+                + f" Choose {rule.get('authors')} to compare with the paper."]
+    if not rule and ties != "strict":
+        return [f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}); the papers count a tie as wrong (strict), so "
+                "these numbers are not comparable with theirs."]
+    return []
 
 
 def collapse_cause(scorer: Any, items: Sequence[Any]) -> str:
@@ -276,9 +284,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
                + (f"; 95% confidence intervals from {n_boot:,} bootstrap resamples of the items." if n_boot else ".")
                + (f" **No metric is shown as a number: {reason(na_text(result))}.**" if na_text(result) else "")
                + (f" {warning}." if warning else ""))
-    from ..summary import benchmark_of
-
-    notes = tie_policy_notes(run, benchmark_of(name), ties)
+    notes = tie_policy_notes(run, scored, ties, keys)
     results_file = write_results(run, results_dir, settings.root, sample) if results_dir is not None else None
     report(1.0, "done")
     return BenchmarkOutcome(

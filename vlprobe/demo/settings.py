@@ -180,8 +180,8 @@ class Settings:
     def default_choice(self) -> str:
         """The model the page starts with: ``$VLPROBE_SPACE_DEFAULT_MODEL``; else the first model of
         the menu that can be had now (a local folder; a Hub model in the local cache, or any when
-        the Hub answers: :func:`vlprobe.demo.models.model_at_hand`); else the offline model."""
-        from .models import model_at_hand
+        the Hub answers: :func:`vlprobe.demo.hub.model_at_hand`); else the offline model."""
+        from . import hub
 
         configured = os.environ.get(ENV_DEFAULT_MODEL, "").strip()
         if configured:
@@ -189,7 +189,7 @@ class Settings:
         for entry in self.model_menu():
             if entry.id == OFFLINE_MODEL:
                 continue
-            if model_at_hand(entry.id, Path(self.root)):
+            if hub.model_at_hand(entry.id, Path(self.root)):
                 return entry.id
         return OFFLINE_MODEL
 

@@ -639,7 +639,9 @@ def _every_dataset(page, app, seen):
         assert expected and all(any(examples.split_rows(Path(folder), c).values()) for c in expected)
         expect(config_box).to_have_value(expected[0], timeout=SLOW)
         config_box.click()
-        options = [o.inner_text().replace("✓", "").strip() for o in page.get_by_role("option").all()]  # ✓: the chosen one
+        listbox = page.locator(f"#{config_box.get_attribute('aria-controls')}")  # this box's own list
+        expect(listbox.get_by_role("option").first).to_be_visible(timeout=SLOW)
+        options = [o.inner_text().replace("✓", "").strip() for o in listbox.get_by_role("option").all()]  # ✓: chosen
         page.keyboard.press("Escape")
         assert options == expected, (name, options, expected)
         _set_number(page, "Items", 6)

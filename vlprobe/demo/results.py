@@ -327,8 +327,10 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
     entries = series_names + ["chance"] if show_legend else []
     two = len(entries) > 4 and max(len(k) for k in entries) <= 24  # short names: two legend columns
     legend_lines = sum(len(textwrap.wrap(k, 40, break_long_words=False)) for k in entries) / (2 if two else 1)
+    # wide enough that the plot keeps about 3.6 in beside its longest row label (13 pt: about 0.1 in a character)
+    width = min(7.6, max(5.4, 3.6 + 0.1 * max(len(n) for n in row_names)))
     with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(5.4, 1.6 + 0.42 * len(rows) + 0.27 * (legend_lines + 1)), dpi=100,
+        fig, ax = plt.subplots(figsize=(width, 1.6 + 0.42 * len(rows) + 0.27 * (legend_lines + 1)), dpi=100,
                                layout="constrained")
         chance_drawn = set()
         for p in points:

@@ -5,14 +5,16 @@ engine, verdicts and numbers from vlprobe's metric), so it can be tested without
 from the repository: ``python space/app.py`` (http://127.0.0.1:7860).
 
 Endpoints (named after the functions): ``/score``, ``/load_example``, ``/run_benchmark``,
-``/show_item``, ``/compare_results``. A mistake in the inputs comes back as a message in the page
-(the verdict, the benchmark's status or the results note), never as a traceback.
+``/show_item``, ``/compare_results``. Every input is checked by vlprobe, not by Gradio's
+components (``preprocess=False``): a mistake comes back as one sentence in the page naming the box
+and what it allows (in the verdict, the benchmark's status or the results note), never as a
+traceback, a toast or an "Error" badge, and the page never stays "running".
 """
 
 from __future__ import annotations
 
 import functools
-import os
+import html
 import sys
 import tempfile
 from pathlib import Path
@@ -27,22 +29,31 @@ if str(ROOT) not in sys.path:
 import gradio as gr  # noqa: E402
 
 from vlprobe.demo import benchmark as bench  # noqa: E402
-from vlprobe.demo import display, examples, results, settings, uploads  # noqa: E402
+from vlprobe.demo import display, examples, glossary, models, results, settings, uploads  # noqa: E402
 from vlprobe.demo import score as scoring  # noqa: E402
 from vlprobe.demo.models import preload_default_model  # noqa: E402
 from vlprobe.demo.settings import Settings, SpaceError  # noqa: E402
 
-SETTINGS = Settings(root=ROOT)
-EXAMPLE_DIR = Path(tempfile.mkdtemp(prefix="vlprobe-space-examples-"))
+SETTINGS = Settings(root=ROOT, models_file=HERE / "models.txt")
+WORK_DIR = Path(tempfile.mkdtemp(prefix="vlprobe-space-"))
+EXAMPLE_DIR = WORK_DIR / "examples"
+RESULTS_DIR = WORK_DIR / "runs"
+EXAMPLE_DIR.mkdir()
+RESULTS_DIR.mkdir()
 # Uploads are read only from Gradio's upload folder and the gallery's own folder (Gradio refuses
 # other paths too; this is vlprobe's own check, see vlprobe.demo.uploads).
-UPLOAD_ROOTS = (gr.utils.get_upload_folder(), EXAMPLE_DIR)
+UPLOAD_ROOTS = (gr.utils.get_upload_folder(), EXAMPLE_DIR, RESULTS_DIR)
+# Gradio's own upload cap, far above vlprobe's image limit: a file between the two reaches vlprobe,
+# which says in the page what the limit is (Gradio's refusal is a toast naming no box).
+HARD_UPLOAD_LIMIT = "200mb"
+TIES = ["strict", "half", "lenient"]
+TIES_INFO = "strict: wrong, as the papers count it; half: half right; lenient: right"
 
 
 def checked_uploads(files, what):
     """Each uploaded file's path, refused (one sentence) when it lies outside UPLOAD_ROOTS."""
     return [None if f in (None, "") else uploads.upload_path(f, what, UPLOAD_ROOTS) for f in files]
-MAX_UPLOAD = f"{settings.max_upload_bytes() // (1024 * 1024)}mb"
+
 
 PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
           "[Winoground](https://arxiv.org/abs/2204.03162) · "
@@ -55,41 +66,88 @@ CSS = display.CSS + """
 .verdict p:first-child { font-weight: 600; font-size: 1.05em; }
 .verdict-right { background: #e6f4ea; color: #0b5d1e; border-left-color: #2ca02c; }
 .verdict-wrong { background: #fde8e8; color: #8a1c1c; border-left-color: #d62728; }
-.verdict-mixed { background: #fff4e0; color: #7a4a00; border-left-color: #ff9f1c; }
+.verdict-mixed { background: #fff4e0; color: #6b4000; border-left-color: #ff9f1c; }
+.verdict-tie { background: #eef2ff; color: #312e81; border-left-color: #6b7280; }
 .verdict-error { background: #f3f3f3; color: #8a1c1c; border-left-color: #888; }
+.intro p { margin: 0.2em 0 0.4em; }
 /* image labels sit above the picture, never on it */
 .labelled-image { height: auto !important; }
-.labelled-image img { max-height: 240px !important; object-fit: contain !important; }
+.labelled-image img { max-height: 220px !important; object-fit: contain !important; }
+.labelled-image .upload-container .wrap { min-height: 130px !important; }
 .labelled-image [data-testid="block-label"] { position: static !important; margin-bottom: 4px; box-shadow: none; }
-.gallery-row button { min-width: 0 !important; }
+.gallery-row { gap: 6px !important; }
+.gallery-row button { min-width: 0 !important; flex: 0 1 auto !important; }
 /* an item with one image: no empty second slot */
 .second-image:not(:has(img)) { display: none !important; }
 .chart-block .chart-svg svg { margin: 0 auto; }
 #item-caption code { overflow-wrap: anywhere; }
+.model-about p, .tie-notes p { margin: 0.2em 0; font-size: 0.92em; color: #374151; }
+#model-about { align-self: center; }
+.tie-notes p { color: #6b4000; }
+.glossary { font-size: 0.88em; color: #374151; margin-top: 6px; }
+.glossary ul { margin: 0.2em 0 0 1.1em; padding: 0; }
+.glossary li { margin: 0.15em 0; }
+.glossary-head { font-weight: 600; margin: 0; }
+/* Gradio's chips and slider bounds, dark enough for WCAG AA (4.5:1) */
+[data-testid="highlighted-text"] span.label { color: #ffffff !important; font-size: 12px !important;
+  opacity: 1 !important; }
+.min_value, .max_value { color: #4b5563 !important; }
+/* the two upload zones side by side on a phone too, each half the row */
+.image-pair { flex-wrap: nowrap !important; gap: 8px !important; }
+.image-pair > * { min-width: 0 !important; flex: 1 1 0 !important; }
+/* on a phone: the page's side margins narrower, and the results' numbers first, the chart after them */
+@media (max-width: 640px) {
+  .intro h1 { font-size: 1.5em !important; }
+  .results-out { display: flex; flex-direction: column; }
+  .results-out > #results-chart { order: 3; }
+}
 """
 
 
-# After scoring: colour the verdict by what it says (right / wrong / mixed / an error), and bring it
-# to the top of the screen when it is out of sight (on a phone it sits below the inputs).
+# After scoring: colour the verdict by what it says (right / wrong / mixed / tie / an error), and
+# bring it to the top of the screen when it is out of sight (on a phone it sits below the inputs).
 SHOW_VERDICT = """async () => {
-  await new Promise(r => setTimeout(r, 60));
-  const el = document.querySelector('.verdict');
-  if (!el) return;
-  const text = (el.innerText || '').trim();
-  const kind = /^CORRECT/.test(text) ? 'right' : /^WRONG/.test(text) ? 'wrong'
-             : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
-  el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-error');
-  if (kind) el.classList.add('verdict-' + kind);
-  const r = el.getBoundingClientRect();
-  if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  for (const wait of [60, 250, 600]) {  // again once the page has laid the new verdict out
+    await new Promise(r => setTimeout(r, wait));
+    const el = document.querySelector('.verdict');
+    if (!el) return;
+    const text = ((el.querySelector('[data-testid=markdown]') || el).innerText || '').trim();
+    const kind = /^CORRECT/.test(text) ? 'right' : /^WRONG/.test(text) ? 'wrong' : /^TIE/.test(text) ? 'tie'
+               : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
+    el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-tie', 'verdict-error');
+    if (kind) el.classList.add('verdict-' + kind);
+    const r = el.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  }
 }"""
 
 
-# Images get alt text (their block's label, and the uploaded file's name), and each upload zone its
-# own accessible name ("Upload Image 1"), rather than Gradio's shared "Drop Image Here".
-HEAD = """<script>
+# After Compare: bring the results' note to the top of the screen when it is out of sight (on a phone
+# it sits below the files and options).
+SHOW_RESULTS = """async () => {
+  for (const wait of [60, 250, 600]) {
+    await new Promise(r => setTimeout(r, wait));
+    const el = document.querySelector('#results-note');
+    if (!el) return;
+    const r = el.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+  }
+}"""
+
+
+# The phone's side margins (a rule Gradio's css= cannot reach: it scopes it inside the page), and
+# accessible names Gradio does not give: images get alt text (their block's label and the file's
+# name); each upload zone its own name ("Upload Image 1", not the shared "Drop an image file here
+# to upload"); each radio group the name of its label; the verdict is read out (role=status).
+HEAD = """<style>
+/* the page's own side margins, outside the part Gradio's css= reaches: narrower on a phone */
+@media (max-width: 640px) { .gradio-container .main.fillable.app { padding-left: 10px !important;
+  padding-right: 10px !important; } }
+</style>
+<script>
 (() => {
-  const label = b => ((b.querySelector('[data-testid="block-label"]') || {}).innerText || '').trim();
+  const label = b => ((b.querySelector('[data-testid="block-label"], [data-testid="block-info"]') || {})
+                      .innerText || '').trim();
   const fix = () => {
     document.querySelectorAll('.labelled-image').forEach(b => {
       const name = label(b);
@@ -101,10 +159,23 @@ HEAD = """<script>
         }
       });
       b.querySelectorAll('button, [role=button], input[type=file]').forEach(el => {
-        if (!el.getAttribute('aria-label') && /drop|upload|click/i.test(el.innerText || el.type || '')) {
-          el.setAttribute('aria-label', 'Upload ' + name);
+        if (!el.dataset.gradioLabel) {  // what Gradio called it, kept: the name below is derived from it once
+          el.dataset.gradioLabel = (el.getAttribute('aria-label') || '') + ' ' + (el.innerText || '') + ' ' + (el.type || '');
         }
+        const said = el.dataset.gradioLabel;
+        const want = /clipboard|paste/i.test(said) ? 'Paste into ' + name
+                   : el.closest('.source-selection') && /upload/i.test(said) ? 'Choose a file for ' + name
+                   : /drop|upload|click|file/i.test(said) ? 'Upload ' + name : null;
+        if (want && el.getAttribute('aria-label') !== want) el.setAttribute('aria-label', want);
       });
+    });
+    document.querySelectorAll('.named-radio').forEach(b => {
+      const group = b.querySelector('.wrap') || b;
+      const name = label(b);
+      if (name && group.getAttribute('aria-label') !== name) {
+        group.setAttribute('role', 'radiogroup');
+        group.setAttribute('aria-label', name);
+      }
     });
     const v = document.querySelector('.verdict');
     if (v && !v.getAttribute('role')) { v.setAttribute('role', 'status'); v.setAttribute('aria-live', 'polite'); }
@@ -175,10 +246,13 @@ METRICS_HTML = empty_table("metrics", "run a benchmark")
 TAGS_HTML = empty_table("tags", "run a benchmark to see its metrics per tag")
 BROWSE_HTML = empty_table("browse", "run a benchmark to list its items")
 ITEM_HTML = empty_table("item", "run a benchmark, then pick an item")
-RUNS_HTML = empty_table("runs", "load results files and press Compare")
-PAPERS_HTML = empty_table("papers", "no published numbers to show")
+RUNS_HTML = empty_table("runs", "load results files (or send a benchmark run here) and press Compare")
+PAPERS_HTML = empty_table("papers", "press Compare to see the papers' published numbers")
 SCORE_CHART_TEXT = ("Bar chart of the margins that decide the verdict: for each comparison, the true text's score "
-                    "minus the wrong one's; above 0 the model is right")
+                    "minus the wrong one's; above 0 the model is right, 0 is a tie")
+RESULTS_START = ("**Nothing to compare yet.** Run a benchmark in the Benchmark tab and press **Compare in the Results "
+                 "tab**, or load `results.json` files here (written by `vlprobe evaluate` or downloaded from the "
+                 "Benchmark tab) and press **Compare**; press it alone to see the papers' published numbers.")
 
 
 # ---- Score ----------------------------------------------------------------------------------------
@@ -188,19 +262,71 @@ def _score_failed(message):
 
 
 @_inline_errors(_score_failed)
-def score(image_1, image_2, captions, foils, model):
+def score(image_1, image_2, captions, foils, model, ties="strict"):
     """Score one item: (verdict, scores table, what a score is, differing words, margin chart, metrics,
-    the scores as the page shows them)."""
+    the scores as the page shows them). ``ties``: the tie policy (strict, half, lenient)."""
     checked_uploads([image_1, image_2], "image")
-    out = scoring.score(SETTINGS, image_1, image_2, captions, foils, model)
+    out = scoring.score(SETTINGS, image_1, image_2, captions, foils, model, ties=ties)
     chart = display.svg(out.chart, f"{SCORE_CHART_TEXT}: " + "; ".join(
         f"{label} {value:+.3f}" for label, value in scoring.comparisons(out.item, out.scores)), chart_id="margin-chart")
     return (out.verdict, _table(out.headers, out.table), out.note, out.highlights, chart, out.metrics,
             shown_table("scores", out.headers, out.table, prose=("text",), lists=("role",)))
 
 
-def gallery_example(index):
-    return examples.gallery_example(index, EXAMPLE_DIR)
+def check_upload(path, which):
+    """Right after an upload: a file too large or not an image is refused in the verdict at once
+    (and taken out of its box), before anyone presses Score."""
+    if path in (None, ""):
+        return gr.skip(), gr.skip()
+    try:
+        checked_uploads([path], which)
+        scoring.load_upload(path, which)
+    except Exception as err:  # noqa: BLE001
+        return f"Cannot score: {_message(err)}", None
+    return gr.skip(), gr.skip()
+
+
+@functools.lru_cache(maxsize=1)
+def _all_examples(datasets: tuple[str, ...]) -> tuple[examples.Example, ...]:
+    return tuple(examples.gallery(SETTINGS, EXAMPLE_DIR, datasets))
+
+
+def gallery_for(model):
+    """The gallery examples the model can read (every word in its vocabulary), at most GALLERY_SLOTS."""
+    try:
+        every = _all_examples(tuple(SETTINGS.dataset_folders()))
+        tok = models.tokenizer_of(SETTINGS.resolve_model(model))
+    except Exception:  # noqa: BLE001  (a model that cannot be had: its scoring says why)
+        every, tok = _all_examples(()), None
+    return examples.readable(every, tok)[: examples.GALLERY_SLOTS]
+
+
+def update_model(model):
+    """When the model changes: the line saying what it reads, and the gallery it can read."""
+    shown = gallery_for(model)
+    about = SETTINGS.about_model(model) or ("A model typed by hand: vlprobe loads it from the Hub "
+                                            "(or this machine) when you press Score.")
+    buttons = [gr.Button(value=shown[k].label, visible=True) if k < len(shown) else gr.Button(visible=False)
+               for k in range(examples.GALLERY_SLOTS)]
+    return [about, [e.key for e in shown], *buttons]
+
+
+def _gallery_failed(message):
+    return (gr.skip(), gr.skip(), gr.skip(), gr.skip(), *_score_failed(message))
+
+
+@_inline_errors(_gallery_failed)
+def score_example(index, keys, model, ties):
+    """A gallery button: its example (the slot's key; else the model's gallery, when the page has not
+    filled the slots yet) loaded into the inputs and scored: (image 1, image 2, captions, foils, then
+    what :func:`score` returns)."""
+    every = {e.key: e for e in _all_examples(tuple(SETTINGS.dataset_folders()))}
+    keys = list(keys or []) or [e.key for e in gallery_for(model)]
+    example = every.get(keys[index]) if index < len(keys) else None
+    if example is None:
+        raise SpaceError("this example is not offered for this model any more; pick another one")
+    image_1, image_2, captions, foils = example.fields()
+    return (image_1, image_2, captions, foils, *score(image_1, image_2, captions, foils, model, ties))
 
 
 def _example_failed(message):
@@ -221,7 +347,8 @@ def _dropdown_failed(message):
 @_inline_errors(_dropdown_failed)
 def list_configs(dataset):
     configs = examples.dataset_configs(SETTINGS, dataset) if dataset else []
-    return gr.Dropdown(choices=configs, value=configs[0] if configs else None, info=None)
+    info = None if configs or not dataset else "⚠️ no config of this dataset has rows in this build"
+    return gr.Dropdown(choices=configs, value=configs[0] if configs else None, info=info)
 
 
 @_inline_errors(_dropdown_failed)
@@ -233,8 +360,11 @@ def list_splits(dataset, config):
 # ---- Benchmark ------------------------------------------------------------------------------------
 
 def _benchmark_failed(message):
+    """The message, and every result of the previous run cleared: nothing stale stays on screen."""
     return (f"⚠️ **Cannot run the benchmark:** {message}", "", METRICS_EMPTY, TAGS_EMPTY, BROWSE_EMPTY, None,
-            gr.skip(), METRICS_HTML, TAGS_HTML, BROWSE_HTML)
+            gr.Slider(minimum=1, maximum=2, value=1), METRICS_HTML, TAGS_HTML, BROWSE_HTML, "",
+            gr.DownloadButton(value=None, visible=False), gr.Button(visible=False), None,
+            "", None, None, ITEM_EMPTY, ITEM_HTML)
 
 
 def benchmark_running():
@@ -244,21 +374,29 @@ def benchmark_running():
 
 @_inline_errors(_benchmark_failed)
 def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progress=gr.Progress(track_tqdm=True)):
-    """Score the first N items of a config: summary, chart, metrics, per-tag table, items worst first
-    (and, last, the three tables as the page shows them)."""
+    """Score N items of a config (a stratified sample across its tags): summary, chart, metrics,
+    per-tag table, items worst first, the tables as the page shows them, the notes and glossary
+    beside them, the results.json download (and the button sending it to the Results tab), the
+    file's path, and the item panel (cleared: the first item is shown next)."""
     out = bench.run_benchmark(SETTINGS, dataset, config, split, model, n_items, ties, bootstrap,
-                              progress=lambda frac, desc: progress(frac, desc=desc))
-    keys = [r[0] for r in out.metric_rows]
+                              progress=lambda frac, desc: progress(frac, desc=desc), results_dir=RESULTS_DIR)
     chart = display.svg(out.chart, "Bar chart of the metrics in %: " + "; ".join(
         f"{r[0]} {r[1]}" + (f" (95% CI {r[2]} to {r[3]})" if r[2] else "") + (f", chance {r[4]}" if r[4] else "")
-        for r in out.metric_rows), chart_id="benchmark-chart") if keys else ""
+        for r in out.metric_rows), chart_id="benchmark-chart") if out.keys else ""
+    notes = "".join(f"<p>{html.escape(n)}</p>" for n in out.notes)
+    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1) if out.tag_rows
+                 else empty_table("tags", out.tags_note))
     return (out.summary, chart, _table(out.metric_headers, out.metric_rows),
             _table(out.tag_headers, out.tag_rows) if out.tag_rows else TAGS_EMPTY,
             _table(out.browse_headers, out.browse_rows),
             out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True),
-            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1),
-            shown_table("tags", out.tag_headers, out.tag_rows, decimals=1) if out.tag_rows else TAGS_HTML,
-            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True))
+            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1)
+            + glossary.glossary_html(out.keys),
+            tags_html,
+            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True),
+            f'<div class="tie-notes">{notes}</div>' if notes else "",
+            gr.DownloadButton(value=out.results_file, visible=True), gr.Button(visible=True), out.results_file,
+            gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
 
 
 def _item_failed(message):
@@ -269,13 +407,15 @@ def _item_failed(message):
 def show_item(outcome, rank):
     """One benchmark item by rank (1 = worst mistake): description, its (first two) images, scores.
     A rank out of range is refused in the description, the item shown before kept (and the rank
-    box set back to it)."""
+    box set back to it); with no run (a failed one), the panel stays empty."""
     n = len(outcome.order) if outcome is not None and outcome.items else 0
+    if not n:
+        return "", None, None, ITEM_EMPTY, ITEM_HTML, gr.skip()
     try:
         r = float(rank)
     except (TypeError, ValueError):
         r = float("nan")
-    if n and not (1 <= r <= n and r == int(r)):
+    if not (1 <= r <= n and r == int(r)):
         last = getattr(outcome, "shown_rank", 1)
         return (f"⚠️ There is no item of rank {rank}: choose 1 to {n:,}. Still showing rank {last}: "
                 + getattr(outcome, "shown_caption", ""), gr.skip(), gr.skip(), gr.skip(), gr.skip(), last)
@@ -302,21 +442,32 @@ def compare_results(files, include_papers, benchmark, names=""):
     chart = "" if out.chart is None else results.chart_svg(out.chart)
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY,
-            shown_table("runs", out.headers, out.rows, decimals=1) if out.rows else RUNS_HTML,
-            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1) if out.paper_rows else PAPERS_HTML)
+            shown_table("runs", out.headers, out.rows, decimals=1, tall=len(out.rows) > 12) if out.rows else "",
+            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12,
+                        prose_rows=[0] if out.paper_rows[0][0] == "source" else [])  # the sources wrap
+            if out.paper_rows else
+            empty_table("papers", "no published numbers for these runs" if include_papers
+                        else "the papers' numbers are not included (tick the box to see them)"))
+
+
+def send_to_results(path, files):
+    """The Benchmark tab's run, added to the Results tab's files (once), and that tab shown."""
+    current = [f if isinstance(f, str) else getattr(f, "path", None) or (f or {}).get("path") for f in (files or [])]
+    chosen = current + ([path] if path and path not in current else [])
+    return chosen, gr.Tabs(selected="results")
 
 
 # ---- the page -------------------------------------------------------------------------------------
 
 INTRO = f"""# vlprobe: does the model see what changed?
 Score a vision-and-language model on an image against a true caption and **foils**, captions with
-one thing changed, as the {PAPERS} benchmarks do. Pick an example below, or upload your own image."""
+one thing changed, as the {PAPERS} benchmarks do. Pick an example, or upload your own image."""
 
 
 def model_card_text() -> str:
-    card = ROOT / settings.DEFAULT_MODEL / "README.md"
+    card = Path(SETTINGS.offline_model_path() or ROOT / settings.OFFLINE_MODEL) / "README.md"
     if not card.is_file():
-        return "The default model is not in this copy of the Space."
+        return "The offline model is not in this copy of the Space."
     text = card.read_text(encoding="utf-8")
     if text.startswith("---"):
         text = text.split("---", 2)[2]
@@ -326,170 +477,234 @@ def model_card_text() -> str:
 def build_demo() -> gr.Blocks:
     offered = SETTINGS.dataset_folders()
     dataset_choices = [(Path(d).name, d) for d in offered]
-    custom_datasets = not os.environ.get(settings.ENV_DATASETS, "").strip()
-    custom_models = settings.allowed_models() is None
-    model_info = ("the small CLIP vlprobe ships, or type a model id from the Hugging Face Hub"
-                  if custom_models else "the models this Space allows")
+    typed_datasets = SETTINGS.may_type_datasets()
+    typed_models = settings.allowed_models() is None
+    model_choices = SETTINGS.model_choices()
+    default_model = SETTINGS.default_choice()
+    model_info = ("choose one, or type a model id from the Hugging Face Hub" if typed_models
+                  else "the models this Space allows")
+    first_gallery = [label for label in gallery_labels(default_model)]
 
     with gr.Blocks(title="vlprobe") as demo:
-        gr.Markdown(INTRO)
-        with gr.Tab("Score"):
-            with gr.Row(elem_classes=["gallery-row"]):
-                gallery = [gr.Button(label, size="sm", variant="secondary") for label in examples.gallery_labels()]
-            with gr.Row():
-                with gr.Column(scale=1, min_width=300):
-                    with gr.Row():
-                        image_1 = gr.Image(label="Image 1", type="filepath", image_mode=None, height=200,
-                                           sources=["upload", "clipboard"], elem_classes=["labelled-image"], min_width=120)
-                        image_2 = gr.Image(label="Image 2 (optional)", type="filepath", image_mode=None, height=200,
-                                           sources=["upload", "clipboard"], elem_classes=["labelled-image"], min_width=120)
-                    captions = gr.Textbox(label="Captions", lines=2, placeholder="a red circle left of a blue square",
-                                          info="one per line, true of image 1; with two images, line 2 is true of image 2")
-                    foils = gr.Textbox(label="Foils", lines=2, placeholder="a blue circle left of a red square",
-                                       info="one per line: texts that do not describe the image")
-                    model = gr.Dropdown(choices=settings.model_choices(), value=settings.DEFAULT_MODEL, label="Model",
-                                        allow_custom_value=custom_models, info=model_info)
-                    score_button = gr.Button("Score", variant="primary")
-                    gr.Markdown(settings.limits_text(), elem_classes=["limits"])
-                    with gr.Accordion("Or take an item from a dataset", open=False, visible=bool(offered)):
-                        ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
-                                                 value=offered[0] if offered else None,
-                                                 allow_custom_value=custom_datasets)
-                        ex_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
-                        ex_row = gr.Number(label="Row", value=0, precision=0, minimum=0)
-                        ex_button = gr.Button("Load this item")
-                        ex_status = gr.Markdown()
-                with gr.Column(scale=1, min_width=300):
-                    # plain text, not a disabled box, so screen readers read it (role=status, see HEAD)
-                    verdict = gr.Markdown("The verdict appears here.", elem_classes=["verdict"], elem_id="verdict")
-                    scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, visible=False)
-                    scores_html = gr.HTML(SCORES_HTML)
-                    score_note = gr.Markdown()
-                    gr.Markdown("**What decides the verdict: the margins**")
-                    chart = gr.HTML(elem_classes=["chart-block"])
-                    diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,
-                                              show_legend=False, combine_adjacent=True)
-                    with gr.Accordion("Every metric value for this item", open=False):
-                        item_metrics = gr.JSON(show_label=False)
-                    with gr.Accordion("About the default model (its card)", open=False):
-                        gr.Markdown(model_card_text())
-            inputs = [image_1, image_2, captions, foils, model]
-            outputs = [verdict, scores, score_note, diff, chart, item_metrics, scores_html]
-            score_button.click(score, inputs, outputs, api_name="score", concurrency_limit=2, concurrency_id="score",
-                               preprocess=False).then(None, js=SHOW_VERDICT)  # uploads are checked by vlprobe
-            for k, button in enumerate(gallery):
-                button.click(functools.partial(gallery_example, k), None, [image_1, image_2, captions, foils],
-                             api_visibility="private").then(
-                    score, inputs, outputs, api_visibility="private", concurrency_limit=2, concurrency_id="score",
-                    preprocess=False).then(None, js=SHOW_VERDICT)
-            ex_dataset.change(list_configs, ex_dataset, ex_config, api_visibility="private")
-            ex_button.click(load_example, [ex_dataset, ex_config, ex_row], [ex_status, image_1, image_2, captions, foils],
-                            api_name="load_example", concurrency_limit=2, concurrency_id="examples")
-            demo.load(list_configs, ex_dataset, ex_config, api_visibility="private")
+        gr.Markdown(INTRO, elem_classes=["intro"])
+        with gr.Tabs() as tabs:
+            with gr.Tab("Score", id="score"):
+                with gr.Row(equal_height=False):
+                    model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
+                                        allow_custom_value=typed_models, info=model_info, min_width=260, scale=1)
+                    with gr.Column(min_width=260, scale=1):
+                        model_about = gr.Markdown(SETTINGS.about_model(default_model), elem_classes=["model-about"],
+                                                  elem_id="model-about")
+                gallery_keys = gr.State([])
+                gr.Markdown("**Examples this model can read** (a click loads and scores one):",
+                            elem_classes=["gallery-head"])
+                with gr.Row(elem_classes=["gallery-row"]):
+                    gallery = [gr.Button(first_gallery[k] if k < len(first_gallery) else "", size="sm",
+                                         variant="secondary", visible=k < len(first_gallery))
+                               for k in range(examples.GALLERY_SLOTS)]
+                with gr.Row():
+                    with gr.Column(scale=1, min_width=300):
+                        with gr.Row(elem_classes=["image-pair"]):
+                            image_1 = gr.Image(label="Image 1", type="filepath", image_mode=None, height=170,
+                                               sources=["upload", "clipboard"], elem_classes=["labelled-image"],
+                                               min_width=120)
+                            image_2 = gr.Image(label="Image 2", type="filepath", image_mode=None, height=170,
+                                               sources=["upload", "clipboard"], elem_classes=["labelled-image"],
+                                               min_width=120)
+                        captions = gr.Textbox(label="Captions", lines=2, placeholder="a red circle left of a blue square",
+                                              info="one per line, true of image 1; with a second image, line 2 is "
+                                                   "true of image 2")
+                        foils = gr.Textbox(label="Foils", lines=2, placeholder="a blue circle left of a red square",
+                                           info="one per line: texts that do not describe the image")
+                        ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
+                                        elem_classes=["named-radio"])
+                        gr.Markdown(settings.limits_text(), elem_classes=["limits"])
+                        with gr.Accordion("Or take an item from a dataset", open=False, visible=bool(offered)):
+                            ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
+                                                     value=offered[0] if offered else None,
+                                                     allow_custom_value=typed_datasets)
+                            ex_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
+                            ex_row = gr.Number(label="Row", value=0, precision=0, info="from 0")
+                            ex_button = gr.Button("Load this item")
+                            ex_status = gr.Markdown(elem_id="example-status")
+                    with gr.Column(scale=1, min_width=300):
+                        score_button = gr.Button("Score", variant="primary")
+                        # plain text, not a disabled box, so screen readers read it (role=status, see HEAD)
+                        verdict = gr.Markdown("Click an example above, or upload an image, type its captions and foils and "
+                                              "press Score: the verdict appears here.", elem_classes=["verdict"],
+                                              elem_id="verdict")
+                        scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, visible=False)
+                        scores_html = gr.HTML(SCORES_HTML)
+                        score_note = gr.Markdown()
+                        gr.Markdown("**What decides the verdict: the margins**")
+                        chart = gr.HTML(elem_classes=["chart-block"])
+                        diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,
+                                                  show_legend=False, combine_adjacent=True)
+                        with gr.Accordion("Every metric value for this item", open=False):
+                            item_metrics = gr.JSON(show_label=False)
+                        with gr.Accordion("About the offline model, mini-clip (its card)", open=False):
+                            gr.Markdown(model_card_text())
+                inputs = [image_1, image_2, captions, foils, model, ties]
+                outputs = [verdict, scores, score_note, diff, chart, item_metrics, scores_html]
+                # preprocess=False: uploads and every box are checked by vlprobe, in words
+                score_button.click(score, inputs, outputs, api_name="score", concurrency_limit=2, concurrency_id="score",
+                                   preprocess=False).then(None, js=SHOW_VERDICT)
+                for box, which in ((image_1, "image 1"), (image_2, "image 2")):
+                    box.upload(functools.partial(check_upload, which=which), box, [verdict, box],
+                               api_visibility="private", preprocess=False).then(None, js=SHOW_VERDICT)
+                for k, button in enumerate(gallery):
+                    button.click(functools.partial(score_example, k), [gallery_keys, model, ties],
+                                 [image_1, image_2, captions, foils, *outputs], api_visibility="private",
+                                 concurrency_limit=2, concurrency_id="score", preprocess=False).then(
+                        None, js=SHOW_VERDICT)
+                model.change(update_model, model, [model_about, gallery_keys, *gallery], api_visibility="private",
+                             preprocess=False, show_progress="hidden")
+                demo.load(update_model, model, [model_about, gallery_keys, *gallery], api_visibility="private",
+                          preprocess=False, show_progress="hidden")
+                ex_dataset.change(list_configs, ex_dataset, ex_config, api_visibility="private", preprocess=False)
+                ex_button.click(load_example, [ex_dataset, ex_config, ex_row],
+                                [ex_status, image_1, image_2, captions, foils], api_name="load_example",
+                                concurrency_limit=2, concurrency_id="examples", preprocess=False)
+                demo.load(list_configs, ex_dataset, ex_config, api_visibility="private", preprocess=False)
 
-        with gr.Tab("Benchmark"):
-            if not offered:
-                gr.Markdown("No dataset is built on this Space yet, so there is nothing to benchmark here.")
-            # min_width 220: on a phone each box gets its own line, its value not cut under the arrow
-            with gr.Row():
-                b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", value=offered[0] if offered else None,
-                                        allow_custom_value=custom_datasets, min_width=220)
-                b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True, min_width=220)
-                b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True, min_width=220)
-            with gr.Row():
-                b_model = gr.Dropdown(choices=settings.model_choices(), value=settings.DEFAULT_MODEL, label="Model",
-                                      allow_custom_value=custom_models, info=model_info, min_width=220)
-                b_items = gr.Slider(1, settings.max_items(), value=min(100, settings.max_items()), step=1,
-                                    label="Items (the first N rows)")
-                b_ties = gr.Radio(["strict", "half", "lenient"], value="strict", label="A tie counts as",
-                                  info="strict: wrong (as the papers); half: half right; lenient: right")
-                b_boot = gr.Number(value=200, precision=0, minimum=0, maximum=settings.MAX_BOOTSTRAP,
-                                   label="Bootstrap resamples", info="for the 95% confidence intervals; 0: none")
-            b_button = gr.Button("Run benchmark", variant="primary")
-            b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear here.",
-                                    elem_id="bench-summary")
-            with gr.Row():
-                with gr.Column(min_width=300):
-                    gr.Markdown("**Metrics** (bars: 95% CI; dashed: chance)")
-                    b_chart = gr.HTML(elem_classes=["chart-block"])
-                with gr.Column(min_width=300):
-                    b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False, visible=False)
-                    b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False, visible=False)
-                    b_metrics_html = gr.HTML(METRICS_HTML)
-                    b_tags_html = gr.HTML(TAGS_HTML)
-            b_browse = gr.Dataframe(BROWSE_EMPTY, interactive=False, visible=False)
-            b_browse_html = gr.HTML(BROWSE_HTML)
-            b_state = gr.State()
-            with gr.Row():
-                with gr.Column(scale=1, min_width=300):
-                    b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)", elem_id="item-rank")
-                    b_caption = gr.Markdown(elem_id="item-caption")
-                    b_item_scores = gr.Dataframe(ITEM_EMPTY, label="Item scores", interactive=False, visible=False)
-                    b_item_html = gr.HTML(ITEM_HTML)
-                with gr.Column(scale=1, min_width=300):
-                    with gr.Row():
-                        b_image_1 = gr.Image(label="Item image 1", interactive=False, height=240, elem_id="item-image-1",
-                                             elem_classes=["labelled-image"], min_width=120)
-                        b_image_2 = gr.Image(label="Item image 2", interactive=False, height=240,
-                                             elem_classes=["labelled-image", "second-image"], min_width=120)
-            item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores, b_item_html, b_rank]
-            b_dataset.change(list_configs, b_dataset, b_config, api_visibility="private")
-            b_config.change(list_splits, [b_dataset, b_config], b_split, api_visibility="private")
-            b_button.click(benchmark_running, None, b_summary, queue=False, api_visibility="private").then(
-                run_benchmark, [b_dataset, b_config, b_split, b_model, b_items, b_ties, b_boot],
-                [b_summary, b_chart, b_metrics, b_tags, b_browse, b_state, b_rank, b_metrics_html, b_tags_html,
-                 b_browse_html], api_name="run_benchmark", concurrency_limit=1, concurrency_id="benchmark").success(
-                show_item, [b_state, b_rank], item_outputs, api_name="show_first_item", api_visibility="private")
-            # preprocess=False: a rank out of range reaches show_item, which refuses it in words and keeps
-            # the item shown (Gradio's own check would turn every output into an 'Error' badge)
-            b_rank.release(show_item, [b_state, b_rank], item_outputs, api_name="show_item",
-                           concurrency_limit=4, concurrency_id="browse", preprocess=False)
-            b_rank.input(show_item, [b_state, b_rank], item_outputs, api_name="show_typed_item", api_visibility="private",
-                         concurrency_limit=4, concurrency_id="browse", trigger_mode="always_last", preprocess=False)
-            demo.load(list_configs, b_dataset, b_config, api_visibility="private")
+            with gr.Tab("Benchmark", id="benchmark"):
+                if not offered:
+                    gr.Markdown("No dataset is built on this Space yet, so there is nothing to benchmark here.")
+                # min_width 220: on a phone each box gets its own line, its value not cut under the arrow
+                with gr.Row():
+                    b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
+                                            value=offered[0] if offered else None,
+                                            allow_custom_value=typed_datasets, min_width=220)
+                    b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True, min_width=220,
+                                           info="only configs with rows in this build")
+                    b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True, min_width=220)
+                with gr.Row():
+                    b_model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
+                                          allow_custom_value=typed_models, info=model_info, min_width=220)
+                    # a number box, not a slider: a slider's box clamps a typed 5000 to its maximum without a word
+                    b_items = gr.Number(value=min(100, settings.max_items()), precision=0, label="Items", min_width=220,
+                                        info=f"1 to {settings.max_items():,}: a seeded sample spread over the config's tags")
+                    b_ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
+                                      elem_classes=["named-radio"], min_width=220)
+                    b_boot = gr.Number(value=200, precision=0, label="Bootstrap resamples", min_width=220,
+                                       info=f"0 to {settings.MAX_BOOTSTRAP:,}, for the 95% confidence intervals; 0: none")
+                b_button = gr.Button("Run benchmark", variant="primary")
+                b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear "
+                                        "here.", elem_id="bench-summary")
+                with gr.Row():
+                    with gr.Column(min_width=300):
+                        gr.Markdown("**Metrics** (bars: 95% CI; dashed: chance)")
+                        b_chart = gr.HTML(elem_classes=["chart-block"])
+                    with gr.Column(min_width=300):
+                        b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False, visible=False)
+                        b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False, visible=False)
+                        b_metrics_html = gr.HTML(METRICS_HTML)
+                        b_notes = gr.HTML(elem_id="tie-notes")
+                        b_tags_html = gr.HTML(TAGS_HTML)
+                        with gr.Row():
+                            b_download = gr.DownloadButton("Download results.json", visible=False, size="sm",
+                                                           elem_id="results-download")
+                            b_to_results = gr.Button("Compare in Results", visible=False, size="sm",
+                                                     elem_id="to-results")
+                b_file = gr.State()
+                b_browse = gr.Dataframe(BROWSE_EMPTY, interactive=False, visible=False)
+                b_browse_html = gr.HTML(BROWSE_HTML)
+                b_state = gr.State()
+                with gr.Row():
+                    with gr.Column(scale=1, min_width=300):
+                        b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)", elem_id="item-rank")
+                        b_caption = gr.Markdown(elem_id="item-caption")
+                        b_item_scores = gr.Dataframe(ITEM_EMPTY, label="Item scores", interactive=False, visible=False)
+                        b_item_html = gr.HTML(ITEM_HTML)
+                    with gr.Column(scale=1, min_width=300):
+                        with gr.Row(elem_classes=["image-pair"]):
+                            b_image_1 = gr.Image(label="Item image 1", interactive=False, height=220,
+                                                 elem_id="item-image-1", elem_classes=["labelled-image"], min_width=120)
+                            b_image_2 = gr.Image(label="Item image 2", interactive=False, height=220,
+                                                 elem_classes=["labelled-image", "second-image"], min_width=120)
+                item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores, b_item_html, b_rank]
+                b_dataset.change(list_configs, b_dataset, b_config, api_visibility="private", preprocess=False)
+                b_config.change(list_splits, [b_dataset, b_config], b_split, api_visibility="private",
+                                preprocess=False)
+                # preprocess=False: out-of-range numbers reach vlprobe, which answers in the summary
+                # naming the box (Gradio's own check raised a toast and left the page "running")
+                b_button.click(benchmark_running, None, b_summary, queue=False, api_visibility="private").then(
+                    run_benchmark, [b_dataset, b_config, b_split, b_model, b_items, b_ties, b_boot],
+                    [b_summary, b_chart, b_metrics, b_tags, b_browse, b_state, b_rank, b_metrics_html, b_tags_html,
+                     b_browse_html, b_notes, b_download, b_to_results, b_file,
+                     b_caption, b_image_1, b_image_2, b_item_scores, b_item_html],
+                    api_name="run_benchmark", concurrency_limit=1, concurrency_id="benchmark", preprocess=False).then(
+                    show_item, [b_state, b_rank], item_outputs, api_name="show_first_item", api_visibility="private",
+                    preprocess=False)
+                # preprocess=False: a rank out of range reaches show_item, which refuses it in words and keeps
+                # the item shown (Gradio's own check would turn every output into an 'Error' badge)
+                b_rank.release(show_item, [b_state, b_rank], item_outputs, api_name="show_item",
+                               concurrency_limit=4, concurrency_id="browse", preprocess=False)
+                b_rank.input(show_item, [b_state, b_rank], item_outputs, api_name="show_typed_item",
+                             api_visibility="private", concurrency_limit=4, concurrency_id="browse",
+                             trigger_mode="always_last", preprocess=False)
+                demo.load(list_configs, b_dataset, b_config, api_visibility="private", preprocess=False)
 
-        with gr.Tab("Results"):
-            gr.Markdown("Load results files written by vlprobe (`results.json`) to compare runs with each other and "
-                        "with the numbers the papers published (VALSE Table 2, Winoground Table 3, BLA thesis "
-                        "Table 6.3).")
-            with gr.Row():
-                r_files = gr.File(label="Results files", file_count="multiple", file_types=[".json"],
-                                  elem_id="results-files")
-                with gr.Column():
-                    r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
-                    r_bench = gr.Dropdown(["auto", *results.PAPER_BENCHMARKS], value="auto",
-                                          label="Papers' benchmark", info="auto: the first loaded benchmark with a paper")
-                    r_names = gr.Textbox("", label="Run names (optional)", lines=2, elem_id="run-names",
-                                         info="one per line, in the order of the files; else each run is named "
-                                              "by its file, its folder or its model and dataset")
-                    r_button = gr.Button("Compare", variant="primary")
-            r_note = gr.Markdown("Load files and press **Compare**, or press it alone to see the papers' numbers.")
-            r_plot = gr.HTML(label="Headline metric per config and split", elem_id="results-chart",
-                             elem_classes=["chart-block"])
-            r_table = gr.Dataframe(RUNS_EMPTY, label="Runs (%)", interactive=False, visible=False)
-            r_paper = gr.Dataframe(PAPERS_EMPTY, label="Beside the published numbers (%)", interactive=False,
-                                   visible=False)
-            r_table_html = gr.HTML(RUNS_HTML)
-            r_paper_html = gr.HTML(PAPERS_HTML)
-            r_button.click(lambda: "Comparing…", None, r_note, queue=False, api_visibility="private").then(
-                compare_results, [r_files, r_papers, r_bench, r_names],
-                [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html],
-                api_name="compare_results", concurrency_limit=2, concurrency_id="results")
+            with gr.Tab("Results", id="results"):
+                gr.Markdown("Compare runs with each other and with the numbers the papers published (VALSE Table 2, "
+                            "Winoground Table 3, BLA thesis Table 6.3, SugarCREPE's GPT-4V).")
+                with gr.Row():
+                    r_files = gr.File(label="Results files", file_count="multiple", file_types=[".json"],
+                                      elem_id="results-files")
+                    with gr.Column():
+                        r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
+                        r_bench = gr.Dropdown(["auto", *results.PAPER_BENCHMARKS], value="auto",
+                                              label="Papers' benchmark", info="auto: the first loaded benchmark with a paper")
+                        r_names = gr.Textbox("", label="Run names (optional)", lines=2, elem_id="run-names",
+                                             info="one per line, in the order of the files; else each run is named "
+                                                  "by its file, its folder or its model and dataset")
+                        r_button = gr.Button("Compare", variant="primary")
+                r_note = gr.Markdown(RESULTS_START, elem_id="results-note")
+                with gr.Column(elem_classes=["results-out"]):
+                    r_plot = gr.HTML(label="Headline metric per config and split", elem_id="results-chart",
+                                     elem_classes=["chart-block"])
+                    r_table = gr.Dataframe(RUNS_EMPTY, label="Runs (%)", interactive=False, visible=False)
+                    r_paper = gr.Dataframe(PAPERS_EMPTY, label="Beside the published numbers (%)", interactive=False,
+                                           visible=False)
+                    r_table_html = gr.HTML(RUNS_HTML)
+                    r_paper_html = gr.HTML(PAPERS_HTML)
+                compare_inputs = [r_files, r_papers, r_bench, r_names]
+                compare_outputs = [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html]
+                r_button.click(lambda: "Comparing…", None, r_note, queue=False, api_visibility="private").then(
+                    compare_results, compare_inputs, compare_outputs, api_name="compare_results",
+                    concurrency_limit=2, concurrency_id="results", preprocess=False).then(None, js=SHOW_RESULTS)
+                b_to_results.click(send_to_results, [b_file, r_files], [r_files, tabs], api_visibility="private",
+                                   preprocess=False).then(
+                    compare_results, compare_inputs, compare_outputs, api_visibility="private",
+                    concurrency_limit=2, concurrency_id="results", preprocess=False).then(None, js=SHOW_RESULTS)
     return demo
+
+
+def gallery_labels(model):
+    try:
+        return [e.label for e in gallery_for(model)]
+    except Exception:  # noqa: BLE001  (no gallery: the page still works)
+        return []
 
 
 demo = build_demo()
 # One queue for the page; each kind of work has its own concurrency group (concurrency_id above), so a
 # long benchmark (limit 1) never holds back scoring (limit 2).
 demo.queue(max_size=64, default_concurrency_limit=2)
-# Help text darker than the theme's #9ca3af (2.5:1 on white): #4b5563 is 7.6:1 (WCAG AA needs 4.5:1);
-# labels indigo-700 on their indigo-100 chip (the theme's indigo-500 is 3.6:1).
-THEME = gr.themes.Soft().set(block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db",
-                             block_title_text_color="*primary_700", block_label_text_color="*primary_700")
-LAUNCH = {"theme": THEME, "css": CSS, "head": HEAD, "max_file_size": MAX_UPLOAD, "show_error": False}
+# Text dark enough for WCAG AA (4.5:1 on its background): help text and placeholders gray-600/500
+# (the theme's gray-400 is 2.5:1), labels and the selected tab indigo-700, primary buttons white on
+# indigo-600 (6.3:1; the theme's indigo-500 is 4.47:1).
+THEME = gr.themes.Soft().set(
+    block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db", body_text_color_subdued="#4b5563",
+    input_placeholder_color="#6b7280", block_title_text_color="*primary_700", block_label_text_color="*primary_700",
+    color_accent="*primary_600", checkbox_label_background_fill_selected="*primary_600",
+    button_primary_background_fill="*primary_600",
+    button_primary_background_fill_hover="*primary_700", button_primary_text_color="white", slider_color="*primary_600")
+LAUNCH = {"theme": THEME, "css": CSS, "head": HEAD, "max_file_size": HARD_UPLOAD_LIMIT, "show_error": False}
 
 if __name__ == "__main__":
     problem = preload_default_model(SETTINGS)  # the first person to score should not wait for it
     if problem:
         print(f"vlprobe Space: the default model is not loaded: {problem}", file=sys.stderr)
+    gallery_labels(SETTINGS.default_choice())  # the gallery's dataset items, read once before serving
     demo.launch(**LAUNCH)

@@ -22,7 +22,7 @@ from gradio_client import handle_file  # noqa: E402
 
 from vlprobe.cli import main as vlprobe_main  # noqa: E402
 from vlprobe.demo import benchmark as bench  # noqa: E402
-from vlprobe.demo import examples, models, settings  # noqa: E402
+from vlprobe.demo import examples, hub, models, settings  # noqa: E402
 from vlprobe.demo import score as scoring  # noqa: E402
 from vlprobe.demo.settings import Settings, SpaceError  # noqa: E402
 
@@ -31,10 +31,13 @@ pytestmark = pytest.mark.usefixtures("clean_space_env")  # tests/conftest.py
 
 @pytest.fixture(scope="module")
 def space_app(repo_root):
+    mp = pytest.MonkeyPatch()
+    mp.setattr(hub, "hub_reachable", lambda: False)  # offline, whatever the machine: mini-clip is the default
     spec = importlib.util.spec_from_file_location("vlprobe_space_app", repo_root / "space" / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    yield module
+    mp.undo()
 
 
 @pytest.fixture(scope="module")
@@ -251,9 +254,9 @@ def test_the_allow_list_refuses_other_models(client, images, tiny_clip_path, mon
     assert "not allowed on this Space" in message and "openai/clip-vit-base-patch32" in message
     # the default model stays allowed; here it is the tiny model, set by the owner's variable
     monkeypatch.setenv(settings.ENV_DEFAULT_MODEL, str(tiny_clip_path))
-    verdict = client.predict(handle_file(str(images[0])), None, "a cat", "a dog", settings.DEFAULT_MODEL,
-                             api_name="/score")[0]
-    assert verdict.startswith(("CORRECT", "WRONG"))
+    for choice in (str(tiny_clip_path), ""):
+        verdict = client.predict(handle_file(str(images[0])), None, "a cat", "a dog", choice, api_name="/score")[0]
+        assert verdict.startswith(("CORRECT", "WRONG", "TIE")), verdict
 
 
 def test_missing_default_model_says_what_to_do(monkeypatch, tmp_path):
@@ -261,7 +264,8 @@ def test_missing_default_model_says_what_to_do(monkeypatch, tmp_path):
     import vlprobe.locations
 
     monkeypatch.setattr(vlprobe.locations, "shipped_model", lambda: None)  # an installation that ships none
-    with pytest.raises(SpaceError, match="not in this checkout yet.*Hub model id or the path"):
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
+    with pytest.raises(SpaceError, match="offline model models/mini-clip is not in this copy.*type a Hub model id"):
         Settings(root=tmp_path).resolve_model("")
 
 
@@ -328,8 +332,11 @@ def test_load_example_from_a_two_by_two_folder(client, swap_folder):
 
 def test_load_example_errors(client, travlr_folder, tmp_path):
     assert "does not exist" in _error(client, str(tmp_path / "nothing"), "x", 0, api_name="/load_example")
-    assert "row 10000 does not exist" in _error(client, str(travlr_folder), "spatiality", 10000,
-                                                api_name="/load_example")
+    assert _error(client, str(travlr_folder), "spatiality", 10000, api_name="/load_example") == (
+        "Row: travlr/spatiality/test_ind has rows 0 to 3; row 10000 does not exist")
+    for bad in (-1, 2.5):  # Gradio's own check turned captions, foils and images into 'Error' badges
+        assert _error(client, str(travlr_folder), "spatiality", bad, api_name="/load_example") == (
+            f"Row: {bad} is not a row number; type a whole number from 0")
 
 
 # ---- benchmark -----------------------------------------------------------------------------------
@@ -377,7 +384,16 @@ def test_benchmark_errors(client, travlr_folder, tiny_clip_path, monkeypatch):
     assert "no config 'nope'" in _error(client, str(travlr_folder), "nope", None, str(tiny_clip_path), 4,
                                         "strict", 0, api_name="/run_benchmark")
     monkeypatch.setenv(settings.ENV_MAX_ITEMS, "3")
-    assert "between 1 and 3" in _error(client, *args, 4, "strict", 0, api_name="/run_benchmark")
+    assert _error(client, *args, 4, "strict", 0, api_name="/run_benchmark") == (
+        "Items: 4 is not allowed; choose a whole number from 1 to 3")
+    monkeypatch.delenv(settings.ENV_MAX_ITEMS)
+    # numbers Gradio's own components refused with a toast naming no box, the page left "running"
+    for bad, box, allowed in ((5000, "Bootstrap resamples", "0 to 2,000"), (99999, "Bootstrap resamples", "0 to 2,000"),
+                              (-1, "Bootstrap resamples", "0 to 2,000")):
+        assert _error(client, *args, 4, "strict", bad, api_name="/run_benchmark") == (
+            f"{box}: {bad} is not allowed; choose a whole number from {allowed}")
+    assert _error(client, *args, 4, "sometimes", 0, api_name="/run_benchmark") == (
+        "A tie counts as: 'sometimes' is not a tie policy; choose strict, half or lenient")
 
 
 def test_browse_items_worst_first():
@@ -429,14 +445,16 @@ def test_compare_results_files_and_papers(client, tmp_path):
 
 def test_compare_results_papers_alone_and_synthetic_runs(client, tmp_path):
     note, plot, _, papers, *_ = client.predict(None, True, "winoground", api_name="/compare_results")
-    systems = [r[0] for r in papers["data"]]
-    assert "CLIP (ViT-B/32)" in systems and papers["headers"][2:] == ["winoground text", "winoground image",
-                                                                         "winoground group"]
+    # long, not wide: a row per (config, metric), a column per system, the systems' sources first
+    assert papers["headers"][:2] == ["config", "metric"] and "CLIP (ViT-B/32)" in papers["headers"]
+    assert [r[:2] for r in papers["data"]] == [["source", ""], ["winoground", "text"], ["winoground", "image"],
+                                               ["winoground", "group"]]
     assert plot is not None
     _, _, _, papers, *_ = client.predict(None, True, "sugar_crepe", api_name="/compare_results")
-    rows = {r[0]: r for r in papers["data"]}
-    assert rows["GPT-4V (positive-first)"][1] == "upstream README, gpt-4v-results/readme.md"
-    assert "swap_obj acc_r" in papers["headers"] and "GPT-4V (negative-first)" in rows
+    k = papers["headers"].index("GPT-4V (positive-first)")
+    rows = {(r[0], r[1]): r for r in papers["data"]}
+    assert rows["source", ""][k] == "upstream README, gpt-4v-results/readme.md"
+    assert ("swap_obj", "acc_r") in rows and "GPT-4V (negative-first)" in papers["headers"]
     syn = _results_json(tmp_path / "syn.json", "mini-clip", 0.9, config="spatial_swap", benchmark="winoground_style")
     note, _, table, papers, *_ = client.predict([handle_file(str(syn))], True, "auto", api_name="/compare_results")
     assert table["data"][0][:2] == ["winoground_style", "spatial_swap"]
@@ -456,7 +474,7 @@ def test_compare_results_errors(client, tmp_path):
     assert "nothing to compare" in _error(client, None, False, "auto", api_name="/compare_results")
 
 
-def test_results_chart_has_one_bar_per_split_and_bla_runs_get_the_papers_bars(tmp_path):
+def test_results_chart_has_one_point_per_split_and_bla_runs_get_the_papers_points(tmp_path):
     from vlprobe.demo import results
 
     doc = {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": "m"}, "settings": {}},
@@ -468,7 +486,7 @@ def test_results_chart_has_one_bar_per_split_and_bla_runs_get_the_papers_bars(tm
     out = results.compare_results([str(path)], include_papers=False)
     assert sorted((p["split"], p["value"]) for p in out.points) == [("test_ind", 54.0), ("test_ood", 46.0)]
     svg = results.chart_svg(out.chart)
-    assert svg.count('data-bar="travlr_run:travlr/spatiality/') == 2
+    assert svg.count('data-point="travlr_run:travlr/spatiality/') == 2
     # a BLA run: the chart shows its sentence accuracy, the paper's headline, beside the paper's systems
     bla = {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": "m"}, "settings": {}},
            "results": [{"benchmark": "bla", "dataset": "bla", "config": "active_passive", "split": "test",
@@ -497,12 +515,12 @@ def test_score_chart_shows_the_margins_that_decide_the_verdict():
 
 def test_the_gallery_has_one_example_per_shape_and_each_scores(tiny_clip_path, tmp_path):
     shapes = []
-    for k, (_, shape, *_rest) in enumerate(examples.GALLERY):
-        image_1, image_2, caps, foils = examples.gallery_example(k, tmp_path)
+    for example in examples.scene_examples(tmp_path):
+        image_1, image_2, caps, foils = example.fields()
         out = scoring.score(Settings(tmp_path), image_1, image_2, caps, foils, str(tiny_clip_path),
                             cache=models.ModelCache(capacity=1))
-        assert out.shape == shape and out.kind in ("right", "wrong", "mixed") and out.verdict
-        shapes.append(shape)
+        assert out.shape == example.shape and out.kind in ("right", "wrong", "mixed", "tie") and out.verdict
+        shapes.append(example.shape)
     assert shapes == ["pairwise", "set", "group"]
 
 
@@ -517,7 +535,8 @@ def test_word_diff_marks_only_the_changed_words():
 
 def test_verdicts_say_when_ties_were_counted_as_wrong():
     line = scoring.verdict_text("pairwise", {"acc_r": 0.0, "n_ties": 1})
-    assert line.startswith("WRONG") and line.endswith("1 tied comparison counted as wrong")
+    assert line.startswith("WRONG") and line.endswith(
+        "1 tied comparison (exactly equal scores), counted as wrong under the strict policy, as the papers count it")
     line = scoring.verdict_text("group", {"text": 1.0, "image": 0.0, "group": 0.0, "n_ties": 0})
     assert line.startswith("PARTLY RIGHT") and "text ✓, image ✗, group ✗" in line
 

@@ -156,6 +156,10 @@ def test_html_tables_format_numbers_alike_and_escape_text():
     assert '<td class="list"><span>a=1</span>, <span>b=2</span></td>' in html
     assert 'aria-label="Scores"' in html and 'id="t"' in html
     assert "1,000 items" in settings.limits_text()
+    # running text wraps only at spaces: a browser may also break at a hyphen or slash, so such a word is kept whole
+    html = display.html_table(["source"], [["upstream README, gpt-4v-results/readme.md"], ["2.0"]], prose_rows=[0, 1])
+    assert '<td class="prose">upstream README, <span class="word">gpt-4v-results/readme.md</span></td>' in html
+    assert '<td class="num">2.0</td>' in html  # a number in a wrapping row stays a number
 
 
 def test_svg_charts_keep_text_as_text_at_a_readable_size():
@@ -171,14 +175,32 @@ def test_svg_charts_keep_text_as_text_at_a_readable_size():
     assert min(sizes) * width / view >= 11.0  # never drawn smaller than 11 px
 
 
-def test_results_chart_bars_sit_on_their_group_and_no_label_splits_a_name(tmp_path):
-    """Two runs of winoground and one TraVLR run with two splits, beside the papers: the TraVLR
-    bars are centred on their group's label (they sat at the left of a slot sized for 25 bars,
-    far from it), and 'winoground/winoground' is broken after the slash, not as 'winogro/und'."""
+def text_overlaps(fig):
+    """Pairs of texts of a matplotlib figure (drawn by its own renderer) whose boxes intersect by
+    more than half a pixel both ways."""
+    import itertools
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip()]
+    return [(a, b) for (a, x), (b, y) in itertools.combinations(boxes, 2)
+            if min(x.x1, y.x1) - max(x.x0, y.x0) > 0.5 and min(x.y1, y.y1) - max(x.y0, y.y0) > 0.5]
+
+
+def test_results_chart_points_sit_on_their_rows_and_labels_are_one_line(tmp_path):
+    """Two runs of winoground and one TraVLR run with two splits, beside the papers: a dot plot, one
+    row per config (or, with more sources than configs, per source), each point on its own row,
+    every row label on one line, no two texts overlapping."""
     def doc(benchmark, config, splits, metric):
         return {"format": "vlprobe-results/1", "provenance": {"model": {"model_id": "m"}, "settings": {}},
                 "results": [{"benchmark": benchmark, "dataset": benchmark, "config": config, "split": s,
-                             "metrics": {metric: 0.5, "n_items": 10}} for s in splits]}
+                             "metrics": {metric: 0.5, "n_items": 10, "chance": {metric: 0.25},
+                                         "ci": {metric: [0.4, 0.6]}}} for s in splits]}
 
     paths = []
     for name, d in (("a.json", doc("winoground", "winoground", ["test"], "group")),
@@ -186,16 +208,57 @@ def test_results_chart_bars_sit_on_their_group_and_no_label_splits_a_name(tmp_pa
                     ("travlr_run.json", doc("travlr", "spatiality", ["test_ind", "test_ood"], "acc_r"))):
         paths.append(tmp_path / name)
         paths[-1].write_text(json.dumps(d), encoding="utf-8")
-    out = results.compare_results([str(p) for p in paths], include_papers=True)
+    for papers in (False, True):
+        out = results.compare_results([str(p) for p in paths], include_papers=papers)
+        ax = out.chart.axes[0]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert all("\n" not in label for label in labels), labels
+        # more sources (runs' splits, systems) than configs: a row per source, its points its configs
+        assert labels[:4] == ["a", "b", "travlr_run · test_ind", "travlr_run · test_ood"], labels
+        assert len(labels) == 4 + (19 if papers else 0)  # Winoground Table 3's systems beside the runs
+        points = [line for line in ax.get_lines() if (line.get_gid() or "").startswith("point:")]
+        assert len(points) == len(labels)
+        for line in points:
+            source = line.get_gid().removeprefix("point:").rsplit(":", 2)[0]
+            y = float(line.get_ydata()[0])
+            assert abs(y - round(y)) < 0.45 and labels[int(round(y))].startswith(source), (line.get_gid(), y)
+        assert text_overlaps(out.chart) == []
+        svg = results.chart_svg(out.chart)
+        assert svg.count('data-point="travlr_run:travlr/spatiality/') == 2
+    # one run on three configs: a row per config, the metric named once on the axis
+    three = tmp_path / "three.json"
+    three.write_text(json.dumps({**doc("travlr", "spatiality", ["test_ind"], "acc_r"), "results": [
+        r for c in ("spatiality", "cardinality", "quantifiers")
+        for r in doc("travlr", c, ["test_ind"], "acc_r")["results"]]}), encoding="utf-8")
+    out = results.compare_results([str(three)], include_papers=False)
     ax = out.chart.axes[0]
-    ticks = dict(zip([t.get_text() for t in ax.get_xticklabels()], ax.get_xticks()))
-    assert set(ticks) == {"winoground/\nwinoground\n(group)", "travlr/spatiality\n(acc_r)"}, ticks
-    for label, x in ticks.items():
-        bars = [p for p in ax.patches if abs(p.get_x() + p.get_width() / 2 - x) < 0.5]
-        centre = (min(p.get_x() for p in bars) + max(p.get_x() + p.get_width() for p in bars)) / 2
-        assert abs(centre - x) < 1e-9, (label, centre, x)
-    for text in ax.get_legend_handles_labels()[1] + [t.get_text() for t in out.chart.legends[0].get_texts()]:
-        assert not re.search(r"\w\n\w", text), text  # a legend name is never cut inside a word
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["spatiality", "cardinality", "quantifiers"]
+    assert ax.get_xlabel() == "acc_r (%)" and text_overlaps(out.chart) == []
+
+
+@pytest.mark.parametrize("benchmark", ["valse", "winoground", "bla", "sugar_crepe"])
+def test_the_papers_charts_have_no_overlapping_text(benchmark):
+    """Compare with no file shows a paper's table and chart: its labels never collide (the bar chart
+    had 97 overlapping pairs for VALSE)."""
+    out = results.compare_results([], include_papers=True, benchmark=benchmark)
+    assert out.chart is not None and text_overlaps(out.chart) == []
+    # the table is long, not one column per (config, metric): one row per (config, metric), a column per system
+    assert out.paper_headers[:2] == ["config", "metric"] and out.paper_rows[0][0] == "source"
+    assert len(out.paper_headers) <= 25, len(out.paper_headers)
+
+
+@pytest.mark.parametrize("margins", [[0.0], [0.0, 0.0, 0.0, 0.0], [1e-7, -2e-7], [3.2, -0.4, 0.0], [250.0, -0.01]])
+def test_margin_charts_have_no_overlapping_text_and_no_offset(margins):
+    """Ties draw a '0 (tie)' mark on an axis of -1..1, not a '1e-6' offset; tick labels never touch."""
+    points = [(f"caption − “a text number {k} that is long enough to wrap onto two lines”", v)
+              for k, v in enumerate(margins)]
+    fig = scoring.margin_chart(points)
+    assert text_overlaps(fig) == []
+    ax = fig.axes[0]
+    assert not ax.xaxis.get_offset_text().get_text()
+    if not any(margins):
+        assert ax.get_xlim() == (-1.8, 1.8)
+        assert sum(t.get_text().strip() == "0 (tie)" for t in ax.texts) == len(margins)
 
 
 def test_every_built_dataset_folder_is_offered_default_ones_first(tmp_path, monkeypatch):
@@ -203,6 +266,7 @@ def test_every_built_dataset_folder_is_offered_default_ones_first(tmp_path, monk
     from vlprobe.demo.settings import ENV_DATASETS, Settings
 
     monkeypatch.delenv(ENV_DATASETS, raising=False)
+    monkeypatch.setenv("VLPROBE_ROOT", str(tmp_path / "nothing built here"))
     for name, spec, built in [("sugar_crepe", True, True), ("travlr", True, True), ("cola", True, False),
                               ("notes", False, True), ("winoground_style", True, True)]:
         folder = tmp_path / name

@@ -1,19 +1,23 @@
-"""The Benchmark tab: the first N items of a dataset folder's config, scored and measured by
-``vlprobe.evaluate`` (the library's API, with the page's already-loaded model), shown as a chart
-(each metric with its CI and chance line), a table of the metrics that fit the items' shape, a
-per-tag table and the items, worst mistakes first."""
+"""The Benchmark tab: N items of a dataset's config (a stratified, seeded sample across its tags),
+scored and measured by ``vlprobe.evaluate`` (the library's API, with the page's already-loaded
+model), shown as a chart (each metric with its CI and chance line), a table of the metrics that
+fit the items' shape with what each means, a per-tag table, the items worst mistakes first, and
+the run's results.json to download (the Results tab reads it)."""
 
 from __future__ import annotations
 
+import json
+import math
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .examples import dataset_splits, load_items
+from .examples import dataset_configs, dataset_name, load_items, open_split, sample_rows
 from .models import MODELS, ModelCache
-from .score import item_shape, plain
+from .score import TIE_POLICY_WORDS, check_ties, item_shape, plain
 from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
 
 
@@ -39,26 +43,26 @@ def shown_metrics(split: Any) -> list[str]:
     return [k for k in display_keys(split) if split.metrics.get(k) is not None or (na and k in split.metrics)]
 
 
-def metric_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
+def metric_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows): metric, value, CI low, CI high, chance, in %; "N/A (reason)" for a value
-    computed over nothing but ties."""
+    computed over nothing but ties (``reason`` rewrites the reason's text)."""
     from ..results import na_text, pct
 
     chance, ci = result.get("chance") or {}, result.get("ci") or {}
     rows = []
     for key in keys:
         low, high = (list(ci.get(key) or []) + [None, None])[:2]
-        value = pct(result[key]) if result.get(key) is not None else na_text(result)
+        value = pct(result[key]) if result.get(key) is not None else reason(na_text(result))
         rows.append([key, value, pct(low), pct(high), pct(chance.get(key))])
     return ["metric", "value", "CI low", "CI high", "chance"], rows
 
 
-def tag_rows(result: dict, keys: Sequence[str]) -> tuple[list[str], list[list[Any]]]:
+def tag_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str) -> tuple[list[str], list[list[Any]]]:
     from ..results import na_text, pct
 
     per_tag = result.get("per_tag") or {}
     keys = [k for k in keys if any(r.get(k) is not None or na_text(r) for r in per_tag.values())]
-    rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) if r.get(k) is not None else na_text(r) for k in keys]
+    rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) if r.get(k) is not None else reason(na_text(r)) for k in keys]
             for tag, r in sorted(per_tag.items())]
     return ["tag", "items", *keys], rows
 
@@ -77,26 +81,28 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
     return out
 
 
-def chart(split: Any, keys: Sequence[str]) -> Any:
+def chart(split: Any, keys: Sequence[str], title: str) -> Any:
     """A matplotlib figure of the shown metrics (CI error bars, dashed chance lines), drawn by
-    vlprobe.results' one bar chart, its text at the page's chart size, as wide as its bars need."""
+    vlprobe.results' one bar chart, its text at the page's chart size, as wide as its bars need;
+    a metric where lower is better says so in its label. The title sits clear of the axis' top
+    label ("100")."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..results import bar_chart, na_text
-    from .display import chart_rc
+    from ..results import bar_chart
+    from .display import CHART_FONT_SIZE, chart_rc
+    from .glossary import chart_label
 
     m = split.metrics
     ci, chance = m.get("ci") or {}, m.get("chance") or {}
     keys = [k for k in keys if m.get(k) is not None]  # no bar for a value that is not available
     with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(min(4.5, 2.2 + 0.6 * len(keys)), 4.0), dpi=100, layout="constrained")
-        bar_chart(ax, list(keys), [m[k] for k in keys], ci=[ci.get(k) for k in keys] if ci else None,
-                  chance=[chance.get(k) for k in keys])
-        ax.set_title(f"{split.name} (n={m.get('n_items', len(split.items)):,})"
-                     + (f"\n{na_text(m)}" if na_text(m) else ""))
+        fig, ax = plt.subplots(figsize=(min(4.8, 2.4 + 0.65 * len(keys)), 4.2), dpi=100, layout="constrained")
+        bar_chart(ax, [chart_label(k) for k in keys], [m[k] for k in keys],
+                  ci=[ci.get(k) for k in keys] if ci else None, chance=[chance.get(k) for k in keys])
+        ax.set_title(title, pad=CHART_FONT_SIZE)  # above the "100" tick label, which rises half a line
         # the legend under the axes (constrained layout keeps it clear of the labels), never over a bar
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
     plt.close(fig)
@@ -114,60 +120,155 @@ class BenchmarkOutcome:
     browse_rows: list[list[Any]]
     result: dict
     chart: Any = None  # a matplotlib Figure of the metrics
-    source: tuple = ()  # (settings, folder, config, split): where browsing reads an item's images
+    source: tuple = ()  # (settings, dataset, config, split): where browsing reads an item's images
     items: list[Any] = field(repr=False, default_factory=list)  # scored items (texts, gold, tags; no images)
     scores: list[np.ndarray] = field(repr=False, default_factory=list)
     order: list[int] = field(repr=False, default_factory=list)
+    rows: list[int] = field(repr=False, default_factory=list)  # item k is row rows[k] of the split
+    keys: list[str] = field(default_factory=list)  # the metrics shown
+    notes: list[str] = field(default_factory=list)  # beside the table: the tie policy against the authors' rule
+    results_file: str | None = None  # the run's results.json
+    tags_note: str = ""  # when there is no per-tag table: why
 
 
-def _check(n_items: Any, bootstrap: Any) -> tuple[int, int]:
+def _whole(value: Any, box: str, low: int, high: int) -> int:
+    """A box's value as a whole number from ``low`` to ``high``, or one sentence naming the box."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise SpaceError(f"{box}: the box is empty; type a whole number from {low:,} to {high:,}")
     try:
-        n, n_boot = int(n_items), int(bootstrap or 0)
+        number = float(value)
     except (TypeError, ValueError):
-        raise SpaceError("the number of items and of bootstrap resamples must be whole numbers") from None
-    if not 1 <= n <= max_items():
-        raise SpaceError(f"the number of items must be between 1 and {max_items()} on this Space, got {n}")
-    if not 0 <= n_boot <= MAX_BOOTSTRAP:
-        raise SpaceError(f"bootstrap resamples must be between 0 and {MAX_BOOTSTRAP} on this Space, got {n_boot}")
-    return n, n_boot
+        number = math.nan
+    if not math.isfinite(number) or number != int(number) or not low <= number <= high:
+        shown = value if isinstance(value, str) else f"{number:g}" if math.isfinite(number) else repr(value)
+        raise SpaceError(f"{box}: {shown} is not allowed; choose a whole number from {low:,} to {high:,}")
+    return int(number)
 
 
-def evaluate_split(scorer: Any, folder: Path, config: str, split: str, n: int, ties: str, n_boot: int) -> Any:
-    """``vlprobe.evaluate`` on one split with an already-loaded scorer: the scored split."""
+def check_inputs(n_items: Any, bootstrap: Any, ties: Any) -> tuple[int, int, str]:
+    """The Items, Bootstrap resamples and tie policy boxes, checked: (n, resamples, ties)."""
+    n = _whole(n_items, "Items", 1, max_items())
+    n_boot = _whole(bootstrap, "Bootstrap resamples", 0, MAX_BOOTSTRAP)
+    return n, n_boot, check_ties(ties)
+
+
+def evaluate_subset(scorer: Any, name: str, rows: Any, spec: Any, config: str, split: str, ties: str,
+                    n_boot: int) -> tuple[Any, Any]:
+    """``vlprobe.evaluate`` on the sampled rows of one split (a ``datasets.Dataset`` named after its
+    folder, so the benchmark is known) with an already-loaded scorer: (the run, its scored split)."""
     from .. import evaluate
     from ..errors import VlprobeError
 
     try:
-        run = evaluate(model=scorer, datasets=str(folder), configs=[config], splits=[split], ties=ties,
-                       bootstrap=n_boot, limit=n, progress=False, cache_dir="none", num_workers=0)
+        run = evaluate(model=scorer, datasets={name: rows}, spec=spec, configs=[config], splits=[split], ties=ties,
+                       bootstrap=n_boot, progress=False, cache_dir="none", num_workers=0)
     except VlprobeError as err:
-        raise SpaceError(str(err).replace(str(folder), folder.name)) from None
+        raise SpaceError(str(err)) from None
     return run, run.splits[0]
 
 
-def run_benchmark(settings: Settings, folder: str | None, config: str | None, split: str | None,
-                  model: str | None, n_items: Any, ties: str = "strict", bootstrap: Any = 200,
+def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ()) -> list[str]:
+    """Beside the table: where the run's tie policy is not the benchmark's authors' rule (its summary
+    block's ``tie_policy`` and ``departures`` in results.json, from the benchmark's declaration), say
+    so, with the shown metrics' figures under their rule (``ScoredSplit.authors_rule``); for a dataset
+    without a recorded rule, a policy other than strict is named as not the papers' usual one."""
+    from ..benchmarks import find
+    from ..results import pct
+
+    block = next((b for b in (run.summary or {}).values() if scored.benchmark and b.get("benchmark") == scored.benchmark),
+                 {})
+    rule = block.get("tie_policy") or {}
+    departs = any(d.get("setting") == "ties" for d in block.get("departures") or [])
+    if departs or (rule.get("authors") and rule["authors"] != ties):
+        bench = find(scored.benchmark)
+        name = bench.display if bench is not None else scored.benchmark
+        theirs = (scored.authors_rule or {}).get("metrics") or {}
+        figures = ", ".join(f"{k} {pct(theirs[k])}%" for k in keys if theirs.get(k) is not None)
+        return [f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}), not as the {name} authors count them "
+                f"({rule.get('authors')}: {rule.get('rule')})." + (f" Under their rule: {figures}." if figures else "")
+                + f" Choose {rule.get('authors')} to compare with the paper."]
+    if not rule and ties != "strict":
+        return [f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}); the papers count a tie as wrong (strict), so "
+                "these numbers are not comparable with theirs."]
+    return []
+
+
+def collapse_cause(scorer: Any, items: Sequence[Any]) -> str:
+    """Why some items' texts are one input to the model: "unknown words" (its tokenizer reads two
+    texts as the same ids before any truncation: a word-level vocabulary maps unknown words to one
+    id), "truncation" (they differ only past its text limit), both, or "" when none collapsed."""
+    from .score import unknown_words
+
+    tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
+    seen_texts = getattr(scorer, "seen_texts", None)
+    if tok is None or seen_texts is None:
+        return ""
+    causes = set()
+    for item in items:
+        texts = list(dict.fromkeys(item.texts))
+        seen = seen_texts(texts)
+        if seen is None or len(set(seen)) == len(texts):
+            continue
+        full = [tuple(ids) for ids in tok(texts)["input_ids"]]
+        causes.add("unknown words" if len(set(full)) < len(texts) and unknown_words(scorer, texts) else
+                   "the tokenizer" if len(set(full)) < len(texts) else "truncation")
+    return " and ".join(sorted(causes))
+
+
+def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
+    """The library's "texts identical after (the model's) truncation to N tokens" with the cause
+    this run has (unknown words: which ones)."""
+    import re
+
+    if not cause or cause == "truncation":
+        return text
+    shown = ", ".join(f"“{w}”" for w in words[:6]) + (" …" if len(words) > 6 else "")
+    why = (f"texts the model reads as the same: it does not know {shown} (one unknown word to it)"
+           if cause == "unknown words" else f"texts the model reads as the same ({cause})")
+    return re.sub(r"texts identical after (the model's )?truncation( to \d+ tokens)?", why, text)
+
+
+def write_results(run: Any, folder: Path, root: Path, sample: Any) -> str:
+    """The run's results.json (what ``vlprobe evaluate`` writes, plus how the items were sampled),
+    the Space's own folder written as ``.`` (no server path in a download); returns its path."""
+    doc = run.results
+    doc["provenance"]["space_sample"] = sample.record()
+    text = json.dumps(plain(doc), indent=2, ensure_ascii=False).replace(str(Path(root).resolve()) + "/", "")
+    out = Path(tempfile.mkdtemp(prefix="run-", dir=folder)) / "results.json"
+    out.write_text(text, encoding="utf-8")
+    return str(out)
+
+
+def run_benchmark(settings: Settings, dataset: str | None, config: str | None, split: str | None,
+                  model: str | None, n_items: Any, ties: Any = "strict", bootstrap: Any = 200,
                   progress: Callable[[float, str], None] | None = None,
-                  cache: ModelCache | None = None) -> BenchmarkOutcome:
-    """Score the first ``n_items`` items of a config through ``vlprobe.evaluate`` and show them."""
+                  cache: ModelCache | None = None, results_dir: Path | None = None) -> BenchmarkOutcome:
+    """Score N items of a config (a stratified, seeded sample across its tags) through
+    ``vlprobe.evaluate`` and show them."""
+    from ..results import na_text, truncation_warning
+    from .score import unknown_words
+
     report = progress or (lambda frac, desc: None)
-    n, n_boot = _check(n_items, bootstrap)
-    path = settings.resolve_dataset(folder)
-    if not config:
-        raise SpaceError(f"choose a config of {path.name!r}")
-    split = split or dataset_splits(settings, folder, config)[0]
+    n, n_boot, ties = check_inputs(n_items, bootstrap, ties)
+    name = dataset_name(settings, dataset)
+    ds, spec, split = open_split(settings, dataset, config, split)
+    sample = sample_rows(ds, spec, n, dataset_configs(settings, dataset))
     model_id = settings.resolve_model(model)
     report(0.05, f"loading the model {Path(model_id).name}")
     scorer = (cache or MODELS).get(model_id)
-    report(0.2, f"scoring up to {plural(n, 'item')}")
-    run, scored = evaluate_split(scorer, path, config, split, n, ties, n_boot)
-    from ..results import na_text, truncation_warning
+    report(0.2, f"scoring {plural(len(sample.rows), 'item')}")
+    run, scored = evaluate_subset(scorer, name, ds.select(sample.rows), spec, config, split, ties, n_boot)
+    items = list(scored.items)
+    cause = collapse_cause(scorer, items) if (truncation_warning(scored) or scored.metrics.get("na_reason")) else ""
+    words = unknown_words(scorer, [t for it in items for t in it.texts]) if cause else []
+
+    def reason(text: str) -> str:
+        return explain_collapse(text, cause, words)
 
     result = plain(scored.metrics)
     keys = shown_metrics(scored)
-    mh, mr = metric_rows(result, keys)
-    th, tr = tag_rows(result, keys)
-    items = list(scored.items)
+    mh, mr = metric_rows(result, keys, reason)
+    th, tr = tag_rows(result, keys, reason)
     gaps = margins(scored.scores, [item.gold for item in items])
     order = sorted(range(len(items)), key=lambda k: (np.nan_to_num(gaps[k], nan=np.inf), k))
     browse = [[rank, round(float(gaps[k]), 3), " | ".join(items[k].texts), ", ".join(items[k].tags), items[k].id]
@@ -175,19 +276,25 @@ def run_benchmark(settings: Settings, folder: str | None, config: str | None, sp
     wrong = int(sum(1 for g in gaps if g <= 0))
     ties_n = int(result.get("n_ties") or 0)
     seconds = float((run.provenance.get("engine") or {}).get("seconds") or 0)
-    summary = (f"**{path.name} / {config} / {split}**: {plural(len(items), 'item')} ({items_shape(items)}) scored by "
+    warning = reason(truncation_warning(scored).removeprefix("warning: "))
+    summary = (f"**{name} / {config} / {split}**: {sample.describe()} ({items_shape(items)}), scored by "
                f"**{Path(model_id).name}** in {seconds:.1f} s. "
-               f"{plural(wrong, 'item')} with at least one comparison wrong; ties counted as {ties}"
-               f" ({plural(ties_n, 'tied comparison')})"
-               + (f"; 95% confidence intervals from {n_boot} bootstrap resamples of the items." if n_boot else ".")
-               + (f" **No metric is shown as a number: {na_text(result)}.**" if na_text(result) else "")
-               + (f" {truncation_warning(scored).removeprefix('warning: ')}." if truncation_warning(scored) else ""))
+               f"{plural(wrong, 'item')} with at least one comparison wrong or tied; ties {TIE_POLICY_WORDS[ties]} "
+               f"({ties}; {plural(ties_n, 'tied comparison')})"
+               + (f"; 95% confidence intervals from {n_boot:,} bootstrap resamples of the items." if n_boot else ".")
+               + (f" **No metric is shown as a number: {reason(na_text(result))}.**" if na_text(result) else "")
+               + (f" {warning}." if warning else ""))
+    notes = tie_policy_notes(run, scored, ties, keys)
+    results_file = write_results(run, results_dir, settings.root, sample) if results_dir is not None else None
     report(1.0, "done")
     return BenchmarkOutcome(
         summary=summary, metric_headers=mh, metric_rows=mr, tag_headers=th, tag_rows=tr,
         browse_headers=["rank", "margin", "texts", "tags", "id"], browse_rows=browse, result=result,
-        chart=chart(scored, keys), source=(settings, str(path), config, split), items=items,
-        scores=[np.asarray(s) for s in scored.scores], order=order)
+        chart=chart(scored, keys, f"{name}/{config}/{split} (n={len(items):,})"),
+        source=(settings, dataset, config, split), items=items,
+        scores=[np.asarray(s) for s in scored.scores], order=order, rows=list(sample.rows), keys=keys,
+        notes=notes, results_file=results_file,
+        tags_note="" if tr else "This config's items have no tags, so there is no per-tag table.")
 
 
 def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any], list[str], list[list[Any]], str]:
@@ -206,8 +313,8 @@ def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any],
     k = outcome.order[r - 1]
     item, S = outcome.items[k], np.asarray(outcome.scores[k], dtype=np.float64)
     headers, rows = table(item, S, None)
-    settings, folder, config, split = outcome.source
-    row = load_items(settings, folder, config, split, limit=1, start=k)[0]  # item k is row k (the first N rows)
+    settings, dataset, config, split = outcome.source
+    row = load_items(settings, dataset, config, split, rows=[outcome.rows[k]] if outcome.rows else [k])[0]
     images = [to_pil(im, where=f"item {item.id!r}") for im in row.images]
     caption = f"Rank {r} of {len(outcome.order)}: item `{item.id}`" + (f"; tags: {', '.join(item.tags)}" if item.tags else "")
     return images, headers, rows, caption

@@ -35,6 +35,7 @@ table.vt th, table.vt td { padding: 3px 8px; border-bottom: 1px solid #e5e7eb; t
 table.vt th { background: #f3f4f6; font-weight: 600; position: sticky; top: 0; }
 table.vt td.num, table.vt th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.vt td.prose { white-space: normal; min-width: 9em; max-width: 28em; }
+table.vt td.prose span.word { white-space: nowrap; }
 table.vt td.list { white-space: normal; min-width: 5em; }
 table.vt td.list span { white-space: nowrap; }
 /* on a phone: narrower padding and text column, so a 4-column scores table fits 390 px unscrolled */
@@ -64,18 +65,26 @@ def fmt(value: Any, decimals: int) -> str:
 NUMBER = re.compile(r"^[−+-]?[\d,]*\.?\d+( \[[^\]]*\])?$")
 
 
+def _whole_words(text: str) -> str:
+    """Running text, escaped, that wraps only at spaces: a word with a hyphen or slash (where a
+    browser may also break a line) is kept whole."""
+    return re.sub(r"\S*[-/]\S*", lambda m: f'<span class="word">{m.group(0)}</span>', html.escape(text))
+
+
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
-               decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False) -> str:
+               decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False,
+               prose_rows: Sequence[int] = ()) -> str:
     """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
-    in ``prose`` wrap at spaces; in ``lists`` (comma-separated values) each value stays whole."""
+    in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
+    (comma-separated values) each value stays whole."""
     esc = html.escape
     cells = []
-    for row in rows:
+    for r, row in enumerate(rows):
         out = []
         for h, v in zip(headers, row):
             text = fmt(v, decimals)
-            if h in prose:
-                out.append(f'<td class="prose">{esc(text)}</td>')
+            if h in prose or (r in prose_rows and text and not NUMBER.match(text)):
+                out.append(f'<td class="prose">{_whole_words(text)}</td>')
             elif h in lists:
                 parts = [p for p in text.split(", ") if p]
                 out.append('<td class="list">' + ", ".join(f"<span>{esc(p)}</span>" for p in parts) + "</td>")
@@ -141,6 +150,6 @@ def svg(fig: Any, description: str, chart_id: str = "") -> str:
                   lambda m: f'<svg{m.group(1)} style="{style}" role="img" aria-label="{html.escape(description)}"',
                   text, count=1)
     text = re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"<title>{html.escape(description)}</title>", text, count=1)
-    text = re.sub(r'<g id="bar:([^"]+)"', r'<g data-bar="\1"', text)
+    text = re.sub(r'<g id="point:([^"]+)"', r'<g data-point="\1"', text)
     ident = f' id="{html.escape(chart_id)}"' if chart_id else ""
     return f'<div class="chart-svg"{ident}>{text}</div>'

@@ -1,17 +1,21 @@
-"""Items to try: a one-click gallery of rendered scenes (one per item shape: pairwise, set, group),
-and rows of the built dataset folders, read through the dataset-folder code and the folder's spec."""
+"""Items to try and items to score: the one-click gallery (rendered scenes, one per item shape, and
+one item of each offered dataset), the configs and splits of a dataset that have rows, rows read
+through the dataset-folder code and the folder's spec, and a stratified sample of a split."""
 
 from __future__ import annotations
 
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+import numpy as np
 
 from ..items import Item, ItemError
 from .settings import Settings, SpaceError
 
-# (name, shape, scenes as (shape, colour, row, column) objects, captions, foils)
-GALLERY = (
+# (name, shape, scenes as (shape, colour, row, column) objects, captions, foils): in every model's
+# vocabulary, the offline mini-clip's included (shapes, colours, left/right)
+SCENES = (
     ("Colour foil", "pairwise", ([("circle", "red", 1, 1), ("square", "blue", 3, 3)],),
      ["a red circle and a blue square"], ["a red circle and a green square"]),
     ("Two captions, two foils", "set", ([("triangle", "green", 2, 1)],),
@@ -20,89 +24,241 @@ GALLERY = (
                                    [("square", "blue", 2, 0), ("circle", "red", 2, 3)]),
      ["a red circle left of a blue square", "a blue square left of a red circle"], []),
 )
+GALLERY_SLOTS = 6  # buttons the gallery shows at most
 
 
-def gallery_labels() -> list[str]:
-    return [f"{name} ({shape})" for name, shape, *_ in GALLERY]
+@dataclass(frozen=True)
+class Example:
+    """One gallery example: a button's label, the item's shape, its image files and texts."""
+
+    key: str
+    label: str
+    shape: str
+    images: tuple[str, ...]
+    captions: tuple[str, ...]
+    foils: tuple[str, ...]
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return self.captions + self.foils
+
+    def fields(self) -> tuple[str, str | None, str, str]:
+        """(image 1, image 2 or None, captions text, foils text) for the Score tab."""
+        return (self.images[0], self.images[1] if len(self.images) > 1 else None,
+                "\n".join(self.captions), "\n".join(self.foils))
 
 
-def gallery_example(index: int, folder: Path | None = None) -> tuple[str, str | None, str, str]:
-    """(image 1 path, image 2 path or None, captions, foils) of a gallery example; the images are
-    rendered by vlprobe's scene renderer into ``folder`` (a temporary folder by default)."""
+def scene_examples(folder: Path) -> list[Example]:
+    """The rendered scenes (vlprobe's scene renderer, into ``folder``)."""
     from ..scenes.model import Scene, SceneObject
     from ..scenes.render import render
 
+    out = []
+    for k, (name, shape, scenes, captions, foils) in enumerate(SCENES):
+        paths = []
+        for j, objects in enumerate(scenes, 1):
+            path = Path(folder) / f"scene{k}_{j}.png"
+            if not path.is_file():
+                render(Scene(objects=tuple(SceneObject(*o) for o in objects)), size=256).save(path)
+            paths.append(str(path))
+        out.append(Example(f"scene:{k}", f"{name} ({shape})", shape, tuple(paths), tuple(captions), tuple(foils)))
+    return out
+
+
+def dataset_example(settings: Settings, dataset: str, folder: Path) -> Example | None:
+    """The first row of a dataset's first config with rows, as a gallery example (its images
+    saved as PNG into ``folder``); None where no row of it fits the Score tab or it cannot be read."""
+    from ..images import to_pil
+    from .score import item_shape
+
     try:
-        name, _, scenes, captions, foils = GALLERY[int(index)]
-    except (IndexError, ValueError, TypeError):
-        raise SpaceError(f"there is no example {index!r}") from None
-    folder = Path(folder or tempfile.mkdtemp(prefix="vlprobe-examples-"))
+        configs = dataset_configs(settings, dataset)
+        if not configs:
+            return None
+        config = configs[0]
+        name = dataset_name(settings, dataset)
+        image_1, image_2, captions, foils = example_fields(settings, dataset, config, 0)
+    except Exception:  # noqa: BLE001  (a dataset that cannot be read now, a Hub one offline: no example from it)
+        return None
     paths = []
-    for k, objects in enumerate(scenes, 1):
-        path = folder / f"example{int(index)}_{k}.png"
-        if not path.is_file():
-            render(Scene(objects=tuple(SceneObject(*o) for o in objects)), size=256).save(path)
-        paths.append(str(path))
-    return paths[0], (paths[1] if len(paths) > 1 else None), "\n".join(captions), "\n".join(foils)
+    for j, image in enumerate((image_1, image_2), 1):
+        if image is not None:
+            path = Path(folder) / f"{name}_{config}_{j}.png"
+            to_pil(image, where=name).save(path)
+            paths.append(str(path))
+    caps, fls = tuple(captions.splitlines()), tuple(foils.splitlines()) if foils else ()
+    shape = item_shape(len(paths), len(caps) if len(paths) == 1 else 2, len(caps) + len(fls))
+    return Example(f"dataset:{name}/{config}", f"{name}: {config} ({shape})", shape, tuple(paths), caps, fls)
 
 
-# ---- dataset folders ----------------------------------------------------------------------------
+def gallery(settings: Settings, folder: Path, datasets: Sequence[str]) -> list[Example]:
+    """Every gallery example: one item of each dataset (the benchmarks with photos first, then the
+    rendered ones), then the rendered scenes."""
+    from ..locations import DEFAULT_DATASETS
 
-def dataset_configs(settings: Settings, folder: str | None) -> list[str]:
-    from ..dataset_folder import built_configs
+    ordered = sorted(datasets, key=lambda d: Path(d).name in DEFAULT_DATASETS)  # stable: photos first
+    found = [dataset_example(settings, d, folder) for d in ordered]
+    return [e for e in found if e is not None] + scene_examples(folder)
+
+
+def readable(examples: Sequence[Example], tokenizer: Any) -> list[Example]:
+    """The examples whose every word the model's tokenizer reads (no word becomes its unknown
+    token: a word-level vocabulary such as mini-clip's reads only its own words); all of them when
+    the tokenizer cannot say (None, or no unknown token: a sub-word tokenizer reads any text)."""
+    from .score import unknown_words
+
+    if tokenizer is None:
+        return list(examples)
+    holder = type("Tok", (), {"tokenizer": tokenizer})()
+    return [e for e in examples if not unknown_words(holder, e.texts)]
+
+
+# ---- datasets: folders (and Hub ids an owner listed) --------------------------------------------
+
+def dataset_name(settings: Settings, dataset: str | None) -> str:
+    source = settings.resolve_dataset(dataset)
+    return source.name if isinstance(source, Path) else str(source)
+
+
+def split_rows(folder: Path, config: str) -> dict[str, int]:
+    """{split: rows} of one config of a built folder, from its parquet files' footers (nothing
+    decoded); a file that is not readable parquet counts 0 rows."""
+    import pyarrow.parquet as pq
+
+    from ..dataset_folder import _declared_configs, data_file_patterns
+
+    out: dict[str, int] = {}
+    for c in _declared_configs(folder):
+        if c["config_name"] != config:
+            continue
+        for split, patterns in data_file_patterns(c.get("data_files")).items():
+            n = 0
+            for pattern in patterns:
+                for f in folder.glob(pattern):
+                    try:
+                        n += pq.ParquetFile(f).metadata.num_rows
+                    except Exception:  # noqa: BLE001  (an empty or broken file holds no row the page can read)
+                        pass
+            out[split] = out.get(split, 0) + n
+    return out
+
+
+def build_hint(folder: Path) -> str:
+    """How to build a folder's missing configs: its `vlprobe build` command when there is one."""
+    from ..builders import builders
+
+    return f"`vlprobe build {folder.name}`" if folder.name in builders() else "its own build script"
+
+
+def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
+    """The configs of a dataset that have rows in this build (a Hub id: all of its configs)."""
+    from ..dataset_folder import built_configs, list_configs
     from ..errors import DatasetError
 
+    source = settings.resolve_dataset(dataset)
     try:
-        return built_configs(settings.resolve_dataset(folder))
+        if not isinstance(source, Path):
+            return list_configs(source)
+        return [c for c in built_configs(source) if any(split_rows(source, c).values())]
     except DatasetError as err:
         raise SpaceError(str(err)) from None
+    except Exception as err:  # noqa: BLE001  (a Hub id that cannot be listed now)
+        raise SpaceError(f"cannot list the configs of {Path(str(dataset)).name!r} "
+                         f"({type(err).__name__}); try again later") from None
 
 
-def dataset_splits(settings: Settings, folder: str | None, config: str | None) -> list[str]:
-    from ..dataset_folder import config_splits
+def dataset_splits(settings: Settings, dataset: str | None, config: str | None) -> list[str]:
+    """A config's splits that have rows, ``test``-like splits first; a config with none is refused
+    in one sentence saying how to build it."""
+    from ..dataset_folder import config_splits, list_splits
     from ..errors import DatasetError
 
+    source = settings.resolve_dataset(dataset)
+    if not config:
+        raise SpaceError(f"choose a config of {dataset_name(settings, dataset)!r} in the Config box")
     try:
-        return config_splits(settings.resolve_dataset(folder), config or "")
+        if not isinstance(source, Path):
+            return list_splits(source, config)
+        splits = config_splits(source, config)
     except DatasetError as err:
         raise SpaceError(str(err)) from None
+    except Exception as err:  # noqa: BLE001
+        raise SpaceError(f"cannot list the splits of {source}/{config} ({type(err).__name__}); try again later") from None
+    rows = split_rows(source, config)
+    with_rows = [s for s in splits if rows.get(s)]
+    if not with_rows:
+        raise SpaceError(f"{source.name}/{config} has no rows in this build; build it with {build_hint(source)} "
+                         "(with its images) or choose another config")
+    return with_rows
 
 
-def load_items(settings: Settings, folder: str | None, config: str | None, split: str | None = None,
-               limit: int | None = None, start: int = 0) -> list[Item]:
-    """Rows ``start .. start+limit`` of a config's split, made items by the folder's spec."""
+def open_split(settings: Settings, dataset: str | None, config: str | None, split: str | None = None) -> tuple[Any, Any, str]:
+    """(rows as a ``datasets.Dataset`` with images left encoded, the dataset's spec, the split)."""
     from ..dataset_folder import load_folder_split, undecoded_features
     from ..spec import SpecError, find_spec
 
-    path = settings.resolve_dataset(folder)
+    source = settings.resolve_dataset(dataset)
+    name = dataset_name(settings, dataset)
     if not config:
-        raise SpaceError(f"choose a config of {path.name!r}")
-    split = split or dataset_splits(settings, folder, config)[0]
+        raise SpaceError(f"choose a config of {name!r} in the Config box")
+    splits = dataset_splits(settings, dataset, config)
+    split = split or splits[0]
+    if split not in splits:
+        raise SpaceError(f"{name}/{config} has no split {split!r} with rows; choose one of: {', '.join(splits)}")
     try:
-        spec = find_spec(str(path))
-        ds = load_folder_split(path, config, split)  # never a stale cache after a rebuild
-        for name, feature in ds.features.items():  # the engine hashes the encoded bytes and decodes them itself
+        spec = find_spec(str(source))
+        if isinstance(source, Path):
+            ds = load_folder_split(source, config, split)  # never a stale cache after a rebuild
+        else:
+            import datasets
+
+            ds = datasets.load_dataset(source, config, split=split)
+        for column, feature in ds.features.items():  # the engine hashes the encoded bytes and decodes them itself
             if feature != undecoded_features(feature):
-                ds = ds.cast_column(name, undecoded_features(feature))
+                ds = ds.cast_column(column, undecoded_features(feature))
     except SpecError as err:
         raise SpaceError(str(err)) from None
-    except (ValueError, FileNotFoundError) as err:
-        raise SpaceError(f"cannot load {path.name}/{config}/{split}: {str(err).splitlines()[0]}") from None
-    if not 0 <= start < len(ds):
-        raise SpaceError(f"{path.name}/{config}/{split} has {len(ds)} row{'s' if len(ds) != 1 else ''}; "
-                         f"row {start} does not exist")
-    rows = ds.select(range(start, len(ds) if limit is None else min(len(ds), start + limit)))
+    except (ValueError, FileNotFoundError, OSError) as err:
+        raise SpaceError(f"cannot load {name}/{config}/{split}: {str(err).splitlines()[0]}") from None
+    return ds, spec, split
+
+
+def load_items(settings: Settings, dataset: str | None, config: str | None, split: str | None = None,
+               limit: int | None = None, start: int = 0, rows: Sequence[int] | None = None) -> list[Item]:
+    """Rows ``start .. start+limit`` of a config's split (or the rows numbered in ``rows``), made
+    items by the dataset's spec."""
+    from ..spec import SpecError
+
+    ds, spec, split = open_split(settings, dataset, config, split)
+    name = dataset_name(settings, dataset)
+    if rows is not None:
+        picked = ds.select(list(rows))
+    else:
+        if not 0 <= start < len(ds):
+            raise SpaceError(f"Row: {name}/{config}/{split} has rows 0 to {len(ds) - 1:,}; row {start} does not exist")
+        picked = ds.select(range(start, len(ds) if limit is None else min(len(ds), start + limit)))
     try:
-        return list(spec.iter_items(rows, config=config))
+        return list(spec.iter_items(picked, config=config))
     except (ItemError, SpecError) as err:
         raise SpaceError(str(err)) from None
 
 
-def example_fields(settings: Settings, folder: str | None, config: str | None, index: Any) -> tuple[Any, Any, str, str]:
+def check_row(value: Any) -> int:
+    """The Row box's value as a row number, or one sentence naming the box."""
+    try:
+        number = float(value if value not in (None, "") else 0)
+    except (TypeError, ValueError):
+        raise SpaceError(f"Row: {value!r} is not a number; type a row number from 0") from None
+    if not np.isfinite(number) or number != int(number) or number < 0:
+        raise SpaceError(f"Row: {value} is not a row number; type a whole number from 0")
+    return int(number)
+
+
+def example_fields(settings: Settings, dataset: str | None, config: str | None, index: Any) -> tuple[Any, Any, str, str]:
     """(image 1, image 2 or None, captions text, foils text) of one dataset row, for the Score tab."""
     from ..images import to_pil
 
-    item = load_items(settings, folder, config, None, limit=1, start=int(index or 0))[0]
+    item = load_items(settings, dataset, config, None, limit=1, start=check_row(index))[0]
     gold = item.gold
     if item.m == 1:
         captions = [t for j, t in enumerate(item.texts) if gold[0, j]]
@@ -117,3 +273,85 @@ def example_fields(settings: Settings, folder: str | None, config: str | None, i
         raise SpaceError(f"item {item.id!r} has no foil (all its texts are true)")
     images = [to_pil(im, where=f"item {item.id!r}") for im in item.images]
     return images[0], (images[1] if item.m == 2 else None), "\n".join(captions), "\n".join(foils)
+
+
+# ---- a stratified sample of a split -------------------------------------------------------------
+
+@dataclass
+class Sample:
+    """Rows of a split picked for a run: their numbers (in the split's order), the column they were
+    stratified on ("" when none), and how many rows each of its values got."""
+
+    rows: list[int]
+    of: int  # rows in the split
+    column: str = ""
+    counts: dict[str, int] | None = None
+    seed: int = 0
+
+    def describe(self) -> str:
+        if len(self.rows) == self.of:
+            return f"all {self.of:,} items"
+        if not self.column:
+            return f"{len(self.rows):,} of {self.of:,} items, drawn at random (seed {self.seed})"
+        parts = ", ".join(f"{n:,} {value}" for value, n in (self.counts or {}).items())
+        return (f"{len(self.rows):,} of {self.of:,} items, sampled across {self.column} "
+                f"(stratified, seed {self.seed}): {parts}")
+
+    def record(self) -> dict[str, Any]:
+        return {"rows": len(self.rows), "of": self.of, "stratified_on": self.column or None,
+                "per_value": self.counts, "seed": self.seed}
+
+
+def _strata_column(ds: Any, spec: Any, configs: Sequence[str]) -> tuple[str, list[str]]:
+    """The tag column to stratify on and its value per row: the first tag column whose values are
+    the folder's other configs (an ``all`` config's sub-configs), else the first with two or more
+    values; ("", []) when no tag column varies."""
+    columns = [c for c in spec.tags if c in ds.column_names]
+    if not columns:
+        return "", []
+    table = ds.select_columns(columns).to_dict()
+    values = {c: [str(v[0] if isinstance(v, (list, tuple)) and v else v) for v in table[c]] for c in columns}
+    varied = [c for c in columns if len(set(values[c])) > 1]
+    for c in varied:
+        if set(values[c]) <= set(configs):
+            return c, values[c]
+    return (varied[0], values[varied[0]]) if varied else ("", [])
+
+
+def sample_rows(ds: Any, spec: Any, n: int, configs: Sequence[str] = (), seed: int = 0) -> Sample:
+    """``n`` rows of ``ds`` spread over the values of one tag column (:func:`_strata_column`) in
+    proportion to their sizes (largest remainders, a tie going to the smaller value; every value at least
+    one row when ``n`` allows),
+    drawn at random within each (``seed``), returned in the split's order; all rows when ``n``
+    covers the split."""
+    total = len(ds)
+    if n >= total:
+        return Sample(rows=list(range(total)), of=total, seed=seed)
+    rng = np.random.default_rng(seed)
+    column, values = _strata_column(ds, spec, configs)
+    if not column:
+        return Sample(rows=sorted(int(i) for i in rng.choice(total, size=n, replace=False)), of=total, seed=seed)
+    groups: dict[str, list[int]] = {}
+    for i, v in enumerate(values):
+        groups.setdefault(v, []).append(i)
+    names = sorted(groups)
+    sizes = np.array([len(groups[v]) for v in names], dtype=float)
+    quota = sizes * n / total
+    take = np.floor(quota).astype(int)
+    if n >= len(names):
+        take = np.maximum(take, 1)
+    while take.sum() > n:  # the minimum of one pushed past n: take back where most is over the share, never below one
+        spare = [k for k in range(len(names)) if take[k] > 1]
+        take[max(spare, key=lambda k: take[k] - quota[k])] -= 1
+    for k in sorted(range(len(names)), key=lambda k: (-(quota[k] - take[k]), sizes[k])):  # ties: the smaller value
+        if take.sum() >= n:
+            break
+        if take[k] < sizes[k]:
+            take[k] += 1
+    picked: list[int] = []
+    counts: dict[str, int] = {}
+    for v, t in zip(names, take):
+        if t > 0:
+            picked += [int(i) for i in rng.choice(groups[v], size=int(t), replace=False)]
+            counts[v] = int(t)
+    return Sample(rows=sorted(picked), of=total, column=column, counts=counts, seed=seed)

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
+from . import hub
 from .settings import Settings, SpaceError, max_models
 
 
@@ -112,3 +113,20 @@ def preload_default_model(settings: Settings, cache: ModelCache | None = None) -
     except SpaceError as err:
         return str(err)
     return None
+
+
+def tokenizer_of(model_id: str, cache: ModelCache | None = None) -> Any:
+    """The tokenizer of a model (to tell which gallery examples it can read): the loaded model's,
+    else its tokenizer files alone (local, in the Hugging Face cache, or from the Hub while it
+    answers); None when it cannot be had."""
+    scorer = (cache or MODELS)._cached(model_id)
+    if scorer is not None:
+        return getattr(scorer, "tokenizer", None)
+    if not hub.model_at_hand(model_id):
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(model_id, local_files_only=not Path(model_id).is_dir() and not hub.hub_reachable())
+    except Exception:  # noqa: BLE001  (no tokenizer to read: every example is offered)
+        return None

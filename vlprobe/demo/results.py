@@ -158,18 +158,19 @@ def long_rows(runs: Sequence[Any]) -> tuple[list[str], list[list[Any]], list[str
 
 
 def papers_only(benchmark: str, papers: list[dict]) -> tuple[list[str], list[list[Any]]]:
-    """The published table of ``benchmark`` alone (no run loaded): one row per system."""
+    """The published table of ``benchmark`` alone (no run loaded), long rather than wide: one row
+    per (config, metric), one column per system, the first row each system's source."""
     from .. import report
 
     rows = [p for p in papers if p["benchmark"] == benchmark and p["table"] in report.PAPER_TABLES[benchmark]]
-    columns = list(dict.fromkeys((p["config"], p["metric"]) for p in rows))
-    out = []
-    for model in dict.fromkeys(p["model"] for p in rows):
-        values = {(p["config"], p["metric"]): p["value"] for p in rows if p["model"] == model}
-        table = next(p["table"] for p in rows if p["model"] == model)
-        out.append([model, report.source_label(benchmark, table)]
-                   + [f"{values[c]:.1f}" if c in values else "" for c in columns])
-    return ["system", "source"] + [f"{c} {m}" for c, m in columns], out
+    systems = list(dict.fromkeys(p["model"] for p in rows))
+    source = {m: report.source_label(benchmark, next(p["table"] for p in rows if p["model"] == m)) for m in systems}
+    values = {(p["config"], p["metric"], p["model"]): p["value"] for p in rows}
+    out: list[list[Any]] = [["source", ""] + [source[m] for m in systems]]
+    for config, metric in dict.fromkeys((p["config"], p["metric"]) for p in rows):
+        out.append([config, metric] + [f"{values[config, metric, m]:.1f}" if (config, metric, m) in values else ""
+                                       for m in systems])
+    return ["config", "metric", *systems], out
 
 
 def papers_benchmark(choice: str | None, benchmarks: Sequence[str], have_runs: bool) -> str | None:
@@ -246,8 +247,9 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
         raise SpaceError("nothing to compare: load one or more results files, or tick "
                          "'Include the papers' published numbers'")
     headers, rows, benchmarks = long_rows(runs)
-    notes = [f"{len(runs)} run{'s' if len(runs) != 1 else ''}; values in %, with the run's 95% confidence "
-             "interval in brackets when it has one."]
+    notes = ([f"{len(runs)} run{'s' if len(runs) != 1 else ''}; values in %, with the run's 95% confidence "
+              "interval in brackets when it has one."] if runs else
+             ["No results file loaded: the papers' published numbers alone, in %."])
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
     paper_headers: list[str] = []
     paper_rows: list[list[Any]] = []
@@ -263,22 +265,33 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
 
 
 def _group(point: dict) -> tuple[str, str, str]:
-    """A chart group: (benchmark, config, metric); runs' splits are separate bars within it."""
+    """A chart row: (benchmark, config, metric); every run's split and every published system is a
+    point on it."""
     return point["benchmark"], point["config"], point["metric"]
 
 
-def _tick_label(benchmark: str, config: str, metric: str) -> str:
-    """A group's x-axis label: ``benchmark/config`` on one line when short, else broken after the
-    slash, never inside a name (a name cut over two lines reads as two words), then ``(metric)``."""
-    joined = f"{benchmark}/{config}"
-    return (joined if len(joined) <= 18 else f"{benchmark}/\n{config}") + f"\n({metric})"
+def _group_label(group: tuple[str, str, str], one_benchmark: bool, one_metric: bool) -> str:
+    """A group's label, on one line: ``config · metric`` (``benchmark/config``: several benchmarks;
+    no metric when every group has the same one, which the axis names), the metric marked where
+    lower is better, at most 44 characters."""
+    from .glossary import chart_label
+
+    benchmark, config, metric = group
+    name = config if one_benchmark else f"{benchmark}/{config}"
+    return short(name if one_metric else f"{name} · {chart_label(metric)}", 44)
+
+
+MARKERS = "osD^vP*Xhp<>"
 
 
 def comparison_chart(points: list[dict], sources: list[str]) -> Any:
-    """Grouped bars, one group per benchmark/config/metric, one bar per (source, split) (runs first,
-    then published systems), the runs' CIs, dashed chance lines; None when there is nothing. Each
-    bar has its own colour and legend entry ("run · split" where a run has several splits); its
-    SVG id is ``bar:<source>:<benchmark>/<config>/<split>:<metric>``."""
+    """A dot plot, None when there is nothing. One row per benchmark/config/metric, one point per
+    (source, split) in its own colour and marker (runs first, then published systems); with more
+    sources than configs (Winoground's 19 systems on one config) the other way round: one row per
+    source, one point per config. Row labels sit on the left, one line each, a row apart, so they
+    never meet; points are nudged apart within a row; the runs' CIs are horizontal bars, chance a
+    dashed tick; the legend sits under the plot. Each point's SVG id is
+    ``point:<source>:<benchmark>/<config>/<split>:<metric>``."""
     import textwrap
 
     import matplotlib
@@ -287,52 +300,73 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
     import matplotlib.pyplot as plt
 
     from .display import chart_rc
+    from .glossary import chart_label
 
     if not points:
         return None
     groups = list(dict.fromkeys(_group(p) for p in points))
+    one_benchmark = len({g[0] for g in groups}) == 1
+    metrics = list(dict.fromkeys(g[2] for g in groups))
     splits = {s: list(dict.fromkeys(p["split"] for p in points if p["source"] == s)) for s in sources}
-    bars = [(s, split) for s in sources for split in splits[s]]
-    per_group = max(1, max(sum(1 for p in points if _group(p) == g) for g in groups))
-    width = 0.8 / per_group
-    cmap = plt.get_cmap("tab20" if len(bars) > 10 else "tab10")
-    colours = {b: cmap(k % cmap.N) for k, b in enumerate(bars)}
+    runs = [(s, split) for s in sources for split in splits[s]]
+    run_name = {b: f"{b[0]} · {b[1]}" if len(splits[b[0]]) > 1 else b[0] for b in runs}
+    group_name = {g: _group_label(g, one_benchmark, len(metrics) == 1) for g in groups}
+    by_source = len(runs) > len(groups)
+    if by_source:  # rows: the sources; points: the configs
+        rows, series = runs, groups
+        row_of, series_of = (lambda p: (p["source"], p["split"])), _group
+        row_names, series_names = [run_name[b] for b in runs], [group_name[g] for g in groups]
+    else:
+        rows, series = groups, runs
+        row_of, series_of = _group, (lambda p: (p["source"], p["split"]))
+        row_names, series_names = [group_name[g] for g in groups], [run_name[b] for b in runs]
+    cmap = plt.get_cmap("tab20" if len(series) > 10 else "tab10")
+    style = {b: (cmap(k % cmap.N), MARKERS[k % len(MARKERS)]) for k, b in enumerate(series)}
+    nudge = min(0.14, 0.7 / max(1, len(series)))
+    show_legend = len(series) > 1 or any(p.get("chance") is not None for p in points)
+    entries = series_names + ["chance"] if show_legend else []
+    two = len(entries) > 4 and max(len(k) for k in entries) <= 24  # short names: two legend columns
+    legend_lines = sum(len(textwrap.wrap(k, 40, break_long_words=False)) for k in entries) / (2 if two else 1)
+    # wide enough that the plot keeps about 3.6 in beside its longest row label (13 pt: about 0.1 in a character)
+    width = min(7.6, max(5.4, 3.6 + 0.1 * max(len(n) for n in row_names)))
     with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(min(9.0, max(4.5, 1.2 + 0.42 * len(points))), 4.0 + 0.22 * len(bars)),
-                               dpi=100, layout="constrained")
-        for g, group in enumerate(groups):
-            members = [p for b in bars for p in points if _group(p) == group and (p["source"], p["split"]) == b]
-            for k, p in enumerate(members):
-                x = g + width * (k + 0.5 - len(members) / 2)  # centred on its group's label
-                err = None if not p.get("ci") else [[max(0.0, p["value"] - p["ci"][0])], [max(0.0, p["ci"][1] - p["value"])]]
-                several = len(splits[p["source"]]) > 1
-                name = f"{p['source']} · {p['split']}" if several else p["source"]
-                (bar,) = ax.bar([x], [p["value"]], width, color=colours[(p["source"], p["split"])], yerr=err,
-                                capsize=2, label=name, edgecolor="white")
-                bar.set_gid(f"bar:{p['source']}:{p['benchmark']}/{p['config']}/{p['split']}:{p['metric']}")
-                if p.get("chance") is not None:
-                    ax.hlines(p["chance"], x - width / 2, x + width / 2, colors="black", linestyles="dashed",
-                              linewidth=1)
-        handles, labels = ax.get_legend_handles_labels()
-        unique = dict(zip(labels, handles))
-        ax.set_xticks(np.arange(len(groups)),
-                      [_tick_label(b, c, m) for b, c, m in groups],
-                      rotation=0 if len(groups) <= 3 else 30, ha="center" if len(groups) <= 3 else "right")
-        ax.set_ylabel("%")
-        ax.set_ylim(0, 100)
-        # under the chart (constrained layout keeps it clear of the axis labels), never over a bar
-        fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40, break_long_words=False)) for k in unique],
-                   loc="outside lower left", frameon=False, ncol=1 if len(unique) < 8 else 2)
-        ax.set_title("headline metric per config")
+        fig, ax = plt.subplots(figsize=(width, 1.6 + 0.42 * len(rows) + 0.27 * (legend_lines + 1)), dpi=100,
+                               layout="constrained")
+        chance_drawn = set()
+        for p in points:
+            r, k = rows.index(row_of(p)), series.index(series_of(p))
+            y = r + nudge * (k - (len(series) - 1) / 2)
+            colour, marker = style[series_of(p)]
+            err = None if not p.get("ci") else [[max(0.0, p["value"] - p["ci"][0])], [max(0.0, p["ci"][1] - p["value"])]]
+            container = ax.errorbar([p["value"]], [y], xerr=err, fmt=marker, color=colour, markersize=7, capsize=2,
+                                    label=series_names[k], markeredgecolor="white", markeredgewidth=0.6)
+            container.lines[0].set_gid(f"point:{p['source']}:{p['benchmark']}/{p['config']}/{p['split']}:{p['metric']}")
+            if p.get("chance") is not None and (r, p["chance"]) not in chance_drawn:
+                chance_drawn.add((r, p["chance"]))
+                ax.vlines(p["chance"], r - 0.42, r + 0.42, colors="black", linestyles="dashed", linewidth=1,
+                          label="chance")
+        ax.set_yticks(np.arange(len(rows)), row_names)
+        ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
+        ax.set_xlim(0, 100)
+        ax.set_xlabel(f"{chart_label(metrics[0])} (%)" if len(metrics) == 1 else "%")
+        ax.grid(axis="x", color="#e5e7eb")
+        ax.set_axisbelow(True)
+        if show_legend:
+            handles, labels = ax.get_legend_handles_labels()
+            unique = dict(zip(labels, handles))
+            # under the chart (constrained layout keeps it clear of the axis labels), never over a point
+            fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40, break_long_words=False)) for k in unique],
+                       loc="outside lower left", frameon=False, ncol=2 if two else 1)
+        fig.suptitle(f"{groups[0][0]}: headline metric" if one_benchmark else "headline metric per config")
     plt.close(fig)
     return fig
 
 
 def chart_svg(fig: Any) -> str:
-    """The figure as SVG for the page (:func:`vlprobe.demo.display.svg`): each bar a
-    ``<g data-bar="source:benchmark/config/split:metric">`` (a data attribute, which HTML
+    """The figure as SVG for the page (:func:`vlprobe.demo.display.svg`): each point a
+    ``<g data-point="source:benchmark/config/split:metric">`` (a data attribute, which HTML
     sanitisers keep, unlike ids), its text kept as text."""
     from .display import svg
 
-    return svg(fig, "Bar chart of each run's headline metric per config and split, in %, "
-                    "with 95% confidence intervals and dashed chance lines", chart_id="results-svg")
+    return svg(fig, "Dot plot of each run's and each published system's headline metric per config and split, "
+                    "in %, with 95% confidence intervals and dashed chance ticks", chart_id="results-svg")

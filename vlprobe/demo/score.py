@@ -121,8 +121,28 @@ def _pct(x: Any) -> str:
     return "n/a" if x is None else f"{pct(x, 0)}%"
 
 
-def verdict_kind(shape: str, result: dict) -> str:
-    """'right', 'wrong' or 'mixed': the colour of the verdict."""
+TIE_POLICY_WORDS = {"strict": "counted as wrong", "half": "counted as half right", "lenient": "counted as right"}
+TIE_POLICY_NOTE = {"strict": ", as the papers count it", "half": " (a coin toss, on average)",
+                   "lenient": "; the papers count a tie as wrong"}
+
+
+def tie_words(ties: str) -> str:
+    """How the tie policy counts a tie, in words: "counted as wrong under the strict policy, as the
+    papers count it"."""
+    return f"{TIE_POLICY_WORDS[ties]} under the {ties} policy{TIE_POLICY_NOTE[ties]}"
+
+
+def check_ties(ties: str | None) -> str:
+    ties = (ties or "strict").strip()
+    if ties not in TIE_POLICY_WORDS:
+        raise SpaceError(f"A tie counts as: {ties!r} is not a tie policy; choose strict, half or lenient")
+    return ties
+
+
+def verdict_kind(shape: str, result: dict, tied: bool = False) -> str:
+    """'right', 'wrong', 'mixed' or 'tie' (every comparison tied): the colour of the verdict."""
+    if tied:
+        return "tie"
     if shape == "pairwise":
         return "right" if result["acc_r"] == 1 else "wrong"
     if shape == "group":
@@ -134,18 +154,39 @@ def verdict_kind(shape: str, result: dict) -> str:
     return "wrong" if result.get("set_error") == 1 else "mixed"
 
 
-def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarray | None = None) -> str:
-    """One line for the page, from the metric's result on the single item; for a group item with
-    its scores, which comparisons failed (ties count as failed, as the metric counts them)."""
+def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarray | None = None,
+                 ties: str = "strict") -> str:
+    """One line for the page, from the metric's result on the single item (computed with the tie
+    policy ``ties``): TIE when every comparison tied (scores exactly equal), saying how the policy
+    counts it; for a group item with its scores, which comparisons failed; the number of ties."""
+    points = comparisons(item, np.asarray(S, dtype=np.float64)) if item is not None and S is not None else []
+    n_tied = sum(1 for _, v in points if v == 0) if points else int(result.get("n_ties") or 0)
+    if points and n_tied == len(points):
+        return _tie_verdict(shape, result, S, ties)
     line = _verdict(shape, result)
-    if shape == "group" and item is not None and S is not None and verdict_kind(shape, result) != "right":
+    if shape == "group" and points and verdict_kind(shape, result) != "right":
         failed = failed_comparisons(item, np.asarray(S, dtype=np.float64))
-        total = len(comparisons(item, S))
-        line += f". Failed: {'; '.join(failed)} ({total - len(failed)} of {total} comparisons right)"
-    ties = int(result.get("n_ties") or 0)
-    if ties:
-        line += f"; {ties} tied comparison{'s' if ties > 1 else ''} counted as wrong"
+        right = sum(1 for _, v in points if v > 0)
+        line += (f". Failed: {'; '.join(failed)}" if failed else "") + f" ({right} of {len(points)} comparisons right)"
+    if n_tied:
+        line += (f"; {n_tied} tied comparison{'s' if n_tied > 1 else ''} (exactly equal scores), "
+                 f"{'each ' if n_tied > 1 else ''}{tie_words(ties)}")
     return line
+
+
+def _tie_verdict(shape: str, result: dict, S: Any, ties: str) -> str:
+    score = float(np.asarray(S, dtype=np.float64).flat[0])
+    if shape == "pairwise":
+        what = f"the caption and the foil score exactly the same ({score:.3f} each)"
+        value = f"pairwise, VALSE acc_r = {_pct(result.get('acc_r'))}"
+    elif shape == "group":
+        what = f"all four image-caption scores are exactly equal ({score:.3f})"
+        value = f"group, Winoground: text {_pct(result.get('text'))}, image {_pct(result.get('image'))}, " \
+                f"group {_pct(result.get('group'))}"
+    else:
+        what = f"every caption and every foil score exactly the same ({score:.3f} each)"
+        value = f"set, BLA: pairwise acc_r {_pct(result.get('acc_r'))}"
+    return f"TIE: {what}; a tie is {tie_words(ties)} ({value})"
 
 
 def _verdict(shape: str, result: dict) -> str:
@@ -215,7 +256,8 @@ def highlight(request: ScoreRequest) -> list[tuple[str, str | None]]:
     return out
 
 
-DIFF_COLORS = {"caption": "#2ca02c", "foil": "#d62728", "caption 1": "#2ca02c", "caption 2": "#1f77b4"}
+# dark enough for the chips' white text (WCAG AA, 4.5:1 or more): green-800, red-700, blue-700
+DIFF_COLORS = {"caption": "#1a7f37", "foil": "#b91c1c", "caption 1": "#1a7f37", "caption 2": "#1d4ed8"}
 
 
 # ---- the table and the chart --------------------------------------------------------------------
@@ -244,8 +286,9 @@ def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
 
 def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
     """The comparisons of a group item the model gets wrong, in words: "image 1 prefers caption 2"
-    (a row: the image scores that text at least as high as its own caption), "caption 2 prefers
-    image 1" (a column: the caption scores with the other image at least as high)."""
+    (a row: the image scores that text higher than its own caption), "caption 2 prefers image 1"
+    (a column: the caption scores higher with the other image). Ties are not listed: the verdict
+    counts them separately, as the tie policy says."""
     G = np.asarray(item.gold, dtype=bool)
     own = {int(np.flatnonzero(G[:, j])[0]): j for j in range(item.n) if G[:, j].any()}  # image -> its caption
     name = {j: f"caption {j + 1}" if G[:, j].any() else f"foil “{item.texts[j]}”" for j in range(item.n)}
@@ -253,9 +296,9 @@ def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
     for i in range(item.m):
         if G[i].any():
             low = S[i, G[i]].min()
-            out += [f"image {i + 1} prefers {name[j]}" for j in np.flatnonzero(~G[i]) if S[i, j] >= low]
+            out += [f"image {i + 1} prefers {name[j]}" for j in np.flatnonzero(~G[i]) if S[i, j] > low]
     for i, j in own.items():
-        out += [f"caption {j + 1} prefers image {k + 1}" for k in range(item.m) if k != i and S[k, j] >= S[i, j]]
+        out += [f"caption {j + 1} prefers image {k + 1}" for k in range(item.m) if k != i and S[k, j] > S[i, j]]
     return out
 
 
@@ -278,13 +321,15 @@ def table(item: Any, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str]
 
 
 def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
-    """Horizontal bars of the margins (green above 0: right; red: wrong), each under its own
-    wrapped label (full width, so a long text never squeezes the bars or the axis title); the
-    figure grows with the number of lines."""
+    """Horizontal bars of the margins (green above 0: right; red below: wrong; a grey mark and
+    "tie" at exactly 0), each under its own wrapped label (full width, so a long text never
+    squeezes the bars or the axis title); the figure grows with the number of lines. The axis
+    spans the largest margin (1 when every margin is 0), never a meaningless offset like "1e-6"."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     from matplotlib.transforms import blended_transform_factory
 
     from .display import chart_rc
@@ -292,26 +337,32 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
     values = np.array([v for _, v in points], dtype=float)
     wrapped = [textwrap.wrap(label, 36) or [""] for label, _ in points]
     line = 1.0  # one text line, in data units; a bar is 1 unit high
-    total = sum(len(w) * line + 1.8 for w in wrapped)
+    total = sum(len(w) * line + 2.15 for w in wrapped)
+    span = float(np.abs(values).max()) if len(values) and np.abs(values).max() > 0 else 1.0
     with matplotlib.rc_context(chart_rc()):
         fig, ax = plt.subplots(figsize=(4.5, 0.9 + 0.24 * total), dpi=100)
         where = blended_transform_factory(ax.transAxes, ax.transData)
         y = 0.0
-        span = max(1e-6, float(np.abs(values).max()))
         for lines, v in zip(wrapped, values):
             ax.text(0.0, y, "\n".join(lines), va="top", ha="left", transform=where, linespacing=1.15,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})  # the zero line stays behind
-            y_bar = y - len(lines) * line - 0.75
-            ax.barh([y_bar], [v], height=0.8, color="#2ca02c" if v > 0 else "#d62728")
-            ax.text(v, y_bar, f" {v:+.3f} ", va="center", ha="left" if v >= 0 else "right")
+            y_bar = y - len(lines) * line - 1.1  # the bar (and its value) a clear line below its label
+            if v == 0:
+                ax.plot([0], [y_bar], marker="D", color="#6b7280", markersize=7)
+                ax.text(0, y_bar, "   0 (tie)", va="center", ha="left")
+            else:
+                ax.barh([y_bar], [v], height=0.8, color="#2ca02c" if v > 0 else "#d62728")
+                ax.text(v, y_bar, f" {v:+.3f} ", va="center", ha="left" if v >= 0 else "right")
             y = y_bar - 1.05
         ax.axvline(0, color="black", linewidth=1)
         ax.set_ylim(y + 0.6, 0.15)
         ax.set_xlim(-1.8 * span, 1.8 * span)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4, symmetric=True))  # few ticks: their labels never touch
+        ax.ticklabel_format(axis="x", style="plain", useOffset=False)
         ax.set_yticks([])
         for side in ("left", "right", "top"):
             ax.spines[side].set_visible(False)
-        ax.set_xlabel("margin: true score − wrong score\n(above 0: right)")
+        ax.set_xlabel("margin: true score − wrong score\n(above 0: right; 0: a tie)")
         fig.tight_layout()
     plt.close(fig)
     return fig
@@ -388,29 +439,32 @@ def plain(value: Any) -> Any:
 
 
 def score(settings: Settings, image_1: Any, image_2: Any, captions: str, foils: str, model: str | None,
-          cache: ModelCache | None = None) -> ScoreOutcome:
-    """The Score tab: one item, scored by the engine, judged by the metric."""
+          cache: ModelCache | None = None, ties: str | None = "strict") -> ScoreOutcome:
+    """The Score tab: one item, scored by the engine, judged by the metric with the tie policy
+    ``ties`` (strict by default, as the papers count a tie)."""
     from ..metric import compute
 
+    ties = check_ties(ties)
     request = make_request(image_1, image_2, captions, foils)
     item = request.item()
     scorer = (cache or MODELS).get(settings.resolve_model(model))
     result = run_engine(scorer, [item], progress=False)
     S = np.asarray(result.scores[0], dtype=np.float64)
     probs = np.asarray(result.probabilities[0]) if result.probabilities else None
-    kwargs: dict[str, Any] = {"ties": "strict"}
+    kwargs: dict[str, Any] = {"ties": ties}
     if probs is not None:
         kwargs["probabilities"] = [probs]
     metrics = compute([S], [item.gold.astype(int)], **kwargs)
     shape = item_shape(item.m, int(item.gold.sum()), item.n)
     headers, rows = table(item, S, probs)
     note = SCORE_NOTE + (" Probability: the model's own probability that the text matches." if probs is not None else "")
-    verdict = verdict_text(shape, metrics, item, S)
+    points = comparisons(item, S)
+    tied = bool(points) and all(v == 0 for _, v in points)
+    verdict = verdict_text(shape, metrics, item, S, ties)
     note_unknown = unknown_note(unknown_words(scorer, item.texts))
     if note_unknown:
         verdict += "\n\n" + note_unknown
-    return ScoreOutcome(shape=shape, kind=verdict_kind(shape, metrics), verdict=verdict,
-                        headers=headers, table=rows, chart=margin_chart(comparisons(item, S)),
+    return ScoreOutcome(shape=shape, kind=verdict_kind(shape, metrics, tied), verdict=verdict,
+                        headers=headers, table=rows, chart=margin_chart(points),
                         highlights=highlight(request), metrics=plain(metrics), scores=S, note=note,
                         item=item)
-

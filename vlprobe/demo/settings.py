@@ -1,22 +1,29 @@
 """What a Space owner can set, and what the page may load: models, dataset folders, limits.
 
-The root folder (where ``models/mini-clip`` and the built dataset folders are looked up) is passed
-in by the app (``Settings(root)``); nothing here works it out from its own location.
+The root folder (where ``models/mini-clip`` and the built dataset folders are looked up) and the
+model menu file (``space/models.txt``) are passed in by the app (``Settings(root, models_file)``);
+nothing here works them out from its own location.
 
 =================================  ==============================================================
 ``VLPROBE_SPACE_MODELS``           comma-separated allow list of model ids or local paths; when
-                                   set, nothing else can be loaded (the default model always can)
-``VLPROBE_SPACE_DEFAULT_MODEL``    the default model (else ``models/mini-clip`` under the root, else the package's)
-``VLPROBE_SPACE_DATASETS``         dataset folders offered, separated by ``,`` (else the built
-                                   folders under the root: travlr, winoground_style, valse, bla);
-                                   when set, only these can be used
+                                   set, the Model box offers these (and the offline model) and
+                                   nothing else can be loaded
+``VLPROBE_SPACE_DEFAULT_MODEL``    the default model (else the first model of the menu that can
+                                   be had: one in the local Hugging Face cache, or any Hub model
+                                   when the Hub answers; else the offline ``models/mini-clip``)
+``VLPROBE_SPACE_DATASETS``         dataset folders or Hub dataset ids offered, separated by ``,``
+                                   (else the built folders under the root and, off a hosted Space,
+                                   where ``vlprobe build`` writes); when set, only these can be used
 ``VLPROBE_SPACE_MAX_UPLOAD_MB``    largest image upload, in MB (default 10)
 ``VLPROBE_SPACE_MAX_ITEMS``        most items one benchmark run may score (default 1000)
 ``VLPROBE_SPACE_MAX_MODELS``       models kept loaded at once, least recently used dropped (default 2)
 =================================  ==============================================================
 
-The variables are read at each call, so an owner's change (or a test's) takes effect at once. On
-Hugging Face Spaces (``SPACE_ID`` set) and without an allow list, local paths are refused.
+The model menu file lists the models the Model box suggests, one per line: a Hub id (or a folder
+under the root), ``|``, one line saying what the model can read. The variables are read at each
+call, so an owner's change (or a test's) takes effect at once. On Hugging Face Spaces (``SPACE_ID``
+set) local model paths are refused unless allow-listed, and only the dataset folders the Space was
+deployed with (or listed) can be used: a typed path is refused without looking at the disk.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ ENV_MAX_UPLOAD_MB = "VLPROBE_SPACE_MAX_UPLOAD_MB"
 ENV_MAX_ITEMS = "VLPROBE_SPACE_MAX_ITEMS"
 ENV_MAX_MODELS = "VLPROBE_SPACE_MAX_MODELS"
 ENV_ALL = (ENV_MODELS, ENV_DEFAULT_MODEL, ENV_DATASETS, ENV_MAX_UPLOAD_MB, ENV_MAX_ITEMS, ENV_MAX_MODELS)
+OFFLINE_MODEL = DEFAULT_MODEL  # the model the page always has: vlprobe's mini-clip, under the root
 MAX_TEXTS = 16
 MAX_TEXT_CHARS = 500
 MAX_PIXELS = 40_000_000  # decompression-bomb guard, well below PIL's own hard limit
@@ -76,21 +84,19 @@ def on_hosted_space() -> bool:
     return bool(os.environ.get("SPACE_ID", "").strip())
 
 
+def _listed(name: str) -> list[str] | None:
+    raw = os.environ.get(name, "").strip()
+    return [m.strip() for m in raw.split(",") if m.strip()] if raw else None
+
+
 def allowed_models() -> list[str] | None:
     """The owner's allow list (``$VLPROBE_SPACE_MODELS``), or None when anything may be loaded."""
-    raw = os.environ.get(ENV_MODELS, "").strip()
-    if not raw:
-        return None
-    return [m.strip() for m in raw.split(",") if m.strip()]
+    return _listed(ENV_MODELS)
 
 
-def model_choices() -> list[str]:
-    """What the model box offers: the default first, then the allow list."""
-    out = [DEFAULT_MODEL]
-    for m in allowed_models() or []:
-        if m not in out:
-            out.append(m)
-    return out
+def listed_datasets() -> list[str] | None:
+    """The owner's dataset list (``$VLPROBE_SPACE_DATASETS``), or None."""
+    return _listed(ENV_DATASETS)
 
 
 def limits_text() -> str:
@@ -101,89 +107,190 @@ def limits_text() -> str:
 
 
 @dataclass(frozen=True)
+class ModelEntry:
+    """One model of the menu: what the Model box shows and one line saying what it can read."""
+
+    id: str
+    about: str = ""
+
+
+def read_model_menu(path: str | os.PathLike | None) -> list[ModelEntry]:
+    """The models a menu file lists (``id | what it can read`` per line; ``#`` starts a comment);
+    [] when there is no file. A line without an id, or an id that is neither a Hub id nor a
+    relative folder, is refused naming the file and line."""
+    if path is None or not Path(path).is_file():
+        return []
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        model, _, about = (part.strip() for part in line.partition("|"))
+        if not model or not (HUB_ID.match(model) or model == OFFLINE_MODEL):
+            raise SpaceError(f"{Path(path).name} line {n}: {model!r} is not a Hub model id like "
+                             f"'openai/clip-vit-base-patch32' (or {OFFLINE_MODEL})")
+        out.append(ModelEntry(model, about))
+    return out
+
+
+@dataclass(frozen=True)
 class Settings:
-    """The page's view of its root folder: the Space's root, or a vlprobe checkout."""
+    """The page's view of its root folder (the Space's root, or a vlprobe checkout) and of its
+    model menu file (``space/models.txt``; None: no suggestions beyond the offline model)."""
 
     root: Path
+    models_file: Path | None = None
 
-    def default_model(self) -> str:
-        """``$VLPROBE_SPACE_DEFAULT_MODEL``, else ``models/mini-clip`` under the root (absolute), else
-        the copy the installed vlprobe package ships (:func:`vlprobe.locations.shipped_model`)."""
+    # ---- models ---------------------------------------------------------------------------------
+
+    def offline_model_path(self) -> str | None:
+        """Where the offline model is: ``models/mini-clip`` under the root, else the copy the
+        installed vlprobe package ships (:func:`vlprobe.locations.shipped_model`); None if neither."""
         from ..locations import shipped_model
+
+        candidate = Path(self.root) / OFFLINE_MODEL
+        if (candidate / "config.json").is_file():
+            return str(candidate.resolve())
+        packaged = shipped_model()
+        return str(packaged) if packaged is not None else None
+
+    def model_menu(self) -> list[ModelEntry]:
+        """What the Model box offers, in order: the allow list when the owner set one, else the
+        menu file's models; the offline model last (always there)."""
+        described = {e.id: e for e in read_model_menu(self.models_file)}
+        allow = allowed_models()
+        entries = [described.get(m, ModelEntry(m)) for m in allow] if allow is not None else list(described.values())
+        default = os.environ.get(ENV_DEFAULT_MODEL, "").strip()
+        if default and default not in {e.id for e in entries}:
+            entries.insert(0, described.get(default, ModelEntry(default)))
+        if OFFLINE_MODEL not in {e.id for e in entries}:
+            entries.append(described.get(OFFLINE_MODEL, ModelEntry(OFFLINE_MODEL)))
+        else:  # the offline model stays last: the menu reads "real models, then the toy"
+            entries.append(entries.pop([e.id for e in entries].index(OFFLINE_MODEL)))
+        return entries
+
+    def model_choices(self) -> list[str]:
+        return [e.id for e in self.model_menu()]
+
+    def about_model(self, choice: str | None) -> str:
+        """The menu's line about a model ("" when it has none)."""
+        choice = (choice or "").strip()
+        return next((e.about for e in self.model_menu() if e.id == choice), "")
+
+    def default_choice(self) -> str:
+        """The model the page starts with: ``$VLPROBE_SPACE_DEFAULT_MODEL``; else the first model of
+        the menu that can be had now (a local folder; a Hub model in the local cache, or any when
+        the Hub answers: :func:`vlprobe.demo.hub.model_at_hand`); else the offline model."""
+        from . import hub
 
         configured = os.environ.get(ENV_DEFAULT_MODEL, "").strip()
         if configured:
             return configured
-        candidate = Path(self.root) / DEFAULT_MODEL
-        if (candidate / "config.json").is_file():
-            return str(candidate)
-        packaged = shipped_model()
-        return str(packaged) if packaged is not None else DEFAULT_MODEL
+        for entry in self.model_menu():
+            if entry.id == OFFLINE_MODEL:
+                continue
+            if hub.model_at_hand(entry.id, Path(self.root)):
+                return entry.id
+        return OFFLINE_MODEL
+
+    def default_model(self) -> str:
+        """The default model, resolved (an absolute folder or a Hub id)."""
+        return self.resolve_model("")
 
     def resolve_model(self, choice: str | None) -> str:
         """The model id or absolute local path to load for the text in the model box.
 
-        Empty, ``mini-clip`` or ``models/mini-clip`` means the default model. With an allow list set, anything not
-        on it is refused; without one, a local folder must exist and anything else must look like a
-        Hub id.
+        Empty means the default model; ``models/mini-clip`` (or ``mini-clip``) the offline model. With an allow list
+        set, anything not on it is refused; without one, a local folder must exist (and is refused
+        on a hosted Space) and anything else must look like a Hub id.
         """
         choice = (choice or "").strip()
-        default = self.default_model()
-        if choice in ("", DEFAULT_MODEL, MINI_CLIP, default):
-            return self._resolve_default(default)
+        if not choice:
+            choice = self.default_choice()
+        configured = os.environ.get(ENV_DEFAULT_MODEL, "").strip()
+        if choice in (OFFLINE_MODEL, MINI_CLIP):
+            path = self.offline_model_path()
+            if path is None:
+                raise SpaceError(f"the offline model {OFFLINE_MODEL} is not in this copy of the Space (vlprobe "
+                                 "trains and ships it; see the README); type a Hub model id in the Model box instead")
+            return path
         allow = allowed_models()
-        if allow is not None and choice not in allow:
+        if allow is not None and choice not in allow and choice != configured:
             raise SpaceError(f"model {choice!r} is not allowed on this Space; choose one of: "
-                             f"{', '.join(model_choices())}")
+                             f"{', '.join(self.model_choices())}")
         local = Path(choice).expanduser()
+        if not local.is_absolute() and (Path(self.root) / local).is_dir() and not HUB_ID.match(choice):
+            local = Path(self.root) / local
         if local.exists():
-            if allow is None and on_hosted_space():
+            if allow is None and on_hosted_space() and choice != configured:
                 raise SpaceError(f"model {choice!r}: local paths cannot be loaded on this hosted Space; "
                                  "type a Hub model id instead")
             if not local.is_dir():
                 raise SpaceError(f"model {choice!r}: a local model must be a folder saved with save_pretrained")
             return str(local.resolve())
+        if choice == configured and (Path(choice).is_absolute() or choice.startswith(".")):
+            raise SpaceError(f"the default model {choice!r} (set in {ENV_DEFAULT_MODEL}) cannot be found; "
+                             "type a Hub model id or the path of a local model folder in the Model box")
         if not HUB_ID.match(choice):
             raise SpaceError(f"model {choice!r} is neither an existing local folder nor a Hub id "
                              "like 'openai/clip-vit-base-patch32'")
         return choice
 
-    @staticmethod
-    def _resolve_default(default: str) -> str:
-        if Path(default).is_dir() or (default != DEFAULT_MODEL and not Path(default).exists() and HUB_ID.match(default)):
-            return default
-        if os.environ.get(ENV_DEFAULT_MODEL, "").strip():
-            raise SpaceError(f"the default model {default!r} (set in {ENV_DEFAULT_MODEL}) cannot be found; "
-                             "type a Hub model id or the path of a local model folder in the Model box")
-        raise SpaceError(f"the default model {DEFAULT_MODEL} is not in this checkout yet (vlprobe trains and "
-                         "ships it; see the README). Type a Hub model id or the path of a local model folder "
-                         "in the Model box instead.")
+    # ---- datasets -------------------------------------------------------------------------------
+
+    def _built_under(self, root: Path) -> list[Path]:
+        if not root.is_dir():
+            return []
+        return [f for f in sorted(root.iterdir())
+                if (f / SPEC_FILE).is_file() and (f / "README.md").is_file() and any((f / "data").glob("*/*.parquet"))]
 
     def dataset_folders(self) -> list[str]:
-        """``$VLPROBE_SPACE_DATASETS``, else every built dataset folder under the root (a ``vlprobe.yaml``,
-        a card and parquet): the offline default's first, then the others by name, so a new benchmark's
-        folder is offered as soon as it is built."""
-        configured = os.environ.get(ENV_DATASETS, "").strip()
-        if configured:
-            return [d.strip() for d in configured.split(",") if d.strip()]
-        root = Path(self.root)
-        found = [f for f in (sorted(root.iterdir()) if root.is_dir() else [])
-                 if (f / SPEC_FILE).is_file() and (f / "README.md").is_file() and any((f / "data").glob("*/*.parquet"))]
-        first = [root / name for name in DEFAULT_DATASETS]
-        return [str(f) for f in sorted(found, key=lambda f: (f not in first, first.index(f) if f in first else 0, f.name))]
+        """What the Dataset boxes offer: ``$VLPROBE_SPACE_DATASETS`` (folders and Hub ids) when set;
+        else every built dataset folder (a ``vlprobe.yaml``, a card and parquet) under the root and,
+        off a hosted Space, where ``vlprobe build`` writes by default (``$VLPROBE_ROOT``, else
+        ``~/.cache/vlprobe/datasets``) for names the root lacks. The offline default's folders
+        first, then the others by name, so a new benchmark's folder is offered as soon as it is built."""
+        listed = listed_datasets()
+        if listed is not None:
+            return listed
+        from ..locations import datasets_home
 
-    def resolve_dataset(self, folder: str | None) -> Path:
-        """A dataset folder the page may read; with ``$VLPROBE_SPACE_DATASETS`` set, only those."""
+        found = {f.name: f for f in self._built_under(Path(self.root))}
+        if not on_hosted_space():
+            home = os.environ.get("VLPROBE_ROOT", "").strip()
+            for extra in (Path(home) if home else datasets_home(),):
+                for f in self._built_under(extra):
+                    found.setdefault(f.name, f)
+        order = list(DEFAULT_DATASETS)
+        names = sorted(found, key=lambda n: (n not in order, order.index(n) if n in order else 0, n))
+        return [str(found[n]) for n in names]
+
+    def may_type_datasets(self) -> bool:
+        """Whether the Dataset boxes accept a typed folder: only off a hosted Space without a list."""
+        return listed_datasets() is None and not on_hosted_space()
+
+    def resolve_dataset(self, folder: str | None) -> Path | str:
+        """A dataset the page may read: a folder (absolute Path) or an owner-listed Hub id (str).
+        With ``$VLPROBE_SPACE_DATASETS`` set, or on a hosted Space, only what the boxes offer, and
+        anything else is refused before the disk is looked at."""
         folder = (folder or "").strip()
         if not folder:
-            raise SpaceError("choose a dataset")
-        if os.environ.get(ENV_DATASETS, "").strip() and folder not in self.dataset_folders():
-            names = ", ".join(Path(d).name for d in self.dataset_folders())
-            raise SpaceError(f"dataset {Path(folder).name!r} is not offered on this Space; choose one of: {names}")
+            raise SpaceError("choose a dataset in the Dataset box")
+        offered = self.dataset_folders()
+        if not self.may_type_datasets():
+            match = next((d for d in offered if folder in (d, Path(d).name)), None)
+            if match is None:
+                names = ", ".join(Path(d).name for d in offered) or "none"
+                raise SpaceError(f"dataset {Path(folder).name!r} is not offered on this Space; choose one of: {names}")
+            folder = match
+        else:
+            folder = next((d for d in offered if folder == Path(d).name), folder)
         path = Path(folder).expanduser()
         if not path.is_absolute() and not path.exists():
             path = Path(self.root) / folder
         if not path.is_dir():
+            if listed_datasets() is not None and folder in listed_datasets() and HUB_ID.match(folder):
+                return folder  # a Hub dataset id the owner listed
             raise SpaceError(f"dataset folder {Path(folder).name!r} does not exist")
         if not (path / "README.md").is_file():
             raise SpaceError(f"{Path(folder).name!r} has no README.md card, so it is not a dataset folder")

@@ -264,6 +264,19 @@ def test_the_build_keeps_the_first_records_whose_image_is_there(built: Path, dat
     assert "records=first_1000" in item.tags
 
 
+def test_every_record_by_an_option_labelled_not_the_authors(data: Path, few_images, tmp_path: Path, capsys) -> None:
+    code, out, err = _cli("build", "vl_checklist", "--annotations", str(data), "--configs", "attribute_state", "--all-records",
+                          "--dry-run", "--image-list", "-", "--out", str(tmp_path / "o"), capsys=capsys)
+    assert code == 0, err
+    assert "Rows in this build: **5,880** of the 5,880 records" in out and "**not the authors' protocol**" in out
+    code, _, err = _cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]), "--configs",
+                        "attribute_state", "--all-records", "--skip-missing-images", "--out", str(tmp_path / "all"),
+                        capsys=capsys)
+    assert code == 0, err
+    ds = _load(tmp_path / "all", "attribute_state")
+    assert ds["id"] == _expected(data, "attribute_state", few_images[1], None) and set(ds["records"]) == {"all"}
+
+
 def test_missing_images_stop_the_build_without_the_flag(data: Path, few_images, tmp_path: Path, capsys) -> None:
     code, _, err = _cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]),
                         "--configs", "relation_spatial", "--out", str(tmp_path / "o"), capsys=capsys)

@@ -18,6 +18,10 @@ hash from) is used unchecked: its hash is computed, returned by :func:`file_reco
 report, and one warning line says so (:func:`warn_unpinned`); known hashes are enforced as before.
 Offline (``HF_DATASETS_OFFLINE`` / ``HF_HUB_OFFLINE`` set, or the host unreachable) with files
 missing, :class:`AnnotationDownloadError` lists every file needed and its URL.
+
+:func:`locate` is the same for a build that can go on with some of the files (a builder that says which
+files each config reads): it returns the files found, verified, and why each other one is not there,
+and reads a third-party copy (an :class:`Upstream` with ``third_party`` set) only from ``--annotations``.
 """
 
 from __future__ import annotations

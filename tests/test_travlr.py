@@ -8,6 +8,7 @@ import hashlib
 import importlib
 import io
 import json
+import random
 from collections import Counter
 from pathlib import Path
 
@@ -100,17 +101,23 @@ def _regions(ex):
 
 
 def test_quantifiers_ind_and_ood_disjoint(generated):
+    low, high = T.QUANTIFIER_DISTRACTORS
     for split, rows in generated["quantifiers"].items():
         ood = split == "test_ood"
         for ex in rows:
             q = ex.query
             assert ((q.shape, q.colour) in T.QUANTIFIER_OOD_TYPES) == ood
-            case = ex.case
+            case, other = ex.case, ex.case["other"]
             assert _regions(ex) == case["regions"]
-            assert 2 <= len(ex.scene) - sum(case["pair"]) <= 8  # the paper's distractors, "not all"'s Y \\ X included
-            for o in ex.scene:  # the other objects are neither X nor (but a "not all" scene's Y \\ X ones) Y
-                if o.shape != q.shape and o.colour == q.colour:
-                    assert case["regions"]["y"] > 0
+            # the other instance (for the negation, or for the quantifier itself when the label is
+            # false) shares neither shape nor colour with the query's type, and the distractors
+            # neither instance's shape nor colour
+            assert other["shape"] != q.shape and other["colour"] != q.colour
+            assert {case["case"], other["case"]} == {q.quantifier, q.negation().quantifier}
+            assert len(ex.scene) == sum(case["regions"].values()) + sum(other["regions"].values()) + case["distractors"]
+            assert low <= case["distractors"] <= high
+            for o in ex.scene.objects[len(ex.scene) - case["distractors"]:]:
+                assert o.shape not in (q.shape, other["shape"]) and o.colour not in (q.colour, other["colour"])
 
 
 def test_quantifier_rows_follow_table_1_pairs(generated):
@@ -130,38 +137,42 @@ def test_quantifier_rows_follow_table_1_pairs(generated):
             assert own in allowed or 0 in own, (split, ex.query.quantifier, own, ex.scene)
 
 
-def test_quantifier_scene_statistics_do_not_follow_the_label(generated):
-    # objects, distinct colours and objects of the queried colour (what pixels count) are drawn
-    # from the same distribution for true and false rows: each row is one of a matched pair of scenes
-    rows = T.generate_task("quantifiers", {"train": 1200}, seed=3)["train"]
-    stats = {}
-    for ex in rows:
-        key = (ex.query.quantifier, ex.label)
-        stats.setdefault(key, []).append(T._quantifier_signature(ex))
-    for q in T.QUANTIFIER_ORDER:
-        for i in range(3):
-            true = sorted(s[i] for s in stats[q, True])
-            false = sorted(s[i] for s in stats[q, False])
-            assert abs(sum(true) / len(true) - sum(false) / len(false)) < 0.6, (q, i)
+def _renamed(scene, names):
+    return sorted((names.get(o.colour, o.colour), names.get(o.shape, o.shape), o.row, o.column) for o in scene)
+
+
+@pytest.mark.parametrize("split", ["train", "test_ood"])
+def test_quantifier_scenes_are_drawn_before_the_label(split):
+    # With the same draws, a true and a false row hold the same scene but for which of its two
+    # instances has the query's type: every statistic of the scene that does not ask which objects
+    # are of the queried shape X or colour Y is the same whatever the label.
+    for seed in range(60):
+        q = T.QUANTIFIER_ORDER[seed % 6]
+        true = T._quantifiers(random.Random(seed), split, True, q)
+        false = T._quantifiers(random.Random(seed), split, False, q)
+        assert true.query == false.query and (true.label, false.label) == (True, False)
+        x, y, ox, oy = true.query.shape, true.query.colour, true.case["other"]["shape"], true.case["other"]["colour"]
+        assert _renamed(true.scene, {x: ox, ox: x, y: oy, oy: y}) == _renamed(false.scene, {})
+        # the queried colour has as many objects either way (its pixels tell nothing)
+        assert true.scene.count(colour=y) == false.scene.count(colour=y)
     ood = T.generate_task("quantifiers", {"test_ood": 240}, seed=3)["test_ood"]
     for q in ("only", "not only"):  # Y objects: p1 for "only", p1 + p2 for "not only"; matched only at 4
         assert {ex.scene.count(colour=ex.query.colour) for ex in ood if ex.query.quantifier == q} == {4}
 
 
-def test_cardinality_scene_size_does_not_follow_the_count(generated):
-    # the number of objects is drawn before the queried shape's count, from a range every count reaches
+def test_cardinality_scenes_are_drawn_before_the_label(generated):
+    # the scene shows the queried shape's true count and, as another shape's count, the foil's
+    # number; with the same draws a true and a false row hold the same scene, query and foil swapped
     for split, rows in generated["cardinality"].items():
         for ex in rows:
-            shape = ex.query.shape
-            sizes = T.cardinality_scene_sizes(shape, split == "test_ood")
-            assert len(ex.scene) in sizes
-    rows = T.generate_task("cardinality", {"train": 3000}, seed=2)["train"]
-    n = [ex.scene.count(shape=ex.query.shape) for ex in rows]
-    total = [len(ex.scene) for ex in rows]
-    mn, mt = sum(n) / len(n), sum(total) / len(total)
-    cov = sum((a - mn) * (b - mt) for a, b in zip(n, total))
-    var = (sum((a - mn) ** 2 for a in n) * sum((b - mt) ** 2 for b in total)) ** 0.5
-    assert abs(cov / var) < 0.1, cov / var  # the original drew the distractors after: about 0.5
+            assert len(ex.scene) in T.cardinality_scene_sizes(ex.query.shape, split == "test_ood")
+            wrong = ex.foil if ex.label else ex.query
+            assert ex.scene.count(shape=ex.case["partner"]) == wrong.n != ex.scene.count(shape=ex.query.shape)
+    for seed in range(40):
+        for split in ("train", "test_ood"):
+            true = T._cardinality(random.Random(seed), split, True)
+            false = T._cardinality(random.Random(seed), split, False)
+            assert true.scene == false.scene and (true.query, true.foil) == (false.foil, false.query)
 
 
 def test_equal_area_shapes_cover_the_same_pixels():

@@ -4,14 +4,18 @@ paper's in-distribution / out-of-distribution split rules (``reference/travlr.md
 Every task draws, per split, a scene and a query whose truth is a requested label (labels are
 exactly balanced per split, in a seeded random order), then checks the label with
 :func:`~vlprobe.scenes.statements.truth` and derives ``foil`` (the query's minimal edit with the
-opposite truth) with :func:`~vlprobe.scenes.statements.foil`. No (scene, query) pair repeats
+opposite truth; cardinality's is the other number its scene shows). No (scene, query) pair repeats
 across the splits of a task.
 
-Things that are not the answer are drawn independently of it (issue 25): cardinality's number of
-objects, quantifier scenes' numbers of objects, colours and objects of the queried colour (matched
-across labels, see ``_draw``), and, rendered with ``RENDER_OPTIONS``, every shape's pixel count;
-``tests/test_travlr_shortcuts.py`` checks that cheap statistics of the image or caption with the
-query's words stay near chance.
+Things that are not the answer are drawn independently of it. A cardinality scene shows both the
+query's and the foil's number, as the queried shape's count and a partner shape's, and the label
+only decides which one the query asks (issue 33); a quantifier scene holds an instance for the
+quantifier and one for its negation, and the label only decides which instance's type the query
+names (issue 33); so everything in those scenes that does not count the queried shape is the same
+whatever the label. Cardinality's scene size is drawn before the count, and rendered with
+``RENDER_OPTIONS`` every shape covers the same pixels (issue 25). ``tests/test_travlr_shortcuts.py``
+checks that cheap statistics of the image or caption (what the caption names, its words, its
+length, the image's pixels and occupancy) with the query's words stay near chance.
 
 The label distribution is fair: no query word tells the label without the scene. Each quantifier
 is true in half of its rows (and the six are equally frequent), spatiality balances its two axes,
@@ -232,9 +236,9 @@ def _spatial(rng: random.Random, split: str, label: bool, axis: str) -> Example:
 
 
 @functools.lru_cache(maxsize=None)
-def _distractor_sets_by_total(shape: str, ood: bool) -> dict[int, tuple[tuple[tuple[str, int], ...], ...]]:
+def _distractor_sets_by_total(excluded: tuple[str, ...], ood: bool) -> dict[int, tuple[tuple[tuple[str, int], ...], ...]]:
     sets: list[tuple[tuple[str, int], ...]] = [()]
-    for other in (s for s in SHAPES if s != shape):
+    for other in (s for s in SHAPES if s not in excluded):
         sets = [combo + ((other, k),) for combo in sets for k in cardinality_counts(other, ood)] + sets
     by_total: dict[int, list] = {}
     for combo in sets:
@@ -242,11 +246,11 @@ def _distractor_sets_by_total(shape: str, ood: bool) -> dict[int, tuple[tuple[tu
     return {total: tuple(sorted(combos)) for total, combos in by_total.items()}
 
 
-def cardinality_distractor_sets(shape: str, ood: bool, total: int) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """Every way to make ``total`` distractors out of the shapes other than ``shape``, each shape
+def cardinality_distractor_sets(excluded: tuple[str, ...], ood: bool, total: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """Every way to make ``total`` distractors out of the shapes not in ``excluded``, each shape
     absent or present with one of its counts of the split (the paper splits on the <number, shape>
     pairs occurring in the scene): tuples of (shape, count), in ``SHAPES`` order."""
-    return _distractor_sets_by_total(shape, ood).get(total, ())
+    return _distractor_sets_by_total(tuple(excluded), ood).get(total, ())
 
 
 def cardinality_scene_sizes(shape: str, ood: bool) -> range:
@@ -256,38 +260,71 @@ def cardinality_scene_sizes(shape: str, ood: bool) -> range:
     return range(max(counts) + 1, min(counts) + 10 + 1)
 
 
+@functools.lru_cache(maxsize=None)
+def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int, tuple[tuple[str, int], ...]], ...]]:
+    """{scene size: every (n, m, companions) it can hold}: ``n`` objects of ``shape``, two different
+    counts n and m of ``shape`` in the split, and ``companions``, the (shape, count) groups every such
+    scene holds besides: a partner shape with m objects and, where no partner could hold n as well, a
+    mirror shape that could hold n, holding a third count; the other objects made up of other
+    shapes' split counts; sizes as :func:`cardinality_scene_sizes`.
+
+    Which shapes the scene holds and how large its groups are then say nothing of which of n and m
+    is the queried shape's: the partner can hold either number, or the partner's shape is one that
+    can hold m and the mirror's one that can hold n, with the same third count whichever way round
+    (test_ood's table of two counts per shape pairs each shape's two counts with two other shapes
+    that share a third: circle {1,5}, star {1,3}, octagon {3,5}; triangle {2,6}, hexagon {2,4},
+    square and pentagon {4,6})."""
+    counts = cardinality_counts(shape, ood)
+    sizes = cardinality_scene_sizes(shape, ood)
+    held = {s: cardinality_counts(s, ood) for s in SHAPES if s != shape}
+    layouts: dict[int, list] = {}
+    for n, m in itertools.permutations(counts, 2):
+        both = [s for s in held if {n, m} <= set(held[s])]
+        companions = [((p, m),) for p in both] or [
+            ((p, m), (q, k)) for p in held if m in held[p] for q in held if q != p and n in held[q]
+            for k in held[q] if k not in (n, m)]
+        for group in companions:
+            excluded = (shape, *(c for c, _ in group))
+            for rest in _distractor_sets_by_total(excluded, ood):
+                total = n + sum(k for _, k in group) + rest
+                if total in sizes:
+                    layouts.setdefault(total, []).append((n, m, group))
+    return {total: tuple(found) for total, found in sorted(layouts.items())}
+
+
 def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
+    """A row: ``n`` objects of the queried shape and, among the distractors, ``m`` objects of a
+    partner shape (and maybe a mirror shape's, see :func:`cardinality_layouts`), where n and m are
+    two counts of the queried shape in the split; the query asks n (true) or m (false), the foil the
+    other. So the scene is drawn before the label and shows both numbers either way: which shapes
+    and how many of each the caption names, and whether some shape has the asked number of objects,
+    say nothing of the label (the earlier generator showed the asked number only when it was true,
+    and how many distinct shapes the caption named, crossed with the number, told the label). The
+    scene's size is drawn first, independently of the true count (the original drew the distractors
+    after the count, so the number of objects told how many of the queried shape there were likely
+    to be)."""
     ood = split == "test_ood"
     shape = rng.choice(SHAPES)
-    counts = cardinality_counts(shape, ood)
-    n = rng.choice(counts)
-    asked = n if label else rng.choice([k for k in counts if k != n])
-    # The scene's size is drawn before, and independently of, the true count: the distractors make
-    # up the difference (the original drew them after, so the number of objects in the image told
-    # how many of the queried shape there were likely to be).
-    total = rng.choice(cardinality_scene_sizes(shape, ood))
-    distractors = rng.choice(cardinality_distractor_sets(shape, ood, total - n))
-    types = [(rng.choice(COLOURS), shape) for _ in range(n)]
-    for other, k in distractors:
+    layouts = cardinality_layouts(shape, ood)
+    total = rng.choice(list(layouts))
+    n, m, companions = rng.choice(layouts[total])
+    groups = ((shape, n), *companions)
+    distractor_sets = cardinality_distractor_sets(tuple(c for c, _ in groups), ood, total - sum(k for _, k in groups))
+    types = [(rng.choice(COLOURS), s) for s, k in groups for _ in range(k)]
+    for other, k in rng.choice(distractor_sets):
         types += [(rng.choice(COLOURS), other) for _ in range(k)]
     scene = Scene(tuple(place(types, rng)))
-    query = Count(asked, shape)
+    asked, other = (n, m) if label else (m, n)
     return Example(
-        task="cardinality", split=split, scene=scene, query=query, foil=foil(scene, query, rng, numbers=counts),
+        task="cardinality", split=split, scene=scene, query=Count(asked, shape), foil=Count(other, shape),
         label=label, subtype=shape, queried=frozenset(range(n)),
-        case={"shape": shape, "number": asked, "true_number": n},
+        case={"shape": shape, "number": asked, "true_number": n, "partner": companions[0][0], "partner_number": m,
+              "mirror": list(companions[1]) if len(companions) > 1 else None},
     )
 
 
-def _quantifier_signature(ex: Example) -> tuple[int, int, int]:
-    """(objects, distinct colours, objects of the queried colour Y): what pixels tell without
-    relating anything (with equal-area rendering, the ink counts the objects and the pixels of a
-    colour count that colour's objects)."""
-    return (len(ex.scene), len({o.colour for o in ex.scene}), ex.scene.count(colour=ex.query.colour))
-
-
 def quantifier_regions(case: str, pair: tuple[int, int], extra: int = 0) -> dict[str, int]:
-    """Objects in each region ("xy", "x", "y") of a scene made for ``case`` with Table-1 ``pair``;
+    """Objects in each region ("xy", "x", "y") of an instance for ``case`` with Table-1 ``pair``;
     ``extra`` objects of Y \\ X only for "not all" (irrelevant to "(Not) all X are Y")."""
     regions = {"xy": 0, "x": 0, "y": 0}
     regions.update(zip(QUANTIFIER_PAIRS[case], pair))
@@ -297,75 +334,81 @@ def quantifier_regions(case: str, pair: tuple[int, int], extra: int = 0) -> dict
 
 
 def quantifier_extras(case: str, p1: int, ood: bool) -> list[int]:
-    """The ``extra`` objects of Y \\ X a scene for ``case`` may hold: for "not all", the second number
-    of each pair of the split starting with ``p1`` (so the "all" pair <X n Y, Y \\ X> of the scene is
-    one of the split's pairs too, and the number of Y objects, p1 + extra, is distributed as in an
-    "all" scene, where it is p1 + p2); for the other cases none."""
+    """The ``extra`` objects of Y \\ X an instance for ``case`` may hold: for "not all", the second
+    number of each pair of the split starting with ``p1`` (so the "all" pair <X n Y, Y \\ X> of the
+    instance is one of the split's pairs too, and the number of Y objects, p1 + extra, is distributed
+    as in an "all" instance, where it is p1 + p2); for the other cases none."""
     return [b for a, b in _QUANT_COUNTS[ood] if a == p1] if case == "not all" else [0]
 
 
+def _y_objects(case: str, pair: tuple[int, int], extra: int) -> int:
+    regions = quantifier_regions(case, pair, extra)
+    return regions["xy"] + regions["y"]
+
+
 @functools.lru_cache(maxsize=None)
-def _quantifier_candidates(case: str, ood: bool, n_y: int) -> tuple[tuple[tuple[int, int], int], ...]:
-    """The (pair, extra) of the split that give a scene for ``case`` ``n_y`` objects of colour Y."""
-    return tuple((pair, extra) for pair in _QUANT_COUNTS[ood] for extra in quantifier_extras(case, pair[0], ood)
-                 if (r := quantifier_regions(case, pair, extra))["xy"] + r["y"] == n_y)
+def quantifier_instance_pairs(quantifier: str, ood: bool) -> tuple[tuple[tuple, tuple], ...]:
+    """Every ((pair, extra) of an instance for ``quantifier``, (pair, extra) of one for its negation)
+    of the split whose two instances hold the same number of objects of their colour Y (the pixels
+    of the queried colour are then the same whichever instance the query names)."""
+    negation = quantifier_case(quantifier, False)
+    options = {case: [(pair, extra) for pair in _QUANT_COUNTS[ood] for extra in quantifier_extras(case, pair[0], ood)]
+               for case in (quantifier, negation)}
+    return tuple((t, f) for t in options[quantifier] for f in options[negation]
+                 if _y_objects(quantifier, *t) == _y_objects(negation, *f))
 
 
-def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str,
-                 target: tuple[int, int, int] | None = None) -> Example | None:
-    """A row; with a ``target`` signature (see :func:`_quantifier_signature`), one that has it, or
-    None if this call's draws do not reach it.
+QUANTIFIER_DISTRACTORS = (0, 4)  # objects beyond the two instances (the other instance is a distractor too)
 
-    The row is an instance "for" its case quantifier (the one its scene makes true), whose Table-1
-    pair (p1, p2) is one of the split's pairs (both numbers in 1..5); the third region is empty
-    but for a "not all" scene's Y \\ X objects (see :func:`quantifier_extras`). The other objects
-    (2-8 of them, the paper's range, the extras included) are of any shape but X and any colour but
-    Y, drawn alike whatever the case (the original kept them off the companion colour and shapes
-    too, so the number of distinct colours told the cases apart)."""
+
+def _instance_types(case: str, pair: tuple[int, int], extra: int, x: str, y: str, rng: random.Random,
+                    colours: list[str], shapes: list[str]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """The (colour, shape) of each object of an instance for ``case`` about shape ``x`` and colour
+    ``y``, its pair's objects first; X \\ Y of one companion colour, Y \\ X of one companion shape,
+    drawn from ``colours`` and ``shapes`` (which hold neither instance's X or Y)."""
+    regions = quantifier_regions(case, pair, extra)
+    z, w = rng.choice(colours), rng.choice(shapes)
+    types = [(y, x)] * regions["xy"] + [(z, x)] * regions["x"] + [(y, w)] * regions["y"]
+    return types, {"case": case, "pair": list(pair), "shape": x, "colour": y, "regions": regions,
+                   "companions": {"x": z, "y": w}}
+
+
+def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str) -> Example:
+    """A row: the scene holds two instances, one for the query's quantifier and one for its negation
+    (each a Table-1 pair of the split, the same number of objects of its colour), of two (shape,
+    colour) types that share neither shape nor colour, plus a few distractors of neither. Everything
+    but which type the query names is drawn before the label: the label only decides whether the
+    query's (shape X, colour Y) is the true instance's type or the false one's, so the scene's
+    statistics (objects, shapes and colours named, how often, where) are distributed alike for true
+    and false rows (the earlier generator drew one instance, for the quantifier the label made true,
+    so how many distinct shapes the caption named told the label).
+    What still differs is the number of objects of the queried shape X: the paper's pairs fix it
+    (p1 in an "all" or "none" instance, p1 + p2 in a "not all" or "some" one)."""
     ood = split == "test_ood"
     x, y = rng.choice(_QUANT_TYPES[ood])
-    case = quantifier_case(quantifier, label)
-    pairs = _QUANT_COUNTS[ood]
-    if target is None:
-        pair = rng.choice(pairs)
-        candidates = [(pair, rng.choice(quantifier_extras(case, pair[0], ood)))]
-    else:
-        candidates = list(_quantifier_candidates(case, ood, target[2]))
-        rng.shuffle(candidates)
-    for pair, extra in candidates[:20]:
-        regions = quantifier_regions(case, pair, extra)
-        z = rng.choice([c for c in ALL_COLOURS if c != y])  # the colour of X \ Y
-        w = rng.choice([t for t in ALL_SHAPES if t != x])  # the shape of Y \ X
-        queried_colours = {y} | ({z} if regions["x"] else set())
-        others = [c for c in ALL_COLOURS if c != y]
-        n_pair = regions["xy"] + regions["x"] + regions["y"] - extra
-        if target is None:
-            k = rng.randint(max(2, extra), 8)
-            d_colours = [rng.choice(others) for _ in range(k - extra)]
-        else:
-            k = target[0] - n_pair  # distractors, the extras included
-            new = target[1] - len(queried_colours)  # colours only the other distractors bring
-            fresh = [c for c in others if c not in queried_colours]
-            reuse = sorted(queried_colours - {y})
-            free = k - extra  # distractors of a colour other than Y
-            if not (max(2, extra) <= k <= 8 and 0 <= new <= min(free, len(fresh)) and (new or reuse or not free)):
-                continue
-            d_colours = rng.sample(fresh, new)
-            d_colours += [rng.choice(d_colours[:new] + reuse) for _ in range(free - new)]
-            rng.shuffle(d_colours)
-        break
-    else:
-        return None
-    types = [(y, x)] * regions["xy"] + [(z, x)] * regions["x"] + [(y, w)] * (regions["y"] - extra)
-    d_shapes = [t for t in ALL_SHAPES if t != x]
-    types += [(y, w)] * extra + [(c, rng.choice(d_shapes)) for c in d_colours]
-    scene = Scene(tuple(place(types, rng)))
+    other_x = rng.choice([s for s in SHAPES if s != x])
+    other_y = rng.choice([c for c in QUANTIFIER_COLOURS if c != y])
+    (t_pair, t_extra), (f_pair, f_extra) = rng.choice(quantifier_instance_pairs(quantifier, ood))
+    negation = quantifier_case(quantifier, False)
+    colours = [c for c in ALL_COLOURS if c not in (y, other_y)]
+    shapes = [s for s in ALL_SHAPES if s not in (x, other_x)]
+    true_type, false_type = ((x, y), (other_x, other_y)) if label else ((other_x, other_y), (x, y))
+    true_types, true_case = _instance_types(quantifier, t_pair, t_extra, *true_type, rng, colours, shapes)
+    false_types, false_case = _instance_types(negation, f_pair, f_extra, *false_type, rng, colours, shapes)
+    distractors = [(rng.choice(colours), rng.choice(shapes)) for _ in range(rng.randint(*QUANTIFIER_DISTRACTORS))]
+    placed = place(true_types + false_types + distractors, rng)
+    true_objects, false_objects = placed[:len(true_types)], placed[len(true_types):len(true_types) + len(false_types)]
+    rest = placed[len(true_types) + len(false_types):]
+    # the queried instance's objects first (its pair's first of all), then the other's, then the distractors
+    objects, case, other_case = ((true_objects + false_objects, true_case, false_case) if label
+                                 else (false_objects + true_objects, false_case, true_case))
+    scene = Scene(tuple(objects + rest))
     query = Quantifier(quantifier, x, y)
+    n_pair = sum(case["pair"])
     return Example(
         task="quantifiers", split=split, scene=scene, query=query, foil=foil(scene, query), label=label,
         subtype=query.quantifier, queried=frozenset(range(n_pair)),  # the pair's objects come first
-        case={"case": case, "pair": list(pair), "shape": x, "colour": y, "regions": regions,
-              "companions": {"x": z, "y": w}},
+        case={**case, "other": other_case, "distractors": len(distractors)},
     )
 
 
@@ -408,38 +451,6 @@ _MAKERS: dict[str, Callable[..., Example]] = {
 }
 
 
-# Statistics read without relating any two things (how many objects, how many distinct colours)
-# that a task's scenes would otherwise tie to the label: the quantifier cases differ in how many
-# objects the pair regions hold (a "Not all" scene also fills Y \ X) and in how many colours they
-# use. For such a task each row's statistics are drawn from the mixture of a true and a false scene
-# of its stratum (see _draw), so they are distributed alike whatever the label.
-_SIGNATURES: dict[str, Callable[[Example], tuple]] = {
-    "quantifiers": _quantifier_signature,
-}
-TWIN_TRIES = 20
-
-
-def _draw(task: str, rng: random.Random, split: str, label: bool, stratum: tuple) -> Example | None:
-    """One row of ``task`` with truth ``label``. With a signature: a scene of a random label fixes
-    the signature, then a scene of the other label with that signature is drawn (None after
-    TWIN_TRIES calls, each drawing with the target in view); the row is whichever of the two has
-    ``label``. So a row's signature follows the same distribution (the mixture, on the signatures
-    both labels reach) for either label."""
-    make = _MAKERS[task]
-    signature = _SIGNATURES.get(task)
-    if signature is None:
-        return make(rng, split, label, *stratum)
-    first_label = rng.random() < 0.5
-    first = make(rng, split, first_label, *stratum)
-    target = signature(first)
-    for _ in range(TWIN_TRIES):
-        twin = make(rng, split, not first_label, *stratum, target=target)
-        if twin is not None:
-            assert signature(twin) == target
-            return first if first_label == label else twin
-    return None
-
-
 # ---- whole tasks ---------------------------------------------------------------------------------
 def task_rng(task: str, seed: int) -> random.Random:
     # str seeds hash with sha512 in random.Random: stable across runs and PYTHONHASHSEED
@@ -469,9 +480,7 @@ def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: in
         rows = []
         for label, *stratum in plan:
             for _ in range(max_tries):
-                ex = _draw(task, rng, split, label, tuple(stratum))
-                if ex is None:
-                    continue
+                ex = _MAKERS[task](rng, split, label, *stratum)
                 key = (ex.scene.key(), ex.query)
                 if key not in seen:
                     break

@@ -205,9 +205,10 @@ class UpstreamBuilder:
                             help="build only these configs (leaves, or configs that read several, such as all); "
                                  "default: every config whose annotation files are at hand")
         parser.add_argument("--dry-run", action="store_true",
-                            help="read and check the annotations, print the rows per config and the files missing, "
-                                 "and list the image files the rows need (--image-list); look no image up unless "
-                                 "told where they are (--images, --image-dir), download nothing, write no dataset")
+                            help="read and check the annotations (fetched as for a build), print the rows per config "
+                                 "and the files missing, and list the image files the rows need (--image-list); fetch "
+                                 "no image, look none up unless told where they are (--images, --image-dir), write no "
+                                 "dataset")
         parser.add_argument("--image-list", type=Path, default=None, metavar="FILE",
                             help="where --dry-run lists the image files needed, one per line as "
                                  "source<TAB>file<TAB>rows<TAB>found ('-': standard output; default: <out>.images.tsv)")
@@ -250,7 +251,7 @@ class UpstreamBuilder:
             what = cannot or list(needs)
             files = list(dict.fromkeys(p for c in wanted if c in unbuilt for p in unbuilt[c]))
             raise upstream.AnnotationDownloadError(
-                f"{self.title}: cannot build {', '.join(what)}: none of {'its' if len(what) == 1 else 'their'} "
+                f"{self.title}: cannot build {_shown(what)}: none of {'its' if len(what) == 1 else 'their'} "
                 f"annotation files is at hand.\n" + "\n".join(absent_files(files, located.absent))
                 + "\nGive them with --annotations DIR (or run online once), or build other configs (--configs).")
         return build, unbuilt, partial

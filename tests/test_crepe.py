@@ -1,12 +1,18 @@
-"""CREPE: built through `vlprobe build crepe` from synthetic zips in the upstream layout (the real zips
-are not available here), served by a stand-in for raw.githubusercontent.com; every config loads, the
+"""CREPE. On its real files (../shared/data/crepe: the 27 productivity CSVs of the third-party copy;
+skipped with the reason where ../shared is absent): every config's rows counted here the way the
+authors' code reads the files (pandas, ``ast.literal_eval``, ``list``), set-literal rows included and
+kept in the order written; a dry run and a build of the configs at hand (stand-in images), the
+systematicity configs named as missing with where to get them, a tampered copy refused. On synthetic
+zips in the upstream layout (upstream's could not be had; the test pins them as upstream's), built
+through `vlprobe build crepe` from a stand-in for raw.githubusercontent.com: every config loads, the
 caption is the true text, the image is the authors' crop, recall@1 is the metric's `text` with the
-strict tie rule, the unpinned zips are hashed into data/BUILD.md with one warning, offline and bad
-records name what is wrong."""
+strict tie rule, offline and bad records name what is wrong."""
 
 from __future__ import annotations
 
+import ast
 import csv
+import dataclasses
 import hashlib
 import io
 import json
@@ -20,6 +26,7 @@ import pytest
 from helpers_data import load
 from PIL import Image
 
+from vlprobe.benchmarks import crepe as facts
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, crepe, upstream
 from vlprobe.spec import find_spec
@@ -65,13 +72,22 @@ def syst_rows(pretraining: str, compounds: str) -> list[dict]:
 
 def expected_negatives(rec: dict, part) -> list[str]:
     if part.negatives == crepe.COMBINED and crepe.COMBINED not in rec:
-        return eval(rec["valid_hard_negs_atom"]) + eval(rec["valid_hard_negs_comp"])
-    return eval(rec[part.negatives])
+        return ast.literal_eval(rec["valid_hard_negs_atom"]) + ast.literal_eval(rec["valid_hard_negs_comp"])
+    return ast.literal_eval(rec[part.negatives])
 
 
 def prod_rows(kind: str, n: int) -> list[dict]:
-    return [{"image_id": 2000 + 20 * n + i, "caption": f"{kind} {n} caption {i}", "x": 30 if n == 12 else 15, "y": 5, "width": 20,
-             "height": 20, "hard_negs": repr([f"{kind} {n} negative {i}.{j}" for j in range(5)])} for i in range(2)]
+    rows = [{"image_id": 2000 + 20 * n + i, "caption": f"{kind} {n} caption {i}", "x": 30 if n == 12 else 15, "y": 5,
+             "width": 20, "height": 20, "hard_negs": repr([f"{kind} {n} negative {i}.{j}" for j in range(5)])}
+            for i in range(2)]
+    if kind == "negate":  # as 3,768 real rows: a set literal, read in the order written
+        rows[1]["hard_negs"] = "{" + ", ".join(repr(f"{kind} {n} negative 1.{j}") for j in (4, 0, 3, 1, 2)) + "}"
+    return rows
+
+
+def written_negatives(cell: str) -> list[str]:
+    """A negatives cell's strings in the order the literal writes them (the test's own reading)."""
+    return [e.value for e in ast.parse(cell, mode="eval").body.elts]
 
 
 def make_zips(folder: Path, *, edit=None) -> Path:
@@ -94,19 +110,208 @@ def make_zips(folder: Path, *, edit=None) -> Path:
     return folder
 
 
+def pinned_to(zips: Path):
+    """The benchmark with its zips pinned to these (the synthetic zips standing in for upstream's)."""
+    up = dataclasses.replace(UP, files=tuple(upstream.UpstreamFile(f.path, upstream.git_blob_sha1((zips / f.path).read_bytes()))
+                                             for f in UP.files))
+    return dataclasses.replace(facts.BENCHMARK, upstream=up)
+
+
 def image_ids() -> set[int]:
     ids = {r["image_id"] for p in crepe.PRETRAINING for c in crepe.COMPOUNDS for r in syst_rows(p, c)}
     return ids | {r["image_id"] for t in crepe.PROD_TYPES for n in crepe.COMPLEXITIES for r in prod_rows(t, n)}
 
 
+
+def _cli(*argv: str, capsys) -> tuple[int, str, str]:
+    from vlprobe.cli import main
+
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def write_vg(root: Path, ids) -> Path:
+    for n, image_id in enumerate(sorted(ids)):
+        sub = root / ("VG_100K" if n % 2 else "VG_100K_2")
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"{image_id}.jpg").write_bytes(_image(int(image_id)))
+    return root
+
+
+# ---- the negatives literal -------------------------------------------------------------------------------
+
+def test_negatives_are_read_from_the_literal_in_the_order_written() -> None:
+    read = crepe.negatives_literal
+    assert read("['b', 'a', 'b']", "w", "c") == (["b", "a", "b"], False)  # a list as it is, repeats kept
+    assert read("{'c', 'a', 'b'}", "w", "c") == (["c", "a", "b"], True)  # a set in the order written ...
+    assert read("{'b', 'a', 'b'}", "w", "c") == (["b", "a"], True)  # ... each once, as literal_eval's set holds it
+    assert set(read("{'b', 'a', 'b'}", "w", "c")[0]) == ast.literal_eval("{'b', 'a', 'b'}")
+    assert read("  ('x', 'y' 'z')", "w", "c") == (["x", "yz"], False)  # a tuple; implicit concatenation; leading blanks
+    assert read("[]", "w", "c") == ([], False)
+    for bad in ("['a', 3]", "{'a': 'b'}", "__import__('os').getcwd()", "[x]", "[['a']]", "'a'", "[", "{'a', f'{1}'}"):
+        with pytest.raises(AnnotationError, match=r"w: c .* is not a Python list \(or set\) of strings"):
+            read(bad, "w", "c")
+    with pytest.raises(AnnotationError, match="w: c holds an empty string"):
+        read("['a', ' ']", "w", "c")
+    with pytest.raises(AnnotationError, match=r"w: c is 65,537 characters long"):
+        read("['" + "a" * (crepe.MAX_FIELD - 3) + "']", "w", "c")
+    assert read("['" + "a" * (crepe.MAX_FIELD - 4) + "']", "w", "c")[0][0] == "a" * (crepe.MAX_FIELD - 4)
+
+
+# ---- the real files --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def real(shared_data: Path) -> Path:
+    folder = shared_data / "crepe"
+    if not (folder / "prod_hard_negatives").is_dir():
+        pytest.skip(f"the CREPE productivity CSVs are not here: {folder / 'prod_hard_negatives'}")
+    return folder
+
+
+def authors_rows(real: Path, config: str) -> list[tuple[str, list[str], int]]:
+    """A productivity CSV as the authors' BaseCsvDataset reads it: pandas.read_csv, then per row
+    ``ast.literal_eval`` of hard_negs and ``list(...)`` of that (a set's order is Python's)."""
+    import pandas as pd
+
+    part = crepe.BY_CONFIG[config]
+    df = pd.read_csv(real / part.loose)
+    return [(str(c), list(ast.literal_eval(h)), int(i)) for c, h, i in zip(df["caption"], df["hard_negs"], df["image_id"])]
+
+
+def test_every_productivity_configs_rows_as_the_authors_read_them(real: Path) -> None:
+    read = crepe.read_all(real, facts.PROD_CONFIGS)  # from the loose copy (no zip here)
+    assert set(read["rows"]) == set(facts.PROD_CONFIGS) and not read["empty"]
+    totals = {"rows": 0, "sets": 0}
+    for config in facts.PROD_CONFIGS:
+        theirs, mine = authors_rows(real, config), read["rows"][config]
+        raw = list(csv.DictReader(io.StringIO((real / crepe.BY_CONFIG[config].loose).read_text(encoding="utf-8"))))
+        assert len(mine) == len(theirs) == facts.COUNTS[config] == read["in_file"][config], config
+        sets = 0
+        for row, (caption, negatives, image_id), rec in zip(mine, theirs, raw):
+            assert (row["caption"], int(row["image_id"])) == (caption, image_id)
+            assert sorted(row["negatives"]) == sorted(negatives) and row["n_negatives"] == 5  # the same texts ...
+            assert row["negatives"] == written_negatives(rec["hard_negs"])  # ... in the order the literal writes them
+            sets += rec["hard_negs"].lstrip().startswith("{")
+        q = read["quirks"][config]
+        f = facts.PROD_FACTS[config]
+        assert (q["set_literals"], q["caption_is_negative"], q["upper_case_rule"], q["lower_case_rule"]) == (
+            f.set_literals, f.caption_is_negative, f.upper_case_rule, f.lower_case_rule) and sets == f.set_literals
+        assert read["read_from"][config] == crepe.BY_CONFIG[config].loose
+        totals["rows"] += len(mine)
+        totals["sets"] += sets
+    # what the issue found: 3,768 of 39,715 rows written as sets, 1,181 of negate complexity 4's 1,262
+    assert totals == {"rows": 39_715, "sets": 3_768}
+    assert (facts.PROD_FACTS["prod_negate_4"].rows, facts.PROD_FACTS["prod_negate_4"].set_literals) == (1262, 1181)
+    negate = [facts.PROD_FACTS[f"prod_negate_{n}"] for n in crepe.COMPLEXITIES]
+    assert (sum(f.rows for f in negate), sum(f.lower_case_rule for f in negate)) == (16_336, 15_716)
+
+
+def test_the_third_party_copy_is_pinned_to_source_md(real: Path) -> None:
+    table = {}
+    for line in (real / "SOURCE.md").read_text().splitlines():
+        parts = [p.strip() for p in line.strip("|").split("|")]
+        if len(parts) == 5 and parts[0].startswith("prod_hard_negatives/"):
+            table[parts[0]] = (parts[1], int(parts[2]))
+    assert table == {f.path: (f.blob, f.size) for f in facts.PROD_CSVS.files} and len(table) == 27
+    assert facts.PROD_CSVS.third_party and not facts.PROD_CSVS.fetched
+    # upstream's two zips pinned by their blobs at the full commit (their sizes are not known here)
+    assert {f.path: f.blob for f in UP.files} == {"syst_hard_negatives.zip": "54eebe3a52eaacd978a08f2a5c1aaa7e53b82b4b",
+                                                  "prod_hard_negatives.zip": "e73068643923319ab8bd38a43404a34221d41b41"}
+    assert len(UP.commit) == 40 and UP.commit in (real / "SOURCE.md").read_text()
+
+
+def test_dry_run_on_the_real_files(real: Path, tmp_path: Path, capsys) -> None:
+    listing = tmp_path / "images.tsv"
+    code, out, err = _cli("build", "crepe", "--annotations", str(real), "--dry-run", "--image-list", str(listing),
+                          "--out", str(tmp_path / "crepe"), capsys=capsys)
+    assert code == 0, err
+    assert not (tmp_path / "crepe").exists()
+    ids = set()
+    for config in facts.PROD_CONFIGS:
+        theirs = authors_rows(real, config)
+        n = len(theirs)
+        sets = facts.PROD_FACTS[config].set_literals
+        assert f"| `{config}` | {n:,} | {n:,} | 0 | 0 | 5: {n:,} | {sets:,} | `{crepe.BY_CONFIG[config].loose}` |" in out
+        ids |= {i for _, _, i in theirs}
+    assert "Rows in this build: **39,715** over 27 of 45 leaf configs" in out
+    # the systematicity configs are not built, and the zip is named with where to get it
+    assert "18 config(s) not built, none of their annotation files at hand" in err
+    assert f"{UP.default_url}syst_hard_negatives.zip (git blob 54eebe3a52eaacd978a08f2a5c1aaa7e53b82b4b)" in err
+    assert "## Configs not built, or built in part" in out and "`syst_laion_unseen_combined`" in out
+    assert f"From the third-party copy github.com/{facts.PROD_CSVS.repo}" in out
+    lines = listing.read_text().splitlines()
+    assert lines[0] == "source\tfile\trows\tfound" and len(lines) - 1 == len(ids)
+    assert {line.split("\t")[1] for line in lines[1:]} == {f"{i}.jpg" for i in ids}
+
+
+def test_asking_for_a_config_whose_file_is_missing_is_refused(real: Path, tmp_path: Path, capsys) -> None:
+    code, _, err = _cli("build", "crepe", "--annotations", str(real), "--configs", "prod_swap_4,syst_laion_seen_atom",
+                        "--dry-run", "--out", str(tmp_path / "o"), capsys=capsys)
+    assert code == 2 and "cannot build syst_laion_seen_atom: none of its annotation files is at hand" in err
+    assert f"{UP.default_url}syst_hard_negatives.zip (git blob 54eebe3a" in err and "Traceback" not in err
+    code, _, err = _cli("build", "crepe", "--annotations", str(real), "--configs", "prod_nothing", "--dry-run",
+                        "--out", str(tmp_path / "o"), capsys=capsys)
+    assert code == 2 and "--configs: unknown config(s) ['prod_nothing']" in err
+
+
+def test_a_tampered_copy_is_refused(real: Path, tmp_path: Path, capsys) -> None:
+    path = crepe.BY_CONFIG["prod_swap_4"].loose
+    (tmp_path / path).parent.mkdir(parents=True)
+    (tmp_path / path).write_bytes((real / path).read_bytes().replace(b"floor", b"flour", 1))
+    code, _, err = _cli("build", "crepe", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"),
+                        capsys=capsys)
+    assert code == 2 and f"annotation file {path} from" in err and "not the pinned one" in err
+    assert facts.PROD_CSVS.repo in err
+
+
+@pytest.fixture(scope="module")
+def real_built(real: Path, tmp_path_factory) -> tuple[Path, set[int]]:
+    """prod_swap_4 and prod_negate_4 from the loose copy, images for every swap_4 row and negate_4's first 12."""
+    from vlprobe.cli import main
+
+    base = tmp_path_factory.mktemp("crepe_real")
+    given = {i for _, _, i in authors_rows(real, "prod_swap_4")} | {i for _, _, i in authors_rows(real, "prod_negate_4")[:12]}
+    images = write_vg(base / "vg", given)
+    err = io.StringIO()
+    mp = pytest.MonkeyPatch()
+    mp.setattr("sys.stderr", err)
+    try:
+        code = main(["build", "crepe", "--annotations", str(real), "--images", str(images), "--configs",
+                     "prod_swap_4,prod_negate_4", "--skip-missing-images", "--out", str(base / "crepe")])
+    finally:
+        mp.undo()
+    assert code == 0, err.getvalue()
+    return base / "crepe", given
+
+
+@pytest.mark.slow
+def test_the_real_build_holds_the_configs_at_hand(real_built, real: Path) -> None:
+    out, given = real_built
+    swap = load(out, "prod_swap_4")
+    assert len(swap) == 27 == facts.COUNTS["prod_swap_4"]
+    negate = load(out, "prod_negate_4")
+    raw = list(csv.DictReader(io.StringIO((real / crepe.BY_CONFIG["prod_negate_4"].loose).read_text(encoding="utf-8"))))
+    kept = [n for n, r in enumerate(raw) if int(r["image_id"]) in given]
+    assert negate["index"] == kept and any(raw[n]["hard_negs"].startswith("{") for n in kept)
+    for row in negate:
+        assert row["negatives"] == written_negatives(raw[row["index"]]["hard_negs"])
+        assert row["image"].format == "PNG"
+    # the configs that read several load what was built
+    assert len(load(out, "productivity")) == len(load(out, "all")) == 27 + len(kept)
+    assert sorted(p.name for p in (out / "data").iterdir() if p.is_dir()) == ["prod_negate_4", "prod_swap_4"]
+    report = (out / "data" / "BUILD.md").read_text()
+    assert f"| `prod_negate_4` | {len(kept):,} | 1,262 | 0 | {1262 - len(kept):,} | 5: {len(kept):,} | 1,181 |" in report
+    assert f"From the third-party copy github.com/{facts.PROD_CSVS.repo}" in report
+    assert "| `prod_hard_negatives/swap/prod_vg_hard_negs_swap_complexity_4.csv` | `990ce477" in report
+    assert "## What the texts give away" in report
+
+
+# ---- synthetic zips, pinned as upstream's -----------------------------------------------------------------
+
 @pytest.fixture(scope="module")
 def vg_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("vg")
-    for sub in ("VG_100K", "VG_100K_2"):
-        (root / sub).mkdir()
-    for n, image_id in enumerate(sorted(image_ids())):
-        (root / ("VG_100K" if n % 2 else "VG_100K_2") / f"{image_id}.jpg").write_bytes(_image(image_id))
-    return root
+    return write_vg(tmp_path_factory.mktemp("vg"), image_ids())
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +327,7 @@ def built(tmp_path_factory, vg_root: Path) -> tuple[Path, Path, str]:
     mp = pytest.MonkeyPatch()
     try:
         server.serve_folder(zips, PREFIX)
+        mp.setattr(crepe.Builder, "benchmark", pinned_to(zips))
         mp.delenv("HF_DATASETS_OFFLINE", raising=False)
         mp.delenv("HF_HUB_OFFLINE", raising=False)
         mp.setenv(UP.url_env, server.url + PREFIX)
@@ -138,26 +344,19 @@ def built(tmp_path_factory, vg_root: Path) -> tuple[Path, Path, str]:
 
 
 @pytest.mark.slow
-def test_unpinned_zips_are_hashed_into_the_build_report_with_one_warning(built) -> None:
+def test_the_zips_are_verified_and_recorded(built) -> None:
     out, zips, err = built
-    warnings = [line for line in err.splitlines() if "could not be checked against a pinned git blob hash" in line]
-    assert len(warnings) == 1 and warnings[0].startswith("CREPE: warning: 2 annotation file(s)")
-    assert f"git ls-tree {UP.commit[:8]} data/<file>" in warnings[0] and "data/BUILD.md" in warnings[0]
+    assert "could not be checked against a pinned git blob hash" not in err
     report = (out / "data" / "BUILD.md").read_text()
     for z in (crepe.SYST_ZIP, crepe.PROD_ZIP):
         data = (zips / z).read_bytes()
-        blob = upstream.git_blob_sha1(data)
-        assert f"| `{z}` | `{blob}` | {len(data):,} | **unverified** |" in report
+        assert f"| `{z}` | `{upstream.git_blob_sha1(data)}` | {len(data):,} | pinned hash |" in report
         assert (upstream.cache_folder(UP, out.parent / "cache") / z).read_bytes() == data
-    # a pinned file is still refused when it differs, and a matching one passes silently
-    pinned = upstream.Upstream(UP.benchmark, UP.repo, UP.commit, UP.folder, (upstream.UpstreamFile(
-        crepe.SYST_ZIP, upstream.git_blob_sha1((zips / crepe.SYST_ZIP).read_bytes())),), UP.url_env)
-    logged: list[str] = []
-    assert upstream.annotation_folder(pinned, zips, log=logged.append) == zips and logged == []
-    wrong = upstream.Upstream(UP.benchmark, UP.repo, UP.commit, UP.folder,
-                              (upstream.UpstreamFile(crepe.SYST_ZIP, "0" * 40, 1),), UP.url_env)
-    with pytest.raises(upstream.AnnotationChecksumError, match="syst_hard_negatives.zip .*not the pinned one"):
-        upstream.annotation_folder(wrong, zips)
+    assert "## Configs not built" not in report
+    # the zips are not upstream's: the real pins refuse them
+    with pytest.raises(upstream.AnnotationChecksumError, match="syst_hard_negatives.zip .*not the pinned one: .* expected "
+                                                               "54eebe3a52eaacd978a08f2a5c1aaa7e53b82b4b as in RAIVNLab/CREPE"):
+        upstream.locate([UP], zips)
 
 
 @pytest.mark.slow
@@ -176,13 +375,16 @@ def test_every_config_loads_with_the_caption_true(built) -> None:
         for row in ds:
             rec = raw[row["index"]]
             assert row["id"] == f"{part.config}/{row['index']}"
-            assert row["caption"] == rec["caption"] and row["negatives"] == expected_negatives(rec, part)
+            want = written_negatives(rec[part.negatives]) if part.family == "productivity" else expected_negatives(rec, part)
+            assert row["caption"] == rec["caption"] and row["negatives"] == want
             assert row["gold"] == [[1] + [0] * len(row["negatives"])]
             assert (row["family"], row["negative_type"], row["complexity"]) == (
                 part.family, part.negative_type, part.complexity)
+    assert load(out, "prod_negate_7")[1]["negatives"] == [f"negate 7 negative 1.{j}" for j in (4, 0, 3, 1, 2)]
     assert len(load(out, "productivity")) == 54 and len(load(out, "prod_negate")) == 18 and len(load(out, "all")) == 102
     report = (out / "data" / "BUILD.md").read_text()
-    assert "| `syst_cc12m_seen_comp` | 2 | 3 | 1 | 0 | 2: 1, 3: 1 |" in report
+    assert "| `syst_cc12m_seen_comp` | 2 | 3 | 1 | 0 | 2: 1, 3: 1 | 0 | `syst_hard_negatives.zip:" in report
+    assert "| `prod_negate_4` | 2 | 2 | 0 | 0 | 5: 2 | 1 | `prod_hard_negatives.zip:" in report
     assert "- `syst_laion_unseen_comp`: 1 row(s): 2" in report
     # combined: the file with its own column is read as is; the other five are atom + comp, and said so
     assert load(out, "syst_laion_seen_combined")[0]["negatives"] == [f"combined neg 0.{j}" for j in range(4)]
@@ -207,7 +409,8 @@ def test_the_image_is_the_authors_crop(built) -> None:
 @pytest.mark.slow
 def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
     """Rows become 1 x (1 + k) items with the caption gold; the metric's `text` is CREPE's R@1 (the
-    caption strictly above every negative), ties wrong under strict, 1/(1+t) under half."""
+    caption strictly above every negative), ties wrong under strict, 1/(1+t) under half; the order of
+    the negatives does not change it."""
     from vlprobe.metric import compute
 
     out = built[0]
@@ -225,6 +428,8 @@ def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
     r = compute(predictions=scores, references=gold, bootstrap=0)
     assert r["text"] == pytest.approx(2 / 4) and r["set_acc"] == r["text"] and r["n_ties"] == 1
     assert compute(predictions=scores, references=gold, bootstrap=0, ties="half")["text"] == pytest.approx(2.5 / 4)
+    reversed_negatives = [[[s[0][0], *s[0][:0:-1]]] for s in scores]
+    assert compute(predictions=reversed_negatives, references=gold, bootstrap=0)["text"] == r["text"]
 
     def authors_r1(s: list[float]) -> bool:  # rank 0 of the caption, every tie against it
         return all(s[0] > v for v in s[1:])
@@ -234,12 +439,10 @@ def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
 
 @pytest.mark.slow
 def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
-    from vlprobe.cli import main
-
-    code = main(["evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--config",
-                 "prod_atom_4,syst_cc12m_seen_comp", "--limit", "2", "--bootstrap", "0", "--no-progress",
-                 "--cache-dir", "none", "--out", str(tmp_path / "run")])
-    assert code == 0, capsys.readouterr().err
+    code, out, err = _cli("evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--config",
+                          "prod_atom_4,syst_cc12m_seen_comp", "--limit", "2", "--bootstrap", "0", "--no-progress",
+                          "--cache-dir", "none", "--out", str(tmp_path / "run"), capsys=capsys)
+    assert code == 0, err
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     table = pq.read_table(tmp_path / "run" / "scores.parquet").to_pylist()
     assert {e["config"] for e in doc["results"]} == {"prod_atom_4", "syst_cc12m_seen_comp"}
@@ -252,23 +455,23 @@ def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Pat
     block = doc["summary"]["crepe"]  # the headline is the authors' recall@1, named as they name it
     assert block["headline"] == ["text", "acc_r"] and block["names"] == {"text": "R@1"}
     assert block["tie_policy"]["authors"] == "strict" and "torch.argsort" in block["tie_policy"]["rule"]
-    assert "R@1" in capsys.readouterr().out
+    assert "2 of 45 configs scored" in block["notes"][0]
+    assert "R@1" in out
 
 
 @pytest.mark.slow
 def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
     # `evaluate --dataset crepe` scores the `all` config once; the summary gives each leaf config's R@1
-    # (from the `leaf=` tag), as the authors report per config, beside the pooled `all`.
-    from vlprobe.cli import main
-
-    code = main(["evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--bootstrap", "0",
-                 "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run")])
-    assert code == 0, capsys.readouterr().err
+    # (from the `leaf=` tag), as the authors report per config.
+    code, _, err = _cli("evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--bootstrap", "0",
+                        "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run"), capsys=capsys)
+    assert code == 0, err
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [e["config"] for e in doc["results"]] == ["all"]
     table = pq.read_table(tmp_path / "run" / "scores.parquet").to_pylist()
-    rows = {r["config"]: r for r in doc["summary"]["crepe"]["rows"]}
-    assert set(crepe.BY_CONFIG) <= set(rows)
+    block = doc["summary"]["crepe"]
+    rows = {r["config"]: r for r in block["rows"]}
+    assert [r["config"] for r in block["rows"]] == list(facts.BENCHMARK.configs) and block["complete"]
     for config in ("prod_atom_4", "syst_laion_seen_combined", "syst_cc12m_seen_comp"):
         mine = [r for r in table if r["id"].startswith(f"{config}/")]
         r1 = np.mean([all(r["scores"][0][0] > v for v in r["scores"][0][1:]) for r in mine])
@@ -276,7 +479,7 @@ def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_pat
 
 
 @pytest.mark.slow
-def test_committed_card_spec_and_the_space_listing(built, repo_root: Path, tmp_path: Path) -> None:
+def test_committed_card_spec_and_the_space_listing(built, repo_root: Path) -> None:
     from vlprobe.demo.settings import Settings
     from vlprobe.publish import check_dataset_folder
 
@@ -287,20 +490,19 @@ def test_committed_card_spec_and_the_space_listing(built, repo_root: Path, tmp_p
     card = (out / "README.md").read_text()
     assert "only meaningful for models pretrained on CC12M, YFCC15M or LAION-400M" in card
     assert "CREPE's recall@1 is\n`text`" in card or "CREPE's recall@1 is `text`" in card
-    assert "not pinned yet" in card and UP.commit in card
+    assert "not pinned" not in card and UP.commit in card and "## What is not verified" in card
+    assert "| `prod_negate_4` | 1,262 | 1,181 | 0 | 0.0 | 98.9 |" in card
     assert str(out) in Settings(root=out.parent).dataset_folders()
 
 
-def test_offline_names_both_zips_and_their_urls(tmp_path: Path, monkeypatch, capsys) -> None:
-    from vlprobe.cli import main
-
+def test_offline_with_nothing_cached_names_both_zips_and_their_urls(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.delenv(UP.url_env, raising=False)
-    assert main(["build", "crepe", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")]) == 2
-    err = capsys.readouterr().err
-    assert "CREPE: 2 annotation file(s) are not in the cache" in err and "Traceback" not in err
-    for z in (crepe.SYST_ZIP, crepe.PROD_ZIP):
-        assert f"https://raw.githubusercontent.com/RAIVNLab/CREPE/{UP.commit}/data/{z}  (no pinned git blob hash yet)" in err
+    code, _, err = _cli("build", "crepe", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"), capsys=capsys)
+    assert code == 2 and "Traceback" not in err and "CREPE: cannot build" in err
+    for f in UP.files:
+        assert (f"https://raw.githubusercontent.com/RAIVNLab/CREPE/{UP.commit}/data/{f.path} (git blob {f.blob})" in err)
+    assert "a third-party copy, read only from --annotations DIR" in err
     assert not (tmp_path / "o").exists()
 
 
@@ -312,7 +514,7 @@ def test_bad_records_name_the_file_and_row(tmp_path: Path) -> None:
 
     zips = make_zips(tmp_path / "a", edit=bad_negatives)
     with pytest.raises(AnnotationError, match=r"prod_hard_negatives\.zip:prod_vg_hard_negs_swap_complexity_7\.csv "
-                                              r"row 1: hard_negs .* not a Python list of non-empty strings"):
+                                              r"row 1: hard_negs .* not a Python list \(or set\) of strings"):
         crepe.read_all(zips)
 
     def bad_region(name, rows):
@@ -332,3 +534,8 @@ def test_bad_records_name_the_file_and_row(tmp_path: Path) -> None:
     (zips / crepe.SYST_ZIP).write_bytes(b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
     with pytest.raises(AnnotationError, match=r"syst_hard_negatives\.zip: a Git LFS pointer, not the zip itself"):
         crepe.read_all(zips)
+    loose = tmp_path / "d" / crepe.BY_CONFIG["prod_atom_5"].loose
+    loose.parent.mkdir(parents=True)
+    loose.write_bytes(b"image_id,caption\n\xff\xfe,x\n")
+    with pytest.raises(AnnotationError, match=r"prod_vg_hard_negs_atom_complexity_5\.csv: not UTF-8 text"):
+        crepe.read_all(tmp_path / "d", ["prod_atom_5"])

@@ -265,8 +265,8 @@ def publish_staged(stage: str | Path, folder: str | Path) -> None:
 
 def record_data_files(folder: str | Path) -> Path | None:
     """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern
-    replaced by the files it matches now (a pattern that matches nothing is kept, so
-    ``load_dataset`` reports it as it would). ``datasets`` merges this file over the card, so the
+    replaced by the files it matches now (a pattern that matches nothing is kept where no other of
+    its config's does, so ``load_dataset`` reports it as it would). ``datasets`` merges this file over the card, so the
     cache key of ``load_dataset(folder, config)`` changes exactly when the files do (see the
     module doc). Configs with no file at all are left out while any config has files, so a
     folder built with some configs (``--configs``) loads those. Without a card declaring configs
@@ -297,16 +297,16 @@ def record_data_files(folder: str | Path) -> Path | None:
 
 
 def _resolve_data_files(folder: Path, entry: Any) -> tuple[Any, bool]:
-    """(``entry`` with its patterns replaced by the files they match, whether any file matched)."""
+    """(``entry`` with its patterns replaced by the files they match, whether any file matched). Where
+    some patterns match and others do not (a config that reads several configs' parquet, of which a
+    partial build wrote some), the ones that match nothing go: the config loads the configs built."""
     if not isinstance(entry, Mapping) or "path" not in entry:
         return entry, True
     patterns = [entry["path"]] if isinstance(entry["path"], str) else list(entry["path"])
-    files: list[str] = []
-    found = False
-    for pattern in patterns:
-        matched = sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file())
-        files += matched or [pattern]
-        found = found or bool(matched)
+    matches = [sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file())
+               for pattern in patterns]
+    found = any(matches)
+    files = [f for pattern, matched in zip(patterns, matches) for f in (matched or ([] if found else [pattern]))]
     return {**entry, "path": files}, found
 
 

@@ -12,9 +12,10 @@ its module under ``vlprobe/benchmarks/`` (:class:`~vlprobe.benchmarks.Benchmark`
 * :func:`summary_title`: the heading of one benchmark's block.
 
 Every value is a fraction in [0, 1], as the metric returns it (tables print percentages). A run whose
-settings depart from the authors' own (another tie policy, ``--modality``, a control, ``--limit``) gets
-``departures`` in its block, said in the heading; where only the tie policy differs, each row also
-carries ``authors``: its values under the authors' tie rule, from the entries' ``authors_rule``.
+settings depart from the authors' own (another tie policy, ``--modality``, a control, ``--limit``, items
+the authors do not score: a benchmark's ``caveat_tags``) gets ``departures`` in its block, said in the
+heading; where only the tie policy differs, each row also carries ``authors``: its values under the
+authors' tie rule, from the entries' ``authors_rule``.
 """
 
 from __future__ import annotations
@@ -229,9 +230,13 @@ def _mean_row(name: str, label: str, rows: list[dict[str, Any]], members: Sequen
         if theirs and len(theirs) == len(present):
             authors[k] = sum(theirs) / len(theirs)
     missing = [c for c in members if c not in have]
+    # a member that is itself a mean over fewer members than declared makes this mean one too
+    partial = [c for c in present if have[c].get("complete") is False]
     row = {"config": name, "split": split, "paper_config": name, "label": label, "aggregate": True,
-           "values": values, "over": present, "missing": missing, "complete": not missing,
+           "values": values, "over": present, "missing": missing, "complete": not missing and not partial,
            "from": f"unweighted mean of {len(present)} of {len(members)}"}
+    if partial:
+        row["partial"] = partial
     if authors:
         row["authors"] = authors
     if na:
@@ -276,10 +281,6 @@ def _config_rows(bench: Benchmark, entries: list[dict[str, Any]], modality: str 
             if framing is not None:
                 row["framing"] = framing.label
             rows.append(row)
-            tags = {str(t).lower() for t in (f.metrics.get("per_tag") or {})}
-            for marks, note in bench.caveat_tags:
-                if tags & set(marks):
-                    notes.append(f"{config}: {note}")
     if bench.splits:
         have = {(r["config"], r["split"]) for r in rows}
         missing = [f"{c}/{s}" for c in bench.configs for s in bench.splits if (c, s) not in have]
@@ -315,9 +316,12 @@ def _block(bench: Benchmark, entries: list[dict[str, Any]], settings: Mapping[st
             if not row["over"] or not (row["values"] or row.get("na")):
                 continue
             rows.append(row)
-            if not row["complete"]:
+            if row["missing"]:
                 notes.append(f"{group.label} over {len(row['over'])} of {len(group.members)} {noun} (missing: "
                              f"{', '.join(row['missing'])}): not the paper's {group.label}")
+            elif not row["complete"]:
+                notes.append(f"{group.label}: some of its members are means over fewer than theirs "
+                             f"({', '.join(row['partial'])}): not the paper's {group.label}")
     framings = {r.get("framing") for r in rows}
     notes += [f.note for f in bench.framings if f.note and f.label in framings]
     block: dict[str, Any] = {"benchmark": bench.name, "source": bench.source, "headline": headline, "rows": rows,
@@ -333,16 +337,24 @@ def _block(bench: Benchmark, entries: list[dict[str, Any]], settings: Mapping[st
         block["tie_policy"] = {"authors": rule.policy, "rule": rule.rule}
         if settings.get("ties"):
             block["tie_policy"]["run"] = settings["ties"]
-    departures = _departures(bench, settings, modality)
+    tags = {str(t).lower() for e in entries for t in (e["metrics"].get("per_tag") or {})}
+    departures = _departures(bench, settings, modality, tags)
     if departures:
         block["departures"] = departures
     return block
 
 
-def _departures(bench: Benchmark, settings: Mapping[str, Any], modality: str | None) -> list[dict[str, Any]]:
+def _departures(bench: Benchmark, settings: Mapping[str, Any], modality: str | None,
+                tags: Iterable[str] = ()) -> list[dict[str, Any]]:
     """How the run departs from the authors' own setting, one entry each: ``{"setting", "run",
-    "authors", "note"}`` (``authors``: their value of the setting, where they have one)."""
+    "authors", "note"}`` (``authors``: their value of the setting, where they have one). ``tags``: the
+    per-tag results' names of the run's entries; a benchmark's ``caveat_tags`` among them (items its
+    authors do not score: VALSE's invalid ones, VL-CheckList's records past the first MAX_NUM/2) is one."""
     out = []
+    for marks, note in bench.caveat_tags:
+        found = sorted(set(tags) & set(marks))
+        if found:
+            out.append({"setting": "items", "run": ", ".join(found), "authors": None, "note": note})
     rule = bench.tie_rule_for(modality)
     ties = settings.get("ties")
     if rule is not None and ties and ties != rule.policy:

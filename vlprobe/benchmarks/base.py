@@ -110,6 +110,15 @@ class Upstream:
     files: tuple[UpstreamFile, ...]
     url_env: str  # environment variable overriding the base URL
     license: str = ""
+    # A copy kept by someone other than the benchmark's authors, accepted in place of upstream files
+    # only when the user has it (``--annotations DIR``), never fetched: ``third_party`` says whose it is
+    # and what is known of it (CREPE's productivity CSVs).
+    third_party: str = ""
+
+    @property
+    def fetched(self) -> bool:
+        """Whether a build may download these files (a third-party copy is read only where the user has it)."""
+        return not self.third_party
 
     @property
     def default_url(self) -> str:
@@ -126,7 +135,7 @@ class Upstream:
         if unknown:
             raise KeyError(f"{self.benchmark}: no pinned annotation file(s) {unknown}")
         return Upstream(self.benchmark, self.repo, self.commit, self.folder, tuple(by_path[p] for p in paths),
-                        self.url_env, self.license)
+                        self.url_env, self.license, self.third_party)
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,9 @@ class Benchmark:
     hub_id: str | None = None  # where the dataset itself is published, when it is
     aliases: tuple[str, ...] = ()  # other names its folders went by, for runs and folders from before recording
     upstream: Upstream | None = None  # the pinned annotation files
+    # third-party copies of some upstream files (each pinned to its own hashes), read from --annotations
+    # in their place where the upstream file is not there (CREPE's productivity CSVs)
+    copies: tuple[Upstream, ...] = ()
     counts: Mapping[str, int] = field(default_factory=dict)  # rows per config in the pinned files
     citation: str = ""
 

@@ -1,25 +1,31 @@
 """``vlprobe build crepe``: CREPE (Ma, Hong, Gul, Gandhi, Gao, Krishna; 2023) as a Hub dataset
 folder, from ``data/syst_hard_negatives.zip`` and ``data/prod_hard_negatives.zip`` of
-github.com/RAIVNLab/CREPE at a pinned commit and the Visual Genome images.
+github.com/RAIVNLab/CREPE at the pinned commit (or, for productivity, the 27 CSVs loose from the
+third-party copy the benchmark module pins), and the Visual Genome images.
 
 Each zip holds CSV files; the authors' evaluation code (``crepe_eval_utils.BaseCsvDataset``,
 ``crepe_compo_eval_open_clip.py``, ``crepe_prod_eval_*.py``) reads, per row, ``image_id`` (a Visual
 Genome image), the region ``x, y, width, height`` it crops out of that image, the true ``caption`` and
-a Python-literal list of hard negatives (``hard_negs`` for productivity; ``valid_hard_negs_atom``,
-``valid_hard_negs_comp`` or ``valid_hard_negs_combined`` for systematicity), and ranks ``[caption] + negatives`` for the cropped
-region: recall@1 is the share of rows whose caption ranks first. Here each row is 1 image (the
-cropped region, stored as PNG) x ``[caption, *negatives]`` with gold ``[[1, 0, ..., 0]]`` (a ``gold``
-column, since k may vary); vlprobe's ``text`` (= ``set_acc`` on these items) is CREPE's recall@1.
+a Python literal of hard negatives (``hard_negs`` for productivity; ``valid_hard_negs_atom``,
+``valid_hard_negs_comp`` or ``valid_hard_negs_combined`` for systematicity) with ``ast.literal_eval``,
+then ``list(...)`` of it, and ranks ``[caption] + negatives`` for the cropped region: recall@1 is the
+share of rows whose caption ranks first. Here each row is 1 image (the cropped region, stored as PNG) x
+``[caption, *negatives]`` with gold ``[[1, 0, ..., 0]]`` (a ``gold`` column, since k may vary);
+vlprobe's ``text`` (= ``set_acc`` on these items) is CREPE's recall@1.
+
+A negatives literal may be a list or a Python **set** (3,768 productivity rows are). It is read from
+its syntax tree, never evaluated: a list, tuple or set of string constants, no longer than
+:data:`MAX_FIELD` characters. A set's strings are kept in the order the literal writes them, each
+once (a set holds each once; the authors' ``list(set)`` order is Python's, arbitrary from run to run,
+which the strict recall@1 does not depend on: the caption must beat every negative, in any order).
 
 Configs: systematicity ``syst_<pretraining>_<seen|unseen>_<atom|comp|combined>`` (18: one CSV per
 pretraining set and compound split, one config per negative type; ``combined`` is atom + comp where a
 CSV has no column of its own), productivity ``prod_<atom|swap|negate>_<4..12>`` (27), ``prod_<type>`` (a
-type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 45).
-
-The two zips are not pinned by hash yet (vlprobe has had no copy of them): a build computes their git
-blob hashes, writes them to ``data/BUILD.md`` and warns once (:func:`upstream.warn_unpinned`). The pins,
-the tie rule and the names of the metrics are CREPE's benchmark module's (:mod:`vlprobe.benchmarks.crepe`);
-the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 45). A build makes the
+configs whose file is at hand (:meth:`Builder.config_files`; the flow names the others and where to get
+them). Pins, counts and the names of the metrics are CREPE's benchmark module's
+(:mod:`vlprobe.benchmarks.crepe`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
 """
 
 from __future__ import annotations
@@ -38,25 +44,22 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import crepe as facts
+from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset_folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards
-from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, upstream_values
+from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
 
 SOURCE = "visual_genome"
-SYST_ZIP = "syst_hard_negatives.zip"
-PROD_ZIP = "prod_hard_negatives.zip"
-PRETRAINING = {"cc12m": "CC12M", "yfcc": "YFCC15M", "laion": "LAION-400M"}
-COMPOUNDS = ("seen", "unseen")
-SYST_TYPES = ("atom", "comp", "combined")  # combined: atom + comp (the README)
 COMBINED, COMBINED_FROM = "valid_hard_negs_combined", ("valid_hard_negs_atom", "valid_hard_negs_comp")
-PROD_TYPES = ("atom", "swap", "negate")
-COMPLEXITIES = tuple(range(4, 13))
 _REGION = ("x", "y", "width", "height")
+# The longest negatives literal a row may have, in characters (the pinned files' longest is under 2,000):
+# a bound, so that a damaged or hostile file cannot make the parser work without end.
+MAX_FIELD = 65_536
 
 
 @dataclass(frozen=True)
 class Part:
-    """One leaf config: the negatives of one column of one CSV of one zip."""
+    """One leaf config: the negatives of one column of one CSV, in a zip (or, productivity, loose)."""
 
     config: str
     family: str  # systematicity / productivity
@@ -67,6 +70,7 @@ class Part:
     pretraining: str = ""
     compounds: str = ""
     complexity: int | None = None
+    loose: str | None = None  # the third-party copy's path of the same CSV (productivity)
 
 
 # File and column names as the authors' scripts build them (crepe_compo_eval_open_clip.gather_params,
@@ -77,9 +81,10 @@ PARTS: tuple[Part, ...] = tuple(
     for p in PRETRAINING for c in COMPOUNDS for t in SYST_TYPES
 ) + tuple(
     Part(f"prod_{t}_{n}", "productivity", PROD_ZIP, f"prod_vg_hard_negs_{t}_complexity_{n}.csv", "hard_negs", t,
-         complexity=n)
+         complexity=n, loose=facts.prod_csv(t, n))
     for t in PROD_TYPES for n in COMPLEXITIES
 )
+assert tuple(p.config for p in PARTS) == facts.BENCHMARK.configs
 BY_CONFIG = {p.config: p for p in PARTS}
 AGGREGATES: dict[str, tuple[str, ...]] = {
     "all": tuple(p.config for p in PARTS),  # what a plain `vlprobe evaluate --dataset crepe` scores, each row once
@@ -113,7 +118,7 @@ tags: [leaf, family, negative_type, complexity, pretraining, compounds]
 """
 
 
-# ---- reading the zips -------------------------------------------------------------------------------
+# ---- reading the files ------------------------------------------------------------------------------
 def zip_members(path: Path) -> dict[str, str]:
     """Base name -> member of the CSV files in one of CREPE's zips (whatever folder holds them); a
     base name found twice is refused, since the authors' scripts name files by base name only."""
@@ -141,13 +146,22 @@ def zip_members(path: Path) -> dict[str, str]:
     return out
 
 
-def read_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[dict[str, str]]:
+def parse_csv(data: bytes, where: str) -> list[dict[str, str]]:
+    """A CSV file's rows as the authors' ``pandas.read_csv`` sees them (header row, UTF-8)."""
+    try:
+        return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
+    except UnicodeDecodeError as err:
+        raise AnnotationError(f"{where}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except csv.Error as err:  # e.g. a field over the csv module's limit (131,072 characters)
+        raise AnnotationError(f"{where}: not a readable CSV file: {err}") from None
+
+
+def read_zip_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[dict[str, str]]:
     if name not in members:
         shown = ", ".join(sorted(members)[:6]) + (" ..." if len(members) > 6 else "")
         raise AnnotationError(f"{zip_path.name}: no file {name} (the zip's CSV files: {shown or 'none'})")
     with zipfile.ZipFile(zip_path) as zf:
-        text = zf.read(members[name]).decode("utf-8-sig")
-    return list(csv.DictReader(io.StringIO(text)))
+        return parse_csv(zf.read(members[name]), f"{zip_path.name}:{name}")
 
 
 def _number(value: Any, where: str, field: str, whole: bool = False) -> float:
@@ -160,14 +174,30 @@ def _number(value: Any, where: str, field: str, whole: bool = False) -> float:
     return f
 
 
-def _negatives(value: Any, where: str, column: str) -> list[str]:
+def negatives_literal(value: Any, where: str, column: str) -> tuple[list[str], bool]:
+    """(the strings of a negatives literal, whether it is a set), read from its syntax tree as
+    ``ast.literal_eval`` would read it, without evaluating anything: a list, tuple or set of string
+    constants, at most :data:`MAX_FIELD` characters. A set's strings come in the order the literal
+    writes them, each once (``literal_eval`` builds a set, which holds each once; iterating it, as the
+    authors' ``list(...)`` does, gives an order that changes from run to run)."""
+    if not isinstance(value, str):
+        raise AnnotationError(f"{where}: {column} is missing")
+    if len(value) > MAX_FIELD:
+        raise AnnotationError(f"{where}: {column} is {len(value):,} characters long, more than a list of negatives "
+                              f"may be ({MAX_FIELD:,})")
     try:
-        parsed = ast.literal_eval(value) if isinstance(value, str) else None
-    except (ValueError, SyntaxError):
-        parsed = None
-    if not isinstance(parsed, (list, tuple)) or not all(isinstance(t, str) and t.strip() for t in parsed):
-        raise AnnotationError(f"{where}: {column} {str(value)[:80]!r} is not a Python list of non-empty strings")
-    return list(parsed)
+        node = ast.parse(value.lstrip(" \t"), mode="eval").body  # literal_eval strips the same
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        node = None
+    if not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or not all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        raise AnnotationError(f"{where}: {column} {value[:80]!r} is not a Python list (or set) of strings")
+    texts = [e.value for e in node.elts]
+    if isinstance(node, ast.Set):
+        texts = list(dict.fromkeys(texts))
+    if not all(t.strip() for t in texts):
+        raise AnnotationError(f"{where}: {column} holds an empty string")
+    return texts, isinstance(node, ast.Set)
 
 
 def derives_combined(rows: list[dict[str, str]], part: Part) -> bool:
@@ -177,12 +207,17 @@ def derives_combined(rows: list[dict[str, str]], part: Part) -> bool:
     return part.negatives == COMBINED and bool(rows) and COMBINED not in rows[0]
 
 
-def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, Any]], list[int]]:
-    """One leaf config's rows (without image bytes), and the CSV rows left out because their list
-    of negatives is empty (a 1 x 1 item has nothing to rank; the authors' code would rank the
-    caption first and count it right)."""
+def _has_upper(text: str) -> bool:
+    return any(ch.isupper() for ch in text)
+
+
+def read_part(rows: list[dict[str, str]], part: Part, where_file: str) -> tuple[list[dict[str, Any]], list[int],
+                                                                                 dict[str, int]]:
+    """One leaf config's rows (without image bytes); the CSV rows left out because their list of
+    negatives is empty (a 1 x 1 item has nothing to rank; the authors' code would rank the caption first
+    and count it right); and what the rows hold (:class:`vlprobe.benchmarks.crepe.ProdFacts`' counts)."""
     out, empty = [], []
-    where_file = f"{part.zip}:{part.csv}"
+    quirks = dict.fromkeys(("set_literals", "caption_is_negative", "upper_case_rule", "lower_case_rule"), 0)
     derived = derives_combined(rows, part)
     columns = COMBINED_FROM if derived else (part.negatives,)
     for n, rec in enumerate(rows):
@@ -199,10 +234,19 @@ def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, An
         x, y, w, h = (_number(rec[c], where, c) for c in _REGION)
         if w <= 0 or h <= 0:
             raise AnnotationError(f"{where}: the region's width and height must be positive, got {w} x {h}")
-        negatives = [t for c in columns for t in _negatives(rec[c], where, c)]
+        negatives: list[str] = []
+        as_set = False
+        for c in columns:
+            texts, is_set = negatives_literal(rec[c], where, c)
+            negatives += texts
+            as_set |= is_set
+        quirks["set_literals"] += as_set
         if not negatives:
             empty.append(n)
             continue
+        quirks["caption_is_negative"] += caption in negatives
+        quirks["upper_case_rule"] += _has_upper(caption) and not any(_has_upper(t) for t in negatives)
+        quirks["lower_case_rule"] += not _has_upper(caption) and all(_has_upper(t) for t in negatives)
         out.append({
             "id": f"{part.config}/{n}", "index": n, "leaf": part.config, "family": part.family,
             "negative_type": part.negative_type, "pretraining": part.pretraining, "compounds": part.compounds,
@@ -211,27 +255,41 @@ def read_part(rows: list[dict[str, str]], part: Part) -> tuple[list[dict[str, An
             "negatives": negatives, "n_negatives": len(negatives), "gold": [[1] + [0] * len(negatives)],
             "_images": (("image", SOURCE, f"{image_id}.jpg"),),
         })
-    return out, empty
+    return out, empty, quirks
 
 
-def read_all(annotations: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, int], dict[str, list[int]],
-                                         list[str]]:
-    """Rows per leaf config, rows per CSV file, the rows left out (empty negative lists), and the
-    `combined` configs whose negatives were derived as atom + comp (:func:`derives_combined`)."""
-    members = {z: zip_members(annotations / z) for z in (SYST_ZIP, PROD_ZIP)}
+def read_all(annotations: Path, configs: Sequence[str] | None = None, files: frozenset[str] | None = None) -> dict[str, Any]:
+    """The rows of ``configs`` (default: every one), each from its zip where ``files`` holds it, else from
+    its loose CSV (productivity); with what the build report says of them: rows per CSV file, the rows
+    left out (empty negative lists), the `combined` configs derived as atom + comp
+    (:func:`derives_combined`), where each config was read from, and per config the counts of
+    :class:`vlprobe.benchmarks.crepe.ProdFacts`."""
+    parts = [BY_CONFIG[c] for c in (configs or BY_CONFIG)]
+    if files is None:  # whatever the folder holds
+        files = frozenset(p for p in (SYST_ZIP, PROD_ZIP, *(x.loose for x in PARTS if x.loose))
+                          if p and (annotations / p).is_file())
+    members: dict[str, dict[str, str]] = {}
     cache: dict[tuple[str, str], list[dict[str, str]]] = {}
-    rows, in_file, empty, derived = {}, {}, {}, []
-    for part in PARTS:
-        key = (part.zip, part.csv)
-        if key not in cache:
-            cache[key] = read_csv(annotations / part.zip, part.csv, members[part.zip])
-        rows[part.config], left_out = read_part(cache[key], part)
-        in_file[part.config] = len(cache[key])
+    out: dict[str, Any] = {"rows": {}, "in_file": {}, "empty": {}, "derived": [], "read_from": {}, "quirks": {}}
+    for part in parts:
+        if part.zip in files or part.loose not in files:  # the upstream zip first
+            if part.zip not in members:
+                members[part.zip] = zip_members(annotations / part.zip)
+            key, where = (part.zip, part.csv), f"{part.zip}:{part.csv}"
+            if key not in cache:
+                cache[key] = read_zip_csv(annotations / part.zip, part.csv, members[part.zip])
+        else:
+            key, where = ("", part.loose), part.loose
+            if key not in cache:
+                cache[key] = parse_csv((annotations / part.loose).read_bytes(), part.loose)
+        out["rows"][part.config], left_out, out["quirks"][part.config] = read_part(cache[key], part, where)
+        out["in_file"][part.config] = len(cache[key])
+        out["read_from"][part.config] = where
         if left_out:
-            empty[part.config] = left_out
+            out["empty"][part.config] = left_out
         if derives_combined(cache[key], part):
-            derived.append(part.config)
-    return rows, in_file, empty, derived
+            out["derived"].append(part.config)
+    return out
 
 
 def crop(row: Mapping[str, Any], column: str, data: bytes) -> bytes:
@@ -266,12 +324,27 @@ def card_yaml() -> dict[str, Any]:
     )
 
 
+def _pct(n: int, d: int) -> str:
+    return f"{100 * n / d:.1f}" if d else "-"
+
+
 def card_values() -> dict[str, Any]:
     syst = [{"config": p.config, "pretraining": PRETRAINING[p.pretraining], "compounds": p.compounds,
              "type": p.negative_type, "csv": p.csv, "column": p.negatives} for p in PARTS if p.family == "systematicity"]
     prod = [{"type": t, "configs": f"`prod_{t}_4` ... `prod_{t}_12`",
              "csv": f"{t}/prod_vg_hard_negs_{t}_complexity_<n>.csv"} for t in PROD_TYPES]
-    return dict(syst=syst, prod=prod, citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
+    counts = [{"config": c, "rows": f"{f.rows:,}", "sets": f"{f.set_literals:,}", "same": f"{f.caption_is_negative:,}",
+               "upper": _pct(f.upper_case_rule, f.rows), "lower": _pct(f.lower_case_rule, f.rows)}
+              for c, f in facts.PROD_FACTS.items()]
+    total = {k: sum(getattr(f, k) for f in facts.PROD_FACTS.values()) for k in facts.ProdFacts._fields}
+    negate = [f for c, f in facts.PROD_FACTS.items() if c.startswith("prod_negate_")]
+    third = facts.PROD_CSVS
+    return dict(syst=syst, prod=prod, counts=counts, total={k: f"{v:,}" for k, v in total.items()},
+                negate_rows=f"{sum(f.rows for f in negate):,}", negate_lower=f"{sum(f.lower_case_rule for f in negate):,}",
+                atom_rows=f"{sum(f.rows for c, f in facts.PROD_FACTS.items() if c.startswith('prod_atom_')):,}",
+                third_repo=third.repo, third_commit=third.commit, third_note=third.third_party,
+                third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files],
+                citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
 
 
 def write_card(out: Path) -> Path:
@@ -282,29 +355,46 @@ def _shown(items: list, first: int = 5) -> str:
     return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
 
 
-def report(counts: dict[str, int], skipped: Mapping[str, Sequence[str]], in_file: dict[str, int],
-           empty: dict[str, list[int]], ks: dict[str, dict[int, int]], derived: Sequence[str] = ()) -> list[str]:
-    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out and the files used)."""
-    lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(counts)} leaf configs (the aggregates "
-             f"{', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
+def report(counts: dict[str, int], skipped: Mapping[str, Sequence[str]], read: Mapping[str, Any],
+           ks: dict[str, dict[int, int]]) -> list[str]:
+    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built and
+    the files used). ``read``: :func:`read_all`'s account."""
+    built = [p for p in PARTS if p.config in read["in_file"]]
+    lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(built)} of {len(PARTS)} leaf configs (the "
+             f"aggregates {', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
              "Rows per config against the rows of its CSV file; k is the number of hard negatives per row "
-             "(the authors' `crepe_prod_eval_*.py` scripts slice 6 texts per image, i.e. assume k = 5).", "",
-             "| config | rows | rows in the CSV | left out: no negatives | left out: image missing | k (rows) |",
-             "|---|---:|---:|---:|---:|---|"]
-    for p in PARTS:
+             "(the authors' `crepe_prod_eval_*.py` scripts slice 6 texts per image, i.e. assume k = 5); "
+             "\"set literals\" counts the rows whose negatives are written as a Python set (read in the order "
+             "written, each once).", "",
+             "| config | rows | rows in the CSV | left out: no negatives | left out: image missing | k (rows) "
+             "| set literals | read from |",
+             "|---|---:|---:|---:|---:|---|---:|---|"]
+    for p in built:
         k = ", ".join(f"{n}: {c:,}" for n, c in sorted(ks.get(p.config, {}).items()))
-        lines.append(f"| `{p.config}` | {counts.get(p.config, 0):,} | {in_file[p.config]:,} | "
-                     f"{len(empty.get(p.config, [])):,} | {len(skipped.get(p.config, [])):,} | {k} |")
-    if derived:
+        lines.append(f"| `{p.config}` | {counts.get(p.config, 0):,} | {read['in_file'][p.config]:,} | "
+                     f"{len(read['empty'].get(p.config, [])):,} | {len(skipped.get(p.config, [])):,} | {k} | "
+                     f"{read['quirks'][p.config]['set_literals']:,} | `{read['read_from'][p.config]}` |")
+    lines += ["", "## What the texts give away", "",
+              "Of the rows read (before any is left out for a missing image): rows whose caption is also one of "
+              "their negatives (always a tie, so never right under the strict rule), and how far a rule that "
+              "looks at no image gets on casing alone (strict: right only when the caption alone has upper case, "
+              "or alone has none). In `prod_negate_*` the caption is usually the only text without upper case.", "",
+              "| config | rows | caption = a negative | \"the text with upper case\" | \"the text without\" |",
+              "|---|---:|---:|---:|---:|"]
+    for p in built:
+        q, n = read["quirks"][p.config], len(read["rows"][p.config])  # every row read (the build may leave some out)
+        lines.append(f"| `{p.config}` | {n:,} | {q['caption_is_negative']:,} | {_pct(q['upper_case_rule'], n)}% | "
+                     f"{_pct(q['lower_case_rule'], n)}% |")
+    if read["derived"]:
         lines += ["", "## `combined` negatives built as atom + comp", "",
                   f"The CSV files of these configs have no `{COMBINED}` column, so each row's negatives are its "
                   "`valid_hard_negs_atom` list followed by its `valid_hard_negs_comp` list (the README's "
-                  "\"combined (atom+comp)\"): " + ", ".join(f"`{c}`" for c in derived) + "."]
-    if empty:
+                  "\"combined (atom+comp)\"): " + ", ".join(f"`{c}`" for c in read["derived"]) + "."]
+    if read["empty"]:
         lines += ["", "## Rows left out: no negatives", "",
                   "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
                   "nothing to rank (the authors' code would rank the caption first and count it right).", ""]
-        lines += [f"- `{c}`: {len(rows)} row(s): {_shown(rows)}" for c, rows in empty.items()]
+        lines += [f"- `{c}`: {len(rows)} row(s): {_shown(rows)}" for c, rows in read["empty"].items()]
     return lines
 
 
@@ -312,8 +402,10 @@ def report(counts: dict[str, int], skipped: Mapping[str, Sequence[str]], in_file
 class Builder(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("CREPE (Ma et al. 2023): systematicity and productivity, 1 Visual Genome region x (1 + k) texts, "
-            "from the upstream zips at a pinned commit")
-    what = f"{SYST_ZIP} and {PROD_ZIP}"
+            "from the upstream zips at a pinned commit (or the productivity CSVs loose)")
+    what = (f"{SYST_ZIP} and {PROD_ZIP}, or in place of the latter the 27 productivity CSVs loose as "
+            f"prod_hard_negatives/<type>/<file>.csv (the third-party copy github.com/{facts.PROD_CSVS.repo}, "
+            "checked against its own hashes)")
     sources = (SOURCE,)
     images_help = ("images root: a folder holding Visual Genome's VG_100K/ and VG_100K_2/ (or images.zip, "
                    "images2.zip); a flat folder of the <image_id>.jpg files: --image-dir visual_genome=FOLDER")
@@ -321,15 +413,14 @@ class Builder(UpstreamBuilder):
                      "Visual Genome's hosts (cs.stanford.edu/people/rak248/VG_100K[_2]/)")
     spec_yaml = SPEC_YAML
 
+    def config_files(self) -> dict[str, Needs]:
+        """Each config reads one CSV: in its zip, or (productivity) loose from the third-party copy."""
+        return {p.config: ((p.zip, p.loose) if p.loose else (p.zip,),) for p in PARTS}
+
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        rows, in_file, empty, derived = read_all(folder)
-        ks: dict[str, dict[int, int]] = {}
-        for config, rs in rows.items():
-            for r in rs:
-                ks.setdefault(config, {}).setdefault(r["n_negatives"], 0)
-                ks[config][r["n_negatives"]] += 1
-        return Annotations({c: {SPLIT: rs} for c, rs in rows.items()},
-                           {"in_file": in_file, "empty": empty, "ks": ks, "derived": derived})
+        selection = args.selection
+        read = read_all(folder, selection.configs, selection.files)
+        return Annotations({c: {SPLIT: list(rs)} for c, rs in read["rows"].items()}, {"read": read})
 
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
@@ -341,9 +432,13 @@ class Builder(UpstreamBuilder):
         return write_card(out)
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        f = plan.annotations.facts
         counts = {c: sum(n.values()) for c, n in plan.counts().items()}
-        return report(counts, plan.skipped, f["in_file"], f["empty"], f["ks"], f["derived"])
+        ks: dict[str, dict[int, int]] = {}  # of the rows built
+        for config, splits in plan.annotations.rows.items():
+            for r in splits[SPLIT]:
+                ks.setdefault(config, {}).setdefault(r["n_negatives"], 0)
+                ks[config][r["n_negatives"]] += 1
+        return report(counts, plan.skipped, plan.annotations.facts["read"], ks)
 
 
 BUILDER = Builder()

@@ -3,30 +3,42 @@
 VL-CheckList) is an :class:`UpstreamBuilder` that says only what is its own: which files, how a record
 becomes a row, its card and its build report. The flow, in order:
 
-1. **resolve the files** (:func:`vlprobe.builders.upstream.annotation_folder`): ``--annotations DIR``,
-   else the cache, else the benchmark's upstream at its pinned commit;
+1. **resolve the files** (:mod:`vlprobe.builders.upstream`): ``--annotations DIR``, else the cache, else
+   the benchmark's upstream at its pinned commit;
 2. **verify the pins**: each file against its git blob hash (a file not pinned yet is hashed and
    reported, with one warning);
 3. **read the rows** (:meth:`UpstreamBuilder.read`): rows per config and split, each naming its images
    (``_images``: ``(column, source, file)`` per image); ids checked unique within each config and split
-   and across the configs a pooled config reads together;
+   and across the configs a pooled config reads together; ``--configs`` keeps the configs asked for;
 4. **check the images**: every file looked up before anything is written; a missing one stops the
    build with a report per source, unless ``--skip-missing-images`` (its rows are then left out and
-   counted); a build left with no row is refused.
+   counted); a build left with no row is refused. Where a builder keeps only the first N rows of each
+   of its units (:attr:`Annotations.first`: VL-CheckList's ``MAX_NUM``), they are the first N *whose
+   images can be had*, as a loader that skips a record without its image before it counts.
 
-Steps 1-4 are :meth:`UpstreamBuilder.plan`, which writes nothing: a ``--dry-run`` option is a print of
-its :class:`Plan`. Then :meth:`UpstreamBuilder.build`:
+Steps 1-4 are :meth:`UpstreamBuilder.plan`, which writes nothing. ``--dry-run`` stops there, before any
+image is looked at: it prints what ``data/BUILD.md`` would say (rows per config, the files missing) and
+lists the image files the rows need (``--image-list``), so a user knows what to fetch. Then
+:meth:`UpstreamBuilder.build`:
 
 5. **stream and stage**: each config's rows to parquet in a staging folder, image bytes read and
    checked a chunk at a time (and converted where the builder stores something else, CREPE's region);
-6. **publish**: the staging folder moved in (a failed build leaves the folder as it was), then the
-   card, ``vlprobe.yaml`` recording the benchmark (:func:`vlprobe.dataset_folder.write_spec`), and
-   ``data/BUILD.md``: rows per config against the pinned files', the rows left out, the annotation
-   files used with their hashes.
+6. **publish**: the staging folder moved in (a failed build leaves the folder as it was; the folder then
+   holds this build's configs only), then the card, ``vlprobe.yaml`` recording the benchmark
+   (:func:`vlprobe.dataset_folder.write_spec`), and ``data/BUILD.md``: rows per config against the
+   pinned files', the rows left out, the configs not built or built in part, the annotation files used
+   with their hashes.
 
-A partial build is a builder whose :meth:`~UpstreamBuilder.files` and :meth:`~UpstreamBuilder.read`
-return fewer configs (BLA's ``--skip-finetune``): the card still declares every config, and a config
-with no files is left out of what loads (:func:`vlprobe.dataset_folder.record_data_files`).
+**Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`)
+builds the configs whose files are at hand: a config with none of its files is left out, one with some
+of them is built from those (VL-CheckList's leaves read several corpus files), and both are named, with
+where to get what is missing, in the log and in ``data/BUILD.md``; only a config asked for by name
+(``--configs``) that cannot be built at all stops the build, or a build with nothing to build. A file
+may stand for another (a third-party copy of an upstream file, :attr:`Benchmark.copies`, read from
+``--annotations DIR`` only). A builder that does not say needs every file (the rule before partial
+builds); ``--configs`` then keeps the configs asked for from what it read. The card still declares
+every config, and a config with no files is left out of what loads
+(:func:`vlprobe.dataset_folder.record_data_files`).
 """
 
 from __future__ import annotations
@@ -49,21 +61,40 @@ from . import AnnotationError, cards, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
 Rows = dict[str, dict[str, list[dict[str, Any]]]]  # config -> split -> rows
+# Per config, the files it reads: one entry per file, each the paths any one of which will do (an upstream
+# file, or a third-party copy standing in for it).
+Needs = tuple[tuple[str, ...], ...]
 
 
 @dataclass
 class Annotations:
     """What a builder read: ``rows`` per config and split (each row's ``_images`` naming its images),
-    and whatever else its card and build report need (``facts``)."""
+    and whatever else its card and build report need (``facts``). ``first``: keep only the first
+    ``first`` rows of each unit (rows name theirs in ``_unit``; the order is the list's) whose images can
+    be had; None keeps every row."""
 
     rows: Rows
     facts: dict[str, Any] = field(default_factory=dict)
+    first: int | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What :meth:`UpstreamBuilder.read` is asked to read (``args.selection``): the leaf configs of this
+    build, and the annotation files at hand (paths; every pinned file for a builder that needs them all)."""
+
+    configs: tuple[str, ...]
+    files: frozenset[str]
+
+    def has(self, path: str) -> bool:
+        return path in self.files
 
 
 @dataclass
 class Plan:
     """A build up to the point where it would write: the annotation folder, the files read (path, git
-    blob hash, size, pinned or not), the rows, the images missing and the rows they leave out."""
+    blob hash, size, pinned or not, their set), the files missing and what they leave unbuilt, the rows,
+    the images missing and the rows they leave out."""
 
     folder: Path
     files: list[dict[str, Any]]
@@ -71,10 +102,27 @@ class Plan:
     missing: imgs.MissingReport
     skipped: dict[str, list[str]]  # "<config>" or "<config>/<split>" -> "<id> (<files>)" of each row left out
     resolvers: dict[str, imgs.ImageResolver]
+    absent: dict[str, tuple[Any, Upstream, str]] = field(default_factory=dict)  # path -> (pin, set, why)
+    unbuilt: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (none at hand)
+    partial: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (built from the rest)
+    past_first: dict[str, int] = field(default_factory=dict)  # config -> rows after the first N of their units
+    images_checked: bool = True  # False: a dry run, which looks no image up unless told where they are
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Rows per config and split that the build would write."""
         return {c: {s: len(rows) for s, rows in splits.items()} for c, splits in self.annotations.rows.items()}
+
+
+@dataclass
+class _Unit:
+    """The rows of one unit of one config's split (:attr:`Annotations.first`), and how far they were taken."""
+
+    config: str
+    split: str
+    where: str
+    rows: list[dict[str, Any]]
+    taken: int = 0
+    kept: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _log(msg: str) -> None:
@@ -110,7 +158,13 @@ class UpstreamBuilder:
         assert self.benchmark.upstream is not None, f"{self.name}: the benchmark pins no upstream files"
         return self.benchmark.upstream
 
+    def config_files(self) -> Mapping[str, Needs] | None:
+        """Per leaf config, the files it reads (:data:`Needs`), so that a build goes on with the configs
+        whose files are at hand; None (the default): every config needs every file."""
+        return None
+
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        """The rows of ``args.selection`` (a :class:`Selection`) from the files in ``folder``."""
         raise NotImplementedError
 
     def config_decls(self) -> list[ConfigDecl]:
@@ -131,12 +185,12 @@ class UpstreamBuilder:
         return dict(self.benchmark.counts)
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        """``data/BUILD.md``'s account of the rows (the flow adds the rows left out and the files used)."""
+        """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built
+        and the files used)."""
         return count_lines({c: sum(n.values()) for c, n in plan.counts().items()}, self.expected(args))
 
     def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
-        """Once the parquet is in, before the card, which records the files (a partial build removes
-        what an earlier build left)."""
+        """Once the parquet is in, before the card, which records the files."""
 
     # ---- the flow -----------------------------------------------------------------------------
     def _source_names(self) -> list[str]:
@@ -147,57 +201,228 @@ class UpstreamBuilder:
         upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=self._source_names(),
                                images_help=self.images_help or images_help(specs),
                                download_help=self.download_help or download_help(specs), default_out=Path(self.name))
+        parser.add_argument("--configs", default=None, metavar="NAME[,NAME...]",
+                            help="build only these configs (leaves, or configs that read several, such as all); "
+                                 "default: every config whose annotation files are at hand")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="read and check the annotations (fetched as for a build), print the rows per config "
+                                 "and the files missing, and list the image files the rows need (--image-list); fetch "
+                                 "no image, look none up unless told where they are (--images, --image-dir), write no "
+                                 "dataset")
+        parser.add_argument("--image-list", type=Path, default=None, metavar="FILE",
+                            help="where --dry-run lists the image files needed, one per line as "
+                                 "source<TAB>file<TAB>rows<TAB>found ('-': standard output; default: <out>.images.tsv)")
         self.add_options(parser)
 
-    def plan(self, args: argparse.Namespace) -> Plan:
-        """Steps 1-4 (the module doc): everything read and checked, nothing written."""
-        start = time.perf_counter()
-        pinned = self.files(args)
-        folder = upstream.annotation_folder(pinned, args.annotations, cache_dir=args.cache_dir,
-                                            base_url=getattr(args, "annotations_url", None), retries=args.retries,
-                                            log=_log)
-        files = upstream.file_records(pinned, folder)
-        annotations = self.read(folder, args)
+    def _leaves(self) -> list[str]:
+        """The configs with parquet of their own, in the card's order."""
+        return [d.name for d in self.config_decls() if d.paths is None]
+
+    def _requested(self, args: argparse.Namespace) -> dict[str, list[str]] | None:
+        """``--configs``: each name asked for -> its leaf configs; None: every config."""
+        given = getattr(args, "configs", None)
+        if not given:
+            return None
+        decls = {d.name: d for d in self.config_decls()}
+        names = [n.strip() for n in str(given).split(",") if n.strip()]
+        unknown = [n for n in names if n not in decls]
+        if unknown or not names:
+            raise AnnotationError(f"--configs: unknown config(s) {unknown or [given]}; {self.name}'s configs: "
+                                  f"{', '.join(decls)}")
+        return {n: list(_members(decls[n])) for n in names}
+
+    def _select(self, needs: Mapping[str, Needs], requested: dict[str, list[str]] | None,
+                located: upstream.Located) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
+        """(the leaves to build, those left out for want of every file, those built from some of theirs)."""
+        wanted = list(dict.fromkeys(c for leaves in requested.values() for c in leaves)) if requested else list(needs)
+        unknown = [c for c in wanted if c not in needs]
+        assert not unknown, f"{self.name}: config_files() names no files for {unknown}"
+        build, unbuilt, partial = [], {}, {}
+        for config in wanted:
+            lacking = [alts for alts in needs[config] if not any(p in located.found for p in alts)]
+            if len(lacking) == len(needs[config]):
+                unbuilt[config] = [p for alts in lacking for p in alts]  # any of them would do: each named
+            else:
+                build.append(config)
+                if lacking:
+                    partial[config] = [alts[0] for alts in lacking]
+        cannot = [n for n, leaves in (requested or {}).items() if not any(c in build for c in leaves)]
+        if cannot or not build:
+            what = cannot or list(needs)
+            files = list(dict.fromkeys(p for c in wanted if c in unbuilt for p in unbuilt[c]))
+            raise upstream.AnnotationDownloadError(
+                f"{self.title}: cannot build {_shown(what)}: none of {'its' if len(what) == 1 else 'their'} "
+                f"annotation files is at hand.\n" + "\n".join(absent_files(files, located.absent))
+                + "\nGive them with --annotations DIR (or run online once), or build other configs (--configs).")
+        return build, unbuilt, partial
+
+    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[dict[str, Any]], Annotations, dict[str, Any]]:
+        """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing."""
+        requested = self._requested(args)
+        needs = self.config_files()
+        if needs is None:
+            pinned = self.files(args)
+            folder = upstream.annotation_folder(pinned, args.annotations, cache_dir=args.cache_dir,
+                                                base_url=getattr(args, "annotations_url", None), retries=args.retries,
+                                                log=_log)
+            files = [dict(r, set=pinned) for r in upstream.file_records(pinned, folder)]
+            leaves = list(dict.fromkeys(c for ls in requested.values() for c in ls)) if requested else self._leaves()
+            missing: dict[str, Any] = {"absent": {}, "unbuilt": {}, "partial": {}}
+            selection = Selection(tuple(leaves), frozenset(f.path for f in pinned.files))
+        else:
+            sets = (self.files(args), *self.benchmark.copies)
+            located = upstream.locate(sets, args.annotations, cache_dir=args.cache_dir,
+                                      base_url=getattr(args, "annotations_url", None), retries=args.retries, log=_log)
+            leaves, unbuilt, partial = self._select(needs, requested, located)
+            folder, files = located.folder, located.records()
+            missing = {"absent": located.absent, "unbuilt": unbuilt, "partial": partial}
+            selection = Selection(tuple(leaves), frozenset(located.found))
+            for line in missing_lines(missing["unbuilt"], missing["partial"], located.absent, markdown=False):
+                _log(f"{self.name}: {line}")
+        annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
+        if requested:  # a builder that reads every file: keep what was asked for
+            annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}
         self._check_ids(annotations.rows)
+        return folder, files, annotations, missing
+
+    def plan(self, args: argparse.Namespace, images: bool = True) -> Plan:
+        """Steps 1-4 (the module doc): everything read and checked, nothing written. ``images`` False (a
+        dry run): no image is fetched, and one is looked up only where ``--images``/``--image-dir`` say."""
+        start = time.perf_counter()
+        folder, files, annotations, missing = self._annotations(args)
+        look = images or bool(args.images or args.image_dir)
         resolvers = imgs.make_resolvers(self.sources, images_root=args.images,
                                         locations=imgs.parse_locations(args.image_dir, self._source_names()),
-                                        download=args.download, cache_dir=args.cache_dir, retries=args.retries)
+                                        download=args.download and images, cache_dir=args.cache_dir,
+                                        retries=args.retries) if look else {}
+        report, skipped, past_first = self._take_rows(annotations, resolvers, args, refill=images)
+        if images:
+            _log(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
+        return Plan(folder, files, annotations, report, skipped, resolvers, missing["absent"], missing["unbuilt"],
+                    missing["partial"], past_first, images_checked=images)
+
+    def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
+                   args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]], dict[str, int]]:
+        """Step 4, on ``annotations.rows`` in place: each unit's first N rows (every row where
+        ``annotations.first`` is None) whose images can be had. A missing image stops the build unless
+        ``--skip-missing-images``; then its rows are left out (and counted) and the unit's next rows are
+        looked at instead, until N are kept or the unit runs out. A dry run (``refill`` False) keeps each
+        unit's first N rows and only reports which images are missing (none looked up without ``resolvers``)."""
+        first = annotations.first
+        units: list[_Unit] = []
+        for config, splits in annotations.rows.items():
+            for split, rows in splits.items():
+                grouped: dict[Any, list[dict[str, Any]]] = {}
+                for r in rows:
+                    grouped.setdefault(r.get("_unit"), []).append(r)
+                where = config if len(splits) == 1 else f"{config}/{split}"
+                units += [_Unit(config, split, where, rs) for rs in grouped.values()]
+        report = imgs.MissingReport()
+        known: dict[tuple[str, str], bool] = {}  # (source, file) -> can be had
+        skipped: dict[str, list[str]] = {}
+        batches = [u.rows[:first] if first else u.rows for u in units]
+        while any(batches):
+            self._look_up([r for b in batches for r in b], resolvers, known, report, args)
+            for u, batch in zip(units, batches):
+                u.taken += len(batch)
+                for r in batch:
+                    gone = [f for _, s, f in r["_images"] if not known.get((s, f), True)]
+                    if gone and refill:
+                        skipped.setdefault(u.where, []).append(f"{r['id']} ({', '.join(gone)})")
+                    else:
+                        u.kept.append(r)
+            batches = [u.rows[u.taken:u.taken + first - len(u.kept)] if refill and first and len(u.kept) < first else []
+                       for u in units]
+        for config, splits in annotations.rows.items():
+            for split in splits:
+                splits[split] = [r for u in units if (u.config, u.split) == (config, split) for r in u.kept]
+        past_first: dict[str, int] = {}
+        for u in units:
+            if len(u.rows) > u.taken:
+                past_first[u.config] = past_first.get(u.config, 0) + len(u.rows) - u.taken
+        if report and refill:
+            _log(f"skipping {report.total} missing image file(s):\n" + report.summary())
+            if not any(rows for splits in annotations.rows.values() for rows in splits.values()):
+                raise imgs.MissingImagesError(
+                    report, "No row has its images, so there is nothing to build (--skip-missing-images leaves "
+                            "out only some rows); pass the image folders or zips (--images ROOT, --image-dir "
+                            "SOURCE=PATH) or --download.")
+        return report, skipped, past_first
+
+    def _look_up(self, rows: list[dict[str, Any]], resolvers: dict[str, imgs.ImageResolver],
+                 known: dict[tuple[str, str], bool], report: imgs.MissingReport, args: argparse.Namespace) -> None:
+        """Look up (fetch, where downloading is on) the images of ``rows`` not looked at before; a missing
+        one stops the build unless ``--skip-missing-images`` (or a dry run, which only reports)."""
+        if not resolvers:
+            return
         wanted: dict[str, list[str]] = {}
-        for splits in annotations.rows.values():
+        for r in rows:
+            for _, source, file in r["_images"]:
+                if (source, file) not in known:
+                    wanted.setdefault(source, []).append(file)
+        if not wanted:
+            return
+        found = imgs.check_sources(wanted, resolvers, workers=args.workers)
+        for source, names in wanted.items():
+            gone = set(found.missing.get(source, ()))
+            for name in names:
+                known[(source, name)] = name not in gone
+            report.wanted[source] = report.wanted.get(source, 0) + len(dict.fromkeys(names))
+            report.searched[source] = found.searched.get(source, [])
+            if gone:
+                report.missing.setdefault(source, []).extend(sorted(gone))
+        if report and not args.skip_missing_images and not getattr(args, "dry_run", False):
+            raise imgs.MissingImagesError(
+                report, "Pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH), --download, "
+                        "or --skip-missing-images to build without these rows (data/BUILD.md will list them).")
+
+    def dry_run(self, args: argparse.Namespace) -> Path | str:
+        """``--dry-run``: the annotations read and checked, their account printed (what ``data/BUILD.md``
+        would say), the image files the rows need listed (``--image-list``); nothing built. Returns
+        where the list went."""
+        plan = self.plan(args, images=False)
+        needed: dict[tuple[str, str], int] = {}
+        for splits in plan.annotations.rows.values():
             for rows in splits.values():
                 for r in rows:
                     for _, source, file in r["_images"]:
-                        wanted.setdefault(source, []).append(file)
-        missing = imgs.check_sources(wanted, resolvers, workers=args.workers)
-        skipped: dict[str, list[str]] = {}
-        if missing:
-            if not args.skip_missing_images:
-                raise imgs.MissingImagesError(
-                    missing, "Pass the image folders or zips (--images ROOT, --image-dir SOURCE=PATH), --download, "
-                             "or --skip-missing-images to build without these rows (data/BUILD.md will list them).")
-            gone = {(s, n) for s, names in missing.missing.items() for n in names}
-            for config, splits in annotations.rows.items():
-                for split, rows in splits.items():
-                    kept = []
-                    for r in rows:
-                        files_gone = [f for _, s, f in r["_images"] if (s, f) in gone]
-                        if files_gone:
-                            where = config if len(splits) == 1 else f"{config}/{split}"
-                            skipped.setdefault(where, []).append(f"{r['id']} ({', '.join(files_gone)})")
-                        else:
-                            kept.append(r)
-                    splits[split] = kept
-            _log(f"skipping {missing.total} missing image file(s):\n" + missing.summary())
-            if not any(rows for splits in annotations.rows.values() for rows in splits.values()):
-                raise imgs.MissingImagesError(
-                    missing, "No row has its images, so there is nothing to build (--skip-missing-images leaves "
-                             "out only some rows); pass the image folders or zips (--images ROOT, --image-dir "
-                             "SOURCE=PATH) or --download.")
-        _log(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
-        return Plan(folder, files, annotations, missing, skipped, resolvers)
+                        needed[(source, file)] = needed.get((source, file), 0) + 1
+        looked = bool(plan.resolvers)
+        gone = {(s, n) for s, names in plan.missing.missing.items() for n in names}
+        listing = ["source\tfile\trows\tfound"] + [
+            f"{s}\t{f}\t{n}\t{('no' if (s, f) in gone else 'yes') if looked else '-'}" for (s, f), n in sorted(needed.items())]
+        target = args.image_list or Path(f"{Path(args.out)}.images.tsv")
+        lines = [f"{self.title}: dry run: the annotations are read and checked; nothing is built, and no image is "
+                 + ("fetched." if looked else "looked at."), ""]
+        lines += self.report(plan, args)
+        lines += missing_lines(plan.unbuilt, plan.partial, plan.absent)
+        lines += file_lines(self.files(args), plan.files)
+        per_source: dict[str, int] = {}
+        for s, _ in needed:
+            per_source[s] = per_source.get(s, 0) + 1
+        lines += ["", "## Images", "", f"The rows need **{len(needed):,}** image files ("
+                  + ", ".join(f"{s}: {n:,}" for s, n in sorted(per_source.items())) + "), listed in "
+                  + ("the list below" if str(target) == "-" else f"`{target}`") + "."]
+        if looked:
+            lines.append(f"Of these, {len(needed) - len(gone):,} are where --images / --image-dir say and {len(gone):,} "
+                         "are not (found = no in the list).")
+        if plan.annotations.first:
+            lines.append(f"Each unit's first {plan.annotations.first:,} rows are listed; where one of their images is "
+                         "missing, a build with --skip-missing-images takes the unit's next rows instead, whose images "
+                         "are not listed.")
+        print("\n".join(lines))
+        if str(target) == "-":
+            print("\n".join(listing))
+            return "-"
+        target = Path(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(listing) + "\n", encoding="utf-8")
+        return target
 
     def build(self, args: argparse.Namespace) -> Path:
-        """The whole flow (the module doc); returns the folder written."""
+        """The whole flow (the module doc); returns the folder written (a dry run: where the image list went)."""
+        if getattr(args, "dry_run", False):
+            return self.dry_run(args)
         start = time.perf_counter()
         plan = self.plan(args)
         out = Path(args.out)
@@ -206,7 +431,7 @@ class UpstreamBuilder:
             requests = ((plan.resolvers[s], f) for r in rows for _, s, f in r["_images"])
             data = imgs.read_checked_many(requests, workers=args.read_workers)
             for r in rows:
-                row = {k: v for k, v in r.items() if k != "_images"}
+                row = {k: v for k, v in r.items() if not k.startswith("_")}
                 for column, _, file in r["_images"]:
                     row[column] = {"bytes": self.convert(r, column, next(data)), "path": file}
                 yield row
@@ -223,14 +448,19 @@ class UpstreamBuilder:
             shutil.rmtree(stage, ignore_errors=True)
             raise
         publish_staged(stage, out)
+        for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
+            if config not in plan.annotations.rows:
+                shutil.rmtree(out / "data" / config, ignore_errors=True)
         self.finish(out, plan, args)
         self.write_card(out, plan.annotations)
         write_spec(out, self.spec_yaml, self.benchmark.name)
-        lines = self.report(plan, args) + skipped_lines(plan.skipped) + file_lines(self.files(args), plan.files)
+        lines = (self.report(plan, args) + skipped_lines(plan.skipped)
+                 + missing_lines(plan.unbuilt, plan.partial, plan.absent) + file_lines(self.files(args), plan.files))
         cards.write_build_report(out, f"{self.title}: this build", lines)
         expected = self.expected(args)
         for config, n in plan.counts().items():
-            if config in expected and sum(n.values()) != expected[config] and not plan.skipped:
+            if (config in expected and sum(n.values()) != expected[config] and not plan.skipped
+                    and config not in plan.partial):
                 _log(f"{self.name}: note: {config} has {sum(n.values()):,} rows, the pinned files "
                      f"{expected[config]:,}")
         total = sum(sum(n.values()) for n in plan.counts().values())
@@ -306,15 +536,67 @@ def skipped_lines(skipped: Mapping[str, Sequence[str]]) -> list[str]:
     return lines
 
 
+def _shown(items: list[str], first: int = 6) -> str:
+    return ", ".join(items[:first]) + (f" (+{len(items) - first} more)" if len(items) > first else "")
+
+
+def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[Any, Upstream, str]]) -> list[str]:
+    """One line per missing file: its path, why it is not here and where to get it."""
+    out = []
+    for path in paths:
+        if path in absent:
+            f, up, why = absent[path]
+            out.append(f"  {path}: {why}; get it from {upstream.where_to_get(f, up)}")
+        else:
+            out.append(f"  {path}")
+    return out
+
+
+def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Sequence[str]],
+                  absent: Mapping[str, tuple[Any, Upstream, str]], markdown: bool = True) -> list[str]:
+    """The configs a partial build leaves out or builds from some of their files, and the files missing
+    with where to get them: ``data/BUILD.md``'s section (``markdown``) or the log's lines."""
+    if not unbuilt and not partial:
+        return []
+    files = list(dict.fromkeys(p for lacking in (*unbuilt.values(), *partial.values()) for p in lacking))
+    if not markdown:
+        out = []
+        if unbuilt:
+            out.append(f"{len(unbuilt)} config(s) not built, none of their annotation files at hand: {_shown(list(unbuilt))}")
+        if partial:
+            out.append(f"{len(partial)} config(s) built from part of their annotation files: "
+                       + "; ".join(f"{c} (lacking {len(ls)})" for c, ls in partial.items()))
+        return out + [f"missing {line.strip()}" for line in absent_files(files, absent)]
+    lines = ["", "## Configs not built, or built in part", "",
+             "This build had only some of the annotation files. "
+             + (f"**Not built** (none of their files at hand): {', '.join(f'`{c}`' for c in unbuilt)}. " if unbuilt else "")
+             + ("**Built in part** (from the files at hand; their figures are not the benchmark's): "
+                + ", ".join(f"`{c}` (lacking {len(ls)} of its files)" for c, ls in partial.items()) + "." if partial else ""),
+             "", "| missing file | why | where to get it |", "|---|---|---|"]
+    for path in files:
+        if path in absent:
+            f, up, why = absent[path]
+            lines.append(f"| `{path}` | {why} | {upstream.where_to_get(f, up)} |")
+    return lines
+
+
 def file_lines(up: Upstream, records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The annotation files used: path, git blob hash, bytes, and whether the hash was checked."""
-    lines = ["", "## Annotation files used", "",
-             f"From github.com/{up.repo} at commit `{up.commit}`, folder `{up.folder}`. A file marked "
-             "**unverified** had no pinned hash in vlprobe to check it against: its hash is what this build read; "
-             f"compare it with `git ls-tree {up.commit[:8]} {up.folder}<file>` in a clone to pin it.", "",
-             "| file | git blob | bytes | checked |", "|---|---|---:|---|"]
-    lines += [f"| `{r['path']}` | `{r['blob']}` | {r['size']:,} | {'pinned hash' if r['pinned'] else '**unverified**'} |"
-              for r in records]
+    """The annotation files used: path, git blob hash, bytes, and whether the hash was checked; per pinned
+    set (the upstream's, a third-party copy's)."""
+    lines = ["", "## Annotation files used"]
+    sets: dict[int, tuple[Upstream, list[Mapping[str, Any]]]] = {}
+    for r in records:
+        s = r.get("set") or up
+        sets.setdefault(id(s), (s, []))[1].append(r)
+    for s, rows in sets.values() or [(up, [])]:
+        whose = (f"From the third-party copy github.com/{s.repo} at commit `{s.commit}` ({s.third_party})"
+                 if s.third_party else f"From github.com/{s.repo} at commit `{s.commit}`")
+        lines += ["", f"{whose}, folder `{s.folder or '/'}`. A file marked **unverified** had no pinned hash in vlprobe to "
+                      f"check it against: its hash is what this build read; compare it with `git ls-tree {s.commit[:8]} "
+                      f"{s.folder}<file>` in a clone to pin it.", "",
+                  "| file | git blob | bytes | checked |", "|---|---|---:|---|"]
+        lines += [f"| `{r['path']}` | `{r['blob']}` | {r['size']:,} | {'pinned hash' if r['pinned'] else '**unverified**'} |"
+                  for r in rows]
     return lines
 
 
@@ -323,7 +605,7 @@ def upstream_values(up: Upstream) -> dict[str, Any]:
     return dict(annotations_url=up.default_url, upstream_folder=up.folder, upstream_repo=up.repo,
                 upstream_commit=up.commit, url_env=up.url_env,
                 files=[{"path": f.path, "blob": f.blob or "not pinned yet",
-                        "size": f"{f.size:,}" if f.size is not None else "?"} for f in up.files])
+                        "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files])
 
 
 def str_field(rec: Any, name: str, where: str) -> str:

@@ -18,6 +18,10 @@ hash from) is used unchecked: its hash is computed, returned by :func:`file_reco
 report, and one warning line says so (:func:`warn_unpinned`); known hashes are enforced as before.
 Offline (``HF_DATASETS_OFFLINE`` / ``HF_HUB_OFFLINE`` set, or the host unreachable) with files
 missing, :class:`AnnotationDownloadError` lists every file needed and its URL.
+
+:func:`locate` is the same for a build that can go on with some of the files (a builder that says which
+files each config reads): it returns the files found, verified, and why each other one is not there,
+and reads a third-party copy (an :class:`Upstream` with ``third_party`` set) only from ``--annotations``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -70,10 +75,18 @@ def verify(data: bytes, file: UpstreamFile, where: str, upstream: Upstream) -> s
     if file.blob is not None and got != file.blob:
         raise AnnotationChecksumError(
             f"{upstream.benchmark} annotation file {file.path} from {where} is not the pinned one: git blob "
-            f"{got} ({len(data):,} bytes), expected {file.blob} ({file.size:,} bytes) as in "
+            f"{got} ({len(data):,} bytes), expected {file.blob}{_bytes(file, '(')} as in "
             f"{upstream.repo}@{upstream.commit[:12]}:{upstream.folder}{file.path}; refusing to use it"
         )
     return got
+
+
+def _bytes(file: UpstreamFile, before: str = ",") -> str:
+    """``", 1,234 bytes"`` (or ``" (1,234 bytes)"``), nothing where the pin records no size (a file too
+    large for the copy its hash was read from: the hash is known, the size is not)."""
+    if file.size is None:
+        return ""
+    return f" ({file.size:,} bytes)" if before == "(" else f", {file.size:,} bytes"
 
 
 def file_records(upstream: Upstream, folder: Path) -> list[dict]:
@@ -119,7 +132,7 @@ def _get(url: str, timeout: float) -> bytes:
 def _needed_message(upstream: Upstream, missing: Sequence[UpstreamFile], base: str, why: str, cache: Path) -> str:
     lines = [f"{upstream.benchmark}: {len(missing)} annotation file(s) are not in the cache ({cache}) and {why}.",
              f"Needed from {upstream.repo} at commit {upstream.commit} (folder {upstream.folder}):"]
-    lines += [f"  {f.path}  <- {base}{f.path}  " + (f"(git blob {f.blob}, {f.size:,} bytes)" if f.pinned
+    lines += [f"  {f.path}  <- {base}{f.path}  " + (f"(git blob {f.blob}{_bytes(f)})" if f.pinned
                                                    else "(no pinned git blob hash yet)") for f in missing]
     lines.append(f"Download them (e.g. `git clone https://github.com/{upstream.repo}` and `git checkout "
                  f"{upstream.commit}`) and pass --annotations DIR, the folder holding {upstream.folder}'s files; "
@@ -199,6 +212,125 @@ def annotation_folder(
                 + ("git blob verified)" if f.pinned else "no pinned git blob hash to check it against)"))
     warn_unpinned(upstream, log)
     return cache
+
+
+@dataclass
+class Located:
+    """Where each annotation file of a build is, for a build that can go on with some of them
+    (:func:`locate`): the folder holding those found (``--annotations DIR`` or the cache), each found file
+    with its pinned set, and why each of the others is not there."""
+
+    folder: Path
+    found: dict[str, tuple[UpstreamFile, Upstream]]  # path -> (its pin, its set)
+    absent: dict[str, tuple[UpstreamFile, Upstream, str]]  # path -> (its pin, its set, why it is not here)
+
+    def records(self) -> list[dict]:
+        """Per file found: path, git blob hash, size, whether the hash was checked, and its set."""
+        out = []
+        for path, (f, up) in self.found.items():
+            data = (self.folder / path).read_bytes()
+            out.append({"path": path, "blob": git_blob_sha1(data), "size": len(data), "pinned": f.pinned, "set": up})
+        return out
+
+
+def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> str:
+    """One line: where a file comes from and how it is checked."""
+    pin = f"git blob {f.blob}{_bytes(f)}" if f.pinned else "no pinned git blob hash"
+    if up.fetched:
+        return f"{up.base_url(base_url)}{f.path} ({pin})"
+    return f"{f.path} of the third-party copy github.com/{up.repo}@{up.commit[:12]} ({pin}; {up.third_party})"
+
+
+def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
+           cache_dir: str | os.PathLike | None = None, base_url: str | None = None, retries: int = 3,
+           timeout: float = 60.0, log=None) -> Located:
+    """The files of ``sets`` that can be had, each verified against its pin, and why each other one cannot.
+
+    As :func:`annotation_folder`, but a file that is not there is recorded rather than fatal, so that a
+    build can go on with the configs its files allow. ``local`` (``--annotations DIR``): every set is
+    looked for there, at its files' paths. Otherwise the first set (the benchmark's upstream) is read from
+    the cache, what it lacks downloaded (unless offline; once the host cannot be reached, the rest are not
+    tried); third-party sets (:attr:`Upstream.fetched` False) are read only from ``local``. A file that is
+    there but does not match its pin is refused (:class:`AnnotationChecksumError`), as it is everywhere."""
+    found: dict[str, tuple[UpstreamFile, Upstream]] = {}
+    absent: dict[str, tuple[UpstreamFile, Upstream, str]] = {}
+    if local is not None:
+        folder = Path(local).expanduser()
+        for up in sets:
+            for f in up.files:
+                path = folder / f.path
+                if path.is_file():
+                    verify(path.read_bytes(), f, str(path), up)
+                    found[f.path] = (f, up)
+                else:
+                    absent[f.path] = (f, up, f"not in --annotations {folder}")
+        _warn_unpinned_found(found, log)
+        return Located(folder, found, absent)
+
+    assert all(not up.fetched for up in sets[1:]), "only the first set (the upstream) is fetched into the cache"
+    up = sets[0]
+    folder = cache_folder(up, cache_dir)
+    for other in sets[1:]:
+        for f in other.files:
+            absent[f.path] = (f, other, "a third-party copy, read only from --annotations DIR")
+    wanted = []
+    for f in up.files:
+        path = folder / f.path
+        if path.is_file():
+            try:
+                verify(path.read_bytes(), f, str(path), up)
+                found[f.path] = (f, up)
+                continue
+            except AnnotationChecksumError:
+                path.unlink()  # a damaged cache entry: fetch it again
+        wanted.append(f)
+    base = up.base_url(base_url)
+    unreachable = "offline mode is on (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE)" if _offline() else ""
+    for f in wanted:
+        if unreachable:
+            absent[f.path] = (f, up, f"not in the cache ({folder}) and {unreachable}")
+            continue
+        url = base + f.path
+        data, errors, reachable = None, [], True
+        for attempt in range(max(1, retries)):
+            try:
+                data = _get(url, timeout)
+                break
+            except urllib.error.HTTPError as err:
+                errors.append(f"HTTP {err.code}")
+                if err.code in (401, 403, 404, 410):
+                    break
+            except (urllib.error.URLError, OSError, TimeoutError) as err:
+                errors.append(str(getattr(err, "reason", err)))
+                reachable = False
+            if attempt + 1 < retries:
+                time.sleep(min(0.5 * 2**attempt, 8.0))
+        if data is None:
+            why = f"downloading {url} failed ({'; '.join(errors)})"
+            absent[f.path] = (f, up, why)
+            if not reachable:
+                unreachable = f"the host could not be reached ({errors[-1]})"
+            continue
+        verify(data, f, url, up)
+        target = folder / f.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        found[f.path] = (f, up)
+        if log:
+            log(f"{up.benchmark}: fetched {f.path} ({len(data):,} bytes, "
+                + ("git blob verified)" if f.pinned else "no pinned git blob hash to check it against)"))
+    _warn_unpinned_found(found, log)
+    return Located(folder, found, absent)
+
+
+def _warn_unpinned_found(found: dict[str, tuple[UpstreamFile, Upstream]], log=None) -> None:
+    by_set: dict[int, tuple[Upstream, list[UpstreamFile]]] = {}
+    for f, up in found.values():
+        by_set.setdefault(id(up), (up, []))[1].append(f)
+    for up, files in by_set.values():
+        warn_unpinned(up.select([f.path for f in files]), log)
 
 
 # ---- the command line every upstream builder shares ----------------------------------------------

@@ -1,6 +1,6 @@
 """``vlprobe build vl_checklist``: VL-CheckList (Zhao et al., 2022, arXiv:2207.00221) as a Hub dataset
-folder, from the JSON files under ``data/`` of github.com/om-ai-lab/VL-CheckList at a pinned commit and
-the images of Visual Genome (also VAW's), SWiG and HAKE.
+folder, from the JSON files under ``data/`` of github.com/om-ai-lab/VL-CheckList at the pinned commit
+(each verified by git blob hash) and the images of Visual Genome (also VAW's), SWiG and HAKE.
 
 Each file is a JSON list of ``[image path, {"POS": [texts], "NEG": [texts]}]``; the corpus yaml that
 points at it (``ANNO_PATH``) gives the image root (``vg/``, ``swig/`` or ``hake/``). The authors'
@@ -8,34 +8,40 @@ points at it (``ANNO_PATH``) gives the image root (``vg/``, ``swig/`` or ``hake/
 counts an item right when the positive's score is strictly above the negative's: here each record is
 1 image x [POS[0], NEG[0]], gold ``[[1, 0]]``, and their accuracy is vlprobe's ``acc_r`` (= ``text``).
 
-Configs: the 13 leaves of the taxonomy (``object_location_center``, ..., ``attribute_color``, ...,
-``relation_spatial``), each holding the records of its corpus files (tag ``corpus``), and ``object``,
-``attribute``, ``relation`` and ``all`` (the default), which read their leaves' parquet.
+**Which records.** By default a build holds, per corpus file, what the authors' code scores: the first
+``MAX_NUM/2`` = 1,000 records whose image exists, in file order (``DataLoader.load_itc_samples`` keeps
+a record only ``if os.path.exists(path)``, then ``Evaluate.eval`` keeps ``d.data[name][:int(max_number/2)]``;
+``MAX_NUM: 2000`` in ``configs/sample.yaml``). With ``--skip-missing-images`` a record whose image is
+missing is left out and the file's next record taken, as their loader does; without it a missing image
+stops the build. ``--all-records`` holds every record (372,274 in the 46 files at hand): not the
+authors' protocol, and each row's ``records=all`` tag makes every summary of it say so.
 
-The authors' loader skips a record whose image file does not exist, silently. Here a missing image
-stops the build unless ``--skip-missing-images``; then the records are left out, and ``data/BUILD.md``
-and the build's log count them per leaf and corpus. The files are not pinned by hash yet: a build
-records their git blob hashes in ``data/BUILD.md`` and warns once. The pins and the tie rule are
-VL-CheckList's benchmark module's (:mod:`vlprobe.benchmarks.vl_checklist`); the build runs on the shared
-flow (:mod:`vlprobe.builders.flow`).
+Configs: the 13 leaves of the taxonomy (``object_location_center``, ..., ``attribute_color``, ...,
+``relation_spatial``), each holding the records of its corpus files (tag ``type_corpus=<the authors'
+result name>``, e.g. ``Object_Size_large_vg_obj``: the summary's per-file rows, averaged per source
+and per type as ``radar.py`` with ``corpus.json`` does), and ``object``, ``attribute``, ``relation`` and
+``all`` (the default), which read their leaves' parquet. A leaf whose files are only partly at hand is
+built from those (the flow names the others); one with none is not built.
+
+Pins, counts, the taxonomy and its aggregation are VL-CheckList's benchmark module's
+(:mod:`vlprobe.benchmarks.vl_checklist`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import datasets
 from datasets import Features, Value
 
 from ..benchmarks import vl_checklist as facts
+from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
 from ..dataset_folder import ConfigDecl, card_metadata
 from ..image_sources import Archive, SourceSpec
 from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, upstream_values
+from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
 
 # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
 # hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
@@ -72,46 +78,17 @@ SOURCES = (VG, SWIG, *HAKE.values())
 assert set(SOURCES) == set(IMAGES)
 
 
-@dataclass(frozen=True)
-class Leaf:
-    config: str
-    aspect: str  # Object / Attribute / Relation
-    type: str  # the authors' TYPES entry, e.g. "Object/Location/center"
-    corpora: tuple[tuple[str, str], ...]  # (corpus name as in corpus/<type>/<name>.yaml, file under data/)
-
-
-def _object_leaves() -> list[Leaf]:
-    out = []
-    for kind, leaves in (("Location", ("center", "margin", "mid")), ("Size", ("large", "medium", "small"))):
-        low = kind.lower()
-        for leaf in leaves:
-            corpora = [("hake", f"Object/{kind}/hake_{low}/hake_obj_{leaf}.json")]
-            corpora += [(f"swig_{r}", f"Object/{kind}/swig_{low}/swig_{r}/swig_{r}_{leaf}.json")
-                        for r in ("agent", "destination", "item", "tool")]
-            corpora += [(f"vg_{r}", f"Object/{kind}/vg_{low}/vg_{r}_{leaf}.json") for r in ("obj", "subj")]
-            out.append(Leaf(f"object_{low}_{leaf}", "Object", f"Object/{kind}/{leaf}", tuple(corpora)))
-    return out
-
-
-LEAVES: tuple[Leaf, ...] = (
-    *_object_leaves(),
-    *(Leaf(f"attribute_{a}", "Attribute", f"Attribute/{a}",
-           (("vaw", f"Attribute/vaw/{a}.json"), ("vg", f"Attribute/vg/{a}.json")))
-      for a in ("action", "color", "material", "size", "state")),
-    Leaf("relation_action", "Relation", "Relation/action",
-         (("hake", "Relation/hake_action.json"), ("swig", "Relation/swig_action.json"), ("vg", "Relation/vg/action.json"))),
-    Leaf("relation_spatial", "Relation", "Relation/spatial", (("vg", "Relation/vg/spatial.json"),)),
-)
-BY_CONFIG = {leaf.config: leaf for leaf in LEAVES}
 AGGREGATES: dict[str, tuple[str, ...]] = {
     "all": tuple(leaf.config for leaf in LEAVES),
-    **{a.lower(): tuple(leaf.config for leaf in LEAVES if leaf.aspect == a) for a in ("Object", "Attribute", "Relation")},
+    **{a.lower(): tuple(leaf.config for leaf in LEAVES if leaf.aspect == a) for a in facts.ASPECTS},
 }
 DEFAULT_CONFIG = "all"
+RECORDS_FIRST, RECORDS_ALL = f"first_{FIRST}", "all"  # the `records` column: the authors' protocol, or every record
 
 _f = Value
 FEATURES = Features({
     "id": _f("string"), "index": _f("int32"), "aspect": _f("string"), "leaf": _f("string"), "corpus": _f("string"),
+    "source": _f("string"), "type_corpus": _f("string"), "records": _f("string"),
     "file": _f("string"), "image": datasets.Image(), "image_path": _f("string"),
     "caption": _f("string"), "negative_caption": _f("string"),
     "positives": datasets.Sequence(_f("string")), "negatives": datasets.Sequence(_f("string")),
@@ -121,12 +98,14 @@ SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/spec.py): one image, the record's first
 # positive (caption) and first negative (negative_caption), as the authors' itc evaluation takes them;
 # gold [[1, 0]]. Their accuracy counts a tie as wrong (pos > neg): vlprobe's acc_r under the strict policy.
+# type_corpus= names the corpus file (the authors' unit: one accuracy each, then means per source and
+# type); records=all marks a build with every record, not the authors' first MAX_NUM/2 of each file.
 description: VL-CheckList (Zhao et al., 2022), 1 image x [POS[0], NEG[0]], gold [[1, 0]].
 id: id
 images: [image]
 texts: [caption, negative_caption]
 gold: [[1, 0]]
-tags: [aspect, leaf, corpus]
+tags: [aspect, leaf, type_corpus, records]
 """
 
 
@@ -161,9 +140,11 @@ def _texts(value: Any, where: str, key: str) -> list[str]:
     return value
 
 
-def read_file(annotations: Path, leaf: Leaf, corpus: str, file: str) -> list[dict[str, Any]]:
-    path = annotations / file
-    data = read_json(path, "VL-CheckList", list, 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]',
+def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: str = RECORDS_FIRST) -> list[dict[str, Any]]:
+    """One corpus file's records as rows (without image bytes), in file order, each naming its unit (the
+    file: the authors score the first MAX_NUM/2 of each)."""
+    file, corpus = corpus_file.path, corpus_file.corpus
+    data = read_json(annotations / file, "VL-CheckList", list, 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]',
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
@@ -177,15 +158,43 @@ def read_file(annotations: Path, leaf: Leaf, corpus: str, file: str) -> list[dic
         source, name = image_of(rec[0], corpus, where)
         rows.append({
             "id": f"{leaf.config}/{corpus}/{n}", "index": n, "aspect": leaf.aspect, "leaf": leaf.config,
-            "corpus": corpus, "file": file, "image_path": rec[0], "caption": pos[0], "negative_caption": neg[0],
-            "positives": pos, "negatives": neg, "_images": (("image", source, name),),
+            "corpus": corpus, "source": corpus_file.source, "type_corpus": corpus_file.name, "records": records,
+            "file": file, "image_path": rec[0], "caption": pos[0], "negative_caption": neg[0],
+            "positives": pos, "negatives": neg, "_images": (("image", source, name),), "_unit": corpus_file.name,
         })
     return rows
 
 
-def read_all(annotations: Path) -> dict[str, list[dict[str, Any]]]:
-    return {leaf.config: [r for corpus, file in leaf.corpora for r in read_file(annotations, leaf, corpus, file)]
-            for leaf in LEAVES}
+def _has_upper(text: str) -> bool:
+    return any(ch.isupper() for ch in text)
+
+
+def file_facts(rows: list[dict[str, Any]]) -> facts.FileFacts:
+    """:class:`vlprobe.benchmarks.vl_checklist.FileFacts` of rows (one file's, in order)."""
+    seen: set[tuple] = set()
+    duplicates = 0
+    for r in rows:
+        key = (r["image_path"], tuple(r["positives"]), tuple(r["negatives"]))
+        duplicates += key in seen
+        seen.add(key)
+    return facts.FileFacts(
+        len(rows), sum(r["caption"] == r["negative_caption"] for r in rows), duplicates,
+        sum(_has_upper(r["caption"]) and not _has_upper(r["negative_caption"]) for r in rows),
+        sum(not _has_upper(r["caption"]) and _has_upper(r["negative_caption"]) for r in rows))
+
+
+def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]]:
+    """Per group of :data:`vlprobe.benchmarks.vl_checklist.GROUPS` (a source, a type, an aspect, the
+    whole), the unweighted mean of its members' values, as radar.py takes it, and whether every member
+    was there; from per-file values (of the files at hand)."""
+    out: dict[str, tuple[float, bool]] = {}
+    values = {name: (v, True) for name, v in per_file.items()}
+    for g in facts.GROUPS:
+        present = [values[m] for m in g.members if m in values]
+        if present:
+            values[g.name] = out[g.name] = (sum(v for v, _ in present) / len(present),
+                                            len(present) == len(g.members) and all(c for _, c in present))
+    return out
 
 
 # ---- configs, card and build report -------------------------------------------------------------------
@@ -203,54 +212,131 @@ def card_yaml() -> dict[str, Any]:
         license_link=f"https://github.com/{up.repo}/tree/{up.commit}",
         pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
         tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["100K<n<1M"],
+        size_categories=["10K<n<100K"],
     )
 
 
+def _pct(n: float, d: float = 1) -> str:
+    return f"{100 * n / d:.1f}" if d else "-"
+
+
 def card_values() -> dict[str, Any]:
-    leaves = [{"config": leaf.config, "type": leaf.type,
-               "corpora": ", ".join(f"`{c}`" for c, _ in leaf.corpora)} for leaf in LEAVES]
+    files = []
+    for leaf in LEAVES:
+        for f in leaf.files:
+            full, first = facts.FULL_FACTS.get(f.name), facts.FIRST_FACTS.get(f.name)
+            files.append({"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob,
+                          "here": full is not None,
+                          "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
+                          "same": f"{first.same_text} / {full.same_text}" if full else "-",
+                          "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
+                          "upper": f"{_pct(first.upper_case_rule, first.records)} / {_pct(full.upper_case_rule, full.records)}"
+                          if full else "-"})
+    upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
+    leaves = []
+    for leaf in LEAVES:
+        here = [f for f in leaf.files if f.name in facts.FULL_FACTS]
+        first = sum(facts.FIRST_FACTS[f.name].records for f in here)
+        full = sum(facts.FULL_FACTS[f.name].records for f in here)
+        value, complete = upper.get(leaf.config, (None, False))
+        leaves.append({"config": leaf.config, "type": leaf.type, "label": leaf.label, "files": len(leaf.files),
+                       "here": len(here), "first": f"{first:,}", "full": f"{full:,}",
+                       "sources": ", ".join(f"{s} ({len(fs)})" for s, fs in leaf.sources.items()),
+                       "upper": (_pct(value) + ("" if complete else f" ({len(here)} of {len(leaf.files)} files)"))
+                       if value is not None else "-"})
+    overall = {g: upper[g] for g in ("object", "attribute", "relation", "overall")}
+    totals = {"files": len(facts.FILES), "here": len(facts.FULL_FACTS),
+              "first": f"{sum(f.records for f in facts.FIRST_FACTS.values()):,}",
+              "full": f"{sum(f.records for f in facts.FULL_FACTS.values()):,}",
+              "same": f"{sum(f.same_text for f in facts.FULL_FACTS.values()):,}",
+              "same_first": f"{sum(f.same_text for f in facts.FIRST_FACTS.values()):,}",
+              "dups": f"{sum(f.duplicates for f in facts.FULL_FACTS.values()):,}",
+              "dups_first": f"{sum(f.duplicates for f in facts.FIRST_FACTS.values()):,}"}
     aggregates = [{"config": a, "members": len(m)} for a, m in AGGREGATES.items()]
-    return dict(leaves=leaves, aggregates=aggregates, citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
+    spatial = facts.FULL_FACTS["Relation_spatial_vg"]
+    spatial_values = {"records": f"{spatial.records:,}", "dups": f"{spatial.duplicates:,}",
+                      "upper": f"{spatial.upper_case_rule:,}", "first_upper": _pct(upper["relation_spatial"][0])}
+    return dict(corpus_files=files, leaves=leaves, totals=totals, aggregates=aggregates, first=f"{FIRST:,}",
+                max_num=facts.MAX_NUM, records_first=RECORDS_FIRST, spatial=spatial_values,
+                color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
+                action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
+                overall={k: (_pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
+                missing=[f for f in files if not f["here"]],
+                citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
 
 
 def write_card(out: Path) -> Path:
     return cards.write(out, "vl_checklist_card.md", card_yaml(), **card_values())
 
 
-def dropped_per_corpus(skipped: dict[str, list[str]]) -> dict[tuple[str, str], int]:
-    """Rows left out per (leaf, corpus), from build_folder's ``skipped`` ids ``<leaf>/<corpus>/<n> (...)``."""
-    out: dict[tuple[str, str], int] = {}
-    for config, ids in skipped.items():
+def report(plan: Plan, all_records: bool) -> list[str]:
+    """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs
+    not built and the files used): records in the file, rows built, records left out for a missing image
+    and records past the first MAX_NUM/2; what the rows hold (:class:`FileFacts`); the casing rule's
+    accuracy per file and as the authors average it."""
+    read: dict[str, list[dict[str, Any]]] = plan.annotations.facts["read"]
+    built: dict[str, list[dict[str, Any]]] = {}
+    for splits in plan.annotations.rows.values():
+        for r in splits.get(SPLIT, []):
+            built.setdefault(r["type_corpus"], []).append(r)
+    dropped: dict[str, int] = {}
+    for ids in plan.skipped.values():
         for i in ids:
-            corpus = i.split(" ", 1)[0].split("/")[1]
-            out[(config, corpus)] = out.get((config, corpus), 0) + 1
-    return out
-
-
-def report(counts: dict[str, int], skipped: dict[str, list[str]], in_file: dict[tuple[str, str], int]) -> list[str]:
-    """``data/BUILD.md``'s account of the rows per leaf and corpus (the flow adds the rows left out and the
-    files used), and the dropped records counted in the log."""
-    dropped = dropped_per_corpus(skipped)
-    total, gone = sum(in_file.values()), sum(dropped.values())
-    lines = [f"Rows in this build: **{sum(counts.values()):,}** of the files' {total:,} records; "
-             f"**{gone:,} dropped because their image could not be had** (the authors' loader skips such "
-             "records without a word; here they are counted).", "",
-             "| leaf config | corpus | file | records | rows | dropped: image missing |", "|---|---|---|---:|---:|---:|"]
+            leaf, corpus = i.split(" ", 1)[0].split("/")[:2]
+            name = next(f.name for f in BY_CONFIG[leaf].files if f.corpus == corpus)
+            dropped[name] = dropped.get(name, 0) + 1
+    total = sum(len(rs) for rs in read.values())
+    n_built = sum(len(rs) for rs in built.values())
+    which = ("every record of each file (`--all-records`): **not the authors' protocol**, whose `evaluate.py` "
+             f"scores the first MAX_NUM/2 = {FIRST:,} of each" if all_records else
+             f"the authors' protocol: per corpus file, the first MAX_NUM/2 = {FIRST:,} records whose image could be had, "
+             "in file order (`evaluate.py`, `d.data[name][:int(max_number/2)]`, after `data_loader.py` skips records "
+             "without their image)")
+    lines = [f"Rows in this build: **{n_built:,}** of the {total:,} records in the {len(read)} corpus files read: {which}. "
+             f"**{sum(dropped.values()):,} records were left out because their image could not be had** (the "
+             "authors' loader skips such records without a word; here they are counted, and the file's next "
+             "record taken in their place).", "",
+             "| leaf config | corpus file (the authors' name) | file | records | rows | left out: image missing "
+             "| past the first 1,000 |".replace("1,000", f"{FIRST:,}"),
+             "|---|---|---|---:|---:|---:|---:|"]
     for leaf in LEAVES:
-        for corpus, file in leaf.corpora:
-            n, d = in_file[(leaf.config, corpus)], dropped.get((leaf.config, corpus), 0)
-            lines.append(f"| `{leaf.config}` | {corpus} | `{file}` | {n:,} | {n - d:,} | {d:,} |")
-    print(f"{facts.UPSTREAM.benchmark}: {gone:,} of {total:,} records dropped because their image could not "
-          "be had (data/BUILD.md counts them per leaf and corpus)", file=sys.stderr, flush=True)
+        for f in leaf.files:
+            if f.name in read:
+                n, b = len(read[f.name]), len(built.get(f.name, []))
+                d = dropped.get(f.name, 0)
+                lines.append(f"| `{leaf.config}` | `{f.name}` | `{f.path}` | {n:,} | {b:,} | {d:,} | {n - b - d:,} |")
+    per_file = {name: file_facts(rs) for name, rs in built.items()}
+    upper = {name: f.upper_case_rule / f.records for name, f in per_file.items() if f.records}
+    means = authors_means(upper)
+    lines += ["", "## What the records give away", "",
+              "Per corpus file, of this build's rows: records whose `POS[0]` is `NEG[0]` (always a tie: wrong under "
+              "the authors' `pos > neg`), records equal to an earlier one of the file (image and texts), records whose "
+              "`POS[0]` alone has upper case (`NEG[0]` none), and how far a rule that looks at no image gets by picking "
+              "the text with upper case (strict: a tie, where neither or both have it, is wrong). A case-sensitive "
+              "text encoder can learn that cue.", "",
+              "| corpus file | rows | POS[0] = NEG[0] | duplicates | upper case only in POS[0] | \"the text with upper "
+              "case\" (%) |", "|---|---:|---:|---:|---:|---:|"]
+    for leaf in LEAVES:
+        for f in leaf.files:
+            if f.name in per_file:
+                x = per_file[f.name]
+                lines.append(f"| `{f.name}` | {x.records:,} | {x.same_text:,} | {x.duplicates:,} | {x.upper_case_rule:,} | "
+                             f"{_pct(x.upper_case_rule, x.records)} |")
+    lines += ["", "The same rule averaged as the authors average a model's accuracy (per source, then per type, as "
+                  "`radar.py` with `corpus.json`; then vlprobe's means per aspect and overall); a mean over fewer files "
+                  "than the type has is marked:", "", "| group | \"the text with upper case\" (%) |", "|---|---:|"]
+    for g in facts.GROUPS:
+        if g.name in means and "/" not in g.name:
+            v, complete = means[g.name]
+            lines.append(f"| {g.label} | {_pct(v)}{'' if complete else ' (in part)'} |")
     return lines
 
 
 # ---- build ------------------------------------------------------------------------------------------
 class Builder(UpstreamBuilder):
     benchmark = facts.BENCHMARK
-    help = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], "
-            "from the upstream files at a pinned commit")
+    help = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], from the upstream "
+            f"files at a pinned commit; per corpus file the first {FIRST:,} records, as the authors' itc evaluation")
     what = f"the {len(facts.UPSTREAM.files)} VL-CheckList JSON files"
     sources = tuple(IMAGES.values())
     images_help = ("images root laid out as the authors' DATASETS.md: vg/VG_100K/, vg/VG_100K_2/, swig/, "
@@ -259,11 +345,38 @@ class Builder(UpstreamBuilder):
                      "--cache-dir (HAKE's images have no per-file source: give them locally)")
     spec_yaml = SPEC_YAML
 
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--all-records", action="store_true",
+                            help=f"every record of each corpus file, not the first MAX_NUM/2 = {FIRST:,} the authors' "
+                                 "evaluate.py scores (not the authors' protocol: summaries of it say so)")
+
+    def config_files(self) -> dict[str, Needs]:
+        """Each leaf reads its corpus files; one with some of them is built from those."""
+        return {leaf.config: tuple((f.path,) for f in leaf.files) for leaf in LEAVES}
+
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        rows = read_all(folder)
-        in_file = {(leaf.config, corpus): sum(r["corpus"] == corpus for r in rows[leaf.config])
-                   for leaf in LEAVES for corpus, _ in leaf.corpora}
-        return Annotations({c: {SPLIT: rs} for c, rs in rows.items()}, {"in_file": in_file})
+        selection, every = args.selection, bool(getattr(args, "all_records", False))
+        read: dict[str, list[dict[str, Any]]] = {}
+        rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for config in selection.configs:
+            leaf = BY_CONFIG[config]
+            leaf_rows = []
+            for f in leaf.files:
+                if selection.has(f.path):
+                    read[f.name] = read_file(folder, leaf, f, RECORDS_ALL if every else RECORDS_FIRST)
+                    leaf_rows += read[f.name]
+            rows[config] = {SPLIT: leaf_rows}
+        return Annotations(rows, {"read": read}, first=None if every else FIRST)
+
+    def expected(self, args: argparse.Namespace) -> dict[str, int]:
+        """Rows per leaf with every image: per file its records, or the first MAX_NUM/2 (leaves whose every
+        file's count is known here)."""
+        every = bool(getattr(args, "all_records", False))
+        out = {}
+        for leaf in LEAVES:
+            if all(f.name in facts.COUNTS for f in leaf.files):
+                out[leaf.config] = sum(n if every else min(n, FIRST) for n in (facts.COUNTS[f.name] for f in leaf.files))
+        return out
 
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
@@ -272,8 +385,7 @@ class Builder(UpstreamBuilder):
         return write_card(out)
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        counts = {c: sum(n.values()) for c, n in plan.counts().items()}
-        return report(counts, plan.skipped, plan.annotations.facts["in_file"])
+        return report(plan, bool(getattr(args, "all_records", False)))
 
 
 BUILDER = Builder()

@@ -42,7 +42,11 @@ def _run(module):
     def run(args: argparse.Namespace) -> int:
         check_args(args)
         out = module.build(args)
-        print(f"built {out}")
+        if getattr(args, "dry_run", False):  # the paper builders' --dry-run: nothing built, the image list written
+            if str(out) != "-":
+                print(f"dry run, nothing built; the image files needed are listed in {out}")
+        else:
+            print(f"built {out}")
         return 0
 
     return run

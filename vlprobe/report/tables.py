@@ -135,8 +135,8 @@ def _summary_cell(row: dict[str, Any] | None, metric: str, authors: str | None =
     if row is None or metric not in row["values"]:
         return ""
     text = _pct_cell(row["values"], row.get("ci") or {}, metric)
-    if row.get("aggregate") and not row.get("complete", True):
-        text += f" ({len(row['over'])} of {len(row['over']) + len(row['missing'])})"
+    if row.get("aggregate") and not row.get("complete", True):  # over fewer members, or members over fewer
+        text += f" ({len(row['over'])} of {len(row['over']) + len(row['missing'])})" if row["missing"] else " (in part)"
     if metric in (row.get("authors") or {}):
         text += f" ({authors or 'authors'}: {_pct(row['authors'][metric])})"
     return text

@@ -252,6 +252,7 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
 
 
 @pytest.mark.shared_data
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # 4,757 items scored, then ~10,000 texts encoded one at a time: minutes on a busy CPU
 def test_real_sugar_crepe_pp_itt_equals_the_authors_per_text_rule(real_sugar_crepe_pp, repo_root, tmp_path, capsys):
     """`vlprobe evaluate --dataset sugar_crepe_pp --model models/mini-clip` (all 4,757 items): per subset, ITT

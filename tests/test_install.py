@@ -64,11 +64,25 @@ def source(repo_root, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheel(source, tmp_path_factory) -> Path:
+def wheel_build(source, tmp_path_factory) -> tuple[Path, str]:
+    """The wheel, and what the build printed (-v: setuptools' warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
-    proc = _pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source))
+    proc = _pip("wheel", "--no-deps", "--no-build-isolation", "-v", "-w", str(out), str(source))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return next(out.glob("vlprobe-*.whl"))
+    return next(out.glob("vlprobe-*.whl")), proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build) -> Path:
+    return wheel_build[0]
+
+
+def test_the_build_warns_of_no_ignored_package(wheel_build):
+    """Every folder of data files in the package is declared (setup.py, pyproject.toml's package-data): setuptools
+    prints no "Package would be ignored" block (about 40 lines each, 4 of them before)."""
+    _, log = wheel_build
+    assert "Successfully built vlprobe" in log or "Stored in directory" in log, log[-2000:]
+    assert "would be ignored" not in log and "absent from setuptools' `packages` configuration" not in log
 
 
 def _fresh_venv(where: Path) -> Path:
@@ -103,6 +117,7 @@ def test_the_wheel_carries_the_metric_the_spaces_and_the_model(wheel, repo_root)
         for f in model.iterdir():
             assert zf.read(f"vlprobe/_bundled/models/mini-clip/{f.name}") == f.read_bytes()
         assert "vlprobe/data/paper_results.csv" in names and "vlprobe/locations.py" in names
+        assert {"vlprobe/specs/winoground.yaml", "vlprobe/templates/valse_card.md"} <= set(names)
         # the trainer, beside vlprobe (python -m vlprobe_train), with its card template
         assert {"vlprobe_train/__main__.py", "vlprobe_train/mini_clip.py",
                 "vlprobe_train/templates/mini_clip_card.md"} <= set(names)

@@ -31,6 +31,8 @@ import yaml
 
 NAME = "folder"
 HELP = "a folder of images + a CSV/JSONL/JSON of captions and foils (your own instrument) -> a Hub dataset folder"
+# what `vlprobe list` says a build needs
+NEEDS = "your folder of images and a captions file: vlprobe build folder SOURCE --out DIR --license ID"
 CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of records
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 

@@ -95,14 +95,38 @@ def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, availab
     return rest[0] if rest else None
 
 
+def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dict[str, str]:
+    """``{metric: the name kept}`` for the metrics that are the same quantity as another for every item of this
+    shape, whatever the scores (ties included): with one row (m = 1) ``text`` = ``set_acc``; with two texts
+    (n = 2) each row holds one gold-vs-other pair, so ``acc_r`` = ``set_acc`` = ``sentence_acc`` (and, for 1 x 2,
+    ``text`` too). Of each group the name kept is the first the benchmark's headline uses, else ``acc_r`` (else
+    ``set_acc``). Tables, results.csv and ``to_pandas()`` carry the kept name only; results.json keeps every key
+    (the metric module's full output). Mixed shapes (None): none."""
+    s = _shape(shape)
+    if s is None:
+        return {}
+    m, n = s
+    groups = []
+    if n == 2:
+        groups.append(["acc_r", "set_acc", "sentence_acc"] + (["text"] if m == 1 else []))
+    elif m == 1 and n > 2:
+        groups.append(["set_acc", "text"])
+    headline = list(headline_metrics(benchmark, s))
+    out: dict[str, str] = {}
+    for group in groups:
+        kept = next((k for k in headline if k in group), group[0])
+        out.update({k: kept for k in group if k != kept})
+    return out
+
+
 def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, available: Sequence[str],
                     modality: str | None = None) -> list[str]:
-    """The metrics a printed table shows for one config: its headline metrics first, then the
-    others that carry information for this item shape. For 1 x n items text = set_acc (one row),
-    and for 1 x 2 items acc_r = text = set_acc = sentence_acc = 1 - set_error (one pair), so
-    only acc_r is shown; for m >= 2 items the row-pooled set metrics are left out. Mixed shapes
-    (``shape=None``) show everything available. A benchmark's ``probability_only`` metrics show only
-    with probabilities (VALSE's AUROC, as its paper shows it)."""
+    """The metrics a printed table (and a run's plot) shows for one config: its headline metrics, the benchmark's
+    or, for a dataset of the user's own, its item shape's (:func:`headline_metrics`); every other metric is in
+    results.json and results.csv. A benchmark's ``probability_only`` metrics show only with probabilities (VALSE's
+    AUROC, as its paper shows it). When no headline metric is present (mixed shapes, ``shape=None``; a result
+    without them), the others that carry information for this shape, one name per quantity
+    (:func:`metric_synonyms`; for m >= 2 items the row-pooled set metrics left out)."""
     avail = list(available)
     bench = find(benchmark)
     s = _shape(shape)
@@ -118,8 +142,11 @@ def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, availa
             drop |= {"set_acc", "set_error", "sentence_acc"}
     if bench is not None and "acc" not in avail:
         drop |= set(bench.probability_only)
+    drop |= set(metric_synonyms(benchmark, s))
+    if head:
+        return head
     ordered = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
-    return head + [k for k in ordered if k not in head and k not in drop]
+    return [k for k in ordered if k not in drop]
 
 
 # ---- aggregates ------------------------------------------------------------------------------------

@@ -210,6 +210,19 @@ def test_winoground_bla_and_travlr():
     assert "2 of 8" in t["notes"][0]
 
 
+def test_the_travlr_heading_names_the_metric_its_values_are():
+    """The zero-shot 1 x 2 framing gives acc_r: the heading says so, not the paper's macro-F1; the 1 x 1 framing
+    says macro-F1."""
+    from vlprobe.summary import summary_title
+
+    zero_shot = [dict(_entry("travlr", "spatiality", split, acc_r=0.5), shape=[1, 2]) for split in ("test_ind", "test_ood")]
+    title = summary_title("travlr", summarize(zero_shot)["travlr"])
+    assert "query vs foil (1 x 2, acc_r)" in title and "macro-F1" not in title
+    statements = [dict(_entry("travlr", "spatiality", "test_ind", macro_f1=0.6, acc=0.6), shape=[1, 1])]
+    title = summary_title("travlr", summarize(statements)["travlr"])
+    assert "true/false (1 x 1, macro-F1)" in title and "acc_r" not in title
+
+
 def test_summary_is_json_serialisable():
     import json
 

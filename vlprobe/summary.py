@@ -353,6 +353,9 @@ def _block(bench: Benchmark, entries: list[dict[str, Any]], settings: Mapping[st
     notes += [f.note for f in bench.framings if f.note and f.label in framings]
     block: dict[str, Any] = {"benchmark": bench.name, "source": bench.source, "headline": headline, "rows": rows,
                              "complete": bool(rows) and not missing, "notes": notes}
+    used = [f.label for f in bench.framings if f.label in framings]
+    if used:  # the heading names what the values are (TraVLR's 1 x 1 macro-F1, or vlprobe's 1 x 2 acc_r)
+        block["framings"] = used
     rule = bench.tie_rule_for(modality)
     if text_only:  # the paper's own text-only measure (SugarCREPE++'s TOT), else no paper's aggregates
         block["source"] = bench.text_only.source if bench.text_only is not None else None
@@ -486,11 +489,13 @@ def departure_text(block: Mapping[str, Any]) -> str:
 
 def summary_title(name: str, block: Mapping[str, Any], *, with_source: bool = True) -> str:
     """The heading of a benchmark's summary: "the paper's aggregates (source)" only where a paper
-    defines them (the benchmark's ``source``); any other dataset, a user's own or the synthetic
+    defines them (the benchmark's ``source``, and the framings of its rows, which name the metric shown:
+    TraVLR's "true/false (1 x 1, macro-F1)"); any other dataset, a user's own or the synthetic
     winoground_style, gets "headline metrics per config". A run that departs from the authors'
     setting says so: "..., NOT the authors' setting: ties lenient (authors: strict)"."""
     if block.get("source"):
-        title = f"{name}: the paper's aggregates" + (f" ({block['source']})" if with_source else "")
+        said = "; ".join([block["source"], *block.get("framings", ())])
+        title = f"{name}: the paper's aggregates" + (f" ({said})" if with_source else "")
     else:
         title = f"{name}: headline metrics per config"
     departs = departure_text(block)

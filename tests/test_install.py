@@ -147,8 +147,19 @@ def test_an_installed_vlprobe_stands_alone_offline(wheel, tmp_path):
     datasets = tmp_path / "cache" / "datasets"
     out = _run([vlprobe, "build", "winoground_style", "--size", "tiny"], work, env).stdout
     assert f"built {datasets / 'winoground_style'}" in out
-    _run([vlprobe, "build", "travlr", "--size", "tiny"], work, env)
+    # tiny, with the 500 training rows the README's Python snippet trains on
+    _run([vlprobe, "build", "travlr", "--size", "tiny", "--split-sizes", "train=500"], work, env)
     assert (datasets / "travlr" / "vlprobe.yaml").is_file() and (datasets / "travlr" / "README.md").is_file()
+
+    # The catalogue, from an empty folder: what it can build, what is built and where, the families.
+    listed = _run([vlprobe, "list"], work, env).stdout
+    assert f"built: {datasets / 'travlr'}" in listed and f"built: {datasets / 'winoground_style'}" in listed
+    assert "VisionTextDualEncoderModel" in listed and "bundled model: mini-clip" in listed
+    assert str(installed / "_bundled" / "models" / "mini-clip") in listed
+    # The names the docs use, from any folder.
+    _run([vlprobe, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--bootstrap", "0", "--out", "runs/named"],
+         work, env)
+    assert json.loads((work / "runs" / "named" / "results.json").read_text())["results"]
 
     _run([vlprobe, "evaluate"], work, env)
     result = json.loads((work / "runs" / "default" / "results.json").read_text())
@@ -157,11 +168,18 @@ def test_an_installed_vlprobe_stands_alone_offline(wheel, tmp_path):
     _run([vlprobe, "probe", "--no-progress"], work, env)
     assert (work / "runs" / "probe" / "results.json").is_file()
 
-    # The metric: the bare name after register, offline; and vlprobe's own load writes nothing there.
-    _run([python, "-m", "vlprobe.metric", "register"], work, env)
+    # The metric by its bare name, offline, with no register step: the vlprobe commands above registered it.
     got = _run([python, "-c", "import evaluate; m = evaluate.load('valse_metric'); "
                 "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"], work, env)
     assert got.stdout.split()[-1] == "1.0"
+    got = _run([python, "-c", "import vlprobe; m = vlprobe.metric.load(); "
+                "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"], work, env)
+    assert got.stdout.split()[-1] == "1.0"
+    # The README's Python snippet, as written.
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    snippet = readme[readme.index("## The Python API"):].split("```python\n", 1)[1].split("```", 1)[0]
+    _run([python, "-c", snippet], work, env)
+    assert (work / "runs" / "api" / "results.json").is_file()
 
     # Publishing finds the shipped folders (dry run: checks them, uploads nothing).
     metric_plan = _run([vlprobe, "publish", "metric", "--repo", "my-lab/valse_metric", "--dry-run"], work, env).stdout

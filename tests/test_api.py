@@ -50,6 +50,28 @@ def test_readme_example(folder, tiny_clip_path, tmp_path):
 
 
 @pytest.mark.slow
+def test_results_csv_and_to_pandas_carry_one_name_per_quantity_and_the_tags(folder, tiny_clip_path, tmp_path):
+    """1 x 2 items: acc_r, not also text / set_acc / sentence_acc (the same number); 2 x 2: acc_r, not set_acc /
+    sentence_acc. to_pandas() is results.csv, per-tag rows included (tag "" for the whole split)."""
+    import csv
+
+    res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=[str(folder)], bootstrap=0, cache_dir="none",
+                           progress=False)
+    res.save(tmp_path / "run")
+    with open(tmp_path / "run" / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    by_config = {c: {r["metric"] for r in rows if r["config"] == c} for c in ("pairs", "swap")}
+    assert "acc_r" in by_config["pairs"] and not by_config["pairs"] & {"text", "set_acc", "sentence_acc"}
+    assert {"acc_r", "text", "image", "group"} <= by_config["swap"]
+    assert not by_config["swap"] & {"set_acc", "sentence_acc"}
+    assert {"text", "set_acc", "sentence_acc"} <= set(res.splits[0].metrics)  # results.json keeps every key
+    frame = res.to_pandas()
+    assert len(frame) == len(rows) and set(frame["tag"]) == {r["tag"] for r in rows}
+    assert len(set(frame["tag"])) > 1 and "" in set(frame["tag"])
+    assert "tag" not in res.to_pandas(per_tag=False)
+
+
+@pytest.mark.slow
 def test_loaded_model_equals_the_saved_one(folder, tiny_clip_path):
     from transformers import CLIPModel, CLIPProcessor
 

@@ -140,6 +140,8 @@ def test_itm_score_is_the_models_match_head(arch, built, images):
                     logits = model(**inputs, use_itm_head=True).itm_score[0]
                 elif arch == "Blip2ForImageTextRetrieval":
                     logits = model(**inputs, use_image_text_matching_head=True).logits_per_image[0]
+                elif arch == "BridgeTowerForImageAndTextRetrieval":
+                    logits = model(**inputs).logits[0]
                 else:
                     logit = model(**inputs).logits[0, 0]
                     want.append(float(logit))
@@ -149,6 +151,18 @@ def test_itm_score_is_the_models_match_head(arch, built, images):
             want_p.append(float(torch.softmax(logits, -1)[1]))
     _close(got.ravel(), np.array(want))
     np.testing.assert_allclose(got_p.ravel(), want_p, atol=1e-5)
+
+
+def test_bridgetower_probe_features_are_what_its_itm_head_reads(built, images):
+    """vlprobe probe's joint features for BridgeTower: its pooled cross-modal output, so that the model's own ITM
+    head on them gives back the scores."""
+    scorer = load_scorer(str(built("BridgeTowerForImageAndTextRetrieval")))
+    inputs = scorer.preprocess_pairs(list(images), list(TEXTS[:3]))
+    feats = scorer.pair_features(inputs)
+    assert feats.shape == (3, 2 * scorer.model.config.hidden_size)
+    with torch.no_grad():
+        logits = scorer.model.itm_score(torch.from_numpy(feats))
+    _close((logits[:, 1] - logits[:, 0]).numpy(), scorer.score_pairs(inputs).scores)
 
 
 def test_a_blip2_itm_config_without_qformer_text_input_names_the_cause(tiny_blip2_itm_path, tmp_path):

@@ -210,3 +210,21 @@ def test_evaluate_after_damage_gives_the_clean_run(cache, data, tiny_clip_path, 
     for a, b in zip(clean.splits, again.splits):
         np.testing.assert_array_equal(np.stack(a.scores), np.stack(b.scores))
         assert a.metrics == b.metrics
+
+
+def test_a_cached_run_draws_no_encoding_0_bars(tmp_path, capsys):
+    """A second run reads every vector from the cache: no "encoding 0 images" / "encoding 0 texts" progress bar."""
+    from helpers_engine import ToyDual, toy_items
+
+    from vlprobe.cache import ScoreCache
+    from vlprobe.engine import Engine
+
+    items = toy_items(12)
+    for _ in range(2):
+        capsys.readouterr()
+        scorer = ToyDual("toy")
+        with ScoreCache(tmp_path, scorer.cache_key()) as cache:
+            Engine(scorer, batch_size=4, cache=cache, progress=True).score(items)
+    err = capsys.readouterr().err
+    assert scorer.images_encoded == 0 and scorer.texts_encoded == 0
+    assert "encoding 0" not in err

@@ -64,11 +64,25 @@ def source(repo_root, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheel(source, tmp_path_factory) -> Path:
+def wheel_build(source, tmp_path_factory) -> tuple[Path, str]:
+    """The wheel, and what the build printed (-v: setuptools' warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
-    proc = _pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source))
+    proc = _pip("wheel", "--no-deps", "--no-build-isolation", "-v", "-w", str(out), str(source))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return next(out.glob("vlprobe-*.whl"))
+    return next(out.glob("vlprobe-*.whl")), proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build) -> Path:
+    return wheel_build[0]
+
+
+def test_the_build_warns_of_no_ignored_package(wheel_build):
+    """Every folder of data files in the package is declared (setup.py, pyproject.toml's package-data): setuptools
+    prints no "Package would be ignored" block (about 40 lines each, 4 of them before)."""
+    _, log = wheel_build
+    assert "Successfully built vlprobe" in log or "Stored in directory" in log, log[-2000:]
+    assert "would be ignored" not in log and "absent from setuptools' `packages` configuration" not in log
 
 
 def _fresh_venv(where: Path) -> Path:
@@ -103,6 +117,7 @@ def test_the_wheel_carries_the_metric_the_spaces_and_the_model(wheel, repo_root)
         for f in model.iterdir():
             assert zf.read(f"vlprobe/_bundled/models/mini-clip/{f.name}") == f.read_bytes()
         assert "vlprobe/data/paper_results.csv" in names and "vlprobe/locations.py" in names
+        assert {"vlprobe/specs/winoground.yaml", "vlprobe/templates/valse_card.md"} <= set(names)
         # the trainer, beside vlprobe (python -m vlprobe_train), with its card template
         assert {"vlprobe_train/__main__.py", "vlprobe_train/mini_clip.py",
                 "vlprobe_train/templates/mini_clip_card.md"} <= set(names)
@@ -132,8 +147,19 @@ def test_an_installed_vlprobe_stands_alone_offline(wheel, tmp_path):
     datasets = tmp_path / "cache" / "datasets"
     out = _run([vlprobe, "build", "winoground_style", "--size", "tiny"], work, env).stdout
     assert f"built {datasets / 'winoground_style'}" in out
-    _run([vlprobe, "build", "travlr", "--size", "tiny"], work, env)
+    # tiny, with the 500 training rows the README's Python snippet trains on
+    _run([vlprobe, "build", "travlr", "--size", "tiny", "--split-sizes", "train=500"], work, env)
     assert (datasets / "travlr" / "vlprobe.yaml").is_file() and (datasets / "travlr" / "README.md").is_file()
+
+    # The catalogue, from an empty folder: what it can build, what is built and where, the families.
+    listed = _run([vlprobe, "list"], work, env).stdout
+    assert f"built: {datasets / 'travlr'}" in listed and f"built: {datasets / 'winoground_style'}" in listed
+    assert "VisionTextDualEncoderModel" in listed and "bundled model: mini-clip" in listed
+    assert str(installed / "_bundled" / "models" / "mini-clip") in listed
+    # The names the docs use, from any folder.
+    _run([vlprobe, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--bootstrap", "0", "--out", "runs/named"],
+         work, env)
+    assert json.loads((work / "runs" / "named" / "results.json").read_text())["results"]
 
     _run([vlprobe, "evaluate"], work, env)
     result = json.loads((work / "runs" / "default" / "results.json").read_text())
@@ -142,11 +168,18 @@ def test_an_installed_vlprobe_stands_alone_offline(wheel, tmp_path):
     _run([vlprobe, "probe", "--no-progress"], work, env)
     assert (work / "runs" / "probe" / "results.json").is_file()
 
-    # The metric: the bare name after register, offline; and vlprobe's own load writes nothing there.
-    _run([python, "-m", "vlprobe.metric", "register"], work, env)
+    # The metric by its bare name, offline, with no register step: the vlprobe commands above registered it.
     got = _run([python, "-c", "import evaluate; m = evaluate.load('valse_metric'); "
                 "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"], work, env)
     assert got.stdout.split()[-1] == "1.0"
+    got = _run([python, "-c", "import vlprobe; m = vlprobe.metric.load(); "
+                "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"], work, env)
+    assert got.stdout.split()[-1] == "1.0"
+    # The README's Python snippet, as written.
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    snippet = readme[readme.index("## The Python API"):].split("```python\n", 1)[1].split("```", 1)[0]
+    _run([python, "-c", snippet], work, env)
+    assert (work / "runs" / "api" / "results.json").is_file()
 
     # Publishing finds the shipped folders (dry run: checks them, uploads nothing).
     metric_plan = _run([vlprobe, "publish", "metric", "--repo", "my-lab/valse_metric", "--dry-run"], work, env).stdout

@@ -81,6 +81,25 @@ def test_worked_example_items_convert(shapes_dataset):
     assert items[0].texts == ("a circle to the left of a square", "a square to the left of a circle")
 
 
+def test_a_json_array_of_records_builds_the_same_rows_as_jsonl(shapes_source, tmp_path):
+    """A .json captions file (one JSON array of records, what json.dump of a list writes) is accepted, found on its
+    own, and gives the same rows as the same records a line at a time; anything else is one line naming the file."""
+    src = tmp_path / "src"
+    shutil.copytree(shapes_source, src, ignore=shutil.ignore_patterns("*.csv", "*.jsonl"))
+    records = [json.loads(line) for line in (shapes_source / "swaps.jsonl").read_text().splitlines() if line.strip()]
+    (src / "swaps.json").write_text(json.dumps(records, indent=2))
+    build_folder(src, tmp_path / "from_json", config="swaps", license="cc0-1.0")  # found: the only captions file
+    build_folder(shapes_source, tmp_path / "from_jsonl", captions="swaps.jsonl", config="swaps", license="cc0-1.0")
+    got, want = (datasets.load_dataset(str(tmp_path / name), "swaps", split="test") for name in ("from_json", "from_jsonl"))
+    assert got.to_list() == want.to_list() and len(got) == len(records)
+    (src / "swaps.json").write_text(json.dumps({"rows": records}))
+    with pytest.raises(ValueError, match=r"swaps.json: a .json captions file must hold one JSON array of objects"):
+        build_folder(src, tmp_path / "bad", config="swaps", license="cc0-1.0")
+    (src / "swaps.json").write_text(json.dumps([records[0], ["not", "a", "record"]]))
+    with pytest.raises(ValueError, match=r"swaps.json row 2: each element of the array must be a JSON object"):
+        build_folder(src, tmp_path / "bad2", config="swaps", license="cc0-1.0")
+
+
 def test_rebuilding_a_config_replaces_it(shapes_source, tmp_path):
     out = tmp_path / "ds"
     build_folder(shapes_source, out, captions="captions.csv", config="shapes", license="cc0-1.0")

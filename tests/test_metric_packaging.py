@@ -1,8 +1,9 @@
 """The metric has one committed file, metric/valse_metric.py: vlprobe imports it from there (or from
 the installed package's copy, made by the wheel build: tests/test_install.py), and
 `evaluate.load("valse_metric")` works by its bare name offline: from the repository root (the
-committed symlink valse_metric -> metric), and anywhere once `python -m vlprobe.metric register` has
-run. vlprobe's own loading writes nothing into evaluate's namespace of downloaded modules."""
+committed symlink valse_metric -> metric), and anywhere once vlprobe has been imported (which registers
+it in evaluate's module cache, writing nothing when it is there already) or `python -m vlprobe.metric
+register` has run. vlprobe.metric.load() reads the package's file by its path."""
 
 from __future__ import annotations
 
@@ -80,35 +81,73 @@ def test_bare_name_loads_from_the_repository_root_offline(repo_root, tmp_path):
 
 
 @pytest.mark.slow
-def test_load_reads_the_package_file_and_registers_nothing(tmp_path):
-    """vlprobe.metric.load() loads the file vlprobe carries by its path: evaluate's folder of
-    downloaded canonical modules stays untouched, and a second load logs no 'latest cached version'."""
+def test_load_after_import_vlprobe_reads_the_package_file(tmp_path):
+    """`import vlprobe; vlprobe.metric.load()` (the documented spelling) loads the file vlprobe carries by its
+    path: no 'latest cached version' from evaluate's cache of downloaded modules."""
     elsewhere, modules = tmp_path / "elsewhere", tmp_path / "modules"
     elsewhere.mkdir()
-    code = ("from vlprobe import metric; import json\n"
+    code = ("import vlprobe, json\n"
             "for _ in range(2):\n"
-            "    m = metric.load()\n"
-            "print(json.dumps({'acc_r': m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r']}))")
+            "    m = vlprobe.metric.load()\n"
+            "print(json.dumps({'acc_r': m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'], "
+            "'file': str(vlprobe.metric.METRIC_FILE)}))")
     proc = _run(code, elsewhere, modules)
-    assert _result(proc)["acc_r"] == 1.0
+    assert _result(proc) == {"acc_r": 1.0, "file": str(metric.METRIC_FILE)}
     assert "Using the latest cached version" not in proc.stderr
-    assert not (modules / "evaluate_modules" / "metrics" / metric.CACHE_NAME).exists()
+
+
+def _registered(modules: Path) -> list[Path]:
+    return sorted((modules / "evaluate_modules" / "metrics" / metric.CACHE_NAME).glob("*/valse_metric.py"))
 
 
 @pytest.mark.slow
-def test_bare_name_loads_anywhere_once_registered_offline(tmp_path):
+def test_bare_name_loads_anywhere_once_vlprobe_was_imported_offline(tmp_path):
     elsewhere, modules = tmp_path / "elsewhere", tmp_path / "modules"
     elsewhere.mkdir()
-    before = _result(_run(_CHECK, elsewhere, modules))
+    before = _result(_run(_CHECK, elsewhere, modules))  # evaluate alone, vlprobe never imported here
     assert "error" in before and "valse_metric" in before["error"]
-    proc = _run(["-m", "vlprobe.metric", "register"], elsewhere, modules)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "registered valse_metric at" in proc.stdout
-    registered = next((modules / "evaluate_modules" / "metrics" / "evaluate-metric--valse_metric").glob("*/valse_metric.py"))
+    assert _run("import vlprobe", elsewhere, modules).returncode == 0
+    [registered] = _registered(modules)
     assert registered.read_bytes() == metric.METRIC_FILE.read_bytes()
+    stamp = registered.stat().st_mtime_ns
     after = _result(_run(_CHECK, elsewhere, modules))
     assert after["acc_r"] == 0.5 and "evaluate-metric--valse_metric" in after["module"]
-    # Registering again is idempotent.
-    assert _run(["-m", "vlprobe.metric", "register"], elsewhere, modules).returncode == 0
-    assert len(list(registered.parent.parent.glob("*/valse_metric.py"))) == 1
+    # Importing again, or registering explicitly, writes nothing new: the same one copy, untouched.
+    assert _run("import vlprobe", elsewhere, modules).returncode == 0
+    assert _registered(modules) == [registered] and registered.stat().st_mtime_ns == stamp
+    proc = _run(["-m", "vlprobe.metric", "register"], elsewhere, modules)
+    assert proc.returncode == 0 and "registered valse_metric at" in proc.stdout
+    assert _registered(modules) == [registered] and registered.stat().st_mtime_ns == stamp
     assert metric.main(["sync"]) == 2  # the copies and their sync command are gone
+
+
+def test_an_older_registered_copy_is_superseded_and_a_broken_one_repaired(tmp_path, monkeypatch):
+    from vlprobe import metric_registry
+
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path))
+    old = tmp_path / "evaluate_modules" / "metrics" / metric.CACHE_NAME / ("0" * 64) / "valse_metric.py"
+    old.parent.mkdir(parents=True)
+    old.write_text("# an older vlprobe's metric\n")
+    mine = metric_registry.ensure_registered()
+    os.utime(mine, (1, 1))
+    assert not metric_registry._is_current(mine, metric.METRIC_FILE.read_bytes())  # the older copy is newer now
+    assert metric_registry.ensure_registered() == mine and mine.stat().st_mtime > old.stat().st_mtime
+    mine.write_text("truncated")
+    metric_registry.ensure_registered()
+    assert mine.read_bytes() == metric.METRIC_FILE.read_bytes()
+
+
+def test_an_unwritable_cache_warns_with_the_fix_and_the_import_still_works(tmp_path, monkeypatch):
+    from vlprobe import metric_registry
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("HF_MODULES_CACHE", str(blocker))
+    with pytest.warns(UserWarning, match=r"could not register valse_metric.*HF_MODULES_CACHE.*vlprobe\.metric\.load\(\)"):
+        metric_registry.register_on_import()
+    monkeypatch.setenv("VLPROBE_NO_METRIC_REGISTER", "1")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metric_registry.register_on_import()  # turned off: nothing tried, nothing said

@@ -229,6 +229,25 @@ def test_cli_probe_and_its_errors(travlr_small, tiny_clip_path, tmp_path, capsys
         P.probe(tiny_clip_path, str(travlr_small), train_sizes="10,abc")
 
 
+def test_a_train_size_above_the_training_rows_is_refused_up_front(travlr_small, tiny_clip_path, tmp_path, capsys,
+                                                                  monkeypatch):
+    """docs/probe.md's --train-size 1000,2000,8000 on a smaller build used to train '8000' on every row, a point of
+    the curve dropped in silence: refused before the model loads, naming the largest size possible."""
+    from vlprobe.runner import Run
+
+    monkeypatch.setattr(Run, "load_model", lambda *a, **k: pytest.fail("the model was loaded before the refusal"))
+    with pytest.raises(SettingError) as err:
+        P.probe(tiny_clip_path, str(travlr_small), "spatiality", train_sizes=[4, 100000], progress=False)
+    msg = str(err.value)
+    assert "\n" not in msg and "train_sizes='4,100000'" in msg and "spatiality/train has" in msg
+    assert "fewer than 100000" in msg and "the largest size possible is" in msg
+    code = vlprobe_main(["probe", "--dataset", str(travlr_small), "--config", "spatiality", "--model",
+                         str(tiny_clip_path), "--train-size", "100000", "--out", str(tmp_path / "x")])
+    err_text = capsys.readouterr().err
+    assert code == 2 and "--train-size 100000:" in err_text and "largest size possible" in err_text
+    assert not (tmp_path / "x").exists()
+
+
 @pytest.mark.slow
 def test_finetune_trains_a_copy_of_the_model(travlr_small, tiny_clip_path, tmp_path):
     from vlprobe.scorers import load_scorer

@@ -598,3 +598,25 @@ def test_a_no_cache_run_of_evaluate_sweeps_chunk_caches_of_killed_runs(own_tmp, 
     finally:
         temp.cleanup()
     assert _temporary(own_tmp) == []
+
+
+def test_learning_curve_axis_labels_only_the_training_sizes(tmp_path, monkeypatch):
+    """A log axis labels its minor ticks too ("500" beside "6x10^2"): the curve's x axis names the sizes alone."""
+    import matplotlib.figure
+
+    from vlprobe.probing.result import plot_learning_curves
+
+    rows = [{"task": "spatiality", "setting": "image", "train_modality": "image", "test_modality": "image",
+             "transfer": "same", "train_size": n, "split": split, "seed": seed, "classifier": "logreg",
+             "macro_f1": 0.5 + n / 1e5 + seed / 100, "chance": 0.5}
+            for n in (500, 1000, 2000) for split in ("test_ind", "test_ood") for seed in (0, 1)]
+    seen = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: seen.append(fig))
+    assert plot_learning_curves(tmp_path / "curve.png", rows, "spatiality")
+    [fig] = seen
+    fig.canvas.draw()
+    for ax in fig.axes:
+        if not ax.has_data():
+            continue
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["500", "1000", "2000"]
+        assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []

@@ -168,9 +168,9 @@ def test_one_headline_rule_for_bla_and_travlr(tmp_path):
     assert main(["report", str(run), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     assert "| active_passive | test | kind=a | sentence_acc |" in md
-    # A 1 x 2 TraVLR item: acc_r once, not acc_r, text, set_acc, set_error and sentence_acc.
+    # A 1 x 2 TraVLR item: its headline, acc_r, once (not text, set_acc, sentence_acc); the rest in the files.
     travlr_rows = [ln for ln in md.split("## travlr")[1].split("###")[0].splitlines() if ln.startswith("| spatiality")]
-    assert [ln.split("|")[3].strip() for ln in travlr_rows] == ["acc_r", "auroc"]
+    assert [ln.split("|")[3].strip() for ln in travlr_rows] == ["acc_r"]
     assert "zero-shot adaptation" in md
 
 
@@ -305,3 +305,22 @@ def test_report_checks_the_settings_it_reads(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{bad}: provenance.settings.limit must be a whole number (1 or more) or null, got -3" in err
     assert "provenance.settings.confidence must be a level strictly between 0 and 1" in err
+
+
+def test_report_png_is_faceted_and_readable(tmp_path):
+    """Many configs across benchmarks: one panel per benchmark, wrapped, never one 3,850-px-wide strip of bars."""
+    from PIL import Image
+
+    from vlprobe.report.render import PANEL_UNITS
+
+    units = [_unit("travlr", f"task{k}", "valse", k) for k in range(14)] + \
+        [_unit("bla", "active_passive", "bla", 20), _unit("valse", "existence", "valse", 21)]
+    a = _write(tmp_path / "a", "org/model-a", units)
+    b = _write(tmp_path / "b", "org/model-b", units[:5])
+    out = tmp_path / "report"
+    assert main(["report", str(a), str(b), "--out", str(out)]) == 0
+    with Image.open(out / "report.png") as im:
+        width, height = im.size
+    panels = 2 + 1 + 1  # travlr's 14 configs in rows of PANEL_UNITS, then bla, then valse
+    assert PANEL_UNITS < 14 and width <= 16 * 110 and height >= panels * 3 * 110
+    assert width / height < 2.5  # not a strip

@@ -61,20 +61,47 @@ def test_headline_rules():
     assert primary_metric("travlr", (1, 1), ["acc", "macro_f1", "f1_true"]) == "macro_f1"
 
 
-def test_display_drops_the_copies_of_one_number():
+def test_display_shows_the_headline_metrics_once():
     r = compute([[[0.9, 0.2]], [[0.3, 0.7]]], [[[1, 0]]] * 2)
     avail = [k for k in r if isinstance(r[k], float)]
-    # A 1 x 2 item: acc_r, text, set_acc, sentence_acc and 1 - set_error are one number.
+    # A 1 x 2 item: acc_r, text, set_acc and sentence_acc are one number.
     assert {"acc_r", "text", "set_acc", "set_error", "sentence_acc"} <= set(avail)
-    assert display_metrics("travlr", (1, 2), avail) == ["acc_r", "auroc"]
+    assert display_metrics("travlr", (1, 2), avail) == ["acc_r"]
     assert display_metrics("valse", (1, 2), avail) == ["acc_r"]
     w = compute([[[0.3, 0.2], [0.1, 0.5]]], [[[1, 0], [0, 1]]])
-    shown = display_metrics("winoground", (2, 2), [k for k in w if isinstance(w[k], float)])
-    assert shown[:3] == ["text", "image", "group"] and "set_acc" not in shown and "sentence_acc" not in shown
+    assert display_metrics("winoground", (2, 2), [k for k in w if isinstance(w[k], float)]) == ["text", "image", "group"]
     b = compute([[[0.8, 0.3, 0.5, 0.1]]], [[[1, 1, 0, 0]]])
     shown = display_metrics("bla", (1, 4), [k for k in b if isinstance(b[k], float)])
-    assert shown[:3] == ["sentence_acc", "set_acc", "set_error"] and "text" not in shown
+    assert shown == ["sentence_acc", "set_acc", "set_error"]
     assert display_metrics("x", None, ["acc_r", "text"]) == ["acc_r", "text"]
+    # A 1 x 3 instrument of the user's own scored by an ITM model (13 metrics with probabilities): its shape's
+    # headline, acc_r, is printed; the rest are in the files.
+    p = [[[0.9, 0.4, 0.2]], [[0.3, 0.7, 0.6]]]
+    itm = compute(p, [[[1, 1, 0]]] * 2, probabilities=p)
+    assert len([k for k in itm if isinstance(itm[k], float)]) >= 12
+    assert display_metrics(None, (1, 3), [k for k in itm if isinstance(itm[k], float)]) == ["acc_r"]
+
+
+@pytest.mark.parametrize("gold,kept", [
+    ([[1, 0]], {"text": "acc_r", "set_acc": "acc_r", "sentence_acc": "acc_r"}),
+    ([[1, 1, 0]], {"text": "set_acc"}),
+    ([[1, 0, 0, 0, 0]], {"text": "set_acc"}),
+    ([[1, 0], [0, 1]], {"set_acc": "acc_r", "sentence_acc": "acc_r"}),
+    ([[1, 0, 0], [0, 1, 0]], {}),
+])
+def test_synonyms_are_equal_for_every_item_of_the_shape(gold, kept):
+    """metric_synonyms names only metrics equal whatever the scores, ties included (integer scores tie often)."""
+    from vlprobe.summary import metric_synonyms
+
+    gold = np.array(gold)
+    scores = np.random.default_rng(0).integers(0, 4, size=(300, *gold.shape)).astype(float)
+    r = compute(scores, np.broadcast_to(gold, scores.shape).copy())
+    assert metric_synonyms(None, gold.shape) == kept
+    for dropped, name in kept.items():
+        assert r[dropped] == pytest.approx(r[name], abs=1e-12), (dropped, name)
+    # The name kept is the one the benchmark's headline uses: CREPE's R@1 is `text`, BLA's `set_acc`.
+    assert metric_synonyms("crepe", (1, 5)) == {"set_acc": "text"}
+    assert metric_synonyms("bla", (1, 4)) == {"text": "set_acc"}
 
 
 def _entry(dataset, config, split="test", benchmark=None, **metrics):
@@ -183,6 +210,19 @@ def test_winoground_bla_and_travlr():
     assert "2 of 8" in t["notes"][0]
 
 
+def test_the_travlr_heading_names_the_metric_its_values_are():
+    """The zero-shot 1 x 2 framing gives acc_r: the heading says so, not the paper's macro-F1; the 1 x 1 framing
+    says macro-F1."""
+    from vlprobe.summary import summary_title
+
+    zero_shot = [dict(_entry("travlr", "spatiality", split, acc_r=0.5), shape=[1, 2]) for split in ("test_ind", "test_ood")]
+    title = summary_title("travlr", summarize(zero_shot)["travlr"])
+    assert "query vs foil (1 x 2, acc_r)" in title and "macro-F1" not in title
+    statements = [dict(_entry("travlr", "spatiality", "test_ind", macro_f1=0.6, acc=0.6), shape=[1, 1])]
+    title = summary_title("travlr", summarize(statements)["travlr"])
+    assert "true/false (1 x 1, macro-F1)" in title and "acc_r" not in title
+
+
 def test_summary_is_json_serialisable():
     import json
 
@@ -208,7 +248,7 @@ def test_display_for_true_false_statements():
     p = [[[0.9]], [[0.6]], [[0.3]], [[0.2]], [[0.7]]]
     r = compute(p, [[[1]], [[1]], [[1]], [[0]], [[0]]], probabilities=p)
     shown = display_metrics("travlr", (1, 1), [k for k in r if isinstance(r[k], float)])
-    assert shown[0] == "macro_f1" and {"acc", "f1_true", "f1_false", "auroc"} <= set(shown)
+    assert shown == ["macro_f1"]  # acc, f1_true, f1_false, auroc: in results.json and results.csv
 
 
 def test_winoground_style_all_gives_each_instrument_from_its_tags():

@@ -86,6 +86,28 @@ def build_metaclip_2(folder):
     return _save(folder, MetaClip2Model(config).eval(), proc)
 
 
+def build_vision_text_dual_encoder(folder):
+    """A VisionTextDualEncoderModel (CLIP vision tower + BERT text tower), as transformers' run_clip.py builds one."""
+    from transformers import (
+        BertConfig,
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        VisionTextDualEncoderConfig,
+        VisionTextDualEncoderModel,
+        VisionTextDualEncoderProcessor,
+    )
+
+    tok = _bert_tokenizer()
+    text = BertConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, max_position_embeddings=40, pad_token_id=tok.pad_token_id)
+    config = VisionTextDualEncoderConfig.from_vision_text_configs(CLIPVisionConfig(**_vision()), text, projection_dim=16)
+    tm._seed()
+    proc = VisionTextDualEncoderProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
+                                                                             crop_size={"height": 32, "width": 32}),
+                                          tokenizer=tok)
+    return _save(folder, VisionTextDualEncoderModel(config=config).eval(), proc)
+
+
 def build_blip_contrastive(folder):
     from transformers import BlipConfig, BlipImageProcessor, BlipModel, BlipProcessor
 
@@ -257,6 +279,27 @@ def build_paligemma(folder):
 
 # ---- the map --------------------------------------------------------------------------------------
 
+def build_bridgetower_itm(folder):
+    """BridgeTowerForImageAndTextRetrieval; its vision tower needs hidden_size >= 64 (one head per 64 dims)."""
+    from transformers import (
+        BridgeTowerConfig,
+        BridgeTowerForImageAndTextRetrieval,
+        BridgeTowerImageProcessor,
+        BridgeTowerProcessor,
+    )
+
+    tok = _bert_tokenizer()
+    config = BridgeTowerConfig(
+        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, max_position_embeddings=40, pad_token_id=tok.pad_token_id),
+        vision_config=dict(hidden_size=64, num_hidden_layers=2, patch_size=8, image_size=32),
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2)
+    tm._seed()
+    proc = BridgeTowerProcessor(image_processor=BridgeTowerImageProcessor(size={"shortest_edge": 32}, size_divisor=8,
+                                                                          crop_size={"shortest_edge": 32}), tokenizer=tok)
+    return _save(folder, BridgeTowerForImageAndTextRetrieval(config).eval(), proc)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "CLIPModel": tm.build_tiny_clip, "SiglipModel": tm.build_tiny_siglip, "Siglip2Model": tm.build_tiny_siglip2,
     "AlignModel": tm.build_tiny_align, "FlavaForPreTraining": tm.build_tiny_flava,
@@ -266,6 +309,7 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
     "Owlv2ForObjectDetection": build_owlv2_detection, "CLIPSegModel": build_clipseg,
     "BlipForImageTextRetrieval": tm.build_tiny_blip_itm, "Blip2ForImageTextRetrieval": tm.build_tiny_blip2_itm,
     "ViltForImageAndTextRetrieval": tm.build_tiny_vilt,
+    "BridgeTowerForImageAndTextRetrieval": build_bridgetower_itm, "VisionTextDualEncoderModel": build_vision_text_dual_encoder,
     "LlavaForConditionalGeneration": tm.build_tiny_vlm, "Qwen2VLForConditionalGeneration": tm.build_tiny_qwen2_vl,
     "GitForCausalLM": build_git, "Blip2ForConditionalGeneration": build_blip2_captioning,
     "InstructBlipForConditionalGeneration": build_instructblip, "PaliGemmaForConditionalGeneration": build_paligemma,

@@ -58,21 +58,33 @@ _EXPORTS = {
     "ProbeResult": "probing", "probe": "probing",
     "ItemSpec": "spec", "SpecError": "spec", "find_spec": "spec",
 }
+# Submodules users reach as attributes after a plain `import vlprobe` (`vlprobe.metric.load()`), imported then.
+_SUBMODULES = ("metric",)
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
+    import importlib
 
+    if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
         globals()[name] = value
         return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'vlprobe' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
+
+
+# evaluate.load("valse_metric") offline wherever vlprobe is installed: the shipped metric is put in evaluate's
+# module cache (a few stat calls when it is there already; see metric_registry.py).
+from .metric_registry import register_on_import  # noqa: E402
+
+register_on_import()
+del register_on_import
 
 
 if TYPE_CHECKING:  # for type checkers and editors

@@ -536,7 +536,7 @@ class Engine:
         return "nothing was saved (no score cache): a rerun starts from the beginning"
 
     def _bar(self, iterable: Any, total_inputs: int, what: str) -> Any:
-        if not self.progress or self.rank != 0:
+        if not self.progress or self.rank != 0 or total_inputs == 0:  # all cached: no "encoding 0 texts" bar
             return iterable
         from tqdm.auto import tqdm
 

@@ -13,20 +13,20 @@ editable install). It is imported here as ``vlprobe.valse_metric``.
   downloaded modules).
 * ``evaluate.load("valse_metric")`` by its bare name works from the repository root (the committed
   symlink ``valse_metric -> metric`` is the folder evaluate looks for) and, anywhere and offline,
-  once :func:`register` (``python -m vlprobe.metric register``) has put the module where evaluate
-  keeps a downloaded ``evaluate-metric/valse_metric`` (evaluate then logs that it uses that cached
-  version: that is how it loads a bare name offline).
+  once vlprobe has been imported in this environment: ``import vlprobe`` registers the module where
+  evaluate keeps a downloaded ``evaluate-metric/valse_metric`` (:mod:`vlprobe.metric_registry`;
+  evaluate then logs that it uses that cached version: that is how it loads a bare name offline).
+  :func:`register` (``python -m vlprobe.metric register``) does the same explicitly.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from . import metric_registry
 from .locations import shipped
 
 MODULE_NAME = "valse_metric"
@@ -56,9 +56,7 @@ _module = module = _import_metric()
 METRIC_FILE = Path(_module.__file__).resolve()
 METRIC_KEYS = _module.METRIC_KEYS
 TIE_POLICIES = _module.TIE_POLICIES
-# evaluate resolves a bare name through the canonical namespace "evaluate-metric/<name>" and, when
-# the Hub cannot answer, through its cache folder "evaluate-metric--<name>".
-CACHE_NAME = f"evaluate-metric--{MODULE_NAME}"
+CACHE_NAME = metric_registry.CACHE_NAME
 
 
 def compute(predictions: Any, references: Any, **kwargs: Any) -> dict:
@@ -66,37 +64,17 @@ def compute(predictions: Any, references: Any, **kwargs: Any) -> dict:
     return _module.compute_metrics(predictions, references, **kwargs)
 
 
-def _modules_root() -> Path:
-    from evaluate.loading import init_dynamic_modules
-
-    return Path(init_dynamic_modules())
-
-
 def registered_path() -> Path:
     """Where :func:`register` puts the module (inside evaluate's ``HF_MODULES_CACHE``)."""
-    digest = hashlib.sha256(METRIC_FILE.read_bytes()).hexdigest()
-    return _modules_root() / "metrics" / CACHE_NAME / digest / f"{MODULE_NAME}.py"
+    return metric_registry.registered_path(METRIC_FILE)
 
 
 def register() -> Path:
     """Put this package's metric where ``evaluate.load("valse_metric")`` finds it offline: evaluate's
     module cache (``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--valse_metric/<sha256>/``),
-    laid out as evaluate lays out a module it downloaded. Idempotent; the registered copy is made
-    the most recent one, which is the one evaluate picks. Returns the registered file."""
-    target = registered_path()
-    metrics_dir = target.parents[2]
-    for folder in (metrics_dir, target.parent.parent, target.parent):
-        folder.mkdir(parents=True, exist_ok=True)
-        init = folder / "__init__.py"
-        if not init.exists():
-            init.write_bytes(b"")
-    data = METRIC_FILE.read_bytes()
-    if not target.is_file() or target.read_bytes() != data:
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    os.utime(target)  # evaluate picks the most recently modified cached version
-    return target
+    laid out as evaluate lays out a module it downloaded. ``import vlprobe`` does this already (see
+    :mod:`vlprobe.metric_registry`); idempotent. Returns the registered file."""
+    return metric_registry.ensure_registered()
 
 
 def load(**kwargs: Any):

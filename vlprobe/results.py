@@ -16,7 +16,8 @@
 * ``scores.parquet``: one row per item: ``dataset``, ``config``, ``split``, ``id``, ``scores``
   (m x n), ``gold`` (m x n), ``probabilities`` (m x n, null when the scorer gives none),
   ``texts``, ``tags``;
-* ``results.csv``: the long table, one row per (dataset, config, split, tag, metric), with the CI
+* ``results.csv``: the long table, one row per (dataset, config, split, tag, metric), one name per
+  quantity for the items' shape (:func:`vlprobe.summary.metric_synonyms`), with the CI
   bounds, the chance level, the support and the tie count (tag is empty for the whole config),
   and ``na_reason``: why the value is empty where every item tied (see below);
 * ``plot_<dataset>_<config>_<split>.png``: a bar per metric with its CI and its chance level.
@@ -400,11 +401,15 @@ CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low",
 
 
 def csv_rows(splits: Sequence[ScoredSplit]) -> list[dict[str, Any]]:
+    """results.csv's rows: per split and per tag, each metric under one name (a synonym for this item shape,
+    :func:`vlprobe.summary.metric_synonyms`, is left out: ``text`` = ``set_acc`` = ``sentence_acc`` = ``acc_r``
+    for 1 x 2 items is the one row ``acc_r``)."""
     rows = []
     for u in splits:
+        same = summary.metric_synonyms(u.benchmark, u.shape)
         blocks = [("", u.metrics)] + sorted((u.metrics.get("per_tag") or {}).items())
         for tag, m in blocks:
-            for key in metric_keys(m):
+            for key in [k for k in metric_keys(m) if k not in same]:
                 ci = (m.get("ci") or {}).get(key) or [None, None]
                 rows.append({
                     "dataset": dataset_name(u.dataset), "config": u.config, "split": u.split, "tag": tag,

@@ -95,14 +95,38 @@ def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, availab
     return rest[0] if rest else None
 
 
+def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dict[str, str]:
+    """``{metric: the name kept}`` for the metrics that are the same quantity as another for every item of this
+    shape, whatever the scores (ties included): with one row (m = 1) ``text`` = ``set_acc``; with two texts
+    (n = 2) each row holds one gold-vs-other pair, so ``acc_r`` = ``set_acc`` = ``sentence_acc`` (and, for 1 x 2,
+    ``text`` too). Of each group the name kept is the first the benchmark's headline uses, else ``acc_r`` (else
+    ``set_acc``). Tables, results.csv and ``to_pandas()`` carry the kept name only; results.json keeps every key
+    (the metric module's full output). Mixed shapes (None): none."""
+    s = _shape(shape)
+    if s is None:
+        return {}
+    m, n = s
+    groups = []
+    if n == 2:
+        groups.append(["acc_r", "set_acc", "sentence_acc"] + (["text"] if m == 1 else []))
+    elif m == 1 and n > 2:
+        groups.append(["set_acc", "text"])
+    headline = list(headline_metrics(benchmark, s))
+    out: dict[str, str] = {}
+    for group in groups:
+        kept = next((k for k in headline if k in group), group[0])
+        out.update({k: kept for k in group if k != kept})
+    return out
+
+
 def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, available: Sequence[str],
                     modality: str | None = None) -> list[str]:
-    """The metrics a printed table shows for one config: its headline metrics first, then the
-    others that carry information for this item shape. For 1 x n items text = set_acc (one row),
-    and for 1 x 2 items acc_r = text = set_acc = sentence_acc = 1 - set_error (one pair), so
-    only acc_r is shown; for m >= 2 items the row-pooled set metrics are left out. Mixed shapes
-    (``shape=None``) show everything available. A benchmark's ``probability_only`` metrics show only
-    with probabilities (VALSE's AUROC, as its paper shows it)."""
+    """The metrics a printed table (and a run's plot) shows for one config: its headline metrics, the benchmark's
+    or, for a dataset of the user's own, its item shape's (:func:`headline_metrics`); every other metric is in
+    results.json and results.csv. A benchmark's ``probability_only`` metrics show only with probabilities (VALSE's
+    AUROC, as its paper shows it). When no headline metric is present (mixed shapes, ``shape=None``; a result
+    without them), the others that carry information for this shape, one name per quantity
+    (:func:`metric_synonyms`; for m >= 2 items the row-pooled set metrics left out)."""
     avail = list(available)
     bench = find(benchmark)
     s = _shape(shape)
@@ -118,8 +142,11 @@ def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, availa
             drop |= {"set_acc", "set_error", "sentence_acc"}
     if bench is not None and "acc" not in avail:
         drop |= set(bench.probability_only)
+    drop |= set(metric_synonyms(benchmark, s))
+    if head:
+        return head
     ordered = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
-    return head + [k for k in ordered if k not in head and k not in drop]
+    return [k for k in ordered if k not in drop]
 
 
 # ---- aggregates ------------------------------------------------------------------------------------
@@ -326,6 +353,9 @@ def _block(bench: Benchmark, entries: list[dict[str, Any]], settings: Mapping[st
     notes += [f.note for f in bench.framings if f.note and f.label in framings]
     block: dict[str, Any] = {"benchmark": bench.name, "source": bench.source, "headline": headline, "rows": rows,
                              "complete": bool(rows) and not missing, "notes": notes}
+    used = [f.label for f in bench.framings if f.label in framings]
+    if used:  # the heading names what the values are (TraVLR's 1 x 1 macro-F1, or vlprobe's 1 x 2 acc_r)
+        block["framings"] = used
     rule = bench.tie_rule_for(modality)
     if text_only:  # the paper's own text-only measure (SugarCREPE++'s TOT), else no paper's aggregates
         block["source"] = bench.text_only.source if bench.text_only is not None else None
@@ -459,11 +489,13 @@ def departure_text(block: Mapping[str, Any]) -> str:
 
 def summary_title(name: str, block: Mapping[str, Any], *, with_source: bool = True) -> str:
     """The heading of a benchmark's summary: "the paper's aggregates (source)" only where a paper
-    defines them (the benchmark's ``source``); any other dataset, a user's own or the synthetic
+    defines them (the benchmark's ``source``, and the framings of its rows, which name the metric shown:
+    TraVLR's "true/false (1 x 1, macro-F1)"); any other dataset, a user's own or the synthetic
     winoground_style, gets "headline metrics per config". A run that departs from the authors'
     setting says so: "..., NOT the authors' setting: ties lenient (authors: strict)"."""
     if block.get("source"):
-        title = f"{name}: the paper's aggregates" + (f" ({block['source']})" if with_source else "")
+        said = "; ".join([block["source"], *block.get("framings", ())])
+        title = f"{name}: the paper's aggregates" + (f" ({said})" if with_source else "")
     else:
         title = f"{name}: headline metrics per config"
     departs = departure_text(block)

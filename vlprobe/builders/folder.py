@@ -1,4 +1,4 @@
-"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL of captions and foils
+"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL/JSON of captions and foils
 -> a Hub dataset folder (parquet with the image bytes embedded, a card, ``vlprobe.yaml``).
 
 The source folder looks like::
@@ -8,9 +8,9 @@ The source folder looks like::
     ├── captions.csv       one row per item: image path column(s), text columns, tag columns ...
     └── vlprobe.yaml       which columns are images, texts, gold and tags (see vlprobe/spec.py)
 
-Image columns hold paths relative to the captions file (a JSONL list of paths makes a list
-column). Other columns are kept as they are (CSV cells are strings). Without a ``vlprobe.yaml``
-the common shape ``image, caption, foil...`` gets the spec ``texts: [caption, foil...]``,
+Image columns hold paths relative to the captions file (a JSONL or JSON list of paths makes a list
+column); a ``.json`` file is one array of records. Other columns are kept as they are (CSV cells
+are strings). Without a ``vlprobe.yaml`` the common shape ``image, caption, foil...`` gets the spec ``texts: [caption, foil...]``,
 ``gold: [[1, 0, ...]]`` and every other column as a tag.
 
 Building again into the same ``--out`` with another ``--config`` adds a config: the card keeps
@@ -30,7 +30,10 @@ from typing import Any
 import yaml
 
 NAME = "folder"
-HELP = "a folder of images + a CSV/JSONL of captions and foils (your own instrument) -> a Hub dataset folder"
+HELP = "a folder of images + a CSV/JSONL/JSON of captions and foils (your own instrument) -> a Hub dataset folder"
+# what `vlprobe list` says a build needs
+NEEDS = "your folder of images and a captions file: vlprobe build folder SOURCE --out DIR --license ID"
+CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of records
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
 
@@ -38,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", type=Path, help="the folder holding the images and the captions file")
     p.add_argument("--out", type=Path, required=True, help="the dataset folder to write (created; other configs in it are kept)")
     p.add_argument("--captions", type=Path, default=None,
-                   help="the CSV or JSONL file, relative to SOURCE (default: the only *.csv/*.jsonl in SOURCE)")
+                   help="the CSV, JSONL or JSON (an array of records) file, relative to SOURCE (default: the only "
+                        "*.csv/*.jsonl/*.json in SOURCE)")
     p.add_argument("--config", default="default", help="config name of this instrument (default: 'default')")
     p.add_argument("--split", default="test", help="split name (default: test)")
     p.add_argument("--license", required=True,
@@ -253,10 +257,11 @@ def _find_captions(source: Path, captions: str | Path | None) -> Path:
         if not path.is_file():
             raise FileNotFoundError(f"--captions {captions}: no such file (looked in {source})")
         return path
-    found = sorted(p for p in source.iterdir() if p.suffix.lower() in (".csv", ".jsonl"))
+    found = sorted(p for p in source.iterdir() if p.suffix.lower() in CAPTIONS_SUFFIXES)
     if len(found) != 1:
         raise ValueError(
-            f"{source}: expected one captions file (*.csv or *.jsonl), found {[p.name for p in found] or 'none'}; pass --captions"
+            f"{source}: expected one captions file (*.csv, *.jsonl or *.json), found {[p.name for p in found] or 'none'}; "
+            f"pass --captions"
         )
     return found[0]
 
@@ -278,8 +283,9 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     from ..errors import DatasetError
 
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl"):
-        raise ValueError(f"{path}: the captions file must be .csv or .jsonl")
+    if suffix not in CAPTIONS_SUFFIXES:
+        raise ValueError(f"{path}: the captions file must be .csv, .jsonl (one JSON object a line) or .json (a JSON "
+                         f"array of objects)")
     text = read_text(path, "captions file")
     if suffix == ".csv":
         try:
@@ -290,8 +296,8 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
             if None in r or any(v is None for v in r.values()):
                 raise ValueError(f"{path} row {i + 1}: has a different number of cells than the header")
         return rows
-    rows = []
-    for i, line in enumerate(text.splitlines()):
+    rows = _json_array(path, text) if suffix == ".json" else []
+    for i, line in enumerate(text.splitlines() if suffix == ".jsonl" else []):
         if not line.strip():
             continue
         try:
@@ -306,6 +312,22 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         if set(row) != set(keys):
             raise ValueError(f"{path}: row {i + 1} has keys {sorted(row)}, the first row {sorted(keys)}")
     return rows
+
+
+def _json_array(path: Path, text: str) -> list[dict[str, Any]]:
+    """A ``.json`` captions file: one array of objects, one per row."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not JSON: {err}") from None
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: a .json captions file must hold one JSON array of objects (one per row), not a "
+                         f"{type(data).__name__}; or write one object a line as .jsonl")
+    for i, row in enumerate(data):
+        if not isinstance(row, dict):
+            raise ValueError(f"{path} row {i + 1}: each element of the array must be a JSON object, not "
+                             f"{type(row).__name__}")
+    return data
 
 
 def _is_image_path(value: Any) -> bool:

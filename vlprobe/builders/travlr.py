@@ -22,6 +22,8 @@ from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
 
 NAME = "travlr"
 HELP = "TraVLR's 4 tasks (spatiality, cardinality, quantifiers, numerical_comparison) rendered offline"
+# what `vlprobe list` says a build needs
+NEEDS = "nothing: scenes rendered offline by vlprobe (seeded; --size tiny/default/paper)"
 DEFAULT_OUT = Path("travlr")
 
 FEATURES = datasets.Features({

@@ -31,6 +31,8 @@ from .synthetic import RateMeter, parse_names, write_rows
 
 NAME = "winoground_style"
 HELP = "Winoground-style 2x2 instruments on rendered scenes (+ a private folder from your own Winoground copy)"
+# what `vlprobe list` says a build needs
+NEEDS = "nothing: scenes rendered offline by vlprobe (a private Winoground folder: --winoground DIR, your own copy)"
 DEFAULT_OUT = Path("winoground_style")
 LOCAL_CONFIG = "winoground"
 

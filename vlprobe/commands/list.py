@@ -1,8 +1,9 @@
-"""``vlprobe list``: what can be evaluated here, as lm-evaluation-harness's ``--tasks list``.
+"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``.
 
-    vlprobe list                      the dataset folders under the working directory (or
-                                      $VLPROBE_ROOT): built configs and their splits, the ones
-                                      still to build, and the model families
+    vlprobe list                      every benchmark vlprobe can build (its configs, what a build needs, whether
+                                      it is built and where), every dataset folder found (the working directory,
+                                      $VLPROBE_ROOT, where `vlprobe build` writes outside a clone), the model
+                                      families with their architectures, and the bundled model
     vlprobe list --dataset FOLDER     one dataset folder's (or, online, Hub id's) configs and splits
 """
 
@@ -12,7 +13,7 @@ import argparse
 import os
 from pathlib import Path
 
-HELP = "list the dataset folders, configs and splits that can be evaluated here, and the model families"
+HELP = "the catalogue: benchmarks vlprobe builds, dataset folders found, model families and architectures"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,16 +21,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "list",
         help=HELP,
         description=(
-            "List what `vlprobe evaluate` can score here: every dataset folder under the working directory (or "
-            "$VLPROBE_ROOT) with a vlprobe.yaml, its configs and splits (and the configs still to build, with the "
-            "command that builds them), and the scorer families --family accepts. With --dataset: that "
-            "dataset's configs and splits."
+            "The catalogue: every benchmark `vlprobe build` makes (its configs, what the build needs, whether it is "
+            "built and where), every dataset folder found (the working directory, $VLPROBE_ROOT, and where "
+            "`vlprobe build` writes outside a clone: <cache>/datasets), each with its configs and splits, the model "
+            "families --family accepts with the architectures each takes, and the bundled model. With --dataset: "
+            "that dataset's configs and splits."
         ),
     )
     p.add_argument("--dataset", default=None, metavar="FOLDER_OR_HUB_ID",
                    help="list this dataset's configs and splits (a Hub id needs the network)")
     p.add_argument("--root", default=None,
-                   help="where to look for dataset folders (default: $VLPROBE_ROOT, else the working directory)")
+                   help="look for dataset folders here instead of the working directory ($VLPROBE_ROOT and the "
+                        "cache are looked in too)")
     p.set_defaults(func=run)
 
 
@@ -85,21 +88,111 @@ def run(args: argparse.Namespace) -> int:
                 splits = f"cannot be read ({first})"
             print(f"  {config:<28} {splits}")
         return 0
-    root = Path(args.root or os.environ.get("VLPROBE_ROOT") or Path.cwd())
+    root = Path(args.root) if args.root else Path.cwd()
     if not root.is_dir():
         raise ArgumentError("root", str(root), "is not a folder")
-    found = dataset_folders(root)
-    if found:
-        print(f"dataset folders under {root} (evaluate them with --dataset FOLDER --config NAME):")
-    else:
-        print(f"no dataset folder (a folder with a vlprobe.yaml) under {root}")
-    width = max([len(d["name"]) for d in found] + [8])
-    for d in found:
-        print(f"  {d['name']:<{width}}  {_describe(d)}")
-    fams = families()
-    print("\nmodel families (--family NAME; detected from the model's config.json when left out):")
-    fw = max([len(n) for n in fams] + [8])
-    for name in sorted(fams):
-        desc = (fams[name].description or "").strip().splitlines()
-        print(f"  {name:<{fw}}  {desc[0] if desc else ''}".rstrip())
+    print("\n".join(catalogue_lines(root, families())))
     return 0
+
+
+# ---- the catalogue ------------------------------------------------------------------------------------------
+
+def search_roots(root: Path) -> list[Path]:
+    """Where built folders are looked for, in the order a name finds them (:mod:`vlprobe.names`)."""
+    from ..locations import datasets_home
+
+    out: list[Path] = []
+    for base in [root, Path(os.environ["VLPROBE_ROOT"]).expanduser() if os.environ.get("VLPROBE_ROOT") else None,
+                 datasets_home()]:
+        if base is not None and base.resolve() not in [b.resolve() for b in out]:
+            out.append(base)
+    return out
+
+
+def needs(module) -> str:
+    """What ``vlprobe build NAME`` needs, in words: a builder on the shared flow pins its annotation files and names
+    its image sources; another builder says it in its ``NEEDS``."""
+    builder = getattr(module, "BUILDER", None)
+    up = getattr(getattr(builder, "benchmark", None), "upstream", None)
+    if up is None:
+        return getattr(module, "NEEDS", "")
+    from ..image_sources import SOURCES
+
+    images = [SOURCES[s].title if isinstance(s, str) and s in SOURCES else getattr(s, "title", str(s))
+              for s in getattr(builder, "sources", ())]
+    how = "downloaded by the build, checked by hash" if up.fetched else "from --annotations DIR"
+    text = f"annotations: {len(up.files)} file(s) of github.com/{up.repo} at {up.commit[:7]} ({how})"
+    return text + (f"; images: {', '.join(images)} (--images DIR or downloaded)" if images else "")
+
+
+def buildable(root: Path) -> list[dict]:
+    """Every benchmark `vlprobe build` makes: {name, help, configs, needs, built: folder or None}."""
+    from ..builders import builders
+    from ..names import find_dataset, is_built
+
+    out = []
+    for name, module in sorted(builders().items()):
+        decls = getattr(module, "config_decls", None) or getattr(getattr(module, "BUILDER", None), "config_decls", None)
+        configs = [d.name for d in decls()] if decls is not None else []
+        found = find_dataset(name, root)
+        out.append({"name": name, "help": getattr(module, "HELP", ""), "configs": configs, "needs": needs(module),
+                    "built": str(found) if found != name and is_built(found) else None})
+    return out
+
+
+def args_root_is_cwd(root: Path) -> bool:
+    try:
+        return root.resolve() == Path.cwd().resolve()
+    except OSError:
+        return False
+
+
+def _shown(names: list[str], first: int = 6) -> str:
+    return ", ".join(names[:first]) + (f", ... ({len(names)} in all)" if len(names) > first else "")
+
+
+def catalogue_lines(root: Path, fams: dict) -> list[str]:
+    import textwrap
+
+    from ..benchmarks import benchmarks
+    from ..locations import MINI_CLIP, datasets_home, shipped_model
+
+    wrap = textwrap.TextWrapper(width=118, initial_indent="      ", subsequent_indent="        ")
+    lines = ["benchmarks vlprobe can build (`vlprobe build NAME`; then `--dataset NAME` from any folder):"]
+    for b in buildable(root):
+        lines.append(f"  {b['name']}")
+        lines += wrap.wrap(b["help"])
+        if b["configs"]:
+            lines += wrap.wrap(f"configs: {_shown(b['configs'])}")
+        if b["needs"]:
+            lines += wrap.wrap(f"needs: {b['needs']}")
+        if b["name"] != "folder":
+            lines.append(f"      built: {b['built']}" if b["built"] else "      built: no")
+    hub = [b for b in benchmarks().values() if b.builder is None and b.hub_id]
+    if hub:
+        lines += ["", "benchmarks read from the Hub (`--dataset ID`; online, or a copy in the Hugging Face cache):"]
+        lines += [f"  {b.name}  {b.hub_id}: {b.title}" for b in sorted(hub, key=lambda b: b.name)]
+    lines += ["", "dataset folders found (evaluate one with --dataset NAME or FOLDER), in the order a name finds them:"]
+    for base in search_roots(root):
+        folders = dataset_folders(base)
+        where = "the cache, where `vlprobe build` writes outside a clone" if base == datasets_home() else (
+            "$VLPROBE_ROOT" if base != root else "the working folder" if args_root_is_cwd(root) else "--root")
+        lines.append(f"  {base} ({where}):" if folders else f"  {base} ({where}): none")
+        width = max([len(d["name"]) for d in folders] + [8])
+        lines += [f"    {d['name']:<{width}}  {_describe(d)}" for d in folders]
+    lines += ["", "model families (--family NAME; detected from the model's config.json when left out):"]
+    from ..scorers.base import _AUTO_CLASSES
+
+    for name in sorted(fams):
+        fam = fams[name]
+        desc = (fam.description or "").strip().splitlines()
+        lines.append(f"  {name}  {desc[0] if desc else ''}".rstrip())
+        archs = ", ".join(sorted(fam.architectures))
+        tables = " and ".join(f"any {_AUTO_CLASSES.get(t, t)} class" for t in fam.auto_mappings)
+        said = "; ".join(p for p in (archs, tables) if p)
+        if said:
+            lines += wrap.wrap(f"architectures: {said}")
+    model = shipped_model()
+    lines += ["", f"bundled model: {MINI_CLIP} (--model {MINI_CLIP}, model={MINI_CLIP!r}): "
+                  f"{model if model is not None else 'not in this installation'}"]
+    return lines

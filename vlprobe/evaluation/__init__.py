@@ -4,7 +4,7 @@ CLI (``vlprobe evaluate``), the Space and the probe command call.
     import vlprobe
     res = vlprobe.evaluate(model="models/mini-clip", datasets=["winoground_style"], bootstrap=1000)
     res.summary            # the papers' aggregates per benchmark
-    res.to_pandas()        # one row per dataset/config/split/metric (value, ci_low, ci_high, chance, n)
+    res.to_pandas()        # results.csv: per dataset/config/split/tag and metric (value, ci_low, ci_high, chance, n)
     res.scores()           # a datasets.Dataset of the per-item scores (= scores.parquet)
     res.save("runs/x")     # results.json, scores.parquet, results.csv, plots: what the CLI writes
     res.plot()             # a matplotlib figure

@@ -18,8 +18,8 @@ class Evaluation:
 
     * ``results``: the results.json document (a dict); ``summary``: each benchmark's headline
       metrics (its paper's aggregates where it has a paper), as under the printed table;
-    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: one row per
-      dataset/config/split/metric; ``plot()``: a matplotlib figure of the table's metrics;
+    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: results.csv's rows, one
+      per dataset/config/split/tag/metric; ``plot()``: a matplotlib figure of the table's metrics;
     * ``save(dir)``: results.json, scores.parquet, results.csv and plots, as the CLI writes them;
     * ``scores()``: the per-item score matrices as a ``datasets.Dataset``; ``splits`` and
       ``provenance``: the scored splits and what produced them.
@@ -39,10 +39,11 @@ class Evaluation:
 
         return results_document(self.splits, self.provenance, self.summary)
 
-    def to_pandas(self, per_tag: bool = False) -> Any:
-        """One row per dataset/config/split/metric (and per tag with ``per_tag=True``): value,
-        ci_low, ci_high, chance, support, n_items, n_ties, na_reason (why value is None where every
-        item tied)."""
+    def to_pandas(self, per_tag: bool = True) -> Any:
+        """results.csv as a DataFrame: one row per dataset/config/split/tag/metric (``tag`` empty for the whole
+        split; ``per_tag=False`` keeps those rows only and drops the column): value, ci_low, ci_high, chance,
+        support, n_items, n_ties, na_reason (why value is None where every item tied). One name per quantity
+        for the items' shape, as in results.csv."""
         import pandas as pd
 
         from ..results import CSV_COLUMNS, csv_rows

@@ -17,7 +17,7 @@ from ..runner import Run
 from ..scorers.base import DualScorer
 from ..scorers.loading import detect_family, load_config
 from ..spec import dataset_benchmark
-from .data import _check_classes, load_splits
+from .data import _check_classes, _check_train_sizes, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
 from .protocol import run_probes
@@ -94,6 +94,7 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
     # Rows that cannot train a probe are refused before the weights load when the family is known from
     # the config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
     early_family = _family_from_config(s.model, s.family, s.revision) if processor is None else None
+    _check_train_sizes(data, s.train_sizes, s.limit)  # before any weight loads
     if early_family is not None:
         _check_classes(data, s.datasets, s.limit, trained=early_family != "vqascore")
     with quiet_progress(not s.progress):  # no "Loading weights" bars with progress=False, as evaluate

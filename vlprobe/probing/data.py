@@ -158,3 +158,23 @@ def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int |
                                                         f"the probe needs true and false rows in {need}: use more rows")
             raise DatasetError(f"{dataset} config {task!r} split {name!r}: all {len(sp)} row(s) are {only}; the probe "
                                f"needs true and false rows in {need}")
+
+
+def _check_train_sizes(data: dict[str, dict[str, Split]], train_sizes: list[int] | None, limit: int | None) -> None:
+    """A learning-curve size above a task's training rows would be trained on all of them, a point silently
+    dropped: refuse it up front, naming the largest size possible (and ``limit`` when it is the cause)."""
+    if not train_sizes:
+        return
+    for task, by in data.items():
+        train = by.get(TRAIN)
+        if train is None:
+            continue
+        too_big = sorted(n for n in train_sizes if n > len(train))
+        if too_big:
+            cause = (f" (--limit {limit} of its {train.info['rows_in_split']})"
+                     if limit is not None and train.info.get("rows_in_split", 0) > limit else "")
+            raise ProbeSettingError("train_sizes", ",".join(map(str, train_sizes)),
+                                    f"{task}/{TRAIN} has {len(train)} row(s){cause}, fewer than "
+                                    f"{', '.join(map(str, too_big))}: the largest size possible is {len(train)} "
+                                    f"(the full train split is always a point of the curve)")
+

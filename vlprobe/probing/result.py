@@ -376,6 +376,7 @@ def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
     if len(sizes) < 2:
         return False
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -398,6 +399,8 @@ def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
         ax.set_xscale("log")
         ax.set_xticks(sizes)
         ax.set_xticklabels([str(s) for s in sizes])
+        # a log axis labels its minor ticks too ("6x10^2" beside "500"): the training sizes only
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.set_xlabel("training rows")
         ax.set_title(f"{task}: {split}")
         ax.set_ylim(0, 100)

@@ -213,7 +213,22 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
     return "\n".join(md) + "\n", page
 
 
+# The report's chart: one panel per benchmark, wrapped after this many bars' groups, so that it stays readable
+# (one long row of every config of every run was 3,850 x 440 px).
+PANEL_UNITS = 10
+
+
+def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str, str, str]]]:
+    """The units grouped by benchmark (in first-seen order), each group cut into rows of PANEL_UNITS."""
+    by_bench: dict[str, list[tuple[str, str, str, str]]] = {}
+    for u in units:
+        by_bench.setdefault(u[0], []).append(u)
+    return [group[i:i + PANEL_UNITS] for group in by_bench.values() for i in range(0, len(group), PANEL_UNITS)]
+
+
 def plot_runs(runs: Sequence[Run], path: Path) -> None:
+    """Each run's headline metric per (benchmark, config, split), with its CI and chance: one panel per benchmark
+    (at most PANEL_UNITS configs and splits a row)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -226,30 +241,39 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
             unit = (r["benchmark"], r["config"], r["split"], key)
             if key and unit not in units:
                 units.append(unit)
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.55 * len(units) * max(1, len(runs)) + 2), 4.0), dpi=110)
-    width = 0.8 / max(1, len(runs))
-    x = np.arange(len(units))
-    for i, run in enumerate(runs):
-        vals, lo, hi = [], [], []
-        for bench, config, split, key in units:
-            m = next((r["metrics"] for r in run.results
-                      if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), {})
-            v = m.get(key)
-            ci = (m.get("ci") or {}).get(key) or [v, v]
-            vals.append(np.nan if v is None else 100 * v)
-            lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
-            hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
-        ax.bar(x + (i - (len(runs) - 1) / 2) * width, vals, width, yerr=[lo, hi], capsize=2, label=run.label)
-    for j, (bench, config, split, key) in enumerate(units):
-        chance = next(((r["metrics"].get("chance") or {}).get(key) for run in runs for r in run.results
-                       if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), None)
-        if chance is not None:
-            ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed",
-                      label="chance" if j == 0 else None)
-    ax.set_xticks(x, [f"{b}/{c}/{s}\n{k}" for b, c, s, k in units], rotation=40, ha="right", fontsize=7)
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("%")
-    ax.legend(fontsize=7)
+    panels = _panels(units) or [[]]
+    widest = max(len(p) for p in panels)
+    width = min(16.0, max(6.0, 0.5 * widest * max(1, len(runs)) + 2))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.3 * len(panels)), dpi=110, squeeze=False)
+    bar = 0.8 / max(1, len(runs))
+    for ax, panel in zip(axes[:, 0], panels):
+        x = np.arange(len(panel))
+        for i, run in enumerate(runs):
+            vals, lo, hi = [], [], []
+            for bench, config, split, key in panel:
+                m = next((r["metrics"] for r in run.results
+                          if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), {})
+                v = m.get(key)
+                ci = (m.get("ci") or {}).get(key) or [v, v]
+                vals.append(np.nan if v is None else 100 * v)
+                lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
+                hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
+            ax.bar(x + (i - (len(runs) - 1) / 2) * bar, vals, bar, yerr=[lo, hi], capsize=2, label=run.label)
+        first = True
+        for j, (bench, config, split, key) in enumerate(panel):
+            chance = next(((r["metrics"].get("chance") or {}).get(key) for run in runs for r in run.results
+                           if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), None)
+            if chance is not None:
+                ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed",
+                          label="chance" if first else None)
+                first = False
+        ax.set_xticks(x, [f"{c}/{s}\n{k}" for _, c, s, k in panel], rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, max(len(panel), 4) - 0.4)  # a panel of few bars keeps the bars' width
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("%")
+        if panel:
+            ax.set_title(str(panel[0][0]), fontsize=9, loc="left")
+        ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     import io
 

@@ -1,5 +1,5 @@
 """Family ``dual``: dual encoders (CLIP, SigLIP, SigLIP 2, ALIGN, AltCLIP, Chinese-CLIP, MetaCLIP 2,
-BLIP's contrastive model, FLAVA, OWL-ViT / OWLv2): the architectures in :data:`ARCHITECTURES`, and
+BLIP's contrastive model, FLAVA, OWL-ViT / OWLv2, ``VisionTextDualEncoderModel``): the architectures in :data:`ARCHITECTURES`, and
 every class of transformers' zero-shot image classification table. A FLAVA pre-training or OWL-ViT
 detection checkpoint loads through ``AutoModel`` as its contrastive model (``FlavaModel``,
 ``OwlViTModel``), which is the part of it scored here.
@@ -50,6 +50,8 @@ ARCHITECTURES = frozenset({
     "CLIPModel", "SiglipModel", "Siglip2Model", "AlignModel", "AltCLIPModel", "ChineseCLIPModel", "MetaClip2Model",
     "BlipModel", "FlavaModel", "FlavaForPreTraining", "OwlViTModel", "OwlViTForObjectDetection", "Owlv2Model",
     "Owlv2ForObjectDetection",
+    # a vision tower and a text tower joined by projections (what transformers' run_clip.py example trains)
+    "VisionTextDualEncoderModel",
 })
 _MAX_LENGTH_PADDED = {"siglip", "siglip2"}
 

@@ -9,12 +9,16 @@ architecture                    head output                        score / proba
 ``Blip2ForImageTextRetrieval``  ``logits_per_image`` (B, 2) with   as for BLIP (the head's logits are the
 (BLIP-2 ITM, ``use_image_text_  ``use_image_text_matching_head``:  mean over the Q-Former's query positions)
 matching_head``)                [no match, match]
+``BridgeTowerForImage           ``logits`` (B, 2): its ITM head    as for BLIP
+AndTextRetrieval``              on the pooled cross-modal output,
+(BridgeTower ITM)               [no match, match]
 ``ViltForImageAndTextRetrieval``  ``logits`` (B, 1)                score = the single match logit;
 (ViLT retrieval)                                                   probability = sigmoid(logit)
 ==============================  =================================  ==========================================
 
-These three classes are the family's explicit architecture map (:data:`_HEADS`); a checkpoint whose
-matching head (``itm_head``, BLIP-2's ``query_tokens``, ViLT's ``rank_output``) is missing is refused.
+These four classes are the family's explicit architecture map (:data:`_HEADS`); a checkpoint whose
+matching head (``itm_head``, BLIP-2's ``query_tokens``, BridgeTower's ``itm_score``, ViLT's ``rank_output``)
+is missing is refused.
 
 For BLIP the difference of the two logits is used rather than the "match" logit alone, so that the
 score ranks pairs exactly as the model's own match probability does (the VALSE LXMERT script ranks
@@ -49,12 +53,15 @@ from .loading import (
 _HEADS = {
     "BlipForImageTextRetrieval": "two_way",
     "Blip2ForImageTextRetrieval": "two_way_blip2",
+    "BridgeTowerForImageAndTextRetrieval": "two_way_logits",
     "ViltForImageAndTextRetrieval": "single",
 }
+_TWO_WAY = ("two_way", "two_way_blip2", "two_way_logits")
 # architecture name -> the parameters the matching head reads besides the backbone
 _HEAD_WEIGHTS = {
     "BlipForImageTextRetrieval": ["itm_head"],
     "Blip2ForImageTextRetrieval": ["itm_head", "query_tokens"],
+    "BridgeTowerForImageAndTextRetrieval": ["itm_score"],
     "ViltForImageAndTextRetrieval": ["rank_output"],
 }
 
@@ -95,7 +102,7 @@ class ITMScorer(PairScorer):
         # BLIP-2 reads texts with its Q-Former (its text_config is the captioning LM, unused here).
         self.max_length = model_max_text_length(tokenizer, getattr(model.config, "qformer_config", None)
                                                 or model.config)
-        two_way = self.head in ("two_way", "two_way_blip2")
+        two_way = self.head in _TWO_WAY
         score = ("logit[match] - logit[no match]" if two_way else "match logit")
         prob = ("softmax(logits)[match]" if two_way else "sigmoid(match logit)")
         self.preprocessing = {
@@ -136,11 +143,13 @@ class ITMScorer(PairScorer):
 
         batch = to_device(inputs, self.device, self._torch_dtype)
         with torch.inference_mode():
-            if self.head in ("two_way", "two_way_blip2"):
+            if self.head in _TWO_WAY:
                 if self.head == "two_way":
                     logits = self.model(**batch, use_itm_head=True).itm_score.float()
-                else:
+                elif self.head == "two_way_blip2":
                     logits = self.model(**batch, use_image_text_matching_head=True).logits_per_image.float()
+                else:  # BridgeTower: (no match, match) logits of its ITM head on the pooled cross-modal output
+                    logits = self.model(**batch).logits.float()
                 score = logits[:, 1] - logits[:, 0]
                 prob = torch.softmax(logits, dim=-1)[:, 1]
             else:
@@ -151,8 +160,8 @@ class ITMScorer(PairScorer):
     def pair_features(self, inputs: Any) -> np.ndarray:
         """The joint representation the matching head reads, float32 (B, hidden): BLIP's text encoder
         at the first position (cross-attending to the image), BLIP-2's Q-Former query positions
-        averaged (its linear head's logits are averaged over them), ViLT's pooler output (for vlprobe
-        probe)."""
+        averaged (its linear head's logits are averaged over them), BridgeTower's and ViLT's pooler output
+        (for vlprobe probe)."""
         import torch
 
         batch = to_device(inputs, self.device, self._torch_dtype)
@@ -167,6 +176,8 @@ class ITMScorer(PairScorer):
                 finally:
                     hook.remove()
                 feats = seen[0].mean(dim=1)
+            elif self.head == "two_way_logits":
+                feats = self.model.bridgetower(**batch).pooler_output
             else:
                 feats = self.model.vilt(**batch).pooler_output
         return feats.float().cpu().numpy().astype(np.float32)
@@ -182,7 +193,8 @@ def wrap_itm(model_id: str, model: Any, processor: Any, *, device: str, dtype: s
 
 
 @register("itm", priority=20, wrap=wrap_itm, architectures=_HEADS,
-          description="image-text matching heads (BLIP and BLIP-2 ITM, ViLT retrieval): match logit and probability")
+          description="image-text matching heads (BLIP and BLIP-2 ITM, BridgeTower and ViLT retrieval): match logit "
+                      "and probability")
 def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
              trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
              **kw: Any) -> ITMScorer:
@@ -198,7 +210,8 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
     if arch is None:
         raise ValueError(
             f"model {model!r} has architectures {getattr(config, 'architectures', None)}; the itm family "
-            f"supports {', '.join(_HEADS)} (e.g. Salesforce/blip-itm-base-coco, dandelin/vilt-b32-finetuned-coco)"
+            f"supports {', '.join(_HEADS)} (e.g. Salesforce/blip-itm-base-coco, BridgeTower/bridgetower-base-itm-mlm, "
+            f"dandelin/vilt-b32-finetuned-coco)"
         )
     check_config(model, arch, config)
     _, torch_dtype = resolve_dtype(dtype)

@@ -1,0 +1,106 @@
+"""``evaluate.load("valse_metric")`` by its bare name, offline, wherever vlprobe is installed.
+
+evaluate 0.4.6 resolves a bare name by asking the Hub for ``evaluate-metric/valse_metric`` and, when the Hub
+cannot answer (offline, ``HF_EVALUATE_OFFLINE=1``, or no such module there), by loading the most recently
+modified copy in its module cache: ``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--valse_metric/
+<sha256>/valse_metric.py`` (``$HF_MODULES_CACHE`` defaults to ``$HF_HOME/modules``, ``~/.cache/huggingface/modules``).
+:func:`ensure_registered` puts the metric this package ships there, laid out as evaluate lays out a module it
+downloaded. ``import vlprobe`` calls it: it imports nothing heavy (not evaluate), and when the copy is already
+there and the most recent one, it only reads (one hash of the metric file, a few ``stat`` calls). A write goes to
+a temporary file renamed into place, so concurrent imports never leave a half-written module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .locations import shipped
+
+MODULE_NAME = "valse_metric"
+# evaluate's cache folder for a canonical module it could not reach: "evaluate-metric--<name>".
+CACHE_NAME = f"evaluate-metric--{MODULE_NAME}"
+
+
+def metric_file() -> Path | None:
+    """The metric this package ships (``vlprobe/_bundled/metric/`` installed, ``metric/`` in a clone), or None."""
+    folder = shipped("metric")
+    path = folder / f"{MODULE_NAME}.py" if folder is not None else None
+    return path if path is not None and path.is_file() else None
+
+
+def modules_home() -> Path:
+    """evaluate's dynamic-modules folder, computed as ``evaluate.config`` does (without importing evaluate)."""
+    if os.environ.get("HF_MODULES_CACHE"):
+        modules = Path(os.environ["HF_MODULES_CACHE"])
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME", "~/.cache")
+        modules = Path(os.environ.get("HF_HOME", os.path.join(xdg, "huggingface"))) / "modules"
+    return modules.expanduser() / "evaluate_modules"
+
+
+def registered_path(source: Path | None = None) -> Path:
+    """Where the shipped metric is registered: its own folder, named by the sha256 of its bytes."""
+    source = source or metric_file()
+    if source is None:
+        raise FileNotFoundError(f"vlprobe ships no {MODULE_NAME}.py here (neither vlprobe/_bundled/metric/ nor a clone's "
+                                f"metric/): reinstall vlprobe")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    return modules_home() / "metrics" / CACHE_NAME / digest / f"{MODULE_NAME}.py"
+
+
+def _is_current(target: Path, data: bytes) -> bool:
+    """The registered copy is there, intact, and the most recently modified one (the one evaluate picks)."""
+    try:
+        if target.stat().st_size != len(data) or target.read_bytes() != data:
+            return False
+        mine = target.stat().st_mtime
+        others = target.parent.parent.glob(f"*/{MODULE_NAME}.py")
+        return all(p.stat().st_mtime <= mine for p in others if p != target)
+    except OSError:
+        return False
+
+
+def _touch_init(folder: Path) -> None:
+    try:
+        with open(folder / "__init__.py", "x"):
+            pass
+    except FileExistsError:
+        pass
+
+
+def ensure_registered() -> Path:
+    """Register the shipped metric for ``evaluate.load("valse_metric")`` (see the module doc); nothing is written
+    when it is registered already. Returns the registered file; raises OSError when the folder is not writable."""
+    source = metric_file()
+    target = registered_path(source)
+    data = source.read_bytes()
+    if _is_current(target, data):
+        return target
+    home = modules_home()
+    for folder in (home, home / "metrics", target.parent.parent, target.parent):
+        folder.mkdir(parents=True, exist_ok=True)
+        _touch_init(folder)
+    if not (target.is_file() and target.read_bytes() == data):
+        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    os.utime(target)  # the most recent copy is the one evaluate loads
+    return target
+
+
+def register_on_import() -> None:
+    """What ``import vlprobe`` runs: :func:`ensure_registered`, never failing the import. When the cache cannot
+    be written, ``evaluate.load("valse_metric")`` will not find the module offline; a warning says so and how
+    to load it anyway. ``VLPROBE_NO_METRIC_REGISTER=1`` turns this off."""
+    if os.environ.get("VLPROBE_NO_METRIC_REGISTER", "").strip().lower() in ("1", "true", "yes"):
+        return
+    try:
+        ensure_registered()
+    except (OSError, FileNotFoundError) as err:
+        import warnings
+
+        warnings.warn(f"vlprobe could not register {MODULE_NAME} for evaluate.load({MODULE_NAME!r}) offline ({err}); "
+                      f"set HF_MODULES_CACHE to a writable folder, or load it by path: vlprobe.metric.load()",
+                      stacklevel=3)

@@ -45,12 +45,14 @@ from PIL import UnidentifiedImageError
 
 from .downloads import (  # noqa: F401  (re-exported: the names users and builders know from here)
     Archive,
+    ArchiveBombError,
     ArchiveDownloadError,
     ArchiveError,
     CorruptArchiveError,
     ImageSourceError,
     UnsafeArchiveError,
     download_file,
+    read_member,
     safe_members,
 )
 from .locations import images_home
@@ -209,7 +211,7 @@ class _Zip:
     def read(self, name: str) -> bytes:
         member = self.index()[name]
         assert self._zip is not None
-        return self._zip.read(member)
+        return read_member(self._zip, member, str(self.path))
 
 
 class ImageResolver:
@@ -295,7 +297,7 @@ class ImageResolver:
                     absent.append(name)
                     continue
                 try:
-                    data = zf.read(member)
+                    data = read_member(zf, member, f"{self.spec.name}: {path}")
                 except (zipfile.BadZipFile, zlib_error, OSError, EOFError) as err:
                     raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}): member "
                                               f"{member} is damaged ({err}); delete the archive and rerun") from None

@@ -46,6 +46,7 @@ from datasets import Features, Value
 from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset_folder import ConfigDecl, card_metadata
+from ..downloads import read_member
 from . import AnnotationError, cards
 from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
 
@@ -161,7 +162,7 @@ def read_zip_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[
         shown = ", ".join(sorted(members)[:6]) + (" ..." if len(members) > 6 else "")
         raise AnnotationError(f"{zip_path.name}: no file {name} (the zip's CSV files: {shown or 'none'})")
     with zipfile.ZipFile(zip_path) as zf:
-        return parse_csv(zf.read(members[name]), f"{zip_path.name}:{name}")
+        return parse_csv(read_member(zf, members[name], str(zip_path)), f"{zip_path.name}:{name}")
 
 
 def _number(value: Any, where: str, field: str, whole: bool = False) -> float:

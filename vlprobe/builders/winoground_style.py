@@ -25,6 +25,7 @@ import datasets
 import pyarrow.parquet as pq
 
 from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_spec
+from ..downloads import read_member
 from ..scenes import winoground as gen
 from . import cards
 from .synthetic import RateMeter, parse_names, write_rows
@@ -227,7 +228,7 @@ def _jsonl_rows(jsonl: Path, images: Path) -> Iterator[dict[str, Any]]:
         except zipfile.BadZipFile as err:
             raise WinogroundSourceError(f"{images}: not a zip file: {err}") from None
         members = {Path(m).stem: m for m in archive.namelist() if not m.endswith("/")}
-        read = lambda stem: archive.read(members[stem])  # noqa: E731
+        read = lambda stem: read_member(archive, members[stem], str(images))  # noqa: E731
         names = set(members)
     try:
         with open(jsonl, encoding="utf-8") as fh:

@@ -43,6 +43,35 @@ def image_bytes(image: Any) -> bytes | None:
     return None
 
 
+def image_cell_in_folder(value: Any, folder: str | os.PathLike | None, where: str, outside: bool = False) -> Any:
+    """A dataset image cell made safe to open: a cell with bytes as it is; a cell holding only a path, that path
+    resolved inside ``folder`` (the dataset folder; None for a Hub dataset, which has none). A path outside it (an
+    absolute path, ``../``, a symbolic link out) raises :class:`ImageError` naming ``where`` unless ``outside``
+    (``--outside-images``): a dataset must not make vlprobe read, score and write into the results another file of
+    the user's (``/etc/hostname``, a private photo)."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(image_cell_in_folder(v, folder, where, outside) for v in value)
+    if isinstance(value, dict):
+        if value.get("bytes") or not value.get("path"):
+            return value
+        path = str(value["path"])
+    elif isinstance(value, (str, os.PathLike)):
+        path = str(value)
+    else:
+        return value
+    base = os.path.realpath(folder) if folder is not None else None
+    target = os.path.realpath(os.path.join(base, path)) if base is not None and not os.path.isabs(path) else None
+    if outside:
+        return {"bytes": None, "path": target or path}
+    if target is None or os.path.commonpath([base, target]) != base:
+        where_from = f"outside the dataset folder {folder}" if folder is not None else "a local path in a dataset " \
+                     "without a folder"
+        raise ImageError(f"{where}: the image cell holds the path {path[:200]!r}, {where_from}; vlprobe reads images "
+                         "only from a row's bytes or from files inside its dataset folder (pass --outside-images, "
+                         "outside_images=True in Python, to read it)")
+    return {"bytes": None, "path": target}
+
+
 def describe(image: Any) -> str:
     if isinstance(image, dict) and image.get("path"):
         return str(image["path"])

@@ -439,5 +439,8 @@ DEVICE = Option("device", None, "cpu, cuda, cuda:1, mps (default: the best avail
 CACHE_DIR = Option("cache_dir", None, "", cache_folder)
 OUT = Option("out", None, "", folder_or_none)
 CHUNK_SIZE = Option("chunk_size", CHUNK_ROWS, "", whole(1), type=int, cli_default=None)
+OUTSIDE_IMAGES = Option("outside_images", False, "read image cells that hold a path outside the dataset folder (an "
+                        "absolute path, '../'); by default such a row is refused, so that a dataset cannot make vlprobe "
+                        "read other files of yours", switch, action="store_true")
 PROGRESS = Option("progress", True, "no progress bars", switch, flag="--no-progress", action="store_true",
                   negated=True)

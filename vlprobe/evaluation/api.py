@@ -47,7 +47,8 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     blank or shuffle. ``cache_dir``: the score cache (None: the default, "none": off). ``out``:
     checked before scoring and written at the end (as :meth:`Evaluation.save`). ``chunk_size``:
     rows read and scored at a time. ``exact_preprocessing``: always the model's PIL image processor
-    (the one the papers ran), never the fast torchvision one. ``log``: where status lines go (default: stderr when
+    (the one the papers ran), never the fast torchvision one. ``outside_images``: open image cells that hold a path
+    outside the dataset folder (refused by default). ``log``: where status lines go (default: stderr when
     ``progress``). Every keyword but ``processor``, ``root`` and ``log`` is an option of ``vlprobe evaluate``
     (:data:`vlprobe.evaluation.settings.OPTIONS`, where its default is written).
 

@@ -37,6 +37,12 @@ class SplitSource:
     data: dict[str, Any] = field(default_factory=dict)
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
+    # Image cells holding a path are opened only inside this folder (vlprobe.images.image_cell_in_folder):
+    # the dataset folder, None for a Hub dataset; ``outside_images`` lifts that; in-memory datasets are the
+    # caller's own and are not checked (``check_image_paths`` False).
+    image_folder: str | None = None
+    check_image_paths: bool = False
+    outside_images: bool = False
 
     @property
     def name(self) -> str:
@@ -47,7 +53,11 @@ class SplitSource:
         from ..dataset_folder import read_rows
 
         for start in range(0, self.n, size):
-            yield start, read_rows(self.rows, start, min(start + size, self.n))
+            rows = read_rows(self.rows, start, min(start + size, self.n))
+            if self.check_image_paths:
+                rows = checked_image_paths(rows, self.spec.images, self.image_folder, self.outside_images,
+                                           self.name, start)
+            yield start, rows
 
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:
         try:
@@ -58,6 +68,22 @@ class SplitSource:
                     for i, row in enumerate(rows)]
         except (ItemError, SpecError) as err:
             raise DatasetError(f"{self.name}: {err}") from None
+
+
+def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], folder: str | None, outside: bool,
+                        name: str, start: int) -> list[dict[str, Any]]:
+    """``rows`` with each image cell of ``columns`` checked by :func:`vlprobe.images.image_cell_in_folder`; a path
+    outside ``folder`` raises a :class:`DatasetError` naming the split, row and column."""
+    from ..images import ImageError, image_cell_in_folder
+
+    for i, row in enumerate(rows):
+        for col in columns:
+            if col in row:
+                try:
+                    row[col] = image_cell_in_folder(row[col], folder, f"{name} row {start + i} column {col!r}", outside)
+                except ImageError as err:
+                    raise DatasetError(str(err)) from None
+    return rows
 
 
 def _dataset_error(dataset: str, err: BaseException) -> str:
@@ -228,21 +254,25 @@ def plan_splits(datasets_: Sequence[Any], s: EvaluateSettings, *, spec: Any = No
             for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
                 ds, info = load_split(dataset, config, split, dataset_revision)
                 sources.append(_source(name or dataset, config, split, ds, item_spec, {**info, **info_note}, s,
-                                       dataset_revision, benchmark))
+                                       dataset_revision, benchmark, folder=dataset))
     return sources
 
 
 def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dict, s: EvaluateSettings,
-            revision: str | None, benchmark: str | None = None) -> SplitSource:
+            revision: str | None, benchmark: str | None = None, folder: str | None = None) -> SplitSource:
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
     try:
         config_spec = spec.for_config(config)
     except ValueError as err:
         raise DatasetError(str(err)) from None
+    in_memory = bool(info.get("in_memory"))
+    folder = str(Path(folder).resolve()) if folder is not None and Path(folder).is_dir() else None
     src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
                       data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": revision,
-                            "spec": spec.source, "modality": s.modality}, benchmark=benchmark)
+                            "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
+                      image_folder=folder,
+                      check_image_paths=not in_memory, outside_images=bool(s.outside_images))
     if n == 0:
         raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids

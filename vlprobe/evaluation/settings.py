@@ -25,6 +25,7 @@ from ..options import (
     MODEL,
     NUM_WORKERS,
     OUT,
+    OUTSIDE_IMAGES,
     PROGRESS,
     REVISION,
     SEED,
@@ -190,6 +191,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("exact_preprocessing", False, "always the model's PIL image processor (the one the papers ran), never the "
            "fast torchvision one (default: fast when torchvision imports)", switch, action="store_true",
            record="exact_preprocessing"),
+    OUTSIDE_IMAGES,
     CHUNK_SIZE.but(help="rows read and scored at a time; memory does not grow with the dataset (default 2000)",
                    rerun=False),
     PROGRESS.but(rerun=False),

@@ -90,7 +90,8 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
 
     data_name = str(find_dataset(s.datasets))
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
-        data = load_splits(data_name, s.configs, revision=s.dataset_revision, limit=s.limit)
+        data = load_splits(data_name, s.configs, revision=s.dataset_revision, limit=s.limit,
+                           outside_images=s.outside_images)
     # Rows that cannot train a probe are refused before the weights load when the family is known from
     # the config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
     early_family = _family_from_config(s.model, s.family, s.revision) if processor is None else None

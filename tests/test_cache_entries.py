@@ -131,3 +131,23 @@ def test_a_cache_folder_others_may_write_is_made_private_and_foreign_parts_ignor
     assert len(lines) == 1 and "others could write into" in lines[0], lines
     for got, want in zip(again, clean):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_model_digest_memo_others_could_write_is_not_trusted(tmp_path, monkeypatch):
+    import json
+
+    from vlprobe.cache import folder_digest
+
+    monkeypatch.setattr(cache_module, "_RACY_S", -1.0)  # memoise files however recently written
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "weights.bin").write_bytes(b"w" * 100)
+    memo_dir = tmp_path / "memo"
+    truth = folder_digest(model, memo_dir)
+    memo = next(memo_dir.glob("*.json"))
+    forged = {name: [*stamp[:4], "0" * 64] for name, stamp in json.loads(memo.read_text()).items()}
+    memo.write_text(json.dumps(forged))
+    assert folder_digest(model, memo_dir) != truth  # a memo of ours is believed (that is its point)...
+    memo.write_text(json.dumps(forged))
+    os.chmod(memo, 0o666)
+    assert folder_digest(model, memo_dir) == truth  # ...one others could have written is not

@@ -436,6 +436,16 @@ class ScoreCache:
         self.close()
 
 
+def _only_mine(path: Path) -> bool:
+    """Whether ``path`` and its folder belong to this user and no one else may write them."""
+    for p in (path.parent, path):
+        st = p.lstat()
+        if (hasattr(os, "geteuid") and st.st_uid != os.geteuid()) or stat.S_IMODE(st.st_mode) & 0o022 \
+                or stat.S_ISLNK(st.st_mode):
+            return False
+    return True
+
+
 def _inode(path: Path) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -468,7 +478,8 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
     memo_path = Path(memo_dir) if memo_dir is not None else default_cache_dir() / "model-digests"
     memo_path = memo_path / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
     try:
-        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+        # A memo another user could have written would decide which cache folder the model reads: not trusted.
+        memo = json.loads(memo_path.read_text(encoding="utf-8")) if _only_mine(memo_path) else {}
         if not isinstance(memo, dict):
             memo = {}
     except (OSError, ValueError):
@@ -493,7 +504,7 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
         total.update(f"{path.name}\0{st.st_size}\0{digest}\n".encode("utf-8"))
     if fresh != memo:
         try:
-            memo_path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(memo_path.parent)
             tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
             os.replace(tmp, memo_path)

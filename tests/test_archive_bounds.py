@@ -3,6 +3,7 @@ one line naming the archive and the member when it inflates past the bounds, bef
 
 from __future__ import annotations
 
+import os
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -101,3 +102,18 @@ def test_annotation_archives_refuse_a_bomb(tmp_path, monkeypatch):
         assert tracemalloc.get_traced_memory()[1] < 4 << 20
     finally:
         tracemalloc.stop()
+
+
+def test_an_image_cache_others_could_write_is_refused(tmp_path):
+    from vlprobe.image_sources import ImageSourceError
+
+    cache = tmp_path / "images"
+    (cache / "coco2017_val").mkdir(parents=True)
+    os.chmod(cache / "coco2017_val", 0o777)
+    resolver = ImageResolver(SOURCES["coco2017_val"], download=True, cache_dir=cache)
+    with pytest.raises(ImageSourceError, match=r"coco2017_val is a folder others could write into \(mode 777\)"):
+        resolver.read("000000000139.jpg")
+    fresh = ImageResolver(SOURCES["coco2017_val"], download=True, cache_dir=tmp_path / "new",
+                          fetch=lambda url, timeout: b"jpeg bytes")
+    assert fresh.read("000000000139.jpg") == b"jpeg bytes"
+    assert os.stat(tmp_path / "new" / "coco2017_val").st_mode & 0o777 == 0o700

@@ -75,7 +75,7 @@ SETTING_ORDER = (*MODALITIES, TEXT_ONLY, ZERO_SHOT)
 
 # The names a probe run writes into its output folder (and the temporary files older versions left
 # there): a folder holding anything else is not a probe run's, and is never replaced.
-PROBE_RUN_FILE = re.compile(r"^(results\.json|results\.csv|tables\.md|learning_curve_.*\.png|\..*\.tmp\d+)$")
+PROBE_RUN_FILE = re.compile(r"^(results\.json|results\.csv|tables\.md|learning_curve_.*\.png)$")
 
 
 TRAVLR_COLUMNS = ("image", "caption", "query", "label")

@@ -147,6 +147,23 @@ def too_large(size: tuple[int, int] | None, pixels: int | None = None) -> str | 
             "a guard against decompression bombs); refused: downscale it (or raise the limit if you trust it)")
 
 
+def check_crop_box(box: tuple[float, float, float, float], size: tuple[int, int], where: str) -> tuple[int, ...]:
+    """``box`` (left, top, right, bottom, as ``PIL.Image.crop`` takes it) as whole pixels, or :class:`ImageError`
+    naming ``where``: coordinates that are not finite or that no image reaches (|value| over 2**31, where PIL's C
+    code overflows), and :class:`ImageTooLargeError` for a region with more pixels than vlprobe decodes (parts
+    outside the image would be made up as black pixels in memory)."""
+    import math
+
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and abs(v) < 2**31 for v in box):
+        raise ImageError(f"{where}: crop box {tuple(box)} is not a region of an image (its coordinates must be finite "
+                         f"pixel positions; the image is {size[0]} x {size[1]})")
+    left, top, right, bottom = (int(round(v)) for v in box)
+    reason = too_large((max(0, right - left), max(0, bottom - top)))
+    if reason:
+        raise ImageTooLargeError(f"{where}: crop box {tuple(box)} {reason.replace('is ', 'is a region of ', 1)}")
+    return left, top, right, bottom
+
+
 def open_checked(data: bytes, prefix: str = "", image: Any = None) -> Image.Image:
     """``Image.open`` on encoded bytes (the header only), refusing unreadable and oversized images
     with an :class:`ImageError` that names the file."""

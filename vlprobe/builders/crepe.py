@@ -47,6 +47,7 @@ from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset_folder import ConfigDecl, card_metadata
 from ..downloads import read_member
+from ..images import check_crop_box
 from . import AnnotationError, cards
 from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
 
@@ -300,7 +301,9 @@ def crop(row: Mapping[str, Any], column: str, data: bytes) -> bytes:
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as im:
-        region = im.convert("RGB").crop((row["x"], row["y"], row["x"] + row["width"], row["y"] + row["height"]))
+        box = (row["x"], row["y"], row["x"] + row["width"], row["y"] + row["height"])
+        check_crop_box(box, im.size, f"CREPE row {row['id']} ({column} {row['image_id']}.jpg)")  # 1e300, 100000 x 100000
+        region = im.convert("RGB").crop(box)
     buf = io.BytesIO()
     region.save(buf, "PNG")
     return buf.getvalue()

@@ -32,6 +32,7 @@ from ..options import (
     Option,
     Refused,
     Settings,
+    _short_enough,
     check,
     is_number,
     joined,
@@ -82,6 +83,10 @@ def dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
     for d in datasets:
         if not isinstance(d, (str, os.PathLike)) and not _is_dataset_object(d):
             raise Refused(_DATASETS_WANTED, d)
+        if isinstance(d, (str, os.PathLike)) and not str(d).strip():
+            raise Refused("is empty; name a dataset folder, a built benchmark's name or a Hub id", d)
+        if isinstance(d, (str, os.PathLike)):
+            _short_enough(d)
     seen: dict[str, int] = {}
     for d in datasets:
         if isinstance(d, (str, os.PathLike)):

@@ -382,6 +382,8 @@ def device_name(value: Any) -> str | None:
             raise Refused("MPS (Apple GPU) is not available here; use cpu or leave the device out")
     elif dev.type != "cpu":
         raise Refused("vlprobe runs on cpu, cuda or mps")
+    elif dev.index not in (None, 0):
+        raise Refused("there is one cpu device (cpu, or cpu:0); the CPU's cores are used by torch's threads")
     return value
 
 

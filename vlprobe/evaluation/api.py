@@ -17,7 +17,7 @@ from ..items import Item
 from ..names import find_dataset
 from ..options import BATCH_SIZE, CACHE_DIR, DEVICE, DTYPE, FAMILY, REVISION, takes_options
 from ..results import result_entries
-from ..runner import Run
+from ..runner import Run, check_processor
 from .data import _dataset_label, default_datasets, plan_splits
 from .model import _check_shapes, _check_text_tower, default_model
 from .result import Evaluation, summarize
@@ -58,6 +58,11 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     # Every setting is checked before anything is loaded (vlprobe.runner): a bad number first, in a fraction of a
     # second; then a mistyped model or dataset name, in about a second (both before datasets and torch are imported);
     # then the settings whose checks import them (the device, the tie policy), and the output folder.
+    if log is not None and not callable(log):
+        raise ArgumentError("log", log, "must be a function taking one line of text (e.g. print), or None")
+    if root is not None and not isinstance(root, (str, os.PathLike)):
+        raise ArgumentError("root", root, "must be a folder path (where the offline default's folders are), or None")
+    check_processor(processor, given.get("model"))
     s = EvaluateSettings(**given)
     run = Run(s, command=command_line, log=log)
     run.check_names(dataset_list(s.datasets)[0] if s.datasets is not None else ())

@@ -275,6 +275,10 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
                       check_image_paths=not in_memory, outside_images=bool(s.outside_images))
     if n == 0:
         raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
+    try:
+        config_spec.check_columns(ds.features, src.name)
+    except SpecError as err:
+        raise DatasetError(str(err)) from None
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids
     # The first row as an item: the spec works, and the item shape is known before any model loads.
     _, first = next(src.row_batches(1))

@@ -127,6 +127,12 @@ def _names_given(value: Any) -> Any:
     if value is not None and not isinstance(value, str) and not (
             isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
         raise Refused("must be a name, a comma-separated string or a list of names")
+    if value is not None:
+        names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [v.strip() for v in value]
+        if not any(names):
+            raise Refused("names nothing; give a name (or leave it out for the default)")
+        if not all(names):
+            raise Refused("has an empty name (between commas, or an empty string); give each name once")
     return value
 
 

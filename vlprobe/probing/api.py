@@ -13,7 +13,7 @@ from ..evaluation.scoring import quiet_progress
 from ..feature_store import FeatureStore
 from ..names import find_dataset, find_model
 from ..options import takes_options
-from ..runner import Run
+from ..runner import Run, check_processor
 from ..scorers.base import DualScorer
 from ..scorers.loading import detect_family, load_config
 from ..spec import dataset_benchmark
@@ -76,6 +76,7 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
             raise ProbeSettingError("dataset", dataset, "give the dataset once, as datasets= (dataset= is its "
                                                         "old name)")
         given["datasets"] = _one_dataset(dataset, "dataset")
+    check_processor(processor, given.get("model"))
     s = ProbeSettings(**given)
     run = Run(s, own=PROBE_RUN_FILE, command=command_line)
     try:  # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate

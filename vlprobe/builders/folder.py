@@ -115,9 +115,16 @@ def build_folder(
     columns = list(rows[0])
     image_cols = image_columns or _guess_image_columns(rows, table.parent)
     if not image_cols:
+        paths = [(c, r[c]) for r in rows for c in columns if isinstance(r[c], str) and ("/" in r[c] or "\\" in r[c])]
+        hint = (f"; column {paths[0][0]!r} holds paths ({paths[0][1][:80]!r}), but not all of them name image files "
+                f"({', '.join(IMAGE_SUFFIXES)}) inside {table.parent}") if paths else ""
         raise ValueError(
-            f"{table}: no column names image files (columns: {columns}); pass --image-columns"
+            f"{table}: no column names image files (columns: {columns}){hint}; pass --image-columns"
         )
+    for i, row in enumerate(rows):  # a NUL byte is no text a model reads (and cuts C strings short)
+        bad = next((c for c, v in row.items() if isinstance(v, str) and "\0" in v), None)
+        if bad is not None:
+            raise ValueError(f"{table} row {i + 1} column {bad!r}: holds a NUL byte (\\0); remove it")
     for col in image_cols:
         if col not in columns:
             raise ValueError(f"--image-columns: {table} has no column {col!r}; columns are {columns}")

@@ -147,6 +147,9 @@ def score(
         texts = [texts]
     if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
         raise ArgumentError("texts", texts, "must be a string or a non-empty list of strings")
+    empty = [j for j, t in enumerate(texts) if not t.strip()]
+    if empty:  # as vlprobe.evaluate refuses an empty text cell: no text to score
+        raise ArgumentError(f"texts[{empty[0]}]", texts[empty[0]], "is empty; every text must be a non-empty string")
     if _one_image(images):
         images = [images]
     if not isinstance(images, (list, tuple)) or not images:

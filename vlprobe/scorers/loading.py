@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -185,6 +186,10 @@ def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
             if (Path(model).expanduser() / "config.json").is_file():
                 raise _unknown_architecture(model) from None
             raise _not_found(model, err) from None
+        if "trust_remote_code" in str(err):  # transformers' advice would be to run the repository's code
+            raise ModelError(f"model {model!r} needs its own code (config.json's auto_map or a custom model_type) to "
+                             "load; vlprobe never runs code from a model repository, and no option turns that on: use "
+                             "a model whose architecture transformers ships") from None
         if "does not recognize this architecture" in str(err):  # a model_type transformers does not know
             raise _unknown_architecture(model) from None
         if "Unrecognized configuration class" in str(err):
@@ -336,6 +341,11 @@ def load_scorer(
     if family is not None:
         fam = get_family(family)  # UnknownFamilyError lists the known ones
     config = load_config(model, revision=revision, trust_remote_code=trust_remote_code)
+    custom = getattr(config, "auto_map", None)
+    if custom and not trust_remote_code:
+        print(f"vlprobe: warning: model {model!r} names code of its own (auto_map: {', '.join(sorted(custom))}), which "
+              f"vlprobe never runs; scoring it as transformers' stock {type(config).__name__.replace('Config', '')} "
+              "classes, whose results may differ from what its code computes", file=sys.stderr, flush=True)
     if family is None:
         fam = get_family(detect_family(config, model=model))
     dtype_name, _ = resolve_dtype(dtype)

@@ -256,3 +256,70 @@ def test_metric_stays_standalone():
     text = (REPO / "metric" / "valse_metric.py").read_text()
     assert "import vlprobe" not in text and "from vlprobe" not in text
     assert shutil.which  # (the metric folder is a Space of its own: it must not import vlprobe)
+
+
+# ---- a damaged dataset folder names the file (section 6) -----------------------------------------------------------
+
+def _truncate(folder: Path) -> None:
+    shard = sorted(folder.glob("data/pairs/*.parquet"))[0]
+    shard.write_bytes(shard.read_bytes()[:100])
+
+
+def _empty(folder: Path) -> None:
+    sorted(folder.glob("data/pairs/*.parquet"))[0].write_bytes(b"")
+
+
+def _csv(folder: Path) -> None:
+    sorted(folder.glob("data/pairs/*.parquet"))[0].write_text("id,caption\n1,a\n")
+
+
+def _lfs(folder: Path) -> None:
+    sorted(folder.glob("data/pairs/*.parquet"))[0].write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 1234\n")
+
+
+def _card_not_utf8(folder: Path) -> None:
+    (folder / "README.md").write_bytes(b"\xff\xfe---\nbroken")
+
+
+def _bad_build_record(folder: Path) -> None:
+    (folder / ".huggingface.yaml").write_text("configs: [\n")
+
+
+DAMAGED = [
+    (_truncate, "is not a readable parquet file"),
+    (_empty, "(0 bytes) is not a readable parquet file"),
+    (_csv, "is not a readable parquet file"),
+    (_lfs, "is a Git LFS pointer, not the parquet file itself"),
+    (_card_not_utf8, "README.md is not UTF-8 text (byte 0xff at offset 0)"),
+    (_bad_build_record, ".huggingface.yaml is not valid YAML"),
+]
+
+
+@pytest.mark.parametrize("damage, words", DAMAGED, ids=[d.__name__.strip("_") for d, _ in DAMAGED])
+def test_a_damaged_dataset_folder_names_the_file(damage, words, folder, tiny_clip_path, tmp_path, capsys):
+    copy = tmp_path / "synthetic"
+    shutil.copytree(folder, copy)
+    damage(copy)
+    code, err = _cli(capsys, "evaluate", "--dataset", copy, "--config", "pairs", "--model", tiny_clip_path,
+                     "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress", "--num-workers", "0")
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and "Traceback" not in err and words in last and "is damaged" in last, err
+    assert "Pass a dataset folder" not in err
+
+
+def test_a_full_disk_while_converting_is_named_as_such(folder, tiny_clip_path, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from vlprobe import arrow_cache
+
+    def full(*args, **kwargs):
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", "/tmp/x.arrow")
+        except OSError as inner:
+            raise RuntimeError("DatasetGenerationError: An error occurred while generating the dataset") from inner
+
+    monkeypatch.setattr(arrow_cache, "load_split", full)
+    code, err = _cli(capsys, "evaluate", "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path,
+                     "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+    _one_line(code, err, "no space left on the disk (/tmp/x.arrow) while converting it to Arrow")

@@ -86,6 +86,50 @@ def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], fold
     return rows
 
 
+def _disk_full(err: BaseException) -> OSError | None:
+    """The ENOSPC (or EDQUOT) OSError in ``err``'s chain of causes, if any."""
+    import errno
+
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def damaged_file(folder: Path) -> str | None:
+    """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads): the card's YAML,
+    ``.huggingface.yaml``, each parquet file (a truncated one, an empty one, a CSV or a Git LFS pointer renamed)."""
+    import pyarrow.parquet as pq
+    import yaml
+
+    for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+            yaml.safe_load(text.split("---")[1] if name == "README.md" and text.startswith("---") else
+                           ("" if name == "README.md" else text))
+        except UnicodeDecodeError as e:
+            return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        except (yaml.YAMLError, IndexError) as e:
+            return f"{path} is not valid YAML ({str(e).splitlines()[0]})"
+    for path in sorted(folder.glob("data/**/*.parquet")):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(64)
+            if head.startswith(b"version https://git-lfs"):
+                return f"{path} is a Git LFS pointer, not the parquet file itself (fetch it with `git lfs pull`)"
+            pq.read_metadata(path)
+        except Exception as e:  # pyarrow's ArrowInvalid, OSError...
+            size = path.stat().st_size
+            return f"{path} ({size:,} bytes) is not a readable parquet file ({str(e).splitlines()[0][:160]})"
+    return None
+
+
 def _dataset_error(dataset: str, err: BaseException) -> str:
     folder = Path(dataset)
     if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not _is_built(folder):
@@ -99,6 +143,15 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
                + "`" if name else "the builder its README names")
         return (f"dataset folder {dataset!r} holds a card but no data yet: build it with {how} "
                 f"(its README.md says what the build needs: annotations, images)")
+    full = _disk_full(err)
+    if full is not None:
+        where = f" ({full.filename})" if full.filename else ""
+        return (f"cannot read dataset {dataset!r}: no space left on the disk{where} while converting it to Arrow; free "
+                "some space there (or point $TMPDIR / $VLPROBE_CACHE at a disk with room) and run it again")
+    if folder.is_dir() and (folder / "vlprobe.yaml").is_file():
+        damaged = damaged_file(folder)
+        if damaged:
+            return f"dataset folder {dataset!r} is damaged: {damaged}; rebuild it (or restore the file)"
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     local = "" if Path(dataset).exists() else " It is not a local folder either."
     return (

@@ -323,3 +323,13 @@ def test_a_full_disk_while_converting_is_named_as_such(folder, tiny_clip_path, t
     code, err = _cli(capsys, "evaluate", "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path,
                      "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
     _one_line(code, err, "no space left on the disk (/tmp/x.arrow) while converting it to Arrow")
+
+
+def test_a_damaged_tokenizer_json_names_model_and_file(folder, tiny_clip_path, tmp_path, capsys):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_clip_path, model)
+    (model / "tokenizer.json").write_text('{"version": "1.0", "truncation": nul')
+    code, err = _cli(capsys, "evaluate", "--dataset", folder, "--config", "pairs", "--model", model,
+                     "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress", "--num-workers", "0")
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and f"cannot load model '{model}': tokenizer.json is not valid JSON" in last, err

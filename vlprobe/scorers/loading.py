@@ -202,6 +202,25 @@ def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
         raise
 
 
+def _unreadable_json(model: str) -> str | None:
+    """Which JSON file of local model folder ``model`` does not parse, and where (None: all do, or not a folder)."""
+    import json
+
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        return None
+    for path in sorted(folder.glob("*.json")):
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            return f"{path.name} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start})"
+        except ValueError as err:
+            return f"{path.name} is not valid JSON ({err})"
+        except OSError:
+            continue
+    return None
+
+
 def load_config(model: str, *, revision: str | None = None, trust_remote_code: bool = False) -> Any:
     from transformers import AutoConfig
 
@@ -354,9 +373,14 @@ def load_scorer(
             model, device=resolve_device(device), dtype=dtype_name, revision=revision,
             trust_remote_code=trust_remote_code, config=config, **kw,
         )
-    except (VlprobeError, OSError, ValueError, TypeError):
-        raise  # vlprobe's own one-line refusals, and transformers' "not found" / "wrong kind" ones
+    except (VlprobeError, OSError):
+        raise  # vlprobe's own one-line refusals, and transformers' "not found" ones
     except Exception as err:
+        bad = _unreadable_json(model)
+        if bad is not None:  # e.g. a damaged tokenizer.json: json's or tokenizers' error names no file
+            raise ModelError(f"cannot load model {model!r}: {bad}") from None
+        if isinstance(err, (ValueError, TypeError)):
+            raise  # transformers' "wrong kind of model" ones, already one line
         raise ModelError(f"cannot load model {model!r} as family {fam.name!r}: {_first_line(err)}") from err
     scorer.revision = resolved_revision(model, config, revision)
     if Path(model).expanduser().is_dir():

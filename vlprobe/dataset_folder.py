@@ -243,7 +243,7 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     which the build changes as it likes; when the block ends without an error the copy replaces ``folder`` in one
     step (:func:`vlprobe.run_folder.exchange`), so ``folder`` is at every instant all old or all new, and always
     readable. A build that fails, is interrupted or killed leaves ``folder`` as it was (no folder where there was
-    none); a killed build's staging folder is removed by the next build or run (:func:`vlprobe.leftovers.sweep`).
+    none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.leftovers.sweep`).
     Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
     rename it), so the hard links never let the build change the old folder's files."""
     from .leftovers import OwnedDir, staging_prefix, sweep

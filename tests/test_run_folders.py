@@ -129,3 +129,16 @@ def test_a_run_says_when_another_run_replaced_out_meanwhile(tmp_path, capfd):
     err = capfd.readouterr().err
     assert f"{out} was replaced by another run while this one worked" in err
     assert _contents(out) == {"results.json": "this run's"}
+
+
+def test_a_run_from_before_the_record_is_taken_by_its_own_command_only(tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "results.json").write_text(json.dumps({"provenance": {"command": "vlprobe evaluate --dataset x"}}))
+    (old / "scores.parquet").write_text("x")
+    check_output_dir(old)  # an evaluate run of an older vlprobe: its provenance says so
+    with pytest.raises(ArgumentError, match="no record of a vlprobe run"):
+        check_output_dir(old, PROBE_RUN_FILE)
+    (old / "notes.txt").write_text("mine")
+    with pytest.raises(ArgumentError, match=r"not a vlprobe run's \(notes.txt"):
+        check_output_dir(old)

@@ -7,8 +7,10 @@ folders in one step, see :func:`exchange`). ``vlprobe evaluate`` (:func:`vlprobe
 Which folders a run may replace is judged by the provenance vlprobe writes, not by file names: every run folder
 holds :data:`RUN_RECORD`, naming the command that wrote it and each file it wrote with its size. A folder is a
 run's (and may be replaced by the same command) only when that record is there, names this command, and accounts
-for every file in the folder; an empty folder may be taken too. Anything else (a hand-made ``results.json``, an
-evaluate run given to the probe, a file a user added) is refused in one line."""
+for every file in the folder; an empty folder may be taken too, and so may a run of this command written before the
+record existed (only the names such a run writes, and a results.json whose provenance holds this command's line).
+Anything else (a hand-made ``results.json``, an evaluate run given to the probe, a file a user added) is refused in
+one line."""
 
 from __future__ import annotations
 
@@ -51,6 +53,8 @@ def _not_ours(out: Path, own: "re.Pattern[str]") -> str | None:
         return None
     command = _command_of(own)
     record = read_run_record(out)
+    if record is None and _legacy_run(out, names, own, command):
+        return None
     if record is None:
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         return (f"holds files that are not a vlprobe run's ({shown}): no record of a vlprobe run ({RUN_RECORD}) is "
@@ -65,6 +69,19 @@ def _not_ours(out: Path, own: "re.Pattern[str]") -> str | None:
         what = "files that are not the vlprobe run's" if extra else "files changed since the run wrote them"
         return f"holds {what} ({shown}); a run replaces its folder as a whole, so choose a new or empty folder"
     return None
+
+
+def _legacy_run(out: Path, names: list[str], own: "re.Pattern[str]", command: str) -> bool:
+    """Whether ``out`` is a run of ``command`` written by a vlprobe from before :data:`RUN_RECORD`: only names
+    such a run writes, and a results.json whose provenance records the command line of this command."""
+    if "results.json" not in names or not all(own.match(n) for n in names):
+        return False
+    try:
+        provenance = json.loads((out / "results.json").read_text(encoding="utf-8")).get("provenance") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    line = provenance.get("command") if isinstance(provenance, dict) else None
+    return isinstance(line, str) and line.startswith(f"vlprobe {command} ")
 
 
 def _size(path: Path) -> int | None:

@@ -329,7 +329,10 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
     if n == 0:
         raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
     try:
-        config_spec.check_columns(ds.features, src.name)
+        strings = [c for c in config_spec.images if c in ds.features and "Value" in
+                   (type(ds.features[c]).__name__, type(getattr(ds.features[c], "feature", None)).__name__)]
+        first = ds.select_columns(strings)[0] if strings and len(ds) else None  # no image is decoded
+        config_spec.check_columns(ds.features, src.name, first)
     except SpecError as err:
         raise DatasetError(str(err)) from None
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids

@@ -99,3 +99,12 @@ def test_a_failed_fresh_build_leaves_no_folder(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="No space left"):
         travlr.build(args)
     assert calls and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_dataset_folder_that_is_a_symbolic_link_stays_one(source, tmp_path):
+    real = build_folder(source, tmp_path / "real", license="mit", config="one", captions="rows.csv")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    build_folder(source, link, license="mit", config="one", captions="more.csv")
+    assert link.is_symlink() and (real / "vlprobe.yaml").is_file()
+    _readable(link, tmp_path / "hf")

@@ -250,6 +250,8 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     from .run_folder import _swap_in
 
     out = Path(folder)
+    if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt
+        out = Path(os.path.realpath(out))
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} is a file, not a folder")
     out.absolute().parent.mkdir(parents=True, exist_ok=True)

@@ -236,12 +236,12 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
 
     from helpers_data import jpeg_bytes
 
+    from vlprobe.benchmarks.sugar_crepe_pp import UPSTREAM
     from vlprobe.builders import sugar_crepe_pp as builder
-    from vlprobe.builders import upstream
 
     root = tmp_path_factory.mktemp("scpp_itt_images")
     (root / "val2017").mkdir()
-    for f in upstream.SUGAR_CREPE_PP.files:
+    for f in UPSTREAM.files:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
             (root / "val2017" / rec["filename"]).write_bytes(jpeg_bytes(rec["filename"]))
     parser = argparse.ArgumentParser()

@@ -422,8 +422,11 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
     monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: made.append(real_mkdtemp(*a, **k)) or made[-1])
     bare = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir="none", chunk_size=5, **kw)
     assert bare.provenance["features"]["cache_dir"] is None
-    # 60 images, 60 captions, 4 queries, 60 text-only inputs (query + caption)
-    assert bare.provenance["features"]["computed_inputs"] == cached.provenance["features"]["computed_inputs"] == 184
+    # 60 images, 60 captions, 4 queries and 60 text-only inputs (query + caption) at most; fewer distinct model
+    # inputs, since the tiny tokenizer truncates at 32 tokens and inputs are keyed by the token ids the model
+    # reads. Without the throw-away cache each chunk would compute its four queries again.
+    computed = bare.provenance["features"]["computed_inputs"]
+    assert computed == cached.provenance["features"]["computed_inputs"] and 64 <= computed <= 184
     assert {(r["setting"], r["test_modality"], r["split"]) for r in bare.rows} == {
         (r["setting"], r["test_modality"], r["split"]) for r in cached.rows}
     assert {Path(p).name.split("-")[1] for p in made if Path(p).parent == own_tmp} == {"features", "chunk"}

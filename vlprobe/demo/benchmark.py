@@ -216,8 +216,8 @@ def collapse_cause(scorer: Any, items: Sequence[Any]) -> str:
 
 
 def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
-    """The library's "texts identical after (the model's) truncation to N tokens" with the cause
-    this run has (unknown words: which ones)."""
+    """The library's "texts identical after (the model's) truncation to N tokens" or "texts the model
+    reads as the same token ids" with the cause this run has (unknown words: which ones)."""
     import re
 
     if not cause or cause == "truncation":
@@ -225,7 +225,8 @@ def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
     shown = ", ".join(f"“{w}”" for w in words[:6]) + (" …" if len(words) > 6 else "")
     why = (f"texts the model reads as the same: it does not know {shown} (one unknown word to it)"
            if cause == "unknown words" else f"texts the model reads as the same ({cause})")
-    return re.sub(r"texts identical after (the model's )?truncation( to \d+ tokens)?", why, text)
+    return re.sub(r"texts identical after (the model's )?truncation( to \d+ tokens)?|texts the model reads as the same "
+                  r"token ids", why, text)
 
 
 def write_results(run: Any, folder: Path, root: Path, sample: Any) -> str:

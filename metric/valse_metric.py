@@ -15,6 +15,8 @@ a non-gold cell of the same row (text side) or of the same column (image side).
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 from collections import defaultdict
 from typing import Any, Sequence
 
@@ -33,6 +35,7 @@ RANK_KEYS = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentenc
 PROB_KEYS = ("acc", "p_c", "p_f")  # ratios of per-item sums
 F1_KEYS = ("macro_f1", "f1_true", "f1_false")  # functions of the pooled confusion matrix
 TIE_POLICIES = ("strict", "half", "lenient")
+MAX_BOOTSTRAP = 100_000  # resamples; every resample's statistics are held in memory at once
 # A value class with more tied cells than this makes ties="half" enumerate too many orderings.
 _MAX_TIED_CELLS = 16
 
@@ -239,6 +242,30 @@ def _refuse_strings(values: Any, name: str) -> None:
         except ValueError:
             continue  # ragged: the metric names it later
         _check_numeric(raw, f"{name}[{i}]")
+
+
+def _refuse_non_binary(values: Any, name: str) -> None:
+    """Gold cells other than 0 and 1 (0.5, 2, -1), refused before Arrow would turn 0.5 into 0."""
+    if values is None or isinstance(values, (str, bytes)):
+        return
+    for i, v in enumerate(values if not isinstance(values, np.ndarray) else list(values)):
+        try:
+            raw = np.asarray(v, dtype=np.float64)
+        except (ValueError, TypeError):
+            continue  # ragged or not numbers: named later
+        odd = np.isfinite(raw) & ~np.isin(raw, (0.0, 1.0))  # None and NaN: the numeric check names them
+        if odd.any():
+            bad = raw[odd].flat[0]
+            raise ValueError(f"item {i}: gold matrix must hold only 0 and 1, got {float(bad):g} (in {name})")
+
+
+def _whole(value: Any, name: str, low: int, high: int | None = None) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ValueError(f"{name}={value!r}: must be a whole number (an int, not {type(value).__name__})")
+    if value < low or (high is not None and value > high):
+        span = f"from {low} to {high:,}" if high is not None else f"{low} or more"
+        raise ValueError(f"{name}={value!r}: must be {span}")
+    return int(value)
 
 
 def _first_bad(mask_per_item: np.ndarray) -> int:
@@ -778,16 +805,28 @@ def compute_metrics(
             raise ValueError(f"threshold must be a finite number, got {threshold!r}")
         if probabilities is not None and not 0.0 <= float(threshold) <= 1.0:
             raise ValueError(f"threshold must lie in [0, 1] for probabilities, got {threshold}")
-    if int(bootstrap) < 0:
-        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
-    if not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    if predictions is None or references is None:
+        missing = " and ".join(n for n, v in (("predictions", predictions), ("references", references)) if v is None)
+        raise ValueError(f"{missing}=None: pass one m x n score matrix (predictions) and one 0/1 gold matrix "
+                         "(references) per item")
+    bootstrap = _whole(bootstrap, "bootstrap", 0, MAX_BOOTSTRAP)
+    if seed is not None:
+        seed = _whole(seed, "seed", 0, 2**32 - 1)
+    if isinstance(confidence, (str, bytes, bool)) or not isinstance(confidence, numbers.Real) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence={confidence!r}: must be a number strictly between 0 and 1 (e.g. 0.95)")
+    if not isinstance(ties, str):
+        raise ValueError(f"ties={ties!r}: must be one of {', '.join(TIE_POLICIES)}")
+    _refuse_non_binary(references, "references")
     S = _as_items(predictions, "predictions")
     N = len(S)
     G = _as_items(references, "references", N)
     P = None if probabilities is None else _as_items(probabilities, "probabilities", N)
     tag_lists = _as_tags(tags, N)
     groups = _validate(S, G, P)
+    if all(bool(np.all(np.asarray(g))) for g in G) and (1, 1) not in groups:
+        warnings.warn("references: every cell of every item is gold (1), so no text is a foil: there is nothing to "
+                      "compare and no metric can be computed", stacklevel=2)
 
     # What is classified (thresholded) and the chance model's P(a cell is called true): with
     # probabilities every cell, at `threshold` (default 0.5), against probabilities uniform on
@@ -886,6 +925,15 @@ class ValseMetric(evaluate.Metric):
 """
         _refuse_strings(predictions, "predictions")
         _refuse_strings(references, "references")
+        _refuse_non_binary(references, "references")
+        added = getattr(self, "_n_added", 0)
+        if not added and (predictions is None or references is None):  # evaluate's own error is a bare TypeError
+            missing = " and ".join(n for n, v in (("predictions", predictions), ("references", references)) if v is None)
+            raise ValueError(f"{missing}=None: pass one m x n score matrix (predictions) and one 0/1 gold matrix "
+                             "(references) per item, here or with add_batch/add first")
+        for name in ("bootstrap", "seed"):  # named before evaluate's writer sees them
+            if kwargs.get(name) is not None:
+                _whole(kwargs[name], name, 0, MAX_BOOTSTRAP if name == "bootstrap" else 2**32 - 1)
         per_item, self._per_item, self._n_added = getattr(self, "_per_item", {}), {}, 0
         for name, values in per_item.items():
             if kwargs.get(name) is not None:
@@ -919,6 +967,7 @@ class ValseMetric(evaluate.Metric):
 """
         _refuse_strings(predictions, "predictions")
         _refuse_strings(references, "references")
+        _refuse_non_binary(references, "references")
         self._keep_per_item(0 if predictions is None else len(predictions), tags=tags, probabilities=probabilities)
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
@@ -928,6 +977,7 @@ class ValseMetric(evaluate.Metric):
 """
         _refuse_strings(None if prediction is None else [prediction], "prediction")
         _refuse_strings(None if reference is None else [reference], "reference")
+        _refuse_non_binary(None if reference is None else [reference], "reference")
         self._keep_per_item(1, tags=None if tags is None else [tags],
                             probabilities=None if probability is None else [probability])
         return super().add(prediction=prediction, reference=reference, **kwargs)

@@ -41,7 +41,8 @@ def test_readme_example(folder, tiny_clip_path, tmp_path):
     scores = res.scores()
     assert isinstance(scores, datasets.Dataset) and len(scores) == 18
     written = res.save(tmp_path / "run")
-    assert sorted(p.name for p in written) == sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert sorted(p.name for p in written) == sorted(p.name for p in (tmp_path / "run").iterdir()
+                                                     if p.name != ".vlprobe-run.json")
     fig = res.plot()
     assert len([ax for ax in fig.axes if ax.has_data()]) == 2
     doc = res.results
@@ -301,7 +302,7 @@ def test_rerun_replaces_the_folder_as_a_whole(folder, tiny_clip_path, tmp_path, 
               progress=False, num_workers=0)
     vlprobe.evaluate(out=out, **kw)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert len(before) == 5
+    assert len(before) == 6  # five outputs and the run's record (.vlprobe-run.json)
     # A rerun of one config that dies while writing leaves the old run whole.
     from vlprobe import results
 
@@ -316,8 +317,8 @@ def test_rerun_replaces_the_folder_as_a_whole(folder, tiny_clip_path, tmp_path, 
     monkeypatch.undo()
     # A rerun that succeeds holds only its own files: no plot of the config it did not score.
     vlprobe.evaluate(out=out, configs="swap", **kw)
-    assert sorted(p.name for p in out.iterdir()) == ["plot_synthetic_swap_test.png", "results.csv",
-                                                      "results.json", "scores.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".vlprobe-run.json", "plot_synthetic_swap_test.png",
+                                                      "results.csv", "results.json", "scores.parquet"]
 
 
 def test_true_false_items_need_a_probability(tmp_path, tiny_clip_path, monkeypatch):

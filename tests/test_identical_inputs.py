@@ -180,7 +180,8 @@ def test_the_cache_is_keyed_by_token_ids_and_versioned(tmp_path, mini_clip, imag
     monkeypatch.undo()
     items = _items(images[:1], [("a red circle", "a blue square", "A red circle")], [1, 1, 0])
     with ScoreCache(tmp_path, mini_clip.cache_key()) as cache:
-        assert cache.dir != old_dir and json.loads((cache.dir / "key.json").read_text())["entry_format"] == 2
+        assert cache.dir != old_dir
+        assert json.loads((cache.dir / "key.json").read_text())["entry_format"] == cache_module.ENTRY_FORMAT
         first = Engine(mini_clip, cache=cache, progress=False).score(items)
         assert first.stats["cached"] == 0 and first.stats["computed_texts"] == 2
         keys = set(mini_clip.text_keys(["a red circle", "a blue square"]))

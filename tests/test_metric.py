@@ -551,7 +551,7 @@ def test_exact_chance_is_fast_for_large_runs():
         ([[[1.0, 0.0]]], [VALSE, VALSE], {}, "references: 2 items, but predictions has 1"),
         ([[[1.0, 0.0]]], [VALSE], {"tags": [["a"], ["b"]]}, "tags: 2 entries"),
         ([[1.0, 0.0]], [VALSE], {}, "predictions[0]: must be an m x n matrix"),
-        ([[[1.0, 0.0]]], [VALSE], {"bootstrap": -1}, "bootstrap must be >= 0"),
+        ([[[1.0, 0.0]]], [VALSE], {"bootstrap": -1}, "bootstrap=-1: must be from 0"),
         ([[[1.0, 0.0]]], [VALSE], {"threshold": 2, "probabilities": [[[0.5, 0.5]]]}, "threshold must lie in [0, 1]"),
         ([[[1.0, 0.0]]], [VALSE], {"threshold": "0.5"}, "threshold must be a finite number"),
         ([[[1.0, 0.0]]], [[["1", "0"]]], {}, "references[0]: must hold numbers, got strings"),

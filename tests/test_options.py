@@ -25,7 +25,7 @@ FUNCTIONS = {"evaluate": vlprobe.evaluate, "probe": vlprobe.probe}
 # the keywords of each function that are objects, not settings: no command line can give them
 NOT_OPTIONS = {"evaluate": {"processor", "root", "log"}, "probe": {"processor", "dataset"}}
 SHARED = ("bootstrap", "confidence", "seed", "limit", "batch_size", "num_workers", "dtype", "device", "cache_dir",
-          "out", "chunk_size", "progress", "model", "revision", "family", "dataset_revision")
+          "out", "chunk_size", "progress", "model", "revision", "family", "dataset_revision", "outside_images")
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:
@@ -134,6 +134,7 @@ BAD = {
     "exact_preprocessing": ["yes", 1],
     "chunk_size": [0, 100.0],
     "progress": ["no", 0],
+    "outside_images": ["yes", 1],
     "train_modalities": [3, "video", "", ["image", "sound"]],
     "test_modalities": [["image", "sound"], None],
     "train_sizes": ["10,abc", [1], 1, [2.5], "x"],

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import vlprobe
-from vlprobe import leftovers
+from vlprobe import leftovers, run_folder
 from vlprobe import probing as P
 from vlprobe.cli import main
 from vlprobe.errors import ArgumentError, DatasetError, SettingError, VlprobeError
@@ -80,7 +80,7 @@ def test_a_folder_holding_a_users_files_is_refused_before_loading(travlr_small, 
     (mine / "results.json").write_text('{"mine": true}')
     _nothing_loads(monkeypatch)
     code, _, err = _cli(capsys, "--dataset", travlr_small, "--model", tiny_clip_path, "--out", mine, "--no-progress")
-    assert code == 2 and "not a vlprobe run's (notes.txt)" in err and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and "not a vlprobe run's (notes.txt, results.json)" in err and len(err.strip().splitlines()) == 1, err
     assert _files(mine) == {"notes.txt": b"my notes", "results.json": b'{"mine": true}'}
     with pytest.raises(SettingError, match="not a vlprobe run's"):
         P.probe(tiny_clip_path, str(travlr_small), out=mine, progress=False)
@@ -148,7 +148,7 @@ def test_a_kill_while_writing_leaves_the_previous_run_whole_and_the_next_run_swe
     said = [line for line in err.splitlines() if "leftover" in line]
     assert len(said) == 1 and str(staged[0]) in said[0] and said[0].startswith("vlprobe: removed 1 leftover")
     assert not staged[0].exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".run.")]
-    assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json", "tables.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".vlprobe-run.json", "results.csv", "results.json", "tables.md"]
 
 
 @pytest.mark.slow
@@ -508,7 +508,8 @@ def test_the_old_dataset_keyword_is_taken_with_a_deprecation_warning(travlr_smal
 _KILLED_MID_SWAP = """
 import os, sys
 from pathlib import Path
-from vlprobe import results
+from vlprobe import results, run_folder
+run_folder.exchange = lambda a, b: False  # where the system cannot swap two folders in one step
 real = os.replace
 def replace(src, dst):
     if Path(src).name == "run" and Path(dst) == Path(sys.argv[1]):
@@ -522,14 +523,23 @@ results.write_run_folder(sys.argv[1], write)
 """
 
 
+def _old_run(out: Path) -> None:
+    from vlprobe.results import write_run_folder
+
+    def write(folder):
+        (folder / "results.json").write_text("old")
+        return ["results.json"]
+
+    write_run_folder(out, write)
+
+
 def test_a_kill_between_the_two_renames_of_the_swap_gets_the_previous_run_put_back(tmp_path):
     """The one instant the output folder is absent: the next run's sweep restores the previous run
     from the dead run's staging folder instead of deleting it with the rest."""
     from vlprobe.results import write_run_folder
 
     out = tmp_path / "run"
-    out.mkdir()
-    (out / "results.json").write_text("old")
+    _old_run(out)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", _KILLED_MID_SWAP, str(out)], env=env, capture_output=True,
                           text=True, timeout=120)
@@ -558,9 +568,9 @@ def test_an_error_between_the_two_renames_of_the_swap_puts_the_previous_run_back
     from vlprobe import results
 
     out = tmp_path / "run"
-    out.mkdir()
-    (out / "results.json").write_text("old")
+    _old_run(out)
     real = os.replace
+    monkeypatch.setattr(run_folder, "exchange", lambda a, b: False)  # where the system cannot swap in one step
 
     def replace(src, dst):
         if Path(src).name == "run" and Path(dst) == out:

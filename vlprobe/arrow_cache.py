@@ -32,7 +32,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +61,9 @@ class LoadedSplit:
 
 
 def warn(message: str) -> None:
-    print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
+    from .cache import warn as cache_warn  # one line on stderr, never raising (a full disk loses the line, not the run)
+
+    cache_warn(message)
 
 
 def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> datasets.Dataset:

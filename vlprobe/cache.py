@@ -22,7 +22,13 @@ The folder's key also holds :data:`ENTRY_FORMAT`, the meaning of these entry key
 (format 1 keyed texts by their characters), a run opens a new folder and never reads an old entry
 as a new one.
 
-Values are raw float32 bytes. Why SQLite in WAL mode: every batch is committed in one transaction,
+Values are float32 bytes followed by an 8-byte check (:func:`_check_of`: a BLAKE2b digest of the entry's key and
+its bytes). Every entry is validated as it is read (:meth:`ScoreCache.get_many`): its check (a torn or
+bit-flipped value, a byte length that is not whole floats, a value copied under another key), its length against
+the other entries of its kind in the folder (a 32-float value in a 64-dim cache), and finite values; a bad one
+is dropped and computed again, with one warning naming the folder, and the fresh value replaces it.
+
+Why SQLite in WAL mode: every batch is committed in one transaction,
 so a process killed at any instant leaves only whole batches behind (no torn records to repair),
 readers never block the writer, several processes can share one file (SQLite's own locking), and
 it needs nothing outside the standard library. Each process of a multi-process run writes its own
@@ -44,6 +50,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import sys
 import time
 from pathlib import Path
@@ -51,11 +58,12 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .locations import cache_home
+from .locations import cache_home, private_folder
 
-# What the entry keys mean (see the module doc); part of every folder's key. 2: texts keyed by the
-# token ids the model reads (1 keyed them by their characters).
-ENTRY_FORMAT = 2
+# What the entry keys and values mean (see the module doc); part of every folder's key. 2: texts keyed by the
+# token ids the model reads (1 keyed them by their characters); 3: each value followed by its check.
+ENTRY_FORMAT = 3
+_CHECK_BYTES = 8
 
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
@@ -87,8 +95,40 @@ def _slug(model_id: str) -> str:
 
 
 def warn(message: str) -> None:
-    """One line on stderr: the cache's warnings never stop a run."""
-    print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
+    """One line on stderr: the cache's warnings never stop a run (a full disk or a closed stderr loses the
+    warning, not the run)."""
+    try:
+        print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _check_of(key: str, data: bytes) -> bytes:
+    return hashlib.blake2b(key.encode("utf-8") + b"\0" + data, digest_size=_CHECK_BYTES).digest()
+
+
+def pack(key: str, vector: Any) -> bytes:
+    """An entry's stored value: its float32 bytes and their check."""
+    data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+    return data + _check_of(key, data)
+
+
+def unpack(key: str, value: bytes) -> tuple[np.ndarray | None, str]:
+    """(the vector, "") of a stored value, or (None, why it is damaged)."""
+    value = bytes(value)
+    data, check = value[:-_CHECK_BYTES], value[-_CHECK_BYTES:]
+    if len(value) <= _CHECK_BYTES or _check_of(key, data) != check:
+        return None, f"{len(value)} bytes that fail their check"
+    if len(data) % 4:
+        return None, f"{len(data)} bytes, not whole float32 values"
+    vector = np.frombuffer(data, dtype=np.float32).copy()
+    if not np.isfinite(vector).all():
+        return None, "NaN or infinite values"
+    return vector, ""
+
+
+def _kind(key: str) -> str:
+    return key.split(":", 1)[0]
 
 
 def is_corrupt(err: BaseException) -> bool:
@@ -123,11 +163,14 @@ class ScoreCache:
         self.writes = 0
         self.moved_aside: list[Path] = []  # damaged files this process moved out of the way
         self.disabled_reason: str | None = None
+        self.dropped = 0  # damaged entries dropped (computed again) by get_many
+        self._sizes: dict[str, int] = {}  # floats per vector of each kind of entry (i:, t:, p:, f:)
         self.temporary = False  # a throw-away cache (deleted after the run): nothing to resume from
         self._db: sqlite3.Connection | None = None
         self._others: dict[Path, sqlite3.Connection] = {}  # other processes' parts, opened for reading
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            if not self._private_folder():
+                return
             key_file = self.dir / "key.json"
             if not key_file.exists():
                 tmp = key_file.with_suffix(f".tmp{os.getpid()}")
@@ -139,6 +182,33 @@ class ScoreCache:
             if self.root.exists() and not self.root.is_dir():
                 why = "it is a file, not a folder"
             self._disable(f"cannot write the score cache in {self.root} ({why})")
+
+    def _private_folder(self) -> bool:
+        """Make :attr:`dir` a folder only this user can change, as every vlprobe cache is (False: no cache). One
+        owned by another user, or a symbolic link, is not read (its entries could be anything); one of ours that
+        others could write into is moved aside, since anything in it may have been planted, and made afresh."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            st = self.dir.lstat()
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            mine = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or not mine:
+                what = (f"belongs to another user (uid {st.st_uid})" if not mine else
+                        "is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a folder")
+                self._disable(f"the score cache folder {self.dir} {what}, so what it holds cannot be trusted")
+                return False
+            if stat.S_IMODE(st.st_mode) & 0o022:
+                aside = self.dir.with_name(f"{self.dir.name}.untrusted-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+                os.replace(self.dir, aside)
+                warn(f"the score cache folder {self.dir} is one others could write into (mode "
+                     f"{stat.S_IMODE(st.st_mode):o}); moved it to {aside} and starting a private one (its entries "
+                     "will be computed again)")
+                st = None
+        if st is None:
+            private_folder(self.dir)
+        return True
 
     # -- state ------------------------------------------------------------------------------------
     @property
@@ -261,6 +331,7 @@ class ScoreCache:
         """The cached vectors among ``keys``, from every part file in the directory."""
         wanted = list(dict.fromkeys(keys))
         found: dict[str, np.ndarray] = {}
+        bad: list[tuple[str, str]] = []
         for part, db in self._readers():
             try:
                 todo = [k for k in wanted if k not in found]
@@ -268,17 +339,50 @@ class ScoreCache:
                     chunk = todo[start : start + _CHUNK]
                     marks = ",".join("?" * len(chunk))
                     for key, value in db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk):
-                        found[key] = np.frombuffer(value, dtype=np.float32).copy()
+                        vector, why = unpack(key, value)
+                        if vector is not None and vector.size != self._size(_kind(key), vector.size):
+                            vector, why = None, f"{vector.size} values where its kind has {self._sizes[_kind(key)]}"
+                        if vector is None:
+                            bad.append((key, why))
+                        else:
+                            found[key] = vector
             except sqlite3.DatabaseError as err:
                 if part != self.path and not is_corrupt(err):
                     continue  # another process's part that cannot be read now (locked, new layout)
                 self._recover(part, err)
+        bad = [(k, why) for k, why in bad if k not in found]  # another part may hold a good copy
+        if bad:
+            if not self.dropped:
+                warn(f"{len(bad)} damaged score-cache entr{'y' if len(bad) == 1 else 'ies'} in {self.dir} (e.g. "
+                     f"{bad[0][0][:40]}: {bad[0][1]}); dropped, computing {'it' if len(bad) == 1 else 'them'} again "
+                     "(the fresh values replace them)")
+            self.dropped += len(bad)
         return found
+
+    def _size(self, kind: str, seen: int) -> int:
+        """Floats per vector of ``kind``: what this process wrote, else the commonest length of that kind in the
+        folder's parts (one damaged entry cannot outvote the rest), else ``seen``."""
+        if kind not in self._sizes:
+            counts: dict[int, int] = {}
+            for _, db in self._readers():
+                try:
+                    # a range on the primary key ("i:" <= key < "i;"), which its index answers
+                    for length, n in db.execute("SELECT length(value), COUNT(*) FROM entries WHERE key >= ? AND "
+                                                "key < ? GROUP BY length(value)", (kind + ":", kind + ";")):
+                        counts[length] = counts.get(length, 0) + n
+                except sqlite3.DatabaseError:
+                    continue
+            usable = {(b - _CHECK_BYTES) // 4: n for b, n in counts.items() if b > _CHECK_BYTES and (b - _CHECK_BYTES) % 4 == 0}
+            self._sizes[kind] = max(usable, key=lambda size: (usable[size], size)) if usable else seen
+        return self._sizes[kind]
 
     def put_many(self, entries: Mapping[str, np.ndarray] | Iterable[tuple[str, np.ndarray]]) -> None:
         """Write entries in one transaction: after this returns, a crash loses none of them."""
         items = entries.items() if isinstance(entries, Mapping) else entries
-        rows = [(k, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items]
+        rows = []
+        for k, v in items:
+            rows.append((k, pack(k, v)))
+            self._sizes.setdefault(_kind(k), int(np.size(v)))
         if not rows:
             return
         for _ in range(2):  # a second try on a fresh file when the first finds it damaged
@@ -332,6 +436,16 @@ class ScoreCache:
         self.close()
 
 
+def _only_mine(path: Path) -> bool:
+    """Whether ``path`` and its folder belong to this user and no one else may write them."""
+    for p in (path.parent, path):
+        st = p.lstat()
+        if (hasattr(os, "geteuid") and st.st_uid != os.geteuid()) or stat.S_IMODE(st.st_mode) & 0o022 \
+                or stat.S_ISLNK(st.st_mode):
+            return False
+    return True
+
+
 def _inode(path: Path) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -364,7 +478,8 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
     memo_path = Path(memo_dir) if memo_dir is not None else default_cache_dir() / "model-digests"
     memo_path = memo_path / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
     try:
-        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+        # A memo another user could have written would decide which cache folder the model reads: not trusted.
+        memo = json.loads(memo_path.read_text(encoding="utf-8")) if _only_mine(memo_path) else {}
         if not isinstance(memo, dict):
             memo = {}
     except (OSError, ValueError):
@@ -389,7 +504,7 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
         total.update(f"{path.name}\0{st.st_size}\0{digest}\n".encode("utf-8"))
     if fresh != memo:
         try:
-            memo_path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(memo_path.parent)
             tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
             os.replace(tmp, memo_path)

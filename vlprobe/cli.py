@@ -9,6 +9,7 @@ functions."""
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import pkgutil
 import sys
@@ -50,6 +51,17 @@ def _command_in(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def os_error_line(err: OSError) -> str:
+    """An OSError in one line naming the file (a long name shortened) and what the system said; a full disk named as
+    such."""
+    what = err.strerror or str(err)
+    if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        what = f"{what}: the disk (or your quota) is full; free some space and run it again"
+    name = err.filename if err.filename is not None else ""
+    name = str(name) if len(str(name)) <= 120 else f"{str(name)[:60]}...{str(name)[-40:]} ({len(str(name)):,} characters)"
+    return f"{name}: {what}" if name else what
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(argv)
@@ -63,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         # ArgumentError names its argument as a flag here (``--bootstrap``), as ``bootstrap=`` in Python.
         text = err.cli() if isinstance(err, ArgumentError) else err
         print(f"vlprobe {args.command}: error: {text}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the system's refusal (a name too long, a full disk, no permission): one line, no traceback
+        print(f"vlprobe {args.command}: error: {os_error_line(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # the engine's EngineInterrupted says what was kept and how to resume
         # Outside the engine (between chunks, measuring, writing) every scored batch is already in the

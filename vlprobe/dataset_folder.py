@@ -236,6 +236,50 @@ def write_split_rows(
     return path, count
 
 
+@contextlib.contextmanager
+def rebuilding(folder: str | Path) -> Iterator[Path]:
+    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked, the rest copied; an
+    empty folder when there is none) in a staging folder beside it (``.NAME.new-*``, as run outputs are staged),
+    which the build changes as it likes; when the block ends without an error the copy replaces ``folder`` in one
+    step (:func:`vlprobe.run_folder.exchange`), so ``folder`` is at every instant all old or all new, and always
+    readable. A build that fails, is interrupted or killed leaves ``folder`` as it was (no folder where there was
+    none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.leftovers.sweep`).
+    Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
+    rename it), so the hard links never let the build change the old folder's files."""
+    from .leftovers import OwnedDir, staging_prefix, sweep
+    from .run_folder import _swap_in
+
+    out = Path(folder)
+    if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt
+        out = Path(os.path.realpath(out))
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out} is a file, not a folder")
+    out.absolute().parent.mkdir(parents=True, exist_ok=True)
+    sweep(out, tmp=False)
+    holder = OwnedDir(prefix=staging_prefix(out), dir=out.absolute().parent)
+    try:
+        stage = holder.path / "run"
+        if out.is_dir():
+            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy,
+                            ignore=lambda d, names: [".staging"] if Path(d).name == DATA_DIR else [])
+        else:
+            stage.mkdir()
+        yield stage
+        _swap_in(stage, out, holder.path)
+    finally:
+        holder.cleanup()
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    if src.endswith(".parquet"):
+        try:
+            os.link(src, dst)
+            return
+        except OSError:
+            pass
+    shutil.copy2(src, dst)
+
+
 def staging_folder(folder: str | Path) -> Path:
     """A fresh folder to build ``folder``'s parquet in (inside ``<folder>/data/``, which builders
     git-ignore and no config's data files match), so that a build that fails half-way leaves the

@@ -3,7 +3,8 @@
 :func:`download_file` fetches one file through ``<target>.part`` (resumed with an HTTP Range
 request, retried on transient errors, its size and checksum checked before it is moved into
 place); :func:`safe_members` refuses an archive any of whose members could escape the folder it is
-extracted to. :mod:`vlprobe.image_sources` uses both (and re-exports these names).
+extracted to; :func:`read_member` reads one member with its inflated size bounded (zip bombs).
+:mod:`vlprobe.image_sources` and the annotation builders use them (image_sources re-exports these names).
 """
 
 from __future__ import annotations
@@ -56,6 +57,48 @@ class CorruptArchiveError(ArchiveError):
 class UnsafeArchiveError(ArchiveError):
     """An archive member whose path would escape the folder it is extracted to (``../``, an
     absolute path, a symbolic link): the archive is refused."""
+
+
+class ArchiveBombError(ArchiveError):
+    """A member that inflates past :data:`MAX_MEMBER_BYTES` or :data:`MAX_RATIO` times its compressed size
+    (a zip bomb): refused before (declared size) or while (actual size) it is read."""
+
+
+# Bounds on one archive member, read by every caller of read_member (annotation CSV/JSON files and images
+# alike). The largest real member vlprobe reads is a few hundred MB of CSV; deflate text compresses about
+# 3-10x, a photo about 1x, while a bomb of zeros compresses about 1000x.
+MAX_MEMBER_BYTES = 1 << 30  # 1 GiB inflated
+MAX_RATIO = 200             # inflated / compressed, judged on members over RATIO_FLOOR
+RATIO_FLOOR = 1 << 20       # small members may compress well (a blank PNG, a short JSON file)
+_READ_BLOCK = 1 << 20
+
+
+def _bomb(where: str, name: str, what: str) -> ArchiveBombError:
+    return ArchiveBombError(f"{where}: member {name!r} {what}; refused as a possible zip bomb (vlprobe reads members "
+                            f"up to {MAX_MEMBER_BYTES:,} bytes and {MAX_RATIO}x compression)")
+
+
+def read_member(zf: zipfile.ZipFile, member: str | zipfile.ZipInfo, where: str) -> bytes:
+    """The bytes of one archive member, refusing it (:class:`ArchiveBombError`, naming ``where`` and the member)
+    when its declared inflated size or ratio is over the bounds, or when it inflates past its declared size or
+    :data:`MAX_MEMBER_BYTES` while being read: memory never holds more than the bound."""
+    info = member if isinstance(member, zipfile.ZipInfo) else zf.getinfo(member)
+    declared, packed = info.file_size, max(1, info.compress_size)
+    if declared > MAX_MEMBER_BYTES:
+        raise _bomb(where, info.filename, f"declares {declared:,} bytes inflated")
+    if declared > RATIO_FLOOR and declared / packed > MAX_RATIO:
+        raise _bomb(where, info.filename, f"inflates {packed:,} bytes to {declared:,} ({declared // packed:,}x)")
+    limit = min(MAX_MEMBER_BYTES, max(declared, RATIO_FLOOR, packed * MAX_RATIO))
+    out = bytearray()
+    with zf.open(info) as fh:
+        while True:
+            block = fh.read(_READ_BLOCK)
+            if not block:
+                break
+            out += block
+            if len(out) > declared or len(out) > limit:  # a header that lies about the size
+                raise _bomb(where, info.filename, f"inflates past its declared {declared:,} bytes")
+    return bytes(out)
 
 
 def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import stat
 import time
 import urllib.error
 import urllib.request
@@ -45,15 +46,17 @@ from PIL import UnidentifiedImageError
 
 from .downloads import (  # noqa: F401  (re-exported: the names users and builders know from here)
     Archive,
+    ArchiveBombError,
     ArchiveDownloadError,
     ArchiveError,
     CorruptArchiveError,
     ImageSourceError,
     UnsafeArchiveError,
     download_file,
+    read_member,
     safe_members,
 )
-from .locations import images_home
+from .locations import UnsafeFolderError, images_home, private_folder
 from .paths import UnsafePathError, name_problem
 
 
@@ -209,7 +212,7 @@ class _Zip:
     def read(self, name: str) -> bytes:
         member = self.index()[name]
         assert self._zip is not None
-        return self._zip.read(member)
+        return read_member(self._zip, member, str(self.path))
 
 
 class ImageResolver:
@@ -245,6 +248,27 @@ class ImageResolver:
         self.timeout = timeout
         self._fetch = fetch or _http_get
 
+    def _own_cache(self) -> Path:
+        """The download cache, checked before anything in it is read or written: a folder only this user can
+        change (made with mode 0700). One of another user's, a symbolic link, or one others could write into is
+        refused (:class:`ImageSourceError`): the images in it could have been swapped."""
+        if not getattr(self, "_cache_checked", False):
+            try:
+                st = self.cache.lstat()
+            except FileNotFoundError:
+                st = None
+            if st is not None and stat.S_IMODE(st.st_mode) & 0o022 and not stat.S_ISLNK(st.st_mode):
+                raise ImageSourceError(f"image cache {self.cache} is a folder others could write into (mode "
+                                       f"{stat.S_IMODE(st.st_mode):o}), so its images could have been swapped; delete "
+                                       "it (it is downloaded again) or set $VLPROBE_IMAGE_CACHE to a folder of yours")
+            try:
+                private_folder(self.cache)
+            except UnsafeFolderError as err:
+                raise ImageSourceError(f"image cache {err}, so its images could have been swapped; set "
+                                       "$VLPROBE_IMAGE_CACHE to a folder of yours") from None
+            self._cache_checked = True
+        return self.cache
+
     def describe(self) -> list[str]:
         where = [str(f) for f in self.folders] + [str(z.path) for z in self.zips]
         if self.download:
@@ -265,6 +289,7 @@ class ImageResolver:
         """The source's archive in the cache, downloaded (or resumed) when it is not there yet."""
         archive = self.spec.archive
         assert archive is not None
+        self._own_cache()
         path = self.archive_path
         if not path.is_file():
             download_file(archive.url, path, size=archive.size, sha256=archive.sha256, retries=self.retries,
@@ -287,7 +312,7 @@ class ImageResolver:
             for info in safe_members(zf, f"{self.spec.name}: {path}"):
                 if not info.is_dir():
                     index.setdefault(info.filename.rsplit("/", 1)[-1], info.filename)
-            self.cache.mkdir(parents=True, exist_ok=True)
+            self._own_cache()
             for name in names:
                 self.check(name)
                 member = index.get(name)
@@ -295,7 +320,7 @@ class ImageResolver:
                     absent.append(name)
                     continue
                 try:
-                    data = zf.read(member)
+                    data = read_member(zf, member, f"{self.spec.name}: {path}")
                 except (zipfile.BadZipFile, zlib_error, OSError, EOFError) as err:
                     raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}): member "
                                               f"{member} is damaged ({err}); delete the archive and rerun") from None
@@ -327,7 +352,7 @@ class ImageResolver:
             if z.has(name):
                 return f"{z.path}!{z.index()[name]}"
         if self.download:
-            cached = self.cache / name
+            cached = self._own_cache() / name
             if cached.is_file():
                 return str(cached)
         return None
@@ -343,7 +368,7 @@ class ImageResolver:
             if z.has(name):
                 return z.read(name)
         if self.download:
-            cached = self.cache / name
+            cached = self._own_cache() / name
             if not cached.is_file():
                 if self.spec.archive is not None:
                     if self.extract([name]):
@@ -357,8 +382,7 @@ class ImageResolver:
         """Download ``name`` into the cache (atomically), trying each URL template; transient
         failures are retried with backoff, a 404 moves on to the next template."""
         self.check(name)
-        self.cache.mkdir(parents=True, exist_ok=True)
-        target = self.cache / name
+        target = self._own_cache() / name
         errors = []
         for template in self.spec.urls:
             url = template.format(name=name)

@@ -43,6 +43,35 @@ def image_bytes(image: Any) -> bytes | None:
     return None
 
 
+def image_cell_in_folder(value: Any, folder: str | os.PathLike | None, where: str, outside: bool = False) -> Any:
+    """A dataset image cell made safe to open: a cell with bytes as it is; a cell holding only a path, that path
+    resolved inside ``folder`` (the dataset folder; None for a Hub dataset, which has none). A path outside it (an
+    absolute path, ``../``, a symbolic link out) raises :class:`ImageError` naming ``where`` unless ``outside``
+    (``--outside-images``): a dataset must not make vlprobe read, score and write into the results another file of
+    the user's (``/etc/hostname``, a private photo)."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(image_cell_in_folder(v, folder, where, outside) for v in value)
+    if isinstance(value, dict):
+        if value.get("bytes") or not value.get("path"):
+            return value
+        path = str(value["path"])
+    elif isinstance(value, (str, os.PathLike)):
+        path = str(value)
+    else:
+        return value
+    base = os.path.realpath(folder) if folder is not None else None
+    target = os.path.realpath(os.path.join(base, path)) if base is not None and not os.path.isabs(path) else None
+    if outside:
+        return {"bytes": None, "path": target or path}
+    if target is None or os.path.commonpath([base, target]) != base:
+        where_from = f"outside the dataset folder {folder}" if folder is not None else "a local path in a dataset " \
+                     "without a folder"
+        raise ImageError(f"{where}: the image cell holds the path {path[:200]!r}, {where_from}; vlprobe reads images "
+                         "only from a row's bytes or from files inside its dataset folder (pass --outside-images, "
+                         "outside_images=True in Python, to read it)")
+    return {"bytes": None, "path": target}
+
+
 def describe(image: Any) -> str:
     if isinstance(image, dict) and image.get("path"):
         return str(image["path"])
@@ -116,6 +145,23 @@ def too_large(size: tuple[int, int] | None, pixels: int | None = None) -> str | 
     dims = f"{size[0]:,} x {size[1]:,} = " if size is not None else ""
     return (f"is {dims}{n:,} pixels, more than the {int(limit):,} vlprobe decodes (PIL.Image.MAX_IMAGE_PIXELS, "
             "a guard against decompression bombs); refused: downscale it (or raise the limit if you trust it)")
+
+
+def check_crop_box(box: tuple[float, float, float, float], size: tuple[int, int], where: str) -> tuple[int, ...]:
+    """``box`` (left, top, right, bottom, as ``PIL.Image.crop`` takes it) as whole pixels, or :class:`ImageError`
+    naming ``where``: coordinates that are not finite or that no image reaches (|value| over 2**31, where PIL's C
+    code overflows), and :class:`ImageTooLargeError` for a region with more pixels than vlprobe decodes (parts
+    outside the image would be made up as black pixels in memory)."""
+    import math
+
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and abs(v) < 2**31 for v in box):
+        raise ImageError(f"{where}: crop box {tuple(box)} is not a region of an image (its coordinates must be finite "
+                         f"pixel positions; the image is {size[0]} x {size[1]})")
+    left, top, right, bottom = (int(round(v)) for v in box)
+    reason = too_large((max(0, right - left), max(0, bottom - top)))
+    if reason:
+        raise ImageTooLargeError(f"{where}: crop box {tuple(box)} {reason.replace('is ', 'is a region of ', 1)}")
+    return left, top, right, bottom
 
 
 def open_checked(data: bytes, prefix: str = "", image: Any = None) -> Image.Image:

@@ -161,7 +161,10 @@ def _candidates(out: str | os.PathLike | None, tmp: bool) -> Iterable[tuple[Path
 
 
 def say_on_stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    try:  # a note never stops a run (a full disk under a redirected stderr)
+        print(message, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def sweep(out: str | os.PathLike | None = None, *, tmp: bool = True,

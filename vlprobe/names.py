@@ -116,6 +116,9 @@ def check_model(model: Any, revision: str | None = None) -> None:
     text = str(model)
     path = Path(str(find_model(model))).expanduser()
     if path.is_dir():
+        if revision is not None:  # recorded in results.json, yet a folder has no revisions: it would change nothing
+            raise ArgumentError("revision", revision, f"{text} is a local folder, which has no revisions; leave it out "
+                                                      "(it picks a branch, tag or commit of a Hub model)")
         return
     if path.exists():
         raise ModelError(f"model {text!r} is a file; pass a model folder (one written by save_pretrained) or a Hub id")

@@ -382,22 +382,39 @@ def device_name(value: Any) -> str | None:
             raise Refused("MPS (Apple GPU) is not available here; use cpu or leave the device out")
     elif dev.type != "cpu":
         raise Refused("vlprobe runs on cpu, cuda or mps")
+    elif dev.index not in (None, 0):
+        raise Refused("there is one cpu device (cpu, or cpu:0); the CPU's cores are used by torch's threads")
     return value
 
 
 def cache_folder(value: Any) -> Any:
     """None (the default folder), ``"none"`` or False (no cache: ``"none"``), or a folder path."""
     if value is None or isinstance(value, os.PathLike) or isinstance(value, str) and value.strip():
-        return value
+        return _short_enough(value)
     if value is False:
         return "none"
     raise Refused("must be a folder path, 'none' (no cache) or None (the default: $VLPROBE_CACHE, else "
                   "~/.cache/vlprobe)")
 
 
+def _short_enough(value: Any) -> Any:
+    from .paths import length_problem
+
+    problem = length_problem(value) if isinstance(value, (str, os.PathLike)) else None
+    if problem:
+        raise Refused(problem, _shown(value))
+    return value
+
+
+def _shown(value: Any) -> str:
+    """A long path as an error shows it: its start and end, with its length."""
+    text = str(value)
+    return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]} ({len(text):,} characters)"
+
+
 def folder_or_none(value: Any) -> Any:
     if value is None or isinstance(value, os.PathLike) or isinstance(value, str) and value.strip():
-        return value
+        return _short_enough(value)
     raise Refused("must be a folder path, or None (nothing written)")
 
 
@@ -406,7 +423,7 @@ def model_given(value: Any) -> Any:
     from .scorers.base import Scorer
 
     if isinstance(value, (str, os.PathLike)) and str(value).strip():
-        return value
+        return _short_enough(value)
     if isinstance(value, tuple) and len(value) == 2 or isinstance(value, Scorer) or hasattr(value, "config"):
         return value
     raise Refused("must be a model folder or Hub id, a transformers model (with its processor), or a vlprobe scorer")
@@ -428,7 +445,10 @@ BOOTSTRAP = Option("bootstrap", 1000, "bootstrap resamples for CIs (0: none; def
                                            f"1000 is the usual, 10,000 for a steadier CI)"),
                    type=int, record="bootstrap")
 CONFIDENCE = Option("confidence", 0.95, "CI level (default 0.95)", confidence_level, type=float, record="confidence")
-SEED = Option("seed", 0, "", whole(0), type=int, record="seed")
+# numpy's generators take seeds below 2**32; a probe's seeds run on to seed + seeds - 1
+MAX_SEED = 2**32 - 1 - 100
+SEED = Option("seed", 0, "", whole(0, MAX_SEED, f"must be at most {MAX_SEED:,} (numpy's generators take seeds below "
+                                                   "2**32)"), type=int, record="seed")
 LIMIT = Option("limit", None, "", optional(whole(1)), type=int, record="limit")
 BATCH_SIZE = Option("batch_size", DEFAULT_BATCH_SIZE, f"inputs per forward pass (default {DEFAULT_BATCH_SIZE})", whole(1),
                     type=int, record="batch_size")
@@ -439,5 +459,8 @@ DEVICE = Option("device", None, "cpu, cuda, cuda:1, mps (default: the best avail
 CACHE_DIR = Option("cache_dir", None, "", cache_folder)
 OUT = Option("out", None, "", folder_or_none)
 CHUNK_SIZE = Option("chunk_size", CHUNK_ROWS, "", whole(1), type=int, cli_default=None)
+OUTSIDE_IMAGES = Option("outside_images", False, "read image cells that hold a path outside the dataset folder (an "
+                        "absolute path, '../'); by default such a row is refused, so that a dataset cannot make vlprobe "
+                        "read other files of yours", switch, action="store_true")
 PROGRESS = Option("progress", True, "no progress bars", switch, flag="--no-progress", action="store_true",
                   negated=True)

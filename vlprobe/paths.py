@@ -138,3 +138,24 @@ def check_split_name(name: object, what: str = "split") -> str:
     if problem:
         raise UnsafePathError(f"{what} {name!r} {problem}")
     return name  # type: ignore[return-value]
+
+
+NAME_MAX = 255    # bytes in one file name (ext4, xfs, btrfs, APFS, NTFS alike)
+PATH_MAX = 4095   # bytes in a whole path (Linux's PATH_MAX less the NUL)
+
+
+def length_problem(path: object) -> str | None:
+    """Why ``path`` is too long for the file system (a component over :data:`NAME_MAX` bytes, or the whole over
+    :data:`PATH_MAX`), or None: said in one line before ``OSError: [Errno 36] File name too long`` could be."""
+    try:
+        whole = os.fsencode(os.fspath(path))  # type: ignore[arg-type]
+    except (TypeError, UnicodeError):
+        return None
+    longest = max(whole.split(b"/"), key=len)
+    if len(longest) > NAME_MAX:
+        return (f"has a name of {len(longest):,} bytes ({os.fsdecode(longest[:24])}...); file names may be at most "
+                f"{NAME_MAX} bytes")
+    if len(whole) > PATH_MAX:
+        return f"is {len(whole):,} bytes long; a path may be at most {PATH_MAX:,} bytes"
+    return None
+

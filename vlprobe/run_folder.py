@@ -1,38 +1,118 @@
 """A run's output folder as one unit: :func:`check_output_dir` refuses, before any work, a folder a
 run cannot take, and :func:`write_run_folder` writes the new run beside it and swaps it in whole, so
-the folder is at every instant the previous run, absent, or this run. ``vlprobe evaluate``
-(:func:`vlprobe.results.write_outputs`) and ``vlprobe probe`` write through it; names re-exported by
-:mod:`vlprobe.results`."""
+the folder is at every instant the previous run or this run (absent only where the system cannot swap two
+folders in one step, see :func:`exchange`). ``vlprobe evaluate`` (:func:`vlprobe.results.write_outputs`) and
+``vlprobe probe`` write through it; names re-exported by :mod:`vlprobe.results`.
+
+Which folders a run may replace is judged by the provenance vlprobe writes, not by file names: every run folder
+holds :data:`RUN_RECORD`, naming the command that wrote it and each file it wrote with its size. A folder is a
+run's (and may be replaced by the same command) only when that record is there, names this command, and accounts
+for every file in the folder; an empty folder may be taken too, and so may a run of this command written before the
+record existed (only the names such a run writes, and a results.json whose provenance holds this command's line).
+Anything else (a hand-made ``results.json``, an evaluate run given to the probe, a file a user added) is refused in
+one line."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import json
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from .errors import ArgumentError
 
-# The names vlprobe evaluate writes into its output folder (and the temporary files older versions
-# left there): a folder holding anything else is not a run's, and is never replaced.
-RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.png|\..*\.tmp\d+)$")
+# The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
+RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.png)$")
+RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: size}}: who wrote this folder, and what
+
+
+def _command_of(own: "re.Pattern[str]") -> str:
+    """The command a pattern of run-file names belongs to (evaluate's :data:`RUN_FILE`, else the probe's)."""
+    return "evaluate" if own.pattern == RUN_FILE.pattern else "probe"
+
+
+def read_run_record(folder: Path) -> dict | None:
+    """The run record of ``folder`` (None when absent or unreadable)."""
+    try:
+        record = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and isinstance(record.get("files"), dict) and isinstance(record.get("command"), str)
+    return record if ok else None
+
+
+def _not_ours(out: Path, own: "re.Pattern[str]") -> str | None:
+    """Why the existing folder ``out`` is not a run this command may replace, or None."""
+    names = sorted(p.name for p in out.iterdir())
+    if not names:
+        return None
+    command = _command_of(own)
+    record = read_run_record(out)
+    if record is None and _legacy_run(out, names, own, command):
+        return None
+    if record is None:
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        return (f"holds files that are not a vlprobe run's ({shown}): no record of a vlprobe run ({RUN_RECORD}) is "
+                f"there; a run replaces its folder as a whole, so choose a new or empty folder")
+    if record["command"] != command:
+        return (f"holds a `vlprobe {record['command']}` run, which `vlprobe {command}` would replace; choose another "
+                "folder")
+    extra = [n for n in names if n != RUN_RECORD and (n not in record["files"] or not own.match(n))]
+    changed = [n for n in names if n in record["files"] and _size(out / n) != record["files"][n]]
+    if extra or changed:
+        shown = ", ".join((extra or changed)[:3]) + (", ..." if len(extra or changed) > 3 else "")
+        what = "files that are not the vlprobe run's" if extra else "files changed since the run wrote them"
+        return f"holds {what} ({shown}); a run replaces its folder as a whole, so choose a new or empty folder"
+    return None
+
+
+def _legacy_run(out: Path, names: list[str], own: "re.Pattern[str]", command: str) -> bool:
+    """Whether ``out`` is a run of ``command`` written by a vlprobe from before :data:`RUN_RECORD`: only names
+    such a run writes, and a results.json whose provenance records the command line of this command."""
+    if "results.json" not in names or not all(own.match(n) for n in names):
+        return False
+    try:
+        provenance = json.loads((out / "results.json").read_text(encoding="utf-8")).get("provenance") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    line = provenance.get("command") if isinstance(provenance, dict) else None
+    return isinstance(line, str) and line.startswith(f"vlprobe {command} ")
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return None
 
 
 def check_output_dir(out_dir: str | os.PathLike, own: "re.Pattern[str]" = RUN_FILE) -> Path:
+    """:func:`_check_output_dir`, remembering which folder ``out_dir`` was, so that the run can say when another run
+    replaced it meanwhile."""
+    out = _check_output_dir(out_dir, own)
+    target = _target(out)
+    _SEEN[str(target.absolute())] = _identity(target)
+    return out
+
+
+def _check_output_dir(out_dir: str | os.PathLike, own: "re.Pattern[str]" = RUN_FILE) -> Path:
     """Refuse, before any scoring starts, an output folder that cannot take a run: a path that is
-    a file, a folder holding files that are not a vlprobe run's (names matching ``own``: by default
-    those ``vlprobe evaluate`` writes; they would be lost when the new run is swapped in), or a
-    place where nothing can be written. Creates nothing."""
-    out = Path(out_dir).expanduser()
+    a file, a folder that is not a run of this command (judged by its :data:`RUN_RECORD`, see the module doc;
+    ``own``: the names a run of this command writes, by default ``vlprobe evaluate``'s), or a place where nothing
+    can be written. Creates nothing. Returns the folder the run will write (``out_dir``, or the folder a symbolic
+    link points to)."""
+    out = _target(Path(out_dir).expanduser())
     if out.exists() and not out.is_dir():
-        raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the outputs")
+        raise ArgumentError("out", str(out_dir), "is a file, not a folder; choose a folder for the outputs")
     if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir() if not own.match(p.name))
-        if foreign:
-            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise ArgumentError("out", str(out), f"holds files that are not a vlprobe run's ({shown}); a run "
-                                                 f"replaces its folder as a whole, so choose a new or empty folder")
+        why = _not_ours(out, own)
+        if why:
+            raise ArgumentError("out", str(out_dir), why)
     # The outputs are written into a temporary folder beside out and renamed: the parent (or the
     # nearest folder that exists) must take a new folder.
     parent = out.absolute().parent
@@ -49,22 +129,46 @@ def check_output_dir(out_dir: str | os.PathLike, own: "re.Pattern[str]" = RUN_FI
     return out
 
 
+_SEEN: dict[str, tuple[int, int] | None] = {}  # out (absolute) -> the folder there when this process checked it
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _target(out: Path) -> Path:
+    """The folder a run writes for ``out``: ``out`` itself, or, when it is a symbolic link, the folder it points to
+    (replaced there, so ``out`` stays a link to the new run)."""
+    return Path(os.path.realpath(out)) if out.is_symlink() else out
+
+
 def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[str]" = RUN_FILE) -> list[Path]:
     """Write a run's output folder as one unit: ``write(folder)`` fills a new folder (and returns
-    the names it wrote), which then replaces ``out_dir`` whole, so that ``out_dir`` is at every
-    instant the previous run, absent, or this run, never a mixture, and holds only this run's files.
+    the names it wrote), which then replaces ``out_dir`` whole (:func:`exchange`), so that ``out_dir`` is at every
+    instant the previous run or this run, never a mixture, and holds only this run's files and its
+    :data:`RUN_RECORD`.
 
     The new folder is made inside a staging folder beside ``out_dir`` (``.NAME.new-*``, a
     :class:`vlprobe.leftovers.OwnedDir`), which also receives the previous run when it is swapped
     out, and is deleted at the end, on an error or an interrupt alike. A run killed meanwhile leaves
     that staging folder, locked by no one: the next run's :func:`vlprobe.leftovers.sweep` (done here
-    first) removes it, putting the previous run back should the kill have come between the two
-    renames of the swap. The output folder itself gets the mode any new folder gets (the umask's), not
-    mkdtemp's 0700. ``own``: the names a run of this kind writes (see :func:`check_output_dir`).
+    first) removes it. An ``out_dir`` that is a symbolic link stays one: the folder it points to is replaced, and
+    the run says so. When another run replaced ``out_dir`` after this one checked it (two runs writing one folder),
+    the run says that it replaces that run's output. The output folder itself gets the mode any new folder gets (the
+    umask's), not mkdtemp's 0700. ``own``: the names a run of this kind writes (see :func:`check_output_dir`).
     Returns the paths the files have in ``out_dir``."""
-    from .leftovers import OwnedDir, staging_prefix, sweep
+    from .leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
 
-    out = check_output_dir(out_dir, own)  # never swap away a folder that holds anything but a run
+    given = Path(out_dir).expanduser()
+    _check_output_dir(given, own)  # never swap away a folder that holds anything but a run of this command
+    out = _target(given)
+    if out != given:
+        say_on_stderr(f"vlprobe: --out {given} is a symbolic link: writing the run into {out}, the folder it points "
+                      "to, which it goes on pointing to")
     out.parent.mkdir(parents=True, exist_ok=True)
     sweep(out)
     holder = OwnedDir(prefix=staging_prefix(out), dir=out.parent)
@@ -72,17 +176,51 @@ def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[st
         stage = holder.path / "run"
         stage.mkdir()
         names = list(write(stage))
+        record = {"command": _command_of(own), "files": {n: _size(stage / n) for n in names}}
+        (stage / RUN_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+        seen = _SEEN.get(str(out.absolute()), "unknown")
+        now = _identity(out)
+        if seen != "unknown" and now is not None and now != seen:
+            say_on_stderr(f"vlprobe: note: {given} was replaced by another run while this one worked; this run's "
+                          "output replaces it")
         _swap_in(stage, out, holder.path)
+        _SEEN[str(out.absolute())] = _identity(out)
     finally:
         holder.cleanup()
-    return [out / n for n in names]
+    return [given / n for n in names]
+
+
+_RENAME_EXCHANGE = 2  # renameat2's flag (Linux 3.15+, glibc 2.28+)
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``): whether it was done; False where
+    the system (or its file system) cannot, and nothing changed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: this kernel or file system cannot exchange
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def _swap_in(stage: Path, out: Path, holder: Path) -> None:
-    """Replace ``out`` by ``stage``: at every instant ``out`` is the old run, absent, or the new run.
-    The old run goes into ``holder`` (the staging folder, deleted afterwards)."""
+    """Replace ``out`` by ``stage``. Where the system can exchange two folders in one step, ``out`` is at every
+    instant the old run or the new one (the old one ends in ``holder``, deleted afterwards); elsewhere it is
+    renamed away first, so a kill between the two renames leaves it absent, and the next run's sweep puts it back."""
     from .leftovers import PREVIOUS
 
+    if out.is_dir() and exchange(stage, out):
+        return
     moved = out.exists()
     if moved:
         os.replace(out, holder / PREVIOUS)  # a kill before the next line: the next run's sweep puts it back

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 from .cache import ScoreCache, default_cache_dir
 from .engine import Engine
-from .errors import ModelError, SettingError, VlprobeError
+from .errors import ArgumentError, ModelError, SettingError, VlprobeError
 from .leftovers import OwnedDir, sweep
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
 from .options import Settings
@@ -175,6 +175,20 @@ def throwaway_cache(scorer: Any) -> tuple[ScoreCache, OwnedDir]:
 
 
 # ---- the model ----------------------------------------------------------------------------------------------------
+
+def check_processor(processor: Any, model: Any) -> None:
+    """Refuse a ``processor=`` that would be ignored or cannot be one: it goes with an already-loaded transformers
+    model only (a folder or Hub id loads its own), and it is a processor or tokenizer (callable), not a name."""
+    if processor is None:
+        return
+    if model is None or isinstance(model, (str, os.PathLike, tuple)) or isinstance(model, Scorer):
+        raise ArgumentError("processor", processor, "is used only with an already-loaded transformers model "
+                                                    "(model=the model object); a model folder or Hub id loads its own "
+                                                    "processor, and a (model, processor) pair or a scorer has one")
+    if isinstance(processor, (str, os.PathLike)) or not callable(processor):
+        raise ArgumentError("processor", processor, "must be the model's processor or tokenizer object (e.g. "
+                                                    "AutoProcessor.from_pretrained(...)), not a name")
+
 
 def load_model(model: Any, processor: Any = None, *, family: str | None = None, revision: str | None = None,
                device: str | None = None, dtype: str = "float32", exact_preprocessing: bool = False,

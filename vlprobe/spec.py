@@ -192,6 +192,32 @@ class ItemSpec:
         except ItemError as err:
             raise ItemError(f"{where}: {err}") from None
 
+    def check_columns(self, features: Mapping[str, Any], where: str, first: Mapping[str, Any] | None = None) -> None:
+        """Refuse, naming the spec, the key and the column, a spec whose columns ``features`` (a dataset's, by
+        column name) lacks, or whose ``images:`` names a column that holds no images (a caption column): neither
+        images nor, in ``first`` (the first row's string cells), image file paths."""
+        named = [("id", self.id), ("context", self.context)] + [("images", c) for c in self.images] + \
+            [("texts", c) for c in self.texts] + [("tags", c) for c in self.tags]
+        if isinstance(self.gold, str):
+            named.append(("gold", self.gold))
+        elif isinstance(self.gold, Mapping):
+            named.append(("gold", self.gold.get("column")))
+        for key, column in named:
+            if column is not None and column not in features:
+                raise SpecError(f"{where}: {self.source} names column {column!r} under {key}:, which the dataset does "
+                                f"not have; its columns: {', '.join(features)}")
+        for column in self.images:
+            kind = features[column]
+            inner = getattr(kind, "feature", None) or (kind[0] if isinstance(kind, list) and kind else None)
+            value = (first or {}).get(column)
+            paths = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+            if paths and all(p.lower().endswith(_IMAGE_SUFFIXES) for p in paths):
+                continue  # image file paths (opened inside the dataset folder)
+            if type(kind).__name__ != "Image" and type(inner).__name__ != "Image":
+                raise SpecError(f"{where}: {self.source} lists column {column!r} under images:, but it holds "
+                                f"{getattr(kind, 'dtype', type(kind).__name__)}, not images; list it under texts: "
+                                "or tags:")
+
     def check_unique_ids(self, rows: Any, limit: int | None = None, where: str = "") -> None:
         """Refuse rows (a ``datasets.Dataset`` or any iterable of mappings; the first ``limit``)
         whose id column repeats, naming the ids and their rows (:class:`DuplicateIdError`).
@@ -259,6 +285,9 @@ class ItemSpec:
                 f"({self.source}) does not cover: {list(table)}"
             )
         return gold
+
+
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
 
 def yaml_error(path: str | os.PathLike, err: yaml.YAMLError) -> str:

@@ -46,6 +46,8 @@ from datasets import Features, Value
 from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset_folder import ConfigDecl, card_metadata
+from ..downloads import read_member
+from ..images import check_crop_box
 from . import AnnotationError, cards
 from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
 
@@ -161,7 +163,7 @@ def read_zip_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[
         shown = ", ".join(sorted(members)[:6]) + (" ..." if len(members) > 6 else "")
         raise AnnotationError(f"{zip_path.name}: no file {name} (the zip's CSV files: {shown or 'none'})")
     with zipfile.ZipFile(zip_path) as zf:
-        return parse_csv(zf.read(members[name]), f"{zip_path.name}:{name}")
+        return parse_csv(read_member(zf, members[name], str(zip_path)), f"{zip_path.name}:{name}")
 
 
 def _number(value: Any, where: str, field: str, whole: bool = False) -> float:
@@ -299,7 +301,9 @@ def crop(row: Mapping[str, Any], column: str, data: bytes) -> bytes:
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as im:
-        region = im.convert("RGB").crop((row["x"], row["y"], row["x"] + row["width"], row["y"] + row["height"]))
+        box = (row["x"], row["y"], row["x"] + row["width"], row["y"] + row["height"])
+        check_crop_box(box, im.size, f"CREPE row {row['id']} ({column} {row['image_id']}.jpg)")  # 1e300, 100000 x 100000
+        region = im.convert("RGB").crop(box)
     buf = io.BytesIO()
     region.save(buf, "PNG")
     return buf.getvalue()

@@ -56,7 +56,7 @@ import datasets
 
 from .. import image_sources as imgs
 from ..benchmarks import Benchmark, Upstream
-from ..dataset_folder import ConfigDecl, publish_staged, staging_folder, write_spec, write_split_rows
+from ..dataset_folder import ConfigDecl, publish_staged, rebuilding, staging_folder, write_spec, write_split_rows
 from . import AnnotationError, cards, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
@@ -436,27 +436,26 @@ class UpstreamBuilder:
                     row[column] = {"bytes": self.convert(r, column, next(data)), "path": file}
                 yield row
 
-        stage = staging_folder(out)  # a failed build leaves the folder as it was
-        try:
+        # The whole folder is rebuilt in a copy beside it and swapped in at the end, in one step: a failed or killed
+        # build leaves it as it was (no folder where there was none), never new shards under an old card.
+        with rebuilding(out) as target:
+            stage = staging_folder(target)
             for config, splits in plan.annotations.rows.items():
                 t0 = time.perf_counter()
                 for split, rows in splits.items():
                     write_split_rows(stage, config, split, stream(rows), self.features(config, split))
                 n = sum(len(rows) for rows in splits.values())
                 _log(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
-        except BaseException:
-            shutil.rmtree(stage, ignore_errors=True)
-            raise
-        publish_staged(stage, out)
-        for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
-            if config not in plan.annotations.rows:
-                shutil.rmtree(out / "data" / config, ignore_errors=True)
-        self.finish(out, plan, args)
-        self.write_card(out, plan.annotations)
-        write_spec(out, self.spec_yaml, self.benchmark.name)
-        lines = (self.report(plan, args) + skipped_lines(plan.skipped)
-                 + missing_lines(plan.unbuilt, plan.partial, plan.absent) + file_lines(self.files(args), plan.files))
-        cards.write_build_report(out, f"{self.title}: this build", lines)
+            publish_staged(stage, target)
+            for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
+                if config not in plan.annotations.rows:
+                    shutil.rmtree(target / "data" / config, ignore_errors=True)
+            self.finish(target, plan, args)
+            self.write_card(target, plan.annotations)
+            write_spec(target, self.spec_yaml, self.benchmark.name)
+            lines = (self.report(plan, args) + skipped_lines(plan.skipped) + missing_lines(plan.unbuilt, plan.partial,
+                     plan.absent) + file_lines(self.files(args), plan.files))
+            cards.write_build_report(target, f"{self.title}: this build", lines)
         expected = self.expected(args)
         for config, n in plan.counts().items():
             if (config in expected and sum(n.values()) != expected[config] and not plan.skipped

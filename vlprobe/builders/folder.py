@@ -89,11 +89,11 @@ def build_folder(
     import datasets
 
     from ..dataset_folder import (
-        BUILD_RECORD,
         ConfigDecl,
         card_metadata,
         progress_bars_off,
         publish_staged,
+        rebuilding,
         staging_folder,
         undecoded_features,
         write_card,
@@ -119,9 +119,16 @@ def build_folder(
     columns = list(rows[0])
     image_cols = image_columns or _guess_image_columns(rows, table.parent)
     if not image_cols:
+        paths = [(c, r[c]) for r in rows for c in columns if isinstance(r[c], str) and ("/" in r[c] or "\\" in r[c])]
+        hint = (f"; column {paths[0][0]!r} holds paths ({paths[0][1][:80]!r}), but not all of them name image files "
+                f"({', '.join(IMAGE_SUFFIXES)}) inside {table.parent}") if paths else ""
         raise ValueError(
-            f"{table}: no column names image files (columns: {columns}); pass --image-columns"
+            f"{table}: no column names image files (columns: {columns}){hint}; pass --image-columns"
         )
+    for i, row in enumerate(rows):  # a NUL byte is no text a model reads (and cuts C strings short)
+        bad = next((c for c, v in row.items() if isinstance(v, str) and "\0" in v), None)
+        if bad is not None:
+            raise ValueError(f"{table} row {i + 1} column {bad!r}: holds a NUL byte (\\0); remove it")
     for col in image_cols:
         if col not in columns:
             raise ValueError(f"--image-columns: {table} has no column {col!r}; columns are {columns}")
@@ -184,32 +191,16 @@ def build_folder(
     body = _card_body(meta, description, table.name, spec_out if spec_out is not None
                       else (out / SPEC_FILE).read_text(encoding="utf-8"))
 
-    # Written last to first-needed: the parquet into a staging folder, the spec and the card, then the
-    # parquet moved in. On any failure a new ``out`` goes, an existing one gets its files back.
-    created = not out.exists()
-    kept = {p: p.read_bytes() for p in (out / "README.md", out / SPEC_FILE, out / BUILD_RECORD) if p.is_file()}
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        stage = staging_folder(out)
+    # The folder is rebuilt in a copy beside it and swapped in whole at the end (dataset_folder.rebuilding): on any
+    # failure, or a kill, it is as it was, and a new one is not there at all.
+    with rebuilding(out) as target:
+        stage = staging_folder(target)
         with progress_bars_off():
             write_split(stage, config, split, ds)
         if spec_out is not None:
-            (out / SPEC_FILE).write_text(spec_out, encoding="utf-8")
-        write_card(out, meta, body)
-        publish_staged(stage, out)
-    except BaseException:
-        import shutil
-
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        else:
-            shutil.rmtree(out / "data" / ".staging", ignore_errors=True)
-            for path in (out / "README.md", out / SPEC_FILE, out / BUILD_RECORD):
-                if path in kept:
-                    path.write_bytes(kept[path])
-                else:
-                    path.unlink(missing_ok=True)
-        raise
+            (target / SPEC_FILE).write_text(spec_out, encoding="utf-8")
+        write_card(target, meta, body)
+        publish_staged(stage, target)
     return out
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import datasets
 
-from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_spec
+from ..dataset_folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
 from ..scenes import travlr as gen
 from . import cards
 from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
@@ -122,18 +122,19 @@ def build(args: argparse.Namespace) -> Path:
     tasks = parse_names(args.configs, gen.TASKS, "config(s)")
     start = time.perf_counter()
     meter = RateMeter()
-    write_metadata(out)
-    for task in tasks:
-        examples = gen.generate_task(task, {**gen.sizes_for(args.size, task), **overrides}, seed=args.seed)
-        for split in gen.SPLITS:
-            exs = examples[split]
-            pngs = meter.render([e.scene for e in exs], workers=args.workers, **gen.RENDER_OPTIONS)
-            rows = []
-            for i, (ex, png) in enumerate(zip(exs, pngs)):
-                row = gen.to_row(ex, i)
-                row["image"] = {"bytes": png, "path": None}
-                rows.append(row)
-            write_rows(out, task, split, rows, FEATURES)
+    with rebuilding(out) as target:  # swapped in whole at the end: a failed or killed build changes nothing
+        write_metadata(target)
+        for task in tasks:
+            examples = gen.generate_task(task, {**gen.sizes_for(args.size, task), **overrides}, seed=args.seed)
+            for split in gen.SPLITS:
+                exs = examples[split]
+                pngs = meter.render([e.scene for e in exs], workers=args.workers, **gen.RENDER_OPTIONS)
+                rows = []
+                for i, (ex, png) in enumerate(zip(exs, pngs)):
+                    row = gen.to_row(ex, i)
+                    row["image"] = {"bytes": png, "path": None}
+                    rows.append(row)
+                write_rows(target, task, split, rows, FEATURES)
     meter.report(f"travlr ({args.size}, seed {args.seed})", time.perf_counter() - start)
     return out
 

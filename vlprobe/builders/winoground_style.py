@@ -24,7 +24,8 @@ from typing import Any, Iterator
 import datasets
 import pyarrow.parquet as pq
 
-from ..dataset_folder import ConfigDecl, card_metadata, write_card, write_spec
+from ..dataset_folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
+from ..downloads import read_member
 from ..scenes import winoground as gen
 from . import cards
 from .synthetic import RateMeter, parse_names, write_rows
@@ -138,23 +139,29 @@ def build(args: argparse.Namespace) -> Path:
         raise FileNotFoundError(f"--winoground: {args.winoground} does not exist")
     start = time.perf_counter()
     meter = RateMeter()
-    write_metadata(out)
-    for config in configs:
-        items = gen.generate(config, n, seed=args.seed)
-        scenes = [sc for item in items for sc in (item.scene_0, item.scene_1)]
-        pngs = meter.render(scenes, workers=args.workers)
-        rows = []
-        for i, item in enumerate(items):
-            row = gen.to_row(item, i)
-            row["image_0"] = {"bytes": pngs[2 * i], "path": None}
-            row["image_1"] = {"bytes": pngs[2 * i + 1], "path": None}
-            rows.append(row)
-        write_rows(out, config, "test", rows, FEATURES)
+    with rebuilding(out) as target:  # swapped in whole at the end: a failed or killed build changes nothing
+        write_metadata(target)
+        for config in configs:
+            items = gen.generate(config, n, seed=args.seed)
+            scenes = [sc for item in items for sc in (item.scene_0, item.scene_1)]
+            pngs = meter.render(scenes, workers=args.workers)
+            rows = []
+            for i, item in enumerate(items):
+                row = gen.to_row(item, i)
+                row["image_0"] = {"bytes": pngs[2 * i], "path": None}
+                row["image_1"] = {"bytes": pngs[2 * i + 1], "path": None}
+                rows.append(row)
+            write_rows(target, config, "test", rows, FEATURES)
+        if args.winoground is not None and not args.winoground_out:
+            local = out / "data" / LOCAL_CONFIG
+            count = build_local_winoground(Path(args.winoground), target / "data" / LOCAL_CONFIG)
     if configs:
         meter.report(f"winoground_style ({n} items per config, seed {args.seed})", time.perf_counter() - start)
+    if args.winoground is not None and args.winoground_out:
+        local = Path(args.winoground_out)
+        with rebuilding(local) as local_target:
+            count = build_local_winoground(Path(args.winoground), local_target)
     if args.winoground is not None:
-        local = Path(args.winoground_out) if args.winoground_out else out / "data" / LOCAL_CONFIG
-        count = build_local_winoground(Path(args.winoground), local)
         print(f"private Winoground copy: {count} items in {local} (never published; do not share)", file=sys.stderr)
     return out
 
@@ -229,7 +236,7 @@ def _jsonl_rows(jsonl: Path, images: Path) -> Iterator[dict[str, Any]]:
         except zipfile.BadZipFile as err:
             raise WinogroundSourceError(f"{images}: not a zip file: {err}") from None
         members = {Path(m).stem: m for m in archive.namelist() if not m.endswith("/")}
-        read = lambda stem: archive.read(members[stem])  # noqa: E731
+        read = lambda stem: read_member(archive, members[stem], str(images))  # noqa: E731
         names = set(members)
     try:
         with open(jsonl, encoding="utf-8") as fh:

@@ -52,6 +52,7 @@ def default_root() -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import ArgumentError
     from ..evaluation import OPTIONS, evaluate
     from ..evaluation.settings import DEFAULT_OUT
     from ..options import from_args
@@ -59,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     values = from_args(OPTIONS, args)
     out = values.get("out")
+    if out is not None and not str(out).strip():
+        raise ArgumentError("out", out, "is empty; name a folder for the outputs, or leave --out out for the default "
+                                        "(runs/<dataset>-<model>)")
     if not out:
         if not args.dataset:
             out = DEFAULT_OUT

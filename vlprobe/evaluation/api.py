@@ -17,7 +17,7 @@ from ..items import Item
 from ..names import find_dataset
 from ..options import BATCH_SIZE, CACHE_DIR, DEVICE, DTYPE, FAMILY, REVISION, takes_options
 from ..results import result_entries
-from ..runner import Run
+from ..runner import Run, check_processor
 from .data import _dataset_label, default_datasets, plan_splits
 from .model import _check_shapes, _check_text_tower, default_model
 from .result import Evaluation, summarize
@@ -47,7 +47,8 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     blank or shuffle. ``cache_dir``: the score cache (None: the default, "none": off). ``out``:
     checked before scoring and written at the end (as :meth:`Evaluation.save`). ``chunk_size``:
     rows read and scored at a time. ``exact_preprocessing``: always the model's PIL image processor
-    (the one the papers ran), never the fast torchvision one. ``log``: where status lines go (default: stderr when
+    (the one the papers ran), never the fast torchvision one. ``outside_images``: open image cells that hold a path
+    outside the dataset folder (refused by default). ``log``: where status lines go (default: stderr when
     ``progress``). Every keyword but ``processor``, ``root`` and ``log`` is an option of ``vlprobe evaluate``
     (:data:`vlprobe.evaluation.settings.OPTIONS`, where its default is written).
 
@@ -57,6 +58,11 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     # Every setting is checked before anything is loaded (vlprobe.runner): a bad number first, in a fraction of a
     # second; then a mistyped model or dataset name, in about a second (both before datasets and torch are imported);
     # then the settings whose checks import them (the device, the tie policy), and the output folder.
+    if log is not None and not callable(log):
+        raise ArgumentError("log", log, "must be a function taking one line of text (e.g. print), or None")
+    if root is not None and not isinstance(root, (str, os.PathLike)):
+        raise ArgumentError("root", root, "must be a folder path (where the offline default's folders are), or None")
+    check_processor(processor, given.get("model"))
     s = EvaluateSettings(**given)
     run = Run(s, command=command_line, log=log)
     run.check_names(dataset_list(s.datasets)[0] if s.datasets is not None else ())
@@ -141,6 +147,9 @@ def score(
         texts = [texts]
     if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
         raise ArgumentError("texts", texts, "must be a string or a non-empty list of strings")
+    empty = [j for j, t in enumerate(texts) if not t.strip()]
+    if empty:  # as vlprobe.evaluate refuses an empty text cell: no text to score
+        raise ArgumentError(f"texts[{empty[0]}]", texts[empty[0]], "is empty; every text must be a non-empty string")
     if _one_image(images):
         images = [images]
     if not isinstance(images, (list, tuple)) or not images:

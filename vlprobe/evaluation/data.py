@@ -37,6 +37,12 @@ class SplitSource:
     data: dict[str, Any] = field(default_factory=dict)
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
+    # Image cells holding a path are opened only inside this folder (vlprobe.images.image_cell_in_folder):
+    # the dataset folder, None for a Hub dataset; ``outside_images`` lifts that; in-memory datasets are the
+    # caller's own and are not checked (``check_image_paths`` False).
+    image_folder: str | None = None
+    check_image_paths: bool = False
+    outside_images: bool = False
 
     @property
     def name(self) -> str:
@@ -47,7 +53,11 @@ class SplitSource:
         from ..dataset_folder import read_rows
 
         for start in range(0, self.n, size):
-            yield start, read_rows(self.rows, start, min(start + size, self.n))
+            rows = read_rows(self.rows, start, min(start + size, self.n))
+            if self.check_image_paths:
+                rows = checked_image_paths(rows, self.spec.images, self.image_folder, self.outside_images,
+                                           self.name, start)
+            yield start, rows
 
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:
         try:
@@ -58,6 +68,66 @@ class SplitSource:
                     for i, row in enumerate(rows)]
         except (ItemError, SpecError) as err:
             raise DatasetError(f"{self.name}: {err}") from None
+
+
+def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], folder: str | None, outside: bool,
+                        name: str, start: int) -> list[dict[str, Any]]:
+    """``rows`` with each image cell of ``columns`` checked by :func:`vlprobe.images.image_cell_in_folder`; a path
+    outside ``folder`` raises a :class:`DatasetError` naming the split, row and column."""
+    from ..images import ImageError, image_cell_in_folder
+
+    for i, row in enumerate(rows):
+        for col in columns:
+            if col in row:
+                try:
+                    row[col] = image_cell_in_folder(row[col], folder, f"{name} row {start + i} column {col!r}", outside)
+                except ImageError as err:
+                    raise DatasetError(str(err)) from None
+    return rows
+
+
+def _disk_full(err: BaseException) -> OSError | None:
+    """The ENOSPC (or EDQUOT) OSError in ``err``'s chain of causes, if any."""
+    import errno
+
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def damaged_file(folder: Path) -> str | None:
+    """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads): the card's YAML,
+    ``.huggingface.yaml``, each parquet file (a truncated one, an empty one, a CSV or a Git LFS pointer renamed)."""
+    import pyarrow.parquet as pq
+    import yaml
+
+    for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+            yaml.safe_load(text.split("---")[1] if name == "README.md" and text.startswith("---") else
+                           ("" if name == "README.md" else text))
+        except UnicodeDecodeError as e:
+            return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        except (yaml.YAMLError, IndexError) as e:
+            return f"{path} is not valid YAML ({str(e).splitlines()[0]})"
+    for path in sorted(folder.glob("data/**/*.parquet")):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(64)
+            if head.startswith(b"version https://git-lfs"):
+                return f"{path} is a Git LFS pointer, not the parquet file itself (fetch it with `git lfs pull`)"
+            pq.read_metadata(path)
+        except Exception as e:  # pyarrow's ArrowInvalid, OSError...
+            size = path.stat().st_size
+            return f"{path} ({size:,} bytes) is not a readable parquet file ({str(e).splitlines()[0][:160]})"
+    return None
 
 
 def _dataset_error(dataset: str, err: BaseException) -> str:
@@ -73,6 +143,15 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
                + "`" if name else "the builder its README names")
         return (f"dataset folder {dataset!r} holds a card but no data yet: build it with {how} "
                 f"(its README.md says what the build needs: annotations, images)")
+    full = _disk_full(err)
+    if full is not None:
+        where = f" ({full.filename})" if full.filename else ""
+        return (f"cannot read dataset {dataset!r}: no space left on the disk{where} while converting it to Arrow; free "
+                "some space there (or point $TMPDIR / $VLPROBE_CACHE at a disk with room) and run it again")
+    if folder.is_dir() and (folder / "vlprobe.yaml").is_file():
+        damaged = damaged_file(folder)
+        if damaged:
+            return f"dataset folder {dataset!r} is damaged: {damaged}; rebuild it (or restore the file)"
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     local = "" if Path(dataset).exists() else " It is not a local folder either."
     return (
@@ -228,23 +307,34 @@ def plan_splits(datasets_: Sequence[Any], s: EvaluateSettings, *, spec: Any = No
             for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
                 ds, info = load_split(dataset, config, split, dataset_revision)
                 sources.append(_source(name or dataset, config, split, ds, item_spec, {**info, **info_note}, s,
-                                       dataset_revision, benchmark))
+                                       dataset_revision, benchmark, folder=dataset))
     return sources
 
 
 def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dict, s: EvaluateSettings,
-            revision: str | None, benchmark: str | None = None) -> SplitSource:
+            revision: str | None, benchmark: str | None = None, folder: str | None = None) -> SplitSource:
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
     try:
         config_spec = spec.for_config(config)
     except ValueError as err:
         raise DatasetError(str(err)) from None
+    in_memory = bool(info.get("in_memory"))
+    folder = str(Path(folder).resolve()) if folder is not None and Path(folder).is_dir() else None
     src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
                       data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": revision,
-                            "spec": spec.source, "modality": s.modality}, benchmark=benchmark)
+                            "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
+                      image_folder=folder,
+                      check_image_paths=not in_memory, outside_images=bool(s.outside_images))
     if n == 0:
         raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
+    try:
+        strings = [c for c in config_spec.images if c in ds.features and "Value" in
+                   (type(ds.features[c]).__name__, type(getattr(ds.features[c], "feature", None)).__name__)]
+        first = ds.select_columns(strings)[0] if strings and len(ds) else None  # no image is decoded
+        config_spec.check_columns(ds.features, src.name, first)
+    except SpecError as err:
+        raise DatasetError(str(err)) from None
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids
     # The first row as an item: the spec works, and the item shape is known before any model loads.
     _, first = next(src.row_batches(1))

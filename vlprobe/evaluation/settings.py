@@ -25,12 +25,14 @@ from ..options import (
     MODEL,
     NUM_WORKERS,
     OUT,
+    OUTSIDE_IMAGES,
     PROGRESS,
     REVISION,
     SEED,
     Option,
     Refused,
     Settings,
+    _short_enough,
     check,
     is_number,
     joined,
@@ -81,6 +83,10 @@ def dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
     for d in datasets:
         if not isinstance(d, (str, os.PathLike)) and not _is_dataset_object(d):
             raise Refused(_DATASETS_WANTED, d)
+        if isinstance(d, (str, os.PathLike)) and not str(d).strip():
+            raise Refused("is empty; name a dataset folder, a built benchmark's name or a Hub id", d)
+        if isinstance(d, (str, os.PathLike)):
+            _short_enough(d)
     seen: dict[str, int] = {}
     for d in datasets:
         if isinstance(d, (str, os.PathLike)):
@@ -121,6 +127,12 @@ def _names_given(value: Any) -> Any:
     if value is not None and not isinstance(value, str) and not (
             isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
         raise Refused("must be a name, a comma-separated string or a list of names")
+    if value is not None:
+        names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [v.strip() for v in value]
+        if not any(names):
+            raise Refused("names nothing; give a name (or leave it out for the default)")
+        if not all(names):
+            raise Refused("has an empty name (between commas, or an empty string); give each name once")
     return value
 
 
@@ -131,7 +143,9 @@ def _spec(value: Any) -> Any:
 
 
 def _ties(value: Any) -> str:
-    from ..metric import TIE_POLICIES  # the metric's own list (importing it imports evaluate: a slow check)
+    # vlprobe.benchmarks' copy of the metric's list (tests check they agree): importing the metric imports
+    # evaluate, 4 CPU-seconds, which a misspelt policy must not wait for
+    from ..benchmarks.base import TIE_POLICIES
 
     return one_of(TIE_POLICIES, "tie policy")(value)
 
@@ -167,8 +181,7 @@ OPTIONS: tuple[Option, ...] = (
     MODEL,
     REVISION,
     FAMILY,
-    Option("ties", "strict", "tie policy of the metric: strict (default), half, lenient", _ties, slow=True,
-           record="ties"),
+    Option("ties", "strict", "tie policy of the metric: strict (default), half, lenient", _ties, record="ties"),
     BOOTSTRAP,
     CONFIDENCE,
     Option("threshold", 0.5, "probability threshold of acc/p_c/p_f (default 0.5)", _threshold, type=float,
@@ -190,6 +203,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("exact_preprocessing", False, "always the model's PIL image processor (the one the papers ran), never the "
            "fast torchvision one (default: fast when torchvision imports)", switch, action="store_true",
            record="exact_preprocessing"),
+    OUTSIDE_IMAGES,
     CHUNK_SIZE.but(help="rows read and scored at a time; memory does not grow with the dataset (default 2000)",
                    rerun=False),
     PROGRESS.but(rerun=False),

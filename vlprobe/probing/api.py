@@ -13,7 +13,7 @@ from ..evaluation.scoring import quiet_progress
 from ..feature_store import FeatureStore
 from ..names import find_dataset, find_model
 from ..options import takes_options
-from ..runner import Run
+from ..runner import Run, check_processor
 from ..scorers.base import DualScorer
 from ..scorers.loading import detect_family, load_config
 from ..spec import dataset_benchmark
@@ -30,6 +30,7 @@ from .settings import (
     OPTIONS,
     PROBE_RUN_FILE,
     TEXT_ONLY,
+    TRAIN,
     VALIDATION,
     ZERO_SHOT,
     ProbeSettingError,
@@ -75,6 +76,7 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
             raise ProbeSettingError("dataset", dataset, "give the dataset once, as datasets= (dataset= is its "
                                                         "old name)")
         given["datasets"] = _one_dataset(dataset, "dataset")
+    check_processor(processor, given.get("model"))
     s = ProbeSettings(**given)
     run = Run(s, own=PROBE_RUN_FILE, command=command_line)
     try:  # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
@@ -90,7 +92,14 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
 
     data_name = str(find_dataset(s.datasets))
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
-        data = load_splits(data_name, s.configs, revision=s.dataset_revision, limit=s.limit)
+        data = load_splits(data_name, s.configs, revision=s.dataset_revision, limit=s.limit,
+                           outside_images=s.outside_images)
+    for task, splits in data.items():  # a learning-curve size past the train split would be trained on all of it
+        too_big = [n for n in (s.train_sizes or []) if n > len(splits[TRAIN])]
+        if too_big:
+            raise ProbeSettingError("train_sizes", s.train_sizes, f"{too_big[0]:,} is more than the "
+                                    f"{len(splits[TRAIN]):,} rows of {task}/{TRAIN}; the full train split is always "
+                                    "a point of the curve")
     # Rows that cannot train a probe are refused before the weights load when the family is known from
     # the config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
     early_family = _family_from_config(s.model, s.family, s.revision) if processor is None else None

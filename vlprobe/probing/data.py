@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import DatasetError
-from ..evaluation.data import load_split
+from ..evaluation.data import checked_image_paths, load_split
 from ..names import did_you_mean, find_dataset
 from ..spec import SpecError, find_spec
 from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
@@ -32,6 +32,12 @@ class Split:
     spec: Any = None
     info: dict = field(default_factory=dict)
     text_table: Any = None  # the caption and query columns, Arrow-formatted (zero-copy slices)
+    image_folder: str | None = None  # image cells holding a path are opened only inside it (see evaluation.data)
+    outside_images: bool = False
+
+    def _checked(self, rows: list[dict], start: int) -> list[dict]:
+        return checked_image_paths(rows, ("image",), self.image_folder, self.outside_images,
+                                   f"{self.task}/{self.split}", start)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -42,7 +48,7 @@ class Split:
     def rows(self, start: int, stop: int) -> list[dict]:
         from ..dataset_folder import read_rows
 
-        return read_rows(self.table, start, stop)
+        return self._checked(read_rows(self.table, start, stop), start)
 
     def images(self, start: int, stop: int) -> list:
         return [r["image"] for r in self.rows(start, stop)]
@@ -51,7 +57,7 @@ class Split:
         from ..dataset_folder import read_rows
 
         picked = self.table.select([int(i) for i in idx])
-        return [r["image"] for r in read_rows(picked, 0, len(picked))]
+        return [self._checked([r], int(i))[0]["image"] for i, r in zip(idx, read_rows(picked, 0, len(picked)))]
 
     def texts(self, column: str, start: int = 0, stop: int | None = None) -> list[str]:
         """``caption`` or ``query`` of rows ``start:stop``."""
@@ -70,7 +76,7 @@ class Split:
 
 
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
-                limit: int | None = None) -> dict[str, dict[str, Split]]:
+                limit: int | None = None, outside_images: bool = False) -> dict[str, dict[str, Split]]:
     """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
     ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
 
@@ -138,7 +144,9 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
             labels = np.array([bool(v) for v in label])
             out[task][split] = Split(task, split, labels, ds, spec,
                                      {**info, "rows_in_split": n_rows, "rows_used": len(ds)},
-                                     text_table=ds.select_columns(["caption", "query"]).with_format("arrow"))
+                                     text_table=ds.select_columns(["caption", "query"]).with_format("arrow"),
+                                     image_folder=str(Path(dataset).resolve()) if local else None,
+                                     outside_images=outside_images)
     if spec_error is not None:
         raise spec_error
     return out

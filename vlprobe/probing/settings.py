@@ -25,12 +25,14 @@ from ..options import (
     MODEL,
     NUM_WORKERS,
     OUT,
+    OUTSIDE_IMAGES,
     PROGRESS,
     REVISION,
     SEED,
     Option,
     Refused,
     Settings,
+    _short_enough,
     check,
     joined,
     model_given,
@@ -54,6 +56,8 @@ ZERO_SHOT = "zero-shot"
 CLASSIFIERS = ("logreg", "mlp")
 
 
+MAX_SEEDS = 100       # runs per setting: each refits every probe (and fine-tunes again with --finetune)
+MAX_EPOCHS = 1_000    # fine-tuning epochs of --schedule quick (the paper's schedule: 80)
 SCHEDULES = ("quick", "paper")  # fine-tuning: --epochs with the best on validation kept, or the paper's 80 epochs
 
 
@@ -74,7 +78,7 @@ SETTING_ORDER = (*MODALITIES, TEXT_ONLY, ZERO_SHOT)
 
 # The names a probe run writes into its output folder (and the temporary files older versions left
 # there): a folder holding anything else is not a probe run's, and is never replaced.
-PROBE_RUN_FILE = re.compile(r"^(results\.json|results\.csv|tables\.md|learning_curve_.*\.png|\..*\.tmp\d+)$")
+PROBE_RUN_FILE = re.compile(r"^(results\.json|results\.csv|tables\.md|learning_curve_.*\.png)$")
 
 
 TRAVLR_COLUMNS = ("image", "caption", "query", "label")
@@ -94,7 +98,7 @@ def _dataset(value: Any) -> str:
     one = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
     if not isinstance(one, (str, os.PathLike)) or not str(one).strip():
         raise Refused(wanted)
-    return str(one)
+    return str(_short_enough(one))
 
 
 def _configs(value: Any) -> Any:
@@ -111,11 +115,17 @@ def _modalities(value: Any) -> list[str]:
         items = [v.strip() for v in value]
     else:
         raise Refused(f"must be modality names, a comma-separated string or a list, from {', '.join(MODALITIES)}")
-    items = [v for v in items if v]
+    if not any(items):
+        raise Refused(f"unknown modality (none given); choose from {', '.join(MODALITIES)}")
+    if not all(items):
+        raise Refused("has an empty name between commas; name each modality once, e.g. image,caption")
     bad = [v for v in items if v not in MODALITIES]
-    if bad or not items:
-        raise Refused(f"unknown modality {', '.join(bad) or '(none given)'}; choose from {', '.join(MODALITIES)}")
-    return list(dict.fromkeys(items))
+    if bad:
+        raise Refused(f"unknown modality {', '.join(bad)}; choose from {', '.join(MODALITIES)}")
+    twice = sorted({v for v in items if items.count(v) > 1})
+    if twice:
+        raise Refused(f"names {', '.join(twice)} more than once; name each modality once")
+    return items
 
 
 def _sizes(value: Any) -> list[int] | None:
@@ -124,8 +134,11 @@ def _sizes(value: Any) -> list[int] | None:
     wanted = "must be training sizes, whole numbers of at least 2: a number, a comma-separated string or a list"
     whole_number = whole(0)
     if isinstance(value, str):
+        parts = [v.strip() for v in value.split(",")]
+        if not all(parts):
+            raise Refused("has an empty size between commas; give sizes like 100,500,1000")
         try:
-            sizes = [int(v.strip()) for v in value.split(",") if v.strip()]
+            sizes = [int(v) for v in parts]
         except ValueError:
             raise Refused(wanted) from None
     else:
@@ -166,15 +179,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("finetune", False, "also fine-tune a copy of the model (dual encoders) with a linear head, per task and "
            "training modality", switch, action="store_true", record="finetune"),
     Option("epochs", 3, "fine-tuning epochs of --schedule quick; the best on validation is kept (default 3; "
-           "--schedule paper always runs 80)", whole(1), type=int),
+           f"--schedule paper always runs 80; at most {MAX_EPOCHS:,})", whole(1, MAX_EPOCHS, f"must be at most "
+           f"{MAX_EPOCHS:,} epochs (the paper runs 80; each epoch fine-tunes the model once over the train split)"),
+           type=int),
     Option("schedule", "quick", "fine-tuning schedule: quick (--epochs, the best on validation kept: a departure "
            "from the paper) or paper (80 epochs, no early stopping, as the paper)", one_of(SCHEDULES, "schedule"),
            choices=SCHEDULES, record="schedule"),
     BOOTSTRAP,
     CONFIDENCE,
     SEED.but(help="seed of the subsets, the MLP and the bootstrap (default 0)"),
-    Option("seeds", 3, "runs per setting, seeds seed..seed+N-1; tables show mean and sd (the paper: 3)", whole(1),
-           type=int, metavar="N", record="seeds"),
+    Option("seeds", 3, f"runs per setting, seeds seed..seed+N-1; tables show mean and sd (the paper: 3; at most "
+           f"{MAX_SEEDS})", whole(1, MAX_SEEDS, f"must be at most {MAX_SEEDS} runs per setting (the paper: 3; each "
+           "run fits every probe again, and fine-tunes again with --finetune)"), type=int, metavar="N", record="seeds"),
     LIMIT.but(help="use only the first N rows of each split"),
     BATCH_SIZE,
     NUM_WORKERS,
@@ -182,6 +198,7 @@ OPTIONS: tuple[Option, ...] = (
     DEVICE,
     CACHE_DIR.but(help="feature cache (default: $VLPROBE_CACHE or ~/.cache/vlprobe); 'none' disables it"),
     OUT.but(help=f"output folder (default: {DEFAULT_OUT})", cli_default=DEFAULT_OUT),
+    OUTSIDE_IMAGES,
     CHUNK_SIZE.but(help="rows read and encoded at a time; memory holds one chunk's images (default 2000)",
                    record="chunk_size"),
     PROGRESS,

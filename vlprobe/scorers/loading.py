@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -185,6 +186,10 @@ def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
             if (Path(model).expanduser() / "config.json").is_file():
                 raise _unknown_architecture(model) from None
             raise _not_found(model, err) from None
+        if "trust_remote_code" in str(err):  # transformers' advice would be to run the repository's code
+            raise ModelError(f"model {model!r} needs its own code (config.json's auto_map or a custom model_type) to "
+                             "load; vlprobe never runs code from a model repository, and no option turns that on: use "
+                             "a model whose architecture transformers ships") from None
         if "does not recognize this architecture" in str(err):  # a model_type transformers does not know
             raise _unknown_architecture(model) from None
         if "Unrecognized configuration class" in str(err):
@@ -195,6 +200,25 @@ def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
                 f"family"
             ) from None
         raise
+
+
+def _unreadable_json(model: str) -> str | None:
+    """Which JSON file of local model folder ``model`` does not parse, and where (None: all do, or not a folder)."""
+    import json
+
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        return None
+    for path in sorted(folder.glob("*.json")):
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            return f"{path.name} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start})"
+        except ValueError as err:
+            return f"{path.name} is not valid JSON ({err})"
+        except OSError:
+            continue
+    return None
 
 
 def load_config(model: str, *, revision: str | None = None, trust_remote_code: bool = False) -> Any:
@@ -336,6 +360,11 @@ def load_scorer(
     if family is not None:
         fam = get_family(family)  # UnknownFamilyError lists the known ones
     config = load_config(model, revision=revision, trust_remote_code=trust_remote_code)
+    custom = getattr(config, "auto_map", None)
+    if custom and not trust_remote_code:
+        print(f"vlprobe: warning: model {model!r} names code of its own (auto_map: {', '.join(sorted(custom))}), which "
+              f"vlprobe never runs; scoring it as transformers' stock {type(config).__name__.replace('Config', '')} "
+              "classes, whose results may differ from what its code computes", file=sys.stderr, flush=True)
     if family is None:
         fam = get_family(detect_family(config, model=model))
     dtype_name, _ = resolve_dtype(dtype)
@@ -344,9 +373,14 @@ def load_scorer(
             model, device=resolve_device(device), dtype=dtype_name, revision=revision,
             trust_remote_code=trust_remote_code, config=config, **kw,
         )
-    except (VlprobeError, OSError, ValueError, TypeError):
-        raise  # vlprobe's own one-line refusals, and transformers' "not found" / "wrong kind" ones
+    except (VlprobeError, OSError):
+        raise  # vlprobe's own one-line refusals, and transformers' "not found" ones
     except Exception as err:
+        bad = _unreadable_json(model)
+        if bad is not None:  # e.g. a damaged tokenizer.json: json's or tokenizers' error names no file
+            raise ModelError(f"cannot load model {model!r}: {bad}") from None
+        if isinstance(err, (ValueError, TypeError)):
+            raise  # transformers' "wrong kind of model" ones, already one line
         raise ModelError(f"cannot load model {model!r} as family {fam.name!r}: {_first_line(err)}") from err
     scorer.revision = resolved_revision(model, config, revision)
     if Path(model).expanduser().is_dir():

@@ -141,6 +141,26 @@ def test_engine_device_path_gives_the_cpu_paths_scores(tiny_clip_path, workers):
         engine.score([*items[:2], bad])
 
 
+@needs_torchvision
+def test_engine_falls_back_to_the_cpu_path_when_the_device_refuses(tiny_clip_path):
+    scorer = load_scorer(str(tiny_clip_path))
+    items = _photo_items(3)
+
+    class Refusing(DeviceImages):
+        def __call__(self, payloads, wheres=None):
+            raise RuntimeError("no kernel for this op on the device")
+
+    lines: list[str] = []
+    engine = Engine(scorer, batch_size=4, progress=False, log=lines.append)
+    engine._device_images = Refusing(scorer)
+    got = engine.score(items)
+    want = Engine(scorer, batch_size=4, progress=False).score(items)
+    for a, b in zip(got.scores, want.scores):
+        np.testing.assert_array_equal(a, b)
+    assert got.stats["image_preprocessing_on"] == "cpu"
+    assert any("the device path failed" in line and "no kernel" in line for line in lines), lines
+
+
 # ---- batch_size="auto" -----------------------------------------------------------------------------------------
 
 def test_search_doubles_until_throughput_stops_rising():

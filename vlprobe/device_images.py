@@ -125,6 +125,7 @@ class DeviceImages:
         self.scorer = scorer
         self.device = str(scorer.device)
         self._stream = None
+        self.checked = False  # set by the engine once a first image went through
 
     def __call__(self, payloads: list[Any], wheres: list[str] | None = None) -> Any:
         import torch
@@ -132,7 +133,7 @@ class DeviceImages:
         if not self.device.startswith("cuda"):
             return self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
         if self._stream is None:
-            self._stream = torch.cuda.Stream(device=self.device)
+            self._stream = torch.cuda.Stream(device=torch.device(self.device))
         with torch.cuda.stream(self._stream):
             inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
         self._stream.synchronize()  # the inputs are complete before another stream reads them

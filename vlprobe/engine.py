@@ -360,7 +360,7 @@ class Engine:
     def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
         if not rows:
             return {}
-        on_device = self._device_images
+        on_device = self._device_images_for(rows)
         collate: Callable[[list[Any]], Any]
         if on_device is not None:
             collate = _BytesCollate()
@@ -386,6 +386,27 @@ class Engine:
             emb = self._call(scorer.encode_images, inputs, size)
             self._store(out, keys, emb)
         return out
+
+    def _device_images_for(self, rows: list[tuple[str, Any, str]]) -> DeviceImages | None:
+        """The device path, once it has run on a first image here; a processor step the device refuses (an error
+        other than an unreadable image or out of memory) sends this run back to the CPU path, said once."""
+        on_device = self._device_images
+        if on_device is None or getattr(on_device, "checked", False):
+            return on_device
+        try:
+            keys, payload, error = _BytesCollate()(rows[:1])
+            if error is None:
+                with _inference():
+                    on_device(*payload)
+        except Exception as err:
+            if isinstance(err, ImageError) or _is_oom(err):
+                raise
+            self._note(f"images are decoded and preprocessed on the CPU: the device path failed on "
+                       f"{self.scorer.device} ({type(err).__name__}: {err})")
+            self._device_images = None
+            return None
+        on_device.checked = True
+        return on_device
 
     def _tower_batch(self, tower: str, encode: Callable[[Any], Any], sample: Callable[[], Any], todo: int) -> int:
         """The batch size of ``tower``: given, or (auto) remembered or searched with ``encode`` on a sample

@@ -130,11 +130,12 @@ class DeviceImages:
     def __call__(self, payloads: list[Any], wheres: list[str] | None = None) -> Any:
         import torch
 
-        if not self.device.startswith("cuda"):
-            return self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(device=torch.device(self.device))
-        with torch.cuda.stream(self._stream):
-            inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
-        self._stream.synchronize()  # the inputs are complete before another stream reads them
-        return inputs
+        with torch.inference_mode():  # thread-local: the engine's prefetch thread is not inside its own
+            if not self.device.startswith("cuda"):
+                return self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
+            if self._stream is None:
+                self._stream = torch.cuda.Stream(device=torch.device(self.device))
+            with torch.cuda.stream(self._stream):
+                inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
+            self._stream.synchronize()  # the inputs are complete before another stream reads them
+            return inputs

@@ -11,10 +11,13 @@ OUT=${OUT:-/tmp/vlprobe-bench-out}
 export OUT
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
+# The target's path must contain "site-packages": dill (datasets' fingerprinting) pickles modules from any other
+# folder by value and fails on pyarrow ("Can't pickle <class 'MonthDayNano'>"; unslothai/unsloth#9791).
+SITE=/tmp/vlprobe-wheels/site-packages
 if ls .whl/*.whl >/dev/null 2>&1; then
-  "$PY" -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >"$OUT/pip.txt" 2>&1 \
+  "$PY" -m pip install -q --no-index --no-deps --target "$SITE" .whl/*.whl >"$OUT/pip.txt" 2>&1 \
     || echo "pip install of .whl/ failed (see pip.txt): the evaluate stage may fail, the rest runs"
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 fi
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1

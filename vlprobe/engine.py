@@ -20,9 +20,9 @@ positions turns such ties into wins or losses at random.)
 
 * Images are decoded and preprocessed in ``torch.utils.data.DataLoader`` workers
   (``num_workers``; 0 decodes in the main process). On a GPU, for a fast (torchvision) image processor,
-  the workers only read the bytes and the main process decodes JPEGs in batches on the device and runs
-  the processor there (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs
-  the current one; batches come in pinned memory.
+  threads read the bytes (no DataLoader processes) and JPEGs are decoded in batches on the device, where
+  the processor runs too (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs
+  the current one.
 * ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
   card and remembered (:mod:`vlprobe.auto_batch`); on the CPU it is the default, 32.
 * With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
@@ -200,19 +200,6 @@ class _PairCollate:
         return keys, self.preprocess(images, texts), None
 
 
-class _BytesCollate:
-    """(key, image, where) rows -> (keys, (payloads, wheres), error) for the device path: the workers only read
-    bytes and headers (:func:`vlprobe.device_images.read_for_device`); the main process decodes."""
-
-    def __call__(self, rows: list[tuple[str, Any, str]]) -> tuple[list[str], Any, str | None]:
-        keys = [r[0] for r in rows]
-        try:
-            payloads = [read_for_device(image, where) for _, image, where in rows]
-        except ImageError as err:
-            return keys, None, str(err)
-        return keys, (payloads, [r[2] for r in rows]), None
-
-
 _is_oom = auto_batch.is_oom
 _NOTED: set[str] = set()  # notes said once per process
 
@@ -315,10 +302,11 @@ class Engine:
     def _score_dual(self, items: Sequence[Item]) -> EngineResult:
         image_rows: dict[str, tuple[str, Any, str]] = {}  # key -> (key, image, where), first seen
         item_images: list[list[str]] = []
-        for item in items:
+        hashes = _image_hashes(items)
+        for item, item_hashes in zip(items, hashes):
             ikeys = []
             for k, image in enumerate(item.images):
-                key = "i:" + _image_hash(image, item, k)
+                key = "i:" + item_hashes[k]
                 ikeys.append(key)
                 if key not in image_rows:
                     image_rows[key] = (key, image, _where(item, k, image))
@@ -361,30 +349,44 @@ class Engine:
         if not rows:
             return {}
         on_device = self._device_images_for(rows)
-        collate: Callable[[list[Any]], Any]
         if on_device is not None:
-            collate = _BytesCollate()
-
-            def prepare(payload: Any) -> Any:
-                return on_device(*payload)
-        else:
-            collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
-            prepare = None
+            return self._run_images_on_device(rows, scorer, on_device)
+        collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
 
         def sample() -> Any:  # one real batch of inputs, for the batch size search
-            keys, payload, error = collate(rows[:BATCH_SIZE])
+            keys, inputs, error = collate(rows[:BATCH_SIZE])
             if error:
                 raise ImageError(error)
-            return payload if prepare is None else prepare(payload)
+            return inputs
 
         size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
-        loader = self._loader(rows, collate, size, pin=on_device is not None and on_device.device.startswith("cuda"))
+        loader = self._loader(rows, collate, size)
         out: dict[str, np.ndarray] = {}
-        for keys, inputs, error in _one_ahead(self._bar(loader, len(rows), "images"), prepare):
+        for keys, inputs, error in self._bar(loader, len(rows), "images"):
             if error:
                 raise ImageError(error)
             emb = self._call(scorer.encode_images, inputs, size)
             self._store(out, keys, emb)
+        return out
+
+    def _run_images_on_device(self, rows: list[tuple[str, Any, str]], scorer: DualScorer,
+                              on_device: DeviceImages) -> dict[str, np.ndarray]:
+        """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
+        reading bytes saves). ``num_workers`` threads (at least one) read bytes and headers and decode what is not an
+        RGB or grey JPEG (PIL and torchvision release the GIL), and each batch is decoded and preprocessed on the
+        device in a thread, one batch ahead of the model."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max(1, self.num_workers), thread_name_prefix="vlprobe-read") as readers:
+            def load(batch: list[tuple[str, Any, str]]) -> Any:
+                return on_device(list(readers.map(lambda r: read_for_device(r[1], r[2]), batch)), [r[2] for r in batch])
+
+            size = self._tower_batch("images", scorer.encode_images, lambda: load(rows[:BATCH_SIZE]), len(rows))
+            batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
+            out: dict[str, np.ndarray] = {}
+            jobs = (([r[0] for r in batch], batch, None) for batch in self._bar(batches, len(rows), "images"))
+            for keys, inputs, _ in _one_ahead(jobs, load):
+                self._store(out, keys, self._call(scorer.encode_images, inputs, size))
         return out
 
     def _device_images_for(self, rows: list[tuple[str, Any, str]]) -> DeviceImages | None:
@@ -394,10 +396,7 @@ class Engine:
         if on_device is None or getattr(on_device, "checked", False):
             return on_device
         try:
-            keys, payload, error = _BytesCollate()(rows[:1])
-            if error is None:
-                with _inference():
-                    on_device(*payload)
+            on_device([read_for_device(rows[0][1], rows[0][2])], [rows[0][2]])
         except Exception as err:
             if isinstance(err, ImageError) or _is_oom(err):
                 raise
@@ -466,8 +465,8 @@ class Engine:
         tkey_of = self._text_rows(t for item in items for t in item.texts)[0]
         pair_rows: dict[str, tuple[str, Any, str, str]] = {}
         item_keys: list[list[list[str]]] = []
-        for item in items:
-            hashes = [_image_hash(image, item, k) if uses_images else "-" for k, image in enumerate(item.images)]
+        all_hashes = _image_hashes(items) if uses_images else [["-"] * len(item.images) for item in items]
+        for item, hashes in zip(items, all_hashes):
             matrix = []
             for k, image in enumerate(item.images):
                 row = []
@@ -637,8 +636,7 @@ class Engine:
                 ) from err
             raise
 
-    def _loader(self, rows: list[Any], collate: Callable[[list[Any]], Any], batch_size: int | None = None,
-                pin: bool = False) -> Any:
+    def _loader(self, rows: list[Any], collate: Callable[[list[Any]], Any], batch_size: int | None = None) -> Any:
         from torch.utils.data import DataLoader
 
         return DataLoader(
@@ -647,7 +645,6 @@ class Engine:
             num_workers=self.num_workers,
             collate_fn=collate,
             persistent_workers=False,
-            pin_memory=pin,  # encoded JPEGs and CPU-decoded images go to the device without a staging copy
         )
 
     def _say(self, message: str) -> None:
@@ -724,6 +721,26 @@ def score_items(
 def _where(item: Item, k: int, image: Any) -> str:
     cfg = f" of config {item.config!r}" if item.config else ""
     return f"item {item.id!r}{cfg}, image {k} ({describe(image)})"
+
+
+def _image_hashes(items: Sequence[Item]) -> list[list[str]]:
+    """Every item's image hashes (:func:`_image_hash`), in threads when there are many: sha256 releases the GIL on
+    encoded images, so hashing 2,048 photos no longer takes a core for a quarter of a second. The first unreadable
+    image, in item order, raises."""
+    jobs = [(image, item, k) for item in items for k, image in enumerate(item.images)]
+    if len(jobs) < 256:
+        flat = [_image_hash(*job) for job in jobs]
+    else:
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="vlprobe-hash") as pool:
+            flat = list(pool.map(lambda job: _image_hash(*job), jobs, chunksize=64))
+    out, at = [], 0
+    for item in items:
+        out.append(flat[at : at + len(item.images)])
+        at += len(item.images)
+    return out
 
 
 def _image_hash(image: Any, item: Item, k: int) -> str:

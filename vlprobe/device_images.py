@@ -3,12 +3,12 @@
 On a GPU the engine's input path, not the model, was the floor: one CPU core decodes a 640 x 480 JPEG
 about 19x slower than nvjpeg does in a batch (docs/performance.md). So, where :func:`device_path` allows:
 
-* DataLoader workers only read each image's bytes and its header (:func:`read_for_device`): an RGB or
-  grey JPEG is handed over as its encoded bytes (a 1-D uint8 tensor, pinned by the DataLoader); anything
-  else (PNG, CMYK JPEG, WebP, ...) is decoded there on the CPU, as :func:`vlprobe.images.to_tensor` does;
-* the main process decodes the JPEGs of a batch together with ``torchvision.io.decode_jpeg(...,
-  device=...)`` (nvjpeg on CUDA), copies the CPU-decoded ones over (non-blocking), and hands the
-  (3, H, W) uint8 tensors, already on the device, to the scorer's own image processor, whose resize /
+* threads read each image's bytes and its header (:func:`read_for_device`): an RGB or grey JPEG is
+  handed over as its encoded bytes (a 1-D uint8 tensor); anything else (PNG, CMYK JPEG, WebP, ...) is
+  decoded there on the CPU, as :func:`vlprobe.images.to_tensor` does;
+* the JPEGs of a batch are decoded together with ``torchvision.io.decode_jpeg(...,
+  device=...)`` (nvjpeg on CUDA), the CPU-decoded ones are copied over (non-blocking), and the
+  (3, H, W) uint8 tensors, already on the device, go to the scorer's own image processor, whose resize /
   centre crop / rescale / normalise (transformers' ``TorchvisionBackend``) then run on the device
   (:class:`DeviceImages`).
 
@@ -65,7 +65,7 @@ def device_path(scorer: Any) -> tuple[bool, str]:
 
 
 def read_for_device(image: Any, where: str = "") -> Any:
-    """In a DataLoader worker: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode
+    """In a reader thread: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode
     on the device), anything else decoded here to a (3, H, W) uint8 tensor. The header is read (size
     guard, format) so that an unreadable file is named here, with ``where``."""
     import torch

@@ -430,18 +430,14 @@ BOOTSTRAP = Option("bootstrap", 1000, "bootstrap resamples for CIs (0: none; def
 CONFIDENCE = Option("confidence", 0.95, "CI level (default 0.95)", confidence_level, type=float, record="confidence")
 SEED = Option("seed", 0, "", whole(0), type=int, record="seed")
 LIMIT = Option("limit", None, "", optional(whole(1)), type=int, record="limit")
-BATCH_SIZE = Option("batch_size", DEFAULT_BATCH_SIZE, f"inputs per forward pass (default {DEFAULT_BATCH_SIZE})", whole(1),
-                    type=int, record="batch_size")
 
 
 def batch_size_or_auto(value: Any) -> Any:
-    """``"auto"`` (the batch size searched on an accelerator, the default on the CPU) or a whole number >= 1."""
+    """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.auto_batch`; the default on the CPU) or a
+    whole number >= 1 (refused as any whole number is)."""
     if isinstance(value, str) and value.strip().lower() == "auto":
         return "auto"
-    try:
-        return whole(1)(value)
-    except Refused as err:
-        raise Refused(f"{err.detail}, or 'auto'") from None
+    return whole(1)(value)
 
 
 def batch_size(text: str) -> Any:
@@ -449,8 +445,10 @@ def batch_size(text: str) -> Any:
     return "auto" if text.strip().lower() == "auto" else int(text)
 
 
-# evaluate's: on an accelerator each tower's batch is searched (vlprobe.auto_batch); on the CPU, the default
-BATCH_SIZE_AUTO = BATCH_SIZE.but(default="auto", check=batch_size_or_auto, type=batch_size, metavar="N|auto",
+BATCH_SIZE = Option("batch_size", DEFAULT_BATCH_SIZE, f"inputs per forward pass, or auto (default {DEFAULT_BATCH_SIZE})",
+                    batch_size_or_auto, type=batch_size, metavar="N|auto", record="batch_size")
+# evaluate's default: on an accelerator each tower's batch is searched and remembered; on the CPU, 32
+BATCH_SIZE_AUTO = BATCH_SIZE.but(default="auto",
                                  help=f"inputs per forward pass, or auto (default): on a GPU the largest batch that "
                                       f"still speeds each tower up, searched once per model and card and remembered; "
                                       f"{DEFAULT_BATCH_SIZE} on the CPU")

@@ -233,7 +233,7 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
     builds them: an 8 x 8 JPEG per COCO file name, its colour from the name."""
     import argparse
 
-    from test_siblings import _jpeg
+    from helpers_data import jpeg_bytes
 
     from vlprobe.builders import sugar_crepe_pp as builder
     from vlprobe.builders import upstream
@@ -242,7 +242,7 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
     (root / "val2017").mkdir()
     for f in upstream.SUGAR_CREPE_PP.files:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
-            (root / "val2017" / rec["filename"]).write_bytes(_jpeg(rec["filename"]))
+            (root / "val2017" / rec["filename"]).write_bytes(jpeg_bytes(rec["filename"]))
     parser = argparse.ArgumentParser()
     builder.add_arguments(parser)
     out = tmp_path_factory.mktemp("scpp_itt") / "sugar_crepe_pp"
@@ -252,6 +252,7 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
 
 
 @pytest.mark.shared_data
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # 4,757 items scored, then ~10,000 texts encoded one at a time: minutes on a busy CPU
 def test_real_sugar_crepe_pp_itt_equals_the_authors_per_text_rule(real_sugar_crepe_pp, repo_root, tmp_path, capsys):
     """`vlprobe evaluate --dataset sugar_crepe_pp --model models/mini-clip` (all 4,757 items): per subset, ITT

@@ -473,7 +473,7 @@ def main(argv=None) -> int:
         Engine(scorer, batch_size="auto", num_workers=workers, cache=None, progress=False,
                log=lambda m: rep.line(f"  engine (first run): {m}")).score(items)
         s = time.perf_counter() - t
-        rep.row("engine.first_run_pairs_s", "engine, first run (batch size search), no cache", pairs / s, "pairs/s")
+        rep.row("engine.first_run_pairs_s", "engine, first run (incl. the batch search on a GPU), no cache", pairs / s, "pairs/s")
 
     @stage("engine, batch auto")
     def _():

@@ -105,6 +105,7 @@ class _Device:
 def test_device_path_only_where_every_step_runs_on_the_device():
     assert device_path(_Device("cuda:0")) == (True, "")
     assert device_path(_Device("cpu"))[0] is False
+    assert device_path(_Device("mps")) == (False, "decoding on the device needs CUDA (nvjpeg)")
     no, why = device_path(_Device("cuda", image_backend="pil", image_processor="CLIPImageProcessorPil"))
     assert not no and "CLIPImageProcessorPil" in why and "not a fast" in why
     no, why = device_path(_Device("cuda", resample=1))  # PIL's LANCZOS

@@ -43,10 +43,12 @@ PIXEL_MEAN_DIFF = 0.01
 
 def device_path(scorer: Any) -> tuple[bool, str]:
     """(whether images for ``scorer`` are decoded and preprocessed on its device, why not when they are
-    not). Only for a fast (torchvision) image processor on a non-CPU device whose steps all run there."""
+    not). Only for a fast (torchvision) image processor on a CUDA device whose steps all run there."""
     device = str(getattr(scorer, "device", "cpu") or "cpu")
     if device.split(":")[0] in ("cpu", "meta"):
         return False, "the scorer runs on the CPU"
+    if not device.startswith("cuda"):
+        return False, "decoding on the device needs CUDA (nvjpeg)"
     prep = getattr(scorer, "preprocessing", None) or {}
     if prep.get("image_backend") != "torchvision":
         return False, (f"its image processor ({prep.get('image_processor', 'none')}) is not a fast (torchvision) one "

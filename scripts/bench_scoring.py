@@ -226,6 +226,9 @@ def main(argv=None) -> int:
     p.add_argument("--time-cap", type=float, default=None,
                    help="seconds after which stages are skipped (default 170 on a GPU, a short slot; 1800 on the CPU)")
     p.add_argument("--out", default=os.environ.get("OUT"), help="folder for bench.txt and bench.json (default $OUT)")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile one engine run and one `vlprobe evaluate` (cProfile; untimed extra runs): "
+                        "engine_profile.txt and evaluate_profile.txt in --out")
     p.add_argument("--model", default=None, help="a saved dual encoder (e.g. models/mini-clip) instead of the random CLIP")
     args = p.parse_args(argv)
     start = time.perf_counter()
@@ -490,6 +493,18 @@ def main(argv=None) -> int:
 
     t_engine = _
 
+    if args.profile and args.out:
+        @stage("engine profile")
+        def _():
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+            engine_run("auto")
+            prof.disable()
+            _write_profile(prof, Path(args.out) / "engine_profile.txt", "one engine run, batch auto, cache on")
+            rep.line(f"{'engine profile':<46} {'written':>12}  engine_profile.txt")
+
     @stage("engine, batch default")
     def _():
         res, s = engine_run(bs)
@@ -553,6 +568,23 @@ def main(argv=None) -> int:
             for line in proc.stderr.splitlines():
                 if "batch size for the" in line or "preprocessed on the CPU" in line:
                     rep.line(f"  evaluate: {line.strip()}")
+            if args.profile and args.out:  # a second, profiled run (the memo and the Arrow copy are warm now)
+                runner = scratch / "run_cli.py"
+                runner.write_text("import sys\nfrom vlprobe.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+                prof_file = scratch / "evaluate.prof"
+                shutil.rmtree(scratch / "run", ignore_errors=True)
+                proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof_file), str(runner), *cmd[3:],
+                                       "--cache-dir", str(scratch / "profiled-cache")],
+                                      capture_output=True, text=True, env=env,
+                                      timeout=max(10, args.time_cap + 50 - (time.perf_counter() - start)))
+                if proc.returncode == 0:
+                    import pstats
+
+                    _write_profile(pstats.Stats(str(prof_file)), Path(args.out) / "evaluate_profile.txt",
+                                   "a second vlprobe evaluate (fresh score cache), under cProfile")
+                    rep.line(f"{'evaluate profile':<46} {'written':>12}  evaluate_profile.txt")
+                else:
+                    rep.line(f"{'evaluate profile':<46} {'FAILED':>12}  {proc.stderr[-300:]}")
 
     rep.row("total_s", "bench total", time.perf_counter() - start, "s")
     signal.alarm(0)
@@ -586,6 +618,19 @@ def build_dataset(items, folder: Path) -> None:
                           env=dict(os.environ, PYTHONPATH=_pythonpath()))
     if proc.returncode != 0:
         raise RuntimeError(f"vlprobe build folder failed: {proc.stderr[-1500:]}")
+
+
+def _write_profile(prof, path: Path, title: str) -> None:
+    """The top functions of a cProfile run, by cumulative and by own time, as text."""
+    import pstats
+
+    buf = io.StringIO()
+    stats = prof if isinstance(prof, pstats.Stats) else pstats.Stats(prof)
+    stats.stream = buf
+    buf.write(f"{title}\n\n")
+    stats.sort_stats("cumulative").print_stats(45)
+    stats.sort_stats("tottime").print_stats(35)
+    path.write_text(buf.getvalue(), encoding="utf-8")
 
 
 def _pythonpath() -> str:

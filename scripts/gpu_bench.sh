@@ -27,7 +27,7 @@ fi
 cat "$OUT/env.txt"
 # The script stops its own stages at --time-cap and exits at the cap + 60 s; timeout is the last guard.
 timeout 330 "$PY" scripts/bench_scoring.py --device cuda --dtype float16 --items "${ITEMS:-2048}" \
-  --num-workers "${WORKERS:-12}" --time-cap "${TIME_CAP:-200}" --out "$OUT" 2>"$OUT/bench.stderr"
+  --num-workers "${WORKERS:-12}" --time-cap "${TIME_CAP:-200}" ${PROFILE:+--profile} --out "$OUT" 2>"$OUT/bench.stderr"
 rc=$?
 echo "bench_scoring.py exit status $rc"
 tail -c 3000 "$OUT/bench.stderr"

@@ -609,6 +609,31 @@ class _AurocCells:
         below = np.cumsum(fw) - fw
         return float((gw * (below + 0.5 * fw)).sum() / (total_g * total_f))
 
+    def auroc_resampled(self, counts: np.ndarray, item_idx: np.ndarray) -> np.ndarray:
+        """AUROC of each bootstrap resample at once: row ``r`` of ``counts`` (resamples x items) weights the
+        cells of item ``item_idx[j]`` by ``counts[r, j]`` (every other cell by 0). Bit for bit
+        ``auroc(item_weights=...)`` row by row (the same sums in the same order: a cell of weight 0 adds
+        exactly 0.0), in a few array operations instead of one pass per resample."""
+        mine = np.isin(self.item, item_idx)
+        column = np.searchsorted(item_idx, self.item[mine])  # item_idx is sorted
+        group, gold, non = self.group[mine], self.gold[mine], self.non[mine]
+        n_groups = self.n_groups
+        out = np.empty(len(counts))
+        step = max(1, 4_000_000 // max(n_groups, len(group), 1))  # bounds the (resamples x groups) work arrays
+        for start in range(0, len(counts), step):
+            w = counts[start:start + step][:, column]
+            b = len(w)
+            slot = (group[None, :] + n_groups * np.arange(b)[:, None]).ravel()
+            gw = np.bincount(slot, weights=(w * gold).ravel(), minlength=b * n_groups).reshape(b, n_groups)
+            fw = np.bincount(slot, weights=(w * non).ravel(), minlength=b * n_groups).reshape(b, n_groups)
+            total_g, total_f = gw.sum(axis=1), fw.sum(axis=1)
+            below = np.cumsum(fw, axis=1) - fw
+            with np.errstate(invalid="ignore", divide="ignore"):
+                value = (gw * (below + 0.5 * fw)).sum(axis=1) / (total_g * total_f)
+            value[(total_g == 0) | (total_f == 0)] = np.nan
+            out[start:start + b] = value
+        return out
+
 
 # ============================================================================================
 # Aggregation
@@ -746,7 +771,6 @@ def _bootstrap(q: dict[str, np.ndarray], keys: list[str], cells: _AurocCells, it
     aucs = np.empty(resamples) if want_auroc else None
     chunk = max(1, min(resamples, 20_000_000 // max(n, 1)))
     done = 0
-    full_weights = np.zeros(len(q["n_ties"]))
     while done < resamples:
         b = min(chunk, resamples - done)
         draws = rng.integers(0, n, size=(b, n))
@@ -757,10 +781,7 @@ def _bootstrap(q: dict[str, np.ndarray], keys: list[str], cells: _AurocCells, it
         if f1 is not None:
             f1[done:done + b] = counts @ f1_cols
         if want_auroc:
-            for k in range(b):
-                full_weights[item_idx] = counts[k]
-                aucs[done + k] = cells.auroc(item_weights=full_weights)
-            full_weights[item_idx] = 0.0
+            aucs[done:done + b] = cells.auroc_resampled(counts, item_idx)
         done += b
     alpha = (1.0 - confidence) / 2.0
     pct = [100 * alpha, 100 * (1 - alpha)]

@@ -33,11 +33,23 @@ def test_bench_scale_runs_and_reports_memory(repo_root, tmp_path, what):
 
 
 def test_bench_scoring_runs_every_stage(repo_root, tmp_path):
-    out = _run(repo_root, tmp_path, "scripts/bench_scoring.py", "--model", "models/mini-clip", "--items", "8",
-               "--skip-loop", "--repeats", "1")
-    for line in ("decode", "preprocess", "encode images", "(b) engine", "(d) model-only floor",
-                 "engine time / model-only floor"):
-        assert line in out, out
+    """--quick (the CPU check before a GPU slot): every stage reports a figure, none fails, and the table and its
+    JSON are written to --out as they come."""
+    import json
+
+    out = _run(repo_root, tmp_path, "scripts/bench_scoring.py", "--quick", "--items", "8", "--loop-items", "2",
+               "--num-workers", "1", "--out", str(tmp_path / "out"))
+    for line in ("decode, CPU", "preprocess, CPU", "decode, cpu (decode_jpeg", "device vs CPU path: max |pixel|",
+                 "device vs CPU path: max |score|", "model-only floor, batch 32", "batch size auto: images",
+                 "model-only floor, batch", "engine, batch auto", "engine time / model-only floor at best batch",
+                 "per-pair loop", "max |engine - per-pair logits|", "vlprobe evaluate, 8 items: wall",
+                 "vlprobe evaluate: scoring"):
+        assert line in out, (line, out)
+    assert "FAILED" not in out and "skipped" not in out, out
+    data = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert not data["errors"] and data["rows"]["gpu_vs_cpu.pixel_max_abs"] == 0.0  # the same code on the CPU
+    assert data["rows"]["loop.max_abs_diff"] < 1e-4
+    assert (tmp_path / "out" / "bench.txt").read_text().splitlines()[-1].startswith("bench total")
 
 
 def test_bench_scale_jpeg_case_runs(repo_root, tmp_path):

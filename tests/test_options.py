@@ -324,9 +324,9 @@ def test_a_run_records_its_settings_from_the_table(tmp_path, tiny_clip_path):
     prov = json.loads((out / "results.json").read_text())["provenance"]
     assert prov["command"] == shlex.join(["vlprobe", "evaluate", "--dataset", str(folder), "--config", "pairs", "--model",
                                           str(tiny_clip_path), "--ties", "strict", "--bootstrap", "0", "--confidence",
-                                          "0.95", "--threshold", "0.5", "--seed", "0", "--batch-size", "32",
+                                          "0.95", "--threshold", "0.5", "--seed", "0", "--batch-size", "auto",
                                           "--num-workers", "0", "--dtype", "float32", "--modality", "image",
                                           "--cache-dir", "none", "--out", str(out)])
     assert prov["settings"] == {"ties": "strict", "bootstrap": 0, "confidence": 0.95, "seed": 0, "threshold": 0.5,
-                                "limit": None, "batch_size": 32, "num_workers": 0, "modality": "image", "control": None,
+                                "limit": None, "batch_size": "auto", "num_workers": 0, "modality": "image", "control": None,
                                 "split": None, "config": "pairs", "exact_preprocessing": False}

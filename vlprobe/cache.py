@@ -87,7 +87,7 @@ def text_hash(text: str) -> str:
 
 def ids_hash(ids: Iterable[int]) -> str:
     """A stable hash of a sequence of token ids."""
-    return hashlib.sha256(",".join(str(int(i)) for i in ids).encode("ascii")).hexdigest()
+    return hashlib.sha256(",".join(map(str, map(int, ids))).encode("ascii")).hexdigest()
 
 
 def _slug(model_id: str) -> str:

@@ -19,7 +19,12 @@ it, as each benchmark's rule says. (Without the gather, float32 noise between ba
 positions turns such ties into wins or losses at random.)
 
 * Images are decoded and preprocessed in ``torch.utils.data.DataLoader`` workers
-  (``num_workers``; 0 decodes in the main process).
+  (``num_workers``; 0 decodes in the main process). On a GPU, for a fast (torchvision) image processor,
+  threads read the bytes (no DataLoader processes) and JPEGs are decoded in batches on the device, where
+  the processor runs too (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs
+  the current one.
+* ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
+  card and remembered (:mod:`vlprobe.auto_batch`); on the CPU it is the default, 32.
 * With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
   computed batch is committed before the next starts: a killed run, started again, loses nothing
   and computes nothing twice.
@@ -31,14 +36,17 @@ positions turns such ties into wins or losses at random.)
 from __future__ import annotations
 
 import random
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from . import auto_batch
 from .cache import ScoreCache
 from .defaults import BATCH_SIZE
+from .device_images import DeviceImages, device_path, read_for_device
 from .images import ImageError, content_hash, describe, to_pil, to_tensor
 from .items import Item
 from .scorers.base import DualScorer, PairScorer, Scorer, text_key
@@ -192,15 +200,22 @@ class _PairCollate:
         return keys, self.preprocess(images, texts), None
 
 
-def _is_oom(err: BaseException) -> bool:
-    try:
-        import torch
+_is_oom = auto_batch.is_oom
+_NOTED: set[str] = set()  # notes said once per process
 
-        if isinstance(err, torch.OutOfMemoryError):
-            return True
-    except (ImportError, AttributeError):
-        pass
-    return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
+
+def _tile(inputs: Any, n: int) -> Any:
+    """A batch of model inputs (a dict of tensors or an array, batch first) repeated to ``n`` rows."""
+    import torch
+
+    if isinstance(inputs, dict):
+        return {k: _tile(v, n) for k, v in inputs.items()}
+    if isinstance(inputs, list) and inputs:
+        return [inputs[i % len(inputs)] for i in range(n)]
+    if isinstance(inputs, (torch.Tensor, np.ndarray)) and inputs.ndim and inputs.shape[0]:
+        index = np.arange(n) % inputs.shape[0]
+        return inputs[torch.as_tensor(index, device=inputs.device)] if isinstance(inputs, torch.Tensor) else inputs[index]
+    return inputs
 
 
 # ---- the engine ---------------------------------------------------------------------------------
@@ -216,22 +231,36 @@ class Engine:
         self,
         scorer: Scorer,
         *,
-        batch_size: int = BATCH_SIZE,
+        batch_size: int | str = BATCH_SIZE,
         num_workers: int = 0,
         cache: ScoreCache | None = None,
         progress: bool = True,
+        log: Callable[[str], None] | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        if batch_size != auto_batch.AUTO and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
+                                              or batch_size < 1):
+            raise ValueError(f"batch size must be 'auto' or a whole number of at least 1, got {batch_size!r}")
         if num_workers < 0:
             raise ValueError(f"num_workers must be 0 or more, got {num_workers}")
         self.scorer = scorer
-        self.batch_size = batch_size
+        device = str(getattr(scorer, "device", "cpu") or "cpu")
+        # "auto" searches only on an accelerator; on the CPU it is the default
+        self.auto = batch_size == auto_batch.AUTO and device.split(":")[0] not in ("cpu", "meta")
+        self.batch_size = BATCH_SIZE if batch_size == auto_batch.AUTO else batch_size
+        self.batch_sizes: dict[str, int] = {}  # per tower, as chosen (auto) or given
         self.num_workers = num_workers
         self.cache = cache
         self.progress = progress
+        self.log = log if log is not None else (lambda msg: print(msg, file=sys.stderr))
         self.rank, self.world = dist_info()
         self._reused: dict[str, np.ndarray] = {}  # committed by a concurrent run while this one ran
+        self._device_images: DeviceImages | None = None
+        if isinstance(scorer, DualScorer):
+            on_device, why = device_path(scorer)
+            if on_device:
+                self._device_images = DeviceImages(scorer)
+            elif device.split(":")[0] not in ("cpu", "meta"):
+                self._note(f"images are decoded and preprocessed on the CPU, not on {device}: {why}")
 
     # -- public -----------------------------------------------------------------------------------
     def text_keys(self, texts: Sequence[str]) -> list[str]:
@@ -262,16 +291,22 @@ class Engine:
                 result.stats[key] = sum(t.get(key, 0) for t in totals)
         result.stats["seconds"] = round(time.perf_counter() - start, 3)
         result.stats["world_size"] = self.world
+        result.stats["batch_size"] = self._batch_record()
+        result.stats["image_preprocessing_on"] = str(self.scorer.device) if self._device_images else "cpu"
         return result
+
+    def _batch_record(self) -> dict[str, Any]:
+        return {"chosen": auto_batch.AUTO if self.auto else "given", **self.batch_sizes}
 
     # -- dual encoders ----------------------------------------------------------------------------
     def _score_dual(self, items: Sequence[Item]) -> EngineResult:
         image_rows: dict[str, tuple[str, Any, str]] = {}  # key -> (key, image, where), first seen
         item_images: list[list[str]] = []
-        for item in items:
+        hashes = _image_hashes(items)
+        for item, item_hashes in zip(items, hashes):
             ikeys = []
             for k, image in enumerate(item.images):
-                key = "i:" + _image_hash(image, item, k)
+                key = "i:" + item_hashes[k]
                 ikeys.append(key)
                 if key not in image_rows:
                     image_rows[key] = (key, image, _where(item, k, image))
@@ -313,14 +348,95 @@ class Engine:
     def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
         if not rows:
             return {}
-        loader = self._loader(rows, _ImageCollate(scorer.preprocess_images, decoder(scorer)))
+        on_device = self._device_images_for(rows)
+        if on_device is not None:
+            return self._run_images_on_device(rows, scorer, on_device)
+        collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
+
+        def sample() -> Any:  # one real batch of inputs, for the batch size search
+            keys, inputs, error = collate(rows[:BATCH_SIZE])
+            if error:
+                raise ImageError(error)
+            return inputs
+
+        size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
+        loader = self._loader(rows, collate, size)
         out: dict[str, np.ndarray] = {}
         for keys, inputs, error in self._bar(loader, len(rows), "images"):
             if error:
                 raise ImageError(error)
-            emb = self._call(scorer.encode_images, inputs)
+            emb = self._call(scorer.encode_images, inputs, size)
             self._store(out, keys, emb)
         return out
+
+    def _run_images_on_device(self, rows: list[tuple[str, Any, str]], scorer: DualScorer,
+                              on_device: DeviceImages) -> dict[str, np.ndarray]:
+        """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
+        reading bytes saves). ``num_workers`` threads (at least one) read bytes and headers and decode what is not an
+        RGB or grey JPEG (PIL and torchvision release the GIL), and each batch is decoded and preprocessed on the
+        device in a thread, one batch ahead of the model."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max(1, self.num_workers), thread_name_prefix="vlprobe-read") as readers:
+            def load(batch: list[tuple[str, Any, str]]) -> Any:
+                return on_device(list(readers.map(lambda r: read_for_device(r[1], r[2]), batch)), [r[2] for r in batch])
+
+            size = self._tower_batch("images", scorer.encode_images, lambda: load(rows[:BATCH_SIZE]), len(rows))
+            batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
+            out: dict[str, np.ndarray] = {}
+            jobs = (([r[0] for r in batch], batch, None) for batch in self._bar(batches, len(rows), "images"))
+            for keys, inputs, _ in _one_ahead(jobs, load):
+                self._store(out, keys, self._call(scorer.encode_images, inputs, size))
+        return out
+
+    def _device_images_for(self, rows: list[tuple[str, Any, str]]) -> DeviceImages | None:
+        """The device path, once it has run on a first image here; a processor step the device refuses (an error
+        other than an unreadable image or out of memory) sends this run back to the CPU path, said once."""
+        on_device = self._device_images
+        if on_device is None or getattr(on_device, "checked", False):
+            return on_device
+        try:
+            on_device([read_for_device(rows[0][1], rows[0][2])], [rows[0][2]])
+        except Exception as err:
+            if isinstance(err, ImageError) or _is_oom(err):
+                raise
+            self._note(f"images are decoded and preprocessed on the CPU: the device path failed on "
+                       f"{self.scorer.device} ({type(err).__name__}: {err})")
+            self._device_images = None
+            return None
+        on_device.checked = True
+        return on_device
+
+    def _tower_batch(self, tower: str, encode: Callable[[Any], Any], sample: Callable[[], Any], todo: int) -> int:
+        """The batch size of ``tower``: given, or (auto) remembered or searched with ``encode`` on a sample
+        batch repeated to each size tried, and remembered."""
+        if tower in self.batch_sizes:
+            return self.batch_sizes[tower]
+        if not self.auto:
+            self.batch_sizes[tower] = self.batch_size
+            return self.batch_size
+        key = auto_batch.memo_key(self.scorer, tower)
+        size = auto_batch.remembered(key)
+        if size is None:
+            inputs = sample()
+            device = str(self.scorer.device)
+
+            def seconds_for(n: int) -> float:
+                with _inference():
+                    return auto_batch.timed_call(encode, _tile(inputs, n), device)
+
+            # a search past what is left to encode measures nothing this run needs
+            largest = max(BATCH_SIZE, min(auto_batch.LARGEST, 1 << max(todo - 1, 1).bit_length()))
+            size, trials = auto_batch.choose_batch_size(seconds_for, largest=largest, on_oom=_empty_device_cache)
+            if largest == auto_batch.LARGEST or size < largest:  # a search cut short by a small run is not kept
+                auto_batch.remember(key, size)
+            tried = ", ".join(f"{t['batch_size']}: " + ("out of memory" if t.get("out_of_memory")
+                                                        else f"{t['inputs_per_s']:,.0f}/s") for t in trials)
+            self._say(f"batch size for the {tower} on {auto_batch.device_name(device)}: {size} (auto; tried {tried})")
+        else:
+            self._say(f"batch size for the {tower}: {size} (auto, remembered in {auto_batch.MEMO_FILE})")
+        self.batch_sizes[tower] = size
+        return size
 
     def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer,
                    lengths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
@@ -328,13 +444,17 @@ class Engine:
         (shortest first): a batch then holds little or no padding, which keeps each embedding close to
         the one the text gets encoded alone."""
         out: dict[str, np.ndarray] = {}
+        if not rows:
+            return out
         groups = None
         if lengths:
             rows = sorted(rows, key=lambda r: lengths.get(r[0], 0))
             groups = [lengths.get(k, 0) for k, _ in rows]
-        batches = _FreshBatches([k for k, _ in rows], self.batch_size, self.cache, self._reused, rows=rows, groups=groups)
+        # searched on the longest texts (the last after sorting): the batch that needs the most memory
+        size = self._tower_batch("texts", scorer.encode_texts, lambda: [t for _, t in rows[-BATCH_SIZE:]], len(rows))
+        batches = _FreshBatches([k for k, _ in rows], size, self.cache, self._reused, rows=rows, groups=groups)
         for batch in self._bar(batches, len(rows), "texts"):
-            emb = self._call(scorer.encode_texts, [t for _, t in batch])
+            emb = self._call(scorer.encode_texts, [t for _, t in batch], size)
             self._store(out, [k for k, _ in batch], emb)
         return out
 
@@ -345,8 +465,8 @@ class Engine:
         tkey_of = self._text_rows(t for item in items for t in item.texts)[0]
         pair_rows: dict[str, tuple[str, Any, str, str]] = {}
         item_keys: list[list[list[str]]] = []
-        for item in items:
-            hashes = [_image_hash(image, item, k) if uses_images else "-" for k, image in enumerate(item.images)]
+        all_hashes = _image_hashes(items) if uses_images else [["-"] * len(item.images) for item in items]
+        for item, hashes in zip(items, all_hashes):
             matrix = []
             for k, image in enumerate(item.images):
                 row = []
@@ -359,6 +479,7 @@ class Engine:
             item_keys.append(matrix)
 
         vectors, stats = self._lookup(list(pair_rows))
+        self.batch_sizes.setdefault("pairs", self.batch_size)  # the search covers dual encoders' towers only
         missing = [pair_rows[k] for k in pair_rows if k not in vectors][self.rank :: self.world]
         stats["unique_pairs"] = len(pair_rows)
         computed: dict[str, np.ndarray] = {}
@@ -503,30 +624,37 @@ class Engine:
             self.cache.put_many(batch)  # committed before the next batch starts
         out.update(batch)
 
-    def _call(self, fn: Callable[[Any], Any], inputs: Any) -> Any:
+    def _call(self, fn: Callable[[Any], Any], inputs: Any, batch_size: int | None = None) -> Any:
         try:
-            import torch
-
-            with torch.inference_mode():
+            with _inference():
                 return fn(inputs)
         except Exception as err:
             if _is_oom(err):
                 raise EngineOutOfMemory(
-                    f"the device ran out of memory at batch size {self.batch_size}; try a smaller --batch-size "
-                    f"(everything scored so far is cached and will not be computed again)"
+                    f"the device ran out of memory at batch size {batch_size or self.batch_size}; try a smaller "
+                    f"--batch-size (everything scored so far is cached and will not be computed again)"
                 ) from err
             raise
 
-    def _loader(self, rows: list[Any], collate: Callable[[list[Any]], Any]) -> Any:
+    def _loader(self, rows: list[Any], collate: Callable[[list[Any]], Any], batch_size: int | None = None) -> Any:
         from torch.utils.data import DataLoader
 
         return DataLoader(
             _ListDataset(rows),
-            batch_sampler=_FreshBatches([r[0] for r in rows], self.batch_size, self.cache, self._reused),
+            batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused),
             num_workers=self.num_workers,
             collate_fn=collate,
             persistent_workers=False,
         )
+
+    def _say(self, message: str) -> None:
+        if self.rank == 0:
+            self.log(message)
+
+    def _note(self, message: str) -> None:
+        if message not in _NOTED:
+            _NOTED.add(message)
+            self._say(message)
 
     def _interrupted(self) -> str:
         cache = self.cache
@@ -544,11 +672,44 @@ class Engine:
         return tqdm(iterable, desc=f"encoding {total_inputs} {what}{suffix}", unit="batch", leave=False)
 
 
+def _inference() -> Any:
+    import torch
+
+    return torch.inference_mode()
+
+
+def _empty_device_cache() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _one_ahead(batches: Iterable[tuple[list[str], Any, str | None]],
+               prepare: Callable[[Any], Any] | None) -> Iterable[tuple[list[str], Any, str | None]]:
+    """(keys, payload, error) batches with ``prepare(payload)`` run in a thread one batch ahead: the next batch is
+    decoded and preprocessed while the caller runs the model on this one. Without ``prepare``, as they come."""
+    if prepare is None:
+        yield from batches
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="vlprobe-prepare") as pool:
+        pending = None
+        for keys, payload, error in batches:
+            job = pool.submit(prepare, payload) if error is None else None
+            if pending is not None:
+                yield pending[0], (pending[1].result() if pending[1] is not None else None), pending[2]
+            pending = (keys, job, error)
+        if pending is not None:
+            yield pending[0], (pending[1].result() if pending[1] is not None else None), pending[2]
+
+
 def score_items(
     scorer: Scorer,
     items: Sequence[Item],
     *,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | str = BATCH_SIZE,
     num_workers: int = 0,
     cache: ScoreCache | None = None,
     progress: bool = True,
@@ -560,6 +721,26 @@ def score_items(
 def _where(item: Item, k: int, image: Any) -> str:
     cfg = f" of config {item.config!r}" if item.config else ""
     return f"item {item.id!r}{cfg}, image {k} ({describe(image)})"
+
+
+def _image_hashes(items: Sequence[Item]) -> list[list[str]]:
+    """Every item's image hashes (:func:`_image_hash`), in threads when there are many: sha256 releases the GIL on
+    encoded images, so hashing 2,048 photos no longer takes a core for a quarter of a second. The first unreadable
+    image, in item order, raises."""
+    jobs = [(image, item, k) for item in items for k, image in enumerate(item.images)]
+    if len(jobs) < 256:
+        flat = [_image_hash(*job) for job in jobs]
+    else:
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="vlprobe-hash") as pool:
+            flat = list(pool.map(lambda job: _image_hash(*job), jobs, chunksize=64))
+    out, at = [], 0
+    for item in items:
+        out.append(flat[at : at + len(item.images)])
+        at += len(item.images)
+    return out
 
 
 def _image_hash(image: Any, item: Item, k: int) -> str:

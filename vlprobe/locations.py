@@ -5,7 +5,8 @@ model), the folders a name given on the command line or to the API stands for, a
 ``~/.cache/vlprobe``, for every kind alike:
 
 * ``<home>/<model>-<key>/``: the score cache (:mod:`vlprobe.cache`; ``--cache-dir`` moves it, ``none`` turns it
-  off), and ``<home>/model-digests/``, the memo of local model folders' digests;
+  off), ``<home>/model-digests/``, the memo of local model folders' digests, and ``<home>/batch-sizes.json``,
+  ``--batch-size auto``'s choices (:mod:`vlprobe.auto_batch`);
 * ``<home>/annotations/``: downloaded annotation files, checked against their pinned hashes;
 * ``<home>/images/``: downloaded images (``$VLPROBE_IMAGE_CACHE`` moves them alone);
 * ``<home>/datasets/<name>``: the dataset folders ``vlprobe build`` writes outside a clone;

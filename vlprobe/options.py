@@ -450,8 +450,28 @@ MAX_SEED = 2**32 - 1 - 100
 SEED = Option("seed", 0, "", whole(0, MAX_SEED, f"must be at most {MAX_SEED:,} (numpy's generators take seeds below "
                                                    "2**32)"), type=int, record="seed")
 LIMIT = Option("limit", None, "", optional(whole(1)), type=int, record="limit")
-BATCH_SIZE = Option("batch_size", DEFAULT_BATCH_SIZE, f"inputs per forward pass (default {DEFAULT_BATCH_SIZE})", whole(1),
-                    type=int, record="batch_size")
+
+
+def batch_size_or_auto(value: Any) -> Any:
+    """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.auto_batch`; the default on the CPU) or a
+    whole number >= 1 (refused as any whole number is)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return whole(1)(value)
+
+
+def batch_size(text: str) -> Any:
+    """argparse's type for ``--batch-size``: ``auto`` or a whole number."""
+    return "auto" if text.strip().lower() == "auto" else int(text)
+
+
+BATCH_SIZE = Option("batch_size", DEFAULT_BATCH_SIZE, f"inputs per forward pass, or auto (default {DEFAULT_BATCH_SIZE})",
+                    batch_size_or_auto, type=batch_size, metavar="N|auto", record="batch_size")
+# evaluate's default: on an accelerator each tower's batch is searched and remembered; on the CPU, 32
+BATCH_SIZE_AUTO = BATCH_SIZE.but(default="auto",
+                                 help=f"inputs per forward pass, or auto (default): on a GPU the largest batch that "
+                                      f"still speeds each tower up, searched once per model and card and remembered; "
+                                      f"{DEFAULT_BATCH_SIZE} on the CPU")
 NUM_WORKERS = Option("num_workers", None, "DataLoader workers decoding images (default: min(4, CPUs - 1) when more "
                      "than 2 CPUs, else 0)", optional(whole(0)), type=int, record="num_workers")
 DTYPE = Option("dtype", "float32", "float32 (default), float16 or bfloat16", dtype_name)

@@ -108,7 +108,7 @@ class Run:
 
     def engine(self, scorer: Scorer, cache: "RunCache", *, progress: bool) -> Engine:
         return Engine(scorer, batch_size=self.s.batch_size, num_workers=self.workers, cache=cache.cache,
-                      progress=progress)
+                      progress=progress, log=self.log)
 
     # -- 5. provenance --------------------------------------------------------------------------------------------
 

@@ -41,7 +41,8 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     for the test splits. ``spec``: a vlprobe.yaml path, a dict or an ItemSpec (default: the
     dataset's). ``ties``, ``bootstrap``, ``confidence``, ``threshold``, ``seed``: the metric's.
     ``limit``: the first N rows of each split. ``batch_size``, ``num_workers``, ``device``,
-    ``dtype``: the engine's. ``modality``: image, caption, both (TraVLR's settings), or text (no image:
+    ``dtype``: the engine's (``batch_size="auto"``, the default: searched per tower on an accelerator and
+    remembered, 32 on the CPU). ``modality``: image, caption, both (TraVLR's settings), or text (no image:
     each true text against the item's other true texts and its false ones, by a dual encoder's text tower;
     SugarCREPE++'s TOT, see :mod:`vlprobe.evaluation.text_only`). ``control``:
     blank or shuffle. ``cache_dir``: the score cache (None: the default, "none": off). ``out``:

@@ -10,7 +10,7 @@ import sys
 from typing import Any, Mapping
 
 from ..options import (
-    BATCH_SIZE,
+    BATCH_SIZE_AUTO,
     BOOTSTRAP,
     CACHE_DIR,
     CHUNK_ROWS,
@@ -188,7 +188,7 @@ OPTIONS: tuple[Option, ...] = (
            record="threshold"),
     SEED.but(help="seed of the bootstrap and of the shuffled control"),
     LIMIT.but(help="score only the first N rows of each config/split"),
-    BATCH_SIZE,
+    BATCH_SIZE_AUTO,
     NUM_WORKERS,
     DTYPE,
     DEVICE,

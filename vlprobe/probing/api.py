@@ -8,6 +8,7 @@ import time
 import warnings
 from typing import Any
 
+from ..defaults import BATCH_SIZE
 from ..errors import DatasetError
 from ..evaluation.scoring import quiet_progress
 from ..feature_store import FeatureStore
@@ -143,7 +144,9 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
         r.setdefault("classifier", ZERO_SHOT if r["setting"] == ZERO_SHOT else s.classifier)
     if s.finetune:
         rows += finetune_rows(scorer, data, train_modalities=s.train_modalities, test_modalities=s.test_modalities,
-                              epochs=s.epochs, batch_size=s.batch_size, bootstrap=s.bootstrap,
+                              # fine-tuning's own batch: "auto" sizes the engine's encoding only
+                              epochs=s.epochs, batch_size=BATCH_SIZE if s.batch_size == "auto" else s.batch_size,
+                              bootstrap=s.bootstrap,
                               confidence=s.confidence, seed=s.seed, seeds=s.seeds, schedule=s.schedule,
                               progress=s.progress)
     probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1

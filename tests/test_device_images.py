@@ -1,0 +1,261 @@
+"""The device input path (vlprobe.device_images) and ``batch_size="auto"`` (vlprobe.auto_batch), on the CPU.
+
+No GPU here: the device path's code runs with ``device="cpu"`` (the same decode_jpeg batch call, the same
+processor call on tensors), and is held to the model's own processor given the PIL images; the GPU's
+difference (nvjpeg, device float ops) is measured by scripts/bench_scoring.py on a GPU. The batch size
+search runs on a fake scorer whose time per batch and out-of-memory threshold the test sets: nothing
+depends on this machine's speed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+from test_preprocessing import TEXTS, _encoded_cases, jpeg_photo, needs_torchvision
+
+from vlprobe import auto_batch
+from vlprobe.device_images import PIXEL_MAX_DIFF, PIXEL_MEAN_DIFF, DeviceImages, decode_on, device_path, read_for_device
+from vlprobe.engine import Engine
+from vlprobe.images import ImageError, to_pil
+from vlprobe.items import Item
+from vlprobe.scorers import load_scorer
+
+
+def _jpeg(img: Image.Image, **kw) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", **kw)
+    return buf.getvalue()
+
+
+def _cases() -> dict[str, bytes]:
+    """Every format and mode of test_preprocessing, plus odd sizes and an EXIF-rotated photo."""
+    rng = np.random.default_rng(1)
+    cases = dict(_encoded_cases())
+    for w, h in ((1, 1), (3, 7), (1000, 17), (17, 1000), (225, 223)):
+        cases[f"jpeg {w}x{h}"] = _jpeg(Image.fromarray((rng.random((h, w, 3)) * 255).astype(np.uint8)))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: rotate 90 degrees on display
+    cases["jpeg exif rotated"] = _jpeg(jpeg_photo(5, size=(320, 200)), exif=exif.tobytes())
+    return cases
+
+
+@needs_torchvision
+def test_cpu_decode_of_the_device_path_gives_the_pil_pixels():
+    """read_for_device + decode_on: JPEGs (RGB and grey) go as bytes and are decoded in one batch, the rest are
+    decoded in the worker; every image comes out as to_pil's pixels (EXIF orientation ignored by both)."""
+    import torch
+
+    cases = _cases()
+    payloads = [read_for_device({"bytes": data, "path": name}, where=name) for name, data in cases.items()]
+    kinds = {name: p.dim() for name, p in zip(cases, payloads)}
+    assert kinds["jpeg photo"] == 1 and kinds["jpeg grey"] == 1 and kinds["jpeg 3x7"] == 1  # bytes to the device
+    assert kinds["jpeg cmyk"] == 3 and kinds["png rgba"] == 3 and kinds["webp"] == 3  # decoded in the worker
+    decoded = decode_on(payloads, "cpu", list(cases))
+    for (name, data), got in zip(cases.items(), decoded):
+        want = torch.from_numpy(np.array(to_pil(data))).permute(2, 0, 1)
+        assert got.dtype == torch.uint8 and got.shape == want.shape, name
+        assert torch.equal(got, want), (name, int((got.int() - want.int()).abs().max()))
+    assert decoded[list(cases).index("jpeg exif rotated")].shape[1:] == (200, 320)  # as stored, not rotated
+
+
+@needs_torchvision
+def test_read_for_device_names_the_unreadable_file():
+    whole = _encoded_cases()["jpeg photo"]
+    with pytest.raises(ImageError, match="row 7: corrupt or unreadable image photo.jpg"):
+        read_for_device({"bytes": whole[:20], "path": "photo.jpg"}, where="row 7")
+
+
+@needs_torchvision
+@pytest.mark.parametrize("fixture", ["tiny_clip_path", "tiny_siglip_path", "tiny_align_path"])
+def test_device_path_inputs_equal_the_processor_on_pil_images(request, fixture):
+    """DeviceImages (run on the CPU here) gives the model inputs its own fast processor gives for the PIL
+    images (the same pixels: equal within float rounding), and the PIL processor's within the device path's
+    stated tolerance (PIXEL_MAX_DIFF, PIXEL_MEAN_DIFF)."""
+    path = str(request.getfixturevalue(fixture))
+    fast = load_scorer(path)
+    slow = load_scorer(path, exact_preprocessing=True)
+    cases = _cases()
+    payloads = [read_for_device(data) for data in cases.values()]
+    got = DeviceImages(fast)(payloads)["pixel_values"].float().numpy()
+    pils = [to_pil(data) for data in cases.values()]
+    want = fast.preprocess_images(pils)["pixel_values"].float().numpy()
+    assert got.shape == want.shape
+    assert float(np.abs(got - want).max()) <= 1e-5, fixture
+    exact = slow.preprocess_images(pils)["pixel_values"].float().numpy()
+    diff = np.abs(got - exact)
+    assert diff.max() <= PIXEL_MAX_DIFF and diff.mean() <= PIXEL_MEAN_DIFF, (fixture, float(diff.max()), float(diff.mean()))
+
+
+class _Device:
+    """A scorer stand-in for device_path()."""
+
+    def __init__(self, device, **prep):
+        self.device = device
+        self.preprocessing = {"image_backend": "torchvision", "image_processor": "CLIPImageProcessor", **prep}
+
+    def preprocess_images(self, images):
+        return images
+
+
+@needs_torchvision
+def test_device_path_only_where_every_step_runs_on_the_device():
+    assert device_path(_Device("cuda:0")) == (True, "")
+    assert device_path(_Device("cpu"))[0] is False
+    assert device_path(_Device("mps")) == (False, "decoding on the device needs CUDA (nvjpeg)")
+    no, why = device_path(_Device("cuda", image_backend="pil", image_processor="CLIPImageProcessorPil"))
+    assert not no and "CLIPImageProcessorPil" in why and "not a fast" in why
+    no, why = device_path(_Device("cuda", resample=1))  # PIL's LANCZOS
+    assert not no and "LANCZOS" in why
+
+
+def _photo_items(n=6):
+    items = []
+    for k in range(n):
+        fmt = "PNG" if k % 3 == 2 else "JPEG"  # PNGs take the worker-decode branch
+        buf = io.BytesIO()
+        jpeg_photo(10 + k, size=(160 + 8 * k, 120)).save(buf, format=fmt, quality=90)
+        items.append(Item(f"i{k}", [{"bytes": buf.getvalue(), "path": f"p{k}.{fmt.lower()}"}], TEXTS,
+                          np.array([[True, False]])))
+    return items
+
+
+@needs_torchvision
+@pytest.mark.parametrize("workers", [0, 1])
+def test_engine_device_path_gives_the_cpu_paths_scores(tiny_clip_path, workers):
+    """The engine's device path (bytes from the workers, decode + processor in the main process, one batch
+    ahead in a thread), run on the CPU, gives the scores of the CPU path, and names an unreadable image."""
+    scorer = load_scorer(str(tiny_clip_path))
+    items = _photo_items()
+    want = Engine(scorer, batch_size=4, progress=False).score(items)
+    engine = Engine(scorer, batch_size=4, num_workers=workers, progress=False)
+    engine._device_images = DeviceImages(scorer)  # what a GPU scorer gets
+    got = engine.score(items)
+    for a, b in zip(got.scores, want.scores):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+    assert got.stats["image_preprocessing_on"] == "cpu"
+    bad = Item("broken", [{"bytes": b"\xff\xd8\xff" + b"0" * 40, "path": "broken.jpg"}], TEXTS, np.array([[True, False]]))
+    engine = Engine(scorer, batch_size=4, num_workers=workers, progress=False)
+    engine._device_images = DeviceImages(scorer)
+    with pytest.raises(ImageError, match="item 'broken'.*broken.jpg"):
+        engine.score([*items[:2], bad])
+
+
+@needs_torchvision
+def test_engine_falls_back_to_the_cpu_path_when_the_device_refuses(tiny_clip_path):
+    scorer = load_scorer(str(tiny_clip_path))
+    items = _photo_items(3)
+
+    class Refusing(DeviceImages):
+        def __call__(self, payloads, wheres=None):
+            raise RuntimeError("no kernel for this op on the device")
+
+    lines: list[str] = []
+    engine = Engine(scorer, batch_size=4, progress=False, log=lines.append)
+    engine._device_images = Refusing(scorer)
+    got = engine.score(items)
+    want = Engine(scorer, batch_size=4, progress=False).score(items)
+    for a, b in zip(got.scores, want.scores):
+        np.testing.assert_array_equal(a, b)
+    assert got.stats["image_preprocessing_on"] == "cpu"
+    assert any("the device path failed" in line and "no kernel" in line for line in lines), lines
+
+
+# ---- batch_size="auto" -----------------------------------------------------------------------------------------
+
+def test_search_doubles_until_throughput_stops_rising():
+    # a fixed cost per batch amortised until 256, then no gain: 256 is kept
+    def seconds(n):
+        return 0.05 + n * 1e-3 if n <= 256 else n * 1.2e-3
+
+    size, trials = auto_batch.choose_batch_size(seconds)
+    assert size == 256
+    assert [t["batch_size"] for t in trials] == [32, 64, 128, 256, 512]
+
+
+def test_search_steps_back_on_out_of_memory():
+    import torch
+
+    freed = []
+
+    def seconds(n):
+        if n > 100:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return 1.0  # every size takes a second: bigger is always better
+
+    size, trials = auto_batch.choose_batch_size(seconds, on_oom=lambda: freed.append(1))
+    assert size == 64 and trials[-1] == {"batch_size": 128, "out_of_memory": True} and freed == [1]
+    size, _ = auto_batch.choose_batch_size(lambda n: seconds(n * 8))  # even 32 does not fit: halved until one does
+    assert size == 8
+    with pytest.raises(ValueError, match="boom"):  # anything but out-of-memory is the caller's error
+        auto_batch.choose_batch_size(lambda n: (_ for _ in ()).throw(ValueError("boom")))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, tmp_path):
+    """A ToyDual on a pretend accelerator ("fake:0"): its time per batch and its memory limit are the test's."""
+    import torch
+    from helpers_engine import ToyDual
+
+    monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "home"))
+    calls: list[int] = []
+    limit = {"inputs": 100}
+
+    def timed_call(fn, inputs, device):
+        n = len(inputs)
+        calls.append(n)
+        if n > limit["inputs"]:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        fn(inputs)
+        return 0.02 + n * 1e-4  # throughput rises until the memory runs out
+
+    monkeypatch.setattr(auto_batch, "timed_call", timed_call)
+    return ToyDual("toy/fake-gpu", device="fake:0"), calls, limit
+
+
+def test_engine_auto_searches_each_tower_remembers_and_records(fake_gpu, tmp_path):
+    from helpers_engine import toy_items
+
+    scorer, calls, limit = fake_gpu
+    items = toy_items(200, n_colors=200)  # 200 distinct images, 68 distinct texts
+    lines: list[str] = []
+    result = Engine(scorer, batch_size="auto", progress=False, log=lines.append).score(items)
+    # images: 32, 64, then 128 runs out of memory -> 64; texts likewise (128 is the most 68 texts need)
+    assert calls == [32, 64, 128, 32, 64, 128]
+    assert result.stats["batch_size"] == {"chosen": "auto", "images": 64, "texts": 64}
+    assert any("batch size for the images" in line and ": 64 (auto; tried 32:" in line and "128: out of memory" in line
+               for line in lines), lines
+    assert any("decoded and preprocessed on the CPU" in line for line in lines)  # ToyDual has no fast processor
+    memo = json.loads((tmp_path / "home" / auto_batch.MEMO_FILE).read_text())
+    assert sorted(memo.values()) == [64, 64] and all("fake:0" in key for key in memo)
+    fixed = Engine(scorer, batch_size=32, progress=False).score(items)
+    for a, b in zip(result.scores, fixed.scores):  # float32 noise of another batch size at most
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+
+    # A search that stops only because this run had few inputs left is used, not remembered.
+    (tmp_path / "home" / auto_batch.MEMO_FILE).unlink()
+    limit["inputs"] = 10_000
+    calls.clear()
+    result = Engine(scorer, batch_size="auto", progress=False, log=lines.append).score(toy_items(20, n_colors=20))
+    assert calls == [32, 32, 64, 128]  # images: 20 (32 is the first and last size); texts: 68 (up to 128)
+    assert result.stats["batch_size"] == {"chosen": "auto", "images": 32, "texts": 128}
+    assert not (tmp_path / "home" / auto_batch.MEMO_FILE).exists()
+
+
+def test_engine_auto_reads_the_memo_and_is_the_default_on_cpu(fake_gpu, monkeypatch):
+    from helpers_engine import ToyDual, toy_items
+
+    scorer, calls, _ = fake_gpu
+    auto_batch.remember(auto_batch.memo_key(scorer, "images"), 96)
+    auto_batch.remember(auto_batch.memo_key(scorer, "texts"), 48)
+    lines: list[str] = []
+    result = Engine(scorer, batch_size="auto", progress=False, log=lines.append).score(toy_items(10))
+    assert calls == [] and result.stats["batch_size"] == {"chosen": "auto", "images": 96, "texts": 48}
+    assert any("remembered" in line for line in lines)
+    cpu = Engine(ToyDual("toy/cpu"), batch_size="auto", progress=False).score(toy_items(10))
+    assert cpu.stats["batch_size"] == {"chosen": "given", "images": 32, "texts": 32}
+    with pytest.raises(ValueError, match="batch size must be 'auto' or a whole number"):
+        Engine(scorer, batch_size="big")

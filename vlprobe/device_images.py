@@ -1,0 +1,146 @@
+"""Decode and preprocess images on the scorer's device (a GPU), for fast (torchvision) image processors.
+
+On a GPU the engine's input path, not the model, was the floor: one CPU core decodes a 640 x 480 JPEG
+about 19x slower than nvjpeg does in a batch (docs/performance.md). So, where :func:`device_path` allows:
+
+* threads read each image's bytes and its header (:func:`read_for_device`): an RGB or grey JPEG is
+  handed over as its encoded bytes (a 1-D uint8 tensor); anything else (PNG, CMYK JPEG, WebP, ...) is
+  decoded there on the CPU, as :func:`vlprobe.images.to_tensor` does;
+* the JPEGs of a batch are decoded together with ``torchvision.io.decode_jpeg(...,
+  device=...)`` (nvjpeg on CUDA), the CPU-decoded ones are copied over (non-blocking), and the
+  (3, H, W) uint8 tensors, already on the device, go to the scorer's own image processor, whose resize /
+  centre crop / rescale / normalise (transformers' ``TorchvisionBackend``) then run on the device
+  (:class:`DeviceImages`).
+
+The pixels are the same as the CPU path's (:func:`vlprobe.images.to_tensor`) but for nvjpeg's IDCT and
+chroma upsampling, which differ from libjpeg's at sharp colour edges; the processor's float ops on the
+device differ from the CPU's by rounding. The stated tolerance is :data:`PIXEL_MAX_DIFF` (any pixel) and
+:data:`PIXEL_MEAN_DIFF` (the mean), in normalised pixel units; the CPU path of this code is tested against
+the processor here (tests/test_device_images.py) and ``scripts/bench_scoring.py`` measures the GPU's
+difference (pixels, scores, flipped comparisons) on a GPU. Neither path applies EXIF orientation
+(PIL's ``convert`` and torchvision's decoders both ignore it), so both read a rotated photo alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PIL import Image
+
+from .images import ImageError, _encoded, open_checked, to_tensor
+
+# RGB and grey JPEGs are decoded on the device; (format, mode) pairs as PIL reads the header.
+DEVICE_DECODES = {("JPEG", "RGB"), ("JPEG", "L")}
+
+# What the device path may differ from the CPU path by, in normalised pixel units (CLIP's std is about 0.27, so
+# one grey level is about 0.015), measured on an H100 (docs/performance.md): nvjpeg's chroma upsampling differs
+# from libjpeg's "fancy" upsampling at sharp colour edges, so a few edge pixels move by up to ~25 grey levels
+# (max 0.39 on 256 photo-like JPEGs) while the mean moves by a quarter of one (0.0041); scores moved by at most
+# 3.1e-3 (float16 noise is 2.7e-3 there) and no gold-vs-foil comparison flipped.
+PIXEL_MAX_DIFF = 0.5
+PIXEL_MEAN_DIFF = 0.01
+
+
+def device_path(scorer: Any) -> tuple[bool, str]:
+    """(whether images for ``scorer`` are decoded and preprocessed on its device, why not when they are
+    not). Only for a fast (torchvision) image processor on a CUDA device whose steps all run there."""
+    device = str(getattr(scorer, "device", "cpu") or "cpu")
+    if device.split(":")[0] in ("cpu", "meta"):
+        return False, "the scorer runs on the CPU"
+    if not device.startswith("cuda"):
+        return False, "decoding on the device needs CUDA (nvjpeg)"
+    prep = getattr(scorer, "preprocessing", None) or {}
+    if prep.get("image_backend") != "torchvision":
+        return False, (f"its image processor ({prep.get('image_processor', 'none')}) is not a fast (torchvision) one "
+                       f"(or --exact-preprocessing asked for the PIL one)")
+    if not callable(getattr(scorer, "preprocess_images", None)):
+        return False, "the scorer has no preprocess_images"
+    resample = prep.get("resample")
+    if resample is not None and ("LANCZOS" in str(resample).upper() or str(resample) == "1"):
+        # transformers resizes with LANCZOS only on the CPU (on CUDA it falls back to BICUBIC)
+        return False, "its image processor resizes with LANCZOS, which torchvision runs only on the CPU"
+    try:
+        import torchvision.io  # noqa: F401
+    except Exception as err:  # a torchvision built for another torch
+        return False, f"torchvision does not import ({err})"
+    return True, ""
+
+
+def read_for_device(image: Any, where: str = "") -> Any:
+    """In a reader thread: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode
+    on the device), anything else decoded here to a (3, H, W) uint8 tensor. The header is read (size
+    guard, format) so that an unreadable file is named here, with ``where``."""
+    import torch
+
+    if isinstance(image, Image.Image):
+        return to_tensor(image, where)
+    prefix = f"{where}: " if where else ""
+    data = _encoded(image, prefix)
+    with open_checked(data, prefix, image) as header:
+        kind = (header.format, header.mode)
+    if kind in DEVICE_DECODES:
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return to_tensor(image, where)
+
+
+def decode_on(payloads: list[Any], device: Any, wheres: list[str] | None = None) -> list[Any]:
+    """:func:`read_for_device`'s payloads -> (3, H, W) uint8 tensors on ``device``: the encoded JPEGs
+    decoded together (nvjpeg on CUDA), the others copied over. A JPEG the batched decode refuses is
+    decoded alone, on the device, then on the CPU; one nobody can decode raises an ImageError naming it."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    out: list[Any] = [None] * len(payloads)
+    encoded = [k for k, p in enumerate(payloads) if p.dim() == 1]
+    for k, p in enumerate(payloads):
+        if p.dim() != 1:
+            out[k] = p.to(device, non_blocking=True)
+    if encoded:
+        try:
+            decoded = decode_jpeg([payloads[k] for k in encoded], mode=ImageReadMode.RGB, device=device)
+        except RuntimeError:
+            decoded = [_decode_one(payloads[k], device, wheres[k] if wheres else f"image {k}") for k in encoded]
+        for k, im in zip(encoded, decoded):
+            out[k] = im
+    return out
+
+
+def _decode_one(data: Any, device: Any, where: str) -> Any:
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    try:
+        return decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+    except RuntimeError:
+        pass
+    try:  # nvjpeg refuses a few valid files (e.g. some progressive or 4:1:1 ones): libjpeg, then PIL
+        return to_tensor(bytes(data.cpu().numpy().tobytes()), where).to(device, non_blocking=True)
+    except ImageError:
+        raise
+    except Exception as err:
+        raise ImageError(f"{where}: cannot decode JPEG: {err}") from None
+
+
+class DeviceImages:
+    """Main-process step of the device path: payloads from :func:`read_for_device` -> the scorer's model
+    inputs, decoded (:func:`decode_on`) and preprocessed by ``scorer.preprocess_images`` on the device.
+
+    On CUDA the work runs on a side stream that is synchronised before returning, so the engine can
+    prepare the next batch in a thread while the model runs the current one on the default stream."""
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+        self.device = str(scorer.device)
+        self._stream = None
+        self.checked = False  # set by the engine once a first image went through
+
+    def __call__(self, payloads: list[Any], wheres: list[str] | None = None) -> Any:
+        import torch
+
+        with torch.inference_mode():  # thread-local: the engine's prefetch thread is not inside its own
+            if not self.device.startswith("cuda"):
+                return self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
+            if self._stream is None:
+                self._stream = torch.cuda.Stream(device=torch.device(self.device))
+            with torch.cuda.stream(self._stream):
+                inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
+            self._stream.synchronize()  # the inputs are complete before another stream reads them
+            return inputs

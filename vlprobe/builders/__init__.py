@@ -23,6 +23,8 @@ def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hi
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"{benchmark} annotation file not found: {path} ({missing_hint})") from None
+    except UnicodeDecodeError as err:  # e.g. a UTF-16 file (it starts with the bytes 0xff 0xfe)
+        raise AnnotationError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except json.JSONDecodeError as err:
         raise AnnotationError(f"{path}: not valid JSON: {err}") from None
     if not isinstance(data, expected):

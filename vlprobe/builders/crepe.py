@@ -151,11 +151,17 @@ def zip_members(path: Path) -> dict[str, str]:
 def parse_csv(data: bytes, where: str) -> list[dict[str, str]]:
     """A CSV file's rows as the authors' ``pandas.read_csv`` sees them (header row, UTF-8)."""
     try:
-        return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise AnnotationError(f"{where}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    reader = csv.DictReader(io.StringIO(text))
+    rows: list[dict[str, str]] = []
+    try:
+        rows.extend(reader)
     except csv.Error as err:  # e.g. a field over the csv module's limit (131,072 characters)
-        raise AnnotationError(f"{where}: not a readable CSV file: {err}") from None
+        # rows are numbered from 0 after the header, as the row checks number them
+        raise AnnotationError(f"{where} row {len(rows)}: not readable as CSV: {err}") from None
+    return rows
 
 
 def read_zip_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[dict[str, str]]:

@@ -302,6 +302,9 @@ def main(argv=None) -> int:
     texts = list(dict.fromkeys(t for it in items for t in it.texts))
     bs = args.batch_size
     device_prep = DeviceImages(scorer) if scorer.preprocessing.get("image_backend") == "torchvision" else None
+    if device_prep is not None:  # the first decode on the device in this process: paid once, when a run starts
+        rep.row("setup.device_warmup_s", f"device path warm-up ({device}: first decode, once per process)",
+                device_prep.warmup_s, "s (once per process, outside the timed stages)")
     rep.line(f"image processor: {scorer.preprocessing.get('image_processor')} "
              f"({scorer.preprocessing.get('image_backend')}); {len(raw)} unique images, {len(texts)} unique texts")
 

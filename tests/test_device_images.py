@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 from test_preprocessing import TEXTS, _encoded_cases, jpeg_photo, needs_torchvision
 
-from vlprobe import auto_batch
+from vlprobe import auto_batch, device_images
 from vlprobe.device_images import (
     PIXEL_MAX_DIFF,
     PIXEL_MEAN_DIFF,
@@ -105,6 +105,22 @@ def test_read_batch_is_read_for_device_on_each_row():
         assert torch.equal(got, read_for_device(image, where))
     with pytest.raises(ImageError, match="row 9: corrupt or unreadable image bad.jpg"):
         read_batch([rows[0], ({"bytes": cases["jpeg photo"][:20], "path": "bad.jpg"}, "row 9")])
+
+
+@needs_torchvision
+def test_the_device_is_warmed_once_per_process(tiny_clip_path, monkeypatch):
+    monkeypatch.setattr(device_images, "_WARM", {})
+    first = device_images.warm_up("cpu")
+    assert first > 0 and device_images.warm_up("cpu") == 0.0
+    assert DeviceImages(load_scorer(str(tiny_clip_path))).warmup_s == 0.0  # already warm
+    monkeypatch.setattr(device_images, "_WARM", {})
+    assert DeviceImages(load_scorer(str(tiny_clip_path))).warmup_s > 0
+
+    def broken(device):
+        raise RuntimeError("no nvjpeg")
+
+    monkeypatch.setattr(device_images, "warm_up", broken)  # a failed warm-up leaves the first-image check to decide
+    assert DeviceImages(load_scorer(str(tiny_clip_path))).warmup_s == 0.0
 
 
 @needs_torchvision

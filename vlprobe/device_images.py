@@ -24,6 +24,7 @@ difference (pixels, scores, flipped comparisons) on a GPU. Neither path applies 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from PIL import Image
@@ -138,6 +139,28 @@ def read_batch(rows: list[tuple[Any, str]]) -> list[Any]:
     return [read_for_device(image, where) for image, where in rows]
 
 
+_WARM: dict[str, float] = {}  # device -> seconds its first decode took, in this process
+
+
+def warm_up(device: Any) -> float:
+    """Decode a tiny JPEG on ``device`` once per process (the first nvjpeg / CUDA use there costs seconds: the
+    library, its handles and the first kernels load), so that a run pays it when its DeviceImages is made, not
+    inside its first batch. Returns the seconds it took here (0 when the device was already warm)."""
+    key = str(device)
+    if key in _WARM:
+        return 0.0
+    import torch
+    from torchvision.io import ImageReadMode, decode_jpeg, encode_jpeg
+
+    start = time.perf_counter()
+    tiny = encode_jpeg(torch.full((3, 16, 16), 128, dtype=torch.uint8))
+    decode_jpeg([tiny], mode=ImageReadMode.RGB, device=key)
+    if key.startswith("cuda"):
+        torch.cuda.synchronize(torch.device(key))
+    _WARM[key] = time.perf_counter() - start
+    return _WARM[key]
+
+
 def decode_on(payloads: list[Any], device: Any, wheres: list[str] | None = None) -> list[Any]:
     """:func:`read_for_device`'s payloads -> (3, H, W) uint8 tensors on ``device``: the encoded JPEGs
     decoded together (nvjpeg on CUDA), the others copied over. A JPEG the batched decode refuses is
@@ -186,6 +209,13 @@ class DeviceImages:
         self.device = str(scorer.device)
         self._stream = None
         self.checked = False  # set by the engine once a first image went through
+        # the device's first decode, once per process, here rather than in the first batch (seconds on CUDA); if it
+        # fails, the engine's check on a first image fails too and the run goes on the CPU path, said once
+        self.warmup_s = 0.0
+        try:
+            self.warmup_s = warm_up(self.device)
+        except Exception:  # noqa: BLE001
+            pass
 
     def __call__(self, payloads: list[Any], wheres: list[str] | None = None) -> Any:
         import torch

@@ -114,7 +114,14 @@ def test_the_device_is_warmed_once_per_process(tiny_clip_path, monkeypatch):
     assert first > 0 and device_images.warm_up("cpu") == 0.0
     assert DeviceImages(load_scorer(str(tiny_clip_path))).warmup_s == 0.0  # already warm
     monkeypatch.setattr(device_images, "_WARM", {})
-    assert DeviceImages(load_scorer(str(tiny_clip_path))).warmup_s > 0
+    scorer = load_scorer(str(tiny_clip_path))
+    seen = []
+    real = scorer.preprocess_images
+    monkeypatch.setattr(scorer, "preprocess_images", lambda images: seen.append([tuple(i.shape) for i in images]) or real(images))
+    assert DeviceImages(scorer).warmup_s > 0 and seen == [[(3, 16, 16)]]  # the processor ran on the tiny image too
+    monkeypatch.setattr(device_images, "_WARM", {})
+    monkeypatch.setattr(scorer, "preprocess_images", lambda images: 1 / 0)  # a failing processor: left to the check
+    assert DeviceImages(scorer).warmup_s > 0
 
     def broken(device):
         raise RuntimeError("no nvjpeg")

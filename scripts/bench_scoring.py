@@ -7,6 +7,8 @@ built from the items' texts). One table, each row a stage, each stage in its own
 prints the rest) and skipped once ``--time-cap`` seconds have gone (a hard alarm at the cap + 60 s ends the
 script with what it has):
 
+* **device path warm-up**: the process's first decode and preprocess on the device (a tiny JPEG, done once when
+  a ``DeviceImages`` is made, so outside every timed stage and before an engine run's first batch), apart;
 * **decode**: JPEG bytes -> (3, H, W) uint8, on the CPU (``to_tensor``, one image at a time, as a DataLoader
   worker does) and on the device (``vlprobe.device_images.decode_on``: one ``decode_jpeg`` call per batch,
   nvjpeg on CUDA); **preprocess**: the model's fast image processor on the CPU and on the device;
@@ -302,6 +304,9 @@ def main(argv=None) -> int:
     texts = list(dict.fromkeys(t for it in items for t in it.texts))
     bs = args.batch_size
     device_prep = DeviceImages(scorer) if scorer.preprocessing.get("image_backend") == "torchvision" else None
+    if device_prep is not None:  # the first decode on the device in this process: paid once, when a run starts
+        rep.row("setup.device_warmup_s", f"device path warm-up ({device}: first decode + preprocess, once per process)",
+                device_prep.warmup_s, "s (once per process, outside the timed stages)")
     rep.line(f"image processor: {scorer.preprocessing.get('image_processor')} "
              f"({scorer.preprocessing.get('image_backend')}); {len(raw)} unique images, {len(texts)} unique texts")
 

@@ -49,6 +49,8 @@ def test_bench_scoring_runs_every_stage(repo_root, tmp_path):
     data = json.loads((tmp_path / "out" / "bench.json").read_text())
     assert not data["errors"] and data["rows"]["gpu_vs_cpu.pixel_max_abs"] == 0.0  # the same code on the CPU
     assert data["rows"]["loop.max_abs_diff"] < 1e-4
+    assert "device path warm-up (cpu: first decode + preprocess, once per process)" in out
+    assert data["rows"]["setup.device_warmup_s"] > 0
     assert (tmp_path / "out" / "bench.txt").read_text().splitlines()[-1].startswith("bench total")
 
 

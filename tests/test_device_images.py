@@ -17,10 +17,19 @@ import pytest
 from PIL import Image
 from test_preprocessing import TEXTS, _encoded_cases, jpeg_photo, needs_torchvision
 
-from vlprobe import auto_batch
-from vlprobe.device_images import PIXEL_MAX_DIFF, PIXEL_MEAN_DIFF, DeviceImages, decode_on, device_path, read_for_device
+from vlprobe import auto_batch, device_images
+from vlprobe.device_images import (
+    PIXEL_MAX_DIFF,
+    PIXEL_MEAN_DIFF,
+    DeviceImages,
+    decode_on,
+    device_path,
+    jpeg_header,
+    read_batch,
+    read_for_device,
+)
 from vlprobe.engine import Engine
-from vlprobe.images import ImageError, to_pil
+from vlprobe.images import ImageError, ImageTooLargeError, to_pil
 from vlprobe.items import Item
 from vlprobe.scorers import load_scorer
 
@@ -60,6 +69,65 @@ def test_cpu_decode_of_the_device_path_gives_the_pil_pixels():
         assert got.dtype == torch.uint8 and got.shape == want.shape, name
         assert torch.equal(got, want), (name, int((got.int() - want.int()).abs().max()))
     assert decoded[list(cases).index("jpeg exif rotated")].shape[1:] == (200, 320)  # as stored, not rotated
+
+
+def test_jpeg_header_reads_what_pil_reads():
+    """The marker scan gives PIL's mode and size for every RGB and grey JPEG, and None (PIL decides) for the rest."""
+    cases = _cases()
+    for name, data in cases.items():
+        with Image.open(io.BytesIO(data)) as pil:
+            want = (pil.mode, pil.size) if pil.format == "JPEG" and pil.mode in ("RGB", "L") else None
+        assert jpeg_header(data) == want, name
+    assert jpeg_header(cases["jpeg photo"]) is not None and jpeg_header(cases["jpeg grey"])[0] == "L"
+    assert jpeg_header(cases["jpeg cmyk"]) is None
+    photo = cases["jpeg photo"]
+    assert jpeg_header(photo[:2] + b"\xff\xff" + photo[2:]) == jpeg_header(photo)  # a fill byte
+    for odd in (b"", b"\xff\xd8", b"\xff\xd8\xff" + b"0" * 40, photo[:20], b"\xff\xd8\xff\xda\x00\x08" + b"\x00" * 8,
+                b"\xff\xd8\xff\xc0\x00\x11\x08\x00\x00\x00\x10\x03" + b"\x00" * 9):  # ... height 0 (DNL)
+        assert jpeg_header(odd) is None, odd
+
+
+@needs_torchvision
+def test_read_for_device_refuses_an_oversized_jpeg_from_its_header(monkeypatch):
+    data = _jpeg(jpeg_photo(1, size=(320, 200)))
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)
+    with pytest.raises(ImageTooLargeError, match=r"row 3: image photo.jpg is 320 x 200 = 64,000 pixels"):
+        read_for_device({"bytes": data, "path": "photo.jpg"}, where="row 3")
+
+
+@needs_torchvision
+def test_read_batch_is_read_for_device_on_each_row():
+    import torch
+
+    cases = _cases()
+    rows = [({"bytes": data, "path": name}, name) for name, data in cases.items()]
+    for got, (image, where) in zip(read_batch(rows), rows):
+        assert torch.equal(got, read_for_device(image, where))
+    with pytest.raises(ImageError, match="row 9: corrupt or unreadable image bad.jpg"):
+        read_batch([rows[0], ({"bytes": cases["jpeg photo"][:20], "path": "bad.jpg"}, "row 9")])
+
+
+@needs_torchvision
+def test_the_device_is_warmed_once_per_process(tiny_clip_path, monkeypatch):
+    monkeypatch.setattr(device_images, "_WARM", {})
+    first = device_images.warm_up("cpu")
+    assert first > 0 and device_images.warm_up("cpu") == 0.0
+    assert DeviceImages(load_scorer(str(tiny_clip_path))).warmup_s == 0.0  # already warm
+    monkeypatch.setattr(device_images, "_WARM", {})
+    scorer = load_scorer(str(tiny_clip_path))
+    seen = []
+    real = scorer.preprocess_images
+    monkeypatch.setattr(scorer, "preprocess_images", lambda images: seen.append([tuple(i.shape) for i in images]) or real(images))
+    assert DeviceImages(scorer).warmup_s > 0 and seen == [[(3, 16, 16)]]  # the processor ran on the tiny image too
+    monkeypatch.setattr(device_images, "_WARM", {})
+    monkeypatch.setattr(scorer, "preprocess_images", lambda images: 1 / 0)  # a failing processor: left to the check
+    assert DeviceImages(scorer).warmup_s > 0
+
+    def broken(device):
+        raise RuntimeError("no nvjpeg")
+
+    monkeypatch.setattr(device_images, "warm_up", broken)  # a failed warm-up leaves the first-image check to decide
+    assert DeviceImages(load_scorer(str(tiny_clip_path))).warmup_s == 0.0
 
 
 @needs_torchvision
@@ -142,6 +210,41 @@ def test_engine_device_path_gives_the_cpu_paths_scores(tiny_clip_path, workers):
     engine._device_images = DeviceImages(scorer)
     with pytest.raises(ImageError, match="item 'broken'.*broken.jpg"):
         engine.score([*items[:2], bad])
+
+
+@needs_torchvision
+def test_engine_device_path_reads_a_batch_per_task_in_threads_made_once(tiny_clip_path, monkeypatch):
+    """One read task per batch (not a future per image), the reader and preparing threads made once per engine and
+    kept across calls, and texts encoded between image batches (while the next batch is read and prepared)."""
+    import threading
+
+    import vlprobe.engine as engine_module
+
+    scorer = load_scorer(str(tiny_clip_path))
+    items = [Item(f"i{k}", it.images, (f"a photo number {k}", f"a drawing number {k}"), it.gold)
+             for k, it in enumerate(_photo_items(12))]
+    reads: list[int] = []
+    real_read_batch = engine_module.read_batch
+    monkeypatch.setattr(engine_module, "read_batch", lambda rows: reads.append(len(rows)) or real_read_batch(rows))
+    calls: list[str] = []
+    real_images, real_texts = scorer.encode_images, scorer.encode_texts
+    monkeypatch.setattr(scorer, "encode_images", lambda inputs: calls.append("i") or real_images(inputs))
+    monkeypatch.setattr(scorer, "encode_texts", lambda texts: calls.append("t") or real_texts(texts))
+    want = Engine(scorer, batch_size=4, progress=False).score(items)
+    calls.clear()
+    engine = Engine(scorer, batch_size=4, num_workers=2, progress=False)
+    engine._device_images = DeviceImages(scorer)
+    got = engine.score(items)
+    for a, b in zip(got.scores, want.scores):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+    assert reads == [4, 4, 4]  # 12 images, batch 4: one read per batch
+    assert calls.count("i") == 3 and calls.count("t") >= 6  # 24 texts, batch 4 (texts of one token length per batch)
+    assert calls[0] == "i" and "t" in calls[: calls.index("i", 1)]  # texts between the first and second image batch
+    pools = engine._pools()
+    engine.score(items[:8])  # a second call: the same threads
+    assert engine._pools() == pools and reads == [4, 4, 4, 4, 4]
+    names = [t.name for t in threading.enumerate()]
+    assert sum(n.startswith("vlprobe-read") for n in names) <= 2 and sum(n.startswith("vlprobe-prepare") for n in names) <= 1
 
 
 @needs_torchvision

@@ -217,7 +217,9 @@ def test_out_of_memory_suggests_smaller_batch_and_keeps_cache(tmp_path):
     with ScoreCache(tmp_path, scorer.cache_key()) as cache:
         with pytest.raises(EngineOutOfMemory, match="smaller --batch-size"):
             Engine(scorer, batch_size=2, cache=cache, progress=False).score(toy_items(20))
-        assert len(cache) == 4  # the two batches before the failure
+        # the two image batches before the failure, and the texts encoded between image batches before it
+        assert scorer.images_encoded == 4 and 0 < scorer.texts_encoded < 68
+        assert len(cache) == 4 + scorer.texts_encoded
 
 
 def test_bad_options():

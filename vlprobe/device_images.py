@@ -3,9 +3,10 @@
 On a GPU the engine's input path, not the model, was the floor: one CPU core decodes a 640 x 480 JPEG
 about 19x slower than nvjpeg does in a batch (docs/performance.md). So, where :func:`device_path` allows:
 
-* threads read each image's bytes and its header (:func:`read_for_device`): an RGB or grey JPEG is
-  handed over as its encoded bytes (a 1-D uint8 tensor); anything else (PNG, CMYK JPEG, WebP, ...) is
-  decoded there on the CPU, as :func:`vlprobe.images.to_tensor` does;
+* threads read each batch's bytes and headers in one task (:func:`read_batch`, :func:`read_for_device`; a
+  JPEG's header from its markers, :func:`jpeg_header`): an RGB or grey JPEG is handed over as its encoded
+  bytes (a 1-D uint8 tensor); anything else (PNG, CMYK JPEG, WebP, ...) is decoded there on the CPU, as
+  :func:`vlprobe.images.to_tensor` does;
 * the JPEGs of a batch are decoded together with ``torchvision.io.decode_jpeg(...,
   device=...)`` (nvjpeg on CUDA), the CPU-decoded ones are copied over (non-blocking), and the
   (3, H, W) uint8 tensors, already on the device, go to the scorer's own image processor, whose resize /
@@ -23,11 +24,12 @@ difference (pixels, scores, flipped comparisons) on a GPU. Neither path applies 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from PIL import Image
 
-from .images import ImageError, _encoded, open_checked, to_tensor
+from .images import ImageError, ImageTooLargeError, _encoded, describe, open_checked, to_tensor, too_large
 
 # RGB and grey JPEGs are decoded on the device; (format, mode) pairs as PIL reads the header.
 DEVICE_DECODES = {("JPEG", "RGB"), ("JPEG", "L")}
@@ -66,21 +68,107 @@ def device_path(scorer: Any) -> tuple[bool, str]:
     return True, ""
 
 
+# JPEG start-of-frame markers (baseline, extended, progressive, lossless; Huffman and arithmetic), as PIL reads them
+_SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
+_JPEG_MODES = {1: "L", 3: "RGB"}
+
+
+def jpeg_header(data: bytes) -> tuple[str, tuple[int, int]] | None:
+    """(mode as PIL names it, (width, height)) of an RGB or grey JPEG, from its markers up to the frame header,
+    or None for anything else or anything odd (then PIL reads the header and has the last word). A few byte
+    reads instead of ``Image.open``: the engine reads every image's header, and PIL's JPEG parser, in Python,
+    held the GIL for about 0.1 ms an image, a sixth of the model's time per image at its best batch on a GPU."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    at, n = 2, len(data)
+    while at + 4 <= n:
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD7:  # markers without a length
+            at += 2
+            continue
+        if marker in (0xD8, 0xD9, 0xDA):  # a second SOI, EOI or scan data before any frame header
+            return None
+        length = (data[at + 2] << 8) | data[at + 3]
+        if length < 2:
+            return None
+        if marker in _SOF:
+            if at + 10 > n or length < 8:
+                return None
+            height = (data[at + 5] << 8) | data[at + 6]
+            width = (data[at + 7] << 8) | data[at + 8]
+            mode = _JPEG_MODES.get(data[at + 9])
+            if mode is None or not width or not height:  # CMYK, odd component counts, a height given later (DNL)
+                return None
+            return mode, (width, height)
+        at += 2 + length
+    return None
+
+
 def read_for_device(image: Any, where: str = "") -> Any:
     """In a reader thread: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode
     on the device), anything else decoded here to a (3, H, W) uint8 tensor. The header is read (size
-    guard, format) so that an unreadable file is named here, with ``where``."""
+    guard, format) so that an unreadable file is named here, with ``where``: an RGB or grey JPEG's from its
+    markers (:func:`jpeg_header`), anything else's by PIL."""
     import torch
 
     if isinstance(image, Image.Image):
         return to_tensor(image, where)
     prefix = f"{where}: " if where else ""
     data = _encoded(image, prefix)
-    with open_checked(data, prefix, image) as header:
-        kind = (header.format, header.mode)
+    header = jpeg_header(data)
+    if header is not None:
+        reason = too_large(header[1])
+        if reason:
+            raise ImageTooLargeError(f"{prefix}image {describe(image)} {reason}")
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    with open_checked(data, prefix, image) as pil:
+        kind = (pil.format, pil.mode)
     if kind in DEVICE_DECODES:
         return torch.frombuffer(bytearray(data), dtype=torch.uint8)
     return to_tensor(image, where)
+
+
+def read_batch(rows: list[tuple[Any, str]]) -> list[Any]:
+    """:func:`read_for_device` for a batch's (image, where) rows, in one call: one task per batch for the
+    engine's reader threads (a future per image cost more, on a GPU, than reading the image)."""
+    return [read_for_device(image, where) for image, where in rows]
+
+
+_WARM: dict[str, float] = {}  # device -> seconds its first decode (and preprocess) took, in this process
+
+
+def warm_up(device: Any, preprocess: Any = None) -> float:
+    """Decode a tiny JPEG on ``device`` once per process, and run ``preprocess`` (the scorer's
+    ``preprocess_images``) on it: the first nvjpeg / CUDA use there costs seconds (the library, its handles, the
+    first kernels, and modules torch imports on first use: ``decode_on`` took 6.7 s of a fresh, profiled
+    ``vlprobe evaluate``'s scoring on an H200, docs/performance.md),
+    so a run pays it when its DeviceImages is made, not inside its first timed batch. Returns the seconds it took
+    here (0 when the device was already warm). A processor that fails here is left to the engine's check on a
+    first image, which says why and goes on the CPU path."""
+    key = str(device)
+    if key in _WARM:
+        return 0.0
+    import torch
+    from torchvision.io import ImageReadMode, decode_jpeg, encode_jpeg
+
+    start = time.perf_counter()
+    tiny = encode_jpeg(torch.full((3, 16, 16), 128, dtype=torch.uint8))
+    with torch.inference_mode():
+        image = decode_jpeg([tiny], mode=ImageReadMode.RGB, device=key)[0]
+        if preprocess is not None:
+            try:
+                preprocess([image])
+            except Exception:  # noqa: BLE001
+                pass
+    if key.startswith("cuda"):
+        torch.cuda.synchronize(torch.device(key))
+    _WARM[key] = time.perf_counter() - start
+    return _WARM[key]
 
 
 def decode_on(payloads: list[Any], device: Any, wheres: list[str] | None = None) -> list[Any]:
@@ -131,6 +219,13 @@ class DeviceImages:
         self.device = str(scorer.device)
         self._stream = None
         self.checked = False  # set by the engine once a first image went through
+        # the device's first decode, once per process, here rather than in the first batch (seconds on CUDA); if it
+        # fails, the engine's check on a first image fails too and the run goes on the CPU path, said once
+        self.warmup_s = 0.0
+        try:
+            self.warmup_s = warm_up(self.device, getattr(scorer, "preprocess_images", None))
+        except Exception:  # noqa: BLE001
+            pass
 
     def __call__(self, payloads: list[Any], wheres: list[str] | None = None) -> Any:
         import torch

@@ -20,9 +20,11 @@ positions turns such ties into wins or losses at random.)
 
 * Images are decoded and preprocessed in ``torch.utils.data.DataLoader`` workers
   (``num_workers``; 0 decodes in the main process). On a GPU, for a fast (torchvision) image processor,
-  threads read the bytes (no DataLoader processes) and JPEGs are decoded in batches on the device, where
-  the processor runs too (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs
-  the current one.
+  the engine's reader threads (made once per engine) read a few batches ahead, a task per batch (no
+  DataLoader processes), and JPEGs are decoded in batches on the device, where the processor runs too
+  (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs the current one.
+* Texts are encoded a share at a time between image batches, so the model encodes texts while the next
+  image batch is read and prepared; the batches (and so the numbers) are the same as encoded apart.
 * ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
   card and remembered (:mod:`vlprobe.auto_batch`); on the CPU it is the default, 32.
 * With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
@@ -35,9 +37,12 @@ positions turns such ties into wins or losses at random.)
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -46,7 +51,7 @@ import numpy as np
 from . import auto_batch
 from .cache import ScoreCache
 from .defaults import BATCH_SIZE
-from .device_images import DeviceImages, device_path, read_for_device
+from .device_images import DeviceImages, device_path, read_batch, read_for_device
 from .images import ImageError, content_hash, describe, to_pil, to_tensor
 from .items import Item
 from .scorers.base import DualScorer, PairScorer, Scorer, text_key
@@ -255,6 +260,8 @@ class Engine:
         self.rank, self.world = dist_info()
         self._reused: dict[str, np.ndarray] = {}  # committed by a concurrent run while this one ran
         self._device_images: DeviceImages | None = None
+        self._readers: ThreadPoolExecutor | None = None  # the device path's threads, made once per engine
+        self._preparer: ThreadPoolExecutor | None = None
         if isinstance(scorer, DualScorer):
             on_device, why = device_path(scorer)
             if on_device:
@@ -323,8 +330,11 @@ class Engine:
 
         computed: dict[str, np.ndarray] = {}
         scorer = self.scorer
-        computed.update(self._run_images(missing_images, scorer))
-        computed.update(self._run_texts(missing_texts, scorer, lengths))
+        # texts are encoded a share at a time between image batches: while the next image batch is read, decoded and
+        # preprocessed (in threads, or DataLoader workers), the model encodes texts instead of waiting
+        texts = _TextSteps(self, missing_texts, scorer, lengths)
+        computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None))
+        computed.update(texts.finish())
         stats["computed_images"] = sum(k.startswith("i:") for k in computed)
         stats["computed_texts"] = sum(k.startswith("t:") for k in computed)
         vectors.update(self._gather(computed))
@@ -345,12 +355,14 @@ class Engine:
         stats["unique_pairs"] = len(pair_score)
         return EngineResult(scores=scores, probabilities=None, stats=stats)
 
-    def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer) -> dict[str, np.ndarray]:
+    def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer,
+                    between: Callable[[float], None] | None = None) -> dict[str, np.ndarray]:
+        """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``."""
         if not rows:
             return {}
         on_device = self._device_images_for(rows)
         if on_device is not None:
-            return self._run_images_on_device(rows, scorer, on_device)
+            return self._run_images_on_device(rows, scorer, on_device, between)
         collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
 
         def sample() -> Any:  # one real batch of inputs, for the batch size search
@@ -362,32 +374,79 @@ class Engine:
         size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
         loader = self._loader(rows, collate, size)
         out: dict[str, np.ndarray] = {}
-        for keys, inputs, error in self._bar(loader, len(rows), "images"):
+        total = max(1, len(loader))
+        for done, (keys, inputs, error) in enumerate(self._bar(loader, len(rows), "images"), 1):
             if error:
                 raise ImageError(error)
             emb = self._call(scorer.encode_images, inputs, size)
             self._store(out, keys, emb)
+            if between is not None:
+                between(done / total)
         return out
 
-    def _run_images_on_device(self, rows: list[tuple[str, Any, str]], scorer: DualScorer,
-                              on_device: DeviceImages) -> dict[str, np.ndarray]:
+    def _run_images_on_device(self, rows: list[tuple[str, Any, str]], scorer: DualScorer, on_device: DeviceImages,
+                              between: Callable[[float], None] | None = None) -> dict[str, np.ndarray]:
         """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
-        reading bytes saves). ``num_workers`` threads (at least one) read bytes and headers and decode what is not an
-        RGB or grey JPEG (PIL and torchvision release the GIL), and each batch is decoded and preprocessed on the
-        device in a thread, one batch ahead of the model."""
-        from concurrent.futures import ThreadPoolExecutor
+        reading bytes saves). The engine's reader threads (``num_workers``, at least one; made once per engine)
+        read whole batches, a task per batch, a few batches ahead (bytes and headers; what is not an RGB or grey
+        JPEG is decoded there: PIL and torchvision release the GIL), and one preparing thread decodes and
+        preprocesses each batch on the device one batch ahead of the model; meanwhile the main thread encodes
+        this batch and then (``between``) a share of the texts."""
+        readers, preparer = self._pools()
 
-        with ThreadPoolExecutor(max(1, self.num_workers), thread_name_prefix="vlprobe-read") as readers:
-            def load(batch: list[tuple[str, Any, str]]) -> Any:
-                return on_device(list(readers.map(lambda r: read_for_device(r[1], r[2]), batch)), [r[2] for r in batch])
+        def read(batch: list[tuple[str, Any, str]]) -> list[Any]:
+            return read_batch([(r[1], r[2]) for r in batch])
 
-            size = self._tower_batch("images", scorer.encode_images, lambda: load(rows[:BATCH_SIZE]), len(rows))
-            batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
-            out: dict[str, np.ndarray] = {}
-            jobs = (([r[0] for r in batch], batch, None) for batch in self._bar(batches, len(rows), "images"))
-            for keys, inputs, _ in _one_ahead(jobs, load):
-                self._store(out, keys, self._call(scorer.encode_images, inputs, size))
+        def prepare(batch: list[tuple[str, Any, str]], payloads: Future) -> Any:
+            return on_device(payloads.result(), [r[2] for r in batch])
+
+        sample = rows[:BATCH_SIZE]
+        size = self._tower_batch("images", scorer.encode_images, lambda: on_device(read(sample), [r[2] for r in sample]),
+                                 len(rows))
+        batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
+        total, ahead = max(1, len(batches)), max(2, min(self.num_workers, 4))
+        source = iter(self._bar(batches, len(rows), "images"))
+        reads: deque[tuple[list[tuple[str, Any, str]], Future]] = deque()
+        jobs: list[Future] = []  # every future handed out, so that none is left running when this returns
+
+        def next_job() -> tuple[list[tuple[str, Any, str]], Future] | None:
+            while len(reads) < ahead:
+                batch = next(source, None)
+                if batch is None:
+                    break
+                reads.append((batch, readers.submit(read, batch)))
+                jobs.append(reads[-1][1])
+            if not reads:
+                return None
+            batch, payloads = reads.popleft()
+            jobs.append(preparer.submit(prepare, batch, payloads))  # queued behind the batch being prepared now
+            return batch, jobs[-1]
+
+        out: dict[str, np.ndarray] = {}
+        try:
+            job, done = next_job(), 0
+            while job is not None:
+                batch, prepared = job
+                job = next_job()  # its bytes are read and it is prepared while the model runs this batch
+                inputs = prepared.result()
+                self._store(out, [r[0] for r in batch], self._call(scorer.encode_images, inputs, size))
+                done += 1
+                if between is not None:
+                    between(done / total)
+                jobs = [j for j in jobs if not j.done()]
+        finally:
+            for j in jobs:
+                j.cancel()
+            wait(jobs)  # a task already running finishes before the caller goes on (or falls back, or raises)
         return out
+
+    def _pools(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
+        """The device path's reader threads and its preparing thread: made once per engine and kept (their threads
+        end when the engine is collected), not made and shut down for every batch or every call."""
+        if self._readers is None or self._preparer is None:
+            self._readers = ThreadPoolExecutor(max(1, self.num_workers), thread_name_prefix="vlprobe-read")
+            self._preparer = ThreadPoolExecutor(1, thread_name_prefix="vlprobe-prepare")
+        return self._readers, self._preparer
 
     def _device_images_for(self, rows: list[tuple[str, Any, str]]) -> DeviceImages | None:
         """The device path, once it has run on a first image here; a processor step the device refuses (an error
@@ -440,23 +499,8 @@ class Engine:
 
     def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer,
                    lengths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
-        """Encode (key, text) rows. With their token lengths, texts of one length are batched together
-        (shortest first): a batch then holds little or no padding, which keeps each embedding close to
-        the one the text gets encoded alone."""
-        out: dict[str, np.ndarray] = {}
-        if not rows:
-            return out
-        groups = None
-        if lengths:
-            rows = sorted(rows, key=lambda r: lengths.get(r[0], 0))
-            groups = [lengths.get(k, 0) for k, _ in rows]
-        # searched on the longest texts (the last after sorting): the batch that needs the most memory
-        size = self._tower_batch("texts", scorer.encode_texts, lambda: [t for _, t in rows[-BATCH_SIZE:]], len(rows))
-        batches = _FreshBatches([k for k, _ in rows], size, self.cache, self._reused, rows=rows, groups=groups)
-        for batch in self._bar(batches, len(rows), "texts"):
-            emb = self._call(scorer.encode_texts, [t for _, t in batch], size)
-            self._store(out, [k for k, _ in batch], emb)
-        return out
+        """Encode (key, text) rows (:class:`_TextSteps`, all at once)."""
+        return _TextSteps(self, rows, scorer, lengths).finish()
 
     # -- pair scorers -----------------------------------------------------------------------------
     def _score_pairs(self, items: Sequence[Item]) -> EngineResult:
@@ -672,6 +716,54 @@ class Engine:
         return tqdm(iterable, desc=f"encoding {total_inputs} {what}{suffix}", unit="batch", leave=False)
 
 
+class _TextSteps:
+    """Encode (key, text) rows a share at a time (:meth:`step`, between image batches) or all at once
+    (:meth:`finish`). With their token lengths, texts of one length are batched together (shortest first): a batch
+    then holds little or no padding, which keeps each embedding close to the one the text gets encoded alone. The
+    batches are the same however the steps fall, so the numbers are too. The texts' batch size is settled at the
+    first step, after the images' (a search runs one tower at a time)."""
+
+    def __init__(self, engine: Engine, rows: list[tuple[str, str]], scorer: DualScorer,
+                 lengths: dict[str, int] | None) -> None:
+        self.engine, self.scorer, self.out = engine, scorer, {}
+        self.groups = None
+        if lengths and rows:
+            rows = sorted(rows, key=lambda r: lengths.get(r[0], 0))
+            self.groups = [lengths.get(k, 0) for k, _ in rows]
+        self.rows = rows
+        self.size = 0
+        self.batches: Any = None
+        self.total = self.done = 0
+
+    def step(self, share: float) -> None:
+        """Encode batches until ``share`` (0 to 1) of them are done."""
+        if not self.rows:
+            return
+        engine = self.engine
+        if self.batches is None:
+            rows = self.rows
+            # searched on the longest texts (the last after sorting): the batch that needs the most memory
+            self.size = engine._tower_batch("texts", self.scorer.encode_texts,
+                                            lambda: [t for _, t in rows[-BATCH_SIZE:]], len(rows))
+            batches = _FreshBatches([k for k, _ in rows], self.size, engine.cache, engine._reused, rows=rows,
+                                    groups=self.groups)
+            self.total = len(batches)
+            self.batches = iter(engine._bar(batches, len(rows), "texts"))
+        want = self.total if share >= 1 else math.ceil(share * self.total)
+        while self.done < want:
+            batch = next(self.batches, None)
+            if batch is None:  # the rest was committed by a concurrent run meanwhile
+                self.done = self.total
+                return
+            engine._store(self.out, [k for k, _ in batch], engine._call(self.scorer.encode_texts,
+                                                                        [t for _, t in batch], self.size))
+            self.done += 1
+
+    def finish(self) -> dict[str, np.ndarray]:
+        self.step(1.0)
+        return self.out
+
+
 def _inference() -> Any:
     import torch
 
@@ -683,26 +775,6 @@ def _empty_device_cache() -> None:
 
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-def _one_ahead(batches: Iterable[tuple[list[str], Any, str | None]],
-               prepare: Callable[[Any], Any] | None) -> Iterable[tuple[list[str], Any, str | None]]:
-    """(keys, payload, error) batches with ``prepare(payload)`` run in a thread one batch ahead: the next batch is
-    decoded and preprocessed while the caller runs the model on this one. Without ``prepare``, as they come."""
-    if prepare is None:
-        yield from batches
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1, thread_name_prefix="vlprobe-prepare") as pool:
-        pending = None
-        for keys, payload, error in batches:
-            job = pool.submit(prepare, payload) if error is None else None
-            if pending is not None:
-                yield pending[0], (pending[1].result() if pending[1] is not None else None), pending[2]
-            pending = (keys, job, error)
-        if pending is not None:
-            yield pending[0], (pending[1].result() if pending[1] is not None else None), pending[2]
 
 
 def score_items(

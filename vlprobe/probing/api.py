@@ -31,7 +31,6 @@ from .settings import (
     OPTIONS,
     PROBE_RUN_FILE,
     TEXT_ONLY,
-    TRAIN,
     VALIDATION,
     ZERO_SHOT,
     ProbeSettingError,
@@ -95,12 +94,6 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
     with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
         data = load_splits(data_name, s.configs, revision=s.dataset_revision, limit=s.limit,
                            outside_images=s.outside_images)
-    for task, splits in data.items():  # a learning-curve size past the train split would be trained on all of it
-        too_big = [n for n in (s.train_sizes or []) if n > len(splits[TRAIN])]
-        if too_big:
-            raise ProbeSettingError("train_sizes", s.train_sizes, f"{too_big[0]:,} is more than the "
-                                    f"{len(splits[TRAIN]):,} rows of {task}/{TRAIN}; the full train split is always "
-                                    "a point of the curve")
     # Rows that cannot train a probe are refused before the weights load when the family is known from
     # the config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
     early_family = _family_from_config(s.model, s.family, s.revision) if processor is None else None

@@ -333,8 +333,11 @@ class Engine:
         # texts are encoded a share at a time between image batches: while the next image batch is read, decoded and
         # preprocessed (in threads, or DataLoader workers), the model encodes texts instead of waiting
         texts = _TextSteps(self, missing_texts, scorer, lengths)
-        computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None))
-        computed.update(texts.finish())
+        try:
+            computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None))
+            computed.update(texts.finish())
+        finally:
+            texts.close()
         stats["computed_images"] = sum(k.startswith("i:") for k in computed)
         stats["computed_texts"] = sum(k.startswith("t:") for k in computed)
         vectors.update(self._gather(computed))
@@ -500,7 +503,11 @@ class Engine:
     def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer,
                    lengths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
         """Encode (key, text) rows (:class:`_TextSteps`, all at once)."""
-        return _TextSteps(self, rows, scorer, lengths).finish()
+        texts = _TextSteps(self, rows, scorer, lengths)
+        try:
+            return texts.finish()
+        finally:
+            texts.close()
 
     # -- pair scorers -----------------------------------------------------------------------------
     def _score_pairs(self, items: Sequence[Item]) -> EngineResult:
@@ -733,6 +740,7 @@ class _TextSteps:
         self.rows = rows
         self.size = 0
         self.batches: Any = None
+        self.bar: Any = None
         self.total = self.done = 0
 
     def step(self, share: float) -> None:
@@ -748,7 +756,8 @@ class _TextSteps:
             batches = _FreshBatches([k for k, _ in rows], self.size, engine.cache, engine._reused, rows=rows,
                                     groups=self.groups)
             self.total = len(batches)
-            self.batches = iter(engine._bar(batches, len(rows), "texts"))
+            self.bar = engine._bar(batches, len(rows), "texts")
+            self.batches = iter(self.bar)
         want = self.total if share >= 1 else math.ceil(share * self.total)
         while self.done < want:
             batch = next(self.batches, None)
@@ -762,6 +771,13 @@ class _TextSteps:
     def finish(self) -> dict[str, np.ndarray]:
         self.step(1.0)
         return self.out
+
+    def close(self) -> None:
+        """Close the progress bar now: a run stopped between image batches prints its message after the bar is
+        gone, not under a bar closed later by the garbage collector."""
+        close = getattr(self.bar, "close", None)
+        if close is not None:
+            close()
 
 
 def _inference() -> Any:

@@ -128,6 +128,34 @@ def _get(url: str, timeout: float) -> bytes:
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return response.read()
 
+def _fetch(url: str, timeout: float, retries: int) -> tuple[bytes | None, list[str], bool]:
+    """(the bytes or None, the error of each try, whether the host answered at all): up to ``retries`` tries with
+    backoff; an HTTP answer that will not change (401, 403, 404, 410) ends them."""
+    data, errors, reachable = None, [], True
+    for attempt in range(max(1, retries)):
+        try:
+            data = _get(url, timeout)
+            break
+        except urllib.error.HTTPError as err:
+            errors.append(f"HTTP {err.code}")
+            if err.code in (401, 403, 404, 410):
+                break
+        except (urllib.error.URLError, OSError, TimeoutError) as err:
+            errors.append(str(getattr(err, "reason", err)))
+            reachable = False
+        if attempt + 1 < retries:
+            time.sleep(min(0.5 * 2**attempt, 8.0))
+    return data, errors, reachable
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """Write beside ``target`` and rename: a killed fetch never leaves a partial file under the real name."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+
+
 
 def _needed_message(upstream: Upstream, missing: Sequence[UpstreamFile], base: str, why: str, cache: Path) -> str:
     lines = [f"{upstream.benchmark}: {len(missing)} annotation file(s) are not in the cache ({cache}) and {why}.",
@@ -184,29 +212,12 @@ def annotation_folder(
             upstream, missing, base, "offline mode is on (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE)", cache))
     for n, f in enumerate(missing):
         url = base + f.path
-        data = None
-        errors: list[str] = []
-        for attempt in range(max(1, retries)):
-            try:
-                data = _get(url, timeout)
-                break
-            except urllib.error.HTTPError as err:
-                errors.append(f"HTTP {err.code}")
-                if err.code in (401, 403, 404, 410):
-                    break
-            except (urllib.error.URLError, OSError, TimeoutError) as err:
-                errors.append(str(getattr(err, "reason", err)))
-            if attempt + 1 < retries:
-                time.sleep(min(0.5 * 2**attempt, 8.0))
+        data, errors, _ = _fetch(url, timeout, retries)
         if data is None:
             raise AnnotationDownloadError(_needed_message(
                 upstream, missing[n:], base, f"downloading {url} failed ({'; '.join(errors)})", cache))
         verify(data, f, url, upstream)
-        target = cache / f.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        _write_atomically(cache / f.path, data)
         if log:
             log(f"{upstream.benchmark}: fetched {f.path} ({len(data):,} bytes, "
                 + ("git blob verified)" if f.pinned else "no pinned git blob hash to check it against)"))
@@ -291,20 +302,7 @@ def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
             absent[f.path] = (f, up, f"not in the cache ({folder}) and {unreachable}")
             continue
         url = base + f.path
-        data, errors, reachable = None, [], True
-        for attempt in range(max(1, retries)):
-            try:
-                data = _get(url, timeout)
-                break
-            except urllib.error.HTTPError as err:
-                errors.append(f"HTTP {err.code}")
-                if err.code in (401, 403, 404, 410):
-                    break
-            except (urllib.error.URLError, OSError, TimeoutError) as err:
-                errors.append(str(getattr(err, "reason", err)))
-                reachable = False
-            if attempt + 1 < retries:
-                time.sleep(min(0.5 * 2**attempt, 8.0))
+        data, errors, reachable = _fetch(url, timeout, retries)
         if data is None:
             why = f"downloading {url} failed ({'; '.join(errors)})"
             absent[f.path] = (f, up, why)
@@ -312,11 +310,7 @@ def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
                 unreachable = f"the host could not be reached ({errors[-1]})"
             continue
         verify(data, f, url, up)
-        target = folder / f.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        _write_atomically(folder / f.path, data)
         found[f.path] = (f, up)
         if log:
             log(f"{up.benchmark}: fetched {f.path} ({len(data):,} bytes, "

@@ -7,6 +7,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -91,3 +94,32 @@ def load(folder: Path, config: str, split: str = "test") -> datasets.Dataset:
     not by the parquet's content, and several test folders share a name and card: each folder's parent gets its
     own cache."""
     return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(folder.parent / ".hf_cache"))
+
+
+# what a clone would not hold, when the copy cannot ask git
+_NOT_IN_A_CLONE = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
+                                         ".hypothesis", "runs", "data")
+
+
+def source_tree(repo_root: Path, dest: Path) -> Path:
+    """The files a clone has (tracked, plus new files git does not ignore), copied to ``dest``, so
+    that building never writes build/ or *.egg-info into the checkout under test."""
+    listed = None
+    if shutil.which("git"):
+        proc = subprocess.run(["git", "ls-files", "-z", "-c", "-o", "--exclude-standard"], cwd=repo_root,
+                              capture_output=True, timeout=60)
+        if proc.returncode == 0:
+            listed = [p for p in proc.stdout.decode().split("\0") if p]
+    if listed is None:
+        shutil.copytree(repo_root, dest, symlinks=True, ignore=_NOT_IN_A_CLONE)
+        return dest
+    for rel in listed:
+        src, out = repo_root / rel, dest / rel
+        if not src.exists() and not src.is_symlink():
+            continue  # deleted in the working tree, not yet committed
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), out)
+        else:
+            shutil.copy2(src, out)
+    return dest

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers_data import source_tree
 
 pytestmark = pytest.mark.slow
 
@@ -86,27 +86,9 @@ def test_the_blocks_are_found_and_every_skip_says_why():
         assert markers == sum(b.skip is not None for b in BLOCKS if b.page == page), page
 
 
-def _source_copy(dest: Path) -> Path:
-    """The files a clone has (tracked, plus new files git does not ignore)."""
-    proc = subprocess.run(["git", "ls-files", "-z", "-c", "-o", "--exclude-standard"], cwd=REPO, capture_output=True,
-                          timeout=60)
-    if proc.returncode != 0:
-        pytest.skip(f"not a git checkout: {proc.stderr.decode().strip()}")
-    for rel in [p for p in proc.stdout.decode().split("\0") if p]:
-        src, out = REPO / rel, dest / rel
-        if not src.exists() and not src.is_symlink():
-            continue  # deleted in the working tree, not yet committed
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            os.symlink(os.readlink(src), out)
-        else:
-            shutil.copy2(src, out)
-    return dest
-
-
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> tuple[Path, dict]:
-    work = _source_copy(tmp_path_factory.mktemp("docs") / "vlprobe")
+    work = source_tree(REPO, tmp_path_factory.mktemp("docs") / "vlprobe")
     (work / ".venv").symlink_to(Path(sys.prefix))  # `make setup`'s environment: this one
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                VLPROBE_CACHE=str(work.parent / "cache"), HF_MODULES_CACHE=str(work.parent / "modules"),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -21,35 +20,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers_data import source_tree
 
 pytestmark = pytest.mark.slow
-
-_IGNORED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
-                                  ".hypothesis", "runs", "data")
-
-
-def _source_tree(repo_root: Path, dest: Path) -> Path:
-    """The files a clone has (tracked, plus new files git does not ignore), copied to ``dest``, so
-    that building never writes build/ or *.egg-info into the checkout under test."""
-    listed = None
-    if shutil.which("git"):
-        proc = subprocess.run(["git", "ls-files", "-z", "-c", "-o", "--exclude-standard"], cwd=repo_root,
-                              capture_output=True, timeout=60)
-        if proc.returncode == 0:
-            listed = [p for p in proc.stdout.decode().split("\0") if p]
-    if listed is None:
-        shutil.copytree(repo_root, dest, symlinks=True, ignore=_IGNORED)
-        return dest
-    for rel in listed:
-        src, out = repo_root / rel, dest / rel
-        if not src.exists() and not src.is_symlink():
-            continue  # deleted in the working tree, not yet committed
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            os.symlink(os.readlink(src), out)
-        else:
-            shutil.copy2(src, out)
-    return dest
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess:
@@ -60,7 +33,7 @@ def _pip(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def source(repo_root, tmp_path_factory) -> Path:
-    return _source_tree(repo_root, tmp_path_factory.mktemp("src") / "vlprobe")
+    return source_tree(repo_root, tmp_path_factory.mktemp("src") / "vlprobe")
 
 
 @pytest.fixture(scope="module")

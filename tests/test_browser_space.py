@@ -537,18 +537,16 @@ def _unknown_model(page, viewport, shots):
     box = page.get_by_label("Model", exact=True).filter(visible=True).first
     box.fill("nobody/no-such-model-here")
     box.press("Enter")
-    start = time.perf_counter()
     page.get_by_role("button", name="Score", exact=True).click()
+    # refused before any load or Hub call (tests/test_space.py checks that in-process, with no clock)
     _wait_verdict(page, r"^Cannot score", timeout=10_000)
-    seconds = time.perf_counter() - start
     message = _markdown(page, "verdict").inner_text().strip()
-    assert seconds < 3.0, seconds
     assert "no-such-model-here" in message and message.count(". ") == 0 and "\n" not in message, message
     assert not re.search(r"--|HF_HUB|/tmp|hf download|huggingface-cli", message)
     page.screenshot(path=str(shots / f"unknown_model_{viewport}.png"))
     box.fill("models/mini-clip")
     box.press("Enter")
-    return seconds
+    return message
 
 
 def _uploads(page, model_path, tmp_path):
@@ -834,7 +832,7 @@ def test_the_space_at_both_sizes(browser, app, model_path, viewport, tmp_path, s
         step("gallery chart px", _score_gallery_examples, page, viewport, shots, charts)
         step("tie", _tie, page, viewport, shots, charts)
         step("contrast, scored", _check_contrast, page, "score tab, scored")
-        step("unknown model s", _unknown_model, page, viewport, shots)
+        step("unknown model", _unknown_model, page, viewport, shots)
         if viewport == "laptop":
             step("uploads", _uploads, page, model_path, tmp_path)
         step("bad row", _bad_row, page)

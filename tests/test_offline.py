@@ -69,18 +69,14 @@ def test_cli_says_it_in_one_line(tmp_path, tiny_clip_path):
 
 def test_the_probe_fails_as_fast_on_an_unreachable_name(tmp_path, tiny_clip_path):
     """`vlprobe probe --dataset nosuch` spent 28 s in datasets' retries: now the same one line as evaluate."""
-    import time
-
     env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}", HOME=str(tmp_path / "home"))
-    t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", "probe", "--dataset", "nosuch", "--model",
                            str(tiny_clip_path), "--out", str(tmp_path / "o")], capture_output=True, text=True,
                           timeout=300, env=env, cwd=tmp_path)
-    elapsed = time.perf_counter() - t
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "vlprobe probe: error: dataset 'nosuch'" \
         in proc.stderr and "cannot be reached" in proc.stderr
-    assert "Retrying" not in proc.stderr and elapsed < 25, elapsed  # the retries alone took 28 s
+    assert "Retrying" not in proc.stderr  # the retries took the 28 s (no clock: no test times the machine)
 
 
 def test_a_path_that_is_not_there_is_not_asked_of_the_hub(tmp_path, tiny_clip_path):

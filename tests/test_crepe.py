@@ -179,6 +179,7 @@ def authors_rows(real: Path, config: str) -> list[tuple[str, list[str], int]]:
     return [(str(c), list(ast.literal_eval(h)), int(i)) for c, h, i in zip(df["caption"], df["hard_negs"], df["image_id"])]
 
 
+@pytest.mark.slow
 def test_every_productivity_configs_rows_as_the_authors_read_them(real: Path) -> None:
     read = crepe.read_all(real, facts.PROD_CONFIGS)  # from the loose copy (no zip here)
     assert set(read["rows"]) == set(facts.PROD_CONFIGS) and not read["empty"]
@@ -221,6 +222,7 @@ def test_the_third_party_copy_is_pinned_to_source_md(real: Path) -> None:
     assert len(UP.commit) == 40 and UP.commit in (real / "SOURCE.md").read_text()
 
 
+@pytest.mark.slow
 def test_dry_run_on_the_real_files(real: Path, tmp_path: Path, capsys) -> None:
     listing = tmp_path / "images.tsv"
     code, out, err = _cli("build", "crepe", "--annotations", str(real), "--dry-run", "--image-list", str(listing),

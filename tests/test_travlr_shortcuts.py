@@ -410,6 +410,7 @@ def test_no_config_is_solved_without_the_scene(accuracies, task, framing):
         assert acc <= CHANCE_BOUND, f"{task}/{split}: a {framing} shortcut scores {acc:.3f} > {CHANCE_BOUND}"
 
 
+@pytest.mark.slow
 def test_the_cards_table_is_what_the_test_measures(accuracies):
     from vlprobe.builders.travlr import CARD_BODY
 
@@ -521,10 +522,12 @@ def _assert_documented(expected: list[str], text: str, where: str) -> None:
             f"{where} is stale: it says {found[0]!r}, the test measures {line!r}")
 
 
+@pytest.mark.slow
 def test_the_docs_cheap_table_is_what_the_test_measures(cheap, repo_root):
     _assert_documented(cheap_table(cheap), (repo_root / "docs" / "datasets.md").read_text(), "docs/datasets.md")
 
 
+@pytest.mark.slow
 def test_the_cards_cheap_figures_are_what_the_test_measures(cheap):
     from vlprobe.builders.travlr import CARD_BODY
 

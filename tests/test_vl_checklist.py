@@ -90,6 +90,7 @@ def test_the_pins_are_the_commits_and_match_source_md(shared_data: Path, data: P
         assert (data / path).stat().st_size == f.size
 
 
+@pytest.mark.slow
 def test_every_files_counts_and_quirks_as_the_authors_loader_reads_it(data: Path) -> None:
     totals = {"records": 0, "same": 0, "dups_spatial": 0}
     for f in facts.FILES:
@@ -138,6 +139,7 @@ def _cli(*argv: str, capsys) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Path, capsys) -> None:
     listing = tmp_path / "images.tsv"
     code, out, err = _cli("build", "vl_checklist", "--annotations", str(data), "--dry-run", "--image-list", str(listing),

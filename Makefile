@@ -53,13 +53,14 @@ browser:
 lint: setup
 	$(BIN)/ruff check .
 
+# -n auto: one pytest worker per core (pytest-xdist); worksteal evens out modules of very different lengths.
 test: setup browser lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 # The quick subset: every test but those marked slow (builds from the real annotations, end-to-end runs in
 # subprocesses, the bench-script smokes, kill/resume, installs) or browser. `make test` still runs everything.
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n auto --dist worksteal -m "not slow and not browser"
 
 bench: setup
 	$(BIN)/python scripts/bench_metric.py

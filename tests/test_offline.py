@@ -88,18 +88,18 @@ def test_a_path_that_is_not_there_is_not_asked_of_the_hub(tmp_path, tiny_clip_pa
             check_reachable(name)
 
 
-def _hub_answers(monkeypatch, answer):
-    """HfApi.dataset_info stood in for: raises ``answer``, or returns when it is None."""
+def _hub_answers(monkeypatch, answer, kind="dataset"):
+    """HfApi.dataset_info (or model_info) stood in for: raises ``answer``, or returns when it is None."""
     import huggingface_hub
 
     calls = []
 
-    def dataset_info(self, repo_id, **kw):
+    def info(self, repo_id, **kw):
         calls.append((repo_id, kw.get("timeout")))
         if answer is not None:
             raise answer
 
-    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", dataset_info)
+    monkeypatch.setattr(huggingface_hub.HfApi, f"{kind}_info", info)
     return calls
 
 
@@ -146,6 +146,37 @@ def test_hub_answers_are_told_apart(tmp_path, monkeypatch):
     evaluation.check_reachable("owner/found")
     evaluation.check_reachable("owner/found")
     assert calls == [("owner/found", 2)]
+
+
+def test_hub_answers_about_a_model_are_told_apart(tmp_path, monkeypatch):
+    """The same answers for --model: absent, unreachable with and without a cached copy, gated, slow, found."""
+    import httpx
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    from vlprobe.errors import ModelError
+    from vlprobe.names import check_model
+
+    hub = _no_cache(tmp_path, monkeypatch)
+    for v in ("TRANSFORMERS_OFFLINE",):
+        monkeypatch.delenv(v, raising=False)
+    response = httpx.Response(404, request=httpx.Request("GET", "http://hub"))
+    _hub_answers(monkeypatch, RepositoryNotFoundError("no", response=response), "model")
+    with pytest.raises(ModelError, match="has no model of that name"):
+        check_model("owner/nosuch")
+    _hub_answers(monkeypatch, ConnectionError("refused"), "model")
+    with pytest.raises(ModelError, match=r"is not a local folder, and the Hub .* cannot be reached \(ConnectionError\)"):
+        check_model("owner/nocopy")
+    (hub / "models--owner--cached").mkdir(parents=True)
+    with pytest.raises(ModelError, match="a copy is cached: rerun with HF_HUB_OFFLINE=1"):
+        check_model("owner/cached")
+
+    class ReadTimeout(Exception):
+        pass
+
+    for answer in (GatedRepoError("gated", response=response), ReadTimeout("slow"), None):
+        calls = _hub_answers(monkeypatch, answer, "model")
+        check_model("owner/there")  # loading says what a gated model needs; a slow link is waited for
+        assert calls == [("owner/there", 2)]
 
 
 def test_offline_with_a_cached_copy_goes_on(tmp_path, monkeypatch):

@@ -136,28 +136,17 @@ def check_model(model: Any, revision: str | None = None) -> None:
             return
         raise ModelError(f"model {text!r} is not a local folder, and {offline} is set with no copy of it in the Hugging "
                          f"Face cache{hint or _MODEL_HOW}")
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
-
-    try:
-        with quiet_hub_logging():
-            HfApi().model_info(text, revision=revision, timeout=2)
-    except GatedRepoError:  # exists: loading says what access it needs
-        return
-    except RepositoryNotFoundError:
+    answer = _ask_hub("model", text, revision)
+    if answer == "absent":
         raise ModelError(f"model {text!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) has no model "
-                         f"of that name{hint or '; check the name'}") from None
-    except HfHubHTTPError:
-        return  # a bad revision, a server error...: loading says what exactly
-    except Exception as err:  # no connection, a timeout, a proxy: the Hub cannot be asked
-        if type(err).__name__ == "ReadTimeout":  # connected, slow to answer: loading waits longer
-            return
+                         f"of that name{hint or '; check the name'}")
+    if answer.startswith("unreachable:"):
+        error = answer.split(":", 1)[1]
         if _hub_cached("model", text):
-            raise ModelError(f"model {text!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached "
-                             f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
-                             f"it") from None
+            raise ModelError(f"model {text!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached ({error}); a copy "
+                             f"is cached: rerun with HF_HUB_OFFLINE=1 to read it")
         raise ModelError(f"model {text!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) cannot be "
-                         f"reached ({type(err).__name__}){hint or _MODEL_HOW}") from None
+                         f"reached ({error}){hint or _MODEL_HOW}")
 
 
 def check_family(family: str | None) -> None:
@@ -234,29 +223,19 @@ def check_dataset(dataset: str, revision: str | None = None) -> None:
         return
     if (dataset, revision) in _REACHED:
         return
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
-
-    try:
-        with quiet_hub_logging():
-            HfApi().dataset_info(dataset, revision=revision, timeout=2)
+    answer = _ask_hub("dataset", dataset, revision)
+    if answer == "found":
         _REACHED.add((dataset, revision))
-    except GatedRepoError:  # a RepositoryNotFoundError too, but it exists: datasets says what access it needs
-        return
-    except RepositoryNotFoundError:
+    elif answer == "absent":
         raise DatasetError(f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub "
-                           f"({hub_constants.ENDPOINT}){hint or '; check the name'}") from None
-    except HfHubHTTPError:
-        return  # gated, a bad revision, a server error...: datasets says what exactly
-    except Exception as err:  # no connection, a connect timeout, a proxy: the Hub cannot be asked
-        if type(err).__name__ == "ReadTimeout":  # connected, but slow to answer: datasets waits longer
-            return
+                           f"({hub_constants.ENDPOINT}){hint or '; check the name'}")
+    elif answer.startswith("unreachable:"):
+        error = answer.split(":", 1)[1]
         if _hub_cached("dataset", dataset):
-            raise DatasetError(f"dataset {dataset!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached "
-                               f"({type(err).__name__}); a copy is cached: rerun with HF_HUB_OFFLINE=1 to read "
-                               f"it") from None
+            raise DatasetError(f"dataset {dataset!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached ({error}); "
+                               f"a copy is cached: rerun with HF_HUB_OFFLINE=1 to read it")
         raise DatasetError(f"dataset {dataset!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) cannot "
-                           f"be reached ({type(err).__name__}){hint or '; ' + _OFFLINE_HOW}") from None
+                           f"be reached ({error}){hint or '; ' + _OFFLINE_HOW}")
 
 
 # ---- the Hub ------------------------------------------------------------------------------------------------
@@ -268,6 +247,29 @@ def offline_variable(kind: str) -> str | None:
     """The variable that keeps the library loading a ``kind`` (model, dataset) off the Hub, when one is set."""
     return next((v for v in _OFFLINE_VARIABLES[kind]
                  if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")), None)
+
+
+def _ask_hub(kind: str, repo_id: str, revision: str | None) -> str:
+    """What the Hub says of model or dataset ``repo_id`` within 2 s: "found"; "absent"; "unreachable:<error>"
+    (no connection, a connect timeout, a proxy: it cannot be asked); or "ask the loader" (gated, a bad revision,
+    a server error, or connected but slow to answer: the library that loads it says what exactly, or waits
+    longer)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    ask = HfApi().model_info if kind == "model" else HfApi().dataset_info
+    try:
+        with quiet_hub_logging():
+            ask(repo_id, revision=revision, timeout=2)
+    except GatedRepoError:  # a RepositoryNotFoundError too, but it exists
+        return "ask the loader"
+    except RepositoryNotFoundError:
+        return "absent"
+    except HfHubHTTPError:
+        return "ask the loader"
+    except Exception as err:  # noqa: BLE001
+        return "ask the loader" if type(err).__name__ == "ReadTimeout" else f"unreachable:{type(err).__name__}"
+    return "found"
 
 
 def _hub_cached(kind: str, repo_id: str) -> bool:

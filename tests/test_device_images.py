@@ -230,6 +230,8 @@ def test_engine_device_path_reads_a_batch_per_task_in_threads_made_once(tiny_cli
     real_images, real_texts = scorer.encode_images, scorer.encode_texts
     monkeypatch.setattr(scorer, "encode_images", lambda inputs: calls.append("i") or real_images(inputs))
     monkeypatch.setattr(scorer, "encode_texts", lambda texts: calls.append("t") or real_texts(texts))
+    real_ids = scorer.encode_seen_ids
+    monkeypatch.setattr(scorer, "encode_seen_ids", lambda ids: calls.append("t") or real_ids(ids))
     want = Engine(scorer, batch_size=4, progress=False).score(items)
     calls.clear()
     engine = Engine(scorer, batch_size=4, num_workers=2, progress=False)

@@ -24,7 +24,9 @@ positions turns such ties into wins or losses at random.)
   DataLoader processes), and JPEGs are decoded in batches on the device, where the processor runs too
   (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs the current one.
 * Texts are encoded a share at a time between image batches, so the model encodes texts while the next
-  image batch is read and prepared; the batches (and so the numbers) are the same as encoded apart.
+  image batch is read and prepared; the batches (and so the numbers) are the same as encoded apart. A scorer
+  that can (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) is given the token ids each text was
+  keyed by, not the text: each text is tokenized once per chunk of a run (the tie check reads the same ids).
 * ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
   card and remembered (:mod:`vlprobe.auto_batch`); on the CPU it is the default, 32.
 * With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
@@ -259,6 +261,7 @@ class Engine:
         self.log = log if log is not None else (lambda msg: print(msg, file=sys.stderr))
         self.rank, self.world = dist_info()
         self._reused: dict[str, np.ndarray] = {}  # committed by a concurrent run while this one ran
+        self._seen: dict[str, tuple[int, ...] | None] = {}  # the last seen_texts call's ids, by text
         self._device_images: DeviceImages | None = None
         self._readers: ThreadPoolExecutor | None = None  # the device path's threads, made once per engine
         self._preparer: ThreadPoolExecutor | None = None
@@ -318,7 +321,7 @@ class Engine:
                 if key not in image_rows:
                     image_rows[key] = (key, image, _where(item, k, image))
             item_images.append(ikeys)
-        tkey_of, text_rows, lengths = self._text_rows(t for item in items for t in item.texts)
+        tkey_of, text_rows, text_ids = self._text_rows(t for item in items for t in item.texts)
         item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts]) for ikeys, item in zip(item_images, items)]
 
         vectors, stats = self._lookup(list(image_rows) + list(text_rows))
@@ -332,7 +335,7 @@ class Engine:
         scorer = self.scorer
         # texts are encoded a share at a time between image batches: while the next image batch is read, decoded and
         # preprocessed (in threads, or DataLoader workers), the model encodes texts instead of waiting
-        texts = _TextSteps(self, missing_texts, scorer, lengths)
+        texts = _TextSteps(self, missing_texts, scorer, text_ids)
         try:
             computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None))
             computed.update(texts.finish())
@@ -501,9 +504,9 @@ class Engine:
         return size
 
     def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer,
-                   lengths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+                   ids: dict[str, tuple[int, ...]] | None = None) -> dict[str, np.ndarray]:
         """Encode (key, text) rows (:class:`_TextSteps`, all at once)."""
-        texts = _TextSteps(self, rows, scorer, lengths)
+        texts = _TextSteps(self, rows, scorer, ids)
         try:
             return texts.finish()
         finally:
@@ -572,10 +575,10 @@ class Engine:
 
     def embed_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
         """A DualScorer's text embeddings (N, d) for ``texts`` (computed once per unique text, cached)."""
-        tkey_of, text_rows, lengths = self._text_rows(texts)
+        tkey_of, text_rows, text_ids = self._text_rows(texts)
         keys = ["t:" + tkey_of[t] for t in texts]
         rows = {k: (k, t) for k, t in text_rows.items()}
-        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer, lengths))
+        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer, text_ids))
 
     def pair_features(self, images: Sequence[Any], texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
         """A PairScorer's joint representation (N, d) of each (image, text), from its
@@ -620,29 +623,41 @@ class Engine:
         return matrix, stats
 
     # -- shared machinery -------------------------------------------------------------------------
-    def _read_texts(self, texts: Iterable[str]) -> tuple[list[str], dict[str, int] | None]:
-        """(each text's key, token length per key or None). The scorer tokenizes each distinct string
-        once (:meth:`~vlprobe.scorers.base.Scorer.seen_texts`)."""
+    def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
+        """:meth:`~vlprobe.scorers.base.Scorer.seen_texts` of ``texts``, each distinct string tokenized once: the
+        texts of the last call are kept, so that the run's tie check and its text keys read the ids the engine
+        keyed and encoded its chunk by (one tokenization per text, not one per use)."""
+        texts = list(texts)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        seen: list[Any] | None = self.scorer.seen_texts(todo) if todo else []
+        if seen is not None and len(seen) != len(todo):
+            raise ValueError(f"{type(self.scorer).__name__}.seen_texts returned {len(seen)} rows for "
+                             f"{len(todo)} texts")
+        known = {t: self._seen[t] for t in texts if t in self._seen}
+        known.update(zip(todo, [None] * len(todo) if seen is None else seen))
+        self._seen = known  # this call's texts only: memory stays one chunk's
+        out = [known[t] for t in texts]
+        return None if any(ids is None for ids in out) else out
+
+    def _read_texts(self, texts: Iterable[str]) -> tuple[list[str], dict[str, tuple[int, ...]] | None]:
+        """(each text's key, the token ids per key or None), from :meth:`seen_texts`."""
         texts = list(texts)
         distinct = list(dict.fromkeys(texts))
-        seen = self.scorer.seen_texts(distinct) if distinct else []
-        if seen is not None and len(seen) != len(distinct):
-            raise ValueError(f"{type(self.scorer).__name__}.seen_texts returned {len(seen)} rows for "
-                             f"{len(distinct)} texts")
+        seen = self.seen_texts(distinct)
         keys = [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(distinct)]
         of = dict(zip(distinct, keys))
-        lengths = None if seen is None else {k: len(ids) for k, ids in zip(keys, seen)}
-        return [of[t] for t in texts], lengths
+        ids = None if seen is None else dict(zip(keys, seen))
+        return [of[t] for t in texts], ids
 
-    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, int] | None]:
-        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: token length} or None)."""
+    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, tuple] | None]:
+        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: its token ids} or None)."""
         texts = list(dict.fromkeys(texts))
-        keys, lengths = self._read_texts(texts)
+        keys, ids = self._read_texts(texts)
         of = dict(zip(texts, keys))
         rows: dict[str, str] = {}
         for text, key in of.items():
             rows.setdefault("t:" + key, text)
-        return of, rows, None if lengths is None else {"t:" + k: n for k, n in lengths.items()}
+        return of, rows, None if ids is None else {"t:" + k: row for k, row in ids.items()}
 
     def _lookup(self, keys: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
@@ -725,18 +740,23 @@ class Engine:
 
 class _TextSteps:
     """Encode (key, text) rows a share at a time (:meth:`step`, between image batches) or all at once
-    (:meth:`finish`). With their token lengths, texts of one length are batched together (shortest first): a batch
+    (:meth:`finish`). With their token ids, texts of one length are batched together (shortest first): a batch
     then holds little or no padding, which keeps each embedding close to the one the text gets encoded alone. The
-    batches are the same however the steps fall, so the numbers are too. The texts' batch size is settled at the
-    first step, after the images' (a search runs one tower at a time)."""
+    batches are the same however the steps fall, so the numbers are too. A scorer that can
+    (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) encodes those ids, not the texts: each text is then
+    tokenized once per run, for its key. The texts' batch size is settled at the first step, after the images' (a
+    search runs one tower at a time)."""
 
     def __init__(self, engine: Engine, rows: list[tuple[str, str]], scorer: DualScorer,
-                 lengths: dict[str, int] | None) -> None:
+                 ids: dict[str, tuple[int, ...]] | None) -> None:
         self.engine, self.scorer, self.out = engine, scorer, {}
         self.groups = None
-        if lengths and rows:
-            rows = sorted(rows, key=lambda r: lengths.get(r[0], 0))
-            self.groups = [lengths.get(k, 0) for k, _ in rows]
+        if ids and rows:
+            rows = sorted(rows, key=lambda r: len(ids.get(r[0], ())))
+            self.groups = [len(ids.get(k, ())) for k, _ in rows]
+        self.ids = ids if ids is not None and rows and all(k in ids for k, _ in rows) and scorer.encodes_seen_ids() \
+            else None
+        self.encode = scorer.encode_seen_ids if self.ids is not None else scorer.encode_texts
         self.rows = rows
         self.size = 0
         self.batches: Any = None
@@ -751,8 +771,7 @@ class _TextSteps:
         if self.batches is None:
             rows = self.rows
             # searched on the longest texts (the last after sorting): the batch that needs the most memory
-            self.size = engine._tower_batch("texts", self.scorer.encode_texts,
-                                            lambda: [t for _, t in rows[-BATCH_SIZE:]], len(rows))
+            self.size = engine._tower_batch("texts", self.encode, lambda: self._inputs(rows[-BATCH_SIZE:]), len(rows))
             batches = _FreshBatches([k for k, _ in rows], self.size, engine.cache, engine._reused, rows=rows,
                                     groups=self.groups)
             self.total = len(batches)
@@ -764,9 +783,11 @@ class _TextSteps:
             if batch is None:  # the rest was committed by a concurrent run meanwhile
                 self.done = self.total
                 return
-            engine._store(self.out, [k for k, _ in batch], engine._call(self.scorer.encode_texts,
-                                                                        [t for _, t in batch], self.size))
+            engine._store(self.out, [k for k, _ in batch], engine._call(self.encode, self._inputs(batch), self.size))
             self.done += 1
+
+    def _inputs(self, rows: list[tuple[str, str]]) -> list[Any]:
+        return [t for _, t in rows] if self.ids is None else [self.ids[k] for k, _ in rows]
 
     def finish(self) -> dict[str, np.ndarray]:
         self.step(1.0)

@@ -148,9 +148,47 @@ class DualEncoderScorer(DualScorer):
                                    max_length=self.max_length, return_tensors="pt"))
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
+        return self._encode_text_inputs(self.tokenize(texts))
+
+    def encodes_seen_ids(self) -> bool:
+        # only while the ids and their padding are this class's own (a subclass that feeds texts another way keeps
+        # encode_texts) and the tokenizer says how it pads
+        cls, tok = type(self), self.tokenizer
+        return (cls.seen_texts is DualScorer.seen_texts and cls.tokenize is DualEncoderScorer.tokenize
+                and cls.encode_texts is DualEncoderScorer.encode_texts and self.text_limit() == self.max_length
+                and isinstance(getattr(tok, "pad_token_id", None), int)
+                and getattr(tok, "padding_side", "right") in ("left", "right"))
+
+    def encode_seen_ids(self, ids: list[tuple[int, ...]]) -> np.ndarray:
+        return self._encode_text_inputs(self.pad_seen_ids(ids))
+
+    def pad_seen_ids(self, ids: list[tuple[int, ...]]) -> dict:
+        """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids`` (already truncated
+        to ``max_length``): padded as it pads, on the tokenizer's side, with the attention mask and token type ids
+        when the tokenizer returns them (``model_input_names``)."""
         import torch
 
-        inputs = self._to_device(self.tokenize(texts))
+        tok = self.tokenizer
+        names = getattr(tok, "model_input_names", ("input_ids", "attention_mask"))
+        width = max([len(row) for row in ids] + ([self.max_length] if self.padding == "max_length" else []))
+        input_ids = torch.full((len(ids), width), tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(ids), width), dtype=torch.long)
+        left = tok.padding_side == "left"
+        for i, row in enumerate(ids):
+            at = slice(width - len(row), width) if left else slice(0, len(row))
+            input_ids[i, at] = torch.tensor(row, dtype=torch.long)
+            mask[i, at] = 1
+        out = {"input_ids": input_ids}
+        if "token_type_ids" in names:  # one sequence: type 0, padding the tokenizer's pad type
+            out["token_type_ids"] = torch.where(mask.bool(), 0, int(getattr(tok, "pad_token_type_id", 0)))
+        if "attention_mask" in names:
+            out["attention_mask"] = mask
+        return out
+
+    def _encode_text_inputs(self, inputs: dict) -> np.ndarray:
+        import torch
+
+        inputs = self._to_device(inputs)
         with torch.inference_mode():
             emb = embedding_of(self.model.get_text_features(**inputs))
         return self._normalise(emb)

@@ -28,7 +28,8 @@ positions turns such ties into wins or losses at random.)
   that can (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) is given the token ids each text was
   keyed by, not the text: each text is tokenized once per chunk of a run (the tie check reads the same ids).
 * ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
-  card and remembered (:mod:`vlprobe.auto_batch`); on the CPU it is the default, 32.
+  card and remembered (:mod:`vlprobe.auto_batch`), the images' and then the texts', both before the first
+  image batch is read (nothing runs beside the timed batches); on the CPU it is the default, 32.
 * With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
   computed batch is committed before the next starts: a killed run, started again, loses nothing
   and computes nothing twice.
@@ -337,7 +338,8 @@ class Engine:
         # preprocessed (in threads, or DataLoader workers), the model encodes texts instead of waiting
         texts = _TextSteps(self, missing_texts, scorer, text_ids)
         try:
-            computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None))
+            computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None,
+                                             ready=texts.settle))
             computed.update(texts.finish())
         finally:
             texts.close()
@@ -362,13 +364,16 @@ class Engine:
         return EngineResult(scores=scores, probabilities=None, stats=stats)
 
     def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer,
-                    between: Callable[[float], None] | None = None) -> dict[str, np.ndarray]:
-        """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``."""
+                    between: Callable[[float], None] | None = None,
+                    ready: Callable[[], None] | None = None) -> dict[str, np.ndarray]:
+        """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``. ``ready()`` is
+        called once the images' batch size is settled, before any batch is read: the texts' batch size search runs
+        there, with no image batch read, prepared or encoded beside its timed batches."""
         if not rows:
             return {}
         on_device = self._device_images_for(rows)
         if on_device is not None:
-            return self._run_images_on_device(rows, scorer, on_device, between)
+            return self._run_images_on_device(rows, scorer, on_device, between, ready)
         collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
 
         def sample() -> Any:  # one real batch of inputs, for the batch size search
@@ -378,6 +383,8 @@ class Engine:
             return inputs
 
         size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
+        if ready is not None:
+            ready()
         loader = self._loader(rows, collate, size)
         out: dict[str, np.ndarray] = {}
         total = max(1, len(loader))
@@ -391,7 +398,8 @@ class Engine:
         return out
 
     def _run_images_on_device(self, rows: list[tuple[str, Any, str]], scorer: DualScorer, on_device: DeviceImages,
-                              between: Callable[[float], None] | None = None) -> dict[str, np.ndarray]:
+                              between: Callable[[float], None] | None = None,
+                              ready: Callable[[], None] | None = None) -> dict[str, np.ndarray]:
         """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
         reading bytes saves). The engine's reader threads (``num_workers``, at least one; made once per engine)
         read whole batches, a task per batch, a few batches ahead (bytes and headers; what is not an RGB or grey
@@ -409,6 +417,8 @@ class Engine:
         sample = rows[:BATCH_SIZE]
         size = self._tower_batch("images", scorer.encode_images, lambda: on_device(read(sample), [r[2] for r in sample]),
                                  len(rows))
+        if ready is not None:
+            ready()
         batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
         total, ahead = max(1, len(batches)), max(2, min(self.num_workers, 4))
         source = iter(self._bar(batches, len(rows), "images"))
@@ -744,8 +754,8 @@ class _TextSteps:
     then holds little or no padding, which keeps each embedding close to the one the text gets encoded alone. The
     batches are the same however the steps fall, so the numbers are too. A scorer that can
     (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) encodes those ids, not the texts: each text is then
-    tokenized once per run, for its key. The texts' batch size is settled at the first step, after the images' (a
-    search runs one tower at a time)."""
+    tokenized once per run, for its key. The texts' batch size is settled by :meth:`settle` (before the first image
+    batch) or at the first step."""
 
     def __init__(self, engine: Engine, rows: list[tuple[str, str]], scorer: DualScorer,
                  ids: dict[str, tuple[int, ...]] | None) -> None:
@@ -770,8 +780,7 @@ class _TextSteps:
         engine = self.engine
         if self.batches is None:
             rows = self.rows
-            # searched on the longest texts (the last after sorting): the batch that needs the most memory
-            self.size = engine._tower_batch("texts", self.encode, lambda: self._inputs(rows[-BATCH_SIZE:]), len(rows))
+            self.settle()
             batches = _FreshBatches([k for k, _ in rows], self.size, engine.cache, engine._reused, rows=rows,
                                     groups=self.groups)
             self.total = len(batches)
@@ -785,6 +794,17 @@ class _TextSteps:
                 return
             engine._store(self.out, [k for k, _ in batch], engine._call(self.encode, self._inputs(batch), self.size))
             self.done += 1
+
+    def settle(self) -> None:
+        """The texts' batch size: given, remembered, or (auto) searched here. The engine calls this once the images'
+        size is settled and before the first image batch is read: a search timed between image batches, beside the
+        next batch's reading and preparing, measured too little and stopped early (256 where 1,024 was right, on an
+        H200)."""
+        if self.rows and not self.size:
+            rows = self.rows
+            # searched on the longest texts (the last after sorting): the batch that needs the most memory
+            self.size = self.engine._tower_batch("texts", self.encode, lambda: self._inputs(rows[-BATCH_SIZE:]),
+                                                 len(rows))
 
     def _inputs(self, rows: list[tuple[str, str]]) -> list[Any]:
         return [t for _, t in rows] if self.ids is None else [self.ids[k] for k, _ in rows]

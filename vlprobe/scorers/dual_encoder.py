@@ -166,23 +166,25 @@ class DualEncoderScorer(DualScorer):
         """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids`` (already truncated
         to ``max_length``): padded as it pads, on the tokenizer's side, with the attention mask and token type ids
         when the tokenizer returns them (``model_input_names``)."""
+        import itertools
+
         import torch
 
         tok = self.tokenizer
         names = getattr(tok, "model_input_names", ("input_ids", "attention_mask"))
-        width = max([len(row) for row in ids] + ([self.max_length] if self.padding == "max_length" else []))
-        input_ids = torch.full((len(ids), width), tok.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.long)
-        left = tok.padding_side == "left"
-        for i, row in enumerate(ids):
-            at = slice(width - len(row), width) if left else slice(0, len(row))
-            input_ids[i, at] = torch.tensor(row, dtype=torch.long)
-            mask[i, at] = 1
-        out = {"input_ids": input_ids}
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        width = max(int(lengths.max(initial=0)), self.max_length if self.padding == "max_length" else 0)
+        cols = np.arange(width)[None, :]
+        real = cols >= (width - lengths)[:, None] if tok.padding_side == "left" else cols < lengths[:, None]
+        input_ids = np.full((len(ids), width), tok.pad_token_id, dtype=np.int64)
+        # a boolean mask assigns in row-major order: each row's ids, in order, on its side (one copy, no row loop)
+        input_ids[real] = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        out = {"input_ids": torch.from_numpy(input_ids)}
         if "token_type_ids" in names:  # one sequence: type 0, padding the tokenizer's pad type
-            out["token_type_ids"] = torch.where(mask.bool(), 0, int(getattr(tok, "pad_token_type_id", 0)))
+            types = np.where(real, 0, int(getattr(tok, "pad_token_type_id", 0)))
+            out["token_type_ids"] = torch.from_numpy(types.astype(np.int64))
         if "attention_mask" in names:
-            out["attention_mask"] = mask
+            out["attention_mask"] = torch.from_numpy(real.astype(np.int64))
         return out
 
     def _encode_text_inputs(self, inputs: dict) -> np.ndarray:

@@ -116,6 +116,21 @@ def test_dual_score_is_the_models_logits_per_image(arch, built, images):
     assert np.ptp(want) > 1e-4
 
 
+@pytest.mark.parametrize("arch", _archs("dual"))
+def test_dual_texts_padded_from_their_key_ids_are_the_tokenizers_inputs(arch, built):
+    """The engine tokenizes each text once: its key's ids (seen_texts), padded, are the inputs tokenize gives."""
+    scorer = load_scorer(str(built(arch)))
+    assert scorer.encodes_seen_ids()
+    for texts in (TEXTS, TEXTS[:1], ("", "a dog")):
+        want = scorer.tokenize(list(texts))
+        got = scorer.pad_seen_ids(scorer.seen_texts(list(texts)))
+        assert sorted(got) == sorted(want)
+        for name in want:
+            assert got[name].dtype == want[name].dtype and torch.equal(got[name], want[name]), name
+        np.testing.assert_array_equal(scorer.encode_seen_ids(scorer.seen_texts(list(texts))),
+                                      scorer.encode_texts(list(texts)))
+
+
 # ---- itm: the matching head ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("arch", _archs("itm"))

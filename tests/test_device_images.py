@@ -230,6 +230,8 @@ def test_engine_device_path_reads_a_batch_per_task_in_threads_made_once(tiny_cli
     real_images, real_texts = scorer.encode_images, scorer.encode_texts
     monkeypatch.setattr(scorer, "encode_images", lambda inputs: calls.append("i") or real_images(inputs))
     monkeypatch.setattr(scorer, "encode_texts", lambda texts: calls.append("t") or real_texts(texts))
+    real_ids = scorer.encode_seen_ids
+    monkeypatch.setattr(scorer, "encode_seen_ids", lambda ids: calls.append("t") or real_ids(ids))
     want = Engine(scorer, batch_size=4, progress=False).score(items)
     calls.clear()
     engine = Engine(scorer, batch_size=4, num_workers=2, progress=False)
@@ -346,6 +348,54 @@ def test_engine_auto_searches_each_tower_remembers_and_records(fake_gpu, tmp_pat
     assert calls == [32, 32, 64, 128]  # images: 20 (32 is the first and last size); texts: 68 (up to 128)
     assert result.stats["batch_size"] == {"chosen": "auto", "images": 32, "texts": 128}
     assert not (tmp_path / "home" / auto_batch.MEMO_FILE).exists()
+
+
+@pytest.mark.parametrize("device_path", [False, True])
+def test_engine_searches_the_texts_batch_size_before_the_first_image_batch(fake_gpu, monkeypatch, device_path):
+    """Both searches come before any image batch is read or encoded (texts are encoded between image batches, and a
+    search timed beside the next batch's reading and preparing measured too little). Fake timer: no clock read."""
+    import threading
+
+    from helpers_engine import toy_items
+
+    import vlprobe.engine as engine_module
+
+    scorer, _, _ = fake_gpu
+    events: list[str] = []
+    searching: list[int] = []
+
+    def timed_call(fn, inputs, device):
+        searching.append(1)
+        try:
+            fn(inputs)
+        finally:
+            searching.pop()
+        return max(0.02, len(inputs) * 3e-4)  # throughput rises up to 64, then flat
+
+    monkeypatch.setattr(auto_batch, "timed_call", timed_call)
+    for name, tower in (("encode_images", "images"), ("encode_texts", "texts")):
+        monkeypatch.setattr(scorer, name, (lambda real, tower: lambda x: (
+            events.append(f"{'search' if searching else 'batch'} {tower}"), real(x))[1])(getattr(scorer, name), tower))
+    engine = Engine(scorer, batch_size="auto", num_workers=1, progress=False, log=lambda line: None)
+    if device_path:  # the device path's reader threads and preparing thread, with a stand-in for the device's work
+        real_read = engine_module.read_batch
+        # a batch is read in a reader thread; the search's sample, in this one
+        monkeypatch.setattr(engine_module, "read_batch", lambda rows: events.append(
+            "read" if threading.current_thread().name.startswith("vlprobe-read") else "sample") or real_read(rows))
+
+        def on_device(payloads, wheres=None):
+            return scorer.preprocess_images([Image.fromarray(p.permute(1, 2, 0).numpy()) for p in payloads])
+
+        on_device.checked = True
+        engine._device_images = on_device
+    result = engine.score(toy_items(200, n_colors=200))
+    first = min(events.index(e) for e in ("batch images", "read") if e in events)
+    assert {"search images", "search texts"} <= set(events[:first]), events
+    assert not any(e.startswith("search") for e in events[first:]), events
+    assert ("read" in events) == device_path and events.count("batch images") == 4  # 200 images at 64
+    # texts are still encoded between image batches
+    assert events.index("batch texts") < len(events) - events[::-1].index("batch images")
+    assert result.stats["batch_size"] == {"chosen": "auto", "images": 64, "texts": 64}
 
 
 def test_engine_auto_reads_the_memo_and_is_the_default_on_cpu(fake_gpu, monkeypatch):

@@ -124,6 +124,66 @@ def test_a_scorer_without_a_tokenizer_keys_texts_by_themselves():
         assert S[0, 0] == S[0, 2]
 
 
+class _CountingTokenizer:
+    """The real tokenizer, counting the texts it is asked to tokenize."""
+
+    def __init__(self, tok):
+        self.tok, self.texts = tok, []
+
+    def __call__(self, texts, *args, **kwargs):
+        self.texts.extend([texts] if isinstance(texts, str) else texts)
+        return self.tok(texts, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tok, name)
+
+
+@pytest.mark.parametrize("batch_size", [2, 32])
+def test_each_text_is_tokenized_once_and_scores_are_those_of_encoding_the_texts(repo_root, images, batch_size):
+    """The engine encodes the token ids it keyed each text by (one tokenization per text, the tie check's too),
+    and the scores are bit for bit those of encoding the texts, each tokenized again (the path of a scorer that
+    cannot encode ids)."""
+    from vlprobe.evaluation.scoring import _collapsed
+
+    texts = [("a red circle", "a blue square", "a red circle"), (FOLDED[0], "a green star and a blue square",
+                                                                 FOLDED[1]), (UNKNOWN[0], "two circles", UNKNOWN[1])]
+    items = _items(images * 4, texts * 4, [1, 1, 0])
+    distinct = sorted({t for item in items for t in item.texts})
+    scorer = load_scorer(str(repo_root / "models" / "mini-clip"))
+    scorer.tokenizer = counting = _CountingTokenizer(scorer.tokenizer)
+    assert scorer.encodes_seen_ids()
+    engine = Engine(scorer, batch_size=batch_size, progress=False)
+    got = engine.score(items)
+    assert _collapsed(engine, items) == ["tokens"] * 12
+    assert sorted(counting.texts) == distinct
+    counting.texts.clear()
+    scorer.encodes_seen_ids = lambda: False
+    want = Engine(scorer, batch_size=batch_size, progress=False).score(items)
+    assert len(counting.texts) > len(distinct)  # keyed, then tokenized again to be encoded
+    for x, y in zip(got.scores, want.scores):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_an_evaluate_run_tokenizes_each_text_once(folder, tiny_clip_path, tmp_path, monkeypatch, capsys):
+    from collections import Counter
+
+    from vlprobe.cli import main
+
+    cls = type(load_scorer(str(tiny_clip_path)).tokenizer)
+    seen = Counter()
+    real = cls.__call__
+
+    def counted(self, texts, *args, **kwargs):
+        seen.update([texts] if isinstance(texts, str) else texts)
+        return real(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "__call__", counted)
+    assert main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--bootstrap", "0",
+                 "--no-progress", "--num-workers", "0", "--cache-dir", "none", "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    assert seen and max(seen.values()) == 1, seen.most_common(3)
+
+
 def test_the_same_pair_in_column_positions_of_a_wide_item(mini_clip, images):
     """The matmul of one image against many texts: a text repeated at every position gives one number."""
     texts = tuple(["a red circle"] + [f"{n} blue squares" for n in range(2, 9)] + ["A red circle"] * 3)
@@ -356,7 +416,7 @@ def test_the_tie_warning_counts_the_tied_items_and_how_they_were_counted(mini_cl
              ("a red circle", "a blue square", "a green star"),  # nothing alike
              ("two red circles", "a blue square", "a green star")]  # scored with an exact tie below (a clamp, say)
     items = _items(images + images[:1], texts, [1, 1, 0])
-    assert _collapsed(mini_clip, items) == ["tokens", None, None, None]
+    assert _collapsed(Engine(mini_clip, progress=False), items) == ["tokens", None, None, None]
     scores = Engine(mini_clip, batch_size=2, progress=False).score(items).scores
     scores[3] = np.array([[1.0, 2.0, 1.0]], dtype=np.float32)
     gold = [it.gold for it in items]

@@ -380,7 +380,7 @@ def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_pa
         assert seen >= 3, "the first run never committed a batch"
         from vlprobe.scorers import dual_encoder as de
 
-        for name in ("encode_images", "encode_texts"):
+        for name in ("encode_images", "encode_texts", "encode_seen_ids"):
             fn = getattr(de.DualEncoderScorer, name)
             monkeypatch.setattr(de.DualEncoderScorer, name,
                                 (lambda f: lambda self, x: (time.sleep(0.15), f(self, x))[1])(fn))

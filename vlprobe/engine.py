@@ -24,9 +24,12 @@ positions turns such ties into wins or losses at random.)
   DataLoader processes), and JPEGs are decoded in batches on the device, where the processor runs too
   (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs the current one.
 * Texts are encoded a share at a time between image batches, so the model encodes texts while the next
-  image batch is read and prepared; the batches (and so the numbers) are the same as encoded apart.
+  image batch is read and prepared; the batches (and so the numbers) are the same as encoded apart. A scorer
+  that can (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) is given the token ids each text was
+  keyed by, not the text: each text is tokenized once per chunk of a run (the tie check reads the same ids).
 * ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
-  card and remembered (:mod:`vlprobe.auto_batch`); on the CPU it is the default, 32.
+  card and remembered (:mod:`vlprobe.auto_batch`), the images' and then the texts', both before the first
+  image batch is read (nothing runs beside the timed batches); on the CPU it is the default, 32.
 * With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
   computed batch is committed before the next starts: a killed run, started again, loses nothing
   and computes nothing twice.
@@ -259,6 +262,7 @@ class Engine:
         self.log = log if log is not None else (lambda msg: print(msg, file=sys.stderr))
         self.rank, self.world = dist_info()
         self._reused: dict[str, np.ndarray] = {}  # committed by a concurrent run while this one ran
+        self._seen: dict[str, tuple[int, ...] | None] = {}  # the last seen_texts call's ids, by text
         self._device_images: DeviceImages | None = None
         self._readers: ThreadPoolExecutor | None = None  # the device path's threads, made once per engine
         self._preparer: ThreadPoolExecutor | None = None
@@ -318,7 +322,7 @@ class Engine:
                 if key not in image_rows:
                     image_rows[key] = (key, image, _where(item, k, image))
             item_images.append(ikeys)
-        tkey_of, text_rows, lengths = self._text_rows(t for item in items for t in item.texts)
+        tkey_of, text_rows, text_ids = self._text_rows(t for item in items for t in item.texts)
         item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts]) for ikeys, item in zip(item_images, items)]
 
         vectors, stats = self._lookup(list(image_rows) + list(text_rows))
@@ -332,9 +336,10 @@ class Engine:
         scorer = self.scorer
         # texts are encoded a share at a time between image batches: while the next image batch is read, decoded and
         # preprocessed (in threads, or DataLoader workers), the model encodes texts instead of waiting
-        texts = _TextSteps(self, missing_texts, scorer, lengths)
+        texts = _TextSteps(self, missing_texts, scorer, text_ids)
         try:
-            computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None))
+            computed.update(self._run_images(missing_images, scorer, between=texts.step if missing_texts else None,
+                                             ready=texts.settle))
             computed.update(texts.finish())
         finally:
             texts.close()
@@ -359,13 +364,16 @@ class Engine:
         return EngineResult(scores=scores, probabilities=None, stats=stats)
 
     def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer,
-                    between: Callable[[float], None] | None = None) -> dict[str, np.ndarray]:
-        """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``."""
+                    between: Callable[[float], None] | None = None,
+                    ready: Callable[[], None] | None = None) -> dict[str, np.ndarray]:
+        """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``. ``ready()`` is
+        called once the images' batch size is settled, before any batch is read: the texts' batch size search runs
+        there, with no image batch read, prepared or encoded beside its timed batches."""
         if not rows:
             return {}
         on_device = self._device_images_for(rows)
         if on_device is not None:
-            return self._run_images_on_device(rows, scorer, on_device, between)
+            return self._run_images_on_device(rows, scorer, on_device, between, ready)
         collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
 
         def sample() -> Any:  # one real batch of inputs, for the batch size search
@@ -375,6 +383,8 @@ class Engine:
             return inputs
 
         size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
+        if ready is not None:
+            ready()
         loader = self._loader(rows, collate, size)
         out: dict[str, np.ndarray] = {}
         total = max(1, len(loader))
@@ -388,7 +398,8 @@ class Engine:
         return out
 
     def _run_images_on_device(self, rows: list[tuple[str, Any, str]], scorer: DualScorer, on_device: DeviceImages,
-                              between: Callable[[float], None] | None = None) -> dict[str, np.ndarray]:
+                              between: Callable[[float], None] | None = None,
+                              ready: Callable[[], None] | None = None) -> dict[str, np.ndarray]:
         """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
         reading bytes saves). The engine's reader threads (``num_workers``, at least one; made once per engine)
         read whole batches, a task per batch, a few batches ahead (bytes and headers; what is not an RGB or grey
@@ -406,6 +417,8 @@ class Engine:
         sample = rows[:BATCH_SIZE]
         size = self._tower_batch("images", scorer.encode_images, lambda: on_device(read(sample), [r[2] for r in sample]),
                                  len(rows))
+        if ready is not None:
+            ready()
         batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
         total, ahead = max(1, len(batches)), max(2, min(self.num_workers, 4))
         source = iter(self._bar(batches, len(rows), "images"))
@@ -501,9 +514,9 @@ class Engine:
         return size
 
     def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer,
-                   lengths: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+                   ids: dict[str, tuple[int, ...]] | None = None) -> dict[str, np.ndarray]:
         """Encode (key, text) rows (:class:`_TextSteps`, all at once)."""
-        texts = _TextSteps(self, rows, scorer, lengths)
+        texts = _TextSteps(self, rows, scorer, ids)
         try:
             return texts.finish()
         finally:
@@ -572,10 +585,10 @@ class Engine:
 
     def embed_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
         """A DualScorer's text embeddings (N, d) for ``texts`` (computed once per unique text, cached)."""
-        tkey_of, text_rows, lengths = self._text_rows(texts)
+        tkey_of, text_rows, text_ids = self._text_rows(texts)
         keys = ["t:" + tkey_of[t] for t in texts]
         rows = {k: (k, t) for k, t in text_rows.items()}
-        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer, lengths))
+        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer, text_ids))
 
     def pair_features(self, images: Sequence[Any], texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
         """A PairScorer's joint representation (N, d) of each (image, text), from its
@@ -620,29 +633,41 @@ class Engine:
         return matrix, stats
 
     # -- shared machinery -------------------------------------------------------------------------
-    def _read_texts(self, texts: Iterable[str]) -> tuple[list[str], dict[str, int] | None]:
-        """(each text's key, token length per key or None). The scorer tokenizes each distinct string
-        once (:meth:`~vlprobe.scorers.base.Scorer.seen_texts`)."""
+    def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
+        """:meth:`~vlprobe.scorers.base.Scorer.seen_texts` of ``texts``, each distinct string tokenized once: the
+        texts of the last call are kept, so that the run's tie check and its text keys read the ids the engine
+        keyed and encoded its chunk by (one tokenization per text, not one per use)."""
+        texts = list(texts)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._seen]
+        seen: list[Any] | None = self.scorer.seen_texts(todo) if todo else []
+        if seen is not None and len(seen) != len(todo):
+            raise ValueError(f"{type(self.scorer).__name__}.seen_texts returned {len(seen)} rows for "
+                             f"{len(todo)} texts")
+        known = {t: self._seen[t] for t in texts if t in self._seen}
+        known.update(zip(todo, [None] * len(todo) if seen is None else seen))
+        self._seen = known  # this call's texts only: memory stays one chunk's
+        out = [known[t] for t in texts]
+        return None if any(ids is None for ids in out) else out
+
+    def _read_texts(self, texts: Iterable[str]) -> tuple[list[str], dict[str, tuple[int, ...]] | None]:
+        """(each text's key, the token ids per key or None), from :meth:`seen_texts`."""
         texts = list(texts)
         distinct = list(dict.fromkeys(texts))
-        seen = self.scorer.seen_texts(distinct) if distinct else []
-        if seen is not None and len(seen) != len(distinct):
-            raise ValueError(f"{type(self.scorer).__name__}.seen_texts returned {len(seen)} rows for "
-                             f"{len(distinct)} texts")
+        seen = self.seen_texts(distinct)
         keys = [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(distinct)]
         of = dict(zip(distinct, keys))
-        lengths = None if seen is None else {k: len(ids) for k, ids in zip(keys, seen)}
-        return [of[t] for t in texts], lengths
+        ids = None if seen is None else dict(zip(keys, seen))
+        return [of[t] for t in texts], ids
 
-    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, int] | None]:
-        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: token length} or None)."""
+    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, tuple] | None]:
+        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: its token ids} or None)."""
         texts = list(dict.fromkeys(texts))
-        keys, lengths = self._read_texts(texts)
+        keys, ids = self._read_texts(texts)
         of = dict(zip(texts, keys))
         rows: dict[str, str] = {}
         for text, key in of.items():
             rows.setdefault("t:" + key, text)
-        return of, rows, None if lengths is None else {"t:" + k: n for k, n in lengths.items()}
+        return of, rows, None if ids is None else {"t:" + k: row for k, row in ids.items()}
 
     def _lookup(self, keys: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
@@ -725,18 +750,23 @@ class Engine:
 
 class _TextSteps:
     """Encode (key, text) rows a share at a time (:meth:`step`, between image batches) or all at once
-    (:meth:`finish`). With their token lengths, texts of one length are batched together (shortest first): a batch
+    (:meth:`finish`). With their token ids, texts of one length are batched together (shortest first): a batch
     then holds little or no padding, which keeps each embedding close to the one the text gets encoded alone. The
-    batches are the same however the steps fall, so the numbers are too. The texts' batch size is settled at the
-    first step, after the images' (a search runs one tower at a time)."""
+    batches are the same however the steps fall, so the numbers are too. A scorer that can
+    (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) encodes those ids, not the texts: each text is then
+    tokenized once per run, for its key. The texts' batch size is settled by :meth:`settle` (before the first image
+    batch) or at the first step."""
 
     def __init__(self, engine: Engine, rows: list[tuple[str, str]], scorer: DualScorer,
-                 lengths: dict[str, int] | None) -> None:
+                 ids: dict[str, tuple[int, ...]] | None) -> None:
         self.engine, self.scorer, self.out = engine, scorer, {}
         self.groups = None
-        if lengths and rows:
-            rows = sorted(rows, key=lambda r: lengths.get(r[0], 0))
-            self.groups = [lengths.get(k, 0) for k, _ in rows]
+        if ids and rows:
+            rows = sorted(rows, key=lambda r: len(ids.get(r[0], ())))
+            self.groups = [len(ids.get(k, ())) for k, _ in rows]
+        self.ids = ids if ids is not None and rows and all(k in ids for k, _ in rows) and scorer.encodes_seen_ids() \
+            else None
+        self.encode = scorer.encode_seen_ids if self.ids is not None else scorer.encode_texts
         self.rows = rows
         self.size = 0
         self.batches: Any = None
@@ -750,9 +780,7 @@ class _TextSteps:
         engine = self.engine
         if self.batches is None:
             rows = self.rows
-            # searched on the longest texts (the last after sorting): the batch that needs the most memory
-            self.size = engine._tower_batch("texts", self.scorer.encode_texts,
-                                            lambda: [t for _, t in rows[-BATCH_SIZE:]], len(rows))
+            self.settle()
             batches = _FreshBatches([k for k, _ in rows], self.size, engine.cache, engine._reused, rows=rows,
                                     groups=self.groups)
             self.total = len(batches)
@@ -764,9 +792,22 @@ class _TextSteps:
             if batch is None:  # the rest was committed by a concurrent run meanwhile
                 self.done = self.total
                 return
-            engine._store(self.out, [k for k, _ in batch], engine._call(self.scorer.encode_texts,
-                                                                        [t for _, t in batch], self.size))
+            engine._store(self.out, [k for k, _ in batch], engine._call(self.encode, self._inputs(batch), self.size))
             self.done += 1
+
+    def settle(self) -> None:
+        """The texts' batch size: given, remembered, or (auto) searched here. The engine calls this once the images'
+        size is settled and before the first image batch is read: a search timed between image batches, beside the
+        next batch's reading and preparing, measured too little and stopped early (256 where 1,024 was right, on an
+        H200)."""
+        if self.rows and not self.size:
+            rows = self.rows
+            # searched on the longest texts (the last after sorting): the batch that needs the most memory
+            self.size = self.engine._tower_batch("texts", self.encode, lambda: self._inputs(rows[-BATCH_SIZE:]),
+                                                 len(rows))
+
+    def _inputs(self, rows: list[tuple[str, str]]) -> list[Any]:
+        return [t for _, t in rows] if self.ids is None else [self.ids[k] for k, _ in rows]
 
     def finish(self) -> dict[str, np.ndarray]:
         self.step(1.0)

@@ -79,17 +79,15 @@ def _distributed(device: str | None) -> tuple[Any, str | None]:
     return state, (device if device else str(state.device))
 
 
-def _collapsed(scorer: Any, items: Sequence[Any]) -> list[str | None] | None:
+def _collapsed(engine: Engine, items: Sequence[Any]) -> list[str | None] | None:
     """Per item, whether a gold text and a non-gold text of one image are one input to the model (the
     same token ids after its tokenization and truncation, the same string twice included): None if
     not, ``"truncation"`` when every such pair differs only past the scorer's text limit, else
-    ``"tokens"``. None for the whole chunk when the scorer cannot say. Each distinct text is tokenized
-    once."""
-    seen_texts = getattr(scorer, "seen_texts", None)
-    if seen_texts is None:
-        return None
+    ``"tokens"``. None for the whole chunk when the scorer cannot say. The ids are the ones the engine
+    keyed the chunk by (:meth:`Engine.seen_texts`): no text is tokenized again."""
+    scorer = engine.scorer
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
-    seen = seen_texts(distinct) if distinct else []
+    seen = engine.seen_texts(distinct)
     if seen is None:
         return None
     read = dict(zip(distinct, seen))
@@ -142,7 +140,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, prog
                 else:
                     stats[key] = value
             probs = result.probabilities
-            flags = _collapsed(scorer, [item for _, item in chunk])
+            flags = _collapsed(engine, [item for _, item in chunk])
             rows: dict[int, list[int]] = {}  # source -> its items' places in the chunk
             for i, (k, item) in enumerate(chunk):
                 if flags is not None:

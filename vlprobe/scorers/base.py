@@ -15,7 +15,9 @@ token ids :meth:`Scorer.seen_texts` says the model reads (its tokenization and t
 itself for a scorer that cannot say). The engine computes each distinct key (and each distinct pair
 of keys) once and gathers it into every place it appears, so inputs the model cannot tell apart get
 bit-identical scores. A family whose scorer feeds texts in its own way (a prompt around them, no
-special tokens) overrides :meth:`Scorer.seen_texts` to return exactly the ids it feeds.
+special tokens) overrides :meth:`Scorer.seen_texts` to return exactly the ids it feeds. A dual scorer
+that can encode texts from those ids (:meth:`DualScorer.encodes_seen_ids`, :meth:`DualScorer.encode_seen_ids`;
+optional) is given them, so each text is tokenized once per run; one that cannot is given the texts.
 
 Families are discovered by importing every module of ``vlprobe/scorers/``: adding a model family
 is adding one module, which calls :func:`register` with
@@ -33,8 +35,8 @@ Families today: ``dual`` (CLIP/SigLIP/ALIGN/FLAVA/OWL-ViT...), ``itm`` (BLIP and
 ``causal_lm`` (text-only LMs), ``vqascore`` (generative VLMs).
 
 Errors: every scoring method of a scorer class (``preprocess_*``, ``encode_*``, ``tokenize``,
-``similarity``, ``score_pairs``, ``pair_features``, ``seen_texts``) is guarded: an unexpected exception inside it
-(a transformers ``AttributeError``, a shape mismatch...) is raised as a one-line
+``similarity``, ``score_pairs``, ``pair_features``, ``seen_texts``, ``encode_seen_ids``) is guarded: an
+unexpected exception inside it (a transformers ``AttributeError``, a shape mismatch...) is raised as a one-line
 :class:`ScoringError` (a :class:`vlprobe.errors.ModelError`) naming the model and family. Named
 vlprobe errors, unreadable images and out-of-memory errors (which the engine turns into "use a
 smaller --batch-size") pass through unchanged.
@@ -62,7 +64,7 @@ from ..errors import ModelError, VlprobeError
 
 # The methods the engine (and the probe) call on a scorer; each is guarded (see the module doc).
 _GUARDED = ("preprocess_images", "encode_images", "encode_texts", "tokenize", "similarity",
-            "preprocess_pairs", "score_pairs", "pair_features", "seen_texts")
+            "preprocess_pairs", "score_pairs", "pair_features", "seen_texts", "encode_seen_ids")
 
 
 class ScoringError(ModelError):
@@ -239,6 +241,16 @@ class DualScorer(Scorer):
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
         """Texts -> text embeddings, float32 (B, d)."""
+        raise NotImplementedError
+
+    def encodes_seen_ids(self) -> bool:
+        """Whether :meth:`encode_seen_ids` can encode texts from the token ids :meth:`seen_texts` returned for
+        them. False here: the engine passes the texts to :meth:`encode_texts`, which tokenizes them again."""
+        return False
+
+    def encode_seen_ids(self, ids: list[tuple[int, ...]]) -> np.ndarray:
+        """Optional (see :meth:`encodes_seen_ids`): :meth:`encode_texts`' embeddings, bit for bit, from the texts'
+        :meth:`seen_texts` ids, so that the engine tokenizes each text once, for its key and its input alike."""
         raise NotImplementedError
 
     def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:

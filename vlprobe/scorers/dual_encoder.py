@@ -148,9 +148,49 @@ class DualEncoderScorer(DualScorer):
                                    max_length=self.max_length, return_tensors="pt"))
 
     def encode_texts(self, texts: list[str]) -> np.ndarray:
+        return self._encode_text_inputs(self.tokenize(texts))
+
+    def encodes_seen_ids(self) -> bool:
+        # only while the ids and their padding are this class's own (a subclass that feeds texts another way keeps
+        # encode_texts) and the tokenizer says how it pads
+        cls, tok = type(self), self.tokenizer
+        return (cls.seen_texts is DualScorer.seen_texts and cls.tokenize is DualEncoderScorer.tokenize
+                and cls.encode_texts is DualEncoderScorer.encode_texts and self.text_limit() == self.max_length
+                and isinstance(getattr(tok, "pad_token_id", None), int)
+                and getattr(tok, "padding_side", "right") in ("left", "right"))
+
+    def encode_seen_ids(self, ids: list[tuple[int, ...]]) -> np.ndarray:
+        return self._encode_text_inputs(self.pad_seen_ids(ids))
+
+    def pad_seen_ids(self, ids: list[tuple[int, ...]]) -> dict:
+        """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids`` (already truncated
+        to ``max_length``): padded as it pads, on the tokenizer's side, with the attention mask and token type ids
+        when the tokenizer returns them (``model_input_names``)."""
+        import itertools
+
         import torch
 
-        inputs = self._to_device(self.tokenize(texts))
+        tok = self.tokenizer
+        names = getattr(tok, "model_input_names", ("input_ids", "attention_mask"))
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        width = max(int(lengths.max(initial=0)), self.max_length if self.padding == "max_length" else 0)
+        cols = np.arange(width)[None, :]
+        real = cols >= (width - lengths)[:, None] if tok.padding_side == "left" else cols < lengths[:, None]
+        input_ids = np.full((len(ids), width), tok.pad_token_id, dtype=np.int64)
+        # a boolean mask assigns in row-major order: each row's ids, in order, on its side (one copy, no row loop)
+        input_ids[real] = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
+        out = {"input_ids": torch.from_numpy(input_ids)}
+        if "token_type_ids" in names:  # one sequence: type 0, padding the tokenizer's pad type
+            types = np.where(real, 0, int(getattr(tok, "pad_token_type_id", 0)))
+            out["token_type_ids"] = torch.from_numpy(types.astype(np.int64))
+        if "attention_mask" in names:
+            out["attention_mask"] = torch.from_numpy(real.astype(np.int64))
+        return out
+
+    def _encode_text_inputs(self, inputs: dict) -> np.ndarray:
+        import torch
+
+        inputs = self._to_device(inputs)
         with torch.inference_mode():
             emb = embedding_of(self.model.get_text_features(**inputs))
         return self._normalise(emb)

@@ -53,14 +53,14 @@ browser:
 lint: setup
 	$(BIN)/ruff check .
 
-# -n auto: one pytest worker per core (pytest-xdist); worksteal evens out modules of very different lengths.
+# -n auto: one pytest worker per core (pytest-xdist); loadfile keeps a file on one worker (its module fixtures are built once; the docs blocks run in order).
 test: setup browser lint
-	$(BIN)/python -m pytest -q -n auto --dist worksteal
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 # The quick subset: every test but those marked slow (builds from the real annotations, end-to-end runs in
 # subprocesses, the bench-script smokes, kill/resume, installs) or browser. `make test` still runs everything.
 test-fast: setup
-	$(BIN)/python -m pytest -q -n auto --dist worksteal -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not slow and not browser"
 
 bench: setup
 	$(BIN)/python scripts/bench_metric.py

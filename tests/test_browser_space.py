@@ -656,9 +656,18 @@ def _every_dataset(page, app, seen):
     return len(offered)
 
 
-def _winoground_benchmark(page, viewport, shots, seen):
-    """winoground_style/all: a sample across its three instruments (its first 100 rows are all
-    spatial_swap), the tables, the chart, browsing by rank, the results download."""
+def _test_rows(module, name):
+    """The test rows of every config of the dataset folder the page offers as ``name``: build_root's 102, or the
+    checkout's own 1,200 where `make evaluate` built winoground_style there (the Space looks beside it first)."""
+    import pyarrow.parquet as pq
+
+    folder = next(Path(d) for d in module.SETTINGS.dataset_folders() if Path(d).name == name)
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in folder.glob("data/*/test-*.parquet"))
+
+
+def _winoground_benchmark(page, viewport, shots, seen, total):
+    """winoground_style/all (``total`` test items): a sample across its three instruments (its first 100 rows are
+    all spatial_swap), the tables, the chart, browsing by rank, the results download."""
     from playwright.sync_api import expect
 
     items = BENCH_ITEMS[viewport]
@@ -670,7 +679,7 @@ def _winoground_benchmark(page, viewport, shots, seen):
     _set_number(page, "Bootstrap resamples", 50)
     page.get_by_role("button", name="Run benchmark").click()
     expect(_markdown(page, "bench-summary")).to_have_text(re.compile(
-        rf"^winoground_style / all / test: {items} of 102 items, sampled across instrument \(stratified, seed 0\): "),
+        rf"^winoground_style / all / test: {items} of {total:,} items, sampled across instrument \(stratified, seed 0\): "),
         timeout=SLOW, use_inner_text=True)
     caption = _markdown(page, "item-caption")
     expect(caption).to_have_text(re.compile(rf"^Rank 1 of {items}: item"), timeout=SLOW, use_inner_text=True)
@@ -841,7 +850,8 @@ def test_the_space_at_both_sizes(browser, app, model_path, viewport, tmp_path, s
         step("bad numbers", _bad_numbers, page)
         if viewport == "laptop":
             step("every dataset", _every_dataset, page, module, charts)
-        step("benchmark chart px", _winoground_benchmark, page, viewport, shots, charts)
+        step("benchmark chart px", _winoground_benchmark, page, viewport, shots, charts,
+             _test_rows(module, "winoground_style"))
         step("contrast, benchmark", _check_contrast, page, "benchmark tab")
         step("names, benchmark", _check_names, page, "benchmark tab")
         page.get_by_role("tab", name="Results").click()

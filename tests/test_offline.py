@@ -179,6 +179,25 @@ def test_hub_answers_about_a_model_are_told_apart(tmp_path, monkeypatch):
         assert calls == [("owner/there", 2)]
 
 
+def test_a_folder_and_config_joined_by_a_slash_names_the_config_option(tmp_path, monkeypatch):
+    """`--dataset travlr/spatiality` is a Hub id to the Hub; with a travlr folder here, the error says --config."""
+    from vlprobe.errors import DatasetError
+    from vlprobe.names import check_dataset
+
+    _no_cache(tmp_path, monkeypatch)
+    (tmp_path / "work" / "travlr").mkdir(parents=True)
+    (tmp_path / "work" / "travlr" / "vlprobe.yaml").write_text("benchmark: travlr\n")
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DatasetError, match=r"travlr is a dataset folder here: to score its config 'spatiality', "
+                                           r"pass --dataset travlr --config spatiality$"):
+        check_dataset("travlr/spatiality")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    _hub_answers(monkeypatch, ConnectionError("refused"))
+    with pytest.raises(DatasetError, match=r"cannot be reached \(ConnectionError\); travlr is a dataset folder"):
+        check_dataset("travlr/nosuch")
+
+
 def test_offline_with_a_cached_copy_goes_on(tmp_path, monkeypatch):
     """HF_HUB_OFFLINE=1: a copy in the Hub cache or datasets' cache is left to datasets to read;
     the Hub is never asked."""

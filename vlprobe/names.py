@@ -210,8 +210,12 @@ def check_dataset(dataset: str, revision: str | None = None) -> None:
     Hub is asked once per process, with a 2 s timeout. ``dataset``: as :func:`find_dataset` resolved it."""
     if Path(dataset).expanduser().exists():
         return
-    hint = did_you_mean(dataset, known_datasets())
+    known = known_datasets()
+    hint = did_you_mean(dataset, known)
     parts = dataset.split("/")
+    if len(parts) == 2 and parts[0] in known:  # FOLDER/CONFIG, which reads as a Hub id OWNER/NAME
+        hint = f"; {parts[0]} is a dataset folder here: to score its config {parts[1]!r}, pass --dataset {parts[0]} " \
+               f"--config {parts[1]}"
     if dataset.startswith((".", "/", "~")) or len(parts) > 2 or not all(parts):
         raise DatasetError(f"dataset {dataset!r}: no such folder"
                            f"{hint or ' (and not a Hub id, which is NAME or OWNER/NAME)'}")

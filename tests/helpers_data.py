@@ -40,6 +40,16 @@ def png_bytes(color: tuple[int, int, int], size: tuple[int, int] = (24, 20)) -> 
     return buf.getvalue()
 
 
+def folder_source(src: Path) -> Path:
+    """A tiny `vlprobe build folder` source at ``src``: two images (red, blue) and rows.csv, an item on each."""
+    (src / "images").mkdir(parents=True)
+    (src / "images" / "red.png").write_bytes(png_bytes((200, 30, 30)))
+    (src / "images" / "blue.png").write_bytes(png_bytes((30, 30, 200)))
+    (src / "rows.csv").write_text("id,image,caption,foil\nr1,images/red.png,a red square,a blue square\n"
+                                  "r2,images/blue.png,a blue square,a red square\n")
+    return src
+
+
 def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path:
     """``root/synthetic``, two configs: ``pairs`` (1 image, caption + foil, tagged; ``n`` rows) and ``swap``
     (2 images x 2 captions; ``n // 2`` rows). ``broken_row``: that pairs row's image is not an image."""

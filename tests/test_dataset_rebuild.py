@@ -23,14 +23,9 @@ class Killed(BaseException):
 
 @pytest.fixture()
 def source(tmp_path) -> Path:
-    from helpers_data import png_bytes
+    from helpers_data import folder_source
 
-    src = tmp_path / "src"
-    (src / "images").mkdir(parents=True)
-    (src / "images" / "red.png").write_bytes(png_bytes((200, 30, 30)))
-    (src / "images" / "blue.png").write_bytes(png_bytes((30, 30, 200)))
-    (src / "rows.csv").write_text("id,image,caption,foil\nr1,images/red.png,a red square,a blue square\n"
-                                  "r2,images/blue.png,a blue square,a red square\n")
+    src = folder_source(tmp_path / "src")
     (src / "more.csv").write_text("id,image,caption,foil\nm1,images/red.png,red,blue\nm2,images/blue.png,blue,red\n"
                                   "m3,images/red.png,crimson,navy\n")
     return src

@@ -47,13 +47,9 @@ def big_png(width: int = 20_000, height: int = 20_000) -> bytes:
 @pytest.fixture()
 def source(tmp_path) -> Path:
     """A tiny source folder: two images, a captions CSV."""
-    src = tmp_path / "src"
-    (src / "images").mkdir(parents=True)
-    (src / "images" / "red.png").write_bytes(_png((200, 30, 30)))
-    (src / "images" / "blue.png").write_bytes(_png((30, 30, 200)))
-    (src / "rows.csv").write_text("id,image,caption,foil\nr1,images/red.png,a red square,a blue square\n"
-                                  "r2,images/blue.png,a blue square,a red square\n")
-    return src
+    from helpers_data import folder_source
+
+    return folder_source(tmp_path / "src")
 
 
 def _cli(capsys, *argv) -> tuple[int, str]:

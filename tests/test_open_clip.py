@@ -168,6 +168,28 @@ def test_each_architecture_scores_its_own_logits(in_hub, kind, capsys):
     assert pixels <= 0.05 and scores <= 5e-3 * max(1.0, float(np.abs(want).max()))
 
 
+def test_the_resize_is_pil_s_within_a_grey_level_on_either_path():
+    """The tensor path's resize against PIL's, for shrinking and enlarging, bicubic and bilinear, on the CPU's uint8
+    kernel and on the float path a GPU takes (run here on the CPU: the same arithmetic)."""
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.functional import pil_to_tensor
+
+    from vlprobe.scorers.open_clip import _output_size, _resize
+
+    worst = {}
+    for image in tiny_images(2, size=(40, 30)) + tiny_images(1, size=(300, 220)):
+        tensor = pil_to_tensor(image)
+        for mode in (InterpolationMode.BICUBIC, InterpolationMode.BILINEAR):
+            for target in (24, 32, 64):
+                want = pil_to_tensor(image.resize(tuple(reversed(_output_size(image.height, image.width, target))),
+                                                  {InterpolationMode.BICUBIC: 3, InterpolationMode.BILINEAR: 2}[mode]))
+                for float_path in (False, True):
+                    got = _resize(tensor, _output_size(image.height, image.width, target), mode, float_path=float_path)
+                    worst[float_path] = max(worst.get(float_path, 0), int((got.int() - want.int()).abs().max()))
+    print(f"max |tensor resize - PIL| in grey levels: uint8 path {worst[False]}, float path {worst[True]}")
+    assert worst[False] <= 1 and worst[True] <= 1
+
+
 def test_local_dir_and_plain_folder_are_the_hub_model(in_hub, tmp_path):
     """The same files as local-dir:PATH, and as a plain folder (detected by its open_clip_config.json), score as the
     Hub repository does; a local folder is keyed by its content, so retrained weights never read old scores."""
@@ -330,8 +352,8 @@ def test_evaluate_sugar_crepe_with_open_clip_vit_b_32_openai(shared_data, copies
     run_build(sugar_crepe, "--annotations", shared_data / "sugar_crepe", "--images", tmp_path / "images",
               "--configs", "swap_obj", "--out", tmp_path / "work" / "sugar_crepe")
     monkeypatch.chdir(tmp_path / "work")
-    code = main(["evaluate", "--dataset", "sugar_crepe", "--model", "open_clip:ViT-B-32/openai", "--limit", "20",
-                 "--bootstrap", "0", "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run")])
+    code = main(["evaluate", "--dataset", "sugar_crepe", "--config", "swap_obj", "--model", "open_clip:ViT-B-32/openai",
+                 "--limit", "20", "--bootstrap", "0", "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run")])
     assert code == 0, capsys.readouterr().err
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     model = doc["provenance"]["model"]

@@ -320,9 +320,9 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
         own = "QuickGELU" if weights_quick else "GELU"
         match = f"{source.create}-quickgelu" if weights_quick else source.create.removesuffix("-quickgelu")
         note = f"the config's own activation; the weights were trained with {own} ({match}/{source.pretrained} builds that)"
-        print(f"vlprobe: warning: {source.name}: config {source.create} builds {'QuickGELU' if quick else 'GELU'} but "
-              f"its {source.pretrained} weights were trained with {own}, as open_clip builds it and as the published "
-              f"figures for this name were measured; open_clip:{match}/{source.pretrained} uses {own}",
+        print(f"vlprobe: warning: {source.name}: its {source.pretrained} weights were trained with {own}, but config "
+              f"{source.create} builds {'QuickGELU' if quick else 'GELU'} (as open_clip builds it, and as the published "
+              f"figures for this name were measured); open_clip:{match}/{source.pretrained} builds {own}",
               file=sys.stderr, flush=True)
     scorer = OpenCLIPScorer(
         str(model), net, tokenizer, device=device, dtype=dtype_name, exact_preprocessing=exact_preprocessing,
@@ -513,11 +513,12 @@ def _output_size(height: int, width: int, size: Any) -> list[int]:
     return [int(size[0]), int(size[1])]
 
 
-def _resize(image: Any, size: Sequence[int], interpolation: Any) -> Any:
+def _resize(image: Any, size: Sequence[int], interpolation: Any, float_path: bool | None = None) -> Any:
     """A (3, H, W) uint8 tensor resized as PIL resizes: torch's antialiased (PIL-style) kernel, on uint8 on the CPU
-    (within one grey level of PIL, enlarging or shrinking); on another device in float, rounded back to uint8, which
-    is within a grey level of PIL when shrinking but not when enlarging, so an image smaller than the model's input
-    (a small one: cheap) is enlarged on the CPU."""
+    (within one grey level of PIL, enlarging or shrinking); on another device in float, one pass per axis rounded and
+    clipped to bytes as PIL's are, which is within a grey level of PIL when shrinking but not when enlarging, so an
+    image smaller than the model's input (a small one: cheap) is enlarged on the CPU. ``float_path``: the float path
+    when shrinking (default: off the CPU)."""
     import torch
     from torch.nn.functional import interpolate
     from torchvision.transforms import InterpolationMode
@@ -525,11 +526,16 @@ def _resize(image: Any, size: Sequence[int], interpolation: Any) -> Any:
     mode = "bicubic" if interpolation == InterpolationMode.BICUBIC else "bilinear"
     height, width = int(image.shape[-2]), int(image.shape[-1])
     size = [int(size[0]), int(size[1])]
-    if image.device.type == "cpu" or size[0] > height or size[1] > width:
+    if float_path is None:
+        float_path = image.device.type != "cpu"
+    if not float_path or size[0] > height or size[1] > width:
         out = interpolate(image.cpu()[None], size=size, mode=mode, antialias=True, align_corners=False)[0]
         return out.to(image.device, non_blocking=True)
-    out = interpolate(image[None].float(), size=size, mode=mode, antialias=True, align_corners=False)[0]
-    return out.round_().clamp_(0, 255).to(torch.uint8)
+    # as PIL does: the horizontal pass, rounded and clipped to bytes, then the vertical one
+    out = image[None].float()
+    for step in ([height, size[1]], size):
+        out = interpolate(out, size=step, mode=mode, antialias=True, align_corners=False).round_().clamp_(0, 255)
+    return out[0].to(torch.uint8)
 
 
 def _pil(image: Any) -> Any:

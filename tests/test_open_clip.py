@@ -229,7 +229,13 @@ def copies(tmp_path, monkeypatch) -> Path:
 def test_open_clip_name_offline_through_a_registered_copy(copies):
     scorer = load_scorer("open_clip:ViT-B-32/openai")
     assert scorer.model_id == "open_clip:ViT-B-32/openai" and scorer.preprocessing["checkpoint"] == "ViT-B-32/openai"
-    assert str(copies) in scorer.preprocessing["source"] and scorer.model_sha256
+    assert "registered" in scorer.preprocessing["source"] and scorer.model_sha256
+    # keyed by content, not path: the same files elsewhere read the same cached scores
+    moved = copies.parent / "elsewhere"
+    shutil.copytree(copies, moved / "models")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(family.MODELS_ENV, str(moved / "models"))
+        assert load_scorer("open_clip:ViT-B-32/openai").cache_key() == scorer.cache_key()
     want = own_logits(f"local-dir:{copies / 'ViT-B-32' / 'openai'}", IMAGES, TEXTS)[0]
     np.testing.assert_allclose(engine_scores(load_scorer("open_clip:ViT-B-32/openai", exact_preprocessing=True),
                                              IMAGES), want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))

@@ -102,11 +102,12 @@ class Source:
     def describe(self) -> str:
         if self.kind == "pretrained":
             return f"open_clip's pretrained table: config {self.create}, weights {self.pretrained}"
+        # (no folder path: a local folder is keyed in the score cache by its content, wherever it is)
         if self.kind == "copy":
-            return f"a local copy registered as {self.checkpoint} in ${MODELS_ENV} ({self.folder})"
+            return f"a local copy registered as {self.checkpoint} in ${MODELS_ENV} ({CONFIG_FILE} and weights)"
         if self.kind == "hf-hub":
             return f"the Hub repository {self.repo} ({CONFIG_FILE} and weights)"
-        return f"the folder {self.folder} ({CONFIG_FILE} and weights)"
+        return f"a local folder ({CONFIG_FILE} and weights)"
 
 
 def _module() -> Any:
@@ -328,7 +329,7 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
         str(model), net, tokenizer, device=device, dtype=dtype_name, exact_preprocessing=exact_preprocessing,
         checkpoint=source.checkpoint,
         details={"source": source.describe(), "model_config": source.create if source.kind == "pretrained" else
-                 f"{CONFIG_FILE} of {source.repo or source.folder}", "model_cfg": {**cfg, "quick_gelu": quick},
+                 f"{CONFIG_FILE} of {source.repo or 'the folder'}", "model_cfg": {**cfg, "quick_gelu": quick},
                  "quick_gelu": quick, "weights_quick_gelu": weights_quick, "activation_note": note,
                  "precision": _PRECISION[dtype_name]})
     if source.kind == "hf-hub":

@@ -32,6 +32,7 @@ from huggingface_hub import constants as hub_constants  # 6 ms: the package's to
 from . import locations
 from .errors import ArgumentError, DatasetError, ModelError
 from .locations import DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
+from .scorers import open_clip as open_clip_names
 from .scorers.base import families
 
 
@@ -114,6 +115,9 @@ def check_model(model: Any, revision: str | None = None) -> None:
     if not isinstance(model, (str, os.PathLike)):
         return
     text = str(model)
+    if text.strip().startswith(open_clip_names.PREFIXES):  # open_clip:, hf-hub:, local-dir: names: its own check
+        open_clip_names.check_name(text.strip(), revision)
+        return
     path = Path(str(find_model(model))).expanduser()
     if path.is_dir():
         if revision is not None:  # recorded in results.json, yet a folder has no revisions: it would change nothing

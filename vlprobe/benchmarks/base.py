@@ -187,6 +187,9 @@ class Benchmark:
     # in their place where the upstream file is not there (CREPE's productivity CSVs)
     copies: tuple[Upstream, ...] = ()
     counts: Mapping[str, int] = field(default_factory=dict)  # rows per config in the pinned files
+    # Which version of the upstream data vlprobe builds (a published figure's dataset_version names one the same
+    # way, vlprobe/published.py): the upstream commit that last changed the data where known, else the pinned commit
+    data_version: str = ""
     citation: str = ""
 
     def __post_init__(self) -> None:

@@ -68,4 +68,5 @@ BENCHMARK = Benchmark(
                 "Measured on the thesis version of the data (613 / 800 / 789 caption sets), not on the 2023 release "
                 "(613 / 654 / 672) that vlprobe's bla folder holds: not directly comparable."),
     builder="bla", upstream=UPSTREAM, counts=COUNTS, citation=CITATION,
+    data_version="05009a7",  # the 2023 release (the thesis's figures: its own version, "thesis")
 )

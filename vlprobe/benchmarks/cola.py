@@ -31,4 +31,5 @@ BENCHMARK = Benchmark(
     tie_rule=TieRule("strict", "a tie is wrong: the authors' ColaMultiObjAcc needs preds[0,0] > preds[1,0] and "
                                "preds[1,1] > preds[0,1]"),
     builder="cola", upstream=UPSTREAM, counts={CONFIG: 210}, citation=CITATION,
+    data_version="1fa52fb",
 )

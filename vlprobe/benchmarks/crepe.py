@@ -137,4 +137,5 @@ BENCHMARK = Benchmark(
                                "tied scores undefined; vlprobe counts a negative tied with the caption against it "
                                "(--ties half: random tie-breaks)"),
     builder="crepe", upstream=UPSTREAM, copies=(PROD_CSVS,), counts=COUNTS, citation=CITATION,
+    data_version="1fa81c4",  # (its productivity CSVs: the third-party copy pinned above)
 )

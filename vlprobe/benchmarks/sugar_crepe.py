@@ -58,4 +58,6 @@ BENCHMARK = Benchmark(
         "caption first or the negative first, not a similarity score. Its swap_obj counts 246 items; the pinned file "
         "vlprobe builds from has 245 (item 108 removed upstream)."),
     builder="sugar_crepe", upstream=UPSTREAM, counts=COUNTS, citation=CITATION,
+    # 546eb51 removed swap_obj item 108 (246 -> 245; 6e45274 before it); the pinned 0047054 holds its files
+    data_version="546eb51",
 )

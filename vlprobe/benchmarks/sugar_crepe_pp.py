@@ -48,4 +48,5 @@ BENCHMARK = Benchmark(
         tie_rule=TieRule("strict", "a tie is wrong: the authors' TOT needs cos(P1, P2) strictly above cos(P1, neg) "
                                    "and cos(P2, neg)")),
     builder="sugar_crepe_pp", upstream=UPSTREAM, counts=COUNTS, citation=CITATION,
+    data_version="c083bbf",
 )

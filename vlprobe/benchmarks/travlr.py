@@ -41,4 +41,5 @@ BENCHMARK = Benchmark(
         "a frozen-feature probe is the paper's App. B frozen setting, not its fine-tuning, and only the fine-tuned rows "
         "(--finetune) are the same kind of experiment. Differences are vlprobe minus the paper, in points."),
     builder="travlr", citation=CITATION,
+    data_version="vlprobe",  # rendered by vlprobe's generator (reference/travlr.md), not the authors' release
 )

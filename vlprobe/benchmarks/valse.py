@@ -72,4 +72,5 @@ BENCHMARK = Benchmark(
                                               "the paper scores the valid items only"),),
     paper_tables=(PaperTable("Table 2"),), paper_note="VALSE (Parcalabescu et al., ACL 2022), Table 2.",
     builder="valse", upstream=UPSTREAM, counts=PAPER_VALID, citation=CITATION,
+    data_version="2152d90",
 )

@@ -316,4 +316,5 @@ BENCHMARK = Benchmark(
     caveat_tags=((("records=all",), f"every record of each corpus file (built with --all-records), not the first "
                                     f"MAX_NUM/2 = {FIRST:,} the authors' evaluate.py scores: not the authors' figures"),),
     builder="vl_checklist", upstream=UPSTREAM, counts=COUNTS, citation=CITATION,
+    data_version="6f8d6a3",
 )

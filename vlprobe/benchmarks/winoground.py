@@ -24,4 +24,5 @@ BENCHMARK = Benchmark(
                                "S(c1, i1) > S(c0, i1), strictly (image score likewise)"),
     paper_tables=(PaperTable("Table 3"),), paper_note="Winoground (Thrush et al., CVPR 2022), Table 3, all 400 items.",
     hub_id="facebook/winoground", counts={"default": 400}, citation=CITATION,
+    data_version="facebook/winoground",  # the Hub release, 400 items
 )

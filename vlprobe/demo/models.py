@@ -17,6 +17,15 @@ def check_available(model_id: str) -> None:
     cache, or (online) not on the Hub. Local folders pass: loading them says what is wrong."""
     if Path(model_id).is_dir():
         return
+    if model_id.startswith(("open_clip:", "hf-hub:")):  # open_clip's names: the family's own quick check
+        from ..errors import ModelError
+        from ..scorers.open_clip import check_name
+
+        try:
+            check_name(model_id)
+        except ModelError as err:
+            raise SpaceError(str(err)) from None
+        return
     import huggingface_hub
     from huggingface_hub import constants
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError

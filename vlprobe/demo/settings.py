@@ -218,6 +218,8 @@ class Settings:
         if allow is not None and choice not in allow and choice != configured:
             raise SpaceError(f"model {choice!r} is not allowed on this Space; choose one of: "
                              f"{', '.join(self.model_choices())}")
+        if choice.startswith(("open_clip:", "hf-hub:")):  # open_clip's names (vlprobe.scorers.open_clip)
+            return choice
         local = Path(choice).expanduser()
         if not local.is_absolute() and (Path(self.root) / local).is_dir() and not HUB_ID.match(choice):
             local = Path(self.root) / local

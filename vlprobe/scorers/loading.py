@@ -3,7 +3,9 @@
 * **Device**: ``None``/``"auto"`` picks cuda, then mps, then cpu.
 * **dtype**: ``float32``/``fp32``, ``float16``/``fp16``/``half``, ``bfloat16``/``bf16``; recorded under its
   canonical torch name (``float32``, ``float16``, ``bfloat16``).
-* **Family**: named (``family="dual"``) or detected from the model's config alone (``AutoConfig``)
+* **Family**: named (``family="dual"``), said by the name itself (:func:`family_of_name`: ``open_clip:``,
+  ``hf-hub:`` and ``local-dir:`` names are ``open_clip``'s, loaded with no transformers config), or detected from
+  the model's config alone (``AutoConfig``)
   by :func:`detect_family`, from explicit maps, never from substrings of class names: each
   architecture the config lists is looked up (1) in the families' own architecture maps, then (2)
   families' ``detect(config)`` hooks (plugins) are asked, then (3) the architecture is looked up in the
@@ -250,6 +252,18 @@ def resolved_revision(model: str, config: Any, revision: str | None) -> str | No
     return str(commit) if commit else revision
 
 
+# Families that read model names of their own, not transformers configs, and the test that a name is theirs.
+NAME_FAMILIES = ("open_clip",)
+
+
+def family_of_name(model: Any) -> str | None:
+    """The family a model name itself says (``open_clip:``, ``hf-hub:``, ``local-dir:`` names, and folders of
+    ``open_clip_config.json`` without ``config.json``: ``open_clip``), else None (the config decides)."""
+    from .open_clip import claims
+
+    return "open_clip" if claims(model) else None
+
+
 def _by_priority(fams: dict[str, Family]) -> list[Family]:
     return sorted(fams.values(), key=lambda f: (-f.priority, f.name))
 
@@ -357,9 +371,11 @@ def load_scorer(
     model = str(model)
     if not model.strip():
         raise ValueError("no model given: pass a Hub id (e.g. openai/clip-vit-base-patch32) or a local folder")
+    family = family or family_of_name(model)
     if family is not None:
         fam = get_family(family)  # UnknownFamilyError lists the known ones
-    config = load_config(model, revision=revision, trust_remote_code=trust_remote_code)
+    # a family that reads names of its own (open_clip) loads without a transformers config
+    config = None if family in NAME_FAMILIES else load_config(model, revision=revision, trust_remote_code=trust_remote_code)
     custom = getattr(config, "auto_map", None)
     if custom and not trust_remote_code:
         print(f"vlprobe: warning: model {model!r} names code of its own (auto_map: {', '.join(sorted(custom))}), which "
@@ -382,11 +398,12 @@ def load_scorer(
         if isinstance(err, (ValueError, TypeError)):
             raise  # transformers' "wrong kind of model" ones, already one line
         raise ModelError(f"cannot load model {model!r} as family {fam.name!r}: {_first_line(err)}") from err
-    scorer.revision = resolved_revision(model, config, revision)
-    if Path(model).expanduser().is_dir():
-        from vlprobe.cache import folder_digest
+    if config is not None:  # (a family of its own names records its revision and content digest itself)
+        scorer.revision = resolved_revision(model, config, revision)
+        if Path(model).expanduser().is_dir():
+            from vlprobe.cache import folder_digest
 
-        scorer.model_sha256 = folder_digest(Path(model).expanduser())
+            scorer.model_sha256 = folder_digest(Path(model).expanduser())
     if control:
         from .controls import mark_control
 

@@ -262,7 +262,7 @@ class ImageResolver:
                                        f"{stat.S_IMODE(st.st_mode):o}), so its images could have been swapped; delete "
                                        "it (it is downloaded again) or set $VLPROBE_IMAGE_CACHE to a folder of yours")
             try:
-                private_folder(self.cache)
+                private_folder(self.cache, self.cache.parent)
             except UnsafeFolderError as err:
                 raise ImageSourceError(f"image cache {err}, so its images could have been swapped; set "
                                        "$VLPROBE_IMAGE_CACHE to a folder of yours") from None

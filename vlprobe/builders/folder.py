@@ -95,11 +95,11 @@ def build_folder(
         publish_staged,
         rebuilding,
         staging_folder,
-        undecoded_features,
         write_card,
         write_split,
     )
     from ..errors import SettingError
+    from ..folder_reader import undecoded_features
     from ..paths import check_config_name, check_split_name, inside
     from ..spec import SPEC_FILE, ItemSpec
 

@@ -27,7 +27,6 @@ and reads a third-party copy (an :class:`Upstream` with ``third_party`` set) onl
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import time
 import urllib.error
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..benchmarks import Upstream, UpstreamFile
+from ..keys import git_blob_sha1
 from ..locations import cache_home, images_home
 from . import AnnotationError
 
@@ -62,11 +62,6 @@ def cache_folder(upstream: Upstream, cache_dir: str | os.PathLike | None = None)
     owner, name = upstream.repo.split("/")
     root = Path(cache_dir).expanduser() if cache_dir else default_cache()
     return root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
-
-
-def git_blob_sha1(data: bytes) -> str:
-    """The id git gives a file with this content (``git hash-object``)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def verify(data: bytes, file: UpstreamFile, where: str, upstream: Upstream) -> str:

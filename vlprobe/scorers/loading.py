@@ -29,7 +29,7 @@
   ValueError, not transformers' list of every supported config.
 * **Identity** (the cache key): a Hub model is its id and resolved commit; a local folder is what
   it holds, ``model_sha256``, a digest of its weight, config and tokenizer/processor files
-  (:func:`vlprobe.cache.folder_digest`), so a model retrained into the same folder, or another
+  (:func:`vlprobe.keys.folder_digest`), so a model retrained into the same folder, or another
   model at the same relative path, never reads the old one's cached scores.
 * **Unknown architecture**: a config naming a model type transformers does not know raises
   :class:`UnknownArchitectureError` (one line listing vlprobe's families).
@@ -384,7 +384,7 @@ def load_scorer(
         raise ModelError(f"cannot load model {model!r} as family {fam.name!r}: {_first_line(err)}") from err
     scorer.revision = resolved_revision(model, config, revision)
     if Path(model).expanduser().is_dir():
-        from vlprobe.cache import folder_digest
+        from ..keys import folder_digest
 
         scorer.model_sha256 = folder_digest(Path(model).expanduser())
     if control:

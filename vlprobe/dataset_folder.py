@@ -131,12 +131,12 @@ def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name
 
 
 def read_card_metadata(folder: str | Path) -> dict[str, Any]:
-    """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), read by
-    huggingface_hub's card parser, as the Hub reads it. yaml.YAMLError when it does not parse,
-    ValueError when it is not a mapping."""
-    from huggingface_hub import metadata_load
+    """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), found as huggingface_hub's card
+    parser finds it, read within :mod:`vlprobe.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
+    does not parse, ValueError when it is not a mapping or not within the bounds."""
+    from .reading import card_yaml
 
-    return metadata_load(Path(folder) / "README.md") or {}
+    return card_yaml(Path(folder) / "README.md")
 
 
 @contextlib.contextmanager
@@ -246,12 +246,14 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.leftovers.sweep`).
     Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
     rename it), so the hard links never let the build change the old folder's files."""
-    from .leftovers import OwnedDir, staging_prefix, sweep
+    from .leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
     from .run_folder import _swap_in
 
     out = Path(folder)
-    if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt
+    if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does
         out = Path(os.path.realpath(out))
+        say_on_stderr(f"vlprobe: --out {folder} is a symbolic link: writing the dataset into {out}, the folder it "
+                      "points to, which it goes on pointing to")
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} is a file, not a folder")
     out.absolute().parent.mkdir(parents=True, exist_ok=True)

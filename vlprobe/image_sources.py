@@ -40,7 +40,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
-from zlib import error as zlib_error
 
 from PIL import UnidentifiedImageError
 
@@ -56,6 +55,7 @@ from .downloads import (  # noqa: F401  (re-exported: the names users and builde
     read_member,
     safe_members,
 )
+from .images import encoded_file
 from .locations import UnsafeFolderError, images_home, private_folder
 from .paths import UnsafePathError, name_problem
 
@@ -320,10 +320,10 @@ class ImageResolver:
                     absent.append(name)
                     continue
                 try:
-                    data = read_member(zf, member, f"{self.spec.name}: {path}")
-                except (zipfile.BadZipFile, zlib_error, OSError, EOFError) as err:
+                    data = read_member(zf, member, f"{self.spec.name}: {path} (from {self.spec.archive.url})")
+                except OSError as err:
                     raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}): member "
-                                              f"{member} is damaged ({err}); delete the archive and rerun") from None
+                                              f"{member} cannot be read ({err}); delete the archive and rerun") from None
                 # the target is the cache folder plus a base name: nothing can land elsewhere
                 tmp = self.cache / f".{name}.{os.getpid()}.part"
                 tmp.write_bytes(data)
@@ -363,7 +363,7 @@ class ImageResolver:
         for folder in self.folders:
             path = folder / name
             if path.is_file():
-                return path.read_bytes()
+                return encoded_file(path, self.spec.name)  # bounded by size
         for z in self.zips:
             if z.has(name):
                 return z.read(name)
@@ -375,7 +375,7 @@ class ImageResolver:
                         raise FileNotFoundError(f"{self.spec.name}: image {name} is not in {self.archive_path}")
                 else:
                     self.fetch(name)
-            return cached.read_bytes()
+            return encoded_file(cached, self.spec.name)
         raise FileNotFoundError(f"{self.spec.name}: image {name} not found [searched: {'; '.join(self.describe())}]")
 
     def fetch(self, name: str) -> Path:

@@ -105,16 +105,20 @@ def damaged_file(folder: Path) -> str | None:
     import pyarrow.parquet as pq
     import yaml
 
+    from ..reading import FileError, parse_yaml
+
     for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
         path = folder / name
         if not path.is_file():
             continue
         try:
             text = path.read_text(encoding="utf-8")
-            yaml.safe_load(text.split("---")[1] if name == "README.md" and text.startswith("---") else
-                           ("" if name == "README.md" else text))
+            parse_yaml(text.split("---")[1] if name == "README.md" and text.startswith("---") else
+                       ("" if name == "README.md" else text), str(path))  # bounded: size, nesting (vlprobe.reading)
         except UnicodeDecodeError as e:
             return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        except FileError as e:
+            return str(e)
         except (yaml.YAMLError, IndexError) as e:
             return f"{path} is not valid YAML ({str(e).splitlines()[0]})"
     for path in sorted(folder.glob("data/**/*.parquet")):

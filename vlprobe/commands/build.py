@@ -44,7 +44,7 @@ def check_args(args: argparse.Namespace) -> None:
         if value is not None and value < least:
             raise SettingError(f"{flag} must be {least} or more, got {value}")
         if value is not None and value > most[name]:
-            why = f" on this machine ({os.cpu_count() or 1} cores x 4)" if "workers" in name else ""
+            why = f" on this machine (4 per core, at least 16; it has {os.cpu_count() or 1} cores)" if "workers" in name else ""
             raise SettingError(f"{flag} {value}: must be at most {most[name]:,}{why}")
     out = getattr(args, "out", None)
     if out is None:

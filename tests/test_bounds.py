@@ -146,3 +146,13 @@ def test_build_counts_and_outs_are_bounded(argv, words, tmp_path, monkeypatch, c
     code, err = _cli(capsys, *argv)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and not any(work.iterdir())  # nothing written
+
+
+def test_an_image_refused_in_python_is_a_vlprobe_error():
+    """Issue 48: a 50,000 x 50,000 PNG through vlprobe.probe surfaced as a bare ValueError subclass (ImageError), not
+    the VlprobeError every other refusal of the API is."""
+    from vlprobe.errors import VlprobeError
+
+    assert issubclass(ImageTooLargeError, VlprobeError) and issubclass(ImageError, ValueError)
+    with pytest.raises(VlprobeError, match="2,500,000,000 pixels"):
+        check_crop_box((0, 0, 50_000, 50_000), (10, 10), "row 1")

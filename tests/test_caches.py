@@ -361,3 +361,20 @@ def test_an_entry_planted_while_arrow_was_open_is_dropped(shared, monkeypatch, c
     warnings = _warnings(capsys.readouterr().err)
     assert len(warnings) == 1 and "was writable by others (mode 777)" in warnings[0] and "emptied" in warnings[0]
     assert again == clean and stat.S_IMODE((home / "arrow").stat().st_mode) == 0o700
+
+
+def test_a_dataset_found_in_the_cache_that_others_could_change_is_refused(tmp_path, monkeypatch):
+    """`--dataset NAME` finding <cache>/datasets/NAME is checked as every cache is, file by file."""
+    from vlprobe.errors import DatasetError
+    from vlprobe.names import find_dataset
+
+    monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    locations.private_folder(locations.datasets_home())
+    folder = build_folder(locations.datasets_home(), n=4)
+    (folder / "vlprobe.yaml").write_text("id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\n")
+    assert find_dataset("synthetic") == str(folder)
+    (folder / "data" / "pairs").chmod(0o777)  # a folder inside it others could write into
+    with pytest.raises(DatasetError, match=r"dataset 'synthetic': found .* in vlprobe's cache, but .*pairs is "
+                                           r"writable by others \(mode 777\), who could have changed its rows"):
+        find_dataset("synthetic")

@@ -18,9 +18,12 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from .errors import VlprobeError
 
-class ImageError(ValueError):
-    """An image that cannot be read; the message names the item and file where known."""
+
+class ImageError(VlprobeError, ValueError):
+    """An image that cannot be read; the message names the item and file where known. A :class:`VlprobeError`, so
+    the Python API's callers (``vlprobe.probe``, ``vlprobe.score``) catch it as every other one-line refusal."""
 
 
 class ImageTooLargeError(ImageError):

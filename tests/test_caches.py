@@ -378,3 +378,19 @@ def test_a_dataset_found_in_the_cache_that_others_could_change_is_refused(tmp_pa
     with pytest.raises(DatasetError, match=r"dataset 'synthetic': found .* in vlprobe's cache, but .*pairs is "
                                            r"writable by others \(mode 777\), who could have changed its rows"):
         find_dataset("synthetic")
+
+
+def test_an_annotation_cache_others_could_change_is_refused(tmp_path, monkeypatch):
+    """An annotation file without a pinned hash would be used as found: its cache is held to the same rule."""
+    from vlprobe.builders import AnnotationError
+
+    home = tmp_path / "shared"
+    home.mkdir(mode=0o777)
+    home.chmod(0o777)
+    monkeypatch.setenv("VLPROBE_CACHE", str(home))
+    up = Upstream(benchmark="x", repo="owner/repo", commit="0" * 40, folder="data", files=(), url_env="X_URL")
+    with pytest.raises(AnnotationError, match=rf"not using the annotation cache .*: {home} is writable by others "
+                                              r"\(mode 777\).*chmod 700"):
+        upstream.cache_folder(up)
+    home.chmod(0o700)
+    assert upstream.cache_folder(up).parent == home / "annotations"

@@ -56,7 +56,7 @@ from .downloads import (  # noqa: F401  (re-exported: the names users and builde
     safe_members,
 )
 from .images import encoded_file
-from .locations import UnsafeFolderError, images_home, private_folder
+from .locations import UnsafeFolderError, cache_home, images_home, private_folder
 from .paths import UnsafePathError, name_problem
 
 
@@ -261,8 +261,9 @@ class ImageResolver:
                 raise ImageSourceError(f"image cache {self.cache} is a folder others could write into (mode "
                                        f"{stat.S_IMODE(st.st_mode):o}), so its images could have been swapped; delete "
                                        "it (it is downloaded again) or set $VLPROBE_IMAGE_CACHE to a folder of yours")
+            home = cache_home() if self.cache.parent == cache_home() / "images" else self.cache.parent
             try:
-                private_folder(self.cache, self.cache.parent)
+                private_folder(self.cache, home)  # and the folders above it, up to the cache home
             except UnsafeFolderError as err:
                 raise ImageSourceError(f"image cache {err}, so its images could have been swapped; set "
                                        "$VLPROBE_IMAGE_CACHE to a folder of yours") from None

@@ -37,7 +37,7 @@ from typing import Sequence
 
 from ..benchmarks import Upstream, UpstreamFile
 from ..keys import git_blob_sha1
-from ..locations import cache_home, images_home
+from ..locations import cache_home, distrust, home_advice, images_home
 from . import AnnotationError
 
 
@@ -58,10 +58,17 @@ class AnnotationDownloadError(AnnotationError, FileNotFoundError):
 
 
 def cache_folder(upstream: Upstream, cache_dir: str | os.PathLike | None = None) -> Path:
-    """Where ``upstream``'s files are kept once fetched: ``<cache>/annotations/<owner>--<repo>--<commit>/``."""
+    """Where ``upstream``'s files are kept once fetched: ``<cache>/annotations/<owner>--<repo>--<commit>/``; refused
+    (:class:`AnnotationError`) when another user could have changed it (:func:`vlprobe.locations.distrust`: a file
+    there without a pinned hash would be used as it is)."""
     owner, name = upstream.repo.split("/")
     root = Path(cache_dir).expanduser() if cache_dir else default_cache()
-    return root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
+    folder = root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
+    why = distrust(folder, root)
+    if why:
+        raise AnnotationError(f"not using the annotation cache {folder}: {why}, who could have changed its files; "
+                              f"{home_advice(root)}, or pass --cache-dir with one (or --annotations DIR)")
+    return folder
 
 
 def verify(data: bytes, file: UpstreamFile, where: str, upstream: Upstream) -> str:

@@ -36,6 +36,14 @@ PROB_KEYS = ("acc", "p_c", "p_f")  # ratios of per-item sums
 F1_KEYS = ("macro_f1", "f1_true", "f1_false")  # functions of the pooled confusion matrix
 TIE_POLICIES = ("strict", "half", "lenient")
 MAX_BOOTSTRAP = 100_000  # resamples; every resample's statistics are held in memory at once
+# Every gold cell is compared with every non-gold cell of its row and of its column: m * n * (m + n) comparisons for
+# an m x n item, made at once as a few boolean arrays of that size. Items are processed in blocks of at most this
+# many comparisons (bounded memory, about 1 GiB at the peak); one item larger than this is refused, naming what it
+# would need (a 1 x 100,000 item: 10,000,100,000 comparisons, 9.3 GiB per array).
+MAX_COMPARISONS = 1 << 27
+# The bootstrap's work is resamples x the cells it resamples (each tag's cells again): about 1e8 takes ten seconds on
+# one core. More is refused with the resamples that would fit, so a run never spends minutes on its intervals.
+MAX_BOOTSTRAP_WORK = 200_000_000
 # A value class with more tied cells than this makes ties="half" enumerate too many orderings.
 _MAX_TIED_CELLS = 16
 
@@ -172,16 +180,51 @@ def _tie_weight(ties: str) -> float:
     return {"strict": 0.0, "half": 0.5, "lenient": 1.0}[ties]
 
 
-def _as_items(values: Any, name: str, n_expected: int | None = None) -> list[np.ndarray] | np.ndarray:
-    """A (N, m, n) float array when stacked, else a list of 2-D arrays; shapes checked per item."""
+def _check_form(values: Any, name: str) -> None:
+    """Refuse what is no list of m x n matrices, before anything converts it: a string, a single number, an array of
+    another number of dimensions (a 4-D array), an item that is not 2-D."""
     if isinstance(values, (str, bytes)):
         raise ValueError(f"{name}: got a string ({values[:40]!r}); pass one m x n matrix of numbers per item")
+    if isinstance(values, np.ndarray) or np.isscalar(values) or not hasattr(values, "__iter__"):
+        arr = np.asarray(values) if np.isscalar(values) or isinstance(values, np.ndarray) else None
+        if arr is None or arr.ndim == 0:
+            raise ValueError(f"{name}={values!r}: a single {type(values).__name__}; pass one m x n matrix of numbers "
+                             "per item (a list of matrices, or an (N, m, n) array)")
+        if arr.ndim != 3:
+            raise ValueError(f"{name}: a stacked array must have shape (N, m, n), got {arr.shape}"
+                             + ("; wrap a single m x n item as [matrix]" if arr.ndim == 2 else ""))
+        return
+    for i, v in enumerate(values if isinstance(values, (list, tuple)) else ()):
+        try:
+            shape = np.shape(v) if not isinstance(v, (str, bytes)) else ()
+        except ValueError:  # ragged rows: named later
+            continue
+        if len(shape) != 2:
+            raise ValueError(f"{name}[{i}]: must be an m x n matrix (a list of rows), got {len(shape)} dimension(s)"
+                             + ("; wrap a single row as [[...]]" if len(shape) < 2 else ""))
+
+
+def _check_size(shape: Sequence[int], where: str) -> None:
+    """Refuse an m x n item whose comparisons (see :data:`MAX_COMPARISONS`) do not fit, naming what it would need."""
+    m, n = int(shape[-2]), int(shape[-1])
+    need = m * n * (m + n)
+    if need > MAX_COMPARISONS:
+        raise ValueError(f"{where}: a {m:,} x {n:,} item compares every gold cell with every other cell of its row and "
+                         f"column, {need:,} comparisons (about {need / (1 << 30):.1f} GiB per comparison array); the "
+                         f"metric takes items of at most {MAX_COMPARISONS:,} (m * n * (m + n): e.g. 1 x "
+                         f"{math.isqrt(MAX_COMPARISONS) - 1:,})")
+
+
+def _as_items(values: Any, name: str, n_expected: int | None = None) -> list[np.ndarray] | np.ndarray:
+    """A (N, m, n) float array when stacked, else a list of 2-D arrays; shapes checked per item."""
+    _check_form(values, name)
     if isinstance(values, np.ndarray) and values.ndim == 3:
         arr = values
         _check_numeric(arr, name)
         if 0 in arr.shape[1:]:
             raise ValueError(f"{name}: a stacked array of shape {arr.shape} holds empty items; "
                              f"each item must be m x n with m, n >= 1")
+        _check_size(arr.shape, f"{name}[0]")
     else:
         if isinstance(values, np.ndarray) and values.ndim != 3:
             raise ValueError(f"{name}: a stacked array must have shape (N, m, n), got {values.shape}")
@@ -204,6 +247,7 @@ def _as_items(values: Any, name: str, n_expected: int | None = None) -> list[np.
                 )
             if a.size == 0:
                 raise ValueError(f"{name}[{i}]: empty matrix")
+            _check_size(a.shape, f"{name}[{i}]")
     n = len(arr)
     if n == 0:
         raise ValueError(f"{name}: no items")
@@ -231,8 +275,7 @@ def _refuse_strings(values: Any, name: str) -> None:
     """The string check of :func:`_as_items`, for the evaluate path (before Arrow converts them)."""
     if values is None:
         return
-    if isinstance(values, (str, bytes)):
-        raise ValueError(f"{name}: got a string ({values[:40]!r}); pass one m x n matrix of numbers per item")
+    _check_form(values, name)
     if isinstance(values, np.ndarray):
         _check_numeric(values, name)
         return
@@ -246,7 +289,13 @@ def _refuse_strings(values: Any, name: str) -> None:
 
 def _refuse_non_binary(values: Any, name: str) -> None:
     """Gold cells other than 0 and 1 (0.5, 2, -1), refused before Arrow would turn 0.5 into 0."""
-    if values is None or isinstance(values, (str, bytes)):
+    if values is None or isinstance(values, (str, bytes)) or np.isscalar(values):
+        return
+    if isinstance(values, np.ndarray) and values.ndim == 3 and values.dtype.kind in "biuf":  # at once, not per item
+        odd = np.isfinite(values) & (values != 0) & (values != 1)
+        if odd.any():
+            i = int(np.flatnonzero(odd.reshape(len(values), -1).any(1))[0])
+            raise ValueError(f"item {i}: gold matrix must hold only 0 and 1, got {float(values[odd][0]):g} (in {name})")
         return
     for i, v in enumerate(values if not isinstance(values, np.ndarray) else list(values)):
         try:
@@ -266,6 +315,20 @@ def _whole(value: Any, name: str, low: int, high: int | None = None) -> int:
         span = f"from {low} to {high:,}" if high is not None else f"{low} or more"
         raise ValueError(f"{name}={value!r}: must be {span}")
     return int(value)
+
+
+def _check_bootstrap_work(bootstrap: int, groups: dict, tag_lists: list[list[str]] | None, N: int) -> None:
+    """Refuse a bootstrap whose work (:data:`MAX_BOOTSTRAP_WORK`) would take minutes, with the resamples that fit."""
+    cells = np.zeros(N)
+    for shape, (idx, *_rest) in groups.items():
+        cells[idx] = shape[0] * shape[1]
+    per = float((cells * (1 + np.array([len(set(t)) for t in tag_lists]))).sum() if tag_lists else cells.sum())
+    if bootstrap * per > MAX_BOOTSTRAP_WORK:
+        tagged = ", and each tag's cells again" if tag_lists else ""
+        raise ValueError(f"bootstrap={bootstrap:,}: resampling {N:,} items ({int(cells.sum()):,} cells{tagged}) "
+                         f"{bootstrap:,} times is {bootstrap * per:,.0f} cell resamples, more than the "
+                         f"{MAX_BOOTSTRAP_WORK:,} the metric does (about a minute on one core); use "
+                         f"bootstrap={max(1, int(MAX_BOOTSTRAP_WORK // per)):,} or fewer")
 
 
 def _first_bad(mask_per_item: np.ndarray) -> int:
@@ -582,6 +645,18 @@ def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, thr
     return q
 
 
+def _per_item_in_blocks(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, threshold: float | None,
+                        for_chance: bool = False) -> dict:
+    """:func:`_per_item` over blocks of items of at most :data:`MAX_COMPARISONS` comparisons: bounded memory."""
+    N, m, n = S.shape
+    step = max(1, MAX_COMPARISONS // (m * n * (m + n)))
+    if N <= step:
+        return _per_item(S, G, P, ties, threshold, for_chance)
+    parts = [_per_item(S[lo:lo + step], G[lo:lo + step], None if P is None else P[lo:lo + step], ties, threshold,
+                       for_chance) for lo in range(0, N, step)]
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
 # ============================================================================================
 # AUROC (Mann-Whitney, ties 1/2), plain and weighted for the bootstrap
 # ============================================================================================
@@ -845,6 +920,8 @@ def compute_metrics(
     P = None if probabilities is None else _as_items(probabilities, "probabilities", N)
     tag_lists = _as_tags(tags, N)
     groups = _validate(S, G, P)
+    if bootstrap > 0:
+        _check_bootstrap_work(bootstrap, groups, tag_lists, N)
     if all(bool(np.all(np.asarray(g))) for g in G) and (1, 1) not in groups:
         warnings.warn("references: every cell of every item is gold (1), so no text is a foil: there is nothing to "
                       "compare and no metric can be computed", stacklevel=2)
@@ -871,7 +948,7 @@ def compute_metrics(
     cell_scores, cell_gold, cell_item = [], [], []
     for shape, (idx, s, g, p) in groups.items():
         decide = p if p is not None else (s if shape == (1, 1) and t is not None else None)
-        block = _per_item(s, g, decide, ties, t)
+        block = _per_item_in_blocks(s, g, decide, ties, t)
         for key, vals in block.items():
             q.setdefault(key, np.zeros(N))[idx] = vals
         # Chance = the "half" value on constant scores (every ordering of the cells equally likely);
@@ -884,7 +961,7 @@ def compute_metrics(
         else:
             patterns, inverse = np.unique(flat_g, axis=0, return_inverse=True)
         patterns = patterns.reshape(-1, *g.shape[1:])
-        block_chance = _per_item(np.zeros(patterns.shape), patterns, None, "half", t, for_chance=True)
+        block_chance = _per_item_in_blocks(np.zeros(patterns.shape), patterns, None, "half", t, for_chance=True)
         for key, vals in block_chance.items():
             chance_q.setdefault(key, np.zeros(N))[idx] = vals[inverse.ravel()]
         cell_scores.append(s.reshape(-1))

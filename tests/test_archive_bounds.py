@@ -13,7 +13,7 @@ import pytest
 from vlprobe import downloads
 from vlprobe.builders import AnnotationError
 from vlprobe.builders.crepe import read_zip_csv, zip_members
-from vlprobe.downloads import ArchiveBombError, read_member
+from vlprobe.downloads import ArchiveBombError, CorruptArchiveError, read_member
 from vlprobe.image_sources import SOURCES, ImageResolver
 
 BOMB = 64 << 20  # 64 MiB of zeros: about 64 KB deflated
@@ -65,7 +65,7 @@ def test_a_header_that_understates_the_size_is_stopped_while_reading(tmp_path, m
         info = zf.getinfo("a.csv")
         info.file_size = 2 << 20  # as a forged local/central header would say
         monkeypatch.setattr(downloads, "MAX_RATIO", 10**9)
-        with pytest.raises((ArchiveBombError, zipfile.BadZipFile)):
+        with pytest.raises((ArchiveBombError, CorruptArchiveError)):  # never a bare BadZipFile
             read_member(zf, info, str(path))
 
 
@@ -117,3 +117,21 @@ def test_an_image_cache_others_could_write_is_refused(tmp_path):
                           fetch=lambda url, timeout: b"jpeg bytes")
     assert fresh.read("000000000139.jpg") == b"jpeg bytes"
     assert os.stat(tmp_path / "new" / "coco2017_val").st_mode & 0o777 == 0o700
+
+
+def test_a_member_with_a_bad_crc_names_the_zip_and_the_member(tmp_path):
+    """Issue 48: an images zip with a bad CRC was a zipfile.BadZipFile traceback."""
+    path = tmp_path / "images.zip"
+    payload = bytes(range(256)) * 64
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr("val2017/000000000139.jpg", payload)
+    data = path.read_bytes()
+    at = data.index(payload) + 100
+    path.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:])  # one byte flipped: its CRC-32 fails
+    with zipfile.ZipFile(path) as zf:
+        with pytest.raises(CorruptArchiveError) as err:
+            read_member(zf, "val2017/000000000139.jpg", str(path))
+    assert str(path) in str(err.value) and "member 'val2017/000000000139.jpg' cannot be read (Bad CRC-32" in str(err.value)
+    resolver = ImageResolver(SOURCES["coco2017_val"], [path])
+    with pytest.raises(CorruptArchiveError, match="Bad CRC-32"):
+        resolver.read("000000000139.jpg")

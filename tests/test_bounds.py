@@ -76,3 +76,83 @@ def test_crepe_regions_no_image_has_are_refused_naming_the_row(row, error, words
         crop(row, "image", _jpeg())
     assert "CREPE row prod_vg_hard_negs_swap_complexity_7/3 (image 2345.jpg)" in str(err.value)
     assert check_crop_box((1.4, 2.6, 10.0, 12.0), (40, 30), "w") == (1, 3, 10, 12)
+
+
+# ---- issue 48: the metric's inputs, bounded; builds' counts bounded by the machine ----------------------------------
+
+def _metric_cases():
+    import numpy as np
+
+    many = np.random.default_rng(0).random((200_000, 1, 2))
+    gold = np.zeros_like(many)
+    gold[:, 0, 0] = 1
+    return [
+        ("scalar", dict(predictions=5, references=1), "predictions=5: a single int; pass one m x n matrix"),
+        ("4-D", dict(predictions=np.zeros((2, 1, 1, 2)), references=np.zeros((2, 1, 1, 2))),
+         "predictions: a stacked array must have shape (N, m, n), got (2, 1, 1, 2)"),
+        ("1 x 100,000", dict(predictions=[np.arange(100_000.0)[None]], references=[np.eye(1, 100_000)]),
+         "predictions[0]: a 1 x 100,000 item compares every gold cell with every other cell of its row and column, "
+         "10,000,100,000 comparisons"),
+        ("200,000 x bootstrap 1,000", dict(predictions=many, references=gold, bootstrap=1000),
+         "bootstrap=1,000: resampling 200,000 items (400,000 cells) 1,000 times is 400,000,000 cell resamples, more "
+         "than the 200,000,000 the metric does (about a minute on one core); use bootstrap=500 or fewer"),
+    ]
+
+
+@pytest.mark.parametrize("case", _metric_cases(), ids=lambda c: c[0])
+@pytest.mark.parametrize("door", ["compute", "evaluate.load"])
+def test_the_metric_refuses_what_it_cannot_hold_in_one_line(case, door):
+    """Issue 48: a scalar or a 4-D array was evaluate's raw format dump (or a TypeError); a 1 x 100,000 item tried to
+    allocate 9.3 GiB; 200,000 items with 1,000 resamples ran past a minute. Each is one line, at once."""
+    from vlprobe import metric
+
+    _, kwargs, words = case
+    if door == "evaluate.load" and kwargs.get("bootstrap"):
+        pytest.skip("evaluate's Arrow round trip of 200,000 items takes a minute before the metric is reached")
+    with pytest.raises(ValueError) as err:
+        metric.compute(**kwargs) if door == "compute" else metric.load().compute(**kwargs)
+    assert words in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_the_metric_holds_many_large_items_in_blocks(monkeypatch):
+    """Items are compared in blocks of at most MAX_COMPARISONS: the same numbers as all at once."""
+    import numpy as np
+
+    from vlprobe import metric
+
+    rng = np.random.default_rng(1)
+    S, G = rng.random((40, 6, 6)).round(1), np.tile(np.eye(6), (40, 1, 1))
+    whole = metric.compute(S, G, ties="lenient")
+    sizes, per_item = [], metric.module._per_item
+    monkeypatch.setattr(metric.module, "_per_item", lambda S, *a, **k: sizes.append(len(S)) or per_item(S, *a, **k))
+    monkeypatch.setattr(metric.module, "MAX_COMPARISONS", 6 * 6 * 12 * 7)  # 7 items a block
+    assert metric.compute(S, G, ties="lenient") == whole
+    assert max(sizes) == 7 and sum(sizes) > 40
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["build", "travlr", "--workers", "500"], "--workers 500: must be at most"),
+    (["build", "valse", "--read-workers", "100000"], "--read-workers 100000: must be at most"),
+    (["build", "winoground_style", "--items", str(2**63)], f"--items {2**63}: must be at most 1,000,000"),
+    (["build", "valse", "--retries", "1000000"], "--retries 1000000: must be at most 100"),
+    (["build", "travlr", "--out", ""], "--out '.': names the working directory"),
+    (["build", "travlr", "--out", "."], "--out '.': names the working directory"),
+    (["build", "travlr", "--out", ".."], "is the working directory or a folder that holds it"),
+])
+def test_build_counts_and_outs_are_bounded(argv, words, tmp_path, monkeypatch, capsys):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code, err = _cli(capsys, *argv)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and not any(work.iterdir())  # nothing written
+
+
+def test_an_image_refused_in_python_is_a_vlprobe_error():
+    """Issue 48: a 50,000 x 50,000 PNG through vlprobe.probe surfaced as a bare ValueError subclass (ImageError), not
+    the VlprobeError every other refusal of the API is."""
+    from vlprobe.errors import VlprobeError
+
+    assert issubclass(ImageTooLargeError, VlprobeError) and issubclass(ImageError, ValueError)
+    with pytest.raises(VlprobeError, match="2,500,000,000 pixels"):
+        check_crop_box((0, 0, 50_000, 50_000), (10, 10), "row 1")

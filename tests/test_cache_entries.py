@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sqlite3
 import sys
 
@@ -140,9 +141,10 @@ def test_a_cache_folder_others_may_write_is_made_private_and_foreign_parts_ignor
 def test_a_model_digest_memo_others_could_write_is_not_trusted(tmp_path, monkeypatch):
     import json
 
-    from vlprobe.cache import folder_digest
+    from vlprobe import keys
+    from vlprobe.keys import folder_digest
 
-    monkeypatch.setattr(cache_module, "_RACY_S", -1.0)  # memoise files however recently written
+    monkeypatch.setattr(keys, "RACY_S", -1.0)  # memoise files however recently written
     model = tmp_path / "model"
     model.mkdir()
     (model / "weights.bin").write_bytes(b"w" * 100)
@@ -155,3 +157,59 @@ def test_a_model_digest_memo_others_could_write_is_not_trusted(tmp_path, monkeyp
     memo.write_text(json.dumps(forged))
     os.chmod(memo, 0o666)
     assert folder_digest(model, memo_dir) == truth  # ...one others could have written is not
+
+
+# ---- every entry bound to the model it was computed for --------------------------------------------------------
+
+class _Other(ToyDual):
+    """Another model: other embeddings of the same size, so its scores read as this model's would change numbers."""
+
+    def encode_images(self, inputs):
+        return -super().encode_images(inputs)
+
+
+def _score_with(scorer, root, items):
+    with ScoreCache(root, scorer.cache_key()) as cache:
+        return Engine(scorer, batch_size=4, cache=cache, progress=False).score(items).scores, cache.path
+
+
+def _two_models(tmp_path):
+    items = toy_items(12, n_colors=4)
+    clean, part, _ = _score(tmp_path, items)
+    theirs, their_part = _score_with(_Other("other"), tmp_path, items)
+    assert not np.allclose(np.stack(clean), np.stack(theirs))  # what a mix-up would change
+    return items, clean, part, their_part
+
+
+@pytest.mark.parametrize("how", ["copied", "renamed", "symlinked"])
+def test_another_models_part_file_is_refused_naming_it(tmp_path, capfd, how):
+    items, clean, part, their_part = _two_models(tmp_path)
+    part.unlink()  # nothing of this model's own is left: every value would come from the file placed here
+    target = part if how == "renamed" else part.with_name("part-3.sqlite")
+    if how == "copied":
+        shutil.copy(their_part, target)
+    elif how == "renamed":
+        their_part.rename(target)
+    else:
+        target.symlink_to(their_part)
+    capfd.readouterr()
+    again, _, scorer = _score(tmp_path, items)
+    lines = _warnings(capfd.readouterr().err)
+    assert len(lines) == 1 and str(target) in lines[0], lines
+    assert ("symbolic link" if how == "symlinked" else "written for another model") in lines[0]
+    assert scorer.images_encoded > 0  # computed again, not read from the other model's file
+    for got, want in zip(again, clean):
+        np.testing.assert_array_equal(got, want)
+    assert os.path.lexists(target) == (how == "renamed")  # moved aside (a fresh own part is made at part-0)
+
+
+def test_a_cache_folder_renamed_from_another_model_is_moved_aside(tmp_path, capfd):
+    items, clean, part, their_part = _two_models(tmp_path)
+    shutil.rmtree(part.parent)
+    their_part.parent.rename(part.parent)  # the other model's folder under this model's name
+    capfd.readouterr()
+    again, _, _ = _score(tmp_path, items)
+    lines = _warnings(capfd.readouterr().err)
+    assert len(lines) == 1 and "holds another model's scores" in lines[0] and str(part.parent) in lines[0], lines
+    for got, want in zip(again, clean):
+        np.testing.assert_array_equal(got, want)

@@ -143,7 +143,20 @@ def _garbage_record(entry: Path) -> None:
     (entry / arrow_cache.RECORD).write_text("{not json")
 
 
-@pytest.mark.parametrize("damage", [_truncate, _delete, _swap, _garbage_record], ids=lambda f: f.__name__[1:])
+def _same_size_edit(entry: Path) -> None:
+    """A caption's bytes changed in place, the file's size and modification time kept (issue 48)."""
+    path = _arrow_files(entry)[0]
+    st, data = path.stat(), path.read_bytes()
+    path.write_bytes(data.replace(b"a shape number", b"X shape number", 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _planted_file(entry: Path) -> None:
+    (_arrow_files(entry)[0].parent / "cache-planted.arrow").write_bytes(b"x")
+
+
+@pytest.mark.parametrize("damage", [_truncate, _delete, _swap, _garbage_record, _same_size_edit, _planted_file],
+                         ids=lambda f: f.__name__[1:])
 def test_a_damaged_copy_is_converted_again_with_one_warning(damage, cache, data, capsys):
     clean = load_folder_split(data, "pairs", "test")[:]
     damage(_entry(cache))
@@ -228,3 +241,156 @@ def test_a_cached_run_draws_no_encoding_0_bars(tmp_path, capsys):
     err = capsys.readouterr().err
     assert scorer.images_encoded == 0 and scorer.texts_encoded == 0
     assert "encoding 0" not in err
+
+
+def test_a_shard_that_is_not_what_its_name_records_is_refused(cache, data):
+    """A built folder's shard replaced by another config's (or edited) is refused naming it: each shard is named after
+    its content's sha256 when it is built."""
+    from vlprobe.errors import DatasetError
+
+    load_folder_split(data, "pairs", "test")
+    (pairs,) = (data / "data" / "pairs").glob("*.parquet")
+    (swap,) = (data / "data" / "swap").glob("*.parquet")
+    os.replace(swap, pairs)  # another config's rows under this shard's name
+    with pytest.raises(DatasetError, match=rf"{pairs.name} does not hold what the build wrote"):
+        load_folder_split(data, "pairs", "test")
+
+
+# ---- a second local user ----------------------------------------------------------------------------------------
+
+def _second_user() -> tuple[int, int]:
+    """A second local user to act as (``nobody``, else one made with useradd); skipped with the reason where the
+    test cannot act as one."""
+    import pwd
+    import shutil
+    import subprocess
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("acting as a second local user needs root and setpriv (util-linux)")
+    for name in ("nobody", "vlprobe-other"):
+        try:
+            user = pwd.getpwnam(name)
+            return user.pw_uid, user.pw_gid
+        except KeyError:
+            continue
+    made = subprocess.run(["useradd", "--system", "--no-create-home", "vlprobe-other"], capture_output=True)
+    if made.returncode:
+        pytest.skip(f"no second local user, and useradd failed: {made.stderr.decode().strip()}")
+    user = pwd.getpwnam("vlprobe-other")
+    return user.pw_uid, user.pw_gid
+
+
+def _as_second_user(user: tuple[int, int], script: str) -> None:
+    import subprocess
+
+    done = subprocess.run(["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups", "/bin/sh", "-ec",
+                           script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def shared() -> Path:
+    """A folder both users can write (as /tmp is), outside pytest's private temporary folders."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="vlprobe-shared-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _evaluate(capsys, *argv: str) -> tuple[int, str, str]:
+    from vlprobe.cli import main
+
+    capsys.readouterr()
+    code = main(["evaluate", *argv, "--bootstrap", "0", "--num-workers", "0", "--no-progress"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.slow
+def test_a_cache_home_another_user_made_changes_no_number(shared, tiny_clip_path, tmp_path, monkeypatch, capsys):
+    """Issue 48: the cache home (here $VLPROBE_CACHE, a shared lab folder) was made by another user, who put a
+    dataset of their own under the name the victim scores and could swap its score-cache folders: the dataset is
+    refused in one line, and every other run goes on without that home's caches, its numbers those of a clean run."""
+    user = _second_user()
+    data = build_folder(shared / "src", n=6)
+    home = shared / "home"
+    _as_second_user(user, f"mkdir -m 755 {home} {home}/datasets && cp -r {data} {home}/datasets/sc")
+    monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "own"))
+    code, clean, _ = _evaluate(capsys, "--dataset", str(data), "--model", str(tiny_clip_path), "--out",
+                               str(tmp_path / "clean"))
+    assert code == 0
+    monkeypatch.setenv("VLPROBE_CACHE", str(home))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _evaluate(capsys, "--dataset", "sc", "--model", str(tiny_clip_path), "--out", str(tmp_path / "a"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{home}/datasets/sc" in err and "belongs to another user" in err and "Traceback" not in err
+    code, out, err = _evaluate(capsys, "--dataset", str(data), "--model", str(tiny_clip_path), "--out",
+                               str(tmp_path / "b"))
+    warnings = _warnings(err)
+    assert code == 0 and len(warnings) == 1, err
+    assert f"not using the cache folder {home}: {home} belongs to another user" in warnings[0]
+    assert "chmod 700" in warnings[0]
+    tables = [[line for line in text.splitlines() if "from the cache" not in line and "wrote" not in line]
+              for text in (out, clean)]
+    assert tables[0] == tables[1]  # every number that of the clean run
+    assert sorted(p.name for p in home.iterdir()) == ["datasets"]  # nothing of the victim's was written there
+
+
+@pytest.mark.slow
+def test_an_entry_planted_while_arrow_was_open_is_dropped(shared, monkeypatch, capsys):
+    """Issue 48: the user's own arrow/ had been 0777; another user replaced an entry by a doctored copy (a caption
+    edited, sizes kept). vlprobe empties the folder (not only makes it private again) and converts afresh."""
+    user = _second_user()
+    data = build_folder(shared / "src", n=6)
+    home = shared / "home"
+    home.mkdir(mode=0o755)
+    monkeypatch.setenv("VLPROBE_CACHE", str(home))
+    clean = load_folder_split(data, "pairs", "test")[:]
+    (home / "arrow").chmod(0o777)
+    entry = _entry(home / "arrow")
+    arrow = _arrow_files(entry)[0].relative_to(entry)
+    doctor = (f"import pathlib; p = pathlib.Path('{entry}/{arrow}'); "
+              "p.write_bytes(p.read_bytes().replace(b'a shape number', b'X shape number'))")
+    _as_second_user(user, f"mv {entry} {entry}.old && cp -r {entry}.old {entry} && /usr/bin/python3 -c \"{doctor}\"")
+    assert (entry / arrow).stat().st_uid == user[0]
+    capsys.readouterr()
+    again = load_folder_split(data, "pairs", "test")[:]
+    warnings = _warnings(capsys.readouterr().err)
+    assert len(warnings) == 1 and "was writable by others (mode 777)" in warnings[0] and "emptied" in warnings[0]
+    assert again == clean and stat.S_IMODE((home / "arrow").stat().st_mode) == 0o700
+
+
+def test_a_dataset_found_in_the_cache_that_others_could_change_is_refused(tmp_path, monkeypatch):
+    """`--dataset NAME` finding <cache>/datasets/NAME is checked as every cache is, file by file."""
+    from vlprobe.errors import DatasetError
+    from vlprobe.names import find_dataset
+
+    monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    locations.private_folder(locations.datasets_home())
+    folder = build_folder(locations.datasets_home(), n=4)
+    (folder / "vlprobe.yaml").write_text("id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\n")
+    assert find_dataset("synthetic") == str(folder)
+    (folder / "data" / "pairs").chmod(0o777)  # a folder inside it others could write into
+    with pytest.raises(DatasetError, match=r"dataset 'synthetic': found .* in vlprobe's cache, but .*pairs is "
+                                           r"writable by others \(mode 777\), who could have changed its rows"):
+        find_dataset("synthetic")
+
+
+def test_an_annotation_cache_others_could_change_is_refused(tmp_path, monkeypatch):
+    """An annotation file without a pinned hash would be used as found: its cache is held to the same rule."""
+    from vlprobe.builders import AnnotationError
+
+    home = tmp_path / "shared"
+    home.mkdir(mode=0o777)
+    home.chmod(0o777)
+    monkeypatch.setenv("VLPROBE_CACHE", str(home))
+    up = Upstream(benchmark="x", repo="owner/repo", commit="0" * 40, folder="data", files=(), url_env="X_URL")
+    with pytest.raises(AnnotationError, match=rf"not using the annotation cache .*: {home} is writable by others "
+                                              r"\(mode 777\).*chmod 700"):
+        upstream.cache_folder(up)
+    home.chmod(0o700)
+    assert upstream.cache_folder(up).parent == home / "annotations"

@@ -16,18 +16,10 @@ import pytest
 
 import vlprobe
 from vlprobe import metric as metric_module
-from vlprobe.dataset_folder import (
-    ConfigDecl,
-    card_metadata,
-    conversion_arrow_pool,
-    load_folder_split,
-    read_rows,
-    release_mapped_pages,
-    undecoded_features,
-    write_card,
-    write_split_rows,
-)
+from vlprobe.arrow_cache import conversion_arrow_pool, load_folder_split
+from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
 from vlprobe.evaluation.scoring import _metric_inputs
+from vlprobe.folder_reader import read_rows, release_mapped_pages, undecoded_features
 from vlprobe.results import ScoredItem, ScoredSplit, ScoreMatrices
 
 # ---- ScoreMatrices ------------------------------------------------------------------------------
@@ -276,21 +268,21 @@ def test_chunks_hold_no_row_of_the_previous_chunk_while_reading_the_next():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
 @pytest.mark.slow
 def test_read_rows_keeps_one_slice_of_the_file_resident_at_a_time(image_folder, monkeypatch):
-    import vlprobe.dataset_folder as dataset_folder
+    import vlprobe.folder_reader as folder_reader
 
     ds = load_folder_split(image_folder, "main", "test")
     paths = {f["filename"] for f in ds.cache_files}
     want = _plain_read(ds, 0, 600)
     release_mapped_pages(paths)
     resident = []
-    release = dataset_folder.release_mapped_pages
+    release = folder_reader.release_mapped_pages
 
     def measured(files):
         resident.append(_arrow_rss_kb(paths))  # what the slice just read brought in
         return release(files)
 
-    monkeypatch.setattr(dataset_folder, "release_mapped_pages", measured)
-    monkeypatch.setattr(dataset_folder, "READ_SLICE_ROWS", 50)
+    monkeypatch.setattr(folder_reader, "release_mapped_pages", measured)
+    monkeypatch.setattr(folder_reader, "READ_SLICE_ROWS", 50)
     assert read_rows(ds, 0, 600) == want  # same rows across slice boundaries
     assert read_rows(ds, 33, 177) == want[33:177]
     # 600 rows x 4 KB read in one go had 2.4 MB of the file resident at once; 50 rows at a time ~200 KB
@@ -298,7 +290,7 @@ def test_read_rows_keeps_one_slice_of_the_file_resident_at_a_time(image_folder, 
 
 
 def test_first_load_converts_without_prebuffering(image_folder, monkeypatch, tmp_path):
-    import vlprobe.dataset_folder as dataset_folder
+    import vlprobe.arrow_cache as arrow_cache
 
     seen = {}
     load = datasets.load_dataset
@@ -307,7 +299,7 @@ def test_first_load_converts_without_prebuffering(image_folder, monkeypatch, tmp
         seen.update(kwargs)
         return load(*args, **kwargs)
 
-    monkeypatch.setattr(dataset_folder.datasets, "load_dataset", spy)
+    monkeypatch.setattr(arrow_cache.datasets, "load_dataset", spy)
     monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path))  # a fresh conversion, not an earlier test's Arrow copy
     ds = load_folder_split(image_folder, "main", "test")
     assert len(ds) == 600 and ds.select_columns(["caption"])[599]["caption"] == "row 599"

@@ -5,6 +5,7 @@ naming what is at fault, and nothing is written."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import struct
 import zlib
@@ -331,3 +332,123 @@ def test_space_with_a_link_out_of_the_folder_is_refused(tmp_path):
     (space / "notes.txt").symlink_to(tmp_path / "secret.txt")
     with pytest.raises(ValueError, match="notes.txt: a symbolic link to .*secret.txt, outside the folder"):
         plan_space(space, "me/demo")
+
+
+# ---- issue 48: nesting, sizes, non-regular files, symbolic links; one line each --------------------------------------
+
+DEEP = 20_000  # levels: past Python's recursion limit, where json and yaml raised RecursionError
+
+
+def _sparse(path: Path, size: int = 20 << 30) -> Path:
+    with open(path, "wb") as fh:  # 20 GB that take no disk: a file the reader must refuse by its size
+        fh.truncate(size)
+    return path
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _spec_case(kind: str, tmp_path: Path) -> str:
+    path = tmp_path / "spec.yaml"
+    if kind == "/dev/zero":
+        return "/dev/zero"
+    if kind == "fifo":
+        return str(_fifo(path))
+    if kind == "deep":
+        path.write_text("images: " + "[" * DEEP + "]" * DEEP + "\n")
+    elif kind == "large":
+        path.write_text("# " + "x" * (2 << 20) + "\n")
+    elif kind == "alias":
+        path.write_text("a: &a [image]\nimages: *a\ntexts: [caption]\ngold: [[1]]\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("/dev/zero", "/dev/zero: is a device, not a file"),
+    ("fifo", "is a named pipe (FIFO), not a file"),
+    ("deep", "nests lists or mappings more than 64 levels deep"),
+    ("large", "larger than the specs vlprobe reads (at most 1.0 MiB)"),
+    ("alias", "line 2: uses a YAML alias (*a)"),
+])
+def test_a_spec_that_is_no_file_too_large_or_too_deep_is_one_line(kind, words, tmp_path, capsys):
+    code, err = _cli(capsys, "evaluate", "--spec", _spec_case(kind, tmp_path), "--dataset", "winoground_style",
+                     "--no-progress", "--out", tmp_path / "o")
+    assert code == 2 and words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def _captions_case(kind: str, source: Path) -> None:
+    (source / "rows.csv").unlink()
+    if kind == "deep json":
+        (source / "rows.json").write_text('[{"id": "r1", "image": "images/red.png", "caption": "a", "foil": "b", '
+                                          '"x": ' + "[" * DEEP + "]" * DEEP + "}]")
+    elif kind == "deep jsonl":
+        (source / "rows.jsonl").write_text('{"id": "r1", "image": "images/red.png", "caption": "a", "foil": '
+                                           + "[" * DEEP + "]" * DEEP + "}\n")
+    elif kind == "too many rows":
+        rows = "".join(f"r{i},images/red.png,a red square,a blue square\n" for i in range(100_001))
+        (source / "rows.csv").write_text("id,image,caption,foil\n" + rows)
+    elif kind == "sparse captions":
+        _sparse(source / "rows.csv", 1 << 30)
+    elif kind == "sparse image":
+        _sparse(source / "images" / "huge.png")
+        (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/huge.png,a red square,a blue square\n")
+    elif kind == "fifo image":
+        _fifo(source / "images" / "pipe.png")
+        (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/pipe.png,a red square,a blue square\n")
+    elif kind == "image linked out":
+        (source.parent / "secret.png").write_bytes(_png())
+        (source / "images" / "link.png").symlink_to(source.parent / "secret.png")
+        (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/link.png,a red square,a blue square\n")
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("deep json", "rows.json: nests lists or objects more than 64 levels deep"),
+    ("deep jsonl", "rows.jsonl line 1: nests lists or objects more than 64 levels deep"),
+    ("too many rows", "rows.csv: has more than 100,000 rows"),
+    ("sparse captions", "rows.csv: is 1.0 GiB, larger than the captions files vlprobe reads (at most 512.0 MiB)"),
+    ("sparse image", "row 1 column 'image' (images/huge.png): "),
+    ("fifo image", "is a named pipe (FIFO), not a file"),
+    ("image linked out", "leads outside"),
+])
+def test_build_folder_bounds_every_file_it_reads(kind, words, source, tmp_path, capsys):
+    _captions_case(kind, source)
+    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
+    assert code == 2 and words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    if kind == "sparse image":
+        assert "is 20.0 GiB, larger than the image files vlprobe reads" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_deeply_nested_card_is_one_line(source, tmp_path, capsys):
+    out = build_folder(source, tmp_path / "ds", license="mit")
+    card = (out / "README.md").read_text()
+    (out / "README.md").write_text(card.replace("---\n", "---\nnested: " + "[" * DEEP + "]" * DEEP + "\n", 1))
+    code, err = _cli(capsys, "evaluate", "--dataset", out, "--no-progress", "--out", tmp_path / "o")
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "README.md: nests lists or mappings more than 64 levels deep" in err
+
+
+def test_an_image_cell_naming_a_20_gb_file_is_refused_by_size(tmp_path):
+    from vlprobe.images import ImageTooLargeError
+
+    huge = _sparse(tmp_path / "huge.png")
+    with pytest.raises(ImageTooLargeError, match=r"huge.png: is 20.0 GiB, larger than the image files vlprobe reads"):
+        to_pil({"bytes": None, "path": str(huge)}, where="row 3")
+
+
+def test_a_results_json_nested_too_deep_is_one_line(tmp_path, capsys):
+    path = tmp_path / "results.json"
+    path.write_text('{"results": ' + "[" * DEEP + "]" * DEEP + "}")
+    code, err = _cli(capsys, "report", path, "--out", tmp_path / "r")
+    assert code == 2 and "Traceback" not in err and "nests lists or objects more than 64 levels deep" in err, err
+
+
+def test_build_folder_into_a_symbolic_link_says_where_it_writes(source, tmp_path, capsys):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "link")
+    assert code == 0 and f"--out {tmp_path / 'link'} is a symbolic link: writing the dataset into {real}" in err, err
+    assert (real / "vlprobe.yaml").is_file() and (tmp_path / "link").is_symlink()

@@ -92,7 +92,7 @@ def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 def test_the_graph_sees_imports_inside_functions():
     graph = import_graph()
     assert "vlprobe.runner" in graph["vlprobe.evaluation.api"]  # at module top
-    assert "vlprobe.dataset_folder" in graph["vlprobe.evaluation.data"]  # inside a function
+    assert "vlprobe.folder_reader" in graph["vlprobe.evaluation.data"]  # inside a function
     assert "vlprobe.report.runs" in graph["vlprobe.report.probes"]  # and not back: the circle the registry removed
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
 
@@ -100,3 +100,22 @@ def test_the_graph_sees_imports_inside_functions():
 def test_no_import_circle():
     found = circles(import_graph())
     assert not found, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in found)
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for child in graph[todo.pop()] - seen:
+            seen.add(child)
+            todo.append(child)
+    return seen
+
+
+def test_builders_do_not_reach_the_engines_store():
+    """A builder writes a dataset folder and knows nothing of models: it reaches neither the score cache nor the Arrow
+    cache the engine reads through, directly or through another module (content hashes come from vlprobe.keys)."""
+    graph = import_graph()
+    store = {"vlprobe.cache", "vlprobe.arrow_cache", "vlprobe.engine"}
+    reached = {name: sorted(_reached(graph, name) & store) for name in graph if name.startswith("vlprobe.builders")}
+    assert not any(reached.values()), {k: v for k, v in reached.items() if v}
+    assert "vlprobe.keys" in _reached(graph, "vlprobe.builders.upstream")

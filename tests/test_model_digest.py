@@ -7,11 +7,11 @@ import hashlib
 import os
 import time
 
-from vlprobe import cache
+from vlprobe import keys
 
 
 def test_same_size_rewrite_with_old_mtime_is_seen(tmp_path, monkeypatch):
-    monkeypatch.setattr(cache, "_RACY_S", -1.0)  # memoise even a file written a moment ago
+    monkeypatch.setattr(keys, "RACY_S", -1.0)  # memoise even a file written a moment ago
     model, memo = tmp_path / "model", tmp_path / "memo"
     model.mkdir()
     weights = model / "model.safetensors"
@@ -19,15 +19,15 @@ def test_same_size_rewrite_with_old_mtime_is_seen(tmp_path, monkeypatch):
     old = (1_600_000_000_000_000_000, 1_600_000_000_000_000_000)
     os.utime(weights, ns=old)
     inode = weights.stat().st_ino
-    first = cache.folder_digest(model, memo)
-    assert first == cache.folder_digest(model, memo)  # memo hit: same answer
+    first = keys.folder_digest(model, memo)
+    assert first == keys.folder_digest(model, memo)  # memo hit: same answer
     time.sleep(0.05)  # past the kernel's timestamp tick
     with open(weights, "r+b") as fh:  # in place: same inode, same size
         fh.write(b"B" * 4096)
     os.utime(weights, ns=old)  # the old mtime put back
     st = weights.stat()
     assert (st.st_ino, st.st_size, st.st_mtime_ns) == (inode, 4096, old[1])
-    second = cache.folder_digest(model, memo)
+    second = keys.folder_digest(model, memo)
     expected = hashlib.sha256(f"model.safetensors\0{4096}\0{hashlib.sha256(b'B' * 4096).hexdigest()}\n"
                               .encode()).hexdigest()
     assert second != first and second == expected

@@ -412,6 +412,8 @@ def test_duplicate_row_ids_are_refused_naming_them(tmp_path, tiny_clip_path, cap
     import pyarrow.parquet as pq
     from helpers_data import build_folder
 
+    from vlprobe.dataset_folder import record_data_files, shard_name
+
     data = build_folder(tmp_path, n=8)
     (parquet,) = (data / "data").glob("pairs/test*.parquet") or (data / "data").rglob("*pairs*test*.parquet")
     table = pq.read_table(parquet)
@@ -419,6 +421,8 @@ def test_duplicate_row_ids_are_refused_naming_them(tmp_path, tiny_clip_path, cap
     ids[5], ids[7] = ids[1], ids[1]  # p1 three times
     ids[6] = ids[2]
     pq.write_table(table.set_column(table.column_names.index("id"), "id", [ids]), parquet)
+    parquet.rename(parquet.with_name(shard_name("test", parquet)))  # named after its content, as a build names it
+    record_data_files(data)
     capsys.readouterr()
     code = main(["evaluate", "--dataset", str(data), "--config", "pairs", "--model", str(tiny_clip_path),
                  "--cache-dir", "none", "--no-progress", "--out", str(tmp_path / "o")])

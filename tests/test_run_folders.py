@@ -142,3 +142,65 @@ def test_a_run_from_before_the_record_is_taken_by_its_own_command_only(tmp_path)
     (old / "notes.txt").write_text("mine")
     with pytest.raises(ArgumentError, match=r"not a vlprobe run's \(notes.txt"):
         check_output_dir(old)
+
+
+def test_a_same_size_hand_edit_of_a_run_file_is_recognised_by_content(tmp_path):
+    """Issue 48: an edit that keeps the size (a digit changed in results.json) used to pass the record's size check,
+    and the next run replaced the user's edit as if vlprobe had written it."""
+    out = tmp_path / "run"
+    write_run_folder(out, _writer('{"acc": 0.40}'))
+    (out / "results.json").write_text('{"acc": 0.43}')
+    with pytest.raises(ArgumentError, match=r"changed since the run wrote them \(results.json\)"):
+        check_output_dir(out)
+    assert (out / "results.json").read_text() == '{"acc": 0.43}'
+
+
+def test_a_record_from_before_the_hash_is_judged_by_size(tmp_path):
+    out = tmp_path / "run"
+    write_run_folder(out, _writer("{}"))
+    (out / RUN_RECORD).write_text(json.dumps({"command": "evaluate", "files": {"results.json": 2}}))
+    check_output_dir(out)  # its own file, its recorded size: a run of this command
+    (out / "results.json").write_text("{ }")
+    with pytest.raises(ArgumentError, match=r"changed since the run wrote them"):
+        check_output_dir(out)
+
+
+def test_cleanup_deletes_the_owner_mark_last(tmp_path, monkeypatch):
+    """Issue 48: a kill while a staging folder is deleted must leave a folder the sweep recognises (its lock file, the
+    owner mark) so that the next run finishes deleting it; so the mark goes last."""
+    holder = leftovers.OwnedDir(prefix=leftovers.staging_prefix(tmp_path / "out"), dir=tmp_path)
+    for i in range(40):
+        (holder.path / f"f{i:02d}").write_text("x")
+    (holder.path / "run").mkdir()
+    (holder.path / "run" / "results.json").write_text("{}")
+    gone = []
+    unlink = os.unlink
+
+    def spy(path, *args, **kwargs):
+        gone.append(os.path.basename(path))
+        return unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", spy)
+    holder.cleanup()
+    assert not holder.path.exists() and gone[-1] == leftovers.LOCK_NAME and gone.count(leftovers.LOCK_NAME) == 1
+
+
+def test_a_cleanup_killed_half_way_is_swept_by_the_next_run(tmp_path):
+    """A real kill -9 inside the cleanup (after its first deletion): the next run's sweep removes what is left."""
+    out = tmp_path / "out"
+    script = f"""
+import os, sys
+from pathlib import Path
+from vlprobe import leftovers
+holder = leftovers.OwnedDir(prefix=leftovers.staging_prefix({str(out)!r}), dir={str(tmp_path)!r})
+for i in range(40):
+    (holder.path / f"f{{i:02d}}").write_text("x")
+real = os.unlink
+os.unlink = lambda *a, **k: (real(*a, **k), os.kill(os.getpid(), 9))
+holder.cleanup()
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == -9, done.stderr
+    (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(".out.new-")]
+    assert (left / leftovers.LOCK_NAME).exists() and len(list(left.iterdir())) == 40
+    assert leftovers.sweep(out, tmp=False, log=None) == [left] and not left.exists()

@@ -316,7 +316,7 @@ def test_load_example_from_a_travlr_folder(client, travlr_folder):
     status, image_1, image_2, captions, foils = client.predict(str(travlr_folder), "spatiality", 1,
                                                                api_name="/load_example")
     assert status == ""
-    from vlprobe.dataset_folder import load_folder_split
+    from vlprobe.arrow_cache import load_folder_split
 
     row = load_folder_split(travlr_folder, "spatiality", "test_ind")[1]
     item = find_spec(str(travlr_folder)).to_item(row, 1, "spatiality")

@@ -16,10 +16,11 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   shared display helpers (METRIC_ORDER, percent formatting, bar charts); ``run_folder.py``: an
   output folder written beside ``--out`` and swapped in whole (evaluate and probe);
 * ``spec.py`` / ``items.py``: rows -> items; ``engine.py`` / ``cache.py``: scoring and the score cache;
-  ``scorers/``: model families; ``dataset_folder.py``: dataset folders (write, load, list configs and
-  splits, undecoded image columns); ``errors.py``: the errors users see; ``options.py``: the ``Option``
-  each setting of ``evaluate`` and ``probe`` is defined by, once (their tables are ``OPTIONS`` in
-  ``evaluation/settings.py`` and ``probing/settings.py``), and what is derived from a table;
+  ``scorers/``: model families; ``dataset_folder.py``: writing dataset folders; ``folder_reader.py``: reading
+  them (configs, splits, rows with undecoded image columns); ``keys.py``: content hashing (cache keys, stamped file
+  hashes, model digests); ``reading.py``: files a user gives, read bounded; ``errors.py``: the errors users see;
+  ``options.py``: the ``Option`` each setting of ``evaluate`` and ``probe`` is defined by, once (their tables are
+  ``OPTIONS`` in ``evaluation/settings.py`` and ``probing/settings.py``), and what is derived from a table;
 * ``probing/``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features (settings,
   data, features, classifiers, metrics, protocol, finetune, result, api);
   ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;

@@ -10,19 +10,26 @@ memory-maps those files on every later one. vlprobe keeps them in :func:`vlprobe
             entry.json                    what the entry was made from and what it holds (below)
             hf/...                        the datasets library's own cache folder for this split
 
-``entry.json`` records the source parquet files (path, size, modification time) with the sha256 of their
-content, and the Arrow files written from them (path, size) with the number of rows. Before an entry is read,
-the parquet is hashed again and the Arrow files are looked at: parquet that changed (a rebuild, a file replaced
-by hand) makes the entry stale, and it is rebuilt without a word; an Arrow file that is missing or has another
-size, or a copy that does not hold the recorded rows (a truncated, deleted or swapped file), is rebuilt with one
-warning. A new entry is converted in a staging folder beside the entries and renamed into place whole, so an
-entry is complete or absent; a conversion killed meanwhile leaves a staging folder that a later run removes.
-Entries not used for :data:`MAX_AGE_DAYS` days, and those whose folder is gone, are removed when a new one is
-made.
+``entry.json`` binds the entry to what it caches: the source parquet files (path, sha256) and the files written from
+them (every file of the entry but ``datasets``' lock files: the Arrow files and ``dataset_info.json``, each with its
+sha256) with the number of rows, each hash kept with the file's stamp (:mod:`vlprobe.keys`: size, modification and
+change times, inode). Before an entry is read, each file is checked against its record, cheaply: a file whose stamp
+is unchanged keeps its hash, one whose stamp changed is hashed again, as ``datasets`` fingerprints its own cache.
+Parquet whose content changed (a rebuild, a file replaced by hand) makes the entry stale, and it is rebuilt without
+a word; an Arrow file that is missing, changed (a same-size edit of a caption included), replaced or added, a file
+of another user or one others could write, or a copy that does not hold the recorded rows, is rebuilt with one
+warning naming what was wrong. A built folder's parquet is also checked against the name the build gave it
+(``<split>-00000-of-00001-<sha256>.parquet``, :func:`vlprobe.dataset_folder.shard_name`): a shard replaced by
+another (another config's, an edited one) is refused in one line before anything is read.
 
-A cache folder this user cannot use (another user's, a symbolic link, or one that cannot be written) is never
-read: the run converts into a private temporary folder instead (``$TMPDIR/vlprobe-arrow-*``, removed at exit)
-and says so in one warning.
+A new entry is converted in a staging folder beside the entries and renamed into place whole, so an entry is
+complete or absent; a conversion killed meanwhile leaves a staging folder that a later run removes. Entries not used
+for :data:`MAX_AGE_DAYS` days, and those whose folder is gone, are removed when a new one is made.
+
+A cache folder this user cannot use (another user's, a symbolic link, one that cannot be written, or inside a cache
+home another user could change) is never read: the run converts into a private temporary folder instead
+(``$TMPDIR/vlprobe-arrow-*``, removed at exit) and says so in one warning. An ``arrow/`` of ours that others could
+write into is emptied first (:func:`vlprobe.locations.private_folder`): an entry planted there is dropped.
 """
 
 from __future__ import annotations
@@ -41,14 +48,17 @@ import datasets
 import pyarrow as pa
 import pyarrow.dataset as pds
 
+from .dataset_folder import BUILD_RECORD, RECORD_HEADER, SHARD_NAME
+from .errors import DatasetError, warn
+from .keys import settled, sha256_files, sha256_known, stamp
 from .leftovers import OwnedDir, remove_if_abandoned
-from .locations import UnsafeFolderError, arrow_home, private_folder
+from .locations import UnsafeFolderError, arrow_home, cache_home, is_mine, others_may_write, private_folder, refused_home
 
 RECORD = "entry.json"
 MAX_AGE_DAYS = 30
 STAGING_PREFIX = ".staging-"
 TEMPORARY_PREFIX = "vlprobe-arrow-"  # $TMPDIR fallback (swept as a leftover when its run was killed)
-_FORMAT = 1  # of entry.json
+_FORMAT = 2  # of entry.json: 2 records every file's sha256 with its stamp
 
 
 @dataclass(frozen=True)
@@ -58,12 +68,6 @@ class LoadedSplit:
     dataset: datasets.Dataset
     data_files: tuple[str, ...]  # the source parquet files, absolute
     data_sha256: str             # of their content, in order
-
-
-def warn(message: str) -> None:
-    from .cache import warn as cache_warn  # one line on stderr, never raising (a full disk loses the line, not the run)
-
-    cache_warn(message)
 
 
 def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> datasets.Dataset:
@@ -78,14 +82,16 @@ def load_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> Lo
     folder = Path(folder).resolve()
     builder = datasets.load_dataset_builder(str(folder), config)
     files = tuple(sorted(str(f) for f in (builder.config.data_files or {}).get(split, [])))
-    source = _fingerprint(files)
     # The first load converts the parquet to Arrow; here without pyarrow's pre-buffering, with which
     # the heap grew with every row group read until the whole file was converted (issue 25: RssAnon
     # rose steadily to 969 MB converting 6,000 640x480 JPEG rows, 523 MB of parquet; 707 MB without).
     kwargs.setdefault("fragment_scan_options", pds.ParquetFragmentScanOptions(pre_buffer=False))
     home = _home()
     entry = home / hashlib.sha256(f"{folder}\0{config}\0{split}".encode()).hexdigest()[:24]
-    ds = _reuse(entry, source, folder, config, split, kwargs)
+    record, damage = _record(entry)
+    source = _fingerprint(files, (record or {}).get("source"))
+    _check_shards(folder, source)
+    ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
     if ds is None:
         ds = _convert(home, entry, source, folder, config, split, kwargs)
     return LoadedSplit(ds, files, source["sha256"])
@@ -100,66 +106,127 @@ def _home() -> Path:
     global _FALLBACK
     wanted = arrow_home()
     try:
+        if refused_home(cache_home()):  # said once, for every cache under it
+            raise UnsafeFolderError("")
         return private_folder(wanted)
     except (UnsafeFolderError, OSError) as err:
         if _FALLBACK is None:
             _FALLBACK = OwnedDir(prefix=TEMPORARY_PREFIX)
             why = str(err) if isinstance(err, UnsafeFolderError) else (err.strerror or str(err))
-            warn(f"not using the Arrow cache {wanted} ({why}); converting into a private temporary folder for "
-                 f"this run ({_FALLBACK.name}), removed when it ends")
+            if why:
+                warn(f"not using the Arrow cache {wanted} ({why}); converting into a private temporary folder for "
+                     f"this run ({_FALLBACK.name}), removed when it ends")
         return _FALLBACK.path
 
 
 # ---- what an entry was made from ---------------------------------------------------------------------------
 
-def _fingerprint(files: tuple[str, ...]) -> dict[str, Any]:
-    """The parquet files' paths, sizes and modification times, and the sha256 of their content."""
-    h = hashlib.sha256()
-    stamps = []
-    for f in files:
-        st = os.stat(f)
-        stamps.append([f, st.st_size, st.st_mtime_ns])
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
-    return {"files": stamps, "sha256": h.hexdigest()}
+def _fingerprint(files: tuple[str, ...], known: Any) -> dict[str, Any]:
+    """The parquet files (``[path, sha256, stamp or None]`` each) and the sha256 of their content in order (what
+    results.json records as ``data_sha256``), reading them only when ``known`` (an entry's record of them) does not
+    hold their present stamps."""
+    kept = {f[0]: f for f in known.get("files", []) if isinstance(f, list) and len(f) == 3} \
+        if isinstance(known, dict) else {}
+    stamps = [os.stat(f) for f in files]
+    if files and all(f in kept and kept[f][2] == stamp(st) for f, st in zip(files, stamps)) \
+            and isinstance(known.get("sha256"), str):
+        return {"files": [kept[f] for f in files], "sha256": known["sha256"]}
+    whole, each = sha256_files(files)
+    return {"files": [[f, h, stamp(st) if settled(st) else None] for f, h, st in zip(files, each, stamps)],
+            "sha256": whole}
 
 
-def _arrow_files(ds: datasets.Dataset, entry: Path) -> list[list[Any]]:
-    """[relative path, size] of each Arrow file ``ds`` maps, all inside ``entry``."""
-    out, root = [], entry.resolve()
-    for f in ds.cache_files:
-        path = Path(f["filename"]).resolve()
-        out.append([path.relative_to(root).as_posix(), path.stat().st_size])
-    return sorted(out)
+def _check_shards(folder: Path, source: dict[str, Any]) -> None:
+    """Refuse a shard of a folder vlprobe wrote whose content is not what its name records (vlprobe names each shard
+    after its sha256; a folder it did not write, such as a Hub snapshot whose names hold another fingerprint, is not
+    judged by them)."""
+    try:
+        with open(folder / BUILD_RECORD, encoding="utf-8") as fh:
+            ours = fh.read(len(RECORD_HEADER)) == RECORD_HEADER
+    except OSError:
+        ours = False
+    for path, sha256, _ in source["files"] if ours else ():
+        named = SHARD_NAME.fullmatch(Path(path).name)
+        if named and not sha256.startswith(named["sha256"]):
+            shown = os.path.relpath(path, folder.parent)
+            raise DatasetError(f"dataset folder {folder.name!r} is damaged: {shown} does not hold what the build "
+                               f"wrote (its sha256 begins {sha256[:16]}, its name records {named['sha256']}): it was "
+                               "replaced or edited since; rebuild the folder (or restore the file)")
+
+
+def _entry_files(entry: Path, known: dict[str, Any] | None = None) -> dict[str, list[Any]]:
+    """{relative path: [sha256, stamp or None]} of every file of the entry but its record and datasets' lock files,
+    taking the hash in ``known`` (such a mapping recorded earlier) of a file whose stamp it still holds. Raises
+    :class:`_Untrusted` for a file or folder another user could have changed."""
+    out, known = {}, known or {}
+    for root, dirs, names in os.walk(entry):
+        for name in dirs + names:
+            path = Path(root) / name
+            st = path.lstat()
+            if not is_mine(st) or others_may_write(st) or not (path.is_dir() or path.is_file()) or path.is_symlink():
+                raise _Untrusted(f"{path.relative_to(entry)} is "
+                                 f"{'a symbolic link' if path.is_symlink() else 'not ours, or writable by others'}")
+            rel = path.relative_to(entry).as_posix()
+            if name in names and rel != RECORD and not name.endswith(".lock"):
+                was = known.get(rel)
+                sha256, kept = sha256_known(path, [*was[1], was[0]] if isinstance(was, list) and was[1] else None)
+                out[rel] = [sha256, kept[:4] if kept else None]
+    return out
+
+
+class _Untrusted(Exception):
+    """A file of an entry that another user could have written."""
 
 
 # ---- read an entry -----------------------------------------------------------------------------------------
 
-def _reuse(entry: Path, source: dict[str, Any], folder: Path, config: str, split: str,
-           kwargs: dict[str, Any]) -> datasets.Dataset | None:
-    """The entry's Dataset when its record matches ``source`` and its files are whole; else None, the entry removed
-    (with a warning when it was damaged rather than stale)."""
+def _record(entry: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the entry's record, None), or (None, why it cannot be read); (None, None) without an entry."""
     if not os.path.lexists(entry):
-        return None
-    damage = None
+        return None, None
     try:
         record = json.loads((entry / RECORD).read_text(encoding="utf-8"))
-        if not isinstance(record, dict) or record.get("format") != _FORMAT:
+        if isinstance(record, dict) and isinstance(record.get("format"), int) and record["format"] < _FORMAT:
+            _remove(entry)  # made by an older vlprobe: converted again, silently
+            return None, None
+        if not isinstance(record, dict) or record.get("format") != _FORMAT or not isinstance(record.get("files"), dict):
             raise ValueError("an unknown record")
     except (OSError, ValueError) as err:
-        record, damage = None, f"its record cannot be read: {getattr(err, 'strerror', None) or err}"
-    if record is not None and record.get("source") != source:
+        return None, f"its record cannot be read: {getattr(err, 'strerror', None) or err}"
+    return record, None
+
+
+def _reuse(entry: Path, record: dict[str, Any] | None, damage: str | None, source: dict[str, Any], folder: Path,
+           config: str, split: str, kwargs: dict[str, Any]) -> datasets.Dataset | None:
+    """The entry's Dataset when its record matches ``source`` and its files are the ones it records; else None, the
+    entry removed (with a warning when it was damaged rather than stale)."""
+    if record is None and damage is None:
+        return None
+    if record is not None and [f[:2] for f in record["source"]["files"]] != [f[:2] for f in source["files"]]:
         _remove(entry)  # stale: the folder was rebuilt (or its files replaced); converted again, silently
         return None
     if record is not None:
-        damage = _damage(entry, record)
+        try:
+            files = _entry_files(entry, record["files"])
+            changed = sorted(set(files) ^ set(record["files"])) or \
+                sorted(f for f in files if files[f][0] != record["files"][f][0])
+            if changed:
+                name = changed[0]
+                damage = (f"{name} was added" if name not in record["files"] else f"{name} is missing"
+                          if name not in files else f"{name} was changed since it was written (sha256 "
+                          f"{files[name][0][:16]}..., written {record['files'][name][0][:16]}...)")
+        except _Untrusted as err:
+            damage = str(err)
+        except OSError as err:
+            damage = f"it cannot be read ({err.strerror or err})"
     if damage is None:
         try:
             ds = _load(folder, config, split, entry, kwargs)
-            if len(ds) != record["rows"] or _arrow_files(ds, entry) != record["arrow"]:
-                damage = f"it holds {len(ds)} rows in other files than the {record['rows']} recorded"
+            if len(ds) != record["rows"]:
+                damage = f"it holds {len(ds)} rows, not the {record['rows']} recorded"
             else:
+                if files != record["files"] or source != record["source"]:  # new stamps: kept for the next run
+                    _write_record(entry, {**record, "source": source, "files": files})
                 os.utime(entry / RECORD)  # last use, for pruning
                 return ds
         except Exception as err:  # whatever datasets raises on a damaged copy: converted again
@@ -170,18 +237,10 @@ def _reuse(entry: Path, source: dict[str, Any], folder: Path, config: str, split
     return None
 
 
-def _damage(entry: Path, record: dict[str, Any]) -> str | None:
-    """What is wrong with the entry's Arrow files against its record, or None."""
-    arrow = record.get("arrow")
-    if not isinstance(arrow, list) or not arrow or not isinstance(record.get("rows"), int):
-        return "its record lists no Arrow file"
-    for name, size in arrow:
-        path = entry / name
-        if not path.is_file():
-            return f"{name} is missing"
-        if path.stat().st_size != size:
-            return f"{name} has {path.stat().st_size:,} bytes, not the {size:,} written"
-    return None
+def _write_record(entry: Path, record: dict[str, Any]) -> None:
+    tmp = entry / f".{RECORD}.{os.getpid()}"
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    os.replace(tmp, entry / RECORD)
 
 
 def _load(folder: Path, config: str, split: str, entry: Path, kwargs: dict[str, Any]) -> datasets.Dataset:
@@ -200,9 +259,8 @@ def _convert(home: Path, entry: Path, source: dict[str, Any], folder: Path, conf
         stage = holder.path / "entry"
         stage.mkdir()
         ds = _load(folder, config, split, stage, kwargs)
-        record = {"format": _FORMAT, "folder": str(folder), "config": config, "split": split, "source": source,
-                  "rows": len(ds), "arrow": _arrow_files(ds, stage)}
-        (stage / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        _write_record(stage, {"format": _FORMAT, "folder": str(folder), "config": config, "split": split,
+                              "source": source, "rows": len(ds), "files": _entry_files(stage)})
         del ds
         try:
             os.rename(stage, entry)
@@ -213,7 +271,8 @@ def _convert(home: Path, entry: Path, source: dict[str, Any], folder: Path, conf
         holder.cleanup()
     if placed:
         return _load(folder, config, split, entry, kwargs)
-    ds = _reuse(entry, source, folder, config, split, kwargs)
+    record, damage = _record(entry)
+    ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
     if ds is not None:
         return ds
     if not retry:

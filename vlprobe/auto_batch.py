@@ -101,7 +101,7 @@ def device_name(device: str) -> str:
 
 
 def memo_key(scorer: Any, tower: str) -> str:
-    from .cache import key_digest
+    from .keys import key_digest
 
     return f"{key_digest(scorer.cache_key())}|{scorer.dtype}|{device_name(scorer.device)}|{tower}"
 

@@ -22,6 +22,13 @@ The folder's key also holds :data:`ENTRY_FORMAT`, the meaning of these entry key
 (format 1 keyed texts by their characters), a run opens a new folder and never reads an old entry
 as a new one.
 
+**Bound to the model.** The folder's name is a short digest; what binds it to the model is its content: ``key.json``
+must hold this scorer's key (a folder renamed or copied under another model's name is moved aside to
+``<name>.foreign-<time>-<pid>``, with one warning), and each part file records the full digest of the key it was
+written for (table ``meta``): a part copied, renamed or symbolically linked in from another model's folder, one of
+another user's, or one others could write, is moved aside the same way and never read. A cache home (``root``) that
+another user could change (:func:`vlprobe.locations.distrust`: not ours, or writable by others) is not used at all.
+
 Values are float32 bytes followed by an 8-byte check (:func:`_check_of`: a BLAKE2b digest of the entry's key and
 its bytes). Every entry is validated as it is read (:meth:`ScoreCache.get_many`): its check (a torn or
 bit-flipped value, a byte length that is not whole floats, a value copied under another key), its length against
@@ -51,18 +58,20 @@ import os
 import re
 import sqlite3
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .locations import cache_home, private_folder
+from .errors import warn
+from .keys import key_digest
+from .locations import cache_home, is_mine, others_may_write, private_folder, refused_home
 
 # What the entry keys and values mean (see the module doc); part of every folder's key. 2: texts keyed by the
-# token ids the model reads (1 keyed them by their characters); 3: each value followed by its check.
-ENTRY_FORMAT = 3
+# token ids the model reads (1 keyed them by their characters); 3: each value followed by its check; 4: each part
+# file records the digest of the key it was written for (table meta).
+ENTRY_FORMAT = 4
 _CHECK_BYTES = 8
 
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
@@ -75,32 +84,8 @@ def default_cache_dir() -> Path:
     return cache_home()
 
 
-def key_digest(key: Mapping[str, Any]) -> str:
-    """A stable digest of a scorer's cache key (JSON with sorted keys)."""
-    blob = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def ids_hash(ids: Iterable[int]) -> str:
-    """A stable hash of a sequence of token ids."""
-    return hashlib.sha256(",".join(map(str, map(int, ids))).encode("ascii")).hexdigest()
-
-
 def _slug(model_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(model_id).strip("/"))[-60:] or "model"
-
-
-def warn(message: str) -> None:
-    """One line on stderr: the cache's warnings never stop a run (a full disk or a closed stderr loses the
-    warning, not the run)."""
-    try:
-        print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def _check_of(key: str, data: bytes) -> bytes:
@@ -150,6 +135,10 @@ class _Damaged(Exception):
     """quick_check found problems in a file that still opens."""
 
 
+class _Foreign(Exception):
+    """A part file that was not written for this cache's key (copied, renamed or linked from another folder)."""
+
+
 class ScoreCache:
     """Content-addressed float32 vectors for one scorer, persisted in SQLite (see module doc)."""
 
@@ -168,6 +157,7 @@ class ScoreCache:
         self.temporary = False  # a throw-away cache (deleted after the run): nothing to resume from
         self._db: sqlite3.Connection | None = None
         self._others: dict[Path, sqlite3.Connection] = {}  # other processes' parts, opened for reading
+        self.digest = digest
         try:
             if not self._private_folder():
                 return
@@ -184,31 +174,60 @@ class ScoreCache:
             self._disable(f"cannot write the score cache in {self.root} ({why})")
 
     def _private_folder(self) -> bool:
-        """Make :attr:`dir` a folder only this user can change, as every vlprobe cache is (False: no cache). One
-        owned by another user, or a symbolic link, is not read (its entries could be anything); one of ours that
-        others could write into is moved aside, since anything in it may have been planted, and made afresh."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Make :attr:`dir` a folder only this user can change, as every vlprobe cache is (False: no cache). A cache
+        home (``root``) another user could change is not used at all; a folder owned by another user, or a symbolic
+        link, is not read (its entries could be anything); one of ours that others could write into, or whose
+        ``key.json`` names another model (a folder renamed or copied under this model's name), is moved aside and
+        made afresh."""
+        why = refused_home(self.root)  # says so, once
+        if why:
+            self.disabled_reason = f"the score cache {self.root} is not used: {why}"
+            return False
         try:
             st = self.dir.lstat()
         except FileNotFoundError:
             st = None
         if st is not None:
-            mine = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+            mine = is_mine(st)
             if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or not mine:
                 what = (f"belongs to another user (uid {st.st_uid})" if not mine else
                         "is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a folder")
                 self._disable(f"the score cache folder {self.dir} {what}, so what it holds cannot be trusted")
                 return False
-            if stat.S_IMODE(st.st_mode) & 0o022:
-                aside = self.dir.with_name(f"{self.dir.name}.untrusted-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-                os.replace(self.dir, aside)
-                warn(f"the score cache folder {self.dir} is one others could write into (mode "
-                     f"{stat.S_IMODE(st.st_mode):o}); moved it to {aside} and starting a private one (its entries "
-                     "will be computed again)")
+            if others_may_write(st):
+                self._set_aside(self.dir, "untrusted", f"the score cache folder {self.dir} is one others could write "
+                                f"into (mode {stat.S_IMODE(st.st_mode):o})", "starting a private one (its entries "
+                                "will be computed again)")
+                st = None
+            elif (other := self._other_key()) is not None:
+                self._set_aside(self.dir, "foreign", f"the score cache folder {self.dir} holds another model's "
+                                f"scores (its key.json: {other})", "starting this model's own")
                 st = None
         if st is None:
-            private_folder(self.dir)
+            private_folder(self.dir, self.root)
         return True
+
+    def _other_key(self) -> str | None:
+        """What the folder's ``key.json`` says it is, when that is not this cache's key (None: it is, or it is
+        absent, being written by another process)."""
+        try:
+            found = json.loads((self.dir / "key.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            return f"unreadable, {_reason(err)}"
+        if found == json.loads(json.dumps(self.key, default=str)):
+            return None
+        if not isinstance(found, dict):
+            return f"a {type(found).__name__}"
+        shown = {k: found.get(k) for k in ("model_id", "model_sha256", "revision", "family", "dtype") if k in found}
+        return json.dumps(shown, default=str)[:200]
+
+    def _set_aside(self, path: Path, kind: str, what: str, then: str) -> Path:
+        aside = path.with_name(f"{path.name}.{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        os.replace(path, aside)
+        warn(f"{what}; moved it to {aside} and {then}")
+        return aside
 
     # -- state ------------------------------------------------------------------------------------
     @property
@@ -246,15 +265,26 @@ class ScoreCache:
                 problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
                 if problems != ["ok"]:
                     raise _Damaged("; ".join(problems[:2]) + (f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""))
+                db.execute("BEGIN IMMEDIATE")  # both tables or neither: a part without meta is not this format's
                 db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+                db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('key', ?)", (self.digest,))
+                db.execute("COMMIT")
+                foreign = self._not_bound(self.path, db)
+                if foreign:
+                    raise _Foreign(foreign)
                 return db
-            except (_Damaged, sqlite3.DatabaseError) as err:
+            except (_Damaged, _Foreign, sqlite3.DatabaseError) as err:
                 if db is not None:
                     db.close()
-                if not isinstance(err, _Damaged) and not is_corrupt(err):
+                if not isinstance(err, (_Damaged, _Foreign)) and not is_corrupt(err):
                     raise
                 if attempt == 2:
                     raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside: {err}") from None
+                if isinstance(err, _Foreign):
+                    self._set_aside(self.path, "foreign", f"the score cache file {self.path} {err}",
+                                    "continuing with a fresh cache file")
+                    continue
                 self._move_aside(self.path, _reason(err), expected_inode=before)
         raise AssertionError("unreachable")
 
@@ -319,12 +349,46 @@ class ScoreCache:
             db = self._others.get(part)
             if db is None:
                 try:
-                    db = self._others[part] = self._connect(part)
+                    st = part.lstat()
+                    foreign = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else
+                               f"belongs to another user (uid {st.st_uid})" if not is_mine(st) else
+                               f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})" if others_may_write(st)
+                               else None)
+                    if foreign is None:
+                        db = self._connect(part)
+                        foreign = self._not_bound(part, db)
+                        if foreign is not None:
+                            db.close()
                 except sqlite3.Error as err:
                     self._recover(part, err)
                     continue
+                except OSError:
+                    continue  # gone meanwhile
+                if foreign == "":
+                    db.close()
+                    continue  # being created by another process this instant: nothing in it yet
+                if foreign is not None:
+                    try:
+                        self._set_aside(part, "foreign", f"the score cache file {part} {foreign}; not reading it",
+                                        "continuing without it")
+                    except OSError:
+                        pass  # it cannot be moved: it is simply not read
+                    continue
+                self._others[part] = db
             out.append((part, db))
         return out
+
+    def _not_bound(self, part: Path, db: sqlite3.Connection) -> str | None:
+        """Why part file ``part`` was not written for this cache's key, or None when it was; "" for a file with no
+        table yet (being made by another process this instant)."""
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" not in tables:
+            return "" if "entries" not in tables else "records no key (it is not one this vlprobe wrote for this model)"
+        row = db.execute("SELECT value FROM meta WHERE name = 'key'").fetchone()
+        if row is None or row[0] != self.digest:
+            return (f"was written for another model (key {str(row[0])[:16] if row else 'none'}..., this folder's "
+                    f"{self.digest[:16]}...: copied, renamed or linked here from another model's folder)")
+        return None
 
     # -- reading and writing -----------------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
@@ -436,78 +500,8 @@ class ScoreCache:
         self.close()
 
 
-def _only_mine(path: Path) -> bool:
-    """Whether ``path`` and its folder belong to this user and no one else may write them."""
-    for p in (path.parent, path):
-        st = p.lstat()
-        if (hasattr(os, "geteuid") and st.st_uid != os.geteuid()) or stat.S_IMODE(st.st_mode) & 0o022 \
-                or stat.S_ISLNK(st.st_mode):
-            return False
-    return True
-
-
 def _inode(path: Path) -> int | None:
     try:
         return os.stat(path).st_ino
     except OSError:
         return None
-
-
-# ---- what a local model folder holds -------------------------------------------------------------
-
-# Files that do not change what a model computes: its card, pictures, logs. Everything else at the
-# top of the folder (weights, config, tokenizer, processor, chat template, custom code) is hashed.
-_NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".html", ".log")
-_RACY_S = 2.0  # a file modified this recently may change again within the same mtime tick: rehash next time
-
-
-def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None = None) -> str:
-    """The sha256 of what a local model folder holds: each top-level file's name, size and sha256
-    (hidden files and the card, images and logs left out; symlinks followed, as in a Hub snapshot).
-
-    Hashing gigabytes of weights on every run would be slow, so each file's hash is remembered in
-    a small memo (``<memo_dir>/<hash of the folder's path>.json``, default
-    ``default_cache_dir()/model-digests``) with its size, mtime, ctime and inode; a file is read again
-    when any of those changed. The ctime is there because a program can put an old mtime back
-    (``os.utime``, ``cp -p``, ``rsync -t``) after rewriting weights in place at the same size, while
-    the kernel sets the ctime on every write and every utime, and nothing can set it back. The memo is
-    an optimisation: when it cannot be read or written, every file is hashed."""
-    folder = Path(folder)
-    files = sorted(p for p in folder.iterdir()
-                   if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())
-    memo_path = Path(memo_dir) if memo_dir is not None else default_cache_dir() / "model-digests"
-    memo_path = memo_path / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
-    try:
-        # A memo another user could have written would decide which cache folder the model reads: not trusted.
-        memo = json.loads(memo_path.read_text(encoding="utf-8")) if _only_mine(memo_path) else {}
-        if not isinstance(memo, dict):
-            memo = {}
-    except (OSError, ValueError):
-        memo = {}
-    fresh: dict[str, list] = {}
-    total = hashlib.sha256()
-    now = time.time()
-    for path in files:
-        st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-        known = memo.get(path.name)
-        if isinstance(known, list) and len(known) == 5 and known[:4] == stamp and isinstance(known[4], str):
-            digest = known[4]
-        else:
-            h = hashlib.sha256()
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 22), b""):
-                    h.update(block)
-            digest = h.hexdigest()
-        if now - max(st.st_mtime, st.st_ctime) > _RACY_S:
-            fresh[path.name] = [*stamp, digest]
-        total.update(f"{path.name}\0{st.st_size}\0{digest}\n".encode("utf-8"))
-    if fresh != memo:
-        try:
-            private_folder(memo_path.parent)
-            tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, memo_path)
-        except OSError:
-            pass
-    return total.hexdigest()

@@ -28,8 +28,8 @@ match any build, and is all the Hub needs (a Hub repo's cache is keyed by its co
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,13 +43,13 @@ from datasets.info import DatasetInfosDict
 from datasets.table import embed_table_storage
 from huggingface_hub import DatasetCardData
 
-# Loading a folder goes through vlprobe's checked Arrow cache (vlprobe/arrow_cache.py); re-exported here, where
-# callers have always found them.
-from .arrow_cache import conversion_arrow_pool, load_folder_split  # noqa: F401
+from .keys import sha256_files
 
 DATA_DIR = "data"
 # datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
 BUILD_RECORD = ".huggingface.yaml"
+RECORD_HEADER = ("# Written by vlprobe with every write of this folder's data (vlprobe/dataset_folder.py): the card's\n"
+                 "# configs naming the files of this build, so that datasets' cache changes when they do. Do not edit.\n")
 
 
 @dataclass(frozen=True)
@@ -131,12 +131,12 @@ def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name
 
 
 def read_card_metadata(folder: str | Path) -> dict[str, Any]:
-    """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), read by
-    huggingface_hub's card parser, as the Hub reads it. yaml.YAMLError when it does not parse,
-    ValueError when it is not a mapping."""
-    from huggingface_hub import metadata_load
+    """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), found as huggingface_hub's card
+    parser finds it, read within :mod:`vlprobe.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
+    does not parse, ValueError when it is not a mapping or not within the bounds."""
+    from .reading import card_yaml
 
-    return metadata_load(Path(folder) / "README.md") or {}
+    return card_yaml(Path(folder) / "README.md")
 
 
 @contextlib.contextmanager
@@ -182,12 +182,12 @@ def _split_dir(folder: str | Path, config: str, split: str) -> Path:
 
 
 def shard_name(split: str, path: str | Path) -> str:
-    """``<split>-00000-of-00001-<first 16 hex of the file's sha256>.parquet``."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return f"{split}-00000-of-00001-{h.hexdigest()[:16]}.parquet"
+    """``<split>-00000-of-00001-<first 16 hex of the file's sha256>.parquet`` (:data:`SHARD_NAME`): the name records
+    the content, which the Arrow cache checks before the shard is read (:mod:`vlprobe.arrow_cache`)."""
+    return f"{split}-00000-of-00001-{sha256_files([path])[1][0][:16]}.parquet"
+
+
+SHARD_NAME = re.compile(r"[\w.]+-\d{5}-of-\d{5}-(?P<sha256>[0-9a-f]{16})\.parquet")
 
 
 def _install_shard(tmp: Path, out_dir: Path, split: str) -> Path:
@@ -246,12 +246,14 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.leftovers.sweep`).
     Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
     rename it), so the hard links never let the build change the old folder's files."""
-    from .leftovers import OwnedDir, staging_prefix, sweep
+    from .leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
     from .run_folder import _swap_in
 
     out = Path(folder)
-    if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt
+    if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does
         out = Path(os.path.realpath(out))
+        say_on_stderr(f"vlprobe: --out {folder} is a symbolic link: writing the dataset into {out}, the folder it "
+                      "points to, which it goes on pointing to")
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} is a file, not a folder")
     out.absolute().parent.mkdir(parents=True, exist_ok=True)
@@ -334,9 +336,7 @@ def record_data_files(folder: str | Path) -> Path | None:
         resolved.append(entry)
     resolved = built or resolved
     path = folder / BUILD_RECORD
-    header = ("# Written by vlprobe with every write of this folder's data (vlprobe/dataset_folder.py): the card's\n"
-              "# configs naming the files of this build, so that datasets' cache changes when they do. Do not edit.\n")
-    path.write_text(header + yaml.safe_dump({"configs": resolved}, sort_keys=False, width=120), encoding="utf-8")
+    path.write_text(RECORD_HEADER + yaml.safe_dump({"configs": resolved}, sort_keys=False, width=120), encoding="utf-8")
     return path
 
 
@@ -352,185 +352,3 @@ def _resolve_data_files(folder: Path, entry: Any) -> tuple[Any, bool]:
     found = any(matches)
     files = [f for pattern, matched in zip(patterns, matches) for f in (matched or ([] if found else [pattern]))]
     return {**entry, "path": files}, found
-
-
-def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
-    from .errors import DatasetError
-
-    try:
-        configs = read_card_metadata(folder).get("configs") or []
-    except (OSError, ValueError, yaml.YAMLError) as err:
-        raise DatasetError(f"cannot read the card of dataset folder {Path(folder).name!r}: {err}") from None
-    return [c for c in configs if isinstance(c, dict) and c.get("config_name")]
-
-
-def data_file_patterns(data_files: Any) -> dict[str, list[str]]:
-    """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts: one pattern, a
-    list of patterns (split ``train``), a list of ``{split, path}`` entries whose ``path`` is one
-    pattern or a list of them, or a ``{split: pattern(s)}`` mapping."""
-    def listed(value: Any) -> list[str]:
-        if value is None:
-            return []
-        if isinstance(value, (list, tuple)):
-            return [str(v) for v in value if v is not None]
-        return [str(value)]
-
-    out: dict[str, list[str]] = {}
-    if isinstance(data_files, dict) and "path" not in data_files:
-        for split, value in data_files.items():
-            out.setdefault(str(split), []).extend(listed(value))
-        return out
-    entries = data_files if isinstance(data_files, (list, tuple)) else [data_files] if data_files else []
-    for entry in entries:
-        if isinstance(entry, dict):
-            out.setdefault(str(entry.get("split", "train")), []).extend(listed(entry.get("path")))
-        elif entry is not None:
-            out.setdefault("train", []).append(str(entry))
-    return out
-
-
-def built_configs(folder: str | Path) -> list[str]:
-    """The configs the folder's card declares whose parquet files exist (have been built)."""
-    path = Path(folder)
-    out = []
-    for c in _declared_configs(path):
-        patterns = [p for ps in data_file_patterns(c.get("data_files")).values() for p in ps]
-        if any(any(path.glob(p)) for p in patterns):
-            out.append(c["config_name"])
-    return out
-
-
-def config_splits(folder: str | Path, config: str) -> list[str]:
-    """A config's splits as the card declares them, ``test``-like splits first."""
-    from .errors import DatasetError
-
-    for c in _declared_configs(folder):
-        if c["config_name"] == config:
-            splits = list(data_file_patterns(c.get("data_files"))) or ["train"]
-            return sorted(splits, key=lambda s: (not s.startswith("test"), splits.index(s)))
-    raise DatasetError(f"dataset {Path(folder).name!r} has no config {config!r}; it has: "
-                       f"{', '.join(built_configs(folder)) or 'none built'}")
-
-
-# ---- reading a dataset without decoding it (evaluate, the Space, the builders) --------------------
-
-def undecoded_features(features: Any) -> Any:
-    """The same features with every ``Image`` left undecoded (``{"bytes", "path"}`` dicts): the
-    engine hashes the bytes and decodes in DataLoader workers instead of in the main process."""
-    import copy
-
-    if isinstance(features, datasets.Image):
-        return datasets.Image(decode=False)
-    if isinstance(features, dict):
-        return type(features)({k: undecoded_features(v) for k, v in features.items()})
-    if isinstance(features, (list, tuple)):
-        return type(features)(undecoded_features(v) for v in features)
-    inner = getattr(features, "feature", None)  # List / Sequence / LargeList
-    if inner is not None:
-        new = copy.copy(features)
-        try:
-            new.feature = undecoded_features(inner)
-        except (AttributeError, TypeError):  # a frozen feature type: leave it as it is
-            return features
-        return new
-    return features
-
-
-def read_rows(ds: Any, start: int, stop: int) -> list[dict[str, Any]]:
-    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded: slices of
-    the memory-mapped Arrow table (``READ_SLICE_ROWS`` rows each), so a caller that reads a split a
-    chunk at a time holds one chunk.
-
-    The pages of the dataset's Arrow files that each slice brought into this process's resident set
-    are released after it (:func:`release_mapped_pages`): the rows are Python objects by then,
-    and a split read a chunk at a time would otherwise keep all of its file resident (2.3 KB per
-    500 px TraVLR-like row), plus the record batches' headers read when the file was opened."""
-    features = undecoded_features(ds.features)
-    files = [cache_file["filename"] for cache_file in getattr(ds, "cache_files", None) or []]
-    table = ds.with_format("arrow")
-    out: list[dict[str, Any]] = []
-    # A slice of READ_SLICE_ROWS rows at a time, its mapped pages released before the next: a chunk
-    # of 2,000 photos read at once would have all of its 180 MB of file pages resident beside the
-    # 180 MB of Python bytes made from them.
-    for lo in range(start, stop, READ_SLICE_ROWS):
-        piece = table[lo:min(lo + READ_SLICE_ROWS, stop)]
-        batch = features.decode_batch(piece.to_pydict())
-        n = piece.num_rows
-        del piece
-        release_mapped_pages(files)
-        cols = list(batch)
-        out += [{c: batch[c][i] for c in cols} for i in range(n)]
-    return out
-
-
-READ_SLICE_ROWS = 128  # rows converted to Python per slice of the memory map (read_rows)
-
-
-def release_mapped_pages(paths: Iterable[str | os.PathLike]) -> int:
-    """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux; a no-op
-    elsewhere); returns the bytes of address space advised.
-
-    The maps stay valid: a page read again is mapped again from the kernel's page cache (a minor
-    fault, no disk read while the cache holds it), as memory maps of a file shared between
-    processes always behave. Only mappings of exactly these files that cannot be written are
-    touched (``MADV_DONTNEED`` on such a mapping discards nothing: the file holds every byte), so
-    no anonymous memory and no modified page is ever dropped."""
-    import mmap
-    import sys
-
-    if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
-        return 0
-    wanted = {os.path.realpath(os.fspath(p)) for p in paths}
-    if not wanted:
-        return 0
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return 0
-    ranges = []
-    for line in lines:
-        parts = line.split(maxsplit=5)
-        if len(parts) < 6 or "w" in parts[1]:
-            continue
-        if parts[5] in wanted:  # the kernel names a mapping by its resolved path
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            ranges.append((lo, hi - lo))
-    if not ranges:
-        return 0
-    madvise = _libc_madvise()
-    if madvise is None:
-        return 0
-    done = 0
-    for address, length in ranges:
-        if madvise(address, length, mmap.MADV_DONTNEED) == 0:
-            done += length
-    return done
-
-
-_MADVISE: list[Any] = []
-
-
-def _libc_madvise() -> Any:
-    """libc's ``madvise(addr, length, advice)`` through ctypes, or None where it cannot be had."""
-    if not _MADVISE:
-        try:
-            import ctypes
-
-            fn = ctypes.CDLL(None, use_errno=True).madvise  # the C library the interpreter runs on
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            fn.restype = ctypes.c_int
-            _MADVISE.append(fn)
-        except (OSError, AttributeError):
-            _MADVISE.append(None)
-    return _MADVISE[0]
-
-
-def list_configs(dataset: str, revision: str | None = None) -> list[str]:
-    """The config names of a dataset folder or Hub id (``datasets``' own listing)."""
-    return list(datasets.get_dataset_config_names(str(dataset), revision=revision))
-
-
-def list_splits(dataset: str, config: str, revision: str | None = None) -> list[str]:
-    """The split names of one config of a dataset folder or Hub id."""
-    return list(datasets.get_dataset_split_names(str(dataset), config, revision=revision))

@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,14 +91,19 @@ def read_member(zf: zipfile.ZipFile, member: str | zipfile.ZipInfo, where: str) 
         raise _bomb(where, info.filename, f"inflates {packed:,} bytes to {declared:,} ({declared // packed:,}x)")
     limit = min(MAX_MEMBER_BYTES, max(declared, RATIO_FLOOR, packed * MAX_RATIO))
     out = bytearray()
-    with zf.open(info) as fh:
-        while True:
-            block = fh.read(_READ_BLOCK)
-            if not block:
-                break
-            out += block
-            if len(out) > declared or len(out) > limit:  # a header that lies about the size
-                raise _bomb(where, info.filename, f"inflates past its declared {declared:,} bytes")
+    try:
+        with zf.open(info) as fh:
+            while True:
+                block = fh.read(_READ_BLOCK)
+                if not block:
+                    break
+                out += block
+                if len(out) > declared or len(out) > limit:  # a header that lies about the size
+                    raise _bomb(where, info.filename, f"inflates past its declared {declared:,} bytes")
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
+        # a bad CRC-32, a damaged deflate stream, a member cut short, an unknown compression or an encrypted member
+        raise CorruptArchiveError(f"{where}: member {info.filename!r} cannot be read ({err}); the archive is damaged "
+                                  "(delete it and get it again)") from None
     return bytes(out)
 
 

@@ -44,3 +44,14 @@ class ArgumentError(SettingError):
 
         values = self.value if isinstance(self.value, (list, tuple)) else [self.value]
         return f"{self.flag} {' '.join(shlex.quote(str(v)) for v in values)}: {self.detail}"
+
+
+def warn(message: str) -> None:
+    """One line on stderr, ``vlprobe: warning: ...``: what a cache or a check says without stopping the run (a full
+    disk or a closed stderr loses the warning, not the run)."""
+    import sys
+
+    try:
+        print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass

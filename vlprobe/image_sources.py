@@ -40,7 +40,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
-from zlib import error as zlib_error
 
 from PIL import UnidentifiedImageError
 
@@ -56,7 +55,8 @@ from .downloads import (  # noqa: F401  (re-exported: the names users and builde
     read_member,
     safe_members,
 )
-from .locations import UnsafeFolderError, images_home, private_folder
+from .images import encoded_file
+from .locations import UnsafeFolderError, cache_home, images_home, private_folder
 from .paths import UnsafePathError, name_problem
 
 
@@ -261,8 +261,9 @@ class ImageResolver:
                 raise ImageSourceError(f"image cache {self.cache} is a folder others could write into (mode "
                                        f"{stat.S_IMODE(st.st_mode):o}), so its images could have been swapped; delete "
                                        "it (it is downloaded again) or set $VLPROBE_IMAGE_CACHE to a folder of yours")
+            home = cache_home() if self.cache.parent == cache_home() / "images" else self.cache.parent
             try:
-                private_folder(self.cache)
+                private_folder(self.cache, home)  # and the folders above it, up to the cache home
             except UnsafeFolderError as err:
                 raise ImageSourceError(f"image cache {err}, so its images could have been swapped; set "
                                        "$VLPROBE_IMAGE_CACHE to a folder of yours") from None
@@ -320,10 +321,10 @@ class ImageResolver:
                     absent.append(name)
                     continue
                 try:
-                    data = read_member(zf, member, f"{self.spec.name}: {path}")
-                except (zipfile.BadZipFile, zlib_error, OSError, EOFError) as err:
+                    data = read_member(zf, member, f"{self.spec.name}: {path} (from {self.spec.archive.url})")
+                except OSError as err:
                     raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}): member "
-                                              f"{member} is damaged ({err}); delete the archive and rerun") from None
+                                              f"{member} cannot be read ({err}); delete the archive and rerun") from None
                 # the target is the cache folder plus a base name: nothing can land elsewhere
                 tmp = self.cache / f".{name}.{os.getpid()}.part"
                 tmp.write_bytes(data)
@@ -363,7 +364,7 @@ class ImageResolver:
         for folder in self.folders:
             path = folder / name
             if path.is_file():
-                return path.read_bytes()
+                return encoded_file(path, self.spec.name)  # bounded by size
         for z in self.zips:
             if z.has(name):
                 return z.read(name)
@@ -375,7 +376,7 @@ class ImageResolver:
                         raise FileNotFoundError(f"{self.spec.name}: image {name} is not in {self.archive_path}")
                 else:
                     self.fetch(name)
-            return cached.read_bytes()
+            return encoded_file(cached, self.spec.name)
         raise FileNotFoundError(f"{self.spec.name}: image {name} not found [searched: {'; '.join(self.describe())}]")
 
     def fetch(self, name: str) -> Path:

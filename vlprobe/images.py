@@ -4,7 +4,8 @@ Images larger than ``PIL.Image.MAX_IMAGE_PIXELS`` (89,478,485 pixels by default,
 read when an image is opened, so raising it lets larger images through) are refused, not downscaled,
 with an :class:`ImageError` naming the file: decoding one would take gigabytes (a 20,000 x 20,000 PNG
 of a few KB decodes to 1.2 GB of RGB), and PNG cannot be decoded at reduced size. The check reads the
-header only."""
+header only. An image file larger than :data:`MAX_IMAGE_BYTES`, or one that is no regular file (a FIFO, a device), is
+refused before it is read."""
 
 from __future__ import annotations
 
@@ -17,29 +18,51 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
+from .errors import VlprobeError
 
-class ImageError(ValueError):
-    """An image that cannot be read; the message names the item and file where known."""
+
+class ImageError(VlprobeError, ValueError):
+    """An image that cannot be read; the message names the item and file where known. A :class:`VlprobeError`, so
+    the Python API's callers (``vlprobe.probe``, ``vlprobe.score``) catch it as every other one-line refusal."""
 
 
 class ImageTooLargeError(ImageError):
     """An image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS``: refused, not decoded."""
 
 
+# The largest image file vlprobe reads: an image within PIL.Image.MAX_IMAGE_PIXELS stored uncompressed (89.5 M
+# pixels x 4 bytes, a RGBA TIFF or BMP) is 358 MB; anything larger is no image vlprobe decodes, and reading it
+# (a 20 GB sparse file named as an image) would only fill memory.
+MAX_IMAGE_BYTES = 512 << 20
+
+
+def encoded_file(path: str | os.PathLike, where: str = "") -> bytes:
+    """The bytes of image file ``path``: a regular file of at most :data:`MAX_IMAGE_BYTES`, else
+    :class:`ImageTooLargeError` (or :class:`ImageError` for a FIFO, a device...) naming ``where`` and the file, before
+    anything is read."""
+    from .reading import FileError, read_bytes
+
+    prefix = f"{where}: " if where else ""
+    try:
+        return read_bytes(path, "image file", MAX_IMAGE_BYTES)
+    except FileError as err:
+        kind = ImageTooLargeError if "larger than" in str(err) else ImageError
+        raise kind(f"{prefix}{err}") from None
+
+
 def image_bytes(image: Any) -> bytes | None:
-    """Encoded bytes of ``image`` when it has them (bytes, a datasets dict, or a path), else None."""
+    """Encoded bytes of ``image`` when it has them (bytes, a datasets dict, or a path, read within
+    :data:`MAX_IMAGE_BYTES`), else None."""
     if isinstance(image, (bytes, bytearray)):
         return bytes(image)
     if isinstance(image, dict):
         if image.get("bytes"):
             return bytes(image["bytes"])
         if image.get("path") and os.path.isfile(image["path"]):
-            with open(image["path"], "rb") as f:
-                return f.read()
+            return encoded_file(image["path"])
         return None
     if isinstance(image, (str, os.PathLike)):
-        with open(image, "rb") as f:
-            return f.read()
+        return encoded_file(image)
     return None
 
 
@@ -188,6 +211,8 @@ def open_checked(data: bytes, prefix: str = "", image: Any = None) -> Image.Imag
 def _encoded(image: Any, prefix: str) -> bytes:
     try:
         data = image_bytes(image)
+    except ImageError as err:
+        raise type(err)(f"{prefix}{err}") from None
     except OSError as err:
         raise ImageError(f"{prefix}cannot read image {describe(image)}: {err}") from None
     if data is None:

@@ -85,9 +85,27 @@ class OwnedDir:
 
 
 def _remove(name: str, fd: int) -> None:
-    shutil.rmtree(name, ignore_errors=True)
+    _remove_lock_last(name)
     if fd >= 0:
         os.close(fd)
+
+
+def _remove_lock_last(folder: str | os.PathLike) -> None:
+    """Delete ``folder`` with its lock file last, so that a kill while deleting (a large run swapped out) leaves a
+    folder the sweep still recognises as abandoned, and finishes deleting."""
+    try:
+        children = [c for c in os.scandir(folder) if c.name != LOCK_NAME]
+    except OSError:
+        children = []
+    for child in children:
+        if child.is_dir(follow_symlinks=False):
+            shutil.rmtree(child.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(child.path)
+            except OSError:
+                pass
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
@@ -114,7 +132,7 @@ def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
             except OSError:
                 pass  # then it goes with the rest: out stays absent, as the killed run left it
         size = _size(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_lock_last(folder)
         return None if folder.exists() else size
     finally:
         os.close(fd)

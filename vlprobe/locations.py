@@ -25,6 +25,7 @@ decided by :mod:`vlprobe.names`, from these places.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -82,23 +83,155 @@ class UnsafeFolderError(OSError):
     """A cache folder another user could change (not ours, or writable by others, and not fixable)."""
 
 
-def private_folder(path: str | os.PathLike) -> Path:
-    """``path`` as a folder only this user can read or write: made with mode 0700 when absent (its parents with
-    the umask's mode), its mode set back to 0700 when it is ours but others may write into it. Raises
-    :class:`UnsafeFolderError` for a folder (or a symbolic link) owned by someone else: what it holds cannot be
-    trusted, and another user could swap it at any time."""
-    folder = Path(path)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+def is_mine(st: os.stat_result) -> bool:
+    """Owned by this user (or by root, who can change anything anyway)."""
+    return not hasattr(os, "geteuid") or st.st_uid in (os.geteuid(), 0)
+
+
+def _owner(st: os.stat_result) -> str:
     try:
-        folder.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
+        import pwd
+
+        return f"user {pwd.getpwuid(st.st_uid).pw_name} (uid {st.st_uid})"
+    except (ImportError, KeyError):
+        return f"uid {st.st_uid}"
+
+
+def others_may_write(st: os.stat_result) -> bool:
+    """Whether users other than this one may write into the file or folder: world-writable, or group-writable for
+    a group that is not this user's own private group (the group of one's own name that Debian and Ubuntu give each
+    user, with umask 002)."""
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o002:
+        return True
+    if not mode & 0o020:
+        return False
+    try:
+        import grp
+        import pwd
+
+        me, group = pwd.getpwuid(os.geteuid()), grp.getgrgid(st.st_gid)
+        return not (st.st_gid == me.pw_gid and group.gr_name == me.pw_name and set(group.gr_mem) <= {me.pw_name})
+    except (ImportError, KeyError, AttributeError):
+        return True
+
+
+def _problem(path: Path, st: os.stat_result, link_ok: bool) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        if not link_ok:
+            return f"{path} is a symbolic link"
+        if not is_mine(st):
+            return f"{path} is a symbolic link of another user, {_owner(st)}"
+        st = os.stat(path)  # a cache home the user linked elsewhere: what it points to is judged
+    if not is_mine(st):
+        return f"{path} belongs to another user, {_owner(st)}"
+    if others_may_write(st):
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def distrust(path: str | os.PathLike, home: str | os.PathLike) -> str | None:
+    """Why another local user could have changed what ``path`` holds, or None: ``path``, or a folder between it and
+    ``home`` (both included; ``path`` inside ``home``), is another user's, is writable by others (group or world),
+    or is a symbolic link (``home`` itself may be a link of this user's, judged by the folder it points to). What
+    does not exist yet is no problem: vlprobe makes it private (:func:`private_folder`)."""
+    home, path = Path(home), Path(path)
+    try:
+        parts = path.relative_to(home).parts
+    except ValueError:
+        parts = (path.name,)
+        home = path.parent
+    chain = [home] + [home.joinpath(*parts[:i + 1]) for i in range(len(parts))]
+    for i, p in enumerate(chain):
+        try:
+            st = p.lstat()
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            return f"{p} cannot be looked at ({err.strerror or err})"
+        why = _problem(p, st, link_ok=i == 0)
+        if why:
+            return why
+    return None
+
+
+def distrust_tree(folder: str | os.PathLike, home: str | os.PathLike) -> str | None:
+    """:func:`distrust` of ``folder`` inside ``home``, and of everything in it (a file or folder another user's or
+    writable by others, a symbolic link): for a dataset folder found in the cache, whose every file is read."""
+    why = distrust(folder, home)
+    if why:
+        return why
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = Path(root) / name
+            try:
+                why = _problem(path, path.lstat(), link_ok=False)
+            except OSError as err:
+                why = f"{path} cannot be looked at ({err.strerror or err})"
+            if why:
+                return why
+    return None
+
+
+def home_advice(home: str | os.PathLike) -> str:
+    """What to do about a cache home another user could change: one clause."""
+    return (f"make {home} a folder of your own that only you can write (chmod 700 {home}), or set VLPROBE_CACHE to "
+            "one")
+
+
+_REFUSED: set[str] = set()  # cache homes this process has said it does not use
+
+
+def refused_home(home: str | os.PathLike) -> str | None:
+    """Why the cache home ``home`` is not used (:func:`distrust`: another user's, writable by others), said once per
+    process in one warning with what to do; None when it can be used."""
+    why = distrust(home, home)
+    if why and str(home) not in _REFUSED:
+        from .errors import warn
+
+        _REFUSED.add(str(home))
+        warn(f"not using the cache folder {home}: {why}, who could have changed what it holds (scores, copies of "
+             f"datasets); running without it. To use it, {home_advice(home)}")
+    return why
+
+
+def private_folder(path: str | os.PathLike, home: str | os.PathLike | None = None) -> Path:
+    """``path`` as a folder only this user can read or write, inside cache home ``home`` (default
+    :func:`cache_home`; ``path`` itself when it is not inside it): made with mode 0700 when absent (so are the
+    folders between it and ``home``, and ``home``; ``home``'s parents get the umask's mode), its mode set back to
+    0700 when others may read it. Raises :class:`UnsafeFolderError` when ``home`` or a folder between is not
+    trusted (:func:`distrust`), and for a folder (or a symbolic link) owned by someone else: what it holds cannot be
+    trusted, and another user could swap it at any time. A folder of ours that others could *write* into is
+    emptied, with one warning: anything in it may have been planted (a cache: it is made again when needed)."""
+    from .errors import warn
+
+    folder = Path(path)
+    home = Path(home) if home is not None else cache_home()
+    try:
+        inner = folder.relative_to(home).parts
+    except ValueError:
+        home, inner = folder, ()
+    home.parent.mkdir(parents=True, exist_ok=True)
+    for p in [home] + [home.joinpath(*inner[:i + 1]) for i in range(len(inner))]:
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+    why = distrust(folder.parent, home) if inner else None
+    if why:
+        raise UnsafeFolderError(why)
     st = folder.lstat()
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise UnsafeFolderError(f"{folder} is {'a symbolic link' if stat.S_ISLNK(st.st_mode) else 'not a folder'}")
-    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-        raise UnsafeFolderError(f"{folder} belongs to another user (uid {st.st_uid})")
-    if stat.S_IMODE(st.st_mode) & 0o077:
+    if not is_mine(st):
+        raise UnsafeFolderError(f"{folder} belongs to another user, {_owner(st)}")
+    mode = stat.S_IMODE(st.st_mode)
+    if others_may_write(st):
+        shutil.rmtree(folder)
+        folder.mkdir(mode=0o700)
+        warn(f"the cache folder {folder} was writable by others (mode {mode:o}), so anything in it could have been "
+             "planted: emptied it (what it held is made again when needed)")
+    elif mode & 0o077:
         os.chmod(folder, 0o700)
     return folder
 

@@ -2,7 +2,8 @@
 
 * A **dataset** (:func:`find_dataset`): a path that exists, as given; else a built folder of that name (one holding
   a ``vlprobe.yaml`` and data) in ``$VLPROBE_ROOT``, then where ``vlprobe build`` writes outside a clone
-  (``<cache_home>/datasets/<name>``, :func:`vlprobe.locations.datasets_home`); else a Hub id.
+  (``<cache_home>/datasets/<name>``, :func:`vlprobe.locations.datasets_home`; refused in one line when another user
+  could have changed it, :func:`vlprobe.locations.distrust_tree`); else a Hub id.
 * A **model** (:func:`find_model`): a folder that exists, as given (a local folder wins over a Hub id, as in
   ``transformers``); the bundled model's name, ``mini-clip`` (or ``models/mini-clip``, as a clone spells it), is
   that folder in the working directory or ``$VLPROBE_ROOT`` when there, else the copy the package ships; else a
@@ -181,6 +182,12 @@ def find_dataset(name: Any, root: str | os.PathLike | None = None) -> Any:
         return name  # a path (that exists or not), or OWNER/NAME: a Hub id, never a built folder's name
     for folder in [base / text for base in _roots(root)] + [datasets_home() / text]:
         if is_built(folder):
+            if folder.parent == datasets_home():  # the cache: built by vlprobe, so it must be this user's alone
+                why = locations.distrust_tree(folder, locations.cache_home())
+                if why:
+                    raise DatasetError(f"dataset {text!r}: found {folder} in vlprobe's cache, but {why}, who could "
+                                       f"have changed its rows; not using it: {locations.home_advice(locations.cache_home())} "
+                                       "and build it again there (or pass the folder's path, if you trust it)")
             return str(folder)
     return name
 

@@ -5,7 +5,8 @@ folders in one step, see :func:`exchange`). ``vlprobe evaluate`` (:func:`vlprobe
 ``vlprobe probe`` write through it; names re-exported by :mod:`vlprobe.results`.
 
 Which folders a run may replace is judged by the provenance vlprobe writes, not by file names: every run folder
-holds :data:`RUN_RECORD`, naming the command that wrote it and each file it wrote with its size. A folder is a
+holds :data:`RUN_RECORD`, naming the command that wrote it and each file it wrote with its sha256 (so a hand edit is
+recognised by content, even one that keeps the size; a record from before held sizes, compared as such). A folder is a
 run's (and may be replaced by the same command) only when that record is there, names this command, and accounts
 for every file in the folder; an empty folder may be taken too, and so may a run of this command written before the
 record existed (only the names such a run writes, and a results.json whose provenance holds this command's line).
@@ -25,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ArgumentError
+from .keys import sha256_files
 
 # The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
 RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.png)$")
-RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: size}}: who wrote this folder, and what
+RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: "sha256:<hex>"}}: who wrote this folder, and what
 
 
 def _command_of(own: "re.Pattern[str]") -> str:
@@ -63,7 +65,7 @@ def _not_ours(out: Path, own: "re.Pattern[str]") -> str | None:
         return (f"holds a `vlprobe {record['command']}` run, which `vlprobe {command}` would replace; choose another "
                 "folder")
     extra = [n for n in names if n != RUN_RECORD and (n not in record["files"] or not own.match(n))]
-    changed = [n for n in names if n in record["files"] and _size(out / n) != record["files"][n]]
+    changed = [n for n in names if n in record["files"] and _written(out / n, record["files"][n]) != record["files"][n]]
     if extra or changed:
         shown = ", ".join((extra or changed)[:3]) + (", ..." if len(extra or changed) > 3 else "")
         what = "files that are not the vlprobe run's" if extra else "files changed since the run wrote them"
@@ -84,9 +86,15 @@ def _legacy_run(out: Path, names: list[str], own: "re.Pattern[str]", command: st
     return isinstance(line, str) and line.startswith(f"vlprobe {command} ")
 
 
-def _size(path: Path) -> int | None:
+def _written(path: Path, like: Any = "sha256:") -> str | int | None:
+    """What the run record holds of ``path``: ``sha256:<hex>`` of its content (its size, an int, where ``like`` is a
+    record from before the hash); None when it cannot be read (a symbolic link is never a run's file)."""
     try:
-        return path.lstat().st_size
+        if path.is_symlink() or not path.is_file():
+            return None
+        if isinstance(like, int):
+            return path.stat().st_size
+        return "sha256:" + sha256_files([path])[1][0]
     except OSError:
         return None
 
@@ -176,7 +184,7 @@ def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[st
         stage = holder.path / "run"
         stage.mkdir()
         names = list(write(stage))
-        record = {"command": _command_of(own), "files": {n: _size(stage / n) for n in names}}
+        record = {"command": _command_of(own), "files": {n: _written(stage / n) for n in names}}
         (stage / RUN_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
         seen = _SEEN.get(str(out.absolute()), "unknown")
         now = _identity(out)

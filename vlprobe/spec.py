@@ -125,21 +125,20 @@ class ItemSpec:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "ItemSpec":
+        """The spec file ``path``, read within :mod:`vlprobe.reading`'s bounds (a regular file of at most
+        :data:`~vlprobe.reading.SPEC_BYTES`, YAML nested at most :data:`~vlprobe.reading.MAX_DEPTH` levels, no
+        aliases): a :class:`SpecError` naming the file otherwise."""
+        from .reading import SPEC_BYTES, FileError, parse_yaml, read_text
+
         path = Path(path)
         try:
-            raw = path.read_bytes()
+            data = parse_yaml(read_text(path, "spec", SPEC_BYTES), str(path))
         except FileNotFoundError:
             raise SpecError(f"{path}: spec file not found") from None
         except IsADirectoryError:
             raise SpecError(f"{path}: is a folder, not a spec file") from None
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as err:
-            line = raw[:err.start].count(b"\n") + 1
-            raise SpecError(f"{path} line {line}: not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); "
-                            "save it as UTF-8") from None
-        try:
-            data = yaml.safe_load(text)
+        except FileError as err:
+            raise SpecError(str(err)) from None
         except yaml.YAMLError as err:
             raise SpecError(yaml_error(path, err)) from None
         return cls.from_dict(data or {}, source=str(path))

@@ -19,8 +19,10 @@ class AnnotationError(ValueError):
 def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hint: str) -> Any:
     """Load one of ``benchmark``'s annotation files, with errors that name it: missing (with
     ``missing_hint`` on how to point at it), not JSON, or not a JSON ``expected`` (``shape``)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    from ..reading import ANNOTATION_BYTES, parse_json, read_bytes
+
+    try:  # bounded: a regular file, its size, its nesting (vlprobe.reading)
+        data = parse_json(read_bytes(path, "annotation file", ANNOTATION_BYTES).decode("utf-8"), str(path))
     except FileNotFoundError:
         raise FileNotFoundError(f"{benchmark} annotation file not found: {path} ({missing_hint})") from None
     except UnicodeDecodeError as err:  # e.g. a UTF-16 file (it starts with the bytes 0xff 0xfe)

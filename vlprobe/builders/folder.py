@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +97,11 @@ def build_folder(
         publish_staged,
         rebuilding,
         staging_folder,
-        undecoded_features,
         write_card,
         write_split,
     )
     from ..errors import SettingError
+    from ..folder_reader import undecoded_features
     from ..paths import check_config_name, check_split_name, inside
     from ..spec import SPEC_FILE, ItemSpec
 
@@ -146,9 +148,9 @@ def build_folder(
         spec = ItemSpec.from_dict(spec_dict, source=f"default spec for {table}")
 
     # Embed the image bytes: a parquet holding only local paths would not survive the upload.
-    from ..images import to_pil
+    from ..images import encoded_file, to_pil
 
-    records = []
+    records, read, total = [], {}, 0
     for i, row in enumerate(rows):
         rec = dict(row)
         for col in image_cols:
@@ -159,14 +161,22 @@ def build_folder(
                 where = f"{table} row {i + 1} column {col!r}"
                 if not isinstance(rel, str) or not rel:
                     raise ValueError(f"{where}: has no image path")
-                # relative to the captions file, never above it: a captions file from elsewhere must
-                # not embed (and so publish) files from outside the folder
-                file = inside(table.parent, rel, f"{where}: image path", resolve=False)
-                if not file.is_file():
-                    raise FileNotFoundError(f"{where}: names {rel!r}, but {file} does not exist")
-                data = file.read_bytes()
-                to_pil(data, where=f"{where} ({rel})")  # refuse unreadable or oversized files now
-                embedded.append({"bytes": data, "path": Path(rel).name})
+                # relative to the captions file, never above it, links resolved (as `vlprobe evaluate` reads image
+                # paths): a captions file from elsewhere must not embed (and so publish) files from outside the folder
+                file = inside(table.parent, rel, f"{where}: image path")
+                if not file.exists() or file.is_dir():
+                    raise FileNotFoundError(f"{where}: names {rel!r}, but {file} "
+                                            f"{'is a folder' if file.is_dir() else 'does not exist'}")
+                key = os.path.realpath(file)
+                if key not in read:
+                    read[key] = encoded_file(file, f"{where} ({rel})")  # bounded by size
+                    to_pil(read[key], where=f"{where} ({rel})")  # unreadable or oversized: refused now
+                    total += len(read[key])
+                    if total > MAX_IMAGE_BYTES:
+                        raise ValueError(f"{where}: the images named so far hold {total / (1 << 30):.1f} GiB, more than "
+                                         f"one `vlprobe build folder` holds in memory ({MAX_IMAGE_BYTES >> 30} GiB); "
+                                         "split the rows into configs (--config) of fewer images")
+                embedded.append({"bytes": read[key], "path": Path(rel).name})
             rec[col] = embedded if isinstance(value, list) else embedded[0]
         records.append(rec)
 
@@ -257,47 +267,49 @@ def _find_captions(source: Path, captions: str | Path | None) -> Path:
     return found[0]
 
 
-def read_text(path: Path, what: str = "file") -> str:
-    """``path`` decoded as UTF-8 (a BOM dropped), or a DatasetError naming the file, line and byte."""
-    from ..errors import DatasetError
-
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise DatasetError(f"{path} line {line}: not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); "
-                           f"save the {what} as UTF-8") from None
+MAX_ROWS = 100_000  # rows of one build: every row and its image bytes are held in memory until the parquet is written
+MAX_IMAGE_BYTES = 4 << 30  # the images of one build, in memory at once (each file read once, however many rows name it)
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
+    """The captions file's rows, read within the bounds: the file (a regular file of at most
+    :data:`vlprobe.reading.CAPTIONS_BYTES`, JSON nested at most :data:`vlprobe.reading.MAX_DEPTH` levels) and at most
+    :data:`MAX_ROWS` rows, counted as they are read."""
     from ..errors import DatasetError
+    from ..reading import CAPTIONS_BYTES, parse_json, read_text
 
     suffix = path.suffix.lower()
     if suffix not in CAPTIONS_SUFFIXES:
         raise ValueError(f"{path}: the captions file must be .csv, .jsonl (one JSON object a line) or .json (a JSON "
                          f"array of objects)")
-    text = read_text(path, "captions file")
+    text = read_text(path, "captions file", CAPTIONS_BYTES)
+
+    def bounded(rows: Any) -> list[Any]:
+        out = list(itertools.islice(rows, MAX_ROWS + 1))
+        if len(out) > MAX_ROWS:
+            raise DatasetError(f"{path}: has more than {MAX_ROWS:,} rows, more than one `vlprobe build folder` takes (it "
+                               "holds every row and image in memory until the parquet is written); split it into "
+                               "configs (--config) of fewer rows")
+        return out
+
     if suffix == ".csv":
         try:
-            rows = [dict(r) for r in csv.DictReader(io.StringIO(text, newline=""))]
+            rows = [dict(r) for r in bounded(csv.DictReader(io.StringIO(text, newline="")))]
         except csv.Error as err:
             raise DatasetError(f"{path}: not a readable CSV file: {err}") from None
         for i, r in enumerate(rows):
             if None in r or any(v is None for v in r.values()):
                 raise ValueError(f"{path} row {i + 1}: has a different number of cells than the header")
         return rows
-    rows = _json_array(path, text) if suffix == ".json" else []
-    for i, line in enumerate(text.splitlines() if suffix == ".jsonl" else []):
-        if not line.strip():
-            continue
+    if suffix == ".json":
         try:
-            row = json.loads(line)
+            data = parse_json(text, str(path))
         except json.JSONDecodeError as err:
-            raise ValueError(f"{path} line {i + 1}: not JSON: {err}") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path} line {i + 1}: each line must be a JSON object")
-        rows.append(row)
+            raise ValueError(f"{path}: not JSON: {err}") from None
+        rows = bounded(iter(_json_array(path, data)))
+    else:
+        lines = ((i, line) for i, line in enumerate(text.splitlines()) if line.strip())
+        rows = [_jsonl_row(path, i, line) for i, line in bounded(lines)]
     keys = list(rows[0]) if rows else []
     for i, row in enumerate(rows):
         if set(row) != set(keys):
@@ -305,12 +317,20 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _json_array(path: Path, text: str) -> list[dict[str, Any]]:
-    """A ``.json`` captions file: one array of objects, one per row."""
+def _jsonl_row(path: Path, i: int, line: str) -> dict[str, Any]:
+    from ..reading import parse_json
+
     try:
-        data = json.loads(text)
+        row = parse_json(line, f"{path} line {i + 1}")
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not JSON: {err}") from None
+        raise ValueError(f"{path} line {i + 1}: not JSON: {err}") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{path} line {i + 1}: each line must be a JSON object")
+    return row
+
+
+def _json_array(path: Path, data: Any) -> list[dict[str, Any]]:
+    """A ``.json`` captions file (parsed): one array of objects, one per row."""
     if not isinstance(data, list):
         raise ValueError(f"{path}: a .json captions file must hold one JSON array of objects (one per row), not a "
                          f"{type(data).__name__}; or write one object a line as .jsonl")

@@ -27,7 +27,6 @@ and reads a third-party copy (an :class:`Upstream` with ``third_party`` set) onl
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import time
 import urllib.error
@@ -37,7 +36,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ..benchmarks import Upstream, UpstreamFile
-from ..locations import cache_home, images_home
+from ..keys import git_blob_sha1
+from ..locations import cache_home, distrust, home_advice, images_home
 from . import AnnotationError
 
 
@@ -58,15 +58,17 @@ class AnnotationDownloadError(AnnotationError, FileNotFoundError):
 
 
 def cache_folder(upstream: Upstream, cache_dir: str | os.PathLike | None = None) -> Path:
-    """Where ``upstream``'s files are kept once fetched: ``<cache>/annotations/<owner>--<repo>--<commit>/``."""
+    """Where ``upstream``'s files are kept once fetched: ``<cache>/annotations/<owner>--<repo>--<commit>/``; refused
+    (:class:`AnnotationError`) when another user could have changed it (:func:`vlprobe.locations.distrust`: a file
+    there without a pinned hash would be used as it is)."""
     owner, name = upstream.repo.split("/")
     root = Path(cache_dir).expanduser() if cache_dir else default_cache()
-    return root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
-
-
-def git_blob_sha1(data: bytes) -> str:
-    """The id git gives a file with this content (``git hash-object``)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    folder = root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
+    why = distrust(folder, root)
+    if why:
+        raise AnnotationError(f"not using the annotation cache {folder}: {why}, who could have changed its files; "
+                              f"{home_advice(root)}, or pass --cache-dir with one (or --annotations DIR)")
+    return folder
 
 
 def verify(data: bytes, file: UpstreamFile, where: str, upstream: Upstream) -> str:

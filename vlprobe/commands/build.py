@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 HELP = "build a dataset folder (parquet with embedded images + card YAML)"
 
@@ -18,24 +20,44 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=_run(module))
 
 
-# Counts every builder may take, and their least value (checked here, so each builder need not).
+# Counts every builder may take, and their least and largest values (checked here, so each builder need not): workers
+# are bounded by the machine (four per core, at least 16: downloads wait on the network), items per config by what
+# a generator renders in a day.
 _AT_LEAST = {"workers": 1, "read_workers": 1, "retries": 1, "items": 1}
+MAX_ITEMS = 1_000_000
+MAX_RETRIES = 100
+
+
+def max_workers() -> int:
+    return max(16, 4 * (os.cpu_count() or 1))
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Refuse, in one line, the arguments every builder shares: counts below their least value and
-    an ``--out`` that is a file."""
-    from pathlib import Path
-
+    """Refuse, in one line, the arguments every builder shares: counts outside their range, and an ``--out`` that is
+    a file or the working directory (or a folder holding it: a build replaces its ``--out`` whole)."""
     from ..errors import SettingError
 
+    most = {"workers": max_workers(), "read_workers": max_workers(), "retries": MAX_RETRIES, "items": MAX_ITEMS}
     for name, least in _AT_LEAST.items():
         value = getattr(args, name, None)
+        flag = f"--{name.replace('_', '-')}"
         if value is not None and value < least:
-            raise SettingError(f"--{name.replace('_', '-')} must be {least} or more, got {value}")
+            raise SettingError(f"{flag} must be {least} or more, got {value}")
+        if value is not None and value > most[name]:
+            why = f" on this machine (4 per core, at least 16; it has {os.cpu_count() or 1} cores)" if "workers" in name else ""
+            raise SettingError(f"{flag} {value}: must be at most {most[name]:,}{why}")
     out = getattr(args, "out", None)
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
+    if out is None:
+        return
+    if not str(out).strip() or str(out) == ".":
+        raise SettingError(f"--out {str(out)!r}: names the working directory; a build replaces its --out whole, so "
+                           "give a folder of its own (e.g. --out NAME)")
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
         raise SettingError(f"--out {out} is a file, not a folder; give a folder to write the dataset in")
+    if path.is_dir() and (path.resolve() == Path.cwd().resolve() or path.resolve() in Path.cwd().resolve().parents):
+        raise SettingError(f"--out {out}: is the working directory or a folder that holds it; a build replaces its "
+                           "--out whole, so give a folder of its own (e.g. --out NAME)")
 
 
 def _run(module):

@@ -40,7 +40,7 @@ def dataset_folders(root: str | os.PathLike) -> list[dict]:
     """Every folder directly under ``root`` holding a vlprobe.yaml: {name, path, built: {config:
     [splits]}, unbuilt: [configs], build: the `vlprobe build` name or None}."""
     from ..builders import builders
-    from ..dataset_folder import _declared_configs, built_configs, config_splits
+    from ..folder_reader import _declared_configs, built_configs, config_splits
 
     known = builders()
     out = []
@@ -67,9 +67,9 @@ def _describe(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..dataset_folder import list_splits
     from ..errors import ArgumentError
     from ..evaluation import select_configs
+    from ..folder_reader import list_splits
     from ..scorers.base import families
 
     if args.dataset:

@@ -125,7 +125,7 @@ def split_rows(folder: Path, config: str) -> dict[str, int]:
     decoded); a file that is not readable parquet counts 0 rows."""
     import pyarrow.parquet as pq
 
-    from ..dataset_folder import _declared_configs, data_file_patterns
+    from ..folder_reader import _declared_configs, data_file_patterns
 
     out: dict[str, int] = {}
     for c in _declared_configs(folder):
@@ -152,8 +152,8 @@ def build_hint(folder: Path) -> str:
 
 def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
     """The configs of a dataset that have rows in this build (a Hub id: all of its configs)."""
-    from ..dataset_folder import built_configs, list_configs
     from ..errors import DatasetError
+    from ..folder_reader import built_configs, list_configs
 
     source = settings.resolve_dataset(dataset)
     try:
@@ -170,8 +170,8 @@ def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
 def dataset_splits(settings: Settings, dataset: str | None, config: str | None) -> list[str]:
     """A config's splits that have rows, ``test``-like splits first; a config with none is refused
     in one sentence saying how to build it."""
-    from ..dataset_folder import config_splits, list_splits
     from ..errors import DatasetError
+    from ..folder_reader import config_splits, list_splits
 
     source = settings.resolve_dataset(dataset)
     if not config:
@@ -194,7 +194,8 @@ def dataset_splits(settings: Settings, dataset: str | None, config: str | None) 
 
 def open_split(settings: Settings, dataset: str | None, config: str | None, split: str | None = None) -> tuple[Any, Any, str]:
     """(rows as a ``datasets.Dataset`` with images left encoded, the dataset's spec, the split)."""
-    from ..dataset_folder import load_folder_split, undecoded_features
+    from ..arrow_cache import load_folder_split
+    from ..folder_reader import undecoded_features
     from ..spec import SpecError, find_spec
 
     source = settings.resolve_dataset(dataset)

@@ -50,7 +50,7 @@ class SplitSource:
 
     def row_batches(self, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         """(first row index, rows) of at most ``size`` rows, images as undecoded dicts."""
-        from ..dataset_folder import read_rows
+        from ..folder_reader import read_rows
 
         for start in range(0, self.n, size):
             rows = read_rows(self.rows, start, min(start + size, self.n))
@@ -105,16 +105,20 @@ def damaged_file(folder: Path) -> str | None:
     import pyarrow.parquet as pq
     import yaml
 
+    from ..reading import FileError, parse_yaml
+
     for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
         path = folder / name
         if not path.is_file():
             continue
         try:
             text = path.read_text(encoding="utf-8")
-            yaml.safe_load(text.split("---")[1] if name == "README.md" and text.startswith("---") else
-                           ("" if name == "README.md" else text))
+            parse_yaml(text.split("---")[1] if name == "README.md" and text.startswith("---") else
+                       ("" if name == "README.md" else text), str(path))  # bounded: size, nesting (vlprobe.reading)
         except UnicodeDecodeError as e:
             return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        except FileError as e:
+            return str(e)
         except (yaml.YAMLError, IndexError) as e:
             return f"{path} is not valid YAML ({str(e).splitlines()[0]})"
     for path in sorted(folder.glob("data/**/*.parquet")):
@@ -169,7 +173,7 @@ def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]
     config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
     config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
     fails at once (:func:`check_reachable`)."""
-    from ..dataset_folder import list_configs
+    from ..folder_reader import list_configs
 
     check_reachable(str(dataset), revision)
     try:
@@ -191,7 +195,7 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
     """The splits to score: those named, else the ones whose name starts with ``test``, else the
     only one."""
     if names is None:
-        from ..dataset_folder import list_splits
+        from ..folder_reader import list_splits
 
         try:
             names = list_splits(dataset, config, revision)

@@ -15,7 +15,7 @@ from ..names import did_you_mean, find_dataset
 from ..spec import SpecError, find_spec
 from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
 
-# vlprobe.dataset_folder is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
+# vlprobe.folder_reader is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
 # machine), which a misspelt name never needs.
 
 
@@ -46,7 +46,7 @@ class Split:
         return [(a, min(a + size, len(self))) for a in range(0, len(self), size)]
 
     def rows(self, start: int, stop: int) -> list[dict]:
-        from ..dataset_folder import read_rows
+        from ..folder_reader import read_rows
 
         return self._checked(read_rows(self.table, start, stop), start)
 
@@ -54,7 +54,7 @@ class Split:
         return [r["image"] for r in self.rows(start, stop)]
 
     def images_at(self, idx: Sequence[int]) -> list:
-        from ..dataset_folder import read_rows
+        from ..folder_reader import read_rows
 
         picked = self.table.select([int(i) for i in idx])
         return [self._checked([r], int(i))[0]["image"] for i, r in zip(idx, read_rows(picked, 0, len(picked)))]
@@ -84,7 +84,7 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only the labels are
     read into memory here; captions, queries and images are read a chunk at a time when features
     are computed. ``dataset``: a folder, a built benchmark's name or a Hub id (:func:`vlprobe.names.find_dataset`)."""
-    from ..dataset_folder import built_configs, config_splits, list_configs, list_splits
+    from ..folder_reader import built_configs, config_splits, list_configs, list_splits
 
     dataset = str(find_dataset(dataset))
     local = Path(dataset).is_dir()

@@ -14,6 +14,7 @@ import numpy as np
 from .. import summary as summary_rules
 from ..benchmarks import find
 from ..errors import ArgumentError, DatasetError, SettingError
+from ..reading import RESULTS_BYTES, FileError, load_json
 from ..results import entry_benchmark, records_benchmark
 
 
@@ -307,8 +308,11 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
         if not path.is_file():
             raise SettingError(f"{path}: no such results file (give results.json files or run folders)")
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            doc = load_json(path, "results file", RESULTS_BYTES)  # bounded: size, nesting (vlprobe.reading)
+        except FileError as err:
+            problems.append(str(err))
+            continue
+        except json.JSONDecodeError as err:
             problems.append(f"{path}: not a JSON file ({err})")
             continue
         probe = probes and is_probe_document(doc)

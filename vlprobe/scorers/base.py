@@ -130,7 +130,7 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
 def text_key(text: str, ids: Sequence[int] | None) -> str:
     """A text's key: ``ids:`` + a hash of the token ids the model reads, or ``text:`` + a hash of the
     text when they are not known (see :meth:`Scorer.text_keys`)."""
-    from ..cache import ids_hash, text_hash
+    from ..keys import ids_hash, text_hash
 
     return "text:" + text_hash(text) if ids is None else "ids:" + ids_hash(ids)
 
@@ -155,7 +155,7 @@ class Scorer:
     device: str = "cpu"
     dtype: str = "float32"
     preprocessing: dict = field(default_factory=dict)
-    model_sha256: str | None = None  # a local folder's content digest (vlprobe.cache.folder_digest)
+    model_sha256: str | None = None  # a local folder's content digest (vlprobe.keys.folder_digest)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -31,7 +31,7 @@
   ValueError, not transformers' list of every supported config.
 * **Identity** (the cache key): a Hub model is its id and resolved commit; a local folder is what
   it holds, ``model_sha256``, a digest of its weight, config and tokenizer/processor files
-  (:func:`vlprobe.cache.folder_digest`), so a model retrained into the same folder, or another
+  (:func:`vlprobe.keys.folder_digest`), so a model retrained into the same folder, or another
   model at the same relative path, never reads the old one's cached scores.
 * **Unknown architecture**: a config naming a model type transformers does not know raises
   :class:`UnknownArchitectureError` (one line listing vlprobe's families).
@@ -401,7 +401,7 @@ def load_scorer(
     if config is not None:  # (a family of its own names records its revision and content digest itself)
         scorer.revision = resolved_revision(model, config, revision)
         if Path(model).expanduser().is_dir():
-            from vlprobe.cache import folder_digest
+            from ..keys import folder_digest
 
             scorer.model_sha256 = folder_digest(Path(model).expanduser())
     if control:

@@ -344,7 +344,7 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
                                           ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"))
         scorer.preprocessing["weights"] = hub or str(tag_cfg.get("url") or "")
     if source.folder is not None:
-        from vlprobe.cache import folder_digest
+        from vlprobe.keys import folder_digest
 
         scorer.model_sha256 = folder_digest(source.folder)
     return scorer

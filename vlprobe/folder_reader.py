@@ -1,0 +1,197 @@
+"""Read a dataset folder (or Hub dataset) as vlprobe scores it: the configs and splits its card declares and which
+of them are built, and rows read a slice at a time from the memory-mapped Arrow files without decoding their images.
+Writing a folder is :mod:`vlprobe.dataset_folder`; loading a split through the checked Arrow cache is
+:mod:`vlprobe.arrow_cache`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import datasets
+import yaml
+
+from .dataset_folder import read_card_metadata
+
+
+def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
+    from .errors import DatasetError
+
+    try:
+        configs = read_card_metadata(folder).get("configs") or []
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        raise DatasetError(f"cannot read the card of dataset folder {Path(folder).name!r}: {err}") from None
+    return [c for c in configs if isinstance(c, dict) and c.get("config_name")]
+
+
+def data_file_patterns(data_files: Any) -> dict[str, list[str]]:
+    """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts: one pattern, a
+    list of patterns (split ``train``), a list of ``{split, path}`` entries whose ``path`` is one
+    pattern or a list of them, or a ``{split: pattern(s)}`` mapping."""
+    def listed(value: Any) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, (list, tuple)):
+            return [str(v) for v in value if v is not None]
+        return [str(value)]
+
+    out: dict[str, list[str]] = {}
+    if isinstance(data_files, dict) and "path" not in data_files:
+        for split, value in data_files.items():
+            out.setdefault(str(split), []).extend(listed(value))
+        return out
+    entries = data_files if isinstance(data_files, (list, tuple)) else [data_files] if data_files else []
+    for entry in entries:
+        if isinstance(entry, dict):
+            out.setdefault(str(entry.get("split", "train")), []).extend(listed(entry.get("path")))
+        elif entry is not None:
+            out.setdefault("train", []).append(str(entry))
+    return out
+
+
+def built_configs(folder: str | Path) -> list[str]:
+    """The configs the folder's card declares whose parquet files exist (have been built)."""
+    path = Path(folder)
+    out = []
+    for c in _declared_configs(path):
+        patterns = [p for ps in data_file_patterns(c.get("data_files")).values() for p in ps]
+        if any(any(path.glob(p)) for p in patterns):
+            out.append(c["config_name"])
+    return out
+
+
+def config_splits(folder: str | Path, config: str) -> list[str]:
+    """A config's splits as the card declares them, ``test``-like splits first."""
+    from .errors import DatasetError
+
+    for c in _declared_configs(folder):
+        if c["config_name"] == config:
+            splits = list(data_file_patterns(c.get("data_files"))) or ["train"]
+            return sorted(splits, key=lambda s: (not s.startswith("test"), splits.index(s)))
+    raise DatasetError(f"dataset {Path(folder).name!r} has no config {config!r}; it has: "
+                       f"{', '.join(built_configs(folder)) or 'none built'}")
+
+
+# ---- reading a dataset without decoding it (evaluate, the Space, the builders) --------------------
+
+def undecoded_features(features: Any) -> Any:
+    """The same features with every ``Image`` left undecoded (``{"bytes", "path"}`` dicts): the
+    engine hashes the bytes and decodes in DataLoader workers instead of in the main process."""
+    import copy
+
+    if isinstance(features, datasets.Image):
+        return datasets.Image(decode=False)
+    if isinstance(features, dict):
+        return type(features)({k: undecoded_features(v) for k, v in features.items()})
+    if isinstance(features, (list, tuple)):
+        return type(features)(undecoded_features(v) for v in features)
+    inner = getattr(features, "feature", None)  # List / Sequence / LargeList
+    if inner is not None:
+        new = copy.copy(features)
+        try:
+            new.feature = undecoded_features(inner)
+        except (AttributeError, TypeError):  # a frozen feature type: leave it as it is
+            return features
+        return new
+    return features
+
+
+def read_rows(ds: Any, start: int, stop: int) -> list[dict[str, Any]]:
+    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded: slices of
+    the memory-mapped Arrow table (``READ_SLICE_ROWS`` rows each), so a caller that reads a split a
+    chunk at a time holds one chunk.
+
+    The pages of the dataset's Arrow files that each slice brought into this process's resident set
+    are released after it (:func:`release_mapped_pages`): the rows are Python objects by then,
+    and a split read a chunk at a time would otherwise keep all of its file resident (2.3 KB per
+    500 px TraVLR-like row), plus the record batches' headers read when the file was opened."""
+    features = undecoded_features(ds.features)
+    files = [cache_file["filename"] for cache_file in getattr(ds, "cache_files", None) or []]
+    table = ds.with_format("arrow")
+    out: list[dict[str, Any]] = []
+    # A slice of READ_SLICE_ROWS rows at a time, its mapped pages released before the next: a chunk
+    # of 2,000 photos read at once would have all of its 180 MB of file pages resident beside the
+    # 180 MB of Python bytes made from them.
+    for lo in range(start, stop, READ_SLICE_ROWS):
+        piece = table[lo:min(lo + READ_SLICE_ROWS, stop)]
+        batch = features.decode_batch(piece.to_pydict())
+        n = piece.num_rows
+        del piece
+        release_mapped_pages(files)
+        cols = list(batch)
+        out += [{c: batch[c][i] for c in cols} for i in range(n)]
+    return out
+
+
+READ_SLICE_ROWS = 128  # rows converted to Python per slice of the memory map (read_rows)
+
+
+def release_mapped_pages(paths: Iterable[str | os.PathLike]) -> int:
+    """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux; a no-op
+    elsewhere); returns the bytes of address space advised.
+
+    The maps stay valid: a page read again is mapped again from the kernel's page cache (a minor
+    fault, no disk read while the cache holds it), as memory maps of a file shared between
+    processes always behave. Only mappings of exactly these files that cannot be written are
+    touched (``MADV_DONTNEED`` on such a mapping discards nothing: the file holds every byte), so
+    no anonymous memory and no modified page is ever dropped."""
+    import mmap
+    import sys
+
+    if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
+        return 0
+    wanted = {os.path.realpath(os.fspath(p)) for p in paths}
+    if not wanted:
+        return 0
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return 0
+    ranges = []
+    for line in lines:
+        parts = line.split(maxsplit=5)
+        if len(parts) < 6 or "w" in parts[1]:
+            continue
+        if parts[5] in wanted:  # the kernel names a mapping by its resolved path
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            ranges.append((lo, hi - lo))
+    if not ranges:
+        return 0
+    madvise = _libc_madvise()
+    if madvise is None:
+        return 0
+    done = 0
+    for address, length in ranges:
+        if madvise(address, length, mmap.MADV_DONTNEED) == 0:
+            done += length
+    return done
+
+
+_MADVISE: list[Any] = []
+
+
+def _libc_madvise() -> Any:
+    """libc's ``madvise(addr, length, advice)`` through ctypes, or None where it cannot be had."""
+    if not _MADVISE:
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL(None, use_errno=True).madvise  # the C library the interpreter runs on
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            _MADVISE.append(fn)
+        except (OSError, AttributeError):
+            _MADVISE.append(None)
+    return _MADVISE[0]
+
+
+def list_configs(dataset: str, revision: str | None = None) -> list[str]:
+    """The config names of a dataset folder or Hub id (``datasets``' own listing)."""
+    return list(datasets.get_dataset_config_names(str(dataset), revision=revision))
+
+
+def list_splits(dataset: str, config: str, revision: str | None = None) -> list[str]:
+    """The split names of one config of a dataset folder or Hub id."""
+    return list(datasets.get_dataset_split_names(str(dataset), config, revision=revision))

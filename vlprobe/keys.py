@@ -1,0 +1,130 @@
+"""Content hashing, in one place: what the score cache keys its folders and entries by, what a cached copy of a file
+is checked against, and the digest of a local model folder. The score cache (:mod:`vlprobe.cache`), the scorers,
+the Arrow cache and the builders take their hashes from here, so none of them reaches into another's store.
+
+**Stamped hashes.** Hashing a file again on every run costs a read of all of it (gigabytes of weights, the parquet of
+a benchmark). So a hash is kept with the file's *stamp*: its size, modification time, change time and inode
+(:func:`stamp`). While the stamp is the same the hash is taken as it was; when any of it changed the file is read
+again (:func:`sha256_known`). The change time is what makes this safe: a program can put an old modification time
+back (``os.utime``, ``cp -p``, ``rsync -t``) after rewriting a file in place at the same size, but the kernel sets the
+change time on every write and every ``utime``, and nothing can set it back. A stamp taken within :data:`RACY_S`
+seconds of the file's last change is not kept (a write in the same clock tick would not show): such a file is read
+again next time. This is how ``datasets`` and git decide that a file is unchanged, with the change time added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+RACY_S = 2.0  # a file changed this recently may change again within the same clock tick: its stamp is not kept
+_BLOCK = 1 << 22
+
+
+def key_digest(key: Mapping[str, Any]) -> str:
+    """A stable digest of a mapping (JSON with sorted keys): a scorer's cache key, a folder's name in the cache."""
+    blob = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def ids_hash(ids: Iterable[int]) -> str:
+    """A stable hash of a sequence of token ids."""
+    return hashlib.sha256(",".join(map(str, map(int, ids))).encode("ascii")).hexdigest()
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """The id git gives a file with this content (``git hash-object``): what upstream annotation files are pinned by."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def stamp(st: os.stat_result) -> list[int]:
+    """What says a file is unchanged: [size, mtime_ns, ctime_ns, inode]."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def settled(st: os.stat_result) -> bool:
+    """Whether the file's last change is old enough (:data:`RACY_S`) for its stamp to be kept."""
+    return time.time() - max(st.st_mtime, st.st_ctime) > RACY_S
+
+
+def sha256_files(paths: Sequence[str | os.PathLike]) -> tuple[str, list[str]]:
+    """(the sha256 of the files' content in order, as one stream; each file's own sha256), reading each once."""
+    whole, each = hashlib.sha256(), []
+    for path in paths:
+        own = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(_BLOCK), b""):
+                whole.update(block)
+                own.update(block)
+        each.append(own.hexdigest())
+    return whole.hexdigest(), each
+
+
+def sha256_known(path: str | os.PathLike, known: Any) -> tuple[str, list[Any] | None]:
+    """(the sha256 of ``path``, a record of it to keep: ``[*stamp, sha256]``, None while the file is racy).
+    ``known``: such a record kept earlier; its hash is taken when the file's stamp is still the one recorded, else
+    the file is read."""
+    st = os.stat(path)
+    now = stamp(st)
+    if isinstance(known, list) and len(known) == 5 and known[:4] == now and isinstance(known[4], str):
+        digest = known[4]
+    else:
+        digest = sha256_files([path])[1][0]
+    return digest, ([*now, digest] if settled(st) else None)
+
+
+# ---- what a local model folder holds -------------------------------------------------------------
+
+# Files that do not change what a model computes: its card, pictures, logs. Everything else at the
+# top of the folder (weights, config, tokenizer, processor, chat template, custom code) is hashed.
+_NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".html", ".log")
+
+
+def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None = None) -> str:
+    """The sha256 of what a local model folder holds: each top-level file's name, size and sha256
+    (hidden files and the card, images and logs left out; symlinks followed, as in a Hub snapshot).
+
+    Each file's hash is remembered with its stamp (see the module doc) in a small memo
+    (``<memo_dir>/<hash of the folder's path>.json``, default ``<cache_home>/model-digests``), so gigabytes of
+    weights are not read on every run. The memo is an optimisation: when it cannot be read or written, or another
+    user could have written it (:func:`vlprobe.locations.distrust`: it would decide which cache folder the model
+    reads), every file is hashed."""
+    from .locations import cache_home, distrust, private_folder
+
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir()
+                   if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())
+    home = Path(memo_dir) if memo_dir is not None else cache_home()
+    memo_path = (home if memo_dir is not None else home / "model-digests") / \
+        f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
+    trusted = distrust(memo_path, home) is None
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8")) if trusted and memo_path.is_file() else {}
+        if not isinstance(memo, dict):
+            memo = {}
+    except (OSError, ValueError):
+        memo = {}
+    fresh: dict[str, list] = {}
+    total = hashlib.sha256()
+    for path in files:
+        digest, record = sha256_known(path, memo.get(path.name))
+        if record is not None:
+            fresh[path.name] = record
+        total.update(f"{path.name}\0{os.stat(path).st_size}\0{digest}\n".encode("utf-8"))
+    if fresh != memo and trusted:
+        try:
+            private_folder(memo_path.parent)
+            tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, memo_path)
+        except OSError:
+            pass
+    return total.hexdigest()

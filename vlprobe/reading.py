@@ -1,0 +1,151 @@
+"""Reading a file vlprobe is given, bounded: a spec (``--spec``, ``vlprobe.yaml``), a dataset card, a captions file,
+a results.json given to ``vlprobe report``. The file must be a regular file (not ``/dev/zero``, a FIFO that would
+block, a folder) no larger than a bound chosen for its kind, and its JSON or YAML may nest at most
+:data:`MAX_DEPTH` levels (YAML without aliases, whose expansion could grow without bound); anything else is refused
+in one line naming the file (:class:`FileError`), before it is parsed, never a ``MemoryError``, a
+``RecursionError`` or a hang.
+
+=========================  ====================
+what                       at most
+=========================  ====================
+a spec (``vlprobe.yaml``)  :data:`SPEC_BYTES`
+a dataset card             :data:`CARD_BYTES`
+a captions file            :data:`CAPTIONS_BYTES`
+a results.json             :data:`RESULTS_BYTES`
+an annotation file         :data:`ANNOTATION_BYTES`
+an image file              :data:`vlprobe.images.MAX_IMAGE_BYTES`
+=========================  ====================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from .errors import VlprobeError
+
+MAX_DEPTH = 64  # levels of nested lists and mappings; vlprobe's own files nest at most 6
+SPEC_BYTES = 1 << 20  # 1 MiB: a spec is a few lines
+CARD_BYTES = 16 << 20  # 16 MiB: a card's YAML and prose
+CAPTIONS_BYTES = 512 << 20  # 512 MiB: a `vlprobe build folder` captions file (CSV, JSONL, JSON)
+RESULTS_BYTES = 512 << 20  # 512 MiB: a results.json (per-item scores are in scores.parquet, not here)
+ANNOTATION_BYTES = 2 << 30  # 2 GiB: a benchmark's annotation file (the largest upstream one is a few hundred MB)
+
+
+class FileError(VlprobeError, ValueError):
+    """A file vlprobe was given that it will not read: not a regular file, too large, not UTF-8, nested too deep."""
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
+def read_bytes(path: str | os.PathLike, what: str, limit: int) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes (symbolic links followed), else
+    :class:`FileError` naming it and ``what`` it should be. A FileNotFoundError, IsADirectoryError... for a path that
+    is missing or a folder (the caller says what to do about those)."""
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "is a folder", str(path))
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
+                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise FileError(f"{path}: is {kind}, not a file; give the {what} as a regular file")
+    if st.st_size > limit:
+        raise FileError(f"{path}: is {_size(st.st_size)}, larger than the {what}s vlprobe reads (at most "
+                        f"{_size(limit)}); refused")
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # it grew since
+        raise FileError(f"{path}: is larger than the {what}s vlprobe reads (at most {_size(limit)}); refused")
+    return data
+
+
+def decode(data: bytes, where: str, what: str) -> str:
+    """``data`` as UTF-8 text (a BOM dropped), or :class:`FileError` naming the line and byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise FileError(f"{where} line {line}: not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}); "
+                        f"save the {what} as UTF-8") from None
+
+
+def read_text(path: str | os.PathLike, what: str, limit: int) -> str:
+    """:func:`read_bytes`, decoded as UTF-8 (:func:`decode`)."""
+    return decode(read_bytes(path, what, limit), str(path), what)
+
+
+def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> Any:
+    """``value`` (parsed JSON or YAML), or :class:`FileError` when its lists and mappings nest deeper than ``limit``.
+    Walks without recursion, each object once."""
+    stack, seen = [(value, 1)], set()
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list, tuple)):
+            if depth > limit:
+                raise FileError(f"{where}: nests lists or mappings more than {limit} levels deep; refused")
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def parse_json(text: str, where: str) -> Any:
+    """JSON ``text`` parsed, nesting bounded (json.JSONDecodeError for text that is not JSON, as json raises it)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = None
+        raise FileError(f"{where}: nests lists or objects more than {MAX_DEPTH} levels deep; refused") from None
+    return check_depth(value, where)
+
+
+def load_json(path: str | os.PathLike, what: str, limit: int) -> Any:
+    """The JSON file ``path``, read and parsed within the bounds (see the module doc)."""
+    return parse_json(read_text(path, what, limit), str(path))
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """YAML ``text`` parsed as ``yaml.safe_load`` does, but without aliases (``*name``; :class:`FileError`, as for
+    nesting past :data:`MAX_DEPTH`): a yaml.YAMLError for text that is not YAML."""
+    import yaml
+
+    class _NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise FileError(f"{where} line {mark.line + 1}: uses a YAML alias (*{self.peek_event().anchor}); "
+                                "write the value out instead")
+            return super().compose_node(parent, index)
+
+    try:
+        value = yaml.load(text, Loader=_NoAliases)  # noqa: S506 (a SafeLoader)
+    except RecursionError:
+        value = None
+        raise FileError(f"{where}: nests lists or mappings more than {MAX_DEPTH} levels deep; refused") from None
+    return check_depth(value, where)
+
+
+def load_yaml(path: str | os.PathLike, what: str, limit: int) -> Any:
+    """The YAML file ``path``, read and parsed within the bounds (see the module doc)."""
+    return parse_yaml(read_text(path, what, limit), str(path))
+
+
+def card_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    """The YAML header of a card (``README.md``) as a dict (``{}`` without one), found as ``huggingface_hub``'s
+    ``metadata_load`` finds it, read within the bounds; a ValueError (a yaml.YAMLError for bad YAML) when it cannot be
+    read."""
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    text = read_text(Path(path), "dataset card", CARD_BYTES)
+    match = REGEX_YAML_BLOCK.search(text)
+    value = parse_yaml(match.group(2), str(path)) if match else None
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{path}: the card's YAML header is a {type(value).__name__}, not a mapping")
+    return value or {}

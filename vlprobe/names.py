@@ -33,8 +33,8 @@ from huggingface_hub import constants as hub_constants  # 6 ms: the package's to
 from . import locations
 from .errors import ArgumentError, DatasetError, ModelError
 from .locations import DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
-from .scorers import open_clip as open_clip_names
-from .scorers.base import families
+from .scorers.base import families, get_family
+from .scorers.loading import family_of_name
 
 
 def _roots(root: str | os.PathLike | None = None) -> list[Path]:
@@ -116,8 +116,11 @@ def check_model(model: Any, revision: str | None = None) -> None:
     if not isinstance(model, (str, os.PathLike)):
         return
     text = str(model)
-    if text.strip().startswith(open_clip_names.PREFIXES):  # open_clip:, hf-hub:, local-dir: names: its own check
-        open_clip_names.check_name(text.strip(), revision)
+    own = family_of_name(text.strip())  # a name a family reads itself (open_clip:, hf-hub:): the family's own check
+    if own is not None:
+        check = get_family(own).check_name
+        if check is not None:
+            check(text.strip(), revision)
         return
     path = Path(str(find_model(model))).expanduser()
     if path.is_dir():

@@ -296,6 +296,9 @@ class Family:
     wrap: Callable[..., Scorer] | None = None
     architectures: frozenset[str] = frozenset()
     auto_mappings: tuple[str, ...] = ()
+    # names the family reads itself, loaded with no transformers config (open_clip's ``open_clip:ARCH/TAG``)
+    claims: Callable[[Any], bool] | None = None
+    check_name: Callable[..., Any] | None = None  # (name, revision): its quick check of such a name, before loading
 
     def auto_architectures(self) -> dict[str, tuple[str, ...]]:
         """``{model_type: class names}`` of the transformers Auto tables this family takes."""
@@ -342,6 +345,7 @@ _DISCOVERED = False
 def register(
     name: str, *, detect: Callable[[Any], bool] | None = None, priority: int = 0, description: str = "",
     wrap: Callable[..., Scorer] | None = None, architectures: Any = (), auto_mappings: Any = (),
+    claims: Callable[[Any], bool] | None = None, check_name: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Scorer]], Callable[..., Scorer]]:
     """Decorator: register a loader ``load(model_id, *, device, dtype, revision, **kw) -> Scorer``
     as family ``name``, with its ``wrap`` and architecture maps (see the module doc)."""
@@ -356,7 +360,7 @@ def register(
                 f"(or call vlprobe.scorers.unregister({name!r}) first to replace it on purpose)"
             )
         _FAMILIES[name] = Family(name, load, detect, priority, description, wrap, frozenset(architectures),
-                                 tuple(auto_mappings))
+                                 tuple(auto_mappings), claims, check_name)
         return load
 
     return deco

@@ -252,16 +252,10 @@ def resolved_revision(model: str, config: Any, revision: str | None) -> str | No
     return str(commit) if commit else revision
 
 
-# Families that read model names of their own, not transformers configs, and the test that a name is theirs.
-NAME_FAMILIES = ("open_clip",)
-
-
 def family_of_name(model: Any) -> str | None:
-    """The family a model name itself says (``open_clip:``, ``hf-hub:``, ``local-dir:`` names, and folders of
-    ``open_clip_config.json`` without ``config.json``: ``open_clip``), else None (the config decides)."""
-    from .open_clip import claims
-
-    return "open_clip" if claims(model) else None
+    """The family whose own names include ``model`` (``Family.claims``: open_clip's ``open_clip:``, ``hf-hub:``,
+    ``local-dir:`` names and folders of ``open_clip_config.json``), else None (the model's config decides)."""
+    return next((f.name for f in _by_priority(families()) if f.claims is not None and f.claims(model)), None)
 
 
 def _by_priority(fams: dict[str, Family]) -> list[Family]:
@@ -375,7 +369,8 @@ def load_scorer(
     if family is not None:
         fam = get_family(family)  # UnknownFamilyError lists the known ones
     # a family that reads names of its own (open_clip) loads without a transformers config
-    config = None if family in NAME_FAMILIES else load_config(model, revision=revision, trust_remote_code=trust_remote_code)
+    own_names = family is not None and fam.claims is not None
+    config = None if own_names else load_config(model, revision=revision, trust_remote_code=trust_remote_code)
     custom = getattr(config, "auto_map", None)
     if custom and not trust_remote_code:
         print(f"vlprobe: warning: model {model!r} names code of its own (auto_map: {', '.join(sorted(custom))}), which "

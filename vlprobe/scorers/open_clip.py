@@ -283,7 +283,7 @@ def _fail(source: Source, err: BaseException) -> ModelError:
     return ModelError(f"cannot load model {source.name!r} ({source.describe()}): {type(err).__name__}: {text}")
 
 
-@register(FAMILY, priority=0,
+@register(FAMILY, priority=0, claims=claims, check_name=check_name,
           description="open_clip models (open_clip:ARCH/PRETRAINED, hf-hub:ORG/REPO, local-dir:PATH): the model's "
                       "own image-text logit")
 def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,

@@ -100,3 +100,13 @@ def test_the_graph_sees_imports_inside_functions():
 def test_no_import_circle():
     found = circles(import_graph())
     assert not found, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in found)
+
+
+def test_the_probe_does_not_import_evaluate():
+    """vlprobe.probing and vlprobe.evaluation are two commands on one pipeline (vlprobe.runner) and one way of reading
+    splits (vlprobe.splits): neither imports the other."""
+    graph = import_graph()
+    crossing = sorted((a, b) for a, targets in graph.items() for b in targets
+                      for x, y in (("vlprobe.probing", "vlprobe.evaluation"), ("vlprobe.evaluation", "vlprobe.probing"))
+                      if (a == x or a.startswith(x + ".")) and (b == y or b.startswith(y + ".")))
+    assert not crossing, crossing

@@ -33,8 +33,8 @@ def check_few_shot(data: dict[str, dict[str, Split]], few_shot: int) -> None:
     for task, by_split in data.items():
         train = by_split.get(TRAIN)
         if train is not None and few_shot > len(train):
-            raise ProbeSettingError("few_shot", few_shot, f"{task}/{TRAIN} has {len(train)} row(s): few-shot training "
-                                                          f"takes at most that many (the paper: 200)")
+            raise ProbeSettingError("few_shot", few_shot, f"must be at most {len(train)}, the rows of {task}/{TRAIN} "
+                                                          f"(the paper trains further on 200)")
 
 
 def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],

@@ -294,7 +294,7 @@ class Settings:
     REPEATED: ClassVar[tuple[str, ...]] = ()  # lists whose flag is given once per element (--dataset)
     NOT_RERUN: ClassVar[tuple[str, ...]] = ("chunk_size", "progress")  # how a run goes, not what it computes
 
-    datasets: Any = None
+    datasets: Any = opt(None, flag="--dataset")
     configs: str | Sequence[str] = opt("all", names_given, flag="--config")
     dataset_revision: str | None = opt(None, name_or_none(REVISION))
     model: Any = opt(None, optional(model_given))

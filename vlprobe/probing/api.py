@@ -24,7 +24,6 @@ from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
 from .protocol import check_few_shot, run_probes
 from .result import ProbeResult
 from .settings import (
-    _NONE,
     DEFAULT_DATASET,
     L2_GRID,
     MODALITIES,
@@ -73,7 +72,7 @@ def probe(
     chunk_size: int = CHUNK_ROWS,
     progress: bool = True,
     processor: Any = None,
-    dataset: Any = _NONE,
+    dataset: Any = None,
 ) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
 
@@ -98,7 +97,7 @@ def probe(
     still taken, with a :class:`DeprecationWarning`.
     """
     given = locals()
-    if given.pop("dataset") is not _NONE:
+    if given.pop("dataset") is not None:
         warnings.warn("vlprobe.probe(dataset=...) is now datasets=..., as in vlprobe.evaluate; dataset= will "
                       "be removed", DeprecationWarning, stacklevel=2)
         if datasets != DEFAULT_DATASET:
@@ -118,9 +117,12 @@ class ProbeRun(Run):
     OWN = PROBE_RUN_FILE
     s: ProbeSettings
 
+    def names(self) -> list[str]:
+        return [self.s.datasets]
+
     def check_names(self, datasets: Any = ()) -> None:
         try:  # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
-            super().check_names([self.s.datasets])
+            super().check_names(datasets)
         except DatasetError as err:
             if self.s.datasets != DEFAULT_DATASET:
                 raise

@@ -204,6 +204,16 @@ def test_chunks_keep_no_image(folder, tiny_clip_path):
         ({"datasets": 3}, "datasets=3: must be a dataset folder"),
         ({"datasets": [None]}, "datasets=None: must be a dataset folder"),
         ({"datasets": []}, "datasets=[]: no dataset given"),
+        ({"num_workers": 2**63}, "num_workers=9223372036854775808: must be at most"),
+        ({"chunk_size": 2**63}, "chunk_size=9223372036854775808: must be at most"),
+        ({"limit": 2**63}, "limit=9223372036854775808: must be at most"),
+        ({"dtype": ""}, "dtype='': is empty"),
+        ({"device": ""}, "device='': is empty"),
+        ({"configs": "pairs,pairs"}, "configs='pairs,pairs': names pairs more than once"),
+        ({"splits": "test,test"}, "splits='test,test': names test more than once"),
+        ({"batch_size": "auto "}, "batch_size='auto ': must be a whole number (at least 1) or 'auto'"),
+        ({"root": __file__}, "is not a folder"),
+        ({"cache_dir": "~nosuchuser/c"}, "cache_dir='~nosuchuser/c': names the home folder of user 'nosuchuser'"),
     ],
 )
 def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, monkeypatch, kw, expected):
@@ -232,6 +242,11 @@ def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, 
         (["--chunk-size", "0"], "--chunk-size 0: must be at least 1"),
         (["--device", "tpu"], "--device tpu: unknown device"),
         (["--cache-dir", ""], "--cache-dir '': must be a folder path"),
+        (["--num-workers", "100000"], "--num-workers 100000: must be at most"),
+        (["--chunk-size", str(2**63)], "--chunk-size 9223372036854775808: must be at most"),
+        (["--dtype", ""], "--dtype '': is empty"),
+        (["--device", ""], "--device '': is empty"),
+        (["--config", "pairs,pairs"], "--config pairs,pairs: names pairs more than once"),
     ],
 )
 def test_cli_names_the_flag(folder, tiny_clip_path, tmp_path, monkeypatch, capsys, argv, expected):

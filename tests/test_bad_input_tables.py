@@ -45,15 +45,26 @@ EVALUATE_CLI = [
     (["--ties", "foo"], "--ties foo: unknown tie policy"),
     (["--bootstrap", "1000000000000"], "--bootstrap 1000000000000: at most"),
     (["--model", "m" * 10_000], "(10,000 characters)': has a name of 10,000 bytes"),
+    (["--num-workers", "100000"], "--num-workers 100000: must be at most"),
+    (["--num-workers", str(2**63)], "--num-workers 9223372036854775808: must be at most"),
+    (["--chunk-size", str(2**63)], "--chunk-size 9223372036854775808: must be at most"),
+    (["--limit", str(2**63)], "--limit 9223372036854775808: must be at most"),
+    (["--dtype", ""], "--dtype '': is empty"),
+    (["--device", ""], "--device '': is empty"),
+    (["--config", "pairs,pairs"], "--config pairs,pairs: names pairs more than once"),
+    (["--split", "test,test"], "--split test,test: names test more than once"),
+    (["--batch-size", "auto "], "--batch-size 'auto ': must be a whole number (at least 1) or 'auto'"),
+    (["--model", "~nosuchuser/x"], "--model '~nosuchuser/x': names the home folder of user 'nosuchuser'"),
 ]
 
 
 @pytest.mark.parametrize("argv, words", EVALUATE_CLI, ids=[" ".join(a)[:30] for a, _ in EVALUATE_CLI])
 def test_evaluate_cli(argv, words, folder, tiny_clip_path, tmp_path, capsys):
     given = dict(zip(argv[::2], argv[1::2]))
-    base = {"--dataset": folder, "--model": tiny_clip_path, "--out": tmp_path / "o", "--cache-dir": "none"}
+    base = {"--dataset": folder, "--model": tiny_clip_path, "--out": tmp_path / "o", "--cache-dir": "none",
+            "--num-workers": "0"}
     args = [a for k, v in {**base, **given}.items() for a in (k, v)]
-    _one_line(*_cli(capsys, "evaluate", *args, "--no-progress", "--num-workers", "0"), words)
+    _one_line(*_cli(capsys, "evaluate", *args, "--no-progress"), words)
     assert not (tmp_path / "o").exists() and not (Path.cwd() / "runs" / "synthetic-tiny_clip0").exists()
 
 
@@ -86,12 +97,39 @@ PROBE_CLI = [
     (["--train-modality", "image,image"], "names image more than once"),
     (["--revision", "v2", "--model", "models/mini-clip"], "is a local folder, which has no revisions"),
     (["--out", "o" * 300], "has a name of 300 bytes"),
+    (["--config", ""], "--config '': names nothing"),
+    (["--config", ",,"], "--config ,,: names nothing"),
+    (["--config", "spatiality,spatiality"], "--config spatiality,spatiality: names spatiality more than once"),
+    (["--train-size", ""], "--train-size '': names no size"),
+    (["--dtype", ""], "--dtype '': is empty"),
+    (["--device", ""], "--device '': is empty"),
+    (["--num-workers", "100000"], "--num-workers 100000: must be at most"),
+    (["--model", "~nosuchuser/x"], "--model '~nosuchuser/x': names the home folder of user 'nosuchuser'"),
 ]
 
 
 @pytest.mark.parametrize("argv, words", PROBE_CLI, ids=[" ".join(a)[:30] for a, _ in PROBE_CLI])
 def test_probe_cli(argv, words, capsys):
     _one_line(*_cli(capsys, "probe", *argv, "--no-progress"), words)
+
+
+@pytest.fixture(scope="module")
+def travlr_tiny(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("travlr") / "travlr"
+    assert main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", "spatiality", "--split-sizes",
+                 "train=8,validation=4,test_ind=4,test_ood=4"]) in (0, None)
+    return out
+
+
+def test_probe_few_shot_past_the_training_rows(travlr_tiny, tmp_path, capsys, monkeypatch):
+    from vlprobe import runner
+
+    monkeypatch.setattr(runner, "load_model", lambda *a, **k: pytest.fail("the model loaded before the refusal"))
+    code, err = _cli(capsys, "probe", "--dataset", travlr_tiny, "--few-shot", "1000000000", "--out", tmp_path / "o",
+                     "--cache-dir", "none", "--no-progress")
+    _one_line(code, err, "--few-shot 1000000000: must be at most 8, the rows of spatiality/train")
+    with pytest.raises(VlprobeError, match=r"^few_shot=9: must be at most 8"):
+        vlprobe.probe(datasets=str(travlr_tiny), few_shot=9, cache_dir="none", progress=False)
 
 
 # ---- vlprobe build / report (CLI) -------------------------------------------------------------------------------
@@ -149,6 +187,14 @@ EVALUATE_API = [
     ({"bootstrap": 2.5}, "bootstrap=2.5: must be a whole number"),
     ({"device": "cpu:99"}, "device='cpu:99': there is one cpu device"),
     ({"out": "x" * 10_000}, "has a name of 10,000 bytes"),
+    ({"configs": ",,"}, "configs=',,': names nothing"),
+    ({"configs": "pairs,pairs"}, "configs='pairs,pairs': names pairs more than once"),
+    ({"root": __file__}, "is not a folder"),
+    ({"batch_size": "auto "}, "batch_size='auto ': must be a whole number (at least 1) or 'auto'"),
+    ({"num_workers": 2**63}, "num_workers=9223372036854775808: must be at most"),
+    ({"chunk_size": 2**63}, "chunk_size=9223372036854775808: must be at most"),
+    ({"dtype": ""}, "dtype='': is empty"),
+    ({"model": "~nosuchuser/x"}, "model='~nosuchuser/x': names the home folder of user 'nosuchuser'"),
 ]
 
 
@@ -174,6 +220,10 @@ PROBE_API = [
     ({"train_sizes": "10,,20"}, "has an empty size between commas"),
     ({"train_modalities": ["image", "image"]}, "names image more than once"),
     ({"processor": "x"}, "processor='x': is used only with"),
+    ({"configs": ",,"}, "configs=',,': names nothing"),
+    ({"configs": ""}, "configs='': names nothing"),
+    ({"train_sizes": []}, "train_sizes=[]: names no size"),
+    ({"limit": 2**63}, "limit=9223372036854775808: must be at most"),
 ]
 
 
@@ -187,15 +237,18 @@ def test_probe_api(kw, words):
 SCORE_API = [
     ({"texts": [""]}, "texts[0]='': is empty"),
     ({"texts": ["a dog", "  "]}, "texts[1]='  ': is empty"),
+    ({"texts": "a", "batch_size": "auto "}, "batch_size='auto ': must be a whole number (at least 1) or 'auto'"),
+    ({"texts": "a", "progress": "no"}, "progress='no': must be True or False"),
 ]
 
 
-@pytest.mark.parametrize("kw, words", SCORE_API, ids=["empty", "blank"])
+@pytest.mark.parametrize("kw, words", SCORE_API, ids=["empty", "blank", "auto_", "progress"])
 def test_score_api(kw, words, tiny_clip_path):
     from PIL import Image
 
-    with pytest.raises(VlprobeError, match=words.replace("[", r"\[").replace("]", r"\]")):
-        vlprobe.score(str(tiny_clip_path), Image.new("RGB", (8, 8)), progress=False, **kw)
+    with pytest.raises(VlprobeError) as err:
+        vlprobe.score(str(tiny_clip_path), Image.new("RGB", (8, 8)), **{"progress": False, **kw})
+    assert str(err.value).startswith(words) and "\n" not in str(err.value)
 
 
 # ---- the metric ---------------------------------------------------------------------------------------------------

@@ -410,5 +410,7 @@ def test_engine_auto_reads_the_memo_and_is_the_default_on_cpu(fake_gpu, monkeypa
     assert any("remembered" in line for line in lines)
     cpu = Engine(ToyDual("toy/cpu"), batch_size="auto", progress=False).score(toy_items(10))
     assert cpu.stats["batch_size"] == {"chosen": "given", "images": 32, "texts": 32}
-    with pytest.raises(ValueError, match="batch size must be 'auto' or a whole number"):
-        Engine(scorer, batch_size="big")
+    from vlprobe.options import Settings  # the batch size is checked once, by the settings
+
+    with pytest.raises(ValueError, match=r"batch_size='big': must be a whole number \(at least 1\) or 'auto'"):
+        Settings(batch_size="big")

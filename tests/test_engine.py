@@ -222,6 +222,6 @@ def test_out_of_memory_suggests_smaller_batch_and_keeps_cache(tmp_path):
         assert len(cache) == 4 + scorer.texts_encoded
 
 
-def test_bad_options():
-    with pytest.raises(ValueError, match="batch size"):
-        Engine(ToyDual("toy"), batch_size=0)
+def test_bad_options():  # the batch size is checked once, by the settings (tests/test_options.py)
+    with pytest.raises(ValueError, match="num_workers"):
+        Engine(ToyDual("toy"), num_workers=-1)

@@ -119,3 +119,13 @@ def test_builders_do_not_reach_the_engines_store():
     reached = {name: sorted(_reached(graph, name) & store) for name in graph if name.startswith("vlprobe.builders")}
     assert not any(reached.values()), {k: v for k, v in reached.items() if v}
     assert "vlprobe.keys" in _reached(graph, "vlprobe.builders.upstream")
+
+
+def test_the_probe_does_not_import_evaluate():
+    """vlprobe.probing and vlprobe.evaluation are two commands on one pipeline (vlprobe.runner) and one way of reading
+    splits (vlprobe.splits): neither imports the other."""
+    graph = import_graph()
+    crossing = sorted((a, b) for a, targets in graph.items() for b in targets
+                      for x, y in (("vlprobe.probing", "vlprobe.evaluation"), ("vlprobe.evaluation", "vlprobe.probing"))
+                      if (a == x or a.startswith(x + ".")) and (b == y or b.startswith(y + ".")))
+    assert not crossing, crossing

@@ -170,7 +170,7 @@ def test_cli_names_seeds_and_schedule(capsys, tmp_path):
     assert vlprobe_main(["probe", "--seeds", "0", "--out", str(tmp_path / "x")]) == 2
     assert "--seeds 0: must be at least 1" in capsys.readouterr().err
     s = P.check_settings(seeds=2, schedule="paper")
-    assert "--seeds 2" in P.command_line(s) and "--schedule paper" in P.command_line(s)
+    assert "--seeds 2" in s.command_line() and "--schedule paper" in s.command_line()
 
 
 def _probe_result(rows, finetune=None):

@@ -171,21 +171,17 @@ def test_families_without_a_text_tower_are_refused(tiny_blip_itm_path: Path, tin
 
 def test_the_option_is_defined_once() -> None:
     from vlprobe.cli import build_parser
-    from vlprobe.evaluation.settings import MODALITIES, OPTIONS
+    from vlprobe.evaluation.settings import MODALITIES
+    from vlprobe.probing import ProbeSettings
     from vlprobe.probing.settings import MODALITIES as PROBE_MODALITIES
     from vlprobe.spec import MODALITIES as SPEC_MODALITIES
 
-    (opt,) = [o for o in OPTIONS if o.name == "modality"]
-    assert opt.choices == MODALITIES == ("image", "caption", "both", "text")
+    assert MODALITIES == ("image", "caption", "both", "text")
     assert PROBE_MODALITIES == SPEC_MODALITIES == ("image", "caption", "both")  # the probe's stay TraVLR's
     args = build_parser("evaluate").parse_args(["evaluate", "--modality", "text"])
     assert args.modality == "text"
-    from vlprobe.options import check
-    from vlprobe.probing.settings import OPTIONS as PROBE_OPTIONS
-
-    probe_test = [o for o in PROBE_OPTIONS if o.name == "test_modalities"]
     with pytest.raises(ArgumentError, match="unknown modality text"):
-        check(probe_test, {"test_modalities": "text"})
+        ProbeSettings(test_modalities="text")
 
 
 # ---- the real SugarCREPE++ files -----------------------------------------------------------------------

@@ -19,8 +19,9 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   ``scorers/``: model families; ``dataset_folder.py``: writing dataset folders; ``folder_reader.py``: reading
   them (configs, splits, rows with undecoded image columns); ``keys.py``: content hashing (cache keys, stamped file
   hashes, model digests); ``reading.py``: files a user gives, read bounded; ``errors.py``: the errors users see;
-  ``options.py``: the ``Option`` each setting of ``evaluate`` and ``probe`` is defined by, once (their tables are
-  ``OPTIONS`` in ``evaluation/settings.py`` and ``probing/settings.py``), and what is derived from a table;
+  ``options.py``: the settings every run shares (``Settings``, a frozen dataclass; ``EvaluateSettings`` and
+  ``ProbeSettings`` in ``evaluation/settings.py`` and ``probing/settings.py`` add each command's own) and the one
+  check of each; ``splits.py``: one split of a dataset, read as ``evaluate`` and ``probe`` read it;
 * ``probing/``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features (settings,
   data, features, classifiers, metrics, protocol, finetune, result, api);
   ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;
@@ -34,8 +35,9 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   synthetic instruments; ``image_sources.py``: the image sources the upstream benchmarks name (COCO, Visual Genome, ...);
   ``downloads.py``: a release archive's resumable, checked download and safe opening;
 * ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub;
-* ``runner.py``: what every run does around its own work (settings checked once, the output folder, the
-  model, the cache, workers, the engine, provenance), shared by ``evaluate`` and ``probe``;
+* ``runner.py``: the pipeline every run follows (settings checked once, the output folder, the data, the model,
+  the cache and workers, the engine, provenance, results), ``Run``, whose hooks ``evaluate``, ``probe`` and ``score``
+  fill;
 * ``names.py``: what a dataset or model name stands for, the same in every command and the API
   (``travlr`` after ``vlprobe build travlr``, ``mini-clip``), and the closest known name for a typo;
 * ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the

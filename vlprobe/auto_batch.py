@@ -18,7 +18,6 @@ from typing import Any, Callable
 
 from .defaults import BATCH_SIZE
 
-AUTO = "auto"
 GAIN = 1.10  # a larger batch must be at least 10% faster per input to be taken
 LARGEST = 1024  # the search stops here: past it the gain is noise and the memory is not
 MEMO_FILE = "batch-sizes.json"

@@ -15,6 +15,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands
+from .defaults import CHUNK_ROWS
 from .errors import ArgumentError, VlprobeError
 
 
@@ -43,6 +44,42 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         else:
             sub.add_parser(name, help=module.HELP)
     return parser
+
+
+def batch_size(text: str) -> int | str:
+    """``--batch-size``'s type: a whole number, or the text as it is (``auto``; anything else the settings refuse,
+    naming the flag)."""
+    return int(text) if text.strip().isdigit() else text
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options of :class:`vlprobe.options.Settings` whose default both ``evaluate`` and ``probe`` share, after
+    the command's own. Each ``dest`` is the Python keyword, each
+    default the Python one (``tests/test_options.py`` holds them equal to the commands' signatures)."""
+    p.add_argument("--dataset-revision", default=None, help="Hub revision (branch, tag or commit) of the dataset")
+    p.add_argument("--revision", default=None, help="Hub revision of the model")
+    p.add_argument("--family", default=None, help="scorer family (default: detected from the model's config)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (0: none; default 1000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, subsets and controls (default 0)")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N rows of each config/split")
+    p.add_argument("--num-workers", type=int, default=None, help="DataLoader workers decoding images (default: "
+                   "min(4, CPUs - 1) when more than 2 CPUs, else 0; at most 4 per CPU)")
+    p.add_argument("--dtype", default="float32", help="float32 (default), float16 or bfloat16")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: the best available)")
+    p.add_argument("--cache-dir", default=None, help="the score and feature cache (default: $VLPROBE_CACHE or "
+                   "~/.cache/vlprobe); 'none' disables it")
+    p.add_argument("--outside-images", action="store_true", help="read image cells that hold a path outside the "
+                   "dataset folder (an absolute path, '../'); by default such a row is refused, so that a dataset "
+                   "cannot make vlprobe read other files of yours")
+    p.add_argument("--chunk-size", type=int, default=CHUNK_ROWS, help=f"rows read and scored (or encoded) at a "
+                   f"time; memory holds one chunk's images, not the dataset's (default {CHUNK_ROWS})")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
+
+
+def keywords(args: argparse.Namespace) -> dict[str, object]:
+    """The Python keywords of a run command's parsed arguments (each ``dest`` is one)."""
+    return {k: v for k, v in vars(args).items() if k not in ("command", "func")}
 
 
 def _command_in(argv: list[str]) -> str | None:

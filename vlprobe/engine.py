@@ -53,7 +53,7 @@ import numpy as np
 
 from . import auto_batch
 from .cache import ScoreCache
-from .defaults import BATCH_SIZE
+from .defaults import AUTO, BATCH_SIZE
 from .device_images import DeviceImages, device_path, read_batch, read_for_device
 from .images import ImageError, content_hash, describe, to_pil, to_tensor
 from .items import Item
@@ -245,16 +245,14 @@ class Engine:
         progress: bool = True,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        if batch_size != auto_batch.AUTO and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
-                                              or batch_size < 1):
-            raise ValueError(f"batch size must be 'auto' or a whole number of at least 1, got {batch_size!r}")
+        # batch_size: AUTO or a whole number >= 1, checked once, by the run's settings (vlprobe.options)
         if num_workers < 0:
             raise ValueError(f"num_workers must be 0 or more, got {num_workers}")
         self.scorer = scorer
         device = str(getattr(scorer, "device", "cpu") or "cpu")
         # "auto" searches only on an accelerator; on the CPU it is the default
-        self.auto = batch_size == auto_batch.AUTO and device.split(":")[0] not in ("cpu", "meta")
-        self.batch_size = BATCH_SIZE if batch_size == auto_batch.AUTO else batch_size
+        self.auto = batch_size == AUTO and device.split(":")[0] not in ("cpu", "meta")
+        self.batch_size = BATCH_SIZE if batch_size == AUTO else batch_size
         self.batch_sizes: dict[str, int] = {}  # per tower, as chosen (auto) or given
         self.num_workers = num_workers
         self.cache = cache
@@ -307,7 +305,7 @@ class Engine:
         return result
 
     def _batch_record(self) -> dict[str, Any]:
-        return {"chosen": auto_batch.AUTO if self.auto else "given", **self.batch_sizes}
+        return {"chosen": AUTO if self.auto else "given", **self.batch_sizes}
 
     # -- dual encoders ----------------------------------------------------------------------------
     def _score_dual(self, items: Sequence[Item]) -> EngineResult:

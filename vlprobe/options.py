@@ -1,289 +1,74 @@
-"""Each option of a command defined once, as an :class:`Option`; everything else is derived from a table of them.
+"""The settings of a run, typed and checked once: :class:`Settings` holds the fields ``vlprobe.evaluate`` and
+``vlprobe.probe`` share, each command's subclass (:class:`~vlprobe.evaluation.settings.EvaluateSettings`,
+:class:`~vlprobe.probing.settings.ProbeSettings`) its own, and this module the check of every one of them.
 
-A command's table (``vlprobe.evaluation.settings.OPTIONS``, ``vlprobe.probing.settings.OPTIONS``) gives, per
-option: its Python name and default (those of ``vlprobe.evaluate(...)``/``vlprobe.probe(...)``), its command-line
-flag and help, its check, and whether and how it is written into results.json (the settings block, the rerun
-command line). From the table:
+A field is declared with :func:`opt`: its default, its check (value -> the checked value, or :class:`Refused`) and its
+command-line flag. Making the frozen dataclass runs every check but the device's (which imports torch: run by
+:meth:`Settings.check`, after the model and dataset names); the first bad value raises an
+:class:`~vlprobe.errors.ArgumentError` naming it as Python spells it (``batch_size=0: must be at least 1``), whose
+``cli()`` names it as the command line does (``--batch-size 0: ...``). results.json's settings block
+(:meth:`record`) and the command line that reruns a run (:meth:`command_line`) are written from the checked object.
 
-* :func:`add_arguments` adds the options to the command's argparse parser, and :func:`from_args` turns the parsed
-  arguments back into the Python keywords;
-* :func:`check` checks (and normalises) every value before anything is loaded: the first bad one raises an
-  :class:`~vlprobe.errors.ArgumentError` naming it as Python spells it (``batch_size=0: must be at least 1``), whose
-  ``cli()`` names it as the command line does (``--batch-size 0: must be at least 1``), one message for both;
-* :func:`record` writes the provenance settings block and :func:`command_line` the command that reruns the job.
-
-Options both commands have (batch size, device, dtype, bootstrap, ...) are defined here, once, and reused by both
-tables. This module imports no heavy library: checks that need torch or the metric import it when they run, and
-run last (``slow``), so a bad number is refused in well under a second; the dtype and model checks import
-:mod:`vlprobe.scorers` when they run (0.42 s with PIL and numpy, python -X importtime on this 2-core machine; this
-module itself takes 0.14 s), so that ``vlprobe --help`` and argument parsing never pay for it.
+The commands' own signatures (``vlprobe.evaluate(...)``) and parsers (``vlprobe/commands/``) are written out in
+full; ``tests/test_options.py`` holds them equal to these fields (every keyword has its flag, and the same default).
+This module imports no heavy library: the dtype and model checks import :mod:`vlprobe.scorers` when they run (0.42 s
+with PIL and numpy), the device check torch, so that a bad number is refused in well under a second.
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
-import inspect
+import copy
 import math
 import numbers
 import os
 import shlex
 import sys
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, Callable, ClassVar, Sequence
 
-from .defaults import BATCH_SIZE as DEFAULT_BATCH_SIZE
-from .defaults import CHUNK_ROWS
+from .defaults import AUTO, CHUNK_ROWS
 from .errors import ArgumentError
-from .locations import DEFAULT_MODEL
 
 MAX_BOOTSTRAP = 100_000  # resamples; every resample's statistics are held in memory at once
+MAX_SEED = 2**32 - 1 - 100  # numpy's generators take seeds below 2**32; a probe's seeds run on to seed + seeds - 1
+ROW_BYTES = 1024  # the least one row a run holds takes in memory (its scores, texts and ids; a chunk's images more)
+WORKERS_PER_CORE = 4
+DEVICES = "cpu, cuda, cuda:N or mps"
 
 _SAME = object()
 
 
 class Refused(Exception):
-    """Raised by a check: why the value is refused (``must be at least 1``). :func:`check` adds the option's
-    name; ``value`` is the one to show where it is not the value given (one element of a list)."""
+    """Raised by a check: why the value is refused (``must be at least 1``); ``value``: the one to show where it is
+    not the value given, and ``at`` its place (``[1]``: one element of a list)."""
 
-    def __init__(self, detail: str, value: Any = _SAME) -> None:
+    def __init__(self, detail: str, value: Any = _SAME, at: str = "") -> None:
         super().__init__(detail)
-        self.detail, self.value = detail, value
+        self.detail, self.value, self.at = detail, value, at
 
 
-@dataclass(frozen=True)
-class Option:
-    """One option of a command, defined once.
-
-    ``name``/``default``: the Python keyword and its default. ``help``, ``flag`` (default ``--`` + the name with
-    dashes), ``type``, ``choices``, ``metavar``, ``action`` (``"store_true"`` for a switch, ``"append"`` for a
-    repeatable one), ``negated`` (a switch that turns the setting off: ``--no-progress``) and ``cli_default``
-    (where argparse's default differs from the Python one): the command line's. ``check``: value -> the checked
-    value, or :class:`Refused`; ``slow``: the check imports a heavy library, so it runs after the others.
-    ``record``: its key in results.json's settings block (None: not there), ``to_record``: how its value is
-    written there. ``to_cli``: how its value is written into the rerun command line; ``rerun=False`` leaves it
-    out of that command.
-    """
-
-    name: str
-    default: Any = None
-    help: str = ""
-    check: Callable[[Any], Any] | None = None
-    flag: str = ""
-    type: Callable[[str], Any] | None = None
-    choices: Sequence[str] | None = None
-    metavar: str | None = None
-    action: str | None = None
-    negated: bool = False
-    cli_default: Any = _SAME
-    slow: bool = False
-    record: str | None = None
-    to_record: Callable[[Any], Any] | None = None
-    to_cli: Callable[[Any], Any] | None = None
-    rerun: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.flag:
-            object.__setattr__(self, "flag", "--" + self.name.replace("_", "-"))
-
-    @property
-    def parser_default(self) -> Any:
-        """argparse's default: ``cli_default`` where given, else the Python default."""
-        return self.default if self.cli_default is _SAME else self.cli_default
-
-    @property
-    def dest(self) -> str:
-        """The attribute argparse stores it under (``--batch-size`` -> ``batch_size``)."""
-        return self.flag.lstrip("-").replace("-", "_")
-
-    def but(self, **changes: Any) -> Option:
-        """This option with some fields changed (a shared option's help or default in one command)."""
-        return replace(self, **changes)
+def opt(default: Any, check: Callable[[Any], Any] | None = None, *, flag: str | None = "", slow: bool = False) -> Any:
+    """A settings field: its default and ``check``; ``flag``: the command line's (``""``: ``--`` and the name with
+    dashes, ``--no-...`` for a switch that is on by default; None: a Python argument only); ``slow``: the check
+    imports torch, so it runs in :meth:`Settings.check`."""
+    return field(default=default, metadata={"check": check, "flag": flag, "slow": slow})
 
 
-# ---- derived from a table -------------------------------------------------------------------------
+# ---- the machine -----------------------------------------------------------------------------------------------
 
-def defaults(options: Iterable[Option]) -> dict[str, Any]:
-    return {o.name: o.default for o in options}
-
-
-class Settings(Mapping[str, Any]):
-    """A command's settings, checked, as one read-only object: ``s.batch_size`` (and, as a mapping, ``s["batch_size"]``,
-    ``dict(s)``). A subclass names its table (:attr:`OPTIONS`) and the error its checks raise (:attr:`ERROR`).
-
-    ``Settings(**values)`` checks every value but the slow ones (the device, the tie policy: they import torch or the
-    metric) and fills in the defaults; :meth:`check` adds the slow checks, so a caller can check its own fast things
-    (a model name, a dataset name) in between. Values are never checked twice: both steps check different
-    options, and :meth:`but` takes values vlprobe computed itself (the device one process of a distributed run got)."""
-
-    OPTIONS: tuple[Option, ...] = ()
-    ERROR: type[ArgumentError] = ArgumentError
-
-    def __init__(self, **values: Any) -> None:
-        self.__dict__.update(check(self.OPTIONS, values, self.ERROR, slow=False))
-
-    def check(self) -> Settings:
-        """These settings with the slow checks done too (a new object: settings never change)."""
-        slow = [o for o in self.OPTIONS if o.slow]
-        return self.but(**check(slow, {o.name: self.__dict__[o.name] for o in slow}, self.ERROR))
-
-    def but(self, **changes: Any) -> Settings:
-        """A copy with ``changes``, which are taken as they are (values vlprobe computed, not a user's)."""
-        unknown = sorted(set(changes) - set(self.__dict__))
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no setting {', '.join(unknown)}")
-        copy = object.__new__(type(self))
-        copy.__dict__.update({**self.__dict__, **changes})
-        return copy
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"settings are read-only; {type(self).__name__}.but({name}=...) makes a changed copy")
-
-    def __getitem__(self, name: str) -> Any:
-        return self.__dict__[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.__dict__)
-
-    def __len__(self) -> int:
-        return len(self.__dict__)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())})"
+def cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def takes_options(options: Sequence[Option], *, positional: Sequence[str] = (),
-                  extra: Mapping[str, Any] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: the public signature of a command's Python function, from its option table, so each keyword and
-    its default is written once (in the table). The function gets the values given, by name (a dict: the defaults
-    are filled in by its :class:`Settings`), and the ``extra`` keywords (objects no command line can give:
-    ``processor``, ``log``), by keyword. ``positional``: the options that may also be given by position, in order.
-    A keyword that is neither is a TypeError, as Python's own."""
-    by_name = {o.name: o for o in options}
-    params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=by_name[name].default)
-              for name in positional]
-    params += [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default)
-               for o in options if o.name not in positional]
-    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
-               for name, default in (extra or {}).items()]
-    signature = inspect.Signature(params)
-
-    def decorate(run: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(run)
-        def entry(*args: Any, **kwargs: Any) -> Any:
-            given = dict(signature.bind(*args, **kwargs).arguments)
-            extras = {name: given.pop(name) for name in list(given) if name not in by_name}
-            return run(given, **extras)
-
-        entry.__signature__ = signature  # type: ignore[attr-defined]
-        return entry
-
-    return decorate
+def memory_bytes() -> int | None:
+    """This machine's memory (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
-def add_arguments(parser: argparse.ArgumentParser, options: Iterable[Option]) -> None:
-    """Add each option to ``parser``: its flag, help, default, type, choices, metavar and action."""
-    for o in options:
-        kwargs: dict[str, Any] = {"help": o.help}
-        if o.action == "store_true":
-            kwargs["action"] = "store_true"
-        else:
-            kwargs["default"] = o.parser_default
-            for key in ("type", "choices", "metavar", "action"):
-                if getattr(o, key) is not None:
-                    kwargs[key] = getattr(o, key)
-        parser.add_argument(o.flag, **kwargs)
-
-
-def from_args(options: Iterable[Option], args: argparse.Namespace) -> dict[str, Any]:
-    """The Python keywords of parsed arguments; an option the command line left at None takes its Python
-    default (``--chunk-size`` unset: 2000)."""
-    values = {}
-    for o in options:
-        value = getattr(args, o.dest)
-        if o.negated:
-            value = not value
-        if value is None and o.default is not None:
-            continue
-        values[o.name] = value
-    return values
-
-
-def check(options: Sequence[Option], values: Mapping[str, Any], error: type[ArgumentError] = ArgumentError,
-          slow: bool = True) -> dict[str, Any]:
-    """Every option's value checked and normalised, the defaults filled in; the first bad one raises ``error``
-    naming it (``batch_size=0: must be at least 1``; ``.cli()``: ``--batch-size 0: ...``). The checks run in the
-    table's order, the slow ones (torch, the metric) last; ``slow=False`` leaves those out (for a caller with
-    quick checks of its own to run first). Checking checked values again changes nothing. A name that is no
-    option is a TypeError."""
-    unknown = sorted(set(values) - {o.name for o in options})
-    if unknown:
-        raise TypeError(f"unexpected setting(s): {', '.join(unknown)}")
-    given = {**defaults(options), **values}
-    checked = dict(given)
-    for o in sorted(options, key=lambda o: o.slow):
-        if o.check is None or o.slow and not slow:
-            continue
-        try:
-            checked[o.name] = o.check(given[o.name])
-        except Refused as why:
-            shown = given[o.name] if why.value is _SAME else why.value
-            raise error(o.name, shown, why.detail, flag=o.flag) from None
-    return checked
-
-
-def record(options: Iterable[Option], values: Mapping[str, Any], order: Sequence[str], **computed: Any,
-           ) -> dict[str, Any]:
-    """results.json's settings block: each recorded option's value (``to_record``), with ``computed`` entries
-    (what is known only once the model is loaded), keyed in ``order`` (results.json's order, which has always
-    been this one); ``order`` must name exactly those keys."""
-    block = {o.record: (o.to_record or _same)(values[o.name]) for o in options if o.record}
-    block.update(computed)
-    if sorted(order) != sorted(block):
-        raise ValueError(f"the record's order {sorted(order)} does not name its keys {sorted(block)}")
-    return {key: block[key] for key in order}
-
-
-def command_line(prog: str, options: Iterable[Option], values: Mapping[str, Any]) -> str | None:
-    """The command (``prog`` = ``"vlprobe evaluate"``) that reruns ``values``, every option spelled out in the
-    table's order (a switch when on, a value unless None); None when a value is an object in memory, which no
-    command line can name."""
-    parts = prog.split()
-    for o in options:
-        if not o.rerun:
-            continue
-        value = (o.to_cli or _same)(values[o.name])
-        if o.action == "store_true":
-            if bool(value) != o.negated:
-                parts.append(o.flag)
-            continue
-        for v in value if o.action == "append" and isinstance(value, (list, tuple)) else [value]:
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (str, os.PathLike, numbers.Number)):
-                return None
-            parts += [o.flag, str(v)]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def joined(value: Any) -> Any:
-    """A list of names as one comma-separated string (a string or None as it is)."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (list, tuple)):
-        return ",".join(map(str, value))
-    return value
-
-
-# ---- checks ---------------------------------------------------------------------------------------
-
-def _is_whole(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
+# ---- checks --------------------------------------------------------------------------------------------------------
 
 def is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
@@ -294,7 +79,7 @@ def whole(low: int, high: int | None = None, above: str | None = None) -> Callab
     what = {0: "0 or more", 1: "at least 1"}.get(low, f"at least {low}")
 
     def check_whole(value: Any) -> int:
-        if not _is_whole(value):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise Refused(f"must be a whole number ({what})")
         if value < low:
             raise Refused(f"must be {what}")
@@ -335,17 +120,45 @@ def name_or_none(what: str) -> Callable[[Any], str | None]:
     return check_name
 
 
-def confidence_level(value: Any) -> Any:
+def level(value: Any) -> Any:
     if not is_number(value) or not 0 < value < 1:
         raise Refused("must be a level strictly between 0 and 1 (e.g. 0.95)")
     return value
 
 
+def row_count(value: Any) -> int:
+    """A number of rows a run holds in memory (``chunk_size``, ``limit``): at least 1, at most what this machine's
+    memory can hold at :data:`ROW_BYTES` a row."""
+    memory = memory_bytes()
+    most = memory // ROW_BYTES if memory else None
+    return whole(1, most, f"must be at most {most:,} rows (a run holds at least {ROW_BYTES:,} bytes a row in "
+                          f"memory, and this machine has {memory / 2**30:.1f} GiB)" if most else None)(value)
+
+
+def worker_count(value: Any) -> int | None:
+    """DataLoader workers: None (the default) or 0 to 4 per CPU core (each is a process decoding images)."""
+    most = WORKERS_PER_CORE * cpus()
+    return optional(whole(0, most, f"must be at most {most} ({WORKERS_PER_CORE} per CPU core; this machine has "
+                                   f"{cpus()}): each worker is a process decoding images"))(value)
+
+
+def batch_size_or_auto(value: Any) -> int | str:
+    """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.auto_batch`; :data:`~vlprobe.defaults.BATCH_SIZE`
+    on the CPU) or a whole number of at least 1."""
+    if value == AUTO:
+        return AUTO
+    if isinstance(value, str):
+        raise Refused(f"must be a whole number (at least 1) or {AUTO!r}")
+    return whole(1)(value)
+
+
 def dtype_name(value: Any) -> str:
-    """The canonical name of a dtype spelling (``fp16`` -> ``float16``); torch is imported only for a
-    ``torch.dtype`` or for the message about a spelling that is none."""
+    """The canonical name of a dtype spelling (``fp16`` -> ``float16``); torch is imported only for a ``torch.dtype``
+    or for the message about a spelling that is none."""
     from .scorers.loading import _DTYPES, resolve_dtype
 
+    if isinstance(value, str) and not value.strip():
+        raise Refused("is empty; choose float32, float16 or bfloat16 (or leave it out: float32)")
     if value is None or isinstance(value, str):
         name = str(value or "float32").lower().removeprefix("torch.")
         if name in _DTYPES:
@@ -357,18 +170,20 @@ def dtype_name(value: Any) -> str:
 
 
 def device_name(value: Any) -> str | None:
-    """``value`` as given, once torch is known to have it (cuda, cuda:N, mps, cpu); None/"auto" stays None
-    (the best available is picked when the model loads)."""
-    if value in (None, "", "auto"):
+    """``value`` as given, once torch is known to have it; None/``"auto"`` stays None (the best available is
+    picked when the model loads)."""
+    if value in (None, AUTO):
         return None
     if not isinstance(value, str):
-        raise Refused("must be a device name: cpu, cuda, cuda:N or mps")
+        raise Refused(f"must be a device name: {DEVICES}")
+    if not value.strip():
+        raise Refused(f"is empty; name a device ({DEVICES}) or leave it out for the best available")
     import torch
 
     try:
         dev = torch.device(value)
     except (RuntimeError, ValueError):
-        raise Refused("unknown device; use cpu, cuda, cuda:N or mps") from None
+        raise Refused(f"unknown device; use {DEVICES}") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise Refused(f"this torch has no CUDA device (torch {torch.__version__}, CUDA "
@@ -387,100 +202,196 @@ def device_name(value: Any) -> str | None:
     return value
 
 
-def cache_folder(value: Any) -> Any:
-    """None (the default folder), ``"none"`` or False (no cache: ``"none"``), or a folder path."""
-    if value is None or isinstance(value, os.PathLike) or isinstance(value, str) and value.strip():
-        return _short_enough(value)
-    if value is False:
-        return "none"
-    raise Refused("must be a folder path, 'none' (no cache) or None (the default: $VLPROBE_CACHE, else "
-                  "~/.cache/vlprobe)")
-
-
-def _short_enough(value: Any) -> Any:
+def path(value: Any, wanted: str = "must be a folder path") -> Any:
+    """A path (a non-blank string or an ``os.PathLike``) the file system can take: no component or whole too long,
+    no ``~user`` of a user who has no home folder here (both refused before the system's error could be)."""
     from .paths import length_problem
 
-    problem = length_problem(value) if isinstance(value, (str, os.PathLike)) else None
+    if not (isinstance(value, os.PathLike) or isinstance(value, str) and value.strip()):
+        raise Refused(wanted)
+    text = os.fspath(value)
+    if text.startswith("~") and os.path.expanduser(text) == text:
+        user = text[1:].split("/")[0].split(os.sep)[0]
+        raise Refused(f"names the home folder of {f'user {user!r}' if user else 'the user'}, which this machine does "
+                      f"not have; write the path out in full")
+    problem = length_problem(value)
     if problem:
-        raise Refused(problem, _shown(value))
+        raise Refused(problem, shown(value))
     return value
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """A long path as an error shows it: its start and end, with its length."""
     text = str(value)
     return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]} ({len(text):,} characters)"
 
 
-def folder_or_none(value: Any) -> Any:
-    if value is None or isinstance(value, os.PathLike) or isinstance(value, str) and value.strip():
-        return _short_enough(value)
-    raise Refused("must be a folder path, or None (nothing written)")
+def cache_folder(value: Any) -> Any:
+    """None (the default folder), ``"none"`` or False (no cache: ``"none"``), or a folder path."""
+    if value is False:
+        return "none"
+    return None if value is None else path(value, "must be a folder path, 'none' (no cache) or None (the default: "
+                                                  "$VLPROBE_CACHE, else ~/.cache/vlprobe)")
 
 
 def model_given(value: Any) -> Any:
     """A model folder or Hub id, a (model, processor) pair, a loaded transformers model, or a scorer."""
     from .scorers.base import Scorer
 
-    if isinstance(value, (str, os.PathLike)) and str(value).strip():
-        return _short_enough(value)
+    if isinstance(value, (str, os.PathLike)):
+        return path(value, "must be a model folder or Hub id")
     if isinstance(value, tuple) and len(value) == 2 or isinstance(value, Scorer) or hasattr(value, "config"):
         return value
     raise Refused("must be a model folder or Hub id, a transformers model (with its processor), or a vlprobe scorer")
 
 
-# ---- the options both commands have ------------------------------------------------------------------
-
-MODEL = Option("model", None, f"model folder or Hub id (default: {DEFAULT_MODEL})", optional(model_given))
-REVISION = Option("revision", None, "Hub revision of the model",
-                  name_or_none("a Hub revision (branch, tag or commit)"))
-FAMILY = Option("family", None, "scorer family (default: detected from the model's config)",
-                name_or_none("a scorer family name"))
-DATASET_REVISION = Option("dataset_revision", None, "Hub revision (branch, tag or commit) of the dataset",
-                          name_or_none("a Hub revision (branch, tag or commit)"))
-BOOTSTRAP = Option("bootstrap", 1000, "bootstrap resamples for CIs (0: none; default 1000)",
-                   # every resample's statistics are held in memory at once (10^12 asked numpy for 36 TiB): past
-                   # 10^5 the CI's last digit no longer moves anyway
-                   whole(0, MAX_BOOTSTRAP, f"at most {MAX_BOOTSTRAP:,} resamples (all are held in memory; "
-                                           f"1000 is the usual, 10,000 for a steadier CI)"),
-                   type=int, record="bootstrap")
-CONFIDENCE = Option("confidence", 0.95, "CI level (default 0.95)", confidence_level, type=float, record="confidence")
-# numpy's generators take seeds below 2**32; a probe's seeds run on to seed + seeds - 1
-MAX_SEED = 2**32 - 1 - 100
-SEED = Option("seed", 0, "", whole(0, MAX_SEED, f"must be at most {MAX_SEED:,} (numpy's generators take seeds below "
-                                                   "2**32)"), type=int, record="seed")
-LIMIT = Option("limit", None, "", optional(whole(1)), type=int, record="limit")
+def names_given(value: Any) -> Any:
+    """Config or split names: a name, a comma-separated string or a list, each named once (as given)."""
+    if not isinstance(value, str) and not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+        raise Refused("must be a name, a comma-separated string or a list of names")
+    given = [v.strip() for v in (value.split(",") if isinstance(value, str) else value)]
+    if not any(given):
+        raise Refused("names nothing; give a name (or leave it out for the default)")
+    if not all(given):
+        raise Refused("has an empty name (between commas, or an empty string); give each name once")
+    twice = sorted({v for v in given if given.count(v) > 1})
+    if twice:
+        raise Refused(f"names {', '.join(twice)} more than once; give each name once")
+    return value
 
 
-def batch_size_or_auto(value: Any) -> Any:
-    """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.auto_batch`; the default on the CPU) or a
-    whole number >= 1 (refused as any whole number is)."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return "auto"
-    return whole(1)(value)
+def listed(value: Any) -> list[str] | None:
+    """Checked :func:`names_given` as a list (None as it is)."""
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
 
 
-def batch_size(text: str) -> Any:
-    """argparse's type for ``--batch-size``: ``auto`` or a whole number."""
-    return "auto" if text.strip().lower() == "auto" else int(text)
+def joined(value: Any) -> Any:
+    """A list of names as one comma-separated string (a string or None as it is)."""
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
 
 
-BATCH_SIZE = Option("batch_size", DEFAULT_BATCH_SIZE, f"inputs per forward pass, or auto (default {DEFAULT_BATCH_SIZE})",
-                    batch_size_or_auto, type=batch_size, metavar="N|auto", record="batch_size")
-# evaluate's default: on an accelerator each tower's batch is searched and remembered; on the CPU, 32
-BATCH_SIZE_AUTO = BATCH_SIZE.but(default="auto",
-                                 help=f"inputs per forward pass, or auto (default): on a GPU the largest batch that "
-                                      f"still speeds each tower up, searched once per model and card and remembered; "
-                                      f"{DEFAULT_BATCH_SIZE} on the CPU")
-NUM_WORKERS = Option("num_workers", None, "DataLoader workers decoding images (default: min(4, CPUs - 1) when more "
-                     "than 2 CPUs, else 0)", optional(whole(0)), type=int, record="num_workers")
-DTYPE = Option("dtype", "float32", "float32 (default), float16 or bfloat16", dtype_name)
-DEVICE = Option("device", None, "cpu, cuda, cuda:1, mps (default: the best available)", device_name, slow=True)
-CACHE_DIR = Option("cache_dir", None, "", cache_folder)
-OUT = Option("out", None, "", folder_or_none)
-CHUNK_SIZE = Option("chunk_size", CHUNK_ROWS, "", whole(1), type=int, cli_default=None)
-OUTSIDE_IMAGES = Option("outside_images", False, "read image cells that hold a path outside the dataset folder (an "
-                        "absolute path, '../'); by default such a row is refused, so that a dataset cannot make vlprobe "
-                        "read other files of yours", switch, action="store_true")
-PROGRESS = Option("progress", True, "no progress bars", switch, flag="--no-progress", action="store_true",
-                  negated=True)
+def callable_or_none(value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise Refused("must be a function taking one line of text (e.g. print), or None")
+    return value
+
+
+# ---- the settings both commands have ---------------------------------------------------------------------------
+
+REVISION = "a Hub revision (branch, tag or commit)"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A run's settings, checked (``s.batch_size``); see the module doc. A subclass adds its command's fields, names
+    its command (:attr:`PROG`) and the error its checks raise (:attr:`ERROR`)."""
+
+    PROG: ClassVar[str] = "vlprobe"
+    ERROR: ClassVar[type[ArgumentError]] = ArgumentError
+    LISTS: ClassVar[tuple[str, ...]] = ("configs",)  # names given as a list or a comma-separated string
+    REPEATED: ClassVar[tuple[str, ...]] = ()  # lists whose flag is given once per element (--dataset)
+    NOT_RERUN: ClassVar[tuple[str, ...]] = ("chunk_size", "progress")  # how a run goes, not what it computes
+
+    datasets: Any = opt(None, flag="--dataset")
+    configs: str | Sequence[str] = opt("all", names_given, flag="--config")
+    dataset_revision: str | None = opt(None, name_or_none(REVISION))
+    model: Any = opt(None, optional(model_given))
+    revision: str | None = opt(None, name_or_none(REVISION))
+    family: str | None = opt(None, name_or_none("a scorer family name"))
+    bootstrap: int = opt(1000, whole(0, MAX_BOOTSTRAP, f"at most {MAX_BOOTSTRAP:,} resamples (all are held in memory; "
+                                                      f"1000 is the usual, 10,000 for a steadier CI)"))
+    confidence: float = opt(0.95, level)
+    seed: int = opt(0, whole(0, MAX_SEED, f"must be at most {MAX_SEED:,} (numpy's generators take seeds below 2**32)"))
+    limit: int | None = opt(None, optional(row_count))
+    batch_size: int | str = opt(AUTO, batch_size_or_auto)
+    num_workers: int | None = opt(None, worker_count)
+    dtype: str = opt("float32", dtype_name)
+    device: str | None = opt(None, device_name, slow=True)
+    cache_dir: Any = opt(None, cache_folder)
+    out: Any = opt(None, optional(lambda v: path(v, "must be a folder path, or None (nothing written)")))
+    outside_images: bool = opt(False, switch)
+    chunk_size: int = opt(CHUNK_ROWS, row_count)
+    progress: bool = opt(True, switch)
+    processor: Any = opt(None, flag=None)
+
+    def __post_init__(self) -> None:
+        self._check(slow=False)
+        self.together()
+
+    def check(self) -> Settings:
+        """A copy with the slow checks done too (the device's imports torch): run after the names are checked."""
+        done = copy.copy(self)
+        done._check(slow=True)
+        return done
+
+    def _check(self, slow: bool) -> None:
+        for f in fields(self):
+            check = f.metadata.get("check")
+            if check is None or f.metadata["slow"] != slow:
+                continue
+            value = getattr(self, f.name)
+            try:
+                object.__setattr__(self, f.name, check(value))
+            except Refused as why:
+                raise self.ERROR(f.name + why.at, value if why.value is _SAME else why.value, why.detail,
+                                 flag=self.flag(f)) from None
+
+    def refuse(self, name: str, detail: str, value: Any = _SAME) -> ArgumentError:
+        """The error naming setting ``name`` (its value, or ``value``) with ``detail``, as a check raises it."""
+        f = next(f for f in fields(self) if f.name == name)
+        return self.ERROR(name, getattr(self, name) if value is _SAME else value, detail, flag=self.flag(f))
+
+    def together(self) -> None:
+        """Checks of settings against each other: a ``processor`` goes with a loaded transformers model only."""
+        p, m = self.processor, self.model
+        if p is None:
+            return
+        from .scorers.base import Scorer
+
+        if m is None or isinstance(m, (str, os.PathLike, tuple, Scorer)):
+            raise self.refuse("processor", "is used only with an already-loaded transformers model (model=the model "
+                                           "object); a model folder or Hub id loads its own processor, and a "
+                                           "(model, processor) pair or a scorer has one")
+        if isinstance(p, (str, os.PathLike)) or not callable(p):
+            raise self.refuse("processor", "must be the model's processor or tokenizer object (e.g. "
+                                           "AutoProcessor.from_pretrained(...)), not a name")
+
+    @classmethod
+    def flag(cls, f: Field) -> str | None:
+        """Field ``f``'s command-line flag (None: it has none)."""
+        given = f.metadata.get("flag", "")
+        if given != "":
+            return given
+        return ("--no-" if f.default is True else "--") + f.name.replace("_", "-")
+
+    @classmethod
+    def flags(cls) -> dict[str, str]:
+        """{field: its flag} of every field the command line gives."""
+        return {f.name: flag for f in fields(cls) if (flag := cls.flag(f)) is not None}
+
+    def command_line(self, **resolved: Any) -> str | None:
+        """The command that reruns these settings, every option spelled out in the fields' order (``resolved``:
+        what the run filled in for a default, as the datasets and model of the offline default); None when a value
+        is an object in memory, which no command line can name."""
+        values = {**vars(self), **resolved}
+        parts = self.PROG.split()
+        for f in fields(self):
+            flag, value = self.flag(f), values[f.name]
+            if flag is None or f.name in self.NOT_RERUN:
+                continue
+            if isinstance(f.default, bool):  # a switch, given when not at its default
+                parts += [flag] if value != f.default else []
+                continue
+            if f.name in self.REPEATED and isinstance(value, (list, tuple)):
+                given = list(value)
+            else:
+                given = [joined(value) if f.name in self.LISTS else value]
+            for v in given:
+                if v is None:
+                    continue
+                if isinstance(v, bool) or not isinstance(v, (str, os.PathLike, numbers.Number)):
+                    return None
+                parts += [flag, str(v)]
+        return shlex.join(parts)

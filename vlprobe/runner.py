@@ -1,36 +1,42 @@
-"""The skeleton every run shares: ``vlprobe.evaluate`` and ``vlprobe.probe`` each do their own work (scoring and
-measuring; features and probes) inside these steps, in this order.
+"""The pipeline every run follows. ``vlprobe.evaluate``, ``vlprobe.probe`` and ``vlprobe.score`` are each a
+:class:`Run` whose hooks do the command's own work; the steps, in this order, are the template's (:meth:`Run.__call__`):
 
-1. **Settings**, checked once, as one object (a :class:`vlprobe.options.Settings`): every number and name first;
-   then the model and dataset names (:meth:`Run.check_names`: a typo fails in about a second, with the closest
-   known name, before torch or ``datasets`` is imported); then the checks that import torch or the metric (the
-   device, the tie policy).
-2. **The output folder** checked before any work (:func:`vlprobe.run_folder.check_output_dir`), and the leftovers
-   of killed runs swept (:func:`vlprobe.leftovers.sweep`).
-3. **The model**, named as every command names it (:func:`vlprobe.names.find_model`: ``mini-clip`` works
-   anywhere), loaded through its scorer family or wrapped when it is already in memory (:func:`load_model`).
-4. **The score cache** (``cache_dir``: the default folder, another, or none; a throw-away one when there is none
-   but the rows span several chunks), **the DataLoader workers** and **the engine** (:meth:`Run.engine`).
-5. **The provenance** every results.json starts with (:meth:`Run.provenance`): when, the command that reruns it,
-   ``argv``, the model, and the environment last.
+1. **Settings**, checked once, as one frozen object (:class:`vlprobe.options.Settings`): every number and name when it
+   is made; then the model and dataset names (:meth:`Run.check_names`: a typo fails in about a second, with the
+   closest known name, before torch or ``datasets`` is imported); then the device (which imports torch).
+2. **The output folder** checked before any work (:func:`vlprobe.run_folder.check_output_dir`), and the leftovers of
+   killed runs swept (:func:`vlprobe.leftovers.sweep`).
+3. **The data** (:meth:`Run.load_data`), and what it can refuse before any weight loads (:meth:`Run.before_model`).
+4. **The model**, named as every command names it (:func:`vlprobe.names.find_model`: ``mini-clip`` works anywhere),
+   loaded through its scorer family or wrapped when it is already in memory (:func:`load_model`); then what the
+   model cannot do with the data (:meth:`Run.after_model`).
+5. **The score cache** (``cache_dir``: the default folder, another, or none; a throw-away one when there is none but
+   the rows span several chunks), **the DataLoader workers** and **the engine**, and the command's work through
+   them (:meth:`Run.work`).
+6. **The provenance** every results.json starts with (:meth:`Run.provenance`) and **the results**
+   (:meth:`Run.results`), written to ``out`` when it is given.
+
+Library progress bars are off for the whole run (:func:`silenced`): datasets' always (vlprobe shows its own), and
+transformers' and huggingface_hub's with ``progress=False``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from .cache import ScoreCache, default_cache_dir
 from .engine import Engine
-from .errors import ArgumentError, ModelError, SettingError, VlprobeError
+from .errors import ModelError, SettingError, VlprobeError
 from .leftovers import OwnedDir, sweep
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
-from .options import Settings
+from .options import Settings, cpus
 from .results import environment, now_iso
 from .run_folder import RUN_FILE, check_output_dir
 from .scorers.base import Scorer, UnknownFamilyError, get_family
@@ -42,28 +48,102 @@ def default_workers() -> int:
     """DataLoader workers decoding and preprocessing images: min(4, CPUs - 1) where there are more
     than 2 CPUs, else 0. Workers pay only with cores beyond the one running the model (on 2 cores
     one worker made mini-clip 2.2x slower: README, performance notes)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return min(4, cpus - 1) if cpus > 2 else 0
+    return min(4, cpus() - 1) if cpus() > 2 else 0
+
+
+@contextlib.contextmanager
+def silenced(quiet: bool) -> Iterator[None]:
+    """datasets' progress bars off, and with ``quiet`` (``progress=False``, ``--no-progress``) transformers'
+    ("Loading weights") and huggingface_hub's (downloads) too; each as it was after."""
+    import datasets
+
+    switches = [(datasets.is_progress_bar_enabled, datasets.disable_progress_bars, datasets.enable_progress_bars)]
+    if quiet:
+        import huggingface_hub.utils as hub
+        from transformers.utils import logging as hf_logging
+
+        switches += [(hf_logging.is_progress_bar_enabled, hf_logging.disable_progress_bar, hf_logging.enable_progress_bar),
+                     (lambda: not hub.are_progress_bars_disabled(), hub.disable_progress_bars, hub.enable_progress_bars)]
+    restore = []
+    for on, off, back in switches:
+        if on():
+            off()
+            restore.append(back)
+    try:
+        yield
+    finally:
+        for back in restore:
+            back()
 
 
 class Run:
-    """One run's shared steps (see the module doc), around its settings ``s`` (made with every check but the slow
-    ones): :meth:`check_names`, then :meth:`finish_checks` complete the checks before anything is loaded.
-    ``own``: the names a run of this kind writes into its output folder; ``command``: the function that writes the
-    command line rerunning it (the command's ``command_line``); ``log``: where status lines go (default: stderr
-    when ``s.progress``)."""
+    """One run of a command, around its checked settings ``s``: call it to run the template (module doc). A command
+    subclasses it and fills the hooks; :attr:`OWN`: the names a run of that kind writes into its output folder."""
 
-    def __init__(self, s: Settings, *, own: re.Pattern[str] = RUN_FILE, command: Callable[..., str | None],
-                 log: Callable[[str], None] | None = None) -> None:
+    OWN: ClassVar[re.Pattern[str]] = RUN_FILE
+
+    def __init__(self, s: Settings) -> None:
         self.s = s
         self.started = time.perf_counter()
-        self.log = log if log is not None else ((lambda msg: print(msg, file=sys.stderr)) if s.progress
-                                                 else (lambda msg: None))
-        self._own = own
-        self._command = command
+        log = getattr(s, "log", None)
+        self.log: Callable[[str], None] = log if log is not None else (
+            (lambda msg: print(msg, file=sys.stderr)) if s.progress else (lambda msg: None))
         self.workers = s.num_workers if s.num_workers is not None else default_workers()
+        self.model = s.model  # what load_model loads (a command may fill in a default)
+        self.device: str | None = None  # this process's device (None: the settings')
+        self.rank, self.processes = 0, 1  # this process and how many score (under ``accelerate launch``)
 
-    # -- 1. settings ----------------------------------------------------------------------------------------------
+    def __call__(self) -> Any:
+        self.check_names(self.names())
+        self.s = s = self.s.check()
+        if s.out is not None:
+            check_output_dir(s.out, self.OWN)
+        sweep(s.out)
+        with silenced(not s.progress):
+            data = self.load_data()
+            self.before_model(data)
+            scorer = self.load_model(self.model, s.processor, device=self.device)
+            self.after_model(scorer, data)
+            rows = self.rows(data)
+            with self.open_cache(scorer, rows=rows) as cache:
+                engine = Engine(scorer, batch_size=s.batch_size, num_workers=self.workers, cache=cache.cache,
+                                progress=self.engine_bars(rows), log=self.log)
+                done = self.work(engine, data, cache)
+        result = self.results(scorer, data, done)
+        if s.out is not None and self.rank == 0:
+            result.save(s.out)
+        return result
+
+    # -- the hooks ------------------------------------------------------------------------------------------------
+
+    def names(self) -> Iterable[Any]:
+        """The datasets whose names :meth:`check_names` checks."""
+        return ()
+
+    def load_data(self) -> Any:
+        return None
+
+    def before_model(self, data: Any) -> None:
+        """Refuse what the data alone shows cannot run, before any weight loads."""
+
+    def after_model(self, scorer: Scorer, data: Any) -> None:
+        """Refuse what the model cannot do with the data, before any scoring."""
+
+    def rows(self, data: Any) -> int:
+        """The rows one pass reads (more than a chunk: a throw-away cache carries inputs across chunks)."""
+        return 1
+
+    def engine_bars(self, rows: int) -> bool:
+        return self.s.progress
+
+    def work(self, engine: Engine, data: Any, cache: RunCache) -> Any:
+        raise NotImplementedError
+
+    def results(self, scorer: Scorer, data: Any, done: Any) -> Any:
+        """The command's result (an object with ``save(folder)`` when ``out`` is given) from what :meth:`work` did."""
+        return done
+
+    # -- the steps ------------------------------------------------------------------------------------------------
 
     def check_names(self, datasets: Iterable[Any] = ()) -> None:
         """The model's, the family's and each dataset's name (as :mod:`vlprobe.names` resolves them), in about a
@@ -74,19 +154,6 @@ class Run:
             if isinstance(d, (str, os.PathLike)):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
-    # -- 2. the output folder --------------------------------------------------------------------------------------
-
-    def finish_checks(self) -> Settings:
-        """The slow checks (the device, the tie policy), then the output folder; sweeps the leftovers of killed runs
-        (``out``'s staging folders, feature and chunk-cache folders in ``$TMPDIR``). Returns the settings, complete."""
-        self.s = self.s.check()
-        if self.s.out is not None:
-            check_output_dir(self.s.out, self._own)
-        sweep(self.s.out)
-        return self.s
-
-    # -- 3. the model ---------------------------------------------------------------------------------------------
-
     def load_model(self, model: Any, processor: Any = None, *, device: str | None = None) -> Scorer:
         """``model`` (as named, or in memory) as a scorer, loaded as every command loads it: :func:`load_model` with
         the run's family, revision, dtype and device (``device``: this process's, under ``accelerate launch``), and
@@ -96,27 +163,19 @@ class Run:
                           exact_preprocessing=getattr(self.s, "exact_preprocessing", False),
                           control=getattr(self.s, "control", None), seed=self.s.seed)
 
-    # -- 4. cache, workers, engine --------------------------------------------------------------------------------
-
-    def open_cache(self, scorer: Scorer, *, rows: int, rank: int = 0, single_process: bool = True) -> "RunCache":
+    def open_cache(self, scorer: Scorer, *, rows: int) -> RunCache:
         """The score cache asked for, or, when there is none and ``rows`` span more than one chunk, a throw-away one
         (it carries repeated inputs across chunks; removed after the run) in a single-process run."""
-        cache = open_cache(self.s.cache_dir, scorer, rank)
-        if cache is not None or rows <= self.s.chunk_size or not single_process:
+        cache = open_cache(self.s.cache_dir, scorer, self.rank)
+        if cache is not None or rows <= self.s.chunk_size or self.processes > 1:
             return RunCache(cache, None)
         return RunCache(*throwaway_cache(scorer))
 
-    def engine(self, scorer: Scorer, cache: "RunCache", *, progress: bool) -> Engine:
-        return Engine(scorer, batch_size=self.s.batch_size, num_workers=self.workers, cache=cache.cache,
-                      progress=progress, log=self.log)
-
-    # -- 5. provenance --------------------------------------------------------------------------------------------
-
-    def provenance(self, scorer: Scorer, command_values: Any, **sections: Any) -> dict[str, Any]:
-        """results.json's provenance: created, the rerun command (from ``command_values``: the checked settings,
-        the defaults a run filled in included), argv, the model, then ``sections``, then the environment."""
-        return {"created": now_iso(), "command": self._command(command_values), "argv": list(sys.argv),
-                "model": scorer.describe(), **sections, "environment": environment()}
+    def provenance(self, scorer: Scorer, command: str | None, **sections: Any) -> dict[str, Any]:
+        """results.json's provenance: created, the rerun ``command`` (:meth:`Settings.command_line`), argv, the
+        model, then ``sections``, then the environment."""
+        return {"created": now_iso(), "command": command, "argv": list(sys.argv), "model": scorer.describe(),
+                **sections, "environment": environment()}
 
 
 class RunCache:
@@ -175,20 +234,6 @@ def throwaway_cache(scorer: Any) -> tuple[ScoreCache, OwnedDir]:
 
 
 # ---- the model ----------------------------------------------------------------------------------------------------
-
-def check_processor(processor: Any, model: Any) -> None:
-    """Refuse a ``processor=`` that would be ignored or cannot be one: it goes with an already-loaded transformers
-    model only (a folder or Hub id loads its own), and it is a processor or tokenizer (callable), not a name."""
-    if processor is None:
-        return
-    if model is None or isinstance(model, (str, os.PathLike, tuple)) or isinstance(model, Scorer):
-        raise ArgumentError("processor", processor, "is used only with an already-loaded transformers model "
-                                                    "(model=the model object); a model folder or Hub id loads its own "
-                                                    "processor, and a (model, processor) pair or a scorer has one")
-    if isinstance(processor, (str, os.PathLike)) or not callable(processor):
-        raise ArgumentError("processor", processor, "must be the model's processor or tokenizer object (e.g. "
-                                                    "AutoProcessor.from_pretrained(...)), not a name")
-
 
 def load_model(model: Any, processor: Any = None, *, family: str | None = None, revision: str | None = None,
                device: str | None = None, dtype: str = "float32", exact_preprocessing: bool = False,

@@ -6,9 +6,9 @@ With no ``--dataset`` and no ``--model`` it runs the offline default: the datase
 ``travlr`` and ``winoground_style`` of the repository (all configs, their test splits) with the
 small CLIP in ``models/mini-clip``, written to ``runs/default``.
 
-This module only parses the arguments, whose flags, defaults and help come from the option table
-``vlprobe.evaluation.settings.OPTIONS`` (each option is defined once there); the pipeline is
-:func:`vlprobe.evaluate` (:mod:`vlprobe.evaluation`), which checks every setting and the output folder before scoring,
+This module only parses the arguments: each flag's ``dest`` is a keyword of :func:`vlprobe.evaluate` and its default
+that keyword's (``tests/test_options.py`` holds them equal); the pipeline is :func:`vlprobe.evaluate`
+(:mod:`vlprobe.evaluation`), which checks every setting and the output folder before scoring,
 streams the rows through the engine, measures, and writes the folder as one unit. Outputs: see
 :mod:`vlprobe.results`.
 
@@ -36,10 +36,35 @@ def register(sub: argparse._SubParsersAction) -> None:
             f"--dataset/--model: the offline default ({', '.join(DEFAULT_DATASETS)} with {DEFAULT_MODEL})."
         ),
     )
-    from ..evaluation.settings import OPTIONS
-    from ..options import add_arguments
+    from ..cli import add_run_options, batch_size
+    from ..defaults import AUTO
+    from ..evaluation.settings import CONTROLS, DEFAULT_OUT, MODALITIES
 
-    add_arguments(p, OPTIONS)  # every option, defined once in vlprobe/evaluation/settings.py
+    p.add_argument("--dataset", dest="datasets", action="append", metavar="FOLDER_OR_HUB_ID", help="dataset folder "
+                   "or Hub id; repeat for several (default: the offline default datasets)")
+    p.add_argument("--config", dest="configs", default="all", metavar="CONFIG", help="config name(s), "
+                   "comma-separated; 'all' (default) scores every config, or the dataset's own config named 'all' "
+                   "when it has one (VALSE); '*' always scores every config")
+    p.add_argument("--split", dest="splits", metavar="SPLIT", help="split(s), comma-separated (default: the splits "
+                   "whose name starts with 'test', else the only split)")
+    p.add_argument("--spec", help="a vlprobe.yaml saying how rows become items (default: the dataset's)")
+    p.add_argument("--model", help=f"model folder or Hub id (default: {DEFAULT_MODEL})")
+    p.add_argument("--ties", default="strict", help="tie policy of the metric: strict (default), half, lenient")
+    p.add_argument("--threshold", type=float, default=0.5, help="probability threshold of acc/p_c/p_f (default 0.5)")
+    p.add_argument("--batch-size", type=batch_size, default=AUTO, metavar="N|auto", help="inputs per forward pass, "
+                   "or auto (default): on a GPU the largest batch that still speeds each tower up, searched once per "
+                   "model and card and remembered; 32 on the CPU")
+    p.add_argument("--modality", default="image", choices=MODALITIES, help="TraVLR's settings: image (default), "
+                   "caption (blank image, query + caption: the query first, so truncation cannot cut it), both "
+                   "(image, query + caption); text: no image, each true text against the item's other true texts and "
+                   "its false ones by the text tower (SugarCREPE++'s TOT)")
+    p.add_argument("--control", choices=(*CONTROLS, "shuffled"), help="control run: every image blank, or images "
+                   "shuffled across items ('shuffled' is the old name of 'shuffle')")
+    p.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT} for the default run, else "
+                   f"runs/<dataset>-<model>)")
+    p.add_argument("--exact-preprocessing", action="store_true", help="always the model's PIL image processor (the "
+                   "one the papers ran), never the fast torchvision one (default: fast when torchvision imports)")
+    add_run_options(p)
     p.set_defaults(func=run)
 
 
@@ -52,23 +77,23 @@ def default_root() -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..cli import keywords
     from ..errors import ArgumentError
-    from ..evaluation import OPTIONS, evaluate
+    from ..evaluation import evaluate
     from ..evaluation.settings import DEFAULT_OUT
-    from ..options import from_args
     from ..results import _slug, dataset_name
 
-    values = from_args(OPTIONS, args)
-    out = values.get("out")
+    values = keywords(args)
+    out = values["out"]
     if out is not None and not str(out).strip():
         raise ArgumentError("out", out, "is empty; name a folder for the outputs, or leave --out out for the default "
                                         "(runs/<dataset>-<model>)")
     if not out:
-        if not args.dataset:
+        if not args.datasets:
             out = DEFAULT_OUT
         else:
             model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
-            out = f"runs/{_slug(dataset_name(args.dataset[0]))}-{_slug(model_name)}"
+            out = f"runs/{_slug(dataset_name(args.datasets[0]))}-{_slug(model_name)}"
     result = evaluate(**{**values, "out": out}, root=default_root(), log=print)
     if not result.main_process:
         return 0

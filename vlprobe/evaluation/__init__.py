@@ -20,48 +20,27 @@ rows fit in one chunk scores everything in one engine call, exactly as before st
 
 Errors are the named errors of :mod:`vlprobe.errors` (the CLI prints them as one line).
 
-The package, by layer: :mod:`.settings` (every setting, defined once in its ``OPTIONS`` table and
-checked first), :mod:`.data` (datasets, configs and splits, shared with the probe), :mod:`.model`
+The package, by layer: :mod:`.settings` (:class:`EvaluateSettings`: every keyword, typed, checked first),
+:mod:`.data` (datasets, configs and splits, read through :mod:`vlprobe.splits` as the probe reads them), :mod:`.model`
 (the model through :mod:`vlprobe.runner`, and the checks of what it can score),
 :mod:`.scoring` (streamed scoring through the engine and the cache, and measuring),
-:mod:`.result` (:class:`Evaluation`) and :mod:`.api` (:func:`evaluate`, :func:`score`). What a run does
-around its own work (settings, output folder, model, cache, workers, engine, provenance) is
-:class:`vlprobe.runner.Run`, which ``vlprobe.probe`` shares.
+:mod:`.result` (:class:`Evaluation`) and :mod:`.api` (:func:`evaluate`, :func:`score`: each a
+:class:`vlprobe.runner.Run`, the pipeline ``vlprobe.probe`` follows too, whose hooks they fill).
 """
 
 from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL
-from ..runner import open_cache, throwaway_cache
+from ..options import MAX_BOOTSTRAP
+from ..runner import default_workers, open_cache, throwaway_cache
+from ..splits import TEST_LIKE, check_reachable, load_split, select_configs, select_splits
 from .api import evaluate, score
-from .data import (
-                   SplitSource,
-                   check_reachable,
-                   default_datasets,
-                   load_split,
-                   plan_splits,
-                   select_configs,
-                   select_splits,
-)
+from .data import SplitSource, default_datasets, plan_splits
 from .model import default_model, load_model
 from .result import Evaluation, display_keys, format_summary, summarize
-from .scoring import quiet_progress
-from .settings import (
-                   CHUNK_ROWS,
-                   CONTROLS,
-                   MAX_BOOTSTRAP,
-                   OPTIONS,
-                   TEST_LIKE,
-                   EvaluateSettings,
-                   Settings,
-                   check_cache_dir,
-                   check_device,
-                   command_line,
-                   default_workers,
-)
+from .settings import CONTROLS, EvaluateSettings, ScoreSettings, Settings
 
 __all__ = [
-    "CHUNK_ROWS", "CONTROLS", "DEFAULT_DATASETS", "DEFAULT_MODEL", "MAX_BOOTSTRAP", "OPTIONS", "TEST_LIKE", "Evaluation",
-    "EvaluateSettings", "Settings",
-    "SplitSource", "check_cache_dir", "check_device", "check_reachable", "command_line", "default_datasets",
-    "default_model", "default_workers", "display_keys", "evaluate", "format_summary", "load_model", "load_split",
-    "open_cache", "plan_splits", "quiet_progress", "score", "select_configs", "select_splits", "summarize", "throwaway_cache",
+    "CONTROLS", "DEFAULT_DATASETS", "DEFAULT_MODEL", "MAX_BOOTSTRAP", "TEST_LIKE", "Evaluation", "EvaluateSettings",
+    "ScoreSettings", "Settings", "SplitSource", "check_reachable", "default_datasets", "default_model",
+    "default_workers", "display_keys", "evaluate", "format_summary", "load_model", "load_split", "open_cache",
+    "plan_splits", "score", "select_configs", "select_splits", "summarize", "throwaway_cache",
 ]

@@ -1,33 +1,63 @@
-"""``vlprobe.evaluate`` and ``vlprobe.score``: check every setting, plan the splits, load the model,
-score, measure, return an :class:`~vlprobe.evaluation.result.Evaluation`; the command line it records."""
+"""``vlprobe.evaluate`` and ``vlprobe.score``: the two :class:`vlprobe.runner.Run` s that score (plan the splits, load
+the model, score through the engine and the cache, measure), and what they return."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
-from PIL import Image
 
+from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
 from ..engine import EngineOutOfMemory
-from ..errors import ArgumentError, ModelError, SettingError
+from ..errors import ModelError, SettingError
 from ..images import ImageError
 from ..items import Item
 from ..names import find_dataset
-from ..options import BATCH_SIZE, CACHE_DIR, DEVICE, DTYPE, FAMILY, REVISION, takes_options
 from ..results import result_entries
-from ..runner import Run, check_processor
+from ..runner import Run
 from .data import _dataset_label, default_datasets, plan_splits
 from .model import _check_shapes, _check_text_tower, default_model
 from .result import Evaluation, summarize
-from .scoring import _distributed, _measure, _score, quiet_progress
-from .settings import OPTIONS, TEXT, EvaluateSettings, command_line, dataset_list
+from .scoring import _distributed, _measure, _score
+from .settings import TEXT, EvaluateSettings, ScoreSettings, dataset_list
+
+PathLike = str | os.PathLike
 
 
-@takes_options(OPTIONS, positional=("model", "datasets"), extra={"processor": None, "root": None, "log": None})
-def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.PathLike | None = None,
-             log: Callable[[str], None] | None = None) -> Evaluation:
+def evaluate(
+    model: Any = None,
+    datasets: Any = None,
+    *,
+    configs: str | Sequence[str] = "all",
+    splits: str | Sequence[str] | None = None,
+    dataset_revision: str | None = None,
+    spec: Any = None,
+    revision: str | None = None,
+    family: str | None = None,
+    ties: str = "strict",
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    threshold: float = 0.5,
+    seed: int = 0,
+    limit: int | None = None,
+    batch_size: int | str = AUTO,
+    num_workers: int | None = None,
+    dtype: str = "float32",
+    device: str | None = None,
+    modality: str = "image",
+    control: str | None = None,
+    cache_dir: PathLike | None = None,
+    out: PathLike | None = None,
+    exact_preprocessing: bool = False,
+    outside_images: bool = False,
+    chunk_size: int = CHUNK_ROWS,
+    progress: bool = True,
+    processor: Any = None,
+    root: PathLike | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Evaluation:
     """Score ``model`` on ``datasets`` and measure it with the papers' metrics.
 
     ``model``: a model folder or Hub id (``mini-clip``: the small CLIP vlprobe ships); an already-loaded
@@ -50,69 +80,70 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     rows read and scored at a time. ``exact_preprocessing``: always the model's PIL image processor
     (the one the papers ran), never the fast torchvision one. ``outside_images``: open image cells that hold a path
     outside the dataset folder (refused by default). ``log``: where status lines go (default: stderr when
-    ``progress``). Every keyword but ``processor``, ``root`` and ``log`` is an option of ``vlprobe evaluate``
-    (:data:`vlprobe.evaluation.settings.OPTIONS`, where its default is written).
+    ``progress``). Every keyword but ``processor``, ``root`` and ``log`` is an option of ``vlprobe evaluate``, checked
+    into :class:`~vlprobe.evaluation.settings.EvaluateSettings` before anything is loaded.
 
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
     :class:`~vlprobe.errors.ModelError`, before any scoring where the fault can be seen then.
     """
-    # Every setting is checked before anything is loaded (vlprobe.runner): a bad number first, in a fraction of a
-    # second; then a mistyped model or dataset name, in about a second (both before datasets and torch are imported);
-    # then the settings whose checks import them (the device, the tie policy), and the output folder.
-    if log is not None and not callable(log):
-        raise ArgumentError("log", log, "must be a function taking one line of text (e.g. print), or None")
-    if root is not None and not isinstance(root, (str, os.PathLike)):
-        raise ArgumentError("root", root, "must be a folder path (where the offline default's folders are), or None")
-    check_processor(processor, given.get("model"))
-    s = EvaluateSettings(**given)
-    run = Run(s, command=command_line, log=log)
-    run.check_names(dataset_list(s.datasets)[0] if s.datasets is not None else ())
-    s = run.finish_checks()
-    if s.modality == TEXT and s.control:
-        raise ArgumentError("control", s.control, "--modality text looks at no image, so an image control changes "
-                                                  "nothing; leave it out")
-    from ..dataset_folder import progress_bars_off  # imports datasets (3.9 s): not before the checks
+    return EvaluateRun(EvaluateSettings(**locals()))()
 
-    root = Path(root) if root is not None else Path.cwd()
-    as_named, names = dataset_list(default_datasets(root) if s.datasets is None else s.datasets)
-    datasets = [find_dataset(d) for d in as_named]  # a built benchmark's name: its folder (vlprobe.names)
-    model = default_model(root) if s.model is None else s.model
 
-    state, device = _distributed(s.device)
-    main = state is None or state.is_main_process
-    say = run.log if main else (lambda msg: None)
-    with progress_bars_off(), quiet_progress(not s.progress):
-        sources = plan_splits(datasets, s, spec=s.spec, dataset_revision=s.dataset_revision, names=names)
-    model_name = model[0] if isinstance(model, tuple) else model
-    shown = model_name if isinstance(model_name, (str, os.PathLike)) else type(model_name).__name__
-    say(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
-    with quiet_progress(not s.progress):
-        scorer = run.load_model(model, processor, device=device)
-    if s.modality == TEXT:
-        _check_text_tower(scorer)
-    else:
-        _check_shapes(sources, scorer)
+class EvaluateRun(Run):
+    """:func:`evaluate`'s run: the splits planned and opened, the model checked against their items' shapes, the rows
+    streamed through the engine and measured (on the main process), an :class:`Evaluation`."""
 
-    total = sum(src.n for src in sources)
-    with run.open_cache(scorer, rows=total, rank=state.process_index if state else 0,
-                        single_process=state is None) as cache:
-        engine = run.engine(scorer, cache, progress=s.progress and total <= s.chunk_size)
-        with progress_bars_off(), quiet_progress(not s.progress):
-            scored, stats = _score(sources, engine, s, s.progress, main, throwaway=cache.temp is not None)
-    provenance = run.provenance(
-        scorer, {**s, "datasets": as_named, "model": model},  # the rerun names them as the user did
-        settings=s.record(run.workers),
-        datasets=[{"dataset": _dataset_label(d, names[k] if names else None), "revision": s.dataset_revision}
-                  for k, d in enumerate(datasets)],
-        engine={**stats, "cache_dir": cache.folder})
-    if not main:
-        return Evaluation(scored, provenance, None, main_process=False)
-    for split in scored:
-        _measure(split, s)
-    result = Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
-    if s.out is not None:
-        result.save(s.out)
-    return result
+    s: EvaluateSettings
+
+    def names(self) -> list[Any]:
+        return dataset_list(self.s.datasets)[0] if self.s.datasets is not None else []
+
+    def load_data(self) -> Any:
+        s = self.s
+        root = Path(s.root) if s.root is not None else Path.cwd()
+        self.as_named, self.labels = dataset_list(default_datasets(root) if s.datasets is None else s.datasets)
+        self.datasets = [find_dataset(d) for d in self.as_named]  # a built benchmark's name: its folder (vlprobe.names)
+        self.model = default_model(root) if s.model is None else s.model
+        state, self.device = _distributed(s.device)
+        if state is not None:
+            self.rank, self.processes = state.process_index, state.num_processes
+            self.log = self.log if state.is_main_process else (lambda msg: None)
+        sources = plan_splits(self.datasets, s, spec=s.spec, dataset_revision=s.dataset_revision, names=self.labels)
+        name = self.model[0] if isinstance(self.model, tuple) else self.model
+        shown = name if isinstance(name, (str, os.PathLike)) else type(name).__name__
+        self.log(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
+        return sources
+
+    def after_model(self, scorer: Any, sources: Any) -> None:
+        if self.s.modality == TEXT:
+            _check_text_tower(scorer)
+        else:
+            _check_shapes(sources, scorer)
+
+    def rows(self, sources: Any) -> int:
+        return sum(src.n for src in sources)
+
+    def engine_bars(self, rows: int) -> bool:
+        return self.s.progress and rows <= self.s.chunk_size  # else one bar over the chunks (_score)
+
+    def work(self, engine: Any, sources: Any, cache: Any) -> Any:
+        scored, stats = _score(sources, engine, self.s, self.s.progress, self.rank == 0,
+                               throwaway=cache.temp is not None)
+        return scored, {**stats, "cache_dir": cache.folder}
+
+    def results(self, scorer: Any, sources: Any, done: Any) -> Evaluation:
+        s, (scored, engine) = self.s, done
+        provenance = self.provenance(
+            scorer, s.command_line(datasets=self.as_named, model=self.model),  # the rerun names them as the user did
+            settings=s.record(self.workers),
+            datasets=[{"dataset": _dataset_label(d, self.labels[k] if self.labels else None),
+                       "revision": s.dataset_revision} for k, d in enumerate(self.datasets)],
+            engine=engine)
+        if self.rank != 0:
+            return Evaluation(scored, provenance, None, main_process=False)
+        for split in scored:
+            _measure(split, s)
+        return Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
 
 
 def score(
@@ -121,14 +152,14 @@ def score(
     texts: Any,
     *,
     processor: Any = None,
-    family: str | None = FAMILY.default,
-    revision: str | None = REVISION.default,
+    family: str | None = None,
+    revision: str | None = None,
     probabilities: bool = False,
-    batch_size: int = BATCH_SIZE.default,
-    device: str | None = DEVICE.default,
-    dtype: str = DTYPE.default,
+    batch_size: int | str = BATCH_SIZE,
+    device: str | None = None,
+    dtype: str = "float32",
     exact_preprocessing: bool = False,
-    cache_dir: Any = CACHE_DIR.default,
+    cache_dir: PathLike | None = None,
     progress: bool = False,
 ) -> np.ndarray:
     """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for
@@ -144,48 +175,31 @@ def score(
     logit...), the numbers :func:`evaluate` measures; ``probabilities=True`` gives the match
     probabilities instead, for families that have them. Computed by the same engine, through the
     score cache (``cache_dir`` as in :func:`evaluate`), so each input is encoded once."""
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
-        raise ArgumentError("texts", texts, "must be a string or a non-empty list of strings")
-    empty = [j for j, t in enumerate(texts) if not t.strip()]
-    if empty:  # as vlprobe.evaluate refuses an empty text cell: no text to score
-        raise ArgumentError(f"texts[{empty[0]}]", texts[empty[0]], "is empty; every text must be a non-empty string")
-    if _one_image(images):
-        images = [images]
-    if not isinstance(images, (list, tuple)) or not images:
-        raise ArgumentError("images", images, "must be a PIL image, an image file path, or a non-empty list of them")
-    for i, image in enumerate(images):
-        if not _one_image(image):
-            raise ArgumentError(f"images[{i}]", image, "must be a PIL image or an image file path")
-        if isinstance(image, (str, os.PathLike)) and not Path(image).is_file():
-            raise ArgumentError(f"images[{i}]", str(image), "no such image file")
-    images = [str(im) if isinstance(im, os.PathLike) else im for im in images]
-    s = EvaluateSettings(model=model, family=family, revision=revision, batch_size=batch_size, device=device,
-                         dtype=dtype, bootstrap=0, exact_preprocessing=bool(exact_preprocessing), cache_dir=cache_dir,
-                         num_workers=0, progress=bool(progress))
-    run = Run(s, command=command_line)
-    run.check_names()
-    s = run.finish_checks()
-    with quiet_progress(not progress):
-        scorer = run.load_model(model, processor)
-    gold = np.zeros((len(images), len(texts)), dtype=bool)
-    gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
-    item = Item(id="score", images=tuple(images), texts=tuple(texts), gold=gold)
-    with run.open_cache(scorer, rows=1) as cache:
+    return ScoreRun(ScoreSettings(**locals()))()
+
+
+class ScoreRun(Run):
+    """:func:`score`'s run: one item of every image and text, through the engine and the score cache."""
+
+    s: ScoreSettings
+
+    def load_data(self) -> Item:
+        gold = np.zeros((len(self.s.images), len(self.s.texts)), dtype=bool)
+        gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
+        return Item(id="score", images=self.s.images, texts=self.s.texts, gold=gold)
+
+    def work(self, engine: Any, item: Item, cache: Any) -> Any:
         try:
-            result = run.engine(scorer, cache, progress=progress).score([item])
+            return engine.score([item])
         except EngineOutOfMemory as err:
             raise ModelError(str(err)) from None
         except ImageError as err:
             raise SettingError(str(err)) from None
-    if probabilities:
+
+    def results(self, scorer: Any, item: Item, result: Any) -> np.ndarray:
+        if not self.s.probabilities:
+            return np.asarray(result.scores[0], dtype=np.float64)
         if result.probabilities is None:
             raise ModelError(f"{scorer.model_id} (family {scorer.family!r}) gives no match probabilities; "
                              f"leave probabilities out for its scores")
         return np.asarray(result.probabilities[0], dtype=np.float64)
-    return np.asarray(result.scores[0], dtype=np.float64)
-
-
-def _one_image(obj: Any) -> bool:
-    return isinstance(obj, (str, os.PathLike, Image.Image))

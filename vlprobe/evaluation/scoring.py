@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -32,8 +32,7 @@ from .settings import TEXT, EvaluateSettings
 from .text_only import score_text_only
 
 # Imported where used, as they are slow to import (python -X importtime, this 2-core machine): torch 11.7 s and
-# accelerate (only under `accelerate launch`), the metric (it imports evaluate, datasets and torch), transformers
-# 3.6 s and datasets 3.9 s (only to turn their progress bars off).
+# accelerate (only under `accelerate launch`), the metric (it imports evaluate, datasets and torch).
 
 
 def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[list[tuple[int, Any]]]:
@@ -341,34 +340,3 @@ def _metric_inputs(split: ScoredSplit) -> tuple[Any, Any, Any]:
             return (stacked.astype(np.float64), np.stack(golds).astype(bool, copy=False),
                     None if probs is None else stacked_probs.astype(np.float64))
     return scores, golds, probs
-
-
-class quiet_progress:
-    """With ``quiet`` (``progress=False``, ``--no-progress``): no progress bar from transformers
-    ("Loading weights"), huggingface_hub (downloads, "Fetching N files") or datasets ("Generating
-    split", "Loading dataset shards") inside; each is restored as it was after."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.restore: list[Callable[[], None]] = []
-
-    def __enter__(self) -> None:
-        if not self.quiet:
-            return
-        import datasets
-        import huggingface_hub.utils as hub_utils
-        from transformers.utils import logging as hf_logging
-
-        if hf_logging.is_progress_bar_enabled():
-            hf_logging.disable_progress_bar()
-            self.restore.append(hf_logging.enable_progress_bar)
-        if not hub_utils.are_progress_bars_disabled():
-            hub_utils.disable_progress_bars()
-            self.restore.append(hub_utils.enable_progress_bars)
-        if datasets.is_progress_bar_enabled():
-            datasets.disable_progress_bars()
-            self.restore.append(datasets.enable_progress_bars)
-
-    def __exit__(self, *exc: Any) -> None:
-        while self.restore:
-            self.restore.pop()()

@@ -87,12 +87,11 @@ from .settings import (
                      ProbeSettingError,
                      ProbeSettings,
                      check_settings,
-                     command_line,
 )
 
 __all__ = [
     "CLASSIFIERS", "DEFAULT_DATASET", "DEFAULT_MODEL", "L2_GRID", "MODALITIES", "NEWTON_MAX_DIM", "TEXT_ONLY",
-    "ZERO_SHOT", "Probe", "ProbeResult", "ProbeSettingError", "ProbeSettings", "Split", "check_settings", "command_line",
+    "ZERO_SHOT", "Probe", "ProbeResult", "ProbeSettingError", "ProbeSettings", "Split", "check_settings",
     "extract_features", "finetune_rows", "fit", "format_report", "learning_curve_rows", "load_splits", "macro_f1",
     "measure", "plot_learning_curves", "probe", "run_probes", "same_modality_table", "seed_means", "select",
     "table2_cells", "table2_table", "text_only_input", "transfer_table", "write_outputs",

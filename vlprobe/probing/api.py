@@ -1,52 +1,79 @@
-"""``vlprobe.probe``: check every setting and ``--out``, load the splits and the model, compute the
-features, run the probes (and fine-tuning), measure, write the run folder as one unit."""
+"""``vlprobe.probe``: the :class:`vlprobe.runner.Run` that loads the TraVLR-shaped splits, computes the model's
+features through the engine and the cache, runs the probes (and fine-tuning), and measures them."""
 
 from __future__ import annotations
 
 import os
 import time
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
-from ..defaults import BATCH_SIZE
+from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
 from ..errors import DatasetError
-from ..evaluation.scoring import quiet_progress
 from ..feature_store import FeatureStore
+from ..locations import DEFAULT_MODEL
 from ..names import find_dataset, find_model
-from ..options import takes_options
-from ..runner import Run, check_processor
+from ..options import Refused
+from ..runner import Run
 from ..scorers.base import DualScorer
 from ..scorers.loading import detect_family, load_config
 from ..spec import dataset_benchmark
 from .data import _check_classes, _check_train_sizes, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
-from .protocol import run_probes
+from .protocol import check_few_shot, run_probes
 from .result import ProbeResult
 from .settings import (
-    _NONE,
     DEFAULT_DATASET,
     L2_GRID,
     MODALITIES,
-    OPTIONS,
     PROBE_RUN_FILE,
     TEXT_ONLY,
     VALIDATION,
     ZERO_SHOT,
     ProbeSettingError,
     ProbeSettings,
-    _one_dataset,
-    command_line,
-    record,
+    one_dataset,
 )
 
-# Imported where used, as they are slow to import (python -X importtime, this 2-core machine): torch 11.7 s (by the
-# time it is needed the model has imported it) and vlprobe.dataset_folder (it imports datasets, 3.9 s): a misspelt
-# name is refused before either.
+# torch is imported where used (11.7 s, python -X importtime on this 2-core machine): by the time it is needed the
+# model has imported it, and a misspelt name is refused before.
 
 
-@takes_options(OPTIONS, positional=("model", "datasets", "configs"), extra={"processor": None, "dataset": _NONE})
-def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE) -> ProbeResult:
+def probe(
+    model: Any = DEFAULT_MODEL,
+    datasets: Any = DEFAULT_DATASET,
+    configs: str | Sequence[str] = "all",
+    *,
+    dataset_revision: str | None = None,
+    revision: str | None = None,
+    family: str | None = None,
+    train_modalities: str | Sequence[str] = MODALITIES,
+    test_modalities: str | Sequence[str] = MODALITIES,
+    train_sizes: str | Sequence[int] | None = None,
+    few_shot: int = 0,
+    classifier: str = "logreg",
+    text_baseline: bool = True,
+    finetune: bool = False,
+    epochs: int = 3,
+    schedule: str = "quick",
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    seeds: int = 3,
+    limit: int | None = None,
+    batch_size: int | str = BATCH_SIZE,
+    num_workers: int | None = None,
+    dtype: str = "float32",
+    device: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    out: str | os.PathLike | None = None,
+    outside_images: bool = False,
+    chunk_size: int = CHUNK_ROWS,
+    progress: bool = True,
+    processor: Any = None,
+    dataset: Any = None,
+) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
 
     ``model``: a model folder or Hub id (``mini-clip``, the default: the small CLIP vlprobe ships), an
@@ -60,8 +87,8 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
     checked before anything is loaded and written at the end, as :meth:`ProbeResult.save`.
     ``seeds``: runs per setting, seeds ``seed`` .. ``seed + seeds - 1`` (the paper: 3); ``schedule``: the
     fine-tuning schedule, ``"quick"`` (``epochs``, the best on validation kept) or ``"paper"`` (80 epochs, no early
-    stopping). Every keyword but ``processor`` is an option of ``vlprobe probe``
-    (:data:`vlprobe.probing.settings.OPTIONS`, where its default is written).
+    stopping). Every keyword but ``processor`` is an option of ``vlprobe probe``, checked into
+    :class:`~vlprobe.probing.settings.ProbeSettings`.
 
     Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
     :class:`~vlprobe.errors.SettingError`, naming the argument; a misspelt model or dataset name in about a second,
@@ -69,105 +96,126 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
     first, saying so in one line. Returns a :class:`ProbeResult`. ``dataset=``, the old name of ``datasets``, is
     still taken, with a :class:`DeprecationWarning`.
     """
-    if dataset is not _NONE:
+    given = locals()
+    if given.pop("dataset") is not None:
         warnings.warn("vlprobe.probe(dataset=...) is now datasets=..., as in vlprobe.evaluate; dataset= will "
-                      "be removed", DeprecationWarning, stacklevel=3)
-        if "datasets" in given:
+                      "be removed", DeprecationWarning, stacklevel=2)
+        if datasets != DEFAULT_DATASET:
             raise ProbeSettingError("dataset", dataset, "give the dataset once, as datasets= (dataset= is its "
                                                         "old name)")
-        given["datasets"] = _one_dataset(dataset, "dataset")
-    check_processor(processor, given.get("model"))
-    s = ProbeSettings(**given)
-    run = Run(s, own=PROBE_RUN_FILE, command=command_line)
-    try:  # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
-        run.check_names([s.datasets])
-    except DatasetError as err:
-        if s.datasets != DEFAULT_DATASET:
-            raise
-        raise DatasetError(f"dataset {s.datasets!r} (the default) is not a folder here and cannot be read from the Hub; "
-                           f"build it with `vlprobe build travlr` (or run from the checkout that holds it, set "
-                           f"VLPROBE_ROOT, or pass --dataset DIR) ({err})") from None
-    s = run.finish_checks()
-    from ..dataset_folder import progress_bars_off
-
-    data_name = str(find_dataset(s.datasets))
-    with progress_bars_off():  # datasets' bars of a first load's conversion, as vlprobe.evaluate hides them
-        data = load_splits(data_name, s.configs, revision=s.dataset_revision, limit=s.limit,
-                           outside_images=s.outside_images)
-    # Rows that cannot train a probe are refused before the weights load when the family is known from
-    # the config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
-    early_family = _family_from_config(s.model, s.family, s.revision) if processor is None else None
-    _check_train_sizes(data, s.train_sizes, s.limit)  # before any weight loads
-    if early_family is not None:
-        _check_classes(data, s.datasets, s.limit, trained=early_family != "vqascore")
-    with quiet_progress(not s.progress):  # no "Loading weights" bars with progress=False, as evaluate
-        scorer = run.load_model(s.model, processor)
-    zero_shot = getattr(scorer, "family", "") == "vqascore"
-    if early_family is None:
-        _check_classes(data, s.datasets, s.limit, trained=not zero_shot)
-
-    text_only = s.text_baseline and isinstance(scorer, DualScorer)
-    needed = sorted(set(s.train_modalities) | set(s.test_modalities), key=MODALITIES.index)
-    settings = needed + ([TEXT_ONLY] if text_only else [])
-
-    rows_total = max((len(sp) for by in data.values() for sp in by.values()), default=0)
-    store = FeatureStore()  # the features, on disk for the length of this call
-    t0, c0 = time.perf_counter(), time.process_time()
-    try:
-        with run.open_cache(scorer, rows=rows_total) as cache:  # a throw-away one carries repeated texts across chunks
-            features, stats = extract_features(run.engine(scorer, cache, progress=s.progress), data, settings,
-                                               s.chunk_size, store)
-        feature_seconds, feature_cpu = time.perf_counter() - t0, time.process_time() - c0
-        t1, c1 = time.perf_counter(), time.process_time()
-        import torch
-
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # the probes' matrices are small: threads only add contention (3x slower on 2 busy cores)
         try:
-            rows = run_probes(features, data, train_modalities=s.train_modalities, test_modalities=s.test_modalities,
-                              text_only=text_only, zero_shot=zero_shot, train_sizes=s.train_sizes,
-                              few_shot=s.few_shot, classifier=s.classifier, bootstrap=s.bootstrap,
-                              confidence=s.confidence, seed=s.seed, seeds=s.seeds, progress=s.progress)
-        finally:
-            torch.set_num_threads(threads)
-    finally:
-        features = None
-        store.cleanup()
-    for r in rows:
-        r.setdefault("classifier", ZERO_SHOT if r["setting"] == ZERO_SHOT else s.classifier)
-    if s.finetune:
-        rows += finetune_rows(scorer, data, train_modalities=s.train_modalities, test_modalities=s.test_modalities,
-                              # fine-tuning's own batch: "auto" sizes the engine's encoding only
-                              epochs=s.epochs, batch_size=BATCH_SIZE if s.batch_size == "auto" else s.batch_size,
-                              bootstrap=s.bootstrap,
-                              confidence=s.confidence, seed=s.seed, seeds=s.seeds, schedule=s.schedule,
-                              progress=s.progress)
-    probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1
+            given["datasets"] = one_dataset(dataset)
+        except Refused as why:
+            raise ProbeSettingError("dataset", dataset, why.detail) from None
+    return ProbeRun(ProbeSettings(**given))()
 
-    computed = sum(int(st.get("computed", st.get("computed_pairs", 0)) or 0) for st in stats.values())
-    tuned = {**schedule_plan(s.schedule, s.epochs), "lr": FINETUNE_LR,
-             "head": "linear on [u, v, u*v, |u-v|]"} if s.finetune else False
-    spec = next(sp.spec for by in data.values() for sp in by.values())
-    provenance = run.provenance(
-        scorer, s,
-        dataset={"dataset": s.datasets, "revision": s.dataset_revision,
-                 "benchmark": dataset_benchmark(data_name, spec)[0],
-                 "splits": {t: {name: sp.info for name, sp in by.items()} for t, by in data.items()}},
-        settings=record(s, l2_grid=list(L2_GRID), model_selection=VALIDATION, finetune=tuned, text_baseline=text_only,
-                        zero_shot=zero_shot, num_workers=run.workers,
-                        seeds=list(range(s.seed, s.seed + s.seeds))),  # the seeds run, not their count
-        features={"stats": stats, "computed_inputs": computed, "cache_dir": cache.folder,
-                  "text_max_length": getattr(scorer, "max_length", None),
-                  "caption_truncated": _truncation(scorer, data) if any(
-                      st in ("caption", "both", TEXT_ONLY) for st in settings) else None},
+
+class ProbeRun(Run):
+    """:func:`probe`'s run: the splits loaded and checked, the features computed through the engine into a feature
+    store, the probes fitted and tested (and the model fine-tuned), a :class:`ProbeResult`."""
+
+    OWN = PROBE_RUN_FILE
+    s: ProbeSettings
+
+    def names(self) -> list[str]:
+        return [self.s.datasets]
+
+    def check_names(self, datasets: Any = ()) -> None:
+        try:  # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
+            super().check_names(datasets)
+        except DatasetError as err:
+            if self.s.datasets != DEFAULT_DATASET:
+                raise
+            raise DatasetError(f"dataset {self.s.datasets!r} (the default) is not a folder here and cannot be read "
+                               f"from the Hub; build it with `vlprobe build travlr` (or run from the checkout that "
+                               f"holds it, set VLPROBE_ROOT, or pass --dataset DIR) ({err})") from None
+
+    def load_data(self) -> Any:
+        s = self.s
+        self.data_name = str(find_dataset(s.datasets))
+        return load_splits(self.data_name, s.configs, revision=s.dataset_revision, limit=s.limit,
+                           outside_images=s.outside_images)
+
+    def before_model(self, data: Any) -> None:
+        # Rows that cannot train a probe are refused before the weights load when the family is known from the
+        # config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
+        s = self.s
+        self.early_family = _family_from_config(s.model, s.family, s.revision) if s.processor is None else None
+        _check_train_sizes(data, s.train_sizes, s.limit)
+        check_few_shot(data, s.few_shot)
+        if self.early_family is not None:
+            _check_classes(data, s.datasets, s.limit, trained=self.early_family != "vqascore")
+
+    def after_model(self, scorer: Any, data: Any) -> None:
+        self.zero_shot = getattr(scorer, "family", "") == "vqascore"
+        if self.early_family is None:
+            _check_classes(data, self.s.datasets, self.s.limit, trained=not self.zero_shot)
+        self.text_only = self.s.text_baseline and isinstance(scorer, DualScorer)
+        needed = sorted(set(self.s.train_modalities) | set(self.s.test_modalities), key=MODALITIES.index)
+        self.settings = needed + ([TEXT_ONLY] if self.text_only else [])
+
+    def rows(self, data: Any) -> int:
+        return max((len(sp) for by in data.values() for sp in by.values()), default=0)
+
+    def work(self, engine: Any, data: Any, cache: Any) -> Any:
+        s = self.s
+        store = FeatureStore()  # the features, on disk for the length of this call
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            features, stats = extract_features(engine, data, self.settings, s.chunk_size, store)
+            feature_seconds, feature_cpu = time.perf_counter() - t0, time.process_time() - c0
+            t1, c1 = time.perf_counter(), time.process_time()
+            import torch
+
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # the probes' matrices are small: threads only add contention (3x slower on 2 busy cores)
+            try:
+                rows = run_probes(features, data, train_modalities=s.train_modalities,
+                                  test_modalities=s.test_modalities, text_only=self.text_only,
+                                  zero_shot=self.zero_shot, train_sizes=s.train_sizes, few_shot=s.few_shot,
+                                  classifier=s.classifier, bootstrap=s.bootstrap, confidence=s.confidence,
+                                  seed=s.seed, seeds=s.seeds, progress=s.progress)
+            finally:
+                torch.set_num_threads(threads)
+        finally:
+            features = None
+            store.cleanup()
+        for r in rows:
+            r.setdefault("classifier", ZERO_SHOT if r["setting"] == ZERO_SHOT else s.classifier)
+        if s.finetune:
+            rows += finetune_rows(engine.scorer, data, train_modalities=s.train_modalities,
+                                  test_modalities=s.test_modalities, epochs=s.epochs,
+                                  # fine-tuning's own batch: "auto" sizes the engine's encoding only
+                                  batch_size=BATCH_SIZE if s.batch_size == AUTO else s.batch_size,
+                                  bootstrap=s.bootstrap, confidence=s.confidence, seed=s.seed, seeds=s.seeds,
+                                  schedule=s.schedule, progress=s.progress)
+        probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1
+        computed = sum(int(st.get("computed", st.get("computed_pairs", 0)) or 0) for st in stats.values())
+        features = {"stats": stats, "computed_inputs": computed, "cache_dir": cache.folder,
+                    "text_max_length": getattr(engine.scorer, "max_length", None),
+                    "caption_truncated": _truncation(engine.scorer, data) if any(
+                        st in ("caption", "both", TEXT_ONLY) for st in self.settings) else None}
         # wall-clock and CPU seconds of this process (CPU time is what a loaded machine does not distort)
-        timings={"feature_seconds": round(feature_seconds, 3), "probe_seconds": round(probe_seconds, 3),
-                 "feature_cpu_seconds": round(feature_cpu, 3), "probe_cpu_seconds": round(probe_cpu, 3),
-                 "total_seconds": round(time.perf_counter() - run.started, 3)})
-    result = ProbeResult(rows, provenance)
-    if s.out is not None:
-        result.save(s.out)
-    return result
+        timings = {"feature_seconds": round(feature_seconds, 3), "probe_seconds": round(probe_seconds, 3),
+                   "feature_cpu_seconds": round(feature_cpu, 3), "probe_cpu_seconds": round(probe_cpu, 3)}
+        return rows, features, timings
+
+    def results(self, scorer: Any, data: Any, done: Any) -> ProbeResult:
+        s, (rows, features, timings) = self.s, done
+        tuned = {**schedule_plan(s.schedule, s.epochs), "lr": FINETUNE_LR,
+                 "head": "linear on [u, v, u*v, |u-v|]"} if s.finetune else False
+        spec = next(sp.spec for by in data.values() for sp in by.values())
+        provenance = self.provenance(
+            scorer, s.command_line(),
+            dataset={"dataset": s.datasets, "revision": s.dataset_revision,
+                     "benchmark": dataset_benchmark(self.data_name, spec)[0],
+                     "splits": {t: {name: sp.info for name, sp in by.items()} for t, by in data.items()}},
+            settings=s.record(l2_grid=list(L2_GRID), model_selection=VALIDATION, finetune=tuned,
+                              text_baseline=self.text_only, zero_shot=self.zero_shot, num_workers=self.workers,
+                              seeds=list(range(s.seed, s.seed + s.seeds))),  # the seeds run, not their count
+            features=features,
+            timings={**timings, "total_seconds": round(time.perf_counter() - self.started, 3)})
+        return ProbeResult(rows, provenance)
 
 
 def _family_from_config(model: Any, family: str | None, revision: str | None) -> str | None:

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..defaults import CHUNK_ROWS
 from ..errors import ModelError
-from ..evaluation import CHUNK_ROWS
 from .data import Split
 from .settings import MODALITIES, TEXT_ONLY, TRAIN
 

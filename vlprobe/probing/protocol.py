@@ -13,7 +13,7 @@ from ..feature_store import take_rows
 from .classifiers import fit, select
 from .data import Split
 from .metrics import measure
-from .settings import TEXT_ONLY, TRAIN, VALIDATION, ZERO_SHOT
+from .settings import TEXT_ONLY, TRAIN, VALIDATION, ZERO_SHOT, ProbeSettingError
 
 
 def _row(task: str, setting: str, split: str, scores: dict, **kw: Any) -> dict:
@@ -25,6 +25,16 @@ def _subset(n_total: int, n: int, seed: int, tag: str) -> np.ndarray:
 
     s = int.from_bytes(hashlib.sha256(f"{seed}:{tag}".encode()).digest()[:8], "little")
     return np.random.default_rng(s).permutation(n_total)[:n]
+
+
+def check_few_shot(data: dict[str, dict[str, Split]], few_shot: int) -> None:
+    """Few-shot rows past a task's training rows would be all of them, taken in silence: refused before the model
+    loads, naming the most there can be."""
+    for task, by_split in data.items():
+        train = by_split.get(TRAIN)
+        if train is not None and few_shot > len(train):
+            raise ProbeSettingError("few_shot", few_shot, f"must be at most {len(train)}, the rows of {task}/{TRAIN} "
+                                                          f"(the paper trains further on 200)")
 
 
 def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],

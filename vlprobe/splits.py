@@ -1,0 +1,211 @@
+"""One split of a dataset folder or Hub id, as both ``vlprobe evaluate`` and ``vlprobe probe`` read it: its configs
+and splits selected (:func:`select_configs`, :func:`select_splits`), opened as a memory-mapped Arrow table with what
+identifies its data (:func:`load_split`), a failure named as the file at fault (:func:`damaged_file`), and the image
+cells of its rows kept inside its folder (:func:`checked_image_paths`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from .benchmarks import find
+from .errors import DatasetError, VlprobeError
+from .names import check_dataset, did_you_mean
+from .options import listed
+from .spec import ItemSpec
+
+# Imported where used, as they are slow to import (python -X importtime, on this 2-core machine): datasets 3.9 s
+# (vlprobe.dataset_folder and vlprobe.arrow_cache import it), huggingface_hub.HfApi 1.0 s. A misspelt name is
+# refused before any of them is imported.
+
+TEST_LIKE = ("test",)
+
+
+def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], folder: str | None, outside: bool,
+                        name: str, start: int) -> list[dict[str, Any]]:
+    """``rows`` with each image cell of ``columns`` checked by :func:`vlprobe.images.image_cell_in_folder`; a path
+    outside ``folder`` raises a :class:`DatasetError` naming the split, row and column."""
+    from .images import ImageError, image_cell_in_folder
+
+    for i, row in enumerate(rows):
+        for col in columns:
+            if col in row:
+                try:
+                    row[col] = image_cell_in_folder(row[col], folder, f"{name} row {start + i} column {col!r}", outside)
+                except ImageError as err:
+                    raise DatasetError(str(err)) from None
+    return rows
+
+
+def _disk_full(err: BaseException) -> OSError | None:
+    """The ENOSPC (or EDQUOT) OSError in ``err``'s chain of causes, if any."""
+    import errno
+
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def damaged_file(folder: Path) -> str | None:
+    """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads): the card's YAML,
+    ``.huggingface.yaml``, each parquet file (a truncated one, an empty one, a CSV or a Git LFS pointer renamed)."""
+    import pyarrow.parquet as pq
+    import yaml
+
+    from .reading import FileError, parse_yaml
+
+    for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+            parse_yaml(text.split("---")[1] if name == "README.md" and text.startswith("---") else
+                       ("" if name == "README.md" else text), str(path))  # bounded: size, nesting (vlprobe.reading)
+        except UnicodeDecodeError as e:
+            return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        except FileError as e:
+            return str(e)
+        except (yaml.YAMLError, IndexError) as e:
+            return f"{path} is not valid YAML ({str(e).splitlines()[0]})"
+    for path in sorted(folder.glob("data/**/*.parquet")):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(64)
+            if head.startswith(b"version https://git-lfs"):
+                return f"{path} is a Git LFS pointer, not the parquet file itself (fetch it with `git lfs pull`)"
+            pq.read_metadata(path)
+        except Exception as e:  # pyarrow's ArrowInvalid, OSError...
+            size = path.stat().st_size
+            return f"{path} ({size:,} bytes) is not a readable parquet file ({str(e).splitlines()[0][:160]})"
+    return None
+
+
+def _dataset_error(dataset: str, err: BaseException) -> str:
+    folder = Path(dataset)
+    if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not _is_built(folder):
+        # a clone's committed card folder (valse/, crepe/, ...): its rows come from a build
+        try:
+            bench = find(ItemSpec.from_file(folder / "vlprobe.yaml").benchmark)
+        except ValueError:
+            bench = None
+        name = bench.builder if bench is not None else None
+        how = (f"`vlprobe build {name}" + ("" if folder.resolve() == (Path.cwd() / name).resolve() else f" --out {dataset}")
+               + "`" if name else "the builder its README names")
+        return (f"dataset folder {dataset!r} holds a card but no data yet: build it with {how} "
+                f"(its README.md says what the build needs: annotations, images)")
+    full = _disk_full(err)
+    if full is not None:
+        where = f" ({full.filename})" if full.filename else ""
+        return (f"cannot read dataset {dataset!r}: no space left on the disk{where} while converting it to Arrow; free "
+                "some space there (or point $TMPDIR / $VLPROBE_CACHE at a disk with room) and run it again")
+    if folder.is_dir() and (folder / "vlprobe.yaml").is_file():
+        damaged = damaged_file(folder)
+        if damaged:
+            return f"dataset folder {dataset!r} is damaged: {damaged}; rebuild it (or restore the file)"
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    local = "" if Path(dataset).exists() else " It is not a local folder either."
+    return (
+        f"cannot read dataset {dataset!r} ({type(err).__name__}: {first}).{local} Pass a dataset folder "
+        f"(one built by `vlprobe build ...` or downloaded on a networked machine with "
+        f"`hf download {dataset} --repo-type dataset --local-dir DIR`), or a Hub id when online"
+    )
+
+
+check_reachable = check_dataset  # the name this check has always had here (vlprobe.names has it now)
+
+
+def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]:
+    """The configs of ``dataset`` to score. ``"all"`` means every config, unless the dataset has a
+    config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
+    config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
+    fails at once (:func:`check_reachable`)."""
+    from .folder_reader import list_configs
+
+    check_reachable(str(dataset), revision)
+    try:
+        names = list_configs(dataset, revision)
+    except Exception as err:  # not found, offline, gated: say what to do
+        raise DatasetError(_dataset_error(dataset, err)) from None
+    if wanted in (None, "", "*") or (wanted == "all" and "all" not in names):
+        return list(names)
+    chosen = listed(wanted) or []
+    unknown = [c for c in chosen if c not in names]
+    if unknown:
+        raise DatasetError(f"unknown config(s) {unknown} of {dataset}{did_you_mean(unknown[0], names)}; its configs "
+                           f"are: {', '.join(names)}")
+    return chosen
+
+
+def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] | None = None,
+                  revision: str | None = None) -> list[str]:
+    """The splits to score: those named, else the ones whose name starts with ``test``, else the
+    only one."""
+    if names is None:
+        from .folder_reader import list_splits
+
+        try:
+            names = list_splits(dataset, config, revision)
+        except Exception as err:
+            raise DatasetError(_dataset_error(dataset, err)) from None
+    names = list(names)
+    chosen = listed(wanted)
+    if chosen:
+        unknown = [s for s in chosen if s not in names]
+        if unknown:
+            raise DatasetError(f"unknown split(s) {unknown} of {dataset} config {config!r}"
+                               f"{did_you_mean(unknown[0], names)}; its splits are: {', '.join(names)}")
+        return chosen
+    test_like = [s for s in names if s.lower().startswith(TEST_LIKE)]
+    if test_like:
+        return test_like
+    if len(names) == 1:
+        return names
+    raise DatasetError(f"{dataset} config {config!r} has no test split; "
+                       f"name one (splits= in Python, --split on the command line): {', '.join(names)}")
+
+
+def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
+    """One split as a memory-mapped Dataset, plus what identifies its data (a local folder: the
+    sha256 of its parquet files, read through vlprobe's checked Arrow cache; a Hub dataset: its
+    fingerprint and resolved commit)."""
+    import datasets
+
+    from . import arrow_cache
+
+    try:
+        if Path(dataset).is_dir():
+            loaded = arrow_cache.load_split(dataset, config, split)
+            ds = loaded.dataset
+            info = {"data_sha256": loaded.data_sha256,
+                    "data_files": [os.path.relpath(f, Path(dataset).resolve()) for f in loaded.data_files]}
+        else:
+            with arrow_cache.conversion_arrow_pool():  # a first load converts the files to Arrow
+                ds = datasets.load_dataset(dataset, config, split=split, revision=revision)
+            info = {"fingerprint": getattr(ds, "_fingerprint", None), "resolved_revision": _hub_sha(dataset, revision)}
+    except VlprobeError:
+        raise
+    except Exception as err:
+        raise DatasetError(_dataset_error(dataset, err)) from None
+    return ds, info
+
+
+def _hub_sha(dataset: str, revision: str | None) -> str | None:
+    """The commit a Hub dataset id resolves to (None offline or when it cannot be asked)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return None
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(dataset, revision=revision, timeout=10).sha
+    except Exception:
+        return None
+
+
+def _is_built(folder: Path) -> bool:
+    return any((folder / "data").rglob("*.parquet")) if (folder / "data").is_dir() else False

@@ -375,7 +375,7 @@ def test_online_the_page_starts_on_clip_and_its_gallery_leads_with_the_benchmark
 
 
 def test_a_hub_dataset_the_owner_lists_is_listed_through_datasets(monkeypatch, tmp_path):
-    import vlprobe.dataset_folder as dataset_folder
+    import vlprobe.folder_reader as dataset_folder
 
     monkeypatch.setenv(settings.ENV_DATASETS, "org/foils")
     monkeypatch.setattr(dataset_folder, "list_configs", lambda dataset, revision=None: ["a", "b"])

@@ -50,6 +50,7 @@ import pyarrow.dataset as pds
 
 from .dataset_folder import BUILD_RECORD, RECORD_HEADER, SHARD_NAME
 from .errors import DatasetError, warn
+from .folder_reader import damaged_file
 from .keys import settled, sha256_files, sha256_known, stamp
 from .leftovers import OwnedDir, remove_if_abandoned
 from .locations import UnsafeFolderError, arrow_home, cache_home, is_mine, others_may_write, private_folder, refused_home
@@ -148,6 +149,9 @@ def _check_shards(folder: Path, source: dict[str, Any]) -> None:
     for path, sha256, _ in source["files"] if ours else ():
         named = SHARD_NAME.fullmatch(Path(path).name)
         if named and not sha256.startswith(named["sha256"]):
+            detail = damaged_file(folder)  # the likelier story first: truncated, empty, a CSV or an LFS pointer
+            if detail:
+                raise DatasetError(f"dataset folder {folder.name!r} is damaged: {detail}; rebuild it (or restore the file)")
             shown = os.path.relpath(path, folder.parent)
             raise DatasetError(f"dataset folder {folder.name!r} is damaged: {shown} does not hold what the build "
                                f"wrote (its sha256 begins {sha256[:16]}, its name records {named['sha256']}): it was "

@@ -13,6 +13,7 @@ import datasets
 import yaml
 
 from .dataset_folder import read_card_metadata
+from .reading import FileError, parse_yaml
 
 
 def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
@@ -195,3 +196,35 @@ def list_configs(dataset: str, revision: str | None = None) -> list[str]:
 def list_splits(dataset: str, config: str, revision: str | None = None) -> list[str]:
     """The split names of one config of a dataset folder or Hub id."""
     return list(datasets.get_dataset_split_names(str(dataset), config, revision=revision))
+
+
+def damaged_file(folder: Path) -> str | None:
+    """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads): the card's YAML,
+    ``.huggingface.yaml``, each parquet file (a truncated one, an empty one, a CSV or a Git LFS pointer renamed)."""
+    import pyarrow.parquet as pq
+
+    for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+            parse_yaml(text.split("---")[1] if name == "README.md" and text.startswith("---") else
+                       ("" if name == "README.md" else text), str(path))  # bounded: size, nesting (vlprobe.reading)
+        except UnicodeDecodeError as e:
+            return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+        except FileError as e:
+            return str(e)
+        except (yaml.YAMLError, IndexError) as e:
+            return f"{path} is not valid YAML ({str(e).splitlines()[0]})"
+    for path in sorted(folder.glob("data/**/*.parquet")):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(64)
+            if head.startswith(b"version https://git-lfs"):
+                return f"{path} is a Git LFS pointer, not the parquet file itself (fetch it with `git lfs pull`)"
+            pq.read_metadata(path)
+        except Exception as e:  # pyarrow's ArrowInvalid, OSError...
+            size = path.stat().st_size
+            return f"{path} ({size:,} bytes) is not a readable parquet file ({str(e).splitlines()[0][:160]})"
+    return None

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from .benchmarks import find
 from .errors import DatasetError, VlprobeError
+from .folder_reader import damaged_file
 from .names import check_dataset, did_you_mean
 from .options import listed
 from .spec import ItemSpec
@@ -48,41 +49,6 @@ def _disk_full(err: BaseException) -> OSError | None:
         if isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
             return err
         err = err.__cause__ or err.__context__
-    return None
-
-
-def damaged_file(folder: Path) -> str | None:
-    """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads): the card's YAML,
-    ``.huggingface.yaml``, each parquet file (a truncated one, an empty one, a CSV or a Git LFS pointer renamed)."""
-    import pyarrow.parquet as pq
-    import yaml
-
-    from .reading import FileError, parse_yaml
-
-    for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
-        path = folder / name
-        if not path.is_file():
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-            parse_yaml(text.split("---")[1] if name == "README.md" and text.startswith("---") else
-                       ("" if name == "README.md" else text), str(path))  # bounded: size, nesting (vlprobe.reading)
-        except UnicodeDecodeError as e:
-            return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
-        except FileError as e:
-            return str(e)
-        except (yaml.YAMLError, IndexError) as e:
-            return f"{path} is not valid YAML ({str(e).splitlines()[0]})"
-    for path in sorted(folder.glob("data/**/*.parquet")):
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(64)
-            if head.startswith(b"version https://git-lfs"):
-                return f"{path} is a Git LFS pointer, not the parquet file itself (fetch it with `git lfs pull`)"
-            pq.read_metadata(path)
-        except Exception as e:  # pyarrow's ArrowInvalid, OSError...
-            size = path.stat().st_size
-            return f"{path} ({size:,} bytes) is not a readable parquet file ({str(e).splitlines()[0][:160]})"
     return None
 
 

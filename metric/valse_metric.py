@@ -323,12 +323,18 @@ def _check_bootstrap_work(bootstrap: int, groups: dict, tag_lists: list[list[str
     for shape, (idx, *_rest) in groups.items():
         cells[idx] = shape[0] * shape[1]
     per = float((cells * (1 + np.array([len(set(t)) for t in tag_lists]))).sum() if tag_lists else cells.sum())
-    if bootstrap * per > MAX_BOOTSTRAP_WORK:
+    if bootstrap > bootstrap_that_fits(per):
         tagged = ", and each tag's cells again" if tag_lists else ""
         raise ValueError(f"bootstrap={bootstrap:,}: resampling {N:,} items ({int(cells.sum()):,} cells{tagged}) "
                          f"{bootstrap:,} times is {bootstrap * per:,.0f} cell resamples, more than the "
                          f"{MAX_BOOTSTRAP_WORK:,} the metric does (about a minute on one core); use "
-                         f"bootstrap={max(1, int(MAX_BOOTSTRAP_WORK // per)):,} or fewer")
+                         f"bootstrap={bootstrap_that_fits(per):,} or fewer")
+
+
+def bootstrap_that_fits(cells: float) -> int:
+    """The most resamples (at least 1) of ``cells`` cells within :data:`MAX_BOOTSTRAP_WORK`: ``vlprobe evaluate``
+    asks it before scoring, so a run is not refused only once its scores are in."""
+    return max(1, int(MAX_BOOTSTRAP_WORK // max(cells, 1)))
 
 
 def _first_bad(mask_per_item: np.ndarray) -> int:

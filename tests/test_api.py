@@ -423,3 +423,17 @@ def test_score_gives_the_models_own_matrix(tiny_clip_path, tmp_path):
         vlprobe.score(str(tiny_clip_path), pics[0], 3)
     with pytest.raises(ModelError, match="no match probabilities"):
         vlprobe.score(str(tiny_clip_path), pics[0], texts, probabilities=True, cache_dir="none")
+
+
+def test_a_bootstrap_past_the_metrics_bound_is_refused_before_scoring(folder, tiny_clip_path, monkeypatch, capsys):
+    """The metric refuses a bootstrap past its work bound (MAX_BOOTSTRAP_WORK); evaluate asks it before scoring, so a
+    long run is not refused only once its scores are in."""
+    from vlprobe.metric import module as metric
+
+    _engine_never_runs(monkeypatch)
+    monkeypatch.setattr(metric, "MAX_BOOTSTRAP_WORK", 100)  # a few items' cells x 1,000 resamples is past it
+    code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--bootstrap", "1000",
+                 "--no-progress", "--cache-dir", "none"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("vlprobe evaluate: error: --bootstrap 1000:"), err
+    assert "at most" in err and "resamples here" in err

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
 from ..engine import EngineOutOfMemory
-from ..errors import ModelError, SettingError
+from ..errors import ArgumentError, ModelError, SettingError
 from ..images import ImageError
 from ..items import Item
 from ..names import find_dataset
@@ -89,6 +89,22 @@ def evaluate(
     return EvaluateRun(EvaluateSettings(**locals()))()
 
 
+def _check_bootstrap_work(sources: Sequence[Any], s: EvaluateSettings) -> None:
+    """Refuse, before scoring, a ``bootstrap`` the metric would refuse once the scores are in (its work bound,
+    counted here without the tags' share, so never wrongly)."""
+    if not s.bootstrap or s.modality == TEXT:
+        return
+    from ..metric import module as metric
+
+    for src in sources:
+        cells = src.n * src.shape[0] * src.shape[1] if src.shape else 0
+        if s.bootstrap > metric.bootstrap_that_fits(cells):
+            raise ArgumentError("bootstrap", s.bootstrap, f"{src.name} has {src.n:,} items ({cells:,} cells): the "
+                                f"metric's intervals take at most {metric.MAX_BOOTSTRAP_WORK:,} cell resamples (about a "
+                                f"minute), so at most {metric.bootstrap_that_fits(cells):,} resamples here (or 0: no "
+                                "intervals)")
+
+
 class EvaluateRun(Run):
     """:func:`evaluate`'s run: the splits planned and opened, the model checked against their items' shapes, the rows
     streamed through the engine and measured (on the main process), an :class:`Evaluation`."""
@@ -109,6 +125,7 @@ class EvaluateRun(Run):
             self.rank, self.processes = state.process_index, state.num_processes
             self.log = self.log if state.is_main_process else (lambda msg: None)
         sources = plan_splits(self.datasets, s, spec=s.spec, dataset_revision=s.dataset_revision, names=self.labels)
+        _check_bootstrap_work(sources, s)
         name = self.model[0] if isinstance(self.model, tuple) else self.model
         shown = name if isinstance(name, (str, os.PathLike)) else type(name).__name__
         self.log(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")

@@ -125,6 +125,8 @@ Returns:
     f1_true, f1_false, macro_f1: F1 of the true class (gold cells) and of the false class (non-gold
         cells) over the classified cells, 2 TP / (2 TP + FP + FN) for each, and their mean (TraVLR's
         macro-F1). A class's F1 is present when the class has a gold cell; macro_f1 when both do.
+    scores: {"min", "max": the lowest and highest score, "n_negative": the items with a score below 0} (BLA's
+        CLIP script ranks 2.5 * max(cosine, 0): where cosines are negative its figures can differ).
     n_items, n_ties (tied gold vs non-gold comparisons, rows and columns), chance (each metric's
         exact expected value under random scores for these item shapes; for the thresholded metrics,
         when each classified cell is called true independently with probability 1 - threshold, i.e.
@@ -612,6 +614,9 @@ def _per_item(S: np.ndarray, G: np.ndarray, P: np.ndarray | None, ties: str, thr
     q["acc_r_num"] = (r_wins + w * r_ties).sum(1).astype(float)
     q["acc_r_den"] = r_pairs.sum(1).astype(float)
     q["n_ties"] = (r_ties.sum(1) + c_ties.sum(1)).astype(float)
+    flat = S.reshape(N, -1)
+    q["n_negative"] = (flat < 0).any(1).astype(float)
+    q["score_min"], q["score_max"] = flat.min(1).astype(float), flat.max(1).astype(float)
 
     text_def = r_both.any(1)
     text_val = np.where(r_both, r_ok, 1.0).prod(1)
@@ -832,6 +837,8 @@ def _summarise(q: dict[str, np.ndarray], sel: np.ndarray | None, chance_q: dict[
             support["macro_f1"] = g + f
     res["n_items"] = int(len(q["n_ties"]) if sel is None else sel.sum())
     res["n_ties"] = int(round(total("n_ties")))
+    low, high = (q[k] if sel is None else q[k][sel] for k in ("score_min", "score_max"))
+    res["scores"] = {"min": float(low.min()), "max": float(high.max()), "n_negative": int(round(total("n_negative")))}
     res["chance"] = chance
     res["support"] = support
     return res

@@ -70,7 +70,7 @@ def test_one_list_of_metric_names_in_one_order():
     # the metric module keeps its own (it imports nothing of vlprobe); vlprobe's copy is the same list
     assert METRIC_ORDER == metric.METRIC_KEYS
     assert set(metric.compute([[[0.9, 0.2]]], [[[1, 0]]], probabilities=[[[0.9, 0.2]]])) - {
-        "n_items", "n_ties", "chance", "support"} <= set(METRIC_ORDER)
+        "n_items", "n_ties", "chance", "support", "scores"} <= set(METRIC_ORDER)
 
 
 # ---- the layering --------------------------------------------------------------------------------------

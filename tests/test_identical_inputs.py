@@ -211,9 +211,9 @@ def test_text_only_similarities_tie_exactly(mini_clip):
     for batch_size in BATCH_SIZES:
         res = score_text_only(Engine(mini_clip, batch_size=batch_size, progress=False), items)
         S0, S1, S2 = res.scores
-        # rows [P1, P2], columns [other positive, neg]; neg == P1 makes row P2 a tie: cos(P2, P1) == cos(P2, neg)
-        assert S0[1, 0] == S0[1, 1] and S1[1, 0] == S1[1, 1]
-        # neg == P2 in item 2: row P1 ties
+        # one row [cos(P1, P2), cos(P1, neg), cos(P2, neg)]; neg == P1 makes cos(P2, P1) == cos(P2, neg) a tie
+        assert S0[0, 0] == S0[0, 2] and S1[0, 0] == S1[0, 2]
+        # neg == P2 in item 2: cos(P1, P2) == cos(P1, neg)
         assert S2[0, 0] == S2[0, 1]
 
 

@@ -163,6 +163,112 @@ def test_chance_equals_enumeration_for_any_gold_pattern(G):
 
 
 # ---------------------------------------------------------------------------------------------
+# Chance from each benchmark's own rule (issue 49): every order of the scores the rule compares,
+# the rule written out as its authors state it, against the metric's chance on that item shape
+# ---------------------------------------------------------------------------------------------
+
+def _text_only(values, n_true, n_false):
+    """SugarCREPE++'s TOT (and BLA scored text-only) as --modality text builds it, through text_only's own
+    layout: ``values`` = the texts' pairwise similarities, the true-true ones then the true-false ones."""
+    from vlprobe.evaluation.text_only import item_matrix, pairs, text_gold
+
+    sim = np.zeros((n_true + n_false,) * 2)
+    for v, (i, j) in zip(values, pairs(n_true, n_true + n_false)):
+        sim[i, j] = sim[j, i] = v
+    return item_matrix(sim, n_true), text_gold(n_true, n_false)
+
+
+def _bla_rank_accuracy(v):  # BLA's get_accuracy on the rank topk gives (v: True1, True2, False1, False2)
+    rank = {i: 1 + sorted(range(4), key=lambda j: -v[j]).index(i) for i in range(4)}
+    return sum((i < 2 and rank[i] <= 2) or (i >= 2 and rank[i] > 2) for i in range(4)) / 4
+
+
+# (what, how many scores the rule compares, matrix and gold from those scores, {metric: the rule on the scores})
+RULES = [
+    ("VALSE, SugarCREPE, VL-CheckList, TraVLR query vs foil: caption above foil", 2,
+     lambda v: ([[v[0], v[1]]], [[1, 0]]), {"acc_r": lambda v: v[0] > v[1], "text": lambda v: v[0] > v[1],
+                                            "auroc": lambda v: v[0] > v[1]}),
+    ("TraVLR with the foil true", 2, lambda v: ([[v[0], v[1]]], [[0, 1]]), {"acc_r": lambda v: v[1] > v[0]}),
+    ("Winoground, winoground_style (s[i][j]: image i, caption j)", 4,
+     lambda v: ([[v[0], v[1]], [v[2], v[3]]], [[1, 0], [0, 1]]),
+     {"text": lambda v: v[0] > v[1] and v[3] > v[2], "image": lambda v: v[0] > v[2] and v[3] > v[1],
+      "group": lambda v: v[0] > v[1] and v[3] > v[2] and v[0] > v[2] and v[3] > v[1],
+      "acc_r": lambda v: ((v[0] > v[1]) + (v[3] > v[2])) / 2}),
+    ("COLA multi-object: each caption prefers its own image", 4,
+     lambda v: ([[v[0], v[1]], [v[2], v[3]]], [[1, 0], [0, 1]]), {"image": lambda v: v[0] > v[2] and v[3] > v[1]}),
+    ("BLA: true1, true2, false1, false2", 4, lambda v: ([list(v)], [[1, 1, 0, 0]]),
+     {"sentence_acc": _bla_rank_accuracy, "set_acc": lambda v: min(v[:2]) > max(v[2:]),
+      "set_error": lambda v: min(v[2:]) > max(v[:2]), "acc_r": lambda v: sum(a > b for a in v[:2] for b in v[2:]) / 4}),
+    ("SugarCREPE++ ITT: both captions above the negative", 3, lambda v: ([list(v)], [[1, 1, 0]]),
+     {"set_acc": lambda v: v[0] > v[2] and v[1] > v[2], "acc_r": lambda v: ((v[0] > v[2]) + (v[1] > v[2])) / 2}),
+    ("SugarCREPE++ TOT: cos(P1, P2) above cos(P1, neg) and cos(P2, neg)", 3, lambda v: _text_only(v, 2, 1),
+     {"text": lambda v: v[0] > v[1] and v[0] > v[2], "acc_r": lambda v: ((v[0] > v[1]) + (v[0] > v[2])) / 2}),
+    ("BLA text-only: cos(true1, true2) above the four true-false cosines", 5, lambda v: _text_only(v, 2, 2),
+     {"text": lambda v: v[0] > max(v[1:])}),
+    ("CREPE productivity: caption ranked first of 6", 6, lambda v: ([list(v)], [[1, 0, 0, 0, 0, 0]]),
+     {"text": lambda v: v[0] > max(v[1:]), "set_acc": lambda v: v[0] > max(v[1:])}),
+    ("CREPE systematicity: caption ranked first of 4", 4, lambda v: ([list(v)], [[1, 0, 0, 0]]),
+     {"text": lambda v: v[0] > max(v[1:])}),
+]
+
+
+@pytest.mark.parametrize("what, n, build, rules", RULES, ids=[r[0].split(":")[0] for r in RULES])
+def test_chance_is_the_benchmarks_rule_over_every_order_of_its_scores(what, n, build, rules):
+    expected = {k: np.mean([float(rule(v)) for v in itertools.permutations(range(n))]) for k, rule in rules.items()}
+    S, G = build(tuple(range(n)))
+    r = compute([S], [G])
+    for key, value in expected.items():
+        assert r["chance"][key] == pytest.approx(value), (what, key)
+
+
+def test_tot_chance_is_a_third_not_a_quarter():
+    # the issue: a layout with cos(P1, P2) in two rows ([[1, 0], [1, 0]]) gave the product of two rows, 1/4
+    S, G = _text_only((0.0, 0.0, 0.0), 2, 1)
+    assert np.asarray(G).tolist() == [[True, False, False]]
+    assert compute([S], [G])["chance"]["text"] == pytest.approx(1 / 3)
+    assert compute([[[0.0, 0.0], [0.0, 0.0]]], [[[1, 0], [1, 0]]])["chance"]["text"] == pytest.approx(1 / 4)
+
+
+def test_crepe_rows_of_several_lengths_pool_their_chances():
+    S = [[[0.0] * (1 + k)] for k in (2, 3, 5)]
+    G = [[[1] + [0] * k] for k in (2, 3, 5)]
+    assert compute(S, G)["chance"]["text"] == pytest.approx(np.mean([1 / 3, 1 / 4, 1 / 6]))
+
+
+@pytest.mark.parametrize("gold, t", [([[1, 0]], 0.5), ([[1, 0]], 0.3), ([[1, 1, 0, 0]], 0.5), ([[1, 0], [0, 1]], 0.7)])
+def test_thresholded_chance_is_the_expectation_over_every_call(gold, t):
+    # With match probabilities (VALSE's LXMERT, an ITM head on BLA or Winoground): every cell is called true
+    # (probability > t) independently with probability 1 - t when probabilities are uniform on [0, 1];
+    # enumerate every pattern of calls over 2 items, weighted, and apply each rule.
+    g = np.array(gold * 2, dtype=bool).ravel()  # two items' cells
+    q = 1 - t
+    exp = {"acc": 0.0, "p_c": 0.0, "p_f": 0.0, "min_p": 0.0, "f1_true": 0.0, "f1_false": 0.0}
+    for calls in itertools.product([False, True], repeat=len(g)):
+        c = np.array(calls)
+        w = math.prod(q if x else 1 - q for x in calls)
+        p_c, p_f = (c & g).sum() / g.sum(), (~c & ~g).sum() / (~g).sum()
+        exp["acc"] += w * (c == g).mean()
+        exp["p_c"] += w * p_c
+        exp["p_f"] += w * p_f
+        exp["min_p"] += w * min(p_c, p_f)
+        exp["f1_true"] += w * _f1(c.astype(int), g.astype(int), 1)
+        exp["f1_false"] += w * _f1(c.astype(int), g.astype(int), 0)
+    exp["macro_f1"] = (exp["f1_true"] + exp["f1_false"]) / 2
+    S = np.zeros((2, *np.shape(gold)))
+    r = compute(S, np.broadcast_to(np.array(gold), S.shape), probabilities=np.full(S.shape, 0.5), threshold=t)
+    for key, value in exp.items():
+        assert r["chance"][key] == pytest.approx(value), key
+
+
+def test_every_metric_has_a_chance_test_above():
+    # each metric the module reports is held to a rule's enumeration in this section (auroc: 1/2 for every
+    # shape, the chance that a gold cell outscores a non-gold one)
+    covered = {k for _, _, _, rules in RULES for k in rules} | {"acc", "p_c", "p_f", "min_p", "f1_true", "f1_false",
+                                                                 "macro_f1"}
+    assert covered == set(valse_metric.METRIC_KEYS)
+
+
+# ---------------------------------------------------------------------------------------------
 # Tie policies against their definitions
 # ---------------------------------------------------------------------------------------------
 
@@ -704,3 +810,52 @@ def test_add_batch_and_add_take_tags_and_probabilities_with_their_items(repo_roo
         module.compute(tags=tags[:1])
     with pytest.raises(ValueError, match="has 1 entries for a batch of 2 items"):
         module.add_batch(predictions=S[:2], references=G[:2], tags=tags[:1])
+
+
+# ---------------------------------------------------------------------------------------------
+# BLA's CLIP script clamps cosines (issue 49): 2.5 * max(cos, 0), ranked with torch.topk
+# ---------------------------------------------------------------------------------------------
+
+def _bla_clip_ranks(cosines):
+    """rank_captions of BLA's evaluation_models/clip/utils.py: clip_score = 2.5 * max(similarity, 0), then
+    topk over the four captions, rank[caption] = its position + 1."""
+    torch = pytest.importorskip("torch")
+    score = 2.5 * torch.max(torch.tensor([cosines], dtype=torch.float32), torch.zeros(1, 4))
+    _, indices = score[0].topk(4)
+    rank = list(range(4))
+    for i, value in enumerate(indices.numpy()):
+        rank[value] = i + 1
+    return rank
+
+
+def test_torch_topk_order_among_ties_as_the_bla_tie_rule_states():
+    torch = pytest.importorskip("torch")
+    assert torch.tensor([0.0, 0.0, 0.0, 0.0]).topk(4).indices.tolist() == [2, 3, 0, 1]
+    assert torch.tensor([0.3, 0.0, 0.0, 0.0]).topk(4).indices.tolist() == [0, 2, 3, 1]
+    from vlprobe.benchmarks import get
+
+    assert "[0, 0, 0, 0] gives 2, 3, 0, 1; [0.3, 0, 0, 0] gives 0, 2, 3, 1" in get("bla").tie_rule.rule
+
+
+def test_negative_scores_are_counted_and_flagged_for_bla():
+    # cosines: all positive (the clamp changes nothing); one negative (alone at the bottom: nothing either);
+    # two negatives (they tie at 0 in the authors' ranking: topk's order decides)
+    cos = [[0.30, 0.25, 0.20, 0.10], [0.30, 0.25, 0.20, -0.10], [0.30, -0.05, -0.10, -0.20]]
+    r = compute([[c] for c in cos], [BLA] * 3)
+    assert r["scores"] == {"min": pytest.approx(-0.20), "max": pytest.approx(0.30), "n_negative": 2}
+    assert r["scores"]["min"] <= r["scores"]["max"]
+    authors = [_bla_rank_accuracy(c) for c in cos]  # from the raw cosines: vlprobe's sentence_acc
+    clamped = [sum((i < 2 and k <= 2) or (i >= 2 and k > 2) for i, k in enumerate(_bla_clip_ranks(c))) / 4 for c in cos]
+    assert r["sentence_acc"] == pytest.approx(np.mean(authors))
+    assert clamped[:2] == authors[:2]  # without two negatives the clamp changes nothing
+    assert (authors[2], clamped[2]) == (1.0, 0.5)  # [0.3, 0, 0, 0]: topk puts a false caption's 0 above the true one's
+    from vlprobe.benchmarks import get
+
+    rule = get("bla").clamped
+    flag = rule.departure(r, family="dual")
+    assert flag["setting"] == "scores" and flag["run"] == "2 of 3 items with a negative score"
+    assert "2.5 * max(cos, 0)" in flag["note"] and "topk" in flag["note"]
+    assert rule.departure(r, family="causal_lm") is None  # log-probabilities are not cosines
+    assert rule.departure(compute([[cos[0]]], [BLA]), family="dual") is None
+    tagged = compute([[c] for c in cos], [BLA] * 3, tags=[["a"], ["a"], ["b"]])
+    assert tagged["per_tag"]["a"]["scores"]["n_negative"] == 1 and tagged["per_tag"]["b"]["scores"]["n_negative"] == 1

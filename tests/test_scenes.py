@@ -198,3 +198,28 @@ def test_render_many_in_processes_equals_sequential():
 
     scenes = [S.sample_scene(random.Random(i), (2, 10)) for i in range(140)]
     assert list(render_many(scenes, workers=2, chunksize=32)) == [S.render_png(s) for s in scenes]
+
+
+@pytest.mark.parametrize("size", [500, 224])
+def test_centred_equal_area_shapes_have_their_centroid_on_the_cell_centre(size):
+    # winoground_style's rendering (issue 49): the same pixel count as equal_area, the pixel centroid exactly
+    # on the cell's centre, and the outline kept (a few boundary pixels moved)
+    from vlprobe.scenes.render import EQUAL_AREA, equal_area_mask
+
+    target = round(EQUAL_AREA * (size / 500) ** 2)
+    for shape in S.SHAPES:
+        _, plain = equal_area_mask(shape, size)
+        span, mask = equal_area_mask(shape, size, centred=True)
+        a, b = np.asarray(plain) > 0, np.asarray(mask) > 0
+        assert a.sum() == b.sum() == target, shape
+        ys, xs = np.nonzero(b)
+        assert xs.sum() == span * len(xs) and ys.sum() == span * len(ys), shape
+        assert (a != b).sum() <= 0.12 * target, (shape, (a != b).sum())  # at most 6% of its pixels moved
+        for row, col in ((0, 0), (3, 4)):
+            img = np.asarray(S.render(scene((shape, "red", row, col)), size=size, equal_area=True, centred=True))
+            ys, xs = np.nonzero((img != 255).any(axis=2))
+            assert (xs.mean(), ys.mean()) == S.cell_centre(row, col, size), shape
+    off = [abs(np.nonzero(np.asarray(equal_area_mask(s, 500)[1]) > 0)[0].mean() - 40) for s in S.SHAPES]
+    assert max(off) > 0.2  # without centring the triangle's and the star's centroids lie 0.2 px off
+    with pytest.raises(ValueError, match="equal_area"):
+        S.render(scene(("circle", "red", 0, 0)), centred=True)

@@ -19,7 +19,7 @@ from helpers_data import jpeg_bytes
 import vlprobe
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.errors import ArgumentError, DatasetError
-from vlprobe.evaluation.text_only import columns, text_gold
+from vlprobe.evaluation.text_only import pairs, text_gold
 from vlprobe.scorers.base import DualScorer
 
 SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annotation files
@@ -91,10 +91,13 @@ def run(scorer, ds=None, spec=SPEC, **kw):
 
 
 def test_the_matrix_layout_is_generic() -> None:
-    assert text_gold(2, 1).tolist() == [[True, False], [True, False]]
-    assert columns(2, 3) == [[1, 2], [0, 2]]  # P1: [P2, neg]; P2: [P1, neg]
-    assert text_gold(3, 2).tolist() == [[True, True, False, False]] * 3  # BLA-like: 3 true, 2 false
-    assert columns(3, 5) == [[1, 2, 3, 4], [0, 2, 3, 4], [0, 1, 3, 4]]
+    # one row, one cell per pair of texts compared: each similarity once (issue 49: with cos(P1, P2) in two
+    # rows, chance and ties="half" treated one number as two)
+    assert text_gold(2, 1).tolist() == [[True, False, False]]
+    assert pairs(2, 3) == [(0, 1), (0, 2), (1, 2)]  # [cos(P1, P2), cos(P1, neg), cos(P2, neg)]
+    assert text_gold(2, 2).tolist() == [[True, False, False, False, False]]  # BLA: 2 true, 2 false
+    assert text_gold(3, 2).tolist() == [[True] * 3 + [False] * 6]
+    assert pairs(3, 5) == [(0, 1), (0, 2), (1, 2), (0, 3), (0, 4), (1, 3), (1, 4), (2, 3), (2, 4)]
 
 
 def test_hand_worked_tot_equals_the_authors_criterion() -> None:
@@ -113,15 +116,17 @@ def test_hand_worked_tot_equals_the_authors_criterion() -> None:
            ("p1", "neg tie"): 0.6, ("p2 mid", "neg tie"): -0.28}
     for item, s, case in zip(split.items, split.scores, CASES):
         _, p1, p2, neg = case
-        assert item.texts == (p1, p2, neg) and item.gold.tolist() == [[True, False], [True, False]]
-        # rows [P1, P2]; columns [the other positive, the negative]
-        np.testing.assert_allclose(s, [[cos[p1, p2], cos[p1, neg]], [cos[p1, p2], cos[p2, neg]]], atol=1e-6)
-        row_right = bool((s[:, 0] > s[:, 1]).all())
+        assert item.texts == (p1, p2, neg) and item.gold.tolist() == [[True, False, False]]
+        # one row: [cos(P1, P2), cos(P1, neg), cos(P2, neg)]
+        np.testing.assert_allclose(s, [[cos[p1, p2], cos[p1, neg], cos[p2, neg]]], atol=1e-6)
+        row_right = bool((s[0, 0] > s[0, 1:]).all())
         assert row_right == authors_tot(*(VECTORS[t] for t in case[1:])), case[0]
     assert m["per_tag"]["case=right"]["text"] == 1.0 and m["per_tag"]["case=tie"]["text"] == 0.0
     # Only the tie changes with the tie policy: lenient counts it right, half as half.
     assert run(scorer, ties="lenient").splits[0].metrics["text"] == 0.5
     assert run(scorer, ties="half").splits[0].metrics["text"] == 0.375
+    # TOT's chance is the rule's: cos(P1, P2) the largest of three cosines, 1/3
+    assert m["chance"]["text"] == pytest.approx(1 / 3)
     # The summary of a text-only run: text is the headline of any benchmark.
     assert res.summary["hand"]["headline"] == ["text"]
 

@@ -10,6 +10,7 @@ from .base import (  # noqa: F401
     TIE_POLICIES,
     Benchmark,
     BenchmarkError,
+    ClampedAtZero,
     Framing,
     Group,
     PaperTable,

@@ -47,6 +47,29 @@ class TieRule:
 
 
 @dataclass(frozen=True)
+class ClampedAtZero:
+    """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script: ``2.5 * max(cos, 0)``, ranked
+    with ``torch.topk``). Where a run's scores are such cosines (times a positive scale: the scorer ``families``)
+    and some are negative (the metric's ``scores["n_negative"]``), two or more of an item's texts can tie at 0
+    in the authors' ranking, which then follows topk's order: their figures can differ from the run's."""
+
+    families: tuple[str, ...]  # the scorer families whose scores are exp(logit_scale) * cosine
+    rule: str  # what their code does, cited
+
+    def departure(self, metrics: Mapping[str, object], family: str | None = None) -> dict | None:
+        """The departure a summary shows for a result ``metrics`` (the metric's output) of a run whose scorer is
+        of ``family`` (None: not known), or None where no score is negative or the family's scores are not
+        cosines: ``{"setting": "scores", "run", "authors", "note"}``, as the summary's other departures."""
+        n = int((metrics.get("scores") or {}).get("n_negative") or 0)  # type: ignore[union-attr]
+        if not n or (family is not None and family not in self.families):
+            return None
+        items = metrics.get("n_items")
+        return {"setting": "scores", "run": f"{n} of {items} items with a negative score", "authors": "max(cos, 0)",
+                "note": f"{n} of {items} items have a negative score (for a CLIP model, a negative cosine); {self.rule}: "
+                        f"their figures can differ from these where an item has two or more"}
+
+
+@dataclass(frozen=True)
 class Group:
     """An aggregate row: the unweighted mean of ``members``, as the paper aggregates them. A member is a
     config, or a group declared before this one (a mean of means: VL-CheckList's per-file -> per-source
@@ -150,7 +173,8 @@ class Benchmark:
     then each :class:`Group`'s mean. Each row shows the ``headline`` metrics it has (by ``framings``
     where the item shape decides them), the ones in ``probability_only`` only when the run has match
     probabilities. ``tie_rule``, ``modalities`` and ``text_only`` say what the authors' own setting is,
-    so that a run that departs from it is flagged.
+    so that a run that departs from it is flagged; ``clamped``, where the authors' code clamps negative cosines,
+    gives the departure of a result with negative scores (:meth:`ClampedAtZero.departure`).
     """
 
     name: str  # the registry key, recorded in each dataset folder's vlprobe.yaml
@@ -172,6 +196,7 @@ class Benchmark:
     paper_configs: Mapping[str, str] = field(default_factory=dict)  # a dataset's config -> the paper table's name
     metric_names: Mapping[str, str] = field(default_factory=dict)  # vlprobe's metric -> the paper's name (CREPE's R@1)
     tie_rule: TieRule | None = None
+    clamped: ClampedAtZero | None = None  # the authors' code clamps negative cosines (BLA's CLIP script)
     modalities: tuple[str, ...] = ("image",)  # the settings the paper scores (TraVLR: image, caption, both)
     text_only: TextOnly | None = None
     caveat_tags: tuple[tuple[tuple[str, ...], str], ...] = ()  # (tags, note): said when a result has such a tag

@@ -1,7 +1,7 @@
 """BLA (Chen, Fernandez, Pezzelle, EMNLP 2023): 1 image x [true1, true2, false1, false2] for three
 constructions (active-passive, coordination, relative clause); the 2023 release, and its fine-tuning splits."""
 
-from .base import Benchmark, PaperTable, TieRule, Upstream, UpstreamFile
+from .base import Benchmark, ClampedAtZero, PaperTable, TieRule, Upstream, UpstreamFile
 
 TASKS = ("active_passive", "coordination", "relative_clause")
 # Caption sets in the released files (EMNLP 2023); the thesis' Table 6.3 used 613 / 800 / 789.
@@ -62,7 +62,13 @@ BENCHMARK = Benchmark(
     configs=TASKS, config_tag="task", config_noun="task",
     tie_rule=TieRule("strict", "the authors' code breaks ties by sort order: volta's argsort gives a tied false "
                                "sentence the better rank, so a tie counts against the model (strict); their CLIP "
-                               "code's topk leaves the order undefined (--ties half: random tie-breaks)"),
+                               "code ranks with torch.topk, whose order among tied values on the CPU is neither the "
+                               "index order nor always against the model (tests/test_metric.py: [0, 0, 0, 0] gives "
+                               "2, 3, 0, 1; [0.3, 0, 0, 0] gives 0, 2, 3, 1); ties there come from its clamp (below)"),
+    # evaluation_models/clip/utils.py rank_captions: clip_score = 2.5 * torch.max(similarity, 0), ranked with topk
+    clamped=ClampedAtZero(("dual",), "the authors' CLIP script (evaluation_models/clip/utils.py) ranks "
+                                     "2.5 * max(cos, 0) with torch.topk, so negative cosines tie at 0 there, in "
+                                     "topk's order"),
     paper_tables=(PaperTable("Thesis Table 6.3"), PaperTable("Thesis Table 6.2")),
     paper_note=("BLA (Chen, MSc thesis 2022), Table 6.3 (models) and Table 6.2 (human experts, on a small subset). "
                 "Measured on the thesis version of the data (613 / 800 / 789 caption sets), not on the 2023 release "

@@ -144,7 +144,7 @@ def build(args: argparse.Namespace) -> Path:
         for config in configs:
             items = gen.generate(config, n, seed=args.seed)
             scenes = [sc for item in items for sc in (item.scene_0, item.scene_1)]
-            pngs = meter.render(scenes, workers=args.workers)
+            pngs = meter.render(scenes, workers=args.workers, **gen.RENDER_OPTIONS)
             rows = []
             for i, item in enumerate(items):
                 row = gen.to_row(item, i)

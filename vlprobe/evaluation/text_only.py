@@ -1,21 +1,23 @@
 """Text-only scoring, ``--modality text`` (``evaluate(modality="text")``): no image is looked at; an item's
 texts are compared with each other by the model's text tower.
 
-An item's *true* texts are those gold for some image; its *false* texts, those gold for none. Each true
-text becomes an anchor, a row; its columns are the item's OTHER true texts (gold), in order, then its false
-texts (non-gold), in order; each cell is the similarity of the two texts
-(:meth:`vlprobe.scorers.base.DualScorer.text_similarity`: the cosine of the L2-normalised text embeddings).
-With ``t`` true and ``f`` false texts the matrix is ``t x (t - 1 + f)``, gold its first ``t - 1`` columns.
-The metric's ``text`` score (every row: every gold cell above every non-gold cell) is then right for an item
-when every true text is closer to each other true text than to any false one.
+An item's *true* texts are those gold for some image; its *false* texts, those gold for none. The item
+becomes one row of similarities (:meth:`vlprobe.scorers.base.DualScorer.text_similarity`: the cosine of
+the L2-normalised text embeddings), one cell per pair of texts it compares: each pair of true texts (gold),
+in order, then each (true text, false text) pair (non-gold), in order. With ``t`` true and ``f`` false texts
+the matrix is ``1 x (t(t-1)/2 + t f)``, gold its first ``t(t-1)/2`` cells. The metric's ``text`` score
+(every gold cell above every non-gold cell) is then right for an item when its true texts are closer to
+each other than any true text is to a false one. Each similarity is one cell, so a metric's chance level
+(every order of the cells equally likely) is the rule's: 1/3 for SugarCREPE++'s TOT, the largest of three
+cosines.
 
-SugarCREPE++ (1 image x [P1, P2, neg], gold ``[[1, 1, 0]]``): rows [P1, P2], columns [the other positive,
-neg], gold ``[[1, 0], [1, 0]]``; ``text`` = ``cos(P1, P2) > cos(P1, neg) and cos(P1, P2) > cos(P2, neg)``,
-the authors' TOT (VLMs/test_*.py), a tie wrong under the strict tie policy.
+SugarCREPE++ (1 image x [P1, P2, neg], gold ``[[1, 1, 0]]``): ``[[cos(P1, P2), cos(P1, neg), cos(P2, neg)]]``,
+gold ``[[1, 0, 0]]``; ``text`` = ``cos(P1, P2) > cos(P1, neg) and cos(P1, P2) > cos(P2, neg)``, the authors'
+TOT (VLMs/test_*.py), a tie wrong under the strict tie policy.
 
 An item needs two or more true texts and at least one false text; any other is refused (SugarCREPE's and
 VALSE's one caption against its foil has no second true text to compare with). A scored item keeps its texts
-as the true ones (the rows, in order) followed by the false ones.
+as the true ones, in order, followed by the false ones.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from ..items import ItemError
 
 @dataclass(frozen=True, eq=False)
 class TextOnlyItem:
-    """An item as the text-only modality scores it: ``texts`` = its true texts (the rows, in order) then
-    its false texts; ``gold`` the ``t x (t - 1 + f)`` matrix of the module doc."""
+    """An item as the text-only modality scores it: ``texts`` = its true texts, in order, then its false
+    texts; ``gold`` the ``1 x (t(t-1)/2 + t f)`` matrix of the module doc."""
 
     id: str
     texts: tuple[str, ...]
@@ -47,9 +49,11 @@ class TextOnlyItem:
 
 
 def text_gold(n_true: int, n_false: int) -> np.ndarray:
-    """The text-only gold matrix: ``n_true`` rows, the first ``n_true - 1`` columns gold."""
-    gold = np.zeros((n_true, n_true - 1 + n_false), dtype=bool)
-    gold[:, : n_true - 1] = True
+    """The text-only gold matrix: one row, its first ``n_true (n_true - 1) / 2`` cells (the pairs of true
+    texts) gold, then ``n_true * n_false`` cells (the true-false pairs) not."""
+    together = n_true * (n_true - 1) // 2
+    gold = np.zeros((1, together + n_true * n_false), dtype=bool)
+    gold[0, :together] = True
     gold.setflags(write=False)
     return gold
 
@@ -69,16 +73,17 @@ def text_only(item: Any) -> TextOnlyItem:
                         tags=tuple(item.tags), config=getattr(item, "config", ""))
 
 
-def columns(n_true: int, n: int) -> list[list[int]]:
-    """Per row (true text ``i`` of ``n`` texts, the first ``n_true`` true), the texts its columns hold."""
-    return [[j for j in range(n_true) if j != i] + list(range(n_true, n)) for i in range(n_true)]
+def pairs(n_true: int, n: int) -> list[tuple[int, int]]:
+    """The pairs of texts (of ``n``, the first ``n_true`` true) the row's cells hold, in order: each pair of
+    true texts, then each true text with each false one."""
+    true, false = range(n_true), range(n_true, n)
+    return [(i, j) for i in true for j in true if i < j] + [(i, j) for i in true for j in false]
 
 
 def item_matrix(similarity: np.ndarray, n_true: int) -> np.ndarray:
-    """The ``t x (t - 1 + f)`` score matrix from the item's ``n x n`` text-text similarities."""
+    """The ``1 x (t(t-1)/2 + t f)`` score matrix from the item's ``n x n`` text-text similarities."""
     sim = np.asarray(similarity)
-    cols = columns(n_true, sim.shape[0])
-    return np.stack([sim[i, c] for i, c in enumerate(cols)]).astype(np.float32, copy=False)
+    return np.array([[sim[i, j] for i, j in pairs(n_true, sim.shape[0])]]).astype(np.float32, copy=False)
 
 
 @dataclass

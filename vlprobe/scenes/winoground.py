@@ -5,17 +5,32 @@ same words in a different order, each caption true of exactly one image (checked
 ==================  ======================================================  ==========================
 config              captions                                                the two images
 ==================  ======================================================  ==========================
-``spatial_swap``    "the red circle is to the left of the blue square" /    the two objects swap cells
-                    "the blue square is to the left of the red circle"
+``spatial_swap``    "the red circle is to the left of the blue circle" /    the two objects (one shape,
+                    "the blue circle is to the left of the red circle"      two colours) swap cells
 ``attribute_swap``  "a red circle and a blue square" /                      the two objects swap colours
                     "a blue circle and a red square"
 ``count_swap``      "two circles and three squares" /                       the two shapes swap counts
-                    "three circles and two squares"                         (same cells, same colours)
+                    "three circles and two squares"                         (same cells, one colour)
 ==================  ======================================================  ==========================
 
 Everything else (distractor objects of other types, 0-3 of them) is identical in both images, so
 the two images differ only by the swap. Counts are 2..5 so that both captions use the same
 (plural) words; the relations are left of / right of / above / below.
+
+No image statistic tells the two images of an item apart unless it reads what the captions say
+(issue 49; ``tests/test_winoground_style_shortcuts.py`` measures it). Images are rendered with
+:data:`RENDER_OPTIONS`: every shape covers the same 1,200 pixels with its pixel centroid exactly on
+its cell's centre, so ink, pixels per colour, object areas and the centroid of the ink are the same
+in both images. Beyond that, each instrument keeps every statistic that is blind to what its words
+bind identical:
+
+* ``spatial_swap``: the two objects have one shape, so the ink (every pixel's being inked, whatever
+  its colour) is the same in both images; only where each colour is differs, which is the relation;
+* ``attribute_swap``: the shapes stay in their cells, so the ink is the same; only which colour each
+  shape has differs, which is the binding (the cells are drawn independently of the shapes);
+* ``count_swap``: every counted object has one colour and the cells whose shape changes lie strictly
+  inside the counted objects' rows and columns, so the bounding box of the ink (and of each colour)
+  is the same; only the shapes of those objects differ, which is the count.
 """
 
 from __future__ import annotations
@@ -29,6 +44,8 @@ from .model import COLOURS, SHAPES, Scene, SceneObject, place
 from .statements import And, Count, Exists, Spatial, Statement, truth
 
 CONFIGS = ("spatial_swap", "attribute_swap", "count_swap")
+# How the builder renders (vlprobe.scenes.render): equal areas and centred shapes (see the module's doc).
+RENDER_OPTIONS: dict[str, Any] = {"equal_area": True, "centred": True}
 SIZES = {"tiny": 8, "default": 400, "paper": 400}  # Winoground itself has 400 items
 
 # (tag, secondary_tag, num_main_preds, collapsed_tag) in Winoground's vocabulary: a swap of two noun
@@ -80,7 +97,8 @@ def _distractors(rng: random.Random, exclude_types: set, taken: list[tuple[int, 
 
 
 def _spatial_swap(rng: random.Random) -> WinoItem:
-    a, b = rng.sample(TYPES, 2)
+    shape = rng.choice(SHAPES)
+    a, b = ((c, shape) for c in rng.sample(COLOURS, 2))  # one shape: the ink is the same in both images
     relation = rng.choice(("left", "right", "above", "below"))
     while True:
         p, q = rng.sample([(r, c) for r in range(6) for c in range(6)], 2)
@@ -110,16 +128,30 @@ def _attribute_swap(rng: random.Random) -> WinoItem:
     )
 
 
+def _inside(cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The cells strictly inside the rows and the columns ``cells`` span (their bounding box's edges
+    are drawn by the others)."""
+    rows, cols = [r for r, _ in cells], [c for _, c in cells]
+    return [(r, c) for r, c in cells if min(rows) < r < max(rows) and min(cols) < c < max(cols)]
+
+
 def _count_swap(rng: random.Random) -> WinoItem:
     s1, s2 = rng.sample(SHAPES, 2)
     a, b = rng.sample(COUNTS, 2)
-    cells = rng.sample([(r, c) for r in range(6) for c in range(6)], a + b)
-    colours = [rng.choice(COLOURS) for _ in cells]
+    changed = abs(a - b)  # the objects whose shape differs between the images
+    while True:  # those lie inside: shapes' extents differ, so one on an edge would move the bounding box
+        cells = rng.sample([(r, c) for r in range(6) for c in range(6)], a + b)
+        inside = _inside(cells)
+        if len(inside) >= changed:
+            break
+    swapped = set(rng.sample(inside, changed))
+    rest = [cell for cell in cells if cell not in swapped]  # min(a, b) of each shape, in both images
+    fixed = dict(zip(rest, [s1] * min(a, b) + [s2] * min(a, b)))
+    in_0, in_1 = (s1, s2) if a > b else (s2, s1)  # the swapped cells' shape: image 0 has a of s1, b of s2
+    colour = rng.choice(COLOURS)  # one colour: each colour's pixels have the bounding box of the ink
     others = _distractors(rng, set(), cells, exclude_shapes=(s1, s2))
-    shapes_0 = [s1] * a + [s2] * b
-    shapes_1 = [s1] * b + [s2] * a
-    scene_0 = Scene(tuple(SceneObject(s, c, *cell) for s, c, cell in zip(shapes_0, colours, cells)) + tuple(others))
-    scene_1 = Scene(tuple(SceneObject(s, c, *cell) for s, c, cell in zip(shapes_1, colours, cells)) + tuple(others))
+    scene_0, scene_1 = (Scene(tuple(SceneObject(fixed.get(cell, shape), colour, *cell) for cell in cells) + tuple(others))
+                        for shape in (in_0, in_1))
     return WinoItem(
         "count_swap", scene_0, scene_1,
         And((Count(a, s1), Count(b, s2))), And((Count(b, s1), Count(a, s2))),

@@ -22,7 +22,8 @@ atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
 # cache_dir out must not write into the real home, nor read an earlier session's scores.
 os.environ["VLPROBE_CACHE"] = _SCORE_CACHE = tempfile.mkdtemp(prefix="vlprobe-tests-cache-")
 atexit.register(shutil.rmtree, _SCORE_CACHE, ignore_errors=True)
-# `import vlprobe` registers the metric in evaluate's module cache ($HF_MODULES_CACHE): not the real home's.
+# evaluate copies a metric it loads (and vlprobe.register_metric() puts one) into its module cache
+# ($HF_MODULES_CACHE): not the real home's.
 os.environ["HF_MODULES_CACHE"] = _MODULES_CACHE = tempfile.mkdtemp(prefix="vlprobe-tests-modules-")
 atexit.register(shutil.rmtree, _MODULES_CACHE, ignore_errors=True)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

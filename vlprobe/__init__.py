@@ -57,6 +57,8 @@ _EXPORTS = {
     "Item": "items", "ItemError": "items",
     "ProbeResult": "probing", "probe": "probing",
     "ItemSpec": "spec", "SpecError": "spec", "find_spec": "spec",
+    # evaluate.load("valse_metric") by its bare name, offline: registered on request, never at import
+    "register_metric": "metric_registry",
 }
 # Submodules users reach as attributes after a plain `import vlprobe` (`vlprobe.metric.load()`), imported then.
 _SUBMODULES = ("metric",)
@@ -79,17 +81,11 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
 
 
-# evaluate.load("valse_metric") offline wherever vlprobe is installed: the shipped metric is put in evaluate's
-# module cache (a few stat calls when it is there already; see metric_registry.py).
-from .metric_registry import register_on_import  # noqa: E402
-
-register_on_import()
-del register_on_import
-
 
 if TYPE_CHECKING:  # for type checkers and editors
     from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
     from .evaluation import Evaluation, evaluate, score  # noqa: F401
     from .items import Item, ItemError  # noqa: F401
+    from .metric_registry import register_metric  # noqa: F401
     from .probing import ProbeResult, probe  # noqa: F401
     from .spec import ItemSpec, SpecError, find_spec  # noqa: F401

@@ -45,6 +45,8 @@ def _run(module):
         if getattr(args, "dry_run", False):  # the paper builders' --dry-run: nothing built, the image list written
             if str(out) != "-":
                 print(f"dry run, nothing built; the image files needed are listed in {out}")
+        elif getattr(args, "up_to_date", None):  # built before from the same inputs (vlprobe.builders.unchanged)
+            print(args.up_to_date)
         else:
             print(f"built {out}")
         return 0

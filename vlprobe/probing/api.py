@@ -9,7 +9,6 @@ import warnings
 from typing import Any
 
 from ..defaults import BATCH_SIZE
-from ..errors import DatasetError
 from ..evaluation.scoring import quiet_progress
 from ..feature_store import FeatureStore
 from ..names import find_dataset, find_model
@@ -25,7 +24,6 @@ from .protocol import run_probes
 from .result import ProbeResult
 from .settings import (
     _NONE,
-    DEFAULT_DATASET,
     L2_GRID,
     MODALITIES,
     OPTIONS,
@@ -79,14 +77,9 @@ def probe(given: dict[str, Any], *, processor: Any = None, dataset: Any = _NONE)
     check_processor(processor, given.get("model"))
     s = ProbeSettings(**given)
     run = Run(s, own=PROBE_RUN_FILE, command=command_line)
-    try:  # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
-        run.check_names([s.datasets])
-    except DatasetError as err:
-        if s.datasets != DEFAULT_DATASET:
-            raise
-        raise DatasetError(f"dataset {s.datasets!r} (the default) is not a folder here and cannot be read from the Hub; "
-                           f"build it with `vlprobe build travlr` (or run from the checkout that holds it, set "
-                           f"VLPROBE_ROOT, or pass --dataset DIR) ({err})") from None
+    # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate (the default,
+    # travlr, unbuilt: "run `vlprobe build travlr`", vlprobe.names.check_dataset)
+    run.check_names([s.datasets])
     s = run.finish_checks()
     from ..dataset_folder import progress_bars_off
 

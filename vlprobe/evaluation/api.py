@@ -108,7 +108,7 @@ def evaluate(given: dict[str, Any], *, processor: Any = None, root: str | os.Pat
     if not main:
         return Evaluation(scored, provenance, None, main_process=False)
     for split in scored:
-        _measure(split, s)
+        _measure(split, s, sees_images=getattr(scorer, "uses_images", True))
     result = Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
     if s.out is not None:
         result.save(s.out)

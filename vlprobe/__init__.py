@@ -37,6 +37,8 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   model, the cache, workers, the engine, provenance), shared by ``evaluate`` and ``probe``;
 * ``names.py``: what a dataset or model name stands for, the same in every command and the API
   (``travlr`` after ``vlprobe build travlr``, ``mini-clip``), and the closest known name for a typo;
+* ``plugins.py``: benchmarks, builders and scorer families from outside vlprobe (a package's entry points
+  ``vlprobe.benchmarks`` / ``vlprobe.scorers``, or a folder in ``VLPROBE_INCLUDE_PATH``);
 * ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
   default model) are, in a clone and when installed, and where every cache lives (one rule:
   ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``);

@@ -81,9 +81,10 @@ def test_a_folder_of_modules_adds_a_benchmark_a_builder_and_a_family(tmp_path, p
     assert families()["cosine"].description == "any dual encoder, scored by the plain cosine of its embeddings"
 
 
-def test_a_plugin_that_fails_or_clashes_is_one_line_naming_it(tmp_path, plugins_reset, monkeypatch):
+def test_a_plugin_that_fails_or_clashes_is_one_line_naming_it(tmp_path, plugins_reset, monkeypatch, capsys):
     from vlprobe import plugins
     from vlprobe.benchmarks import benchmarks
+    from vlprobe.cli import main
 
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -93,6 +94,14 @@ def test_a_plugin_that_fails_or_clashes_is_one_line_naming_it(tmp_path, plugins_
                                                   r"ModuleNotFoundError: No module named 'no_such_module_here'$"):
         plugins.include_path(broken)
     plugins._FOLDERS.clear()
+    plugins._LOADED.clear()
+    monkeypatch.setenv(plugins.INCLUDE_VAR, str(broken))  # the command line: one line, no traceback
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err.startswith("vlprobe list: error: plugin ")
+    with pytest.raises(SystemExit) as stop:
+        main(["build", "travlr", "--help"])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("vlprobe build: error: plugin ")
     plugins._LOADED.clear()
     clash = tmp_path / "clash"
     clash.mkdir()

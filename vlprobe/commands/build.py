@@ -8,11 +8,19 @@ HELP = "build a dataset folder (parquet with embedded images + card YAML)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    import sys
+
     from ..builders import builders
+    from ..errors import VlprobeError
 
     parser = sub.add_parser("build", help=HELP)
     inner = parser.add_subparsers(dest="dataset", metavar="DATASET", required=True)
-    for name, module in sorted(builders().items()):
+    try:
+        found = builders()
+    except VlprobeError as err:  # a plugin's builder that cannot be loaded (vlprobe.plugins): one line, as run() says
+        print(f"vlprobe build: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for name, module in sorted(found.items()):
         p = inner.add_parser(name, help=getattr(module, "HELP", ""), description=getattr(module, "HELP", ""))
         module.add_arguments(p)
         p.set_defaults(func=_run(module))

@@ -6,7 +6,9 @@ import atexit
 import os
 import shutil
 import tempfile
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,12 +24,81 @@ atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
 # cache_dir out must not write into the real home, nor read an earlier session's scores.
 os.environ["VLPROBE_CACHE"] = _SCORE_CACHE = tempfile.mkdtemp(prefix="vlprobe-tests-cache-")
 atexit.register(shutil.rmtree, _SCORE_CACHE, ignore_errors=True)
-# `import vlprobe` registers the metric in evaluate's module cache ($HF_MODULES_CACHE): not the real home's.
+# evaluate copies a metric it loads (and vlprobe.register_metric() puts one) into its module cache
+# ($HF_MODULES_CACHE): not the real home's.
 os.environ["HF_MODULES_CACHE"] = _MODULES_CACHE = tempfile.mkdtemp(prefix="vlprobe-tests-modules-")
 atexit.register(shutil.rmtree, _MODULES_CACHE, ignore_errors=True)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+# ---- a failure is always named ----------------------------------------------------------------------------------
+# pytest-timeout raises its Timeout from a signal handler, which runs between any two bytecodes: where the
+# interpreter has no line number for the instruction (cleanup code, some calls), the traceback entry's tb_lineno is
+# None and pytest's traceback formatter fails on it (TypeError: None - 1), an INTERNALERROR that takes the xdist
+# worker down and leaves the test unnamed. Each such entry gets its function's first line before pytest reads the
+# traceback, so the timeout is reported as a failure of its test (tests/test_timeouts.py reproduces it).
+
+def _with_line_numbers(tb: Any) -> Any:
+    """``tb`` rebuilt with every entry's line number set (None where none was missing)."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    if all(e.tb_lineno is not None for e in entries):
+        return None
+    rebuilt = None
+    for e in reversed(entries):
+        line = e.tb_lineno if e.tb_lineno is not None else e.tb_frame.f_code.co_firstlineno
+        rebuilt = types.TracebackType(rebuilt, e.tb_frame, e.tb_lasti, line)
+    return rebuilt
+
+
+def repair_line_numbers(exc: BaseException | None, seen: set | None = None) -> bool:
+    """Give every traceback entry of ``exc`` and of the exceptions chained to it a line number; True if any lacked
+    one."""
+    seen = set() if seen is None else seen
+    changed = False
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        fixed = _with_line_numbers(exc.__traceback__)
+        if fixed is not None:
+            exc.__traceback__ = fixed
+            changed = True
+        if exc.__cause__ is not None:
+            changed |= repair_line_numbers(exc.__cause__, seen)
+        exc = exc.__context__
+    return changed
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    if call.excinfo is not None and repair_line_numbers(call.excinfo.value):
+        call.excinfo = pytest.ExceptionInfo.from_exception(call.excinfo.value)
+    yield
+
+
+# `pytest -q` (make test) shows a failure as one letter until the summary at the end: a run stopped before its end
+# (Ctrl-C, a CI limit) named none. Each failure or error is also named on a line of its own as it happens.
+_CONFIG: list = []
+
+
+def pytest_configure(config):
+    _CONFIG[:] = [config]
+
+
+def pytest_runtest_logreport(report):
+    config = _CONFIG[0] if _CONFIG else None
+    if not report.failed or config is None or hasattr(config, "workerinput") or config.option.verbose > 0:
+        return  # an xdist worker's report is named by the controller; -v names every test already
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    crash = getattr(report.longrepr, "reprcrash", None)
+    why = str(getattr(crash, "message", "") or "").strip().splitlines()
+    kind = "FAILED" if report.when == "call" else f"ERROR at {report.when} of"
+    reporter.write_line(f"\n{kind} {report.nodeid}" + (f" - {why[0][:200]}" if why else ""))
 # The real VALSE/BLA annotation files live outside the repository (never committed).
 SHARED_DATA = Path(os.environ.get("VLPROBE_SHARED_DATA", REPO.parent / "shared" / "data"))
 

@@ -15,14 +15,16 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from helpers_data import source_tree
 
-pytestmark = pytest.mark.slow
+# Each test here has this budget, the module fixture's install and builds included in the first: several times the
+# slowest one's 174 s at load ~20 (docs/development.md)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess:
@@ -58,14 +60,30 @@ def test_the_build_warns_of_no_ignored_package(wheel_build):
     assert "would be ignored" not in log and "absent from setuptools' `packages` configuration" not in log
 
 
+def _dependency_paths() -> list[str]:
+    """The folders this interpreter imports installed packages from: its site-packages and what their .pth files
+    add (a venv whose packages come from another's, as a worktree's may), less the standard library and the
+    checkout."""
+    stdlib = Path(os.__file__).resolve().parent  # the base interpreter's, also in a venv
+    repo = Path(__file__).resolve().parents[1]
+    out = []
+    for entry in sys.path:
+        path = Path(entry).resolve() if entry else None
+        if path is None or not path.is_dir() or path == stdlib or (path.parent == stdlib and path.name != "site-packages"):
+            continue
+        if path.name not in ("site-packages", "dist-packages") and (path == repo or repo in path.parents):
+            continue  # the checkout, its tests/: never where the installed vlprobe is imported from
+        out.append(str(path))
+    return list(dict.fromkeys(out))
+
+
 def _fresh_venv(where: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
     python = where / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True, env={"PATH": os.environ.get("PATH", "")}
                              ).stdout.strip()
-    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (Path(purelib) / "vlprobe_test_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
+    (Path(purelib) / "vlprobe_test_deps.pth").write_text("\n".join(_dependency_paths()) + "\n")
     return python
 
 
@@ -96,71 +114,122 @@ def test_the_wheel_carries_the_metric_the_spaces_and_the_model(wheel, repo_root)
                 "vlprobe_train/templates/mini_clip_card.md"} <= set(names)
 
 
-def _run(args: list, cwd: Path, env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
+def _run(args: list, cwd: Path, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
     proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     return proc
 
 
-def test_an_installed_vlprobe_stands_alone_offline(wheel, tmp_path):
-    python = _fresh_venv(tmp_path / "venv")
+@dataclass(frozen=True)
+class Installed:
+    """The wheel installed into a fresh venv, with the tiny synthetic instruments built from an empty folder."""
+
+    home: Path  # the venv (venv/), the user's caches (cache/)
+    python: Path
+    vlprobe: Path
+    env: dict
+    package: Path  # the installed vlprobe/ folder
+    datasets: Path  # where `vlprobe build` wrote outside a clone
+    imported: list  # what `import vlprobe` said: its file, the metric file, the shipped model
+    built: str  # what `vlprobe build winoground_style` printed
+
+
+# The install and the two tiny builds are done once for the tests below (each runs its commands in an empty folder
+# of its own); a command that hangs fails its test at 600 s (the README snippet's at 1,000 s), naming the command.
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Installed:
+    home = tmp_path_factory.mktemp("installed")
+    python = _fresh_venv(home / "venv")
     proc = _pip("--python", str(python), "install", "-q", "--no-deps", str(wheel))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    vlprobe = tmp_path / "venv" / "bin" / "vlprobe"
-    work = tmp_path / "empty"
-    work.mkdir()
-    env = _env(tmp_path)
-    where = _run([python, "-c", "import vlprobe, vlprobe.metric as m, vlprobe.locations as l; "
-                  "print(vlprobe.__file__); print(m.METRIC_FILE); print(l.shipped_model())"], work, env).stdout.split()
-    installed = Path(where[0]).parent
-    assert installed.is_relative_to(tmp_path / "venv")
-    assert Path(where[1]) == installed / "_bundled" / "metric" / "valse_metric.py"
-    assert Path(where[2]) == installed / "_bundled" / "models" / "mini-clip"
-
-    datasets = tmp_path / "cache" / "datasets"
-    out = _run([vlprobe, "build", "winoground_style", "--size", "tiny"], work, env).stdout
-    assert f"built {datasets / 'winoground_style'}" in out
+    env = _env(home)
+    here = home / "empty"
+    here.mkdir()
+    imported = _run([python, "-c", "import vlprobe, vlprobe.metric as m, vlprobe.locations as l; "
+                     "print(vlprobe.__file__); print(m.METRIC_FILE); print(l.shipped_model())"], here, env).stdout.split()
+    vlprobe = home / "venv" / "bin" / "vlprobe"
+    built = _run([vlprobe, "build", "winoground_style", "--size", "tiny"], here, env).stdout
     # tiny, with the 500 training rows the README's Python snippet trains on
-    _run([vlprobe, "build", "travlr", "--size", "tiny", "--split-sizes", "train=500"], work, env)
-    assert (datasets / "travlr" / "vlprobe.yaml").is_file() and (datasets / "travlr" / "README.md").is_file()
+    _run([vlprobe, "build", "travlr", "--size", "tiny", "--split-sizes", "train=500"], here, env)
+    assert sorted(here.iterdir()) == []  # the builds wrote into the user's folder, not here
+    return Installed(home, python, vlprobe, env, Path(imported[0]).parent, home / "cache" / "datasets", imported, built)
 
-    # The catalogue, from an empty folder: what it can build, what is built and where, the families.
-    listed = _run([vlprobe, "list"], work, env).stdout
+
+@pytest.fixture
+def work(tmp_path) -> Path:
+    """An empty working folder; the test's commands write nothing there but runs/."""
+    here = tmp_path / "empty"
+    here.mkdir()
+    yield here
+    assert sorted(p.name for p in here.iterdir()) in ([], ["runs"])
+
+
+def test_the_installed_package_is_the_one_imported_and_builds_into_the_users_folder(installed):
+    assert installed.package.is_relative_to(installed.home / "venv")  # never the checkout
+    assert Path(installed.imported[1]) == installed.package / "_bundled" / "metric" / "valse_metric.py"
+    assert Path(installed.imported[2]) == installed.package / "_bundled" / "models" / "mini-clip"
+    assert f"built {installed.datasets / 'winoground_style'}" in installed.built
+    assert (installed.datasets / "travlr" / "vlprobe.yaml").is_file()
+    assert (installed.datasets / "travlr" / "README.md").is_file()
+
+
+def test_the_catalogue_from_an_empty_folder(installed, work):
+    """What it can build, what is built and where, the families."""
+    listed = _run([installed.vlprobe, "list"], work, installed.env).stdout
+    datasets = installed.datasets
     assert f"built: {datasets / 'travlr'}" in listed and f"built: {datasets / 'winoground_style'}" in listed
     assert "VisionTextDualEncoderModel" in listed and "bundled model: mini-clip" in listed
-    assert str(installed / "_bundled" / "models" / "mini-clip") in listed
-    # The names the docs use, from any folder.
-    _run([vlprobe, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--bootstrap", "0", "--out", "runs/named"],
-         work, env)
-    assert json.loads((work / "runs" / "named" / "results.json").read_text())["results"]
+    assert str(installed.package / "_bundled" / "models" / "mini-clip") in listed
 
-    _run([vlprobe, "evaluate"], work, env)
-    result = json.loads((work / "runs" / "default" / "results.json").read_text())
-    text = json.dumps(result)
-    assert str(datasets / "winoground_style") in text and str(installed / "_bundled" / "models" / "mini-clip") in text
-    _run([vlprobe, "probe", "--no-progress"], work, env)
+
+def test_evaluate_by_the_names_the_docs_use_and_with_no_arguments(installed, work):
+    _run([installed.vlprobe, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--bootstrap", "0",
+          "--out", "runs/named"], work, installed.env)
+    assert json.loads((work / "runs" / "named" / "results.json").read_text())["results"]
+    _run([installed.vlprobe, "evaluate"], work, installed.env)
+    text = (work / "runs" / "default" / "results.json").read_text()
+    assert str(installed.datasets / "winoground_style") in text
+    assert str(installed.package / "_bundled" / "models" / "mini-clip") in text
+
+
+def test_the_probe_finds_the_default_dataset_and_model(installed, work):
+    """No --dataset, no --model: the travlr build and the bundled model (one task, no CIs: the README snippet below
+    runs the whole protocol)."""
+    _run([installed.vlprobe, "probe", "--config", "spatiality", "--bootstrap", "0", "--no-progress"], work,
+         installed.env)
     assert (work / "runs" / "probe" / "results.json").is_file()
 
-    # The metric by its bare name, offline, with no register step: the vlprobe commands above registered it.
-    got = _run([python, "-c", "import evaluate; m = evaluate.load('valse_metric'); "
-                "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"], work, env)
+
+def test_the_metric_by_path_and_by_its_bare_name(installed, work):
+    """By path with nothing registered; by its bare name, offline, in a process that never imports vlprobe, once
+    registered (in an evaluate module cache of this test's own)."""
+    env = dict(installed.env, HF_MODULES_CACHE=str(work.parent / "modules"))
+    registered = work.parent / "modules" / "evaluate_modules" / "metrics" / "evaluate-metric--valse_metric"
+    compute = "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"
+    got = _run([installed.python, "-c", f"import vlprobe; m = vlprobe.metric.load(); {compute}; "
+                "assert not vlprobe.metric.metric_registry.registered_path().exists(); vlprobe.register_metric()"],
+               work, env)
+    assert got.stdout.split()[-1] == "1.0" and registered.is_dir()
+    got = _run([installed.python, "-c", f"import evaluate; m = evaluate.load('valse_metric'); {compute}"], work, env)
     assert got.stdout.split()[-1] == "1.0"
-    got = _run([python, "-c", "import vlprobe; m = vlprobe.metric.load(); "
-                "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"], work, env)
-    assert got.stdout.split()[-1] == "1.0"
-    # The README's Python snippet, as written.
+
+
+def test_the_readme_python_snippet_as_written(installed, work):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     snippet = readme[readme.index("## The Python API"):].split("```python\n", 1)[1].split("```", 1)[0]
-    _run([python, "-c", snippet], work, env)
+    _run([installed.python, "-c", snippet], work, installed.env, timeout=1000)
     assert (work / "runs" / "api" / "results.json").is_file()
 
-    # Publishing finds the shipped folders (dry run: checks them, uploads nothing).
-    metric_plan = _run([vlprobe, "publish", "metric", "--repo", "my-lab/valse_metric", "--dry-run"], work, env).stdout
-    assert str(installed / "_bundled" / "metric") in metric_plan and "nothing was uploaded" in metric_plan
-    space_plan = _run([vlprobe, "publish", "space", "--repo", "my-lab/demo", "--dry-run"], work, env).stdout
+
+def test_publishing_finds_the_shipped_folders(installed, work):
+    """A dry run: checks them, uploads nothing."""
+    metric_plan = _run([installed.vlprobe, "publish", "metric", "--repo", "my-lab/valse_metric", "--dry-run"], work,
+                       installed.env).stdout
+    assert str(installed.package / "_bundled" / "metric") in metric_plan and "nothing was uploaded" in metric_plan
+    space_plan = _run([installed.vlprobe, "publish", "space", "--repo", "my-lab/demo", "--dry-run"], work,
+                      installed.env).stdout
     assert "models/mini-clip/config.json" in space_plan and "vlprobe/_bundled/metric/valse_metric.py" in space_plan
     assert "vlprobe/_bundled/models" not in space_plan and "nothing was uploaded" in space_plan
-    assert sorted(p.name for p in work.iterdir()) == ["runs"]  # nothing else written in the working folder
 
 
 def test_an_editable_install_reads_the_clone(source, tmp_path):

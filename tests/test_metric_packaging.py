@@ -1,9 +1,9 @@
 """The metric has one committed file, metric/valse_metric.py: vlprobe imports it from there (or from
 the installed package's copy, made by the wheel build: tests/test_install.py), and
 `evaluate.load("valse_metric")` works by its bare name offline: from the repository root (the
-committed symlink valse_metric -> metric), and anywhere once vlprobe has been imported (which registers
-it in evaluate's module cache, writing nothing when it is there already) or `python -m vlprobe.metric
-register` has run. vlprobe.metric.load() reads the package's file by its path."""
+committed symlink valse_metric -> metric), and anywhere once registered (`vlprobe.register_metric()`,
+`python -m vlprobe.metric register`: the module in evaluate's module cache, nothing written when it is there
+already). `import vlprobe` writes nothing there. vlprobe.metric.load() reads the package's file by its path."""
 
 from __future__ import annotations
 
@@ -101,20 +101,23 @@ def _registered(modules: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_bare_name_loads_anywhere_once_vlprobe_was_imported_offline(tmp_path):
+def test_importing_vlprobe_writes_nothing_and_registering_makes_the_bare_name_load_anywhere_offline(tmp_path):
     elsewhere, modules = tmp_path / "elsewhere", tmp_path / "modules"
     elsewhere.mkdir()
-    before = _result(_run(_CHECK, elsewhere, modules))  # evaluate alone, vlprobe never imported here
+    assert _run("import vlprobe, vlprobe.metric", elsewhere, modules).returncode == 0
+    assert not modules.exists()  # import vlprobe wrote nothing into evaluate's cache
+    assert _run("import vlprobe; vlprobe.metric.load()", elsewhere, modules).returncode == 0
+    assert _registered(modules) == []  # loading by path is evaluate's own copy by path, not the bare name's
+    before = _result(_run(_CHECK, elsewhere, modules))  # not registered: evaluate cannot find it
     assert "error" in before and "valse_metric" in before["error"]
-    assert _run("import vlprobe", elsewhere, modules).returncode == 0
+    proc = _run("import vlprobe; print(vlprobe.register_metric())", elsewhere, modules)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     [registered] = _registered(modules)
-    assert registered.read_bytes() == metric.METRIC_FILE.read_bytes()
+    assert proc.stdout.split()[-1] == str(registered) and registered.read_bytes() == metric.METRIC_FILE.read_bytes()
     stamp = registered.stat().st_mtime_ns
-    after = _result(_run(_CHECK, elsewhere, modules))
+    after = _result(_run(_CHECK, elsewhere, modules))  # a process that never imports vlprobe
     assert after["acc_r"] == 0.5 and "evaluate-metric--valse_metric" in after["module"]
-    # Importing again, or registering explicitly, writes nothing new: the same one copy, untouched.
-    assert _run("import vlprobe", elsewhere, modules).returncode == 0
-    assert _registered(modules) == [registered] and registered.stat().st_mtime_ns == stamp
+    # Registering again writes nothing new: the same one copy, untouched.
     proc = _run(["-m", "vlprobe.metric", "register"], elsewhere, modules)
     assert proc.returncode == 0 and "registered valse_metric at" in proc.stdout
     assert _registered(modules) == [registered] and registered.stat().st_mtime_ns == stamp
@@ -137,17 +140,14 @@ def test_an_older_registered_copy_is_superseded_and_a_broken_one_repaired(tmp_pa
     assert mine.read_bytes() == metric.METRIC_FILE.read_bytes()
 
 
-def test_an_unwritable_cache_warns_with_the_fix_and_the_import_still_works(tmp_path, monkeypatch):
+def test_an_unwritable_cache_is_one_error_naming_the_fix(tmp_path, monkeypatch):
     from vlprobe import metric_registry
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
     monkeypatch.setenv("HF_MODULES_CACHE", str(blocker))
-    with pytest.warns(UserWarning, match=r"could not register valse_metric.*HF_MODULES_CACHE.*vlprobe\.metric\.load\(\)"):
-        metric_registry.register_on_import()
-    monkeypatch.setenv("VLPROBE_NO_METRIC_REGISTER", "1")
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        metric_registry.register_on_import()  # turned off: nothing tried, nothing said
+    with pytest.raises(OSError, match=r"^cannot register valse_metric in evaluate's module cache .*not-a-folder.*: set "
+                                      r"HF_MODULES_CACHE to a writable folder, or load the metric by path: "
+                                      r"vlprobe\.metric\.load\(\)$"):
+        metric_registry.register_metric()
+    assert metric.main(["register"]) == 1

@@ -160,3 +160,43 @@ def test_the_space_takes_mini_clip_too(tmp_path, monkeypatch):
     here = Settings(root=tmp_path)  # no models/ here: the package's copy
     assert here.resolve_model("mini-clip") == here.resolve_model("") == here.resolve_model("models/mini-clip")
     assert Path(here.resolve_model("mini-clip")).name == "mini-clip"
+
+
+# ---- names before any build: suggested from the catalogue, built or not ----------------------------------------
+
+@pytest.fixture
+def nothing_built(tmp_path) -> dict[str, Path]:
+    where = {"work": tmp_path / "work", "cache": tmp_path / "cache", "home": tmp_path / "home"}
+    for p in where.values():
+        p.mkdir()
+    return where
+
+
+@pytest.mark.parametrize("how", ["offline", "unreachable"])
+def test_a_benchmark_not_built_yet_says_run_vlprobe_build(nothing_built, how):
+    """Not that the Hub cannot be reached: the name is the catalogue's, and a build makes it."""
+    env = {} if how == "offline" else dict(HF_HUB_OFFLINE="0", HF_DATASETS_OFFLINE="0",
+                                           HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
+    for command in (["evaluate", "--out", "o"], ["probe"]):
+        line, _ = _typo(nothing_built, command[0], "--dataset", "travlr", "--model", "mini-clip", *command[1:], **env)
+        assert line == (f"vlprobe {command[0]}: error: dataset 'travlr' is not built yet: run `vlprobe build travlr` (it "
+                        f"writes {nothing_built['cache'] / 'datasets' / 'travlr'}, where --dataset travlr then finds it "
+                        f"from any folder), or point at a built one (--dataset DIR, or VLPROBE_ROOT=DIR holding "
+                        f"travlr/); `vlprobe list` shows what can be built and what is")
+
+
+@pytest.mark.parametrize("typed,said", [
+    ("travrl", "did you mean travlr (not built yet: `vlprobe build travlr`)?"),
+    ("winoground", "did you mean facebook/winoground (from the Hub) or winoground_style (not built yet: "
+                   "`vlprobe build winoground_style`)?"),
+    ("vlase", "did you mean valse (not built yet: `vlprobe build valse`)?"),
+])
+def test_a_misspelt_name_before_any_build_gets_the_catalogues_name(nothing_built, typed, said):
+    line, _ = _typo(nothing_built, "evaluate", "--dataset", typed, "--model", "mini-clip", "--out", "o")
+    assert line.startswith(f"vlprobe evaluate: error: dataset '{typed}' is not a local folder") and line.endswith(said)
+
+
+@pytest.mark.slow
+def test_a_built_benchmark_is_suggested_without_the_build_advice(built):
+    line, _ = _typo(built, "evaluate", "--dataset", "travrl", "--model", "mini-clip", "--out", "o")
+    assert line.endswith("did you mean travlr?")

@@ -310,3 +310,50 @@ def test_summary_and_tables_of_a_text_only_run() -> None:
     # which the paper does not do: no paper's source, and said in the heading (TOT is SugarCREPE++'s own)
     assert bla["source"] is None and bla["departures"][0]["setting"] == "modality" and "departures" not in tot
     assert "NOT the authors' setting: modality text (authors: image)" in format_summary({"bla": bla})
+
+
+# ---- a text-only model on items of several images: the image comparisons all tie -------------------------------
+
+def test_a_text_only_model_on_two_by_two_items_gets_no_image_or_group_number(tiny_gpt2_path, folder, tmp_path):
+    """GPT-2 scores a text the same with both images: every image comparison of a 2 x 2 item ties by construction,
+    and image and group were printed as 0.0 (below chance). They are N/A with that reason, everywhere a number is
+    shown; text and acc_r (rows: each image's two texts) keep theirs, as does the tie count."""
+    from vlprobe.results import csv_rows
+
+    res = vlprobe.evaluate(model=str(tiny_gpt2_path), datasets=str(folder), configs=["swap"], bootstrap=20,
+                           progress=False, cache_dir="none", out=tmp_path / "run")
+    [split] = res.splits
+    m = split.metrics
+    n = len(split.items)
+    reason = f"image, group: all {2 * n} image comparisons tied: the model does not see images"
+    assert m["image"] is None and m["group"] is None and m["na_reason"] == reason
+    assert m["ci"]["image"] is None and m["ci"]["group"] is None
+    assert isinstance(m["text"], float) and m["acc_r"] == 0.5 and m["n_ties"] == 2 * n
+    # results.json, results.csv, the printed table and the summary say N/A with the reason, never 0.0
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    saved = doc["results"][0]["metrics"]
+    assert saved["image"] is None and saved["group"] is None and saved["na_reason"] == reason
+    rows = {r["metric"]: r for r in csv_rows(res.splits)}
+    assert rows["image"]["value"] is None and rows["group"]["value"] is None and rows["image"]["na_reason"] == reason
+    assert rows["text"]["value"] == m["text"]
+    table = res.table()
+    assert f"N/A ({reason})" in table and "image 0.0" not in table and "group 0.0" not in table
+
+
+def test_per_metric_ties_are_counted_by_rows_and_columns() -> None:
+    """Hand-worked: one 2 x 2 item whose columns tie (a text-only model) and whose rows do not; one whose rows tie."""
+    from vlprobe.evaluation.tied_metrics import comparison_ties, reasons
+
+    gold = np.array([[[1, 0], [0, 1]]] * 2, dtype=bool)
+    text_only = [[0.3, 0.7], [0.3, 0.7]]  # each text alike with both images
+    blind_rows = [[0.5, 0.5], [0.2, 0.2]]  # each image alike with both texts
+    counts = comparison_ties(np.array([text_only, blind_rows]), gold)
+    assert counts.tolist() == [[2, 0, 2, 2], [2, 2, 2, 0]]
+    assert reasons(counts[:1], sees_images=False) == {
+        "image": "all 2 image comparisons tied: the model does not see images",
+        "group": "all 2 image comparisons tied: the model does not see images"}
+    assert set(reasons(counts[1:])) == {"acc_r", "text", "set_acc", "set_error", "sentence_acc", "group"}
+    assert reasons(counts) == {}  # over both items, neither kind of comparison tied throughout
+    # lists of unequal shapes give the same counts
+    assert comparison_ties([np.array(text_only), np.array([[0.2, 0.2, 0.1]])],
+                           [gold[0], np.array([[1, 0, 0]], dtype=bool)]).tolist() == [[2, 0, 2, 2], [2, 1, 0, 0]]

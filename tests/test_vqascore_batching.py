@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tiny_models import tiny_images
+from tiny_models import build_tiny_qwen2_vl, build_tiny_vlm, tiny_images
 
 from vlprobe.engine import Engine
 from vlprobe.items import Item
@@ -96,3 +96,66 @@ def test_exact_preprocessing_option_is_recorded(tiny_vlm_path, exact):
     if exact:
         assert backend == "pil"
     assert scorer.cache_key()["preprocessing"]["image_backend"] == backend
+
+
+# ---- the tokenizer kinds the families' released checkpoints use ------------------------------------------------
+
+def _git(folder):
+    from tiny_architectures import build_git
+
+    return build_git(folder)
+
+
+# (builder, the kind of tokenizer, the tokens "Yes" and "No" are read from). GIT's checkpoints ship BERT's uncased
+# WordPiece vocabulary ("Yes" is read as "yes"); LLaVA-1.5's Llama 2 SentencePiece ("▁Yes" after "ASSISTANT:");
+# Llama 3 / Qwen byte-level BPE ("ĠYes" after a space, "Yes" after a newline).
+TOKENIZER_KINDS = {
+    "git-wordpiece-uncased": (_git, ["yes"], ["no"]),
+    "llava-sentencepiece": (lambda folder: build_tiny_vlm(folder, tokenizer="sentencepiece"), ["▁Yes"], ["▁No"]),
+    "llava-byte-bpe": (build_tiny_vlm, ["Yes", "ĠYes"], ["No", "ĠNo"]),
+    "qwen2-vl-byte-bpe": (build_tiny_qwen2_vl, ["Yes", "ĠYes"], ["No", "ĠNo"]),
+}
+
+
+def _own_answer(scorer, image, text):
+    """The model alone on one prompt, as its own recipe feeds it (without an end token the tokenizer appends, as
+    GIT's VQA recipe feeds no [SEP]): log P(answer) of the yes and no tokens at its last position."""
+    inputs = dict(scorer.processor(images=[image], text=[scorer.render(text)], return_tensors="pt"))
+    k = len(scorer.appended)
+    if k and tuple(inputs["input_ids"][0, -k:].tolist()) == scorer.appended:
+        inputs["input_ids"] = inputs["input_ids"][:, :-k]
+        if "attention_mask" in inputs:
+            inputs["attention_mask"] = inputs["attention_mask"][:, :-k]
+    with torch.inference_mode():
+        logp = torch.log_softmax(scorer.model(**inputs).logits[0, -1].float(), -1)
+    return float(torch.logsumexp(logp[scorer.yes_ids], -1)), float(torch.logsumexp(logp[scorer.no_ids], -1))
+
+
+@pytest.mark.parametrize("kind", sorted(TOKENIZER_KINDS))
+def test_each_tokenizer_kind_reads_the_answer_from_its_own_tokens(kind, tmp_path):
+    """An uncased WordPiece GIT is scored (it was refused: "no single token for 'Yes'", as its decode gives "yes"),
+    with "yes"/"no" as the answer tokens; each kind's scores equal the model's own next-token distribution."""
+    build, yes, no = TOKENIZER_KINDS[kind]
+    scorer = load_scorer(str(build(tmp_path / kind)), family="vqascore")
+    assert sorted(scorer.preprocessing["yes_tokens"]) == sorted(yes)
+    assert sorted(scorer.preprocessing["no_tokens"]) == sorted(no)
+    images = tiny_images(2, size=(32, 32))
+    texts = ["a dog", "There are 4 cats on the sofa."]
+    items = [Item(id=str(k), images=(im,), texts=tuple(texts), gold=[[1, 0]]) for k, im in enumerate(images)]
+    res = Engine(scorer, batch_size=4, progress=False).score(items)
+    ref = np.array([[_own_answer(scorer, im, t) for t in texts] for im in images])  # (2, 2, [log yes, log no])
+    np.testing.assert_allclose(np.stack([s[0] for s in res.scores]), ref[..., 0], rtol=1e-4,
+                               atol=1e-5 * max(1.0, np.abs(ref[..., 0]).max()))
+    np.testing.assert_allclose(np.stack([p[0] for p in res.probabilities]), 1 / (1 + np.exp(ref[..., 1] - ref[..., 0])),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_a_cased_tokenizer_still_reads_only_yes(tmp_path):
+    """A cased vocabulary that has "yes" and "Yes" as two tokens reads "Yes" only (VQAScore's answer)."""
+    from transformers import AutoTokenizer
+
+    from vlprobe.scorers.vqascore import answer_token_ids
+
+    tok = AutoTokenizer.from_pretrained(str(build_tiny_vlm(tmp_path / "vlm", tokenizer="sentencepiece")))
+    assert tok.convert_ids_to_tokens(tok.encode("yes", add_special_tokens=False)) == ["▁yes"]
+    assert tok.convert_ids_to_tokens(answer_token_ids(tok, "Yes")) == ["▁Yes"]

@@ -181,11 +181,11 @@ def build_clipseg(folder):
 # ---- generative VLMs (vqascore) --------------------------------------------------------------------
 
 def build_git(folder):
-    """GitForCausalLM: its outputs put the image's positions first, then the text's; a BERT-style
-    tokenizer that ends every text with [SEP]."""
+    """GitForCausalLM: its outputs put the image's positions first, then the text's; an uncased WordPiece
+    tokenizer that ends every text with [SEP], as GIT's released checkpoints (bert-base-uncased's)."""
     from transformers import CLIPImageProcessor, GitConfig, GitForCausalLM, GitProcessor
 
-    tok = _bert_tokenizer()
+    tok = tm.bert_uncased_tokenizer()
     config = GitConfig(vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                           num_attention_heads=2, image_size=32, patch_size=8),
                        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

@@ -69,6 +69,43 @@ def _byte_bpe(special_tokens: list[str], vocab_size: int = 400):
     return tok
 
 
+# Every printable ASCII character is in the WordPiece and SentencePiece alphabets (no [UNK] for a quote).
+_ASCII = "".join(chr(c) for c in range(33, 127))
+
+
+def _wordpiece_uncased(special_tokens: list[str], vocab_size: int = 400):
+    """An uncased WordPiece ``tokenizers.Tokenizer``, as BERT's ``bert-base-uncased`` (which GIT's, BLIP's, ViLT's
+    and ALIGN's released checkpoints ship): lower-cased and accent-stripped by BERT's normaliser, split on
+    whitespace and punctuation, ``##`` continuation pieces; "Yes" and "yes" are one token."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special_tokens, show_progress=False,
+                                        initial_alphabet=list(_ASCII))
+    tok.train_from_iterator(_CORPUS, trainer)
+    return tok
+
+
+def _sentencepiece_bpe(special_tokens: list[str], vocab_size: int = 400):
+    """A SentencePiece-style BPE ``tokenizers.Tokenizer``, as Llama 2's and Gemma's (LLaVA-1.5, PaliGemma): cased,
+    spaces become ``▁`` and start a piece (``▁Yes``), one ``▁`` put before the text, unknown characters as
+    byte pieces ``<0x0A>``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    tok.decoder = decoders.Sequence([decoders.ByteFallback(), decoders.Metaspace(replacement="\u2581",
+                                                                                 prepend_scheme="first")])
+    byte_pieces = [f"<0x{b:02X}>" for b in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size + len(byte_pieces), special_tokens=special_tokens + byte_pieces,
+                                  initial_alphabet=list(_ASCII), show_progress=False)
+    tok.train_from_iterator(_CORPUS, trainer)
+    return tok
+
+
 def _wrap(tok, *, bos: str | None, eos: str | None, pad: str | None, add_bos: bool, add_eos: bool,
           model_max_length: int, **extra):
     """Wrap a ``tokenizers.Tokenizer`` as a transformers tokenizer, adding BOS/EOS as asked."""
@@ -84,6 +121,13 @@ def _wrap(tok, *, bos: str | None, eos: str | None, pad: str | None, add_bos: bo
         tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad,
         model_max_length=model_max_length, **extra,
     )
+
+
+def bert_uncased_tokenizer(extra: tuple[str, ...] = (), max_length: int = 32):
+    """A transformers tokenizer over :func:`_wordpiece_uncased`, with BERT's [CLS] text [SEP] (GIT's tokenizer)."""
+    raw = _wordpiece_uncased(["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", *extra])
+    return _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=max_length,
+                 cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", unk_token="[UNK]")
 
 
 def tiny_images(k: int = 3, size: tuple[int, int] = (40, 30)):
@@ -296,15 +340,22 @@ LLAVA_CHAT_TEMPLATE = (
 )
 
 
-def build_tiny_vlm(folder: str | Path) -> Path:
+def build_tiny_vlm(folder: str | Path, tokenizer: str = "byte_bpe") -> Path:
     """LlavaForConditionalGeneration (CLIP vision tower + Llama text model) with a LlavaProcessor and
     a LLaVA-1.5-style chat template that ends in ``ASSISTANT:``, so the answer's first token is the
-    leading-space variant " Yes"/" No" (what VQAScore's token lookup must handle)."""
+    leading-space variant " Yes"/" No" (what VQAScore's token lookup must handle). ``tokenizer``:
+    ``"byte_bpe"`` (byte-level BPE, as Llama 3's) or ``"sentencepiece"`` (Llama 2's SentencePiece BPE, as
+    LLaVA-1.5's released checkpoints)."""
     from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
     folder = Path(folder)
-    raw = _byte_bpe(["<pad>", "<s>", "</s>", "<image>"])
-    tokenizer = _wrap(raw, bos="<s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=128)
+    if tokenizer == "sentencepiece":
+        raw = _sentencepiece_bpe(["<unk>", "<s>", "</s>", "<pad>", "<image>"])
+        tokenizer = _wrap(raw, bos="<s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=128,
+                          unk_token="<unk>")
+    else:
+        raw = _byte_bpe(["<pad>", "<s>", "</s>", "<image>"])
+        tokenizer = _wrap(raw, bos="<s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=128)
     image_token_id = tokenizer.convert_tokens_to_ids("<image>")
     config = LlavaConfig(
         vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64,

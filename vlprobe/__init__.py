@@ -40,6 +40,8 @@ image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
   fill;
 * ``names.py``: what a dataset or model name stands for, the same in every command and the API
   (``travlr`` after ``vlprobe build travlr``, ``mini-clip``), and the closest known name for a typo;
+* ``plugins.py``: benchmarks, builders and scorer families from outside vlprobe (a package's entry points
+  ``vlprobe.benchmarks`` / ``vlprobe.scorers``, or a folder in ``VLPROBE_INCLUDE_PATH``);
 * ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
   default model) are, in a clone and when installed, and where every cache lives (one rule:
   ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``);
@@ -60,6 +62,8 @@ _EXPORTS = {
     "Item": "items", "ItemError": "items",
     "ProbeResult": "probing", "probe": "probing",
     "ItemSpec": "spec", "SpecError": "spec", "find_spec": "spec",
+    # evaluate.load("valse_metric") by its bare name, offline: registered on request, never at import
+    "register_metric": "metric_registry",
 }
 # Submodules users reach as attributes after a plain `import vlprobe` (`vlprobe.metric.load()`), imported then.
 _SUBMODULES = ("metric",)
@@ -82,17 +86,11 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
 
 
-# evaluate.load("valse_metric") offline wherever vlprobe is installed: the shipped metric is put in evaluate's
-# module cache (a few stat calls when it is there already; see metric_registry.py).
-from .metric_registry import register_on_import  # noqa: E402
-
-register_on_import()
-del register_on_import
-
 
 if TYPE_CHECKING:  # for type checkers and editors
     from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
     from .evaluation import Evaluation, evaluate, score  # noqa: F401
     from .items import Item, ItemError  # noqa: F401
+    from .metric_registry import register_metric  # noqa: F401
     from .probing import ProbeResult, probe  # noqa: F401
     from .spec import ItemSpec, SpecError, find_spec  # noqa: F401

@@ -13,10 +13,10 @@ editable install). It is imported here as ``vlprobe.valse_metric``.
   downloaded modules).
 * ``evaluate.load("valse_metric")`` by its bare name works from the repository root (the committed
   symlink ``valse_metric -> metric`` is the folder evaluate looks for) and, anywhere and offline,
-  once vlprobe has been imported in this environment: ``import vlprobe`` registers the module where
-  evaluate keeps a downloaded ``evaluate-metric/valse_metric`` (:mod:`vlprobe.metric_registry`;
-  evaluate then logs that it uses that cached version: that is how it loads a bare name offline).
-  :func:`register` (``python -m vlprobe.metric register``) does the same explicitly.
+  once registered: :func:`register` (``vlprobe.register_metric()``, ``python -m vlprobe.metric register``)
+  puts the module where evaluate keeps a downloaded ``evaluate-metric/valse_metric``
+  (:mod:`vlprobe.metric_registry`; evaluate then logs that it uses that cached version: that is how it
+  loads a bare name offline). Nothing is registered at import.
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ def registered_path() -> Path:
 def register() -> Path:
     """Put this package's metric where ``evaluate.load("valse_metric")`` finds it offline: evaluate's
     module cache (``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--valse_metric/<sha256>/``),
-    laid out as evaluate lays out a module it downloaded. ``import vlprobe`` does this already (see
-    :mod:`vlprobe.metric_registry`); idempotent. Returns the registered file."""
-    return metric_registry.ensure_registered()
+    laid out as evaluate lays out a module it downloaded (see :mod:`vlprobe.metric_registry`); idempotent.
+    Returns the registered file."""
+    return metric_registry.register_metric()
 
 
 def load(**kwargs: Any):
@@ -89,8 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m vlprobe.metric register``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["register"] and len(args) == 1:
-        path = register()
-        print(f"registered {MODULE_NAME} at {path}; evaluate.load({MODULE_NAME!r}) now works offline")
+        try:
+            path = register()
+        except OSError as err:
+            print(f"vlprobe: error: {err}", file=sys.stderr)
+            return 1
+        print(f"registered {MODULE_NAME} at {path}; evaluate.load({MODULE_NAME!r}) now loads it, offline too "
+              f"(evaluate logs that it uses this cached version)")
         return 0
     print("usage: python -m vlprobe.metric register", file=sys.stderr)
     return 2

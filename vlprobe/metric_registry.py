@@ -1,13 +1,18 @@
-"""``evaluate.load("valse_metric")`` by its bare name, offline, wherever vlprobe is installed.
+"""``evaluate.load("valse_metric")`` by its bare name, offline, wherever vlprobe is installed, once registered.
 
 evaluate 0.4.6 resolves a bare name by asking the Hub for ``evaluate-metric/valse_metric`` and, when the Hub
 cannot answer (offline, ``HF_EVALUATE_OFFLINE=1``, or no such module there), by loading the most recently
 modified copy in its module cache: ``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--valse_metric/
 <sha256>/valse_metric.py`` (``$HF_MODULES_CACHE`` defaults to ``$HF_HOME/modules``, ``~/.cache/huggingface/modules``).
-:func:`ensure_registered` puts the metric this package ships there, laid out as evaluate lays out a module it
-downloaded. ``import vlprobe`` calls it: it imports nothing heavy (not evaluate), and when the copy is already
-there and the most recent one, it only reads (one hash of the metric file, a few ``stat`` calls). A write goes to
-a temporary file renamed into place, so concurrent imports never leave a half-written module.
+:func:`register_metric` (``vlprobe.register_metric()``, ``python -m vlprobe.metric register``) puts the metric
+this package ships there, laid out as evaluate lays out a module it downloaded; nothing else writes there (``import
+vlprobe`` does not). evaluate then logs, each time it loads it, its standard line for a module read from that cache
+("Using the latest cached version of the module from .../evaluate-metric--valse_metric/<sha256> ... since it
+couldn't be found locally at evaluate-metric--valse_metric, or remotely on the Hugging Face Hub"): the folder it
+names is the registered copy. Loading by path (``vlprobe.metric.load()``) needs no registration and logs nothing.
+When the copy is already there and the most recent one, registering only reads (one hash of the metric file, a few
+``stat`` calls). A write goes to a temporary file renamed into place, so concurrent registrations never leave a
+half-written module.
 """
 
 from __future__ import annotations
@@ -90,17 +95,13 @@ def ensure_registered() -> Path:
     return target
 
 
-def register_on_import() -> None:
-    """What ``import vlprobe`` runs: :func:`ensure_registered`, never failing the import. When the cache cannot
-    be written, ``evaluate.load("valse_metric")`` will not find the module offline; a warning says so and how
-    to load it anyway. ``VLPROBE_NO_METRIC_REGISTER=1`` turns this off."""
-    if os.environ.get("VLPROBE_NO_METRIC_REGISTER", "").strip().lower() in ("1", "true", "yes"):
-        return
+def register_metric() -> Path:
+    """Register the metric this package ships for ``evaluate.load("valse_metric")`` offline (see the module doc);
+    nothing is written when it is registered already. Returns the registered file; raises OSError when evaluate's
+    module cache cannot be written, in one line naming the fix."""
     try:
-        ensure_registered()
-    except (OSError, FileNotFoundError) as err:
-        import warnings
-
-        warnings.warn(f"vlprobe could not register {MODULE_NAME} for evaluate.load({MODULE_NAME!r}) offline ({err}); "
-                      f"set HF_MODULES_CACHE to a writable folder, or load it by path: vlprobe.metric.load()",
-                      stacklevel=3)
+        return ensure_registered()
+    except OSError as err:
+        raise OSError(f"cannot register {MODULE_NAME} in evaluate's module cache {modules_home()} ({err}): set "
+                      f"HF_MODULES_CACHE to a writable folder, or load the metric by path: vlprobe.metric.load()"
+                      ) from None

@@ -24,7 +24,7 @@ import difflib
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 # huggingface_hub's HfApi is imported where the Hub is asked (1.0 s to import, python -X importtime on this 2-core
 # machine): a name that is a folder, or refused offline, never needs it.
@@ -225,7 +225,13 @@ def check_dataset(dataset: str, revision: str | None = None) -> None:
     if Path(dataset).expanduser().exists():
         return
     known = known_datasets()
-    hint = did_you_mean(dataset, known)
+    builder = catalogue().get(dataset)
+    if builder and builder.startswith("vlprobe build "):  # a benchmark vlprobe builds, not built yet
+        raise DatasetError(f"dataset {dataset!r} is not built yet: run `{builder}` (it writes "
+                           f"{locations.dataset_folder(dataset)}, where --dataset {dataset} then finds it from any "
+                           f"folder), or point at a built one (--dataset DIR, or VLPROBE_ROOT=DIR holding {dataset}/); "
+                           f"`vlprobe list` shows what can be built and what is")
+    hint = dataset_hint(dataset, known)
     parts = dataset.split("/")
     if len(parts) == 2 and parts[0] in known:  # FOLDER/CONFIG, which reads as a Hub id OWNER/NAME
         hint = f"; {parts[0]} is a dataset folder here: to score its config {parts[1]!r}, pass --dataset {parts[0]} " \
@@ -328,3 +334,48 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """``"; did you mean X?"`` for the closest candidate, else ``""``."""
     hit = closest(name, candidates)
     return f"; did you mean {hit}?" if hit else ""
+
+
+def catalogue() -> dict[str, str]:
+    """Every dataset name the catalogue knows, built or not (``vlprobe list``), and how it is had: each benchmark
+    vlprobe builds (``"vlprobe build NAME"``) and each read from the Hub (its Hub id: ``"the Hub"``). Read from the
+    benchmark modules alone (a fraction of a second; no builder is imported)."""
+    from .benchmarks import benchmarks
+
+    out: dict[str, str] = {}
+    for bench in sorted(benchmarks().values(), key=lambda b: b.name):
+        if bench.builder:
+            out[bench.builder] = f"vlprobe build {bench.builder}"
+        elif bench.hub_id:
+            out[bench.hub_id] = "the Hub"
+    return out
+
+
+def dataset_hint(name: str, known: Mapping[str, Path] | None = None) -> str:
+    """``"; did you mean X (...)?"`` naming the datasets ``name`` may stand for, built or not: a Hub benchmark's own
+    name means its Hub id (``winoground`` -> ``facebook/winoground``), and the closest names by spelling among the
+    dataset folders found here (``known``: :func:`known_datasets`) and the catalogue (:func:`catalogue`), each with
+    how it is had."""
+    from .benchmarks import benchmarks
+
+    known = known_datasets() if known is None else known
+    notes: dict[str, str] = {k: "" for k in known}
+    for entry, how in catalogue().items():
+        if how == "the Hub":
+            notes[entry] = " (from the Hub)"
+        elif not is_built(known[entry]) if entry in known else find_dataset(entry) == entry:
+            notes[entry] = f" (not built yet: `{how}`)"
+        else:
+            notes.setdefault(entry, "")
+    # a Hub benchmark is also found by its own name (winoground) and its id's last part
+    spelled = {c: c for c in notes}
+    for b in benchmarks().values():
+        if b.hub_id and not b.builder:
+            for short in (b.name, *b.aliases, b.hub_id.split("/")[-1].lower()):
+                spelled.setdefault(short, b.hub_id)
+    lowered = name.strip().lower()
+    hits = [spelled[lowered]] if lowered in spelled and spelled[lowered] != name else []
+    pool = [c for c in spelled if c != name and spelled[c] not in hits]
+    hits += [spelled[c] for c in difflib.get_close_matches(name, pool, n=3, cutoff=0.6)]
+    hits = list(dict.fromkeys(hits))[:2]
+    return "; did you mean " + " or ".join(f"{h}{notes.get(h, '')}" for h in hits) + "?" if hits else ""

@@ -290,7 +290,8 @@ _REGISTRY: dict[str, Benchmark] = {}
 
 
 def benchmarks() -> dict[str, Benchmark]:
-    """Every benchmark, by name: the ``BENCHMARK`` of each module of :mod:`vlprobe.benchmarks`."""
+    """Every benchmark, by name: the ``BENCHMARK`` of each module of :mod:`vlprobe.benchmarks`, then the plugins'
+    (:mod:`vlprobe.plugins`)."""
     if not _REGISTRY:
         from vlprobe import benchmarks as pkg
 
@@ -305,6 +306,9 @@ def benchmarks() -> dict[str, Benchmark]:
             if bench.name in found:
                 raise BenchmarkError(f"{module.__name__}: benchmark {bench.name!r} is defined twice")
             found[bench.name] = bench
+        from vlprobe.plugins import benchmarks as plugin_benchmarks  # a user's own (entry points, include path)
+
+        found.update(plugin_benchmarks(found, Benchmark))
         _REGISTRY.update(found)
     return dict(_REGISTRY)
 

@@ -40,4 +40,7 @@ def builders() -> dict[str, ModuleType]:
         module = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(module, "NAME") and hasattr(module, "build"):
             found[module.NAME] = module
+    from ..plugins import builders as plugin_builders  # a user's own (entry points, include path)
+
+    found.update(plugin_builders(found))
     return found

@@ -4,7 +4,8 @@ folder (``travlr/``: 4 configs x 4 splits of parquet with embedded PNGs, card, `
 
 The generators and split rules are in :mod:`vlprobe.scenes.travlr`; this module only renders the
 scenes, writes the rows and the card. Same seed and size give byte-identical parquet with the same
-Pillow/zlib/pyarrow (pixels are identical with any version).
+Pillow/zlib/pyarrow (pixels are identical with any version); a rebuild with the same inputs and generator
+code finds the folder intact and does nothing (:mod:`vlprobe.builders.unchanged`; ``--force`` rebuilds).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import datasets
 
 from ..dataset_folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
 from ..scenes import travlr as gen
-from . import cards
+from . import cards, unchanged
 from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
 
 NAME = "travlr"
@@ -90,6 +91,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configs", default="all", help=f"comma-separated subset of {', '.join(gen.TASKS)} (default: all)")
     p.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
     p.add_argument("--workers", type=int, default=1, help="rendering processes (default 1; 2+ for --size paper)")
+    unchanged.add_force_argument(p)
 
 
 def config_decls() -> list[ConfigDecl]:
@@ -116,10 +118,21 @@ def write_metadata(out: Path) -> None:
     write_spec(out, TRUE_FALSE_YAML, NAME, name=TRUE_FALSE_SPEC)
 
 
+# The files whose code decides what a build writes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
+GENERATOR = ("scenes/*.py", "builders/travlr.py", "builders/synthetic.py", "builders/cards.py", "dataset_folder.py",
+             "templates/travlr_body.md")
+
+
 def build(args: argparse.Namespace) -> Path:
     out = Path(args.out)
     overrides = parse_split_sizes(args.split_sizes, gen.SPLITS)
     tasks = parse_names(args.configs, gen.TASKS, "config(s)")
+    want = unchanged.inputs(NAME, {"size": args.size, "split_sizes": overrides, "configs": tasks, "seed": args.seed},
+                            GENERATOR)
+    if not getattr(args, "force", False) and unchanged.up_to_date(out, want):
+        args.up_to_date = f"{out} is up to date (built from the same inputs: {unchanged.describe(want)}; every " \
+                          f"file intact): nothing built; --force rebuilds it"
+        return out
     start = time.perf_counter()
     meter = RateMeter()
     with rebuilding(out) as target:  # swapped in whole at the end: a failed or killed build changes nothing
@@ -135,6 +148,7 @@ def build(args: argparse.Namespace) -> Path:
                     row["image"] = {"bytes": png, "path": None}
                     rows.append(row)
                 write_rows(target, task, split, rows, FEATURES)
+        unchanged.record(target, want)  # last: the inputs and every file this build leaves
     meter.report(f"travlr ({args.size}, seed {args.seed})", time.perf_counter() - start)
     return out
 

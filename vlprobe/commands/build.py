@@ -10,11 +10,19 @@ HELP = "build a dataset folder (parquet with embedded images + card YAML)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    import sys
+
     from ..builders import builders
+    from ..errors import VlprobeError
 
     parser = sub.add_parser("build", help=HELP)
     inner = parser.add_subparsers(dest="dataset", metavar="DATASET", required=True)
-    for name, module in sorted(builders().items()):
+    try:
+        found = builders()
+    except VlprobeError as err:  # a plugin's builder that cannot be loaded (vlprobe.plugins): one line, as run() says
+        print(f"vlprobe build: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for name, module in sorted(found.items()):
         p = inner.add_parser(name, help=getattr(module, "HELP", ""), description=getattr(module, "HELP", ""))
         module.add_arguments(p)
         p.set_defaults(func=_run(module))
@@ -67,6 +75,8 @@ def _run(module):
         if getattr(args, "dry_run", False):  # the paper builders' --dry-run: nothing built, the image list written
             if str(out) != "-":
                 print(f"dry run, nothing built; the image files needed are listed in {out}")
+        elif getattr(args, "up_to_date", None):  # built before from the same inputs (vlprobe.builders.unchanged)
+            print(args.up_to_date)
         else:
             print(f"built {out}")
         return 0

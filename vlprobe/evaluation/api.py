@@ -159,7 +159,7 @@ class EvaluateRun(Run):
         if self.rank != 0:
             return Evaluation(scored, provenance, None, main_process=False)
         for split in scored:
-            _measure(split, s)
+            _measure(split, s, sees_images=getattr(scorer, "uses_images", True))
         return Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
 
 

@@ -30,6 +30,7 @@ from ..scorers.controls import apply_control
 from .data import SplitSource
 from .settings import TEXT, EvaluateSettings
 from .text_only import score_text_only
+from .tied_metrics import mark, mark_tied_metrics
 
 # Imported where used, as they are slow to import (python -X importtime, this 2-core machine): torch 11.7 s and
 # accelerate (only under `accelerate launch`), the metric (it imports evaluate, datasets and torch).
@@ -177,7 +178,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, prog
     return splits, stats
 
 
-def _measure(split: ScoredSplit, s: EvaluateSettings) -> None:
+def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) -> None:
     from .. import metric as metric_module
 
     scores, gold, probs = _metric_inputs(split)
@@ -190,6 +191,7 @@ def _measure(split: ScoredSplit, s: EvaluateSettings) -> None:
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
     mark_not_available(split, tied_items(scores, gold), s.ties, with_ties=items_with_ties(scores, gold))
+    mark_tied_metrics(split, scores, gold, sees_images, tags)  # a metric whose every comparison tied: N/A
     split.authors_rule = _authors_rule(split, s, scores, gold, probs, tags)
 
 
@@ -205,12 +207,19 @@ def _authors_rule(split: ScoredSplit, s: EvaluateSettings, scores: Any, gold: An
         return None
     m = metric_module.compute(scores, gold, ties=rule.policy, probabilities=probs, threshold=s.threshold,
                               tags=tags if any(tags) else None, bootstrap=0)
-    if split.metrics.get("na_reason"):
-        _not_available(m, split.metrics["na_reason"])
+    _same_not_available(m, split.metrics)
     for tag, tm in (split.metrics.get("per_tag") or {}).items():
-        if tm.get("na_reason") and tag in (m.get("per_tag") or {}):
-            _not_available(m["per_tag"][tag], tm["na_reason"])
+        if tag in (m.get("per_tag") or {}):
+            _same_not_available(m["per_tag"][tag], tm)
     return {"ties": rule.policy, "metrics": m}
+
+
+def _same_not_available(m: dict[str, Any], run: dict[str, Any]) -> None:
+    """``m`` (the authors' rule) not available wherever the run's metrics ``run`` are: all of them, or the ones of
+    them whose every comparison tied."""
+    if run.get(NA_KEY):
+        mark(m, {k: "" for k in metric_keys(run) if run.get(k) is None})
+        m[NA_KEY] = run[NA_KEY]
 
 
 def items_with_ties(scores: Any, gold: Any) -> np.ndarray:

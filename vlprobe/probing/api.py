@@ -9,7 +9,6 @@ import warnings
 from typing import Any, Sequence
 
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
-from ..errors import DatasetError
 from ..feature_store import FeatureStore
 from ..locations import DEFAULT_MODEL
 from ..names import find_dataset, find_model
@@ -119,16 +118,6 @@ class ProbeRun(Run):
 
     def names(self) -> list[str]:
         return [self.s.datasets]
-
-    def check_names(self, datasets: Any = ()) -> None:
-        try:  # a name that is neither a folder nor reachable fails in about a second, as in vlprobe.evaluate
-            super().check_names(datasets)
-        except DatasetError as err:
-            if self.s.datasets != DEFAULT_DATASET:
-                raise
-            raise DatasetError(f"dataset {self.s.datasets!r} (the default) is not a folder here and cannot be read "
-                               f"from the Hub; build it with `vlprobe build travlr` (or run from the checkout that "
-                               f"holds it, set VLPROBE_ROOT, or pass --dataset DIR) ({err})") from None
 
     def load_data(self) -> Any:
         s = self.s

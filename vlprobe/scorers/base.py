@@ -384,6 +384,9 @@ def families() -> dict[str, Family]:
             if info.name != "base":
                 importlib.import_module(f"{__package__}.{info.name}")
         _DISCOVERED = True
+        from vlprobe.plugins import load_scorers  # a user's own families (entry points, include path)
+
+        load_scorers()
     return dict(_FAMILIES)
 
 

@@ -301,12 +301,74 @@ def detect_family(config: Any, *, model: str | None = None, architectures: list[
         for fam in fams:
             if fam.detect is not None and fam.detect(config):
                 return fam.name
+    base = _base_class(model_type)
+    if archs and base:
+        # A task head no table lists (CLIPSegForImageSegmentation) is its model type's base class
+        # (CLIPSegModel) where a family takes that: the family loads the base model from the checkpoint.
+        for fam in fams:
+            if fam.takes(base):
+                return fam.name
+    raise UnmappedArchitectureError(_unmapped(config, model, archs, model_type, fams))
+
+
+def _base_class(model_type: str | None) -> str | None:
+    """The model type's base class (transformers' ``AutoModel`` table: ``clipseg`` -> ``CLIPSegModel``), or None."""
+    if not model_type:
+        return None
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    base = MODEL_MAPPING_NAMES.get(model_type)
+    return base if isinstance(base, str) else None
+
+
+def _unmapped(config: Any, model: str | None, archs: list[str], model_type: str | None, fams: list[Family]) -> str:
+    """The one line refusing a model no family takes: what it is, the closest family and the flag to try (the family
+    that takes another class of the same model type), or that none does; the full list is ``vlprobe list``'s."""
+    import re
+
     who = f"model {model!r}" if model else "this model"
-    known = "; ".join(f.summary() for f in sorted(fams, key=lambda f: f.name))
-    raise UnmappedArchitectureError(
-        f"no vlprobe scorer family takes {who} (architectures {archs}, model_type {model_type!r}); known "
-        f"families: {known}. If the model fits one, force it with --family NAME (family='NAME' in Python)"
-    )
+    arch = archs[0] if archs else None
+    task = arch.split("For", 1)[1] if arch and "For" in arch else ""
+    words = [w if w.isupper() else w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z][a-z]+|[a-z]+|\d+", task)]
+    what = (f"a {model_type!r} model" if model_type else "a model of unknown type") + (
+        f" for {' '.join(words)}" if words else " with no task head" if arch else "")
+    sides = [side for side, key in (("image", "vision_config"), ("text", "text_config")) if getattr(config, key, None)]
+    if len(sides) == 1:
+        what += f" (its config has a {sides[0]} side only)"
+    near: dict[str, str] = {}
+    for cls in _classes_of(model_type):
+        fam = _family_of(cls, fams)
+        if fam is not None and cls != arch:
+            near.setdefault(fam, cls)
+    if near:
+        tries = " or ".join(f"--family {name} (loads it as {cls})" for name, cls in near.items())
+        advice = f"closest: {tries}"
+    else:
+        advice = f"no family takes a model of type {model_type!r}"
+    return (f"no vlprobe scorer family takes {who}: {arch or 'its config'} is {what}; {advice}; `vlprobe list` shows "
+            f"each family and the architectures it takes (family='NAME' in Python)")
+
+
+def _classes_of(model_type: str | None) -> list[str]:
+    """Every class transformers' Auto tables list for ``model_type``, base class first."""
+    from transformers.models.auto import modeling_auto
+
+    if not model_type:
+        return []
+    out = []
+    for table in ["MODEL_MAPPING_NAMES", *sorted(n for n in dir(modeling_auto) if n.endswith("_MAPPING_NAMES"))]:
+        names = getattr(modeling_auto, table, {}).get(model_type)
+        out += [names] if isinstance(names, str) else list(names or ())
+    return list(dict.fromkeys(out))
+
+
+def _family_of(cls: str, fams: list[Family]) -> str | None:
+    """The family detection gives a config listing ``cls``: an explicit map first, then the Auto tables (by priority)."""
+    for kind in ("explicit", "auto"):
+        for fam in fams:
+            if fam.takes(cls) == kind:
+                return fam.name
+    return None
 
 
 def _matching(names: Any, prefixes: list[str]) -> list[str]:

@@ -16,7 +16,9 @@ model is run once (no generation) and the next-token distribution after the prom
 that the tokenizer encodes as a **single** token is collected (SentencePiece ``▁Yes``, byte-level
 ``ĠYes``, plain ``Yes``), and their probabilities are summed, because whether the answer follows
 a space depends on how the template ends. Lower-case "yes"/"no" are not counted (VQAScore reads
-"Yes"). A tokenizer where neither spelling is one token raises a clear error.
+"Yes"), except by a tokenizer that reads "Yes" as "yes" (it encodes both alike: an uncased WordPiece
+vocabulary, as GIT's released checkpoints ship), whose one token ``yes`` is then the answer. A
+tokenizer where neither spelling is one token raises a clear error.
 
 **Where the answer is read.** The next-token distribution is read at the prompt's last real token,
 in the model's own output positions:
@@ -107,13 +109,17 @@ def refuse_encoder_decoder(model_id: str, config: Any) -> None:
 
 
 def answer_token_ids(tokenizer: Any, word: str) -> list[int]:
-    """Ids of the single tokens that spell ``word`` with or without a leading space."""
+    """Ids of the single tokens that spell ``word`` with or without a leading space; for a tokenizer that
+    cannot tell ``word`` from its lower case (it encodes both alike: uncased WordPiece), the one token of both."""
     ids: list[int] = []
+    spellings = {word}
+    if tokenizer.encode(word, add_special_tokens=False) == tokenizer.encode(word.lower(), add_special_tokens=False):
+        spellings.add(word.lower())  # the model reads "Yes" as "yes": the same token, so the same answer
     for variant in (word, " " + word):
         enc = tokenizer.encode(variant, add_special_tokens=False)
         # SentencePiece tokenizers may emit a lone "▁" before the word: drop pure-whitespace pieces.
         enc = [i for i in enc if tokenizer.decode([i]).strip()]
-        if len(enc) == 1 and tokenizer.decode(enc).strip() == word and enc[0] not in ids:
+        if len(enc) == 1 and tokenizer.decode(enc).strip() in spellings and enc[0] not in ids:
             ids.append(enc[0])
     if not ids:
         raise ValueError(f"the tokenizer has no single token for {word!r} (with or without a leading space); "

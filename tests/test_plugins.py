@@ -1,0 +1,163 @@
+"""A benchmark and a scorer family from outside vlprobe (issue 47.4): the two modules of docs/adding-a-benchmark.md's
+plugin example, as written there, found through a folder (VLPROBE_INCLUDE_PATH, vlprobe.plugins.include_path) and
+through the entry points of a package installed into a fresh environment, run from a folder outside the clone:
+`vlprobe list` shows them, `vlprobe build` builds the benchmark, `vlprobe evaluate` scores it with the family."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "adding-a-benchmark.md"
+
+
+def _doc_modules() -> dict[str, str]:
+    """{"benchmark.py": source, "scorer.py": source}: the doc's python blocks that start with their file's name."""
+    text = DOC.read_text(encoding="utf-8")
+    found = {}
+    for code in re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
+        first = code.splitlines()[0]
+        if first.startswith("# shapes_plugin/"):
+            found[first.split()[1].split("/")[1].rstrip(":")] = code
+    return found
+
+
+def _write_package(root: Path) -> Path:
+    """The doc's plugin as a package (its pyproject.toml as the doc gives it, less the dependency on vlprobe: the
+    environment has it)."""
+    modules = _doc_modules()
+    assert set(modules) == {"benchmark.py", "scorer.py"}
+    package = root / "shapes-plugin"
+    (package / "shapes_plugin").mkdir(parents=True)
+    (package / "shapes_plugin" / "__init__.py").write_text("")
+    for name, code in modules.items():
+        (package / "shapes_plugin" / name).write_text(code)
+    toml = re.search(r"^```toml\n(.*?)^```", DOC.read_text(encoding="utf-8"), flags=re.S | re.M).group(1)
+    (package / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\n'
+                                            'build-backend = "setuptools.build_meta"\n\n'
+                                            + toml.replace('dependencies = ["vlprobe"]\n', ""))
+    return package
+
+
+@pytest.fixture
+def plugins_reset():
+    """The registries as vlprobe's own, before and after: no plugin of a test stays."""
+    from vlprobe import plugins
+    from vlprobe.benchmarks import base
+    from vlprobe.scorers import families, unregister
+
+    def reset():
+        plugins._FOLDERS.clear()
+        plugins._LOADED.clear()
+        base._REGISTRY.clear()
+        for name in ("cosine",):
+            if name in families():
+                unregister(name)
+        for name in [m for m in sys.modules if m.startswith("vlprobe_include.")]:
+            del sys.modules[name]
+
+    reset()
+    yield
+    reset()
+
+
+def test_a_folder_of_modules_adds_a_benchmark_a_builder_and_a_family(tmp_path, plugins_reset):
+    from vlprobe import plugins
+    from vlprobe.benchmarks import benchmarks, find
+    from vlprobe.builders import builders
+    from vlprobe.scorers import families
+
+    folder = _write_package(tmp_path) / "shapes_plugin"
+    assert "shapes" not in benchmarks()
+    assert plugins.include_path(folder) == ["vlprobe_include.benchmark", "vlprobe_include.scorer"]
+    assert find("shapes").title == "Shapes (A. Author, 2025)" and "valse" in benchmarks()  # vlprobe's own stay
+    assert builders()["shapes"].__name__ == "vlprobe_include.benchmark" and "travlr" in builders()
+    assert families()["cosine"].description == "any dual encoder, scored by the plain cosine of its embeddings"
+
+
+def test_a_plugin_that_fails_or_clashes_is_one_line_naming_it(tmp_path, plugins_reset, monkeypatch, capsys):
+    from vlprobe import plugins
+    from vlprobe.benchmarks import benchmarks
+    from vlprobe.cli import main
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "mine.py").write_text("import no_such_module_here\n")
+    with pytest.raises(plugins.PluginError, match=r"^plugin .*broken/mine\.py \(from VLPROBE_INCLUDE_PATH or "
+                                                  r"vlprobe\.plugins\.include_path\) failed to import: "
+                                                  r"ModuleNotFoundError: No module named 'no_such_module_here'$"):
+        plugins.include_path(broken)
+    plugins._FOLDERS.clear()
+    plugins._LOADED.clear()
+    monkeypatch.setenv(plugins.INCLUDE_VAR, str(broken))  # the command line: one line, no traceback
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err.startswith("vlprobe list: error: plugin ")
+    with pytest.raises(SystemExit) as stop:
+        main(["build", "travlr", "--help"])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("vlprobe build: error: plugin ")
+    plugins._LOADED.clear()
+    clash = tmp_path / "clash"
+    clash.mkdir()
+    (clash / "valse_again.py").write_text("from vlprobe.benchmarks import Benchmark\n"
+                                          "BENCHMARK = Benchmark(name='valse', title='another VALSE')\n")
+    monkeypatch.setenv(plugins.INCLUDE_VAR, str(clash))
+    with pytest.raises(plugins.PluginError, match=r"valse_again\.py: benchmark 'valse' is defined already"):
+        benchmarks()
+    monkeypatch.setenv(plugins.INCLUDE_VAR, str(tmp_path / "nowhere"))
+    plugins._LOADED.clear()
+    with pytest.raises(plugins.PluginError, match=r"^VLPROBE_INCLUDE_PATH: .*nowhere is not a folder$"):
+        benchmarks()
+
+
+# ---- installed as a package, used from outside the clone ----------------------------------------------------------
+
+def _run(args, cwd, env, timeout=600):
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_an_installed_plugin_package_is_listed_built_and_evaluated(tmp_path):
+    from test_install import _env, _fresh_venv, _pip
+
+    python = _fresh_venv(tmp_path / "venv")
+    # vlprobe from this checkout (tests/test_install.py installs the wheel itself); the plugin as a user installs it
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "vlprobe_checkout.pth").write_text(str(REPO) + "\n")
+    package = _write_package(tmp_path / "src")
+    proc = _pip("--python", str(python), "install", "-q", "--no-deps", "--no-build-isolation", str(package))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    work = tmp_path / "empty"
+    work.mkdir()
+    env = _env(tmp_path)
+    env.pop("VLPROBE_INCLUDE_PATH", None)
+    vlprobe = [python, "-m", "vlprobe.cli"]
+
+    listed = _run([*vlprobe, "list"], work, env)
+    assert "\n  shapes\n" in listed and "Shapes (A. Author, 2025): a square of one colour" in listed
+    assert "\n  cosine  any dual encoder, scored by the plain cosine of its embeddings" in listed
+    built = _run([*vlprobe, "build", "shapes"], work, env)
+    folder = tmp_path / "cache" / "datasets" / "shapes"
+    assert f"built {folder}" in built and "benchmark: shapes" in (folder / "vlprobe.yaml").read_text()
+    _run([*vlprobe, "evaluate", "--dataset", "shapes", "--model", "mini-clip", "--family", "cosine", "--bootstrap", "0",
+          "--no-progress", "--out", "runs/shapes"], work, env)
+    doc = json.loads((work / "runs" / "shapes" / "results.json").read_text())
+    [entry] = doc["results"]
+    assert entry["benchmark"] == "shapes" and entry["config"] == "colour" and entry["metrics"]["n_items"] == 4
+    assert doc["provenance"]["model"]["family"] == "cosine"
+    assert "shapes" in doc["summary"]  # summarised as the plugin's benchmark (its headline: acc_r)
+    scores = subprocess.run([str(python), "-c", "import pyarrow.parquet as pq, json; print(json.dumps("
+                             "pq.read_table('runs/shapes/scores.parquet').column('scores').to_pylist()))"],
+                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout
+    cells = [c for item in json.loads(scores) for row in item for c in row]
+    assert len(cells) == 8 and all(-1.0 <= c <= 1.0 for c in cells)  # plain cosines: no logit scale
+    assert sorted(p.name for p in work.iterdir()) == ["runs"]

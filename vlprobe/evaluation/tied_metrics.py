@@ -1,0 +1,87 @@
+"""A metric whose every comparison tied is not available, with its reason (issue 47.3).
+
+Each rank metric compares a gold cell with a non-gold cell: those of the same **row** (one image, its texts:
+``acc_r``, ``text``, ``set_acc``, ``set_error``, ``sentence_acc``) or of the same **column** (one text, its images:
+``image``); ``group`` needs both. Where every comparison one of them makes tied, across the whole split (or tag),
+its value is the tie policy's constant, not a measurement: a text-only model scores a text the same with every
+image, so on 2 x 2 items each image comparison ties by construction and ``image`` and ``group`` were 0.0 under
+``ties="strict"``, below their chance level. Such metrics become None with ``na_reason`` naming them and why
+(``"image, group: all 40 image comparisons tied: the model does not see images"``); the others keep their numbers
+(:func:`vlprobe.results.metric_keys` and the tables show a None metric of a result with ``na_reason`` as
+"N/A (reason)"). A split whose every item tied in every comparison is handled before, as a whole
+(:func:`vlprobe.evaluation.scoring.mark_not_available`)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+ROW_METRICS = ("acc_r", "text", "set_acc", "set_error", "sentence_acc")
+COLUMN_METRICS = ("image",)
+BOTH_METRICS = ("group",)
+
+
+def comparison_ties(scores: Any, gold: Any) -> np.ndarray:
+    """Per item (N, 4): row comparisons, of them tied, column comparisons, of them tied (a gold cell against a
+    non-gold cell of the same row / column)."""
+    if isinstance(scores, np.ndarray) and isinstance(gold, np.ndarray) and scores.ndim == 3:
+        S, G = scores, gold.astype(bool)
+        pairs_r = G[:, :, :, None] & ~G[:, :, None, :]
+        tied_r = pairs_r & (S[:, :, :, None] == S[:, :, None, :])
+        pairs_c = G[:, :, None, :] & ~G[:, None, :, :]
+        tied_c = pairs_c & (S[:, :, None, :] == S[:, None, :, :])
+        return np.stack([pairs_r.sum((1, 2, 3)), tied_r.sum((1, 2, 3)), pairs_c.sum((1, 2, 3)),
+                         tied_c.sum((1, 2, 3))], axis=1)
+    out = np.zeros((len(gold), 4), dtype=np.int64)
+    for i, (S, G) in enumerate(zip(scores, gold)):
+        out[i] = comparison_ties(np.asarray(S, dtype=np.float64)[None], np.asarray(G, dtype=bool)[None])[0]
+    return out
+
+
+def reasons(counts: np.ndarray, sees_images: bool = True) -> dict[str, str]:
+    """{metric: why it is not available} for the metrics whose every comparison tied, from :func:`comparison_ties`
+    rows summed over the items of a split or tag."""
+    rows, rows_tied, cols, cols_tied = (int(x) for x in np.asarray(counts).reshape(-1, 4).sum(0))
+    out: dict[str, str] = {}
+    if rows and rows_tied == rows:
+        why = f"all {rows} text comparisons tied (each image scored its gold and non-gold texts alike)"
+        out.update({k: why for k in ROW_METRICS + BOTH_METRICS})
+    if cols and cols_tied == cols:
+        why = (f"all {cols} image comparisons tied: the model does not see images" if not sees_images else
+               f"all {cols} image comparisons tied (each text scored alike with its gold and non-gold images)")
+        out.update({k: out.get(k, why) for k in COLUMN_METRICS + BOTH_METRICS})
+    return out
+
+
+def mark(metrics: dict[str, Any], why: dict[str, str]) -> None:
+    """The metrics of ``why`` present in ``metrics`` (and their CIs) become None, with ``na_reason`` naming them."""
+    from ..results import NA_KEY
+
+    gone = [k for k in why if k in metrics]
+    if not gone or metrics.get(NA_KEY):
+        return
+    for key in gone:
+        metrics[key] = None
+        if (metrics.get("ci") or {}).get(key) is not None:
+            metrics["ci"][key] = None
+    by_reason: dict[str, list[str]] = {}
+    for key in gone:
+        by_reason.setdefault(why[key], []).append(key)
+    metrics[NA_KEY] = "; ".join(f"{', '.join(keys)}: {reason}" for reason, keys in by_reason.items())
+
+
+def mark_tied_metrics(split: Any, scores: Any, gold: Any, sees_images: bool = True,
+                      tags: Sequence[Sequence[str]] | None = None) -> None:
+    """Mark, in ``split.metrics`` and each of its per-tag results, the metrics whose every comparison tied."""
+    counts = comparison_ties(scores, gold)
+    mark(split.metrics, reasons(counts, sees_images))
+    per_tag = split.metrics.get("per_tag") or {}
+    if per_tag:
+        members: dict[str, list[int]] = {}
+        for i, item_tags in enumerate(tags if tags is not None else [it.tags for it in split.items]):
+            for tag in item_tags:
+                members.setdefault(tag, []).append(i)
+        for tag, tm in per_tag.items():
+            if members.get(tag):
+                mark(tm, reasons(counts[members[tag]], sees_images))

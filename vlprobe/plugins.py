@@ -1,0 +1,157 @@
+"""Benchmarks and scorer families from outside vlprobe, with no edit to it: a package's entry points, or a folder
+of modules (as lm-evaluation-harness's ``--include_path``). See docs/adding-a-benchmark.md.
+
+* **Entry points**, declared by the user's own package (``pyproject.toml``)::
+
+      [project.entry-points."vlprobe.benchmarks"]
+      mybench = "mypkg.mybench"     # a module defining BENCHMARK (a vlprobe.benchmarks.Benchmark); with NAME, HELP,
+                                    # add_arguments(parser) and build(args) too, `vlprobe build NAME` builds it
+      [project.entry-points."vlprobe.scorers"]
+      myfamily = "mypkg.scorer"     # a module registering families with @vlprobe.scorers.register(...)
+
+* **A folder**: ``VLPROBE_INCLUDE_PATH=DIR`` (several joined by ``os.pathsep``), or :func:`include_path` in Python.
+  Each ``DIR/*.py`` (not ``_*.py``) is imported, as ``vlprobe_include.<stem>``, and may be any of the above: define
+  ``BENCHMARK``, be a builder, register families.
+
+The registries read them when first asked (``vlprobe.benchmarks.benchmarks()``, ``vlprobe.scorers.families()``,
+``vlprobe.builders.builders()``), so ``vlprobe list`` shows them and ``vlprobe build`` / ``vlprobe evaluate`` use
+them like vlprobe's own; each module is imported once per process. A plugin that cannot be imported, or a name
+vlprobe has already, is one :class:`PluginError` naming the plugin and where it came from. (A ``--include-path``
+option of the commands is to come; the variable works for every command and the Python API today.)
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .errors import VlprobeError
+
+BENCHMARK_GROUP = "vlprobe.benchmarks"
+SCORER_GROUP = "vlprobe.scorers"
+INCLUDE_VAR = "VLPROBE_INCLUDE_PATH"
+_PACKAGE = "vlprobe_include"  # the include folders' modules are imported as vlprobe_include.<stem>
+
+
+class PluginError(VlprobeError):
+    """A plugin (an entry point or an include folder's module) that cannot be loaded, or that clashes."""
+
+
+# (where it came from, the module): loaded once per process, in order; the folders added by include_path()
+_LOADED: dict[str, list[tuple[str, ModuleType]]] = {}
+_FOLDERS: list[Path] = []
+
+
+def include_path(folder: str | os.PathLike) -> list[str]:
+    """Load every ``*.py`` of ``folder`` as a plugin, as ``VLPROBE_INCLUDE_PATH`` does: its families register now,
+    its benchmarks and builders join the registries when next read. Returns the modules' names."""
+    path = Path(folder).expanduser().resolve()
+    if not path.is_dir():
+        raise PluginError(f"include path {folder}: not a folder")
+    if path not in _FOLDERS:
+        _FOLDERS.append(path)
+    _LOADED.pop("include", None)
+    loaded = [m.__name__ for where, m in _include_modules() if Path(where).parent == path]
+    registry = sys.modules.get("vlprobe.benchmarks.base")  # (not imported: the registry imports this module)
+    if registry is not None:
+        registry._REGISTRY.clear()  # read again, with this folder's benchmarks, when next asked
+    return loaded
+
+
+def _folders() -> list[Path]:
+    out = [Path(p).expanduser().resolve() for p in os.environ.get(INCLUDE_VAR, "").split(os.pathsep) if p.strip()]
+    for folder in out:
+        if not folder.is_dir():
+            raise PluginError(f"{INCLUDE_VAR}: {folder} is not a folder")
+    return list(dict.fromkeys(out + _FOLDERS))
+
+
+def _include_modules() -> list[tuple[str, ModuleType]]:
+    if "include" not in _LOADED:
+        found = []
+        for folder in _folders():
+            for file in sorted(folder.glob("*.py")):
+                if not file.name.startswith("_"):
+                    found.append((str(file), _import_file(file)))
+        _LOADED["include"] = found
+    return _LOADED["include"]
+
+
+def _import_file(file: Path) -> ModuleType:
+    name = f"{_PACKAGE}.{file.stem}"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(file):
+        return sys.modules[name]
+    if _PACKAGE not in sys.modules:
+        package = ModuleType(_PACKAGE)
+        package.__path__ = []  # a namespace of the include folders' modules
+        sys.modules[_PACKAGE] = package
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        del sys.modules[name]
+        raise PluginError(f"plugin {file} (from {INCLUDE_VAR} or vlprobe.plugins.include_path) failed to import: "
+                          f"{type(err).__name__}: {err}") from err
+    return module
+
+
+def _entry_point_modules(group: str) -> list[tuple[str, Any]]:
+    if group not in _LOADED:
+        found = []
+        for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
+            where = f"entry point {ep.name} = {ep.value} ({group}" + (
+                f", package {ep.dist.name} {ep.dist.version})" if getattr(ep, "dist", None) else ")")
+            try:
+                found.append((where, ep.load()))
+            except Exception as err:
+                raise PluginError(f"plugin {where} failed to import: {type(err).__name__}: {err}") from err
+        _LOADED[group] = found
+    return _LOADED[group]
+
+
+def _benchmark_modules() -> list[tuple[str, Any]]:
+    return _entry_point_modules(BENCHMARK_GROUP) + _include_modules()
+
+
+def benchmarks(known: dict[str, Any], kind: type) -> dict[str, Any]:
+    """The benchmarks the plugins define (``kind``: :class:`vlprobe.benchmarks.Benchmark`), by name: what
+    :func:`vlprobe.benchmarks.benchmarks` adds to vlprobe's own, ``known``, whose names a plugin cannot take."""
+    Benchmark = kind
+    out: dict[str, Any] = {}
+    for where, obj in _benchmark_modules():
+        bench = obj if isinstance(obj, Benchmark) else getattr(obj, "BENCHMARK", None)
+        if bench is None:
+            if isinstance(obj, ModuleType) and (obj.__name__.startswith(_PACKAGE + ".")):
+                continue  # an include folder's module that only registers families or a builder
+            raise PluginError(f"plugin {where}: defines no BENCHMARK (a vlprobe.benchmarks.Benchmark)")
+        if not isinstance(bench, Benchmark):
+            raise PluginError(f"plugin {where}: BENCHMARK is a {type(bench).__name__}, not a vlprobe.benchmarks.Benchmark")
+        if bench.name in known or (bench.name in out and out[bench.name] is not bench):
+            raise PluginError(f"plugin {where}: benchmark {bench.name!r} is defined already; give it another name")
+        out[bench.name] = bench
+    return out
+
+
+def builders(known: dict[str, ModuleType]) -> dict[str, ModuleType]:
+    """The plugins' builders (modules defining ``NAME`` and ``build``), by name, for ``vlprobe build``."""
+    out: dict[str, ModuleType] = {}
+    for where, obj in _benchmark_modules():
+        if isinstance(obj, ModuleType) and hasattr(obj, "NAME") and hasattr(obj, "build"):
+            if obj.NAME in known:
+                raise PluginError(f"plugin {where}: `vlprobe build {obj.NAME}` is vlprobe's own; give it another NAME")
+            out[obj.NAME] = obj
+    return out
+
+
+def load_scorers() -> None:
+    """Import the plugins that register scorer families (their ``@register`` runs on import)."""
+    _entry_point_modules(SCORER_GROUP)
+    _include_modules()

@@ -1,6 +1,6 @@
 """One split of a dataset folder or Hub id, as both ``vlprobe evaluate`` and ``vlprobe probe`` read it: its configs
 and splits selected (:func:`select_configs`, :func:`select_splits`), opened as a memory-mapped Arrow table with what
-identifies its data (:func:`load_split`), a failure named as the file at fault (:func:`damaged_file`), and the image
+identifies its data (:func:`load_split`), a failure named as the file at fault (:func:`vlprobe.folder_reader.damaged_file`), and the image
 cells of its rows kept inside its folder (:func:`checked_image_paths`)."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any, Sequence
 
 from .benchmarks import find
 from .errors import DatasetError, VlprobeError
-from .folder_reader import damaged_file
 from .names import check_dataset, did_you_mean
 from .options import listed
 from .spec import ItemSpec
@@ -71,6 +70,8 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
         return (f"cannot read dataset {dataset!r}: no space left on the disk{where} while converting it to Arrow; free "
                 "some space there (or point $TMPDIR / $VLPROBE_CACHE at a disk with room) and run it again")
     if folder.is_dir() and (folder / "vlprobe.yaml").is_file():
+        from .folder_reader import damaged_file  # imports datasets (3.9 s): not before the checks
+
         damaged = damaged_file(folder)
         if damaged:
             return f"dataset folder {dataset!r} is damaged: {damaged}; rebuild it (or restore the file)"

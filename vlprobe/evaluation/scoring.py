@@ -195,23 +195,21 @@ def _measure(split: ScoredSplit, s: EvaluateSettings) -> None:
 
 
 def _authors_rule(split: ScoredSplit, s: EvaluateSettings, scores: Any, gold: Any, probs: Any, tags: Any) -> dict | None:
-    """The split's metrics under its benchmark's own tie rule, where the run's tie policy is another
-    one (``--ties lenient`` on SugarCREPE): ``{"ties": <the authors' policy>, "metrics": ...}``, with no
-    CI (a figure to read beside the run's), not available wherever the run's are; else None."""
+    """The split's metrics as its benchmark's authors' code computes them, where they differ from the run's: under
+    their tie rule where the run's policy is another (``--ties lenient`` on SugarCREPE), or where the run's are not
+    available (every item tied: their code prints a number, 0.0 under a strict rule):
+    ``{"ties": <the authors' policy>, "metrics": ...}``, with no CI (a figure to read beside the run's); else None."""
     from .. import metric as metric_module  # as _measure: the metric module imports evaluate
 
     bench = find(split.benchmark)
     rule = bench.tie_rule_for(s.modality) if bench is not None else None
-    if rule is None or rule.policy == s.ties:
+    m = split.metrics
+    na = m.get("na_reason") or any(t.get("na_reason") for t in (m.get("per_tag") or {}).values())
+    if rule is None or (rule.policy == s.ties and not na):
         return None
-    m = metric_module.compute(scores, gold, ties=rule.policy, probabilities=probs, threshold=s.threshold,
-                              tags=tags if any(tags) else None, bootstrap=0)
-    if split.metrics.get("na_reason"):
-        _not_available(m, split.metrics["na_reason"])
-    for tag, tm in (split.metrics.get("per_tag") or {}).items():
-        if tm.get("na_reason") and tag in (m.get("per_tag") or {}):
-            _not_available(m["per_tag"][tag], tm["na_reason"])
-    return {"ties": rule.policy, "metrics": m}
+    return {"ties": rule.policy, "metrics": metric_module.compute(scores, gold, ties=rule.policy, probabilities=probs,
+                                                                 threshold=s.threshold, tags=tags if any(tags) else None,
+                                                                 bootstrap=0)}
 
 
 def items_with_ties(scores: Any, gold: Any) -> np.ndarray:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import html
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .. import summary as summary_rules
 from ..errors import ArgumentError
-from ..results import _atomic_write_bytes
+from ..results import atomic_write_bytes
+from ..results.schema import SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
 from .runs import Run, load_runs
@@ -40,11 +41,10 @@ def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
     """(label, description) per run."""
     out = []
     for run in runs:
-        prov = run.doc.get("provenance", {})
-        model = prov.get("model", {})
-        desc = (f"{model.get('model_id')} (revision {model.get('revision') or 'local'}, family {model.get('family')}, "
-                f"{model.get('dtype')}, {model.get('device')}); ties {prov.get('settings', {}).get('ties')}; "
-                f"{_ci_of(run)}; {prov.get('created', '')}; {run.path}")
+        prov = run.doc.provenance
+        model = prov.model
+        desc = (f"{model.name} (revision {model.revision or 'local'}, family {model.family}, {model.dtype}, "
+                f"{model.device}); ties {prov.settings.ties}; {_ci_of(run)}; {prov.created or ''}; {run.path}")
         if run.caveats():
             desc += "; " + ", ".join(run.caveats())
         out.append((run.label, desc))
@@ -52,23 +52,31 @@ def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
 
 
 def _ci_of(run: Run) -> str:
-    st = run.doc.get("provenance", {}).get("settings", {}) or {}
-    level, resamples = st.get("confidence"), st.get("bootstrap")
-    if resamples == 0:
+    st = run.settings
+    if st.bootstrap == 0:
         return "no CI"
-    if level is None or resamples is None:
+    if st.confidence is None or st.bootstrap is None:
         return "CI level not recorded"
-    return f"{100 * level:g}% CI, {resamples} resamples, seed {st.get('seed', 0)}"
+    return f"{100 * st.confidence:g}% CI, {st.bootstrap} resamples, seed {st.seed or 0}"
 
 
 def _summary_heading(runs: Sequence[Run], bench: str, *, with_source: bool = True) -> str:
     """The heading of a benchmark's aggregates in the report: its source, and each run that departs
     from the authors' setting, named with how ("..., NOT the authors' setting: model-a: ties lenient
     (authors: strict)")."""
-    source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
-    title = summary_rules.summary_title(bench, {"source": source}, with_source=with_source)
-    departing = [f"{r.label}: {text}" for r in runs if (text := summary_rules.departure_text(r.summary.get(bench) or {}))]
+    title = summary_rules.summary_title(bench, SummaryBlock(None, source=_source(runs, bench)), with_source=with_source)
+    departing = [f"{r.label}: {text}" for r in runs if (text := summary_rules.departure_text(r.summary.get(bench)))]
     return title + (f", NOT the authors' setting: {'; '.join(departing)}" if departing else "")
+
+
+def _source(runs: Sequence[Run], bench: str) -> str | None:
+    """The paper a benchmark's aggregates follow, from the first run that has one."""
+    return next((block.source for r in runs if (block := r.summary.get(bench)) and block.source), None)
+
+
+def _metrics(run: Run, bench: str, config: str, split: str) -> Any:
+    """The run's metrics for one (table name, config, split), None when it has none."""
+    return next((e.metrics for name, e in run.named if (name, e.config, e.split) == (bench, config, split)), None)
 
 
 def ci_sentence(runs: Sequence[Run]) -> str:
@@ -168,7 +176,7 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
         agg = summary_table(runs, bench)
         if agg:
             header, rows, notes = agg
-            source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
+            source = _source(runs, bench)
             title = _summary_heading(runs, bench, with_source=False)
             lead = (f"As {source} reports them." if source else "Headline metrics per config.")
             md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
@@ -236,11 +244,9 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
 
     units: list[tuple[str, str, str, str]] = []
     for run in runs:
-        for r in run.results:
-            key = entry_headline(r)
-            unit = (r["benchmark"], r["config"], r["split"], key)
-            if key and unit not in units:
-                units.append(unit)
+        for name, e in run.named:
+            unit = (name, e.config, e.split, entry_headline(e))
+            units += [unit] if unit[3] and unit not in units else []
     panels = _panels(units) or [[]]
     widest = max(len(p) for p in panels)
     width = min(16.0, max(6.0, 0.5 * widest * max(1, len(runs)) + 2))
@@ -251,18 +257,17 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
         for i, run in enumerate(runs):
             vals, lo, hi = [], [], []
             for bench, config, split, key in panel:
-                m = next((r["metrics"] for r in run.results
-                          if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), {})
-                v = m.get(key)
-                ci = (m.get("ci") or {}).get(key) or [v, v]
+                m = _metrics(run, bench, config, split)
+                v = m.value(key) if m else None
+                ci = (m.ci.get(key) if m else None) or (v, v)
                 vals.append(np.nan if v is None else 100 * v)
                 lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
                 hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
             ax.bar(x + (i - (len(runs) - 1) / 2) * bar, vals, bar, yerr=[lo, hi], capsize=2, label=run.label)
         first = True
         for j, (bench, config, split, key) in enumerate(panel):
-            chance = next(((r["metrics"].get("chance") or {}).get(key) for run in runs for r in run.results
-                           if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), None)
+            chance = next((m.chance[key] for run in runs if (m := _metrics(run, bench, config, split)) and key in m.chance),
+                          None)
             if chance is not None:
                 ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed",
                           label="chance" if first else None)
@@ -278,33 +283,39 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
     import io
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
-    _atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
 
 
-def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
+def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
     """Check every results file, then write report.md, report.html, report.tex and (when there are
-    ``vlprobe evaluate`` runs) report.png into ``out_dir`` (created; other files in it are left
-    alone). ``labels``: one name per run. A ``vlprobe probe`` run's results.json is taken too: its
-    TraVLR Table 2 layout and each cell beside TraVLR's published Table 2 (:mod:`.probes`)."""
-    out = Path(out_dir).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the report")
+    ``vlprobe evaluate`` runs) report.png into the folder ``out`` (created; other files in it are left
+    alone). ``paths``: results.json files or run folders (one, or a list); ``labels``: one name per run. A
+    ``vlprobe probe`` run's results.json is taken too: its TraVLR Table 2 layout and each cell beside TraVLR's
+    published Table 2 (:mod:`.probes`)."""
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise ArgumentError("out", out, "must be a folder's path (a str or os.PathLike)")
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
+    if not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise ArgumentError("paths", paths, "must be results.json files or run folders (str or os.PathLike)")
+    folder = Path(out).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ArgumentError("out", str(folder), "is a file, not a folder; choose a folder for the report")
     runs = load_runs(paths, labels, probes=True)
     evaluated = [r for r in runs if r.kind == "evaluate"]
     md, page = build_report(runs, plot_name="report.png")
     tex = latex_tables(runs)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        written = [out / "report.md", out / "report.html", out / "report.tex"]
-        _atomic_write_bytes(written[0], md.encode("utf-8"))
-        _atomic_write_bytes(written[1], page.encode("utf-8"))
-        _atomic_write_bytes(written[2], tex.encode("utf-8"))
+        folder.mkdir(parents=True, exist_ok=True)
+        written = [folder / "report.md", folder / "report.html", folder / "report.tex"]
+        atomic_write_bytes(written[0], md.encode("utf-8"))
+        atomic_write_bytes(written[1], page.encode("utf-8"))
+        atomic_write_bytes(written[2], tex.encode("utf-8"))
         if evaluated:  # the plot is of evaluate runs' headline metrics
-            written.append(out / "report.png")
+            written.append(folder / "report.png")
             plot_runs(evaluated, written[3])
     except OSError as err:
-        raise ArgumentError("out", str(out), f"cannot write the report there ({err.strerror or err})") from None
+        raise ArgumentError("out", str(folder), f"cannot write the report there ({err.strerror or err})") from None
     return written

@@ -102,7 +102,7 @@ def test_seeds_give_an_sd_over_seeds_and_sd_0_where_the_setting_is_deterministic
     assert calls == [10, 80, 10, 10]
     means = {(m.transfer, m.train_size, m.test_modality, m.split): m for m in P.seed_means(rows)}
     full = means[("same", 80, "image", "test_ood")]
-    assert full.sd == 0.0 and full.identical and full.seeds == [5, 6, 7]
+    assert full.sd == 0.0 and full.identical and full.seeds == (5, 6, 7)
     # its bootstrap is seeded per seed: the same figure, different CIs
     cis = {(r["ci_low"], r["ci_high"]) for r in rows if (r["transfer"], r["train_size"], r["split"]) ==
            ("same", 80, "test_ood") and r["test_modality"] == "image"}

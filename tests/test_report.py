@@ -340,3 +340,46 @@ def test_report_png_is_faceted_and_readable(tmp_path):
     panels = 2 + 1 + 1  # travlr's 14 configs in rows of PANEL_UNITS, then bla, then valse
     assert PANEL_UNITS < 14 and width <= 16 * 110 and height >= panels * 3 * 110
     assert width / height < 2.5  # not a strip
+
+
+def test_a_pooled_config_is_labelled_in_every_table(tmp_path):
+    """VALSE's `all` pools the instruments' items: its row is no paper's figure (the Avg. of the 11 is), and the
+    printed table, the report and the wide table say so."""
+    from vlprobe.benchmarks.valse import INSTRUMENTS as VALSE_INSTRUMENTS
+    from vlprobe.results import format_table, result_entries
+
+    unit, own = _valse_all_unit(0, VALSE_INSTRUMENTS), _unit("valse", "existence", "valse", 1)
+    text = format_table(result_entries([unit, own]))
+    assert "valse/all/test (pooled)" in text and "valse/existence/test (pooled)" not in text
+    assert text.splitlines()[-1].startswith("(pooled): the items of its configs together, pooled over items, not a "
+                                            "paper figure")
+    out = tmp_path / "r"
+    assert main(["report", str(_write(tmp_path / "a", "m", [unit, own])), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "| all (pooled over items, not a paper figure) | test | acc_r |" in md and "| existence | test | acc_r |" in md
+
+
+def test_the_wide_table_researchers_paste(tmp_path):
+    """to_pandas(wide=True) and results_wide.csv: a row per dataset/config/split, a column per metric shown, in %
+    rounded to one decimal (as CLIP_benchmark's build_csv), N/A left empty with its reason."""
+    import csv
+
+    import vlprobe
+
+    units = [_unit("valse", "existence", "valse", 0), _unit("facebook/winoground", "default", "wino", 1)]
+    tied = ScoredSplit(dataset="bla", config="active_passive", split="test", items=units[0].items[:3],
+                       scores=units[0].scores[:3], benchmark="bla",
+                       metrics={"acc_r": None, "n_items": 3, "n_ties": 3, "chance": {}, "support": {},
+                                "na_reason": "3/3 items tied"})
+    ev = vlprobe.Evaluation(units + [tied], {"model": {"model_id": "m"}, "settings": {"ties": "strict"}}, None)
+    wide = ev.to_pandas(wide=True)
+    assert list(wide.columns) == ["dataset", "config", "split", "pooled", "n_items", "n_ties", "acc_r", "text",
+                                  "image", "group", "na_reason"]
+    first = wide.iloc[0]
+    assert first["dataset"] == "valse" and first["acc_r"] == round(100 * units[0].metrics["acc_r"], 1)
+    assert wide.iloc[1]["group"] == round(100 * units[1].metrics["group"], 1) and wide.iloc[1]["dataset"] == "winoground"
+    assert wide.iloc[2]["na_reason"] == "3/3 items tied" and wide.iloc[2][["acc_r", "text"]].isna().all()
+    ev.save(tmp_path / "run")
+    with open(tmp_path / "run" / "results_wide.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["acc_r"] for r in rows] == [f"{v:.1f}" if v == v else "" for v in wide["acc_r"]]

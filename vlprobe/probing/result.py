@@ -151,7 +151,7 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
         setting = r.setting if r.setting != ZERO_SHOT else f"zero-shot, {r.test_modality}"
         out.append(SummaryRow(config=r.task, label=f"{r.task} ({setting})", setting=setting, split=r.split,
                               values={"macro_f1": r.macro_f1} if r.macro_f1 is not None else {}, n_items=r.n,
-                              train_size=r.train_size, chance=r.chance, sd=r.sd, seeds=tuple(r.seeds),
+                              train_size=r.train_size, chance=r.chance, sd=r.sd, seeds=r.seeds,
                               ci={"macro_f1": (r.ci_low, r.ci_high)} if r.ci_low is not None else {}))
     # the benchmark the dataset recorded; its paper's source only where the paper reports macro-F1 of true/false
     # statements (TraVLR)
@@ -167,34 +167,16 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
 # ---- means over seeds ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class SeedMean:
-    """The rows that differ only in their seed, as one: the mean macro-F1 over seeds, its sample ``sd`` (None for
-    one seed), ``identical`` (every seed gave the same value), the ``seeds``, ``above_chance`` (how many seeds'
-    figures are above chance), and the CI only for a single seed (a bootstrap CI is of one seed's figure)."""
+class SeedMean(ProbeRow):
+    """The rows that differ only in their seed, as one: their fields, ``macro_f1`` the mean over seeds, its sample
+    ``sd`` (None for one seed), ``identical`` (every seed gave the same value), the ``seeds``, ``above_chance`` (how
+    many seeds' figures are above chance), and the CI only for a single seed (a bootstrap CI is of one seed's
+    figure)."""
 
-    classifier: str | None
-    task: str
-    setting: str
-    train_modality: str | None
-    test_modality: str
-    transfer: str
-    train_size: int
-    split: str
-    macro_f1: float | None
-    sd: float | None
-    identical: bool
-    seeds: list[int | None]
-    above_chance: int
-    ci_low: float | None
-    ci_high: float | None
-    chance: float | None
-    n: int | None
-    l2: float | None
-    na_reason: str | None
-
-    @property
-    def finetuned(self) -> bool:
-        return self.classifier == "finetune"
+    sd: float | None = None
+    identical: bool = False
+    seeds: tuple[int | None, ...] = ()
+    above_chance: int = 0
 
 
 # What tells two rows apart other than their seed.
@@ -217,15 +199,14 @@ def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
     for r in probe_rows(rows):
         groups.setdefault(tuple(getattr(r, k) for k in GROUP_KEYS), []).append(r)
     out = []
-    for key, rs in groups.items():
-        st = over_seeds([r.macro_f1 for r in rs])
-        one, first = len(rs) == 1, rs[0]
-        out.append(SeedMean(*key, macro_f1=st["mean"], sd=st["sd"], identical=st["identical"],
-                            seeds=[r.seed for r in rs], above_chance=sum(_above_chance(r) for r in rs),
-                            ci_low=first.ci_low if one else None, ci_high=first.ci_high if one else None,
-                            chance=first.chance, n=first.n, l2=first.l2,
-                            # a setting no seed could measure (every test row lost its query) stays N/A with its reason
-                            na_reason=first.na_reason if st["mean"] is None else None))
+    for rs in groups.values():
+        st, one = over_seeds([r.macro_f1 for r in rs]), len(rs) == 1
+        out.append(SeedMean(**{**dump(rs[0]), "seed": None, "macro_f1": st["mean"], "sd": st["sd"],
+                               "identical": st["identical"], "seeds": tuple(r.seed for r in rs),
+                               "above_chance": sum(_above_chance(r) for r in rs),
+                               "ci_low": rs[0].ci_low if one else None, "ci_high": rs[0].ci_high if one else None,
+                               # a setting no seed could measure (every test row lost its query) stays N/A with its reason
+                               "na_reason": rs[0].na_reason if st["mean"] is None else None}))
     return out
 
 
@@ -297,7 +278,7 @@ def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool =
                 cells.append(Table2Cell(task=task, trained_on=setting, train_modality=ood.train_modality,
                                         test_modality=m, classifier=ood.classifier, train_size=ood.train_size,
                                         ood=ood.macro_f1, ind=None if ind is None else ind.macro_f1, change=change,
-                                        sd=ood.sd, identical=ood.identical, seeds=tuple(ood.seeds), chance=ood.chance,
+                                        sd=ood.sd, identical=ood.identical, seeds=ood.seeds, chance=ood.chance,
                                         n=ood.n, na_reason=ood.na_reason,
                                         above_chance=None if own is None else own.above_chance))
     return cells

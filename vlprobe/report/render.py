@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -91,44 +92,84 @@ def ci_sentence(runs: Sequence[Run]) -> str:
     return f"{base}, each run's own, and they differ ({listing}): compare their widths with care."
 
 
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: a heading (``level`` 0: none), a lead paragraph, a table and notes; ``caption`` and
+    ``label``: the table's float in report.tex (None: the table is not in it)."""
+
+    level: int
+    title: str = ""
+    lead: str = ""
+    table: tuple[list[str], list[list[str]]] | None = None
+    notes: tuple[str, ...] = ()
+    caption: str | None = None
+    label: str = ""
+
+
+TABLE2_LEAD = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over seeds; rows: trained on, columns: tested "
+               "on; * the same value for every seed (a deterministic setting).")
+
+
+def sections(runs: Sequence[Run]) -> list[Section]:
+    """The report's parts after its runs, in order: per benchmark the metrics with ties, the papers' aggregates (or
+    headline metrics), the per-tag table and the published numbers beside the runs; per probe run its Table 2
+    layout and the published table beside it."""
+    papers = paper_results()
+    probes = probe_runs(runs)
+    runs = [r for r in runs if r.kind == "evaluate"]
+    out = []
+    for bench in _benchmarks(runs):
+        slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
+        out.append(Section(2, bench, table=long_table(runs, bench), caption=f"{bench}: metrics per config (%), ties = "
+                           f"tied comparisons", label=f"tab:vlprobe-{slug}"))
+        agg = summary_table(runs, bench)
+        if agg:
+            source = _source(runs, bench)
+            out.append(Section(3, _summary_heading(runs, bench, with_source=False),
+                               f"As {source} reports them." if source else "Headline metrics per config.", agg[:2],
+                               tuple(agg[2]), _summary_heading(runs, bench), f"tab:vlprobe-{slug}-summary"))
+        tags = tag_table(runs, bench)
+        if tags:
+            out.append(Section(3, f"{bench}: per tag", table=tags))
+        paper = paper_table(runs, bench, papers)
+        if paper:
+            note = PAPER_NOTES.get(bench, "")
+            out.append(Section(3, f"{bench}: this run beside the published numbers", note, paper,
+                               caption=f"{bench}: this run beside the published numbers. {note}",
+                               label=f"tab:vlprobe-{slug}-paper"))
+    for k, run in enumerate(probes, 1):
+        out.append(Section(2, f"TraVLR probe: {run.label}"))
+        for title, table in table2_of(run):
+            out.append(Section(3, title, TABLE2_LEAD, table, caption=f"{title}: TraVLR's Table 2 layout (OOD macro-F1, "
+                                                                     f"(OOD - InD), sd over seeds)",
+                               label=f"tab:vlprobe-probe{k}-table2"))
+        beside, paper = beside_paper(run, papers), probe_paper(run)
+        if beside:
+            out.append(Section(3, f"{run.label} beside {paper}", probe_note(run), beside,
+                               caption=f"{run.label} beside {paper}. {probe_note(run)}", label=f"tab:vlprobe-probe{k}-paper"))
+        else:
+            out.append(Section(0, lead=f"No cell of this run is one {paper} has (its tasks and image/caption/both "
+                                       f"modalities)." if paper else "The run's dataset records no benchmark with a "
+                                                                     "published probe table."))
+    return out
+
+
 def latex_tables(runs: Sequence[Run]) -> str:
     """The report's tables as LaTeX (pandas' Styler; booktabs rules), one ``table`` float each, to
     paste into a paper: per benchmark the metrics with ties, the headline metrics (the paper's
     aggregates where it has a paper) and the published numbers beside this run."""
     import pandas as pd
 
-    papers = paper_results()
-    probes = probe_runs(runs)
-    runs = [r for r in runs if r.kind == "evaluate"]
+    evaluated = [r for r in runs if r.kind == "evaluate"]
     parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}"] + (
-        [f"% {ci_sentence(runs)}"] if runs else []) + [""]
-
-    def table(header: list[str], rows: list[list[str]], caption: str, label: str) -> str:
-        frame = pd.DataFrame(rows, columns=_unique(header))
-        styler = frame.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
-        return styler.to_latex(hrules=True, caption=_latex_escape(caption), label=label,
-                               position_float="centering", column_format="l" * len(header))
-
-    for bench in _benchmarks(runs):
-        slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
-        parts.append(table(*long_table(runs, bench), f"{bench}: metrics per config (%), ties = tied comparisons",
-                           f"tab:vlprobe-{slug}"))
-        agg = summary_table(runs, bench)
-        if agg:
-            parts.append(table(agg[0], agg[1], _summary_heading(runs, bench),
-                               f"tab:vlprobe-{slug}-summary"))
-        paper = paper_table(runs, bench, papers)
-        if paper:
-            parts.append(table(*paper, f"{bench}: this run beside the published numbers. {PAPER_NOTES.get(bench, '')}",
-                               f"tab:vlprobe-{slug}-paper"))
-    for k, run in enumerate(probes, 1):
-        for title, (header, rows) in table2_of(run):
-            parts.append(table(header, rows, f"{title}: TraVLR's Table 2 layout (OOD macro-F1, (OOD - InD), sd over "
-                                             f"seeds)", f"tab:vlprobe-probe{k}-table2"))
-        beside = beside_paper(run, papers)
-        if beside:
-            parts.append(table(*beside, f"{run.label} beside {probe_paper(run)}. {probe_note(run)}",
-                               f"tab:vlprobe-probe{k}-paper"))
+        [f"% {ci_sentence(evaluated)}"] if evaluated else []) + [""]
+    for s in sections(runs):
+        if s.caption is not None and s.table is not None:
+            header, rows = s.table
+            styler = pd.DataFrame(rows, columns=_unique(header)).style.hide(axis="index").format(escape="latex")
+            parts.append(styler.format_index(escape="latex", axis=1).to_latex(
+                hrules=True, caption=_latex_escape(s.caption), label=s.label, position_float="centering",
+                column_format="l" * len(header)))
     return "\n".join(parts)
 
 
@@ -152,67 +193,26 @@ def _latex_escape(text: str) -> str:
 
 def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
     """The Markdown and HTML texts of the report."""
-    papers = paper_results()
     probes = probe_runs(runs)
-    runs = [r for r in runs if r.kind == "evaluate"]
-    lead = ci_sentence(runs) if runs else ("Values are percentages: the mean over each probe run's seeds, "
-                                           "± the sample sd over seeds.")
-    md = ["# vlprobe report", "", lead, ""]
-    hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>"]
-    md += ["## Runs", ""]
-    hb += ["<h2>Runs</h2>", "<ul>"]
-    for label, desc in _runs_section(runs) + [(r.label, describe(r)) for r in probes]:
+    evaluated = [r for r in runs if r.kind == "evaluate"]
+    lead = ci_sentence(evaluated) if evaluated else ("Values are percentages: the mean over each probe run's seeds, "
+                                                     "± the sample sd over seeds.")
+    md = ["# vlprobe report", "", lead, "", "## Runs", ""]
+    hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>", "<h2>Runs</h2>", "<ul>"]
+    for label, desc in _runs_section(evaluated) + [(r.label, describe(r)) for r in probes]:
         md.append(f"- **{label}**: {desc}")
         hb.append(f"<li><b>{html.escape(label)}</b>: {html.escape(desc)}</li>")
     md.append("")
     hb.append("</ul>")
-    if plot_name and runs:
+    if plot_name and evaluated:
         md += [f"![headline metric per config]({plot_name})", ""]
         hb.append(f'<img src="{html.escape(plot_name)}" alt="headline metric per config">')
-    for bench in _benchmarks(runs):
-        header, rows = long_table(runs, bench)
-        md += [f"## {bench}", "", _md_table(header, rows), ""]
-        hb += [f"<h2>{html.escape(bench)}</h2>", _html_table(header, rows)]
-        agg = summary_table(runs, bench)
-        if agg:
-            header, rows, notes = agg
-            source = _source(runs, bench)
-            title = _summary_heading(runs, bench, with_source=False)
-            lead = (f"As {source} reports them." if source else "Headline metrics per config.")
-            md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
-            md += [f"- {n}" for n in notes] + ([""] if notes else [])
-            hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
-            if notes:
-                hb.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-        tags = tag_table(runs, bench)
-        if tags:
-            md += [f"### {bench}: per tag", "", _md_table(*tags), ""]
-            hb += [f"<h3>{html.escape(bench)}: per tag</h3>", _html_table(*tags)]
-        paper = paper_table(runs, bench, papers)
-        if paper:
-            note = PAPER_NOTES.get(bench, "")
-            md += [f"### {bench}: this run beside the published numbers", "", note, "", _md_table(*paper), ""]
-            hb += [f"<h3>{html.escape(bench)}: this run beside the published numbers</h3>",
-                   f"<p>{html.escape(note)}</p>", _html_table(*paper)]
-    for run in probes:
-        md += [f"## TraVLR probe: {run.label}", ""]
-        hb.append(f"<h2>TraVLR probe: {html.escape(run.label)}</h2>")
-        for title, (header, rows) in table2_of(run):
-            lead = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over seeds; rows: trained on, "
-                    "columns: tested on; * the same value for every seed (a deterministic setting).")
-            md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
-            hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
-        beside = beside_paper(run, papers)
-        if beside:
-            note = probe_note(run)
-            md += [f"### {run.label} beside {probe_paper(run)}", "", note, "", _md_table(*beside), ""]
-            hb += [f"<h3>{html.escape(run.label)} beside {html.escape(probe_paper(run))}</h3>",
-                   f"<p>{html.escape(note)}</p>", _html_table(*beside)]
-        else:
-            said = (f"No cell of this run is one {probe_paper(run)} has (its tasks and image/caption/both modalities)."
-                    if probe_paper(run) else "The run's dataset records no benchmark with a published probe table.")
-            md += [said, ""]
-            hb.append(f"<p>{html.escape(said)}</p>")
+    for s in sections(runs):
+        md += ([f"{'#' * s.level} {s.title}", ""] if s.level else []) + ([s.lead, ""] if s.lead else [])
+        md += ([_md_table(*s.table), ""] if s.table else []) + [f"- {n}" for n in s.notes] + ([""] if s.notes else [])
+        hb += [f"<h{s.level}>{html.escape(s.title)}</h{s.level}>"] if s.level else []
+        hb += ([f"<p>{html.escape(s.lead)}</p>"] if s.lead else []) + ([_html_table(*s.table)] if s.table else [])
+        hb += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in s.notes) + "</ul>"] if s.notes else []
     style = ("body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}tr.paper{color:#555;background:#f7f7f7}"
              "img{max-width:100%}")

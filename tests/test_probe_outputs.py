@@ -466,14 +466,14 @@ def test_probe_result_has_the_shape_of_an_evaluation(travlr_small, tiny_clip_pat
         "<vlprobe.ProbeResult of ")
     assert res.table() == P.format_report(res)
     summary = res.summary["travlr"]
-    assert summary["headline"] == ["macro_f1"]
-    got = {(r["config"], r["setting"], r["split"]): r["values"]["macro_f1"] for r in summary["rows"]}
+    assert summary.headline == ("macro_f1",)
+    got = {(r.config, r.setting, r.split): r.values["macro_f1"] for r in summary.rows}
     want = {(r["task"], r["setting"], r["split"]): r["macro_f1"] for r in res.rows
             if r["transfer"] == "same" and r["train_size"] == 24}
     assert got == want and len(got) == 8  # image, caption, both, text-only x test_ind, test_ood
     # three seeds (the default): the mean over seeds with its sd; a full-size logistic regression is the
     # same probe for every seed (sd 0), and a bootstrap CI is of one seed's figure, so the mean has none
-    assert all(r["seeds"] == [0, 1, 2] and r["sd"] == 0.0 and "ci" not in r for r in summary["rows"])
+    assert all(r.seeds == (0, 1, 2) and r.sd == 0.0 and r.ci == {} for r in summary.rows)
     frame = res.to_pandas()
     assert len(frame) == len(res.rows) and {"macro_f1", "ci_low", "chance"} <= set(frame.columns)
     fig = res.plot()

@@ -31,6 +31,7 @@ always holds one run's files (:mod:`vlprobe.run_folder`; :func:`check_output_dir
 whether a folder can be written that way). ``vlprobe probe`` writes a :class:`~.schema.ProbeDocument` the same way.
 """
 
+from ..benchmarks import METRIC_ORDER
 from ..run_folder import check_output_dir, write_run_folder
 from .display import NA_KEY, bar_chart, format_table, metric_keys, na_text, pct, plot_name, truncation_warning
 from .io import RUN_FILES, ResultsError, atomic_write_bytes, environment, now_iso, read_results, write_outputs
@@ -39,8 +40,9 @@ from .schema import RESULTS_FORMAT, Entry, Metrics, Provenance, SchemaError, dat
 from .scored import ScoredItem, ScoredSplit, ScoreMatrices, result_entries
 
 __all__ = [
-    "NA_KEY", "RESULTS_FORMAT", "RUN_FILES", "Entry", "Metrics", "Provenance", "ResultsError", "RunResult", "SchemaError",
-    "ScoreMatrices", "ScoredItem", "ScoredSplit", "atomic_write_bytes", "bar_chart", "check_output_dir",
-    "dataset_name", "dump", "environment", "format_table", "json_schema", "metric_keys", "na_text", "now_iso", "parse",
-    "pct", "plot_name", "read_results", "result_entries", "truncation_warning", "write_outputs", "write_run_folder",
+    "METRIC_ORDER", "NA_KEY", "RESULTS_FORMAT", "RUN_FILES", "Entry", "Metrics", "Provenance", "ResultsError",
+    "RunResult", "SchemaError", "ScoreMatrices", "ScoredItem", "ScoredSplit", "atomic_write_bytes", "bar_chart",
+    "check_output_dir", "dataset_name", "dump", "environment", "format_table", "json_schema", "metric_keys", "na_text",
+    "now_iso", "parse", "pct", "plot_name", "read_results", "result_entries", "truncation_warning", "write_outputs",
+    "write_run_folder",
 ]

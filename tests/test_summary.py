@@ -336,3 +336,32 @@ def test_bla_published_sentence_acc_agrees_with_its_set_numbers_or_says_why():
             flagged += 1
         checked += 1
     assert checked == 15 and flagged == 1
+
+
+@pytest.mark.slow
+def test_an_all_tied_config_shows_the_authors_code_figure_end_to_end(tmp_path, capsys):
+    """A run under the authors' own tie rule (strict) where every item of a config ties: vlprobe's figure is N/A,
+    and results.json's authors_rule, the printed summary and the report set the authors' code's 0.0 beside it
+    (their main_eval.py counts pos > neg: a tie is wrong)."""
+    import json
+
+    from helpers_ties import tie_folder, truncating_mini_clip
+
+    from vlprobe.cli import main
+    from vlprobe.dataset_folder import write_spec
+
+    folder = tie_folder(tmp_path)  # config `collapsed`: every item's caption and foil are one input at 8 tokens
+    write_spec(folder, (folder / "vlprobe.yaml").read_text(), "sugar_crepe")
+    run = tmp_path / "run"
+    assert main(["evaluate", "--dataset", str(folder), "--config", "collapsed", "--model", str(truncating_mini_clip(
+        tmp_path)), "--bootstrap", "0", "--no-progress", "--cache-dir", "none", "--out", str(run)]) == 0
+    out = capsys.readouterr().out
+    (entry,) = json.loads((run / "results.json").read_text())["results"]
+    assert entry["metrics"]["acc_r"] is None and entry["metrics"]["na_reason"].startswith("6/6 items tied")
+    assert entry["authors_rule"]["ties"] == "strict" and entry["authors_rule"]["metrics"]["acc_r"] == 0.0
+    assert "acc_r N/A (6/6 items tied" in out and "tokens) (strict: 0.0)" in out
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    lines = [ln for ln in md.splitlines() if ln.startswith("| collapsed | test | acc_r | N/A (6/6")]
+    assert lines[0].endswith("| 6 (n=6) | 50.0 |")  # the metrics table: the run's own figure, its ties, chance
+    assert lines[1].endswith("tokens) (strict: 0.0) |")  # the aggregates: the authors' code's figure beside

@@ -365,3 +365,21 @@ def test_an_all_tied_config_shows_the_authors_code_figure_end_to_end(tmp_path, c
     lines = [ln for ln in md.splitlines() if ln.startswith("| collapsed | test | acc_r | N/A (6/6")]
     assert lines[0].endswith("| 6 (n=6) | 50.0 |")  # the metrics table: the run's own figure, its ties, chance
     assert lines[1].endswith("tokens) (strict: 0.0) |")  # the aggregates: the authors' code's figure beside
+
+
+def test_published_figures_for_the_checkpoint_have_their_place():
+    """Where a block holds figures published for the run's own checkpoint (issue 45 fills them), the printed
+    summary sets each beside the run's, with the difference and its known cause; results.json keeps them."""
+    from dataclasses import replace
+
+    from vlprobe.evaluation.result import format_summary
+    from vlprobe.results.schema import Published, SummaryBlock, dump, parse
+
+    block = summarize([_entry("valse", "existence", acc_r=0.6, n_items=10)])["valse"]
+    published = Published("open_clip benchmark", "existence", "acc_r", 0.65, ours=0.6, dataset_version="v1",
+                          note="their 534 items, ours 505")
+    block = replace(block, published=(published,))
+    assert published.difference == pytest.approx(-0.05)
+    assert ("published for this checkpoint: open_clip benchmark, existence acc_r 65.0 (this run 60.0, -5.0): their "
+            "534 items, ours 505") in format_summary({"valse": block})
+    assert parse(SummaryBlock, dump(block)) == block

@@ -27,7 +27,7 @@ from typing import Any
 from .errors import ArgumentError
 
 # The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
-RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.png)$")
+RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results(_wide)?\.csv|plot_.*\.png)$")
 RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: size}}: who wrote this folder, and what
 
 

@@ -408,7 +408,7 @@ def table_names(entries: Sequence[Entry]) -> list[str]:
             for e in entries]
 
 
-def entries_of(entries: Sequence[Entry | Mapping[str, Any]]) -> list[Entry]:
+def as_entries(entries: Sequence[Entry | Mapping[str, Any]]) -> list[Entry]:
     """Records of results.json entries given as records or as their JSON (checked: a SchemaError names the field)."""
     return [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
 
@@ -426,7 +426,7 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
     where it declares so: SugarCREPE's ADD / REPLACE / SWAP), its splits, framings and tie rule. A text-only run
     (``data.modality`` text) has ``text`` as its headline. A dataset that records no benchmark gets its shape's
     headline per config and split."""
-    entries = entries_of(entries)
+    entries = as_entries(entries)
     if not isinstance(settings, RunSettings):
         settings = parse(RunSettings, dump(settings or {}), "settings")
     grouped: dict[str, list[Entry]] = {}

@@ -133,6 +133,7 @@ class Truncation:
     collapsed_items: Count | None = opt()
     text_max_length: int | None = opt()
     warning: str | None = opt()
+    extra: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)

@@ -147,3 +147,20 @@ def test_outputs_travel(folder, tiny_clip_path, tmp_path):
     for name in files:
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
     assert isinstance(read_results(one), EvaluationDocument) and not isinstance(read_results(one), ProbeDocument)
+
+
+def test_the_readers_take_records_not_keys():
+    """The summary, the report, the Space's Results tab and the run results read records: the string-key lookups
+    scripts/count_key_lookups.py counts stay at the few left there (a metric by name, a pyarrow column, the
+    probe's mean and sd over seeds), not the hundreds of a dict-shaped results.json (issue 44)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("count_key_lookups", ROOT / "scripts" / "count_key_lookups.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    counts = module.per_file(ROOT)
+    readers = {f: n for f, n in counts.items() if f == "vlprobe/summary.py" or f.startswith(("vlprobe/report/",
+               "vlprobe/results/")) or f in ("vlprobe/demo/results.py", "vlprobe/evaluation/result.py",
+                                             "vlprobe/probing/result.py")}
+    assert sum(readers.values()) <= 35, {f: n for f, n in readers.items() if n}
+    assert "vlprobe/results/schema.py" not in counts and sum(counts.values()) < 1179  # 1,179 at 8764aac

@@ -256,7 +256,7 @@ def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: st
             authors[k] = _mean(theirs, weights)
     missing = tuple(c for c in group.members if c not in have)
     # a member that is itself a mean over fewer members than declared makes this mean one too
-    partial = tuple(c for c in present if not have[c].complete)
+    partial = tuple(c for c in present if have[c].complete is False)
     how = "mean over the items" if micro else "unweighted mean"
     return SummaryRow(config=group.name, split=split, paper_config=group.name, label=group.label, aggregate=True,
                       values=values, over=tuple(present), missing=missing, complete=not missing and not partial,

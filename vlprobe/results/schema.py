@@ -66,7 +66,8 @@ def flat() -> Any:
 
 
 def rest() -> Any:
-    """The JSON object's other keys, kept as they are (an open record: settings, provenance sections)."""
+    """An open record's JSON object as it was recorded, every key (settings, provenance sections): its typed fields
+    are checked views of it, and it is written back as it was, keys that are null included."""
     return field(default_factory=dict, metadata={"rest": True})
 
 
@@ -133,7 +134,7 @@ class Truncation:
     collapsed_items: Count | None = opt()
     text_max_length: int | None = opt()
     warning: str | None = opt()
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class DataInfo:
     modality: str | None = opt()
     truncation: Truncation | None = opt()
     benchmark_note: str | None = opt()  # the benchmark was inferred from the dataset's name: said in the summary
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ class ModelInfo:
     family: str | None = opt()
     dtype: str | None = opt()
     device: str | None = opt()
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
     @property
     def name(self) -> str:
@@ -206,7 +207,7 @@ class Finetune:
 
     schedule: str | None = opt()
     epochs: int | None = opt()
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ class RunSettings:
     seeds: tuple[int, ...] | None = opt()
     classifier: str | None = opt()
     finetune: Finetune | bool | None = opt()
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ class Environment:
     platform: str | None = None
     packages: Mapping[str, str | None] = field(default_factory=dict)
     vlprobe_commit: str | None = opt()
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ class Stats:
     computed_inputs: Count | None = opt()
     text_max_length: int | None = opt()
     caption_truncated: Mapping[str, float] | None = opt()
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ class Timings:
     probe_seconds: float = opt(0.0)
     feature_cpu_seconds: float = opt(0.0)
     probe_cpu_seconds: float = opt(0.0)
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -289,7 +290,7 @@ class Provenance:
     features: Stats | None = opt()
     timings: Timings | None = opt()
     environment: Environment | None = opt()
-    extra: Mapping[str, Any] = rest()
+    raw: Mapping[str, Any] = rest()
 
 
 @dataclass(frozen=True)
@@ -335,10 +336,10 @@ class SummaryRow:
     framing: str | None = opt()
     pooled: bool = opt(False)
     aggregate: bool = opt(False)
-    over: tuple[str, ...] = opt(factory=tuple)
-    missing: tuple[str, ...] = opt(factory=tuple)
+    over: tuple[str, ...] | None = opt()  # an aggregate's: its members present, and missing
+    missing: tuple[str, ...] | None = opt()
     partial: tuple[str, ...] = opt(factory=tuple)
-    complete: bool = opt(True)
+    complete: bool | None = opt()  # an aggregate's: over every member, each complete
     setting: str | None = opt()
     train_size: Count | None = opt()
     chance: Fraction | None = opt()
@@ -595,7 +596,7 @@ def _record(cls: type, value: Any, where: str) -> Any:
             raise SchemaError(where, f"missing {key!r}")
     others = {k: v for k, v in value.items() if k not in used}
     if spill is not None:
-        kwargs[spill.name] = parse(hints[spill.name], others, where) if spill.metadata.get("flat") else others
+        kwargs[spill.name] = parse(hints[spill.name], others, where) if spill.metadata.get("flat") else dict(value)
     elif others:
         raise SchemaError(_at(where, next(iter(others))), f"not a field of {cls.__name__} "
                                                          f"({', '.join(f.name for f in fields(cls))})")
@@ -620,7 +621,7 @@ def dump(obj: Any) -> Any:
                 tail = dump(v)
             elif not (f.metadata.get("omit") and v == (f.default if f.default is not MISSING else f.default_factory())):
                 out[f.metadata.get("key", f.name)] = dump(v)
-        return {**out, **tail}
+        return {**tail, **{k: v for k, v in out.items() if k not in tail}}
     if isinstance(obj, _Mapping):
         return {str(k): dump(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -124,6 +124,30 @@ def folder(tmp_path_factory, request) -> Path:
     return build_folder(tmp_path_factory.mktemp("data"), n=getattr(request.module, "FOLDER_ROWS", 12))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def results_json_follows_its_schema():
+    """Every results.json vlprobe writes in a test's process (``vlprobe evaluate`` and ``vlprobe probe`` runs, the
+    tests' own documents) is checked, as it is written, against the published JSON Schema
+    (vlprobe.results.schema.json_schema, docs/results.schema.json): one that is not valid fails its test."""
+    import json
+
+    import jsonschema
+
+    from vlprobe.results import io, schema
+
+    validator = jsonschema.Draft202012Validator(schema.json_schema())
+    write = io.results_json_bytes
+
+    def checked(doc, indent=2):
+        data = write(doc, indent)
+        validator.validate(json.loads(data))
+        return data
+
+    io.results_json_bytes = checked
+    yield validator
+    io.results_json_bytes = write
+
+
 @pytest.fixture
 def clean_space_env(monkeypatch):
     """No Space setting (VLPROBE_SPACE_*, SPACE_ID) from the environment: each test sets its own."""

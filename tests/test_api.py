@@ -46,7 +46,7 @@ def test_readme_example(folder, tiny_clip_path, tmp_path):
     fig = res.plot()
     assert len([ax for ax in fig.axes if ax.has_data()]) == 2
     doc = res.results
-    assert doc["format"] == "vlprobe-results/2" and [r["config"] for r in doc["results"]] == ["pairs", "swap"]
+    assert doc["format"] == "vlprobe-results/3" and [r["config"] for r in doc["results"]] == ["pairs", "swap"]
     assert "pairs/test" in res.table() and "chance" in res.table()
 
 
@@ -317,14 +317,14 @@ def test_rerun_replaces_the_folder_as_a_whole(folder, tiny_clip_path, tmp_path, 
               progress=False, num_workers=0)
     vlprobe.evaluate(out=out, **kw)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert len(before) == 6  # five outputs and the run's record (.vlprobe-run.json)
+    assert len(before) == 7  # six outputs and the run's record (.vlprobe-run.json)
     # A rerun of one config that dies while writing leaves the old run whole.
-    from vlprobe import results
+    from vlprobe.results import io
 
-    def dies(path, units):
+    def dies(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(results, "write_scores_parquet", dies)
+    monkeypatch.setattr(io, "scores_table", dies)
     with pytest.raises(vlprobe.VlprobeError, match="the scores are in the cache"):
         vlprobe.evaluate(out=out, configs="swap", **kw)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
@@ -333,7 +333,7 @@ def test_rerun_replaces_the_folder_as_a_whole(folder, tiny_clip_path, tmp_path, 
     # A rerun that succeeds holds only its own files: no plot of the config it did not score.
     vlprobe.evaluate(out=out, configs="swap", **kw)
     assert sorted(p.name for p in out.iterdir()) == [".vlprobe-run.json", "plot_synthetic_swap_test.png",
-                                                      "results.csv", "results.json", "scores.parquet"]
+                                                      "results.csv", "results.json", "results_wide.csv", "scores.parquet"]
 
 
 def test_true_false_items_need_a_probability(tmp_path, tiny_clip_path, monkeypatch):
@@ -367,9 +367,10 @@ def test_own_dataset_is_not_headed_as_a_papers_aggregates(folder, tiny_clip_path
 
     md = write_report([tmp_path / "run"], tmp_path / "rep")[0].read_text()
     assert "paper's aggregates" not in md and "synthetic: headline metrics per config" in md
+    from vlprobe.results.schema import SummaryBlock
     from vlprobe.summary import summary_title
 
-    assert summary_title("valse", {"source": "VALSE (Parcalabescu et al., ACL 2022), Table 2"}).startswith(
+    assert summary_title("valse", SummaryBlock("valse", source="VALSE (Parcalabescu et al., ACL 2022), Table 2")).startswith(
         "valse: the paper's aggregates")
 
 

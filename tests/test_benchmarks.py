@@ -156,18 +156,18 @@ def test_a_folder_is_the_benchmark_it_records_whatever_it_is_called(tiny_clip_pa
     built = _valse_like(tmp_path / "x" / "valse_ds", "valse")
     res = _run(tiny_clip_path, built)
     block = res.summary["valse"]  # VALSE's tables, not "valse_ds/all"
-    assert block["benchmark"] == "valse" and block["source"].startswith("VALSE") and block["complete"]
-    rows = {r["config"]: r for r in block["rows"]}
-    assert list(rows) == [*INSTRUMENTS, "avg"] and rows["existence"]["piece"] == "existence"
+    assert block.benchmark == "valse" and block.source.startswith("VALSE") and block.complete
+    rows = {r.config: r for r in block.rows}
+    assert list(rows) == [*INSTRUMENTS, "avg"] and rows["existence"].part == "existence"
     per_tag = res.splits[0].metrics["per_tag"]
-    assert rows["avg"]["values"]["acc_r"] == pytest.approx(np.mean([per_tag[f"instrument={i}"]["acc_r"] for i in INSTRUMENTS]))
-    assert res.results["results"][0]["benchmark"] == "valse" and res.results["format"] == "vlprobe-results/2"
+    assert rows["avg"].values["acc_r"] == pytest.approx(np.mean([per_tag[f"instrument={i}"]["acc_r"] for i in INSTRUMENTS]))
+    assert res.results["results"][0]["benchmark"] == "valse" and res.results["format"] == "vlprobe-results/3"
     assert "valse: the paper's aggregates (VALSE" in res.table() and "valse_ds/all/test" in res.table()
     # renamed: the same tables, the same numbers
     renamed = tmp_path / "y" / "anything"
     shutil.move(str(built), renamed)
     again = _run(tiny_clip_path, renamed)
-    assert json.dumps(again.summary, sort_keys=True) == json.dumps(res.summary, sort_keys=True)
+    assert again.summary == res.summary
     # `vlprobe report` puts it beside the paper's VALSE numbers
     again.save(tmp_path / "run")
     from vlprobe.report import write_report
@@ -181,13 +181,13 @@ def test_a_folder_of_ones_own_gets_generic_tables_and_an_old_one_says_what_it_as
                                                                                         tmp_path: Path):
     # no benchmark recorded, a name of its own: the user's own dataset, by its item shape
     mine = _run(tiny_clip_path, _valse_like(tmp_path / "mine", None)).summary
-    assert list(mine) == ["mine"] and mine["mine"]["benchmark"] is None and mine["mine"]["source"] is None
-    assert [r["config"] for r in mine["mine"]["rows"]] == ["all"] and mine["mine"]["headline"] == ["acc_r"]
+    assert list(mine) == ["mine"] and mine["mine"].benchmark is None and mine["mine"].source is None
+    assert [r.config for r in mine["mine"].rows] == ["all"] and mine["mine"].headline == ("acc_r",)
     # no benchmark recorded, a committed card folder's name: a folder built before vlprobe recorded it
     old = _run(tiny_clip_path, _valse_like(tmp_path / "valse", None))
     block = old.summary["valse"]
-    assert block["benchmark"] == "valse" and [r["config"] for r in block["rows"]][-1] == "avg"
-    note = block["notes"][0]
+    assert block.benchmark == "valse" and [r.config for r in block.rows][-1] == "avg"
+    note = block.notes[0]
     assert "no benchmark recorded in" in note and "taken as valse from the folder's name" in note
     assert "`benchmark: valse`" in note and f"note: {note}" in old.table()
     # a benchmark this vlprobe does not know: refused in one line naming the file
@@ -247,12 +247,12 @@ def test_limit_control_and_modality_are_said_too():
     entries = [{"benchmark": "bla", "dataset": "bla", "config": "active_passive", "split": "test", "shape": [1, 4],
                 "metrics": {"sentence_acc": 0.6, "set_acc": 0.3, "set_error": 0.1, "n_items": 10}}]
     block = summarize(entries, {"ties": "strict", "limit": 10, "control": "blank"})["bla"]
-    assert [d["setting"] for d in block["departures"]] == ["control", "limit"]
-    assert summarize(entries, {"ties": "strict"})["bla"].get("departures") is None
+    assert [d.setting for d in block.departures] == ["control", "limit"]
+    assert summarize(entries, {"ties": "strict"})["bla"].departures == ()
     travlr = [{**entries[0], "benchmark": "travlr", "dataset": "travlr", "config": "spatiality", "split": "test_ood",
                "shape": [1, 2], "metrics": {"acc_r": 0.6, "n_items": 10}}]
-    assert "departures" not in summarize(travlr, {"ties": "strict", "modality": "caption"})["travlr"]  # a paper's setting
-    assert summarize(entries, {"ties": "strict", "modality": "caption"})["bla"]["departures"][0]["run"] == "caption"
+    assert summarize(travlr, {"ties": "strict", "modality": "caption"})["travlr"].departures == ()  # a paper's setting
+    assert summarize(entries, {"ties": "strict", "modality": "caption"})["bla"].departures[0].run == "caption"
 
 
 # ---- BLA's set criterion under ties, as docs/metric.md states it -----------------------------------------

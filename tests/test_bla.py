@@ -144,10 +144,10 @@ def test_all_pools_the_three_tasks_once(built: Path) -> None:
     entry = {"benchmark": spec.benchmark, "dataset": str(built), "config": "all", "split": "test",
              "metrics": {"sentence_acc": 0.7, "set_acc": 0.6, "set_error": 0.05, "n_items": len(ds), "per_tag": per_tag}}
     out = summarize([entry])["bla"]
-    assert [r["config"] for r in out["rows"]] == list(COUNTS)
-    assert [r["values"]["sentence_acc"] for r in out["rows"]] == pytest.approx([0.8, 0.7, 0.6])
-    assert [r["values"]["set_acc"] for r in out["rows"]] == pytest.approx([0.7, 0.6, 0.5])
-    assert all(r["from"].startswith("all (per tag task=") for r in out["rows"]) and out["complete"]
+    assert [r.config for r in out.rows] == list(COUNTS)
+    assert [r.values["sentence_acc"] for r in out.rows] == pytest.approx([0.8, 0.7, 0.6])
+    assert [r.values["set_acc"] for r in out.rows] == pytest.approx([0.7, 0.6, 0.5])
+    assert all(r.source.startswith("all (per tag task=") for r in out.rows) and out.complete
 
 
 def test_committed_card_and_spec_are_what_a_build_writes(built: Path, repo_root: Path) -> None:

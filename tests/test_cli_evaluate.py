@@ -34,7 +34,7 @@ def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path
     assert "pairs/test" in out and "swap/test" in out and "chance" in out
     files = sorted(p.name for p in out_dir.iterdir())
     assert files == [".vlprobe-run.json", "plot_synthetic_pairs_test.png", "plot_synthetic_swap_test.png",
-                     "results.csv", "results.json", "scores.parquet"]
+                     "results.csv", "results.json", "results_wide.csv", "scores.parquet"]
     doc = json.loads((out_dir / "results.json").read_text())
     prov = doc["provenance"]
     assert prov["model"]["model_id"] == str(tiny_clip_path) and prov["model"]["family"]

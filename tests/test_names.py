@@ -77,7 +77,8 @@ def test_evaluate_and_probe_find_travlr_and_mini_clip_outside_a_clone(built, mod
                     "--num-workers", "0", "--no-progress", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out / "results.json").read_text())
-    assert {r["dataset"] for r in doc["results"]} == {str(outside["cache"] / "datasets" / "travlr")}
+    assert {r["dataset"] for r in doc["results"]} == {"travlr"}  # its name; where it was read from, once:
+    assert doc["provenance"]["datasets"][0]["dataset"] == str(outside["cache"] / "datasets" / "travlr")
     assert "--dataset travlr" in doc["provenance"]["command"]  # the rerun names it as the user did
     assert Path(doc["provenance"]["model"]["model_id"]).name == "mini-clip"
     if model != "mini-clip":

@@ -39,20 +39,20 @@ def _hand_rows():
 
 
 def test_table2_cells_worked_by_hand():
-    cells = {(c["trained_on"], c["test_modality"]): c for c in P.table2_cells(_hand_rows())}
+    cells = {(c.trained_on, c.test_modality): c for c in P.table2_cells(_hand_rows())}
     assert set(cells) == {("image", "image"), ("image", "caption"), ("caption", "caption")}
     ii = cells[("image", "image")]
     # OOD mean (60 + 70 + 80) / 3 = 70; InD mean 80; change -10; sample sd of 60, 70, 80 = 10
-    assert ii["ood"] == pytest.approx(0.70) and ii["ind"] == pytest.approx(0.80)
-    assert ii["change"] == pytest.approx(-0.10) and ii["sd"] == pytest.approx(0.10)
-    assert ii["seeds"] == [0, 1, 2] and ii["above_chance"] == 2 and not ii["identical"]
+    assert ii.ood == pytest.approx(0.70) and ii.ind == pytest.approx(0.80)
+    assert ii.change == pytest.approx(-0.10) and ii.sd == pytest.approx(0.10)
+    assert ii.seeds == (0, 1, 2) and ii.above_chance == 2 and not ii.identical
     ic = cells[("image", "caption")]
-    assert ic["ood"] == pytest.approx(0.5) and ic["change"] == pytest.approx(0.10) and ic["sd"] == 0.0
-    assert ic["identical"] and ic["above_chance"] == 2  # the row's count: image's own InD
+    assert ic.ood == pytest.approx(0.5) and ic.change == pytest.approx(0.10) and ic.sd == 0.0
+    assert ic.identical and ic.above_chance == 2  # the row's count: image's own InD
     cc = cells[("caption", "caption")]
     # mean of 90, 96, 93 = 93; sd = sqrt((9 + 9 + 0) / 2) = 3; InD 95 -> change -2; CI low 0.40: none above
-    assert cc["ood"] == pytest.approx(0.93) and cc["sd"] == pytest.approx(0.03) and cc["change"] == pytest.approx(-0.02)
-    assert cc["above_chance"] == 0
+    assert cc.ood == pytest.approx(0.93) and cc.sd == pytest.approx(0.03) and cc.change == pytest.approx(-0.02)
+    assert cc.above_chance == 0
     table = P.table2_table(_hand_rows())
     lines = table.splitlines()
     assert lines[0] == ("| task | trained on | tested on image | tested on caption | seeds above chance, InD (cf. the "
@@ -64,14 +64,14 @@ def test_table2_cells_worked_by_hand():
 
 def test_one_seed_has_no_sd_and_keeps_its_ci():
     rows = [r for r in _hand_rows() if r["seed"] == 0]
-    cell = next(c for c in P.table2_cells(rows) if c["test_modality"] == "image")
-    assert cell["sd"] is None and cell["seeds"] == [0]
+    cell = next(c for c in P.table2_cells(rows) if c.test_modality == "image")
+    assert cell.sd is None and cell.seeds == (0,)
     assert "| spatiality | image | 60.0 (-10.0) | 50.0 (+10.0) | 1 of 1 |" in P.table2_table(rows)
     assert "*" not in P.table2_table(rows)
     # the same-modality table shows that seed's bootstrap CI
     assert "70.0 [55.0, 100.0]" in P.same_modality_table(rows)
     means = P.seed_means(_hand_rows())
-    assert all(m["ci_low"] is None for m in means)  # a CI is of one seed's figure, not of the mean
+    assert all(m.ci_low is None for m in means)  # a CI is of one seed's figure, not of the mean
 
 
 def _fake(seed=0):
@@ -100,9 +100,9 @@ def test_seeds_give_an_sd_over_seeds_and_sd_0_where_the_setting_is_deterministic
     # the full-size logistic regression is fitted once (from zeros on the same rows for every seed);
     # the 10-row subset is drawn, and fitted, once per seed
     assert calls == [10, 80, 10, 10]
-    means = {(m["transfer"], m["train_size"], m["test_modality"], m["split"]): m for m in P.seed_means(rows)}
+    means = {(m.transfer, m.train_size, m.test_modality, m.split): m for m in P.seed_means(rows)}
     full = means[("same", 80, "image", "test_ood")]
-    assert full["sd"] == 0.0 and full["identical"] and full["seeds"] == [5, 6, 7]
+    assert full.sd == 0.0 and full.identical and full.seeds == (5, 6, 7)
     # its bootstrap is seeded per seed: the same figure, different CIs
     cis = {(r["ci_low"], r["ci_high"]) for r in rows if (r["transfer"], r["train_size"], r["split"]) ==
            ("same", 80, "test_ood") and r["test_modality"] == "image"}
@@ -110,8 +110,8 @@ def test_seeds_give_an_sd_over_seeds_and_sd_0_where_the_setting_is_deterministic
     subset = [r["macro_f1"] for r in rows if r["train_size"] == 10 and r["split"] == "test_ood"]
     few = [r["macro_f1"] for r in rows if r["transfer"] == "few-shot (8)" and r["split"] == "test_ood"]
     assert len(subset) == 3 and len(few) == 3
-    assert means[("same", 10, "image", "test_ood")]["sd"] == pytest.approx(np.std(subset, ddof=1))
-    assert means[("few-shot (8)", 80, "caption", "test_ood")]["sd"] == pytest.approx(np.std(few, ddof=1))
+    assert means[("same", 10, "image", "test_ood")].sd == pytest.approx(np.std(subset, ddof=1))
+    assert means[("few-shot (8)", 80, "caption", "test_ood")].sd == pytest.approx(np.std(few, ddof=1))
     assert np.std(subset) > 0 or np.std(few) > 0  # different rows per seed move the figure
     # the MLP starts from seeded weights: every seed is fitted
     calls.clear()
@@ -174,7 +174,8 @@ def test_cli_names_seeds_and_schedule(capsys, tmp_path):
 
 
 def _probe_result(rows, finetune=None):
-    return P.ProbeResult(rows, {"model": {"model_id": "models/mini-clip"}, "dataset": {"dataset": "travlr"},
+    return P.ProbeResult(rows, {"model": {"model_id": "models/mini-clip"},
+                                "dataset": {"dataset": "travlr", "benchmark": "travlr"},
                                 "settings": {"seeds": [0, 1, 2], "classifier": "logreg", "finetune": finetune or False},
                                 "timings": {}, "features": {}})
 
@@ -205,9 +206,9 @@ def test_report_of_a_probe_run_beside_the_paper(tmp_path, capsys):
     assert P.table2_table(res.rows, finetuned=True).splitlines()[-1] == P.result.IDENTICAL_NOTE_FINETUNED
     assert "## TraVLR probe: mini-clip probe" in md
     assert "### mini-clip probe: frozen probe (logreg)" in md and "### mini-clip probe: fine-tuned (quick schedule" in md
-    paper = next(p for p in paper_results() if p["benchmark"] == "travlr" and p["model"] == "VisualBERT"
-                 and p["config"] == "spatiality/train=image/test=image/test_ood")
-    assert paper["value"] == 65.94
+    paper = next(p for p in paper_results() if p.benchmark == "travlr" and p.model == "VisualBERT"
+                 and p.config == "spatiality/train=image/test=image/test_ood")
+    assert paper.value == 65.94
     line = next(ln for ln in md.splitlines() if ln.startswith("| frozen probe (logreg) | spatiality | image | image |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     # ours 70.0 (-10.0) ± 10.0; VisualBERT 65.94 (-1.02) over 3 converged runs; 70.0 - 65.94 = +4.1
@@ -229,4 +230,4 @@ def test_report_of_a_probe_run_beside_the_paper(tmp_path, capsys):
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     assert vlprobe_main(["report", str(tmp_path / "bad.json"), "--out", str(tmp_path / "r2")]) == 2
     err = capsys.readouterr().err
-    assert "bad.json: rows[0] spatiality image image test_ood: 'macro_f1' must be a fraction in [0, 1]" in err
+    assert "bad.json: rows[0] (spatiality image image test_ood).macro_f1: must be in [0, 1], got 7" in err

@@ -14,7 +14,9 @@ from vlprobe.cli import main
 from vlprobe.items import Item
 from vlprobe.metric import compute
 from vlprobe.report import load_runs, paper_results
-from vlprobe.results import ScoredSplit, write_results_json
+from vlprobe.results import ScoredSplit, result_entries
+from vlprobe.results.io import provenance_record, write_results_json
+from vlprobe.results.schema import EvaluationDocument
 
 
 def _unit(dataset: str, config: str, shape: str, seed: int, n: int = 30, benchmark: str | None = "") -> ScoredSplit:
@@ -36,7 +38,7 @@ def _write(path: Path, model: str, units: list[ScoredSplit], **settings) -> Path
     path.mkdir(parents=True, exist_ok=True)
     prov = {"model": {"model_id": model, "family": "dual", "dtype": "float32", "device": "cpu", "revision": None},
             "settings": {"ties": "strict", **settings}, "created": "2026-01-01T00:00:00Z"}
-    write_results_json(path / "results.json", units, prov)
+    write_results_json(path / "results.json", EvaluationDocument(provenance_record(prov), tuple(result_entries(units))))
     return path / "results.json"
 
 
@@ -44,19 +46,18 @@ def test_paper_data_ships_with_the_package():
     rows = paper_results()
     # VALSE, Winoground, BLA; TraVLR Table 2 (4 tasks x 4 models x 3 x 3 modalities); SugarCREPE's GPT-4V (7 + 6)
     assert len(rows) == 439 + 144 + 13
-    clip = {(r["config"], r["metric"]): r["value"] for r in rows
-            if r["benchmark"] == "winoground" and r["model"] == "CLIP (ViT-B/32)"}
+    clip = {(r.config, r.metric): r.value for r in rows if r.benchmark == "winoground" and r.model == "CLIP (ViT-B/32)"}
     assert clip == {("winoground", "text"): 30.75, ("winoground", "image"): 10.5, ("winoground", "group"): 8.0}
 
 
 def test_sugar_crepe_beside_the_upstream_readmes_figures(tmp_path):
     # The only SugarCREPE figures upstream gives as text: GPT-4V's, from gpt-4v-results/readme.md, each
     # printed as a fraction that the value must equal; the report names the README as their source.
-    gpt4v = [r for r in paper_results() if r["benchmark"] == "sugar_crepe"]
-    assert {r["model"] for r in gpt4v} == {"GPT-4V (positive-first)", "GPT-4V (negative-first)"}
+    gpt4v = [r for r in paper_results() if r.benchmark == "sugar_crepe"]
+    assert {r.model for r in gpt4v} == {"GPT-4V (positive-first)", "GPT-4V (negative-first)"}
     for r in gpt4v:
-        right, total = (int(x) for x in r["note"].split()[0].split("/"))
-        assert r["value"] == pytest.approx(100 * right / total, abs=0.005) and r["metric"] == "acc_r", r
+        right, total = (int(x) for x in r.note.split()[0].split("/"))
+        assert r.value == pytest.approx(100 * right / total, abs=0.005) and r.metric == "acc_r", r
     a = _write(tmp_path / "a", "org/model-a", [_unit("sugar_crepe", "swap_obj", "valse", 0),
                                                 _unit("sugar_crepe", "add_att", "valse", 1)])
     out = tmp_path / "report"
@@ -83,8 +84,8 @@ def test_report_compares_runs_beside_the_papers(tmp_path, capsys):
     assert "## valse" in md and "## winoground_style" in md
     # VALSE Table 2 acc_r beside this run
     assert "existence acc_r" in md and "| CLIP | paper, Table 2 |" in md
-    clip_existence = next(r["value"] for r in paper_results() if r["benchmark"] == "valse" and r["table"] == "Table 2"
-                          and r["model"] == "CLIP" and r["metric"] == "acc_r" and r["config"] == "existence")
+    clip_existence = next(r.value for r in paper_results() if r.benchmark == "valse" and r.table == "Table 2"
+                          and r.model == "CLIP" and r.metric == "acc_r" and r.config == "existence")
     assert f"{clip_existence:.1f}" in md
     # Winoground's `default` config matched to the paper's; 30.8 is CLIP's text score, rounded
     assert "winoground group" in md and "CLIP (ViT-B/32)" in md and "30.8" in md
@@ -174,35 +175,42 @@ def test_one_headline_rule_for_bla_and_travlr(tmp_path):
     assert "zero-shot adaptation" in md
 
 
-def test_report_validates_each_entry(tmp_path, capsys):
+def test_report_validates_each_file(tmp_path, capsys):
+    """A bad results.json is one line naming the file and the field at fault (its entry by name); every bad file
+    is named, a good one beside them is not."""
     good = _write(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
     doc = json.loads(good.read_text())
     entry = doc["results"][0]
-    doc["results"] = [
-        {k: v for k, v in entry.items() if k != "config"},
-        {k: v for k, v in entry.items() if k != "metrics"},
-        dict(entry, metrics=dict(entry["metrics"], acc_r="high")),
-        dict(entry, metrics=[1, 2]),
-        "not an entry",
-    ]
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(doc))
-    assert main(["report", str(good), str(bad), "--out", str(tmp_path / "o")]) == 2
+    bad = {
+        "no-config": [{k: v for k, v in entry.items() if k != "config"}],
+        "no-metrics": [{k: v for k, v in entry.items() if k != "metrics"}],
+        "high": [dict(entry, metrics=dict(entry["metrics"], acc_r="high"))],
+        "list": [dict(entry, metrics=[1, 2])],
+        "text": ["not an entry"],
+        "foreign": [dict(entry, colour="red")],
+    }
+    paths = []
+    for name, results in bad.items():
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(dict(doc, results=results)))
+    assert main(["report", str(good), *map(str, paths), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert lines[0].startswith("vlprobe report: error: ")
-    assert f"{bad}: results[0] (valse/test): missing 'config'" in err
-    assert f"{bad}: results[1] (valse/existence/test): missing 'metrics'" in err
-    assert f"{bad}: results[2] (valse/existence/test): metric 'acc_r' is 'high', not a number" in err
-    assert f"{bad}: results[3] (valse/existence/test): 'metrics' must be a mapping" in err
-    assert f"{bad}: results[4]: an entry must be a mapping" in err
-    assert len(lines) == 5 and str(good) not in err
+    said = dict(zip(bad, lines))
+    assert said["no-config"].endswith("no-config.json: results[0] (valse/test): missing 'config'")
+    assert said["no-metrics"].endswith("no-metrics.json: results[0] (valse/existence/test): missing 'metrics'")
+    assert said["high"].endswith("high.json: results[0] (valse/existence/test).metrics.acc_r: must be a number, got 'high'")
+    assert said["list"].endswith("list.json: results[0] (valse/existence/test).metrics: must be a mapping, got list")
+    assert said["text"].endswith("text.json: results[0]: must be a mapping, got str")
+    assert "foreign.json: results[0] (valse/existence/test).colour: not a field of Entry" in said["foreign"]
+    assert len(lines) == len(bad) and str(good) not in err
     from vlprobe.errors import DatasetError
     from vlprobe.report import ReportError
 
     with pytest.raises(DatasetError):
-        load_runs([bad])
+        load_runs([paths[0]])
     assert issubclass(ReportError, ValueError)
 
 
@@ -281,11 +289,13 @@ def test_out_that_is_a_file_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("field, value, said", [
-    ("n_items", -4, "'n_items' must be a whole number of items (1 or more), got -4"),
-    ("n_items", 2.5, "'n_items' must be a whole number of items (1 or more), got 2.5"),
-    ("n_ties", -1, "'n_ties' must be a whole number of tied comparisons (0 or more), got -1"),
-    ("acc_r", 1.7, "metric 'acc_r' is 1.7, outside [0, 1]"),
-    ("ci", {"acc_r": [0.9, 0.1]}, "ci['acc_r'] must be [low, high] with 0 <= low <= high <= 1"),
+    ("n_items", -4, ".metrics.n_items: must be at least 1, got -4"),
+    ("n_items", 2.5, ".metrics.n_items: must be a whole number, got 2.5"),
+    ("n_ties", -1, ".metrics.n_ties: must be at least 0, got -1"),
+    ("acc_r", 1.7, ".metrics.acc_r: must be in [0, 1], got 1.7"),
+    ("ci", {"acc_r": [0.9, 0.1]}, ".metrics: ci.acc_r: [low, high] with low <= high, got [0.9, 0.1]"),
+    ("ci", {"acc_r": [0.1, 1.2]}, ".metrics.ci.acc_r[1]: must be in [0, 1], got 1.2"),
+    ("chance", {"sentence": 0.5}, ".metrics.chance.sentence: unknown metric 'sentence'"),
 ])
 def test_report_checks_the_numbers_it_reads(tmp_path, capsys, field, value, said):
     good = _write(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
@@ -295,16 +305,22 @@ def test_report_checks_the_numbers_it_reads(tmp_path, capsys, field, value, said
     bad.write_text(json.dumps(doc))
     assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}: results[0] (valse/existence/test): {said}" in err and len(err.splitlines()) == 1
+    assert f"{bad}: results[0] (valse/existence/test){said}" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "o").exists()
 
 
-def test_report_checks_the_settings_it_reads(tmp_path, capsys):
-    bad = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)], limit=-3, confidence=95)
-    assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 2
-    err = capsys.readouterr().err
-    assert f"{bad}: provenance.settings.limit must be a whole number (1 or more) or null, got -3" in err
-    assert "provenance.settings.confidence must be a level strictly between 0 and 1" in err
+@pytest.mark.parametrize("field, value, said", [
+    ("limit", -3, "provenance.settings.limit: must be at least 1, got -3"),
+    ("confidence", 95, "provenance.settings.confidence: must be strictly between 0 and 1, got 95"),
+    ("ties", "sometimes", "provenance.settings.ties: must be one of 'strict', 'half', 'lenient', got 'sometimes'"),
+])
+def test_report_checks_the_settings_it_reads(tmp_path, capsys, field, value, said):
+    good = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
+    doc = json.loads(good.read_text())
+    doc["provenance"]["settings"][field] = value
+    good.write_text(json.dumps(doc))
+    assert main(["report", str(good), "--out", str(tmp_path / "o")]) == 2
+    assert f"{good}: {said}" in capsys.readouterr().err
 
 
 def test_report_png_is_faceted_and_readable(tmp_path):
@@ -324,3 +340,46 @@ def test_report_png_is_faceted_and_readable(tmp_path):
     panels = 2 + 1 + 1  # travlr's 14 configs in rows of PANEL_UNITS, then bla, then valse
     assert PANEL_UNITS < 14 and width <= 16 * 110 and height >= panels * 3 * 110
     assert width / height < 2.5  # not a strip
+
+
+def test_a_pooled_config_is_labelled_in_every_table(tmp_path):
+    """VALSE's `all` pools the instruments' items: its row is no paper's figure (the Avg. of the 11 is), and the
+    printed table, the report and the wide table say so."""
+    from vlprobe.benchmarks.valse import INSTRUMENTS as VALSE_INSTRUMENTS
+    from vlprobe.results import format_table, result_entries
+
+    unit, own = _valse_all_unit(0, VALSE_INSTRUMENTS), _unit("valse", "existence", "valse", 1)
+    text = format_table(result_entries([unit, own]))
+    assert "valse/all/test (pooled)" in text and "valse/existence/test (pooled)" not in text
+    assert text.splitlines()[-1].startswith("(pooled): the items of its configs together, pooled over items, not a "
+                                            "paper figure")
+    out = tmp_path / "r"
+    assert main(["report", str(_write(tmp_path / "a", "m", [unit, own])), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "| all (pooled over items, not a paper figure) | test | acc_r |" in md and "| existence | test | acc_r |" in md
+
+
+def test_the_wide_table_researchers_paste(tmp_path):
+    """to_pandas(wide=True) and results_wide.csv: a row per dataset/config/split, a column per metric shown, in %
+    rounded to one decimal (as CLIP_benchmark's build_csv), N/A left empty with its reason."""
+    import csv
+
+    import vlprobe
+
+    units = [_unit("valse", "existence", "valse", 0), _unit("facebook/winoground", "default", "wino", 1)]
+    tied = ScoredSplit(dataset="bla", config="active_passive", split="test", items=units[0].items[:3],
+                       scores=units[0].scores[:3], benchmark="bla",
+                       metrics={"acc_r": None, "n_items": 3, "n_ties": 3, "chance": {}, "support": {},
+                                "na_reason": "3/3 items tied"})
+    ev = vlprobe.Evaluation(units + [tied], {"model": {"model_id": "m"}, "settings": {"ties": "strict"}}, None)
+    wide = ev.to_pandas(wide=True)
+    assert list(wide.columns) == ["dataset", "config", "split", "pooled", "n_items", "n_ties", "acc_r", "text",
+                                  "image", "group", "na_reason"]
+    first = wide.iloc[0]
+    assert first["dataset"] == "valse" and first["acc_r"] == round(100 * units[0].metrics["acc_r"], 1)
+    assert wide.iloc[1]["group"] == round(100 * units[1].metrics["group"], 1) and wide.iloc[1]["dataset"] == "winoground"
+    assert wide.iloc[2]["na_reason"] == "3/3 items tied" and wide.iloc[2][["acc_r", "text"]].isna().all()
+    ev.save(tmp_path / "run")
+    with open(tmp_path / "run" / "results_wide.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["acc_r"] for r in rows] == [f"{v:.1f}" if v == v else "" for v in wide["acc_r"]]

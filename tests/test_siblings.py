@@ -206,8 +206,10 @@ def test_evaluate_scores_as_the_authors_do(built: dict[str, Path], tiny_clip_pat
             assert list(rows) == ["add_obj", "add_att", "swap_obj", "add", "swap"]
             assert rows["add_obj"]["from"] == "all (per tag subset=add_obj)"
             assert rows["add"]["complete"] and not rows["swap"]["complete"]
+            # ADD: the mean over the two subsets' items (SugarCREPE's micro-average), not over the subsets
+            add = [rows[c] for c in ("add_obj", "add_att")]
             assert rows["add"]["values"]["acc_r"] == pytest.approx(
-                (rows["add_obj"]["values"]["acc_r"] + rows["add_att"]["values"]["acc_r"]) / 2)
+                sum(r["values"]["acc_r"] * r["n_items"] for r in add) / sum(r["n_items"] for r in add))
         elif name == "sugar_crepe_pp":
             assert list(rows) == ["replace_obj"] and set(rows["replace_obj"]["values"]) == {"set_acc", "acc_r"}
             assert any("1 of 5 subsets scored" in n for n in block["notes"])
@@ -245,14 +247,14 @@ def test_summary_aggregates_by_hand() -> None:
                 "metrics": {"acc_r": v, "n_items": 10}}
                for c, v in acc.items() if c != "swap_att"]
     block = summarize(entries)["sugar_crepe"]
-    by = {r["config"]: r for r in block["rows"]}
-    assert by["add"]["values"]["acc_r"] == pytest.approx(0.8)
-    assert by["replace"]["values"]["acc_r"] == pytest.approx(0.8)
+    by = {r.config: r for r in block.rows}
+    assert by["add"].values["acc_r"] == pytest.approx(0.8)
+    assert by["replace"].values["acc_r"] == pytest.approx(0.8)
     # as VALSE's Avg.: the mean of what is there, marked incomplete, with a note naming what is missing
-    assert by["swap"]["values"]["acc_r"] == pytest.approx(0.5) and by["swap"]["missing"] == ["swap_att"]
-    assert not by["swap"]["complete"] and by["add"]["complete"]
-    assert not block["complete"] and any("SWAP over 1 of 2" in n and "swap_att" in n for n in block["notes"])
-    assert block["tie_policy"]["authors"] == "strict" and "pos > neg" in block["tie_policy"]["rule"]
+    assert by["swap"].values["acc_r"] == pytest.approx(0.5) and by["swap"].missing == ("swap_att",)
+    assert not by["swap"].complete and by["add"].complete
+    assert not block.complete and any("SWAP over 1 of 2" in n and "swap_att" in n for n in block.notes)
+    assert block.tie_policy.authors == "strict" and "pos > neg" in block.tie_policy.rule
 
 
 def _serve_cola(server, shared: Path, vg: set[str], cola_only: set[str]) -> None:

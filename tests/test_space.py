@@ -435,12 +435,12 @@ def test_compare_results_files_and_papers(client, tmp_path):
                               "50.0"]]
     # beside the papers: the runs first, then VALSE Table 2's systems, on the configs the runs have
     clip = next(p for p in report.paper_results()
-                if p["benchmark"] == "valse" and p["model"] == "CLIP" and p["config"] == "existence"
-                and p["metric"] == "acc_r" and p["table"] == "Table 2")
+                if p.benchmark == "valse" and p.model == "CLIP" and p.config == "existence"
+                and p.metric == "acc_r" and p.table == "Table 2")
     assert papers["headers"][:3] == ["system", "source", "existence acc_r"]
     rows = {r[0]: r for r in papers["data"]}
     assert rows["this run: a"][2] == "75.0 [70.0, 80.0]" and rows["this run: b"][2] == "60.0"
-    assert rows["CLIP"][1:3] == ["paper, Table 2", f"{clip['value']:.1f}"]
+    assert rows["CLIP"][1:3] == ["paper, Table 2", f"{clip.value:.1f}"]
     assert plot is not None and "2 runs;" in note and "VALSE" in note
 
 
@@ -485,7 +485,7 @@ def test_results_chart_has_one_point_per_split_and_bla_runs_get_the_papers_point
     path = tmp_path / "travlr_run.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     out = results.compare_results([str(path)], include_papers=False)
-    assert sorted((p["split"], p["value"]) for p in out.points) == [("test_ind", 54.0), ("test_ood", 46.0)]
+    assert sorted((p.split, p.value) for p in out.points) == [("test_ind", 54.0), ("test_ood", 46.0)]
     svg = results.chart_svg(out.chart)
     assert svg.count('data-point="travlr_run:travlr/spatiality/') == 2
     # a BLA run: the chart shows its sentence accuracy, the paper's headline, beside the paper's systems
@@ -495,9 +495,9 @@ def test_results_chart_has_one_point_per_split_and_bla_runs_get_the_papers_point
     path = tmp_path / "bla_run.json"
     path.write_text(json.dumps(bla), encoding="utf-8")
     out = results.compare_results([str(path)], include_papers=True)
-    mine = [p for p in out.points if p["source"] == "bla_run"]
-    assert [(p["metric"], p["value"]) for p in mine] == [("sentence_acc", 60.0)]
-    assert any(p["source"].startswith("paper: ") and p["config"] == "active_passive" and p["metric"] == "sentence_acc"
+    mine = [p for p in out.points if p.source == "bla_run"]
+    assert [(p.metric, p.value) for p in mine] == [("sentence_acc", 60.0)]
+    assert any(p.source.startswith("paper: ") and p.config == "active_passive" and p.metric == "sentence_acc"
                for p in out.points)
 
 

@@ -40,7 +40,7 @@ def test_two_uploaded_results_json_get_short_distinct_names_not_hashes(tmp_path)
     names = out.headers[4:-1:2]
     assert names == ["mini-clip · travlr", "clip-vit-base-patch32 · travlr"], names
     assert out.headers[5:-1:2] == [f"{n} ties" for n in names]  # each run's tied comparisons beside it
-    for text in [out.note, *out.headers, *(p["source"] for p in out.points)]:
+    for text in [out.note, *out.headers, *(p.source for p in out.points)]:
         assert not HASH.search(text), text
 
 

@@ -59,4 +59,4 @@ def test_results_tab_shows_na_with_the_reason(inputs, tmp_path):
     headers, rows, benchmarks = results.long_rows(runs)
     row = next(r for r in rows if r[1] == "collapsed" and r[3] == "acc_r")
     assert row[4].startswith("N/A (6/6 items tied") and doc["results"][0]["metrics"]["acc_r"] is None
-    assert not any(p["config"] == "collapsed" for p in results.run_points(runs))  # no bar at 0 for it
+    assert not any(p.config == "collapsed" for p in results.run_points(runs))  # no bar at 0 for it

@@ -309,17 +309,18 @@ def test_a_tie_policy_other_than_the_authors_rule_is_said_beside_the_table():
     from types import SimpleNamespace
 
     from vlprobe.benchmarks import get
+    from vlprobe.results.schema import Departure, SummaryBlock, TieRule
 
     sugar = get("sugar_crepe")
     rule = sugar.tie_rule_for(None)
-    run = SimpleNamespace(summary={"sugar_crepe": {
-        "benchmark": "sugar_crepe", "tie_policy": {"authors": rule.policy, "rule": rule.rule, "run": "lenient"},
-        "departures": [{"setting": "ties", "run": "lenient", "authors": rule.policy, "note": "..."}]}})
+    run = SimpleNamespace(summary={"sugar_crepe": SummaryBlock(
+        "sugar_crepe", tie_policy=TieRule(rule.policy, rule.rule, "lenient"),
+        departures=(Departure("ties", "lenient", "...", rule.policy),))})
     scored = SimpleNamespace(benchmark="sugar_crepe", authors_rule={"ties": "strict", "metrics": {"acc_r": 0.61}})
     assert bench.tie_policy_notes(run, scored, "lenient", ["acc_r"]) == [
         f"Ties are counted as right here (lenient), not as the {sugar.display} authors count them "
         f"({rule.policy}: {rule.rule}). Under their rule: acc_r 61.0%. Choose {rule.policy} to compare with the paper."]
-    same = SimpleNamespace(summary={"sugar_crepe": {"benchmark": "sugar_crepe", "tie_policy": {"authors": "strict"}}})
+    same = SimpleNamespace(summary={"sugar_crepe": SummaryBlock("sugar_crepe", tie_policy=TieRule("strict", rule.rule))})
     assert bench.tie_policy_notes(same, scored, "strict", ["acc_r"]) == []
     own = SimpleNamespace(benchmark=None, authors_rule=None)  # a dataset of one's own: no rule recorded
     assert "not comparable" in bench.tie_policy_notes(SimpleNamespace(summary={}), own, "half")[0]

@@ -12,7 +12,7 @@ import pytest
 from vlprobe.benchmarks import by_old_name, get
 from vlprobe.benchmarks.valse import INSTRUMENTS as VALSE_INSTRUMENTS
 from vlprobe.metric import compute
-from vlprobe.results import entry_benchmark
+from vlprobe.results.upgrade import upgrade
 from vlprobe.summary import (
     dataset_name,
     display_metrics,
@@ -33,14 +33,18 @@ def test_a_name_meant_a_benchmark_only_before_folders_recorded_it():
     assert by_old_name("my-org/winoground-style").name == "winoground_style"
     assert by_old_name("my-org/My-Set") is None and by_old_name("valse_ds") is None
     assert dataset_name("my-org/My-Set") == "my-set" and dataset_name("./travlr/") == "travlr"
-    # the one rule naming a results.json entry's benchmark: the recorded one (format 2), the name before
+    # the one place an older results.json's entries are read: the recorded benchmark (format 2), the name before
+
+    def benchmark(entry, fmt):
+        return upgrade({"format": fmt, "results": [entry]})["results"][0]["benchmark"]
+
     new = {"benchmark": "valse", "dataset": "/tmp/x/valse_ds", "config": "all", "split": "test"}
-    assert entry_benchmark(new) == "valse" and entry_benchmark({**new, "benchmark": None}) is None
-    assert entry_benchmark({**new, "benchmark": "not_a_benchmark"}) is None
+    assert benchmark(new, "vlprobe-results/2") == "valse" and benchmark({**new, "benchmark": None}, "vlprobe-results/2") is None
+    assert benchmark({**new, "benchmark": "not_a_benchmark"}, "vlprobe-results/2") is None
     old = {"benchmark": "valse_ds", "dataset": "/tmp/x/valse_ds", "config": "all", "split": "test"}
-    assert entry_benchmark(old, "vlprobe-results/1") is None
-    assert entry_benchmark({**old, "dataset": "./valse"}, "vlprobe-results/1") == "valse"
-    assert entry_benchmark({**old, "dataset": "./valse"}, None) == "valse"
+    assert benchmark(old, "vlprobe-results/1") is None
+    assert benchmark({**old, "dataset": "./valse"}, "vlprobe-results/1") == "valse"
+    assert benchmark({**old, "dataset": "./valse"}, None) == "valse"
 
 
 def test_headline_rules():
@@ -117,12 +121,12 @@ def test_valse_avg_is_the_unweighted_mean_of_the_11_instruments():
             if r["benchmark"] == "valse" and r["table"] == "Table 2" and r["model"] == "CLIP"}
     entries = [_entry("valse", c, acc_r=clip[c], n_items=10 + i) for i, c in enumerate(VALSE_INSTRUMENTS)]
     s = summarize(entries)["valse"]
-    avg = next(r for r in s["rows"] if r["config"] == "avg")
-    assert avg["complete"] and s["complete"] and s["notes"] == []
-    assert avg["values"]["acc_r"] == pytest.approx(sum(clip[c] for c in VALSE_INSTRUMENTS) / 11)
-    assert round(100 * avg["values"]["acc_r"], 1) == clip["avg"] * 100
-    assert s["headline"] == ["acc_r"]
-    assert [r["piece"] for r in s["rows"][:3]] == ["existence", "plurality", "counting"]
+    avg = next(r for r in s.rows if r.config == "avg")
+    assert avg.complete and s.complete and s.notes == ()
+    assert avg.values["acc_r"] == pytest.approx(sum(clip[c] for c in VALSE_INSTRUMENTS) / 11)
+    assert round(100 * avg.values["acc_r"], 1) == clip["avg"] * 100
+    assert s.headline == ("acc_r",)
+    assert [r.part for r in s.rows[:3]] == ["existence", "plurality", "counting"]
 
 
 def test_valse_avg_with_probabilities_and_incomplete():
@@ -130,30 +134,67 @@ def test_valse_avg_with_probabilities_and_incomplete():
          _entry("valse", "plurality", acc_r=0.8, acc=0.7, p_c=0.5, p_f=0.9, min_p=0.5, auroc=0.65),
          _entry("valse", "foil_it", acc_r=0.7, acc=0.6, p_c=0.6, p_f=0.6, min_p=0.6, auroc=0.75)]
     s = summarize(e)["valse"]
-    avg = s["rows"][-1]
-    assert avg["config"] == "avg" and not avg["complete"] and not s["complete"]
-    assert avg["values"] == pytest.approx({"acc_r": 0.7, "acc": 0.6, "min_p": 0.4, "auroc": 0.65})
-    assert len(avg["missing"]) == 8 and "Avg. over 3 of 11 instruments" in s["notes"][0]
+    avg = s.rows[-1]
+    assert avg.config == "avg" and not avg.complete and not s.complete
+    assert avg.values == pytest.approx({"acc_r": 0.7, "acc": 0.6, "min_p": 0.4, "auroc": 0.65})
+    assert len(avg.missing) == 8 and "Avg. over 3 of 11 instruments" in s.notes[0]
 
 
-def test_an_all_tied_instrument_makes_the_aggregates_na_not_empty():
-    # Every item of one instrument tied (texts identical after truncation): its metrics are N/A, the
-    # headline keeps its metrics, and VALSE's Avg. and SugarCREPE's group over it are N/A naming it.
+def test_an_all_tied_instrument_is_na_with_the_authors_figure_beside():
+    """Every item of one instrument tied (texts identical after truncation): its metrics are N/A, vlprobe's own
+    figure, and VALSE's Avg. and SugarCREPE's group over it are N/A naming it; beside each N/A, the figure the
+    authors' code prints (the entry's ``authors_rule``: 0.0 under their strict rule), averaged into their Avg."""
+    from vlprobe.evaluation.result import format_summary
+
     tied = {"acc_r": None, "auroc": None, "n_items": 10, "n_ties": 10, "na_reason": "10/10 items tied"}
+    theirs = {"ties": "strict", "metrics": {"acc_r": 0.0, "auroc": 0.5, "n_items": 10, "n_ties": 10}}
     e = [{"benchmark": "valse", "dataset": "valse", "config": VALSE_INSTRUMENTS[0], "split": "test",
-          "metrics": dict(tied)}]
-    e += [_entry("valse", c, acc_r=0.6, auroc=0.7) for c in VALSE_INSTRUMENTS[1:]]
-    s = summarize(e)["valse"]
-    assert s["headline"] == ["acc_r"]
-    avg = s["rows"][-1]
-    assert avg["config"] == "avg" and avg["values"] == {} and avg["na"] == ["acc_r"]
-    assert avg["na_reason"] == f"not available for {VALSE_INSTRUMENTS[0]}: 10/10 items tied"
+          "metrics": dict(tied), "authors_rule": theirs}]
+    e += [_entry("valse", c, acc_r=0.6, auroc=0.7, n_items=10) for c in VALSE_INSTRUMENTS[1:]]
+    s = summarize(e, {"ties": "strict"})["valse"]
+    assert s.headline == ("acc_r",)
+    first, avg = s.rows[0], s.rows[-1]
+    assert first.values == {} and first.na == ("acc_r",) and first.authors == {"acc_r": 0.0}
+    assert all(r.authors == {} for r in s.rows[1:-1])  # the run counts ties as the authors do: one figure
+    assert avg.config == "avg" and avg.values == {} and avg.na == ("acc_r",)
+    assert avg.na_reason == f"not available for {VALSE_INSTRUMENTS[0]}: 10/10 items tied"
+    assert avg.authors["acc_r"] == pytest.approx(6 / 11)  # (0.0 + 10 x 0.6) / 11, as their code averages
+    text = format_summary({"valse": s})
+    assert "acc_r N/A (10/10 items tied) (strict: 0.0)" in text and "(strict: 54.5)" in text
+    # under another tie policy, their figure is beside every value (the others' here: as the run's)
+    e[1:] = [dict(x, authors_rule={"ties": "strict", "metrics": x["metrics"]}) for x in e[1:]]
+    lenient = summarize(e, {"ties": "lenient"})["valse"]
+    assert lenient.rows[1].authors == {"acc_r": 0.6}
+    assert lenient.rows[0].authors == {"acc_r": 0.0} and lenient.rows[-1].authors["acc_r"] == pytest.approx(6 / 11)
     sc = [{"benchmark": "sugar_crepe", "dataset": "sugar_crepe", "config": "swap_obj", "split": "test",
-           "metrics": dict(tied)},
-          _entry("sugar_crepe", "swap_att", acc_r=0.8), _entry("sugar_crepe", "add_obj", acc_r=0.9)]
-    by = {r["config"]: r for r in summarize(sc)["sugar_crepe"]["rows"]}
-    assert by["swap"]["na"] == ["acc_r"] and "swap_obj: 10/10 items tied" in by["swap"]["na_reason"]
-    assert by["add"]["values"]["acc_r"] == pytest.approx(0.9) and "na" not in by["add"]
+           "metrics": dict(tied), "authors_rule": theirs},
+          _entry("sugar_crepe", "swap_att", acc_r=0.8, n_items=30), _entry("sugar_crepe", "add_obj", acc_r=0.9, n_items=5)]
+    by = {r.config: r for r in summarize(sc)["sugar_crepe"].rows}
+    assert by["swap"].na == ("acc_r",) and "swap_obj: 10/10 items tied" in by["swap"].na_reason
+    assert by["swap"].authors["acc_r"] == pytest.approx((0.0 * 10 + 0.8 * 30) / 40)  # over the items, as theirs
+    assert by["add"].values["acc_r"] == pytest.approx(0.9) and by["add"].na == ()
+
+
+def test_sugar_crepe_categories_are_the_micro_average_over_items():
+    """ADD / REPLACE / SWAP are the mean over their subsets' items, the pooled accuracy, as SugarCREPE's authors
+    answer (RAIVNLab/sugar-crepe#3): computed from the items themselves, not the unweighted mean of subsets."""
+    from vlprobe.benchmarks.sugar_crepe import GROUPS
+
+    rng = np.random.default_rng(3)
+    sizes = {"add_obj": 41, "add_att": 9, "replace_obj": 30, "replace_att": 12, "replace_rel": 5, "swap_obj": 7,
+             "swap_att": 22}
+    S = {c: rng.normal(size=(n, 1, 2)) + [[0.8 if c.endswith("obj") else -0.3, 0]] for c, n in sizes.items()}
+    gold = {c: np.broadcast_to(np.array([[1, 0]]), S[c].shape).copy() for c in sizes}
+    entries = [{"benchmark": "sugar_crepe", "dataset": "sugar_crepe", "config": c, "split": "test", "shape": [1, 2],
+                "metrics": compute(S[c], gold[c])} for c in sizes]
+    rows = {r.config: r for r in summarize(entries)["sugar_crepe"].rows}
+    for group, members in GROUPS.items():
+        pooled = compute(np.concatenate([S[c] for c in members]), np.concatenate([gold[c] for c in members]))
+        unweighted = np.mean([rows[c].values["acc_r"] for c in members])
+        assert rows[group].values["acc_r"] == pytest.approx(pooled["acc_r"]), group
+        assert rows[group].values["acc_r"] != pytest.approx(unweighted), group  # the sizes make them differ here
+        assert rows[group].n_items == sum(sizes[c] for c in members)
+        assert rows[group].source.startswith("mean over the items of")
 
 
 def test_crepe_configs_from_the_all_configs_leaf_tags():
@@ -166,11 +207,11 @@ def test_crepe_configs_from_the_all_configs_leaf_tags():
         gold[:, 0, 0] = True
         tags = [[f"leaf={leaves[i % 2]}"] for i in range(40)]
         m = compute(S, gold, tags=tags)
-        by = {r["config"]: r for r in summarize([{"benchmark": bench, "dataset": f"./{bench}", "config": "all",
-                                                   "split": "test", "metrics": m}])[bench]["rows"]}
+        by = {r.config: r for r in summarize([{"benchmark": bench, "dataset": f"./{bench}", "config": "all",
+                                                   "split": "test", "metrics": m}])[bench].rows}
         key = "text" if bench == "crepe" else "acc_r"
         for i, leaf in enumerate(leaves):
-            assert by[leaf]["values"][key] == pytest.approx(compute(S[i::2], gold[i::2])[key]), (bench, leaf)
+            assert by[leaf].values[key] == pytest.approx(compute(S[i::2], gold[i::2])[key]), (bench, leaf)
 
 
 def test_valse_instruments_from_the_all_configs_per_tag_results():
@@ -179,15 +220,15 @@ def test_valse_instruments_from_the_all_configs_per_tag_results():
     tags = [[f"instrument={VALSE_INSTRUMENTS[i % 11]}", "valid=True"] for i in range(60)]
     m = compute(S, np.broadcast_to(np.array([[1, 0]]), S.shape), tags=tags)
     s = summarize([{"benchmark": "valse", "dataset": "./valse", "config": "all", "split": "test", "metrics": m}])["valse"]
-    assert s["complete"]
-    by = {r["config"]: r for r in s["rows"]}
+    assert s.complete
+    by = {r.config: r for r in s.rows}
     for i, inst in enumerate(VALSE_INSTRUMENTS):
         own = compute(S[i::11], np.broadcast_to(np.array([[1, 0]]), S[i::11].shape))
-        assert by[inst]["values"]["acc_r"] == pytest.approx(own["acc_r"])
-        assert by[inst]["from"].startswith("all (per tag")
-    expected = np.mean([by[i]["values"]["acc_r"] for i in VALSE_INSTRUMENTS])
-    assert by["avg"]["values"]["acc_r"] == pytest.approx(expected)
-    assert by["avg"]["values"]["acc_r"] != pytest.approx(m["acc_r"])  # not the pooled accuracy
+        assert by[inst].values["acc_r"] == pytest.approx(own["acc_r"])
+        assert by[inst].source.startswith("all (per tag")
+    expected = np.mean([by[i].values["acc_r"] for i in VALSE_INSTRUMENTS])
+    assert by["avg"].values["acc_r"] == pytest.approx(expected)
+    assert by["avg"].values["acc_r"] != pytest.approx(m["acc_r"])  # not the pooled accuracy
 
 
 def test_winoground_bla_and_travlr():
@@ -198,16 +239,16 @@ def test_winoground_bla_and_travlr():
          _entry("travlr", "spatiality", "test_ood", macro_f1=0.55, acc=0.56, f1_true=0.5, f1_false=0.6),
          _entry("travlr", "spatiality", "train", macro_f1=0.9, acc=0.9, f1_true=0.9, f1_false=0.9)]
     s = summarize(e)
-    w = s["winoground"]["rows"][0]
-    assert w["values"] == {"text": 0.3, "image": 0.1, "group": 0.08} and w["paper_config"] == "winoground"
+    w = s["winoground"].rows[0]
+    assert w.values == {"text": 0.3, "image": 0.1, "group": 0.08} and w.paper_config == "winoground"
     bla = s["bla"]
-    assert [r["config"] for r in bla["rows"]] == ["active_passive", "coordination"]
-    assert bla["rows"][1]["values"] == {"sentence_acc": 0.52, "set_acc": 0.02, "set_error": 0.01}
-    assert not bla["complete"] and "relative_clause" in bla["notes"][0]
+    assert [r.config for r in bla.rows] == ["active_passive", "coordination"]
+    assert bla.rows[1].values == {"sentence_acc": 0.52, "set_acc": 0.02, "set_error": 0.01}
+    assert not bla.complete and "relative_clause" in bla.notes[0]
     t = s["travlr"]
-    assert [(r["config"], r["split"]) for r in t["rows"]] == [("spatiality", "test_ind"), ("spatiality", "test_ood")]
-    assert t["rows"][0]["values"] == {"macro_f1": 0.61} and t["headline"] == ["macro_f1"]
-    assert "2 of 8" in t["notes"][0]
+    assert [(r.config, r.split) for r in t.rows] == [("spatiality", "test_ind"), ("spatiality", "test_ood")]
+    assert t.rows[0].values == {"macro_f1": 0.61} and t.headline == ("macro_f1",)
+    assert "2 of 8" in t.notes[0]
 
 
 def test_the_travlr_heading_names_the_metric_its_values_are():
@@ -227,7 +268,10 @@ def test_summary_is_json_serialisable():
     import json
 
     m = compute([[[0.9, 0.2]]] * 3, [[[1, 0]]] * 3, bootstrap=20, seed=0)
-    json.dumps(summarize([_entry("valse", "existence", **m)]))
+    from vlprobe.results.schema import SummaryBlock, dump, parse
+
+    s = summarize([_entry("valse", "existence", **m)])
+    assert parse(SummaryBlock, json.loads(json.dumps(dump(s["valse"])))) == s["valse"]  # read back as it was
     assert get("valse").source.startswith("VALSE")
 
 
@@ -239,9 +283,9 @@ def test_bla_tasks_from_a_pooled_config_and_other_configs_kept():
     m = compute(S, G, tags=[[f"task={tasks[i % 3]}"] for i in range(30)])
     extra = compute(S[:5], G[:5])
     s = summarize([_entry("bla", "all", **m), _entry("bla", "finetune_random", **extra)])["bla"]
-    assert [r["config"] for r in s["rows"]] == tasks + ["finetune_random"] and s["complete"]
+    assert [r.config for r in s.rows] == tasks + ["finetune_random"] and s.complete
     own = compute(S[1::3], G[1::3])
-    assert s["rows"][1]["values"]["set_acc"] == pytest.approx(own["set_acc"])
+    assert s.rows[1].values["set_acc"] == pytest.approx(own["set_acc"])
 
 
 def test_display_for_true_false_statements():
@@ -263,7 +307,11 @@ def test_winoground_style_all_gives_each_instrument_from_its_tags():
              "metrics": {**m(0.3, 0.2, 0.1), "per_tag": {"instrument=spatial_swap": m(0.5, 0.4, 0.3),
                                                          "instrument=count_swap": m(0.1, 0.0, 0.0),
                                                          "collapsed_tag=Relation": m(0.5, 0.4, 0.3)}}}
-    rows = {r["config"]: r["values"] for r in summarize([entry])["winoground_style"]["rows"]}
+    by = {r.config: r for r in summarize([entry])["winoground_style"].rows}
+    rows = {c: r.values for c, r in by.items()}
+    # `all` pools the instruments' items: no paper's figure, and labelled so
+    assert by["all"].pooled and by["all"].name == "all (pooled over items, not a paper figure)"
+    assert not by["spatial_swap"].pooled
     assert rows["spatial_swap"] == {"text": 0.5, "image": 0.4, "group": 0.3}
     assert rows["count_swap"] == {"text": 0.1, "image": 0.0, "group": 0.0}
     assert rows["all"]["group"] == 0.1
@@ -288,3 +336,50 @@ def test_bla_published_sentence_acc_agrees_with_its_set_numbers_or_says_why():
             flagged += 1
         checked += 1
     assert checked == 15 and flagged == 1
+
+
+@pytest.mark.slow
+def test_an_all_tied_config_shows_the_authors_code_figure_end_to_end(tmp_path, capsys):
+    """A run under the authors' own tie rule (strict) where every item of a config ties: vlprobe's figure is N/A,
+    and results.json's authors_rule, the printed summary and the report set the authors' code's 0.0 beside it
+    (their main_eval.py counts pos > neg: a tie is wrong)."""
+    import json
+
+    from helpers_ties import tie_folder, truncating_mini_clip
+
+    from vlprobe.cli import main
+    from vlprobe.dataset_folder import write_spec
+
+    folder = tie_folder(tmp_path)  # config `collapsed`: every item's caption and foil are one input at 8 tokens
+    write_spec(folder, (folder / "vlprobe.yaml").read_text(), "sugar_crepe")
+    run = tmp_path / "run"
+    assert main(["evaluate", "--dataset", str(folder), "--config", "collapsed", "--model", str(truncating_mini_clip(
+        tmp_path)), "--bootstrap", "0", "--no-progress", "--cache-dir", "none", "--out", str(run)]) == 0
+    out = capsys.readouterr().out
+    (entry,) = json.loads((run / "results.json").read_text())["results"]
+    assert entry["metrics"]["acc_r"] is None and entry["metrics"]["na_reason"].startswith("6/6 items tied")
+    assert entry["authors_rule"]["ties"] == "strict" and entry["authors_rule"]["metrics"]["acc_r"] == 0.0
+    assert "acc_r N/A (6/6 items tied" in out and "tokens) (strict: 0.0)" in out
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    lines = [ln for ln in md.splitlines() if ln.startswith("| collapsed | test | acc_r | N/A (6/6")]
+    assert lines[0].endswith("| 6 (n=6) | 50.0 |")  # the metrics table: the run's own figure, its ties, chance
+    assert lines[1].endswith("tokens) (strict: 0.0) |")  # the aggregates: the authors' code's figure beside
+
+
+def test_published_figures_for_the_checkpoint_have_their_place():
+    """Where a block holds figures published for the run's own checkpoint (issue 45 fills them), the printed
+    summary sets each beside the run's, with the difference and its known cause; results.json keeps them."""
+    from dataclasses import replace
+
+    from vlprobe.evaluation.result import format_summary
+    from vlprobe.results.schema import Published, SummaryBlock, dump, parse
+
+    block = summarize([_entry("valse", "existence", acc_r=0.6, n_items=10)])["valse"]
+    published = Published("open_clip benchmark", "existence", "acc_r", 0.65, ours=0.6, dataset_version="v1",
+                          note="their 534 items, ours 505")
+    block = replace(block, published=(published,))
+    assert published.difference == pytest.approx(-0.05)
+    assert ("published for this checkpoint: open_clip benchmark, existence acc_r 65.0 (this run 60.0, -5.0): their "
+            "534 items, ours 505") in format_summary({"valse": block})
+    assert parse(SummaryBlock, dump(block)) == block

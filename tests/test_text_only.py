@@ -128,7 +128,7 @@ def test_hand_worked_tot_equals_the_authors_criterion() -> None:
     # TOT's chance is the rule's: cos(P1, P2) the largest of three cosines, 1/3
     assert m["chance"]["text"] == pytest.approx(1 / 3)
     # The summary of a text-only run: text is the headline of any benchmark.
-    assert res.summary["hand"]["headline"] == ["text"]
+    assert res.summary["hand"].headline == ("text",)
 
 
 def test_text_only_never_looks_at_an_image_and_the_cache_serves_a_second_run(tmp_path: Path) -> None:
@@ -294,21 +294,21 @@ def test_summary_and_tables_of_a_text_only_run() -> None:
                  "data": {"modality": modality}, "metrics": metrics} for c in ("replace_obj", "swap_att")]
 
     tot = summarize(entries("text"))["sugar_crepe_pp"]
-    assert tot["headline"] == ["text"] and tot["names"] == {"text": "TOT"} and "TOT per subset" in tot["source"]
-    assert [r["values"] for r in tot["rows"]] == [{"text": 0.2}, {"text": 0.2}]
-    assert "cos(P1, P2) strictly above" in tot["tie_policy"]["rule"]
+    assert tot.headline == ("text",) and tot.names == {"text": "TOT"} and "TOT per subset" in tot.source
+    assert [r.values for r in tot.rows] == [{"text": 0.2}, {"text": 0.2}]
+    assert "cos(P1, P2) strictly above" in tot.tie_policy.rule
     assert "replace_obj/test" in format_summary({"sugar_crepe_pp": tot}) and "TOT 20.0" in format_summary(
         {"sugar_crepe_pp": tot})
     itt = summarize(entries("image"))["sugar_crepe_pp"]
-    assert itt["headline"] == ["set_acc", "acc_r"] and "names" not in itt and "ITT" in itt["source"]
+    assert itt.headline == ("set_acc", "acc_r") and itt.names == {} and "ITT" in itt.source
     assert display_metrics("sugar_crepe_pp", (2, 2), list(metrics), "text")[0] == "text"
     assert headline(metrics, "sugar_crepe_pp", (2, 2), "text") == "text"
     # Any benchmark scored text-only: text (BLA's 2 true and 2 false sentences).
     bla = summarize([{**e, "benchmark": "bla", "dataset": "./bla", "config": "active_passive"}
                      for e in entries("text")[:1]])["bla"]
-    assert bla["headline"] == ["text"] and bla["rows"][0]["values"] == {"text": 0.2}
+    assert bla.headline == ("text",) and bla.rows[0].values == {"text": 0.2}
     # which the paper does not do: no paper's source, and said in the heading (TOT is SugarCREPE++'s own)
-    assert bla["source"] is None and bla["departures"][0]["setting"] == "modality" and "departures" not in tot
+    assert bla.source is None and bla.departures[0].setting == "modality" and tot.departures == ()
     assert "NOT the authors' setting: modality text (authors: image)" in format_summary({"bla": bla})
 
 

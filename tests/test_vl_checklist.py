@@ -328,21 +328,21 @@ def test_the_summary_averages_per_file_source_and_type_as_radar_py() -> None:
     m = compute(S, np.broadcast_to(np.array([[True, False]]), S.shape), tags=tags)
     block = summarize([{"benchmark": "vl_checklist", "dataset": "./vl_checklist", "config": "all", "split": "test",
                         "metrics": m}])["vl_checklist"]
-    rows = {r["config"]: r for r in block["rows"]}
-    assert block["complete"] and "departures" not in block and "all" not in rows
+    rows = {r.config: r for r in block.rows}
+    assert block.complete and block.departures == () and "all" not in rows
     for name, acc in per_file.items():
-        assert rows[name]["values"]["acc_r"] == pytest.approx(acc), name
+        assert rows[name].values["acc_r"] == pytest.approx(acc), name
     spokes = {}
     for leaf in facts.LEAVES:
         spokes[leaf.config] = _radar(per_file, leaf)
-        assert rows[leaf.config]["values"]["acc_r"] == pytest.approx(spokes[leaf.config]), leaf.config
-        assert rows[leaf.config]["label"] == leaf.label and rows[leaf.config]["complete"]
-    assert rows["object_size_large/swig"]["values"]["acc_r"] == pytest.approx(
+        assert rows[leaf.config].values["acc_r"] == pytest.approx(spokes[leaf.config]), leaf.config
+        assert rows[leaf.config].label == leaf.label and rows[leaf.config].complete
+    assert rows["object_size_large/swig"].values["acc_r"] == pytest.approx(
         np.mean([per_file[f"Object_Size_large_{c}"] for c in ("swig_agent", "swig_destination", "swig_item", "swig_tool")]))
     aspects = {a: np.mean([spokes[x.config] for x in facts.LEAVES if x.aspect == a]) for a in facts.ASPECTS}
     for a, v in aspects.items():
-        assert rows[a.lower()]["values"]["acc_r"] == pytest.approx(v)
-    assert rows["overall"]["values"]["acc_r"] == pytest.approx(np.mean(list(aspects.values())))
+        assert rows[a.lower()].values["acc_r"] == pytest.approx(v)
+    assert rows["overall"].values["acc_r"] == pytest.approx(np.mean(list(aspects.values())))
     # pooling a type's records is another number: not what the authors report
     pooled = m["per_tag"]["leaf=object_size_large"]["acc_r"]
     assert pooled != pytest.approx(spokes["object_size_large"])
@@ -358,17 +358,18 @@ def test_a_mean_over_fewer_files_is_marked_and_every_record_is_not_the_authors()
     m = compute(S, np.broadcast_to(np.array([[True, False]]), S.shape), tags=tags)
     block = summarize([{"benchmark": "vl_checklist", "dataset": "./vl_checklist", "config": "all", "split": "test",
                         "metrics": m}])["vl_checklist"]
-    rows = {r["config"]: r for r in block["rows"]}
-    assert not block["complete"] and "46 of 56 corpus files scored" in block["notes"][0]
-    assert rows["object_size_large"]["missing"] == ["Object_Size_large_hake"] and not rows["object_size_large"]["complete"]
-    assert rows["object_size_large/vg"]["missing"] == ["Object_Size_large_vg_obj"]
-    assert rows["relation_spatial"]["complete"] and rows["object_size_medium"]["complete"]
-    assert not rows["object"]["complete"] and rows["object"]["partial"] == [
-        "object_location_center", "object_location_mid", "object_size_large"]
-    assert any(n.startswith("Object: some of its members are means over fewer") for n in block["notes"])
-    assert block["departures"] == [{"setting": "items", "run": "records=all", "authors": None,
-                                    "note": facts.BENCHMARK.caveat_tags[0][1]}]
+    rows = {r.config: r for r in block.rows}
+    assert not block.complete and "46 of 56 corpus files scored" in block.notes[0]
+    assert rows["object_size_large"].missing == ("Object_Size_large_hake",) and not rows["object_size_large"].complete
+    assert rows["object_size_large/vg"].missing == ("Object_Size_large_vg_obj",)
+    assert rows["relation_spatial"].complete and rows["object_size_medium"].complete
+    assert not rows["object"].complete and rows["object"].partial == (
+        "object_location_center", "object_location_mid", "object_size_large")
+    assert any(n.startswith("Object: some of its members are means over fewer") for n in block.notes)
+    from vlprobe.results.schema import Departure
     from vlprobe.summary import summary_title
+
+    assert block.departures == (Departure("items", "records=all", facts.BENCHMARK.caveat_tags[0][1]),)
 
     assert "NOT the authors' setting: items records=all" in summary_title("vl_checklist", block)
 

@@ -29,7 +29,7 @@ from .errors import ArgumentError
 from .keys import sha256_files
 
 # The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
-RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results\.csv|plot_.*\.png)$")
+RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results(_wide)?\.csv|plot_.*\.png)$")
 RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: "sha256:<hex>"}}: who wrote this folder, and what
 
 

@@ -1,7 +1,8 @@
 """One split of a dataset folder or Hub id, as both ``vlprobe evaluate`` and ``vlprobe probe`` read it: its configs
 and splits selected (:func:`select_configs`, :func:`select_splits`), opened as a memory-mapped Arrow table with what
-identifies its data (:func:`load_split`), a failure named as the file at fault (:func:`vlprobe.folder_reader.damaged_file`), and the image
-cells of its rows kept inside its folder (:func:`checked_image_paths`)."""
+identifies its data (:func:`load_split`), a failure named as the file at fault
+(:func:`vlprobe.folder_reader.damaged_file`), and the image cells of its rows kept inside its folder
+(:func:`checked_image_paths`)."""
 
 from __future__ import annotations
 

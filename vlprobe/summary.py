@@ -7,38 +7,47 @@ its module under ``vlprobe/benchmarks/`` (:class:`~vlprobe.benchmarks.Benchmark`
 * :func:`display_metrics`: what a printed table shows for one config (only metrics that mean
   something for its benchmark and item shape; ``results.json`` keeps everything);
 * :func:`primary_metric`: the one metric a plot shows;
-* :func:`summarize`: the papers' aggregates from ``results.json``-style entries, each naming the
-  benchmark its dataset recorded (``entry["benchmark"]``, None for a dataset of the user's own);
+* :func:`summarize`: the papers' aggregates of a run's entries (:class:`~vlprobe.results.schema.Entry`), each
+  naming the benchmark its dataset recorded (None for a dataset of the user's own), as
+  :class:`~vlprobe.results.schema.SummaryBlock` records;
+* :func:`pooled`: whether an entry's config pools other configs' items (VALSE's ``all``): tables label it
+  (:data:`POOLED`), as it is no paper's figure;
 * :func:`summary_title`: the heading of one benchmark's block.
 
 Every value is a fraction in [0, 1], as the metric returns it (tables print percentages). A run whose
 settings depart from the authors' own (another tie policy, ``--modality``, a control, ``--limit``, items
 the authors do not score: a benchmark's ``caveat_tags``) gets ``departures`` in its block, said in the
-heading; where only the tie policy differs, each row also carries ``authors``: its values under the
-authors' tie rule, from the entries' ``authors_rule``.
+heading; each row also carries ``authors``, its values under the authors' tie rule (from the entries'
+``authors_rule``) where they differ from the run's: under another tie policy, or where every item tied and the
+run's figure is N/A while the authors' code prints a number (0.0, averaged into their aggregates).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from .benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
+from .results.schema import (
+    Departure,
+    Entry,
+    Metrics,
+    RunSettings,
+    SummaryBlock,
+    SummaryRow,
+    TieRule,
+    dataset_name,
+    dump,
+    parse,
+)
 
 __all__ = [
-    "PROBABILITY_METRICS", "dataset_name", "display_metrics", "headline_metrics", "headline_present", "primary_metric",
-    "summarize", "summary_title", "table_names",
+    "POOLED", "PROBABILITY_METRICS", "dataset_name", "display_metrics", "headline_metrics", "headline_present",
+    "pooled", "primary_metric", "summarize", "summary_title", "table_names",
 ]
 
-_SKIP = {"n_items", "n_ties", "chance", "support", "ci", "per_tag", "na_reason"}
-
-
-def dataset_name(dataset: str) -> str:
-    """A dataset's short name, as tables label it: ``facebook/winoground`` -> ``winoground``;
-    ``./travlr/`` -> ``travlr``. Not its benchmark: a folder records that in its vlprobe.yaml."""
-    return Path(str(dataset).rstrip("/\\")).name.lower() or str(dataset)
+# What a pooled config's row is (VALSE's `all`: every instrument's items together), said wherever it is shown.
+POOLED = "pooled over items, not a paper figure"
 
 
 def _shape(shape: Any) -> tuple[int, int] | None:
@@ -151,15 +160,15 @@ def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, availa
 
 # ---- aggregates ------------------------------------------------------------------------------------
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-
-
-def _present(metrics: dict[str, Any]) -> list[str]:
-    """The metrics of a result: its finite numbers and, where its metrics are not available (every
-    item tied: ``na_reason``), the metrics it would have had."""
-    na = bool(metrics.get("na_reason"))
-    return [k for k, v in metrics.items() if _finite(v) or (na and v is None and k not in _SKIP)]
+def pooled(entry: Entry) -> bool:
+    """Whether an entry's config pools the items of the benchmark's configs (VALSE's ``all``, VL-CheckList's ``all``
+    or a leaf, winoground_style's ``all``): its per-tag results name other configs (``<config_tag>=<config>``).
+    Such a row is no paper's aggregate: tables label it :data:`POOLED`."""
+    bench = find(entry.benchmark)
+    if bench is None or not bench.config_tag or entry.config in bench.configs:
+        return False
+    return any(key == bench.config_tag and value != entry.config
+               for key, _, value in (str(tag).partition("=") for tag in entry.metrics.per_tag))
 
 
 def _pick_split(splits: Sequence[str]) -> str:
@@ -171,128 +180,113 @@ class _Found:
     """One config's result in a run: from its own entry, or from a pooled entry's per-tag results."""
 
     split: str
-    metrics: dict[str, Any]
+    metrics: Metrics
     source: str  # the config itself, or "<pooled config> (per tag <tag>)"
     shape: tuple[int, int] | None
-    authors: dict[str, Any] | None  # the same result under the authors' tie rule, where the run's is another
+    authors: Metrics | None  # the same result under the authors' tie rule, where the entry holds it
 
 
-def _row(config: str, found: _Found, keys: Sequence[str], paper_config: str | None = None) -> dict[str, Any]:
-    metrics = found.metrics
-    ci = metrics.get("ci") or {}
-    row: dict[str, Any] = {
-        "config": config, "split": found.split, "paper_config": paper_config or config,
-        "values": {k: float(metrics[k]) for k in keys if _finite(metrics.get(k))},
-        "n_items": metrics.get("n_items"), "from": found.source,
-    }
-    if metrics.get("na_reason"):  # not available: shown as "N/A (reason)", never as a number
-        row["na_reason"] = metrics["na_reason"]
-        row["na"] = [k for k in keys if not _finite(metrics.get(k))]
-    cis = {k: [float(ci[k][0]), float(ci[k][1])] for k in row["values"] if k in ci and ci[k] is not None
-           and len(ci[k]) == 2 and all(_finite(x) for x in ci[k])}
-    if cis:
-        row["ci"] = cis
-    if found.authors is not None:
-        row["authors"] = {k: float(found.authors[k]) for k in row["values"] if _finite(found.authors.get(k))}
-    return row
+def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool, **extra: Any) -> SummaryRow:
+    """A config's row. ``same_rule``: the run counts ties as the authors do, so the figure under their rule is
+    kept only where the run's is N/A (their code prints a number there)."""
+    m, theirs = found.metrics, found.authors
+    values = {k: v for k in keys if (v := m.value(k)) is not None}
+    na = tuple(k for k in keys if k not in values) if m.na_reason else ()
+    ci = {k: tuple(c) for k in values if (c := m.ci.get(k)) is not None and None not in c}
+    authors = {k: v for k in keys if theirs is not None and (v := theirs.value(k)) is not None
+               and (k in na or (k in values and not same_rule))}
+    return SummaryRow(config=config, split=found.split, values=values, n_items=m.n_items, source=found.source, ci=ci,
+                      authors=authors, na=na, na_reason=m.na_reason if na else None, **extra)
 
 
-def _found(entries: Sequence[dict[str, Any]], tag: str | None) -> dict[str, list[_Found]]:
+def _found(entries: Sequence[Entry], tag: str | None) -> dict[str, list[_Found]]:
     """config -> its results, from the config's own entries, else from another entry's per-tag
     results (VALSE ``all`` -> ``instrument=existence``; the most specific first: a piece config
     before ``all``, fewer items, the same values)."""
     own: dict[str, list[_Found]] = {}
     for e in entries:
-        authors = (e.get("authors_rule") or {}).get("metrics")
-        own.setdefault(e["config"], []).append(_Found(e["split"], e["metrics"], e["config"], _shape(e.get("shape")),
-                                                      authors))
+        theirs = e.authors_rule.metrics if e.authors_rule else None
+        own.setdefault(e.config, []).append(_Found(e.split, e.metrics, e.config, e.shape, theirs))
     if tag:
         derived: dict[str, list[_Found]] = {}
         for e in entries:
-            authors_tags = ((e.get("authors_rule") or {}).get("metrics") or {}).get("per_tag") or {}
-            for name, m in (e["metrics"].get("per_tag") or {}).items():
+            theirs_tags = e.authors_rule.metrics.per_tag if e.authors_rule else {}
+            for name, m in e.metrics.per_tag.items():
                 key, _, value = str(name).partition("=")
-                if key == tag and value and value != e["config"] and value not in own:
-                    derived.setdefault(value, []).append(_Found(e["split"], m, f"{e['config']} (per tag {name})",
-                                                                _shape(e.get("shape")), authors_tags.get(name)))
+                if key == tag and value and value != e.config and value not in own:
+                    derived.setdefault(value, []).append(_Found(e.split, m, f"{e.config} (per tag {name})", e.shape,
+                                                                theirs_tags.get(name)))
         for config, found in derived.items():
             found.sort(key=lambda f: 0 if not f.source.startswith("all ") else 1)
             own[config] = found
     return own
 
 
-def _pools(found: list[_Found], tag: str | None, config: str) -> bool:
-    """Whether a config's results pool other configs (per-tag values ``tag=<another config>``)."""
-    if not tag:
-        return False
-    return any(str(name).partition("=")[0] == tag and str(name).partition("=")[2] != config
-               for f in found for name in (f.metrics.get("per_tag") or {}))
+def _mean(values: Sequence[float], weights: Sequence[float] | None) -> float:
+    if weights is None:
+        return sum(values) / len(values)
+    return sum(v * w for v, w in zip(values, weights)) / sum(weights)
 
 
-def _has(row: dict[str, Any], key: str) -> bool:
-    """Whether a summary row shows ``key``: as a number, or as N/A with its reason."""
-    return key in row["values"] or key in (row.get("na") or [])
-
-
-def _mean_row(name: str, label: str, rows: list[dict[str, Any]], members: Sequence[str], keys: Sequence[str],
-              split: str) -> dict[str, Any]:
-    """The unweighted mean of the members' values; a metric that is N/A for a present member is N/A
-    for the mean too (a mean over the others would be another aggregate), with that member named."""
-    have = {r["config"]: r for r in rows}
-    present = [c for c in members if c in have]
+def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: str, same_rule: bool) -> SummaryRow:
+    """The mean of the members' values as the group declares it (unweighted, or over items: each member weighted
+    by its items); a metric that is N/A for a present member is N/A for the mean too (a mean over the others would
+    be another aggregate), with that member named. The figure under the authors' tie rule is the same mean of
+    theirs (where the run's policy is theirs, of each member's own figure, or theirs where it is N/A)."""
+    have = {r.config: r for r in rows}
+    present = [c for c in group.members if c in have]
+    micro = group.average == "micro"
+    weights = [have[c].n_items for c in present] if micro else None
+    if weights is not None and (None in weights or not sum(weights)):
+        weights, keys = None, []  # a mean over items needs each member's items
     values, authors, na, reasons = {}, {}, [], []
     for k in keys:
-        unavailable = [c for c in present if k in (have[c].get("na") or [])]
+        unavailable = [c for c in present if k in have[c].na]
+        for c in unavailable:
+            reason = f"{c}: {have[c].na_reason}"
+            if reason not in reasons:
+                reasons.append(reason)
+        vals = [have[c].values.get(k) for c in present]
         if unavailable:
             na.append(k)
-            for c in unavailable:
-                reason = f"{c}: {have[c]['na_reason']}"
-                if reason not in reasons:
-                    reasons.append(reason)
-            continue
-        vals = [have[c]["values"][k] for c in present if k in have[c]["values"]]
-        if vals and len(vals) == len(present):
-            values[k] = sum(vals) / len(vals)
-        theirs = [have[c]["authors"][k] for c in present if k in (have[c].get("authors") or {})]
-        if theirs and len(theirs) == len(present):
-            authors[k] = sum(theirs) / len(theirs)
-    missing = [c for c in members if c not in have]
+        elif present and None not in vals:
+            values[k] = _mean(vals, weights)
+        theirs = [have[c].authors.get(k, have[c].values.get(k) if same_rule else None) for c in present]
+        if present and None not in theirs and (k in na or not same_rule):
+            authors[k] = _mean(theirs, weights)
+    missing = tuple(c for c in group.members if c not in have)
     # a member that is itself a mean over fewer members than declared makes this mean one too
-    partial = [c for c in present if have[c].get("complete") is False]
-    row = {"config": name, "split": split, "paper_config": name, "label": label, "aggregate": True,
-           "values": values, "over": present, "missing": missing, "complete": not missing and not partial,
-           "from": f"unweighted mean of {len(present)} of {len(members)}"}
-    if partial:
-        row["partial"] = partial
-    if authors:
-        row["authors"] = authors
-    if na:
-        row["na"], row["na_reason"] = na, "not available for " + "; ".join(reasons)
-    return row
+    partial = tuple(c for c in present if have[c].complete is False)
+    how = "mean over the items" if micro else "unweighted mean"
+    return SummaryRow(config=group.name, split=split, paper_config=group.name, label=group.label, aggregate=True,
+                      values=values, over=tuple(present), missing=missing, complete=not missing and not partial,
+                      source=f"{how} of {len(present)} of {len(group.members)}", partial=partial, authors=authors,
+                      n_items=sum(weights) if weights else None, na=tuple(na),
+                      na_reason="not available for " + "; ".join(reasons) if na else None)
 
 
-def _modality(entries: Sequence[dict[str, Any]]) -> str | None:
+def _modality(entries: Sequence[Entry]) -> str | None:
     """``"text"`` when every entry was scored text-only (``data.modality``), else None."""
-    found = {(e.get("data") or {}).get("modality") for e in entries}
-    return TEXT_ONLY if entries and found == {TEXT_ONLY} else None
+    return TEXT_ONLY if entries and {e.modality for e in entries} == {TEXT_ONLY} else None
 
 
 def _plural(noun: str) -> str:
     return noun if noun.endswith("s") else noun + "s"
 
 
-def _config_rows(bench: Benchmark, entries: list[dict[str, Any]], modality: str | None,
-                 notes: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | None,
+                 same_rule: bool) -> tuple[list[SummaryRow], list[str]]:
     """One row per config (per declared split, where the benchmark reports several), in the
     benchmark's order, and the expected configs (or config/split pairs) the run lacks."""
     found = _found(entries, bench.config_tag)
     order = list(bench.configs) + [c for c in found if c not in bench.configs]
-    rows: list[dict[str, Any]] = []
+    rows: list[SummaryRow] = []
     for config in order:
-        if config not in found:
+        results = found.get(config)
+        if not results:
             continue
-        results = found[config]
-        if bench.configs and config not in bench.configs and _pools(results, bench.config_tag, config):
+        pools = any(pooled(e) for e in entries if e.config == config)
+        if bench.configs and config not in bench.configs and pools:
             continue  # a pooled config (VALSE's `all`, BLA's `all`): its per-tag values are the configs'
         if bench.splits:  # one row per test split (TraVLR's in- and out-of-distribution sets)
             picked = sorted([f for f in results if f.split.startswith("test")] or results, key=lambda f: f.split)
@@ -300,201 +294,168 @@ def _config_rows(bench: Benchmark, entries: list[dict[str, Any]], modality: str 
             split = _pick_split([f.split for f in results])
             picked = [next(f for f in results if f.split == split)]
         for f in picked:
-            keys = headline_present(bench.name, f.shape, _present(f.metrics), modality)
-            row = _row(config, f, keys, bench.paper_config(config))
-            if config in bench.parts:
-                row[bench.part_name] = bench.parts[config]
+            keys = headline_present(bench.name, f.shape, f.metrics.keys(), modality)
             framing = bench.framing(f.shape)
-            if framing is not None:
-                row["framing"] = framing.label
-            rows.append(row)
+            rows.append(_row(config, f, keys, same_rule, paper_config=bench.paper_config(config),
+                             part=bench.parts.get(config), framing=framing.label if framing else None,
+                             pooled=pools, label=f"{config} ({POOLED})" if pools else None))
     if bench.splits:
-        have = {(r["config"], r["split"]) for r in rows}
+        have = {(r.config, r.split) for r in rows}
         missing = [f"{c}/{s}" for c in bench.configs for s in bench.splits if (c, s) not in have]
     else:
-        missing = [c for c in bench.configs if c not in {r["config"] for r in rows}]
+        missing = [c for c in bench.configs if c not in {r.config for r in rows}]
     return rows, missing
 
 
-def _block(bench: Benchmark, entries: list[dict[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings) -> SummaryBlock:
     """One registered benchmark's aggregates (see :func:`summarize`)."""
     modality = _modality(entries)
-    text_only = modality == TEXT_ONLY
+    rule = bench.tie_rule_for(modality)
+    same_rule = rule is not None and settings.ties in (None, rule.policy)
+    rows, missing = _config_rows(bench, entries, modality, same_rule)
     notes: list[str] = []
-    rows, missing = _config_rows(bench, entries, modality, notes)
     noun = _plural(bench.config_noun)
     expected = len(bench.configs) * max(1, len(bench.splits))
     spanning = any(set(g.members) >= set(bench.configs) for g in bench.groups)
     if missing and rows and not spanning:  # a group over every config says it instead
         what = f"{bench.config_noun}/test-split pairs" if bench.splits else noun
-        notes.insert(0, f"{expected - len(missing)} of {expected} {what} scored (missing: {', '.join(missing)})")
+        notes.append(f"{expected - len(missing)} of {expected} {what} scored (missing: {', '.join(missing)})")
     if not rows:
         tag = f" (configs or per-tag {bench.config_tag} results)" if bench.config_tag else ""
         notes.append(f"no {bench.display} {bench.config_noun} scored{tag}")
-    headline = [k for k in headline_metrics(bench.name, None, modality) if any(_has(r, k) for r in rows)]
-    config_rows = [r for r in rows if not bench.configs or r["config"] in bench.configs]
+    headline = [k for k in headline_metrics(bench.name, None, modality) if any(r.has(k) for r in rows)]
+    config_rows = [r for r in rows if not bench.configs or r.config in bench.configs]
     if config_rows:
-        split = _pick_split([r["split"] for r in config_rows])
+        split = _pick_split([r.split for r in config_rows])
         for group in bench.groups:
             keys = [k for k in (group.metrics or headline)
-                    if all(_has(r, k) for r in config_rows if r["config"] in group.members)]
-            row = _mean_row(group.name, group.label, config_rows + [r for r in rows if r.get("aggregate")],
-                            group.members, keys, split)
-            if not row["over"] or not (row["values"] or row.get("na")):
+                    if all(r.has(k) for r in config_rows if r.config in group.members)]
+            row = _mean_row(group, config_rows + [r for r in rows if r.aggregate], keys, split, same_rule)
+            if not row.over or not (row.values or row.na):
                 continue
             rows.append(row)
-            if row["missing"]:
-                notes.append(f"{group.label} over {len(row['over'])} of {len(group.members)} {noun} (missing: "
-                             f"{', '.join(row['missing'])}): not the paper's {group.label}")
-            elif not row["complete"]:
+            if row.missing:
+                notes.append(f"{group.label} over {len(row.over)} of {len(group.members)} {noun} (missing: "
+                             f"{', '.join(row.missing)}): not the paper's {group.label}")
+            elif not row.complete:
                 notes.append(f"{group.label}: some of its members are means over fewer than theirs "
-                             f"({', '.join(row['partial'])}): not the paper's {group.label}")
-    framings = {r.get("framing") for r in rows}
+                             f"({', '.join(row.partial)}): not the paper's {group.label}")
+    framings = {r.framing for r in rows}
     notes += [f.note for f in bench.framings if f.note and f.label in framings]
-    block: dict[str, Any] = {"benchmark": bench.name, "source": bench.source, "headline": headline, "rows": rows,
-                             "complete": bool(rows) and not missing, "notes": notes}
-    used = [f.label for f in bench.framings if f.label in framings]
-    if used:  # the heading names what the values are (TraVLR's 1 x 1 macro-F1, or vlprobe's 1 x 2 acc_r)
-        block["framings"] = used
-    rule = bench.tie_rule_for(modality)
-    if text_only:  # the paper's own text-only measure (SugarCREPE++'s TOT), else no paper's aggregates
-        block["source"] = bench.text_only.source if bench.text_only is not None else None
-        if bench.text_only is not None:
-            block["names"] = dict(bench.text_only.names)
-    elif bench.metric_names:
-        block["names"] = dict(bench.metric_names)
-    if rule is not None:
-        block["tie_policy"] = {"authors": rule.policy, "rule": rule.rule}
-        if settings.get("ties"):
-            block["tie_policy"]["run"] = settings["ties"]
-    tags = {str(t).lower() for e in entries for t in (e["metrics"].get("per_tag") or {})}
-    departures = _departures(bench, settings, modality, tags)
-    if departures:
-        block["departures"] = departures
-    return block
+    text_only = bench.text_only if modality == TEXT_ONLY else None
+    tags = {str(t).lower() for e in entries for t in e.metrics.per_tag}
+    return SummaryBlock(
+        benchmark=bench.name, rows=tuple(rows), headline=tuple(headline), complete=bool(rows) and not missing,
+        notes=tuple(notes), framings=tuple(f.label for f in bench.framings if f.label in framings),
+        # the paper's own text-only measure (SugarCREPE++'s TOT), else no paper's aggregates for a text-only run
+        source=(text_only.source if text_only else None) if modality == TEXT_ONLY else bench.source,
+        names=dict(text_only.names if text_only else {} if modality == TEXT_ONLY else bench.metric_names),
+        tie_policy=TieRule(rule.policy, rule.rule, settings.ties) if rule is not None else None,
+        departures=tuple(_departures(bench, settings, modality, tags)))
 
 
-def _departures(bench: Benchmark, settings: Mapping[str, Any], modality: str | None,
-                tags: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """How the run departs from the authors' own setting, one entry each: ``{"setting", "run",
-    "authors", "note"}`` (``authors``: their value of the setting, where they have one). ``tags``: the
-    per-tag results' names of the run's entries; a benchmark's ``caveat_tags`` among them (items its
-    authors do not score: VALSE's invalid ones, VL-CheckList's records past the first MAX_NUM/2) is one."""
+def _departures(bench: Benchmark, settings: RunSettings, modality: str | None,
+                tags: Iterable[str] = ()) -> list[Departure]:
+    """How the run departs from the authors' own setting, one record each (``authors``: their value of the
+    setting, where they have one). ``tags``: the per-tag results' names of the run's entries; a benchmark's
+    ``caveat_tags`` among them (items its authors do not score: VALSE's invalid ones, VL-CheckList's records
+    past the first MAX_NUM/2) is one."""
     out = []
     for marks, note in bench.caveat_tags:
         found = sorted(set(tags) & set(marks))
         if found:
-            out.append({"setting": "items", "run": ", ".join(found), "authors": None, "note": note})
-    rule = bench.tie_rule_for(modality)
-    ties = settings.get("ties")
+            out.append(Departure("items", ", ".join(found), note))
+    rule, ties = bench.tie_rule_for(modality), settings.ties
     if rule is not None and ties and ties != rule.policy:
-        out.append({"setting": "ties", "run": ties, "authors": rule.policy,
-                    "note": f"tie policy {ties} (--ties {ties}), not the authors' rule ({rule.policy}: {rule.rule}); "
-                            f"the figure under their rule is beside each value"})
-    run_modality = modality or settings.get("modality")
+        out.append(Departure("ties", ties, f"tie policy {ties} (--ties {ties}), not the authors' rule ({rule.policy}: "
+                                           f"{rule.rule}); the figure under their rule is beside each value", rule.policy))
+    run_modality = modality or settings.modality
     if run_modality == TEXT_ONLY and bench.text_only is None:
-        out.append({"setting": "modality", "run": TEXT_ONLY, "authors": "image",
-                    "note": "scored text-only (--modality text), which the paper does not do: its texts compared "
-                            "with each other, no image"})
+        out.append(Departure("modality", TEXT_ONLY, "scored text-only (--modality text), which the paper does not do: "
+                                                    "its texts compared with each other, no image", "image"))
     elif run_modality not in (None, TEXT_ONLY) and run_modality not in bench.modalities:
-        out.append({"setting": "modality", "run": run_modality, "authors": bench.modalities[0],
-                    "note": f"scored with --modality {run_modality}, not a setting of the paper"})
-    if settings.get("control"):
-        control = settings["control"]
-        out.append({"setting": "control", "run": control, "authors": None,
-                    "note": f"a {control} control (--control {control}): a baseline, not the model's own figure"})
-    if settings.get("limit"):
-        limit = settings["limit"]
-        out.append({"setting": "limit", "run": limit, "authors": None,
-                    "note": f"the first {limit} rows of each split only (--limit {limit}), not the paper's full set"})
+        out.append(Departure("modality", run_modality, f"scored with --modality {run_modality}, not a setting of the "
+                                                       f"paper", bench.modalities[0]))
+    if settings.control:
+        out.append(Departure("control", settings.control, f"a {settings.control} control (--control "
+                                                          f"{settings.control}): a baseline, not the model's own figure"))
+    if settings.limit:
+        out.append(Departure("limit", settings.limit, f"the first {settings.limit} rows of each split only (--limit "
+                                                      f"{settings.limit}), not the paper's full set"))
     return out
 
 
-def _generic(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def _generic(entries: Sequence[Entry]) -> SummaryBlock:
     """A dataset no paper defines (or that records no benchmark): per entry its shape's headline."""
     rows = []
     for e in entries:
-        f = _Found(e["split"], e["metrics"], e["config"], _shape(e.get("shape")),
-                   (e.get("authors_rule") or {}).get("metrics"))
-        keys = headline_present(None, f.shape, _present(f.metrics), (e.get("data") or {}).get("modality"))
-        rows.append(_row(e["config"], f, keys))
-    shown = {k for r in rows for k in list(r["values"]) + list(r.get("na") or [])}
-    return {"benchmark": None, "source": None,
-            "headline": sorted(shown, key=lambda k: METRIC_ORDER.index(k) if k in METRIC_ORDER else 99),
-            "rows": rows, "complete": True, "notes": []}
+        keys = headline_present(None, e.shape, e.metrics.keys(), e.modality)
+        rows.append(_row(e.config, _Found(e.split, e.metrics, e.config, e.shape, None), keys, True))
+    shown = {k for r in rows for k in (*r.values, *r.na)}
+    return SummaryBlock(benchmark=None, rows=tuple(rows), headline=tuple(k for k in METRIC_ORDER if k in shown))
 
 
-def table_names(entries: Sequence[dict[str, Any]]) -> list[str]:
+def table_names(entries: Sequence[Entry]) -> list[str]:
     """Per entry, the name its benchmark's tables and summary block go under: the benchmark it
     records, else its dataset's short name; where one run scored two datasets of one benchmark,
     ``<benchmark> (<dataset>)`` for each."""
     datasets: dict[str, set[str]] = {}
     for e in entries:
-        if e.get("benchmark"):
-            datasets.setdefault(e["benchmark"], set()).add(str(e.get("dataset")))
-    out = []
-    for e in entries:
-        bench, name = e.get("benchmark"), dataset_name(str(e.get("dataset") or ""))
-        if not bench:
-            out.append(name)
-        else:
-            out.append(bench if len(datasets[bench]) == 1 else f"{bench} ({name})")
-    return out
+        if e.benchmark:
+            datasets.setdefault(e.benchmark, set()).add(e.dataset)
+    return [dataset_name(e.dataset) if not e.benchmark else
+            e.benchmark if len(datasets[e.benchmark]) == 1 else f"{e.benchmark} ({dataset_name(e.dataset)})"
+            for e in entries]
 
 
-def summarize(entries: Sequence[dict[str, Any]], settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The papers' aggregates per benchmark, from ``results.json``-style entries (each with
-    ``benchmark``: the registered benchmark its dataset records, None for a dataset of the user's
-    own; ``dataset``, ``config``, ``split``, ``shape``, ``metrics``, and ``authors_rule`` where the run's
-    tie policy is not the authors'). ``settings``: the run's (``provenance.settings``: ties, modality,
-    control, limit), to say where it departs from the authors' own.
+def as_entries(entries: Sequence[Entry | Mapping[str, Any]]) -> list[Entry]:
+    """Records of results.json entries given as records or as their JSON (checked: a SchemaError names the field)."""
+    return [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
 
-    Returns ``{name: block}`` (name: :func:`table_names`), each block ``{"benchmark", "source",
-    "headline", "rows", "complete", "notes"}`` and, where they apply, ``names`` (the paper's names of
-    metrics: CREPE's R@1, SugarCREPE++'s TOT), ``tie_policy`` (``{"authors", "rule", "run"}``) and
-    ``departures``. Each row is ``{"config", "split", "paper_config", "values": {metric: fraction},
-    "ci", "n_items", "from"}``, with the config's part (``piece`` for VALSE), ``framing`` (TraVLR), ``authors`` (its
-    values under the authors' tie rule) and ``na``/``na_reason`` where they apply; aggregate rows
-    (VALSE's ``avg``, SugarCREPE's ``add``) add ``"aggregate": True``, ``"label"``, ``"over"``,
-    ``"missing"`` and ``"complete"``. ``complete`` is False (and ``notes`` says why) when the paper's
-    aggregate needs configs the entries do not have, e.g. 3 of VALSE's 11 instruments.
 
-    A registered benchmark is summarised by its declaration (:class:`~vlprobe.benchmarks.Benchmark`):
-    its configs from their own entries or a pooled entry's per-tag results, its groups' unweighted
-    means, its splits, framings and tie rule. A text-only run (``data.modality`` text) has ``text``
-    as its headline. A dataset that records no benchmark gets its shape's headline per config and split.
-    """
-    settings = settings or {}
-    grouped: dict[str, list[dict[str, Any]]] = {}
+def summarize(entries: Sequence[Entry | Mapping[str, Any]],
+              settings: RunSettings | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
+    """The papers' aggregates per benchmark of a run's entries (records, or their results.json form). ``settings``:
+    the run's (``provenance.settings``: ties, modality, control, limit), to say where it departs from the authors'
+    own. Returns ``{name: block}`` (name: :func:`table_names`), a :class:`~vlprobe.results.schema.SummaryBlock` each:
+    its rows (configs, then aggregates), ``complete`` (False, with ``notes`` saying why, when the paper's aggregate
+    needs configs the entries do not have, e.g. 3 of VALSE's 11 instruments), the tie rule and the departures.
+
+    A registered benchmark is summarised by its declaration (:class:`~vlprobe.benchmarks.Benchmark`): its configs
+    from their own entries or a pooled entry's per-tag results, its groups' means (unweighted, or over the items
+    where it declares so: SugarCREPE's ADD / REPLACE / SWAP), its splits, framings and tie rule. A text-only run
+    (``data.modality`` text) has ``text`` as its headline. A dataset that records no benchmark gets its shape's
+    headline per config and split."""
+    entries = as_entries(entries)
+    if not isinstance(settings, RunSettings):
+        settings = parse(RunSettings, dump(settings or {}), "settings")
+    grouped: dict[str, list[Entry]] = {}
     for name, e in zip(table_names(entries), entries):
         grouped.setdefault(name, []).append(e)
-    out: dict[str, Any] = {}
+    out: dict[str, SummaryBlock] = {}
     for name, es in grouped.items():
-        bench = find(es[0].get("benchmark"))
-        out[name] = _block(bench, es, settings) if bench is not None else _generic(es)
-        guessed = list(dict.fromkeys(n for e in es if (n := (e.get("data") or {}).get("benchmark_note"))))
-        out[name]["notes"] = guessed + out[name]["notes"]
+        bench = find(es[0].benchmark)
+        block = _block(bench, es, settings) if bench is not None else _generic(es)
+        guessed = tuple(dict.fromkeys(e.data.benchmark_note for e in es if e.data.benchmark_note))
+        out[name] = replace(block, notes=guessed + block.notes)
     return out
 
 
-def departure_text(block: Mapping[str, Any]) -> str:
+def departure_text(block: SummaryBlock | None) -> str:
     """The block's departures from the authors' setting in a few words ("ties lenient (authors:
     strict), limit 10"), "" when there are none."""
-    parts = []
-    for d in block.get("departures") or []:
-        theirs = f" (authors: {d['authors']})" if d.get("authors") else ""
-        parts.append(f"{d['setting']} {d['run']}{theirs}")
-    return ", ".join(parts)
+    return ", ".join(f"{d.setting} {d.run}" + (f" (authors: {d.authors})" if d.authors else "")
+                     for d in (block.departures if block else ()))
 
 
-def summary_title(name: str, block: Mapping[str, Any], *, with_source: bool = True) -> str:
+def summary_title(name: str, block: SummaryBlock, *, with_source: bool = True) -> str:
     """The heading of a benchmark's summary: "the paper's aggregates (source)" only where a paper
     defines them (the benchmark's ``source``, and the framings of its rows, which name the metric shown:
     TraVLR's "true/false (1 x 1, macro-F1)"); any other dataset, a user's own or the synthetic
     winoground_style, gets "headline metrics per config". A run that departs from the authors'
     setting says so: "..., NOT the authors' setting: ties lenient (authors: strict)"."""
-    if block.get("source"):
-        said = "; ".join([block["source"], *block.get("framings", ())])
+    if block.source:
+        said = "; ".join([block.source, *block.framings])
         title = f"{name}: the paper's aggregates" + (f" ({said})" if with_source else "")
     else:
         title = f"{name}: headline metrics per config"

@@ -46,6 +46,9 @@ class TieRule:
     rule: str  # what their code does, cited
 
 
+AVERAGES = ("macro", "micro")
+
+
 @dataclass(frozen=True)
 class ClampedAtZero:
     """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script: ``2.5 * max(cos, 0)``, ranked
@@ -71,14 +74,17 @@ class ClampedAtZero:
 
 @dataclass(frozen=True)
 class Group:
-    """An aggregate row: the unweighted mean of ``members``, as the paper aggregates them. A member is a
-    config, or a group declared before this one (a mean of means: VL-CheckList's per-file -> per-source
-    -> overall). ``metrics``: the metrics averaged (default: the headline metrics every member has)."""
+    """An aggregate row: the mean of ``members``, as the paper aggregates them: ``average="macro"``, the
+    unweighted mean of the members' figures (VALSE's Avg.); ``"micro"``, the mean over their items (each
+    member's figure weighted by its items: SugarCREPE's ADD / REPLACE / SWAP). A member is a config, or a
+    group declared before this one (a mean of means: VL-CheckList's per-file -> per-source -> overall).
+    ``metrics``: the metrics averaged (default: the headline metrics every member has)."""
 
     name: str
     label: str
     members: tuple[str, ...]
     metrics: tuple[str, ...] = ()
+    average: str = "macro"
 
 
 @dataclass(frozen=True)
@@ -170,8 +176,8 @@ class Benchmark:
     (in that order; a config the run scored that is not listed follows), each from the config's own
     result or, where the run scored a pooled config, from its per-tag results ``<config_tag>=<config>``;
     one row per declared split where ``splits`` is set (TraVLR's two test sets), else the test split;
-    then each :class:`Group`'s mean. Each row shows the ``headline`` metrics it has (by ``framings``
-    where the item shape decides them), the ones in ``probability_only`` only when the run has match
+    then each :class:`Group`'s mean (unweighted, or over the items). Each row shows the ``headline`` metrics it
+    has (by ``framings`` where the item shape decides them), the ones in ``probability_only`` only when the run has match
     probabilities. ``tie_rule``, ``modalities`` and ``text_only`` say what the authors' own setting is,
     so that a run that departs from it is flagged; ``clamped``, where the authors' code clamps negative cosines,
     gives the departure of a result with negative scores (:meth:`ClampedAtZero.departure`).
@@ -226,6 +232,8 @@ class Benchmark:
         earlier: set[str] = set()
         for group in self.groups:  # members: configs, or groups declared before (a mean of means)
             _known(group.metrics, f"{where} group {group.name!r}")
+            if group.average not in AVERAGES:
+                raise BenchmarkError(f"{where}: group {group.name!r} averages {group.average!r}, not one of {AVERAGES}")
             unknown = set(group.members) - set(self.configs) - earlier
             if self.configs and unknown:
                 raise BenchmarkError(f"{where}: group {group.name!r} has members that are neither its configs nor "

@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ArgumentError
     from ..evaluation import evaluate
     from ..evaluation.settings import DEFAULT_OUT
-    from ..results import _slug, dataset_name
+    from ..results import RUN_FILES, dataset_name
+    from ..results.display import slug
 
     values = keywords(args)
     out = values["out"]
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             out = DEFAULT_OUT
         else:
             model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
-            out = f"runs/{_slug(dataset_name(args.datasets[0]))}-{_slug(model_name)}"
+            out = f"runs/{slug(dataset_name(args.datasets[0]))}-{slug(model_name)}"
     result = evaluate(**{**values, "out": out}, root=default_root(), log=print)
     if not result.main_process:
         return 0
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     cache = stats.get("cache_dir")
     print(f"\nscored in {stats.get('seconds', 0):.1f}s: {computed} inputs computed, {stats.get('cached', 0)} from the cache"
           + (f" ({cache})" if cache else ""))
-    names = ["results.json", "scores.parquet", "results.csv"] + [_plot(u) for u in result.splits]
+    names = list(RUN_FILES) + [_plot(u) for u in result.splits]
     print(f"wrote {len(names)} files to {out}: " + ", ".join(names))
     return 0
 

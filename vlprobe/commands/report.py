@@ -2,7 +2,7 @@
 and LaTeX, with a plot,
 with the papers' aggregates (:mod:`vlprobe.summary`) beside the seed papers' published numbers where
 benchmark, config and metric match; a ``vlprobe probe`` run beside TraVLR's Table 2 (:mod:`vlprobe.report.probes`).
-Bad files are refused, one line per problem (:mod:`vlprobe.report`)."""
+Bad files are refused, one line each naming the file and the field (:mod:`vlprobe.report`)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "where benchmark, config and metric match. A `vlprobe probe` run's results.json is taken too: its "
             "TraVLR Table 2 layout and each cell beside TraVLR's published Table 2 (the paper's figure, ours, the "
             "difference); report.png is of evaluate runs only. Each results.json is "
-            "checked first: one line per problem, naming the file and entry."
+            "checked first against its declared shape (`vlprobe schema`): one line per bad file, naming the field."
         ),
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files (or the run folders holding them)")

@@ -175,18 +175,17 @@ def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ())
     from ..benchmarks import find
     from ..results import pct
 
-    block = next((b for b in (run.summary or {}).values() if scored.benchmark and b.get("benchmark") == scored.benchmark),
-                 {})
-    rule = block.get("tie_policy") or {}
-    departs = any(d.get("setting") == "ties" for d in block.get("departures") or [])
-    if departs or (rule.get("authors") and rule["authors"] != ties):
+    block = next((b for b in (run.summary or {}).values() if scored.benchmark and b.benchmark == scored.benchmark),
+                 None)
+    rule = block.tie_policy if block is not None else None
+    if rule is not None and rule.authors != ties:
         bench = find(scored.benchmark)
         name = bench.display if bench is not None else scored.benchmark
         theirs = (scored.authors_rule or {}).get("metrics") or {}
         figures = ", ".join(f"{k} {pct(theirs[k])}%" for k in keys if theirs.get(k) is not None)
         return [f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}), not as the {name} authors count them "
-                f"({rule.get('authors')}: {rule.get('rule')})." + (f" Under their rule: {figures}." if figures else "")
-                + f" Choose {rule.get('authors')} to compare with the paper."]
+                f"({rule.authors}: {rule.rule})." + (f" Under their rule: {figures}." if figures else "")
+                + f" Choose {rule.authors} to compare with the paper."]
     if not rule and ties != "strict":
         return [f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}); the papers count a tie as wrong (strict), so "
                 "these numbers are not comparable with theirs."]

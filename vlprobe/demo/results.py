@@ -13,12 +13,27 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..benchmarks import get
-from ..report.papers import paper_benchmarks
+from ..report.papers import PaperResult, paper_benchmarks
+from ..results.schema import dataset_name
 from .settings import SpaceError
 
 PAPER_BENCHMARKS = paper_benchmarks()  # those whose benchmark declares published numbers (vlprobe/benchmarks/)
 MAX_RESULTS_BYTES = 20 * 1024 * 1024
 MAX_RESULTS_FILES = 20
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of the chart: a run's (or a published system's) headline metric for a config and split, in %."""
+
+    source: str  # the run's label, or "paper: <system>"
+    benchmark: str
+    config: str
+    split: str
+    metric: str
+    value: float
+    ci: tuple[float, float] | None = None
+    chance: float | None = None
 
 
 @dataclass
@@ -29,7 +44,7 @@ class Comparison:
     paper_rows: list[list[Any]]
     chart: Any  # a matplotlib Figure, or None
     note: str
-    points: list[dict]  # the chart's bars: source, benchmark, config, split, metric, value, ci, chance
+    points: list[Point]  # the chart's points
 
 
 MAX_LABEL = 32
@@ -47,8 +62,7 @@ def short(text: str, limit: int = MAX_LABEL) -> str:
 
 def run_description(run: Any) -> str:
     """What a run is: its model (vlprobe.report's label: model, dtype, control) and datasets."""
-    datasets = list(dict.fromkeys(str(r.get("dataset") or r.get("benchmark") or "") for r in run.results))
-    names = ", ".join(Path(d).name for d in datasets if d)
+    names = ", ".join(dict.fromkeys(dataset_name(e.dataset) for e in run.results))
     model = re.sub(r" #\d+$", "", run.label)  # vlprobe.report numbers repeated labels; the page does that itself
     return f"{model} · {names}" if names else model
 
@@ -126,16 +140,11 @@ def load_runs(files: Iterable[Any], names: str | Sequence[str] = "") -> list[Any
             message = message.replace(str(p), name)
         message = message.replace("; write one with `vlprobe evaluate`", "")
         raise SpaceError(message) from None
-    for run, name in zip(runs, shown):
-        for r in run.results:
-            if not isinstance(r, dict) or not {"benchmark", "config", "split", "metrics"} <= set(r):
-                raise SpaceError(f"{name}: not a vlprobe results file "
-                                 "(a result lacks benchmark, config, split or metrics)")
     typed = [n.strip() for n in (names.splitlines() if isinstance(names, str) else names)]
     typed += [""] * (len(runs) - len(typed))
     descriptions = [run_description(run) for run in runs]
     labels = [run_label(p.parent / name, desc, t) for p, name, desc, t in zip(paths, shown, descriptions, typed)]
-    created = [str((run.doc.get("provenance") or {}).get("created") or "")[:16].replace("T", " ") for run in runs]
+    created = [str(run.doc.provenance.created or "")[:16].replace("T", " ") for run in runs]
     details = [d if len(set(descriptions)) == len(descriptions) else c for d, c in zip(descriptions, created)]
     for run, label in zip(runs, unique_labels(labels, details)):
         run.label = label
@@ -147,7 +156,7 @@ def long_rows(runs: Sequence[Any]) -> tuple[list[str], list[list[Any]], list[str
     (per run its value [CI] and its tied comparisons) with the benchmark in front."""
     from .. import report
 
-    benchmarks = list(dict.fromkeys(r["benchmark"] for run in runs for r in run.results))
+    benchmarks = list(dict.fromkeys(name for run in runs for name, _ in run.named))
     headers: list[str] = []
     rows: list[list[Any]] = []
     for bench in benchmarks:
@@ -157,17 +166,23 @@ def long_rows(runs: Sequence[Any]) -> tuple[list[str], list[list[Any]], list[str
     return headers, rows, benchmarks
 
 
-def papers_only(benchmark: str, papers: list[dict]) -> tuple[list[str], list[list[Any]]]:
+def _published(benchmark: str, papers: list[PaperResult]) -> list[PaperResult]:
+    from .. import report
+
+    return [p for p in papers if p.benchmark == benchmark and p.table in report.PAPER_TABLES[benchmark]]
+
+
+def papers_only(benchmark: str, papers: list[PaperResult]) -> tuple[list[str], list[list[Any]]]:
     """The published table of ``benchmark`` alone (no run loaded), long rather than wide: one row
     per (config, metric), one column per system, the first row each system's source."""
     from .. import report
 
-    rows = [p for p in papers if p["benchmark"] == benchmark and p["table"] in report.PAPER_TABLES[benchmark]]
-    systems = list(dict.fromkeys(p["model"] for p in rows))
-    source = {m: report.source_label(benchmark, next(p["table"] for p in rows if p["model"] == m)) for m in systems}
-    values = {(p["config"], p["metric"], p["model"]): p["value"] for p in rows}
+    rows = _published(benchmark, papers)
+    systems = list(dict.fromkeys(p.model for p in rows))
+    source = {m: report.source_label(benchmark, next(p.table for p in rows if p.model == m)) for m in systems}
+    values = {(p.config, p.metric, p.model): p.value for p in rows}
     out: list[list[Any]] = [["source", ""] + [source[m] for m in systems]]
-    for config, metric in dict.fromkeys((p["config"], p["metric"]) for p in rows):
+    for config, metric in dict.fromkeys((p.config, p.metric) for p in rows):
         out.append([config, metric] + [f"{values[config, metric, m]:.1f}" if (config, metric, m) in values else ""
                                        for m in systems])
     return ["config", "metric", *systems], out
@@ -179,7 +194,7 @@ def papers_benchmark(choice: str | None, benchmarks: Sequence[str], have_runs: b
     return next((b for b in benchmarks if b in PAPER_BENCHMARKS), None if have_runs else PAPER_BENCHMARKS[0])
 
 
-def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], list[list[Any]], list[dict], str]:
+def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], list[list[Any]], list[Point], str]:
     """(headers, rows, chart points, note) beside the papers' published numbers of ``bench``."""
     from .. import report
 
@@ -190,13 +205,11 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], li
     table = report.paper_table(runs, bench, papers) if runs else papers_only(bench, papers)
     if table is None:
         return [], [], [], f"No loaded run has a config and metric that the {bench} paper reports."
-    points = [{"source": f"paper: {p['model']}", "benchmark": bench, "config": p["config"], "split": "paper",
-               "metric": p["metric"], "value": p["value"], "ci": None, "chance": None}
-              for p in papers if p["benchmark"] == bench and p["table"] in report.PAPER_TABLES[bench]]
+    points = [Point(f"paper: {p.model}", bench, p.config, "paper", p.metric, p.value) for p in _published(bench, papers)]
     return table[0], table[1], points, report.PAPER_NOTES.get(bench, "")
 
 
-def headline_key(benchmark: str, metrics: dict) -> str | None:
+def headline_key(benchmark: str, metrics: Any) -> str | None:
     """The metric the chart shows for a result, by vlprobe's one headline rule
     (:func:`vlprobe.summary.primary_metric`: BLA's sentence accuracy, Winoground's group...)."""
     from .. import report
@@ -204,38 +217,32 @@ def headline_key(benchmark: str, metrics: dict) -> str | None:
     return report.headline(metrics, benchmark)
 
 
-def run_points(runs: Sequence[Any]) -> list[dict]:
-    """One chart bar per run per (benchmark, config, split): the headline metric, its CI, chance."""
+def run_points(runs: Sequence[Any]) -> list[Point]:
+    """One chart point per run per (benchmark, config, split): the headline metric, its CI, chance."""
     from .. import report
 
     out = []
     for run in runs:
-        for r in run.results:
-            key = report.entry_headline(r)  # by the benchmark and the item shape the entry records
-            value = r["metrics"].get(key) if key else None
+        for name, e in run.named:
+            key = report.entry_headline(e)  # by the benchmark and the item shape the entry records
+            value = e.metrics.value(key)
             if value is None:
                 continue
-            ci = (r["metrics"].get("ci") or {}).get(key)
-            chance = (r["metrics"].get("chance") or {}).get(key)
-            out.append({
-                "source": run.label, "benchmark": r["benchmark"], "split": r["split"], "metric": key,
-                "config": report.CONFIG_ALIASES.get((r["benchmark"], r["config"]), r["config"]),
-                "value": 100 * float(value), "ci": None if not ci or ci[0] is None else (100 * ci[0], 100 * ci[1]),
-                "chance": None if chance is None else 100 * float(chance),
-            })
+            ci, chance = e.metrics.ci.get(key), e.metrics.chance.get(key)
+            out.append(Point(run.label, name, report.CONFIG_ALIASES.get((name, e.config), e.config), e.split, key,
+                             100 * value, None if not ci or None in ci else (100 * ci[0], 100 * ci[1]),
+                             None if chance is None else 100 * chance))
     return out
 
 
-def matching_papers(paper_points: list[dict], points: list[dict]) -> list[dict]:
-    """The papers' bars only where a run has the same config and headline metric (with no run:
+def matching_papers(paper_points: list[Point], points: list[Point]) -> list[Point]:
+    """The papers' points only where a run has the same config and headline metric (with no run:
     each benchmark's headline metric)."""
     if points:
-        shown = {(p["benchmark"], p["config"], p["metric"]) for p in points}
-        return [p for p in paper_points if (p["benchmark"], p["config"], p["metric"]) in shown]
+        return [p for p in paper_points if _group(p) in {_group(q) for q in points}]
     from ..summary import primary_metric
 
-    return [p for p in paper_points
-            if p["metric"] == primary_metric(p["benchmark"], None, {q["metric"] for q in paper_points})]
+    return [p for p in paper_points if p.metric == primary_metric(p.benchmark, None, {q.metric for q in paper_points})]
 
 
 def compare_results(files: Iterable[Any] | None, include_papers: bool = True, benchmark: str = "auto",
@@ -253,21 +260,21 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
     paper_headers: list[str] = []
     paper_rows: list[list[Any]] = []
-    paper_points: list[dict] = []
+    paper_points: list[Point] = []
     if include_papers:
         paper_headers, paper_rows, paper_points, note = paper_section(runs, papers_benchmark(benchmark, benchmarks, bool(runs)))
         notes.append(note)
     points = run_points(runs)
     points += matching_papers(paper_points, points)
-    sources = [run.label for run in runs] + list(dict.fromkeys(p["source"] for p in points if p["source"].startswith("paper: ")))
+    sources = [run.label for run in runs] + list(dict.fromkeys(p.source for p in points if p.source.startswith("paper: ")))
     return Comparison(headers=headers, rows=rows, paper_headers=paper_headers, paper_rows=paper_rows,
                       chart=comparison_chart(points, sources), note=" ".join(n for n in notes if n), points=points)
 
 
-def _group(point: dict) -> tuple[str, str, str]:
+def _group(point: Point) -> tuple[str, str, str]:
     """A chart row: (benchmark, config, metric); every run's split and every published system is a
     point on it."""
-    return point["benchmark"], point["config"], point["metric"]
+    return point.benchmark, point.config, point.metric
 
 
 def _group_label(group: tuple[str, str, str], one_benchmark: bool, one_metric: bool) -> str:
@@ -284,7 +291,7 @@ def _group_label(group: tuple[str, str, str], one_benchmark: bool, one_metric: b
 MARKERS = "osD^vP*Xhp<>"
 
 
-def comparison_chart(points: list[dict], sources: list[str]) -> Any:
+def comparison_chart(points: list[Point], sources: list[str]) -> Any:
     """A dot plot, None when there is nothing. One row per benchmark/config/metric, one point per
     (source, split) in its own colour and marker (runs first, then published systems); with more
     sources than configs (Winoground's 19 systems on one config) the other way round: one row per
@@ -307,23 +314,23 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
     groups = list(dict.fromkeys(_group(p) for p in points))
     one_benchmark = len({g[0] for g in groups}) == 1
     metrics = list(dict.fromkeys(g[2] for g in groups))
-    splits = {s: list(dict.fromkeys(p["split"] for p in points if p["source"] == s)) for s in sources}
+    splits = {s: list(dict.fromkeys(p.split for p in points if p.source == s)) for s in sources}
     runs = [(s, split) for s in sources for split in splits[s]]
     run_name = {b: f"{b[0]} · {b[1]}" if len(splits[b[0]]) > 1 else b[0] for b in runs}
     group_name = {g: _group_label(g, one_benchmark, len(metrics) == 1) for g in groups}
     by_source = len(runs) > len(groups)
     if by_source:  # rows: the sources; points: the configs
         rows, series = runs, groups
-        row_of, series_of = (lambda p: (p["source"], p["split"])), _group
+        row_of, series_of = (lambda p: (p.source, p.split)), _group
         row_names, series_names = [run_name[b] for b in runs], [group_name[g] for g in groups]
     else:
         rows, series = groups, runs
-        row_of, series_of = _group, (lambda p: (p["source"], p["split"]))
+        row_of, series_of = _group, (lambda p: (p.source, p.split))
         row_names, series_names = [group_name[g] for g in groups], [run_name[b] for b in runs]
     cmap = plt.get_cmap("tab20" if len(series) > 10 else "tab10")
     style = {b: (cmap(k % cmap.N), MARKERS[k % len(MARKERS)]) for k, b in enumerate(series)}
     nudge = min(0.14, 0.7 / max(1, len(series)))
-    show_legend = len(series) > 1 or any(p.get("chance") is not None for p in points)
+    show_legend = len(series) > 1 or any(p.chance is not None for p in points)
     entries = series_names + ["chance"] if show_legend else []
     two = len(entries) > 4 and max(len(k) for k in entries) <= 24  # short names: two legend columns
     legend_lines = sum(len(textwrap.wrap(k, 40, break_long_words=False)) for k in entries) / (2 if two else 1)
@@ -337,13 +344,13 @@ def comparison_chart(points: list[dict], sources: list[str]) -> Any:
             r, k = rows.index(row_of(p)), series.index(series_of(p))
             y = r + nudge * (k - (len(series) - 1) / 2)
             colour, marker = style[series_of(p)]
-            err = None if not p.get("ci") else [[max(0.0, p["value"] - p["ci"][0])], [max(0.0, p["ci"][1] - p["value"])]]
-            container = ax.errorbar([p["value"]], [y], xerr=err, fmt=marker, color=colour, markersize=7, capsize=2,
+            err = None if not p.ci else [[max(0.0, p.value - p.ci[0])], [max(0.0, p.ci[1] - p.value)]]
+            container = ax.errorbar([p.value], [y], xerr=err, fmt=marker, color=colour, markersize=7, capsize=2,
                                     label=series_names[k], markeredgecolor="white", markeredgewidth=0.6)
-            container.lines[0].set_gid(f"point:{p['source']}:{p['benchmark']}/{p['config']}/{p['split']}:{p['metric']}")
-            if p.get("chance") is not None and (r, p["chance"]) not in chance_drawn:
-                chance_drawn.add((r, p["chance"]))
-                ax.vlines(p["chance"], r - 0.42, r + 0.42, colors="black", linestyles="dashed", linewidth=1,
+            container.lines[0].set_gid(f"point:{p.source}:{p.benchmark}/{p.config}/{p.split}:{p.metric}")
+            if p.chance is not None and (r, p.chance) not in chance_drawn:
+                chance_drawn.add((r, p.chance))
+                ax.vlines(p.chance, r - 0.42, r + 0.42, colors="black", linestyles="dashed", linewidth=1,
                           label="chance")
         ax.set_yticks(np.arange(len(rows)), row_names)
         ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top

@@ -1,54 +1,63 @@
-"""The result of ``vlprobe.evaluate``: :class:`Evaluation` (summary, tables, scores, plots, save) and
-the papers' aggregates printed with it."""
+"""The result of ``vlprobe.evaluate``: :class:`Evaluation` (entries, summary, tables, scores, plots, save) on the
+protocol it shares with :class:`vlprobe.ProbeResult` (:class:`vlprobe.results.RunResult`), and the papers'
+aggregates printed with it (:func:`format_summary`)."""
 
 from __future__ import annotations
 
 import math
 import os
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .. import summary as summary_rules
 from ..errors import VlprobeError
-from ..results import ScoredSplit, pct
+from ..results import RunResult, ScoredSplit, format_table, pct, result_entries, truncation_warning
+from ..results.io import provenance_record
+from ..results.schema import Entry, EvaluationDocument, SummaryBlock
 
 
-class Evaluation:
+class Evaluation(RunResult):
     """What :func:`evaluate` returns; the same surface as :class:`vlprobe.ProbeResult`:
 
-    * ``results``: the results.json document (a dict); ``summary``: each benchmark's headline
-      metrics (its paper's aggregates where it has a paper), as under the printed table;
-    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: results.csv's rows, one
-      per dataset/config/split/tag/metric; ``plot()``: a matplotlib figure of the table's metrics;
-    * ``save(dir)``: results.json, scores.parquet, results.csv and plots, as the CLI writes them;
-    * ``scores()``: the per-item score matrices as a ``datasets.Dataset``; ``splits`` and
-      ``provenance``: the scored splits and what produced them.
+    * ``entries``: one :class:`~vlprobe.results.schema.Entry` per scored dataset/config/split; ``summary``: each
+      benchmark's headline metrics (its paper's aggregates where it has a paper), as under the printed table, one
+      :class:`~vlprobe.results.schema.SummaryBlock` each; ``document``: results.json as records, ``results`` as JSON;
+    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: results.csv's rows, one per
+      dataset/config/split/tag/metric (``wide=True``: results_wide.csv's, one per dataset/config/split, a column per
+      metric in %); ``plot()``: a matplotlib figure of the table's metrics;
+    * ``save(dir)``: results.json, scores.parquet, results.csv, results_wide.csv and plots, as the CLI writes them;
+    * ``scores()``: the per-item score matrices as a ``datasets.Dataset``; ``splits`` and ``provenance``: the
+      scored splits and what produced them.
     """
 
-    def __init__(self, splits: list[ScoredSplit], provenance: dict[str, Any], summary: dict[str, Any] | None,
-                 *, main_process: bool = True) -> None:
+    def __init__(self, splits: list[ScoredSplit], provenance: dict[str, Any],
+                 summary: Mapping[str, SummaryBlock] | None, *, main_process: bool = True) -> None:
         self.splits = splits
         self.provenance = provenance
-        self.summary = summary or {}
+        self.summary = dict(summary or {})
         self.main_process = main_process
 
-    @property
-    def results(self) -> dict[str, Any]:
-        """The results.json document."""
-        from ..results import results_document
+    @cached_property
+    def document(self) -> EvaluationDocument:
+        """results.json as records."""
+        return EvaluationDocument(provenance_record(self.provenance), tuple(result_entries(self.splits)), self.summary)
 
-        return results_document(self.splits, self.provenance, self.summary)
-
-    def to_pandas(self, per_tag: bool = True) -> Any:
+    def to_pandas(self, per_tag: bool = True, wide: bool = False) -> Any:
         """results.csv as a DataFrame: one row per dataset/config/split/tag/metric (``tag`` empty for the whole
         split; ``per_tag=False`` keeps those rows only and drops the column): value, ci_low, ci_high, chance,
         support, n_items, n_ties, na_reason (why value is None where every item tied). One name per quantity
-        for the items' shape, as in results.csv."""
+        for the items' shape, as in results.csv. ``wide=True``: results_wide.csv, the table to paste: one row per
+        dataset/config/split, a column per metric shown, in %, rounded to one decimal."""
         import pandas as pd
 
-        from ..results import CSV_COLUMNS, csv_rows
+        from ..results.display import wide_rows
+        from ..results.io import CSV_COLUMNS, csv_rows
 
-        rows = [r for r in csv_rows(self.splits) if per_tag or not r["tag"]]
+        if wide:
+            columns, rows = wide_rows(self.entries)
+            return pd.DataFrame(rows, columns=columns)
+        rows = [r for r in csv_rows(self.entries) if per_tag or not r["tag"]]
         frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS))
         return frame if per_tag else frame.drop(columns=["tag"])
 
@@ -56,100 +65,99 @@ class Evaluation:
         """The per-item scores as a ``datasets.Dataset`` (the rows of scores.parquet)."""
         import datasets
 
-        from ..results import scores_table
+        from ..results.io import scores_table
 
-        return datasets.Dataset(scores_table(self.splits))
+        return datasets.Dataset(scores_table(self.splits, self.entries))
 
     def table(self) -> str:
         """The table ``vlprobe evaluate`` prints."""
-        from ..results import format_table, truncation_warning
+        warnings = [w for w in (truncation_warning(e) for e in self.entries) if w]
+        return format_table(self.entries) + "".join(f"\n{w}" for w in warnings) + format_summary(self.summary)
 
-        warnings = [w for w in (truncation_warning(u) for u in self.splits) if w]
-        return (format_table(self.splits, keys_of=display_keys) + "".join(f"\n{w}" for w in warnings)
-                + format_summary(self.summary))
-
-    def save(self, out_dir: str | os.PathLike) -> list[Path]:
-        """Write results.json, scores.parquet, results.csv and one plot per split into ``out_dir``,
+    def save(self, out: str | os.PathLike) -> list[Path]:
+        """Write results.json, scores.parquet, results.csv, results_wide.csv and one plot per split into ``out``,
         as one unit (a temporary folder swapped in). Returns the paths written."""
         from ..results import check_output_dir, write_outputs
 
+        self._check_out(out)
         if not self.main_process:
             return []
-        check_output_dir(out_dir)
+        check_output_dir(out)
         try:
-            return write_outputs(out_dir, self.splits, self.provenance, self.summary)
+            return write_outputs(out, self.splits, self.document)
         except OSError as err:
-            cache = (self.provenance.get("engine") or {}).get("cache_dir")
+            cache = self.document.provenance.engine.cache_dir if self.document.provenance.engine else None
             rerun = (f"the scores are in the cache ({cache}), so running it again computes nothing" if cache
                      else "nothing was cached (cache_dir none), so a rerun scores again")
-            raise VlprobeError(f"cannot write the outputs to {out_dir} ({err.strerror or err}); {rerun}") from None
+            raise VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}") from None
 
     def plot(self) -> Any:
         """A matplotlib figure: one panel per split, a bar per metric with its CI and chance."""
         import matplotlib.pyplot as plt
 
-        from ..results import plot_split
+        from ..results.display import plot_split
 
         n = max(1, len(self.splits))
         cols = min(3, n)
         rows = math.ceil(n / cols)
         fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, 3.8 * rows), squeeze=False)
-        for ax, split in zip(axes.flat, self.splits):
-            plot_split(ax, split)
+        for ax, entry in zip(axes.flat, self.entries):
+            plot_split(ax, entry)
         for ax in list(axes.flat)[len(self.splits):]:
             ax.axis("off")
         fig.tight_layout()
         return fig
 
     def __repr__(self) -> str:
-        model = Path(str(self.provenance.get("model", {}).get("model_id") or "?").rstrip("/")).name or "?"
         names = [s.name for s in self.splits]
         shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
         items = sum(len(s.items) for s in self.splits)
-        return (f"<vlprobe.Evaluation: {model} on {shown}; {items} items; .table(), .summary, .to_pandas(), "
-                f".plot(), .save(dir)>")
+        return (f"<vlprobe.Evaluation: {self.document.provenance.model.name} on {shown}; {items} items; .table(), "
+                f".summary, .to_pandas(), .plot(), .save(dir)>")
 
 
-def display_keys(split: ScoredSplit) -> list[str]:
-    """The metrics the printed table (and the plots) show for a split: those meaningful for its
-    benchmark and item shape (:func:`vlprobe.results.shown_metrics`)."""
-    from ..results import shown_metrics
+def display_keys(split: ScoredSplit | Entry) -> list[str]:
+    """The metrics the printed table (and the plots) show for a split or an entry: those meaningful for its
+    benchmark and item shape (:func:`vlprobe.results.display.shown_metrics`)."""
+    from ..results.display import shown_metrics
+    from ..results.scored import entry_of
 
-    return shown_metrics(split)
+    return shown_metrics(split if isinstance(split, Entry) else entry_of(split))
 
 
-def summarize(entries: list[dict[str, Any]], settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def summarize(entries: Any, settings: Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
     """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`); ``settings``: the
     run's recorded settings, to flag where it departs from the authors' own."""
-    return summary_rules.summarize(entries, settings) or {}
+    return summary_rules.summarize(entries, settings)
 
 
-def format_summary(summary: dict[str, Any]) -> str:
-    """The papers' aggregates as text under the table ("" when there are none): per benchmark its
-    source, one line per row (config or aggregate, split, headline values with CIs, and the figure
-    under the authors' tie rule where the run's is another), how the run departs from the authors'
-    setting, its notes."""
+def _figure(key: str, value: float | None, row: Any, theirs: str | None, names: Mapping[str, str]) -> str:
+    ci = row.ci.get(key)
+    text = f"{names.get(key, key)} " + (f"N/A ({row.na_reason})" if value is None else pct(value))
+    text += f" [{pct(ci[0])},{pct(ci[1])}]" if ci and value is not None else ""
+    return text + (f" ({theirs}: {pct(row.authors[key])})" if key in row.authors else "")
+
+
+def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
+    """The papers' aggregates as text under the table ("" when there are none): per benchmark its source, one line
+    per row (config or aggregate, split, headline values with CIs, and the figure under the authors' tie rule where
+    it differs from the run's: another tie policy, or N/A where their code prints a number), how the run departs
+    from the authors' setting, its notes and the figures published for this checkpoint."""
     lines: list[str] = []
     for bench, block in (summary or {}).items():
-        rows = block.get("rows") or []
-        if not rows:
+        if not block.rows:
             continue
         lines += ["", summary_rules.summary_title(bench, block)]
-        names = block.get("names") or {}  # the paper's name of a metric (SugarCREPE++'s text score: TOT)
-        theirs = (block.get("tie_policy") or {}).get("authors")
-        for row in rows:
-            name = f"{row.get('label') or row.get('config')}/{row.get('split')}"
-            cis = row.get("ci") or {}
-            authors = row.get("authors") or {}
-            cells = []
-            for key, value in (row.get("values") or {}).items():
-                ci = cis.get(key)
-                cells.append(f"{names.get(key, key)} {pct(value)}" + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci else "")
-                             + (f" ({theirs}: {pct(authors[key])})" if key in authors else ""))
-            cells += [f"{names.get(key, key)} N/A ({row['na_reason']})" for key in row.get("na") or []]
-            extra = f"  ({row['framing']})" if row.get("framing") else ""
-            n = f"  n={row['n_items']}" if row.get("n_items") is not None else ""
-            lines.append(f"  {name:<32} " + "  ".join(cells) + n + extra)
-        lines += [f"  departs from the authors' setting: {d['note']}" for d in block.get("departures") or []]
-        lines += [f"  note: {note}" for note in block.get("notes") or []]
+        theirs = block.tie_policy.authors if block.tie_policy else None
+        for row in block.rows:
+            cells = [_figure(k, v, row, theirs, block.names) for k, v in row.values.items()]
+            cells += [_figure(k, None, row, theirs, block.names) for k in row.na]
+            extra = f"  ({row.framing})" if row.framing else ""
+            n = f"  n={row.n_items}" if row.n_items is not None else ""
+            lines.append(f"  {row.name + '/' + row.split:<32} " + "  ".join(cells) + n + extra)
+        lines += [f"  departs from the authors' setting: {d.note}" for d in block.departures]
+        lines += [f"  note: {note}" for note in block.notes]
+        lines += [f"  published for this checkpoint: {p.source}, {p.config} {p.metric} {pct(p.value)}"
+                  + (f" (this run {pct(p.ours)}, {100 * p.difference:+.1f})" if p.difference is not None else "")
+                  + (f": {p.note}" if p.note else "") for p in block.published]
     return ("\n" + "\n".join(lines)) if lines else ""

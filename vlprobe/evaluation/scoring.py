@@ -30,7 +30,7 @@ from ..scorers.controls import apply_control
 from .data import SplitSource
 from .settings import TEXT, EvaluateSettings
 from .text_only import score_text_only
-from .tied_metrics import mark, mark_tied_metrics
+from .tied_metrics import mark_tied_metrics
 
 # Imported where used, as they are slow to import (python -X importtime, this 2-core machine): torch 11.7 s and
 # accelerate (only under `accelerate launch`), the metric (it imports evaluate, datasets and torch).
@@ -196,30 +196,21 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
 
 
 def _authors_rule(split: ScoredSplit, s: EvaluateSettings, scores: Any, gold: Any, probs: Any, tags: Any) -> dict | None:
-    """The split's metrics under its benchmark's own tie rule, where the run's tie policy is another
-    one (``--ties lenient`` on SugarCREPE): ``{"ties": <the authors' policy>, "metrics": ...}``, with no
-    CI (a figure to read beside the run's), not available wherever the run's are; else None."""
+    """The split's metrics as its benchmark's authors' code computes them, where they differ from the run's: under
+    their tie rule where the run's policy is another (``--ties lenient`` on SugarCREPE), or where the run's are not
+    available (every item tied: their code prints a number, 0.0 under a strict rule):
+    ``{"ties": <the authors' policy>, "metrics": ...}``, with no CI (a figure to read beside the run's); else None."""
     from .. import metric as metric_module  # as _measure: the metric module imports evaluate
 
     bench = find(split.benchmark)
     rule = bench.tie_rule_for(s.modality) if bench is not None else None
-    if rule is None or rule.policy == s.ties:
+    m = split.metrics
+    na = m.get("na_reason") or any(t.get("na_reason") for t in (m.get("per_tag") or {}).values())
+    if rule is None or (rule.policy == s.ties and not na):
         return None
-    m = metric_module.compute(scores, gold, ties=rule.policy, probabilities=probs, threshold=s.threshold,
-                              tags=tags if any(tags) else None, bootstrap=0)
-    _same_not_available(m, split.metrics)
-    for tag, tm in (split.metrics.get("per_tag") or {}).items():
-        if tag in (m.get("per_tag") or {}):
-            _same_not_available(m["per_tag"][tag], tm)
-    return {"ties": rule.policy, "metrics": m}
-
-
-def _same_not_available(m: dict[str, Any], run: dict[str, Any]) -> None:
-    """``m`` (the authors' rule) not available wherever the run's metrics ``run`` are: all of them, or the ones of
-    them whose every comparison tied."""
-    if run.get(NA_KEY):
-        mark(m, {k: "" for k in metric_keys(run) if run.get(k) is None})
-        m[NA_KEY] = run[NA_KEY]
+    return {"ties": rule.policy, "metrics": metric_module.compute(scores, gold, ties=rule.policy, probabilities=probs,
+                                                                 threshold=s.threshold, tags=tags if any(tags) else None,
+                                                                 bootstrap=0)}
 
 
 def items_with_ties(scores: Any, gold: Any) -> np.ndarray:

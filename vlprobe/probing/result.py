@@ -1,78 +1,76 @@
-"""The result of ``vlprobe.probe``: :class:`ProbeResult` (shaped as ``vlprobe.evaluate``'s), its
+"""The result of ``vlprobe.probe``: :class:`ProbeResult` (on the protocol of ``vlprobe.evaluate``'s), its
 tables (TraVLR's Table 2 layout, and two of vlprobe's own), learning-curve plots and the files a run
-writes. Every table shows the mean over seeds and the sample standard deviation (:func:`seed_means`)."""
+writes. Every table shows the mean over seeds and the sample standard deviation (:func:`seed_means`).
+Rows are :class:`~vlprobe.results.schema.ProbeRow` records (given as records or as their JSON)."""
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from ..benchmarks import by_old_name, find
-from ..summary import dataset_name
+from ..benchmarks import find
+from ..errors import VlprobeError
+from ..results import RunResult, pct
+from ..results.io import provenance_record
+from ..results.schema import (
+    DatasetSource,
+    Finetune,
+    ProbeDocument,
+    ProbeRow,
+    Stats,
+    SummaryBlock,
+    SummaryRow,
+    Table2Cell,
+    Timings,
+    dataset_name,
+    dump,
+    parse,
+)
 from .settings import DEFAULT_DATASET, MODALITIES, PROBE_RUN_FILE, SETTING_ORDER, TEXT_ONLY, ZERO_SHOT
 
 
+def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
+    """The rows as records (a :class:`~vlprobe.results.schema.SchemaError` names a row's bad field)."""
+    return [r if isinstance(r, ProbeRow) else parse(ProbeRow, dump(r), f"rows[{i}]") for i, r in enumerate(rows)]
+
+
 @dataclass(repr=False)
-class ProbeResult:
-    """What :func:`probe` returns, shaped as :class:`vlprobe.Evaluation`: ``rows`` (one per task x
-    setting x train size x test modality x split x seed, with macro-F1, its CI and chance),
-    ``provenance``, ``results`` (the results.json document), ``summary`` (the same-modality figures),
-    ``table2()`` (TraVLR's Table 2 layout), ``table()`` (what ``vlprobe probe`` prints),
+class ProbeResult(RunResult):
+    """What :func:`probe` returns, on the protocol of :class:`vlprobe.Evaluation`: ``rows`` (one per task x
+    setting x train size x test modality x split x seed, with macro-F1, its CI and chance; ``entries``: the same
+    as records), ``provenance``, ``document`` (results.json as records; ``results``: as JSON), ``summary`` (the
+    same-modality figures), ``table2()`` (TraVLR's Table 2 layout), ``table()`` (what ``vlprobe probe`` prints),
     ``to_pandas()``, ``plot()`` and ``save(out)``."""
 
     rows: list[dict]
     provenance: dict
 
-    @property
-    def results(self) -> dict[str, Any]:
-        """The results.json document: provenance, the same-modality figures (``summary``), every row
-        (one per seed), TraVLR's Table 2 cells (``table2``: mean over seeds, OOD - InD change, sd)
-        and the tables as Markdown."""
-        tables = {"table2": table2_table(self.rows), "same_modality": self.same_modality_table(),
-                  "transfer_test_ood": transfer_table(self.rows), "transfer_test_ind": transfer_table(self.rows, "test_ind")}
-        cells = {"frozen": table2_cells(self.rows)}
-        if any(r.get("classifier") == "finetune" for r in self.rows):
-            tables["table2_finetuned"] = table2_table(self.rows, finetuned=True)
-            cells["finetune"] = table2_cells(self.rows, finetuned=True)
-        return {"provenance": self.provenance, "summary": self.summary, "rows": self.rows, "table2": cells,
-                "tables": tables}
+    @cached_property
+    def document(self) -> ProbeDocument:
+        """results.json as records: provenance, the same-modality figures (``summary``), every row (one per seed),
+        TraVLR's Table 2 cells (``table2``: mean over seeds, OOD - InD change, sd) and the tables as Markdown."""
+        rows = probe_rows(self.rows)
+        tables = {"table2": table2_table(rows), "same_modality": same_modality_table(rows),
+                  "transfer_test_ood": transfer_table(rows), "transfer_test_ind": transfer_table(rows, "test_ind")}
+        cells = {"frozen": tuple(table2_cells(rows))}
+        if any(r.finetuned for r in rows):
+            tables["table2_finetuned"] = table2_table(rows, finetuned=True)
+            cells["finetune"] = tuple(table2_cells(rows, finetuned=True))
+        prov = provenance_record(self.provenance)
+        return ProbeDocument(prov, tuple(rows), _summary(rows, prov.dataset, prov.settings.seeds), cells, tables)
 
     @property
-    def summary(self) -> dict[str, Any]:
-        """Per task, setting and test split, the macro-F1 of the full-size frozen probe tested on
-        its own modality (the same-modality figures, not TraVLR's Table 2, which is of fine-tuned
-        models and crosses modalities: :func:`table2_cells`), in the shape of
-        ``vlprobe.Evaluation.summary`` (``{benchmark: {"source", "headline", "rows", ...}}``). The
-        value is the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap CI over
+    def summary(self) -> dict[str, SummaryBlock]:
+        """Per task, setting and test split, the macro-F1 of the full-size frozen probe tested on its own modality
+        (the same-modality figures, not TraVLR's Table 2, which is of fine-tuned models and crosses modalities:
+        :func:`table2_cells`), one :class:`~vlprobe.results.schema.SummaryBlock` as ``vlprobe.Evaluation.summary``
+        has them. The value is the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap CI over
         items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
-        recorded = self.provenance.get("dataset") or {}
-        dataset = str(recorded.get("dataset") or DEFAULT_DATASET)
-        rows = []
-        for r in _final(seed_means(self.rows)):
-            if r["transfer"] not in ("same", "zero-shot (no training)"):
-                continue
-            setting = r["setting"] if r["setting"] != ZERO_SHOT else f"zero-shot, {r['test_modality']}"
-            row = {"config": r["task"], "label": f"{r['task']} ({setting})", "setting": setting, "split": r["split"],
-                   "values": {"macro_f1": r["macro_f1"]} if r["macro_f1"] is not None else {},
-                   "n_items": r.get("n"), "train_size": r["train_size"], "chance": r.get("chance"),
-                   "sd": r["sd"], "seeds": r["seeds"]}
-            if r.get("ci_low") is not None:
-                row["ci"] = {"macro_f1": [r["ci_low"], r["ci_high"]]}
-            rows.append(row)
-        # the benchmark the dataset recorded (a run from before: the one its name meant); its paper's
-        # source only where the paper reports macro-F1 of true/false statements (TraVLR)
-        bench = find(recorded["benchmark"]) if "benchmark" in recorded else by_old_name(dataset)
-        source = bench.source if bench is not None and bench.headline_for((1, 1)) == ["macro_f1"] else None
-        seeds = len(self.provenance.get("settings", {}).get("seeds") or [None])
-        name = bench.name if bench is not None else dataset_name(dataset)
-        return {name: {"benchmark": bench.name if bench is not None else None, "source": source,
-                       "headline": ["macro_f1"], "rows": rows, "complete": True,
-                        "notes": ["frozen features + a trained probe (vlprobe probe); trained and tested on the "
-                                  "same modality, the full training split"
-                                  + (f"; mean over {seeds} seeds (sd beside it)" if seeds > 1 else "")]}}
+        return dict(self.document.summary)
 
     def table(self) -> str:
         """The text ``vlprobe probe`` prints (also tables.md): TraVLR's Table 2 layout, the
@@ -80,20 +78,20 @@ class ProbeResult:
         return format_report(self)
 
     def to_pandas(self) -> Any:
-        """The rows as a DataFrame (one per task x setting x train size x test modality x split)."""
+        """The rows as a DataFrame (one per task x setting x train size x test modality x split x seed)."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows)
+        return pd.DataFrame([dump(r) for r in self.entries], columns=[f.name for f in fields(ProbeRow)])
 
     def same_modality_table(self) -> str:
-        return same_modality_table(self.rows)
+        return same_modality_table(self.entries)
 
     def transfer_table(self) -> str:
-        return transfer_table(self.rows)
+        return transfer_table(self.entries)
 
     def table2(self, finetuned: bool = False) -> str:
         """TraVLR's Table 2 layout (:func:`table2_table`) of the frozen probes, or of the fine-tuned models."""
-        return table2_table(self.rows, finetuned)
+        return table2_table(self.entries, finetuned)
 
     def plot(self) -> Any:
         """A matplotlib figure: per task, a bar per setting and test split (same modality, full
@@ -102,18 +100,17 @@ class ProbeResult:
 
         from ..results import bar_chart
 
-        by_task: dict[str, list[dict]] = {}
-        for row in next(iter(self.summary.values()))["rows"]:
-            by_task.setdefault(row["config"], []).append(row)
+        by_task: dict[str, list[SummaryRow]] = {}
+        for row in next(iter(self.summary.values())).rows:
+            by_task.setdefault(row.config, []).append(row)
         n = max(1, len(by_task))
         cols = min(2, n)
         fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(6.0 * cols, 4.0 * math.ceil(n / cols)),
                                  squeeze=False)
         for ax, (task, rows) in zip(axes.flat, by_task.items()):
-            bar_chart(ax, [f"{r['setting']} {r['split']}" for r in rows],
-                      [r["values"].get("macro_f1") for r in rows], ci=[(r.get("ci") or {}).get("macro_f1") for r in rows],
-                      chance=[r.get("chance") for r in rows], label="macro-F1",
-                      confidence=self.provenance.get("settings", {}).get("confidence"))
+            bar_chart(ax, [f"{r.setting} {r.split}" for r in rows], [r.values.get("macro_f1") for r in rows],
+                      ci=[r.ci.get("macro_f1") for r in rows], chance=[r.chance for r in rows], label="macro-F1",
+                      confidence=self.document.provenance.settings.confidence)
             ax.set_title(task, fontsize=9)
             ax.legend(fontsize=7, loc="upper right")
         for ax in list(axes.flat)[len(by_task):]:
@@ -126,97 +123,117 @@ class ProbeResult:
         one unit (staged beside it and swapped in, as ``vlprobe evaluate`` does); ``out`` must be
         new, empty or a probe run's. Returns the paths written. A write error (a full disk, a
         read-only folder) is one :class:`~vlprobe.errors.VlprobeError`, and ``out`` is left as it was."""
-        from ..errors import VlprobeError
         from ..results import check_output_dir
 
+        self._check_out(out)
         check_output_dir(out, PROBE_RUN_FILE)
         try:
             return write_outputs(out, self)
         except OSError as err:
-            cache = (self.provenance.get("features") or {}).get("cache_dir")
+            cache = self.document.provenance.features.cache_dir if self.document.provenance.features else None
             rerun = (f"the features are in the cache ({cache}), so running it again computes none" if cache
                      else "nothing was cached (cache_dir none), so a rerun computes the features again")
             raise VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}") from None
 
     def __repr__(self) -> str:
-        model = (self.provenance.get("model") or {}).get("model_id")
-        dataset = (self.provenance.get("dataset") or {}).get("dataset")
-        tasks = ", ".join(dict.fromkeys(r["task"] for r in self.rows))
-        return f"<vlprobe.ProbeResult of {model} on {dataset} ({tasks}): {len(self.rows)} rows>"
+        prov = self.document.provenance
+        dataset = prov.dataset.name or prov.dataset.dataset if prov.dataset else None
+        tasks = ", ".join(dict.fromkeys(r.task for r in self.entries))
+        return f"<vlprobe.ProbeResult of {prov.model.name} on {dataset} ({tasks}): {len(self.rows)} rows>"
 
 
-def _pct(v: Any) -> str:
-    from ..results import pct
+def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Sequence[int] | None) -> dict[str, SummaryBlock]:
+    """The probe's summary block (see :attr:`ProbeResult.summary`)."""
+    out = []
+    for r in _final(seed_means(rows)):
+        if r.transfer not in ("same", "zero-shot (no training)"):
+            continue
+        setting = r.setting if r.setting != ZERO_SHOT else f"zero-shot, {r.test_modality}"
+        out.append(SummaryRow(config=r.task, label=f"{r.task} ({setting})", setting=setting, split=r.split,
+                              values={"macro_f1": r.macro_f1} if r.macro_f1 is not None else {}, n_items=r.n,
+                              train_size=r.train_size, chance=r.chance, sd=r.sd, seeds=r.seeds,
+                              ci={"macro_f1": (r.ci_low, r.ci_high)} if r.ci_low is not None else {}))
+    # the benchmark the dataset recorded; its paper's source only where the paper reports macro-F1 of true/false
+    # statements (TraVLR)
+    bench = find(dataset.benchmark) if dataset else None
+    source = bench.source if bench is not None and bench.headline_for((1, 1)) == ["macro_f1"] else None
+    many = len(seeds or [None]) > 1
+    name = bench.name if bench is not None else dataset_name(dataset.dataset if dataset else DEFAULT_DATASET)
+    note = ("frozen features + a trained probe (vlprobe probe); trained and tested on the same modality, the full "
+            "training split" + (f"; mean over {len(seeds or [])} seeds (sd beside it)" if many else ""))
+    return {name: SummaryBlock(bench.name if bench is not None else None, tuple(out), source, ("macro_f1",), True, (note,))}
 
-    return pct(v) or "-"
 
+# ---- means over seeds ----------------------------------------------------------------------------------
 
-def _cell(r: dict | None) -> str:
-    if r is None:
-        return "-"
-    if r.get("macro_f1") is None and r.get("na_reason"):
-        return f"N/A ({r['na_reason']})"
-    ci = f" [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]" if r.get("ci_low") is not None else ""
-    return f"{_pct(r['macro_f1'])}{ci}"
+@dataclass(frozen=True)
+class SeedMean(ProbeRow):
+    """The rows that differ only in their seed, as one: their fields, ``macro_f1`` the mean over seeds, its sample
+    ``sd`` (None for one seed), ``identical`` (every seed gave the same value), the ``seeds``, ``above_chance`` (how
+    many seeds' figures are above chance), and the CI only for a single seed (a bootstrap CI is of one seed's
+    figure)."""
 
-
-def _final(rows: list[dict], finetuned: bool = False) -> list[dict]:
-    """Rows of the full-size probes (the largest train size per task and setting), of the frozen
-    probes (default) or of the fine-tuned models."""
-    rows = [r for r in rows if (r.get("classifier") == "finetune") == finetuned]
-    full: dict[tuple, int] = {}
-    for r in rows:
-        key = (r["task"], r["setting"])
-        full[key] = max(full.get(key, 0), r["train_size"])
-    return [r for r in rows if r["train_size"] == full[(r["task"], r["setting"])]]
+    sd: float | None = None
+    identical: bool = False
+    seeds: tuple[int | None, ...] = ()
+    above_chance: int = 0
 
 
 # What tells two rows apart other than their seed.
 GROUP_KEYS = ("classifier", "task", "setting", "train_modality", "test_modality", "transfer", "train_size", "split")
 
 
-def _above_chance(r: dict) -> bool:
+def _above_chance(r: ProbeRow) -> bool:
     """A seed's figure above chance: its bootstrap CI's lower end when it has one, else the value."""
-    chance = r.get("chance")
-    if chance is None or r.get("macro_f1") is None:
+    if r.chance is None or r.macro_f1 is None:
         return False
-    low = r.get("ci_low")
-    return (low if low is not None else r["macro_f1"]) > chance
+    return (r.ci_low if r.ci_low is not None else r.macro_f1) > r.chance
 
 
-def seed_means(rows: list[dict]) -> list[dict]:
-    """One row per group of rows that differ only in their ``seed`` (in first-seen order): the
-    group's fields, ``macro_f1`` the mean over seeds, ``sd`` the sample standard deviation (None for
-    one seed), ``identical`` (every seed gave the same value), ``seeds``, ``above_chance`` (how many
-    seeds' figures are above chance: :func:`_above_chance`), and ``ci_low``/``ci_high`` only for a
-    single seed (a bootstrap CI is of one seed's figure). Rows without ``seed`` count as one seed."""
+def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
+    """One :class:`SeedMean` per group of rows that differ only in their ``seed`` (in first-seen order). Rows
+    without ``seed`` count as one seed."""
     from .metrics import over_seeds
 
-    groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault(tuple(r.get(k) for k in GROUP_KEYS), []).append(r)
+    groups: dict[tuple, list[ProbeRow]] = {}
+    for r in probe_rows(rows):
+        groups.setdefault(tuple(getattr(r, k) for k in GROUP_KEYS), []).append(r)
     out = []
-    for key, rs in groups.items():
-        st = over_seeds([r.get("macro_f1") for r in rs])
-        one = len(rs) == 1
-        out.append({**dict(zip(GROUP_KEYS, key)), "macro_f1": st["mean"], "sd": st["sd"], "identical": st["identical"],
-                    "seeds": [r.get("seed") for r in rs], "above_chance": sum(_above_chance(r) for r in rs),
-                    "ci_low": rs[0].get("ci_low") if one else None, "ci_high": rs[0].get("ci_high") if one else None,
-                    "chance": rs[0].get("chance"), "n": rs[0].get("n"), "l2": rs[0].get("l2"),
-                    # a setting no seed could measure (e.g. every test row lost its query) stays N/A with its reason
-                    "na_reason": rs[0].get("na_reason") if st["mean"] is None else None})
+    for rs in groups.values():
+        st, one = over_seeds([r.macro_f1 for r in rs]), len(rs) == 1
+        out.append(SeedMean(**{**dump(rs[0]), "seed": None, "macro_f1": st["mean"], "sd": st["sd"],
+                               "identical": st["identical"], "seeds": tuple(r.seed for r in rs),
+                               "above_chance": sum(_above_chance(r) for r in rs),
+                               "ci_low": rs[0].ci_low if one else None, "ci_high": rs[0].ci_high if one else None,
+                               # a setting no seed could measure (every test row lost its query) stays N/A with its reason
+                               "na_reason": rs[0].na_reason if st["mean"] is None else None}))
     return out
 
 
-def _sd(a: dict | None) -> str:
-    """`` ± sd`` (x 100) of a :func:`seed_means` row, marked ``*`` where every seed gave the same value."""
-    if a is None or a.get("sd") is None:
-        return ""
-    return f" ± {100 * a['sd']:.1f}" + ("*" if a.get("identical") else "")
+def _final(rows: list[SeedMean], finetuned: bool = False) -> list[SeedMean]:
+    """Rows of the full-size probes (the largest train size per task and setting), of the frozen
+    probes (default) or of the fine-tuned models."""
+    rows = [r for r in rows if r.finetuned == finetuned]
+    full: dict[tuple, int] = {}
+    for r in rows:
+        full[(r.task, r.setting)] = max(full.get((r.task, r.setting), 0), r.train_size)
+    return [r for r in rows if r.train_size == full[(r.task, r.setting)]]
 
 
-def _mean_cell(a: dict | None) -> str:
-    return "-" if a is None else _cell(a) + _sd(a)
+def _pct(v: Any) -> str:
+    return pct(v) or "-"
+
+
+def _mean_cell(a: SeedMean | None) -> str:
+    """A mean over seeds: ``70.0 ± 10.0`` (x 100; ``*`` where every seed gave the same value), or one seed's
+    figure with its CI, ``N/A (reason)`` where nothing could be measured."""
+    if a is None:
+        return "-"
+    if a.macro_f1 is None and a.na_reason:
+        return f"N/A ({a.na_reason})"
+    ci = f" [{_pct(a.ci_low)}, {_pct(a.ci_high)}]" if a.ci_low is not None else ""
+    sd = f" ± {100 * a.sd:.1f}" + ("*" if a.identical else "") if a.sd is not None else ""
+    return f"{_pct(a.macro_f1)}{ci}{sd}"
 
 
 def _setting_name(setting: str) -> str:
@@ -234,7 +251,9 @@ IDENTICAL_NOTE_FINETUNED = ("* the same value for every seed: each seed's fine-t
                             "and bootstrap) gave this figure.")
 
 
-def table2_cells(rows: list[dict], finetuned: bool = False) -> list[dict]:
+# ---- TraVLR's Table 2 and vlprobe's own tables -------------------------------------------------------------
+
+def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> list[Table2Cell]:
     """TraVLR's Table 2 (Chow et al., EACL 2023) as data: per task, training setting and test
     modality, the full-size model's OOD macro-F1 (``ood``, mean over seeds), its InD (``ind``), the
     change ``ood - ind`` (the paper's figure in parentheses), the sample sd of the OOD figure over
@@ -244,42 +263,51 @@ def table2_cells(rows: list[dict], finetuned: bool = False) -> list[dict]:
     image, caption, both, then the text-only baseline (tested on captions) and the zero-shot
     rows of an untrained model. Fractions, not percentages. Frozen probes, or (``finetuned``) the
     fine-tuned models, which is what the paper's table holds."""
-    agg = [a for a in _final(seed_means(rows), finetuned)
-           if a["transfer"] in ("same", "zero-shot", "zero-shot (no training)")]
+    agg = [a for a in _final(seed_means(rows), finetuned) if a.transfer in ("same", "zero-shot", "zero-shot (no training)")]
     cells = []
-    for task in dict.fromkeys(a["task"] for a in agg):
+    for task in dict.fromkeys(a.task for a in agg):
         for setting in SETTING_ORDER:
-            mine = [a for a in agg if a["task"] == task and a["setting"] == setting]
-            if not mine:
-                continue
-            own = next((a for a in mine if a["transfer"] == "same" and a["split"] == "test_ind"), None)
+            mine = [a for a in agg if a.task == task and a.setting == setting]
+            own = next((a for a in mine if a.transfer == "same" and a.split == "test_ind"), None)
             for m in MODALITIES:
-                ood = next((a for a in mine if a["test_modality"] == m and a["split"] == "test_ood"), None)
+                ood = next((a for a in mine if a.test_modality == m and a.split == "test_ood"), None)
                 if ood is None:
                     continue
-                ind = next((a for a in mine if a["test_modality"] == m and a["split"] == "test_ind"), None)
-                change = (None if ind is None or None in (ind["macro_f1"], ood["macro_f1"])
-                          else ood["macro_f1"] - ind["macro_f1"])
-                cells.append({"task": task, "trained_on": setting, "train_modality": ood["train_modality"],
-                              "test_modality": m, "classifier": ood["classifier"], "train_size": ood["train_size"],
-                              "ood": ood["macro_f1"], "ind": None if ind is None else ind["macro_f1"], "change": change,
-                              "sd": ood["sd"], "identical": ood["identical"], "seeds": ood["seeds"],
-                              "chance": ood["chance"], "n": ood["n"], "na_reason": ood.get("na_reason"),
-                              "above_chance": None if own is None else own["above_chance"]})
+                ind = next((a for a in mine if a.test_modality == m and a.split == "test_ind"), None)
+                change = None if ind is None or None in (ind.macro_f1, ood.macro_f1) else ood.macro_f1 - ind.macro_f1
+                cells.append(Table2Cell(task=task, trained_on=setting, train_modality=ood.train_modality,
+                                        test_modality=m, classifier=ood.classifier, train_size=ood.train_size,
+                                        ood=ood.macro_f1, ind=None if ind is None else ind.macro_f1, change=change,
+                                        sd=ood.sd, identical=ood.identical, seeds=ood.seeds, chance=ood.chance,
+                                        n=ood.n, na_reason=ood.na_reason,
+                                        above_chance=None if own is None else own.above_chance))
     return cells
 
 
-def table2_cell_text(c: dict) -> str:
+def table2_cell_text(c: Table2Cell) -> str:
     """A Table 2 cell as the paper prints it, with the sd: ``51.5 (-7.5) ± 2.1`` (x 100)."""
-    if c.get("ood") is None and c.get("na_reason"):
-        return f"N/A ({c['na_reason']})"
-    text = _pct(c["ood"]) + (f" ({100 * c['change']:+.1f})" if c.get("change") is not None else "")
-    if c.get("sd") is not None:
-        text += f" ± {100 * c['sd']:.1f}" + ("*" if c.get("identical") else "")
-    return text
+    if c.ood is None and c.na_reason:
+        return f"N/A ({c.na_reason})"
+    text = _pct(c.ood) + (f" ({100 * c.change:+.1f})" if c.change is not None else "")
+    return text + (f" ± {100 * c.sd:.1f}" + ("*" if c.identical else "") if c.sd is not None else "")
 
 
-def table2_table(rows: list[dict], finetuned: bool = False) -> str:
+def table2_grid(cells: Sequence[Table2Cell]) -> tuple[list[str], list[tuple[str, str, list[str], str]]]:
+    """The test modalities of Table 2's columns, and per (task, trained on) its cells' texts and the seeds above
+    chance ("2 of 3")."""
+    tests = [m for m in MODALITIES if any(c.test_modality == m for c in cells)]
+    body = []
+    for task in dict.fromkeys(c.task for c in cells):
+        for setting in dict.fromkeys(c.trained_on for c in cells if c.task == task):
+            mine = {c.test_modality: c for c in cells if c.task == task and c.trained_on == setting}
+            first = next(iter(mine.values()))
+            above = "-" if first.above_chance is None else f"{first.above_chance} of {len(first.seeds)}"
+            body.append((task, _setting_name(setting), [table2_cell_text(mine[m]) if m in mine else "-" for m in tests],
+                         above))
+    return tests, body
+
+
+def table2_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
     """TraVLR's Table 2 layout: per task, rows = what the model was trained on, columns = the test
     modality, each cell the OOD macro-F1 x 100, mean over seeds, (OOD - InD) and ± the sd over seeds;
     the last column the seeds above chance in distribution (the paper's #sd: converged runs).
@@ -287,92 +315,84 @@ def table2_table(rows: list[dict], finetuned: bool = False) -> str:
     cells = table2_cells(rows, finetuned)
     if not cells:
         return "(no test_ood rows)"
-    tests = [m for m in MODALITIES if any(c["test_modality"] == m for c in cells)]
+    tests, body = table2_grid(cells)
     lines = ["| task | trained on | " + " | ".join(f"tested on {m}" for m in tests)
              + " | seeds above chance, InD (cf. the paper's #sd) |", "|---|---|" + "---|" * (len(tests) + 1)]
-    for task in dict.fromkeys(c["task"] for c in cells):
-        for setting in dict.fromkeys(c["trained_on"] for c in cells if c["task"] == task):
-            mine = {c["test_modality"]: c for c in cells if c["task"] == task and c["trained_on"] == setting}
-            first = next(iter(mine.values()))
-            above = "-" if first["above_chance"] is None else f"{first['above_chance']} of {len(first['seeds'])}"
-            lines.append(f"| {task} | {_setting_name(setting)} | "
-                         + " | ".join(table2_cell_text(mine[m]) if m in mine else "-" for m in tests) + f" | {above} |")
-    if any(c.get("identical") for c in cells):
+    lines += [f"| {task} | {setting} | " + " | ".join(texts) + f" | {above} |" for task, setting, texts, above in body]
+    if any(c.identical for c in cells):
         lines += ["", IDENTICAL_NOTE_FINETUNED if finetuned else IDENTICAL_NOTE]
     return "\n".join(lines)
 
 
-def same_modality_table(rows: list[dict], finetuned: bool = False) -> str:
+def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
     """vlprobe's same-modality table (not one of the paper's): task x setting rows, test_ind /
     test_ood columns (macro-F1 x 100, the mean over seeds ± sd, or one seed's figure with its
     bootstrap CI), the OOD change from InD, chance."""
-    rows = [r for r in _final(seed_means(rows), finetuned) if r["transfer"] in ("same", "zero-shot (no training)")
-            and (r["train_modality"] is None or r["test_modality"] == r["train_modality"] or r["setting"] == TEXT_ONLY)]
+    means = [r for r in _final(seed_means(rows), finetuned) if r.transfer in ("same", "zero-shot (no training)")
+             and (r.train_modality is None or r.test_modality == r.train_modality or r.setting == TEXT_ONLY)]
     lines = ["| task | trained on (= tested on) | n train | test_ind macro-F1 | test_ood macro-F1 | OOD - InD | chance |",
              "|---|---|---|---|---|---|---|"]
-    for task in dict.fromkeys(r["task"] for r in rows):
+    for task in dict.fromkeys(r.task for r in means):
         for setting in SETTING_ORDER:
-            mine = [r for r in rows if r["task"] == task and r["setting"] == setting]
-            if setting == ZERO_SHOT:
-                groups = {m: [r for r in mine if r["test_modality"] == m] for m in MODALITIES}
-            else:
-                groups = {setting: mine}
+            mine = [r for r in means if r.task == task and r.setting == setting]
+            groups = {m: [r for r in mine if r.test_modality == m] for m in MODALITIES} if setting == ZERO_SHOT \
+                else {setting: mine}
             for label, rs in groups.items():
                 if not rs:
                     continue
-                ind = next((r for r in rs if r["split"] == "test_ind"), None)
-                ood = next((r for r in rs if r["split"] == "test_ood"), None)
-                delta = ("-" if ind is None or ood is None or None in (ind["macro_f1"], ood["macro_f1"])
-                         else f"{100 * (ood['macro_f1'] - ind['macro_f1']):+.1f}")
+                ind = next((r for r in rs if r.split == "test_ind"), None)
+                ood = next((r for r in rs if r.split == "test_ood"), None)
+                delta = ("-" if ind is None or ood is None or None in (ind.macro_f1, ood.macro_f1)
+                         else f"{100 * (ood.macro_f1 - ind.macro_f1):+.1f}")
                 name = f"zero-shot, {label}" if setting == ZERO_SHOT else (
                     "text-only (text tower on query + caption)" if setting == TEXT_ONLY else setting)
-                lines.append(f"| {task} | {name} | {rs[0]['train_size']} | {_mean_cell(ind)} | {_mean_cell(ood)} | "
-                             f"{delta} | {_pct(rs[0]['chance'])} |")
+                lines.append(f"| {task} | {name} | {rs[0].train_size} | {_mean_cell(ind)} | {_mean_cell(ood)} | "
+                             f"{delta} | {_pct(rs[0].chance)} |")
     return "\n".join(lines)
 
 
-def transfer_table(rows: list[dict], split: str = "test_ood", finetuned: bool = False) -> str:
+def transfer_table(rows: Sequence[ProbeRow | Mapping[str, Any]], split: str = "test_ood", finetuned: bool = False) -> str:
     """vlprobe's transfer table: per task, train modality x test modality on ``split`` (macro-F1 x
     100, mean over seeds ± sd; the same-modality diagonal, zero-shot transfer off it, and a row per
     few-shot size when run, which TraVLR's Table 2 does not have)."""
-    rows = [r for r in _final(seed_means(rows), finetuned) if r["split"] == split and r["setting"] in MODALITIES]
-    if not rows:
+    means = [r for r in _final(seed_means(rows), finetuned) if r.split == split and r.setting in MODALITIES]
+    if not means:
         return f"(no transfer rows on {split})"
-    tests = [m for m in MODALITIES if any(r["test_modality"] == m for r in rows)]
+    tests = [m for m in MODALITIES if any(r.test_modality == m for r in means)]
     lines = ["| task | trained on | transfer | " + " | ".join(f"tested on {m}" for m in tests) + " |",
              "|---|---|---|" + "---|" * len(tests)]
-    for task in dict.fromkeys(r["task"] for r in rows):
+    for task in dict.fromkeys(r.task for r in means):
         for train in MODALITIES:
-            mine = [r for r in rows if r["task"] == task and r["train_modality"] == train]
+            mine = [r for r in means if r.task == task and r.train_modality == train]
             if not mine:
                 continue
-            kinds = ["zero-shot"] + sorted({r["transfer"] for r in mine if r["transfer"].startswith("few-shot")})
+            kinds = ["zero-shot"] + sorted({r.transfer for r in mine if r.transfer.startswith("few-shot")})
             for kind in kinds:
                 cells = []
                 for m in tests:
                     want = "same" if m == train else kind
-                    r = next((r for r in mine if r["test_modality"] == m and r["transfer"] == want), None)
+                    r = next((r for r in mine if r.test_modality == m and r.transfer == want), None)
                     cells.append(_mean_cell(r) if (m != train or kind == "zero-shot") else "(as above)")
                 lines.append(f"| {task} | {train} | {kind} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def learning_curve_rows(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if r["transfer"] == "same" and r["setting"] != ZERO_SHOT and r.get("classifier") != "finetune"]
+def learning_curve_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
+    return [r for r in probe_rows(rows) if r.transfer == "same" and r.setting != ZERO_SHOT and not r.finetuned]
 
 
-def _band(a: dict) -> tuple[float | None, float | None]:
+def _band(a: SeedMean) -> tuple[float | None, float | None]:
     """The band a learning curve shows around a point: mean ± sd over seeds, else the CI."""
-    if a.get("sd") is not None:
-        return a["macro_f1"] - a["sd"], a["macro_f1"] + a["sd"]
-    return a.get("ci_low"), a.get("ci_high")
+    if a.sd is not None and a.macro_f1 is not None:
+        return a.macro_f1 - a.sd, a.macro_f1 + a.sd
+    return a.ci_low, a.ci_high
 
 
-def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
+def plot_learning_curves(path: Path, rows: Sequence[ProbeRow | Mapping[str, Any]], task: str) -> bool:
     """Macro-F1 against training size, one panel per test split, one line per setting (Figure 12):
     the mean over seeds with a band of ± 1 sd, or one seed's figure with its bootstrap CI."""
-    mine = [r for r in seed_means(learning_curve_rows(rows)) if r["task"] == task]
-    sizes = sorted({r["train_size"] for r in mine})
+    mine = [r for r in seed_means(learning_curve_rows(rows)) if r.task == task and r.macro_f1 is not None]
+    sizes = sorted({r.train_size for r in mine})
     if len(sizes) < 2:
         return False
     import matplotlib
@@ -381,19 +401,18 @@ def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    splits = sorted({r["split"] for r in mine})
+    splits = sorted({r.split for r in mine})
     fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.4), sharey=True, squeeze=False)
     for ax, split in zip(axes[0], splits):
         for setting in SETTING_ORDER:
-            pts = sorted((r["train_size"], r["macro_f1"], *_band(r)) for r in mine
-                         if r["split"] == split and r["setting"] == setting)
+            pts = sorted((r.train_size, r.macro_f1, *_band(r)) for r in mine if r.split == split and r.setting == setting)
             if not pts:
                 continue
             xs, ys = [p[0] for p in pts], [100 * p[1] for p in pts]
             ax.plot(xs, ys, marker="o", label=setting)
-            if all(p[2] is not None for p in pts):
+            if all(None not in p[2:] for p in pts):
                 ax.fill_between(xs, [100 * p[2] for p in pts], [100 * p[3] for p in pts], alpha=0.15)
-        chance = next((r["chance"] for r in mine if r["split"] == split and r["chance"] is not None), None)
+        chance = next((r.chance for r in mine if r.split == split and r.chance is not None), None)
         if chance is not None:
             ax.axhline(100 * chance, color="grey", linestyle="--", linewidth=1, label="chance")
         ax.set_xscale("log")
@@ -407,7 +426,7 @@ def plot_learning_curves(path: Path, rows: list[dict], task: str) -> bool:
     axes[0][0].set_ylabel("macro-F1 (%)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
     return True
 
@@ -420,25 +439,18 @@ def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
     """Write results.json, results.csv, tables.md and one learning-curve plot per task (when there
     are several training sizes) as one folder swapped in for ``out``
     (:func:`vlprobe.results.write_run_folder`, the same staging as ``vlprobe evaluate``'s)."""
-    import csv
-    import io
-    import json
-
-    from ..results import _jsonable, write_run_folder
+    from ..results import write_run_folder
+    from ..results.io import csv_bytes, results_json_bytes
 
     def write(folder: Path) -> list[str]:
-        (folder / "results.json").write_bytes((json.dumps(_jsonable(result.results), indent=1) + "\n").encode())
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for r in result.rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
-        (folder / "results.csv").write_bytes(buf.getvalue().encode())
+        rows = result.entries
+        (folder / "results.json").write_bytes(results_json_bytes(result.document, indent=1))
+        (folder / "results.csv").write_bytes(csv_bytes(CSV_COLUMNS, [dump(r) for r in rows]))
         (folder / "tables.md").write_bytes(format_report(result).encode())
         names = ["results.json", "results.csv", "tables.md"]
-        for task in dict.fromkeys(r["task"] for r in result.rows):
+        for task in dict.fromkeys(r.task for r in rows):
             name = f"learning_curve_{task}.png"
-            if plot_learning_curves(folder / name, result.rows, task):
+            if plot_learning_curves(folder / name, rows, task):
                 names.append(name)
         return names
 
@@ -449,15 +461,13 @@ def format_report(result: ProbeResult) -> str:
     """What ``vlprobe probe`` prints and tables.md holds: TraVLR's Table 2 layout (of the frozen
     probes, and of the fine-tuned models with ``finetune``), then vlprobe's same-modality and
     transfer tables, the seeds, the schedule, and timings."""
-    t = result.provenance.get("timings", {})
-    f = result.provenance.get("features", {})
-    st = result.provenance.get("settings", {})
-    model = result.provenance.get("model", {}).get("model_id")
-    seeds = st.get("seeds") or sorted({r.get("seed") for r in result.rows if r.get("seed") is not None})
+    prov = result.document.provenance
+    t, f, st, rows = prov.timings or Timings(), prov.features or Stats(), prov.settings, result.entries
+    seeds = st.seeds or sorted({r.seed for r in rows if r.seed is not None})
     many = len(seeds) > 1
     figure = ("the mean over seeds ± the sample sd" if many else "one seed")
     parts = [
-        f"# vlprobe probe: {model}",
+        f"# vlprobe probe: {prov.model.name}",
         "",
         (f"Seeds {', '.join(map(str, seeds))}: each seed draws the learning-curve subsets, the few-shot rows, the MLP's "
          f"initial weights, the fine-tuning's head and row order, and the bootstrap; every cell below is {figure} "
@@ -468,7 +478,7 @@ def format_report(result: ProbeResult) -> str:
         "trained on, columns: tested on). The paper's Table 2 holds fine-tuned models; a frozen probe is its App. B "
         "\"frozen pretrained representations\" setting:",
         "",
-        table2_table(result.rows),
+        table2_table(rows),
         "",
         "Same modality, in and out of distribution (vlprobe's table, not one of the paper's; macro-F1 x 100, "
         + ("mean ± sd" if many else "[95% bootstrap CI]") + "):",
@@ -477,30 +487,30 @@ def format_report(result: ProbeResult) -> str:
         "",
         "Cross-modal transfer with few-shot rows, test_ood (vlprobe's table; rows: trained on; columns: tested on):",
         "",
-        transfer_table(result.rows),
+        transfer_table(rows),
         "",
         "Cross-modal transfer with few-shot rows, test_ind:",
         "",
-        transfer_table(result.rows, "test_ind"),
+        transfer_table(rows, "test_ind"),
         "",
     ]
-    if any(r.get("classifier") == "finetune" for r in result.rows):
+    if any(r.finetuned for r in rows):
         from .finetune import schedule_note
 
-        plan = st.get("finetune") or {}
-        note = schedule_note(plan) if plan.get("schedule") else "schedule not recorded"
+        plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
+        note = schedule_note(dump(plan)) if plan.schedule else "schedule not recorded"
         parts += [f"TraVLR's Table 2 layout, fine-tuned model + linear head (the paper's setting; {note}):", "",
-                  table2_table(result.rows, finetuned=True), "",
+                  table2_table(rows, finetuned=True), "",
                   "Fine-tuned model + linear head, same modality (macro-F1 x 100):", "",
-                  same_modality_table(result.rows, finetuned=True), "",
+                  same_modality_table(rows, finetuned=True), "",
                   "Fine-tuned model, cross-modal transfer, test_ood:", "",
-                  transfer_table(result.rows, finetuned=True), ""]
+                  transfer_table(rows, finetuned=True), ""]
     parts += [
-        f"Feature extraction {t.get('feature_seconds', 0):.1f}s wall, {t.get('feature_cpu_seconds', 0):.1f}s CPU "
-        f"({f.get('computed_inputs', 0)} inputs computed, the rest from the cache); fitting and testing every probe "
-        f"{t.get('probe_seconds', 0):.1f}s wall, {t.get('probe_cpu_seconds', 0):.1f}s CPU.",
+        f"Feature extraction {t.feature_seconds:.1f}s wall, {t.feature_cpu_seconds:.1f}s CPU "
+        f"({f.computed_inputs or 0} inputs computed, the rest from the cache); fitting and testing every probe "
+        f"{t.probe_seconds:.1f}s wall, {t.probe_cpu_seconds:.1f}s CPU.",
     ]
-    if f.get("caption_truncated"):
-        parts.append(f"Share of captions longer than the text tower's {f.get('text_max_length')} tokens (truncated): "
-                     + ", ".join(f"{k} {100 * v:.0f}%" for k, v in f["caption_truncated"].items()) + ".")
+    if f.caption_truncated:
+        parts.append(f"Share of captions longer than the text tower's {f.text_max_length} tokens (truncated): "
+                     + ", ".join(f"{k} {100 * v:.0f}%" for k, v in f.caption_truncated.items()) + ".")
     return "\n".join(parts) + "\n"

@@ -1,13 +1,15 @@
 """Compare runs: ``results.json`` files -> a Markdown and an HTML report, plus one plot.
 
-Every file is checked against the format this module reads first (:func:`validate_document`): one
-line per problem, naming the file and the entry, raised as a :class:`ReportError`.
+Every file is read into its records first (:func:`vlprobe.results.read_results`: older formats upgraded, the
+declared shape checked): one line per file at fault, naming the file and the field, raised as a
+:class:`ReportError`.
 
 For every benchmark in the runs the report has:
 
 1. a long table, one row per (config, split, metric), one column per run (value and 95% CI in %),
    and the chance level; only the metrics that mean something for the benchmark and the item shape
-   (:func:`vlprobe.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it);
+   (:func:`vlprobe.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it); a config
+   that pools the others' items (VALSE's ``all``) is labelled "pooled over items, not a paper figure";
    and, where items carry tags, a per-tag table of each config's headline metric
    (:func:`vlprobe.summary.primary_metric`) with the item count;
 2. the papers' aggregates (:func:`vlprobe.summary.summarize`, by each benchmark's declaration in
@@ -15,7 +17,8 @@ For every benchmark in the runs the report has:
    image / group, BLA per task, TraVLR per task and test split, ...), with a note wherever an aggregate
    is incomplete, and, for a run that departs from the authors' setting (another tie policy, a
    modality, a control, ``--limit``), a heading and a note that say so, with each value's figure under
-   the authors' tie rule beside it where the run's tie policy is another;
+   the authors' tie rule beside it where the run's tie policy is another, and beside each N/A (every item
+   tied) the figure the authors' code prints;
 3. where the benchmark declares published numbers (``paper_tables``, in
    ``vlprobe/data/paper_results.csv``: VALSE Table 2, Winoground Table 3, BLA thesis Tables 6.3 and
    6.2, SugarCREPE's GPT-4V figures), a table in the papers' layout: one row per system, "this run"
@@ -42,11 +45,11 @@ numbers), :mod:`.probes` (probe runs beside TraVLR's Table 2), :mod:`.tables` (t
 
 from .papers import CONFIG_ALIASES, PAPER_NOTES, PAPER_TABLES, paper_benchmarks, paper_results, source_label
 from .render import build_report, ci_sentence, latex_tables, plot_runs, write_report
-from .runs import ReportError, Run, load_runs, validate_document
-from .tables import entry_headline, headline, long_table, paper_table, summary_table, tag_table
+from .runs import ReportError, Run, load_runs
+from .tables import config_label, entry_headline, headline, long_table, paper_table, summary_table, tag_table
 
 __all__ = [
     "CONFIG_ALIASES", "PAPER_NOTES", "PAPER_TABLES", "ReportError", "Run", "build_report", "ci_sentence",
-    "entry_headline", "headline", "latex_tables", "load_runs", "long_table", "paper_benchmarks", "paper_results",
-    "paper_table", "plot_runs", "source_label", "summary_table", "tag_table", "validate_document", "write_report",
+    "config_label", "entry_headline", "headline", "latex_tables", "load_runs", "long_table", "paper_benchmarks",
+    "paper_results", "paper_table", "plot_runs", "source_label", "summary_table", "tag_table", "write_report",
 ]

@@ -5,8 +5,8 @@ names in the paper: :class:`vlprobe.benchmarks.Benchmark`); the mappings here ar
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
 
 from ..benchmarks import benchmarks, find
 
@@ -27,16 +27,26 @@ def source_label(benchmark: str, table: str) -> str:
     return bench.source_label(table) if bench is not None else f"paper, {table}"
 
 
-def paper_results() -> list[dict[str, Any]]:
-    """The rows of ``vlprobe/data/paper_results.csv``, values as floats (percent)."""
+@dataclass(frozen=True)
+class PaperResult:
+    """One published figure (a row of ``vlprobe/data/paper_results.csv``): a percentage, as the paper prints it."""
+
+    benchmark: str
+    table: str
+    model: str
+    metric: str
+    config: str
+    value: float
+    note: str = ""
+
+
+def paper_results() -> list[PaperResult]:
+    """The rows of ``vlprobe/data/paper_results.csv``."""
     text = resources.files("vlprobe").joinpath("data/paper_results.csv").read_text(encoding="utf-8")
-    rows = list(csv.DictReader(text.splitlines()))
-    for r in rows:
-        r["value"] = float(r["value"])
-    return rows
+    return [PaperResult(**{**row, "value": float(row["value"])}) for row in csv.DictReader(text.splitlines())]
 
 
 def paper_benchmarks() -> tuple[str, ...]:
     """The benchmarks with published numbers to set a run beside, in the order the CSV holds them."""
-    order = list(dict.fromkeys(r["benchmark"] for r in paper_results()))
+    order = list(dict.fromkeys(r.benchmark for r in paper_results()))
     return tuple(sorted(PAPER_TABLES, key=lambda b: order.index(b) if b in order else len(order)))

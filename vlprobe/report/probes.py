@@ -6,21 +6,26 @@ its change from InD and #sd), ours, and the difference."""
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
-from ..benchmarks import Benchmark, by_old_name, find
-from ..probing.result import _setting_name, table2_cell_text, table2_cells
+from ..benchmarks import Benchmark, find
+from ..probing.result import table2_cell_text, table2_cells, table2_grid
+from ..results.schema import Finetune, ProbeDocument, ProbeRow
+from .papers import PaperResult
 from .runs import Run
 
 
+def _rows(run: Run) -> tuple[ProbeRow, ...]:
+    return run.doc.rows if isinstance(run.doc, ProbeDocument) else ()
+
+
 def probe_benchmark(run: Run) -> Benchmark | None:
-    """The benchmark of the dataset a probe run trained and tested on: the one it recorded
-    (``provenance.dataset.benchmark``), or, for a run from before that was recorded, the one its
-    dataset's name meant; None for a dataset of the user's own."""
-    dataset = (run.doc.get("provenance") or {}).get("dataset") or {}
-    if "benchmark" in dataset:
-        return find(dataset["benchmark"])
-    return by_old_name(str(dataset.get("dataset") or ""))
+    """The benchmark of the dataset a probe run trained and tested on, as it recorded it
+    (``provenance.dataset.benchmark``; a run from before that was recorded: the one its dataset's name meant,
+    :mod:`vlprobe.results.upgrade`); None for a dataset of the user's own."""
+    dataset = run.doc.provenance.dataset
+    return find(dataset.benchmark) if dataset else None
 
 
 def probe_note(run: Run) -> str:
@@ -35,28 +40,33 @@ def probe_paper(run: Run) -> str:
     return f"{bench.display}'s published {bench.probe_table}" if bench is not None and bench.probe_table else ""
 
 
-def _paper_rows(papers: list[dict[str, Any]], bench: Benchmark | None) -> dict[tuple[str, str, str],
-                                                                             dict[str, dict[str, Any]]]:
-    """{(task, train, test): {model: {"value", "change", "sd_runs"}}} of the benchmark's published
-    probe table (OOD cells, ``<task>/train=<modality>/test=<modality>/test_ood`` in the CSV)."""
-    out: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+@dataclass(frozen=True)
+class PaperCell:
+    """A published probe table's OOD cell: the figure (%), its change from InD and its #sd (converged runs)."""
+
+    value: float
+    change: float | None
+    sd_runs: int | None
+
+
+def _paper_rows(papers: list[PaperResult], bench: Benchmark | None) -> dict[tuple[str, str, str], dict[str, PaperCell]]:
+    """{(task, train, test): {model: cell}} of the benchmark's published probe table (OOD cells,
+    ``<task>/train=<modality>/test=<modality>/test_ood`` in the CSV)."""
+    out: dict[tuple[str, str, str], dict[str, PaperCell]] = {}
     if bench is None or not bench.probe_table:
         return out
     for p in papers:
-        if p["benchmark"] != bench.name or p["table"] != bench.probe_table or p["metric"] != "macro_f1":
+        m = re.fullmatch(r"(.+)/train=(\w+)/test=(\w+)/test_ood", p.config)
+        if p.benchmark != bench.name or p.table != bench.probe_table or p.metric != "macro_f1" or not m:
             continue
-        m = re.fullmatch(r"(.+)/train=(\w+)/test=(\w+)/test_ood", p["config"])
-        if not m:
-            continue
-        change = re.search(r"change from InD ([+-]?\d+(?:\.\d+)?)", p.get("note") or "")
-        runs = re.search(r"#sd = (\d+)", p.get("note") or "")
-        out.setdefault(m.groups(), {})[p["model"]] = {
-            "value": p["value"], "change": float(change.group(1)) if change else None,
-            "sd_runs": int(runs.group(1)) if runs else None}
+        change = re.search(r"change from InD ([+-]?\d+(?:\.\d+)?)", p.note)
+        runs = re.search(r"#sd = (\d+)", p.note)
+        out.setdefault(m.groups(), {})[p.model] = PaperCell(p.value, float(change.group(1)) if change else None,
+                                                            int(runs.group(1)) if runs else None)
     return out
 
 
-def paper_models(papers: list[dict[str, Any]], bench: Benchmark | None) -> list[str]:
+def paper_models(papers: list[PaperResult], bench: Benchmark | None) -> list[str]:
     models: list[str] = []
     for cells in _paper_rows(papers, bench).values():
         models += [m for m in cells if m not in models]
@@ -65,15 +75,13 @@ def paper_models(papers: list[dict[str, Any]], bench: Benchmark | None) -> list[
 
 def _kinds(run: Run) -> list[tuple[str, bool]]:
     """(what the rows are, finetuned) for the kinds of rows the run has."""
-    rows = run.doc["rows"]
-    st = run.doc.get("provenance", {}).get("settings", {}) or {}
+    rows, st = _rows(run), run.settings
     out = []
-    if any(r.get("classifier") != "finetune" for r in rows):
-        out.append((f"frozen probe ({st.get('classifier') or 'logreg'})", False))
-    if any(r.get("classifier") == "finetune" for r in rows):
-        plan = st.get("finetune") if isinstance(st.get("finetune"), dict) else {}
-        sched = plan.get("schedule")
-        what = (f"fine-tuned ({sched} schedule, {plan.get('epochs')} epochs)" if sched
+    if any(not r.finetuned for r in rows):
+        out.append((f"frozen probe ({st.classifier or 'logreg'})", False))
+    if any(r.finetuned for r in rows):
+        plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
+        what = (f"fine-tuned ({plan.schedule} schedule, {plan.epochs} epochs)" if plan.schedule
                 else "fine-tuned (schedule not recorded)")
         out.append((what, True))
     return out
@@ -83,24 +91,16 @@ def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
     """The run's train x test modality table (TraVLR's Table 2 layout), per kind of rows: (title, (header, rows))."""
     out = []
     for what, finetuned in _kinds(run):
-        cells = table2_cells(run.doc["rows"], finetuned)
+        cells = table2_cells(_rows(run), finetuned)
         if not cells:
             continue
-        tests = [m for m in ("image", "caption", "both") if any(c["test_modality"] == m for c in cells)]
+        tests, grid = table2_grid(cells)
         header = ["task", "trained on"] + [f"tested on {m}" for m in tests] + ["seeds above chance (InD)"]
-        body = []
-        for task in dict.fromkeys(c["task"] for c in cells):
-            for setting in dict.fromkeys(c["trained_on"] for c in cells if c["task"] == task):
-                mine = {c["test_modality"]: c for c in cells if c["task"] == task and c["trained_on"] == setting}
-                first = next(iter(mine.values()))
-                above = "-" if first["above_chance"] is None else f"{first['above_chance']} of {len(first['seeds'])}"
-                body.append([task, _setting_name(setting)]
-                            + [table2_cell_text(mine[m]) if m in mine else "-" for m in tests] + [above])
-        out.append((f"{run.label}: {what}", (header, body)))
+        out.append((f"{run.label}: {what}", (header, [[task, setting, *texts, above] for task, setting, texts, above in grid])))
     return out
 
 
-def beside_paper(run: Run, papers: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]] | None:
+def beside_paper(run: Run, papers: list[PaperResult]) -> tuple[list[str], list[list[str]]] | None:
     """One row per (kind, task, trained on, tested on) that TraVLR's Table 2 has: ours (OOD mean
     (change) ± sd), then per paper model its figure (change) [#sd] and ours minus it; None where the
     run's benchmark declares no published probe table (or no cell matches)."""
@@ -112,38 +112,37 @@ def beside_paper(run: Run, papers: list[dict[str, Any]]) -> tuple[list[str], lis
         header += [f"{m} (change) [#sd]", f"ours - {m}"]
     body = []
     for what, finetuned in _kinds(run):
-        for c in table2_cells(run.doc["rows"], finetuned):
-            paper = published.get((c["task"], c["trained_on"], c["test_modality"]))
-            if not paper or c["ood"] is None:
+        for c in table2_cells(_rows(run), finetuned):
+            paper = published.get((c.task, c.trained_on, c.test_modality))
+            if not paper or c.ood is None:
                 continue
-            row = [what, c["task"], c["trained_on"], c["test_modality"], table2_cell_text(c)]
+            row = [what, c.task, c.trained_on, c.test_modality, table2_cell_text(c)]
             for m in models:
                 p = paper.get(m)
                 if p is None:
                     row += ["", ""]
                     continue
-                change = f" ({p['change']:+.2f})" if p["change"] is not None else ""
-                runs = f" [{p['sd_runs']}]" if p["sd_runs"] is not None else ""
-                row += [f"{p['value']:.2f}{change}{runs}", f"{100 * c['ood'] - p['value']:+.1f}"]
+                change = f" ({p.change:+.2f})" if p.change is not None else ""
+                runs = f" [{p.sd_runs}]" if p.sd_runs is not None else ""
+                row += [f"{p.value:.2f}{change}{runs}", f"{100 * c.ood - p.value:+.1f}"]
             body.append(row)
     return (header, body) if body else None
 
 
 def describe(run: Run) -> str:
     """One line: model, dataset, seeds, classifier, training rows, schedule, caveats."""
-    prov = run.doc.get("provenance", {}) or {}
-    st = prov.get("settings", {}) or {}
-    model = (prov.get("model") or {}).get("model_id")
-    dataset = (prov.get("dataset") or {}).get("dataset")
-    seeds = st.get("seeds") or sorted({r.get("seed") for r in run.doc["rows"] if r.get("seed") is not None}) or [None]
-    sizes = sorted({r["train_size"] for r in run.doc["rows"] if r.get("train_size")})
-    bits = [f"vlprobe probe of {model} on {dataset}", f"seeds {', '.join(map(str, seeds))}",
+    prov, rows = run.doc.provenance, _rows(run)
+    st = prov.settings
+    dataset = (prov.dataset.name or prov.dataset.dataset) if prov.dataset else None
+    seeds = st.seeds or sorted({r.seed for r in rows if r.seed is not None}) or [None]
+    sizes = sorted({r.train_size for r in rows if r.train_size})
+    bits = [f"vlprobe probe of {prov.model.name} on {dataset}", f"seeds {', '.join(map(str, seeds))}",
             f"training rows {', '.join(map(str, sizes)) or '-'}"]
-    if st.get("limit"):
-        bits.append(f"first {st['limit']} rows per split only (--limit): not comparable to the paper")
-    if isinstance(st.get("finetune"), dict) and st["finetune"].get("schedule") == "quick":
+    if st.limit:
+        bits.append(f"first {st.limit} rows per split only (--limit): not comparable to the paper")
+    if isinstance(st.finetune, Finetune) and st.finetune.schedule == "quick":
         bits.append("fine-tuning schedule quick (early stopping on validation): a departure from the paper")
-    return "; ".join(bits) + f"; {prov.get('created', '')}; {run.path}"
+    return "; ".join(bits) + f"; {prov.created or ''}; {run.path}"
 
 
 def probe_runs(runs: Sequence[Run]) -> list[Run]:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import html
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .. import summary as summary_rules
 from ..errors import ArgumentError
-from ..results import _atomic_write_bytes
+from ..results import atomic_write_bytes
+from ..results.schema import SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
 from .runs import Run, load_runs
@@ -40,11 +42,10 @@ def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
     """(label, description) per run."""
     out = []
     for run in runs:
-        prov = run.doc.get("provenance", {})
-        model = prov.get("model", {})
-        desc = (f"{model.get('model_id')} (revision {model.get('revision') or 'local'}, family {model.get('family')}, "
-                f"{model.get('dtype')}, {model.get('device')}); ties {prov.get('settings', {}).get('ties')}; "
-                f"{_ci_of(run)}; {prov.get('created', '')}; {run.path}")
+        prov = run.doc.provenance
+        model = prov.model
+        desc = (f"{model.name} (revision {model.revision or 'local'}, family {model.family}, {model.dtype}, "
+                f"{model.device}); ties {prov.settings.ties}; {_ci_of(run)}; {prov.created or ''}; {run.path}")
         if run.caveats():
             desc += "; " + ", ".join(run.caveats())
         out.append((run.label, desc))
@@ -52,23 +53,31 @@ def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
 
 
 def _ci_of(run: Run) -> str:
-    st = run.doc.get("provenance", {}).get("settings", {}) or {}
-    level, resamples = st.get("confidence"), st.get("bootstrap")
-    if resamples == 0:
+    st = run.settings
+    if st.bootstrap == 0:
         return "no CI"
-    if level is None or resamples is None:
+    if st.confidence is None or st.bootstrap is None:
         return "CI level not recorded"
-    return f"{100 * level:g}% CI, {resamples} resamples, seed {st.get('seed', 0)}"
+    return f"{100 * st.confidence:g}% CI, {st.bootstrap} resamples, seed {st.seed or 0}"
 
 
 def _summary_heading(runs: Sequence[Run], bench: str, *, with_source: bool = True) -> str:
     """The heading of a benchmark's aggregates in the report: its source, and each run that departs
     from the authors' setting, named with how ("..., NOT the authors' setting: model-a: ties lenient
     (authors: strict)")."""
-    source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
-    title = summary_rules.summary_title(bench, {"source": source}, with_source=with_source)
-    departing = [f"{r.label}: {text}" for r in runs if (text := summary_rules.departure_text(r.summary.get(bench) or {}))]
+    title = summary_rules.summary_title(bench, SummaryBlock(None, source=_source(runs, bench)), with_source=with_source)
+    departing = [f"{r.label}: {text}" for r in runs if (text := summary_rules.departure_text(r.summary.get(bench)))]
     return title + (f", NOT the authors' setting: {'; '.join(departing)}" if departing else "")
+
+
+def _source(runs: Sequence[Run], bench: str) -> str | None:
+    """The paper a benchmark's aggregates follow, from the first run that has one."""
+    return next((block.source for r in runs if (block := r.summary.get(bench)) and block.source), None)
+
+
+def _metrics(run: Run, bench: str, config: str, split: str) -> Any:
+    """The run's metrics for one (table name, config, split), None when it has none."""
+    return next((e.metrics for name, e in run.named if (name, e.config, e.split) == (bench, config, split)), None)
 
 
 def ci_sentence(runs: Sequence[Run]) -> str:
@@ -83,44 +92,84 @@ def ci_sentence(runs: Sequence[Run]) -> str:
     return f"{base}, each run's own, and they differ ({listing}): compare their widths with care."
 
 
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: a heading (``level`` 0: none), a lead paragraph, a table and notes; ``caption`` and
+    ``label``: the table's float in report.tex (None: the table is not in it)."""
+
+    level: int
+    title: str = ""
+    lead: str = ""
+    table: tuple[list[str], list[list[str]]] | None = None
+    notes: tuple[str, ...] = ()
+    caption: str | None = None
+    label: str = ""
+
+
+TABLE2_LEAD = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over seeds; rows: trained on, columns: tested "
+               "on; * the same value for every seed (a deterministic setting).")
+
+
+def sections(runs: Sequence[Run]) -> list[Section]:
+    """The report's parts after its runs, in order: per benchmark the metrics with ties, the papers' aggregates (or
+    headline metrics), the per-tag table and the published numbers beside the runs; per probe run its Table 2
+    layout and the published table beside it."""
+    papers = paper_results()
+    probes = probe_runs(runs)
+    runs = [r for r in runs if r.kind == "evaluate"]
+    out = []
+    for bench in _benchmarks(runs):
+        slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
+        out.append(Section(2, bench, table=long_table(runs, bench), caption=f"{bench}: metrics per config (%), ties = "
+                           f"tied comparisons", label=f"tab:vlprobe-{slug}"))
+        agg = summary_table(runs, bench)
+        if agg:
+            source = _source(runs, bench)
+            out.append(Section(3, _summary_heading(runs, bench, with_source=False),
+                               f"As {source} reports them." if source else "Headline metrics per config.", agg[:2],
+                               tuple(agg[2]), _summary_heading(runs, bench), f"tab:vlprobe-{slug}-summary"))
+        tags = tag_table(runs, bench)
+        if tags:
+            out.append(Section(3, f"{bench}: per tag", table=tags))
+        paper = paper_table(runs, bench, papers)
+        if paper:
+            note = PAPER_NOTES.get(bench, "")
+            out.append(Section(3, f"{bench}: this run beside the published numbers", note, paper,
+                               caption=f"{bench}: this run beside the published numbers. {note}",
+                               label=f"tab:vlprobe-{slug}-paper"))
+    for k, run in enumerate(probes, 1):
+        out.append(Section(2, f"TraVLR probe: {run.label}"))
+        for title, table in table2_of(run):
+            out.append(Section(3, title, TABLE2_LEAD, table, caption=f"{title}: TraVLR's Table 2 layout (OOD macro-F1, "
+                                                                     f"(OOD - InD), sd over seeds)",
+                               label=f"tab:vlprobe-probe{k}-table2"))
+        beside, paper = beside_paper(run, papers), probe_paper(run)
+        if beside:
+            out.append(Section(3, f"{run.label} beside {paper}", probe_note(run), beside,
+                               caption=f"{run.label} beside {paper}. {probe_note(run)}", label=f"tab:vlprobe-probe{k}-paper"))
+        else:
+            out.append(Section(0, lead=f"No cell of this run is one {paper} has (its tasks and image/caption/both "
+                                       f"modalities)." if paper else "The run's dataset records no benchmark with a "
+                                                                     "published probe table."))
+    return out
+
+
 def latex_tables(runs: Sequence[Run]) -> str:
     """The report's tables as LaTeX (pandas' Styler; booktabs rules), one ``table`` float each, to
     paste into a paper: per benchmark the metrics with ties, the headline metrics (the paper's
     aggregates where it has a paper) and the published numbers beside this run."""
     import pandas as pd
 
-    papers = paper_results()
-    probes = probe_runs(runs)
-    runs = [r for r in runs if r.kind == "evaluate"]
+    evaluated = [r for r in runs if r.kind == "evaluate"]
     parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}"] + (
-        [f"% {ci_sentence(runs)}"] if runs else []) + [""]
-
-    def table(header: list[str], rows: list[list[str]], caption: str, label: str) -> str:
-        frame = pd.DataFrame(rows, columns=_unique(header))
-        styler = frame.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
-        return styler.to_latex(hrules=True, caption=_latex_escape(caption), label=label,
-                               position_float="centering", column_format="l" * len(header))
-
-    for bench in _benchmarks(runs):
-        slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
-        parts.append(table(*long_table(runs, bench), f"{bench}: metrics per config (%), ties = tied comparisons",
-                           f"tab:vlprobe-{slug}"))
-        agg = summary_table(runs, bench)
-        if agg:
-            parts.append(table(agg[0], agg[1], _summary_heading(runs, bench),
-                               f"tab:vlprobe-{slug}-summary"))
-        paper = paper_table(runs, bench, papers)
-        if paper:
-            parts.append(table(*paper, f"{bench}: this run beside the published numbers. {PAPER_NOTES.get(bench, '')}",
-                               f"tab:vlprobe-{slug}-paper"))
-    for k, run in enumerate(probes, 1):
-        for title, (header, rows) in table2_of(run):
-            parts.append(table(header, rows, f"{title}: TraVLR's Table 2 layout (OOD macro-F1, (OOD - InD), sd over "
-                                             f"seeds)", f"tab:vlprobe-probe{k}-table2"))
-        beside = beside_paper(run, papers)
-        if beside:
-            parts.append(table(*beside, f"{run.label} beside {probe_paper(run)}. {probe_note(run)}",
-                               f"tab:vlprobe-probe{k}-paper"))
+        [f"% {ci_sentence(evaluated)}"] if evaluated else []) + [""]
+    for s in sections(runs):
+        if s.caption is not None and s.table is not None:
+            header, rows = s.table
+            styler = pd.DataFrame(rows, columns=_unique(header)).style.hide(axis="index").format(escape="latex")
+            parts.append(styler.format_index(escape="latex", axis=1).to_latex(
+                hrules=True, caption=_latex_escape(s.caption), label=s.label, position_float="centering",
+                column_format="l" * len(header)))
     return "\n".join(parts)
 
 
@@ -144,67 +193,26 @@ def _latex_escape(text: str) -> str:
 
 def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
     """The Markdown and HTML texts of the report."""
-    papers = paper_results()
     probes = probe_runs(runs)
-    runs = [r for r in runs if r.kind == "evaluate"]
-    lead = ci_sentence(runs) if runs else ("Values are percentages: the mean over each probe run's seeds, "
-                                           "± the sample sd over seeds.")
-    md = ["# vlprobe report", "", lead, ""]
-    hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>"]
-    md += ["## Runs", ""]
-    hb += ["<h2>Runs</h2>", "<ul>"]
-    for label, desc in _runs_section(runs) + [(r.label, describe(r)) for r in probes]:
+    evaluated = [r for r in runs if r.kind == "evaluate"]
+    lead = ci_sentence(evaluated) if evaluated else ("Values are percentages: the mean over each probe run's seeds, "
+                                                     "± the sample sd over seeds.")
+    md = ["# vlprobe report", "", lead, "", "## Runs", ""]
+    hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>", "<h2>Runs</h2>", "<ul>"]
+    for label, desc in _runs_section(evaluated) + [(r.label, describe(r)) for r in probes]:
         md.append(f"- **{label}**: {desc}")
         hb.append(f"<li><b>{html.escape(label)}</b>: {html.escape(desc)}</li>")
     md.append("")
     hb.append("</ul>")
-    if plot_name and runs:
+    if plot_name and evaluated:
         md += [f"![headline metric per config]({plot_name})", ""]
         hb.append(f'<img src="{html.escape(plot_name)}" alt="headline metric per config">')
-    for bench in _benchmarks(runs):
-        header, rows = long_table(runs, bench)
-        md += [f"## {bench}", "", _md_table(header, rows), ""]
-        hb += [f"<h2>{html.escape(bench)}</h2>", _html_table(header, rows)]
-        agg = summary_table(runs, bench)
-        if agg:
-            header, rows, notes = agg
-            source = next((r.summary[bench].get("source") for r in runs if r.summary.get(bench, {}).get("source")), None)
-            title = _summary_heading(runs, bench, with_source=False)
-            lead = (f"As {source} reports them." if source else "Headline metrics per config.")
-            md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
-            md += [f"- {n}" for n in notes] + ([""] if notes else [])
-            hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
-            if notes:
-                hb.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-        tags = tag_table(runs, bench)
-        if tags:
-            md += [f"### {bench}: per tag", "", _md_table(*tags), ""]
-            hb += [f"<h3>{html.escape(bench)}: per tag</h3>", _html_table(*tags)]
-        paper = paper_table(runs, bench, papers)
-        if paper:
-            note = PAPER_NOTES.get(bench, "")
-            md += [f"### {bench}: this run beside the published numbers", "", note, "", _md_table(*paper), ""]
-            hb += [f"<h3>{html.escape(bench)}: this run beside the published numbers</h3>",
-                   f"<p>{html.escape(note)}</p>", _html_table(*paper)]
-    for run in probes:
-        md += [f"## TraVLR probe: {run.label}", ""]
-        hb.append(f"<h2>TraVLR probe: {html.escape(run.label)}</h2>")
-        for title, (header, rows) in table2_of(run):
-            lead = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over seeds; rows: trained on, "
-                    "columns: tested on; * the same value for every seed (a deterministic setting).")
-            md += [f"### {title}", "", lead, "", _md_table(header, rows), ""]
-            hb += [f"<h3>{html.escape(title)}</h3>", f"<p>{html.escape(lead)}</p>", _html_table(header, rows)]
-        beside = beside_paper(run, papers)
-        if beside:
-            note = probe_note(run)
-            md += [f"### {run.label} beside {probe_paper(run)}", "", note, "", _md_table(*beside), ""]
-            hb += [f"<h3>{html.escape(run.label)} beside {html.escape(probe_paper(run))}</h3>",
-                   f"<p>{html.escape(note)}</p>", _html_table(*beside)]
-        else:
-            said = (f"No cell of this run is one {probe_paper(run)} has (its tasks and image/caption/both modalities)."
-                    if probe_paper(run) else "The run's dataset records no benchmark with a published probe table.")
-            md += [said, ""]
-            hb.append(f"<p>{html.escape(said)}</p>")
+    for s in sections(runs):
+        md += ([f"{'#' * s.level} {s.title}", ""] if s.level else []) + ([s.lead, ""] if s.lead else [])
+        md += ([_md_table(*s.table), ""] if s.table else []) + [f"- {n}" for n in s.notes] + ([""] if s.notes else [])
+        hb += [f"<h{s.level}>{html.escape(s.title)}</h{s.level}>"] if s.level else []
+        hb += ([f"<p>{html.escape(s.lead)}</p>"] if s.lead else []) + ([_html_table(*s.table)] if s.table else [])
+        hb += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in s.notes) + "</ul>"] if s.notes else []
     style = ("body{font-family:sans-serif;margin:2em;max-width:90em}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}tr.paper{color:#555;background:#f7f7f7}"
              "img{max-width:100%}")
@@ -236,11 +244,9 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
 
     units: list[tuple[str, str, str, str]] = []
     for run in runs:
-        for r in run.results:
-            key = entry_headline(r)
-            unit = (r["benchmark"], r["config"], r["split"], key)
-            if key and unit not in units:
-                units.append(unit)
+        for name, e in run.named:
+            unit = (name, e.config, e.split, entry_headline(e))
+            units += [unit] if unit[3] and unit not in units else []
     panels = _panels(units) or [[]]
     widest = max(len(p) for p in panels)
     width = min(16.0, max(6.0, 0.5 * widest * max(1, len(runs)) + 2))
@@ -251,18 +257,17 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
         for i, run in enumerate(runs):
             vals, lo, hi = [], [], []
             for bench, config, split, key in panel:
-                m = next((r["metrics"] for r in run.results
-                          if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), {})
-                v = m.get(key)
-                ci = (m.get("ci") or {}).get(key) or [v, v]
+                m = _metrics(run, bench, config, split)
+                v = m.value(key) if m else None
+                ci = (m.ci.get(key) if m else None) or (v, v)
                 vals.append(np.nan if v is None else 100 * v)
                 lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
                 hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
             ax.bar(x + (i - (len(runs) - 1) / 2) * bar, vals, bar, yerr=[lo, hi], capsize=2, label=run.label)
         first = True
         for j, (bench, config, split, key) in enumerate(panel):
-            chance = next(((r["metrics"].get("chance") or {}).get(key) for run in runs for r in run.results
-                           if (r["benchmark"], r["config"], r["split"]) == (bench, config, split)), None)
+            chance = next((m.chance[key] for run in runs if (m := _metrics(run, bench, config, split)) and key in m.chance),
+                          None)
             if chance is not None:
                 ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed",
                           label="chance" if first else None)
@@ -278,33 +283,39 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
     import io
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
-    _atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
 
 
-def write_report(paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike,
+def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
     """Check every results file, then write report.md, report.html, report.tex and (when there are
-    ``vlprobe evaluate`` runs) report.png into ``out_dir`` (created; other files in it are left
-    alone). ``labels``: one name per run. A ``vlprobe probe`` run's results.json is taken too: its
-    TraVLR Table 2 layout and each cell beside TraVLR's published Table 2 (:mod:`.probes`)."""
-    out = Path(out_dir).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ArgumentError("out", str(out), "is a file, not a folder; choose a folder for the report")
+    ``vlprobe evaluate`` runs) report.png into the folder ``out`` (created; other files in it are left
+    alone). ``paths``: results.json files or run folders (one, or a list); ``labels``: one name per run. A
+    ``vlprobe probe`` run's results.json is taken too: its TraVLR Table 2 layout and each cell beside TraVLR's
+    published Table 2 (:mod:`.probes`)."""
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise ArgumentError("out", out, "must be a folder's path (a str or os.PathLike)")
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
+    if not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise ArgumentError("paths", paths, "must be results.json files or run folders (str or os.PathLike)")
+    folder = Path(out).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ArgumentError("out", str(folder), "is a file, not a folder; choose a folder for the report")
     runs = load_runs(paths, labels, probes=True)
     evaluated = [r for r in runs if r.kind == "evaluate"]
     md, page = build_report(runs, plot_name="report.png")
     tex = latex_tables(runs)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        written = [out / "report.md", out / "report.html", out / "report.tex"]
-        _atomic_write_bytes(written[0], md.encode("utf-8"))
-        _atomic_write_bytes(written[1], page.encode("utf-8"))
-        _atomic_write_bytes(written[2], tex.encode("utf-8"))
+        folder.mkdir(parents=True, exist_ok=True)
+        written = [folder / "report.md", folder / "report.html", folder / "report.tex"]
+        atomic_write_bytes(written[0], md.encode("utf-8"))
+        atomic_write_bytes(written[1], page.encode("utf-8"))
+        atomic_write_bytes(written[2], tex.encode("utf-8"))
         if evaluated:  # the plot is of evaluate runs' headline metrics
-            written.append(out / "report.png")
+            written.append(folder / "report.png")
             plot_runs(evaluated, written[3])
     except OSError as err:
-        raise ArgumentError("out", str(out), f"cannot write the report there ({err.strerror or err})") from None
+        raise ArgumentError("out", str(folder), f"cannot write the report there ({err.strerror or err})") from None
     return written

@@ -1,0 +1,31 @@
+"""``vlprobe schema [--out FILE]``: the JSON Schema of the results.json files ``vlprobe evaluate`` and ``vlprobe
+probe`` write, generated from their records (:mod:`vlprobe.results.schema`; ``docs/results.schema.json`` holds it)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "print the JSON Schema of results.json (what vlprobe evaluate and vlprobe probe write)"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("schema", help=HELP, description=(
+        "Print the JSON Schema (draft 2020-12) of results.json, generated from vlprobe's records of it, so that "
+        "other tools can validate a run's file (e.g. python -m jsonschema, or check-jsonschema)."))
+    p.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..results.schema import json_schema
+
+    text = json.dumps(json_schema(), indent=2) + "\n"
+    if args.out is None:
+        print(text, end="")
+    else:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,170 @@
+"""A run's results shown: percentages (:func:`pct`), not-available cells (:func:`na_text`), the table printed at
+the end of a run (:func:`format_table`), the wide table researchers paste (:func:`wide_rows`), and the one bar chart
+of vlprobe (:func:`bar_chart`: run plots, the report, the Space) with a split's plot (:func:`plot_split`). Each
+takes the records (:class:`~vlprobe.results.schema.Entry`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .. import summary
+from ..benchmarks import METRIC_ORDER
+from .schema import Entry, Metrics, dataset_name
+
+NA_KEY = "na_reason"
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """A fraction as a percentage (``0.4567`` -> ``"45.7"``); ``""`` for None or NaN."""
+    if value is None:
+        return ""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "" if not np.isfinite(v) else f"{100 * v:.{digits}f}"
+
+
+def na_text(metrics: Metrics | Mapping[str, Any] | None) -> str:
+    """``"N/A (<reason>)"`` for a result whose metrics are not available (every item tied), else ""."""
+    reason = metrics.na_reason if isinstance(metrics, Metrics) else (metrics or {}).get(NA_KEY)
+    return f"N/A ({reason})" if reason else ""
+
+
+def metric_keys(metrics: Mapping[str, Any]) -> list[str]:
+    """The scalar metrics present in a metric module's output, in display order (with a not-available result,
+    the metrics it would have had)."""
+    na = bool(metrics.get(NA_KEY))
+    return [k for k in METRIC_ORDER if k in metrics and (isinstance(metrics[k], (int, float)) or (na and metrics[k] is None))]
+
+
+def truncation_warning(split: Any) -> str:
+    """The one-line warning of a scored split (or an entry) where some items' texts collapsed, else ""."""
+    if isinstance(split, Entry):
+        return (split.data.truncation.warning if split.data.truncation else None) or ""
+    return str((split.data.get("truncation") or {}).get("warning") or "")
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+def shown_metrics(entry: Entry) -> list[str]:
+    """The metrics an entry's table row and its plot show: those meaningful for its benchmark and item shape
+    (:func:`vlprobe.summary.display_metrics`; a 1 x 2 item shows acc_r, not the set metrics that equal it)."""
+    available = entry.metrics.keys()
+    keys = summary.display_metrics(entry.benchmark, entry.shape, available, entry.modality)
+    return [k for k in keys if k in available] or available
+
+
+def row_name(entry: Entry) -> str:
+    """An entry's name in a table: ``valse/existence/test``, a pooled config marked ``(pooled)``."""
+    return entry.name + (" (pooled)" if summary.pooled(entry) else "")
+
+
+def _cell(m: Metrics, key: str) -> str:
+    v = m.value(key)
+    if v is None:
+        return na_text(m) or "-"
+    ci = m.ci.get(key)
+    return pct(v) + (f" [{pct(ci[0])},{pct(ci[1])}]" if ci is not None else "")
+
+
+def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
+    """A plain-text table: one row per (dataset, config, split), value% [CI] per metric, chance below. ``keys_of``
+    picks the metrics shown for an entry; consecutive entries showing the same metrics share one block with one
+    header. A pooled config is marked, and said once below (:data:`vlprobe.summary.POOLED`)."""
+    blocks: list[tuple[list[str], list[Entry]]] = []
+    for e in entries:
+        keys = list(keys_of(e))
+        if blocks and blocks[-1][0] == keys:
+            blocks[-1][1].append(e)
+        else:
+            blocks.append((keys, [e]))
+    out = []
+    for keys, group in blocks:
+        header = ["dataset/config/split", "n", "ties"] + keys
+        rows = []
+        for e in group:
+            m = e.metrics
+            cells = [_cell(m, k) for k in keys]
+            na = na_text(m)
+            if na and cells.count(na) > 1:  # the reason once, in the first cell it fills
+                first = cells.index(na)
+                cells = [c if c != na or i == first else "N/A" for i, c in enumerate(cells)]
+            rows.append([row_name(e), str(m.n_items or ""), str(m.n_ties if m.n_ties is not None else "")] + cells)
+            rows.append(["  chance", "", ""] + [pct(m.chance.get(k)) for k in keys])
+        widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        out.append("\n".join(lines))
+    if any(summary.pooled(e) for e in entries):
+        out[-1] += f"\n(pooled): the items of its configs together, {summary.POOLED}; the paper's aggregates follow"
+    return "\n\n".join(out)
+
+
+def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], list[dict[str, Any]]]:
+    """The table researchers paste (CLIP_benchmark's ``build_csv``): one row per dataset/config/split, a column per
+    metric shown (:func:`shown_metrics`, one name per quantity), each a percentage rounded to ``digits``; a
+    not-available cell empty, with its reason in ``na_reason``. Returns (columns, rows)."""
+    shown = {k for e in entries for k in shown_metrics(e)}
+    metrics = [k for k in METRIC_ORDER if k in shown]
+    rows = []
+    for e in entries:
+        m = e.metrics
+        row: dict[str, Any] = {"dataset": dataset_name(e.dataset), "config": e.config, "split": e.split,
+                               "pooled": summary.pooled(e), "n_items": m.n_items, "n_ties": m.n_ties}
+        for k in metrics:
+            v = m.value(k)
+            row[k] = None if v is None or k not in shown_metrics(e) else round(100 * v, digits)
+        rows.append({**row, NA_KEY: m.na_reason})
+    return ["dataset", "config", "split", "pooled", "n_items", "n_ties", *metrics, NA_KEY], rows
+
+
+# ---- plots --------------------------------------------------------------------------------------
+
+def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
+              ci: Sequence[Sequence[float] | None] | None = None, chance: Sequence[float | None] | None = None,
+              color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
+    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line
+    over each bar that has one. The one bar chart of vlprobe: run plots, the report, the Space."""
+    vals = np.array([np.nan if v is None else float(v) for v in values], dtype=float) * 100
+    x = np.arange(len(labels))
+    yerr = None
+    if ci is not None and any(c is not None for c in ci):
+        lo = np.array([(c[0] if c is not None and c[0] is not None else np.nan) for c in ci], dtype=float) * 100
+        hi = np.array([(c[1] if c is not None and c[1] is not None else np.nan) for c in ci], dtype=float) * 100
+        lo, hi = np.where(np.isnan(lo), vals, lo), np.where(np.isnan(hi), vals, hi)
+        yerr = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
+        label += f" ({100 * confidence:.0f}% CI)" if confidence else " (95% CI)"
+    ax.bar(x, np.nan_to_num(vals), color=color, yerr=yerr, capsize=4, label=label)
+    first = True
+    for i, c in enumerate(chance or []):
+        if c is not None and np.isfinite(c):
+            ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
+                      label="chance" if first else None)
+            first = False
+    ax.set_xticks(x, list(labels), rotation=30, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+
+
+def plot_split(ax: Any, entry: Entry, title_suffix: str = "") -> None:
+    """One entry's bar per metric (in %; the metrics of its table row, :func:`shown_metrics`), CI error bars when
+    bootstrapped, chance per bar."""
+    m = entry.metrics
+    keys = [k for k in shown_metrics(entry) if m.value(k) is not None]
+    bar_chart(ax, keys, [m.value(k) for k in keys], ci=[m.ci.get(k) for k in keys] if m.ci else None,
+              chance=[m.chance.get(k) for k in keys])
+    na = f"\n{na_text(m)}" if m.na_reason else ""
+    ax.set_title(f"{row_name(entry)} (n={m.n_items}){na}{title_suffix}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+
+
+def plot_name(entry: Any) -> str:
+    """The file name of an entry's (or a scored split's) plot."""
+    return f"plot_{slug(dataset_name(entry.dataset))}_{slug(entry.config)}_{slug(entry.split)}.png"

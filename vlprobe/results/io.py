@@ -1,0 +1,241 @@
+"""A run's files, written from the records and read back into them: results.json (:func:`write_results_json`,
+:func:`read_results`), scores.parquet, results.csv (the long table), results_wide.csv (the wide, rounded table) and a
+plot per entry, written as one folder swapped in (:func:`write_outputs`, through :mod:`vlprobe.run_folder`); and
+the provenance's environment (:func:`environment`: package versions and vlprobe's git commit from a clone)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .. import summary
+from ..errors import DatasetError
+from ..run_folder import write_run_folder
+from .display import NA_KEY, plot_name, plot_split, shown_metrics, wide_rows
+from .schema import (
+    Document,
+    Entry,
+    EvaluationDocument,
+    Metrics,
+    ProbeDocument,
+    Provenance,
+    SchemaError,
+    dataset_name,
+    dump,
+    parse,
+    portable_name,
+)
+from .scored import ScoredSplit
+
+_PACKAGES = ("vlprobe", "torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub",
+             "numpy", "pillow", "tokenizers")
+# What a run writes into its folder; a folder holding anything else is not overwritten.
+RUN_FILES = ("results.json", "scores.parquet", "results.csv", "results_wide.csv")
+
+
+class ResultsError(DatasetError, ValueError):
+    """A results.json that cannot be read: one line naming the file and the field."""
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def vlprobe_commit() -> str | None:
+    """The git commit vlprobe runs from when it is a clone's checkout (None when installed from a wheel, or
+    when git cannot say)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = done.stdout.strip()
+    return sha if done.returncode == 0 and len(sha) == 40 else None
+
+
+def environment() -> dict[str, Any]:
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "packages": package_versions(),
+            "vlprobe_commit": vlprobe_commit()}
+
+
+def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
+    """The run's provenance (as :class:`vlprobe.runner.Run` builds it) as a record: each dataset named beside
+    where it was read from."""
+    if isinstance(provenance, Provenance):
+        return provenance
+    raw = dump(provenance)
+    if isinstance(raw.get("datasets"), list):
+        raw["datasets"] = [{"name": portable_name(str(d.get("dataset"))), **d} for d in raw["datasets"]]
+    return parse(Provenance, raw, "provenance")
+
+
+# ---- writing ----------------------------------------------------------------------------------------------
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def results_json_bytes(doc: Document, indent: int = 2) -> bytes:
+    return (json.dumps(dump(doc), indent=indent, allow_nan=False) + "\n").encode("utf-8")
+
+
+def write_results_json(path: str | os.PathLike, doc: Document) -> None:
+    atomic_write_bytes(Path(path), results_json_bytes(doc))
+
+
+SCORE_COLUMNS = ("dataset", "config", "split", "id", "scores", "gold", "probabilities", "texts", "tags")
+
+
+def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> Any:
+    """The per-item scores as a ``pyarrow.Table`` (the content of scores.parquet), each row's dataset by the name
+    its entry has."""
+    import pyarrow as pa
+
+    cols: dict[str, list[Any]] = {k: [] for k in SCORE_COLUMNS}
+    for u, e in zip(splits, entries):
+        probs = u.probabilities or [None] * len(u.items)
+        n = len(u.items)
+        cols["dataset"] += [e.dataset] * n
+        cols["config"] += [u.config] * n
+        cols["split"] += [u.split] * n
+        for item, s, p in zip(u.items, u.scores, probs):
+            cols["id"].append(item.id)
+            cols["scores"].append(np.asarray(s, dtype=np.float32).tolist())
+            cols["gold"].append(np.asarray(item.gold).tolist())
+            cols["probabilities"].append(None if p is None else np.asarray(p, dtype=np.float32).tolist())
+            cols["texts"].append(list(item.texts))
+            cols["tags"].append(list(item.tags))
+    matrix = pa.list_(pa.list_(pa.float32()))
+    schema = pa.schema([
+        ("dataset", pa.string()), ("config", pa.string()), ("split", pa.string()), ("id", pa.string()),
+        ("scores", matrix), ("gold", pa.list_(pa.list_(pa.bool_()))), ("probabilities", matrix),
+        ("texts", pa.list_(pa.string())), ("tags", pa.list_(pa.string())),
+    ])
+    return pa.Table.from_pydict(cols, schema=schema)
+
+
+CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low", "ci_high", "chance", "support",
+               "n_items", "n_ties", NA_KEY)
+
+
+def csv_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
+    """results.csv's rows: per entry and per tag, each metric under one name (a synonym for this item shape,
+    :func:`vlprobe.summary.metric_synonyms`, is left out: ``text`` = ``set_acc`` = ``sentence_acc`` = ``acc_r``
+    for 1 x 2 items is the one row ``acc_r``)."""
+    rows = []
+    for e in entries:
+        same = summary.metric_synonyms(e.benchmark, e.shape)
+        blocks: list[tuple[str, Metrics]] = [("", e.metrics), *sorted(e.metrics.per_tag.items())]
+        for tag, m in blocks:
+            for key in [k for k in m.keys() if k not in same]:
+                low, high = m.ci.get(key) or (None, None)
+                rows.append({"dataset": dataset_name(e.dataset), "config": e.config, "split": e.split, "tag": tag,
+                             "metric": key, "value": m.values.get(key), "ci_low": low, "ci_high": high,
+                             "chance": m.chance.get(key), "support": m.support.get(key), "n_items": m.n_items,
+                             "n_ties": m.n_ties, NA_KEY: m.na_reason})
+    return rows
+
+
+def csv_bytes(columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> bytes:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buf.getvalue().encode("utf-8")
+
+
+def plot_entry(path: Path, entry: Entry, title_suffix: str = "") -> None:
+    """Write one entry's bar chart (see :func:`~vlprobe.results.display.plot_split`) as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(shown_metrics(entry)) + 1.5), 3.6), dpi=110)
+    plot_split(ax, entry, title_suffix)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})  # no matplotlib version: the same bytes anywhere
+    plt.close(fig)
+    atomic_write_bytes(Path(path), buf.getvalue())
+
+
+def write_outputs(out_dir: str | os.PathLike, splits: Sequence[ScoredSplit], doc: EvaluationDocument) -> list[Path]:
+    """Write a run's files into a staging folder beside ``out_dir`` and swap it in (:func:`write_run_folder`):
+    results.json, scores.parquet, results.csv, results_wide.csv and a plot per entry; returns their paths."""
+    import pyarrow.parquet as pq
+
+    def write(stage: Path) -> list[str]:
+        entries = doc.results
+        atomic_write_bytes(stage / "results.json", results_json_bytes(doc))
+        buf = io.BytesIO()
+        pq.write_table(scores_table(splits, entries), buf)
+        atomic_write_bytes(stage / "scores.parquet", buf.getvalue())
+        atomic_write_bytes(stage / "results.csv", csv_bytes(CSV_COLUMNS, csv_rows(entries)))
+        atomic_write_bytes(stage / "results_wide.csv", csv_bytes(*wide_rows(entries)))
+        names = list(RUN_FILES)
+        for e in entries:
+            plot_entry(stage / plot_name(e), e, title_suffix=f"\n{doc.provenance.model.name}")
+            names.append(plot_name(e))
+        return names
+
+    return write_run_folder(out_dir, write)
+
+
+# ---- reading ----------------------------------------------------------------------------------------------
+
+def parse_document(doc: Any, source: str = "this file") -> Document:
+    """A parsed results.json of any format vlprobe wrote as records (older ones upgraded:
+    :func:`vlprobe.results.upgrade.upgrade`); a :class:`SchemaError` names the field at fault."""
+    from .upgrade import upgrade
+
+    doc = upgrade(doc, source)
+    return parse(ProbeDocument if doc.get("kind") == "probe" else EvaluationDocument, doc)
+
+
+def read_results(path: str | os.PathLike) -> Document:
+    """A results.json file (or the run folder holding one) as records; a :class:`ResultsError`, one line naming
+    the file and the field, for one that is not a vlprobe results.json. The figures under the authors' tie rule an
+    older run lacks are recomputed from its scores.parquet (:func:`vlprobe.results.upgrade.authors_from_scores`)."""
+    from .upgrade import authors_from_scores
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    from ..reading import RESULTS_BYTES, FileError, load_json
+
+    try:
+        doc = parse_document(load_json(path, "results file", RESULTS_BYTES), str(path))  # bounded: size, nesting
+    except FileError as err:
+        raise ResultsError(str(err)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ResultsError(f"{path}: not a JSON file ({err})") from None
+    except SchemaError as err:
+        raise ResultsError(f"{path}: {err}") from None
+    return authors_from_scores(doc, path.parent) if isinstance(doc, EvaluationDocument) else doc

@@ -1,0 +1,49 @@
+"""The protocol ``vlprobe.evaluate``'s :class:`~vlprobe.Evaluation` and ``vlprobe.probe``'s
+:class:`~vlprobe.ProbeResult` share."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ArgumentError
+from .schema import Document, Entry, EvaluationDocument, ProbeRow, SummaryBlock, dump
+
+
+class RunResult:
+    """What a run returns: ``document`` (results.json as records), ``entries`` (its entries, or a probe's rows),
+    ``summary`` (the papers' aggregates, one block per benchmark), ``results`` (results.json as JSON), ``table()``
+    (what the command prints), ``to_pandas()``, ``plot()`` and ``save(out)`` (the run's folder)."""
+
+    document: Document
+    summary: Mapping[str, SummaryBlock]
+
+    @property
+    def entries(self) -> tuple[Entry, ...] | tuple[ProbeRow, ...]:
+        doc = self.document
+        return doc.results if isinstance(doc, EvaluationDocument) else doc.rows
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The results.json document, as JSON."""
+        return dump(self.document)
+
+    def table(self) -> str:
+        raise NotImplementedError
+
+    def to_pandas(self) -> Any:
+        raise NotImplementedError
+
+    def plot(self) -> Any:
+        raise NotImplementedError
+
+    def save(self, out: str | os.PathLike) -> list[Path]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _check_out(out: Any) -> None:
+        """``out`` names a folder (a str or os.PathLike), else one :class:`ArgumentError` naming it."""
+        if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+            raise ArgumentError("out", out, f"must be a folder's path (a str or os.PathLike), not {type(out).__name__}"
+                                if not isinstance(out, str) else "is empty; name a folder for the outputs")

@@ -1,0 +1,189 @@
+"""What a run keeps of its scored splits in memory (:class:`ScoredSplit`: items, score matrices, the metric's
+output), and their records in results.json (:func:`result_entries`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence as _Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .schema import AuthorsRule, DataInfo, Entry, Metrics, dataset_name, dump, parse, portable_name
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredItem:
+    """What a run keeps of an item once it is scored: no images, only what the outputs need.
+    Kept for every row of a run, so kept small: no per-object dict, repeated texts and tags
+    stored once (interned strings; one shared tuple per distinct tag set), one shared read-only
+    array per distinct gold matrix. Its score matrix is kept apart, stacked with its chunk's
+    (:class:`ScoreMatrices`)."""
+
+    id: str
+    texts: tuple[str, ...]
+    gold: np.ndarray
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, item: Any) -> "ScoredItem":
+        return cls(id=item.id, texts=tuple(sys.intern(t) for t in item.texts), gold=_shared_gold(item.gold),
+                   tags=_shared_tags(item.tags))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.gold.shape)  # type: ignore[return-value]
+
+
+@dataclass
+class ScoredSplit:
+    """One evaluated (dataset, config, split): its items (as :class:`ScoredItem`, or full
+    :class:`~vlprobe.items.Item` objects), their score matrices and the metric output."""
+
+    dataset: str
+    config: str
+    split: str
+    items: list[Any]
+    benchmark: str | None = None  # the registered benchmark the dataset records (vlprobe.benchmarks), or None
+    # per item an m x n matrix: a list of arrays, or (what evaluate keeps) a ScoreMatrices
+    scores: Sequence[np.ndarray] = field(default_factory=list)
+    probabilities: Sequence[np.ndarray] | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # fingerprint, revision, rows...
+    # Positions of the items where a gold and a non-gold text are one input to the model (the same
+    # token ids after its tokenization and truncation), so they tie exactly; None when the scorer could
+    # not say (see vlprobe.scorers.base.Scorer.seen_texts). ``truncated``: those of them whose texts
+    # differ only past the truncation limit.
+    collapsed: list[int] | None = None
+    truncated: list[int] | None = None
+    text_limit: int | None = None  # the scorer's text length limit, in tokens
+    # The metrics under the benchmark's own tie rule where the run's policy is another: {"ties", "metrics"}
+    authors_rule: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{dataset_name(self.dataset)}/{self.config}/{self.split}"
+
+    @property
+    def shape(self) -> tuple[int, int] | None:
+        """The items' m x n shape when they all share one, else None."""
+        shapes = {tuple(np.shape(it.gold)) for it in self.items}
+        return shapes.pop() if len(shapes) == 1 else None  # type: ignore[return-value]
+
+
+class ScoreMatrices(_Sequence):
+    """Per-item matrices (scores or probabilities) kept as a few stacked arrays: consecutive items
+    of one shape share one ``(k, m, n)`` block, added a chunk at a time (:meth:`extend`). A
+    sequence of ``m x n`` arrays, as a list of them would be (``scores[i]`` is a view into its
+    block), without a numpy array per item: a 1 x 2 float32 matrix is 8 bytes of data, its own
+    ndarray around 200 bytes more. :meth:`stacked` gives all of them as one ``(N, m, n)`` array
+    when they share a shape."""
+
+    def __init__(self, matrices: Any = (), dtype: Any = np.float32) -> None:
+        self.dtype = np.dtype(dtype)
+        self._blocks: list[np.ndarray] = []
+        self._ends: list[int] = []  # items up to the end of each block
+        self.extend(matrices)
+
+    def extend(self, matrices: Any) -> None:
+        """Append ``matrices`` (a sequence of m x n arrays, or one (k, m, n) array)."""
+        run: list[np.ndarray] = []
+        for matrix in matrices:
+            arr = np.asarray(matrix, dtype=self.dtype)
+            if arr.ndim != 2:
+                raise ValueError(f"each item needs an m x n matrix, got shape {arr.shape}")
+            if run and arr.shape != run[0].shape:
+                self._append(np.stack(run))
+                run = []
+            run.append(arr)
+        if run:
+            self._append(np.stack(run))
+
+    def _append(self, block: np.ndarray) -> None:
+        self._blocks.append(block)
+        self._ends.append(len(self) + len(block))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = int(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("ScoreMatrices index out of range")
+        k = int(np.searchsorted(self._ends, i, side="right"))
+        return self._blocks[k][i - (self._ends[k - 1] if k else 0)]
+
+    def __iter__(self) -> Any:
+        for block in self._blocks:
+            yield from block
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self._blocks)
+
+    def stacked(self) -> np.ndarray | None:
+        """One ``(N, m, n)`` array of every matrix (a copy), or None when their shapes differ."""
+        if not self._blocks or any(b.shape[1:] != self._blocks[0].shape[1:] for b in self._blocks):
+            return None
+        return np.concatenate(self._blocks) if len(self._blocks) > 1 else self._blocks[0].copy()
+
+    def __repr__(self) -> str:
+        shapes = sorted({b.shape[1:] for b in self._blocks})
+        return f"<ScoreMatrices: {len(self)} matrices of shape(s) {shapes}, {self.dtype}>"
+
+
+_GOLDS: dict[tuple, np.ndarray] = {}
+_TAGS: dict[tuple, tuple] = {}
+
+
+def _shared_tags(tags: Any) -> tuple[str, ...]:
+    """One tuple per distinct tag set (a run has a handful), of interned strings."""
+    key = tuple(sys.intern(str(t)) for t in tags)
+    shared = _TAGS.get(key)
+    if shared is None:
+        shared = key
+        if len(_TAGS) < 10_000:
+            _TAGS[key] = shared
+    return shared
+
+
+def _shared_gold(gold: np.ndarray) -> np.ndarray:
+    """One read-only array per distinct gold matrix (a run has a handful: [[1, 0]], [[0, 1]]...)."""
+    gold = np.asarray(gold, dtype=bool)
+    key = (gold.shape, gold.tobytes())
+    shared = _GOLDS.get(key)
+    if shared is None:
+        shared = np.array(gold, dtype=bool, copy=True)
+        shared.setflags(write=False)
+        if len(_GOLDS) < 10_000:
+            _GOLDS[key] = shared
+    return shared
+
+
+
+def result_entries(splits: Sequence[ScoredSplit]) -> list[Entry]:
+    """The ``results`` of results.json: one record per (dataset, config, split), its dataset named, not located
+    (:func:`~vlprobe.results.schema.portable_name`; two datasets of one name keep what they were given as)."""
+    names = {u.dataset: portable_name(u.dataset) for u in splits}
+    taken = [names[d] for d in dict.fromkeys(u.dataset for u in splits)]
+    return [entry_of(u, names[u.dataset] if taken.count(names[u.dataset]) == 1 else u.dataset) for u in splits]
+
+
+def entry_of(split: ScoredSplit, name: str | None = None) -> Entry:
+    """The record of one scored split (``name``: its dataset's, default its portable name)."""
+    data = dict(split.data)
+    spec = data.get("spec")
+    if isinstance(spec, str) and Path(spec).is_absolute():  # the item spec by its place in the folder, not its path
+        folder = Path(str(split.dataset)).expanduser()
+        data["spec"] = Path(spec).relative_to(folder).as_posix() if Path(spec).is_relative_to(folder) else Path(spec).name
+    authors = split.authors_rule
+    return Entry(dataset=name or portable_name(split.dataset), config=split.config, split=split.split,
+                 metrics=parse(Metrics, dump(split.metrics), f"{split.name}.metrics"), benchmark=split.benchmark,
+                 shape=split.shape, data=parse(DataInfo, dump(data), f"{split.name}.data"),
+                 authors_rule=None if authors is None else parse(AuthorsRule, dump(authors), f"{split.name}.authors_rule"))

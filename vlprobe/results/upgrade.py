@@ -1,0 +1,107 @@
+"""The one place results.json files of older formats are read: :func:`upgrade` brings a parsed file of any format
+vlprobe wrote to the current one (:data:`~vlprobe.results.schema.RESULTS_FORMAT`), which the records then check.
+
+* format 1 (or none), before datasets recorded their benchmark: an entry's ``benchmark`` was its dataset's folder
+  or Hub name; the benchmark that name meant is taken (``./valse`` -> ``valse``), and the summary says so;
+* format 2: entries name the benchmark their dataset recorded (a name this vlprobe does not know: none); a
+  probe's results.json had no format: its dataset's benchmark, when not recorded, is the one its name meant;
+* the papers' aggregates an older file holds are not read: readers compute them by the current rules;
+* where a run's entry lacks its figures under the authors' tie rule (written before vlprobe recorded them), they
+  are recomputed from the scores.parquet beside the file, when it is there (:func:`authors_from_scores`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..benchmarks import by_old_name, find
+from .schema import RESULTS_FORMAT, AuthorsRule, EvaluationDocument, Metrics, SchemaError, dump, parse, portable_name
+
+OLD_FORMATS = ("vlprobe-results/1", "vlprobe-results/2")
+
+
+def upgrade(doc: Any, source: str = "this file") -> Any:
+    """``doc`` (a parsed results.json) in the current format; a :class:`SchemaError` for a file that is no
+    vlprobe results.json. ``source``: how messages name the file."""
+    if not isinstance(doc, dict):
+        raise SchemaError("", f"not a vlprobe results.json (a JSON {type(doc).__name__}, not an object)")
+    fmt = doc.get("format")
+    if fmt == RESULTS_FORMAT:
+        return doc
+    if fmt is not None and fmt not in OLD_FORMATS:
+        raise SchemaError("format", f"{fmt!r} is not a vlprobe-results format this vlprobe reads "
+                                    f"({', '.join((*OLD_FORMATS, RESULTS_FORMAT))})")
+    provenance = doc.get("provenance", {})
+    if isinstance(doc.get("rows"), list) and "results" not in doc:  # a probe run's, which had no format
+        dataset = provenance.get("dataset") if isinstance(provenance, dict) else None
+        if isinstance(dataset, dict) and "benchmark" not in dataset:
+            bench = by_old_name(str(dataset.get("dataset") or ""))
+            provenance = {**provenance, "dataset": {**dataset, "benchmark": bench.name if bench else None}}
+        return {"format": RESULTS_FORMAT, "kind": "probe", "provenance": provenance, "rows": doc["rows"]}
+    if not isinstance(doc.get("results"), list):
+        raise SchemaError("", "not a vlprobe results.json (no 'results' list); write one with `vlprobe evaluate`")
+    if isinstance(provenance, dict) and isinstance(provenance.get("datasets"), list):
+        provenance = {**provenance, "datasets": [
+            {"name": portable_name(str(d.get("dataset"))), **d} if isinstance(d, dict) else d
+            for d in provenance["datasets"]]}
+    return {"format": RESULTS_FORMAT, "kind": "evaluate", "provenance": provenance,
+            "results": [_entry(e, fmt, source) if isinstance(e, dict) else e for e in doc["results"]]}
+
+
+def _entry(entry: dict[str, Any], fmt: str | None, source: str) -> dict[str, Any]:
+    if fmt == "vlprobe-results/2":
+        known = isinstance(entry.get("benchmark"), str) and find(entry["benchmark"]) is not None
+        return entry if known or entry.get("benchmark") is None else {**entry, "benchmark": None}
+    named = entry.get("dataset") or entry.get("benchmark")
+    bench = by_old_name(str(named or ""))
+    out = {**entry, "dataset": named, "benchmark": bench.name if bench else None}
+    if bench is not None:
+        out["data"] = {**(entry.get("data") or {}), "benchmark_note": (
+            f"{source} was written before vlprobe recorded each dataset's benchmark: dataset {named!r} is read "
+            f"as {bench.name} by its name")}
+    return out
+
+
+def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocument:
+    """Where an entry's benchmark has a tie rule its figures are not under (another tie policy, or metrics not
+    available where the authors' code prints a number) and the entry holds none under theirs, recompute them
+    from ``folder``'s scores.parquet, when it is there; else leave the entry as it is."""
+    ties = doc.provenance.settings.ties
+    wanted = {}
+    for k, e in enumerate(doc.results):
+        bench = find(e.benchmark)
+        rule = bench.tie_rule_for(e.modality) if bench is not None else None
+        if rule is not None and e.authors_rule is None and ((ties and rule.policy != ties) or _not_available(e.metrics)):
+            wanted[(e.dataset, e.config, e.split)] = (k, rule.policy)
+    scores = Path(folder) / "scores.parquet"
+    if not wanted or not scores.is_file():
+        return doc
+    import pyarrow.parquet as pq
+
+    from .. import metric  # the metric module (evaluate, datasets): loaded only for such runs
+
+    table = pq.read_table(scores, columns=["dataset", "config", "split", "scores", "gold", "probabilities", "tags"])
+    found: dict[tuple[str, str, str], dict[str, list[Any]]] = {}
+    columns = table.to_pydict()
+    for i, key in enumerate(zip(columns["dataset"], columns["config"], columns["split"])):
+        if key in wanted:
+            rows = found.setdefault(key, {name: [] for name in ("scores", "gold", "probabilities", "tags")})
+            for name, values in rows.items():
+                values.append(columns[name][i])
+    entries = list(doc.results)
+    for key, (k, policy) in wanted.items():
+        rows = found.get(key)
+        if not rows:
+            continue
+        probs, tags = rows["probabilities"], rows["tags"]
+        m = metric.compute(rows["scores"], rows["gold"], ties=policy, probabilities=probs if None not in probs else None,
+                           threshold=doc.provenance.settings.threshold or 0.5, tags=tags if any(tags) else None,
+                           bootstrap=0)
+        entries[k] = replace(entries[k], authors_rule=AuthorsRule(policy, parse(Metrics, dump(m)), "scores.parquet"))
+    return replace(doc, results=tuple(entries))
+
+
+def _not_available(m: Metrics) -> bool:
+    return bool(m.na_reason) or any(_not_available(t) for t in m.per_tag.values())

@@ -88,6 +88,16 @@ class SchemaError(ValueError):
 # ---- the records ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class ScoreRange:
+    """The lowest and highest score of a split's items, and the items holding a score below 0 (BLA's CLIP script
+    clamps cosines at 0, so a run with any differs from it: :class:`vlprobe.benchmarks.ClampedAtZero`)."""
+
+    min: float
+    max: float
+    n_negative: Count = 0
+
+
+@dataclass(frozen=True)
 class Metrics:
     """One result of the metric module (``vlprobe.metric.compute``): each metric's value as a fraction (null
     where not available: every item tied, ``na_reason`` says why), ``n_items``, ``n_ties`` (tied gold vs
@@ -101,6 +111,7 @@ class Metrics:
     ci: Mapping[MetricName, Interval | None] = opt(factory=dict)
     per_tag: Mapping[str, Metrics] = opt(factory=dict)
     na_reason: str | None = opt()
+    scores: ScoreRange | None = opt()
 
     def __post_init__(self) -> None:
         for key, c in self.ci.items():

@@ -304,8 +304,9 @@ def gallery_for(model):
 def update_model(model):
     """When the model changes: the line saying what it reads, and the gallery it can read."""
     shown = gallery_for(model)
-    about = SETTINGS.about_model(model) or ("A model typed by hand: vlprobe loads it from the Hub "
-                                            "(or this machine) when you press Score.")
+    about = SETTINGS.about_model(model) or ("A model typed by hand: vlprobe loads it from the Hugging Face Hub"
+                                            + ("" if settings.on_hosted_space() else " (or this machine)")
+                                            + " when you press Score.")
     buttons = [gr.Button(value=shown[k].label, visible=True) if k < len(shown) else gr.Button(visible=False)
                for k in range(examples.GALLERY_SLOTS)]
     return [about, [e.key for e in shown], *buttons]
@@ -475,8 +476,8 @@ def model_card_text() -> str:
 
 
 def build_demo() -> gr.Blocks:
-    offered = SETTINGS.dataset_folders()
-    dataset_choices = [(Path(d).name, d) for d in offered]
+    dataset_choices = SETTINGS.dataset_choices()  # by name: no server path in the page
+    offered = [value for _, value in dataset_choices]
     typed_datasets = SETTINGS.may_type_datasets()
     typed_models = settings.allowed_models() is None
     model_choices = SETTINGS.model_choices()

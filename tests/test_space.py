@@ -580,11 +580,36 @@ def test_model_cache_loads_a_model_once_under_concurrent_requests():
 
 def test_hosted_space_refuses_local_paths_without_an_allow_list(monkeypatch, tiny_clip_path):
     monkeypatch.setenv("SPACE_ID", "org/vlprobe")
-    with pytest.raises(SpaceError, match="local paths cannot be loaded on this hosted Space"):
+    with pytest.raises(SpaceError, match="this hosted Space loads models from the Hugging Face Hub only"):
         Settings(Path.cwd()).resolve_model(str(tiny_clip_path))
     assert Settings(Path.cwd()).resolve_model("openai/clip-vit-base-patch32") == "openai/clip-vit-base-patch32"
     monkeypatch.setenv(settings.ENV_MODELS, str(tiny_clip_path))
     assert Settings(Path.cwd()).resolve_model(str(tiny_clip_path)) == str(Path(tiny_clip_path).resolve())
+
+
+def test_hosted_the_model_box_answers_alike_whether_a_server_path_exists_or_not(monkeypatch, tiny_clip_path, tmp_path):
+    """Hosted, a typed model is a Hub id or refused, and the disk is never asked: an existing server
+    path and a missing one get the same sentence (the typed text aside), a path-shaped Hub id
+    naming a folder here the same Hub answer as one naming nothing."""
+    monkeypatch.setenv("SPACE_ID", "org/vlprobe")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "models" / "here").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    here = Settings(tmp_path)
+    answers = {}
+    for typed in ("/etc/passwd", "/root/.cache", "~", str(tiny_clip_path), "/etc", ".", "./models/here",
+                  "/etc/passwd2", "/root/nonexistent", "~/nothing", "./models/nothing", "../models"):
+        with pytest.raises(SpaceError) as err:
+            here.resolve_model(typed)
+        answers[typed] = str(err.value).replace(repr(typed), "MODEL")
+    assert set(answers.values()) == {"model MODEL: " + settings.HOSTED_MODELS}, answers
+    hub_answers = set()
+    for typed in ("models/here", "models/nothing"):  # Hub-id shaped: asked of the Hub (offline here), not the disk
+        assert here.resolve_model(typed) == typed
+        with pytest.raises(SpaceError) as err:
+            models.check_available(typed)
+        hub_answers.add(str(err.value).replace(repr(typed), "MODEL"))
+    assert len(hub_answers) == 1, hub_answers
 
 
 def test_a_long_benchmark_does_not_block_scoring(client, images, tiny_clip_path, monkeypatch):

@@ -384,7 +384,7 @@ def test_a_hub_dataset_the_owner_lists_is_listed_through_datasets(monkeypatch, t
     assert here.resolve_dataset("org/foils") == "org/foils"
     assert examples.dataset_configs(here, "org/foils") == ["a", "b"]
     assert examples.dataset_splits(here, "org/foils", "a") == ["test"]
-    with pytest.raises(SpaceError, match="dataset 'other' is not offered on this Space; choose one of: foils"):
+    with pytest.raises(SpaceError, match="dataset 'other' is not offered on this Space; choose one of: org/foils"):
         here.resolve_dataset("org/other")
 
 

@@ -51,8 +51,26 @@ TIES_INFO = "strict: wrong, as the papers count it; half: half right; lenient: r
 
 
 def checked_uploads(files, what):
-    """Each uploaded file's path, refused (one sentence) when it lies outside UPLOAD_ROOTS."""
-    return [None if f in (None, "") else uploads.upload_path(f, what, UPLOAD_ROOTS) for f in files]
+    """Each uploaded file's path, refused (one sentence) when it lies outside UPLOAD_ROOTS. ``what``:
+    the box's name, or one name per file."""
+    names = [what] * len(files) if isinstance(what, str) else list(what)
+    return [None if f in (None, "") else uploads.upload_path(f, name, UPLOAD_ROOTS) for f, name in zip(files, names)]
+
+
+def text_too(component):
+    """The component, its API input allowed to be plain text too (a path string typed into a script):
+    that reaches vlprobe's own check, which answers in one sentence naming the box, rather than
+    failing Gradio's validation with its generic "upstream Gradio app has raised an exception". The
+    API page keeps the component's own schema."""
+    from typing import Union
+
+    from gradio.data_classes import GradioRootModel
+
+    component.api_info()  # kept (cached) before the model changes
+    own = component.data_model
+    root = Union[own, str, list[str]]  # a runtime type, which pydantic reads
+    component.data_model = type(f"{own.__name__}OrText", (GradioRootModel,), {"__annotations__": {"root": root}})
+    return component
 
 
 PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
@@ -265,7 +283,7 @@ def _score_failed(message):
 def score(image_1, image_2, captions, foils, model, ties="strict"):
     """Score one item: (verdict, scores table, what a score is, differing words, margin chart, metrics,
     the scores as the page shows them). ``ties``: the tie policy (strict, half, lenient)."""
-    checked_uploads([image_1, image_2], "image")
+    checked_uploads([image_1, image_2], ["Image 1", "Image 2"])
     out = scoring.score(SETTINGS, image_1, image_2, captions, foils, model, ties=ties)
     chart = display.svg(out.chart, f"{SCORE_CHART_TEXT}: " + "; ".join(
         f"{label} {value:+.3f}" for label, value in scoring.comparisons(out.item, out.scores)), chart_id="margin-chart")
@@ -438,7 +456,7 @@ def _results_failed(message):
 def compare_results(files, include_papers, benchmark, names=""):
     """Results files side by side, beside the papers' published numbers, with a chart. ``names``:
     the runs' names, one per line in the files' order (optional)."""
-    checked_uploads(files or [], "results file")
+    checked_uploads(files or [], "Results files")
     out = results.compare_results(files, include_papers, benchmark, names or "")
     chart = "" if out.chart is None else results.chart_svg(out.chart)
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
@@ -506,12 +524,12 @@ def build_demo() -> gr.Blocks:
                 with gr.Row():
                     with gr.Column(scale=1, min_width=300):
                         with gr.Row(elem_classes=["image-pair"]):
-                            image_1 = gr.Image(label="Image 1", type="filepath", image_mode=None, height=170,
-                                               sources=["upload", "clipboard"], elem_classes=["labelled-image"],
-                                               min_width=120)
-                            image_2 = gr.Image(label="Image 2", type="filepath", image_mode=None, height=170,
-                                               sources=["upload", "clipboard"], elem_classes=["labelled-image"],
-                                               min_width=120)
+                            image_1 = text_too(gr.Image(label="Image 1", type="filepath", image_mode=None, height=170,
+                                                        sources=["upload", "clipboard"], elem_classes=["labelled-image"],
+                                                        min_width=120))
+                            image_2 = text_too(gr.Image(label="Image 2", type="filepath", image_mode=None, height=170,
+                                                        sources=["upload", "clipboard"], elem_classes=["labelled-image"],
+                                                        min_width=120))
                         captions = gr.Textbox(label="Captions", lines=2, placeholder="a red circle left of a blue square",
                                               info="one per line, true of image 1; with a second image, line 2 is "
                                                    "true of image 2")
@@ -550,7 +568,7 @@ def build_demo() -> gr.Blocks:
                 # preprocess=False: uploads and every box are checked by vlprobe, in words
                 score_button.click(score, inputs, outputs, api_name="score", concurrency_limit=2, concurrency_id="score",
                                    preprocess=False).then(None, js=SHOW_VERDICT)
-                for box, which in ((image_1, "image 1"), (image_2, "image 2")):
+                for box, which in ((image_1, "Image 1"), (image_2, "Image 2")):
                     box.upload(functools.partial(check_upload, which=which), box, [verdict, box],
                                api_visibility="private", preprocess=False).then(None, js=SHOW_VERDICT)
                 for k, button in enumerate(gallery):
@@ -650,8 +668,8 @@ def build_demo() -> gr.Blocks:
                 gr.Markdown("Compare runs with each other and with the numbers the papers published (VALSE Table 2, "
                             "Winoground Table 3, BLA thesis Table 6.3, SugarCREPE's GPT-4V).")
                 with gr.Row():
-                    r_files = gr.File(label="Results files", file_count="multiple", file_types=[".json"],
-                                      elem_id="results-files")
+                    r_files = text_too(gr.File(label="Results files", file_count="multiple", file_types=[".json"],
+                                               elem_id="results-files"))
                     with gr.Column():
                         r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
                         r_bench = gr.Dropdown(["auto", *results.PAPER_BENCHMARKS], value="auto",

@@ -561,7 +561,7 @@ def _uploads(page, model_path, tmp_path):
     big = tmp_path / "big.png"
     Image.frombytes("RGB", (700, 700), os.urandom(700 * 700 * 3)).save(big)  # 1.5 MB, the limit here is 1 MB
     page.locator("input[type=file]").first.set_input_files(str(big))
-    _wait_verdict(page, r"^Cannot score: image 1: the file is 1\.5 MB; this Space accepts images up to 1 MB$")
+    _wait_verdict(page, r"^Cannot score: Image 1: the file is 1\.5 MB; this Space accepts images up to 1 MB$")
     assert page.locator(".toast-body").count() == 0
     image = tmp_path / "scene.png"
     render(Scene(objects=(SceneObject("circle", "red", 2, 2), SceneObject("square", "blue", 4, 3)))).save(image)

@@ -241,6 +241,19 @@ def test_bad_inputs_are_readable_errors(client, images, tiny_clip_path, tmp_path
     assert "a local model must be a folder" in _error(client, img, None, "a cat", "a dog", str(not_image))
 
 
+def test_a_plain_path_string_sent_to_the_api_is_one_sentence_naming_the_box(client, images, tiny_clip_path, tmp_path):
+    """A script passing a path where the API wants a file (no handle_file) gets vlprobe's one sentence, not Gradio's
+    generic "upstream Gradio app has raised an exception"; the same for a path that exists and one that does not."""
+    said = set()
+    for path in (str(images[0]), "/etc/passwd", "/no/such/file.png"):
+        message = _error(client, path, None, "a cat", "a dog", str(tiny_clip_path))
+        said.add(message.replace(repr(Path(path).name), "NAME"))
+    assert said == {"Image 1: NAME was not uploaded to this page; upload the file itself (from a script: "
+                    "gradio_client.handle_file(path))"}
+    note = client.predict([str(tmp_path / "results.json")], True, "auto", "", api_name="/compare_results")[0]
+    assert note.startswith("⚠️ **Cannot compare:** Results files: 'results.json' was not uploaded to this page"), note
+
+
 def test_uploads_over_the_size_limit_are_refused(client, tiny_clip_path, tmp_path, monkeypatch):
     monkeypatch.setenv(settings.ENV_MAX_UPLOAD_MB, "1")
     big = tmp_path / "big.png"

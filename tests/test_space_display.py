@@ -101,9 +101,14 @@ def test_the_app_refuses_uploads_outside_its_folders(repo_root, tmp_path):
     spec.loader.exec_module(app)
     elsewhere = _upload(tmp_path, "x", _results_doc())
     note, *_ = app.compare_results([{"path": elsewhere}], False, "auto", "")
-    assert note.startswith("⚠️ **Cannot compare:** results file 'results.json' was not uploaded to this page")
-    verdict, *_ = app.score({"path": "/etc/passwd"}, None, "a cat", "a dog", None)
-    assert verdict == "Cannot score: image 'passwd' was not uploaded to this page; upload it again"
+    assert note.startswith("⚠️ **Cannot compare:** Results files: 'results.json' was not uploaded to this page")
+    said = set()
+    for path in ("/etc/passwd", "/etc/passwd2", "/root/.cache", "/root/nonexistent"):  # alike, existing or not
+        for sent in ({"path": path}, path):
+            verdict, *_ = app.score(sent, None, "a cat", "a dog", None)
+            said.add(verdict.replace(repr(Path(path).name), "NAME"))
+    assert said == {"Cannot score: Image 1: NAME was not uploaded to this page; upload the file itself (from a script: "
+                    "gradio_client.handle_file(path))"}
 
 
 def _group_item():

@@ -83,7 +83,7 @@ class ScoreRequest:
 
 def make_request(image_1: Any, image_2: Any, captions: str, foils: str) -> ScoreRequest:
     """Check the inputs of the Score tab and build the request; errors say what to change."""
-    images = [im for im in (load_upload(image_1, "image 1"), load_upload(image_2, "image 2")) if im is not None]
+    images = [im for im in (load_upload(image_1, "Image 1"), load_upload(image_2, "Image 2")) if im is not None]
     if not images:
         raise SpaceError("upload an image first (or two, for a Winoground-style item), or pick an example")
     caps, fls = split_lines(captions), split_lines(foils)

@@ -403,13 +403,13 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
         f"{r[0]} {r[1]}" + (f" (95% CI {r[2]} to {r[3]})" if r[2] else "") + (f", chance {r[4]}" if r[4] else "")
         for r in out.metric_rows), chart_id="benchmark-chart") if out.keys else ""
     notes = "".join(f"<p>{html.escape(n)}</p>" for n in out.notes)
-    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1) if out.tag_rows
+    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1, notes=out.tag_notes) if out.tag_rows
                  else empty_table("tags", out.tags_note))
     return (out.summary, chart, _table(out.metric_headers, out.metric_rows),
             _table(out.tag_headers, out.tag_rows) if out.tag_rows else TAGS_EMPTY,
             _table(out.browse_headers, out.browse_rows),
             out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True),
-            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1)
+            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1, notes=out.metric_notes)
             + glossary.glossary_html(out.keys),
             tags_html,
             shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True),

@@ -29,6 +29,7 @@ CSS = """
 .vt-wrap { overflow-x: auto; max-width: 100%; -webkit-overflow-scrolling: touch; }
 .vt-wrap.vt-tall { max-height: 340px; overflow-y: auto; }
 .vt-label { font-size: 0.9em; font-weight: 600; margin: 4px 0 2px; color: #374151; }
+.vt-note { font-size: 0.85em; margin: 3px 0 0; color: #374151; }
 table.vt { border-collapse: collapse; font-size: 0.9em; width: auto; min-width: 100%; margin: 0; }
 table.vt th, table.vt td { padding: 3px 8px; border-bottom: 1px solid #e5e7eb; text-align: left;
   vertical-align: top; white-space: nowrap; word-break: normal; overflow-wrap: normal; hyphens: none; }
@@ -62,7 +63,7 @@ def fmt(value: Any, decimals: int) -> str:
     return str(value)
 
 
-NUMBER = re.compile(r"^[−+-]?[\d,]*\.?\d+( \[[^\]]*\])?$")
+NUMBER = re.compile(r"^([−+-]?[\d,]*\.?\d+( \[[^\]]*\])?|N/A[¹²³⁴⁵⁶⁷⁸⁹]?(\[\d+\])?)$")  # "N/A¹": a number's place
 
 
 def _whole_words(text: str) -> str:
@@ -73,10 +74,10 @@ def _whole_words(text: str) -> str:
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
                decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False,
-               prose_rows: Sequence[int] = ()) -> str:
+               prose_rows: Sequence[int] = (), notes: Sequence[str] = ()) -> str:
     """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
     in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
-    (comma-separated values) each value stays whole."""
+    (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it."""
     esc = html.escape
     cells = []
     for r, row in enumerate(rows):
@@ -100,7 +101,8 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
     ident = f' id="{esc(table_id)}"' if table_id else ""
     return (f'<div class="vt-outer"{ident}>' + (f'<div class="vt-label">{esc(label)}</div>' if label else "")
             + f'<div class="vt-wrap{" vt-tall" if tall else ""}" role="region" aria-label="{name}" tabindex="0">'
-            f'<table class="vt"><thead><tr>{head}</tr></thead><tbody>{"".join(cells)}</tbody></table></div></div>')
+            f'<table class="vt"><thead><tr>{head}</tr></thead><tbody>{"".join(cells)}</tbody></table></div>'
+            + "".join(f'<p class="vt-note">{esc(n)}</p>' for n in notes) + "</div>")
 
 
 def message_table(label: str, text: str, table_id: str = "") -> str:

@@ -164,11 +164,11 @@ def test_html_tables_format_numbers_alike_and_escape_text():
     # running text wraps only at spaces: a browser may also break at a hyphen or slash, so such a word is kept whole
     html = display.html_table(["source"], [["upstream README, gpt-4v-results/readme.md"], ["2.0"]], prose_rows=[0, 1])
     assert '<td class="prose">upstream README, <span class="word">gpt-4v-results/readme.md</span></td>' in html
+    assert '<td class="num">2.0</td>' in html  # a number in a wrapping row stays a number
     # a value that is not available: a short cell in the number's place, its reason a note under the table
     html = display.html_table(["tag", "acc_r"], [["a", 50.0], ["b", "N/A¹"]], notes=["¹ every item of the tag tied"])
     assert '<th scope="col" class=num>acc_r</th>' in html and '<td class="num">N/A¹</td>' in html
     assert html.endswith('</table></div><p class="vt-note">¹ every item of the tag tied</p></div>')
-    assert '<td class="num">2.0</td>' in html  # a number in a wrapping row stays a number
 
 
 def test_svg_charts_keep_text_as_text_at_a_readable_size():

@@ -498,7 +498,7 @@ def build_demo() -> gr.Blocks:
     offered = [value for _, value in dataset_choices]
     typed_datasets = SETTINGS.may_type_datasets()
     typed_models = settings.allowed_models() is None
-    model_choices = SETTINGS.model_choices()
+    model_choices, missing = SETTINGS.models_at_hand()  # offline: no model offered that cannot be had
     default_model = SETTINGS.default_choice()
     model_info = ("choose one, or type a model id from the Hugging Face Hub" if typed_models
                   else "the models this Space allows")
@@ -514,6 +514,8 @@ def build_demo() -> gr.Blocks:
                     with gr.Column(min_width=260, scale=1):
                         model_about = gr.Markdown(SETTINGS.about_model(default_model), elem_classes=["model-about"],
                                                   elem_id="model-about")
+                        gr.Markdown(SETTINGS.unavailable_text(missing), elem_classes=["model-about"],
+                                    elem_id="models-missing", visible=bool(missing))
                 gallery_keys = gr.State([])
                 gr.Markdown("**Examples this model can read** (a click loads and scores one):",
                             elem_classes=["gallery-head"])

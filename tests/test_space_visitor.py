@@ -156,6 +156,39 @@ def test_the_offline_page_offers_mini_clip_and_its_readable_gallery(app):
     assert len(buttons) == examples.GALLERY_SLOTS
 
 
+def test_offline_the_models_that_cannot_be_had_are_not_offered_and_why_is_said_once(repo_root, offline, monkeypatch):
+    """No Hub and nothing cached: the menu's Hub models are left out, and one sentence names them and says why; one
+    in the local Hugging Face cache is offered."""
+    here = Settings(repo_root, repo_root / "space" / "models.txt")
+    monkeypatch.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)
+    ok, missing = here.models_at_hand()
+    assert ok == ["models/mini-clip"] and missing == ["openai/clip-vit-base-patch32", "google/siglip-base-patch16-224",
+                                                      "Salesforce/blip-itm-base-coco"]
+    assert here.unavailable_text(missing) == (
+        "Not offered now: openai/clip-vit-base-patch32, google/siglip-base-patch16-224 and Salesforce/blip-itm-base-coco "
+        "(the Hugging Face Hub cannot be reached from this Space, and they are not in its cache).")
+    assert here.unavailable_text([]) == ""
+    monkeypatch.setattr("huggingface_hub.try_to_load_from_cache",
+                        lambda repo, name, **k: "/cache/config.json" if repo.startswith("openai/") else None)
+    assert here.models_at_hand()[0] == ["openai/clip-vit-base-patch32", "models/mini-clip"]
+    monkeypatch.setattr(hub, "hub_reachable", lambda: True)  # online: every one
+    assert here.models_at_hand() == (here.model_choices(), [])
+
+
+@pytest.mark.slow
+def test_the_offline_page_offers_only_the_models_it_can_have(app, monkeypatch):
+    """The page built offline with an empty cache: both Model boxes offer mini-clip alone, and the sentence saying
+    why is shown once, under the Score tab's box."""
+    monkeypatch.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)
+    spec = importlib.util.spec_from_file_location("vlprobe_space_app_visitor_offline", app.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    boxes = [b for b in module.demo.blocks.values() if getattr(b, "label", None) == "Model"]
+    assert len(boxes) == 2 and all([v for _, v in b.choices] == ["models/mini-clip"] for b in boxes)
+    notes = [b for b in module.demo.blocks.values() if getattr(b, "elem_id", None) == "models-missing"]
+    assert len(notes) == 1 and notes[0].visible and notes[0].value.startswith("Not offered now: openai/clip")
+
+
 # ---- item 2: ties ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ties, counted, value", [("strict", "counted as wrong", "0%"),

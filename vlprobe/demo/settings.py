@@ -174,6 +174,28 @@ class Settings:
     def model_choices(self) -> list[str]:
         return [e.id for e in self.model_menu()]
 
+    def models_at_hand(self) -> tuple[list[str], list[str]]:
+        """(the menu's models that can be loaded now, those that cannot), asked once when the page is
+        built: a model is at hand when it is a local folder, in the local Hugging Face cache, or on
+        the Hub while the Hub answers (:func:`vlprobe.demo.hub.model_at_hand`); the offline model
+        always is, and so is the owner's default."""
+        from . import hub
+
+        keep = {OFFLINE_MODEL, os.environ.get(ENV_DEFAULT_MODEL, "").strip()}
+        ok, missing = [], []
+        for m in self.model_choices():
+            (ok if m in keep or hub.model_at_hand(m, Path(self.root)) else missing).append(m)
+        return ok, missing
+
+    @staticmethod
+    def unavailable_text(missing: list[str]) -> str:
+        """One sentence saying which models the Model box leaves out, and why ("" when none)."""
+        if not missing:
+            return ""
+        names = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
+        return (f"Not offered now: {names} (the Hugging Face Hub cannot be reached from this Space, and "
+                f"{'they are' if len(missing) > 1 else 'it is'} not in its cache).")
+
     def about_model(self, choice: str | None) -> str:
         """The menu's line about a model ("" when it has none)."""
         choice = (choice or "").strip()

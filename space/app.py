@@ -199,6 +199,30 @@ HEAD = """<style>
     if (v && !v.getAttribute('role')) { v.setAttribute('role', 'status'); v.setAttribute('aria-live', 'polite'); }
   };
   new MutationObserver(fix).observe(document.documentElement, {childList: true, subtree: true});
+  // Choosing a dataset (or a config) disables the button that would run with the old choice at once,
+  // before Gradio's change event fires (tens of ms later); the server's answer enables it again once
+  // the boxes that depend on the choice have their new values. A choice that changes nothing (the same
+  // option again) enables it again after a moment.
+  const LOCKS = {'bench-dataset': 'bench-run', 'bench-config': 'bench-run', 'example-dataset': 'example-load'};
+  const chooser = e => e.target.closest && e.target.closest(Object.keys(LOCKS).map(k => '#' + k).join(','));
+  document.addEventListener('focusin', e => {
+    const block = chooser(e), input = block && block.querySelector('input');
+    if (input) input.dataset.committed = input.value;
+  }, true);
+  const choose = e => {
+    const block = chooser(e);
+    if (!block || (e.type === 'keydown' && e.key !== 'Enter')
+        || (e.type === 'mousedown' && !e.target.closest('[role=option]'))) return;
+    const input = block.querySelector('input'), button = document.getElementById(LOCKS[block.id]);
+    if (!input || !button) return;
+    button.disabled = true;
+    setTimeout(() => {
+      if (input.value === input.dataset.committed) button.disabled = false;
+      input.dataset.committed = input.value;
+    }, 400);
+  };
+  document.addEventListener('keydown', choose, true);
+  document.addEventListener('mousedown', choose, true);
 })();
 </script>"""
 
@@ -359,21 +383,61 @@ def load_example(dataset, config, row):
     return "", image_1, image_2, captions, foils
 
 
-def _dropdown_failed(message):
-    return gr.Dropdown(choices=[], value=None, info=f"⚠️ {message}")
+def _config_choices(dataset):
+    """(configs with rows, a warning for the Config box or None): ([], the reason) when none can be listed."""
+    try:
+        configs = examples.dataset_configs(SETTINGS, dataset) if dataset else []
+    except Exception as err:  # noqa: BLE001  (said in the box; the run says it again)
+        return [], f"⚠️ {_message(err)}"
+    return configs, None if configs or not dataset else "⚠️ no config of this dataset has rows in this build"
 
 
-@_inline_errors(_dropdown_failed)
-def list_configs(dataset):
-    configs = examples.dataset_configs(SETTINGS, dataset) if dataset else []
-    info = None if configs or not dataset else "⚠️ no config of this dataset has rows in this build"
+def _split_choices(dataset, config):
+    try:
+        return (examples.dataset_splits(SETTINGS, dataset, config) if dataset and config else []), None
+    except Exception as err:  # noqa: BLE001
+        return [], f"⚠️ {_message(err)}"
+
+
+def config_box(dataset):
+    """The Config box for a dataset: its configs with rows, the first chosen."""
+    configs, info = _config_choices(dataset)
     return gr.Dropdown(choices=configs, value=configs[0] if configs else None, info=info)
 
 
-@_inline_errors(_dropdown_failed)
-def list_splits(dataset, config):
-    splits = examples.dataset_splits(SETTINGS, dataset, config) if dataset and config else []
-    return gr.Dropdown(choices=splits, value=splits[0] if splits else None, info=None)
+def first_config(dataset):
+    return (_config_choices(dataset)[0] or [None])[0]
+
+
+def split_box(dataset, config):
+    splits, info = _split_choices(dataset, config)
+    return gr.Dropdown(choices=splits, value=splits[0] if splits else None, info=info)
+
+
+# Switching dataset (or config) and pressing Run at once must not run the new dataset with the old
+# config: the button is disabled in the browser at once (js), and by the server's answer, until the
+# boxes that depend on the choice have their new values (then it is enabled again).
+def lock_js(button_id):
+    return f"() => {{ const b = document.getElementById('{button_id}'); if (b) b.disabled = true; }}"
+
+
+def locked():
+    return gr.Button(interactive=False)
+
+
+def example_boxes(dataset):
+    """The Score tab's dataset chosen: its Config box, and Load this item enabled again."""
+    return config_box(dataset), gr.Button(interactive=True)
+
+
+def benchmark_boxes(dataset):
+    """The Benchmark tab's dataset chosen: its Config and Split boxes, and Run enabled again."""
+    return config_box(dataset), split_box(dataset, first_config(dataset)), gr.Button(interactive=True)
+
+
+def benchmark_splits(dataset, config):
+    """The Benchmark tab's config chosen: its Split box, and Run enabled again."""
+    return split_box(dataset, config), gr.Button(interactive=True)
 
 
 # ---- Benchmark ------------------------------------------------------------------------------------
@@ -541,12 +605,14 @@ def build_demo() -> gr.Blocks:
                                         elem_classes=["named-radio"])
                         gr.Markdown(settings.limits_text(), elem_classes=["limits"])
                         with gr.Accordion("Or take an item from a dataset", open=False, visible=bool(offered)):
-                            ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
+                            ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", elem_id="example-dataset",
                                                      value=offered[0] if offered else None,
                                                      allow_custom_value=typed_datasets)
-                            ex_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
+                            first_configs, _ = _config_choices(offered[0] if offered else None)
+                            ex_config = gr.Dropdown(label="Config", choices=first_configs, allow_custom_value=True,
+                                                    value=first_configs[0] if first_configs else None)
                             ex_row = gr.Number(label="Row", value=0, precision=0, info="from 0")
-                            ex_button = gr.Button("Load this item")
+                            ex_button = gr.Button("Load this item", elem_id="example-load")
                             ex_status = gr.Markdown(elem_id="example-status")
                     with gr.Column(scale=1, min_width=300):
                         score_button = gr.Button("Score", variant="primary")
@@ -582,23 +648,29 @@ def build_demo() -> gr.Blocks:
                              preprocess=False, show_progress="hidden")
                 demo.load(update_model, model, [model_about, gallery_keys, *gallery], api_visibility="private",
                           preprocess=False, show_progress="hidden")
-                ex_dataset.change(list_configs, ex_dataset, ex_config, api_visibility="private", preprocess=False)
+                ex_dataset.change(locked, None, ex_button, js=lock_js("example-load"), queue=False,
+                                  api_visibility="private", show_progress="hidden").then(
+                    example_boxes, ex_dataset, [ex_config, ex_button], api_visibility="private", preprocess=False)
                 ex_button.click(load_example, [ex_dataset, ex_config, ex_row],
                                 [ex_status, image_1, image_2, captions, foils], api_name="load_example",
                                 concurrency_limit=2, concurrency_id="examples", preprocess=False)
-                demo.load(list_configs, ex_dataset, ex_config, api_visibility="private", preprocess=False)
 
             with gr.Tab("Benchmark", id="benchmark"):
                 if not offered:
                     gr.Markdown("No dataset is built on this Space yet, so there is nothing to benchmark here.")
                 # min_width 220: on a phone each box gets its own line, its value not cut under the arrow
                 with gr.Row():
-                    b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
+                    b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", elem_id="bench-dataset",
                                             value=offered[0] if offered else None,
                                             allow_custom_value=typed_datasets, min_width=220)
-                    b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True, min_width=220,
+                    first_splits, _ = _split_choices(offered[0] if offered else None,
+                                                     first_configs[0] if first_configs else None)
+                    b_config = gr.Dropdown(label="Config", choices=first_configs, allow_custom_value=True, min_width=220,
+                                           elem_id="bench-config",
+                                           value=first_configs[0] if first_configs else None,
                                            info="only configs with rows in this build")
-                    b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True, min_width=220)
+                    b_split = gr.Dropdown(label="Split", choices=first_splits, allow_custom_value=True, min_width=220,
+                                          value=first_splits[0] if first_splits else None)
                 with gr.Row():
                     b_model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
                                           allow_custom_value=typed_models, info=model_info, min_width=220)
@@ -609,7 +681,7 @@ def build_demo() -> gr.Blocks:
                                       elem_classes=["named-radio"], min_width=220)
                     b_boot = gr.Number(value=200, precision=0, label="Bootstrap resamples", min_width=220,
                                        info=f"0 to {settings.MAX_BOOTSTRAP:,}, for the 95% confidence intervals; 0: none")
-                b_button = gr.Button("Run benchmark", variant="primary")
+                b_button = gr.Button("Run benchmark", variant="primary", elem_id="bench-run")
                 b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear "
                                         "here.", elem_id="bench-summary")
                 with gr.Row():
@@ -644,9 +716,13 @@ def build_demo() -> gr.Blocks:
                             b_image_2 = gr.Image(label="Item image 2", interactive=False, height=220,
                                                  elem_classes=["labelled-image", "second-image"], min_width=120)
                 item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores, b_item_html, b_rank]
-                b_dataset.change(list_configs, b_dataset, b_config, api_visibility="private", preprocess=False)
-                b_config.change(list_splits, [b_dataset, b_config], b_split, api_visibility="private",
-                                preprocess=False)
+                b_dataset.change(locked, None, b_button, js=lock_js("bench-run"), queue=False, api_visibility="private",
+                                 show_progress="hidden").then(
+                    benchmark_boxes, b_dataset, [b_config, b_split, b_button], api_visibility="private", preprocess=False)
+                b_config.input(locked, None, b_button, js=lock_js("bench-run"), queue=False, api_visibility="private",
+                               show_progress="hidden").then(
+                    benchmark_splits, [b_dataset, b_config], [b_split, b_button], api_visibility="private",
+                    preprocess=False)
                 # preprocess=False: out-of-range numbers reach vlprobe, which answers in the summary
                 # naming the box (Gradio's own check raised a toast and left the page "running")
                 b_button.click(benchmark_running, None, b_summary, queue=False, api_visibility="private").then(
@@ -664,7 +740,6 @@ def build_demo() -> gr.Blocks:
                 b_rank.input(show_item, [b_state, b_rank], item_outputs, api_name="show_typed_item",
                              api_visibility="private", concurrency_limit=4, concurrency_id="browse",
                              trigger_mode="always_last", preprocess=False)
-                demo.load(list_configs, b_dataset, b_config, api_visibility="private", preprocess=False)
 
             with gr.Tab("Results", id="results"):
                 gr.Markdown("Compare runs with each other and with the numbers the papers published (VALSE Table 2, "

@@ -476,7 +476,8 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
             shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1, notes=out.metric_notes)
             + glossary.glossary_html(out.keys),
             tags_html,
-            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True),
+            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True,
+                        notes=out.browse_notes),
             f'<div class="tie-notes">{notes}</div>' if notes else "",
             gr.DownloadButton(value=out.results_file, visible=True), gr.Button(visible=True), out.results_file,
             gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())

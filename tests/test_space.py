@@ -378,6 +378,9 @@ def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_cli
     gaps = [r[1] for r in browse["data"]]
     assert gaps == sorted(gaps) and len(gaps) == 4  # worst mistakes first
     assert [r[0] for r in browse["data"]] == [1, 2, 3, 4]
+    for row in browse["data"]:  # the true text marked, as the item's gold says
+        item = next(i for i in items if i.id == row[4])
+        assert row[2] == " | ".join(("✓ " if g else "✗ ") + t for t, g in zip(item.texts, np.asarray(item.gold)[0]))
     # browsing: the run's items stay in the session; rank 1 is the worst one
     caption, image_1, image_2, item_scores, *_ = client.predict(1, api_name="/show_item")
     worst = browse["data"][0][4]
@@ -420,6 +423,23 @@ def test_browse_items_worst_first():
     # a 2 x 2 item: the column comparison (image score) counts too
     gaps = bench.margins([np.array([[3.0, 1.0], [4.0, 5.0]])], [np.eye(2, dtype=bool)])  # rows right, column 0 wrong
     np.testing.assert_allclose(gaps, [-1.0])
+
+
+def test_the_items_list_marks_the_true_text_and_explains_a_label_tag():
+    """The items table marks which text is gold, whatever its place (TraVLR's label=False item has its foil first), and
+    says what the marks and a label= tag mean."""
+    from vlprobe.items import Item
+
+    flipped = Item(id="t", images=(None,), texts=("above", "below"), gold=[[0, 1]], tags=("label=False",))
+    assert bench.marked_texts(flipped) == "✗ above | ✓ below"
+    group = Item(id="g", images=(None, None), texts=("c1", "c2", "f"), gold=[[1, 0, 0], [0, 1, 0]])
+    assert bench.marked_texts(group) == "✓1 c1 | ✓2 c2 | ✗ f"
+    assert bench.browse_notes([flipped]) == [
+        "✓: the true text (the gold one); ✗: a wrong text (a foil).",
+        "label=True/False: the dataset's own label column, whether the item's first text is the true one (✓ marks it "
+        "either way)."]
+    assert bench.browse_notes([group]) == ["✓: the true text (the gold one); ✗: a wrong text (a foil); ✓1, ✓2: true of "
+                                           "image 1, of image 2."]
 
 
 # ---- results ---------------------------------------------------------------------------------------

@@ -115,6 +115,33 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
     return out
 
 
+def marked_texts(item: Any) -> str:
+    """An item's texts in order, each marked with what it is: "✓" the true (gold) text, "✗" a wrong one
+    (a foil); with several images "✓1", "✓2": true of image 1, of image 2."""
+    G = np.asarray(item.gold, dtype=bool)
+    many = G.shape[0] > 1
+
+    def mark(j: int) -> str:
+        rows = np.flatnonzero(G[:, j])
+        if not len(rows):
+            return "✗"
+        return "✓" + ("/".join(str(i + 1) for i in rows) if many else "")
+
+    return " | ".join(f"{mark(j)} {text}" for j, text in enumerate(item.texts))
+
+
+def browse_notes(items: Sequence[Any]) -> list[str]:
+    """The notes under the items table: what the marks mean, and a ``label=`` tag (TraVLR's label
+    column) where the items carry one."""
+    many = any(np.shape(i.gold)[0] > 1 for i in items)
+    notes = ["✓: the true text (the gold one); ✗: a wrong text (a foil)"
+             + ("; ✓1, ✓2: true of image 1, of image 2." if many else ".")]
+    if any(t.startswith("label=") for i in items for t in i.tags):
+        notes.append("label=True/False: the dataset's own label column, whether the item's first text is the "
+                     "true one (✓ marks it either way).")
+    return notes
+
+
 def chart(split: Any, keys: Sequence[str], title: str) -> Any:
     """A matplotlib figure of the shown metrics (CI error bars, dashed chance lines), drawn by
     vlprobe.results' one bar chart, its text at the page's chart size, as wide as its bars need;
@@ -165,6 +192,7 @@ class BenchmarkOutcome:
     tags_note: str = ""  # when there is no per-tag table: why
     metric_notes: list[str] = field(default_factory=list)  # under the metrics table: why a value is N/A
     tag_notes: list[str] = field(default_factory=list)  # under the per-tag table: why a tag's value is N/A
+    browse_notes: list[str] = field(default_factory=list)  # under the items table: what its marks mean
 
 
 def _whole(value: Any, box: str, low: int, high: int) -> int:
@@ -309,7 +337,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
     th, tr = tag_rows(result, keys, reason, tag_notes)
     gaps = margins(scored.scores, [item.gold for item in items])
     order = sorted(range(len(items)), key=lambda k: (np.nan_to_num(gaps[k], nan=np.inf), k))
-    browse = [[rank, round(float(gaps[k]), 3), " | ".join(items[k].texts), ", ".join(items[k].tags), items[k].id]
+    browse = [[rank, round(float(gaps[k]), 3), marked_texts(items[k]), ", ".join(items[k].tags), items[k].id]
               for rank, k in enumerate(order, 1)]
     wrong = int(sum(1 for g in gaps if g <= 0))
     ties_n = int(result.get("n_ties") or 0)
@@ -332,6 +360,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
         source=(settings, dataset, config, split), items=items,
         scores=[np.asarray(s) for s in scored.scores], order=order, rows=list(sample.rows), keys=keys,
         notes=notes, results_file=results_file, metric_notes=metric_notes.lines(), tag_notes=tag_notes.lines(),
+        browse_notes=browse_notes(items),
         tags_note="" if tr else "This config's items have no tags, so there is no per-tag table.")
 
 

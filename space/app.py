@@ -88,6 +88,7 @@ CSS = display.CSS + """
 .verdict-tie { background: #eef2ff; color: #312e81; border-left-color: #6b7280; }
 .verdict-error { background: #f3f3f3; color: #8a1c1c; border-left-color: #888; }
 .intro p { margin: 0.2em 0 0.4em; }
+#bad-upload { display: none !important; }
 /* image labels sit above the picture, never on it */
 .labelled-image { height: auto !important; }
 .labelled-image img { max-height: 220px !important; object-fit: contain !important; }
@@ -223,6 +224,29 @@ HEAD = """<style>
   };
   document.addEventListener('keydown', choose, true);
   document.addEventListener('mousedown', choose, true);
+  // A file a box cannot take (not an image on an image box, not .json on the results box) is kept
+  // from Gradio, whose refusal is a toast naming no box: its name goes to the hidden #bad-upload box,
+  // and the server says it in the page in one sentence naming the box.
+  const image = f => (f.type || '').startsWith('image/');
+  const CHECKED = {'image-1': ['Image 1', image], 'image-2': ['Image 2', image],
+                   'results-files': ['Results files', f => f.name.toLowerCase().endsWith('.json')]};
+  const refuse = e => {
+    const block = e.target.closest && e.target.closest(Object.keys(CHECKED).map(k => '#' + k).join(','));
+    const files = e.type === 'drop' ? (e.dataTransfer || {}).files : e.target.files;
+    if (!block || !files || !files.length) return;
+    const [box, ok] = CHECKED[block.id], bad = [...files].filter(f => !ok(f));
+    if (!bad.length) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    if (e.type === 'change') e.target.value = '';
+    else e.target.dispatchEvent(new DragEvent('dragleave', {bubbles: true}));  // the drop zone's highlight off
+    const report = document.querySelector('#bad-upload textarea, #bad-upload input');
+    if (!report) return;
+    report.value = JSON.stringify({box, names: bad.map(f => f.name), at: Date.now()});
+    report.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  document.addEventListener('change', refuse, true);
+  document.addEventListener('drop', refuse, true);
 })();
 </script>"""
 
@@ -326,6 +350,34 @@ def check_upload(path, which):
     except Exception as err:  # noqa: BLE001
         return f"Cannot score: {_message(err)}", None
     return gr.skip(), gr.skip()
+
+
+# What each upload box takes, as the browser tells it before Gradio does (HEAD's script keeps a file
+# the box cannot take from Gradio, whose refusal is a toast naming no box, and sends its name here).
+IMAGE_FILES = ("is not an image", "are not images", "use PNG, JPEG or WebP")
+REFUSED_UPLOADS = {"Image 1": IMAGE_FILES, "Image 2": IMAGE_FILES,
+                   "Results files": ("is not a results file", "are not results files",
+                                     "the results.json that vlprobe evaluate or the Benchmark tab writes")}
+
+
+def refused_upload(report):
+    """A file dropped or chosen on a box that cannot take it, said in one sentence naming the box: in
+    the verdict (an image box) or the results note (the results files). ``report``: the browser's
+    JSON {box, names}."""
+    import json
+
+    try:
+        said = json.loads(report or "{}")
+        box, names = str(said.get("box", "")), [uploads.safe_name(n) for n in said.get("names") or []][:3]
+    except (ValueError, AttributeError, TypeError):
+        box, names = "", []
+    if box not in REFUSED_UPLOADS or not names:
+        return gr.skip(), gr.skip()
+    one, many, hint = REFUSED_UPLOADS[box]
+    message = f"{box}: {' and '.join(repr(n) for n in names)} {many if len(names) > 1 else one} ({hint})"
+    if box == "Results files":
+        return gr.skip(), f"⚠️ **Cannot compare:** {message}"
+    return f"Cannot score: {message}", gr.skip()
 
 
 @functools.lru_cache(maxsize=1)
@@ -571,6 +623,7 @@ def build_demo() -> gr.Blocks:
 
     with gr.Blocks(title="vlprobe") as demo:
         gr.Markdown(INTRO, elem_classes=["intro"])
+        bad_upload = gr.Textbox(elem_id="bad-upload", show_label=False, container=False)  # hidden (CSS), see HEAD
         with gr.Tabs() as tabs:
             with gr.Tab("Score", id="score"):
                 with gr.Row(equal_height=False):
@@ -592,9 +645,11 @@ def build_demo() -> gr.Blocks:
                     with gr.Column(scale=1, min_width=300):
                         with gr.Row(elem_classes=["image-pair"]):
                             image_1 = text_too(gr.Image(label="Image 1", type="filepath", image_mode=None, height=170,
+                                                        elem_id="image-1",
                                                         sources=["upload", "clipboard"], elem_classes=["labelled-image"],
                                                         min_width=120))
                             image_2 = text_too(gr.Image(label="Image 2", type="filepath", image_mode=None, height=170,
+                                                        elem_id="image-2",
                                                         sources=["upload", "clipboard"], elem_classes=["labelled-image"],
                                                         min_width=120))
                         captions = gr.Textbox(label="Captions", lines=2, placeholder="a red circle left of a blue square",
@@ -767,6 +822,8 @@ def build_demo() -> gr.Blocks:
                     r_paper_html = gr.HTML(PAPERS_HTML)
                 compare_inputs = [r_files, r_papers, r_bench, r_names]
                 compare_outputs = [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html]
+                bad_upload.change(refused_upload, bad_upload, [verdict, r_note], api_visibility="private",
+                                  queue=False, show_progress="hidden").then(None, js=SHOW_VERDICT).then(None, js=SHOW_RESULTS)
                 r_button.click(lambda: "Comparing…", None, r_note, queue=False, api_visibility="private").then(
                     compare_results, compare_inputs, compare_outputs, api_name="compare_results",
                     concurrency_limit=2, concurrency_id="results", preprocess=False).then(None, js=SHOW_RESULTS)

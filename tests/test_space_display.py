@@ -111,6 +111,24 @@ def test_the_app_refuses_uploads_outside_its_folders(repo_root, tmp_path):
                     "gradio_client.handle_file(path))"}
 
 
+def test_a_file_a_box_cannot_take_is_said_naming_the_box(repo_root):
+    """The browser keeps a non-image (or a non-.json results file) from Gradio's toast and sends its name: one
+    sentence naming the box, in the verdict or the results note; a forged report names no path and says nothing."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("vlprobe_space_app_refused", repo_root / "space" / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    verdict, note = app.refused_upload(json.dumps({"box": "Image 2", "names": ["../../notes.txt"], "at": 1}))
+    assert verdict == "Cannot score: Image 2: 'notes.txt' is not an image (use PNG, JPEG or WebP)"
+    verdict, note = app.refused_upload(json.dumps({"box": "Results files", "names": ["a.txt", "b.csv"]}))
+    assert note == ("⚠️ **Cannot compare:** Results files: 'a.txt' and 'b.csv' are not results files (the results.json "
+                    "that vlprobe evaluate or the Benchmark tab writes)")
+    for forged in ("", "not json", json.dumps({"box": "/etc/passwd", "names": ["x"]}), json.dumps({"box": "Image 1"})):
+        assert all(isinstance(out, type(app.gr.skip())) for out in app.refused_upload(forged)), forged
+
+
 def _group_item():
     return Item(id="g", images=(None, None), texts=("c1", "c2"), gold=np.eye(2, dtype=bool))
 

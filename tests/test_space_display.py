@@ -288,6 +288,28 @@ def test_margin_charts_have_no_overlapping_text_and_no_offset(margins):
         assert sum(t.get_text().strip() == "0 (tie)" for t in ax.texts) == len(margins)
 
 
+def test_margin_chart_labels_and_height_are_bounded_and_the_tie_label_is_off_the_zero_line():
+    """A 480-character foil is a two-line label (cut with "…"), a 16-text item's chart shows its 8 lowest margins
+    in a bounded height (it was 1,423 px), and "0 (tie)" starts right of the zero line."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    long = scoring.margin_chart([("caption − “" + "a very long foil " * 28 + "”", 0.3)])
+    label = next(t.get_text() for t in long.axes[0].texts if t.get_text().startswith("caption"))
+    assert label.count("\n") == 1 and label.endswith("…”"), label
+    many = scoring.margin_chart([(f"caption − “foil {k}”", (k - 7) / 10) for k in range(15)])
+    shown = [t.get_text() for t in many.axes[0].texts if t.get_text().startswith("caption")]
+    assert shown == [f"caption − “foil {k}”" for k in range(8)]  # the lowest margins, in order
+    assert "8 lowest of 15 margins" in many.axes[0].get_title(loc="left") and text_overlaps(many) == []
+    assert many.get_size_inches()[1] * 100 <= 600
+    tie = scoring.margin_chart([("caption − “a”", 0.0)])
+    renderer = FigureCanvasAgg(tie).get_renderer()
+    tie.canvas.draw()
+    ax = tie.axes[0]
+    zero_x = ax.transData.transform((0, 0))[0]
+    tie_box = next(t for t in ax.texts if t.get_text() == "0 (tie)").get_window_extent(renderer)
+    assert tie_box.x0 > zero_x + 3, (tie_box, zero_x)
+
+
 def test_every_built_dataset_folder_is_offered_default_ones_first(tmp_path, monkeypatch):
     """A new benchmark's folder appears in the Benchmark tab once built: no list to extend."""
     from vlprobe.demo.settings import ENV_DATASETS, Settings

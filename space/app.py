@@ -88,6 +88,8 @@ CSS = display.CSS + """
 .verdict-tie { background: #eef2ff; color: #312e81; border-left-color: #6b7280; }
 .verdict-error { background: #f3f3f3; color: #8a1c1c; border-left-color: #888; }
 .intro p { margin: 0.2em 0 0.4em; }
+/* a placeholder reads as an instruction, not as a caption already typed */
+textarea::placeholder, input::placeholder { font-style: italic; }
 #bad-upload { display: none !important; }
 /* image labels sit above the picture, never on it */
 .labelled-image { height: auto !important; }
@@ -111,6 +113,10 @@ CSS = display.CSS + """
 [data-testid="highlighted-text"] span.label { color: #ffffff !important; font-size: 12px !important;
   opacity: 1 !important; }
 .min_value, .max_value { color: #4b5563 !important; }
+/* a slider's track, and a dropdown's outline (the theme gives it none), at 3:1 against the page */
+input[type=range] { --neutral-200: #80868f; }
+.wrap:has(> .wrap-inner input[role=combobox]) { border: 1px solid #80868f; }
+.wrap:has(> .wrap-inner input[role=combobox]):focus-within { border-color: var(--input-border-color-focus); }
 /* the two upload zones side by side on a phone too, each half the row */
 .image-pair { flex-wrap: nowrap !important; gap: 8px !important; }
 .image-pair > * { min-width: 0 !important; flex: 1 1 0 !important; }
@@ -181,9 +187,10 @@ HEAD = """<style>
         if (!el.dataset.gradioLabel) {  // what Gradio called it, kept: the name below is derived from it once
           el.dataset.gradioLabel = (el.getAttribute('aria-label') || '') + ' ' + (el.innerText || '') + ' ' + (el.type || '');
         }
-        const said = el.dataset.gradioLabel;
+        const said = el.dataset.gradioLabel, tool = said.match(/^ *(download|share|fullscreen|exit fullscreen|clear|remove)/i);
         const want = /clipboard|paste/i.test(said) ? 'Paste into ' + name
                    : el.closest('.source-selection') && /upload/i.test(said) ? 'Choose a file for ' + name
+                   : tool ? tool[1][0].toUpperCase() + tool[1].slice(1).toLowerCase() + ' ' + name  // "Download Item image 1"
                    : /drop|upload|click|file/i.test(said) ? 'Upload ' + name : null;
         if (want && el.getAttribute('aria-label') !== want) el.setAttribute('aria-label', want);
       });
@@ -579,11 +586,13 @@ def compare_results(files, include_papers, benchmark, names=""):
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY,
             shown_table("runs", out.headers, out.rows, decimals=1, tall=len(out.rows) > 12) if out.rows else "",
-            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12,
-                        prose_rows=[0] if out.paper_rows[0][0] == "source" else [])  # the sources wrap
+            (shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12,
+                         prose_rows=[0] if out.paper_rows[0][0] == "source" else [])  # the sources wrap
             if out.paper_rows else
             empty_table("papers", "no published numbers for these runs" if include_papers
                         else "the papers' numbers are not included (tick the box to see them)"))
+            # what each metric in the tables means, and which way is better (the Benchmark tab's glossary)
+            + glossary.glossary_html(glossary.named_in([out.headers], out.rows, [out.paper_headers], out.paper_rows)))
 
 
 def send_to_results(path, files):
@@ -652,10 +661,11 @@ def build_demo() -> gr.Blocks:
                                                         elem_id="image-2",
                                                         sources=["upload", "clipboard"], elem_classes=["labelled-image"],
                                                         min_width=120))
-                        captions = gr.Textbox(label="Captions", lines=2, placeholder="a red circle left of a blue square",
+                        captions = gr.Textbox(label="Captions", lines=2, placeholder="Type the true caption here, one per line",
                                               info="one per line, true of image 1; with a second image, line 2 is "
                                                    "true of image 2")
-                        foils = gr.Textbox(label="Foils", lines=2, placeholder="a blue circle left of a red square",
+                        foils = gr.Textbox(label="Foils", lines=2,
+                                           placeholder="Type each foil (a wrong caption) here, one per line",
                                            info="one per line: texts that do not describe the image")
                         ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
                                         elem_classes=["named-radio"])
@@ -768,8 +778,10 @@ def build_demo() -> gr.Blocks:
                     with gr.Column(scale=1, min_width=300):
                         with gr.Row(elem_classes=["image-pair"]):
                             b_image_1 = gr.Image(label="Item image 1", interactive=False, height=220,
+                                                 buttons=["download", "fullscreen"],
                                                  elem_id="item-image-1", elem_classes=["labelled-image"], min_width=120)
                             b_image_2 = gr.Image(label="Item image 2", interactive=False, height=220,
+                                                 buttons=["download", "fullscreen"],
                                                  elem_classes=["labelled-image", "second-image"], min_width=120)
                 item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores, b_item_html, b_rank]
                 b_dataset.change(locked, None, b_button, js=lock_js("bench-run"), queue=False, api_visibility="private",
@@ -848,8 +860,15 @@ demo.queue(max_size=64, default_concurrency_limit=2)
 # Text dark enough for WCAG AA (4.5:1 on its background): help text and placeholders gray-600/500
 # (the theme's gray-400 is 2.5:1), labels and the selected tab indigo-700, primary buttons white on
 # indigo-600 (6.3:1; the theme's indigo-500 is 4.47:1).
+# Controls' outlines (text boxes, dropdowns, number boxes, radio circles, check boxes) at 3:1 or more
+# against what is around them (WCAG 1.4.11): CONTROL_EDGE is 3.7:1 on white (the theme's are 1.1-1.25:1).
+CONTROL_EDGE = "#80868f"
 THEME = gr.themes.Soft().set(
     block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db", body_text_color_subdued="#4b5563",
+    input_border_color=CONTROL_EDGE, input_border_width="1px", input_border_color_hover="*neutral_600",
+    input_border_color_focus="*primary_600", checkbox_border_color=CONTROL_EDGE, checkbox_border_width="1px",
+    checkbox_border_color_hover="*neutral_600", checkbox_border_color_focus="*primary_600",
+    checkbox_background_color="white",
     input_placeholder_color="#6b7280", block_title_text_color="*primary_700", block_label_text_color="*primary_700",
     color_accent="*primary_600", checkbox_label_background_fill_selected="*primary_600",
     button_primary_background_fill="*primary_600",

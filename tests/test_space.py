@@ -351,6 +351,9 @@ def test_load_example_errors(client, travlr_folder, tmp_path):
     for bad in (-1, 2.5):  # Gradio's own check turned captions, foils and images into 'Error' badges
         assert _error(client, str(travlr_folder), "spatiality", bad, api_name="/load_example") == (
             f"Row: {bad} is not a row number; type a whole number from 0")
+    for empty in (None, "", " "):  # an empty box does not quietly load row 0
+        assert _error(client, str(travlr_folder), "spatiality", empty, api_name="/load_example") == (
+            "Row: the box is empty; type a row number from 0")
 
 
 # ---- benchmark -----------------------------------------------------------------------------------

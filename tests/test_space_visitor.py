@@ -336,6 +336,17 @@ def test_the_glossary_explains_each_metric_and_which_way_is_better():
     assert set(glossary.METRICS) >= set(__import__("vlprobe.results", fromlist=["METRIC_ORDER"]).METRIC_ORDER)
 
 
+def test_the_papers_tables_come_with_the_glossary(app):
+    """The Results tab's papers' tables show acc, auroc, min_p, sentence_acc, set_error...: each is defined under
+    them, with which way is better, as in the Benchmark tab."""
+    assert glossary.named_in([["config", "metric", "mini-clip · acc_r (%)"]], [["all", "min_p", 0.3]]) == ["acc_r", "min_p"]
+    for paper, metrics in (("valse", ("acc_r", "acc", "min_p")), ("bla", ("sentence_acc", "set_acc", "set_error"))):
+        papers_html = app.compare_results([], True, paper)[5]
+        assert "What the metrics mean" in papers_html, paper
+        for m in metrics:
+            assert f"<code>{m}</code> ({glossary.better(m)} is better)" in papers_html, (paper, m)
+
+
 def test_a_tie_policy_other_than_the_authors_rule_is_said_beside_the_table():
     """The summary block of results.json says where a run departs from the authors' tie rule; the
     page says so beside the table, with the figures under their rule."""

@@ -264,9 +264,12 @@ def load_items(settings: Settings, dataset: str | None, config: str | None, spli
 
 
 def check_row(value: Any) -> int:
-    """The Row box's value as a row number, or one sentence naming the box."""
+    """The Row box's value as a row number, or one sentence naming the box (an empty box too: it
+    does not quietly mean row 0)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise SpaceError("Row: the box is empty; type a row number from 0")
     try:
-        number = float(value if value not in (None, "") else 0)
+        number = float(value)
     except (TypeError, ValueError):
         raise SpaceError(f"Row: {value!r} is not a number; type a row number from 0") from None
     if not np.isfinite(number) or number != int(number) or number < 0:

@@ -120,9 +120,19 @@ input[type=range] { --neutral-200: #80868f; }
 /* the two upload zones side by side on a phone too, each half the row */
 .image-pair { flex-wrap: nowrap !important; gap: 8px !important; }
 .image-pair > * { min-width: 0 !important; flex: 1 1 0 !important; }
-/* on a phone: the page's side margins narrower, and the results' numbers first, the chart after them */
+/* on a phone: the verdict and the numbers first (under the gallery; the inputs and Score after them,
+   the parts that are empty before a first score hidden), the benchmark's tables before its chart, the
+   results' numbers before their chart */
 @media (max-width: 640px) {
   .intro h1 { font-size: 1.5em !important; }
+  .intro p { font-size: 0.95em; }
+  .model-about p { font-size: 0.88em; }
+  .score-row { flex-direction: column !important; }
+  .score-row > .score-outputs { order: -1; }
+  .score-outputs:not(.scored) > :not(.verdict) { display: none !important; }
+  .chart-block { padding-left: 0 !important; padding-right: 0 !important; }  /* a chart's full width fits */
+  .bench-out { flex-direction: column !important; }
+  .bench-out > .bench-tables { order: -1; }
   .results-out { display: flex; flex-direction: column; }
   .results-out > #results-chart { order: 3; }
 }
@@ -141,6 +151,8 @@ SHOW_VERDICT = """async () => {
                : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
     el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-tie', 'verdict-error');
     if (kind) el.classList.add('verdict-' + kind);
+    const results = el.closest('.score-outputs');  // its tables and chart shown (on a phone) once there is a score
+    if (results) results.classList.toggle('scored', !!kind && kind !== 'error');
     const r = el.getBoundingClientRect();
     if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
   }
@@ -526,7 +538,8 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
         f"{r[0]} {r[1]}" + (f" (95% CI {r[2]} to {r[3]})" if r[2] else "") + (f", chance {r[4]}" if r[4] else "")
         for r in out.metric_rows), chart_id="benchmark-chart") if out.keys else ""
     notes = "".join(f"<p>{html.escape(n)}</p>" for n in out.notes)
-    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1, notes=out.tag_notes) if out.tag_rows
+    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1, notes=out.tag_notes, cards=True)
+                 if out.tag_rows
                  else empty_table("tags", out.tags_note))
     return (out.summary, chart, _table(out.metric_headers, out.metric_rows),
             _table(out.tag_headers, out.tag_rows) if out.tag_rows else TAGS_EMPTY,
@@ -536,7 +549,7 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
             + glossary.glossary_html(out.keys),
             tags_html,
             shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True,
-                        notes=out.browse_notes),
+                        notes=out.browse_notes, cards=True),
             f'<div class="tie-notes">{notes}</div>' if notes else "",
             gr.DownloadButton(value=out.results_file, visible=True), gr.Button(visible=True), out.results_file,
             gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
@@ -650,26 +663,31 @@ def build_demo() -> gr.Blocks:
                     gallery = [gr.Button(first_gallery[k] if k < len(first_gallery) else "", size="sm",
                                          variant="secondary", visible=k < len(first_gallery))
                                for k in range(examples.GALLERY_SLOTS)]
-                with gr.Row():
-                    with gr.Column(scale=1, min_width=300):
+                # on a laptop: the inputs and Score left, the results right; on a phone (CSS): the verdict and
+                # the numbers first, under the gallery, then the inputs and Score
+                with gr.Row(elem_classes=["score-row"]):
+                    with gr.Column(scale=1, min_width=300, elem_classes=["score-inputs"]):
                         with gr.Row(elem_classes=["image-pair"]):
-                            image_1 = text_too(gr.Image(label="Image 1", type="filepath", image_mode=None, height=170,
+                            image_1 = text_too(gr.Image(label="Image 1", type="filepath", image_mode=None, height=150,
                                                         elem_id="image-1",
                                                         sources=["upload", "clipboard"], elem_classes=["labelled-image"],
                                                         min_width=120))
-                            image_2 = text_too(gr.Image(label="Image 2", type="filepath", image_mode=None, height=170,
+                            image_2 = text_too(gr.Image(label="Image 2", type="filepath", image_mode=None, height=150,
                                                         elem_id="image-2",
                                                         sources=["upload", "clipboard"], elem_classes=["labelled-image"],
                                                         min_width=120))
-                        captions = gr.Textbox(label="Captions", lines=2, placeholder="Type the true caption here, one per line",
+                        captions = gr.Textbox(label="Captions", lines=1, max_lines=8,
+                                              placeholder="Type the true caption here, one per line",
                                               info="one per line, true of image 1; with a second image, line 2 is "
                                                    "true of image 2")
-                        foils = gr.Textbox(label="Foils", lines=2,
+                        foils = gr.Textbox(label="Foils", lines=1, max_lines=8,
                                            placeholder="Type each foil (a wrong caption) here, one per line",
                                            info="one per line: texts that do not describe the image")
-                        ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
-                                        elem_classes=["named-radio"])
-                        gr.Markdown(settings.limits_text(), elem_classes=["limits"])
+                        score_button = gr.Button("Score", variant="primary", elem_id="score-button")
+                        with gr.Accordion("Tie policy and limits", open=False, elem_id="score-options"):
+                            ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
+                                            elem_classes=["named-radio"])
+                            gr.Markdown(settings.limits_text(), elem_classes=["limits"])
                         with gr.Accordion("Or take an item from a dataset", open=False, visible=bool(offered)):
                             ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", elem_id="example-dataset",
                                                      value=offered[0] if offered else None,
@@ -680,8 +698,7 @@ def build_demo() -> gr.Blocks:
                             ex_row = gr.Number(label="Row", value=0, precision=0, info="from 0")
                             ex_button = gr.Button("Load this item", elem_id="example-load")
                             ex_status = gr.Markdown(elem_id="example-status")
-                    with gr.Column(scale=1, min_width=300):
-                        score_button = gr.Button("Score", variant="primary")
+                    with gr.Column(scale=1, min_width=300, elem_classes=["score-outputs"]):
                         # plain text, not a disabled box, so screen readers read it (role=status, see HEAD)
                         verdict = gr.Markdown("Click an example above, or upload an image, type its captions and foils and "
                                               "press Score: the verdict appears here.", elem_classes=["verdict"],
@@ -737,24 +754,25 @@ def build_demo() -> gr.Blocks:
                                            info="only configs with rows in this build")
                     b_split = gr.Dropdown(label="Split", choices=first_splits, allow_custom_value=True, min_width=220,
                                           value=first_splits[0] if first_splits else None)
+                # on a phone: Model, then the tie policy, then Items and Bootstrap resamples side by side
                 with gr.Row():
                     b_model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
                                           allow_custom_value=typed_models, info=model_info, min_width=220)
-                    # a number box, not a slider: a slider's box clamps a typed 5000 to its maximum without a word
-                    b_items = gr.Number(value=min(100, settings.max_items()), precision=0, label="Items", min_width=220,
-                                        info=f"1 to {settings.max_items():,}: a seeded sample spread over the config's tags")
                     b_ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
                                       elem_classes=["named-radio"], min_width=220)
-                    b_boot = gr.Number(value=200, precision=0, label="Bootstrap resamples", min_width=220,
-                                       info=f"0 to {settings.MAX_BOOTSTRAP:,}, for the 95% confidence intervals; 0: none")
+                    # a number box, not a slider: a slider's box clamps a typed 5000 to its maximum without a word
+                    b_items = gr.Number(value=min(100, settings.max_items()), precision=0, label="Items", min_width=150,
+                                        info=f"1 to {settings.max_items():,}, sampled across the config's tags")
+                    b_boot = gr.Number(value=200, precision=0, label="Bootstrap resamples", min_width=150,
+                                       info=f"0 to {settings.MAX_BOOTSTRAP:,}, for 95% confidence intervals; 0: none")
                 b_button = gr.Button("Run benchmark", variant="primary", elem_id="bench-run")
                 b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear "
                                         "here.", elem_id="bench-summary")
-                with gr.Row():
-                    with gr.Column(min_width=300):
+                with gr.Row(elem_classes=["bench-out"]):  # on a phone (CSS): the tables first, then the chart
+                    with gr.Column(min_width=300, elem_classes=["bench-chart"]):
                         gr.Markdown("**Metrics** (bars: 95% CI; dashed: chance)")
                         b_chart = gr.HTML(elem_classes=["chart-block"])
-                    with gr.Column(min_width=300):
+                    with gr.Column(min_width=300, elem_classes=["bench-tables"]):
                         b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False, visible=False)
                         b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False, visible=False)
                         b_metrics_html = gr.HTML(METRICS_HTML)

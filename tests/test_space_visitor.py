@@ -165,8 +165,10 @@ def test_offline_the_models_that_cannot_be_had_are_not_offered_and_why_is_said_o
     assert ok == ["models/mini-clip"] and missing == ["openai/clip-vit-base-patch32", "google/siglip-base-patch16-224",
                                                       "Salesforce/blip-itm-base-coco"]
     assert here.unavailable_text(missing) == (
-        "Not offered now: openai/clip-vit-base-patch32, google/siglip-base-patch16-224 and Salesforce/blip-itm-base-coco "
-        "(the Hugging Face Hub cannot be reached from this Space, and they are not in its cache).")
+        "CLIP ViT-B/32, SigLIP base and BLIP ITM base are not offered: this Space cannot reach the Hugging Face Hub now, "
+        "and they are not in its cache.")
+    assert here.unavailable_text(["org/other"]) == ("org/other is not offered: this Space cannot reach the Hugging Face "
+                                                    "Hub now, and it is not in its cache.")
     assert here.unavailable_text([]) == ""
     monkeypatch.setattr("huggingface_hub.try_to_load_from_cache",
                         lambda repo, name, **k: "/cache/config.json" if repo.startswith("openai/") else None)
@@ -186,7 +188,7 @@ def test_the_offline_page_offers_only_the_models_it_can_have(app, monkeypatch):
     boxes = [b for b in module.demo.blocks.values() if getattr(b, "label", None) == "Model"]
     assert len(boxes) == 2 and all([v for _, v in b.choices] == ["models/mini-clip"] for b in boxes)
     notes = [b for b in module.demo.blocks.values() if getattr(b, "elem_id", None) == "models-missing"]
-    assert len(notes) == 1 and notes[0].visible and notes[0].value.startswith("Not offered now: openai/clip")
+    assert len(notes) == 1 and notes[0].visible and notes[0].value.startswith("CLIP ViT-B/32, SigLIP base and BLIP")
 
 
 # ---- item 2: ties ---------------------------------------------------------------------------------

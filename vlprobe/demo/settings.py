@@ -187,14 +187,15 @@ class Settings:
             (ok if m in keep or hub.model_at_hand(m, Path(self.root)) else missing).append(m)
         return ok, missing
 
-    @staticmethod
-    def unavailable_text(missing: list[str]) -> str:
-        """One sentence saying which models the Model box leaves out, and why ("" when none)."""
+    def unavailable_text(self, missing: list[str]) -> str:
+        """One sentence saying which models the Model box leaves out, and why ("" when none); each
+        named as its menu line names it ("CLIP ViT-B/32"), else by its id."""
         if not missing:
             return ""
-        names = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
-        return (f"Not offered now: {names} (the Hugging Face Hub cannot be reached from this Space, and "
-                f"{'they are' if len(missing) > 1 else 'it is'} not in its cache).")
+        names = [self.about_model(m).split(" (")[0].split(":")[0].strip() or m for m in missing]
+        listed = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        return (f"{listed} {'are' if len(names) > 1 else 'is'} not offered: this Space cannot reach the Hugging Face "
+                f"Hub now, and {'they are' if len(names) > 1 else 'it is'} not in its cache.")
 
     def about_model(self, choice: str | None) -> str:
         """The menu's line about a model ("" when it has none)."""

@@ -130,7 +130,7 @@ input[type=range] { --neutral-200: #80868f; }
   .score-row { flex-direction: column !important; }
   .score-row > .score-outputs { order: -1; }
   .score-outputs:not(.scored) > :not(.verdict) { display: none !important; }
-  .chart-block { padding-left: 0 !important; padding-right: 0 !important; }  /* a chart's full width fits */
+  .chart-block, .chart-block .html-container { padding-left: 0 !important; padding-right: 0 !important; }
   .bench-out { flex-direction: column !important; }
   .bench-out > .bench-tables { order: -1; }
   .results-out { display: flex; flex-direction: column; }
@@ -142,6 +142,8 @@ input[type=range] { --neutral-200: #80868f; }
 # After scoring: colour the verdict by what it says (right / wrong / mixed / tie / an error), and
 # bring it to the top of the screen when it is out of sight (on a phone it sits below the inputs).
 SHOW_VERDICT = """async () => {
+  const y0 = window.scrollY;
+  let moved = false;  // the page is scrolled at most once, and never after the visitor has scrolled it
   for (const wait of [60, 250, 600]) {  // again once the page has laid the new verdict out
     await new Promise(r => setTimeout(r, wait));
     const el = document.querySelector('.verdict');
@@ -154,7 +156,10 @@ SHOW_VERDICT = """async () => {
     const results = el.closest('.score-outputs');  // its tables and chart shown (on a phone) once there is a score
     if (results) results.classList.toggle('scored', !!kind && kind !== 'error');
     const r = el.getBoundingClientRect();
-    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+    if (!moved && window.scrollY === y0 && (r.top < 0 || r.bottom > window.innerHeight)) {
+      el.scrollIntoView({block: 'start', behavior: 'instant'});
+      moved = true;
+    }
   }
 }"""
 
@@ -162,12 +167,16 @@ SHOW_VERDICT = """async () => {
 # After Compare: bring the results' note to the top of the screen when it is out of sight (on a phone
 # it sits below the files and options).
 SHOW_RESULTS = """async () => {
+  const y0 = window.scrollY;
   for (const wait of [60, 250, 600]) {
     await new Promise(r => setTimeout(r, wait));
     const el = document.querySelector('#results-note');
-    if (!el) return;
+    if (!el || window.scrollY !== y0) return;  // once, and not after the visitor has scrolled
     const r = el.getBoundingClientRect();
-    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+    if (el.offsetParent && (r.top < 0 || r.bottom > window.innerHeight)) {
+      el.scrollIntoView({block: 'start', behavior: 'instant'});
+      return;
+    }
   }
 }"""
 
@@ -214,6 +223,14 @@ HEAD = """<style>
         group.setAttribute('role', 'radiogroup');
         group.setAttribute('aria-label', name);
       }
+    });
+    // a file list's "Remove this file" buttons, one per file: each named after its file and place
+    document.querySelectorAll('button[aria-label="Remove this file"], button[data-remove-file]').forEach(b => {
+      const row = b.closest('tr, li'), rows = row && row.parentElement ? [...row.parentElement.children] : [];
+      const file = row ? (row.querySelector('td, a') || row).textContent.trim().slice(0, 60) : '';
+      const want = `Remove file ${rows.indexOf(row) + 1}: ${file}`;
+      b.dataset.removeFile = '1';
+      if (b.getAttribute('aria-label') !== want) b.setAttribute('aria-label', want);
     });
     const v = document.querySelector('.verdict');
     if (v && !v.getAttribute('role')) { v.setAttribute('role', 'status'); v.setAttribute('aria-live', 'polite'); }

@@ -358,7 +358,7 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
     compact = len(shown) > 3
     wrapped = [bounded_label(label, 1 if compact else 2) for label, _ in shown]
     line = 1.0  # one text line, in data units; a bar is 1 unit high
-    gap = 0.8 if compact else 1.1  # from a label to its bar, and from a bar to the next label
+    gap = 0.95 if compact else 1.1  # from a label to its bar, and from a bar to the next label
     total = sum(len(w) * line + 2 * gap - 0.05 for w in wrapped)
     span = float(np.abs(values).max()) if len(values) and np.abs(values).max() > 0 else 1.0
     with matplotlib.rc_context(chart_rc()):

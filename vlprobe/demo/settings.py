@@ -22,8 +22,10 @@ nothing here works them out from its own location.
 The model menu file lists the models the Model box suggests, one per line: a Hub id (or a folder
 under the root), ``|``, one line saying what the model can read. The variables are read at each
 call, so an owner's change (or a test's) takes effect at once. On Hugging Face Spaces (``SPACE_ID``
-set) local model paths are refused unless allow-listed, and only the dataset folders the Space was
-deployed with (or listed) can be used: a typed path is refused without looking at the disk.
+set) a typed model is a Hub id (or allow-listed), and only the dataset folders the Space was deployed
+with (or listed) can be used, chosen by name: a typed path is refused without looking at the disk, so
+an existing and a missing one get the same sentence. The Dataset boxes' choices are names in every
+mode (:meth:`Settings.dataset_choices`), so no server path reaches the page.
 """
 
 from __future__ import annotations

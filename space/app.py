@@ -224,6 +224,11 @@ HEAD = """<style>
         group.setAttribute('aria-label', name);
       }
     });
+    // a dropdown's open list of choices: named after its box ("Model choices"), as Gradio leaves it unnamed
+    document.querySelectorAll('[role=listbox]:not([aria-label])').forEach(list => {
+      const name = label(list.closest('.block') || list);
+      if (name) list.setAttribute('aria-label', name + ' choices');
+    });
     // a file list's "Remove this file" buttons, one per file: each named after its file and place
     document.querySelectorAll('button[aria-label="Remove this file"], button[data-remove-file]').forEach(b => {
       const row = b.closest('tr, li'), rows = row && row.parentElement ? [...row.parentElement.children] : [];

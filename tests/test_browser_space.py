@@ -527,6 +527,7 @@ def _options(page, box):
     listbox = page.locator(f"#{box.get_attribute('aria-controls')}")
     expect(listbox.get_by_role("option").first).to_be_visible(timeout=SLOW)
     options = [o.inner_text().replace("✓", "").strip() for o in listbox.get_by_role("option").all()]  # ✓: chosen
+    expect(listbox).to_have_attribute("aria-label", re.compile(r"\S choices$"), timeout=SLOW)  # named, as Gradio leaves it not
     page.keyboard.press("Escape")
     return options
 

@@ -777,20 +777,17 @@ def _bad_row(page):
 
     page.get_by_role("button", name=re.compile(r"^Or take an item from a dataset")).click()
     row = page.get_by_label("Row", exact=True)
-    row.fill("-1")
-    row.press("Tab")  # committed, as a visitor leaving the box
+    _fill_number(page, row, "-1")  # committed, as a visitor leaving the box
     page.get_by_role("button", name="Load this item").click()
     expect(_markdown(page, "example-status")).to_have_text("⚠️ Row: -1 is not a row number; type a whole number from 0",
                                                          timeout=SLOW, use_inner_text=True)
     _no_error_state(page)
-    row.fill("")  # an empty box is said, not quietly row 0
-    row.press("Tab")
+    _fill_number(page, row, "")  # an empty box is said, not quietly row 0
     page.get_by_role("button", name="Load this item").click()
     expect(_markdown(page, "example-status")).to_have_text("⚠️ Row: the box is empty; type a row number from 0",
                                                          timeout=SLOW, use_inner_text=True)
     _no_error_state(page)
-    row.fill("0")
-    row.press("Tab")
+    _fill_number(page, row, "0")
 
 
 def _switch_and_go(page, app, tab):
@@ -828,10 +825,20 @@ def _switch_and_go(page, app, tab):
     return round(next((t for t, d in lock if not d), lock[-1][0]) - lock[0][0])
 
 
+def _fill_number(page, box, value):
+    """Type into a number box and leave it; again if the box, drawn just now (an accordion opened), set itself
+    back to its value as it finished drawing (each try waits for the page to draw twice, not for a time)."""
+    for _ in range(5):
+        box.fill(value)
+        box.press("Tab")
+        page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+        if box.input_value() == value:
+            return
+    assert box.input_value() == value, (value, box.input_value())
+
+
 def _set_number(page, label, value):
-    box = page.get_by_label(label, exact=True).filter(visible=True).first
-    box.fill(str(value))
-    box.press("Tab")
+    _fill_number(page, page.get_by_label(label, exact=True).filter(visible=True).first, str(value))
 
 
 def _bad_numbers(page):

@@ -51,8 +51,26 @@ TIES_INFO = "strict: wrong, as the papers count it; half: half right; lenient: r
 
 
 def checked_uploads(files, what):
-    """Each uploaded file's path, refused (one sentence) when it lies outside UPLOAD_ROOTS."""
-    return [None if f in (None, "") else uploads.upload_path(f, what, UPLOAD_ROOTS) for f in files]
+    """Each uploaded file's path, refused (one sentence) when it lies outside UPLOAD_ROOTS. ``what``:
+    the box's name, or one name per file."""
+    names = [what] * len(files) if isinstance(what, str) else list(what)
+    return [None if f in (None, "") else uploads.upload_path(f, name, UPLOAD_ROOTS) for f, name in zip(files, names)]
+
+
+def text_too(component):
+    """The component, its API input allowed to be plain text too (a path string typed into a script):
+    that reaches vlprobe's own check, which answers in one sentence naming the box, rather than
+    failing Gradio's validation with its generic "upstream Gradio app has raised an exception". The
+    API page keeps the component's own schema."""
+    from typing import Union
+
+    from gradio.data_classes import GradioRootModel
+
+    component.api_info()  # kept (cached) before the model changes
+    own = component.data_model
+    root = Union[own, str, list[str]]  # a runtime type, which pydantic reads
+    component.data_model = type(f"{own.__name__}OrText", (GradioRootModel,), {"__annotations__": {"root": root}})
+    return component
 
 
 PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
@@ -70,6 +88,9 @@ CSS = display.CSS + """
 .verdict-tie { background: #eef2ff; color: #312e81; border-left-color: #6b7280; }
 .verdict-error { background: #f3f3f3; color: #8a1c1c; border-left-color: #888; }
 .intro p { margin: 0.2em 0 0.4em; }
+/* a placeholder reads as an instruction, not as a caption already typed */
+textarea::placeholder, input::placeholder { font-style: italic; }
+#bad-upload { display: none !important; }
 /* image labels sit above the picture, never on it */
 .labelled-image { height: auto !important; }
 .labelled-image img { max-height: 220px !important; object-fit: contain !important; }
@@ -92,12 +113,26 @@ CSS = display.CSS + """
 [data-testid="highlighted-text"] span.label { color: #ffffff !important; font-size: 12px !important;
   opacity: 1 !important; }
 .min_value, .max_value { color: #4b5563 !important; }
+/* a slider's track, and a dropdown's outline (the theme gives it none), at 3:1 against the page */
+input[type=range] { --neutral-200: #80868f; }
+.wrap:has(> .wrap-inner input[role=combobox]) { border: 1px solid #80868f; }
+.wrap:has(> .wrap-inner input[role=combobox]):focus-within { border-color: var(--input-border-color-focus); }
 /* the two upload zones side by side on a phone too, each half the row */
 .image-pair { flex-wrap: nowrap !important; gap: 8px !important; }
 .image-pair > * { min-width: 0 !important; flex: 1 1 0 !important; }
-/* on a phone: the page's side margins narrower, and the results' numbers first, the chart after them */
+/* on a phone: the verdict and the numbers first (under the gallery; the inputs and Score after them,
+   the parts that are empty before a first score hidden), the benchmark's tables before its chart, the
+   results' numbers before their chart */
 @media (max-width: 640px) {
   .intro h1 { font-size: 1.5em !important; }
+  .intro p { font-size: 0.95em; }
+  .model-about p { font-size: 0.88em; }
+  .score-row { flex-direction: column !important; }
+  .score-row > .score-outputs { order: -1; }
+  .score-outputs:not(.scored) > :not(.verdict) { display: none !important; }
+  .chart-block, .chart-block .html-container { padding-left: 0 !important; padding-right: 0 !important; }
+  .bench-out { flex-direction: column !important; }
+  .bench-out > .bench-tables { order: -1; }
   .results-out { display: flex; flex-direction: column; }
   .results-out > #results-chart { order: 3; }
 }
@@ -107,6 +142,8 @@ CSS = display.CSS + """
 # After scoring: colour the verdict by what it says (right / wrong / mixed / tie / an error), and
 # bring it to the top of the screen when it is out of sight (on a phone it sits below the inputs).
 SHOW_VERDICT = """async () => {
+  const y0 = window.scrollY;
+  let moved = false;  // the page is scrolled at most once, and never after the visitor has scrolled it
   for (const wait of [60, 250, 600]) {  // again once the page has laid the new verdict out
     await new Promise(r => setTimeout(r, wait));
     const el = document.querySelector('.verdict');
@@ -116,8 +153,13 @@ SHOW_VERDICT = """async () => {
                : /^(MIXED|PARTLY)/.test(text) ? 'mixed' : /^Cannot/.test(text) ? 'error' : '';
     el.classList.remove('verdict-right', 'verdict-wrong', 'verdict-mixed', 'verdict-tie', 'verdict-error');
     if (kind) el.classList.add('verdict-' + kind);
+    const results = el.closest('.score-outputs');  // its tables and chart shown (on a phone) once there is a score
+    if (results) results.classList.toggle('scored', !!kind && kind !== 'error');
     const r = el.getBoundingClientRect();
-    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+    if (!moved && window.scrollY === y0 && (r.top < 0 || r.bottom > window.innerHeight)) {
+      el.scrollIntoView({block: 'start', behavior: 'instant'});
+      moved = true;
+    }
   }
 }"""
 
@@ -125,12 +167,16 @@ SHOW_VERDICT = """async () => {
 # After Compare: bring the results' note to the top of the screen when it is out of sight (on a phone
 # it sits below the files and options).
 SHOW_RESULTS = """async () => {
+  const y0 = window.scrollY;
   for (const wait of [60, 250, 600]) {
     await new Promise(r => setTimeout(r, wait));
     const el = document.querySelector('#results-note');
-    if (!el) return;
+    if (!el || window.scrollY !== y0) return;  // once, and not after the visitor has scrolled
     const r = el.getBoundingClientRect();
-    if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({block: 'start', behavior: 'instant'});
+    if (el.offsetParent && (r.top < 0 || r.bottom > window.innerHeight)) {
+      el.scrollIntoView({block: 'start', behavior: 'instant'});
+      return;
+    }
   }
 }"""
 
@@ -162,9 +208,10 @@ HEAD = """<style>
         if (!el.dataset.gradioLabel) {  // what Gradio called it, kept: the name below is derived from it once
           el.dataset.gradioLabel = (el.getAttribute('aria-label') || '') + ' ' + (el.innerText || '') + ' ' + (el.type || '');
         }
-        const said = el.dataset.gradioLabel;
+        const said = el.dataset.gradioLabel, tool = said.match(/^ *(download|share|fullscreen|exit fullscreen|clear|remove)/i);
         const want = /clipboard|paste/i.test(said) ? 'Paste into ' + name
                    : el.closest('.source-selection') && /upload/i.test(said) ? 'Choose a file for ' + name
+                   : tool ? tool[1][0].toUpperCase() + tool[1].slice(1).toLowerCase() + ' ' + name  // "Download Item image 1"
                    : /drop|upload|click|file/i.test(said) ? 'Upload ' + name : null;
         if (want && el.getAttribute('aria-label') !== want) el.setAttribute('aria-label', want);
       });
@@ -177,10 +224,70 @@ HEAD = """<style>
         group.setAttribute('aria-label', name);
       }
     });
+    // a dropdown's open list of choices: named after its box ("Model choices"), as Gradio leaves it unnamed
+    document.querySelectorAll('[role=listbox]:not([aria-label])').forEach(list => {
+      const name = label(list.closest('.block') || list);
+      if (name) list.setAttribute('aria-label', name + ' choices');
+    });
+    // a file list's "Remove this file" buttons, one per file: each named after its file and place
+    document.querySelectorAll('button[aria-label="Remove this file"], button[data-remove-file]').forEach(b => {
+      const row = b.closest('tr, li'), rows = row && row.parentElement ? [...row.parentElement.children] : [];
+      const file = row ? (row.querySelector('td, a') || row).textContent.trim().slice(0, 60) : '';
+      const want = `Remove file ${rows.indexOf(row) + 1}: ${file}`;
+      b.dataset.removeFile = '1';
+      if (b.getAttribute('aria-label') !== want) b.setAttribute('aria-label', want);
+    });
     const v = document.querySelector('.verdict');
     if (v && !v.getAttribute('role')) { v.setAttribute('role', 'status'); v.setAttribute('aria-live', 'polite'); }
   };
   new MutationObserver(fix).observe(document.documentElement, {childList: true, subtree: true});
+  // Choosing a dataset (or a config) disables the button that would run with the old choice at once,
+  // before Gradio's change event fires (tens of ms later); the server's answer enables it again once
+  // the boxes that depend on the choice have their new values. A choice that changes nothing (the same
+  // option again) enables it again after a moment.
+  const LOCKS = {'bench-dataset': 'bench-run', 'bench-config': 'bench-run', 'example-dataset': 'example-load'};
+  const chooser = e => e.target.closest && e.target.closest(Object.keys(LOCKS).map(k => '#' + k).join(','));
+  document.addEventListener('focusin', e => {
+    const block = chooser(e), input = block && block.querySelector('input');
+    if (input) input.dataset.committed = input.value;
+  }, true);
+  const choose = e => {
+    const block = chooser(e);
+    if (!block || (e.type === 'keydown' && e.key !== 'Enter')
+        || (e.type === 'mousedown' && !e.target.closest('[role=option]'))) return;
+    const input = block.querySelector('input'), button = document.getElementById(LOCKS[block.id]);
+    if (!input || !button) return;
+    button.disabled = true;
+    setTimeout(() => {
+      if (input.value === input.dataset.committed) button.disabled = false;
+      input.dataset.committed = input.value;
+    }, 400);
+  };
+  document.addEventListener('keydown', choose, true);
+  document.addEventListener('mousedown', choose, true);
+  // A file a box cannot take (not an image on an image box, not .json on the results box) is kept
+  // from Gradio, whose refusal is a toast naming no box: its name goes to the hidden #bad-upload box,
+  // and the server says it in the page in one sentence naming the box.
+  const image = f => (f.type || '').startsWith('image/');
+  const CHECKED = {'image-1': ['Image 1', image], 'image-2': ['Image 2', image],
+                   'results-files': ['Results files', f => f.name.toLowerCase().endsWith('.json')]};
+  const refuse = e => {
+    const block = e.target.closest && e.target.closest(Object.keys(CHECKED).map(k => '#' + k).join(','));
+    const files = e.type === 'drop' ? (e.dataTransfer || {}).files : e.target.files;
+    if (!block || !files || !files.length) return;
+    const [box, ok] = CHECKED[block.id], bad = [...files].filter(f => !ok(f));
+    if (!bad.length) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    if (e.type === 'change') e.target.value = '';
+    else e.target.dispatchEvent(new DragEvent('dragleave', {bubbles: true}));  // the drop zone's highlight off
+    const report = document.querySelector('#bad-upload textarea, #bad-upload input');
+    if (!report) return;
+    report.value = JSON.stringify({box, names: bad.map(f => f.name), at: Date.now()});
+    report.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  document.addEventListener('change', refuse, true);
+  document.addEventListener('drop', refuse, true);
 })();
 </script>"""
 
@@ -265,7 +372,7 @@ def _score_failed(message):
 def score(image_1, image_2, captions, foils, model, ties="strict"):
     """Score one item: (verdict, scores table, what a score is, differing words, margin chart, metrics,
     the scores as the page shows them). ``ties``: the tie policy (strict, half, lenient)."""
-    checked_uploads([image_1, image_2], "image")
+    checked_uploads([image_1, image_2], ["Image 1", "Image 2"])
     out = scoring.score(SETTINGS, image_1, image_2, captions, foils, model, ties=ties)
     chart = display.svg(out.chart, f"{SCORE_CHART_TEXT}: " + "; ".join(
         f"{label} {value:+.3f}" for label, value in scoring.comparisons(out.item, out.scores)), chart_id="margin-chart")
@@ -286,6 +393,34 @@ def check_upload(path, which):
     return gr.skip(), gr.skip()
 
 
+# What each upload box takes, as the browser tells it before Gradio does (HEAD's script keeps a file
+# the box cannot take from Gradio, whose refusal is a toast naming no box, and sends its name here).
+IMAGE_FILES = ("is not an image", "are not images", "use PNG, JPEG or WebP")
+REFUSED_UPLOADS = {"Image 1": IMAGE_FILES, "Image 2": IMAGE_FILES,
+                   "Results files": ("is not a results file", "are not results files",
+                                     "the results.json that vlprobe evaluate or the Benchmark tab writes")}
+
+
+def refused_upload(report):
+    """A file dropped or chosen on a box that cannot take it, said in one sentence naming the box: in
+    the verdict (an image box) or the results note (the results files). ``report``: the browser's
+    JSON {box, names}."""
+    import json
+
+    try:
+        said = json.loads(report or "{}")
+        box, names = str(said.get("box", "")), [uploads.safe_name(n) for n in said.get("names") or []][:3]
+    except (ValueError, AttributeError, TypeError):
+        box, names = "", []
+    if box not in REFUSED_UPLOADS or not names:
+        return gr.skip(), gr.skip()
+    one, many, hint = REFUSED_UPLOADS[box]
+    message = f"{box}: {' and '.join(repr(n) for n in names)} {many if len(names) > 1 else one} ({hint})"
+    if box == "Results files":
+        return gr.skip(), f"⚠️ **Cannot compare:** {message}"
+    return f"Cannot score: {message}", gr.skip()
+
+
 @functools.lru_cache(maxsize=1)
 def _all_examples(datasets: tuple[str, ...]) -> tuple[examples.Example, ...]:
     return tuple(examples.gallery(SETTINGS, EXAMPLE_DIR, datasets))
@@ -304,8 +439,9 @@ def gallery_for(model):
 def update_model(model):
     """When the model changes: the line saying what it reads, and the gallery it can read."""
     shown = gallery_for(model)
-    about = SETTINGS.about_model(model) or ("A model typed by hand: vlprobe loads it from the Hub "
-                                            "(or this machine) when you press Score.")
+    about = SETTINGS.about_model(model) or ("A model typed by hand: vlprobe loads it from the Hugging Face Hub"
+                                            + ("" if settings.on_hosted_space() else " (or this machine)")
+                                            + " when you press Score.")
     buttons = [gr.Button(value=shown[k].label, visible=True) if k < len(shown) else gr.Button(visible=False)
                for k in range(examples.GALLERY_SLOTS)]
     return [about, [e.key for e in shown], *buttons]
@@ -340,21 +476,61 @@ def load_example(dataset, config, row):
     return "", image_1, image_2, captions, foils
 
 
-def _dropdown_failed(message):
-    return gr.Dropdown(choices=[], value=None, info=f"⚠️ {message}")
+def _config_choices(dataset):
+    """(configs with rows, a warning for the Config box or None): ([], the reason) when none can be listed."""
+    try:
+        configs = examples.dataset_configs(SETTINGS, dataset) if dataset else []
+    except Exception as err:  # noqa: BLE001  (said in the box; the run says it again)
+        return [], f"⚠️ {_message(err)}"
+    return configs, None if configs or not dataset else "⚠️ no config of this dataset has rows in this build"
 
 
-@_inline_errors(_dropdown_failed)
-def list_configs(dataset):
-    configs = examples.dataset_configs(SETTINGS, dataset) if dataset else []
-    info = None if configs or not dataset else "⚠️ no config of this dataset has rows in this build"
+def _split_choices(dataset, config):
+    try:
+        return (examples.dataset_splits(SETTINGS, dataset, config) if dataset and config else []), None
+    except Exception as err:  # noqa: BLE001
+        return [], f"⚠️ {_message(err)}"
+
+
+def config_box(dataset):
+    """The Config box for a dataset: its configs with rows, the first chosen."""
+    configs, info = _config_choices(dataset)
     return gr.Dropdown(choices=configs, value=configs[0] if configs else None, info=info)
 
 
-@_inline_errors(_dropdown_failed)
-def list_splits(dataset, config):
-    splits = examples.dataset_splits(SETTINGS, dataset, config) if dataset and config else []
-    return gr.Dropdown(choices=splits, value=splits[0] if splits else None, info=None)
+def first_config(dataset):
+    return (_config_choices(dataset)[0] or [None])[0]
+
+
+def split_box(dataset, config):
+    splits, info = _split_choices(dataset, config)
+    return gr.Dropdown(choices=splits, value=splits[0] if splits else None, info=info)
+
+
+# Switching dataset (or config) and pressing Run at once must not run the new dataset with the old
+# config: the button is disabled in the browser at once (js), and by the server's answer, until the
+# boxes that depend on the choice have their new values (then it is enabled again).
+def lock_js(button_id):
+    return f"() => {{ const b = document.getElementById('{button_id}'); if (b) b.disabled = true; }}"
+
+
+def locked():
+    return gr.Button(interactive=False)
+
+
+def example_boxes(dataset):
+    """The Score tab's dataset chosen: its Config box, and Load this item enabled again."""
+    return config_box(dataset), gr.Button(interactive=True)
+
+
+def benchmark_boxes(dataset):
+    """The Benchmark tab's dataset chosen: its Config and Split boxes, and Run enabled again."""
+    return config_box(dataset), split_box(dataset, first_config(dataset)), gr.Button(interactive=True)
+
+
+def benchmark_splits(dataset, config):
+    """The Benchmark tab's config chosen: its Split box, and Run enabled again."""
+    return split_box(dataset, config), gr.Button(interactive=True)
 
 
 # ---- Benchmark ------------------------------------------------------------------------------------
@@ -384,16 +560,18 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
         f"{r[0]} {r[1]}" + (f" (95% CI {r[2]} to {r[3]})" if r[2] else "") + (f", chance {r[4]}" if r[4] else "")
         for r in out.metric_rows), chart_id="benchmark-chart") if out.keys else ""
     notes = "".join(f"<p>{html.escape(n)}</p>" for n in out.notes)
-    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1) if out.tag_rows
+    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1, notes=out.tag_notes, cards=True)
+                 if out.tag_rows
                  else empty_table("tags", out.tags_note))
     return (out.summary, chart, _table(out.metric_headers, out.metric_rows),
             _table(out.tag_headers, out.tag_rows) if out.tag_rows else TAGS_EMPTY,
             _table(out.browse_headers, out.browse_rows),
             out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True),
-            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1)
+            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1, notes=out.metric_notes)
             + glossary.glossary_html(out.keys),
             tags_html,
-            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True),
+            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True,
+                        notes=out.browse_notes, cards=True),
             f'<div class="tie-notes">{notes}</div>' if notes else "",
             gr.DownloadButton(value=out.results_file, visible=True), gr.Button(visible=True), out.results_file,
             gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
@@ -437,17 +615,19 @@ def _results_failed(message):
 def compare_results(files, include_papers, benchmark, names=""):
     """Results files side by side, beside the papers' published numbers, with a chart. ``names``:
     the runs' names, one per line in the files' order (optional)."""
-    checked_uploads(files or [], "results file")
+    checked_uploads(files or [], "Results files")
     out = results.compare_results(files, include_papers, benchmark, names or "")
     chart = "" if out.chart is None else results.chart_svg(out.chart)
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY,
             shown_table("runs", out.headers, out.rows, decimals=1, tall=len(out.rows) > 12) if out.rows else "",
-            shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12,
-                        prose_rows=[0] if out.paper_rows[0][0] == "source" else [])  # the sources wrap
+            (shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12,
+                         prose_rows=[0] if out.paper_rows[0][0] == "source" else [])  # the sources wrap
             if out.paper_rows else
             empty_table("papers", "no published numbers for these runs" if include_papers
                         else "the papers' numbers are not included (tick the box to see them)"))
+            # what each metric in the tables means, and which way is better (the Benchmark tab's glossary)
+            + glossary.glossary_html(glossary.named_in([out.headers], out.rows, [out.paper_headers], out.paper_rows)))
 
 
 def send_to_results(path, files):
@@ -475,11 +655,11 @@ def model_card_text() -> str:
 
 
 def build_demo() -> gr.Blocks:
-    offered = SETTINGS.dataset_folders()
-    dataset_choices = [(Path(d).name, d) for d in offered]
+    dataset_choices = SETTINGS.dataset_choices()  # by name: no server path in the page
+    offered = [value for _, value in dataset_choices]
     typed_datasets = SETTINGS.may_type_datasets()
     typed_models = settings.allowed_models() is None
-    model_choices = SETTINGS.model_choices()
+    model_choices, missing = SETTINGS.models_at_hand()  # offline: no model offered that cannot be had
     default_model = SETTINGS.default_choice()
     model_info = ("choose one, or type a model id from the Hugging Face Hub" if typed_models
                   else "the models this Space allows")
@@ -487,6 +667,7 @@ def build_demo() -> gr.Blocks:
 
     with gr.Blocks(title="vlprobe") as demo:
         gr.Markdown(INTRO, elem_classes=["intro"])
+        bad_upload = gr.Textbox(elem_id="bad-upload", show_label=False, container=False)  # hidden (CSS), see HEAD
         with gr.Tabs() as tabs:
             with gr.Tab("Score", id="score"):
                 with gr.Row(equal_height=False):
@@ -495,6 +676,8 @@ def build_demo() -> gr.Blocks:
                     with gr.Column(min_width=260, scale=1):
                         model_about = gr.Markdown(SETTINGS.about_model(default_model), elem_classes=["model-about"],
                                                   elem_id="model-about")
+                        gr.Markdown(SETTINGS.unavailable_text(missing), elem_classes=["model-about"],
+                                    elem_id="models-missing", visible=bool(missing))
                 gallery_keys = gr.State([])
                 gr.Markdown("**Examples this model can read** (a click loads and scores one):",
                             elem_classes=["gallery-head"])
@@ -502,33 +685,42 @@ def build_demo() -> gr.Blocks:
                     gallery = [gr.Button(first_gallery[k] if k < len(first_gallery) else "", size="sm",
                                          variant="secondary", visible=k < len(first_gallery))
                                for k in range(examples.GALLERY_SLOTS)]
-                with gr.Row():
-                    with gr.Column(scale=1, min_width=300):
+                # on a laptop: the inputs and Score left, the results right; on a phone (CSS): the verdict and
+                # the numbers first, under the gallery, then the inputs and Score
+                with gr.Row(elem_classes=["score-row"]):
+                    with gr.Column(scale=1, min_width=300, elem_classes=["score-inputs"]):
                         with gr.Row(elem_classes=["image-pair"]):
-                            image_1 = gr.Image(label="Image 1", type="filepath", image_mode=None, height=170,
-                                               sources=["upload", "clipboard"], elem_classes=["labelled-image"],
-                                               min_width=120)
-                            image_2 = gr.Image(label="Image 2", type="filepath", image_mode=None, height=170,
-                                               sources=["upload", "clipboard"], elem_classes=["labelled-image"],
-                                               min_width=120)
-                        captions = gr.Textbox(label="Captions", lines=2, placeholder="a red circle left of a blue square",
+                            image_1 = text_too(gr.Image(label="Image 1", type="filepath", image_mode=None, height=150,
+                                                        elem_id="image-1",
+                                                        sources=["upload", "clipboard"], elem_classes=["labelled-image"],
+                                                        min_width=120))
+                            image_2 = text_too(gr.Image(label="Image 2", type="filepath", image_mode=None, height=150,
+                                                        elem_id="image-2",
+                                                        sources=["upload", "clipboard"], elem_classes=["labelled-image"],
+                                                        min_width=120))
+                        captions = gr.Textbox(label="Captions", lines=1, max_lines=8,
+                                              placeholder="Type the true caption here, one per line",
                                               info="one per line, true of image 1; with a second image, line 2 is "
                                                    "true of image 2")
-                        foils = gr.Textbox(label="Foils", lines=2, placeholder="a blue circle left of a red square",
+                        foils = gr.Textbox(label="Foils", lines=1, max_lines=8,
+                                           placeholder="Type each foil (a wrong caption) here, one per line",
                                            info="one per line: texts that do not describe the image")
-                        ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
-                                        elem_classes=["named-radio"])
-                        gr.Markdown(settings.limits_text(), elem_classes=["limits"])
+                        score_button = gr.Button("Score", variant="primary", elem_id="score-button")
+                        with gr.Accordion("Tie policy and limits", open=False, elem_id="score-options"):
+                            ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
+                                            elem_classes=["named-radio"])
+                            gr.Markdown(settings.limits_text(), elem_classes=["limits"])
                         with gr.Accordion("Or take an item from a dataset", open=False, visible=bool(offered)):
-                            ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
+                            ex_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", elem_id="example-dataset",
                                                      value=offered[0] if offered else None,
                                                      allow_custom_value=typed_datasets)
-                            ex_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True)
+                            first_configs, _ = _config_choices(offered[0] if offered else None)
+                            ex_config = gr.Dropdown(label="Config", choices=first_configs, allow_custom_value=True,
+                                                    value=first_configs[0] if first_configs else None)
                             ex_row = gr.Number(label="Row", value=0, precision=0, info="from 0")
-                            ex_button = gr.Button("Load this item")
+                            ex_button = gr.Button("Load this item", elem_id="example-load")
                             ex_status = gr.Markdown(elem_id="example-status")
-                    with gr.Column(scale=1, min_width=300):
-                        score_button = gr.Button("Score", variant="primary")
+                    with gr.Column(scale=1, min_width=300, elem_classes=["score-outputs"]):
                         # plain text, not a disabled box, so screen readers read it (role=status, see HEAD)
                         verdict = gr.Markdown("Click an example above, or upload an image, type its captions and foils and "
                                               "press Score: the verdict appears here.", elem_classes=["verdict"],
@@ -549,7 +741,7 @@ def build_demo() -> gr.Blocks:
                 # preprocess=False: uploads and every box are checked by vlprobe, in words
                 score_button.click(score, inputs, outputs, api_name="score", concurrency_limit=2, concurrency_id="score",
                                    preprocess=False).then(None, js=SHOW_VERDICT)
-                for box, which in ((image_1, "image 1"), (image_2, "image 2")):
+                for box, which in ((image_1, "Image 1"), (image_2, "Image 2")):
                     box.upload(functools.partial(check_upload, which=which), box, [verdict, box],
                                api_visibility="private", preprocess=False).then(None, js=SHOW_VERDICT)
                 for k, button in enumerate(gallery):
@@ -561,41 +753,48 @@ def build_demo() -> gr.Blocks:
                              preprocess=False, show_progress="hidden")
                 demo.load(update_model, model, [model_about, gallery_keys, *gallery], api_visibility="private",
                           preprocess=False, show_progress="hidden")
-                ex_dataset.change(list_configs, ex_dataset, ex_config, api_visibility="private", preprocess=False)
+                ex_dataset.change(locked, None, ex_button, js=lock_js("example-load"), queue=False,
+                                  api_visibility="private", show_progress="hidden").then(
+                    example_boxes, ex_dataset, [ex_config, ex_button], api_visibility="private", preprocess=False)
                 ex_button.click(load_example, [ex_dataset, ex_config, ex_row],
                                 [ex_status, image_1, image_2, captions, foils], api_name="load_example",
                                 concurrency_limit=2, concurrency_id="examples", preprocess=False)
-                demo.load(list_configs, ex_dataset, ex_config, api_visibility="private", preprocess=False)
 
             with gr.Tab("Benchmark", id="benchmark"):
                 if not offered:
                     gr.Markdown("No dataset is built on this Space yet, so there is nothing to benchmark here.")
                 # min_width 220: on a phone each box gets its own line, its value not cut under the arrow
                 with gr.Row():
-                    b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset",
+                    b_dataset = gr.Dropdown(choices=dataset_choices, label="Dataset", elem_id="bench-dataset",
                                             value=offered[0] if offered else None,
                                             allow_custom_value=typed_datasets, min_width=220)
-                    b_config = gr.Dropdown(label="Config", choices=[], allow_custom_value=True, min_width=220,
+                    first_splits, _ = _split_choices(offered[0] if offered else None,
+                                                     first_configs[0] if first_configs else None)
+                    b_config = gr.Dropdown(label="Config", choices=first_configs, allow_custom_value=True, min_width=220,
+                                           elem_id="bench-config",
+                                           value=first_configs[0] if first_configs else None,
                                            info="only configs with rows in this build")
-                    b_split = gr.Dropdown(label="Split", choices=[], allow_custom_value=True, min_width=220)
+                    b_split = gr.Dropdown(label="Split", choices=first_splits, allow_custom_value=True, min_width=220,
+                                          value=first_splits[0] if first_splits else None)
+                # on a phone: Model, then the tie policy, then Items and Bootstrap resamples side by side
                 with gr.Row():
                     b_model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
                                           allow_custom_value=typed_models, info=model_info, min_width=220)
-                    # a number box, not a slider: a slider's box clamps a typed 5000 to its maximum without a word
-                    b_items = gr.Number(value=min(100, settings.max_items()), precision=0, label="Items", min_width=220,
-                                        info=f"1 to {settings.max_items():,}: a seeded sample spread over the config's tags")
                     b_ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
                                       elem_classes=["named-radio"], min_width=220)
-                    b_boot = gr.Number(value=200, precision=0, label="Bootstrap resamples", min_width=220,
-                                       info=f"0 to {settings.MAX_BOOTSTRAP:,}, for the 95% confidence intervals; 0: none")
-                b_button = gr.Button("Run benchmark", variant="primary")
+                    # a number box, not a slider: a slider's box clamps a typed 5000 to its maximum without a word
+                    b_items = gr.Number(value=min(100, settings.max_items()), precision=0, label="Items", min_width=150,
+                                        info=f"1 to {settings.max_items():,}, sampled across the config's tags")
+                    b_boot = gr.Number(value=200, precision=0, label="Bootstrap resamples", min_width=150,
+                                       info=f"0 to {settings.MAX_BOOTSTRAP:,}, for 95% confidence intervals; 0: none")
+                b_button = gr.Button("Run benchmark", variant="primary", elem_id="bench-run")
                 b_summary = gr.Markdown("Choose a dataset and press **Run benchmark**: the chart and tables appear "
                                         "here.", elem_id="bench-summary")
-                with gr.Row():
-                    with gr.Column(min_width=300):
+                with gr.Row(elem_classes=["bench-out"]):  # on a phone (CSS): the tables first, then the chart
+                    with gr.Column(min_width=300, elem_classes=["bench-chart"]):
                         gr.Markdown("**Metrics** (bars: 95% CI; dashed: chance)")
                         b_chart = gr.HTML(elem_classes=["chart-block"])
-                    with gr.Column(min_width=300):
+                    with gr.Column(min_width=300, elem_classes=["bench-tables"]):
                         b_metrics = gr.Dataframe(METRICS_EMPTY, label="Metrics (%)", interactive=False, visible=False)
                         b_tags = gr.Dataframe(TAGS_EMPTY, label="Per tag (%)", interactive=False, visible=False)
                         b_metrics_html = gr.HTML(METRICS_HTML)
@@ -619,13 +818,19 @@ def build_demo() -> gr.Blocks:
                     with gr.Column(scale=1, min_width=300):
                         with gr.Row(elem_classes=["image-pair"]):
                             b_image_1 = gr.Image(label="Item image 1", interactive=False, height=220,
+                                                 buttons=["download", "fullscreen"],
                                                  elem_id="item-image-1", elem_classes=["labelled-image"], min_width=120)
                             b_image_2 = gr.Image(label="Item image 2", interactive=False, height=220,
+                                                 buttons=["download", "fullscreen"],
                                                  elem_classes=["labelled-image", "second-image"], min_width=120)
                 item_outputs = [b_caption, b_image_1, b_image_2, b_item_scores, b_item_html, b_rank]
-                b_dataset.change(list_configs, b_dataset, b_config, api_visibility="private", preprocess=False)
-                b_config.change(list_splits, [b_dataset, b_config], b_split, api_visibility="private",
-                                preprocess=False)
+                b_dataset.change(locked, None, b_button, js=lock_js("bench-run"), queue=False, api_visibility="private",
+                                 show_progress="hidden").then(
+                    benchmark_boxes, b_dataset, [b_config, b_split, b_button], api_visibility="private", preprocess=False)
+                b_config.input(locked, None, b_button, js=lock_js("bench-run"), queue=False, api_visibility="private",
+                               show_progress="hidden").then(
+                    benchmark_splits, [b_dataset, b_config], [b_split, b_button], api_visibility="private",
+                    preprocess=False)
                 # preprocess=False: out-of-range numbers reach vlprobe, which answers in the summary
                 # naming the box (Gradio's own check raised a toast and left the page "running")
                 b_button.click(benchmark_running, None, b_summary, queue=False, api_visibility="private").then(
@@ -643,14 +848,13 @@ def build_demo() -> gr.Blocks:
                 b_rank.input(show_item, [b_state, b_rank], item_outputs, api_name="show_typed_item",
                              api_visibility="private", concurrency_limit=4, concurrency_id="browse",
                              trigger_mode="always_last", preprocess=False)
-                demo.load(list_configs, b_dataset, b_config, api_visibility="private", preprocess=False)
 
             with gr.Tab("Results", id="results"):
                 gr.Markdown("Compare runs with each other and with the numbers the papers published (VALSE Table 2, "
                             "Winoground Table 3, BLA thesis Table 6.3, SugarCREPE's GPT-4V).")
                 with gr.Row():
-                    r_files = gr.File(label="Results files", file_count="multiple", file_types=[".json"],
-                                      elem_id="results-files")
+                    r_files = text_too(gr.File(label="Results files", file_count="multiple", file_types=[".json"],
+                                               elem_id="results-files"))
                     with gr.Column():
                         r_papers = gr.Checkbox(value=True, label="Include the papers' published numbers")
                         r_bench = gr.Dropdown(["auto", *results.PAPER_BENCHMARKS], value="auto",
@@ -670,6 +874,8 @@ def build_demo() -> gr.Blocks:
                     r_paper_html = gr.HTML(PAPERS_HTML)
                 compare_inputs = [r_files, r_papers, r_bench, r_names]
                 compare_outputs = [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html]
+                bad_upload.change(refused_upload, bad_upload, [verdict, r_note], api_visibility="private",
+                                  queue=False, show_progress="hidden").then(None, js=SHOW_VERDICT).then(None, js=SHOW_RESULTS)
                 r_button.click(lambda: "Comparing…", None, r_note, queue=False, api_visibility="private").then(
                     compare_results, compare_inputs, compare_outputs, api_name="compare_results",
                     concurrency_limit=2, concurrency_id="results", preprocess=False).then(None, js=SHOW_RESULTS)
@@ -694,8 +900,15 @@ demo.queue(max_size=64, default_concurrency_limit=2)
 # Text dark enough for WCAG AA (4.5:1 on its background): help text and placeholders gray-600/500
 # (the theme's gray-400 is 2.5:1), labels and the selected tab indigo-700, primary buttons white on
 # indigo-600 (6.3:1; the theme's indigo-500 is 4.47:1).
+# Controls' outlines (text boxes, dropdowns, number boxes, radio circles, check boxes) at 3:1 or more
+# against what is around them (WCAG 1.4.11): CONTROL_EDGE is 3.7:1 on white (the theme's are 1.1-1.25:1).
+CONTROL_EDGE = "#80868f"
 THEME = gr.themes.Soft().set(
     block_info_text_color="#4b5563", block_info_text_color_dark="#d1d5db", body_text_color_subdued="#4b5563",
+    input_border_color=CONTROL_EDGE, input_border_width="1px", input_border_color_hover="*neutral_600",
+    input_border_color_focus="*primary_600", checkbox_border_color=CONTROL_EDGE, checkbox_border_width="1px",
+    checkbox_border_color_hover="*neutral_600", checkbox_border_color_focus="*primary_600",
+    checkbox_background_color="white",
     input_placeholder_color="#6b7280", block_title_text_color="*primary_700", block_label_text_color="*primary_700",
     color_accent="*primary_600", checkbox_label_background_fill_selected="*primary_600",
     button_primary_background_fill="*primary_600",

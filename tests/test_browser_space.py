@@ -52,6 +52,7 @@ VIEWPORTS = {"laptop": (1280, 900), "phone": (390, 844)}
 # (its tables have the same cells, only fewer rows).
 BENCH_ITEMS = {"laptop": 12, "phone": 100}
 SLOW = 240_000  # ms: a benchmark or a model load on a loaded 2-core machine
+FIRST_RESULT_PX = 1600  # the first result's bottom edge, from the page's top (a phone's page included)
 INTERACTIVE = {"button", "textbox", "combobox", "slider", "spinbutton", "radio", "radiogroup", "checkbox", "tab",
                "link", "listbox", "searchbox", "switch", "menuitem", "option"}
 
@@ -72,7 +73,10 @@ def chromium(repo_root) -> str:
 def build_root(tmp_path_factory):
     """Where `vlprobe build` writes by default when $VLPROBE_ROOT is set: a tiny TraVLR (spatiality)
     and winoground_style with 34 items per config (its 'all' config, a list of data files in the
-    card, has 102 group items), built with no --out."""
+    card, has 102 group items), built with no --out; and a folder named valse whose 40 items
+    (config words, tags kind) all tie for mini-clip (their texts differ only in words it does not know)."""
+    from test_space_visitor import word_folder
+
     from vlprobe.cli import main as vlprobe_main
 
     root = tmp_path_factory.mktemp("browser_root")
@@ -83,6 +87,7 @@ def build_root(tmp_path_factory):
         assert vlprobe_main(["build", "winoground_style", "--items", "34"]) in (0, None)
     finally:
         mp.undo()
+    word_folder(root)  # "valse": 40 items whose caption and foil mini-clip reads alike (every item ties)
     assert (root / "travlr" / "vlprobe.yaml").is_file() and (root / "winoground_style" / "vlprobe.yaml").is_file()
     return root
 
@@ -109,6 +114,7 @@ def app(repo_root, build_root, model_path):
     mp.setenv("VLPROBE_ROOT", str(build_root))
     mp.setenv(settings.ENV_MAX_UPLOAD_MB, "1")
     mp.setattr(hub, "hub_reachable", lambda: False)
+    mp.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)  # nothing cached, whatever the machine
     spec = importlib.util.spec_from_file_location("vlprobe_space_app_browser", repo_root / "space" / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -269,6 +275,85 @@ CONTRAST = """() => {
   return out;
 }"""
 
+# WCAG 1.4.11 (non-text contrast) of every visible control: what shows where a text box, dropdown, number
+# box, radio circle or check box is (its border, fill or shadow, or that of a wrapper about its size; a
+# radio's or check box's label pill counts), a slider's track (Gradio draws it in --neutral-200), and an
+# icon-only button's icon, each against what is drawn around it. Need: 3:1.
+NON_TEXT = """() => {
+  const parse = s => { const m = (s || '').match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const v = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  const hex = h => (h.match(/^#(..)(..)(..)$/) || []).slice(1).map(x => parseInt(x, 16)).concat([1]);
+  const over = (top, bottom) => [0, 1, 2].map(i => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+                     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+  const behind = el => {  // the colour drawn behind el: its ancestors' backgrounds, composited
+    const layers = [];
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 0.99) break; }
+    }
+    return layers.reverse().reduce((acc, c) => over(c, acc), [255, 255, 255, 1]);
+  };
+  const shown = el => { const r = el.getBoundingClientRect(), s = getComputedStyle(el);
+    return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && !el.closest('[hidden], [aria-hidden=true]'); };
+  const out = [];
+  const add = (what, q, how) => out.push({what: what.slice(0, 40), ratio: +q.toFixed(2), how});
+  const controls = [...document.querySelectorAll('input, textarea')]
+    .filter(el => shown(el) && !['hidden', 'file'].includes(el.type) && !el.disabled);
+  for (const el of controls) {
+    const name = (el.type || el.tagName) + ' ' + (el.getAttribute('aria-label') || el.name || el.placeholder || '');
+    if (el.type === 'range') {  // its track: Gradio draws it in --neutral-200 (and --slider-color up to the value)
+      const track = hex(getComputedStyle(el).getPropertyValue('--neutral-200').trim());
+      add(name, track.length === 4 ? ratio(track, behind(el)) : 0, 'track');
+      continue;
+    }
+    const r0 = el.getBoundingClientRect(), pill = ['radio', 'checkbox'].includes(el.type) ? el.closest('label') : null;
+    let best = 0, how = '';
+    const consider = (colour, outside, what) => {
+      if (!colour || colour[3] === 0) return;
+      const q = ratio(over(colour, outside), outside);
+      if (q > best) { best = q; how = what; }
+    };
+    // the control, then ancestors about its size (a radio's label pill too): the first whose edge stands out
+    for (let e = el, k = 0; e && k < 4; e = e.parentElement, k++) {
+      const r = e.getBoundingClientRect();
+      if (k && !(pill && pill.contains(e)) && (r.width > r0.width + 40 || r.height > r0.height + 40)) break;
+      const s = getComputedStyle(e), outside = behind(e.parentElement);
+      const sides = ['Top', 'Right', 'Bottom', 'Left'].map(side => parseFloat(s['border' + side + 'Width']) || 0);
+      if (Math.max(...sides) >= 1) consider(parse(s.borderTopColor), outside, 'border of ' + e.tagName);
+      consider(parse(s.backgroundColor), outside, 'fill of ' + e.tagName);
+      const shadow = s.boxShadow.match(/rgba?\\([^)]+\\)/);
+      if (shadow && /\\dpx/.test(s.boxShadow)) consider(parse(shadow[0]), outside, 'shadow of ' + e.tagName);
+    }
+    add(name, best, how);
+  }
+  // icon-only buttons: the icon (drawn in the button's colour) against what is behind it
+  for (const b of document.querySelectorAll('button, [role=button]')) {
+    if (!shown(b) || b.disabled || (b.innerText || '').trim() || !b.querySelector('svg')) continue;
+    const s = getComputedStyle(b.querySelector('svg')), outside = behind(b);
+    const ink = [s.stroke, s.fill, s.color].map(parse).filter(c => c && c[3] > 0.05);
+    add('icon ' + (b.getAttribute('aria-label') || b.title || '?'),
+        Math.max(0, ...ink.map(c => ratio(over(c, outside), outside))), 'icon');
+  }
+  return out;
+}"""
+
+# Each table of the Score and Benchmark tabs: its width against its box (no sideways scroll: no cell
+# wider than its column holds) and its widest cell.
+TABLE_FIT = """(ids) => ids.map(id => document.getElementById(id))
+  .filter(e => e && e.offsetParent !== null && e.querySelector('table'))
+  .map(e => { const wrap = e.querySelector('.vt-wrap'), t = e.querySelector('table');
+    const cells = [...t.querySelectorAll('td')].map(c => [c.getBoundingClientRect().width, c.innerText.slice(0, 40)]);
+    const [widest, cell] = cells.reduce((a, b) => (b[0] > a[0] ? b : a), [0, '']);
+    return {id: e.id, table: Math.round(t.scrollWidth), box: Math.round(wrap.clientWidth), widest: Math.round(widest),
+            cell}; })"""
+
+# Every chart on the page against its box: drawn whole, no sideways scroll (a phone's "100" tick not cut).
+CHART_FIT = """() => [...document.querySelectorAll('.chart-svg')].filter(c => c.offsetParent !== null)
+  .map(c => ({chart: c.id || (c.closest('[id]') || {}).id || '?', svg: Math.round(c.scrollWidth), box: Math.round(c.clientWidth),
+              height: Math.round(c.querySelector('svg').getBoundingClientRect().height)}))"""
+
 # Each visible dropdown whose value is drawn cut or under its arrow: the value's drawn width (the
 # input's own font, measured on a canvas) must end before the arrow icon.
 DROPDOWNS_CUT = """() => [...document.querySelectorAll('input[role=combobox]')].filter(e => e.offsetParent !== null)
@@ -312,6 +397,15 @@ def _wait_verdict(page, pattern, timeout=SLOW):
     _settled(page)
 
 
+def _bottoms(page, *ids):
+    """Each element's bottom edge, in px from the page's top (each must be drawn)."""
+    out = page.evaluate("""(ids) => Object.fromEntries(ids.map(id => { const e = document.getElementById(id);
+      return [id, e && e.offsetParent !== null ? Math.round(e.getBoundingClientRect().bottom + scrollY) : null]; }))""",
+                        list(ids))
+    assert all(v is not None for v in out.values()), ("not drawn", out)
+    return out
+
+
 def _inside(box, width, height):
     return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width + 0.5 \
         and box["y"] + box["height"] <= height + 0.5
@@ -340,14 +434,25 @@ def _labels_clear_of_images(page):
     return checked
 
 
+FIT_TABLES = ["scores-table", "metrics-table", "tags-table", "browse-table", "item-table"]
+
+
 def _check_tables(page, where):
+    """No cell clipped or broken; the Score and Benchmark tabs' tables no wider than their boxes (no
+    sideways scroll: on a phone the per-tag and item lists are cards). Returns their widths and widest cells."""
     problems = page.evaluate(TABLE_PROBLEMS)
     assert problems == [], (where, problems[:10])
+    fits = page.evaluate(TABLE_FIT, FIT_TABLES)
+    wide = [f for f in fits if f["table"] > f["box"] + 1]
+    assert not wide, (where, wide)
+    return fits
 
 
-def _check_charts(page, where, seen):
-    """Every chart on the page: no two texts overlap, every text at 11 px or more inside its chart.
-    Records each chart measured in ``seen``; returns the smallest text size."""
+def _check_charts(page, where, seen, fit=True):
+    """Every chart on the page: no two texts overlap, every text at 11 px or more inside its chart; with
+    ``fit``, each drawn whole in its box (no sideways scroll; the Results tab's wider charts, laid out by
+    vlprobe.demo.results, still scroll on a phone). Records each chart measured in ``seen``; returns the
+    smallest text size."""
     charts = page.evaluate(CHART_OVERLAPS)
     assert charts, f"{where}: no chart on the page"
     bad = [c for c in charts if c["overlaps"]]
@@ -357,6 +462,9 @@ def _check_charts(page, where, seen):
     small = [t for t in texts if t["px"] < 11.0]
     outside = [t["text"] for t in texts if not t["inside"]]
     assert not small and not outside, (where, small[:5], outside[:5])
+    cut = [c for c in page.evaluate(CHART_FIT) if c["svg"] > c["box"] + 1]
+    assert not fit or not cut, (where, "a chart wider than its box", cut)
+    seen.extend(f"{where}: {c['chart']} {c['svg']} px in a {c['box']} px box, scrolls" for c in cut)
     return min(t["px"] for t in texts)
 
 
@@ -369,7 +477,11 @@ def _check_contrast(page, where):
     assert found, f"{where}: no text found"
     low = [c for c in found if c["ratio"] < c["need"]]
     assert not low, (where, low[:10])
-    return min(c["ratio"] for c in found)
+    controls = page.evaluate(NON_TEXT)
+    assert controls, f"{where}: no control found"
+    faint = [c for c in controls if c["ratio"] < 3.0]
+    assert not faint, (where, "controls under 3:1", faint[:10])
+    return {"text": min(c["ratio"] for c in found), "controls": min(c["ratio"] for c in controls)}
 
 
 def _check_names(page, where):
@@ -389,6 +501,10 @@ def _check_names(page, where):
         assert len(names) == len(set(names)), (where, role, names)
     uploads = [name for r, name in controls if r == "button" and re.match(r"(Upload|Choose a file for|Paste into) ", name)]
     assert len(uploads) == len(set(uploads)), (where, uploads)
+    # an image's tool buttons name their image ("Download Item image 1"): never two alike, never a bare "Download"
+    tools = [name for r, name in controls if r == "button" and re.match(r"(Download|Share|Fullscreen|Exit fullscreen|Clear|"
+                                                                         r"Remove)\b", name, re.IGNORECASE)]
+    assert len(tools) == len(set(tools)), (where, tools)
     radios = sum(1 for r, _ in controls if r == "radio")
     assert not radios or any(r == "radiogroup" for r, _ in controls), (where, "radios without a named group")
     return len(controls)
@@ -401,6 +517,19 @@ def _no_error_state(page):
     assert page.locator(".toast-body").count() == 0
     summary = " ".join(page.locator("#bench-summary [data-testid=markdown]").all_inner_texts())  # once the tab is drawn
     assert "Running the benchmark" not in summary
+
+
+def _options(page, box):
+    """A dropdown's options, as its own list shows them (the list closed again)."""
+    from playwright.sync_api import expect
+
+    box.click()
+    listbox = page.locator(f"#{box.get_attribute('aria-controls')}")
+    expect(listbox.get_by_role("option").first).to_be_visible(timeout=SLOW)
+    options = [o.inner_text().replace("✓", "").strip() for o in listbox.get_by_role("option").all()]  # ✓: chosen
+    expect(listbox).to_have_attribute("aria-label", re.compile(r"\S choices$"), timeout=SLOW)  # named, as Gradio leaves it not
+    page.keyboard.press("Escape")
+    return options
 
 
 def _choose(page, label, option):
@@ -456,9 +585,21 @@ def _first_look(page, app, viewport, shots, seen):
     from vlprobe.demo import examples
 
     width, height = VIEWPORTS[viewport]
-    expect(page.get_by_label("Model", exact=True).filter(visible=True).first).to_have_value("models/mini-clip")
+    model_box = page.get_by_label("Model", exact=True).filter(visible=True).first
+    expect(model_box).to_have_value("models/mini-clip")
     about = _markdown(page, "model-about").inner_text()
     assert about.startswith("mini-clip (offline") and "cannot read photos" in about, about
+    # offline with nothing cached: the menu's Hub models are not offered, and why is said once
+    assert _options(page, model_box) == ["models/mini-clip"]
+    missing = _markdown(page, "models-missing").inner_text()
+    assert missing == ("CLIP ViT-B/32, SigLIP base and BLIP ITM base are not offered: this Space cannot reach the "
+                       "Hugging Face Hub now, and they are not in its cache."), missing
+    assert page.get_by_text(re.compile("not offered: this Space cannot reach")).count() == 1
+    # placeholders read as instructions (italic), not as captions already typed
+    for box in ("Captions", "Foils"):
+        field = page.get_by_label(box).first
+        assert field.get_attribute("placeholder").startswith("Type "), box
+        assert field.evaluate("e => getComputedStyle(e, '::placeholder').fontStyle") == "italic", box
     labels = [b.inner_text().strip() for b in page.locator(".gallery-row button").all() if b.is_visible()]
     readable = {e.label for e in app.gallery_for("models/mini-clip")}
     assert labels and set(labels) == readable and len(labels) <= examples.GALLERY_SLOTS, (labels, readable)
@@ -483,6 +624,10 @@ def _score_gallery_examples(page, viewport, shots, seen):
     verdict = _verdict(page)
     page.wait_for_function("() => { const r = document.querySelector('#verdict').getBoundingClientRect();"
                            " return r.top >= -1 && r.bottom <= window.innerHeight + 1; }", timeout=SLOW)
+    # the first result, from the page's top: the verdict and the scores (on a phone, right under the gallery)
+    page.wait_for_function("() => document.querySelector('.score-outputs.scored')", timeout=SLOW)
+    first = _bottoms(page, "verdict", "scores-table")
+    assert max(first.values()) < FIRST_RESULT_PX, first
     header = page.locator("#scores-table th").filter(has_text="score").first
     assert _inside(header.bounding_box(), width, height) or viewport == "phone", "the score column is off screen"
     widths = page.locator("#scores-table .vt-wrap").evaluate("e => [e.scrollWidth, e.clientWidth]")
@@ -504,7 +649,8 @@ def _score_gallery_examples(page, viewport, shots, seen):
     page.get_by_role("button", name="Colour foil (pairwise)").click()
     _wait_verdict(page, r"^(CORRECT|WRONG|TIE): .*pairwise")
     _check_charts(page, "score, pairwise", seen)
-    return smallest
+    return {"chart px": round(smallest, 1), "first result bottom": first,
+            "page height": page.evaluate("document.documentElement.scrollHeight")}
 
 
 def _tie(page, viewport, shots, seen):
@@ -524,13 +670,61 @@ def _tie(page, viewport, shots, seen):
     expect(_verdict(page)).to_have_class(re.compile(r"\bverdict-tie\b"), timeout=SLOW)  # coloured as a tie
     chart_text = " ".join(page.locator("#margin-chart svg text").all_text_contents())
     assert "0 (tie)" in chart_text and "1e" not in chart_text, chart_text
+    zero = page.locator("#margin-chart g#zero-line").bounding_box()
+    tie = page.locator("#margin-chart g#tie-label").bounding_box()
+    assert tie["x"] > zero["x"] + zero["width"] + 2, ("'0 (tie)' on the zero line", tie, zero)
     _check_charts(page, "score, tie", seen)
+    page.get_by_role("button", name=re.compile(r"^Tie policy and limits")).click()  # folded away until needed
     page.get_by_role("radio", name="lenient").click()
     page.get_by_role("button", name="Score", exact=True).click()
     _wait_verdict(page, r"^TIE: .*a tie is counted as right under the lenient policy; the papers count a tie as wrong "
                         r"\(pairwise, VALSE acc_r = 100%\)")
     page.screenshot(path=str(shots / f"tie_{viewport}.png"))
     page.get_by_role("radio", name="strict").click()
+
+
+def _long_and_many_texts(page, viewport, shots, seen):
+    """A 480-character foil: its chart label is two lines at most; an item of 16 texts: its chart shows its 8
+    lowest margins in a bounded height (it was 1,423 px)."""
+    page.get_by_label("Captions").fill("a red circle and a blue square")
+    page.get_by_label("Foils").fill(" ".join(["a green triangle above a yellow star"] * 14)[:480])
+    page.get_by_role("button", name="Score", exact=True).click()
+    _wait_verdict(page, r"^(CORRECT|WRONG|TIE): .*pairwise")
+    lines = page.evaluate("""() => { const first = [...document.querySelectorAll('#margin-chart svg text')]
+      .find(t => t.textContent.startsWith('caption − '));
+      return first ? first.parentElement.querySelectorAll('text').length : 0; }""")  # one text element a line
+    assert 1 <= lines <= 2, f"a long foil's chart label has {lines} lines"
+    _check_charts(page, "score, a 480-character foil", seen)
+    foils = [f"a {c} {shape}" for c in ("green", "yellow", "purple") for shape in ("circle", "square", "triangle",
+                                                                                   "star", "hexagon")]
+    page.get_by_label("Foils").fill("\n".join(foils))  # 1 caption + 15 foils: 16 texts, the most an item may have
+    page.get_by_role("button", name="Score", exact=True).click()
+    _wait_verdict(page, r"^(CORRECT|WRONG|MIXED|TIE): .*set, BLA")
+    title = " ".join(page.locator("#margin-chart svg text").all_text_contents())
+    assert "8 lowest of 15 margins" in title, title
+    chart = page.evaluate(CHART_FIT)
+    assert chart and max(c["height"] for c in chart) <= 600, chart
+    _check_charts(page, "score, 16 texts", seen)
+    page.screenshot(path=str(shots / f"sixteen_texts_{viewport}.png"))
+    return max(c["height"] for c in chart)
+
+
+def _bad_files(page, tmp_path):
+    """A file an image box cannot take (chosen or dropped): no Gradio toast, one sentence naming the box."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an image")
+    said = []
+    for k in (1, 2):
+        page.locator(f"#image-{k} input[type=file]").set_input_files(str(notes))
+        _wait_verdict(page, rf"^Cannot score: Image {k}: 'notes\.txt' is not an image \(use PNG, JPEG or WebP\)$")
+        said.append(_markdown(page, "verdict").inner_text())
+        assert page.locator(".toast-body").count() == 0
+    page.evaluate("""() => { const dt = new DataTransfer(); dt.items.add(new File(['x'], 'dropped.txt', {type: 'text/plain'}));
+      document.querySelector('#image-1 .upload-container').dispatchEvent(
+        new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true})); }""")
+    _wait_verdict(page, r"^Cannot score: Image 1: 'dropped\.txt' is not an image")
+    assert page.locator(".toast-body").count() == 0
+    return said
 
 
 def _unknown_model(page, viewport, shots):
@@ -561,7 +755,7 @@ def _uploads(page, model_path, tmp_path):
     big = tmp_path / "big.png"
     Image.frombytes("RGB", (700, 700), os.urandom(700 * 700 * 3)).save(big)  # 1.5 MB, the limit here is 1 MB
     page.locator("input[type=file]").first.set_input_files(str(big))
-    _wait_verdict(page, r"^Cannot score: image 1: the file is 1\.5 MB; this Space accepts images up to 1 MB$")
+    _wait_verdict(page, r"^Cannot score: Image 1: the file is 1\.5 MB; this Space accepts images up to 1 MB$")
     assert page.locator(".toast-body").count() == 0
     image = tmp_path / "scene.png"
     render(Scene(objects=(SceneObject("circle", "red", 2, 2), SceneObject("square", "blue", 4, 3)))).save(image)
@@ -583,19 +777,68 @@ def _bad_row(page):
 
     page.get_by_role("button", name=re.compile(r"^Or take an item from a dataset")).click()
     row = page.get_by_label("Row", exact=True)
-    row.fill("-1")
-    row.press("Tab")  # committed, as a visitor leaving the box
+    _fill_number(page, row, "-1")  # committed, as a visitor leaving the box
     page.get_by_role("button", name="Load this item").click()
     expect(_markdown(page, "example-status")).to_have_text("⚠️ Row: -1 is not a row number; type a whole number from 0",
                                                          timeout=SLOW, use_inner_text=True)
     _no_error_state(page)
-    row.fill("0")
+    _fill_number(page, row, "")  # an empty box is said, not quietly row 0
+    page.get_by_role("button", name="Load this item").click()
+    expect(_markdown(page, "example-status")).to_have_text("⚠️ Row: the box is empty; type a row number from 0",
+                                                         timeout=SLOW, use_inner_text=True)
+    _no_error_state(page)
+    _fill_number(page, row, "0")
+
+
+def _switch_and_go(page, app, tab):
+    """Choose another dataset and at once press the button that uses it (Run benchmark, Load this item): the
+    button is disabled until the boxes that depend on the dataset have their new values, so the press runs the
+    new dataset with its own config, never with the old one's. Returns how long the button stayed disabled."""
+    from playwright.sync_api import expect
+
+    from vlprobe.demo import examples
+
+    button = "Run benchmark" if tab == "benchmark" else "Load this item"
+    box = page.locator("#bench-dataset input" if tab == "benchmark" else "#example-dataset input")
+    names = [label for label, _ in app.SETTINGS.dataset_choices()]
+    target = next(n for n in ("winoground_style", "travlr") if n in names and n != box.input_value())
+    page.evaluate("""(id) => { const b = document.getElementById(id); window.__lock = [];
+      new MutationObserver(() => window.__lock.push([performance.now(), b.disabled]))
+        .observe(b, {attributes: true, attributeFilter: ['disabled']}); }""",
+                  "bench-run" if tab == "benchmark" else "example-load")
+    box.click()
+    box.fill(target)
+    expect(page.get_by_role("option", name=target, exact=True)).to_be_visible(timeout=SLOW)
+    box.press("Enter")
+    page.get_by_role("button", name=button).click(timeout=SLOW)  # Playwright waits while it is disabled
+    config = examples.dataset_configs(app.SETTINGS, target)[0]
+    if tab == "benchmark":
+        expect(_markdown(page, "bench-summary")).to_have_text(re.compile(rf"^{target} / {config} / "), timeout=SLOW,
+                                                              use_inner_text=True)
+    else:
+        captions = examples.example_fields(app.SETTINGS, target, config, 0)[2]
+        expect(page.get_by_label("Captions")).to_have_value(captions, timeout=SLOW)
+        expect(_markdown(page, "example-status")).to_have_text("", timeout=SLOW, use_inner_text=True)
+    lock = page.evaluate("window.__lock")
+    assert lock and lock[0][1] is True, ("the button was never disabled while the boxes updated", lock)
+    _no_error_state(page)
+    return round(next((t for t, d in lock if not d), lock[-1][0]) - lock[0][0])
+
+
+def _fill_number(page, box, value):
+    """Type into a number box and leave it; again if the box, drawn just now (an accordion opened), set itself
+    back to its value as it finished drawing (each try waits for the page to draw twice, not for a time)."""
+    for _ in range(5):
+        box.fill(value)
+        box.press("Tab")
+        page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+        if box.input_value() == value:
+            return
+    assert box.input_value() == value, (value, box.input_value())
 
 
 def _set_number(page, label, value):
-    box = page.get_by_label(label, exact=True).filter(visible=True).first
-    box.fill(str(value))
-    box.press("Tab")
+    _fill_number(page, page.get_by_label(label, exact=True).filter(visible=True).first, str(value))
 
 
 def _bad_numbers(page):
@@ -651,9 +894,56 @@ def _every_dataset(page, app, seen):
                                                              use_inner_text=True)
         _no_error_state(page)
         _check_tables(page, f"benchmark {name}")
-        _check_charts(page, f"benchmark {name}", seen)
+        if name == "valse":  # every item ties: no number, so no bar to draw
+            _all_tied(page)
+        else:
+            _check_charts(page, f"benchmark {name}", seen)
         assert page.locator(".glossary li").count() >= 1  # each metric shown is explained
+        if name == "travlr":  # the true text marked, whatever its place; TraVLR's label tag explained
+            _gold_marked(page, single=True)
     return len(offered)
+
+
+def _tied_run(page):
+    """The folder whose every item ties, run (on a phone: its per-tag table as cards)."""
+    from playwright.sync_api import expect
+
+    _choose(page, "Dataset", "valse")
+    expect(page.get_by_label("Config", exact=True).filter(visible=True).first).to_have_value("words", timeout=SLOW)
+    _set_number(page, "Items", 6)
+    _set_number(page, "Bootstrap resamples", 0)
+    page.get_by_role("button", name="Run benchmark").click()
+    expect(_markdown(page, "bench-summary")).to_have_text(re.compile(r"^valse / words / test"), timeout=SLOW,
+                                                          use_inner_text=True)
+    _no_error_state(page)
+    return _all_tied(page)
+
+
+def _gold_marked(page, single):
+    """Each item of the list marks its true text: ✓ (✓1, ✓2 with two images) and ✗ a foil; the marks (and a
+    label= tag) are explained under the table."""
+    texts = page.locator("#browse-table td.prose").all_inner_texts()
+    assert texts, "no items listed"
+    marks = (r"✓ ", r"✗ ") if single else (r"✓1 ", r"✓2 ")
+    assert all(all(m in t for m in marks) for t in texts), texts[:3]
+    notes = " ".join(page.locator("#browse-table .vt-note").all_inner_texts())
+    assert "✓: the true text (the gold one); ✗: a wrong text (a foil)" in notes, notes
+    if single:
+        assert "label=True/False: the dataset's own label column" in notes, notes
+    return len(texts)
+
+
+def _all_tied(page):
+    """A config whose every item ties: short "N/A¹" cells, the reason once under each table, and every table
+    within its box (the VALSE per-tag table was 1,258 px wide in a 576 px box)."""
+    metrics = page.locator("#metrics-table td").all_inner_texts()
+    assert "N/A¹" in metrics, metrics
+    tags = page.locator("#tags-table td").all_inner_texts()
+    assert sum(t.endswith("N/A¹") for t in tags) == 3, tags  # kind=a, b, c (a card's cell says "acc_r: N/A¹")
+    notes = page.locator("#tags-table .vt-note").all_inner_texts()
+    assert len(notes) == 1 and notes[0].startswith("¹ every item of the tag tied: texts the model reads as the same"), notes
+    assert all(len(t) <= 20 for t in tags), tags
+    return _check_tables(page, "every item tied")
 
 
 def _test_rows(module, name):
@@ -690,12 +980,17 @@ def _winoground_benchmark(page, viewport, shots, seen, total):
     assert all(k in metrics for k in ("text", "image", "group")), metrics
     assert page.locator("#browse-table tbody tr").count() == items
     assert "something went wrong" not in page.content()
-    _check_tables(page, f"benchmark, {items} items")
+    tables = _check_tables(page, f"benchmark, {items} items")
     smallest = _check_charts(page, "benchmark winoground_style/all", seen)
+    _gold_marked(page, single=False)
+    page.evaluate("window.scrollTo(0, 0)")
+    first = _bottoms(page, "bench-summary", "metrics-table")
+    assert max(first.values()) < FIRST_RESULT_PX, first  # the summary and the numbers, before the chart on a phone
+    height = page.evaluate("document.documentElement.scrollHeight")
     page.screenshot(path=str(shots / f"benchmark_{viewport}.png"), full_page=True)
     _rank_typed_and_out_of_range(page, caption, items)
     assert _labels_clear_of_images(page) == 2  # both images of a 2 x 2 item
-    return smallest
+    return {"chart px": round(smallest, 1), "first result bottom": first, "page height": height, "tables": tables}
 
 
 def _rank_typed_and_out_of_range(page, caption, n):
@@ -739,7 +1034,7 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     expect(page.get_by_role("tab", name="Results", selected=True)).to_be_visible(timeout=SLOW)
     expect(page.locator("#runs-table")).to_contain_text("winoground_style", timeout=SLOW)
     _settled(page)
-    _check_charts(page, "results, the run sent from the Benchmark tab", seen)
+    _check_charts(page, "results, the run sent from the Benchmark tab", seen, fit=False)
     page.locator("#results-files").get_by_role("button", name=re.compile(r"^Clear", re.IGNORECASE)).first.click()
     expect(page.locator('#results-files a[href$=".json"]')).to_have_count(0, timeout=SLOW)
     page.locator("#results-files input[type=file]").set_input_files([str(saved)])  # the downloaded copy alone
@@ -748,7 +1043,7 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     expect(_markdown(page, "results-note")).to_have_text(re.compile(r"^1 run;"), timeout=SLOW, use_inner_text=True)
     table = page.locator("#runs-table").inner_text()
     assert "winoground_style" in table and "mini-clip · winoground_style" in table, table[:300]
-    _check_charts(page, "results, the downloaded file", seen)
+    _check_charts(page, "results, the downloaded file", seen, fit=False)
     page.screenshot(path=str(shots / f"results_from_download_{viewport}.png"), full_page=True)
 
 
@@ -769,14 +1064,30 @@ def _papers_alone(page, viewport, shots, seen):
         _settled(page)
         headers = page.locator("#papers-table th").all_inner_texts()
         assert headers[:2] == ["config", "metric"] and len(headers) <= 25, headers
-        _check_charts(page, f"results, papers alone: {bench}", seen)
+        _check_charts(page, f"results, papers alone: {bench}", seen, fit=bench == "valse")  # its "100" tick not cut
         _check_tables(page, f"papers alone: {bench}")
+        glossary = " ".join(page.locator(".results-out .glossary li").all_inner_texts())
+        metrics = {m for m in page.locator("#papers-table td:nth-child(2)").all_inner_texts() if re.fullmatch(r"[a-z_0-9]+", m)}
+        assert metrics and all(f"{m} (" in glossary for m in metrics), (bench, metrics, glossary[:300])  # defined there
         if viewport == "phone":
             table_top = page.locator("#papers-table").bounding_box()["y"]
             chart_top = page.locator("#results-chart").bounding_box()["y"]
             assert table_top < chart_top, "on a phone the numbers come first"
     page.screenshot(path=str(shots / f"papers_alone_{viewport}.png"), full_page=True)
     _choose(page, "Papers' benchmark", "auto")
+
+
+def _bad_results_file(page, tmp_path):
+    """A file that is not .json dropped on the results files: no toast, one sentence naming the box."""
+    from playwright.sync_api import expect
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not results")
+    page.locator("#results-files input[type=file]").set_input_files(str(notes))
+    expect(_markdown(page, "results-note")).to_have_text(
+        "⚠️ Cannot compare: Results files: 'notes.txt' is not a results file (the results.json that vlprobe evaluate or "
+        "the Benchmark tab writes)", timeout=SLOW, use_inner_text=True)
+    assert page.locator(".toast-body").count() == 0
 
 
 def _named_runs(page, tmp_path, viewport, shots, seen):
@@ -814,7 +1125,7 @@ def _named_runs(page, tmp_path, viewport, shots, seen):
         box = point.bounding_box()
         assert box and box["height"] > 5
     _check_tables(page, "results")
-    smallest = _check_charts(page, "results, three runs beside Winoground's table", seen)
+    smallest = _check_charts(page, "results, three runs beside Winoground's table", seen, fit=False)
     page.screenshot(path=str(shots / f"results_{viewport}.png"), full_page=True)
     page.locator("#run-names textarea").fill("baseline\nB/32")
     page.get_by_role("button", name="Compare", exact=True).click()
@@ -838,24 +1149,30 @@ def test_the_space_at_both_sizes(browser, app, model_path, viewport, tmp_path, s
     try:
         step("contrast, first look", _first_look, page, module, viewport, shots, charts)
         step("names, score tab", _check_names, page, "score tab")
-        step("gallery chart px", _score_gallery_examples, page, viewport, shots, charts)
+        step("bad files", _bad_files, page, tmp_path)
+        step("score: first result", _score_gallery_examples, page, viewport, shots, charts)
         step("tie", _tie, page, viewport, shots, charts)
+        step("16 texts: chart height", _long_and_many_texts, page, viewport, shots, charts)
         step("contrast, scored", _check_contrast, page, "score tab, scored")
         step("unknown model", _unknown_model, page, viewport, shots)
         if viewport == "laptop":
             step("uploads", _uploads, page, model_path, tmp_path)
         step("bad row", _bad_row, page)
+        step("load: disabled ms", _switch_and_go, page, module, "score")
         step("names, score tab with every part open", _check_names, page, "score tab, opened")
         page.get_by_role("tab", name="Benchmark").click()
         step("bad numbers", _bad_numbers, page)
+        step("run: disabled ms", _switch_and_go, page, module, "benchmark")
         if viewport == "laptop":
             step("every dataset", _every_dataset, page, module, charts)
-        step("benchmark chart px", _winoground_benchmark, page, viewport, shots, charts,
-             _test_rows(module, "winoground_style"))
+        else:
+            step("every item tied", _tied_run, page)
+        step("benchmark", _winoground_benchmark, page, viewport, shots, charts, _test_rows(module, "winoground_style"))
         step("contrast, benchmark", _check_contrast, page, "benchmark tab")
         step("names, benchmark", _check_names, page, "benchmark tab")
         page.get_by_role("tab", name="Results").click()
         step("papers alone", _papers_alone, page, viewport, shots, charts)
+        step("bad results file", _bad_results_file, page, tmp_path)
         page.get_by_role("tab", name="Benchmark").click()
         step("download feeds results", _download_feeds_results, page, tmp_path, viewport, shots, charts)
         step("results chart px", _named_runs, page, tmp_path, viewport, shots, charts)

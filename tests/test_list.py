@@ -69,3 +69,26 @@ def test_list_is_a_catalogue_from_any_folder(tmp_path, monkeypatch, capsys):
                  "any AutoModelForZeroShotImageClassification class", "GPT2LMHeadModel"):
         assert arch in families, arch
     assert "bundled model: mini-clip" in out and "not in this installation" not in out
+
+
+def test_a_folder_built_in_the_working_folder_is_built_in_the_catalogue_too(tmp_path, monkeypatch, capsys):
+    """Run where `vlprobe build` wrote (the Space's set-up): the benchmark's "built:" line names the folder that
+    "dataset folders found" lists with data, not "no"; a folder with a card but no data stays "built: no"."""
+    build_folder(tmp_path / "src", n=4)
+    work = tmp_path / "work"
+    shutil.copytree(tmp_path / "src" / "synthetic", work / "travlr")
+    repo = Path(__file__).resolve().parents[1]
+    (work / "valse").mkdir()
+    for name in ("README.md", "vlprobe.yaml"):
+        (work / "valse" / name).write_text((repo / "valse" / name).read_text())
+    monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("VLPROBE_ROOT", raising=False)
+    monkeypatch.chdir(work)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    travlr = out[out.index("\n  travlr\n"):out.index("\n  valse\n")]
+    valse = out[out.index("\n  valse\n"):out.index("\n  vl_checklist\n")]
+    assert f"built: {work / 'travlr'}" in travlr, travlr
+    assert "built: no" in valse, valse
+    found = out[out.index("dataset folders found"):]
+    assert "travlr" in found and "pairs (test); swap (test)" in found

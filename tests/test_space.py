@@ -241,6 +241,19 @@ def test_bad_inputs_are_readable_errors(client, images, tiny_clip_path, tmp_path
     assert "a local model must be a folder" in _error(client, img, None, "a cat", "a dog", str(not_image))
 
 
+def test_a_plain_path_string_sent_to_the_api_is_one_sentence_naming_the_box(client, images, tiny_clip_path, tmp_path):
+    """A script passing a path where the API wants a file (no handle_file) gets vlprobe's one sentence, not Gradio's
+    generic "upstream Gradio app has raised an exception"; the same for a path that exists and one that does not."""
+    said = set()
+    for path in (str(images[0]), "/etc/passwd", "/no/such/file.png"):
+        message = _error(client, path, None, "a cat", "a dog", str(tiny_clip_path))
+        said.add(message.replace(repr(Path(path).name), "NAME"))
+    assert said == {"Image 1: NAME was not uploaded to this page; upload the file itself (from a script: "
+                    "gradio_client.handle_file(path))"}
+    note = client.predict([str(tmp_path / "results.json")], True, "auto", "", api_name="/compare_results")[0]
+    assert note.startswith("⚠️ **Cannot compare:** Results files: 'results.json' was not uploaded to this page"), note
+
+
 def test_uploads_over_the_size_limit_are_refused(client, tiny_clip_path, tmp_path, monkeypatch):
     monkeypatch.setenv(settings.ENV_MAX_UPLOAD_MB, "1")
     big = tmp_path / "big.png"
@@ -338,6 +351,9 @@ def test_load_example_errors(client, travlr_folder, tmp_path):
     for bad in (-1, 2.5):  # Gradio's own check turned captions, foils and images into 'Error' badges
         assert _error(client, str(travlr_folder), "spatiality", bad, api_name="/load_example") == (
             f"Row: {bad} is not a row number; type a whole number from 0")
+    for empty in (None, "", " "):  # an empty box does not quietly load row 0
+        assert _error(client, str(travlr_folder), "spatiality", empty, api_name="/load_example") == (
+            "Row: the box is empty; type a row number from 0")
 
 
 # ---- benchmark -----------------------------------------------------------------------------------
@@ -365,6 +381,9 @@ def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_cli
     gaps = [r[1] for r in browse["data"]]
     assert gaps == sorted(gaps) and len(gaps) == 4  # worst mistakes first
     assert [r[0] for r in browse["data"]] == [1, 2, 3, 4]
+    for row in browse["data"]:  # the true text marked, as the item's gold says
+        item = next(i for i in items if i.id == row[4])
+        assert row[2] == " | ".join(("✓ " if g else "✗ ") + t for t, g in zip(item.texts, np.asarray(item.gold)[0]))
     # browsing: the run's items stay in the session; rank 1 is the worst one
     caption, image_1, image_2, item_scores, *_ = client.predict(1, api_name="/show_item")
     worst = browse["data"][0][4]
@@ -407,6 +426,23 @@ def test_browse_items_worst_first():
     # a 2 x 2 item: the column comparison (image score) counts too
     gaps = bench.margins([np.array([[3.0, 1.0], [4.0, 5.0]])], [np.eye(2, dtype=bool)])  # rows right, column 0 wrong
     np.testing.assert_allclose(gaps, [-1.0])
+
+
+def test_the_items_list_marks_the_true_text_and_explains_a_label_tag():
+    """The items table marks which text is gold, whatever its place (TraVLR's label=False item has its foil first), and
+    says what the marks and a label= tag mean."""
+    from vlprobe.items import Item
+
+    flipped = Item(id="t", images=(None,), texts=("above", "below"), gold=[[0, 1]], tags=("label=False",))
+    assert bench.marked_texts(flipped) == "✗ above | ✓ below"
+    group = Item(id="g", images=(None, None), texts=("c1", "c2", "f"), gold=[[1, 0, 0], [0, 1, 0]])
+    assert bench.marked_texts(group) == "✓1 c1 | ✓2 c2 | ✗ f"
+    assert bench.browse_notes([flipped]) == [
+        "✓: the true text (the gold one); ✗: a wrong text (a foil).",
+        "label=True/False: the dataset's own label column, whether the item's first text is the true one (✓ marks it "
+        "either way)."]
+    assert bench.browse_notes([group]) == ["✓: the true text (the gold one); ✗: a wrong text (a foil); ✓1, ✓2: true of "
+                                           "image 1, of image 2."]
 
 
 # ---- results ---------------------------------------------------------------------------------------
@@ -580,11 +616,36 @@ def test_model_cache_loads_a_model_once_under_concurrent_requests():
 
 def test_hosted_space_refuses_local_paths_without_an_allow_list(monkeypatch, tiny_clip_path):
     monkeypatch.setenv("SPACE_ID", "org/vlprobe")
-    with pytest.raises(SpaceError, match="local paths cannot be loaded on this hosted Space"):
+    with pytest.raises(SpaceError, match="this hosted Space loads models from the Hugging Face Hub only"):
         Settings(Path.cwd()).resolve_model(str(tiny_clip_path))
     assert Settings(Path.cwd()).resolve_model("openai/clip-vit-base-patch32") == "openai/clip-vit-base-patch32"
     monkeypatch.setenv(settings.ENV_MODELS, str(tiny_clip_path))
     assert Settings(Path.cwd()).resolve_model(str(tiny_clip_path)) == str(Path(tiny_clip_path).resolve())
+
+
+def test_hosted_the_model_box_answers_alike_whether_a_server_path_exists_or_not(monkeypatch, tiny_clip_path, tmp_path):
+    """Hosted, a typed model is a Hub id or refused, and the disk is never asked: an existing server
+    path and a missing one get the same sentence (the typed text aside), a path-shaped Hub id
+    naming a folder here the same Hub answer as one naming nothing."""
+    monkeypatch.setenv("SPACE_ID", "org/vlprobe")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "models" / "here").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    here = Settings(tmp_path)
+    answers = {}
+    for typed in ("/etc/passwd", "/root/.cache", "~", str(tiny_clip_path), "/etc", ".", "./models/here",
+                  "/etc/passwd2", "/root/nonexistent", "~/nothing", "./models/nothing", "../models"):
+        with pytest.raises(SpaceError) as err:
+            here.resolve_model(typed)
+        answers[typed] = str(err.value).replace(repr(typed), "MODEL")
+    assert set(answers.values()) == {"model MODEL: " + settings.HOSTED_MODELS}, answers
+    hub_answers = set()
+    for typed in ("models/here", "models/nothing"):  # Hub-id shaped: asked of the Hub (offline here), not the disk
+        assert here.resolve_model(typed) == typed
+        with pytest.raises(SpaceError) as err:
+            models.check_available(typed)
+        hub_answers.add(str(err.value).replace(repr(typed), "MODEL"))
+    assert len(hub_answers) == 1, hub_answers
 
 
 def test_a_long_benchmark_does_not_block_scoring(client, images, tiny_clip_path, monkeypatch):

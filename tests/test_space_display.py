@@ -101,9 +101,32 @@ def test_the_app_refuses_uploads_outside_its_folders(repo_root, tmp_path):
     spec.loader.exec_module(app)
     elsewhere = _upload(tmp_path, "x", _results_doc())
     note, *_ = app.compare_results([{"path": elsewhere}], False, "auto", "")
-    assert note.startswith("⚠️ **Cannot compare:** results file 'results.json' was not uploaded to this page")
-    verdict, *_ = app.score({"path": "/etc/passwd"}, None, "a cat", "a dog", None)
-    assert verdict == "Cannot score: image 'passwd' was not uploaded to this page; upload it again"
+    assert note.startswith("⚠️ **Cannot compare:** Results files: 'results.json' was not uploaded to this page")
+    said = set()
+    for path in ("/etc/passwd", "/etc/passwd2", "/root/.cache", "/root/nonexistent"):  # alike, existing or not
+        for sent in ({"path": path}, path):
+            verdict, *_ = app.score(sent, None, "a cat", "a dog", None)
+            said.add(verdict.replace(repr(Path(path).name), "NAME"))
+    assert said == {"Cannot score: Image 1: NAME was not uploaded to this page; upload the file itself (from a script: "
+                    "gradio_client.handle_file(path))"}
+
+
+def test_a_file_a_box_cannot_take_is_said_naming_the_box(repo_root):
+    """The browser keeps a non-image (or a non-.json results file) from Gradio's toast and sends its name: one
+    sentence naming the box, in the verdict or the results note; a forged report names no path and says nothing."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("vlprobe_space_app_refused", repo_root / "space" / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    verdict, note = app.refused_upload(json.dumps({"box": "Image 2", "names": ["../../notes.txt"], "at": 1}))
+    assert verdict == "Cannot score: Image 2: 'notes.txt' is not an image (use PNG, JPEG or WebP)"
+    verdict, note = app.refused_upload(json.dumps({"box": "Results files", "names": ["a.txt", "b.csv"]}))
+    assert note == ("⚠️ **Cannot compare:** Results files: 'a.txt' and 'b.csv' are not results files (the results.json "
+                    "that vlprobe evaluate or the Benchmark tab writes)")
+    for forged in ("", "not json", json.dumps({"box": "/etc/passwd", "names": ["x"]}), json.dumps({"box": "Image 1"})):
+        assert all(isinstance(out, type(app.gr.skip())) for out in app.refused_upload(forged)), forged
 
 
 def _group_item():
@@ -160,6 +183,10 @@ def test_html_tables_format_numbers_alike_and_escape_text():
     html = display.html_table(["source"], [["upstream README, gpt-4v-results/readme.md"], ["2.0"]], prose_rows=[0, 1])
     assert '<td class="prose">upstream README, <span class="word">gpt-4v-results/readme.md</span></td>' in html
     assert '<td class="num">2.0</td>' in html  # a number in a wrapping row stays a number
+    # a value that is not available: a short cell in the number's place, its reason a note under the table
+    html = display.html_table(["tag", "acc_r"], [["a", 50.0], ["b", "N/A¹"]], notes=["¹ every item of the tag tied"])
+    assert '<th scope="col" class=num>acc_r</th>' in html and '<td class="num">N/A¹</td>' in html
+    assert html.endswith('</table></div><p class="vt-note">¹ every item of the tag tied</p></div>')
 
 
 def test_svg_charts_keep_text_as_text_at_a_readable_size():
@@ -259,6 +286,28 @@ def test_margin_charts_have_no_overlapping_text_and_no_offset(margins):
     if not any(margins):
         assert ax.get_xlim() == (-1.8, 1.8)
         assert sum(t.get_text().strip() == "0 (tie)" for t in ax.texts) == len(margins)
+
+
+def test_margin_chart_labels_and_height_are_bounded_and_the_tie_label_is_off_the_zero_line():
+    """A 480-character foil is a two-line label (cut with "…"), a 16-text item's chart shows its 8 lowest margins
+    in a bounded height (it was 1,423 px), and "0 (tie)" starts right of the zero line."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    long = scoring.margin_chart([("caption − “" + "a very long foil " * 28 + "”", 0.3)])
+    label = next(t.get_text() for t in long.axes[0].texts if t.get_text().startswith("caption"))
+    assert label.count("\n") == 1 and label.endswith("…”"), label
+    many = scoring.margin_chart([(f"caption − “foil {k}”", (k - 7) / 10) for k in range(15)])
+    shown = [t.get_text() for t in many.axes[0].texts if t.get_text().startswith("caption")]
+    assert shown == [f"caption − “foil {k}”" for k in range(8)]  # the lowest margins, in order
+    assert "8 lowest of 15 margins" in many.axes[0].get_title(loc="left") and text_overlaps(many) == []
+    assert many.get_size_inches()[1] * 100 <= 600
+    tie = scoring.margin_chart([("caption − “a”", 0.0)])
+    renderer = FigureCanvasAgg(tie).get_renderer()
+    tie.canvas.draw()
+    ax = tie.axes[0]
+    zero_x = ax.transData.transform((0, 0))[0]
+    tie_box = next(t for t in ax.texts if t.get_text() == "0 (tie)").get_window_extent(renderer)
+    assert tie_box.x0 > zero_x + 3, (tie_box, zero_x)
 
 
 def test_every_built_dataset_folder_is_offered_default_ones_first(tmp_path, monkeypatch):

@@ -156,6 +156,41 @@ def test_the_offline_page_offers_mini_clip_and_its_readable_gallery(app):
     assert len(buttons) == examples.GALLERY_SLOTS
 
 
+def test_offline_the_models_that_cannot_be_had_are_not_offered_and_why_is_said_once(repo_root, offline, monkeypatch):
+    """No Hub and nothing cached: the menu's Hub models are left out, and one sentence names them and says why; one
+    in the local Hugging Face cache is offered."""
+    here = Settings(repo_root, repo_root / "space" / "models.txt")
+    monkeypatch.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)
+    ok, missing = here.models_at_hand()
+    assert ok == ["models/mini-clip"] and missing == ["openai/clip-vit-base-patch32", "google/siglip-base-patch16-224",
+                                                      "Salesforce/blip-itm-base-coco"]
+    assert here.unavailable_text(missing) == (
+        "CLIP ViT-B/32, SigLIP base and BLIP ITM base are not offered: this Space cannot reach the Hugging Face Hub now, "
+        "and they are not in its cache.")
+    assert here.unavailable_text(["org/other"]) == ("org/other is not offered: this Space cannot reach the Hugging Face "
+                                                    "Hub now, and it is not in its cache.")
+    assert here.unavailable_text([]) == ""
+    monkeypatch.setattr("huggingface_hub.try_to_load_from_cache",
+                        lambda repo, name, **k: "/cache/config.json" if repo.startswith("openai/") else None)
+    assert here.models_at_hand()[0] == ["openai/clip-vit-base-patch32", "models/mini-clip"]
+    monkeypatch.setattr(hub, "hub_reachable", lambda: True)  # online: every one
+    assert here.models_at_hand() == (here.model_choices(), [])
+
+
+@pytest.mark.slow
+def test_the_offline_page_offers_only_the_models_it_can_have(app, monkeypatch):
+    """The page built offline with an empty cache: both Model boxes offer mini-clip alone, and the sentence saying
+    why is shown once, under the Score tab's box."""
+    monkeypatch.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)
+    spec = importlib.util.spec_from_file_location("vlprobe_space_app_visitor_offline", app.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    boxes = [b for b in module.demo.blocks.values() if getattr(b, "label", None) == "Model"]
+    assert len(boxes) == 2 and all([v for _, v in b.choices] == ["models/mini-clip"] for b in boxes)
+    notes = [b for b in module.demo.blocks.values() if getattr(b, "elem_id", None) == "models-missing"]
+    assert len(notes) == 1 and notes[0].visible and notes[0].value.startswith("CLIP ViT-B/32, SigLIP base and BLIP")
+
+
 # ---- item 2: ties ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ties, counted, value", [("strict", "counted as wrong", "0%"),
@@ -303,6 +338,17 @@ def test_the_glossary_explains_each_metric_and_which_way_is_better():
     assert set(glossary.METRICS) >= set(__import__("vlprobe.results", fromlist=["METRIC_ORDER"]).METRIC_ORDER)
 
 
+def test_the_papers_tables_come_with_the_glossary(app):
+    """The Results tab's papers' tables show acc, auroc, min_p, sentence_acc, set_error...: each is defined under
+    them, with which way is better, as in the Benchmark tab."""
+    assert glossary.named_in([["config", "metric", "mini-clip · acc_r (%)"]], [["all", "min_p", 0.3]]) == ["acc_r", "min_p"]
+    for paper, metrics in (("valse", ("acc_r", "acc", "min_p")), ("bla", ("sentence_acc", "set_acc", "set_error"))):
+        papers_html = app.compare_results([], True, paper)[5]
+        assert "What the metrics mean" in papers_html, paper
+        for m in metrics:
+            assert f"<code>{m}</code> ({glossary.better(m)} is better)" in papers_html, (paper, m)
+
+
 def test_a_tie_policy_other_than_the_authors_rule_is_said_beside_the_table():
     """The summary block of results.json says where a run departs from the authors' tie rule; the
     page says so beside the table, with the figures under their rule."""
@@ -385,7 +431,7 @@ def test_a_hub_dataset_the_owner_lists_is_listed_through_datasets(monkeypatch, t
     assert here.resolve_dataset("org/foils") == "org/foils"
     assert examples.dataset_configs(here, "org/foils") == ["a", "b"]
     assert examples.dataset_splits(here, "org/foils", "a") == ["test"]
-    with pytest.raises(SpaceError, match="dataset 'other' is not offered on this Space; choose one of: foils"):
+    with pytest.raises(SpaceError, match="dataset 'other' is not offered on this Space; choose one of: org/foils"):
         here.resolve_dataset("org/other")
 
 

@@ -126,17 +126,20 @@ def needs(module) -> str:
 
 
 def buildable(root: Path) -> list[dict]:
-    """Every benchmark `vlprobe build` makes: {name, help, configs, needs, built: folder or None}."""
+    """Every benchmark `vlprobe build` makes: {name, help, configs, needs, built: folder or None}. A benchmark is
+    built where the catalogue's "dataset folders found" has it with data: the first of :func:`search_roots` holding
+    a built folder of its name (the working folder included, where ``--dataset NAME`` reads it as a path)."""
     from ..builders import builders
-    from ..names import find_dataset, is_built
+    from ..names import is_built
 
+    roots = search_roots(root)
     out = []
     for name, module in sorted(builders().items()):
         decls = getattr(module, "config_decls", None) or getattr(getattr(module, "BUILDER", None), "config_decls", None)
         configs = [d.name for d in decls()] if decls is not None else []
-        found = find_dataset(name, root)
+        found = next((base / name for base in roots if is_built(base / name)), None)
         out.append({"name": name, "help": getattr(module, "HELP", ""), "configs": configs, "needs": needs(module),
-                    "built": str(found) if found != name and is_built(found) else None})
+                    "built": str(found) if found is not None else None})
     return out
 
 

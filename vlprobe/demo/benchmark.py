@@ -43,26 +43,60 @@ def shown_metrics(split: Any) -> list[str]:
     return [k for k in display_keys(split) if split.metrics.get(k) is not None or (na and k in split.metrics)]
 
 
-def metric_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows): metric, value, CI low, CI high, chance, in %; "N/A (reason)" for a value
-    computed over nothing but ties (``reason`` rewrites the reason's text)."""
-    from ..results import na_text, pct
+class Footnotes:
+    """The notes under a table: a cell that is not a number says "N/A" and a mark ("N/A¹"); the
+    reason is said once, under the table, however many cells share it."""
 
+    MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def mark(self, text: str) -> str:
+        if text not in self.texts:
+            self.texts.append(text)
+        k = self.texts.index(text)
+        return self.MARKS[k] if k < len(self.MARKS) else f"[{k + 1}]"
+
+    def lines(self) -> list[str]:
+        return [f"{self.mark(t)} {t}" for t in self.texts]
+
+
+def metric_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str,
+                notes: Footnotes | None = None) -> tuple[list[str], list[list[Any]]]:
+    """(headers, rows): metric, value, CI low, CI high, chance, in %; a value computed over nothing
+    but ties is "N/A" with a mark of ``notes`` (its reason, which ``reason`` rewrites, said once
+    under the table)."""
+    from ..results import NA_KEY, pct
+
+    notes = notes if notes is not None else Footnotes()
     chance, ci = result.get("chance") or {}, result.get("ci") or {}
     rows = []
     for key in keys:
         low, high = (list(ci.get(key) or []) + [None, None])[:2]
-        value = pct(result[key]) if result.get(key) is not None else reason(na_text(result))
+        value = pct(result[key]) if result.get(key) is not None else f"N/A{notes.mark(reason(str(result.get(NA_KEY))))}"
         rows.append([key, value, pct(low), pct(high), pct(chance.get(key))])
     return ["metric", "value", "CI low", "CI high", "chance"], rows
 
 
-def tag_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str) -> tuple[list[str], list[list[Any]]]:
-    from ..results import na_text, pct
+def tag_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str,
+             notes: Footnotes | None = None) -> tuple[list[str], list[list[Any]]]:
+    """(headers, rows): tag, items, then each metric in %; a tag whose every item tied is "N/A" with
+    a mark of ``notes``, whose one line says why (the items column says how many)."""
+    import re
 
+    from ..results import NA_KEY, pct
+
+    notes = notes if notes is not None else Footnotes()
     per_tag = result.get("per_tag") or {}
-    keys = [k for k in keys if any(r.get(k) is not None or na_text(r) for r in per_tag.values())]
-    rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) if r.get(k) is not None else reason(na_text(r)) for k in keys]
+
+    def na(r: dict) -> str:
+        why = re.sub(r"^(\d+)/\1 items tied", "every item of the tag tied", reason(str(r[NA_KEY])))
+        return f"N/A{notes.mark(why)}"
+
+    keys = [k for k in keys if any(r.get(k) is not None or r.get(NA_KEY) for r in per_tag.values())]
+    rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) if r.get(k) is not None else na(r) if r.get(NA_KEY) else ""
+                                           for k in keys]
             for tag, r in sorted(per_tag.items())]
     return ["tag", "items", *keys], rows
 
@@ -79,6 +113,33 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
                 for row, gold in zip(A, B) if gold.any() and (~gold).any()]
         out[k] = min(gaps) if gaps else np.nan
     return out
+
+
+def marked_texts(item: Any) -> str:
+    """An item's texts in order, each marked with what it is: "✓" the true (gold) text, "✗" a wrong one
+    (a foil); with several images "✓1", "✓2": true of image 1, of image 2."""
+    G = np.asarray(item.gold, dtype=bool)
+    many = G.shape[0] > 1
+
+    def mark(j: int) -> str:
+        rows = np.flatnonzero(G[:, j])
+        if not len(rows):
+            return "✗"
+        return "✓" + ("/".join(str(i + 1) for i in rows) if many else "")
+
+    return " | ".join(f"{mark(j)} {text}" for j, text in enumerate(item.texts))
+
+
+def browse_notes(items: Sequence[Any]) -> list[str]:
+    """The notes under the items table: what the marks mean, and a ``label=`` tag (TraVLR's label
+    column) where the items carry one."""
+    many = any(np.shape(i.gold)[0] > 1 for i in items)
+    notes = ["✓: the true text (the gold one); ✗: a wrong text (a foil)"
+             + ("; ✓1, ✓2: true of image 1, of image 2." if many else ".")]
+    if any(t.startswith("label=") for i in items for t in i.tags):
+        notes.append("label=True/False: the dataset's own label column, whether the item's first text is the "
+                     "true one (✓ marks it either way).")
+    return notes
 
 
 def chart(split: Any, keys: Sequence[str], title: str) -> Any:
@@ -129,6 +190,9 @@ class BenchmarkOutcome:
     notes: list[str] = field(default_factory=list)  # beside the table: the tie policy against the authors' rule
     results_file: str | None = None  # the run's results.json
     tags_note: str = ""  # when there is no per-tag table: why
+    metric_notes: list[str] = field(default_factory=list)  # under the metrics table: why a value is N/A
+    tag_notes: list[str] = field(default_factory=list)  # under the per-tag table: why a tag's value is N/A
+    browse_notes: list[str] = field(default_factory=list)  # under the items table: what its marks mean
 
 
 def _whole(value: Any, box: str, low: int, high: int) -> int:
@@ -267,11 +331,12 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
 
     result = plain(scored.metrics)
     keys = shown_metrics(scored)
-    mh, mr = metric_rows(result, keys, reason)
-    th, tr = tag_rows(result, keys, reason)
+    metric_notes, tag_notes = Footnotes(), Footnotes()
+    mh, mr = metric_rows(result, keys, reason, metric_notes)
+    th, tr = tag_rows(result, keys, reason, tag_notes)
     gaps = margins(scored.scores, [item.gold for item in items])
     order = sorted(range(len(items)), key=lambda k: (np.nan_to_num(gaps[k], nan=np.inf), k))
-    browse = [[rank, round(float(gaps[k]), 3), " | ".join(items[k].texts), ", ".join(items[k].tags), items[k].id]
+    browse = [[rank, round(float(gaps[k]), 3), marked_texts(items[k]), ", ".join(items[k].tags), items[k].id]
               for rank, k in enumerate(order, 1)]
     wrong = int(sum(1 for g in gaps if g <= 0))
     ties_n = int(result.get("n_ties") or 0)
@@ -293,7 +358,8 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
         chart=chart(scored, keys, f"{name}/{config}/{split} (n={len(items):,})"),
         source=(settings, dataset, config, split), items=items,
         scores=[np.asarray(s) for s in scored.scores], order=order, rows=list(sample.rows), keys=keys,
-        notes=notes, results_file=results_file,
+        notes=notes, results_file=results_file, metric_notes=metric_notes.lines(), tag_notes=tag_notes.lines(),
+        browse_notes=browse_notes(items),
         tags_note="" if tr else "This config's items have no tags, so there is no per-tag table.")
 
 

@@ -29,6 +29,7 @@ CSS = """
 .vt-wrap { overflow-x: auto; max-width: 100%; -webkit-overflow-scrolling: touch; }
 .vt-wrap.vt-tall { max-height: 340px; overflow-y: auto; }
 .vt-label { font-size: 0.9em; font-weight: 600; margin: 4px 0 2px; color: #374151; }
+.vt-note { font-size: 0.85em; margin: 3px 0 0; color: #374151; }
 table.vt { border-collapse: collapse; font-size: 0.9em; width: auto; min-width: 100%; margin: 0; }
 table.vt th, table.vt td { padding: 3px 8px; border-bottom: 1px solid #e5e7eb; text-align: left;
   vertical-align: top; white-space: nowrap; word-break: normal; overflow-wrap: normal; hyphens: none; }
@@ -38,10 +39,21 @@ table.vt td.prose { white-space: normal; min-width: 9em; max-width: 28em; }
 table.vt td.prose span.word { white-space: nowrap; }
 table.vt td.list { white-space: normal; min-width: 5em; }
 table.vt td.list span { white-space: nowrap; }
-/* on a phone: narrower padding and text column, so a 4-column scores table fits 390 px unscrolled */
+/* on a phone: narrower padding and text column, so a 4-column scores table fits 390 px unscrolled; a
+   table of cards shows each row as a card, each cell on its own line led by its column's name */
 @media (max-width: 640px) {
   table.vt th, table.vt td { padding: 3px 5px; }
   table.vt td.prose { min-width: 7em; }
+  table.vt.cards, table.vt.cards tbody, table.vt.cards td { display: block; min-width: 0; }
+  table.vt.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.vt.cards tr { display: flex; flex-wrap: wrap; gap: 0 14px; border: 1px solid #d1d5db; border-radius: 6px;
+    margin: 0 0 6px; padding: 3px 8px; }
+  table.vt.cards td { border: none; padding: 1px 0; text-align: left; white-space: normal; max-width: none;
+    overflow-wrap: anywhere; }
+  table.vt.cards td:first-child, table.vt.cards td.prose, table.vt.cards td.list { flex-basis: 100%; }
+  table.vt.cards td::before { content: attr(data-label) ": "; font-weight: 600; color: #374151; }
+  table.vt.cards td:first-child { font-weight: 600; }
+  .vt-wrap:has(> table.vt.cards) { max-height: 420px; overflow-y: auto; }
 }
 .chart-svg { overflow-x: auto; max-width: 100%; }
 .chart-svg svg { display: block; height: auto; }
@@ -62,7 +74,7 @@ def fmt(value: Any, decimals: int) -> str:
     return str(value)
 
 
-NUMBER = re.compile(r"^[−+-]?[\d,]*\.?\d+( \[[^\]]*\])?$")
+NUMBER = re.compile(r"^([−+-]?[\d,]*\.?\d+( \[[^\]]*\])?|N/A[¹²³⁴⁵⁶⁷⁸⁹]?(\[\d+\])?)$")  # "N/A¹": a number's place
 
 
 def _whole_words(text: str) -> str:
@@ -73,25 +85,27 @@ def _whole_words(text: str) -> str:
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
                decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False,
-               prose_rows: Sequence[int] = ()) -> str:
+               prose_rows: Sequence[int] = (), notes: Sequence[str] = (), cards: bool = False) -> str:
     """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
     in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
-    (comma-separated values) each value stays whole."""
+    (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it. With
+    ``cards``, on a phone each row is a card, each cell a line led by its column's name."""
     esc = html.escape
     cells = []
     for r, row in enumerate(rows):
         out = []
         for h, v in zip(headers, row):
             text = fmt(v, decimals)
+            named = f' data-label="{esc(str(h))}"' if cards else ""
             if h in prose or (r in prose_rows and text and not NUMBER.match(text)):
-                out.append(f'<td class="prose">{_whole_words(text)}</td>')
+                out.append(f'<td class="prose"{named}>{_whole_words(text)}</td>')
             elif h in lists:
                 parts = [p for p in text.split(", ") if p]
-                out.append('<td class="list">' + ", ".join(f"<span>{esc(p)}</span>" for p in parts) + "</td>")
+                out.append(f'<td class="list"{named}>' + ", ".join(f"<span>{esc(p)}</span>" for p in parts) + "</td>")
             elif isinstance(v, (int, float)) and not isinstance(v, bool) or NUMBER.match(text):
-                out.append(f'<td class="num">{esc(text)}</td>')
+                out.append(f'<td class="num"{named}>{esc(text)}</td>')
             else:
-                out.append(f"<td>{esc(text)}</td>")
+                out.append(f"<td{named}>{esc(text)}</td>")
         cells.append("<tr>" + "".join(out) + "</tr>")
     numeric = [bool(rows) and all(isinstance(r[k], (int, float)) or NUMBER.match(fmt(r[k], decimals)) or r[k] in ("", None)
                                   for r in rows) for k in range(len(headers))]
@@ -100,7 +114,9 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
     ident = f' id="{esc(table_id)}"' if table_id else ""
     return (f'<div class="vt-outer"{ident}>' + (f'<div class="vt-label">{esc(label)}</div>' if label else "")
             + f'<div class="vt-wrap{" vt-tall" if tall else ""}" role="region" aria-label="{name}" tabindex="0">'
-            f'<table class="vt"><thead><tr>{head}</tr></thead><tbody>{"".join(cells)}</tbody></table></div></div>')
+            f'<table class="vt{" cards" if cards else ""}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(cells)}</tbody></table></div>'
+            + "".join(f'<p class="vt-note">{esc(n)}</p>' for n in notes) + "</div>")
 
 
 def message_table(label: str, text: str, table_id: str = "") -> str:

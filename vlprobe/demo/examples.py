@@ -4,6 +4,7 @@ through the dataset-folder code and the folder's spec, and a stratified sample o
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -120,15 +121,32 @@ def dataset_name(settings: Settings, dataset: str | None) -> str:
     return source.name if isinstance(source, Path) else str(source)
 
 
+@functools.lru_cache(maxsize=64)
+def _card_configs(folder: str, stamp: tuple[int, int]) -> tuple[dict, ...]:
+    from ..folder_reader import _declared_configs
+
+    return tuple(_declared_configs(folder))
+
+
+def declared_configs(folder: Path) -> list[dict]:
+    """The configs a folder's card declares, its YAML read once per version of the card (a large card,
+    such as VALSE's, takes most of a second to parse: choosing a dataset must not wait for it per config)."""
+    try:
+        st = (Path(folder) / "README.md").stat()
+    except OSError:
+        st = None
+    return list(_card_configs(str(folder), (st.st_mtime_ns, st.st_size) if st else (0, 0)))
+
+
 def split_rows(folder: Path, config: str) -> dict[str, int]:
     """{split: rows} of one config of a built folder, from its parquet files' footers (nothing
     decoded); a file that is not readable parquet counts 0 rows."""
     import pyarrow.parquet as pq
 
-    from ..folder_reader import _declared_configs, data_file_patterns
+    from ..folder_reader import data_file_patterns
 
     out: dict[str, int] = {}
-    for c in _declared_configs(folder):
+    for c in declared_configs(folder):
         if c["config_name"] != config:
             continue
         for split, patterns in data_file_patterns(c.get("data_files")).items():
@@ -159,7 +177,7 @@ def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
     try:
         if not isinstance(source, Path):
             return list_configs(source)
-        return [c for c in built_configs(source) if any(split_rows(source, c).values())]
+        return [c["config_name"] for c in declared_configs(source) if any(split_rows(source, c["config_name"]).values())]
     except DatasetError as err:
         raise SpaceError(str(err)) from None
     except Exception as err:  # noqa: BLE001  (a Hub id that cannot be listed now)
@@ -171,7 +189,7 @@ def dataset_splits(settings: Settings, dataset: str | None, config: str | None) 
     """A config's splits that have rows, ``test``-like splits first; a config with none is refused
     in one sentence saying how to build it."""
     from ..errors import DatasetError
-    from ..folder_reader import config_splits, list_splits
+    from ..folder_reader import config_splits, data_file_patterns, list_splits
 
     source = settings.resolve_dataset(dataset)
     if not config:
@@ -179,7 +197,9 @@ def dataset_splits(settings: Settings, dataset: str | None, config: str | None) 
     try:
         if not isinstance(source, Path):
             return list_splits(source, config)
-        splits = config_splits(source, config)
+        declared = next((c for c in declared_configs(source) if c["config_name"] == config), None)
+        splits = config_splits(source, config) if declared is None else list(data_file_patterns(declared.get("data_files")))
+        splits = sorted(splits or ["train"], key=lambda s: (not s.startswith("test"), splits.index(s)))
     except DatasetError as err:
         raise SpaceError(str(err)) from None
     except Exception as err:  # noqa: BLE001
@@ -245,9 +265,12 @@ def load_items(settings: Settings, dataset: str | None, config: str | None, spli
 
 
 def check_row(value: Any) -> int:
-    """The Row box's value as a row number, or one sentence naming the box."""
+    """The Row box's value as a row number, or one sentence naming the box (an empty box too: it
+    does not quietly mean row 0)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise SpaceError("Row: the box is empty; type a row number from 0")
     try:
-        number = float(value if value not in (None, "") else 0)
+        number = float(value)
     except (TypeError, ValueError):
         raise SpaceError(f"Row: {value!r} is not a number; type a row number from 0") from None
     if not np.isfinite(number) or number != int(number) or number < 0:

@@ -53,3 +53,17 @@ def glossary_html(metrics: Sequence[str]) -> str:
     items = "".join(f"<li><code>{html.escape(m)}</code> ({better(m)} is better): "
                     f"{html.escape(METRICS[m][0])}.</li>" for m in known)
     return f'<div class="glossary"><p class="glossary-head">What the metrics mean</p><ul>{items}</ul></div>'
+
+
+def named_in(*tables: Sequence) -> list[str]:
+    """The glossary's metrics named in tables (their headers and cells: a cell "acc_r", a header
+    "acc_r (%)" or "mini-clip · acc_r"), in the glossary's order: what a Results table shows."""
+    import re
+
+    words = set()
+    for table in tables:
+        for row in table or []:
+            for cell in row if isinstance(row, (list, tuple)) else [row]:
+                if isinstance(cell, str):
+                    words.update(re.findall(r"[a-z_0-9]+", cell))
+    return [m for m in METRICS if m in words]

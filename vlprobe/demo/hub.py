@@ -29,10 +29,17 @@ def hub_reachable() -> bool:
     return answer
 
 
+def local_folder(model_id: str) -> bool:
+    """Whether a model id is a local folder: an absolute path to one (the page resolves a local
+    model to its absolute path; any other text is a Hub id, not looked up on the disk)."""
+    return Path(model_id).is_absolute() and Path(model_id).is_dir()
+
+
 def model_at_hand(model_id: str, root: Path | None = None) -> bool:
-    """Whether a model can be loaded now without waiting on a dead network: a local folder, a Hub
-    model already in the local Hugging Face cache, or any Hub id while the Hub answers."""
-    if Path(model_id).is_dir() or (root is not None and (root / model_id / "config.json").is_file()):
+    """Whether a model can be loaded now without waiting on a dead network: a local folder (absolute,
+    or a menu entry's folder under ``root``), a Hub model already in the local Hugging Face cache, or
+    any Hub id while the Hub answers."""
+    if local_folder(model_id) or (root is not None and (root / model_id / "config.json").is_file()):
         return True
     import huggingface_hub
 

@@ -14,8 +14,11 @@ from .settings import Settings, SpaceError, max_models
 
 def check_available(model_id: str) -> None:
     """Fail in well under a second when a Hub id cannot be loaded: offline and not in the local
-    cache, or (online) not on the Hub. Local folders pass: loading them says what is wrong."""
-    if Path(model_id).is_dir():
+    cache, or (online) not on the Hub. Local folders (absolute paths, as
+    :meth:`~vlprobe.demo.settings.Settings.resolve_model` gives them) pass: loading them says what is
+    wrong. Anything else is a Hub id, asked of the cache and the Hub, never of the disk (a hosted
+    Space's typed ids)."""
+    if hub.local_folder(model_id):
         return
     if model_id.startswith(("open_clip:", "hf-hub:")):  # open_clip's names: the family's own quick check
         from ..errors import ModelError
@@ -136,6 +139,7 @@ def tokenizer_of(model_id: str, cache: ModelCache | None = None) -> Any:
     try:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(model_id, local_files_only=not Path(model_id).is_dir() and not hub.hub_reachable())
+        offline = not hub.local_folder(model_id) and not hub.hub_reachable()
+        return AutoTokenizer.from_pretrained(model_id, local_files_only=offline)
     except Exception:  # noqa: BLE001  (no tokenizer to read: every example is offered)
         return None

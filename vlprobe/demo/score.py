@@ -83,7 +83,7 @@ class ScoreRequest:
 
 def make_request(image_1: Any, image_2: Any, captions: str, foils: str) -> ScoreRequest:
     """Check the inputs of the Score tab and build the request; errors say what to change."""
-    images = [im for im in (load_upload(image_1, "image 1"), load_upload(image_2, "image 2")) if im is not None]
+    images = [im for im in (load_upload(image_1, "Image 1"), load_upload(image_2, "Image 2")) if im is not None]
     if not images:
         raise SpaceError("upload an image first (or two, for a Winoground-style item), or pick an example")
     caps, fls = split_lines(captions), split_lines(foils)
@@ -320,11 +320,27 @@ def table(item: Any, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str]
     return headers, rows
 
 
+CHART_BARS = 8  # the margin chart shows at most this many comparisons: the lowest margins
+LABEL_CHARS = 36  # a label's line, in characters; a label has at most two lines (one when bars are many)
+
+
+def bounded_label(label: str, lines: int) -> list[str]:
+    """A chart label wrapped to LABEL_CHARS a line, at most ``lines`` lines, the rest cut to "…" (its
+    closing quote kept): a 480-character foil is two lines, not twelve."""
+    wrapped = textwrap.wrap(label, LABEL_CHARS) or [""]
+    if len(wrapped) <= lines:
+        return wrapped
+    close = "”" if label.endswith("”") else ""
+    return wrapped[: lines - 1] + [wrapped[lines - 1][: LABEL_CHARS - 1 - len(close)].rstrip() + "…" + close]
+
+
 def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
     """Horizontal bars of the margins (green above 0: right; red below: wrong; a grey mark and
-    "tie" at exactly 0), each under its own wrapped label (full width, so a long text never
-    squeezes the bars or the axis title); the figure grows with the number of lines. The axis
-    spans the largest margin (1 when every margin is 0), never a meaningless offset like "1e-6"."""
+    "0 (tie)", set off the zero line, at exactly 0), each under its own label (full width, so a long
+    text never squeezes the bars or the axis title), at most two lines (one when there are more than
+    three bars). At most CHART_BARS bars, the lowest margins, said in the title when some are left
+    out (the table lists every text), so a 16-text item's chart stays short. The axis spans the
+    largest margin (1 when every margin is 0), never a meaningless offset like "1e-6"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -334,28 +350,36 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
 
     from .display import chart_rc
 
-    values = np.array([v for _, v in points], dtype=float)
-    wrapped = [textwrap.wrap(label, 36) or [""] for label, _ in points]
+    shown = list(points)
+    if len(shown) > CHART_BARS:  # the lowest margins, in their own order
+        keep = set(sorted(range(len(shown)), key=lambda k: (shown[k][1], k))[:CHART_BARS])
+        shown = [p for k, p in enumerate(shown) if k in keep]
+    values = np.array([v for _, v in shown], dtype=float)
+    compact = len(shown) > 3
+    wrapped = [bounded_label(label, 1 if compact else 2) for label, _ in shown]
     line = 1.0  # one text line, in data units; a bar is 1 unit high
-    total = sum(len(w) * line + 2.15 for w in wrapped)
+    gap = 0.95 if compact else 1.1  # from a label to its bar, and from a bar to the next label
+    total = sum(len(w) * line + 2 * gap - 0.05 for w in wrapped)
     span = float(np.abs(values).max()) if len(values) and np.abs(values).max() > 0 else 1.0
     with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(4.5, 0.9 + 0.24 * total), dpi=100)
+        fig, ax = plt.subplots(figsize=(4.5, 0.9 + (0.2 if compact else 0.24) * total + (0.3 if len(shown) < len(points) else 0)),
+                               dpi=100)
         where = blended_transform_factory(ax.transAxes, ax.transData)
-        y = 0.0
+        y = y_bar = 0.0
         for lines, v in zip(wrapped, values):
             ax.text(0.0, y, "\n".join(lines), va="top", ha="left", transform=where, linespacing=1.15,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})  # the zero line stays behind
-            y_bar = y - len(lines) * line - 1.1  # the bar (and its value) a clear line below its label
+            y_bar = y - len(lines) * line - gap  # the bar (and its value) a clear line below its label
             if v == 0:
                 ax.plot([0], [y_bar], marker="D", color="#6b7280", markersize=7)
-                ax.text(0, y_bar, "   0 (tie)", va="center", ha="left")
+                ax.annotate("0 (tie)", (0, y_bar), xytext=(9, 0), textcoords="offset points", va="center", ha="left",
+                            gid="tie-label")  # its left edge 9 pt right of the zero line, never on it
             else:
                 ax.barh([y_bar], [v], height=0.8, color="#2ca02c" if v > 0 else "#d62728")
                 ax.text(v, y_bar, f" {v:+.3f} ", va="center", ha="left" if v >= 0 else "right")
-            y = y_bar - 1.05
-        ax.axvline(0, color="black", linewidth=1)
-        ax.set_ylim(y + 0.6, 0.15)
+            y = y_bar - gap + 0.05
+        ax.axvline(0, color="black", linewidth=1, gid="zero-line")
+        ax.set_ylim(y_bar - 0.45, 0.15)  # the last bar (0.8 high) whole
         ax.set_xlim(-1.8 * span, 1.8 * span)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4, symmetric=True))  # few ticks: their labels never touch
         ax.ticklabel_format(axis="x", style="plain", useOffset=False)
@@ -363,6 +387,8 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
         for side in ("left", "right", "top"):
             ax.spines[side].set_visible(False)
         ax.set_xlabel("margin: true score − wrong score\n(above 0: right; 0: a tie)")
+        if len(shown) < len(points):
+            ax.set_title(f"the {len(shown)} lowest of {len(points)} margins\n(the table has every text)", loc="left")
         fig.tight_layout()
     plt.close(fig)
     return fig

@@ -22,8 +22,10 @@ nothing here works them out from its own location.
 The model menu file lists the models the Model box suggests, one per line: a Hub id (or a folder
 under the root), ``|``, one line saying what the model can read. The variables are read at each
 call, so an owner's change (or a test's) takes effect at once. On Hugging Face Spaces (``SPACE_ID``
-set) local model paths are refused unless allow-listed, and only the dataset folders the Space was
-deployed with (or listed) can be used: a typed path is refused without looking at the disk.
+set) a typed model is a Hub id (or allow-listed), and only the dataset folders the Space was deployed
+with (or listed) can be used, chosen by name: a typed path is refused without looking at the disk, so
+an existing and a missing one get the same sentence. The Dataset boxes' choices are names in every
+mode (:meth:`Settings.dataset_choices`), so no server path reaches the page.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ MAX_TEXT_CHARS = 500
 MAX_PIXELS = 40_000_000  # decompression-bomb guard, well below PIL's own hard limit
 MAX_BOOTSTRAP = 2000
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+HOSTED_MODELS = ("this hosted Space loads models from the Hugging Face Hub only; type a Hub model id like "
+                 "'openai/clip-vit-base-patch32'")
 
 
 class SpaceError(ValueError):
@@ -172,6 +176,29 @@ class Settings:
     def model_choices(self) -> list[str]:
         return [e.id for e in self.model_menu()]
 
+    def models_at_hand(self) -> tuple[list[str], list[str]]:
+        """(the menu's models that can be loaded now, those that cannot), asked once when the page is
+        built: a model is at hand when it is a local folder, in the local Hugging Face cache, or on
+        the Hub while the Hub answers (:func:`vlprobe.demo.hub.model_at_hand`); the offline model
+        always is, and so is the owner's default."""
+        from . import hub
+
+        keep = {OFFLINE_MODEL, os.environ.get(ENV_DEFAULT_MODEL, "").strip()}
+        ok, missing = [], []
+        for m in self.model_choices():
+            (ok if m in keep or hub.model_at_hand(m, Path(self.root)) else missing).append(m)
+        return ok, missing
+
+    def unavailable_text(self, missing: list[str]) -> str:
+        """One sentence saying which models the Model box leaves out, and why ("" when none); each
+        named as its menu line names it ("CLIP ViT-B/32"), else by its id."""
+        if not missing:
+            return ""
+        names = [self.about_model(m).split(" (")[0].split(":")[0].strip() or m for m in missing]
+        listed = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        return (f"{listed} {'are' if len(names) > 1 else 'is'} not offered: this Space cannot reach the Hugging Face "
+                f"Hub now, and {'they are' if len(names) > 1 else 'it is'} not in its cache.")
+
     def about_model(self, choice: str | None) -> str:
         """The menu's line about a model ("" when it has none)."""
         choice = (choice or "").strip()
@@ -201,8 +228,9 @@ class Settings:
         """The model id or absolute local path to load for the text in the model box.
 
         Empty means the default model; ``models/mini-clip`` (or ``mini-clip``) the offline model. With an allow list
-        set, anything not on it is refused; without one, a local folder must exist (and is refused
-        on a hosted Space) and anything else must look like a Hub id.
+        set, anything not on it is refused; without one, on a hosted Space anything else must be a Hub id
+        (the disk is not looked at, so a server path gets the same answer whether it exists or not);
+        off one, a local folder must exist and anything else must look like a Hub id.
         """
         choice = (choice or "").strip()
         if not choice:
@@ -218,15 +246,18 @@ class Settings:
         if allow is not None and choice not in allow and choice != configured:
             raise SpaceError(f"model {choice!r} is not allowed on this Space; choose one of: "
                              f"{', '.join(self.model_choices())}")
-        if choice.startswith(("open_clip:", "hf-hub:")):  # open_clip's names (vlprobe.scorers.open_clip)
+        if choice.startswith(("open_clip:", "hf-hub:")):  # open_clip's own names (vlprobe.scorers.open_clip): no path
+            return choice
+        if allow is None and on_hosted_space() and choice != configured:
+            # hosted: a typed model is a Hub id, never looked up on the disk, so the answer is the same
+            # sentence whether or not a path of that name exists on the server
+            if not HUB_ID.match(choice):
+                raise SpaceError(f"model {choice!r}: {HOSTED_MODELS}")
             return choice
         local = Path(choice).expanduser()
         if not local.is_absolute() and (Path(self.root) / local).is_dir() and not HUB_ID.match(choice):
             local = Path(self.root) / local
         if local.exists():
-            if allow is None and on_hosted_space() and choice != configured:
-                raise SpaceError(f"model {choice!r}: local paths cannot be loaded on this hosted Space; "
-                                 "type a Hub model id instead")
             if not local.is_dir():
                 raise SpaceError(f"model {choice!r}: a local model must be a folder saved with save_pretrained")
             return str(local.resolve())
@@ -267,6 +298,19 @@ class Settings:
         names = sorted(found, key=lambda n: (n not in order, order.index(n) if n in order else 0, n))
         return [str(found[n]) for n in names]
 
+    def dataset_choices(self) -> list[tuple[str, str]]:
+        """What the Dataset boxes show, as (label, value): each offered folder by its name (the
+        value too: :meth:`resolve_dataset` finds the folder by name, so no server path reaches the
+        page or its API page), an owner-listed Hub id as itself."""
+        out, seen = [], set()
+        for d in self.dataset_folders():
+            name = Path(d).name
+            is_folder = (Path(d).expanduser() if Path(d).is_absolute() else Path(self.root) / d).is_dir()
+            value = name if is_folder and name not in seen else d
+            seen.add(value)
+            out.append((name if is_folder else d, value))
+        return out
+
     def may_type_datasets(self) -> bool:
         """Whether the Dataset boxes accept a typed folder: only off a hosted Space without a list."""
         return listed_datasets() is None and not on_hosted_space()
@@ -279,10 +323,13 @@ class Settings:
         if not folder:
             raise SpaceError("choose a dataset in the Dataset box")
         offered = self.dataset_folders()
-        if not self.may_type_datasets():
-            match = next((d for d in offered if folder in (d, Path(d).name)), None)
+        if not self.may_type_datasets():  # what the boxes offer (hosted: by its name only, never a path)
+            choices = self.dataset_choices()
+            hosted = on_hosted_space()
+            match = next((d for d, (label, value) in zip(offered, choices)
+                          if folder in (label, value) or (folder == d and not hosted)), None)
             if match is None:
-                names = ", ".join(Path(d).name for d in offered) or "none"
+                names = ", ".join(label for label, _ in choices) or "none"
                 raise SpaceError(f"dataset {Path(folder).name!r} is not offered on this Space; choose one of: {names}")
             folder = match
         else:

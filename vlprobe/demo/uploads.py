@@ -46,5 +46,6 @@ def upload_path(f: Any, what: str = "upload", roots: Sequence[str | os.PathLike]
     if roots:
         resolved = path.resolve()
         if not any(resolved.is_relative_to(Path(root).resolve()) for root in roots):
-            raise SpaceError(f"{what} {safe_name(raw)!r} was not uploaded to this page; upload it again")
+            raise SpaceError(f"{what}: {safe_name(raw)!r} was not uploaded to this page; upload the file "
+                             "itself (from a script: gradio_client.handle_file(path))")
     return path

@@ -171,7 +171,7 @@ def build_hint(folder: Path) -> str:
 def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
     """The configs of a dataset that have rows in this build (a Hub id: all of its configs)."""
     from ..errors import DatasetError
-    from ..folder_reader import built_configs, list_configs
+    from ..folder_reader import list_configs
 
     source = settings.resolve_dataset(dataset)
     try:

@@ -14,7 +14,7 @@ BIN := $(VENV)/bin
 # multi-GB download; on another machine, override: make test TORCH_SPEC='torch>=2.2 torchvision'
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 STAMP := $(VENV)/.vlprobe-installed
-SCENE_SOURCES := $(wildcard vlprobe/scenes/*.py) vlprobe/dataset_folder.py vlprobe/builders/synthetic.py
+SCENE_SOURCES := $(wildcard vlprobe/scenes/*.py) vlprobe/dataset/folder.py vlprobe/builders/synthetic.py
 
 .PHONY: setup data evaluate test test-fast lint bench browser
 

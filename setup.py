@@ -1,6 +1,6 @@
 """The package layout pyproject.toml cannot say: the folders vlprobe ships that live, committed
 once, at the repository root (the metric Space, the demo Space, the small offline model) are
-mapped into the installed package as ``vlprobe/_bundled/<folder>`` (see vlprobe/locations.py).
+mapped into the installed package as ``vlprobe/_bundled/<folder>`` (see vlprobe/storage/locations.py).
 Everything else about the project is in pyproject.toml."""
 
 from setuptools import find_namespace_packages, setup

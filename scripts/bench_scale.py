@@ -11,7 +11,7 @@ time, rows/s and peak memory:
   rows each, run through ``vlprobe.probe`` (image, caption and both features, the text-only
   baseline, a logistic-regression probe per setting, no bootstrap). Its features (3 settings x
   (4 x 64) + 64 text-only float32 per row with mini-clip, 3.3 KB per row) go to files on disk and the probes read
-  them a block at a time (vlprobe/feature_store.py), so they do not count in its memory.
+  them a block at a time (vlprobe/storage/feature_store.py), so they do not count in its memory.
 
 * ``peak RSS``: the process's high-water resident set (``ru_maxrss``): what ``top`` shows at its
   worst, including the pages of the memory-mapped Arrow files that were read (file-backed: the
@@ -133,7 +133,7 @@ def build(folder: Path, n: int, seed: int = 0, image_size: int = 500, what: str 
     and test rows (``what="probe"``); returns the seconds it took."""
     import datasets
 
-    from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
+    from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split_rows
 
     start = time.perf_counter()
     if folder.exists():
@@ -316,7 +316,7 @@ def main() -> None:
             built = build_jpeg(folder, n)
         else:
             built = build(folder, n, image_size=args.image_size, what=args.what)
-        tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.arrow_cache: $VLPROBE_CACHE/arrow) goes here
+        tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.storage.arrow_cache: $VLPROBE_CACHE/arrow) goes here
         tmp.mkdir(exist_ok=True)
         env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp),
                    VLPROBE_CACHE=str(tmp / "vlprobe-cache"))

@@ -10,14 +10,14 @@ script with what it has):
 * **device path warm-up**: the process's first decode and preprocess on the device (a tiny JPEG, done once when
   a ``DeviceImages`` is made, so outside every timed stage and before an engine run's first batch), apart;
 * **decode**: JPEG bytes -> (3, H, W) uint8, on the CPU (``to_tensor``, one image at a time, as a DataLoader
-  worker does) and on the device (``vlprobe.device_images.decode_on``: one ``decode_jpeg`` call per batch,
+  worker does) and on the device (``vlprobe.scoring.device_images.decode_on``: one ``decode_jpeg`` call per batch,
   nvjpeg on CUDA); **preprocess**: the model's fast image processor on the CPU and on the device;
 * **device vs CPU preprocessing**: max |pixel| and max |score| differences between the device path and the CPU
   path on the same images, and how many of the items' gold-vs-foil comparisons they flip;
 * **model-only floor**: encoding the already-preprocessed unique images and the unique texts, nothing else,
   at ``--batch-size`` (the default, 32) and at the batch ``--batch-size auto`` picks per tower
-  (:func:`vlprobe.auto_batch.choose_batch_size`);
-* **engine**: :class:`vlprobe.engine.Engine` as ``vlprobe evaluate`` runs it (``batch_size="auto"``, a fresh
+  (:func:`vlprobe.scoring.auto_batch.choose_batch_size`);
+* **engine**: :class:`vlprobe.scoring.engine.Engine` as ``vlprobe evaluate`` runs it (``batch_size="auto"``, a fresh
   on-disk cache, ``--num-workers`` DataLoader workers; the device input path on a GPU), after an untimed
   warm-up; its time over the floor at the best batch (target <= 1.25x);
 * **per-pair loop** on ``--loop-items`` items (the reference scripts' way: the processor and one ``model()``
@@ -62,7 +62,7 @@ POOL = 128
 def make_items(n: int, seed: int = 0):
     from PIL import Image, ImageDraw
 
-    from vlprobe.items import Item
+    from vlprobe.dataset.items import Item
 
     rng = np.random.default_rng(seed)
     nouns = ["dog", "cat", "man", "woman", "boy", "girl", "horse", "bird", "car", "ball", "child", "chef"]
@@ -141,7 +141,7 @@ def make_model(items, fast: bool = True, small: bool = False):
 def per_pair_loop(model, processor, items, device="cpu", torch_dtype=None):
     import torch
 
-    from vlprobe.images import to_pil
+    from vlprobe.dataset.images import to_pil
     from vlprobe.scorers.loading import to_device
 
     out = []
@@ -279,11 +279,11 @@ def main(argv=None) -> int:
                 return None
         return wrap
 
-    from vlprobe.device_images import PIXEL_MAX_DIFF, PIXEL_MEAN_DIFF, DeviceImages, decode_on, read_for_device
-    from vlprobe.engine import Engine
-    from vlprobe.images import to_tensor
+    from vlprobe.dataset.images import to_tensor
     from vlprobe.scorers.dual_encoder import DualEncoderScorer
     from vlprobe.scorers.loading import resolve_dtype
+    from vlprobe.scoring.device_images import PIXEL_MAX_DIFF, PIXEL_MEAN_DIFF, DeviceImages, decode_on, read_for_device
+    from vlprobe.scoring.engine import Engine
 
     dtype_name, torch_dtype = resolve_dtype(dtype)
     t = time.perf_counter()
@@ -425,11 +425,11 @@ def main(argv=None) -> int:
 
     @stage("batch size search")
     def _():
-        from vlprobe import auto_batch
+        from vlprobe.scoring import auto_batch
 
         sample_px = {"pixel_values": pixels[:bs]}
         longest = sorted(texts, key=len)[-bs:]
-        from vlprobe.engine import _tile
+        from vlprobe.scoring.engine import _tile
 
         def search(encode, sample, todo):
             largest = max(bs, min(auto_batch.LARGEST, 1 << max(todo - 1, 1).bit_length()))
@@ -459,7 +459,7 @@ def main(argv=None) -> int:
 
     # -- the engine --------------------------------------------------------------------------------------------
     def engine_run(batch_size, with_cache=True):
-        from vlprobe.cache import ScoreCache
+        from vlprobe.storage.score_cache import ScoreCache
 
         with tempfile.TemporaryDirectory(dir=scratch) as tmp:
             cache = ScoreCache(tmp, scorer.cache_key()) if with_cache else None

@@ -8,7 +8,7 @@ vision tower at 32 px, 2-layer Llama; random weights, nothing downloaded), in on
 (a) the loop: for every (image, text) pair, the processor on that one pair and one ``model(...)``
     call, reading log P(Yes) at the last position (each item's image decoded once, which favours
     the loop);
-(b) the engine (:class:`vlprobe.engine.Engine`, no cache, images decoded in the main process):
+(b) the engine (:class:`vlprobe.scoring.engine.Engine`, no cache, images decoded in the main process):
     pairs in batches of ``--batch-size``, padded on the right, each image preprocessed once for its
     4 texts.
 
@@ -38,7 +38,7 @@ def loop(scorer, items):
     """One pair per forward pass, the way a reference script calls a VLM."""
     import torch
 
-    from vlprobe.images import to_pil
+    from vlprobe.dataset.images import to_pil
 
     out = []
     with torch.inference_mode():
@@ -65,8 +65,8 @@ def main(argv=None) -> int:
     from bench_scoring import make_items
     from tiny_models import build_tiny_vlm
 
-    from vlprobe.engine import Engine
     from vlprobe.scorers import load_scorer
+    from vlprobe.scoring.engine import Engine
 
     items = make_items(args.items)
     pairs = sum(it.m * it.n for it in items)

@@ -17,7 +17,7 @@ from typing import Any
 import datasets
 from PIL import Image
 
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
+from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
 
 
 def jpeg_bytes(name: str | None = None, size: tuple[int, int] = (8, 8), color: tuple[int, int, int] | None = None,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from vlprobe.items import Item
+from vlprobe.dataset.items import Item
 from vlprobe.scorers.base import DualScorer, PairScorer, PairScores
 
 DIM = 16

@@ -11,7 +11,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
+from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
 
 REPO = Path(__file__).resolve().parents[1]
 # Ten words the shipped model knows, longer than LIMIT tokens: texts that start with it and differ

@@ -20,7 +20,7 @@ from vlprobe.errors import DatasetError, ModelError, SettingError
 
 
 def _engine_never_runs(monkeypatch):
-    from vlprobe import engine
+    from vlprobe.scoring import engine
 
     def boom(self, items):
         raise AssertionError("scoring started")
@@ -368,7 +368,7 @@ def test_own_dataset_is_not_headed_as_a_papers_aggregates(folder, tiny_clip_path
     md = write_report([tmp_path / "run"], tmp_path / "rep")[0].read_text()
     assert "paper's aggregates" not in md and "synthetic: headline metrics per config" in md
     from vlprobe.results.schema import SummaryBlock
-    from vlprobe.summary import summary_title
+    from vlprobe.results.summary import summary_title
 
     assert summary_title("valse", SummaryBlock("valse", source="VALSE (Parcalabescu et al., ACL 2022), Table 2")).startswith(
         "valse: the paper's aggregates")

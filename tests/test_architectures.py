@@ -22,10 +22,10 @@ import torch
 from tiny_architectures import BUILDERS
 from tiny_models import tiny_images
 
-from vlprobe.engine import Engine
-from vlprobe.items import Item
+from vlprobe.dataset.items import Item
 from vlprobe.scorers import get_family, load_scorer
 from vlprobe.scorers.loading import detect_family, load_config
+from vlprobe.scoring.engine import Engine
 
 # Texts of different lengths (the batch is padded), one past a 32-token limit.
 TEXTS = ("a dog", "There are 4 cats on the sofa and a man is riding a horse.", "the red ball is to the left",

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from vlprobe import downloads
 from vlprobe.builders import AnnotationError
 from vlprobe.builders.crepe import read_zip_csv, zip_members
-from vlprobe.downloads import ArchiveBombError, CorruptArchiveError, read_member
-from vlprobe.image_sources import SOURCES, ImageResolver
+from vlprobe.dataset import downloads
+from vlprobe.dataset.downloads import ArchiveBombError, CorruptArchiveError, read_member
+from vlprobe.dataset.image_sources import SOURCES, ImageResolver
 
 BOMB = 64 << 20  # 64 MiB of zeros: about 64 KB deflated
 
@@ -105,7 +105,7 @@ def test_annotation_archives_refuse_a_bomb(tmp_path, monkeypatch):
 
 
 def test_an_image_cache_others_could_write_is_refused(tmp_path):
-    from vlprobe.image_sources import ImageSourceError
+    from vlprobe.dataset.image_sources import ImageSourceError
 
     cache = tmp_path / "images"
     (cache / "coco2017_val").mkdir(parents=True)

@@ -364,7 +364,7 @@ def test_a_damaged_dataset_folder_names_the_file(damage, words, folder, tiny_cli
 def test_a_full_disk_while_converting_is_named_as_such(folder, tiny_clip_path, tmp_path, monkeypatch, capsys):
     import errno
 
-    from vlprobe import arrow_cache
+    from vlprobe.storage import arrow_cache
 
     def full(*args, **kwargs):
         try:

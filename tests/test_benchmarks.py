@@ -22,8 +22,8 @@ from vlprobe import metric
 from vlprobe.benchmarks import METRIC_ORDER, Benchmark, BenchmarkError, Group, benchmarks, get
 from vlprobe.benchmarks.valse import INSTRUMENTS
 from vlprobe.builders import builders
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_spec, write_split
-from vlprobe.summary import summarize
+from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_spec, write_split
+from vlprobe.results.summary import summarize
 
 PACKAGE = Path(vlprobe.__file__).resolve().parent
 NAMES = r"valse|bla|travlr|winoground|sugar_crepe|cola|crepe|vl_checklist"
@@ -48,7 +48,7 @@ def test_every_benchmark_module_defines_its_benchmark():
 
 
 def test_each_committed_card_folder_records_its_benchmark(repo_root: Path):
-    from vlprobe.spec import ItemSpec
+    from vlprobe.dataset.spec import ItemSpec
 
     for bench in benchmarks().values():
         if bench.builder:
@@ -96,7 +96,8 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
 
 def test_summary_report_and_space_name_no_benchmark():
     """The issue's check: no benchmark name in the code of summary.py, report/ and demo/ (docstrings aside)."""
-    files = [PACKAGE / "summary.py", *sorted((PACKAGE / "report").glob("*.py")), *sorted((PACKAGE / "demo").glob("*.py"))]
+    files = [PACKAGE / "results" / "summary.py", *sorted((PACKAGE / "report").glob("*.py")),
+             *sorted((PACKAGE / "demo").glob("*.py"))]
     found = [f"{p.relative_to(PACKAGE)}:{line}: {text!r}" for p in files for line, text in _code_strings(p)
              if re.search(rf"\b({NAMES})(_pp|_style)?\b", text) and not re.fullmatch(r"black", text)]
     assert found == []

@@ -16,10 +16,10 @@ import pytest
 from helpers_data import build_from, load
 from PIL import Image
 
-from vlprobe import image_sources as imgs
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import bla
-from vlprobe.spec import find_spec
+from vlprobe.dataset import image_sources as imgs
+from vlprobe.dataset.spec import find_spec
 
 BLA_UP = get_benchmark("bla").upstream  # its pinned annotation files
 
@@ -111,7 +111,7 @@ def test_all_pools_the_three_tasks_once(built: Path) -> None:
     what `vlprobe evaluate --dataset bla` scores by default (not the fine-tuning configs), and the
     summary reads the three tasks from its per-tag values."""
     from vlprobe.evaluation import select_configs
-    from vlprobe.summary import summarize
+    from vlprobe.results.summary import summarize
 
     assert datasets.get_dataset_default_config_name(str(built)) == "active_passive"  # unchanged
     assert select_configs(str(built), "all", None) == ["all"]

@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from vlprobe.cli import main
-from vlprobe.images import ImageError, ImageTooLargeError, check_crop_box
-from vlprobe.paths import length_problem
+from vlprobe.dataset.images import ImageError, ImageTooLargeError, check_crop_box
+from vlprobe.storage.paths import length_problem
 
 LONG_300 = "x" * 300
 LONG_10K = "y" * 10_000

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from vlprobe import image_sources as imgs
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import sugar_crepe
 from vlprobe.builders.flow import Annotations, UpstreamBuilder
+from vlprobe.dataset import image_sources as imgs
 
 
 def _cli(*argv: str, capsys) -> tuple[int, str, str]:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from helpers_engine import ToyDual, toy_items
 
-from vlprobe import cache as cache_module
-from vlprobe.cache import ScoreCache, pack
-from vlprobe.engine import Engine
+from vlprobe.scoring.engine import Engine
+from vlprobe.storage import score_cache as cache_module
+from vlprobe.storage.score_cache import ScoreCache, pack
 
 
 def _warnings(text: str) -> list[str]:
@@ -97,7 +97,7 @@ def test_a_warning_on_a_full_disk_never_kills_the_run(monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(sys, "stderr", Full())
-    from vlprobe import arrow_cache, leftovers
+    from vlprobe.storage import arrow_cache, leftovers
 
     cache_module.warn("anything")  # none of vlprobe's warnings and notes raises
     arrow_cache.warn("anything")
@@ -141,8 +141,8 @@ def test_a_cache_folder_others_may_write_is_made_private_and_foreign_parts_ignor
 def test_a_model_digest_memo_others_could_write_is_not_trusted(tmp_path, monkeypatch):
     import json
 
-    from vlprobe import keys
-    from vlprobe.keys import folder_digest
+    from vlprobe.storage import keys
+    from vlprobe.storage.keys import folder_digest
 
     monkeypatch.setattr(keys, "RACY_S", -1.0)  # memoise files however recently written
     model = tmp_path / "model"

@@ -1,5 +1,5 @@
-"""Where vlprobe's caches live, decided in one place (vlprobe/locations.py), and the datasets library's Arrow copies
-of dataset folders (vlprobe/arrow_cache.py): private to the user, checked against the parquet they came from,
+"""Where vlprobe's caches live, decided in one place (vlprobe/storage/locations.py), and the datasets library's Arrow copies
+of dataset folders (vlprobe/storage/arrow_cache.py): private to the user, checked against the parquet they came from,
 rebuilt when damaged or stale, pruned."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pytest
 from helpers_data import build_folder
 
 import vlprobe
-from vlprobe import arrow_cache, locations
-from vlprobe.arrow_cache import load_folder_split
 from vlprobe.benchmarks import Upstream
 from vlprobe.builders import upstream
-from vlprobe.cache import default_cache_dir
-from vlprobe.image_sources import ImageResolver, SourceSpec
+from vlprobe.dataset.image_sources import ImageResolver, SourceSpec
+from vlprobe.storage import arrow_cache, locations
+from vlprobe.storage.arrow_cache import load_folder_split
+from vlprobe.storage.score_cache import default_cache_dir
 
 ROOT_ONLY = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                                reason="another user's folder is made with chown, which needs root")
@@ -229,8 +229,8 @@ def test_a_cached_run_draws_no_encoding_0_bars(tmp_path, capsys):
     """A second run reads every vector from the cache: no "encoding 0 images" / "encoding 0 texts" progress bar."""
     from helpers_engine import ToyDual, toy_items
 
-    from vlprobe.cache import ScoreCache
-    from vlprobe.engine import Engine
+    from vlprobe.scoring.engine import Engine
+    from vlprobe.storage.score_cache import ScoreCache
 
     items = toy_items(12)
     for _ in range(2):

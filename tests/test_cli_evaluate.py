@@ -176,9 +176,9 @@ def test_default_run_without_built_datasets_says_how_to_build(tmp_path, monkeypa
 
 def test_default_run_without_model_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    import vlprobe.locations
+    import vlprobe.storage.locations
 
-    monkeypatch.setattr(vlprobe.locations, "shipped_model", lambda: None)  # an installation that ships none
+    monkeypatch.setattr(vlprobe.storage.locations, "shipped_model", lambda: None)  # an installation that ships none
     for name in ("travlr", "winoground_style"):
         (tmp_path / name / "data" / "x").mkdir(parents=True)
         (tmp_path / name / "vlprobe.yaml").write_text("")  # a dataset folder, as a clone's
@@ -270,8 +270,8 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
     import huggingface_hub.utils as hub_utils
     from transformers.utils import logging as hf_logging
 
-    from vlprobe import engine
     from vlprobe import runner as evaluation  # where evaluate() looks load_model up (the run loads the model)
+    from vlprobe.scoring import engine
 
     seen = []
 

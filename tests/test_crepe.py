@@ -29,7 +29,7 @@ from PIL import Image
 from vlprobe.benchmarks import crepe as facts
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, crepe, upstream
-from vlprobe.spec import find_spec
+from vlprobe.dataset.spec import find_spec
 
 UP = get_benchmark("crepe").upstream  # its pinned annotation files
 PREFIX = f"/{UP.repo}/{UP.commit}/{UP.folder}"

@@ -9,8 +9,7 @@ import time
 import datasets
 import pytest
 
-from vlprobe.arrow_cache import load_folder_split
-from vlprobe.dataset_folder import (
+from vlprobe.dataset.folder import (
     BUILD_RECORD,
     ConfigDecl,
     card_metadata,
@@ -22,6 +21,7 @@ from vlprobe.dataset_folder import (
     write_split_rows,
 )
 from vlprobe.evaluation import select_configs
+from vlprobe.storage.arrow_cache import load_folder_split
 
 FEATURES = datasets.Features({"id": datasets.Value("string"), "text": datasets.Value("string")})
 
@@ -101,7 +101,7 @@ def test_config_all_means_every_config_unless_the_dataset_has_one_named_all(tmp_
 
 
 def test_data_files_in_every_form_the_hub_accepts(tmp_path):
-    from vlprobe.folder_reader import data_file_patterns
+    from vlprobe.dataset.reader import data_file_patterns
 
     assert data_file_patterns("data/*.parquet") == {"train": ["data/*.parquet"]}
     assert data_file_patterns(["a/*.parquet", "b/*.parquet"]) == {"train": ["a/*.parquet", "b/*.parquet"]}
@@ -118,7 +118,7 @@ def test_every_repository_folder_lists_its_configs_and_splits(repo_root, tmp_pat
     gives its configs and splits; a config whose path is a list counts as built once its files exist."""
     import shutil
 
-    from vlprobe.folder_reader import _declared_configs, built_configs, config_splits, data_file_patterns
+    from vlprobe.dataset.reader import _declared_configs, built_configs, config_splits, data_file_patterns
 
     folders = [p.parent for p in sorted(repo_root.glob("*/README.md")) if (p.parent / "vlprobe.yaml").exists()]
     assert {f.name for f in folders} >= {"valse", "bla", "travlr", "winoground_style"}

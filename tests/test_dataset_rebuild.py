@@ -10,11 +10,11 @@ from pathlib import Path
 import datasets
 import pytest
 
-import vlprobe.dataset_folder as df
-from vlprobe import leftovers, run_folder
+import vlprobe.dataset.folder as df
 from vlprobe.builders import travlr
 from vlprobe.builders.folder import build_folder
 from vlprobe.publish import check_dataset_folder
+from vlprobe.storage import leftovers, run_folder
 
 
 class Killed(BaseException):

@@ -1,4 +1,4 @@
-"""The device input path (vlprobe.device_images) and ``batch_size="auto"`` (vlprobe.auto_batch), on the CPU.
+"""The device input path (vlprobe.scoring.device_images) and ``batch_size="auto"`` (vlprobe.scoring.auto_batch), on the CPU.
 
 No GPU here: the device path's code runs with ``device="cpu"`` (the same decode_jpeg batch call, the same
 processor call on tensors), and is held to the model's own processor given the PIL images; the GPU's
@@ -17,8 +17,11 @@ import pytest
 from PIL import Image
 from test_preprocessing import TEXTS, _encoded_cases, jpeg_photo, needs_torchvision
 
-from vlprobe import auto_batch, device_images
-from vlprobe.device_images import (
+from vlprobe.dataset.images import ImageError, ImageTooLargeError, to_pil
+from vlprobe.dataset.items import Item
+from vlprobe.scorers import load_scorer
+from vlprobe.scoring import auto_batch, device_images
+from vlprobe.scoring.device_images import (
     PIXEL_MAX_DIFF,
     PIXEL_MEAN_DIFF,
     DeviceImages,
@@ -28,10 +31,7 @@ from vlprobe.device_images import (
     read_batch,
     read_for_device,
 )
-from vlprobe.engine import Engine
-from vlprobe.images import ImageError, ImageTooLargeError, to_pil
-from vlprobe.items import Item
-from vlprobe.scorers import load_scorer
+from vlprobe.scoring.engine import Engine
 
 
 def _jpeg(img: Image.Image, **kw) -> bytes:
@@ -218,7 +218,7 @@ def test_engine_device_path_reads_a_batch_per_task_in_threads_made_once(tiny_cli
     kept across calls, and texts encoded between image batches (while the next batch is read and prepared)."""
     import threading
 
-    import vlprobe.engine as engine_module
+    import vlprobe.scoring.engine as engine_module
 
     scorer = load_scorer(str(tiny_clip_path))
     items = [Item(f"i{k}", it.images, (f"a photo number {k}", f"a drawing number {k}"), it.gold)
@@ -358,7 +358,7 @@ def test_engine_searches_the_texts_batch_size_before_the_first_image_batch(fake_
 
     from helpers_engine import toy_items
 
-    import vlprobe.engine as engine_module
+    import vlprobe.scoring.engine as engine_module
 
     scorer, _, _ = fake_gpu
     events: list[str] = []

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from helpers_engine import ToyDual, ToyPair, toy_items
 
-from vlprobe.cache import ScoreCache
-from vlprobe.engine import Engine, score_items
+from vlprobe.scoring.engine import Engine, score_items
+from vlprobe.storage.score_cache import ScoreCache
 
 pytestmark = pytest.mark.slow  # two processes under accelerate
 
@@ -27,8 +27,8 @@ sys.path.insert(0, {tests!r})
 from accelerate import PartialState
 state = PartialState(cpu=True)  # gloo on CPU
 import numpy as np
-from vlprobe.cache import ScoreCache
-from vlprobe.engine import Engine
+from vlprobe.storage.score_cache import ScoreCache
+from vlprobe.scoring.engine import Engine
 from helpers_engine import ToyDual, ToyPair, toy_items
 items = toy_items(40, n_colors=12)
 out = {{}}

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from helpers_engine import ToyDual, ToyPair, ToyTextOnly, toy_items, winoground_items
 
-from vlprobe.cache import ScoreCache
-from vlprobe.engine import Engine, EngineOutOfMemory, score_items
-from vlprobe.images import ImageError, content_hash, to_pil
-from vlprobe.items import Item
+from vlprobe.dataset.images import ImageError, content_hash, to_pil
+from vlprobe.dataset.items import Item
+from vlprobe.scoring.engine import Engine, EngineOutOfMemory, score_items
+from vlprobe.storage.score_cache import ScoreCache
 
 HERE = Path(__file__).resolve().parent
 
@@ -124,8 +124,8 @@ def test_pair_cache_keeps_probabilities(tmp_path):
 
 _RUN = """
 import sys; sys.path.insert(0, {tests!r})
-from vlprobe.cache import ScoreCache
-from vlprobe.engine import Engine
+from vlprobe.storage.score_cache import ScoreCache
+from vlprobe.scoring.engine import Engine
 from helpers_engine import ToyDual, toy_items
 scorer = ToyDual("toy")
 with ScoreCache({cache!r}, scorer.cache_key()) as cache:

@@ -16,11 +16,11 @@ import pytest
 
 import vlprobe
 from vlprobe import metric as metric_module
-from vlprobe.arrow_cache import conversion_arrow_pool, load_folder_split
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split_rows
+from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split_rows
+from vlprobe.dataset.reader import read_rows, release_mapped_pages, undecoded_features
 from vlprobe.evaluation.scoring import _metric_inputs
-from vlprobe.folder_reader import read_rows, release_mapped_pages, undecoded_features
 from vlprobe.results import ScoredItem, ScoredSplit, ScoreMatrices
+from vlprobe.storage.arrow_cache import conversion_arrow_pool, load_folder_split
 
 # ---- ScoreMatrices ------------------------------------------------------------------------------
 
@@ -268,7 +268,7 @@ def test_chunks_hold_no_row_of_the_previous_chunk_while_reading_the_next():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
 @pytest.mark.slow
 def test_read_rows_keeps_one_slice_of_the_file_resident_at_a_time(image_folder, monkeypatch):
-    import vlprobe.folder_reader as folder_reader
+    import vlprobe.dataset.reader as folder_reader
 
     ds = load_folder_split(image_folder, "main", "test")
     paths = {f["filename"] for f in ds.cache_files}
@@ -290,7 +290,7 @@ def test_read_rows_keeps_one_slice_of_the_file_resident_at_a_time(image_folder, 
 
 
 def test_first_load_converts_without_prebuffering(image_folder, monkeypatch, tmp_path):
-    import vlprobe.arrow_cache as arrow_cache
+    import vlprobe.storage.arrow_cache as arrow_cache
 
     seen = {}
     load = datasets.load_dataset

@@ -300,8 +300,8 @@ def test_families_are_discovered_modules_each_owning_load_wrap_and_map():
 # ---- every scorer failure is one line naming the model and family --------------------------------
 
 def test_a_scorer_failure_is_one_line_naming_model_and_family(tiny_vlm_path):
-    from vlprobe.engine import Engine
-    from vlprobe.items import Item
+    from vlprobe.dataset.items import Item
+    from vlprobe.scoring.engine import Engine
 
     scorer = load_scorer(str(tiny_vlm_path))
 

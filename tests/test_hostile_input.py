@@ -15,13 +15,13 @@ import datasets
 import pytest
 from PIL import Image
 
-from vlprobe import image_sources as imgs
 from vlprobe.builders.folder import build_folder
 from vlprobe.cli import main
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, read_card_metadata, render_card, write_card, write_split
-from vlprobe.images import ImageError, to_pil, to_tensor
+from vlprobe.dataset import image_sources as imgs
+from vlprobe.dataset.folder import ConfigDecl, card_metadata, read_card_metadata, render_card, write_card, write_split
+from vlprobe.dataset.images import ImageError, to_pil, to_tensor
+from vlprobe.dataset.spec import ItemSpec, SpecError
 from vlprobe.publish import check_dataset_folder, check_space_folder, plan_dataset, plan_space
-from vlprobe.spec import ItemSpec, SpecError
 
 HOSTILE = ["../escaped", "/tmp/vlprobe_abs", "a/b", "a\\b", "a\0b", "..", ".", "", "C:evil", "new\nline"]
 
@@ -65,7 +65,7 @@ def _files(root: Path) -> set[str]:
 # ---- the one helper ------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", HOSTILE + ["tab\tname"])
 def test_check_name_refuses_anything_but_one_plain_name(name):
-    from vlprobe.paths import UnsafePathError, check_name
+    from vlprobe.storage.paths import UnsafePathError, check_name
 
     with pytest.raises(UnsafePathError):
         check_name(name, "split")
@@ -73,7 +73,7 @@ def test_check_name_refuses_anything_but_one_plain_name(name):
 
 @pytest.mark.parametrize("path", ["../x", "a/../../x", "/etc/passwd", "\\evil", "C:\\evil", "a\0b", ""])
 def test_relative_paths_that_leave_the_folder_are_refused(path, tmp_path):
-    from vlprobe.paths import UnsafePathError, inside, relative_problem
+    from vlprobe.storage.paths import UnsafePathError, inside, relative_problem
 
     assert relative_problem(path)
     with pytest.raises(UnsafePathError):
@@ -81,7 +81,7 @@ def test_relative_paths_that_leave_the_folder_are_refused(path, tmp_path):
 
 
 def test_inside_follows_symbolic_links_unless_told_not_to(tmp_path):
-    from vlprobe.paths import UnsafePathError, inside
+    from vlprobe.storage.paths import UnsafePathError, inside
 
     (tmp_path / "root").mkdir()
     (tmp_path / "outside").mkdir()
@@ -93,7 +93,7 @@ def test_inside_follows_symbolic_links_unless_told_not_to(tmp_path):
 
 
 def test_split_names_are_what_datasets_accepts():
-    from vlprobe.paths import UnsafePathError, check_split_name
+    from vlprobe.storage.paths import UnsafePathError, check_split_name
 
     assert check_split_name("train.v2") == "train.v2"
     for bad in ("test\n", "te st", "test-1", "a..b"):
@@ -145,7 +145,7 @@ def test_build_folder_out_is_a_file(source, tmp_path, capsys):
 
 
 def test_a_failed_build_leaves_nothing_behind(source, tmp_path, monkeypatch):
-    import vlprobe.dataset_folder as df
+    import vlprobe.dataset.folder as df
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
@@ -431,7 +431,7 @@ def test_a_deeply_nested_card_is_one_line(source, tmp_path, capsys):
 
 
 def test_an_image_cell_naming_a_20_gb_file_is_refused_by_size(tmp_path):
-    from vlprobe.images import ImageTooLargeError
+    from vlprobe.dataset.images import ImageTooLargeError
 
     huge = _sparse(tmp_path / "huge.png")
     with pytest.raises(ImageTooLargeError, match=r"huge.png: is 20.0 GiB, larger than the image files vlprobe reads"):

@@ -18,10 +18,10 @@ from helpers_engine import ToyDual, ToyPair, png
 from helpers_ties import LIMIT, PREFIX, truncating_mini_clip
 from tiny_models import tiny_images
 
-from vlprobe.cache import ScoreCache
-from vlprobe.engine import Engine
-from vlprobe.items import Item
+from vlprobe.dataset.items import Item
 from vlprobe.scorers import load_scorer
+from vlprobe.scoring.engine import Engine
+from vlprobe.storage.score_cache import ScoreCache
 
 BATCH_SIZES = (1, 2, 3, 32)
 # Pairs the shipped mini-clip reads as one input: lower-cased, and unknown words -> [UNK].
@@ -231,7 +231,7 @@ def test_probe_features_of_identical_inputs_are_identical(mini_clip, tiny_blip_i
 def test_the_cache_is_keyed_by_token_ids_and_versioned(tmp_path, mini_clip, images, monkeypatch):
     """Entries are stored under the new keys; a folder of the old format (texts keyed by characters) is
     another folder, never read."""
-    from vlprobe import cache as cache_module
+    from vlprobe.storage import score_cache as cache_module
 
     monkeypatch.setattr(cache_module, "ENTRY_FORMAT", 1)
     with ScoreCache(tmp_path, mini_clip.cache_key()) as old:

@@ -15,9 +15,9 @@ from helpers_data import png_bytes
 
 import vlprobe
 from vlprobe.cli import main
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card
+from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card
+from vlprobe.dataset.images import ImageError, image_cell_in_folder
 from vlprobe.errors import DatasetError
-from vlprobe.images import ImageError, image_cell_in_folder
 
 FEATURES = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
                               "caption": datasets.Value("string"), "foil": datasets.Value("string")})

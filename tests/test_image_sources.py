@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers_data import jpeg_bytes
 
-from vlprobe import image_sources as imgs
+from vlprobe.dataset import image_sources as imgs
 
 
 def test_folder_subdirs_and_zip_by_base_name(tmp_path: Path) -> None:

@@ -92,7 +92,7 @@ def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 def test_the_graph_sees_imports_inside_functions():
     graph = import_graph()
     assert "vlprobe.runner" in graph["vlprobe.evaluation.api"]  # at module top
-    assert "vlprobe.folder_reader" in graph["vlprobe.evaluation.data"]  # inside a function
+    assert "vlprobe.dataset.reader" in graph["vlprobe.evaluation.data"]  # inside a function
     assert "vlprobe.report.runs" in graph["vlprobe.report.probes"]  # and not back: the circle the registry removed
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
 
@@ -113,17 +113,17 @@ def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_builders_do_not_reach_the_engines_store():
     """A builder writes a dataset folder and knows nothing of models: it reaches neither the score cache nor the Arrow
-    cache the engine reads through, directly or through another module (content hashes come from vlprobe.keys)."""
+    cache the engine reads through, directly or through another module (content hashes come from vlprobe.storage.keys)."""
     graph = import_graph()
-    store = {"vlprobe.cache", "vlprobe.arrow_cache", "vlprobe.engine"}
+    store = {"vlprobe.storage.score_cache", "vlprobe.storage.arrow_cache", "vlprobe.scoring.engine"}
     reached = {name: sorted(_reached(graph, name) & store) for name in graph if name.startswith("vlprobe.builders")}
     assert not any(reached.values()), {k: v for k, v in reached.items() if v}
-    assert "vlprobe.keys" in _reached(graph, "vlprobe.builders.upstream")
+    assert "vlprobe.storage.keys" in _reached(graph, "vlprobe.builders.upstream")
 
 
 def test_the_probe_does_not_import_evaluate():
     """vlprobe.probing and vlprobe.evaluation are two commands on one pipeline (vlprobe.runner) and one way of reading
-    splits (vlprobe.splits): neither imports the other."""
+    splits (vlprobe.dataset.splits): neither imports the other."""
     graph = import_graph()
     crossing = sorted((a, b) for a, targets in graph.items() for b in targets
                       for x, y in (("vlprobe.probing", "vlprobe.evaluation"), ("vlprobe.evaluation", "vlprobe.probing"))

@@ -107,7 +107,7 @@ def test_the_wheel_carries_the_metric_the_spaces_and_the_model(wheel, repo_root)
         model = repo_root / "models" / "mini-clip"
         for f in model.iterdir():
             assert zf.read(f"vlprobe/_bundled/models/mini-clip/{f.name}") == f.read_bytes()
-        assert "vlprobe/data/paper_results.csv" in names and "vlprobe/locations.py" in names
+        assert "vlprobe/data/paper_results.csv" in names and "vlprobe/storage/locations.py" in names
         assert {"vlprobe/specs/winoground.yaml", "vlprobe/templates/valse_card.md"} <= set(names)
         # the trainer, beside vlprobe (python -m vlprobe_train), with its card template
         assert {"vlprobe_train/__main__.py", "vlprobe_train/mini_clip.py",
@@ -145,7 +145,7 @@ def installed(wheel, tmp_path_factory) -> Installed:
     env = _env(home)
     here = home / "empty"
     here.mkdir()
-    imported = _run([python, "-c", "import vlprobe, vlprobe.metric as m, vlprobe.locations as l; "
+    imported = _run([python, "-c", "import vlprobe, vlprobe.metric as m, vlprobe.storage.locations as l; "
                      "print(vlprobe.__file__); print(m.METRIC_FILE); print(l.shipped_model())"], here, env).stdout.split()
     vlprobe = home / "venv" / "bin" / "vlprobe"
     built = _run([vlprobe, "build", "winoground_style", "--size", "tiny"], here, env).stdout
@@ -237,7 +237,7 @@ def test_an_editable_install_reads_the_clone(source, tmp_path):
     proc = _pip("--python", str(python), "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(source))
     assert proc.returncode == 0, proc.stderr[-3000:]
     env = _env(tmp_path)
-    out = _run([python, "-c", "import vlprobe.metric as m, vlprobe.locations as l; from vlprobe import valse_metric; "
+    out = _run([python, "-c", "import vlprobe.metric as m, vlprobe.storage.locations as l; from vlprobe import valse_metric; "
                 "print(m.METRIC_FILE); print(l.shipped_model()); print(l.shipped('space'))"], tmp_path, env).stdout.split()
     assert [Path(p) for p in out] == [source / "metric" / "valse_metric.py", source / "models" / "mini-clip",
                                       source / "space"]

@@ -14,8 +14,8 @@ import pytest
 
 from vlprobe.builders.folder import build_folder
 from vlprobe.cli import main
+from vlprobe.dataset.spec import find_spec
 from vlprobe.publish import check_dataset_folder
-from vlprobe.spec import find_spec
 
 
 def _make_images_module(repo_root: Path):

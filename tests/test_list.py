@@ -42,7 +42,7 @@ def test_list_is_a_catalogue_from_any_folder(tmp_path, monkeypatch, capsys):
     needs and where it is built (here: one built into the cache, where `vlprobe build` writes outside a clone), the
     folders found there, the families with their architectures, and the bundled model."""
     from vlprobe.builders import builders
-    from vlprobe.locations import datasets_home
+    from vlprobe.storage.locations import datasets_home
 
     build_folder(tmp_path / "src", n=4)
     monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "cache"))

@@ -1,4 +1,4 @@
-"""Where vlprobe finds what it ships and what it builds (vlprobe/locations.py): a clone keeps its
+"""Where vlprobe finds what it ships and what it builds (vlprobe/storage/locations.py): a clone keeps its
 folders (`make evaluate` unchanged); elsewhere the package's own copies and the user's dataset
 folder (~/.cache/vlprobe/datasets, or $VLPROBE_CACHE/datasets) are used, never a Hub id."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import vlprobe.locations as L
+import vlprobe.storage.locations as L
 from vlprobe import names, probing
 from vlprobe.cli import main
 from vlprobe.errors import DatasetError, ModelError

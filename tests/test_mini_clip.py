@@ -226,9 +226,9 @@ def test_shipped_model_loads_offline_and_tokenizes_without_unknowns(model_dir, s
 
 
 def test_shipped_model_scores_synthetic_items(scorer):
-    from vlprobe.engine import score_items
-    from vlprobe.items import Item
+    from vlprobe.dataset.items import Item
     from vlprobe.scenes import render, winoground
+    from vlprobe.scoring.engine import score_items
 
     wino = winoground.generate("attribute_swap", 1, seed=123)[0]
     items = [
@@ -252,7 +252,7 @@ def test_shipped_model_beats_chance_on_heldout_foils(kind, scorer, model_dir, re
     so that an image-blind scorer gets exactly 0.5): pairwise accuracy above 0.7, and a one-sided
     binomial test against chance (0.5) at p < 1e-6. The colour, attribute-swap and compare foils
     (0.925, 0.920, 0.990 in its card); the shipped model is at chance on the count and spatial foils."""
-    from vlprobe.engine import score_items
+    from vlprobe.scoring.engine import score_items
 
     n = 200
     items = mc.heldout_items(kind, n, seed=0, exclude=mc.heldout_exclusion(model_dir, repo_root))

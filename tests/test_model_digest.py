@@ -7,7 +7,7 @@ import hashlib
 import os
 import time
 
-from vlprobe import keys
+from vlprobe.storage import keys
 
 
 def test_same_size_rewrite_with_old_mtime_is_seen(tmp_path, monkeypatch):

@@ -18,12 +18,12 @@ import pytest
 import torch
 from tiny_models import _byte_bpe, _wrap, tiny_images
 
-from vlprobe.engine import Engine
+from vlprobe.dataset.items import Item
 from vlprobe.errors import ModelError
-from vlprobe.items import Item
 from vlprobe.scorers import load_scorer
 from vlprobe.scorers import open_clip as family
 from vlprobe.scorers.loading import family_of_name
+from vlprobe.scoring.engine import Engine
 
 open_clip = pytest.importorskip("open_clip", reason="open_clip_torch is not installed (pip install 'vlprobe[open_clip]')")
 

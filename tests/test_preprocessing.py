@@ -163,7 +163,7 @@ def test_tensor_decode_gives_the_pil_pixels():
     mode; a truncated file is the same named ImageError."""
     import torch
 
-    from vlprobe.images import ImageError, to_pil, to_tensor
+    from vlprobe.dataset.images import ImageError, to_pil, to_tensor
 
     for name, data in _encoded_cases().items():
         for image in (data, {"bytes": data, "path": None}):
@@ -184,9 +184,9 @@ def test_tensor_decode_gives_the_pil_pixels():
 def test_engine_feeds_a_fast_processor_tensors_with_the_same_scores(request, fixture, real_looking_images):
     """The engine decodes to tensors for a fast processor and to PIL for a slow one; a fast scorer's
     scores through the engine equal the same scorer on PIL images (identical pixels; float tolerance)."""
-    from vlprobe.engine import Engine, decoder
-    from vlprobe.images import to_pil, to_tensor
-    from vlprobe.items import Item
+    from vlprobe.dataset.images import to_pil, to_tensor
+    from vlprobe.dataset.items import Item
+    from vlprobe.scoring.engine import Engine, decoder
 
     path = str(request.getfixturevalue(fixture))
     fast = load_scorer(path)

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from vlprobe import feature_store
 from vlprobe import probing as P
 from vlprobe.cli import main as vlprobe_main
 from vlprobe.errors import SettingError
-from vlprobe.feature_store import FeatureFile, FeatureStore, row_blocks, take_rows
+from vlprobe.storage import feature_store
+from vlprobe.storage.feature_store import FeatureFile, FeatureStore, row_blocks, take_rows
 
 TASKS = "spatiality,cardinality"
 
@@ -348,8 +348,8 @@ def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, 
     """Rows are read, decoded and encoded a chunk at a time (memory holds one chunk's images): the
     features are those of one pass over each split, within the suite's float tolerance (batch shapes
     differ). A split keeps only its labels in memory; the features are float32 files on disk."""
-    from vlprobe.engine import Engine
     from vlprobe.evaluation import Settings, load_model
+    from vlprobe.scoring.engine import Engine
 
     data = P.load_splits(str(travlr_small), "spatiality")
     for split in data["spatiality"].values():
@@ -464,7 +464,7 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
     cached = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir=tmp_path / "c", **kw)
     # A $TMPDIR of this test's own, looked at for the probe's folder names only: other pytest
     # sessions make vlprobe-* folders in the shared one.
-    from vlprobe.leftovers import TMP_PREFIXES
+    from vlprobe.storage.leftovers import TMP_PREFIXES
 
     own_tmp = tmp_path / "tmpdir"
     own_tmp.mkdir()

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 import vlprobe
-from vlprobe import leftovers, run_folder
 from vlprobe import probing as P
 from vlprobe.cli import main
 from vlprobe.errors import ArgumentError, DatasetError, SettingError, VlprobeError
+from vlprobe.storage import leftovers, run_folder
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -293,7 +293,7 @@ def _not_travlr(root: Path, listed: bool = False) -> Path:
     form that once made the probe fail with ``TypeError: intern() argument must be str, not list``."""
     import datasets
 
-    from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
+    from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
 
     folder = root / "pairs"
     root.mkdir(exist_ok=True)
@@ -349,9 +349,9 @@ def test_a_limit_too_small_for_both_classes_is_one_line(travlr_small, tiny_clip_
 
 _HOLD = """
 import os, sys, time
-import vlprobe.leftovers
-vlprobe.leftovers.sweep = lambda *a, **k: []  # this helper only holds folders; the test does the sweeping
-from vlprobe.feature_store import FeatureStore
+import vlprobe.storage.leftovers
+vlprobe.storage.leftovers.sweep = lambda *a, **k: []  # this helper only holds folders; the test does the sweeping
+from vlprobe.storage.feature_store import FeatureStore
 from vlprobe.evaluation import throwaway_cache
 from vlprobe.scorers.loading import load_scorer
 store = FeatureStore()
@@ -388,7 +388,7 @@ def test_folders_of_killed_runs_are_swept_and_live_ones_kept(tiny_clip_path, own
         assert "pid " in (dead_dirs[0] / leftovers.LOCK_NAME).read_text()  # who made it, for a person to read
         unlocked = own_tmp / "vlprobe-features-older"  # no lock file (an older vlprobe's): not provably dead
         unlocked.mkdir()
-        from vlprobe.feature_store import FeatureStore
+        from vlprobe.storage.feature_store import FeatureStore
 
         mine = FeatureStore()  # this very process's, alive
         lines: list[str] = []
@@ -507,7 +507,8 @@ def test_the_old_dataset_keyword_is_taken_with_a_deprecation_warning(travlr_smal
 _KILLED_MID_SWAP = """
 import os, sys
 from pathlib import Path
-from vlprobe import results, run_folder
+from vlprobe import results
+from vlprobe.storage import run_folder
 run_folder.exchange = lambda a, b: False  # where the system cannot swap two folders in one step
 real = os.replace
 def replace(src, dst):

@@ -1,4 +1,4 @@
-"""Published figures keyed by checkpoint (vlprobe/data/published*.csv, checkpoint_names.csv; vlprobe/published.py):
+"""Published figures keyed by checkpoint (vlprobe/data/published*.csv, checkpoint_names.csv; vlprobe/results/published.py):
 copied exactly from their sources, measured on the dataset versions and item counts the rows say (checked by
 arithmetic: every figure is k/n of its n_items), and reachable from every name users pass for a checkpoint."""
 
@@ -11,9 +11,9 @@ from importlib import resources
 
 import pytest
 
-from vlprobe import published as P
 from vlprobe.benchmarks import METRIC_ORDER, benchmarks, find
 from vlprobe.benchmarks.valse import FILES as VALSE_FILES
+from vlprobe.results import published as P
 
 STUDY = "paper_results/vl_compo_individual_results.csv"
 BENCHES = {"sugarcrepe": "sugar_crepe", "valse": "valse", "vl_checklist": "vl_checklist", "crepe": "crepe",

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 from helpers_engine import ToyDual, toy_items
 
-from vlprobe.cache import ScoreCache
 from vlprobe.cli import main
-from vlprobe.engine import Engine, score_items
 from vlprobe.scorers.loading import UnknownArchitectureError, load_scorer
+from vlprobe.scoring.engine import Engine, score_items
+from vlprobe.storage.score_cache import ScoreCache
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -412,7 +412,7 @@ def test_duplicate_row_ids_are_refused_naming_them(tmp_path, tiny_clip_path, cap
     import pyarrow.parquet as pq
     from helpers_data import build_folder
 
-    from vlprobe.dataset_folder import record_data_files, shard_name
+    from vlprobe.dataset.folder import record_data_files, shard_name
 
     data = build_folder(tmp_path, n=8)
     (parquet,) = (data / "data").glob("pairs/test*.parquet") or (data / "data").rglob("*pairs*test*.parquet")

@@ -11,7 +11,7 @@ import pytest
 
 from vlprobe.benchmarks import by_old_name
 from vlprobe.cli import main
-from vlprobe.items import Item
+from vlprobe.dataset.items import Item
 from vlprobe.metric import compute
 from vlprobe.report import load_runs, paper_results
 from vlprobe.results import ScoredSplit, result_entries
@@ -160,7 +160,7 @@ def test_report_flags_an_incomplete_valse_avg(tmp_path):
 
 def test_one_headline_rule_for_bla_and_travlr(tmp_path):
     from vlprobe.report import headline
-    from vlprobe.summary import primary_metric
+    from vlprobe.results.summary import primary_metric
 
     bla = _unit("bla", "active_passive", "bla", 2)
     assert headline(bla.metrics, "bla") == "sentence_acc" == primary_metric("bla", (1, 4), list(bla.metrics))

@@ -159,8 +159,8 @@ def test_the_readers_take_records_not_keys():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     counts = module.per_file(ROOT)
-    readers = {f: n for f, n in counts.items() if f == "vlprobe/summary.py" or f.startswith(("vlprobe/report/",
-               "vlprobe/results/")) or f in ("vlprobe/demo/results.py", "vlprobe/evaluation/result.py",
-                                             "vlprobe/probing/result.py")}
+    readers = {f: n for f, n in counts.items() if f.startswith(("vlprobe/report/", "vlprobe/results/"))
+               and f != "vlprobe/results/published.py"  # reads its own CSV tables, not results.json
+               or f in ("vlprobe/demo/results.py", "vlprobe/evaluation/result.py", "vlprobe/probing/result.py")}
     assert sum(readers.values()) <= 35, {f: n for f, n in readers.items() if n}
     assert "vlprobe/results/schema.py" not in counts and sum(counts.values()) < 1179  # 1,179 at 8764aac

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from vlprobe import leftovers, run_folder
 from vlprobe.errors import ArgumentError
 from vlprobe.probing.settings import PROBE_RUN_FILE
-from vlprobe.run_folder import RUN_FILE, RUN_RECORD, check_output_dir, write_run_folder
+from vlprobe.storage import leftovers, run_folder
+from vlprobe.storage.run_folder import RUN_FILE, RUN_RECORD, check_output_dir, write_run_folder
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -120,7 +120,7 @@ def test_a_run_says_when_another_run_replaced_out_meanwhile(tmp_path, capfd):
     write_run_folder(out, _writer("first"))
     check_output_dir(out)  # this run checks --out, then works; meanwhile another process writes the same --out
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    other = ("import sys\nfrom pathlib import Path\nfrom vlprobe.run_folder import write_run_folder\n"
+    other = ("import sys\nfrom pathlib import Path\nfrom vlprobe.storage.run_folder import write_run_folder\n"
              "def write(folder):\n    (folder / 'results.json').write_text('other')\n    return ['results.json']\n"
              "write_run_folder(sys.argv[1], write)\n")
     subprocess.run([sys.executable, "-c", other, str(out)], env=env, check=True, timeout=120)
@@ -191,7 +191,7 @@ def test_a_cleanup_killed_half_way_is_swept_by_the_next_run(tmp_path):
     script = f"""
 import os, sys
 from pathlib import Path
-from vlprobe import leftovers
+from vlprobe.storage import leftovers
 holder = leftovers.OwnedDir(prefix=leftovers.staging_prefix({str(out)!r}), dir={str(tmp_path)!r})
 for i in range(40):
     (holder.path / f"f{{i:02d}}").write_text("x")

@@ -12,7 +12,7 @@ import pytest
 import torch
 from tiny_models import tiny_images
 
-from vlprobe.items import Item
+from vlprobe.dataset.items import Item
 from vlprobe.scorers import (
     ModelNotFoundError,
     UnknownFamilyError,
@@ -319,7 +319,7 @@ def _items(images):
 
 
 def test_blank_control_keeps_sizes_and_everything_else(images):
-    from vlprobe.images import to_pil
+    from vlprobe.dataset.images import to_pil
 
     items = _items(images)
     blank = apply_control(items, "blank")

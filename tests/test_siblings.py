@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 from helpers_data import jpeg_bytes, load, run_build
 
-from vlprobe import image_sources as imgs
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, cola, sugar_crepe, sugar_crepe_pp, upstream
-from vlprobe.spec import find_spec
+from vlprobe.dataset import image_sources as imgs
+from vlprobe.dataset.spec import find_spec
 
 COLA_UP = get_benchmark("cola").upstream  # its pinned annotation files
 SUGAR_CREPE_UP = get_benchmark("sugar_crepe").upstream  # its pinned annotation files
@@ -239,7 +239,7 @@ def test_blind_baselines_run_by_the_same_command(built: dict[str, Path], tiny_cl
 
 
 def test_summary_aggregates_by_hand() -> None:
-    from vlprobe.summary import summarize
+    from vlprobe.results.summary import summarize
 
     acc = {"add_obj": 0.9, "add_att": 0.7, "replace_obj": 0.9, "replace_att": 0.8, "replace_rel": 0.7,
            "swap_obj": 0.5, "swap_att": 0.6}

@@ -275,9 +275,9 @@ def test_the_allow_list_refuses_other_models(client, images, tiny_clip_path, mon
 
 def test_missing_default_model_says_what_to_do(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    import vlprobe.locations
+    import vlprobe.storage.locations
 
-    monkeypatch.setattr(vlprobe.locations, "shipped_model", lambda: None)  # an installation that ships none
+    monkeypatch.setattr(vlprobe.storage.locations, "shipped_model", lambda: None)  # an installation that ships none
     monkeypatch.setattr(hub, "hub_reachable", lambda: False)
     with pytest.raises(SpaceError, match="offline model models/mini-clip is not in this copy.*type a Hub model id"):
         Settings(root=tmp_path).resolve_model("")
@@ -324,12 +324,12 @@ def test_concurrency_groups_keep_benchmarks_from_blocking_scoring(space_app):
 # ---- examples from dataset folders -----------------------------------------------------------------------
 
 def test_load_example_from_a_travlr_folder(client, travlr_folder):
-    from vlprobe.spec import find_spec
+    from vlprobe.dataset.spec import find_spec
 
     status, image_1, image_2, captions, foils = client.predict(str(travlr_folder), "spatiality", 1,
                                                                api_name="/load_example")
     assert status == ""
-    from vlprobe.arrow_cache import load_folder_split
+    from vlprobe.storage.arrow_cache import load_folder_split
 
     row = load_folder_split(travlr_folder, "spatiality", "test_ind")[1]
     item = find_spec(str(travlr_folder)).to_item(row, 1, "spatiality")
@@ -359,9 +359,9 @@ def test_load_example_errors(client, travlr_folder, tmp_path):
 # ---- benchmark -----------------------------------------------------------------------------------
 
 def test_benchmark_matches_the_engine_and_metric(client, travlr_folder, tiny_clip_path):
-    from vlprobe.engine import score_items
     from vlprobe.metric import compute
     from vlprobe.scorers.loading import load_scorer
+    from vlprobe.scoring.engine import score_items
 
     summary, chart, metrics, per_tag, browse, rank, *_ = client.predict(
         str(travlr_folder), "spatiality", "test_ind", str(tiny_clip_path), 4, "half", 40,
@@ -417,7 +417,7 @@ def test_benchmark_errors(client, travlr_folder, tiny_clip_path, monkeypatch):
 
 
 def test_browse_items_worst_first():
-    from vlprobe.items import Item
+    from vlprobe.dataset.items import Item
 
     items = [Item(id=str(k), images=(None,), texts=("a", "b"), gold=[[1, 0]]) for k in range(3)]
     scores = [np.array([[2.0, 1.0]]), np.array([[0.0, 3.0]]), np.array([[1.0, 1.0]])]
@@ -431,7 +431,7 @@ def test_browse_items_worst_first():
 def test_the_items_list_marks_the_true_text_and_explains_a_label_tag():
     """The items table marks which text is gold, whatever its place (TraVLR's label=False item has its foil first), and
     says what the marks and a label= tag mean."""
-    from vlprobe.items import Item
+    from vlprobe.dataset.items import Item
 
     flipped = Item(id="t", images=(None,), texts=("above", "below"), gold=[[0, 1]], tags=("label=False",))
     assert bench.marked_texts(flipped) == "✗ above | ✓ below"
@@ -538,7 +538,7 @@ def test_results_chart_has_one_point_per_split_and_bla_runs_get_the_papers_point
 
 
 def test_score_chart_shows_the_margins_that_decide_the_verdict():
-    from vlprobe.items import Item
+    from vlprobe.dataset.items import Item
 
     item = Item(id="x", images=(None, None), texts=("c1", "c2"), gold=np.eye(2, dtype=bool))
     S = np.array([[3.0, 1.0], [4.0, 5.0]])

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vlprobe.dataset.items import Item
 from vlprobe.demo import display, results, settings, uploads
 from vlprobe.demo import score as scoring
 from vlprobe.demo.settings import SpaceError
-from vlprobe.items import Item
 
 HASH = re.compile(r"[0-9a-f]{16,}")
 

@@ -15,12 +15,12 @@ import datasets
 import numpy as np
 import pytest
 
-from vlprobe.dataset_folder import ConfigDecl, card_metadata, write_card, write_split
+from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
+from vlprobe.dataset.items import Item
 from vlprobe.demo import benchmark as bench
 from vlprobe.demo import examples, glossary, hub, models, settings
 from vlprobe.demo import score as scoring
 from vlprobe.demo.settings import Settings, SpaceError
-from vlprobe.items import Item
 
 pytestmark = pytest.mark.usefixtures("clean_space_env")  # tests/conftest.py
 REPO = Path(__file__).resolve().parents[1]
@@ -281,7 +281,7 @@ def test_a_config_without_rows_is_not_offered_and_typing_it_says_how_to_build_it
 # ---- item 7: stratified samples -----------------------------------------------------------------------
 
 def test_samples_spread_over_the_tags_in_proportion_seeded_in_order():
-    from vlprobe.spec import ItemSpec
+    from vlprobe.dataset.spec import ItemSpec
 
     kinds = ["a"] * 30 + ["b"] * 6 + ["c"] * 4  # the first 10 rows are all 'a'
     ds = datasets.Dataset.from_dict({"id": [str(i) for i in range(40)], "kind": kinds, "sub": ["x", "y"] * 20})
@@ -422,7 +422,7 @@ def test_online_the_page_starts_on_clip_and_its_gallery_leads_with_the_benchmark
 
 
 def test_a_hub_dataset_the_owner_lists_is_listed_through_datasets(monkeypatch, tmp_path):
-    import vlprobe.folder_reader as dataset_folder
+    import vlprobe.dataset.reader as dataset_folder
 
     monkeypatch.setenv(settings.ENV_DATASETS, "org/foils")
     monkeypatch.setattr(dataset_folder, "list_configs", lambda dataset, revision=None: ["a", "b"])

@@ -1,4 +1,4 @@
-"""vlprobe.summary: the one rule for headline metrics, and the papers' aggregates worked by hand, from
+"""vlprobe.results.summary: the one rule for headline metrics, and the papers' aggregates worked by hand, from
 each benchmark's declaration (vlprobe/benchmarks/)."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import pytest
 from vlprobe.benchmarks import by_old_name, get
 from vlprobe.benchmarks.valse import INSTRUMENTS as VALSE_INSTRUMENTS
 from vlprobe.metric import compute
-from vlprobe.results.upgrade import upgrade
-from vlprobe.summary import (
+from vlprobe.results.summary import (
     dataset_name,
     display_metrics,
     headline_metrics,
@@ -21,6 +20,7 @@ from vlprobe.summary import (
     primary_metric,
     summarize,
 )
+from vlprobe.results.upgrade import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ def test_display_shows_the_headline_metrics_once():
 ])
 def test_synonyms_are_equal_for_every_item_of_the_shape(gold, kept):
     """metric_synonyms names only metrics equal whatever the scores, ties included (integer scores tie often)."""
-    from vlprobe.summary import metric_synonyms
+    from vlprobe.results.summary import metric_synonyms
 
     gold = np.array(gold)
     scores = np.random.default_rng(0).integers(0, 4, size=(300, *gold.shape)).astype(float)
@@ -254,7 +254,7 @@ def test_winoground_bla_and_travlr():
 def test_the_travlr_heading_names_the_metric_its_values_are():
     """The zero-shot 1 x 2 framing gives acc_r: the heading says so, not the paper's macro-F1; the 1 x 1 framing
     says macro-F1."""
-    from vlprobe.summary import summary_title
+    from vlprobe.results.summary import summary_title
 
     zero_shot = [dict(_entry("travlr", "spatiality", split, acc_r=0.5), shape=[1, 2]) for split in ("test_ind", "test_ood")]
     title = summary_title("travlr", summarize(zero_shot)["travlr"])
@@ -298,7 +298,7 @@ def test_display_for_true_false_statements():
 def test_winoground_style_all_gives_each_instrument_from_its_tags():
     """winoground_style's pooled `all` config (rows tagged instrument=...) yields one row per
     instrument beside the pooled one, as VALSE's `all` does."""
-    from vlprobe.summary import summarize
+    from vlprobe.results.summary import summarize
 
     def m(text, image, group):
         return {"text": text, "image": image, "group": group, "n_items": 10, "n_ties": 0}
@@ -348,7 +348,7 @@ def test_an_all_tied_config_shows_the_authors_code_figure_end_to_end(tmp_path, c
     from helpers_ties import tie_folder, truncating_mini_clip
 
     from vlprobe.cli import main
-    from vlprobe.dataset_folder import write_spec
+    from vlprobe.dataset.folder import write_spec
 
     folder = tie_folder(tmp_path)  # config `collapsed`: every item's caption and foil are one input at 8 tokens
     write_spec(folder, (folder / "vlprobe.yaml").read_text(), "sugar_crepe")

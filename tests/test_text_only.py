@@ -176,10 +176,10 @@ def test_families_without_a_text_tower_are_refused(tiny_blip_itm_path: Path, tin
 
 def test_the_option_is_defined_once() -> None:
     from vlprobe.cli import build_parser
+    from vlprobe.dataset.spec import MODALITIES as SPEC_MODALITIES
     from vlprobe.evaluation.settings import MODALITIES
     from vlprobe.probing import ProbeSettings
     from vlprobe.probing.settings import MODALITIES as PROBE_MODALITIES
-    from vlprobe.spec import MODALITIES as SPEC_MODALITIES
 
     assert MODALITIES == ("image", "caption", "both", "text")
     assert PROBE_MODALITIES == SPEC_MODALITIES == ("image", "caption", "both")  # the probe's stay TraVLR's
@@ -220,9 +220,9 @@ def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root:
     (read back from the score cache the run filled); the summary's headline is TOT."""
     import pyarrow.parquet as pq
 
-    from vlprobe.cache import ScoreCache
     from vlprobe.cli import main
     from vlprobe.scorers import load_scorer
+    from vlprobe.storage.score_cache import ScoreCache
 
     model, cache_dir, out = str(repo_root / "models" / "mini-clip"), tmp_path / "cache", tmp_path / "run"
     start = time.perf_counter()
@@ -285,7 +285,7 @@ def test_summary_and_tables_of_a_text_only_run() -> None:
     image run keeps ITT (set_acc, acc_r). The printed summary, the report's table and plot pick text too."""
     from vlprobe.evaluation.result import format_summary
     from vlprobe.report.tables import headline
-    from vlprobe.summary import display_metrics, summarize
+    from vlprobe.results.summary import display_metrics, summarize
 
     metrics = {"acc_r": 0.3, "text": 0.2, "set_acc": 0.3, "sentence_acc": 0.65, "auroc": 0.4, "n_items": 10}
 

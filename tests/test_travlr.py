@@ -18,8 +18,8 @@ from PIL import Image
 
 from vlprobe import scenes as S
 from vlprobe.builders import travlr as builder
+from vlprobe.dataset.spec import find_spec
 from vlprobe.scenes import travlr as T
-from vlprobe.spec import find_spec
 
 SIZES = {"train": 200, "validation": 40, "test_ind": 40, "test_ood": 120}
 

@@ -15,10 +15,10 @@ import datasets
 import pytest
 from helpers_data import build_from, jpeg_bytes, load
 
-from vlprobe import image_sources as imgs
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import valse
-from vlprobe.spec import find_spec
+from vlprobe.dataset import image_sources as imgs
+from vlprobe.dataset.spec import find_spec
 
 VALSE_UP = get_benchmark("valse").upstream  # its pinned annotation files
 

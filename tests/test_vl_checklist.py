@@ -24,9 +24,9 @@ from PIL import Image
 
 from vlprobe.benchmarks import vl_checklist as facts
 from vlprobe.builders import AnnotationError, upstream, vl_checklist
+from vlprobe.dataset.spec import find_spec
 from vlprobe.metric import compute
-from vlprobe.spec import find_spec
-from vlprobe.summary import summarize
+from vlprobe.results.summary import summarize
 
 UP = facts.UPSTREAM
 FIRST = facts.FIRST
@@ -367,7 +367,7 @@ def test_a_mean_over_fewer_files_is_marked_and_every_record_is_not_the_authors()
         "object_location_center", "object_location_mid", "object_size_large")
     assert any(n.startswith("Object: some of its members are means over fewer") for n in block.notes)
     from vlprobe.results.schema import Departure
-    from vlprobe.summary import summary_title
+    from vlprobe.results.summary import summary_title
 
     assert block.departures == (Departure("items", "records=all", facts.BENCHMARK.caveat_tags[0][1]),)
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 from tiny_models import build_tiny_qwen2_vl, build_tiny_vlm, tiny_images
 
-from vlprobe.engine import Engine
-from vlprobe.items import Item
+from vlprobe.dataset.items import Item
 from vlprobe.scorers import load_scorer
+from vlprobe.scoring.engine import Engine
 
 # Texts of different lengths, so the batch is padded.
 TEXTS = ["a dog", "There are 4 cats on the sofa and a man is riding a horse.", "the red ball is to the left",

@@ -16,8 +16,8 @@ import pytest
 
 from vlprobe import scenes as S
 from vlprobe.builders import winoground_style as builder
+from vlprobe.dataset.spec import find_spec
 from vlprobe.scenes import winoground as W
-from vlprobe.spec import find_spec
 
 
 def _args(out: Path, **kw) -> argparse.Namespace:

@@ -7,45 +7,34 @@ Data flow (one direction only)::
     Items --scorer (engine)--> score matrices S (m x n)
     (S, gold, tags) --metric (metric/valse_metric.py)--> pairwise / group / set scores, CIs, per tag
 
-The Python API is :func:`evaluate` (``vlprobe/evaluation.py``), with :func:`score` for one
-image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI,
-``vlprobe/commands/evaluate.py``) parses arguments and calls it. Where things live:
+The Python API is :func:`evaluate` (``vlprobe/evaluation/``), :func:`probe` (``vlprobe/probing/``) and
+:func:`score` for one image-by-text matrix in a notebook; ``vlprobe evaluate`` (the CLI, ``vlprobe/commands/``)
+parses arguments and calls them. Where things live, by layer (``tests/test_imports.py`` holds the arrows):
 
-* ``evaluation/``: the pipeline, by layer (settings, data, model, scoring, result, api);
-* ``results.py``: what a run writes (results.json, scores.parquet, results.csv, plots) and the
-  shared display helpers (METRIC_ORDER, percent formatting, bar charts); ``run_folder.py``: an
-  output folder written beside ``--out`` and swapped in whole (evaluate and probe);
-* ``spec.py`` / ``items.py``: rows -> items; ``engine.py`` / ``cache.py``: scoring and the score cache;
-  ``scorers/``: model families; ``dataset_folder.py``: writing dataset folders; ``folder_reader.py``: reading
-  them (configs, splits, rows with undecoded image columns); ``keys.py``: content hashing (cache keys, stamped file
-  hashes, model digests); ``reading.py``: files a user gives, read bounded; ``errors.py``: the errors users see;
-  ``options.py``: the settings every run shares (``Settings``, a frozen dataclass; ``EvaluateSettings`` and
-  ``ProbeSettings`` in ``evaluation/settings.py`` and ``probing/settings.py`` add each command's own) and the one
-  check of each; ``splits.py``: one split of a dataset, read as ``evaluate`` and ``probe`` read it;
-* ``probing/``: :func:`probe`, TraVLR's train-on-one-modality protocol over cached features (settings,
-  data, features, classifiers, metrics, protocol, finetune, result, api);
-  ``feature_store.py``: its feature matrices on disk, written a chunk and read a block at a time;
-* ``benchmarks/``: one module per benchmark, everything true of it (pins, configs and counts,
-  headline metrics and groups, tie rule, names of metrics, published tables, citation), found by a
-  registry; ``summary.py``: the papers' aggregates by those declarations (one rule for the CLI, the
-  report and the Space); ``report/``: runs beside the published numbers (runs, papers, probes, tables, render);
-* ``builders/``: one module per dataset, the paper benchmarks' on one build flow (``flow.py``;
-  ``upstream.py`` fetches and verifies the annotation files), ``templates/`` their cards; a built
-  folder records its benchmark in ``vlprobe.yaml``; ``scenes/``: the renderer and truth function of the
-  synthetic instruments; ``image_sources.py``: the image sources the upstream benchmarks name (COCO, Visual Genome, ...);
-  ``downloads.py``: a release archive's resumable, checked download and safe opening;
-* ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub;
-* ``runner.py``: the pipeline every run follows (settings checked once, the output folder, the data, the model,
-  the cache and workers, the engine, provenance, results), ``Run``, whose hooks ``evaluate``, ``probe`` and ``score``
-  fill;
-* ``names.py``: what a dataset or model name stands for, the same in every command and the API
-  (``travlr`` after ``vlprobe build travlr``, ``mini-clip``), and the closest known name for a typo;
-* ``plugins.py``: benchmarks, builders and scorer families from outside vlprobe (a package's entry points
-  ``vlprobe.benchmarks`` / ``vlprobe.scorers``, or a folder in ``VLPROBE_INCLUDE_PATH``);
-* ``locations.py``: where the shipped folders (the metric ``metric/valse_metric.py``, the Space, the
-  default model) are, in a clone and when installed, and where every cache lives (one rule:
-  ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``);
-  ``arrow_cache.py``: the datasets library's Arrow copies of dataset folders, private and checked.
+* at the top: ``cli.py``, ``errors.py`` (the errors users see), ``options.py`` (the settings every run shares,
+  a frozen dataclass, and the one check of each), ``defaults.py``, ``runner.py`` (the pipeline every run follows:
+  settings, output folder, data, model, cache, engine, provenance, results; ``evaluate``, ``probe`` and ``score``
+  fill its hooks), ``names.py`` (what a dataset or model name stands for, and the closest known name for a typo),
+  ``plugins.py`` (benchmarks, builders and scorer families from outside vlprobe), ``metric.py`` /
+  ``metric_registry.py`` (the metric module ``metric/valse_metric.py``, and its registration with ``evaluate``);
+* ``dataset/``, the data side: ``items.py`` and ``spec.py`` (rows -> items by a folder's ``vlprobe.yaml``),
+  ``splits.py`` (one split as evaluate and probe read it), ``folder.py`` / ``reader.py`` (writing and reading
+  dataset folders), ``images.py``, ``image_sources.py`` and ``downloads.py`` (images and the sources the upstream
+  benchmarks name), ``reading.py`` (files a user gives, read bounded);
+* ``storage/``: ``score_cache.py``, ``arrow_cache.py`` (the datasets library's Arrow copies, private and checked),
+  ``feature_store.py``, ``run_folder.py`` (an output folder swapped in whole), ``leftovers.py``, ``keys.py``
+  (content hashing), ``locations.py`` / ``paths.py`` (where shipped folders and every cache live);
+* ``scoring/``: ``engine.py`` (each unique input encoded once, each distinct pair scored once), ``auto_batch.py``,
+  ``device_images.py``; ``scorers/``: the model families, one module each;
+* ``evaluation/`` and ``probing/``: the two runs (settings, data, model, scoring, result, api; TraVLR's probe
+  protocol over cached features);
+* ``results/``: the declared records of results.json (``schema.py``), the one upgrade of older files, the files a
+  run writes, tables and charts, ``summary.py`` (the papers' aggregates by the benchmarks' declarations) and
+  ``published.py`` (published figures keyed by checkpoint); ``report/``: runs beside the published numbers;
+* ``benchmarks/``: one module per benchmark, everything true of it, found by a registry; ``builders/``: one
+  module per dataset on one build flow, ``templates/`` their cards; ``scenes/``: the synthetic instruments'
+  renderer and truth function;
+* ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub.
 
 The mini CLIP trainer is not part of this package: it is ``vlprobe_train`` (``python -m vlprobe_train``).
 """
@@ -59,9 +48,9 @@ from typing import TYPE_CHECKING
 _EXPORTS = {
     "DatasetError": "errors", "ModelError": "errors", "SettingError": "errors", "VlprobeError": "errors",
     "Evaluation": "evaluation", "evaluate": "evaluation", "score": "evaluation",
-    "Item": "items", "ItemError": "items",
+    "Item": "dataset.items", "ItemError": "dataset.items",
     "ProbeResult": "probing", "probe": "probing",
-    "ItemSpec": "spec", "SpecError": "spec", "find_spec": "spec",
+    "ItemSpec": "dataset.spec", "SpecError": "dataset.spec", "find_spec": "dataset.spec",
     # evaluate.load("valse_metric") by its bare name, offline: registered on request, never at import
     "register_metric": "metric_registry",
 }
@@ -88,9 +77,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors
+    from .dataset.items import Item, ItemError  # noqa: F401
+    from .dataset.spec import ItemSpec, SpecError, find_spec  # noqa: F401
     from .errors import DatasetError, ModelError, SettingError, VlprobeError  # noqa: F401
     from .evaluation import Evaluation, evaluate, score  # noqa: F401
-    from .items import Item, ItemError  # noqa: F401
     from .metric_registry import register_metric  # noqa: F401
     from .probing import ProbeResult, probe  # noqa: F401
-    from .spec import ItemSpec, SpecError, find_spec  # noqa: F401

@@ -2,7 +2,7 @@
 
 The math lives in one committed file, ``metric/valse_metric.py`` (the ``evaluate`` module that is
 also published as a Space). vlprobe reads it from where it was installed (:data:`METRIC_FILE`, see
-:mod:`vlprobe.locations`): inside the package, ``vlprobe/_bundled/metric/``, when installed from a
+:mod:`vlprobe.storage.locations`): inside the package, ``vlprobe/_bundled/metric/``, when installed from a
 wheel (setup.py maps ``metric/`` there); the clone's ``metric/`` folder otherwise (a clone, an
 editable install). It is imported here as ``vlprobe.valse_metric``.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import metric_registry
-from .locations import shipped
+from .storage.locations import shipped
 
 MODULE_NAME = "valse_metric"
 

@@ -21,7 +21,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .locations import shipped
+from .storage.locations import shipped
 
 MODULE_NAME = "valse_metric"
 # evaluate's cache folder for a canonical module it could not reach: "evaluate-metric--<name>".

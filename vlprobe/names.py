@@ -2,8 +2,8 @@
 
 * A **dataset** (:func:`find_dataset`): a path that exists, as given; else a built folder of that name (one holding
   a ``vlprobe.yaml`` and data) in ``$VLPROBE_ROOT``, then where ``vlprobe build`` writes outside a clone
-  (``<cache_home>/datasets/<name>``, :func:`vlprobe.locations.datasets_home`; refused in one line when another user
-  could have changed it, :func:`vlprobe.locations.distrust_tree`); else a Hub id.
+  (``<cache_home>/datasets/<name>``, :func:`vlprobe.storage.locations.datasets_home`; refused in one line when another user
+  could have changed it, :func:`vlprobe.storage.locations.distrust_tree`); else a Hub id.
 * A **model** (:func:`find_model`): a folder that exists, as given (a local folder wins over a Hub id, as in
   ``transformers``); the bundled model's name, ``mini-clip`` (or ``models/mini-clip``, as a clone spells it), is
   that folder in the working directory or ``$VLPROBE_ROOT`` when there, else the copy the package ships; else a
@@ -30,11 +30,11 @@ from typing import Any, Iterable, Iterator, Mapping
 # machine): a name that is a folder, or refused offline, never needs it.
 from huggingface_hub import constants as hub_constants  # 6 ms: the package's top level is lazy
 
-from . import locations
 from .errors import ArgumentError, DatasetError, ModelError
-from .locations import DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
 from .scorers.base import families, get_family
 from .scorers.loading import family_of_name
+from .storage import locations
+from .storage.locations import DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
 
 
 def _roots(root: str | os.PathLike | None = None) -> list[Path]:

@@ -143,7 +143,7 @@ def worker_count(value: Any) -> int | None:
 
 
 def batch_size_or_auto(value: Any) -> int | str:
-    """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.auto_batch`; :data:`~vlprobe.defaults.BATCH_SIZE`
+    """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.scoring.auto_batch`; :data:`~vlprobe.defaults.BATCH_SIZE`
     on the CPU) or a whole number of at least 1."""
     if value == AUTO:
         return AUTO
@@ -205,7 +205,7 @@ def device_name(value: Any) -> str | None:
 def path(value: Any, wanted: str = "must be a folder path") -> Any:
     """A path (a non-blank string or an ``os.PathLike``) the file system can take: no component or whole too long,
     no ``~user`` of a user who has no home folder here (both refused before the system's error could be)."""
-    from .paths import length_problem
+    from .storage.paths import length_problem
 
     if not (isinstance(value, os.PathLike) or isinstance(value, str) and value.strip()):
         raise Refused(wanted)

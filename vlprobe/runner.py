@@ -4,8 +4,8 @@
 1. **Settings**, checked once, as one frozen object (:class:`vlprobe.options.Settings`): every number and name when it
    is made; then the model and dataset names (:meth:`Run.check_names`: a typo fails in about a second, with the
    closest known name, before torch or ``datasets`` is imported); then the device (which imports torch).
-2. **The output folder** checked before any work (:func:`vlprobe.run_folder.check_output_dir`), and the leftovers of
-   killed runs swept (:func:`vlprobe.leftovers.sweep`).
+2. **The output folder** checked before any work (:func:`vlprobe.storage.run_folder.check_output_dir`), and the leftovers of
+   killed runs swept (:func:`vlprobe.storage.leftovers.sweep`).
 3. **The data** (:meth:`Run.load_data`), and what it can refuse before any weight loads (:meth:`Run.before_model`).
 4. **The model**, named as every command names it (:func:`vlprobe.names.find_model`: ``mini-clip`` works anywhere),
    loaded through its scorer family or wrapped when it is already in memory (:func:`load_model`); then what the
@@ -31,17 +31,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
-from .cache import ScoreCache, default_cache_dir
-from .engine import Engine
 from .errors import ModelError, SettingError, VlprobeError
-from .leftovers import OwnedDir, sweep
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
 from .options import Settings, cpus
 from .results import environment, now_iso
-from .run_folder import RUN_FILE, check_output_dir
 from .scorers.base import Scorer, UnknownFamilyError, get_family
 from .scorers.controls import mark_control
 from .scorers.loading import detect_family, load_scorer
+from .scoring.engine import Engine
+from .storage.leftovers import OwnedDir, sweep
+from .storage.run_folder import RUN_FILE, check_output_dir
+from .storage.score_cache import ScoreCache, default_cache_dir
 
 
 def default_workers() -> int:
@@ -215,7 +215,7 @@ def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> ScoreCache | None:
     if cache_dir is False or (isinstance(cache_dir, str) and cache_dir.strip().lower() == "none"):
         return None
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    # ScoreCache never raises: an unwritable one has warned once (vlprobe/cache.py) and is off.
+    # ScoreCache never raises: an unwritable one has warned once (vlprobe/storage/score_cache.py) and is off.
     cache = ScoreCache(root, scorer.cache_key(), rank=rank)
     return cache if cache.enabled else None
 
@@ -224,8 +224,8 @@ def throwaway_cache(scorer: Any) -> tuple[ScoreCache, OwnedDir]:
     """(cache, its temporary folder) for a run that asked for no cache but reads several chunks:
     it carries inputs across chunks, and the caller deletes it after the run (an interrupted run
     cannot resume from it, and EngineInterrupted says so). The folder is a
-    :class:`vlprobe.leftovers.OwnedDir` in ``$TMPDIR``: should this run be killed, a later run
-    removes it; this one first removes those of killed runs (:func:`vlprobe.leftovers.sweep`)."""
+    :class:`vlprobe.storage.leftovers.OwnedDir` in ``$TMPDIR``: should this run be killed, a later run
+    removes it; this one first removes those of killed runs (:func:`vlprobe.storage.leftovers.sweep`)."""
     sweep()
     temp = OwnedDir(prefix="vlprobe-chunk-cache-")
     cache = ScoreCache(temp.name, scorer.cache_key())

@@ -743,7 +743,7 @@ def heldout_examples(kind: str, n: int, seed: int = 0, exclude: set | frozenset 
 def heldout_items(kind: str, n: int, seed: int = 0, exclude: set | frozenset = frozenset()):
     """Items (1 image x [true text, false text], gold [[1, 0]]) of :func:`heldout_examples`; images
     are 500 x 500 PIL renderings, as the dataset folders hold them."""
-    from vlprobe.items import Item
+    from vlprobe.dataset.items import Item
 
     items = []
     for i, (scene, stmt, bad) in enumerate(heldout_examples(kind, n, seed, exclude)):
@@ -1055,8 +1055,8 @@ def evaluate_saved(folder: str | Path, n: int = 200, seed: int = 0, kinds: Itera
                    root: str | Path | None = ".") -> dict[str, dict]:
     """Held-out results of a saved model through the real path (``load_scorer`` + the engine +
     ``vlprobe.metric.compute``): per kind, acc_r and the number of items."""
-    from vlprobe.engine import score_items
     from vlprobe.scorers import load_scorer
+    from vlprobe.scoring.engine import score_items
 
     exclude = heldout_exclusion(folder, root)
     scorer = load_scorer(str(folder), device="cpu")

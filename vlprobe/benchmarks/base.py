@@ -172,7 +172,7 @@ class Benchmark:
     """Everything vlprobe knows of one benchmark. Only ``name`` and ``title`` are required: a
     benchmark with nothing else declared is summarised like a user's own dataset, by item shape.
 
-    How the summary reads it (:func:`vlprobe.summary.summarize`): one row per config of ``configs``
+    How the summary reads it (:func:`vlprobe.results.summary.summarize`): one row per config of ``configs``
     (in that order; a config the run scored that is not listed follows), each from the config's own
     result or, where the run scored a pooled config, from its per-tag results ``<config_tag>=<config>``;
     one row per declared split where ``splits`` is set (TraVLR's two test sets), else the test split;
@@ -219,7 +219,7 @@ class Benchmark:
     copies: tuple[Upstream, ...] = ()
     counts: Mapping[str, int] = field(default_factory=dict)  # rows per config in the pinned files
     # Which version of the upstream data vlprobe builds (a published figure's dataset_version names one the same
-    # way, vlprobe/published.py): the upstream commit that last changed the data where known, else the pinned commit
+    # way, vlprobe/results/published.py): the upstream commit that last changed the data where known, else the pinned commit
     data_version: str = ""
     citation: str = ""
 

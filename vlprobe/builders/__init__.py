@@ -1,6 +1,6 @@
 """Dataset folder builders, discovered: each module here defining ``NAME``, ``HELP``,
 ``add_arguments(parser)`` and ``build(args) -> Path`` becomes ``vlprobe build <NAME>``.
-Builders know nothing of models; they write a Hub dataset folder (see ``vlprobe/dataset_folder.py``)."""
+Builders know nothing of models; they write a Hub dataset folder (see ``vlprobe/dataset/folder.py``)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ class AnnotationError(ValueError):
 def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hint: str) -> Any:
     """Load one of ``benchmark``'s annotation files, with errors that name it: missing (with
     ``missing_hint`` on how to point at it), not JSON, or not a JSON ``expected`` (``shape``)."""
-    from ..reading import ANNOTATION_BYTES, parse_json, read_bytes
+    from ..dataset.reading import ANNOTATION_BYTES, parse_json, read_bytes
 
-    try:  # bounded: a regular file, its size, its nesting (vlprobe.reading)
+    try:  # bounded: a regular file, its size, its nesting (vlprobe.dataset.reading)
         data = parse_json(read_bytes(path, "annotation file", ANNOTATION_BYTES).decode("utf-8"), str(path))
     except FileNotFoundError:
         raise FileNotFoundError(f"{benchmark} annotation file not found: {path} ({missing_hint})") from None

@@ -26,7 +26,7 @@ from datasets import Features, List, Value
 
 from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
-from ..dataset_folder import ConfigDecl, card_metadata
+from ..dataset.folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards, read_json
 from .flow import SPLIT, Annotations, Plan, UpstreamBuilder
 
@@ -91,7 +91,7 @@ FINETUNE_FEATURES = Features({
 })
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): one image and four texts,
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one image and four texts,
 # the two true captions then the two false ones (list columns expand in order); gold [[1, 1, 0, 0]].
 description: BLA (Chen, Fernandez, Pezzelle, EMNLP 2023), 1 image x [true1, true2, false1, false2], gold [[1, 1, 0, 0]].
 id: id

@@ -24,7 +24,7 @@ def write(folder: str | Path, template: str, metadata: Mapping[str, Any], **valu
     path.parent.mkdir(parents=True, exist_ok=True)
     text = str(render(template, metadata, **values)).rstrip() + "\n"
     path.write_text(text, encoding="utf-8")
-    from ..dataset_folder import record_data_files
+    from ..dataset.folder import record_data_files
 
     record_data_files(folder)  # as dataset_folder.write_card does: the cache key follows the files
     return path
@@ -47,6 +47,6 @@ def write_build_report(folder: str | Path, title: str, lines: list[str]) -> Path
 
 
 def body(name: str) -> str:
-    """The prose of a card written with :func:`vlprobe.dataset_folder.write_card` (no template
+    """The prose of a card written with :func:`vlprobe.dataset.folder.write_card` (no template
     variables): ``vlprobe/templates/<name>``, as committed."""
     return (TEMPLATES / name).read_text(encoding="utf-8")

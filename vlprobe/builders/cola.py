@@ -21,8 +21,8 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import cola as facts
-from ..dataset_folder import ConfigDecl, card_metadata
-from ..image_sources import SourceSpec
+from ..dataset.folder import ConfigDecl, card_metadata
+from ..dataset.image_sources import SourceSpec
 from . import AnnotationError, cards, read_json
 from .flow import SPLIT, Annotations, UpstreamBuilder, upstream_values
 
@@ -48,7 +48,7 @@ FEATURES = Features({
 })
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): 2 Visual Genome images x 2
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): 2 Visual Genome images x 2
 # captions, caption_i true of image_i only (gold the identity). COLA's multi-object accuracy is the
 # image score (each caption scores its own image above the other, strictly).
 description: COLA multi-object (Ray et al., NeurIPS 2023), 2 images x 2 captions, gold [[1, 0], [0, 1]].

@@ -45,9 +45,9 @@ from datasets import Features, Value
 
 from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
-from ..dataset_folder import ConfigDecl, card_metadata
-from ..downloads import read_member
-from ..images import check_crop_box
+from ..dataset.downloads import read_member
+from ..dataset.folder import ConfigDecl, card_metadata
+from ..dataset.images import check_crop_box
 from . import AnnotationError, cards
 from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
 
@@ -107,7 +107,7 @@ FEATURES = Features({
 })
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): one Visual Genome region (the
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one Visual Genome region (the
 # crop the authors' code takes), the true caption and its k hard negatives; gold [[1, 0, ..., 0]]
 # from the gold column (k varies). CREPE's recall@1 (the caption ranks first) is vlprobe's `text`
 # (= set_acc here) under the strict tie policy: a negative tied with the caption counts against it.

@@ -25,7 +25,7 @@ lists the image files the rows need (``--image-list``), so a user knows what to 
    checked a chunk at a time (and converted where the builder stores something else, CREPE's region);
 6. **publish**: the staging folder moved in (a failed build leaves the folder as it was; the folder then
    holds this build's configs only), then the card, ``vlprobe.yaml`` recording the benchmark
-   (:func:`vlprobe.dataset_folder.write_spec`), and ``data/BUILD.md``: rows per config against the
+   (:func:`vlprobe.dataset.folder.write_spec`), and ``data/BUILD.md``: rows per config against the
    pinned files', the rows left out, the configs not built or built in part, the annotation files used
    with their hashes.
 
@@ -38,7 +38,7 @@ may stand for another (a third-party copy of an upstream file, :attr:`Benchmark.
 ``--annotations DIR`` only). A builder that does not say needs every file (the rule before partial
 builds); ``--configs`` then keeps the configs asked for from what it read. The card still declares
 every config, and a config with no files is left out of what loads
-(:func:`vlprobe.dataset_folder.record_data_files`).
+(:func:`vlprobe.dataset.folder.record_data_files`).
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ from urllib.parse import urlsplit
 
 import datasets
 
-from .. import image_sources as imgs
 from ..benchmarks import Benchmark, Upstream
-from ..dataset_folder import ConfigDecl, publish_staged, rebuilding, staging_folder, write_spec, write_split_rows
+from ..dataset import image_sources as imgs
+from ..dataset.folder import ConfigDecl, publish_staged, rebuilding, staging_folder, write_spec, write_split_rows
 from . import AnnotationError, cards, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs

@@ -6,7 +6,7 @@ The source folder looks like::
     my_instrument/
     ├── images/            any layout; the captions file names each image by its relative path
     ├── captions.csv       one row per item: image path column(s), text columns, tag columns ...
-    └── vlprobe.yaml       which columns are images, texts, gold and tags (see vlprobe/spec.py)
+    └── vlprobe.yaml       which columns are images, texts, gold and tags (see vlprobe/dataset/spec.py)
 
 Image columns hold paths relative to the captions file (a JSONL or JSON list of paths makes a list
 column); a ``.json`` file is one array of records. Other columns are kept as they are (CSV cells
@@ -90,7 +90,7 @@ def build_folder(
     anything is written; a build that fails leaves ``out`` as it was (a new ``out`` is removed)."""
     import datasets
 
-    from ..dataset_folder import (
+    from ..dataset.folder import (
         ConfigDecl,
         card_metadata,
         progress_bars_off,
@@ -100,10 +100,10 @@ def build_folder(
         write_card,
         write_split,
     )
+    from ..dataset.reader import undecoded_features
+    from ..dataset.spec import SPEC_FILE, ItemSpec
     from ..errors import SettingError
-    from ..folder_reader import undecoded_features
-    from ..paths import check_config_name, check_split_name, inside
-    from ..spec import SPEC_FILE, ItemSpec
+    from ..storage.paths import check_config_name, check_split_name, inside
 
     source, out = Path(source), Path(out)
     if not source.is_dir():
@@ -148,7 +148,7 @@ def build_folder(
         spec = ItemSpec.from_dict(spec_dict, source=f"default spec for {table}")
 
     # Embed the image bytes: a parquet holding only local paths would not survive the upload.
-    from ..images import encoded_file, to_pil
+    from ..dataset.images import encoded_file, to_pil
 
     records, read, total = [], {}, 0
     for i, row in enumerate(rows):
@@ -216,7 +216,7 @@ def build_folder(
 
 def _existing_card(out: Path) -> dict[str, Any]:
     """The YAML of ``out``'s card ({} without one), with errors that name the file."""
-    from ..dataset_folder import read_card_metadata
+    from ..dataset.folder import read_card_metadata
     from ..errors import DatasetError
 
     if not (out / "README.md").is_file():
@@ -273,10 +273,10 @@ MAX_IMAGE_BYTES = 4 << 30  # the images of one build, in memory at once (each fi
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
     """The captions file's rows, read within the bounds: the file (a regular file of at most
-    :data:`vlprobe.reading.CAPTIONS_BYTES`, JSON nested at most :data:`vlprobe.reading.MAX_DEPTH` levels) and at most
-    :data:`MAX_ROWS` rows, counted as they are read."""
+    :data:`vlprobe.dataset.reading.CAPTIONS_BYTES`, JSON nested at most
+    :data:`vlprobe.dataset.reading.MAX_DEPTH` levels) and at most :data:`MAX_ROWS` rows, counted as they are read."""
+    from ..dataset.reading import CAPTIONS_BYTES, parse_json, read_text
     from ..errors import DatasetError
-    from ..reading import CAPTIONS_BYTES, parse_json, read_text
 
     suffix = path.suffix.lower()
     if suffix not in CAPTIONS_SUFFIXES:
@@ -318,7 +318,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _jsonl_row(path: Path, i: int, line: str) -> dict[str, Any]:
-    from ..reading import parse_json
+    from ..dataset.reading import parse_json
 
     try:
         row = parse_json(line, f"{path} line {i + 1}")
@@ -360,7 +360,7 @@ def _default_spec(columns: list[str], image_cols: list[str], table: Path) -> dic
     if "caption" not in columns or not foils:
         raise ValueError(
             f"{table}: no vlprobe.yaml in the source folder, and the columns {columns} are not the simple "
-            "image/caption/foil shape; write a vlprobe.yaml naming the image, text and gold columns (see vlprobe/spec.py)"
+            "image/caption/foil shape; write a vlprobe.yaml naming the image, text and gold columns (see vlprobe/dataset/spec.py)"
         )
     spec: dict[str, Any] = {}
     if "id" in columns:
@@ -440,7 +440,7 @@ def _spec_text(path: Path, spec_text: str, spec, config: str) -> str | None:
     """What to write as ``vlprobe.yaml`` (None: keep it as it is): the spec as given, or, when the
     folder already has a different one, that one with a ``configs.<config>`` override so that both
     configs convert."""
-    from ..spec import ItemSpec
+    from ..dataset.spec import ItemSpec
 
     if not path.is_file():
         return spec_text

@@ -18,9 +18,9 @@ from typing import Any
 import datasets
 from datasets import Features, Value
 
-from .. import image_sources as imgs
 from ..benchmarks import sugar_crepe as facts
-from ..dataset_folder import ConfigDecl, card_metadata
+from ..dataset import image_sources as imgs
+from ..dataset.folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards, read_json
 from .flow import SPLIT, Annotations, UpstreamBuilder, str_field, upstream_values
 
@@ -71,7 +71,7 @@ FEATURES = Features({
 _FIELDS = {"filename", "caption", "negative_caption"}
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): one COCO image, the caption and
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one COCO image, the caption and
 # its hard negative; the caption is the gold text. SugarCREPE's authors count a tie as wrong
 # (main_eval.py: pos > neg), which is vlprobe's default tie policy (strict).
 description: SugarCREPE (Hsieh et al., NeurIPS 2023), 1 image x [caption, negative_caption], gold [[1, 0]].

@@ -20,9 +20,9 @@ from typing import Any
 import datasets
 from datasets import Features, Value
 
-from .. import image_sources as imgs
 from ..benchmarks import sugar_crepe_pp as facts
-from ..dataset_folder import ConfigDecl, card_metadata
+from ..dataset import image_sources as imgs
+from ..dataset.folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards, read_json
 from .flow import SPLIT, Annotations, UpstreamBuilder, str_field, upstream_values
 
@@ -56,7 +56,7 @@ FEATURES = Features({
 _FIELDS = {"id", "filename", "caption", "caption2", "negative_caption"}
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): one COCO image, its two true
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one COCO image, its two true
 # captions and the hard negative; gold [[1, 1, 0]]. The authors' ITT score (both captions above the
 # negative, a tie wrong) is set_acc under the strict tie policy; acc_r is the mean of their
 # Image-P1-Neg and Image-P2-Neg accuracies.

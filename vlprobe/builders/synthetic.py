@@ -11,15 +11,15 @@ from typing import Any, Mapping, Sequence
 
 import datasets
 
-from ..dataset_folder import progress_bars_off, write_split
-from ..locations import dataset_folder
+from ..dataset.folder import progress_bars_off, write_split
 from ..scenes.model import Scene
 from ..scenes.render import render_many
+from ..storage.locations import dataset_folder
 
 
 def add_out_argument(p: argparse.ArgumentParser, name: str) -> None:
     """``--out``, defaulting to the folder the offline default of `vlprobe evaluate` / `vlprobe probe`
-    reads (:func:`vlprobe.locations.dataset_folder`): ``./<name>`` in a clone (its committed card
+    reads (:func:`vlprobe.storage.locations.dataset_folder`): ``./<name>`` in a clone (its committed card
     folder), else ``$VLPROBE_ROOT/<name>`` when set, else ``~/.cache/vlprobe/datasets/<name>``, so
     that an installed vlprobe run from any folder builds and finds the same folder."""
     default = dataset_folder(name)
@@ -84,7 +84,7 @@ class RateMeter:
 
 
 def write_rows(folder: Path, config: str, split: str, rows: list[Mapping[str, Any]], features: datasets.Features) -> Path:
-    """One split as parquet, image bytes embedded (via :func:`vlprobe.dataset_folder.write_split`)."""
+    """One split as parquet, image bytes embedded (via :func:`vlprobe.dataset.folder.write_split`)."""
     if not rows:  # load_dataset refuses a declared split without rows
         raise ValueError(f"{folder}: config {config!r} split {split!r} has no rows; every split needs at least one")
     dataset = datasets.Dataset.from_list([dict(r) for r in rows], features=features)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import datasets
 
-from ..dataset_folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
+from ..dataset.folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
 from ..scenes import travlr as gen
 from . import cards, unchanged
 from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
@@ -48,7 +48,7 @@ FEATURES = datasets.Features({
 })
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): vlprobe's zero-shot adaptation,
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): vlprobe's zero-shot adaptation,
 # 1 image x 2 texts, the query and its minimal truth-flipping edit; the gold cell is the one whose
 # statement is true (pairwise accuracy). The paper's own framing is true_false.yaml.
 description: TraVLR (Chow, Tan, Kan, EACL 2023) tasks rendered by vlprobe; query vs its minimal foil.
@@ -63,7 +63,7 @@ context: caption
 # The paper's framing, selected with `vlprobe evaluate --spec travlr/true_false.yaml`.
 TRUE_FALSE_SPEC = "true_false.yaml"
 TRUE_FALSE_YAML = """\
-# TraVLR's own framing (see vlprobe/spec.py): 1 image x 1 text, the query, judged true or false of the
+# TraVLR's own framing (see vlprobe/dataset/spec.py): 1 image x 1 text, the query, judged true or false of the
 # scene; gold [[1]] when it is true, [[0]] when it is false. The paper scores it by macro-F1 (the mean
 # of the F1 of the true and of the false class), which needs a match probability (ITM heads, VQAScore
 # VLMs, or a probe on frozen features). Use it with:
@@ -79,7 +79,7 @@ context: caption
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .synthetic import add_out_argument  # ./NAME in a clone, else the user's folder (vlprobe.locations)
+    from .synthetic import add_out_argument  # ./NAME in a clone, else the user's folder (vlprobe.storage.locations)
 
     add_out_argument(p, NAME)
     p.add_argument("--size", choices=sorted(gen.SIZES), default="default",
@@ -119,7 +119,7 @@ def write_metadata(out: Path) -> None:
 
 
 # The files whose code decides what a build writes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
-GENERATOR = ("scenes/*.py", "builders/travlr.py", "builders/synthetic.py", "builders/cards.py", "dataset_folder.py",
+GENERATOR = ("scenes/*.py", "builders/travlr.py", "builders/synthetic.py", "builders/cards.py", "dataset/folder.py",
              "templates/travlr_body.md")
 
 

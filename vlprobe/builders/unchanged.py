@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..dataset_folder import DATA_DIR
+from ..dataset.folder import DATA_DIR
 
 RECORD = "BUILD_INPUTS.json"
 # The libraries whose bytes end up in a built folder.

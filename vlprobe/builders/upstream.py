@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Sequence
 
 from ..benchmarks import Upstream, UpstreamFile
-from ..keys import git_blob_sha1
-from ..locations import cache_home, distrust, home_advice, images_home
+from ..storage.keys import git_blob_sha1
+from ..storage.locations import cache_home, distrust, home_advice, images_home
 from . import AnnotationError
 
 
 def default_cache() -> Path:
-    """vlprobe's cache folder (:func:`vlprobe.locations.cache_home`): annotations go under ``annotations/``."""
+    """vlprobe's cache folder (:func:`vlprobe.storage.locations.cache_home`): annotations go under ``annotations/``."""
     return cache_home()
 
 
@@ -59,7 +59,7 @@ class AnnotationDownloadError(AnnotationError, FileNotFoundError):
 
 def cache_folder(upstream: Upstream, cache_dir: str | os.PathLike | None = None) -> Path:
     """Where ``upstream``'s files are kept once fetched: ``<cache>/annotations/<owner>--<repo>--<commit>/``; refused
-    (:class:`AnnotationError`) when another user could have changed it (:func:`vlprobe.locations.distrust`: a file
+    (:class:`AnnotationError`) when another user could have changed it (:func:`vlprobe.storage.locations.distrust`: a file
     there without a pinned hash would be used as it is)."""
     owner, name = upstream.repo.split("/")
     root = Path(cache_dir).expanduser() if cache_dir else default_cache()

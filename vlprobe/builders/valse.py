@@ -20,9 +20,9 @@ from typing import Any
 import datasets
 from datasets import Features, List, Value
 
-from .. import image_sources as imgs
 from ..benchmarks import valse as facts
-from ..dataset_folder import ConfigDecl, card_metadata
+from ..dataset import image_sources as imgs
+from ..dataset.folder import ConfigDecl, card_metadata
 from . import AnnotationError, cards, read_json
 from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, count_lines
 
@@ -120,7 +120,7 @@ _KNOWN_FIELDS = {
 }
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): one image, the caption and
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one image, the caption and
 # its foil; the caption is the gold text. Tags drive per-piece / per-instrument tables.
 description: VALSE (Parcalabescu et al., ACL 2022), 1 image x [caption, foil], gold [[1, 0]].
 id: id

@@ -38,8 +38,8 @@ from datasets import Features, Value
 
 from ..benchmarks import vl_checklist as facts
 from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
-from ..dataset_folder import ConfigDecl, card_metadata
-from ..image_sources import Archive, SourceSpec
+from ..dataset.folder import ConfigDecl, card_metadata
+from ..dataset.image_sources import Archive, SourceSpec
 from . import AnnotationError, cards, read_json
 from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
 
@@ -95,7 +95,7 @@ FEATURES = Features({
 })
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): one image, the record's first
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one image, the record's first
 # positive (caption) and first negative (negative_caption), as the authors' itc evaluation takes them;
 # gold [[1, 0]]. Their accuracy counts a tie as wrong (pos > neg): vlprobe's acc_r under the strict policy.
 # type_corpus= names the corpus file (the authors' unit: one accuracy each, then means per source and

@@ -24,8 +24,8 @@ from typing import Any, Iterator
 import datasets
 import pyarrow.parquet as pq
 
-from ..dataset_folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
-from ..downloads import read_member
+from ..dataset.downloads import read_member
+from ..dataset.folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
 from ..scenes import winoground as gen
 from . import cards
 from .synthetic import RateMeter, parse_names, write_rows
@@ -66,7 +66,7 @@ FEATURES = datasets.Features({
 ALL_CONFIG = "all"
 
 SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): 2 images x 2 captions,
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): 2 images x 2 captions,
 # caption_i is true of image_i only. Tags as Winoground's (collapsed_tag: the kind of swap,
 # Object / Relation / Both), and the instrument, so config `all` gives per-instrument tables too.
 description: Winoground-style 2x2 instruments on rendered scenes (same words, swapped order).
@@ -78,7 +78,7 @@ tags: [collapsed_tag, instrument, num_main_preds, secondary_tag, tag]
 """
 # The private copy of facebook/winoground has its nine columns only.
 LOCAL_SPEC_YAML = """\
-# How rows of this folder become vlprobe items (see vlprobe/spec.py): 2 images x 2 captions,
+# How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): 2 images x 2 captions,
 # caption_i is true of image_i only. Tags as Winoground's.
 description: Winoground (Thrush et al., CVPR 2022), a private local copy; never redistribute.
 id: id
@@ -90,7 +90,7 @@ tags: [collapsed_tag, num_main_preds, secondary_tag, tag]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .synthetic import add_out_argument  # ./NAME in a clone, else the user's folder (vlprobe.locations)
+    from .synthetic import add_out_argument  # ./NAME in a clone, else the user's folder (vlprobe.storage.locations)
 
     add_out_argument(p, NAME)
     p.add_argument("--size", choices=sorted(gen.SIZES), default="default",

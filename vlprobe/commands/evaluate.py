@@ -22,7 +22,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL
+from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL
 
 HELP = "score a model on a benchmark; write results.json, scores.parquet, results.csv, plots"
 

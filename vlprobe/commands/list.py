@@ -40,7 +40,7 @@ def dataset_folders(root: str | os.PathLike) -> list[dict]:
     """Every folder directly under ``root`` holding a vlprobe.yaml: {name, path, built: {config:
     [splits]}, unbuilt: [configs], build: the `vlprobe build` name or None}."""
     from ..builders import builders
-    from ..folder_reader import _declared_configs, built_configs, config_splits
+    from ..dataset.reader import _declared_configs, built_configs, config_splits
 
     known = builders()
     out = []
@@ -67,9 +67,9 @@ def _describe(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..dataset.reader import list_splits
     from ..errors import ArgumentError
     from ..evaluation import select_configs
-    from ..folder_reader import list_splits
     from ..scorers.base import families
 
     if args.dataset:
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
 def search_roots(root: Path) -> list[Path]:
     """Where built folders are looked for, in the order a name finds them (:mod:`vlprobe.names`)."""
-    from ..locations import datasets_home
+    from ..storage.locations import datasets_home
 
     out: list[Path] = []
     for base in [root, Path(os.environ["VLPROBE_ROOT"]).expanduser() if os.environ.get("VLPROBE_ROOT") else None,
@@ -116,7 +116,7 @@ def needs(module) -> str:
     up = getattr(getattr(builder, "benchmark", None), "upstream", None)
     if up is None:
         return getattr(module, "NEEDS", "")
-    from ..image_sources import SOURCES
+    from ..dataset.image_sources import SOURCES
 
     images = [SOURCES[s].title if isinstance(s, str) and s in SOURCES else getattr(s, "title", str(s))
               for s in getattr(builder, "sources", ())]
@@ -158,7 +158,7 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
     import textwrap
 
     from ..benchmarks import benchmarks
-    from ..locations import MINI_CLIP, datasets_home, shipped_model
+    from ..storage.locations import MINI_CLIP, datasets_home, shipped_model
 
     wrap = textwrap.TextWrapper(width=118, initial_indent="      ", subsequent_indent="        ")
     lines = ["benchmarks vlprobe can build (`vlprobe build NAME`; then `--dataset NAME` from any folder):"]

@@ -30,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     from ..cli import add_run_options, batch_size
     from ..defaults import BATCH_SIZE
-    from ..locations import DEFAULT_MODEL
     from ..probing.settings import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_OUT, MAX_EPOCHS, MAX_SEEDS, MODALITIES, SCHEDULES
+    from ..storage.locations import DEFAULT_MODEL
 
     p.add_argument("--dataset", dest="datasets", default=DEFAULT_DATASET, metavar="FOLDER_OR_HUB_ID",
                    help=f"TraVLR-shaped dataset folder or Hub id (default: {DEFAULT_DATASET}, the repository's build)")

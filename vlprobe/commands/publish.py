@@ -54,9 +54,9 @@ def _common(p: argparse.ArgumentParser, repo_help: str) -> None:
 
 def _default_folder(given: Path | None, name: str) -> Path:
     """``--folder``, else ``./<name>``, else the copy this vlprobe ships (inside the installed
-    package, or the clone it runs from: :func:`vlprobe.locations.shipped`)."""
+    package, or the clone it runs from: :func:`vlprobe.storage.locations.shipped`)."""
     from ..errors import SettingError
-    from ..locations import shipped
+    from ..storage.locations import shipped
 
     if given is not None:
         return given

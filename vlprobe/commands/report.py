@@ -1,6 +1,6 @@
 """``vlprobe report <results.json ...> [--label NAME ...] [--out DIR]``: compare runs in Markdown, HTML
 and LaTeX, with a plot,
-with the papers' aggregates (:mod:`vlprobe.summary`) beside the seed papers' published numbers where
+with the papers' aggregates (:mod:`vlprobe.results.summary`) beside the seed papers' published numbers where
 benchmark, config and metric match; a ``vlprobe probe`` run beside TraVLR's Table 2 (:mod:`vlprobe.report.probes`).
 Bad files are refused, one line each naming the file and the field (:mod:`vlprobe.report`)."""
 

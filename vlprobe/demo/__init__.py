@@ -1,7 +1,7 @@
 """The Gradio Space's logic (``space/app.py`` builds the page from it), importable and testable
 without a browser, thin over the library: models load with :mod:`vlprobe.scorers`, items are
-scored by :mod:`vlprobe.engine`, every number comes from :mod:`vlprobe.metric`, dataset folders are
-read by :mod:`vlprobe.dataset_folder`, results files by :mod:`vlprobe.report`.
+scored by :mod:`vlprobe.scoring.engine`, every number comes from :mod:`vlprobe.metric`, dataset folders are
+read by :mod:`vlprobe.dataset.folder`, results files by :mod:`vlprobe.report`.
 
 * :mod:`.settings`: the owner's environment variables, the limits, the model menu and its default,
   which dataset folders may be used (``Settings(root, models_file)``: both passed in by the app);

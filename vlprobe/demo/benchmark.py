@@ -365,7 +365,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
 
 def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any], list[str], list[list[Any]], str]:
     """One benchmark item by its rank (1 = worst): (images, score headers, score rows, caption)."""
-    from ..images import to_pil
+    from ..dataset.images import to_pil
     from .score import table
 
     if outcome is None or not outcome.items:

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..items import Item, ItemError
+from ..dataset.items import Item, ItemError
 from .settings import Settings, SpaceError
 
 # (name, shape, scenes as (shape, colour, row, column) objects, captions, foils): in every model's
@@ -69,7 +69,7 @@ def scene_examples(folder: Path) -> list[Example]:
 def dataset_example(settings: Settings, dataset: str, folder: Path) -> Example | None:
     """The first row of a dataset's first config with rows, as a gallery example (its images
     saved as PNG into ``folder``); None where no row of it fits the Score tab or it cannot be read."""
-    from ..images import to_pil
+    from ..dataset.images import to_pil
     from .score import item_shape
 
     try:
@@ -95,7 +95,7 @@ def dataset_example(settings: Settings, dataset: str, folder: Path) -> Example |
 def gallery(settings: Settings, folder: Path, datasets: Sequence[str]) -> list[Example]:
     """Every gallery example: one item of each dataset (the benchmarks with photos first, then the
     rendered ones), then the rendered scenes."""
-    from ..locations import DEFAULT_DATASETS
+    from ..storage.locations import DEFAULT_DATASETS
 
     ordered = sorted(datasets, key=lambda d: Path(d).name in DEFAULT_DATASETS)  # stable: photos first
     found = [dataset_example(settings, d, folder) for d in ordered]
@@ -123,7 +123,7 @@ def dataset_name(settings: Settings, dataset: str | None) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _card_configs(folder: str, stamp: tuple[int, int]) -> tuple[dict, ...]:
-    from ..folder_reader import _declared_configs
+    from ..dataset.reader import _declared_configs
 
     return tuple(_declared_configs(folder))
 
@@ -143,7 +143,7 @@ def split_rows(folder: Path, config: str) -> dict[str, int]:
     decoded); a file that is not readable parquet counts 0 rows."""
     import pyarrow.parquet as pq
 
-    from ..folder_reader import data_file_patterns
+    from ..dataset.reader import data_file_patterns
 
     out: dict[str, int] = {}
     for c in declared_configs(folder):
@@ -170,8 +170,8 @@ def build_hint(folder: Path) -> str:
 
 def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
     """The configs of a dataset that have rows in this build (a Hub id: all of its configs)."""
+    from ..dataset.reader import list_configs
     from ..errors import DatasetError
-    from ..folder_reader import list_configs
 
     source = settings.resolve_dataset(dataset)
     try:
@@ -188,8 +188,8 @@ def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
 def dataset_splits(settings: Settings, dataset: str | None, config: str | None) -> list[str]:
     """A config's splits that have rows, ``test``-like splits first; a config with none is refused
     in one sentence saying how to build it."""
+    from ..dataset.reader import config_splits, data_file_patterns, list_splits
     from ..errors import DatasetError
-    from ..folder_reader import config_splits, data_file_patterns, list_splits
 
     source = settings.resolve_dataset(dataset)
     if not config:
@@ -214,9 +214,9 @@ def dataset_splits(settings: Settings, dataset: str | None, config: str | None) 
 
 def open_split(settings: Settings, dataset: str | None, config: str | None, split: str | None = None) -> tuple[Any, Any, str]:
     """(rows as a ``datasets.Dataset`` with images left encoded, the dataset's spec, the split)."""
-    from ..arrow_cache import load_folder_split
-    from ..folder_reader import undecoded_features
-    from ..spec import SpecError, find_spec
+    from ..dataset.reader import undecoded_features
+    from ..dataset.spec import SpecError, find_spec
+    from ..storage.arrow_cache import load_folder_split
 
     source = settings.resolve_dataset(dataset)
     name = dataset_name(settings, dataset)
@@ -248,7 +248,7 @@ def load_items(settings: Settings, dataset: str | None, config: str | None, spli
                limit: int | None = None, start: int = 0, rows: Sequence[int] | None = None) -> list[Item]:
     """Rows ``start .. start+limit`` of a config's split (or the rows numbered in ``rows``), made
     items by the dataset's spec."""
-    from ..spec import SpecError
+    from ..dataset.spec import SpecError
 
     ds, spec, split = open_split(settings, dataset, config, split)
     name = dataset_name(settings, dataset)
@@ -280,7 +280,7 @@ def check_row(value: Any) -> int:
 
 def example_fields(settings: Settings, dataset: str | None, config: str | None, index: Any) -> tuple[Any, Any, str, str]:
     """(image 1, image 2 or None, captions text, foils text) of one dataset row, for the Score tab."""
-    from ..images import to_pil
+    from ..dataset.images import to_pil
 
     item = load_items(settings, dataset, config, None, limit=1, start=check_row(index))[0]
     gold = item.gold

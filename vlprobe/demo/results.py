@@ -211,7 +211,7 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], li
 
 def headline_key(benchmark: str, metrics: Any) -> str | None:
     """The metric the chart shows for a result, by vlprobe's one headline rule
-    (:func:`vlprobe.summary.primary_metric`: BLA's sentence accuracy, Winoground's group...)."""
+    (:func:`vlprobe.results.summary.primary_metric`: BLA's sentence accuracy, Winoground's group...)."""
     from .. import report
 
     return report.headline(metrics, benchmark)
@@ -240,7 +240,7 @@ def matching_papers(paper_points: list[Point], points: list[Point]) -> list[Poin
     each benchmark's headline metric)."""
     if points:
         return [p for p in paper_points if _group(p) in {_group(q) for q in points}]
-    from ..summary import primary_metric
+    from ..results.summary import primary_metric
 
     return [p for p in paper_points if p.metric == primary_metric(p.benchmark, None, {q.metric for q in paper_points})]
 

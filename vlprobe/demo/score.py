@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..items import Item
+from ..dataset.items import Item
 from .models import MODELS, ModelCache
 from .settings import MAX_PIXELS, MAX_TEXT_CHARS, MAX_TEXTS, Settings, SpaceError, max_upload_bytes
 
@@ -438,8 +438,8 @@ class ScoreOutcome:
 
 def run_engine(scorer: Any, items: Sequence[Item], **kw: Any) -> Any:
     """vlprobe's engine on items, its errors turned into messages for the page."""
-    from ..engine import EngineOutOfMemory, score_items
-    from ..images import ImageError
+    from ..dataset.images import ImageError
+    from ..scoring.engine import EngineOutOfMemory, score_items
 
     try:
         return score_items(scorer, items, num_workers=0, cache=None, **kw)

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL, MINI_CLIP, SPEC_FILE
+from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL, MINI_CLIP, SPEC_FILE
 
 ENV_MODELS = "VLPROBE_SPACE_MODELS"
 ENV_DEFAULT_MODEL = "VLPROBE_SPACE_DEFAULT_MODEL"
@@ -149,8 +149,8 @@ class Settings:
 
     def offline_model_path(self) -> str | None:
         """Where the offline model is: ``models/mini-clip`` under the root, else the copy the
-        installed vlprobe package ships (:func:`vlprobe.locations.shipped_model`); None if neither."""
-        from ..locations import shipped_model
+        installed vlprobe package ships (:func:`vlprobe.storage.locations.shipped_model`); None if neither."""
+        from ..storage.locations import shipped_model
 
         candidate = Path(self.root) / OFFLINE_MODEL
         if (candidate / "config.json").is_file():
@@ -286,7 +286,7 @@ class Settings:
         listed = listed_datasets()
         if listed is not None:
             return listed
-        from ..locations import datasets_home
+        from ..storage.locations import datasets_home
 
         found = {f.name: f for f in self._built_under(Path(self.root))}
         if not on_hosted_space():

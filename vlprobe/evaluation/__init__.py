@@ -12,8 +12,8 @@ CLI (``vlprobe evaluate``), the Space and the probe command call.
 The flow: every setting is checked first (and the output folder, the device), before anything is
 loaded; each (dataset, config, split) is opened as a memory-mapped Arrow table; rows are read in
 bounded chunks (``chunk_size`` rows, across splits), turned into items by the dataset's
-``vlprobe.yaml`` (:mod:`vlprobe.spec`) and scored by :mod:`vlprobe.engine`, which computes each
-unique input once per chunk; the on-disk cache (:mod:`vlprobe.cache`) carries what was computed
+``vlprobe.yaml`` (:mod:`vlprobe.dataset.spec`) and scored by :mod:`vlprobe.scoring.engine`, which computes each
+unique input once per chunk; the on-disk cache (:mod:`vlprobe.storage.score_cache`) carries what was computed
 from one chunk to the next. Only the score matrices, gold matrices, ids, texts and tags are kept:
 image bytes are dropped after each chunk, so memory does not grow with the dataset. A run whose
 rows fit in one chunk scores everything in one engine call, exactly as before streaming.
@@ -21,17 +21,17 @@ rows fit in one chunk scores everything in one engine call, exactly as before st
 Errors are the named errors of :mod:`vlprobe.errors` (the CLI prints them as one line).
 
 The package, by layer: :mod:`.settings` (:class:`EvaluateSettings`: every keyword, typed, checked first),
-:mod:`.data` (datasets, configs and splits, read through :mod:`vlprobe.splits` as the probe reads them), :mod:`.model`
+:mod:`.data` (datasets, configs and splits, read through :mod:`vlprobe.dataset.splits` as the probe reads them), :mod:`.model`
 (the model through :mod:`vlprobe.runner`, and the checks of what it can score),
 :mod:`.scoring` (streamed scoring through the engine and the cache, and measuring),
 :mod:`.result` (:class:`Evaluation`) and :mod:`.api` (:func:`evaluate`, :func:`score`: each a
 :class:`vlprobe.runner.Run`, the pipeline ``vlprobe.probe`` follows too, whose hooks they fill).
 """
 
-from ..locations import DEFAULT_DATASETS, DEFAULT_MODEL
+from ..dataset.splits import TEST_LIKE, check_reachable, load_split, select_configs, select_splits
 from ..options import MAX_BOOTSTRAP
 from ..runner import default_workers, open_cache, throwaway_cache
-from ..splits import TEST_LIKE, check_reachable, load_split, select_configs, select_splits
+from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL
 from .api import evaluate, score
 from .data import SplitSource, default_datasets, plan_splits
 from .model import default_model, load_model

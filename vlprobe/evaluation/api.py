@@ -9,14 +9,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..dataset.images import ImageError
+from ..dataset.items import Item
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
-from ..engine import EngineOutOfMemory
 from ..errors import ArgumentError, ModelError, SettingError
-from ..images import ImageError
-from ..items import Item
 from ..names import find_dataset
 from ..results import result_entries
 from ..runner import Run
+from ..scoring.engine import EngineOutOfMemory
 from .data import _dataset_label, default_datasets, plan_splits
 from .model import _check_shapes, _check_text_tower, default_model
 from .result import Evaluation, summarize

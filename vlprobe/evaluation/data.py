@@ -1,5 +1,5 @@
 """What is scored: the datasets, configs and splits a run names (folders, Hub ids, in-memory ``datasets`` objects),
-opened as memory-mapped Arrow tables (:mod:`vlprobe.splits`, which ``vlprobe probe`` reads them through too), and
+opened as memory-mapped Arrow tables (:mod:`vlprobe.dataset.splits`, which ``vlprobe probe`` reads them through too), and
 their rows turned into items by the dataset's ``vlprobe.yaml``."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from ..dataset.items import ItemError
+from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, find_spec
+from ..dataset.splits import _is_built, check_reachable, checked_image_paths, load_split, select_configs, select_splits
 from ..errors import ArgumentError, DatasetError
-from ..items import ItemError
-from ..locations import DEFAULT_DATASETS, dataset_folder
 from ..options import listed
 from ..results import dataset_name
-from ..spec import ItemSpec, SpecError, dataset_benchmark, find_spec
-from ..splits import _is_built, check_reachable, checked_image_paths, load_split, select_configs, select_splits
+from ..storage.locations import DEFAULT_DATASETS, dataset_folder
 from .settings import TEXT, EvaluateSettings
 from .text_only import text_only
 
@@ -36,7 +36,7 @@ class SplitSource:
     data: dict[str, Any] = field(default_factory=dict)
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
-    # Image cells holding a path are opened only inside this folder (vlprobe.images.image_cell_in_folder):
+    # Image cells holding a path are opened only inside this folder (vlprobe.dataset.images.image_cell_in_folder):
     # the dataset folder, None for a Hub dataset; ``outside_images`` lifts that; in-memory datasets are the
     # caller's own and are not checked (``check_image_paths`` False).
     image_folder: str | None = None
@@ -49,7 +49,7 @@ class SplitSource:
 
     def row_batches(self, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         """(first row index, rows) of at most ``size`` rows, images as undecoded dicts."""
-        from ..folder_reader import read_rows
+        from ..dataset.reader import read_rows
 
         for start in range(0, self.n, size):
             rows = read_rows(self.rows, start, min(start + size, self.n))
@@ -163,7 +163,7 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
 def default_datasets(root: str | os.PathLike) -> list[str]:
     """The offline default's dataset folders: ``root/<name>`` where it holds a ``vlprobe.yaml`` (a
     clone's committed card folders), else the folder an installed vlprobe builds into,
-    ``~/.cache/vlprobe/datasets/<name>`` (see :func:`vlprobe.locations.dataset_folder`): wherever
+    ``~/.cache/vlprobe/datasets/<name>`` (see :func:`vlprobe.storage.locations.dataset_folder`): wherever
     ``vlprobe build <name>`` with no ``--out`` writes, run from the same folder."""
     out = []
     for name in DEFAULT_DATASETS:

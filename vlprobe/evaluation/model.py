@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from .. import locations, runner
+from .. import runner
 from ..errors import ArgumentError, ModelError
-from ..locations import DEFAULT_MODEL
 from ..scorers.base import DualScorer, Scorer
+from ..storage import locations
+from ..storage.locations import DEFAULT_MODEL
 from .data import SplitSource
 from .settings import EvaluateSettings
 
@@ -48,7 +49,7 @@ def _check_text_tower(scorer: Any) -> None:
 
 def default_model(root: str | os.PathLike) -> str:
     """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy
-    this package ships (inside the installed package, see :mod:`vlprobe.locations`)."""
+    this package ships (inside the installed package, see :mod:`vlprobe.storage.locations`)."""
     root = Path(root)
     model = root / DEFAULT_MODEL
     if (model / "config.json").is_file():

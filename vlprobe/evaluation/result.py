@@ -10,9 +10,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import summary as summary_rules
 from ..errors import VlprobeError
 from ..results import RunResult, ScoredSplit, format_table, pct, result_entries, truncation_warning
+from ..results import summary as summary_rules
 from ..results.io import provenance_record
 from ..results.schema import Entry, EvaluationDocument, SummaryBlock
 
@@ -126,7 +126,7 @@ def display_keys(split: ScoredSplit | Entry) -> list[str]:
 
 
 def summarize(entries: Any, settings: Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
-    """The papers' aggregates per benchmark (:func:`vlprobe.summary.summarize`); ``settings``: the
+    """The papers' aggregates per benchmark (:func:`vlprobe.results.summary.summarize`); ``settings``: the
     run's recorded settings, to flag where it departs from the authors' own."""
     return summary_rules.summarize(entries, settings)
 

@@ -1,4 +1,4 @@
-"""Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.engine`
+"""Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.scoring.engine`
 through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept.
 
 Ties: the engine gives inputs the model cannot tell apart one score, so a gold text and a non-gold
@@ -22,11 +22,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..benchmarks import find
-from ..engine import Engine, EngineOutOfMemory
+from ..dataset.images import ImageError
 from ..errors import DatasetError, ModelError
-from ..images import ImageError
 from ..results import NA_KEY, ScoredItem, ScoredSplit, ScoreMatrices, metric_keys
 from ..scorers.controls import apply_control
+from ..scoring.engine import Engine, EngineOutOfMemory
 from .data import SplitSource
 from .settings import TEXT, EvaluateSettings
 from .text_only import score_text_only

@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, Sequence
 
+from ..dataset.spec import MODALITIES as IMAGE_MODALITIES
+from ..dataset.spec import ItemSpec
 from ..defaults import BATCH_SIZE
 from ..options import (
     Refused,
@@ -25,11 +27,9 @@ from ..options import (
     switch,
     worker_count,
 )
-from ..spec import MODALITIES as IMAGE_MODALITIES
-from ..spec import ItemSpec
 
 DEFAULT_OUT = "runs/default"  # the offline default run's output folder
-TEXT = "text"  # evaluate's modalities: TraVLR's three (vlprobe.spec) and text-only (vlprobe/evaluation/text_only.py)
+TEXT = "text"  # evaluate's modalities: TraVLR's three (vlprobe.dataset.spec) and text-only (vlprobe/evaluation/text_only.py)
 MODALITIES = (*IMAGE_MODALITIES, TEXT)
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..items import ItemError
+from ..dataset.items import ItemError
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +59,7 @@ def text_gold(n_true: int, n_false: int) -> np.ndarray:
 
 
 def text_only(item: Any) -> TextOnlyItem:
-    """``item`` (an :class:`~vlprobe.items.Item`) as its texts compared with each other; :class:`ItemError`
+    """``item`` (an :class:`~vlprobe.dataset.items.Item`) as its texts compared with each other; :class:`ItemError`
     when it has fewer than two true texts or no false one."""
     truth = np.asarray(item.gold, dtype=bool).any(axis=0)
     true = [t for t, g in zip(item.texts, truth) if g]

@@ -9,10 +9,10 @@ representations" setting, Appendix B); ``finetune=True`` (dual encoders) also fi
 the model with a linear head on the same features, as the paper's main experiments do
 (:func:`finetune_rows`; rows with ``classifier = "finetune"``).
 
-**Features** come through :class:`vlprobe.engine.Engine`, so each unique input is computed once and
+**Features** come through :class:`vlprobe.scoring.engine.Engine`, so each unique input is computed once and
 cached on disk next to ``vlprobe evaluate``'s scores (a second probe on the same model computes
 nothing). Rows are read a chunk at a time and each chunk's features are appended to float32 files
-in a temporary folder (:mod:`vlprobe.feature_store`), which the classifiers read a block of rows at
+in a temporary folder (:mod:`vlprobe.storage.feature_store`), which the classifiers read a block of rows at
 a time: the probe's memory does not grow with the number of rows.
 
 * dual encoders (CLIP, SigLIP, ...): ``[u, v, u*v, |u-v|]`` with ``v`` the query's text embedding and
@@ -57,7 +57,7 @@ each), :mod:`.finetune`, :mod:`.result` (:class:`ProbeResult`, tables, plots, fi
 :mod:`.api` (:func:`probe`).
 """
 
-from ..locations import DEFAULT_MODEL
+from ..storage.locations import DEFAULT_MODEL
 from .api import probe
 from .classifiers import NEWTON_MAX_DIM, Probe, fit, select
 from .data import Split, load_splits

@@ -8,15 +8,15 @@ import time
 import warnings
 from typing import Any, Sequence
 
+from ..dataset.spec import dataset_benchmark
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
-from ..feature_store import FeatureStore
-from ..locations import DEFAULT_MODEL
 from ..names import find_dataset, find_model
 from ..options import Refused
 from ..runner import Run
 from ..scorers.base import DualScorer
 from ..scorers.loading import detect_family, load_config
-from ..spec import dataset_benchmark
+from ..storage.feature_store import FeatureStore
+from ..storage.locations import DEFAULT_MODEL
 from .data import _check_classes, _check_train_sizes, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..feature_store import row_blocks
+from ..storage.feature_store import row_blocks
 from .metrics import macro_f1
 from .settings import L2_GRID
 
@@ -89,8 +89,8 @@ def fit(kind: str, x: Any, y: np.ndarray, l2: float, *, seed: int = 0, start: Pr
     """Train a probe on (x, y): mean binary cross-entropy + ``l2/2 * ||w - w0||^2`` (the bias is not
     penalised; ``w0`` = 0, or ``start``'s weights). With ``start``, begin at its weights and
     standardisation, as the few-shot transfer does (L2-SP). ``x``: an (N, d) array or a
-    :class:`~vlprobe.feature_store.FeatureFile`; every solver reads it a block of rows at a time
-    (:func:`~vlprobe.feature_store.row_blocks`), so memory does not grow with N.
+    :class:`~vlprobe.storage.feature_store.FeatureFile`; every solver reads it a block of rows at a time
+    (:func:`~vlprobe.storage.feature_store.row_blocks`), so memory does not grow with N.
 
     Logistic regression: full-batch Newton's method with backtracking (float64; exact and fast for
     up to :data:`NEWTON_MAX_DIM` features), else full-batch L-BFGS. MLP: full-batch Adam, seeded."""

@@ -1,5 +1,5 @@
 """The TraVLR-shaped splits a probe reads (train, validation, test*), loaded as ``vlprobe evaluate``
-loads them (:func:`vlprobe.splits.load_split`), and the check that each has both classes."""
+loads them (:func:`vlprobe.dataset.splits.load_split`), and the check that each has both classes."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..dataset.spec import SpecError, find_spec
+from ..dataset.splits import checked_image_paths, load_split
 from ..errors import DatasetError
 from ..names import did_you_mean, find_dataset
-from ..spec import SpecError, find_spec
-from ..splits import checked_image_paths, load_split
 from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
 
-# vlprobe.folder_reader is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
+# vlprobe.dataset.reader is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
 # machine), which a misspelt name never needs.
 
 
@@ -32,7 +32,7 @@ class Split:
     spec: Any = None
     info: dict = field(default_factory=dict)
     text_table: Any = None  # the caption and query columns, Arrow-formatted (zero-copy slices)
-    image_folder: str | None = None  # image cells holding a path are opened only inside it (see vlprobe.splits)
+    image_folder: str | None = None  # image cells holding a path are opened only inside it (see vlprobe.dataset.splits)
     outside_images: bool = False
 
     def _checked(self, rows: list[dict], start: int) -> list[dict]:
@@ -46,7 +46,7 @@ class Split:
         return [(a, min(a + size, len(self))) for a in range(0, len(self), size)]
 
     def rows(self, start: int, stop: int) -> list[dict]:
-        from ..folder_reader import read_rows
+        from ..dataset.reader import read_rows
 
         return self._checked(read_rows(self.table, start, stop), start)
 
@@ -54,7 +54,7 @@ class Split:
         return [r["image"] for r in self.rows(start, stop)]
 
     def images_at(self, idx: Sequence[int]) -> list:
-        from ..folder_reader import read_rows
+        from ..dataset.reader import read_rows
 
         picked = self.table.select([int(i) for i in idx])
         return [self._checked([r], int(i))[0]["image"] for i, r in zip(idx, read_rows(picked, 0, len(picked)))]
@@ -80,11 +80,11 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
     ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
 
-    Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.splits.load_split`: a
+    Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.dataset.splits.load_split`: a
     memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only the labels are
     read into memory here; captions, queries and images are read a chunk at a time when features
     are computed. ``dataset``: a folder, a built benchmark's name or a Hub id (:func:`vlprobe.names.find_dataset`)."""
-    from ..folder_reader import built_configs, config_splits, list_configs, list_splits
+    from ..dataset.reader import built_configs, config_splits, list_configs, list_splits
 
     dataset = str(find_dataset(dataset))
     local = Path(dataset).is_dir()

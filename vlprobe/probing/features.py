@@ -1,5 +1,5 @@
-"""The probe's features through :class:`vlprobe.engine.Engine` (cached, computed once per input),
-written a chunk at a time to :mod:`vlprobe.feature_store`: dual-encoder ``[u, v, u*v, |u-v|]``, an ITM
+"""The probe's features through :class:`vlprobe.scoring.engine.Engine` (cached, computed once per input),
+written a chunk at a time to :mod:`vlprobe.storage.feature_store`: dual-encoder ``[u, v, u*v, |u-v|]``, an ITM
 head's joint representation, or a VQAScore model's zero-shot probability.
 
 Where one text holds both the caption and the query (the dual encoder's text-only baseline, an ITM
@@ -98,14 +98,14 @@ def _unavailable(store: Any, name: str, features: Any) -> Any:
 def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str],
                      chunk_size: int = CHUNK_ROWS, store: Any = None) -> tuple[dict, dict]:
     """{(task, split, setting): features} and engine stats. Features are a (N, d) float32
-    :class:`~vlprobe.feature_store.FeatureFile` in ``store`` (a temporary
-    :class:`~vlprobe.feature_store.FeatureStore` when None), or, for VQAScore, P(Yes) as an (N,) array.
+    :class:`~vlprobe.storage.feature_store.FeatureFile` in ``store`` (a temporary
+    :class:`~vlprobe.storage.feature_store.FeatureStore` when None), or, for VQAScore, P(Yes) as an (N,) array.
 
     ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`. Rows are
     read, decoded and encoded ``chunk_size`` at a time and each chunk's features are appended to
     their files: memory holds one chunk, whatever the number of rows."""
-    from ..feature_store import FeatureStore
     from ..scorers.base import DualScorer
+    from ..storage.feature_store import FeatureStore
 
     splits = [s for by_split in data.values() for s in by_split.values()]
     scorer = engine.scorer
@@ -208,7 +208,7 @@ def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], 
 
 def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
     """P(Yes | scene, query) per test row and modality: one float per row, kept in memory."""
-    from ..items import Item
+    from ..dataset.items import Item
 
     stats: dict[str, Any] = {}
     out = {}

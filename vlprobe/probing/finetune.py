@@ -146,7 +146,7 @@ class _Encoder:
         self.scorer, self.model = scorer, model
 
     def _images(self, split: Split, idx: np.ndarray) -> Any:
-        from ..images import to_pil
+        from ..dataset.images import to_pil
 
         pils = [to_pil(image, where=f"{split.task}/{split.split} row {int(i)}")
                 for i, image in zip(idx, split.images_at(idx))]

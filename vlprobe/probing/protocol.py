@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..feature_store import take_rows
+from ..storage.feature_store import take_rows
 from .classifiers import fit, select
 from .data import Split
 from .metrics import measure

@@ -11,8 +11,8 @@ from typing import Any, ClassVar, Sequence
 
 from ..defaults import BATCH_SIZE
 from ..errors import ArgumentError
-from ..locations import DEFAULT_MODEL
 from ..options import Refused, Settings, batch_size_or_auto, model_given, one_of, opt, path, switch, whole
+from ..storage.locations import DEFAULT_MODEL
 
 MODALITIES = ("image", "caption", "both")
 TEXT_ONLY = "text-only"

@@ -10,14 +10,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..paths import config_name_problem, relative_problem, split_name_problem
+from ..storage.paths import config_name_problem, relative_problem, split_name_problem
 from .folder import BUILD_REPORT, CARD_FILE, SPEC_FILE, progress_bars_off, read_card
 from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
 
 
 def _data_file_patterns(data_files: Any) -> dict[str, list[str]] | None:
     """``data_files`` in any of the card's spellings -> {split: [patterns]} (None if malformed)."""
-    # Not vlprobe.dataset_folder.data_file_patterns: that one reads a card and coerces what it finds
+    # Not vlprobe.dataset.folder.data_file_patterns: that one reads a card and coerces what it finds
     # ([{split: test}] -> {test: []}, 5 -> {train: ["5"]}), which here would pass a config with no files.
     if isinstance(data_files, str):
         return {"train": [data_files]}
@@ -218,9 +218,9 @@ def check_dataset_folder(
     spec_path = folder / SPEC_FILE
     if not spec_path.is_file():
         problems.append(f"{spec_path}: missing; write a vlprobe.yaml saying which columns hold the images, texts and gold "
-                        "(see vlprobe/spec.py)")
+                        "(see vlprobe/dataset/spec.py)")
     else:
-        from ..spec import ItemSpec
+        from ..dataset.spec import ItemSpec
 
         try:
             spec = ItemSpec.from_file(spec_path)
@@ -233,7 +233,7 @@ def check_dataset_folder(
     # Other specs beside it (a second framing chosen with --spec) are uploaded too, so they must parse.
     for other in sorted(folder.glob("*.yaml")):
         if other.name != SPEC_FILE and not other.name.startswith("."):
-            from ..spec import ItemSpec
+            from ..dataset.spec import ItemSpec
 
             try:
                 ItemSpec.from_file(other)
@@ -277,7 +277,7 @@ def _check_config_files(folder: Path, name: str, files: list[Path], declared_yam
             if missing:
                 problems.append(
                     f"config {name!r}: {rel} column {column!r}: {missing} of {total} image(s) are stored as a path "
-                    f"only, no bytes (e.g. {example!r}); embed the bytes (vlprobe.dataset_folder.write_split does)"
+                    f"only, no bytes (e.g. {example!r}); embed the bytes (vlprobe.dataset.folder.write_split does)"
                 )
     return problems
 
@@ -358,7 +358,7 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
 
 
 def _check_rows(spec, ds, config: str, split: str) -> list[str]:
-    from ..images import to_pil
+    from ..dataset.images import to_pil
 
     try:
         for item in spec.iter_items(ds, config=config):

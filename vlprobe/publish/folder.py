@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from ..paths import is_inside
+from ..storage.paths import is_inside
 
 SPEC_FILE = "vlprobe.yaml"
 CARD_FILE = "README.md"
@@ -27,8 +27,8 @@ IGNORE_PATTERNS = [
 
 def read_card(folder: Path, what: str = "dataset card (README.md with a YAML header)") -> tuple[dict[str, Any] | None, list[str]]:
     """The card's YAML header as a dict (None when unusable) and the problems found. The header is
-    read by :func:`vlprobe.dataset_folder.read_card_metadata` (huggingface_hub's card parser)."""
-    from ..dataset_folder import read_card_metadata
+    read by :func:`vlprobe.dataset.folder.read_card_metadata` (huggingface_hub's card parser)."""
+    from ..dataset.folder import read_card_metadata
 
     card = folder / CARD_FILE
     if not card.is_file():
@@ -47,9 +47,9 @@ def read_card(folder: Path, what: str = "dataset card (README.md with a YAML hea
 
 
 def progress_bars_off():
-    """datasets' progress bars off for a block (:func:`vlprobe.dataset_folder.progress_bars_off`,
+    """datasets' progress bars off for a block (:func:`vlprobe.dataset.folder.progress_bars_off`,
     imported on use so that importing this module does not import datasets)."""
-    from ..dataset_folder import progress_bars_off as off
+    from ..dataset.folder import progress_bars_off as off
 
     return off()
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..paths import is_inside, relative_problem
+from ..storage.paths import is_inside, relative_problem
 from .folder import CARD_FILE, IGNORE_PATTERNS, _folder_files, escaping_files, read_card
 from .plan import UploadPlan, ValidationError, check_repo_id
 
@@ -105,8 +105,8 @@ def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
     import shutil
     import tempfile
 
-    from ..locations import BUNDLE, PACKAGE
     from ..metric import METRIC_FILE
+    from ..storage.locations import BUNDLE, PACKAGE
 
     folder = Path(folder).resolve()
     root = folder.parent
@@ -121,7 +121,7 @@ def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
         # "_bundled": an installed package's copy of metric/, space/ and the model; the model is staged below
         shutil.copytree(package, staged / "vlprobe", symlinks=False, ignore=shutil.ignore_patterns(
             "__pycache__", "*.pyc", ".venv", ".pytest_cache", ".hypothesis", "_bundled"))
-        # The metric, where an installed package keeps it (vlprobe.locations): the staged package is one.
+        # The metric, where an installed package keeps it (vlprobe.storage.locations): the staged package is one.
         metric_file = root / "metric" / METRIC_FILE.name
         metric_file = metric_file if package == root / "vlprobe" and metric_file.is_file() else METRIC_FILE
         (staged / "vlprobe" / "_bundled" / "metric").mkdir(parents=True)

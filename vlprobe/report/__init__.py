@@ -8,11 +8,11 @@ For every benchmark in the runs the report has:
 
 1. a long table, one row per (config, split, metric), one column per run (value and 95% CI in %),
    and the chance level; only the metrics that mean something for the benchmark and the item shape
-   (:func:`vlprobe.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it); a config
+   (:func:`vlprobe.results.summary.display_metrics`: a 1 x 2 item shows acc_r, not five copies of it); a config
    that pools the others' items (VALSE's ``all``) is labelled "pooled over items, not a paper figure";
    and, where items carry tags, a per-tag table of each config's headline metric
-   (:func:`vlprobe.summary.primary_metric`) with the item count;
-2. the papers' aggregates (:func:`vlprobe.summary.summarize`, by each benchmark's declaration in
+   (:func:`vlprobe.results.summary.primary_metric`) with the item count;
+2. the papers' aggregates (:func:`vlprobe.results.summary.summarize`, by each benchmark's declaration in
    ``vlprobe/benchmarks/``: VALSE per instrument and its Avg. over the 11 instruments, Winoground text /
    image / group, BLA per task, TraVLR per task and test split, ...), with a note wherever an aggregate
    is incomplete, and, for a run that departs from the authors' setting (another tie policy, a

@@ -11,9 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import summary as summary_rules
 from ..errors import ArgumentError
 from ..results import atomic_write_bytes
+from ..results import summary as summary_rules
 from ..results.schema import SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of

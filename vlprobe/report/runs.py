@@ -10,9 +10,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
-from .. import summary as summary_rules
 from ..errors import ArgumentError, SettingError
 from ..results import ResultsError, read_results
+from ..results import summary as summary_rules
 from ..results.schema import Document, Entry, EvaluationDocument, ProbeDocument, RunSettings, SummaryBlock
 
 
@@ -42,7 +42,7 @@ class Run:
 
     @cached_property
     def named(self) -> list[tuple[str, Entry]]:
-        """(the name its tables go under, entry) per entry (:func:`vlprobe.summary.table_names`: the benchmark its
+        """(the name its tables go under, entry) per entry (:func:`vlprobe.results.summary.table_names`: the benchmark its
         dataset records, else the dataset's own name)."""
         return list(zip(summary_rules.table_names(self.results), self.results))
 

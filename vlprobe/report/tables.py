@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .. import summary as summary_rules
 from ..benchmarks import find
 from ..results import na_text, pct
+from ..results import summary as summary_rules
 from ..results.schema import Entry, Metrics, SummaryBlock, SummaryRow, dump, parse
 from .papers import PAPER_TABLES, PaperResult, source_label
 from .runs import Run
@@ -192,7 +192,7 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[PaperResult]) 
 
 def headline(metrics: Metrics | Mapping[str, Any], benchmark: str | None = None,
              shape: tuple[int, int] | None = None, modality: str | None = None) -> str | None:
-    """The metric a plot shows for a config, by the one rule (:func:`vlprobe.summary.primary_metric`):
+    """The metric a plot shows for a config, by the one rule (:func:`vlprobe.results.summary.primary_metric`):
     Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r.
     ``benchmark``: a registered benchmark's name (else the rule for the item ``shape``)."""
     m = metrics if isinstance(metrics, Metrics) else parse(Metrics, dump(metrics), "metrics")

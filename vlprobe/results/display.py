@@ -10,8 +10,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .. import summary
 from ..benchmarks import METRIC_ORDER
+from . import summary
 from .schema import Entry, Metrics, dataset_name
 
 NA_KEY = "na_reason"
@@ -54,7 +54,7 @@ def slug(text: str) -> str:
 
 def shown_metrics(entry: Entry) -> list[str]:
     """The metrics an entry's table row and its plot show: those meaningful for its benchmark and item shape
-    (:func:`vlprobe.summary.display_metrics`; a 1 x 2 item shows acc_r, not the set metrics that equal it)."""
+    (:func:`vlprobe.results.summary.display_metrics`; a 1 x 2 item shows acc_r, not the set metrics that equal it)."""
     available = entry.metrics.keys()
     keys = summary.display_metrics(entry.benchmark, entry.shape, available, entry.modality)
     return [k for k in keys if k in available] or available
@@ -76,7 +76,7 @@ def _cell(m: Metrics, key: str) -> str:
 def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
     """A plain-text table: one row per (dataset, config, split), value% [CI] per metric, chance below. ``keys_of``
     picks the metrics shown for an entry; consecutive entries showing the same metrics share one block with one
-    header. A pooled config is marked, and said once below (:data:`vlprobe.summary.POOLED`)."""
+    header. A pooled config is marked, and said once below (:data:`vlprobe.results.summary.POOLED`)."""
     blocks: list[tuple[list[str], list[Entry]]] = []
     for e in entries:
         keys = list(keys_of(e))

@@ -1,6 +1,6 @@
 """A run's files, written from the records and read back into them: results.json (:func:`write_results_json`,
 :func:`read_results`), scores.parquet, results.csv (the long table), results_wide.csv (the wide, rounded table) and a
-plot per entry, written as one folder swapped in (:func:`write_outputs`, through :mod:`vlprobe.run_folder`); and
+plot per entry, written as one folder swapped in (:func:`write_outputs`, through :mod:`vlprobe.storage.run_folder`); and
 the provenance's environment (:func:`environment`: package versions and vlprobe's git commit from a clone)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import summary
 from ..errors import DatasetError
-from ..run_folder import write_run_folder
+from ..storage.run_folder import write_run_folder
+from . import summary
 from .display import NA_KEY, plot_name, plot_split, shown_metrics, wide_rows
 from .schema import (
     Document,
@@ -145,7 +145,7 @@ CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low",
 
 def csv_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
     """results.csv's rows: per entry and per tag, each metric under one name (a synonym for this item shape,
-    :func:`vlprobe.summary.metric_synonyms`, is left out: ``text`` = ``set_acc`` = ``sentence_acc`` = ``acc_r``
+    :func:`vlprobe.results.summary.metric_synonyms`, is left out: ``text`` = ``set_acc`` = ``sentence_acc`` = ``acc_r``
     for 1 x 2 items is the one row ``acc_r``)."""
     rows = []
     for e in entries:
@@ -228,7 +228,7 @@ def read_results(path: str | os.PathLike) -> Document:
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
-    from ..reading import RESULTS_BYTES, FileError, load_json
+    from ..dataset.reading import RESULTS_BYTES, FileError, load_json
 
     try:
         doc = parse_document(load_json(path, "results file", RESULTS_BYTES), str(path))  # bounded: size, nesting

@@ -387,7 +387,7 @@ class Published:
 
 @dataclass(frozen=True)
 class SummaryBlock:
-    """One benchmark's aggregates in a run (:func:`vlprobe.summary.summarize`): its ``source`` (the paper's
+    """One benchmark's aggregates in a run (:func:`vlprobe.results.summary.summarize`): its ``source`` (the paper's
     table it follows; null where no paper defines aggregates), ``headline`` metrics, ``rows``, ``complete``,
     ``notes``; the paper's ``names`` of metrics, the ``framings`` its values are of, the ``tie_policy``, the
     run's ``departures`` from the authors' setting, and ``published``: figures for this checkpoint beside it."""

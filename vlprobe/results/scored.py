@@ -40,7 +40,7 @@ class ScoredItem:
 @dataclass
 class ScoredSplit:
     """One evaluated (dataset, config, split): its items (as :class:`ScoredItem`, or full
-    :class:`~vlprobe.items.Item` objects), their score matrices and the metric output."""
+    :class:`~vlprobe.dataset.items.Item` objects), their score matrices and the metric output."""
 
     dataset: str
     config: str

@@ -1,7 +1,7 @@
 """The scorer contract and the family registry.
 
 A scorer turns images and texts into scores; it knows nothing of benchmarks or items. There are
-two kinds, and the engine (``vlprobe/engine.py``) drives each the fast way:
+two kinds, and the engine (``vlprobe/scoring/engine.py``) drives each the fast way:
 
 * ``DualScorer`` (CLIP, SigLIP, ALIGN, ...): images and texts are embedded separately, so the
   engine encodes each *unique* image and text once and builds every item's m x n matrix from
@@ -92,7 +92,7 @@ def _passes_through(err: BaseException) -> bool:
     if isinstance(err, VlprobeError):
         return True
     try:
-        from vlprobe.images import ImageError
+        from vlprobe.dataset.images import ImageError
 
         if isinstance(err, ImageError):
             return True
@@ -130,7 +130,7 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
 def text_key(text: str, ids: Sequence[int] | None) -> str:
     """A text's key: ``ids:`` + a hash of the token ids the model reads, or ``text:`` + a hash of the
     text when they are not known (see :meth:`Scorer.text_keys`)."""
-    from ..keys import ids_hash, text_hash
+    from ..storage.keys import ids_hash, text_hash
 
     return "text:" + text_hash(text) if ids is None else "ids:" + ids_hash(ids)
 
@@ -155,7 +155,7 @@ class Scorer:
     device: str = "cpu"
     dtype: str = "float32"
     preprocessing: dict = field(default_factory=dict)
-    model_sha256: str | None = None  # a local folder's content digest (vlprobe.keys.folder_digest)
+    model_sha256: str | None = None  # a local folder's content digest (vlprobe.storage.keys.folder_digest)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -12,7 +12,7 @@ Use::
     items = apply_control(items, "blank")            # or "shuffle", seed=0
     scorer = load_scorer(model, control="blank")     # records it: family "dual+blank"
 
-``apply_control`` returns new :class:`~vlprobe.items.Item` objects (ids, texts, gold and tags
+``apply_control`` returns new :class:`~vlprobe.dataset.items.Item` objects (ids, texts, gold and tags
 unchanged; ``meta["control"]`` set) and never decodes more than an image's header. Blank images are
 PNG bytes shared by all images of one size, so a content-hash cache encodes each size once.
 :func:`mark_control` (called by ``load_scorer(control=...)``) records the control in provenance:
@@ -28,8 +28,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from vlprobe.images import image_size
-from vlprobe.items import Item
+from vlprobe.dataset.images import image_size
+from vlprobe.dataset.items import Item
 
 CONTROLS = ("blank", "shuffle")
 

@@ -31,7 +31,7 @@
   ValueError, not transformers' list of every supported config.
 * **Identity** (the cache key): a Hub model is its id and resolved commit; a local folder is what
   it holds, ``model_sha256``, a digest of its weight, config and tokenizer/processor files
-  (:func:`vlprobe.keys.folder_digest`), so a model retrained into the same folder, or another
+  (:func:`vlprobe.storage.keys.folder_digest`), so a model retrained into the same folder, or another
   model at the same relative path, never reads the old one's cached scores.
 * **Unknown architecture**: a config naming a model type transformers does not know raises
   :class:`UnknownArchitectureError` (one line listing vlprobe's families).
@@ -458,7 +458,7 @@ def load_scorer(
     if config is not None:  # (a family of its own names records its revision and content digest itself)
         scorer.revision = resolved_revision(model, config, revision)
         if Path(model).expanduser().is_dir():
-            from ..keys import folder_digest
+            from ..storage.keys import folder_digest
 
             scorer.model_sha256 = folder_digest(Path(model).expanduser())
     if control:
@@ -471,7 +471,7 @@ def load_scorer(
 def to_images(images: list[Any]) -> list[Any]:
     """Dataset images (PIL, bytes, {"bytes", "path"} dicts, paths) -> RGB PIL images; images the
     engine already decoded to (3, H, W) uint8 tensors for a fast image processor pass through."""
-    from vlprobe.images import to_pil
+    from vlprobe.dataset.images import to_pil
 
     return [im if _is_tensor(im) else to_pil(im) for im in images]
 

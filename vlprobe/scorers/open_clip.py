@@ -5,7 +5,7 @@ the name alone (no ``--family``):
 
 * ``open_clip:ARCH/PRETRAINED`` (``open_clip:ViT-B-32/laion2b_s34b_b79k``): an architecture of open_clip's model
   configs with the weights its pretrained table names, the names CLIP_benchmark and the published tables use
-  (``vlprobe.published``). Before open_clip's table is asked, the folder ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED``
+  (``vlprobe.results.published``). Before open_clip's table is asked, the folder ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED``
   is looked for: a ``local-dir`` copy registered under that name (a machine with no network, a checkpoint open_clip
   does not list) loads from there, recorded as such. An unknown name fails in one line naming close ones
   (``open_clip.list_pretrained()`` is local: no network).
@@ -344,7 +344,7 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
                                           ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"))
         scorer.preprocessing["weights"] = hub or str(tag_cfg.get("url") or "")
     if source.folder is not None:
-        from vlprobe.keys import folder_digest
+        from vlprobe.storage.keys import folder_digest
 
         scorer.model_sha256 = folder_digest(source.folder)
     return scorer
@@ -426,10 +426,10 @@ class OpenCLIPScorer(DualScorer):
         import torch
 
         if self.preprocessing["image_backend"] == "pil":
-            from vlprobe.images import to_pil
+            from vlprobe.dataset.images import to_pil
 
             return torch.stack([self.transform(to_pil(_pil(im))) for im in images])
-        from vlprobe.images import to_tensor
+        from vlprobe.dataset.images import to_tensor
 
         return torch.stack([self._on_tensor(im if isinstance(im, torch.Tensor) else to_tensor(im)) for im in images])
 

@@ -116,7 +116,7 @@ def version_note(figure: Figure, n_items: int | None = None) -> str | None:
     >>> [version_note(x) for x in f]  # the SugarCREPE authors' table, then the study
     ["measured on the 6e45274 version of the data, not 546eb51 (246 items, 1 more than vlprobe's 245)", None]
     """
-    from .benchmarks import find
+    from ..benchmarks import find
 
     bench = find(figure.benchmark)
     ours = n_items if n_items is not None else (bench.counts.get(figure.config) if bench is not None else None)

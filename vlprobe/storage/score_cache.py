@@ -27,7 +27,7 @@ must hold this scorer's key (a folder renamed or copied under another model's na
 ``<name>.foreign-<time>-<pid>``, with one warning), and each part file records the full digest of the key it was
 written for (table ``meta``): a part copied, renamed or symbolically linked in from another model's folder, one of
 another user's, or one others could write, is moved aside the same way and never read. A cache home (``root``) that
-another user could change (:func:`vlprobe.locations.distrust`: not ours, or writable by others) is not used at all.
+another user could change (:func:`vlprobe.storage.locations.distrust`: not ours, or writable by others) is not used at all.
 
 Values are float32 bytes followed by an 8-byte check (:func:`_check_of`: a BLAKE2b digest of the entry's key and
 its bytes). Every entry is validated as it is read (:meth:`ScoreCache.get_many`): its check (a torn or
@@ -64,7 +64,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .errors import warn
+from ..errors import warn
 from .keys import key_digest
 from .locations import cache_home, is_mine, others_may_write, private_folder, refused_home
 
@@ -79,7 +79,7 @@ _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
 
 
 def default_cache_dir() -> Path:
-    """The score cache's default root, :func:`vlprobe.locations.cache_home` (``$VLPROBE_CACHE``, else
+    """The score cache's default root, :func:`vlprobe.storage.locations.cache_home` (``$VLPROBE_CACHE``, else
     ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``): where every vlprobe cache lives."""
     return cache_home()
 

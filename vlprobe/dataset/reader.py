@@ -1,7 +1,7 @@
 """Read a dataset folder (or Hub dataset) as vlprobe scores it: the configs and splits its card declares and which
 of them are built, and rows read a slice at a time from the memory-mapped Arrow files without decoding their images.
-Writing a folder is :mod:`vlprobe.dataset_folder`; loading a split through the checked Arrow cache is
-:mod:`vlprobe.arrow_cache`."""
+Writing a folder is :mod:`vlprobe.dataset.folder`; loading a split through the checked Arrow cache is
+:mod:`vlprobe.storage.arrow_cache`."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any, Iterable
 import datasets
 import yaml
 
-from .dataset_folder import read_card_metadata
+from .folder import read_card_metadata
 from .reading import FileError, parse_yaml
 
 
 def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
-    from .errors import DatasetError
+    from ..errors import DatasetError
 
     try:
         configs = read_card_metadata(folder).get("configs") or []
@@ -64,7 +64,7 @@ def built_configs(folder: str | Path) -> list[str]:
 
 def config_splits(folder: str | Path, config: str) -> list[str]:
     """A config's splits as the card declares them, ``test``-like splits first."""
-    from .errors import DatasetError
+    from ..errors import DatasetError
 
     for c in _declared_configs(folder):
         if c["config_name"] == config:
@@ -210,7 +210,7 @@ def damaged_file(folder: Path) -> str | None:
         try:
             text = path.read_text(encoding="utf-8")
             parse_yaml(text.split("---")[1] if name == "README.md" and text.startswith("---") else
-                       ("" if name == "README.md" else text), str(path))  # bounded: size, nesting (vlprobe.reading)
+                       ("" if name == "README.md" else text), str(path))  # bounded: size, nesting (vlprobe.dataset.reading)
         except UnicodeDecodeError as e:
             return f"{path} is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
         except FileError as e:

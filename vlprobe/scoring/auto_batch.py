@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from .defaults import BATCH_SIZE
+from ..defaults import BATCH_SIZE
 
 GAIN = 1.10  # a larger batch must be at least 10% faster per input to be taken
 LARGEST = 1024  # the search stops here: past it the gain is noise and the memory is not
@@ -100,13 +100,13 @@ def device_name(device: str) -> str:
 
 
 def memo_key(scorer: Any, tower: str) -> str:
-    from .keys import key_digest
+    from ..storage.keys import key_digest
 
     return f"{key_digest(scorer.cache_key())}|{scorer.dtype}|{device_name(scorer.device)}|{tower}"
 
 
 def _memo_path() -> str:
-    from .locations import cache_home
+    from ..storage.locations import cache_home
 
     return os.path.join(cache_home(), MEMO_FILE)
 

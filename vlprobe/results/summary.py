@@ -27,19 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from .benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
-from .results.schema import (
-    Departure,
-    Entry,
-    Metrics,
-    RunSettings,
-    SummaryBlock,
-    SummaryRow,
-    TieRule,
-    dataset_name,
-    dump,
-    parse,
-)
+from ..benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
+from .schema import Departure, Entry, Metrics, RunSettings, SummaryBlock, SummaryRow, TieRule, dataset_name, dump, parse
 
 __all__ = [
     "POOLED", "PROBABILITY_METRICS", "dataset_name", "display_metrics", "headline_metrics", "headline_present",

@@ -6,14 +6,14 @@ about 19x slower than nvjpeg does in a batch (docs/performance.md). So, where :f
 * threads read each batch's bytes and headers in one task (:func:`read_batch`, :func:`read_for_device`; a
   JPEG's header from its markers, :func:`jpeg_header`): an RGB or grey JPEG is handed over as its encoded
   bytes (a 1-D uint8 tensor); anything else (PNG, CMYK JPEG, WebP, ...) is decoded there on the CPU, as
-  :func:`vlprobe.images.to_tensor` does;
+  :func:`vlprobe.dataset.images.to_tensor` does;
 * the JPEGs of a batch are decoded together with ``torchvision.io.decode_jpeg(...,
   device=...)`` (nvjpeg on CUDA), the CPU-decoded ones are copied over (non-blocking), and the
   (3, H, W) uint8 tensors, already on the device, go to the scorer's own image processor, whose resize /
   centre crop / rescale / normalise (transformers' ``TorchvisionBackend``) then run on the device
   (:class:`DeviceImages`).
 
-The pixels are the same as the CPU path's (:func:`vlprobe.images.to_tensor`) but for nvjpeg's IDCT and
+The pixels are the same as the CPU path's (:func:`vlprobe.dataset.images.to_tensor`) but for nvjpeg's IDCT and
 chroma upsampling, which differ from libjpeg's at sharp colour edges; the processor's float ops on the
 device differ from the CPU's by rounding. The stated tolerance is :data:`PIXEL_MAX_DIFF` (any pixel) and
 :data:`PIXEL_MEAN_DIFF` (the mean), in normalised pixel units; the CPU path of this code is tested against
@@ -29,7 +29,7 @@ from typing import Any
 
 from PIL import Image
 
-from .images import ImageError, ImageTooLargeError, _encoded, describe, open_checked, to_tensor, too_large
+from ..dataset.images import ImageError, ImageTooLargeError, _encoded, describe, open_checked, to_tensor, too_large
 
 # RGB and grey JPEGs are decoded on the device; (format, mode) pairs as PIL reads the header.
 DEVICE_DECODES = {("JPEG", "RGB"), ("JPEG", "L")}

@@ -5,7 +5,7 @@ Layout, as ``push_to_hub`` would make it::
 
     <folder>/README.md                               card: YAML header + prose
     <folder>/vlprobe.yaml                            how rows become items, and the benchmark they are
-                                                     (vlprobe/spec.py; written by write_spec)
+                                                     (vlprobe/dataset/spec.py; written by write_spec)
     <folder>/data/<config>/<split>-00000-of-00001-<sha256 of the file, 16 hex>.parquet
     <folder>/.huggingface.yaml                       the card's configs, naming this build's files
 
@@ -43,12 +43,12 @@ from datasets.info import DatasetInfosDict
 from datasets.table import embed_table_storage
 from huggingface_hub import DatasetCardData
 
-from .keys import sha256_files
+from ..storage.keys import sha256_files
 
 DATA_DIR = "data"
 # datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
 BUILD_RECORD = ".huggingface.yaml"
-RECORD_HEADER = ("# Written by vlprobe with every write of this folder's data (vlprobe/dataset_folder.py): the card's\n"
+RECORD_HEADER = ("# Written by vlprobe with every write of this folder's data (vlprobe/dataset/folder.py): the card's\n"
                  "# configs naming the files of this build, so that datasets' cache changes when they do. Do not edit.\n")
 
 
@@ -117,7 +117,7 @@ SPEC_FILE = "vlprobe.yaml"
 def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name: str = SPEC_FILE) -> Path:
     """Write ``<folder>/vlprobe.yaml`` (or ``name``): a builder's spec ``text`` with ``benchmark: <name>``
     recorded after its opening comments, so that the folder is scored and summarised as that benchmark
-    whatever the folder is called (:mod:`vlprobe.spec`). ``benchmark`` None: the text as it is."""
+    whatever the folder is called (:mod:`vlprobe.dataset.spec`). ``benchmark`` None: the text as it is."""
     if benchmark is not None:
         if yaml.safe_load(text).get("benchmark") is not None:
             raise ValueError(f"{name}: the spec text records a benchmark already; the builder records it")
@@ -132,7 +132,7 @@ def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name
 
 def read_card_metadata(folder: str | Path) -> dict[str, Any]:
     """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), found as huggingface_hub's card
-    parser finds it, read within :mod:`vlprobe.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
+    parser finds it, read within :mod:`vlprobe.dataset.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
     does not parse, ValueError when it is not a mapping or not within the bounds."""
     from .reading import card_yaml
 
@@ -172,7 +172,7 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
 def _split_dir(folder: str | Path, config: str, split: str) -> Path:
     """``<folder>/data/<config>``, created, once ``config`` and ``split`` are checked to be names the
     Hub accepts (no separators, ``..``, NUL...): a hostile name must not write outside ``folder``."""
-    from .paths import check_config_name, check_split_name
+    from ..storage.paths import check_config_name, check_split_name
 
     check_config_name(config)
     check_split_name(split)
@@ -183,7 +183,7 @@ def _split_dir(folder: str | Path, config: str, split: str) -> Path:
 
 def shard_name(split: str, path: str | Path) -> str:
     """``<split>-00000-of-00001-<first 16 hex of the file's sha256>.parquet`` (:data:`SHARD_NAME`): the name records
-    the content, which the Arrow cache checks before the shard is read (:mod:`vlprobe.arrow_cache`)."""
+    the content, which the Arrow cache checks before the shard is read (:mod:`vlprobe.storage.arrow_cache`)."""
     return f"{split}-00000-of-00001-{sha256_files([path])[1][0][:16]}.parquet"
 
 
@@ -241,13 +241,13 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked, the rest copied; an
     empty folder when there is none) in a staging folder beside it (``.NAME.new-*``, as run outputs are staged),
     which the build changes as it likes; when the block ends without an error the copy replaces ``folder`` in one
-    step (:func:`vlprobe.run_folder.exchange`), so ``folder`` is at every instant all old or all new, and always
+    step (:func:`vlprobe.storage.run_folder.exchange`), so ``folder`` is at every instant all old or all new, and always
     readable. A build that fails, is interrupted or killed leaves ``folder`` as it was (no folder where there was
-    none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.leftovers.sweep`).
+    none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.storage.leftovers.sweep`).
     Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
     rename it), so the hard links never let the build change the old folder's files."""
-    from .leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
-    from .run_folder import _swap_in
+    from ..storage.leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
+    from ..storage.run_folder import _swap_in
 
     out = Path(folder)
     if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does

@@ -18,7 +18,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from .errors import VlprobeError
+from ..errors import VlprobeError
 
 
 class ImageError(VlprobeError, ValueError):

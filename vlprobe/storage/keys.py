@@ -1,5 +1,5 @@
 """Content hashing, in one place: what the score cache keys its folders and entries by, what a cached copy of a file
-is checked against, and the digest of a local model folder. The score cache (:mod:`vlprobe.cache`), the scorers,
+is checked against, and the digest of a local model folder. The score cache (:mod:`vlprobe.storage.score_cache`), the scorers,
 the Arrow cache and the builders take their hashes from here, so none of them reaches into another's store.
 
 **Stamped hashes.** Hashing a file again on every run costs a read of all of it (gigabytes of weights, the parquet of
@@ -95,7 +95,7 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
     Each file's hash is remembered with its stamp (see the module doc) in a small memo
     (``<memo_dir>/<hash of the folder's path>.json``, default ``<cache_home>/model-digests``), so gigabytes of
     weights are not read on every run. The memo is an optimisation: when it cannot be read or written, or another
-    user could have written it (:func:`vlprobe.locations.distrust`: it would decide which cache folder the model
+    user could have written it (:func:`vlprobe.storage.locations.distrust`: it would decide which cache folder the model
     reads), every file is hashed."""
     from .locations import cache_home, distrust, private_folder
 

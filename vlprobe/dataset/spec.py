@@ -48,15 +48,15 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
-from .benchmarks import BenchmarkError, by_old_name, get
-from .errors import DatasetError
+from ..benchmarks import BenchmarkError, by_old_name, get
+from ..errors import DatasetError
 from .items import Item, ItemError
 
 SPEC_FILE = "vlprobe.yaml"
 MODALITIES = ("image", "caption", "both")
 _KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark"}
 _CONFIG_KEYS = _KEYS - {"configs", "benchmark"}  # what configs.<name> may override: a folder is one benchmark
-_BUILTIN_DIR = Path(__file__).parent / "specs"
+_BUILTIN_DIR = Path(__file__).parents[1] / "specs"
 
 
 class SpecError(ValueError):
@@ -125,8 +125,8 @@ class ItemSpec:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "ItemSpec":
-        """The spec file ``path``, read within :mod:`vlprobe.reading`'s bounds (a regular file of at most
-        :data:`~vlprobe.reading.SPEC_BYTES`, YAML nested at most :data:`~vlprobe.reading.MAX_DEPTH` levels, no
+        """The spec file ``path``, read within :mod:`vlprobe.dataset.reading`'s bounds (a regular file of at most
+        :data:`~vlprobe.dataset.reading.SPEC_BYTES`, YAML nested at most :data:`~vlprobe.dataset.reading.MAX_DEPTH` levels, no
         aliases): a :class:`SpecError` naming the file otherwise."""
         from .reading import SPEC_BYTES, FileError, parse_yaml, read_text
 
@@ -381,7 +381,7 @@ def find_spec(dataset: str, spec_path: str | None = None) -> ItemSpec:
         if builtin.is_file():
             return ItemSpec.from_file(builtin)
         raise SpecError(
-            f"{local}: no {SPEC_FILE} in this folder; write one (see vlprobe/spec.py) or pass --spec FILE"
+            f"{local}: no {SPEC_FILE} in this folder; write one (see vlprobe/dataset/spec.py) or pass --spec FILE"
         )
     builtin = _BUILTIN_DIR / f"{dataset.split('/')[-1].lower()}.yaml"
     try:

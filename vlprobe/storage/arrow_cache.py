@@ -2,7 +2,7 @@
 against the parquet they were made from before they are read, rebuilt when damaged or stale, pruned.
 
 ``datasets.load_dataset(folder, config)`` converts a folder's parquet into Arrow files on its first load and
-memory-maps those files on every later one. vlprobe keeps them in :func:`vlprobe.locations.arrow_home`
+memory-maps those files on every later one. vlprobe keeps them in :func:`vlprobe.storage.locations.arrow_home`
 (``<cache_home>/arrow``), one entry per (folder, config, split)::
 
     <cache_home>/arrow/                   mode 0700: no other local user can read, add or swap a file
@@ -12,14 +12,14 @@ memory-maps those files on every later one. vlprobe keeps them in :func:`vlprobe
 
 ``entry.json`` binds the entry to what it caches: the source parquet files (path, sha256) and the files written from
 them (every file of the entry but ``datasets``' lock files: the Arrow files and ``dataset_info.json``, each with its
-sha256) with the number of rows, each hash kept with the file's stamp (:mod:`vlprobe.keys`: size, modification and
+sha256) with the number of rows, each hash kept with the file's stamp (:mod:`vlprobe.storage.keys`: size, modification and
 change times, inode). Before an entry is read, each file is checked against its record, cheaply: a file whose stamp
 is unchanged keeps its hash, one whose stamp changed is hashed again, as ``datasets`` fingerprints its own cache.
 Parquet whose content changed (a rebuild, a file replaced by hand) makes the entry stale, and it is rebuilt without
 a word; an Arrow file that is missing, changed (a same-size edit of a caption included), replaced or added, a file
 of another user or one others could write, or a copy that does not hold the recorded rows, is rebuilt with one
 warning naming what was wrong. A built folder's parquet is also checked against the name the build gave it
-(``<split>-00000-of-00001-<sha256>.parquet``, :func:`vlprobe.dataset_folder.shard_name`): a shard replaced by
+(``<split>-00000-of-00001-<sha256>.parquet``, :func:`vlprobe.dataset.folder.shard_name`): a shard replaced by
 another (another config's, an edited one) is refused in one line before anything is read.
 
 A new entry is converted in a staging folder beside the entries and renamed into place whole, so an entry is
@@ -29,7 +29,7 @@ for :data:`MAX_AGE_DAYS` days, and those whose folder is gone, are removed when 
 A cache folder this user cannot use (another user's, a symbolic link, one that cannot be written, or inside a cache
 home another user could change) is never read: the run converts into a private temporary folder instead
 (``$TMPDIR/vlprobe-arrow-*``, removed at exit) and says so in one warning. An ``arrow/`` of ours that others could
-write into is emptied first (:func:`vlprobe.locations.private_folder`): an entry planted there is dropped.
+write into is emptied first (:func:`vlprobe.storage.locations.private_folder`): an entry planted there is dropped.
 """
 
 from __future__ import annotations
@@ -48,12 +48,20 @@ import datasets
 import pyarrow as pa
 import pyarrow.dataset as pds
 
-from .dataset_folder import BUILD_RECORD, RECORD_HEADER, SHARD_NAME
-from .errors import DatasetError, warn
-from .folder_reader import damaged_file
+from ..dataset.folder import BUILD_RECORD, RECORD_HEADER, SHARD_NAME
+from ..dataset.reader import damaged_file
+from ..errors import DatasetError, warn
 from .keys import settled, sha256_files, sha256_known, stamp
 from .leftovers import OwnedDir, remove_if_abandoned
-from .locations import UnsafeFolderError, arrow_home, cache_home, is_mine, others_may_write, private_folder, refused_home
+from .locations import (
+    UnsafeFolderError,
+    arrow_home,
+    cache_home,
+    is_mine,
+    others_may_write,
+    private_folder,
+    refused_home,
+)
 
 RECORD = "entry.json"
 MAX_AGE_DAYS = 30

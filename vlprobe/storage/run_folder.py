@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 from .keys import sha256_files
 
 # The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
@@ -161,9 +161,9 @@ def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[st
     :data:`RUN_RECORD`.
 
     The new folder is made inside a staging folder beside ``out_dir`` (``.NAME.new-*``, a
-    :class:`vlprobe.leftovers.OwnedDir`), which also receives the previous run when it is swapped
+    :class:`vlprobe.storage.leftovers.OwnedDir`), which also receives the previous run when it is swapped
     out, and is deleted at the end, on an error or an interrupt alike. A run killed meanwhile leaves
-    that staging folder, locked by no one: the next run's :func:`vlprobe.leftovers.sweep` (done here
+    that staging folder, locked by no one: the next run's :func:`vlprobe.storage.leftovers.sweep` (done here
     first) removes it. An ``out_dir`` that is a symbolic link stays one: the folder it points to is replaced, and
     the run says so. When another run replaced ``out_dir`` after this one checked it (two runs writing one folder),
     the run says that it replaces that run's output. The output folder itself gets the mode any new folder gets (the

@@ -32,11 +32,11 @@ except ImportError:  # Windows: no flock, so no folder can be proved abandoned
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".vlprobe-owner"
-# Inside a staging folder: the run being replaced, moved there by vlprobe.run_folder._swap_in just
+# Inside a staging folder: the run being replaced, moved there by vlprobe.storage.run_folder._swap_in just
 # before the new one is renamed into place. A kill between those two renames leaves --out absent and
 # the previous run here; the sweep puts it back rather than deleting it.
 PREVIOUS = "previous"
-# vlprobe-arrow-: the private Arrow copies of a run that could not use its Arrow cache (vlprobe/arrow_cache.py)
+# vlprobe-arrow-: the private Arrow copies of a run that could not use its Arrow cache (vlprobe/storage/arrow_cache.py)
 TMP_PREFIXES = ("vlprobe-features-", "vlprobe-chunk-cache-", "vlprobe-arrow-")
 
 

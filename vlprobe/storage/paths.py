@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from .errors import VlprobeError
+from ..errors import VlprobeError
 
 # datasets.naming._split_re, matched in full (re.match's '$' would let a trailing newline through)
 SPLIT_RE = re.compile(r"\w+(\.\w+)*")

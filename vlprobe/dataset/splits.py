@@ -1,7 +1,7 @@
 """One split of a dataset folder or Hub id, as both ``vlprobe evaluate`` and ``vlprobe probe`` read it: its configs
 and splits selected (:func:`select_configs`, :func:`select_splits`), opened as a memory-mapped Arrow table with what
 identifies its data (:func:`load_split`), a failure named as the file at fault
-(:func:`vlprobe.folder_reader.damaged_file`), and the image cells of its rows kept inside its folder
+(:func:`vlprobe.dataset.reader.damaged_file`), and the image cells of its rows kept inside its folder
 (:func:`checked_image_paths`)."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from .benchmarks import find
-from .errors import DatasetError, VlprobeError
-from .names import check_dataset, did_you_mean
-from .options import listed
+from ..benchmarks import find
+from ..errors import DatasetError, VlprobeError
+from ..names import check_dataset, did_you_mean
+from ..options import listed
 from .spec import ItemSpec
 
 # Imported where used, as they are slow to import (python -X importtime, on this 2-core machine): datasets 3.9 s
-# (vlprobe.dataset_folder and vlprobe.arrow_cache import it), huggingface_hub.HfApi 1.0 s. A misspelt name is
+# (vlprobe.dataset.folder and vlprobe.storage.arrow_cache import it), huggingface_hub.HfApi 1.0 s. A misspelt name is
 # refused before any of them is imported.
 
 TEST_LIKE = ("test",)
@@ -25,7 +25,7 @@ TEST_LIKE = ("test",)
 
 def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], folder: str | None, outside: bool,
                         name: str, start: int) -> list[dict[str, Any]]:
-    """``rows`` with each image cell of ``columns`` checked by :func:`vlprobe.images.image_cell_in_folder`; a path
+    """``rows`` with each image cell of ``columns`` checked by :func:`vlprobe.dataset.images.image_cell_in_folder`; a path
     outside ``folder`` raises a :class:`DatasetError` naming the split, row and column."""
     from .images import ImageError, image_cell_in_folder
 
@@ -71,7 +71,7 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
         return (f"cannot read dataset {dataset!r}: no space left on the disk{where} while converting it to Arrow; free "
                 "some space there (or point $TMPDIR / $VLPROBE_CACHE at a disk with room) and run it again")
     if folder.is_dir() and (folder / "vlprobe.yaml").is_file():
-        from .folder_reader import damaged_file  # imports datasets (3.9 s): not before the checks
+        from .reader import damaged_file  # imports datasets (3.9 s): not before the checks
 
         damaged = damaged_file(folder)
         if damaged:
@@ -93,7 +93,7 @@ def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]
     config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
     config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
     fails at once (:func:`check_reachable`)."""
-    from .folder_reader import list_configs
+    from .reader import list_configs
 
     check_reachable(str(dataset), revision)
     try:
@@ -115,7 +115,7 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
     """The splits to score: those named, else the ones whose name starts with ``test``, else the
     only one."""
     if names is None:
-        from .folder_reader import list_splits
+        from .reader import list_splits
 
         try:
             names = list_splits(dataset, config, revision)
@@ -144,7 +144,7 @@ def load_split(dataset: str, config: str, split: str, revision: str | None) -> t
     fingerprint and resolved commit)."""
     import datasets
 
-    from . import arrow_cache
+    from ..storage import arrow_cache
 
     try:
         if Path(dataset).is_dir():

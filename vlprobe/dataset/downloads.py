@@ -4,7 +4,7 @@
 request, retried on transient errors, its size and checksum checked before it is moved into
 place); :func:`safe_members` refuses an archive any of whose members could escape the folder it is
 extracted to; :func:`read_member` reads one member with its inflated size bounded (zip bombs).
-:mod:`vlprobe.image_sources` and the annotation builders use them (image_sources re-exports these names).
+:mod:`vlprobe.dataset.image_sources` and the annotation builders use them (image_sources re-exports these names).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import relative_problem
+from ..storage.paths import relative_problem
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from PIL import UnidentifiedImageError
 
+from ..storage.locations import UnsafeFolderError, cache_home, images_home, private_folder
+from ..storage.paths import UnsafePathError, name_problem
 from .downloads import (  # noqa: F401  (re-exported: the names users and builders know from here)
     Archive,
     ArchiveBombError,
@@ -56,8 +58,6 @@ from .downloads import (  # noqa: F401  (re-exported: the names users and builde
     safe_members,
 )
 from .images import encoded_file
-from .locations import UnsafeFolderError, cache_home, images_home, private_folder
-from .paths import UnsafePathError, name_problem
 
 
 def __getattr__(name: str) -> Path:

@@ -1,6 +1,6 @@
 """The scoring engine: every item's m x n score matrix, each distinct model input computed once.
 
-Inputs are keyed by what the model reads: an image by its content (:func:`vlprobe.images.content_hash`),
+Inputs are keyed by what the model reads: an image by its content (:func:`vlprobe.dataset.images.content_hash`),
 a text by the token ids the model reads after its own tokenization and truncation
 (:meth:`~vlprobe.scorers.base.Scorer.text_keys`; the text itself for a scorer without a tokenizer).
 Two texts the model cannot tell apart (case folded by the tokenizer, unknown words, a difference past
@@ -22,15 +22,15 @@ positions turns such ties into wins or losses at random.)
   (``num_workers``; 0 decodes in the main process). On a GPU, for a fast (torchvision) image processor,
   the engine's reader threads (made once per engine) read a few batches ahead, a task per batch (no
   DataLoader processes), and JPEGs are decoded in batches on the device, where the processor runs too
-  (:mod:`vlprobe.device_images`), one batch ahead in a thread while the model runs the current one.
+  (:mod:`vlprobe.scoring.device_images`), one batch ahead in a thread while the model runs the current one.
 * Texts are encoded a share at a time between image batches, so the model encodes texts while the next
   image batch is read and prepared; the batches (and so the numbers) are the same as encoded apart. A scorer
   that can (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) is given the token ids each text was
   keyed by, not the text: each text is tokenized once per chunk of a run (the tie check reads the same ids).
 * ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
-  card and remembered (:mod:`vlprobe.auto_batch`), the images' and then the texts', both before the first
+  card and remembered (:mod:`vlprobe.scoring.auto_batch`), the images' and then the texts', both before the first
   image batch is read (nothing runs beside the timed batches); on the CPU it is the default, 32.
-* With a :class:`~vlprobe.cache.ScoreCache`, what is already cached is not computed, and every
+* With a :class:`~vlprobe.storage.score_cache.ScoreCache`, what is already cached is not computed, and every
   computed batch is committed before the next starts: a killed run, started again, loses nothing
   and computes nothing twice.
 * Under ``accelerate launch`` (or any initialised ``torch.distributed`` group), the main process
@@ -51,13 +51,13 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..dataset.images import ImageError, content_hash, describe, to_pil, to_tensor
+from ..dataset.items import Item
+from ..defaults import AUTO, BATCH_SIZE
+from ..scorers.base import DualScorer, PairScorer, Scorer, text_key
+from ..storage.score_cache import ScoreCache
 from . import auto_batch
-from .cache import ScoreCache
-from .defaults import AUTO, BATCH_SIZE
 from .device_images import DeviceImages, device_path, read_batch, read_for_device
-from .images import ImageError, content_hash, describe, to_pil, to_tensor
-from .items import Item
-from .scorers.base import DualScorer, PairScorer, Scorer, text_key
 
 
 class EngineOutOfMemory(RuntimeError):
@@ -166,7 +166,7 @@ class _ListDataset:
 def decoder(scorer: Scorer) -> Callable[..., Any]:
     """How the engine decodes images for ``scorer``: channels-first uint8 tensors for a fast
     (torchvision) image processor, which works on them (no PIL round trip); PIL images otherwise.
-    Both carry the same pixels (vlprobe.images.to_tensor)."""
+    Both carry the same pixels (vlprobe.dataset.images.to_tensor)."""
     return to_tensor if (getattr(scorer, "preprocessing", None) or {}).get("image_backend") == "torchvision" else to_pil
 
 

@@ -12,8 +12,8 @@ matrix would look like (and be counted as) memory the run holds. The kernel's pa
 keeps recently read files, so later passes over a matrix are served from memory, not the disk.
 The folder is made by :mod:`tempfile` (``$TMPDIR``, else ``/tmp``): 60k training rows of a 512-d
 dual encoder's four settings (3 x 2,048 + 512 floats per row) take about 1.6 GB there. It is a
-:class:`vlprobe.leftovers.OwnedDir`: locked by this process while it lives, so that the next run
-removes it if this one is killed before it can (:func:`vlprobe.leftovers.sweep`).
+:class:`vlprobe.storage.leftovers.OwnedDir`: locked by this process while it lives, so that the next run
+removes it if this one is killed before it can (:func:`vlprobe.storage.leftovers.sweep`).
 
 Everywhere a feature matrix is taken, an in-memory ``np.ndarray`` works too (tests, small subsets):
 :func:`row_blocks` and :func:`take_rows` accept either.

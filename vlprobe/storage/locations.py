@@ -4,13 +4,13 @@ model), the folders a name given on the command line or to the API stands for, a
 **Caches**, all under one folder, :func:`cache_home`: ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else
 ``~/.cache/vlprobe``, for every kind alike:
 
-* ``<home>/<model>-<key>/``: the score cache (:mod:`vlprobe.cache`; ``--cache-dir`` moves it, ``none`` turns it
+* ``<home>/<model>-<key>/``: the score cache (:mod:`vlprobe.storage.score_cache`; ``--cache-dir`` moves it, ``none`` turns it
   off), ``<home>/model-digests/``, the memo of local model folders' digests, and ``<home>/batch-sizes.json``,
-  ``--batch-size auto``'s choices (:mod:`vlprobe.auto_batch`);
+  ``--batch-size auto``'s choices (:mod:`vlprobe.scoring.auto_batch`);
 * ``<home>/annotations/``: downloaded annotation files, checked against their pinned hashes;
 * ``<home>/images/``: downloaded images (``$VLPROBE_IMAGE_CACHE`` moves them alone);
 * ``<home>/datasets/<name>``: the dataset folders ``vlprobe build`` writes outside a clone;
-* ``<home>/arrow/``: the ``datasets`` library's Arrow copies of dataset folders (:mod:`vlprobe.arrow_cache`),
+* ``<home>/arrow/``: the ``datasets`` library's Arrow copies of dataset folders (:mod:`vlprobe.storage.arrow_cache`),
   made private (0700) and checked against the parquet they came from.
 
 **Shipped folders** have one committed copy each, at the repository root: ``metric/``, ``space/``,
@@ -30,7 +30,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]
 BUNDLE = PACKAGE / "_bundled"
 # A clone (or an editable install) has the shipped folders beside the package, under the root
 # that holds pyproject.toml; an installed package's parent is site-packages, never used.
@@ -75,7 +75,7 @@ def datasets_home() -> Path:
 
 def arrow_home() -> Path:
     """The ``datasets`` library's Arrow copies of dataset folders: ``<cache_home>/arrow`` (kept private; see
-    :mod:`vlprobe.arrow_cache`)."""
+    :mod:`vlprobe.storage.arrow_cache`)."""
     return cache_home() / "arrow"
 
 
@@ -187,7 +187,7 @@ def refused_home(home: str | os.PathLike) -> str | None:
     process in one warning with what to do; None when it can be used."""
     why = distrust(home, home)
     if why and str(home) not in _REFUSED:
-        from .errors import warn
+        from ..errors import warn
 
         _REFUSED.add(str(home))
         warn(f"not using the cache folder {home}: {why}, who could have changed what it holds (scores, copies of "
@@ -203,7 +203,7 @@ def private_folder(path: str | os.PathLike, home: str | os.PathLike | None = Non
     trusted (:func:`distrust`), and for a folder (or a symbolic link) owned by someone else: what it holds cannot be
     trusted, and another user could swap it at any time. A folder of ours that others could *write* into is
     emptied, with one warning: anything in it may have been planted (a cache: it is made again when needed)."""
-    from .errors import warn
+    from ..errors import warn
 
     folder = Path(path)
     home = Path(home) if home is not None else cache_home()

@@ -13,7 +13,7 @@ a dataset card             :data:`CARD_BYTES`
 a captions file            :data:`CAPTIONS_BYTES`
 a results.json             :data:`RESULTS_BYTES`
 an annotation file         :data:`ANNOTATION_BYTES`
-an image file              :data:`vlprobe.images.MAX_IMAGE_BYTES`
+an image file              :data:`vlprobe.dataset.images.MAX_IMAGE_BYTES`
 =========================  ====================
 """
 
@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .errors import VlprobeError
+from ..errors import VlprobeError
 
 MAX_DEPTH = 64  # levels of nested lists and mappings; vlprobe's own files nest at most 6
 SPEC_BYTES = 1 << 20  # 1 MiB: a spec is a few lines

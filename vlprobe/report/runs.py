@@ -52,8 +52,9 @@ class Run:
 
     @cached_property
     def summary(self) -> dict[str, SummaryBlock]:
-        """The papers' aggregates of this run, computed by the current rules (not read from the file)."""
-        return summary_rules.summarize(self.results, self.settings)
+        """The papers' aggregates of this run, computed by the current rules (not read from the file), beside the
+        figures published for its model's checkpoint."""
+        return summary_rules.summarize(self.results, self.settings, self.doc.provenance.model)
 
     def caveats(self) -> list[str]:
         s = self.settings

@@ -211,6 +211,12 @@ def test_known_causes_are_said_beside_each_figure():
     assert got[("the study", "swap_obj", "acc_r")].note == (
         "2 items whose texts the model reads as one input; ties lenient (authors: strict); this run scored the first "
         "245 rows of each split only (--limit); dtype float16")
+    # a pooled entry's per-subset rows: their own tied comparisons, not the pooled entry's count of texts read as one
+    pooled = _entry("all", 151, 245)
+    pooled["metrics"]["per_tag"] = {"subset=swap_obj": {"acc_r": 150 / 245, "n_items": 245, "n_ties": 1}}
+    pooled["data"] = {"truncation": {"tied_items": 3, "collapsed_items": 3}}
+    _, got = _published([pooled])
+    assert got[("the study", "swap_obj", "acc_r")].note == "1 tied comparison in this run, counted strict"
     # all tied: N/A in the run, beside it the figure the authors' code prints
     na = _entry("swap_obj", 0, 245)
     na["metrics"] = {"acc_r": None, "n_items": 245, "n_ties": 245, "na_reason": "every item tied"}

@@ -81,7 +81,7 @@ def test_evaluate_sugar_crepe_beside_the_published_figures(sugar_crepe, tmp_path
     assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
     md = (tmp_path / "report" / "report.md").read_text()
     assert "### sugar_crepe: beside the figures published for the run's checkpoint" in md
-    assert f"| {authors} | swap_obj | acc_r | 61.38 | {100 * ours:.2f} |" in md
+    assert f"| ViT-B-32/openai | {authors} | swap_obj | acc_r | 61.38 | {100 * ours:.2f} |" in md  # labelled by checkpoint
     # the Space's Results tab reads the same records
     space = load_runs([str(run / "results.json")])[0].summary["sugar_crepe"].published
     assert {(p.source, p.config) for p in space} == set(published)

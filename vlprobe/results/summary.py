@@ -544,19 +544,19 @@ def published_table(block: SummaryBlock) -> tuple[list[str], list[list[str]]]:
 
 def _row_causes(found: Mapping[str, list[_Found]], entries: Sequence[Entry], row: SummaryRow,
                 settings: RunSettings) -> list[str]:
-    """The known causes of a difference that a config row's own result holds: its tied comparisons, and the items
-    whose texts the model reads as one input (its entry's, where the row is a pooled entry's per-tag result)."""
+    """The known causes of a difference that a config row's own result holds: its tied comparisons, and, for a
+    config scored as its own entry, the items whose texts the model reads as one input (a pooled entry's count is
+    its configs' together: their tied comparisons say it per config)."""
     out = []
     result = next((f for f in found.get(row.config, []) if f.split == row.split), None)
     if result is not None and result.metrics.n_ties:
+        n = result.metrics.n_ties
         policy = f", counted {settings.ties}" if settings.ties else ""
-        out.append(f"{result.metrics.n_ties:,} tied comparisons in this run{policy}")
-    config = (row.source or row.config).split(" ")[0]
-    entry = next((e for e in entries if e.config == config and e.split == row.split), None)
+        out.append(f"{n:,} tied comparison{'s' if n != 1 else ''} in this run{policy}")
+    entry = next((e for e in entries if e.config == row.config and e.split == row.split), None)
     truncation = entry.data.truncation if entry is not None else None
     if truncation is not None and truncation.collapsed_items:
-        where = f" of {config}" if config != row.config else ""
-        out.append(f"{truncation.collapsed_items:,} items{where} whose texts the model reads as one input")
+        out.append(f"{truncation.collapsed_items:,} items whose texts the model reads as one input")
     return out
 
 

@@ -380,6 +380,8 @@ def test_published_figures_for_the_checkpoint_have_their_place():
                           note="their 534 items, ours 505")
     block = replace(block, published=(published,))
     assert published.difference == pytest.approx(-0.05)
-    assert ("published for this checkpoint: open_clip benchmark, existence acc_r 65.0 (this run 60.0, -5.0): their "
-            "534 items, ours 505") in format_summary({"valse": block})
+    printed = format_summary({"valse": block}).splitlines()
+    assert printed[-2:] == ["    source               config     metric  published  this run  difference  known causes",
+                            "    open_clip benchmark  existence  acc_r       65.00     60.00       -5.00  their 534 items, "
+                            "ours 505"]
     assert parse(SummaryBlock, dump(block)) == block

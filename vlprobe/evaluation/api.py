@@ -160,7 +160,8 @@ class EvaluateRun(Run):
             return Evaluation(scored, provenance, None, main_process=False)
         for split in scored:
             _measure(split, s, sees_images=getattr(scorer, "uses_images", True))
-        return Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
+        return Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"],
+                                                        provenance["model"]))
 
 
 def score(

@@ -113,6 +113,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, prog
     the engine's cache is a throw-away one (nothing in it came from a cache kept)."""
     scorer = engine.scorer
     splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, benchmark=src.benchmark, items=[],
+                          dataset_version=src.dataset_version,
                           scores=ScoreMatrices(), probabilities=ScoreMatrices(), data=src.data) for src in sources]
     limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
     total = sum(src.n for src in sources)

@@ -242,12 +242,14 @@ class RunSettings:
 @dataclass(frozen=True)
 class DatasetSource:
     """A dataset a run read: ``name`` (as entries and tables call it), ``dataset`` (as given: the folder's path
-    or the Hub id, said once, here) and the revision asked for; a probe's also its benchmark and splits."""
+    or the Hub id, said once, here) and the revision asked for; a probe's also its benchmark, the version of the
+    benchmark's data (as an evaluate run's entries record it) and splits."""
 
     dataset: str
     name: str | None = opt()
     revision: str | None = None
     benchmark: str | None = opt()
+    dataset_version: str | None = opt()
     splits: Mapping[str, Any] = opt(factory=dict)
 
 

@@ -47,6 +47,7 @@ class ScoredSplit:
     split: str
     items: list[Any]
     benchmark: str | None = None  # the registered benchmark the dataset records (vlprobe.benchmarks), or None
+    dataset_version: str | None = None  # the version of the benchmark's data its rows are, where known
     # per item an m x n matrix: a list of arrays, or (what evaluate keeps) a ScoreMatrices
     scores: Sequence[np.ndarray] = field(default_factory=list)
     probabilities: Sequence[np.ndarray] | None = None
@@ -185,5 +186,6 @@ def entry_of(split: ScoredSplit, name: str | None = None) -> Entry:
     authors = split.authors_rule
     return Entry(dataset=name or portable_name(split.dataset), config=split.config, split=split.split,
                  metrics=parse(Metrics, dump(split.metrics), f"{split.name}.metrics"), benchmark=split.benchmark,
-                 shape=split.shape, data=parse(DataInfo, dump(data), f"{split.name}.data"),
+                 shape=split.shape, dataset_version=split.dataset_version,
+                 data=parse(DataInfo, dump(data), f"{split.name}.data"),
                  authors_rule=None if authors is None else parse(AuthorsRule, dump(authors), f"{split.name}.authors_rule"))

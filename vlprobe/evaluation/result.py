@@ -125,10 +125,11 @@ def display_keys(split: ScoredSplit | Entry) -> list[str]:
     return shown_metrics(split if isinstance(split, Entry) else entry_of(split))
 
 
-def summarize(entries: Any, settings: Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
+def summarize(entries: Any, settings: Mapping[str, Any] | None = None,
+              family: str | None = None) -> dict[str, SummaryBlock]:
     """The papers' aggregates per benchmark (:func:`vlprobe.results.summary.summarize`); ``settings``: the
-    run's recorded settings, to flag where it departs from the authors' own."""
-    return summary_rules.summarize(entries, settings)
+    run's recorded settings, and ``family`` its scorer family, to flag where it departs from the authors' own."""
+    return summary_rules.summarize(entries, settings, family)
 
 
 def _figure(key: str, value: float | None, row: Any, theirs: str | None, names: Mapping[str, str]) -> str:

@@ -352,6 +352,8 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
                + (f" **No metric is shown as a number: {reason(na_text(result))}.**" if na_text(result) else "")
                + (f" {warning}." if warning else ""))
     notes = tie_policy_notes(run, scored, ties, keys)
+    # BLA's clamped cosines (the summary block's departure "scores"): the authors' script can rank these otherwise
+    notes += [f"{d.note}." for block in run.summary.values() for d in block.departures if d.setting == "scores"]
     results_file = write_results(run, results_dir, settings.root, sample) if results_dir is not None else None
     report(1.0, "done")
     return BenchmarkOutcome(

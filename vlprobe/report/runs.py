@@ -53,7 +53,7 @@ class Run:
     @cached_property
     def summary(self) -> dict[str, SummaryBlock]:
         """The papers' aggregates of this run, computed by the current rules (not read from the file)."""
-        return summary_rules.summarize(self.results, self.settings)
+        return summary_rules.summarize(self.results, self.settings, self.doc.provenance.model.family)
 
     def caveats(self) -> list[str]:
         s = self.settings

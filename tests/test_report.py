@@ -312,7 +312,7 @@ def test_report_checks_the_numbers_it_reads(tmp_path, capsys, field, value, said
 @pytest.mark.parametrize("field, value, said", [
     ("limit", -3, "provenance.settings.limit: must be at least 1, got -3"),
     ("confidence", 95, "provenance.settings.confidence: must be strictly between 0 and 1, got 95"),
-    ("ties", "sometimes", "provenance.settings.ties: must be one of 'strict', 'half', 'lenient', got 'sometimes'"),
+    ("ties", "sometimes", "provenance.settings.ties: must be one of 'authors', 'strict', 'half', 'lenient', got 'sometimes'"),
 ])
 def test_report_checks_the_settings_it_reads(tmp_path, capsys, field, value, said):
     good = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])

@@ -199,7 +199,8 @@ def test_evaluate_scores_as_the_authors_do(built: dict[str, Path], tiny_clip_pat
             expected = np.mean([_authors_rule(name, np.array(r["scores"], dtype=np.float64)) for r in rows])
             assert entry["metrics"][headline[name]] == pytest.approx(expected), (name, entry["config"])
         block = doc["summary"][name]
-        assert block["tie_policy"]["authors"] == "strict" and doc["provenance"]["settings"]["ties"] == "strict"
+        assert block["tie_policy"]["authors"] == "strict" and doc["provenance"]["settings"]["ties"] == "authors"
+        assert {e["ties"] for e in doc["results"]} == {"strict"}
         rows = {r["config"]: r for r in block["rows"]}
         if name == "sugar_crepe":
             # the first 4 rows of `all` are add_obj's: add_obj comes from all's per-subset results

@@ -282,12 +282,13 @@ def _plural(noun: str) -> str:
 
 
 def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | None,
-                 same_rule: bool) -> tuple[list[SummaryRow], list[str]]:
+                 same_rule: bool) -> tuple[list[SummaryRow], list[str], list[Metrics]]:
     """One row per config (per declared split, where the benchmark reports several), in the
-    benchmark's order, and the expected configs (or config/split pairs) the run lacks."""
+    benchmark's order, the expected configs (or config/split pairs) the run lacks, and each row's result."""
     found = _found(entries, bench.config_tag)
     order = list(bench.configs) + [c for c in found if c not in bench.configs]
     rows: list[SummaryRow] = []
+    used: list[Metrics] = []
     for config in order:
         results = found.get(config)
         if not results:
@@ -306,20 +307,28 @@ def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | Non
             rows.append(_row(config, f, keys, same_rule, paper_config=bench.paper_config(config),
                              part=bench.parts.get(config), framing=framing.label if framing else None,
                              pooled=pools, label=f"{config} ({POOLED})" if pools else None))
+            used.append(f.metrics)
     if bench.splits:
         have = {(r.config, r.split) for r in rows}
         missing = [f"{c}/{s}" for c in bench.configs for s in bench.splits if (c, s) not in have]
     else:
         missing = [c for c in bench.configs if c not in {r.config for r in rows}]
-    return rows, missing
+    return rows, missing, used
 
 
-def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings) -> SummaryBlock:
+def _policy(entries: Sequence[Entry], settings: RunSettings) -> str | None:
+    """The tie policy the entries' metrics count a tie by (each entry records it; a file from before that: the
+    run's ``settings.ties``); None where not known."""
+    return next((p for e in entries if (p := e.policy(settings.ties))), None)
+
+
+def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings, family: str | None) -> SummaryBlock:
     """One registered benchmark's aggregates (see :func:`summarize`)."""
     modality = _modality(entries)
     rule = bench.tie_rule_for(modality)
-    same_rule = rule is not None and settings.ties in (None, rule.policy)
-    rows, missing = _config_rows(bench, entries, modality, same_rule)
+    ties = _policy(entries, settings)
+    same_rule = rule is not None and ties in (None, rule.policy)
+    rows, missing, used = _config_rows(bench, entries, modality, same_rule)
     notes: list[str] = []
     noun = _plural(bench.config_noun)
     expected = len(bench.configs) * max(1, len(bench.splits))
@@ -357,22 +366,25 @@ def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings) ->
         # the paper's own text-only measure (SugarCREPE++'s TOT), else no paper's aggregates for a text-only run
         source=(text_only.source if text_only else None) if modality == TEXT_ONLY else bench.source,
         names=dict(text_only.names if text_only else {} if modality == TEXT_ONLY else bench.metric_names),
-        tie_policy=TieRule(rule.policy, rule.rule, settings.ties) if rule is not None else None,
-        departures=tuple(_departures(bench, settings, modality, tags)))
+        tie_policy=TieRule(rule.policy, rule.rule, ties) if rule is not None else None,
+        departures=tuple(_departures(bench, settings, modality, tags, ties=ties, results=used, family=family)))
 
 
-def _departures(bench: Benchmark, settings: RunSettings, modality: str | None,
-                tags: Iterable[str] = ()) -> list[Departure]:
+def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, tags: Iterable[str] = (), *,
+                ties: str | None = None, results: Sequence[Metrics] = (), family: str | None = None) -> list[Departure]:
     """How the run departs from the authors' own setting, one record each (``authors``: their value of the
     setting, where they have one). ``tags``: the per-tag results' names of the run's entries; a benchmark's
     ``caveat_tags`` among them (items its authors do not score: VALSE's invalid ones, VL-CheckList's records
-    past the first MAX_NUM/2) is one."""
+    past the first MAX_NUM/2) is one. ``ties``: the policy the entries were counted by (another than the authors'
+    rule is one). ``results``: the block's config rows' results, and ``family`` the run's scorer family: where the
+    authors' code clamps negative cosines (:class:`~vlprobe.benchmarks.ClampedAtZero`, BLA's CLIP script) and the
+    rows hold negative scores of a model whose scores are cosines, that is one."""
     out = []
     for marks, note in bench.caveat_tags:
         found = sorted(set(tags) & set(marks))
         if found:
             out.append(Departure("items", ", ".join(found), note))
-    rule, ties = bench.tie_rule_for(modality), settings.ties
+    rule = bench.tie_rule_for(modality)
     if rule is not None and ties and ties != rule.policy:
         out.append(Departure("ties", ties, f"tie policy {ties} (--ties {ties}), not the authors' rule ({rule.policy}: "
                                            f"{rule.rule}); the figure under their rule is beside each value", rule.policy))
@@ -389,6 +401,12 @@ def _departures(bench: Benchmark, settings: RunSettings, modality: str | None,
     if settings.limit:
         out.append(Departure("limit", settings.limit, f"the first {settings.limit} rows of each split only (--limit "
                                                       f"{settings.limit}), not the paper's full set"))
+    if bench.clamped is not None and results:
+        negative = sum(m.scores.n_negative for m in results if m.scores is not None)
+        clamped = bench.clamped.departure({"scores": {"n_negative": negative},
+                                           "n_items": sum(m.n_items or 0 for m in results)}, family)
+        if clamped is not None:
+            out.append(Departure(**clamped))
     return out
 
 
@@ -425,11 +443,12 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
               model: ModelInfo | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
     """The papers' aggregates per benchmark of a run's entries (records, or their results.json form). ``settings``:
     the run's (``provenance.settings``: ties, modality, control, limit), to say where it departs from the authors'
-    own; ``model``: the run's (``provenance.model``), to set each registered benchmark's block beside the figures
-    published for its checkpoint (:func:`published_rows`; None: not compared). Returns ``{name: block}`` (name:
-    :func:`table_names`), a :class:`~vlprobe.results.schema.SummaryBlock` each: its rows (configs, then aggregates),
-    ``complete`` (False, with ``notes`` saying why, when the paper's aggregate needs configs the entries do not have,
-    e.g. 3 of VALSE's 11 instruments), the tie rule, the departures and the published figures beside it.
+    own; ``model``: the run's (``provenance.model``): its family says whether a departure such as BLA's clamped
+    cosines applies, and each registered benchmark's block is set beside the figures published for its checkpoint
+    (:func:`published_rows`; None: not compared). Returns ``{name: block}`` (name: :func:`table_names`), a
+    :class:`~vlprobe.results.schema.SummaryBlock` each: its rows (configs, then aggregates), ``complete`` (False,
+    with ``notes`` saying why, when the paper's aggregate needs configs the entries do not have, e.g. 3 of VALSE's
+    11 instruments), the tie rule, the departures and the published figures beside it.
 
     A registered benchmark is summarised by its declaration (:class:`~vlprobe.benchmarks.Benchmark`): its configs
     from their own entries or a pooled entry's per-tag results, its groups' means (unweighted, or over the items
@@ -444,10 +463,11 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
         grouped.setdefault(name, []).append(e)
     if model is not None and not isinstance(model, ModelInfo):
         model = parse(ModelInfo, dump(model), "model")
+    family = model.family if model is not None else None
     out: dict[str, SummaryBlock] = {}
     for name, es in grouped.items():
         bench = find(es[0].benchmark)
-        block = _block(bench, es, settings) if bench is not None else _generic(es)
+        block = _block(bench, es, settings, family) if bench is not None else _generic(es)
         guessed = tuple(dict.fromkeys(e.data.benchmark_note for e in es if e.data.benchmark_note))
         block = replace(block, notes=guessed + block.notes)
         if bench is not None and model is not None:

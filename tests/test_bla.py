@@ -54,7 +54,7 @@ def make_standins(root: Path, annotations: Path, skip=frozenset(), corrupt: str 
     return root
 
 
-run_build = functools.partial(build_from, bla)  # run_build(annotations, images, out, *extra)
+run_build = functools.partial(build_from, bla.Bla())  # run_build(annotations, images, out, *extra)
 
 
 @pytest.fixture(scope="module")

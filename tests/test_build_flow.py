@@ -13,7 +13,7 @@ import pytest
 
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import sugar_crepe
-from vlprobe.builders.flow import Annotations, UpstreamBuilder
+from vlprobe.builders.flow import Annotations
 from vlprobe.dataset import image_sources as imgs
 
 
@@ -77,7 +77,7 @@ def _rows(unit: str, n: int) -> list[dict]:
 
 
 def _take(have: set[str], first: int | None, skip: bool, refill: bool = True):
-    builder = UpstreamBuilder()
+    builder = sugar_crepe.SugarCrepe()  # any builder on the flow
     annotations = Annotations({"leaf": {"test": _rows("a", 6) + _rows("b", 2)}}, first=first)
     resolver = _Resolver(have)
     args = argparse.Namespace(workers=1, skip_missing_images=skip, dry_run=not refill)

@@ -79,8 +79,8 @@ def test_the_generator_digest_follows_the_code(tmp_path, monkeypatch):
     package = tmp_path / "vlprobe"
     shutil.copytree(unchanged.PACKAGE / "scenes", package / "scenes")
     monkeypatch.setattr(unchanged, "PACKAGE", package)
-    first = unchanged.generator_digest(["scenes/*.py"])
-    assert unchanged.generator_digest(["scenes/*.py"]) == first
+    first = unchanged.generator_digest(unchanged.package_files(["scenes/*.py"]))
+    assert unchanged.generator_digest(unchanged.package_files(["scenes/*.py"])) == first
     source = sorted((package / "scenes").glob("*.py"))[0]
     source.write_text(source.read_text() + "\n# an edit\n")
-    assert unchanged.generator_digest(["scenes/*.py"]) != first
+    assert unchanged.generator_digest(unchanged.package_files(["scenes/*.py"])) != first

@@ -329,7 +329,7 @@ def built(tmp_path_factory, vg_root: Path) -> tuple[Path, Path, str]:
     mp = pytest.MonkeyPatch()
     try:
         server.serve_folder(zips, PREFIX)
-        mp.setattr(crepe.Builder, "benchmark", pinned_to(zips))
+        mp.setattr(crepe.Crepe, "benchmark", pinned_to(zips))
         mp.delenv("HF_DATASETS_OFFLINE", raising=False)
         mp.delenv("HF_HUB_OFFLINE", raising=False)
         mp.setenv(UP.url_env, server.url + PREFIX)

@@ -25,7 +25,7 @@ SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annot
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds SugarCREPE, SugarCREPE++ and COLA from the real annotations
 
-MODULES = {"sugar_crepe": sugar_crepe, "sugar_crepe_pp": sugar_crepe_pp, "cola": cola}
+BUILDERS = {"sugar_crepe": sugar_crepe.SugarCrepe(), "sugar_crepe_pp": sugar_crepe_pp.SugarCrepePP(), "cola": cola.Cola()}
 UPSTREAMS = {"sugar_crepe": SUGAR_CREPE_UP, "sugar_crepe_pp": SUGAR_CREPE_PP_UP, "cola": COLA_UP}
 
 
@@ -68,8 +68,8 @@ def images_root(shared_data: Path, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def built(shared_data: Path, images_root: Path, tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("sibling_folders")
-    return {name: run_build(MODULES[name], "--annotations", str(shared_data / name), "--images", str(images_root),
-                            "--out", str(base / name)) for name in MODULES}
+    return {name: run_build(BUILDERS[name], "--annotations", str(shared_data / name), "--images", str(images_root),
+                            "--out", str(base / name)) for name in BUILDERS}
 
 
 def test_pinned_blob_hashes_match_the_mirrored_files(shared_data: Path) -> None:
@@ -274,11 +274,11 @@ def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Pa
     _serve_cola(stand_in_server, shared_data, vg, cola_only)
     base = stand_in_server.url
     spec = cola.IMAGES  # the builder's own source: Visual Genome as COLA links it
-    monkeypatch.setattr(cola.BUILDER, "sources", (imgs.SourceSpec(
+    monkeypatch.setattr(BUILDERS["cola"], "sources", (imgs.SourceSpec(
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips,
         (f"{base}/vg/VG_100K/{{name}}", f"{base}/vg/VG_100K_2/{{name}}", f"{base}/cola_server/{{name}}")),))
     monkeypatch.setenv(COLA_UP.url_env, f"{base}/{COLA_UP.repo}/{COLA_UP.commit}/data/")
-    out = run_build(MODULES["cola"], "--download", "--cache-dir", str(tmp_path / "cache"), "--workers", "4",
+    out = run_build(BUILDERS["cola"], "--download", "--cache-dir", str(tmp_path / "cache"), "--workers", "4",
                     "--out", str(tmp_path / "cola"))
     ds = load(out, "multi_object")
     assert len(ds) == 210
@@ -305,7 +305,7 @@ def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tm
     spec = imgs.SOURCES["coco2017_val"]
     monkeypatch.setitem(imgs.SOURCES, "coco2017_val", imgs.SourceSpec(
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips, (f"{stand_in_server.url}/coco/val2017/{{name}}",)))
-    out = run_build(MODULES["sugar_crepe_pp"], "--download", "--skip-missing-images", "--retries", "1", "--workers", "8",
+    out = run_build(BUILDERS["sugar_crepe_pp"], "--download", "--skip-missing-images", "--retries", "1", "--workers", "8",
                     "--cache-dir", str(tmp_path / "cache"), "--annotations-url", stand_in_server.url + prefix,
                     "--out", str(tmp_path / "pp"))
     assert sum(h.startswith(prefix) for h in stand_in_server.hits) == 5
@@ -323,7 +323,7 @@ def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, mon
         data = (shared_data / "sugar_crepe" / f.path).read_bytes()
         stand_in_server.files[prefix + f.path] = data.replace(b"cat", b"dog", 1) if f.path == "swap_att.json" else data
     with pytest.raises(upstream.AnnotationChecksumError, match=r"swap_att\.json .*not the pinned one"):
-        run_build(MODULES["sugar_crepe"], "--cache-dir", str(tmp_path / "cache"), "--annotations-url",
+        run_build(BUILDERS["sugar_crepe"], "--cache-dir", str(tmp_path / "cache"), "--annotations-url",
                   stand_in_server.url + prefix, "--out", str(tmp_path / "sc"))
     assert not (tmp_path / "sc").exists()
     # a local copy is checked the same way
@@ -332,7 +332,7 @@ def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, mon
     for f in COLA_UP.files:
         (local / f.path).write_bytes((shared_data / "cola" / f.path).read_bytes() + b"\n")
     with pytest.raises(upstream.AnnotationChecksumError, match="COLA annotation file"):
-        run_build(MODULES["cola"], "--annotations", str(local), "--out", str(tmp_path / "cola"))
+        run_build(BUILDERS["cola"], "--annotations", str(local), "--out", str(tmp_path / "cola"))
 
 
 def test_offline_and_missing_images_name_what_is_needed(shared_data: Path, tmp_path: Path, monkeypatch, capsys) -> None:

@@ -58,7 +58,7 @@ def make_standins(root: Path, annotations: Path, skip: set[str] = frozenset(), c
     return root
 
 
-run_build = functools.partial(build_from, valse)  # run_build(annotations, images, out, *extra)
+run_build = functools.partial(build_from, valse.Valse())  # run_build(annotations, images, out, *extra)
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,32 @@
-"""Dataset folder builders, discovered: each module here defining ``NAME``, ``HELP``,
-``add_arguments(parser)`` and ``build(args) -> Path`` becomes ``vlprobe build <NAME>``.
-Builders know nothing of models; they write a Hub dataset folder (see ``vlprobe/dataset/folder.py``)."""
+"""Dataset folder builders, one protocol: every concrete :class:`Builder` subclass a module here defines (or a
+plugin does, :mod:`vlprobe.plugins`) becomes ``vlprobe build <name>``, found by :func:`builders`; nothing is
+registered by hand. Builders know nothing of models; they write a Hub dataset folder (``vlprobe/dataset/folder.py``).
+
+A build goes, for every builder (:meth:`Builder.build`): ``--out`` checked (not in a cache home another user could
+change); :meth:`~Builder.plan` (everything read and checked, nothing written); the inputs compared with the ones the
+folder was built from (:mod:`vlprobe.builders.unchanged`: the same, and every file intact, is "up to date: nothing
+built", unless ``--force``); then :meth:`~Builder.write` into a copy of the folder beside it, swapped in whole at the
+end (:func:`vlprobe.dataset.folder.rebuilding`: a failed or killed build leaves the folder as it was). The families:
+the paper benchmarks' :class:`~vlprobe.builders.flow.UpstreamBuilder`, the rendered instruments'
+:class:`~vlprobe.builders.synthetic.SyntheticBuilder`, and ``vlprobe build folder``."""
 
 from __future__ import annotations
 
+import abc
+import argparse
 import importlib
+import inspect
 import json
 import pkgutil
+import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Mapping
+
+from ..dataset.folder import ConfigDecl, rebuilding
+from ..errors import SettingError
+from ..storage.locations import cache_home, dataset_folder, datasets_home, distrust_tree, home_advice
+from . import unchanged
 
 
 class AnnotationError(ValueError):
@@ -34,13 +51,130 @@ def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hi
     return data
 
 
-def builders() -> dict[str, ModuleType]:
+# The parsed arguments that do not change what a build writes: where it goes, how fast, how it says it, and what
+# argparse adds. Every other argument is an input (Builder.inputs).
+NOT_INPUTS = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
+
+
+class Builder(abc.ABC):
+    """What ``vlprobe build NAME`` runs. A subclass says its ``name`` and ``help`` (and, for ``vlprobe list``, what
+    a build ``needs`` and its :meth:`config_decls`), adds its options (:meth:`add_arguments`, calling this class's
+    for ``--out`` and ``--force``) and implements :meth:`write`; where it reads something before writing, :meth:`plan`;
+    where its output depends on more than its arguments and code, :meth:`inputs`."""
+
+    name: str = ""
+    help: str = ""
+    needs: str = ""  # what `vlprobe list` says a build needs
+    # Files under vlprobe/ (globs) whose code decides what a build writes, besides the modules of the builder's own
+    # classes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
+    generator: tuple[str, ...] = ("dataset/folder.py", "builders/cards.py")
+    not_inputs: frozenset[str] = NOT_INPUTS  # the parsed arguments that are not inputs
+
+    def default_out(self) -> Path | None:
+        """``--out``'s default: where ``--dataset NAME`` finds it from any folder
+        (:func:`vlprobe.storage.locations.dataset_folder`); None: ``--out`` is required."""
+        return dataset_folder(self.name)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """``--out`` and ``--force``; a subclass adds its own options and calls this."""
+        default = self.default_out()
+        where = (f"default here: {default}; ./{self.name} when it holds a vlprobe.yaml, as in a clone, else "
+                 f"$VLPROBE_ROOT/{self.name} when set, else $VLPROBE_CACHE/datasets/{self.name}, "
+                 f"~/.cache/vlprobe/datasets/{self.name} by default")
+        parser.add_argument("--out", type=Path, default=default, required=default is None,
+                            help="the dataset folder to write" + (f" ({where})" if default is not None else ""))
+        parser.add_argument("--force", action="store_true",
+                            help="build even when the folder was built from the same inputs and is intact (by default "
+                                 "such a rebuild does nothing and says so)")
+
+    def config_decls(self) -> list[ConfigDecl]:
+        """The configs a build declares in its card (``vlprobe list`` shows them)."""
+        return []
+
+    def plan(self, args: argparse.Namespace) -> Any:
+        """Everything read and checked before anything is written; what :meth:`write` is given (default: None)."""
+        return None
+
+    def inputs(self, args: argparse.Namespace, plan: Any) -> dict[str, Any]:
+        """What the folder depends on besides the code and the libraries (:mod:`vlprobe.builders.unchanged`), in
+        ``{"arguments": {...}}`` (shown when nothing is built) and, for what was read, ``{"sources": {...}}``
+        (hashes). Default: every parsed argument but :attr:`not_inputs`."""
+        return {"arguments": {k: v for k, v in sorted(vars(args).items()) if k not in self.not_inputs}}
+
+    @abc.abstractmethod
+    def write(self, folder: Path, plan: Any, args: argparse.Namespace) -> None:
+        """Write the dataset into ``folder``: a copy of ``--out`` (empty when there was none), swapped in after."""
+
+    def intact(self, out: Path, want: dict[str, Any], args: argparse.Namespace) -> bool:
+        """Whether ``out`` was built from ``want`` and holds every file that build wrote, unchanged."""
+        return unchanged.up_to_date(out, want)
+
+    def generator_files(self) -> list[Path]:
+        """The source files of the builder's classes (its module, its base's) and of :attr:`generator`."""
+        own = [Path(inspect.getfile(c)) for c in type(self).__mro__ if issubclass(c, Builder)]
+        return own + unchanged.package_files(self.generator)
+
+    def build(self, args: argparse.Namespace) -> Path:
+        """The build (the module doc); returns the folder. Sets ``args.up_to_date`` to the line to say when the
+        folder was built from the same inputs and nothing was done."""
+        out = Path(args.out)
+        refuse_untrusted(out)
+        plan = self.plan(args)
+        want = unchanged.inputs(self.name, self.inputs(args, plan), self.generator_files())
+        if not getattr(args, "force", False) and self.intact(out, want, args):
+            args.up_to_date = (f"{out} is up to date (built from the same inputs: {unchanged.describe(want)}; every "
+                               "file intact): nothing built; --force rebuilds it")
+            return out
+        with rebuilding(out) as folder:
+            self.write(folder, plan, args)
+            unchanged.record(folder, want)  # last: the inputs and every file this build leaves
+        return out
+
+
+def refuse_untrusted(out: Path) -> None:
+    """A build into vlprobe's cache (``<cache>/datasets/NAME``) when another user could change that folder, a file in
+    it or a folder above it up to the cache home: refused, as ``--dataset NAME`` refuses to read it."""
+    try:
+        inside = out.absolute().parent == datasets_home().absolute()
+    except OSError:
+        return
+    why = distrust_tree(out, cache_home()) if inside else None
+    if why:
+        raise SettingError(f"--out {out}: in vlprobe's cache, but {why}, who could change its rows; not building "
+                           f"there: {home_advice(cache_home())} (or pass --out with a folder of yours)")
+
+
+def builders_in(module: ModuleType) -> dict[str, Builder]:
+    """The builders ``module`` defines (its concrete :class:`Builder` subclasses), one instance each, by name."""
     found = {}
+    for obj in vars(module).values():
+        if (isinstance(obj, type) and issubclass(obj, Builder) and obj.__module__ == module.__name__
+                and not inspect.isabstract(obj)):
+            builder = obj()
+            found[builder.name] = builder
+    return found
+
+
+def builders() -> dict[str, Builder]:
+    """Every ``vlprobe build`` name and its builder: vlprobe's own (the modules here), then the plugins'."""
+    found: dict[str, Builder] = {}
     for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "NAME") and hasattr(module, "build"):
-            found[module.NAME] = module
+        found.update(builders_in(importlib.import_module(f"{__name__}.{info.name}")))
     from ..plugins import builders as plugin_builders  # a user's own (entry points, include path)
 
-    found.update(plugin_builders(found))
+    found.update(plugin_builders(found, builders_in))
     return found
+
+
+def builder(name: str) -> Builder:
+    """The builder of ``vlprobe build NAME``."""
+    return builders()[name]
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def as_json(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` as JSON would give it back (paths as text, tuples as lists, keys sorted)."""
+    return json.loads(json.dumps(dict(value), sort_keys=True, default=str))

@@ -26,8 +26,8 @@ from datasets import Features, List, Value
 
 from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
-from ..dataset.folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json
+from ..dataset.folder import ConfigDecl
+from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Plan, UpstreamBuilder
 
 SOURCE = "visual_genome"
@@ -208,19 +208,6 @@ def config_decls(finetune: bool = True) -> list[ConfigDecl]:
     return decls
 
 
-def card_yaml(finetune: bool = True) -> dict[str, Any]:
-    return card_metadata(
-        config_decls(finetune),
-        language=["en"],
-        license="other",
-        license_name="bla-mixed",
-        pretty_name="BLA (Basic Language Abilities)",
-        task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"],
-        size_categories=["1K<n<10K"],
-    )
-
-
 # Rows per split of each fine-tuning config in the release (train / validation / test): the card shows
 # them whatever a build holds; a build whose annotations give other counts says so.
 _GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}
@@ -247,10 +234,7 @@ def card_values(voice_orders: Counter) -> dict[str, Any]:
         finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
                   for f in FINETUNE],
         orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
-        order_note=order_note,
-        n_files=len(facts.UPSTREAM.files), annotations_url=facts.UPSTREAM.default_url,
-        upstream_folder=facts.UPSTREAM.folder, upstream_repo=facts.UPSTREAM.repo, upstream_commit=facts.UPSTREAM.commit,
-        url_env=facts.UPSTREAM.url_env, citation=facts.CITATION.strip(),
+        order_note=order_note, n_files=len(facts.UPSTREAM.files),
     )
 
 
@@ -269,7 +253,7 @@ def build_report(counts: dict[str, int], finetune_counts: dict[str, dict[str, in
     return lines
 
 
-class Builder(UpstreamBuilder):
+class Bla(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
     what = "the released annotations: the three *_captions.json files and finetune/"
@@ -277,6 +261,9 @@ class Builder(UpstreamBuilder):
     images_help = "images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips"
     download_help = "download Visual Genome images missing locally, into --cache-dir"
     spec_yaml = SPEC_YAML
+    card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
+                task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--skip-finetune", action="store_true",
@@ -304,8 +291,8 @@ class Builder(UpstreamBuilder):
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return cards.write(out, "bla_card.md", card_yaml(), **card_values(annotations.facts["voice_orders"]))
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return card_values(annotations.facts["voice_orders"])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
         counts = plan.counts()
@@ -320,6 +307,3 @@ class Builder(UpstreamBuilder):
             if not plan.skipped and config in FINETUNE_COUNTS and n != FINETUNE_COUNTS[config]:
                 print(f"bla: note: {config} has {n} rows, the release {FINETUNE_COUNTS[config]}", file=sys.stderr)
 
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

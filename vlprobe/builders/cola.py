@@ -21,10 +21,10 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import cola as facts
-from ..dataset.folder import ConfigDecl, card_metadata
+from ..dataset.folder import ConfigDecl
 from ..dataset.image_sources import SourceSpec
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, UpstreamBuilder, upstream_values
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, UpstreamBuilder
 
 CONFIG, FILE = facts.CONFIG, facts.FILE
 COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
@@ -95,22 +95,7 @@ def config_decls() -> list[ConfigDecl]:
     return [ConfigDecl(CONFIG, FEATURES, (SPLIT,), default=True)]
 
 
-def card_yaml() -> dict[str, Any]:
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="cola-mit-visual-genome",
-        license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-        pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
-        tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
-        size_categories=["n<1K"],
-    )
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "cola_card.md", card_yaml(), count=COUNT, config=CONFIG, file=FILE,
-                       citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
-
-
-class Builder(UpstreamBuilder):
+class Cola(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
     what = FILE
@@ -120,6 +105,11 @@ class Builder(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir, file by file: from Visual Genome's "
                      "hosts, else from the COLA authors' server the records link to")
     spec_yaml = SPEC_YAML
+    card = dict(license_name="cola-mit-visual-genome",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
+                pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
+                tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
+                size_categories=["n<1K"])
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({CONFIG: {SPLIT: read_records(folder)}})
@@ -127,9 +117,5 @@ class Builder(UpstreamBuilder):
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
-
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return dict(count=COUNT, config=CONFIG, file=FILE)

@@ -23,7 +23,7 @@ Configs: systematicity ``syst_<pretraining>_<seen|unseen>_<atom|comp|combined>``
 pretraining set and compound split, one config per negative type; ``combined`` is atom + comp where a
 CSV has no column of its own), productivity ``prod_<atom|swap|negate>_<4..12>`` (27), ``prod_<type>`` (a
 type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 45). A build makes the
-configs whose file is at hand (:meth:`Builder.config_files`; the flow names the others and where to get
+configs whose file is at hand (:meth:`Crepe.config_files`; the flow names the others and where to get
 them). Pins, counts and the names of the metrics are CREPE's benchmark module's
 (:mod:`vlprobe.benchmarks.crepe`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
 """
@@ -46,10 +46,10 @@ from datasets import Features, Value
 from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset.downloads import read_member
-from ..dataset.folder import ConfigDecl, card_metadata
+from ..dataset.folder import ConfigDecl
 from ..dataset.images import check_crop_box
-from . import AnnotationError, cards
-from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder
 
 SOURCE = "visual_genome"
 COMBINED, COMBINED_FROM = "valid_hard_negs_combined", ("valid_hard_negs_atom", "valid_hard_negs_comp")
@@ -323,17 +323,6 @@ def config_decls() -> list[ConfigDecl]:
     return aggregates + [ConfigDecl(p.config, FEATURES, (SPLIT,)) for p in PARTS]
 
 
-def card_yaml() -> dict[str, Any]:
-    up = facts.UPSTREAM
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="crepe-visual-genome",
-        license_link=f"https://github.com/{up.repo}/blob/{up.commit}/README.md",
-        pretty_name="CREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["10K<n<100K"],
-    )
-
-
 def _pct(n: int, d: int) -> str:
     return f"{100 * n / d:.1f}" if d else "-"
 
@@ -353,12 +342,7 @@ def card_values() -> dict[str, Any]:
                 negate_rows=f"{sum(f.rows for f in negate):,}", negate_lower=f"{sum(f.lower_case_rule for f in negate):,}",
                 atom_rows=f"{sum(f.rows for c, f in facts.PROD_FACTS.items() if c.startswith('prod_atom_')):,}",
                 third_repo=third.repo, third_commit=third.commit, third_note=third.third_party,
-                third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files],
-                citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "crepe_card.md", card_yaml(), **card_values())
+                third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files])
 
 
 def _shown(items: list, first: int = 5) -> str:
@@ -409,7 +393,7 @@ def report(counts: dict[str, int], skipped: Mapping[str, Sequence[str]], read: M
 
 
 # ---- build ------------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class Crepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("CREPE (Ma et al. 2023): systematicity and productivity, 1 Visual Genome region x (1 + k) texts, "
             "from the upstream zips at a pinned commit (or the productivity CSVs loose)")
@@ -422,6 +406,11 @@ class Builder(UpstreamBuilder):
     download_help = ("download the Visual Genome images missing locally into --cache-dir, file by file from "
                      "Visual Genome's hosts (cs.stanford.edu/people/rak248/VG_100K[_2]/)")
     spec_yaml = SPEC_YAML
+    card = dict(license_name="crepe-visual-genome",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/README.md",
+                pretty_name="CREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
+                size_categories=["10K<n<100K"])
 
     def config_files(self) -> dict[str, Needs]:
         """Each config reads one CSV: in its zip, or (productivity) loose from the third-party copy."""
@@ -438,8 +427,8 @@ class Builder(UpstreamBuilder):
     def convert(self, row: Mapping[str, Any], column: str, data: bytes) -> bytes:
         return crop(row, column, data)
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return card_values()
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
         counts = {c: sum(n.values()) for c, n in plan.counts().items()}
@@ -450,6 +439,3 @@ class Builder(UpstreamBuilder):
                 ks[config][r["n_negatives"]] += 1
         return report(counts, plan.skipped, plan.annotations.facts["read"], ks)
 
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

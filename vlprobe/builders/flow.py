@@ -43,7 +43,9 @@ every config, and a config with no files is left out of what loads
 
 from __future__ import annotations
 
+import abc
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -56,8 +58,8 @@ import datasets
 
 from ..benchmarks import Benchmark, Upstream
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, publish_staged, rebuilding, staging_folder, write_spec, write_split_rows
-from . import AnnotationError, cards, upstream
+from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_spec, write_split_rows
+from . import AnnotationError, Builder, cards, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
 Rows = dict[str, dict[str, list[dict[str, Any]]]]  # config -> split -> rows
@@ -129,26 +131,39 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-class UpstreamBuilder:
-    """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read`,
-    :meth:`config_decls` and :meth:`write_card` (and, where it has more to say, :meth:`report`)."""
+class UpstreamBuilder(Builder):
+    """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read` and
+    :meth:`config_decls` (and, where it has more to say, :meth:`card_values` and :meth:`report`)."""
 
     benchmark: Benchmark
-    help: str = ""
     what: str = ""  # the annotation files, in words ("the 7 SugarCREPE JSON files")
     sources: tuple[str | imgs.SourceSpec, ...] = ()  # image sources: vlprobe's by name, or the builder's own
     images_help: str = ""
     download_help: str = ""
     spec_yaml: str = ""  # the folder's vlprobe.yaml, less the benchmark, which the flow records
+    card: Mapping[str, Any] = {}  # the card's YAML besides its configs, English and licence "other" (card_metadata)
+    generator = Builder.generator + ("builders/upstream.py", "dataset/image_sources.py", "dataset/images.py")
+    # where the annotations and images are, and how they are fetched: not inputs (what they hold is, by hash and stamp)
+    not_inputs = Builder.not_inputs | {"annotations", "annotations_url", "images", "image_dir", "download", "cache_dir",
+                                       "retries", "dry_run", "image_list"}
 
     # ---- what a builder says ------------------------------------------------------------------
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]
         return self.benchmark.builder or self.benchmark.name
 
     @property
     def title(self) -> str:
         return self.benchmark.display
+
+    @property
+    def needs(self) -> str:  # type: ignore[override]
+        up = self.benchmark.upstream
+        assert up is not None, f"{self.name}: the benchmark pins no upstream files"
+        how = "downloaded by the build, checked by hash" if up.fetched else "from --annotations DIR"
+        text = f"annotations: {len(up.files)} file(s) of github.com/{up.repo} at {up.commit[:7]} ({how})"
+        titles = [s.title for s in self._specs()]
+        return text + (f"; images: {', '.join(titles)} (--images DIR or downloaded)" if titles else "")
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The builder's own options, after the shared ones."""
@@ -163,12 +178,9 @@ class UpstreamBuilder:
         whose files are at hand; None (the default): every config needs every file."""
         return None
 
+    @abc.abstractmethod
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         """The rows of ``args.selection`` (a :class:`Selection`) from the files in ``folder``."""
-        raise NotImplementedError
-
-    def config_decls(self) -> list[ConfigDecl]:
-        raise NotImplementedError
 
     def features(self, config: str, split: str) -> datasets.Features:
         return next(d.features for d in self.config_decls() if d.name == config)
@@ -177,8 +189,18 @@ class UpstreamBuilder:
         """The bytes stored for one image of a row (default: the file as it is)."""
         return data
 
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        """What the card's template (``vlprobe/templates/<name>_card.md``) is filled with, besides the citation and
+        the pinned files (:func:`upstream_values`): the same for every build."""
+        return {}
+
     def write_card(self, out: Path, annotations: Annotations) -> Path:
-        raise NotImplementedError
+        """The card: ``vlprobe/templates/<name>_card.md`` with the configs, :attr:`card` and :meth:`card_values`."""
+        up = self.benchmark.upstream
+        assert up is not None
+        meta = card_metadata(self.config_decls(), language=["en"], license="other", **self.card)
+        return cards.write(out, f"{self.name}_card.md", meta, citation=self.benchmark.citation.strip(),
+                           **{**upstream_values(up), **self.card_values(annotations)})
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         """Rows per config a build with every image holds (the pinned files')."""
@@ -192,15 +214,24 @@ class UpstreamBuilder:
     def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
         """Once the parquet is in, before the card, which records the files."""
 
+    def generator_files(self) -> list[Path]:
+        """Besides the code, the card's template and the benchmark's module (its counts and citation)."""
+        return super().generator_files() + unchanged.package_files(
+            (f"templates/{self.name}_card.md", f"benchmarks/{self.benchmark.name}.py"))
+
     # ---- the flow -----------------------------------------------------------------------------
+    def _specs(self) -> list[imgs.SourceSpec]:
+        return [s if isinstance(s, imgs.SourceSpec) else imgs.SOURCES[s] for s in self.sources]
+
     def _source_names(self) -> list[str]:
-        return [s.name if isinstance(s, imgs.SourceSpec) else s for s in self.sources]
+        return [s.name for s in self._specs()]
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        specs = [s if isinstance(s, imgs.SourceSpec) else imgs.SOURCES[s] for s in self.sources]
+        specs = self._specs()
+        assert self.benchmark.upstream is not None
         upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=self._source_names(),
                                images_help=self.images_help or images_help(specs),
-                               download_help=self.download_help or download_help(specs), default_out=Path(self.name))
+                               download_help=self.download_help or download_help(specs))
         parser.add_argument("--configs", default=None, metavar="NAME[,NAME...]",
                             help="build only these configs (leaves, or configs that read several, such as all); "
                                  "default: every config whose annotation files are at hand")
@@ -213,6 +244,7 @@ class UpstreamBuilder:
                             help="where --dry-run lists the image files needed, one per line as "
                                  "source<TAB>file<TAB>rows<TAB>found ('-': standard output; default: <out>.images.tsv)")
         self.add_options(parser)
+        super().add_arguments(parser)
 
     def _leaves(self) -> list[str]:
         """The configs with parquet of their own, in the card's order."""
@@ -419,13 +451,30 @@ class UpstreamBuilder:
         target.write_text("\n".join(listing) + "\n", encoding="utf-8")
         return target
 
-    def build(self, args: argparse.Namespace) -> Path:
+    def build(self, args: argparse.Namespace) -> Path | str:  # type: ignore[override]
         """The whole flow (the module doc); returns the folder written (a dry run: where the image list went)."""
         if getattr(args, "dry_run", False):
             return self.dry_run(args)
+        return super().build(args)
+
+    def inputs(self, args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
+        """The options that change the rows, the configs built, the annotation files read (by git blob hash) and the
+        images the rows hold (by stamp: :func:`vlprobe.builders.unchanged.stamps`)."""
+        images: dict[str, str] = {}
+        for splits in plan.annotations.rows.values():
+            for rows in splits.values():
+                for r in rows:
+                    for _, source, file in r["_images"]:
+                        if f"{source}/{file}" not in images:
+                            images[f"{source}/{file}"] = _file_of(plan.resolvers[source].locate(file) or file)
+        blobs = sorted((f["path"], f["blob"]) for f in plan.files)
+        return {"arguments": {**super().inputs(args, plan)["arguments"], "configs": list(plan.annotations.rows)},
+                "sources": {"annotations": {"files": len(blobs), "blobs": blobs}, "images": unchanged.stamps(images)}}
+
+    def write(self, folder: Path, plan: Plan, args: argparse.Namespace) -> None:
+        """Steps 5 and 6 (the module doc), into ``folder``, a copy of ``--out`` swapped in whole after: a failed or
+        killed build leaves the folder as it was (no folder where there was none), never new shards under an old card."""
         start = time.perf_counter()
-        plan = self.plan(args)
-        out = Path(args.out)
 
         def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             requests = ((plan.resolvers[s], f) for r in rows for _, s, f in r["_images"])
@@ -436,26 +485,23 @@ class UpstreamBuilder:
                     row[column] = {"bytes": self.convert(r, column, next(data)), "path": file}
                 yield row
 
-        # The whole folder is rebuilt in a copy beside it and swapped in at the end, in one step: a failed or killed
-        # build leaves it as it was (no folder where there was none), never new shards under an old card.
-        with rebuilding(out) as target:
-            stage = staging_folder(target)
-            for config, splits in plan.annotations.rows.items():
-                t0 = time.perf_counter()
-                for split, rows in splits.items():
-                    write_split_rows(stage, config, split, stream(rows), self.features(config, split))
-                n = sum(len(rows) for rows in splits.values())
-                _log(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
-            publish_staged(stage, target)
-            for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
-                if config not in plan.annotations.rows:
-                    shutil.rmtree(target / "data" / config, ignore_errors=True)
-            self.finish(target, plan, args)
-            self.write_card(target, plan.annotations)
-            write_spec(target, self.spec_yaml, self.benchmark.name)
-            lines = (self.report(plan, args) + skipped_lines(plan.skipped) + missing_lines(plan.unbuilt, plan.partial,
-                     plan.absent) + file_lines(self.files(args), plan.files))
-            cards.write_build_report(target, f"{self.title}: this build", lines)
+        stage = staging_folder(folder)
+        for config, splits in plan.annotations.rows.items():
+            t0 = time.perf_counter()
+            for split, rows in splits.items():
+                write_split_rows(stage, config, split, stream(rows), self.features(config, split))
+            n = sum(len(rows) for rows in splits.values())
+            _log(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
+        publish_staged(stage, folder)
+        for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
+            if config not in plan.annotations.rows:
+                shutil.rmtree(folder / "data" / config, ignore_errors=True)
+        self.finish(folder, plan, args)
+        self.write_card(folder, plan.annotations)
+        write_spec(folder, self.spec_yaml, self.benchmark.name)
+        lines = (self.report(plan, args) + skipped_lines(plan.skipped) + missing_lines(plan.unbuilt, plan.partial,
+                 plan.absent) + file_lines(self.files(args), plan.files))
+        cards.write_build_report(folder, f"{self.title}: this build", lines)
         expected = self.expected(args)
         for config, n in plan.counts().items():
             if (config in expected and sum(n.values()) != expected[config] and not plan.skipped
@@ -464,7 +510,6 @@ class UpstreamBuilder:
                      f"{expected[config]:,}")
         total = sum(sum(n.values()) for n in plan.counts().values())
         _log(f"{self.name}: {total} rows, built in {time.perf_counter() - start:.1f}s")
-        return out
 
     def _check_ids(self, rows: Rows) -> None:
         """Row ids unique within each config's split, and across the configs a pooled config reads
@@ -485,6 +530,14 @@ class UpstreamBuilder:
                         if other != config:
                             raise AnnotationError(f"{self.name}: row id {r['id']!r} is in configs {other!r} and "
                                                   f"{config!r}, which config {group!r} reads together")
+
+
+def _file_of(located: str) -> str:
+    """The file an image is read from: itself, or the zip holding it (``zip!member``)."""
+    head = located
+    while not os.path.isfile(head) and "!" in head:
+        head = head.rsplit("!", 1)[0]
+    return head
 
 
 def _members(decl: ConfigDecl) -> tuple[str, ...]:

@@ -20,9 +20,9 @@ from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, UpstreamBuilder, str_field, upstream_values
+from ..dataset.folder import ConfigDecl
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, UpstreamBuilder, str_field
 
 SOURCE = "coco2017_val"
 
@@ -119,36 +119,26 @@ def config_decls() -> list[ConfigDecl]:
             + [ConfigDecl(s.config, FEATURES, (SPLIT,)) for s in SUBSETS])
 
 
-def card_yaml() -> dict[str, Any]:
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="sugar-crepe-mit-coco",
-        license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-        pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["1K<n<10K"],
-    )
-
-
 def card_values() -> dict[str, Any]:
     rows = [{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}",
              "example": s.example} for s in SUBSETS]
     groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
                "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
-    return dict(rows=rows, groups=groups, total=f"{TOTAL:,}", citation=facts.CITATION.strip(),
-                **upstream_values(facts.UPSTREAM))
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "sugar_crepe_card.md", card_yaml(), **card_values())
+    return dict(rows=rows, groups=groups, total=f"{TOTAL:,}")
 
 
 # ---- build ----------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class SugarCrepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE (NeurIPS 2023): 7 hard-negative subsets on COCO val2017, from the pinned upstream files"
     what = "the 7 SugarCREPE JSON files"
     sources = (SOURCE,)
     spec_yaml = SPEC_YAML
+    card = dict(license_name="sugar-crepe-mit-coco",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
+                pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
+                size_categories=["1K<n<10K"])
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
@@ -156,9 +146,5 @@ class Builder(UpstreamBuilder):
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
-
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return card_values()

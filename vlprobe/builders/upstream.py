@@ -331,11 +331,10 @@ def _warn_unpinned_found(found: dict[str, tuple[UpstreamFile, Upstream]], log=No
 
 # ---- the command line every upstream builder shares ----------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, sources: Sequence[str],
-                  images_help: str, download_help: str, default_out: Path) -> None:
+                  images_help: str, download_help: str) -> None:
     """The options of every ``vlprobe build <benchmark>`` whose annotations come from ``up`` and whose
     images come from original sources (``sources``): where the annotations and images are, the
-    download cache and workers, what to do with missing images, ``--out``. A builder adds only its
-    own options after these."""
+    download cache and workers, what to do with missing images. A builder adds only its own options after these."""
 
     parser.add_argument("--annotations", type=Path, default=None,
                         help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
@@ -360,4 +359,3 @@ def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, s
     parser.add_argument("--read-workers", type=int, default=2, help="threads reading and checking images (default: 2)")
     parser.add_argument("--skip-missing-images", action="store_true",
                         help="leave out rows whose image is missing (data/BUILD.md lists them) instead of stopping")
-    parser.add_argument("--out", type=Path, default=default_out, help="dataset folder to write (default: %(default)s)")

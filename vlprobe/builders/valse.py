@@ -22,8 +22,8 @@ from datasets import Features, List, Value
 
 from ..benchmarks import valse as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json
+from ..dataset.folder import ConfigDecl
+from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, count_lines
 
 
@@ -225,19 +225,6 @@ def config_decls() -> list[ConfigDecl]:
     return decls
 
 
-def card_yaml() -> dict[str, Any]:
-    return card_metadata(
-        config_decls(),
-        language=["en"],
-        license="other",
-        license_name="valse-mixed",
-        pretty_name="VALSE",
-        task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"],
-        size_categories=["1K<n<10K"],
-    )
-
-
 def _fmt(n: int) -> str:
     return f"{n:,}"
 
@@ -259,14 +246,8 @@ def card_values() -> dict[str, Any]:
                 for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
     return dict(
         rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
-        total=_fmt(total), archives=archives, citation=facts.CITATION.strip(),
-        annotations_url=facts.UPSTREAM.default_url, upstream_folder=facts.UPSTREAM.folder,
-        upstream_repo=facts.UPSTREAM.repo, upstream_commit=facts.UPSTREAM.commit, url_env=facts.UPSTREAM.url_env,
+        total=_fmt(total), archives=archives,
     )
-
-
-def write_valse_card(out: Path) -> Path:
-    return cards.write(out, "valse_card.md", card_yaml(), **card_values())
 
 
 def build_report(counts: dict[str, int], include_invalid: bool) -> list[str]:
@@ -278,7 +259,7 @@ def build_report(counts: dict[str, int], include_invalid: bool) -> list[str]:
 
 
 # ---- build ----------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class Valse(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
     what = "the 11 VALSE JSON files"
@@ -288,6 +269,9 @@ class Builder(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
                      "VisDial val2018 as their owners' archives (downloaded once, resumable)")
     spec_yaml = SPEC_YAML
+    card = dict(license_name="valse-mixed", pretty_name="VALSE",
+                task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--include-invalid", action="store_true",
@@ -307,8 +291,8 @@ class Builder(UpstreamBuilder):
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_valse_card(out)
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return card_values()
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         return dict(PAPER_ALL if getattr(args, "include_invalid", False) else PAPER_VALID)
@@ -317,6 +301,3 @@ class Builder(UpstreamBuilder):
         return build_report({c: sum(n.values()) for c, n in plan.counts().items()},
                             bool(getattr(args, "include_invalid", False)))
 
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

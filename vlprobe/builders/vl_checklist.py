@@ -38,10 +38,10 @@ from datasets import Features, Value
 
 from ..benchmarks import vl_checklist as facts
 from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
-from ..dataset.folder import ConfigDecl, card_metadata
+from ..dataset.folder import ConfigDecl
 from ..dataset.image_sources import Archive, SourceSpec
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder
 
 # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
 # hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
@@ -205,17 +205,6 @@ def config_decls() -> list[ConfigDecl]:
     return aggregates + [ConfigDecl(leaf.config, FEATURES, (SPLIT,)) for leaf in LEAVES]
 
 
-def card_yaml() -> dict[str, Any]:
-    up = facts.UPSTREAM
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="vl-checklist-vg-swig-hake",
-        license_link=f"https://github.com/{up.repo}/tree/{up.commit}",
-        pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["10K<n<100K"],
-    )
-
-
 def _pct(n: float, d: float = 1) -> str:
     return f"{100 * n / d:.1f}" if d else "-"
 
@@ -261,12 +250,7 @@ def card_values() -> dict[str, Any]:
                 color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
                 action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
                 overall={k: (_pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
-                missing=[f for f in files if not f["here"]],
-                citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "vl_checklist_card.md", card_yaml(), **card_values())
+                missing=[f for f in files if not f["here"]])
 
 
 def report(plan: Plan, all_records: bool) -> list[str]:
@@ -333,7 +317,7 @@ def report(plan: Plan, all_records: bool) -> list[str]:
 
 
 # ---- build ------------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class VlChecklist(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], from the upstream "
             f"files at a pinned commit; per corpus file the first {FIRST:,} records, as the authors' itc evaluation")
@@ -344,6 +328,11 @@ class Builder(UpstreamBuilder):
     download_help = ("download the missing Visual Genome images file by file and SWiG's images_512.zip into "
                      "--cache-dir (HAKE's images have no per-file source: give them locally)")
     spec_yaml = SPEC_YAML
+    card = dict(license_name="vl-checklist-vg-swig-hake",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/tree/{facts.UPSTREAM.commit}",
+                pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
+                size_categories=["10K<n<100K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--all-records", action="store_true",
@@ -381,12 +370,9 @@ class Builder(UpstreamBuilder):
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return card_values()
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
         return report(plan, bool(getattr(args, "all_records", False)))
 
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

@@ -6,6 +6,7 @@ code scores them, and summarised with the papers' aggregates."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import datasets
@@ -288,6 +289,34 @@ def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Pa
     assert sorted(h.rsplit("/", 1)[1] for h in hits if h.startswith("/cola_server/")) == sorted(cola_only)
     assert (upstream.cache_folder(COLA_UP, tmp_path / "cache") / cola.FILE).read_bytes() == (
         shared_data / "cola" / cola.FILE).read_bytes()
+
+
+def test_a_rebuild_from_the_same_files_and_images_does_nothing(shared_data: Path, images_root: Path, tmp_path: Path,
+                                                                monkeypatch, capsys) -> None:
+    """Issue 47.5 for a paper benchmark: the same annotation files (wherever they are) and images, nothing read or
+    written; an image touched, or another option, builds again."""
+    from vlprobe.cli import main
+
+    read = []
+    real = imgs.read_checked_many
+    monkeypatch.setattr(imgs, "read_checked_many", lambda requests, **kw: read.append(1) or real(requests, **kw))
+    out, copy = tmp_path / "cola", tmp_path / "elsewhere"
+    shutil.copytree(shared_data / "cola", copy)
+    argv = ["build", "cola", "--images", str(images_root), "--out", str(out)]
+    assert main([*argv, "--annotations", str(shared_data / "cola")]) == 0 and read
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    read.clear()
+    capsys.readouterr()
+    assert main([*argv, "--annotations", str(copy)]) == 0 and not read
+    said = capsys.readouterr().out
+    assert said.startswith(f"{out} is up to date (built from the same inputs: configs multi_object, annotations (1 "
+                           f"files), images ({len(vg_names(shared_data))} files); generator ") and "nothing built" in said
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    image = next((images_root / "VG_100K").iterdir())
+    image.write_bytes(image.read_bytes())  # the same bytes, written again: its stamp says it may have changed
+    assert main([*argv, "--annotations", str(copy)]) == 0 and read and f"built {out}" in capsys.readouterr().out
+    read.clear()
+    assert main([*argv, "--annotations", str(copy), "--skip-missing-images"]) == 0 and read
 
 
 def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tmp_path: Path, monkeypatch,

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 from ..dataset.folder import ConfigDecl, rebuilding
 from ..errors import SettingError
-from ..storage.locations import cache_home, dataset_folder, datasets_home, distrust_tree, home_advice
+from ..storage.locations import cache_home, dataset_folder, datasets_home, distrust_tree, home_advice, private_folder
 from . import unchanged
 
 
@@ -132,16 +132,17 @@ class Builder(abc.ABC):
 
 
 def refuse_untrusted(out: Path) -> None:
-    """A build into vlprobe's cache (``<cache>/datasets/NAME``) when another user could change that folder, a file in
-    it or a folder above it up to the cache home: refused, as ``--dataset NAME`` refuses to read it."""
-    try:
-        inside = out.absolute().parent == datasets_home().absolute()
-    except OSError:
+    """A build into vlprobe's cache (``<cache>/datasets/NAME``, where an installed vlprobe builds by default) when
+    another user could change that folder, a file in it or a folder above it up to the cache home: refused, as
+    ``--dataset NAME`` refuses to read it; else the cache's folders are made private (mode 0700), as every cache's."""
+    home = cache_home()
+    if out.absolute().parent != datasets_home().absolute():
         return
-    why = distrust_tree(out, cache_home()) if inside else None
+    why = distrust_tree(out, home)
     if why:
-        raise SettingError(f"--out {out}: in vlprobe's cache, but {why}, who could change its rows; not building "
-                           f"there: {home_advice(cache_home())} (or pass --out with a folder of yours)")
+        raise SettingError(f"--out {out}: in vlprobe's cache, but {why}, who could have changed its rows; not "
+                           f"building there: {home_advice(home)} (or pass --out with a folder of yours)")
+    private_folder(datasets_home(), home)
 
 
 def builders_in(module: ModuleType) -> dict[str, Builder]:

@@ -13,7 +13,7 @@ import pytest
 
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import sugar_crepe
-from vlprobe.builders.flow import Annotations
+from vlprobe.builders.flow import Annotations, Image, Row
 from vlprobe.dataset import image_sources as imgs
 
 
@@ -35,7 +35,7 @@ def test_dry_run_of_a_builder_that_reads_every_file(shared_data: Path, tmp_path:
     for config, n in counts.items():
         assert f"| `{config}` | {n:,} | {n:,} |" in out
     lines = listing.read_text().splitlines()
-    names = {r["filename"] for s in sugar_crepe.SUBSETS for r in sugar_crepe.read_subset(shared_data / "sugar_crepe", s)}
+    names = {r.images[0].file for s in sugar_crepe.SUBSETS for r in sugar_crepe.read_subset(shared_data / "sugar_crepe", s)}
     assert lines[0] == "source\tfile\trows\tfound" and {line.split("\t")[1] for line in lines[1:]} == names
     assert sum(int(line.split("\t")[2]) for line in lines[1:]) == sum(counts.values())
     # --configs keeps the configs asked for (the files are still all read and verified)
@@ -72,8 +72,8 @@ class _Resolver:
         return ["here"]
 
 
-def _rows(unit: str, n: int) -> list[dict]:
-    return [{"id": f"{unit}/{i}", "_unit": unit, "_images": (("image", "src", f"{unit}{i}.jpg"),)} for i in range(n)]
+def _rows(unit: str, n: int) -> list[Row]:
+    return [Row(f"{unit}/{i}", {}, (Image("image", "src", f"{unit}{i}.jpg"),), unit=unit) for i in range(n)]
 
 
 def _take(have: set[str], first: int | None, skip: bool, refill: bool = True):
@@ -82,7 +82,7 @@ def _take(have: set[str], first: int | None, skip: bool, refill: bool = True):
     resolver = _Resolver(have)
     args = argparse.Namespace(workers=1, skip_missing_images=skip, dry_run=not refill)
     report, skipped, past = builder._take_rows(annotations, {"src": resolver}, args, refill=refill)
-    return [r["id"] for r in annotations.rows["leaf"]["test"]], skipped, past, resolver.asked, report
+    return [r.id for r in annotations.rows["leaf"]["test"]], skipped, past, resolver.asked, report
 
 
 def test_the_first_rows_of_each_unit_whose_images_can_be_had() -> None:

@@ -49,9 +49,9 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import datasets
@@ -62,7 +62,31 @@ from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_
 from . import AnnotationError, Builder, cards, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
-Rows = dict[str, dict[str, list[dict[str, Any]]]]  # config -> split -> rows
+R = TypeVar("R")
+
+
+class Image(NamedTuple):
+    """An image a row holds: the folder's column, the image source and the file's name there."""
+
+    column: str
+    source: str
+    file: str
+
+
+@dataclass
+class Row:
+    """One row of a build: its id, the folder's other columns (less the images), the images it names, its unit (see
+    :attr:`Annotations.first`) and the builder's typed record it was made from (what :meth:`UpstreamBuilder.convert`
+    and the build report read)."""
+
+    id: str
+    columns: dict[str, Any]
+    images: tuple[Image, ...]
+    unit: str | None = None
+    record: Any = None
+
+
+Rows = dict[str, dict[str, list[Row]]]  # config -> split -> rows
 # Per config, the files it reads: one entry per file, each the paths any one of which will do (an upstream
 # file, or a third-party copy standing in for it).
 Needs = tuple[tuple[str, ...], ...]
@@ -70,13 +94,12 @@ Needs = tuple[tuple[str, ...], ...]
 
 @dataclass
 class Annotations:
-    """What a builder read: ``rows`` per config and split (each row's ``_images`` naming its images),
-    and whatever else its card and build report need (``facts``). ``first``: keep only the first
-    ``first`` rows of each unit (rows name theirs in ``_unit``; the order is the list's) whose images can
-    be had; None keeps every row."""
+    """What a builder read: ``rows`` per config and split, and whatever else its card and build report need
+    (``facts``, the builder's own record). ``first``: keep only the first ``first`` rows of each unit (the order
+    is the list's) whose images can be had; None keeps every row."""
 
     rows: Rows
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Any = None
     first: int | None = None
 
 
@@ -99,7 +122,7 @@ class Plan:
     the images missing and the rows they leave out."""
 
     folder: Path
-    files: list[dict[str, Any]]
+    files: list[upstream.FileRecord]
     annotations: Annotations
     missing: imgs.MissingReport
     skipped: dict[str, list[str]]  # "<config>" or "<config>/<split>" -> "<id> (<files>)" of each row left out
@@ -115,6 +138,14 @@ class Plan:
         return {c: {s: len(rows) for s, rows in splits.items()} for c, splits in self.annotations.rows.items()}
 
 
+class _Missing(NamedTuple):
+    """The files a build lacks: why each is not here, the configs none of whose files are, those with some."""
+
+    absent: dict[str, tuple[Any, Upstream, str]]
+    unbuilt: dict[str, list[str]]
+    partial: dict[str, list[str]]
+
+
 @dataclass
 class _Unit:
     """The rows of one unit of one config's split (:attr:`Annotations.first`), and how far they were taken."""
@@ -122,9 +153,9 @@ class _Unit:
     config: str
     split: str
     where: str
-    rows: list[dict[str, Any]]
+    rows: list[Row]
     taken: int = 0
-    kept: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[Row] = field(default_factory=list)
 
 
 def _log(msg: str) -> None:
@@ -185,7 +216,7 @@ class UpstreamBuilder(Builder):
     def features(self, config: str, split: str) -> datasets.Features:
         return next(d.features for d in self.config_decls() if d.name == config)
 
-    def convert(self, row: Mapping[str, Any], column: str, data: bytes) -> bytes:
+    def convert(self, row: Row, column: str, data: bytes) -> bytes:
         """The bytes stored for one image of a row (default: the file as it is)."""
         return data
 
@@ -288,7 +319,7 @@ class UpstreamBuilder(Builder):
                 + "\nGive them with --annotations DIR (or run online once), or build other configs (--configs).")
         return build, unbuilt, partial
 
-    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[dict[str, Any]], Annotations, dict[str, Any]]:
+    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, _Missing]:
         """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing."""
         requested = self._requested(args)
         needs = self.config_files()
@@ -297,9 +328,9 @@ class UpstreamBuilder(Builder):
             folder = upstream.annotation_folder(pinned, args.annotations, cache_dir=args.cache_dir,
                                                 base_url=getattr(args, "annotations_url", None), retries=args.retries,
                                                 log=_log)
-            files = [dict(r, set=pinned) for r in upstream.file_records(pinned, folder)]
+            files = upstream.file_records(pinned, folder)
             leaves = list(dict.fromkeys(c for ls in requested.values() for c in ls)) if requested else self._leaves()
-            missing: dict[str, Any] = {"absent": {}, "unbuilt": {}, "partial": {}}
+            missing = _Missing({}, {}, {})
             selection = Selection(tuple(leaves), frozenset(f.path for f in pinned.files))
         else:
             sets = (self.files(args), *self.benchmark.copies)
@@ -307,9 +338,9 @@ class UpstreamBuilder(Builder):
                                       base_url=getattr(args, "annotations_url", None), retries=args.retries, log=_log)
             leaves, unbuilt, partial = self._select(needs, requested, located)
             folder, files = located.folder, located.records()
-            missing = {"absent": located.absent, "unbuilt": unbuilt, "partial": partial}
+            missing = _Missing(located.absent, unbuilt, partial)
             selection = Selection(tuple(leaves), frozenset(located.found))
-            for line in missing_lines(missing["unbuilt"], missing["partial"], located.absent, markdown=False):
+            for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
                 _log(f"{self.name}: {line}")
         annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
@@ -330,8 +361,8 @@ class UpstreamBuilder(Builder):
         report, skipped, past_first = self._take_rows(annotations, resolvers, args, refill=images)
         if images:
             _log(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
-        return Plan(folder, files, annotations, report, skipped, resolvers, missing["absent"], missing["unbuilt"],
-                    missing["partial"], past_first, images_checked=images)
+        return Plan(folder, files, annotations, report, skipped, resolvers, missing.absent, missing.unbuilt,
+                    missing.partial, past_first, images_checked=images)
 
     def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
                    args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]], dict[str, int]]:
@@ -344,9 +375,9 @@ class UpstreamBuilder(Builder):
         units: list[_Unit] = []
         for config, splits in annotations.rows.items():
             for split, rows in splits.items():
-                grouped: dict[Any, list[dict[str, Any]]] = {}
+                grouped: dict[str | None, list[Row]] = {}
                 for r in rows:
-                    grouped.setdefault(r.get("_unit"), []).append(r)
+                    grouped.setdefault(r.unit, []).append(r)
                 where = config if len(splits) == 1 else f"{config}/{split}"
                 units += [_Unit(config, split, where, rs) for rs in grouped.values()]
         report = imgs.MissingReport()
@@ -358,9 +389,9 @@ class UpstreamBuilder(Builder):
             for u, batch in zip(units, batches):
                 u.taken += len(batch)
                 for r in batch:
-                    gone = [f for _, s, f in r["_images"] if not known.get((s, f), True)]
+                    gone = [f for _, s, f in r.images if not known.get((s, f), True)]
                     if gone and refill:
-                        skipped.setdefault(u.where, []).append(f"{r['id']} ({', '.join(gone)})")
+                        skipped.setdefault(u.where, []).append(f"{r.id} ({', '.join(gone)})")
                     else:
                         u.kept.append(r)
             batches = [u.rows[u.taken:u.taken + first - len(u.kept)] if refill and first and len(u.kept) < first else []
@@ -381,7 +412,7 @@ class UpstreamBuilder(Builder):
                             "SOURCE=PATH) or --download.")
         return report, skipped, past_first
 
-    def _look_up(self, rows: list[dict[str, Any]], resolvers: dict[str, imgs.ImageResolver],
+    def _look_up(self, rows: list[Row], resolvers: dict[str, imgs.ImageResolver],
                  known: dict[tuple[str, str], bool], report: imgs.MissingReport, args: argparse.Namespace) -> None:
         """Look up (fetch, where downloading is on) the images of ``rows`` not looked at before; a missing
         one stops the build unless ``--skip-missing-images`` (or a dry run, which only reports)."""
@@ -389,7 +420,7 @@ class UpstreamBuilder(Builder):
             return
         wanted: dict[str, list[str]] = {}
         for r in rows:
-            for _, source, file in r["_images"]:
+            for _, source, file in r.images:
                 if (source, file) not in known:
                     wanted.setdefault(source, []).append(file)
         if not wanted:
@@ -417,7 +448,7 @@ class UpstreamBuilder(Builder):
         for splits in plan.annotations.rows.values():
             for rows in splits.values():
                 for r in rows:
-                    for _, source, file in r["_images"]:
+                    for _, source, file in r.images:
                         needed[(source, file)] = needed.get((source, file), 0) + 1
         looked = bool(plan.resolvers)
         gone = {(s, n) for s, names in plan.missing.missing.items() for n in names}
@@ -464,10 +495,10 @@ class UpstreamBuilder(Builder):
         for splits in plan.annotations.rows.values():
             for rows in splits.values():
                 for r in rows:
-                    for _, source, file in r["_images"]:
+                    for _, source, file in r.images:
                         if f"{source}/{file}" not in images:
                             images[f"{source}/{file}"] = _file_of(plan.resolvers[source].locate(file) or file)
-        blobs = sorted((f["path"], f["blob"]) for f in plan.files)
+        blobs = sorted((f.path, f.blob) for f in plan.files)
         return {"arguments": {**super().inputs(args, plan)["arguments"], "configs": list(plan.annotations.rows)},
                 "sources": {"annotations": {"files": len(blobs), "blobs": blobs}, "images": unchanged.stamps(images)}}
 
@@ -476,14 +507,12 @@ class UpstreamBuilder(Builder):
         killed build leaves the folder as it was (no folder where there was none), never new shards under an old card."""
         start = time.perf_counter()
 
-        def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-            requests = ((plan.resolvers[s], f) for r in rows for _, s, f in r["_images"])
+        def stream(rows: list[Row]) -> Iterator[dict[str, Any]]:
+            requests = ((plan.resolvers[s], f) for r in rows for _, s, f in r.images)
             data = imgs.read_checked_many(requests, workers=args.read_workers)
             for r in rows:
-                row = {k: v for k, v in r.items() if not k.startswith("_")}
-                for column, _, file in r["_images"]:
-                    row[column] = {"bytes": self.convert(r, column, next(data)), "path": file}
-                yield row
+                yield {"id": r.id, **r.columns, **{column: {"bytes": self.convert(r, column, next(data)), "path": file}
+                                                   for column, _, file in r.images}}
 
         stage = staging_folder(folder)
         for config, splits in plan.annotations.rows.items():
@@ -521,14 +550,14 @@ class UpstreamBuilder(Builder):
             for split, rs in splits.items():
                 own: set[str] = set()
                 for r in rs:
-                    if r["id"] in own:
-                        raise AnnotationError(f"{self.name}: row id {r['id']!r} occurs twice in config {config!r} "
+                    if r.id in own:
+                        raise AnnotationError(f"{self.name}: row id {r.id!r} occurs twice in config {config!r} "
                                               f"split {split!r}")
-                    own.add(r["id"])
+                    own.add(r.id)
                     for group in pooled:
-                        other = seen.setdefault((group, split), {}).setdefault(r["id"], config)
+                        other = seen.setdefault((group, split), {}).setdefault(r.id, config)
                         if other != config:
-                            raise AnnotationError(f"{self.name}: row id {r['id']!r} is in configs {other!r} and "
+                            raise AnnotationError(f"{self.name}: row id {r.id!r} is in configs {other!r} and "
                                                   f"{config!r}, which config {group!r} reads together")
 
 
@@ -632,14 +661,13 @@ def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Se
     return lines
 
 
-def file_lines(up: Upstream, records: Sequence[Mapping[str, Any]]) -> list[str]:
+def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str]:
     """The annotation files used: path, git blob hash, bytes, and whether the hash was checked; per pinned
     set (the upstream's, a third-party copy's)."""
     lines = ["", "## Annotation files used"]
-    sets: dict[int, tuple[Upstream, list[Mapping[str, Any]]]] = {}
+    sets: dict[int, tuple[Upstream, list[upstream.FileRecord]]] = {}
     for r in records:
-        s = r.get("set") or up
-        sets.setdefault(id(s), (s, []))[1].append(r)
+        sets.setdefault(id(r.set), (r.set, []))[1].append(r)
     for s, rows in sets.values() or [(up, [])]:
         whose = (f"From the third-party copy github.com/{s.repo} at commit `{s.commit}` ({s.third_party})"
                  if s.third_party else f"From github.com/{s.repo} at commit `{s.commit}`")
@@ -647,7 +675,7 @@ def file_lines(up: Upstream, records: Sequence[Mapping[str, Any]]) -> list[str]:
                       f"check it against: its hash is what this build read; compare it with `git ls-tree {s.commit[:8]} "
                       f"{s.folder}<file>` in a clone to pin it.", "",
                   "| file | git blob | bytes | checked |", "|---|---|---:|---|"]
-        lines += [f"| `{r['path']}` | `{r['blob']}` | {r['size']:,} | {'pinned hash' if r['pinned'] else '**unverified**'} |"
+        lines += [f"| `{r.path}` | `{r.blob}` | {r.size:,} | {'pinned hash' if r.pinned else '**unverified**'} |"
                   for r in rows]
     return lines
 
@@ -660,9 +688,26 @@ def upstream_values(up: Upstream) -> dict[str, Any]:
                         "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files])
 
 
-def str_field(rec: Any, name: str, where: str) -> str:
-    """A record's field that must be a non-empty string."""
-    value = rec.get(name) if isinstance(rec, dict) else None
-    if not isinstance(value, str) or not value.strip():
-        raise AnnotationError(f"{where}: field {name!r} is missing or not a non-empty string")
-    return value
+def parse_record(kind: type[R], rec: Any, where: str) -> R:
+    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are the record's keys, read once at
+    the edge: anything else is one :class:`AnnotationError` naming ``where`` (the file and record). A field typed
+    ``str`` must be a non-empty string, one typed ``int`` a whole number; a field with a default may be left out;
+    a field without a default must be there; a key the dataclass does not have is refused (the builder would drop
+    it)."""
+    if not isinstance(rec, dict):
+        raise AnnotationError(f"{where}: expected a JSON object")
+    declared = fields(kind)  # type: ignore[arg-type]
+    unknown = set(rec) - {f.name for f in declared}
+    if unknown:
+        raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
+    values = {}
+    for f in declared:
+        value = rec.get(f.name, None if f.default is MISSING else f.default)
+        if f.type == "str" and (not isinstance(value, str) or not value.strip()):
+            raise AnnotationError(f"{where}: field {f.name!r} is missing or not a non-empty string")
+        if f.type == "int" and (not isinstance(value, int) or isinstance(value, bool)):
+            raise AnnotationError(f"{where}: field {f.name!r} is missing or not an integer")
+        if f.default is MISSING and f.name not in rec:
+            raise AnnotationError(f"{where}: field {f.name!r} is missing")
+        values[f.name] = value
+    return kind(**values)

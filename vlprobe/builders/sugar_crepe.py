@@ -22,7 +22,7 @@ from ..benchmarks import sugar_crepe as facts
 from ..dataset import image_sources as imgs
 from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, UpstreamBuilder, str_field
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
 
@@ -68,7 +68,6 @@ FEATURES = Features({
     "id": _f("string"), "key": _f("string"), "subset": _f("string"), "category": _f("string"),
     "image": datasets.Image(), "caption": _f("string"), "negative_caption": _f("string"), "filename": _f("string"),
 })
-_FIELDS = {"filename", "caption", "negative_caption"}
 
 SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one COCO image, the caption and
@@ -83,32 +82,34 @@ tags: [subset, category]
 """
 
 
-def coco_file(rec: Any, where: str) -> str:
-    name = str_field(rec, "filename", where)
-    if not imgs.SOURCES[SOURCE].matches(name):
-        raise AnnotationError(f"{where}: filename {name!r} is not a COCO val2017 file name (12 digits + .jpg)")
-    return name
+@dataclass(frozen=True)
+class Record:
+    """One record of a SugarCREPE file (``{key: {caption, negative_caption, filename}}``)."""
+
+    caption: str
+    negative_caption: str
+    filename: str
+
+    @classmethod
+    def parse(cls, rec: Any, where: str) -> Record:
+        record = parse_record(cls, rec, where)
+        if not imgs.SOURCES[SOURCE].matches(record.filename):
+            raise AnnotationError(f"{where}: filename {record.filename!r} is not a COCO val2017 file name (12 digits + "
+                                  ".jpg)")
+        return record
 
 
-def read_subset(annotations: Path, subset: Subset) -> list[dict[str, Any]]:
+def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     """One annotation file -> rows (without image bytes), in the file's key order."""
     path = annotations / f"{subset.config}.json"
     data = read_json(path, "SugarCREPE", dict, "a JSON object mapping keys to records",
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for key, rec in data.items():
-        where = f"{path.name} record {key!r}"
-        if not isinstance(rec, dict):
-            raise AnnotationError(f"{where}: expected a JSON object")
-        unknown = set(rec) - _FIELDS
-        if unknown:
-            raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
-        rows.append({
-            "id": f"{subset.config}/{key}", "key": str(key), "subset": subset.config, "category": subset.category,
-            "caption": str_field(rec, "caption", where), "negative_caption": str_field(rec, "negative_caption", where),
-            "filename": coco_file(rec, where),
-            "_images": (("image", SOURCE, rec["filename"]),),
-        })
+        r = Record.parse(rec, f"{path.name} record {key!r}")
+        rows.append(Row(f"{subset.config}/{key}", dict(key=str(key), subset=subset.config, category=subset.category,
+                                                      caption=r.caption, negative_caption=r.negative_caption,
+                                                      filename=r.filename), (Image("image", SOURCE, r.filename),)))
     return rows
 
 

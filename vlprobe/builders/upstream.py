@@ -91,14 +91,26 @@ def _bytes(file: UpstreamFile, before: str = ",") -> str:
     return f" ({file.size:,} bytes)" if before == "(" else f", {file.size:,} bytes"
 
 
-def file_records(upstream: Upstream, folder: Path) -> list[dict]:
-    """Per file of ``upstream`` in ``folder`` (as :func:`annotation_folder` returned it): its path,
-    git blob hash, size and whether that hash was checked against a pinned one."""
-    out = []
-    for f in upstream.files:
+@dataclass(frozen=True)
+class FileRecord:
+    """An annotation file a build read: its path, git blob hash and size, whether the hash was checked against a
+    pinned one, and the pinned set it belongs to (the upstream's, a third-party copy's)."""
+
+    path: str
+    blob: str
+    size: int
+    pinned: bool
+    set: Upstream
+
+    @classmethod
+    def read(cls, folder: Path, f: UpstreamFile, up: Upstream) -> FileRecord:
         data = (Path(folder) / f.path).read_bytes()
-        out.append({"path": f.path, "blob": git_blob_sha1(data), "size": len(data), "pinned": f.pinned})
-    return out
+        return cls(f.path, git_blob_sha1(data), len(data), f.pinned, up)
+
+
+def file_records(upstream: Upstream, folder: Path) -> list[FileRecord]:
+    """Per file of ``upstream`` in ``folder`` (as :func:`annotation_folder` returned it): what a build read."""
+    return [FileRecord.read(folder, f, upstream) for f in upstream.files]
 
 
 def warn_unpinned(upstream: Upstream, log=None) -> None:
@@ -237,13 +249,9 @@ class Located:
     found: dict[str, tuple[UpstreamFile, Upstream]]  # path -> (its pin, its set)
     absent: dict[str, tuple[UpstreamFile, Upstream, str]]  # path -> (its pin, its set, why it is not here)
 
-    def records(self) -> list[dict]:
-        """Per file found: path, git blob hash, size, whether the hash was checked, and its set."""
-        out = []
-        for path, (f, up) in self.found.items():
-            data = (self.folder / path).read_bytes()
-            out.append({"path": path, "blob": git_blob_sha1(data), "size": len(data), "pinned": f.pinned, "set": up})
-        return out
+    def records(self) -> list[FileRecord]:
+        """Per file found: what a build read."""
+        return [FileRecord.read(self.folder, f, up) for f, up in self.found.values()]
 
 
 def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from ..benchmarks import valse as facts
 from ..dataset import image_sources as imgs
 from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, count_lines
+from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, count_lines, parse_record
 
 
 @dataclass(frozen=True)
@@ -111,14 +111,6 @@ FEATURES = Features({
     "orig_caption": _f("string"), "only_caption": _f("string"),
 })
 
-# The fields of the annotation files, and where each goes (anything else stops the build).
-_KNOWN_FIELDS = {
-    "dataset", "original_split", "dataset_idx", "linguistic_phenomena", "image_file", "caption", "foil",
-    "classes", "classes_foil", "mturk", "answer", "split", "declarative_statement", "declarative_statement_foils",
-    "provenance_of_foils", "foil_method", "foiling_method", "grammaticality_scores", "nli_scores", "orig_caption",
-    "key", "only_caption",
-}
-
 SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one image, the caption and
 # its foil; the caption is the gold text. Tags drive per-piece / per-instrument tables.
@@ -158,53 +150,98 @@ def image_source(file_name: str, where: str) -> str:
     raise AnnotationError(f"{where}: image_file {file_name!r} matches no known VALSE image source")
 
 
-def normalise(inst: Instrument, key: str, rec: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Votes:
+    """A record's ``mturk``: how many of the three annotators chose the caption, the foil, neither."""
+
+    caption: int
+    foil: int
+    other: int
+
+
+@dataclass(frozen=True)
+class Nli:
+    """A record's ``nli_scores``: each a list of one value."""
+
+    entail: Any = None
+    neutral: Any = None
+    contradict: Any = None
+    pred: Any = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a VALSE file; every field of the 11 files (anything else stops the build)."""
+
+    caption: str
+    foil: str
+    image_file: str
+    mturk: Any
+    dataset: Any = None
+    original_split: Any = None
+    dataset_idx: Any = None
+    linguistic_phenomena: Any = None
+    classes: Any = None
+    classes_foil: Any = None
+    answer: Any = None
+    split: Any = None
+    declarative_statement: Any = None
+    declarative_statement_foils: Any = None
+    provenance_of_foils: Any = None
+    foil_method: Any = None
+    foiling_method: Any = None
+    grammaticality_scores: Any = None
+    nli_scores: Any = None
+    orig_caption: Any = None
+    key: Any = None
+    only_caption: Any = None
+
+    @classmethod
+    def parse(cls, rec: Any, key: str, where: str) -> Record:
+        r = parse_record(cls, rec, where)
+        try:
+            votes = Votes(*(int(r.mturk[k]) for k in ("caption", "foil", "other")))
+        except (KeyError, TypeError, ValueError) as err:
+            raise AnnotationError(f"{where}: missing or malformed field: mturk {err!r}") from None
+        if r.split not in (None, r.original_split):
+            raise AnnotationError(f"{where}: split {r.split!r} differs from original_split {r.original_split!r}")
+        if r.key not in (None, key):
+            raise AnnotationError(f"{where}: field key {r.key!r} differs from the record key")
+        return replace(r, mturk=votes, nli_scores=parse_record(Nli, r.nli_scores or {}, f"{where} nli_scores"))
+
+    @property
+    def valid(self) -> bool:
+        """At least two of the three annotators chose the caption (``mturk.caption >= 2``): the paper's records."""
+        return self.mturk.caption >= 2
+
+
+def normalise(inst: Instrument, key: str, rec: Any) -> Row:
     """One annotation record -> one row (without the image bytes)."""
     where = f"{inst.file} record {key!r}"
-    unknown = set(rec) - _KNOWN_FIELDS
-    if unknown:
-        raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
+    r = Record.parse(rec, key, where)
+    votes, nli = r.mturk, r.nli_scores
     try:
-        votes = rec["mturk"]
-        caption_votes, foil_votes, other_votes = int(votes["caption"]), int(votes["foil"]), int(votes["other"])
-        caption, foil, image_file = rec["caption"], rec["foil"], rec["image_file"]
-    except (KeyError, TypeError, ValueError) as err:
-        raise AnnotationError(f"{where}: missing or malformed field: {err!r}") from None
-    if rec.get("split") not in (None, rec.get("original_split")):
-        raise AnnotationError(f"{where}: split {rec['split']!r} differs from original_split {rec.get('original_split')!r}")
-    if rec.get("key") not in (None, key):
-        raise AnnotationError(f"{where}: field key {rec['key']!r} differs from the record key")
-    nli = rec.get("nli_scores") or {}
-    try:
-        classes, classes_foil = class_string(rec.get("classes")), class_string(rec.get("classes_foil"))
+        classes, classes_foil = class_string(r.classes), class_string(r.classes_foil)
     except TypeError as err:
         raise AnnotationError(f"{where}: {err}") from None
-    return {
-        "id": f"{inst.config}/{key}", "key": key, "piece": inst.piece, "instrument": inst.config,
-        "caption": caption, "foil": foil,
-        "source_dataset": rec.get("dataset"), "image_source": image_source(image_file, where), "image_file": image_file,
-        "original_split": rec.get("original_split"),
-        "dataset_idx": None if rec.get("dataset_idx") is None else str(rec["dataset_idx"]),
-        "linguistic_phenomena": rec.get("linguistic_phenomena"),
-        "classes": classes, "classes_foil": classes_foil,
-        "mturk_caption": caption_votes, "mturk_foil": foil_votes, "mturk_other": other_votes,
-        "valid": caption_votes >= 2,
-        "answer": rec.get("answer"),
-        "declarative_statement": rec.get("declarative_statement"),
-        "declarative_statement_foils": rec.get("declarative_statement_foils"),
-        "provenance_of_foils": rec.get("provenance_of_foils"),
-        "foil_method": rec.get("foil_method", rec.get("foiling_method")),
-        "grammaticality_score": _single(rec.get("grammaticality_scores"), where, "grammaticality_scores"),
-        "nli_entail": _single(nli.get("entail"), where, "nli_scores.entail"),
-        "nli_neutral": _single(nli.get("neutral"), where, "nli_scores.neutral"),
-        "nli_contradict": _single(nli.get("contradict"), where, "nli_scores.contradict"),
-        "nli_pred": _single(nli.get("pred"), where, "nli_scores.pred"),
-        "orig_caption": rec.get("orig_caption"),
-        "only_caption": rec.get("only_caption"),
-    }
+    source = image_source(r.image_file, where)
+    return Row(f"{inst.config}/{key}", dict(
+        key=key, piece=inst.piece, instrument=inst.config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
+        image_source=source, image_file=r.image_file, original_split=r.original_split,
+        dataset_idx=None if r.dataset_idx is None else str(r.dataset_idx), linguistic_phenomena=r.linguistic_phenomena,
+        classes=classes, classes_foil=classes_foil, mturk_caption=votes.caption, mturk_foil=votes.foil,
+        mturk_other=votes.other, valid=r.valid, answer=r.answer, declarative_statement=r.declarative_statement,
+        declarative_statement_foils=r.declarative_statement_foils, provenance_of_foils=r.provenance_of_foils,
+        foil_method=r.foil_method if r.foil_method is not None else r.foiling_method,
+        grammaticality_score=_single(r.grammaticality_scores, where, "grammaticality_scores"),
+        nli_entail=_single(nli.entail, where, "nli_scores.entail"),
+        nli_neutral=_single(nli.neutral, where, "nli_scores.neutral"),
+        nli_contradict=_single(nli.contradict, where, "nli_scores.contradict"),
+        nli_pred=_single(nli.pred, where, "nli_scores.pred"), orig_caption=r.orig_caption,
+        only_caption=r.only_caption), (Image("image", source, r.image_file),), record=r)
 
 
-def read_instrument(annotations: Path, inst: Instrument) -> list[dict[str, Any]]:
+def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
     path = annotations / inst.file
     data = read_json(path, "VALSE", dict, "a JSON object mapping keys to records",
                      "pass --annotations DIR, the folder holding the 11 files of "
@@ -278,15 +315,9 @@ class Valse(UpstreamBuilder):
                             help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for inst in INSTRUMENTS:
-            found = read_instrument(folder, inst)
-            if not getattr(args, "include_invalid", False):
-                found = [r for r in found if r["valid"]]
-            for r in found:
-                r["_images"] = (("image", r["image_source"], r["image_file"]),)
-            rows[inst.config] = {SPLIT: found}
-        return Annotations(rows)
+        every = getattr(args, "include_invalid", False)
+        return Annotations({inst.config: {SPLIT: [r for r in read_instrument(folder, inst) if every or r.record.valid]}
+                            for inst in INSTRUMENTS})
 
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()

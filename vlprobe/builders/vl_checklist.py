@@ -30,6 +30,7 @@ Pins, counts, the taxonomy and its aggregation are VL-CheckList's benchmark modu
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -41,7 +42,7 @@ from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
 from ..dataset.folder import ConfigDecl
 from ..dataset.image_sources import Archive, SourceSpec
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, parse_record
 
 # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
 # hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
@@ -140,7 +141,43 @@ def _texts(value: Any, where: str, key: str) -> list[str]:
     return value
 
 
-def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: str = RECORDS_FIRST) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Texts:
+    """A record's texts: the positives and the negatives (the authors' itc evaluation scores the first of each)."""
+
+    POS: Any = None
+    NEG: Any = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a corpus file, ``[image path, {"POS": [texts], "NEG": [texts]}]``: the path as written, the
+    image source and file name it stands for, the texts."""
+
+    image_path: str
+    source: str
+    name: str
+    positives: list[str]
+    negatives: list[str]
+
+    @classmethod
+    def parse(cls, rec: Any, corpus: str, where: str) -> Record:
+        if not isinstance(rec, list) or len(rec) != 2 or not isinstance(rec[1], dict):
+            raise AnnotationError(f'{where}: expected [image path, {{"POS": [...], "NEG": [...]}}]')
+        texts = parse_record(Texts, rec[1], where)
+        pos, neg = _texts(texts.POS, where, "POS"), _texts(texts.NEG, where, "NEG")
+        return cls(rec[0], *image_of(rec[0], corpus, where), pos, neg)
+
+    @property
+    def caption(self) -> str:
+        return self.positives[0]
+
+    @property
+    def negative_caption(self) -> str:
+        return self.negatives[0]
+
+
+def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: str = RECORDS_FIRST) -> list[Row]:
     """One corpus file's records as rows (without image bytes), in file order, each naming its unit (the
     file: the authors score the first MAX_NUM/2 of each)."""
     file, corpus = corpus_file.path, corpus_file.corpus
@@ -148,20 +185,12 @@ def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: s
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
-        where = f"{file} record {n}"
-        if not isinstance(rec, list) or len(rec) != 2 or not isinstance(rec[1], dict):
-            raise AnnotationError(f'{where}: expected [image path, {{"POS": [...], "NEG": [...]}}]')
-        unknown = set(rec[1]) - {"POS", "NEG"}
-        if unknown:
-            raise AnnotationError(f"{where}: unknown key(s) {sorted(unknown)}; the builder would drop them")
-        pos, neg = _texts(rec[1].get("POS"), where, "POS"), _texts(rec[1].get("NEG"), where, "NEG")
-        source, name = image_of(rec[0], corpus, where)
-        rows.append({
-            "id": f"{leaf.config}/{corpus}/{n}", "index": n, "aspect": leaf.aspect, "leaf": leaf.config,
-            "corpus": corpus, "source": corpus_file.source, "type_corpus": corpus_file.name, "records": records,
-            "file": file, "image_path": rec[0], "caption": pos[0], "negative_caption": neg[0],
-            "positives": pos, "negatives": neg, "_images": (("image", source, name),), "_unit": corpus_file.name,
-        })
+        r = Record.parse(rec, corpus, f"{file} record {n}")
+        rows.append(Row(f"{leaf.config}/{corpus}/{n}", dict(
+            index=n, aspect=leaf.aspect, leaf=leaf.config, corpus=corpus, source=corpus_file.source,
+            type_corpus=corpus_file.name, records=records, file=file, image_path=r.image_path, caption=r.caption,
+            negative_caption=r.negative_caption, positives=r.positives, negatives=r.negatives),
+            (Image("image", r.source, r.name),), unit=corpus_file.name, record=r))
     return rows
 
 
@@ -169,18 +198,18 @@ def _has_upper(text: str) -> bool:
     return any(ch.isupper() for ch in text)
 
 
-def file_facts(rows: list[dict[str, Any]]) -> facts.FileFacts:
-    """:class:`vlprobe.benchmarks.vl_checklist.FileFacts` of rows (one file's, in order)."""
+def file_facts(records: list[Record]) -> facts.FileFacts:
+    """:class:`vlprobe.benchmarks.vl_checklist.FileFacts` of records (one file's, in order)."""
     seen: set[tuple] = set()
     duplicates = 0
-    for r in rows:
-        key = (r["image_path"], tuple(r["positives"]), tuple(r["negatives"]))
+    for r in records:
+        key = (r.image_path, tuple(r.positives), tuple(r.negatives))
         duplicates += key in seen
         seen.add(key)
     return facts.FileFacts(
-        len(rows), sum(r["caption"] == r["negative_caption"] for r in rows), duplicates,
-        sum(_has_upper(r["caption"]) and not _has_upper(r["negative_caption"]) for r in rows),
-        sum(not _has_upper(r["caption"]) and _has_upper(r["negative_caption"]) for r in rows))
+        len(records), sum(r.caption == r.negative_caption for r in records), duplicates,
+        sum(_has_upper(r.caption) and not _has_upper(r.negative_caption) for r in records),
+        sum(not _has_upper(r.caption) and _has_upper(r.negative_caption) for r in records))
 
 
 def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]]:
@@ -258,11 +287,11 @@ def report(plan: Plan, all_records: bool) -> list[str]:
     not built and the files used): records in the file, rows built, records left out for a missing image
     and records past the first MAX_NUM/2; what the rows hold (:class:`FileFacts`); the casing rule's
     accuracy per file and as the authors average it."""
-    read: dict[str, list[dict[str, Any]]] = plan.annotations.facts["read"]
-    built: dict[str, list[dict[str, Any]]] = {}
+    read: dict[str, list[Row]] = plan.annotations.facts
+    built: dict[str, list[Record]] = {}
     for splits in plan.annotations.rows.values():
         for r in splits.get(SPLIT, []):
-            built.setdefault(r["type_corpus"], []).append(r)
+            built.setdefault(str(r.unit), []).append(r.record)
     dropped: dict[str, int] = {}
     for ids in plan.skipped.values():
         for i in ids:
@@ -345,8 +374,8 @@ class VlChecklist(UpstreamBuilder):
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         selection, every = args.selection, bool(getattr(args, "all_records", False))
-        read: dict[str, list[dict[str, Any]]] = {}
-        rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        read: dict[str, list[Row]] = {}
+        rows: Rows = {}
         for config in selection.configs:
             leaf = BY_CONFIG[config]
             leaf_rows = []
@@ -355,7 +384,7 @@ class VlChecklist(UpstreamBuilder):
                     read[f.name] = read_file(folder, leaf, f, RECORDS_ALL if every else RECORDS_FIRST)
                     leaf_rows += read[f.name]
             rows[config] = {SPLIT: leaf_rows}
-        return Annotations(rows, {"read": read}, first=None if every else FIRST)
+        return Annotations(rows, read, first=None if every else FIRST)
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         """Rows per leaf with every image: per file its records, or the first MAX_NUM/2 (leaves whose every

@@ -254,41 +254,6 @@ FINETUNE_COUNTS = {
 }
 
 
-def card_values(voice_orders: Counter) -> dict[str, Any]:
-    """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build (what a build
-    holds goes to ``data/BUILD.md``, :func:`build_report`), so a build changes no committed card.
-    ``voice_orders``: of the released active-passive rows (before any is left out)."""
-    if set(voice_orders) == {"TA,TP,FA,FP"}:
-        order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "
-                      "TP vs FP column 1 vs 3, TA vs FP column 0 vs 3, TP vs FA column 1 vs 2.")
-    else:
-        order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
-                      "`voice_order=` tag, before comparing columns.")
-    return dict(
-        tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}"} for t in TASKS],
-        all_released=f"{sum(t.count for t in TASKS):,}",
-        finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
-                  for f in FINETUNE],
-        orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
-        order_note=order_note, n_files=len(facts.UPSTREAM.files),
-    )
-
-
-def build_report(counts: dict[str, int], finetune_counts: dict[str, dict[str, int]]) -> list[str]:
-    """``data/BUILD.md``'s account of the rows per config and split (the flow adds the rows left out
-    and the files used)."""
-    lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
-             f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
-    lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
-    if finetune_counts:
-        lines += ["", "| fine-tuning config | train | validation | test |", "|---|---:|---:|---:|"]
-        lines += [f"| `{c}` | " + " | ".join(f"{n.get(sp, 0):,}" for sp in FT_SPLITS) + " |"
-                  for c, n in finetune_counts.items()]
-    else:
-        lines += ["", "Built with `--skip-finetune`: the fine-tuning configs the card declares have no files here."]
-    return lines
-
-
 class Bla(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
@@ -325,12 +290,24 @@ class Bla(UpstreamBuilder):
         return config_decls()
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        return card_values(annotations.facts)
-
-    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        counts = plan.counts()
-        return build_report({t.config: sum(counts.get(t.config, {}).values()) for t in TASKS},
-                            {c: n for c, n in counts.items() if c in FINETUNE_COUNTS})
+        """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build (what a build
+        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card.
+        ``voice_orders``: of the released active-passive rows (before any is left out)."""
+        voice_orders: Counter = annotations.facts
+        if set(voice_orders) == {"TA,TP,FA,FP"}:
+            order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "
+                          "TP vs FP column 1 vs 3, TA vs FP column 0 vs 3, TP vs FA column 1 vs 2.")
+        else:
+            order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
+                          "`voice_order=` tag, before comparing columns.")
+        return dict(
+            tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}"} for t in TASKS],
+            all_released=f"{sum(t.count for t in TASKS):,}",
+            finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
+                      for f in FINETUNE],
+            orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
+            order_note=order_note, n_files=len(facts.UPSTREAM.files),
+        )
 
     def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
         if getattr(args, "skip_finetune", False):  # a folder built before with them: they go, so it holds this build only
@@ -339,4 +316,20 @@ class Bla(UpstreamBuilder):
         for config, n in plan.counts().items():
             if not plan.skipped and config in FINETUNE_COUNTS and n != FINETUNE_COUNTS[config]:
                 print(f"bla: note: {config} has {n} rows, the release {FINETUNE_COUNTS[config]}", file=sys.stderr)
+
+    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        """Rows per config and split against the release's."""
+        built = plan.counts()
+        counts = {t.config: sum(built.get(t.config, {}).values()) for t in TASKS}
+        finetune_counts = {c: n for c, n in built.items() if c in FINETUNE_COUNTS}
+        lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
+                 f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
+        lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
+        if finetune_counts:
+            lines += ["", "| fine-tuning config | train | validation | test |", "|---|---:|---:|---:|"]
+            lines += [f"| `{c}` | " + " | ".join(f"{n.get(sp, 0):,}" for sp in FT_SPLITS) + " |"
+                      for c, n in finetune_counts.items()]
+        else:
+            lines += ["", "Built with `--skip-finetune`: the fine-tuning configs the card declares have no files here."]
+        return lines
 

@@ -22,7 +22,6 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import cola as facts
-from ..dataset.folder import ConfigDecl
 from ..dataset.image_sources import SourceSpec
 from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder
@@ -104,10 +103,6 @@ def read_records(annotations: Path) -> list[Row]:
     return rows
 
 
-def config_decls() -> list[ConfigDecl]:
-    return [ConfigDecl(CONFIG, FEATURES, (SPLIT,), default=True)]
-
-
 class Cola(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
@@ -118,6 +113,7 @@ class Cola(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir, file by file: from Visual Genome's "
                      "hosts, else from the COLA authors' server the records link to")
     spec_yaml = SPEC_YAML
+    features_all, leaves, default_config = FEATURES, (CONFIG,), CONFIG
     card = dict(license_name="cola-mit-visual-genome",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
                 pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
@@ -126,9 +122,6 @@ class Cola(UpstreamBuilder):
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({CONFIG: {SPLIT: read_records(folder)}})
-
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         return dict(count=COUNT, config=CONFIG, file=FILE)

@@ -47,7 +47,6 @@ from datasets import Features, Value
 from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset.downloads import read_member
-from ..dataset.folder import ConfigDecl
 from ..dataset.images import check_crop_box
 from . import AnnotationError
 from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder
@@ -339,80 +338,12 @@ def crop(row: Row, column: str, data: bytes) -> bytes:
 
 
 # ---- configs, card and build report -------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    aggregates = [ConfigDecl(name, FEATURES, (SPLIT,), default=name == DEFAULT_CONFIG,
-                             paths={SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in members]})
-                  for name, members in AGGREGATES.items()]
-    return aggregates + [ConfigDecl(p.config, FEATURES, (SPLIT,)) for p in PARTS]
-
-
 def _pct(n: int, d: int) -> str:
     return f"{100 * n / d:.1f}" if d else "-"
 
 
-def card_values() -> dict[str, Any]:
-    syst = [{"config": p.config, "pretraining": PRETRAINING[p.pretraining], "compounds": p.compounds,
-             "type": p.negative_type, "csv": p.csv, "column": p.negatives} for p in PARTS if p.family == "systematicity"]
-    prod = [{"type": t, "configs": f"`prod_{t}_4` ... `prod_{t}_12`",
-             "csv": f"{t}/prod_vg_hard_negs_{t}_complexity_<n>.csv"} for t in PROD_TYPES]
-    counts = [{"config": c, "rows": f"{f.rows:,}", "sets": f"{f.set_literals:,}", "same": f"{f.caption_is_negative:,}",
-               "upper": _pct(f.upper_case_rule, f.rows), "lower": _pct(f.lower_case_rule, f.rows)}
-              for c, f in facts.PROD_FACTS.items()]
-    total = {k: sum(getattr(f, k) for f in facts.PROD_FACTS.values()) for k in facts.ProdFacts._fields}
-    negate = [f for c, f in facts.PROD_FACTS.items() if c.startswith("prod_negate_")]
-    third = facts.PROD_CSVS
-    return dict(syst=syst, prod=prod, counts=counts, total={k: f"{v:,}" for k, v in total.items()},
-                negate_rows=f"{sum(f.rows for f in negate):,}", negate_lower=f"{sum(f.lower_case_rule for f in negate):,}",
-                atom_rows=f"{sum(f.rows for c, f in facts.PROD_FACTS.items() if c.startswith('prod_atom_')):,}",
-                third_repo=third.repo, third_commit=third.commit, third_note=third.third_party,
-                third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files])
-
-
 def _shown(items: list, first: int = 5) -> str:
     return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
-
-
-def report(counts: dict[str, int], skipped: Mapping[str, Sequence[str]], read: Read,
-           ks: dict[str, dict[int, int]]) -> list[str]:
-    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built and
-    the files used). ``read``: :func:`read_all`'s account."""
-    built = [p for p in PARTS if p.config in read.in_file]
-    lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(built)} of {len(PARTS)} leaf configs (the "
-             f"aggregates {', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
-             "Rows per config against the rows of its CSV file; k is the number of hard negatives per row "
-             "(the authors' `crepe_prod_eval_*.py` scripts slice 6 texts per image, i.e. assume k = 5); "
-             "\"set literals\" counts the rows whose negatives are written as a Python set (read in the order "
-             "written, each once).", "",
-             "| config | rows | rows in the CSV | left out: no negatives | left out: image missing | k (rows) "
-             "| set literals | read from |",
-             "|---|---:|---:|---:|---:|---|---:|---|"]
-    for p in built:
-        k = ", ".join(f"{n}: {c:,}" for n, c in sorted(ks.get(p.config, {}).items()))
-        lines.append(f"| `{p.config}` | {counts.get(p.config, 0):,} | {read.in_file[p.config]:,} | "
-                     f"{len(read.empty.get(p.config, [])):,} | {len(skipped.get(p.config, [])):,} | {k} | "
-                     f"{read.quirks[p.config].set_literals:,} | `{read.read_from[p.config]}` |")
-    lines += ["", "## What the texts give away", "",
-              "Of the rows read (before any is left out for a missing image): rows whose caption is also one of "
-              "their negatives (always a tie, so never right under the strict rule), and how far a rule that "
-              "looks at no image gets on casing alone (strict: right only when the caption alone has upper case, "
-              "or alone has none). In `prod_negate_*` the caption is usually the only text without upper case.", "",
-              "| config | rows | caption = a negative | \"the text with upper case\" | \"the text without\" |",
-              "|---|---:|---:|---:|---:|"]
-    for p in built:
-        q, n = read.quirks[p.config], len(read.rows[p.config])  # every row read (the build may leave some out)
-        lines.append(f"| `{p.config}` | {n:,} | {q.caption_is_negative:,} | {_pct(q.upper_case_rule, n)}% | "
-                     f"{_pct(q.lower_case_rule, n)}% |")
-    if read.derived:
-        lines += ["", "## `combined` negatives built as atom + comp", "",
-                  f"The CSV files of these configs have no `{COMBINED}` column, so each row's negatives are its "
-                  "`valid_hard_negs_atom` list followed by its `valid_hard_negs_comp` list (the README's "
-                  "\"combined (atom+comp)\"): " + ", ".join(f"`{c}`" for c in read.derived) + "."]
-    if read.empty:
-        lines += ["", "## Rows left out: no negatives", "",
-                  "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
-                  "nothing to rank (the authors' code would rank the caption first and count it right).", ""]
-        lines += [f"- `{c}`: {len(rows)} row(s): {_shown(rows)}" for c, rows in read.empty.items()]
-    return lines
 
 
 # ---- build ------------------------------------------------------------------------------------------
@@ -429,6 +360,7 @@ class Crepe(UpstreamBuilder):
     download_help = ("download the Visual Genome images missing locally into --cache-dir, file by file from "
                      "Visual Genome's hosts (cs.stanford.edu/people/rak248/VG_100K[_2]/)")
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
     card = dict(license_name="crepe-visual-genome",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/README.md",
                 pretty_name="CREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
@@ -444,17 +376,67 @@ class Crepe(UpstreamBuilder):
         read = read_all(folder, selection.configs, selection.files)
         return Annotations({c: {SPLIT: list(rs)} for c, rs in read.rows.items()}, read)
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
     def convert(self, row: Row, column: str, data: bytes) -> bytes:
         return crop(row, column, data)
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        return card_values()
+        syst = [{"config": p.config, "pretraining": PRETRAINING[p.pretraining], "compounds": p.compounds,
+                 "type": p.negative_type, "csv": p.csv, "column": p.negatives} for p in PARTS if p.family == "systematicity"]
+        prod = [{"type": t, "configs": f"`prod_{t}_4` ... `prod_{t}_12`",
+                 "csv": f"{t}/prod_vg_hard_negs_{t}_complexity_<n>.csv"} for t in PROD_TYPES]
+        counts = [{"config": c, "rows": f"{f.rows:,}", "sets": f"{f.set_literals:,}", "same": f"{f.caption_is_negative:,}",
+                   "upper": _pct(f.upper_case_rule, f.rows), "lower": _pct(f.lower_case_rule, f.rows)}
+                  for c, f in facts.PROD_FACTS.items()]
+        total = {k: sum(getattr(f, k) for f in facts.PROD_FACTS.values()) for k in facts.ProdFacts._fields}
+        negate = [f for c, f in facts.PROD_FACTS.items() if c.startswith("prod_negate_")]
+        third = facts.PROD_CSVS
+        return dict(syst=syst, prod=prod, counts=counts, total={k: f"{v:,}" for k, v in total.items()},
+                    negate_rows=f"{sum(f.rows for f in negate):,}", negate_lower=f"{sum(f.lower_case_rule for f in negate):,}",
+                    atom_rows=f"{sum(f.rows for c, f in facts.PROD_FACTS.items() if c.startswith('prod_atom_')):,}",
+                    third_repo=third.repo, third_commit=third.commit, third_note=third.third_party,
+                    third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        counts = {c: sum(n.values()) for c, n in plan.counts().items()}
+        """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built and
+        the files used)."""
+        read: Read = plan.annotations.facts
+        counts, skipped = {c: sum(n.values()) for c, n in plan.counts().items()}, plan.skipped
         ks = {config: dict(Counter(len(r.record.negatives) for r in splits[SPLIT]))  # of the rows built
               for config, splits in plan.annotations.rows.items()}
-        return report(counts, plan.skipped, plan.annotations.facts, ks)
+        built = [p for p in PARTS if p.config in read.in_file]
+        lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(built)} of {len(PARTS)} leaf configs (the "
+                 f"aggregates {', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
+                 "Rows per config against the rows of its CSV file; k is the number of hard negatives per row "
+                 "(the authors' `crepe_prod_eval_*.py` scripts slice 6 texts per image, i.e. assume k = 5); "
+                 "\"set literals\" counts the rows whose negatives are written as a Python set (read in the order "
+                 "written, each once).", "",
+                 "| config | rows | rows in the CSV | left out: no negatives | left out: image missing | k (rows) "
+                 "| set literals | read from |",
+                 "|---|---:|---:|---:|---:|---|---:|---|"]
+        for p in built:
+            k = ", ".join(f"{n}: {c:,}" for n, c in sorted(ks.get(p.config, {}).items()))
+            lines.append(f"| `{p.config}` | {counts.get(p.config, 0):,} | {read.in_file[p.config]:,} | "
+                         f"{len(read.empty.get(p.config, [])):,} | {len(skipped.get(p.config, [])):,} | {k} | "
+                         f"{read.quirks[p.config].set_literals:,} | `{read.read_from[p.config]}` |")
+        lines += ["", "## What the texts give away", "",
+                  "Of the rows read (before any is left out for a missing image): rows whose caption is also one of "
+                  "their negatives (always a tie, so never right under the strict rule), and how far a rule that "
+                  "looks at no image gets on casing alone (strict: right only when the caption alone has upper case, "
+                  "or alone has none). In `prod_negate_*` the caption is usually the only text without upper case.", "",
+                  "| config | rows | caption = a negative | \"the text with upper case\" | \"the text without\" |",
+                  "|---|---:|---:|---:|---:|"]
+        for p in built:
+            q, n = read.quirks[p.config], len(read.rows[p.config])  # every row read (the build may leave some out)
+            lines.append(f"| `{p.config}` | {n:,} | {q.caption_is_negative:,} | {_pct(q.upper_case_rule, n)}% | "
+                         f"{_pct(q.lower_case_rule, n)}% |")
+        if read.derived:
+            lines += ["", "## `combined` negatives built as atom + comp", "",
+                      f"The CSV files of these configs have no `{COMBINED}` column, so each row's negatives are its "
+                      "`valid_hard_negs_atom` list followed by its `valid_hard_negs_comp` list (the README's "
+                      "\"combined (atom+comp)\"): " + ", ".join(f"`{c}`" for c in read.derived) + "."]
+        if read.empty:
+            lines += ["", "## Rows left out: no negatives", "",
+                      "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
+                      "nothing to rank (the authors' code would rank the caption first and count it right).", ""]
+            lines += [f"- `{c}`: {len(rows)} row(s): {_shown(rows)}" for c, rows in read.empty.items()]
+        return lines

@@ -173,6 +173,12 @@ class UpstreamBuilder(Builder):
     download_help: str = ""
     spec_yaml: str = ""  # the folder's vlprobe.yaml, less the benchmark, which the flow records
     card: Mapping[str, Any] = {}  # the card's YAML besides its configs, English and licence "other" (card_metadata)
+    # The configs (config_decls), all of split "test" with the same features: those reading other configs' parquet
+    # (name -> members: image bytes stored once), then the leaves, each with parquet of its own.
+    features_all: datasets.Features
+    aggregates: Mapping[str, Sequence[str]] = {}
+    leaves: Sequence[str] = ()
+    default_config: str = "all"
     generator = Builder.generator + ("builders/upstream.py", "dataset/image_sources.py", "dataset/images.py")
     # where the annotations and images are, and how they are fetched: not inputs (what they hold is, by hash and stamp)
     not_inputs = Builder.not_inputs | {"annotations", "annotations_url", "images", "image_dir", "download", "cache_dir",
@@ -212,6 +218,13 @@ class UpstreamBuilder(Builder):
     @abc.abstractmethod
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         """The rows of ``args.selection`` (a :class:`Selection`) from the files in ``folder``."""
+
+    def config_decls(self) -> list[ConfigDecl]:
+        """:attr:`aggregates`, then :attr:`leaves` (a builder whose configs differ in features or splits says its own)."""
+        return [ConfigDecl(name, self.features_all, (SPLIT,), default=name == self.default_config,
+                           paths={SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in members]})
+                for name, members in self.aggregates.items()] + [
+            ConfigDecl(c, self.features_all, (SPLIT,), default=c == self.default_config) for c in self.leaves]
 
     def features(self, config: str, split: str) -> datasets.Features:
         return next(d.features for d in self.config_decls() if d.name == config)

@@ -20,7 +20,6 @@ from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
 
@@ -114,18 +113,6 @@ def read_subset(annotations: Path, subset: Subset) -> list[Row]:
 
 
 # ---- configs and card ---------------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    all_files = {SPLIT: [f"data/{s.config}/{SPLIT}-*.parquet" for s in SUBSETS]}
-    return ([ConfigDecl("all", FEATURES, (SPLIT,), default=True, paths=all_files)]
-            + [ConfigDecl(s.config, FEATURES, (SPLIT,)) for s in SUBSETS])
-
-
-def card_values() -> dict[str, Any]:
-    rows = [{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}",
-             "example": s.example} for s in SUBSETS]
-    groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
-               "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
-    return dict(rows=rows, groups=groups, total=f"{TOTAL:,}")
 
 
 # ---- build ----------------------------------------------------------------------------------------
@@ -135,6 +122,7 @@ class SugarCrepe(UpstreamBuilder):
     what = "the 7 SugarCREPE JSON files"
     sources = (SOURCE,)
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
     card = dict(license_name="sugar-crepe-mit-coco",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
                 pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
@@ -144,8 +132,9 @@ class SugarCrepe(UpstreamBuilder):
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        return card_values()
+        rows = [{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}",
+                 "example": s.example} for s in SUBSETS]
+        groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
+                   "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
+        return dict(rows=rows, groups=groups, total=f"{TOTAL:,}")

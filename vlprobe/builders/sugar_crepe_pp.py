@@ -22,7 +22,6 @@ from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe_pp as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
 
@@ -100,18 +99,13 @@ def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     return rows
 
 
-def config_decls() -> list[ConfigDecl]:
-    all_files = {SPLIT: [f"data/{s.config}/{SPLIT}-*.parquet" for s in SUBSETS]}
-    return ([ConfigDecl("all", FEATURES, (SPLIT,), default=True, paths=all_files)]
-            + [ConfigDecl(s.config, FEATURES, (SPLIT,)) for s in SUBSETS])
-
-
 class SugarCrepePP(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE++ (NeurIPS 2024): 5 subsets, 1 image x 2 true captions + 1 negative, from the pinned upstream files"
     what = "the 5 SugarCREPE++ JSON files"
     sources = (SOURCE,)
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
     card = dict(license_name="sugar-crepe-pp-cc-by-4.0-coco",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
                 pretty_name="SugarCREPE++", task_categories=["image-to-text", "zero-shot-image-classification"],
@@ -120,9 +114,6 @@ class SugarCrepePP(UpstreamBuilder):
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
-
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         return dict(rows=[{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}"}

@@ -22,9 +22,8 @@ from datasets import Features, List, Value
 
 from ..benchmarks import valse as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, count_lines, parse_record
+from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
 
 
 @dataclass(frozen=True)
@@ -250,49 +249,8 @@ def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
 
 
 # ---- configs and card ---------------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    def files(configs: tuple[str, ...]) -> dict[str, list[str]]:
-        return {SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in configs]}
-
-    decls = [ConfigDecl("all", FEATURES, (SPLIT,), default=True, paths=files(tuple(BY_CONFIG)))]
-    for piece, members in PIECES.items():
-        if members != (piece,):
-            decls.append(ConfigDecl(piece, FEATURES, (SPLIT,), paths=files(members)))
-    decls += [ConfigDecl(i.config, FEATURES, (SPLIT,)) for i in INSTRUMENTS]
-    return decls
-
-
 def _fmt(n: int) -> str:
     return f"{n:,}"
-
-
-def card_values() -> dict[str, Any]:
-    """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
-    holds goes to ``data/BUILD.md``, :func:`build_report`), so a build changes no committed card."""
-    rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
-             "paper_valid": _fmt(PAPER_VALID[i.config])} for i in INSTRUMENTS]
-    piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
-                   "rows": _fmt(sum(PAPER_VALID[m] for m in members))} for piece, members in PIECES.items()]
-    total = sum(PAPER_VALID.values())
-    selection = (
-        f"A default build keeps **only the valid records** ({_fmt(total)}), as the paper evaluates them. "
-        f"`vlprobe build valse --include-invalid` keeps all {_fmt(sum(PAPER_ALL.values()))} candidates (then filter on "
-        "`valid`, or `mturk_caption >= 2`, to get the benchmark as the paper defines it)."
-    )
-    archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
-                for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
-    return dict(
-        rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
-        total=_fmt(total), archives=archives,
-    )
-
-
-def build_report(counts: dict[str, int], include_invalid: bool) -> list[str]:
-    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out and the files used)."""
-    first = ("All 8,782 candidate records (`--include-invalid`); filter on `valid` for the benchmark as the paper "
-             "defines it." if include_invalid else "Only the valid records (`mturk_caption >= 2`), as the paper "
-                                                   "evaluates them.")
-    return [first] + count_lines(counts, PAPER_ALL if include_invalid else PAPER_VALID)
 
 
 # ---- build ----------------------------------------------------------------------------------------
@@ -306,6 +264,8 @@ class Valse(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
                      "VisDial val2018 as their owners' archives (downloaded once, resumable)")
     spec_yaml = SPEC_YAML
+    features_all, leaves = FEATURES, tuple(BY_CONFIG)  # all, and each piece of several instruments, read theirs
+    aggregates = {"all": leaves, **{piece: members for piece, members in PIECES.items() if members != (piece,)}}
     card = dict(license_name="valse-mixed", pretty_name="VALSE",
                 task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
@@ -319,16 +279,32 @@ class Valse(UpstreamBuilder):
         return Annotations({inst.config: {SPLIT: [r for r in read_instrument(folder, inst) if every or r.record.valid]}
                             for inst in INSTRUMENTS})
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        return card_values()
+        """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
+        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card."""
+        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
+                 "paper_valid": _fmt(PAPER_VALID[i.config])} for i in INSTRUMENTS]
+        piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
+                       "rows": _fmt(sum(PAPER_VALID[m] for m in members))} for piece, members in PIECES.items()]
+        total = sum(PAPER_VALID.values())
+        selection = (
+            f"A default build keeps **only the valid records** ({_fmt(total)}), as the paper evaluates them. "
+            f"`vlprobe build valse --include-invalid` keeps all {_fmt(sum(PAPER_ALL.values()))} candidates (then filter on "
+            "`valid`, or `mturk_caption >= 2`, to get the benchmark as the paper defines it)."
+        )
+        archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
+                    for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
+        return dict(
+            rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
+            total=_fmt(total), archives=archives,
+        )
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         return dict(PAPER_ALL if getattr(args, "include_invalid", False) else PAPER_VALID)
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        return build_report({c: sum(n.values()) for c, n in plan.counts().items()},
-                            bool(getattr(args, "include_invalid", False)))
+        first = ("All 8,782 candidate records (`--include-invalid`); filter on `valid` for the benchmark as the paper "
+                 "defines it." if getattr(args, "include_invalid", False) else
+                 "Only the valid records (`mturk_caption >= 2`), as the paper evaluates them.")
+        return [first] + super().report(plan, args)
 

@@ -39,7 +39,6 @@ from datasets import Features, Value
 
 from ..benchmarks import vl_checklist as facts
 from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
-from ..dataset.folder import ConfigDecl
 from ..dataset.image_sources import Archive, SourceSpec
 from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, parse_record
@@ -227,122 +226,8 @@ def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]
 
 
 # ---- configs, card and build report -------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    aggregates = [ConfigDecl(name, FEATURES, (SPLIT,), default=name == DEFAULT_CONFIG,
-                             paths={SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in members]})
-                  for name, members in AGGREGATES.items()]
-    return aggregates + [ConfigDecl(leaf.config, FEATURES, (SPLIT,)) for leaf in LEAVES]
-
-
 def _pct(n: float, d: float = 1) -> str:
     return f"{100 * n / d:.1f}" if d else "-"
-
-
-def card_values() -> dict[str, Any]:
-    files = []
-    for leaf in LEAVES:
-        for f in leaf.files:
-            full, first = facts.FULL_FACTS.get(f.name), facts.FIRST_FACTS.get(f.name)
-            files.append({"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob,
-                          "here": full is not None,
-                          "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
-                          "same": f"{first.same_text} / {full.same_text}" if full else "-",
-                          "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
-                          "upper": f"{_pct(first.upper_case_rule, first.records)} / {_pct(full.upper_case_rule, full.records)}"
-                          if full else "-"})
-    upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
-    leaves = []
-    for leaf in LEAVES:
-        here = [f for f in leaf.files if f.name in facts.FULL_FACTS]
-        first = sum(facts.FIRST_FACTS[f.name].records for f in here)
-        full = sum(facts.FULL_FACTS[f.name].records for f in here)
-        value, complete = upper.get(leaf.config, (None, False))
-        leaves.append({"config": leaf.config, "type": leaf.type, "label": leaf.label, "files": len(leaf.files),
-                       "here": len(here), "first": f"{first:,}", "full": f"{full:,}",
-                       "sources": ", ".join(f"{s} ({len(fs)})" for s, fs in leaf.sources.items()),
-                       "upper": (_pct(value) + ("" if complete else f" ({len(here)} of {len(leaf.files)} files)"))
-                       if value is not None else "-"})
-    overall = {g: upper[g] for g in ("object", "attribute", "relation", "overall")}
-    totals = {"files": len(facts.FILES), "here": len(facts.FULL_FACTS),
-              "first": f"{sum(f.records for f in facts.FIRST_FACTS.values()):,}",
-              "full": f"{sum(f.records for f in facts.FULL_FACTS.values()):,}",
-              "same": f"{sum(f.same_text for f in facts.FULL_FACTS.values()):,}",
-              "same_first": f"{sum(f.same_text for f in facts.FIRST_FACTS.values()):,}",
-              "dups": f"{sum(f.duplicates for f in facts.FULL_FACTS.values()):,}",
-              "dups_first": f"{sum(f.duplicates for f in facts.FIRST_FACTS.values()):,}"}
-    aggregates = [{"config": a, "members": len(m)} for a, m in AGGREGATES.items()]
-    spatial = facts.FULL_FACTS["Relation_spatial_vg"]
-    spatial_values = {"records": f"{spatial.records:,}", "dups": f"{spatial.duplicates:,}",
-                      "upper": f"{spatial.upper_case_rule:,}", "first_upper": _pct(upper["relation_spatial"][0])}
-    return dict(corpus_files=files, leaves=leaves, totals=totals, aggregates=aggregates, first=f"{FIRST:,}",
-                max_num=facts.MAX_NUM, records_first=RECORDS_FIRST, spatial=spatial_values,
-                color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
-                action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
-                overall={k: (_pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
-                missing=[f for f in files if not f["here"]])
-
-
-def report(plan: Plan, all_records: bool) -> list[str]:
-    """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs
-    not built and the files used): records in the file, rows built, records left out for a missing image
-    and records past the first MAX_NUM/2; what the rows hold (:class:`FileFacts`); the casing rule's
-    accuracy per file and as the authors average it."""
-    read: dict[str, list[Row]] = plan.annotations.facts
-    built: dict[str, list[Record]] = {}
-    for splits in plan.annotations.rows.values():
-        for r in splits.get(SPLIT, []):
-            built.setdefault(str(r.unit), []).append(r.record)
-    dropped: dict[str, int] = {}
-    for ids in plan.skipped.values():
-        for i in ids:
-            leaf, corpus = i.split(" ", 1)[0].split("/")[:2]
-            name = next(f.name for f in BY_CONFIG[leaf].files if f.corpus == corpus)
-            dropped[name] = dropped.get(name, 0) + 1
-    total = sum(len(rs) for rs in read.values())
-    n_built = sum(len(rs) for rs in built.values())
-    which = ("every record of each file (`--all-records`): **not the authors' protocol**, whose `evaluate.py` "
-             f"scores the first MAX_NUM/2 = {FIRST:,} of each" if all_records else
-             f"the authors' protocol: per corpus file, the first MAX_NUM/2 = {FIRST:,} records whose image could be had, "
-             "in file order (`evaluate.py`, `d.data[name][:int(max_number/2)]`, after `data_loader.py` skips records "
-             "without their image)")
-    lines = [f"Rows in this build: **{n_built:,}** of the {total:,} records in the {len(read)} corpus files read: {which}. "
-             f"**{sum(dropped.values()):,} records were left out because their image could not be had** (the "
-             "authors' loader skips such records without a word; here they are counted, and the file's next "
-             "record taken in their place).", "",
-             "| leaf config | corpus file (the authors' name) | file | records | rows | left out: image missing "
-             "| past the first 1,000 |".replace("1,000", f"{FIRST:,}"),
-             "|---|---|---|---:|---:|---:|---:|"]
-    for leaf in LEAVES:
-        for f in leaf.files:
-            if f.name in read:
-                n, b = len(read[f.name]), len(built.get(f.name, []))
-                d = dropped.get(f.name, 0)
-                lines.append(f"| `{leaf.config}` | `{f.name}` | `{f.path}` | {n:,} | {b:,} | {d:,} | {n - b - d:,} |")
-    per_file = {name: file_facts(rs) for name, rs in built.items()}
-    upper = {name: f.upper_case_rule / f.records for name, f in per_file.items() if f.records}
-    means = authors_means(upper)
-    lines += ["", "## What the records give away", "",
-              "Per corpus file, of this build's rows: records whose `POS[0]` is `NEG[0]` (always a tie: wrong under "
-              "the authors' `pos > neg`), records equal to an earlier one of the file (image and texts), records whose "
-              "`POS[0]` alone has upper case (`NEG[0]` none), and how far a rule that looks at no image gets by picking "
-              "the text with upper case (strict: a tie, where neither or both have it, is wrong). A case-sensitive "
-              "text encoder can learn that cue.", "",
-              "| corpus file | rows | POS[0] = NEG[0] | duplicates | upper case only in POS[0] | \"the text with upper "
-              "case\" (%) |", "|---|---:|---:|---:|---:|---:|"]
-    for leaf in LEAVES:
-        for f in leaf.files:
-            if f.name in per_file:
-                x = per_file[f.name]
-                lines.append(f"| `{f.name}` | {x.records:,} | {x.same_text:,} | {x.duplicates:,} | {x.upper_case_rule:,} | "
-                             f"{_pct(x.upper_case_rule, x.records)} |")
-    lines += ["", "The same rule averaged as the authors average a model's accuracy (per source, then per type, as "
-                  "`radar.py` with `corpus.json`; then vlprobe's means per aspect and overall); a mean over fewer files "
-                  "than the type has is marked:", "", "| group | \"the text with upper case\" (%) |", "|---|---:|"]
-    for g in facts.GROUPS:
-        if g.name in means and "/" not in g.name:
-            v, complete = means[g.name]
-            lines.append(f"| {g.label} | {_pct(v)}{'' if complete else ' (in part)'} |")
-    return lines
 
 
 # ---- build ------------------------------------------------------------------------------------------
@@ -357,6 +242,7 @@ class VlChecklist(UpstreamBuilder):
     download_help = ("download the missing Visual Genome images file by file and SWiG's images_512.zip into "
                      "--cache-dir (HAKE's images have no per-file source: give them locally)")
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
     card = dict(license_name="vl-checklist-vg-swig-hake",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/tree/{facts.UPSTREAM.commit}",
                 pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
@@ -396,12 +282,109 @@ class VlChecklist(UpstreamBuilder):
                 out[leaf.config] = sum(n if every else min(n, FIRST) for n in (facts.COUNTS[f.name] for f in leaf.files))
         return out
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        return card_values()
+        files = []
+        for leaf in LEAVES:
+            for f in leaf.files:
+                full, first = facts.FULL_FACTS.get(f.name), facts.FIRST_FACTS.get(f.name)
+                files.append({"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob,
+                              "here": full is not None,
+                              "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
+                              "same": f"{first.same_text} / {full.same_text}" if full else "-",
+                              "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
+                              "upper": f"{_pct(first.upper_case_rule, first.records)} / "
+                                       f"{_pct(full.upper_case_rule, full.records)}" if full else "-"})
+        upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
+        leaves = []
+        for leaf in LEAVES:
+            here = [f for f in leaf.files if f.name in facts.FULL_FACTS]
+            first = sum(facts.FIRST_FACTS[f.name].records for f in here)
+            full = sum(facts.FULL_FACTS[f.name].records for f in here)
+            value, complete = upper.get(leaf.config, (None, False))
+            leaves.append({"config": leaf.config, "type": leaf.type, "label": leaf.label, "files": len(leaf.files),
+                           "here": len(here), "first": f"{first:,}", "full": f"{full:,}",
+                           "sources": ", ".join(f"{s} ({len(fs)})" for s, fs in leaf.sources.items()),
+                           "upper": (_pct(value) + ("" if complete else f" ({len(here)} of {len(leaf.files)} files)"))
+                           if value is not None else "-"})
+        overall = {g: upper[g] for g in ("object", "attribute", "relation", "overall")}
+        totals = {"files": len(facts.FILES), "here": len(facts.FULL_FACTS),
+                  "first": f"{sum(f.records for f in facts.FIRST_FACTS.values()):,}",
+                  "full": f"{sum(f.records for f in facts.FULL_FACTS.values()):,}",
+                  "same": f"{sum(f.same_text for f in facts.FULL_FACTS.values()):,}",
+                  "same_first": f"{sum(f.same_text for f in facts.FIRST_FACTS.values()):,}",
+                  "dups": f"{sum(f.duplicates for f in facts.FULL_FACTS.values()):,}",
+                  "dups_first": f"{sum(f.duplicates for f in facts.FIRST_FACTS.values()):,}"}
+        aggregates = [{"config": a, "members": len(m)} for a, m in AGGREGATES.items()]
+        spatial = facts.FULL_FACTS["Relation_spatial_vg"]
+        spatial_values = {"records": f"{spatial.records:,}", "dups": f"{spatial.duplicates:,}",
+                          "upper": f"{spatial.upper_case_rule:,}", "first_upper": _pct(upper["relation_spatial"][0])}
+        return dict(corpus_files=files, leaves=leaves, totals=totals, aggregates=aggregates, first=f"{FIRST:,}",
+                    max_num=facts.MAX_NUM, records_first=RECORDS_FIRST, spatial=spatial_values,
+                    color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
+                    action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
+                    overall={k: (_pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
+                    missing=[f for f in files if not f["here"]])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        return report(plan, bool(getattr(args, "all_records", False)))
+        """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs
+        not built and the files used): records in the file, rows built, records left out for a missing image
+        and records past the first MAX_NUM/2; what the rows hold (:class:`FileFacts`); the casing rule's
+        accuracy per file and as the authors average it."""
+        read: dict[str, list[Row]] = plan.annotations.facts
+        all_records = bool(getattr(args, "all_records", False))
+        built: dict[str, list[Record]] = {}
+        for splits in plan.annotations.rows.values():
+            for r in splits.get(SPLIT, []):
+                built.setdefault(str(r.unit), []).append(r.record)
+        dropped: dict[str, int] = {}
+        for ids in plan.skipped.values():
+            for i in ids:
+                leaf, corpus = i.split(" ", 1)[0].split("/")[:2]
+                name = next(f.name for f in BY_CONFIG[leaf].files if f.corpus == corpus)
+                dropped[name] = dropped.get(name, 0) + 1
+        total = sum(len(rs) for rs in read.values())
+        n_built = sum(len(rs) for rs in built.values())
+        which = ("every record of each file (`--all-records`): **not the authors' protocol**, whose `evaluate.py` "
+                 f"scores the first MAX_NUM/2 = {FIRST:,} of each" if all_records else
+                 f"the authors' protocol: per corpus file, the first MAX_NUM/2 = {FIRST:,} records whose image could be had, "
+                 "in file order (`evaluate.py`, `d.data[name][:int(max_number/2)]`, after `data_loader.py` skips records "
+                 "without their image)")
+        lines = [f"Rows in this build: **{n_built:,}** of the {total:,} records in the {len(read)} corpus files read: {which}. "
+                 f"**{sum(dropped.values()):,} records were left out because their image could not be had** (the "
+                 "authors' loader skips such records without a word; here they are counted, and the file's next "
+                 "record taken in their place).", "",
+                 "| leaf config | corpus file (the authors' name) | file | records | rows | left out: image missing "
+                 "| past the first 1,000 |".replace("1,000", f"{FIRST:,}"),
+                 "|---|---|---|---:|---:|---:|---:|"]
+        for leaf in LEAVES:
+            for f in leaf.files:
+                if f.name in read:
+                    n, b = len(read[f.name]), len(built.get(f.name, []))
+                    d = dropped.get(f.name, 0)
+                    lines.append(f"| `{leaf.config}` | `{f.name}` | `{f.path}` | {n:,} | {b:,} | {d:,} | {n - b - d:,} |")
+        per_file = {name: file_facts(rs) for name, rs in built.items()}
+        upper = {name: f.upper_case_rule / f.records for name, f in per_file.items() if f.records}
+        means = authors_means(upper)
+        lines += ["", "## What the records give away", "",
+                  "Per corpus file, of this build's rows: records whose `POS[0]` is `NEG[0]` (always a tie: wrong under "
+                  "the authors' `pos > neg`), records equal to an earlier one of the file (image and texts), records whose "
+                  "`POS[0]` alone has upper case (`NEG[0]` none), and how far a rule that looks at no image gets by picking "
+                  "the text with upper case (strict: a tie, where neither or both have it, is wrong). A case-sensitive "
+                  "text encoder can learn that cue.", "",
+                  "| corpus file | rows | POS[0] = NEG[0] | duplicates | upper case only in POS[0] | \"the text with upper "
+                  "case\" (%) |", "|---|---:|---:|---:|---:|---:|"]
+        for leaf in LEAVES:
+            for f in leaf.files:
+                if f.name in per_file:
+                    x = per_file[f.name]
+                    lines.append(f"| `{f.name}` | {x.records:,} | {x.same_text:,} | {x.duplicates:,} | {x.upper_case_rule:,} | "
+                                 f"{_pct(x.upper_case_rule, x.records)} |")
+        lines += ["", "The same rule averaged as the authors average a model's accuracy (per source, then per type, as "
+                      "`radar.py` with `corpus.json`; then vlprobe's means per aspect and overall); a mean over fewer files "
+                      "than the type has is marked:", "", "| group | \"the text with upper case\" (%) |", "|---|---:|"]
+        for g in facts.GROUPS:
+            if g.name in means and "/" not in g.name:
+                v, complete = means[g.name]
+                lines.append(f"| {g.label} | {_pct(v)}{'' if complete else ' (in part)'} |")
+        return lines
 

@@ -66,7 +66,7 @@ def test_anything_else_rebuilds(tmp_path, renders, capsys, monkeypatch, change):
     capsys.readouterr()
     assert main(["build", "travlr", *ARGS, *extra, "--out", str(out)]) == 0
     assert f"built {out}" in capsys.readouterr().out and sum(renders) == 10
-    assert unchanged.up_to_date(out, _recorded(out))  # and the record now describes this build
+    assert unchanged.up_to_date(out, unchanged.Inputs(**_recorded(out)))  # and the record now describes this build
 
 
 def _recorded(folder):

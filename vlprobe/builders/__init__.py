@@ -18,10 +18,9 @@ import importlib
 import inspect
 import json
 import pkgutil
-import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from ..dataset.folder import ConfigDecl, rebuilding
 from ..errors import SettingError
@@ -52,7 +51,7 @@ def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hi
 
 
 # The parsed arguments that do not change what a build writes: where it goes, how fast, how it says it, and what
-# argparse adds. Every other argument is an input (Builder.inputs).
+# argparse adds. Every other argument is an input (Builder.arguments).
 NOT_INPUTS = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
 
 
@@ -60,7 +59,7 @@ class Builder(abc.ABC):
     """What ``vlprobe build NAME`` runs. A subclass says its ``name`` and ``help`` (and, for ``vlprobe list``, what
     a build ``needs`` and its :meth:`config_decls`), adds its options (:meth:`add_arguments`, calling this class's
     for ``--out`` and ``--force``) and implements :meth:`write`; where it reads something before writing, :meth:`plan`;
-    where its output depends on more than its arguments and code, :meth:`inputs`."""
+    where its output depends on files it reads, :meth:`files_read`."""
 
     name: str = ""
     help: str = ""
@@ -95,17 +94,25 @@ class Builder(abc.ABC):
         """Everything read and checked before anything is written; what :meth:`write` is given (default: None)."""
         return None
 
-    def inputs(self, args: argparse.Namespace, plan: Any) -> dict[str, Any]:
-        """What the folder depends on besides the code and the libraries (:mod:`vlprobe.builders.unchanged`), in
-        ``{"arguments": {...}}`` (shown when nothing is built) and, for what was read, ``{"sources": {...}}``
-        (hashes). Default: every parsed argument but :attr:`not_inputs`."""
-        return {"arguments": {k: v for k, v in sorted(vars(args).items()) if k not in self.not_inputs}}
+    def arguments(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The arguments the folder depends on (:mod:`vlprobe.builders.unchanged`): every parsed one but
+        :attr:`not_inputs`."""
+        return {k: v for k, v in vars(args).items() if k not in self.not_inputs}
+
+    def files_read(self, args: argparse.Namespace, plan: Any) -> dict[str, unchanged.Read]:
+        """The files the folder depends on, by hash or stamp (:func:`vlprobe.builders.unchanged.stamps`); default
+        none (its arguments and code decide it)."""
+        return {}
+
+    def inputs(self, args: argparse.Namespace, plan: Any) -> unchanged.Inputs:
+        """What the folder depends on: the arguments, the files read, the code and the libraries."""
+        return unchanged.Inputs.of(self.name, self.arguments(args), self.files_read(args, plan), self.generator_files())
 
     @abc.abstractmethod
     def write(self, folder: Path, plan: Any, args: argparse.Namespace) -> None:
         """Write the dataset into ``folder``: a copy of ``--out`` (empty when there was none), swapped in after."""
 
-    def intact(self, out: Path, want: dict[str, Any], args: argparse.Namespace) -> bool:
+    def intact(self, out: Path, want: unchanged.Inputs, args: argparse.Namespace) -> bool:
         """Whether ``out`` was built from ``want`` and holds every file that build wrote, unchanged."""
         return unchanged.up_to_date(out, want)
 
@@ -120,10 +127,10 @@ class Builder(abc.ABC):
         out = Path(args.out)
         refuse_untrusted(out)
         plan = self.plan(args)
-        want = unchanged.inputs(self.name, self.inputs(args, plan), self.generator_files())
+        want = self.inputs(args, plan)
         if not getattr(args, "force", False) and self.intact(out, want, args):
-            args.up_to_date = (f"{out} is up to date (built from the same inputs: {unchanged.describe(want)}; every "
-                               "file intact): nothing built; --force rebuilds it")
+            args.up_to_date = (f"{out} is up to date (built from the same inputs: {want.describe()}; every file "
+                               "intact): nothing built; --force rebuilds it")
             return out
         with rebuilding(out) as folder:
             self.write(folder, plan, args)
@@ -165,17 +172,3 @@ def builders() -> dict[str, Builder]:
 
     found.update(plugin_builders(found, builders_in))
     return found
-
-
-def builder(name: str) -> Builder:
-    """The builder of ``vlprobe build NAME``."""
-    return builders()[name]
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def as_json(value: Mapping[str, Any]) -> dict[str, Any]:
-    """``value`` as JSON would give it back (paths as text, tuples as lists, keys sorted)."""
-    return json.loads(json.dumps(dict(value), sort_keys=True, default=str))

@@ -501,9 +501,9 @@ class UpstreamBuilder(Builder):
             return self.dry_run(args)
         return super().build(args)
 
-    def inputs(self, args: argparse.Namespace, plan: Plan) -> dict[str, Any]:
-        """The options that change the rows, the configs built, the annotation files read (by git blob hash) and the
-        images the rows hold (by stamp: :func:`vlprobe.builders.unchanged.stamps`)."""
+    def files_read(self, args: argparse.Namespace, plan: Plan) -> dict[str, unchanged.Read]:
+        """The annotation files read (by git blob hash) and the images the rows hold (by stamp: wherever they are,
+        :func:`vlprobe.builders.unchanged.stamps`)."""
         images: dict[str, str] = {}
         for splits in plan.annotations.rows.values():
             for rows in splits.values():
@@ -511,9 +511,7 @@ class UpstreamBuilder(Builder):
                     for _, source, file in r.images:
                         if f"{source}/{file}" not in images:
                             images[f"{source}/{file}"] = _file_of(plan.resolvers[source].locate(file) or file)
-        blobs = sorted((f.path, f.blob) for f in plan.files)
-        return {"arguments": {**super().inputs(args, plan)["arguments"], "configs": list(plan.annotations.rows)},
-                "sources": {"annotations": {"files": len(blobs), "blobs": blobs}, "images": unchanged.stamps(images)}}
+        return {"annotations": unchanged.hashes({f.path: f.blob for f in plan.files}), "images": unchanged.stamps(images)}
 
     def write(self, folder: Path, plan: Plan, args: argparse.Namespace) -> None:
         """Steps 5 and 6 (the module doc), into ``folder``, a copy of ``--out`` swapped in whole after: a failed or

@@ -144,12 +144,10 @@ class Folder(Builder):
                     images.setdefault(f"{where} ({rel})", file)
         return Source(table, rows, image_cols, spec, spec_text, spec_file if spec_file.is_file() else None, images)
 
-    def inputs(self, args: argparse.Namespace, plan: Source) -> dict[str, Any]:
-        """The arguments, and the captions file, the spec and the images by stamp."""
+    def files_read(self, args: argparse.Namespace, plan: Source) -> dict[str, unchanged.Read]:
+        """The captions file (and the spec) and the images, by stamp."""
         read = {"captions": plan.table, **({"spec": plan.spec_file} if plan.spec_file else {})}
-        return {**super().inputs(args, plan), "sources": {
-            "captions": unchanged.stamps({k: str(v) for k, v in read.items()}),
-            "images": unchanged.stamps({str(f): f for f in plan.images.values()})}}
+        return {"captions": unchanged.stamps(read), "images": unchanged.stamps({str(f): f for f in plan.images.values()})}
 
     def write(self, folder: Path, plan: Source, args: argparse.Namespace) -> None:
         """Every image embedded (a parquet holding only local paths would not survive the upload) and every row

@@ -20,9 +20,10 @@ import hashlib
 import json
 import os
 import zlib
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..dataset.folder import DATA_DIR
 from ..storage.keys import sha256_files, stamp
@@ -47,23 +48,76 @@ def generator_digest(files: Iterable[str | os.PathLike]) -> str:
     return h.hexdigest()
 
 
-def _json(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
+class Read(NamedTuple):
+    """Files a build read (:meth:`vlprobe.builders.Builder.files_read`): how many, and a digest of what says each one is
+    unchanged (its hash, or its stamp)."""
+
+    files: int
+    sha256: str
 
 
-def inputs(builder: str, given: Mapping[str, Any], generator: Iterable[str | os.PathLike]) -> dict[str, Any]:
-    """What a build's output depends on: the builder, what it says (``given``: ``arguments`` and, where it reads
-    files, ``sources``; :meth:`vlprobe.builders.Builder.inputs`), the generator's digest (:func:`generator_digest` of
-    ``generator``) and the libraries' versions."""
-    versions = {}
-    for name in LIBRARIES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    versions["zlib"] = zlib.ZLIB_RUNTIME_VERSION
-    return _json({"builder": builder, "arguments": {}, **given, "generator_sha256": generator_digest(generator),
-                  "libraries": versions})
+@dataclass(frozen=True)
+class Inputs:
+    """What a build's output depends on (the module doc)."""
+
+    builder: str
+    arguments: dict[str, Any]
+    sources: dict[str, Read]
+    generator_sha256: str
+    libraries: dict[str, str | None]
+
+    @classmethod
+    def of(cls, builder: str, arguments: Mapping[str, Any], sources: Mapping[str, Read],
+           generator: Iterable[str | os.PathLike]) -> Inputs:
+        """The inputs of a build now: ``generator`` hashed (:func:`generator_digest`), the libraries' versions."""
+        versions = {name: _version(name) for name in LIBRARIES}
+        return cls(builder, dict(arguments), dict(sources), generator_digest(generator),
+                   {**versions, "zlib": zlib.ZLIB_RUNTIME_VERSION})
+
+    def as_json(self) -> Any:
+        return json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
+
+    def describe(self) -> str:
+        """The inputs in a few words, for the "nothing built" line."""
+        def shown(value: Any) -> str:
+            if isinstance(value, dict):
+                return ",".join(f"{k}={v}" for k, v in value.items())
+            return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+        args = [f"{k} {shown(v)}" for k, v in sorted(self.arguments.items()) if v is not None and v is not False
+                and v not in ({}, [], "")]
+        read = [f"{k} ({v.files:,} files)" for k, v in self.sources.items()]
+        return ", ".join(args + read) + f"; generator {self.generator_sha256[:12]}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """``data/BUILD_INPUTS.json``: the inputs of the build that wrote the folder, and the sha256 of each file it left."""
+
+    inputs: Any
+    files: dict[str, str]
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def stamps(paths: Mapping[str, str | os.PathLike]) -> Read:
+    """Files read, each named and judged by its stamp (size, modification and change time, inode:
+    :func:`vlprobe.storage.keys.stamp`), so that a rebuild reads no file's bytes; a file changed, replaced or touched
+    changes the digest."""
+    h = hashlib.sha256()
+    for name, path in sorted(paths.items()):
+        h.update(f"{name}\0{stamp(os.stat(path))}\0".encode())
+    return Read(len(paths), h.hexdigest())
+
+
+def hashes(files: Mapping[str, str]) -> Read:
+    """Files read, each named and judged by the hash of its content (an annotation file's git blob hash)."""
+    return Read(len(files), hashlib.sha256(json.dumps(sorted(files.items())).encode()).hexdigest())
 
 
 def _files(folder: Path) -> dict[str, str]:
@@ -79,45 +133,21 @@ def _files(folder: Path) -> dict[str, str]:
     return dict(zip(paths, sha256_files(list(paths.values()))[1]))
 
 
-def up_to_date(folder: str | os.PathLike, want: Mapping[str, Any]) -> bool:
+def up_to_date(folder: str | os.PathLike, want: Inputs) -> bool:
     """Whether ``folder`` was built from exactly ``want`` and every file that build wrote is there, unchanged."""
     folder = Path(folder)
     try:
-        record = json.loads((folder / DATA_DIR / RECORD).read_text(encoding="utf-8"))
-        recorded, files = record["inputs"], record["files"]
-        return bool(files) and recorded == _json(want) and all(
-            (folder / rel).is_file() and sha256_files([folder / rel])[0] == digest for rel, digest in files.items())
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        record = Record(**json.loads((folder / DATA_DIR / RECORD).read_text(encoding="utf-8")))
+        return bool(record.files) and record.inputs == want.as_json() and all(
+            (folder / rel).is_file() and sha256_files([folder / rel])[0] == digest for rel, digest in record.files.items())
+    except (OSError, ValueError, TypeError, AttributeError):
         return False
 
 
-def record(target: str | os.PathLike, want: Mapping[str, Any]) -> Path:
+def record(target: str | os.PathLike, want: Inputs) -> Path:
     """Write the record of a build into ``target`` (the folder being built), after its last file."""
     path = Path(target) / DATA_DIR / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"inputs": _json(want), "files": _files(Path(target))}, indent=1, sort_keys=True) + "\n",
+    path.write_text(json.dumps(asdict(Record(want.as_json(), _files(Path(target)))), indent=1, sort_keys=True) + "\n",
                     encoding="utf-8")
     return path
-
-
-def describe(want: Mapping[str, Any]) -> str:
-    """The inputs in a few words, for the "nothing built" line."""
-    def shown(value: Any) -> str:
-        if isinstance(value, dict):
-            return ",".join(f"{k}={v}" for k, v in value.items())
-        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
-
-    args = [f"{k} {shown(v)}" for k, v in want["arguments"].items() if v is not None and v is not False
-            and v not in ({}, [], "")]
-    read = [f"{k} ({v['files']:,} files)" for k, v in want.get("sources", {}).items()]
-    return ", ".join(args + read) + f"; generator {want['generator_sha256'][:12]}"
-
-
-def stamps(paths: Mapping[str, str | os.PathLike]) -> dict[str, Any]:
-    """A source of files read (:func:`inputs`' ``sources``): how many, and a digest of each one's name and stamp
-    (size, modification and change time, inode: :func:`vlprobe.storage.keys.stamp`), so that a rebuild looks at
-    no file's bytes; a file changed, replaced or touched changes it."""
-    h = hashlib.sha256()
-    for name, path in sorted(paths.items()):
-        h.update(f"{name}\0{stamp(os.stat(path))}\0".encode())
-    return {"files": len(paths), "sha256": h.hexdigest()}

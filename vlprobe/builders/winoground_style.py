@@ -18,8 +18,9 @@ import json
 import sys
 import time
 import zipfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, NamedTuple
 
 import datasets
 import pyarrow.parquet as pq
@@ -125,14 +126,13 @@ class WinogroundStyle(SyntheticBuilder):
             raise FileNotFoundError(f"--winoground: {args.winoground} does not exist")
         return configs, n
 
-    def inputs(self, args: argparse.Namespace, plan: Any) -> dict[str, Any]:
-        """Besides the arguments, the files of the Winoground copy given (by stamp)."""
-        given = super().inputs(args, plan)
-        if args.winoground is not None:
-            kind, files = find_source(Path(args.winoground))
-            found = files if kind == "parquet" or files[1].is_file() else [files[0], *files[1].rglob("*")]
-            given["sources"] = {"winoground": unchanged.stamps({str(f): f for f in found if f.is_file()})}
-        return given
+    def files_read(self, args: argparse.Namespace, plan: Any) -> dict[str, unchanged.Read]:
+        """The files of the Winoground copy given (by stamp)."""
+        if args.winoground is None:
+            return {}
+        kind, files = find_source(Path(args.winoground))
+        found = files if kind == "parquet" or files[1].is_file() else [files[0], *files[1].rglob("*")]
+        return {"winoground": unchanged.stamps({str(f): f for f in found if f.is_file()})}
 
     def write(self, folder: Path, plan: tuple[list[str], int], args: argparse.Namespace) -> None:
         configs, n = plan
@@ -159,11 +159,11 @@ class WinogroundStyle(SyntheticBuilder):
                 unchanged.record(local_folder, self._private_inputs(args))
         print(f"private Winoground copy: {count} items in {local} (never published; do not share)", file=sys.stderr)
 
-    def _private_inputs(self, args: argparse.Namespace) -> dict[str, Any]:
+    def _private_inputs(self, args: argparse.Namespace) -> unchanged.Inputs:
         """What the private copy written elsewhere (``--winoground-out``) was made from."""
-        return unchanged.inputs(self.name, {"sources": self.inputs(args, None)["sources"]}, self.generator_files())
+        return unchanged.Inputs.of(self.name, {}, self.files_read(args, None), self.generator_files())
 
-    def intact(self, out: Path, want: dict[str, Any], args: argparse.Namespace) -> bool:
+    def intact(self, out: Path, want: unchanged.Inputs, args: argparse.Namespace) -> bool:
         """The folder intact, and so is a private copy written elsewhere (``--winoground-out``)."""
         local = args.winoground_out
         return super().intact(out, want, args) and (
@@ -209,7 +209,40 @@ def _images_beside(jsonl: Path) -> Path:
     raise WinogroundSourceError(f"{jsonl}: no images.zip or images/ folder beside it")
 
 
-def _parquet_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
+class Stored(NamedTuple):
+    """An image as a parquet copy stores it."""
+
+    bytes: Any = None
+    path: Any = None
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example of facebook/winoground, its nine columns (each image ``{"bytes", "path"}``)."""
+
+    id: int
+    image_0: Any
+    image_1: Any
+    caption_0: str
+    caption_1: str
+    tag: str
+    secondary_tag: str
+    num_main_preds: int
+    collapsed_tag: str
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Example:
+        """From a copy's columns: the id and count as numbers, the texts as text (None as "")."""
+        raw = cls(**{c: values[c] for c in _REQUIRED})
+        texts = {c: "" if getattr(raw, c) is None else str(getattr(raw, c)) for c in _TEXTS}
+        return replace(raw, id=int(raw.id), num_main_preds=int(raw.num_main_preds), **texts)
+
+
+_TEXTS = ("caption_0", "caption_1", "tag", "secondary_tag", "collapsed_tag")
+_IMAGES = ("image_0", "image_1")
+
+
+def _parquet_rows(files: list[Path]) -> Iterator[Example]:
     for f in files:
         try:
             table = pq.read_table(f)
@@ -219,16 +252,19 @@ def _parquet_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
         if missing:
             raise WinogroundSourceError(f"{f}: missing column(s) {missing}; facebook/winoground has {list(_REQUIRED)}")
         for k, row in enumerate(table.select(list(_REQUIRED)).to_pylist()):
-            for col in ("image_0", "image_1"):
-                value = row[col]
-                data = value.get("bytes") if isinstance(value, dict) else value
-                if not data:
-                    raise WinogroundSourceError(f"{f} row {k} (id {row['id']!r}): {col} holds no image bytes")
-                row[col] = {"bytes": bytes(data), "path": value.get("path") if isinstance(value, dict) else None}
-            yield row
+            ex = Example.of(row)
+            images = {}
+            for col in _IMAGES:
+                value = getattr(ex, col)
+                stored = (Stored(**{k: v for k, v in value.items() if k in Stored._fields}) if isinstance(value, dict)
+                          else Stored(value))
+                if not stored.bytes:
+                    raise WinogroundSourceError(f"{f} row {k} (id {ex.id!r}): {col} holds no image bytes")
+                images[col] = {"bytes": bytes(stored.bytes), "path": stored.path}
+            yield replace(ex, **images)
 
 
-def _jsonl_rows(jsonl: Path, images: Path) -> Iterator[dict[str, Any]]:
+def _jsonl_rows(jsonl: Path, images: Path) -> Iterator[Example]:
     if images.is_dir():
         files = {p.stem: p for p in images.rglob("*") if p.is_file()}
         read = lambda stem: files[stem].read_bytes()  # noqa: E731
@@ -254,32 +290,27 @@ def _jsonl_rows(jsonl: Path, images: Path) -> Iterator[dict[str, Any]]:
                 missing = [c for c in _REQUIRED if c not in record]
                 if missing:
                     raise WinogroundSourceError(f"{jsonl} line {line_no}: missing field(s) {missing}")
-                row = {c: record[c] for c in _REQUIRED}
-                for col in ("image_0", "image_1"):
+                stored = {}
+                for col in _IMAGES:
                     stem = Path(str(record[col])).stem
                     if stem not in names:
                         raise WinogroundSourceError(f"{jsonl} line {line_no}: {col} {record[col]!r} is not in {images}")
-                    row[col] = {"bytes": read(stem), "path": f"{stem}.png"}
-                yield row
+                    stored[col] = {"bytes": read(stem), "path": f"{stem}.png"}
+                yield replace(Example.of(record), **stored)
     finally:
         if archive is not None:
             archive.close()
 
 
-def read_winoground(path: Path) -> list[dict[str, Any]]:
-    """Rows of a local facebook/winoground copy in its schema (image bytes as they are)."""
+def read_winoground(path: Path) -> list[Example]:
+    """The examples of a local facebook/winoground copy (image bytes as they are)."""
     kind, files = find_source(path)
     rows = list(_parquet_rows(files) if kind == "parquet" else _jsonl_rows(files[0], files[1]))
     if not rows:
         raise WinogroundSourceError(f"{path}: no rows")
-    ids = [r["id"] for r in rows]
+    ids = [r.id for r in rows]
     if len(set(ids)) != len(ids):
         raise WinogroundSourceError(f"{path}: duplicate ids {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
-    for r in rows:
-        r["num_main_preds"] = int(r["num_main_preds"])
-        r["id"] = int(r["id"])
-        for col in ("caption_0", "caption_1", "tag", "secondary_tag", "collapsed_tag"):
-            r[col] = "" if r[col] is None else str(r[col])
     return rows
 
 
@@ -297,7 +328,7 @@ def build_local_winoground(source: Path, out: Path) -> int:
     )
     write_card(out, meta, LOCAL_CARD_BODY)
     write_spec(out, LOCAL_SPEC_YAML, "winoground")  # the real Winoground, whatever the folder is called
-    write_rows(out, LOCAL_CONFIG, "test", rows, WINOGROUND_FEATURES)
+    write_rows(out, LOCAL_CONFIG, "test", [asdict(r) for r in rows], WINOGROUND_FEATURES)
     return len(rows)
 
 

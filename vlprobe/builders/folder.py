@@ -160,15 +160,15 @@ class Folder(Builder):
             ds = datasets.Dataset.from_list(records, features=features)
             items = list(plan.spec.for_config(config).iter_items(ds.cast(undecoded_features(features)), config=config))
         _refuse_duplicate_ids([item.id for item in items], plan.table)
-        existing = _existing_card(folder)
-        if existing.get("license") not in (None, args.license):
-            raise ValueError(f"{out}/README.md says license {existing['license']!r}, this build says "
-                             f"{args.license!r}; one dataset repo has one licence")
-        meta = _merge_card(existing, df.ConfigDecl(config, features, (args.split,), default=True), args.default,
-                           license=args.license, pretty_name=args.pretty_name or existing.get("pretty_name")
-                           or out.resolve().name, language=args.language, n_rows=len(ds))
+        card = Card.read(folder)
+        if card.license not in (None, args.license):
+            raise ValueError(f"{out}/README.md says license {card.license!r}, this build says {args.license!r}; one "
+                             "dataset repo has one licence")
+        meta = card.merged(df.ConfigDecl(config, features, (args.split,), default=True), args.default,
+                           license=args.license, pretty_name=args.pretty_name or card.pretty_name or out.resolve().name,
+                           language=args.language, n_rows=len(ds))
         spec_out = _spec_text(folder / SPEC_FILE, plan.spec_text, plan.spec, config)
-        body = _card_body(meta, args.description, plan.table.name,
+        body = _card_body(Card.of(meta), args.description, plan.table.name,
                           spec_out if spec_out is not None else (folder / SPEC_FILE).read_text(encoding="utf-8"))
         stage = df.staging_folder(folder)
         with df.progress_bars_off():
@@ -217,17 +217,6 @@ def _embed(plan: Source) -> list[dict[str, Any]]:
             rec[col] = embedded if isinstance(row[col], list) else embedded[0]
         records.append(rec)
     return records
-
-
-def _existing_card(out: Path) -> dict[str, Any]:
-    """The YAML of ``out``'s card ({} without one), with errors that name the file."""
-    if not (out / "README.md").is_file():
-        return {}
-    try:
-        return df.read_card_metadata(out)
-    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as err:
-        raise DatasetError(f"{out / 'README.md'}: the card's YAML header cannot be read ({_one_line(err)}); "
-                           "fix it or build into another --out") from None
 
 
 def _one_line(err: BaseException) -> str:
@@ -355,16 +344,9 @@ def _default_spec(columns: list[str], image_cols: list[str], table: Path) -> dic
             f"{table}: no vlprobe.yaml in the source folder, and the columns {columns} are not the simple "
             "image/caption/foil shape; write a vlprobe.yaml naming the image, text and gold columns (see vlprobe/dataset/spec.py)"
         )
-    spec: dict[str, Any] = {}
-    if "id" in columns:
-        spec["id"] = "id"
-    spec["images"] = list(image_cols)
-    spec["texts"] = ["caption"] + foils
-    spec["gold"] = [[1] + [0] * len(foils)] * len(image_cols)
     tags = [c for c in columns if c not in set(image_cols) | {"caption", "id"} | set(foils)]
-    if tags:
-        spec["tags"] = tags
-    return spec
+    return {**({"id": "id"} if "id" in columns else {}), "images": list(image_cols), "texts": ["caption", *foils],
+            "gold": [[1] + [0] * len(foils)] * len(image_cols), **({"tags": tags} if tags else {})}
 
 
 def _features(records: list[dict[str, Any]], image_cols: list[str]) -> datasets.Features:
@@ -386,44 +368,79 @@ def _size_category(n: int) -> str:
     return "n>1M"
 
 
-def _merge_card(existing: dict[str, Any], decl: df.ConfigDecl, make_default: bool, *, license: str, pretty_name: str,
-                language: str, n_rows: int) -> dict[str, Any]:
-    """The card YAML: the other configs of ``existing`` kept, this one replaced or added."""
-    # card_metadata starts from an empty card, which huggingface_hub warns about; nothing is wrong.
-    card_log = logging.getLogger("huggingface_hub.repocard")
-    level = card_log.level
-    card_log.setLevel(logging.ERROR)
-    try:
-        fresh = df.card_metadata([decl], license=license)
-    finally:
-        card_log.setLevel(level)
-    # a card's lone config may leave its name out: it is "default" then
-    configs = [c for c in existing.get("configs") or [] if c.get("config_name", "default") != decl.name]
-    infos = existing.get("dataset_info") or []
-    infos = infos if isinstance(infos, list) else [infos]
-    infos = [{"config_name": "default", **d} for d in infos if d.get("config_name", "default") != decl.name]
-    entry = dict(fresh["configs"][0])
-    has_default = any(c.get("default") for c in configs)
-    if make_default:
-        for c in configs:
-            c.pop("default", None)
-    elif has_default:
-        entry.pop("default", None)
-    configs.append(entry)
-    infos.append(fresh["dataset_info"][0])
-    meta = {k: v for k, v in existing.items() if k not in ("configs", "dataset_info")}
-    meta.update(
-        license=license,
-        pretty_name=pretty_name,
-        language=[language] if isinstance(language, str) else language,
-        task_categories=meta.get("task_categories") or ["image-to-text"],
-        tags=sorted(set(meta.get("tags") or []) | {"vlprobe", "foils", "vision-and-language"}),
-    )
-    if not existing:
-        meta["size_categories"] = [_size_category(n_rows)]
-    meta["dataset_info"] = infos
-    meta["configs"] = configs
-    return meta
+@dataclass(frozen=True)
+class Card:
+    """A dataset folder's card YAML as ``vlprobe build folder`` merges into it: its other fields, the ``configs``
+    entries and the ``dataset_info`` entries (each naming its config: a card's lone config may leave its name out,
+    and is "default" then)."""
+
+    fields: dict[str, Any]
+    configs: list[dict[str, Any]]
+    infos: list[dict[str, Any]]
+    license: str | None = None
+    pretty_name: str | None = None
+    task_categories: list[str] | None = None
+    tags: list[str] | None = None
+
+    @classmethod
+    def of(cls, meta: dict[str, Any]) -> Card:
+        fields = {k: v for k, v in meta.items() if k not in ("configs", "dataset_info")}
+        infos = meta.get("dataset_info") or []
+        return cls(fields, list(meta.get("configs") or []),
+                   [{"config_name": "default", **d} for d in (infos if isinstance(infos, list) else [infos])],
+                   **{f: fields.get(f) for f in ("license", "pretty_name", "task_categories", "tags")})
+
+    @classmethod
+    def read(cls, folder: Path) -> Card:
+        """The card of ``folder`` (an empty one without a README.md), with errors that name the file."""
+        if not (folder / "README.md").is_file():
+            return cls({}, [], [])
+        try:
+            return cls.of(df.read_card_metadata(folder))
+        except (yaml.YAMLError, ValueError, UnicodeDecodeError) as err:
+            raise DatasetError(f"{folder / 'README.md'}: the card's YAML header cannot be read ({_one_line(err)}); "
+                               "fix it or build into another --out") from None
+
+    def names(self) -> list[str]:
+        return [_config_name(c) for c in self.configs]
+
+    def merged(self, decl: df.ConfigDecl, make_default: bool, *, license: str, pretty_name: str, language: str,
+               n_rows: int) -> dict[str, Any]:
+        """The card YAML with this config replaced or added, the others kept."""
+        # card_metadata starts from an empty card, which huggingface_hub warns about; nothing is wrong.
+        card_log = logging.getLogger("huggingface_hub.repocard")
+        level = card_log.level
+        card_log.setLevel(logging.ERROR)
+        try:
+            fresh = Card.of(df.card_metadata([decl], license=license))
+        finally:
+            card_log.setLevel(level)
+        others = [c for c in self.configs if _config_name(c) != decl.name]
+        if make_default or any(_is_default(c) for c in others):  # one default: this one, or the one there was
+            others, entry = ([_not_default(c) for c in others], fresh.configs[0]) if make_default else (
+                others, _not_default(fresh.configs[0]))
+        else:
+            entry = fresh.configs[0]
+        new = not (self.fields or self.configs or self.infos)
+        return {**self.fields, "license": license, "pretty_name": pretty_name,
+                "language": [language] if isinstance(language, str) else language,
+                "task_categories": self.task_categories or ["image-to-text"],
+                "tags": sorted(set(self.tags or []) | {"vlprobe", "foils", "vision-and-language"}),
+                **({"size_categories": [_size_category(n_rows)]} if new else {}),
+                "dataset_info": [d for d in self.infos if _config_name(d) != decl.name] + fresh.infos,
+                "configs": [*others, entry]}
+
+
+def _config_name(entry: dict[str, Any]) -> str:
+    return entry.get("config_name", "default")
+
+
+def _is_default(entry: dict[str, Any]) -> bool:
+    return bool(entry.get("default"))
+
+
+def _not_default(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "default"}
 
 
 def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str | None:
@@ -437,12 +454,9 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
         return None
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     mine = spec.for_config(config)
-    override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags)}
-    if mine.id:
-        override["id"] = mine.id
-    if mine.context:
-        override["context"] = mine.context
-    data.setdefault("configs", {})[config] = override
+    override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags),
+                **({"id": mine.id} if mine.id else {}), **({"context": mine.context} if mine.context else {})}
+    data = {**data, "configs": {**(data.get("configs") or {}), config: override}}
     return ("# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"
             + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
 
@@ -451,12 +465,11 @@ def _same(a, b) -> bool:
     return (a.images, a.texts, a.gold, a.id, a.tags, a.context) == (b.images, b.texts, b.gold, b.id, b.tags, b.context)
 
 
-def _card_body(meta: dict[str, Any], description: str, table_name: str, spec_text: str) -> str:
-    name = meta.get("pretty_name", "dataset")
-    configs = [c["config_name"] for c in meta["configs"]]
-    default = next((c["config_name"] for c in meta["configs"] if c.get("default")), configs[0])
-    feats = {d["config_name"]: d["features"] for d in meta["dataset_info"]}
-    lines = [f"# {name}", ""]
+def _card_body(card: Card, description: str, table_name: str, spec_text: str) -> str:
+    configs = card.names()
+    default = next((_config_name(c) for c in card.configs if _is_default(c)), configs[0])
+    columns = {_config_name(d): [f.get("name") for f in d.get("features") or []] for d in card.infos}
+    lines = [f"# {card.pretty_name or 'dataset'}", ""]
     if description:
         lines += [description.strip(), ""]
     lines += [
@@ -470,7 +483,7 @@ def _card_body(meta: dict[str, Any], description: str, table_name: str, spec_tex
         "|---|---|",
     ]
     for c in configs:
-        cols = ", ".join(f"`{f['name']}`" for f in feats.get(c, []))
+        cols = ", ".join(f"`{f}`" for f in columns.get(c, []))
         lines.append(f"| `{c}`{' (default)' if c == default else ''} | {cols} |")
     lines += [
         "",
@@ -490,6 +503,6 @@ def _card_body(meta: dict[str, Any], description: str, table_name: str, spec_tex
         "",
         "## Licence",
         "",
-        f"`{meta['license']}`, as declared by the builder of this folder.",
+        f"`{card.license}`, as declared by the builder of this folder.",
     ]
     return "\n".join(lines)

@@ -18,6 +18,7 @@ import importlib
 import inspect
 import json
 import pkgutil
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,6 +27,11 @@ from ..dataset.folder import ConfigDecl, rebuilding
 from ..errors import SettingError
 from ..storage.locations import cache_home, dataset_folder, datasets_home, distrust_tree, home_advice, private_folder
 from . import unchanged
+
+
+def stderr(message: str) -> None:
+    """A line of a build's log (on stderr)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 class AnnotationError(ValueError):
@@ -50,11 +56,6 @@ def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hi
     return data
 
 
-# The parsed arguments that do not change what a build writes: where it goes, how fast, how it says it, and what
-# argparse adds. Every other argument is an input (Builder.arguments).
-NOT_INPUTS = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
-
-
 class Builder(abc.ABC):
     """What ``vlprobe build NAME`` runs. A subclass says its ``name`` and ``help`` (and, for ``vlprobe list``, what
     a build ``needs`` and its :meth:`config_decls`), adds its options (:meth:`add_arguments`, calling this class's
@@ -67,7 +68,9 @@ class Builder(abc.ABC):
     # Files under vlprobe/ (globs) whose code decides what a build writes, besides the modules of the builder's own
     # classes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
     generator: tuple[str, ...] = ("dataset/folder.py", "builders/cards.py")
-    not_inputs: frozenset[str] = NOT_INPUTS  # the parsed arguments that are not inputs
+    # The parsed arguments that do not change what a build writes (where it goes, how fast, what argparse adds); every
+    # other one is an input (Builder.arguments).
+    not_inputs = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
 
     def default_out(self) -> Path | None:
         """``--out``'s default: where ``--dataset NAME`` finds it from any folder
@@ -77,11 +80,10 @@ class Builder(abc.ABC):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """``--out`` and ``--force``; a subclass adds its own options and calls this."""
         default = self.default_out()
-        where = (f"default here: {default}; ./{self.name} when it holds a vlprobe.yaml, as in a clone, else "
-                 f"$VLPROBE_ROOT/{self.name} when set, else $VLPROBE_CACHE/datasets/{self.name}, "
-                 f"~/.cache/vlprobe/datasets/{self.name} by default")
-        parser.add_argument("--out", type=Path, default=default, required=default is None,
-                            help="the dataset folder to write" + (f" ({where})" if default is not None else ""))
+        parser.add_argument("--out", type=Path, default=default, required=default is None, help="the dataset folder to "
+                            "write" + (f" (default here: {default}; ./{self.name} when it holds a vlprobe.yaml, as in a "
+                                       f"clone, else $VLPROBE_ROOT/{self.name}, else <cache>/datasets/{self.name})"
+                                       if default is not None else ""))
         parser.add_argument("--force", action="store_true",
                             help="build even when the folder was built from the same inputs and is intact (by default "
                                  "such a rebuild does nothing and says so)")

@@ -49,7 +49,7 @@ from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES,
 from ..dataset.downloads import read_member
 from ..dataset.images import check_crop_box
 from . import AnnotationError
-from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder, has_upper, pct, shown
 
 SOURCE = "visual_genome"
 COMBINED, COMBINED_FROM = "valid_hard_negs_combined", ("valid_hard_negs_atom", "valid_hard_negs_comp")
@@ -247,18 +247,14 @@ class Region:
                    any(is_set for _, is_set in read))
 
 
-def _has_upper(text: str) -> bool:
-    return any(ch.isupper() for ch in text)
-
-
 def prod_facts(regions: Sequence[Region]) -> facts.ProdFacts:
     """What rows hold (:class:`vlprobe.benchmarks.crepe.ProdFacts`): the set literals of every row read, the rest of
     the rows kept (with negatives)."""
     kept = [r for r in regions if r.negatives]
     return facts.ProdFacts(
         len(kept), sum(r.as_set for r in regions), sum(r.caption in r.negatives for r in kept),
-        sum(_has_upper(r.caption) and not any(_has_upper(t) for t in r.negatives) for r in kept),
-        sum(not _has_upper(r.caption) and all(_has_upper(t) for t in r.negatives) for r in kept))
+        sum(has_upper(r.caption) and not any(has_upper(t) for t in r.negatives) for r in kept),
+        sum(not has_upper(r.caption) and all(has_upper(t) for t in r.negatives) for r in kept))
 
 
 def read_part(rows: list[dict[str, str]], part: Part, where_file: str) -> tuple[list[Row], list[int], facts.ProdFacts]:
@@ -338,14 +334,6 @@ def crop(row: Row, column: str, data: bytes) -> bytes:
 
 
 # ---- configs, card and build report -------------------------------------------------------------------
-def _pct(n: int, d: int) -> str:
-    return f"{100 * n / d:.1f}" if d else "-"
-
-
-def _shown(items: list, first: int = 5) -> str:
-    return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
-
-
 # ---- build ------------------------------------------------------------------------------------------
 class Crepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
@@ -385,7 +373,7 @@ class Crepe(UpstreamBuilder):
         prod = [{"type": t, "configs": f"`prod_{t}_4` ... `prod_{t}_12`",
                  "csv": f"{t}/prod_vg_hard_negs_{t}_complexity_<n>.csv"} for t in PROD_TYPES]
         counts = [{"config": c, "rows": f"{f.rows:,}", "sets": f"{f.set_literals:,}", "same": f"{f.caption_is_negative:,}",
-                   "upper": _pct(f.upper_case_rule, f.rows), "lower": _pct(f.lower_case_rule, f.rows)}
+                   "upper": pct(f.upper_case_rule, f.rows), "lower": pct(f.lower_case_rule, f.rows)}
                   for c, f in facts.PROD_FACTS.items()]
         total = {k: sum(getattr(f, k) for f in facts.PROD_FACTS.values()) for k in facts.ProdFacts._fields}
         negate = [f for c, f in facts.PROD_FACTS.items() if c.startswith("prod_negate_")]
@@ -427,8 +415,8 @@ class Crepe(UpstreamBuilder):
                   "|---|---:|---:|---:|---:|"]
         for p in built:
             q, n = read.quirks[p.config], len(read.rows[p.config])  # every row read (the build may leave some out)
-            lines.append(f"| `{p.config}` | {n:,} | {q.caption_is_negative:,} | {_pct(q.upper_case_rule, n)}% | "
-                         f"{_pct(q.lower_case_rule, n)}% |")
+            lines.append(f"| `{p.config}` | {n:,} | {q.caption_is_negative:,} | {pct(q.upper_case_rule, n)}% | "
+                         f"{pct(q.lower_case_rule, n)}% |")
         if read.derived:
             lines += ["", "## `combined` negatives built as atom + comp", "",
                       f"The CSV files of these configs have no `{COMBINED}` column, so each row's negatives are its "
@@ -438,5 +426,5 @@ class Crepe(UpstreamBuilder):
             lines += ["", "## Rows left out: no negatives", "",
                       "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
                       "nothing to rank (the authors' code would rank the caption first and count it right).", ""]
-            lines += [f"- `{c}`: {len(rows)} row(s): {_shown(rows)}" for c, rows in read.empty.items()]
+            lines += [f"- `{c}`: {len(rows)} row(s): {shown(rows, 5)}" for c, rows in read.empty.items()]
         return lines

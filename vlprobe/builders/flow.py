@@ -1,43 +1,26 @@
-"""The one build flow of the paper benchmarks: annotation files pinned upstream and the original images
--> a Hub dataset folder. Every paper builder (VALSE, BLA, SugarCREPE, SugarCREPE++, COLA, CREPE,
-VL-CheckList) is an :class:`UpstreamBuilder` that says only what is its own: which files, how a record
-becomes a row, its card and its build report. The flow, in order:
+"""The one build flow of the paper benchmarks: annotation files pinned upstream and the original images -> a Hub
+dataset folder. Every paper builder is an :class:`UpstreamBuilder` that says only what is its own (which files, how a
+record becomes a :class:`Row`, its configs, card values and build report). :meth:`UpstreamBuilder.plan`, which
+writes nothing: **resolve the files** (``--annotations DIR``, else the cache, else upstream at the pinned commit:
+:mod:`vlprobe.builders.upstream`) and **verify** each against its git blob hash (a file not pinned yet is hashed and
+reported, with one warning); **read the rows** (:meth:`UpstreamBuilder.read`; ids unique within each config and split
+and across the configs a pooled config reads; ``--configs`` keeps those asked for); **check the images**, every file
+looked up before anything is written: a missing one stops the build, unless ``--skip-missing-images`` (its rows left
+out and counted; a build left with no row is refused). Where a builder keeps the first N rows of each unit
+(:attr:`Annotations.first`: VL-CheckList's ``MAX_NUM``), they are the first N *whose images can be had*, as a loader
+that skips a record without its image before it counts. ``--dry-run`` stops there, before any image is looked at,
+printing what ``data/BUILD.md`` would say and listing the image files the rows need (``--image-list``). Then
+:meth:`UpstreamBuilder.write` streams each config's rows to parquet (image bytes read and checked a chunk at a time,
+converted where the builder stores something else: CREPE's region) and writes the card, ``vlprobe.yaml`` recording
+the benchmark and ``data/BUILD.md`` (rows per config against the pinned files', the rows left out, the configs not
+built or built in part, the annotation files used with their hashes); the folder then holds this build's configs.
 
-1. **resolve the files** (:mod:`vlprobe.builders.upstream`): ``--annotations DIR``, else the cache, else
-   the benchmark's upstream at its pinned commit;
-2. **verify the pins**: each file against its git blob hash (a file not pinned yet is hashed and
-   reported, with one warning);
-3. **read the rows** (:meth:`UpstreamBuilder.read`): rows per config and split, each naming its images
-   (``_images``: ``(column, source, file)`` per image); ids checked unique within each config and split
-   and across the configs a pooled config reads together; ``--configs`` keeps the configs asked for;
-4. **check the images**: every file looked up before anything is written; a missing one stops the
-   build with a report per source, unless ``--skip-missing-images`` (its rows are then left out and
-   counted); a build left with no row is refused. Where a builder keeps only the first N rows of each
-   of its units (:attr:`Annotations.first`: VL-CheckList's ``MAX_NUM``), they are the first N *whose
-   images can be had*, as a loader that skips a record without its image before it counts.
-
-Steps 1-4 are :meth:`UpstreamBuilder.plan`, which writes nothing. ``--dry-run`` stops there, before any
-image is looked at: it prints what ``data/BUILD.md`` would say (rows per config, the files missing) and
-lists the image files the rows need (``--image-list``), so a user knows what to fetch. Then
-:meth:`UpstreamBuilder.build`:
-
-5. **stream and stage**: each config's rows to parquet in a staging folder, image bytes read and
-   checked a chunk at a time (and converted where the builder stores something else, CREPE's region);
-6. **publish**: the staging folder moved in (a failed build leaves the folder as it was; the folder then
-   holds this build's configs only), then the card, ``vlprobe.yaml`` recording the benchmark
-   (:func:`vlprobe.dataset.folder.write_spec`), and ``data/BUILD.md``: rows per config against the
-   pinned files', the rows left out, the configs not built or built in part, the annotation files used
-   with their hashes.
-
-**Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`)
-builds the configs whose files are at hand: a config with none of its files is left out, one with some
-of them is built from those (VL-CheckList's leaves read several corpus files), and both are named, with
-where to get what is missing, in the log and in ``data/BUILD.md``; only a config asked for by name
-(``--configs``) that cannot be built at all stops the build, or a build with nothing to build. A file
-may stand for another (a third-party copy of an upstream file, :attr:`Benchmark.copies`, read from
-``--annotations DIR`` only). A builder that does not say needs every file (the rule before partial
-builds); ``--configs`` then keeps the configs asked for from what it read. The card still declares
-every config, and a config with no files is left out of what loads
+**Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`) builds
+the configs whose files are at hand: one with none of its files is left out, one with some is built from those, and
+both are named with where to get what is missing; only a config asked for by name (``--configs``) that cannot be built
+at all, or a build with nothing to build, stops it. A file may stand for another (a third-party copy,
+:attr:`Benchmark.copies`, read from ``--annotations DIR`` only). A builder that does not say needs every file. The card
+still declares every config; one with no files is left out of what loads
 (:func:`vlprobe.dataset.folder.record_data_files`).
 """
 
@@ -47,8 +30,8 @@ import abc
 import argparse
 import os
 import shutil
-import sys
 import time
+from collections import Counter
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence, TypeVar
@@ -59,7 +42,7 @@ import datasets
 from ..benchmarks import Benchmark, Upstream
 from ..dataset import image_sources as imgs
 from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_spec, write_split_rows
-from . import AnnotationError, Builder, cards, unchanged, upstream
+from . import AnnotationError, Builder, cards, stderr, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
 R = TypeVar("R")
@@ -102,6 +85,10 @@ class Annotations:
     facts: Any = None
     first: int | None = None
 
+    def images(self) -> Iterator[Image]:
+        """Every image of every row, in order (an image named by several rows, once per row)."""
+        return (i for splits in self.rows.values() for rows in splits.values() for r in rows for i in r.images)
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -110,9 +97,6 @@ class Selection:
 
     configs: tuple[str, ...]
     files: frozenset[str]
-
-    def has(self, path: str) -> bool:
-        return path in self.files
 
 
 @dataclass
@@ -130,20 +114,10 @@ class Plan:
     absent: dict[str, tuple[Any, Upstream, str]] = field(default_factory=dict)  # path -> (pin, set, why)
     unbuilt: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (none at hand)
     partial: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (built from the rest)
-    past_first: dict[str, int] = field(default_factory=dict)  # config -> rows after the first N of their units
-    images_checked: bool = True  # False: a dry run, which looks no image up unless told where they are
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Rows per config and split that the build would write."""
         return {c: {s: len(rows) for s, rows in splits.items()} for c, splits in self.annotations.rows.items()}
-
-
-class _Missing(NamedTuple):
-    """The files a build lacks: why each is not here, the configs none of whose files are, those with some."""
-
-    absent: dict[str, tuple[Any, Upstream, str]]
-    unbuilt: dict[str, list[str]]
-    partial: dict[str, list[str]]
 
 
 @dataclass
@@ -156,10 +130,6 @@ class _Unit:
     rows: list[Row]
     taken: int = 0
     kept: list[Row] = field(default_factory=list)
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 class UpstreamBuilder(Builder):
@@ -235,7 +205,7 @@ class UpstreamBuilder(Builder):
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         """What the card's template (``vlprobe/templates/<name>_card.md``) is filled with, besides the citation and
-        the pinned files (:func:`upstream_values`): the same for every build."""
+        the pinned files: the same for every build."""
         return {}
 
     def write_card(self, out: Path, annotations: Annotations) -> Path:
@@ -243,8 +213,11 @@ class UpstreamBuilder(Builder):
         up = self.benchmark.upstream
         assert up is not None
         meta = card_metadata(self.config_decls(), language=["en"], license="other", **self.card)
-        return cards.write(out, f"{self.name}_card.md", meta, citation=self.benchmark.citation.strip(),
-                           **{**upstream_values(up), **self.card_values(annotations)})
+        files = [{"path": f.path, "blob": f.blob or "not pinned yet",  # a file without a pinned hash says so
+                  "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files]
+        return cards.write(out, f"{self.name}_card.md", meta, citation=self.benchmark.citation.strip(), **{
+            "annotations_url": up.default_url, "upstream_folder": up.folder, "upstream_repo": up.repo,
+            "upstream_commit": up.commit, "url_env": up.url_env, "files": files, **self.card_values(annotations)})
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         """Rows per config a build with every image holds (the pinned files')."""
@@ -327,34 +300,35 @@ class UpstreamBuilder(Builder):
             what = cannot or list(needs)
             files = list(dict.fromkeys(p for c in wanted if c in unbuilt for p in unbuilt[c]))
             raise upstream.AnnotationDownloadError(
-                f"{self.title}: cannot build {_shown(what)}: none of {'its' if len(what) == 1 else 'their'} "
+                f"{self.title}: cannot build {shown(what)}: none of {'its' if len(what) == 1 else 'their'} "
                 f"annotation files is at hand.\n" + "\n".join(absent_files(files, located.absent))
                 + "\nGive them with --annotations DIR (or run online once), or build other configs (--configs).")
         return build, unbuilt, partial
 
-    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, _Missing]:
-        """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing."""
+    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, dict[str, Any]]:
+        """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing (the
+        :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
         requested = self._requested(args)
         needs = self.config_files()
         if needs is None:
             pinned = self.files(args)
             folder = upstream.annotation_folder(pinned, args.annotations, cache_dir=args.cache_dir,
                                                 base_url=getattr(args, "annotations_url", None), retries=args.retries,
-                                                log=_log)
+                                                log=stderr)
             files = upstream.file_records(pinned, folder)
             leaves = list(dict.fromkeys(c for ls in requested.values() for c in ls)) if requested else self._leaves()
-            missing = _Missing({}, {}, {})
+            missing: dict[str, Any] = {}
             selection = Selection(tuple(leaves), frozenset(f.path for f in pinned.files))
         else:
             sets = (self.files(args), *self.benchmark.copies)
             located = upstream.locate(sets, args.annotations, cache_dir=args.cache_dir,
-                                      base_url=getattr(args, "annotations_url", None), retries=args.retries, log=_log)
+                                      base_url=getattr(args, "annotations_url", None), retries=args.retries, log=stderr)
             leaves, unbuilt, partial = self._select(needs, requested, located)
             folder, files = located.folder, located.records()
-            missing = _Missing(located.absent, unbuilt, partial)
+            missing = dict(absent=located.absent, unbuilt=unbuilt, partial=partial)
             selection = Selection(tuple(leaves), frozenset(located.found))
             for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
-                _log(f"{self.name}: {line}")
+                stderr(f"{self.name}: {line}")
         annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
             annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}
@@ -371,14 +345,13 @@ class UpstreamBuilder(Builder):
                                         locations=imgs.parse_locations(args.image_dir, self._source_names()),
                                         download=args.download and images, cache_dir=args.cache_dir,
                                         retries=args.retries) if look else {}
-        report, skipped, past_first = self._take_rows(annotations, resolvers, args, refill=images)
+        report, skipped = self._take_rows(annotations, resolvers, args, refill=images)
         if images:
-            _log(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
-        return Plan(folder, files, annotations, report, skipped, resolvers, missing.absent, missing.unbuilt,
-                    missing.partial, past_first, images_checked=images)
+            stderr(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
+        return Plan(folder, files, annotations, report, skipped, resolvers, **missing)
 
     def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
-                   args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]], dict[str, int]]:
+                   args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]]]:
         """Step 4, on ``annotations.rows`` in place: each unit's first N rows (every row where
         ``annotations.first`` is None) whose images can be had. A missing image stops the build unless
         ``--skip-missing-images``; then its rows are left out (and counted) and the unit's next rows are
@@ -412,18 +385,14 @@ class UpstreamBuilder(Builder):
         for config, splits in annotations.rows.items():
             for split in splits:
                 splits[split] = [r for u in units if (u.config, u.split) == (config, split) for r in u.kept]
-        past_first: dict[str, int] = {}
-        for u in units:
-            if len(u.rows) > u.taken:
-                past_first[u.config] = past_first.get(u.config, 0) + len(u.rows) - u.taken
         if report and refill:
-            _log(f"skipping {report.total} missing image file(s):\n" + report.summary())
+            stderr(f"skipping {report.total} missing image file(s):\n" + report.summary())
             if not any(rows for splits in annotations.rows.values() for rows in splits.values()):
                 raise imgs.MissingImagesError(
                     report, "No row has its images, so there is nothing to build (--skip-missing-images leaves "
                             "out only some rows); pass the image folders or zips (--images ROOT, --image-dir "
                             "SOURCE=PATH) or --download.")
-        return report, skipped, past_first
+        return report, skipped
 
     def _look_up(self, rows: list[Row], resolvers: dict[str, imgs.ImageResolver],
                  known: dict[tuple[str, str], bool], report: imgs.MissingReport, args: argparse.Namespace) -> None:
@@ -457,12 +426,7 @@ class UpstreamBuilder(Builder):
         would say), the image files the rows need listed (``--image-list``); nothing built. Returns
         where the list went."""
         plan = self.plan(args, images=False)
-        needed: dict[tuple[str, str], int] = {}
-        for splits in plan.annotations.rows.values():
-            for rows in splits.values():
-                for r in rows:
-                    for _, source, file in r.images:
-                        needed[(source, file)] = needed.get((source, file), 0) + 1
+        needed = Counter((i.source, i.file) for i in plan.annotations.images())
         looked = bool(plan.resolvers)
         gone = {(s, n) for s, names in plan.missing.missing.items() for n in names}
         listing = ["source\tfile\trows\tfound"] + [
@@ -473,9 +437,7 @@ class UpstreamBuilder(Builder):
         lines += self.report(plan, args)
         lines += missing_lines(plan.unbuilt, plan.partial, plan.absent)
         lines += file_lines(self.files(args), plan.files)
-        per_source: dict[str, int] = {}
-        for s, _ in needed:
-            per_source[s] = per_source.get(s, 0) + 1
+        per_source = Counter(s for s, _ in needed)
         lines += ["", "## Images", "", f"The rows need **{len(needed):,}** image files ("
                   + ", ".join(f"{s}: {n:,}" for s, n in sorted(per_source.items())) + "), listed in "
                   + ("the list below" if str(target) == "-" else f"`{target}`") + "."]
@@ -504,13 +466,8 @@ class UpstreamBuilder(Builder):
     def files_read(self, args: argparse.Namespace, plan: Plan) -> dict[str, unchanged.Read]:
         """The annotation files read (by git blob hash) and the images the rows hold (by stamp: wherever they are,
         :func:`vlprobe.builders.unchanged.stamps`)."""
-        images: dict[str, str] = {}
-        for splits in plan.annotations.rows.values():
-            for rows in splits.values():
-                for r in rows:
-                    for _, source, file in r.images:
-                        if f"{source}/{file}" not in images:
-                            images[f"{source}/{file}"] = _file_of(plan.resolvers[source].locate(file) or file)
+        named = {f"{i.source}/{i.file}": i for i in plan.annotations.images()}
+        images = {name: _file_of(plan.resolvers[i.source].locate(i.file) or i.file) for name, i in named.items()}
         return {"annotations": unchanged.hashes({f.path: f.blob for f in plan.files}), "images": unchanged.stamps(images)}
 
     def write(self, folder: Path, plan: Plan, args: argparse.Namespace) -> None:
@@ -531,7 +488,7 @@ class UpstreamBuilder(Builder):
             for split, rows in splits.items():
                 write_split_rows(stage, config, split, stream(rows), self.features(config, split))
             n = sum(len(rows) for rows in splits.values())
-            _log(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
+            stderr(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
         publish_staged(stage, folder)
         for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
             if config not in plan.annotations.rows:
@@ -546,10 +503,10 @@ class UpstreamBuilder(Builder):
         for config, n in plan.counts().items():
             if (config in expected and sum(n.values()) != expected[config] and not plan.skipped
                     and config not in plan.partial):
-                _log(f"{self.name}: note: {config} has {sum(n.values()):,} rows, the pinned files "
+                stderr(f"{self.name}: note: {config} has {sum(n.values()):,} rows, the pinned files "
                      f"{expected[config]:,}")
         total = sum(sum(n.values()) for n in plan.counts().values())
-        _log(f"{self.name}: {total} rows, built in {time.perf_counter() - start:.1f}s")
+        stderr(f"{self.name}: {total} rows, built in {time.perf_counter() - start:.1f}s")
 
     def _check_ids(self, rows: Rows) -> None:
         """Row ids unique within each config's split, and across the configs a pooled config reads
@@ -628,8 +585,18 @@ def skipped_lines(skipped: Mapping[str, Sequence[str]]) -> list[str]:
     return lines
 
 
-def _shown(items: list[str], first: int = 6) -> str:
-    return ", ".join(items[:first]) + (f" (+{len(items) - first} more)" if len(items) > first else "")
+def shown(items: Sequence[Any], first: int = 6) -> str:
+    """The first few of ``items``, and how many more."""
+    return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
+
+
+def pct(n: float, d: float = 1) -> str:
+    """``n / d`` as a percentage with one decimal ("-" for no ``d``)."""
+    return f"{100 * n / d:.1f}" if d else "-"
+
+
+def has_upper(text: str) -> bool:
+    return any(ch.isupper() for ch in text)
 
 
 def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[Any, Upstream, str]]) -> list[str]:
@@ -654,7 +621,7 @@ def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Se
     if not markdown:
         out = []
         if unbuilt:
-            out.append(f"{len(unbuilt)} config(s) not built, none of their annotation files at hand: {_shown(list(unbuilt))}")
+            out.append(f"{len(unbuilt)} config(s) not built, none of their annotation files at hand: {shown(list(unbuilt))}")
         if partial:
             out.append(f"{len(partial)} config(s) built from part of their annotation files: "
                        + "; ".join(f"{c} (lacking {len(ls)})" for c, ls in partial.items()))
@@ -689,14 +656,6 @@ def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str
         lines += [f"| `{r.path}` | `{r.blob}` | {r.size:,} | {'pinned hash' if r.pinned else '**unverified**'} |"
                   for r in rows]
     return lines
-
-
-def upstream_values(up: Upstream) -> dict[str, Any]:
-    """What a card says of the annotation files; a file without a pinned hash says so."""
-    return dict(annotations_url=up.default_url, upstream_folder=up.folder, upstream_repo=up.repo,
-                upstream_commit=up.commit, url_env=up.url_env,
-                files=[{"path": f.path, "blob": f.blob or "not pinned yet",
-                        "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files])
 
 
 def parse_record(kind: type[R], rec: Any, where: str) -> R:

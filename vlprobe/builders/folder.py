@@ -42,7 +42,7 @@ from ..dataset.reading import CAPTIONS_BYTES, parse_json, read_text
 from ..dataset.spec import SPEC_FILE, ItemSpec
 from ..errors import DatasetError, SettingError
 from ..storage.paths import check_config_name, check_split_name, inside
-from . import Builder, unchanged
+from . import Builder, cards, unchanged
 
 CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of records
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
@@ -219,10 +219,6 @@ def _embed(plan: Source) -> list[dict[str, Any]]:
     return records
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())
-
-
 def _refuse_duplicate_ids(ids: list[str], table: Path) -> None:
     """Per-item scores are keyed by the row id: two rows with one id would overwrite each other."""
     repeated = {i: n for i, n in Counter(ids).items() if n > 1}
@@ -323,16 +319,12 @@ def _json_array(path: Path, data: Any) -> list[dict[str, Any]]:
     return data
 
 
-def _is_image_path(value: Any) -> bool:
-    return isinstance(value, str) and value.lower().endswith(IMAGE_SUFFIXES)
-
-
 def _guess_image_columns(rows: list[dict[str, Any]], base: Path) -> list[str]:
     cols = []
     for col in rows[0]:
         values = [r[col] for r in rows]
         flat = [v for x in values for v in (x if isinstance(x, list) else [x])]
-        if flat and all(_is_image_path(v) for v in flat):
+        if flat and all(isinstance(v, str) and v.lower().endswith(IMAGE_SUFFIXES) for v in flat):
             cols.append(col)
     return cols
 
@@ -398,8 +390,9 @@ class Card:
         try:
             return cls.of(df.read_card_metadata(folder))
         except (yaml.YAMLError, ValueError, UnicodeDecodeError) as err:
-            raise DatasetError(f"{folder / 'README.md'}: the card's YAML header cannot be read ({_one_line(err)}); "
-                               "fix it or build into another --out") from None
+            why = " ".join(str(err).split())
+            raise DatasetError(f"{folder / 'README.md'}: the card's YAML header cannot be read ({why}); fix it or build "
+                               "into another --out") from None
 
     def names(self) -> list[str]:
         return [_config_name(c) for c in self.configs]
@@ -450,7 +443,8 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
     if not path.is_file():
         return spec_text
     current = ItemSpec.from_file(path)
-    if _same(current.for_config(config), spec.for_config(config)):
+    a, b = current.for_config(config), spec.for_config(config)
+    if (a.images, a.texts, a.gold, a.id, a.tags, a.context) == (b.images, b.texts, b.gold, b.id, b.tags, b.context):
         return None
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     mine = spec.for_config(config)
@@ -461,48 +455,13 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
             + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
 
 
-def _same(a, b) -> bool:
-    return (a.images, a.texts, a.gold, a.id, a.tags, a.context) == (b.images, b.texts, b.gold, b.id, b.tags, b.context)
-
-
 def _card_body(card: Card, description: str, table_name: str, spec_text: str) -> str:
+    """The card's prose: ``vlprobe/templates/folder_body.md`` with the folder's configs, their columns and its spec."""
     configs = card.names()
     default = next((_config_name(c) for c in card.configs if _is_default(c)), configs[0])
     columns = {_config_name(d): [f.get("name") for f in d.get("features") or []] for d in card.infos}
-    lines = [f"# {card.pretty_name or 'dataset'}", ""]
-    if description:
-        lines += [description.strip(), ""]
-    lines += [
-        "A foil instrument for probing vision-and-language models: each row holds image(s), a true caption and "
-        "foil(s). Built with `vlprobe build folder` from a folder of images and a captions file "
-        f"(last: `{table_name}`); the image bytes are embedded in the parquet.",
-        "",
-        "## Configs",
-        "",
-        "| config | columns |",
-        "|---|---|",
-    ]
-    for c in configs:
-        cols = ", ".join(f"`{f}`" for f in columns.get(c, []))
-        lines.append(f"| `{c}`{' (default)' if c == default else ''} | {cols} |")
-    lines += [
-        "",
-        "## Use",
-        "",
-        "```python",
-        "from datasets import load_dataset",
-        f'ds = load_dataset("<org>/<name>", "{default}")',
-        "```",
-        "",
-        "`vlprobe.yaml` says how rows become items (images x texts with a gold matrix), so vlprobe scores it "
-        "directly:",
-        "",
-        "```yaml",
-        spec_text.strip(),
-        "```",
-        "",
-        "## Licence",
-        "",
-        f"`{card.license}`, as declared by the builder of this folder.",
-    ]
-    return "\n".join(lines)
+    rows = [f"| `{c}`{' (default)' if c == default else ''} | " + ", ".join(f"`{f}`" for f in columns.get(c, [])) + " |"
+            for c in configs]
+    return cards.body("folder_body.md").format(
+        name=card.pretty_name or "dataset", description=f"{description.strip()}\n\n" if description else "",
+        table=table_name, configs="\n".join(rows), default=default, spec=spec_text.strip(), license=card.license)

@@ -28,9 +28,9 @@ SOURCE = "coco2017_val"
 
 @dataclass(frozen=True)
 class Subset:
+    """A subset (its file is ``<config>.json``; what changes in it, with an example: the card's template)."""
+
     config: str
-    title: str
-    example: str
 
     @property
     def category(self) -> str:  # the paper's grouping: add / replace / swap
@@ -41,24 +41,7 @@ class Subset:
         return facts.COUNTS[self.config]
 
 
-# The file of each subset is <config>.json.
-SUBSETS: tuple[Subset, ...] = (
-    Subset("add_obj", "ADD-OBJ: an object is added",
-           "*A cat and dog napping together on the couch.* / *A cat and a dog napping together under a blanket on the couch.*"),
-    Subset("add_att", "ADD-ATT: an attribute is added",
-           "*A drawing of a young woman with many facial piercings.* / *A drawing of a tattooed young woman ...*"),
-    Subset("replace_obj", "REPLACE-OBJ: an object is replaced",
-           "*Several toy animals - a bull, giraffe, deer and parakeet.* / *... giraffe, snake and parakeet.*"),
-    Subset("replace_att", "REPLACE-ATT: an attribute is replaced",
-           "*A tan toilet and sink combination in a small room.* / *A white toilet and sink ...*"),
-    Subset("replace_rel", "REPLACE-REL: a relation is replaced",
-           "*A white with red striped bus drives down the slow lane ...* / *... bus is stuck in the slow lane ...*"),
-    Subset("swap_obj", "SWAP-OBJ: two objects are swapped",
-           "*A cat sits on its hind legs, and swats at the plant.* / *A cat sits on the plant, and swats at its hind legs.*"),
-    Subset("swap_att", "SWAP-ATT: two attributes are swapped",
-           "*Blue bathroom with two white towels hanging by the shower.* / *White bathroom with two blue towels ...*"),
-)
-assert tuple(s.config for s in SUBSETS) == facts.SUBSETS
+SUBSETS = tuple(Subset(c) for c in facts.SUBSETS)
 BY_CONFIG = {s.config: s for s in SUBSETS}
 TOTAL = sum(facts.COUNTS.values())
 
@@ -133,8 +116,7 @@ class SugarCrepe(UpstreamBuilder):
         return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        rows = [{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}",
-                 "example": s.example} for s in SUBSETS]
         groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
                    "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
-        return dict(rows=rows, groups=groups, total=f"{TOTAL:,}")
+        return dict(category={s.config: s.category for s in SUBSETS}, count={s.config: f"{s.count:,}" for s in SUBSETS},
+                    groups=groups, total=f"{TOTAL:,}")

@@ -97,11 +97,8 @@ class RateMeter:
 
     def report(self, what: str, total_seconds: float) -> None:
         rate = self.images / self.seconds if self.seconds else float("nan")
-        print(
-            f"{what}: {self.images} images rendered in {self.seconds:.1f}s ({rate:.0f} images/s); "
-            f"total {total_seconds:.1f}s",
-            file=sys.stderr,
-        )
+        print(f"{what}: {self.images} images rendered in {self.seconds:.1f}s ({rate:.0f} images/s); total "
+              f"{total_seconds:.1f}s", file=sys.stderr)
 
 
 def write_rows(folder: Path, config: str, split: str, rows: list[Mapping[str, Any]], features: datasets.Features) -> Path:

@@ -1,17 +1,12 @@
 """A rebuild with the same inputs does nothing, and says so: every builder, through :meth:`vlprobe.builders.Builder.build`.
 
-A build records what its output depends on, in ``<folder>/data/BUILD_INPUTS.json``, with the sha256 of every file it
-wrote. Asked to build again, a builder compares: the same inputs, and every recorded file there with the same bytes,
-is "up to date: nothing built" in seconds instead of rendering or reading everything again; any difference (another
-size or seed, an edited generator, a new Pillow, another annotation file or image, a deleted or changed shard)
-rebuilds, as does ``--force``.
-
-The inputs (:func:`inputs`): the builder's name; its arguments (those that change the output, not ``--out`` or
-``--workers``); for a builder that reads files, what it read (``sources``: an upstream benchmark's annotation files
-by git blob hash, the stamps of its images, a user's captions file and images); the sha256 of the source files that
-generate the output (its **generator version**: the code itself, so an edit rebuilds in a clone and an upgrade
-rebuilds when installed); and the versions of the libraries whose bytes end up in the files (Pillow and zlib encode
-the PNGs, pyarrow and datasets write the parquet).
+A build records what its output depends on (:class:`Inputs`) in ``<folder>/data/BUILD_INPUTS.json``, with the sha256
+of every file it wrote; built again from the same inputs, with every recorded file there and unchanged, it is "up to
+date: nothing built" in seconds. The inputs: the builder, its arguments (not ``--out`` or ``--workers``), the files
+it read (``sources``: annotation files by git blob hash, images and a user's captions by stamp), the sha256 of the
+code that generates the output (its **generator version**: an edit rebuilds in a clone, an upgrade when installed)
+and the versions of the libraries whose bytes end up in the files (Pillow and zlib encode the PNGs, pyarrow and
+datasets write the parquet). Any difference, a deleted or changed file, or ``--force`` rebuilds.
 """
 
 from __future__ import annotations

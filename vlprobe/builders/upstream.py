@@ -38,7 +38,7 @@ from typing import Sequence
 from ..benchmarks import Upstream, UpstreamFile
 from ..storage.keys import git_blob_sha1
 from ..storage.locations import cache_home, distrust, home_advice, images_home
-from . import AnnotationError
+from . import AnnotationError, stderr
 
 
 def default_cache() -> Path:
@@ -123,13 +123,7 @@ def warn_unpinned(upstream: Upstream, log=None) -> None:
             f"pinned git blob hash, because vlprobe has none recorded for them yet ({shown}); the hashes of the "
             f"files used are in the build's data/BUILD.md; to pin one, compare it with what `git ls-tree "
             f"{upstream.commit[:8]} {upstream.folder}<file>` prints in a clone of github.com/{upstream.repo}")
-    (log or _stderr)(line)
-
-
-def _stderr(msg: str) -> None:
-    import sys
-
-    print(msg, file=sys.stderr, flush=True)
+    (log or stderr)(line)
 
 
 def _offline() -> bool:
@@ -191,52 +185,20 @@ def annotation_folder(
     timeout: float = 60.0,
     log=None,
 ) -> Path:
-    """A folder holding every file of ``upstream``, each verified against its git blob hash."""
+    """A folder holding every file of ``upstream``, each verified against its git blob hash (:func:`locate`, for a
+    build that needs them all): a file missing stops it, naming every file missing and where to get it."""
+    located = locate([upstream], local, cache_dir, base_url, retries, timeout, log)
+    absent = [f for f in upstream.files if f.path in located.absent]
+    if not absent:
+        return located.folder
     if local is not None:
-        folder = Path(local).expanduser()
-        absent = [f for f in upstream.files if not (folder / f.path).is_file()]
-        if absent:
-            shown = ", ".join(f.path for f in absent[:5]) + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else "")
-            raise FileNotFoundError(
-                f"{upstream.benchmark} annotation file not found: {folder / absent[0].path} "
-                f"({len(absent)} of {len(upstream.files)} missing in --annotations {folder}: {shown}; it should "
-                f"hold {upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
-        for f in upstream.files:
-            verify((folder / f.path).read_bytes(), f, str(folder / f.path), upstream)
-        warn_unpinned(upstream, log)
-        return folder
-
-    cache = cache_folder(upstream, cache_dir)
-    missing = []
-    for f in upstream.files:
-        path = cache / f.path
-        if path.is_file():
-            try:
-                verify(path.read_bytes(), f, str(path), upstream)
-                continue
-            except AnnotationChecksumError:
-                path.unlink()  # a damaged cache entry: fetch it again
-        missing.append(f)
-    if not missing:
-        warn_unpinned(upstream, log)
-        return cache
-    base = upstream.base_url(base_url)
-    if _offline():
-        raise AnnotationDownloadError(_needed_message(
-            upstream, missing, base, "offline mode is on (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE)", cache))
-    for n, f in enumerate(missing):
-        url = base + f.path
-        data, errors, _ = _fetch(url, timeout, retries)
-        if data is None:
-            raise AnnotationDownloadError(_needed_message(
-                upstream, missing[n:], base, f"downloading {url} failed ({'; '.join(errors)})", cache))
-        verify(data, f, url, upstream)
-        _write_atomically(cache / f.path, data)
-        if log:
-            log(f"{upstream.benchmark}: fetched {f.path} ({len(data):,} bytes, "
-                + ("git blob verified)" if f.pinned else "no pinned git blob hash to check it against)"))
-    warn_unpinned(upstream, log)
-    return cache
+        shown = ", ".join(f.path for f in absent[:5]) + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else "")
+        raise FileNotFoundError(
+            f"{upstream.benchmark} annotation file not found: {located.folder / absent[0].path} ({len(absent)} of "
+            f"{len(upstream.files)} missing in --annotations {located.folder}: {shown}; it should hold "
+            f"{upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
+    why = located.absent[absent[0].path][2].removeprefix(f"not in the cache ({located.folder}) and ")
+    raise AnnotationDownloadError(_needed_message(upstream, absent, upstream.base_url(base_url), why, located.folder))
 
 
 @dataclass

@@ -15,7 +15,7 @@ import argparse
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import datasets
 from datasets import Features, List, Value
@@ -26,68 +26,16 @@ from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
 
 
-@dataclass(frozen=True)
-class Instrument:
+class Instrument(NamedTuple):
+    """An instrument: its config, annotation file and piece (what each tests: the card, templates/valse_card.md)."""
+
     config: str
     file: str
     piece: str
-    title: str
-    tests: str
-    example: str
 
 
-# Config name, annotation file, piece, and what the instrument tests (paper §3, Table 1).
-INSTRUMENTS: tuple[Instrument, ...] = (
-    Instrument("existence", "existence.json", "existence", "Existence (existential quantifiers)",
-               "Is there no entity of a kind in the image, or one or more? Captions come from Visual7W "
-               "'how many' answers turned into statements; the foil turns 'no X' into 'X' and back.",
-               "*There are no animals shown.* / foil *There are animals shown.*"),
-    Instrument("plurality", "plurals.json", "plurality", "Plurality (semantic number)",
-               "A noun phrase denoting a single entity vs. several: a singular NP is foiled by a plural one "
-               "(sg2pl) or the reverse (pl2sg), with quantifiers 'exactly one' / 'some' / 'a number of'. COCO 2017 val "
-               "captions; GRUEN grammaticality >= 0.8 and NLI (foil must contradict the caption) filters.",
-               "*A small copper vase with some flowers in it.* / foil *... with exactly one flower in it.*"),
-    Instrument("counting_balanced", "counting-hard.json", "counting", "Counting, balanced",
-               "The number of entities: the numeral of a Visual7W 'how many' statement is replaced by another; "
-               "the number of examples per class is capped and caption/foil classes are balanced.",
-               "*There are four zebras.* / foil *There are six zebras.*"),
-    Instrument("counting_small_numbers", "counting-small-quant.json", "counting", "Counting, small numbers",
-               "A sanity check: caption and foil numbers are both in {0, 1, 2, 3}, classes balanced.",
-               "*Cars are allowed to park for exactly 2 hours from 8 am to 6 pm.* / foil *... exactly 1 hour ...* "
-               "(from `counting-small-quant.json`)"),
-    Instrument("counting_adversarial", "counting-adversarial.json", "counting", "Counting, adversarial",
-               "Caption numbers are >= 4 and foil numbers in {0, 1, 2, 3}, so a model biased towards the frequent "
-               "small numbers prefers the foil.",
-               "*There are exactly 4 cars parked.* / foil *There are exactly 0 cars parked.* "
-               "(from `counting-adversarial.json`)"),
-    Instrument("relations", "relations.json", "relations", "Spatial relations (prepositions)",
-               "The spatial preposition: SpanBERT proposes a 1-3 word replacement that occurs in the data; "
-               "GRUEN and NLI filters. COCO 2017 val captions.",
-               "*A cat plays with a pocket knife on a table.* / foil *... underneath a table.*"),
-    Instrument("action_replacement", "action-replacement.json", "actions", "Actions, replacement",
-               "Does the action in the text match the image? The verb is replaced by another SWiG verb "
-               "suggested by BERT (not a WordNet synonym, hyponym or hypernym). Captions generated from SWiG.",
-               "*A man shouts at a woman.* / foil *A man smiles at a woman.*"),
-    Instrument("actant_swap", "actant-swap.json", "actions", "Actions, actant swap",
-               "Who does what to whom: the two role fillers of the action are swapped.",
-               "*A man shouts at a woman.* / foil *A woman shouts at a man.*"),
-    Instrument("coreference_standard", "coreference-standard.json", "coreference", "Coreference, standard",
-               "Pronominal coreference: VisDial v1.0 (train) [caption. question with a pronoun? yes/no.]; the "
-               "foil flips the answer; yes/no balanced.",
-               "*Buffalos walk along grass. Are they in a zoo? No.* / foil *... Yes.*"),
-    Instrument("coreference_clean", "coreference-hard.json", "coreference", "Coreference, clean",
-               "As coreference standard, on a small set from the VisDial v1.0 validation set.",
-               "*a woman sits on a bench holding a guitar in her lap. is this in a park? yes.* / foil *... no.* "
-               "(from `coreference-hard.json`)"),
-    Instrument("foil_it", "foil-it.json", "foil_it", "FOIL-it! (noun phrases)",
-               "Noun phrases: 1,000 random entries of FOIL-it! (Shekhar et al., 2017): a COCO 2014 val caption whose noun "
-               "phrase is replaced by a semantically related one.",
-               "*a giant bowl of food, with broccoli and other food on it.* / foil *a giant bottle of food, ...* "
-               "(from `foil-it.json`; the paper gives no example)"),
-)
+INSTRUMENTS = tuple(Instrument(c, facts.FILES[c], facts.BENCHMARK.parts[c]) for c in facts.INSTRUMENTS)
 BY_CONFIG = {i.config: i for i in INSTRUMENTS}
-assert tuple(BY_CONFIG) == facts.INSTRUMENTS and all(facts.FILES[i.config] == i.file for i in INSTRUMENTS)
-assert all(facts.BENCHMARK.parts[i.config] == i.piece for i in INSTRUMENTS)
 PIECES = facts.PIECES
 # The paper's Table 5 #Valid and #Inst.: shown in the card; a build whose counts differ says so.
 PAPER_VALID, PAPER_ALL = facts.PAPER_VALID, facts.PAPER_ALL
@@ -295,7 +243,7 @@ class Valse(UpstreamBuilder):
         archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
                     for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
         return dict(
-            rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
+            rows=rows, piece_rows=piece_rows, selection=selection,
             total=_fmt(total), archives=archives,
         )
 

@@ -41,7 +41,7 @@ from ..benchmarks import vl_checklist as facts
 from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
 from ..dataset.image_sources import Archive, SourceSpec
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, parse_record
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, has_upper, parse_record, pct
 
 # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
 # hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
@@ -193,10 +193,6 @@ def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: s
     return rows
 
 
-def _has_upper(text: str) -> bool:
-    return any(ch.isupper() for ch in text)
-
-
 def file_facts(records: list[Record]) -> facts.FileFacts:
     """:class:`vlprobe.benchmarks.vl_checklist.FileFacts` of records (one file's, in order)."""
     seen: set[tuple] = set()
@@ -207,8 +203,8 @@ def file_facts(records: list[Record]) -> facts.FileFacts:
         seen.add(key)
     return facts.FileFacts(
         len(records), sum(r.caption == r.negative_caption for r in records), duplicates,
-        sum(_has_upper(r.caption) and not _has_upper(r.negative_caption) for r in records),
-        sum(not _has_upper(r.caption) and _has_upper(r.negative_caption) for r in records))
+        sum(has_upper(r.caption) and not has_upper(r.negative_caption) for r in records),
+        sum(not has_upper(r.caption) and has_upper(r.negative_caption) for r in records))
 
 
 def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]]:
@@ -226,10 +222,6 @@ def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]
 
 
 # ---- configs, card and build report -------------------------------------------------------------------
-def _pct(n: float, d: float = 1) -> str:
-    return f"{100 * n / d:.1f}" if d else "-"
-
-
 # ---- build ------------------------------------------------------------------------------------------
 class VlChecklist(UpstreamBuilder):
     benchmark = facts.BENCHMARK
@@ -266,7 +258,7 @@ class VlChecklist(UpstreamBuilder):
             leaf = BY_CONFIG[config]
             leaf_rows = []
             for f in leaf.files:
-                if selection.has(f.path):
+                if f.path in selection.files:
                     read[f.name] = read_file(folder, leaf, f, RECORDS_ALL if every else RECORDS_FIRST)
                     leaf_rows += read[f.name]
             rows[config] = {SPLIT: leaf_rows}
@@ -292,8 +284,8 @@ class VlChecklist(UpstreamBuilder):
                               "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
                               "same": f"{first.same_text} / {full.same_text}" if full else "-",
                               "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
-                              "upper": f"{_pct(first.upper_case_rule, first.records)} / "
-                                       f"{_pct(full.upper_case_rule, full.records)}" if full else "-"})
+                              "upper": f"{pct(first.upper_case_rule, first.records)} / "
+                                       f"{pct(full.upper_case_rule, full.records)}" if full else "-"})
         upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
         leaves = []
         for leaf in LEAVES:
@@ -304,7 +296,7 @@ class VlChecklist(UpstreamBuilder):
             leaves.append({"config": leaf.config, "type": leaf.type, "label": leaf.label, "files": len(leaf.files),
                            "here": len(here), "first": f"{first:,}", "full": f"{full:,}",
                            "sources": ", ".join(f"{s} ({len(fs)})" for s, fs in leaf.sources.items()),
-                           "upper": (_pct(value) + ("" if complete else f" ({len(here)} of {len(leaf.files)} files)"))
+                           "upper": (pct(value) + ("" if complete else f" ({len(here)} of {len(leaf.files)} files)"))
                            if value is not None else "-"})
         overall = {g: upper[g] for g in ("object", "attribute", "relation", "overall")}
         totals = {"files": len(facts.FILES), "here": len(facts.FULL_FACTS),
@@ -317,12 +309,12 @@ class VlChecklist(UpstreamBuilder):
         aggregates = [{"config": a, "members": len(m)} for a, m in AGGREGATES.items()]
         spatial = facts.FULL_FACTS["Relation_spatial_vg"]
         spatial_values = {"records": f"{spatial.records:,}", "dups": f"{spatial.duplicates:,}",
-                          "upper": f"{spatial.upper_case_rule:,}", "first_upper": _pct(upper["relation_spatial"][0])}
+                          "upper": f"{spatial.upper_case_rule:,}", "first_upper": pct(upper["relation_spatial"][0])}
         return dict(corpus_files=files, leaves=leaves, totals=totals, aggregates=aggregates, first=f"{FIRST:,}",
                     max_num=facts.MAX_NUM, records_first=RECORDS_FIRST, spatial=spatial_values,
                     color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
                     action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
-                    overall={k: (_pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
+                    overall={k: (pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
                     missing=[f for f in files if not f["here"]])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
@@ -378,13 +370,13 @@ class VlChecklist(UpstreamBuilder):
                 if f.name in per_file:
                     x = per_file[f.name]
                     lines.append(f"| `{f.name}` | {x.records:,} | {x.same_text:,} | {x.duplicates:,} | {x.upper_case_rule:,} | "
-                                 f"{_pct(x.upper_case_rule, x.records)} |")
+                                 f"{pct(x.upper_case_rule, x.records)} |")
         lines += ["", "The same rule averaged as the authors average a model's accuracy (per source, then per type, as "
                       "`radar.py` with `corpus.json`; then vlprobe's means per aspect and overall); a mean over fewer files "
                       "than the type has is marked:", "", "| group | \"the text with upper case\" (%) |", "|---|---:|"]
         for g in facts.GROUPS:
             if g.name in means and "/" not in g.name:
                 v, complete = means[g.name]
-                lines.append(f"| {g.label} | {_pct(v)}{'' if complete else ' (in part)'} |")
+                lines.append(f"| {g.label} | {pct(v)}{'' if complete else ' (in part)'} |")
         return lines
 

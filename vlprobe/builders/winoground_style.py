@@ -319,13 +319,10 @@ def build_local_winoground(source: Path, out: Path) -> int:
     rows = read_winoground(source)
     if len(rows) != 400:
         print(f"note: {source} has {len(rows)} items (facebook/winoground has 400)", file=sys.stderr)
-    meta = card_metadata(
-        [ConfigDecl(LOCAL_CONFIG, WINOGROUND_FEATURES, splits=("test",), default=True)],
-        license="other",
-        license_name="winoground-license-agreement",
-        license_link="https://huggingface.co/datasets/facebook/winoground/blob/main/license_agreement.txt",
-        pretty_name="Winoground (private local copy)",
-    )
+    meta = card_metadata([ConfigDecl(LOCAL_CONFIG, WINOGROUND_FEATURES, splits=("test",), default=True)], license="other",
+                         license_name="winoground-license-agreement",
+                         license_link="https://huggingface.co/datasets/facebook/winoground/blob/main/license_agreement.txt",
+                         pretty_name="Winoground (private local copy)")
     write_card(out, meta, LOCAL_CARD_BODY)
     write_spec(out, LOCAL_SPEC_YAML, "winoground")  # the real Winoground, whatever the folder is called
     write_rows(out, LOCAL_CONFIG, "test", [asdict(r) for r in rows], WINOGROUND_FEATURES)

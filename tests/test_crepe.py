@@ -183,23 +183,20 @@ def authors_rows(real: Path, config: str) -> list[tuple[str, list[str], int]]:
 @pytest.mark.slow
 def test_every_productivity_configs_rows_as_the_authors_read_them(real: Path) -> None:
     read = crepe.read_all(real, facts.PROD_CONFIGS)  # from the loose copy (no zip here)
-    assert set(read["rows"]) == set(facts.PROD_CONFIGS) and not read["empty"]
+    assert set(read.rows) == set(facts.PROD_CONFIGS) and not read.empty
     totals = {"rows": 0, "sets": 0}
     for config in facts.PROD_CONFIGS:
-        theirs, mine = authors_rows(real, config), read["rows"][config]
+        theirs, mine = authors_rows(real, config), [r.record for r in read.rows[config]]
         raw = list(csv.DictReader(io.StringIO((real / crepe.BY_CONFIG[config].loose).read_text(encoding="utf-8"))))
-        assert len(mine) == len(theirs) == facts.COUNTS[config] == read["in_file"][config], config
+        assert len(mine) == len(theirs) == facts.COUNTS[config] == read.in_file[config], config
         sets = 0
         for row, (caption, negatives, image_id), rec in zip(mine, theirs, raw):
-            assert (row["caption"], int(row["image_id"])) == (caption, image_id)
-            assert sorted(row["negatives"]) == sorted(negatives) and row["n_negatives"] == 5  # the same texts ...
-            assert row["negatives"] == written_negatives(rec["hard_negs"])  # ... in the order the literal writes them
+            assert (row.caption, row.image_id) == (caption, image_id)
+            assert sorted(row.negatives) == sorted(negatives) and len(row.negatives) == 5  # the same texts ...
+            assert row.negatives == written_negatives(rec["hard_negs"])  # ... in the order the literal writes them
             sets += rec["hard_negs"].lstrip().startswith("{")
-        q = read["quirks"][config]
-        f = facts.PROD_FACTS[config]
-        assert (q["set_literals"], q["caption_is_negative"], q["upper_case_rule"], q["lower_case_rule"]) == (
-            f.set_literals, f.caption_is_negative, f.upper_case_rule, f.lower_case_rule) and sets == f.set_literals
-        assert read["read_from"][config] == crepe.BY_CONFIG[config].loose
+        assert read.quirks[config] == facts.PROD_FACTS[config] and sets == facts.PROD_FACTS[config].set_literals
+        assert read.read_from[config] == crepe.BY_CONFIG[config].loose
         totals["rows"] += len(mine)
         totals["sets"] += sets
     # what the issue found: 3,768 of 39,715 rows written as sets, 1,181 of negate complexity 4's 1,262
@@ -330,7 +327,7 @@ def built(tmp_path_factory, vg_root: Path) -> tuple[Path, Path, str]:
     mp = pytest.MonkeyPatch()
     try:
         server.serve_folder(zips, PREFIX)
-        mp.setattr(crepe.Builder, "benchmark", pinned_to(zips))
+        mp.setattr(crepe.Crepe, "benchmark", pinned_to(zips))
         mp.delenv("HF_DATASETS_OFFLINE", raising=False)
         mp.delenv("HF_HUB_OFFLINE", raising=False)
         mp.setenv(UP.url_env, server.url + PREFIX)

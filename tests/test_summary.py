@@ -307,10 +307,15 @@ def test_winoground_style_all_gives_each_instrument_from_its_tags():
              "metrics": {**m(0.3, 0.2, 0.1), "per_tag": {"instrument=spatial_swap": m(0.5, 0.4, 0.3),
                                                          "instrument=count_swap": m(0.1, 0.0, 0.0),
                                                          "collapsed_tag=Relation": m(0.5, 0.4, 0.3)}}}
-    by = {r.config: r for r in summarize([entry])["winoground_style"].rows}
+    from vlprobe.evaluation.result import format_summary
+
+    summary = summarize([entry])
+    by = {r.config: r for r in summary["winoground_style"].rows}
     rows = {c: r.values for c, r in by.items()}
-    # `all` pools the instruments' items: no paper's figure, and labelled so
+    # `all` pools the instruments' items: no paper's figure, and labelled so (printed after its figures)
     assert by["all"].pooled and by["all"].name == "all (pooled over items, not a paper figure)"
+    (printed,) = [line for line in format_summary(summary).splitlines() if line.strip().startswith("all")]
+    assert printed.split()[0] == "all/test" and printed.endswith("(pooled over items, not a paper figure)")
     assert not by["spatial_swap"].pooled
     assert rows["spatial_swap"] == {"text": 0.5, "image": 0.4, "group": 0.3}
     assert rows["count_swap"] == {"text": 0.1, "image": 0.0, "group": 0.0}

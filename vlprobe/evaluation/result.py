@@ -156,9 +156,10 @@ def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
         for row in block.rows:
             cells = [_figure(k, v, row, theirs, block.names) for k, v in row.values.items()]
             cells += [_figure(k, None, row, theirs, block.names) for k in row.na]
-            extra = f"  ({row.framing})" if row.framing else ""
+            extra = "".join(f"  ({said})" for said in (row.framing, summary_rules.POOLED if row.pooled else None) if said)
             n = f"  n={row.n_items}" if row.n_items is not None else ""
-            lines.append(f"  {row.name + '/' + row.split:<32} " + "  ".join(cells) + n + extra)
+            shown = (row.config if row.pooled else row.name) + "/" + row.split  # a pooled row's label follows its figures
+            lines.append(f"  {shown:<32} " + "  ".join(cells) + n + extra)
         lines += [f"  departs from the authors' setting: {d.note}" for d in block.departures]
         lines += [f"  note: {note}" for note in block.notes]
         if block.published:

@@ -420,9 +420,12 @@ def _as_tags(tags: Any, n: int) -> list[list[str]] | None:
             out.append([t])
         else:
             try:
-                out.append([str(x) for x in t])
+                given = list(t)
             except TypeError:
                 raise ValueError(f"tags[{i}]: must be a list of strings, got {t!r}") from None
+            if not all(isinstance(x, str) for x in given):  # None or 3 would become the tag "None" or "3"
+                raise ValueError(f"tags[{i}]: must be a list of strings, got {given!r:.80}")
+            out.append(given)
     return out
 
 

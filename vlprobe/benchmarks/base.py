@@ -5,7 +5,8 @@ A benchmark module holds everything that is true of its benchmark and nothing ab
 its upstream pins, its configs and expected counts, the metrics its paper reports and how it aggregates
 them (:class:`Group`), its tie rule, its own names of metrics, where its published numbers are and its
 citation. The builders, the summary, the report and the Space read these; none of them names a
-benchmark. This module imports nothing of vlprobe, so every layer can read it.
+benchmark. Of vlprobe this module imports only :mod:`vlprobe.metric_registry` (the metric's tie policies, read
+without running the metric), so every layer can read it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from ..metric_registry import declared_names
+
 # Every metric the metric module (metric/valse_metric.py) returns, in the order tables show them. The
 # metric module keeps its own copy (METRIC_KEYS, it imports nothing of vlprobe); a test holds the two equal.
 METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
@@ -23,7 +26,7 @@ METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "s
 # Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
 # thresholded score).
 PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
-TIE_POLICIES = ("strict", "half", "lenient")
+TIE_POLICIES = declared_names("TIE_POLICIES")  # the metric module's one list (metric/valse_metric.py)
 TEXT_ONLY = "text"  # the modality of a run that looks at no image (vlprobe.evaluation.settings.TEXT)
 
 

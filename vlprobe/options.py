@@ -24,7 +24,7 @@ import os
 import shlex
 import sys
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 from .defaults import AUTO, CHUNK_ROWS
 from .errors import ArgumentError
@@ -36,6 +36,7 @@ WORKERS_PER_CORE = 4
 DEVICES = "cpu, cuda, cuda:N or mps"
 
 _SAME = object()
+T = TypeVar("T")
 
 
 class Refused(Exception):
@@ -81,16 +82,17 @@ def whole(low: int, high: int | None = None, above: str | None = None) -> Callab
     def check_whole(value: Any) -> int:
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise Refused(f"must be a whole number ({what})")
-        if value < low:
+        n = int(value)
+        if n < low:
             raise Refused(f"must be {what}")
-        if high is not None and value > high:
+        if high is not None and n > high:
             raise Refused(above or f"must be at most {high:,}")
-        return int(value)
+        return n
 
     return check_whole
 
 
-def optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def optional(inner: Callable[[Any], T]) -> Callable[[Any], T | None]:
     """``inner``'s check, None allowed."""
     return lambda value: None if value is None else inner(value)
 
@@ -132,7 +134,7 @@ def row_count(value: Any) -> int:
     memory = memory_bytes()
     most = memory // ROW_BYTES if memory else None
     return whole(1, most, f"must be at most {most:,} rows (a run holds at least {ROW_BYTES:,} bytes a row in "
-                          f"memory, and this machine has {memory / 2**30:.1f} GiB)" if most else None)(value)
+                          f"memory, and this machine has {(memory or 0) / 2**30:.1f} GiB)" if most else None)(value)
 
 
 def worker_count(value: Any) -> int | None:
@@ -359,9 +361,9 @@ class Settings:
                                            "AutoProcessor.from_pretrained(...)), not a name")
 
     @classmethod
-    def flag(cls, f: Field) -> str | None:
+    def flag(cls, f: Field[object]) -> str | None:
         """Field ``f``'s command-line flag (None: it has none)."""
-        given = f.metadata.get("flag", "")
+        given: str | None = f.metadata.get("flag", "")
         if given != "":
             return given
         return ("--no-" if f.default is True else "--") + f.name.replace("_", "-")

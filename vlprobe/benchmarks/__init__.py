@@ -3,7 +3,7 @@ each module defines ``BENCHMARK``, a :class:`Benchmark` holding everything true 
 (pins, configs and counts, headline metrics and aggregates, tie rule, names of metrics, published
 numbers, citation). See ``docs/adding-a-benchmark.md``."""
 
-from .base import (  # noqa: F401
+from .base import (
     METRIC_ORDER,
     PROBABILITY_METRICS,
     TEXT_ONLY,
@@ -24,3 +24,9 @@ from .base import (  # noqa: F401
     get,
     shape_headline,
 )
+
+__all__ = [
+    "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_POLICIES", "Benchmark", "BenchmarkError",
+    "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule", "Upstream", "UpstreamFile",
+    "benchmarks", "by_old_name", "find", "get", "shape_headline",
+]

@@ -62,11 +62,11 @@ class ClampedAtZero:
     families: tuple[str, ...]  # the scorer families whose scores are exp(logit_scale) * cosine
     rule: str  # what their code does, cited
 
-    def departure(self, metrics: Mapping[str, object], family: str | None = None) -> dict | None:
+    def departure(self, metrics: Mapping[str, object], family: str | None = None) -> dict[str, str] | None:
         """The departure a summary shows for a result ``metrics`` (the metric's output) of a run whose scorer is
         of ``family`` (None: not known), or None where no score is negative or the family's scores are not
         cosines: ``{"setting": "scores", "run", "authors", "note"}``, as the summary's other departures."""
-        n = int((metrics.get("scores") or {}).get("n_negative") or 0)  # type: ignore[union-attr]
+        n = int((metrics.get("scores") or {}).get("n_negative") or 0)  # type: ignore[attr-defined]
         if not n or (family is not None and family not in self.families):
             return None
         items = metrics.get("n_items")

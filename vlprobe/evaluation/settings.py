@@ -104,7 +104,7 @@ def _control(value: Any) -> str | None:
         return "shuffle"
     if value is not None and value not in CONTROLS:
         raise Refused(f"unknown control; choose one of {', '.join(CONTROLS)}")
-    return value
+    return None if value is None else str(value)
 
 
 def _root(value: Any) -> Any:
@@ -188,4 +188,4 @@ class ScoreSettings(Settings):
     exact_preprocessing: bool = opt(False, switch)
 
 
-Settings = EvaluateSettings  # the name it has always had here
+Settings = EvaluateSettings  # type: ignore[misc]  # the name it has always had here

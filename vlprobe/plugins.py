@@ -48,7 +48,7 @@ _LOADED: dict[str, list[tuple[str, ModuleType]]] = {}
 _FOLDERS: list[Path] = []
 
 
-def include_path(folder: str | os.PathLike) -> list[str]:
+def include_path(folder: str | os.PathLike[str]) -> list[str]:
     """Load every ``*.py`` of ``folder`` as a plugin, as ``VLPROBE_INCLUDE_PATH`` does: its families register now,
     its benchmarks and builders join the registries when next read. Returns the modules' names."""
     path = Path(folder).expanduser().resolve()

@@ -3,9 +3,10 @@ loads them (:func:`vlprobe.dataset.splits.load_split`), and the check that each 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -47,8 +47,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ModelError, VlprobeError
 from .base import Family, Scorer, UnknownFamilyError, _first_line, families, get_family

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 # An image as a dataset row holds it (see the module doc): scorers decode it (vlprobe.dataset.images).
-ImageLike = Union["Image", bytes, str, "os.PathLike[str]", Mapping[str, object]]
+ImageLike = Union["Image", bytes, str, "os.PathLike[str]", Mapping[str, Any]]
 
 
 class ItemError(ValueError):

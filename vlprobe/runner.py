@@ -192,7 +192,7 @@ class RunCache:
 
     @property
     def folder(self) -> str | None:
-        return str(self.cache.dir) if self.kept else None
+        return str(self.cache.dir) if self.cache is not None and self.kept else None
 
     def close(self) -> None:
         if self.cache is not None:

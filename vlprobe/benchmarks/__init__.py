@@ -4,9 +4,12 @@ each module defines ``BENCHMARK``, a :class:`Benchmark` holding everything true 
 numbers, citation). See ``docs/adding-a-benchmark.md``."""
 
 from .base import (
+    AUTHORS,
+    COUNTED,
     METRIC_ORDER,
     PROBABILITY_METRICS,
     TEXT_ONLY,
+    TIE_CHOICES,
     TIE_POLICIES,
     Benchmark,
     BenchmarkError,
@@ -23,10 +26,11 @@ from .base import (
     find,
     get,
     shape_headline,
+    tie_policy,
 )
 
 __all__ = [
-    "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_POLICIES", "Benchmark", "BenchmarkError",
-    "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule", "Upstream", "UpstreamFile",
-    "benchmarks", "by_old_name", "find", "get", "shape_headline",
+    "AUTHORS", "COUNTED", "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
+    "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
+    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "shape_headline", "tie_policy",
 ]

@@ -27,7 +27,8 @@ class RunResult:
     @property
     def results(self) -> dict[str, Any]:
         """The results.json document, as JSON."""
-        return dump(self.document)
+        out: dict[str, Any] = dump(self.document)
+        return out
 
     def table(self) -> str:
         raise NotImplementedError
@@ -38,7 +39,7 @@ class RunResult:
     def plot(self) -> Any:
         raise NotImplementedError
 
-    def save(self, out: str | os.PathLike) -> list[Path]:
+    def save(self, out: str | os.PathLike[str]) -> list[Path]:
         raise NotImplementedError
 
     @staticmethod

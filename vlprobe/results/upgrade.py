@@ -68,9 +68,9 @@ def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocu
     """Where an entry's benchmark has a tie rule its figures are not under (another tie policy, or metrics not
     available where the authors' code prints a number) and the entry holds none under theirs, recompute them
     from ``folder``'s scores.parquet, when it is there; else leave the entry as it is."""
-    ties = doc.provenance.settings.ties
     wanted = {}
     for k, e in enumerate(doc.results):
+        ties = e.policy(doc.provenance.settings.ties)
         bench = find(e.benchmark)
         rule = bench.tie_rule_for(e.modality) if bench is not None else None
         if rule is not None and e.authors_rule is None and ((ties and rule.policy != ties) or _not_available(e.metrics)):
@@ -92,11 +92,11 @@ def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocu
                 values.append(columns[name][i])
     entries = list(doc.results)
     for key, (k, policy) in wanted.items():
-        rows = found.get(key)
-        if not rows:
+        got = found.get(key)
+        if not got:
             continue
-        probs, tags = rows["probabilities"], rows["tags"]
-        m = metric.compute(rows["scores"], rows["gold"], ties=policy, probabilities=probs if None not in probs else None,
+        probs, tags = got["probabilities"], got["tags"]
+        m = metric.compute(got["scores"], got["gold"], ties=policy, probabilities=probs if None not in probs else None,
                            threshold=doc.provenance.settings.threshold or 0.5, tags=tags if any(tags) else None,
                            bootstrap=0)
         entries[k] = replace(entries[k], authors_rule=AuthorsRule(policy, parse(Metrics, dump(m)), "scores.parquet"))

@@ -217,7 +217,7 @@ class DeviceImages:
     def __init__(self, scorer: Any) -> None:
         self.scorer = scorer
         self.device = str(scorer.device)
-        self._stream = None
+        self._stream: Any = None  # a torch.cuda.Stream, made on first use
         self.checked = False  # set by the engine once a first image went through
         # the device's first decode, once per process, here rather than in the first batch (seconds on CUDA); if it
         # fails, the engine's check on a first image fails too and the run goes on the CPU path, said once
@@ -234,7 +234,7 @@ class DeviceImages:
             if not self.device.startswith("cuda"):
                 return self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
             if self._stream is None:
-                self._stream = torch.cuda.Stream(device=torch.device(self.device))
+                self._stream = torch.cuda.Stream(device=torch.device(self.device))  # type: ignore[no-untyped-call]
             with torch.cuda.stream(self._stream):
                 inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
             self._stream.synchronize()  # the inputs are complete before another stream reads them

@@ -154,7 +154,7 @@ class Run:
             if isinstance(d, (str, os.PathLike)):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
-    def load_model(self, model: Any, processor: Any = None, *, device: str | None = None) -> Scorer:
+    def load_model(self, model: object, processor: object = None, *, device: str | None = None) -> Scorer:
         """``model`` (as named, or in memory) as a scorer, loaded as every command loads it: :func:`load_model` with
         the run's family, revision, dtype and device (``device``: this process's, under ``accelerate launch``), and
         the preprocessing and image control of a command that has those options (evaluate)."""
@@ -203,7 +203,7 @@ class RunCache:
     def __enter__(self) -> RunCache:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -235,7 +235,7 @@ def throwaway_cache(scorer: Any) -> tuple[ScoreCache, OwnedDir]:
 
 # ---- the model ----------------------------------------------------------------------------------------------------
 
-def load_model(model: Any, processor: Any = None, *, family: str | None = None, revision: str | None = None,
+def load_model(model: object, processor: object = None, *, family: str | None = None, revision: str | None = None,
                device: str | None = None, dtype: str = "float32", exact_preprocessing: bool = False,
                control: str | None = None, seed: int = 0) -> Scorer:
     """A ready scorer from a model folder or Hub id (``mini-clip`` and the other names of
@@ -263,7 +263,7 @@ def load_model(model: Any, processor: Any = None, *, family: str | None = None, 
     return scorer
 
 
-def _loaded_scorer(model: Any, processor: Any, family: str | None, device: str | None, dtype: str) -> Scorer:
+def _loaded_scorer(model: Any, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
     """A scorer around an already-loaded transformers model and its processor (or tokenizer): the
     family (named, or detected from the model's own class) wraps it (``Family.wrap``)."""
     import torch  # a loaded model: torch is imported already

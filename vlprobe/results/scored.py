@@ -7,9 +7,12 @@ import sys
 from collections.abc import Sequence as _Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..dataset.items import Item
 
 from .schema import AuthorsRule, DataInfo, Entry, Metrics, dataset_name, dump, parse, portable_name
 
@@ -28,7 +31,7 @@ class ScoredItem:
     tags: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, item: Any) -> "ScoredItem":
+    def of(cls, item: Item) -> ScoredItem:
         return cls(id=item.id, texts=tuple(sys.intern(t) for t in item.texts), gold=_shared_gold(item.gold),
                    tags=_shared_tags(item.tags))
 
@@ -146,7 +149,7 @@ _GOLDS: dict[tuple[Any, ...], np.ndarray] = {}
 _TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
-def _shared_tags(tags: Any) -> tuple[str, ...]:
+def _shared_tags(tags: Iterable[object]) -> tuple[str, ...]:
     """One tuple per distinct tag set (a run has a handful), of interned strings."""
     key = tuple(sys.intern(str(t)) for t in tags)
     shared = _TAGS.get(key)

@@ -23,8 +23,9 @@ import numbers
 import os
 import shlex
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, Callable, ClassVar, Sequence, TypeGuard, TypeVar
+from typing import Any, ClassVar, TypeGuard, TypeVar
 
 from .defaults import AUTO, CHUNK_ROWS
 from .errors import ArgumentError

@@ -26,10 +26,11 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from .errors import VlprobeError
 

@@ -28,8 +28,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar
 
 from .errors import ModelError, SettingError, VlprobeError
 from .names import check_dataset, check_family, check_model, find_dataset, find_model

@@ -14,8 +14,8 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from ..metric_registry import declared_names
 
@@ -166,7 +166,7 @@ class Upstream:
         url = override or os.environ.get(self.url_env) or self.default_url
         return url if url.endswith("/") else url + "/"
 
-    def select(self, paths: Sequence[str]) -> "Upstream":
+    def select(self, paths: Sequence[str]) -> Upstream:
         """These files only (a partial build), in the order given."""
         by_path = {f.path: f for f in self.files}
         unknown = [p for p in paths if p not in by_path]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ..benchmarks.base import AUTHORS
 from ..dataset.spec import MODALITIES as IMAGE_MODALITIES

@@ -6,7 +6,8 @@ takes the records (:class:`~vlprobe.results.schema.Entry`)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -13,9 +13,10 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

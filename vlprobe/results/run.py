@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ArgumentError
 from .schema import Document, Entry, EvaluationDocument, ProbeRow, SummaryBlock, dump

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Mapping
 from collections.abc import Mapping as _Mapping
 from collections.abc import Sequence as _Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping, TypeAlias, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 
@@ -527,7 +528,7 @@ def portable_name(location: str) -> str:
 
 # ---- JSON -> records -------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls, include_extras=True)
 

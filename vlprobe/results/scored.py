@@ -4,10 +4,11 @@ output), and their records in results.json (:func:`result_entries`)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Sequence
 from collections.abc import Sequence as _Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

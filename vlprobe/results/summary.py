@@ -28,8 +28,9 @@ run has, with the run's figure, the difference and the known causes of it, or on
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence, cast
+from typing import Any, cast
 
 from ..benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
 from . import published as published_data

@@ -14,7 +14,8 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..defaults import BATCH_SIZE
 

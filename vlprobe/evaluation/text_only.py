@@ -46,7 +46,7 @@ class TextOnlyItem:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.gold.shape)  # type: ignore[return-value]
+        return tuple(self.gold.shape)
 
 
 def text_gold(n_true: int, n_false: int) -> np.ndarray:

@@ -478,7 +478,7 @@ def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: in
             raise ValueError(f"size of split {split!r} must be >= 0, got {n}")
         plan = list(itertools.islice(itertools.cycle(_STRATA.get(task, _LABELS)), n))
         rng.shuffle(plan)
-        rows = []
+        rows: list[Example] = []
         for label, *stratum in plan:
             for _ in range(max_tries):
                 ex = _MAKERS[task](rng, split, label, *stratum)

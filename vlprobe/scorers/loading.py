@@ -82,7 +82,8 @@ def _unknown_architecture(model: str) -> UnknownArchitectureError:
 
     import transformers
 
-    model_type, archs = None, []
+    model_type: str | None = None
+    archs: list[str] = []
     try:
         cfg = json.loads((Path(model).expanduser() / "config.json").read_text(encoding="utf-8"))
         model_type, archs = cfg.get("model_type"), cfg.get("architectures") or []

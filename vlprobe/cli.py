@@ -13,13 +13,14 @@ import errno
 import importlib
 import pkgutil
 import sys
+from types import ModuleType
 
 from . import __version__, commands
 from .defaults import CHUNK_ROWS
 from .errors import ArgumentError, VlprobeError
 
 
-def command_modules() -> dict[str, object]:
+def command_modules() -> dict[str, ModuleType]:
     """Each command's module, by command name (its module's name), imported (they are light)."""
     found = {}
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):

@@ -26,10 +26,11 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from .errors import VlprobeError
 
@@ -48,7 +49,7 @@ _LOADED: dict[str, list[tuple[str, ModuleType]]] = {}
 _FOLDERS: list[Path] = []
 
 
-def include_path(folder: str | os.PathLike) -> list[str]:
+def include_path(folder: str | os.PathLike[str]) -> list[str]:
     """Load every ``*.py`` of ``folder`` as a plugin, as ``VLPROBE_INCLUDE_PATH`` does: its families register now,
     its benchmarks and builders join the registries when next read. Returns the modules' names."""
     path = Path(folder).expanduser().resolve()

@@ -227,8 +227,10 @@ class ImageResolver:
         retries: int = 3,
         timeout: float = 30.0,
         fetch: Callable[[str, float], bytes] | None = None,
+        looked: Sequence[str] = (),
     ):
         self.spec = spec
+        self.looked = list(looked)  # where else it was looked for and nothing was found (an images root), for describe()
         self.folders: list[Path] = []
         self.zips: list[_Zip] = []
         for loc in locations:
@@ -271,7 +273,7 @@ class ImageResolver:
         return self.cache
 
     def describe(self) -> list[str]:
-        where = [str(f) for f in self.folders] + [str(z.path) for z in self.zips]
+        where = [str(f) for f in self.folders] + [str(z.path) for z in self.zips] + self.looked
         if self.download:
             where.append(f"cache {self.cache}")
             if self.spec.archive is not None:
@@ -517,10 +519,15 @@ def make_resolvers(
         spec = source if isinstance(source, SourceSpec) else SOURCES[source]
         name = spec.name
         locs: list[str | os.PathLike[str]] = list((locations or {}).get(name, []))
+        looked: list[str] = []
         if root is not None:
-            locs += [root / sub for sub in spec.subdirs if (root / sub).is_dir()]
-            locs += [root / z for z in spec.zips if (root / z).is_file()]
+            found = [root / sub for sub in spec.subdirs if (root / sub).is_dir()]
+            found += [root / z for z in spec.zips if (root / z).is_file()]
+            locs += found
+            if not found:  # say where and what was looked for, not that no location was given
+                looked.append(f"--images {root}: none of {', '.join(f'{sub}/' for sub in spec.subdirs)}"
+                              f"{', ' if spec.subdirs and spec.zips else ''}{', '.join(spec.zips)} in it")
         resolvers[name] = ImageResolver(
-            spec, locs, download=download, cache_dir=cache_dir, retries=retries, timeout=timeout
+            spec, locs, download=download, cache_dir=cache_dir, retries=retries, timeout=timeout, looked=looked
         )
     return resolvers

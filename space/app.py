@@ -81,6 +81,8 @@ PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
 CSS = display.CSS + """
 .verdict { padding: 8px 12px; border-radius: 6px; border-left: 6px solid #d1d5db; background: #f9fafb; }
 .verdict p { margin: 0.2em 0; }
+/* the class is on the block and on its Markdown inside: only the block is the coloured box */
+.prose.verdict { padding: 0 !important; border: none !important; background: none !important; color: inherit !important; }
 .verdict p:first-child { font-weight: 600; font-size: 1.05em; }
 .verdict-right { background: #e6f4ea; color: #0b5d1e; border-left-color: #2ca02c; }
 .verdict-wrong { background: #fde8e8; color: #8a1c1c; border-left-color: #d62728; }
@@ -127,8 +129,12 @@ input[type=range] { --neutral-200: #80868f; }
    results' numbers before their chart */
 @media (max-width: 640px) {
   .intro h1 { font-size: 1.5em !important; }
-  .intro p { font-size: 0.95em; }
-  .model-about p { font-size: 0.88em; }
+  .intro p { font-size: 0.92em; }
+  .model-about p { font-size: 0.85em; margin: 0 !important; }
+  .gallery-row button { font-size: 0.82em !important; padding: 2px 8px !important; min-height: 0 !important; }
+  .gr-accordion { padding-top: 2px !important; padding-bottom: 2px !important; }
+  .score-inputs .labelled-image img { max-height: 110px !important; }
+  .score-inputs .labelled-image .upload-container .wrap { min-height: 80px !important; }
   .score-row { flex-direction: column !important; }
   .score-row > .score-outputs { order: -1; }
   .score-outputs:not(.scored) > :not(.verdict) { display: none !important; }
@@ -383,7 +389,7 @@ def score(image_1, image_2, captions, foils, model, ties="strict"):
     chart = display.svg(out.chart, f"{SCORE_CHART_TEXT}: " + "; ".join(
         f"{label} {value:+.3f}" for label, value in scoring.comparisons(out.item, out.scores)), chart_id="margin-chart")
     return (out.verdict, _table(out.headers, out.table), out.note, out.highlights, chart, out.metrics,
-            shown_table("scores", out.headers, out.table, prose=("text",), lists=("role",)))
+            shown_table("scores", out.headers, out.table, prose=("text",), lists=("role",), notes=[out.note]))
 
 
 def check_upload(path, which):
@@ -647,7 +653,7 @@ def compare_results(files, include_papers, benchmark, names=""):
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.papers else PAPERS_EMPTY, runs_html,
             # what each metric in the tables means, and which way is better (the Benchmark tab's glossary)
-            papers_html + glossary.glossary_html(glossary.named_in(*([t.headers] for t in shown),
+            papers_html + glossary.glossary_html(glossary.named_in(*([t.label, *t.headers] for t in shown),
                                                                    *(t.rows for t in shown))),
             _table(out.published.headers, out.published.rows) if out.published else PUBLISHED_EMPTY)
 
@@ -749,7 +755,7 @@ def build_demo() -> gr.Blocks:
                                               elem_id="verdict")
                         scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, visible=False)
                         scores_html = gr.HTML(SCORES_HTML)
-                        score_note = gr.Markdown()
+                        score_note = gr.Markdown(visible=False)  # for the API: the page says it under the table
                         gr.Markdown("**What decides the verdict: the margins**")
                         chart = gr.HTML(elem_classes=["chart-block"])
                         diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,

@@ -71,6 +71,11 @@ def test_two_uploaded_results_json_get_short_distinct_names_not_hashes(tmp_path)
     (table,) = out.runs
     assert table.headers == ["run", "config", "acc_r (chance 50.0)", "items", "ties"]
     assert table.rows == [[names[0], "spatiality", "50.0", 10, 2], [names[1], "spatiality", "50.0", 10, 2]]
+    # beside the papers too: a note on a run names its file as uploaded, never the upload folder's path
+    doc = _results_doc(dataset="winoground")
+    doc["results"][0].update(config="winoground", metrics={"text": 0.3, "image": 0.2, "group": 0.1, "n_items": 400})
+    wino = results.compare_results([_upload(tmp_path, "f" * 64, doc)])
+    assert any("results.json" in n for n in wino.papers.notes) and not any(HASH.search(n) for n in wino.papers.notes)
     for text in [out.note, *table.headers, *(r[0] for r in table.rows), *(p.source for p in out.points)]:
         assert not HASH.search(text), text
 

@@ -61,6 +61,8 @@ table.vt th.wrap span.word { white-space: nowrap; }
   table.vt.cards td::before { content: attr(data-label) ": "; font-weight: 600; color: #374151; }
   table.vt.cards td:first-child { font-weight: 600; }
   table.vt.cards td:empty { display: none; }
+  table.vt.cards td.num { white-space: nowrap; }  /* a value stays whole; its column's name may wrap before it */
+  table.vt.cards td.num::before { white-space: normal; }
   table.vt.cards td:not(:first-child):not(.num) { order: 1; }  /* the numbers first, then the other cells */
   .vt-wrap:has(> table.vt.cards) { max-height: 420px; overflow-y: auto; }
 }

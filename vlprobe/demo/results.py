@@ -190,9 +190,14 @@ def load_runs(files: Iterable[Any], names: str | Sequence[str] = "") -> list[Any
     labels = [run_label(p.parent / name, desc, t) for p, name, desc, t in zip(paths, shown, descriptions, typed)]
     created = [str(run.doc.provenance.created or "")[:16].replace("T", " ") for run in runs]
     details = [d if len(set(descriptions)) == len(descriptions) else c for d, c in zip(descriptions, created)]
-    for run, label in zip(runs, unique_labels(labels, details)):
-        run.label = label
+    for run, label, name in zip(runs, unique_labels(labels, details), shown):
+        run.label, run.file_name = label, name  # the file as the visitor named it: said for its path in notes
     return runs
+
+
+def said_of(run: Any, note: str) -> str:
+    """A note on a run with its file's server path (the upload folder's) put as the visitor named the file."""
+    return note.replace(str(run.path), getattr(run, "file_name", run.path.name))
 
 
 
@@ -382,8 +387,8 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
         said.append(f"by the authors' rule: what the authors' own code gives (ties counted {rules}), where this "
                     "run's tie policy is another or its figure is N/A (their code prints a number)")
     for name, run, block in columns:
-        said += [f"{name}: departs from the authors' setting: {d.note}" for d in block.departures]
-        said += [f"{name}: {n}" for n in block.notes if n not in used]  # those used are footnotes
+        said += [f"{name}: departs from the authors' setting: {said_of(run, d.note)}" for d in block.departures]
+        said += [f"{name}: {said_of(run, n)}" for n in block.notes if n not in used]  # those used are footnotes
     metric = f", {metrics[0]}" if len(metrics) == 1 else ""
     title = "Beside the published numbers" if columns else "The published numbers"
     table = Table("papers", f"{title}: {get(bench).display}{metric} (%)", headers, rows,

@@ -1118,9 +1118,8 @@ def _valse_beside_papers(page, tmp_path, viewport, shots, seen):
     folder = tmp_path / "valse_beside_papers"
     folder.mkdir()
     valse, wino = folder / "valse_all.json", folder / "wino.json"
-    figures = [{"source": "a leaderboard", "config": "avg", "metric": "acc_r", "value": 0.612, "ours": 0.6,
-                "note": "measured on VALSE's first release, before its corrections"}]
-    valse.write_text(json.dumps(valse_all_doc(na=("relations",), published=figures)), encoding="utf-8")
+    # a checkpoint with figures published for it (vl_compo's ViT-B-32/openai): a row each, instruments and Avg.
+    valse.write_text(json.dumps(valse_all_doc("openai/clip-vit-base-patch32", na=("relations",))), encoding="utf-8")
     wino.write_text(json.dumps(_run_doc("models/mini-clip", 0.3)), encoding="utf-8")
     _load_results(page, [valse, wino])
     chart = _results_svg(page)
@@ -1151,7 +1150,8 @@ def _valse_beside_papers(page, tmp_path, viewport, shots, seen):
     assert headers[1] == "this run: valse_all" and not any("wino" in h for h in headers), headers
     assert table.locator("td.mark").count() == 12  # the run's column, shaded
     published = page.locator("#published-table tbody tr").all_inner_texts()
-    assert len(published) == 1 and "61.2" in published[0] and "-1.2" in published[0], published
+    assert len(published) == 12 and all("the study (Oh et al. 2024)" in r for r in published), published
+    assert "existence" in published[0] and "69.3" in published[0] and "-19.3" in published[0], published[0]
     assert page.locator("#runs-valse-table tbody tr").count() == 1 and page.locator(
         "#runs-winoground-table tbody tr").count() == 1  # a row per run and config, no empty row
     fits = _check_tables(page, "valse beside the papers")

@@ -29,10 +29,10 @@ VALSE = ("existence", "plurality", "counting_balanced", "counting_small_numbers"
          "action_replacement", "actant_swap", "coreference_standard", "coreference_clean", "foil_it")
 
 
-def valse_all_doc(model="models/mini-clip", na=(), missing=(), published=()):
+def valse_all_doc(model="models/mini-clip", na=(), missing=()):
     """A run of VALSE's pooled `all` config (every instrument's items together) as the Benchmark tab writes it: its
     per-tag results name the instruments (acc_r 0.50, 0.52, ... in VALSE's order; those in ``na`` every item tied),
-    bar those ``missing``; ``published``: figures for the run's checkpoint, as the file records them."""
+    bar those ``missing``."""
     def result(value, n=20):
         if value is None:
             return {"acc_r": None, "n_items": n, "n_ties": n, "chance": {"acc_r": 0.5},
@@ -46,10 +46,6 @@ def valse_all_doc(model="models/mini-clip", na=(), missing=(), published=()):
            "provenance": {"model": {"model_id": model}, "settings": {"ties": "strict"}},
            "results": [{"benchmark": "valse", "dataset": "valse", "config": "all", "split": "test", "shape": [1, 2],
                         "metrics": {**result(0.6, 20 * len(tags)), "per_tag": tags}}]}
-    if published:
-        doc["format"] = "vlprobe-results/3"
-        doc["kind"] = "evaluate"
-        doc["summary"] = {"valse": {"benchmark": "valse", "published": list(published)}}
     return doc
 
 
@@ -452,18 +448,29 @@ def test_a_runs_na_and_incomplete_aggregate_are_said_in_the_table_and_on_the_cha
 
 
 def test_figures_published_for_the_runs_checkpoint_are_a_row_each_with_the_difference(tmp_path):
-    """SummaryBlock.published, whatever it holds: one row per figure (source, config, metric, published, this run,
-    difference, note), and a point beside the run's on the chart."""
-    figures = [{"source": "openclip-benchmark", "config": "avg", "metric": "acc_r", "value": 0.612, "ours": 0.6,
-                "note": "measured on VALSE's first release"},
-               {"source": "another study", "config": "existence", "metric": "acc_r", "value": 0.55,
-                "dataset_version": "v1"}]
-    path = _upload(tmp_path, "e" * 64, valse_all_doc(published=figures), name="checkpoint.json")
+    """A run of a checkpoint with published figures (openai/clip-vit-base-patch32: ViT-B-32/openai, which the
+    vl_compo study scored on VALSE): its summary's published rows (SummaryBlock.published), one table row each: the
+    source, the config or Avg., the metric, the published figure, the run's, the difference (N/A where every item
+    tied), the known causes; checked against the figures read straight from vlprobe/data/published.csv, the Avg.
+    their unweighted mean; and a point beside the run's on the chart on each row."""
+    from vlprobe.results.published import published_for
+
+    path = _upload(tmp_path, "e" * 64, valse_all_doc(model="openai/clip-vit-base-patch32", na=("relations",)),
+                   name="checkpoint.json")
     out = results.compare_results([path], include_papers=True)
     table = out.published
-    assert table.headers == ["source", "config", "metric", "published", "this run", "difference", "data version", "note"]
-    assert table.rows == [["openclip-benchmark", "Avg.", "acc_r", "61.2", "60.0", "-1.2", "", "measured on VALSE's "
-                                                                                             "first release"],
-                          ["another study", "existence", "acc_r", "55.0", "", "", "v1", ""]]
+    assert table.headers == ["source", "config", "metric", "published", "this run", "difference", "known causes"]
+    figures = {f.config: f.value for f in published_for("openai/clip-vit-base-patch32", "valse") if f.metric == "acc_r"}
+    assert set(figures) == set(VALSE)
+    mine = {k: 50 + 2 * i for i, k in enumerate(VALSE)}  # valse_all_doc's per-tag acc_r, in %
+    expected = [["the study (Oh et al. 2024)", k, "acc_r", f"{figures[k]:.1f}"]
+                + (["N/A", ""] if k == "relations" else [f"{mine[k]:.1f}", f"{mine[k] - figures[k]:+.1f}"])
+                for k in VALSE]
+    expected.append(["the study (Oh et al. 2024)", "Avg.", "acc_r", f"{sum(figures.values()) / 11:.1f}", "N/A", ""])
+    assert [r[:6] for r in table.rows] == expected
+    assert table.rows[0][6].startswith("measured on 505 items against 20")  # the known causes, the summary's words
     gids = {line.get_gid() for line in out.chart.axes[0].get_lines()}
-    assert "point:published: openclip-benchmark:valse/avg/published:acc_r" in gids
+    assert {f"point:published: the study (Oh et al. 2024):valse/{k}/published:acc_r" for k in VALSE} <= gids
+    assert "point:published: the study (Oh et al. 2024):valse/avg/published:acc_r" in gids
+    plain = results.compare_results([_upload(tmp_path, "f" * 64, valse_all_doc(), name="mini.json")])
+    assert plain.published is None  # mini-clip: no checkpoint with published figures

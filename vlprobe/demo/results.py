@@ -387,7 +387,6 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
         said.append(f"by the authors' rule: what the authors' own code gives (ties counted {rules}), where this "
                     "run's tie policy is another or its figure is N/A (their code prints a number)")
     for name, run, block in columns:
-        said += [f"{name}: departs from the authors' setting: {said_of(run, d.note)}" for d in block.departures]
         said += [f"{name}: {said_of(run, n)}" for n in block.notes if n not in used]  # those used are footnotes
     metric = f", {metrics[0]}" if len(metrics) == 1 else ""
     title = "Beside the published numbers" if columns else "The published numbers"
@@ -399,28 +398,25 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
 
 
 def published_section(runs: Sequence[Any]) -> tuple[Table | None, list[Point]]:
-    """The figures published for each run's own checkpoint (its summary blocks' ``published``: as recomputed,
-    else as the file records them), one row each: the source, the config or aggregate and metric, the published
-    figure, the run's, the difference (the run's minus the published) and the note on it; and their chart points."""
-    found = []
-    for run in runs:
-        recorded = getattr(run.doc, "summary", {}) or {}
-        for name, block in run.summary.items():
-            figures = block.published or (recorded[name].published if name in recorded else ())
-            found += [(run, name, block, p) for p in figures]
+    """The figures published for each run's own checkpoint (its summary blocks' ``published``:
+    :func:`vlprobe.results.summary.published_rows`), one row each: the source, the config or aggregate and metric,
+    the published figure, the run's, the difference (the run's minus the published) and the known causes of it;
+    and their chart points."""
+    found = [(run, name, block, p) for run in runs for name, block in run.summary.items() for p in block.published]
     if not found:
         return None, []
     several = len({run.label for run, *_ in found}) > 1
     versions = any(p.dataset_version for *_, p in found)
     headers = ((["run"] if several else []) + ["source", "config", "metric", "published", "this run", "difference"]
-               + (["data version"] if versions else []) + ["note"])
+               + (["data version"] if versions else []) + ["known causes"])
     rows, points = [], []
     for run, name, block, p in found:
         bench = block.benchmark or name
+        ours = "N/A" if p.ours is None else pct(p.ours)  # the run's row is N/A: every item tied
         rows.append(([run.label] if several else []) + [p.source, config_name(block.benchmark, p.config), p.metric,
-                     pct(p.value), pct(p.ours), "" if p.difference is None else f"{100 * p.difference:+.1f}"]
+                     pct(p.value), ours, "" if p.difference is None else f"{100 * p.difference:+.1f}"]
                     + ([p.dataset_version or ""] if versions else []) + [p.note])
-        points.append(Point(f"published: {short(p.source, 24)}", bench, p.config, "published", p.metric,
+        points.append(Point(f"published: {short(p.source)}", bench, p.config, "published", p.metric,
                             100 * p.value, kind="published", label=config_name(block.benchmark, p.config)))
     label = "Published for this run's checkpoint (%)" if not several else "Published for the runs' checkpoints (%)"
     return Table("published", label, headers, rows, ["difference: this run's figure minus the published one, "
@@ -493,6 +489,11 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
               "interval in brackets when it has one."] if runs else
              ["No results file loaded: the papers' published numbers alone, in %."])
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
+    # the summary blocks' other departures from the authors' setting (another tie policy, items they do not score,
+    # BLA's clamped cosines), as `vlprobe report` says them; limit, control and modality are the caveats above
+    notes += [f"{run.label}: departs from the authors' setting: {said_of(run, d.note)}." for run in runs
+              for block in run.summary.values() for d in block.departures
+              if d.setting not in ("limit", "control", "modality")]
     papers: Table | None = None
     paper_points: list[Point] = []
     if include_papers:

@@ -345,7 +345,7 @@ BROWSE_EMPTY = placeholder(["rank", "margin", "texts", "tags", "id"], "run a ben
 ITEM_EMPTY = placeholder(["text", "role", "score", "margin"], "run a benchmark, then pick an item")
 RUNS_EMPTY = placeholder(results.RUN_HEADERS, "load results files and press Compare")
 PAPERS_EMPTY = placeholder(["config", "system"], "no published numbers to show")
-PUBLISHED_EMPTY = placeholder(["source", "config", "metric", "published", "this run", "difference", "note"],
+PUBLISHED_EMPTY = placeholder(["source", "config", "metric", "published", "this run", "difference", "known causes"],
                               "no figure is published for the loaded runs' checkpoints")
 
 # The page shows HTML tables (vlprobe.demo.display: they scroll sideways on a phone, nothing in them
@@ -632,7 +632,7 @@ def results_table(table, **kw):
     return display.html_table(table.headers, table.rows, label=table.label, table_id=f"{table.key}-table", decimals=1,
                               notes=table.notes, wrap=table.wrap, marked=table.marked, marked_rows=table.marked_rows,
                               cards=True, tall=len(table.rows) > 12,
-                              prose=("source", "note"), **kw)
+                              prose=("source", "note", "known causes"), **kw)
 
 
 @_inline_errors(_results_failed)

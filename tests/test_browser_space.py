@@ -162,7 +162,9 @@ TABLE_PROBLEMS = """() => {
     if (wrap.scrollWidth > wrap.clientWidth + 1 && !['auto', 'scroll'].includes(ox)) problems.push('table cut: ' + ox);
     const box = wrap.getBoundingClientRect();
     if (box.right > window.innerWidth + 0.5) problems.push('table box past the screen: ' + box.right);
-    for (const c of t.querySelectorAll('th, td')) {
+    // a table of cards keeps its header row for screen readers only (each card names its cells): not drawn
+    const heads = getComputedStyle(t.tHead || t).position === 'absolute' ? 'td' : 'th, td';
+    for (const c of t.querySelectorAll(heads)) {
       if (c.scrollWidth > c.clientWidth + 1) problems.push('clipped: ' + c.innerText);
       if (c.classList.contains('prose') || c.classList.contains('wrap')) {
         const walker = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);

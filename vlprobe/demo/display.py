@@ -61,6 +61,7 @@ table.vt th.wrap span.word { white-space: nowrap; }
   table.vt.cards td::before { content: attr(data-label) ": "; font-weight: 600; color: #374151; }
   table.vt.cards td:first-child { font-weight: 600; }
   table.vt.cards td:empty { display: none; }
+  table.vt.cards td.wrap span.word { white-space: nowrap; }  /* a name breaks at its spaces, never at a hyphen */
   table.vt.cards td.num { white-space: nowrap; }  /* a value stays whole; its column's name may wrap before it */
   table.vt.cards td.num::before { white-space: normal; }
   table.vt.cards td:not(:first-child):not(.num) { order: 1; }  /* the numbers first, then the other cells */
@@ -103,8 +104,9 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
     in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
     (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it. Headers
     named in ``wrap`` (names of runs and systems) wrap at spaces, their columns as narrow as their
-    numbers. The columns named in ``marked`` and the rows numbered in ``marked_rows`` (the visitor's own
-    runs) are shaded. With ``cards``, on a phone each row is a card: its first cell, then its numbers,
+    numbers (in a card, their cells too: never at a hyphen). The columns named in ``marked`` and the
+    rows numbered in ``marked_rows`` (the visitor's own runs) are shaded. With ``cards``, on a phone each
+    row is a card: its first cell, then its numbers,
     then its other cells, each led by its column's name (an empty one left out)."""
     esc = html.escape
     cells = []
@@ -116,6 +118,8 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
             mark = " mark" if h in marked or r in marked_rows else ""
             if h in prose or (r in prose_rows and text and not NUMBER.match(text)):
                 out.append(f'<td class="prose{mark}"{named}>{_whole_words(text)}</td>')
+            elif h in wrap and text and not NUMBER.match(text):  # a run's or system's name: in a card, wraps at spaces
+                out.append(f'<td class="wrap{mark}"{named}>{_whole_words(text)}</td>')
             elif h in lists:
                 parts = [p for p in text.split(", ") if p]
                 out.append(f'<td class="list{mark}"{named}>' + ", ".join(f"<span>{esc(p)}</span>" for p in parts)

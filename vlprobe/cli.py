@@ -18,6 +18,7 @@ from types import ModuleType
 from . import __version__, commands
 from .defaults import CHUNK_ROWS
 from .errors import ArgumentError, VlprobeError
+from .plugins import include_option
 
 
 def command_modules() -> dict[str, ModuleType]:
@@ -134,8 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         folders, argv = _include_paths(argv)
         if folders:
-            from .plugins import include_option
-
             include_option(folders)
     except VlprobeError as err:
         print(f"vlprobe: error: {err}", file=sys.stderr)

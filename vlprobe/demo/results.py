@@ -26,6 +26,7 @@ import numpy as np
 
 from ..benchmarks import find, get
 from ..report.papers import PAPER_NOTES, PAPER_TABLES, PaperResult, paper_benchmarks, paper_results, source_label
+from ..report.runs import Run
 from ..results import pct
 from ..results.schema import Metrics, SummaryBlock, SummaryRow, dataset_name
 from .benchmark import Footnotes
@@ -104,7 +105,7 @@ def short(text: str, limit: int = MAX_LABEL) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
-def run_description(run: Any) -> str:
+def run_description(run: Run) -> str:
     """What a run is: its model (vlprobe.report's label: model, dtype, control) and datasets."""
     names = ", ".join(dict.fromkeys(dataset_name(e.dataset) for e in run.results))
     model = re.sub(r" #\d+$", "", run.label)  # vlprobe.report numbers repeated labels; the page does that itself
@@ -195,9 +196,9 @@ def load_runs(files: Iterable[Any], names: str | Sequence[str] = "") -> list[Any
     return runs
 
 
-def said_of(run: Any, note: str) -> str:
+def said_of(run: Run, note: str) -> str:
     """A note on a run with its file's server path (the upload folder's) put as the visitor named the file."""
-    return note.replace(str(run.path), getattr(run, "file_name", run.path.name))
+    return note.replace(str(run.path), run.file_name or run.path.name)
 
 
 
@@ -347,20 +348,22 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
         pairs = [c for c in pairs if any(summary_row(b, *c) for _, _, b in columns)]
         if not pairs:
             return None, [], f"No loaded run has a config and metric that the {get(bench).display} paper reports."
-    notes, used, theirs = Footnotes(), set(), False
+    notes, theirs = Footnotes(), False
+    used: set[str] = set()
     series: list[tuple[str, dict[tuple[str, str], str]]] = []
     for name, _, block in columns:
-        rows = {c: summary_row(block, *c) for c in pairs}
+        found = {c: summary_row(block, *c) for c in pairs}
         who = f"{name}, " if len(columns) > 1 else ""
         series.append((f"this run: {name}", {c: _summary_cell(block, r, c[1], notes, who, used)
-                                             for c, r in rows.items()}))
-        if any(r is not None and c[1] in r.authors for c, r in rows.items()):
+                                             for c, r in found.items()}))
+        if any(r is not None and c[1] in r.authors for c, r in found.items()):
             theirs = True
             series.append((f"{name} by the authors' rule", {c: pct(r.authors[c[1]]) if r is not None and c[1] in
-                                                            r.authors else "" for c, r in rows.items()}))
+                                                            r.authors else "" for c, r in found.items()}))
     values = {(p.model, p.config, p.metric): p.value for p in papers}
     systems = [m for m in dict.fromkeys(p.model for p in papers) if any((m, *c) in values for c in pairs)]
-    series += [(m, {c: f"{values[(m, *c)]:.1f}" if (m, *c) in values else "" for c in pairs}) for m in systems]
+    series += [(m, {c: f"{values[key]:.1f}" if (key := (m, c[0], c[1])) in values else "" for c in pairs})
+               for m in systems]
     configs = list(dict.fromkeys(c for c, _ in pairs))
     metrics = list(dict.fromkeys(m for _, m in pairs))
     own = len(series) - len(systems)  # the runs' columns (or rows), first
@@ -425,7 +428,7 @@ def published_section(runs: Sequence[Any]) -> tuple[Table | None, list[Point]]:
 
 # ---- the chart's points ------------------------------------------------------------------------------------
 
-def _chance(run: Any, name: str, row: SummaryRow, metric: str) -> float | None:
+def _chance(run: Run, name: str, row: SummaryRow, metric: str) -> float | None:
     """A summary row's chance level in %: its own, else its entry's, else the one level every entry of the
     benchmark (and their tags) has for the metric; None where they differ."""
     if row.chance is not None:
@@ -598,7 +601,8 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
         height = 1.6 + 0.42 * len(rows) + 0.27 * (legend_lines + 1)
     with matplotlib.rc_context(chart_rc()):
         fig, ax = plt.subplots(figsize=(width, height), dpi=100, layout="constrained")
-        chance_drawn, missing = set(), {}
+        chance_drawn: set[tuple[int, float]] = set()
+        missing: dict[int, list[str]] = {}
         for p in points:
             r, k = rows.index(row_of(p)), series.index(series_of(p))
             if p.chance is not None and (r, p.chance) not in chance_drawn:

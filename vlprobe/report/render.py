@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from .tables import (
     summary_table,
     tag_table,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -251,7 +254,7 @@ def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str,
     return [group[i:i + PANEL_UNITS] for group in by_bench.values() for i in range(0, len(group), PANEL_UNITS)]
 
 
-def chart(runs: Sequence[Run]) -> Any:
+def chart(runs: Sequence[Run]) -> Figure:
     """The report's chart, a matplotlib Figure: each run's headline metric per (benchmark, config, split), with its
     CI and chance, one panel per benchmark (at most PANEL_UNITS configs and splits a row). The legend sits above the
     panels, outside every axes, so that it hides no bar and no CI whatever the values (a legend inside a panel hid a

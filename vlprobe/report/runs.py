@@ -25,6 +25,7 @@ class Run:
     path: Path
     label: str
     doc: Document
+    file_name: str | None = None  # the file as a visitor named it (the Space's uploads), for notes
 
     @property
     def kind(self) -> str:

@@ -108,6 +108,8 @@ textarea::placeholder, input::placeholder { font-style: italic; }
 .chart-block .chart-svg svg { margin: 0 auto; }
 /* the Results chart is drawn twice: wide (labels left of the rows) and, for a phone, narrow (labels above) */
 .chart-narrow { display: none; }
+details.vt-fold > summary { cursor: pointer; }
+.vt-count { font-weight: 400; }
 #item-caption code { overflow-wrap: anywhere; }
 .model-about p, .tie-notes p { margin: 0.2em 0; font-size: 0.92em; color: #374151; }
 #model-about { align-self: center; }
@@ -145,6 +147,10 @@ input[type=range] { --neutral-200: #80868f; }
   .bench-out { flex-direction: column !important; }
   .bench-out > .bench-tables { order: -1; }
   .results-out { display: flex; flex-direction: column; }
+  /* the Results tab's cards: compact */
+  .results-out table.vt.cards td { font-size: 13px !important; line-height: 1.3 !important; padding: 0 !important; }
+  .results-out table.vt.cards tr { gap: 0 10px; margin: 0 0 4px; padding: 2px 7px; }
+  .results-out .vt-note { font-size: 0.8em; margin-top: 1px; }
   .results-out > #results-chart { order: 3; }
   .chart-wide { display: none; }
   .chart-narrow { display: block; }
@@ -177,10 +183,13 @@ SHOW_VERDICT = """async () => {
 }"""
 
 
-# After Compare: bring the results' note to the top of the screen when it is out of sight (on a phone
-# it sits below the files and options).
+# After Compare: on a phone, fold the figures published for the runs' checkpoints under their label; bring the
+# results' note to the top of the screen when it is out of sight (on a phone it sits below the files and options).
 SHOW_RESULTS = """async () => {
   const y0 = window.scrollY;
+  await new Promise(r => setTimeout(r, 30));  // the tables drawn
+  if (window.matchMedia('(max-width: 640px)').matches)  // on a phone the published figures' rows wait for a tap
+    for (const d of document.querySelectorAll('.results-out details.vt-fold')) d.open = false;
   for (const wait of [60, 250, 600]) {
     await new Promise(r => setTimeout(r, wait));
     const el = document.querySelector('#results-note');
@@ -628,10 +637,12 @@ def _results_failed(message):
 
 
 def results_table(table, **kw):
-    """A table of the Results tab as the page shows it: on a phone, a card per row, its numbers first."""
+    """A table of the Results tab as the page shows it: on a phone, a card per row, its numbers first; the figures
+    published for the runs' checkpoints folded there under their label (SHOW_RESULTS folds them), open on a
+    laptop."""
     return display.html_table(table.headers, table.rows, label=table.label, table_id=f"{table.key}-table", decimals=1,
                               notes=table.notes, wrap=table.wrap, marked=table.marked, marked_rows=table.marked_rows,
-                              cards=True, tall=len(table.rows) > 12,
+                              cards=True, tall=len(table.rows) > 12, fold=table.key == "published",
                               prose=("source", "note", "known causes"), **kw)
 
 

@@ -52,6 +52,7 @@ VIEWPORTS = {"laptop": (1280, 900), "phone": (390, 844)}
 # (its tables have the same cells, only fewer rows).
 BENCH_ITEMS = {"laptop": 12, "phone": 100}
 SLOW = 240_000  # ms: a benchmark or a model load on a loaded 2-core machine
+RESULTS_PHONE_PX = 3600  # the phone's Results page with a VALSE run beside the papers (3,926 px before folding)
 FIRST_RESULT_PX = 1600  # the first result's bottom edge, from the page's top (a phone's page included)
 INTERACTIVE = {"button", "textbox", "combobox", "slider", "spinbutton", "radio", "radiogroup", "checkbox", "tab",
                "link", "listbox", "searchbox", "switch", "menuitem", "option"}
@@ -1151,20 +1152,33 @@ def _valse_beside_papers(page, tmp_path, viewport, shots, seen):
     headers = table.locator("th").all_inner_texts()
     assert headers[1] == "this run: valse_all" and not any("wino" in h for h in headers), headers
     assert table.locator("td.mark").count() == 12  # the run's column, shaded
-    published = page.locator("#published-table tbody tr").all_inner_texts()
+    published = page.locator("#published-table tbody tr").all_text_contents()  # folded on a phone
     assert len(published) == 12 and all("the study (Oh et al. 2024)" in r for r in published), published
     assert "existence" in published[0] and "69.3" in published[0] and "-19.3" in published[0], published[0]
     assert page.locator("#runs-valse-table tbody tr").count() == 1 and page.locator(
         "#runs-winoground-table tbody tr").count() == 1  # a row per run and config, no empty row
+    causes = page.locator("#published-table tbody tr").last.locator("td").last.text_content().strip()
+    assert len(causes) <= 80 and causes.endswith("¹"), causes  # the Avg.'s members' item counts: a footnote
+    assert "checkpoint_names.csv" not in page.locator(".results-out").inner_text()
+    # a panel per benchmark: the row labels are config names, the plot keeps its width beside them
+    plots = chart.locator("[data-plot]")
+    assert plots.count() == 2, plots.count()
+    width = min(p.bounding_box()["width"] for p in plots.all())
+    assert width >= (600 if viewport == "laptop" else 330), width
+    assert chart.locator("text").filter(has_text=re.compile(r"^valse/")).count() == 0
     fits = _check_tables(page, "valse beside the papers")
     smallest = _check_charts(page, "results, valse/all beside VALSE Table 2", seen)
     _glossed(page)
-    if viewport == "phone":  # the numbers first, a card per row
+    if viewport == "phone":  # the numbers first, a card per row; the published figures folded under their label
         assert table.bounding_box()["y"] < page.locator("#results-chart").bounding_box()["y"]
+        assert page.locator("#published-table details.vt-fold").evaluate("d => !d.open")
+        length = page.evaluate("() => document.documentElement.scrollHeight")
+        assert length <= RESULTS_PHONE_PX, length
         assert table.locator("table.cards").count() == 1
         assert table.locator("tbody tr").first.evaluate("r => getComputedStyle(r).display") == "flex"
     page.screenshot(path=str(shots / f"results_valse_{viewport}.png"), full_page=True)
-    return {"rows": len(heights), "chart px": round(smallest, 1), "tables": fits}
+    return {"rows": len(heights), "chart px": round(smallest, 1), "plot px": round(width),
+            "page px": page.evaluate("() => document.documentElement.scrollHeight"), "tables": fits}
 
 
 def _bad_results_file(page, tmp_path):

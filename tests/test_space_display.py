@@ -474,3 +474,17 @@ def test_figures_published_for_the_runs_checkpoint_are_a_row_each_with_the_diffe
     assert "point:published: the study (Oh et al. 2024):valse/avg/published:acc_r" in gids
     plain = results.compare_results([_upload(tmp_path, "f" * 64, valse_all_doc(), name="mini.json")])
     assert plain.published is None  # mini-clip: no checkpoint with published figures
+
+
+def test_published_causes_are_short_and_a_model_without_figures_is_said_in_words(tmp_path):
+    """The Avg. row's known causes name no member: its members' item counts are one footnote under the table (the
+    summary's note is unchanged); a model with no published figure is said so without naming vlprobe's files."""
+    path = _upload(tmp_path, "e" * 64, valse_all_doc(model="openai/clip-vit-base-patch32"), name="checkpoint.json")
+    out = results.compare_results([path], include_papers=True)
+    avg = out.published.rows[-1]
+    assert avg[1] == "Avg." and avg[-1] == "the unweighted mean of the source's 11 figures, on other item counts¹"
+    assert "¹ Avg.: the source's items against this run's: existence 505 against 20, plurality 851 against 20" in \
+        out.published.notes[-1]
+    plain = results.compare_results([_upload(tmp_path, "f" * 64, valse_all_doc(), name="mini.json")])
+    said = " ".join(plain.papers.notes)
+    assert "checkpoint_names.csv" not in said and "no paper published figures for this model (mini-clip)" in said

@@ -99,7 +99,8 @@ def _whole_words(text: str) -> str:
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
                decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False,
                prose_rows: Sequence[int] = (), notes: Sequence[str] = (), cards: bool = False,
-               wrap: Sequence[str] = (), marked: Sequence[str] = (), marked_rows: Sequence[int] = ()) -> str:
+               wrap: Sequence[str] = (), marked: Sequence[str] = (), marked_rows: Sequence[int] = (),
+               fold: bool = False) -> str:
     """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
     in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
     (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it. Headers
@@ -107,7 +108,8 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
     numbers (in a card, their cells too: never at a hyphen). The columns named in ``marked`` and the
     rows numbered in ``marked_rows`` (the visitor's own runs) are shaded. With ``cards``, on a phone each
     row is a card: its first cell, then its numbers,
-    then its other cells, each led by its column's name (an empty one left out)."""
+    then its other cells, each led by its column's name (an empty one left out). With ``fold``, the table and its
+    notes sit in a ``<details class="vt-fold">`` opened by its label (open as sent; the page may fold it)."""
     esc = html.escape
     cells = []
     for r, row in enumerate(rows):
@@ -140,11 +142,16 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
     head = "".join(th(k, h) for k, h in enumerate(headers))
     name = esc(label or "table")
     ident = f' id="{esc(table_id)}"' if table_id else ""
-    return (f'<div class="vt-outer"{ident}>' + (f'<div class="vt-label">{esc(label)}</div>' if label else "")
-            + f'<div class="vt-wrap{" vt-tall" if tall else ""}" role="region" aria-label="{name}" tabindex="0">'
+    body = (f'<div class="vt-wrap{" vt-tall" if tall else ""}" role="region" aria-label="{name}" tabindex="0">'
             f'<table class="vt{" cards" if cards else ""}"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(cells)}</tbody></table></div>'
-            + "".join(f'<p class="vt-note">{esc(n)}</p>' for n in notes) + "</div>")
+            + "".join(f'<p class="vt-note">{esc(n)}</p>' for n in notes))
+    if fold:
+        return (f'<div class="vt-outer"{ident}><details class="vt-fold" open><summary class="vt-label">{esc(label)} '
+                f'<span class="vt-count">({len(rows)} row{"s" if len(rows) != 1 else ""})</span></summary>'
+                f'{body}</details></div>')
+    return (f'<div class="vt-outer"{ident}>' + (f'<div class="vt-label">{esc(label)}</div>' if label else "")
+            + body + "</div>")
 
 
 def message_table(label: str, text: str, table_id: str = "") -> str:
@@ -194,6 +201,6 @@ def svg(fig: Any, description: str, chart_id: str = "") -> str:
                   lambda m: f'<svg{m.group(1)} style="{style}" role="img" aria-label="{html.escape(description)}"',
                   text, count=1)
     text = re.sub(r"(<svg[^>]*>)", lambda m: m.group(1) + f"<title>{html.escape(description)}</title>", text, count=1)
-    text = re.sub(r'<g id="point:([^"]+)"', r'<g data-point="\1"', text)
+    text = re.sub(r'<g id="(point|plot):([^"]+)"', r'<g data-\1="\2"', text)  # a chart's points and plot areas
     ident = f' id="{html.escape(chart_id)}"' if chart_id else ""
     return f'<div class="chart-svg"{ident}>{text}</div>'

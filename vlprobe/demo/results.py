@@ -390,7 +390,7 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
         said.append(f"by the authors' rule: what the authors' own code gives (ties counted {rules}), where this "
                     "run's tie policy is another or its figure is N/A (their code prints a number)")
     for name, run, block in columns:
-        said += [f"{name}: {said_of(run, n)}" for n in block.notes if n not in used]  # those used are footnotes
+        said += [f"{name}: {visitor_words(said_of(run, n))}" for n in block.notes if n not in used]  # used: footnotes
     metric = f", {metrics[0]}" if len(metrics) == 1 else ""
     title = "Beside the published numbers" if columns else "The published numbers"
     table = Table("papers", f"{title}: {get(bench).display}{metric} (%)", headers, rows,
@@ -398,6 +398,16 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
     points = [Point(f"paper: {p.model}", bench, p.config, "paper", p.metric, p.value, kind="paper",
                     label=config_name(bench, p.config)) for p in papers]
     return table, points, ""
+
+
+def visitor_words(note: str) -> str:
+    """A summary block's note as a visitor reads it: that no figure was published for the run's own model says so
+    without naming vlprobe's files."""
+    found = re.match(r"^no published figure for this model \((.+)\): it is no checkpoint of \S+$", note)
+    if found:
+        return (f"no paper published figures for this model ({found.group(1)}) itself; it is set beside the papers' "
+                "own systems only")
+    return note
 
 
 def published_section(runs: Sequence[Any]) -> tuple[Table | None, list[Point]]:
@@ -413,17 +423,35 @@ def published_section(runs: Sequence[Any]) -> tuple[Table | None, list[Point]]:
     headers = ((["run"] if several else []) + ["source", "config", "metric", "published", "this run", "difference"]
                + (["data version"] if versions else []) + ["known causes"])
     rows, points = [], []
+    notes = Footnotes()
     for run, name, block, p in found:
         bench = block.benchmark or name
         ours = "N/A" if p.ours is None else pct(p.ours)  # the run's row is N/A: every item tied
         rows.append(([run.label] if several else []) + [p.source, config_name(block.benchmark, p.config), p.metric,
                      pct(p.value), ours, "" if p.difference is None else f"{100 * p.difference:+.1f}"]
-                    + ([p.dataset_version or ""] if versions else []) + [p.note])
+                    + ([p.dataset_version or ""] if versions else [])
+                    + [short_causes(p.note, notes, config_name(block.benchmark, p.config))])
         points.append(Point(f"published: {short(p.source)}", bench, p.config, "published", p.metric,
                             100 * p.value, kind="published", label=config_name(block.benchmark, p.config)))
     label = "Published for this run's checkpoint (%)" if not several else "Published for the runs' checkpoints (%)"
     return Table("published", label, headers, rows, ["difference: this run's figure minus the published one, "
-                                                     "in percentage points"], wrap=("run",)), points
+                                                     "in percentage points"] + notes.lines(), wrap=("run",)), points
+
+
+_MEMBER = re.compile(r"^[\w.+-]+: ")  # an aggregate's note on one of its members ("existence: 505 items against 20")
+
+
+def short_causes(note: str, notes: Footnotes, row: str) -> str:
+    """A published row's known causes as its cell shows them: the summary's note (its parts joined by "; ")
+    without the parts on an aggregate's members, which become a footnote (``row``: the row's name), marked."""
+    parts = [part for part in note.split("; ") if part]
+    members = [part for part in parts if _MEMBER.match(part)]
+    kept = "; ".join(part for part in parts if part not in members)
+    if not members:
+        return kept
+    said = "on other item counts" if len(members) == len(parts) - 1 else f"{len(members)} on other item counts"
+    return f"{kept}, {said}" + notes.mark(f"{row}: the source's items against this run's: " + ", ".join(
+        m.replace(": ", " ", 1).replace(" items against ", " against ") for m in members))
 
 
 # ---- the chart's points ------------------------------------------------------------------------------------
@@ -537,15 +565,16 @@ NA_COLOUR = "#374151"  # the "N/A" said on a row: dark enough for 4.5:1 on white
 
 
 def comparison_chart(points: list[Point], sources: list[str], narrow: bool = False) -> Any:
-    """A dot plot, None when there is nothing. One row per benchmark/config/metric (an aggregate, VALSE's
-    Avg., under a line), one point per (source, split) in its own colour and marker (the runs first and
-    larger, then the figures published for their checkpoint, then the papers' systems); with more sources
-    than configs (Winoground's 19 systems on one config) the other way round: one row per source, one point
-    per config. A run's N/A is said on its row in words. Row labels sit on the left, one line each, a row
-    apart, so they never meet (``narrow``, for a phone: above their row's points, the plot the figure's
-    full width); points are nudged apart within a row; the runs' CIs are horizontal bars, chance a dashed
-    tick; the legend sits under the plot. Each point's SVG id is
-    ``point:<source>:<benchmark>/<config>/<split>:<metric>``."""
+    """A dot plot, None when there is nothing. One row per config and metric (an aggregate, VALSE's Avg., under a
+    line), a panel per benchmark (its name and metric in the panel's title, so a row's label is the config's name
+    alone), one point per (source, split) in its own colour and marker (the runs first and larger, then the figures
+    published for their checkpoint, then the papers' systems); with more sources than configs (Winoground's 19
+    systems on one config) the other way round: one row per source, one point per config. A run's N/A is said on
+    its row in words. Row labels sit on the left, one line each, a row apart, so they never meet (``narrow``, for a
+    phone: above their row's points, the plot the figure's full width); on a laptop the plot keeps about 6 in
+    beside them; points are nudged apart within a row; the runs' CIs are horizontal bars, chance a dashed tick; the
+    legend sits under the plot. Each point's SVG id is ``point:<source>:<benchmark>/<config>/<split>:<metric>``,
+    each panel's plot area ``plot:<benchmark>``."""
     import textwrap
 
     import matplotlib
@@ -559,8 +588,7 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
     if not any(p.value is not None for p in points):
         return None
     groups = list(dict.fromkeys(_group(p) for p in points))
-    one_benchmark = len({g[0] for g in groups}) == 1
-    metrics = list(dict.fromkeys(g[2] for g in groups))
+    benchmarks = list(dict.fromkeys(g[0] for g in groups))
     shown: dict[tuple[str, str, str], str] = {}
     for p in points:
         if p.label:
@@ -572,16 +600,24 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
     # a published system by its name alone (its small marker, and the tables, say it is the paper's)
     run_name = {b: f"{b[0]} · {b[1]}" if len(splits[b[0]]) > 1 else
                 b[0].removeprefix("paper: ") if kind.get(b) == "paper" else b[0] for b in runs}
-    group_name = {g: _group_label(g, shown.get(g, g[1]), one_benchmark, len(metrics) == 1) for g in groups}
+    # a row's label within its benchmark's panel: the metric too where the panel has several
+    panel_metrics = {b: list(dict.fromkeys(g[2] for g in groups if g[0] == b)) for b in benchmarks}
+    group_name = {g: _group_label(g, shown.get(g, g[1]), True, len(panel_metrics[g[0]]) == 1) for g in groups}
     by_source = len(runs) > len(groups)
-    if by_source:  # rows: the sources; points: the configs
-        rows, series = runs, groups
+    if by_source:  # rows: the sources; points: the configs; one panel
+        series = groups
+        panels: list[tuple[str | None, list[Any]]] = [(None, list(runs))]
         row_of, series_of = (lambda p: (p.source, p.split)), _group
-        row_names, series_names = [run_name[b] for b in runs], [group_name[g] for g in groups]
+        series_names = [_group_label(g, shown.get(g, g[1]), len(benchmarks) == 1,
+                                     len({h[2] for h in groups}) == 1) for g in groups]
+        row_label = {b: run_name[b] for b in runs}
     else:
-        rows, series = groups, runs
+        series = runs
+        panels = [(b, [g for g in groups if g[0] == b]) for b in benchmarks]
         row_of, series_of = _group, (lambda p: (p.source, p.split))
-        row_names, series_names = [group_name[g] for g in groups], [run_name[b] for b in runs]
+        series_names = [run_name[b] for b in runs]
+        row_label = dict(group_name)
+    where = {row: (k, r) for k, (_, members) in enumerate(panels) for r, row in enumerate(members)}
     cmap = plt.get_cmap("tab20" if len(series) > 10 else "tab10")
     style = {b: (cmap(k % cmap.N), MARKERS[k % len(MARKERS)]) for k, b in enumerate(series)}
     band = 0.3 if narrow else 0.7  # the share of a row its points spread over
@@ -591,26 +627,36 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
     show_legend = len(series) > 1 or any(p.chance is not None for p in points)
     entries = series_names + ["chance"] if show_legend else []
     wrap = 30 if narrow else 40
-    # short names: two legend columns
-    two = len(entries) > 4 and max(len(k) for k in entries) <= (17 if narrow else 24)
-    legend_lines = sum(len(textwrap.wrap(k, wrap, break_long_words=False)) for k in entries) / (2 if two else 1)
+    # short names: two legend columns (three on a laptop, where there are many)
+    longest_entry = max((len(k) for k in entries), default=0)
+    columns = 1 if len(entries) <= 4 or longest_entry > (17 if narrow else 40) else \
+        3 if not narrow and len(entries) > 8 and longest_entry <= 24 else 2
+    legend_lines = sum(len(textwrap.wrap(k, wrap, break_long_words=False)) for k in entries) / columns
+    n_rows = sum(len(members) for _, members in panels)
+    titled = len(panels) > 1
+    longest = max(len(short(row_label[row], 44)) for _, members in panels for row in members)
     if narrow:  # fits a phone's column at 13 px text; the row labels inside the plot
-        width, height = 4.3, 1.3 + 0.5 * len(rows) + 0.27 * (legend_lines + 1)
-    else:  # wide enough that the plot keeps about 3.6 in beside its longest row label (13 pt: about 0.1 in a character)
-        width = min(7.6, max(5.4, 3.6 + 0.1 * max(len(n) for n in row_names)))
-        height = 1.6 + 0.42 * len(rows) + 0.27 * (legend_lines + 1)
+        width = 4.3
+        height = 1.3 + 0.46 * n_rows + 0.27 * (legend_lines + 1) + (0.45 * len(panels) if titled else 0)
+    else:  # wide enough that the plot keeps about 6 in beside its longest row label (13 pt: about 0.1 in a character)
+        width = min(10.0, max(7.0, 6.2 + 0.1 * longest))
+        height = 1.6 + 0.42 * n_rows + 0.27 * (legend_lines + 1) + (0.4 * len(panels) if titled else 0)
     with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(width, height), dpi=100, layout="constrained")
-        chance_drawn: set[tuple[int, float]] = set()
-        missing: dict[int, list[str]] = {}
+        fig, axes = plt.subplots(len(panels), 1, figsize=(width, height), dpi=100, layout="constrained",
+                                 sharex=True, squeeze=False,
+                                 gridspec_kw={"height_ratios": [len(members) for _, members in panels]})
+        axes = [a for (a,) in axes]
+        chance_drawn: set[tuple[int, int, float]] = set()
+        missing: dict[tuple[int, int], list[str]] = {}
         for p in points:
-            r, k = rows.index(row_of(p)), series.index(series_of(p))
-            if p.chance is not None and (r, p.chance) not in chance_drawn:
-                chance_drawn.add((r, p.chance))
+            (a, r), k = where[row_of(p)], series.index(series_of(p))
+            ax = axes[a]
+            if p.chance is not None and (a, r, p.chance) not in chance_drawn:
+                chance_drawn.add((a, r, p.chance))
                 low, high = (r - 0.05, r + 0.45) if narrow else (r - 0.42, r + 0.42)
                 ax.vlines(p.chance, low, high, colors="black", linestyles="dashed", linewidth=1, label="chance")
             if p.value is None:  # said in words on its row, not drawn as a 0
-                missing.setdefault(r, []).append(series_names[k] if not by_source else group_name[series_of(p)])
+                missing.setdefault((a, r), []).append(series_names[k] if not by_source else group_name[series_of(p)])
                 continue
             y = r + centre + nudge * (k - (len(series) - 1) / 2)
             colour, marker = style[series_of(p)]
@@ -620,32 +666,43 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
                                     capsize=2, label=series_names[k], markeredgecolor="black" if mine else "white",
                                     markeredgewidth=0.8 if mine else 0.6, zorder=3 if mine else 2)
             container.lines[0].set_gid(f"point:{p.source}:{p.benchmark}/{p.config}/{p.split}:{p.metric}")
-        for r, names in missing.items():
+        for (a, r), names in missing.items():
             said = "N/A" if len(run_series) <= 1 and not by_source else short("N/A: " + ", ".join(names), 40)
-            ax.text(1.5, r + centre, said, va="center", ha="left", color=NA_COLOUR, gid=f"na:{r}")
-        if narrow:
-            ax.set_yticks([])
-            for r, name in enumerate(row_names):
-                ax.text(1, r - 0.46, short(name, 40), va="top", ha="left", color="#111827")
-        else:
-            ax.set_yticks(np.arange(len(rows)), row_names)
-        if not by_source and aggregate:  # the aggregates under a line
-            first = min(rows.index(g) for g in aggregate)
-            if first:
-                ax.axhline(first - 0.5, color="#6b7280", linewidth=0.8)
-        ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
-        ax.set_xlim(-2, 102)  # a point at 0 or 100 drawn whole
-        ax.set_xticks(range(0, 101, 20))
-        ax.set_xlabel(f"{chart_label(metrics[0])} (%)" if len(metrics) == 1 else "%")
-        ax.grid(axis="x", color="#e5e7eb")
-        ax.set_axisbelow(True)
+            axes[a].text(1.5, r + centre, said, va="center", ha="left", color=NA_COLOUR, gid=f"na:{a}:{r}")
+        for ax, (bench, members) in zip(axes, panels, strict=True):
+            names = [row_label[row] for row in members]
+            if narrow:
+                ax.set_yticks([])
+                for r, name in enumerate(names):
+                    ax.text(1, r - 0.46, short(name, 40), va="top", ha="left", color="#111827")
+            else:
+                ax.set_yticks(np.arange(len(members)), names)
+            if not by_source and aggregate & set(members):  # the aggregates under a line
+                first = min(members.index(g) for g in aggregate if g in members)
+                if first:
+                    ax.axhline(first - 0.5, color="#6b7280", linewidth=0.8)
+            ax.set_ylim(len(members) - 0.5, -0.5)  # the first row on top
+            ax.set_xlim(-2, 102)  # a point at 0 or 100 drawn whole
+            ax.set_xticks(range(0, 101, 20))
+            ax.grid(axis="x", color="#e5e7eb")
+            ax.set_axisbelow(True)
+            ax.patch.set_gid(f"plot:{bench or 'all'}")
+            if titled:
+                said = ", ".join(chart_label(m) for m in panel_metrics[bench]) if bench else ""
+                ax.set_title(f"{bench}: {said}" if said else str(bench), loc="left", fontsize=13, pad=4)
+        metrics = list(dict.fromkeys(g[2] for g in groups))
+        axes[-1].set_xlabel(f"{chart_label(metrics[0])} (%)" if len(metrics) == 1 else "%")
         if show_legend:
-            handles, labels = ax.get_legend_handles_labels()
-            unique = dict(zip(labels, handles))
+            unique: dict[str, Any] = {}
+            for ax in axes:
+                for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                    unique.setdefault(label, handle)
+            order = [k for k in (*series_names, "chance") if k in unique]  # the runs first, chance last
             # under the chart (constrained layout keeps it clear of the axis labels), never over a point
-            fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, wrap, break_long_words=False)) for k in unique],
-                       loc="outside lower left", frameon=False, ncol=2 if two else 1)
-        fig.suptitle(f"{groups[0][0]}: headline metric" if one_benchmark else "headline metric per config")
+            fig.legend([unique[k] for k in order], ["\n".join(textwrap.wrap(k, wrap, break_long_words=False))
+                                                    for k in order],
+                       loc="outside lower left", frameon=False, ncol=columns)
+        fig.suptitle(f"{benchmarks[0]}: headline metric" if len(benchmarks) == 1 else "headline metric per config")
     plt.close(fig)
     return fig
 

@@ -689,7 +689,7 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
             ax.patch.set_gid(f"plot:{bench or 'all'}")
             if titled:
                 said = ", ".join(chart_label(m) for m in panel_metrics[bench]) if bench else ""
-                ax.set_title(f"{bench}: {said}" if said else str(bench), loc="left", fontsize=13, pad=4)
+                ax.set_title(f"{bench}: {said}" if said else str(bench), loc="left", fontsize=13, pad=10 if narrow else 4)
         metrics = list(dict.fromkeys(g[2] for g in groups))
         axes[-1].set_xlabel(f"{chart_label(metrics[0])} (%)" if len(metrics) == 1 else "%")
         if show_legend:

@@ -149,6 +149,15 @@ def results_json_follows_its_schema():
 
 
 @pytest.fixture
+def cli(capsys):
+    """``cli(*argv)``: ``vlprobe ARGV...`` run in this process, as a :class:`helpers.CliRun` (``code, out, err``);
+    ``cli.subprocess(*argv, env=, cwd=)`` runs it in a fresh interpreter (tests/helpers.py)."""
+    from helpers import Cli
+
+    return Cli(capsys)
+
+
+@pytest.fixture
 def clean_space_env(monkeypatch):
     """No Space setting (VLPROBE_SPACE_*, SPACE_ID) from the environment: each test sets its own."""
     from vlprobe.demo.settings import ENV_ALL

@@ -8,18 +8,12 @@ import io
 import pytest
 from PIL import Image
 
-from vlprobe.cli import main
 from vlprobe.dataset.images import ImageError, ImageTooLargeError, check_crop_box
 from vlprobe.storage.paths import length_problem
 
 LONG_300 = "x" * 300
 LONG_10K = "y" * 10_000
 DEEP_30 = "/".join(["d" * 200] * 30)  # 30 levels, over PATH_MAX in all
-
-
-def _cli(capsys, *argv) -> tuple[int, str]:
-    code = main([str(a) for a in argv])
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("path, words", [(LONG_300, "name of 300 bytes"), (LONG_10K, "name of 10,000 bytes"),
@@ -32,8 +26,8 @@ def test_length_problem(path, words):
 @pytest.mark.parametrize("command", ["evaluate", "probe"])
 @pytest.mark.parametrize("flag", ["--out", "--dataset", "--model", "--cache-dir"])
 @pytest.mark.parametrize("name", [LONG_300, LONG_10K, DEEP_30], ids=["300", "10000", "30-levels"])
-def test_long_names_are_one_line_before_anything_loads(capsys, command, flag, name):
-    code, err = _cli(capsys, command, flag, name, "--no-progress")
+def test_long_names_are_one_line_before_anything_loads(cli, command, flag, name):
+    code, _, err = cli(command, flag, name, "--no-progress")
     assert code == 2 and "Traceback" not in err and "Errno 36" not in err, err
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"vlprobe {command}: error: {flag} ")
     assert "bytes" in err and len(err) < 600  # the name is shown shortened, not 10,000 characters
@@ -47,13 +41,13 @@ def test_long_names_are_one_line_before_anything_loads(capsys, command, flag, na
     (["--train-modality", "image,image"], "--train-modality image,image: names image more than once"),
     (["--test-modality", "image,,caption"], "has an empty name between commas"),
 ])
-def test_probe_bounds(capsys, argv, words):
-    code, err = _cli(capsys, "probe", *argv, "--no-progress")
+def test_probe_bounds(cli, argv, words):
+    code, _, err = cli("probe", *argv, "--no-progress")
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_evaluate_seed_bound(capsys):
-    code, err = _cli(capsys, "evaluate", "--seed", str(2**63), "--no-progress")
+def test_evaluate_seed_bound(cli):
+    code, _, err = cli("evaluate", "--seed", str(2**63), "--no-progress")
     assert code == 2 and "--seed 9223372036854775808: must be at most" in err, err
 
 
@@ -139,11 +133,11 @@ def test_the_metric_holds_many_large_items_in_blocks(monkeypatch):
     (["build", "travlr", "--out", "."], "--out '.': names the working directory"),
     (["build", "travlr", "--out", ".."], "is the working directory or a folder that holds it"),
 ])
-def test_build_counts_and_outs_are_bounded(argv, words, tmp_path, monkeypatch, capsys):
+def test_build_counts_and_outs_are_bounded(argv, words, tmp_path, monkeypatch, cli):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    code, err = _cli(capsys, *argv)
+    code, _, err = cli(*argv)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and not any(work.iterdir())  # nothing written
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import computed
 from helpers_engine import ToyDual, toy_items
 
 from vlprobe.cli import main
@@ -99,10 +100,6 @@ def _engine_stats(out: Path) -> dict:
     return json.loads((out / "results.json").read_text())["provenance"]["engine"]
 
 
-def _computed(stats: dict) -> int:
-    return sum(v for k, v in stats.items() if k.startswith("computed_") and not k.endswith("_this_process"))
-
-
 def _scores(out: Path) -> dict:
     import pyarrow.parquet as pq
 
@@ -143,14 +140,14 @@ def test_a_model_retrained_into_the_same_folder_gets_new_scores(tiny_clip_path, 
     _retrain(model, seed=1)  # model.safetensors overwritten: same size, other numbers
     after, second, truth = _score_with_cache(str(model), cache, items)
     assert after.describe()["model_sha256"] != before.describe()["model_sha256"]
-    assert second.stats["cached"] == 0 and _computed(second.stats) == _computed(first.stats)
+    assert second.stats["cached"] == 0 and computed(second.stats) == computed(first.stats)
     for got, want, old in zip(second.scores, truth.scores, first.scores):
         _close(got, want)  # the retrained model's own numbers ...
     assert max(np.abs(g - o).max() for g, o in zip(second.scores, first.scores)) > 1e-3  # ... not the old ones
     assert len(list(cache.iterdir())) == 2  # one cache per model content
     # the folder unchanged: everything from the cache again
     _, third, _ = _score_with_cache(str(model), cache, items)
-    assert _computed(third.stats) == 0
+    assert computed(third.stats) == 0
 
 
 def test_the_same_relative_path_in_two_directories_does_not_share_entries(tiny_clip_path, tmp_path, monkeypatch):
@@ -347,7 +344,7 @@ def test_sigint_stops_cleanly_and_the_rerun_resumes(folder, tiny_clip_path, tmp_
                  "--num-workers", "0"]) == 0
     capsys.readouterr()
     resumed, fresh = _engine_stats(out), _engine_stats(tmp_path / "fresh")
-    assert resumed["cached"] == kept and _computed(resumed) == _computed(fresh) - kept
+    assert resumed["cached"] == kept and computed(resumed) == computed(fresh) - kept
     want = _scores(tmp_path / "fresh")
     got = _scores(out)
     assert got.keys() == want.keys()
@@ -394,10 +391,10 @@ def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_pa
     monkeypatch.undo()
     assert main([*common[:-1], "none", "--out", str(tmp_path / "alone")]) == 0
     capsys.readouterr()
-    alone = _computed(_engine_stats(tmp_path / "alone"))
+    alone = computed(_engine_stats(tmp_path / "alone"))
     one, two = _engine_stats(tmp_path / "one"), _engine_stats(tmp_path / "two")
-    assert _computed(one) + _computed(two) < 2 * alone - seen
-    assert two["cached"] >= seen and _computed(two) < alone
+    assert computed(one) + computed(two) < 2 * alone - seen
+    assert two["cached"] >= seen and computed(two) < alone
     want = _scores(tmp_path / "alone")
     for run in ("one", "two"):
         got = _scores(tmp_path / run)

@@ -131,19 +131,11 @@ def test_the_taxonomy_and_its_aggregation_follow_corpus_json() -> None:
 
 # ---- dry run and builds on the real files -------------------------------------------------------------
 
-def _cli(*argv: str, capsys) -> tuple[int, str, str]:
-    from vlprobe.cli import main
-
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 @pytest.mark.slow
-def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Path, capsys) -> None:
+def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Path, cli) -> None:
     listing = tmp_path / "images.tsv"
-    code, out, err = _cli("build", "vl_checklist", "--annotations", str(data), "--dry-run", "--image-list", str(listing),
-                          "--out", str(tmp_path / "vlc"), capsys=capsys)
+    code, out, err = cli("build", "vl_checklist", "--annotations", str(data), "--dry-run", "--image-list", str(listing),
+                         "--out", str(tmp_path / "vlc"))
     assert code == 0, err
     assert not (tmp_path / "vlc").exists()  # nothing built
     # per file: the first MAX_NUM/2 records of it, counted here from the raw file
@@ -170,17 +162,17 @@ def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Pa
     assert "dry run, nothing built" in out
 
 
-def test_a_leaf_with_none_of_its_files_is_refused_when_asked_for(data: Path, tmp_path: Path, capsys) -> None:
+def test_a_leaf_with_none_of_its_files_is_refused_when_asked_for(data: Path, tmp_path: Path, cli) -> None:
     partial = tmp_path / "ann"
     for f in facts.LEAVES[-1].files + facts.BY_CONFIG["attribute_state"].files:  # relation_spatial, attribute_state
         (partial / f.path).parent.mkdir(parents=True, exist_ok=True)
         (partial / f.path).write_bytes((data / f.path).read_bytes())
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(partial), "--configs", "relation_spatial,object_size_large",
-                        "--dry-run", "--out", str(tmp_path / "o"), capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(partial), "--configs", "relation_spatial,object_size_large",
+                       "--dry-run", "--out", str(tmp_path / "o"))
     assert code == 2 and "cannot build object_size_large: none of its annotation files is at hand" in err
     assert f"{UP.default_url}Object/Size/vg_size/vg_obj_large.json (git blob c55b5993" in err and "Traceback" not in err
-    code, out, err = _cli("build", "vl_checklist", "--annotations", str(partial), "--dry-run", "--image-list", "-",
-                          "--out", str(tmp_path / "o"), capsys=capsys)
+    code, out, err = cli("build", "vl_checklist", "--annotations", str(partial), "--dry-run", "--image-list", "-",
+                         "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert "11 config(s) not built, none of their annotation files at hand" in err
     assert "Rows in this build: **2,941** of the 36,530 records in the 3 corpus files read" in out
@@ -267,22 +259,21 @@ def test_the_build_keeps_the_first_records_whose_image_is_there(built: Path, dat
     assert "records=first_1000" in item.tags
 
 
-def test_every_record_by_an_option_labelled_not_the_authors(data: Path, few_images, tmp_path: Path, capsys) -> None:
-    code, out, err = _cli("build", "vl_checklist", "--annotations", str(data), "--configs", "attribute_state", "--all-records",
-                          "--dry-run", "--image-list", "-", "--out", str(tmp_path / "o"), capsys=capsys)
+def test_every_record_by_an_option_labelled_not_the_authors(data: Path, few_images, tmp_path: Path, cli) -> None:
+    code, out, err = cli("build", "vl_checklist", "--annotations", str(data), "--configs", "attribute_state", "--all-records",
+                         "--dry-run", "--image-list", "-", "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert "Rows in this build: **5,880** of the 5,880 records" in out and "**not the authors' protocol**" in out
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]), "--configs",
-                        "attribute_state", "--all-records", "--skip-missing-images", "--out", str(tmp_path / "all"),
-                        capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]), "--configs",
+                       "attribute_state", "--all-records", "--skip-missing-images", "--out", str(tmp_path / "all"))
     assert code == 0, err
     ds = _load(tmp_path / "all", "attribute_state")
     assert ds["id"] == _expected(data, "attribute_state", few_images[1], None) and set(ds["records"]) == {"all"}
 
 
-def test_missing_images_stop_the_build_without_the_flag(data: Path, few_images, tmp_path: Path, capsys) -> None:
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]),
-                        "--configs", "relation_spatial", "--out", str(tmp_path / "o"), capsys=capsys)
+def test_missing_images_stop_the_build_without_the_flag(data: Path, few_images, tmp_path: Path, cli) -> None:
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]),
+                       "--configs", "relation_spatial", "--out", str(tmp_path / "o"))
     assert code == 2 and "visual_genome_vlc: " in err and "--skip-missing-images" in err
     assert not (tmp_path / "o").exists()
 
@@ -375,9 +366,9 @@ def test_a_mean_over_fewer_files_is_marked_and_every_record_is_not_the_authors()
 
 
 @pytest.mark.slow
-def test_evaluate_on_the_built_folder_summarises_per_file(built: Path, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
-    code, out, err = _cli("evaluate", "--dataset", str(built), "--model", str(tiny_clip_path), "--bootstrap", "0",
-                          "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run"), capsys=capsys)
+def test_evaluate_on_the_built_folder_summarises_per_file(built: Path, tiny_clip_path: Path, tmp_path: Path, cli) -> None:
+    code, out, err = cli("evaluate", "--dataset", str(built), "--model", str(tiny_clip_path), "--bootstrap", "0",
+                         "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run"))
     assert code == 0, err
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [e["config"] for e in doc["results"]] == ["all"]
@@ -423,19 +414,17 @@ def test_bad_records_name_the_file_and_record(tmp_path: Path) -> None:
         vl_checklist.read_file(tmp_path, leaf, vg)
 
 
-def test_a_file_that_is_not_the_pinned_one_is_refused(data: Path, tmp_path: Path, capsys) -> None:
+def test_a_file_that_is_not_the_pinned_one_is_refused(data: Path, tmp_path: Path, cli) -> None:
     f = facts.BY_NAME["Attribute_state_vg"]
     (tmp_path / f.path).parent.mkdir(parents=True)
     (tmp_path / f.path).write_bytes((data / f.path).read_bytes().replace(b"white", b"whits", 1))
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"),
-                        capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"))
     assert code == 2 and f"VL-CheckList annotation file {f.path} from" in err and f"expected {f.blob}" in err
 
 
-def test_offline_with_nothing_cached_names_every_file_and_its_url(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_offline_with_nothing_cached_names_every_file_and_its_url(tmp_path: Path, monkeypatch, cli) -> None:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    code, _, err = _cli("build", "vl_checklist", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"),
-                        capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"))
     assert code == 2 and "Traceback" not in err
     assert "VL-CheckList: cannot build" in err and "offline mode is on" in err
     for f in UP.files:

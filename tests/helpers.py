@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFilter
 
 # ---- vlprobe as a command ---------------------------------------------------------------------------------------
 
@@ -93,6 +93,22 @@ def jpeg(name: str | None = None, size: tuple[int, int] = (8, 8), color: tuple[i
     if color is None:
         color = tuple(hashlib.sha1(name.encode()).digest()[:3]) if name is not None else (1, 2, 3)
     return encode(solid(color, size), "JPEG", **options)
+
+
+def jpeg_photo(seed: int, size=(640, 480)) -> Image.Image:
+    """A photo-like JPEG: a smooth colour gradient, sensor-like noise, blurred shapes."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    base = np.stack([128 + 100 * np.sin(x / (60 + 20 * c) + y / (90 + 15 * c) + seed + c) for c in range(3)], -1)
+    img = Image.fromarray(np.clip(base + rng.normal(0, 8, base.shape), 0, 255).astype(np.uint8))
+    draw = ImageDraw.Draw(img)
+    for _ in range(8):
+        x0, y0 = int(rng.integers(0, w - 100)), int(rng.integers(0, h - 100))
+        draw.ellipse([x0, y0, x0 + int(rng.integers(20, 150)), y0 + int(rng.integers(20, 150))],
+                     fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+    img = img.filter(ImageFilter.GaussianBlur(1.2))
+    return Image.open(io.BytesIO(encode(img, "JPEG", quality=90))).convert("RGB")
 
 
 # ---- folders ----------------------------------------------------------------------------------------------------

@@ -132,11 +132,11 @@ def test_probe_few_shot_past_the_training_rows(travlr_tiny, tmp_path, cli, monke
 # ---- vlprobe build / report (CLI) -------------------------------------------------------------------------------
 
 def _source(tmp_path: Path, csv: str) -> Path:
-    from helpers_data import png_bytes
+    from helpers import png
 
     src = tmp_path / "src"
     (src / "images").mkdir(parents=True)
-    (src / "images" / "red.png").write_bytes(png_bytes((200, 30, 30)))
+    (src / "images" / "red.png").write_bytes(png((200, 30, 30)))
     (src / "rows.csv").write_text(csv)
     return src
 

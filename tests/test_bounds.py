@@ -3,10 +3,8 @@ has, runs without end. Each is refused in one line naming the culprit, before an
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from PIL import Image
+from helpers import jpeg
 
 from vlprobe.dataset.images import ImageError, ImageTooLargeError, check_crop_box
 from vlprobe.storage.paths import length_problem
@@ -51,12 +49,6 @@ def test_evaluate_seed_bound(cli):
     assert code == 2 and "--seed 9223372036854775808: must be at most" in err, err
 
 
-def _jpeg(size=(40, 30)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, (10, 20, 30)).save(buf, "JPEG")
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize("row, error, words", [
     ({"x": 1e300, "y": 0.0, "width": 5.0, "height": 5.0}, ImageError, "not a region of an image"),
     ({"x": float("inf"), "y": 0.0, "width": 5.0, "height": 5.0}, ImageError, "not a region of an image"),
@@ -67,7 +59,7 @@ def test_crepe_regions_no_image_has_are_refused_naming_the_row(row, error, words
 
     row = {**row, "id": "prod_vg_hard_negs_swap_complexity_7/3", "image_id": "2345"}
     with pytest.raises(error, match=words) as err:
-        crop(row, "image", _jpeg())
+        crop(row, "image", jpeg(size=(40, 30), color=(10, 20, 30)))
     assert "CREPE row prod_vg_hard_negs_swap_complexity_7/3 (image 2345.jpg)" in str(err.value)
     assert check_crop_box((1.4, 2.6, 10.0, 12.0), (40, 30), "w") == (1, 3, 10, 12)
 

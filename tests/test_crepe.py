@@ -23,6 +23,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from helpers import encode, solid
 from helpers_data import load
 from PIL import Image
 
@@ -43,11 +44,9 @@ PROD_COLUMNS = ["image_id", "caption", "x", "y", "width", "height", "hard_negs"]
 def _image(image_id: int) -> bytes:
     """A JPEG whose left and right halves differ, so that a crop is recognisable."""
     h = hashlib.sha1(str(image_id).encode()).digest()
-    im = Image.new("RGB", IMAGE_SIZE, (h[0], h[1], h[2]))
+    im = solid((h[0], h[1], h[2]), IMAGE_SIZE)
     im.paste((255 - h[0], 255 - h[1], 255 - h[2]), (20, 0, 40, 30))
-    buf = io.BytesIO()
-    im.save(buf, "JPEG", quality=95)
-    return buf.getvalue()
+    return encode(im, "JPEG", quality=95)
 
 
 def _csv(columns: list[str], rows: list[dict]) -> bytes:

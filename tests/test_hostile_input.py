@@ -4,7 +4,6 @@ naming what is at fault, and nothing is written."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import struct
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from PIL import Image
+from helpers import png
 
 from vlprobe.builders.folder import build_folder
 from vlprobe.dataset import image_sources as imgs
@@ -23,12 +22,6 @@ from vlprobe.dataset.spec import ItemSpec, SpecError
 from vlprobe.publish import check_dataset_folder, check_space_folder, plan_dataset, plan_space
 
 HOSTILE = ["../escaped", "/tmp/vlprobe_abs", "a/b", "a\\b", "a\0b", "..", ".", "", "C:evil", "new\nline"]
-
-
-def _png(color=(200, 30, 30), size=(16, 12)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, color).save(buf, "PNG")
-    return buf.getvalue()
 
 
 def big_png(width: int = 20_000, height: int = 20_000) -> bytes:
@@ -109,7 +102,7 @@ def test_build_folder_refuses_names_that_would_leave_out(option, name, source, t
 
 @pytest.mark.parametrize("image", ["../outside.png", "/ABS/outside.png", "images/../../outside.png"])
 def test_build_folder_refuses_image_paths_outside_the_captions_folder(image, source, tmp_path, cli):
-    (tmp_path / "outside.png").write_bytes(_png())
+    (tmp_path / "outside.png").write_bytes(png())
     image = image.replace("/ABS", str(tmp_path))
     (source / "rows.csv").write_text(f"id,image,caption,foil\nr1,{image},a red square,a blue square\n")
     code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
@@ -181,8 +174,8 @@ def test_evaluate_names_the_row_of_an_oversized_image(tmp_path, tiny_clip_path, 
     feats = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
                                "caption": datasets.Value("string"), "foil": datasets.Value("string")})
     rows = {"id": ["ok1", "huge", "ok2"],
-            "image": [{"bytes": _png(), "path": "a.png"}, {"bytes": big_png(), "path": "bomb.png"},
-                      {"bytes": _png((0, 90, 0)), "path": "b.png"}],
+            "image": [{"bytes": png(), "path": "a.png"}, {"bytes": big_png(), "path": "bomb.png"},
+                      {"bytes": png((0, 90, 0)), "path": "b.png"}],
             "caption": ["a", "b", "c"], "foil": ["x", "y", "z"]}
     folder = tmp_path / "ds"
     write_card(folder, card_metadata([ConfigDecl("pairs", feats, default=True)], license="mit"), "# test")
@@ -392,7 +385,7 @@ def _captions_case(kind: str, source: Path) -> None:
         _fifo(source / "images" / "pipe.png")
         (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/pipe.png,a red square,a blue square\n")
     elif kind == "image linked out":
-        (source.parent / "secret.png").write_bytes(_png())
+        (source.parent / "secret.png").write_bytes(png())
         (source / "images" / "link.png").symlink_to(source.parent / "secret.png")
         (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/link.png,a red square,a blue square\n")
 

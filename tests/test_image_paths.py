@@ -11,7 +11,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers_data import png_bytes
+from helpers import png
 
 import vlprobe
 from vlprobe.cli import main
@@ -28,7 +28,7 @@ def _folder(root: Path, paths: list[str]) -> Path:
     folder = root / "ds"
     (folder / "data" / "pairs").mkdir(parents=True)
     (folder / "pics").mkdir()
-    (folder / "pics" / "inside.png").write_bytes(png_bytes((10, 200, 10)))
+    (folder / "pics" / "inside.png").write_bytes(png((10, 200, 10)))
     write_card(folder, card_metadata([ConfigDecl("pairs", FEATURES, default=True)], license="mit"), "# test")
     image = pa.array([{"bytes": None, "path": p} for p in paths],
                      type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
@@ -44,7 +44,7 @@ def _folder(root: Path, paths: list[str]) -> Path:
 def outside_png(tmp_path) -> Path:
     path = tmp_path / "private" / "photo.png"
     path.parent.mkdir()
-    path.write_bytes(png_bytes((200, 10, 10)))
+    path.write_bytes(png((200, 10, 10)))
     return path
 
 

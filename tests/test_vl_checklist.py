@@ -9,7 +9,6 @@ name their file and record (synthetic files, read directly)."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -20,7 +19,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
+from helpers import jpeg
 
 from vlprobe.benchmarks import vl_checklist as facts
 from vlprobe.builders import AnnotationError, upstream, vl_checklist
@@ -178,13 +177,6 @@ def test_a_leaf_with_none_of_its_files_is_refused_when_asked_for(data: Path, tmp
     assert "Rows in this build: **2,941** of the 36,530 records in the 3 corpus files read" in out
 
 
-def _vg_jpeg(name: str) -> bytes:
-    h = hashlib.sha1(name.encode()).digest()
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), (h[0], h[1], h[2])).save(buf, "JPEG")
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="module")
 def few_images(data: Path, tmp_path_factory) -> tuple[Path, set[str]]:
     """Stand-ins for the images of the first 40 records of Relation/vg/spatial.json and Attribute/vg/state.json,
@@ -197,7 +189,7 @@ def few_images(data: Path, tmp_path_factory) -> tuple[Path, set[str]]:
     given.discard("VG_100K/2350257.jpg")  # spatial.json's records 2-4: left out, the file's next records taken
     for name in given:
         (root / "vg" / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / "vg" / name).write_bytes(_vg_jpeg(name))
+        (root / "vg" / name).write_bytes(jpeg(name))
     return root, given
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import zipfile
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
+from helpers import encode
 
 from vlprobe import scenes as S
 from vlprobe.builders import winoground_style as builder
@@ -143,10 +143,7 @@ STANDIN = [
 
 
 def _standin_png(seed: int, mode: str = "RGB") -> bytes:
-    image = S.render(S.sample_scene(seed, 3), size=64).convert(mode)
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return buf.getvalue()
+    return encode(S.render(S.sample_scene(seed, 3), size=64).convert(mode), "PNG")
 
 
 @pytest.fixture

@@ -124,6 +124,29 @@ def folder(tmp_path_factory, request) -> Path:
     return build_folder(tmp_path_factory.mktemp("data"), n=getattr(request.module, "FOLDER_ROWS", 12))
 
 
+@pytest.fixture(scope="module")
+def client(request):
+    """A ``gradio_client.Client`` of a Gradio app served on 127.0.0.1 for the module's tests: the app module is the
+    fixture the test module names in ``GRADIO_APP`` (``GRADIO_APP = "space_app"``)."""
+    import gradio_client
+
+    demo = request.getfixturevalue(request.module.GRADIO_APP).demo
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        yield gradio_client.Client(url, verbose=False)
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def images():
+    """Four small distinct images of two sizes (so processors really resize, and ViLT really pads); a module that
+    needs others overrides it."""
+    from tiny_models import tiny_images
+
+    return tiny_images(2, size=(40, 30)) + tiny_images(2, size=(24, 36))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def results_json_follows_its_schema():
     """Every results.json vlprobe writes in a test's process (``vlprobe evaluate`` and ``vlprobe probe`` runs, the

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from helpers import png
+from helpers import png, tree
 
 from vlprobe.builders.folder import build_folder
 from vlprobe.dataset import image_sources as imgs
@@ -43,10 +43,6 @@ def source(tmp_path) -> Path:
     from helpers_data import folder_source
 
     return folder_source(tmp_path / "src")
-
-
-def _files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
 
 
 # ---- the one helper ------------------------------------------------------------------------------
@@ -93,11 +89,11 @@ def test_split_names_are_what_datasets_accepts():
 @pytest.mark.parametrize("name", HOSTILE)
 def test_build_folder_refuses_names_that_would_leave_out(option, name, source, tmp_path, cli):
     out = tmp_path / "work" / "out"
-    before = _files(tmp_path)
+    before = tree(tmp_path)
     code, _, err = cli("build", "folder", source, "--license", "mit", "--out", out, option, name)
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert option in err
-    assert _files(tmp_path) == before  # nothing written anywhere: not in out, not beside it
+    assert tree(tmp_path) == before  # nothing written anywhere: not in out, not beside it
 
 
 @pytest.mark.parametrize("image", ["../outside.png", "/ABS/outside.png", "images/../../outside.png"])

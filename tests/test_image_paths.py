@@ -23,7 +23,7 @@ FEATURES = datasets.Features({"id": datasets.Value("string"), "image": datasets.
                               "caption": datasets.Value("string"), "foil": datasets.Value("string")})
 
 
-def _folder(root: Path, paths: list[str]) -> Path:
+def _paths_folder(root: Path, paths: list[str]) -> Path:
     """A dataset folder whose image cells hold ``paths`` and no bytes (parquet written as such)."""
     folder = root / "ds"
     (folder / "data" / "pairs").mkdir(parents=True)
@@ -66,7 +66,7 @@ def test_cells_inside_are_resolved_against_the_folder_outside_refused(tmp_path, 
 
 
 def test_evaluate_refuses_an_absolute_image_path_naming_row_and_column(tmp_path, tiny_clip_path, outside_png, capsys):
-    folder = _folder(tmp_path, ["pics/inside.png", str(outside_png)])
+    folder = _paths_folder(tmp_path, ["pics/inside.png", str(outside_png)])
     argv = ["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--out", str(tmp_path / "o"),
             "--cache-dir", "none", "--num-workers", "0", "--no-progress", "--bootstrap", "0"]
     assert main(argv) == 2
@@ -81,6 +81,6 @@ def test_evaluate_refuses_an_absolute_image_path_naming_row_and_column(tmp_path,
 
 
 def test_paths_inside_the_folder_are_read_from_any_working_folder(tmp_path, tiny_clip_path, monkeypatch):
-    folder = _folder(tmp_path, ["pics/inside.png", "pics/inside.png"])
+    folder = _paths_folder(tmp_path, ["pics/inside.png", "pics/inside.png"])
     monkeypatch.chdir(tmp_path / "ds" / "data")  # the relative path is the folder's, not the working folder's
     vlprobe.evaluate(tiny_clip_path, str(folder), cache_dir="none", num_workers=0, progress=False, bootstrap=0)

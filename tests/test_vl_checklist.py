@@ -15,11 +15,11 @@ import re
 import tarfile
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from helpers import jpeg
+from helpers_data import load
 
 from vlprobe.benchmarks import vl_checklist as facts
 from vlprobe.builders import AnnotationError, upstream, vl_checklist
@@ -204,10 +204,6 @@ def _expected(data: Path, config: str, given: set[str], first: int | None) -> li
     return out
 
 
-def _load(folder: Path, config: str) -> datasets.Dataset:
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
-
-
 @pytest.fixture(scope="module")
 def built(data: Path, few_images, tmp_path_factory) -> Path:
     from vlprobe.cli import main
@@ -229,15 +225,15 @@ def built(data: Path, few_images, tmp_path_factory) -> Path:
 def test_the_build_keeps_the_first_records_whose_image_is_there(built: Path, data: Path, few_images) -> None:
     given = few_images[1]
     for config in ("relation_spatial", "attribute_state"):
-        ds = _load(built, config)
+        ds = load(built, config)
         assert ds["id"] == _expected(data, config, given, FIRST), config
         assert set(ds["records"]) == {f"first_{FIRST}"}
-    row = _load(built, "relation_spatial")[0]
+    row = load(built, "relation_spatial")[0]
     raw = json.loads((data / "Relation/vg/spatial.json").read_text())[0]
     assert (row["image_path"], row["caption"], row["negative_caption"]) == (raw[0], raw[1]["POS"][0], raw[1]["NEG"][0])
     assert row["type_corpus"] == "Relation_spatial_vg" and row["source"] == "vg" and row["image"].size == (8, 8)
     # the configs asked for are the folder's; `all` reads them
-    assert len(_load(built, "all")) == len(_load(built, "relation_spatial")) + len(_load(built, "attribute_state"))
+    assert len(load(built, "all")) == len(load(built, "relation_spatial")) + len(load(built, "attribute_state"))
     assert sorted(p.name for p in (built / "data").iterdir() if p.is_dir()) == ["attribute_state", "relation_spatial"]
     report = (built / "data" / "BUILD.md").read_text()
     spatial = authors_records(data, facts.BY_NAME["Relation_spatial_vg"])
@@ -246,7 +242,7 @@ def test_the_build_keeps_the_first_records_whose_image_is_there(built: Path, dat
     assert (f"| `relation_spatial` | `Relation_spatial_vg` | `Relation/vg/spatial.json` | 30,650 | {kept:,} | {dropped:,} | 0 |"
             in report)
     assert "2350257.jpg" in report and "## What the records give away" in report
-    item = next(iter(find_spec(str(built)).iter_items(_load(built, "attribute_state"), config="attribute_state")))
+    item = next(iter(find_spec(str(built)).iter_items(load(built, "attribute_state"), config="attribute_state")))
     assert item.gold.tolist() == [[True, False]] and "type_corpus=Attribute_state_vg" in item.tags
     assert "records=first_1000" in item.tags
 
@@ -259,7 +255,7 @@ def test_every_record_by_an_option_labelled_not_the_authors(data: Path, few_imag
     code, _, err = cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]), "--configs",
                        "attribute_state", "--all-records", "--skip-missing-images", "--out", str(tmp_path / "all"))
     assert code == 0, err
-    ds = _load(tmp_path / "all", "attribute_state")
+    ds = load(tmp_path / "all", "attribute_state")
     assert ds["id"] == _expected(data, "attribute_state", few_images[1], None) and set(ds["records"]) == {"all"}
 
 

@@ -116,6 +116,15 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """A copy of the files a clone of this checkout has (tracked, and new files git does not ignore), to build or
+    install from without writing into the checkout; one per module."""
+    from helpers_data import source_tree
+
+    return source_tree(REPO, tmp_path_factory.mktemp("clone") / "vlprobe")
+
+
+@pytest.fixture(scope="module")
 def folder(tmp_path_factory, request) -> Path:
     """The synthetic dataset folder (helpers_data.build_folder: configs ``pairs`` and ``swap``), built once per test
     module; ``FOLDER_ROWS = n`` in a module changes its rows (default 12). Read it, do not change it."""
@@ -145,6 +154,15 @@ def images():
     from tiny_models import tiny_images
 
     return tiny_images(2, size=(40, 30)) + tiny_images(2, size=(24, 36))
+
+
+@pytest.fixture(scope="module")
+def docs_runner(tmp_path_factory, request):
+    """Runs the docs' code blocks of the module's ``DOCS_GROUP``, in order, in one fresh copy of the clone
+    (tests/helpers_docs.py)."""
+    from helpers_docs import Runner, workdir
+
+    return Runner(*workdir(tmp_path_factory, request.module.DOCS_GROUP))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -143,7 +143,7 @@ def test_an_installed_plugin_package_is_listed_built_and_evaluated(tmp_path):
     folder = tmp_path / "cache" / "datasets" / "shapes"
     assert f"built {folder}" in built and "benchmark: shapes" in (folder / "vlprobe.yaml").read_text()
     run_ok([*vlprobe, "evaluate", "--dataset", "shapes", "--model", "mini-clip", "--family", "cosine", "--bootstrap", "0",
-          "--no-progress", "--out", "runs/shapes"], work, env)
+           "--no-progress", "--out", "runs/shapes"], work, env)
     doc = json.loads((work / "runs" / "shapes" / "results.json").read_text())
     [entry] = doc["results"]
     assert entry["benchmark"] == "shapes" and entry["config"] == "colour" and entry["metrics"]["n_items"] == 4

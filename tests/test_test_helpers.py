@@ -2,7 +2,8 @@
 helpers_*.py, tiny_*.py and conftest.py, and no test file keeps a copy of one.
 
 Read by AST over every module of tests/: two definitions (module-level functions, fixtures, classes) whose code is
-the same but for the names they bind (arguments, variables) are one helper written twice, whatever they are called;
+the same but for the names they bind (arguments, variables) are one helper written twice, whatever they are called
+(a function that only hands its arguments to one call holds nothing to share);
 and a name the shared modules define (``cli``, ``png``, ``jpeg``, ...) is not defined again by a test file, with or
 without a leading underscore (``_cli``, ``_png``), except a fixture that overrides a conftest fixture for its module,
 as pytest means fixtures to be."""
@@ -70,19 +71,37 @@ def shape(node: ast.AST) -> str:
     node.decorator_list = []
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         node.returns = None
-    body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        node.body = body[1:] or [ast.Pass()]
+    node.body = _body(node) or [ast.Pass()]
     return ast.dump(_Anonymise(_bound(node)).visit(node), annotate_fields=False)
 
 
+def _body(node: ast.AST) -> list[ast.stmt]:
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
+def delegates(node: ast.AST) -> bool:
+    """A function whose body is one call handing on its arguments (``runner.run(block)``, ``return f(x, 3)``): it
+    names what it hands on and holds no logic of its own to copy."""
+    body = _body(node)
+    if len(body) != 1 or not isinstance(body[0], (ast.Expr, ast.Return)) or not isinstance(body[0].value, ast.Call):
+        return False
+    call = body[0].value
+    return all(isinstance(a, (ast.Name, ast.Attribute, ast.Starred, ast.Constant))
+               for a in [*call.args, *(k.value for k in call.keywords)])
+
+
 def copies(modules: dict[str, ast.Module]) -> list[list[str]]:
-    """Groups of definitions with the same shape (two or more), as ``file:line name``."""
+    """Groups of definitions with the same shape (two or more), as ``file:line name``; one-call delegations left
+    out."""
     by_shape = defaultdict(list)
     for file, tree in modules.items():
         for node in _definitions(tree):
-            by_shape[shape(node)].append(f"{file}:{node.lineno} {node.name}")
+            if not delegates(node):
+                by_shape[shape(node)].append(f"{file}:{node.lineno} {node.name}")
     return [places for places in by_shape.values() if len(places) > 1]
 
 
@@ -118,7 +137,9 @@ def test_no_test_file_redefines_a_shared_helper():
      "def call(cap, *args):\n    '''Run it.'''\n    rc = main([str(x) for x in args])\n    return rc, cap.readouterr().err\n",
      True),
     # same words, other values: two helpers
-    ("def a():\n    return tiny(2, size=(40, 30))\ndef b():\n    return tiny(3, size=(40, 30))\n", False),
+    ("def a():\n    return tiny(2, size=(40, 30)) * 2\ndef b():\n    return tiny(3, size=(40, 30)) * 2\n", False),
+    # the same one-call delegation in two places: nothing to share
+    ("def test_a(block, runner):\n    runner.run(block)\ndef test_b(block, runner):\n    runner.run(block)\n", False),
 ])
 def test_the_copy_check_bites(source, expect):
     assert bool(copies({"test_x.py": ast.parse(source)})) is expect

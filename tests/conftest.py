@@ -125,6 +125,19 @@ def clone(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def travlr_small(tmp_path_factory) -> Path:
+    """Two TraVLR tasks (spatiality, cardinality), 24/12/12/12 rows, built by `vlprobe build travlr`; once per
+    module."""
+    from vlprobe.cli import main
+
+    out = tmp_path_factory.mktemp("travlr_small") / "travlr"
+    code = main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", "spatiality,cardinality",
+                 "--split-sizes", "train=24,validation=12,test_ind=12,test_ood=12"])
+    assert code in (0, None)
+    return out
+
+
+@pytest.fixture(scope="module")
 def folder(tmp_path_factory, request) -> Path:
     """The synthetic dataset folder (helpers_data.build_folder: configs ``pairs`` and ``swap``), built once per test
     module; ``FOLDER_ROWS = n`` in a module changes its rows (default 12). Read it, do not change it."""

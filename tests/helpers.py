@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +148,22 @@ def computed(engine: Mapping[str, int]) -> int:
 
 class Killed(BaseException):
     """A kill -9 at this step: nothing after it runs, not even cleanup."""
+
+
+def kill_at(proc: subprocess.Popen, mark: Path, wait: float = 300) -> None:
+    """SIGKILL ``proc`` once it has written ``mark`` (a point the test controls, never a time); the test fails with what
+    the process printed if it ends, or ``wait`` seconds pass, first."""
+    try:
+        deadline = time.time() + wait
+        while time.time() < deadline and not mark.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        assert mark.exists(), proc.communicate()[1]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def closed_port() -> int:

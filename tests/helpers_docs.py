@@ -1,5 +1,6 @@
-"""The docs' code blocks, found and run as tests/test_docs*.py run them (issue 38.5: every fenced ``bash`` and ``python``
-block of README.md and docs/*.md runs as written, so the docs cannot drift from the code).
+"""The docs' code blocks, found and run as tests/test_docs.py and test_docs_pages.py run them (issue 38.5: every
+fenced ``bash`` and ``python`` block of README.md and docs/*.md runs as written, so the docs cannot drift from the
+code).
 
 The pages are run in groups, one test file each, so that ``pytest -n 2 --dist loadfile`` runs the groups on both
 workers (GROUPS): within a group the blocks run in order, offline, in one fresh working folder, a copy of the
@@ -41,11 +42,11 @@ SETUP = "vlprobe build travlr "
 # The Python API of README.md and the pages that read its runs (report.md reads runs/api and models.md's runs/quick)
 # go together; docs/datasets.md (the build block), probe.md (the probe, on the travlr build) and the rest in the other.
 GROUPS = {
-    "api": ["README.md", "docs/metric.md", "docs/models.md", "docs/report.md"],
+    "readme": ["README.md", "docs/metric.md", "docs/models.md", "docs/report.md"],
     "pages": [],
 }
 # What a group without the build block needs built (the lines of that block that build it).
-NEEDS = {"api": ("winoground_style",)}
+NEEDS = {"readme": ("winoground_style",)}
 # A block's budget (the subprocess's limit); a block marked slow gets the longer one. Measured on the 2-core machine
 # (docs/development.md): the longest ordinary block about 100 s of CPU, the slow probe block and the build block a few
 # minutes, times the load.

@@ -1,6 +1,6 @@
-"""The code blocks of every other page (docs/datasets.md's build of the synthetic instruments first, then
-adding-a-benchmark.md, datasets.md, probe.md, ...), run as written, in order, in one fresh copy of the clone
-(tests/helpers_docs.py)."""
+"""The code blocks of the pages test_docs.py does not run: docs/datasets.md's build of the synthetic instruments
+first (the setup of the rest), then adding-a-benchmark.md, datasets.md, probe.md, ..., as written, in order, in one
+fresh copy of the clone (tests/helpers_docs.py)."""
 
 from __future__ import annotations
 

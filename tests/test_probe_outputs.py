@@ -12,29 +12,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
+from helpers import kill_at
 
 import vlprobe
 from vlprobe import probing as P
-from vlprobe.cli import main
 from vlprobe.errors import ArgumentError, DatasetError, SettingError, VlprobeError
 from vlprobe.storage import leftovers, run_folder
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-TASKS = "spatiality,cardinality"
-
-
-@pytest.fixture(scope="module")
-def travlr_small(tmp_path_factory):
-    out = tmp_path_factory.mktemp("probe_out_data") / "travlr"
-    code = main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", TASKS,
-                 "--split-sizes", "train=24,validation=12,test_ind=12,test_ood=12"])
-    assert code in (0, None)
-    return out
 
 
 @pytest.fixture
@@ -119,17 +108,7 @@ def test_a_kill_while_writing_leaves_the_previous_run_whole_and_the_next_run_swe
     # the same run with another learning curve, killed (SIGKILL) while it writes its plots
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITE, "probe", *map(str, common), "--train-size", "12"],
                             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and not mark.exists() and proc.poll() is None:
-            time.sleep(0.1)
-        assert mark.exists(), proc.communicate()[1]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_at(proc, mark)
     assert proc.returncode == -signal.SIGKILL
     assert _files(out) == before  # the previous run, byte for byte: no new results.json beside old plots
     staged = [p for p in tmp_path.iterdir() if p.name.startswith(".run.new-")]
@@ -426,17 +405,7 @@ def test_a_probe_killed_mid_features_leaves_a_folder_the_next_probe_sweeps(travl
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_FEATURES, *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and not mark.exists() and proc.poll() is None:
-            time.sleep(0.05)
-        assert mark.exists(), proc.communicate()[1]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_at(proc, mark)
     left = sorted(p.name.rsplit("-", 1)[0] for p in _temporary(own_tmp))
     assert left == ["vlprobe-chunk-cache", "vlprobe-features"], left
     code, _, err = cli("probe", *args[1:])

@@ -48,6 +48,9 @@ UPLOAD_ROOTS = (gr.utils.get_upload_folder(), EXAMPLE_DIR, RESULTS_DIR)
 HARD_UPLOAD_LIMIT = "200mb"
 TIES = ["strict", "half", "lenient"]
 TIES_INFO = "strict: wrong, as the papers count it; half: half right; lenient: right"
+# the Benchmark tab scores a benchmark's items: by default as its authors count a tie (vlprobe.evaluate's default)
+BENCH_TIES = ["authors", *TIES]
+BENCH_TIES_INFO = "authors: as the benchmark's authors' code counts it; strict: wrong; half: half right; lenient: right"
 
 
 def checked_uploads(files, what):
@@ -780,7 +783,7 @@ def build_demo() -> gr.Blocks:
                 with gr.Row():
                     b_model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
                                           allow_custom_value=typed_models, info=model_info, min_width=220)
-                    b_ties = gr.Radio(TIES, value="strict", label="A tie counts as", info=TIES_INFO,
+                    b_ties = gr.Radio(BENCH_TIES, value="authors", label="A tie counts as", info=BENCH_TIES_INFO,
                                       elem_classes=["named-radio"], min_width=220)
                     # a number box, not a slider: a slider's box clamps a typed 5000 to its maximum without a word
                     b_items = gr.Number(value=min(100, settings.max_items()), precision=0, label="Items", min_width=150,

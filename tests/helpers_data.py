@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import datasets
@@ -65,14 +64,14 @@ def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path
     return folder
 
 
-def run_build(builder: ModuleType, *argv: Any) -> Any:
-    """Run a builder module (``vlprobe.builders.<name>``) as ``vlprobe build <name> ARGV...`` runs it."""
+def run_build(builder: Any, *argv: Any) -> Any:
+    """Run a builder (a :class:`vlprobe.builders.Builder`: ``valse.Valse()``) as ``vlprobe build <name> ARGV...`` runs it."""
     parser = argparse.ArgumentParser()
     builder.add_arguments(parser)
     return builder.build(parser.parse_args([str(a) for a in argv]))
 
 
-def build_from(builder: ModuleType, annotations: Path, images: Path, out: Path, *extra: Any) -> Any:
+def build_from(builder: Any, annotations: Path, images: Path, out: Path, *extra: Any) -> Any:
     """``vlprobe build <name> --annotations A --images I --out O EXTRA...``."""
     return run_build(builder, "--annotations", annotations, "--images", images, "--out", out, *extra)
 

@@ -6,6 +6,7 @@ first, so the vlprobe imported is the one installed into it, never the checkout 
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -19,19 +20,19 @@ def pip(*args: str) -> subprocess.CompletedProcess:
 
 def dependency_paths() -> list[str]:
     """The folders this interpreter imports installed packages from: its site-packages and what their .pth files
-    add (a venv whose packages come from another's, as a worktree's may), less the standard library and the
-    checkout."""
-    stdlib = Path(os.__file__).resolve().parent  # the base interpreter's, also in a venv
+    add (a venv whose packages come from another's, as a worktree's may), less the checkout. Read from the
+    site-packages, not sys.path: evaluate, datasets and transformers append their module cache to sys.path when
+    they load a module, and one put before the fresh venv's own would shadow its registered metric."""
     repo = Path(__file__).resolve().parents[1]
     out = []
-    for entry in sys.path:
-        path = Path(entry).resolve() if entry else None
-        if path is None or not path.is_dir() or path == stdlib or (path.parent == stdlib and path.name != "site-packages"):
-            continue
-        if path.name not in ("site-packages", "dist-packages") and (path == repo or repo in path.parents):
-            continue  # the checkout, its tests/: never where the installed vlprobe is imported from
-        out.append(str(path))
-    return list(dict.fromkeys(out))
+    for site_dir in map(Path, site.getsitepackages()):
+        out.append(site_dir)
+        for pth in sorted(site_dir.glob("*.pth")):
+            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            added = [(site_dir / line.strip()).resolve() for line in lines
+                     if line.strip() and not line.startswith(("#", "import ", "import\t"))]
+            out += [p for p in added if p != repo and repo not in p.parents]  # not an editable install's clone
+    return list(dict.fromkeys(str(p) for p in out if p.is_dir()))
 
 
 def fresh_venv(where: Path) -> Path:

@@ -51,7 +51,7 @@ def make_standins(root: Path, annotations: Path, skip=frozenset(), corrupt: str 
     return root
 
 
-run_build = functools.partial(build_from, bla)  # run_build(annotations, images, out, *extra)
+run_build = functools.partial(build_from, bla.Bla())  # run_build(annotations, images, out, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -247,8 +247,8 @@ ANNOTATIONS_PATH = "/BLA_Benchmark/annotations/"
 
 def _build_fetched(images: Path, out: Path, cache: Path, *extra: str) -> Path:
     parser = argparse.ArgumentParser()
-    bla.add_arguments(parser)
-    return bla.build(parser.parse_args(["--images", str(images), "--out", str(out), "--cache-dir", str(cache), *extra]))
+    bla.Bla().add_arguments(parser)
+    return bla.Bla().build(parser.parse_args(["--images", str(images), "--out", str(out), "--cache-dir", str(cache), *extra]))
 
 
 def test_annotations_fetched_verified_and_cached(annotations: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:

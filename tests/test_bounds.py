@@ -55,11 +55,13 @@ def test_evaluate_seed_bound(cli):
     ({"x": 0.0, "y": 0.0, "width": 100000.0, "height": 100000.0}, ImageTooLargeError, "10,000,000,000 pixels"),
 ])
 def test_crepe_regions_no_image_has_are_refused_naming_the_row(row, error, words):
-    from vlprobe.builders.crepe import crop
+    from vlprobe.builders.crepe import Region, crop
+    from vlprobe.builders.flow import Row
 
-    row = {**row, "id": "prod_vg_hard_negs_swap_complexity_7/3", "image_id": "2345"}
+    region = Region(3, 2345, (row["x"], row["y"], row["width"], row["height"]), "a caption", ["a negative"], False)
     with pytest.raises(error, match=words) as err:
-        crop(row, "image", jpeg(size=(40, 30), color=(10, 20, 30)))
+        crop(Row("prod_vg_hard_negs_swap_complexity_7/3", {}, (), record=region), "image",
+             jpeg(size=(40, 30), color=(10, 20, 30)))
     assert "CREPE row prod_vg_hard_negs_swap_complexity_7/3 (image 2345.jpg)" in str(err.value)
     assert check_crop_box((1.4, 2.6, 10.0, 12.0), (40, 30), "w") == (1, 3, 10, 12)
 

@@ -13,7 +13,7 @@ import pytest
 
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import sugar_crepe
-from vlprobe.builders.flow import Annotations, UpstreamBuilder
+from vlprobe.builders.flow import Annotations, Image, Row
 from vlprobe.dataset import image_sources as imgs
 
 
@@ -27,7 +27,7 @@ def test_dry_run_of_a_builder_that_reads_every_file(shared_data: Path, tmp_path:
     for config, n in counts.items():
         assert f"| `{config}` | {n:,} | {n:,} |" in out
     lines = listing.read_text().splitlines()
-    names = {r["filename"] for s in sugar_crepe.SUBSETS for r in sugar_crepe.read_subset(shared_data / "sugar_crepe", s)}
+    names = {r.images[0].file for s in sugar_crepe.SUBSETS for r in sugar_crepe.read_subset(shared_data / "sugar_crepe", s)}
     assert lines[0] == "source\tfile\trows\tfound" and {line.split("\t")[1] for line in lines[1:]} == names
     assert sum(int(line.split("\t")[2]) for line in lines[1:]) == sum(counts.values())
     # --configs keeps the configs asked for (the files are still all read and verified)
@@ -63,36 +63,36 @@ class _Resolver:
         return ["here"]
 
 
-def _rows(unit: str, n: int) -> list[dict]:
-    return [{"id": f"{unit}/{i}", "_unit": unit, "_images": (("image", "src", f"{unit}{i}.jpg"),)} for i in range(n)]
+def _rows(unit: str, n: int) -> list[Row]:
+    return [Row(f"{unit}/{i}", {}, (Image("image", "src", f"{unit}{i}.jpg"),), unit=unit) for i in range(n)]
 
 
 def _take(have: set[str], first: int | None, skip: bool, refill: bool = True):
-    builder = UpstreamBuilder()
+    builder = sugar_crepe.SugarCrepe()  # any builder on the flow
     annotations = Annotations({"leaf": {"test": _rows("a", 6) + _rows("b", 2)}}, first=first)
     resolver = _Resolver(have)
     args = argparse.Namespace(workers=1, skip_missing_images=skip, dry_run=not refill)
-    report, skipped, past = builder._take_rows(annotations, {"src": resolver}, args, refill=refill)
-    return [r["id"] for r in annotations.rows["leaf"]["test"]], skipped, past, resolver.asked, report
+    report, skipped = builder._take_rows(annotations, {"src": resolver}, args, refill=refill)
+    return [r.id for r in annotations.rows["leaf"]["test"]], skipped, resolver.asked, report
 
 
 def test_the_first_rows_of_each_unit_whose_images_can_be_had() -> None:
     every = {f"a{i}.jpg" for i in range(6)} | {"b0.jpg", "b1.jpg"}
-    kept, skipped, past, asked, _ = _take(every, 3, skip=False)
-    assert kept == ["a/0", "a/1", "a/2", "b/0", "b/1"] and past == {"leaf": 3} and not skipped
+    kept, skipped, asked, _ = _take(every, 3, skip=False)
+    assert kept == ["a/0", "a/1", "a/2", "b/0", "b/1"] and not skipped
     assert sorted(asked) == ["a0.jpg", "a1.jpg", "a2.jpg", "b0.jpg", "b1.jpg"]  # nothing past the first 3 looked up
     # a missing image stops the build ...
     with pytest.raises(imgs.MissingImagesError, match="1 image file"):
         _take(every - {"a1.jpg"}, 3, skip=False)
     # ... or, with --skip-missing-images, its row is left out and the unit's next row taken, as a loader
     # that skips a record without its image before it counts
-    kept, skipped, past, asked, report = _take(every - {"a1.jpg", "a3.jpg"}, 3, skip=True)
-    assert kept == ["a/0", "a/2", "a/4", "b/0", "b/1"] and past == {"leaf": 1}
+    kept, skipped, asked, report = _take(every - {"a1.jpg", "a3.jpg"}, 3, skip=True)
+    assert kept == ["a/0", "a/2", "a/4", "b/0", "b/1"] and "a5.jpg" not in asked  # a/5: past the first 3 found
     assert skipped == {"leaf": ["a/1 (a1.jpg)", "a/3 (a3.jpg)"]} and report.total == 2
     assert asked.count("a1.jpg") == 1  # each file looked up once
     # without a cap every row is looked at, as before
-    kept, skipped, past, _, _ = _take(every - {"a1.jpg"}, None, skip=True)
-    assert kept == ["a/0", "a/2", "a/3", "a/4", "a/5", "b/0", "b/1"] and past == {}
+    kept, skipped, asked, _ = _take(every - {"a1.jpg"}, None, skip=True)
+    assert kept == ["a/0", "a/2", "a/3", "a/4", "a/5", "b/0", "b/1"] and sorted(asked) == sorted(every)
     # a dry run keeps each unit's first N and only reports what is missing
-    kept, skipped, past, _, report = _take(every - {"a1.jpg"}, 3, skip=False, refill=False)
+    kept, skipped, _, report = _take(every - {"a1.jpg"}, 3, skip=False, refill=False)
     assert kept == ["a/0", "a/1", "a/2", "b/0", "b/1"] and not skipped and report.missing == {"src": ["a1.jpg"]}

@@ -31,7 +31,8 @@ def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path
     prov = doc["provenance"]
     assert prov["model"]["model_id"] == str(tiny_clip_path) and prov["model"]["family"]
     assert prov["model"]["dtype"] == "float32" and prov["model"]["device"] == "cpu"
-    assert prov["settings"]["ties"] == "strict" and prov["environment"]["packages"]["torch"]
+    assert prov["settings"]["ties"] == "authors" and prov["environment"]["packages"]["torch"]
+    assert {e["ties"] for e in doc["results"]} == {"strict"}  # a dataset of the user's own: strict
     assert "--model" in prov["command"] and prov["created"].endswith("Z")
     by_config = {r["config"]: r for r in doc["results"]}
     pairs, swap = by_config["pairs"]["metrics"], by_config["swap"]["metrics"]

@@ -5,8 +5,9 @@ kept in the order written; a dry run and a build of the configs at hand (stand-i
 systematicity configs named as missing with where to get them, a tampered copy refused. On synthetic
 zips in the upstream layout (upstream's could not be had; the test pins them as upstream's), built
 through `vlprobe build crepe` from a stand-in for raw.githubusercontent.com: every config loads, the
-caption is the true text, the image is the authors' crop, recall@1 is the metric's `text` with the
-strict tie rule, offline and bad records name what is wrong."""
+caption is the true text, the image is the authors' crop, recall@1 is the metric's `text` under the
+authors' tie rule (lenient, as their torch.argsort ranks: evaluate's default), offline and bad records name what
+is wrong."""
 
 from __future__ import annotations
 
@@ -173,23 +174,20 @@ def authors_rows(real: Path, config: str) -> list[tuple[str, list[str], int]]:
 @pytest.mark.slow
 def test_every_productivity_configs_rows_as_the_authors_read_them(real: Path) -> None:
     read = crepe.read_all(real, facts.PROD_CONFIGS)  # from the loose copy (no zip here)
-    assert set(read["rows"]) == set(facts.PROD_CONFIGS) and not read["empty"]
+    assert set(read.rows) == set(facts.PROD_CONFIGS) and not read.empty
     totals = {"rows": 0, "sets": 0}
     for config in facts.PROD_CONFIGS:
-        theirs, mine = authors_rows(real, config), read["rows"][config]
+        theirs, mine = authors_rows(real, config), [r.record for r in read.rows[config]]
         raw = list(csv.DictReader(io.StringIO((real / crepe.BY_CONFIG[config].loose).read_text(encoding="utf-8"))))
-        assert len(mine) == len(theirs) == facts.COUNTS[config] == read["in_file"][config], config
+        assert len(mine) == len(theirs) == facts.COUNTS[config] == read.in_file[config], config
         sets = 0
         for row, (caption, negatives, image_id), rec in zip(mine, theirs, raw):
-            assert (row["caption"], int(row["image_id"])) == (caption, image_id)
-            assert sorted(row["negatives"]) == sorted(negatives) and row["n_negatives"] == 5  # the same texts ...
-            assert row["negatives"] == written_negatives(rec["hard_negs"])  # ... in the order the literal writes them
+            assert (row.caption, row.image_id) == (caption, image_id)
+            assert sorted(row.negatives) == sorted(negatives) and len(row.negatives) == 5  # the same texts ...
+            assert row.negatives == written_negatives(rec["hard_negs"])  # ... in the order the literal writes them
             sets += rec["hard_negs"].lstrip().startswith("{")
-        q = read["quirks"][config]
-        f = facts.PROD_FACTS[config]
-        assert (q["set_literals"], q["caption_is_negative"], q["upper_case_rule"], q["lower_case_rule"]) == (
-            f.set_literals, f.caption_is_negative, f.upper_case_rule, f.lower_case_rule) and sets == f.set_literals
-        assert read["read_from"][config] == crepe.BY_CONFIG[config].loose
+        assert read.quirks[config] == facts.PROD_FACTS[config] and sets == facts.PROD_FACTS[config].set_literals
+        assert read.read_from[config] == crepe.BY_CONFIG[config].loose
         totals["rows"] += len(mine)
         totals["sets"] += sets
     # what the issue found: 3,768 of 39,715 rows written as sets, 1,181 of negate complexity 4's 1,262
@@ -319,7 +317,7 @@ def built(tmp_path_factory, vg_root: Path) -> tuple[Path, Path, str]:
     mp = pytest.MonkeyPatch()
     try:
         server.serve_folder(zips, PREFIX)
-        mp.setattr(crepe.Builder, "benchmark", pinned_to(zips))
+        mp.setattr(crepe.Crepe, "benchmark", pinned_to(zips))
         mp.delenv("HF_DATASETS_OFFLINE", raising=False)
         mp.delenv("HF_HUB_OFFLINE", raising=False)
         mp.setenv(UP.url_env, server.url + PREFIX)
@@ -440,6 +438,37 @@ def test_recall_at_1_under_crepe_s_tie_rule_is_the_authors_code() -> None:
 
 
 @pytest.mark.slow
+def test_evaluate_s_default_counts_ties_as_the_authors_code(built, tiny_clip_path: Path) -> None:
+    """`vlprobe.evaluate`'s default (ties="authors") scores CREPE as the authors' get_one2many_rank ranks: recall@1
+    equals the caption's rank 0 under torch.argsort on the run's own scores, where rows whose negatives repeat the
+    caption (one input to the model: exact ties) count right; the entry records lenient and no departure is shown.
+    `ties="strict"` counts those rows wrong, records strict, and shows the authors' figure beside it."""
+    import vlprobe
+
+    spec = find_spec(str(built[0]))
+    ds = load(built[0], "prod_atom_4")
+    ds = ds.map(lambda row, i: {"negatives": [row["caption"]] * len(row["negatives"]) if i % 2 == 0 else
+                                ([row["caption"], *row["negatives"][1:]] if i % 3 == 0 else row["negatives"])},
+                with_indices=True)
+    kw = dict(configs=["prod_atom_4"], bootstrap=0, progress=False, cache_dir="none", num_workers=0)
+    run = vlprobe.evaluate(str(tiny_clip_path), {"crepe": ds}, spec=spec, **kw)
+    (split,), (entry,) = run.splits, run.entries
+    rank = authors_rank(np.stack([np.asarray(s)[0] for s in split.scores]))
+    assert len(rank) == len(ds) >= 2 and entry.metrics.n_ties
+    assert entry.ties == "lenient" and entry.metrics.value("text") == pytest.approx(np.mean(rank == 0))
+    block = run.summary["crepe"]
+    assert entry.authors_rule is None and block.tie_policy.run == "lenient" and not block.departures
+    assert "(lenient)" in run.table() and "NOT the authors' setting" not in run.table()
+    strict = vlprobe.evaluate(str(tiny_clip_path), {"crepe": ds}, spec=spec, ties="strict", **kw)
+    (theirs,) = strict.entries
+    assert theirs.ties == "strict" and theirs.metrics.value("text") < entry.metrics.value("text")
+    assert theirs.authors_rule.ties == "lenient"
+    assert theirs.authors_rule.metrics.value("text") == pytest.approx(np.mean(rank == 0))
+    assert [d.setting for d in strict.summary["crepe"].departures] == ["ties"]
+    assert [e["ties"] for e in run.results["results"] + strict.results["results"]] == ["lenient", "strict"]
+
+
+@pytest.mark.slow
 def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
     """Rows become 1 x (1 + k) items with the caption gold; the metric's `text` is CREPE's R@1 (the
     caption ranked first by the authors' torch.argsort: above every negative, or tied with those at the
@@ -480,15 +509,14 @@ def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Pat
     for entry in doc["results"]:
         rows = [r for r in table if r["config"] == entry["config"]]
         assert len(rows) == 2
-        r1 = np.mean([all(r["scores"][0][0] > v for v in r["scores"][0][1:]) for r in rows])
-        assert entry["metrics"]["text"] == pytest.approx(r1)
-    assert doc["provenance"]["settings"]["ties"] == "strict"
+        r1 = np.mean([authors_rank([r["scores"][0]])[0] == 0 for r in rows])  # the authors' ranking
+        assert entry["metrics"]["text"] == pytest.approx(r1) and entry["ties"] == "lenient"
+    assert doc["provenance"]["settings"]["ties"] == "authors"
     block = doc["summary"]["crepe"]  # the headline is the authors' recall@1, named as they name it
     assert block["headline"] == ["text", "acc_r"] and block["names"] == {"text": "R@1"}
     assert block["tie_policy"]["authors"] == "lenient" and "torch.argsort" in block["tie_policy"]["rule"]
-    # the run's strict figures, the authors' (lenient) beside each
-    assert [d["setting"] for d in block["departures"]][:1] == ["ties"] and block["departures"][0]["authors"] == "lenient"
-    assert all("authors" in row for row in block["rows"])
+    assert block["tie_policy"]["run"] == "lenient"  # counted by the authors' rule: no tie departure
+    assert [d["setting"] for d in block["departures"]] == ["limit"]
     assert "2 of 45 configs scored" in block["notes"][0]
     assert "R@1" in out
 

@@ -89,7 +89,7 @@ def test_a_failed_fresh_build_leaves_no_folder(tmp_path, monkeypatch):
     args = argparse.Namespace(out=str(tmp_path / "travlr"), split_sizes=None, configs="spatiality", size="tiny",
                               seed=0, workers=1)
     with pytest.raises(OSError, match="No space left"):
-        travlr.build(args)
+        travlr.Travlr().build(args)
     assert calls and sorted(p.name for p in tmp_path.iterdir()) == []
 
 

@@ -126,7 +126,7 @@ def test_cli_with_only_dataset_model_and_out_runs_every_default(folder, tiny_cli
         docs.append(json.loads((tmp_path / out / "results.json").read_text()))
     first, second = docs
     settings = first["provenance"]["settings"]
-    assert settings == {**settings, "ties": "strict", "bootstrap": 1000, "confidence": 0.95, "seed": 0,
+    assert settings == {**settings, "ties": "authors", "bootstrap": 1000, "confidence": 0.95, "seed": 0,
                         "config": "all", "split": None, "limit": None, "control": None, "modality": "image",
                         "num_workers": default_workers(), "exact_preprocessing": False}
     assert sorted((r["config"], r["split"]) for r in first["results"]) == [("pairs", "test"), ("swap", "test")]

@@ -408,3 +408,35 @@ def test_engine_auto_reads_the_memo_and_is_the_default_on_cpu(fake_gpu, monkeypa
 
     with pytest.raises(ValueError, match=r"batch_size='big': must be a whole number \(at least 1\) or 'auto'"):
         Settings(batch_size="big")
+
+
+def test_the_batch_size_memo_is_read_only_from_a_cache_home_and_file_of_one_s_own(fake_gpu, tmp_path, capsys):
+    """Issue 48: batch-sizes.json is trusted as every cache is: in a cache home another user could write into (or
+    as a file they could, or a symbolic link) it is not read, with one warning, and the search runs again; a
+    refused home is not written to; a memo file of one's own home that others could write is replaced."""
+    from helpers_engine import toy_items
+
+    scorer, calls, _ = fake_gpu
+    home = tmp_path / "home"
+    memo = home / auto_batch.MEMO_FILE
+    keys = [auto_batch.memo_key(scorer, tower) for tower in ("images", "texts")]
+    for key in keys:
+        auto_batch.remember(key, 8)  # planted: a batch of 8 would slow every run down
+    assert oct(home.stat().st_mode & 0o777) == "0o700" and auto_batch.remembered(keys[0]) == 8
+    home.chmod(0o777)
+    planted = memo.read_text()
+    result = Engine(scorer, batch_size="auto", progress=False, log=lambda line: None).score(toy_items(200, n_colors=200))
+    assert calls and result.stats["batch_size"] == {"chosen": "auto", "images": 64, "texts": 64}  # searched again
+    assert memo.read_text() == planted  # nothing written into a refused home
+    err = capsys.readouterr().err
+    assert f"not using the cache folder {home}: {home} is writable by others (mode 777)" in err
+    home.chmod(0o700)
+    memo.chmod(0o666)
+    assert auto_batch.remembered(keys[0]) is None
+    assert f"not reading {memo}: {memo} is writable by others (mode 666)" in capsys.readouterr().err
+    auto_batch.remember(keys[1], 64)  # replaced by a file of one's own, without the planted entries
+    assert json.loads(memo.read_text()) == {keys[1]: 64} and memo.stat().st_mode & 0o077 == 0
+    memo.unlink()
+    (tmp_path / "elsewhere.json").write_text(json.dumps({keys[0]: 8}))
+    memo.symlink_to(tmp_path / "elsewhere.json")
+    assert auto_batch.remembered(keys[0]) is None and "is a symbolic link" in capsys.readouterr().err

@@ -306,9 +306,10 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
             (root / "val2017" / rec["filename"]).write_bytes(jpeg(rec["filename"]))
     parser = argparse.ArgumentParser()
-    builder.add_arguments(parser)
+    scpp = builder.SugarCrepePP()
+    scpp.add_arguments(parser)
     out = tmp_path_factory.mktemp("scpp_itt") / "sugar_crepe_pp"
-    folder = builder.build(parser.parse_args(["--annotations", str(shared_data / "sugar_crepe_pp"), "--images",
+    folder = scpp.build(parser.parse_args(["--annotations", str(shared_data / "sugar_crepe_pp"), "--images",
                                               str(root), "--out", str(out)]))
     return folder, root / "val2017"
 

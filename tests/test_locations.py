@@ -60,10 +60,10 @@ def test_the_clone_builds_into_its_own_folders(repo_root, monkeypatch):
 
     from vlprobe.builders import travlr, winoground_style
 
-    for module in (travlr, winoground_style):
+    for builder in (travlr.Travlr(), winoground_style.WinogroundStyle()):
         p = argparse.ArgumentParser()
-        module.add_arguments(p)
-        assert p.parse_args([]).out == Path(module.NAME)
+        builder.add_arguments(p)
+        assert p.parse_args([]).out == Path(builder.name)
 
 
 def test_build_outside_a_clone_defaults_to_the_users_folder(home):
@@ -72,7 +72,7 @@ def test_build_outside_a_clone_defaults_to_the_users_folder(home):
     from vlprobe.builders import travlr
 
     p = argparse.ArgumentParser()
-    travlr.add_arguments(p)
+    travlr.Travlr().add_arguments(p)
     assert p.parse_args([]).out == home / "travlr"
     assert p.parse_args(["--out", "x"]).out == Path("x")
 

@@ -356,7 +356,7 @@ def test_evaluate_sugar_crepe_with_open_clip_vit_b_32_openai(shared_data, copies
     (tmp_path / "images" / "val2017").mkdir(parents=True)
     for name in {r["filename"] for r in records}:
         (tmp_path / "images" / "val2017" / name).write_bytes(jpeg(name, size=(48, 40)))
-    run_build(sugar_crepe, "--annotations", shared_data / "sugar_crepe", "--images", tmp_path / "images",
+    run_build(sugar_crepe.SugarCrepe(), "--annotations", shared_data / "sugar_crepe", "--images", tmp_path / "images",
               "--configs", "swap_obj", "--out", tmp_path / "work" / "sugar_crepe")
     monkeypatch.chdir(tmp_path / "work")
     code = main(["evaluate", "--dataset", "sugar_crepe", "--config", "swap_obj", "--model", "open_clip:ViT-B-32/openai",

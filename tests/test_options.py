@@ -222,7 +222,7 @@ def test_both_commands_refuse_a_shared_option_alike(name, nothing_loads):
 CLI_BAD = [("evaluate", "--batch-size", "0", "--batch-size 0: must be at least 1"),
            ("evaluate", "--batch-size", "x", "--batch-size x: must be a whole number (at least 1) or 'auto'"),
            ("evaluate", "--family", "", "--family '': must be a scorer family name, or None"),
-           ("evaluate", "--ties", "loose", "--ties loose: unknown tie policy; choose one of strict, half, lenient"),
+           ("evaluate", "--ties", "loose", "--ties loose: unknown tie policy; choose one of authors, strict, half, lenient"),
            ("probe", "--batch-size", "0", "--batch-size 0: must be at least 1"),
            ("probe", "--seeds", "0", "--seeds 0: must be at least 1"),
            ("probe", "--dataset-revision", "", "--dataset-revision '': must be a Hub revision"),
@@ -348,8 +348,10 @@ def test_a_run_records_its_settings(tmp_path, tiny_clip_path):
     assert prov["command"] == shlex.join(["vlprobe", "evaluate", "--dataset", str(folder), "--config", "pairs", "--model",
                                           str(tiny_clip_path), "--bootstrap", "0", "--confidence", "0.95", "--seed",
                                           "0", "--batch-size", "auto", "--num-workers", "0", "--dtype", "float32",
-                                          "--cache-dir", "none", "--out", str(out), "--ties", "strict", "--threshold",
+                                          "--cache-dir", "none", "--out", str(out), "--ties", "authors", "--threshold",
                                           "0.5", "--modality", "image"])
-    assert prov["settings"] == {"ties": "strict", "bootstrap": 0, "confidence": 0.95, "seed": 0, "threshold": 0.5,
+    # the default: each split by its benchmark's authors' rule, strict for this dataset of the user's own (its entry)
+    assert json.loads((out / "results.json").read_text())["results"][0]["ties"] == "strict"
+    assert prov["settings"] == {"ties": "authors", "bootstrap": 0, "confidence": 0.95, "seed": 0, "threshold": 0.5,
                                 "limit": None, "batch_size": "auto", "num_workers": 0, "modality": "image", "control": None,
                                 "split": None, "config": "pairs", "exact_preprocessing": False}

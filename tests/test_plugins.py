@@ -79,7 +79,7 @@ def test_a_folder_of_modules_adds_a_benchmark_a_builder_and_a_family(tmp_path, p
     assert "shapes" not in benchmarks()
     assert plugins.include_path(folder) == ["vlprobe_include.benchmark", "vlprobe_include.scorer"]
     assert find("shapes").title == "Shapes (A. Author, 2025)" and "valse" in benchmarks()  # vlprobe's own stay
-    assert builders()["shapes"].__name__ == "vlprobe_include.benchmark" and "travlr" in builders()
+    assert type(builders()["shapes"]).__module__ == "vlprobe_include.benchmark" and "travlr" in builders()
     assert families()["cosine"].description == "any dual encoder, scored by the plain cosine of its embeddings"
 
 

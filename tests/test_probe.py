@@ -444,12 +444,15 @@ def test_probe_without_a_cache_computes_each_input_once(travlr_small, tiny_clip_
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from vlprobe.dataset.folder import BUILD_RECORD
+
     folder = tmp_path / "repeated"  # travlr_small with four queries, repeated in every chunk
     shutil.copytree(travlr_small, folder)
     for f in (folder / "data").rglob("*.parquet"):
         table = pq.read_table(f)
         queries = [f"query {i % 4}" for i in range(table.num_rows)]
         pq.write_table(table.set_column(table.schema.get_field_index("query"), "query", pa.array(queries)), f)
+    (folder / BUILD_RECORD).unlink()  # edited by hand, the copy is no longer the folder vlprobe wrote (its shard names)
     kw = dict(train_modalities="image,caption", test_modalities="image,caption", bootstrap=0, progress=False)
     cached = P.probe(tiny_clip_path, str(folder), "spatiality", cache_dir=tmp_path / "c", **kw)
     # A $TMPDIR of this test's own, looked at for the probe's folder names only: other pytest
@@ -526,3 +529,40 @@ def test_itm_caption_setting_keeps_the_query_first(travlr_small, tiny_blip_itm_p
     assert all(r["macro_f1"] is not None for r in res.rows)  # some rows keep their query: numbers
     # the old order, caption first, lost the query of every row
     assert query_lost(scorer, [f"{c} {q}" for c, q in zip(captions, queries)], queries).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fixture", ["tiny_clip_path", "tiny_blip_itm_path"])  # embeddings; joint features
+def test_an_unreadable_image_is_named_by_its_split_and_row(request, fixture, travlr_small, tmp_path, capsys):
+    """Issue 48: an image the probe cannot read is named by its task, split, row and column (as a path refused
+    there is), not as the engine's `input 0` of a chunk; one line from `vlprobe probe`, no traceback."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vlprobe.dataset.folder import shard_name
+    from vlprobe.errors import VlprobeError
+
+    folder = tmp_path / "travlr"
+    shutil.copytree(travlr_small, folder, ignore=shutil.ignore_patterns(".hf_cache"))
+    (shard,) = sorted((folder / "data" / "spatiality").glob("validation-*.parquet"))
+    table = pq.read_table(shard)
+    images = table.column("image").to_pylist()
+    images[5] = {**images[5], "bytes": b"not an image at all"}
+    pq.write_table(table.set_column(table.schema.get_field_index("image"), "image",
+                                    pa.array(images, type=table.schema.field("image").type)), shard)
+    new = shard.rename(shard.with_name(shard_name("validation", shard)))  # named after its content, as builds name it
+    for record in (folder / ".huggingface.yaml", folder / "data" / "BUILD_INPUTS.json"):  # which name the shards
+        record.write_text(record.read_text().replace(shard.name, new.name))
+    model = str(request.getfixturevalue(fixture))
+    with pytest.raises(VlprobeError) as err:
+        P.probe(model, str(folder), "spatiality", train_modalities="image", test_modalities="image", cache_dir="none",
+                progress=False, chunk_size=4)  # row 5 is the second chunk's second row: `input 1` before
+    assert "spatiality/validation row 5 column 'image'" in str(err.value) and "input 1" not in str(err.value)
+    assert "unreadable image" in str(err.value)
+    code = vlprobe_main(["probe", "--model", model, "--dataset", str(folder), "--config", "spatiality",
+                         "--train-modality", "image", "--test-modality", "image", "--cache-dir", "none",
+                         "--no-progress", "--out", str(tmp_path / "run")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "spatiality/validation row 5 column 'image'" in lines[-1] and "Traceback" not in "".join(lines)

@@ -132,12 +132,160 @@ def test_every_benchmark_declares_its_data_version():
 def test_version_notes_say_what_differs():
     swap = {f.source.key: f for f in P.published_for("open_clip:ViT-B-32/openai", "sugar_crepe") if f.config == "swap_obj"}
     assert P.version_note(swap["sugar_crepe_issue3"]) == \
-        "measured on the 6e45274 version of the data, not 546eb51 (246 items, 1 more than vlprobe's 245)"
+        "measured on the 6e45274 version of the data, not 546eb51 (246 items against 245)"
     assert P.version_note(swap["vl_compo"]) is None
-    assert P.version_note(swap["vl_compo"], n_items=20) == "measured on 245 items, 225 more than vlprobe's 20"
+    assert P.version_note(swap["vl_compo"], n_items=20) == "measured on 245 items against 20"
+    # a run on a folder built from the older data: the authors' figure is its own version, the study's another
+    assert P.version_note(swap["sugar_crepe_issue3"], "6e45274", 246) is None
+    assert P.version_note(swap["vl_compo"], "6e45274", 246) == \
+        "measured on the 546eb51 version of the data, not 6e45274 (245 items against 246)"
     coordination = [f for f in P.published_for("ViT-B-32/openai", "bla") if f.config == "coordination"][0]
     assert P.version_note(coordination) == \
-        "measured on the thesis version of the data, not 05009a7 (800 items, 146 more than vlprobe's 654)"
+        "measured on the thesis version of the data, not 05009a7 (800 items against 654)"
+    add_obj = [f for f in P.published_for("ViT-B-32/openai", "sugar_crepe") if f.source.key != "vl_compo"][0]
+    assert P.version_note(add_obj) == "measured on the 6e45274 version of the data, not 546eb51 (the same 2,062 items)"
+
+
+def test_which_checkpoint_a_run_is():
+    """The checkpoint the scorer recorded (an open_clip name, or the copy registered under it), else the one the
+    model's name stands for, else a Hugging Face cache snapshot's repository's; any other folder is none."""
+    assert P.run_checkpoint("open_clip:ViT-B-32/openai", "ViT-B-32/openai") == "ViT-B-32/openai"
+    assert P.run_checkpoint("open_clip:NegCLIP/coco-ft", "NegCLIP/coco-ft") == "NegCLIP/coco-ft"
+    assert P.run_checkpoint("open_clip:ViT-B-32/my_own", "ViT-B-32/my_own") == "ViT-B-32/my_own"  # no figures
+    assert P.run_checkpoint("openai/clip-vit-large-patch14") == "ViT-L-14/openai"
+    assert P.run_checkpoint("hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K") == "ViT-B-32/laion2b_s34b_b79k"
+    snapshot = "models--laion--CLIP-ViT-B-32-laion2B-s34B-b79K/snapshots/1a25a446712ba5ee05982a381eed697ef9b435cf"
+    assert P.run_checkpoint(f"/home/me/.cache/huggingface/hub/{snapshot}/") == "ViT-B-32/laion2b_s34b_b79k"
+    assert P.run_checkpoint(f"C:\\hf\\hub\\{snapshot.replace('/', chr(92))}") == "ViT-B-32/laion2b_s34b_b79k"
+    for model in ("./clip-vit-base-patch32", "/data/models--openai--clip-vit-base-patch32", "mini-clip", None):
+        assert P.run_checkpoint(model) is None, model
+
+
+# ---- a run beside them (vlprobe.results.summary.published_rows) -------------------------------------------------
+
+OPENAI_B32 = {"model_id": "openai/clip-vit-base-patch32", "family": "dual", "dtype": "float32"}
+
+
+def _entry(config: str, right: int, n: int, bench: str = "sugar_crepe", **metrics) -> dict:
+    return {"benchmark": bench, "dataset": f"./{bench}", "config": config, "split": "test",
+            "dataset_version": find(bench).data_version, "metrics": {"acc_r": right / n, "n_items": n, **metrics}}
+
+
+def _published(entries, settings=None, model=OPENAI_B32, name="sugar_crepe"):
+    from vlprobe.results.summary import summarize
+
+    block = summarize(entries, settings or {"ties": "strict"}, model)[name]
+    return block, {(p.source.split(" (")[0], p.config, p.metric): p for p in block.published}
+
+
+def test_a_run_beside_the_figures_for_its_checkpoint_by_hand():
+    """Per source each config the run has and each aggregate over them: the published figure (a fraction), the run's,
+    the difference; SWAP is the source's figures weighted by their own items (the benchmark's micro mean), ADD over
+    the one subset this run has; the known causes beside each."""
+    block, got = _published([_entry("swap_obj", 150, 245, n_ties=3), _entry("swap_att", 426, 666),
+                             _entry("add_att", 476, 692)])
+    swap_obj = got[("SugarCREPE authors", "swap_obj", "acc_r")]
+    assert (swap_obj.value, swap_obj.ours, swap_obj.dataset_version) == (0.6138, 150 / 245, "6e45274")
+    assert swap_obj.difference == pytest.approx(150 / 245 - 0.6138)
+    assert swap_obj.note == ("measured on the 6e45274 version of the data, not 546eb51 (246 items against 245); "
+                             "3 tied comparisons in this run, counted strict")
+    study = got[("the study", "swap_obj", "acc_r")]
+    assert study.value == pytest.approx(150 / 245) and study.difference == pytest.approx(0, abs=1e-12)
+    assert study.note == "3 tied comparisons in this run, counted strict" and study.dataset_version == "546eb51"
+    swap = got[("SugarCREPE authors", "swap", "acc_r")]
+    assert swap.value == pytest.approx((61.38 * 246 + 63.96 * 666) / 912 / 100)
+    assert swap.ours == pytest.approx((150 + 426) / (245 + 666))
+    assert swap.note == ("the mean over the items of the source's 2 figures; measured on the 6e45274 version of the "
+                         "data, not 546eb51; swap_obj: 246 items against 245")
+    add = got[("the study", "add", "acc_r")]
+    assert add.value == got[("the study", "add_att", "acc_r")].value and "this run's 1 of 2" in add.note
+    assert len(got) == 2 * 5 and ("the study", "replace", "acc_r") not in got
+    assert block.notes[-1] == ("beside the figures published for checkpoint ViT-B-32/openai (model "
+                               "openai/clip-vit-base-patch32): SugarCREPE authors (sugar-crepe#3), the study (Oh et al. 2024)")
+
+
+def test_known_causes_are_said_beside_each_figure():
+    entries = [_entry("swap_obj", 150, 245)]
+    entries[0]["data"] = {"truncation": {"tied_items": 2, "collapsed_items": 2, "text_max_length": 77}}
+    _, got = _published(entries, {"ties": "lenient", "limit": 245}, {**OPENAI_B32, "dtype": "float16"})
+    assert got[("the study", "swap_obj", "acc_r")].note == (
+        "2 items whose texts the model reads as one input; ties lenient (authors: strict); this run scored the first "
+        "245 rows of each split only (--limit); dtype float16")
+    # a pooled entry's per-subset rows: their own tied comparisons, not the pooled entry's count of texts read as one
+    pooled = _entry("all", 151, 245)
+    pooled["metrics"]["per_tag"] = {"subset=swap_obj": {"acc_r": 150 / 245, "n_items": 245, "n_ties": 1}}
+    pooled["data"] = {"truncation": {"tied_items": 3, "collapsed_items": 3}}
+    _, got = _published([pooled])
+    assert got[("the study", "swap_obj", "acc_r")].note == "1 tied comparison in this run, counted strict"
+    # all tied: N/A in the run, beside it the figure the authors' code prints
+    na = _entry("swap_obj", 0, 245)
+    na["metrics"] = {"acc_r": None, "n_items": 245, "n_ties": 245, "na_reason": "every item tied"}
+    na["authors_rule"] = {"ties": "strict", "metrics": {"acc_r": 0.0, "n_items": 245}}
+    _, got = _published([na])
+    assert got[("the study", "swap_obj", "acc_r")].ours == 0.0
+
+
+def test_the_other_benchmarks_and_none():
+    """VALSE's Avg. from the study's 11 instruments (unweighted); Winoground's text, image and group from the paper and
+    the study; a benchmark with no figure for the checkpoint, and a model that is none, say so in one line."""
+    valse = [_entry(c, 3, 4, "valse") for c in find("valse").configs]
+    block, got = _published(valse, name="valse")
+    figures = {f.config: f.value for f in P.published_for("ViT-B-32/openai", "valse")}
+    assert got[("the study", "avg", "acc_r")].value == pytest.approx(sum(figures.values()) / 11 / 100)
+    assert len(got) == 12 and "version" not in got[("the study", "avg", "acc_r")].note  # the study states none
+    wino = {"benchmark": "winoground", "dataset": "facebook/winoground", "config": "default", "split": "test",
+            "dataset_version": "facebook/winoground",
+            "metrics": {"text": 0.3125, "image": 0.11, "group": 0.0875, "n_items": 400}}
+    _, got = _published([wino], name="winoground")
+    assert {k: round(100 * p.difference, 2) for k, p in got.items()} == {
+        ("Winoground paper, Table 3", "default", "text"): 0.5, ("Winoground paper, Table 3", "default", "image"): 0.5,
+        ("Winoground paper, Table 3", "default", "group"): 0.75, ("the study", "default", "text"): 0.0,
+        ("the study", "default", "image"): 0.0, ("the study", "default", "group"): 0.0}
+    pp = [{**_entry("swap_att", 1, 2, "sugar_crepe_pp"), "metrics": {"set_acc": 0.5, "n_items": 2}}]
+    block, got = _published(pp, name="sugar_crepe_pp")
+    assert not got and block.notes[-1] == "no published figure for checkpoint ViT-B-32/openai on SugarCREPE++"
+    block, got = _published([_entry("swap_obj", 1, 2)], model={"model_id": "/models/mini-clip"})
+    assert not got and block.notes[-1] == ("no published figure for this model (mini-clip): it is no checkpoint of "
+                                           "vlprobe/data/checkpoint_names.csv")
+    from vlprobe.results.summary import summarize
+
+    plain = summarize([_entry("swap_obj", 1, 2)])["sugar_crepe"]  # no model given: nothing said
+    assert plain.published == () and not any("published" in n for n in plain.notes)
+
+
+def test_a_folder_records_the_version_of_its_data(tmp_path, monkeypatch):
+    """A folder's vlprobe.yaml says which version of the benchmark's data it holds (its builder writes the
+    benchmark's declared one); a folder without says nothing, and the benchmark's declared version stands."""
+    from vlprobe.dataset.folder import write_spec
+    from vlprobe.dataset.spec import ItemSpec, SpecError, dataset_version
+
+    text = "images: [image]\ntexts: [caption, negative_caption]\ngold: [[1, 0]]\n"
+    spec = ItemSpec.from_file(write_spec(tmp_path, text, "sugar_crepe"))
+    assert spec.data_version == "546eb51" and dataset_version(spec, "sugar_crepe") == "546eb51"
+    older = ItemSpec.from_dict({**yaml_of(text), "benchmark": "sugar_crepe", "data_version": "6e45274"})
+    assert dataset_version(older, "sugar_crepe") == "6e45274"
+    assert dataset_version(ItemSpec.from_dict(yaml_of(text)), "sugar_crepe") == "546eb51"
+    assert dataset_version(ItemSpec.from_dict(yaml_of(text)), None) is None
+    assert ItemSpec.from_dict({**yaml_of(text), "data_version": "0123456"}).data_version == "0123456"
+    with pytest.raises(SpecError, match="'data_version' must name a version"):
+        ItemSpec.from_dict({**yaml_of(text), "data_version": ["x"]}, source="vlprobe.yaml")
+    with pytest.raises(SpecError, match="configs.swap_obj"):  # one version per folder, not per config
+        ItemSpec.from_dict({**yaml_of(text), "configs": {"swap_obj": {"data_version": "x"}}})
+    # a version YAML would read as a number is written quoted
+    import dataclasses
+
+    from vlprobe import benchmarks
+
+    real = benchmarks.get
+    monkeypatch.setattr(benchmarks, "get", lambda name: dataclasses.replace(real(name), data_version="0123456"))
+    written = write_spec(tmp_path / "n", text, "sugar_crepe")
+    assert 'data_version: "0123456"' in written.read_text() and ItemSpec.from_file(written).data_version == "0123456"
+
+
+def yaml_of(text: str) -> dict:
+    import yaml
+
+    return yaml.safe_load(text)
 
 
 def test_names_map_to_one_checkpoint_each_and_resolve():

@@ -312,7 +312,7 @@ def test_report_checks_the_numbers_it_reads(tmp_path, capsys, field, value, said
 @pytest.mark.parametrize("field, value, said", [
     ("limit", -3, "provenance.settings.limit: must be at least 1, got -3"),
     ("confidence", 95, "provenance.settings.confidence: must be strictly between 0 and 1, got 95"),
-    ("ties", "sometimes", "provenance.settings.ties: must be one of 'strict', 'half', 'lenient', got 'sometimes'"),
+    ("ties", "sometimes", "provenance.settings.ties: must be one of 'authors', 'strict', 'half', 'lenient', got 'sometimes'"),
 ])
 def test_report_checks_the_settings_it_reads(tmp_path, capsys, field, value, said):
     good = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
@@ -383,3 +383,54 @@ def test_the_wide_table_researchers_paste(tmp_path):
     with open(tmp_path / "run" / "results_wide.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["acc_r"] for r in rows] == [f"{v:.1f}" if v == v else "" for v in wide["acc_r"]]
+
+
+# ---- --check: each run against the figures published for its checkpoint -------------------------------------------
+
+def _sugar(config: str, n: int, right: int) -> ScoredSplit:
+    """A SugarCREPE subset of ``n`` items scored right on the first ``right`` (the current data: 546eb51)."""
+    items = [Item(id=str(i), images=(b"x",), texts=("a", "b"), gold=[[1, 0]], config=config) for i in range(n)]
+    scores = [np.array([[1.0, 0.0]]) if i < right else np.array([[0.0, 1.0]]) for i in range(n)]
+    return ScoredSplit(dataset="sugar_crepe", config=config, split="test", items=items, scores=scores,
+                       metrics=compute(scores, [it.gold for it in items], bootstrap=0), benchmark="sugar_crepe",
+                       dataset_version="546eb51")
+
+
+def test_check_exits_by_the_figures_published_for_the_checkpoint(tmp_path, capsys, monkeypatch):
+    """`vlprobe report RUN --check [--tolerance POINTS]`: 0 when every figure published for the run's checkpoint is
+    within the tolerance of the run's, else 1 naming each figure off with its known causes; 1 too when there is
+    nothing to compare; no report is written unless --out is given."""
+    monkeypatch.chdir(tmp_path)
+    model = "openai/clip-vit-base-patch32"  # = open_clip's ViT-B-32/openai
+    good = _write(tmp_path / "good", model, [_sugar("swap_obj", 245, 150), _sugar("swap_att", 666, 426)])
+    off = _write(tmp_path / "off", model, [_sugar("swap_obj", 245, 140), _sugar("swap_att", 666, 426)])
+    none = _write(tmp_path / "none", "./models/mini-clip", [_sugar("swap_obj", 245, 150)])
+
+    def check(*argv: str) -> tuple[int, list[str]]:
+        code = main(["report", *argv, "--check"])
+        return code, capsys.readouterr().out.strip().splitlines()
+
+    # swap_obj, swap_att and SWAP from the SugarCREPE authors and from the study: 150/245 is the study's figure, and
+    # 0.16 points below the authors' 151/246, measured on the data before 546eb51 removed an item
+    assert check(str(good)) == (0, ["6 of 6 published figures within 1 point of the run's"])
+    assert not (tmp_path / "runs").exists()
+    code, lines = check(str(good), "--tolerance", "0.1")
+    assert code == 1 and lines == [
+        "off by -0.16 points: clip-vit-base-patch32 sugar_crepe swap_obj acc_r 61.22, SugarCREPE authors (sugar-crepe#3) "
+        "61.38 (measured on the 6e45274 version of the data, not 546eb51 (246 items against 245))",
+        "5 of 6 published figures within 0.1 points of the run's; 1 off"]
+    code, lines = check(str(off))
+    assert code == 1 and lines[-1] == "2 of 6 published figures within 1 point of the run's; 4 off"
+    assert "off by -4.08 points: clip-vit-base-patch32 sugar_crepe swap_obj acc_r 57.14, the study (Oh et al. 2024) " \
+           "61.22" in lines
+    assert any(line.startswith("off by -1.10 points: clip-vit-base-patch32 sugar_crepe swap acc_r 62.13") for line in lines)
+    assert check(str(off), "--tolerance", "4.5")[0] == 0
+    code, lines = check(str(none))
+    assert code == 1 and lines == ["nothing to check: no run has a figure published for its checkpoint (no published "
+                                   "figure for this model (mini-clip): it is no checkpoint of "
+                                   "vlprobe/data/checkpoint_names.csv)"]
+    code, lines = check(str(good), str(off), "--out", str(tmp_path / "report"))  # both runs checked, the report written
+    assert code == 1 and lines[-1] == "8 of 12 published figures within 1 point of the run's; 4 off"
+    assert (tmp_path / "report" / "report.md").is_file()
+    assert main(["report", str(good), "--check", "--tolerance", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == "vlprobe report: error: --tolerance -1.0: must be 0 or more (points)"

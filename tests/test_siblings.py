@@ -6,6 +6,7 @@ code scores them, and summarised with the papers' aggregates."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import datasets
@@ -26,7 +27,7 @@ SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annot
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # builds SugarCREPE, SugarCREPE++ and COLA from the real annotations
 
-MODULES = {"sugar_crepe": sugar_crepe, "sugar_crepe_pp": sugar_crepe_pp, "cola": cola}
+BUILDERS = {"sugar_crepe": sugar_crepe.SugarCrepe(), "sugar_crepe_pp": sugar_crepe_pp.SugarCrepePP(), "cola": cola.Cola()}
 UPSTREAMS = {"sugar_crepe": SUGAR_CREPE_UP, "sugar_crepe_pp": SUGAR_CREPE_PP_UP, "cola": COLA_UP}
 
 
@@ -69,8 +70,8 @@ def images_root(shared_data: Path, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def built(shared_data: Path, images_root: Path, tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("sibling_folders")
-    return {name: run_build(MODULES[name], "--annotations", str(shared_data / name), "--images", str(images_root),
-                            "--out", str(base / name)) for name in MODULES}
+    return {name: run_build(BUILDERS[name], "--annotations", str(shared_data / name), "--images", str(images_root),
+                            "--out", str(base / name)) for name in BUILDERS}
 
 
 def test_pinned_blob_hashes_match_the_mirrored_files(shared_data: Path) -> None:
@@ -200,7 +201,8 @@ def test_evaluate_scores_as_the_authors_do(built: dict[str, Path], tiny_clip_pat
             expected = np.mean([_authors_rule(name, np.array(r["scores"], dtype=np.float64)) for r in rows])
             assert entry["metrics"][headline[name]] == pytest.approx(expected), (name, entry["config"])
         block = doc["summary"][name]
-        assert block["tie_policy"]["authors"] == "strict" and doc["provenance"]["settings"]["ties"] == "strict"
+        assert block["tie_policy"]["authors"] == "strict" and doc["provenance"]["settings"]["ties"] == "authors"
+        assert {e["ties"] for e in doc["results"]} == {"strict"}
         rows = {r["config"]: r for r in block["rows"]}
         if name == "sugar_crepe":
             # the first 4 rows of `all` are add_obj's: add_obj comes from all's per-subset results
@@ -275,11 +277,11 @@ def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Pa
     _serve_cola(stand_in_server, shared_data, vg, cola_only)
     base = stand_in_server.url
     spec = cola.IMAGES  # the builder's own source: Visual Genome as COLA links it
-    monkeypatch.setattr(cola.BUILDER, "sources", (imgs.SourceSpec(
+    monkeypatch.setattr(BUILDERS["cola"], "sources", (imgs.SourceSpec(
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips,
         (f"{base}/vg/VG_100K/{{name}}", f"{base}/vg/VG_100K_2/{{name}}", f"{base}/cola_server/{{name}}")),))
     monkeypatch.setenv(COLA_UP.url_env, f"{base}/{COLA_UP.repo}/{COLA_UP.commit}/data/")
-    out = run_build(MODULES["cola"], "--download", "--cache-dir", str(tmp_path / "cache"), "--workers", "4",
+    out = run_build(BUILDERS["cola"], "--download", "--cache-dir", str(tmp_path / "cache"), "--workers", "4",
                     "--out", str(tmp_path / "cola"))
     ds = load(out, "multi_object")
     assert len(ds) == 210
@@ -289,6 +291,34 @@ def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Pa
     assert sorted(h.rsplit("/", 1)[1] for h in hits if h.startswith("/cola_server/")) == sorted(cola_only)
     assert (upstream.cache_folder(COLA_UP, tmp_path / "cache") / cola.FILE).read_bytes() == (
         shared_data / "cola" / cola.FILE).read_bytes()
+
+
+def test_a_rebuild_from_the_same_files_and_images_does_nothing(shared_data: Path, images_root: Path, tmp_path: Path,
+                                                                monkeypatch, capsys) -> None:
+    """Issue 47.5 for a paper benchmark: the same annotation files (wherever they are) and images, nothing read or
+    written; an image touched, or another option, builds again."""
+    from vlprobe.cli import main
+
+    read = []
+    real = imgs.read_checked_many
+    monkeypatch.setattr(imgs, "read_checked_many", lambda requests, **kw: read.append(1) or real(requests, **kw))
+    out, copy = tmp_path / "cola", tmp_path / "elsewhere"
+    shutil.copytree(shared_data / "cola", copy)
+    argv = ["build", "cola", "--images", str(images_root), "--out", str(out)]
+    assert main([*argv, "--annotations", str(shared_data / "cola")]) == 0 and read
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    read.clear()
+    capsys.readouterr()
+    assert main([*argv, "--annotations", str(copy)]) == 0 and not read
+    said = capsys.readouterr().out
+    assert said.startswith(f"{out} is up to date (built from the same inputs: annotations (1 files), images "
+                           f"({len(vg_names(shared_data))} files); generator ") and "nothing built" in said
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    image = next((images_root / "VG_100K").iterdir())
+    image.write_bytes(image.read_bytes())  # the same bytes, written again: its stamp says it may have changed
+    assert main([*argv, "--annotations", str(copy)]) == 0 and read and f"built {out}" in capsys.readouterr().out
+    read.clear()
+    assert main([*argv, "--annotations", str(copy), "--skip-missing-images"]) == 0 and read
 
 
 def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tmp_path: Path, monkeypatch,
@@ -306,7 +336,7 @@ def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tm
     spec = imgs.SOURCES["coco2017_val"]
     monkeypatch.setitem(imgs.SOURCES, "coco2017_val", imgs.SourceSpec(
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips, (f"{stand_in_server.url}/coco/val2017/{{name}}",)))
-    out = run_build(MODULES["sugar_crepe_pp"], "--download", "--skip-missing-images", "--retries", "1", "--workers", "8",
+    out = run_build(BUILDERS["sugar_crepe_pp"], "--download", "--skip-missing-images", "--retries", "1", "--workers", "8",
                     "--cache-dir", str(tmp_path / "cache"), "--annotations-url", stand_in_server.url + prefix,
                     "--out", str(tmp_path / "pp"))
     assert sum(h.startswith(prefix) for h in stand_in_server.hits) == 5
@@ -324,7 +354,7 @@ def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, mon
         data = (shared_data / "sugar_crepe" / f.path).read_bytes()
         stand_in_server.files[prefix + f.path] = data.replace(b"cat", b"dog", 1) if f.path == "swap_att.json" else data
     with pytest.raises(upstream.AnnotationChecksumError, match=r"swap_att\.json .*not the pinned one"):
-        run_build(MODULES["sugar_crepe"], "--cache-dir", str(tmp_path / "cache"), "--annotations-url",
+        run_build(BUILDERS["sugar_crepe"], "--cache-dir", str(tmp_path / "cache"), "--annotations-url",
                   stand_in_server.url + prefix, "--out", str(tmp_path / "sc"))
     assert not (tmp_path / "sc").exists()
     # a local copy is checked the same way
@@ -333,7 +363,7 @@ def test_tampered_annotations_are_refused(shared_data: Path, tmp_path: Path, mon
     for f in COLA_UP.files:
         (local / f.path).write_bytes((shared_data / "cola" / f.path).read_bytes() + b"\n")
     with pytest.raises(upstream.AnnotationChecksumError, match="COLA annotation file"):
-        run_build(MODULES["cola"], "--annotations", str(local), "--out", str(tmp_path / "cola"))
+        run_build(BUILDERS["cola"], "--annotations", str(local), "--out", str(tmp_path / "cola"))
 
 
 def test_offline_and_missing_images_name_what_is_needed(shared_data: Path, tmp_path: Path, monkeypatch, capsys) -> None:

@@ -407,7 +407,7 @@ def test_benchmark_errors(client, travlr_folder, tiny_clip_path, monkeypatch):
         assert _error(client, *args, 4, "strict", bad, api_name="/run_benchmark") == (
             f"{box}: {bad} is not allowed; choose a whole number from {allowed}")
     assert _error(client, *args, 4, "sometimes", 0, api_name="/run_benchmark") == (
-        "A tie counts as: 'sometimes' is not a tie policy; choose strict, half or lenient")
+        "A tie counts as: 'sometimes' is not a tie policy; choose authors, strict, half or lenient")
 
 
 def test_browse_items_worst_first():

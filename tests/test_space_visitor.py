@@ -237,7 +237,7 @@ def test_texts_the_model_reads_as_the_same_tokens_tie(tmp_path):
     (10, 5000, "strict", "Bootstrap resamples: 5000 is not allowed; choose a whole number from 0 to 2,000"),
     (10, 99999, "strict", "Bootstrap resamples: 99999 is not allowed; choose a whole number from 0 to 2,000"),
     (10, -1, "strict", "Bootstrap resamples: -1 is not allowed; choose a whole number from 0 to 2,000"),
-    (10, 0, "often", "A tie counts as: 'often' is not a tie policy; choose strict, half or lenient"),
+    (10, 0, "often", "A tie counts as: 'often' is not a tie policy; choose authors, strict, half or lenient"),
     (None, 0, "strict", "Items: the box is empty; type a whole number from 1 to 1,000"),
     (10, "", "strict", "Bootstrap resamples: the box is empty; type a whole number from 0 to 2,000"),
 ])

@@ -307,10 +307,15 @@ def test_winoground_style_all_gives_each_instrument_from_its_tags():
              "metrics": {**m(0.3, 0.2, 0.1), "per_tag": {"instrument=spatial_swap": m(0.5, 0.4, 0.3),
                                                          "instrument=count_swap": m(0.1, 0.0, 0.0),
                                                          "collapsed_tag=Relation": m(0.5, 0.4, 0.3)}}}
-    by = {r.config: r for r in summarize([entry])["winoground_style"].rows}
+    from vlprobe.evaluation.result import format_summary
+
+    summary = summarize([entry])
+    by = {r.config: r for r in summary["winoground_style"].rows}
     rows = {c: r.values for c, r in by.items()}
-    # `all` pools the instruments' items: no paper's figure, and labelled so
+    # `all` pools the instruments' items: no paper's figure, and labelled so (printed after its figures)
     assert by["all"].pooled and by["all"].name == "all (pooled over items, not a paper figure)"
+    (printed,) = [line for line in format_summary(summary).splitlines() if line.strip().startswith("all")]
+    assert printed.split()[0] == "all/test" and printed.endswith("(pooled over items, not a paper figure)")
     assert not by["spatial_swap"].pooled
     assert rows["spatial_swap"] == {"text": 0.5, "image": 0.4, "group": 0.3}
     assert rows["count_swap"] == {"text": 0.1, "image": 0.0, "group": 0.0}
@@ -380,6 +385,71 @@ def test_published_figures_for_the_checkpoint_have_their_place():
                           note="their 534 items, ours 505")
     block = replace(block, published=(published,))
     assert published.difference == pytest.approx(-0.05)
-    assert ("published for this checkpoint: open_clip benchmark, existence acc_r 65.0 (this run 60.0, -5.0): their "
-            "534 items, ours 505") in format_summary({"valse": block})
+    printed = format_summary({"valse": block}).splitlines()
+    assert printed[-2:] == ["    source               config     metric  published  this run  difference  known causes",
+                            "    open_clip benchmark  existence  acc_r       65.00     60.00       -5.00  their 534 items, "
+                            "ours 505"]
     assert parse(SummaryBlock, dump(block)) == block
+
+
+def _bla_entries(negative: bool = True) -> list[dict]:
+    """A constructed BLA run: 10 caption sets per task of scaled cosines (x 100), all positive but, with
+    ``negative``, the two false captions' of 1, 2 and 3 sets (6 of 30 items hold a negative score)."""
+    rng = np.random.default_rng(0)
+    entries = []
+    for k, config in enumerate(("active_passive", "coordination", "relative_clause")):
+        cos = rng.uniform(0.05, 0.4, size=(10, 1, 4))
+        if negative:
+            cos[: k + 1, 0, 2:] = -rng.uniform(0.01, 0.2, size=(k + 1, 2))
+        metrics = compute(100 * cos, np.tile(np.array([[[1, 1, 0, 0]]], dtype=bool), (10, 1, 1)), bootstrap=0)
+        entries.append({"dataset": "bla", "benchmark": "bla", "config": config, "split": "test", "shape": [1, 4],
+                        "metrics": metrics, "ties": "strict"})
+    return entries
+
+
+def test_bla_s_clamped_cosines_are_a_departure_where_a_dual_encoder_scored_below_zero():
+    """BLA's CLIP script ranks 2.5 * max(cos, 0): a run of a dual encoder with negative scores gets the departure
+    its module declares (counted over the configs shown), in the block, its heading and the printed summary;
+    not for a family whose scores are no cosines, nor without a negative score."""
+    from vlprobe.evaluation.result import format_summary
+    from vlprobe.results.summary import summary_title
+
+    entries = _bla_entries()
+    block = summarize(entries, {"ties": "authors"}, {"family": "dual"})["bla"]
+    (departure,) = block.departures
+    assert (departure.setting, departure.run, departure.authors) == ("scores", "6 of 30 items with a negative score",
+                                                                     "max(cos, 0)")
+    assert departure.note.startswith("6 of 30 items have a negative score") and "torch.topk" in departure.note
+    assert summary_title("bla", block).endswith(
+        "NOT the authors' setting: scores 6 of 30 items with a negative score (authors: max(cos, 0))")
+    assert f"departs from the authors' setting: {departure.note}" in format_summary({"bla": block})
+    assert summarize(entries, {"ties": "authors"}, {"family": "open_clip"})["bla"].departures == (departure,)
+    assert summarize(entries, {"ties": "authors"})["bla"].departures == (departure,)  # family not recorded
+    blank = summarize(entries, {"ties": "authors", "control": "blank"}, {"family": "dual+blank"})["bla"]
+    assert blank.departures[-1] == departure
+    assert summarize(entries, {"ties": "authors"}, {"family": "itm"})["bla"].departures == ()  # an ITM head's logits
+    assert summarize(_bla_entries(negative=False), {"ties": "authors"}, {"family": "dual"})["bla"].departures == ()
+
+
+def test_bla_s_clamp_departure_reaches_the_report_and_the_space(tmp_path):
+    """The same record (the summary block's departures) read back from a results.json: `vlprobe report` and the
+    Space's Results tab say the clamp line; the family comes from the file's provenance."""
+    from vlprobe.cli import main
+    from vlprobe.demo.results import compare_results
+    from vlprobe.results.io import provenance_record, write_results_json
+    from vlprobe.results.schema import Entry, EvaluationDocument, dump, parse
+
+    def write(folder: Path, family: str) -> Path:
+        folder.mkdir()
+        prov = {"model": {"model_id": "mini-clip", "family": family}, "settings": {"ties": "authors"},
+                "created": "2026-01-01T00:00:00Z"}
+        entries = tuple(parse(Entry, dump(e)) for e in _bla_entries())
+        write_results_json(folder / "results.json", EvaluationDocument(provenance_record(prov), entries))
+        return folder / "results.json"
+
+    note = "6 of 30 items have a negative score (for a CLIP model, a negative cosine)"
+    dual, itm = write(tmp_path / "dual", "dual"), write(tmp_path / "itm", "itm")
+    assert main(["report", str(dual), str(itm), "--label", "clip", "--label", "blip", "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"clip: departs from the authors' setting: {note}" in md and "blip: departs" not in md
+    assert note in compare_results([str(dual)]).note and note not in compare_results([str(itm)]).note

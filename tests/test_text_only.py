@@ -205,9 +205,10 @@ def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
             (root / "val2017" / rec["filename"]).write_bytes(jpeg(rec["filename"]))
     parser = argparse.ArgumentParser()
-    builder.add_arguments(parser)
+    scpp = builder.SugarCrepePP()
+    scpp.add_arguments(parser)
     out = tmp_path_factory.mktemp("scpp") / "sugar_crepe_pp"
-    return builder.build(parser.parse_args(["--annotations", str(shared_data / "sugar_crepe_pp"), "--images", str(root),
+    return scpp.build(parser.parse_args(["--annotations", str(shared_data / "sugar_crepe_pp"), "--images", str(root),
                                             "--out", str(out)]))
 
 

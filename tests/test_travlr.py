@@ -38,7 +38,7 @@ def _args(out: Path, **kw) -> argparse.Namespace:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("repo")
-    builder.build(_args(root / "travlr"))
+    builder.Travlr().build(_args(root / "travlr"))
     return root / "travlr"
 
 
@@ -286,17 +286,17 @@ def test_bad_requests_are_named():
     with pytest.raises(ValueError, match="unknown split"):
         T.generate_task("cardinality", {"dev": 1})
     with pytest.raises(ValueError, match="SPLIT=N"):
-        builder.build(_args(Path("/nonexistent"), split_sizes="dev=3"))
+        builder.Travlr().build(_args(Path("/nonexistent"), split_sizes="dev=3"))
     with pytest.raises(ValueError, match="at least 1 row"):
-        builder.build(_args(Path("/nonexistent"), split_sizes="test_ood=0"))
+        builder.Travlr().build(_args(Path("/nonexistent"), split_sizes="test_ood=0"))
     with pytest.raises(ValueError, match="unknown config"):
-        builder.build(_args(Path("/nonexistent"), configs="colour"))
+        builder.Travlr().build(_args(Path("/nonexistent"), configs="colour"))
 
 
 # ---- the built folder ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_two_builds_are_byte_identical(built, tmp_path):
-    again = builder.build(_args(tmp_path / "travlr"))
+    again = builder.Travlr().build(_args(tmp_path / "travlr"))
     assert digests(again) == digests(built)
     assert len([k for k in digests(built) if k.endswith(".parquet")]) == 16
 

@@ -59,7 +59,7 @@ def make_standins(root: Path, annotations: Path, skip: set[str] = frozenset(), c
     return root
 
 
-run_build = functools.partial(build_from, valse)  # run_build(annotations, images, out, *extra)
+run_build = functools.partial(build_from, valse.Valse())  # run_build(annotations, images, out, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -254,10 +254,10 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
                 imgs.Archive(f"{base}/archives/{spec.archive.file}", spec.archive.file)))
     monkeypatch.setenv("VLPROBE_VALSE_ANNOTATIONS_URL", f"{base}/valse/data/")
     parser = argparse.ArgumentParser()
-    valse.add_arguments(parser)
+    valse.Valse().add_arguments(parser)
     args = parser.parse_args(["--download", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "valse")])
     t0 = time.perf_counter()
-    out = valse.build(args)
+    out = valse.Valse().build(args)
     print(f"\nVALSE --download from stand-in servers ({len(hits)} requests): {time.perf_counter() - t0:.1f}s")
     assert len(load(out, "all")) == 7702
     assert sum(h.startswith("/valse/data/") for h in hits) == 11

@@ -398,7 +398,7 @@ def test_bad_records_name_the_file_and_record(tmp_path: Path) -> None:
     with pytest.raises(AnnotationError, match=r"record 0: Visual Genome image path '\.\./\.\./etc/passwd'"):
         vl_checklist.read_file(tmp_path, leaf, vg)
     _write(tmp_path, vg, [["VG_100K/1.jpg", {"POS": ["a"], "NEG": ["b"], "EXTRA": []}]])
-    with pytest.raises(AnnotationError, match=r"record 0: unknown key\(s\) \['EXTRA'\]"):
+    with pytest.raises(AnnotationError, match=r"record 0: unknown field\(s\) \['EXTRA'\]"):
         vl_checklist.read_file(tmp_path, leaf, vg)
 
 

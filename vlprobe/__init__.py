@@ -32,7 +32,7 @@ parses arguments and calls them. Where things live, by layer (``tests/test_impor
   run writes, tables and charts, ``summary.py`` (the papers' aggregates by the benchmarks' declarations) and
   ``published.py`` (published figures keyed by checkpoint); ``report/``: runs beside the published numbers;
 * ``benchmarks/``: one module per benchmark, everything true of it, found by a registry; ``builders/``: one
-  module per dataset on one build flow, ``templates/`` their cards; ``scenes/``: the synthetic instruments'
+  module per dataset, each a ``Builder`` the registry finds, ``templates/`` their cards; ``scenes/``: the synthetic instruments'
   renderer and truth function;
 * ``demo/``: the Space's logic (``space/app.py`` is the page); ``publish/``: checking and pushing to the Hub.
 

@@ -4,8 +4,8 @@ of modules (as lm-evaluation-harness's ``--include_path``). See docs/adding-a-be
 * **Entry points**, declared by the user's own package (``pyproject.toml``)::
 
       [project.entry-points."vlprobe.benchmarks"]
-      mybench = "mypkg.mybench"     # a module defining BENCHMARK (a vlprobe.benchmarks.Benchmark); with NAME, HELP,
-                                    # add_arguments(parser) and build(args) too, `vlprobe build NAME` builds it
+      mybench = "mypkg.mybench"     # a module defining BENCHMARK (a vlprobe.benchmarks.Benchmark); with a subclass
+                                    # of vlprobe.builders.Builder too, `vlprobe build NAME` builds it
       [project.entry-points."vlprobe.scorers"]
       myfamily = "mypkg.scorer"     # a module registering families with @vlprobe.scorers.register(...)
 
@@ -29,7 +29,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 from .errors import VlprobeError
 
@@ -140,14 +140,17 @@ def benchmarks(known: dict[str, Any], kind: type) -> dict[str, Any]:
     return out
 
 
-def builders(known: dict[str, ModuleType]) -> dict[str, ModuleType]:
-    """The plugins' builders (modules defining ``NAME`` and ``build``), by name, for ``vlprobe build``."""
-    out: dict[str, ModuleType] = {}
+def builders(known: dict[str, Any], found_in: Callable[[ModuleType], dict[str, Any]]) -> dict[str, Any]:
+    """The plugins' builders (the :class:`vlprobe.builders.Builder` subclasses their modules define: ``found_in``,
+    :func:`vlprobe.builders.builders_in`), by name, for ``vlprobe build``: what :func:`vlprobe.builders.builders` adds
+    to vlprobe's own, ``known``, whose names a plugin cannot take."""
+    out: dict[str, Any] = {}
     for where, obj in _benchmark_modules():
-        if isinstance(obj, ModuleType) and hasattr(obj, "NAME") and hasattr(obj, "build"):
-            if obj.NAME in known:
-                raise PluginError(f"plugin {where}: `vlprobe build {obj.NAME}` is vlprobe's own; give it another NAME")
-            out[obj.NAME] = obj
+        for name, builder in found_in(obj).items() if isinstance(obj, ModuleType) else ():
+            if name in known or name in out:
+                raise PluginError(f"plugin {where}: `vlprobe build {name}` is defined already; give the builder "
+                                  "another name")
+            out[name] = builder
     return out
 
 

@@ -4,9 +4,12 @@ each module defines ``BENCHMARK``, a :class:`Benchmark` holding everything true 
 numbers, citation). See ``docs/adding-a-benchmark.md``."""
 
 from .base import (  # noqa: F401
+    AUTHORS,
+    COUNTED,
     METRIC_ORDER,
     PROBABILITY_METRICS,
     TEXT_ONLY,
+    TIE_CHOICES,
     TIE_POLICIES,
     Benchmark,
     BenchmarkError,
@@ -23,4 +26,5 @@ from .base import (  # noqa: F401
     find,
     get,
     shape_headline,
+    tie_policy,
 )

@@ -24,6 +24,11 @@ METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "s
 # thresholded score).
 PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
 TIE_POLICIES = ("strict", "half", "lenient")
+COUNTED = {"strict": "counted wrong", "half": "counted half right", "lenient": "counted right"}  # a tied comparison
+# ``ties="authors"`` (vlprobe.evaluate's default): each split counted by its benchmark's authors' rule
+# (:func:`tie_policy`), strict for a dataset no benchmark defines; or one of TIE_POLICIES for every split.
+AUTHORS = "authors"
+TIE_CHOICES = (AUTHORS, *TIE_POLICIES)
 TEXT_ONLY = "text"  # the modality of a run that looks at no image (vlprobe.evaluation.settings.TEXT)
 
 
@@ -64,7 +69,8 @@ class ClampedAtZero:
         of ``family`` (None: not known), or None where no score is negative or the family's scores are not
         cosines: ``{"setting": "scores", "run", "authors", "note"}``, as the summary's other departures."""
         n = int((metrics.get("scores") or {}).get("n_negative") or 0)  # type: ignore[union-attr]
-        if not n or (family is not None and family not in self.families):
+        # a control run's family is "<family>+<control>" (vlprobe.scorers.controls): its scores are the family's
+        if not n or (family is not None and family.partition("+")[0] not in self.families):
             return None
         items = metrics.get("n_items")
         return {"setting": "scores", "run": f"{n} of {items} items with a negative score", "authors": "max(cos, 0)",
@@ -277,6 +283,17 @@ class Benchmark:
     def source_label(self, table: str) -> str:
         found = next((t for t in self.paper_tables if t.table == table), None)
         return (found.label if found and found.label else "") or f"paper, {table}"
+
+
+def tie_policy(benchmark: Benchmark | None, ties: str, modality: str | None = None) -> str:
+    """The tie policy a split is counted by: ``ties`` itself where it is a policy (``--ties strict``: every split);
+    under :data:`AUTHORS`, the rule of the split's ``benchmark`` for a run of ``modality``
+    (:meth:`Benchmark.tie_rule_for`: CREPE's lenient, most benchmarks' strict), and strict where there is none
+    (a dataset of the user's own, a text-only run of a benchmark whose paper has no text-only measure)."""
+    if ties != AUTHORS:
+        return ties
+    rule = benchmark.tie_rule_for(modality) if benchmark is not None else None
+    return rule.policy if rule is not None else "strict"
 
 
 def shape_headline(shape: tuple[int, int] | None) -> list[str]:

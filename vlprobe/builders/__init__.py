@@ -1,15 +1,37 @@
-"""Dataset folder builders, discovered: each module here defining ``NAME``, ``HELP``,
-``add_arguments(parser)`` and ``build(args) -> Path`` becomes ``vlprobe build <NAME>``.
-Builders know nothing of models; they write a Hub dataset folder (see ``vlprobe/dataset/folder.py``)."""
+"""Dataset folder builders, one protocol: every concrete :class:`Builder` subclass a module here defines (or a
+plugin does, :mod:`vlprobe.plugins`) becomes ``vlprobe build <name>``, found by :func:`builders`; nothing is
+registered by hand. Builders know nothing of models; they write a Hub dataset folder (``vlprobe/dataset/folder.py``).
+
+A build goes, for every builder (:meth:`Builder.build`): ``--out`` checked (not in a cache home another user could
+change); :meth:`~Builder.plan` (everything read and checked, nothing written); the inputs compared with the ones the
+folder was built from (:mod:`vlprobe.builders.unchanged`: the same, and every file intact, is "up to date: nothing
+built", unless ``--force``); then :meth:`~Builder.write` into a copy of the folder beside it, swapped in whole at the
+end (:func:`vlprobe.dataset.folder.rebuilding`: a failed or killed build leaves the folder as it was). The families:
+the paper benchmarks' :class:`~vlprobe.builders.flow.UpstreamBuilder`, the rendered instruments'
+:class:`~vlprobe.builders.synthetic.SyntheticBuilder`, and ``vlprobe build folder``."""
 
 from __future__ import annotations
 
+import abc
+import argparse
 import importlib
+import inspect
 import json
 import pkgutil
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from ..dataset.folder import ConfigDecl, rebuilding
+from ..errors import SettingError
+from ..storage.locations import cache_home, dataset_folder, datasets_home, distrust_tree, home_advice, private_folder
+from . import unchanged
+
+
+def stderr(message: str) -> None:
+    """A line of a build's log (on stderr)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 class AnnotationError(ValueError):
@@ -34,13 +56,121 @@ def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hi
     return data
 
 
-def builders() -> dict[str, ModuleType]:
+class Builder(abc.ABC):
+    """What ``vlprobe build NAME`` runs. A subclass says its ``name`` and ``help`` (and, for ``vlprobe list``, what
+    a build ``needs`` and its :meth:`config_decls`), adds its options (:meth:`add_arguments`, calling this class's
+    for ``--out`` and ``--force``) and implements :meth:`write`; where it reads something before writing, :meth:`plan`;
+    where its output depends on files it reads, :meth:`files_read`."""
+
+    name: str = ""
+    help: str = ""
+    needs: str = ""  # what `vlprobe list` says a build needs
+    # Files under vlprobe/ (globs) whose code decides what a build writes, besides the modules of the builder's own
+    # classes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
+    generator: tuple[str, ...] = ("dataset/folder.py", "builders/cards.py")
+    # The parsed arguments that do not change what a build writes (where it goes, how fast, what argparse adds); every
+    # other one is an input (Builder.arguments).
+    not_inputs = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
+
+    def default_out(self) -> Path | None:
+        """``--out``'s default: where ``--dataset NAME`` finds it from any folder
+        (:func:`vlprobe.storage.locations.dataset_folder`); None: ``--out`` is required."""
+        return dataset_folder(self.name)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """``--out`` and ``--force``; a subclass adds its own options and calls this."""
+        default = self.default_out()
+        parser.add_argument("--out", type=Path, default=default, required=default is None, help="the dataset folder to "
+                            "write" + (f" (default here: {default}; ./{self.name} when it holds a vlprobe.yaml, as in a "
+                                       f"clone, else $VLPROBE_ROOT/{self.name}, else <cache>/datasets/{self.name})"
+                                       if default is not None else ""))
+        parser.add_argument("--force", action="store_true",
+                            help="build even when the folder was built from the same inputs and is intact (by default "
+                                 "such a rebuild does nothing and says so)")
+
+    def config_decls(self) -> list[ConfigDecl]:
+        """The configs a build declares in its card (``vlprobe list`` shows them)."""
+        return []
+
+    def plan(self, args: argparse.Namespace) -> Any:
+        """Everything read and checked before anything is written; what :meth:`write` is given (default: None)."""
+        return None
+
+    def arguments(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The arguments the folder depends on (:mod:`vlprobe.builders.unchanged`): every parsed one but
+        :attr:`not_inputs`."""
+        return {k: v for k, v in vars(args).items() if k not in self.not_inputs}
+
+    def files_read(self, args: argparse.Namespace, plan: Any) -> dict[str, unchanged.Read]:
+        """The files the folder depends on, by hash or stamp (:func:`vlprobe.builders.unchanged.stamps`); default
+        none (its arguments and code decide it)."""
+        return {}
+
+    def inputs(self, args: argparse.Namespace, plan: Any) -> unchanged.Inputs:
+        """What the folder depends on: the arguments, the files read, the code and the libraries."""
+        return unchanged.Inputs.of(self.name, self.arguments(args), self.files_read(args, plan), self.generator_files())
+
+    @abc.abstractmethod
+    def write(self, folder: Path, plan: Any, args: argparse.Namespace) -> None:
+        """Write the dataset into ``folder``: a copy of ``--out`` (empty when there was none), swapped in after."""
+
+    def intact(self, out: Path, want: unchanged.Inputs, args: argparse.Namespace) -> bool:
+        """Whether ``out`` was built from ``want`` and holds every file that build wrote, unchanged."""
+        return unchanged.up_to_date(out, want)
+
+    def generator_files(self) -> list[Path]:
+        """The source files of the builder's classes (its module, its base's) and of :attr:`generator`."""
+        own = [Path(inspect.getfile(c)) for c in type(self).__mro__ if issubclass(c, Builder)]
+        return own + unchanged.package_files(self.generator)
+
+    def build(self, args: argparse.Namespace) -> Path:
+        """The build (the module doc); returns the folder. Sets ``args.up_to_date`` to the line to say when the
+        folder was built from the same inputs and nothing was done."""
+        out = Path(args.out)
+        refuse_untrusted(out)
+        plan = self.plan(args)
+        want = self.inputs(args, plan)
+        if not getattr(args, "force", False) and self.intact(out, want, args):
+            args.up_to_date = (f"{out} is up to date (built from the same inputs: {want.describe()}; every file "
+                               "intact): nothing built; --force rebuilds it")
+            return out
+        with rebuilding(out) as folder:
+            self.write(folder, plan, args)
+            unchanged.record(folder, want)  # last: the inputs and every file this build leaves
+        return out
+
+
+def refuse_untrusted(out: Path) -> None:
+    """A build into vlprobe's cache (``<cache>/datasets/NAME``, where an installed vlprobe builds by default) when
+    another user could change that folder, a file in it or a folder above it up to the cache home: refused, as
+    ``--dataset NAME`` refuses to read it; else the cache's folders are made private (mode 0700), as every cache's."""
+    home = cache_home()
+    if out.absolute().parent != datasets_home().absolute():
+        return
+    why = distrust_tree(out, home)
+    if why:
+        raise SettingError(f"--out {out}: in vlprobe's cache, but {why}, who could have changed its rows; not "
+                           f"building there: {home_advice(home)} (or pass --out with a folder of yours)")
+    private_folder(datasets_home(), home)
+
+
+def builders_in(module: ModuleType) -> dict[str, Builder]:
+    """The builders ``module`` defines (its concrete :class:`Builder` subclasses), one instance each, by name."""
     found = {}
+    for obj in vars(module).values():
+        if (isinstance(obj, type) and issubclass(obj, Builder) and obj.__module__ == module.__name__
+                and not inspect.isabstract(obj)):
+            builder = obj()
+            found[builder.name] = builder
+    return found
+
+
+def builders() -> dict[str, Builder]:
+    """Every ``vlprobe build`` name and its builder: vlprobe's own (the modules here), then the plugins'."""
+    found: dict[str, Builder] = {}
     for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "NAME") and hasattr(module, "build"):
-            found[module.NAME] = module
+        found.update(builders_in(importlib.import_module(f"{__name__}.{info.name}")))
     from ..plugins import builders as plugin_builders  # a user's own (entry points, include path)
 
-    found.update(plugin_builders(found))
+    found.update(plugin_builders(found, builders_in))
     return found

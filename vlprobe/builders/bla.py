@@ -17,7 +17,7 @@ import re
 import shutil
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,9 @@ from datasets import Features, List, Value
 
 from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
-from ..dataset.folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, Plan, UpstreamBuilder
+from ..dataset.folder import ConfigDecl
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record
 
 SOURCE = "visual_genome"
 
@@ -124,43 +124,79 @@ def voice(sentence: str) -> str:
     return "passive" if _PASSIVE.search(sentence) else "active"
 
 
-def normalise(task: Task, position: int, rec: dict[str, Any]) -> dict[str, Any]:
-    where = f"{task.file} record {position}"
-    try:
-        image_id = str(rec["image_id"])
-        groups = rec["caption_group"]
+@dataclass(frozen=True)
+class Group:
+    """A caption set's one group: two true captions, two false ones, and per task a predicate or quality scores."""
+
+    True1: str
+    True2: str
+    False1: str
+    False2: str
+    group_index: Any = None
+    predicate: Any = None
+    score: Any = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One caption set of a task file: the image, its one group of captions, its index in the release."""
+
+    image_id: Any
+    caption_group: Any
+    index: Any = None
+
+    @classmethod
+    def parse(cls, rec: Any, where: str) -> Record:
+        r = parse_record(cls, rec, where)
+        image_id, groups = str(r.image_id), r.caption_group
         if not isinstance(groups, list) or len(groups) != 1:
-            raise AnnotationError(f"{where}: caption_group should hold exactly one group, got {len(groups)}")
-        group = groups[0]
-        trues = [group["True1"], group["True2"]]
-        falses = [group["False1"], group["False2"]]
-    except (KeyError, TypeError) as err:
-        raise AnnotationError(f"{where}: missing or malformed field: {err!r}") from None
-    if not all(isinstance(s, str) and s.strip() for s in trues + falses):
-        raise AnnotationError(f"{where} (image {image_id}): the four captions must be non-empty strings")
-    row = {
-        "id": f"{task.config}/{image_id}", "task": task.config, "image_id": image_id,
-        "true_captions": trues, "false_captions": falses,
-        "index": rec.get("index"), "group_index": group.get("group_index"),
-        **{c: None for cols in _ONLY.values() for c in cols},
-    }
+            raise AnnotationError(f"{where} (image {image_id}): caption_group should hold exactly one group, got "
+                                  f"{len(groups) if isinstance(groups, list) else groups!r}")
+        return replace(r, image_id=image_id, caption_group=parse_record(Group, groups[0], f"{where} (image {image_id})"))
+
+    @property
+    def group(self) -> Group:
+        return self.caption_group
+
+    @property
+    def trues(self) -> list[str]:
+        return [self.group.True1, self.group.True2]
+
+    @property
+    def falses(self) -> list[str]:
+        return [self.group.False1, self.group.False2]
+
+    def voices(self) -> list[str]:
+        """Active or passive, per caption (True1, True2, False1, False2)."""
+        return [voice(s) for s in self.trues + self.falses]
+
+    def voice_order(self) -> str:
+        """The thesis' names of the captions in order: ``TA,TP,FA,FP`` in every released row."""
+        return ",".join(_ROLE[(i < 2, v)] for i, v in enumerate(self.voices()))
+
+
+def normalise(task: Task, position: int, rec: Any) -> Row:
+    where = f"{task.file} record {position}"
+    r = Record.parse(rec, where)
+    own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
     if task.config == "active_passive":
-        voices = [voice(s) for s in trues + falses]
-        row.update(predicate=group.get("predicate"), caption_voices=voices,
-                   voice_order=",".join(_ROLE[(i < 2, v)] for i, v in enumerate(voices)))
+        own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
     else:
-        scores = group.get("score")
+        scores = r.group.score
         if not (isinstance(scores, list) and len(scores) == 4):
-            raise AnnotationError(f"{where} (image {image_id}): score should be a list of 4 numbers, got {scores!r}")
-        row["quality_scores"] = [float(x) for x in scores]
-    return row
+            raise AnnotationError(f"{where} (image {r.image_id}): score should be a list of 4 numbers, got {scores!r}")
+        own.update(quality_scores=[float(x) for x in scores])
+    return Row(f"{task.config}/{r.image_id}", dict(task=task.config, image_id=r.image_id, true_captions=r.trues,
+                                                  false_captions=r.falses, index=r.index,
+                                                  group_index=r.group.group_index, **own),
+               (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
 
 
 # (is a true caption, voice) -> the thesis' names: True/False Active/Passive
 _ROLE = {(True, "active"): "TA", (True, "passive"): "TP", (False, "active"): "FA", (False, "passive"): "FP"}
 
 
-def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[str, Row]) -> list[Row]:
     """One fine-tuning split as rows; every item must be a benchmark item with the same captions."""
     path = annotations / ft.file(split)
     data = read_json(path, "BLA", dict, "a JSON object mapping image ids to caption lists",
@@ -171,7 +207,7 @@ def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[s
         main = benchmark.get(str(image_id))
         if main is None:
             raise AnnotationError(f"{where}: image {image_id} is not in the {ft.task} benchmark file")
-        trues, falses = main["true_captions"], main["false_captions"]
+        trues, falses = main.record.trues, main.record.falses
         if split == "train":
             if not (isinstance(captions, list) and len(captions) == 2 and captions[0] in trues and captions[1] in falses):
                 raise AnnotationError(f"{where}: expected [a true caption, a false caption] of the benchmark item, "
@@ -182,17 +218,17 @@ def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[s
                 raise AnnotationError(f"{where}: expected the benchmark item's [True1, True2, False1, False2], "
                                       f"got {captions!r}")
             t, f, gold = trues, falses, [[1, 1, 0, 0]]
-        rows.append({"id": main["id"], "task": ft.task, "setting": ft.setting, "image_id": str(image_id),
-                     "true_captions": t, "false_captions": f, "gold": gold})
+        rows.append(Row(main.id, dict(task=ft.task, setting=ft.setting, image_id=str(image_id), true_captions=t,
+                                      false_captions=f, gold=gold), main.images))
     return rows
 
 
-def read_task(annotations: Path, task: Task) -> list[dict[str, Any]]:
+def read_task(annotations: Path, task: Task) -> list[Row]:
     path = annotations / task.file
     data = read_json(path, "BLA", list, "a JSON list of caption sets",
                      "pass --annotations DIR, the released BLA_Benchmark/annotations folder")
     rows = [normalise(task, i, rec) for i, rec in enumerate(data)]
-    ids = Counter(r["id"] for r in rows)
+    ids = Counter(r.id for r in rows)
     dup = [i for i, n in ids.items() if n > 1]
     if dup:
         raise AnnotationError(f"{path}: image ids repeat, so ids would not be unique: {dup[:5]}")
@@ -208,19 +244,6 @@ def config_decls(finetune: bool = True) -> list[ConfigDecl]:
     return decls
 
 
-def card_yaml(finetune: bool = True) -> dict[str, Any]:
-    return card_metadata(
-        config_decls(finetune),
-        language=["en"],
-        license="other",
-        license_name="bla-mixed",
-        pretty_name="BLA (Basic Language Abilities)",
-        task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"],
-        size_categories=["1K<n<10K"],
-    )
-
-
 # Rows per split of each fine-tuning config in the release (train / validation / test): the card shows
 # them whatever a build holds; a build whose annotations give other counts says so.
 _GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}
@@ -231,45 +254,7 @@ FINETUNE_COUNTS = {
 }
 
 
-def card_values(voice_orders: Counter) -> dict[str, Any]:
-    """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build (what a build
-    holds goes to ``data/BUILD.md``, :func:`build_report`), so a build changes no committed card.
-    ``voice_orders``: of the released active-passive rows (before any is left out)."""
-    if set(voice_orders) == {"TA,TP,FA,FP"}:
-        order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "
-                      "TP vs FP column 1 vs 3, TA vs FP column 0 vs 3, TP vs FA column 1 vs 2.")
-    else:
-        order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
-                      "`voice_order=` tag, before comparing columns.")
-    return dict(
-        tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}"} for t in TASKS],
-        all_released=f"{sum(t.count for t in TASKS):,}",
-        finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
-                  for f in FINETUNE],
-        orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
-        order_note=order_note,
-        n_files=len(facts.UPSTREAM.files), annotations_url=facts.UPSTREAM.default_url,
-        upstream_folder=facts.UPSTREAM.folder, upstream_repo=facts.UPSTREAM.repo, upstream_commit=facts.UPSTREAM.commit,
-        url_env=facts.UPSTREAM.url_env, citation=facts.CITATION.strip(),
-    )
-
-
-def build_report(counts: dict[str, int], finetune_counts: dict[str, dict[str, int]]) -> list[str]:
-    """``data/BUILD.md``'s account of the rows per config and split (the flow adds the rows left out
-    and the files used)."""
-    lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
-             f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
-    lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
-    if finetune_counts:
-        lines += ["", "| fine-tuning config | train | validation | test |", "|---|---:|---:|---:|"]
-        lines += [f"| `{c}` | " + " | ".join(f"{n.get(sp, 0):,}" for sp in FT_SPLITS) + " |"
-                  for c, n in finetune_counts.items()]
-    else:
-        lines += ["", "Built with `--skip-finetune`: the fine-tuning configs the card declares have no files here."]
-    return lines
-
-
-class Builder(UpstreamBuilder):
+class Bla(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "BLA (EMNLP 2023): active-passive, coordination, relative clause, from the released annotations and VG images"
     what = "the released annotations: the three *_captions.json files and finetune/"
@@ -277,6 +262,9 @@ class Builder(UpstreamBuilder):
     images_help = "images root: a folder holding VG_100K/, VG_100K_2/, images/ or their zips"
     download_help = "download Visual Genome images missing locally, into --cache-dir"
     spec_yaml = SPEC_YAML
+    card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
+                task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--skip-finetune", action="store_true",
@@ -287,30 +275,39 @@ class Builder(UpstreamBuilder):
         return facts.UPSTREAM.select(MAIN_FILES) if getattr(args, "skip_finetune", False) else facts.UPSTREAM
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
+        """The rows, and the voice orders of the released active-passive rows (before any is left out for a missing
+        image: the card is the same for every build)."""
         rows_by_task = {t.config: read_task(folder, t) for t in TASKS}
-        # of the released rows, before any is left out for a missing image: the card is the same for every build
-        orders = Counter(r["voice_order"] for r in rows_by_task["active_passive"])
-        rows: dict[str, dict[str, list[dict[str, Any]]]] = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
+        orders = Counter(r.record.voice_order() for r in rows_by_task["active_passive"])
+        rows: Rows = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
         if not getattr(args, "skip_finetune", False):  # every fine-tuning item is a benchmark item
             for ft in FINETUNE:
-                bench = {r["image_id"]: r for r in rows_by_task[ft.task]}
+                bench = {r.record.image_id: r for r in rows_by_task[ft.task]}
                 rows[ft.config] = {sp: read_finetune(folder, ft, sp, bench) for sp in FT_SPLITS}
-        for splits in rows.values():
-            for rs in splits.values():
-                for r in rs:
-                    r["_images"] = (("image", SOURCE, f"{r['image_id']}.jpg"),)
-        return Annotations(rows, {"voice_orders": orders})
+        return Annotations(rows, orders)
 
     def config_decls(self) -> list[ConfigDecl]:
         return config_decls()
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return cards.write(out, "bla_card.md", card_yaml(), **card_values(annotations.facts["voice_orders"]))
-
-    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        counts = plan.counts()
-        return build_report({t.config: sum(counts.get(t.config, {}).values()) for t in TASKS},
-                            {c: n for c, n in counts.items() if c in FINETUNE_COUNTS})
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build (what a build
+        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card.
+        ``voice_orders``: of the released active-passive rows (before any is left out)."""
+        voice_orders: Counter = annotations.facts
+        if set(voice_orders) == {"TA,TP,FA,FP"}:
+            order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "
+                          "TP vs FP column 1 vs 3, TA vs FP column 0 vs 3, TP vs FA column 1 vs 2.")
+        else:
+            order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
+                          "`voice_order=` tag, before comparing columns.")
+        return dict(
+            tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}"} for t in TASKS],
+            all_released=f"{sum(t.count for t in TASKS):,}",
+            finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
+                      for f in FINETUNE],
+            orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
+            order_note=order_note, n_files=len(facts.UPSTREAM.files),
+        )
 
     def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
         if getattr(args, "skip_finetune", False):  # a folder built before with them: they go, so it holds this build only
@@ -320,6 +317,19 @@ class Builder(UpstreamBuilder):
             if not plan.skipped and config in FINETUNE_COUNTS and n != FINETUNE_COUNTS[config]:
                 print(f"bla: note: {config} has {n} rows, the release {FINETUNE_COUNTS[config]}", file=sys.stderr)
 
+    def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        """Rows per config and split against the release's."""
+        built = plan.counts()
+        counts = {t.config: sum(built.get(t.config, {}).values()) for t in TASKS}
+        finetune_counts = {c: n for c, n in built.items() if c in FINETUNE_COUNTS}
+        lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
+                 f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
+        lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
+        if finetune_counts:
+            lines += ["", "| fine-tuning config | train | validation | test |", "|---|---:|---:|---:|"]
+            lines += [f"| `{c}` | " + " | ".join(f"{n.get(sp, 0):,}" for sp in FT_SPLITS) + " |"
+                      for c, n in finetune_counts.items()]
+        else:
+            lines += ["", "Built with `--skip-finetune`: the fine-tuning configs the card declares have no files here."]
+        return lines
 
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

@@ -10,19 +10,15 @@ from typing import Any, Mapping
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
-def render(template: str, metadata: Mapping[str, Any], **values: Any):
-    """The card (a ``huggingface_hub.DatasetCard``) of ``template`` with ``metadata`` as its YAML."""
+def write(folder: str | Path, template: str, metadata: Mapping[str, Any], **values: Any) -> Path:
+    """Render ``template`` (:meth:`huggingface_hub.DatasetCard.from_template`, ``metadata`` as its YAML) and write it
+    as ``<folder>/README.md``."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    return DatasetCard.from_template(DatasetCardData(**dict(metadata)), template_path=str(TEMPLATES / template),
-                                     **values)
-
-
-def write(folder: str | Path, template: str, metadata: Mapping[str, Any], **values: Any) -> Path:
-    """Render ``template`` and write it as ``<folder>/README.md``."""
     path = Path(folder) / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = str(render(template, metadata, **values)).rstrip() + "\n"
+    card = DatasetCard.from_template(DatasetCardData(**dict(metadata)), template_path=str(TEMPLATES / template), **values)
+    text = str(card).rstrip() + "\n"
     path.write_text(text, encoding="utf-8")
     from ..dataset.folder import record_data_files
 

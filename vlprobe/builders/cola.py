@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,9 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import cola as facts
-from ..dataset.folder import ConfigDecl, card_metadata
 from ..dataset.image_sources import SourceSpec
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, UpstreamBuilder, upstream_values
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder
 
 CONFIG, FILE = facts.CONFIG, facts.FILE
 COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
@@ -60,57 +60,50 @@ tags: []
 """
 
 
-def _image(value: Any, where: str, field: str) -> tuple[str, str]:
-    if not isinstance(value, str):
-        raise AnnotationError(f"{where}: {field} should be an image link, got {value!r}")
-    m = _LINK.fullmatch(value.strip())
-    if not m:
-        raise AnnotationError(f"{where}: {field} {value!r} is not a link ending in <visual genome id>.jpg")
-    return m.group(1), value
+@dataclass(frozen=True)
+class Record:
+    """One COLA record, ``[link to image 1, caption 1, link to image 2, caption 2]``: each image's file (``<vg
+    id>.jpg``) and link, and the two captions."""
+
+    file_0: str
+    url_0: str
+    caption_0: str
+    file_1: str
+    url_1: str
+    caption_1: str
+
+    @classmethod
+    def parse(cls, rec: Any, where: str) -> Record:
+        if not isinstance(rec, list) or len(rec) != 4:
+            raise AnnotationError(f"{where}: expected [image 1 link, caption 1, image 2 link, caption 2]")
+        link_0, caption_0, link_1, caption_1 = rec
+        for n, link in ((1, link_0), (2, link_1)):
+            if not isinstance(link, str):
+                raise AnnotationError(f"{where}: image {n} should be an image link, got {link!r}")
+            if not _LINK.fullmatch(link.strip()):
+                raise AnnotationError(f"{where}: image {n} {link!r} is not a link ending in <visual genome id>.jpg")
+        for n, caption in ((1, caption_0), (2, caption_1)):
+            if not isinstance(caption, str) or not caption.strip():
+                raise AnnotationError(f"{where}: caption {n} is missing or not a non-empty string")
+        return cls(_LINK.fullmatch(link_0.strip()).group(1), link_0, caption_0,  # type: ignore[union-attr]
+                   _LINK.fullmatch(link_1.strip()).group(1), link_1, caption_1)  # type: ignore[union-attr]
 
 
-def read_records(annotations: Path) -> list[dict[str, Any]]:
+def read_records(annotations: Path) -> list[Row]:
     path = annotations / FILE
     data = read_json(path, "COLA", list, "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]",
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
-        where = f"{FILE} record {n}"
-        if not isinstance(rec, list) or len(rec) != 4:
-            raise AnnotationError(f"{where}: expected [image 1 link, caption 1, image 2 link, caption 2]")
-        file0, url0 = _image(rec[0], where, "image 1")
-        file1, url1 = _image(rec[2], where, "image 2")
-        for i in (1, 3):
-            if not isinstance(rec[i], str) or not rec[i].strip():
-                raise AnnotationError(f"{where}: caption {(i + 1) // 2} is missing or not a non-empty string")
-        rows.append({
-            "id": f"{CONFIG}/{n}", "index": n, "caption_0": rec[1], "caption_1": rec[3],
-            "image_0_file": file0, "image_1_file": file1, "image_0_url": url0, "image_1_url": url1,
-            "_images": (("image_0", SOURCE, file0), ("image_1", SOURCE, file1)),
-        })
+        r = Record.parse(rec, f"{FILE} record {n}")
+        rows.append(Row(f"{CONFIG}/{n}", dict(index=n, caption_0=r.caption_0, caption_1=r.caption_1,
+                                              image_0_file=r.file_0, image_1_file=r.file_1, image_0_url=r.url_0,
+                                              image_1_url=r.url_1),
+                        (Image("image_0", SOURCE, r.file_0), Image("image_1", SOURCE, r.file_1))))
     return rows
 
 
-def config_decls() -> list[ConfigDecl]:
-    return [ConfigDecl(CONFIG, FEATURES, (SPLIT,), default=True)]
-
-
-def card_yaml() -> dict[str, Any]:
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="cola-mit-visual-genome",
-        license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-        pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
-        tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
-        size_categories=["n<1K"],
-    )
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "cola_card.md", card_yaml(), count=COUNT, config=CONFIG, file=FILE,
-                       citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
-
-
-class Builder(UpstreamBuilder):
+class Cola(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
     what = FILE
@@ -120,16 +113,15 @@ class Builder(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir, file by file: from Visual Genome's "
                      "hosts, else from the COLA authors' server the records link to")
     spec_yaml = SPEC_YAML
+    features_all, leaves, default_config = FEATURES, (CONFIG,), CONFIG
+    card = dict(license_name="cola-mit-visual-genome",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
+                pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
+                tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
+                size_categories=["n<1K"])
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({CONFIG: {SPLIT: read_records(folder)}})
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
-
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return dict(count=COUNT, config=CONFIG, file=FILE)

@@ -23,7 +23,7 @@ Configs: systematicity ``syst_<pretraining>_<seen|unseen>_<atom|comp|combined>``
 pretraining set and compound split, one config per negative type; ``combined`` is atom + comp where a
 CSV has no column of its own), productivity ``prod_<atom|swap|negate>_<4..12>`` (27), ``prod_<type>`` (a
 type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 45). A build makes the
-configs whose file is at hand (:meth:`Builder.config_files`; the flow names the others and where to get
+configs whose file is at hand (:meth:`Crepe.config_files`; the flow names the others and where to get
 them). Pins, counts and the names of the metrics are CREPE's benchmark module's
 (:mod:`vlprobe.benchmarks.crepe`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
 """
@@ -36,7 +36,8 @@ import csv
 import io
 import math
 import zipfile
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -46,10 +47,9 @@ from datasets import Features, Value
 from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset.downloads import read_member
-from ..dataset.folder import ConfigDecl, card_metadata
 from ..dataset.images import check_crop_box
-from . import AnnotationError, cards
-from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder, has_upper, pct, shown
 
 SOURCE = "visual_genome"
 COMBINED, COMBINED_FROM = "valid_hard_negs_combined", ("valid_hard_negs_atom", "valid_hard_negs_comp")
@@ -215,70 +215,87 @@ def derives_combined(rows: list[dict[str, str]], part: Part) -> bool:
     return part.negatives == COMBINED and bool(rows) and COMBINED not in rows[0]
 
 
-def _has_upper(text: str) -> bool:
-    return any(ch.isupper() for ch in text)
+@dataclass(frozen=True)
+class Region:
+    """One CSV row as the authors' code reads it: a Visual Genome image, the region it crops out of it (``x, y,
+    width, height``), the true caption and the hard negatives (and whether they were written as a Python set)."""
 
+    index: int
+    image_id: int
+    box: tuple[float, float, float, float]
+    caption: str
+    negatives: list[str]
+    as_set: bool
 
-def read_part(rows: list[dict[str, str]], part: Part, where_file: str) -> tuple[list[dict[str, Any]], list[int],
-                                                                                 dict[str, int]]:
-    """One leaf config's rows (without image bytes); the CSV rows left out because their list of
-    negatives is empty (a 1 x 1 item has nothing to rank; the authors' code would rank the caption first
-    and count it right); and what the rows hold (:class:`vlprobe.benchmarks.crepe.ProdFacts`' counts)."""
-    out, empty = [], []
-    quirks = dict.fromkeys(("set_literals", "caption_is_negative", "upper_case_rule", "lower_case_rule"), 0)
-    derived = derives_combined(rows, part)
-    columns = COMBINED_FROM if derived else (part.negatives,)
-    for n, rec in enumerate(rows):
-        where = f"{where_file} row {n}"
+    @classmethod
+    def parse(cls, n: int, rec: dict[str, str], columns: Sequence[str], where: str) -> Region:
+        """CSV row ``n`` (``rec``), its negatives from ``columns`` (one, or atom + comp)."""
+        image_id_text, caption, *region = (rec.get(c) for c in ("image_id", "caption", *_REGION))
         missing = [c for c in ("image_id", "caption", *_REGION, *columns) if rec.get(c) is None]
         if missing:
             raise AnnotationError(f"{where}: missing column(s) {missing} (columns: {sorted(k for k in rec if k)})")
-        image_id = int(_number(rec["image_id"], where, "image_id", whole=True))
+        image_id = int(_number(image_id_text, where, "image_id", whole=True))
         if image_id < 0:
-            raise AnnotationError(f"{where}: image_id {rec['image_id']!r} is not a Visual Genome image id")
-        caption = rec["caption"]
-        if not caption.strip():
+            raise AnnotationError(f"{where}: image_id {image_id_text!r} is not a Visual Genome image id")
+        if not caption.strip():  # type: ignore[union-attr]
             raise AnnotationError(f"{where}: caption is empty")
-        x, y, w, h = (_number(rec[c], where, c) for c in _REGION)
+        x, y, w, h = (_number(value, where, c) for c, value in zip(_REGION, region))
         if w <= 0 or h <= 0:
             raise AnnotationError(f"{where}: the region's width and height must be positive, got {w} x {h}")
-        negatives: list[str] = []
-        as_set = False
-        for c in columns:
-            texts, is_set = negatives_literal(rec[c], where, c)
-            negatives += texts
-            as_set |= is_set
-        quirks["set_literals"] += as_set
-        if not negatives:
-            empty.append(n)
-            continue
-        quirks["caption_is_negative"] += caption in negatives
-        quirks["upper_case_rule"] += _has_upper(caption) and not any(_has_upper(t) for t in negatives)
-        quirks["lower_case_rule"] += not _has_upper(caption) and all(_has_upper(t) for t in negatives)
-        out.append({
-            "id": f"{part.config}/{n}", "index": n, "leaf": part.config, "family": part.family,
-            "negative_type": part.negative_type, "pretraining": part.pretraining, "compounds": part.compounds,
-            "complexity": part.complexity,
-            "image_id": str(image_id), "x": x, "y": y, "width": w, "height": h, "caption": caption,
-            "negatives": negatives, "n_negatives": len(negatives), "gold": [[1] + [0] * len(negatives)],
-            "_images": (("image", SOURCE, f"{image_id}.jpg"),),
-        })
-    return out, empty, quirks
+        read = [negatives_literal(rec[c], where, c) for c in columns]
+        return cls(n, image_id, (x, y, w, h), str(caption), [t for texts, _ in read for t in texts],
+                   any(is_set for _, is_set in read))
 
 
-def read_all(annotations: Path, configs: Sequence[str] | None = None, files: frozenset[str] | None = None) -> dict[str, Any]:
+def prod_facts(regions: Sequence[Region]) -> facts.ProdFacts:
+    """What rows hold (:class:`vlprobe.benchmarks.crepe.ProdFacts`): the set literals of every row read, the rest of
+    the rows kept (with negatives)."""
+    kept = [r for r in regions if r.negatives]
+    return facts.ProdFacts(
+        len(kept), sum(r.as_set for r in regions), sum(r.caption in r.negatives for r in kept),
+        sum(has_upper(r.caption) and not any(has_upper(t) for t in r.negatives) for r in kept),
+        sum(not has_upper(r.caption) and all(has_upper(t) for t in r.negatives) for r in kept))
+
+
+def read_part(rows: list[dict[str, str]], part: Part, where_file: str) -> tuple[list[Row], list[int], facts.ProdFacts]:
+    """One leaf config's rows (without image bytes); the CSV rows left out because their list of
+    negatives is empty (a 1 x 1 item has nothing to rank; the authors' code would rank the caption first
+    and count it right); and what the rows hold (:class:`vlprobe.benchmarks.crepe.ProdFacts`' counts)."""
+    columns = COMBINED_FROM if derives_combined(rows, part) else (part.negatives,)
+    regions = [Region.parse(n, rec, columns, f"{where_file} row {n}") for n, rec in enumerate(rows)]
+    out = [Row(f"{part.config}/{r.index}", dict(
+        index=r.index, leaf=part.config, family=part.family, negative_type=part.negative_type,
+        pretraining=part.pretraining, compounds=part.compounds, complexity=part.complexity, image_id=str(r.image_id),
+        **dict(zip(_REGION, r.box)), caption=r.caption, negatives=r.negatives, n_negatives=len(r.negatives),
+        gold=[[1] + [0] * len(r.negatives)]), (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
+        for r in regions if r.negatives]
+    return out, [r.index for r in regions if not r.negatives], prod_facts(regions)
+
+
+@dataclass
+class Read:
+    """What :func:`read_all` read, per config: the rows, the rows of its CSV file, the rows left out (empty negative
+    lists), where it was read from and what its rows hold; and the `combined` configs derived as atom + comp
+    (:func:`derives_combined`)."""
+
+    rows: dict[str, list[Row]] = field(default_factory=dict)
+    in_file: dict[str, int] = field(default_factory=dict)
+    empty: dict[str, list[int]] = field(default_factory=dict)
+    read_from: dict[str, str] = field(default_factory=dict)
+    quirks: dict[str, facts.ProdFacts] = field(default_factory=dict)
+    derived: list[str] = field(default_factory=list)
+
+
+def read_all(annotations: Path, configs: Sequence[str] | None = None, files: frozenset[str] | None = None) -> Read:
     """The rows of ``configs`` (default: every one), each from its zip where ``files`` holds it, else from
-    its loose CSV (productivity); with what the build report says of them: rows per CSV file, the rows
-    left out (empty negative lists), the `combined` configs derived as atom + comp
-    (:func:`derives_combined`), where each config was read from, and per config the counts of
-    :class:`vlprobe.benchmarks.crepe.ProdFacts`."""
+    its loose CSV (productivity), with what the build report says of them (:class:`Read`)."""
     parts = [BY_CONFIG[c] for c in (configs or BY_CONFIG)]
     if files is None:  # whatever the folder holds
         files = frozenset(p for p in (SYST_ZIP, PROD_ZIP, *(x.loose for x in PARTS if x.loose))
                           if p and (annotations / p).is_file())
     members: dict[str, dict[str, str]] = {}
     cache: dict[tuple[str, str], list[dict[str, str]]] = {}
-    out: dict[str, Any] = {"rows": {}, "in_file": {}, "empty": {}, "derived": [], "read_from": {}, "quirks": {}}
+    out = Read()
     for part in parts:
         if part.zip in files or part.loose not in files:  # the upstream zip first
             if part.zip not in members:
@@ -290,25 +307,26 @@ def read_all(annotations: Path, configs: Sequence[str] | None = None, files: fro
             key, where = ("", part.loose), part.loose
             if key not in cache:
                 cache[key] = parse_csv((annotations / part.loose).read_bytes(), part.loose)
-        out["rows"][part.config], left_out, out["quirks"][part.config] = read_part(cache[key], part, where)
-        out["in_file"][part.config] = len(cache[key])
-        out["read_from"][part.config] = where
+        out.rows[part.config], left_out, out.quirks[part.config] = read_part(cache[key], part, where)
+        out.in_file[part.config] = len(cache[key])
+        out.read_from[part.config] = where
         if left_out:
-            out["empty"][part.config] = left_out
+            out.empty[part.config] = left_out
         if derives_combined(cache[key], part):
-            out["derived"].append(part.config)
+            out.derived.append(part.config)
     return out
 
 
-def crop(row: Mapping[str, Any], column: str, data: bytes) -> bytes:
+def crop(row: Row, column: str, data: bytes) -> bytes:
     """The region the authors' code feeds the model: ``TF.crop(image, y, x, height, width)`` of the
     RGB image, which for a PIL image is ``image.crop((x, y, x + width, y + height))`` (Pillow rounds
     the box to whole pixels; parts outside the image come out black); stored losslessly as PNG."""
-    from PIL import Image
+    from PIL import Image as PILImage
 
-    with Image.open(io.BytesIO(data)) as im:
-        box = (row["x"], row["y"], row["x"] + row["width"], row["y"] + row["height"])
-        check_crop_box(box, im.size, f"CREPE row {row['id']} ({column} {row['image_id']}.jpg)")  # 1e300, 100000 x 100000
+    x, y, w, h = row.record.box
+    with PILImage.open(io.BytesIO(data)) as im:
+        box = (x, y, x + w, y + h)
+        check_crop_box(box, im.size, f"CREPE row {row.id} ({column} {row.record.image_id}.jpg)")  # 1e300, 100000 x 100000
         region = im.convert("RGB").crop(box)
     buf = io.BytesIO()
     region.save(buf, "PNG")
@@ -316,100 +334,8 @@ def crop(row: Mapping[str, Any], column: str, data: bytes) -> bytes:
 
 
 # ---- configs, card and build report -------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    aggregates = [ConfigDecl(name, FEATURES, (SPLIT,), default=name == DEFAULT_CONFIG,
-                             paths={SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in members]})
-                  for name, members in AGGREGATES.items()]
-    return aggregates + [ConfigDecl(p.config, FEATURES, (SPLIT,)) for p in PARTS]
-
-
-def card_yaml() -> dict[str, Any]:
-    up = facts.UPSTREAM
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="crepe-visual-genome",
-        license_link=f"https://github.com/{up.repo}/blob/{up.commit}/README.md",
-        pretty_name="CREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["10K<n<100K"],
-    )
-
-
-def _pct(n: int, d: int) -> str:
-    return f"{100 * n / d:.1f}" if d else "-"
-
-
-def card_values() -> dict[str, Any]:
-    syst = [{"config": p.config, "pretraining": PRETRAINING[p.pretraining], "compounds": p.compounds,
-             "type": p.negative_type, "csv": p.csv, "column": p.negatives} for p in PARTS if p.family == "systematicity"]
-    prod = [{"type": t, "configs": f"`prod_{t}_4` ... `prod_{t}_12`",
-             "csv": f"{t}/prod_vg_hard_negs_{t}_complexity_<n>.csv"} for t in PROD_TYPES]
-    counts = [{"config": c, "rows": f"{f.rows:,}", "sets": f"{f.set_literals:,}", "same": f"{f.caption_is_negative:,}",
-               "upper": _pct(f.upper_case_rule, f.rows), "lower": _pct(f.lower_case_rule, f.rows)}
-              for c, f in facts.PROD_FACTS.items()]
-    total = {k: sum(getattr(f, k) for f in facts.PROD_FACTS.values()) for k in facts.ProdFacts._fields}
-    negate = [f for c, f in facts.PROD_FACTS.items() if c.startswith("prod_negate_")]
-    third = facts.PROD_CSVS
-    return dict(syst=syst, prod=prod, counts=counts, total={k: f"{v:,}" for k, v in total.items()},
-                negate_rows=f"{sum(f.rows for f in negate):,}", negate_lower=f"{sum(f.lower_case_rule for f in negate):,}",
-                atom_rows=f"{sum(f.rows for c, f in facts.PROD_FACTS.items() if c.startswith('prod_atom_')):,}",
-                third_repo=third.repo, third_commit=third.commit, third_note=third.third_party,
-                third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files],
-                citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "crepe_card.md", card_yaml(), **card_values())
-
-
-def _shown(items: list, first: int = 5) -> str:
-    return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
-
-
-def report(counts: dict[str, int], skipped: Mapping[str, Sequence[str]], read: Mapping[str, Any],
-           ks: dict[str, dict[int, int]]) -> list[str]:
-    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built and
-    the files used). ``read``: :func:`read_all`'s account."""
-    built = [p for p in PARTS if p.config in read["in_file"]]
-    lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(built)} of {len(PARTS)} leaf configs (the "
-             f"aggregates {', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
-             "Rows per config against the rows of its CSV file; k is the number of hard negatives per row "
-             "(the authors' `crepe_prod_eval_*.py` scripts slice 6 texts per image, i.e. assume k = 5); "
-             "\"set literals\" counts the rows whose negatives are written as a Python set (read in the order "
-             "written, each once).", "",
-             "| config | rows | rows in the CSV | left out: no negatives | left out: image missing | k (rows) "
-             "| set literals | read from |",
-             "|---|---:|---:|---:|---:|---|---:|---|"]
-    for p in built:
-        k = ", ".join(f"{n}: {c:,}" for n, c in sorted(ks.get(p.config, {}).items()))
-        lines.append(f"| `{p.config}` | {counts.get(p.config, 0):,} | {read['in_file'][p.config]:,} | "
-                     f"{len(read['empty'].get(p.config, [])):,} | {len(skipped.get(p.config, [])):,} | {k} | "
-                     f"{read['quirks'][p.config]['set_literals']:,} | `{read['read_from'][p.config]}` |")
-    lines += ["", "## What the texts give away", "",
-              "Of the rows read (before any is left out for a missing image): rows whose caption is also one of "
-              "their negatives (always a tie, so never right under the strict rule), and how far a rule that "
-              "looks at no image gets on casing alone (strict: right only when the caption alone has upper case, "
-              "or alone has none). In `prod_negate_*` the caption is usually the only text without upper case.", "",
-              "| config | rows | caption = a negative | \"the text with upper case\" | \"the text without\" |",
-              "|---|---:|---:|---:|---:|"]
-    for p in built:
-        q, n = read["quirks"][p.config], len(read["rows"][p.config])  # every row read (the build may leave some out)
-        lines.append(f"| `{p.config}` | {n:,} | {q['caption_is_negative']:,} | {_pct(q['upper_case_rule'], n)}% | "
-                     f"{_pct(q['lower_case_rule'], n)}% |")
-    if read["derived"]:
-        lines += ["", "## `combined` negatives built as atom + comp", "",
-                  f"The CSV files of these configs have no `{COMBINED}` column, so each row's negatives are its "
-                  "`valid_hard_negs_atom` list followed by its `valid_hard_negs_comp` list (the README's "
-                  "\"combined (atom+comp)\"): " + ", ".join(f"`{c}`" for c in read["derived"]) + "."]
-    if read["empty"]:
-        lines += ["", "## Rows left out: no negatives", "",
-                  "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
-                  "nothing to rank (the authors' code would rank the caption first and count it right).", ""]
-        lines += [f"- `{c}`: {len(rows)} row(s): {_shown(rows)}" for c, rows in read["empty"].items()]
-    return lines
-
-
 # ---- build ------------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class Crepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("CREPE (Ma et al. 2023): systematicity and productivity, 1 Visual Genome region x (1 + k) texts, "
             "from the upstream zips at a pinned commit (or the productivity CSVs loose)")
@@ -422,6 +348,12 @@ class Builder(UpstreamBuilder):
     download_help = ("download the Visual Genome images missing locally into --cache-dir, file by file from "
                      "Visual Genome's hosts (cs.stanford.edu/people/rak248/VG_100K[_2]/)")
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
+    card = dict(license_name="crepe-visual-genome",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/README.md",
+                pretty_name="CREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
+                size_categories=["10K<n<100K"])
 
     def config_files(self) -> dict[str, Needs]:
         """Each config reads one CSV: in its zip, or (productivity) loose from the third-party copy."""
@@ -430,26 +362,69 @@ class Builder(UpstreamBuilder):
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         selection = args.selection
         read = read_all(folder, selection.configs, selection.files)
-        return Annotations({c: {SPLIT: list(rs)} for c, rs in read["rows"].items()}, {"read": read})
+        return Annotations({c: {SPLIT: list(rs)} for c, rs in read.rows.items()}, read)
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
-    def convert(self, row: Mapping[str, Any], column: str, data: bytes) -> bytes:
+    def convert(self, row: Row, column: str, data: bytes) -> bytes:
         return crop(row, column, data)
 
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        syst = [{"config": p.config, "pretraining": PRETRAINING[p.pretraining], "compounds": p.compounds,
+                 "type": p.negative_type, "csv": p.csv, "column": p.negatives} for p in PARTS if p.family == "systematicity"]
+        prod = [{"type": t, "configs": f"`prod_{t}_4` ... `prod_{t}_12`",
+                 "csv": f"{t}/prod_vg_hard_negs_{t}_complexity_<n>.csv"} for t in PROD_TYPES]
+        counts = [{"config": c, "rows": f"{f.rows:,}", "sets": f"{f.set_literals:,}", "same": f"{f.caption_is_negative:,}",
+                   "upper": pct(f.upper_case_rule, f.rows), "lower": pct(f.lower_case_rule, f.rows)}
+                  for c, f in facts.PROD_FACTS.items()]
+        total = {k: sum(getattr(f, k) for f in facts.PROD_FACTS.values()) for k in facts.ProdFacts._fields}
+        negate = [f for c, f in facts.PROD_FACTS.items() if c.startswith("prod_negate_")]
+        third = facts.PROD_CSVS
+        return dict(syst=syst, prod=prod, counts=counts, total={k: f"{v:,}" for k, v in total.items()},
+                    negate_rows=f"{sum(f.rows for f in negate):,}", negate_lower=f"{sum(f.lower_case_rule for f in negate):,}",
+                    atom_rows=f"{sum(f.rows for c, f in facts.PROD_FACTS.items() if c.startswith('prod_atom_')):,}",
+                    third_repo=third.repo, third_commit=third.commit, third_note=third.third_party,
+                    third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        counts = {c: sum(n.values()) for c, n in plan.counts().items()}
-        ks: dict[str, dict[int, int]] = {}  # of the rows built
-        for config, splits in plan.annotations.rows.items():
-            for r in splits[SPLIT]:
-                ks.setdefault(config, {}).setdefault(r["n_negatives"], 0)
-                ks[config][r["n_negatives"]] += 1
-        return report(counts, plan.skipped, plan.annotations.facts["read"], ks)
-
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build
+        """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built and
+        the files used)."""
+        read: Read = plan.annotations.facts
+        counts, skipped = {c: sum(n.values()) for c, n in plan.counts().items()}, plan.skipped
+        ks = {config: dict(Counter(len(r.record.negatives) for r in splits[SPLIT]))  # of the rows built
+              for config, splits in plan.annotations.rows.items()}
+        built = [p for p in PARTS if p.config in read.in_file]
+        lines = [f"Rows in this build: **{sum(counts.values()):,}** over {len(built)} of {len(PARTS)} leaf configs (the "
+                 f"aggregates {', '.join(f'`{a}`' for a in AGGREGATES)} read their leaves' files).", "",
+                 "Rows per config against the rows of its CSV file; k is the number of hard negatives per row "
+                 "(the authors' `crepe_prod_eval_*.py` scripts slice 6 texts per image, i.e. assume k = 5); "
+                 "\"set literals\" counts the rows whose negatives are written as a Python set (read in the order "
+                 "written, each once).", "",
+                 "| config | rows | rows in the CSV | left out: no negatives | left out: image missing | k (rows) "
+                 "| set literals | read from |",
+                 "|---|---:|---:|---:|---:|---|---:|---|"]
+        for p in built:
+            k = ", ".join(f"{n}: {c:,}" for n, c in sorted(ks.get(p.config, {}).items()))
+            lines.append(f"| `{p.config}` | {counts.get(p.config, 0):,} | {read.in_file[p.config]:,} | "
+                         f"{len(read.empty.get(p.config, [])):,} | {len(skipped.get(p.config, [])):,} | {k} | "
+                         f"{read.quirks[p.config].set_literals:,} | `{read.read_from[p.config]}` |")
+        lines += ["", "## What the texts give away", "",
+                  "Of the rows read (before any is left out for a missing image): rows whose caption is also one of "
+                  "their negatives (always a tie, so never right under the strict rule), and how far a rule that "
+                  "looks at no image gets on casing alone (strict: right only when the caption alone has upper case, "
+                  "or alone has none). In `prod_negate_*` the caption is usually the only text without upper case.", "",
+                  "| config | rows | caption = a negative | \"the text with upper case\" | \"the text without\" |",
+                  "|---|---:|---:|---:|---:|"]
+        for p in built:
+            q, n = read.quirks[p.config], len(read.rows[p.config])  # every row read (the build may leave some out)
+            lines.append(f"| `{p.config}` | {n:,} | {q.caption_is_negative:,} | {pct(q.upper_case_rule, n)}% | "
+                         f"{pct(q.lower_case_rule, n)}% |")
+        if read.derived:
+            lines += ["", "## `combined` negatives built as atom + comp", "",
+                      f"The CSV files of these configs have no `{COMBINED}` column, so each row's negatives are its "
+                      "`valid_hard_negs_atom` list followed by its `valid_hard_negs_comp` list (the README's "
+                      "\"combined (atom+comp)\"): " + ", ".join(f"`{c}`" for c in read.derived) + "."]
+        if read.empty:
+            lines += ["", "## Rows left out: no negatives", "",
+                      "These CSV rows have an empty list in the config's negatives column: an item of 1 text has "
+                      "nothing to rank (the authors' code would rank the caption first and count it right).", ""]
+            lines += [f"- `{c}`: {len(rows)} row(s): {shown(rows, 5)}" for c, rows in read.empty.items()]
+        return lines

@@ -1,66 +1,75 @@
-"""The one build flow of the paper benchmarks: annotation files pinned upstream and the original images
--> a Hub dataset folder. Every paper builder (VALSE, BLA, SugarCREPE, SugarCREPE++, COLA, CREPE,
-VL-CheckList) is an :class:`UpstreamBuilder` that says only what is its own: which files, how a record
-becomes a row, its card and its build report. The flow, in order:
+"""The one build flow of the paper benchmarks: annotation files pinned upstream and the original images -> a Hub
+dataset folder. Every paper builder is an :class:`UpstreamBuilder` that says only what is its own (which files, how a
+record becomes a :class:`Row`, its configs, card values and build report). :meth:`UpstreamBuilder.plan`, which
+writes nothing: **resolve the files** (``--annotations DIR``, else the cache, else upstream at the pinned commit:
+:mod:`vlprobe.builders.upstream`) and **verify** each against its git blob hash (a file not pinned yet is hashed and
+reported, with one warning); **read the rows** (:meth:`UpstreamBuilder.read`; ids unique within each config and split
+and across the configs a pooled config reads; ``--configs`` keeps those asked for); **check the images**, every file
+looked up before anything is written: a missing one stops the build, unless ``--skip-missing-images`` (its rows left
+out and counted; a build left with no row is refused). Where a builder keeps the first N rows of each unit
+(:attr:`Annotations.first`: VL-CheckList's ``MAX_NUM``), they are the first N *whose images can be had*, as a loader
+that skips a record without its image before it counts. ``--dry-run`` stops there, before any image is looked at,
+printing what ``data/BUILD.md`` would say and listing the image files the rows need (``--image-list``). Then
+:meth:`UpstreamBuilder.write` streams each config's rows to parquet (image bytes read and checked a chunk at a time,
+converted where the builder stores something else: CREPE's region) and writes the card, ``vlprobe.yaml`` recording
+the benchmark and ``data/BUILD.md`` (rows per config against the pinned files', the rows left out, the configs not
+built or built in part, the annotation files used with their hashes); the folder then holds this build's configs.
 
-1. **resolve the files** (:mod:`vlprobe.builders.upstream`): ``--annotations DIR``, else the cache, else
-   the benchmark's upstream at its pinned commit;
-2. **verify the pins**: each file against its git blob hash (a file not pinned yet is hashed and
-   reported, with one warning);
-3. **read the rows** (:meth:`UpstreamBuilder.read`): rows per config and split, each naming its images
-   (``_images``: ``(column, source, file)`` per image); ids checked unique within each config and split
-   and across the configs a pooled config reads together; ``--configs`` keeps the configs asked for;
-4. **check the images**: every file looked up before anything is written; a missing one stops the
-   build with a report per source, unless ``--skip-missing-images`` (its rows are then left out and
-   counted); a build left with no row is refused. Where a builder keeps only the first N rows of each
-   of its units (:attr:`Annotations.first`: VL-CheckList's ``MAX_NUM``), they are the first N *whose
-   images can be had*, as a loader that skips a record without its image before it counts.
-
-Steps 1-4 are :meth:`UpstreamBuilder.plan`, which writes nothing. ``--dry-run`` stops there, before any
-image is looked at: it prints what ``data/BUILD.md`` would say (rows per config, the files missing) and
-lists the image files the rows need (``--image-list``), so a user knows what to fetch. Then
-:meth:`UpstreamBuilder.build`:
-
-5. **stream and stage**: each config's rows to parquet in a staging folder, image bytes read and
-   checked a chunk at a time (and converted where the builder stores something else, CREPE's region);
-6. **publish**: the staging folder moved in (a failed build leaves the folder as it was; the folder then
-   holds this build's configs only), then the card, ``vlprobe.yaml`` recording the benchmark
-   (:func:`vlprobe.dataset.folder.write_spec`), and ``data/BUILD.md``: rows per config against the
-   pinned files', the rows left out, the configs not built or built in part, the annotation files used
-   with their hashes.
-
-**Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`)
-builds the configs whose files are at hand: a config with none of its files is left out, one with some
-of them is built from those (VL-CheckList's leaves read several corpus files), and both are named, with
-where to get what is missing, in the log and in ``data/BUILD.md``; only a config asked for by name
-(``--configs``) that cannot be built at all stops the build, or a build with nothing to build. A file
-may stand for another (a third-party copy of an upstream file, :attr:`Benchmark.copies`, read from
-``--annotations DIR`` only). A builder that does not say needs every file (the rule before partial
-builds); ``--configs`` then keeps the configs asked for from what it read. The card still declares
-every config, and a config with no files is left out of what loads
+**Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`) builds
+the configs whose files are at hand: one with none of its files is left out, one with some is built from those, and
+both are named with where to get what is missing; only a config asked for by name (``--configs``) that cannot be built
+at all, or a build with nothing to build, stops it. A file may stand for another (a third-party copy,
+:attr:`Benchmark.copies`, read from ``--annotations DIR`` only). A builder that does not say needs every file. The card
+still declares every config; one with no files is left out of what loads
 (:func:`vlprobe.dataset.folder.record_data_files`).
 """
 
 from __future__ import annotations
 
+import abc
 import argparse
+import os
 import shutil
-import sys
 import time
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import datasets
 
 from ..benchmarks import Benchmark, Upstream
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, publish_staged, rebuilding, staging_folder, write_spec, write_split_rows
-from . import AnnotationError, cards, upstream
+from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_spec, write_split_rows
+from . import AnnotationError, Builder, cards, stderr, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
-Rows = dict[str, dict[str, list[dict[str, Any]]]]  # config -> split -> rows
+R = TypeVar("R")
+
+
+class Image(NamedTuple):
+    """An image a row holds: the folder's column, the image source and the file's name there."""
+
+    column: str
+    source: str
+    file: str
+
+
+@dataclass
+class Row:
+    """One row of a build: its id, the folder's other columns (less the images), the images it names, its unit (see
+    :attr:`Annotations.first`) and the builder's typed record it was made from (what :meth:`UpstreamBuilder.convert`
+    and the build report read)."""
+
+    id: str
+    columns: dict[str, Any]
+    images: tuple[Image, ...]
+    unit: str | None = None
+    record: Any = None
+
+
+Rows = dict[str, dict[str, list[Row]]]  # config -> split -> rows
 # Per config, the files it reads: one entry per file, each the paths any one of which will do (an upstream
 # file, or a third-party copy standing in for it).
 Needs = tuple[tuple[str, ...], ...]
@@ -68,14 +77,17 @@ Needs = tuple[tuple[str, ...], ...]
 
 @dataclass
 class Annotations:
-    """What a builder read: ``rows`` per config and split (each row's ``_images`` naming its images),
-    and whatever else its card and build report need (``facts``). ``first``: keep only the first
-    ``first`` rows of each unit (rows name theirs in ``_unit``; the order is the list's) whose images can
-    be had; None keeps every row."""
+    """What a builder read: ``rows`` per config and split, and whatever else its card and build report need
+    (``facts``, the builder's own record). ``first``: keep only the first ``first`` rows of each unit (the order
+    is the list's) whose images can be had; None keeps every row."""
 
     rows: Rows
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Any = None
     first: int | None = None
+
+    def images(self) -> Iterator[Image]:
+        """Every image of every row, in order (an image named by several rows, once per row)."""
+        return (i for splits in self.rows.values() for rows in splits.values() for r in rows for i in r.images)
 
 
 @dataclass(frozen=True)
@@ -86,9 +98,6 @@ class Selection:
     configs: tuple[str, ...]
     files: frozenset[str]
 
-    def has(self, path: str) -> bool:
-        return path in self.files
-
 
 @dataclass
 class Plan:
@@ -97,7 +106,7 @@ class Plan:
     the images missing and the rows they leave out."""
 
     folder: Path
-    files: list[dict[str, Any]]
+    files: list[upstream.FileRecord]
     annotations: Annotations
     missing: imgs.MissingReport
     skipped: dict[str, list[str]]  # "<config>" or "<config>/<split>" -> "<id> (<files>)" of each row left out
@@ -105,8 +114,6 @@ class Plan:
     absent: dict[str, tuple[Any, Upstream, str]] = field(default_factory=dict)  # path -> (pin, set, why)
     unbuilt: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (none at hand)
     partial: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (built from the rest)
-    past_first: dict[str, int] = field(default_factory=dict)  # config -> rows after the first N of their units
-    images_checked: bool = True  # False: a dry run, which looks no image up unless told where they are
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Rows per config and split that the build would write."""
@@ -120,35 +127,50 @@ class _Unit:
     config: str
     split: str
     where: str
-    rows: list[dict[str, Any]]
+    rows: list[Row]
     taken: int = 0
-    kept: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[Row] = field(default_factory=list)
 
 
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-class UpstreamBuilder:
-    """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read`,
-    :meth:`config_decls` and :meth:`write_card` (and, where it has more to say, :meth:`report`)."""
+class UpstreamBuilder(Builder):
+    """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read` and
+    :meth:`config_decls` (and, where it has more to say, :meth:`card_values` and :meth:`report`)."""
 
     benchmark: Benchmark
-    help: str = ""
     what: str = ""  # the annotation files, in words ("the 7 SugarCREPE JSON files")
     sources: tuple[str | imgs.SourceSpec, ...] = ()  # image sources: vlprobe's by name, or the builder's own
     images_help: str = ""
     download_help: str = ""
     spec_yaml: str = ""  # the folder's vlprobe.yaml, less the benchmark, which the flow records
+    card: Mapping[str, Any] = {}  # the card's YAML besides its configs, English and licence "other" (card_metadata)
+    # The configs (config_decls), all of split "test" with the same features: those reading other configs' parquet
+    # (name -> members: image bytes stored once), then the leaves, each with parquet of its own.
+    features_all: datasets.Features
+    aggregates: Mapping[str, Sequence[str]] = {}
+    leaves: Sequence[str] = ()
+    default_config: str = "all"
+    generator = Builder.generator + ("builders/upstream.py", "dataset/image_sources.py", "dataset/images.py")
+    # where the annotations and images are, and how they are fetched: not inputs (what they hold is, by hash and stamp)
+    not_inputs = Builder.not_inputs | {"annotations", "annotations_url", "images", "image_dir", "download", "cache_dir",
+                                       "retries", "dry_run", "image_list"}
 
     # ---- what a builder says ------------------------------------------------------------------
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]
         return self.benchmark.builder or self.benchmark.name
 
     @property
     def title(self) -> str:
         return self.benchmark.display
+
+    @property
+    def needs(self) -> str:  # type: ignore[override]
+        up = self.benchmark.upstream
+        assert up is not None, f"{self.name}: the benchmark pins no upstream files"
+        how = "downloaded by the build, checked by hash" if up.fetched else "from --annotations DIR"
+        text = f"annotations: {len(up.files)} file(s) of github.com/{up.repo} at {up.commit[:7]} ({how})"
+        titles = [s.title for s in self._specs()]
+        return text + (f"; images: {', '.join(titles)} (--images DIR or downloaded)" if titles else "")
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The builder's own options, after the shared ones."""
@@ -163,22 +185,39 @@ class UpstreamBuilder:
         whose files are at hand; None (the default): every config needs every file."""
         return None
 
+    @abc.abstractmethod
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         """The rows of ``args.selection`` (a :class:`Selection`) from the files in ``folder``."""
-        raise NotImplementedError
 
     def config_decls(self) -> list[ConfigDecl]:
-        raise NotImplementedError
+        """:attr:`aggregates`, then :attr:`leaves` (a builder whose configs differ in features or splits says its own)."""
+        return [ConfigDecl(name, self.features_all, (SPLIT,), default=name == self.default_config,
+                           paths={SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in members]})
+                for name, members in self.aggregates.items()] + [
+            ConfigDecl(c, self.features_all, (SPLIT,), default=c == self.default_config) for c in self.leaves]
 
     def features(self, config: str, split: str) -> datasets.Features:
         return next(d.features for d in self.config_decls() if d.name == config)
 
-    def convert(self, row: Mapping[str, Any], column: str, data: bytes) -> bytes:
+    def convert(self, row: Row, column: str, data: bytes) -> bytes:
         """The bytes stored for one image of a row (default: the file as it is)."""
         return data
 
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        """What the card's template (``vlprobe/templates/<name>_card.md``) is filled with, besides the citation and
+        the pinned files: the same for every build."""
+        return {}
+
     def write_card(self, out: Path, annotations: Annotations) -> Path:
-        raise NotImplementedError
+        """The card: ``vlprobe/templates/<name>_card.md`` with the configs, :attr:`card` and :meth:`card_values`."""
+        up = self.benchmark.upstream
+        assert up is not None
+        meta = card_metadata(self.config_decls(), language=["en"], license="other", **self.card)
+        files = [{"path": f.path, "blob": f.blob or "not pinned yet",  # a file without a pinned hash says so
+                  "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files]
+        return cards.write(out, f"{self.name}_card.md", meta, citation=self.benchmark.citation.strip(), **{
+            "annotations_url": up.default_url, "upstream_folder": up.folder, "upstream_repo": up.repo,
+            "upstream_commit": up.commit, "url_env": up.url_env, "files": files, **self.card_values(annotations)})
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         """Rows per config a build with every image holds (the pinned files')."""
@@ -192,15 +231,24 @@ class UpstreamBuilder:
     def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
         """Once the parquet is in, before the card, which records the files."""
 
+    def generator_files(self) -> list[Path]:
+        """Besides the code, the card's template and the benchmark's module (its counts and citation)."""
+        return super().generator_files() + unchanged.package_files(
+            (f"templates/{self.name}_card.md", f"benchmarks/{self.benchmark.name}.py"))
+
     # ---- the flow -----------------------------------------------------------------------------
+    def _specs(self) -> list[imgs.SourceSpec]:
+        return [s if isinstance(s, imgs.SourceSpec) else imgs.SOURCES[s] for s in self.sources]
+
     def _source_names(self) -> list[str]:
-        return [s.name if isinstance(s, imgs.SourceSpec) else s for s in self.sources]
+        return [s.name for s in self._specs()]
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        specs = [s if isinstance(s, imgs.SourceSpec) else imgs.SOURCES[s] for s in self.sources]
+        specs = self._specs()
+        assert self.benchmark.upstream is not None
         upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=self._source_names(),
                                images_help=self.images_help or images_help(specs),
-                               download_help=self.download_help or download_help(specs), default_out=Path(self.name))
+                               download_help=self.download_help or download_help(specs))
         parser.add_argument("--configs", default=None, metavar="NAME[,NAME...]",
                             help="build only these configs (leaves, or configs that read several, such as all); "
                                  "default: every config whose annotation files are at hand")
@@ -213,6 +261,7 @@ class UpstreamBuilder:
                             help="where --dry-run lists the image files needed, one per line as "
                                  "source<TAB>file<TAB>rows<TAB>found ('-': standard output; default: <out>.images.tsv)")
         self.add_options(parser)
+        super().add_arguments(parser)
 
     def _leaves(self) -> list[str]:
         """The configs with parquet of their own, in the card's order."""
@@ -251,34 +300,35 @@ class UpstreamBuilder:
             what = cannot or list(needs)
             files = list(dict.fromkeys(p for c in wanted if c in unbuilt for p in unbuilt[c]))
             raise upstream.AnnotationDownloadError(
-                f"{self.title}: cannot build {_shown(what)}: none of {'its' if len(what) == 1 else 'their'} "
+                f"{self.title}: cannot build {shown(what)}: none of {'its' if len(what) == 1 else 'their'} "
                 f"annotation files is at hand.\n" + "\n".join(absent_files(files, located.absent))
                 + "\nGive them with --annotations DIR (or run online once), or build other configs (--configs).")
         return build, unbuilt, partial
 
-    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[dict[str, Any]], Annotations, dict[str, Any]]:
-        """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing."""
+    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, dict[str, Any]]:
+        """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing (the
+        :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
         requested = self._requested(args)
         needs = self.config_files()
         if needs is None:
             pinned = self.files(args)
             folder = upstream.annotation_folder(pinned, args.annotations, cache_dir=args.cache_dir,
                                                 base_url=getattr(args, "annotations_url", None), retries=args.retries,
-                                                log=_log)
-            files = [dict(r, set=pinned) for r in upstream.file_records(pinned, folder)]
+                                                log=stderr)
+            files = upstream.file_records(pinned, folder)
             leaves = list(dict.fromkeys(c for ls in requested.values() for c in ls)) if requested else self._leaves()
-            missing: dict[str, Any] = {"absent": {}, "unbuilt": {}, "partial": {}}
+            missing: dict[str, Any] = {}
             selection = Selection(tuple(leaves), frozenset(f.path for f in pinned.files))
         else:
             sets = (self.files(args), *self.benchmark.copies)
             located = upstream.locate(sets, args.annotations, cache_dir=args.cache_dir,
-                                      base_url=getattr(args, "annotations_url", None), retries=args.retries, log=_log)
+                                      base_url=getattr(args, "annotations_url", None), retries=args.retries, log=stderr)
             leaves, unbuilt, partial = self._select(needs, requested, located)
             folder, files = located.folder, located.records()
-            missing = {"absent": located.absent, "unbuilt": unbuilt, "partial": partial}
+            missing = dict(absent=located.absent, unbuilt=unbuilt, partial=partial)
             selection = Selection(tuple(leaves), frozenset(located.found))
-            for line in missing_lines(missing["unbuilt"], missing["partial"], located.absent, markdown=False):
-                _log(f"{self.name}: {line}")
+            for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
+                stderr(f"{self.name}: {line}")
         annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
             annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}
@@ -295,14 +345,13 @@ class UpstreamBuilder:
                                         locations=imgs.parse_locations(args.image_dir, self._source_names()),
                                         download=args.download and images, cache_dir=args.cache_dir,
                                         retries=args.retries) if look else {}
-        report, skipped, past_first = self._take_rows(annotations, resolvers, args, refill=images)
+        report, skipped = self._take_rows(annotations, resolvers, args, refill=images)
         if images:
-            _log(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
-        return Plan(folder, files, annotations, report, skipped, resolvers, missing["absent"], missing["unbuilt"],
-                    missing["partial"], past_first, images_checked=images)
+            stderr(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
+        return Plan(folder, files, annotations, report, skipped, resolvers, **missing)
 
     def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
-                   args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]], dict[str, int]]:
+                   args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]]]:
         """Step 4, on ``annotations.rows`` in place: each unit's first N rows (every row where
         ``annotations.first`` is None) whose images can be had. A missing image stops the build unless
         ``--skip-missing-images``; then its rows are left out (and counted) and the unit's next rows are
@@ -312,9 +361,9 @@ class UpstreamBuilder:
         units: list[_Unit] = []
         for config, splits in annotations.rows.items():
             for split, rows in splits.items():
-                grouped: dict[Any, list[dict[str, Any]]] = {}
+                grouped: dict[str | None, list[Row]] = {}
                 for r in rows:
-                    grouped.setdefault(r.get("_unit"), []).append(r)
+                    grouped.setdefault(r.unit, []).append(r)
                 where = config if len(splits) == 1 else f"{config}/{split}"
                 units += [_Unit(config, split, where, rs) for rs in grouped.values()]
         report = imgs.MissingReport()
@@ -326,9 +375,9 @@ class UpstreamBuilder:
             for u, batch in zip(units, batches):
                 u.taken += len(batch)
                 for r in batch:
-                    gone = [f for _, s, f in r["_images"] if not known.get((s, f), True)]
+                    gone = [f for _, s, f in r.images if not known.get((s, f), True)]
                     if gone and refill:
-                        skipped.setdefault(u.where, []).append(f"{r['id']} ({', '.join(gone)})")
+                        skipped.setdefault(u.where, []).append(f"{r.id} ({', '.join(gone)})")
                     else:
                         u.kept.append(r)
             batches = [u.rows[u.taken:u.taken + first - len(u.kept)] if refill and first and len(u.kept) < first else []
@@ -336,20 +385,16 @@ class UpstreamBuilder:
         for config, splits in annotations.rows.items():
             for split in splits:
                 splits[split] = [r for u in units if (u.config, u.split) == (config, split) for r in u.kept]
-        past_first: dict[str, int] = {}
-        for u in units:
-            if len(u.rows) > u.taken:
-                past_first[u.config] = past_first.get(u.config, 0) + len(u.rows) - u.taken
         if report and refill:
-            _log(f"skipping {report.total} missing image file(s):\n" + report.summary())
+            stderr(f"skipping {report.total} missing image file(s):\n" + report.summary())
             if not any(rows for splits in annotations.rows.values() for rows in splits.values()):
                 raise imgs.MissingImagesError(
                     report, "No row has its images, so there is nothing to build (--skip-missing-images leaves "
                             "out only some rows); pass the image folders or zips (--images ROOT, --image-dir "
                             "SOURCE=PATH) or --download.")
-        return report, skipped, past_first
+        return report, skipped
 
-    def _look_up(self, rows: list[dict[str, Any]], resolvers: dict[str, imgs.ImageResolver],
+    def _look_up(self, rows: list[Row], resolvers: dict[str, imgs.ImageResolver],
                  known: dict[tuple[str, str], bool], report: imgs.MissingReport, args: argparse.Namespace) -> None:
         """Look up (fetch, where downloading is on) the images of ``rows`` not looked at before; a missing
         one stops the build unless ``--skip-missing-images`` (or a dry run, which only reports)."""
@@ -357,7 +402,7 @@ class UpstreamBuilder:
             return
         wanted: dict[str, list[str]] = {}
         for r in rows:
-            for _, source, file in r["_images"]:
+            for _, source, file in r.images:
                 if (source, file) not in known:
                     wanted.setdefault(source, []).append(file)
         if not wanted:
@@ -381,12 +426,7 @@ class UpstreamBuilder:
         would say), the image files the rows need listed (``--image-list``); nothing built. Returns
         where the list went."""
         plan = self.plan(args, images=False)
-        needed: dict[tuple[str, str], int] = {}
-        for splits in plan.annotations.rows.values():
-            for rows in splits.values():
-                for r in rows:
-                    for _, source, file in r["_images"]:
-                        needed[(source, file)] = needed.get((source, file), 0) + 1
+        needed = Counter((i.source, i.file) for i in plan.annotations.images())
         looked = bool(plan.resolvers)
         gone = {(s, n) for s, names in plan.missing.missing.items() for n in names}
         listing = ["source\tfile\trows\tfound"] + [
@@ -397,9 +437,7 @@ class UpstreamBuilder:
         lines += self.report(plan, args)
         lines += missing_lines(plan.unbuilt, plan.partial, plan.absent)
         lines += file_lines(self.files(args), plan.files)
-        per_source: dict[str, int] = {}
-        for s, _ in needed:
-            per_source[s] = per_source.get(s, 0) + 1
+        per_source = Counter(s for s, _ in needed)
         lines += ["", "## Images", "", f"The rows need **{len(needed):,}** image files ("
                   + ", ".join(f"{s}: {n:,}" for s, n in sorted(per_source.items())) + "), listed in "
                   + ("the list below" if str(target) == "-" else f"`{target}`") + "."]
@@ -419,52 +457,56 @@ class UpstreamBuilder:
         target.write_text("\n".join(listing) + "\n", encoding="utf-8")
         return target
 
-    def build(self, args: argparse.Namespace) -> Path:
+    def build(self, args: argparse.Namespace) -> Path | str:  # type: ignore[override]
         """The whole flow (the module doc); returns the folder written (a dry run: where the image list went)."""
         if getattr(args, "dry_run", False):
             return self.dry_run(args)
-        start = time.perf_counter()
-        plan = self.plan(args)
-        out = Path(args.out)
+        return super().build(args)
 
-        def stream(rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-            requests = ((plan.resolvers[s], f) for r in rows for _, s, f in r["_images"])
+    def files_read(self, args: argparse.Namespace, plan: Plan) -> dict[str, unchanged.Read]:
+        """The annotation files read (by git blob hash) and the images the rows hold (by stamp: wherever they are,
+        :func:`vlprobe.builders.unchanged.stamps`)."""
+        named = {f"{i.source}/{i.file}": i for i in plan.annotations.images()}
+        images = {name: _file_of(plan.resolvers[i.source].locate(i.file) or i.file) for name, i in named.items()}
+        return {"annotations": unchanged.hashes({f.path: f.blob for f in plan.files}), "images": unchanged.stamps(images)}
+
+    def write(self, folder: Path, plan: Plan, args: argparse.Namespace) -> None:
+        """Steps 5 and 6 (the module doc), into ``folder``, a copy of ``--out`` swapped in whole after: a failed or
+        killed build leaves the folder as it was (no folder where there was none), never new shards under an old card."""
+        start = time.perf_counter()
+
+        def stream(rows: list[Row]) -> Iterator[dict[str, Any]]:
+            requests = ((plan.resolvers[s], f) for r in rows for _, s, f in r.images)
             data = imgs.read_checked_many(requests, workers=args.read_workers)
             for r in rows:
-                row = {k: v for k, v in r.items() if not k.startswith("_")}
-                for column, _, file in r["_images"]:
-                    row[column] = {"bytes": self.convert(r, column, next(data)), "path": file}
-                yield row
+                yield {"id": r.id, **r.columns, **{column: {"bytes": self.convert(r, column, next(data)), "path": file}
+                                                   for column, _, file in r.images}}
 
-        # The whole folder is rebuilt in a copy beside it and swapped in at the end, in one step: a failed or killed
-        # build leaves it as it was (no folder where there was none), never new shards under an old card.
-        with rebuilding(out) as target:
-            stage = staging_folder(target)
-            for config, splits in plan.annotations.rows.items():
-                t0 = time.perf_counter()
-                for split, rows in splits.items():
-                    write_split_rows(stage, config, split, stream(rows), self.features(config, split))
-                n = sum(len(rows) for rows in splits.values())
-                _log(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
-            publish_staged(stage, target)
-            for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
-                if config not in plan.annotations.rows:
-                    shutil.rmtree(target / "data" / config, ignore_errors=True)
-            self.finish(target, plan, args)
-            self.write_card(target, plan.annotations)
-            write_spec(target, self.spec_yaml, self.benchmark.name)
-            lines = (self.report(plan, args) + skipped_lines(plan.skipped) + missing_lines(plan.unbuilt, plan.partial,
-                     plan.absent) + file_lines(self.files(args), plan.files))
-            cards.write_build_report(target, f"{self.title}: this build", lines)
+        stage = staging_folder(folder)
+        for config, splits in plan.annotations.rows.items():
+            t0 = time.perf_counter()
+            for split, rows in splits.items():
+                write_split_rows(stage, config, split, stream(rows), self.features(config, split))
+            n = sum(len(rows) for rows in splits.values())
+            stderr(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
+        publish_staged(stage, folder)
+        for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
+            if config not in plan.annotations.rows:
+                shutil.rmtree(folder / "data" / config, ignore_errors=True)
+        self.finish(folder, plan, args)
+        self.write_card(folder, plan.annotations)
+        write_spec(folder, self.spec_yaml, self.benchmark.name)
+        lines = (self.report(plan, args) + skipped_lines(plan.skipped) + missing_lines(plan.unbuilt, plan.partial,
+                 plan.absent) + file_lines(self.files(args), plan.files))
+        cards.write_build_report(folder, f"{self.title}: this build", lines)
         expected = self.expected(args)
         for config, n in plan.counts().items():
             if (config in expected and sum(n.values()) != expected[config] and not plan.skipped
                     and config not in plan.partial):
-                _log(f"{self.name}: note: {config} has {sum(n.values()):,} rows, the pinned files "
+                stderr(f"{self.name}: note: {config} has {sum(n.values()):,} rows, the pinned files "
                      f"{expected[config]:,}")
         total = sum(sum(n.values()) for n in plan.counts().values())
-        _log(f"{self.name}: {total} rows, built in {time.perf_counter() - start:.1f}s")
-        return out
+        stderr(f"{self.name}: {total} rows, built in {time.perf_counter() - start:.1f}s")
 
     def _check_ids(self, rows: Rows) -> None:
         """Row ids unique within each config's split, and across the configs a pooled config reads
@@ -476,15 +518,23 @@ class UpstreamBuilder:
             for split, rs in splits.items():
                 own: set[str] = set()
                 for r in rs:
-                    if r["id"] in own:
-                        raise AnnotationError(f"{self.name}: row id {r['id']!r} occurs twice in config {config!r} "
+                    if r.id in own:
+                        raise AnnotationError(f"{self.name}: row id {r.id!r} occurs twice in config {config!r} "
                                               f"split {split!r}")
-                    own.add(r["id"])
+                    own.add(r.id)
                     for group in pooled:
-                        other = seen.setdefault((group, split), {}).setdefault(r["id"], config)
+                        other = seen.setdefault((group, split), {}).setdefault(r.id, config)
                         if other != config:
-                            raise AnnotationError(f"{self.name}: row id {r['id']!r} is in configs {other!r} and "
+                            raise AnnotationError(f"{self.name}: row id {r.id!r} is in configs {other!r} and "
                                                   f"{config!r}, which config {group!r} reads together")
+
+
+def _file_of(located: str) -> str:
+    """The file an image is read from: itself, or the zip holding it (``zip!member``)."""
+    head = located
+    while not os.path.isfile(head) and "!" in head:
+        head = head.rsplit("!", 1)[0]
+    return head
 
 
 def _members(decl: ConfigDecl) -> tuple[str, ...]:
@@ -535,8 +585,18 @@ def skipped_lines(skipped: Mapping[str, Sequence[str]]) -> list[str]:
     return lines
 
 
-def _shown(items: list[str], first: int = 6) -> str:
-    return ", ".join(items[:first]) + (f" (+{len(items) - first} more)" if len(items) > first else "")
+def shown(items: Sequence[Any], first: int = 6) -> str:
+    """The first few of ``items``, and how many more."""
+    return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
+
+
+def pct(n: float, d: float = 1) -> str:
+    """``n / d`` as a percentage with one decimal ("-" for no ``d``)."""
+    return f"{100 * n / d:.1f}" if d else "-"
+
+
+def has_upper(text: str) -> bool:
+    return any(ch.isupper() for ch in text)
 
 
 def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[Any, Upstream, str]]) -> list[str]:
@@ -561,7 +621,7 @@ def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Se
     if not markdown:
         out = []
         if unbuilt:
-            out.append(f"{len(unbuilt)} config(s) not built, none of their annotation files at hand: {_shown(list(unbuilt))}")
+            out.append(f"{len(unbuilt)} config(s) not built, none of their annotation files at hand: {shown(list(unbuilt))}")
         if partial:
             out.append(f"{len(partial)} config(s) built from part of their annotation files: "
                        + "; ".join(f"{c} (lacking {len(ls)})" for c, ls in partial.items()))
@@ -579,14 +639,13 @@ def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Se
     return lines
 
 
-def file_lines(up: Upstream, records: Sequence[Mapping[str, Any]]) -> list[str]:
+def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str]:
     """The annotation files used: path, git blob hash, bytes, and whether the hash was checked; per pinned
     set (the upstream's, a third-party copy's)."""
     lines = ["", "## Annotation files used"]
-    sets: dict[int, tuple[Upstream, list[Mapping[str, Any]]]] = {}
+    sets: dict[int, tuple[Upstream, list[upstream.FileRecord]]] = {}
     for r in records:
-        s = r.get("set") or up
-        sets.setdefault(id(s), (s, []))[1].append(r)
+        sets.setdefault(id(r.set), (r.set, []))[1].append(r)
     for s, rows in sets.values() or [(up, [])]:
         whose = (f"From the third-party copy github.com/{s.repo} at commit `{s.commit}` ({s.third_party})"
                  if s.third_party else f"From github.com/{s.repo} at commit `{s.commit}`")
@@ -594,22 +653,31 @@ def file_lines(up: Upstream, records: Sequence[Mapping[str, Any]]) -> list[str]:
                       f"check it against: its hash is what this build read; compare it with `git ls-tree {s.commit[:8]} "
                       f"{s.folder}<file>` in a clone to pin it.", "",
                   "| file | git blob | bytes | checked |", "|---|---|---:|---|"]
-        lines += [f"| `{r['path']}` | `{r['blob']}` | {r['size']:,} | {'pinned hash' if r['pinned'] else '**unverified**'} |"
+        lines += [f"| `{r.path}` | `{r.blob}` | {r.size:,} | {'pinned hash' if r.pinned else '**unverified**'} |"
                   for r in rows]
     return lines
 
 
-def upstream_values(up: Upstream) -> dict[str, Any]:
-    """What a card says of the annotation files; a file without a pinned hash says so."""
-    return dict(annotations_url=up.default_url, upstream_folder=up.folder, upstream_repo=up.repo,
-                upstream_commit=up.commit, url_env=up.url_env,
-                files=[{"path": f.path, "blob": f.blob or "not pinned yet",
-                        "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files])
-
-
-def str_field(rec: Any, name: str, where: str) -> str:
-    """A record's field that must be a non-empty string."""
-    value = rec.get(name) if isinstance(rec, dict) else None
-    if not isinstance(value, str) or not value.strip():
-        raise AnnotationError(f"{where}: field {name!r} is missing or not a non-empty string")
-    return value
+def parse_record(kind: type[R], rec: Any, where: str) -> R:
+    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are the record's keys, read once at
+    the edge: anything else is one :class:`AnnotationError` naming ``where`` (the file and record). A field typed
+    ``str`` must be a non-empty string, one typed ``int`` a whole number; a field with a default may be left out;
+    a field without a default must be there; a key the dataclass does not have is refused (the builder would drop
+    it)."""
+    if not isinstance(rec, dict):
+        raise AnnotationError(f"{where}: expected a JSON object")
+    declared = fields(kind)  # type: ignore[arg-type]
+    unknown = set(rec) - {f.name for f in declared}
+    if unknown:
+        raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
+    values = {}
+    for f in declared:
+        value = rec.get(f.name, None if f.default is MISSING else f.default)
+        if f.type == "str" and (not isinstance(value, str) or not value.strip()):
+            raise AnnotationError(f"{where}: field {f.name!r} is missing or not a non-empty string")
+        if f.type == "int" and (not isinstance(value, int) or isinstance(value, bool)):
+            raise AnnotationError(f"{where}: field {f.name!r} is missing or not an integer")
+        if f.default is MISSING and f.name not in rec:
+            raise AnnotationError(f"{where}: field {f.name!r} is missing")
+        values[f.name] = value
+    return kind(**values)

@@ -25,219 +25,202 @@ import csv
 import io
 import itertools
 import json
+import logging
 import os
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import datasets
 import yaml
 
-NAME = "folder"
-HELP = "a folder of images + a CSV/JSONL/JSON of captions and foils (your own instrument) -> a Hub dataset folder"
-# what `vlprobe list` says a build needs
-NEEDS = "your folder of images and a captions file: vlprobe build folder SOURCE --out DIR --license ID"
+from ..dataset import folder as df
+from ..dataset.images import encoded_file, to_pil
+from ..dataset.reader import undecoded_features
+from ..dataset.reading import CAPTIONS_BYTES, parse_json, read_text
+from ..dataset.spec import SPEC_FILE, ItemSpec
+from ..errors import DatasetError, SettingError
+from ..storage.paths import check_config_name, check_split_name, inside
+from . import Builder, cards, unchanged
+
 CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of records
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", type=Path, help="the folder holding the images and the captions file")
-    p.add_argument("--out", type=Path, required=True, help="the dataset folder to write (created; other configs in it are kept)")
-    p.add_argument("--captions", type=Path, default=None,
-                   help="the CSV, JSONL or JSON (an array of records) file, relative to SOURCE (default: the only "
-                        "*.csv/*.jsonl/*.json in SOURCE)")
-    p.add_argument("--config", default="default", help="config name of this instrument (default: 'default')")
-    p.add_argument("--split", default="test", help="split name (default: test)")
-    p.add_argument("--license", required=True,
-                   help="licence of the images and texts, a Hub licence id (cc-by-4.0, cc0-1.0, mit, other ...)")
-    p.add_argument("--spec", type=Path, default=None, help="the vlprobe.yaml to use (default: SOURCE/vlprobe.yaml)")
-    p.add_argument("--image-columns", default=None,
-                   help="comma-separated image columns (default: columns whose values all name image files)")
-    p.add_argument("--pretty-name", default=None, help="card title (default: the --out folder name)")
-    p.add_argument("--description", default="", help="one paragraph for the card")
-    p.add_argument("--language", default="en", help="language code of the texts (default: en)")
-    p.add_argument("--default", action="store_true", help="make this config the default one in --out")
+@dataclass(frozen=True)
+class Source:
+    """What a build reads, read and checked (:meth:`Folder.plan`): the captions file and its rows, the image
+    columns, the spec (and the file it came from, if any), and every image file the rows name."""
+
+    table: Path
+    rows: list[dict[str, Any]]
+    image_cols: list[str]
+    spec: ItemSpec
+    spec_text: str
+    spec_file: Path | None
+    images: dict[str, Path]  # "row N column C (path)" of the first row naming it -> the file
 
 
-def build(args: argparse.Namespace) -> Path:
-    return build_folder(
-        source=args.source, out=args.out, captions=args.captions, config=args.config, split=args.split,
-        license=args.license, spec_path=args.spec,
-        image_columns=[c.strip() for c in args.image_columns.split(",") if c.strip()] if args.image_columns else None,
-        pretty_name=args.pretty_name, description=args.description, language=args.language,
-        make_default=args.default,
-    )
+class Folder(Builder):
+    name = "folder"
+    help = "a folder of images + a CSV/JSONL/JSON of captions and foils (your own instrument) -> a Hub dataset folder"
+    needs = "your folder of images and a captions file: vlprobe build folder SOURCE --out DIR --license ID"
 
+    def default_out(self) -> None:
+        return None  # --out is required: a folder of the user's choosing, with other configs in it kept
 
-# ---------------------------------------------------------------------------------------------
-def build_folder(
-    source: str | Path,
-    out: str | Path,
-    *,
-    license: str,
-    captions: str | Path | None = None,
-    config: str = "default",
-    split: str = "test",
-    spec_path: str | Path | None = None,
-    image_columns: list[str] | None = None,
-    pretty_name: str | None = None,
-    description: str = "",
-    language: str = "en",
-    make_default: bool = False,
-) -> Path:
-    """Build (or add one config to) the dataset folder ``out``; returns ``out``.
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("source", type=Path, help="the folder holding the images and the captions file")
+        p.add_argument("--captions", type=Path, default=None,
+                       help="the CSV, JSONL or JSON (an array of records) file, relative to SOURCE (default: the only "
+                            "*.csv/*.jsonl/*.json in SOURCE)")
+        p.add_argument("--config", default="default", help="config name of this instrument (default: 'default'); "
+                                                           "other configs in --out are kept")
+        p.add_argument("--split", default="test", help="split name (default: test)")
+        p.add_argument("--license", required=True,
+                       help="licence of the images and texts, a Hub licence id (cc-by-4.0, cc0-1.0, mit, other ...)")
+        p.add_argument("--spec", type=Path, default=None, help="the vlprobe.yaml to use (default: SOURCE/vlprobe.yaml)")
+        p.add_argument("--image-columns", default=None,
+                       help="comma-separated image columns (default: columns whose values all name image files)")
+        p.add_argument("--pretty-name", default=None, help="card title (default: the --out folder name)")
+        p.add_argument("--description", default="", help="one paragraph for the card")
+        p.add_argument("--language", default="en", help="language code of the texts (default: en)")
+        p.add_argument("--default", action="store_true", help="make this config the default one in --out")
+        super().add_arguments(p)
 
-    Everything is read and checked (names, rows, images, the spec, the existing card) before
-    anything is written; a build that fails leaves ``out`` as it was (a new ``out`` is removed)."""
-    import datasets
-
-    from ..dataset.folder import (
-        ConfigDecl,
-        card_metadata,
-        progress_bars_off,
-        publish_staged,
-        rebuilding,
-        staging_folder,
-        write_card,
-        write_split,
-    )
-    from ..dataset.reader import undecoded_features
-    from ..dataset.spec import SPEC_FILE, ItemSpec
-    from ..errors import SettingError
-    from ..storage.paths import check_config_name, check_split_name, inside
-
-    source, out = Path(source), Path(out)
-    if not source.is_dir():
-        raise FileNotFoundError(f"{source}: the source folder does not exist")
-    if out.exists() and not out.is_dir():
-        raise SettingError(f"--out {out} is a file, not a folder; give a folder to write the dataset in")
-    check_config_name(config, "--config")
-    check_split_name(split, "--split")
-    if not license or not license.strip():
-        raise ValueError("--license: say under which licence the images and texts may be shared")
-    table = _find_captions(source, captions)
-    rows = _read_rows(table)
-    if not rows:
-        raise ValueError(f"{table}: no rows")
-    columns = list(rows[0])
-    image_cols = image_columns or _guess_image_columns(rows, table.parent)
-    if not image_cols:
-        paths = [(c, r[c]) for r in rows for c in columns if isinstance(r[c], str) and ("/" in r[c] or "\\" in r[c])]
-        hint = (f"; column {paths[0][0]!r} holds paths ({paths[0][1][:80]!r}), but not all of them name image files "
-                f"({', '.join(IMAGE_SUFFIXES)}) inside {table.parent}") if paths else ""
-        raise ValueError(
-            f"{table}: no column names image files (columns: {columns}){hint}; pass --image-columns"
-        )
-    for i, row in enumerate(rows):  # a NUL byte is no text a model reads (and cuts C strings short)
-        bad = next((c for c, v in row.items() if isinstance(v, str) and "\0" in v), None)
-        if bad is not None:
-            raise ValueError(f"{table} row {i + 1} column {bad!r}: holds a NUL byte (\\0); remove it")
-    for col in image_cols:
-        if col not in columns:
-            raise ValueError(f"--image-columns: {table} has no column {col!r}; columns are {columns}")
-
-    # The spec: the user's file, else the common image/caption/foil shape.
-    spec_path = Path(spec_path) if spec_path else source / SPEC_FILE
-    if spec_path.is_file():
-        spec = ItemSpec.from_file(spec_path)  # names the file on undecodable or malformed YAML
-        spec_text = spec_path.read_text(encoding="utf-8")
-    else:
-        spec_dict = _default_spec(columns, image_cols, table)
-        spec_text = "# written by `vlprobe build folder` (no vlprobe.yaml in the source folder)\n" + yaml.safe_dump(
-            spec_dict, sort_keys=False, default_flow_style=None
-        )
-        spec = ItemSpec.from_dict(spec_dict, source=f"default spec for {table}")
-
-    # Embed the image bytes: a parquet holding only local paths would not survive the upload.
-    from ..dataset.images import encoded_file, to_pil
-
-    records, read, total = [], {}, 0
-    for i, row in enumerate(rows):
-        rec = dict(row)
+    def plan(self, args: argparse.Namespace) -> Source:
+        """The source read and checked (names, rows, image files, the spec); no image decoded yet."""
+        source, out = Path(args.source), Path(args.out)
+        if not source.is_dir():
+            raise FileNotFoundError(f"{source}: the source folder does not exist")
+        if out.exists() and not out.is_dir():
+            raise SettingError(f"--out {out} is a file, not a folder; give a folder to write the dataset in")
+        check_config_name(args.config, "--config")
+        check_split_name(args.split, "--split")
+        if not args.license or not args.license.strip():
+            raise ValueError("--license: say under which licence the images and texts may be shared")
+        table = _find_captions(source, args.captions)
+        rows = _read_rows(table)
+        if not rows:
+            raise ValueError(f"{table}: no rows")
+        columns = list(rows[0])
+        given = [c.strip() for c in args.image_columns.split(",") if c.strip()] if args.image_columns else None
+        image_cols = given or _guess_image_columns(rows, table.parent)
+        if not image_cols:
+            paths = [(c, r[c]) for r in rows for c in columns if isinstance(r[c], str) and ("/" in r[c] or "\\" in r[c])]
+            hint = (f"; column {paths[0][0]!r} holds paths ({paths[0][1][:80]!r}), but not all of them name image files "
+                    f"({', '.join(IMAGE_SUFFIXES)}) inside {table.parent}") if paths else ""
+            raise ValueError(f"{table}: no column names image files (columns: {columns}){hint}; pass --image-columns")
+        for i, row in enumerate(rows):  # a NUL byte is no text a model reads (and cuts C strings short)
+            bad = next((c for c, v in row.items() if isinstance(v, str) and "\0" in v), None)
+            if bad is not None:
+                raise ValueError(f"{table} row {i + 1} column {bad!r}: holds a NUL byte (\\0); remove it")
         for col in image_cols:
-            value = row[col]
-            paths = value if isinstance(value, list) else [value]
-            embedded = []
-            for rel in paths:
-                where = f"{table} row {i + 1} column {col!r}"
-                if not isinstance(rel, str) or not rel:
-                    raise ValueError(f"{where}: has no image path")
-                # relative to the captions file, never above it, links resolved (as `vlprobe evaluate` reads image
-                # paths): a captions file from elsewhere must not embed (and so publish) files from outside the folder
-                file = inside(table.parent, rel, f"{where}: image path")
-                if not file.exists() or file.is_dir():
-                    raise FileNotFoundError(f"{where}: names {rel!r}, but {file} "
-                                            f"{'is a folder' if file.is_dir() else 'does not exist'}")
-                key = os.path.realpath(file)
-                if key not in read:
-                    read[key] = encoded_file(file, f"{where} ({rel})")  # bounded by size
-                    to_pil(read[key], where=f"{where} ({rel})")  # unreadable or oversized: refused now
-                    total += len(read[key])
-                    if total > MAX_IMAGE_BYTES:
-                        raise ValueError(f"{where}: the images named so far hold {total / (1 << 30):.1f} GiB, more than "
-                                         f"one `vlprobe build folder` holds in memory ({MAX_IMAGE_BYTES >> 30} GiB); "
-                                         "split the rows into configs (--config) of fewer images")
-                embedded.append({"bytes": read[key], "path": Path(rel).name})
-            rec[col] = embedded if isinstance(value, list) else embedded[0]
-        records.append(rec)
+            if col not in columns:
+                raise ValueError(f"--image-columns: {table} has no column {col!r}; columns are {columns}")
+        spec_file = Path(args.spec) if args.spec else source / SPEC_FILE
+        if spec_file.is_file():  # the user's spec, else the common image/caption/foil shape
+            spec = ItemSpec.from_file(spec_file)  # names the file on undecodable or malformed YAML
+            spec_text = spec_file.read_text(encoding="utf-8")
+        else:
+            default = _default_spec(columns, image_cols, table)
+            spec_text = "# written by `vlprobe build folder` (no vlprobe.yaml in the source folder)\n" + yaml.safe_dump(
+                default, sort_keys=False, default_flow_style=None)
+            spec = ItemSpec.from_dict(default, source=f"default spec for {table}")
+        images: dict[str, Path] = {}
+        for i, row in enumerate(rows):
+            for col in image_cols:
+                for rel in row[col] if isinstance(row[col], list) else [row[col]]:
+                    where = f"{table} row {i + 1} column {col!r}"
+                    if not isinstance(rel, str) or not rel:
+                        raise ValueError(f"{where}: has no image path")
+                    # relative to the captions file, never above it, links resolved (as `vlprobe evaluate` reads image
+                    # paths): a captions file from elsewhere must not embed (and so publish) files from outside it
+                    file = inside(table.parent, rel, f"{where}: image path")
+                    if not file.exists() or file.is_dir():
+                        raise FileNotFoundError(f"{where}: names {rel!r}, but {file} "
+                                                f"{'is a folder' if file.is_dir() else 'does not exist'}")
+                    images.setdefault(f"{where} ({rel})", file)
+        return Source(table, rows, image_cols, spec, spec_text, spec_file if spec_file.is_file() else None, images)
 
-    with progress_bars_off():  # no progress bars for a few rows
-        features = _features(records, image_cols)
-        ds = datasets.Dataset.from_list(records, features=features)
-        # Every row must become an item before anything is written, each with its own id.
-        decoded = ds.cast(undecoded_features(features))
-        items = list(spec.for_config(config).iter_items(decoded, config=config))
-    _refuse_duplicate_ids([item.id for item in items], table)
+    def files_read(self, args: argparse.Namespace, plan: Source) -> dict[str, unchanged.Read]:
+        """The captions file (and the spec) and the images, by stamp."""
+        read = {"captions": plan.table, **({"spec": plan.spec_file} if plan.spec_file else {})}
+        return {"captions": unchanged.stamps(read), "images": unchanged.stamps({str(f): f for f in plan.images.values()})}
 
-    existing = _existing_card(out)
-    if existing.get("license") and existing["license"] != license:
-        raise ValueError(
-            f"{out}/README.md says license {existing['license']!r}, this build says {license!r}; "
-            "one dataset repo has one licence"
-        )
-    meta = _merge_card(existing, ConfigDecl(config, features, (split,), default=True), make_default,
-                       license=license, pretty_name=pretty_name or existing.get("pretty_name") or out.resolve().name,
-                       language=language, n_rows=len(ds), card_metadata=card_metadata, out=out)
-    spec_out = _spec_text(out / SPEC_FILE, spec_text, spec, config)
-    body = _card_body(meta, description, table.name, spec_out if spec_out is not None
-                      else (out / SPEC_FILE).read_text(encoding="utf-8"))
-
-    # The folder is rebuilt in a copy beside it and swapped in whole at the end (dataset_folder.rebuilding): on any
-    # failure, or a kill, it is as it was, and a new one is not there at all.
-    with rebuilding(out) as target:
-        stage = staging_folder(target)
-        with progress_bars_off():
-            write_split(stage, config, split, ds)
+    def write(self, folder: Path, plan: Source, args: argparse.Namespace) -> None:
+        """Every image embedded (a parquet holding only local paths would not survive the upload) and every row
+        turned into an item before the parquet, the card and vlprobe.yaml are written; the folder's other configs
+        kept."""
+        out, config = Path(args.out), args.config
+        records = _embed(plan)
+        with df.progress_bars_off():  # no progress bars for a few rows
+            features = _features(records, plan.image_cols)
+            ds = datasets.Dataset.from_list(records, features=features)
+            items = list(plan.spec.for_config(config).iter_items(ds.cast(undecoded_features(features)), config=config))
+        _refuse_duplicate_ids([item.id for item in items], plan.table)
+        card = Card.read(folder)
+        if card.license not in (None, args.license):
+            raise ValueError(f"{out}/README.md says license {card.license!r}, this build says {args.license!r}; one "
+                             "dataset repo has one licence")
+        meta = card.merged(df.ConfigDecl(config, features, (args.split,), default=True), args.default,
+                           license=args.license, pretty_name=args.pretty_name or card.pretty_name or out.resolve().name,
+                           language=args.language, n_rows=len(ds))
+        spec_out = _spec_text(folder / SPEC_FILE, plan.spec_text, plan.spec, config)
+        body = _card_body(Card.of(meta), args.description, plan.table.name,
+                          spec_out if spec_out is not None else (folder / SPEC_FILE).read_text(encoding="utf-8"))
+        stage = df.staging_folder(folder)
+        with df.progress_bars_off():
+            df.write_split(stage, config, args.split, ds)
         if spec_out is not None:
-            (target / SPEC_FILE).write_text(spec_out, encoding="utf-8")
-        write_card(target, meta, body)
-        publish_staged(stage, target)
-    return out
+            (folder / SPEC_FILE).write_text(spec_out, encoding="utf-8")
+        df.write_card(folder, meta, body)
+        df.publish_staged(stage, folder)
 
 
-def _existing_card(out: Path) -> dict[str, Any]:
-    """The YAML of ``out``'s card ({} without one), with errors that name the file."""
-    from ..dataset.folder import read_card_metadata
-    from ..errors import DatasetError
+def build_folder(source: str | Path, out: str | Path, *, license: str, captions: str | Path | None = None,
+                 config: str = "default", split: str = "test", spec_path: str | Path | None = None,
+                 image_columns: list[str] | None = None, pretty_name: str | None = None, description: str = "",
+                 language: str = "en", make_default: bool = False, force: bool = False) -> Path:
+    """``vlprobe build folder`` in Python: build (or add one config to) the dataset folder ``out``; returns ``out``.
+    Everything is read and checked before the folder changes; a build that fails leaves ``out`` as it was (no
+    folder where there was none); one from the same inputs into a folder they built does nothing."""
+    args = argparse.Namespace(source=source, out=out, captions=captions, config=config, split=split, license=license,
+                              spec=spec_path, image_columns=",".join(image_columns) if image_columns else None,
+                              pretty_name=pretty_name, description=description, language=language,
+                              default=make_default, force=force)
+    return Folder().build(args)
 
-    if not (out / "README.md").is_file():
-        return {}
-    try:
-        return read_card_metadata(out)
-    except (yaml.YAMLError, ValueError, UnicodeDecodeError) as err:
-        raise DatasetError(f"{out / 'README.md'}: the card's YAML header cannot be read ({_one_line(err)}); "
-                           "fix it or build into another --out") from None
 
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())
+def _embed(plan: Source) -> list[dict[str, Any]]:
+    """The rows with each image's bytes in place of its path, each file read (and decoded, to refuse an unreadable
+    or oversized one now) once however many rows name it, within :data:`MAX_IMAGE_BYTES` in all."""
+    read: dict[str, bytes] = {}
+    total = 0
+    for where, file in plan.images.items():
+        key = os.path.realpath(file)
+        if key not in read:
+            read[key] = encoded_file(file, where)  # bounded by size
+            to_pil(read[key], where=where)
+            total += len(read[key])
+            if total > MAX_IMAGE_BYTES:
+                raise ValueError(f"{where.rsplit(' (', 1)[0]}: the images named so far hold {total / (1 << 30):.1f} GiB, "
+                                 f"more than one `vlprobe build folder` holds in memory ({MAX_IMAGE_BYTES >> 30} GiB); "
+                                 "split the rows into configs (--config) of fewer images")
+    records = []
+    for row in plan.rows:
+        rec = dict(row)
+        for col in plan.image_cols:
+            embedded = [{"bytes": read[os.path.realpath(inside(plan.table.parent, rel, col))], "path": Path(rel).name}
+                        for rel in (row[col] if isinstance(row[col], list) else [row[col]])]
+            rec[col] = embedded if isinstance(row[col], list) else embedded[0]
+        records.append(rec)
+    return records
 
 
 def _refuse_duplicate_ids(ids: list[str], table: Path) -> None:
     """Per-item scores are keyed by the row id: two rows with one id would overwrite each other."""
-    from collections import Counter
-
-    from ..errors import DatasetError
-
     repeated = {i: n for i, n in Counter(ids).items() if n > 1}
     if repeated:
         rows: dict[str, list[int]] = {}
@@ -275,9 +258,6 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     """The captions file's rows, read within the bounds: the file (a regular file of at most
     :data:`vlprobe.dataset.reading.CAPTIONS_BYTES`, JSON nested at most
     :data:`vlprobe.dataset.reading.MAX_DEPTH` levels) and at most :data:`MAX_ROWS` rows, counted as they are read."""
-    from ..dataset.reading import CAPTIONS_BYTES, parse_json, read_text
-    from ..errors import DatasetError
-
     suffix = path.suffix.lower()
     if suffix not in CAPTIONS_SUFFIXES:
         raise ValueError(f"{path}: the captions file must be .csv, .jsonl (one JSON object a line) or .json (a JSON "
@@ -318,8 +298,6 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _jsonl_row(path: Path, i: int, line: str) -> dict[str, Any]:
-    from ..dataset.reading import parse_json
-
     try:
         row = parse_json(line, f"{path} line {i + 1}")
     except json.JSONDecodeError as err:
@@ -341,16 +319,12 @@ def _json_array(path: Path, data: Any) -> list[dict[str, Any]]:
     return data
 
 
-def _is_image_path(value: Any) -> bool:
-    return isinstance(value, str) and value.lower().endswith(IMAGE_SUFFIXES)
-
-
 def _guess_image_columns(rows: list[dict[str, Any]], base: Path) -> list[str]:
     cols = []
     for col in rows[0]:
         values = [r[col] for r in rows]
         flat = [v for x in values for v in (x if isinstance(x, list) else [x])]
-        if flat and all(_is_image_path(v) for v in flat):
+        if flat and all(isinstance(v, str) and v.lower().endswith(IMAGE_SUFFIXES) for v in flat):
             cols.append(col)
     return cols
 
@@ -362,21 +336,12 @@ def _default_spec(columns: list[str], image_cols: list[str], table: Path) -> dic
             f"{table}: no vlprobe.yaml in the source folder, and the columns {columns} are not the simple "
             "image/caption/foil shape; write a vlprobe.yaml naming the image, text and gold columns (see vlprobe/dataset/spec.py)"
         )
-    spec: dict[str, Any] = {}
-    if "id" in columns:
-        spec["id"] = "id"
-    spec["images"] = list(image_cols)
-    spec["texts"] = ["caption"] + foils
-    spec["gold"] = [[1] + [0] * len(foils)] * len(image_cols)
     tags = [c for c in columns if c not in set(image_cols) | {"caption", "id"} | set(foils)]
-    if tags:
-        spec["tags"] = tags
-    return spec
+    return {**({"id": "id"} if "id" in columns else {}), "images": list(image_cols), "texts": ["caption", *foils],
+            "gold": [[1] + [0] * len(foils)] * len(image_cols), **({"tags": tags} if tags else {})}
 
 
-def _features(records: list[dict[str, Any]], image_cols: list[str]):
-    import datasets
-
+def _features(records: list[dict[str, Any]], image_cols: list[str]) -> datasets.Features:
     others = [c for c in records[0] if c not in image_cols]
     inferred = datasets.Dataset.from_list([{c: r[c] for c in others} for r in records]).features if others else {}
     feats = {}
@@ -395,113 +360,108 @@ def _size_category(n: int) -> str:
     return "n>1M"
 
 
-def _merge_card(existing, decl, make_default, *, license, pretty_name, language, n_rows, card_metadata, out):
-    """The card YAML: the other configs of ``existing`` kept, this one replaced or added."""
-    import logging
+@dataclass(frozen=True)
+class Card:
+    """A dataset folder's card YAML as ``vlprobe build folder`` merges into it: its other fields, the ``configs``
+    entries and the ``dataset_info`` entries (each naming its config: a card's lone config may leave its name out,
+    and is "default" then)."""
 
-    # card_metadata starts from an empty card, which huggingface_hub warns about; nothing is wrong.
-    card_log = logging.getLogger("huggingface_hub.repocard")
-    level = card_log.level
-    card_log.setLevel(logging.ERROR)
-    try:
-        fresh = card_metadata([decl], license=license)
-    finally:
-        card_log.setLevel(level)
-    # a card's lone config may leave its name out: it is "default" then
-    configs = [c for c in existing.get("configs") or [] if c.get("config_name", "default") != decl.name]
-    infos = existing.get("dataset_info") or []
-    infos = infos if isinstance(infos, list) else [infos]
-    infos = [{"config_name": "default", **d} for d in infos if d.get("config_name", "default") != decl.name]
-    entry = dict(fresh["configs"][0])
-    has_default = any(c.get("default") for c in configs)
-    if make_default:
-        for c in configs:
-            c.pop("default", None)
-    elif has_default:
-        entry.pop("default", None)
-    configs.append(entry)
-    infos.append(fresh["dataset_info"][0])
-    meta = {k: v for k, v in existing.items() if k not in ("configs", "dataset_info")}
-    meta.update(
-        license=license,
-        pretty_name=pretty_name,
-        language=[language] if isinstance(language, str) else language,
-        task_categories=meta.get("task_categories") or ["image-to-text"],
-        tags=sorted(set(meta.get("tags") or []) | {"vlprobe", "foils", "vision-and-language"}),
-    )
-    if not existing:
-        meta["size_categories"] = [_size_category(n_rows)]
-    meta["dataset_info"] = infos
-    meta["configs"] = configs
-    return meta
+    fields: dict[str, Any]
+    configs: list[dict[str, Any]]
+    infos: list[dict[str, Any]]
+    license: str | None = None
+    pretty_name: str | None = None
+    task_categories: list[str] | None = None
+    tags: list[str] | None = None
+
+    @classmethod
+    def of(cls, meta: dict[str, Any]) -> Card:
+        fields = {k: v for k, v in meta.items() if k not in ("configs", "dataset_info")}
+        infos = meta.get("dataset_info") or []
+        return cls(fields, list(meta.get("configs") or []),
+                   [{"config_name": "default", **d} for d in (infos if isinstance(infos, list) else [infos])],
+                   **{f: fields.get(f) for f in ("license", "pretty_name", "task_categories", "tags")})
+
+    @classmethod
+    def read(cls, folder: Path) -> Card:
+        """The card of ``folder`` (an empty one without a README.md), with errors that name the file."""
+        if not (folder / "README.md").is_file():
+            return cls({}, [], [])
+        try:
+            return cls.of(df.read_card_metadata(folder))
+        except (yaml.YAMLError, ValueError, UnicodeDecodeError) as err:
+            why = " ".join(str(err).split())
+            raise DatasetError(f"{folder / 'README.md'}: the card's YAML header cannot be read ({why}); fix it or build "
+                               "into another --out") from None
+
+    def names(self) -> list[str]:
+        return [_config_name(c) for c in self.configs]
+
+    def merged(self, decl: df.ConfigDecl, make_default: bool, *, license: str, pretty_name: str, language: str,
+               n_rows: int) -> dict[str, Any]:
+        """The card YAML with this config replaced or added, the others kept."""
+        # card_metadata starts from an empty card, which huggingface_hub warns about; nothing is wrong.
+        card_log = logging.getLogger("huggingface_hub.repocard")
+        level = card_log.level
+        card_log.setLevel(logging.ERROR)
+        try:
+            fresh = Card.of(df.card_metadata([decl], license=license))
+        finally:
+            card_log.setLevel(level)
+        others = [c for c in self.configs if _config_name(c) != decl.name]
+        if make_default or any(_is_default(c) for c in others):  # one default: this one, or the one there was
+            others, entry = ([_not_default(c) for c in others], fresh.configs[0]) if make_default else (
+                others, _not_default(fresh.configs[0]))
+        else:
+            entry = fresh.configs[0]
+        new = not (self.fields or self.configs or self.infos)
+        return {**self.fields, "license": license, "pretty_name": pretty_name,
+                "language": [language] if isinstance(language, str) else language,
+                "task_categories": self.task_categories or ["image-to-text"],
+                "tags": sorted(set(self.tags or []) | {"vlprobe", "foils", "vision-and-language"}),
+                **({"size_categories": [_size_category(n_rows)]} if new else {}),
+                "dataset_info": [d for d in self.infos if _config_name(d) != decl.name] + fresh.infos,
+                "configs": [*others, entry]}
 
 
-def _spec_text(path: Path, spec_text: str, spec, config: str) -> str | None:
+def _config_name(entry: dict[str, Any]) -> str:
+    return entry.get("config_name", "default")
+
+
+def _is_default(entry: dict[str, Any]) -> bool:
+    return bool(entry.get("default"))
+
+
+def _not_default(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "default"}
+
+
+def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str | None:
     """What to write as ``vlprobe.yaml`` (None: keep it as it is): the spec as given, or, when the
     folder already has a different one, that one with a ``configs.<config>`` override so that both
     configs convert."""
-    from ..dataset.spec import ItemSpec
-
     if not path.is_file():
         return spec_text
     current = ItemSpec.from_file(path)
-    if _same(current.for_config(config), spec.for_config(config)):
+    a, b = current.for_config(config), spec.for_config(config)
+    if (a.images, a.texts, a.gold, a.id, a.tags, a.context) == (b.images, b.texts, b.gold, b.id, b.tags, b.context):
         return None
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     mine = spec.for_config(config)
-    override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags)}
-    if mine.id:
-        override["id"] = mine.id
-    if mine.context:
-        override["context"] = mine.context
-    data.setdefault("configs", {})[config] = override
+    override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags),
+                **({"id": mine.id} if mine.id else {}), **({"context": mine.context} if mine.context else {})}
+    data = {**data, "configs": {**(data.get("configs") or {}), config: override}}
     return ("# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"
             + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
 
 
-def _same(a, b) -> bool:
-    return (a.images, a.texts, a.gold, a.id, a.tags, a.context) == (b.images, b.texts, b.gold, b.id, b.tags, b.context)
-
-
-def _card_body(meta: dict[str, Any], description: str, table_name: str, spec_text: str) -> str:
-    name = meta.get("pretty_name", "dataset")
-    configs = [c["config_name"] for c in meta["configs"]]
-    default = next((c["config_name"] for c in meta["configs"] if c.get("default")), configs[0])
-    feats = {d["config_name"]: d["features"] for d in meta["dataset_info"]}
-    lines = [f"# {name}", ""]
-    if description:
-        lines += [description.strip(), ""]
-    lines += [
-        "A foil instrument for probing vision-and-language models: each row holds image(s), a true caption and "
-        "foil(s). Built with `vlprobe build folder` from a folder of images and a captions file "
-        f"(last: `{table_name}`); the image bytes are embedded in the parquet.",
-        "",
-        "## Configs",
-        "",
-        "| config | columns |",
-        "|---|---|",
-    ]
-    for c in configs:
-        cols = ", ".join(f"`{f['name']}`" for f in feats.get(c, []))
-        lines.append(f"| `{c}`{' (default)' if c == default else ''} | {cols} |")
-    lines += [
-        "",
-        "## Use",
-        "",
-        "```python",
-        "from datasets import load_dataset",
-        f'ds = load_dataset("<org>/<name>", "{default}")',
-        "```",
-        "",
-        "`vlprobe.yaml` says how rows become items (images x texts with a gold matrix), so vlprobe scores it "
-        "directly:",
-        "",
-        "```yaml",
-        spec_text.strip(),
-        "```",
-        "",
-        "## Licence",
-        "",
-        f"`{meta['license']}`, as declared by the builder of this folder.",
-    ]
-    return "\n".join(lines)
+def _card_body(card: Card, description: str, table_name: str, spec_text: str) -> str:
+    """The card's prose: ``vlprobe/templates/folder_body.md`` with the folder's configs, their columns and its spec."""
+    configs = card.names()
+    default = next((_config_name(c) for c in card.configs if _is_default(c)), configs[0])
+    columns = {_config_name(d): [f.get("name") for f in d.get("features") or []] for d in card.infos}
+    rows = [f"| `{c}`{' (default)' if c == default else ''} | " + ", ".join(f"`{f}`" for f in columns.get(c, [])) + " |"
+            for c in configs]
+    return cards.body("folder_body.md").format(
+        name=card.pretty_name or "dataset", description=f"{description.strip()}\n\n" if description else "",
+        table=table_name, configs="\n".join(rows), default=default, spec=spec_text.strip(), license=card.license)

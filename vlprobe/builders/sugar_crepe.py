@@ -20,18 +20,17 @@ from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, UpstreamBuilder, str_field, upstream_values
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
 
 
 @dataclass(frozen=True)
 class Subset:
+    """A subset (its file is ``<config>.json``; what changes in it, with an example: the card's template)."""
+
     config: str
-    title: str
-    example: str
 
     @property
     def category(self) -> str:  # the paper's grouping: add / replace / swap
@@ -42,24 +41,7 @@ class Subset:
         return facts.COUNTS[self.config]
 
 
-# The file of each subset is <config>.json.
-SUBSETS: tuple[Subset, ...] = (
-    Subset("add_obj", "ADD-OBJ: an object is added",
-           "*A cat and dog napping together on the couch.* / *A cat and a dog napping together under a blanket on the couch.*"),
-    Subset("add_att", "ADD-ATT: an attribute is added",
-           "*A drawing of a young woman with many facial piercings.* / *A drawing of a tattooed young woman ...*"),
-    Subset("replace_obj", "REPLACE-OBJ: an object is replaced",
-           "*Several toy animals - a bull, giraffe, deer and parakeet.* / *... giraffe, snake and parakeet.*"),
-    Subset("replace_att", "REPLACE-ATT: an attribute is replaced",
-           "*A tan toilet and sink combination in a small room.* / *A white toilet and sink ...*"),
-    Subset("replace_rel", "REPLACE-REL: a relation is replaced",
-           "*A white with red striped bus drives down the slow lane ...* / *... bus is stuck in the slow lane ...*"),
-    Subset("swap_obj", "SWAP-OBJ: two objects are swapped",
-           "*A cat sits on its hind legs, and swats at the plant.* / *A cat sits on the plant, and swats at its hind legs.*"),
-    Subset("swap_att", "SWAP-ATT: two attributes are swapped",
-           "*Blue bathroom with two white towels hanging by the shower.* / *White bathroom with two blue towels ...*"),
-)
-assert tuple(s.config for s in SUBSETS) == facts.SUBSETS
+SUBSETS = tuple(Subset(c) for c in facts.SUBSETS)
 BY_CONFIG = {s.config: s for s in SUBSETS}
 TOTAL = sum(facts.COUNTS.values())
 
@@ -68,7 +50,6 @@ FEATURES = Features({
     "id": _f("string"), "key": _f("string"), "subset": _f("string"), "category": _f("string"),
     "image": datasets.Image(), "caption": _f("string"), "negative_caption": _f("string"), "filename": _f("string"),
 })
-_FIELDS = {"filename", "caption", "negative_caption"}
 
 SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one COCO image, the caption and
@@ -83,82 +64,59 @@ tags: [subset, category]
 """
 
 
-def coco_file(rec: Any, where: str) -> str:
-    name = str_field(rec, "filename", where)
-    if not imgs.SOURCES[SOURCE].matches(name):
-        raise AnnotationError(f"{where}: filename {name!r} is not a COCO val2017 file name (12 digits + .jpg)")
-    return name
+@dataclass(frozen=True)
+class Record:
+    """One record of a SugarCREPE file (``{key: {caption, negative_caption, filename}}``)."""
+
+    caption: str
+    negative_caption: str
+    filename: str
+
+    @classmethod
+    def parse(cls, rec: Any, where: str) -> Record:
+        record = parse_record(cls, rec, where)
+        if not imgs.SOURCES[SOURCE].matches(record.filename):
+            raise AnnotationError(f"{where}: filename {record.filename!r} is not a COCO val2017 file name (12 digits + "
+                                  ".jpg)")
+        return record
 
 
-def read_subset(annotations: Path, subset: Subset) -> list[dict[str, Any]]:
+def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     """One annotation file -> rows (without image bytes), in the file's key order."""
     path = annotations / f"{subset.config}.json"
     data = read_json(path, "SugarCREPE", dict, "a JSON object mapping keys to records",
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for key, rec in data.items():
-        where = f"{path.name} record {key!r}"
-        if not isinstance(rec, dict):
-            raise AnnotationError(f"{where}: expected a JSON object")
-        unknown = set(rec) - _FIELDS
-        if unknown:
-            raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
-        rows.append({
-            "id": f"{subset.config}/{key}", "key": str(key), "subset": subset.config, "category": subset.category,
-            "caption": str_field(rec, "caption", where), "negative_caption": str_field(rec, "negative_caption", where),
-            "filename": coco_file(rec, where),
-            "_images": (("image", SOURCE, rec["filename"]),),
-        })
+        r = Record.parse(rec, f"{path.name} record {key!r}")
+        rows.append(Row(f"{subset.config}/{key}", dict(key=str(key), subset=subset.config, category=subset.category,
+                                                      caption=r.caption, negative_caption=r.negative_caption,
+                                                      filename=r.filename), (Image("image", SOURCE, r.filename),)))
     return rows
 
 
 # ---- configs and card ---------------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    all_files = {SPLIT: [f"data/{s.config}/{SPLIT}-*.parquet" for s in SUBSETS]}
-    return ([ConfigDecl("all", FEATURES, (SPLIT,), default=True, paths=all_files)]
-            + [ConfigDecl(s.config, FEATURES, (SPLIT,)) for s in SUBSETS])
-
-
-def card_yaml() -> dict[str, Any]:
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="sugar-crepe-mit-coco",
-        license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-        pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["1K<n<10K"],
-    )
-
-
-def card_values() -> dict[str, Any]:
-    rows = [{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}",
-             "example": s.example} for s in SUBSETS]
-    groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
-               "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
-    return dict(rows=rows, groups=groups, total=f"{TOTAL:,}", citation=facts.CITATION.strip(),
-                **upstream_values(facts.UPSTREAM))
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "sugar_crepe_card.md", card_yaml(), **card_values())
 
 
 # ---- build ----------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class SugarCrepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE (NeurIPS 2023): 7 hard-negative subsets on COCO val2017, from the pinned upstream files"
     what = "the 7 SugarCREPE JSON files"
     sources = (SOURCE,)
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
+    card = dict(license_name="sugar-crepe-mit-coco",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
+                pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
+                size_categories=["1K<n<10K"])
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
-
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
+                   "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
+        return dict(category={s.config: s.category for s in SUBSETS}, count={s.config: f"{s.count:,}" for s in SUBSETS},
+                    groups=groups, total=f"{TOTAL:,}")

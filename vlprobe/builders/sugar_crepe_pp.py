@@ -22,9 +22,8 @@ from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe_pp as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, UpstreamBuilder, str_field, upstream_values
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
 
@@ -53,7 +52,6 @@ FEATURES = Features({
     "image": datasets.Image(), "caption": _f("string"), "caption2": _f("string"), "negative_caption": _f("string"),
     "filename": _f("string"),
 })
-_FIELDS = {"id", "filename", "caption", "caption2", "negative_caption"}
 
 SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one COCO image, its two true
@@ -69,74 +67,54 @@ tags: [subset, category]
 """
 
 
-def read_subset(annotations: Path, subset: Subset) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Record:
+    """One record of a SugarCREPE++ file (a list of ``{id, filename, caption, caption2, negative_caption}``)."""
+
+    id: int
+    filename: str
+    caption: str
+    caption2: str
+    negative_caption: str
+
+    @classmethod
+    def parse(cls, rec: Any, where: str) -> Record:
+        record = parse_record(cls, rec, where)
+        if not imgs.SOURCES[SOURCE].matches(record.filename):
+            raise AnnotationError(f"{where}: filename {record.filename!r} is not a COCO val2017 file name (12 digits + "
+                                  ".jpg)")
+        return record
+
+
+def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     path = annotations / f"{subset.config}.json"
     data = read_json(path, "SugarCREPE++", list, "a JSON list of records",
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
-        where = f"{path.name} record {n}"
-        if not isinstance(rec, dict):
-            raise AnnotationError(f"{where}: expected a JSON object")
-        unknown = set(rec) - _FIELDS
-        if unknown:
-            raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
-        key = rec.get("id")
-        if not isinstance(key, int) or isinstance(key, bool):
-            raise AnnotationError(f"{where}: field 'id' is missing or not an integer")
-        filename = str_field(rec, "filename", where)
-        if not imgs.SOURCES[SOURCE].matches(filename):
-            raise AnnotationError(f"{where}: filename {filename!r} is not a COCO val2017 file name (12 digits + .jpg)")
-        rows.append({
-            "id": f"{subset.config}/{key}", "key": str(key), "subset": subset.config, "category": subset.category,
-            "caption": str_field(rec, "caption", where), "caption2": str_field(rec, "caption2", where),
-            "negative_caption": str_field(rec, "negative_caption", where), "filename": filename,
-            "_images": (("image", SOURCE, filename),),
-        })
+        r = Record.parse(rec, f"{path.name} record {n}")
+        rows.append(Row(f"{subset.config}/{r.id}", dict(
+            key=str(r.id), subset=subset.config, category=subset.category, caption=r.caption, caption2=r.caption2,
+            negative_caption=r.negative_caption, filename=r.filename), (Image("image", SOURCE, r.filename),)))
     return rows
 
 
-def config_decls() -> list[ConfigDecl]:
-    all_files = {SPLIT: [f"data/{s.config}/{SPLIT}-*.parquet" for s in SUBSETS]}
-    return ([ConfigDecl("all", FEATURES, (SPLIT,), default=True, paths=all_files)]
-            + [ConfigDecl(s.config, FEATURES, (SPLIT,)) for s in SUBSETS])
-
-
-def card_yaml() -> dict[str, Any]:
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="sugar-crepe-pp-cc-by-4.0-coco",
-        license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-        pretty_name="SugarCREPE++", task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["1K<n<10K"],
-    )
-
-
-def card_values() -> dict[str, Any]:
-    rows = [{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}"} for s in SUBSETS]
-    return dict(rows=rows, total=f"{TOTAL:,}", citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "sugar_crepe_pp_card.md", card_yaml(), **card_values())
-
-
-class Builder(UpstreamBuilder):
+class SugarCrepePP(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE++ (NeurIPS 2024): 5 subsets, 1 image x 2 true captions + 1 negative, from the pinned upstream files"
     what = "the 5 SugarCREPE++ JSON files"
     sources = (SOURCE,)
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
+    card = dict(license_name="sugar-crepe-pp-cc-by-4.0-coco",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
+                pretty_name="SugarCREPE++", task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
+                size_categories=["1K<n<10K"])
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
-
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        return dict(rows=[{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}"}
+                          for s in SUBSETS], total=f"{TOTAL:,}")

@@ -1,5 +1,6 @@
-"""Shared plumbing of the synthetic dataset builders (``vlprobe build travlr|winoground_style``):
-the output folder, size arguments, rendering with a rate report, and writing one split of rows."""
+"""The base of the synthetic instruments' builders (``vlprobe build travlr|winoground_style``): scenes rendered by
+vlprobe (:mod:`vlprobe.scenes`), so a build's output is fixed by its arguments and code; the shared options, the card
+and ``vlprobe.yaml``, rendering with a rate report, and writing one split of rows."""
 
 from __future__ import annotations
 
@@ -11,22 +12,42 @@ from typing import Any, Mapping, Sequence
 
 import datasets
 
-from ..dataset.folder import progress_bars_off, write_split
+from ..dataset.folder import card_metadata, progress_bars_off, write_card, write_spec, write_split
 from ..scenes.model import Scene
 from ..scenes.render import render_many
-from ..storage.locations import dataset_folder
+from . import Builder, cards
 
 
-def add_out_argument(p: argparse.ArgumentParser, name: str) -> None:
-    """``--out``, defaulting to the folder the offline default of `vlprobe evaluate` / `vlprobe probe`
-    reads (:func:`vlprobe.storage.locations.dataset_folder`): ``./<name>`` in a clone (its committed card
-    folder), else ``$VLPROBE_ROOT/<name>`` when set, else ``~/.cache/vlprobe/datasets/<name>``, so
-    that an installed vlprobe run from any folder builds and finds the same folder."""
-    default = dataset_folder(name)
-    p.add_argument("--out", type=Path, default=default,
-                   help=f"dataset folder to write (default here: {default}; ./{name} when it holds a "
-                        f"vlprobe.yaml, as in a clone, else $VLPROBE_ROOT/{name} when set, else "
-                        f"$VLPROBE_CACHE/datasets/{name}, ~/.cache/vlprobe/datasets/{name} by default)")
+class SyntheticBuilder(Builder):
+    """A builder of rendered scenes: its options (``--size``, ``--configs``, ``--seed``, ``--workers``), and its card
+    (the prose of ``vlprobe/templates/<body>``, the YAML from its configs) and ``vlprobe.yaml``, the same for every
+    size and seed. A subclass says its sizes and configs, and renders (:meth:`write`)."""
+
+    sizes: Mapping[str, Any] = {}
+    size_help: str = ""
+    configs: Sequence[str] = ()
+    configs_help: str = ""
+    body: str = ""  # the card's prose: vlprobe/templates/<body>
+    spec_yaml: str = ""
+    card: Mapping[str, Any] = {}  # the card's YAML besides its configs and licence, cc-by-4.0 (card_metadata)
+    generator = Builder.generator + ("scenes/*.py",)
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--size", choices=sorted(self.sizes), default="default", help=self.size_help)
+        p.add_argument("--configs", default="all", help=self.configs_help or
+                       f"comma-separated subset of {', '.join(self.configs)} (default: all)")
+        p.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
+        p.add_argument("--workers", type=int, default=1, help="rendering processes (default 1; 2+ for large sizes)")
+        super().add_arguments(p)
+
+    def generator_files(self) -> list[Path]:
+        return super().generator_files() + [cards.TEMPLATES / self.body]
+
+    def write_metadata(self, folder: Path) -> None:
+        """The card (README.md) and vlprobe.yaml."""
+        write_card(folder, card_metadata(self.config_decls(), license="cc-by-4.0", **self.card),
+                   cards.body(self.body))
+        write_spec(folder, self.spec_yaml, self.name)  # the folder is its benchmark whatever it is called
 
 
 def parse_split_sizes(text: str | None, splits: Sequence[str]) -> dict[str, int]:
@@ -76,11 +97,8 @@ class RateMeter:
 
     def report(self, what: str, total_seconds: float) -> None:
         rate = self.images / self.seconds if self.seconds else float("nan")
-        print(
-            f"{what}: {self.images} images rendered in {self.seconds:.1f}s ({rate:.0f} images/s); "
-            f"total {total_seconds:.1f}s",
-            file=sys.stderr,
-        )
+        print(f"{what}: {self.images} images rendered in {self.seconds:.1f}s ({rate:.0f} images/s); total "
+              f"{total_seconds:.1f}s", file=sys.stderr)
 
 
 def write_rows(folder: Path, config: str, split: str, rows: list[Mapping[str, Any]], features: datasets.Features) -> Path:

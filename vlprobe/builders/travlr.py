@@ -16,16 +16,10 @@ from pathlib import Path
 
 import datasets
 
-from ..dataset.folder import ConfigDecl, card_metadata, rebuilding, write_card, write_spec
+from ..dataset.folder import ConfigDecl, write_spec
 from ..scenes import travlr as gen
-from . import cards, unchanged
-from .synthetic import RateMeter, parse_names, parse_split_sizes, write_rows
-
-NAME = "travlr"
-HELP = "TraVLR's 4 tasks (spatiality, cardinality, quantifiers, numerical_comparison) rendered offline"
-# what `vlprobe list` says a build needs
-NEEDS = "nothing: scenes rendered offline by vlprobe (seeded; --size tiny/default/paper)"
-DEFAULT_OUT = Path("travlr")
+from . import cards
+from .synthetic import RateMeter, SyntheticBuilder, parse_names, parse_split_sizes, write_rows
 
 FEATURES = datasets.Features({
     "id": datasets.Value("string"),
@@ -78,79 +72,50 @@ context: caption
 """
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .synthetic import add_out_argument  # ./NAME in a clone, else the user's folder (vlprobe.storage.locations)
+class Travlr(SyntheticBuilder):
+    name = "travlr"
+    help = "TraVLR's 4 tasks (spatiality, cardinality, quantifiers, numerical_comparison) rendered offline"
+    needs = "nothing: scenes rendered offline by vlprobe (seeded; --size tiny/default/paper)"
+    sizes = gen.SIZES
+    size_help = ("rows per split (train/validation/test_ind/test_ood): tiny 8/4/4/4, default 2000/200/200/200, paper as "
+                 "the paper's Table 3 (spatiality 32000, the others 8000 training rows; 10000/10000/20000), paper32k "
+                 "32000/10000/10000/20000 for every task")
+    configs = gen.TASKS
+    body = "travlr_body.md"
+    spec_yaml = SPEC_YAML
+    card = dict(pretty_name="TraVLR (vlprobe rendering)", language=["en"], task_categories=["visual-question-answering"],
+                tags=["synthetic", "vision-and-language", "foils", "travlr", "vlprobe"])
 
-    add_out_argument(p, NAME)
-    p.add_argument("--size", choices=sorted(gen.SIZES), default="default",
-                   help="rows per split (train/validation/test_ind/test_ood): tiny 8/4/4/4, default 2000/200/200/200, "
-                        "paper as the paper's Table 3 (spatiality 32000, the others 8000 training rows; "
-                        "10000/10000/20000), paper32k 32000/10000/10000/20000 for every task")
-    p.add_argument("--split-sizes", default=None, metavar="SPLIT=N,...",
-                   help="override some split sizes, e.g. train=1000,test_ood=500")
-    p.add_argument("--configs", default="all", help=f"comma-separated subset of {', '.join(gen.TASKS)} (default: all)")
-    p.add_argument("--seed", type=int, default=0, help="generation seed (default 0)")
-    p.add_argument("--workers", type=int, default=1, help="rendering processes (default 1; 2+ for --size paper)")
-    unchanged.add_force_argument(p)
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--split-sizes", default=None, metavar="SPLIT=N,...",
+                       help="override some split sizes, e.g. train=1000,test_ood=500")
+        super().add_arguments(p)
 
+    def config_decls(self) -> list[ConfigDecl]:
+        return [ConfigDecl(task, FEATURES, splits=gen.SPLITS, default=(task == "spatiality")) for task in gen.TASKS]
 
-def config_decls() -> list[ConfigDecl]:
-    return [ConfigDecl(task, FEATURES, splits=gen.SPLITS, default=(task == "spatiality")) for task in gen.TASKS]
+    def plan(self, args: argparse.Namespace) -> tuple[dict[str, int], list[str]]:
+        """(the split sizes given, the tasks to build), checked before anything is written."""
+        return parse_split_sizes(args.split_sizes, gen.SPLITS), parse_names(args.configs, gen.TASKS, "config(s)")
 
+    def write_metadata(self, folder: Path) -> None:
+        """The card, vlprobe.yaml and true_false.yaml (the two framings); identical for every size and seed."""
+        super().write_metadata(folder)
+        write_spec(folder, TRUE_FALSE_YAML, self.name, name=TRUE_FALSE_SPEC)
 
-def card_text() -> tuple[dict, str]:
-    meta = card_metadata(
-        config_decls(),
-        license="cc-by-4.0",
-        pretty_name="TraVLR (vlprobe rendering)",
-        language=["en"],
-        task_categories=["visual-question-answering"],
-        tags=["synthetic", "vision-and-language", "foils", "travlr", "vlprobe"],
-    )
-    return meta, CARD_BODY
-
-
-def write_metadata(out: Path) -> None:
-    """The card (README.md), vlprobe.yaml and true_false.yaml; identical for every size and seed."""
-    meta, body = card_text()
-    write_card(out, meta, body)
-    write_spec(out, SPEC_YAML, NAME)  # the folder is TraVLR whatever it is called, in either framing
-    write_spec(out, TRUE_FALSE_YAML, NAME, name=TRUE_FALSE_SPEC)
-
-
-# The files whose code decides what a build writes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
-GENERATOR = ("scenes/*.py", "builders/travlr.py", "builders/synthetic.py", "builders/cards.py", "dataset/folder.py",
-             "templates/travlr_body.md")
-
-
-def build(args: argparse.Namespace) -> Path:
-    out = Path(args.out)
-    overrides = parse_split_sizes(args.split_sizes, gen.SPLITS)
-    tasks = parse_names(args.configs, gen.TASKS, "config(s)")
-    want = unchanged.inputs(NAME, {"size": args.size, "split_sizes": overrides, "configs": tasks, "seed": args.seed},
-                            GENERATOR)
-    if not getattr(args, "force", False) and unchanged.up_to_date(out, want):
-        args.up_to_date = f"{out} is up to date (built from the same inputs: {unchanged.describe(want)}; every " \
-                          f"file intact): nothing built; --force rebuilds it"
-        return out
-    start = time.perf_counter()
-    meter = RateMeter()
-    with rebuilding(out) as target:  # swapped in whole at the end: a failed or killed build changes nothing
-        write_metadata(target)
+    def write(self, folder: Path, plan: tuple[dict[str, int], list[str]], args: argparse.Namespace) -> None:
+        overrides, tasks = plan
+        start, meter = time.perf_counter(), RateMeter()
+        self.write_metadata(folder)
         for task in tasks:
             examples = gen.generate_task(task, {**gen.sizes_for(args.size, task), **overrides}, seed=args.seed)
             for split in gen.SPLITS:
                 exs = examples[split]
                 pngs = meter.render([e.scene for e in exs], workers=args.workers, **gen.RENDER_OPTIONS)
-                rows = []
-                for i, (ex, png) in enumerate(zip(exs, pngs)):
-                    row = gen.to_row(ex, i)
-                    row["image"] = {"bytes": png, "path": None}
-                    rows.append(row)
-                write_rows(target, task, split, rows, FEATURES)
-        unchanged.record(target, want)  # last: the inputs and every file this build leaves
-    meter.report(f"travlr ({args.size}, seed {args.seed})", time.perf_counter() - start)
-    return out
+                rows = [{**gen.to_row(ex, i), "image": {"bytes": png, "path": None}}
+                        for i, (ex, png) in enumerate(zip(exs, pngs))]
+                write_rows(folder, task, split, rows, FEATURES)
+        meter.report(f"travlr ({args.size}, seed {args.seed})", time.perf_counter() - start)
 
 
-CARD_BODY = cards.body("travlr_body.md")  # the card's prose, vlprobe/templates/travlr_body.md
+CARD_BODY = cards.body(Travlr.body)  # the card's prose, vlprobe/templates/travlr_body.md

@@ -1,31 +1,27 @@
-"""A rebuild with the same inputs does nothing, and says so.
+"""A rebuild with the same inputs does nothing, and says so: every builder, through :meth:`vlprobe.builders.Builder.build`.
 
-A builder whose output is fixed by its inputs (the synthetic instruments: arguments and generator code; an upstream
-benchmark: its pinned files) records them when it builds, in ``<folder>/data/BUILD_INPUTS.json``, with the sha256
-of every file the build wrote. Asked to build again, it compares: the same inputs, and every recorded file there
-with the same bytes, is "up to date: nothing built" in about a second instead of rendering everything again; any
-difference (another size or seed, an edited generator, a new Pillow, a deleted or changed shard) rebuilds, as does
-``--force``.
-
-The inputs are a dict the builder gives (:func:`inputs`): its name, its arguments (those that change the output,
-not ``--out`` or ``--workers``), the sha256 of the source files that generate the output (its **generator
-version**: the code itself, so an edit rebuilds in a clone and an upgrade rebuilds when installed) and the versions
-of the libraries whose bytes end up in the files (Pillow and zlib encode the PNGs, pyarrow and datasets write the
-parquet).
+A build records what its output depends on (:class:`Inputs`) in ``<folder>/data/BUILD_INPUTS.json``, with the sha256
+of every file it wrote; built again from the same inputs, with every recorded file there and unchanged, it is "up to
+date: nothing built" in seconds. The inputs: the builder, its arguments (not ``--out`` or ``--workers``), the files
+it read (``sources``: annotation files by git blob hash, images and a user's captions by stamp), the sha256 of the
+code that generates the output (its **generator version**: an edit rebuilds in a clone, an upgrade when installed)
+and the versions of the libraries whose bytes end up in the files (Pillow and zlib encode the PNGs, pyarrow and
+datasets write the parquet). Any difference, a deleted or changed file, or ``--force`` rebuilds.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import zlib
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..dataset.folder import DATA_DIR
+from ..storage.keys import sha256_files, stamp
 
 RECORD = "BUILD_INPUTS.json"
 # The libraries whose bytes end up in a built folder.
@@ -33,94 +29,120 @@ LIBRARIES = ("Pillow", "pyarrow", "datasets", "numpy")
 PACKAGE = Path(__file__).resolve().parents[1]  # vlprobe/
 
 
-def add_force_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--force", action="store_true",
-                   help="build even when the folder was built from the same inputs and is intact (by default such a "
-                        "rebuild does nothing and says so)")
+def package_files(patterns: Iterable[str]) -> list[Path]:
+    """The files of the vlprobe package matching ``patterns`` (globs relative to ``vlprobe/``)."""
+    return [p for pattern in patterns for p in PACKAGE.glob(pattern) if p.is_file()]
 
 
-def generator_digest(patterns: Iterable[str]) -> str:
-    """sha256 over the files of the vlprobe package matching ``patterns`` (globs relative to ``vlprobe/``), each
-    named by its path there."""
+def generator_digest(files: Iterable[str | os.PathLike]) -> str:
+    """sha256 over ``files`` (each named by its path in the vlprobe package, or by its name outside it: a plugin's)."""
     h = hashlib.sha256()
-    for path in sorted({p for pattern in patterns for p in PACKAGE.glob(pattern) if p.is_file()}):
-        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted({Path(f).resolve() for f in files}):
+        name = path.relative_to(PACKAGE).as_posix() if path.is_relative_to(PACKAGE) else path.name
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
-def inputs(builder: str, arguments: Mapping[str, Any], generator: Iterable[str]) -> dict[str, Any]:
-    """What a build's output depends on: the builder, its arguments, the generator's digest (:func:`generator_digest`
-    of ``generator``) and the libraries' versions."""
-    versions = {}
-    for name in LIBRARIES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    versions["zlib"] = zlib.ZLIB_RUNTIME_VERSION
-    return {"builder": builder, "arguments": json.loads(json.dumps(dict(arguments), sort_keys=True)),
-            "generator_sha256": generator_digest(generator), "libraries": versions}
+class Read(NamedTuple):
+    """Files a build read (:meth:`vlprobe.builders.Builder.files_read`): how many, and a digest of what says each one is
+    unchanged (its hash, or its stamp)."""
+
+    files: int
+    sha256: str
 
 
-def _sha256(path: Path) -> str:
+@dataclass(frozen=True)
+class Inputs:
+    """What a build's output depends on (the module doc)."""
+
+    builder: str
+    arguments: dict[str, Any]
+    sources: dict[str, Read]
+    generator_sha256: str
+    libraries: dict[str, str | None]
+
+    @classmethod
+    def of(cls, builder: str, arguments: Mapping[str, Any], sources: Mapping[str, Read],
+           generator: Iterable[str | os.PathLike]) -> Inputs:
+        """The inputs of a build now: ``generator`` hashed (:func:`generator_digest`), the libraries' versions."""
+        versions = {name: _version(name) for name in LIBRARIES}
+        return cls(builder, dict(arguments), dict(sources), generator_digest(generator),
+                   {**versions, "zlib": zlib.ZLIB_RUNTIME_VERSION})
+
+    def as_json(self) -> Any:
+        return json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
+
+    def describe(self) -> str:
+        """The inputs in a few words, for the "nothing built" line."""
+        def shown(value: Any) -> str:
+            if isinstance(value, dict):
+                return ",".join(f"{k}={v}" for k, v in value.items())
+            return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+        args = [f"{k} {shown(v)}" for k, v in sorted(self.arguments.items()) if v is not None and v is not False
+                and v not in ({}, [], "")]
+        read = [f"{k} ({v.files:,} files)" for k, v in self.sources.items()]
+        return ", ".join(args + read) + f"; generator {self.generator_sha256[:12]}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """``data/BUILD_INPUTS.json``: the inputs of the build that wrote the folder, and the sha256 of each file it left."""
+
+    inputs: Any
+    files: dict[str, str]
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def stamps(paths: Mapping[str, str | os.PathLike]) -> Read:
+    """Files read, each named and judged by its stamp (size, modification and change time, inode:
+    :func:`vlprobe.storage.keys.stamp`), so that a rebuild reads no file's bytes; a file changed, replaced or touched
+    changes the digest."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    for name, path in sorted(paths.items()):
+        h.update(f"{name}\0{stamp(os.stat(path))}\0".encode())
+    return Read(len(paths), h.hexdigest())
+
+
+def hashes(files: Mapping[str, str]) -> Read:
+    """Files read, each named and judged by the hash of its content (an annotation file's git blob hash)."""
+    return Read(len(files), hashlib.sha256(json.dumps(sorted(files.items())).encode()).hexdigest())
 
 
 def _files(folder: Path) -> dict[str, str]:
-    """Every file of a built folder (less the record itself and dot-files such as make's stamp), by its path in it."""
-    out = {}
+    """Every file of a built folder (less the record itself and dot-files), by its path in it."""
+    paths = {}
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".staging"))
         for name in sorted(names):
             path = Path(root, name)
             rel = path.relative_to(folder).as_posix()
             if rel != f"{DATA_DIR}/{RECORD}" and not (name.startswith(".") and name != ".huggingface.yaml"):
-                out[rel] = _sha256(path)
-    return out
+                paths[rel] = path
+    return dict(zip(paths, sha256_files(list(paths.values()))[1]))
 
 
-def up_to_date(folder: str | Path, want: Mapping[str, Any]) -> bool:
+def up_to_date(folder: str | os.PathLike, want: Inputs) -> bool:
     """Whether ``folder`` was built from exactly ``want`` and every file that build wrote is there, unchanged."""
     folder = Path(folder)
     try:
-        record = json.loads((folder / DATA_DIR / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = Record(**json.loads((folder / DATA_DIR / RECORD).read_text(encoding="utf-8")))
+        return bool(record.files) and record.inputs == want.as_json() and all(
+            (folder / rel).is_file() and sha256_files([folder / rel])[0] == digest for rel, digest in record.files.items())
+    except (OSError, ValueError, TypeError, AttributeError):
         return False
-    if not isinstance(record, dict) or record.get("inputs") != json.loads(json.dumps(dict(want), sort_keys=True)):
-        return False
-    files = record.get("files")
-    if not isinstance(files, dict) or not files:
-        return False
-    for rel, digest in files.items():
-        path = folder / rel
-        try:
-            if not path.is_file() or _sha256(path) != digest:
-                return False
-        except OSError:
-            return False
-    return True
 
 
-def record(target: str | Path, want: Mapping[str, Any]) -> Path:
+def record(target: str | os.PathLike, want: Inputs) -> Path:
     """Write the record of a build into ``target`` (the folder being built), after its last file."""
-    target = Path(target)
-    path = target / DATA_DIR / RECORD
+    path = Path(target) / DATA_DIR / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"inputs": json.loads(json.dumps(dict(want), sort_keys=True)), "files": _files(target)}
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(asdict(Record(want.as_json(), _files(Path(target)))), indent=1, sort_keys=True) + "\n",
+                    encoding="utf-8")
     return path
-
-
-def describe(want: Mapping[str, Any]) -> str:
-    """The inputs in a few words, for the "nothing built" line."""
-    def shown(value: Any) -> str:
-        if isinstance(value, dict):
-            return ",".join(f"{k}={v}" for k, v in value.items())
-        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
-
-    args = ", ".join(f"{k} {shown(v)}" for k, v in want["arguments"].items() if v not in (None, {}, []))
-    return f"{args}; generator {want['generator_sha256'][:12]}"

@@ -38,7 +38,7 @@ from typing import Sequence
 from ..benchmarks import Upstream, UpstreamFile
 from ..storage.keys import git_blob_sha1
 from ..storage.locations import cache_home, distrust, home_advice, images_home
-from . import AnnotationError
+from . import AnnotationError, stderr
 
 
 def default_cache() -> Path:
@@ -91,14 +91,26 @@ def _bytes(file: UpstreamFile, before: str = ",") -> str:
     return f" ({file.size:,} bytes)" if before == "(" else f", {file.size:,} bytes"
 
 
-def file_records(upstream: Upstream, folder: Path) -> list[dict]:
-    """Per file of ``upstream`` in ``folder`` (as :func:`annotation_folder` returned it): its path,
-    git blob hash, size and whether that hash was checked against a pinned one."""
-    out = []
-    for f in upstream.files:
+@dataclass(frozen=True)
+class FileRecord:
+    """An annotation file a build read: its path, git blob hash and size, whether the hash was checked against a
+    pinned one, and the pinned set it belongs to (the upstream's, a third-party copy's)."""
+
+    path: str
+    blob: str
+    size: int
+    pinned: bool
+    set: Upstream
+
+    @classmethod
+    def read(cls, folder: Path, f: UpstreamFile, up: Upstream) -> FileRecord:
         data = (Path(folder) / f.path).read_bytes()
-        out.append({"path": f.path, "blob": git_blob_sha1(data), "size": len(data), "pinned": f.pinned})
-    return out
+        return cls(f.path, git_blob_sha1(data), len(data), f.pinned, up)
+
+
+def file_records(upstream: Upstream, folder: Path) -> list[FileRecord]:
+    """Per file of ``upstream`` in ``folder`` (as :func:`annotation_folder` returned it): what a build read."""
+    return [FileRecord.read(folder, f, upstream) for f in upstream.files]
 
 
 def warn_unpinned(upstream: Upstream, log=None) -> None:
@@ -111,13 +123,7 @@ def warn_unpinned(upstream: Upstream, log=None) -> None:
             f"pinned git blob hash, because vlprobe has none recorded for them yet ({shown}); the hashes of the "
             f"files used are in the build's data/BUILD.md; to pin one, compare it with what `git ls-tree "
             f"{upstream.commit[:8]} {upstream.folder}<file>` prints in a clone of github.com/{upstream.repo}")
-    (log or _stderr)(line)
-
-
-def _stderr(msg: str) -> None:
-    import sys
-
-    print(msg, file=sys.stderr, flush=True)
+    (log or stderr)(line)
 
 
 def _offline() -> bool:
@@ -179,52 +185,20 @@ def annotation_folder(
     timeout: float = 60.0,
     log=None,
 ) -> Path:
-    """A folder holding every file of ``upstream``, each verified against its git blob hash."""
+    """A folder holding every file of ``upstream``, each verified against its git blob hash (:func:`locate`, for a
+    build that needs them all): a file missing stops it, naming every file missing and where to get it."""
+    located = locate([upstream], local, cache_dir, base_url, retries, timeout, log)
+    absent = [f for f in upstream.files if f.path in located.absent]
+    if not absent:
+        return located.folder
     if local is not None:
-        folder = Path(local).expanduser()
-        absent = [f for f in upstream.files if not (folder / f.path).is_file()]
-        if absent:
-            shown = ", ".join(f.path for f in absent[:5]) + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else "")
-            raise FileNotFoundError(
-                f"{upstream.benchmark} annotation file not found: {folder / absent[0].path} "
-                f"({len(absent)} of {len(upstream.files)} missing in --annotations {folder}: {shown}; it should "
-                f"hold {upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
-        for f in upstream.files:
-            verify((folder / f.path).read_bytes(), f, str(folder / f.path), upstream)
-        warn_unpinned(upstream, log)
-        return folder
-
-    cache = cache_folder(upstream, cache_dir)
-    missing = []
-    for f in upstream.files:
-        path = cache / f.path
-        if path.is_file():
-            try:
-                verify(path.read_bytes(), f, str(path), upstream)
-                continue
-            except AnnotationChecksumError:
-                path.unlink()  # a damaged cache entry: fetch it again
-        missing.append(f)
-    if not missing:
-        warn_unpinned(upstream, log)
-        return cache
-    base = upstream.base_url(base_url)
-    if _offline():
-        raise AnnotationDownloadError(_needed_message(
-            upstream, missing, base, "offline mode is on (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE)", cache))
-    for n, f in enumerate(missing):
-        url = base + f.path
-        data, errors, _ = _fetch(url, timeout, retries)
-        if data is None:
-            raise AnnotationDownloadError(_needed_message(
-                upstream, missing[n:], base, f"downloading {url} failed ({'; '.join(errors)})", cache))
-        verify(data, f, url, upstream)
-        _write_atomically(cache / f.path, data)
-        if log:
-            log(f"{upstream.benchmark}: fetched {f.path} ({len(data):,} bytes, "
-                + ("git blob verified)" if f.pinned else "no pinned git blob hash to check it against)"))
-    warn_unpinned(upstream, log)
-    return cache
+        shown = ", ".join(f.path for f in absent[:5]) + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else "")
+        raise FileNotFoundError(
+            f"{upstream.benchmark} annotation file not found: {located.folder / absent[0].path} ({len(absent)} of "
+            f"{len(upstream.files)} missing in --annotations {located.folder}: {shown}; it should hold "
+            f"{upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
+    why = located.absent[absent[0].path][2].removeprefix(f"not in the cache ({located.folder}) and ")
+    raise AnnotationDownloadError(_needed_message(upstream, absent, upstream.base_url(base_url), why, located.folder))
 
 
 @dataclass
@@ -237,13 +211,9 @@ class Located:
     found: dict[str, tuple[UpstreamFile, Upstream]]  # path -> (its pin, its set)
     absent: dict[str, tuple[UpstreamFile, Upstream, str]]  # path -> (its pin, its set, why it is not here)
 
-    def records(self) -> list[dict]:
-        """Per file found: path, git blob hash, size, whether the hash was checked, and its set."""
-        out = []
-        for path, (f, up) in self.found.items():
-            data = (self.folder / path).read_bytes()
-            out.append({"path": path, "blob": git_blob_sha1(data), "size": len(data), "pinned": f.pinned, "set": up})
-        return out
+    def records(self) -> list[FileRecord]:
+        """Per file found: what a build read."""
+        return [FileRecord.read(self.folder, f, up) for f, up in self.found.values()]
 
 
 def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> str:
@@ -331,11 +301,10 @@ def _warn_unpinned_found(found: dict[str, tuple[UpstreamFile, Upstream]], log=No
 
 # ---- the command line every upstream builder shares ----------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, sources: Sequence[str],
-                  images_help: str, download_help: str, default_out: Path) -> None:
+                  images_help: str, download_help: str) -> None:
     """The options of every ``vlprobe build <benchmark>`` whose annotations come from ``up`` and whose
     images come from original sources (``sources``): where the annotations and images are, the
-    download cache and workers, what to do with missing images, ``--out``. A builder adds only its
-    own options after these."""
+    download cache and workers, what to do with missing images. A builder adds only its own options after these."""
 
     parser.add_argument("--annotations", type=Path, default=None,
                         help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
@@ -360,4 +329,3 @@ def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, s
     parser.add_argument("--read-workers", type=int, default=2, help="threads reading and checking images (default: 2)")
     parser.add_argument("--skip-missing-images", action="store_true",
                         help="leave out rows whose image is missing (data/BUILD.md lists them) instead of stopping")
-    parser.add_argument("--out", type=Path, default=default_out, help="dataset folder to write (default: %(default)s)")

@@ -13,82 +13,29 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import datasets
 from datasets import Features, List, Value
 
 from ..benchmarks import valse as facts
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, card_metadata
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, Plan, UpstreamBuilder, count_lines
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
 
 
-@dataclass(frozen=True)
-class Instrument:
+class Instrument(NamedTuple):
+    """An instrument: its config, annotation file and piece (what each tests: the card, templates/valse_card.md)."""
+
     config: str
     file: str
     piece: str
-    title: str
-    tests: str
-    example: str
 
 
-# Config name, annotation file, piece, and what the instrument tests (paper §3, Table 1).
-INSTRUMENTS: tuple[Instrument, ...] = (
-    Instrument("existence", "existence.json", "existence", "Existence (existential quantifiers)",
-               "Is there no entity of a kind in the image, or one or more? Captions come from Visual7W "
-               "'how many' answers turned into statements; the foil turns 'no X' into 'X' and back.",
-               "*There are no animals shown.* / foil *There are animals shown.*"),
-    Instrument("plurality", "plurals.json", "plurality", "Plurality (semantic number)",
-               "A noun phrase denoting a single entity vs. several: a singular NP is foiled by a plural one "
-               "(sg2pl) or the reverse (pl2sg), with quantifiers 'exactly one' / 'some' / 'a number of'. COCO 2017 val "
-               "captions; GRUEN grammaticality >= 0.8 and NLI (foil must contradict the caption) filters.",
-               "*A small copper vase with some flowers in it.* / foil *... with exactly one flower in it.*"),
-    Instrument("counting_balanced", "counting-hard.json", "counting", "Counting, balanced",
-               "The number of entities: the numeral of a Visual7W 'how many' statement is replaced by another; "
-               "the number of examples per class is capped and caption/foil classes are balanced.",
-               "*There are four zebras.* / foil *There are six zebras.*"),
-    Instrument("counting_small_numbers", "counting-small-quant.json", "counting", "Counting, small numbers",
-               "A sanity check: caption and foil numbers are both in {0, 1, 2, 3}, classes balanced.",
-               "*Cars are allowed to park for exactly 2 hours from 8 am to 6 pm.* / foil *... exactly 1 hour ...* "
-               "(from `counting-small-quant.json`)"),
-    Instrument("counting_adversarial", "counting-adversarial.json", "counting", "Counting, adversarial",
-               "Caption numbers are >= 4 and foil numbers in {0, 1, 2, 3}, so a model biased towards the frequent "
-               "small numbers prefers the foil.",
-               "*There are exactly 4 cars parked.* / foil *There are exactly 0 cars parked.* "
-               "(from `counting-adversarial.json`)"),
-    Instrument("relations", "relations.json", "relations", "Spatial relations (prepositions)",
-               "The spatial preposition: SpanBERT proposes a 1-3 word replacement that occurs in the data; "
-               "GRUEN and NLI filters. COCO 2017 val captions.",
-               "*A cat plays with a pocket knife on a table.* / foil *... underneath a table.*"),
-    Instrument("action_replacement", "action-replacement.json", "actions", "Actions, replacement",
-               "Does the action in the text match the image? The verb is replaced by another SWiG verb "
-               "suggested by BERT (not a WordNet synonym, hyponym or hypernym). Captions generated from SWiG.",
-               "*A man shouts at a woman.* / foil *A man smiles at a woman.*"),
-    Instrument("actant_swap", "actant-swap.json", "actions", "Actions, actant swap",
-               "Who does what to whom: the two role fillers of the action are swapped.",
-               "*A man shouts at a woman.* / foil *A woman shouts at a man.*"),
-    Instrument("coreference_standard", "coreference-standard.json", "coreference", "Coreference, standard",
-               "Pronominal coreference: VisDial v1.0 (train) [caption. question with a pronoun? yes/no.]; the "
-               "foil flips the answer; yes/no balanced.",
-               "*Buffalos walk along grass. Are they in a zoo? No.* / foil *... Yes.*"),
-    Instrument("coreference_clean", "coreference-hard.json", "coreference", "Coreference, clean",
-               "As coreference standard, on a small set from the VisDial v1.0 validation set.",
-               "*a woman sits on a bench holding a guitar in her lap. is this in a park? yes.* / foil *... no.* "
-               "(from `coreference-hard.json`)"),
-    Instrument("foil_it", "foil-it.json", "foil_it", "FOIL-it! (noun phrases)",
-               "Noun phrases: 1,000 random entries of FOIL-it! (Shekhar et al., 2017): a COCO 2014 val caption whose noun "
-               "phrase is replaced by a semantically related one.",
-               "*a giant bowl of food, with broccoli and other food on it.* / foil *a giant bottle of food, ...* "
-               "(from `foil-it.json`; the paper gives no example)"),
-)
+INSTRUMENTS = tuple(Instrument(c, facts.FILES[c], facts.BENCHMARK.parts[c]) for c in facts.INSTRUMENTS)
 BY_CONFIG = {i.config: i for i in INSTRUMENTS}
-assert tuple(BY_CONFIG) == facts.INSTRUMENTS and all(facts.FILES[i.config] == i.file for i in INSTRUMENTS)
-assert all(facts.BENCHMARK.parts[i.config] == i.piece for i in INSTRUMENTS)
 PIECES = facts.PIECES
 # The paper's Table 5 #Valid and #Inst.: shown in the card; a build whose counts differ says so.
 PAPER_VALID, PAPER_ALL = facts.PAPER_VALID, facts.PAPER_ALL
@@ -110,14 +57,6 @@ FEATURES = Features({
     "nli_entail": _f("float64"), "nli_neutral": _f("float64"), "nli_contradict": _f("float64"), "nli_pred": _f("string"),
     "orig_caption": _f("string"), "only_caption": _f("string"),
 })
-
-# The fields of the annotation files, and where each goes (anything else stops the build).
-_KNOWN_FIELDS = {
-    "dataset", "original_split", "dataset_idx", "linguistic_phenomena", "image_file", "caption", "foil",
-    "classes", "classes_foil", "mturk", "answer", "split", "declarative_statement", "declarative_statement_foils",
-    "provenance_of_foils", "foil_method", "foiling_method", "grammaticality_scores", "nli_scores", "orig_caption",
-    "key", "only_caption",
-}
 
 SPEC_YAML = """\
 # How rows of this folder become vlprobe items (see vlprobe/dataset/spec.py): one image, the caption and
@@ -158,53 +97,98 @@ def image_source(file_name: str, where: str) -> str:
     raise AnnotationError(f"{where}: image_file {file_name!r} matches no known VALSE image source")
 
 
-def normalise(inst: Instrument, key: str, rec: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Votes:
+    """A record's ``mturk``: how many of the three annotators chose the caption, the foil, neither."""
+
+    caption: int
+    foil: int
+    other: int
+
+
+@dataclass(frozen=True)
+class Nli:
+    """A record's ``nli_scores``: each a list of one value."""
+
+    entail: Any = None
+    neutral: Any = None
+    contradict: Any = None
+    pred: Any = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a VALSE file; every field of the 11 files (anything else stops the build)."""
+
+    caption: str
+    foil: str
+    image_file: str
+    mturk: Any
+    dataset: Any = None
+    original_split: Any = None
+    dataset_idx: Any = None
+    linguistic_phenomena: Any = None
+    classes: Any = None
+    classes_foil: Any = None
+    answer: Any = None
+    split: Any = None
+    declarative_statement: Any = None
+    declarative_statement_foils: Any = None
+    provenance_of_foils: Any = None
+    foil_method: Any = None
+    foiling_method: Any = None
+    grammaticality_scores: Any = None
+    nli_scores: Any = None
+    orig_caption: Any = None
+    key: Any = None
+    only_caption: Any = None
+
+    @classmethod
+    def parse(cls, rec: Any, key: str, where: str) -> Record:
+        r = parse_record(cls, rec, where)
+        try:
+            votes = Votes(*(int(r.mturk[k]) for k in ("caption", "foil", "other")))
+        except (KeyError, TypeError, ValueError) as err:
+            raise AnnotationError(f"{where}: missing or malformed field: mturk {err!r}") from None
+        if r.split not in (None, r.original_split):
+            raise AnnotationError(f"{where}: split {r.split!r} differs from original_split {r.original_split!r}")
+        if r.key not in (None, key):
+            raise AnnotationError(f"{where}: field key {r.key!r} differs from the record key")
+        return replace(r, mturk=votes, nli_scores=parse_record(Nli, r.nli_scores or {}, f"{where} nli_scores"))
+
+    @property
+    def valid(self) -> bool:
+        """At least two of the three annotators chose the caption (``mturk.caption >= 2``): the paper's records."""
+        return self.mturk.caption >= 2
+
+
+def normalise(inst: Instrument, key: str, rec: Any) -> Row:
     """One annotation record -> one row (without the image bytes)."""
     where = f"{inst.file} record {key!r}"
-    unknown = set(rec) - _KNOWN_FIELDS
-    if unknown:
-        raise AnnotationError(f"{where}: unknown field(s) {sorted(unknown)}; the builder would drop them")
+    r = Record.parse(rec, key, where)
+    votes, nli = r.mturk, r.nli_scores
     try:
-        votes = rec["mturk"]
-        caption_votes, foil_votes, other_votes = int(votes["caption"]), int(votes["foil"]), int(votes["other"])
-        caption, foil, image_file = rec["caption"], rec["foil"], rec["image_file"]
-    except (KeyError, TypeError, ValueError) as err:
-        raise AnnotationError(f"{where}: missing or malformed field: {err!r}") from None
-    if rec.get("split") not in (None, rec.get("original_split")):
-        raise AnnotationError(f"{where}: split {rec['split']!r} differs from original_split {rec.get('original_split')!r}")
-    if rec.get("key") not in (None, key):
-        raise AnnotationError(f"{where}: field key {rec['key']!r} differs from the record key")
-    nli = rec.get("nli_scores") or {}
-    try:
-        classes, classes_foil = class_string(rec.get("classes")), class_string(rec.get("classes_foil"))
+        classes, classes_foil = class_string(r.classes), class_string(r.classes_foil)
     except TypeError as err:
         raise AnnotationError(f"{where}: {err}") from None
-    return {
-        "id": f"{inst.config}/{key}", "key": key, "piece": inst.piece, "instrument": inst.config,
-        "caption": caption, "foil": foil,
-        "source_dataset": rec.get("dataset"), "image_source": image_source(image_file, where), "image_file": image_file,
-        "original_split": rec.get("original_split"),
-        "dataset_idx": None if rec.get("dataset_idx") is None else str(rec["dataset_idx"]),
-        "linguistic_phenomena": rec.get("linguistic_phenomena"),
-        "classes": classes, "classes_foil": classes_foil,
-        "mturk_caption": caption_votes, "mturk_foil": foil_votes, "mturk_other": other_votes,
-        "valid": caption_votes >= 2,
-        "answer": rec.get("answer"),
-        "declarative_statement": rec.get("declarative_statement"),
-        "declarative_statement_foils": rec.get("declarative_statement_foils"),
-        "provenance_of_foils": rec.get("provenance_of_foils"),
-        "foil_method": rec.get("foil_method", rec.get("foiling_method")),
-        "grammaticality_score": _single(rec.get("grammaticality_scores"), where, "grammaticality_scores"),
-        "nli_entail": _single(nli.get("entail"), where, "nli_scores.entail"),
-        "nli_neutral": _single(nli.get("neutral"), where, "nli_scores.neutral"),
-        "nli_contradict": _single(nli.get("contradict"), where, "nli_scores.contradict"),
-        "nli_pred": _single(nli.get("pred"), where, "nli_scores.pred"),
-        "orig_caption": rec.get("orig_caption"),
-        "only_caption": rec.get("only_caption"),
-    }
+    source = image_source(r.image_file, where)
+    return Row(f"{inst.config}/{key}", dict(
+        key=key, piece=inst.piece, instrument=inst.config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
+        image_source=source, image_file=r.image_file, original_split=r.original_split,
+        dataset_idx=None if r.dataset_idx is None else str(r.dataset_idx), linguistic_phenomena=r.linguistic_phenomena,
+        classes=classes, classes_foil=classes_foil, mturk_caption=votes.caption, mturk_foil=votes.foil,
+        mturk_other=votes.other, valid=r.valid, answer=r.answer, declarative_statement=r.declarative_statement,
+        declarative_statement_foils=r.declarative_statement_foils, provenance_of_foils=r.provenance_of_foils,
+        foil_method=r.foil_method if r.foil_method is not None else r.foiling_method,
+        grammaticality_score=_single(r.grammaticality_scores, where, "grammaticality_scores"),
+        nli_entail=_single(nli.entail, where, "nli_scores.entail"),
+        nli_neutral=_single(nli.neutral, where, "nli_scores.neutral"),
+        nli_contradict=_single(nli.contradict, where, "nli_scores.contradict"),
+        nli_pred=_single(nli.pred, where, "nli_scores.pred"), orig_caption=r.orig_caption,
+        only_caption=r.only_caption), (Image("image", source, r.image_file),), record=r)
 
 
-def read_instrument(annotations: Path, inst: Instrument) -> list[dict[str, Any]]:
+def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
     path = annotations / inst.file
     data = read_json(path, "VALSE", dict, "a JSON object mapping keys to records",
                      "pass --annotations DIR, the folder holding the 11 files of "
@@ -213,72 +197,12 @@ def read_instrument(annotations: Path, inst: Instrument) -> list[dict[str, Any]]
 
 
 # ---- configs and card ---------------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    def files(configs: tuple[str, ...]) -> dict[str, list[str]]:
-        return {SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in configs]}
-
-    decls = [ConfigDecl("all", FEATURES, (SPLIT,), default=True, paths=files(tuple(BY_CONFIG)))]
-    for piece, members in PIECES.items():
-        if members != (piece,):
-            decls.append(ConfigDecl(piece, FEATURES, (SPLIT,), paths=files(members)))
-    decls += [ConfigDecl(i.config, FEATURES, (SPLIT,)) for i in INSTRUMENTS]
-    return decls
-
-
-def card_yaml() -> dict[str, Any]:
-    return card_metadata(
-        config_decls(),
-        language=["en"],
-        license="other",
-        license_name="valse-mixed",
-        pretty_name="VALSE",
-        task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"],
-        size_categories=["1K<n<10K"],
-    )
-
-
 def _fmt(n: int) -> str:
     return f"{n:,}"
 
 
-def card_values() -> dict[str, Any]:
-    """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
-    holds goes to ``data/BUILD.md``, :func:`build_report`), so a build changes no committed card."""
-    rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
-             "paper_valid": _fmt(PAPER_VALID[i.config])} for i in INSTRUMENTS]
-    piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
-                   "rows": _fmt(sum(PAPER_VALID[m] for m in members))} for piece, members in PIECES.items()]
-    total = sum(PAPER_VALID.values())
-    selection = (
-        f"A default build keeps **only the valid records** ({_fmt(total)}), as the paper evaluates them. "
-        f"`vlprobe build valse --include-invalid` keeps all {_fmt(sum(PAPER_ALL.values()))} candidates (then filter on "
-        "`valid`, or `mturk_caption >= 2`, to get the benchmark as the paper defines it)."
-    )
-    archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
-                for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
-    return dict(
-        rows=rows, piece_rows=piece_rows, instruments=INSTRUMENTS, selection=selection,
-        total=_fmt(total), archives=archives, citation=facts.CITATION.strip(),
-        annotations_url=facts.UPSTREAM.default_url, upstream_folder=facts.UPSTREAM.folder,
-        upstream_repo=facts.UPSTREAM.repo, upstream_commit=facts.UPSTREAM.commit, url_env=facts.UPSTREAM.url_env,
-    )
-
-
-def write_valse_card(out: Path) -> Path:
-    return cards.write(out, "valse_card.md", card_yaml(), **card_values())
-
-
-def build_report(counts: dict[str, int], include_invalid: bool) -> list[str]:
-    """``data/BUILD.md``'s account of the rows (the flow adds the rows left out and the files used)."""
-    first = ("All 8,782 candidate records (`--include-invalid`); filter on `valid` for the benchmark as the paper "
-             "defines it." if include_invalid else "Only the valid records (`mturk_caption >= 2`), as the paper "
-                                                   "evaluates them.")
-    return [first] + count_lines(counts, PAPER_ALL if include_invalid else PAPER_VALID)
-
-
 # ---- build ----------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class Valse(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
     what = "the 11 VALSE JSON files"
@@ -288,35 +212,47 @@ class Builder(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
                      "VisDial val2018 as their owners' archives (downloaded once, resumable)")
     spec_yaml = SPEC_YAML
+    features_all, leaves = FEATURES, tuple(BY_CONFIG)  # all, and each piece of several instruments, read theirs
+    aggregates = {"all": leaves, **{piece: members for piece, members in PIECES.items() if members != (piece,)}}
+    card = dict(license_name="valse-mixed", pretty_name="VALSE",
+                task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--include-invalid", action="store_true",
                             help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for inst in INSTRUMENTS:
-            found = read_instrument(folder, inst)
-            if not getattr(args, "include_invalid", False):
-                found = [r for r in found if r["valid"]]
-            for r in found:
-                r["_images"] = (("image", r["image_source"], r["image_file"]),)
-            rows[inst.config] = {SPLIT: found}
-        return Annotations(rows)
+        every = getattr(args, "include_invalid", False)
+        return Annotations({inst.config: {SPLIT: [r for r in read_instrument(folder, inst) if every or r.record.valid]}
+                            for inst in INSTRUMENTS})
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_valse_card(out)
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
+        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card."""
+        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
+                 "paper_valid": _fmt(PAPER_VALID[i.config])} for i in INSTRUMENTS]
+        piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
+                       "rows": _fmt(sum(PAPER_VALID[m] for m in members))} for piece, members in PIECES.items()]
+        total = sum(PAPER_VALID.values())
+        selection = (
+            f"A default build keeps **only the valid records** ({_fmt(total)}), as the paper evaluates them. "
+            f"`vlprobe build valse --include-invalid` keeps all {_fmt(sum(PAPER_ALL.values()))} candidates (then filter on "
+            "`valid`, or `mturk_caption >= 2`, to get the benchmark as the paper defines it)."
+        )
+        archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
+                    for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
+        return dict(
+            rows=rows, piece_rows=piece_rows, selection=selection,
+            total=_fmt(total), archives=archives,
+        )
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         return dict(PAPER_ALL if getattr(args, "include_invalid", False) else PAPER_VALID)
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        return build_report({c: sum(n.values()) for c, n in plan.counts().items()},
-                            bool(getattr(args, "include_invalid", False)))
+        first = ("All 8,782 candidate records (`--include-invalid`); filter on `valid` for the benchmark as the paper "
+                 "defines it." if getattr(args, "include_invalid", False) else
+                 "Only the valid records (`mturk_caption >= 2`), as the paper evaluates them.")
+        return [first] + super().report(plan, args)
 
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

@@ -30,6 +30,7 @@ Pins, counts, the taxonomy and its aggregation are VL-CheckList's benchmark modu
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -38,10 +39,9 @@ from datasets import Features, Value
 
 from ..benchmarks import vl_checklist as facts
 from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
-from ..dataset.folder import ConfigDecl, card_metadata
 from ..dataset.image_sources import Archive, SourceSpec
-from . import AnnotationError, cards, read_json
-from .flow import SPLIT, Annotations, Needs, Plan, UpstreamBuilder, upstream_values
+from . import AnnotationError, read_json
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, has_upper, parse_record, pct
 
 # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
 # hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
@@ -140,7 +140,43 @@ def _texts(value: Any, where: str, key: str) -> list[str]:
     return value
 
 
-def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: str = RECORDS_FIRST) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Texts:
+    """A record's texts: the positives and the negatives (the authors' itc evaluation scores the first of each)."""
+
+    POS: Any = None
+    NEG: Any = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record of a corpus file, ``[image path, {"POS": [texts], "NEG": [texts]}]``: the path as written, the
+    image source and file name it stands for, the texts."""
+
+    image_path: str
+    source: str
+    name: str
+    positives: list[str]
+    negatives: list[str]
+
+    @classmethod
+    def parse(cls, rec: Any, corpus: str, where: str) -> Record:
+        if not isinstance(rec, list) or len(rec) != 2 or not isinstance(rec[1], dict):
+            raise AnnotationError(f'{where}: expected [image path, {{"POS": [...], "NEG": [...]}}]')
+        texts = parse_record(Texts, rec[1], where)
+        pos, neg = _texts(texts.POS, where, "POS"), _texts(texts.NEG, where, "NEG")
+        return cls(rec[0], *image_of(rec[0], corpus, where), pos, neg)
+
+    @property
+    def caption(self) -> str:
+        return self.positives[0]
+
+    @property
+    def negative_caption(self) -> str:
+        return self.negatives[0]
+
+
+def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: str = RECORDS_FIRST) -> list[Row]:
     """One corpus file's records as rows (without image bytes), in file order, each naming its unit (the
     file: the authors score the first MAX_NUM/2 of each)."""
     file, corpus = corpus_file.path, corpus_file.corpus
@@ -148,39 +184,27 @@ def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: s
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
-        where = f"{file} record {n}"
-        if not isinstance(rec, list) or len(rec) != 2 or not isinstance(rec[1], dict):
-            raise AnnotationError(f'{where}: expected [image path, {{"POS": [...], "NEG": [...]}}]')
-        unknown = set(rec[1]) - {"POS", "NEG"}
-        if unknown:
-            raise AnnotationError(f"{where}: unknown key(s) {sorted(unknown)}; the builder would drop them")
-        pos, neg = _texts(rec[1].get("POS"), where, "POS"), _texts(rec[1].get("NEG"), where, "NEG")
-        source, name = image_of(rec[0], corpus, where)
-        rows.append({
-            "id": f"{leaf.config}/{corpus}/{n}", "index": n, "aspect": leaf.aspect, "leaf": leaf.config,
-            "corpus": corpus, "source": corpus_file.source, "type_corpus": corpus_file.name, "records": records,
-            "file": file, "image_path": rec[0], "caption": pos[0], "negative_caption": neg[0],
-            "positives": pos, "negatives": neg, "_images": (("image", source, name),), "_unit": corpus_file.name,
-        })
+        r = Record.parse(rec, corpus, f"{file} record {n}")
+        rows.append(Row(f"{leaf.config}/{corpus}/{n}", dict(
+            index=n, aspect=leaf.aspect, leaf=leaf.config, corpus=corpus, source=corpus_file.source,
+            type_corpus=corpus_file.name, records=records, file=file, image_path=r.image_path, caption=r.caption,
+            negative_caption=r.negative_caption, positives=r.positives, negatives=r.negatives),
+            (Image("image", r.source, r.name),), unit=corpus_file.name, record=r))
     return rows
 
 
-def _has_upper(text: str) -> bool:
-    return any(ch.isupper() for ch in text)
-
-
-def file_facts(rows: list[dict[str, Any]]) -> facts.FileFacts:
-    """:class:`vlprobe.benchmarks.vl_checklist.FileFacts` of rows (one file's, in order)."""
+def file_facts(records: list[Record]) -> facts.FileFacts:
+    """:class:`vlprobe.benchmarks.vl_checklist.FileFacts` of records (one file's, in order)."""
     seen: set[tuple] = set()
     duplicates = 0
-    for r in rows:
-        key = (r["image_path"], tuple(r["positives"]), tuple(r["negatives"]))
+    for r in records:
+        key = (r.image_path, tuple(r.positives), tuple(r.negatives))
         duplicates += key in seen
         seen.add(key)
     return facts.FileFacts(
-        len(rows), sum(r["caption"] == r["negative_caption"] for r in rows), duplicates,
-        sum(_has_upper(r["caption"]) and not _has_upper(r["negative_caption"]) for r in rows),
-        sum(not _has_upper(r["caption"]) and _has_upper(r["negative_caption"]) for r in rows))
+        len(records), sum(r.caption == r.negative_caption for r in records), duplicates,
+        sum(has_upper(r.caption) and not has_upper(r.negative_caption) for r in records),
+        sum(not has_upper(r.caption) and has_upper(r.negative_caption) for r in records))
 
 
 def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]]:
@@ -198,142 +222,8 @@ def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]
 
 
 # ---- configs, card and build report -------------------------------------------------------------------
-def config_decls() -> list[ConfigDecl]:
-    aggregates = [ConfigDecl(name, FEATURES, (SPLIT,), default=name == DEFAULT_CONFIG,
-                             paths={SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in members]})
-                  for name, members in AGGREGATES.items()]
-    return aggregates + [ConfigDecl(leaf.config, FEATURES, (SPLIT,)) for leaf in LEAVES]
-
-
-def card_yaml() -> dict[str, Any]:
-    up = facts.UPSTREAM
-    return card_metadata(
-        config_decls(), language=["en"], license="other", license_name="vl-checklist-vg-swig-hake",
-        license_link=f"https://github.com/{up.repo}/tree/{up.commit}",
-        pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
-        tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
-        size_categories=["10K<n<100K"],
-    )
-
-
-def _pct(n: float, d: float = 1) -> str:
-    return f"{100 * n / d:.1f}" if d else "-"
-
-
-def card_values() -> dict[str, Any]:
-    files = []
-    for leaf in LEAVES:
-        for f in leaf.files:
-            full, first = facts.FULL_FACTS.get(f.name), facts.FIRST_FACTS.get(f.name)
-            files.append({"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob,
-                          "here": full is not None,
-                          "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
-                          "same": f"{first.same_text} / {full.same_text}" if full else "-",
-                          "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
-                          "upper": f"{_pct(first.upper_case_rule, first.records)} / {_pct(full.upper_case_rule, full.records)}"
-                          if full else "-"})
-    upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
-    leaves = []
-    for leaf in LEAVES:
-        here = [f for f in leaf.files if f.name in facts.FULL_FACTS]
-        first = sum(facts.FIRST_FACTS[f.name].records for f in here)
-        full = sum(facts.FULL_FACTS[f.name].records for f in here)
-        value, complete = upper.get(leaf.config, (None, False))
-        leaves.append({"config": leaf.config, "type": leaf.type, "label": leaf.label, "files": len(leaf.files),
-                       "here": len(here), "first": f"{first:,}", "full": f"{full:,}",
-                       "sources": ", ".join(f"{s} ({len(fs)})" for s, fs in leaf.sources.items()),
-                       "upper": (_pct(value) + ("" if complete else f" ({len(here)} of {len(leaf.files)} files)"))
-                       if value is not None else "-"})
-    overall = {g: upper[g] for g in ("object", "attribute", "relation", "overall")}
-    totals = {"files": len(facts.FILES), "here": len(facts.FULL_FACTS),
-              "first": f"{sum(f.records for f in facts.FIRST_FACTS.values()):,}",
-              "full": f"{sum(f.records for f in facts.FULL_FACTS.values()):,}",
-              "same": f"{sum(f.same_text for f in facts.FULL_FACTS.values()):,}",
-              "same_first": f"{sum(f.same_text for f in facts.FIRST_FACTS.values()):,}",
-              "dups": f"{sum(f.duplicates for f in facts.FULL_FACTS.values()):,}",
-              "dups_first": f"{sum(f.duplicates for f in facts.FIRST_FACTS.values()):,}"}
-    aggregates = [{"config": a, "members": len(m)} for a, m in AGGREGATES.items()]
-    spatial = facts.FULL_FACTS["Relation_spatial_vg"]
-    spatial_values = {"records": f"{spatial.records:,}", "dups": f"{spatial.duplicates:,}",
-                      "upper": f"{spatial.upper_case_rule:,}", "first_upper": _pct(upper["relation_spatial"][0])}
-    return dict(corpus_files=files, leaves=leaves, totals=totals, aggregates=aggregates, first=f"{FIRST:,}",
-                max_num=facts.MAX_NUM, records_first=RECORDS_FIRST, spatial=spatial_values,
-                color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
-                action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
-                overall={k: (_pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
-                missing=[f for f in files if not f["here"]],
-                citation=facts.CITATION.strip(), **upstream_values(facts.UPSTREAM))
-
-
-def write_card(out: Path) -> Path:
-    return cards.write(out, "vl_checklist_card.md", card_yaml(), **card_values())
-
-
-def report(plan: Plan, all_records: bool) -> list[str]:
-    """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs
-    not built and the files used): records in the file, rows built, records left out for a missing image
-    and records past the first MAX_NUM/2; what the rows hold (:class:`FileFacts`); the casing rule's
-    accuracy per file and as the authors average it."""
-    read: dict[str, list[dict[str, Any]]] = plan.annotations.facts["read"]
-    built: dict[str, list[dict[str, Any]]] = {}
-    for splits in plan.annotations.rows.values():
-        for r in splits.get(SPLIT, []):
-            built.setdefault(r["type_corpus"], []).append(r)
-    dropped: dict[str, int] = {}
-    for ids in plan.skipped.values():
-        for i in ids:
-            leaf, corpus = i.split(" ", 1)[0].split("/")[:2]
-            name = next(f.name for f in BY_CONFIG[leaf].files if f.corpus == corpus)
-            dropped[name] = dropped.get(name, 0) + 1
-    total = sum(len(rs) for rs in read.values())
-    n_built = sum(len(rs) for rs in built.values())
-    which = ("every record of each file (`--all-records`): **not the authors' protocol**, whose `evaluate.py` "
-             f"scores the first MAX_NUM/2 = {FIRST:,} of each" if all_records else
-             f"the authors' protocol: per corpus file, the first MAX_NUM/2 = {FIRST:,} records whose image could be had, "
-             "in file order (`evaluate.py`, `d.data[name][:int(max_number/2)]`, after `data_loader.py` skips records "
-             "without their image)")
-    lines = [f"Rows in this build: **{n_built:,}** of the {total:,} records in the {len(read)} corpus files read: {which}. "
-             f"**{sum(dropped.values()):,} records were left out because their image could not be had** (the "
-             "authors' loader skips such records without a word; here they are counted, and the file's next "
-             "record taken in their place).", "",
-             "| leaf config | corpus file (the authors' name) | file | records | rows | left out: image missing "
-             "| past the first 1,000 |".replace("1,000", f"{FIRST:,}"),
-             "|---|---|---|---:|---:|---:|---:|"]
-    for leaf in LEAVES:
-        for f in leaf.files:
-            if f.name in read:
-                n, b = len(read[f.name]), len(built.get(f.name, []))
-                d = dropped.get(f.name, 0)
-                lines.append(f"| `{leaf.config}` | `{f.name}` | `{f.path}` | {n:,} | {b:,} | {d:,} | {n - b - d:,} |")
-    per_file = {name: file_facts(rs) for name, rs in built.items()}
-    upper = {name: f.upper_case_rule / f.records for name, f in per_file.items() if f.records}
-    means = authors_means(upper)
-    lines += ["", "## What the records give away", "",
-              "Per corpus file, of this build's rows: records whose `POS[0]` is `NEG[0]` (always a tie: wrong under "
-              "the authors' `pos > neg`), records equal to an earlier one of the file (image and texts), records whose "
-              "`POS[0]` alone has upper case (`NEG[0]` none), and how far a rule that looks at no image gets by picking "
-              "the text with upper case (strict: a tie, where neither or both have it, is wrong). A case-sensitive "
-              "text encoder can learn that cue.", "",
-              "| corpus file | rows | POS[0] = NEG[0] | duplicates | upper case only in POS[0] | \"the text with upper "
-              "case\" (%) |", "|---|---:|---:|---:|---:|---:|"]
-    for leaf in LEAVES:
-        for f in leaf.files:
-            if f.name in per_file:
-                x = per_file[f.name]
-                lines.append(f"| `{f.name}` | {x.records:,} | {x.same_text:,} | {x.duplicates:,} | {x.upper_case_rule:,} | "
-                             f"{_pct(x.upper_case_rule, x.records)} |")
-    lines += ["", "The same rule averaged as the authors average a model's accuracy (per source, then per type, as "
-                  "`radar.py` with `corpus.json`; then vlprobe's means per aspect and overall); a mean over fewer files "
-                  "than the type has is marked:", "", "| group | \"the text with upper case\" (%) |", "|---|---:|"]
-    for g in facts.GROUPS:
-        if g.name in means and "/" not in g.name:
-            v, complete = means[g.name]
-            lines.append(f"| {g.label} | {_pct(v)}{'' if complete else ' (in part)'} |")
-    return lines
-
-
 # ---- build ------------------------------------------------------------------------------------------
-class Builder(UpstreamBuilder):
+class VlChecklist(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], from the upstream "
             f"files at a pinned commit; per corpus file the first {FIRST:,} records, as the authors' itc evaluation")
@@ -344,6 +234,12 @@ class Builder(UpstreamBuilder):
     download_help = ("download the missing Visual Genome images file by file and SWiG's images_512.zip into "
                      "--cache-dir (HAKE's images have no per-file source: give them locally)")
     spec_yaml = SPEC_YAML
+    features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
+    card = dict(license_name="vl-checklist-vg-swig-hake",
+                license_link=f"https://github.com/{facts.UPSTREAM.repo}/tree/{facts.UPSTREAM.commit}",
+                pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
+                tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
+                size_categories=["10K<n<100K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--all-records", action="store_true",
@@ -356,17 +252,17 @@ class Builder(UpstreamBuilder):
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         selection, every = args.selection, bool(getattr(args, "all_records", False))
-        read: dict[str, list[dict[str, Any]]] = {}
-        rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        read: dict[str, list[Row]] = {}
+        rows: Rows = {}
         for config in selection.configs:
             leaf = BY_CONFIG[config]
             leaf_rows = []
             for f in leaf.files:
-                if selection.has(f.path):
+                if f.path in selection.files:
                     read[f.name] = read_file(folder, leaf, f, RECORDS_ALL if every else RECORDS_FIRST)
                     leaf_rows += read[f.name]
             rows[config] = {SPLIT: leaf_rows}
-        return Annotations(rows, {"read": read}, first=None if every else FIRST)
+        return Annotations(rows, read, first=None if every else FIRST)
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         """Rows per leaf with every image: per file its records, or the first MAX_NUM/2 (leaves whose every
@@ -378,15 +274,109 @@ class Builder(UpstreamBuilder):
                 out[leaf.config] = sum(n if every else min(n, FIRST) for n in (facts.COUNTS[f.name] for f in leaf.files))
         return out
 
-    def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
-
-    def write_card(self, out: Path, annotations: Annotations) -> Path:
-        return write_card(out)
+    def card_values(self, annotations: Annotations) -> dict[str, Any]:
+        files = []
+        for leaf in LEAVES:
+            for f in leaf.files:
+                full, first = facts.FULL_FACTS.get(f.name), facts.FIRST_FACTS.get(f.name)
+                files.append({"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob,
+                              "here": full is not None,
+                              "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
+                              "same": f"{first.same_text} / {full.same_text}" if full else "-",
+                              "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
+                              "upper": f"{pct(first.upper_case_rule, first.records)} / "
+                                       f"{pct(full.upper_case_rule, full.records)}" if full else "-"})
+        upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
+        leaves = []
+        for leaf in LEAVES:
+            here = [f for f in leaf.files if f.name in facts.FULL_FACTS]
+            first = sum(facts.FIRST_FACTS[f.name].records for f in here)
+            full = sum(facts.FULL_FACTS[f.name].records for f in here)
+            value, complete = upper.get(leaf.config, (None, False))
+            leaves.append({"config": leaf.config, "type": leaf.type, "label": leaf.label, "files": len(leaf.files),
+                           "here": len(here), "first": f"{first:,}", "full": f"{full:,}",
+                           "sources": ", ".join(f"{s} ({len(fs)})" for s, fs in leaf.sources.items()),
+                           "upper": (pct(value) + ("" if complete else f" ({len(here)} of {len(leaf.files)} files)"))
+                           if value is not None else "-"})
+        overall = {g: upper[g] for g in ("object", "attribute", "relation", "overall")}
+        totals = {"files": len(facts.FILES), "here": len(facts.FULL_FACTS),
+                  "first": f"{sum(f.records for f in facts.FIRST_FACTS.values()):,}",
+                  "full": f"{sum(f.records for f in facts.FULL_FACTS.values()):,}",
+                  "same": f"{sum(f.same_text for f in facts.FULL_FACTS.values()):,}",
+                  "same_first": f"{sum(f.same_text for f in facts.FIRST_FACTS.values()):,}",
+                  "dups": f"{sum(f.duplicates for f in facts.FULL_FACTS.values()):,}",
+                  "dups_first": f"{sum(f.duplicates for f in facts.FIRST_FACTS.values()):,}"}
+        aggregates = [{"config": a, "members": len(m)} for a, m in AGGREGATES.items()]
+        spatial = facts.FULL_FACTS["Relation_spatial_vg"]
+        spatial_values = {"records": f"{spatial.records:,}", "dups": f"{spatial.duplicates:,}",
+                          "upper": f"{spatial.upper_case_rule:,}", "first_upper": pct(upper["relation_spatial"][0])}
+        return dict(corpus_files=files, leaves=leaves, totals=totals, aggregates=aggregates, first=f"{FIRST:,}",
+                    max_num=facts.MAX_NUM, records_first=RECORDS_FIRST, spatial=spatial_values,
+                    color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
+                    action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
+                    overall={k: (pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
+                    missing=[f for f in files if not f["here"]])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        return report(plan, bool(getattr(args, "all_records", False)))
+        """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs
+        not built and the files used): records in the file, rows built, records left out for a missing image
+        and records past the first MAX_NUM/2; what the rows hold (:class:`FileFacts`); the casing rule's
+        accuracy per file and as the authors average it."""
+        read: dict[str, list[Row]] = plan.annotations.facts
+        all_records = bool(getattr(args, "all_records", False))
+        built: dict[str, list[Record]] = {}
+        for splits in plan.annotations.rows.values():
+            for r in splits.get(SPLIT, []):
+                built.setdefault(str(r.unit), []).append(r.record)
+        dropped: dict[str, int] = {}
+        for ids in plan.skipped.values():
+            for i in ids:
+                leaf, corpus = i.split(" ", 1)[0].split("/")[:2]
+                name = next(f.name for f in BY_CONFIG[leaf].files if f.corpus == corpus)
+                dropped[name] = dropped.get(name, 0) + 1
+        total = sum(len(rs) for rs in read.values())
+        n_built = sum(len(rs) for rs in built.values())
+        which = ("every record of each file (`--all-records`): **not the authors' protocol**, whose `evaluate.py` "
+                 f"scores the first MAX_NUM/2 = {FIRST:,} of each" if all_records else
+                 f"the authors' protocol: per corpus file, the first MAX_NUM/2 = {FIRST:,} records whose image could be had, "
+                 "in file order (`evaluate.py`, `d.data[name][:int(max_number/2)]`, after `data_loader.py` skips records "
+                 "without their image)")
+        lines = [f"Rows in this build: **{n_built:,}** of the {total:,} records in the {len(read)} corpus files read: {which}. "
+                 f"**{sum(dropped.values()):,} records were left out because their image could not be had** (the "
+                 "authors' loader skips such records without a word; here they are counted, and the file's next "
+                 "record taken in their place).", "",
+                 "| leaf config | corpus file (the authors' name) | file | records | rows | left out: image missing "
+                 "| past the first 1,000 |".replace("1,000", f"{FIRST:,}"),
+                 "|---|---|---|---:|---:|---:|---:|"]
+        for leaf in LEAVES:
+            for f in leaf.files:
+                if f.name in read:
+                    n, b = len(read[f.name]), len(built.get(f.name, []))
+                    d = dropped.get(f.name, 0)
+                    lines.append(f"| `{leaf.config}` | `{f.name}` | `{f.path}` | {n:,} | {b:,} | {d:,} | {n - b - d:,} |")
+        per_file = {name: file_facts(rs) for name, rs in built.items()}
+        upper = {name: f.upper_case_rule / f.records for name, f in per_file.items() if f.records}
+        means = authors_means(upper)
+        lines += ["", "## What the records give away", "",
+                  "Per corpus file, of this build's rows: records whose `POS[0]` is `NEG[0]` (always a tie: wrong under "
+                  "the authors' `pos > neg`), records equal to an earlier one of the file (image and texts), records whose "
+                  "`POS[0]` alone has upper case (`NEG[0]` none), and how far a rule that looks at no image gets by picking "
+                  "the text with upper case (strict: a tie, where neither or both have it, is wrong). A case-sensitive "
+                  "text encoder can learn that cue.", "",
+                  "| corpus file | rows | POS[0] = NEG[0] | duplicates | upper case only in POS[0] | \"the text with upper "
+                  "case\" (%) |", "|---|---:|---:|---:|---:|---:|"]
+        for leaf in LEAVES:
+            for f in leaf.files:
+                if f.name in per_file:
+                    x = per_file[f.name]
+                    lines.append(f"| `{f.name}` | {x.records:,} | {x.same_text:,} | {x.duplicates:,} | {x.upper_case_rule:,} | "
+                                 f"{pct(x.upper_case_rule, x.records)} |")
+        lines += ["", "The same rule averaged as the authors average a model's accuracy (per source, then per type, as "
+                      "`radar.py` with `corpus.json`; then vlprobe's means per aspect and overall); a mean over fewer files "
+                      "than the type has is marked:", "", "| group | \"the text with upper case\" (%) |", "|---|---:|"]
+        for g in facts.GROUPS:
+            if g.name in means and "/" not in g.name:
+                v, complete = means[g.name]
+                lines.append(f"| {g.label} | {pct(v)}{'' if complete else ' (in part)'} |")
+        return lines
 
-
-BUILDER = Builder()
-NAME, HELP, add_arguments, build = BUILDER.name, BUILDER.help, BUILDER.add_arguments, BUILDER.build

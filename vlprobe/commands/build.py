@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ..builders import Builder
 
 HELP = "build a dataset folder (parquet with embedded images + card YAML)"
 
@@ -22,10 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     except VlprobeError as err:  # a plugin's builder that cannot be loaded (vlprobe.plugins): one line, as run() says
         print(f"vlprobe build: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    for name, module in sorted(found.items()):
-        p = inner.add_parser(name, help=getattr(module, "HELP", ""), description=getattr(module, "HELP", ""))
-        module.add_arguments(p)
-        p.set_defaults(func=_run(module))
+    for name, builder in sorted(found.items()):
+        p = inner.add_parser(name, help=builder.help, description=builder.help)
+        builder.add_arguments(p)
+        p.set_defaults(func=_run(builder))
 
 
 # Counts every builder may take, and their least and largest values (checked here, so each builder need not): workers
@@ -68,10 +72,10 @@ def check_args(args: argparse.Namespace) -> None:
                            "--out whole, so give a folder of its own (e.g. --out NAME)")
 
 
-def _run(module):
+def _run(builder: Builder) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         check_args(args)
-        out = module.build(args)
+        out = builder.build(args)
         if getattr(args, "dry_run", False):  # the paper builders' --dry-run: nothing built, the image list written
             if str(out) != "-":
                 print(f"dry run, nothing built; the image files needed are listed in {out}")

@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             f"--dataset/--model: the offline default ({', '.join(DEFAULT_DATASETS)} with {DEFAULT_MODEL})."
         ),
     )
+    from ..benchmarks.base import AUTHORS
     from ..cli import add_run_options, batch_size
     from ..defaults import AUTO
     from ..evaluation.settings import CONTROLS, DEFAULT_OUT, MODALITIES
@@ -49,7 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "whose name starts with 'test', else the only split)")
     p.add_argument("--spec", help="a vlprobe.yaml saying how rows become items (default: the dataset's)")
     p.add_argument("--model", help=f"model folder or Hub id (default: {DEFAULT_MODEL})")
-    p.add_argument("--ties", default="strict", help="tie policy of the metric: strict (default), half, lenient")
+    p.add_argument("--ties", default=AUTHORS, help="how a tied comparison counts: authors "
+                   "(default: each benchmark's authors' rule, e.g. CREPE's lenient, most others' strict; strict for a "
+                   "dataset of your own), or strict (wrong), half or lenient (right) for every split")
     p.add_argument("--threshold", type=float, default=0.5, help="probability threshold of acc/p_c/p_f (default 0.5)")
     p.add_argument("--batch-size", type=batch_size, default=AUTO, metavar="N|auto", help="inputs per forward pass, "
                    "or auto (default): on a GPU the largest batch that still speeds each tower up, searched once per "

@@ -109,22 +109,6 @@ def search_roots(root: Path) -> list[Path]:
     return out
 
 
-def needs(module) -> str:
-    """What ``vlprobe build NAME`` needs, in words: a builder on the shared flow pins its annotation files and names
-    its image sources; another builder says it in its ``NEEDS``."""
-    builder = getattr(module, "BUILDER", None)
-    up = getattr(getattr(builder, "benchmark", None), "upstream", None)
-    if up is None:
-        return getattr(module, "NEEDS", "")
-    from ..dataset.image_sources import SOURCES
-
-    images = [SOURCES[s].title if isinstance(s, str) and s in SOURCES else getattr(s, "title", str(s))
-              for s in getattr(builder, "sources", ())]
-    how = "downloaded by the build, checked by hash" if up.fetched else "from --annotations DIR"
-    text = f"annotations: {len(up.files)} file(s) of github.com/{up.repo} at {up.commit[:7]} ({how})"
-    return text + (f"; images: {', '.join(images)} (--images DIR or downloaded)" if images else "")
-
-
 def buildable(root: Path) -> list[dict]:
     """Every benchmark `vlprobe build` makes: {name, help, configs, needs, built: folder or None}. A benchmark is
     built where the catalogue's "dataset folders found" has it with data: the first of :func:`search_roots` holding
@@ -134,12 +118,10 @@ def buildable(root: Path) -> list[dict]:
 
     roots = search_roots(root)
     out = []
-    for name, module in sorted(builders().items()):
-        decls = getattr(module, "config_decls", None) or getattr(getattr(module, "BUILDER", None), "config_decls", None)
-        configs = [d.name for d in decls()] if decls is not None else []
+    for name, builder in sorted(builders().items()):
         found = next((base / name for base in roots if is_built(base / name)), None)
-        out.append({"name": name, "help": getattr(module, "HELP", ""), "configs": configs, "needs": needs(module),
-                    "built": str(found) if found is not None else None})
+        out.append({"name": name, "help": builder.help, "configs": [d.name for d in builder.config_decls()],
+                    "needs": builder.needs, "built": str(found) if found is not None else None})
     return out
 
 

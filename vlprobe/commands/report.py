@@ -1,8 +1,10 @@
-"""``vlprobe report <results.json ...> [--label NAME ...] [--out DIR]``: compare runs in Markdown, HTML
-and LaTeX, with a plot,
-with the papers' aggregates (:mod:`vlprobe.results.summary`) beside the seed papers' published numbers where
-benchmark, config and metric match; a ``vlprobe probe`` run beside TraVLR's Table 2 (:mod:`vlprobe.report.probes`).
-Bad files are refused, one line each naming the file and the field (:mod:`vlprobe.report`)."""
+"""``vlprobe report <results.json ...> [--label NAME ...] [--out DIR] [--check [--tolerance POINTS]]``: compare runs
+in Markdown, HTML and LaTeX, with a plot, with the papers' aggregates (:mod:`vlprobe.results.summary`) beside the seed
+papers' published numbers where benchmark, config and metric match, and beside the figures published for each run's
+own checkpoint; a ``vlprobe probe`` run beside TraVLR's Table 2 (:mod:`vlprobe.report.probes`). ``--check``: exit 1
+when any figure published for a run's checkpoint is more than ``--tolerance`` points from the run's (or none is
+there to compare), naming each, 0 when all are within it, for a reproduction check in CI. Bad files are refused,
+one line each naming the file and the field (:mod:`vlprobe.report`)."""
 
 from __future__ import annotations
 
@@ -23,22 +25,39 @@ def register(sub: argparse._SubParsersAction) -> None:
             "published numbers (VALSE Table 2, Winoground Table 3, BLA thesis Tables 6.3 and 6.2) beside this run "
             "where benchmark, config and metric match. A `vlprobe probe` run's results.json is taken too: its "
             "TraVLR Table 2 layout and each cell beside TraVLR's published Table 2 (the paper's figure, ours, the "
-            "difference); report.png is of evaluate runs only. Each results.json is "
-            "checked first against its declared shape (`vlprobe schema`): one line per bad file, naming the field."
+            "difference); report.png is of evaluate runs only. A run whose model is a checkpoint with published "
+            "figures (vlprobe/data/published.csv: open_clip ARCH/PRETRAINED, and the Hub ids that hold the same "
+            "weights) is set beside them, per source, config and aggregate, with the difference and its known causes. "
+            "Each results.json is checked first against its declared shape (`vlprobe schema`): one line per bad file, "
+            "naming the field."
         ),
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files (or the run folders holding them)")
     p.add_argument("--label", action="append", default=None, metavar="NAME",
                    help="the name a run goes by in every table, once per run in the order given (default: the "
                         "model folder's name, with dtype / control / modality when not the default)")
-    p.add_argument("--out", default="runs/report", help="output folder (default: runs/report)")
+    p.add_argument("--out", default=None, help="output folder (default: runs/report; with --check, none is written "
+                                                "unless given)")
+    p.add_argument("--check", action="store_true",
+                   help="check that each run reproduces the figures published for its checkpoint: exit 1, naming each "
+                        "figure, when one is more than --tolerance points from the run's (or the runs have none to "
+                        "compare), 0 when all are within it")
+    p.add_argument("--tolerance", type=float, default=1.0, metavar="POINTS",
+                   help="with --check: the largest difference allowed, in percentage points (default: 1.0)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import write_report
+    from ..errors import ArgumentError
+    from ..report import check_published, load_runs, write_report
 
-    written = write_report(args.results, args.out, labels=args.label)
-    for path in written:
-        print(f"wrote {path}")
-    return 0
+    if args.tolerance < 0 or args.tolerance != args.tolerance:
+        raise ArgumentError("tolerance", args.tolerance, "must be 0 or more (points)", flag="--tolerance")
+    if not args.check or args.out is not None:
+        for path in write_report(args.results, args.out or "runs/report", labels=args.label):
+            print(f"wrote {path}")
+    if not args.check:
+        return 0
+    ok, lines = check_published(load_runs(args.results, args.label, probes=True), args.tolerance)
+    print("\n".join(lines))
+    return 0 if ok else 1

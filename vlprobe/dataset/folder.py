@@ -117,13 +117,20 @@ SPEC_FILE = "vlprobe.yaml"
 def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name: str = SPEC_FILE) -> Path:
     """Write ``<folder>/vlprobe.yaml`` (or ``name``): a builder's spec ``text`` with ``benchmark: <name>``
     recorded after its opening comments, so that the folder is scored and summarised as that benchmark
-    whatever the folder is called (:mod:`vlprobe.dataset.spec`). ``benchmark`` None: the text as it is."""
+    whatever the folder is called (:mod:`vlprobe.dataset.spec`), and ``data_version:``, the version of the
+    upstream data the benchmark declares it builds (results record it). ``benchmark`` None: the text as it is."""
     if benchmark is not None:
+        from ..benchmarks import get
+
         if yaml.safe_load(text).get("benchmark") is not None:
             raise ValueError(f"{name}: the spec text records a benchmark already; the builder records it")
+        version = get(benchmark).data_version
+        if version and yaml.safe_load(version) != version:  # a version YAML would read as a number: quoted
+            version = f'"{version}"'
         lines = text.splitlines(keepends=True)
         head = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
-        text = "".join(lines[:head]) + f"benchmark: {benchmark}\n" + "".join(lines[head:])
+        text = ("".join(lines[:head]) + f"benchmark: {benchmark}\n" + (f"data_version: {version}\n" if version else "")
+                + "".join(lines[head:]))
     path = Path(folder) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

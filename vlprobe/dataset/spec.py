@@ -16,6 +16,9 @@ columns that hold the images, the texts and the gold matrix, and the columns tha
       some_config: {texts: [caption, foil_1, foil_2], gold: [[1, 0, 0]]}
     benchmark: valse          # optional: the benchmark these rows are (vlprobe/benchmarks/), written by
                               # its builder; the summary and the report follow it, whatever the folder is called
+    data_version: 2152d90     # optional: the upstream version of the benchmark's data the folder was built
+                              # from (written by its builder: the benchmark's declared data_version); results
+                              # record it, and set it beside the version a published figure was measured on
 
 Datasets on the Hub without such a file (``facebook/winoground``) get a built-in spec from
 ``vlprobe/specs/<name>.yaml``. Nothing here knows about models.
@@ -48,14 +51,14 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import yaml
 
-from ..benchmarks import BenchmarkError, by_old_name, get
+from ..benchmarks import BenchmarkError, by_old_name, find, get
 from ..errors import DatasetError
 from .items import Item, ItemError
 
 SPEC_FILE = "vlprobe.yaml"
 MODALITIES = ("image", "caption", "both")
-_KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark"}
-_CONFIG_KEYS = _KEYS - {"configs", "benchmark"}  # what configs.<name> may override: a folder is one benchmark
+_KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark", "data_version"}
+_CONFIG_KEYS = _KEYS - {"configs", "benchmark", "data_version"}  # what configs.<name> may override: a folder is one benchmark
 _BUILTIN_DIR = Path(__file__).parents[1] / "specs"
 
 
@@ -89,6 +92,7 @@ class ItemSpec:
     description: str = ""
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     benchmark: str | None = None  # a registered benchmark's name (vlprobe.benchmarks), or None
+    data_version: str | None = None  # the upstream version of the data the folder was built from, as recorded
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -119,6 +123,7 @@ class ItemSpec:
             description=str(data.get("description") or ""),
             overrides={str(k): dict(v) for k, v in overrides.items()},
             benchmark=_benchmark(data.get("benchmark"), source),
+            data_version=_version(data.get("data_version"), source),
         )
         _check_gold_form(spec.gold, source)
         return spec
@@ -151,7 +156,7 @@ class ItemSpec:
         merged = {
             "images": list(self.images), "texts": list(self.texts), "gold": self.gold, "id": self.id,
             "tags": list(self.tags), "context": self.context, "description": self.description,
-            "benchmark": self.benchmark,
+            "benchmark": self.benchmark, "data_version": self.data_version,
         }
         merged.update(over)
         return ItemSpec.from_dict(merged, source=f"{self.source} (configs.{config})")
@@ -328,6 +333,26 @@ def _benchmark(value: Any, source: str) -> str | None:
         return get(value, where=source).name
     except BenchmarkError as err:
         raise SpecError(f"{err}; leave the key out for a dataset of your own") from None
+
+
+def _version(value: Any, source: str) -> str | None:
+    """The spec's ``data_version``: None, or a version's name (a commit, a release)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
+        raise SpecError(f"{source}: 'data_version' must name a version of the data (an upstream commit, a release), "
+                        f"got {value!r}")
+    return str(value).strip()
+
+
+def dataset_version(spec: ItemSpec, benchmark: str | None) -> str | None:
+    """The version of the data a dataset's rows are: the one its ``vlprobe.yaml`` records (a folder built from
+    another upstream version says so), else the one ``benchmark`` declares it builds
+    (:attr:`vlprobe.benchmarks.Benchmark.data_version`), else None (a dataset of the user's own)."""
+    if spec.data_version:
+        return spec.data_version
+    bench = find(benchmark)
+    return (bench.data_version or None) if bench is not None else None
 
 
 def _check_gold_form(gold: Any, source: str) -> None:

@@ -213,7 +213,7 @@ def check_inputs(n_items: Any, bootstrap: Any, ties: Any) -> tuple[int, int, str
     """The Items, Bootstrap resamples and tie policy boxes, checked: (n, resamples, ties)."""
     n = _whole(n_items, "Items", 1, max_items())
     n_boot = _whole(bootstrap, "Bootstrap resamples", 0, MAX_BOOTSTRAP)
-    return n, n_boot, check_ties(ties)
+    return n, n_boot, check_ties(ties, authors=True)
 
 
 def evaluate_subset(scorer: Any, name: str, rows: Any, spec: Any, config: str, split: str, ties: str,
@@ -304,11 +304,12 @@ def write_results(run: Any, folder: Path, root: Path, sample: Any) -> str:
 
 
 def run_benchmark(settings: Settings, dataset: str | None, config: str | None, split: str | None,
-                  model: str | None, n_items: Any, ties: Any = "strict", bootstrap: Any = 200,
+                  model: str | None, n_items: Any, ties: Any = "authors", bootstrap: Any = 200,
                   progress: Callable[[float, str], None] | None = None,
                   cache: ModelCache | None = None, results_dir: Path | None = None) -> BenchmarkOutcome:
     """Score N items of a config (a stratified, seeded sample across its tags) through
-    ``vlprobe.evaluate`` and show them."""
+    ``vlprobe.evaluate`` and show them; ``ties``: "authors" (its benchmark's authors' rule, as evaluate's default)
+    or a tie policy."""
     from ..results import na_text, truncation_warning
     from .score import unknown_words
 
@@ -322,6 +323,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
     scorer = (cache or MODELS).get(model_id)
     report(0.2, f"scoring {plural(len(sample.rows), 'item')}")
     run, scored = evaluate_subset(scorer, name, ds.select(sample.rows), spec, config, split, ties, n_boot)
+    ties = scored.ties or ties  # the policy the split was counted by ("authors": its benchmark's rule)
     items = list(scored.items)
     cause = collapse_cause(scorer, items) if (truncation_warning(scored) or scored.metrics.get("na_reason")) else ""
     words = unknown_words(scorer, [t for it in items for t in it.texts]) if cause else []
@@ -350,6 +352,8 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
                + (f" **No metric is shown as a number: {reason(na_text(result))}.**" if na_text(result) else "")
                + (f" {warning}." if warning else ""))
     notes = tie_policy_notes(run, scored, ties, keys)
+    # BLA's clamped cosines (the summary block's departure "scores"): the authors' script can rank these otherwise
+    notes += [f"{d.note}." for block in run.summary.values() for d in block.departures if d.setting == "scores"]
     results_file = write_results(run, results_dir, settings.root, sample) if results_dir is not None else None
     report(1.0, "done")
     return BenchmarkOutcome(

@@ -258,6 +258,10 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
               "interval in brackets when it has one."] if runs else
              ["No results file loaded: the papers' published numbers alone, in %."])
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
+    # the summary blocks' other departures from the authors' setting (another tie policy, items they do not score,
+    # BLA's clamped cosines), as `vlprobe report` says them; limit, control and modality are the caveats above
+    notes += [f"{run.label}: departs from the authors' setting: {d.note}." for run in runs for block in run.summary.values()
+              for d in block.departures if d.setting not in ("limit", "control", "modality")]
     paper_headers: list[str] = []
     paper_rows: list[list[Any]] = []
     paper_points: list[Point] = []

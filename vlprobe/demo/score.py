@@ -132,10 +132,15 @@ def tie_words(ties: str) -> str:
     return f"{TIE_POLICY_WORDS[ties]} under the {ties} policy{TIE_POLICY_NOTE[ties]}"
 
 
-def check_ties(ties: str | None) -> str:
-    ties = (ties or "strict").strip()
-    if ties not in TIE_POLICY_WORDS:
-        raise SpaceError(f"A tie counts as: {ties!r} is not a tie policy; choose strict, half or lenient")
+def check_ties(ties: str | None, authors: bool = False) -> str:
+    """The tie policy box, checked; ``authors``: "authors" is a choice too (the Benchmark tab's default: its
+    benchmark's authors' rule, :func:`vlprobe.benchmarks.tie_policy`), and the default."""
+    from ..benchmarks import AUTHORS
+
+    ties = (ties or (AUTHORS if authors else "strict")).strip()
+    if ties not in TIE_POLICY_WORDS and not (authors and ties == AUTHORS):
+        raise SpaceError(f"A tie counts as: {ties!r} is not a tie policy; choose {'authors, ' if authors else ''}"
+                         f"strict, half or lenient")
     return ties
 
 

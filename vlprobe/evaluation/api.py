@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..benchmarks import AUTHORS
 from ..dataset.images import ImageError
 from ..dataset.items import Item
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
@@ -36,7 +37,7 @@ def evaluate(
     spec: Any = None,
     revision: str | None = None,
     family: str | None = None,
-    ties: str = "strict",
+    ties: str = AUTHORS,
     bootstrap: int = 1000,
     confidence: float = 0.95,
     threshold: float = 0.5,
@@ -69,7 +70,10 @@ def evaluate(
     ``root``, default the working directory).
     ``configs``: ``"all"``, ``"*"``, a comma-separated string or a list; ``splits``: likewise, None
     for the test splits. ``spec``: a vlprobe.yaml path, a dict or an ItemSpec (default: the
-    dataset's). ``ties``, ``bootstrap``, ``confidence``, ``threshold``, ``seed``: the metric's.
+    dataset's). ``ties``: how a tied comparison counts: ``"authors"`` (the default), each split by its benchmark's
+    authors' rule (CREPE's lenient, most benchmarks' strict; strict for a dataset of the user's own), or ``"strict"``
+    (wrong), ``"half"`` or ``"lenient"`` (right) for every split; each entry records the policy it was counted by.
+    ``bootstrap``, ``confidence``, ``threshold``, ``seed``: the metric's.
     ``limit``: the first N rows of each split. ``batch_size``, ``num_workers``, ``device``,
     ``dtype``: the engine's (``batch_size="auto"``, the default: searched per tower on an accelerator and
     remembered, 32 on the CPU). ``modality``: image, caption, both (TraVLR's settings), or text (no image:
@@ -160,7 +164,8 @@ class EvaluateRun(Run):
             return Evaluation(scored, provenance, None, main_process=False)
         for split in scored:
             _measure(split, s, sees_images=getattr(scorer, "uses_images", True))
-        return Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"]))
+        return Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"],
+                                                        provenance["model"]))
 
 
 def score(

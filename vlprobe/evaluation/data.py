@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..dataset.items import ItemError
-from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, find_spec
+from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, dataset_version, find_spec
 from ..dataset.splits import _is_built, check_reachable, checked_image_paths, load_split, select_configs, select_splits
 from ..errors import ArgumentError, DatasetError
 from ..options import listed
@@ -36,6 +36,7 @@ class SplitSource:
     data: dict[str, Any] = field(default_factory=dict)
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
+    dataset_version: str | None = None  # the version of its data (vlprobe.dataset.spec.dataset_version)
     # Image cells holding a path are opened only inside this folder (vlprobe.dataset.images.image_cell_in_folder):
     # the dataset folder, None for a Hub dataset; ``outside_images`` lifts that; in-memory datasets are the
     # caller's own and are not checked (``check_image_paths`` False).
@@ -142,6 +143,7 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
     src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
                       data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": revision,
                             "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
+                      dataset_version=dataset_version(spec, benchmark),
                       image_folder=folder,
                       check_image_paths=not in_memory, outside_images=bool(s.outside_images))
     if n == 0:

@@ -125,10 +125,12 @@ def display_keys(split: ScoredSplit | Entry) -> list[str]:
     return shown_metrics(split if isinstance(split, Entry) else entry_of(split))
 
 
-def summarize(entries: Any, settings: Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
+def summarize(entries: Any, settings: Mapping[str, Any] | None = None,
+              model: Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
     """The papers' aggregates per benchmark (:func:`vlprobe.results.summary.summarize`); ``settings``: the
-    run's recorded settings, to flag where it departs from the authors' own."""
-    return summary_rules.summarize(entries, settings)
+    run's recorded settings, to flag where it departs from the authors' own; ``model``: its recorded model, to set
+    it beside the figures published for its checkpoint."""
+    return summary_rules.summarize(entries, settings, model)
 
 
 def _figure(key: str, value: float | None, row: Any, theirs: str | None, names: Mapping[str, str]) -> str:
@@ -142,7 +144,9 @@ def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
     """The papers' aggregates as text under the table ("" when there are none): per benchmark its source, one line
     per row (config or aggregate, split, headline values with CIs, and the figure under the authors' tie rule where
     it differs from the run's: another tie policy, or N/A where their code prints a number), how the run departs
-    from the authors' setting, its notes and the figures published for this checkpoint."""
+    from the authors' setting, its notes (one says which checkpoint's published figures follow, or that it has
+    none) and the figures published for this checkpoint beside the run's, one line each with the difference and its
+    known causes."""
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         if not block.rows:
@@ -152,12 +156,17 @@ def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
         for row in block.rows:
             cells = [_figure(k, v, row, theirs, block.names) for k, v in row.values.items()]
             cells += [_figure(k, None, row, theirs, block.names) for k in row.na]
-            extra = f"  ({row.framing})" if row.framing else ""
+            extra = "".join(f"  ({said})" for said in (row.framing, summary_rules.POOLED if row.pooled else None) if said)
             n = f"  n={row.n_items}" if row.n_items is not None else ""
-            lines.append(f"  {row.name + '/' + row.split:<32} " + "  ".join(cells) + n + extra)
+            shown = (row.config if row.pooled else row.name) + "/" + row.split  # a pooled row's label follows its figures
+            lines.append(f"  {shown:<32} " + "  ".join(cells) + n + extra)
         lines += [f"  departs from the authors' setting: {d.note}" for d in block.departures]
         lines += [f"  note: {note}" for note in block.notes]
-        lines += [f"  published for this checkpoint: {p.source}, {p.config} {p.metric} {pct(p.value)}"
-                  + (f" (this run {pct(p.ours)}, {100 * p.difference:+.1f})" if p.difference is not None else "")
-                  + (f": {p.note}" if p.note else "") for p in block.published]
+        if block.published:
+            header, rows = summary_rules.published_table(block)
+            widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+            right = {3, 4, 5}  # the figures
+            for r in [header, *rows]:
+                cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+                lines.append(("    " + "  ".join(cells) + "  " + r[-1]).rstrip())
     return ("\n" + "\n".join(lines)) if lines else ""

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..benchmarks import find
+from ..benchmarks import COUNTED, find, tie_policy
 from ..dataset.images import ImageError
 from ..errors import DatasetError, ModelError
 from ..results import NA_KEY, ScoredItem, ScoredSplit, ScoreMatrices, metric_keys
@@ -113,6 +113,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, prog
     the engine's cache is a throw-away one (nothing in it came from a cache kept)."""
     scorer = engine.scorer
     splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, benchmark=src.benchmark, items=[],
+                          dataset_version=src.dataset_version,
                           scores=ScoreMatrices(), probabilities=ScoreMatrices(), data=src.data) for src in sources]
     limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
     total = sum(src.n for src in sources)
@@ -183,30 +184,33 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
 
     scores, gold, probs = _metric_inputs(split)
     tags = [it.tags for it in split.items]  # tuples: the metric copies them into lists itself
+    bench = find(split.benchmark)
+    split.ties = tie_policy(bench, s.ties, s.modality)  # "authors": its benchmark's rule, else strict
     try:
         split.metrics = metric_module.compute(
-            scores, gold, ties=s.ties, probabilities=probs, threshold=s.threshold,
+            scores, gold, ties=split.ties, probabilities=probs, threshold=s.threshold,
             tags=tags if any(tags) else None, bootstrap=s.bootstrap, confidence=s.confidence, seed=s.seed,
         )
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
-    mark_not_available(split, tied_items(scores, gold), s.ties, with_ties=items_with_ties(scores, gold))
+    mark_not_available(split, tied_items(scores, gold), split.ties, with_ties=items_with_ties(scores, gold))
     mark_tied_metrics(split, scores, gold, sees_images, tags)  # a metric whose every comparison tied: N/A
     split.authors_rule = _authors_rule(split, s, scores, gold, probs, tags)
 
 
 def _authors_rule(split: ScoredSplit, s: EvaluateSettings, scores: Any, gold: Any, probs: Any, tags: Any) -> dict | None:
     """The split's metrics as its benchmark's authors' code computes them, where they differ from the run's: under
-    their tie rule where the run's policy is another (``--ties lenient`` on SugarCREPE), or where the run's are not
-    available (every item tied: their code prints a number, 0.0 under a strict rule):
-    ``{"ties": <the authors' policy>, "metrics": ...}``, with no CI (a figure to read beside the run's); else None."""
+    their tie rule where the split was counted by another policy (``--ties lenient`` on SugarCREPE, ``--ties strict``
+    on CREPE), or where the run's are not available (every item tied: their code prints a number, 0.0 under a
+    strict rule): ``{"ties": <the authors' policy>, "metrics": ...}``, with no CI (a figure to read beside the
+    run's); else None."""
     from .. import metric as metric_module  # as _measure: the metric module imports evaluate
 
     bench = find(split.benchmark)
     rule = bench.tie_rule_for(s.modality) if bench is not None else None
     m = split.metrics
     na = m.get("na_reason") or any(t.get("na_reason") for t in (m.get("per_tag") or {}).values())
-    if rule is None or (rule.policy == s.ties and not na):
+    if rule is None or (rule.policy == split.ties and not na):
         return None
     return {"ties": rule.policy, "metrics": metric_module.compute(scores, gold, ties=rule.policy, probabilities=probs,
                                                                  threshold=s.threshold, tags=tags if any(tags) else None,
@@ -260,10 +264,6 @@ def _reason(n_tied: int, n: int, n_collapsed: int, limit: int | None, n_truncate
     if n_collapsed:
         return f"{n_tied}/{n} items tied ({n_collapsed} with {why})"
     return f"{n_tied}/{n} items tied"
-
-
-# How each tie policy counts a tied comparison (vlprobe.metric's ties=).
-COUNTED = {"strict": "counted wrong", "lenient": "counted right", "half": "counted half right"}
 
 
 def _not_available(m: dict[str, Any], reason: str) -> None:

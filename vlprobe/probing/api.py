@@ -8,7 +8,7 @@ import time
 import warnings
 from typing import Any, Sequence
 
-from ..dataset.spec import dataset_benchmark
+from ..dataset.spec import dataset_benchmark, dataset_version
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
 from ..names import find_dataset, find_model
 from ..options import Refused
@@ -194,10 +194,11 @@ class ProbeRun(Run):
         tuned = {**schedule_plan(s.schedule, s.epochs), "lr": FINETUNE_LR,
                  "head": "linear on [u, v, u*v, |u-v|]"} if s.finetune else False
         spec = next(sp.spec for by in data.values() for sp in by.values())
+        benchmark = dataset_benchmark(self.data_name, spec)[0]
         provenance = self.provenance(
             scorer, s.command_line(),
-            dataset={"dataset": s.datasets, "revision": s.dataset_revision,
-                     "benchmark": dataset_benchmark(self.data_name, spec)[0],
+            dataset={"dataset": s.datasets, "revision": s.dataset_revision, "benchmark": benchmark,
+                     "dataset_version": dataset_version(spec, benchmark),
                      "splits": {t: {name: sp.info for name, sp in by.items()} for t, by in data.items()}},
             settings=s.record(l2_grid=list(L2_GRID), model_selection=VALIDATION, finetune=tuned,
                               text_baseline=self.text_only, zero_shot=self.zero_shot, num_workers=self.workers,

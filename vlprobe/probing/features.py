@@ -127,6 +127,12 @@ def _add_stats(total: dict, st: dict) -> dict:
     return total
 
 
+def _labels(s: Split, start: int, stop: int) -> list[str]:
+    """How an image error names rows ``start:stop`` of ``s``: ``spatiality/test_ind row 12 column 'image'``, as a
+    path refused in them is named (:func:`vlprobe.dataset.splits.checked_image_paths`)."""
+    return [f"{s.task}/{s.split} row {i} column 'image'" for i in range(start, stop)]
+
+
 def _writers(store: Any, s: Split, settings: Sequence[str]) -> dict[str, Any]:
     return {m: store.writer(f"{s.task}-{s.split}-{m}", len(s)) for m in settings}
 
@@ -144,7 +150,7 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], ch
         writers = _writers(store, s, settings)
         for a, b in s.chunks(chunk_size):
             if need_images:
-                img, st = engine.embed_images(s.images(a, b))
+                img, st = engine.embed_images(s.images(a, b), _labels(s, a, b))
                 _add_stats(stats["images"], st)
             queries = s.texts("query", a, b)
             texts = list(queries)
@@ -197,7 +203,8 @@ def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], 
                 if m != "image":  # one text: the query, then the caption
                     lost.add(s, m, [it.texts[0] for it in items], [r["query"] for r in rows])
                 # the query (followed by the caption for caption/both)
-                feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items])
+                feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items],
+                                                 _labels(s, a, b))
                 w.write(feats)
                 _add_stats(stats, st)
         out.update(_closed(store, s, writers, lost))

@@ -23,7 +23,12 @@ For every benchmark in the runs the report has:
    ``vlprobe/data/paper_results.csv``: VALSE Table 2, Winoground Table 3, BLA thesis Tables 6.3 and
    6.2, SugarCREPE's GPT-4V figures), a table in the papers' layout: one row per system, "this run"
    rows first, then the papers' systems, one column per (config, metric) that both the paper and a
-   run's aggregates have (VALSE's ``avg`` included).
+   run's aggregates have (VALSE's ``avg`` included);
+4. where a run's model is a checkpoint with published figures (``vlprobe/data/published.csv``, matched by
+   :func:`vlprobe.results.published.run_checkpoint`), the run beside them (:func:`.tables.published_beside`): per
+   source, config and aggregate, the published figure, the run's, the difference and its known causes (another
+   version of the data and by how many items, a tie policy, a limit, tied comparisons, texts read as one input);
+   :func:`.tables.check_published` is ``vlprobe report --check``.
 
 A ``vlprobe probe`` run's results.json (rows, no results list) is read too (:mod:`.probes`): its
 TraVLR Table 2 layout (OOD macro-F1 per train x test modality, mean over seeds, (OOD - InD), ± sd)
@@ -46,10 +51,21 @@ numbers), :mod:`.probes` (probe runs beside TraVLR's Table 2), :mod:`.tables` (t
 from .papers import CONFIG_ALIASES, PAPER_NOTES, PAPER_TABLES, paper_benchmarks, paper_results, source_label
 from .render import build_report, ci_sentence, latex_tables, plot_runs, write_report
 from .runs import ReportError, Run, load_runs
-from .tables import config_label, entry_headline, headline, long_table, paper_table, summary_table, tag_table
+from .tables import (
+    check_published,
+    config_label,
+    entry_headline,
+    headline,
+    long_table,
+    paper_table,
+    published_beside,
+    summary_table,
+    tag_table,
+)
 
 __all__ = [
-    "CONFIG_ALIASES", "PAPER_NOTES", "PAPER_TABLES", "ReportError", "Run", "build_report", "ci_sentence",
-    "config_label", "entry_headline", "headline", "latex_tables", "load_runs", "long_table", "paper_benchmarks",
-    "paper_results", "paper_table", "plot_runs", "source_label", "summary_table", "tag_table", "write_report",
+    "CONFIG_ALIASES", "PAPER_NOTES", "PAPER_TABLES", "ReportError", "Run", "build_report", "check_published",
+    "ci_sentence", "config_label", "entry_headline", "headline", "latex_tables", "load_runs", "long_table",
+    "paper_benchmarks", "paper_results", "paper_table", "plot_runs", "published_beside", "source_label",
+    "summary_table", "tag_table", "write_report",
 ]

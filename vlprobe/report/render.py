@@ -18,7 +18,15 @@ from ..results.schema import SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
 from .runs import Run, load_runs
-from .tables import _benchmarks, entry_headline, long_table, paper_table, summary_table, tag_table
+from .tables import (
+    _benchmarks,
+    entry_headline,
+    long_table,
+    paper_table,
+    published_beside,
+    summary_table,
+    tag_table,
+)
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -106,6 +114,9 @@ class Section:
     label: str = ""
 
 
+PUBLISHED_LEAD = ("The figures published for each run's own checkpoint (vlprobe/data/published.csv), in %, to two "
+                  "decimals; difference = this run - published, in points; an aggregate's published figure is the "
+                  "source's figures averaged as the benchmark declares.")
 TABLE2_LEAD = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over seeds; rows: trained on, columns: tested "
                "on; * the same value for every seed (a deterministic setting).")
 
@@ -137,6 +148,11 @@ def sections(runs: Sequence[Run]) -> list[Section]:
             out.append(Section(3, f"{bench}: this run beside the published numbers", note, paper,
                                caption=f"{bench}: this run beside the published numbers. {note}",
                                label=f"tab:vlprobe-{slug}-paper"))
+        beside = published_beside(runs, bench)
+        if beside:
+            out.append(Section(3, f"{bench}: beside the figures published for the run's checkpoint", PUBLISHED_LEAD,
+                               beside, caption=f"{bench}: beside the figures published for the run's checkpoint. "
+                                               f"{PUBLISHED_LEAD}", label=f"tab:vlprobe-{slug}-published"))
     for k, run in enumerate(probes, 1):
         out.append(Section(2, f"TraVLR probe: {run.label}"))
         for title, table in table2_of(run):

@@ -52,8 +52,9 @@ class Run:
 
     @cached_property
     def summary(self) -> dict[str, SummaryBlock]:
-        """The papers' aggregates of this run, computed by the current rules (not read from the file)."""
-        return summary_rules.summarize(self.results, self.settings)
+        """The papers' aggregates of this run, computed by the current rules (not read from the file), beside the
+        figures published for its model's checkpoint."""
+        return summary_rules.summarize(self.results, self.settings, self.doc.provenance.model)
 
     def caveats(self) -> list[str]:
         s = self.settings
@@ -109,10 +110,16 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
 
 
 def _label(doc: Document, path: Path) -> str:
-    """A run's default label: its model's name without the Hub organisation (the run folder's name when it records
-    no model), with the dtype, control and modality where they are not the defaults."""
+    """A run's default label: its model's name without the Hub organisation (an open_clip name's ARCH/PRETRAINED; the
+    run folder's name when it records no model), with the dtype, control and modality where they are not the
+    defaults."""
     model, s = doc.provenance.model, doc.provenance.settings
-    bits = [Path(model.name if model.model_id else path.parent.name).name] + (["probe"] if doc.kind == "probe" else [])
+    name = model.name if model.model_id else path.parent.name
+    if name.startswith("open_clip:"):  # an open_clip checkpoint goes by ARCH/PRETRAINED
+        name = name.removeprefix("open_clip:")
+    else:
+        name = Path(name.removeprefix("hf-hub:").removeprefix("local-dir:")).name
+    bits = [name] + (["probe"] if doc.kind == "probe" else [])
     if model.dtype and model.dtype != "float32":
         bits.append(model.dtype)
     if s.control:

@@ -129,7 +129,8 @@ def _authors(block: SummaryBlock | None) -> str | None:
 
 def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]], list[str]] | None:
     """The papers' aggregates of each run: one row per (config, split, headline metric), and the
-    notes (incomplete aggregates, framings, figures published for the run's checkpoint) per run."""
+    notes (incomplete aggregates, framings, whose published figures :func:`published_beside` sets it beside) per
+    run."""
     keys: list[tuple[str, str, str]] = []
     by: dict[tuple[int, str, str], SummaryRow] = {}
     notes: list[str] = []
@@ -143,9 +144,6 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
             keys += [u for metric in (*row.values, *row.na) if (u := (name, row.split, metric)) not in keys]
         notes += [f"{run.label}: departs from the authors' setting: {d.note}" for d in block.departures]
         notes += [f"{run.label}: {n}" for n in block.notes]
-        notes += [f"{run.label}: published for this checkpoint: {p.source}, {p.config} {p.metric} {_pct(p.value)}"
-                  + (f" (this run {_pct(p.ours)}, {100 * p.difference:+.1f})" if p.difference is not None else "")
-                  + (f": {p.note}" if p.note else "") for p in block.published]
     if not keys:
         return None
     order = summary_rules.headline_metrics(_registered(runs, benchmark))
@@ -154,6 +152,44 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
     rows = [[config, split, metric] + [_summary_cell(by.get((i, config, split)), metric, _authors(runs[i].summary.get(
             benchmark))) for i in range(len(runs))] for config, split, metric in keys]
     return header, rows, notes
+
+
+def published_beside(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]] | None:
+    """Each run beside the figures published for its own checkpoint (its summary block's ``published``,
+    :func:`vlprobe.results.summary.published_rows`): one row per run, source, config or aggregate, and metric, with
+    the difference in points and its known causes. None when no run has any."""
+    rows = [[run.label, *row] for run in runs if (block := run.summary.get(benchmark)) is not None
+            for row in summary_rules.published_table(block)[1]]
+    if not rows:
+        return None
+    return ["run", *summary_rules.published_table(SummaryBlock(None))[0]], rows
+
+
+def check_published(runs: Sequence[Run], tolerance: float) -> tuple[bool, list[str]]:
+    """Whether every figure published for each run's checkpoint is within ``tolerance`` points of the run's
+    (``vlprobe report --check``), and the lines that say so: one per figure off (or that the run has no figure
+    for), then the count. False too when no run has a figure to compare: nothing was reproduced."""
+    lines, off, checked = [], 0, 0
+    for run in runs:
+        for name, block in run.summary.items():
+            for p in block.published:
+                checked += 1
+                if p.difference is not None and abs(100 * p.difference) <= tolerance + 1e-9:
+                    continue
+                off += 1
+                what = (f"off by {100 * p.difference:+.2f} points: " if p.difference is not None else
+                        "no figure of this run: ")
+                ours = f" {100 * p.ours:.2f}" if p.ours is not None else ""
+                lines.append(f"{what}{run.label} {name} {p.config} {block.names.get(p.metric, p.metric)}{ours}, "
+                             f"{p.source} {100 * p.value:.2f}" + (f" ({p.note})" if p.note else ""))
+    if not checked:
+        said = dict.fromkeys(n for run in runs for block in run.summary.values() for n in block.notes
+                             if n.startswith("no published figure"))
+        return False, [f"nothing to check: no run has a figure published for its checkpoint ({'; '.join(said)})"
+                       if said else "nothing to check: no run has a figure published for its checkpoint"]
+    lines.append(f"{checked - off} of {checked} published figures within {tolerance:g} "
+                 f"{'point' if tolerance == 1 else 'points'} of the run's" + (f"; {off} off" if off else ""))
+    return not off, lines
 
 
 def _run_value(run: Run, benchmark: str, config: str, metric: str) -> SummaryRow | None:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..benchmarks import METRIC_ORDER
+from ..benchmarks import COUNTED, METRIC_ORDER, TIE_POLICIES
 from . import summary
 from .schema import Entry, Metrics, dataset_name
 
@@ -76,7 +76,8 @@ def _cell(m: Metrics, key: str) -> str:
 def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
     """A plain-text table: one row per (dataset, config, split), value% [CI] per metric, chance below. ``keys_of``
     picks the metrics shown for an entry; consecutive entries showing the same metrics share one block with one
-    header. A pooled config is marked, and said once below (:data:`vlprobe.results.summary.POOLED`)."""
+    header. ``ties``: the tied comparisons and, in brackets, the tie policy that counted them (said below). A pooled
+    config is marked, and said once below (:data:`vlprobe.results.summary.POOLED`)."""
     blocks: list[tuple[list[str], list[Entry]]] = []
     for e in entries:
         keys = list(keys_of(e))
@@ -95,13 +96,18 @@ def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[s
             if na and cells.count(na) > 1:  # the reason once, in the first cell it fills
                 first = cells.index(na)
                 cells = [c if c != na or i == first else "N/A" for i, c in enumerate(cells)]
-            rows.append([row_name(e), str(m.n_items or ""), str(m.n_ties if m.n_ties is not None else "")] + cells)
+            tied = " ".join(str(x) for x in (m.n_ties, f"({e.ties})" if e.ties else None) if x is not None)
+            rows.append([row_name(e), str(m.n_items or ""), tied] + cells)
             rows.append(["  chance", "", ""] + [pct(m.chance.get(k)) for k in keys])
         widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         out.append("\n".join(lines))
+    policies = [p for p in TIE_POLICIES if any(e.ties == p for e in entries)]
+    if policies:
+        out[-1] += ("\nties: tied comparisons, " + ", ".join(f"({p}) {COUNTED[p]}" for p in policies)
+                    + ": by its benchmark's authors' rule (strict for a dataset of your own) unless --ties names one")
     if any(summary.pooled(e) for e in entries):
         out[-1] += f"\n(pooled): the items of its configs together, {summary.POOLED}; the paper's aggregates follow"
     return "\n\n".join(out)

@@ -4,13 +4,27 @@
   n_items`` (vlprobe's names of benchmark, config and metric; ``checkpoint`` as open_clip names it,
   ``ARCH/PRETRAINED``; ``value`` in percent as the source prints it; the upstream version of the benchmark's data it
   was measured on and the number of items, where known);
-* ``published_sources.csv``: per source and benchmark, the reference, its URL and commit, the rule it scored by and
-  what is known of the data it read;
+* ``published_sources.csv``: per source and benchmark, a short label, the reference, its URL and commit, the rule it
+  scored by and what is known of the data it read;
 * ``checkpoint_names.csv``: the names users pass for each checkpoint (``open_clip:ARCH/PRETRAINED``, the
   ``hf-hub:`` repository open_clip's table loads it from, the transformers ids that hold the same weights).
 
 :func:`published_for` gives the figures for a model name or checkpoint; :func:`checkpoint_of` the checkpoint a name
-stands for. This module imports nothing of vlprobe beyond the data, so every layer can read it.
+stands for, :func:`run_checkpoint` the one a run's model was; :func:`version_note` what differs between the data a
+figure was measured on and a run's. This module imports nothing of vlprobe beyond the data (and, when asked, the
+benchmarks' declarations), so every layer can read it.
+
+Which checkpoint a run's model is (:func:`run_checkpoint`), in this order:
+
+1. the checkpoint its scorer recorded (``provenance.model.preprocessing.checkpoint``): an ``open_clip:ARCH/PRETRAINED``
+   name, or the local copy registered under that name in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED/``;
+2. the model's name as given, when ``checkpoint_names.csv`` lists it (``openai/clip-vit-base-patch32``,
+   ``hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K``, ``open_clip:ViT-B-32/openai``) or it is a checkpoint itself;
+3. a folder of the Hugging Face cache (``.../models--openai--clip-vit-base-patch32/snapshots/<commit>``): the
+   repository it is a snapshot of, by 2.
+
+Any other local folder is no checkpoint: its weights may be anything. Register an open_clip copy under its name, or
+pass the Hub id (offline, from the cache), to set a run beside the published figures.
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ class Source:
 
     key: str
     benchmark: str
+    label: str  # a few words for tables: "SugarCREPE authors (sugar-crepe#3)"
     reference: str
     url: str
     commit: str
@@ -61,8 +76,8 @@ def sources() -> dict[tuple[str, str], Source]:
     """``{(source, benchmark): Source}`` of ``published_sources.csv``."""
     out = {}
     for r in _rows("published_sources.csv"):
-        out[(r["source"], r["benchmark"])] = Source(r["source"], r["benchmark"], r["reference"], r["url"], r["commit"],
-                                                    r["rule"], r["note"])
+        out[(r["source"], r["benchmark"])] = Source(r["source"], r["benchmark"], r["label"], r["reference"], r["url"],
+                                                    r["commit"], r["rule"], r["note"])
     return out
 
 
@@ -107,25 +122,54 @@ def published_for(model: str, benchmark: str | None = None) -> list[Figure]:
     return [f for f in figures() if f.checkpoint == checkpoint and (benchmark is None or f.benchmark == benchmark)]
 
 
-def version_note(figure: Figure, n_items: int | None = None) -> str | None:
-    """What is known to differ between the data ``figure`` was measured on and the data vlprobe builds for its
-    benchmark (``n_items``: the items a run scored, default the benchmark's count for the config), or None when
+def run_checkpoint(model_id: str | None, recorded: str | None = None) -> str | None:
+    """The checkpoint a run's model was (see the module doc): ``recorded``, the checkpoint its scorer recorded
+    (an open_clip name's or registered copy's ``ARCH/PRETRAINED``), else the one its name ``model_id`` stands for,
+    else the one of the Hub repository a Hugging Face cache folder is a snapshot of; None when none.
+
+    >>> run_checkpoint("openai/clip-vit-base-patch32")
+    'ViT-B-32/openai'
+    >>> run_checkpoint("/home/me/.cache/huggingface/hub/models--openai--clip-vit-base-patch32/snapshots/3d74acf9")
+    'ViT-B-32/openai'
+    >>> run_checkpoint("./my-finetuned-clip") is None
+    True
+    """
+    if recorded:
+        return str(recorded).removeprefix(OPEN_CLIP)
+    if not model_id:
+        return None
+    found = checkpoint_of(model_id)
+    if found is not None:
+        return found
+    parts = str(model_id).replace("\\", "/").rstrip("/").split("/")
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        repo = parts[-3].removeprefix("models--").replace("--", "/")
+        return checkpoint_of(repo)
+    return None
+
+
+def version_note(figure: Figure, version: str | None = None, n_items: int | None = None) -> str | None:
+    """What is known to differ between the data ``figure`` was measured on and a run's: ``version``, the version of
+    the benchmark's data the run read (default: the one vlprobe builds, the benchmark's ``data_version``), and
+    ``n_items``, the items it scored (default: the benchmark's count for the config at that version); None when
     nothing is: another upstream version, and by how many items.
 
     >>> f = [f for f in published_for("open_clip:ViT-B-32/openai", "sugar_crepe") if f.config == "swap_obj"]
     >>> [version_note(x) for x in f]  # the SugarCREPE authors' table, then the study
-    ["measured on the 6e45274 version of the data, not 546eb51 (246 items, 1 more than vlprobe's 245)", None]
+    ['measured on the 6e45274 version of the data, not 546eb51 (246 items against 245)', None]
     """
     from ..benchmarks import find
 
     bench = find(figure.benchmark)
-    ours = n_items if n_items is not None else (bench.counts.get(figure.config) if bench is not None else None)
+    declared = bench.data_version if bench is not None else ""
+    ours_version = version or declared
+    if n_items is None and bench is not None and ours_version == declared:
+        n_items = bench.counts.get(figure.config)
     parts = []
-    if figure.dataset_version and bench is not None and bench.data_version and figure.dataset_version != bench.data_version:
-        parts.append(f"measured on the {figure.dataset_version} version of the data, not {bench.data_version}")
-    if figure.n_items is not None and ours is not None and figure.n_items != ours:
-        more = figure.n_items - ours
-        count = f"{figure.n_items:,} items, {abs(more):,} {'more' if more > 0 else 'fewer'} than vlprobe's {ours:,}"
+    if figure.dataset_version and ours_version and figure.dataset_version != ours_version:
+        parts.append(f"measured on the {figure.dataset_version} version of the data, not {ours_version}")
+    if figure.n_items is not None and n_items is not None and figure.n_items != n_items:
+        count = f"{figure.n_items:,} items against {n_items:,}"
         parts.append(f"({count})" if parts else f"measured on {count}")
     elif parts and figure.n_items is not None:
         parts.append(f"(the same {figure.n_items:,} items)")

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 import numpy as np
 
-from ..benchmarks import METRIC_ORDER, TIE_POLICIES
+from ..benchmarks import METRIC_ORDER, TIE_CHOICES, TIE_POLICIES
 
 RESULTS_FORMAT = "vlprobe-results/3"  # 3: records (kind, names not paths, dataset_version); 2: recorded benchmarks
 
@@ -57,6 +57,7 @@ Count = Annotated[int, Range(0)]
 Positive = Annotated[int, Range(1)]
 MetricName = Literal[METRIC_ORDER]  # the metric module's metrics (vlprobe.benchmarks.METRIC_ORDER)
 TiePolicy = Literal[TIE_POLICIES]
+TieChoice = Literal[TIE_CHOICES]  # a run's ties setting: a policy, or "authors" (each split by its benchmark's rule)
 Interval = tuple[Fraction | None, Fraction | None]  # [low, high] of a bootstrap CI
 
 
@@ -168,7 +169,9 @@ class Entry:
     """One scored (dataset, config, split). ``dataset``: its name (a folder's name or a Hub id, never a path:
     the path is in the provenance); ``benchmark``: the registered benchmark its dataset records, null for a
     dataset of the user's own; ``dataset_version``: the version of the benchmark's data it was scored on (for
-    setting it beside published figures measured on one); ``shape``: the items' m x n, null when mixed."""
+    setting it beside published figures measured on one); ``shape``: the items' m x n, null when mixed; ``ties``:
+    the tie policy its metrics count a tie by (under the run's ties "authors", its benchmark's rule; absent from a
+    file written before entries recorded it, where the run's settings.ties is every entry's)."""
 
     dataset: str
     config: str
@@ -179,6 +182,7 @@ class Entry:
     dataset_version: str | None = None
     data: DataInfo = field(default_factory=DataInfo)
     authors_rule: AuthorsRule | None = opt()
+    ties: TiePolicy | None = opt()
 
     @property
     def name(self) -> str:
@@ -187,6 +191,11 @@ class Entry:
     @property
     def modality(self) -> str | None:
         return self.data.modality
+
+    def policy(self, run: str | None) -> str | None:
+        """The tie policy its metrics count a tie by: its own ``ties``, else (a file from before entries recorded
+        it) ``run``, the run's ``settings.ties``; None where neither says."""
+        return self.ties or (run if run in TIE_POLICIES else None)
 
     @staticmethod
     def where(raw: Mapping[str, Any]) -> str:
@@ -225,7 +234,7 @@ class Finetune:
 class RunSettings:
     """The settings a run recorded (``vlprobe.options``' record): those the readers use are typed, the rest kept."""
 
-    ties: TiePolicy | None = opt()
+    ties: TieChoice | None = opt()
     modality: str | None = opt()
     control: str | None = opt()
     limit: Positive | None = opt()
@@ -242,12 +251,14 @@ class RunSettings:
 @dataclass(frozen=True)
 class DatasetSource:
     """A dataset a run read: ``name`` (as entries and tables call it), ``dataset`` (as given: the folder's path
-    or the Hub id, said once, here) and the revision asked for; a probe's also its benchmark and splits."""
+    or the Hub id, said once, here) and the revision asked for; a probe's also its benchmark, the version of the
+    benchmark's data (as an evaluate run's entries record it) and splits."""
 
     dataset: str
     name: str | None = opt()
     revision: str | None = None
     benchmark: str | None = opt()
+    dataset_version: str | None = opt()
     splits: Mapping[str, Any] = opt(factory=dict)
 
 

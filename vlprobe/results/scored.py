@@ -47,6 +47,7 @@ class ScoredSplit:
     split: str
     items: list[Any]
     benchmark: str | None = None  # the registered benchmark the dataset records (vlprobe.benchmarks), or None
+    dataset_version: str | None = None  # the version of the benchmark's data its rows are, where known
     # per item an m x n matrix: a list of arrays, or (what evaluate keeps) a ScoreMatrices
     scores: Sequence[np.ndarray] = field(default_factory=list)
     probabilities: Sequence[np.ndarray] | None = None
@@ -59,7 +60,10 @@ class ScoredSplit:
     collapsed: list[int] | None = None
     truncated: list[int] | None = None
     text_limit: int | None = None  # the scorer's text length limit, in tokens
-    # The metrics under the benchmark's own tie rule where the run's policy is another: {"ties", "metrics"}
+    # The tie policy its metrics count a tie by (vlprobe.benchmarks.tie_policy: under ties="authors", its
+    # benchmark's rule); None: not measured yet
+    ties: str | None = None
+    # The metrics under the benchmark's own tie rule where the split's policy is another: {"ties", "metrics"}
     authors_rule: dict[str, Any] | None = None
 
     @property
@@ -185,5 +189,6 @@ def entry_of(split: ScoredSplit, name: str | None = None) -> Entry:
     authors = split.authors_rule
     return Entry(dataset=name or portable_name(split.dataset), config=split.config, split=split.split,
                  metrics=parse(Metrics, dump(split.metrics), f"{split.name}.metrics"), benchmark=split.benchmark,
-                 shape=split.shape, data=parse(DataInfo, dump(data), f"{split.name}.data"),
+                 shape=split.shape, dataset_version=split.dataset_version, ties=split.ties,
+                 data=parse(DataInfo, dump(data), f"{split.name}.data"),
                  authors_rule=None if authors is None else parse(AuthorsRule, dump(authors), f"{split.name}.authors_rule"))

@@ -20,6 +20,10 @@ the authors do not score: a benchmark's ``caveat_tags``) gets ``departures`` in 
 heading; each row also carries ``authors``, its values under the authors' tie rule (from the entries'
 ``authors_rule``) where they differ from the run's: under another tie policy, or where every item tied and the
 run's figure is N/A while the authors' code prints a number (0.0, averaged into their aggregates).
+
+Given the run's model, each block also sets the run beside the figures published for its checkpoint
+(:mod:`vlprobe.results.published`; :func:`published_rows`): per source a row for each config and aggregate the
+run has, with the run's figure, the difference and the known causes of it, or one note saying there is none.
 """
 
 from __future__ import annotations
@@ -28,11 +32,25 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
-from .schema import Departure, Entry, Metrics, RunSettings, SummaryBlock, SummaryRow, TieRule, dataset_name, dump, parse
+from . import published as published_data
+from .schema import (
+    Departure,
+    Entry,
+    Metrics,
+    ModelInfo,
+    Published,
+    RunSettings,
+    SummaryBlock,
+    SummaryRow,
+    TieRule,
+    dataset_name,
+    dump,
+    parse,
+)
 
 __all__ = [
     "POOLED", "PROBABILITY_METRICS", "dataset_name", "display_metrics", "headline_metrics", "headline_present",
-    "pooled", "primary_metric", "summarize", "summary_title", "table_names",
+    "pooled", "primary_metric", "published_rows", "published_table", "summarize", "summary_title", "table_names",
 ]
 
 # What a pooled config's row is (VALSE's `all`: every instrument's items together), said wherever it is shown.
@@ -264,12 +282,13 @@ def _plural(noun: str) -> str:
 
 
 def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | None,
-                 same_rule: bool) -> tuple[list[SummaryRow], list[str]]:
+                 same_rule: bool) -> tuple[list[SummaryRow], list[str], list[Metrics]]:
     """One row per config (per declared split, where the benchmark reports several), in the
-    benchmark's order, and the expected configs (or config/split pairs) the run lacks."""
+    benchmark's order, the expected configs (or config/split pairs) the run lacks, and each row's result."""
     found = _found(entries, bench.config_tag)
     order = list(bench.configs) + [c for c in found if c not in bench.configs]
     rows: list[SummaryRow] = []
+    used: list[Metrics] = []
     for config in order:
         results = found.get(config)
         if not results:
@@ -288,20 +307,28 @@ def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | Non
             rows.append(_row(config, f, keys, same_rule, paper_config=bench.paper_config(config),
                              part=bench.parts.get(config), framing=framing.label if framing else None,
                              pooled=pools, label=f"{config} ({POOLED})" if pools else None))
+            used.append(f.metrics)
     if bench.splits:
         have = {(r.config, r.split) for r in rows}
         missing = [f"{c}/{s}" for c in bench.configs for s in bench.splits if (c, s) not in have]
     else:
         missing = [c for c in bench.configs if c not in {r.config for r in rows}]
-    return rows, missing
+    return rows, missing, used
 
 
-def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings) -> SummaryBlock:
+def _policy(entries: Sequence[Entry], settings: RunSettings) -> str | None:
+    """The tie policy the entries' metrics count a tie by (each entry records it; a file from before that: the
+    run's ``settings.ties``); None where not known."""
+    return next((p for e in entries if (p := e.policy(settings.ties))), None)
+
+
+def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings, family: str | None) -> SummaryBlock:
     """One registered benchmark's aggregates (see :func:`summarize`)."""
     modality = _modality(entries)
     rule = bench.tie_rule_for(modality)
-    same_rule = rule is not None and settings.ties in (None, rule.policy)
-    rows, missing = _config_rows(bench, entries, modality, same_rule)
+    ties = _policy(entries, settings)
+    same_rule = rule is not None and ties in (None, rule.policy)
+    rows, missing, used = _config_rows(bench, entries, modality, same_rule)
     notes: list[str] = []
     noun = _plural(bench.config_noun)
     expected = len(bench.configs) * max(1, len(bench.splits))
@@ -339,22 +366,25 @@ def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings) ->
         # the paper's own text-only measure (SugarCREPE++'s TOT), else no paper's aggregates for a text-only run
         source=(text_only.source if text_only else None) if modality == TEXT_ONLY else bench.source,
         names=dict(text_only.names if text_only else {} if modality == TEXT_ONLY else bench.metric_names),
-        tie_policy=TieRule(rule.policy, rule.rule, settings.ties) if rule is not None else None,
-        departures=tuple(_departures(bench, settings, modality, tags)))
+        tie_policy=TieRule(rule.policy, rule.rule, ties) if rule is not None else None,
+        departures=tuple(_departures(bench, settings, modality, tags, ties=ties, results=used, family=family)))
 
 
-def _departures(bench: Benchmark, settings: RunSettings, modality: str | None,
-                tags: Iterable[str] = ()) -> list[Departure]:
+def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, tags: Iterable[str] = (), *,
+                ties: str | None = None, results: Sequence[Metrics] = (), family: str | None = None) -> list[Departure]:
     """How the run departs from the authors' own setting, one record each (``authors``: their value of the
     setting, where they have one). ``tags``: the per-tag results' names of the run's entries; a benchmark's
     ``caveat_tags`` among them (items its authors do not score: VALSE's invalid ones, VL-CheckList's records
-    past the first MAX_NUM/2) is one."""
+    past the first MAX_NUM/2) is one. ``ties``: the policy the entries were counted by (another than the authors'
+    rule is one). ``results``: the block's config rows' results, and ``family`` the run's scorer family: where the
+    authors' code clamps negative cosines (:class:`~vlprobe.benchmarks.ClampedAtZero`, BLA's CLIP script) and the
+    rows hold negative scores of a model whose scores are cosines, that is one."""
     out = []
     for marks, note in bench.caveat_tags:
         found = sorted(set(tags) & set(marks))
         if found:
             out.append(Departure("items", ", ".join(found), note))
-    rule, ties = bench.tie_rule_for(modality), settings.ties
+    rule = bench.tie_rule_for(modality)
     if rule is not None and ties and ties != rule.policy:
         out.append(Departure("ties", ties, f"tie policy {ties} (--ties {ties}), not the authors' rule ({rule.policy}: "
                                            f"{rule.rule}); the figure under their rule is beside each value", rule.policy))
@@ -371,6 +401,12 @@ def _departures(bench: Benchmark, settings: RunSettings, modality: str | None,
     if settings.limit:
         out.append(Departure("limit", settings.limit, f"the first {settings.limit} rows of each split only (--limit "
                                                       f"{settings.limit}), not the paper's full set"))
+    if bench.clamped is not None and results:
+        negative = sum(m.scores.n_negative for m in results if m.scores is not None)
+        clamped = bench.clamped.departure({"scores": {"n_negative": negative},
+                                           "n_items": sum(m.n_items or 0 for m in results)}, family)
+        if clamped is not None:
+            out.append(Departure(**clamped))
     return out
 
 
@@ -403,12 +439,16 @@ def as_entries(entries: Sequence[Entry | Mapping[str, Any]]) -> list[Entry]:
 
 
 def summarize(entries: Sequence[Entry | Mapping[str, Any]],
-              settings: RunSettings | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
+              settings: RunSettings | Mapping[str, Any] | None = None,
+              model: ModelInfo | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
     """The papers' aggregates per benchmark of a run's entries (records, or their results.json form). ``settings``:
     the run's (``provenance.settings``: ties, modality, control, limit), to say where it departs from the authors'
-    own. Returns ``{name: block}`` (name: :func:`table_names`), a :class:`~vlprobe.results.schema.SummaryBlock` each:
-    its rows (configs, then aggregates), ``complete`` (False, with ``notes`` saying why, when the paper's aggregate
-    needs configs the entries do not have, e.g. 3 of VALSE's 11 instruments), the tie rule and the departures.
+    own; ``model``: the run's (``provenance.model``): its family says whether a departure such as BLA's clamped
+    cosines applies, and each registered benchmark's block is set beside the figures published for its checkpoint
+    (:func:`published_rows`; None: not compared). Returns ``{name: block}`` (name: :func:`table_names`), a
+    :class:`~vlprobe.results.schema.SummaryBlock` each: its rows (configs, then aggregates), ``complete`` (False,
+    with ``notes`` saying why, when the paper's aggregate needs configs the entries do not have, e.g. 3 of VALSE's
+    11 instruments), the tie rule, the departures and the published figures beside it.
 
     A registered benchmark is summarised by its declaration (:class:`~vlprobe.benchmarks.Benchmark`): its configs
     from their own entries or a pooled entry's per-tag results, its groups' means (unweighted, or over the items
@@ -421,12 +461,122 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
     grouped: dict[str, list[Entry]] = {}
     for name, e in zip(table_names(entries), entries):
         grouped.setdefault(name, []).append(e)
+    if model is not None and not isinstance(model, ModelInfo):
+        model = parse(ModelInfo, dump(model), "model")
+    family = model.family if model is not None else None
     out: dict[str, SummaryBlock] = {}
     for name, es in grouped.items():
         bench = find(es[0].benchmark)
-        block = _block(bench, es, settings) if bench is not None else _generic(es)
+        block = _block(bench, es, settings, family) if bench is not None else _generic(es)
         guessed = tuple(dict.fromkeys(e.data.benchmark_note for e in es if e.data.benchmark_note))
-        out[name] = replace(block, notes=guessed + block.notes)
+        block = replace(block, notes=guessed + block.notes)
+        if bench is not None and model is not None:
+            rows, said = published_rows(bench, block, es, settings, model)
+            block = replace(block, published=rows, notes=block.notes + (said,))
+        out[name] = block
+    return out
+
+
+# ---- beside the figures published for the run's checkpoint -------------------------------------------------------
+
+def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entry], settings: RunSettings,
+                   model: ModelInfo) -> tuple[tuple[Published, ...], str]:
+    """The figures published for the run's checkpoint (:func:`vlprobe.results.published.run_checkpoint`) on
+    ``bench``, set beside ``block``'s rows, and the one line saying which checkpoint they are of (or that there are
+    none). Per source and metric: each config row the source has a figure for, and each aggregate row (the
+    benchmark's groups) whose members all have one, the source's figures averaged as the group declares (over the
+    items: weighted by the figures' own item counts), over the members this run has. Each row's ``note`` gives the
+    known causes of a difference: another version of the data and by how many items, the run's departures from the
+    authors' setting (tie policy, a limit, a control...), its tied comparisons, texts the model reads as one, a dtype
+    other than float32; an aggregate says it is computed from the source's figures."""
+    preprocessing = model.raw.get("preprocessing")
+    recorded = preprocessing.get("checkpoint") if isinstance(preprocessing, Mapping) else None
+    checkpoint = published_data.run_checkpoint(model.model_id, recorded)
+    figures = published_data.published_for(checkpoint, bench.name) if checkpoint else []
+    if checkpoint is None:
+        return (), (f"no published figure for this model ({model.name}): it is no checkpoint of "
+                    f"vlprobe/data/checkpoint_names.csv")
+    shown = [r for r in block.rows if not r.pooled]
+    versions = {e.config: e.dataset_version for e in entries}
+    run_version = next(iter(set(versions.values())), None) if len(set(versions.values())) == 1 else None
+    found = _found(entries, bench.config_tag)
+    groups = {g.name: g for g in bench.groups}
+    common = [f"this run scored the first {d.run} rows of each split only (--limit)" if d.setting == "limit" else
+              f"{d.setting} {d.run}" + (f" (authors: {d.authors})" if d.authors else "") for d in block.departures]
+    common += [f"dtype {model.dtype}"] if model.dtype not in (None, "float32") else []
+    out: list[Published] = []
+    for source in dict.fromkeys(f.source for f in figures):
+        for metric in dict.fromkeys(f.metric for f in figures if f.source == source):
+            mine = {f.config: f for f in figures if f.source == source and f.metric == metric}
+            # per config or aggregate: the published value (%), its items, this run's items, the data version
+            have: dict[str, tuple[float, int | None, int | None, str | None]] = {}
+            for row in shown:
+                if not row.has(metric):
+                    continue
+                if row.config in mine:
+                    f = mine[row.config]
+                    version = versions.get((row.source or row.config).split(" ")[0], run_version)
+                    items = row.n_items if not settings.limit else (
+                        bench.counts.get(row.config) if version == bench.data_version else None)
+                    have[row.config] = (f.value, f.n_items, items, f.dataset_version or None)
+                    said = published_data.version_note(f, version, items)
+                    notes = ([said] if said else []) + _row_causes(found, entries, row, settings)
+                elif row.aggregate and row.over and all(c in have for c in row.over):
+                    group = groups.get(row.config)
+                    micro = group is not None and group.average == "micro"
+                    members = [have[c] for c in row.over]
+                    weights = [m[1] for m in members] if micro else None
+                    if weights is not None and None in weights:
+                        continue  # a mean over items needs each figure's items
+                    ours_items = [m[2] for m in members]
+                    versions_of = {m[3] for m in members}
+                    version = versions_of.pop() if len(versions_of) == 1 else None
+                    have[row.config] = (_mean([m[0] for m in members], weights), sum(weights) if weights else None,
+                                        None if None in ours_items else sum(ours_items), version)  # type: ignore[arg-type]
+                    how = "mean over the items" if micro else "unweighted mean"
+                    part = f" (this run's {len(row.over)} of {len(group.members)})" if group and row.missing else ""
+                    notes = [f"the {how} of the source's {len(row.over)} figures{part}"]
+                    if version and run_version and version != run_version:
+                        notes.append(f"measured on the {version} version of the data, not {run_version}")
+                    notes += [f"{c}: {m[1]:,} items against {m[2]:,}" for c, m in zip(row.over, members)
+                              if m[1] is not None and m[2] is not None and m[1] != m[2]]
+                else:
+                    continue
+                ours = row.values.get(metric, row.authors.get(metric))  # N/A: the figure the authors' code prints
+                out.append(Published(source=source.label, config=row.config, metric=metric,
+                                     value=have[row.config][0] / 100, ours=ours, dataset_version=have[row.config][3],
+                                     note="; ".join(dict.fromkeys(notes + common))))
+    if not out:
+        return (), f"no published figure for checkpoint {checkpoint} on {bench.short}"
+    labels = ", ".join(dict.fromkeys(p.source for p in out))
+    return tuple(out), f"beside the figures published for checkpoint {checkpoint} (model {model.name}): {labels}"
+
+
+def published_table(block: SummaryBlock) -> tuple[list[str], list[list[str]]]:
+    """``block``'s published rows as a table: source, config, metric (the paper's name), the published figure, this
+    run's and the difference, in points to two decimals (``-`` where the run has no figure), and the known causes."""
+    header = ["source", "config", "metric", "published", "this run", "difference", "known causes"]
+    rows = [[p.source, p.config, block.names.get(p.metric, p.metric), f"{100 * p.value:.2f}",
+             "-" if p.ours is None else f"{100 * p.ours:.2f}",
+             "-" if p.difference is None else f"{100 * p.difference:+.2f}", p.note] for p in block.published]
+    return header, rows
+
+
+def _row_causes(found: Mapping[str, list[_Found]], entries: Sequence[Entry], row: SummaryRow,
+                settings: RunSettings) -> list[str]:
+    """The known causes of a difference that a config row's own result holds: its tied comparisons, and, for a
+    config scored as its own entry, the items whose texts the model reads as one input (a pooled entry's count is
+    its configs' together: their tied comparisons say it per config)."""
+    out = []
+    result = next((f for f in found.get(row.config, []) if f.split == row.split), None)
+    if result is not None and result.metrics.n_ties:
+        n = result.metrics.n_ties
+        policy = f", counted {settings.ties}" if settings.ties else ""
+        out.append(f"{n:,} tied comparison{'s' if n != 1 else ''} in this run{policy}")
+    entry = next((e for e in entries if e.config == row.config and e.split == row.split), None)
+    truncation = entry.data.truncation if entry is not None else None
+    if truncation is not None and truncation.collapsed_items:
+        out.append(f"{truncation.collapsed_items:,} items whose texts the model reads as one input")
     return out
 
 

@@ -68,9 +68,9 @@ def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocu
     """Where an entry's benchmark has a tie rule its figures are not under (another tie policy, or metrics not
     available where the authors' code prints a number) and the entry holds none under theirs, recompute them
     from ``folder``'s scores.parquet, when it is there; else leave the entry as it is."""
-    ties = doc.provenance.settings.ties
     wanted = {}
     for k, e in enumerate(doc.results):
+        ties = e.policy(doc.provenance.settings.ties)
         bench = find(e.benchmark)
         rule = bench.tie_rule_for(e.modality) if bench is not None else None
         if rule is not None and e.authors_rule is None and ((ties and rule.policy != ties) or _not_available(e.metrics)):

@@ -105,35 +105,52 @@ def memo_key(scorer: Any, tower: str) -> str:
     return f"{key_digest(scorer.cache_key())}|{scorer.dtype}|{device_name(scorer.device)}|{tower}"
 
 
-def _memo_path() -> str:
-    from ..storage.locations import cache_home
+def _memo_path() -> str | None:
+    """``<cache home>/batch-sizes.json``, or None where it is not to be read or written: the cache home is refused
+    (another user's, or writable by others: :func:`vlprobe.storage.locations.refused_home` says so once), as every
+    cache under it is."""
+    from ..storage.locations import cache_home, refused_home
 
-    return os.path.join(cache_home(), MEMO_FILE)
+    home = cache_home()
+    return None if os.path.isdir(home) and refused_home(home) else os.path.join(home, MEMO_FILE)
+
+
+def _read_memo(path: str | None) -> dict:
+    """The memo at ``path``, where this user alone could have written it; {} otherwise (a file another user could
+    have changed is not read, with one warning naming it)."""
+    from ..errors import warn
+    from ..storage.locations import distrust
+
+    if path is None or not os.path.lexists(path):
+        return {}
+    why = distrust(path, os.path.dirname(path))
+    if why:
+        warn(f"not reading {path}: {why}, who could have changed the batch sizes it remembers; searching again")
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            memo = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return memo if isinstance(memo, dict) else {}
 
 
 def remembered(key: str) -> int | None:
     """The batch size chosen before for ``key`` (:func:`memo_key`), or None."""
-    try:
-        with open(_memo_path(), encoding="utf-8") as f:
-            value = json.load(f).get(key)
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) and value >= 1 else None
+    value = _read_memo(_memo_path()).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 def remember(key: str, batch_size: int) -> None:
-    """Add ``key``'s choice to the memo (atomically replaced; a memo that cannot be written is skipped)."""
+    """Add ``key``'s choice to the memo (atomically replaced, a file of this user's that only it may write; a memo
+    that cannot be written, or whose cache home is refused, is skipped)."""
     path = _memo_path()
+    if path is None:
+        return
     try:
-        try:
-            with open(path, encoding="utf-8") as f:
-                memo = json.load(f)
-            if not isinstance(memo, dict):
-                memo = {}
-        except (OSError, ValueError):
-            memo = {}
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)  # a new cache home: private
+        memo = _read_memo(path)
         memo[key] = int(batch_size)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".batch-sizes-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(memo, f, indent=1, sort_keys=True)

@@ -570,15 +570,17 @@ class Engine:
         return EngineResult(scores=scores, probabilities=probs if have_probs and items else None, stats=stats)
 
     # -- features (vlprobe probe): one vector per input, in the order given -----------------------
-    def embed_images(self, images: Sequence[Any]) -> tuple[np.ndarray, dict[str, Any]]:
+    def embed_images(self, images: Sequence[Any], labels: Sequence[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """A DualScorer's image embeddings (N, d) for ``images``; each unique image computed once and
-        cached under the same keys as :meth:`score` uses. Returns (embeddings, stats)."""
+        cached under the same keys as :meth:`score` uses. ``labels``: what an image that cannot be read is
+        called (the probe's ``spatiality/train row 12``; default ``input k``). Returns (embeddings, stats)."""
         rows = {}
         keys = []
         for k, image in enumerate(images):
-            key = "i:" + _input_hash(image, k)
+            where = _input_label(image, k, labels)
+            key = "i:" + _input_hash(image, where)
             keys.append(key)
-            rows.setdefault(key, (key, image, f"input {k} ({describe(image)})"))
+            rows.setdefault(key, (key, image, where))
         return self._features(keys, rows, lambda todo: self._run_images(todo, self.scorer))
 
     def embed_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
@@ -588,9 +590,11 @@ class Engine:
         rows = {k: (k, t) for k, t in text_rows.items()}
         return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer, text_ids))
 
-    def pair_features(self, images: Sequence[Any], texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
+    def pair_features(self, images: Sequence[Any], texts: Sequence[str],
+                      labels: Sequence[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """A PairScorer's joint representation (N, d) of each (image, text), from its
-        ``pair_features(inputs)`` method (cached under ``f:<image hash>:<text hash>``)."""
+        ``pair_features(inputs)`` method (cached under ``f:<image hash>:<text hash>``); ``labels`` as in
+        :meth:`embed_images`."""
         scorer = self.scorer
         if not hasattr(scorer, "pair_features"):
             raise TypeError(f"{type(scorer).__name__} exposes no joint representation (no pair_features method)")
@@ -600,9 +604,10 @@ class Engine:
         rows = {}
         keys = []
         for k, (image, text) in enumerate(zip(images, texts)):
-            key = f"f:{_input_hash(image, k)}:{tkey_of[text]}"
+            where = _input_label(image, k, labels)
+            key = f"f:{_input_hash(image, where)}:{tkey_of[text]}"
             keys.append(key)
-            rows.setdefault(key, (key, image, text, f"input {k} ({describe(image)})"))
+            rows.setdefault(key, (key, image, text, where))
 
         def run(todo: list) -> dict[str, np.ndarray]:
             out: dict[str, np.ndarray] = {}
@@ -877,8 +882,13 @@ def _image_hash(image: Any, item: Item, k: int) -> str:
         raise ImageError(f"{_where(item, k, image)}: cannot read image: {err}") from None
 
 
-def _input_hash(image: Any, k: int) -> str:
+def _input_label(image: Any, k: int, labels: Sequence[str] | None) -> str:
+    """How an error names input ``k``: its label (the probe's ``<task>/<split> row <i>``), else ``input k``."""
+    return f"{labels[k] if labels is not None else f'input {k}'} ({describe(image)})"
+
+
+def _input_hash(image: Any, where: str) -> str:
     try:
         return content_hash(image)
     except (OSError, ImageError) as err:
-        raise ImageError(f"input {k} ({describe(image)}): cannot read image: {err}") from None
+        raise ImageError(f"{where}: cannot read image: {err}") from None

@@ -191,7 +191,7 @@ def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_
     cache = tmp_path / "cache"
     base = ["--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap", 0,
             "--cache-dir", cache, "--no-progress"]
-    assert cli("evaluate", *base, "--out", tmp_path / "real")[0] == 0
+    assert cli("evaluate", *base, "--out", tmp_path / "real").code == 0
     code, out, err = cli("evaluate", *base, "--control", "blank", "--out", tmp_path / "blank")
     assert code == 0, err
     real = json.loads((tmp_path / "real" / "results.json").read_text())

@@ -29,7 +29,6 @@ METRIC_FILE = HERE / "valse_metric.py"
 # A shared Space must not be tied up by one request: cap what one request may ask for.
 MAX_JSON_CHARS = 2_000_000
 MAX_BOOTSTRAP = 5_000
-TIES = ("strict", "half", "lenient")
 TABLE_HEADERS = ["metric", "value", "chance", "ci_low", "ci_high"]
 
 _metric = None
@@ -48,7 +47,17 @@ def load_metric():
 
 def metric_order() -> tuple[str, ...]:
     """The metrics in the order tables show them: the metric module's own list (``METRIC_KEYS``)."""
-    return inspect.getmodule(type(load_metric())).METRIC_KEYS
+    return _declared("METRIC_KEYS")
+
+
+def tie_policies() -> tuple[str, ...]:
+    """The tie policies: the metric module's own list (``TIE_POLICIES``)."""
+    return _declared("TIE_POLICIES")
+
+
+def _declared(name: str) -> tuple[str, ...]:
+    names: tuple[str, ...] = getattr(inspect.getmodule(type(load_metric())), name)
+    return names
 
 
 def _parse(text: str | None, name: str, *, required: bool) -> Any:
@@ -130,8 +139,8 @@ def compute(
     tag_lists = _parse(tags, "Tags", required=False)
     if len(preds) != len(refs):
         raise gr.Error(f"{len(preds)} score matrices but {len(refs)} gold matrices: give one of each per item.")
-    if ties not in TIES:
-        raise gr.Error(f"Ties must be one of {', '.join(TIES)}, got {ties!r}.")
+    if ties not in tie_policies():
+        raise gr.Error(f"Ties must be one of {', '.join(tie_policies())}, got {ties!r}.")
     try:
         n_boot = int(bootstrap or 0)
         conf = float(confidence)
@@ -206,7 +215,7 @@ def build_demo() -> gr.Blocks:
                     probabilities = gr.Code(label="Probabilities", language="json", lines=2)
                     tags = gr.Code(label="Tags", language="json", lines=2)
                 with gr.Row():
-                    ties = gr.Radio(list(TIES), value="strict", label="Ties",
+                    ties = gr.Radio(list(tie_policies()), value="strict", label="Ties",
                                     info="strict: a tie counts against the model; lenient: for it; half: half")
                     threshold = gr.Number(value=0.5, label="Threshold", minimum=0, maximum=1)
                 with gr.Row():

@@ -34,6 +34,8 @@ METRIC_KEYS = (
 RANK_KEYS = ("acc_r", "text", "image", "group", "set_acc", "set_error", "sentence_acc")
 PROB_KEYS = ("acc", "p_c", "p_f")  # ratios of per-item sums
 F1_KEYS = ("macro_f1", "f1_true", "f1_false")  # functions of the pooled confusion matrix
+# How a tie counts: the one list. The Space beside this file reads it, and vlprobe (vlprobe.metric, and
+# vlprobe.benchmarks from this source, without running it).
 TIE_POLICIES = ("strict", "half", "lenient")
 MAX_BOOTSTRAP = 100_000  # resamples; every resample's statistics are held in memory at once
 # Every gold cell is compared with every non-gold cell of its row and of its column: m * n * (m + n) comparisons for
@@ -420,9 +422,12 @@ def _as_tags(tags: Any, n: int) -> list[list[str]] | None:
             out.append([t])
         else:
             try:
-                out.append([str(x) for x in t])
+                given = list(t)
             except TypeError:
                 raise ValueError(f"tags[{i}]: must be a list of strings, got {t!r}") from None
+            if not all(isinstance(x, str) for x in given):  # None or 3 would become the tag "None" or "3"
+                raise ValueError(f"tags[{i}]: must be a list of strings, got {given!r:.80}")
+            out.append(given)
     return out
 
 

@@ -84,6 +84,8 @@ PAPERS = ("[VALSE](https://aclanthology.org/2022.acl-long.567/) · "
 CSS = display.CSS + """
 .verdict { padding: 8px 12px; border-radius: 6px; border-left: 6px solid #d1d5db; background: #f9fafb; }
 .verdict p { margin: 0.2em 0; }
+/* the class is on the block and on its Markdown inside: only the block is the coloured box */
+.prose.verdict { padding: 0 !important; border: none !important; background: none !important; color: inherit !important; }
 .verdict p:first-child { font-weight: 600; font-size: 1.05em; }
 .verdict-right { background: #e6f4ea; color: #0b5d1e; border-left-color: #2ca02c; }
 .verdict-wrong { background: #fde8e8; color: #8a1c1c; border-left-color: #d62728; }
@@ -104,6 +106,8 @@ textarea::placeholder, input::placeholder { font-style: italic; }
 /* an item with one image: no empty second slot */
 .second-image:not(:has(img)) { display: none !important; }
 .chart-block .chart-svg svg { margin: 0 auto; }
+/* the Results chart is drawn twice: wide (labels left of the rows) and, for a phone, narrow (labels above) */
+.chart-narrow { display: none; }
 #item-caption code { overflow-wrap: anywhere; }
 .model-about p, .tie-notes p { margin: 0.2em 0; font-size: 0.92em; color: #374151; }
 #model-about { align-self: center; }
@@ -128,8 +132,12 @@ input[type=range] { --neutral-200: #80868f; }
    results' numbers before their chart */
 @media (max-width: 640px) {
   .intro h1 { font-size: 1.5em !important; }
-  .intro p { font-size: 0.95em; }
-  .model-about p { font-size: 0.88em; }
+  .intro p { font-size: 0.92em; }
+  .model-about p { font-size: 0.85em; margin: 0 !important; }
+  .gallery-row button { font-size: 0.82em !important; padding: 2px 8px !important; min-height: 0 !important; }
+  .gr-accordion { padding-top: 2px !important; padding-bottom: 2px !important; }
+  .score-inputs .labelled-image img { max-height: 110px !important; }
+  .score-inputs .labelled-image .upload-container .wrap { min-height: 80px !important; }
   .score-row { flex-direction: column !important; }
   .score-row > .score-outputs { order: -1; }
   .score-outputs:not(.scored) > :not(.verdict) { display: none !important; }
@@ -138,6 +146,8 @@ input[type=range] { --neutral-200: #80868f; }
   .bench-out > .bench-tables { order: -1; }
   .results-out { display: flex; flex-direction: column; }
   .results-out > #results-chart { order: 3; }
+  .chart-wide { display: none; }
+  .chart-narrow { display: block; }
 }
 """
 
@@ -333,8 +343,10 @@ METRICS_EMPTY = placeholder(["metric", "value", "CI low", "CI high", "chance"], 
 TAGS_EMPTY = placeholder(["tag", "items"], "run a benchmark")
 BROWSE_EMPTY = placeholder(["rank", "margin", "texts", "tags", "id"], "run a benchmark to list its items")
 ITEM_EMPTY = placeholder(["text", "role", "score", "margin"], "run a benchmark, then pick an item")
-RUNS_EMPTY = placeholder(["benchmark", "config", "split", "metric"], "load results files and press Compare")
-PAPERS_EMPTY = placeholder(["system", "source"], "no published numbers to show")
+RUNS_EMPTY = placeholder(results.RUN_HEADERS, "load results files and press Compare")
+PAPERS_EMPTY = placeholder(["config", "system"], "no published numbers to show")
+PUBLISHED_EMPTY = placeholder(["source", "config", "metric", "published", "this run", "difference", "known causes"],
+                              "no figure is published for the loaded runs' checkpoints")
 
 # The page shows HTML tables (vlprobe.demo.display: they scroll sideways on a phone, nothing in them
 # breaks or is cut); the same tables also come back as data from the API (hidden Dataframes).
@@ -380,7 +392,7 @@ def score(image_1, image_2, captions, foils, model, ties="strict"):
     chart = display.svg(out.chart, f"{SCORE_CHART_TEXT}: " + "; ".join(
         f"{label} {value:+.3f}" for label, value in scoring.comparisons(out.item, out.scores)), chart_id="margin-chart")
     return (out.verdict, _table(out.headers, out.table), out.note, out.highlights, chart, out.metrics,
-            shown_table("scores", out.headers, out.table, prose=("text",), lists=("role",)))
+            shown_table("scores", out.headers, out.table, prose=("text",), lists=("role",), notes=[out.note]))
 
 
 def check_upload(path, which):
@@ -611,26 +623,42 @@ def show_item(outcome, rank):
 # ---- Results --------------------------------------------------------------------------------------
 
 def _results_failed(message):
-    return f"⚠️ **Cannot compare:** {message}", "", RUNS_EMPTY, PAPERS_EMPTY, RUNS_HTML, PAPERS_HTML
+    return (f"⚠️ **Cannot compare:** {message}", "", RUNS_EMPTY, PAPERS_EMPTY, RUNS_HTML, PAPERS_HTML,
+            PUBLISHED_EMPTY)
+
+
+def results_table(table, **kw):
+    """A table of the Results tab as the page shows it: on a phone, a card per row, its numbers first."""
+    return display.html_table(table.headers, table.rows, label=table.label, table_id=f"{table.key}-table", decimals=1,
+                              notes=table.notes, wrap=table.wrap, marked=table.marked, marked_rows=table.marked_rows,
+                              cards=True, tall=len(table.rows) > 12,
+                              prose=("source", "note", "known causes"), **kw)
 
 
 @_inline_errors(_results_failed)
 def compare_results(files, include_papers, benchmark, names=""):
     """Results files side by side, beside the papers' published numbers, with a chart. ``names``:
-    the runs' names, one per line in the files' order (optional)."""
+    the runs' names, one per line in the files' order (optional). Returns the note, the chart, the
+    runs' metrics (tidy rows), the table beside the papers, the page's runs tables, its papers and
+    published tables (with the glossary), and the figures published for the runs' checkpoints."""
     checked_uploads(files or [], "Results files")
     out = results.compare_results(files, include_papers, benchmark, names or "")
-    chart = "" if out.chart is None else results.chart_svg(out.chart)
+    chart = "" if out.chart is None else results.chart_svg(out.chart, out.chart_narrow)
+    runs_html = ('<div id="runs-table">' + "".join(results_table(t) for t in out.runs) + "</div>") if out.runs else ""
+    if out.papers:
+        papers_html = results_table(out.papers)
+    else:
+        papers_html = empty_table("papers", "no published numbers for these runs" if include_papers
+                                  else "the papers' numbers are not included (tick the box to see them)")
+    if out.published:
+        papers_html += results_table(out.published)
+    shown = [t for t in (*out.runs, out.papers, out.published) if t]
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
-            _table(out.paper_headers, out.paper_rows) if out.paper_rows else PAPERS_EMPTY,
-            shown_table("runs", out.headers, out.rows, decimals=1, tall=len(out.rows) > 12) if out.rows else "",
-            (shown_table("papers", out.paper_headers, out.paper_rows, decimals=1, tall=len(out.paper_rows) > 12,
-                         prose_rows=[0] if out.paper_rows[0][0] == "source" else [])  # the sources wrap
-            if out.paper_rows else
-            empty_table("papers", "no published numbers for these runs" if include_papers
-                        else "the papers' numbers are not included (tick the box to see them)"))
+            _table(out.paper_headers, out.paper_rows) if out.papers else PAPERS_EMPTY, runs_html,
             # what each metric in the tables means, and which way is better (the Benchmark tab's glossary)
-            + glossary.glossary_html(glossary.named_in([out.headers], out.rows, [out.paper_headers], out.paper_rows)))
+            papers_html + glossary.glossary_html(glossary.named_in(*([t.label, *t.headers] for t in shown),
+                                                                   *(t.rows for t in shown))),
+            _table(out.published.headers, out.published.rows) if out.published else PUBLISHED_EMPTY)
 
 
 def send_to_results(path, files):
@@ -730,7 +758,7 @@ def build_demo() -> gr.Blocks:
                                               elem_id="verdict")
                         scores = gr.Dataframe(SCORES_EMPTY, label="Scores", interactive=False, visible=False)
                         scores_html = gr.HTML(SCORES_HTML)
-                        score_note = gr.Markdown()
+                        score_note = gr.Markdown(visible=False)  # for the API: the page says it under the table
                         gr.Markdown("**What decides the verdict: the margins**")
                         chart = gr.HTML(elem_classes=["chart-block"])
                         diff = gr.HighlightedText(label="Where the texts differ", color_map=scoring.DIFF_COLORS,
@@ -873,10 +901,12 @@ def build_demo() -> gr.Blocks:
                     r_table = gr.Dataframe(RUNS_EMPTY, label="Runs (%)", interactive=False, visible=False)
                     r_paper = gr.Dataframe(PAPERS_EMPTY, label="Beside the published numbers (%)", interactive=False,
                                            visible=False)
+                    r_published = gr.Dataframe(PUBLISHED_EMPTY, label="Published for the runs' checkpoints (%)",
+                                               interactive=False, visible=False)
+                    r_paper_html = gr.HTML(PAPERS_HTML)  # the runs beside the papers first, then the runs alone
                     r_table_html = gr.HTML(RUNS_HTML)
-                    r_paper_html = gr.HTML(PAPERS_HTML)
                 compare_inputs = [r_files, r_papers, r_bench, r_names]
-                compare_outputs = [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html]
+                compare_outputs = [r_note, r_plot, r_table, r_paper, r_table_html, r_paper_html, r_published]
                 bad_upload.change(refused_upload, bad_upload, [verdict, r_note], api_visibility="private",
                                   queue=False, show_progress="hidden").then(None, js=SHOW_VERDICT).then(None, js=SHOW_RESULTS)
                 r_button.click(lambda: "Comparing…", None, r_note, queue=False, api_visibility="private").then(

@@ -162,9 +162,11 @@ TABLE_PROBLEMS = """() => {
     if (wrap.scrollWidth > wrap.clientWidth + 1 && !['auto', 'scroll'].includes(ox)) problems.push('table cut: ' + ox);
     const box = wrap.getBoundingClientRect();
     if (box.right > window.innerWidth + 0.5) problems.push('table box past the screen: ' + box.right);
-    for (const c of t.querySelectorAll('th, td')) {
+    // a table of cards keeps its header row for screen readers only (each card names its cells): not drawn
+    const heads = getComputedStyle(t.tHead || t).position === 'absolute' ? 'td' : 'th, td';
+    for (const c of t.querySelectorAll(heads)) {
       if (c.scrollWidth > c.clientWidth + 1) problems.push('clipped: ' + c.innerText);
-      if (c.classList.contains('prose')) {
+      if (c.classList.contains('prose') || c.classList.contains('wrap')) {
         const walker = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
         for (let n = walker.nextNode(); n; n = walker.nextNode()) {
           const re = /\\S+/g; let m;
@@ -339,10 +341,10 @@ NON_TEXT = """() => {
   return out;
 }"""
 
-# Each table of the Score and Benchmark tabs: its width against its box (no sideways scroll: no cell
-# wider than its column holds) and its widest cell.
-TABLE_FIT = """(ids) => ids.map(id => document.getElementById(id))
-  .filter(e => e && e.offsetParent !== null && e.querySelector('table'))
+# Each table on the page: its width against its box (no sideways scroll: no cell wider than its column
+# holds) and its widest cell.
+TABLE_FIT = """() => [...document.querySelectorAll('.vt-outer[id]')]
+  .filter(e => e.offsetParent !== null && e.querySelector('table'))
   .map(e => { const wrap = e.querySelector('.vt-wrap'), t = e.querySelector('table');
     const cells = [...t.querySelectorAll('td')].map(c => [c.getBoundingClientRect().width, c.innerText.slice(0, 40)]);
     const [widest, cell] = cells.reduce((a, b) => (b[0] > a[0] ? b : a), [0, '']);
@@ -434,25 +436,21 @@ def _labels_clear_of_images(page):
     return checked
 
 
-FIT_TABLES = ["scores-table", "metrics-table", "tags-table", "browse-table", "item-table"]
-
-
 def _check_tables(page, where):
-    """No cell clipped or broken; the Score and Benchmark tabs' tables no wider than their boxes (no
-    sideways scroll: on a phone the per-tag and item lists are cards). Returns their widths and widest cells."""
+    """No cell clipped or broken; every table no wider than its box (no sideways scroll: on a phone the per-tag
+    and item lists, and the Results tab's tables, are cards). Returns their widths and widest cells."""
     problems = page.evaluate(TABLE_PROBLEMS)
     assert problems == [], (where, problems[:10])
-    fits = page.evaluate(TABLE_FIT, FIT_TABLES)
+    fits = page.evaluate(TABLE_FIT)
     wide = [f for f in fits if f["table"] > f["box"] + 1]
     assert not wide, (where, wide)
     return fits
 
 
-def _check_charts(page, where, seen, fit=True):
-    """Every chart on the page: no two texts overlap, every text at 11 px or more inside its chart; with
-    ``fit``, each drawn whole in its box (no sideways scroll; the Results tab's wider charts, laid out by
-    vlprobe.demo.results, still scroll on a phone). Records each chart measured in ``seen``; returns the
-    smallest text size."""
+def _check_charts(page, where, seen):
+    """Every chart on the page: no two texts overlap, every text at 11 px or more inside its chart, each drawn
+    whole in its box (no sideways scroll: on a phone the Results tab shows its chart laid out narrow). Records
+    each chart measured in ``seen``; returns the smallest text size."""
     charts = page.evaluate(CHART_OVERLAPS)
     assert charts, f"{where}: no chart on the page"
     bad = [c for c in charts if c["overlaps"]]
@@ -462,9 +460,10 @@ def _check_charts(page, where, seen, fit=True):
     small = [t for t in texts if t["px"] < 11.0]
     outside = [t["text"] for t in texts if not t["inside"]]
     assert not small and not outside, (where, small[:5], outside[:5])
-    cut = [c for c in page.evaluate(CHART_FIT) if c["svg"] > c["box"] + 1]
-    assert not fit or not cut, (where, "a chart wider than its box", cut)
-    seen.extend(f"{where}: {c['chart']} {c['svg']} px in a {c['box']} px box, scrolls" for c in cut)
+    fits = page.evaluate(CHART_FIT)
+    cut = [c for c in fits if c["svg"] > c["box"] + 1]
+    assert not cut, (where, "a chart wider than its box", cut)
+    seen.extend(f"{where}: {c['chart']} {c['svg']} px in its {c['box']} px box" for c in fits)
     return min(t["px"] for t in texts)
 
 
@@ -1034,7 +1033,7 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     expect(page.get_by_role("tab", name="Results", selected=True)).to_be_visible(timeout=SLOW)
     expect(page.locator("#runs-table")).to_contain_text("winoground_style", timeout=SLOW)
     _settled(page)
-    _check_charts(page, "results, the run sent from the Benchmark tab", seen, fit=False)
+    _check_charts(page, "results, the run sent from the Benchmark tab", seen)
     page.locator("#results-files").get_by_role("button", name=re.compile(r"^Clear", re.IGNORECASE)).first.click()
     expect(page.locator('#results-files a[href$=".json"]')).to_have_count(0, timeout=SLOW)
     page.locator("#results-files input[type=file]").set_input_files([str(saved)])  # the downloaded copy alone
@@ -1043,38 +1042,129 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     expect(_markdown(page, "results-note")).to_have_text(re.compile(r"^1 run;"), timeout=SLOW, use_inner_text=True)
     table = page.locator("#runs-table").inner_text()
     assert "winoground_style" in table and "mini-clip · winoground_style" in table, table[:300]
-    _check_charts(page, "results, the downloaded file", seen, fit=False)
+    _check_charts(page, "results, the downloaded file", seen)
     page.screenshot(path=str(shots / f"results_from_download_{viewport}.png"), full_page=True)
 
 
+def _results_svg(page):
+    """The Results tab's chart as the screen shows it: the wide one on a laptop, the narrow one on a phone."""
+    return page.locator("#results-chart .chart-svg").filter(visible=True).locator("svg")
+
+
+def _glossed(page):
+    """Every metric the Results tab's tables name is defined under them (the Benchmark tab's glossary)."""
+    from vlprobe.demo import glossary
+
+    shown = " ".join(page.locator(".results-out .vt-label, .results-out th, .results-out td").all_inner_texts())
+    named = [m for m in glossary.METRICS if re.search(rf"(?<![a-z_]){m}(?![a-z_])", shown)]
+    defined = " ".join(page.locator(".results-out .glossary li").all_inner_texts())
+    assert named and all(f"{m} (" in defined for m in named), (named, defined[:300])
+    return named
+
+
 def _papers_alone(page, viewport, shots, seen):
-    """Compare with no file: each paper's published numbers as a long table and a readable chart;
-    on a phone the numbers come before the chart."""
+    """Compare with no file: each paper's published numbers as a table the long side down (a row per config and
+    metric, or per system where there are more systems: Winoground), within its box, and a readable chart; on a
+    phone the numbers come before the chart, a card per row."""
     from playwright.sync_api import expect
 
     expect(page.locator('#results-files a[href$=".json"]')).to_have_count(0, timeout=SLOW)  # no file loaded yet
     expect(_markdown(page, "results-note")).to_have_text(re.compile(r"^Nothing to compare yet\."), use_inner_text=True)
-    for bench in ("valse", "winoground", "bla", "sugar_crepe"):
+    first = {"valse": "config", "winoground": "system", "bla": "config", "sugar_crepe": "config"}
+    for bench in first:
         _choose(page, "Papers' benchmark", bench)
         page.get_by_role("button", name="Compare", exact=True).click()
         expect(_markdown(page, "results-note")).to_have_text(re.compile(r"^No results file loaded: the papers' published "
                                                                         r"numbers alone"), timeout=SLOW, use_inner_text=True)
-        expect(page.locator("#results-svg svg text").filter(has_text=f"{bench}: headline metric")).to_have_count(
+        expect(_results_svg(page).locator("text").filter(has_text=f"{bench}: headline metric")).to_have_count(
             1, timeout=SLOW)  # this benchmark's chart, not the last one
         _settled(page)
         headers = page.locator("#papers-table th").all_inner_texts()
-        assert headers[:2] == ["config", "metric"] and len(headers) <= 25, headers
-        _check_charts(page, f"results, papers alone: {bench}", seen, fit=bench == "valse")  # its "100" tick not cut
+        assert headers[0] == first[bench] and len(headers) <= 25, headers
+        _check_charts(page, f"results, papers alone: {bench}", seen)  # whole, its "100" tick not cut
         _check_tables(page, f"papers alone: {bench}")
-        glossary = " ".join(page.locator(".results-out .glossary li").all_inner_texts())
-        metrics = {m for m in page.locator("#papers-table td:nth-child(2)").all_inner_texts() if re.fullmatch(r"[a-z_0-9]+", m)}
-        assert metrics and all(f"{m} (" in glossary for m in metrics), (bench, metrics, glossary[:300])  # defined there
+        _glossed(page)
         if viewport == "phone":
             table_top = page.locator("#papers-table").bounding_box()["y"]
             chart_top = page.locator("#results-chart").bounding_box()["y"]
             assert table_top < chart_top, "on a phone the numbers come first"
     page.screenshot(path=str(shots / f"papers_alone_{viewport}.png"), full_page=True)
     _choose(page, "Papers' benchmark", "auto")
+
+
+def _load_results(page, paths):
+    """The results files loaded in place of those there (cleared first), and compared."""
+    from playwright.sync_api import expect
+
+    clear = page.locator("#results-files").get_by_role("button", name=re.compile(r"^Clear", re.IGNORECASE))
+    if clear.count():
+        clear.first.click()
+    expect(page.locator('#results-files a[href$=".json"]')).to_have_count(0, timeout=SLOW)
+    page.locator("#results-files input[type=file]").set_input_files([str(p) for p in paths])
+    expect(page.locator('#results-files a[href$=".json"]')).to_have_count(len(paths), timeout=SLOW)
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(_markdown(page, "results-note")).to_have_text(re.compile(rf"^{len(paths)} runs?;"), timeout=SLOW,
+                                                         use_inner_text=True)
+    _settled(page)
+
+
+def _valse_beside_papers(page, tmp_path, viewport, shots, seen):
+    """A valse/all run (its instruments from the pooled config's per-tag results, two of them all tied) and a
+    Winoground run: the chart puts the run's point beside the paper's systems on each instrument's row and on
+    the Avg.'s (the run's N/A said in words there), the papers table the same rows with the run's column first
+    and no column for the Winoground run, the figures published for the run's checkpoint a row each; every
+    table within its box, on a phone as cards, the numbers before the chart. Returns the rows' positions."""
+    from playwright.sync_api import expect
+    from test_space_display import VALSE, valse_all_doc
+
+    folder = tmp_path / "valse_beside_papers"
+    folder.mkdir()
+    valse, wino = folder / "valse_all.json", folder / "wino.json"
+    # a checkpoint with figures published for it (vl_compo's ViT-B-32/openai): a row each, instruments and Avg.
+    valse.write_text(json.dumps(valse_all_doc("openai/clip-vit-base-patch32", na=("relations",))), encoding="utf-8")
+    wino.write_text(json.dumps(_run_doc("models/mini-clip", 0.3)), encoding="utf-8")
+    _load_results(page, [valse, wino])
+    chart = _results_svg(page)
+    expect(chart.locator("[data-point='valse_all:valse/existence/test:acc_r']")).to_have_count(1, timeout=SLOW)
+    rows = [*VALSE, "avg"]
+    # each row: the run's point and the paper's systems' points at one height (a row's band), rows in order
+    centre = """(g) => { const b = g.getBoundingClientRect(); return b.top + b.height / 2; }"""
+    heights = {}
+    for config in rows:
+        papers = chart.locator(f"[data-point^='paper: '][data-point*=':valse/{config}/paper:acc_r']")
+        assert papers.count() == 8, (config, papers.count())  # VALSE Table 2's eight systems
+        ys = [papers.nth(k).evaluate(centre) for k in range(8)]
+        mine = chart.locator(f"[data-point='valse_all:valse/{config}/test:acc_r']")
+        if config in ("relations", "avg"):  # every item tied (and so the Avg. over it): no point, "N/A" on its row
+            assert mine.count() == 0
+            heights[config] = sum(ys) / len(ys)
+            continue
+        y = mine.evaluate(centre)
+        assert max(abs(y - v) for v in ys) < 40, (config, y, ys)
+        heights[config] = y
+    assert list(heights.values()) == sorted(heights.values()), heights  # the Avg. last, under the instruments
+    assert chart.locator("text").filter(has_text=re.compile(r"^N/A")).count() == 2  # relations, and the Avg. over it
+    # the table: a row per instrument and the Avg., the run's column first; no column for the Winoground run
+    table = page.locator("#papers-table")
+    first = table.locator("tbody td:first-child").all_inner_texts()
+    assert first == [*VALSE, "Avg."], first
+    headers = table.locator("th").all_inner_texts()
+    assert headers[1] == "this run: valse_all" and not any("wino" in h for h in headers), headers
+    assert table.locator("td.mark").count() == 12  # the run's column, shaded
+    published = page.locator("#published-table tbody tr").all_inner_texts()
+    assert len(published) == 12 and all("the study (Oh et al. 2024)" in r for r in published), published
+    assert "existence" in published[0] and "69.3" in published[0] and "-19.3" in published[0], published[0]
+    assert page.locator("#runs-valse-table tbody tr").count() == 1 and page.locator(
+        "#runs-winoground-table tbody tr").count() == 1  # a row per run and config, no empty row
+    fits = _check_tables(page, "valse beside the papers")
+    smallest = _check_charts(page, "results, valse/all beside VALSE Table 2", seen)
+    _glossed(page)
+    if viewport == "phone":  # the numbers first, a card per row
+        assert table.bounding_box()["y"] < page.locator("#results-chart").bounding_box()["y"]
+        assert table.locator("table.cards").count() == 1
+        assert table.locator("tbody tr").first.evaluate("r => getComputedStyle(r).display") == "flex"
+    page.screenshot(path=str(shots / f"results_valse_{viewport}.png"), full_page=True)
+    return {"rows": len(heights), "chart px": round(smallest, 1), "tables": fits}
 
 
 def _bad_results_file(page, tmp_path):
@@ -1102,35 +1192,37 @@ def _named_runs(page, tmp_path, viewport, shots, seen):
         paths[-1].write_text(json.dumps(_run_doc(model, value)), encoding="utf-8")
     paths.append(tmp_path / "travlr_run.json")
     paths[-1].write_text(json.dumps(_travlr_doc()), encoding="utf-8")
-    page.locator("#results-files").get_by_role("button", name=re.compile(r"^Clear", re.IGNORECASE)).first.click()
-    expect(page.locator('#results-files a[href$=".json"]')).to_have_count(0, timeout=SLOW)
-    page.locator("#results-files input[type=file]").set_input_files([str(p) for p in paths])
-    expect(page.locator('#results-files a[href$="/results.json"]')).to_have_count(2, timeout=SLOW)
-    page.get_by_role("button", name="Compare", exact=True).click()
-    expect(_markdown(page, "results-note")).to_have_text(re.compile(r"^3 runs;"), timeout=SLOW, use_inner_text=True)
-    chart = page.locator("#results-svg svg")
+    _load_results(page, paths)
+    chart = _results_svg(page)
     expect(chart).to_be_visible(timeout=SLOW)
-    names = page.locator("#runs-table th").all_inner_texts()[4:-1:2]
-    assert names == ["mini-clip · winoground", short("clip-vit-base-patch32 · winoground"), "travlr_run"], names
+    # a table per benchmark, a row per run and config: the two Winoground runs in one, named; TraVLR's in its own
+    names = page.locator("#runs-winoground-table td:first-child").all_inner_texts()
+    assert names == ["mini-clip · winoground", short("clip-vit-base-patch32 · winoground")], names
+    assert page.locator("#runs-travlr-table .vt-label").inner_text() == "travlr: travlr_run (%)"
+    names.append("travlr_run")
     assert all(len(n) <= MAX_LABEL for n in names)
     hashes = re.compile(r"[0-9a-f]{16,}")
     shown = " ".join(page.locator(f"#{key}").inner_text() for key in ("results-chart", "runs-table", "papers-table"))
     assert not hashes.search(shown + _markdown(page, "results-note").inner_text()), hashes.search(shown)
     legend = " ".join(chart.locator("text").all_text_contents())
     assert all(n in legend for n in names), legend
-    assert "this run: mini-clip · winoground" in page.locator("#papers-table").inner_text()
+    papers = page.locator("#papers-table").inner_text()
+    assert "this run: mini-clip · winoground" in papers and "travlr_run" not in papers  # no empty row for it
     points = sorted(b.get_attribute("data-point") for b in chart.locator("[data-point^='travlr_run:']").all())
     assert points == ["travlr_run:travlr/spatiality/test_ind:acc_r", "travlr_run:travlr/spatiality/test_ood:acc_r"]
     for point in chart.locator("[data-point]").all():
         box = point.bounding_box()
         assert box and box["height"] > 5
     _check_tables(page, "results")
-    smallest = _check_charts(page, "results, three runs beside Winoground's table", seen, fit=False)
+    smallest = _check_charts(page, "results, three runs beside Winoground's table", seen)
     page.screenshot(path=str(shots / f"results_{viewport}.png"), full_page=True)
     page.locator("#run-names textarea").fill("baseline\nB/32")
     page.get_by_role("button", name="Compare", exact=True).click()
-    expect(page.locator("#runs-table th").filter(has_text=re.compile(r"^\s*baseline\s*$"))).to_have_count(1, timeout=SLOW)
-    assert page.locator("#runs-table th").all_inner_texts()[4:-1:2] == ["baseline", "B/32", "travlr_run"]
+    expect(page.locator("#runs-winoground-table td").filter(has_text=re.compile(r"^\s*baseline\s*$"))).to_have_count(
+        1, timeout=SLOW)
+    assert page.locator("#runs-winoground-table td:first-child").all_inner_texts() == ["baseline", "B/32"]
+    assert page.locator("#runs-travlr-table .vt-label").inner_text() == "travlr: travlr_run (%)"
+    page.locator("#run-names textarea").fill("")
     return smallest
 
 
@@ -1176,6 +1268,7 @@ def test_the_space_at_both_sizes(browser, app, model_path, viewport, tmp_path, s
         page.get_by_role("tab", name="Benchmark").click()
         step("download feeds results", _download_feeds_results, page, tmp_path, viewport, shots, charts)
         step("results chart px", _named_runs, page, tmp_path, viewport, shots, charts)
+        step("valse beside the papers", _valse_beside_papers, page, tmp_path, viewport, shots, charts)
         step("contrast, results", _check_contrast, page, "results tab")
         step("names, results", _check_names, page, "results tab")
         assert len(charts) >= 12, charts  # every kind of chart the page draws was measured

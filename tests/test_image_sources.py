@@ -43,7 +43,11 @@ def test_missing_report_counts_and_names_per_source(tmp_path: Path) -> None:
     text = report.summary()
     assert "swig: 1 of 2 files missing: jumping_2.jpg" in text
     assert "visual7w: 8 of 8 files missing: v7w_0.jpg, v7w_1.jpg, v7w_2.jpg, v7w_3.jpg, v7w_4.jpg (+3 more)" in text
-    assert "no location given" in text  # visual7w had no folder
+    # visual7w had no folder in the root: the root is named, with what was looked for in it (issue 47.10: it said
+    # "no location given" though --images gave one)
+    assert f"[searched: --images {tmp_path}: none of visual7w/images/, visual7w/, images/, visual7w_images.zip in it]" in text
+    assert f"[searched: {tmp_path / 'images_512'}]" in text and "no location given" not in text
+    assert "[searched: no location given]" in imgs.check_sources({"swig": ["a_1.jpg"]}, imgs.make_resolvers(["swig"])).summary()
     err = imgs.MissingImagesError(report, "hint here")
     assert isinstance(err, FileNotFoundError) and str(err).startswith("9 image file(s) are missing:") and "hint here" in str(err)
 

@@ -662,6 +662,7 @@ def test_exact_chance_holds_for_large_runs():
         ([[[0.9, 0.1]]], [VALSE], {"probabilities": [[["0.9", "0.1"]]]}, "probabilities[0]: must hold numbers"),
         ([[[0.9, 0.1]]], [[[1, None]]], {}, "references[0]: must hold numbers, got None"),
         ([[[1.0, 0.0]]] * 3, [VALSE] * 3, {"tags": "abc"}, "tags: got the string 'abc'"),
+        ([[[1.0, 0.0]]], [VALSE], {"tags": [[None]]}, "tags[0]: must be a list of strings, got [None]"),
         ("0.9", [VALSE], {}, "predictions: got a string"),
         (np.zeros((2, 0, 2)), np.zeros((2, 0, 2)), {}, "predictions: a stacked array of shape (2, 0, 2) holds empty items"),
         (np.array([[["0.9", "0.1"]]]), np.array([VALSE]), {}, "predictions: must hold numbers, got strings"),

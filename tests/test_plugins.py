@@ -6,6 +6,7 @@ through the entry points of a package installed into a fresh environment, run fr
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -47,26 +48,28 @@ def _write_package(root: Path) -> Path:
     return package
 
 
-@pytest.fixture
-def plugins_reset():
-    """The registries as vlprobe's own, before and after: no plugin of a test stays."""
+def _reset() -> None:
+    """The registries as vlprobe's own: no plugin of a test stays."""
     from vlprobe import plugins
     from vlprobe.benchmarks import base
     from vlprobe.scorers import families, unregister
 
-    def reset():
-        plugins._FOLDERS.clear()
-        plugins._LOADED.clear()
-        base._REGISTRY.clear()
-        for name in ("cosine",):
-            if name in families():
-                unregister(name)
-        for name in [m for m in sys.modules if m.startswith("vlprobe_include.")]:
-            del sys.modules[name]
+    plugins._FOLDERS.clear()
+    plugins._LOADED.clear()
+    base._REGISTRY.clear()
+    for name in ("cosine",):
+        if name in families():
+            unregister(name)
+    for name in [m for m in sys.modules if m.startswith("vlprobe_include.")]:
+        del sys.modules[name]
 
-    reset()
+
+@pytest.fixture
+def plugins_reset():
+    """The registries as vlprobe's own, before and after."""
+    _reset()
     yield
-    reset()
+    _reset()
 
 
 def test_a_folder_of_modules_adds_a_benchmark_a_builder_and_a_family(tmp_path, plugins_reset):
@@ -118,6 +121,29 @@ def test_a_plugin_that_fails_or_clashes_is_one_line_naming_it(tmp_path, plugins_
         benchmarks()
 
 
+def test_include_path_option_is_the_variable_for_one_command(tmp_path, plugins_reset, monkeypatch, capsys):
+    """`vlprobe --include-path DIR COMMAND` (lm-eval's --include_path) reads DIR as VLPROBE_INCLUDE_PATH does, given
+    before the command or after it; a folder that is not one, or no DIR, is one line."""
+    from vlprobe import plugins
+    from vlprobe.cli import main
+
+    monkeypatch.delenv(plugins.INCLUDE_VAR, raising=False)  # and restored after the test (main() sets it)
+    folder = _write_package(tmp_path) / "shapes_plugin"
+    assert main(["list"]) == 0 and "\n  shapes\n" not in capsys.readouterr().out
+    for argv in (["--include-path", str(folder), "list"], ["list", f"--include-path={folder}"]):
+        _reset()
+        monkeypatch.delenv(plugins.INCLUDE_VAR, raising=False)
+        assert main(argv) == 0, capsys.readouterr().err
+        listed = capsys.readouterr().out
+        assert "\n  shapes\n" in listed and "\n  cosine  any dual encoder" in listed, argv
+        assert os.environ[plugins.INCLUDE_VAR] == str(folder)  # what a process the command starts reads too
+    for argv, said in ((["--include-path", str(tmp_path / "nowhere"), "list"],
+                        f"vlprobe: error: --include-path {tmp_path / 'nowhere'}: not a folder"),
+                       (["list", "--include-path"], "vlprobe: error: --include-path expects a folder: --include-path DIR")):
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip() == said
+
+
 # ---- installed as a package, used from outside the clone ----------------------------------------------------------
 
 @pytest.mark.slow
@@ -154,4 +180,30 @@ def test_an_installed_plugin_package_is_listed_built_and_evaluated(tmp_path):
                             cwd=work, env=env, capture_output=True, text=True, check=True).stdout
     cells = [c for item in json.loads(scores) for row in item for c in row]
     assert len(cells) == 8 and all(-1.0 <= c <= 1.0 for c in cells)  # plain cosines: no logit scale
+    assert sorted(p.name for p in work.iterdir()) == ["runs"]
+
+
+@pytest.mark.slow
+def test_include_path_from_outside_the_clone_lists_builds_and_evaluates(tmp_path):
+    """The doc's plugin as a plain folder of modules (no package installed), named on each command line with
+    --include-path, from a folder outside the clone."""
+    from test_install import _env
+
+    folder = _write_package(tmp_path / "src") / "shapes_plugin"
+    work = tmp_path / "empty"
+    work.mkdir()
+    env = _env(tmp_path)
+    env.pop("VLPROBE_INCLUDE_PATH", None)
+    vlprobe = [sys.executable, "-m", "vlprobe.cli"]
+    listed = _run([*vlprobe, "--include-path", folder, "list"], work, env)
+    assert "\n  shapes\n" in listed and "\n  cosine  any dual encoder" in listed
+    assert "\n  shapes\n" not in _run([*vlprobe, "list"], work, env)  # the option, not a leftover, found it
+    built = _run([*vlprobe, "--include-path", folder, "build", "shapes"], work, env)
+    assert f"built {tmp_path / 'cache' / 'datasets' / 'shapes'}" in built
+    _run([*vlprobe, "evaluate", "--include-path", folder, "--dataset", "shapes", "--model", "mini-clip", "--family",
+          "cosine", "--bootstrap", "0", "--no-progress", "--out", "runs/shapes"], work, env)
+    doc = json.loads((work / "runs" / "shapes" / "results.json").read_text())
+    [entry] = doc["results"]
+    assert entry["benchmark"] == "shapes" and entry["metrics"]["n_items"] == 4
+    assert doc["provenance"]["model"]["family"] == "cosine"
     assert sorted(p.name for p in work.iterdir()) == ["runs"]

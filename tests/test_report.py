@@ -434,3 +434,63 @@ def test_check_exits_by_the_figures_published_for_the_checkpoint(tmp_path, capsy
     assert (tmp_path / "report" / "report.md").is_file()
     assert main(["report", str(good), "--check", "--tolerance", "-1"]) == 2
     assert capsys.readouterr().err.strip() == "vlprobe report: error: --tolerance -1.0: must be 0 or more (points)"
+
+
+def _scored(dataset: str, config: str, split: str, right: float, n: int = 200) -> ScoredSplit:
+    """``n`` items of ``dataset``'s shape (TraVLR's 1 x 2, Winoground's 2 x 2) of which a fraction ``right`` is
+    scored right (every gold cell above every other), the rest wrong: its headline metric is ``right``."""
+    gold = [[1, 0], [0, 1]] if dataset == "winoground_style" else [[1, 0]]
+    k = round(right * n)
+    items = [Item(id=str(i), images=tuple([b"x"] * len(gold)), texts=("a", "b"), gold=gold, config=config)
+             for i in range(n)]
+    good = np.array(gold, dtype=float)
+    scores = [good if i < k else 1 - good for i in range(n)]
+    metrics = compute(scores, [it.gold for it in items], bootstrap=200, seed=0)
+    return ScoredSplit(dataset=dataset, config=config, split=split, items=items, scores=scores, metrics=metrics,
+                       benchmark=getattr(by_old_name(dataset), "name", None))
+
+
+def test_the_charts_legend_hides_no_bar_and_no_ci(tmp_path):
+    """`make evaluate`'s run (its README figures: TraVLR's acc_r per task and split, winoground_style's group score
+    per config) beside a second model near 100%: the legend's box overlaps no bar's and no CI's (issue 47.10: a
+    legend in the panel's upper right hid numerical_comparison's bar and its CI)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.container import BarContainer
+
+    from vlprobe.report.render import chart
+
+    travlr = {("spatiality", "test_ind"): 0.465, ("spatiality", "test_ood"): 0.49,
+              ("cardinality", "test_ind"): 0.53, ("cardinality", "test_ood"): 0.525,
+              ("quantifiers", "test_ind"): 0.60, ("quantifiers", "test_ood"): 0.575,
+              ("numerical_comparison", "test_ind"): 0.765, ("numerical_comparison", "test_ood"): 0.885}
+    wino = {"all": 0.315, "attribute_swap": 0.93, "count_swap": 0.008, "spatial_swap": 0.008}
+    runs = []
+    for model, lift in (("models/mini-clip", 0.0), ("org/bigger-clip", 0.1)):
+        units = [_scored("travlr", c, s, min(1.0, v + lift)) for (c, s), v in travlr.items()]
+        units += [_scored("winoground_style", c, "test", min(1.0, v + lift)) for c, v in wino.items()]
+        runs.append(_write(tmp_path / model.replace("/", "_"), model, units))
+    fig = chart(load_runs(runs))
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+        shapes = 0
+        for legend in legends:
+            box = legend.get_window_extent(renderer)
+            for ax in fig.axes:
+                for bars in (c for c in ax.containers if isinstance(c, BarContainer)):
+                    for patch in bars.patches:
+                        if np.isfinite(patch.get_height()):
+                            shapes += 1
+                            assert not box.overlaps(patch.get_window_extent(renderer)), (ax.get_title(), patch)
+                    for collection in bars.errorbar.lines[2]:  # the CIs' vertical segments
+                        for segment in collection.get_segments():
+                            (x0, y0), (x1, y1) = ax.transData.transform(segment)
+                            shapes += 1
+                            assert not (box.x0 <= max(x0, x1) and min(x0, x1) <= box.x1
+                                        and box.y0 <= max(y0, y1) and min(y0, y1) <= box.y1), (ax.get_title(), segment)
+        [legend] = legends  # one, for the figure
+        assert [t.get_text() for t in legend.get_texts()] == ["mini-clip", "bigger-clip", "chance"]
+        assert shapes == 2 * 2 * 12  # each run's bar and CI per config and split: every one was looked at
+    finally:
+        plt.close(fig)

@@ -457,38 +457,43 @@ def test_compare_results_files_and_papers(client, tmp_path):
 
     a = _results_json(tmp_path / "a.json", "/models/mini-clip", 0.75, [0.7, 0.8])
     b = _results_json(tmp_path / "b.json", "org/other-clip", 0.6)
-    note, plot, table, papers, *_ = client.predict([handle_file(str(a)), handle_file(str(b))], True, "auto",
-                                               api_name="/compare_results")
-    # runs are named by their files
-    assert table["headers"] == ["benchmark", "config", "split", "metric", "a", "a ties", "b", "b ties", "chance"]
-    assert table["data"] == [["valse", "existence", "test", "acc_r", "75.0 [70.0, 80.0]", "0 (n=10)", "60.0", "0 (n=10)",
-                              "50.0"]]
-    # beside the papers: the runs first, then VALSE Table 2's systems, on the configs the runs have
+    note, plot, table, papers, runs_html, papers_html, published = client.predict(
+        [handle_file(str(a)), handle_file(str(b))], True, "auto", api_name="/compare_results")
+    # the runs, named by their files: tidy rows (one per run, config, split and metric) for the API
+    assert table["headers"] == ["run", "benchmark", "config", "split", "metric", "value", "CI low", "CI high", "chance",
+                                "items", "ties"]
+    assert table["data"] == [["a", "valse", "existence", "test", "acc_r", "75.0", "70.0", "80.0", "50.0", 10, 0],
+                             ["b", "valse", "existence", "test", "acc_r", "60.0", "", "", "50.0", 10, 0]]
+    # the page: one row per run and config
+    assert runs_html.count("<tr>") == 3 and "valse-table" in runs_html
+    # beside the papers: one config, so a row per system, the runs first, then VALSE Table 2's systems
     clip = next(p for p in report.paper_results()
                 if p.benchmark == "valse" and p.model == "CLIP" and p.config == "existence"
                 and p.metric == "acc_r" and p.table == "Table 2")
-    assert papers["headers"][:3] == ["system", "source", "existence acc_r"]
+    assert papers["headers"] == ["system", "existence", "Avg."]
     rows = {r[0]: r for r in papers["data"]}
-    assert rows["this run: a"][2] == "75.0 [70.0, 80.0]" and rows["this run: b"][2] == "60.0"
-    assert rows["CLIP"][1:3] == ["paper, Table 2", f"{clip.value:.1f}"]
-    assert plot is not None and "2 runs;" in note and "VALSE" in note
+    assert rows["this run: a"][1] == "75.0 [70.0, 80.0]" and rows["this run: b"][1] == "60.0"
+    # the runs' Avg. is over 1 of the 11 instruments: marked, the note saying it is not the paper's Avg.
+    assert rows["this run: a"][2] == "75.0¹" and rows["this run: b"][2] == "60.0²"
+    assert "¹ a, Avg. over 1 of 11 instruments (missing: plurality," in papers_html
+    assert rows["CLIP"][1] == f"{clip.value:.1f}" and [r[0] for r in papers["data"][:2]] == ["this run: a", "this run: b"]
+    assert "paper, Table 2" not in str(papers["data"]) and "VALSE (Parcalabescu et al., ACL 2022), Table 2." in papers_html
+    assert plot is not None and "2 runs;" in note
+    assert published["data"] == [["no figure is published for the loaded runs' checkpoints", "", "", "", "", "", ""]]
 
 
 def test_compare_results_papers_alone_and_synthetic_runs(client, tmp_path):
     note, plot, _, papers, *_ = client.predict(None, True, "winoground", api_name="/compare_results")
-    # long, not wide: a row per (config, metric), a column per system, the systems' sources first
-    assert papers["headers"][:2] == ["config", "metric"] and "CLIP (ViT-B/32)" in papers["headers"]
-    assert [r[:2] for r in papers["data"]] == [["source", ""], ["winoground", "text"], ["winoground", "image"],
-                                               ["winoground", "group"]]
+    # the long side down: Winoground's 19 systems a row each, its three scores a column each
+    assert papers["headers"] == ["system", "text", "image", "group"] and len(papers["data"]) == 19
+    assert "CLIP (ViT-B/32)" in [r[0] for r in papers["data"]]
     assert plot is not None
-    _, _, _, papers, *_ = client.predict(None, True, "sugar_crepe", api_name="/compare_results")
-    k = papers["headers"].index("GPT-4V (positive-first)")
-    rows = {(r[0], r[1]): r for r in papers["data"]}
-    assert rows["source", ""][k] == "upstream README, gpt-4v-results/readme.md"
-    assert ("swap_obj", "acc_r") in rows and "GPT-4V (negative-first)" in papers["headers"]
+    _, _, _, papers, _, papers_html, _ = client.predict(None, True, "sugar_crepe", api_name="/compare_results")
+    assert papers["headers"] == ["config", "GPT-4V (positive-first)", "GPT-4V (negative-first)"]
+    assert "swap_obj" in [r[0] for r in papers["data"]] and "gpt-4v-results/readme.md" in papers_html
     syn = _results_json(tmp_path / "syn.json", "mini-clip", 0.9, config="spatial_swap", benchmark="winoground_style")
     note, _, table, papers, *_ = client.predict([handle_file(str(syn))], True, "auto", api_name="/compare_results")
-    assert table["data"][0][:2] == ["winoground_style", "spatial_swap"]
+    assert table["data"][0][1:3] == ["winoground_style", "spatial_swap"]
     assert papers["data"] == [["no published numbers to show", ""]]
     assert "none of the loaded runs" in note
 

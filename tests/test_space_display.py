@@ -22,7 +22,31 @@ def _results_doc(model="models/mini-clip", dataset="travlr", created="2026-11-20
     return {"format": "vlprobe-results/1",
             "provenance": {"model": {"model_id": model}, "settings": {}, "created": created},
             "results": [{"benchmark": dataset, "dataset": dataset, "config": "spatiality", "split": "test_ind",
-                         "metrics": {"acc_r": 0.5, "n_items": 10, "chance": {"acc_r": 0.5}}}]}
+                         "metrics": {"acc_r": 0.5, "n_items": 10, "n_ties": 2, "chance": {"acc_r": 0.5}}}]}
+
+
+VALSE = ("existence", "plurality", "counting_balanced", "counting_small_numbers", "counting_adversarial", "relations",
+         "action_replacement", "actant_swap", "coreference_standard", "coreference_clean", "foil_it")
+
+
+def valse_all_doc(model="models/mini-clip", na=(), missing=()):
+    """A run of VALSE's pooled `all` config (every instrument's items together) as the Benchmark tab writes it: its
+    per-tag results name the instruments (acc_r 0.50, 0.52, ... in VALSE's order; those in ``na`` every item tied),
+    bar those ``missing``."""
+    def result(value, n=20):
+        if value is None:
+            return {"acc_r": None, "n_items": n, "n_ties": n, "chance": {"acc_r": 0.5},
+                    "na_reason": f"{n}/{n} items tied: texts the model reads as the same token ids"}
+        return {"acc_r": value, "n_items": n, "n_ties": 1, "chance": {"acc_r": 0.5},
+                "ci": {"acc_r": [value - 0.1, min(1.0, value + 0.1)]}}
+
+    tags = {f"instrument={k}": result(None if k in na else 0.5 + 0.02 * i)
+            for i, k in enumerate(VALSE) if k not in missing}
+    doc = {"format": "vlprobe-results/1",
+           "provenance": {"model": {"model_id": model}, "settings": {"ties": "strict"}},
+           "results": [{"benchmark": "valse", "dataset": "valse", "config": "all", "split": "test", "shape": [1, 2],
+                        "metrics": {**result(0.6, 20 * len(tags)), "per_tag": tags}}]}
+    return doc
 
 
 def _upload(tmp_path, folder, doc, name="results.json"):
@@ -37,28 +61,36 @@ def test_two_uploaded_results_json_get_short_distinct_names_not_hashes(tmp_path)
     a = _upload(tmp_path, "a" * 64, _results_doc("models/mini-clip"))
     b = _upload(tmp_path, "b" * 64, _results_doc("openai/clip-vit-base-patch32"))
     out = results.compare_results([a, b], include_papers=False)
-    names = out.headers[4:-1:2]
+    names = out.labels
     assert names == ["mini-clip · travlr", "clip-vit-base-patch32 · travlr"], names
-    assert out.headers[5:-1:2] == [f"{n} ties" for n in names]  # each run's tied comparisons beside it
-    for text in [out.note, *out.headers, *(p.source for p in out.points)]:
+    # one row per run and config, each with its items and tied comparisons: no pair of columns per run
+    (table,) = out.runs
+    assert table.headers == ["run", "config", "acc_r (chance 50.0)", "items", "ties"]
+    assert table.rows == [[names[0], "spatiality", "50.0", 10, 2], [names[1], "spatiality", "50.0", 10, 2]]
+    # beside the papers too: a note on a run names its file as uploaded, never the upload folder's path
+    doc = _results_doc(dataset="winoground")
+    doc["results"][0].update(config="winoground", metrics={"text": 0.3, "image": 0.2, "group": 0.1, "n_items": 400})
+    wino = results.compare_results([_upload(tmp_path, "f" * 64, doc)])
+    assert any("results.json" in n for n in wino.papers.notes) and not any(HASH.search(n) for n in wino.papers.notes)
+    for text in [out.note, *table.headers, *(r[0] for r in table.rows), *(p.source for p in out.points)]:
         assert not HASH.search(text), text
 
 
 def test_same_model_and_dataset_runs_are_told_apart_and_typed_names_win(tmp_path):
     a = _upload(tmp_path, "c" * 64, _results_doc(created="2026-11-20T10:00:00"))
     b = _upload(tmp_path, "d" * 64, _results_doc(created="2026-11-21T09:30:00"))
-    names = results.compare_results([a, b], include_papers=False).headers[4:-1:2]
+    names = results.compare_results([a, b], include_papers=False).labels
     assert len(set(names)) == 2 and all(len(n) <= results.MAX_LABEL for n in names), names
     assert all("mini-clip" in n for n in names) and not any(HASH.search(n) for n in names)
-    typed = results.compare_results([a, b], include_papers=False, names="baseline\nfine-tuned").headers[4:-1:2]
+    typed = results.compare_results([a, b], include_papers=False, names="baseline\nfine-tuned").labels
     assert typed == ["baseline", "fine-tuned"]
-    same = results.compare_results([a, a], include_papers=False, names="x\nx").headers[4:-1:2]
+    same = results.compare_results([a, a], include_papers=False, names="x\nx").labels
     assert same == ["x (1)", "x (2)"]
     # a folder with a meaning names its results.json; a file's own name wins
     c = _upload(tmp_path, "runs/clip-b32-valse", _results_doc())
     d = _upload(tmp_path, "e" * 64, _results_doc(), name="my_run.json")
-    assert results.compare_results([c, d], include_papers=False).headers[4:-1:2] == ["clip-b32-valse", "my_run"]
-    long = results.compare_results([a], include_papers=False, names="a" * 80).headers[4]
+    assert results.compare_results([c, d], include_papers=False).labels == ["clip-b32-valse", "my_run"]
+    (long,) = results.compare_results([a], include_papers=False, names="a" * 80).labels
     assert len(long) == results.MAX_LABEL and "…" in long
 
 
@@ -185,8 +217,15 @@ def test_html_tables_format_numbers_alike_and_escape_text():
     assert '<td class="num">2.0</td>' in html  # a number in a wrapping row stays a number
     # a value that is not available: a short cell in the number's place, its reason a note under the table
     html = display.html_table(["tag", "acc_r"], [["a", 50.0], ["b", "N/A¹"]], notes=["¹ every item of the tag tied"])
-    assert '<th scope="col" class=num>acc_r</th>' in html and '<td class="num">N/A¹</td>' in html
+    assert '<th scope="col" class="num">acc_r</th>' in html and '<td class="num">N/A¹</td>' in html
     assert html.endswith('</table></div><p class="vt-note">¹ every item of the tag tied</p></div>')
+    # a run's column shaded, its name a header that wraps at spaces; a number with a footnote's mark is a number;
+    # as cards (a phone), each cell carries its column's name
+    html = display.html_table(["config", "this run: mini-clip · valse", "CLIP"], [["Avg.", "27.1²", "64.0"]],
+                              wrap=("this run: mini-clip · valse",), marked=("this run: mini-clip · valse",), cards=True)
+    assert '<th scope="col" class="wrap num mark">this run: <span class="word">mini-clip</span> · valse</th>' in html
+    assert '<td class="num mark" data-label="this run: mini-clip · valse">27.1²</td>' in html
+    assert '<table class="vt cards">' in html and '<td data-label="config">Avg.</td>' in html
 
 
 def test_svg_charts_keep_text_as_text_at_a_readable_size():
@@ -219,6 +258,13 @@ def text_overlaps(fig):
             if min(x.x1, y.x1) - max(x.x0, y.x0) > 0.5 and min(x.y1, y.y1) - max(x.y0, y.y0) > 0.5]
 
 
+def svg_width(fig) -> float:
+    """The figure's width as the page's SVG draws it at scale 1, in CSS px (its points)."""
+    import re
+
+    return float(re.search(r'min-width:(\d+)px', display.svg(fig, "chart")).group(1)) / display.MIN_SCALE
+
+
 def test_results_chart_points_sit_on_their_rows_and_labels_are_one_line(tmp_path):
     """Two runs of winoground and one TraVLR run with two splits, beside the papers: a dot plot, one
     row per config (or, with more sources than configs, per source), each point on its own row,
@@ -246,7 +292,7 @@ def test_results_chart_points_sit_on_their_rows_and_labels_are_one_line(tmp_path
         points = [line for line in ax.get_lines() if (line.get_gid() or "").startswith("point:")]
         assert len(points) == len(labels)
         for line in points:
-            source = line.get_gid().removeprefix("point:").rsplit(":", 2)[0]
+            source = line.get_gid().removeprefix("point:").rsplit(":", 2)[0].removeprefix("paper: ")
             y = float(line.get_ydata()[0])
             assert abs(y - round(y)) < 0.45 and labels[int(round(y))].startswith(source), (line.get_gid(), y)
         assert text_overlaps(out.chart) == []
@@ -268,10 +314,18 @@ def test_the_papers_charts_have_no_overlapping_text(benchmark):
     """Compare with no file shows a paper's table and chart: its labels never collide (the bar chart
     had 97 overlapping pairs for VALSE)."""
     out = results.compare_results([], include_papers=True, benchmark=benchmark)
-    assert out.chart is not None and text_overlaps(out.chart) == []
-    # the table is long, not one column per (config, metric): one row per (config, metric), a column per system
-    assert out.paper_headers[:2] == ["config", "metric"] and out.paper_rows[0][0] == "source"
-    assert len(out.paper_headers) <= 25, len(out.paper_headers)
+    for chart in (out.chart, out.chart_narrow):
+        assert chart is not None and text_overlaps(chart) == []
+    # the phone's chart fits a 370 px column with its text at 11 px or more (it was 415 px for Winoground)
+    assert svg_width(out.chart_narrow) * display.MIN_SCALE <= 370, svg_width(out.chart_narrow)
+    # the long side down: a row per (config, metric) and a column per system, or (Winoground's 19 systems on
+    # one config) a row per system; the sources said under the table, not in a row of it
+    first = {"valse": ["config", "metric", "GPT1"], "winoground": ["system", "text", "image", "group"],
+             "bla": ["config", "metric", "CLIP"], "sugar_crepe": ["config", "GPT-4V (positive-first)"]}[benchmark]
+    table = out.papers
+    assert table.headers[:len(first)] == first and len(table.headers) <= len(table.rows) + 2, table.headers
+    assert table.label.startswith("The published numbers: ") and "source" not in [r[0] for r in table.rows]
+    assert any(results.PAPER_NOTES[benchmark] in n for n in table.notes), table.notes
 
 
 @pytest.mark.parametrize("margins", [[0.0], [0.0, 0.0, 0.0, 0.0], [1e-7, -2e-7], [3.2, -0.4, 0.0], [250.0, -0.01]])
@@ -327,3 +381,96 @@ def test_every_built_dataset_folder_is_offered_default_ones_first(tmp_path, monk
             (folder / "data" / "c" / "test-00000-of-00001.parquet").write_bytes(b"")
     names = [Path(f).name for f in Settings(root=tmp_path).dataset_folders()]
     assert names == ["travlr", "winoground_style", "sugar_crepe"]
+
+
+# ---- a run beside the papers (issue 46.3) and tables of one row per run and config (46.5) ---------------------------
+
+def test_a_valse_all_run_sits_beside_the_papers_config_by_config_and_its_avg_beside_theirs(tmp_path):
+    """valse/all, sent to the Results tab: the chart has a row per instrument and one for the Avg., each with the
+    run's point (its per-tag figure) beside the paper's systems; the papers table the same rows, the run's column
+    first; a Winoground run loaded too gets no empty column there, and its own runs table."""
+    from vlprobe import report
+
+    valse = _upload(tmp_path, "a" * 64, valse_all_doc(), name="valse_run.json")
+    wino = _upload(tmp_path, "b" * 64, _results_doc(dataset="winoground"), name="wino_run.json")
+    out = results.compare_results([valse, wino], include_papers=True, benchmark="valse")
+    avg = float(np.mean([50 + 2 * i for i in range(11)]))
+    mine = {p.config: p for p in out.points if p.source == "valse_run"}
+    assert list(mine) == [*VALSE, "avg"] and mine["avg"].value == pytest.approx(avg) and mine["avg"].label == "Avg."
+    assert [round(mine[k].value, 6) for k in VALSE] == [50 + 2 * i for i in range(11)]
+    papers = [p for p in report.paper_results() if p.benchmark == "valse" and p.table == "Table 2" and p.metric == "acc_r"]
+    for chart, narrow in ((out.chart, False), (out.chart_narrow, True)):
+        ax = chart.axes[0]
+        gids = {line.get_gid() for line in ax.get_lines() if (line.get_gid() or "").startswith("point:")}
+        for p in papers:  # every published system's point, on the run's rows: the Avg. beside the Avg.
+            assert f"point:paper: {p.model}:valse/{p.config}/paper:acc_r" in gids, p
+        assert {f"point:valse_run:valse/{k}/test:acc_r" for k in [*VALSE, "avg"]} <= gids
+        rows = [t.get_text() for t in (ax.texts if narrow else ax.get_yticklabels())]  # a phone's: above its row
+        assert rows == [*VALSE, "Avg."], rows
+        assert text_overlaps(chart) == []
+    assert svg_width(out.chart_narrow) * display.MIN_SCALE <= 370
+    svg = results.chart_svg(out.chart, out.chart_narrow)
+    assert svg.count('data-point="valse_run:valse/avg/test:acc_r"') == 2  # the wide chart and the phone's
+    # the papers table: a row per instrument and the Avg., the run's column first (shaded); no column for the
+    # Winoground run
+    table = out.papers
+    assert table.headers[:3] == ["config", "this run: valse_run", "GPT1"] and table.marked == ("this run: valse_run",)
+    assert not any("wino_run" in h for h in table.headers)
+    assert [r[0] for r in table.rows] == [*VALSE, "Avg."]
+    assert table.rows[-1][1] == f"{avg:.1f}" and table.rows[0][1] == "50.0 [40.0, 60.0]"  # a mean has no CI
+    assert table.rows[-1][2] == f"{next(p.value for p in papers if p.model == 'GPT1' and p.config == 'avg'):.1f}"
+    # the runs: a table each, one row per run and config, no empty row
+    assert [t.label for t in out.runs] == ["valse: valse_run (%)", "winoground: wino_run (%)"]
+    assert out.runs[0].rows == [["all (pooled)", "60.0 [50.0, 70.0]", 220, 1]]
+    assert all(any(str(c).strip() for c in r[1:]) for t in out.runs for r in t.rows)
+    assert {r[0] for r in out.rows} == {"valse_run", "wino_run"} and out.headers == results.RUN_HEADERS
+
+
+def test_a_runs_na_and_incomplete_aggregate_are_said_in_the_table_and_on_the_chart(tmp_path):
+    """Instruments whose every item tied: "N/A¹" cells (the reason once, under the table) and "N/A" in words on
+    their chart rows, never a point at 0; the Avg. over them is N/A, naming them. A missing instrument: the Avg.
+    over the other 10, marked, with the note that it is not the paper's Avg."""
+    path = _upload(tmp_path, "c" * 64, valse_all_doc(na=("relations", "foil_it")), name="tied.json")
+    out = results.compare_results([path], include_papers=True)
+    cells = {r[0]: r[1] for r in out.papers.rows}
+    assert cells["relations"] == cells["foil_it"] == "N/A¹" and cells["Avg."] == "N/A²"
+    assert out.papers.notes[-2:] == ["¹ N/A: every item tied: texts the model reads as the same token ids",
+                                     "² Avg.: N/A, as relations, foil_it are"]
+    na = [t for t in out.chart.axes[0].texts if t.get_text() == "N/A"]
+    assert len(na) == 3  # relations, foil_it, Avg.
+    drawn = {line.get_gid() for line in out.chart.axes[0].get_lines()}
+    assert "point:tied:valse/relations/test:acc_r" not in drawn and "point:tied:valse/avg/test:acc_r" not in drawn
+    path = _upload(tmp_path, "d" * 64, valse_all_doc(missing=("coreference_clean",)), name="ten.json")
+    out = results.compare_results([path], include_papers=True)
+    avg = next(r for r in out.papers.rows if r[0] == "Avg.")[1]
+    assert avg.endswith("¹") and display.NUMBER.match(avg), avg
+    assert "¹ Avg. over 10 of 11 instruments (missing: coreference_clean): not the paper's Avg." in out.papers.notes
+
+
+def test_figures_published_for_the_runs_checkpoint_are_a_row_each_with_the_difference(tmp_path):
+    """A run of a checkpoint with published figures (openai/clip-vit-base-patch32: ViT-B-32/openai, which the
+    vl_compo study scored on VALSE): its summary's published rows (SummaryBlock.published), one table row each: the
+    source, the config or Avg., the metric, the published figure, the run's, the difference (N/A where every item
+    tied), the known causes; checked against the figures read straight from vlprobe/data/published.csv, the Avg.
+    their unweighted mean; and a point beside the run's on the chart on each row."""
+    from vlprobe.results.published import published_for
+
+    path = _upload(tmp_path, "e" * 64, valse_all_doc(model="openai/clip-vit-base-patch32", na=("relations",)),
+                   name="checkpoint.json")
+    out = results.compare_results([path], include_papers=True)
+    table = out.published
+    assert table.headers == ["source", "config", "metric", "published", "this run", "difference", "known causes"]
+    figures = {f.config: f.value for f in published_for("openai/clip-vit-base-patch32", "valse") if f.metric == "acc_r"}
+    assert set(figures) == set(VALSE)
+    mine = {k: 50 + 2 * i for i, k in enumerate(VALSE)}  # valse_all_doc's per-tag acc_r, in %
+    expected = [["the study (Oh et al. 2024)", k, "acc_r", f"{figures[k]:.1f}"]
+                + (["N/A", ""] if k == "relations" else [f"{mine[k]:.1f}", f"{mine[k] - figures[k]:+.1f}"])
+                for k in VALSE]
+    expected.append(["the study (Oh et al. 2024)", "Avg.", "acc_r", f"{sum(figures.values()) / 11:.1f}", "N/A", ""])
+    assert [r[:6] for r in table.rows] == expected
+    assert table.rows[0][6].startswith("measured on 505 items against 20")  # the known causes, the summary's words
+    gids = {line.get_gid() for line in out.chart.axes[0].get_lines()}
+    assert {f"point:published: the study (Oh et al. 2024):valse/{k}/published:acc_r" for k in VALSE} <= gids
+    assert "point:published: the study (Oh et al. 2024):valse/avg/published:acc_r" in gids
+    plain = results.compare_results([_upload(tmp_path, "f" * 64, valse_all_doc(), name="mini.json")])
+    assert plain.published is None  # mini-clip: no checkpoint with published figures

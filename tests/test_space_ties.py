@@ -1,11 +1,10 @@
 """The Space never shows a number computed over nothing but ties (issue 25): the Benchmark tab and
-the Results tab show "N/A (reason)" for a split whose every item tied, and the Benchmark tab's
+the Results tab show "N/A¹" for a split whose every item tied, the reason under the table, and the Benchmark tab's
 summary says when only some items' texts collapsed under the model's truncation."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -47,6 +46,8 @@ def test_benchmark_tab_shows_na_with_the_reason_for_an_all_tied_split(inputs, tm
 
 
 def test_results_tab_shows_na_with_the_reason(inputs, tmp_path):
+    from helpers_ties import LIMIT
+
     import vlprobe
 
     folder, model = inputs
@@ -54,8 +55,17 @@ def test_results_tab_shows_na_with_the_reason(inputs, tmp_path):
                            num_workers=0, out=tmp_path / "run")
     assert run.results["results"][0]["metrics"]["na_reason"]
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
-    runs = results.load_runs([Path(tmp_path / "run" / "results.json")])
-    headers, rows, benchmarks = results.long_rows(runs)
-    row = next(r for r in rows if r[1] == "collapsed" and r[3] == "acc_r")
-    assert row[4].startswith("N/A (6/6 items tied") and doc["results"][0]["metrics"]["acc_r"] is None
-    assert not any(p.config == "collapsed" for p in results.run_points(runs))  # no bar at 0 for it
+    assert doc["results"][0]["metrics"]["acc_r"] is None
+    out = results.compare_results([str(tmp_path / "run" / "results.json")], include_papers=False)
+    (table,) = out.runs
+    k = table.headers.index("acc_r (chance 50.0)")
+    row = next(r for r in table.rows if r[0] == "collapsed")
+    assert row[k] == "N/A¹" and f"¹ collapsed: 6/6 items tied: texts identical after truncation to {LIMIT} tokens" \
+        in table.notes  # a short cell, the reason under the table
+    # on the chart: no point at 0 for it, its row says N/A in words
+    (point,) = [p for p in out.points if p.config == "collapsed"]
+    assert point.value is None
+    svg = results.chart_svg(out.chart)
+    assert ">N/A<" in svg
+    assert not any(line.get_gid() == f"point:{point.source}:{point.benchmark}/collapsed/{point.split}:acc_r"
+                   for line in out.chart.axes[0].get_lines())

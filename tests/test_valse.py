@@ -206,6 +206,20 @@ def test_a_build_left_with_no_rows_is_refused(annotations: Path, tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
+def test_an_images_folder_without_the_sources_is_named(annotations: Path, tmp_path: Path, capsys) -> None:
+    """`--images DIR` holding none of the releases' folders: the error names DIR and what was looked for in it."""
+    from vlprobe.cli import main
+
+    (tmp_path / "img").mkdir()
+    code = main(["build", "valse", "--annotations", str(annotations), "--images", str(tmp_path / "img"),
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no location given" not in err and "Traceback" not in err
+    assert "coco2017_val: 1192 of 1192 files missing: 000000000872.jpg" in err
+    assert f"[searched: --images {tmp_path / 'img'}: none of val2017/, coco/val2017/, val2017.zip in it]" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_corrupt_image_names_the_file(annotations: Path, tmp_path: Path) -> None:
     root = make_standins(tmp_path / "img", annotations, corrupt="exercising_255.jpg")
     with pytest.raises(imgs.CorruptImageError, match=r"swig: image file exercising_255\.jpg is corrupt.*images_512\.zip"):

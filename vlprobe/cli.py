@@ -13,13 +13,15 @@ import errno
 import importlib
 import pkgutil
 import sys
+from types import ModuleType
 
 from . import __version__, commands
 from .defaults import CHUNK_ROWS
 from .errors import ArgumentError, VlprobeError
+from .plugins import include_option
 
 
-def command_modules() -> dict[str, object]:
+def command_modules() -> dict[str, ModuleType]:
     """Each command's module, by command name (its module's name), imported (they are light)."""
     found = {}
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -37,6 +39,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Probe vision-and-language models on linguistic phenomena with foils.",
     )
     parser.add_argument("--version", action="version", version=f"vlprobe {__version__}")
+    # (main() takes it out of the arguments wherever it stands, before the parser reads them: here for --help)
+    parser.add_argument("--include-path", metavar="DIR", action="append", default=argparse.SUPPRESS,
+                        help="a folder of your own benchmarks, builders and scorer families (each DIR/*.py), as "
+                        "$VLPROBE_INCLUDE_PATH; repeatable, and accepted after the command too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in command_modules().items():
         if name == command or not hasattr(module, "HELP"):
@@ -82,6 +88,31 @@ def keywords(args: argparse.Namespace) -> dict[str, object]:
     return {k: v for k, v in vars(args).items() if k not in ("command", "func")}
 
 
+def _include_paths(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``--include-path DIR`` / ``--include-path=DIR``, wherever it stands (before ``--``), taken out of ``argv``:
+    (the folders, the rest)."""
+    folders: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        if arg == "--include-path":
+            if i + 1 == len(argv) or argv[i + 1].startswith("-"):
+                raise VlprobeError("--include-path expects a folder: --include-path DIR")
+            folders.append(argv[i + 1])
+            i += 2
+            continue
+        if arg.startswith("--include-path="):
+            folders.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+        i += 1
+    return folders, rest
+
+
 def _command_in(argv: list[str]) -> str | None:
     """The command ``argv`` runs: its first word that is not an option (the top level has only
     ``--help`` and ``--version``, which take no value)."""
@@ -101,6 +132,13 @@ def os_error_line(err: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        folders, argv = _include_paths(argv)
+        if folders:
+            include_option(folders)
+    except VlprobeError as err:
+        print(f"vlprobe: error: {err}", file=sys.stderr)
+        return 2
     command = _command_in(argv)
     if command is None and not argv:
         # `vlprobe` alone runs the offline default job, as the README's first command does.

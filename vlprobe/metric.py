@@ -24,23 +24,27 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from . import metric_registry
-from .storage.locations import shipped
 
-MODULE_NAME = "valse_metric"
+if TYPE_CHECKING:
+    import evaluate
+
+MODULE_NAME = metric_registry.MODULE_NAME
 
 
-def _import_metric():
-    folder = shipped("metric")
-    if folder is None or not (folder / f"{MODULE_NAME}.py").is_file():
+def _import_metric() -> ModuleType:
+    path = metric_registry.metric_file()
+    if path is None:
         raise ImportError(f"vlprobe: the metric {MODULE_NAME}.py is missing: neither this installed package "
                           f"(vlprobe/_bundled/metric/) nor a clone around it (metric/) has it; reinstall vlprobe")
     name = f"{__package__}.{MODULE_NAME}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, folder / f"{MODULE_NAME}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py file always has a spec and a loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # before running it, as an import does (dataclasses look it up)
     try:
@@ -53,15 +57,16 @@ def _import_metric():
 
 
 _module = module = _import_metric()
-METRIC_FILE = Path(_module.__file__).resolve()
-METRIC_KEYS = _module.METRIC_KEYS
-TIE_POLICIES = _module.TIE_POLICIES
+METRIC_FILE = Path(str(_module.__file__)).resolve()
+METRIC_KEYS: tuple[str, ...] = _module.METRIC_KEYS
+TIE_POLICIES: tuple[str, ...] = _module.TIE_POLICIES
 CACHE_NAME = metric_registry.CACHE_NAME
 
 
-def compute(predictions: Any, references: Any, **kwargs: Any) -> dict:
+def compute(predictions: object, references: object, **kwargs: object) -> dict[str, Any]:
     """Same arguments and result as ``evaluate.load("valse_metric").compute(...)``."""
-    return _module.compute_metrics(predictions, references, **kwargs)
+    result: dict[str, Any] = _module.compute_metrics(predictions, references, **kwargs)
+    return result
 
 
 def registered_path() -> Path:
@@ -77,7 +82,7 @@ def register() -> Path:
     return metric_registry.register_metric()
 
 
-def load(**kwargs: Any):
+def load(**kwargs: object) -> evaluate.EvaluationModule:
     """The ``evaluate`` metric module, as ``evaluate.load("valse_metric")`` gives it to users,
     loaded from :data:`METRIC_FILE`: it asks the Hub nothing and registers nothing."""
     import evaluate

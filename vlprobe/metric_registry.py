@@ -17,8 +17,10 @@ half-written module.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from .storage.locations import shipped
@@ -35,6 +37,19 @@ def metric_file() -> Path | None:
     return path if path is not None and path.is_file() else None
 
 
+def declared_names(name: str) -> tuple[str, ...]:
+    """A tuple of names the shipped metric module declares at its top level (``TIE_POLICIES``), read from its source
+    without running it: running it imports evaluate and datasets, which ``vlprobe list`` or a refused setting must not
+    load. The metric module is the one list; vlprobe reads it (the metric imports nothing of vlprobe)."""
+    source = metric_file()
+    found = re.search(rf"^{re.escape(name)} = (\([^)]*\))", source.read_text(encoding="utf-8"), re.M) if source else None
+    value = ast.literal_eval(found.group(1)) if found else None
+    if not (isinstance(value, tuple) and all(isinstance(v, str) for v in value)):
+        raise ImportError(f"vlprobe: the metric {MODULE_NAME}.py declares no tuple of names {name} (at {source}); "
+                          f"reinstall vlprobe")
+    return value
+
+
 def modules_home() -> Path:
     """evaluate's dynamic-modules folder, computed as ``evaluate.config`` does (without importing evaluate)."""
     if os.environ.get("HF_MODULES_CACHE"):
@@ -45,12 +60,17 @@ def modules_home() -> Path:
     return modules.expanduser() / "evaluate_modules"
 
 
-def registered_path(source: Path | None = None) -> Path:
-    """Where the shipped metric is registered: its own folder, named by the sha256 of its bytes."""
-    source = source or metric_file()
+def _shipped_metric() -> Path:
+    source = metric_file()
     if source is None:
         raise FileNotFoundError(f"vlprobe ships no {MODULE_NAME}.py here (neither vlprobe/_bundled/metric/ nor a clone's "
                                 f"metric/): reinstall vlprobe")
+    return source
+
+
+def registered_path(source: Path | None = None) -> Path:
+    """Where the shipped metric is registered: its own folder, named by the sha256 of its bytes."""
+    source = source or _shipped_metric()
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     return modules_home() / "metrics" / CACHE_NAME / digest / f"{MODULE_NAME}.py"
 
@@ -78,7 +98,7 @@ def _touch_init(folder: Path) -> None:
 def ensure_registered() -> Path:
     """Register the shipped metric for ``evaluate.load("valse_metric")`` (see the module doc); nothing is written
     when it is registered already. Returns the registered file; raises OSError when the folder is not writable."""
-    source = metric_file()
+    source = _shipped_metric()
     target = registered_path(source)
     data = source.read_bytes()
     if _is_current(target, data):

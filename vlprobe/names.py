@@ -23,8 +23,9 @@ import contextlib
 import difflib
 import logging
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 # huggingface_hub's HfApi is imported where the Hub is asked (1.0 s to import, python -X importtime on this 2-core
 # machine): a name that is a folder, or refused offline, never needs it.
@@ -37,7 +38,7 @@ from .storage import locations
 from .storage.locations import DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
 
 
-def _roots(root: str | os.PathLike | None = None) -> list[Path]:
+def _roots(root: str | os.PathLike[str] | None = None) -> list[Path]:
     """The folders a name is looked up in, in order: ``root`` (default the working directory), then
     ``$VLPROBE_ROOT`` when set."""
     out = [Path(root) if root is not None else Path.cwd()]
@@ -48,7 +49,7 @@ def _roots(root: str | os.PathLike | None = None) -> list[Path]:
 
 # ---- models -------------------------------------------------------------------------------------------------
 
-def is_model_folder(path: str | os.PathLike) -> bool:
+def is_model_folder(path: str | os.PathLike[str]) -> bool:
     return (Path(path).expanduser() / "config.json").is_file()
 
 
@@ -57,7 +58,7 @@ def is_bundled_name(model: Any) -> bool:
     return isinstance(model, (str, os.PathLike)) and str(model).strip().rstrip("/") in (MINI_CLIP, DEFAULT_MODEL)
 
 
-def find_model(model: Any, root: str | os.PathLike | None = None) -> Any:
+def find_model(model: Any, root: str | os.PathLike[str] | None = None) -> Any:
     """The model ``model`` stands for (see the module doc): a folder path, a Hub id, or ``model`` itself when it
     is an object (a loaded model, a scorer) or names nothing known here."""
     if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
@@ -76,7 +77,7 @@ def looks_like_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~", ".\\")) or name.count("/") > 1 or "\\" in name
 
 
-def known_models(near: str | None = None, root: str | os.PathLike | None = None) -> list[str]:
+def known_models(near: str | None = None, root: str | os.PathLike[str] | None = None) -> list[str]:
     """Model names worth suggesting: the bundled one, model folders in the working directory, in its ``models/``
     and beside ``near`` (a path typed), and the Hub models cached here."""
     names = [MINI_CLIP, DEFAULT_MODEL]
@@ -169,13 +170,13 @@ def check_family(family: str | None) -> None:
 
 # ---- datasets -----------------------------------------------------------------------------------------------
 
-def is_built(folder: str | os.PathLike) -> bool:
+def is_built(folder: str | os.PathLike[str]) -> bool:
     """Whether ``folder`` is a vlprobe dataset folder with data (a ``vlprobe.yaml`` and parquet under ``data/``)."""
     folder = Path(folder)
     return (folder / SPEC_FILE).is_file() and (folder / "data").is_dir() and any((folder / "data").rglob("*.parquet"))
 
 
-def find_dataset(name: Any, root: str | os.PathLike | None = None) -> Any:
+def find_dataset(name: Any, root: str | os.PathLike[str] | None = None) -> Any:
     """The dataset ``name`` stands for (see the module doc): a folder path, or ``name`` as given (a Hub id, a path
     that does not exist, or an object such as a ``datasets.Dataset``)."""
     if not isinstance(name, (str, os.PathLike)):
@@ -195,7 +196,7 @@ def find_dataset(name: Any, root: str | os.PathLike | None = None) -> Any:
     return name
 
 
-def known_datasets(root: str | os.PathLike | None = None) -> dict[str, Path]:
+def known_datasets(root: str | os.PathLike[str] | None = None) -> dict[str, Path]:
     """{name: folder} of the dataset folders a name can find (those holding a ``vlprobe.yaml`` in the working
     directory, ``$VLPROBE_ROOT`` and where ``vlprobe build`` writes), the first found of each name."""
     found: dict[str, Path] = {}

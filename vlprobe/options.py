@@ -23,8 +23,9 @@ import numbers
 import os
 import shlex
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar, TypeGuard, TypeVar
 
 from .defaults import AUTO, CHUNK_ROWS
 from .errors import ArgumentError
@@ -36,13 +37,14 @@ WORKERS_PER_CORE = 4
 DEVICES = "cpu, cuda, cuda:N or mps"
 
 _SAME = object()
+T = TypeVar("T")
 
 
 class Refused(Exception):
     """Raised by a check: why the value is refused (``must be at least 1``); ``value``: the one to show where it is
     not the value given, and ``at`` its place (``[1]``: one element of a list)."""
 
-    def __init__(self, detail: str, value: Any = _SAME, at: str = "") -> None:
+    def __init__(self, detail: str, value: object = _SAME, at: str = "") -> None:
         super().__init__(detail)
         self.detail, self.value, self.at = detail, value, at
 
@@ -70,7 +72,7 @@ def memory_bytes() -> int | None:
 
 # ---- checks --------------------------------------------------------------------------------------------------------
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -78,25 +80,26 @@ def whole(low: int, high: int | None = None, above: str | None = None) -> Callab
     """A whole number of at least ``low`` (at most ``high``; ``above``: what to say past it)."""
     what = {0: "0 or more", 1: "at least 1"}.get(low, f"at least {low}")
 
-    def check_whole(value: Any) -> int:
+    def check_whole(value: object) -> int:
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
             raise Refused(f"must be a whole number ({what})")
-        if value < low:
+        n = int(value)
+        if n < low:
             raise Refused(f"must be {what}")
-        if high is not None and value > high:
+        if high is not None and n > high:
             raise Refused(above or f"must be at most {high:,}")
-        return int(value)
+        return n
 
     return check_whole
 
 
-def optional(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def optional(inner: Callable[[Any], T]) -> Callable[[Any], T | None]:
     """``inner``'s check, None allowed."""
     return lambda value: None if value is None else inner(value)
 
 
 def one_of(choices: Sequence[str], what: str) -> Callable[[Any], str]:
-    def check_choice(value: Any) -> str:
+    def check_choice(value: object) -> str:
         if not isinstance(value, str) or value not in choices:
             raise Refused(f"unknown {what}; choose one of {', '.join(choices)}")
         return value
@@ -104,7 +107,7 @@ def one_of(choices: Sequence[str], what: str) -> Callable[[Any], str]:
     return check_choice
 
 
-def switch(value: Any) -> bool:
+def switch(value: object) -> bool:
     np = sys.modules.get("numpy")  # not imported: the value cannot be a numpy bool
     if not isinstance(value, bool) and not (np is not None and isinstance(value, np.bool_)):
         raise Refused("must be True or False")
@@ -112,7 +115,7 @@ def switch(value: Any) -> bool:
 
 
 def name_or_none(what: str) -> Callable[[Any], str | None]:
-    def check_name(value: Any) -> str | None:
+    def check_name(value: object) -> str | None:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise Refused(f"must be {what}, or None")
         return value
@@ -120,29 +123,29 @@ def name_or_none(what: str) -> Callable[[Any], str | None]:
     return check_name
 
 
-def level(value: Any) -> Any:
+def level(value: object) -> float:
     if not is_number(value) or not 0 < value < 1:
         raise Refused("must be a level strictly between 0 and 1 (e.g. 0.95)")
     return value
 
 
-def row_count(value: Any) -> int:
+def row_count(value: object) -> int:
     """A number of rows a run holds in memory (``chunk_size``, ``limit``): at least 1, at most what this machine's
     memory can hold at :data:`ROW_BYTES` a row."""
     memory = memory_bytes()
     most = memory // ROW_BYTES if memory else None
     return whole(1, most, f"must be at most {most:,} rows (a run holds at least {ROW_BYTES:,} bytes a row in "
-                          f"memory, and this machine has {memory / 2**30:.1f} GiB)" if most else None)(value)
+                          f"memory, and this machine has {(memory or 0) / 2**30:.1f} GiB)" if most else None)(value)
 
 
-def worker_count(value: Any) -> int | None:
+def worker_count(value: object) -> int | None:
     """DataLoader workers: None (the default) or 0 to 4 per CPU core (each is a process decoding images)."""
     most = WORKERS_PER_CORE * cpus()
     return optional(whole(0, most, f"must be at most {most} ({WORKERS_PER_CORE} per CPU core; this machine has "
                                    f"{cpus()}): each worker is a process decoding images"))(value)
 
 
-def batch_size_or_auto(value: Any) -> int | str:
+def batch_size_or_auto(value: object) -> int | str:
     """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.scoring.auto_batch`; :data:`~vlprobe.defaults.BATCH_SIZE`
     on the CPU) or a whole number of at least 1."""
     if value == AUTO:
@@ -152,7 +155,7 @@ def batch_size_or_auto(value: Any) -> int | str:
     return whole(1)(value)
 
 
-def dtype_name(value: Any) -> str:
+def dtype_name(value: object) -> str:
     """The canonical name of a dtype spelling (``fp16`` -> ``float16``); torch is imported only for a ``torch.dtype``
     or for the message about a spelling that is none."""
     from .scorers.loading import _DTYPES, resolve_dtype
@@ -169,7 +172,7 @@ def dtype_name(value: Any) -> str:
         raise Refused(str(err)) from None
 
 
-def device_name(value: Any) -> str | None:
+def device_name(value: object) -> str | None:
     """``value`` as given, once torch is known to have it; None/``"auto"`` stays None (the best available is
     picked when the model loads)."""
     if value in (None, AUTO):
@@ -202,7 +205,7 @@ def device_name(value: Any) -> str | None:
     return value
 
 
-def path(value: Any, wanted: str = "must be a folder path") -> Any:
+def path(value: object, wanted: str = "must be a folder path") -> str | os.PathLike[str]:
     """A path (a non-blank string or an ``os.PathLike``) the file system can take: no component or whole too long,
     no ``~user`` of a user who has no home folder here (both refused before the system's error could be)."""
     from .storage.paths import length_problem
@@ -220,13 +223,13 @@ def path(value: Any, wanted: str = "must be a folder path") -> Any:
     return value
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """A long path as an error shows it: its start and end, with its length."""
     text = str(value)
     return text if len(text) <= 120 else f"{text[:60]}...{text[-40:]} ({len(text):,} characters)"
 
 
-def cache_folder(value: Any) -> Any:
+def cache_folder(value: object) -> str | os.PathLike[str] | None:
     """None (the default folder), ``"none"`` or False (no cache: ``"none"``), or a folder path."""
     if value is False:
         return "none"
@@ -234,7 +237,7 @@ def cache_folder(value: Any) -> Any:
                                                   "$VLPROBE_CACHE, else ~/.cache/vlprobe)")
 
 
-def model_given(value: Any) -> Any:
+def model_given(value: object) -> object:
     """A model folder or Hub id, a (model, processor) pair, a loaded transformers model, or a scorer."""
     from .scorers.base import Scorer
 
@@ -245,7 +248,7 @@ def model_given(value: Any) -> Any:
     raise Refused("must be a model folder or Hub id, a transformers model (with its processor), or a vlprobe scorer")
 
 
-def names_given(value: Any) -> Any:
+def names_given(value: object) -> object:
     """Config or split names: a name, a comma-separated string or a list, each named once (as given)."""
     if not isinstance(value, str) and not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
         raise Refused("must be a name, a comma-separated string or a list of names")
@@ -260,19 +263,19 @@ def names_given(value: Any) -> Any:
     return value
 
 
-def listed(value: Any) -> list[str] | None:
+def listed(value: str | Sequence[str] | None) -> list[str] | None:
     """Checked :func:`names_given` as a list (None as it is)."""
     if value is None:
         return None
     return [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
 
 
-def joined(value: Any) -> Any:
+def joined(value: object) -> object:
     """A list of names as one comma-separated string (a string or None as it is)."""
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
 
 
-def callable_or_none(value: Any) -> Any:
+def callable_or_none(value: object) -> object:
     if value is not None and not callable(value):
         raise Refused("must be a function taking one line of text (e.g. print), or None")
     return value
@@ -338,7 +341,7 @@ class Settings:
                 raise self.ERROR(f.name + why.at, value if why.value is _SAME else why.value, why.detail,
                                  flag=self.flag(f)) from None
 
-    def refuse(self, name: str, detail: str, value: Any = _SAME) -> ArgumentError:
+    def refuse(self, name: str, detail: str, value: object = _SAME) -> ArgumentError:
         """The error naming setting ``name`` (its value, or ``value``) with ``detail``, as a check raises it."""
         f = next(f for f in fields(self) if f.name == name)
         return self.ERROR(name, getattr(self, name) if value is _SAME else value, detail, flag=self.flag(f))
@@ -359,9 +362,9 @@ class Settings:
                                            "AutoProcessor.from_pretrained(...)), not a name")
 
     @classmethod
-    def flag(cls, f: Field) -> str | None:
+    def flag(cls, f: Field[object]) -> str | None:
         """Field ``f``'s command-line flag (None: it has none)."""
-        given = f.metadata.get("flag", "")
+        given: str | None = f.metadata.get("flag", "")
         if given != "":
             return given
         return ("--no-" if f.default is True else "--") + f.name.replace("_", "-")

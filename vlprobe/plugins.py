@@ -16,8 +16,8 @@ of modules (as lm-evaluation-harness's ``--include_path``). See docs/adding-a-be
 The registries read them when first asked (``vlprobe.benchmarks.benchmarks()``, ``vlprobe.scorers.families()``,
 ``vlprobe.builders.builders()``), so ``vlprobe list`` shows them and ``vlprobe build`` / ``vlprobe evaluate`` use
 them like vlprobe's own; each module is imported once per process. A plugin that cannot be imported, or a name
-vlprobe has already, is one :class:`PluginError` naming the plugin and where it came from. (A ``--include-path``
-option of the commands is to come; the variable works for every command and the Python API today.)
+vlprobe has already, is one :class:`PluginError` naming the plugin and where it came from. The command line's
+``vlprobe --include-path DIR COMMAND ...`` (:func:`include_option`) is the variable set for that command.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from .errors import VlprobeError
 
@@ -48,7 +49,7 @@ _LOADED: dict[str, list[tuple[str, ModuleType]]] = {}
 _FOLDERS: list[Path] = []
 
 
-def include_path(folder: str | os.PathLike) -> list[str]:
+def include_path(folder: str | os.PathLike[str]) -> list[str]:
     """Load every ``*.py`` of ``folder`` as a plugin, as ``VLPROBE_INCLUDE_PATH`` does: its families register now,
     its benchmarks and builders join the registries when next read. Returns the modules' names."""
     path = Path(folder).expanduser().resolve()
@@ -62,6 +63,23 @@ def include_path(folder: str | os.PathLike) -> list[str]:
     if registry is not None:
         registry._REGISTRY.clear()  # read again, with this folder's benchmarks, when next asked
     return loaded
+
+
+def include_option(folders: list[str]) -> None:
+    """``--include-path DIR`` (each one given): the folders put before ``VLPROBE_INCLUDE_PATH``'s in this process's
+    environment, so that the command, and any process it starts, reads them as it reads the variable."""
+    for folder in folders:
+        if not Path(folder).expanduser().is_dir():
+            raise PluginError(f"--include-path {folder}: not a folder")
+    old = [p for p in os.environ.get(INCLUDE_VAR, "").split(os.pathsep) if p.strip()]
+    os.environ[INCLUDE_VAR] = os.pathsep.join([str(Path(f).expanduser().resolve()) for f in folders] + old)
+    _LOADED.pop("include", None)
+    registry = sys.modules.get("vlprobe.benchmarks.base")
+    if registry is not None:
+        registry._REGISTRY.clear()  # read again when next asked
+    scorers = sys.modules.get("vlprobe.scorers.base")
+    if scorers is not None and scorers._DISCOVERED:  # families already read in this process (a second main() call)
+        load_scorers()
 
 
 def _folders() -> list[Path]:

@@ -28,8 +28,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar
 
 from .errors import ModelError, SettingError, VlprobeError
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
@@ -154,7 +155,7 @@ class Run:
             if isinstance(d, (str, os.PathLike)):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
-    def load_model(self, model: Any, processor: Any = None, *, device: str | None = None) -> Scorer:
+    def load_model(self, model: object, processor: object = None, *, device: str | None = None) -> Scorer:
         """``model`` (as named, or in memory) as a scorer, loaded as every command loads it: :func:`load_model` with
         the run's family, revision, dtype and device (``device``: this process's, under ``accelerate launch``), and
         the preprocessing and image control of a command that has those options (evaluate)."""
@@ -192,7 +193,7 @@ class RunCache:
 
     @property
     def folder(self) -> str | None:
-        return str(self.cache.dir) if self.kept else None
+        return str(self.cache.dir) if self.cache is not None and self.kept else None
 
     def close(self) -> None:
         if self.cache is not None:
@@ -203,7 +204,7 @@ class RunCache:
     def __enter__(self) -> RunCache:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -235,7 +236,7 @@ def throwaway_cache(scorer: Any) -> tuple[ScoreCache, OwnedDir]:
 
 # ---- the model ----------------------------------------------------------------------------------------------------
 
-def load_model(model: Any, processor: Any = None, *, family: str | None = None, revision: str | None = None,
+def load_model(model: object, processor: object = None, *, family: str | None = None, revision: str | None = None,
                device: str | None = None, dtype: str = "float32", exact_preprocessing: bool = False,
                control: str | None = None, seed: int = 0) -> Scorer:
     """A ready scorer from a model folder or Hub id (``mini-clip`` and the other names of
@@ -263,7 +264,7 @@ def load_model(model: Any, processor: Any = None, *, family: str | None = None, 
     return scorer
 
 
-def _loaded_scorer(model: Any, processor: Any, family: str | None, device: str | None, dtype: str) -> Scorer:
+def _loaded_scorer(model: Any, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
     """A scorer around an already-loaded transformers model and its processor (or tokenizer): the
     family (named, or detected from the model's own class) wraps it (``Family.wrap``)."""
     import torch  # a loaded model: torch is imported already

@@ -3,7 +3,7 @@ each module defines ``BENCHMARK``, a :class:`Benchmark` holding everything true 
 (pins, configs and counts, headline metrics and aggregates, tie rule, names of metrics, published
 numbers, citation). See ``docs/adding-a-benchmark.md``."""
 
-from .base import (  # noqa: F401
+from .base import (
     AUTHORS,
     COUNTED,
     METRIC_ORDER,
@@ -28,3 +28,9 @@ from .base import (  # noqa: F401
     shape_headline,
     tie_policy,
 )
+
+__all__ = [
+    "AUTHORS", "COUNTED", "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
+    "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
+    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "shape_headline", "tie_policy",
+]

@@ -5,7 +5,8 @@ A benchmark module holds everything that is true of its benchmark and nothing ab
 its upstream pins, its configs and expected counts, the metrics its paper reports and how it aggregates
 them (:class:`Group`), its tie rule, its own names of metrics, where its published numbers are and its
 citation. The builders, the summary, the report and the Space read these; none of them names a
-benchmark. This module imports nothing of vlprobe, so every layer can read it.
+benchmark. Of vlprobe this module imports only :mod:`vlprobe.metric_registry` (the metric's tie policies, read
+without running the metric), so every layer can read it.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+
+from ..metric_registry import declared_names
 
 # Every metric the metric module (metric/valse_metric.py) returns, in the order tables show them. The
 # metric module keeps its own copy (METRIC_KEYS, it imports nothing of vlprobe); a test holds the two equal.
@@ -23,7 +26,7 @@ METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "s
 # Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
 # thresholded score).
 PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
-TIE_POLICIES = ("strict", "half", "lenient")
+TIE_POLICIES = declared_names("TIE_POLICIES")  # the metric module's one list (metric/valse_metric.py)
 COUNTED = {"strict": "counted wrong", "half": "counted half right", "lenient": "counted right"}  # a tied comparison
 # ``ties="authors"`` (vlprobe.evaluate's default): each split counted by its benchmark's authors' rule
 # (:func:`tie_policy`), strict for a dataset no benchmark defines; or one of TIE_POLICIES for every split.
@@ -64,11 +67,11 @@ class ClampedAtZero:
     families: tuple[str, ...]  # the scorer families whose scores are exp(logit_scale) * cosine
     rule: str  # what their code does, cited
 
-    def departure(self, metrics: Mapping[str, object], family: str | None = None) -> dict | None:
+    def departure(self, metrics: Mapping[str, object], family: str | None = None) -> dict[str, str] | None:
         """The departure a summary shows for a result ``metrics`` (the metric's output) of a run whose scorer is
         of ``family`` (None: not known), or None where no score is negative or the family's scores are not
         cosines: ``{"setting": "scores", "run", "authors", "note"}``, as the summary's other departures."""
-        n = int((metrics.get("scores") or {}).get("n_negative") or 0)  # type: ignore[union-attr]
+        n = int((metrics.get("scores") or {}).get("n_negative") or 0)  # type: ignore[attr-defined]
         # a control run's family is "<family>+<control>" (vlprobe.scorers.controls): its scores are the family's
         if not n or (family is not None and family.partition("+")[0] not in self.families):
             return None
@@ -163,7 +166,7 @@ class Upstream:
         url = override or os.environ.get(self.url_env) or self.default_url
         return url if url.endswith("/") else url + "/"
 
-    def select(self, paths: Sequence[str]) -> "Upstream":
+    def select(self, paths: Sequence[str]) -> Upstream:
         """These files only (a partial build), in the order given."""
         by_path = {f.path: f for f in self.files}
         unknown = [p for p in paths if p not in by_path]

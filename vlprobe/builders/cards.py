@@ -4,8 +4,9 @@ with huggingface_hub's card API (:meth:`DatasetCard.from_template`), the YAML he
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 

@@ -37,9 +37,10 @@ import io
 import math
 import zipfile
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import datasets
 from datasets import Features, Value

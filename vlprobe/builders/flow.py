@@ -32,9 +32,10 @@ import os
 import shutil
 import time
 from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 import datasets

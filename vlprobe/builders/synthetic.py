@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import datasets
 
@@ -101,7 +102,7 @@ class RateMeter:
               f"{total_seconds:.1f}s", file=sys.stderr)
 
 
-def write_rows(folder: Path, config: str, split: str, rows: list[Mapping[str, Any]], features: datasets.Features) -> Path:
+def write_rows(folder: Path, config: str, split: str, rows: Sequence[Mapping[str, Any]], features: datasets.Features) -> Path:
     """One split as parquet, image bytes embedded (via :func:`vlprobe.dataset.folder.write_split`)."""
     if not rows:  # load_dataset refuses a declared split without rows
         raise ValueError(f"{folder}: config {config!r} split {split!r} has no rows; every split needs at least one")

@@ -15,10 +15,11 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from ..dataset.folder import DATA_DIR
 from ..storage.keys import sha256_files, stamp

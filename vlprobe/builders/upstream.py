@@ -31,9 +31,9 @@ import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ..benchmarks import Upstream, UpstreamFile
 from ..storage.keys import git_blob_sha1

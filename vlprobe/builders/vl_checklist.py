@@ -30,9 +30,10 @@ Pins, counts, the taxonomy and its aggregation are VL-CheckList's benchmark modu
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import datasets
 from datasets import Features, Value

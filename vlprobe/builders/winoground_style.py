@@ -18,9 +18,10 @@ import json
 import sys
 import time
 import zipfile
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import datasets
 import pyarrow.parquet as pq

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def dataset_folders(root: str | os.PathLike) -> list[dict]:
+def dataset_folders(root: str | os.PathLike[str]) -> list[dict]:
     """Every folder directly under ``root`` holding a vlprobe.yaml: {name, path, built: {config:
     [splits]}, unbuilt: [configs], build: the `vlprobe build` name or None}."""
     from ..builders import builders

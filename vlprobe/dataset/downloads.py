@@ -23,6 +23,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from ..storage.paths import relative_problem
 
 
@@ -140,8 +142,6 @@ def download_file(
     ``retries`` attempts on transient errors (connection, timeout, 5xx, a short read), and the
     size (``size``, else the one the server announced) and ``sha256`` checked before the file is
     moved into place. 4xx errors are not retried and name the URL."""
-    from tqdm.auto import tqdm
-
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     errors: list[str] = []

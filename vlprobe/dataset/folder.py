@@ -31,9 +31,10 @@ import contextlib
 import os
 import re
 import shutil
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import datasets
 import pyarrow as pa
@@ -44,6 +45,10 @@ from datasets.table import embed_table_storage
 from huggingface_hub import DatasetCardData
 
 from ..storage.keys import sha256_files
+from ..storage.leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
+from ..storage.paths import check_config_name, check_split_name
+from ..storage.run_folder import swap_in
+from .reading import card_yaml
 
 DATA_DIR = "data"
 # datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
@@ -74,7 +79,7 @@ class ConfigDecl:
         return [{"split": s, "path": f"{DATA_DIR}/{self.name}/{s}-*.parquet"} for s in self.splits]
 
 
-def card_metadata(configs: Sequence[ConfigDecl], **fields: Any) -> dict[str, Any]:
+def card_metadata(configs: Sequence[ConfigDecl], **fields: object) -> dict[str, Any]:
     """The card's YAML as a dict: ``fields`` (license, pretty_name, task_categories, ...), then
     ``dataset_info`` and ``configs`` in the format ``push_to_hub`` writes."""
     if sum(c.default for c in configs) != 1:
@@ -141,8 +146,6 @@ def read_card_metadata(folder: str | Path) -> dict[str, Any]:
     """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), found as huggingface_hub's card
     parser finds it, read within :mod:`vlprobe.dataset.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
     does not parse, ValueError when it is not a mapping or not within the bounds."""
-    from .reading import card_yaml
-
     return card_yaml(Path(folder) / "README.md")
 
 
@@ -179,8 +182,6 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
 def _split_dir(folder: str | Path, config: str, split: str) -> Path:
     """``<folder>/data/<config>``, created, once ``config`` and ``split`` are checked to be names the
     Hub accepts (no separators, ``..``, NUL...): a hostile name must not write outside ``folder``."""
-    from ..storage.paths import check_config_name, check_split_name
-
     check_config_name(config)
     check_split_name(split)
     out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
@@ -253,9 +254,6 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.storage.leftovers.sweep`).
     Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
     rename it), so the hard links never let the build change the old folder's files."""
-    from ..storage.leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
-    from ..storage.run_folder import _swap_in
-
     out = Path(folder)
     if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does
         out = Path(os.path.realpath(out))
@@ -274,7 +272,7 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
         else:
             stage.mkdir()
         yield stage
-        _swap_in(stage, out, holder.path)
+        swap_in(stage, out, holder.path)
     finally:
         holder.cleanup()
 
@@ -347,7 +345,7 @@ def record_data_files(folder: str | Path) -> Path | None:
     return path
 
 
-def _resolve_data_files(folder: Path, entry: Any) -> tuple[Any, bool]:
+def _resolve_data_files(folder: Path, entry: object) -> tuple[object, bool]:
     """(``entry`` with its patterns replaced by the files they match, whether any file matched). Where
     some patterns match and others do not (a config that reads several configs' parquet, of which a
     partial build wrote some), the ones that match nothing go: the config loads the configs built."""
@@ -357,5 +355,5 @@ def _resolve_data_files(folder: Path, entry: Any) -> tuple[Any, bool]:
     matches = [sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file())
                for pattern in patterns]
     found = any(matches)
-    files = [f for pattern, matched in zip(patterns, matches) for f in (matched or ([] if found else [pattern]))]
+    files = [f for pattern, matched in zip(patterns, matches, strict=True) for f in (matched or ([] if found else [pattern]))]
     return {**entry, "path": files}, found

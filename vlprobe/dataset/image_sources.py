@@ -36,10 +36,10 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from PIL import UnidentifiedImageError
 
@@ -57,7 +57,7 @@ from .downloads import (  # noqa: F401  (re-exported: the names users and builde
     read_member,
     safe_members,
 )
-from .images import encoded_file
+from .images import ImageTooLargeError, encoded_file, open_checked
 
 
 def __getattr__(name: str) -> Path:
@@ -221,14 +221,16 @@ class ImageResolver:
     def __init__(
         self,
         spec: SourceSpec,
-        locations: Sequence[str | os.PathLike] = (),
+        locations: Sequence[str | os.PathLike[str]] = (),
         download: bool = False,
-        cache_dir: str | os.PathLike | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
         retries: int = 3,
         timeout: float = 30.0,
         fetch: Callable[[str, float], bytes] | None = None,
+        looked: Sequence[str] = (),
     ):
         self.spec = spec
+        self.looked = list(looked)  # where else it was looked for and nothing was found (an images root), for describe()
         self.folders: list[Path] = []
         self.zips: list[_Zip] = []
         for loc in locations:
@@ -271,7 +273,7 @@ class ImageResolver:
         return self.cache
 
     def describe(self) -> list[str]:
-        where = [str(f) for f in self.folders] + [str(z.path) for z in self.zips]
+        where = [str(f) for f in self.folders] + [str(z.path) for z in self.zips] + self.looked
         if self.download:
             where.append(f"cache {self.cache}")
             if self.spec.archive is not None:
@@ -301,11 +303,12 @@ class ImageResolver:
         """Extract ``names`` (matched by base name) from the downloaded archive into the cache;
         returns the names the archive does not hold. A corrupt or unsafe archive is refused."""
         path = self.fetch_archive()
+        url = self.spec.archive.url if self.spec.archive is not None else "?"
         try:
             zf = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as err:
             path.unlink(missing_ok=True)
-            raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}) is not a readable "
+            raise CorruptArchiveError(f"{self.spec.name}: {path} (from {url}) is not a readable "
                                       f"zip archive ({err}); removed it, rerun to download it again") from None
         absent = []
         with zf:
@@ -321,9 +324,9 @@ class ImageResolver:
                     absent.append(name)
                     continue
                 try:
-                    data = read_member(zf, member, f"{self.spec.name}: {path} (from {self.spec.archive.url})")
+                    data = read_member(zf, member, f"{self.spec.name}: {path} (from {url})")
                 except OSError as err:
-                    raise CorruptArchiveError(f"{self.spec.name}: {path} (from {self.spec.archive.url}): member "
+                    raise CorruptArchiveError(f"{self.spec.name}: {path} (from {url}): member "
                                               f"{member} cannot be read ({err}); delete the archive and rerun") from None
                 # the target is the cache folder plus a base name: nothing can land elsewhere
                 tmp = self.cache / f".{name}.{os.getpid()}.part"
@@ -447,8 +450,6 @@ def check_sources(wanted: Mapping[str, Iterable[str]], resolvers: Mapping[str, I
 def read_checked(resolver: ImageResolver, name: str) -> bytes:
     """The bytes of ``name``, checked to decode as an image (JPEGs are decoded at reduced size,
     which still reads the whole stream and so catches truncation, at a fraction of the cost)."""
-    from .images import ImageTooLargeError, open_checked
-
     data = resolver.read(name)
     try:
         with open_checked(data) as im:  # refuses images too large to decode, by their header
@@ -501,10 +502,10 @@ def parse_locations(pairs: Sequence[str] | None, known: Iterable[str]) -> dict[s
 
 def make_resolvers(
     sources: Iterable[str | SourceSpec],
-    images_root: str | os.PathLike | None = None,
+    images_root: str | os.PathLike[str] | None = None,
     locations: Mapping[str, Sequence[str]] | None = None,
     download: bool = False,
-    cache_dir: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
     retries: int = 3,
     timeout: float = 30.0,
 ) -> dict[str, ImageResolver]:
@@ -517,11 +518,16 @@ def make_resolvers(
     for source in sources:
         spec = source if isinstance(source, SourceSpec) else SOURCES[source]
         name = spec.name
-        locs: list[str | os.PathLike] = list((locations or {}).get(name, []))
+        locs: list[str | os.PathLike[str]] = list((locations or {}).get(name, []))
+        looked: list[str] = []
         if root is not None:
-            locs += [root / sub for sub in spec.subdirs if (root / sub).is_dir()]
-            locs += [root / z for z in spec.zips if (root / z).is_file()]
+            found = [root / sub for sub in spec.subdirs if (root / sub).is_dir()]
+            found += [root / z for z in spec.zips if (root / z).is_file()]
+            locs += found
+            if not found:  # say where and what was looked for, not that no location was given
+                looked.append(f"--images {root}: none of {', '.join(f'{sub}/' for sub in spec.subdirs)}"
+                              f"{', ' if spec.subdirs and spec.zips else ''}{', '.join(spec.zips)} in it")
         resolvers[name] = ImageResolver(
-            spec, locs, download=download, cache_dir=cache_dir, retries=retries, timeout=timeout
+            spec, locs, download=download, cache_dir=cache_dir, retries=retries, timeout=timeout, looked=looked
         )
     return resolvers

@@ -9,16 +9,25 @@ refused before it is read."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import math
 import os
 import re
 import warnings
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import VlprobeError
+from .items import ImageLike
+from .reading import FileError, read_bytes
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 class ImageError(VlprobeError, ValueError):
@@ -36,12 +45,10 @@ class ImageTooLargeError(ImageError):
 MAX_IMAGE_BYTES = 512 << 20
 
 
-def encoded_file(path: str | os.PathLike, where: str = "") -> bytes:
+def encoded_file(path: str | os.PathLike[str], where: str = "") -> bytes:
     """The bytes of image file ``path``: a regular file of at most :data:`MAX_IMAGE_BYTES`, else
     :class:`ImageTooLargeError` (or :class:`ImageError` for a FIFO, a device...) naming ``where`` and the file, before
     anything is read."""
-    from .reading import FileError, read_bytes
-
     prefix = f"{where}: " if where else ""
     try:
         return read_bytes(path, "image file", MAX_IMAGE_BYTES)
@@ -50,23 +57,31 @@ def encoded_file(path: str | os.PathLike, where: str = "") -> bytes:
         raise kind(f"{prefix}{err}") from None
 
 
-def image_bytes(image: Any) -> bytes | None:
+def _cell(cell: Mapping[str, Any]) -> tuple[bytes | None, str | None]:
+    """A datasets image cell ``{"bytes": ..., "path": ...}`` read once: (its bytes, its path), each None when empty."""
+    data, path = cell.get("bytes"), cell.get("path")
+    return (bytes(data) if data else None), (str(path) if path else None)
+
+
+def image_bytes(image: ImageLike | bytearray) -> bytes | None:
     """Encoded bytes of ``image`` when it has them (bytes, a datasets dict, or a path, read within
     :data:`MAX_IMAGE_BYTES`), else None."""
     if isinstance(image, (bytes, bytearray)):
         return bytes(image)
     if isinstance(image, dict):
-        if image.get("bytes"):
-            return bytes(image["bytes"])
-        if image.get("path") and os.path.isfile(image["path"]):
-            return encoded_file(image["path"])
+        data, path = _cell(image)
+        if data is not None:
+            return data
+        if path is not None and os.path.isfile(path):
+            return encoded_file(path)
         return None
     if isinstance(image, (str, os.PathLike)):
         return encoded_file(image)
     return None
 
 
-def image_cell_in_folder(value: Any, folder: str | os.PathLike | None, where: str, outside: bool = False) -> Any:
+def image_cell_in_folder(value: object, folder: str | os.PathLike[str] | None, where: str,
+                         outside: bool = False) -> object:
     """A dataset image cell made safe to open: a cell with bytes as it is; a cell holding only a path, that path
     resolved inside ``folder`` (the dataset folder; None for a Hub dataset, which has none). A path outside it (an
     absolute path, ``../``, a symbolic link out) raises :class:`ImageError` naming ``where`` unless ``outside``
@@ -75,9 +90,10 @@ def image_cell_in_folder(value: Any, folder: str | os.PathLike | None, where: st
     if isinstance(value, (list, tuple)):
         return type(value)(image_cell_in_folder(v, folder, where, outside) for v in value)
     if isinstance(value, dict):
-        if value.get("bytes") or not value.get("path"):
+        data, cell_path = _cell(value)
+        if data is not None or cell_path is None:
             return value
-        path = str(value["path"])
+        path = cell_path
     elif isinstance(value, (str, os.PathLike)):
         path = str(value)
     else:
@@ -86,7 +102,7 @@ def image_cell_in_folder(value: Any, folder: str | os.PathLike | None, where: st
     target = os.path.realpath(os.path.join(base, path)) if base is not None and not os.path.isabs(path) else None
     if outside:
         return {"bytes": None, "path": target or path}
-    if target is None or os.path.commonpath([base, target]) != base:
+    if base is None or target is None or os.path.commonpath([base, target]) != base:
         where_from = f"outside the dataset folder {folder}" if folder is not None else "a local path in a dataset " \
                      "without a folder"
         raise ImageError(f"{where}: the image cell holds the path {path[:200]!r}, {where_from}; vlprobe reads images "
@@ -95,9 +111,10 @@ def image_cell_in_folder(value: Any, folder: str | os.PathLike | None, where: st
     return {"bytes": None, "path": target}
 
 
-def describe(image: Any) -> str:
-    if isinstance(image, dict) and image.get("path"):
-        return str(image["path"])
+def describe(image: object) -> str:
+    path = _cell(image)[1] if isinstance(image, dict) else None
+    if path is not None:
+        return path
     if isinstance(image, (str, os.PathLike)):
         return str(image)
     if isinstance(image, Image.Image):
@@ -105,7 +122,7 @@ def describe(image: Any) -> str:
     return f"<{type(image).__name__}>"
 
 
-def to_pil(image: Any, where: str = "") -> Image.Image:
+def to_pil(image: ImageLike, where: str = "") -> Image.Image:
     """Decode ``image`` to an RGB PIL image (RGBA and palette images are flattened, as Winoground's
     reference code does)."""
     prefix = f"{where}: " if where else ""
@@ -130,14 +147,13 @@ def to_pil(image: Any, where: str = "") -> Image.Image:
 _TORCHVISION_DECODES = {("JPEG", "RGB"), ("JPEG", "L"), ("PNG", "RGB"), ("PNG", "L")}
 
 
-def to_tensor(image: Any, where: str = "") -> Any:
+def to_tensor(image: ImageLike, where: str = "") -> Tensor:
     """Decode ``image`` to a (3, H, W) uint8 torch tensor with the pixels :func:`to_pil` gives.
 
     For the fast image processors, which work on channels-first tensors: JPEG and PNG files in RGB
     or greyscale are decoded by ``torchvision.io`` (about 2x PIL's decode on 640 x 480 JPEGs here,
     with no PIL -> numpy copy); anything else, or a file torchvision refuses, through
     :func:`to_pil`, whose errors name the file."""
-    import numpy as np
     import torch
 
     if not isinstance(image, Image.Image):
@@ -149,13 +165,15 @@ def to_tensor(image: Any, where: str = "") -> Any:
             from torchvision.io import ImageReadMode, decode_image
 
             try:
-                return decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.RGB)
+                decoded: Tensor = decode_image(torch.frombuffer(bytearray(data), dtype=torch.uint8),
+                                               mode=ImageReadMode.RGB)
+                return decoded
             except RuntimeError:
                 pass  # let PIL decode it, or say why it cannot
-        image = to_pil(image, where)
-    elif image.mode != "RGB":
-        image = image.convert("RGB")
-    return torch.from_numpy(np.array(image)).permute(2, 0, 1).contiguous()
+        pil = to_pil(image, where)
+    else:
+        pil = image if image.mode == "RGB" else image.convert("RGB")
+    return torch.from_numpy(np.array(pil)).permute(2, 0, 1).contiguous()
 
 
 def too_large(size: tuple[int, int] | None, pixels: int | None = None) -> str | None:
@@ -175,8 +193,6 @@ def check_crop_box(box: tuple[float, float, float, float], size: tuple[int, int]
     naming ``where``: coordinates that are not finite or that no image reaches (|value| over 2**31, where PIL's C
     code overflows), and :class:`ImageTooLargeError` for a region with more pixels than vlprobe decodes (parts
     outside the image would be made up as black pixels in memory)."""
-    import math
-
     if not all(isinstance(v, (int, float)) and math.isfinite(v) and abs(v) < 2**31 for v in box):
         raise ImageError(f"{where}: crop box {tuple(box)} is not a region of an image (its coordinates must be finite "
                          f"pixel positions; the image is {size[0]} x {size[1]})")
@@ -187,7 +203,7 @@ def check_crop_box(box: tuple[float, float, float, float], size: tuple[int, int]
     return left, top, right, bottom
 
 
-def open_checked(data: bytes, prefix: str = "", image: Any = None) -> Image.Image:
+def open_checked(data: bytes, prefix: str = "", image: ImageLike | None = None) -> Image.Image:
     """``Image.open`` on encoded bytes (the header only), refusing unreadable and oversized images
     with an :class:`ImageError` that names the file."""
     name = describe(image if image is not None else data)
@@ -208,7 +224,7 @@ def open_checked(data: bytes, prefix: str = "", image: Any = None) -> Image.Imag
     return pil
 
 
-def _encoded(image: Any, prefix: str) -> bytes:
+def _encoded(image: ImageLike, prefix: str) -> bytes:
     try:
         data = image_bytes(image)
     except ImageError as err:
@@ -220,7 +236,7 @@ def _encoded(image: Any, prefix: str) -> bytes:
     return data
 
 
-def image_size(image: Any, where: str = "") -> tuple[int, int]:
+def image_size(image: ImageLike, where: str = "") -> tuple[int, int]:
     """(width, height) of a dataset image, reading only the header of encoded images."""
     if isinstance(image, Image.Image):
         return image.size
@@ -230,7 +246,7 @@ def image_size(image: Any, where: str = "") -> tuple[int, int]:
         return im.size
 
 
-def content_hash(image: Any) -> str:
+def content_hash(image: ImageLike) -> str:
     """A stable content hash: sha256 of the encoded bytes, or of the decoded RGB pixels and size."""
     data = image_bytes(image) if not isinstance(image, Image.Image) else None
     h = hashlib.sha256()
@@ -244,11 +260,9 @@ def content_hash(image: Any) -> str:
     return h.hexdigest()
 
 
-def blank_like(image: Any, default_size: tuple[int, int] = (500, 500)) -> Image.Image:
+def blank_like(image: ImageLike, default_size: tuple[int, int] = (500, 500)) -> Image.Image:
     """A white RGB image of the same size as ``image`` (TraVLR's caption-only setting)."""
     size = default_size
-    try:
+    with contextlib.suppress(ImageError):
         size = image_size(image)
-    except ImageError:
-        pass
     return Image.new("RGB", size, (255, 255, 255))

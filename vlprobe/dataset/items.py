@@ -24,10 +24,19 @@ scorers decode them. Items know nothing of models, and scorers know nothing of b
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+# An image as a dataset row holds it (see the module doc): scorers decode it (vlprobe.dataset.images).
+ImageLike = Union["Image", bytes, str, "os.PathLike[str]", Mapping[str, Any]]
 
 
 class ItemError(ValueError):
@@ -37,12 +46,12 @@ class ItemError(ValueError):
 @dataclass(frozen=True, eq=False)
 class Item:
     id: str
-    images: tuple[Any, ...]
+    images: tuple[ImageLike, ...]
     texts: tuple[str, ...]
-    gold: np.ndarray
+    gold: npt.NDArray[np.bool_]
     tags: tuple[str, ...] = ()
     config: str = ""
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "id", str(self.id))
@@ -84,7 +93,7 @@ class Item:
             raise ItemError(f"{where}: gold matrix has no gold cell; at least one text must describe an image")
 
 
-def _as_gold(gold: Any, item_id: str) -> np.ndarray:
+def _as_gold(gold: npt.ArrayLike, item_id: str) -> npt.NDArray[np.bool_]:
     arr = np.asarray(gold)
     if arr.ndim == 1:
         arr = arr[None, :]

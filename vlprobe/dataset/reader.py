@@ -5,20 +5,28 @@ Writing a folder is :mod:`vlprobe.dataset.folder`; loading a split through the c
 
 from __future__ import annotations
 
+import copy
+import ctypes
+import mmap
 import os
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, TypeVar
 
 import datasets
+import pyarrow.parquet as pq
 import yaml
 
+from ..errors import DatasetError
 from .folder import read_card_metadata
 from .reading import FileError, parse_yaml
 
+F = TypeVar("F")
+Madvise = Callable[[int, int, int], int]
+
 
 def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
-    from ..errors import DatasetError
-
     try:
         configs = read_card_metadata(folder).get("configs") or []
     except (OSError, ValueError, yaml.YAMLError) as err:
@@ -26,11 +34,11 @@ def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
     return [c for c in configs if isinstance(c, dict) and c.get("config_name")]
 
 
-def data_file_patterns(data_files: Any) -> dict[str, list[str]]:
+def data_file_patterns(data_files: object) -> dict[str, list[str]]:
     """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts: one pattern, a
     list of patterns (split ``train``), a list of ``{split, path}`` entries whose ``path`` is one
     pattern or a list of them, or a ``{split: pattern(s)}`` mapping."""
-    def listed(value: Any) -> list[str]:
+    def listed(value: object) -> list[str]:
         if value is None:
             return []
         if isinstance(value, (list, tuple)):
@@ -64,8 +72,6 @@ def built_configs(folder: str | Path) -> list[str]:
 
 def config_splits(folder: str | Path, config: str) -> list[str]:
     """A config's splits as the card declares them, ``test``-like splits first."""
-    from ..errors import DatasetError
-
     for c in _declared_configs(folder):
         if c["config_name"] == config:
             splits = list(data_file_patterns(c.get("data_files"))) or ["train"]
@@ -76,11 +82,9 @@ def config_splits(folder: str | Path, config: str) -> list[str]:
 
 # ---- reading a dataset without decoding it (evaluate, the Space, the builders) --------------------
 
-def undecoded_features(features: Any) -> Any:
+def undecoded_features(features: F) -> F:
     """The same features with every ``Image`` left undecoded (``{"bytes", "path"}`` dicts): the
     engine hashes the bytes and decodes in DataLoader workers instead of in the main process."""
-    import copy
-
     if isinstance(features, datasets.Image):
         return datasets.Image(decode=False)
     if isinstance(features, dict):
@@ -89,7 +93,7 @@ def undecoded_features(features: Any) -> Any:
         return type(features)(undecoded_features(v) for v in features)
     inner = getattr(features, "feature", None)  # List / Sequence / LargeList
     if inner is not None:
-        new = copy.copy(features)
+        new: Any = copy.copy(features)  # a datasets List / Sequence / LargeList
         try:
             new.feature = undecoded_features(inner)
         except (AttributeError, TypeError):  # a frozen feature type: leave it as it is
@@ -98,7 +102,7 @@ def undecoded_features(features: Any) -> Any:
     return features
 
 
-def read_rows(ds: Any, start: int, stop: int) -> list[dict[str, Any]]:
+def read_rows(ds: datasets.Dataset, start: int, stop: int) -> list[dict[str, Any]]:
     """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded: slices of
     the memory-mapped Arrow table (``READ_SLICE_ROWS`` rows each), so a caller that reads a split a
     chunk at a time holds one chunk.
@@ -128,7 +132,7 @@ def read_rows(ds: Any, start: int, stop: int) -> list[dict[str, Any]]:
 READ_SLICE_ROWS = 128  # rows converted to Python per slice of the memory map (read_rows)
 
 
-def release_mapped_pages(paths: Iterable[str | os.PathLike]) -> int:
+def release_mapped_pages(paths: Iterable[str | os.PathLike[str]]) -> int:
     """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux; a no-op
     elsewhere); returns the bytes of address space advised.
 
@@ -137,9 +141,6 @@ def release_mapped_pages(paths: Iterable[str | os.PathLike]) -> int:
     processes always behave. Only mappings of exactly these files that cannot be written are
     touched (``MADV_DONTNEED`` on such a mapping discards nothing: the file holds every byte), so
     no anonymous memory and no modified page is ever dropped."""
-    import mmap
-    import sys
-
     if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
         return 0
     wanted = {os.path.realpath(os.fspath(p)) for p in paths}
@@ -170,15 +171,13 @@ def release_mapped_pages(paths: Iterable[str | os.PathLike]) -> int:
     return done
 
 
-_MADVISE: list[Any] = []
+_MADVISE: list[Madvise | None] = []
 
 
-def _libc_madvise() -> Any:
+def _libc_madvise() -> Madvise | None:
     """libc's ``madvise(addr, length, advice)`` through ctypes, or None where it cannot be had."""
     if not _MADVISE:
         try:
-            import ctypes
-
             fn = ctypes.CDLL(None, use_errno=True).madvise  # the C library the interpreter runs on
             fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
             fn.restype = ctypes.c_int
@@ -201,8 +200,6 @@ def list_splits(dataset: str, config: str, revision: str | None = None) -> list[
 def damaged_file(folder: Path) -> str | None:
     """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads): the card's YAML,
     ``.huggingface.yaml``, each parquet file (a truncated one, an empty one, a CSV or a Git LFS pointer renamed)."""
-    import pyarrow.parquet as pq
-
     for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
         path = folder / name
         if not path.is_file():

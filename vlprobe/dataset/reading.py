@@ -23,9 +23,14 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import yaml
+from yaml import Node
 
 from ..errors import VlprobeError
+
+T = TypeVar("T")
 
 MAX_DEPTH = 64  # levels of nested lists and mappings; vlprobe's own files nest at most 6
 SPEC_BYTES = 1 << 20  # 1 MiB: a spec is a few lines
@@ -43,7 +48,7 @@ def _size(n: int) -> str:
     return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
-def read_bytes(path: str | os.PathLike, what: str, limit: int) -> bytes:
+def read_bytes(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
     """The bytes of ``path``, a regular file of at most ``limit`` bytes (symbolic links followed), else
     :class:`FileError` naming it and ``what`` it should be. A FileNotFoundError, IsADirectoryError... for a path that
     is missing or a folder (the caller says what to do about those)."""
@@ -74,15 +79,16 @@ def decode(data: bytes, where: str, what: str) -> str:
                         f"save the {what} as UTF-8") from None
 
 
-def read_text(path: str | os.PathLike, what: str, limit: int) -> str:
+def read_text(path: str | os.PathLike[str], what: str, limit: int) -> str:
     """:func:`read_bytes`, decoded as UTF-8 (:func:`decode`)."""
     return decode(read_bytes(path, what, limit), str(path), what)
 
 
-def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> Any:
+def check_depth(value: T, where: str, limit: int = MAX_DEPTH) -> T:
     """``value`` (parsed JSON or YAML), or :class:`FileError` when its lists and mappings nest deeper than ``limit``.
     Walks without recursion, each object once."""
-    stack, seen = [(value, 1)], set()
+    stack: list[tuple[object, int]] = [(value, 1)]
+    seen: set[int] = set()
     while stack:
         node, depth = stack.pop()
         if isinstance(node, (dict, list, tuple)):
@@ -96,7 +102,7 @@ def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> Any:
     return value
 
 
-def parse_json(text: str, where: str) -> Any:
+def parse_json(text: str, where: str) -> object:
     """JSON ``text`` parsed, nesting bounded (json.JSONDecodeError for text that is not JSON, as json raises it)."""
     try:
         value = json.loads(text)
@@ -106,18 +112,16 @@ def parse_json(text: str, where: str) -> Any:
     return check_depth(value, where)
 
 
-def load_json(path: str | os.PathLike, what: str, limit: int) -> Any:
+def load_json(path: str | os.PathLike[str], what: str, limit: int) -> object:
     """The JSON file ``path``, read and parsed within the bounds (see the module doc)."""
     return parse_json(read_text(path, what, limit), str(path))
 
 
-def parse_yaml(text: str, where: str) -> Any:
+def parse_yaml(text: str, where: str) -> object:
     """YAML ``text`` parsed as ``yaml.safe_load`` does, but without aliases (``*name``; :class:`FileError`, as for
     nesting past :data:`MAX_DEPTH`): a yaml.YAMLError for text that is not YAML."""
-    import yaml
-
     class _NoAliases(yaml.SafeLoader):
-        def compose_node(self, parent: Any, index: Any) -> Any:
+        def compose_node(self, parent: Node | None, index: int) -> Node | None:
             if self.check_event(yaml.AliasEvent):
                 mark = self.peek_event().start_mark
                 raise FileError(f"{where} line {mark.line + 1}: uses a YAML alias (*{self.peek_event().anchor}); "
@@ -132,16 +136,16 @@ def parse_yaml(text: str, where: str) -> Any:
     return check_depth(value, where)
 
 
-def load_yaml(path: str | os.PathLike, what: str, limit: int) -> Any:
+def load_yaml(path: str | os.PathLike[str], what: str, limit: int) -> object:
     """The YAML file ``path``, read and parsed within the bounds (see the module doc)."""
     return parse_yaml(read_text(path, what, limit), str(path))
 
 
-def card_yaml(path: str | os.PathLike) -> dict[str, Any]:
+def card_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The YAML header of a card (``README.md``) as a dict (``{}`` without one), found as ``huggingface_hub``'s
     ``metadata_load`` finds it, read within the bounds; a ValueError (a yaml.YAMLError for bad YAML) when it cannot be
     read."""
-    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK  # noqa: PLC0415 (repocard imports the Hub's client)
 
     text = read_text(Path(path), "dataset card", CARD_BYTES)
     match = REGEX_YAML_BLOCK.search(text)

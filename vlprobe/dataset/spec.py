@@ -45,21 +45,26 @@ query to its models apart; one text has to put one of them first.)
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
+import numpy as np
 import yaml
 
 from ..benchmarks import BenchmarkError, by_old_name, find, get
 from ..errors import DatasetError
 from .items import Item, ItemError
+from .reading import SPEC_BYTES, FileError, parse_yaml, read_text
 
 SPEC_FILE = "vlprobe.yaml"
 MODALITIES = ("image", "caption", "both")
 _KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark", "data_version"}
 _CONFIG_KEYS = _KEYS - {"configs", "benchmark", "data_version"}  # what configs.<name> may override: a folder is one benchmark
 _BUILTIN_DIR = Path(__file__).parents[1] / "specs"
+# gold: a literal m x n 0/1 matrix, a column holding one, or {column: ..., map: {value: matrix}} (see the module doc)
+Gold = list[list[int]] | str | Mapping[str, Any]
 
 
 class SpecError(ValueError):
@@ -70,7 +75,7 @@ class DuplicateIdError(DatasetError, ValueError):
     """Two or more rows of one config/split share an id (per-item scores are keyed by it)."""
 
 
-def _duplicates_message(where: str, column: str, rows_of: Mapping[Any, list[int]]) -> str:
+def _duplicates_message(where: str, column: str, rows_of: Mapping[str, list[int]]) -> str:
     dups = {k: v for k, v in rows_of.items() if len(v) > 1}
     shown = ", ".join(f"{k!r} (rows {', '.join(map(str, v[:4]))}{', ...' if len(v) > 4 else ''})"
                       for k, v in list(dups.items())[:10])
@@ -84,7 +89,7 @@ def _duplicates_message(where: str, column: str, rows_of: Mapping[Any, list[int]
 class ItemSpec:
     images: tuple[str, ...]
     texts: tuple[str, ...]
-    gold: Any
+    gold: Gold
     id: str | None = None
     tags: tuple[str, ...] = ()
     context: str | None = None
@@ -96,7 +101,7 @@ class ItemSpec:
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> "ItemSpec":
+    def from_dict(cls, data: object, source: str = "<dict>") -> ItemSpec:
         if not isinstance(data, Mapping):
             raise SpecError(f"{source}: a spec must be a mapping of keys, got {type(data).__name__}")
         unknown = set(data) - _KEYS
@@ -129,12 +134,10 @@ class ItemSpec:
         return spec
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> "ItemSpec":
+    def from_file(cls, path: str | os.PathLike[str]) -> ItemSpec:
         """The spec file ``path``, read within :mod:`vlprobe.dataset.reading`'s bounds (a regular file of at most
         :data:`~vlprobe.dataset.reading.SPEC_BYTES`, YAML nested at most :data:`~vlprobe.dataset.reading.MAX_DEPTH` levels, no
         aliases): a :class:`SpecError` naming the file otherwise."""
-        from .reading import SPEC_BYTES, FileError, parse_yaml, read_text
-
         path = Path(path)
         try:
             data = parse_yaml(read_text(path, "spec", SPEC_BYTES), str(path))
@@ -148,7 +151,7 @@ class ItemSpec:
             raise SpecError(yaml_error(path, err)) from None
         return cls.from_dict(data or {}, source=str(path))
 
-    def for_config(self, config: str | None) -> "ItemSpec":
+    def for_config(self, config: str | None) -> ItemSpec:
         """This spec with the overrides of ``config`` applied (itself when there are none)."""
         over = self.overrides.get(config or "")
         if not over:
@@ -183,16 +186,17 @@ class ItemSpec:
             context = _column(row, self.context, where)
             texts = [f"{t} {context}" for t in texts]  # the text first: truncation cuts the context
             if modality == "caption":
-                from .images import blank_like
+                from .images import blank_like  # noqa: PLC0415 (PIL: only for a caption-only modality)
 
                 images = [blank_like(im) for im in images]
-        tags = []
+        tags: list[str] = []
         for col in self.tags:
             value = _column(row, col, where)
             values = value if isinstance(value, (list, tuple)) else [value]
             tags.extend(f"{col}={v}" for v in values if v is not None and v != "")
         try:
-            return Item(id=row_id, images=tuple(images), texts=tuple(texts), gold=gold, tags=tuple(tags), config=config)
+            return Item(id=row_id, images=tuple(images), texts=tuple(texts), gold=np.asarray(gold), tags=tuple(tags),
+                        config=config)
         except ItemError as err:
             raise ItemError(f"{where}: {err}") from None
 
@@ -222,7 +226,7 @@ class ItemSpec:
                                 f"{getattr(kind, 'dtype', type(kind).__name__)}, not images; list it under texts: "
                                 "or tags:")
 
-    def check_unique_ids(self, rows: Any, limit: int | None = None, where: str = "") -> None:
+    def check_unique_ids(self, rows: Iterable[Mapping[str, Any]], limit: int | None = None, where: str = "") -> None:
         """Refuse rows (a ``datasets.Dataset`` or any iterable of mappings; the first ``limit``)
         whose id column repeats, naming the ids and their rows (:class:`DuplicateIdError`).
         A Dataset's id column is read alone, without its images. Nothing to check without an
@@ -230,18 +234,19 @@ class ItemSpec:
         if not self.id:
             return
         if hasattr(rows, "column_names") and hasattr(rows, "select_columns"):
-            if self.id not in rows.column_names:
+            dataset: Any = rows  # a datasets.Dataset
+            if self.id not in dataset.column_names:
                 return  # to_item names the missing column
-            n = len(rows) if limit is None else min(limit, len(rows))
-            ids = rows.select_columns([self.id]).select(range(n))[self.id] if n < len(rows) \
-                else rows.select_columns([self.id])[self.id]
+            n = len(dataset) if limit is None else min(limit, len(dataset))
+            ids = dataset.select_columns([self.id]).select(range(n))[self.id] if n < len(dataset) \
+                else dataset.select_columns([self.id])[self.id]
         else:
             ids = []
             for index, row in enumerate(rows):
                 if limit is not None and index >= limit:
                     break
                 ids.append(row.get(self.id) if isinstance(row, Mapping) else None)
-        rows_of: dict[Any, list[int]] = {}
+        rows_of: dict[str, list[int]] = {}
         for index, value in enumerate(ids):
             rows_of.setdefault(str(value), []).append(index)
         if len(rows_of) < len(ids):
@@ -274,7 +279,7 @@ class ItemSpec:
                 out.append(value)
         return out
 
-    def _gold(self, row: Mapping[str, Any], where: str) -> Any:
+    def _gold(self, row: Mapping[str, Any], where: str) -> object:
         gold = self.gold
         if isinstance(gold, str):
             return _column(row, gold, where)
@@ -294,7 +299,7 @@ class ItemSpec:
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
 
-def yaml_error(path: str | os.PathLike, err: yaml.YAMLError) -> str:
+def yaml_error(path: str | os.PathLike[str], err: yaml.YAMLError) -> str:
     """A YAML error in one line: the file, line and column, and what is wrong (PyYAML's own message
     spans several lines, with a copy of the offending text)."""
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
@@ -315,7 +320,7 @@ def _empty_texts(row: Mapping[str, Any], columns: tuple[str, ...]) -> list[str]:
     return empty
 
 
-def _names(value: Any, key: str, source: str) -> tuple[str, ...]:
+def _names(value: object, key: str, source: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
@@ -323,7 +328,7 @@ def _names(value: Any, key: str, source: str) -> tuple[str, ...]:
     raise SpecError(f"{source}: {key!r} must be a column name or a list of column names, got {value!r}")
 
 
-def _benchmark(value: Any, source: str) -> str | None:
+def _benchmark(value: object, source: str) -> str | None:
     """The spec's ``benchmark``: None, or the name of a registered benchmark (one line naming them otherwise)."""
     if value is None:
         return None
@@ -335,7 +340,7 @@ def _benchmark(value: Any, source: str) -> str | None:
         raise SpecError(f"{err}; leave the key out for a dataset of your own") from None
 
 
-def _version(value: Any, source: str) -> str | None:
+def _version(value: object, source: str) -> str | None:
     """The spec's ``data_version``: None, or a version's name (a commit, a release)."""
     if value is None:
         return None
@@ -355,7 +360,7 @@ def dataset_version(spec: ItemSpec, benchmark: str | None) -> str | None:
     return (bench.data_version or None) if bench is not None else None
 
 
-def _check_gold_form(gold: Any, source: str) -> None:
+def _check_gold_form(gold: object, source: str) -> None:
     if isinstance(gold, str):
         return
     if isinstance(gold, Mapping):
@@ -367,7 +372,7 @@ def _check_gold_form(gold: Any, source: str) -> None:
     raise SpecError(f"{source}: 'gold' must be a matrix like [[1, 0]], a column name, or {{column, map}}; got {gold!r}")
 
 
-def _column(row: Mapping[str, Any], col: str, where: str) -> Any:
+def _column(row: Mapping[str, Any], col: str, where: str) -> object:
     try:
         return row[col]
     except KeyError:
@@ -410,7 +415,7 @@ def find_spec(dataset: str, spec_path: str | None = None) -> ItemSpec:
         )
     builtin = _BUILTIN_DIR / f"{dataset.split('/')[-1].lower()}.yaml"
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download  # noqa: PLC0415 (the Hub's client: only for a Hub id)
 
         path = hf_hub_download(repo_id=dataset, filename=SPEC_FILE, repo_type="dataset")
         return ItemSpec.from_file(path)

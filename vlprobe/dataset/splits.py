@@ -6,9 +6,11 @@ identifies its data (:func:`load_split`), a failure named as the file at fault
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..benchmarks import find
 from ..errors import DatasetError, VlprobeError
@@ -16,9 +18,13 @@ from ..names import check_dataset, did_you_mean
 from ..options import listed
 from .spec import ItemSpec
 
+if TYPE_CHECKING:
+    import datasets
+
 # Imported where used, as they are slow to import (python -X importtime, on this 2-core machine): datasets 3.9 s
 # (vlprobe.dataset.folder and vlprobe.storage.arrow_cache import it), huggingface_hub.HfApi 1.0 s. A misspelt name is
 # refused before any of them is imported.
+Wanted = str | Sequence[str] | None  # configs or splits: comma-separated names, a list of them, or None for the default
 
 TEST_LIKE = ("test",)
 
@@ -27,7 +33,7 @@ def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], fold
                         name: str, start: int) -> list[dict[str, Any]]:
     """``rows`` with each image cell of ``columns`` checked by :func:`vlprobe.dataset.images.image_cell_in_folder`; a path
     outside ``folder`` raises a :class:`DatasetError` naming the split, row and column."""
-    from .images import ImageError, image_cell_in_folder
+    from .images import ImageError, image_cell_in_folder  # noqa: PLC0415 (PIL: only where images are checked)
 
     for i, row in enumerate(rows):
         for col in columns:
@@ -41,14 +47,13 @@ def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], fold
 
 def _disk_full(err: BaseException) -> OSError | None:
     """The ENOSPC (or EDQUOT) OSError in ``err``'s chain of causes, if any."""
-    import errno
-
     seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
-            return err
-        err = err.__cause__ or err.__context__
+    at: BaseException | None = err
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, OSError) and at.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+            return at
+        at = at.__cause__ or at.__context__
     return None
 
 
@@ -71,7 +76,7 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
         return (f"cannot read dataset {dataset!r}: no space left on the disk{where} while converting it to Arrow; free "
                 "some space there (or point $TMPDIR / $VLPROBE_CACHE at a disk with room) and run it again")
     if folder.is_dir() and (folder / "vlprobe.yaml").is_file():
-        from .reader import damaged_file  # imports datasets (3.9 s): not before the checks
+        from .reader import damaged_file  # noqa: PLC0415 (imports datasets, 3.9 s: not before the checks)
 
         damaged = damaged_file(folder)
         if damaged:
@@ -88,12 +93,12 @@ def _dataset_error(dataset: str, err: BaseException) -> str:
 check_reachable = check_dataset  # the name this check has always had here (vlprobe.names has it now)
 
 
-def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]:
+def select_configs(dataset: str, wanted: Wanted, revision: str | None) -> list[str]:
     """The configs of ``dataset`` to score. ``"all"`` means every config, unless the dataset has a
     config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
     config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
     fails at once (:func:`check_reachable`)."""
-    from .reader import list_configs
+    from .reader import list_configs  # noqa: PLC0415 (datasets: see above)
 
     check_reachable(str(dataset), revision)
     try:
@@ -110,12 +115,12 @@ def select_configs(dataset: str, wanted: Any, revision: str | None) -> list[str]
     return chosen
 
 
-def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] | None = None,
+def select_splits(dataset: str, config: str, wanted: Wanted, names: Sequence[str] | None = None,
                   revision: str | None = None) -> list[str]:
     """The splits to score: those named, else the ones whose name starts with ``test``, else the
     only one."""
     if names is None:
-        from .reader import list_splits
+        from .reader import list_splits  # noqa: PLC0415 (datasets: see above)
 
         try:
             names = list_splits(dataset, config, revision)
@@ -138,19 +143,19 @@ def select_splits(dataset: str, config: str, wanted: Any, names: Sequence[str] |
                        f"name one (splits= in Python, --split on the command line): {', '.join(names)}")
 
 
-def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[Any, dict]:
+def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[datasets.Dataset, dict[str, Any]]:
     """One split as a memory-mapped Dataset, plus what identifies its data (a local folder: the
     sha256 of its parquet files, read through vlprobe's checked Arrow cache; a Hub dataset: its
     fingerprint and resolved commit)."""
-    import datasets
+    import datasets  # noqa: PLC0415 (see above)
 
-    from ..storage import arrow_cache
+    from ..storage import arrow_cache  # noqa: PLC0415 (datasets: see above)
 
     try:
         if Path(dataset).is_dir():
             loaded = arrow_cache.load_split(dataset, config, split)
             ds = loaded.dataset
-            info = {"data_sha256": loaded.data_sha256,
+            info: dict[str, Any] = {"data_sha256": loaded.data_sha256,
                     "data_files": [os.path.relpath(f, Path(dataset).resolve()) for f in loaded.data_files]}
         else:
             with arrow_cache.conversion_arrow_pool():  # a first load converts the files to Arrow
@@ -168,7 +173,7 @@ def _hub_sha(dataset: str, revision: str | None) -> str | None:
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return None
     try:
-        from huggingface_hub import HfApi
+        from huggingface_hub import HfApi  # noqa: PLC0415 (see above)
 
         return HfApi().dataset_info(dataset, revision=revision, timeout=10).sha
     except Exception:

@@ -30,8 +30,9 @@ CSS = """
 .vt-wrap.vt-tall { max-height: 340px; overflow-y: auto; }
 .vt-label { font-size: 0.9em; font-weight: 600; margin: 4px 0 2px; color: #374151; }
 .vt-note { font-size: 0.85em; margin: 3px 0 0; color: #374151; }
-table.vt { border-collapse: collapse; font-size: 0.9em; width: auto; min-width: 100%; margin: 0; }
-table.vt th, table.vt td { padding: 3px 8px; border-bottom: 1px solid #e5e7eb; text-align: left;
+table.vt { border-collapse: collapse; font-size: 0.9em; width: auto; min-width: 100%; margin: 0;
+  border: 1px solid #d1d5db; }
+table.vt th, table.vt td { padding: 3px 8px; border: none; border-bottom: 1px solid #e5e7eb; text-align: left;
   vertical-align: top; white-space: nowrap; word-break: normal; overflow-wrap: normal; hyphens: none; }
 table.vt th { background: #f3f4f6; font-weight: 600; position: sticky; top: 0; }
 table.vt td.num, table.vt th.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -39,12 +40,18 @@ table.vt td.prose { white-space: normal; min-width: 9em; max-width: 28em; }
 table.vt td.prose span.word { white-space: nowrap; }
 table.vt td.list { white-space: normal; min-width: 5em; }
 table.vt td.list span { white-space: nowrap; }
+table.vt th.wrap { white-space: normal; min-width: 4.5em; }
+table.vt th.mark { background: #e0e7ff; }
+table.vt td.mark { background: #eef2ff; font-weight: 600; }
+table.vt th.wrap span.word { white-space: nowrap; }
 /* on a phone: narrower padding and text column, so a 4-column scores table fits 390 px unscrolled; a
    table of cards shows each row as a card, each cell on its own line led by its column's name */
 @media (max-width: 640px) {
   table.vt th, table.vt td { padding: 3px 5px; }
   table.vt td.prose { min-width: 7em; }
   table.vt.cards, table.vt.cards tbody, table.vt.cards td { display: block; min-width: 0; }
+  table.vt.cards { border: none; }
+  table.vt.cards td.mark { background: none; }
   table.vt.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
   table.vt.cards tr { display: flex; flex-wrap: wrap; gap: 0 14px; border: 1px solid #d1d5db; border-radius: 6px;
     margin: 0 0 6px; padding: 3px 8px; }
@@ -53,6 +60,11 @@ table.vt td.list span { white-space: nowrap; }
   table.vt.cards td:first-child, table.vt.cards td.prose, table.vt.cards td.list { flex-basis: 100%; }
   table.vt.cards td::before { content: attr(data-label) ": "; font-weight: 600; color: #374151; }
   table.vt.cards td:first-child { font-weight: 600; }
+  table.vt.cards td:empty { display: none; }
+  table.vt.cards td.wrap span.word { white-space: nowrap; }  /* a name breaks at its spaces, never at a hyphen */
+  table.vt.cards td.num { white-space: nowrap; }  /* a value stays whole; its column's name may wrap before it */
+  table.vt.cards td.num::before { white-space: normal; }
+  table.vt.cards td:not(:first-child):not(.num) { order: 1; }  /* the numbers first, then the other cells */
   .vt-wrap:has(> table.vt.cards) { max-height: 420px; overflow-y: auto; }
 }
 .chart-svg { overflow-x: auto; max-width: 100%; }
@@ -74,7 +86,8 @@ def fmt(value: Any, decimals: int) -> str:
     return str(value)
 
 
-NUMBER = re.compile(r"^([−+-]?[\d,]*\.?\d+( \[[^\]]*\])?|N/A[¹²³⁴⁵⁶⁷⁸⁹]?(\[\d+\])?)$")  # "N/A¹": a number's place
+# a number (with its CI), "N/A¹": a number's place; either with a footnote's mark
+NUMBER = re.compile(r"^(([−+-]?[\d,]*\.?\d+( \[[^\]]*\])?)|N/A)([¹²³⁴⁵⁶⁷⁸⁹]|\[\d+\])?$")
 
 
 def _whole_words(text: str) -> str:
@@ -85,11 +98,16 @@ def _whole_words(text: str) -> str:
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
                decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False,
-               prose_rows: Sequence[int] = (), notes: Sequence[str] = (), cards: bool = False) -> str:
+               prose_rows: Sequence[int] = (), notes: Sequence[str] = (), cards: bool = False,
+               wrap: Sequence[str] = (), marked: Sequence[str] = (), marked_rows: Sequence[int] = ()) -> str:
     """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
     in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
-    (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it. With
-    ``cards``, on a phone each row is a card, each cell a line led by its column's name."""
+    (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it. Headers
+    named in ``wrap`` (names of runs and systems) wrap at spaces, their columns as narrow as their
+    numbers (in a card, their cells too: never at a hyphen). The columns named in ``marked`` and the
+    rows numbered in ``marked_rows`` (the visitor's own runs) are shaded. With ``cards``, on a phone each
+    row is a card: its first cell, then its numbers,
+    then its other cells, each led by its column's name (an empty one left out)."""
     esc = html.escape
     cells = []
     for r, row in enumerate(rows):
@@ -97,19 +115,29 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
         for h, v in zip(headers, row):
             text = fmt(v, decimals)
             named = f' data-label="{esc(str(h))}"' if cards else ""
+            mark = " mark" if h in marked or r in marked_rows else ""
             if h in prose or (r in prose_rows and text and not NUMBER.match(text)):
-                out.append(f'<td class="prose"{named}>{_whole_words(text)}</td>')
+                out.append(f'<td class="prose{mark}"{named}>{_whole_words(text)}</td>')
+            elif h in wrap and text and not NUMBER.match(text):  # a run's or system's name: in a card, wraps at spaces
+                out.append(f'<td class="wrap{mark}"{named}>{_whole_words(text)}</td>')
             elif h in lists:
                 parts = [p for p in text.split(", ") if p]
-                out.append(f'<td class="list"{named}>' + ", ".join(f"<span>{esc(p)}</span>" for p in parts) + "</td>")
+                out.append(f'<td class="list{mark}"{named}>' + ", ".join(f"<span>{esc(p)}</span>" for p in parts)
+                           + "</td>")
             elif isinstance(v, (int, float)) and not isinstance(v, bool) or NUMBER.match(text):
-                out.append(f'<td class="num"{named}>{esc(text)}</td>')
+                out.append(f'<td class="num{mark}"{named}>{esc(text)}</td>')
             else:
-                out.append(f"<td{named}>{esc(text)}</td>")
+                out.append(f'<td{f" class={mark.strip()}" if mark else ""}{named}>{esc(text)}</td>')
         cells.append("<tr>" + "".join(out) + "</tr>")
     numeric = [bool(rows) and all(isinstance(r[k], (int, float)) or NUMBER.match(fmt(r[k], decimals)) or r[k] in ("", None)
                                   for r in rows) for k in range(len(headers))]
-    head = "".join(f'<th scope="col"{" class=num" if numeric[k] else ""}>{esc(str(h))}</th>' for k, h in enumerate(headers))
+
+    def th(k: int, h: str) -> str:
+        kinds = " ".join(c for c, on in (("wrap", h in wrap), ("num", numeric[k]), ("mark", h in marked)) if on)
+        kind = f' class="{kinds}"' if kinds else ""
+        return f'<th scope="col"{kind}>' + (_whole_words(str(h)) if h in wrap else esc(str(h))) + "</th>"
+
+    head = "".join(th(k, h) for k, h in enumerate(headers))
     name = esc(label or "table")
     ident = f' id="{esc(table_id)}"' if table_id else ""
     return (f'<div class="vt-outer"{ident}>' + (f'<div class="vt-label">{esc(label)}</div>' if label else "")

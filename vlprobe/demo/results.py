@@ -1,20 +1,35 @@
-"""The Results tab: results.json files side by side (``vlprobe.report.long_table``), beside the
-papers' published numbers (``vlprobe.report.paper_table``), and a chart with one bar per run per
-(benchmark, config, split, headline metric). The tables come from vlprobe.report (what
-``vlprobe report`` writes); this module only adapts them to the page."""
+"""The Results tab: results.json files side by side and beside the papers' published numbers, read from
+their records (:mod:`vlprobe.results.schema`), with a dot plot.
+
+* the runs: a table per benchmark (or dataset of the visitor's own), one row per run and config (and split
+  where there are several): each shown metric's value with its 95% CI, the items and the tied comparisons;
+* beside the papers: the papers' aggregates of each run on the chosen benchmark (its ``SummaryBlock``:
+  VALSE's instruments from a pooled ``all`` run's per-tag results, and their Avg.) set config by config
+  beside the published systems, the table laid out long (a row per config, a column per system) or, with
+  more systems than configs (Winoground's 19), a row per system; runs on other benchmarks are left out;
+* the figures published for a run's own checkpoint (``SummaryBlock.published``), one row each, with the
+  difference and its note;
+* the chart: the same rows, the run's points (N/A said in words) beside the published systems', drawn twice,
+  a wide version for a laptop and a narrow one (labels above their rows) for a phone.
+
+Every table is what the page shows; the API returns the same tables (the runs' as tidy rows)."""
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..benchmarks import get
-from ..report.papers import PaperResult, paper_benchmarks
-from ..results.schema import dataset_name
+from ..benchmarks import find, get
+from ..report.papers import PAPER_NOTES, PAPER_TABLES, PaperResult, paper_benchmarks, paper_results, source_label
+from ..report.runs import Run
+from ..results import pct
+from ..results.schema import Metrics, SummaryBlock, SummaryRow, dataset_name
+from .benchmark import Footnotes
 from .settings import SpaceError
 
 PAPER_BENCHMARKS = paper_benchmarks()  # those whose benchmark declares published numbers (vlprobe/benchmarks/)
@@ -24,27 +39,57 @@ MAX_RESULTS_FILES = 20
 
 @dataclass(frozen=True)
 class Point:
-    """One point of the chart: a run's (or a published system's) headline metric for a config and split, in %."""
+    """One point of the chart: a run's (or a published system's) headline metric for a config and split, in %;
+    ``value`` None: not available (every item tied), said in words on the chart."""
 
-    source: str  # the run's label, or "paper: <system>"
+    source: str  # the run's label, "paper: <system>" or "published: <source>"
     benchmark: str
     config: str
     split: str
     metric: str
-    value: float
+    value: float | None
     ci: tuple[float, float] | None = None
     chance: float | None = None
+    kind: str = "run"  # "run", "paper" (the paper's systems) or "published" (for the run's own checkpoint)
+    label: str = ""  # the row's name on the chart, where not the config's (an aggregate's: "Avg.")
+    aggregate: bool = False  # a mean over configs (drawn under a line)
+
+
+@dataclass
+class Table:
+    """A table as the page shows it: ``key`` names its HTML id (``<key>-table``); headers that may wrap
+    (names of runs and systems) at spaces; notes (footnotes, sources) under it."""
+
+    key: str
+    label: str
+    headers: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
+    wrap: tuple[str, ...] = ()
+    marked: tuple[str, ...] = ()  # the columns of the visitor's runs (shaded)
+    marked_rows: tuple[int, ...] = ()  # the rows of the visitor's runs
 
 
 @dataclass
 class Comparison:
-    headers: list[str]  # the runs: one row per (benchmark, config, split, metric), one column per run
+    labels: list[str]  # the runs' names, in the files' order
+    headers: list[str]  # the runs' metrics, tidy: one row per (run, benchmark, config, split, metric)
     rows: list[list[Any]]
-    paper_headers: list[str]  # the papers' layout: one row per system, runs first
-    paper_rows: list[list[Any]]
-    chart: Any  # a matplotlib Figure, or None
+    runs: list[Table]  # the same, as the page shows it: a table per benchmark, one row per run and config
+    papers: Table | None  # the runs beside the papers' published numbers of one benchmark
+    published: Table | None  # figures published for the runs' own checkpoints
+    chart: Any  # a matplotlib Figure (laid out for a laptop), or None
+    chart_narrow: Any  # the same, laid out for a phone
     note: str
     points: list[Point]  # the chart's points
+
+    @property
+    def paper_headers(self) -> list[str]:
+        return self.papers.headers if self.papers else []
+
+    @property
+    def paper_rows(self) -> list[list[Any]]:
+        return self.papers.rows if self.papers else []
 
 
 MAX_LABEL = 32
@@ -60,7 +105,7 @@ def short(text: str, limit: int = MAX_LABEL) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
-def run_description(run: Any) -> str:
+def run_description(run: Run) -> str:
     """What a run is: its model (vlprobe.report's label: model, dtype, control) and datasets."""
     names = ", ".join(dict.fromkeys(dataset_name(e.dataset) for e in run.results))
     model = re.sub(r" #\d+$", "", run.label)  # vlprobe.report numbers repeated labels; the page does that itself
@@ -146,46 +191,139 @@ def load_runs(files: Iterable[Any], names: str | Sequence[str] = "") -> list[Any
     labels = [run_label(p.parent / name, desc, t) for p, name, desc, t in zip(paths, shown, descriptions, typed)]
     created = [str(run.doc.provenance.created or "")[:16].replace("T", " ") for run in runs]
     details = [d if len(set(descriptions)) == len(descriptions) else c for d, c in zip(descriptions, created)]
-    for run, label in zip(runs, unique_labels(labels, details)):
-        run.label = label
+    for run, label, name in zip(runs, unique_labels(labels, details), shown):
+        run.label, run.file_name = label, name  # the file as the visitor named it: said for its path in notes
     return runs
 
 
-def long_rows(runs: Sequence[Any]) -> tuple[list[str], list[list[Any]], list[str]]:
-    """(headers, rows, benchmarks) of the runs' metrics side by side: ``vlprobe report``'s long table
-    (per run its value [CI] and its tied comparisons) with the benchmark in front."""
-    from .. import report
+def said_of(run: Run, note: str) -> str:
+    """A note on a run with its file's server path (the upload folder's) put as the visitor named the file."""
+    return note.replace(str(run.path), run.file_name or run.path.name)
 
-    benchmarks = list(dict.fromkeys(name for run in runs for name, _ in run.named))
-    headers: list[str] = []
-    rows: list[list[Any]] = []
-    for bench in benchmarks:
-        header, body = report.long_table(runs, bench)
-        headers = headers or ["benchmark"] + header
-        rows += [[bench] + row for row in body]
-    return headers, rows, benchmarks
 
+
+# ---- the runs' tables ---------------------------------------------------------------------------------
+
+TIES_NOTE = "ties: the true-versus-wrong comparisons whose two scores were exactly equal (the tie policy counts them)"
+POOLED_NOTE = "(pooled): every config's items scored together, not a figure any paper reports"
+
+
+def _ci_text(value: float, ci: Any) -> str:
+    return pct(value) + (f" [{pct(ci[0])}, {pct(ci[1])}]" if ci and None not in ci else "")
+
+
+def _value_cell(m: Metrics, key: str, notes: Footnotes, where: str) -> str:
+    """A metric's value [CI] in %; "N/A¹" where every item tied (the reason a footnote); "" where it has none."""
+    v = m.value(key)
+    if v is None:
+        return f"N/A{notes.mark(f'{where}: {m.na_reason}' if m.na_reason else f'{where}: not available')}" \
+            if key in m.values else ""
+    return _ci_text(v, m.ci.get(key))
+
+
+RUN_HEADERS = ["run", "benchmark", "config", "split", "metric", "value", "CI low", "CI high", "chance", "items", "ties"]
+
+
+def run_tables(runs: Sequence[Any]) -> tuple[list[Table], list[list[Any]]]:
+    """A table per benchmark (or dataset of the visitor's own) the runs scored: one row per config and run
+    (and split, where the table has several), each shown metric's value [CI] (the chance level in its header,
+    or a column where it differs between rows), the items and the tied comparisons; and the same as tidy rows
+    (:data:`RUN_HEADERS`, one per metric) for the API."""
+    from ..results.display import shown_metrics
+    from ..results.summary import pooled
+
+    tables: list[Table] = []
+    tidy: list[list[Any]] = []
+    for name in dict.fromkeys(n for run in runs for n, _ in run.named):
+        members = [(run, e) for run in runs for n, e in run.named if n == name]
+        configs = list(dict.fromkeys(e.config for _, e in members))
+        members.sort(key=lambda m: configs.index(m[1].config))  # config by config, the runs in the files' order
+        metrics = list(dict.fromkeys(k for _, e in members for k in shown_metrics(e)))
+        several = len({run.label for run, _ in members}) > 1
+        splits = len({e.split for _, e in members}) > 1
+        chances = {k: {e.metrics.chance[k] for _, e in members if k in e.metrics.chance} for k in metrics}
+        apart = [k for k in metrics if len(chances[k]) > 1]  # a chance level that differs between rows: a column
+        notes = Footnotes()
+        headers = ((["run"] if several else []) + ["config"] + (["split"] if splits else [])
+                   + [f"{k} (chance {pct(next(iter(chances[k])))})" if len(chances[k]) == 1 else k for k in metrics]
+                   + [f"{k} chance" for k in apart] + ["items", "ties"])
+        rows = []
+        for run, e in members:
+            m = e.metrics
+            rows.append(([run.label] if several else []) + [e.config + (" (pooled)" if pooled(e) else "")]
+                        + ([e.split] if splits else []) + [_value_cell(m, k, notes, e.config) for k in metrics]
+                        + [pct(m.chance.get(k)) for k in apart]
+                        + [m.n_items if m.n_items is not None else "", m.n_ties if m.n_ties is not None else ""])
+            for k in shown_metrics(e):
+                ci = m.ci.get(k) or (None, None)
+                tidy.append([run.label, name, e.config, e.split, k, pct(m.value(k)) or ("N/A" if k in m.values else ""),
+                             pct(ci[0]), pct(ci[1]), pct(m.chance.get(k)), "" if m.n_items is None else m.n_items,
+                             "" if m.n_ties is None else m.n_ties])
+        label = f"{name}: {members[0][0].label} (%)" if not several else f"{name} (%)"
+        extra = ([f"{POOLED_NOTE}"] if any(pooled(e) for _, e in members) else []) + [TIES_NOTE]
+        tables.append(Table(f"runs-{_slug(name)}", label, headers, rows, notes.lines() + extra,
+                            wrap=("run",) if several else ()))
+    return tables, tidy
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "table"
+
+
+# ---- beside the papers ---------------------------------------------------------------------------------
 
 def _published(benchmark: str, papers: list[PaperResult]) -> list[PaperResult]:
-    from .. import report
-
-    return [p for p in papers if p.benchmark == benchmark and p.table in report.PAPER_TABLES[benchmark]]
+    return [p for p in papers if p.benchmark == benchmark and p.table in PAPER_TABLES[benchmark]]
 
 
-def papers_only(benchmark: str, papers: list[PaperResult]) -> tuple[list[str], list[list[Any]]]:
-    """The published table of ``benchmark`` alone (no run loaded), long rather than wide: one row
-    per (config, metric), one column per system, the first row each system's source."""
-    from .. import report
+def config_name(benchmark: str | None, config: str) -> str:
+    """A config's name in the tables and chart: an aggregate by its label (VALSE's ``avg``: "Avg.")."""
+    bench = find(benchmark)
+    return next((g.label for g in (bench.groups if bench else ()) if g.name == config), config)
 
-    rows = _published(benchmark, papers)
-    systems = list(dict.fromkeys(p.model for p in rows))
-    source = {m: report.source_label(benchmark, next(p.table for p in rows if p.model == m)) for m in systems}
-    values = {(p.config, p.metric, p.model): p.value for p in rows}
-    out: list[list[Any]] = [["source", ""] + [source[m] for m in systems]]
-    for config, metric in dict.fromkeys((p.config, p.metric) for p in rows):
-        out.append([config, metric] + [f"{values[config, metric, m]:.1f}" if (config, metric, m) in values else ""
-                                       for m in systems])
-    return ["config", "metric", *systems], out
+
+def blocks_on(runs: Sequence[Any], benchmark: str) -> list[tuple[str, Any, SummaryBlock]]:
+    """(name, run, block) of each run's papers' aggregates on ``benchmark``: a run's label (with its dataset's
+    name where the run scored two datasets of the benchmark). Runs on other benchmarks have none."""
+    out = []
+    for run in runs:
+        mine = [(n, b) for n, b in run.summary.items() if b.benchmark == benchmark]
+        out += [(run.label if len(mine) == 1 else short(f"{run.label} · {n}"), run, b) for n, b in mine]
+    return out
+
+
+def summary_row(block: SummaryBlock, config: str, metric: str) -> SummaryRow | None:
+    """The block's row for the paper's (config, metric) (VALSE's ``avg`` included)."""
+    return next((r for r in block.rows if (r.paper_config or r.config) == config and r.has(metric)), None)
+
+
+def na_note(reason: str | None) -> str:
+    """A not-available value's footnote, the same for every config it holds for: "every item tied: <why>"."""
+    why = re.sub(r"^\d+/\d+ items tied(: )?", "", reason or "")
+    return f"N/A: every item tied{': ' + why if why else ''}" if reason and why != reason else \
+        f"N/A: {reason or 'not available'}"
+
+
+def _summary_cell(block: SummaryBlock, row: SummaryRow | None, metric: str, notes: Footnotes, who: str,
+                  used: set[str]) -> str:
+    """A run's papers' aggregate in %, with its CI; "N/A¹" (the reason a footnote, an aggregate's naming the
+    members that are N/A); an aggregate over fewer members than the paper's marked, the block's note on it a
+    footnote (added to ``used``)."""
+    if row is None or not row.has(metric):
+        return ""
+    if metric in row.na:
+        if row.aggregate:
+            members = [r.config for r in block.rows if r.config in (row.over or ()) and metric in r.na]
+            return "N/A" + notes.mark(f"{who}{row.name}: N/A, as {', '.join(members)} "
+                                      f"{'is' if len(members) == 1 else 'are'}" if members else na_note(row.na_reason))
+        return "N/A" + notes.mark(na_note(row.na_reason))
+    text = _ci_text(row.values[metric], row.ci.get(metric))
+    if row.aggregate and not row.complete:
+        said = next((n for n in block.notes if n.startswith(row.name)), f"{row.name}: over fewer members than the "
+                                                                        f"paper's, not the paper's {row.name}")
+        used.add(said)
+        text += notes.mark(who + said)
+    return text
 
 
 def papers_benchmark(choice: str | None, benchmarks: Sequence[str], have_runs: bool) -> str | None:
@@ -194,55 +332,151 @@ def papers_benchmark(choice: str | None, benchmarks: Sequence[str], have_runs: b
     return next((b for b in benchmarks if b in PAPER_BENCHMARKS), None if have_runs else PAPER_BENCHMARKS[0])
 
 
-def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[list[str], list[list[Any]], list[Point], str]:
-    """(headers, rows, chart points, note) beside the papers' published numbers of ``bench``."""
-    from .. import report
-
+def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None, list[Point], str]:
+    """(the table, the published systems' chart points, a note when there is no table) of the runs beside the
+    papers' published numbers of ``bench``: only the runs with aggregates on it, only the (config, metric)
+    pairs a run has (with no run: every pair). A row per pair and a column per run and system, or, with more
+    of those than pairs (Winoground), a row per system; the runs first. A run whose tie policy is not the
+    authors' also gets its figures under the authors' rule, beside it."""
     if bench not in PAPER_BENCHMARKS:
         owners = ", ".join(f"{get(b).display}'s" for b in PAPER_BENCHMARKS)
-        return [], [], [], f"The published numbers here are {owners}; none of the loaded runs is on one of them."
-    papers = report.paper_results()
-    table = report.paper_table(runs, bench, papers) if runs else papers_only(bench, papers)
-    if table is None:
-        return [], [], [], f"No loaded run has a config and metric that the {bench} paper reports."
-    points = [Point(f"paper: {p.model}", bench, p.config, "paper", p.metric, p.value) for p in _published(bench, papers)]
-    return table[0], table[1], points, report.PAPER_NOTES.get(bench, "")
+        return None, [], f"The published numbers here are {owners}; none of the loaded runs is on one of them."
+    papers = _published(bench, paper_results())
+    columns = blocks_on(runs, bench)
+    pairs = list(dict.fromkeys((p.config, p.metric) for p in papers))
+    if runs:
+        pairs = [c for c in pairs if any(summary_row(b, *c) for _, _, b in columns)]
+        if not pairs:
+            return None, [], f"No loaded run has a config and metric that the {get(bench).display} paper reports."
+    notes, theirs = Footnotes(), False
+    used: set[str] = set()
+    series: list[tuple[str, dict[tuple[str, str], str]]] = []
+    for name, _, block in columns:
+        found = {c: summary_row(block, *c) for c in pairs}
+        who = f"{name}, " if len(columns) > 1 else ""
+        series.append((f"this run: {name}", {c: _summary_cell(block, r, c[1], notes, who, used)
+                                             for c, r in found.items()}))
+        if any(r is not None and c[1] in r.authors for c, r in found.items()):
+            theirs = True
+            series.append((f"{name} by the authors' rule", {c: pct(r.authors[c[1]]) if r is not None and c[1] in
+                                                            r.authors else "" for c, r in found.items()}))
+    values = {(p.model, p.config, p.metric): p.value for p in papers}
+    systems = [m for m in dict.fromkeys(p.model for p in papers) if any((m, *c) in values for c in pairs)]
+    series += [(m, {c: f"{values[key]:.1f}" if (key := (m, c[0], c[1])) in values else "" for c in pairs})
+               for m in systems]
+    configs = list(dict.fromkeys(c for c, _ in pairs))
+    metrics = list(dict.fromkeys(m for _, m in pairs))
+    own = len(series) - len(systems)  # the runs' columns (or rows), first
+    marked: tuple[str, ...] = ()
+    marked_rows: tuple[int, ...] = ()
+    if len(pairs) >= len(series):  # long: a row per config (and metric), a column per run and system
+        headers = ["config"] + (["metric"] if len(metrics) > 1 else []) + [s for s, _ in series]
+        rows = [[config_name(bench, c)] + ([m] if len(metrics) > 1 else []) + [cells[(c, m)] for _, cells in series]
+                for c, m in pairs]
+        wrap, marked = tuple(s for s, _ in series), tuple(s for s, _ in series[:own])
+    else:  # a row per run and system, a column per config (and metric)
+        def pair_name(c: str, m: str) -> str:
+            return config_name(bench, c) if len(metrics) == 1 else m if len(configs) == 1 else f"{config_name(bench, c)} {m}"
+        headers = ["system"] + [pair_name(*c) for c in pairs]
+        rows = [[s] + [cells[c] for c in pairs] for s, cells in series]
+        wrap, marked_rows = ("system",), tuple(range(own))
+    tables = list(dict.fromkeys(p.table for p in papers if p.model in systems))
+    said = [PAPER_NOTES.get(bench, "")]
+    if len(tables) > 1:
+        said.append("; ".join(f"{source_label(bench, t)}: " + ", ".join(dict.fromkeys(
+            p.model for p in papers if p.table == t and p.model in systems)) for t in tables) + ".")
+    if theirs:
+        rules = ", ".join(dict.fromkeys(b.tie_policy.authors for _, _, b in columns if b.tie_policy)) or "theirs"
+        said.append(f"by the authors' rule: what the authors' own code gives (ties counted {rules}), where this "
+                    "run's tie policy is another or its figure is N/A (their code prints a number)")
+    for name, run, block in columns:
+        said += [f"{name}: {said_of(run, n)}" for n in block.notes if n not in used]  # those used are footnotes
+    metric = f", {metrics[0]}" if len(metrics) == 1 else ""
+    title = "Beside the published numbers" if columns else "The published numbers"
+    table = Table("papers", f"{title}: {get(bench).display}{metric} (%)", headers, rows,
+                  [n for n in said if n] + notes.lines(), wrap=wrap, marked=marked, marked_rows=marked_rows)
+    points = [Point(f"paper: {p.model}", bench, p.config, "paper", p.metric, p.value, kind="paper",
+                    label=config_name(bench, p.config)) for p in papers]
+    return table, points, ""
 
 
-def headline_key(benchmark: str, metrics: Any) -> str | None:
-    """The metric the chart shows for a result, by vlprobe's one headline rule
-    (:func:`vlprobe.results.summary.primary_metric`: BLA's sentence accuracy, Winoground's group...)."""
-    from .. import report
+def published_section(runs: Sequence[Any]) -> tuple[Table | None, list[Point]]:
+    """The figures published for each run's own checkpoint (its summary blocks' ``published``:
+    :func:`vlprobe.results.summary.published_rows`), one row each: the source, the config or aggregate and metric,
+    the published figure, the run's, the difference (the run's minus the published) and the known causes of it;
+    and their chart points."""
+    found = [(run, name, block, p) for run in runs for name, block in run.summary.items() for p in block.published]
+    if not found:
+        return None, []
+    several = len({run.label for run, *_ in found}) > 1
+    versions = any(p.dataset_version for *_, p in found)
+    headers = ((["run"] if several else []) + ["source", "config", "metric", "published", "this run", "difference"]
+               + (["data version"] if versions else []) + ["known causes"])
+    rows, points = [], []
+    for run, name, block, p in found:
+        bench = block.benchmark or name
+        ours = "N/A" if p.ours is None else pct(p.ours)  # the run's row is N/A: every item tied
+        rows.append(([run.label] if several else []) + [p.source, config_name(block.benchmark, p.config), p.metric,
+                     pct(p.value), ours, "" if p.difference is None else f"{100 * p.difference:+.1f}"]
+                    + ([p.dataset_version or ""] if versions else []) + [p.note])
+        points.append(Point(f"published: {short(p.source)}", bench, p.config, "published", p.metric,
+                            100 * p.value, kind="published", label=config_name(block.benchmark, p.config)))
+    label = "Published for this run's checkpoint (%)" if not several else "Published for the runs' checkpoints (%)"
+    return Table("published", label, headers, rows, ["difference: this run's figure minus the published one, "
+                                                     "in percentage points"], wrap=("run",)), points
 
-    return report.headline(metrics, benchmark)
+
+# ---- the chart's points ------------------------------------------------------------------------------------
+
+def _chance(run: Run, name: str, row: SummaryRow, metric: str) -> float | None:
+    """A summary row's chance level in %: its own, else its entry's, else the one level every entry of the
+    benchmark (and their tags) has for the metric; None where they differ."""
+    if row.chance is not None:
+        return 100 * row.chance
+    entries = run.entries(name)
+    levels = {e.metrics.chance[metric] for e in entries
+              if e.config == row.config and e.split == row.split and metric in e.metrics.chance}
+    if not levels:
+        levels = {c for e in entries for m in (e.metrics, *e.metrics.per_tag.values())
+                  if (c := m.chance.get(metric)) is not None}
+    return 100 * levels.pop() if len(levels) == 1 else None
 
 
 def run_points(runs: Sequence[Any]) -> list[Point]:
-    """One chart point per run per (benchmark, config, split): the headline metric, its CI, chance."""
-    from .. import report
+    """One chart point per run per row of its papers' aggregates (a config and split, and each aggregate: VALSE's
+    Avg.; a dataset of the visitor's own: each config and split): the headline metric (value None: N/A), its CI and
+    chance. A pooled config whose configs have rows of their own (VALSE's ``all``) is those rows."""
+    from ..results.summary import primary_metric
 
     out = []
     for run in runs:
-        for name, e in run.named:
-            key = report.entry_headline(e)  # by the benchmark and the item shape the entry records
-            value = e.metrics.value(key)
-            if value is None:
-                continue
-            ci, chance = e.metrics.ci.get(key), e.metrics.chance.get(key)
-            out.append(Point(run.label, name, report.CONFIG_ALIASES.get((name, e.config), e.config), e.split, key,
-                             100 * value, None if not ci or None in ci else (100 * ci[0], 100 * ci[1]),
-                             None if chance is None else 100 * chance))
+        names = [n for n, _ in run.summary.items()]
+        for name, block in run.summary.items():
+            bench = block.benchmark or name
+            twice = sum(1 for n in names if (run.summary[n].benchmark or n) == bench) > 1
+            source = short(f"{run.label} · {name}") if twice else run.label
+            for row in block.rows:
+                key = primary_metric(block.benchmark, None, [*row.values, *row.na])
+                if key is None or not row.has(key):
+                    continue
+                v, ci = row.values.get(key), row.ci.get(key)
+                out.append(Point(source, bench, row.paper_config or row.config, row.split, key,
+                                 None if v is None or not math.isfinite(v) else 100 * v,
+                                 None if not ci or None in ci else (100 * ci[0], 100 * ci[1]),
+                                 _chance(run, name, row, key),
+                                 label=(row.label or config_name(block.benchmark, row.config)) if row.aggregate else
+                                 f"{row.config} (pooled)" if row.pooled else "", aggregate=row.aggregate))
     return out
 
 
-def matching_papers(paper_points: list[Point], points: list[Point]) -> list[Point]:
-    """The papers' points only where a run has the same config and headline metric (with no run:
-    each benchmark's headline metric)."""
+def matching(extra: list[Point], points: list[Point]) -> list[Point]:
+    """The points of ``extra`` (the papers' or the published figures) only where a run has the same config and
+    headline metric (with no run: each benchmark's headline metric)."""
     if points:
-        return [p for p in paper_points if _group(p) in {_group(q) for q in points}]
+        return [p for p in extra if _group(p) in {_group(q) for q in points}]
     from ..results.summary import primary_metric
 
-    return [p for p in paper_points if p.metric == primary_metric(p.benchmark, None, {q.metric for q in paper_points})]
+    return [p for p in extra if p.metric == primary_metric(p.benchmark, None, {q.metric for q in extra})]
 
 
 def compare_results(files: Iterable[Any] | None, include_papers: bool = True, benchmark: str = "auto",
@@ -253,27 +487,33 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
     if not runs and not include_papers:
         raise SpaceError("nothing to compare: load one or more results files, or tick "
                          "'Include the papers' published numbers'")
-    headers, rows, benchmarks = long_rows(runs)
+    tables, tidy = run_tables(runs)
     notes = ([f"{len(runs)} run{'s' if len(runs) != 1 else ''}; values in %, with the run's 95% confidence "
               "interval in brackets when it has one."] if runs else
              ["No results file loaded: the papers' published numbers alone, in %."])
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
     # the summary blocks' other departures from the authors' setting (another tie policy, items they do not score,
     # BLA's clamped cosines), as `vlprobe report` says them; limit, control and modality are the caveats above
-    notes += [f"{run.label}: departs from the authors' setting: {d.note}." for run in runs for block in run.summary.values()
-              for d in block.departures if d.setting not in ("limit", "control", "modality")]
-    paper_headers: list[str] = []
-    paper_rows: list[list[Any]] = []
+    notes += [f"{run.label}: departs from the authors' setting: {said_of(run, d.note)}." for run in runs
+              for block in run.summary.values() for d in block.departures
+              if d.setting not in ("limit", "control", "modality")]
+    papers: Table | None = None
     paper_points: list[Point] = []
     if include_papers:
-        paper_headers, paper_rows, paper_points, note = paper_section(runs, papers_benchmark(benchmark, benchmarks, bool(runs)))
-        notes.append(note)
+        registered = [b.benchmark for run in runs for b in run.summary.values() if b.benchmark]
+        papers, paper_points, missing = paper_section(runs, papers_benchmark(benchmark, registered, bool(runs)))
+        notes.append(missing)
+    published, published_points = published_section(runs)
     points = run_points(runs)
-    points += matching_papers(paper_points, points)
-    sources = [run.label for run in runs] + list(dict.fromkeys(p.source for p in points if p.source.startswith("paper: ")))
-    return Comparison(headers=headers, rows=rows, paper_headers=paper_headers, paper_rows=paper_rows,
-                      chart=comparison_chart(points, sources), note=" ".join(n for n in notes if n), points=points)
+    points += matching(published_points, points) + matching(paper_points, points)
+    sources = list(dict.fromkeys([run.label for run in runs] + [p.source for p in points]))
+    return Comparison(labels=[run.label for run in runs], headers=RUN_HEADERS, rows=tidy, runs=tables, papers=papers,
+                      published=published, chart=comparison_chart(points, sources),
+                      chart_narrow=comparison_chart(points, sources, narrow=True),
+                      note=" ".join(n for n in notes if n), points=points)
 
+
+# ---- the chart -------------------------------------------------------------------------------------------
 
 def _group(point: Point) -> tuple[str, str, str]:
     """A chart row: (benchmark, config, metric); every run's split and every published system is a
@@ -281,27 +521,30 @@ def _group(point: Point) -> tuple[str, str, str]:
     return point.benchmark, point.config, point.metric
 
 
-def _group_label(group: tuple[str, str, str], one_benchmark: bool, one_metric: bool) -> str:
+def _group_label(group: tuple[str, str, str], shown: str, one_benchmark: bool, one_metric: bool) -> str:
     """A group's label, on one line: ``config · metric`` (``benchmark/config``: several benchmarks;
     no metric when every group has the same one, which the axis names), the metric marked where
-    lower is better, at most 44 characters."""
+    lower is better, at most 44 characters. ``shown``: the config's name as the tables give it."""
     from .glossary import chart_label
 
-    benchmark, config, metric = group
-    name = config if one_benchmark else f"{benchmark}/{config}"
+    benchmark, _, metric = group
+    name = shown if one_benchmark else f"{benchmark}/{shown}"
     return short(name if one_metric else f"{name} · {chart_label(metric)}", 44)
 
 
 MARKERS = "osD^vP*Xhp<>"
+NA_COLOUR = "#374151"  # the "N/A" said on a row: dark enough for 4.5:1 on white
 
 
-def comparison_chart(points: list[Point], sources: list[str]) -> Any:
-    """A dot plot, None when there is nothing. One row per benchmark/config/metric, one point per
-    (source, split) in its own colour and marker (runs first, then published systems); with more
-    sources than configs (Winoground's 19 systems on one config) the other way round: one row per
-    source, one point per config. Row labels sit on the left, one line each, a row apart, so they
-    never meet; points are nudged apart within a row; the runs' CIs are horizontal bars, chance a
-    dashed tick; the legend sits under the plot. Each point's SVG id is
+def comparison_chart(points: list[Point], sources: list[str], narrow: bool = False) -> Any:
+    """A dot plot, None when there is nothing. One row per benchmark/config/metric (an aggregate, VALSE's
+    Avg., under a line), one point per (source, split) in its own colour and marker (the runs first and
+    larger, then the figures published for their checkpoint, then the papers' systems); with more sources
+    than configs (Winoground's 19 systems on one config) the other way round: one row per source, one point
+    per config. A run's N/A is said on its row in words. Row labels sit on the left, one line each, a row
+    apart, so they never meet (``narrow``, for a phone: above their row's points, the plot the figure's
+    full width); points are nudged apart within a row; the runs' CIs are horizontal bars, chance a dashed
+    tick; the legend sits under the plot. Each point's SVG id is
     ``point:<source>:<benchmark>/<config>/<split>:<metric>``."""
     import textwrap
 
@@ -313,15 +556,23 @@ def comparison_chart(points: list[Point], sources: list[str]) -> Any:
     from .display import chart_rc
     from .glossary import chart_label
 
-    if not points:
+    if not any(p.value is not None for p in points):
         return None
     groups = list(dict.fromkeys(_group(p) for p in points))
     one_benchmark = len({g[0] for g in groups}) == 1
     metrics = list(dict.fromkeys(g[2] for g in groups))
+    shown: dict[tuple[str, str, str], str] = {}
+    for p in points:
+        if p.label:
+            shown.setdefault(_group(p), p.label)
+    aggregate = {_group(p) for p in points if p.aggregate}
     splits = {s: list(dict.fromkeys(p.split for p in points if p.source == s)) for s in sources}
     runs = [(s, split) for s in sources for split in splits[s]]
-    run_name = {b: f"{b[0]} · {b[1]}" if len(splits[b[0]]) > 1 else b[0] for b in runs}
-    group_name = {g: _group_label(g, one_benchmark, len(metrics) == 1) for g in groups}
+    kind = {(p.source, p.split): p.kind for p in points}
+    # a published system by its name alone (its small marker, and the tables, say it is the paper's)
+    run_name = {b: f"{b[0]} · {b[1]}" if len(splits[b[0]]) > 1 else
+                b[0].removeprefix("paper: ") if kind.get(b) == "paper" else b[0] for b in runs}
+    group_name = {g: _group_label(g, shown.get(g, g[1]), one_benchmark, len(metrics) == 1) for g in groups}
     by_source = len(runs) > len(groups)
     if by_source:  # rows: the sources; points: the configs
         rows, series = runs, groups
@@ -333,32 +584,58 @@ def comparison_chart(points: list[Point], sources: list[str]) -> Any:
         row_names, series_names = [group_name[g] for g in groups], [run_name[b] for b in runs]
     cmap = plt.get_cmap("tab20" if len(series) > 10 else "tab10")
     style = {b: (cmap(k % cmap.N), MARKERS[k % len(MARKERS)]) for k, b in enumerate(series)}
-    nudge = min(0.14, 0.7 / max(1, len(series)))
+    band = 0.3 if narrow else 0.7  # the share of a row its points spread over
+    nudge = min(0.14, band / max(1, len(series)))
+    centre = 0.2 if narrow else 0.0  # a narrow chart's points sit under their row's label
+    run_series = [b for b in runs if kind.get(b) == "run"]
     show_legend = len(series) > 1 or any(p.chance is not None for p in points)
     entries = series_names + ["chance"] if show_legend else []
-    two = len(entries) > 4 and max(len(k) for k in entries) <= 24  # short names: two legend columns
-    legend_lines = sum(len(textwrap.wrap(k, 40, break_long_words=False)) for k in entries) / (2 if two else 1)
-    # wide enough that the plot keeps about 3.6 in beside its longest row label (13 pt: about 0.1 in a character)
-    width = min(7.6, max(5.4, 3.6 + 0.1 * max(len(n) for n in row_names)))
+    wrap = 30 if narrow else 40
+    # short names: two legend columns
+    two = len(entries) > 4 and max(len(k) for k in entries) <= (17 if narrow else 24)
+    legend_lines = sum(len(textwrap.wrap(k, wrap, break_long_words=False)) for k in entries) / (2 if two else 1)
+    if narrow:  # fits a phone's column at 13 px text; the row labels inside the plot
+        width, height = 4.3, 1.3 + 0.5 * len(rows) + 0.27 * (legend_lines + 1)
+    else:  # wide enough that the plot keeps about 3.6 in beside its longest row label (13 pt: about 0.1 in a character)
+        width = min(7.6, max(5.4, 3.6 + 0.1 * max(len(n) for n in row_names)))
+        height = 1.6 + 0.42 * len(rows) + 0.27 * (legend_lines + 1)
     with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(width, 1.6 + 0.42 * len(rows) + 0.27 * (legend_lines + 1)), dpi=100,
-                               layout="constrained")
-        chance_drawn = set()
+        fig, ax = plt.subplots(figsize=(width, height), dpi=100, layout="constrained")
+        chance_drawn: set[tuple[int, float]] = set()
+        missing: dict[int, list[str]] = {}
         for p in points:
             r, k = rows.index(row_of(p)), series.index(series_of(p))
-            y = r + nudge * (k - (len(series) - 1) / 2)
-            colour, marker = style[series_of(p)]
-            err = None if not p.ci else [[max(0.0, p.value - p.ci[0])], [max(0.0, p.ci[1] - p.value)]]
-            container = ax.errorbar([p.value], [y], xerr=err, fmt=marker, color=colour, markersize=7, capsize=2,
-                                    label=series_names[k], markeredgecolor="white", markeredgewidth=0.6)
-            container.lines[0].set_gid(f"point:{p.source}:{p.benchmark}/{p.config}/{p.split}:{p.metric}")
             if p.chance is not None and (r, p.chance) not in chance_drawn:
                 chance_drawn.add((r, p.chance))
-                ax.vlines(p.chance, r - 0.42, r + 0.42, colors="black", linestyles="dashed", linewidth=1,
-                          label="chance")
-        ax.set_yticks(np.arange(len(rows)), row_names)
+                low, high = (r - 0.05, r + 0.45) if narrow else (r - 0.42, r + 0.42)
+                ax.vlines(p.chance, low, high, colors="black", linestyles="dashed", linewidth=1, label="chance")
+            if p.value is None:  # said in words on its row, not drawn as a 0
+                missing.setdefault(r, []).append(series_names[k] if not by_source else group_name[series_of(p)])
+                continue
+            y = r + centre + nudge * (k - (len(series) - 1) / 2)
+            colour, marker = style[series_of(p)]
+            mine = (p.source, p.split) in run_series
+            err = None if not p.ci else [[max(0.0, p.value - p.ci[0])], [max(0.0, p.ci[1] - p.value)]]
+            container = ax.errorbar([p.value], [y], xerr=err, fmt=marker, color=colour, markersize=9 if mine else 6,
+                                    capsize=2, label=series_names[k], markeredgecolor="black" if mine else "white",
+                                    markeredgewidth=0.8 if mine else 0.6, zorder=3 if mine else 2)
+            container.lines[0].set_gid(f"point:{p.source}:{p.benchmark}/{p.config}/{p.split}:{p.metric}")
+        for r, names in missing.items():
+            said = "N/A" if len(run_series) <= 1 and not by_source else short("N/A: " + ", ".join(names), 40)
+            ax.text(1.5, r + centre, said, va="center", ha="left", color=NA_COLOUR, gid=f"na:{r}")
+        if narrow:
+            ax.set_yticks([])
+            for r, name in enumerate(row_names):
+                ax.text(1, r - 0.46, short(name, 40), va="top", ha="left", color="#111827")
+        else:
+            ax.set_yticks(np.arange(len(rows)), row_names)
+        if not by_source and aggregate:  # the aggregates under a line
+            first = min(rows.index(g) for g in aggregate)
+            if first:
+                ax.axhline(first - 0.5, color="#6b7280", linewidth=0.8)
         ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
-        ax.set_xlim(0, 100)
+        ax.set_xlim(-2, 102)  # a point at 0 or 100 drawn whole
+        ax.set_xticks(range(0, 101, 20))
         ax.set_xlabel(f"{chart_label(metrics[0])} (%)" if len(metrics) == 1 else "%")
         ax.grid(axis="x", color="#e5e7eb")
         ax.set_axisbelow(True)
@@ -366,18 +643,26 @@ def comparison_chart(points: list[Point], sources: list[str]) -> Any:
             handles, labels = ax.get_legend_handles_labels()
             unique = dict(zip(labels, handles))
             # under the chart (constrained layout keeps it clear of the axis labels), never over a point
-            fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, 40, break_long_words=False)) for k in unique],
+            fig.legend(unique.values(), ["\n".join(textwrap.wrap(k, wrap, break_long_words=False)) for k in unique],
                        loc="outside lower left", frameon=False, ncol=2 if two else 1)
         fig.suptitle(f"{groups[0][0]}: headline metric" if one_benchmark else "headline metric per config")
     plt.close(fig)
     return fig
 
 
-def chart_svg(fig: Any) -> str:
+CHART_TEXT = ("Dot plot of each run's and each published system's headline metric per config and split, in %, with "
+              "95% confidence intervals and dashed chance ticks")
+
+
+def chart_svg(fig: Any, narrow: Any = None) -> str:
     """The figure as SVG for the page (:func:`vlprobe.demo.display.svg`): each point a
     ``<g data-point="source:benchmark/config/split:metric">`` (a data attribute, which HTML
-    sanitisers keep, unlike ids), its text kept as text."""
+    sanitisers keep, unlike ids), its text kept as text. With ``narrow`` (the same chart laid out for a
+    phone), both, the page's CSS showing the one that fits the screen."""
     from .display import svg
 
-    return svg(fig, "Dot plot of each run's and each published system's headline metric per config and split, "
-                    "in %, with 95% confidence intervals and dashed chance ticks", chart_id="results-svg")
+    wide = svg(fig, CHART_TEXT, chart_id="results-svg")
+    if narrow is None:
+        return wide
+    return (f'<div class="chart-wide">{wide}</div>'
+            f'<div class="chart-narrow">{svg(narrow, CHART_TEXT, chart_id="results-svg-narrow")}</div>')

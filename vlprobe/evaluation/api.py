@@ -4,8 +4,9 @@ the model, score through the engine and the cache, measure), and what they retur
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -5,9 +5,10 @@ their rows turned into items by the dataset's ``vlprobe.yaml``."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..dataset.items import ItemError
 from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, dataset_version, find_spec

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .. import runner
 from ..errors import ArgumentError, ModelError

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import VlprobeError
 from ..results import RunResult, ScoredSplit, format_table, pct, result_entries, truncation_warning

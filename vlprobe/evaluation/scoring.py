@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from ..benchmarks.base import AUTHORS
 from ..dataset.spec import MODALITIES as IMAGE_MODALITIES
@@ -38,7 +39,7 @@ _DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/Data
                     "those, or a dict {name: one of those}")
 
 
-def dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
+def dataset_list(datasets: object) -> tuple[list[Any], list[str] | None]:
     """``datasets`` as a list, with the names given by a dict (None otherwise); :class:`Refused` for anything else,
     and for duplicates (the same split scored twice would repeat its ids in scores.parquet and count its items twice
     in every aggregate)."""
@@ -67,24 +68,24 @@ def dataset_list(datasets: Any) -> tuple[list[Any], list[str] | None]:
     return datasets, names
 
 
-def _is_dataset_object(obj: Any) -> bool:
+def _is_dataset_object(obj: object) -> bool:
     hf = sys.modules.get("datasets")  # not imported: obj cannot be one (and a name is checked without it)
     return hf is not None and isinstance(obj, (hf.Dataset, hf.DatasetDict))
 
 
-def _datasets(value: Any) -> Any:
+def _datasets(value: object) -> Any:
     if value is not None:
         dataset_list(value)
     return value
 
 
-def _spec(value: Any) -> Any:
+def _spec(value: object) -> Any:
     if value is None or isinstance(value, (dict, ItemSpec)):
         return value
     return path(value, "must be a vlprobe.yaml path, a dict or an ItemSpec")
 
 
-def _ties(value: Any) -> str:
+def _ties(value: object) -> str:
     # "authors" (each split by its benchmark's rule, vlprobe.benchmarks.tie_policy) or one of vlprobe.benchmarks'
     # copy of the metric's policies (tests check they agree): importing the metric imports evaluate, 4 CPU-seconds,
     # which a misspelt policy must not wait for
@@ -93,7 +94,7 @@ def _ties(value: Any) -> str:
     return one_of(TIE_CHOICES, "tie policy")(value)
 
 
-def _threshold(value: Any) -> Any:
+def _threshold(value: object) -> Any:
     # applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would call every cell true or every one false
     if not is_number(value) or not 0 <= value <= 1:
         raise Refused("must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the model's match "
@@ -101,15 +102,15 @@ def _threshold(value: Any) -> Any:
     return value
 
 
-def _control(value: Any) -> str | None:
+def _control(value: object) -> str | None:
     if value == "shuffled":
         return "shuffle"
     if value is not None and value not in CONTROLS:
         raise Refused(f"unknown control; choose one of {', '.join(CONTROLS)}")
-    return value
+    return None if value is None else str(value)
 
 
-def _root(value: Any) -> Any:
+def _root(value: object) -> Any:
     if value is not None and not os.path.isdir(path(value, "must be a folder path (where the offline default's "
                                                            "folders are), or None")):
         raise Refused("is not a folder; name the folder the offline default's folders are in (or leave it out: the "
@@ -151,7 +152,7 @@ class EvaluateSettings(Settings):
                 "exact_preprocessing": self.exact_preprocessing}
 
 
-def _texts(value: Any) -> tuple[str, ...]:
+def _texts(value: object) -> tuple[str, ...]:
     texts = [value] if isinstance(value, str) else value
     if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) for t in texts):
         raise Refused("must be a string or a non-empty list of strings")
@@ -161,7 +162,7 @@ def _texts(value: Any) -> tuple[str, ...]:
     return tuple(texts)
 
 
-def _images(value: Any) -> tuple[Any, ...]:
+def _images(value: object) -> tuple[Any, ...]:
     from PIL import Image
 
     one = (str, os.PathLike, Image.Image)
@@ -190,4 +191,4 @@ class ScoreSettings(Settings):
     exact_preprocessing: bool = opt(False, switch)
 
 
-Settings = EvaluateSettings  # the name it has always had here
+Settings = EvaluateSettings  # type: ignore[misc]  # the name it has always had here

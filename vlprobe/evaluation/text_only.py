@@ -23,8 +23,9 @@ as the true ones, in order, followed by the false ones.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class TextOnlyItem:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.gold.shape)  # type: ignore[return-value]
+        return tuple(self.gold.shape)
 
 
 def text_gold(n_true: int, n_false: int) -> np.ndarray:

@@ -13,7 +13,8 @@ image, so on 2 x 2 items each image comparison ties by construction and ``image`
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..dataset.spec import dataset_benchmark, dataset_version
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
@@ -65,8 +66,8 @@ def probe(
     num_workers: int | None = None,
     dtype: str = "float32",
     device: str | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    out: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
     outside_images: bool = False,
     chunk_size: int = CHUNK_ROWS,
     progress: bool = True,

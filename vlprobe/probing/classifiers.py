@@ -4,8 +4,9 @@ block of rows at a time on standardised features; the L2 strength chosen on vali
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

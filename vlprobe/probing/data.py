@@ -3,9 +3,10 @@ loads them (:func:`vlprobe.dataset.splits.load_split`), and the check that each 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -168,7 +169,7 @@ def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int |
                                f"needs true and false rows in {need}")
 
 
-def _check_train_sizes(data: dict[str, dict[str, Split]], train_sizes: list[int] | None, limit: int | None) -> None:
+def _check_train_sizes(data: dict[str, dict[str, Split]], train_sizes: Sequence[int] | None, limit: int | None) -> None:
     """A learning-curve size above a task's training rows would be trained on all of them, a point silently
     dropped: refuse it up front, naming the largest size possible (and ``limit`` when it is the cause)."""
     if not train_sizes:

@@ -12,7 +12,8 @@ written as NaN, which :func:`vlprobe.probing.metrics.measure` reports as not ava
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

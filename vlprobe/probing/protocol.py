@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from ..defaults import BATCH_SIZE
 from ..errors import ArgumentError

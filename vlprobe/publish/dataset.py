@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..storage.paths import config_name_problem, relative_problem, split_name_problem
 from .folder import BUILD_REPORT, CARD_FILE, SPEC_FILE, progress_bars_off, read_card
@@ -102,9 +103,8 @@ def _image_columns(features) -> dict[str, bool]:
             out[name] = False
         else:
             inner = getattr(feat, "feature", None)
-            if isinstance(feat, list_kinds) and isinstance(inner, datasets.Image):
-                out[name] = True
-            elif isinstance(feat, list) and feat and isinstance(feat[0], datasets.Image):
+            if (isinstance(feat, list_kinds) and isinstance(inner, datasets.Image)) or \
+                    (isinstance(feat, list) and feat and isinstance(feat[0], datasets.Image)):
                 out[name] = True
     return out
 
@@ -132,7 +132,7 @@ def _path_only_images(path: Path, column: str, is_list: bool) -> tuple[int, int,
 
 
 def check_dataset_folder(
-    folder: str | os.PathLike, rows: int = 5, load: bool = True, notes: list[str] | None = None
+    folder: str | os.PathLike[str], rows: int = 5, load: bool = True, notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
     """Check a dataset folder before upload. Returns ``(problems, data_files)``: every reason the
     folder is not ready (empty when it is) and the data files the card's configs point to.
@@ -368,7 +368,7 @@ def _check_rows(spec, ds, config: str, split: str) -> list[str]:
         return [f"config {config!r} split {split!r}: rows do not convert to items with vlprobe.yaml: {err}"]
     return []
 
-def plan_dataset(folder: str | os.PathLike, repo_id: str, rows: int = 5) -> UploadPlan:
+def plan_dataset(folder: str | os.PathLike[str], repo_id: str, rows: int = 5) -> UploadPlan:
     """Validate a dataset folder and plan its upload: the card, vlprobe.yaml (and any other spec
     ``*.yaml`` beside it) and the data files the card declares, nothing else. Raises
     :class:`ValidationError` listing every problem."""

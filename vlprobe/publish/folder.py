@@ -3,8 +3,9 @@ files an upload sends (and links that would send something outside the folder)."
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 

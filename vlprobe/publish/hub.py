@@ -3,7 +3,8 @@ sources), the ``HfApi`` client, and :func:`publish`, ``create_repo`` + ``upload_
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from huggingface_hub import HfApi
 

@@ -17,7 +17,7 @@ from .space import _space_plan, check_space_folder
 
 
 def check_metric_folder(
-    folder: str | os.PathLike, repo_id: str, import_app: bool = True, notes: list[str] | None = None
+    folder: str | os.PathLike[str], repo_id: str, import_app: bool = True, notes: list[str] | None = None
 ) -> list[str]:
     """The metric Space: ``<name>.py`` (name = the repo's last part) loads with ``evaluate.load``
     and its docstring examples pass as doctests; ``requirements.txt`` names evaluate (Spaces do
@@ -91,7 +91,7 @@ def _indent(text: str, n: int) -> str:
     return "\n".join(" " * n + line for line in lines)
 
 
-def plan_metric(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
+def plan_metric(folder: str | os.PathLike[str], repo_id: str) -> UploadPlan:
     """Validate the metric folder and plan pushing it as a Gradio Space named like the module."""
     folder = Path(folder)
     check_repo_id(repo_id)

@@ -16,7 +16,7 @@ from .folder import CARD_FILE, IGNORE_PATTERNS, _folder_files, escaping_files, r
 from .plan import UploadPlan, ValidationError, check_repo_id
 
 
-def check_space_folder(folder: str | os.PathLike, import_app: bool = True, notes: list[str] | None = None) -> list[str]:
+def check_space_folder(folder: str | os.PathLike[str], import_app: bool = True, notes: list[str] | None = None) -> list[str]:
     """A Space folder: README YAML with ``sdk`` and ``app_file``, the app file present, and (with
     ``import_app``) the app importing without launching and defining a Gradio app."""
     folder = Path(folder)
@@ -95,7 +95,7 @@ def check_app_imports(app: Path, timeout: float = 300, notes: list[str] | None =
     return problems
 
 
-def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
+def stage_space(folder: str | os.PathLike[str]) -> tuple[Path, Any]:
     """A self-contained copy of the Space to upload: ``space/`` itself, plus, when it sits in a
     vlprobe checkout (or is the Space an installed vlprobe ships), the ``vlprobe`` package (any
     symlink resolved into a real file; the metric in ``vlprobe/_bundled/metric/``, as a wheel has
@@ -132,7 +132,7 @@ def stage_space(folder: str | os.PathLike) -> tuple[Path, Any]:
     return staged, tmp
 
 
-def plan_space(folder: str | os.PathLike, repo_id: str) -> UploadPlan:
+def plan_space(folder: str | os.PathLike[str], repo_id: str) -> UploadPlan:
     """Validate a Space folder and plan pushing it, made self-contained by :func:`stage_space`
     (minus caches and virtual environments). The import check runs on the staged copy, so it
     proves the Space runs without this repository around it."""

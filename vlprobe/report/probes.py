@@ -6,8 +6,8 @@ its change from InD and #sd), ours, and the difference."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..benchmarks import Benchmark, find
 from ..probing.result import table2_cell_text, table2_cells, table2_grid

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from .tables import (
     summary_table,
     tag_table,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -250,9 +254,11 @@ def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str,
     return [group[i:i + PANEL_UNITS] for group in by_bench.values() for i in range(0, len(group), PANEL_UNITS)]
 
 
-def plot_runs(runs: Sequence[Run], path: Path) -> None:
-    """Each run's headline metric per (benchmark, config, split), with its CI and chance: one panel per benchmark
-    (at most PANEL_UNITS configs and splits a row)."""
+def chart(runs: Sequence[Run]) -> Figure:
+    """The report's chart, a matplotlib Figure: each run's headline metric per (benchmark, config, split), with its
+    CI and chance, one panel per benchmark (at most PANEL_UNITS configs and splits a row). The legend sits above the
+    panels, outside every axes, so that it hides no bar and no CI whatever the values (a legend inside a panel hid a
+    bar near 100%)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -266,8 +272,10 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
     panels = _panels(units) or [[]]
     widest = max(len(p) for p in panels)
     width = min(16.0, max(6.0, 0.5 * widest * max(1, len(runs)) + 2))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.3 * len(panels)), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.3 * len(panels) + 0.4), dpi=110, squeeze=False,
+                             layout="constrained")
     bar = 0.8 / max(1, len(runs))
+    legend: dict[str, Any] = {}  # label -> handle, in first-seen order, for the one legend of the figure
     for ax, panel in zip(axes[:, 0], panels):
         x = np.arange(len(panel))
         for i, run in enumerate(runs):
@@ -279,25 +287,33 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
                 vals.append(np.nan if v is None else 100 * v)
                 lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
                 hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
-            ax.bar(x + (i - (len(runs) - 1) / 2) * bar, vals, bar, yerr=[lo, hi], capsize=2, label=run.label)
-        first = True
+            bars = ax.bar(x + (i - (len(runs) - 1) / 2) * bar, vals, bar, yerr=[lo, hi], capsize=2, label=run.label)
+            legend.setdefault(run.label, bars)
         for j, (bench, config, split, key) in enumerate(panel):
             chance = next((m.chance[key] for run in runs if (m := _metrics(run, bench, config, split)) and key in m.chance),
                           None)
             if chance is not None:
-                ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed",
-                          label="chance" if first else None)
-                first = False
+                line = ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed")
+                legend.setdefault("chance", line)
         ax.set_xticks(x, [f"{c}/{s}\n{k}" for _, c, s, k in panel], rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.6, max(len(panel), 4) - 0.4)  # a panel of few bars keeps the bars' width
         ax.set_ylim(0, 100)
         ax.set_ylabel("%")
         if panel:
             ax.set_title(str(panel[0][0]), fontsize=9, loc="left")
-        ax.legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
+    if legend:
+        fig.legend(list(legend.values()), list(legend), loc="outside upper center", ncols=min(len(legend), 6),
+                   fontsize=7, frameon=False)
+    return fig
+
+
+def plot_runs(runs: Sequence[Run], path: Path) -> None:
+    """:func:`chart` written to ``path`` as a PNG."""
     import io
 
+    import matplotlib.pyplot as plt
+
+    fig = chart(runs)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)

@@ -5,10 +5,10 @@ labelled; ``vlprobe evaluate``'s and ``vlprobe probe``'s alike."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import ArgumentError, SettingError
 from ..results import ResultsError, read_results
@@ -25,6 +25,7 @@ class Run:
     path: Path
     label: str
     doc: Document
+    file_name: str | None = None  # the file as a visitor named it (the Space's uploads), for notes
 
     @property
     def kind(self) -> str:

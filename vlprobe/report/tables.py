@@ -3,7 +3,8 @@ the runs beside the published numbers. Each reads the runs' records (:mod:`vlpro
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..benchmarks import find
 from ..results import na_text, pct

@@ -6,7 +6,8 @@ takes the records (:class:`~vlprobe.results.schema.Entry`)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +135,7 @@ def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], lis
 # ---- plots --------------------------------------------------------------------------------------
 
 def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
-              ci: Sequence[Sequence[float] | None] | None = None, chance: Sequence[float | None] | None = None,
+              ci: Sequence[Sequence[float | None] | None] | None = None, chance: Sequence[float | None] | None = None,
               color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
     """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line
     over each bar that has one. The one bar chart of vlprobe: run plots, the report, the Space."""

@@ -13,9 +13,10 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -89,7 +90,8 @@ def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
     raw = dump(provenance)
     if isinstance(raw.get("datasets"), list):
         raw["datasets"] = [{"name": portable_name(str(d.get("dataset"))), **d} for d in raw["datasets"]]
-    return parse(Provenance, raw, "provenance")
+    parsed: Provenance = parse(Provenance, raw, "provenance")
+    return parsed
 
 
 # ---- writing ----------------------------------------------------------------------------------------------
@@ -104,7 +106,7 @@ def results_json_bytes(doc: Document, indent: int = 2) -> bytes:
     return (json.dumps(dump(doc), indent=indent, allow_nan=False) + "\n").encode("utf-8")
 
 
-def write_results_json(path: str | os.PathLike, doc: Document) -> None:
+def write_results_json(path: str | os.PathLike[str], doc: Document) -> None:
     atomic_write_bytes(Path(path), results_json_bytes(doc))
 
 
@@ -118,7 +120,8 @@ def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> Any
 
     cols: dict[str, list[Any]] = {k: [] for k in SCORE_COLUMNS}
     for u, e in zip(splits, entries):
-        probs = u.probabilities or [None] * len(u.items)
+        unscored: list[Any] = [None] * len(u.items)
+        probs = u.probabilities or unscored
         n = len(u.items)
         cols["dataset"] += [e.dataset] * n
         cols["config"] += [u.config] * n
@@ -186,7 +189,7 @@ def plot_entry(path: Path, entry: Entry, title_suffix: str = "") -> None:
     atomic_write_bytes(Path(path), buf.getvalue())
 
 
-def write_outputs(out_dir: str | os.PathLike, splits: Sequence[ScoredSplit], doc: EvaluationDocument) -> list[Path]:
+def write_outputs(out_dir: str | os.PathLike[str], splits: Sequence[ScoredSplit], doc: EvaluationDocument) -> list[Path]:
     """Write a run's files into a staging folder beside ``out_dir`` and swap it in (:func:`write_run_folder`):
     results.json, scores.parquet, results.csv, results_wide.csv and a plot per entry; returns their paths."""
     import pyarrow.parquet as pq
@@ -216,10 +219,11 @@ def parse_document(doc: Any, source: str = "this file") -> Document:
     from .upgrade import upgrade
 
     doc = upgrade(doc, source)
-    return parse(ProbeDocument if doc.get("kind") == "probe" else EvaluationDocument, doc)
+    parsed: Document = parse(ProbeDocument if doc.get("kind") == "probe" else EvaluationDocument, doc)
+    return parsed
 
 
-def read_results(path: str | os.PathLike) -> Document:
+def read_results(path: str | os.PathLike[str]) -> Document:
     """A results.json file (or the run folder holding one) as records; a :class:`ResultsError`, one line naming
     the file and the field, for one that is not a vlprobe results.json. The figures under the authors' tie rule an
     older run lacks are recomputed from its scores.parquet (:func:`vlprobe.results.upgrade.authors_from_scores`)."""

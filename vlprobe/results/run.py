@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ArgumentError
 from .schema import Document, Entry, EvaluationDocument, ProbeRow, SummaryBlock, dump
@@ -27,7 +28,8 @@ class RunResult:
     @property
     def results(self) -> dict[str, Any]:
         """The results.json document, as JSON."""
-        return dump(self.document)
+        out: dict[str, Any] = dump(self.document)
+        return out
 
     def table(self) -> str:
         raise NotImplementedError
@@ -38,7 +40,7 @@ class RunResult:
     def plot(self) -> Any:
         raise NotImplementedError
 
-    def save(self, out: str | os.PathLike) -> list[Path]:
+    def save(self, out: str | os.PathLike[str]) -> list[Path]:
         raise NotImplementedError
 
     @staticmethod

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Mapping
 from collections.abc import Mapping as _Mapping
 from collections.abc import Sequence as _Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 
@@ -55,9 +56,16 @@ class Range:
 Fraction = Annotated[float, Range(0.0, 1.0)]  # a metric's value: tables print it in %
 Count = Annotated[int, Range(0)]
 Positive = Annotated[int, Range(1)]
-MetricName = Literal[METRIC_ORDER]  # the metric module's metrics (vlprobe.benchmarks.METRIC_ORDER)
-TiePolicy = Literal[TIE_POLICIES]
-TieChoice = Literal[TIE_CHOICES]  # a run's ties setting: a policy, or "authors" (each split by its benchmark's rule)
+if TYPE_CHECKING:  # a type checker takes no Literal of a variable: to it these are strings
+    MetricName: TypeAlias = str
+    TiePolicy: TypeAlias = str
+    TieChoice: TypeAlias = str
+    ResultsFormat: TypeAlias = str
+else:
+    MetricName = Literal[METRIC_ORDER]  # the metric module's metrics (vlprobe.benchmarks.METRIC_ORDER)
+    TiePolicy = Literal[TIE_POLICIES]
+    TieChoice = Literal[TIE_CHOICES]  # a run's ties setting: a policy, or "authors" (each split by its benchmark's rule)
+    ResultsFormat = Literal[RESULTS_FORMAT]
 Interval = tuple[Fraction | None, Fraction | None]  # [low, high] of a bootstrap CI
 
 
@@ -116,8 +124,9 @@ class Metrics:
 
     def __post_init__(self) -> None:
         for key, c in self.ci.items():
-            if c is not None and None not in c and c[0] > c[1]:
-                raise ValueError(f"ci.{key}: [low, high] with low <= high, got {list(c)}")
+            low, high = c if c is not None else (None, None)
+            if low is not None and high is not None and low > high:
+                raise ValueError(f"ci.{key}: [low, high] with low <= high, got {[low, high]}")
 
     def keys(self) -> list[str]:
         """The metrics present, in display order (not available: those it would have had)."""
@@ -423,7 +432,7 @@ class EvaluationDocument:
     provenance: Provenance
     results: tuple[Entry, ...]
     summary: Mapping[str, SummaryBlock] = opt(factory=dict)
-    format: Literal[RESULTS_FORMAT] = RESULTS_FORMAT
+    format: ResultsFormat = RESULTS_FORMAT
     kind: Literal["evaluate"] = "evaluate"
 
 
@@ -497,7 +506,7 @@ class ProbeDocument:
     summary: Mapping[str, SummaryBlock] = opt(factory=dict)
     table2: Mapping[str, tuple[Table2Cell, ...]] = opt(factory=dict)
     tables: Mapping[str, str] = opt(factory=dict)
-    format: Literal[RESULTS_FORMAT] = RESULTS_FORMAT
+    format: ResultsFormat = RESULTS_FORMAT
     kind: Literal["probe"] = "probe"
 
 
@@ -519,7 +528,7 @@ def portable_name(location: str) -> str:
 
 # ---- JSON -> records -------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls, include_extras=True)
 
@@ -564,7 +573,7 @@ def parse(tp: Any, value: Any, where: str = "") -> Any:
         if value in args and not isinstance(value, bool):
             return value
         raise SchemaError(where, f"must be one of {', '.join(map(repr, args))}, got {value!r}")
-    if is_dataclass(tp):
+    if isinstance(tp, type) and is_dataclass(tp):
         return _record(tp, value, where)
     if origin in (list, tuple, _Sequence):
         if not isinstance(value, (list, tuple)):
@@ -641,7 +650,8 @@ def dump(obj: Any) -> Any:
                 out.update(dump(v))
             elif f.metadata.get("rest"):
                 tail = dump(v)
-            elif not (f.metadata.get("omit") and v == (f.default if f.default is not MISSING else f.default_factory())):
+            elif not (f.metadata.get("omit") and v == (f.default if f.default is not MISSING or not callable(f.default_factory)
+                                                        else f.default_factory())):
                 out[f.metadata.get("key", f.name)] = dump(v)
         return {**tail, **{k: v for k, v in out.items() if k not in tail}}
     if isinstance(obj, _Mapping):
@@ -685,7 +695,7 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return {"anyOf": [_schema(a, defs) for a in args]}
     if origin is Literal:
         return {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
-    if is_dataclass(tp):
+    if isinstance(tp, type) and is_dataclass(tp):
         if tp.__name__ not in defs:
             defs[tp.__name__] = {}
             defs[tp.__name__] = _record_schema(tp, defs)

@@ -4,12 +4,16 @@ output), and their records in results.json (:func:`result_entries`)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Sequence
 from collections.abc import Sequence as _Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..dataset.items import Item
 
 from .schema import AuthorsRule, DataInfo, Entry, Metrics, dataset_name, dump, parse, portable_name
 
@@ -28,13 +32,13 @@ class ScoredItem:
     tags: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, item: Any) -> "ScoredItem":
+    def of(cls, item: Item) -> ScoredItem:
         return cls(id=item.id, texts=tuple(sys.intern(t) for t in item.texts), gold=_shared_gold(item.gold),
                    tags=_shared_tags(item.tags))
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.gold.shape)  # type: ignore[return-value]
+        return tuple(self.gold.shape)
 
 
 @dataclass
@@ -74,10 +78,10 @@ class ScoredSplit:
     def shape(self) -> tuple[int, int] | None:
         """The items' m x n shape when they all share one, else None."""
         shapes = {tuple(np.shape(it.gold)) for it in self.items}
-        return shapes.pop() if len(shapes) == 1 else None  # type: ignore[return-value]
+        return shapes.pop() if len(shapes) == 1 else None
 
 
-class ScoreMatrices(_Sequence):
+class ScoreMatrices(_Sequence[Any]):
     """Per-item matrices (scores or probabilities) kept as a few stacked arrays: consecutive items
     of one shape share one ``(k, m, n)`` block, added a chunk at a time (:meth:`extend`). A
     sequence of ``m x n`` arrays, as a list of them would be (``scores[i]`` is a view into its
@@ -142,11 +146,11 @@ class ScoreMatrices(_Sequence):
         return f"<ScoreMatrices: {len(self)} matrices of shape(s) {shapes}, {self.dtype}>"
 
 
-_GOLDS: dict[tuple, np.ndarray] = {}
-_TAGS: dict[tuple, tuple] = {}
+_GOLDS: dict[tuple[Any, ...], np.ndarray] = {}
+_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
-def _shared_tags(tags: Any) -> tuple[str, ...]:
+def _shared_tags(tags: Iterable[object]) -> tuple[str, ...]:
     """One tuple per distinct tag set (a run has a handful), of interned strings."""
     key = tuple(sys.intern(str(t)) for t in tags)
     shared = _TAGS.get(key)

@@ -28,8 +28,9 @@ run has, with the run's figure, the difference and the known causes of it, or on
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from ..benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
 from . import published as published_data
@@ -199,7 +200,7 @@ def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool, **ext
     m, theirs = found.metrics, found.authors
     values = {k: v for k in keys if (v := m.value(k)) is not None}
     na = tuple(k for k in keys if k not in values) if m.na_reason else ()
-    ci = {k: tuple(c) for k in values if (c := m.ci.get(k)) is not None and None not in c}
+    ci = {k: cast("tuple[float, float]", tuple(c)) for k in values if (c := m.ci.get(k)) is not None and None not in c}
     authors = {k: v for k in keys if theirs is not None and (v := theirs.value(k)) is not None
                and (k in na or (k in values and not same_rule))}
     return SummaryRow(config=config, split=found.split, values=values, n_items=m.n_items, source=found.source, ci=ci,
@@ -244,7 +245,7 @@ def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: st
     present = [c for c in group.members if c in have]
     micro = group.average == "micro"
     weights = [have[c].n_items for c in present] if micro else None
-    if weights is not None and (None in weights or not sum(weights)):
+    if weights is not None and (None in weights or not sum(weights)):  # type: ignore[arg-type]  # None ruled out by `None in` above
         weights, keys = None, []  # a mean over items needs each member's items
     values, authors, na, reasons = {}, {}, [], []
     for k in keys:
@@ -257,10 +258,10 @@ def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: st
         if unavailable:
             na.append(k)
         elif present and None not in vals:
-            values[k] = _mean(vals, weights)
+            values[k] = _mean(vals, weights)  # type: ignore[arg-type]  # None ruled out by `None in` above
         theirs = [have[c].authors.get(k, have[c].values.get(k) if same_rule else None) for c in present]
         if present and None not in theirs and (k in na or not same_rule):
-            authors[k] = _mean(theirs, weights)
+            authors[k] = _mean(theirs, weights)  # type: ignore[arg-type]  # None ruled out by `None in` above
     missing = tuple(c for c in group.members if c not in have)
     # a member that is itself a mean over fewer members than declared makes this mean one too
     partial = tuple(c for c in present if have[c].complete is False)
@@ -268,7 +269,7 @@ def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: st
     return SummaryRow(config=group.name, split=split, paper_config=group.name, label=group.label, aggregate=True,
                       values=values, over=tuple(present), missing=missing, complete=not missing and not partial,
                       source=f"{how} of {len(present)} of {len(group.members)}", partial=partial, authors=authors,
-                      n_items=sum(weights) if weights else None, na=tuple(na),
+                      n_items=sum(weights) if weights else None, na=tuple(na),  # type: ignore[arg-type]  # None ruled out by `None in` above
                       na_reason="not available for " + "; ".join(reasons) if na else None)
 
 
@@ -457,12 +458,12 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
     headline per config and split."""
     entries = as_entries(entries)
     if not isinstance(settings, RunSettings):
-        settings = parse(RunSettings, dump(settings or {}), "settings")
+        settings = cast(RunSettings, parse(RunSettings, dump(settings or {}), "settings"))
     grouped: dict[str, list[Entry]] = {}
     for name, e in zip(table_names(entries), entries):
         grouped.setdefault(name, []).append(e)
     if model is not None and not isinstance(model, ModelInfo):
-        model = parse(ModelInfo, dump(model), "model")
+        model = cast(ModelInfo, parse(ModelInfo, dump(model), "model"))
     family = model.family if model is not None else None
     out: dict[str, SummaryBlock] = {}
     for name, es in grouped.items():
@@ -531,7 +532,7 @@ def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entr
                     ours_items = [m[2] for m in members]
                     versions_of = {m[3] for m in members}
                     version = versions_of.pop() if len(versions_of) == 1 else None
-                    have[row.config] = (_mean([m[0] for m in members], weights), sum(weights) if weights else None,
+                    have[row.config] = (_mean([m[0] for m in members], weights), sum(weights) if weights else None,  # type: ignore[arg-type]
                                         None if None in ours_items else sum(ours_items), version)  # type: ignore[arg-type]
                     how = "mean over the items" if micro else "unweighted mean"
                     part = f" (this run's {len(row.over)} of {len(group.members)})" if group and row.missing else ""

@@ -92,11 +92,11 @@ def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocu
                 values.append(columns[name][i])
     entries = list(doc.results)
     for key, (k, policy) in wanted.items():
-        rows = found.get(key)
-        if not rows:
+        got = found.get(key)
+        if not got:
             continue
-        probs, tags = rows["probabilities"], rows["tags"]
-        m = metric.compute(rows["scores"], rows["gold"], ties=policy, probabilities=probs if None not in probs else None,
+        probs, tags = got["probabilities"], got["tags"]
+        m = metric.compute(got["scores"], got["gold"], ties=policy, probabilities=probs if None not in probs else None,
                            threshold=doc.provenance.settings.threshold or 0.5, tags=tags if any(tags) else None,
                            bootstrap=0)
         entries[k] = replace(entries[k], authors_rule=AuthorsRule(policy, parse(Metrics, dump(m)), "scores.parquet"))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .model import Scene, SceneObject, as_random
 

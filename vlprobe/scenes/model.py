@@ -8,8 +8,9 @@ metadata; captions name them ``A``-``F`` (columns) and ``1``-``6`` (rows).
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 GRID = 6
 
@@ -79,7 +80,7 @@ class SceneObject:
         return {"shape": self.shape, "colour": self.colour, "row": self.row, "column": self.column}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SceneObject":
+    def from_dict(cls, data: Mapping[str, Any]) -> SceneObject:
         return cls(shape=data["shape"], colour=data["colour"], row=int(data["row"]), column=int(data["column"]))
 
 
@@ -125,7 +126,7 @@ class Scene:
         return [o.to_dict() for o in self.objects]
 
     @classmethod
-    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> "Scene":
+    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> Scene:
         return cls(tuple(SceneObject.from_dict(r) for r in records))
 
 
@@ -157,10 +158,7 @@ def sample_scene(
     named unambiguously ("the red circle").
     """
     rng = as_random(rng)
-    if isinstance(n_objects, int):
-        n = n_objects
-    else:
-        n = rng.randint(n_objects[0], n_objects[1])
+    n = n_objects if isinstance(n_objects, int) else rng.randint(n_objects[0], n_objects[1])
     if not 1 <= n <= GRID * GRID:
         raise SceneError(f"a scene holds 1..{GRID * GRID} objects, asked for {n}")
     if distinct_types:

@@ -32,8 +32,8 @@ from __future__ import annotations
 import io
 import math
 import zlib
+from collections.abc import Iterator, Sequence
 from functools import lru_cache, partial
-from typing import Iterator, Sequence
 
 from PIL import Image, ImageDraw
 

@@ -27,8 +27,9 @@ truth-flipping edit, and :func:`sample_statement` draws random true/false statem
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from .captions import inventory, join_list, noun_phrase, plural
 from .model import COLOURS, SHAPES, Scene, as_random
@@ -190,7 +191,7 @@ class Quantifier(Statement):
     def text(self) -> str:
         return f"{QUANTIFIERS[self.quantifier][0]} the {self.shape} objects are {self.colour} objects."
 
-    def negation(self) -> "Quantifier":
+    def negation(self) -> Quantifier:
         return Quantifier(QUANTIFIERS[self.quantifier][1], self.shape, self.colour)
 
 

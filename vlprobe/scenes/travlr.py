@@ -48,8 +48,9 @@ import functools
 import itertools
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .captions import travlr_caption
 from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, QUANTIFIER_COLOURS, SHAPES, Scene, SceneObject, place
@@ -235,7 +236,7 @@ def _spatial(rng: random.Random, split: str, label: bool, axis: str) -> Example:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _distractor_sets_by_total(excluded: tuple[str, ...], ood: bool) -> dict[int, tuple[tuple[tuple[str, int], ...], ...]]:
     sets: list[tuple[tuple[str, int], ...]] = [()]
     for other in (s for s in SHAPES if s not in excluded):
@@ -260,7 +261,7 @@ def cardinality_scene_sizes(shape: str, ood: bool) -> range:
     return range(max(counts) + 1, min(counts) + 10 + 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int, tuple[tuple[str, int], ...]], ...]]:
     """{scene size: every (n, m, companions) it can hold}: ``n`` objects of ``shape``, two different
     counts n and m of ``shape`` in the split, and ``companions``, the (shape, count) groups every such
@@ -346,7 +347,7 @@ def _y_objects(case: str, pair: tuple[int, int], extra: int) -> int:
     return regions["xy"] + regions["y"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def quantifier_instance_pairs(quantifier: str, ood: bool) -> tuple[tuple[tuple, tuple], ...]:
     """Every ((pair, extra) of an instance for ``quantifier``, (pair, extra) of one for its negation)
     of the split whose two instances hold the same number of objects of their colour Y (the pixels
@@ -477,7 +478,7 @@ def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: in
             raise ValueError(f"size of split {split!r} must be >= 0, got {n}")
         plan = list(itertools.islice(itertools.cycle(_STRATA.get(task, _LABELS)), n))
         rng.shuffle(plan)
-        rows = []
+        rows: list[Example] = []
         for label, *stratum in plan:
             for _ in range(max_tries):
                 ex = _MAKERS[task](rng, split, label, *stratum)

@@ -54,9 +54,10 @@ import functools
 import importlib
 import os
 import pkgutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

@@ -22,7 +22,8 @@ score = preferred text) and is the same for any batch composition.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

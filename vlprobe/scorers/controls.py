@@ -23,8 +23,9 @@ the control and its seed, so results and cache keys of a control run never mix w
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

@@ -34,7 +34,8 @@ pre-training model and is not supported yet (FLAVA is scored as a dual encoder, 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

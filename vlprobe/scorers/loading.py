@@ -47,8 +47,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ModelError, VlprobeError
 from .base import Family, Scorer, UnknownFamilyError, _first_line, families, get_family
@@ -81,7 +82,8 @@ def _unknown_architecture(model: str) -> UnknownArchitectureError:
 
     import transformers
 
-    model_type, archs = None, []
+    model_type: str | None = None
+    archs: list[str] = []
     try:
         cfg = json.loads((Path(model).expanduser() / "config.json").read_text(encoding="utf-8"))
         model_type, archs = cfg.get("model_type"), cfg.get("architectures") or []

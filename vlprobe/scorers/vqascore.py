@@ -65,7 +65,8 @@ recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}`` slot) chang
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 

@@ -14,7 +14,8 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..defaults import BATCH_SIZE
 
@@ -115,7 +116,7 @@ def _memo_path() -> str | None:
     return None if os.path.isdir(home) and refused_home(home) else os.path.join(home, MEMO_FILE)
 
 
-def _read_memo(path: str | None) -> dict:
+def _read_memo(path: str | None) -> dict[str, Any]:
     """The memo at ``path``, where this user alone could have written it; {} otherwise (a file another user could
     have changed is not read, with one warning naming it)."""
     from ..errors import warn

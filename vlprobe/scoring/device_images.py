@@ -25,11 +25,17 @@ difference (pixels, scores, flipped comparisons) on a GPU. Neither path applies 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
 from ..dataset.images import ImageError, ImageTooLargeError, _encoded, describe, open_checked, to_tensor, too_large
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ..dataset.items import ImageLike
 
 # RGB and grey JPEGs are decoded on the device; (format, mode) pairs as PIL reads the header.
 DEVICE_DECODES = {("JPEG", "RGB"), ("JPEG", "L")}
@@ -43,7 +49,7 @@ PIXEL_MAX_DIFF = 0.5
 PIXEL_MEAN_DIFF = 0.01
 
 
-def device_path(scorer: Any) -> tuple[bool, str]:
+def device_path(scorer: object) -> tuple[bool, str]:
     """(whether images for ``scorer`` are decoded and preprocessed on its device, why not when they are
     not). Only for a fast (torchvision) image processor on a CUDA device whose steps all run there."""
     device = str(getattr(scorer, "device", "cpu") or "cpu")
@@ -109,7 +115,7 @@ def jpeg_header(data: bytes) -> tuple[str, tuple[int, int]] | None:
     return None
 
 
-def read_for_device(image: Any, where: str = "") -> Any:
+def read_for_device(image: ImageLike, where: str = "") -> Tensor:
     """In a reader thread: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode
     on the device), anything else decoded here to a (3, H, W) uint8 tensor. The header is read (size
     guard, format) so that an unreadable file is named here, with ``where``: an RGB or grey JPEG's from its
@@ -133,7 +139,7 @@ def read_for_device(image: Any, where: str = "") -> Any:
     return to_tensor(image, where)
 
 
-def read_batch(rows: list[tuple[Any, str]]) -> list[Any]:
+def read_batch(rows: list[tuple[ImageLike, str]]) -> list[Tensor]:
     """:func:`read_for_device` for a batch's (image, where) rows, in one call: one task per batch for the
     engine's reader threads (a future per image cost more, on a GPU, than reading the image)."""
     return [read_for_device(image, where) for image, where in rows]
@@ -142,7 +148,7 @@ def read_batch(rows: list[tuple[Any, str]]) -> list[Any]:
 _WARM: dict[str, float] = {}  # device -> seconds its first decode (and preprocess) took, in this process
 
 
-def warm_up(device: Any, preprocess: Any = None) -> float:
+def warm_up(device: object, preprocess: Callable[[list[Tensor]], object] | None = None) -> float:
     """Decode a tiny JPEG on ``device`` once per process, and run ``preprocess`` (the scorer's
     ``preprocess_images``) on it: the first nvjpeg / CUDA use there costs seconds (the library, its handles, the
     first kernels, and modules torch imports on first use: ``decode_on`` took 6.7 s of a fresh, profiled
@@ -217,7 +223,7 @@ class DeviceImages:
     def __init__(self, scorer: Any) -> None:
         self.scorer = scorer
         self.device = str(scorer.device)
-        self._stream = None
+        self._stream: Any = None  # a torch.cuda.Stream, made on first use
         self.checked = False  # set by the engine once a first image went through
         # the device's first decode, once per process, here rather than in the first batch (seconds on CUDA); if it
         # fails, the engine's check on a first image fails too and the run goes on the CPU path, said once
@@ -234,7 +240,7 @@ class DeviceImages:
             if not self.device.startswith("cuda"):
                 return self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
             if self._stream is None:
-                self._stream = torch.cuda.Stream(device=torch.device(self.device))
+                self._stream = torch.cuda.Stream(device=torch.device(self.device))  # type: ignore[no-untyped-call]
             with torch.cuda.stream(self._stream):
                 inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
             self._stream.synchronize()  # the inputs are complete before another stream reads them

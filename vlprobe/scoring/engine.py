@@ -41,23 +41,41 @@ positions turns such ties into wins or losses at random.)
 from __future__ import annotations
 
 import math
+import os
 import random
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
+import numpy.typing as npt
+from tqdm.auto import tqdm
 
 from ..dataset.images import ImageError, content_hash, describe, to_pil, to_tensor
-from ..dataset.items import Item
+from ..dataset.items import ImageLike, Item
 from ..defaults import AUTO, BATCH_SIZE
-from ..scorers.base import DualScorer, PairScorer, Scorer, text_key
+from ..scorers.base import DualScorer, PairScorer, PairScores, Scorer, text_key
 from ..storage.score_cache import ScoreCache
 from . import auto_batch
 from .device_images import DeviceImages, device_path, read_batch, read_for_device
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch.utils.data import DataLoader
+
+T = TypeVar("T")
+Row = TypeVar("Row")
+Vector = npt.NDArray[np.float32]
+ImageRow = tuple[str, ImageLike, str]  # (key, image, where)
+PairRow = tuple[str, "ImageLike | None", str, str]  # (key, image or None for a text-only scorer, text, where)
+TextRow = tuple[str, str]  # (key, text)
+Collated = tuple[list[str], object, "str | None"]  # (keys, the model's inputs, an unreadable image's message)
+Keyed = TypeVar("Keyed", ImageRow, PairRow)  # the rows a DataLoader reads
 
 
 class EngineOutOfMemory(RuntimeError):
@@ -72,8 +90,8 @@ class EngineInterrupted(KeyboardInterrupt):
 class EngineResult:
     """Per-item matrices, in the order of the items given, and counts of what was computed."""
 
-    scores: list[np.ndarray]
-    probabilities: list[np.ndarray] | None
+    scores: list[Vector]
+    probabilities: list[Vector] | None
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -91,7 +109,7 @@ def dist_info() -> tuple[int, int]:
     return 0, 1
 
 
-def _broadcast(obj: Any, world: int) -> Any:
+def _broadcast(obj: T, world: int) -> T:
     if world == 1:
         return obj
     import torch.distributed as dist
@@ -101,28 +119,28 @@ def _broadcast(obj: Any, world: int) -> Any:
     return box[0]
 
 
-def _all_gather(obj: Any, world: int) -> list[Any]:
+def _all_gather(obj: T, world: int) -> list[T]:
     if world == 1:
         return [obj]
     import torch.distributed as dist
 
-    out: list[Any] = [None] * world
+    out: list[T | None] = [None] * world
     dist.all_gather_object(out, obj)
-    return out
+    return [x for x in out if x is not None]
 
 
 # ---- DataLoader pieces (module level so that worker processes can use them) ----------------------
 
-class _FreshBatches:
-    """Batches of row indices (a DataLoader ``batch_sampler``) that ask the cache, just before
-    handing out each batch, which of its keys another process sharing the cache has committed
+class _FreshBatches(Generic[Row]):
+    """Batches of rows (of row indices, ``rows=range(n)``, for a DataLoader ``batch_sampler``) that ask the cache,
+    just before handing out each batch, which of its keys another process sharing the cache has committed
     meanwhile: those vectors go to ``found`` and only the rest is computed. With a cache the
     batches come in a random order per process, so concurrent runs split the work instead of
     computing the same batches side by side (the numbers do not depend on the order)."""
 
     def __init__(self, keys: Sequence[str], batch_size: int, cache: ScoreCache | None,
-                 found: dict[str, np.ndarray], rows: Sequence[Any] | None = None,
-                 groups: Sequence[Any] | None = None) -> None:
+                 found: dict[str, Vector], rows: Sequence[Row],
+                 groups: Sequence[int] | None = None) -> None:
         self.keys, self.cache, self.found, self.rows = keys, cache, found, rows
         # Consecutive rows of one group (e.g. texts of one token length) share batches; a batch never
         # spans two groups.
@@ -140,7 +158,7 @@ class _FreshBatches:
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[list[Row]]:
         for batch in self.batches:
             if self.cache is not None:
                 hits = self.cache.get_many([self.keys[i] for i in batch])
@@ -149,21 +167,24 @@ class _FreshBatches:
                     batch = [i for i in batch if self.keys[i] not in hits]
                 if not batch:
                     continue
-            yield batch if self.rows is None else [self.rows[i] for i in batch]
+            yield [self.rows[i] for i in batch]
 
 
-class _ListDataset:
-    def __init__(self, rows: Sequence[Any]) -> None:
+class _ListDataset(Generic[Row]):
+    def __init__(self, rows: Sequence[Row]) -> None:
         self.rows = rows
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i: int) -> Any:
+    def __getitem__(self, i: int) -> Row:
         return self.rows[i]
 
 
-def decoder(scorer: Scorer) -> Callable[..., Any]:
+Decode = Callable[..., object]  # (image, where=...) -> a PIL image or a (3, H, W) uint8 tensor
+
+
+def decoder(scorer: Scorer) -> Decode:
     """How the engine decodes images for ``scorer``: channels-first uint8 tensors for a fast
     (torchvision) image processor, which works on them (no PIL round trip); PIL images otherwise.
     Both carry the same pixels (vlprobe.dataset.images.to_tensor)."""
@@ -174,10 +195,10 @@ class _ImageCollate:
     """(key, image, where) rows -> (keys, preprocessed inputs); an unreadable image comes back as
     an error message so that the main process raises it cleanly (not as a worker traceback)."""
 
-    def __init__(self, preprocess: Callable[[list[Any]], Any], decode: Callable[..., Any] = to_pil) -> None:
+    def __init__(self, preprocess: Callable[[list[Any]], object], decode: Decode = to_pil) -> None:
         self.preprocess, self.decode = preprocess, decode
 
-    def __call__(self, rows: list[tuple[str, Any, str]]) -> tuple[list[str], Any, str | None]:
+    def __call__(self, rows: list[ImageRow]) -> Collated:
         keys = [r[0] for r in rows]
         try:
             images = [self.decode(image, where=where) for _, image, where in rows]
@@ -187,16 +208,16 @@ class _ImageCollate:
 
 
 class _PairCollate:
-    def __init__(self, preprocess: Callable[[list[Any], list[str]], Any], uses_images: bool,
-                 decode: Callable[..., Any] = to_pil) -> None:
+    def __init__(self, preprocess: Callable[[list[Any], list[str]], object], uses_images: bool,
+                 decode: Decode = to_pil) -> None:
         self.preprocess, self.uses_images, self.decode = preprocess, uses_images, decode
 
-    def __call__(self, rows: list[tuple[str, Any, str, str]]) -> tuple[list[str], Any, str | None]:
+    def __call__(self, rows: list[PairRow]) -> Collated:
         keys = [r[0] for r in rows]
         texts = [r[2] for r in rows]
         if not self.uses_images:
             return keys, self.preprocess([None] * len(rows), texts), None
-        decoded: dict[int, Any] = {}  # pairs of one image sit together: decode it once per batch
+        decoded: dict[int, object] = {}  # pairs of one image sit together: decode it once per batch
         images = []
         try:
             for _, image, _, where in rows:
@@ -212,7 +233,7 @@ _is_oom = auto_batch.is_oom
 _NOTED: set[str] = set()  # notes said once per process
 
 
-def _tile(inputs: Any, n: int) -> Any:
+def _tile(inputs: object, n: int) -> object:
     """A batch of model inputs (a dict of tensors or an array, batch first) repeated to ``n`` rows."""
     import torch
 
@@ -252,14 +273,14 @@ class Engine:
         device = str(getattr(scorer, "device", "cpu") or "cpu")
         # "auto" searches only on an accelerator; on the CPU it is the default
         self.auto = batch_size == AUTO and device.split(":")[0] not in ("cpu", "meta")
-        self.batch_size = BATCH_SIZE if batch_size == AUTO else batch_size
+        self.batch_size = BATCH_SIZE if batch_size == AUTO else int(batch_size)
         self.batch_sizes: dict[str, int] = {}  # per tower, as chosen (auto) or given
         self.num_workers = num_workers
         self.cache = cache
         self.progress = progress
         self.log = log if log is not None else (lambda msg: print(msg, file=sys.stderr))
         self.rank, self.world = dist_info()
-        self._reused: dict[str, np.ndarray] = {}  # committed by a concurrent run while this one ran
+        self._reused: dict[str, Vector] = {}  # committed by a concurrent run while this one ran
         self._seen: dict[str, tuple[int, ...] | None] = {}  # the last seen_texts call's ids, by text
         self._device_images: DeviceImages | None = None
         self._readers: ThreadPoolExecutor | None = None  # the device path's threads, made once per engine
@@ -282,9 +303,9 @@ class Engine:
         self._reused = {}
         try:
             if isinstance(self.scorer, DualScorer):
-                result = self._score_dual(items)
+                result = self._score_dual(items, self.scorer)
             elif isinstance(self.scorer, PairScorer):
-                result = self._score_pairs(items)
+                result = self._score_pairs(items, self.scorer)
             else:
                 raise TypeError(f"{type(self.scorer).__name__} is neither a DualScorer nor a PairScorer")
         except KeyboardInterrupt:
@@ -308,11 +329,11 @@ class Engine:
         return {"chosen": AUTO if self.auto else "given", **self.batch_sizes}
 
     # -- dual encoders ----------------------------------------------------------------------------
-    def _score_dual(self, items: Sequence[Item]) -> EngineResult:
-        image_rows: dict[str, tuple[str, Any, str]] = {}  # key -> (key, image, where), first seen
+    def _score_dual(self, items: Sequence[Item], scorer: DualScorer) -> EngineResult:
+        image_rows: dict[str, ImageRow] = {}  # key -> (key, image, where), first seen
         item_images: list[list[str]] = []
         hashes = _image_hashes(items)
-        for item, item_hashes in zip(items, hashes):
+        for item, item_hashes in zip(items, hashes, strict=True):
             ikeys = []
             for k, image in enumerate(item.images):
                 key = "i:" + item_hashes[k]
@@ -321,7 +342,8 @@ class Engine:
                     image_rows[key] = (key, image, _where(item, k, image))
             item_images.append(ikeys)
         tkey_of, text_rows, text_ids = self._text_rows(t for item in items for t in item.texts)
-        item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts]) for ikeys, item in zip(item_images, items)]
+        item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts])
+                     for ikeys, item in zip(item_images, items, strict=True)]
 
         vectors, stats = self._lookup(list(image_rows) + list(text_rows))
         missing_images = [image_rows[k] for k in image_rows if k not in vectors]
@@ -330,8 +352,7 @@ class Engine:
         missing_texts = missing_texts[self.rank :: self.world]
         stats.update(unique_images=len(image_rows), unique_texts=len(text_rows))
 
-        computed: dict[str, np.ndarray] = {}
-        scorer = self.scorer
+        computed: dict[str, Vector] = {}
         # texts are encoded a share at a time between image batches: while the next image batch is read, decoded and
         # preprocessed (in threads, or DataLoader workers), the model encodes texts instead of waiting
         texts = _TextSteps(self, missing_texts, scorer, text_ids)
@@ -361,9 +382,9 @@ class Engine:
         stats["unique_pairs"] = len(pair_score)
         return EngineResult(scores=scores, probabilities=None, stats=stats)
 
-    def _run_images(self, rows: list[tuple[str, Any, str]], scorer: DualScorer,
+    def _run_images(self, rows: list[ImageRow], scorer: DualScorer,
                     between: Callable[[float], None] | None = None,
-                    ready: Callable[[], None] | None = None) -> dict[str, np.ndarray]:
+                    ready: Callable[[], None] | None = None) -> dict[str, Vector]:
         """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``. ``ready()`` is
         called once the images' batch size is settled, before any batch is read: the texts' batch size search runs
         there, with no image batch read, prepared or encoded beside its timed batches."""
@@ -374,7 +395,7 @@ class Engine:
             return self._run_images_on_device(rows, scorer, on_device, between, ready)
         collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
 
-        def sample() -> Any:  # one real batch of inputs, for the batch size search
+        def sample() -> object:  # one real batch of inputs, for the batch size search
             keys, inputs, error = collate(rows[:BATCH_SIZE])
             if error:
                 raise ImageError(error)
@@ -384,7 +405,7 @@ class Engine:
         if ready is not None:
             ready()
         loader = self._loader(rows, collate, size)
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, Vector] = {}
         total = max(1, len(loader))
         for done, (keys, inputs, error) in enumerate(self._bar(loader, len(rows), "images"), 1):
             if error:
@@ -395,9 +416,9 @@ class Engine:
                 between(done / total)
         return out
 
-    def _run_images_on_device(self, rows: list[tuple[str, Any, str]], scorer: DualScorer, on_device: DeviceImages,
+    def _run_images_on_device(self, rows: list[ImageRow], scorer: DualScorer, on_device: DeviceImages,
                               between: Callable[[float], None] | None = None,
-                              ready: Callable[[], None] | None = None) -> dict[str, np.ndarray]:
+                              ready: Callable[[], None] | None = None) -> dict[str, Vector]:
         """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
         reading bytes saves). The engine's reader threads (``num_workers``, at least one; made once per engine)
         read whole batches, a task per batch, a few batches ahead (bytes and headers; what is not an RGB or grey
@@ -406,10 +427,10 @@ class Engine:
         this batch and then (``between``) a share of the texts."""
         readers, preparer = self._pools()
 
-        def read(batch: list[tuple[str, Any, str]]) -> list[Any]:
+        def read(batch: list[ImageRow]) -> list[Tensor]:
             return read_batch([(r[1], r[2]) for r in batch])
 
-        def prepare(batch: list[tuple[str, Any, str]], payloads: Future) -> Any:
+        def prepare(batch: list[ImageRow], payloads: Future[list[Tensor]]) -> object:
             return on_device(payloads.result(), [r[2] for r in batch])
 
         sample = rows[:BATCH_SIZE]
@@ -420,10 +441,10 @@ class Engine:
         batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
         total, ahead = max(1, len(batches)), max(2, min(self.num_workers, 4))
         source = iter(self._bar(batches, len(rows), "images"))
-        reads: deque[tuple[list[tuple[str, Any, str]], Future]] = deque()
-        jobs: list[Future] = []  # every future handed out, so that none is left running when this returns
+        reads: deque[tuple[list[ImageRow], Future[list[Tensor]]]] = deque()
+        jobs: list[Future[Any]] = []  # every future handed out, so that none is left running when this returns
 
-        def next_job() -> tuple[list[tuple[str, Any, str]], Future] | None:
+        def next_job() -> tuple[list[ImageRow], Future[object]] | None:
             while len(reads) < ahead:
                 batch = next(source, None)
                 if batch is None:
@@ -433,10 +454,11 @@ class Engine:
             if not reads:
                 return None
             batch, payloads = reads.popleft()
-            jobs.append(preparer.submit(prepare, batch, payloads))  # queued behind the batch being prepared now
-            return batch, jobs[-1]
+            job = preparer.submit(prepare, batch, payloads)  # queued behind the batch being prepared now
+            jobs.append(job)
+            return batch, job
 
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, Vector] = {}
         try:
             job, done = next_job(), 0
             while job is not None:
@@ -462,11 +484,11 @@ class Engine:
             self._preparer = ThreadPoolExecutor(1, thread_name_prefix="vlprobe-prepare")
         return self._readers, self._preparer
 
-    def _device_images_for(self, rows: list[tuple[str, Any, str]]) -> DeviceImages | None:
+    def _device_images_for(self, rows: list[ImageRow]) -> DeviceImages | None:
         """The device path, once it has run on a first image here; a processor step the device refuses (an error
         other than an unreadable image or out of memory) sends this run back to the CPU path, said once."""
         on_device = self._device_images
-        if on_device is None or getattr(on_device, "checked", False):
+        if on_device is None or on_device.checked:
             return on_device
         try:
             on_device([read_for_device(rows[0][1], rows[0][2])], [rows[0][2]])
@@ -480,7 +502,7 @@ class Engine:
         on_device.checked = True
         return on_device
 
-    def _tower_batch(self, tower: str, encode: Callable[[Any], Any], sample: Callable[[], Any], todo: int) -> int:
+    def _tower_batch(self, tower: str, encode: Callable[[Any], object], sample: Callable[[], object], todo: int) -> int:
         """The batch size of ``tower``: given, or (auto) remembered or searched with ``encode`` on a sample
         batch repeated to each size tried, and remembered."""
         if tower in self.batch_sizes:
@@ -511,8 +533,8 @@ class Engine:
         self.batch_sizes[tower] = size
         return size
 
-    def _run_texts(self, rows: list[tuple[str, str]], scorer: DualScorer,
-                   ids: dict[str, tuple[int, ...]] | None = None) -> dict[str, np.ndarray]:
+    def _run_texts(self, rows: list[TextRow], scorer: DualScorer,
+                   ids: dict[str, tuple[int, ...]] | None = None) -> dict[str, Vector]:
         """Encode (key, text) rows (:class:`_TextSteps`, all at once)."""
         texts = _TextSteps(self, rows, scorer, ids)
         try:
@@ -521,14 +543,13 @@ class Engine:
             texts.close()
 
     # -- pair scorers -----------------------------------------------------------------------------
-    def _score_pairs(self, items: Sequence[Item]) -> EngineResult:
-        scorer: PairScorer = self.scorer  # type: ignore[assignment]
+    def _score_pairs(self, items: Sequence[Item], scorer: PairScorer) -> EngineResult:
         uses_images = scorer.uses_images
         tkey_of = self._text_rows(t for item in items for t in item.texts)[0]
-        pair_rows: dict[str, tuple[str, Any, str, str]] = {}
+        pair_rows: dict[str, PairRow] = {}
         item_keys: list[list[list[str]]] = []
         all_hashes = _image_hashes(items) if uses_images else [["-"] * len(item.images) for item in items]
-        for item, hashes in zip(items, all_hashes):
+        for item, hashes in zip(items, all_hashes, strict=True):
             matrix = []
             for k, image in enumerate(item.images):
                 row = []
@@ -544,13 +565,13 @@ class Engine:
         self.batch_sizes.setdefault("pairs", self.batch_size)  # the search covers dual encoders' towers only
         missing = [pair_rows[k] for k in pair_rows if k not in vectors][self.rank :: self.world]
         stats["unique_pairs"] = len(pair_rows)
-        computed: dict[str, np.ndarray] = {}
+        computed: dict[str, Vector] = {}
         if missing:
             loader = self._loader(missing, _PairCollate(scorer.preprocess_pairs, uses_images, decoder(scorer)))
             for keys, inputs, error in self._bar(loader, len(missing), "pairs"):
                 if error:
                     raise ImageError(error)
-                out = self._call(scorer.score_pairs, inputs)
+                out: PairScores = self._call(scorer.score_pairs, inputs)
                 s = np.asarray(out.scores, dtype=np.float32).reshape(len(keys))
                 p = (
                     np.full(len(keys), np.nan, dtype=np.float32)
@@ -570,58 +591,68 @@ class Engine:
         return EngineResult(scores=scores, probabilities=probs if have_probs and items else None, stats=stats)
 
     # -- features (vlprobe probe): one vector per input, in the order given -----------------------
-    def embed_images(self, images: Sequence[Any], labels: Sequence[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def embed_images(self, images: Sequence[ImageLike],
+                     labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
         """A DualScorer's image embeddings (N, d) for ``images``; each unique image computed once and
         cached under the same keys as :meth:`score` uses. ``labels``: what an image that cannot be read is
         called (the probe's ``spatiality/train row 12``; default ``input k``). Returns (embeddings, stats)."""
-        rows = {}
+        scorer = self._dual()
+        rows: dict[str, ImageRow] = {}
         keys = []
         for k, image in enumerate(images):
             where = _input_label(image, k, labels)
             key = "i:" + _input_hash(image, where)
             keys.append(key)
             rows.setdefault(key, (key, image, where))
-        return self._features(keys, rows, lambda todo: self._run_images(todo, self.scorer))
+        return self._features(keys, rows, lambda todo: self._run_images(todo, scorer))
 
-    def embed_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, dict[str, Any]]:
+    def embed_texts(self, texts: Sequence[str]) -> tuple[Vector, dict[str, Any]]:
         """A DualScorer's text embeddings (N, d) for ``texts`` (computed once per unique text, cached)."""
+        scorer = self._dual()
         tkey_of, text_rows, text_ids = self._text_rows(texts)
         keys = ["t:" + tkey_of[t] for t in texts]
         rows = {k: (k, t) for k, t in text_rows.items()}
-        return self._features(keys, rows, lambda todo: self._run_texts(todo, self.scorer, text_ids))
+        return self._features(keys, rows, lambda todo: self._run_texts(todo, scorer, text_ids))
 
-    def pair_features(self, images: Sequence[Any], texts: Sequence[str],
-                      labels: Sequence[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def _dual(self) -> DualScorer:
+        if not isinstance(self.scorer, DualScorer):
+            raise TypeError(f"{type(self.scorer).__name__} embeds no image or text alone (it is not a DualScorer)")
+        return self.scorer
+
+    def pair_features(self, images: Sequence[ImageLike], texts: Sequence[str],
+                      labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
         """A PairScorer's joint representation (N, d) of each (image, text), from its
         ``pair_features(inputs)`` method (cached under ``f:<image hash>:<text hash>``); ``labels`` as in
         :meth:`embed_images`."""
         scorer = self.scorer
-        if not hasattr(scorer, "pair_features"):
+        features = getattr(scorer, "pair_features", None)
+        if not isinstance(scorer, PairScorer) or features is None:
             raise TypeError(f"{type(scorer).__name__} exposes no joint representation (no pair_features method)")
         if len(images) != len(texts):
             raise ValueError(f"pair_features: {len(images)} images but {len(texts)} texts")
         tkey_of = self._text_rows(texts)[0]
-        rows = {}
+        rows: dict[str, PairRow] = {}
         keys = []
-        for k, (image, text) in enumerate(zip(images, texts)):
+        for k, (image, text) in enumerate(zip(images, texts, strict=True)):
             where = _input_label(image, k, labels)
             key = f"f:{_input_hash(image, where)}:{tkey_of[text]}"
             keys.append(key)
             rows.setdefault(key, (key, image, text, where))
 
-        def run(todo: list) -> dict[str, np.ndarray]:
-            out: dict[str, np.ndarray] = {}
+        def run(todo: list[PairRow]) -> dict[str, Vector]:
+            out: dict[str, Vector] = {}
             if todo:
                 loader = self._loader(todo, _PairCollate(scorer.preprocess_pairs, True, decoder(scorer)))
                 for batch_keys, inputs, error in self._bar(loader, len(todo), "pairs"):
                     if error:
                         raise ImageError(error)
-                    self._store(out, batch_keys, self._call(scorer.pair_features, inputs))
+                    self._store(out, batch_keys, self._call(features, inputs))
             return out
 
         return self._features(keys, rows, run)
 
-    def _features(self, keys: list[str], rows: dict[str, Any], run: Callable[[list], dict]) -> tuple[np.ndarray, dict]:
+    def _features(self, keys: list[str], rows: dict[str, Row],
+                  run: Callable[[list[Row]], dict[str, Vector]]) -> tuple[Vector, dict[str, Any]]:
         start = time.perf_counter()
         self._reused = {}
         vectors, stats = self._lookup(list(rows))
@@ -642,15 +673,15 @@ class Engine:
         keyed and encoded its chunk by (one tokenization per text, not one per use)."""
         texts = list(texts)
         todo = [t for t in dict.fromkeys(texts) if t not in self._seen]
-        seen: list[Any] | None = self.scorer.seen_texts(todo) if todo else []
+        seen: list[tuple[int, ...]] | None = self.scorer.seen_texts(todo) if todo else []
         if seen is not None and len(seen) != len(todo):
             raise ValueError(f"{type(self.scorer).__name__}.seen_texts returned {len(seen)} rows for "
                              f"{len(todo)} texts")
         known = {t: self._seen[t] for t in texts if t in self._seen}
-        known.update(zip(todo, [None] * len(todo) if seen is None else seen))
+        known.update(zip(todo, [None] * len(todo) if seen is None else seen, strict=True))
         self._seen = known  # this call's texts only: memory stays one chunk's
         out = [known[t] for t in texts]
-        return None if any(ids is None for ids in out) else out
+        return [ids for ids in out if ids is not None] if all(ids is not None for ids in out) else None
 
     def _read_texts(self, texts: Iterable[str]) -> tuple[list[str], dict[str, tuple[int, ...]] | None]:
         """(each text's key, the token ids per key or None), from :meth:`seen_texts`."""
@@ -658,32 +689,32 @@ class Engine:
         distinct = list(dict.fromkeys(texts))
         seen = self.seen_texts(distinct)
         keys = [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(distinct)]
-        of = dict(zip(distinct, keys))
-        ids = None if seen is None else dict(zip(keys, seen))
+        of = dict(zip(distinct, keys, strict=True))
+        ids = None if seen is None else dict(zip(keys, seen, strict=True))
         return [of[t] for t in texts], ids
 
-    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, tuple] | None]:
+    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[int, ...]] | None]:
         """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: its token ids} or None)."""
         texts = list(dict.fromkeys(texts))
         keys, ids = self._read_texts(texts)
-        of = dict(zip(texts, keys))
+        of = dict(zip(texts, keys, strict=True))
         rows: dict[str, str] = {}
         for text, key in of.items():
             rows.setdefault("t:" + key, text)
         return of, rows, None if ids is None else {"t:" + k: row for k, row in ids.items()}
 
-    def _lookup(self, keys: list[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def _lookup(self, keys: list[str]) -> tuple[dict[str, Vector], dict[str, Any]]:
         """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
         so that every process shards the same list."""
         found = self.cache.get_many(keys) if self.cache is not None and self.rank == 0 else {}
         found = _broadcast(found, self.world)
         return found, {"cached": len(found)}
 
-    def _gather(self, computed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def _gather(self, computed: dict[str, Vector]) -> dict[str, Vector]:
         """Every process's computed vectors (plus those a concurrent run committed meanwhile)."""
         if self.world == 1:
             return {**self._reused, **computed}
-        merged: dict[str, np.ndarray] = {}
+        merged: dict[str, Vector] = {}
         for part in _all_gather({**self._reused, **computed}, self.world):
             merged.update(part)
         if self.cache is not None and self.rank == 0:
@@ -692,18 +723,18 @@ class Engine:
             self.cache.put_many({k: v for k, v in merged.items() if k not in computed})
         return merged
 
-    def _store(self, out: dict[str, np.ndarray], keys: list[str], values: Any) -> None:
-        values = np.asarray(values, dtype=np.float32)
-        if values.shape[0] != len(keys):
+    def _store(self, out: dict[str, Vector], keys: list[str], values: npt.ArrayLike) -> None:
+        rows = np.asarray(values, dtype=np.float32)
+        if rows.shape[0] != len(keys):
             raise ValueError(
-                f"{type(self.scorer).__name__} returned {values.shape[0]} rows for a batch of {len(keys)} inputs"
+                f"{type(self.scorer).__name__} returned {rows.shape[0]} rows for a batch of {len(keys)} inputs"
             )
-        batch = dict(zip(keys, values))
+        batch = dict(zip(keys, rows, strict=True))
         if self.cache is not None:
             self.cache.put_many(batch)  # committed before the next batch starts
         out.update(batch)
 
-    def _call(self, fn: Callable[[Any], Any], inputs: Any, batch_size: int | None = None) -> Any:
+    def _call(self, fn: Callable[[Any], T], inputs: object, batch_size: int | None = None) -> T:
         try:
             with _inference():
                 return fn(inputs)
@@ -715,12 +746,14 @@ class Engine:
                 ) from err
             raise
 
-    def _loader(self, rows: list[Any], collate: Callable[[list[Any]], Any], batch_size: int | None = None) -> Any:
+    def _loader(self, rows: list[Keyed], collate: Callable[[list[Keyed]], Collated],
+                batch_size: int | None = None) -> DataLoader[Collated]:
         from torch.utils.data import DataLoader
 
         return DataLoader(
-            _ListDataset(rows),
-            batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused),
+            _ListDataset(rows),  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
+            batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
+                                        rows=range(len(rows))),
             num_workers=self.num_workers,
             collate_fn=collate,
             persistent_workers=False,
@@ -742,11 +775,9 @@ class Engine:
                     f"command again to resume: nothing saved is computed again")
         return "nothing was saved (no score cache): a rerun starts from the beginning"
 
-    def _bar(self, iterable: Any, total_inputs: int, what: str) -> Any:
+    def _bar(self, iterable: Iterable[T], total_inputs: int, what: str) -> Iterable[T]:
         if not self.progress or self.rank != 0 or total_inputs == 0:  # all cached: no "encoding 0 texts" bar
             return iterable
-        from tqdm.auto import tqdm
-
         suffix = f" (process 0 of {self.world})" if self.world > 1 else ""
         return tqdm(iterable, desc=f"encoding {total_inputs} {what}{suffix}", unit="batch", leave=False)
 
@@ -760,20 +791,21 @@ class _TextSteps:
     tokenized once per run, for its key. The texts' batch size is settled by :meth:`settle` (before the first image
     batch) or at the first step."""
 
-    def __init__(self, engine: Engine, rows: list[tuple[str, str]], scorer: DualScorer,
+    def __init__(self, engine: Engine, rows: list[TextRow], scorer: DualScorer,
                  ids: dict[str, tuple[int, ...]] | None) -> None:
-        self.engine, self.scorer, self.out = engine, scorer, {}
-        self.groups = None
+        self.engine, self.scorer = engine, scorer
+        self.out: dict[str, Vector] = {}
+        self.groups: list[int] | None = None
         if ids and rows:
             rows = sorted(rows, key=lambda r: len(ids.get(r[0], ())))
             self.groups = [len(ids.get(k, ())) for k, _ in rows]
         self.ids = ids if ids is not None and rows and all(k in ids for k, _ in rows) and scorer.encodes_seen_ids() \
             else None
-        self.encode = scorer.encode_seen_ids if self.ids is not None else scorer.encode_texts
+        self.encode: Callable[[Any], Vector] = scorer.encode_seen_ids if self.ids is not None else scorer.encode_texts
         self.rows = rows
         self.size = 0
-        self.batches: Any = None
-        self.bar: Any = None
+        self.batches: Iterator[list[TextRow]] | None = None
+        self.bar: Iterable[list[TextRow]] | None = None
         self.total = self.done = 0
 
     def step(self, share: float) -> None:
@@ -809,7 +841,7 @@ class _TextSteps:
             self.size = self.engine._tower_batch("texts", self.encode, lambda: self._inputs(rows[-BATCH_SIZE:]),
                                                  len(rows))
 
-    def _inputs(self, rows: list[tuple[str, str]]) -> list[Any]:
+    def _inputs(self, rows: list[TextRow]) -> list[str] | list[tuple[int, ...]]:
         return [t for _, t in rows] if self.ids is None else [self.ids[k] for k, _ in rows]
 
     def finish(self) -> dict[str, np.ndarray]:
@@ -824,7 +856,7 @@ class _TextSteps:
             close()
 
 
-def _inference() -> Any:
+def _inference() -> AbstractContextManager[object]:
     import torch
 
     return torch.inference_mode()
@@ -850,7 +882,7 @@ def score_items(
     return Engine(scorer, batch_size=batch_size, num_workers=num_workers, cache=cache, progress=progress).score(items)
 
 
-def _where(item: Item, k: int, image: Any) -> str:
+def _where(item: Item, k: int, image: ImageLike) -> str:
     cfg = f" of config {item.config!r}" if item.config else ""
     return f"item {item.id!r}{cfg}, image {k} ({describe(image)})"
 
@@ -863,9 +895,6 @@ def _image_hashes(items: Sequence[Item]) -> list[list[str]]:
     if len(jobs) < 256:
         flat = [_image_hash(*job) for job in jobs]
     else:
-        import os
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="vlprobe-hash") as pool:
             flat = list(pool.map(lambda job: _image_hash(*job), jobs, chunksize=64))
     out, at = [], 0
@@ -875,19 +904,19 @@ def _image_hashes(items: Sequence[Item]) -> list[list[str]]:
     return out
 
 
-def _image_hash(image: Any, item: Item, k: int) -> str:
+def _image_hash(image: ImageLike, item: Item, k: int) -> str:
     try:
         return content_hash(image)
     except (OSError, ImageError) as err:
         raise ImageError(f"{_where(item, k, image)}: cannot read image: {err}") from None
 
 
-def _input_label(image: Any, k: int, labels: Sequence[str] | None) -> str:
+def _input_label(image: ImageLike, k: int, labels: Sequence[str] | None) -> str:
     """How an error names input ``k``: its label (the probe's ``<task>/<split> row <i>``), else ``input k``."""
     return f"{labels[k] if labels is not None else f'input {k}'} ({describe(image)})"
 
 
-def _input_hash(image: Any, where: str) -> str:
+def _input_hash(image: ImageLike, where: str) -> str:
     try:
         return content_hash(image)
     except (OSError, ImageError) as err:

@@ -40,9 +40,10 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, NamedTuple
 
 import datasets
 import pyarrow as pa
@@ -79,13 +80,69 @@ class LoadedSplit:
     data_sha256: str             # of their content, in order
 
 
-def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> datasets.Dataset:
+class SourceFile(NamedTuple):
+    """A parquet file an entry was made from: its path, sha256 and stamp (:func:`vlprobe.storage.keys.stamp`; None
+    while the file is too new for its stamp to be kept)."""
+
+    path: str
+    sha256: str
+    stamp: list[int] | None
+
+
+class FileHash(NamedTuple):
+    """A file an entry holds: its sha256 and the first four numbers of its stamp (None while racy)."""
+
+    sha256: str
+    stamp: list[int] | None
+
+
+@dataclass(frozen=True)
+class Source:
+    """The parquet files an entry was made from, and the sha256 of their content in order (results.json's
+    ``data_sha256``)."""
+
+    files: tuple[SourceFile, ...]
+    sha256: str
+
+    def same_files(self, other: Source) -> bool:
+        """The same files with the same content (their stamps aside)."""
+        return [f[:2] for f in self.files] == [f[:2] for f in other.files]
+
+
+@dataclass(frozen=True)
+class Record:
+    """An entry's ``entry.json``: what it was made from (``source``) and what it holds (``files``, ``rows``)."""
+
+    folder: str
+    config: str
+    split: str
+    source: Source
+    rows: int
+    files: dict[str, FileHash]
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": _FORMAT, "folder": self.folder, "config": self.config, "split": self.split,
+                "source": {"files": [list(f) for f in self.source.files], "sha256": self.source.sha256},
+                "rows": self.rows, "files": {k: list(v) for k, v in self.files.items()}}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Record:
+        """The record of ``entry.json`` (format :data:`_FORMAT`); ValueError (KeyError, TypeError) when it is not one."""
+        source, files = value["source"], value["files"]
+        if value["format"] != _FORMAT or not isinstance(files, dict) or not isinstance(source["sha256"], str):
+            raise ValueError("an unknown record")
+        return cls(str(value["folder"]), str(value["config"]), str(value["split"]),
+                   Source(tuple(SourceFile(*f) for f in source["files"]), source["sha256"]), int(value["rows"]),
+                   {str(k): FileHash(*v) for k, v in files.items()})
+
+
+def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: object) -> datasets.Dataset:
     """``load_dataset(folder, config, split=split)`` through vlprobe's checked Arrow cache (see the module doc):
     never a stale or damaged copy, never one another user could have changed."""
     return load_split(folder, config, split, **kwargs).dataset
 
 
-def load_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> LoadedSplit:
+def load_split(folder: str | Path, config: str, split: str, **kwargs: object) -> LoadedSplit:
     """One split of dataset folder ``folder`` as a memory-mapped Dataset, with its source files and their sha256
     (the parquet is read once for both the check and the provenance)."""
     folder = Path(folder).resolve()
@@ -98,12 +155,12 @@ def load_split(folder: str | Path, config: str, split: str, **kwargs: Any) -> Lo
     home = _home()
     entry = home / hashlib.sha256(f"{folder}\0{config}\0{split}".encode()).hexdigest()[:24]
     record, damage = _record(entry)
-    source = _fingerprint(files, (record or {}).get("source"))
+    source = _fingerprint(files, record.source if record is not None else None)
     _check_shards(folder, source)
     ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
     if ds is None:
         ds = _convert(home, entry, source, folder, config, split, kwargs)
-    return LoadedSplit(ds, files, source["sha256"])
+    return LoadedSplit(ds, files, source.sha256)
 
 
 # ---- where --------------------------------------------------------------------------------------------------
@@ -130,22 +187,20 @@ def _home() -> Path:
 
 # ---- what an entry was made from ---------------------------------------------------------------------------
 
-def _fingerprint(files: tuple[str, ...], known: Any) -> dict[str, Any]:
-    """The parquet files (``[path, sha256, stamp or None]`` each) and the sha256 of their content in order (what
-    results.json records as ``data_sha256``), reading them only when ``known`` (an entry's record of them) does not
-    hold their present stamps."""
-    kept = {f[0]: f for f in known.get("files", []) if isinstance(f, list) and len(f) == 3} \
-        if isinstance(known, dict) else {}
+def _fingerprint(files: tuple[str, ...], known: Source | None) -> Source:
+    """The parquet files and the sha256 of their content in order, reading them only when ``known`` (an entry's
+    record of them) does not hold their present stamps."""
+    kept = {f.path: f for f in known.files} if known is not None else {}
     stamps = [os.stat(f) for f in files]
-    if files and all(f in kept and kept[f][2] == stamp(st) for f, st in zip(files, stamps)) \
-            and isinstance(known.get("sha256"), str):
-        return {"files": [kept[f] for f in files], "sha256": known["sha256"]}
+    if known is not None and files and all(f in kept and kept[f].stamp == stamp(st)
+                                           for f, st in zip(files, stamps, strict=True)):
+        return Source(tuple(kept[f] for f in files), known.sha256)
     whole, each = sha256_files(files)
-    return {"files": [[f, h, stamp(st) if settled(st) else None] for f, h, st in zip(files, each, stamps)],
-            "sha256": whole}
+    return Source(tuple(SourceFile(f, h, stamp(st) if settled(st) else None)
+                        for f, h, st in zip(files, each, stamps, strict=True)), whole)
 
 
-def _check_shards(folder: Path, source: dict[str, Any]) -> None:
+def _check_shards(folder: Path, source: Source) -> None:
     """Refuse a shard of a folder vlprobe wrote whose content is not what its name records (vlprobe names each shard
     after its sha256; a folder it did not write, such as a Hub snapshot whose names hold another fingerprint, is not
     judged by them)."""
@@ -154,23 +209,24 @@ def _check_shards(folder: Path, source: dict[str, Any]) -> None:
             ours = fh.read(len(RECORD_HEADER)) == RECORD_HEADER
     except OSError:
         ours = False
-    for path, sha256, _ in source["files"] if ours else ():
+    for path, sha256, _ in source.files if ours else ():
         named = SHARD_NAME.fullmatch(Path(path).name)
-        if named and not sha256.startswith(named["sha256"]):
+        if named and not sha256.startswith(named.group("sha256")):
             detail = damaged_file(folder)  # the likelier story first: truncated, empty, a CSV or an LFS pointer
             if detail:
                 raise DatasetError(f"dataset folder {folder.name!r} is damaged: {detail}; rebuild it (or restore the file)")
             shown = os.path.relpath(path, folder.parent)
             raise DatasetError(f"dataset folder {folder.name!r} is damaged: {shown} does not hold what the build "
-                               f"wrote (its sha256 begins {sha256[:16]}, its name records {named['sha256']}): it was "
+                               f"wrote (its sha256 begins {sha256[:16]}, its name records {named.group('sha256')}): it was "
                                "replaced or edited since; rebuild the folder (or restore the file)")
 
 
-def _entry_files(entry: Path, known: dict[str, Any] | None = None) -> dict[str, list[Any]]:
+def _entry_files(entry: Path, known: Mapping[str, FileHash] | None = None) -> dict[str, FileHash]:
     """{relative path: [sha256, stamp or None]} of every file of the entry but its record and datasets' lock files,
     taking the hash in ``known`` (such a mapping recorded earlier) of a file whose stamp it still holds. Raises
     :class:`_Untrusted` for a file or folder another user could have changed."""
-    out, known = {}, known or {}
+    out: dict[str, FileHash] = {}
+    known = known or {}
     for root, dirs, names in os.walk(entry):
         for name in dirs + names:
             path = Path(root) / name
@@ -181,8 +237,8 @@ def _entry_files(entry: Path, known: dict[str, Any] | None = None) -> dict[str, 
             rel = path.relative_to(entry).as_posix()
             if name in names and rel != RECORD and not name.endswith(".lock"):
                 was = known.get(rel)
-                sha256, kept = sha256_known(path, [*was[1], was[0]] if isinstance(was, list) and was[1] else None)
-                out[rel] = [sha256, kept[:4] if kept else None]
+                sha256, kept = sha256_known(path, [*was.stamp, was.sha256] if was is not None and was.stamp else None)
+                out[rel] = FileHash(sha256, kept)
     return out
 
 
@@ -192,53 +248,56 @@ class _Untrusted(Exception):
 
 # ---- read an entry -----------------------------------------------------------------------------------------
 
-def _record(entry: Path) -> tuple[dict[str, Any] | None, str | None]:
+def _record(entry: Path) -> tuple[Record | None, str | None]:
     """(the entry's record, None), or (None, why it cannot be read); (None, None) without an entry."""
     if not os.path.lexists(entry):
         return None, None
     try:
-        record = json.loads((entry / RECORD).read_text(encoding="utf-8"))
-        if isinstance(record, dict) and isinstance(record.get("format"), int) and record["format"] < _FORMAT:
+        value = json.loads((entry / RECORD).read_text(encoding="utf-8"))
+        if not isinstance(value, dict):
+            raise ValueError("an unknown record")
+        if isinstance(value.get("format"), int) and value["format"] < _FORMAT:
             _remove(entry)  # made by an older vlprobe: converted again, silently
             return None, None
-        if not isinstance(record, dict) or record.get("format") != _FORMAT or not isinstance(record.get("files"), dict):
-            raise ValueError("an unknown record")
-    except (OSError, ValueError) as err:
+        return Record.from_json(value), None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        if isinstance(err, (KeyError, TypeError)):
+            err = ValueError("an unknown record")
         return None, f"its record cannot be read: {getattr(err, 'strerror', None) or err}"
-    return record, None
 
 
-def _reuse(entry: Path, record: dict[str, Any] | None, damage: str | None, source: dict[str, Any], folder: Path,
+def _reuse(entry: Path, record: Record | None, damage: str | None, source: Source, folder: Path,
            config: str, split: str, kwargs: dict[str, Any]) -> datasets.Dataset | None:
     """The entry's Dataset when its record matches ``source`` and its files are the ones it records; else None, the
     entry removed (with a warning when it was damaged rather than stale)."""
     if record is None and damage is None:
         return None
-    if record is not None and [f[:2] for f in record["source"]["files"]] != [f[:2] for f in source["files"]]:
+    if record is not None and not record.source.same_files(source):
         _remove(entry)  # stale: the folder was rebuilt (or its files replaced); converted again, silently
         return None
     if record is not None:
         try:
-            files = _entry_files(entry, record["files"])
-            changed = sorted(set(files) ^ set(record["files"])) or \
-                sorted(f for f in files if files[f][0] != record["files"][f][0])
+            files = _entry_files(entry, record.files)
+            written = record.files
+            changed = sorted(set(files) ^ set(written)) or \
+                sorted(f for f in files if files[f].sha256 != written[f].sha256)
             if changed:
                 name = changed[0]
-                damage = (f"{name} was added" if name not in record["files"] else f"{name} is missing"
+                damage = (f"{name} was added" if name not in written else f"{name} is missing"
                           if name not in files else f"{name} was changed since it was written (sha256 "
-                          f"{files[name][0][:16]}..., written {record['files'][name][0][:16]}...)")
+                          f"{files[name].sha256[:16]}..., written {written[name].sha256[:16]}...)")
         except _Untrusted as err:
             damage = str(err)
         except OSError as err:
             damage = f"it cannot be read ({err.strerror or err})"
-    if damage is None:
+    if damage is None and record is not None:
         try:
             ds = _load(folder, config, split, entry, kwargs)
-            if len(ds) != record["rows"]:
-                damage = f"it holds {len(ds)} rows, not the {record['rows']} recorded"
+            if len(ds) != record.rows:
+                damage = f"it holds {len(ds)} rows, not the {record.rows} recorded"
             else:
-                if files != record["files"] or source != record["source"]:  # new stamps: kept for the next run
-                    _write_record(entry, {**record, "source": source, "files": files})
+                if files != record.files or source != record.source:  # new stamps: kept for the next run
+                    _write_record(entry, replace(record, source=source, files=files))
                 os.utime(entry / RECORD)  # last use, for pruning
                 return ds
         except Exception as err:  # whatever datasets raises on a damaged copy: converted again
@@ -249,9 +308,9 @@ def _reuse(entry: Path, record: dict[str, Any] | None, damage: str | None, sourc
     return None
 
 
-def _write_record(entry: Path, record: dict[str, Any]) -> None:
+def _write_record(entry: Path, record: Record) -> None:
     tmp = entry / f".{RECORD}.{os.getpid()}"
-    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    tmp.write_text(json.dumps(record.to_json(), indent=1), encoding="utf-8")
     os.replace(tmp, entry / RECORD)
 
 
@@ -262,7 +321,7 @@ def _load(folder: Path, config: str, split: str, entry: Path, kwargs: dict[str, 
 
 # ---- make an entry -----------------------------------------------------------------------------------------
 
-def _convert(home: Path, entry: Path, source: dict[str, Any], folder: Path, config: str, split: str,
+def _convert(home: Path, entry: Path, source: Source, folder: Path, config: str, split: str,
              kwargs: dict[str, Any], retry: bool = True) -> datasets.Dataset:
     """Convert the split into a staging folder, record it, rename it into place; the Dataset read from there."""
     _prune(home)
@@ -271,8 +330,7 @@ def _convert(home: Path, entry: Path, source: dict[str, Any], folder: Path, conf
         stage = holder.path / "entry"
         stage.mkdir()
         ds = _load(folder, config, split, stage, kwargs)
-        _write_record(stage, {"format": _FORMAT, "folder": str(folder), "config": config, "split": split,
-                              "source": source, "rows": len(ds), "files": _entry_files(stage)})
+        _write_record(stage, Record(str(folder), config, split, source, len(ds), _entry_files(stage)))
         del ds
         try:
             os.rename(stage, entry)

@@ -22,10 +22,14 @@ Everywhere a feature matrix is taken, an in-memory ``np.ndarray`` works too (tes
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import BinaryIO
 
 import numpy as np
+import numpy.typing as npt
+
+from .leftovers import OwnedDir
 
 BLOCK_BYTES = 8 << 20  # bytes of float64 work space per block (the probe's design matrix is float64)
 MIN_BLOCK_ROWS = 256
@@ -40,7 +44,7 @@ class FeatureFile:
     """A float32 (rows, dim) matrix in a ``.npy`` file, read a block at a time; optionally only the
     rows ``index`` (sorted, unique) of it, as :meth:`take` gives for large subsets."""
 
-    def __init__(self, path: str | os.PathLike, index: np.ndarray | None = None, *, owner: Any = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], index: np.ndarray | None = None, *, owner: object = None) -> None:
         self.path = Path(path)
         with open(self.path, "rb") as fh:
             version = np.lib.format.read_magic(fh)
@@ -90,17 +94,17 @@ class FeatureFile:
         finally:
             os.close(fd)
 
-    def take(self, index: Sequence[int]) -> "FeatureFile | np.ndarray":
+    def take(self, index: Sequence[int] | np.ndarray) -> Features:
         """The rows ``index`` in ascending order: in memory when they fit in one block, else a view."""
-        index = np.unique(np.asarray(index, dtype=np.int64))
+        rows = np.unique(np.asarray(index, dtype=np.int64))
         if self.index is not None:
-            index = self.index[index]
-        sub = FeatureFile(self.path, index, owner=self._owner)
-        if len(index) <= block_rows(self.dim):
-            return np.concatenate(list(sub.blocks())) if len(index) else np.empty((0, self.dim), np.float32)
+            rows = self.index[rows]
+        sub = FeatureFile(self.path, rows, owner=self._owner)
+        if len(rows) <= block_rows(self.dim):
+            return np.concatenate(list(sub.blocks())) if len(rows) else np.empty((0, self.dim), np.float32)
         return sub
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         """The whole matrix in memory (for small matrices and tests)."""
         out = np.concatenate(list(self.blocks())) if len(self) else np.empty((0, self.dim), np.float32)
         return out if dtype is None else out.astype(dtype)
@@ -109,18 +113,22 @@ class FeatureFile:
         return f"FeatureFile({str(self.path)!r}, shape={self.shape})"
 
 
-def row_blocks(x: Any, size: int | None = None) -> Iterator[np.ndarray]:
+# A feature matrix: in memory, or a FeatureFile read a block at a time
+Features = FeatureFile | np.ndarray
+
+
+def row_blocks(x: Features | npt.ArrayLike, size: int | None = None) -> Iterator[np.ndarray]:
     """The rows of an in-memory array or a :class:`FeatureFile`, a block at a time, in order."""
     if isinstance(x, FeatureFile):
         yield from x.blocks(size)
         return
-    x = np.asarray(x)
-    size = size or block_rows(x.shape[1] if x.ndim > 1 else 1)
-    for a in range(0, len(x), size):
-        yield x[a:a + size]
+    array = np.asarray(x)
+    size = size or block_rows(array.shape[1] if array.ndim > 1 else 1)
+    for a in range(0, len(array), size):
+        yield array[a:a + size]
 
 
-def take_rows(x: Any, index: Sequence[int]) -> Any:
+def take_rows(x: Features | npt.ArrayLike, index: Sequence[int] | np.ndarray) -> Features:
     """Rows ``index`` (ascending, unique) of an in-memory array or a :class:`FeatureFile`."""
     if isinstance(x, FeatureFile):
         return x.take(index)
@@ -131,11 +139,11 @@ class FeatureWriter:
     """Appends float32 row blocks to one ``.npy`` file of a known number of rows; the width is
     taken from the first block."""
 
-    def __init__(self, path: Path, rows: int, owner: Any) -> None:
+    def __init__(self, path: Path, rows: int, owner: object) -> None:
         self.path, self.rows, self.owner = path, int(rows), owner
         self.written = 0
         self.dim: int | None = None
-        self._fh: Any = None
+        self._fh: BinaryIO | None = None
 
     def write(self, block: np.ndarray) -> None:
         block = np.ascontiguousarray(block, dtype=np.float32)
@@ -143,7 +151,7 @@ class FeatureWriter:
             raise ValueError(f"{self.path.name}: a feature block must be (rows, dim), got shape {block.shape}")
         if self._fh is None:
             self.dim = int(block.shape[1])
-            self._fh = open(self.path, "wb")
+            self._fh = open(self.path, "wb")  # noqa: SIM115 (open across write() calls; close() closes it)
             np.lib.format.write_array_header_1_0(
                 self._fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
                            "shape": (self.rows, self.dim)})
@@ -167,9 +175,7 @@ class FeatureStore:
     """A temporary folder of feature files, deleted by :meth:`cleanup` or when no matrix from it is
     referenced any more (or, after a kill, by the next run's sweep)."""
 
-    def __init__(self, parent: str | os.PathLike | None = None) -> None:
-        from .leftovers import OwnedDir
-
+    def __init__(self, parent: str | os.PathLike[str] | None = None) -> None:
         self._dir = OwnedDir(prefix="vlprobe-features-", dir=parent)
         self.dir = Path(self._dir.name)
         self._count = 0

@@ -18,8 +18,11 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+
+from .locations import cache_home, distrust, private_folder
 
 RACY_S = 2.0  # a file changed this recently may change again within the same clock tick: its stamp is not kept
 _BLOCK = 1 << 22
@@ -55,7 +58,7 @@ def settled(st: os.stat_result) -> bool:
     return time.time() - max(st.st_mtime, st.st_ctime) > RACY_S
 
 
-def sha256_files(paths: Sequence[str | os.PathLike]) -> tuple[str, list[str]]:
+def sha256_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[str, list[str]]:
     """(the sha256 of the files' content in order, as one stream; each file's own sha256), reading each once."""
     whole, each = hashlib.sha256(), []
     for path in paths:
@@ -68,17 +71,17 @@ def sha256_files(paths: Sequence[str | os.PathLike]) -> tuple[str, list[str]]:
     return whole.hexdigest(), each
 
 
-def sha256_known(path: str | os.PathLike, known: Any) -> tuple[str, list[Any] | None]:
-    """(the sha256 of ``path``, a record of it to keep: ``[*stamp, sha256]``, None while the file is racy).
-    ``known``: such a record kept earlier; its hash is taken when the file's stamp is still the one recorded, else
-    the file is read."""
+def sha256_known(path: str | os.PathLike[str], known: object) -> tuple[str, list[int] | None]:
+    """(the sha256 of ``path``, its stamp to keep with it, None while the file is racy). ``known``: a record kept
+    earlier, ``[*stamp, sha256]``; its hash is taken when the file's stamp is still the one recorded, else the file is
+    read."""
     st = os.stat(path)
     now = stamp(st)
     if isinstance(known, list) and len(known) == 5 and known[:4] == now and isinstance(known[4], str):
         digest = known[4]
     else:
         digest = sha256_files([path])[1][0]
-    return digest, ([*now, digest] if settled(st) else None)
+    return digest, (now if settled(st) else None)
 
 
 # ---- what a local model folder holds -------------------------------------------------------------
@@ -88,7 +91,7 @@ def sha256_known(path: str | os.PathLike, known: Any) -> tuple[str, list[Any] | 
 _NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".html", ".log")
 
 
-def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None = None) -> str:
+def folder_digest(folder: str | os.PathLike[str], memo_dir: str | os.PathLike[str] | None = None) -> str:
     """The sha256 of what a local model folder holds: each top-level file's name, size and sha256
     (hidden files and the card, images and logs left out; symlinks followed, as in a Hub snapshot).
 
@@ -97,8 +100,6 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
     weights are not read on every run. The memo is an optimisation: when it cannot be read or written, or another
     user could have written it (:func:`vlprobe.storage.locations.distrust`: it would decide which cache folder the model
     reads), every file is hashed."""
-    from .locations import cache_home, distrust, private_folder
-
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir()
                    if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())
@@ -115,10 +116,10 @@ def folder_digest(folder: str | os.PathLike, memo_dir: str | os.PathLike | None 
     fresh: dict[str, list] = {}
     total = hashlib.sha256()
     for path in files:
-        digest, record = sha256_known(path, memo.get(path.name))
-        if record is not None:
-            fresh[path.name] = record
-        total.update(f"{path.name}\0{os.stat(path).st_size}\0{digest}\n".encode("utf-8"))
+        digest, kept = sha256_known(path, memo.get(path.name))
+        if kept is not None:
+            fresh[path.name] = [*kept, digest]
+        total.update(f"{path.name}\0{os.stat(path).st_size}\0{digest}\n".encode())
     if fresh != memo and trusted:
         try:
             private_folder(memo_path.parent)

@@ -16,6 +16,7 @@ not owned by this user. Locks are POSIX ``flock``; where ``fcntl`` does not exis
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -23,8 +24,8 @@ import socket
 import sys
 import tempfile
 import weakref
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 try:
     import fcntl
@@ -32,7 +33,7 @@ except ImportError:  # Windows: no flock, so no folder can be proved abandoned
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".vlprobe-owner"
-# Inside a staging folder: the run being replaced, moved there by vlprobe.storage.run_folder._swap_in just
+# Inside a staging folder: the run being replaced, moved there by vlprobe.storage.run_folder.swap_in just
 # before the new one is renamed into place. A kill between those two renames leaves --out absent and
 # the previous run here; the sweep puts it back rather than deleting it.
 PREVIOUS = "previous"
@@ -40,7 +41,7 @@ PREVIOUS = "previous"
 TMP_PREFIXES = ("vlprobe-features-", "vlprobe-chunk-cache-", "vlprobe-arrow-")
 
 
-def staging_prefix(out: str | os.PathLike) -> str:
+def staging_prefix(out: str | os.PathLike[str]) -> str:
     """The name prefix of the folders a run stages its output folder ``out`` in, beside it."""
     return f".{Path(out).name}.new-"
 
@@ -50,7 +51,7 @@ class OwnedDir:
     this process keeps locked until :meth:`cleanup`, which deletes the folder. Like
     :class:`tempfile.TemporaryDirectory` (``name``, ``cleanup()``, removed when garbage-collected)."""
 
-    def __init__(self, prefix: str, dir: str | os.PathLike | None = None) -> None:
+    def __init__(self, prefix: str, dir: str | os.PathLike[str] | None = None) -> None:
         self.name = tempfile.mkdtemp(prefix=prefix, dir=dir)
         self.path = Path(self.name)
         fd = -1
@@ -74,7 +75,7 @@ class OwnedDir:
         """Delete the folder (holding its lock until it is gone), then release the lock."""
         self._finalizer()
 
-    def __enter__(self) -> "OwnedDir":
+    def __enter__(self) -> OwnedDir:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -90,7 +91,7 @@ def _remove(name: str, fd: int) -> None:
         os.close(fd)
 
 
-def _remove_lock_last(folder: str | os.PathLike) -> None:
+def _remove_lock_last(folder: str | os.PathLike[str]) -> None:
     """Delete ``folder`` with its lock file last, so that a kill while deleting (a large run swapped out) leaves a
     folder the sweep still recognises as abandoned, and finishes deleting."""
     try:
@@ -101,10 +102,8 @@ def _remove_lock_last(folder: str | os.PathLike) -> None:
         if child.is_dir(follow_symlinks=False):
             shutil.rmtree(child.path, ignore_errors=True)
         else:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(child.path)
-            except OSError:
-                pass
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -127,10 +126,9 @@ def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
         except OSError:
             return None  # its owner holds the lock: a live run
         if restore is not None and (folder / PREVIOUS).is_dir() and not os.path.lexists(restore):
-            try:
+            # when it cannot be put back it goes with the rest: out stays absent, as the killed run left it
+            with contextlib.suppress(OSError):
                 os.replace(folder / PREVIOUS, restore)
-            except OSError:
-                pass  # then it goes with the rest: out stays absent, as the killed run left it
         size = _size(folder)
         _remove_lock_last(folder)
         return None if folder.exists() else size
@@ -138,7 +136,7 @@ def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
         os.close(fd)
 
 
-def remove_if_abandoned(folder: str | os.PathLike) -> bool:
+def remove_if_abandoned(folder: str | os.PathLike[str]) -> bool:
     """Remove ``folder`` when it is an :class:`OwnedDir` of this user whose owner is gone (as :func:`sweep` does,
     for folders it does not look at); whether it was removed."""
     return _abandoned_removed(Path(folder)) is not None
@@ -148,14 +146,12 @@ def _size(folder: Path) -> int:
     total = 0
     for root, _, files in os.walk(folder):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
     return total
 
 
-def _candidates(out: str | os.PathLike | None, tmp: bool) -> Iterable[tuple[Path, Path | None]]:
+def _candidates(out: str | os.PathLike[str] | None, tmp: bool) -> Iterable[tuple[Path, Path | None]]:
     """(folder, the output folder it stages or None) for each folder a sweep looks at."""
     if tmp:
         root = Path(tempfile.gettempdir())
@@ -179,13 +175,11 @@ def _candidates(out: str | os.PathLike | None, tmp: bool) -> Iterable[tuple[Path
 
 
 def say_on_stderr(message: str) -> None:
-    try:  # a note never stops a run (a full disk under a redirected stderr)
+    with contextlib.suppress(OSError, ValueError):  # a note never stops a run (a full disk under a redirected stderr)
         print(message, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
-def sweep(out: str | os.PathLike | None = None, *, tmp: bool = True,
+def sweep(out: str | os.PathLike[str] | None = None, *, tmp: bool = True,
           log: Callable[[str], None] | None = say_on_stderr) -> list[Path]:
     """Remove the leftovers of killed runs: feature and chunk-cache folders in ``$TMPDIR``
     (``tmp``) and the staging folders of output folder ``out``, each only when its owner is gone
@@ -199,7 +193,7 @@ def sweep(out: str | os.PathLike | None = None, *, tmp: bool = True,
         if size is not None:
             removed.append(folder)
             freed += size
-            if was_absent and os.path.lexists(target):
+            if was_absent and target is not None and os.path.lexists(target):
                 restored = target
     if removed and log is not None:
         shown = ", ".join(str(p) for p in removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")

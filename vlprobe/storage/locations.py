@@ -24,11 +24,14 @@ decided by :mod:`vlprobe.names`, from these places.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import tempfile
 from pathlib import Path
+
+from ..errors import warn
 
 PACKAGE = Path(__file__).resolve().parents[1]
 BUNDLE = PACKAGE / "_bundled"
@@ -90,7 +93,7 @@ def is_mine(st: os.stat_result) -> bool:
 
 def _owner(st: os.stat_result) -> str:
     try:
-        import pwd
+        import pwd  # noqa: PLC0415 (Unix only)
 
         return f"user {pwd.getpwuid(st.st_uid).pw_name} (uid {st.st_uid})"
     except (ImportError, KeyError):
@@ -107,8 +110,8 @@ def others_may_write(st: os.stat_result) -> bool:
     if not mode & 0o020:
         return False
     try:
-        import grp
-        import pwd
+        import grp  # noqa: PLC0415 (Unix only)
+        import pwd  # noqa: PLC0415 (Unix only)
 
         me, group = pwd.getpwuid(os.geteuid()), grp.getgrgid(st.st_gid)
         return not (st.st_gid == me.pw_gid and group.gr_name == me.pw_name and set(group.gr_mem) <= {me.pw_name})
@@ -130,7 +133,7 @@ def _problem(path: Path, st: os.stat_result, link_ok: bool) -> str | None:
     return None
 
 
-def distrust(path: str | os.PathLike, home: str | os.PathLike) -> str | None:
+def distrust(path: str | os.PathLike[str], home: str | os.PathLike[str]) -> str | None:
     """Why another local user could have changed what ``path`` holds, or None: ``path``, or a folder between it and
     ``home`` (both included; ``path`` inside ``home``), is another user's, is writable by others (group or world),
     or is a symbolic link (``home`` itself may be a link of this user's, judged by the folder it points to). What
@@ -155,7 +158,7 @@ def distrust(path: str | os.PathLike, home: str | os.PathLike) -> str | None:
     return None
 
 
-def distrust_tree(folder: str | os.PathLike, home: str | os.PathLike) -> str | None:
+def distrust_tree(folder: str | os.PathLike[str], home: str | os.PathLike[str]) -> str | None:
     """:func:`distrust` of ``folder`` inside ``home``, and of everything in it (a file or folder another user's or
     writable by others, a symbolic link): for a dataset folder found in the cache, whose every file is read."""
     why = distrust(folder, home)
@@ -173,7 +176,7 @@ def distrust_tree(folder: str | os.PathLike, home: str | os.PathLike) -> str | N
     return None
 
 
-def home_advice(home: str | os.PathLike) -> str:
+def home_advice(home: str | os.PathLike[str]) -> str:
     """What to do about a cache home another user could change: one clause."""
     return (f"make {home} a folder of your own that only you can write (chmod 700 {home}), or set VLPROBE_CACHE to "
             "one")
@@ -182,20 +185,18 @@ def home_advice(home: str | os.PathLike) -> str:
 _REFUSED: set[str] = set()  # cache homes this process has said it does not use
 
 
-def refused_home(home: str | os.PathLike) -> str | None:
+def refused_home(home: str | os.PathLike[str]) -> str | None:
     """Why the cache home ``home`` is not used (:func:`distrust`: another user's, writable by others), said once per
     process in one warning with what to do; None when it can be used."""
     why = distrust(home, home)
     if why and str(home) not in _REFUSED:
-        from ..errors import warn
-
         _REFUSED.add(str(home))
         warn(f"not using the cache folder {home}: {why}, who could have changed what it holds (scores, copies of "
              f"datasets); running without it. To use it, {home_advice(home)}")
     return why
 
 
-def private_folder(path: str | os.PathLike, home: str | os.PathLike | None = None) -> Path:
+def private_folder(path: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> Path:
     """``path`` as a folder only this user can read or write, inside cache home ``home`` (default
     :func:`cache_home`; ``path`` itself when it is not inside it): made with mode 0700 when absent (so are the
     folders between it and ``home``, and ``home``; ``home``'s parents get the umask's mode), its mode set back to
@@ -203,8 +204,6 @@ def private_folder(path: str | os.PathLike, home: str | os.PathLike | None = Non
     trusted (:func:`distrust`), and for a folder (or a symbolic link) owned by someone else: what it holds cannot be
     trusted, and another user could swap it at any time. A folder of ours that others could *write* into is
     emptied, with one warning: anything in it may have been planted (a cache: it is made again when needed)."""
-    from ..errors import warn
-
     folder = Path(path)
     home = Path(home) if home is not None else cache_home()
     try:
@@ -213,10 +212,8 @@ def private_folder(path: str | os.PathLike, home: str | os.PathLike | None = Non
         home, inner = folder, ()
     home.parent.mkdir(parents=True, exist_ok=True)
     for p in [home] + [home.joinpath(*inner[:i + 1]) for i in range(len(inner))]:
-        try:
+        with contextlib.suppress(FileExistsError):
             p.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
     why = distrust(folder.parent, home) if inner else None
     if why:
         raise UnsafeFolderError(why)
@@ -262,7 +259,7 @@ def shipped_model() -> Path | None:
 
 # ---- where `vlprobe build` writes ---------------------------------------------------------------------------
 
-def dataset_folder(name: str, root: str | os.PathLike | None = None) -> Path:
+def dataset_folder(name: str, root: str | os.PathLike[str] | None = None) -> Path:
     """The folder ``vlprobe build <name>`` writes to by default, which is also where the offline
     default of `vlprobe evaluate` / `vlprobe probe` reads it: ``root/<name>`` when it holds a
     ``vlprobe.yaml`` (the clone's committed card folder, or an earlier build there) or when

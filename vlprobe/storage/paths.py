@@ -76,7 +76,7 @@ def check_name(name: object, what: str) -> str:
     return name  # type: ignore[return-value]
 
 
-def inside(folder: str | os.PathLike, relative: str, what: str, resolve: bool = True) -> Path:
+def inside(folder: str | os.PathLike[str], relative: str, what: str, resolve: bool = True) -> Path:
     """``folder / relative``, refused (:class:`UnsafePathError`) unless ``relative`` is a relative
     path without ``..`` and (with ``resolve``) the joined path, symbolic links resolved, stays
     inside ``folder``. ``resolve=False`` trusts links already in the folder (the user made them: an
@@ -96,7 +96,7 @@ def inside(folder: str | os.PathLike, relative: str, what: str, resolve: bool = 
     return path
 
 
-def is_inside(folder: str | os.PathLike, path: str | os.PathLike) -> bool:
+def is_inside(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
     """Whether ``path``, symbolic links resolved, is ``folder`` or inside it."""
     root, real = Path(folder).resolve(), Path(path).resolve()
     return real == root or root in real.parents
@@ -107,7 +107,7 @@ def config_name_problem(name: object) -> str | None:
     problem = name_problem(name)
     if problem:
         return problem
-    if not CONFIG_RE.fullmatch(name):  # type: ignore[arg-type]
+    if not isinstance(name, str) or not CONFIG_RE.fullmatch(name):
         return "is not a config name the Hub accepts: use letters, digits, '_', '-' or '.', starting with a letter or digit"
     return None
 
@@ -118,7 +118,7 @@ def split_name_problem(name: object) -> str | None:
     problem = name_problem(name)
     if problem:
         return problem
-    if not SPLIT_RE.fullmatch(name):  # type: ignore[arg-type]
+    if not isinstance(name, str) or not SPLIT_RE.fullmatch(name):
         return ("is not a split name datasets accepts: word characters (letters, digits, '_') in dot-separated "
                 "parts, e.g. 'test' or 'validation'")
     return None
@@ -127,17 +127,17 @@ def split_name_problem(name: object) -> str | None:
 def check_config_name(name: object, what: str = "config") -> str:
     """``name`` if :func:`config_name_problem` finds nothing, else :class:`UnsafePathError`."""
     problem = config_name_problem(name)
-    if problem:
+    if problem or not isinstance(name, str):
         raise UnsafePathError(f"{what} {name!r} {problem}")
-    return name  # type: ignore[return-value]
+    return name
 
 
 def check_split_name(name: object, what: str = "split") -> str:
     """``name`` if :func:`split_name_problem` finds nothing, else :class:`UnsafePathError`."""
     problem = split_name_problem(name)
-    if problem:
+    if problem or not isinstance(name, str):
         raise UnsafePathError(f"{what} {name!r} {problem}")
-    return name  # type: ignore[return-value]
+    return name
 
 
 NAME_MAX = 255    # bytes in one file name (ext4, xfs, btrfs, APFS, NTFS alike)
@@ -148,7 +148,7 @@ def length_problem(path: object) -> str | None:
     """Why ``path`` is too long for the file system (a component over :data:`NAME_MAX` bytes, or the whole over
     :data:`PATH_MAX`), or None: said in one line before ``OSError: [Errno 36] File name too long`` could be."""
     try:
-        whole = os.fsencode(os.fspath(path))  # type: ignore[arg-type]
+        whole = os.fsencode(os.fspath(path))  # type: ignore[call-overload]  # anything: a TypeError is caught
     except (TypeError, UnicodeError):
         return None
     longest = max(whole.split(b"/"), key=len)

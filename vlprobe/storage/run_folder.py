@@ -22,50 +22,66 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import ArgumentError
 from .keys import sha256_files
+from .leftovers import PREVIOUS, OwnedDir, say_on_stderr, staging_prefix, sweep
 
 # The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
 RUN_FILE = re.compile(r"^(results\.json|scores\.parquet|results(_wide)?\.csv|plot_.*\.png)$")
 RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: "sha256:<hex>"}}: who wrote this folder, and what
 
 
-def _command_of(own: "re.Pattern[str]") -> str:
+def _command_of(own: re.Pattern[str]) -> str:
     """The command a pattern of run-file names belongs to (evaluate's :data:`RUN_FILE`, else the probe's)."""
     return "evaluate" if own.pattern == RUN_FILE.pattern else "probe"
 
 
-def read_run_record(folder: Path) -> dict | None:
-    """The run record of ``folder`` (None when absent or unreadable)."""
-    try:
-        record = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(record, dict) and isinstance(record.get("files"), dict) and isinstance(record.get("command"), str)
-    return record if ok else None
+@dataclass(frozen=True)
+class RunRecord:
+    """A run folder's :data:`RUN_RECORD`: the command that wrote it and what it wrote of each file
+    (:func:`_written`)."""
+
+    command: str
+    files: dict[str, str | int | None]
+
+    @classmethod
+    def read(cls, folder: Path) -> RunRecord | None:
+        """The run record of ``folder`` (None when absent or unreadable)."""
+        try:
+            value = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        command, files = (value.get("command"), value.get("files")) if isinstance(value, dict) else (None, None)
+        return cls(command, files) if isinstance(command, str) and isinstance(files, dict) else None
+
+    def write(self, folder: Path) -> None:
+        (folder / RUN_RECORD).write_text(json.dumps({"command": self.command, "files": self.files}, indent=1,
+                                                    sort_keys=True), encoding="utf-8")
 
 
-def _not_ours(out: Path, own: "re.Pattern[str]") -> str | None:
+def _not_ours(out: Path, own: re.Pattern[str]) -> str | None:
     """Why the existing folder ``out`` is not a run this command may replace, or None."""
     names = sorted(p.name for p in out.iterdir())
     if not names:
         return None
     command = _command_of(own)
-    record = read_run_record(out)
+    record = RunRecord.read(out)
     if record is None and _legacy_run(out, names, own, command):
         return None
     if record is None:
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         return (f"holds files that are not a vlprobe run's ({shown}): no record of a vlprobe run ({RUN_RECORD}) is "
                 f"there; a run replaces its folder as a whole, so choose a new or empty folder")
-    if record["command"] != command:
-        return (f"holds a `vlprobe {record['command']}` run, which `vlprobe {command}` would replace; choose another "
+    if record.command != command:
+        return (f"holds a `vlprobe {record.command}` run, which `vlprobe {command}` would replace; choose another "
                 "folder")
-    extra = [n for n in names if n != RUN_RECORD and (n not in record["files"] or not own.match(n))]
-    changed = [n for n in names if n in record["files"] and _written(out / n, record["files"][n]) != record["files"][n]]
+    written = record.files
+    extra = [n for n in names if n != RUN_RECORD and (n not in written or not own.match(n))]
+    changed = [n for n in names if n in written and _written(out / n, written[n]) != written[n]]
     if extra or changed:
         shown = ", ".join((extra or changed)[:3]) + (", ..." if len(extra or changed) > 3 else "")
         what = "files that are not the vlprobe run's" if extra else "files changed since the run wrote them"
@@ -73,7 +89,7 @@ def _not_ours(out: Path, own: "re.Pattern[str]") -> str | None:
     return None
 
 
-def _legacy_run(out: Path, names: list[str], own: "re.Pattern[str]", command: str) -> bool:
+def _legacy_run(out: Path, names: list[str], own: re.Pattern[str], command: str) -> bool:
     """Whether ``out`` is a run of ``command`` written by a vlprobe from before :data:`RUN_RECORD`: only names
     such a run writes, and a results.json whose provenance records the command line of this command."""
     if "results.json" not in names or not all(own.match(n) for n in names):
@@ -86,7 +102,7 @@ def _legacy_run(out: Path, names: list[str], own: "re.Pattern[str]", command: st
     return isinstance(line, str) and line.startswith(f"vlprobe {command} ")
 
 
-def _written(path: Path, like: Any = "sha256:") -> str | int | None:
+def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None:
     """What the run record holds of ``path``: ``sha256:<hex>`` of its content (its size, an int, where ``like`` is a
     record from before the hash); None when it cannot be read (a symbolic link is never a run's file)."""
     try:
@@ -99,7 +115,7 @@ def _written(path: Path, like: Any = "sha256:") -> str | int | None:
         return None
 
 
-def check_output_dir(out_dir: str | os.PathLike, own: "re.Pattern[str]" = RUN_FILE) -> Path:
+def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
     """:func:`_check_output_dir`, remembering which folder ``out_dir`` was, so that the run can say when another run
     replaced it meanwhile."""
     out = _check_output_dir(out_dir, own)
@@ -108,7 +124,7 @@ def check_output_dir(out_dir: str | os.PathLike, own: "re.Pattern[str]" = RUN_FI
     return out
 
 
-def _check_output_dir(out_dir: str | os.PathLike, own: "re.Pattern[str]" = RUN_FILE) -> Path:
+def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
     """Refuse, before any scoring starts, an output folder that cannot take a run: a path that is
     a file, a folder that is not a run of this command (judged by its :data:`RUN_RECORD`, see the module doc;
     ``own``: the names a run of this command writes, by default ``vlprobe evaluate``'s), or a place where nothing
@@ -154,7 +170,8 @@ def _target(out: Path) -> Path:
     return Path(os.path.realpath(out)) if out.is_symlink() else out
 
 
-def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[str]" = RUN_FILE) -> list[Path]:
+def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], Iterable[str]],
+                     own: re.Pattern[str] = RUN_FILE) -> list[Path]:
     """Write a run's output folder as one unit: ``write(folder)`` fills a new folder (and returns
     the names it wrote), which then replaces ``out_dir`` whole (:func:`exchange`), so that ``out_dir`` is at every
     instant the previous run or this run, never a mixture, and holds only this run's files and its
@@ -169,8 +186,6 @@ def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[st
     the run says that it replaces that run's output. The output folder itself gets the mode any new folder gets (the
     umask's), not mkdtemp's 0700. ``own``: the names a run of this kind writes (see :func:`check_output_dir`).
     Returns the paths the files have in ``out_dir``."""
-    from .leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
-
     given = Path(out_dir).expanduser()
     _check_output_dir(given, own)  # never swap away a folder that holds anything but a run of this command
     out = _target(given)
@@ -184,14 +199,13 @@ def write_run_folder(out_dir: str | os.PathLike, write: Any, own: "re.Pattern[st
         stage = holder.path / "run"
         stage.mkdir()
         names = list(write(stage))
-        record = {"command": _command_of(own), "files": {n: _written(stage / n) for n in names}}
-        (stage / RUN_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+        RunRecord(_command_of(own), {n: _written(stage / n) for n in names}).write(stage)
         seen = _SEEN.get(str(out.absolute()), "unknown")
         now = _identity(out)
         if seen != "unknown" and now is not None and now != seen:
             say_on_stderr(f"vlprobe: note: {given} was replaced by another run while this one worked; this run's "
                           "output replaces it")
-        _swap_in(stage, out, holder.path)
+        swap_in(stage, out, holder.path)
         _SEEN[str(out.absolute())] = _identity(out)
     finally:
         holder.cleanup()
@@ -221,12 +235,10 @@ def exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def _swap_in(stage: Path, out: Path, holder: Path) -> None:
+def swap_in(stage: Path, out: Path, holder: Path) -> None:
     """Replace ``out`` by ``stage``. Where the system can exchange two folders in one step, ``out`` is at every
     instant the old run or the new one (the old one ends in ``holder``, deleted afterwards); elsewhere it is
     renamed away first, so a kill between the two renames leaves it absent, and the next run's sweep puts it back."""
-    from .leftovers import PREVIOUS
-
     if out.is_dir() and exchange(stage, out):
         return
     moved = out.exists()

@@ -52,6 +52,7 @@ naming a file, a full disk) turns into no cache, with one warning: ``enabled`` i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -59,10 +60,12 @@ import re
 import sqlite3
 import stat
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import warn
 from .keys import key_digest
@@ -92,7 +95,7 @@ def _check_of(key: str, data: bytes) -> bytes:
     return hashlib.blake2b(key.encode("utf-8") + b"\0" + data, digest_size=_CHECK_BYTES).digest()
 
 
-def pack(key: str, vector: Any) -> bytes:
+def pack(key: str, vector: npt.ArrayLike) -> bytes:
     """An entry's stored value: its float32 bytes and their check."""
     data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
     return data + _check_of(key, data)
@@ -142,7 +145,7 @@ class _Foreign(Exception):
 class ScoreCache:
     """Content-addressed float32 vectors for one scorer, persisted in SQLite (see module doc)."""
 
-    def __init__(self, root: str | os.PathLike, scorer_key: Mapping[str, Any], *, rank: int = 0) -> None:
+    def __init__(self, root: str | os.PathLike[str], scorer_key: Mapping[str, Any], *, rank: int = 0) -> None:
         self.key = {**dict(scorer_key), "entry_format": ENTRY_FORMAT}
         digest = key_digest(self.key)
         self.root = Path(root)
@@ -329,10 +332,8 @@ class ScoreCache:
         if other is not None:
             other.close()
         if corrupt:
-            try:
+            with contextlib.suppress(OSError):  # it cannot be moved: it is simply not read
                 self._move_aside(path, _reason(err))
-            except OSError:
-                pass  # it cannot be moved: it is simply not read
 
     def _readers(self) -> list[tuple[Path, sqlite3.Connection]]:
         """This process's part and every other part in the directory (opened once, kept)."""
@@ -364,16 +365,15 @@ class ScoreCache:
                     continue
                 except OSError:
                     continue  # gone meanwhile
-                if foreign == "":
+                if foreign == "" and db is not None:
                     db.close()
                     continue  # being created by another process this instant: nothing in it yet
                 if foreign is not None:
-                    try:
+                    with contextlib.suppress(OSError):  # it cannot be moved: it is simply not read
                         self._set_aside(part, "foreign", f"the score cache file {part} {foreign}; not reading it",
                                         "continuing without it")
-                    except OSError:
-                        pass  # it cannot be moved: it is simply not read
                     continue
+                assert db is not None  # bound to this cache: opened above
                 self._others[part] = db
             out.append((part, db))
         return out
@@ -405,7 +405,8 @@ class ScoreCache:
                     for key, value in db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk):
                         vector, why = unpack(key, value)
                         if vector is not None and vector.size != self._size(_kind(key), vector.size):
-                            vector, why = None, f"{vector.size} values where its kind has {self._sizes[_kind(key)]}"
+                            why = f"{vector.size} values where its kind has {self._sizes[_kind(key)]}"
+                            vector = None
                         if vector is None:
                             bad.append((key, why))
                         else:
@@ -459,10 +460,8 @@ class ScoreCache:
                     db.executemany("INSERT OR REPLACE INTO entries (key, value) VALUES (?, ?)", rows)
                     db.execute("COMMIT")
                 except BaseException:  # an error, or Ctrl-C: the batch is not half-written
-                    try:
+                    with contextlib.suppress(sqlite3.Error):
                         db.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass
                     raise
             except sqlite3.DatabaseError as err:
                 self._recover(self.path, err)
@@ -483,20 +482,18 @@ class ScoreCache:
     def _close_all(self) -> None:
         for db in [self._db, *self._others.values()]:
             if db is not None:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     db.close()
-                except sqlite3.Error:
-                    pass
         self._db = None
         self._others.clear()
 
     def close(self) -> None:
         self._close_all()
 
-    def __enter__(self) -> "ScoreCache":
+    def __enter__(self) -> ScoreCache:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -1,0 +1,59 @@
+"""Count bare ``Any`` in vlprobe/'s function signatures: a parameter or return annotated ``Any`` (or ``Any | None``).
+
+Issue 44's measure of how much of the code's interface is untyped, the sense of ruff's ANN401 (429 at 8764aac by
+either count): ``dict[str, Any]`` is not bare, ``x: Any`` and ``-> Any | None`` are.
+
+    python scripts/count_bare_any.py            # the total
+    python scripts/count_bare_any.py --files    # per file, largest first
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _is_any(node: ast.expr) -> bool:
+    if isinstance(node, ast.Name | ast.Attribute):
+        return (node.id if isinstance(node, ast.Name) else node.attr) == "Any"
+    # Any | None, None | Any
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and (_is_any(node.left) or _is_any(node.right))
+
+
+def count(source: str) -> int:
+    """The bare ``Any`` annotations of one module's function parameters and returns."""
+    n = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]
+            annotations = [p.annotation for p in params] + [node.returns]
+            n += sum(1 for ann in annotations if ann is not None and _is_any(ann))
+    return n
+
+
+def per_file(root: Path = ROOT) -> Counter[str]:
+    return Counter({path.relative_to(root).as_posix(): count(path.read_text(encoding="utf-8"))
+                    for path in sorted((root / "vlprobe").rglob("*.py"))})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", action="store_true", help="print the count per file, largest first")
+    args = parser.parse_args(argv)
+    counts = per_file()
+    if args.files:
+        for rel, n in counts.most_common():
+            if n:
+                print(f"{n:5d}  {rel}")
+    print(sum(counts.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+import pytest
 from PIL import Image, ImageDraw, ImageFilter
 
 # ---- vlprobe as a command ---------------------------------------------------------------------------------------
@@ -42,10 +44,10 @@ class Cli:
     ``cli.subprocess(...)`` runs ``python -m vlprobe.cli`` in a fresh interpreter, where a test needs one (imports not
     yet made, an environment of its own)."""
 
-    def __init__(self, capsys: Any):
+    def __init__(self, capsys: pytest.CaptureFixture[str]):
         self.capsys = capsys
 
-    def __call__(self, *argv: Any) -> CliRun:
+    def __call__(self, *argv: object) -> CliRun:
         from vlprobe.cli import main
 
         self.capsys.readouterr()  # what came before is not this command's
@@ -54,7 +56,7 @@ class Cli:
         return CliRun(code, printed.out, printed.err)
 
     @staticmethod
-    def subprocess(*argv: Any, env: Mapping[str, str] | None = None, cwd: Path | str | None = None,
+    def subprocess(*argv: object, env: Mapping[str, str] | None = None, cwd: Path | str | None = None,
                    timeout: float = 300) -> CliRun:
         proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", *map(str, argv)], env=env, cwd=cwd,
                               capture_output=True, text=True, timeout=timeout)
@@ -75,7 +77,7 @@ def solid(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (
     return Image.new(mode, size, color)
 
 
-def encode(image: Image.Image, fmt: str = "PNG", **options: Any) -> bytes:
+def encode(image: Image.Image, fmt: str = "PNG", **options: object) -> bytes:
     """``image`` saved as ``fmt`` (PIL's save options: quality, exif, ...)."""
     buf = io.BytesIO()
     image.save(buf, format=fmt, **options)
@@ -90,7 +92,7 @@ def png(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (24
 
 
 def jpeg(name: str | None = None, size: tuple[int, int] = (8, 8), color: tuple[int, int, int] | None = None,
-         **options: Any) -> bytes:
+         **options: object) -> bytes:
     """A tiny JPEG of one colour: ``color``, else a colour that depends on ``name`` (so that a model's scores differ
     between names), else (1, 2, 3)."""
     if color is None:
@@ -131,7 +133,7 @@ def tree(root: Path) -> set[str]:
 # ---- numbers ----------------------------------------------------------------------------------------------------
 
 
-def assert_close(got: Any, want: Any, rtol: float = 1e-4) -> None:
+def assert_close(got: npt.ArrayLike, want: npt.ArrayLike, rtol: float = 1e-4) -> None:
     """Float32 model outputs equal up to BLAS's summation order: relative ``rtol``, and an absolute 1e-5 of the
     largest value (at least 1e-5)."""
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)

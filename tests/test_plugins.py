@@ -187,20 +187,18 @@ def test_an_installed_plugin_package_is_listed_built_and_evaluated(tmp_path):
 def test_include_path_from_outside_the_clone_lists_builds_and_evaluates(tmp_path):
     """The doc's plugin as a plain folder of modules (no package installed), named on each command line with
     --include-path, from a folder outside the clone."""
-    from test_install import _env
-
     folder = _write_package(tmp_path / "src") / "shapes_plugin"
     work = tmp_path / "empty"
     work.mkdir()
-    env = _env(tmp_path)
+    env = offline_env(tmp_path)
     env.pop("VLPROBE_INCLUDE_PATH", None)
     vlprobe = [sys.executable, "-m", "vlprobe.cli"]
-    listed = _run([*vlprobe, "--include-path", folder, "list"], work, env)
+    listed = run_ok([*vlprobe, "--include-path", folder, "list"], work, env).stdout
     assert "\n  shapes\n" in listed and "\n  cosine  any dual encoder" in listed
-    assert "\n  shapes\n" not in _run([*vlprobe, "list"], work, env)  # the option, not a leftover, found it
-    built = _run([*vlprobe, "--include-path", folder, "build", "shapes"], work, env)
+    assert "\n  shapes\n" not in run_ok([*vlprobe, "list"], work, env).stdout  # the option, not a leftover, found it
+    built = run_ok([*vlprobe, "--include-path", folder, "build", "shapes"], work, env).stdout
     assert f"built {tmp_path / 'cache' / 'datasets' / 'shapes'}" in built
-    _run([*vlprobe, "evaluate", "--include-path", folder, "--dataset", "shapes", "--model", "mini-clip", "--family",
+    run_ok([*vlprobe, "evaluate", "--include-path", folder, "--dataset", "shapes", "--model", "mini-clip", "--family",
           "cosine", "--bootstrap", "0", "--no-progress", "--out", "runs/shapes"], work, env)
     doc = json.loads((work / "runs" / "shapes" / "results.json").read_text())
     [entry] = doc["results"]

@@ -32,7 +32,7 @@ def sugar_crepe(shared_data: Path, tmp_path_factory) -> Path:
     (root / "images" / "val2017").mkdir(parents=True)
     for name in names:
         (root / "images" / "val2017" / name).write_bytes(jpeg(name, size=(40, 32)))
-    run_build(builder, "--annotations", shared_data / "sugar_crepe", "--images", root / "images",
+    run_build(builder.SugarCrepe(), "--annotations", shared_data / "sugar_crepe", "--images", root / "images",
               "--configs", ",".join(CONFIGS), "--out", root / "work" / "sugar_crepe")
     return root / "work"
 

@@ -128,9 +128,10 @@ def _rows(n: int, seed: int = 0, pool_size: int = 500, image_size: int = 500):
 PROBE_EVAL_ROWS = 2000  # validation and test rows of the probe's folder, at every size
 
 
-def build(folder: Path, n: int, seed: int = 0, image_size: int = 500, what: str = "evaluate") -> float:
-    """A dataset folder with ``n`` test rows (``what="evaluate"``) or ``n`` train rows plus validation
-    and test rows (``what="probe"``); returns the seconds it took."""
+def build(folder: Path, n: int, seed: int = 0, image_size: int = 500, what: str = "evaluate",
+          eval_rows: int = PROBE_EVAL_ROWS) -> float:
+    """A dataset folder with ``n`` test rows (``what="evaluate"``) or ``n`` train rows plus ``eval_rows`` validation
+    and test rows each (``what="probe"``); returns the seconds it took."""
     import datasets
 
     from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split_rows
@@ -143,7 +144,7 @@ def build(folder: Path, n: int, seed: int = 0, image_size: int = 500, what: str 
         "query": datasets.Value("string"), "foil_query": datasets.Value("string"), "label": datasets.Value("bool"),
         "subtype": datasets.Value("string"),
     })
-    sizes = {"test": n} if what == "evaluate" else {"train": n, "validation": PROBE_EVAL_ROWS, "test": PROBE_EVAL_ROWS}
+    sizes = {"test": n} if what == "evaluate" else {"train": n, "validation": eval_rows, "test": eval_rows}
     decl = ConfigDecl("spatiality", features, splits=tuple(sizes), default=True)
     write_card(folder, card_metadata([decl], license="cc0-1.0", pretty_name="bench_scale"),
                f"# bench_scale\n\n{n} TraVLR-shaped rows for scripts/bench_scale.py.")
@@ -280,7 +281,9 @@ def main() -> None:
                     help="square canvas in pixels (default 500, TraVLR's; smaller builds and decodes faster)")
     ap.add_argument("--chunk-size", type=int, default=2000)
     ap.add_argument("--what", default="evaluate", choices=("evaluate", "probe"),
-                    help="evaluate: N test rows scored; probe: N train rows (+ 2,000 validation, 2,000 test) probed")
+                    help="evaluate: N test rows scored; probe: N train rows (+ --eval-rows validation and test rows) probed")
+    ap.add_argument("--eval-rows", type=int, default=PROBE_EVAL_ROWS,
+                    help=f"--what probe: validation and test rows each, at every size (default {PROBE_EVAL_ROWS:,})")
     ap.add_argument("--images", default="png", choices=("png", "jpeg"),
                     help="png: the 500 px scenes above; jpeg: 640x480 photo-like JPEGs (~90 KB) through `vlprobe build "
                          "folder`, first load and no score cache included (--what evaluate; default sizes 1500,6000)")
@@ -315,7 +318,7 @@ def main() -> None:
         if jpeg:
             built = build_jpeg(folder, n)
         else:
-            built = build(folder, n, image_size=args.image_size, what=args.what)
+            built = build(folder, n, image_size=args.image_size, what=args.what, eval_rows=args.eval_rows)
         tmp = work / "tmp"  # the Arrow copy of the folder (vlprobe.storage.arrow_cache: $VLPROBE_CACHE/arrow) goes here
         tmp.mkdir(exist_ok=True)
         env = dict(os.environ, HF_DATASETS_CACHE=str(work / "hf-cache"), TMPDIR=str(tmp),

@@ -116,12 +116,66 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """A copy of the files a clone of this checkout has (tracked, and new files git does not ignore), to build or
+    install from without writing into the checkout; one per module."""
+    from helpers_data import source_tree
+
+    return source_tree(REPO, tmp_path_factory.mktemp("clone") / "vlprobe")
+
+
+@pytest.fixture(scope="module")
+def travlr_small(tmp_path_factory) -> Path:
+    """Two TraVLR tasks (spatiality, cardinality), 24/12/12/12 rows, built by `vlprobe build travlr`; once per
+    module."""
+    from vlprobe.cli import main
+
+    out = tmp_path_factory.mktemp("travlr_small") / "travlr"
+    code = main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", "spatiality,cardinality",
+                 "--split-sizes", "train=24,validation=12,test_ind=12,test_ood=12"])
+    assert code in (0, None)
+    return out
+
+
+@pytest.fixture(scope="module")
 def folder(tmp_path_factory, request) -> Path:
     """The synthetic dataset folder (helpers_data.build_folder: configs ``pairs`` and ``swap``), built once per test
     module; ``FOLDER_ROWS = n`` in a module changes its rows (default 12). Read it, do not change it."""
     from helpers_data import build_folder
 
     return build_folder(tmp_path_factory.mktemp("data"), n=getattr(request.module, "FOLDER_ROWS", 12))
+
+
+@pytest.fixture(scope="module")
+def client(request):
+    """A ``gradio_client.Client`` of a Gradio app served on 127.0.0.1 for the module's tests: the app module is the
+    fixture the test module names in ``GRADIO_APP`` (``GRADIO_APP = "space_app"``)."""
+    import gradio_client
+
+    demo = request.getfixturevalue(request.module.GRADIO_APP).demo
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    try:
+        yield gradio_client.Client(url, verbose=False)
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def images():
+    """Four small distinct images of two sizes (so processors really resize, and ViLT really pads); a module that
+    needs others overrides it."""
+    from tiny_models import tiny_images
+
+    return tiny_images(2, size=(40, 30)) + tiny_images(2, size=(24, 36))
+
+
+@pytest.fixture(scope="module")
+def docs_runner(tmp_path_factory, request):
+    """Runs the docs' code blocks of the module's ``DOCS_GROUP``, in order, in one fresh copy of the clone
+    (tests/helpers_docs.py)."""
+    from helpers_docs import Runner, workdir
+
+    return Runner(*workdir(tmp_path_factory, request.module.DOCS_GROUP))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -146,6 +200,15 @@ def results_json_follows_its_schema():
     io.results_json_bytes = checked
     yield validator
     io.results_json_bytes = write
+
+
+@pytest.fixture
+def cli(capsys):
+    """``cli(*argv)``: ``vlprobe ARGV...`` run in this process, as a :class:`helpers.CliRun` (``code, out, err``);
+    ``cli.subprocess(*argv, env=, cwd=)`` runs it in a fresh interpreter (tests/helpers.py)."""
+    from helpers import Cli
+
+    return Cli(capsys)
 
 
 @pytest.fixture

@@ -1,12 +1,10 @@
-"""Helpers several test files share to make and read dataset folders: tiny images, the synthetic two-config folder,
-a builder run as its command runs it, and a built folder's config read back with ``datasets``. (Shared fixtures are
-in conftest.py.)"""
+"""Helpers several test files share to make and read dataset folders: the synthetic two-config folder, a builder run
+as its command runs it, and a built folder's config read back with ``datasets``. (Shared fixtures are in conftest.py;
+small images and the other small helpers in helpers.py.)"""
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import io
 import os
 import shutil
 import subprocess
@@ -14,36 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-from PIL import Image
+from helpers import png
 
 from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
-
-
-def jpeg_bytes(name: str | None = None, size: tuple[int, int] = (8, 8), color: tuple[int, int, int] | None = None,
-               ) -> bytes:
-    """A tiny JPEG: of ``color``, else of a colour that depends on ``name`` (so that a model's scores differ), else
-    of one fixed colour."""
-    if color is None:
-        color = tuple(hashlib.sha1(name.encode()).digest()[:3]) if name is not None else (1, 2, 3)
-    buf = io.BytesIO()
-    Image.new("RGB", size, color).save(buf, "JPEG")
-    return buf.getvalue()
-
-
-def png_bytes(color: tuple[int, int, int], size: tuple[int, int] = (24, 20)) -> bytes:
-    """A small PNG of ``color`` with one pixel of another, so that no two colours encode alike."""
-    buf = io.BytesIO()
-    im = Image.new("RGB", size, color)
-    im.putpixel((2, 3), (255 - color[0], color[1], 255 - color[2]))
-    im.save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def folder_source(src: Path) -> Path:
     """A tiny `vlprobe build folder` source at ``src``: two images (red, blue) and rows.csv, an item on each."""
     (src / "images").mkdir(parents=True)
-    (src / "images" / "red.png").write_bytes(png_bytes((200, 30, 30)))
-    (src / "images" / "blue.png").write_bytes(png_bytes((30, 30, 200)))
+    (src / "images" / "red.png").write_bytes(png((200, 30, 30)))
+    (src / "images" / "blue.png").write_bytes(png((30, 30, 200)))
     (src / "rows.csv").write_text("id,image,caption,foil\nr1,images/red.png,a red square,a blue square\n"
                                   "r2,images/blue.png,a blue square,a red square\n")
     return src
@@ -61,7 +39,7 @@ def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path
                                     "caption_0": datasets.Value("string"), "caption_1": datasets.Value("string")})
     pairs = {
         "id": [f"p{i}" for i in range(n)],
-        "image": [{"bytes": png_bytes(colors[i % 5]), "path": f"c{i % 5}.png"} for i in range(n)],
+        "image": [{"bytes": png(colors[i % 5]), "path": f"c{i % 5}.png"} for i in range(n)],
         "caption": [f"a shape number {i % 4}" for i in range(n)],
         "foil": [f"no shape number {i % 3}" for i in range(n)],
         "kind": ["even" if i % 2 == 0 else "odd" for i in range(n)],
@@ -70,8 +48,8 @@ def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path
         pairs["image"][broken_row] = {"bytes": b"this is not an image", "path": "broken_file.png"}
     swap = {
         "id": [f"s{i}" for i in range(n // 2)],
-        "image_0": [{"bytes": png_bytes(colors[i]), "path": None} for i in range(n // 2)],
-        "image_1": [{"bytes": png_bytes(colors[-1 - i]), "path": None} for i in range(n // 2)],
+        "image_0": [{"bytes": png(colors[i]), "path": None} for i in range(n // 2)],
+        "image_1": [{"bytes": png(colors[-1 - i]), "path": None} for i in range(n // 2)],
         "caption_0": [f"red left of blue {i}" for i in range(n // 2)],
         "caption_1": [f"blue left of red {i}" for i in range(n // 2)],
     }

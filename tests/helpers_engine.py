@@ -8,13 +8,12 @@ projection of its 8 x 8 thumbnail, a text embedding is seeded by the text's sha2
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image
+from helpers import png
 
 from vlprobe.dataset.items import Item
 from vlprobe.scorers.base import DualScorer, PairScorer, PairScores
@@ -106,14 +105,6 @@ class ToyTextOnly(PairScorer):
     def score_pairs(self, inputs):
         self.pairs_scored += len(inputs)
         return PairScores(scores=np.array([_text_vec(t)[0] for t in inputs]))
-
-
-def png(color: tuple[int, int, int], size: tuple[int, int] = (12, 10)) -> bytes:
-    buf = io.BytesIO()
-    im = Image.new("RGB", size, color)
-    im.putpixel((1, 1), (color[2], color[0], color[1]))
-    im.save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def toy_items(n_items: int = 40, n_colors: int = 12, texts_per_item: int = 4) -> list[Item]:

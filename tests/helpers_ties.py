@@ -3,13 +3,12 @@ that limit: the inputs of the "no silent zeros" tests (issue 25)."""
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 from pathlib import Path
 
 import datasets
-from PIL import Image
+from helpers import png
 
 from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
 
@@ -32,12 +31,6 @@ def truncating_mini_clip(dst: Path, max_length: int = LIMIT) -> Path:
     return folder
 
 
-def _png(color) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (24, 20), color).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def tie_folder(root: Path, n: int = 6) -> Path:
     """Config ``collapsed``: every caption and foil differ only after PREFIX (all items tie at LIMIT
     tokens); config ``partly``: the first half like that, the rest differ in their first word."""
@@ -50,7 +43,7 @@ def tie_folder(root: Path, n: int = 6) -> Path:
     def rows(collapsed_from: int) -> dict:
         return {
             "id": [f"r{i}" for i in range(n)],
-            "image": [{"bytes": _png(colors[i]), "path": None} for i in range(n)],
+            "image": [{"bytes": png(colors[i]), "path": None} for i in range(n)],
             "caption": [f"{PREFIX} a red circle" if i < collapsed_from else "red circle" for i in range(n)],
             "foil": [f"{PREFIX} a blue square" if i < collapsed_from else "blue square" for i in range(n)],
             "kind": ["even" if i % 2 == 0 else "odd" for i in range(n)],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers import assert_close
 from tiny_architectures import BUILDERS
 from tiny_models import tiny_images
 
@@ -66,10 +67,6 @@ def _engine_scores(scorer, images, texts, batch_size=3):
     return scores, probs
 
 
-def _close(got, want, rtol=1e-4):
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-5 * max(1.0, float(np.abs(want).max())))
-
-
 def test_every_explicit_architecture_has_a_tiny_model_here():
     """The explicit maps cannot grow without a test against the model's own output: each listed class is
     built here, or named below with the reason it is not (then the family's check on the model covers it)."""
@@ -112,7 +109,7 @@ def test_dual_score_is_the_models_logits_per_image(arch, built, images):
             inputs = processor(text=list(TEXTS), images=list(images), padding=scorer.padding, truncation=True,
                                max_length=scorer.max_length, return_tensors="pt")
             want = model(**inputs).logits_per_image.numpy()
-    _close(got, want)
+    assert_close(got, want)
     assert np.ptp(want) > 1e-4
 
 
@@ -164,7 +161,7 @@ def test_itm_score_is_the_models_match_head(arch, built, images):
                     continue
             want.append(float(logits[1] - logits[0]))
             want_p.append(float(torch.softmax(logits, -1)[1]))
-    _close(got.ravel(), np.array(want))
+    assert_close(got.ravel(), np.array(want))
     np.testing.assert_allclose(got_p.ravel(), want_p, atol=1e-5)
 
 
@@ -177,7 +174,7 @@ def test_bridgetower_probe_features_are_what_its_itm_head_reads(built, images):
     assert feats.shape == (3, 2 * scorer.model.config.hidden_size)
     with torch.no_grad():
         logits = scorer.model.itm_score(torch.from_numpy(feats))
-    _close((logits[:, 1] - logits[:, 0]).numpy(), scorer.score_pairs(inputs).scores)
+    assert_close((logits[:, 1] - logits[:, 0]).numpy(), scorer.score_pairs(inputs).scores)
 
 
 def test_a_blip2_itm_config_without_qformer_text_input_names_the_cause(tiny_blip2_itm_path, tmp_path):
@@ -233,7 +230,7 @@ def test_vqascore_reads_the_answer_where_the_model_puts_it(arch, built, images):
     scorer = load_scorer(str(path))
     got, got_p = _engine_scores(scorer, images, TEXTS, batch_size=5)  # batches mix images and lengths
     want = np.array([[_own_log_yes(scorer, im, t) for t in TEXTS] for im in images])  # (images, texts, 2)
-    _close(got, want[..., 0])
+    assert_close(got, want[..., 0])
     np.testing.assert_allclose(got_p, 1 / (1 + np.exp(want[..., 1] - want[..., 0])), atol=1e-5)
 
 
@@ -349,7 +346,7 @@ def test_causal_lm_score_is_minus_the_models_own_mean_loss(model_type, tmp_path)
         ids = torch.tensor([[scorer.bos_id] + scorer.tokenizer(text, add_special_tokens=False)["input_ids"]])
         with torch.no_grad():
             want.append(-float(scorer.model(input_ids=ids, labels=ids).loss))
-    _close(got.ravel(), np.array(want))
+    assert_close(got.ravel(), np.array(want))
 
 
 def test_a_bidirectional_model_is_refused_as_causal_lm(tmp_path):

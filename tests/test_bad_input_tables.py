@@ -20,11 +20,6 @@ from vlprobe.errors import VlprobeError
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _cli(capsys, *argv) -> tuple[int, str]:
-    code = main([str(a) for a in argv])
-    return code, capsys.readouterr().err
-
-
 def _one_line(code: int, err: str, words: str) -> None:
     assert code == 2 and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1 and words in err, err
@@ -59,24 +54,25 @@ EVALUATE_CLI = [
 
 
 @pytest.mark.parametrize("argv, words", EVALUATE_CLI, ids=[" ".join(a)[:30] for a, _ in EVALUATE_CLI])
-def test_evaluate_cli(argv, words, folder, tiny_clip_path, tmp_path, capsys):
+def test_evaluate_cli(argv, words, folder, tiny_clip_path, tmp_path, cli):
     given = dict(zip(argv[::2], argv[1::2]))
     base = {"--dataset": folder, "--model": tiny_clip_path, "--out": tmp_path / "o", "--cache-dir": "none",
             "--num-workers": "0"}
     args = [a for k, v in {**base, **given}.items() for a in (k, v)]
-    _one_line(*_cli(capsys, "evaluate", *args, "--no-progress"), words)
+    run = cli("evaluate", *args, "--no-progress")
+    _one_line(run.code, run.err, words)
     assert not (tmp_path / "o").exists() and not (Path.cwd() / "runs" / "synthetic-tiny_clip0").exists()
 
 
-def test_evaluate_cli_spec_naming_no_column_of_the_dataset(folder, tiny_clip_path, tmp_path, capsys):
+def test_evaluate_cli_spec_naming_no_column_of_the_dataset(folder, tiny_clip_path, tmp_path, cli):
     for text, words in [("id: nope_id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\n",
                          "names column 'nope_id' under id:"),
                         ("id: id\nimages: [caption]\ntexts: [foil]\ngold: [[1]]\n",
                          "lists column 'caption' under images:, but it holds string, not images")]:
         spec = tmp_path / "spec.yaml"
         spec.write_text(text)
-        code, err = _cli(capsys, "evaluate", "--dataset", folder, "--config", "pairs", "--spec", spec, "--model",
-                         tiny_clip_path, "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+        code, _, err = cli("evaluate", "--dataset", folder, "--config", "pairs", "--spec", spec, "--model",
+                           tiny_clip_path, "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
         _one_line(code, err, words)
 
 
@@ -109,8 +105,9 @@ PROBE_CLI = [
 
 
 @pytest.mark.parametrize("argv, words", PROBE_CLI, ids=[" ".join(a)[:30] for a, _ in PROBE_CLI])
-def test_probe_cli(argv, words, capsys):
-    _one_line(*_cli(capsys, "probe", *argv, "--no-progress"), words)
+def test_probe_cli(argv, words, cli):
+    run = cli("probe", *argv, "--no-progress")
+    _one_line(run.code, run.err, words)
 
 
 @pytest.fixture(scope="module")
@@ -121,12 +118,12 @@ def travlr_tiny(tmp_path_factory) -> Path:
     return out
 
 
-def test_probe_few_shot_past_the_training_rows(travlr_tiny, tmp_path, capsys, monkeypatch):
+def test_probe_few_shot_past_the_training_rows(travlr_tiny, tmp_path, cli, monkeypatch):
     from vlprobe import runner
 
     monkeypatch.setattr(runner, "load_model", lambda *a, **k: pytest.fail("the model loaded before the refusal"))
-    code, err = _cli(capsys, "probe", "--dataset", travlr_tiny, "--few-shot", "1000000000", "--out", tmp_path / "o",
-                     "--cache-dir", "none", "--no-progress")
+    code, _, err = cli("probe", "--dataset", travlr_tiny, "--few-shot", "1000000000", "--out", tmp_path / "o",
+                       "--cache-dir", "none", "--no-progress")
     _one_line(code, err, "--few-shot 1000000000: must be at most 8, the rows of spatiality/train")
     with pytest.raises(VlprobeError, match=r"^few_shot=9: must be at most 8"):
         vlprobe.probe(datasets=str(travlr_tiny), few_shot=9, cache_dir="none", progress=False)
@@ -135,11 +132,11 @@ def test_probe_few_shot_past_the_training_rows(travlr_tiny, tmp_path, capsys, mo
 # ---- vlprobe build / report (CLI) -------------------------------------------------------------------------------
 
 def _source(tmp_path: Path, csv: str) -> Path:
-    from helpers_data import png_bytes
+    from helpers import png
 
     src = tmp_path / "src"
     (src / "images").mkdir(parents=True)
-    (src / "images" / "red.png").write_bytes(png_bytes((200, 30, 30)))
+    (src / "images" / "red.png").write_bytes(png((200, 30, 30)))
     (src / "rows.csv").write_text(csv)
     return src
 
@@ -154,8 +151,8 @@ BUILD_CLI = [
 
 
 @pytest.mark.parametrize("csv, words", BUILD_CLI, ids=["NUL byte", "absolute non-image path", "absolute image path"])
-def test_build_folder_cli(csv, words, tmp_path, capsys):
-    code, err = _cli(capsys, "build", "folder", _source(tmp_path, csv), "--license", "mit", "--out", tmp_path / "out")
+def test_build_folder_cli(csv, words, tmp_path, cli):
+    code, _, err = cli("build", "folder", _source(tmp_path, csv), "--license", "mit", "--out", tmp_path / "out")
     _one_line(code, err, words)
     assert not (tmp_path / "out").exists()
 
@@ -167,10 +164,10 @@ REPORT_CLI = [
 
 
 @pytest.mark.parametrize("name, words", REPORT_CLI)
-def test_report_cli(name, words, tmp_path, capsys):
+def test_report_cli(name, words, tmp_path, cli):
     if name == "bad.json":
         (tmp_path / name).write_text(json.dumps({"results": [{"n_items": -4}]}))
-    code, err = _cli(capsys, "report", tmp_path / name, "--out", tmp_path / "r")
+    code, _, err = cli("report", tmp_path / name, "--out", tmp_path / "r")
     assert code == 2 and "Traceback" not in err and words in err, err
 
 
@@ -350,18 +347,18 @@ DAMAGED = [
 
 
 @pytest.mark.parametrize("damage, words", DAMAGED, ids=[d.__name__.strip("_") for d, _ in DAMAGED])
-def test_a_damaged_dataset_folder_names_the_file(damage, words, folder, tiny_clip_path, tmp_path, capsys):
+def test_a_damaged_dataset_folder_names_the_file(damage, words, folder, tiny_clip_path, tmp_path, cli):
     copy = tmp_path / "synthetic"
     shutil.copytree(folder, copy)
     damage(copy)
-    code, err = _cli(capsys, "evaluate", "--dataset", copy, "--config", "pairs", "--model", tiny_clip_path,
-                     "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress", "--num-workers", "0")
+    code, _, err = cli("evaluate", "--dataset", copy, "--config", "pairs", "--model", tiny_clip_path,
+                       "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress", "--num-workers", "0")
     last = err.strip().splitlines()[-1]
     assert code == 2 and "Traceback" not in err and words in last and "is damaged" in last, err
     assert "Pass a dataset folder" not in err
 
 
-def test_a_full_disk_while_converting_is_named_as_such(folder, tiny_clip_path, tmp_path, monkeypatch, capsys):
+def test_a_full_disk_while_converting_is_named_as_such(folder, tiny_clip_path, tmp_path, monkeypatch, cli):
     import errno
 
     from vlprobe.storage import arrow_cache
@@ -373,16 +370,16 @@ def test_a_full_disk_while_converting_is_named_as_such(folder, tiny_clip_path, t
             raise RuntimeError("DatasetGenerationError: An error occurred while generating the dataset") from inner
 
     monkeypatch.setattr(arrow_cache, "load_split", full)
-    code, err = _cli(capsys, "evaluate", "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path,
-                     "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+    code, _, err = cli("evaluate", "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path,
+                       "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
     _one_line(code, err, "no space left on the disk (/tmp/x.arrow) while converting it to Arrow")
 
 
-def test_a_damaged_tokenizer_json_names_model_and_file(folder, tiny_clip_path, tmp_path, capsys):
+def test_a_damaged_tokenizer_json_names_model_and_file(folder, tiny_clip_path, tmp_path, cli):
     model = tmp_path / "model"
     shutil.copytree(tiny_clip_path, model)
     (model / "tokenizer.json").write_text('{"version": "1.0", "truncation": nul')
-    code, err = _cli(capsys, "evaluate", "--dataset", folder, "--config", "pairs", "--model", model,
-                     "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress", "--num-workers", "0")
+    code, _, err = cli("evaluate", "--dataset", folder, "--config", "pairs", "--model", model,
+                       "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress", "--num-workers", "0")
     last = err.strip().splitlines()[-1]
     assert code == 2 and f"cannot load model '{model}': tokenizer.json is not valid JSON" in last, err

@@ -5,7 +5,6 @@ is called; a run that departs from the authors' setting says so, with the author
 from __future__ import annotations
 
 import ast
-import io
 import json
 import re
 import shutil
@@ -15,7 +14,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
+from helpers import png
 
 import vlprobe
 from vlprobe import metric
@@ -125,12 +124,6 @@ def test_no_builder_imports_another_builder():
 
 # ---- a folder is the benchmark it records ----------------------------------------------------------------
 
-def _png(i: int) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (16, 16), (30 * i % 256, 100, 200 - 15 * i % 256)).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 SPEC = "id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\ntags: [instrument]\n"
 
 
@@ -140,7 +133,8 @@ def _valse_like(folder: Path, benchmark: str | None) -> Path:
     feats = datasets.Features({k: datasets.Value("string") for k in ("id", "caption", "foil", "instrument")}
                               | {"image": datasets.Image()})
     n = 2 * len(INSTRUMENTS)
-    rows = {"id": [f"r{i}" for i in range(n)], "image": [{"bytes": _png(i), "path": None} for i in range(n)],
+    images = [png((30 * i % 256, 100, 200 - 15 * i % 256), (16, 16)) for i in range(n)]
+    rows = {"id": [f"r{i}" for i in range(n)], "image": [{"bytes": b, "path": None} for b in images],
             "caption": [f"a shape number {i}" for i in range(n)], "foil": [f"no shape at all {i % 5}" for i in range(n)],
             "instrument": [INSTRUMENTS[i % len(INSTRUMENTS)] for i in range(n)]}
     write_card(folder, card_metadata([ConfigDecl("all", feats, default=True)], license="cc0-1.0", pretty_name="v"), "# v")

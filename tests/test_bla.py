@@ -6,15 +6,14 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import io
 import json
 import zipfile
 from pathlib import Path
 
 import datasets
 import pytest
+from helpers import jpeg
 from helpers_data import build_from, load
-from PIL import Image
 
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import bla
@@ -38,9 +37,7 @@ def image_ids(annotations: Path) -> list[str]:
 
 
 def make_standins(root: Path, annotations: Path, skip=frozenset(), corrupt: str | None = None) -> Path:
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 6), (10, 200, 90)).save(buf, "JPEG")
-    data = buf.getvalue()
+    data = jpeg(size=(8, 6), color=(10, 200, 90))
     (root / "VG_100K").mkdir(parents=True)
     with zipfile.ZipFile(root / "images2.zip", "w") as zf:
         for i in image_ids(annotations):

@@ -3,23 +3,15 @@ has, runs without end. Each is refused in one line naming the culprit, before an
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from PIL import Image
+from helpers import jpeg
 
-from vlprobe.cli import main
 from vlprobe.dataset.images import ImageError, ImageTooLargeError, check_crop_box
 from vlprobe.storage.paths import length_problem
 
 LONG_300 = "x" * 300
 LONG_10K = "y" * 10_000
 DEEP_30 = "/".join(["d" * 200] * 30)  # 30 levels, over PATH_MAX in all
-
-
-def _cli(capsys, *argv) -> tuple[int, str]:
-    code = main([str(a) for a in argv])
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("path, words", [(LONG_300, "name of 300 bytes"), (LONG_10K, "name of 10,000 bytes"),
@@ -32,8 +24,8 @@ def test_length_problem(path, words):
 @pytest.mark.parametrize("command", ["evaluate", "probe"])
 @pytest.mark.parametrize("flag", ["--out", "--dataset", "--model", "--cache-dir"])
 @pytest.mark.parametrize("name", [LONG_300, LONG_10K, DEEP_30], ids=["300", "10000", "30-levels"])
-def test_long_names_are_one_line_before_anything_loads(capsys, command, flag, name):
-    code, err = _cli(capsys, command, flag, name, "--no-progress")
+def test_long_names_are_one_line_before_anything_loads(cli, command, flag, name):
+    code, _, err = cli(command, flag, name, "--no-progress")
     assert code == 2 and "Traceback" not in err and "Errno 36" not in err, err
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"vlprobe {command}: error: {flag} ")
     assert "bytes" in err and len(err) < 600  # the name is shown shortened, not 10,000 characters
@@ -47,20 +39,14 @@ def test_long_names_are_one_line_before_anything_loads(capsys, command, flag, na
     (["--train-modality", "image,image"], "--train-modality image,image: names image more than once"),
     (["--test-modality", "image,,caption"], "has an empty name between commas"),
 ])
-def test_probe_bounds(capsys, argv, words):
-    code, err = _cli(capsys, "probe", *argv, "--no-progress")
+def test_probe_bounds(cli, argv, words):
+    code, _, err = cli("probe", *argv, "--no-progress")
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_evaluate_seed_bound(capsys):
-    code, err = _cli(capsys, "evaluate", "--seed", str(2**63), "--no-progress")
+def test_evaluate_seed_bound(cli):
+    code, _, err = cli("evaluate", "--seed", str(2**63), "--no-progress")
     assert code == 2 and "--seed 9223372036854775808: must be at most" in err, err
-
-
-def _jpeg(size=(40, 30)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, (10, 20, 30)).save(buf, "JPEG")
-    return buf.getvalue()
 
 
 @pytest.mark.parametrize("row, error, words", [
@@ -74,7 +60,8 @@ def test_crepe_regions_no_image_has_are_refused_naming_the_row(row, error, words
 
     region = Region(3, 2345, (row["x"], row["y"], row["width"], row["height"]), "a caption", ["a negative"], False)
     with pytest.raises(error, match=words) as err:
-        crop(Row("prod_vg_hard_negs_swap_complexity_7/3", {}, (), record=region), "image", _jpeg())
+        crop(Row("prod_vg_hard_negs_swap_complexity_7/3", {}, (), record=region), "image",
+             jpeg(size=(40, 30), color=(10, 20, 30)))
     assert "CREPE row prod_vg_hard_negs_swap_complexity_7/3 (image 2345.jpg)" in str(err.value)
     assert check_crop_box((1.4, 2.6, 10.0, 12.0), (40, 30), "w") == (1, 3, 10, 12)
 
@@ -140,11 +127,11 @@ def test_the_metric_holds_many_large_items_in_blocks(monkeypatch):
     (["build", "travlr", "--out", "."], "--out '.': names the working directory"),
     (["build", "travlr", "--out", ".."], "is the working directory or a folder that holds it"),
 ])
-def test_build_counts_and_outs_are_bounded(argv, words, tmp_path, monkeypatch, capsys):
+def test_build_counts_and_outs_are_bounded(argv, words, tmp_path, monkeypatch, cli):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    code, err = _cli(capsys, *argv)
+    code, _, err = cli(*argv)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and not any(work.iterdir())  # nothing written
 

@@ -17,19 +17,11 @@ from vlprobe.builders.flow import Annotations, Image, Row
 from vlprobe.dataset import image_sources as imgs
 
 
-def _cli(*argv: str, capsys) -> tuple[int, str, str]:
-    from vlprobe.cli import main
-
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_dry_run_of_a_builder_that_reads_every_file(shared_data: Path, tmp_path: Path, capsys) -> None:
+def test_dry_run_of_a_builder_that_reads_every_file(shared_data: Path, tmp_path: Path, cli) -> None:
     counts = get_benchmark("sugar_crepe").counts
     listing = tmp_path / "list.tsv"
-    code, out, err = _cli("build", "sugar_crepe", "--annotations", str(shared_data / "sugar_crepe"), "--dry-run",
-                          "--image-list", str(listing), "--out", str(tmp_path / "sc"), capsys=capsys)
+    code, out, err = cli("build", "sugar_crepe", "--annotations", str(shared_data / "sugar_crepe"), "--dry-run",
+                         "--image-list", str(listing), "--out", str(tmp_path / "sc"))
     assert code == 0, err
     assert not (tmp_path / "sc").exists() and "dry run, nothing built" in out and "no image is looked at" in out
     for config, n in counts.items():
@@ -39,8 +31,8 @@ def test_dry_run_of_a_builder_that_reads_every_file(shared_data: Path, tmp_path:
     assert lines[0] == "source\tfile\trows\tfound" and {line.split("\t")[1] for line in lines[1:]} == names
     assert sum(int(line.split("\t")[2]) for line in lines[1:]) == sum(counts.values())
     # --configs keeps the configs asked for (the files are still all read and verified)
-    code, out, err = _cli("build", "sugar_crepe", "--annotations", str(shared_data / "sugar_crepe"), "--dry-run",
-                          "--configs", "swap_obj", "--image-list", "-", "--out", str(tmp_path / "sc"), capsys=capsys)
+    code, out, err = cli("build", "sugar_crepe", "--annotations", str(shared_data / "sugar_crepe"), "--dry-run",
+                         "--configs", "swap_obj", "--image-list", "-", "--out", str(tmp_path / "sc"))
     assert code == 0, err
     assert f"Rows in this build: **{counts['swap_obj']:,}**" in out and "| `swap_att` | 0 |" in out
     # told where the images are, a dry run looks them up there (and fetches nothing)
@@ -48,9 +40,8 @@ def test_dry_run_of_a_builder_that_reads_every_file(shared_data: Path, tmp_path:
     images.mkdir()
     first = sorted(names)[0]
     (images / first).write_bytes(b"x")
-    code, out, err = _cli("build", "sugar_crepe", "--annotations", str(shared_data / "sugar_crepe"), "--dry-run",
-                          "--image-dir", f"coco2017_val={images}", "--image-list", str(listing), "--out", str(tmp_path / "sc"),
-                          capsys=capsys)
+    code, out, err = cli("build", "sugar_crepe", "--annotations", str(shared_data / "sugar_crepe"), "--dry-run",
+                         "--image-dir", f"coco2017_val={images}", "--image-list", str(listing), "--out", str(tmp_path / "sc"))
     assert code == 0, err
     assert f"Of these, 1 are where --images / --image-dir say and {len(names) - 1:,} are not" in out
     found = {line.split("\t")[1]: line.split("\t")[3] for line in listing.read_text().splitlines()[1:]}

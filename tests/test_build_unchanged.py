@@ -90,13 +90,13 @@ def test_the_generator_digest_follows_the_code(tmp_path, monkeypatch):
 
 def test_winoground_style_twice_renders_once_and_a_private_copy_elsewhere_is_checked_too(tmp_path, renders, capsys):
     import datasets as hf
-    from helpers_data import png_bytes
+    from helpers import png
 
     from vlprobe.builders.winoground_style import WINOGROUND_FEATURES
 
     copy = tmp_path / "winoground.parquet"  # the user's own copy of facebook/winoground, two rows
-    rows = [{"id": i, "image_0": {"bytes": png_bytes((10 * i, 0, 0)), "path": None},
-             "image_1": {"bytes": png_bytes((0, 10 * i, 0)), "path": None}, "caption_0": "a", "caption_1": "b",
+    rows = [{"id": i, "image_0": {"bytes": png((10 * i, 0, 0)), "path": None},
+             "image_1": {"bytes": png((0, 10 * i, 0)), "path": None}, "caption_0": "a", "caption_1": "b",
              "tag": "t", "secondary_tag": "", "num_main_preds": 1, "collapsed_tag": "Object"} for i in range(2)]
     hf.Dataset.from_list(rows, features=WINOGROUND_FEATURES).to_parquet(str(copy))
     out, private = tmp_path / "ws", tmp_path / "private"
@@ -116,7 +116,8 @@ def test_winoground_style_twice_renders_once_and_a_private_copy_elsewhere_is_che
 
 
 def test_a_folder_build_from_the_same_source_does_nothing(tmp_path, capsys, monkeypatch):
-    from helpers_data import folder_source, png_bytes
+    from helpers import png
+    from helpers_data import folder_source
 
     import vlprobe.builders.folder as fb
 
@@ -133,7 +134,7 @@ def test_a_folder_build_from_the_same_source_does_nothing(tmp_path, capsys, monk
         in said and "images (2 files)" in said and said.rstrip().endswith("nothing built; --force rebuilds it")
     for change in ("an image", "the captions", "another option"):
         if change == "an image":
-            (src / "images" / "red.png").write_bytes(png_bytes((201, 30, 30)))
+            (src / "images" / "red.png").write_bytes(png((201, 30, 30)))
         elif change == "the captions":
             (src / "rows.csv").write_text((src / "rows.csv").read_text().replace("a red square,", "a scarlet square,"))
         else:

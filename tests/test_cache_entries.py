@@ -12,15 +12,12 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import warning_lines
 from helpers_engine import ToyDual, toy_items
 
 from vlprobe.scoring.engine import Engine
 from vlprobe.storage import score_cache as cache_module
 from vlprobe.storage.score_cache import ScoreCache, pack
-
-
-def _warnings(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("vlprobe: warning:")]
 
 
 def _score(root, items):
@@ -79,13 +76,13 @@ def test_a_damaged_entry_is_dropped_and_recomputed_with_one_warning(tmp_path, ca
     damage(part)
     capfd.readouterr()
     again, _, scorer = _score(tmp_path, items)
-    lines = _warnings(capfd.readouterr().err)
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1 and "damaged score-cache entr" in lines[0] and str(tmp_path) in lines[0], lines
     assert scorer.images_encoded + scorer.texts_encoded == 1  # only the damaged entry is computed again
     for got, want in zip(again, clean):  # a batch of one, not four: BLAS sums may differ in the last bits
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     third, _, scorer = _score(tmp_path, items)  # the fresh value replaced the damaged one
-    assert scorer.images_encoded + scorer.texts_encoded == 0 and not _warnings(capfd.readouterr().err)
+    assert scorer.images_encoded + scorer.texts_encoded == 0 and not warning_lines(capfd.readouterr().err)
 
 
 def test_a_warning_on_a_full_disk_never_kills_the_run(monkeypatch):
@@ -111,7 +108,7 @@ def test_a_cache_folder_of_another_user_is_not_read(tmp_path, capfd):
     os.chown(part.parent, 12345, 12345)  # as if another local user had made (or swapped in) the folder
     capfd.readouterr()
     again, _, scorer = _score(tmp_path, items)
-    lines = _warnings(capfd.readouterr().err)
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1 and "another user" in lines[0] and str(part.parent) in lines[0], lines
     assert scorer.images_encoded > 0  # nothing was read from it
     for got, want in zip(again, clean):
@@ -132,7 +129,7 @@ def test_a_cache_folder_others_may_write_is_made_private_and_foreign_parts_ignor
     capfd.readouterr()
     again, _, _ = _score(tmp_path, items)
     assert os.stat(part.parent).st_mode & 0o777 == 0o700
-    lines = _warnings(capfd.readouterr().err)
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1 and "others could write into" in lines[0], lines
     for got, want in zip(again, clean):
         np.testing.assert_array_equal(got, want)
@@ -194,7 +191,7 @@ def test_another_models_part_file_is_refused_naming_it(tmp_path, capfd, how):
         target.symlink_to(their_part)
     capfd.readouterr()
     again, _, scorer = _score(tmp_path, items)
-    lines = _warnings(capfd.readouterr().err)
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1 and str(target) in lines[0], lines
     assert ("symbolic link" if how == "symlinked" else "written for another model") in lines[0]
     assert scorer.images_encoded > 0  # computed again, not read from the other model's file
@@ -209,7 +206,7 @@ def test_a_cache_folder_renamed_from_another_model_is_moved_aside(tmp_path, capf
     their_part.parent.rename(part.parent)  # the other model's folder under this model's name
     capfd.readouterr()
     again, _, _ = _score(tmp_path, items)
-    lines = _warnings(capfd.readouterr().err)
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1 and "holds another model's scores" in lines[0] and str(part.parent) in lines[0], lines
     for got, want in zip(again, clean):
         np.testing.assert_array_equal(got, want)

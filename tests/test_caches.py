@@ -13,6 +13,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
+from helpers import warning_lines
 from helpers_data import build_folder
 
 import vlprobe
@@ -102,10 +103,6 @@ def _arrow_files(entry: Path) -> list[Path]:
     return sorted(entry.rglob("*.arrow"))
 
 
-def _warnings(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("vlprobe: warning:")]
-
-
 def test_the_copy_lives_in_the_users_cache_private_and_recorded(cache, data, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
@@ -119,7 +116,7 @@ def test_the_copy_lives_in_the_users_cache_private_and_recorded(cache, data, tmp
     stamp = [p.stat().st_mtime_ns for p in _arrow_files(entry)]
     again = load_folder_split(data, "pairs", "test")  # read back, not converted again
     assert again["id"] == first["id"] and [p.stat().st_mtime_ns for p in _arrow_files(entry)] == stamp
-    assert not _warnings(capsys.readouterr().err)
+    assert not warning_lines(capsys.readouterr().err)
 
 
 def _truncate(entry: Path) -> None:
@@ -162,18 +159,18 @@ def test_a_damaged_copy_is_converted_again_with_one_warning(damage, cache, data,
     damage(_entry(cache))
     capsys.readouterr()
     again = load_folder_split(data, "pairs", "test")
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = warning_lines(capsys.readouterr().err)
     assert len(warnings) == 1 and "is damaged" in warnings[0] and "converting the parquet again" in warnings[0]
     assert again[:] == clean
     load_folder_split(data, "pairs", "test")  # whole again: read without a word
-    assert not _warnings(capsys.readouterr().err)
+    assert not warning_lines(capsys.readouterr().err)
 
 
 def test_a_rebuilt_folder_is_converted_again_silently(cache, data, capsys):
     assert len(load_folder_split(data, "pairs", "test")) == 6
     time.sleep(0.01)
     build_folder(data.parent, n=8)  # the same folder, other rows
-    assert len(load_folder_split(data, "pairs", "test")) == 8 and not _warnings(capsys.readouterr().err)
+    assert len(load_folder_split(data, "pairs", "test")) == 8 and not warning_lines(capsys.readouterr().err)
     assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1  # the stale copy was replaced
 
 
@@ -204,7 +201,7 @@ def test_an_arrow_folder_of_another_user_is_never_read(cache, data, tmp_path, mo
 
     monkeypatch.setattr(tempfile, "tempdir", None)
     got = load_folder_split(data, "pairs", "test")
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = warning_lines(capsys.readouterr().err)
     assert len(warnings) == 1 and "belongs to another user" in warnings[0] and "private temporary folder" in warnings[0]
     assert got[:] == clean
     assert all(str(tmp_path / "tmp") in f["filename"] for f in got.cache_files)
@@ -219,7 +216,7 @@ def test_evaluate_after_damage_gives_the_clean_run(cache, data, tiny_clip_path, 
         _truncate(entry)
     capsys.readouterr()
     again = vlprobe.evaluate(**kw)
-    assert len(_warnings(capsys.readouterr().err)) == 2  # one per split (pairs, swap)
+    assert len(warning_lines(capsys.readouterr().err)) == 2  # one per split (pairs, swap)
     for a, b in zip(clean.splits, again.splits):
         np.testing.assert_array_equal(np.stack(a.scores), np.stack(b.scores))
         assert a.metrics == b.metrics
@@ -329,7 +326,7 @@ def test_a_cache_home_another_user_made_changes_no_number(shared, tiny_clip_path
     assert f"{home}/datasets/sc" in err and "belongs to another user" in err and "Traceback" not in err
     code, out, err = _evaluate(capsys, "--dataset", str(data), "--model", str(tiny_clip_path), "--out",
                                str(tmp_path / "b"))
-    warnings = _warnings(err)
+    warnings = warning_lines(err)
     assert code == 0 and len(warnings) == 1, err
     assert f"not using the cache folder {home}: {home} belongs to another user" in warnings[0]
     assert "chmod 700" in warnings[0]
@@ -358,7 +355,7 @@ def test_an_entry_planted_while_arrow_was_open_is_dropped(shared, monkeypatch, c
     assert (entry / arrow).stat().st_uid == user[0]
     capsys.readouterr()
     again = load_folder_split(data, "pairs", "test")[:]
-    warnings = _warnings(capsys.readouterr().err)
+    warnings = warning_lines(capsys.readouterr().err)
     assert len(warnings) == 1 and "was writable by others (mode 777)" in warnings[0] and "emptied" in warnings[0]
     assert again == clean and stat.S_IMODE((home / "arrow").stat().st_mode) == 0o700
 

@@ -4,8 +4,6 @@ and each of its error paths (clear message, exit status 2, no traceback)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -19,17 +17,11 @@ from vlprobe.cli import main
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _run(capsys, *argv) -> tuple[int, str, str]:
-    code = main(["evaluate", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.slow
-def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path, capsys):
+def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path, cli):
     out_dir, cache = tmp_path / "run", tmp_path / "cache"
-    code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
-                          "--batch-size", 4, "--num-workers", 0, "--cache-dir", cache, "--out", out_dir, "--no-progress")
+    code, out, err = cli("evaluate", "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
+                         "--batch-size", 4, "--num-workers", 0, "--cache-dir", cache, "--out", out_dir, "--no-progress")
     assert code == 0, err
     assert "pairs/test" in out and "swap/test" in out and "chance" in out
     files = sorted(p.name for p in out_dir.iterdir())
@@ -72,18 +64,18 @@ def test_evaluate_end_to_end_writes_all_outputs(folder, tiny_clip_path, tmp_path
     assert any(",kind=even,acc_r," in line for line in csv)
 
     # A second run is served by the cache and gives the same numbers.
-    code, out2, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
-                           "--cache-dir", cache, "--out", tmp_path / "run2", "--no-progress")
+    code, out2, err = cli("evaluate", "--dataset", folder, "--model", tiny_clip_path, "--bootstrap", 50,
+                          "--cache-dir", cache, "--out", tmp_path / "run2", "--no-progress")
     assert code == 0, err
     doc2 = json.loads((tmp_path / "run2" / "results.json").read_text())
     assert doc2["provenance"]["engine"]["computed_images"] == 0 and doc2["provenance"]["engine"]["computed_texts"] == 0
     assert [r["metrics"] for r in doc2["results"]] == [r["metrics"] for r in doc["results"]]
 
 
-def test_config_limit_and_split(folder, tiny_clip_path, tmp_path, capsys):
-    code, out, err = _run(capsys, "--dataset", folder, "--config", "swap", "--split", "test", "--limit", 3,
-                          "--model", tiny_clip_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
-                          "--no-progress")
+def test_config_limit_and_split(folder, tiny_clip_path, tmp_path, cli):
+    code, out, err = cli("evaluate", "--dataset", folder, "--config", "swap", "--split", "test", "--limit", 3,
+                         "--model", tiny_clip_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
+                         "--no-progress")
     assert code == 0, err
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert [r["config"] for r in doc["results"]] == ["swap"]
@@ -100,45 +92,45 @@ def test_config_limit_and_split(folder, tiny_clip_path, tmp_path, capsys):
         (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
     ],
 )
-def test_error_paths(folder, tiny_clip_path, tmp_path, capsys, extra, expected):
-    code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o",
-                          "--cache-dir", "none", "--no-progress", *extra)
+def test_error_paths(folder, tiny_clip_path, tmp_path, cli, extra, expected):
+    code, out, err = cli("evaluate", "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o",
+                         "--cache-dir", "none", "--no-progress", *extra)
     assert code == 2
     assert expected in err and "Traceback" not in err
     if extra[0] == "--config":
         assert "pairs, swap" in err
 
 
-def test_model_not_found_says_how_to_pass_a_local_path(folder, tmp_path, capsys):
-    code, out, err = _run(capsys, "--dataset", folder, "--model", "someone/not-a-model", "--out", tmp_path / "o",
-                          "--cache-dir", "none", "--no-progress")
+def test_model_not_found_says_how_to_pass_a_local_path(folder, tmp_path, cli):
+    code, out, err = cli("evaluate", "--dataset", folder, "--model", "someone/not-a-model", "--out", tmp_path / "o",
+                         "--cache-dir", "none", "--no-progress")
     assert code == 2 and "not-a-model" in err and "local folder" in err and "Traceback" not in err
 
 
-def test_dataset_not_found(tmp_path, tiny_clip_path, capsys):
-    code, out, err = _run(capsys, "--dataset", tmp_path / "missing", "--model", tiny_clip_path, "--out", tmp_path / "o")
+def test_dataset_not_found(tmp_path, tiny_clip_path, cli):
+    code, out, err = cli("evaluate", "--dataset", tmp_path / "missing", "--model", tiny_clip_path, "--out", tmp_path / "o")
     assert code == 2 and "missing" in err and "Traceback" not in err
 
 
-def test_an_unbuilt_card_folder_says_how_to_build_it(tmp_path, tiny_clip_path, capsys):
+def test_an_unbuilt_card_folder_says_how_to_build_it(tmp_path, tiny_clip_path, cli):
     # A clone's committed card folder (card + vlprobe.yaml, no data/): the error names the build command.
     import shutil
 
     card = shutil.copytree(Path(__file__).resolve().parents[1] / "crepe", tmp_path / "crepe",
                            ignore=shutil.ignore_patterns("data"))
-    code, _, err = _run(capsys, "--dataset", card, "--model", tiny_clip_path, "--out", tmp_path / "o")
+    code, _, err = cli("evaluate", "--dataset", card, "--model", tiny_clip_path, "--out", tmp_path / "o")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert "holds a card but no data yet" in err and f"`vlprobe build crepe --out {card}`" in err, err
 
 
-def test_unreadable_image_names_item_and_file(tmp_path, tiny_clip_path, capsys):
+def test_unreadable_image_names_item_and_file(tmp_path, tiny_clip_path, cli):
     bad = build_folder(tmp_path, n=6, broken_row=4)
-    code, out, err = _run(capsys, "--dataset", bad, "--config", "pairs", "--model", tiny_clip_path, "--out",
-                          tmp_path / "o", "--cache-dir", "none", "--num-workers", "1", "--no-progress")
+    code, out, err = cli("evaluate", "--dataset", bad, "--config", "pairs", "--model", tiny_clip_path, "--out",
+                         tmp_path / "o", "--cache-dir", "none", "--num-workers", "1", "--no-progress")
     assert code == 2 and "'p4'" in err and "broken_file.png" in err and "Traceback" not in err
 
 
-def test_out_of_memory_suggests_smaller_batch(folder, tiny_clip_path, tmp_path, capsys, monkeypatch):
+def test_out_of_memory_suggests_smaller_batch(folder, tiny_clip_path, tmp_path, cli, monkeypatch):
     import torch
 
     from vlprobe.scorers import dual_encoder
@@ -154,8 +146,8 @@ def test_out_of_memory_suggests_smaller_batch(folder, tiny_clip_path, tmp_path, 
 
     monkeypatch.setattr(dual_encoder.DualEncoderScorer, "encode_images", flaky)
     cache = tmp_path / "cache"
-    code, out, err = _run(capsys, "--dataset", folder, "--model", tiny_clip_path, "--batch-size", 2, "--out",
-                          tmp_path / "o", "--cache-dir", cache, "--num-workers", "0", "--no-progress")
+    code, out, err = cli("evaluate", "--dataset", folder, "--model", tiny_clip_path, "--batch-size", 2, "--out",
+                         tmp_path / "o", "--cache-dir", cache, "--num-workers", "0", "--no-progress")
     assert code == 2 and "smaller --batch-size" in err and "Traceback" not in err
     parts = list(cache.glob("*/part-0.sqlite"))
     import sqlite3
@@ -189,19 +181,18 @@ def test_default_run_without_model_says_so(tmp_path, monkeypatch, capsys):
     assert code == 2 and "models/mini-clip" in err and "--model" in err
 
 
-def test_console_entry_point_help():
-    proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", "evaluate", "--help"], capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 0 and "--bootstrap" in proc.stdout and "--cache-dir" in proc.stdout
+def test_console_entry_point_help(cli):
+    code, out, _ = cli.subprocess("evaluate", "--help", timeout=60)
+    assert code == 0 and "--bootstrap" in out and "--cache-dir" in out
 
 
 @pytest.mark.slow
-def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_path, capsys):
+def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_path, cli):
     cache = tmp_path / "cache"
     base = ["--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap", 0,
             "--cache-dir", cache, "--no-progress"]
-    assert _run(capsys, *base, "--out", tmp_path / "real")[0] == 0
-    code, out, err = _run(capsys, *base, "--control", "blank", "--out", tmp_path / "blank")
+    assert cli("evaluate", *base, "--out", tmp_path / "real").code == 0
+    code, out, err = cli("evaluate", *base, "--control", "blank", "--out", tmp_path / "blank")
     assert code == 0, err
     real = json.loads((tmp_path / "real" / "results.json").read_text())
     blank = json.loads((tmp_path / "blank" / "results.json").read_text())
@@ -213,10 +204,10 @@ def test_blank_control_is_recorded_and_cached_apart(folder, tiny_clip_path, tmp_
 
 
 @pytest.mark.slow
-def test_itm_probabilities_flow_to_metrics_and_parquet(folder, tiny_blip_itm_path, tmp_path, capsys):
-    code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--limit", 4, "--model",
-                          tiny_blip_itm_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
-                          "--no-progress", "--num-workers", 0)
+def test_itm_probabilities_flow_to_metrics_and_parquet(folder, tiny_blip_itm_path, tmp_path, cli):
+    code, out, err = cli("evaluate", "--dataset", folder, "--config", "pairs", "--limit", 4, "--model",
+                         tiny_blip_itm_path, "--bootstrap", 0, "--cache-dir", "none", "--out", tmp_path / "o",
+                         "--no-progress", "--num-workers", 0)
     assert code == 0, err
     metrics = json.loads((tmp_path / "o" / "results.json").read_text())["results"][0]["metrics"]
     assert {"acc", "p_c", "p_f", "min_p"} <= set(metrics)
@@ -224,9 +215,9 @@ def test_itm_probabilities_flow_to_metrics_and_parquet(folder, tiny_blip_itm_pat
     assert all(p is not None and 0 <= p[0][0] <= 1 for p in probs)
 
 
-def test_text_only_model(folder, tiny_gpt2_path, tmp_path, capsys):
-    code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--limit", 5, "--model", tiny_gpt2_path,
-                          "--bootstrap", 0, "--cache-dir", tmp_path / "c", "--out", tmp_path / "o", "--no-progress")
+def test_text_only_model(folder, tiny_gpt2_path, tmp_path, cli):
+    code, out, err = cli("evaluate", "--dataset", folder, "--config", "pairs", "--limit", 5, "--model", tiny_gpt2_path,
+                         "--bootstrap", 0, "--cache-dir", tmp_path / "c", "--out", tmp_path / "o", "--no-progress")
     assert code == 0, err
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     # 5 rows, texts only: pairs are deduplicated by text
@@ -235,13 +226,13 @@ def test_text_only_model(folder, tiny_gpt2_path, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_clip_path, tmp_path, capsys):
+def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_clip_path, tmp_path, cli):
     """--exact-preprocessing loads the model's PIL image processor, and results.json says so (the
     setting, the backend that ran, and a command line that reruns it)."""
     out_dir = tmp_path / "exact"
-    code, _, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--limit", 4,
-                        "--bootstrap", 0, "--cache-dir", tmp_path / "cache", "--out", out_dir, "--no-progress",
-                        "--exact-preprocessing")
+    code, _, err = cli("evaluate", "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--limit", 4,
+                       "--bootstrap", 0, "--cache-dir", tmp_path / "cache", "--out", out_dir, "--no-progress",
+                       "--exact-preprocessing")
     assert code == 0, err
     prov = json.loads((out_dir / "results.json").read_text())["provenance"]
     assert prov["settings"]["exact_preprocessing"] is True
@@ -249,22 +240,22 @@ def test_exact_preprocessing_reaches_the_scorer_and_the_provenance(folder, tiny_
     assert "--exact-preprocessing" in prov["command"]
 
 
-def test_same_dataset_twice_is_refused(folder, tiny_clip_path, tmp_path, capsys):
+def test_same_dataset_twice_is_refused(folder, tiny_clip_path, tmp_path, cli):
     """--dataset X --dataset X once wrote every item twice into scores.parquet: refused, one line."""
-    code, out, err = _run(capsys, "--dataset", folder, "--dataset", f"{folder}/", "--model", tiny_clip_path,
-                          "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+    code, out, err = cli("evaluate", "--dataset", folder, "--dataset", f"{folder}/", "--model", tiny_clip_path,
+                         "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
     assert code == 2 and "--dataset" in err and "given more than once" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
-def test_dataset_revision_on_a_local_folder_is_refused(folder, tiny_clip_path, tmp_path, capsys):
-    code, out, err = _run(capsys, "--dataset", folder, "--dataset-revision", "v2", "--model", tiny_clip_path,
-                          "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
+def test_dataset_revision_on_a_local_folder_is_refused(folder, tiny_clip_path, tmp_path, cli):
+    code, out, err = cli("evaluate", "--dataset", folder, "--dataset-revision", "v2", "--model", tiny_clip_path,
+                         "--out", tmp_path / "o", "--cache-dir", "none", "--no-progress")
     assert code == 2 and "--dataset-revision v2" in err and "local folder" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
 
 
-def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_path, capsys, monkeypatch):
+def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_path, cli, monkeypatch):
     """--no-progress: transformers', huggingface_hub's and datasets' bars are off while the model
     loads and the rows are read and scored, and are as they were afterwards."""
     import datasets as hf_datasets
@@ -286,8 +277,8 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
     before = (hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
               hf_datasets.is_progress_bar_enabled())
     assert before == (True, True, True)
-    code, out, err = _run(capsys, "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap",
-                          0, "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
+    code, out, err = cli("evaluate", "--dataset", folder, "--config", "pairs", "--model", tiny_clip_path, "--bootstrap",
+                         0, "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
     assert code == 0, err
     assert [s[0] for s in seen] == ["load", "score"] and all(s[1:] == (False, False, False) for s in seen), seen
     assert (hf_logging.is_progress_bar_enabled(), not hub_utils.are_progress_bars_disabled(),
@@ -297,13 +288,13 @@ def test_no_progress_silences_every_librarys_bars(folder, tiny_clip_path, tmp_pa
 # ---- no silent zeros (issue 25): a split whose every item tied is N/A, with the reason ----------------
 
 @pytest.mark.slow
-def test_an_all_tied_split_is_na_with_its_reason_in_the_table_csv_json_and_report(tmp_path, capsys):
+def test_an_all_tied_split_is_na_with_its_reason_in_the_table_csv_json_and_report(tmp_path, capsys, cli):
     from helpers_ties import LIMIT, tie_folder, truncating_mini_clip
 
     folder, model = tie_folder(tmp_path / "data"), truncating_mini_clip(tmp_path / "models")
     out_dir = tmp_path / "run"
-    code, out, err = _run(capsys, "--dataset", folder, "--model", model, "--bootstrap", 20, "--num-workers", 0,
-                          "--cache-dir", "none", "--out", out_dir, "--no-progress")
+    code, out, err = cli("evaluate", "--dataset", folder, "--model", model, "--bootstrap", 20, "--num-workers", 0,
+                         "--cache-dir", "none", "--out", out_dir, "--no-progress")
     assert code == 0, err
     reason = f"6/6 items tied: texts identical after truncation to {LIMIT} tokens"
     table = {line.split()[0]: line for line in out.splitlines() if line.startswith("ties/")}

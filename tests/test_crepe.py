@@ -24,6 +24,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from helpers import encode, solid
 from helpers_data import load
 from PIL import Image
 
@@ -44,11 +45,9 @@ PROD_COLUMNS = ["image_id", "caption", "x", "y", "width", "height", "hard_negs"]
 def _image(image_id: int) -> bytes:
     """A JPEG whose left and right halves differ, so that a crop is recognisable."""
     h = hashlib.sha1(str(image_id).encode()).digest()
-    im = Image.new("RGB", IMAGE_SIZE, (h[0], h[1], h[2]))
+    im = solid((h[0], h[1], h[2]), IMAGE_SIZE)
     im.paste((255 - h[0], 255 - h[1], 255 - h[2]), (20, 0, 40, 30))
-    buf = io.BytesIO()
-    im.save(buf, "JPEG", quality=95)
-    return buf.getvalue()
+    return encode(im, "JPEG", quality=95)
 
 
 def _csv(columns: list[str], rows: list[dict]) -> bytes:
@@ -122,14 +121,6 @@ def image_ids() -> set[int]:
     ids = {r["image_id"] for p in crepe.PRETRAINING for c in crepe.COMPOUNDS for r in syst_rows(p, c)}
     return ids | {r["image_id"] for t in crepe.PROD_TYPES for n in crepe.COMPLEXITIES for r in prod_rows(t, n)}
 
-
-
-def _cli(*argv: str, capsys) -> tuple[int, str, str]:
-    from vlprobe.cli import main
-
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def write_vg(root: Path, ids) -> Path:
@@ -221,10 +212,10 @@ def test_the_third_party_copy_is_pinned_to_source_md(real: Path) -> None:
 
 
 @pytest.mark.slow
-def test_dry_run_on_the_real_files(real: Path, tmp_path: Path, capsys) -> None:
+def test_dry_run_on_the_real_files(real: Path, tmp_path: Path, cli) -> None:
     listing = tmp_path / "images.tsv"
-    code, out, err = _cli("build", "crepe", "--annotations", str(real), "--dry-run", "--image-list", str(listing),
-                          "--out", str(tmp_path / "crepe"), capsys=capsys)
+    code, out, err = cli("build", "crepe", "--annotations", str(real), "--dry-run", "--image-list", str(listing),
+                         "--out", str(tmp_path / "crepe"))
     assert code == 0, err
     assert not (tmp_path / "crepe").exists()
     ids = set()
@@ -245,22 +236,21 @@ def test_dry_run_on_the_real_files(real: Path, tmp_path: Path, capsys) -> None:
     assert {line.split("\t")[1] for line in lines[1:]} == {f"{i}.jpg" for i in ids}
 
 
-def test_asking_for_a_config_whose_file_is_missing_is_refused(real: Path, tmp_path: Path, capsys) -> None:
-    code, _, err = _cli("build", "crepe", "--annotations", str(real), "--configs", "prod_swap_4,syst_laion_seen_atom",
-                        "--dry-run", "--out", str(tmp_path / "o"), capsys=capsys)
+def test_asking_for_a_config_whose_file_is_missing_is_refused(real: Path, tmp_path: Path, cli) -> None:
+    code, _, err = cli("build", "crepe", "--annotations", str(real), "--configs", "prod_swap_4,syst_laion_seen_atom",
+                       "--dry-run", "--out", str(tmp_path / "o"))
     assert code == 2 and "cannot build syst_laion_seen_atom: none of its annotation files is at hand" in err
     assert f"{UP.default_url}syst_hard_negatives.zip (git blob 54eebe3a" in err and "Traceback" not in err
-    code, _, err = _cli("build", "crepe", "--annotations", str(real), "--configs", "prod_nothing", "--dry-run",
-                        "--out", str(tmp_path / "o"), capsys=capsys)
+    code, _, err = cli("build", "crepe", "--annotations", str(real), "--configs", "prod_nothing", "--dry-run",
+                       "--out", str(tmp_path / "o"))
     assert code == 2 and "--configs: unknown config(s) ['prod_nothing']" in err
 
 
-def test_a_tampered_copy_is_refused(real: Path, tmp_path: Path, capsys) -> None:
+def test_a_tampered_copy_is_refused(real: Path, tmp_path: Path, cli) -> None:
     path = crepe.BY_CONFIG["prod_swap_4"].loose
     (tmp_path / path).parent.mkdir(parents=True)
     (tmp_path / path).write_bytes((real / path).read_bytes().replace(b"floor", b"flour", 1))
-    code, _, err = _cli("build", "crepe", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"),
-                        capsys=capsys)
+    code, _, err = cli("build", "crepe", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"))
     assert code == 2 and f"annotation file {path} from" in err and "not the pinned one" in err
     assert facts.PROD_CSVS.repo in err
 
@@ -508,10 +498,10 @@ def test_items_and_recall_at_1_with_the_authors_tie_rule(built) -> None:
 
 
 @pytest.mark.slow
-def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
-    code, out, err = _cli("evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--config",
-                          "prod_atom_4,syst_cc12m_seen_comp", "--limit", "2", "--bootstrap", "0", "--no-progress",
-                          "--cache-dir", "none", "--out", str(tmp_path / "run"), capsys=capsys)
+def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Path, cli) -> None:
+    code, out, err = cli("evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--config",
+                         "prod_atom_4,syst_cc12m_seen_comp", "--limit", "2", "--bootstrap", "0", "--no-progress",
+                         "--cache-dir", "none", "--out", str(tmp_path / "run"))
     assert code == 0, err
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     table = pq.read_table(tmp_path / "run" / "scores.parquet").to_pylist()
@@ -532,11 +522,11 @@ def test_evaluate_on_the_built_folder(built, tiny_clip_path: Path, tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
+def test_a_plain_run_summarises_each_config(built, tiny_clip_path: Path, tmp_path: Path, cli) -> None:
     # `evaluate --dataset crepe` scores the `all` config once; the summary gives each leaf config's R@1
     # (from the `leaf=` tag), as the authors report per config, ties counted as their code counts them.
-    code, _, err = _cli("evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--bootstrap", "0",
-                        "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run"), capsys=capsys)
+    code, _, err = cli("evaluate", "--dataset", str(built[0]), "--model", str(tiny_clip_path), "--bootstrap", "0",
+                       "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run"))
     assert code == 0, err
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [e["config"] for e in doc["results"]] == ["all"]
@@ -575,10 +565,10 @@ def test_committed_card_spec_and_the_space_listing(built, repo_root: Path) -> No
     assert str(out) in Settings(root=out.parent).dataset_folders()
 
 
-def test_offline_with_nothing_cached_names_both_zips_and_their_urls(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_offline_with_nothing_cached_names_both_zips_and_their_urls(tmp_path: Path, monkeypatch, cli) -> None:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.delenv(UP.url_env, raising=False)
-    code, _, err = _cli("build", "crepe", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"), capsys=capsys)
+    code, _, err = cli("build", "crepe", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"))
     assert code == 2 and "Traceback" not in err and "CREPE: cannot build" in err
     for f in UP.files:
         assert (f"https://raw.githubusercontent.com/RAIVNLab/CREPE/{UP.commit}/data/{f.path} (git blob {f.blob})" in err)

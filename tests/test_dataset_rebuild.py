@@ -9,16 +9,13 @@ from pathlib import Path
 
 import datasets
 import pytest
+from helpers import Killed
 
 import vlprobe.dataset.folder as df
 from vlprobe.builders import travlr
 from vlprobe.builders.folder import build_folder
 from vlprobe.publish import check_dataset_folder
 from vlprobe.storage import leftovers, run_folder
-
-
-class Killed(BaseException):
-    """A kill -9 at this step: nothing after it runs, not even cleanup."""
 
 
 @pytest.fixture()

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import computed
 
 import vlprobe
 from vlprobe.cli import main
@@ -27,39 +28,33 @@ def home(tmp_path, monkeypatch) -> Path:
     return home
 
 
-def _computed(doc: dict) -> int:
-    engine = doc["provenance"]["engine"]
-    return sum(v for k, v in engine.items() if k.startswith("computed_") and not k.endswith("_this_process"))
-
-
-def _cli(capsys, folder, model, out) -> tuple[dict, str]:
-    code = main(["evaluate", "--dataset", str(folder), "--model", str(model), "--bootstrap", "0",
-                 "--num-workers", "0", "--out", str(out), "--no-progress"])
-    printed, err = capsys.readouterr()
+def _evaluate(cli, folder, model, out) -> tuple[dict, str]:
+    code, printed, err = cli("evaluate", "--dataset", folder, "--model", model, "--bootstrap", "0", "--num-workers", "0",
+                             "--out", out, "--no-progress")
     assert code == 0, err
     return json.loads((Path(out) / "results.json").read_text()), printed
 
 
 @pytest.mark.slow
-def test_cli_second_run_with_no_cache_option_computes_nothing(folder, tiny_clip_path, tmp_path, home, capsys):
-    first, _ = _cli(capsys, folder, tiny_clip_path, tmp_path / "a")
+def test_cli_second_run_with_no_cache_option_computes_nothing(folder, tiny_clip_path, tmp_path, home, cli):
+    first, _ = _evaluate(cli, folder, tiny_clip_path, tmp_path / "a")
     default = home / ".cache" / "vlprobe"
     assert first["provenance"]["engine"]["cache_dir"] is not None
     assert Path(first["provenance"]["engine"]["cache_dir"]).parent == default
-    assert _computed(first) > 0
-    second, printed = _cli(capsys, folder, tiny_clip_path, tmp_path / "b")
-    assert _computed(second) == 0 and second["provenance"]["engine"]["cached"] > 0
+    assert computed(first["provenance"]["engine"]) > 0
+    second, printed = _evaluate(cli, folder, tiny_clip_path, tmp_path / "b")
+    assert computed(second["provenance"]["engine"]) == 0 and second["provenance"]["engine"]["cached"] > 0
     assert " 0 inputs computed" in printed and str(default) in printed
     assert [r["metrics"] for r in second["results"]] == [r["metrics"] for r in first["results"]]
 
 
 @pytest.mark.slow
-def test_cli_uses_vlprobe_cache_when_set(folder, tiny_clip_path, tmp_path, home, monkeypatch, capsys):
+def test_cli_uses_vlprobe_cache_when_set(folder, tiny_clip_path, tmp_path, home, monkeypatch, cli):
     monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "vc"))
-    first, _ = _cli(capsys, folder, tiny_clip_path, tmp_path / "a")
+    first, _ = _evaluate(cli, folder, tiny_clip_path, tmp_path / "a")
     assert Path(first["provenance"]["engine"]["cache_dir"]).parent == tmp_path / "vc"
-    second, _ = _cli(capsys, folder, tiny_clip_path, tmp_path / "b")
-    assert _computed(second) == 0
+    second, _ = _evaluate(cli, folder, tiny_clip_path, tmp_path / "b")
+    assert computed(second["provenance"]["engine"]) == 0
     assert not (home / ".cache" / "vlprobe").exists() or not any((home / ".cache" / "vlprobe").glob("*/part-*"))
 
 
@@ -68,7 +63,7 @@ def test_api_second_run_with_no_cache_option_computes_nothing(folder, tiny_clip_
     first = vlprobe.evaluate(**kw)
     assert Path(first.provenance["engine"]["cache_dir"]).parent == home / ".cache" / "vlprobe"
     second = vlprobe.evaluate(**kw)
-    assert _computed(second.results) == 0 and second.provenance["engine"]["cached"] > 0
+    assert computed(second.results["provenance"]["engine"]) == 0 and second.provenance["engine"]["cached"] > 0
 
 
 def test_api_uses_vlprobe_cache_when_set(folder, tiny_clip_path, tmp_path, home, monkeypatch):
@@ -78,7 +73,7 @@ def test_api_uses_vlprobe_cache_when_set(folder, tiny_clip_path, tmp_path, home,
     vlprobe.evaluate(**kw)
     second = vlprobe.evaluate(**kw)
     assert Path(second.provenance["engine"]["cache_dir"]).parent == tmp_path / "vc"
-    assert _computed(second.results) == 0
+    assert computed(second.results["provenance"]["engine"]) == 0
 
 
 @pytest.mark.slow
@@ -87,7 +82,7 @@ def test_cache_can_still_be_turned_off(folder, tiny_clip_path, home):
               progress=False)
     for off in ("none", "None", False):
         res = vlprobe.evaluate(cache_dir=off, **kw)
-        assert res.provenance["engine"]["cache_dir"] is None and _computed(res.results) > 0
+        assert res.provenance["engine"]["cache_dir"] is None and computed(res.results["provenance"]["engine"]) > 0
     assert not (home / ".cache" / "vlprobe").exists() or not any((home / ".cache" / "vlprobe").glob("*/part-*"))
 
 
@@ -136,6 +131,6 @@ def test_cli_with_only_dataset_model_and_out_runs_every_default(folder, tiny_cli
                         "num_workers": default_workers(), "exact_preprocessing": False}
     assert sorted((r["config"], r["split"]) for r in first["results"]) == [("pairs", "test"), ("swap", "test")]
     assert Path(first["provenance"]["engine"]["cache_dir"]).parent == home / ".cache" / "vlprobe"
-    assert _computed(first) > 0 and _computed(second) == 0
+    assert computed(first["provenance"]["engine"]) > 0 and computed(second["provenance"]["engine"]) == 0
     assert [r["metrics"] for r in second["results"]] == [r["metrics"] for r in first["results"]]
     assert any(r["metrics"].get("ci") for r in first["results"])  # the default bootstrap ran

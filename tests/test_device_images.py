@@ -14,8 +14,9 @@ import json
 
 import numpy as np
 import pytest
+from helpers import encode, jpeg_photo
 from PIL import Image
-from test_preprocessing import TEXTS, _encoded_cases, jpeg_photo, needs_torchvision
+from test_preprocessing import TEXTS, _encoded_cases, needs_torchvision
 
 from vlprobe.dataset.images import ImageError, ImageTooLargeError, to_pil
 from vlprobe.dataset.items import Item
@@ -34,21 +35,15 @@ from vlprobe.scoring.device_images import (
 from vlprobe.scoring.engine import Engine
 
 
-def _jpeg(img: Image.Image, **kw) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", **kw)
-    return buf.getvalue()
-
-
 def _cases() -> dict[str, bytes]:
     """Every format and mode of test_preprocessing, plus odd sizes and an EXIF-rotated photo."""
     rng = np.random.default_rng(1)
     cases = dict(_encoded_cases())
     for w, h in ((1, 1), (3, 7), (1000, 17), (17, 1000), (225, 223)):
-        cases[f"jpeg {w}x{h}"] = _jpeg(Image.fromarray((rng.random((h, w, 3)) * 255).astype(np.uint8)))
+        cases[f"jpeg {w}x{h}"] = encode(Image.fromarray((rng.random((h, w, 3)) * 255).astype(np.uint8)), "JPEG")
     exif = Image.Exif()
     exif[0x0112] = 6  # orientation: rotate 90 degrees on display
-    cases["jpeg exif rotated"] = _jpeg(jpeg_photo(5, size=(320, 200)), exif=exif.tobytes())
+    cases["jpeg exif rotated"] = encode(jpeg_photo(5, size=(320, 200)), "JPEG", exif=exif.tobytes())
     return cases
 
 
@@ -89,7 +84,7 @@ def test_jpeg_header_reads_what_pil_reads():
 
 @needs_torchvision
 def test_read_for_device_refuses_an_oversized_jpeg_from_its_header(monkeypatch):
-    data = _jpeg(jpeg_photo(1, size=(320, 200)))
+    data = encode(jpeg_photo(1, size=(320, 200)), "JPEG")
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)
     with pytest.raises(ImageTooLargeError, match=r"row 3: image photo.jpg is 320 x 200 = 64,000 pixels"):
         read_for_device({"bytes": data, "path": "photo.jpg"}, where="row 3")
@@ -184,9 +179,8 @@ def _photo_items(n=6):
     items = []
     for k in range(n):
         fmt = "PNG" if k % 3 == 2 else "JPEG"  # PNGs take the worker-decode branch
-        buf = io.BytesIO()
-        jpeg_photo(10 + k, size=(160 + 8 * k, 120)).save(buf, format=fmt, quality=90)
-        items.append(Item(f"i{k}", [{"bytes": buf.getvalue(), "path": f"p{k}.{fmt.lower()}"}], TEXTS,
+        data = encode(jpeg_photo(10 + k, size=(160 + 8 * k, 120)), fmt, quality=90)
+        items.append(Item(f"i{k}", [{"bytes": data, "path": f"p{k}.{fmt.lower()}"}], TEXTS,
                           np.array([[True, False]])))
     return items
 

@@ -4,7 +4,6 @@ naming what is at fault, and nothing is written."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import struct
@@ -13,10 +12,9 @@ from pathlib import Path
 
 import datasets
 import pytest
-from PIL import Image
+from helpers import png, tree
 
 from vlprobe.builders.folder import build_folder
-from vlprobe.cli import main
 from vlprobe.dataset import image_sources as imgs
 from vlprobe.dataset.folder import ConfigDecl, card_metadata, read_card_metadata, render_card, write_card, write_split
 from vlprobe.dataset.images import ImageError, to_pil, to_tensor
@@ -24,12 +22,6 @@ from vlprobe.dataset.spec import ItemSpec, SpecError
 from vlprobe.publish import check_dataset_folder, check_space_folder, plan_dataset, plan_space
 
 HOSTILE = ["../escaped", "/tmp/vlprobe_abs", "a/b", "a\\b", "a\0b", "..", ".", "", "C:evil", "new\nline"]
-
-
-def _png(color=(200, 30, 30), size=(16, 12)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, color).save(buf, "PNG")
-    return buf.getvalue()
 
 
 def big_png(width: int = 20_000, height: int = 20_000) -> bytes:
@@ -51,15 +43,6 @@ def source(tmp_path) -> Path:
     from helpers_data import folder_source
 
     return folder_source(tmp_path / "src")
-
-
-def _cli(capsys, *argv) -> tuple[int, str]:
-    code = main([str(a) for a in argv])
-    return code, capsys.readouterr().err
-
-
-def _files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
 
 
 # ---- the one helper ------------------------------------------------------------------------------
@@ -104,21 +87,21 @@ def test_split_names_are_what_datasets_accepts():
 # ---- build folder: names that become paths (27.1) ---------------------------------------------------
 @pytest.mark.parametrize("option", ["--split", "--config"])
 @pytest.mark.parametrize("name", HOSTILE)
-def test_build_folder_refuses_names_that_would_leave_out(option, name, source, tmp_path, capsys):
+def test_build_folder_refuses_names_that_would_leave_out(option, name, source, tmp_path, cli):
     out = tmp_path / "work" / "out"
-    before = _files(tmp_path)
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", out, option, name)
+    before = tree(tmp_path)
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", out, option, name)
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert option in err
-    assert _files(tmp_path) == before  # nothing written anywhere: not in out, not beside it
+    assert tree(tmp_path) == before  # nothing written anywhere: not in out, not beside it
 
 
 @pytest.mark.parametrize("image", ["../outside.png", "/ABS/outside.png", "images/../../outside.png"])
-def test_build_folder_refuses_image_paths_outside_the_captions_folder(image, source, tmp_path, capsys):
-    (tmp_path / "outside.png").write_bytes(_png())
+def test_build_folder_refuses_image_paths_outside_the_captions_folder(image, source, tmp_path, cli):
+    (tmp_path / "outside.png").write_bytes(png())
     image = image.replace("/ABS", str(tmp_path))
     (source / "rows.csv").write_text(f"id,image,caption,foil\nr1,{image},a red square,a blue square\n")
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
     assert code == 2 and "row 1 column 'image'" in err and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()
 
@@ -137,9 +120,9 @@ def test_build_folder_without_config_writes_a_card_that_publishes(source, tmp_pa
     assert check_dataset_folder(out)[0] == []
 
 
-def test_build_folder_out_is_a_file(source, tmp_path, capsys):
+def test_build_folder_out_is_a_file(source, tmp_path, cli):
     (tmp_path / "afile").write_text("mine")
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "afile")
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "afile")
     assert code == 2 and "is a file, not a folder" in err and "Traceback" not in err
     assert (tmp_path / "afile").read_text() == "mine"
 
@@ -173,29 +156,29 @@ def test_oversized_images_are_refused_by_header(size):
             decode({"bytes": data, "path": "big.png"}, where="row 7 (big.png)")
 
 
-def test_build_folder_names_the_oversized_image(source, tmp_path, capsys):
+def test_build_folder_names_the_oversized_image(source, tmp_path, cli):
     (source / "images" / "big.png").write_bytes(big_png())
     (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/red.png,a red square,a blue square\n"
                                      "r2,images/big.png,a black square,a white square\n")
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "rows.csv row 2 column 'image'" in err and "big.png" in err and "400,000,000 pixels" in err
     assert not (tmp_path / "out").exists()
 
 
-def test_evaluate_names_the_row_of_an_oversized_image(tmp_path, tiny_clip_path, capsys):
+def test_evaluate_names_the_row_of_an_oversized_image(tmp_path, tiny_clip_path, cli):
     feats = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
                                "caption": datasets.Value("string"), "foil": datasets.Value("string")})
     rows = {"id": ["ok1", "huge", "ok2"],
-            "image": [{"bytes": _png(), "path": "a.png"}, {"bytes": big_png(), "path": "bomb.png"},
-                      {"bytes": _png((0, 90, 0)), "path": "b.png"}],
+            "image": [{"bytes": png(), "path": "a.png"}, {"bytes": big_png(), "path": "bomb.png"},
+                      {"bytes": png((0, 90, 0)), "path": "b.png"}],
             "caption": ["a", "b", "c"], "foil": ["x", "y", "z"]}
     folder = tmp_path / "ds"
     write_card(folder, card_metadata([ConfigDecl("pairs", feats, default=True)], license="mit"), "# test")
     write_split(folder, "pairs", "test", datasets.Dataset.from_dict(rows, features=feats))
     (folder / "vlprobe.yaml").write_text("id: id\nimages: [image]\ntexts: [caption, foil]\ngold: [[1, 0]]\n")
-    code, err = _cli(capsys, "evaluate", "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o",
-                     "--cache-dir", "none", "--num-workers", "0", "--no-progress", "--bootstrap", "0")
+    code, _, err = cli("evaluate", "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o",
+                       "--cache-dir", "none", "--num-workers", "0", "--no-progress", "--bootstrap", "0")
     assert code == 2 and "Traceback" not in err, err
     assert "'huge'" in err and "bomb.png" in err and "pixels" in err
 
@@ -239,16 +222,16 @@ def test_empty_csv_cell_and_jsonl_null_are_refused_alike(source, tmp_path):
 
 
 # ---- undecodable files, YAML errors (28.6) ------------------------------------------------------------------
-def test_undecodable_captions_name_the_file_and_line(source, tmp_path, capsys):
+def test_undecodable_captions_name_the_file_and_line(source, tmp_path, cli):
     (source / "rows.csv").write_bytes(b"id,image,caption,foil\nr1,images/red.png,a caf\xe9,a tea\n")
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "rows.csv line 2: not UTF-8" in err and "0xe9" in err
 
 
-def test_bad_spec_is_one_line_naming_file_line_and_column(source, tmp_path, capsys):
+def test_bad_spec_is_one_line_naming_file_line_and_column(source, tmp_path, cli):
     (source / "vlprobe.yaml").write_text("images: [image]\ntexts: [caption, foil\ngold: [[1, 0]]\n")
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "vlprobe.yaml line 3 column " in err and "not valid YAML" in err
     (source / "vlprobe.yaml").write_bytes(b"images: [image]\n# caf\xe9\ntexts: [caption, foil]\ngold: [[1, 0]]\n")
@@ -263,15 +246,15 @@ def test_bad_spec_is_one_line_naming_file_line_and_column(source, tmp_path, caps
     (["build", "valse", "--retries", "0"], "--retries must be 1 or more, got 0"),
     (["build", "bla", "--read-workers", "-2"], "--read-workers must be 1 or more, got -2"),
 ])
-def test_builder_counts_below_one_are_refused(argv, message, tmp_path, capsys):
-    code, err = _cli(capsys, *argv, "--out", tmp_path / "out")
+def test_builder_counts_below_one_are_refused(argv, message, tmp_path, cli):
+    code, _, err = cli(*argv, "--out", tmp_path / "out")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
 
 
-def test_publish_rows_below_one_is_refused(source, tmp_path, capsys):
+def test_publish_rows_below_one_is_refused(source, tmp_path, cli):
     out = build_folder(source, tmp_path / "out", license="mit")
-    code, err = _cli(capsys, "publish", "dataset", out, "--repo", "me/x", "--rows", "-1", "--dry-run")
+    code, _, err = cli("publish", "dataset", out, "--repo", "me/x", "--rows", "-1", "--dry-run")
     assert code == 2 and "--rows must be 1 or more" in err and "got -1" in err and "Traceback" not in err
 
 
@@ -372,9 +355,9 @@ def _spec_case(kind: str, tmp_path: Path) -> str:
     ("large", "larger than the specs vlprobe reads (at most 1.0 MiB)"),
     ("alias", "line 2: uses a YAML alias (*a)"),
 ])
-def test_a_spec_that_is_no_file_too_large_or_too_deep_is_one_line(kind, words, tmp_path, capsys):
-    code, err = _cli(capsys, "evaluate", "--spec", _spec_case(kind, tmp_path), "--dataset", "winoground_style",
-                     "--no-progress", "--out", tmp_path / "o")
+def test_a_spec_that_is_no_file_too_large_or_too_deep_is_one_line(kind, words, tmp_path, cli):
+    code, _, err = cli("evaluate", "--spec", _spec_case(kind, tmp_path), "--dataset", "winoground_style",
+                       "--no-progress", "--out", tmp_path / "o")
     assert code == 2 and words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
 
 
@@ -398,7 +381,7 @@ def _captions_case(kind: str, source: Path) -> None:
         _fifo(source / "images" / "pipe.png")
         (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/pipe.png,a red square,a blue square\n")
     elif kind == "image linked out":
-        (source.parent / "secret.png").write_bytes(_png())
+        (source.parent / "secret.png").write_bytes(png())
         (source / "images" / "link.png").symlink_to(source.parent / "secret.png")
         (source / "rows.csv").write_text("id,image,caption,foil\nr1,images/link.png,a red square,a blue square\n")
 
@@ -412,20 +395,20 @@ def _captions_case(kind: str, source: Path) -> None:
     ("fifo image", "is a named pipe (FIFO), not a file"),
     ("image linked out", "leads outside"),
 ])
-def test_build_folder_bounds_every_file_it_reads(kind, words, source, tmp_path, capsys):
+def test_build_folder_bounds_every_file_it_reads(kind, words, source, tmp_path, cli):
     _captions_case(kind, source)
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "out")
     assert code == 2 and words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     if kind == "sparse image":
         assert "is 20.0 GiB, larger than the image files vlprobe reads" in err
     assert not (tmp_path / "out").exists()
 
 
-def test_a_deeply_nested_card_is_one_line(source, tmp_path, capsys):
+def test_a_deeply_nested_card_is_one_line(source, tmp_path, cli):
     out = build_folder(source, tmp_path / "ds", license="mit")
     card = (out / "README.md").read_text()
     (out / "README.md").write_text(card.replace("---\n", "---\nnested: " + "[" * DEEP + "]" * DEEP + "\n", 1))
-    code, err = _cli(capsys, "evaluate", "--dataset", out, "--no-progress", "--out", tmp_path / "o")
+    code, _, err = cli("evaluate", "--dataset", out, "--no-progress", "--out", tmp_path / "o")
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "README.md: nests lists or mappings more than 64 levels deep" in err
 
@@ -438,17 +421,17 @@ def test_an_image_cell_naming_a_20_gb_file_is_refused_by_size(tmp_path):
         to_pil({"bytes": None, "path": str(huge)}, where="row 3")
 
 
-def test_a_results_json_nested_too_deep_is_one_line(tmp_path, capsys):
+def test_a_results_json_nested_too_deep_is_one_line(tmp_path, cli):
     path = tmp_path / "results.json"
     path.write_text('{"results": ' + "[" * DEEP + "]" * DEEP + "}")
-    code, err = _cli(capsys, "report", path, "--out", tmp_path / "r")
+    code, _, err = cli("report", path, "--out", tmp_path / "r")
     assert code == 2 and "Traceback" not in err and "nests lists or objects more than 64 levels deep" in err, err
 
 
-def test_build_folder_into_a_symbolic_link_says_where_it_writes(source, tmp_path, capsys):
+def test_build_folder_into_a_symbolic_link_says_where_it_writes(source, tmp_path, cli):
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "link").symlink_to(real)
-    code, err = _cli(capsys, "build", "folder", source, "--license", "mit", "--out", tmp_path / "link")
+    code, _, err = cli("build", "folder", source, "--license", "mit", "--out", tmp_path / "link")
     assert code == 0 and f"--out {tmp_path / 'link'} is a symbolic link: writing the dataset into {real}" in err, err
     assert (real / "vlprobe.yaml").is_file() and (tmp_path / "link").is_symlink()

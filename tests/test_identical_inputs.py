@@ -14,7 +14,8 @@ import json
 
 import numpy as np
 import pytest
-from helpers_engine import ToyDual, ToyPair, png
+from helpers import png
+from helpers_engine import ToyDual, ToyPair
 from helpers_ties import LIMIT, PREFIX, truncating_mini_clip
 from tiny_models import tiny_images
 
@@ -294,7 +295,7 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
     builds them: an 8 x 8 JPEG per COCO file name, its colour from the name."""
     import argparse
 
-    from helpers_data import jpeg_bytes
+    from helpers import jpeg
 
     from vlprobe.benchmarks.sugar_crepe_pp import UPSTREAM
     from vlprobe.builders import sugar_crepe_pp as builder
@@ -303,7 +304,7 @@ def real_sugar_crepe_pp(shared_data, tmp_path_factory):
     (root / "val2017").mkdir()
     for f in UPSTREAM.files:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
-            (root / "val2017" / rec["filename"]).write_bytes(jpeg_bytes(rec["filename"]))
+            (root / "val2017" / rec["filename"]).write_bytes(jpeg(rec["filename"]))
     parser = argparse.ArgumentParser()
     scpp = builder.SugarCrepePP()
     scpp.add_arguments(parser)

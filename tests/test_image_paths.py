@@ -11,7 +11,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers_data import png_bytes
+from helpers import png
 
 import vlprobe
 from vlprobe.cli import main
@@ -23,12 +23,12 @@ FEATURES = datasets.Features({"id": datasets.Value("string"), "image": datasets.
                               "caption": datasets.Value("string"), "foil": datasets.Value("string")})
 
 
-def _folder(root: Path, paths: list[str]) -> Path:
+def _paths_folder(root: Path, paths: list[str]) -> Path:
     """A dataset folder whose image cells hold ``paths`` and no bytes (parquet written as such)."""
     folder = root / "ds"
     (folder / "data" / "pairs").mkdir(parents=True)
     (folder / "pics").mkdir()
-    (folder / "pics" / "inside.png").write_bytes(png_bytes((10, 200, 10)))
+    (folder / "pics" / "inside.png").write_bytes(png((10, 200, 10)))
     write_card(folder, card_metadata([ConfigDecl("pairs", FEATURES, default=True)], license="mit"), "# test")
     image = pa.array([{"bytes": None, "path": p} for p in paths],
                      type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
@@ -44,7 +44,7 @@ def _folder(root: Path, paths: list[str]) -> Path:
 def outside_png(tmp_path) -> Path:
     path = tmp_path / "private" / "photo.png"
     path.parent.mkdir()
-    path.write_bytes(png_bytes((200, 10, 10)))
+    path.write_bytes(png((200, 10, 10)))
     return path
 
 
@@ -66,7 +66,7 @@ def test_cells_inside_are_resolved_against_the_folder_outside_refused(tmp_path, 
 
 
 def test_evaluate_refuses_an_absolute_image_path_naming_row_and_column(tmp_path, tiny_clip_path, outside_png, capsys):
-    folder = _folder(tmp_path, ["pics/inside.png", str(outside_png)])
+    folder = _paths_folder(tmp_path, ["pics/inside.png", str(outside_png)])
     argv = ["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--out", str(tmp_path / "o"),
             "--cache-dir", "none", "--num-workers", "0", "--no-progress", "--bootstrap", "0"]
     assert main(argv) == 2
@@ -81,6 +81,6 @@ def test_evaluate_refuses_an_absolute_image_path_naming_row_and_column(tmp_path,
 
 
 def test_paths_inside_the_folder_are_read_from_any_working_folder(tmp_path, tiny_clip_path, monkeypatch):
-    folder = _folder(tmp_path, ["pics/inside.png", "pics/inside.png"])
+    folder = _paths_folder(tmp_path, ["pics/inside.png", "pics/inside.png"])
     monkeypatch.chdir(tmp_path / "ds" / "data")  # the relative path is the folder's, not the working folder's
     vlprobe.evaluate(tiny_clip_path, str(folder), cache_dir="none", num_workers=0, progress=False, bootstrap=0)

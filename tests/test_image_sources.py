@@ -9,13 +9,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers_data import jpeg_bytes
+from helpers import jpeg
 
 from vlprobe.dataset import image_sources as imgs
 
 
 def test_folder_subdirs_and_zip_by_base_name(tmp_path: Path) -> None:
-    data = jpeg_bytes()
+    data = jpeg()
     (tmp_path / "val2017").mkdir()
     (tmp_path / "val2017" / "000000000001.jpg").write_bytes(data)
     with zipfile.ZipFile(tmp_path / "val2017.zip", "w") as zf:
@@ -35,7 +35,7 @@ def test_folder_subdirs_and_zip_by_base_name(tmp_path: Path) -> None:
 
 def test_missing_report_counts_and_names_per_source(tmp_path: Path) -> None:
     (tmp_path / "images_512").mkdir()
-    (tmp_path / "images_512" / "jumping_1.jpg").write_bytes(jpeg_bytes())
+    (tmp_path / "images_512" / "jumping_1.jpg").write_bytes(jpeg())
     resolvers = imgs.make_resolvers(["swig", "visual7w"], images_root=tmp_path)
     wanted = {"swig": ["jumping_1.jpg", "jumping_2.jpg"], "visual7w": [f"v7w_{i}.jpg" for i in range(8)] * 2}
     report = imgs.check_sources(wanted, resolvers)
@@ -70,7 +70,7 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
 def test_corrupt_and_truncated_images_name_the_file(tmp_path: Path) -> None:
     folder = tmp_path / "images_512"
     folder.mkdir()
-    good = jpeg_bytes(size=(64, 48))
+    good = jpeg(size=(64, 48))
     (folder / "ok_1.jpg").write_bytes(good)
     (folder / "junk_1.jpg").write_bytes(b"hello")
     (folder / "cut_1.jpg").write_bytes(good[: len(good) // 2])
@@ -86,7 +86,7 @@ def test_download_with_cache_retries_and_second_url(stand_in_server, tmp_path: P
     monkeypatch.setattr(imgs.time, "sleep", lambda s: None)  # no real backoff in tests
     spec = imgs.SourceSpec("vg_test", "VG (test)", r"\d+\.jpg",
                            urls=(f"{server}/VG_100K/{{name}}", f"{server}/VG_100K_2/{{name}}"))
-    data = jpeg_bytes()
+    data = jpeg()
     stand_in_server.files = {"/VG_100K/1.jpg": data, "/VG_100K_2/2.jpg": data + b"2"}
     stand_in_server.flaky = {"/VG_100K/1.jpg": 2}
     r = imgs.ImageResolver(spec, [], download=True, cache_dir=tmp_path / "cache", retries=3, timeout=5)
@@ -151,8 +151,8 @@ def _served_source(name: str, base: str, monkeypatch) -> imgs.SourceSpec:
 def test_archive_download_resumes_and_extracts_only_what_is_needed(source, stand_in_server, tmp_path, monkeypatch):
     monkeypatch.setattr(imgs.time, "sleep", lambda s: None)
     file, folder, names = ARCHIVE_SOURCES[source]
-    images = {n: jpeg_bytes(size=(8 + i, 8)) for i, n in enumerate(names)}
-    others = {f"{folder}/unused_{i}.jpg": jpeg_bytes() for i in range(5)}
+    images = {n: jpeg(size=(8 + i, 8)) for i, n in enumerate(names)}
+    others = {f"{folder}/unused_{i}.jpg": jpeg() for i in range(5)}
     body = _zip_bytes({**{f"{folder}/{n}": d for n, d in images.items()}, **others})
     stand_in_server.files = {f"/dl/{file}?dl=1": body}
     stand_in_server.cut = {f"/dl/{file}?dl=1": 1}  # the first response drops half-way
@@ -176,7 +176,7 @@ def test_archive_download_resumes_and_extracts_only_what_is_needed(source, stand
 
 def test_archive_resumes_a_part_left_by_an_earlier_run(stand_in_server, tmp_path, monkeypatch) -> None:
     file, folder, names = ARCHIVE_SOURCES["swig"]
-    body = _zip_bytes({f"{folder}/{n}": jpeg_bytes() for n in names})
+    body = _zip_bytes({f"{folder}/{n}": jpeg() for n in names})
     stand_in_server.files = {f"/dl/{file}?dl=1": body}
     _served_source("swig", stand_in_server.url, monkeypatch)
     r = imgs.make_resolvers(["swig"], download=True, cache_dir=tmp_path)["swig"]
@@ -204,8 +204,8 @@ def test_corrupt_archive_is_refused(stand_in_server, tmp_path, monkeypatch) -> N
         r.missing(names)
     assert not r.archive_path.exists()  # removed, so a rerun downloads it again
     # a member whose bytes do not match its CRC
-    good = _zip_bytes({f"{folder}/{n}": jpeg_bytes() for n in names})
-    data = jpeg_bytes()
+    good = _zip_bytes({f"{folder}/{n}": jpeg() for n in names})
+    data = jpeg()
     at = good.index(data)
     stand_in_server.files = {f"/dl/{file}?dl=1": good[:at + 40] + bytes([good[at + 40] ^ 0xFF]) + good[at + 41:]}
     with pytest.raises(imgs.CorruptArchiveError, match=r"member 'images/v7w_1\.jpg' cannot be read \(Bad CRC-32"):
@@ -223,8 +223,8 @@ def test_corrupt_archive_is_refused(stand_in_server, tmp_path, monkeypatch) -> N
 @pytest.mark.parametrize("bad", ["../escape.jpg", "/abs/escape.jpg", "images_512/../../escape.jpg", "symlink"])
 def test_archive_members_escaping_the_folder_are_refused(bad, stand_in_server, tmp_path, monkeypatch) -> None:
     file, folder, names = ARCHIVE_SOURCES["swig"]
-    members = {f"{folder}/{n}": jpeg_bytes() for n in names}
-    body = _zip_bytes(members, symlink=f"{folder}/link_1.jpg") if bad == "symlink" else _zip_bytes({**members, bad: jpeg_bytes()})
+    members = {f"{folder}/{n}": jpeg() for n in names}
+    body = _zip_bytes(members, symlink=f"{folder}/link_1.jpg") if bad == "symlink" else _zip_bytes({**members, bad: jpeg()})
     stand_in_server.files = {f"/dl/{file}?dl=1": body}
     _served_source("swig", stand_in_server.url, monkeypatch)
     r = imgs.make_resolvers(["swig"], download=True, cache_dir=tmp_path / "cache")["swig"]
@@ -241,7 +241,7 @@ def test_archive_members_escaping_the_folder_are_refused(bad, stand_in_server, t
 
 
 def test_threaded_reads_keep_order_from_a_zip(tmp_path: Path) -> None:
-    images = {f"act_{i}.jpg": jpeg_bytes(size=(8 + i, 8)) for i in range(40)}
+    images = {f"act_{i}.jpg": jpeg(size=(8 + i, 8)) for i in range(40)}
     with zipfile.ZipFile(tmp_path / "images_512.zip", "w") as zf:
         for name, data in images.items():
             zf.writestr(f"images_512/{name}", data)

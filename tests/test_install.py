@@ -1,8 +1,8 @@
 """A pip install that stands alone (issue 26.4): the wheel carries the metric, the Space files and
 the small offline model inside the package; installed into a fresh environment and run offline from
 an empty folder, `vlprobe build` writes to the user's folder and `vlprobe evaluate` / `vlprobe probe`
-with no arguments find what it built; `publish metric|space --dry-run` find the shipped folders. An
-editable install reads the clone's folders.
+with no arguments find what it built; `publish metric|space --dry-run` find the shipped folders. (An
+editable install: test_install_editable.py.)
 
 The fresh environment costs no download: a venv without pip whose only dependency path is a .pth
 line naming this interpreter's site-packages (torch, datasets, ... already installed there); its
@@ -12,38 +12,24 @@ checkout (PYTHONPATH is cleared)."""
 from __future__ import annotations
 
 import json
-import os
-import site
-import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers_data import source_tree
+from helpers import run_ok
+from helpers_install import fresh_venv, offline_env, pip
 
 # Each test here has this budget, the module fixture's install and builds included in the first: several times the
 # slowest one's 174 s at load ~20 (docs/development.md)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
-def _pip(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-    env.pop("PYTHONPATH", None)
-    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=600, env=env)
-
-
 @pytest.fixture(scope="module")
-def source(repo_root, tmp_path_factory) -> Path:
-    return source_tree(repo_root, tmp_path_factory.mktemp("src") / "vlprobe")
-
-
-@pytest.fixture(scope="module")
-def wheel_build(source, tmp_path_factory) -> tuple[Path, str]:
+def wheel_build(clone, tmp_path_factory) -> tuple[Path, str]:
     """The wheel, and what the build printed (-v: setuptools' warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
-    proc = _pip("wheel", "--no-deps", "--no-build-isolation", "-v", "-w", str(out), str(source))
+    proc = pip("wheel", "--no-deps", "--no-build-isolation", "-v", "-w", str(out), str(clone))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return next(out.glob("vlprobe-*.whl")), proc.stdout + proc.stderr
 
@@ -59,42 +45,6 @@ def test_the_build_warns_of_no_ignored_package(wheel_build):
     _, log = wheel_build
     assert "Successfully built vlprobe" in log or "Stored in directory" in log, log[-2000:]
     assert "would be ignored" not in log and "absent from setuptools' `packages` configuration" not in log
-
-
-def _dependency_paths() -> list[str]:
-    """The folders this interpreter imports installed packages from: its site-packages and what their .pth files
-    add (a venv whose packages come from another's, as a worktree's may), less the checkout. Read from the
-    site-packages, not sys.path: evaluate, datasets and transformers append their module cache to sys.path when
-    they load a module, and one put before the fresh venv's own would shadow its registered metric."""
-    repo = Path(__file__).resolve().parents[1]
-    out = []
-    for site_dir in map(Path, site.getsitepackages()):
-        out.append(site_dir)
-        for pth in sorted(site_dir.glob("*.pth")):
-            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
-            added = [(site_dir / line.strip()).resolve() for line in lines
-                     if line.strip() and not line.startswith(("#", "import ", "import\t"))]
-            out += [p for p in added if p != repo and repo not in p.parents]  # not an editable install's clone
-    return list(dict.fromkeys(str(p) for p in out if p.is_dir()))
-
-
-def _fresh_venv(where: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
-    python = where / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True, env={"PATH": os.environ.get("PATH", "")}
-                             ).stdout.strip()
-    (Path(purelib) / "vlprobe_test_deps.pth").write_text("\n".join(_dependency_paths()) + "\n")
-    return python
-
-
-def _env(home: Path) -> dict:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_EVALUATE_OFFLINE="1", VLPROBE_CACHE=str(home / "cache"), HF_MODULES_CACHE=str(home / "modules"),
-               HF_DATASETS_CACHE=str(home / "hf-datasets"), OMP_NUM_THREADS="1", MPLBACKEND="Agg")
-    for var in ("PYTHONPATH", "VLPROBE_ROOT", "VLPROBE_SHARED_DATA"):
-        env.pop(var, None)
-    return env
 
 
 def test_the_wheel_carries_the_metric_the_spaces_and_the_model(wheel, repo_root):
@@ -115,12 +65,6 @@ def test_the_wheel_carries_the_metric_the_spaces_and_the_model(wheel, repo_root)
                 "vlprobe_train/templates/mini_clip_card.md"} <= set(names)
 
 
-def _run(args: list, cwd: Path, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
 @dataclass(frozen=True)
 class Installed:
     """The wheel installed into a fresh venv, with the tiny synthetic instruments built from an empty folder."""
@@ -136,22 +80,21 @@ class Installed:
 
 
 # The install and the two tiny builds are done once for the tests below (each runs its commands in an empty folder
-# of its own); a command that hangs fails its test at 600 s (the README snippet's at 1,000 s), naming the command.
+# of its own); a command that hangs fails its test at 600 s, naming the command.
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory) -> Installed:
     home = tmp_path_factory.mktemp("installed")
-    python = _fresh_venv(home / "venv")
-    proc = _pip("--python", str(python), "install", "-q", "--no-deps", str(wheel))
+    python = fresh_venv(home / "venv")
+    proc = pip("--python", str(python), "install", "-q", "--no-deps", str(wheel))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    env = _env(home)
+    env = offline_env(home)
     here = home / "empty"
     here.mkdir()
-    imported = _run([python, "-c", "import vlprobe, vlprobe.metric as m, vlprobe.storage.locations as l; "
-                     "print(vlprobe.__file__); print(m.METRIC_FILE); print(l.shipped_model())"], here, env).stdout.split()
+    imported = run_ok([python, "-c", "import vlprobe, vlprobe.metric as m, vlprobe.storage.locations as l; "
+                      "print(vlprobe.__file__); print(m.METRIC_FILE); print(l.shipped_model())"], here, env).stdout.split()
     vlprobe = home / "venv" / "bin" / "vlprobe"
-    built = _run([vlprobe, "build", "winoground_style", "--size", "tiny"], here, env).stdout
-    # tiny, with the 500 training rows the README's Python snippet trains on
-    _run([vlprobe, "build", "travlr", "--size", "tiny", "--split-sizes", "train=500"], here, env)
+    built = run_ok([vlprobe, "build", "winoground_style", "--size", "tiny"], here, env).stdout
+    run_ok([vlprobe, "build", "travlr", "--size", "tiny"], here, env)
     assert sorted(here.iterdir()) == []  # the builds wrote into the user's folder, not here
     return Installed(home, python, vlprobe, env, Path(imported[0]).parent, home / "cache" / "datasets", imported, built)
 
@@ -176,7 +119,7 @@ def test_the_installed_package_is_the_one_imported_and_builds_into_the_users_fol
 
 def test_the_catalogue_from_an_empty_folder(installed, work):
     """What it can build, what is built and where, the families."""
-    listed = _run([installed.vlprobe, "list"], work, installed.env).stdout
+    listed = run_ok([installed.vlprobe, "list"], work, installed.env).stdout
     datasets = installed.datasets
     assert f"built: {datasets / 'travlr'}" in listed and f"built: {datasets / 'winoground_style'}" in listed
     assert "VisionTextDualEncoderModel" in listed and "bundled model: mini-clip" in listed
@@ -184,20 +127,20 @@ def test_the_catalogue_from_an_empty_folder(installed, work):
 
 
 def test_evaluate_by_the_names_the_docs_use_and_with_no_arguments(installed, work):
-    _run([installed.vlprobe, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--bootstrap", "0",
-          "--out", "runs/named"], work, installed.env)
+    run_ok([installed.vlprobe, "evaluate", "--dataset", "travlr", "--model", "mini-clip", "--bootstrap", "0",
+           "--out", "runs/named"], work, installed.env)
     assert json.loads((work / "runs" / "named" / "results.json").read_text())["results"]
-    _run([installed.vlprobe, "evaluate"], work, installed.env)
+    run_ok([installed.vlprobe, "evaluate"], work, installed.env)
     text = (work / "runs" / "default" / "results.json").read_text()
     assert str(installed.datasets / "winoground_style") in text
     assert str(installed.package / "_bundled" / "models" / "mini-clip") in text
 
 
 def test_the_probe_finds_the_default_dataset_and_model(installed, work):
-    """No --dataset, no --model: the travlr build and the bundled model (one task, no CIs: the README snippet below
-    runs the whole protocol)."""
-    _run([installed.vlprobe, "probe", "--config", "spatiality", "--bootstrap", "0", "--no-progress"], work,
-         installed.env)
+    """No --dataset, no --model: the travlr build and the bundled model (one task, no CIs; docs/probe.md's Python
+    block, run by tests/test_docs_pages.py, is the whole protocol)."""
+    run_ok([installed.vlprobe, "probe", "--config", "spatiality", "--bootstrap", "0", "--no-progress"], work,
+          installed.env)
     assert (work / "runs" / "probe" / "results.json").is_file()
 
 
@@ -207,38 +150,27 @@ def test_the_metric_by_path_and_by_its_bare_name(installed, work):
     env = dict(installed.env, HF_MODULES_CACHE=str(work.parent / "modules"))
     registered = work.parent / "modules" / "evaluate_modules" / "metrics" / "evaluate-metric--valse_metric"
     compute = "print(m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'])"
-    got = _run([installed.python, "-c", f"import vlprobe; m = vlprobe.metric.load(); {compute}; "
-                "assert not vlprobe.metric.metric_registry.registered_path().exists(); vlprobe.register_metric()"],
-               work, env)
+    got = run_ok([installed.python, "-c", f"import vlprobe; m = vlprobe.metric.load(); {compute}; "
+                 "assert not vlprobe.metric.metric_registry.registered_path().exists(); vlprobe.register_metric()"],
+                work, env)
     assert got.stdout.split()[-1] == "1.0" and registered.is_dir()
-    got = _run([installed.python, "-c", f"import evaluate; m = evaluate.load('valse_metric'); {compute}"], work, env)
+    got = run_ok([installed.python, "-c", f"import evaluate; m = evaluate.load('valse_metric'); {compute}"], work, env)
     assert got.stdout.split()[-1] == "1.0"
 
 
 def test_the_readme_python_snippet_as_written(installed, work):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     snippet = readme[readme.index("## The Python API"):].split("```python\n", 1)[1].split("```", 1)[0]
-    _run([installed.python, "-c", snippet], work, installed.env, timeout=1000)
+    run_ok([installed.python, "-c", snippet], work, installed.env)
     assert (work / "runs" / "api" / "results.json").is_file()
 
 
 def test_publishing_finds_the_shipped_folders(installed, work):
     """A dry run: checks them, uploads nothing."""
-    metric_plan = _run([installed.vlprobe, "publish", "metric", "--repo", "my-lab/valse_metric", "--dry-run"], work,
-                       installed.env).stdout
+    metric_plan = run_ok([installed.vlprobe, "publish", "metric", "--repo", "my-lab/valse_metric", "--dry-run"], work,
+                        installed.env).stdout
     assert str(installed.package / "_bundled" / "metric") in metric_plan and "nothing was uploaded" in metric_plan
-    space_plan = _run([installed.vlprobe, "publish", "space", "--repo", "my-lab/demo", "--dry-run"], work,
-                      installed.env).stdout
+    space_plan = run_ok([installed.vlprobe, "publish", "space", "--repo", "my-lab/demo", "--dry-run"], work,
+                       installed.env).stdout
     assert "models/mini-clip/config.json" in space_plan and "vlprobe/_bundled/metric/valse_metric.py" in space_plan
     assert "vlprobe/_bundled/models" not in space_plan and "nothing was uploaded" in space_plan
-
-
-def test_an_editable_install_reads_the_clone(source, tmp_path):
-    python = _fresh_venv(tmp_path / "venv")
-    proc = _pip("--python", str(python), "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(source))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    env = _env(tmp_path)
-    out = _run([python, "-c", "import vlprobe.metric as m, vlprobe.storage.locations as l; from vlprobe import valse_metric; "
-                "print(m.METRIC_FILE); print(l.shipped_model()); print(l.shipped('space'))"], tmp_path, env).stdout.split()
-    assert [Path(p) for p in out] == [source / "metric" / "valse_metric.py", source / "models" / "mini-clip",
-                                      source / "space"]

@@ -26,13 +26,7 @@ def metric_app(repo_root):
     return _load_app(repo_root / "metric" / "app.py", "vlprobe_metric_space_app")
 
 
-@pytest.fixture(scope="module")
-def client(metric_app):
-    _, url, _ = metric_app.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
-    try:
-        yield gradio_client.Client(url, verbose=False)
-    finally:
-        metric_app.demo.close()
+GRADIO_APP = "metric_app"  # conftest's client serves it
 
 
 def _rows(table):

@@ -8,21 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import Cli, CliRun, closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 TRAVLR_SIZES = "train=48,validation=16,test_ind=16,test_ood=16"
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:  # bound then released: nothing listens there
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +34,7 @@ def built(outside) -> dict[str, Path]:
     """``outside``, where `vlprobe build travlr` (small) has run."""
     proc = _vlprobe(outside, "build", "travlr", "--size", "tiny", "--split-sizes", TRAVLR_SIZES, "--configs",
                     "spatiality")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.err
     return outside
 
 
@@ -52,9 +46,8 @@ def _env(where: dict[str, Path], **extra: str) -> dict[str, str]:
     return env
 
 
-def _vlprobe(where: dict[str, Path], *argv: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vlprobe.cli", *argv], cwd=where["work"], env=_env(where, **env),
-                          capture_output=True, text=True, timeout=900)
+def _vlprobe(where: dict[str, Path], *argv: str, **env: str) -> CliRun:
+    return Cli.subprocess(*argv, cwd=where["work"], env=_env(where, **env), timeout=900)
 
 
 def _python(where: dict[str, Path], code: str, **env: str) -> subprocess.CompletedProcess:
@@ -75,7 +68,7 @@ def test_evaluate_and_probe_find_travlr_and_mini_clip_outside_a_clone(built, mod
     out = outside["work"] / f"eval-{model.replace('/', '_')}"
     proc = _vlprobe(outside, "evaluate", "--dataset", "travlr", "--model", model, "--limit", "4", "--bootstrap", "0",
                     "--num-workers", "0", "--no-progress", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.err
     doc = json.loads((out / "results.json").read_text())
     assert {r["dataset"] for r in doc["results"]} == {"travlr"}  # its name; where it was read from, once:
     assert doc["provenance"]["datasets"][0]["dataset"] == str(outside["cache"] / "datasets" / "travlr")
@@ -86,7 +79,7 @@ def test_evaluate_and_probe_find_travlr_and_mini_clip_outside_a_clone(built, mod
     proc = _vlprobe(outside, "probe", "--dataset", "travlr", "--model", model, "--train-modality", "image",
                     "--test-modality", "image", "--no-text-baseline", "--seeds", "1", "--bootstrap", "0",
                     "--num-workers", "0", "--no-progress", "--out", str(outside["work"] / "probe"))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.code == 0, proc.err
 
 
 @pytest.mark.slow
@@ -134,7 +127,7 @@ def test_a_misspelt_model_or_family_offline(outside):
 def test_a_misspelt_model_with_the_hub_unreachable_says_nothing_of_hf_hub_offline(outside):
     line, stderr = _typo(outside, "evaluate", "--dataset", "travlr", "--model", "models/mini-clp", "--out", "o",
                          HF_HUB_OFFLINE="0", TRANSFORMERS_OFFLINE="0", HF_DATASETS_OFFLINE="0",
-                         HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
+                         HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
     assert "cannot be reached" in line and line.endswith("did you mean models/mini-clip?")
     assert "OFFLINE" not in line and "thrown while requesting" not in stderr and "Errno" not in stderr
 
@@ -151,7 +144,7 @@ def test_a_misspelt_config_names_the_closest(built):
     outside = built
     proc = _vlprobe(outside, "evaluate", "--dataset", "travlr", "--config", "spatialty", "--model", "mini-clip",
                     "--out", "o")
-    assert proc.returncode == 2 and "did you mean spatiality?" in proc.stderr, proc.stderr
+    assert proc.code == 2 and "did you mean spatiality?" in proc.err, proc.err
 
 
 def test_the_space_takes_mini_clip_too(tmp_path, monkeypatch):
@@ -177,7 +170,7 @@ def nothing_built(tmp_path) -> dict[str, Path]:
 def test_a_benchmark_not_built_yet_says_run_vlprobe_build(nothing_built, how):
     """Not that the Hub cannot be reached: the name is the catalogue's, and a build makes it."""
     env = {} if how == "offline" else dict(HF_HUB_OFFLINE="0", HF_DATASETS_OFFLINE="0",
-                                           HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
+                                           HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
     for command in (["evaluate", "--out", "o"], ["probe"]):
         line, _ = _typo(nothing_built, command[0], "--dataset", "travlr", "--model", "mini-clip", *command[1:], **env)
         assert line == (f"vlprobe {command[0]}: error: dataset 'travlr' is not built yet: run `vlprobe build travlr` (it "

@@ -5,12 +5,12 @@ port on this machine (HF_ENDPOINT), and by HF_HUB_OFFLINE=1."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,12 +27,6 @@ except vlprobe.DatasetError as err:
 """
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:  # bound then released: nothing listens there
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _env(tmp_path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")}
@@ -43,7 +37,7 @@ def _env(tmp_path, **extra) -> dict:
 
 @pytest.mark.parametrize("how", ["unreachable", "offline"])
 def test_unknown_dataset_fails_fast_in_one_line(tmp_path, tiny_clip_path, how):
-    extra = ({"HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"} if how == "unreachable"
+    extra = ({"HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"} if how == "unreachable"
              else {"HF_HUB_OFFLINE": "1"})
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tiny_clip_path), "nosuch"], capture_output=True,
                           text=True, timeout=300, env=_env(tmp_path, **extra), cwd=tmp_path)
@@ -57,26 +51,23 @@ def test_unknown_dataset_fails_fast_in_one_line(tmp_path, tiny_clip_path, how):
     assert ("cannot be reached" in message) if how == "unreachable" else ("HF_HUB_OFFLINE is set" in message)
 
 
-def test_cli_says_it_in_one_line(tmp_path, tiny_clip_path):
-    env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}")
-    proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", "evaluate", "--dataset", "nosuch", "--model",
-                           str(tiny_clip_path), "--out", str(tmp_path / "o")], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "vlprobe evaluate: error: dataset 'nosuch'" \
-        in proc.stderr
+def test_cli_says_it_in_one_line(tmp_path, tiny_clip_path, cli):
+    env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
+    code, _, err = cli.subprocess("evaluate", "--dataset", "nosuch", "--model", tiny_clip_path, "--out", tmp_path / "o",
+                                  env=env, cwd=tmp_path)
+    assert code == 2
+    assert err.strip().splitlines() == [err.strip()] and "vlprobe evaluate: error: dataset 'nosuch'" in err
 
 
-def test_the_probe_fails_as_fast_on_an_unreachable_name(tmp_path, tiny_clip_path):
+def test_the_probe_fails_as_fast_on_an_unreachable_name(tmp_path, tiny_clip_path, cli):
     """`vlprobe probe --dataset nosuch` spent 28 s in datasets' retries: now the same one line as evaluate."""
-    env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}", HOME=str(tmp_path / "home"))
-    proc = subprocess.run([sys.executable, "-m", "vlprobe.cli", "probe", "--dataset", "nosuch", "--model",
-                           str(tiny_clip_path), "--out", str(tmp_path / "o")], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "vlprobe probe: error: dataset 'nosuch'" \
-        in proc.stderr and "cannot be reached" in proc.stderr
-    assert "Retrying" not in proc.stderr  # the retries took the 28 s (no clock: no test times the machine)
+    env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}", HOME=str(tmp_path / "home"))
+    code, _, err = cli.subprocess("probe", "--dataset", "nosuch", "--model", tiny_clip_path, "--out", tmp_path / "o",
+                                  env=env, cwd=tmp_path)
+    assert code == 2, err
+    assert err.strip().splitlines() == [err.strip()] and "vlprobe probe: error: dataset 'nosuch'" in err \
+        and "cannot be reached" in err
+    assert "Retrying" not in err  # the retries took the 28 s (no clock: no test times the machine)
 
 
 def test_a_path_that_is_not_there_is_not_asked_of_the_hub(tmp_path, tiny_clip_path):

@@ -346,7 +346,8 @@ def test_evaluate_sugar_crepe_with_open_clip_vit_b_32_openai(shared_data, copies
     loads the registered copy, the run records the family and checkpoint, and the headline is the authors' rule
     (pos > neg) on the stored scores."""
     import pyarrow.parquet as pq
-    from helpers_data import jpeg_bytes, run_build
+    from helpers import jpeg
+    from helpers_data import run_build
 
     from vlprobe.builders import sugar_crepe
     from vlprobe.cli import main
@@ -354,7 +355,7 @@ def test_evaluate_sugar_crepe_with_open_clip_vit_b_32_openai(shared_data, copies
     records = json.loads((shared_data / "sugar_crepe" / "swap_obj.json").read_text()).values()
     (tmp_path / "images" / "val2017").mkdir(parents=True)
     for name in {r["filename"] for r in records}:
-        (tmp_path / "images" / "val2017" / name).write_bytes(jpeg_bytes(name, size=(48, 40)))
+        (tmp_path / "images" / "val2017" / name).write_bytes(jpeg(name, size=(48, 40)))
     run_build(sugar_crepe.SugarCrepe(), "--annotations", shared_data / "sugar_crepe", "--images", tmp_path / "images",
               "--configs", "swap_obj", "--out", tmp_path / "work" / "sugar_crepe")
     monkeypatch.chdir(tmp_path / "work")

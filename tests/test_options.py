@@ -149,13 +149,13 @@ BAD = {
 }
 
 
-def _params(command):
+def _keywords(command):
     return [n for n in inspect.signature(FUNCTIONS[command]).parameters if n != "dataset"]
 
 
 def _bad_cases():
     for command in SETTINGS:
-        for name in _params(command):
+        for name in _keywords(command):
             values = BAD[name]
             for value in values.get(command, []) if isinstance(values, dict) else values:
                 yield pytest.param(command, name, value, id=f"{command}-{name}={value!r}"[:60])
@@ -163,7 +163,7 @@ def _bad_cases():
 
 def test_every_keyword_has_bad_values_here():
     for command in SETTINGS:
-        for name in _params(command):
+        for name in _keywords(command):
             assert name in BAD, f"add bad values of the new keyword {name!r} to BAD"
 
 

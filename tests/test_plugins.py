@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_ok
+from helpers_install import fresh_venv, offline_env, pip
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "adding-a-benchmark.md"
@@ -144,38 +146,30 @@ def test_include_path_option_is_the_variable_for_one_command(tmp_path, plugins_r
 
 # ---- installed as a package, used from outside the clone ----------------------------------------------------------
 
-def _run(args, cwd, env, timeout=600):
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-    return proc.stdout
-
-
 @pytest.mark.slow
 def test_an_installed_plugin_package_is_listed_built_and_evaluated(tmp_path):
-    from test_install import _env, _fresh_venv, _pip
-
-    python = _fresh_venv(tmp_path / "venv")
+    python = fresh_venv(tmp_path / "venv")
     # vlprobe from this checkout (tests/test_install.py installs the wheel itself); the plugin as a user installs it
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     (Path(site) / "vlprobe_checkout.pth").write_text(str(REPO) + "\n")
     package = _write_package(tmp_path / "src")
-    proc = _pip("--python", str(python), "install", "-q", "--no-deps", "--no-build-isolation", str(package))
+    proc = pip("--python", str(python), "install", "-q", "--no-deps", "--no-build-isolation", str(package))
     assert proc.returncode == 0, proc.stderr[-3000:]
     work = tmp_path / "empty"
     work.mkdir()
-    env = _env(tmp_path)
+    env = offline_env(tmp_path)
     env.pop("VLPROBE_INCLUDE_PATH", None)
     vlprobe = [python, "-m", "vlprobe.cli"]
 
-    listed = _run([*vlprobe, "list"], work, env)
+    listed = run_ok([*vlprobe, "list"], work, env).stdout
     assert "\n  shapes\n" in listed and "Shapes (A. Author, 2025): a square of one colour" in listed
     assert "\n  cosine  any dual encoder, scored by the plain cosine of its embeddings" in listed
-    built = _run([*vlprobe, "build", "shapes"], work, env)
+    built = run_ok([*vlprobe, "build", "shapes"], work, env).stdout
     folder = tmp_path / "cache" / "datasets" / "shapes"
     assert f"built {folder}" in built and "benchmark: shapes" in (folder / "vlprobe.yaml").read_text()
-    _run([*vlprobe, "evaluate", "--dataset", "shapes", "--model", "mini-clip", "--family", "cosine", "--bootstrap", "0",
-          "--no-progress", "--out", "runs/shapes"], work, env)
+    run_ok([*vlprobe, "evaluate", "--dataset", "shapes", "--model", "mini-clip", "--family", "cosine", "--bootstrap", "0",
+           "--no-progress", "--out", "runs/shapes"], work, env)
     doc = json.loads((work / "runs" / "shapes" / "results.json").read_text())
     [entry] = doc["results"]
     assert entry["benchmark"] == "shapes" and entry["config"] == "colour" and entry["metrics"]["n_items"] == 4
@@ -193,20 +187,18 @@ def test_an_installed_plugin_package_is_listed_built_and_evaluated(tmp_path):
 def test_include_path_from_outside_the_clone_lists_builds_and_evaluates(tmp_path):
     """The doc's plugin as a plain folder of modules (no package installed), named on each command line with
     --include-path, from a folder outside the clone."""
-    from test_install import _env
-
     folder = _write_package(tmp_path / "src") / "shapes_plugin"
     work = tmp_path / "empty"
     work.mkdir()
-    env = _env(tmp_path)
+    env = offline_env(tmp_path)
     env.pop("VLPROBE_INCLUDE_PATH", None)
     vlprobe = [sys.executable, "-m", "vlprobe.cli"]
-    listed = _run([*vlprobe, "--include-path", folder, "list"], work, env)
+    listed = run_ok([*vlprobe, "--include-path", folder, "list"], work, env).stdout
     assert "\n  shapes\n" in listed and "\n  cosine  any dual encoder" in listed
-    assert "\n  shapes\n" not in _run([*vlprobe, "list"], work, env)  # the option, not a leftover, found it
-    built = _run([*vlprobe, "--include-path", folder, "build", "shapes"], work, env)
+    assert "\n  shapes\n" not in run_ok([*vlprobe, "list"], work, env).stdout  # the option, not a leftover, found it
+    built = run_ok([*vlprobe, "--include-path", folder, "build", "shapes"], work, env).stdout
     assert f"built {tmp_path / 'cache' / 'datasets' / 'shapes'}" in built
-    _run([*vlprobe, "evaluate", "--include-path", folder, "--dataset", "shapes", "--model", "mini-clip", "--family",
+    run_ok([*vlprobe, "evaluate", "--include-path", folder, "--dataset", "shapes", "--model", "mini-clip", "--family",
           "cosine", "--bootstrap", "0", "--no-progress", "--out", "runs/shapes"], work, env)
     doc = json.loads((work / "runs" / "shapes" / "results.json").read_text())
     [entry] = doc["results"]

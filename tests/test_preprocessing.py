@@ -28,7 +28,8 @@ import random
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw, ImageFilter
+from helpers import encode, jpeg_photo
+from PIL import Image
 
 from vlprobe.scorers import load_scorer
 from vlprobe.scorers.base import DualScorer
@@ -41,24 +42,6 @@ needs_torchvision = pytest.mark.skipif(
     not torchvision_available(),
     reason="torchvision does not import here, so there is no fast image processor to compare with the PIL one "
            "(`make test` runs this file again in .venv-vision, which has torchvision)")
-
-
-def jpeg_photo(seed: int, size=(640, 480)) -> Image.Image:
-    """A photo-like JPEG: a smooth colour gradient, sensor-like noise, blurred shapes."""
-    rng = np.random.default_rng(seed)
-    w, h = size
-    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
-    base = np.stack([128 + 100 * np.sin(x / (60 + 20 * c) + y / (90 + 15 * c) + seed + c) for c in range(3)], -1)
-    img = Image.fromarray(np.clip(base + rng.normal(0, 8, base.shape), 0, 255).astype(np.uint8))
-    draw = ImageDraw.Draw(img)
-    for _ in range(8):
-        x0, y0 = int(rng.integers(0, w - 100)), int(rng.integers(0, h - 100))
-        draw.ellipse([x0, y0, x0 + int(rng.integers(20, 150)), y0 + int(rng.integers(20, 150))],
-                     fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
-    img = img.filter(ImageFilter.GaussianBlur(1.2))
-    buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=90)
-    return Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
 
 
 def scene_png(seed: int) -> Image.Image:
@@ -131,28 +114,21 @@ def _encoded_cases():
     rng = np.random.default_rng(0)
     arr = (rng.random((48, 64, 3)) * 255).astype(np.uint8)
 
-    def enc(img, fmt, **kw):
-        buf = io.BytesIO()
-        img.save(buf, format=fmt, **kw)
-        return buf.getvalue()
-
-    photo = io.BytesIO()
-    jpeg_photo(2).save(photo, format="JPEG", quality=90)
     return {
-        "jpeg photo": photo.getvalue(),
-        "jpeg rgb 4:4:4": enc(Image.fromarray(arr), "JPEG", quality=95, subsampling=0),
-        "jpeg rgb 4:2:0": enc(Image.fromarray(arr), "JPEG", subsampling=2),
-        "jpeg progressive": enc(Image.fromarray(arr), "JPEG", progressive=True),
-        "jpeg grey": enc(Image.fromarray(arr[..., 0]), "JPEG"),
-        "jpeg cmyk": enc(Image.fromarray(arr).convert("CMYK"), "JPEG"),
-        "png rgb": enc(Image.fromarray(arr), "PNG"),
-        "png grey": enc(Image.fromarray(arr[..., 0]), "PNG"),
-        "png rgba": enc(Image.fromarray(np.dstack([arr, arr[..., :1]])), "PNG"),
-        "png palette": enc(Image.fromarray(arr).quantize(16), "PNG"),
-        "png 16-bit grey": enc(Image.fromarray(arr[..., 0].astype(np.uint16) * 257), "PNG"),
-        "webp": enc(Image.fromarray(arr), "WEBP"),
-        "gif": enc(Image.fromarray(arr), "GIF"),
-        "scene png": enc(scene_png(3), "PNG"),
+        "jpeg photo": encode(jpeg_photo(2), "JPEG", quality=90),
+        "jpeg rgb 4:4:4": encode(Image.fromarray(arr), "JPEG", quality=95, subsampling=0),
+        "jpeg rgb 4:2:0": encode(Image.fromarray(arr), "JPEG", subsampling=2),
+        "jpeg progressive": encode(Image.fromarray(arr), "JPEG", progressive=True),
+        "jpeg grey": encode(Image.fromarray(arr[..., 0]), "JPEG"),
+        "jpeg cmyk": encode(Image.fromarray(arr).convert("CMYK"), "JPEG"),
+        "png rgb": encode(Image.fromarray(arr), "PNG"),
+        "png grey": encode(Image.fromarray(arr[..., 0]), "PNG"),
+        "png rgba": encode(Image.fromarray(np.dstack([arr, arr[..., :1]])), "PNG"),
+        "png palette": encode(Image.fromarray(arr).quantize(16), "PNG"),
+        "png 16-bit grey": encode(Image.fromarray(arr[..., 0].astype(np.uint16) * 257), "PNG"),
+        "webp": encode(Image.fromarray(arr), "WEBP"),
+        "gif": encode(Image.fromarray(arr), "GIF"),
+        "scene png": encode(scene_png(3), "PNG"),
     }
 
 
@@ -193,9 +169,7 @@ def test_engine_feeds_a_fast_processor_tensors_with_the_same_scores(request, fix
     assert decoder(fast) is to_tensor and decoder(load_scorer(path, exact_preprocessing=True)) is to_pil
     blobs = []
     for im in real_looking_images:
-        buf = io.BytesIO()
-        im.save(buf, format="JPEG" if im.size == (640, 480) else "PNG", quality=90)
-        blobs.append({"bytes": buf.getvalue(), "path": None})
+        blobs.append({"bytes": encode(im, "JPEG" if im.size == (640, 480) else "PNG", quality=90), "path": None})
     items = [Item(f"i{k}", [b], TEXTS, np.array([[True, False]])) for k, b in enumerate(blobs)]
     got = np.stack(Engine(fast, batch_size=3, progress=False).score(items).scores)[:, 0, :]
     want = np.asarray(_scores(fast, [to_pil(b) for b in blobs])).reshape(len(blobs), len(TEXTS))

@@ -19,16 +19,6 @@ TASKS = "spatiality,cardinality"
 
 
 @pytest.fixture(scope="module")
-def travlr_small(tmp_path_factory):
-    """Two TraVLR tasks, 24/12/12/12 rows, built by `vlprobe build travlr`."""
-    out = tmp_path_factory.mktemp("probe_data") / "travlr"
-    code = vlprobe_main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", TASKS,
-                         "--split-sizes", "train=24,validation=12,test_ind=12,test_ood=12"])
-    assert code in (0, None)
-    return out
-
-
-@pytest.fixture(scope="module")
 def dual_run(travlr_small, tiny_clip_path, tmp_path_factory):
     cache = tmp_path_factory.mktemp("probe_cache")
     res = P.probe(tiny_clip_path, str(travlr_small), TASKS, train_sizes=[8, 16], few_shot=6, bootstrap=20,

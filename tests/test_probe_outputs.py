@@ -12,29 +12,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
+from helpers import kill_at
 
 import vlprobe
 from vlprobe import probing as P
-from vlprobe.cli import main
 from vlprobe.errors import ArgumentError, DatasetError, SettingError, VlprobeError
 from vlprobe.storage import leftovers, run_folder
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-TASKS = "spatiality,cardinality"
-
-
-@pytest.fixture(scope="module")
-def travlr_small(tmp_path_factory):
-    out = tmp_path_factory.mktemp("probe_out_data") / "travlr"
-    code = main(["build", "travlr", "--out", str(out), "--size", "tiny", "--configs", TASKS,
-                 "--split-sizes", "train=24,validation=12,test_ind=12,test_ood=12"])
-    assert code in (0, None)
-    return out
 
 
 @pytest.fixture
@@ -58,12 +47,6 @@ def _nothing_loads(monkeypatch):
     monkeypatch.setattr(runner, "load_model", boom)  # where the run loads the model
 
 
-def _cli(capsys, *args):
-    code = main(["probe", *map(str, args)])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
@@ -72,13 +55,13 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_a_folder_holding_a_users_files_is_refused_before_loading(travlr_small, tiny_clip_path, tmp_path,
-                                                                  monkeypatch, capsys):
+                                                                  monkeypatch, cli):
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("my notes")
     (mine / "results.json").write_text('{"mine": true}')
     _nothing_loads(monkeypatch)
-    code, _, err = _cli(capsys, "--dataset", travlr_small, "--model", tiny_clip_path, "--out", mine, "--no-progress")
+    code, _, err = cli("probe", "--dataset", travlr_small, "--model", tiny_clip_path, "--out", mine, "--no-progress")
     assert code == 2 and "not a vlprobe run's (notes.txt, results.json)" in err and len(err.strip().splitlines()) == 1, err
     assert _files(mine) == {"notes.txt": b"my notes", "results.json": b'{"mine": true}'}
     with pytest.raises(SettingError, match="not a vlprobe run's"):
@@ -111,11 +94,11 @@ sys.exit(main(sys.argv[1:]))
 
 @pytest.mark.slow
 def test_a_kill_while_writing_leaves_the_previous_run_whole_and_the_next_run_sweeps(
-        travlr_small, tiny_clip_path, tmp_path, own_tmp, capsys):
+        travlr_small, tiny_clip_path, tmp_path, own_tmp, cli):
     out, cache = tmp_path / "run", tmp_path / "cache"
     common = ["--dataset", travlr_small, "--config", "spatiality", "--model", tiny_clip_path, "--bootstrap", "0",
               "--cache-dir", cache, "--out", out, "--no-progress", "--num-workers", "0"]
-    code, _, err = _cli(capsys, *common, "--train-size", "8")
+    code, _, err = cli("probe", *common, "--train-size", "8")
     assert code == 0, err
     before = _files(out)
     assert "learning_curve_spatiality.png" in before
@@ -125,24 +108,14 @@ def test_a_kill_while_writing_leaves_the_previous_run_whole_and_the_next_run_swe
     # the same run with another learning curve, killed (SIGKILL) while it writes its plots
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITE, "probe", *map(str, common), "--train-size", "12"],
                             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and not mark.exists() and proc.poll() is None:
-            time.sleep(0.1)
-        assert mark.exists(), proc.communicate()[1]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_at(proc, mark)
     assert proc.returncode == -signal.SIGKILL
     assert _files(out) == before  # the previous run, byte for byte: no new results.json beside old plots
     staged = [p for p in tmp_path.iterdir() if p.name.startswith(".run.new-")]
     assert len(staged) == 1 and (staged[0] / "run" / "results.json").is_file()
     # The next run (no learning curve this time) sweeps the dead run's staging folder, says so in one
     # line, and replaces the folder whole: no plot of an older run survives.
-    code, _, err = _cli(capsys, *common)
+    code, _, err = cli("probe", *common)
     assert code == 0, err
     said = [line for line in err.splitlines() if "leftover" in line]
     assert len(said) == 1 and str(staged[0]) in said[0] and said[0].startswith("vlprobe: removed 1 leftover")
@@ -175,7 +148,7 @@ def test_the_output_folder_gets_the_umask_mode(travlr_small, tiny_clip_path, tmp
 # ---- 3. (28.3) --out is checked first; a write error is one line and leaves nothing ----------------
 
 def test_out_problems_are_refused_before_anything_is_loaded(travlr_small, tiny_clip_path, tmp_path, monkeypatch,
-                                                            capsys):
+                                                            cli):
     _nothing_loads(monkeypatch)
     a_file = tmp_path / "file"
     a_file.write_text("x")
@@ -191,7 +164,7 @@ def test_out_problems_are_refused_before_anything_is_loaded(travlr_small, tiny_c
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     for out, expected in ((a_file, "is a file"), (a_file / "sub", "is a file"),
                           (readonly / "out", "cannot write in")):
-        code, _, err = _cli(capsys, "--dataset", travlr_small, "--model", tiny_clip_path, "--out", out)
+        code, _, err = cli("probe", "--dataset", travlr_small, "--model", tiny_clip_path, "--out", out)
         assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
         assert "Traceback" not in err
     assert list(readonly.iterdir()) == []
@@ -199,7 +172,7 @@ def test_out_problems_are_refused_before_anything_is_loaded(travlr_small, tiny_c
 
 @pytest.mark.slow
 def test_a_full_disk_while_writing_is_one_line_and_leaves_nothing(travlr_small, tiny_clip_path, tmp_path,
-                                                                  monkeypatch, capsys):
+                                                                  monkeypatch, cli):
     out = tmp_path / "run"
     kw = dict(train_modalities="image", test_modalities="image", bootstrap=0, cache_dir=tmp_path / "c",
               progress=False)
@@ -217,9 +190,9 @@ def test_a_full_disk_while_writing_is_one_line_and_leaves_nothing(travlr_small, 
     assert str(info.value).startswith(f"cannot write the outputs to {out} (No space left on device); the features "
                                       f"are in the cache ({tmp_path / 'c'}")
     assert str(info.value).endswith("so running it again computes none")
-    code, _, err = _cli(capsys, "--dataset", travlr_small, "--config", "spatiality", "--model", tiny_clip_path,
-                        "--train-modality", "image", "--test-modality", "image", "--train-size", "8",
-                        "--bootstrap", "0", "--cache-dir", tmp_path / "c", "--out", out, "--no-progress")
+    code, _, err = cli("probe", "--dataset", travlr_small, "--config", "spatiality", "--model", tiny_clip_path,
+                       "--train-modality", "image", "--test-modality", "image", "--train-size", "8",
+                       "--bootstrap", "0", "--cache-dir", tmp_path / "c", "--out", out, "--no-progress")
     # the error is one line; beside it only the one-line truncation warning (issue 25: the tiny CLIP's
     # 32-token text tower cuts some queries of its text-only baseline, and the probe says so)
     lines = [line for line in err.strip().splitlines() if not line.startswith("probe: warning:")]
@@ -263,14 +236,14 @@ BAD_SETTINGS = [
 
 @pytest.mark.filterwarnings("ignore:vlprobe.probe\\(dataset=:DeprecationWarning")
 @pytest.mark.parametrize("name,value,flag,arg", BAD_SETTINGS, ids=[f"{b[0]}={b[1]!r}"[:40] for b in BAD_SETTINGS])
-def test_every_bad_setting_is_refused_at_once_naming_it(name, value, flag, arg, monkeypatch, capsys, tmp_path):
+def test_every_bad_setting_is_refused_at_once_naming_it(name, value, flag, arg, monkeypatch, cli, tmp_path):
     _nothing_loads(monkeypatch)
     with pytest.raises(ArgumentError) as info:
         vlprobe.probe(**{name: value}, progress=False)
     message = str(info.value)
     assert message.startswith(f"{name}={value!r}: ") and "\n" not in message, message
     if flag is not None:  # the command line names the flag
-        code, _, err = _cli(capsys, flag, arg, "--out", tmp_path / "o")
+        code, _, err = cli("probe", flag, arg, "--out", tmp_path / "o")
         assert code == 2 and err.startswith(f"vlprobe probe: error: {flag} ") and len(err.strip().splitlines()) == 1, err
         assert not (tmp_path / "o").exists()
 
@@ -314,13 +287,13 @@ def _not_travlr(root: Path, listed: bool = False) -> Path:
     return folder
 
 
-def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_path, tiny_clip_path, capsys):
+def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_path, tiny_clip_path, capsys, cli):
     from helpers_data import build_folder  # test splits only, VALSE- and Winoground-shaped configs
 
     folders = (_not_travlr(tmp_path), _not_travlr(tmp_path / "listed", listed=True), build_folder(tmp_path))
     capsys.readouterr()
     for folder in folders:
-        code, _, err = _cli(capsys, "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o")
+        code, _, err = cli("probe", "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o")
         assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert "columns image, caption, query and label" in err and "train" in err, err
         with pytest.raises(DatasetError, match="TraVLR-shaped"):
@@ -328,15 +301,15 @@ def test_a_dataset_that_is_not_travlr_shaped_is_one_line_naming_the_columns(tmp_
 
 
 @pytest.mark.slow
-def test_a_limit_too_small_for_both_classes_is_one_line(travlr_small, tiny_clip_path, tmp_path, capsys, monkeypatch):
+def test_a_limit_too_small_for_both_classes_is_one_line(travlr_small, tiny_clip_path, tmp_path, cli, monkeypatch):
     import vlprobe.runner as runner
 
     def no_weights(*a, **k):
         raise AssertionError("the model's weights were loaded before the rows were checked")
 
     monkeypatch.setattr(runner, "load_model", no_weights)  # the refusal comes from the config alone
-    code, _, err = _cli(capsys, "--dataset", travlr_small, "--model", tiny_clip_path, "--limit", "1",
-                        "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
+    code, _, err = cli("probe", "--dataset", travlr_small, "--model", tiny_clip_path, "--limit", "1",
+                       "--cache-dir", "none", "--out", tmp_path / "o", "--no-progress")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("vlprobe probe: error: --limit 1: the first 1 row(s) of spatiality/") and \
         "true and false rows" in err
@@ -423,7 +396,7 @@ sys.exit(main(sys.argv[1:]))
 
 @pytest.mark.slow
 def test_a_probe_killed_mid_features_leaves_a_folder_the_next_probe_sweeps(travlr_small, tiny_clip_path, tmp_path,
-                                                                            own_tmp, capsys):
+                                                                            own_tmp, cli):
     mark = tmp_path / "encoding"
     args = ["probe", "--dataset", str(travlr_small), "--config", "spatiality", "--model", str(tiny_clip_path),
             "--bootstrap", "0", "--cache-dir", "none", "--chunk-size", "8", "--batch-size", "4", "--num-workers", "0",
@@ -432,20 +405,10 @@ def test_a_probe_killed_mid_features_leaves_a_folder_the_next_probe_sweeps(travl
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen([sys.executable, "-c", _SLOW_FEATURES, *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and not mark.exists() and proc.poll() is None:
-            time.sleep(0.05)
-        assert mark.exists(), proc.communicate()[1]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_at(proc, mark)
     left = sorted(p.name.rsplit("-", 1)[0] for p in _temporary(own_tmp))
     assert left == ["vlprobe-chunk-cache", "vlprobe-features"], left
-    code, _, err = _cli(capsys, *args[1:])
+    code, _, err = cli("probe", *args[1:])
     assert code == 0, err
     said = [line for line in err.splitlines() if "leftover" in line]
     assert len(said) == 1 and said[0].startswith("vlprobe: removed 2 leftover folder(s) of killed runs"), err

@@ -4,7 +4,6 @@ nothing; a missing token and offline mode give a message, not a traceback."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import shutil
 from pathlib import Path
@@ -14,6 +13,7 @@ import datasets
 import huggingface_hub
 import pytest
 import yaml
+from helpers import digests
 from huggingface_hub import HfApi
 
 from vlprobe import publish as pub
@@ -305,11 +305,6 @@ def api_cls(monkeypatch):
     return cls
 
 
-def _tree_digest(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 def test_publish_dataset_calls_hfapi(folder, api_cls, monkeypatch, capsys):
     monkeypatch.setenv("HF_TOKEN", "hf_from_env")
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/shapes", "--private"]) == 0
@@ -340,10 +335,10 @@ def test_refused_folder_uploads_nothing(folder, api_cls, monkeypatch, capsys):
 
 def test_dry_run_touches_nothing(folder, api_cls, monkeypatch, capsys):
     monkeypatch.setenv("HF_TOKEN", "hf_x")
-    before = _tree_digest(folder)
+    before = digests(folder)
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/shapes", "--dry-run"]) == 0
     api_cls.assert_not_called()
-    assert _tree_digest(folder) == before
+    assert digests(folder) == before
     out = capsys.readouterr().out
     assert "dataset repo my-lab/shapes (public)" in out and "4 file(s)" in out
     assert _shards(folder)[1] in out and "KB" in out

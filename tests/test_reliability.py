@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import assert_close, computed, warning_lines
 from helpers_engine import ToyDual, toy_items
 
 from vlprobe.cli import main
@@ -72,15 +73,6 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _close(a, b):
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(b).max())))
-
-
-def _warnings(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("vlprobe: warning:")]
-
-
 def _count(part: Path) -> int:
     with sqlite3.connect(part, timeout=10) as db:
         return db.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
@@ -97,10 +89,6 @@ def _own_default_cache(tmp_path, monkeypatch):
 
 def _engine_stats(out: Path) -> dict:
     return json.loads((out / "results.json").read_text())["provenance"]["engine"]
-
-
-def _computed(stats: dict) -> int:
-    return sum(v for k, v in stats.items() if k.startswith("computed_") and not k.endswith("_this_process"))
 
 
 def _scores(out: Path) -> dict:
@@ -143,14 +131,14 @@ def test_a_model_retrained_into_the_same_folder_gets_new_scores(tiny_clip_path, 
     _retrain(model, seed=1)  # model.safetensors overwritten: same size, other numbers
     after, second, truth = _score_with_cache(str(model), cache, items)
     assert after.describe()["model_sha256"] != before.describe()["model_sha256"]
-    assert second.stats["cached"] == 0 and _computed(second.stats) == _computed(first.stats)
+    assert second.stats["cached"] == 0 and computed(second.stats) == computed(first.stats)
     for got, want, old in zip(second.scores, truth.scores, first.scores):
-        _close(got, want)  # the retrained model's own numbers ...
+        assert_close(got, want)  # the retrained model's own numbers ...
     assert max(np.abs(g - o).max() for g, o in zip(second.scores, first.scores)) > 1e-3  # ... not the old ones
     assert len(list(cache.iterdir())) == 2  # one cache per model content
     # the folder unchanged: everything from the cache again
     _, third, _ = _score_with_cache(str(model), cache, items)
-    assert _computed(third.stats) == 0
+    assert computed(third.stats) == 0
 
 
 def test_the_same_relative_path_in_two_directories_does_not_share_entries(tiny_clip_path, tmp_path, monkeypatch):
@@ -165,7 +153,7 @@ def test_the_same_relative_path_in_two_directories_does_not_share_entries(tiny_c
         scorer, res, truth = _score_with_cache("model", cache, items)
         assert scorer.model_id == "model" and res.stats["cached"] == 0  # b reads nothing of a's
         for got, want in zip(res.scores, truth.scores):
-            _close(got, want)
+            assert_close(got, want)
         results[name] = res
     assert max(np.abs(a - b).max() for a, b in zip(results["a"].scores, results["b"].scores)) > 1e-3
 
@@ -208,20 +196,20 @@ def test_a_damaged_cache_is_moved_aside_and_the_run_goes_on(tmp_path, capfd, dam
         res = Engine(scorer, batch_size=4, cache=cache, progress=False).score(toy_items(200, n_colors=60))
         assert cache.enabled
         aside = cache.moved_aside
-    lines = _warnings(capfd.readouterr().err)
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1 and len(aside) == 1 and aside[0].exists(), lines
     assert re.fullmatch(
         rf"vlprobe: warning: the score cache file {re.escape(str(part))} is damaged \(.+\); moved it to "
         rf"{re.escape(str(aside[0]))} and continuing with a fresh cache file \(its entries will be computed again\)",
         lines[0])
     for got, expected in zip(res.scores, want):
-        _close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
+        assert_close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
     # nothing this run computed is lost: a third run computes nothing
     again = ToyDual("toy")
     with ScoreCache(tmp_path, again.cache_key()) as cache:
         Engine(again, batch_size=4, cache=cache, progress=False).score(toy_items(200, n_colors=60))
     assert again.images_encoded == again.texts_encoded == 0
-    assert _warnings(capfd.readouterr().err) == []
+    assert warning_lines(capfd.readouterr().err) == []
 
 
 def test_a_damaged_part_of_another_process_is_moved_aside_while_reading(tmp_path, capfd):
@@ -233,8 +221,8 @@ def test_a_damaged_part_of_another_process_is_moved_aside_while_reading(tmp_path
         res = Engine(scorer, batch_size=4, cache=cache, progress=False).score(toy_items(200, n_colors=60))
     assert scorer.images_encoded == scorer.texts_encoded == 0  # the sound part still serves everything
     for got, expected in zip(res.scores, want):
-        _close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
-    lines = _warnings(capfd.readouterr().err)
+        assert_close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1 and f"the score cache file {other} is damaged (file is not a database)" in lines[0]
     assert not other.exists() and list(part.parent.glob("part-1.sqlite.damaged-*"))
 
@@ -286,13 +274,13 @@ def test_an_unwritable_cache_means_no_cache_said_once(tmp_path, capfd, case):
             subprocess.run(cmd)
         for p in (root, *root.glob("*")) if root.is_dir() else ():
             p.chmod(0o755)
-    lines = _warnings(capfd.readouterr().err)
+    lines = warning_lines(capfd.readouterr().err)
     assert len(lines) == 1, lines
     assert re.fullmatch(rf"vlprobe: warning: cannot write the score cache in {re.escape(str(root))} \(({why})\); "
                         rf"running without a cache: scores computed from now on are not saved for a rerun", lines[0])
     assert scorer.images_encoded == 12  # all computed, nothing lost
     for got, expected in zip(res.scores, want):
-        _close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
+        assert_close(got, expected)  # batch shapes differ from the filling run: BLAS sums may too
 
 
 def test_evaluate_with_cache_dir_a_file_runs_without_a_cache(folder, tiny_clip_path, tmp_path, capsys):
@@ -302,7 +290,7 @@ def test_evaluate_with_cache_dir_a_file_runs_without_a_cache(folder, tiny_clip_p
                  "--no-progress", "--num-workers", "0", "--cache-dir", str(not_a_dir), "--out", str(tmp_path / "o")])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert _warnings(err) == [f"vlprobe: warning: cannot write the score cache in {not_a_dir} (it is a file, not a "
+    assert warning_lines(err) == [f"vlprobe: warning: cannot write the score cache in {not_a_dir} (it is a file, not a "
                               f"folder); running without a cache: scores computed from now on are not saved for a rerun"]
     assert "Traceback" not in err and len(_scores(tmp_path / "o")) == 18
 
@@ -347,12 +335,12 @@ def test_sigint_stops_cleanly_and_the_rerun_resumes(folder, tiny_clip_path, tmp_
                  "--num-workers", "0"]) == 0
     capsys.readouterr()
     resumed, fresh = _engine_stats(out), _engine_stats(tmp_path / "fresh")
-    assert resumed["cached"] == kept and _computed(resumed) == _computed(fresh) - kept
+    assert resumed["cached"] == kept and computed(resumed) == computed(fresh) - kept
     want = _scores(tmp_path / "fresh")
     got = _scores(out)
     assert got.keys() == want.keys()
     for key in want:
-        _close(got[key], want[key])
+        assert_close(got[key], want[key])
 
 
 # ---- 4. concurrent runs on one cache --------------------------------------------------------------
@@ -394,16 +382,16 @@ def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_pa
     monkeypatch.undo()
     assert main([*common[:-1], "none", "--out", str(tmp_path / "alone")]) == 0
     capsys.readouterr()
-    alone = _computed(_engine_stats(tmp_path / "alone"))
+    alone = computed(_engine_stats(tmp_path / "alone"))
     one, two = _engine_stats(tmp_path / "one"), _engine_stats(tmp_path / "two")
-    assert _computed(one) + _computed(two) < 2 * alone - seen
-    assert two["cached"] >= seen and _computed(two) < alone
+    assert computed(one) + computed(two) < 2 * alone - seen
+    assert two["cached"] >= seen and computed(two) < alone
     want = _scores(tmp_path / "alone")
     for run in ("one", "two"):
         got = _scores(tmp_path / run)
         assert got.keys() == want.keys()
         for key in want:
-            _close(got[key], want[key])
+            assert_close(got[key], want[key])
 
 
 # ---- 5. duplicate row ids, 6. unknown architectures -------------------------------------------------

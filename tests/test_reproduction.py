@@ -21,7 +21,8 @@ CONFIGS = ("swap_obj", "swap_att")  # SWAP whole
 @pytest.fixture(scope="module")
 def sugar_crepe(shared_data: Path, tmp_path_factory) -> Path:
     """SugarCREPE's ``CONFIGS``, built from the pinned files with a stand-in JPEG per COCO image."""
-    from helpers_data import jpeg_bytes, run_build
+    from helpers import jpeg
+    from helpers_data import run_build
 
     from vlprobe.builders import sugar_crepe as builder
 
@@ -30,7 +31,7 @@ def sugar_crepe(shared_data: Path, tmp_path_factory) -> Path:
              for r in json.loads((shared_data / "sugar_crepe" / f"{c}.json").read_text()).values()}
     (root / "images" / "val2017").mkdir(parents=True)
     for name in names:
-        (root / "images" / "val2017" / name).write_bytes(jpeg_bytes(name, size=(40, 32)))
+        (root / "images" / "val2017" / name).write_bytes(jpeg(name, size=(40, 32)))
     run_build(builder.SugarCrepe(), "--annotations", shared_data / "sugar_crepe", "--images", root / "images",
               "--configs", ",".join(CONFIGS), "--out", root / "work" / "sugar_crepe")
     return root / "work"

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import Killed
 
 from vlprobe.errors import ArgumentError
 from vlprobe.probing.settings import PROBE_RUN_FILE
@@ -70,10 +71,6 @@ def test_another_commands_run_and_a_users_extra_files_are_refused(tmp_path):
         check_output_dir(probe_run, PROBE_RUN_FILE)
     (tmp_path / "empty").mkdir()
     check_output_dir(tmp_path / "empty")  # an empty folder may be taken
-
-
-class Killed(BaseException):
-    """A kill -9 at this step: nothing after it runs, not even cleanup."""
 
 
 # Where the system cannot exchange two folders in one step, the fallback (two renames, the previous run put back by

@@ -13,7 +13,8 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from helpers_data import jpeg_bytes, load, run_build
+from helpers import jpeg
+from helpers_data import load, run_build
 
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import AnnotationError, cola, sugar_crepe, sugar_crepe_pp, upstream
@@ -60,9 +61,9 @@ def images_root(shared_data: Path, tmp_path_factory) -> Path:
     (root / "val2017").mkdir()
     (root / "VG_100K").mkdir()
     for name in coco_names(shared_data):
-        (root / "val2017" / name).write_bytes(jpeg_bytes(name))
+        (root / "val2017" / name).write_bytes(jpeg(name))
     for name in vg_names(shared_data):
-        (root / "VG_100K" / name).write_bytes(jpeg_bytes(name))
+        (root / "VG_100K" / name).write_bytes(jpeg(name))
     return root
 
 
@@ -265,7 +266,7 @@ def _serve_cola(server, shared: Path, vg: set[str], cola_only: set[str]) -> None
     server.files[f"/{COLA_UP.repo}/{COLA_UP.commit}/data/{cola.FILE}"] = (shared / "cola" / cola.FILE).read_bytes()
     for name in vg:
         where = "/cola_server/" if name in cola_only else "/vg/VG_100K/"
-        server.files[where + name] = jpeg_bytes(name)
+        server.files[where + name] = jpeg(name)
 
 
 def test_download_fetches_annotations_and_images(shared_data: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
@@ -331,7 +332,7 @@ def test_download_of_sugar_crepe_pp_from_the_pinned_commit(shared_data: Path, tm
     stand_in_server.files.update({prefix + f.path: (shared_data / "sugar_crepe_pp" / f.path).read_bytes()
                                   for f in up.files})
     first = json.loads((shared_data / "sugar_crepe_pp" / "swap_obj.json").read_text())[0]["filename"]
-    stand_in_server.files[f"/coco/val2017/{first}"] = jpeg_bytes(first)
+    stand_in_server.files[f"/coco/val2017/{first}"] = jpeg(first)
     spec = imgs.SOURCES["coco2017_val"]
     monkeypatch.setitem(imgs.SOURCES, "coco2017_val", imgs.SourceSpec(
         spec.name, spec.title, spec.pattern, spec.subdirs, spec.zips, (f"{stand_in_server.url}/coco/val2017/{{name}}",)))

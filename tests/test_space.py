@@ -39,13 +39,7 @@ def space_app(repo_root):
     mp.undo()
 
 
-@pytest.fixture(scope="module")
-def client(space_app):
-    _, url, _ = space_app.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
-    try:
-        yield gradio_client.Client(url, verbose=False)
-    finally:
-        space_app.demo.close()
+GRADIO_APP = "space_app"  # conftest's client serves it
 
 
 @pytest.fixture(scope="module")

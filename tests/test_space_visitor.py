@@ -14,6 +14,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
+from helpers import png
 
 from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
 from vlprobe.dataset.items import Item
@@ -28,16 +29,6 @@ MINI_CLIP = REPO / "models" / "mini-clip"
 needs_mini_clip = pytest.mark.skipif(not (MINI_CLIP / "config.json").is_file(), reason="models/mini-clip is not here")
 
 
-def _png(colour) -> bytes:
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.new("RGB", (24, 20), colour).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def word_folder(root: Path) -> Path:
     """A folder named ``valse`` (so its benchmark is VALSE) with config ``words`` (40 rows: the caption
     and foil differ only in a word mini-clip does not know; tag ``kind``: 30 a, 6 b, 4 c) and config
@@ -47,7 +38,7 @@ def word_folder(root: Path) -> Path:
                                "caption": datasets.Value("string"), "foil": datasets.Value("string"),
                                "kind": datasets.Value("string")})
     kinds = ["a"] * 30 + ["b"] * 6 + ["c"] * 4
-    rows = {"id": [f"r{i}" for i in range(40)], "image": [{"bytes": _png((6 * i, 90, 200)), "path": None} for i in range(40)],
+    rows = {"id": [f"r{i}" for i in range(40)], "image": [{"bytes": png((6 * i, 90, 200)), "path": None} for i in range(40)],
             "caption": ["a red dog"] * 40, "foil": ["a red cat"] * 40,
             "kind": kinds}
     decls = [ConfigDecl("words", feats, default=True), ConfigDecl("plurality", feats)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
-from helpers_data import jpeg_bytes
+from helpers import jpeg
 
 import vlprobe
 from vlprobe.benchmarks import get as get_benchmark
@@ -203,7 +203,7 @@ def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
     (root / "val2017").mkdir()
     for f in SUGAR_CREPE_PP_UP.files:
         for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
-            (root / "val2017" / rec["filename"]).write_bytes(jpeg_bytes(rec["filename"]))
+            (root / "val2017" / rec["filename"]).write_bytes(jpeg(rec["filename"]))
     parser = argparse.ArgumentParser()
     scpp = builder.SugarCrepePP()
     scpp.add_arguments(parser)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import io
 import json
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import datasets
 import pytest
+from helpers import digests
 from PIL import Image
 
 from vlprobe import scenes as S
@@ -294,18 +294,11 @@ def test_bad_requests_are_named():
 
 
 # ---- the built folder ------------------------------------------------------------------------------
-def _digests(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
 @pytest.mark.slow
 def test_two_builds_are_byte_identical(built, tmp_path):
     again = builder.Travlr().build(_args(tmp_path / "travlr"))
-    assert _digests(again) == _digests(built)
-    assert len([k for k in _digests(built) if k.endswith(".parquet")]) == 16
+    assert digests(again) == digests(built)
+    assert len([k for k in digests(built) if k.endswith(".parquet")]) == 16
 
 
 def test_committed_card_and_spec_match_the_builder(built, repo_root):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import datasets
 import pytest
-from helpers_data import build_from, jpeg_bytes, load
+from helpers import jpeg
+from helpers_data import build_from, load
 
 from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.builders import valse
@@ -43,7 +44,7 @@ def referenced(annotations: Path) -> dict[str, set[str]]:
 def make_standins(root: Path, annotations: Path, skip: set[str] = frozenset(), corrupt: str | None = None) -> Path:
     """Stand-in images for every referenced file; SWiG goes into its release zip (images_512.zip),
     so every build here also reads a zip source."""
-    data = jpeg_bytes(color=(120, 40, 200))
+    data = jpeg(color=(120, 40, 200))
     for source, names in referenced(annotations).items():
         names = sorted(names - set(skip))
         if source == "swig":
@@ -185,7 +186,7 @@ def test_a_partial_build_writes_the_committed_card(annotations: Path, tmp_path: 
     folder.mkdir(parents=True)
     few = sorted(referenced(annotations)["coco2017_val"])[:3]
     for name in few:
-        (folder / name).write_bytes(jpeg_bytes(color=(120, 40, 200)))
+        (folder / name).write_bytes(jpeg(color=(120, 40, 200)))
     out = run_build(annotations, tmp_path / "img", tmp_path / "valse", "--skip-missing-images")
     assert (out / "README.md").read_text() == (repo_root / "valse" / "README.md").read_text()
     assert (out / "vlprobe.yaml").read_text() == (repo_root / "valse" / "vlprobe.yaml").read_text()
@@ -241,7 +242,7 @@ def test_fresh_clone_download_needs_nothing_else(annotations: Path, tmp_path: Pa
 
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    data = jpeg_bytes(color=(120, 40, 200))
+    data = jpeg(color=(120, 40, 200))
     refs = referenced(annotations)
     archive_folder = {"visual7w": "images", "swig": "images_512", "visdial_val2018": "VisualDialog_val2018"}
     files = stand_in_server.files

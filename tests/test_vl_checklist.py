@@ -9,18 +9,17 @@ name their file and record (synthetic files, read directly)."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
 import tarfile
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
+from helpers import jpeg
+from helpers_data import load
 
 from vlprobe.benchmarks import vl_checklist as facts
 from vlprobe.builders import AnnotationError, upstream, vl_checklist
@@ -131,19 +130,11 @@ def test_the_taxonomy_and_its_aggregation_follow_corpus_json() -> None:
 
 # ---- dry run and builds on the real files -------------------------------------------------------------
 
-def _cli(*argv: str, capsys) -> tuple[int, str, str]:
-    from vlprobe.cli import main
-
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 @pytest.mark.slow
-def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Path, capsys) -> None:
+def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Path, cli) -> None:
     listing = tmp_path / "images.tsv"
-    code, out, err = _cli("build", "vl_checklist", "--annotations", str(data), "--dry-run", "--image-list", str(listing),
-                          "--out", str(tmp_path / "vlc"), capsys=capsys)
+    code, out, err = cli("build", "vl_checklist", "--annotations", str(data), "--dry-run", "--image-list", str(listing),
+                         "--out", str(tmp_path / "vlc"))
     assert code == 0, err
     assert not (tmp_path / "vlc").exists()  # nothing built
     # per file: the first MAX_NUM/2 records of it, counted here from the raw file
@@ -170,27 +161,20 @@ def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Pa
     assert "dry run, nothing built" in out
 
 
-def test_a_leaf_with_none_of_its_files_is_refused_when_asked_for(data: Path, tmp_path: Path, capsys) -> None:
+def test_a_leaf_with_none_of_its_files_is_refused_when_asked_for(data: Path, tmp_path: Path, cli) -> None:
     partial = tmp_path / "ann"
     for f in facts.LEAVES[-1].files + facts.BY_CONFIG["attribute_state"].files:  # relation_spatial, attribute_state
         (partial / f.path).parent.mkdir(parents=True, exist_ok=True)
         (partial / f.path).write_bytes((data / f.path).read_bytes())
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(partial), "--configs", "relation_spatial,object_size_large",
-                        "--dry-run", "--out", str(tmp_path / "o"), capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(partial), "--configs", "relation_spatial,object_size_large",
+                       "--dry-run", "--out", str(tmp_path / "o"))
     assert code == 2 and "cannot build object_size_large: none of its annotation files is at hand" in err
     assert f"{UP.default_url}Object/Size/vg_size/vg_obj_large.json (git blob c55b5993" in err and "Traceback" not in err
-    code, out, err = _cli("build", "vl_checklist", "--annotations", str(partial), "--dry-run", "--image-list", "-",
-                          "--out", str(tmp_path / "o"), capsys=capsys)
+    code, out, err = cli("build", "vl_checklist", "--annotations", str(partial), "--dry-run", "--image-list", "-",
+                         "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert "11 config(s) not built, none of their annotation files at hand" in err
     assert "Rows in this build: **2,941** of the 36,530 records in the 3 corpus files read" in out
-
-
-def _vg_jpeg(name: str) -> bytes:
-    h = hashlib.sha1(name.encode()).digest()
-    buf = io.BytesIO()
-    Image.new("RGB", (8, 8), (h[0], h[1], h[2])).save(buf, "JPEG")
-    return buf.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +189,7 @@ def few_images(data: Path, tmp_path_factory) -> tuple[Path, set[str]]:
     given.discard("VG_100K/2350257.jpg")  # spatial.json's records 2-4: left out, the file's next records taken
     for name in given:
         (root / "vg" / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / "vg" / name).write_bytes(_vg_jpeg(name))
+        (root / "vg" / name).write_bytes(jpeg(name))
     return root, given
 
 
@@ -218,10 +202,6 @@ def _expected(data: Path, config: str, given: set[str], first: int | None) -> li
         kept = [f"{config}/{f.corpus}/{n}" for n, rec in enumerate(authors_records(data, f)) if rec[0] in given]
         out += kept[:first] if first else kept
     return out
-
-
-def _load(folder: Path, config: str) -> datasets.Dataset:
-    return datasets.load_dataset(str(folder), config, split="test", cache_dir=str(folder.parent / ".hf_cache"))
 
 
 @pytest.fixture(scope="module")
@@ -245,15 +225,15 @@ def built(data: Path, few_images, tmp_path_factory) -> Path:
 def test_the_build_keeps_the_first_records_whose_image_is_there(built: Path, data: Path, few_images) -> None:
     given = few_images[1]
     for config in ("relation_spatial", "attribute_state"):
-        ds = _load(built, config)
+        ds = load(built, config)
         assert ds["id"] == _expected(data, config, given, FIRST), config
         assert set(ds["records"]) == {f"first_{FIRST}"}
-    row = _load(built, "relation_spatial")[0]
+    row = load(built, "relation_spatial")[0]
     raw = json.loads((data / "Relation/vg/spatial.json").read_text())[0]
     assert (row["image_path"], row["caption"], row["negative_caption"]) == (raw[0], raw[1]["POS"][0], raw[1]["NEG"][0])
     assert row["type_corpus"] == "Relation_spatial_vg" and row["source"] == "vg" and row["image"].size == (8, 8)
     # the configs asked for are the folder's; `all` reads them
-    assert len(_load(built, "all")) == len(_load(built, "relation_spatial")) + len(_load(built, "attribute_state"))
+    assert len(load(built, "all")) == len(load(built, "relation_spatial")) + len(load(built, "attribute_state"))
     assert sorted(p.name for p in (built / "data").iterdir() if p.is_dir()) == ["attribute_state", "relation_spatial"]
     report = (built / "data" / "BUILD.md").read_text()
     spatial = authors_records(data, facts.BY_NAME["Relation_spatial_vg"])
@@ -262,27 +242,26 @@ def test_the_build_keeps_the_first_records_whose_image_is_there(built: Path, dat
     assert (f"| `relation_spatial` | `Relation_spatial_vg` | `Relation/vg/spatial.json` | 30,650 | {kept:,} | {dropped:,} | 0 |"
             in report)
     assert "2350257.jpg" in report and "## What the records give away" in report
-    item = next(iter(find_spec(str(built)).iter_items(_load(built, "attribute_state"), config="attribute_state")))
+    item = next(iter(find_spec(str(built)).iter_items(load(built, "attribute_state"), config="attribute_state")))
     assert item.gold.tolist() == [[True, False]] and "type_corpus=Attribute_state_vg" in item.tags
     assert "records=first_1000" in item.tags
 
 
-def test_every_record_by_an_option_labelled_not_the_authors(data: Path, few_images, tmp_path: Path, capsys) -> None:
-    code, out, err = _cli("build", "vl_checklist", "--annotations", str(data), "--configs", "attribute_state", "--all-records",
-                          "--dry-run", "--image-list", "-", "--out", str(tmp_path / "o"), capsys=capsys)
+def test_every_record_by_an_option_labelled_not_the_authors(data: Path, few_images, tmp_path: Path, cli) -> None:
+    code, out, err = cli("build", "vl_checklist", "--annotations", str(data), "--configs", "attribute_state", "--all-records",
+                         "--dry-run", "--image-list", "-", "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert "Rows in this build: **5,880** of the 5,880 records" in out and "**not the authors' protocol**" in out
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]), "--configs",
-                        "attribute_state", "--all-records", "--skip-missing-images", "--out", str(tmp_path / "all"),
-                        capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]), "--configs",
+                       "attribute_state", "--all-records", "--skip-missing-images", "--out", str(tmp_path / "all"))
     assert code == 0, err
-    ds = _load(tmp_path / "all", "attribute_state")
+    ds = load(tmp_path / "all", "attribute_state")
     assert ds["id"] == _expected(data, "attribute_state", few_images[1], None) and set(ds["records"]) == {"all"}
 
 
-def test_missing_images_stop_the_build_without_the_flag(data: Path, few_images, tmp_path: Path, capsys) -> None:
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]),
-                        "--configs", "relation_spatial", "--out", str(tmp_path / "o"), capsys=capsys)
+def test_missing_images_stop_the_build_without_the_flag(data: Path, few_images, tmp_path: Path, cli) -> None:
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(data), "--images", str(few_images[0]),
+                       "--configs", "relation_spatial", "--out", str(tmp_path / "o"))
     assert code == 2 and "visual_genome_vlc: " in err and "--skip-missing-images" in err
     assert not (tmp_path / "o").exists()
 
@@ -375,9 +354,9 @@ def test_a_mean_over_fewer_files_is_marked_and_every_record_is_not_the_authors()
 
 
 @pytest.mark.slow
-def test_evaluate_on_the_built_folder_summarises_per_file(built: Path, tiny_clip_path: Path, tmp_path: Path, capsys) -> None:
-    code, out, err = _cli("evaluate", "--dataset", str(built), "--model", str(tiny_clip_path), "--bootstrap", "0",
-                          "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run"), capsys=capsys)
+def test_evaluate_on_the_built_folder_summarises_per_file(built: Path, tiny_clip_path: Path, tmp_path: Path, cli) -> None:
+    code, out, err = cli("evaluate", "--dataset", str(built), "--model", str(tiny_clip_path), "--bootstrap", "0",
+                         "--no-progress", "--cache-dir", "none", "--out", str(tmp_path / "run"))
     assert code == 0, err
     doc = json.loads((tmp_path / "run" / "results.json").read_text())
     assert [e["config"] for e in doc["results"]] == ["all"]
@@ -423,19 +402,17 @@ def test_bad_records_name_the_file_and_record(tmp_path: Path) -> None:
         vl_checklist.read_file(tmp_path, leaf, vg)
 
 
-def test_a_file_that_is_not_the_pinned_one_is_refused(data: Path, tmp_path: Path, capsys) -> None:
+def test_a_file_that_is_not_the_pinned_one_is_refused(data: Path, tmp_path: Path, cli) -> None:
     f = facts.BY_NAME["Attribute_state_vg"]
     (tmp_path / f.path).parent.mkdir(parents=True)
     (tmp_path / f.path).write_bytes((data / f.path).read_bytes().replace(b"white", b"whits", 1))
-    code, _, err = _cli("build", "vl_checklist", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"),
-                        capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"))
     assert code == 2 and f"VL-CheckList annotation file {f.path} from" in err and f"expected {f.blob}" in err
 
 
-def test_offline_with_nothing_cached_names_every_file_and_its_url(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_offline_with_nothing_cached_names_every_file_and_its_url(tmp_path: Path, monkeypatch, cli) -> None:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    code, _, err = _cli("build", "vl_checklist", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"),
-                        capsys=capsys)
+    code, _, err = cli("build", "vl_checklist", "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c"))
     assert code == 2 and "Traceback" not in err
     assert "VL-CheckList: cannot build" in err and "offline mode is on" in err
     for f in UP.files:

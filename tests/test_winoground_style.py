@@ -4,8 +4,6 @@ the private folder made from a user's own copy of facebook/winoground (tested on
 from __future__ import annotations
 
 import argparse
-import hashlib
-import io
 import json
 import zipfile
 from pathlib import Path
@@ -13,6 +11,7 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
+from helpers import digests, encode
 
 from vlprobe import scenes as S
 from vlprobe.builders import winoground_style as builder
@@ -70,15 +69,10 @@ def test_bad_requests_are_named(tmp_path):
         builder.WinogroundStyle().build(_args(tmp_path, configs="none", winoground=tmp_path / "nope"))
 
 
-def _digests(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 def test_two_builds_are_byte_identical(built, tmp_path):
     again = builder.WinogroundStyle().build(_args(tmp_path / "winoground_style"))
-    assert _digests(again) == _digests(built)
-    assert len([k for k in _digests(built) if k.endswith(".parquet")]) == 3  # `all` reads these three
+    assert digests(again) == digests(built)
+    assert len([k for k in digests(built) if k.endswith(".parquet")]) == 3  # `all` reads these three
 
 
 def test_committed_card_and_spec_match_the_builder(built, repo_root):
@@ -143,10 +137,7 @@ STANDIN = [
 
 
 def _standin_png(seed: int, mode: str = "RGB") -> bytes:
-    image = S.render(S.sample_scene(seed, 3), size=64).convert(mode)
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return buf.getvalue()
+    return encode(S.render(S.sample_scene(seed, 3), size=64).convert(mode), "PNG")
 
 
 @pytest.fixture

@@ -17,27 +17,25 @@ import tiny_models as tm
 
 
 def _bert_tokenizer(extra: tuple[str, ...] = (), max_length: int = 32):
-    raw = tm._byte_bpe(["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", *extra])
-    return tm._wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=max_length,
-                    cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", unk_token="[UNK]")
+    return tm.bert_tokenizer(("[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]", *extra), max_length, mask_token="[MASK]",
+                             unk_token="[UNK]")
 
 
-def _clip_tokenizer(max_length: int = 16):
-    raw = tm._byte_bpe(["<|pad|>", "<|startoftext|>", "<|endoftext|>"])
-    return tm._wrap(raw, bos="<|startoftext|>", eos="<|endoftext|>", pad="<|pad|>", add_bos=True, add_eos=True,
-                    model_max_length=max_length)
+def _opt_tokenizer():
+    """OPT's </s> text, padded with <pad> (the language model of BLIP-2 and InstructBLIP)."""
+    return tm._wrap(tm._byte_bpe(["<pad>", "</s>", "<unk>"]), bos="</s>", eos="</s>", pad="<pad>", add_bos=True,
+                    add_eos=False, model_max_length=64, unk_token="<unk>")
+
+
+def _opt_text(vocab: int, tok) -> dict:
+    return dict(model_type="opt", vocab_size=vocab, hidden_size=32, num_hidden_layers=1, ffn_dim=64,
+                num_attention_heads=2, max_position_embeddings=128, word_embed_proj_dim=32, pad_token_id=tok.pad_token_id,
+                bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
 
 
 def _vision(**kw):
     return dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=32,
                 patch_size=8, **kw)
-
-
-def _save(folder, model, processor) -> Path:
-    folder = Path(folder)
-    processor.save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
 
 
 # ---- dual encoders ---------------------------------------------------------------------------------
@@ -53,7 +51,7 @@ def build_altclip(folder):
     tm._seed()
     proc = AltCLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
                                                                crop_size={"height": 32, "width": 32}), tokenizer=tok)
-    return _save(folder, AltCLIPModel(config).eval(), proc)
+    return tm.save(folder, AltCLIPModel(config).eval(), proc)
 
 
 def build_chinese_clip(folder):
@@ -68,13 +66,13 @@ def build_chinese_clip(folder):
     proc = ChineseCLIPProcessor(image_processor=ChineseCLIPImageProcessor(size={"shortest_edge": 32},
                                                                           crop_size={"height": 32, "width": 32}),
                                 tokenizer=tok)
-    return _save(folder, ChineseCLIPModel(config).eval(), proc)
+    return tm.save(folder, ChineseCLIPModel(config).eval(), proc)
 
 
 def build_metaclip_2(folder):
     from transformers import CLIPImageProcessor, CLIPProcessor, MetaClip2Config, MetaClip2Model
 
-    tok = _clip_tokenizer()
+    tok = tm.clip_tokenizer(16)
     config = MetaClip2Config(
         text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, max_position_embeddings=16, projection_dim=16,
@@ -83,7 +81,7 @@ def build_metaclip_2(folder):
     tm._seed()
     proc = CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
                                                             crop_size={"height": 32, "width": 32}), tokenizer=tok)
-    return _save(folder, MetaClip2Model(config).eval(), proc)
+    return tm.save(folder, MetaClip2Model(config).eval(), proc)
 
 
 def build_vision_text_dual_encoder(folder):
@@ -105,7 +103,7 @@ def build_vision_text_dual_encoder(folder):
     proc = VisionTextDualEncoderProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
                                                                              crop_size={"height": 32, "width": 32}),
                                           tokenizer=tok)
-    return _save(folder, VisionTextDualEncoderModel(config=config).eval(), proc)
+    return tm.save(folder, VisionTextDualEncoderModel(config=config).eval(), proc)
 
 
 def build_blip_contrastive(folder):
@@ -120,7 +118,7 @@ def build_blip_contrastive(folder):
         vision_config=_vision(), projection_dim=16, image_text_hidden_size=16)
     tm._seed()
     proc = BlipProcessor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
-    return _save(folder, BlipModel(config).eval(), proc)
+    return tm.save(folder, BlipModel(config).eval(), proc)
 
 
 def build_flava_model(folder):
@@ -144,7 +142,7 @@ def build_owlvit_model(folder):
 def _build_owlv2(folder, detection: bool):
     from transformers import Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor, Owlv2Model, Owlv2Processor
 
-    tok = _clip_tokenizer()
+    tok = tm.clip_tokenizer(16)
     config = Owlv2Config(
         text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, max_position_embeddings=16, pad_token_id=tok.pad_token_id,
@@ -153,7 +151,7 @@ def _build_owlv2(folder, detection: bool):
     tm._seed()
     model = (Owlv2ForObjectDetection if detection else Owlv2Model)(config).eval()
     proc = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
-    return _save(folder, model, proc)
+    return tm.save(folder, model, proc)
 
 
 def build_owlv2_model(folder):
@@ -167,7 +165,7 @@ def build_owlv2_detection(folder):
 def build_clipseg(folder):
     from transformers import CLIPSegConfig, CLIPSegModel, CLIPSegProcessor, ViTImageProcessor
 
-    tok = _clip_tokenizer()
+    tok = tm.clip_tokenizer(16)
     config = CLIPSegConfig(
         text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, max_position_embeddings=16, bos_token_id=tok.bos_token_id,
@@ -175,7 +173,7 @@ def build_clipseg(folder):
         vision_config=_vision(), projection_dim=16)
     tm._seed()
     proc = CLIPSegProcessor(image_processor=ViTImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
-    return _save(folder, CLIPSegModel(config).eval(), proc)
+    return tm.save(folder, CLIPSegModel(config).eval(), proc)
 
 
 # ---- generative VLMs (vqascore) --------------------------------------------------------------------
@@ -194,7 +192,7 @@ def build_git(folder):
     tm._seed()
     proc = GitProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
                                                            crop_size={"height": 32, "width": 32}), tokenizer=tok)
-    return _save(folder, GitForCausalLM(config).eval(), proc)
+    return tm.save(folder, GitForCausalLM(config).eval(), proc)
 
 
 def build_blip2_captioning(folder):
@@ -202,9 +200,7 @@ def build_blip2_captioning(folder):
     puts before the text; a 1-layer OPT language model."""
     from transformers import Blip2Config, Blip2ForConditionalGeneration, Blip2Processor, BlipImageProcessor
 
-    raw = tm._byte_bpe(["<pad>", "</s>", "<unk>"])
-    tok = tm._wrap(raw, bos="</s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=64,
-                   unk_token="<unk>")
+    tok = _opt_tokenizer()
     proc = Blip2Processor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok,
                           num_query_tokens=4)
     vocab = len(proc.tokenizer)
@@ -212,14 +208,10 @@ def build_blip2_captioning(folder):
         vision_config=_vision(),
         qformer_config=dict(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=32, encoder_hidden_size=32),
-        text_config=dict(model_type="opt", vocab_size=vocab, hidden_size=32, num_hidden_layers=1, ffn_dim=64,
-                         num_attention_heads=2, max_position_embeddings=128, word_embed_proj_dim=32,
-                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id),
+        text_config=_opt_text(vocab, tok),
         num_query_tokens=4, image_token_index=proc.tokenizer.convert_tokens_to_ids("<image>"))
     tm._seed()
-    return _save(folder, Blip2ForConditionalGeneration(config).eval(), proc)
-
-
+    return tm.save(folder, Blip2ForConditionalGeneration(config).eval(), proc)
 
 
 def build_instructblip(folder):
@@ -231,9 +223,7 @@ def build_instructblip(folder):
         InstructBlipProcessor,
     )
 
-    raw = tm._byte_bpe(["<pad>", "</s>", "<unk>"])
-    tok = tm._wrap(raw, bos="</s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=64,
-                   unk_token="<unk>")
+    tok = _opt_tokenizer()
     qtok = _bert_tokenizer(max_length=64)
     proc = InstructBlipProcessor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok,
                                  qformer_tokenizer=qtok, num_query_tokens=4)
@@ -243,12 +233,10 @@ def build_instructblip(folder):
         qformer_config=dict(vocab_size=len(qtok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=64, encoder_hidden_size=32,
                             pad_token_id=qtok.pad_token_id),
-        text_config=dict(model_type="opt", vocab_size=vocab, hidden_size=32, num_hidden_layers=1, ffn_dim=64,
-                         num_attention_heads=2, max_position_embeddings=128, word_embed_proj_dim=32,
-                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id),
+        text_config=_opt_text(vocab, tok),
         num_query_tokens=4, image_token_index=proc.tokenizer.convert_tokens_to_ids("<image>"))
     tm._seed()
-    return _save(folder, InstructBlipForConditionalGeneration(config).eval(), proc)
+    return tm.save(folder, InstructBlipForConditionalGeneration(config).eval(), proc)
 
 
 def build_paligemma(folder):
@@ -274,7 +262,7 @@ def build_paligemma(folder):
     image_processor = SiglipImageProcessor(size={"height": 32, "width": 32})
     image_processor.image_seq_length = 16  # (32 / 8) ** 2 patches
     proc = PaliGemmaProcessor(image_processor=image_processor, tokenizer=tok)
-    return _save(folder, PaliGemmaForConditionalGeneration(config).eval(), proc)
+    return tm.save(folder, PaliGemmaForConditionalGeneration(config).eval(), proc)
 
 
 # ---- the map --------------------------------------------------------------------------------------
@@ -297,7 +285,7 @@ def build_bridgetower_itm(folder):
     tm._seed()
     proc = BridgeTowerProcessor(image_processor=BridgeTowerImageProcessor(size={"shortest_edge": 32}, size_divisor=8,
                                                                           crop_size={"shortest_edge": 32}), tokenizer=tok)
-    return _save(folder, BridgeTowerForImageAndTextRetrieval(config).eval(), proc)
+    return tm.save(folder, BridgeTowerForImageAndTextRetrieval(config).eval(), proc)
 
 
 BUILDERS: dict[str, Callable[[Path], Path]] = {

@@ -130,6 +130,26 @@ def bert_uncased_tokenizer(extra: tuple[str, ...] = (), max_length: int = 32):
                  cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", unk_token="[UNK]")
 
 
+def bert_tokenizer(specials: tuple[str, ...] = ("[PAD]", "[CLS]", "[SEP]"), max_length: int = 32, **extra):
+    """BERT's [CLS] text [SEP], padded with [PAD], over :func:`_byte_bpe` (``extra``: more named tokens, mask_token=...)."""
+    return _wrap(_byte_bpe(list(specials)), bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True,
+                 model_max_length=max_length, cls_token="[CLS]", sep_token="[SEP]", **extra)
+
+
+def clip_tokenizer(max_length: int = 32):
+    """CLIP's <|startoftext|> text <|endoftext|>, padded with <|pad|>, over :func:`_byte_bpe`."""
+    return _wrap(_byte_bpe(["<|pad|>", "<|startoftext|>", "<|endoftext|>"]), bos="<|startoftext|>", eos="<|endoftext|>",
+                 pad="<|pad|>", add_bos=True, add_eos=True, model_max_length=max_length)
+
+
+def save(folder: str | Path, model, processor) -> Path:
+    """``processor`` and ``model`` saved into ``folder``, as ``from_pretrained`` reads them."""
+    folder = Path(folder)
+    processor.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
 def tiny_images(k: int = 3, size: tuple[int, int] = (40, 30)):
     """``k`` distinct small RGB PIL images (solid colours with a square), deterministic."""
     from PIL import Image, ImageDraw
@@ -154,10 +174,7 @@ def build_tiny_clip(folder: str | Path) -> Path:
     """CLIPModel with a 2-layer, 32-d text and vision tower, CLIPProcessor at 32 px."""
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
-    folder = Path(folder)
-    raw = _byte_bpe(["<|pad|>", "<|startoftext|>", "<|endoftext|>"])
-    tokenizer = _wrap(raw, bos="<|startoftext|>", eos="<|endoftext|>", pad="<|pad|>",
-                      add_bos=True, add_eos=True, model_max_length=32)
+    tokenizer = clip_tokenizer(32)
     config = CLIPConfig(
         text_config=dict(
             vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -172,9 +189,7 @@ def build_tiny_clip(folder: str | Path) -> Path:
     _seed()
     model = CLIPModel(config).eval()
     image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 @pytest.fixture(scope="session")
@@ -188,7 +203,6 @@ def build_tiny_siglip(folder: str | Path) -> Path:
     """SiglipModel (sigmoid loss: logits = scale * cosine + bias), SiglipProcessor at 32 px."""
     from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
 
-    folder = Path(folder)
     raw = _byte_bpe(["<pad>", "</s>"])
     # SigLIP's text tower pools the last position and is trained on max-length padded text.
     tokenizer = _wrap(raw, bos=None, eos="</s>", pad="<pad>", add_bos=False, add_eos=True, model_max_length=16)
@@ -202,9 +216,7 @@ def build_tiny_siglip(folder: str | Path) -> Path:
     _seed()
     model = SiglipModel(config).eval()
     image_processor = SiglipImageProcessor(size={"height": 32, "width": 32})
-    SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 
@@ -212,7 +224,6 @@ def build_tiny_siglip2(folder: str | Path) -> Path:
     """Siglip2Model (NaFlex: patch sequences with a pixel_attention_mask and spatial_shapes)."""
     from transformers import Siglip2Config, Siglip2ImageProcessor, Siglip2Model, Siglip2Processor
 
-    folder = Path(folder)
     raw = _byte_bpe(["<pad>", "<unk>", "<bos>", "<eos>"])
     # Siglip2Processor reloads it as a Gemma tokenizer, which needs an unk token.
     tokenizer = _wrap(raw, bos="<bos>", eos="<eos>", pad="<pad>", add_bos=False, add_eos=True, model_max_length=16,
@@ -227,10 +238,9 @@ def build_tiny_siglip2(folder: str | Path) -> Path:
     )
     _seed()
     model = Siglip2Model(config).eval()
-    Siglip2Processor(image_processor=Siglip2ImageProcessor(patch_size=16, max_num_patches=256),
-                     tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    processor = Siglip2Processor(image_processor=Siglip2ImageProcessor(patch_size=16, max_num_patches=256),
+                                 tokenizer=tokenizer)
+    return save(folder, model, processor)
 
 
 def build_tiny_align(folder: str | Path) -> Path:
@@ -238,10 +248,7 @@ def build_tiny_align(folder: str | Path) -> Path:
     import torch
     from transformers import AlignConfig, AlignModel, AlignProcessor, EfficientNetImageProcessor
 
-    folder = Path(folder)
-    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
-    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
-                      cls_token="[CLS]", sep_token="[SEP]")
+    tokenizer = bert_tokenizer()
     config = AlignConfig(
         text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, max_position_embeddings=32, pad_token_id=tokenizer.pad_token_id),
@@ -260,9 +267,7 @@ def build_tiny_align(folder: str | Path) -> Path:
                 torch.nn.init.kaiming_normal_(module.weight)
     image_processor = EfficientNetImageProcessor(size={"height": 32, "width": 32},
                                                  crop_size={"height": 32, "width": 32})
-    AlignProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, AlignProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 # ---- cross-encoders with a matching head ----------------------------------------------------
@@ -271,10 +276,7 @@ def build_tiny_blip_itm(folder: str | Path) -> Path:
     """BlipForImageTextRetrieval (ITM head: logits[:, 1] = "match"), BlipProcessor at 32 px."""
     from transformers import BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
 
-    folder = Path(folder)
-    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
-    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
-                      cls_token="[CLS]", sep_token="[SEP]")
+    tokenizer = bert_tokenizer()
     config = BlipConfig(
         text_config=dict(vocab_size=len(tokenizer), hidden_size=32, encoder_hidden_size=32, intermediate_size=64,
                          num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=32,
@@ -288,19 +290,14 @@ def build_tiny_blip_itm(folder: str | Path) -> Path:
     _seed()
     model = BlipForImageTextRetrieval(config).eval()
     image_processor = BlipImageProcessor(size={"height": 32, "width": 32})
-    BlipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, BlipProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 def build_tiny_vilt(folder: str | Path) -> Path:
     """ViltForImageAndTextRetrieval (one match logit), ViltProcessor with 32 px shortest edge."""
     from transformers import ViltConfig, ViltForImageAndTextRetrieval, ViltImageProcessor, ViltProcessor
 
-    folder = Path(folder)
-    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
-    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
-                      cls_token="[CLS]", sep_token="[SEP]")
+    tokenizer = bert_tokenizer()
     config = ViltConfig(
         vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
         max_position_embeddings=32, image_size=32, patch_size=8, max_image_length=-1,
@@ -309,9 +306,7 @@ def build_tiny_vilt(folder: str | Path) -> Path:
     _seed()
     model = ViltForImageAndTextRetrieval(config).eval()
     image_processor = ViltImageProcessor(size={"shortest_edge": 32}, size_divisor=8)
-    ViltProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, ViltProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 # ---- language models ------------------------------------------------------------------------
@@ -348,7 +343,6 @@ def build_tiny_vlm(folder: str | Path, tokenizer: str = "byte_bpe") -> Path:
     LLaVA-1.5's released checkpoints)."""
     from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
-    folder = Path(folder)
     if tokenizer == "sentencepiece":
         raw = _sentencepiece_bpe(["<unk>", "<s>", "</s>", "<pad>", "<image>"])
         tokenizer = _wrap(raw, bos="<s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=128,
@@ -375,9 +369,7 @@ def build_tiny_vlm(folder: str | Path, tokenizer: str = "byte_bpe") -> Path:
     processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=8,
                                vision_feature_select_strategy="default", num_additional_image_tokens=1,
                                chat_template=LLAVA_CHAT_TEMPLATE, image_token="<image>")
-    processor.save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, processor)
 
 
 def build_tiny_blip2_itm(folder: str | Path) -> Path:
@@ -385,10 +377,7 @@ def build_tiny_blip2_itm(folder: str | Path) -> Path:
     BLIP-2's config also holds its captioning LM (a 1-layer OPT here), which this class does not build."""
     from transformers import Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor, BlipImageProcessor
 
-    folder = Path(folder)
-    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]"])
-    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
-                      cls_token="[CLS]", sep_token="[SEP]")
+    tokenizer = bert_tokenizer()
     # As on the Hub: the processor adds an <image> token and puts num_query_tokens of them before
     # the text; the model (image_token_index set) drops them again for the ITM head.
     processor = Blip2Processor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}),
@@ -407,9 +396,7 @@ def build_tiny_blip2_itm(folder: str | Path) -> Path:
     )
     _seed()
     model = Blip2ForImageTextRetrieval(config).eval()
-    processor.save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, processor)
 
 
 def build_tiny_flava(folder: str | Path) -> Path:
@@ -417,10 +404,7 @@ def build_tiny_flava(folder: str | Path) -> Path:
     FlavaProcessor at 32 px; saved as Hub FLAVA checkpoints are, with the pre-training class."""
     from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor, FlavaProcessor
 
-    folder = Path(folder)
-    raw = _byte_bpe(["[PAD]", "[CLS]", "[SEP]", "[MASK]"])
-    tokenizer = _wrap(raw, bos="[CLS]", eos="[SEP]", pad="[PAD]", add_bos=True, add_eos=True, model_max_length=32,
-                      cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    tokenizer = bert_tokenizer(("[PAD]", "[CLS]", "[SEP]", "[MASK]"), mask_token="[MASK]")
     enc = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
     config = FlavaConfig(
         image_config=dict(**enc, image_size=32, patch_size=8),
@@ -435,19 +419,14 @@ def build_tiny_flava(folder: str | Path) -> Path:
     image_processor = FlavaImageProcessor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32},
                                           codebook_size={"height": 16, "width": 16},
                                           codebook_crop_size={"height": 16, "width": 16})
-    FlavaProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, FlavaProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 def build_tiny_owlvit(folder: str | Path) -> Path:
     """OwlViTForObjectDetection (as Hub OWL-ViT checkpoints are saved), OwlViTProcessor at 32 px."""
     from transformers import OwlViTConfig, OwlViTForObjectDetection, OwlViTImageProcessor, OwlViTProcessor
 
-    folder = Path(folder)
-    raw = _byte_bpe(["<|pad|>", "<|startoftext|>", "<|endoftext|>"])
-    tokenizer = _wrap(raw, bos="<|startoftext|>", eos="<|endoftext|>", pad="<|pad|>",
-                      add_bos=True, add_eos=True, model_max_length=16)
+    tokenizer = clip_tokenizer(16)
     config = OwlViTConfig(
         text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id,
@@ -459,9 +438,7 @@ def build_tiny_owlvit(folder: str | Path) -> Path:
     _seed()
     model = OwlViTForObjectDetection(config).eval()
     image_processor = OwlViTImageProcessor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32})
-    OwlViTProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, OwlViTProcessor(image_processor=image_processor, tokenizer=tokenizer))
 
 
 QWEN_CHAT_TEMPLATE = (
@@ -485,7 +462,6 @@ def build_tiny_qwen2_vl(folder: str | Path) -> Path:
         Qwen2VLVideoProcessor,
     )
 
-    folder = Path(folder)
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>"]
     raw = _byte_bpe(specials)
@@ -508,10 +484,8 @@ def build_tiny_qwen2_vl(folder: str | Path) -> Path:
     image_processor = Qwen2VLImageProcessor(patch_size=8, merge_size=2, temporal_patch_size=2,
                                             min_pixels=32 * 32, max_pixels=32 * 32)
     video_processor = Qwen2VLVideoProcessor(patch_size=8, merge_size=2, temporal_patch_size=2)  # required, unused
-    Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
-                     chat_template=QWEN_CHAT_TEMPLATE).save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return save(folder, model, Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                                video_processor=video_processor, chat_template=QWEN_CHAT_TEMPLATE))
 
 
 @pytest.fixture(scope="session")

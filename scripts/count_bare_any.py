@@ -9,11 +9,12 @@ either count): ``dict[str, Any]`` is not bare, ``x: Any`` and ``-> Any | None`` 
 
 from __future__ import annotations
 
-import argparse
 import ast
 import sys
 from collections import Counter
 from pathlib import Path
+
+from count_key_lookups import main  # the same command line, over this script's count
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,18 +43,5 @@ def per_file(root: Path = ROOT) -> Counter[str]:
                     for path in sorted((root / "vlprobe").rglob("*.py"))})
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", action="store_true", help="print the count per file, largest first")
-    args = parser.parse_args(argv)
-    counts = per_file()
-    if args.files:
-        for rel, n in counts.most_common():
-            if n:
-                print(f"{n:5d}  {rel}")
-    print(sum(counts.values()))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(counted=per_file, doc=__doc__))

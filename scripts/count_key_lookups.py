@@ -13,6 +13,7 @@ import argparse
 import ast
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,11 +46,12 @@ def per_file(root: Path = ROOT) -> Counter[str]:
     return counts
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, counted: Callable[[], Counter[str]] = per_file, doc: str = __doc__) -> int:
+    """The command line of this script and of scripts/count_bare_any.py (``counted``: its per-file counts)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--files", action="store_true", help="print the count per file, largest first")
     args = parser.parse_args(argv)
-    counts = per_file()
+    counts = counted()
     if args.files:
         for rel, n in counts.most_common():
             if n:

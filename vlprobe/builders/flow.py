@@ -659,12 +659,12 @@ def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str
     return lines
 
 
-def parse_record(kind: type[R], rec: Any, where: str) -> R:
+def parse_record(kind: type[R], rec: Any, where: str, source: str | None = None) -> R:
     """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are the record's keys, read once at
     the edge: anything else is one :class:`AnnotationError` naming ``where`` (the file and record). A field typed
     ``str`` must be a non-empty string, one typed ``int`` a whole number; a field with a default may be left out;
     a field without a default must be there; a key the dataclass does not have is refused (the builder would drop
-    it)."""
+    it). With ``source`` (an image source's name), the record's ``filename`` must be a file name of that source."""
     if not isinstance(rec, dict):
         raise AnnotationError(f"{where}: expected a JSON object")
     declared = fields(kind)  # type: ignore[arg-type]
@@ -681,4 +681,9 @@ def parse_record(kind: type[R], rec: Any, where: str) -> R:
         if f.default is MISSING and f.name not in rec:
             raise AnnotationError(f"{where}: field {f.name!r} is missing")
         values[f.name] = value
+    filename = values.get("filename")
+    if source is not None and not (isinstance(filename, str) and imgs.SOURCES[source].matches(filename)):
+        spec = imgs.SOURCES[source]
+        raise AnnotationError(f"{where}: filename {filename!r} is not a {spec.title} file name (it must match "
+                              f"{spec.pattern})")
     return kind(**values)

@@ -19,8 +19,7 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
-from ..dataset import image_sources as imgs
-from . import AnnotationError, read_json
+from . import read_json
 from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
@@ -72,14 +71,6 @@ class Record:
     negative_caption: str
     filename: str
 
-    @classmethod
-    def parse(cls, rec: Any, where: str) -> Record:
-        record = parse_record(cls, rec, where)
-        if not imgs.SOURCES[SOURCE].matches(record.filename):
-            raise AnnotationError(f"{where}: filename {record.filename!r} is not a COCO val2017 file name (12 digits + "
-                                  ".jpg)")
-        return record
-
 
 def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     """One annotation file -> rows (without image bytes), in the file's key order."""
@@ -88,7 +79,7 @@ def read_subset(annotations: Path, subset: Subset) -> list[Row]:
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for key, rec in data.items():
-        r = Record.parse(rec, f"{path.name} record {key!r}")
+        r = parse_record(Record, rec, f"{path.name} record {key!r}", SOURCE)
         rows.append(Row(f"{subset.config}/{key}", dict(key=str(key), subset=subset.config, category=subset.category,
                                                       caption=r.caption, negative_caption=r.negative_caption,
                                                       filename=r.filename), (Image("image", SOURCE, r.filename),)))

@@ -21,8 +21,7 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe_pp as facts
-from ..dataset import image_sources as imgs
-from . import AnnotationError, read_json
+from . import read_json
 from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
@@ -77,14 +76,6 @@ class Record:
     caption2: str
     negative_caption: str
 
-    @classmethod
-    def parse(cls, rec: Any, where: str) -> Record:
-        record = parse_record(cls, rec, where)
-        if not imgs.SOURCES[SOURCE].matches(record.filename):
-            raise AnnotationError(f"{where}: filename {record.filename!r} is not a COCO val2017 file name (12 digits + "
-                                  ".jpg)")
-        return record
-
 
 def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     path = annotations / f"{subset.config}.json"
@@ -92,7 +83,7 @@ def read_subset(annotations: Path, subset: Subset) -> list[Row]:
                      f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
     for n, rec in enumerate(data):
-        r = Record.parse(rec, f"{path.name} record {n}")
+        r = parse_record(Record, rec, f"{path.name} record {n}", SOURCE)
         rows.append(Row(f"{subset.config}/{r.id}", dict(
             key=str(r.id), subset=subset.config, category=subset.category, caption=r.caption, caption2=r.caption2,
             negative_caption=r.negative_caption, filename=r.filename), (Image("image", SOURCE, r.filename),)))

@@ -27,10 +27,12 @@ def _text_vec(text: str) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
 
 
-def _crash_check(counter: int) -> None:
-    # A stand-in for a kill in subprocess runs: exit at once, no cleanup, no finally blocks.
+def _crash_check(counter: int, done: int) -> None:
+    # A stand-in for a kill in subprocess runs: exit at once, no cleanup, no finally blocks. ``done``: the inputs the
+    # batches before this one encoded, said on stderr (which of them came first depends on the cache's batch order).
     limit = os.environ.get("TOY_CRASH_AFTER_BATCHES")
     if limit is not None and counter > int(limit):
+        os.write(2, f"encoded before the exit: {done}\n".encode())
         os._exit(17)
     delay = os.environ.get("TOY_BATCH_SLEEP")
     if delay:
@@ -54,14 +56,14 @@ class ToyDual(DualScorer):
     def encode_images(self, inputs):
         self.image_calls += 1
         self.batches += 1
-        _crash_check(self.batches)
+        _crash_check(self.batches, self.images_encoded + self.texts_encoded)
         self.images_encoded += len(inputs)
         return inputs @ _PROJ
 
     def encode_texts(self, texts):
         self.text_calls += 1
         self.batches += 1
-        _crash_check(self.batches)
+        _crash_check(self.batches, self.images_encoded + self.texts_encoded)
         self.texts_encoded += len(texts)
         return np.stack([_text_vec(t) for t in texts])
 
@@ -84,7 +86,7 @@ class ToyPair(PairScorer):
     def score_pairs(self, inputs):
         img, txt = inputs
         self.calls += 1
-        _crash_check(self.calls)
+        _crash_check(self.calls, self.pairs_scored)
         self.pairs_scored += len(img)
         s = (img * txt).sum(axis=1)
         return PairScores(scores=s, probabilities=1.0 / (1.0 + np.exp(-s)))

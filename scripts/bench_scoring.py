@@ -142,7 +142,7 @@ def per_pair_loop(model, processor, items, device="cpu", torch_dtype=None):
     import torch
 
     from vlprobe.dataset.images import to_pil
-    from vlprobe.scorers.loading import to_device
+    from vlprobe.scorers.base import to_device
 
     out = []
     with torch.inference_mode():

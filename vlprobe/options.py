@@ -158,7 +158,7 @@ def batch_size_or_auto(value: object) -> int | str:
 def dtype_name(value: object) -> str:
     """The canonical name of a dtype spelling (``fp16`` -> ``float16``); torch is imported only for a ``torch.dtype``
     or for the message about a spelling that is none."""
-    from .scorers.loading import _DTYPES, resolve_dtype
+    from .scorers.base import _DTYPES, resolve_dtype
 
     if isinstance(value, str) and not value.strip():
         raise Refused("is empty; choose float32, float16 or bfloat16 (or leave it out: float32)")

@@ -1,51 +1,39 @@
 """The scorer contract and the family registry.
 
-A scorer turns images and texts into scores; it knows nothing of benchmarks or items. There are
-two kinds, and the engine (``vlprobe/scoring/engine.py``) drives each the fast way:
+A scorer turns images and texts into scores; it knows nothing of benchmarks or items. The engine
+(``vlprobe/scoring/engine.py``) drives each kind the fast way:
 
-* ``DualScorer`` (CLIP, SigLIP, ALIGN, ...): images and texts are embedded separately, so the
-  engine encodes each *unique* image and text once and builds every item's m x n matrix from
-  the embeddings with :meth:`DualScorer.similarity`.
-* ``PairScorer`` (ITM heads, text-only language models, VQAScore): one score per (image, text)
-  pair; the engine scores each unique pair once. ``uses_images = False`` (text-only models)
-  lets the engine deduplicate by text alone.
+* ``DualScorer`` (CLIP, SigLIP, ALIGN, ...): images and texts are embedded separately; the engine encodes each
+  *unique* image and text once and builds every item's m x n matrix with :meth:`DualScorer.similarity`.
+* ``PairScorer`` (ITM heads, text-only language models, VQAScore): one score per (image, text) pair, each unique
+  pair scored once; ``uses_images = False`` (text-only models) deduplicates by text alone.
 
-"Unique" is by what the model reads: an image by its bytes, a text by :meth:`Scorer.text_keys`, the
-token ids :meth:`Scorer.seen_texts` says the model reads (its tokenization and truncation; the text
-itself for a scorer that cannot say). The engine computes each distinct key (and each distinct pair
-of keys) once and gathers it into every place it appears, so inputs the model cannot tell apart get
-bit-identical scores. A family whose scorer feeds texts in its own way (a prompt around them, no
-special tokens) overrides :meth:`Scorer.seen_texts` to return exactly the ids it feeds. A dual scorer
-that can encode texts from those ids (:meth:`DualScorer.encodes_seen_ids`, :meth:`DualScorer.encode_seen_ids`;
-optional) is given them, so each text is tokenized once per run; one that cannot is given the texts.
+"Unique" is by what the model reads: an image by its bytes, a text by :meth:`Scorer.text_keys` (the token ids
+:meth:`Scorer.seen_texts` says the model reads; the text itself for a scorer that cannot say), so inputs the model
+cannot tell apart get bit-identical scores. A family that feeds texts its own way (a prompt, no special tokens)
+overrides :meth:`Scorer.seen_texts`; a dual scorer that can encode texts from those ids
+(:meth:`DualScorer.encodes_seen_ids`, :meth:`DualScorer.encode_seen_ids`; optional) is given them, so each text is
+tokenized once per run.
 
-Families are discovered by importing every module of ``vlprobe/scorers/``: adding a model family
-is adding one module, which calls :func:`register` with
+Families are discovered by importing every module of ``vlprobe/scorers/``: adding a model family is adding one
+module, which calls :func:`register` with
 
 * ``load(model_id, *, device, dtype, revision, trust_remote_code, config, exact_preprocessing, **kw)``:
   a Hub id or folder -> a ready scorer;
 * ``wrap(model_id, model, processor, *, device, dtype, revision)``: an already-loaded transformers
   model and its processor (or tokenizer) -> a scorer (``vlprobe.evaluate(model=(model, processor))``);
-* ``architectures``: the explicit map, the transformers class names (a config's ``architectures``)
-  this family takes; ``auto_mappings``: names of transformers' own ``MODEL_FOR_..._MAPPING_NAMES``
-  tables whose classes it takes as well (e.g. every ``AutoModelForImageTextToText`` class).
+* ``architectures``: the transformers class names (a config's ``architectures``) this family takes;
+  ``auto_mappings``: names of transformers' ``MODEL_FOR_..._MAPPING_NAMES`` tables whose classes it takes as well.
 
-:func:`vlprobe.scorers.loading.detect_family` reads these maps (``loading.py`` says in which order).
-Families today: ``dual`` (CLIP/SigLIP/ALIGN/FLAVA/OWL-ViT...), ``itm`` (BLIP and BLIP-2 ITM, ViLT),
-``causal_lm`` (text-only LMs), ``vqascore`` (generative VLMs).
+:func:`vlprobe.scorers.loading.detect_family` reads these maps. Families today: ``dual``, ``itm``, ``causal_lm``,
+``vqascore``, ``open_clip``.
 
-Errors: every scoring method of a scorer class (``preprocess_*``, ``encode_*``, ``tokenize``,
-``similarity``, ``score_pairs``, ``pair_features``, ``seen_texts``, ``encode_seen_ids``) is guarded: an
-unexpected exception inside it (a transformers ``AttributeError``, a shape mismatch...) is raised as a one-line
-:class:`ScoringError` (a :class:`vlprobe.errors.ModelError`) naming the model and family. Named
-vlprobe errors, unreadable images and out-of-memory errors (which the engine turns into "use a
-smaller --batch-size") pass through unchanged.
+Errors: every scoring method (:data:`_GUARDED`) is guarded: an unexpected exception inside it is raised as a
+one-line :class:`ScoringError` (a :class:`vlprobe.errors.ModelError`) naming the model and family. Named vlprobe
+errors, unreadable images and out-of-memory errors (the engine says "use a smaller --batch-size") pass through.
 
-Controls (blank / shuffled images) act on **items**, before scoring, so every family and the
-engine's deduplication work unchanged: ``items = apply_control(items, "blank" | "shuffle", seed)``
-(``controls.py``), and ``load_scorer(..., control=..., control_seed=seed)`` (or
-``mark_control(scorer, control, seed)``) records it in the scorer's provenance (family
-``"dual+blank"``, ``preprocessing["control"]``).
+Controls (blank / shuffled images) act on **items**, before scoring (``apply_control`` in ``controls.py``);
+``load_scorer(..., control=..., control_seed=seed)`` (or ``mark_control``) records them in provenance.
 """
 
 from __future__ import annotations
@@ -54,14 +42,26 @@ import functools
 import importlib
 import os
 import pkgutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, cast
 
 import numpy as np
 
 from ..errors import ModelError, VlprobeError
+
+if TYPE_CHECKING:
+    import torch
+    from PIL.Image import Image
+    from torch import Tensor
+
+    Picture = Image | Tensor  # a decoded image as the engine hands it over: PIL, or a (3, H, W) uint8 tensor
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+Inputs = TypeVar("Inputs")  # what a scorer's preprocessing makes of a batch and its model reads
 
 # The methods the engine (and the probe) call on a scorer; each is guarded (see the module doc).
 _GUARDED = ("preprocess_images", "encode_images", "encode_texts", "tokenize", "similarity",
@@ -109,17 +109,18 @@ def _passes_through(err: BaseException) -> bool:
     return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
 
 
-def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _guard(fn: Callable[P, R]) -> Callable[P, R]:
     if getattr(fn, "_vlprobe_guarded", False):
         return fn
 
     @functools.wraps(fn)
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def method(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(self, *args, **kwargs)
+            return fn(*args, **kwargs)
         except Exception as err:
             if _passes_through(err):
                 raise
+            self = args[0]
             raise ScoringError(
                 f"model {getattr(self, 'model_id', '?')!r} (family {getattr(self, 'family', '?')!r}) failed in "
                 f"{fn.__name__}: {_first_line(err)}") from err
@@ -134,6 +135,42 @@ def text_key(text: str, ids: Sequence[int] | None) -> str:
     from ..storage.keys import ids_hash, text_hash
 
     return "text:" + text_hash(text) if ids is None else "ids:" + ids_hash(ids)
+
+
+_DTYPES = {
+    "float32": "float32", "fp32": "float32", "float": "float32",
+    "float16": "float16", "fp16": "float16", "half": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+}
+
+
+def resolve_dtype(dtype: object = "float32") -> tuple[str, torch.dtype]:
+    """A dtype spelling or ``torch.dtype`` -> (canonical name, ``torch.dtype``); a clear ValueError for anything else."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        name = str(dtype).removeprefix("torch.")
+    else:
+        name = str(dtype or "float32").lower().removeprefix("torch.")
+    if name not in _DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}; use one of float32 (fp32), float16 (fp16), bfloat16 (bf16)")
+    canonical = _DTYPES[name]
+    return canonical, getattr(torch, canonical)
+
+
+def to_device(inputs: Mapping[str, T], device: str, torch_dtype: torch.dtype) -> dict[str, T]:
+    """Processor outputs on the scorer's device; floating tensors (pixel values) in its dtype,
+    integer tensors (token ids, masks) left as they are."""
+    import torch
+
+    out: dict[str, T] = {}
+    for k, v in inputs.items():
+        if isinstance(v, torch.Tensor):
+            moved = v.to(device)
+            out[k] = cast(T, moved.to(torch_dtype) if moved.is_floating_point() else moved)
+        else:
+            out[k] = v
+    return out
 
 
 @dataclass
@@ -158,7 +195,7 @@ class Scorer:
     preprocessing: dict = field(default_factory=dict)
     model_sha256: str | None = None  # a local folder's content digest (vlprobe.storage.keys.folder_digest)
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         for name in _GUARDED:
             fn = cls.__dict__.get(name)
@@ -177,6 +214,10 @@ class Scorer:
             "device": self.device,
             "preprocessing": self.preprocessing,
         }
+
+    def _to_device(self, inputs: Mapping[str, T]) -> dict[str, T]:
+        """Model inputs on the scorer's device, floating tensors in its dtype (:func:`to_device`)."""
+        return to_device(inputs, self.device, resolve_dtype(self.dtype)[1])
 
     def text_limit(self) -> int | None:
         """The most tokens of a text the model reads (longer texts are truncated), or None when
@@ -198,7 +239,7 @@ class Scorer:
         limit = self.text_limit()
         if tok is None or limit is None or not callable(tok):
             return None
-        ids = tok(list(texts), truncation=True, max_length=limit)["input_ids"]
+        ids = tok(list(texts), truncation=True, max_length=limit).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
     seen_texts = _guard(seen_texts)
@@ -222,21 +263,20 @@ class Scorer:
         keyed by its content (``model_sha256``) and its name, not by the path as typed: a model
         retrained into the same folder, or another model at the same relative path, gets its own
         entries; a Hub model by its id and resolved commit (``revision``)."""
-        d = self.describe()
-        d.pop("device", None)
-        if d.get("model_sha256"):
-            d["model_id"] = Path(str(d["model_id"])).expanduser().resolve().name or "model"
-        return d
+        model_id = Path(self.model_id).expanduser().resolve().name or "model" if self.model_sha256 else self.model_id
+        return {**{k: v for k, v in self.describe().items() if k != "device"}, "model_id": model_id}
 
 
-class DualScorer(Scorer):
+class DualScorer(Scorer, Generic[Inputs]):
+    """Images and texts embedded apart (CLIP-style); ``Inputs``: what :meth:`preprocess_images` makes."""
+
     kind: ClassVar[str] = "dual"
 
-    def preprocess_images(self, images: list[Any]) -> Any:
-        """PIL images -> model inputs (runs in DataLoader workers; must be picklable-safe)."""
+    def preprocess_images(self, images: Sequence[Picture]) -> Inputs:
+        """Decoded images -> model inputs (runs in DataLoader workers; must be picklable-safe)."""
         raise NotImplementedError
 
-    def encode_images(self, inputs: Any) -> np.ndarray:
+    def encode_images(self, inputs: Inputs) -> np.ndarray:
         """Preprocessed inputs -> image embeddings, float32 (B, d), in the model's own space."""
         raise NotImplementedError
 
@@ -269,15 +309,17 @@ class DualScorer(Scorer):
         return a @ b.T
 
 
-class PairScorer(Scorer):
+class PairScorer(Scorer, Generic[Inputs]):
+    """One score per (image, text) pair; ``Inputs``: what :meth:`preprocess_pairs` makes."""
+
     kind: ClassVar[str] = "pair"
     uses_images: ClassVar[bool] = True
 
-    def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
-        """(PIL images, texts) -> model inputs (runs in DataLoader workers)."""
+    def preprocess_pairs(self, images: Sequence[Picture], texts: list[str]) -> Inputs:
+        """(decoded images, texts) -> model inputs (runs in DataLoader workers; a text-only scorer gets None images)."""
         raise NotImplementedError
 
-    def score_pairs(self, inputs: Any) -> PairScores:
+    def score_pairs(self, inputs: Inputs) -> PairScores:
         """Preprocessed inputs -> one score (and optionally a probability) per pair."""
         raise NotImplementedError
 
@@ -345,7 +387,7 @@ _DISCOVERED = False
 
 def register(
     name: str, *, detect: Callable[[Any], bool] | None = None, priority: int = 0, description: str = "",
-    wrap: Callable[..., Scorer] | None = None, architectures: Any = (), auto_mappings: Any = (),
+    wrap: Callable[..., Scorer] | None = None, architectures: Iterable[str] = (), auto_mappings: Iterable[str] = (),
     claims: Callable[[Any], bool] | None = None, check_name: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Scorer]], Callable[..., Scorer]]:
     """Decorator: register a loader ``load(model_id, *, device, dtype, revision, **kw) -> Scorer``
@@ -367,7 +409,7 @@ def register(
     return deco
 
 
-def _origin(load: Callable[..., Any]) -> str:
+def _origin(load: Callable[..., object]) -> str:
     return f"{getattr(load, '__module__', '?')}.{getattr(load, '__qualname__', repr(load))}"
 
 

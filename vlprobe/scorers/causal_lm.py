@@ -1,34 +1,32 @@
-"""Family ``causal_lm``: text-only causal language models (GPT-2, GPT-1, Llama, ...), the unimodal
-baseline of VALSE, BLA and Winoground. Images are ignored (``uses_images = False``). It takes the
-architectures in :data:`ARCHITECTURES` and every class of transformers' ``AutoModelForCausalLM``
-table (generative VLMs that are also in that table go to ``vqascore``, which is tried first).
+"""Family ``causal_lm``: text-only causal language models (GPT-2, Llama, ...), the unimodal baseline of VALSE, BLA
+and Winoground. Images are ignored (``uses_images = False``). It takes :data:`ARCHITECTURES` and every class of
+transformers' ``AutoModelForCausalLM`` table (generative VLMs also in that table go to ``vqascore``, tried first).
 
-Score = **minus the mean token negative log-likelihood** of the text, ``-(1/T) sum_t -log p(x_t | x_<t)``,
-where the text is tokenized without special tokens and the model's BOS token (or, lacking one,
-its EOS token, as for GPT-2 where both are ``<|endoftext|>``) is prepended, so every one of the
-``T`` text tokens, the first included, is scored once with its full left context. Higher is more
-plausible; the score is the negative log-perplexity, so ranking by it equals ranking by lower
-perplexity. No probability is given (there is no match head). Texts longer than the model's
-context are truncated (``text_max_length`` in ``preprocessing``).
+Score = **minus the mean token negative log-likelihood** of the text, ``-(1/T) sum_t -log p(x_t | x_<t)``: the text
+is tokenized without special tokens and the model's BOS token (or, lacking one, its EOS token, as for GPT-2) is
+prepended, so each of the ``T`` text tokens, the first included, is scored once with its full left context. Higher
+is more plausible (ranking by it is ranking by lower perplexity); no probability (no match head). Texts longer than
+the model's context are truncated (``text_max_length`` in ``preprocessing``).
 
-How this differs from the VALSE repo (``unimodal_valse_eval.py``, reference/valse.md §4.2): that
-code uses the old sliding-window perplexity recipe with stride 3 and no BOS, so the first token is
-never scored, tokens are weighted unequally (some counted twice) and the sum is divided by the
-start index of the last window instead of the token count (texts of at most 3 tokens divide by
-zero). Its numbers are therefore not exactly reproducible with a clean perplexity, and this family
-does not try to: it computes the textbook per-token mean, which is what the metric needs (higher
-score = preferred text) and is the same for any batch composition.
+The VALSE repo's ``unimodal_valse_eval.py`` (reference/valse.md §4.2) uses a sliding window of stride 3 and no BOS:
+the first token is never scored, some tokens count twice, and the sum is divided by the last window's start, not
+the token count (texts of at most 3 tokens divide by zero). Its numbers are not reproducible with a clean perplexity;
+this family computes the textbook per-token mean, the same for any batch composition.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from .base import PairScorer, PairScores, _first_line, register
-from .loading import embedding_head, from_pretrained, from_pretrained_checked, model_max_text_length, resolve_dtype
+from .loading import embedding_head, from_pretrained, load_model, model_max_text_length, no_options
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
 
 # The explicit map; the rest of AutoModelForCausalLM's table is taken too (auto_mappings).
 ARCHITECTURES = frozenset({
@@ -39,12 +37,14 @@ ARCHITECTURES = frozenset({
 })
 
 
-class CausalLMScorer(PairScorer):
+class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
+    """A text-only causal language model as a scorer: minus the mean token NLL (see the module doc)."""
+
     family: ClassVar[str] = "causal_lm"
     uses_images: ClassVar[bool] = False
 
-    def __init__(self, model_id: str, model: Any, tokenizer: Any, *, device: str, dtype: str,
-                 revision: str | None = None) -> None:
+    def __init__(self, model_id: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, device: str,
+                 dtype: str, revision: str | None = None) -> None:
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         self.model = model
         self.tokenizer = tokenizer
@@ -75,7 +75,7 @@ class CausalLMScorer(PairScorer):
         the same logits before it; one short forward pass, when the scorer is made."""
         import torch
 
-        words = [i for i in self.tokenizer("the cat sat on the mat", add_special_tokens=False)["input_ids"]][:4]
+        words = list(self.tokenizer("the cat sat on the mat", add_special_tokens=False).input_ids)[:4]
         vocab = int(getattr(self.model.get_output_embeddings(), "out_features", 0) or len(self.tokenizer))
         while len(words) < 4:
             words.append((words[-1] + 1) % vocab if words else 0)
@@ -108,10 +108,10 @@ class CausalLMScorer(PairScorer):
         """The text's token ids as :meth:`preprocess_pairs` feeds them (no special tokens, truncated to
         ``max_length``; the BOS token every text gets in front is left out)."""
         ids = self.tokenizer(list(texts), add_special_tokens=False, truncation=True,
-                             max_length=self.max_length)["input_ids"]
+                             max_length=self.max_length).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
-    def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
+    def preprocess_pairs(self, images: Sequence[object], texts: list[str]) -> dict[str, Tensor]:
         """Images are ignored; texts -> right-padded ids with BOS in front, and a mask of the
         positions whose token is scored (every text token, not BOS, not padding)."""
         import torch
@@ -130,7 +130,7 @@ class CausalLMScorer(PairScorer):
             attention[i, : 1 + len(row)] = 1
         return {"input_ids": input_ids, "attention_mask": attention}
 
-    def score_pairs(self, inputs: Any) -> PairScores:
+    def score_pairs(self, inputs: dict[str, Tensor]) -> PairScores:
         import torch
 
         input_ids = inputs["input_ids"].to(self.device)
@@ -146,8 +146,8 @@ class CausalLMScorer(PairScorer):
         return PairScores(score.cpu().numpy().astype(np.float32), None)
 
 
-def wrap_causal_lm(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
-                   revision: str | None = None) -> CausalLMScorer:
+def wrap_causal_lm(model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase | None,
+                   *, device: str, dtype: str, revision: str | None = None) -> CausalLMScorer:
     """An already-loaded causal LM and its tokenizer (or a processor holding one) -> a scorer."""
     if processor is None:
         raise ValueError("a loaded causal LM needs its tokenizer: evaluate(model=(model, tokenizer), ...)")
@@ -159,15 +159,14 @@ def wrap_causal_lm(model_id: str, model: Any, processor: Any, *, device: str, dt
           auto_mappings=("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",),
           description="text-only causal LMs (GPT-2, ...): minus the mean token NLL, images ignored")
 def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-                   trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
-                   **kw: Any) -> CausalLMScorer:
-    # exact_preprocessing is accepted (and has nothing to do): this family reads no images.
+                   trust_remote_code: bool = False, config: PretrainedConfig | None = None,
+                   exact_preprocessing: bool = False, **kw: object) -> CausalLMScorer:
+    """A causal LM's Hub id or folder -> a scorer (``AutoModelForCausalLM`` and ``AutoTokenizer``; there is no
+    image to preprocess, so ``exact_preprocessing`` has nothing to do)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if kw:
-        raise TypeError(f"family 'causal_lm' takes no options {sorted(kw)}")
-    _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained_checked(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head,
-                                  revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype)
+    no_options("causal_lm", kw)
+    net = load_model(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head, device=device, dtype=dtype,
+                     revision=revision, trust_remote_code=trust_remote_code)
     tokenizer = from_pretrained(AutoTokenizer, model, revision=revision, trust_remote_code=trust_remote_code)
-    return wrap_causal_lm(model, net.to(device).eval(), tokenizer, device=device, dtype=dtype, revision=revision)
+    return wrap_causal_lm(model, net, tokenizer, device=device, dtype=dtype, revision=revision)

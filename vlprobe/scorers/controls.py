@@ -1,23 +1,19 @@
 """Image controls, for any family that uses images: they change the **items**, not the model.
 
-* ``blank``: every image is replaced by a white RGB image of the same size. This is TraVLR's
-  caption-only setting, and a unimodal-collapse check: a model whose scores barely move when the
-  image is blank is reading the texts only.
-* ``shuffle``: the images are permuted across the whole run (every image slot of every item),
-  with a seeded permutation, so each item is scored against some other item's image(s); the
-  image-text pairing is broken while the image distribution is kept.
+* ``blank``: every image becomes a white RGB image of the same size (TraVLR's caption-only setting, and a
+  unimodal-collapse check: scores that barely move are read from the texts only);
+* ``shuffle``: the images are permuted across the whole run (every image slot of every item) with a seeded
+  permutation, breaking the image-text pairing while keeping the image distribution.
 
 Use::
 
     items = apply_control(items, "blank")            # or "shuffle", seed=0
     scorer = load_scorer(model, control="blank")     # records it: family "dual+blank"
 
-``apply_control`` returns new :class:`~vlprobe.dataset.items.Item` objects (ids, texts, gold and tags
-unchanged; ``meta["control"]`` set) and never decodes more than an image's header. Blank images are
-PNG bytes shared by all images of one size, so a content-hash cache encodes each size once.
-:func:`mark_control` (called by ``load_scorer(control=...)``) records the control in provenance:
-the scorer's ``family`` becomes ``"<family>+<control>"`` and ``preprocessing["control"]`` holds
-the control and its seed, so results and cache keys of a control run never mix with real ones.
+``apply_control`` returns new items (``meta["control"]`` set) and never decodes more than an image's header; blank
+images are PNG bytes shared by all images of one size. :func:`mark_control` records the control in provenance
+(family ``"<family>+<control>"``, ``preprocessing["control"]``), so a control run's results and cache keys never mix
+with real ones.
 """
 
 from __future__ import annotations
@@ -25,13 +21,16 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
 from vlprobe.dataset.images import image_size
-from vlprobe.dataset.items import Item
+from vlprobe.dataset.items import ImageLike, Item
 
+from .base import Scorer
+
+S = TypeVar("S", bound=Scorer)
 CONTROLS = ("blank", "shuffle")
 
 
@@ -51,7 +50,7 @@ def white_png(width: int, height: int) -> bytes:
     return buf.getvalue()
 
 
-def _replace(item: Item, images: tuple[Any, ...], control: str, seed: int | None) -> Item:
+def _replace(item: Item, images: tuple[ImageLike, ...], control: str, seed: int | None) -> Item:
     meta = {**item.meta, "control": control if seed is None else f"{control}(seed={seed})"}
     return Item(id=item.id, images=images, texts=item.texts, gold=item.gold, tags=item.tags,
                 config=item.config, meta=meta)
@@ -82,7 +81,7 @@ def apply_control(items: Iterable[Item], control: str, seed: int = 0) -> list[It
     return out
 
 
-def mark_control(scorer: Any, control: str, seed: int = 0) -> Any:
+def mark_control(scorer: S, control: str, seed: int = 0) -> S:
     """Record ``control`` in the scorer's provenance (family ``"<family>+<control>"``); returns it.
     Text-only scorers (``uses_images = False``) refuse: an image control cannot change them."""
     _check(control)
@@ -90,7 +89,7 @@ def mark_control(scorer: Any, control: str, seed: int = 0) -> Any:
         raise ValueError(f"the {control!r} image control makes no sense for family {scorer.family!r}, "
                          f"which does not look at images")
     base = scorer.family.split("+")[0]
-    scorer.family = f"{base}+{control}"
+    scorer.family = f"{base}+{control}"  # type: ignore[misc]  # this scorer's own, shadowing its class's
     scorer.preprocessing = {**scorer.preprocessing,
                             "control": {"name": control, "seed": seed if control == "shuffle" else None}}
     return scorer

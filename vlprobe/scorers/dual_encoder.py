@@ -1,49 +1,39 @@
-"""Family ``dual``: dual encoders (CLIP, SigLIP, SigLIP 2, ALIGN, AltCLIP, Chinese-CLIP, MetaCLIP 2,
-BLIP's contrastive model, FLAVA, OWL-ViT / OWLv2, ``VisionTextDualEncoderModel``): the architectures in :data:`ARCHITECTURES`, and
-every class of transformers' zero-shot image classification table. A FLAVA pre-training or OWL-ViT
-detection checkpoint loads through ``AutoModel`` as its contrastive model (``FlavaModel``,
-``OwlViTModel``), which is the part of it scored here.
+"""Family ``dual``: dual encoders (CLIP, SigLIP, SigLIP 2, ALIGN, AltCLIP, Chinese-CLIP, MetaCLIP 2, BLIP's
+contrastive model, FLAVA, OWL-ViT / OWLv2, ``VisionTextDualEncoderModel``): :data:`ARCHITECTURES` and every class of
+transformers' zero-shot image classification table. A FLAVA pre-training or OWL-ViT detection checkpoint loads
+through ``AutoModel`` as its contrastive model, the part scored here.
 
-The score of (image, text) is the model's **own image-text logit**, the ``logits_per_image`` entry
-its forward returns:
+The score of (image, text) is the model's **own image-text logit** (``logits_per_image``):
 
-* CLIP-style (a ``logit_scale`` parameter): ``exp(logit_scale) * cos(image, text)``;
-* SigLIP/SigLIP 2 (also a ``logit_bias``): ``exp(logit_scale) * cos + logit_bias`` (its sigmoid
-  is SigLIP's match probability; the dual contract returns scores only, so the thresholded
-  metrics are not fed for dual encoders);
+* CLIP-style (a ``logit_scale``): ``exp(logit_scale) * cos(image, text)``; SigLIP/SigLIP 2 add ``logit_bias`` (its
+  sigmoid is SigLIP's match probability, unused: the dual contract returns scores only);
 * ALIGN (a ``temperature``): ``cos / temperature``;
-* FLAVA: ``exp(logit_scale) * cos`` of the projected first ([CLS]) positions, as its global
-  contrastive head computes it (its ``get_*_features`` project every position);
+* FLAVA: ``exp(logit_scale) * cos`` of the projected first ([CLS]) positions, as its contrastive head computes it;
 * anything else: the plain cosine.
 
-``encode_images``/``encode_texts`` return **L2-normalised** float32 embeddings, so cached
-embeddings are reusable and :meth:`similarity` is one matrix product plus the scale and bias.
-Text against text (``--modality text``, SugarCREPE++'s TOT) is
-:meth:`~vlprobe.scorers.base.DualScorer.text_similarity`: the plain cosine of two text embeddings,
-without the image-text logit's scale and bias.
-
-Text preprocessing follows each family's training: SigLIP/SigLIP 2 texts are padded to
-``max_length`` (64 for the released checkpoints, capped by the model's position table), as their
-model cards require; other texts are padded to the longest in the batch. Texts longer than the
-model's limit are truncated (recorded in ``preprocessing``).
+Embeddings are **L2-normalised** float32, so cached ones are reusable and :meth:`similarity` is one matrix product
+plus the scale and bias; text against text (``--modality text``) is
+:meth:`~vlprobe.scorers.base.DualScorer.text_similarity`, without the scale and bias. SigLIP/SigLIP 2 texts are padded
+to ``max_length`` (64, capped by the position table), as their model cards require; others to the longest in the
+batch; longer texts are truncated (recorded in ``preprocessing``).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from .base import DualScorer, register
-from .loading import (
-    from_pretrained_checked,
-    load_processor,
-    model_max_text_length,
-    processor_preprocessing,
-    resolve_dtype,
-    to_device,
-    to_images,
-)
+from .loading import load_model, load_processor, model_max_text_length, no_options, processor_preprocessing, to_images
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
+    from transformers.utils import ModelOutput
+
+    from .base import Picture
 
 # The explicit map (class names as a config's "architectures" lists them).
 ARCHITECTURES = frozenset({
@@ -56,7 +46,7 @@ ARCHITECTURES = frozenset({
 _MAX_LENGTH_PADDED = {"siglip", "siglip2"}
 
 
-def embedding_of(out: Any) -> Any:
+def embedding_of(out: Tensor | ModelOutput) -> Tensor:
     """``get_*_features`` returns a tensor (transformers 4) or an output with the projected
     embedding in ``pooler_output`` (transformers 5)."""
     import torch
@@ -70,22 +60,24 @@ def embedding_of(out: Any) -> Any:
     raise TypeError(f"cannot find the embedding in {type(out).__name__}")
 
 
-def _first_position(emb: Any) -> Any:
+def _first_position(emb: Tensor) -> Tensor:
     # FLAVA projects every position (B, L, d); its contrastive head reads the first, [CLS].
     return emb[:, 0, :] if emb.dim() == 3 else emb
 
 
-def _head(net: Any) -> list[str]:
+def _head(net: PreTrainedModel) -> list[str]:
     # A dual encoder's AutoModel class is the two towers, their projections and the logit scale,
     # all of which the score reads: a checkpoint missing any of its weights is refused.
     return [""]
 
 
-class DualEncoderScorer(DualScorer):
+class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
+    """A transformers dual encoder as a scorer (see the module doc)."""
+
     family: ClassVar[str] = "dual"
 
-    def __init__(self, model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
-                 revision: str | None = None) -> None:
+    def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase,
+                 *, device: str, dtype: str, revision: str | None = None) -> None:
         import torch
 
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
@@ -93,11 +85,10 @@ class DualEncoderScorer(DualScorer):
         self.processor = processor
         self.tokenizer = getattr(processor, "tokenizer", processor)
         self.image_processor = getattr(processor, "image_processor", None)
-        self._torch_dtype = resolve_dtype(dtype)[1]
         model_type = getattr(model.config, "model_type", "")
         self.max_length = model_max_text_length(self.tokenizer, model.config)
         if model_type in _MAX_LENGTH_PADDED:
-            self.padding: Any = "max_length"
+            self.padding: str | bool = "max_length"
             self.max_length = min(64, self.max_length)
         else:
             self.padding = True
@@ -127,14 +118,14 @@ class DualEncoderScorer(DualScorer):
         }
 
     # -- images --------------------------------------------------------------------------------
-    def preprocess_images(self, images: list[Any]) -> Any:
+    def preprocess_images(self, images: Sequence[Picture]) -> dict[str, Tensor]:
         # Through the processor when there is one: some processors (SigLIP 2) set image options
         # of their own (max_num_patches) on top of the image processor's saved ones.
         fn = self.processor if self.image_processor is not None and self.processor is not self.image_processor \
             else self.image_processor
         return dict(fn(images=to_images(images), return_tensors="pt"))
 
-    def encode_images(self, inputs: Any) -> np.ndarray:
+    def encode_images(self, inputs: dict[str, Tensor]) -> np.ndarray:
         import torch
 
         inputs = self._to_device(inputs)
@@ -143,7 +134,7 @@ class DualEncoderScorer(DualScorer):
         return self._normalise(emb)
 
     # -- texts ---------------------------------------------------------------------------------
-    def tokenize(self, texts: list[str]) -> dict:
+    def tokenize(self, texts: list[str]) -> dict[str, Tensor]:
         return dict(self.tokenizer(list(texts), padding=self.padding, truncation=True,
                                    max_length=self.max_length, return_tensors="pt"))
 
@@ -162,7 +153,7 @@ class DualEncoderScorer(DualScorer):
     def encode_seen_ids(self, ids: list[tuple[int, ...]]) -> np.ndarray:
         return self._encode_text_inputs(self.pad_seen_ids(ids))
 
-    def pad_seen_ids(self, ids: list[tuple[int, ...]]) -> dict:
+    def pad_seen_ids(self, ids: list[tuple[int, ...]]) -> dict[str, Tensor]:
         """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids`` (already truncated
         to ``max_length``): padded as it pads, on the tokenizer's side, with the attention mask and token type ids
         when the tokenizer returns them (``model_input_names``)."""
@@ -179,15 +170,14 @@ class DualEncoderScorer(DualScorer):
         input_ids = np.full((len(ids), width), tok.pad_token_id, dtype=np.int64)
         # a boolean mask assigns in row-major order: each row's ids, in order, on its side (one copy, no row loop)
         input_ids[real] = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))
-        out = {"input_ids": torch.from_numpy(input_ids)}
-        if "token_type_ids" in names:  # one sequence: type 0, padding the tokenizer's pad type
-            types = np.where(real, 0, int(getattr(tok, "pad_token_type_id", 0)))
-            out["token_type_ids"] = torch.from_numpy(types.astype(np.int64))
-        if "attention_mask" in names:
-            out["attention_mask"] = torch.from_numpy(real.astype(np.int64))
-        return out
+        columns = {"input_ids": input_ids,
+                   # one sequence: type 0, padding the tokenizer's pad type
+                   "token_type_ids": np.where(real, 0, int(getattr(tok, "pad_token_type_id", 0))),
+                   "attention_mask": real}
+        return {name: torch.from_numpy(col.astype(np.int64)) for name, col in columns.items()
+                if name == "input_ids" or name in names}
 
-    def _encode_text_inputs(self, inputs: dict) -> np.ndarray:
+    def _encode_text_inputs(self, inputs: dict[str, Tensor]) -> np.ndarray:
         import torch
 
         inputs = self._to_device(inputs)
@@ -202,23 +192,23 @@ class DualEncoderScorer(DualScorer):
         cos = image_emb @ text_emb.T
         return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
 
-    # -- helpers -------------------------------------------------------------------------------
-    def _to_device(self, inputs: dict) -> dict:
-        return to_device(inputs, self.device, self._torch_dtype)
-
     @staticmethod
-    def _normalise(emb: Any) -> np.ndarray:
+    def _normalise(emb: Tensor) -> np.ndarray:
         emb = emb.float()
         emb = emb / emb.norm(p=2, dim=-1, keepdim=True)
         return emb.cpu().numpy().astype(np.float32, copy=False)
 
 
-def wrap_dual(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
-              revision: str | None = None) -> DualEncoderScorer:
-    """An already-loaded dual encoder and its processor -> a scorer."""
+def _check_dual(model_id: str, model: PreTrainedModel) -> None:
     if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
         raise ValueError(f"model {model_id!r} ({type(model).__name__}) has no get_image_features/get_text_features: "
                          f"it is not a dual encoder; pick another --family")
+
+
+def wrap_dual(model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase, *,
+              device: str, dtype: str, revision: str | None = None) -> DualEncoderScorer:
+    """An already-loaded dual encoder and its processor -> a scorer."""
+    _check_dual(model_id, model)
     return DualEncoderScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision)
 
 
@@ -226,18 +216,15 @@ def wrap_dual(model_id: str, model: Any, processor: Any, *, device: str, dtype: 
           auto_mappings=("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES",),
           description="dual encoders (CLIP, SigLIP, ALIGN, FLAVA, OWL-ViT, ...): the model's image-text logit")
 def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-              trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
-              **kw: Any) -> DualEncoderScorer:
+              trust_remote_code: bool = False, config: PretrainedConfig | None = None,
+              exact_preprocessing: bool = False, **kw: object) -> DualEncoderScorer:
+    """A dual encoder's Hub id or folder -> a scorer (``AutoModel`` and ``AutoProcessor``)."""
     from transformers import AutoModel
 
-    if kw:
-        raise TypeError(f"family 'dual' takes no options {sorted(kw)}")
-    _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained_checked(AutoModel, model, family="dual", head=_head, revision=revision,
-                                  trust_remote_code=trust_remote_code, dtype=torch_dtype)
-    if not (hasattr(net, "get_image_features") and hasattr(net, "get_text_features")):
-        raise ValueError(f"model {model!r} ({type(net).__name__}) has no get_image_features/get_text_features: "
-                         f"it is not a dual encoder; pick another --family")
+    no_options("dual", kw)
+    net = load_model(AutoModel, model, family="dual", head=_head, device=device, dtype=dtype, revision=revision,
+                     trust_remote_code=trust_remote_code)
+    _check_dual(model, net)  # before the processor loads
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)
-    return wrap_dual(model, net.to(device).eval(), processor, device=device, dtype=dtype, revision=revision)
+    return wrap_dual(model, net, processor, device=device, dtype=dtype, revision=revision)

@@ -1,54 +1,46 @@
 """Family ``itm``: cross-encoders with an image-text matching head, one forward per (image, text) pair.
 
-==============================  =================================  ==========================================
-architecture                    head output                        score / probability
-==============================  =================================  ==========================================
-``BlipForImageTextRetrieval``   ``itm_score`` (B, 2): [no match,   score = logit[match] - logit[no match]
-(BLIP ITM, ``use_itm_head``)    match]                             (the match log-odds); probability =
-                                                                   softmax(logits)[match] = sigmoid(score)
-``Blip2ForImageTextRetrieval``  ``logits_per_image`` (B, 2) with   as for BLIP (the head's logits are the
-(BLIP-2 ITM, ``use_image_text_  ``use_image_text_matching_head``:  mean over the Q-Former's query positions)
-matching_head``)                [no match, match]
-``BridgeTowerForImage           ``logits`` (B, 2): its ITM head    as for BLIP
-AndTextRetrieval``              on the pooled cross-modal output,
-(BridgeTower ITM)               [no match, match]
-``ViltForImageAndTextRetrieval``  ``logits`` (B, 1)                score = the single match logit;
-(ViLT retrieval)                                                   probability = sigmoid(logit)
-==============================  =================================  ==========================================
+Its explicit architecture map (:data:`_HEADS`), and how each head is read:
 
-These four classes are the family's explicit architecture map (:data:`_HEADS`); a checkpoint whose
-matching head (``itm_head``, BLIP-2's ``query_tokens``, BridgeTower's ``itm_score``, ViLT's ``rank_output``)
-is missing is refused.
+* ``BlipForImageTextRetrieval`` (``use_itm_head``: ``itm_score``), ``Blip2ForImageTextRetrieval``
+  (``use_image_text_matching_head``: ``logits_per_image``, the mean over the Q-Former's query positions) and
+  ``BridgeTowerForImageAndTextRetrieval`` (``logits`` of its ITM head on the pooled cross-modal output): two logits,
+  [no match, match]; score = logit[match] - logit[no match] (the match log-odds), probability =
+  softmax(logits)[match] = sigmoid(score);
+* ``ViltForImageAndTextRetrieval``: one match logit (B, 1); score = the logit, probability = sigmoid(logit).
 
-For BLIP the difference of the two logits is used rather than the "match" logit alone, so that the
-score ranks pairs exactly as the model's own match probability does (the VALSE LXMERT script ranks
-by the raw match logit, reference/valse.md §4.1; for a 2-way softmax the log-odds is the
-monotone equivalent). The probability feeds the thresholded metrics (acc, p_c, p_f at 0.5, which
-is the argmax of the two logits as in the LXMERT script).
-
-BLIP's ITM head is applied to the text encoder's first position with the tokenizer's ``[CLS]``,
-as ``transformers`` runs it (the original LAVIS code swaps in an ``[ENC]`` token: not done here,
-since the Hub checkpoints are used through transformers). FLAVA's ITM head needs the full
-pre-training model and is not supported yet (FLAVA is scored as a dual encoder, family ``dual``).
+A checkpoint whose matching head (``itm_head``, BLIP-2's ``query_tokens``, BridgeTower's ``itm_score``, ViLT's
+``rank_output``) is missing is refused. The log-odds ranks pairs exactly as the model's own match probability does
+(the VALSE LXMERT script ranks by the raw match logit, reference/valse.md §4.1: for a 2-way softmax the monotone
+equivalent); the probability feeds the thresholded metrics (acc, p_c, p_f at 0.5, the argmax of the two logits as
+in that script). BLIP's head reads the text encoder's first position with the tokenizer's ``[CLS]``, as
+``transformers`` runs it (LAVIS swaps in an ``[ENC]`` token: not done here). FLAVA's ITM head needs the full
+pre-training model and is not supported (FLAVA is scored as ``dual``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from .base import PairScorer, PairScores, register
 from .loading import (
-    from_pretrained_checked,
+    load_config,
+    load_model,
     load_processor,
     model_max_text_length,
+    no_options,
     processor_preprocessing,
-    resolve_dtype,
-    to_device,
     to_images,
 )
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from transformers import PretrainedConfig, PreTrainedModel, ProcessorMixin
+
+    from .base import Picture
 
 # architecture name -> how to read the match logits from its output
 _HEADS = {
@@ -67,7 +59,7 @@ _HEAD_WEIGHTS = {
 }
 
 
-def check_config(model_id: str, arch: str, config: Any) -> None:
+def check_config(model_id: str, arch: str, config: PretrainedConfig) -> None:
     """One line, before any weight loads, for a config the matching head cannot run with."""
     qformer = getattr(config, "qformer_config", None)
     if arch == "Blip2ForImageTextRetrieval" and qformer is not None and not getattr(qformer, "use_qformer_text_input",
@@ -79,26 +71,27 @@ def check_config(model_id: str, arch: str, config: Any) -> None:
             f"in qformer_config of its config.json, as the released BLIP-2 ITM checkpoints have")
 
 
-def _arch(config: Any) -> str | None:
+def _arch(config: PretrainedConfig) -> str | None:
     for arch in getattr(config, "architectures", None) or []:
         if arch in _HEADS:
             return arch
     return None
 
 
-class ITMScorer(PairScorer):
+class ITMScorer(PairScorer[dict[str, "Tensor"]]):
+    """A transformers image-text matching head as a scorer (see the module doc)."""
+
     family: ClassVar[str] = "itm"
     uses_images: ClassVar[bool] = True
 
-    def __init__(self, model_id: str, model: Any, processor: Any, arch: str, *, device: str, dtype: str,
-                 revision: str | None = None) -> None:
+    def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin, arch: str, *, device: str,
+                 dtype: str, revision: str | None = None) -> None:
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         check_config(model_id, arch, model.config)
         self.model = model
         self.processor = processor
         self.arch = arch
         self.head = _HEADS[arch]
-        self._torch_dtype = resolve_dtype(dtype)[1]
         tokenizer = getattr(processor, "tokenizer", None)
         # BLIP-2 reads texts with its Q-Former (its text_config is the captioning LM, unused here).
         self.max_length = model_max_text_length(tokenizer, getattr(model.config, "qformer_config", None)
@@ -117,7 +110,7 @@ class ITMScorer(PairScorer):
             "probability": prob,
         }
 
-    def _limit(self) -> dict:
+    def _limit(self) -> dict[str, int]:
         # A BLIP-2 processor without num_query_tokens cannot take max_length (transformers subtracts
         # None from it); it then truncates at the tokenizer's own limit.
         return {} if getattr(self.processor, "num_query_tokens", 0) is None else {"max_length": self.max_length}
@@ -130,19 +123,19 @@ class ITMScorer(PairScorer):
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
         """The text's token ids as the processor makes them for :meth:`preprocess_pairs` (truncated the
         same way; BLIP-2's image tokens, which the model drops again, left out)."""
-        ids = self.processor(text=list(texts), truncation=True, **self._limit())["input_ids"]
+        ids = self.processor(text=list(texts), truncation=True, **self._limit()).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
-    def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
+    def preprocess_pairs(self, images: Sequence[Picture], texts: list[str]) -> dict[str, Tensor]:
         if len(images) != len(texts):
             raise ValueError(f"preprocess_pairs: {len(images)} images but {len(texts)} texts")
         return dict(self.processor(images=to_images(images), text=list(texts), padding=True, truncation=True,
                                    return_tensors="pt", **self._limit()))
 
-    def score_pairs(self, inputs: Any) -> PairScores:
+    def score_pairs(self, inputs: dict[str, Tensor]) -> PairScores:
         import torch
 
-        batch = to_device(inputs, self.device, self._torch_dtype)
+        batch = self._to_device(inputs)
         with torch.inference_mode():
             if self.head in _TWO_WAY:
                 if self.head == "two_way":
@@ -158,19 +151,19 @@ class ITMScorer(PairScorer):
                 prob = torch.sigmoid(score)
         return PairScores(score.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
-    def pair_features(self, inputs: Any) -> np.ndarray:
+    def pair_features(self, inputs: dict[str, Tensor]) -> np.ndarray:
         """The joint representation the matching head reads, float32 (B, hidden): BLIP's text encoder
         at the first position (cross-attending to the image), BLIP-2's Q-Former query positions
         averaged (its linear head's logits are averaged over them), BridgeTower's and ViLT's pooler output
         (for vlprobe probe)."""
         import torch
 
-        batch = to_device(inputs, self.device, self._torch_dtype)
+        batch = self._to_device(inputs)
         with torch.inference_mode():
             if self.head == "two_way":
                 feats = self.model(**batch, use_itm_head=True).question_embeds[:, 0, :]
             elif self.head == "two_way_blip2":
-                seen: list[Any] = []
+                seen: list[Tensor] = []
                 hook = self.model.itm_head.register_forward_hook(lambda m, args, out: seen.append(args[0]))
                 try:
                     self.model(**batch, use_image_text_matching_head=True)
@@ -184,7 +177,7 @@ class ITMScorer(PairScorer):
         return feats.float().cpu().numpy().astype(np.float32)
 
 
-def wrap_itm(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+def wrap_itm(model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
              revision: str | None = None) -> ITMScorer:
     """An already-loaded matching model (one of :data:`_HEADS`) and its processor -> a scorer."""
     arch = type(model).__name__ if type(model).__name__ in _HEADS else _arch(model.config)
@@ -197,14 +190,12 @@ def wrap_itm(model_id: str, model: Any, processor: Any, *, device: str, dtype: s
           description="image-text matching heads (BLIP and BLIP-2 ITM, BridgeTower and ViLT retrieval): match logit "
                       "and probability")
 def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-             trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
-             **kw: Any) -> ITMScorer:
+             trust_remote_code: bool = False, config: PretrainedConfig | None = None, exact_preprocessing: bool = False,
+             **kw: object) -> ITMScorer:
+    """A matching model's Hub id or folder -> a scorer (the class its config names, and ``AutoProcessor``)."""
     import transformers
 
-    from .loading import load_config
-
-    if kw:
-        raise TypeError(f"family 'itm' takes no options {sorted(kw)}")
+    no_options("itm", kw)
     if config is None:
         config = load_config(model, revision=revision, trust_remote_code=trust_remote_code)
     arch = _arch(config)
@@ -215,9 +206,8 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"dandelin/vilt-b32-finetuned-coco)"
         )
     check_config(model, arch, config)
-    _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained_checked(getattr(transformers, arch), model, family="itm",
-                                  head=lambda net: _HEAD_WEIGHTS[arch], revision=revision, dtype=torch_dtype)
+    net = load_model(getattr(transformers, arch), model, family="itm", head=lambda net: _HEAD_WEIGHTS[arch],
+                     device=device, dtype=dtype, revision=revision)
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)
-    return ITMScorer(model, net.to(device).eval(), processor, arch, device=device, dtype=dtype, revision=revision)
+    return ITMScorer(model, net, processor, arch, device=device, dtype=dtype, revision=revision)

@@ -1,44 +1,28 @@
 """``load_scorer``: a model id or local folder -> a ready :class:`~vlprobe.scorers.base.Scorer`.
 
-* **Device**: ``None``/``"auto"`` picks cuda, then mps, then cpu.
-* **dtype**: ``float32``/``fp32``, ``float16``/``fp16``/``half``, ``bfloat16``/``bf16``; recorded under its
-  canonical torch name (``float32``, ``float16``, ``bfloat16``).
-* **Family**: named (``family="dual"``), said by the name itself (:func:`family_of_name`: ``open_clip:``,
-  ``hf-hub:`` and ``local-dir:`` names are ``open_clip``'s, loaded with no transformers config), or detected from
-  the model's config alone (``AutoConfig``)
-  by :func:`detect_family`, from explicit maps, never from substrings of class names: each
-  architecture the config lists is looked up (1) in the families' own architecture maps, then (2)
-  families' ``detect(config)`` hooks (plugins) are asked, then (3) the architecture is looked up in the
-  transformers Auto tables the families name (``MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES``...);
-  the first hit wins (by family priority within a step). A config that lists no architecture is
-  looked up by its ``model_type`` in the same tables (its base ``AutoModel`` class first). A
-  config none of them takes raises :class:`UnmappedArchitectureError`, one line listing the families
-  and how to force one (``--family`` / ``family=``); an unregistered family name raises
+* **Device**: ``None``/``"auto"`` picks cuda, then mps, then cpu. **dtype**: ``float32``/``fp32``,
+  ``float16``/``fp16``/``half``, ``bfloat16``/``bf16``, recorded under its torch name.
+* **Family**: named (``family="dual"``), said by the name itself (:func:`family_of_name`: open_clip's ``open_clip:``,
+  ``hf-hub:`` and ``local-dir:`` names, loaded with no transformers config), or detected from the model's config
+  alone by :func:`detect_family`, from explicit maps, never from substrings of class names: each architecture the
+  config lists is looked up (1) in the families' own maps, then (2) the families' ``detect(config)`` hooks (plugins)
+  are asked, then (3) it is looked up in the transformers Auto tables the families name; the first hit wins (by
+  family priority within a step). A config that lists no architecture is looked up by its ``model_type`` (its base
+  ``AutoModel`` class first). A config none of them takes raises :class:`UnmappedArchitectureError` (one line: the
+  closest family and ``--family`` / ``family=``); an unregistered family name raises
   :class:`~vlprobe.scorers.base.UnknownFamilyError` listing the known ones.
-* **Missing weights**: the families load with ``output_loading_info=True`` and refuse, with
-  :class:`MissingWeightsError`, a checkpoint that has no weights for the head the family reads (a
-  BLIP-2 ITM checkpoint forced through ``vqascore`` has no language model): transformers would fill
-  them with random numbers and the scores would mean nothing.
-* **Failures** inside a family's loader that are not one of the errors above (an ``AttributeError``
-  in a processor...) are raised as one-line :class:`~vlprobe.errors.ModelError` naming the model
-  and family; failures while scoring likewise (:class:`~vlprobe.scorers.base.ScoringError`).
-* **Not found**: a model that cannot be found locally or on the Hub (a typo, or offline with
-  ``HF_HUB_OFFLINE=1``) raises :class:`ModelNotFoundError` (a ``FileNotFoundError``) that says to pass
-  a local folder made with ``save_pretrained``.
-* **Revision**: for a Hub id, the commit hash of the cache snapshot the config was read from
-  (whatever branch or tag was asked for); ``None`` for a plain local folder, whose path is the
-  model id. A wrong-kind model for a named family (e.g. CLIP as ``causal_lm``) is a short
-  ValueError, not transformers' list of every supported config.
-* **Identity** (the cache key): a Hub model is its id and resolved commit; a local folder is what
-  it holds, ``model_sha256``, a digest of its weight, config and tokenizer/processor files
-  (:func:`vlprobe.storage.keys.folder_digest`), so a model retrained into the same folder, or another
-  model at the same relative path, never reads the old one's cached scores.
-* **Unknown architecture**: a config naming a model type transformers does not know raises
-  :class:`UnknownArchitectureError` (one line listing vlprobe's families).
-* **Controls**: ``control="blank"|"shuffle"`` records an image control in provenance
-  (:mod:`vlprobe.scorers.controls`).
+* **Missing weights**: families load with ``output_loading_info=True`` and refuse (:class:`MissingWeightsError`) a
+  checkpoint with no weights for the head the family reads: transformers would fill them at random.
+* **Failures** inside a loader that are not one of these are one-line :class:`~vlprobe.errors.ModelError` naming the
+  model and family; a model that cannot be found (a typo, or offline) is :class:`ModelNotFoundError`, which says to
+  pass a folder made with ``save_pretrained``; a config naming a model type transformers does not know is
+  :class:`UnknownArchitectureError`; a wrong-kind model for a named family is a short ValueError.
+* **Identity** (the cache key): a Hub model is its id and the commit of the snapshot its config was read from
+  (``revision``); a local folder is a digest of its weight, config and tokenizer/processor files (``model_sha256``,
+  :func:`vlprobe.storage.keys.folder_digest`), so a model retrained into the same folder never reads old scores.
+* **Controls**: ``control="blank"|"shuffle"`` records an image control in provenance (:mod:`~vlprobe.scorers.controls`).
 
-The helpers here (:func:`resolve_device`, :func:`resolve_dtype`, :func:`from_pretrained`,
+The helpers here (:func:`resolve_device`, :func:`resolve_dtype`, :func:`load_model`, :func:`load_processor`,
 :func:`to_images`) are shared by the family modules.
 """
 
@@ -47,18 +31,34 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import ModelError, VlprobeError
-from .base import Family, Scorer, UnknownFamilyError, _first_line, families, get_family
+from .base import Family, Scorer, UnknownFamilyError, _first_line, families, get_family, resolve_dtype
 
-_DTYPES = {
-    "float32": "float32", "fp32": "float32", "float": "float32",
-    "float16": "float16", "fp16": "float16", "half": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-}
+if TYPE_CHECKING:
+    import torch
+    from transformers import (
+        ImageProcessingMixin,
+        PretrainedConfig,
+        PreTrainedModel,
+        PreTrainedTokenizerBase,
+        ProcessorMixin,
+    )
+
+    from ..dataset.items import ImageLike
+    from .base import Picture
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Loadable(Protocol[T_co]):
+    """What :func:`from_pretrained` calls: a transformers Auto class (or any class with ``from_pretrained``)."""
+
+    def from_pretrained(self, name: str, /, **kw: object) -> T_co: ...
 
 
 class ModelNotFoundError(FileNotFoundError):
@@ -113,35 +113,6 @@ def resolve_device(device: str | None = None) -> str:
     return "cpu"
 
 
-def to_device(inputs: dict, device: str, torch_dtype: Any) -> dict:
-    """Processor outputs on the scorer's device; floating tensors (pixel values) in its dtype,
-    integer tensors (token ids, masks) left as they are."""
-    import torch
-
-    out = {}
-    for k, v in inputs.items():
-        if isinstance(v, torch.Tensor):
-            v = v.to(device)
-            if v.is_floating_point():
-                v = v.to(torch_dtype)
-        out[k] = v
-    return out
-
-
-def resolve_dtype(dtype: Any = "float32") -> tuple[str, Any]:
-    """A dtype spelling -> (canonical name, ``torch.dtype``); a clear ValueError for anything else."""
-    import torch
-
-    if isinstance(dtype, torch.dtype):
-        name = str(dtype).removeprefix("torch.")
-    else:
-        name = str(dtype or "float32").lower().removeprefix("torch.")
-    if name not in _DTYPES:
-        raise ValueError(f"unsupported dtype {dtype!r}; use one of float32 (fp32), float16 (fp16), bfloat16 (bf16)")
-    canonical = _DTYPES[name]
-    return canonical, getattr(torch, canonical)
-
-
 def _looks_like_path(model: str) -> bool:
     return model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model
 
@@ -171,7 +142,7 @@ def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
     )
 
 
-def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
+def from_pretrained(cls: Loadable[T], model: str, **kw: object) -> T:
     """``cls.from_pretrained(model, **kw)`` with "cannot be found" errors turned into
     ModelNotFoundError and "wrong kind of model" errors into a short ValueError."""
     try:
@@ -199,7 +170,7 @@ def from_pretrained(cls: Any, model: str, **kw: Any) -> Any:
         if "Unrecognized configuration class" in str(err):
             config_name = str(err).split("<class '")[-1].split("'>")[0].rsplit(".", 1)[-1]
             raise ValueError(
-                f"model {model!r} ({config_name}) cannot be loaded with {cls.__name__}: it is not the kind "
+                f"model {model!r} ({config_name}) cannot be loaded with {getattr(cls, '__name__', cls)}: it is not the kind "
                 f"of model this scorer family takes; leave --family out to detect it, or pick another "
                 f"family"
             ) from None
@@ -225,13 +196,14 @@ def _unreadable_json(model: str) -> str | None:
     return None
 
 
-def load_config(model: str, *, revision: str | None = None, trust_remote_code: bool = False) -> Any:
+def load_config(model: str, *, revision: str | None = None, trust_remote_code: bool = False) -> PretrainedConfig:
+    """The model's transformers config (``AutoConfig``), with :func:`from_pretrained`'s one-line errors."""
     from transformers import AutoConfig
 
     return from_pretrained(AutoConfig, model, revision=revision, trust_remote_code=trust_remote_code)
 
 
-def resolved_revision(model: str, config: Any, revision: str | None) -> str | None:
+def resolved_revision(model: str, config: PretrainedConfig, revision: str | None) -> str | None:
     """The commit hash a Hub model was loaded from, else the requested revision (``None`` for a
     local folder: its path already identifies it).
 
@@ -254,7 +226,7 @@ def resolved_revision(model: str, config: Any, revision: str | None) -> str | No
     return str(commit) if commit else revision
 
 
-def family_of_name(model: Any) -> str | None:
+def family_of_name(model: object) -> str | None:
     """The family whose own names include ``model`` (``Family.claims``: open_clip's ``open_clip:``, ``hf-hub:``,
     ``local-dir:`` names and folders of ``open_clip_config.json``), else None (the model's config decides)."""
     return next((f.name for f in _by_priority(families()) if f.claims is not None and f.claims(model)), None)
@@ -264,7 +236,7 @@ def _by_priority(fams: dict[str, Family]) -> list[Family]:
     return sorted(fams.values(), key=lambda f: (-f.priority, f.name))
 
 
-def detect_family(config: Any, *, model: str | None = None, architectures: list[str] | None = None) -> str:
+def detect_family(config: PretrainedConfig, *, model: str | None = None, architectures: list[str] | None = None) -> str:
     """The name of the family that takes this config (see the module doc for the order).
     ``architectures`` replaces the config's list (a loaded model's own class name); ``model`` only
     names the model in the error."""
@@ -272,45 +244,25 @@ def detect_family(config: Any, *, model: str | None = None, architectures: list[
     archs = [str(a) for a in (architectures if architectures is not None
                               else getattr(config, "architectures", None) or [])]
     model_type = getattr(config, "model_type", None)
-    if archs:
-        for arch in archs:
-            for fam in fams:
-                if fam.takes(arch) == "explicit":
-                    return fam.name
-        for fam in fams:
-            if fam.detect is not None and fam.detect(config):
-                return fam.name
-        for arch in archs:
-            for fam in fams:
-                if fam.takes(arch) == "auto":
-                    return fam.name
-    elif model_type:
-        # No architecture listed (a config saved by hand): the model type's base class, then the
-        # families' Auto tables by model type.
-        from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
-
-        base = MODEL_MAPPING_NAMES.get(model_type)
-        for fam in fams:
-            if base and fam.takes(base) == "explicit":
-                return fam.name
-        for fam in fams:
-            if fam.detect is not None and fam.detect(config):
-                return fam.name
-        for fam in fams:
-            if model_type in fam.auto_architectures():
-                return fam.name
-    else:
-        for fam in fams:
-            if fam.detect is not None and fam.detect(config):
-                return fam.name
     base = _base_class(model_type)
-    if archs and base:
-        # A task head no table lists (CLIPSegForImageSegmentation) is its model type's base class
-        # (CLIPSegModel) where a family takes that: the family loads the base model from the checkpoint.
-        for fam in fams:
-            if fam.takes(base):
-                return fam.name
-    raise UnmappedArchitectureError(_unmapped(config, model, archs, model_type, fams))
+
+    def hooked() -> str | None:  # the families' own detect(config) hooks (plugins)
+        return next((f.name for f in fams if f.detect is not None and f.detect(config)), None)
+
+    if archs:
+        found = (next((f.name for a in archs for f in fams if f.takes(a) == "explicit"), None) or hooked()
+                 or next((f.name for a in archs for f in fams if f.takes(a) == "auto"), None)
+                 # a task head no table lists (CLIPSegForImageSegmentation) is its model type's base class
+                 # (CLIPSegModel) where a family takes that: the family loads the base model from the checkpoint
+                 or next((f.name for f in fams if base and f.takes(base)), None))
+    elif model_type:  # no architecture listed (a config saved by hand): the base class, then the Auto tables
+        found = (next((f.name for f in fams if base and f.takes(base) == "explicit"), None) or hooked()
+                 or next((f.name for f in fams if model_type in f.auto_architectures()), None))
+    else:
+        found = hooked()
+    if found is None:
+        raise UnmappedArchitectureError(_unmapped(config, model, archs, model_type, fams))
+    return found
 
 
 def _base_class(model_type: str | None) -> str | None:
@@ -323,7 +275,7 @@ def _base_class(model_type: str | None) -> str | None:
     return base if isinstance(base, str) else None
 
 
-def _unmapped(config: Any, model: str | None, archs: list[str], model_type: str | None, fams: list[Family]) -> str:
+def _unmapped(config: PretrainedConfig, model: str | None, archs: list[str], model_type: str | None, fams: list[Family]) -> str:
     """The one line refusing a model no family takes: what it is, the closest family and the flag to try (the family
     that takes another class of the same model type), or that none does; the full list is ``vlprobe list``'s."""
     import re
@@ -373,13 +325,13 @@ def _family_of(cls: str, fams: list[Family]) -> str | None:
     return None
 
 
-def _matching(names: Any, prefixes: list[str]) -> list[str]:
+def _matching(names: Iterable[str], prefixes: list[str]) -> list[str]:
     # "" stands for the whole model.
     return sorted(k for k in names if any(p == "" or k == p or k.startswith(p + ".") for p in prefixes))
 
 
-def from_pretrained_checked(cls: Any, model: str, *, family: str, head: Callable[[Any], list[str]],
-                            **kw: Any) -> Any:
+def from_pretrained_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
+                            head: Callable[[PreTrainedModel], list[str]], **kw: object) -> PreTrainedModel:
     """:func:`from_pretrained` with ``output_loading_info=True``; refuses (MissingWeightsError) a
     checkpoint that lacks any weight under the parameter-name prefixes ``head(net)`` names (what the
     family reads besides the backbone; ``""`` is the whole model), or whose weights there had the
@@ -400,7 +352,22 @@ def from_pretrained_checked(cls: Any, model: str, *, family: str, head: Callable
     return net
 
 
-def embedding_head(net: Any) -> list[str]:
+def load_model(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
+               head: Callable[[PreTrainedModel], list[str]], device: str, dtype: str, revision: str | None,
+               trust_remote_code: bool = False) -> PreTrainedModel:
+    """A family's model: :func:`from_pretrained_checked` in ``dtype``, on ``device``, in eval mode."""
+    net = from_pretrained_checked(cls, model, family=family, head=head, revision=revision,
+                                  trust_remote_code=trust_remote_code, dtype=resolve_dtype(dtype)[1])
+    return net.to(device).eval()
+
+
+def no_options(family: str, kw: Mapping[str, object]) -> None:
+    """Refuse options a family's loader does not take."""
+    if kw:
+        raise TypeError(f"family {family!r} takes no options {sorted(kw)}")
+
+
+def embedding_head(net: PreTrainedModel) -> list[str]:
     """The names of a language model's output (and input) embeddings: the head a family that reads
     next-token probabilities needs (tied weights share one name)."""
     wanted = [m for m in (net.get_output_embeddings(), net.get_input_embeddings()) if m is not None]
@@ -418,7 +385,7 @@ def load_scorer(
     trust_remote_code: bool = False,
     control: str | None = None,
     control_seed: int = 0,
-    **kw: Any,
+    **kw: object,
 ) -> Scorer:
     """Load ``model`` (a Hub id or a local folder) as a scorer of ``family`` (detected if None).
 
@@ -470,21 +437,18 @@ def load_scorer(
     return scorer
 
 
-def to_images(images: list[Any]) -> list[Any]:
+def to_images(images: Sequence[ImageLike | torch.Tensor]) -> list[Picture]:
     """Dataset images (PIL, bytes, {"bytes", "path"} dicts, paths) -> RGB PIL images; images the
     engine already decoded to (3, H, W) uint8 tensors for a fast image processor pass through."""
-    from vlprobe.dataset.images import to_pil
-
-    return [im if _is_tensor(im) else to_pil(im) for im in images]
-
-
-def _is_tensor(x: Any) -> bool:
     import torch
 
-    return isinstance(x, torch.Tensor)
+    from vlprobe.dataset.images import to_pil
+
+    return [im if isinstance(im, torch.Tensor) else to_pil(im) for im in images]
 
 
-def model_max_text_length(tokenizer: Any, config: Any, default: int = 512) -> int:
+def model_max_text_length(tokenizer: PreTrainedTokenizerBase | None, config: PretrainedConfig,
+                          default: int = 512) -> int:
     """The longest text the model takes: the tokenizer's limit, capped by the position table."""
     limits = []
     tok_max = getattr(tokenizer, "model_max_length", None)
@@ -499,7 +463,7 @@ def model_max_text_length(tokenizer: Any, config: Any, default: int = 512) -> in
 
 
 def load_processor(model: str, *, exact_preprocessing: bool = False, revision: str | None = None,
-                   trust_remote_code: bool = False) -> Any:
+                   trust_remote_code: bool = False) -> ProcessorMixin:
     """``AutoProcessor.from_pretrained`` with the image backend chosen on purpose.
 
     By default the **fast** image processor (batched torch/torchvision ops) runs whenever
@@ -532,7 +496,7 @@ def torchvision_available() -> bool:
     return True
 
 
-def image_backend(image_processor: Any) -> str | None:
+def image_backend(image_processor: ImageProcessingMixin | None) -> str | None:
     """``"torchvision"`` for a fast image processor, ``"pil"`` for a slow one, None for none."""
     if image_processor is None:
         return None
@@ -542,7 +506,8 @@ def image_backend(image_processor: Any) -> str | None:
     return "pil"
 
 
-def processor_preprocessing(image_processor: Any, processor: Any = None) -> dict[str, Any]:
+def processor_preprocessing(image_processor: ImageProcessingMixin | None,
+                            processor: ProcessorMixin | None = None) -> dict[str, Any]:
     """The image preprocessing parameters worth recording (size, crop, mean/std, resample...).
     Defaults a processor class sets on top of its image processor (transformers 5
     ``images_kwargs``, e.g. SigLIP 2's ``max_num_patches``) win, as they do when it runs."""

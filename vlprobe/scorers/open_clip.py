@@ -1,42 +1,28 @@
 """Family ``open_clip``: models of `open_clip <https://github.com/mlfoundations/open_clip>`_ (``pip install
-'vlprobe[open_clip]'``), the library the field's compositionality numbers were measured with (CLIP_benchmark,
-the SugarCREPE authors' code, the 202-checkpoint study in ``vlprobe/data/``). Three kinds of name, detected from
-the name alone (no ``--family``):
+'vlprobe[open_clip]'``), the library the field's compositionality numbers were measured with. Three kinds of name,
+detected from the name alone:
 
-* ``open_clip:ARCH/PRETRAINED`` (``open_clip:ViT-B-32/laion2b_s34b_b79k``): an architecture of open_clip's model
-  configs with the weights its pretrained table names, the names CLIP_benchmark and the published tables use
-  (``vlprobe.results.published``). Before open_clip's table is asked, the folder ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED``
-  is looked for: a ``local-dir`` copy registered under that name (a machine with no network, a checkpoint open_clip
-  does not list) loads from there, recorded as such. An unknown name fails in one line naming close ones
-  (``open_clip.list_pretrained()`` is local: no network).
-* ``hf-hub:ORG/REPO``: a Hub repository holding ``open_clip_config.json`` and weights (the repository's
-  config decides everything; its resolved commit is the revision).
-* ``local-dir:PATH`` (or a plain folder holding ``open_clip_config.json`` and no ``config.json``): the same layout
-  on disk, keyed in the score cache by its content.
+* ``open_clip:ARCH/PRETRAINED`` (``open_clip:ViT-B-32/laion2b_s34b_b79k``): a config of open_clip's with the weights
+  its pretrained table names, the names CLIP_benchmark and the published tables use. A ``local-dir`` copy registered
+  under that name in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED`` (no network, or a checkpoint open_clip does not
+  list) is looked for first. An unknown name fails in one line naming close ones (the table is local).
+* ``hf-hub:ORG/REPO``: a Hub repository holding ``open_clip_config.json`` and weights (its commit is the revision).
+* ``local-dir:PATH`` (or a plain folder holding ``open_clip_config.json`` and no ``config.json``): the same on disk,
+  keyed in the score cache by its content.
 
-**Activation** (QuickGELU or GELU: mertyg/vision-language-models-are-bows#35, RAIVNLab/sugar-crepe#7). open_clip
-builds the activation the architecture's config names; the weights of some pretrained tags were trained with the
-other one, and open_clip then only warns. vlprobe builds what open_clip built when the published numbers for
-that name were measured: the config's own activation, except the ``openai`` tag, which open_clip before 2.29
-always loaded with QuickGELU (its TorchScript path), and which every table measured so. Where the result differs
-from the weights' own activation, one warning names the ``-quickgelu`` config that matches them. Provenance
-records the config used, ``quick_gelu``, the weights' own flag and the activation modules each tower holds.
+**Activation** (QuickGELU or GELU: mertyg/vision-language-models-are-bows#35, RAIVNLab/sugar-crepe#7): vlprobe builds
+what open_clip built when the published numbers for the name were measured: the config's own activation, except the
+``openai`` tag, which open_clip before 2.29 always loaded with QuickGELU. Where that differs from the weights' own,
+one warning names the matching ``-quickgelu`` config; provenance records the config, ``quick_gelu``, the weights'
+flag and each tower's activation modules.
 
-**Scores** are the model's own image-text logits: ``exp(logit_scale) * cos(encode_image, encode_text)`` (+
-``logit_bias`` for SigLIP), as its ``forward`` and loss compute them; embeddings are the model's own normalised
-``encode_image``/``encode_text`` in float32.
-
-**Images** go through the model's own preprocessing (``open_clip.image_transform_v2`` of its ``preprocess_cfg``:
-resize mode, interpolation, size, mean/std, fill, all recorded). By default its steps (torchvision ``Resize``,
-``CenterCrop``, open_clip's ``ResizeKeepRatio`` and ``CenterCropOrPad``, ``Normalize``) run on (3, H, W) uint8
-tensors, so the engine decodes images to tensors and, on a CUDA device, decodes and preprocesses them there
-(``image_backend: torchvision``, as for a fast transformers image processor); the resize is torchvision's
-antialiased one on uint8, within about a grey level of PIL's. ``exact_preprocessing=True`` runs the transform on
-PIL images, as open_clip's users do (``image_backend: pil``).
-
-**Texts** are tokenized by the model's own tokenizer (``open_clip.get_tokenizer``: padded to its context length,
-truncated there); a text's key is its token ids up to the padding, and :meth:`OpenCLIPScorer.encode_seen_ids`
-rebuilds the padded row from them, so each text is tokenized once per run.
+**Scores** are the model's own logits, ``exp(logit_scale) * cos(encode_image, encode_text)`` (+ ``logit_bias`` for
+SigLIP); embeddings are its normalised ``encode_image``/``encode_text`` in float32. **Images** go through its own
+``image_transform_v2`` (all of ``preprocess_cfg`` recorded), by default on (3, H, W) uint8 tensors, so on CUDA the
+engine decodes and preprocesses them there (``image_backend: torchvision``; the resize is torch's antialiased one,
+within about a grey level of PIL's); ``exact_preprocessing=True`` runs it on PIL images (``image_backend: pil``).
+**Texts** go through ``open_clip.get_tokenizer`` (padded to the context length); a text's key is its ids up to the
+padding, from which :meth:`OpenCLIPScorer.encode_seen_ids` rebuilds the row: each text is tokenized once per run.
 """
 
 from __future__ import annotations
@@ -49,16 +35,26 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from ..errors import ModelError
-from .base import DualScorer, register
-from .loading import resolve_dtype
+from .base import DualScorer, register, resolve_dtype
+
+if TYPE_CHECKING:
+    import torch
+    from open_clip import CLIP, CustomTextCLIP
+    from PIL.Image import Image
+    from torch import Tensor
+    from torchvision.transforms import Compose, InterpolationMode
+    from transformers import PretrainedConfig
+
+    from .base import Picture
 
 FAMILY = "open_clip"
 PREFIXES = ("open_clip:", "hf-hub:", "local-dir:")
@@ -71,9 +67,17 @@ QUICK_GELU_TAGS = frozenset({"openai"})
 _PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
+class TextTokenizer(Protocol):
+    """What the scorer calls of ``open_clip.get_tokenizer``'s tokenizer: texts -> (N, context length) token ids."""
+
+    context_length: int
+
+    def __call__(self, texts: list[str]) -> Tensor: ...
+
+
 # ---- names ------------------------------------------------------------------------------------------------------
 
-def claims(model: Any) -> bool:
+def claims(model: object) -> bool:
     """Whether ``model`` is an open_clip name: ``open_clip:``, ``hf-hub:`` or ``local-dir:`` in front, or a folder
     holding ``open_clip_config.json`` and no transformers ``config.json``."""
     if not isinstance(model, (str, os.PathLike)):
@@ -111,7 +115,7 @@ class Source:
         return f"a local folder ({CONFIG_FILE} and weights)"
 
 
-def _module() -> Any:
+def _module() -> ModuleType:
     if importlib.util.find_spec("open_clip") is None:
         raise ModelError(f"open_clip models need the open_clip_torch package, which is not installed: {INSTALL}")
     import open_clip
@@ -223,7 +227,7 @@ def _offline() -> bool:
 # ---- loading ----------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _quiet() -> Any:
+def _quiet() -> Iterator[None]:
     """open_clip's own warnings (logging and warnings.warn) while vlprobe loads: vlprobe says what matters itself."""
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)
@@ -252,7 +256,7 @@ def _hub_commit(repo: str | None, filenames: Sequence[str]) -> str | None:
     return None
 
 
-def _model_config(oc: Any, source: Source) -> dict[str, Any]:
+def _model_config(oc: ModuleType, source: Source) -> dict[str, Any]:
     """The model config open_clip builds from (before vlprobe's activation choice)."""
     if source.kind == "pretrained":
         return dict(oc.get_model_config(source.create) or {})
@@ -266,7 +270,7 @@ def _model_config(oc: Any, source: Source) -> dict[str, Any]:
     return dict(config.get("model_cfg", config))
 
 
-def _activations(tower: Any) -> list[str]:
+def _activations(tower: torch.nn.Module | None) -> list[str]:
     """The activation modules a tower holds (GELU, QuickGELU, ...), by class name."""
     if tower is None:
         return []
@@ -288,8 +292,8 @@ def _fail(source: Source, err: BaseException) -> ModelError:
           description="open_clip models (open_clip:ARCH/PRETRAINED, hf-hub:ORG/REPO, local-dir:PATH): the model's "
                       "own image-text logit")
 def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-                   trust_remote_code: bool = False, config: Any = None, exact_preprocessing: bool = False,
-                   **kw: Any) -> OpenCLIPScorer:
+                   trust_remote_code: bool = False, config: PretrainedConfig | None = None,
+                   exact_preprocessing: bool = False, **kw: object) -> OpenCLIPScorer:
     """An open_clip name -> a scorer (see the module doc)."""
     if kw:
         raise TypeError(f"family {FAMILY!r} takes no options {sorted(kw)}")
@@ -305,7 +309,8 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
         raise _fail(source, err) from None
     tag_cfg = oc.get_pretrained_cfg(source.create, source.pretrained) if source.kind == "pretrained" else {}
     weights_quick = bool(tag_cfg.get("quick_gelu", False)) if tag_cfg else None
-    force = source.kind == "pretrained" and source.pretrained in QUICK_GELU_TAGS and not cfg.get("quick_gelu", False)
+    own_quick = bool(cfg.get("quick_gelu", False))
+    force = source.kind == "pretrained" and source.pretrained in QUICK_GELU_TAGS and not own_quick
     try:
         with _quiet():
             net = oc.create_model(source.create, pretrained=source.pretrained, precision=_PRECISION[dtype_name],
@@ -315,7 +320,7 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
         raise
     except Exception as err:  # noqa: BLE001  (open_clip reports a missing file or a bad config as many types)
         raise _fail(source, err) from None
-    quick = bool(cfg.get("quick_gelu", False)) or force
+    quick = own_quick or force
     note = ("QuickGELU forced: open_clip before 2.29 loaded the openai weights with it whatever the config, and the "
             "published numbers for this name were measured so" if force else "the config's own activation")
     if weights_quick is not None and weights_quick != quick:
@@ -326,24 +331,23 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
               f"{source.create} builds {'QuickGELU' if quick else 'GELU'} (as open_clip builds it, and as the published "
               f"figures for this name were measured); open_clip:{match}/{source.pretrained} builds {own}",
               file=sys.stderr, flush=True)
-    scorer = OpenCLIPScorer(
-        str(model), net, tokenizer, device=device, dtype=dtype_name, exact_preprocessing=exact_preprocessing,
-        checkpoint=source.checkpoint,
-        details={"source": source.describe(), "model_config": source.create if source.kind == "pretrained" else
-                 f"{CONFIG_FILE} of {source.repo or 'the folder'}", "model_cfg": {**cfg, "quick_gelu": quick},
-                 "quick_gelu": quick, "weights_quick_gelu": weights_quick, "activation_note": note,
-                 "precision": _PRECISION[dtype_name]})
-    if source.kind == "hf-hub":
-        scorer.revision = _hub_commit(source.repo, (CONFIG_FILE,))
-    elif source.kind == "pretrained":
+    details = {"source": source.describe(), "model_config": source.create if source.kind == "pretrained" else
+               f"{CONFIG_FILE} of {source.repo or 'the folder'}", "model_cfg": {**cfg, "quick_gelu": quick},
+               "quick_gelu": quick, "weights_quick_gelu": weights_quick, "activation_note": note,
+               "precision": _PRECISION[dtype_name]}
+    revision = _hub_commit(source.repo, (CONFIG_FILE,)) if source.kind == "hf-hub" else None
+    if source.kind == "pretrained":
         # open_clip's table names a Hub repository (ORG/REPO/ or ORG/REPO/FILE) or a download URL
         hub = str(tag_cfg.get("hf_hub") or "")
         if hub:
             repo, _, filename = hub.partition("/")[2].partition("/")
             repo = f"{hub.split('/')[0]}/{repo}"
-            scorer.revision = _hub_commit(repo, (filename,) if filename else
-                                          ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"))
-        scorer.preprocessing["weights"] = hub or str(tag_cfg.get("url") or "")
+            revision = _hub_commit(repo, (filename,) if filename else
+                                   ("open_clip_model.safetensors", "open_clip_pytorch_model.bin"))
+        details["weights"] = hub or str(tag_cfg.get("url") or "")
+    scorer = OpenCLIPScorer(str(model), net, tokenizer, device=device, dtype=dtype_name,
+                            exact_preprocessing=exact_preprocessing, checkpoint=source.checkpoint, details=details)
+    scorer.revision = revision
     if source.folder is not None:
         from vlprobe.storage.keys import folder_digest
 
@@ -356,11 +360,11 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
 class _Size:
     """What open_clip's ResizeKeepRatio.get_params reads of an image (PIL's ``size``), for a (C, H, W) tensor."""
 
-    def __init__(self, image: Any) -> None:
+    def __init__(self, image: Tensor) -> None:
         self.size = (int(image.shape[-1]), int(image.shape[-2]))
 
 
-def _tensor_steps(transform: Any) -> tuple[bool, str]:
+def _tensor_steps(transform: Compose) -> tuple[bool, str]:
     """Whether every step of open_clip's inference transform can run on a (3, H, W) uint8 tensor (on any device)."""
     from open_clip.transform import CenterCropOrPad, MaybeConvertMode, MaybeToTensor, ResizeKeepRatio
     from torchvision.transforms import CenterCrop, InterpolationMode, Normalize, Resize
@@ -375,13 +379,13 @@ def _tensor_steps(transform: Any) -> tuple[bool, str]:
     return True, ""
 
 
-class OpenCLIPScorer(DualScorer):
+class OpenCLIPScorer(DualScorer["Tensor"]):
     """An open_clip model as a dual scorer (see the module doc)."""
 
     family: ClassVar[str] = FAMILY
 
-    def __init__(self, model_id: str, model: Any, tokenizer: Any, *, device: str = "cpu", dtype: str = "float32",
-                 exact_preprocessing: bool = False, checkpoint: str | None = None,
+    def __init__(self, model_id: str, model: CLIP | CustomTextCLIP, tokenizer: TextTokenizer, *, device: str = "cpu",
+                 dtype: str = "float32", exact_preprocessing: bool = False, checkpoint: str | None = None,
                  details: dict[str, Any] | None = None) -> None:
         import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
@@ -391,9 +395,10 @@ class OpenCLIPScorer(DualScorer):
         self.text_tokenizer = tokenizer  # (not "tokenizer": vlprobe's helpers read that as a transformers one)
         self.checkpoint = checkpoint
         self._torch_dtype = resolve_dtype(dtype)[1]
-        cfg = dict(model.visual.preprocess_cfg)
-        self.transform = image_transform_v2(PreprocessCfg(**cfg), is_train=False)
+        cfg = PreprocessCfg(**model.visual.preprocess_cfg)
+        self.transform = image_transform_v2(cfg, is_train=False)
         on_tensors, why = _tensor_steps(self.transform)
+        self.on_tensors = on_tensors and not exact_preprocessing
         self.max_length = int(tokenizer.context_length)
         probe = tokenizer(["", "a"])
         # the id the tokenizer pads a row to its context length with (None: the empty text fills its row)
@@ -409,12 +414,12 @@ class OpenCLIPScorer(DualScorer):
             "model_class": type(model).__name__,
             "activation": {"image": _activations(getattr(model, "visual", None)),
                            "text": _activations(getattr(model, "text", None) or getattr(model, "transformer", None))},
-            "image_size": list(cfg["size"]) if isinstance(cfg["size"], (list, tuple)) else [cfg["size"]] * 2,
-            "resize_mode": cfg.get("resize_mode"), "interpolation": cfg.get("interpolation"),
-            "image_mean": list(cfg.get("mean") or []), "image_std": list(cfg.get("std") or []),
-            "fill_color": cfg.get("fill_color"),
+            "image_size": list(cfg.size) if isinstance(cfg.size, (list, tuple)) else [cfg.size] * 2,
+            "resize_mode": cfg.resize_mode, "interpolation": cfg.interpolation,
+            "image_mean": list(cfg.mean or []), "image_std": list(cfg.std or []),
+            "fill_color": cfg.fill_color,
             "preprocess": repr(self.transform),
-            "image_backend": "torchvision" if on_tensors and not exact_preprocessing else "pil",
+            "image_backend": "torchvision" if self.on_tensors else "pil",
             "tokenizer": type(tokenizer).__name__, "text_max_length": self.max_length, "text_padding": "max_length",
             "text_truncation": True, "text_pad_id": self.pad_id, "prompt": None,
             "score": "exp(logit_scale) * cosine" + (" + logit_bias" if bias is not None else ""),
@@ -423,10 +428,10 @@ class OpenCLIPScorer(DualScorer):
             self.preprocessing["image_backend_note"] = why
 
     # -- images --------------------------------------------------------------------------------------------------
-    def preprocess_images(self, images: list[Any]) -> Any:
+    def preprocess_images(self, images: Sequence[Picture]) -> Tensor:
         import torch
 
-        if self.preprocessing["image_backend"] == "pil":
+        if not self.on_tensors:
             from vlprobe.dataset.images import to_pil
 
             return torch.stack([self.transform(to_pil(_pil(im))) for im in images])
@@ -434,7 +439,7 @@ class OpenCLIPScorer(DualScorer):
 
         return torch.stack([self._on_tensor(im if isinstance(im, torch.Tensor) else to_tensor(im)) for im in images])
 
-    def _on_tensor(self, image: Any) -> Any:
+    def _on_tensor(self, image: Tensor) -> Tensor:
         """open_clip's inference transform, step by step, on a (3, H, W) uint8 tensor on its own device."""
         from open_clip.transform import MaybeConvertMode, MaybeToTensor, ResizeKeepRatio
         from torchvision.transforms import Resize
@@ -453,7 +458,7 @@ class OpenCLIPScorer(DualScorer):
                 x = step(x)
         return x
 
-    def encode_images(self, inputs: Any) -> np.ndarray:
+    def encode_images(self, inputs: Tensor) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
@@ -461,7 +466,7 @@ class OpenCLIPScorer(DualScorer):
         return emb.float().cpu().numpy()
 
     # -- texts ---------------------------------------------------------------------------------------------------
-    def tokenize(self, texts: list[str]) -> Any:
+    def tokenize(self, texts: list[str]) -> Tensor:
         return self.text_tokenizer(list(texts))
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
@@ -491,7 +496,7 @@ class OpenCLIPScorer(DualScorer):
             tokens[i, :len(row)] = torch.tensor(row, dtype=torch.long)
         return self._encode_tokens(tokens)
 
-    def _encode_tokens(self, tokens: Any) -> np.ndarray:
+    def _encode_tokens(self, tokens: Tensor) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
@@ -504,7 +509,7 @@ class OpenCLIPScorer(DualScorer):
         return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
 
 
-def _output_size(height: int, width: int, size: Any) -> list[int]:
+def _output_size(height: int, width: int, size: int | Sequence[int]) -> list[int]:
     """[h, w] that torchvision's ``Resize(size)`` gives an image of ``height`` x ``width`` (PIL and tensors alike):
     an int (or one-element list) is the shorter side, the longer one scaled and truncated."""
     if isinstance(size, int) or len(size) == 1:
@@ -515,7 +520,8 @@ def _output_size(height: int, width: int, size: Any) -> list[int]:
     return [int(size[0]), int(size[1])]
 
 
-def _resize(image: Any, size: Sequence[int], interpolation: Any, float_path: bool | None = None) -> Any:
+def _resize(image: Tensor, size: Sequence[int], interpolation: InterpolationMode,
+            float_path: bool | None = None) -> Tensor:
     """A (3, H, W) uint8 tensor resized as PIL resizes: torch's antialiased (PIL-style) kernel, on uint8 on the CPU
     (within one grey level of PIL, enlarging or shrinking); on another device in float, one pass per axis rounded and
     clipped to bytes as PIL's are, which is within a grey level of PIL when shrinking but not when enlarging, so an
@@ -540,12 +546,10 @@ def _resize(image: Any, size: Sequence[int], interpolation: Any, float_path: boo
     return out[0].to(torch.uint8)
 
 
-def _pil(image: Any) -> Any:
-    """A (3, H, W) uint8 tensor as a PIL image; anything else as it is."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        return image
+def _pil(image: Picture) -> Image:
+    """A (3, H, W) uint8 tensor as a PIL image; a PIL image as it is."""
+    import torch
+
     if isinstance(image, torch.Tensor):
         from torchvision.transforms.functional import to_pil_image
 

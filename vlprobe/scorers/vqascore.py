@@ -1,86 +1,66 @@
 """Family ``vqascore``: generative vision-language models scored VQAScore-style (Lin et al., 2024).
 
-For each (image, text) the model is asked, through its processor's chat template,
+Each (image, text) is asked, as one user turn of the processor's chat template holding the image and the question
+(with the generation prompt added),
 
     Does this figure show "{text}"? Please answer yes or no.
 
-as one user turn holding the image and this question, with the generation prompt added; the
-model is run once (no generation) and the next-token distribution after the prompt is read.
+and the model is run once (no generation); the next-token distribution after the prompt is read:
 
-* **score** = ``log P(Yes)``: the log of the next-token probability of "Yes" over the **whole
-  vocabulary** (VQAScore's P(Yes), in log space so tiny probabilities keep their order in float32).
-* **probability** = ``P(Yes) / (P(Yes) + P(No))``: normalised over the two answers, so that 0.5 is
-  the point where the model prefers neither; it feeds the thresholded metrics (acc, p_c, p_f).
+* **score** = ``log P(Yes)`` over the **whole vocabulary** (VQAScore's P(Yes), in log space so tiny probabilities
+  keep their order in float32);
+* **probability** = ``P(Yes) / (P(Yes) + P(No))`` (0.5: neither preferred); it feeds the thresholded metrics.
 
-"Yes" and "No" are looked up robustly: every spelling among ``Yes``/`` Yes`` (and ``No``/`` No``)
-that the tokenizer encodes as a **single** token is collected (SentencePiece ``▁Yes``, byte-level
-``ĠYes``, plain ``Yes``), and their probabilities are summed, because whether the answer follows
-a space depends on how the template ends. Lower-case "yes"/"no" are not counted (VQAScore reads
-"Yes"), except by a tokenizer that reads "Yes" as "yes" (it encodes both alike: an uncased WordPiece
-vocabulary, as GIT's released checkpoints ship), whose one token ``yes`` is then the answer. A
-tokenizer where neither spelling is one token raises a clear error.
+"Yes" and "No" are every spelling among ``Yes``/`` Yes`` (``No``/`` No``) the tokenizer encodes as a **single**
+token (SentencePiece ``▁Yes``, byte-level ``ĠYes``, plain ``Yes``), their probabilities summed, since whether the
+answer follows a space depends on the template. Lower case is not counted (VQAScore reads "Yes"), except by a
+tokenizer that reads "Yes" as "yes" (uncased WordPiece, as GIT ships). No single token raises a clear error.
 
-**Where the answer is read.** The next-token distribution is read at the prompt's last real token,
-in the model's own output positions:
+**Where the answer is read**: at the prompt's last real token, in the model's own output positions: a model that
+puts positions of its own before the text (GIT's image) has ``logits.shape[1] - input_ids.shape[1]`` of them, which
+are added; where a row ends with what the tokenizer appends to every text (BERT's ``[SEP]``, used by GIT), the token
+before it is read (GIT's own VQA recipe feeds no ``[SEP]``). This is **checked** when a scorer is made: two prompts of
+different lengths on a grey image, in one right-padded batch, must each be read where the model's own last-position
+logits for that prompt alone are; a model where that fails is refused in one line, as is an encoder-decoder model
+(``config.is_encoder_decoder``: Florence-2, Pix2Struct, ...), whose answer comes from a decoder this family does not run.
 
-* a model whose outputs hold positions of its own before the text (GIT puts its image positions
-  first) has ``logits.shape[1] - input_ids.shape[1]`` of them; the text's positions follow, so
-  that offset is added (0 for models that merge the image into ``input_ids``, LLaVA, Qwen-VL...);
-* a tokenizer that appends an end-of-text token to every text (BERT's ``[SEP]``, used by GIT)
-  would put it between the question and the answer: where a row ends with what the tokenizer
-  appends, the distribution is read at the token before it, which (the model being causal) is
-  what the model predicts after the prompt without it (GIT's own VQA recipe feeds ``[CLS]`` and
-  the question, no ``[SEP]``).
+**Batching**: a batch of pairs goes through the model in **one forward pass**, padded on the **right** with an
+attention mask, so every real token keeps the position it has alone and a pair's score does not depend on its batch
+(left padding shifts positions, which only rotary embeddings forgive). Each distinct image of a batch is
+**preprocessed once** and its pixel rows repeated for its texts (:class:`_ReuseImages`). **Texts** are keyed by the
+token ids of their rendered prompt (:meth:`VQAScoreScorer.seen_texts`).
 
-When a scorer is made, this is **checked** on the model itself: two prompts of different lengths on
-a grey image, scored in one right-padded batch, must be read at the position whose logits are
-the model's own last-position logits for each prompt alone (less an appended end token); a model
-where that fails is refused in one line, before any scoring, as is an encoder-decoder model
-(``config.is_encoder_decoder``: Florence-2, Pix2Struct, UDOP, ...), whose answer comes from a
-decoder this family does not run.
-
-**Batching.** The engine hands over a batch of pairs (by default 32) and they go through the model
-in **one forward pass**: the prompts are padded on the **right** with an attention mask, and each
-row's next-token distribution is read at its own last real token. Right padding keeps every real
-token at the position it has alone, so a pair's score does not depend on what it is batched with
-(whatever the model's position embeddings; left padding shifts positions, which only rotary
-embeddings forgive). The pairs of one image sit together in a batch, and each distinct image is
-**preprocessed once** and its pixel rows repeated for its texts (:class:`_ReuseImages`), so an
-item with 4 captions pays for one image preprocessing, not 4.
-
-**Texts** are keyed by the token ids of their rendered prompt (:meth:`VQAScoreScorer.seen_texts`):
-two texts whose prompts tokenize alike are one input to the model and get one score.
-
-The family takes the architectures in :data:`ARCHITECTURES` (LLaVA, LLaVA-NeXT/OneVision, Idefics 2/3,
-SmolVLM, Qwen2-VL/Qwen2.5-VL/Qwen3-VL, PaliGemma, Gemma 3, InstructBLIP, BLIP-2 captioning, Mllama,
-GIT) and every decoder-only class of transformers' ``AutoModelForImageTextToText`` table whose
-``AutoProcessor`` takes ``images=`` and ``text=`` and that passes the check above (the tests compare
-each architecture they can build tiny with the model's own output: tests/test_architectures.py).
-A checkpoint without language-model embeddings (e.g. a BLIP-2 *retrieval* checkpoint,
-which ``AutoModelForImageTextToText`` would load as a captioner with a random language model)
-is refused. Processors without a chat template
-(e.g. PaliGemma's, which inserts its image tokens itself) get the bare question as the prompt,
-recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}`` slot) changes the question.
+The family takes the architectures in :data:`ARCHITECTURES` and every decoder-only class of transformers'
+``AutoModelForImageTextToText`` table whose ``AutoProcessor`` takes ``images=`` and ``text=`` and that passes the
+check above (tests/test_architectures.py compares each one it can build tiny with the model's own output). A
+checkpoint without language-model embeddings (a BLIP-2 *retrieval* checkpoint) is refused. Processors without a chat
+template (PaliGemma's) get the bare question, recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}``
+slot) changes the question.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from ..errors import VlprobeError
 from .base import PairScorer, PairScores, _first_line, register
-from .loading import (
-    embedding_head,
-    from_pretrained_checked,
-    load_processor,
-    processor_preprocessing,
-    resolve_dtype,
-    to_device,
-    to_images,
-)
+from .loading import embedding_head, load_model, load_processor, processor_preprocessing, to_images
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from transformers import (
+        BatchFeature,
+        ImageProcessingMixin,
+        PretrainedConfig,
+        PreTrainedModel,
+        PreTrainedTokenizerBase,
+        ProcessorMixin,
+    )
+
+    from .base import Picture
 
 DEFAULT_PROMPT = 'Does this figure show "{text}"? Please answer yes or no.'
 
@@ -99,7 +79,7 @@ _CHECK_TEXTS = ("a", "two dogs play with a red ball on the green grass next to a
 _CHECK_IMAGE_SIZE = (224, 224)
 
 
-def refuse_encoder_decoder(model_id: str, config: Any) -> None:
+def refuse_encoder_decoder(model_id: str, config: PretrainedConfig) -> None:
     """One line for a model whose answer comes from a decoder fed apart from the prompt."""
     if getattr(config, "is_encoder_decoder", False):
         archs = getattr(config, "architectures", None) or [type(config).__name__]
@@ -109,7 +89,7 @@ def refuse_encoder_decoder(model_id: str, config: Any) -> None:
             f"model), so it cannot be scored as vqascore")
 
 
-def answer_token_ids(tokenizer: Any, word: str) -> list[int]:
+def answer_token_ids(tokenizer: PreTrainedTokenizerBase, word: str) -> list[int]:
     """Ids of the single tokens that spell ``word`` with or without a leading space; for a tokenizer that
     cannot tell ``word`` from its lower case (it encodes both alike: uncased WordPiece), the one token of both."""
     ids: list[int] = []
@@ -134,20 +114,17 @@ class _ReuseImages:
     Anything it cannot split per image (nested image lists, outputs that are not one row per
     image) goes to the real image processor unchanged, so the result is always the processor's."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: ImageProcessingMixin) -> None:
         self.inner = inner
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         if name == "inner":  # not set yet (unpickling): no recursion
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    def __call__(self, images: Any = None, *args: Any, **kwargs: Any) -> Any:
-        from PIL import Image
-
-        if images is None and "images" in kwargs:
-            images = kwargs.pop("images")
+    def __call__(self, images: object = None, *args: object, **kwargs: object) -> BatchFeature:
         import torch
+        from PIL import Image
 
         if not (isinstance(images, (list, tuple)) and images
                 and all(isinstance(im, (Image.Image, torch.Tensor)) for im in images)):
@@ -171,11 +148,13 @@ class _ReuseImages:
         return out
 
 
-class VQAScoreScorer(PairScorer):
+class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
+    """A generative VLM as a scorer: log P(Yes) to a question about the text (see the module doc)."""
+
     family: ClassVar[str] = "vqascore"
     uses_images: ClassVar[bool] = True
 
-    def __init__(self, model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+    def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
                  revision: str | None = None, prompt: str = DEFAULT_PROMPT) -> None:
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         if "{text}" not in prompt:
@@ -186,7 +165,6 @@ class VQAScoreScorer(PairScorer):
         self.tokenizer = getattr(processor, "tokenizer", None)
         if self.tokenizer is None:
             raise ValueError(f"model {model_id!r}: its processor has no tokenizer")
-        self._torch_dtype = resolve_dtype(dtype)[1]
         self.yes_ids = answer_token_ids(self.tokenizer, "Yes")
         self.no_ids = answer_token_ids(self.tokenizer, "No")
         self.chat_template = bool(getattr(processor, "chat_template", None))
@@ -225,10 +203,10 @@ class VQAScoreScorer(PairScorer):
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
         """The token ids of each text's rendered prompt (before the processor puts the image's tokens
         in, which depend on the image alone): two texts with the same ids are one input."""
-        ids = self.tokenizer([self.render(t) for t in texts])["input_ids"]
+        ids = self.tokenizer([self.render(t) for t in texts]).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
-    def preprocess_pairs(self, images: list[Any], texts: list[str]) -> Any:
+    def preprocess_pairs(self, images: Sequence[Picture], texts: list[str]) -> dict[str, Tensor]:
         if len(images) != len(texts):
             raise ValueError(f"preprocess_pairs: {len(images)} images but {len(texts)} texts")
         prompts = [self.render(t) for t in texts]
@@ -237,12 +215,12 @@ class VQAScoreScorer(PairScorer):
         return dict(self._batch_processor(images=to_images(images), text=prompts, padding=True,
                                           padding_side="right", return_tensors="pt"))
 
-    def answer_logits(self, inputs: Any) -> tuple[Any, Any, Any]:
+    def answer_logits(self, inputs: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
         """(the model's logits (B, T, V), the position read per row (B,), the next-token logits read
         (B, V) in float32) for preprocessed inputs; see the module doc for where the answer is read."""
         import torch
 
-        batch = to_device(inputs, self.device, self._torch_dtype)
+        batch = self._to_device(inputs)
         ids = batch["input_ids"]
         mask = batch.get("attention_mask")
         logits = self.model(**batch).logits
@@ -266,7 +244,7 @@ class VQAScoreScorer(PairScorer):
         rows = torch.arange(logits.shape[0], device=logits.device)
         return logits, read, logits[rows, read].float()
 
-    def score_pairs(self, inputs: Any) -> PairScores:
+    def score_pairs(self, inputs: dict[str, Tensor]) -> PairScores:
         import torch
 
         with torch.inference_mode():
@@ -291,8 +269,8 @@ class VQAScoreScorer(PairScorer):
                 logits, read, _ = self.answer_logits(self.preprocess_pairs([image, image], list(_CHECK_TEXTS)))
                 for row, text in enumerate(_CHECK_TEXTS):
                     alone = self.processor(images=[image], text=[self.render(text)], return_tensors="pt")
-                    ids = alone["input_ids"][0].tolist()
-                    own = self.model(**to_device(dict(alone), self.device, self._torch_dtype)).logits[0]
+                    ids = alone.input_ids[0].tolist()
+                    own = self.model(**self._to_device(alone)).logits[0]
                     k = len(self.appended)
                     back = k if k and len(ids) > k and tuple(ids[-k:]) == self.appended else 0
                     want = own[own.shape[0] - 1 - back].float()
@@ -317,17 +295,17 @@ class _WrongPosition(Exception):
     pass
 
 
-def appended_tokens(tokenizer: Any) -> tuple[int, ...]:
+def appended_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[int, ...]:
     """The token ids the tokenizer appends after every text (BERT's ``[SEP]``), or ()."""
-    plain = tokenizer("x y", add_special_tokens=False)["input_ids"]
-    full = tokenizer("x y")["input_ids"]
+    plain = tokenizer("x y", add_special_tokens=False).input_ids
+    full = tokenizer("x y").input_ids
     for start in range(len(full) - len(plain) + 1):
         if full[start:start + len(plain)] == plain:
             return tuple(int(i) for i in full[start + len(plain):])
     return ()
 
 
-def wrap_vqascore(model_id: str, model: Any, processor: Any, *, device: str, dtype: str,
+def wrap_vqascore(model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
                   revision: str | None = None, prompt: str = DEFAULT_PROMPT) -> VQAScoreScorer:
     """An already-loaded generative VLM and its processor -> a scorer."""
     return VQAScoreScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision, prompt=prompt)
@@ -337,18 +315,17 @@ def wrap_vqascore(model_id: str, model: Any, processor: Any, *, device: str, dty
           auto_mappings=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",),
           description='generative VLMs: log P("Yes") to "Does this figure show ...?" (VQAScore)')
 def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
-                  trust_remote_code: bool = False, config: Any = None, prompt: str = DEFAULT_PROMPT,
-                  exact_preprocessing: bool = False, **kw: Any) -> VQAScoreScorer:
+                  trust_remote_code: bool = False, config: PretrainedConfig | None = None, prompt: str = DEFAULT_PROMPT,
+                  exact_preprocessing: bool = False, **kw: object) -> VQAScoreScorer:
+    """A generative VLM's Hub id or folder -> a scorer (``AutoModelForImageTextToText`` and ``AutoProcessor``)."""
     from transformers import AutoModelForImageTextToText
 
     if kw:
         raise TypeError(f"family 'vqascore' takes only prompt=... and exact_preprocessing=..., not {sorted(kw)}")
     if config is not None:
         refuse_encoder_decoder(model, config)  # before the weights load
-    _, torch_dtype = resolve_dtype(dtype)
-    net = from_pretrained_checked(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head,
-                                  revision=revision, trust_remote_code=trust_remote_code, dtype=torch_dtype)
+    net = load_model(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head, device=device,
+                     dtype=dtype, revision=revision, trust_remote_code=trust_remote_code)
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)
-    return wrap_vqascore(model, net.to(device).eval(), processor, device=device, dtype=dtype,
-                         revision=revision, prompt=prompt)
+    return wrap_vqascore(model, net, processor, device=device, dtype=dtype, revision=revision, prompt=prompt)

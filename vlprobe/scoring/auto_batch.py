@@ -15,9 +15,14 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..defaults import BATCH_SIZE
+
+if TYPE_CHECKING:
+    from ..scorers.base import Scorer
+
+T = TypeVar("T")
 
 GAIN = 1.10  # a larger batch must be at least 10% faster per input to be taken
 LARGEST = 1024  # the search stops here: past it the gain is noise and the memory is not
@@ -70,7 +75,7 @@ def choose_batch_size(seconds_for: Callable[[int], float], *, start: int = BATCH
     return (best if best is not None else start), trials
 
 
-def timed_call(fn: Callable[[Any], Any], inputs: Any, device: str) -> float:
+def timed_call(fn: Callable[[T], object], inputs: T, device: str) -> float:
     """Seconds for ``fn(inputs)`` at a shape already seen once (one untimed call first), the device synchronised."""
     fn(inputs)
     _sync(device)
@@ -100,7 +105,8 @@ def device_name(device: str) -> str:
     return str(device)
 
 
-def memo_key(scorer: Any, tower: str) -> str:
+def memo_key(scorer: Scorer, tower: str) -> str:
+    """The memo's key for ``tower`` of ``scorer``: its cache key's digest, dtype, device name and the tower."""
     from ..storage.keys import key_digest
 
     return f"{key_digest(scorer.cache_key())}|{scorer.dtype}|{device_name(scorer.device)}|{tower}"

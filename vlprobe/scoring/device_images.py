@@ -1,41 +1,34 @@
 """Decode and preprocess images on the scorer's device (a GPU), for fast (torchvision) image processors.
 
-On a GPU the engine's input path, not the model, was the floor: one CPU core decodes a 640 x 480 JPEG
-about 19x slower than nvjpeg does in a batch (docs/performance.md). So, where :func:`device_path` allows:
+On a GPU the input path, not the model, was the floor: one CPU core decodes a 640 x 480 JPEG about 19x slower than
+nvjpeg does in a batch (docs/performance.md). So, where :func:`device_path` allows, threads read each batch's bytes
+and headers (:func:`read_batch`; a JPEG's header from its markers, :func:`jpeg_header`): an RGB or grey JPEG is handed
+over encoded (a 1-D uint8 tensor), anything else is decoded there on the CPU; then the batch's JPEGs are decoded
+together on the device (``torchvision.io.decode_jpeg``, nvjpeg), and the (3, H, W) uint8 tensors go to the scorer's
+own image processor, which runs on the device too (:class:`DeviceImages`).
 
-* threads read each batch's bytes and headers in one task (:func:`read_batch`, :func:`read_for_device`; a
-  JPEG's header from its markers, :func:`jpeg_header`): an RGB or grey JPEG is handed over as its encoded
-  bytes (a 1-D uint8 tensor); anything else (PNG, CMYK JPEG, WebP, ...) is decoded there on the CPU, as
-  :func:`vlprobe.dataset.images.to_tensor` does;
-* the JPEGs of a batch are decoded together with ``torchvision.io.decode_jpeg(...,
-  device=...)`` (nvjpeg on CUDA), the CPU-decoded ones are copied over (non-blocking), and the
-  (3, H, W) uint8 tensors, already on the device, go to the scorer's own image processor, whose resize /
-  centre crop / rescale / normalise (transformers' ``TorchvisionBackend``) then run on the device
-  (:class:`DeviceImages`).
-
-The pixels are the same as the CPU path's (:func:`vlprobe.dataset.images.to_tensor`) but for nvjpeg's IDCT and
-chroma upsampling, which differ from libjpeg's at sharp colour edges; the processor's float ops on the
-device differ from the CPU's by rounding. The stated tolerance is :data:`PIXEL_MAX_DIFF` (any pixel) and
-:data:`PIXEL_MEAN_DIFF` (the mean), in normalised pixel units; the CPU path of this code is tested against
-the processor here (tests/test_device_images.py) and ``scripts/bench_scoring.py`` measures the GPU's
-difference (pixels, scores, flipped comparisons) on a GPU. Neither path applies EXIF orientation
-(PIL's ``convert`` and torchvision's decoders both ignore it), so both read a rotated photo alike.
+The pixels are the CPU path's (:func:`vlprobe.dataset.images.to_tensor`) but for nvjpeg's IDCT and chroma upsampling
+at sharp colour edges and float rounding; the tolerance is :data:`PIXEL_MAX_DIFF` (any pixel) and
+:data:`PIXEL_MEAN_DIFF` (the mean), tested on the CPU here (tests/test_device_images.py) and measured on a GPU by
+``scripts/bench_scoring.py``. Neither path applies EXIF orientation.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
 from ..dataset.images import ImageError, ImageTooLargeError, _encoded, describe, open_checked, to_tensor, too_large
 
 if TYPE_CHECKING:
+    import torch
     from torch import Tensor
 
     from ..dataset.items import ImageLike
+    from ..scorers.base import DualScorer
 
 # RGB and grey JPEGs are decoded on the device; (format, mode) pairs as PIL reads the header.
 DEVICE_DECODES = {("JPEG", "RGB"), ("JPEG", "L")}
@@ -177,32 +170,29 @@ def warm_up(device: object, preprocess: Callable[[list[Tensor]], object] | None 
     return _WARM[key]
 
 
-def decode_on(payloads: list[Any], device: Any, wheres: list[str] | None = None) -> list[Any]:
+def decode_on(payloads: list[Tensor], device: str, wheres: list[str] | None = None) -> list[Tensor]:
     """:func:`read_for_device`'s payloads -> (3, H, W) uint8 tensors on ``device``: the encoded JPEGs
     decoded together (nvjpeg on CUDA), the others copied over. A JPEG the batched decode refuses is
     decoded alone, on the device, then on the CPU; one nobody can decode raises an ImageError naming it."""
     from torchvision.io import ImageReadMode, decode_jpeg
 
-    out: list[Any] = [None] * len(payloads)
+    out = {k: p.to(device, non_blocking=True) for k, p in enumerate(payloads) if p.dim() != 1}
     encoded = [k for k, p in enumerate(payloads) if p.dim() == 1]
-    for k, p in enumerate(payloads):
-        if p.dim() != 1:
-            out[k] = p.to(device, non_blocking=True)
     if encoded:
         try:
             decoded = decode_jpeg([payloads[k] for k in encoded], mode=ImageReadMode.RGB, device=device)
         except RuntimeError:
             decoded = [_decode_one(payloads[k], device, wheres[k] if wheres else f"image {k}") for k in encoded]
-        for k, im in zip(encoded, decoded):
-            out[k] = im
-    return out
+        out.update(zip(encoded, decoded, strict=True))
+    return [out[k] for k in range(len(payloads))]
 
 
-def _decode_one(data: Any, device: Any, where: str) -> Any:
+def _decode_one(data: Tensor, device: str, where: str) -> Tensor:
     from torchvision.io import ImageReadMode, decode_jpeg
 
     try:
-        return decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+        image: Tensor = decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+        return image
     except RuntimeError:
         pass
     try:  # nvjpeg refuses a few valid files (e.g. some progressive or 4:1:1 ones): libjpeg, then PIL
@@ -220,10 +210,10 @@ class DeviceImages:
     On CUDA the work runs on a side stream that is synchronised before returning, so the engine can
     prepare the next batch in a thread while the model runs the current one on the default stream."""
 
-    def __init__(self, scorer: Any) -> None:
+    def __init__(self, scorer: DualScorer[object]) -> None:
         self.scorer = scorer
         self.device = str(scorer.device)
-        self._stream: Any = None  # a torch.cuda.Stream, made on first use
+        self._stream: torch.cuda.Stream | None = None  # made on first use
         self.checked = False  # set by the engine once a first image went through
         # the device's first decode, once per process, here rather than in the first batch (seconds on CUDA); if it
         # fails, the engine's check on a first image fails too and the run goes on the CPU path, said once
@@ -233,7 +223,7 @@ class DeviceImages:
         except Exception:  # noqa: BLE001
             pass
 
-    def __call__(self, payloads: list[Any], wheres: list[str] | None = None) -> Any:
+    def __call__(self, payloads: list[Tensor], wheres: list[str] | None = None) -> object:
         import torch
 
         with torch.inference_mode():  # thread-local: the engine's prefetch thread is not inside its own

@@ -1,41 +1,30 @@
 """The scoring engine: every item's m x n score matrix, each distinct model input computed once.
 
-Inputs are keyed by what the model reads: an image by its content (:func:`vlprobe.dataset.images.content_hash`),
-a text by the token ids the model reads after its own tokenization and truncation
-(:meth:`~vlprobe.scorers.base.Scorer.text_keys`; the text itself for a scorer without a tokenizer).
-Two texts the model cannot tell apart (case folded by the tokenizer, unknown words, a difference past
-the truncation limit) therefore have one key.
+Inputs are keyed by what the model reads: an image by its content (:func:`vlprobe.dataset.images.content_hash`), a
+text by the token ids the model reads (:meth:`~vlprobe.scorers.base.Scorer.text_keys`; the text itself for a scorer
+without a tokenizer), so texts the model cannot tell apart (case folded, unknown words, a difference past the
+truncation limit) have one key.
 
-For a :class:`~vlprobe.scorers.base.DualScorer` the engine collects, across *all* items of a run,
-the distinct image and text keys, encodes each once in batches (texts of equal token length batched
-together, so that little padding is involved), computes each distinct (image key, text key) pair's
-score once with ``scorer.similarity`` and **gathers** it into every cell where the pair appears. For
-a :class:`~vlprobe.scorers.base.PairScorer` it scores each distinct (image key, text key) pair once
-(each distinct text key once when ``scorer.uses_images`` is False; those scorers get ``None`` for
-images) and gathers likewise. Two cells whose model inputs are identical (the same text in columns 0
-and 2 of one item, two strings read as the same ids) so hold one number, bit for bit, whatever the
-batch size, padding or column position: such a comparison is an exact tie, and the tie policy decides
-it, as each benchmark's rule says. (Without the gather, float32 noise between batch and column
-positions turns such ties into wins or losses at random.)
+For a :class:`~vlprobe.scorers.base.DualScorer` the distinct image and text keys of *all* items are encoded once in
+batches (texts of equal token length together, so little padding), each distinct (image key, text key) pair's score
+is computed once with ``scorer.similarity`` and **gathered** into every cell where the pair appears. A
+:class:`~vlprobe.scorers.base.PairScorer` scores each distinct pair once (each distinct text when
+``scorer.uses_images`` is False; images are then ``None``). Cells with identical inputs so hold one number, bit for
+bit, whatever the batch, padding or column: an exact tie, decided by the benchmark's tie policy (without the gather,
+float32 noise would turn such ties into wins or losses at random).
 
-* Images are decoded and preprocessed in ``torch.utils.data.DataLoader`` workers
-  (``num_workers``; 0 decodes in the main process). On a GPU, for a fast (torchvision) image processor,
-  the engine's reader threads (made once per engine) read a few batches ahead, a task per batch (no
-  DataLoader processes), and JPEGs are decoded in batches on the device, where the processor runs too
-  (:mod:`vlprobe.scoring.device_images`), one batch ahead in a thread while the model runs the current one.
-* Texts are encoded a share at a time between image batches, so the model encodes texts while the next
-  image batch is read and prepared; the batches (and so the numbers) are the same as encoded apart. A scorer
-  that can (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) is given the token ids each text was
-  keyed by, not the text: each text is tokenized once per chunk of a run (the tie check reads the same ids).
-* ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and
-  card and remembered (:mod:`vlprobe.scoring.auto_batch`), the images' and then the texts', both before the first
-  image batch is read (nothing runs beside the timed batches); on the CPU it is the default, 32.
-* With a :class:`~vlprobe.storage.score_cache.ScoreCache`, what is already cached is not computed, and every
-  computed batch is committed before the next starts: a killed run, started again, loses nothing
-  and computes nothing twice.
-* Under ``accelerate launch`` (or any initialised ``torch.distributed`` group), the main process
-  decides what is missing, the missing inputs are sharded across processes, each process caches
-  its own batches, and the results are gathered on every process (``all_gather_object``).
+* Images are decoded and preprocessed in ``DataLoader`` workers (``num_workers``; 0: in the main process). On a GPU,
+  for a fast (torchvision) image processor, reader threads read a few batches ahead and JPEGs are decoded and
+  preprocessed on the device (:mod:`vlprobe.scoring.device_images`), one batch ahead of the model.
+* Texts are encoded a share at a time between image batches (the same batches, so the same numbers); a scorer that
+  can (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) is given the ids each text was keyed by, so each
+  text is tokenized once.
+* ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and card and
+  remembered (:mod:`vlprobe.scoring.auto_batch`), before the first image batch is read; on the CPU it is 32.
+* With a :class:`~vlprobe.storage.score_cache.ScoreCache`, what is cached is not computed, and every computed batch
+  is committed before the next starts: a killed run, started again, loses nothing and computes nothing twice.
+* Under ``accelerate launch`` (an initialised ``torch.distributed`` group) the main process decides what is missing,
+  it is sharded across processes, each caches its own batches, and the results are gathered on every process.
 """
 
 from __future__ import annotations
@@ -310,26 +299,22 @@ class Engine:
                 raise TypeError(f"{type(self.scorer).__name__} is neither a DualScorer nor a PairScorer")
         except KeyboardInterrupt:
             raise EngineInterrupted(self._interrupted()) from None
-        result.stats["cached_from_concurrent_runs"] = len(self._reused)
-        result.stats["cached"] = result.stats.get("cached", 0) + len(self._reused)
+        reused = len(self._reused)
+        stats = {**result.stats, "cached_from_concurrent_runs": reused, "cached": result.stats["cached"] + reused}
         if self.world > 1:
             # computed_* become totals over all processes; this process's share is kept apart.
-            mine = {k: v for k, v in result.stats.items() if k.startswith("computed_")}
+            mine = {k: v for k, v in stats.items() if k.startswith("computed_")}
             totals = _all_gather(mine, self.world)
             for key, value in mine.items():
-                result.stats[f"{key}_this_process"] = value
-                result.stats[key] = sum(t.get(key, 0) for t in totals)
-        result.stats["seconds"] = round(time.perf_counter() - start, 3)
-        result.stats["world_size"] = self.world
-        result.stats["batch_size"] = self._batch_record()
-        result.stats["image_preprocessing_on"] = str(self.scorer.device) if self._device_images else "cpu"
+                stats[f"{key}_this_process"] = value
+                stats[key] = sum(t.get(key, 0) for t in totals)
+        result.stats = {**stats, "seconds": round(time.perf_counter() - start, 3), "world_size": self.world,
+                        "batch_size": {"chosen": AUTO if self.auto else "given", **self.batch_sizes},
+                        "image_preprocessing_on": str(self.scorer.device) if self._device_images else "cpu"}
         return result
 
-    def _batch_record(self) -> dict[str, Any]:
-        return {"chosen": AUTO if self.auto else "given", **self.batch_sizes}
-
     # -- dual encoders ----------------------------------------------------------------------------
-    def _score_dual(self, items: Sequence[Item], scorer: DualScorer) -> EngineResult:
+    def _score_dual(self, items: Sequence[Item], scorer: DualScorer[Any]) -> EngineResult:
         image_rows: dict[str, ImageRow] = {}  # key -> (key, image, where), first seen
         item_images: list[list[str]] = []
         hashes = _image_hashes(items)
@@ -345,12 +330,10 @@ class Engine:
         item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts])
                      for ikeys, item in zip(item_images, items, strict=True)]
 
-        vectors, stats = self._lookup(list(image_rows) + list(text_rows))
-        missing_images = [image_rows[k] for k in image_rows if k not in vectors]
-        missing_texts = [(k, text_rows[k]) for k in text_rows if k not in vectors]
-        missing_images = missing_images[self.rank :: self.world]
-        missing_texts = missing_texts[self.rank :: self.world]
-        stats.update(unique_images=len(image_rows), unique_texts=len(text_rows))
+        vectors = self._lookup(list(image_rows) + list(text_rows))
+        cached = len(vectors)
+        missing_images = [image_rows[k] for k in image_rows if k not in vectors][self.rank :: self.world]
+        missing_texts = [(k, text_rows[k]) for k in text_rows if k not in vectors][self.rank :: self.world]
 
         computed: dict[str, Vector] = {}
         # texts are encoded a share at a time between image batches: while the next image batch is read, decoded and
@@ -362,8 +345,9 @@ class Engine:
             computed.update(texts.finish())
         finally:
             texts.close()
-        stats["computed_images"] = sum(k.startswith("i:") for k in computed)
-        stats["computed_texts"] = sum(k.startswith("t:") for k in computed)
+        stats = {"cached": cached, "unique_images": len(image_rows), "unique_texts": len(text_rows),
+                 "computed_images": sum(k.startswith("i:") for k in computed),
+                 "computed_texts": sum(k.startswith("t:") for k in computed)}
         vectors.update(self._gather(computed))
 
         # Each distinct (image key, text key) pair's score is computed once and gathered into every
@@ -379,10 +363,9 @@ class Engine:
                     for j, b in enumerate(ut):
                         pair_score.setdefault((a, b), S[i, j])
             scores.append(np.array([[pair_score[a, b] for b in tkeys] for a in ikeys], dtype=np.float32))
-        stats["unique_pairs"] = len(pair_score)
-        return EngineResult(scores=scores, probabilities=None, stats=stats)
+        return EngineResult(scores=scores, probabilities=None, stats={**stats, "unique_pairs": len(pair_score)})
 
-    def _run_images(self, rows: list[ImageRow], scorer: DualScorer,
+    def _run_images(self, rows: list[ImageRow], scorer: DualScorer[Any],
                     between: Callable[[float], None] | None = None,
                     ready: Callable[[], None] | None = None) -> dict[str, Vector]:
         """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``. ``ready()`` is
@@ -416,7 +399,7 @@ class Engine:
                 between(done / total)
         return out
 
-    def _run_images_on_device(self, rows: list[ImageRow], scorer: DualScorer, on_device: DeviceImages,
+    def _run_images_on_device(self, rows: list[ImageRow], scorer: DualScorer[Any], on_device: DeviceImages,
                               between: Callable[[float], None] | None = None,
                               ready: Callable[[], None] | None = None) -> dict[str, Vector]:
         """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
@@ -533,7 +516,7 @@ class Engine:
         self.batch_sizes[tower] = size
         return size
 
-    def _run_texts(self, rows: list[TextRow], scorer: DualScorer,
+    def _run_texts(self, rows: list[TextRow], scorer: DualScorer[Any],
                    ids: dict[str, tuple[int, ...]] | None = None) -> dict[str, Vector]:
         """Encode (key, text) rows (:class:`_TextSteps`, all at once)."""
         texts = _TextSteps(self, rows, scorer, ids)
@@ -543,7 +526,7 @@ class Engine:
             texts.close()
 
     # -- pair scorers -----------------------------------------------------------------------------
-    def _score_pairs(self, items: Sequence[Item], scorer: PairScorer) -> EngineResult:
+    def _score_pairs(self, items: Sequence[Item], scorer: PairScorer[Any]) -> EngineResult:
         uses_images = scorer.uses_images
         tkey_of = self._text_rows(t for item in items for t in item.texts)[0]
         pair_rows: dict[str, PairRow] = {}
@@ -561,25 +544,20 @@ class Engine:
                 matrix.append(row)
             item_keys.append(matrix)
 
-        vectors, stats = self._lookup(list(pair_rows))
+        vectors = self._lookup(list(pair_rows))
+        cached = len(vectors)
         self.batch_sizes.setdefault("pairs", self.batch_size)  # the search covers dual encoders' towers only
         missing = [pair_rows[k] for k in pair_rows if k not in vectors][self.rank :: self.world]
-        stats["unique_pairs"] = len(pair_rows)
-        computed: dict[str, Vector] = {}
-        if missing:
-            loader = self._loader(missing, _PairCollate(scorer.preprocess_pairs, uses_images, decoder(scorer)))
-            for keys, inputs, error in self._bar(loader, len(missing), "pairs"):
-                if error:
-                    raise ImageError(error)
-                out: PairScores = self._call(scorer.score_pairs, inputs)
-                s = np.asarray(out.scores, dtype=np.float32).reshape(len(keys))
-                p = (
-                    np.full(len(keys), np.nan, dtype=np.float32)
-                    if out.probabilities is None
-                    else np.asarray(out.probabilities, dtype=np.float32).reshape(len(keys))
-                )
-                self._store(computed, keys, np.stack([s, p], axis=1))
-        stats["computed_pairs"] = len(computed)
+
+        def score(inputs: object) -> Vector:  # (n, 2): each pair's score and probability (NaN: none)
+            out: PairScores = self._call(scorer.score_pairs, inputs)
+            s = np.asarray(out.scores, dtype=np.float32).reshape(-1)
+            p = (np.full(len(s), np.nan, dtype=np.float32) if out.probabilities is None
+                 else np.asarray(out.probabilities, dtype=np.float32).reshape(-1))
+            return np.stack([s, p], axis=1)
+
+        computed = self._run_pairs(missing, scorer, uses_images, score)
+        stats = {"cached": cached, "unique_pairs": len(pair_rows), "computed_pairs": len(computed)}
         vectors.update(self._gather(computed))
 
         scores, probs, have_probs = [], [], True
@@ -614,7 +592,7 @@ class Engine:
         rows = {k: (k, t) for k, t in text_rows.items()}
         return self._features(keys, rows, lambda todo: self._run_texts(todo, scorer, text_ids))
 
-    def _dual(self) -> DualScorer:
+    def _dual(self) -> DualScorer[Any]:
         if not isinstance(self.scorer, DualScorer):
             raise TypeError(f"{type(self.scorer).__name__} embeds no image or text alone (it is not a DualScorer)")
         return self.scorer
@@ -639,30 +617,33 @@ class Engine:
             keys.append(key)
             rows.setdefault(key, (key, image, text, where))
 
-        def run(todo: list[PairRow]) -> dict[str, Vector]:
-            out: dict[str, Vector] = {}
-            if todo:
-                loader = self._loader(todo, _PairCollate(scorer.preprocess_pairs, True, decoder(scorer)))
-                for batch_keys, inputs, error in self._bar(loader, len(todo), "pairs"):
-                    if error:
-                        raise ImageError(error)
-                    self._store(out, batch_keys, self._call(features, inputs))
-            return out
+        return self._features(keys, rows, lambda todo: self._run_pairs(todo, scorer, True,
+                                                                       lambda inputs: self._call(features, inputs)))
 
-        return self._features(keys, rows, run)
+    def _run_pairs(self, rows: list[PairRow], scorer: PairScorer[Any], uses_images: bool,
+                   compute: Callable[[object], npt.ArrayLike]) -> dict[str, Vector]:
+        """``compute(inputs)``, a row per pair, for each batch of (key, image, text, where) rows."""
+        out: dict[str, Vector] = {}
+        if rows:
+            loader = self._loader(rows, _PairCollate(scorer.preprocess_pairs, uses_images, decoder(scorer)))
+            for keys, inputs, error in self._bar(loader, len(rows), "pairs"):
+                if error:
+                    raise ImageError(error)
+                self._store(out, keys, compute(inputs))
+        return out
 
     def _features(self, keys: list[str], rows: dict[str, Row],
                   run: Callable[[list[Row]], dict[str, Vector]]) -> tuple[Vector, dict[str, Any]]:
         start = time.perf_counter()
         self._reused = {}
-        vectors, stats = self._lookup(list(rows))
+        vectors = self._lookup(list(rows))
+        cached = len(vectors)
         todo = [rows[k] for k in rows if k not in vectors][self.rank :: self.world]
         computed = run(todo)
-        stats.update(unique=len(rows), computed=len(computed))
-        if self.world > 1:
-            stats["computed"] = sum(_all_gather(len(computed), self.world))
+        total = sum(_all_gather(len(computed), self.world))
         vectors.update(self._gather(computed))
-        stats["seconds"] = round(time.perf_counter() - start, 3)
+        stats = {"cached": cached, "unique": len(rows), "computed": total,
+                 "seconds": round(time.perf_counter() - start, 3)}
         matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
         return matrix, stats
 
@@ -703,12 +684,11 @@ class Engine:
             rows.setdefault("t:" + key, text)
         return of, rows, None if ids is None else {"t:" + k: row for k, row in ids.items()}
 
-    def _lookup(self, keys: list[str]) -> tuple[dict[str, Vector], dict[str, Any]]:
+    def _lookup(self, keys: list[str]) -> dict[str, Vector]:
         """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
         so that every process shards the same list."""
         found = self.cache.get_many(keys) if self.cache is not None and self.rank == 0 else {}
-        found = _broadcast(found, self.world)
-        return found, {"cached": len(found)}
+        return _broadcast(found, self.world)
 
     def _gather(self, computed: dict[str, Vector]) -> dict[str, Vector]:
         """Every process's computed vectors (plus those a concurrent run committed meanwhile)."""
@@ -791,7 +771,7 @@ class _TextSteps:
     tokenized once per run, for its key. The texts' batch size is settled by :meth:`settle` (before the first image
     batch) or at the first step."""
 
-    def __init__(self, engine: Engine, rows: list[TextRow], scorer: DualScorer,
+    def __init__(self, engine: Engine, rows: list[TextRow], scorer: DualScorer[Any],
                  ids: dict[str, tuple[int, ...]] | None) -> None:
         self.engine, self.scorer = engine, scorer
         self.out: dict[str, Vector] = {}

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, ca
 
 import numpy as np
 
+from ..dataset.images import ImageError
 from ..errors import ModelError, VlprobeError
 
 if TYPE_CHECKING:
@@ -88,25 +89,21 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {line}" if line else type(err).__name__
 
 
-def _passes_through(err: BaseException) -> bool:
-    """Errors that already say what is wrong, or that a caller handles by type."""
-    if isinstance(err, VlprobeError):
-        return True
-    try:
-        from vlprobe.dataset.images import ImageError
-
-        if isinstance(err, ImageError):
-            return True
-    except ImportError:  # pragma: no cover
-        pass
+def is_oom(err: BaseException) -> bool:
+    """Whether ``err`` is the device running out of memory."""
     try:
         import torch
 
         if isinstance(err, torch.OutOfMemoryError):
             return True
-    except (ImportError, AttributeError):  # pragma: no cover
+    except (ImportError, AttributeError):
         pass
     return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
+
+
+def _passes_through(err: BaseException) -> bool:
+    """Errors that already say what is wrong, or that a caller handles by type."""
+    return isinstance(err, (VlprobeError, ImageError)) or is_oom(err)
 
 
 def _guard(fn: Callable[P, R]) -> Callable[P, R]:
@@ -226,15 +223,11 @@ class Scorer:
         return int(limit) if isinstance(limit, int) and limit > 0 else None
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
-        """What the model reads of each text: its token ids as the scorer feeds them, after the
-        model's own tokenization and truncation to :meth:`text_limit` tokens (padding left out).
-        Two texts the model cannot tell apart come back equal (they differ only past the limit, in
-        case a lower-casing tokenizer folds, or in words that are all the unknown token): the engine
-        keys inputs by this (:meth:`text_keys`), so they get one score, and an item made of them
-        ties exactly (a fact of the model, not of any benchmark). This default tokenizes with the
-        scorer's ``tokenizer`` (or its processor's) and truncates to :meth:`text_limit`; a family
-        that feeds texts another way (a prompt around them, no special tokens) overrides it. None
-        when the scorer has no tokenizer and limit to say it with."""
+        """What the model reads of each text: its token ids as the scorer feeds them, after its tokenization and
+        truncation to :meth:`text_limit` tokens (padding left out). Texts the model cannot tell apart (past the limit,
+        case folded, unknown words) come back equal, so the engine gives them one score and an item made of them ties
+        exactly. This default uses the scorer's ``tokenizer`` (or its processor's); a family that feeds texts another
+        way overrides it. None when the scorer has no tokenizer and limit to say it with."""
         tok = getattr(self, "tokenizer", None) or getattr(getattr(self, "processor", None), "tokenizer", None)
         limit = self.text_limit()
         if tok is None or limit is None or not callable(tok):
@@ -245,12 +238,9 @@ class Scorer:
     seen_texts = _guard(seen_texts)
 
     def text_keys(self, texts: Sequence[str]) -> list[str]:
-        """One key per text, equal for two texts exactly when the model reads them as the same input:
-        ``ids:`` and a hash of :meth:`seen_texts`' token ids, or, for a scorer that cannot say,
-        ``text:`` and a hash of the text itself (two texts then share a key only when they are the
-        same string: never merged wrongly, at worst not merged). The engine encodes each key once
-        and gathers its vector or score into every place the text appears, and the score cache
-        stores entries under these keys."""
+        """One key per text (:func:`text_key`), equal for two texts exactly when the model reads them as the same
+        input; for a scorer that cannot say, the text itself (never merged wrongly, at worst not merged). The engine
+        encodes each key once, and the score cache stores entries under these keys."""
         texts = list(texts)
         seen = self.seen_texts(texts) if texts else []
         if seen is not None and len(seen) != len(texts):
@@ -258,11 +248,9 @@ class Scorer:
         return [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(texts)]
 
     def cache_key(self) -> dict[str, Any]:
-        """What must match for a cached score or embedding to be reused (the device is left out:
-        the same weights and dtype give the same numbers up to kernel noise). A local folder is
-        keyed by its content (``model_sha256``) and its name, not by the path as typed: a model
-        retrained into the same folder, or another model at the same relative path, gets its own
-        entries; a Hub model by its id and resolved commit (``revision``)."""
+        """What must match for a cached score or embedding to be reused: :meth:`describe` without the device (the
+        same weights and dtype give the same numbers up to kernel noise); a local folder by its content
+        (``model_sha256``) and name, not the path as typed; a Hub model by its id and resolved commit."""
         model_id = Path(self.model_id).expanduser().resolve().name or "model" if self.model_sha256 else self.model_id
         return {**{k: v for k, v in self.describe().items() if k != "device"}, "model_id": model_id}
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, _first_line, register
-from .loading import embedding_head, from_pretrained, load_model, model_max_text_length, no_options
+from .loading import embedding_head, from_pretrained, load_checked, model_max_text_length, no_options
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -166,7 +166,7 @@ def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", r
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     no_options("causal_lm", kw)
-    net = load_model(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head, device=device, dtype=dtype,
+    net = load_checked(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head, device=device, dtype=dtype,
                      revision=revision, trust_remote_code=trust_remote_code)
     tokenizer = from_pretrained(AutoTokenizer, model, revision=revision, trust_remote_code=trust_remote_code)
     return wrap_causal_lm(model, net, tokenizer, device=device, dtype=dtype, revision=revision)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from .base import DualScorer, register
-from .loading import load_model, load_processor, model_max_text_length, no_options, processor_preprocessing, to_images
+from .loading import load_checked, load_processor, model_max_text_length, no_options, processor_preprocessing, to_images
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -222,7 +222,7 @@ def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revisi
     from transformers import AutoModel
 
     no_options("dual", kw)
-    net = load_model(AutoModel, model, family="dual", head=_head, device=device, dtype=dtype, revision=revision,
+    net = load_checked(AutoModel, model, family="dual", head=_head, device=device, dtype=dtype, revision=revision,
                      trust_remote_code=trust_remote_code)
     _check_dual(model, net)  # before the processor loads
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,

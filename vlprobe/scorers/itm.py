@@ -27,8 +27,8 @@ import numpy as np
 
 from .base import PairScorer, PairScores, register
 from .loading import (
+    load_checked,
     load_config,
-    load_model,
     load_processor,
     model_max_text_length,
     no_options,
@@ -206,7 +206,7 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"dandelin/vilt-b32-finetuned-coco)"
         )
     check_config(model, arch, config)
-    net = load_model(getattr(transformers, arch), model, family="itm", head=lambda net: _HEAD_WEIGHTS[arch],
+    net = load_checked(getattr(transformers, arch), model, family="itm", head=lambda net: _HEAD_WEIGHTS[arch],
                      device=device, dtype=dtype, revision=revision)
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)

@@ -22,7 +22,7 @@
   :func:`vlprobe.storage.keys.folder_digest`), so a model retrained into the same folder never reads old scores.
 * **Controls**: ``control="blank"|"shuffle"`` records an image control in provenance (:mod:`~vlprobe.scorers.controls`).
 
-The helpers here (:func:`resolve_device`, :func:`resolve_dtype`, :func:`load_model`, :func:`load_processor`,
+The helpers here (:func:`resolve_device`, :func:`resolve_dtype`, :func:`load_checked`, :func:`load_processor`,
 :func:`to_images`) are shared by the family modules.
 """
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -151,11 +151,9 @@ def from_pretrained(cls: Loadable[T], model: str, **kw: object) -> T:
         # transformers reports a missing repo, revision or file as OSError (EnvironmentError).
         raise _not_found(model, err) from None
     except ValueError as err:
-        try:
-            from huggingface_hub.errors import HFValidationError
-        except ImportError:  # older huggingface_hub
-            HFValidationError = ()  # type: ignore[assignment]  # noqa: N806
-        if HFValidationError and isinstance(err, HFValidationError):  # a malformed id, e.g. "a/b/c"
+        from huggingface_hub.errors import HFValidationError
+
+        if isinstance(err, HFValidationError):  # a malformed id, e.g. "a/b/c"
             raise _not_found(model, err) from None
         if "Unrecognized model in" in str(err) and Path(model).expanduser().is_dir():  # no model_type
             if (Path(model).expanduser() / "config.json").is_file():
@@ -325,21 +323,19 @@ def _family_of(cls: str, fams: list[Family]) -> str | None:
     return None
 
 
-def _matching(names: Iterable[str], prefixes: list[str]) -> list[str]:
-    # "" stands for the whole model.
-    return sorted(k for k in names if any(p == "" or k == p or k.startswith(p + ".") for p in prefixes))
-
-
-def from_pretrained_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
-                            head: Callable[[PreTrainedModel], list[str]], **kw: object) -> PreTrainedModel:
-    """:func:`from_pretrained` with ``output_loading_info=True``; refuses (MissingWeightsError) a
-    checkpoint that lacks any weight under the parameter-name prefixes ``head(net)`` names (what the
-    family reads besides the backbone; ``""`` is the whole model), or whose weights there had the
-    wrong shape: transformers would initialise them at random."""
-    net, info = from_pretrained(cls, model, output_loading_info=True, **kw)
+def load_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
+                 head: Callable[[PreTrainedModel], list[str]], device: str, dtype: str, revision: str | None,
+                 trust_remote_code: bool = False) -> PreTrainedModel:
+    """A family's model (:func:`from_pretrained`) in ``dtype``, on ``device``, in eval mode. Refuses
+    (MissingWeightsError) a checkpoint that lacks any weight under the parameter-name prefixes ``head(net)`` names
+    (what the family reads besides the backbone; ``""`` is the whole model), or whose weights there had the wrong
+    shape: transformers would initialise them at random."""
+    net, info = from_pretrained(cls, model, output_loading_info=True, revision=revision,
+                                trust_remote_code=trust_remote_code, dtype=resolve_dtype(dtype)[1])
     missing = set(info.get("missing_keys") or ())
     missing |= {k[0] if isinstance(k, tuple) else k for k in info.get("mismatched_keys") or ()}
-    hit = _matching(missing, list(head(net)))
+    prefixes = list(head(net))
+    hit = sorted(k for k in missing if any(p == "" or k == p or k.startswith(p + ".") for p in prefixes))
     if hit:
         archs = getattr(getattr(net, "config", None), "architectures", None)
         shown = ", ".join(hit[:3]) + (f" and {len(hit) - 3} more" if len(hit) > 3 else "")
@@ -349,15 +345,6 @@ def from_pretrained_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[
             f"random; it is another kind of model: leave --family out to detect its family, or name the one "
             f"that fits"
         )
-    return net
-
-
-def load_model(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
-               head: Callable[[PreTrainedModel], list[str]], device: str, dtype: str, revision: str | None,
-               trust_remote_code: bool = False) -> PreTrainedModel:
-    """A family's model: :func:`from_pretrained_checked` in ``dtype``, on ``device``, in eval mode."""
-    net = from_pretrained_checked(cls, model, family=family, head=head, revision=revision,
-                                  trust_remote_code=trust_remote_code, dtype=resolve_dtype(dtype)[1])
     return net.to(device).eval()
 
 

@@ -145,11 +145,6 @@ def _split(name: str, text: str) -> tuple[str, str]:
     return arch, tag
 
 
-def pretrained_names() -> list[str]:
-    """Every ``ARCH/PRETRAINED`` of open_clip's pretrained table (local, no network)."""
-    return [f"{arch}/{tag}" for arch, tag in _module().list_pretrained()]
-
-
 def resolve(model: str) -> Source:
     """The :class:`Source` an open_clip name stands for; one-line :class:`ModelError` for a name that stands for
     nothing (an unknown ARCH/PRETRAINED names the closest ones)."""
@@ -186,7 +181,7 @@ def resolve(model: str) -> Source:
 
 def _unknown(name: str, arch: str, tag: str, copies: list[str]) -> str:
     oc = _module()
-    known = pretrained_names() + copies
+    known = [f"{a}/{t}" for a, t in oc.list_pretrained()] + copies  # open_clip's table is local: no network
     tags = oc.pretrained.list_pretrained_tags_by_model(arch)
     if tags:
         what = f"open_clip has no weights {tag!r} for {arch}; its tags are {', '.join(tags)}"
@@ -196,7 +191,8 @@ def _unknown(name: str, arch: str, tag: str, copies: list[str]) -> str:
         what = f"open_clip has no architecture {arch!r}"
     close = difflib.get_close_matches(f"{arch}/{tag}", known, n=5, cutoff=0.5)
     hint = f"; did you mean {', '.join('open_clip:' + c for c in close)}?" if close else ""
-    where = f" (nor is there a local copy {copies_home() / arch / tag} under ${MODELS_ENV})" if copies_home() else ""
+    home = copies_home()
+    where = f" (nor is there a local copy {home / arch / tag} under ${MODELS_ENV})" if home else ""
     return f"model {name!r}: {what}{where}{hint}"
 
 
@@ -247,12 +243,9 @@ def _hub_commit(repo: str | None, filenames: Sequence[str]) -> str | None:
 
     for filename in filenames:
         path = try_to_load_from_cache(repo, filename)
-        if isinstance(path, str) and Path(path).parent.parent.name == "snapshots":
-            return Path(path).parent.name
-        if isinstance(path, str):
-            parts = Path(path).parts
-            if "snapshots" in parts:
-                return parts[parts.index("snapshots") + 1]
+        parts = Path(path).parts if isinstance(path, str) else ()
+        if "snapshots" in parts[:-1]:  # .../snapshots/<commit>/<file>: the last "snapshots" folder of the path
+            return parts[len(parts) - 1 - parts[::-1].index("snapshots") + 1]
     return None
 
 

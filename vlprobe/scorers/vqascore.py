@@ -47,7 +47,7 @@ import numpy as np
 
 from ..errors import VlprobeError
 from .base import PairScorer, PairScores, _first_line, register
-from .loading import embedding_head, load_model, load_processor, processor_preprocessing, to_images
+from .loading import embedding_head, load_checked, load_processor, processor_preprocessing, to_images
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -143,8 +143,7 @@ class _ReuseImages:
                 repeated[key] = [value[i] for i in index]
             else:  # not one row per image: let the image processor do every image
                 return self.inner(images, *args, **kwargs)
-        for key, value in repeated.items():
-            out[key] = value
+        out.update(repeated)
         return out
 
 
@@ -324,7 +323,7 @@ def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", re
         raise TypeError(f"family 'vqascore' takes only prompt=... and exact_preprocessing=..., not {sorted(kw)}")
     if config is not None:
         refuse_encoder_decoder(model, config)  # before the weights load
-    net = load_model(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head, device=device,
+    net = load_checked(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head, device=device,
                      dtype=dtype, revision=revision, trust_remote_code=trust_remote_code)
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)

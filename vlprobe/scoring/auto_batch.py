@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..defaults import BATCH_SIZE
+from ..scorers.base import is_oom
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
@@ -27,17 +28,6 @@ T = TypeVar("T")
 GAIN = 1.10  # a larger batch must be at least 10% faster per input to be taken
 LARGEST = 1024  # the search stops here: past it the gain is noise and the memory is not
 MEMO_FILE = "batch-sizes.json"
-
-
-def is_oom(err: BaseException) -> bool:
-    try:
-        import torch
-
-        if isinstance(err, torch.OutOfMemoryError):
-            return True
-    except (ImportError, AttributeError):
-        pass
-    return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
 
 
 def choose_batch_size(seconds_for: Callable[[int], float], *, start: int = BATCH_SIZE, largest: int = LARGEST,

@@ -142,13 +142,10 @@ _WARM: dict[str, float] = {}  # device -> seconds its first decode (and preproce
 
 
 def warm_up(device: object, preprocess: Callable[[list[Tensor]], object] | None = None) -> float:
-    """Decode a tiny JPEG on ``device`` once per process, and run ``preprocess`` (the scorer's
-    ``preprocess_images``) on it: the first nvjpeg / CUDA use there costs seconds (the library, its handles, the
-    first kernels, and modules torch imports on first use: ``decode_on`` took 6.7 s of a fresh, profiled
-    ``vlprobe evaluate``'s scoring on an H200, docs/performance.md),
-    so a run pays it when its DeviceImages is made, not inside its first timed batch. Returns the seconds it took
-    here (0 when the device was already warm). A processor that fails here is left to the engine's check on a
-    first image, which says why and goes on the CPU path."""
+    """Decode a tiny JPEG on ``device`` once per process and run ``preprocess`` (the scorer's ``preprocess_images``)
+    on it: the first nvjpeg / CUDA use costs seconds (6.7 s of a fresh ``vlprobe evaluate``'s scoring on an H200,
+    docs/performance.md), paid here, not in the first timed batch. Returns the seconds it took (0: already warm). A
+    processor that fails here is left to the engine's check on a first image, which goes on the CPU path."""
     key = str(device)
     if key in _WARM:
         return 0.0

@@ -48,7 +48,7 @@ from tqdm.auto import tqdm
 from ..dataset.images import ImageError, content_hash, describe, to_pil, to_tensor
 from ..dataset.items import ImageLike, Item
 from ..defaults import AUTO, BATCH_SIZE
-from ..scorers.base import DualScorer, PairScorer, PairScores, Scorer, text_key
+from ..scorers.base import DualScorer, PairScorer, PairScores, Scorer, is_oom, text_key
 from ..storage.score_cache import ScoreCache
 from . import auto_batch
 from .device_images import DeviceImages, device_path, read_batch, read_for_device
@@ -121,11 +121,9 @@ def _all_gather(obj: T, world: int) -> list[T]:
 # ---- DataLoader pieces (module level so that worker processes can use them) ----------------------
 
 class _FreshBatches(Generic[Row]):
-    """Batches of rows (of row indices, ``rows=range(n)``, for a DataLoader ``batch_sampler``) that ask the cache,
-    just before handing out each batch, which of its keys another process sharing the cache has committed
-    meanwhile: those vectors go to ``found`` and only the rest is computed. With a cache the
-    batches come in a random order per process, so concurrent runs split the work instead of
-    computing the same batches side by side (the numbers do not depend on the order)."""
+    """Batches of rows (row indices, ``rows=range(n)``, for a DataLoader ``batch_sampler``) that ask the cache, just
+    before each batch, which keys a concurrent run committed meanwhile: those go to ``found``, the rest is computed.
+    With a cache the batches come in a random order per process, so concurrent runs split the work."""
 
     def __init__(self, keys: Sequence[str], batch_size: int, cache: ScoreCache | None,
                  found: dict[str, Vector], rows: Sequence[Row],
@@ -157,17 +155,6 @@ class _FreshBatches(Generic[Row]):
                 if not batch:
                     continue
             yield [self.rows[i] for i in batch]
-
-
-class _ListDataset(Generic[Row]):
-    def __init__(self, rows: Sequence[Row]) -> None:
-        self.rows = rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, i: int) -> Row:
-        return self.rows[i]
 
 
 Decode = Callable[..., object]  # (image, where=...) -> a PIL image or a (3, H, W) uint8 tensor
@@ -218,7 +205,6 @@ class _PairCollate:
         return keys, self.preprocess(images, texts), None
 
 
-_is_oom = auto_batch.is_oom
 _NOTED: set[str] = set()  # notes said once per process
 
 
@@ -402,12 +388,10 @@ class Engine:
     def _run_images_on_device(self, rows: list[ImageRow], scorer: DualScorer[Any], on_device: DeviceImages,
                               between: Callable[[float], None] | None = None,
                               ready: Callable[[], None] | None = None) -> dict[str, Vector]:
-        """The device path: no DataLoader processes (forking a process that holds a GPU context costs more than
-        reading bytes saves). The engine's reader threads (``num_workers``, at least one; made once per engine)
-        read whole batches, a task per batch, a few batches ahead (bytes and headers; what is not an RGB or grey
-        JPEG is decoded there: PIL and torchvision release the GIL), and one preparing thread decodes and
-        preprocesses each batch on the device one batch ahead of the model; meanwhile the main thread encodes
-        this batch and then (``between``) a share of the texts."""
+        """The device path, with no DataLoader processes (forking a process that holds a GPU context costs more than
+        reading saves): reader threads (``num_workers``, at least one) read whole batches a few ahead (bytes and
+        headers; what is not an RGB or grey JPEG is decoded there), one preparing thread decodes and preprocesses each
+        on the device one batch ahead of the model, and the main thread encodes, then (``between``) a share of texts."""
         readers, preparer = self._pools()
 
         def read(batch: list[ImageRow]) -> list[Tensor]:
@@ -476,7 +460,7 @@ class Engine:
         try:
             on_device([read_for_device(rows[0][1], rows[0][2])], [rows[0][2]])
         except Exception as err:
-            if isinstance(err, ImageError) or _is_oom(err):
+            if isinstance(err, ImageError) or is_oom(err):
                 raise
             self._note(f"images are decoded and preprocessed on the CPU: the device path failed on "
                        f"{self.scorer.device} ({type(err).__name__}: {err})")
@@ -515,15 +499,6 @@ class Engine:
             self._say(f"batch size for the {tower}: {size} (auto, remembered in {auto_batch.MEMO_FILE})")
         self.batch_sizes[tower] = size
         return size
-
-    def _run_texts(self, rows: list[TextRow], scorer: DualScorer[Any],
-                   ids: dict[str, tuple[int, ...]] | None = None) -> dict[str, Vector]:
-        """Encode (key, text) rows (:class:`_TextSteps`, all at once)."""
-        texts = _TextSteps(self, rows, scorer, ids)
-        try:
-            return texts.finish()
-        finally:
-            texts.close()
 
     # -- pair scorers -----------------------------------------------------------------------------
     def _score_pairs(self, items: Sequence[Item], scorer: PairScorer[Any]) -> EngineResult:
@@ -590,7 +565,7 @@ class Engine:
         tkey_of, text_rows, text_ids = self._text_rows(texts)
         keys = ["t:" + tkey_of[t] for t in texts]
         rows = {k: (k, t) for k, t in text_rows.items()}
-        return self._features(keys, rows, lambda todo: self._run_texts(todo, scorer, text_ids))
+        return self._features(keys, rows, lambda todo: _TextSteps(self, todo, scorer, text_ids).finish())
 
     def _dual(self) -> DualScorer[Any]:
         if not isinstance(self.scorer, DualScorer):
@@ -719,7 +694,7 @@ class Engine:
             with _inference():
                 return fn(inputs)
         except Exception as err:
-            if _is_oom(err):
+            if is_oom(err):
                 raise EngineOutOfMemory(
                     f"the device ran out of memory at batch size {batch_size or self.batch_size}; try a smaller "
                     f"--batch-size (everything scored so far is cached and will not be computed again)"
@@ -731,7 +706,7 @@ class Engine:
         from torch.utils.data import DataLoader
 
         return DataLoader(
-            _ListDataset(rows),  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
+            rows,  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
             batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
                                         rows=range(len(rows))),
             num_workers=self.num_workers,
@@ -764,12 +739,10 @@ class Engine:
 
 class _TextSteps:
     """Encode (key, text) rows a share at a time (:meth:`step`, between image batches) or all at once
-    (:meth:`finish`). With their token ids, texts of one length are batched together (shortest first): a batch
-    then holds little or no padding, which keeps each embedding close to the one the text gets encoded alone. The
-    batches are the same however the steps fall, so the numbers are too. A scorer that can
-    (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) encodes those ids, not the texts: each text is then
-    tokenized once per run, for its key. The texts' batch size is settled by :meth:`settle` (before the first image
-    batch) or at the first step."""
+    (:meth:`finish`), texts of one token length batched together (shortest first: little padding, so each embedding
+    stays close to the text's alone), the same batches however the steps fall. A scorer that can
+    (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) encodes the ids, not the texts. The batch size is
+    settled by :meth:`settle` (before the first image batch) or at the first step."""
 
     def __init__(self, engine: Engine, rows: list[TextRow], scorer: DualScorer[Any],
                  ids: dict[str, tuple[int, ...]] | None) -> None:
@@ -811,10 +784,8 @@ class _TextSteps:
             self.done += 1
 
     def settle(self) -> None:
-        """The texts' batch size: given, remembered, or (auto) searched here. The engine calls this once the images'
-        size is settled and before the first image batch is read: a search timed between image batches, beside the
-        next batch's reading and preparing, measured too little and stopped early (256 where 1,024 was right, on an
-        H200)."""
+        """The texts' batch size: given, remembered, or (auto) searched here, once the images' is settled and before
+        any image batch is read (timed beside image batches, a search stopped early: 256 where 1,024 was right)."""
         if self.rows and not self.size:
             rows = self.rows
             # searched on the longest texts (the last after sorting): the batch that needs the most memory
@@ -825,7 +796,11 @@ class _TextSteps:
         return [t for _, t in rows] if self.ids is None else [self.ids[k] for k, _ in rows]
 
     def finish(self) -> dict[str, np.ndarray]:
-        self.step(1.0)
+        """Encode the batches left, and close the progress bar."""
+        try:
+            self.step(1.0)
+        finally:
+            self.close()
         return self.out
 
     def close(self) -> None:
@@ -868,15 +843,19 @@ def _where(item: Item, k: int, image: ImageLike) -> str:
 
 
 def _image_hashes(items: Sequence[Item]) -> list[list[str]]:
-    """Every item's image hashes (:func:`_image_hash`), in threads when there are many: sha256 releases the GIL on
+    """Every item's image hashes (:func:`_input_hash`), in threads when there are many: sha256 releases the GIL on
     encoded images, so hashing 2,048 photos no longer takes a core for a quarter of a second. The first unreadable
     image, in item order, raises."""
     jobs = [(image, item, k) for item in items for k, image in enumerate(item.images)]
+
+    def hashed(job: tuple[ImageLike, Item, int]) -> str:
+        return _input_hash(job[0], lambda: _where(job[1], job[2], job[0]))
+
     if len(jobs) < 256:
-        flat = [_image_hash(*job) for job in jobs]
+        flat = [hashed(job) for job in jobs]
     else:
         with ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="vlprobe-hash") as pool:
-            flat = list(pool.map(lambda job: _image_hash(*job), jobs, chunksize=64))
+            flat = list(pool.map(hashed, jobs, chunksize=64))
     out, at = [], 0
     for item in items:
         out.append(flat[at : at + len(item.images)])
@@ -884,20 +863,14 @@ def _image_hashes(items: Sequence[Item]) -> list[list[str]]:
     return out
 
 
-def _image_hash(image: ImageLike, item: Item, k: int) -> str:
-    try:
-        return content_hash(image)
-    except (OSError, ImageError) as err:
-        raise ImageError(f"{_where(item, k, image)}: cannot read image: {err}") from None
-
-
 def _input_label(image: ImageLike, k: int, labels: Sequence[str] | None) -> str:
     """How an error names input ``k``: its label (the probe's ``<task>/<split> row <i>``), else ``input k``."""
     return f"{labels[k] if labels is not None else f'input {k}'} ({describe(image)})"
 
 
-def _input_hash(image: ImageLike, where: str) -> str:
+def _input_hash(image: ImageLike, where: str | Callable[[], str]) -> str:
+    """The image's content hash; an unreadable one raises an ImageError naming it (``where``, or what it returns)."""
     try:
         return content_hash(image)
     except (OSError, ImageError) as err:
-        raise ImageError(f"{where}: cannot read image: {err}") from None
+        raise ImageError(f"{where if isinstance(where, str) else where()}: cannot read image: {err}") from None

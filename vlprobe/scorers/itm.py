@@ -42,20 +42,13 @@ if TYPE_CHECKING:
 
     from .base import Picture
 
-# architecture name -> how to read the match logits from its output
+# architecture name -> (how to read the match logits from its output: "single" or a two-way kind, the parameters the
+# matching head reads besides the backbone)
 _HEADS = {
-    "BlipForImageTextRetrieval": "two_way",
-    "Blip2ForImageTextRetrieval": "two_way_blip2",
-    "BridgeTowerForImageAndTextRetrieval": "two_way_logits",
-    "ViltForImageAndTextRetrieval": "single",
-}
-_TWO_WAY = ("two_way", "two_way_blip2", "two_way_logits")
-# architecture name -> the parameters the matching head reads besides the backbone
-_HEAD_WEIGHTS = {
-    "BlipForImageTextRetrieval": ["itm_head"],
-    "Blip2ForImageTextRetrieval": ["itm_head", "query_tokens"],
-    "BridgeTowerForImageAndTextRetrieval": ["itm_score"],
-    "ViltForImageAndTextRetrieval": ["rank_output"],
+    "BlipForImageTextRetrieval": ("two_way", ["itm_head"]),
+    "Blip2ForImageTextRetrieval": ("two_way_blip2", ["itm_head", "query_tokens"]),
+    "BridgeTowerForImageAndTextRetrieval": ("two_way_logits", ["itm_score"]),
+    "ViltForImageAndTextRetrieval": ("single", ["rank_output"]),
 }
 
 
@@ -91,12 +84,12 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
         self.model = model
         self.processor = processor
         self.arch = arch
-        self.head = _HEADS[arch]
+        self.head = _HEADS[arch][0]
         tokenizer = getattr(processor, "tokenizer", None)
         # BLIP-2 reads texts with its Q-Former (its text_config is the captioning LM, unused here).
         self.max_length = model_max_text_length(tokenizer, getattr(model.config, "qformer_config", None)
                                                 or model.config)
-        two_way = self.head in _TWO_WAY
+        two_way = self.head != "single"
         score = ("logit[match] - logit[no match]" if two_way else "match logit")
         prob = ("softmax(logits)[match]" if two_way else "sigmoid(match logit)")
         self.preprocessing = {
@@ -137,7 +130,7 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
 
         batch = self._to_device(inputs)
         with torch.inference_mode():
-            if self.head in _TWO_WAY:
+            if self.head != "single":
                 if self.head == "two_way":
                     logits = self.model(**batch, use_itm_head=True).itm_score.float()
                 elif self.head == "two_way_blip2":
@@ -206,7 +199,7 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"dandelin/vilt-b32-finetuned-coco)"
         )
     check_config(model, arch, config)
-    net = load_checked(getattr(transformers, arch), model, family="itm", head=lambda net: _HEAD_WEIGHTS[arch],
+    net = load_checked(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][1],
                      device=device, dtype=dtype, revision=revision)
     processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
                                trust_remote_code=trust_remote_code)

@@ -202,12 +202,9 @@ def load_config(model: str, *, revision: str | None = None, trust_remote_code: b
 
 
 def resolved_revision(model: str, config: PretrainedConfig, revision: str | None) -> str | None:
-    """The commit hash a Hub model was loaded from, else the requested revision (``None`` for a
-    local folder: its path already identifies it).
-
-    The hash is read from where the config file sits in the Hub cache
-    (``.../snapshots/<commit>/config.json``): this works online and offline, for a branch, a tag or
-    a commit, and does not depend on transformers keeping ``config._commit_hash`` (gone in v5)."""
+    """The commit hash a Hub model was loaded from, else the requested revision (``None`` for a local folder), read
+    from where its config sits in the Hub cache (``.../snapshots/<commit>/config.json``): online and offline, for a
+    branch, tag or commit, without ``config._commit_hash`` (gone in transformers 5)."""
     if Path(model).is_dir():
         return None
     try:
@@ -289,7 +286,8 @@ def _unmapped(config: PretrainedConfig, model: str | None, archs: list[str], mod
         what += f" (its config has a {sides[0]} side only)"
     near: dict[str, str] = {}
     for cls in _classes_of(model_type):
-        fam = _family_of(cls, fams)
+        # the family detection gives a config listing cls: an explicit map first, then the Auto tables (by priority)
+        fam = next((f.name for kind in ("explicit", "auto") for f in fams if f.takes(cls) == kind), None)
         if fam is not None and cls != arch:
             near.setdefault(fam, cls)
     if near:
@@ -312,15 +310,6 @@ def _classes_of(model_type: str | None) -> list[str]:
         names = getattr(modeling_auto, table, {}).get(model_type)
         out += [names] if isinstance(names, str) else list(names or ())
     return list(dict.fromkeys(out))
-
-
-def _family_of(cls: str, fams: list[Family]) -> str | None:
-    """The family detection gives a config listing ``cls``: an explicit map first, then the Auto tables (by priority)."""
-    for kind in ("explicit", "auto"):
-        for fam in fams:
-            if fam.takes(cls) == kind:
-                return fam.name
-    return None
 
 
 def load_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
@@ -451,14 +440,10 @@ def model_max_text_length(tokenizer: PreTrainedTokenizerBase | None, config: Pre
 
 def load_processor(model: str, *, exact_preprocessing: bool = False, revision: str | None = None,
                    trust_remote_code: bool = False) -> ProcessorMixin:
-    """``AutoProcessor.from_pretrained`` with the image backend chosen on purpose.
-
-    By default the **fast** image processor (batched torch/torchvision ops) runs whenever
-    ``torchvision`` is importable and the model's processor has one; without torchvision
-    transformers falls back to the PIL one. ``exact_preprocessing=True`` always takes the PIL
-    ("slow") image processor, the one the papers' numbers were computed with (transformers 4's
-    default), for a user who must match them bit for bit. Which one ran is recorded in the
-    scorer's ``preprocessing["image_backend"]`` (and so in its cache key)."""
+    """``AutoProcessor.from_pretrained`` with the image backend chosen on purpose: the **fast** (torchvision) image
+    processor whenever ``torchvision`` imports and the model has one; with ``exact_preprocessing=True`` the PIL one,
+    which the papers' numbers were computed with (transformers 4's default), to match them bit for bit. Which one ran
+    is recorded in ``preprocessing["image_backend"]`` (and so in the cache key)."""
     import transformers
     from transformers import AutoProcessor
 

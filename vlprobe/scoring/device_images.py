@@ -109,10 +109,9 @@ def jpeg_header(data: bytes) -> tuple[str, tuple[int, int]] | None:
 
 
 def read_for_device(image: ImageLike, where: str = "") -> Tensor:
-    """In a reader thread: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode
-    on the device), anything else decoded here to a (3, H, W) uint8 tensor. The header is read (size
-    guard, format) so that an unreadable file is named here, with ``where``: an RGB or grey JPEG's from its
-    markers (:func:`jpeg_header`), anything else's by PIL."""
+    """In a reader thread: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode on the device),
+    anything else decoded here to a (3, H, W) uint8 tensor. The header (:func:`jpeg_header`, else PIL's) is read for
+    the size guard and the format, so an unreadable file is named here, with ``where``."""
     import torch
 
     if isinstance(image, Image.Image):
@@ -201,11 +200,9 @@ def _decode_one(data: Tensor, device: str, where: str) -> Tensor:
 
 
 class DeviceImages:
-    """Main-process step of the device path: payloads from :func:`read_for_device` -> the scorer's model
-    inputs, decoded (:func:`decode_on`) and preprocessed by ``scorer.preprocess_images`` on the device.
-
-    On CUDA the work runs on a side stream that is synchronised before returning, so the engine can
-    prepare the next batch in a thread while the model runs the current one on the default stream."""
+    """Main-process step of the device path: :func:`read_for_device`'s payloads -> the scorer's model inputs, decoded
+    (:func:`decode_on`) and preprocessed on the device, on CUDA on a side stream synchronised before returning (so
+    the engine prepares the next batch in a thread while the model runs this one on the default stream)."""
 
     def __init__(self, scorer: DualScorer[object]) -> None:
         self.scorer = scorer

@@ -271,7 +271,8 @@ class Engine:
     def text_keys(self, texts: Sequence[str]) -> list[str]:
         """Each text's key (:meth:`~vlprobe.scorers.base.Scorer.text_keys`): equal exactly when the
         model reads the same token ids. Each distinct string is tokenized once."""
-        return self._read_texts(texts)[0]
+        key_of = self._text_rows(texts)[0]
+        return [key_of[t] for t in texts]
 
     def score(self, items: Sequence[Item]) -> EngineResult:
         start = time.perf_counter()
@@ -639,25 +640,17 @@ class Engine:
         out = [known[t] for t in texts]
         return [ids for ids in out if ids is not None] if all(ids is not None for ids in out) else None
 
-    def _read_texts(self, texts: Iterable[str]) -> tuple[list[str], dict[str, tuple[int, ...]] | None]:
-        """(each text's key, the token ids per key or None), from :meth:`seen_texts`."""
-        texts = list(texts)
+    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[int, ...]] | None]:
+        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: its token ids} or None), from
+        :meth:`seen_texts`."""
         distinct = list(dict.fromkeys(texts))
         seen = self.seen_texts(distinct)
         keys = [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(distinct)]
-        of = dict(zip(distinct, keys, strict=True))
-        ids = None if seen is None else dict(zip(keys, seen, strict=True))
-        return [of[t] for t in texts], ids
-
-    def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[int, ...]] | None]:
-        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: its token ids} or None)."""
-        texts = list(dict.fromkeys(texts))
-        keys, ids = self._read_texts(texts)
-        of = dict(zip(texts, keys, strict=True))
         rows: dict[str, str] = {}
-        for text, key in of.items():
+        for text, key in zip(distinct, keys, strict=True):
             rows.setdefault("t:" + key, text)
-        return of, rows, None if ids is None else {"t:" + k: row for k, row in ids.items()}
+        ids = None if seen is None else {"t:" + k: row for k, row in zip(keys, seen, strict=True)}
+        return dict(zip(distinct, keys, strict=True)), rows, ids
 
     def _lookup(self, keys: list[str]) -> dict[str, Vector]:
         """Cached vectors among ``keys``. The main process decides and broadcasts what is missing

@@ -68,11 +68,10 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
         self.check_causal()
 
     def check_causal(self) -> None:
-        """Refuse (one line) a model whose logits vlprobe would misread: one that does not return one row
-        of logits per input token, or whose logits at a position depend on later tokens (a bidirectional
-        encoder loaded through AutoModelForCausalLM, e.g. BERT without ``is_decoder``), where the
-        "prediction" of a token would have seen it. Two texts that differ in their last token must get
-        the same logits before it; one short forward pass, when the scorer is made."""
+        """Refuse (one line) a model whose logits vlprobe would misread: not one row of logits per input token, or
+        logits at a position that depend on later tokens (a bidirectional encoder loaded as a causal LM, e.g. BERT
+        without ``is_decoder``). Two texts differing in their last token must get the same logits before it: one
+        short forward pass, when the scorer is made."""
         import torch
 
         words = list(self.tokenizer("the cat sat on the mat", add_special_tokens=False).input_ids)[:4]

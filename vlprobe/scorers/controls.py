@@ -57,12 +57,9 @@ def _replace(item: Item, images: tuple[ImageLike, ...], control: str, seed: int 
 
 
 def apply_control(items: Iterable[Item], control: str, seed: int = 0) -> list[Item]:
-    """Items with their images replaced by the ``control`` ("blank" or "shuffle", see module doc).
-
-    The shuffle permutes all image slots of the run with ``numpy.random.default_rng(seed)``; the
-    same items and seed always give the same permutation. With a single image slot in the whole run
-    there is nothing to shuffle and the items come back with their images unchanged (but marked).
-    """
+    """Items with their images replaced by the ``control`` ("blank" or "shuffle", see module doc). The shuffle
+    permutes all image slots of the run with ``numpy.random.default_rng(seed)`` (the same items and seed, the same
+    permutation; a single slot in the whole run comes back unchanged, but marked)."""
     _check(control)
     items = list(items)
     if control == "blank":

@@ -4,11 +4,10 @@ names in the paper: :class:`vlprobe.benchmarks.Benchmark`); the mappings here ar
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
-from importlib import resources
 
 from ..benchmarks import benchmarks, find
+from ..results.published import data_records
 
 _WITH_PAPERS = [b for b in benchmarks().values() if b.paper_tables]
 
@@ -42,8 +41,7 @@ class PaperResult:
 
 def paper_results() -> list[PaperResult]:
     """The rows of ``vlprobe/data/paper_results.csv``."""
-    text = resources.files("vlprobe").joinpath("data/paper_results.csv").read_text(encoding="utf-8")
-    return [PaperResult(**{**row, "value": float(row["value"])}) for row in csv.DictReader(text.splitlines())]
+    return data_records("paper_results.csv", PaperResult)
 
 
 def paper_benchmarks() -> tuple[str, ...]:

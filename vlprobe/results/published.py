@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import csv
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
+from typing import TypeVar, get_type_hints
 
 OPEN_CLIP = "open_clip:"
 
@@ -42,7 +43,7 @@ class Source:
     """Where figures come from, for one benchmark: the reference, its URL and commit (empty: not a repository
     file), the rule it scored by and what is known of the data it read."""
 
-    key: str
+    key: str  # the CSV's "source"
     benchmark: str
     label: str  # a few words for tables: "SugarCREPE authors (sugar-crepe#3)"
     reference: str
@@ -61,40 +62,58 @@ class Figure:
     metric: str
     checkpoint: str
     value: float
-    source: Source
+    source_key: str  # the CSV's "source"
     dataset_version: str  # the benchmark's upstream data version it was measured on ("" : not known)
     n_items: int | None  # items it was measured on (None: not known)
 
+    @property
+    def source(self) -> Source:
+        return sources()[(self.source_key, self.benchmark)]
 
-def _rows(name: str) -> list[dict[str, str]]:
+
+@dataclass(frozen=True)
+class _CheckpointName:
+    name: str
+    checkpoint: str
+
+
+T = TypeVar("T")
+
+
+def data_records(name: str, cls: type[T], **renamed: str) -> list[T]:
+    """The rows of ``vlprobe/data/<name>`` as ``cls`` records (a dataclass): each field read from the column of its
+    name (``renamed``: field=column where another) as its type says: a number, a count (empty: None) or the text."""
     text = resources.files("vlprobe").joinpath(f"data/{name}").read_text(encoding="utf-8")
-    return list(csv.DictReader(text.splitlines()))
+    hints = get_type_hints(cls)
+    columns = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}  # type: ignore[arg-type]
+    return [cls(**{f: _typed(hints[f], row[c]) for f, c in columns.items() if c in row})
+            for row in csv.DictReader(text.splitlines())]
+
+
+def _typed(tp: object, text: str) -> object:
+    if tp is float:
+        return float(text)
+    if tp == int | None:
+        return int(text) if text else None
+    return text
 
 
 @functools.lru_cache(maxsize=1)
 def sources() -> dict[tuple[str, str], Source]:
     """``{(source, benchmark): Source}`` of ``published_sources.csv``."""
-    out = {}
-    for r in _rows("published_sources.csv"):
-        out[(r["source"], r["benchmark"])] = Source(r["source"], r["benchmark"], r["label"], r["reference"], r["url"],
-                                                    r["commit"], r["rule"], r["note"])
-    return out
+    return {(s.key, s.benchmark): s for s in data_records("published_sources.csv", Source, key="source")}
 
 
 @functools.lru_cache(maxsize=1)
 def figures() -> tuple[Figure, ...]:
     """Every row of ``published.csv``."""
-    known = sources()
-    return tuple(Figure(r["benchmark"], r["config"], r["metric"], r["checkpoint"], float(r["value"]),
-                        known[(r["source"], r["benchmark"])], r["dataset_version"],
-                        int(r["n_items"]) if r["n_items"] else None)
-                 for r in _rows("published.csv"))
+    return tuple(data_records("published.csv", Figure, source_key="source"))
 
 
 @functools.lru_cache(maxsize=1)
 def checkpoint_names() -> dict[str, str]:
     """``{name: checkpoint}`` of ``checkpoint_names.csv`` (each name stands for one checkpoint)."""
-    return {r["name"]: r["checkpoint"] for r in _rows("checkpoint_names.csv")}
+    return {c.name: c.checkpoint for c in data_records("checkpoint_names.csv", _CheckpointName)}
 
 
 @functools.lru_cache(maxsize=1)

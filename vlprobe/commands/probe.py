@@ -15,19 +15,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from . import add_command
+
 HELP = "TraVLR's protocol: train a probe on one modality's features, test on image/caption/both (macro-F1)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "probe",
-        help=HELP,
-        description=(
-            "Train a classifier on a frozen model's features with the scene given as an image, a caption or "
-            "both; test it in and out of distribution on every modality (cross-modal transfer), with "
-            "learning curves and text-only baselines. Features are computed once and cached."
-        ),
-    )
+    p = add_command(sub, "probe", HELP, run, (
+        "Train a classifier on a frozen model's features with the scene given as an image, a caption or "
+        "both; test it in and out of distribution on every modality (cross-modal transfer), with "
+        "learning curves and text-only baselines. Features are computed once and cached."))
     from ..cli import add_run_options, batch_size
     from ..defaults import BATCH_SIZE
     from ..probing.settings import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_OUT, MAX_EPOCHS, MAX_SEEDS, MODALITIES, SCHEDULES
@@ -61,7 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"inputs per forward pass, or auto (default {BATCH_SIZE})")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     add_run_options(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -293,6 +293,19 @@ class Stats:
     caption_truncated: Mapping[str, float] | None = opt()
     raw: Mapping[str, Any] = rest()
 
+    @property
+    def computed(self) -> int:
+        """The inputs computed (every kind, over every process: the engine's ``computed_*``)."""
+        return sum(int(v) for k, v in self.raw.items() if k.startswith("computed_") and not k.endswith("_this_process"))
+
+    @property
+    def cached(self) -> int:
+        return int(self.raw.get("cached") or 0)
+
+    @property
+    def seconds(self) -> float:
+        return float(self.raw.get("seconds") or 0)
+
 
 @dataclass(frozen=True)
 class Timings:

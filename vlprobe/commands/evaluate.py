@@ -2,18 +2,9 @@
 
     vlprobe evaluate --dataset travlr --config all --model models/mini-clip --bootstrap 1000 --out runs/x
 
-With no ``--dataset`` and no ``--model`` it runs the offline default: the dataset folders
-``travlr`` and ``winoground_style`` of the repository (all configs, their test splits) with the
-small CLIP in ``models/mini-clip``, written to ``runs/default``.
-
-This module only parses the arguments: each flag's ``dest`` is a keyword of :func:`vlprobe.evaluate` and its default
-that keyword's (``tests/test_options.py`` holds them equal); the pipeline is :func:`vlprobe.evaluate`
-(:mod:`vlprobe.evaluation`), which checks every setting and the output folder before scoring,
-streams the rows through the engine, measures, and writes the folder as one unit. Outputs: see
-:mod:`vlprobe.results`.
-
-Under ``accelerate launch`` every process scores its shard of the unique inputs and only the main
-process writes outputs.
+With no ``--dataset`` and no ``--model``: the offline default (the repository's ``travlr`` and ``winoground_style``
+with ``models/mini-clip``, into ``runs/default``). Each flag's ``dest`` is a keyword of :func:`vlprobe.evaluate` and
+its default that keyword's (``tests/test_options.py``); the pipeline is :mod:`vlprobe.evaluation`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``.
-
-    vlprobe list                      every benchmark vlprobe can build (its configs, what a build needs, whether
-                                      it is built and where), every dataset folder found (the working directory,
-                                      $VLPROBE_ROOT, where `vlprobe build` writes outside a clone), the model
-                                      families with their architectures, and the bundled model
-    vlprobe list --dataset FOLDER     one dataset folder's (or, online, Hub id's) configs and splits
+"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``: the benchmarks vlprobe builds (their
+configs, what a build needs, where built), the dataset folders found, the model families and the bundled model;
+``--dataset FOLDER``: one dataset's configs and splits.
 """
 
 from __future__ import annotations

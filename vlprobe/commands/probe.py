@@ -3,11 +3,8 @@
     vlprobe probe --dataset travlr --config all --model models/mini-clip \\
         --train-modality image,caption,both --test-modality image,caption,both --train-size 100,200 --out runs/probe
 
-Parses the arguments (each flag's ``dest`` is a keyword of :func:`vlprobe.probe` and its default that keyword's,
-``--out`` aside: the command always writes) and calls
-:func:`vlprobe.probing.probe` (also ``vlprobe.probe``), which checks every setting and --out before anything is
-loaded and writes the output folder as one unit; see that module for the protocol. Writes results.json (rows +
-provenance + tables), results.csv, tables.md and learning-curve plots.
+Each flag's ``dest`` is a keyword of :func:`vlprobe.probe` and its default that keyword's (``--out`` aside: the
+command always writes); the protocol is :mod:`vlprobe.probing`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """``vlprobe report <results.json ...> [--label NAME ...] [--out DIR] [--check [--tolerance POINTS]]``: compare runs
-in Markdown, HTML and LaTeX, with a plot, with the papers' aggregates (:mod:`vlprobe.results.summary`) beside the seed
-papers' published numbers where benchmark, config and metric match, and beside the figures published for each run's
-own checkpoint; a ``vlprobe probe`` run beside TraVLR's Table 2 (:mod:`vlprobe.report.probes`). ``--check``: exit 1
-when any figure published for a run's checkpoint is more than ``--tolerance`` points from the run's (or none is
-there to compare), naming each, 0 when all are within it, for a reproduction check in CI. Bad files are refused,
-one line each naming the file and the field (:mod:`vlprobe.report`)."""
+(:mod:`vlprobe.report`). ``--check``: exit 1 when a figure published for a run's checkpoint is more than
+``--tolerance`` points from the run's (or there is none to compare), naming each, else 0: a reproduction check."""
 
 from __future__ import annotations
 

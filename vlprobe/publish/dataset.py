@@ -134,13 +134,9 @@ def _path_only_images(path: Path, column: str, is_list: bool) -> tuple[int, int,
 def check_dataset_folder(
     folder: str | os.PathLike[str], rows: int = 5, load: bool = True, notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
-    """Check a dataset folder before upload. Returns ``(problems, data_files)``: every reason the
-    folder is not ready (empty when it is) and the data files the card's configs point to.
-
-    ``rows``: how many first rows of every config must convert to items (and decode their images).
-    ``load``: run ``load_dataset(folder, config)`` for every config (the authoritative check).
-    ``notes``: a list that receives one line per config on what was checked.
-    """
+    """Check a dataset folder before upload: ``(problems, data_files)``, every reason it is not ready (none: ready)
+    and the data files its card's configs point to. ``rows``: the first rows of every config that must become items;
+    ``load``: ``load_dataset`` every config; ``notes``: receives a line per config on what was checked."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"], []

@@ -255,10 +255,8 @@ def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str,
 
 
 def chart(runs: Sequence[Run]) -> Figure:
-    """The report's chart, a matplotlib Figure: each run's headline metric per (benchmark, config, split), with its
-    CI and chance, one panel per benchmark (at most PANEL_UNITS configs and splits a row). The legend sits above the
-    panels, outside every axes, so that it hides no bar and no CI whatever the values (a legend inside a panel hid a
-    bar near 100%)."""
+    """The report's matplotlib Figure: each run's headline metric per (benchmark, config, split) with its CI and
+    chance, a panel per benchmark (PANEL_UNITS bars' groups a row); the legend above the panels, where it hides no bar."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -322,11 +320,9 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
 
 def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
-    """Check every results file, then write report.md, report.html, report.tex and (when there are
-    ``vlprobe evaluate`` runs) report.png into the folder ``out`` (created; other files in it are left
-    alone). ``paths``: results.json files or run folders (one, or a list); ``labels``: one name per run. A
-    ``vlprobe probe`` run's results.json is taken too: its TraVLR Table 2 layout and each cell beside TraVLR's
-    published Table 2 (:mod:`.probes`)."""
+    """Check every results file (``paths``: results.json files or run folders, evaluate or probe runs), then write
+    report.md, report.html, report.tex and, with evaluate runs, report.png into the folder ``out``. ``labels``: a name
+    per run."""
     if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
         raise ArgumentError("out", out, "must be a folder's path (a str or os.PathLike)")
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..benchmarks import COUNTED, METRIC_ORDER, TIE_POLICIES
 from . import summary
-from .schema import Entry, Metrics, dataset_name
+from .schema import DataInfo, Entry, Metrics, dataset_name, dump, parse
+
+if TYPE_CHECKING:
+    from .scored import ScoredSplit
 
 NA_KEY = "na_reason"
 
@@ -42,11 +45,10 @@ def metric_keys(metrics: Mapping[str, Any]) -> list[str]:
     return [k for k in METRIC_ORDER if k in metrics and (isinstance(metrics[k], (int, float)) or (na and metrics[k] is None))]
 
 
-def truncation_warning(split: Any) -> str:
+def truncation_warning(split: Entry | ScoredSplit) -> str:
     """The one-line warning of a scored split (or an entry) where some items' texts collapsed, else ""."""
-    if isinstance(split, Entry):
-        return (split.data.truncation.warning if split.data.truncation else None) or ""
-    return str((split.data.get("truncation") or {}).get("warning") or "")
+    data = split.data if isinstance(split, Entry) else parse(DataInfo, dump(split.data), f"{split.name}.data")
+    return (data.truncation.warning if data.truncation else None) or ""
 
 
 def slug(text: str) -> str:
@@ -75,10 +77,8 @@ def _cell(m: Metrics, key: str) -> str:
 
 
 def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
-    """A plain-text table: one row per (dataset, config, split), value% [CI] per metric, chance below. ``keys_of``
-    picks the metrics shown for an entry; consecutive entries showing the same metrics share one block with one
-    header. ``ties``: the tied comparisons and, in brackets, the tie policy that counted them (said below). A pooled
-    config is marked, and said once below (:data:`vlprobe.results.summary.POOLED`)."""
+    """A plain-text table: a row per (dataset, config, split), value% [CI] per metric (``keys_of``: an entry's), chance
+    below, a block per run of entries showing the same metrics; ``ties``: the tied comparisons (policy), said below."""
     blocks: list[tuple[list[str], list[Entry]]] = []
     for e in entries:
         keys = list(keys_of(e))
@@ -172,6 +172,6 @@ def plot_split(ax: Any, entry: Entry, title_suffix: str = "") -> None:
     ax.legend(fontsize=7, loc="upper right")
 
 
-def plot_name(entry: Any) -> str:
+def plot_name(entry: Entry | ScoredSplit) -> str:
     """The file name of an entry's (or a scored split's) plot."""
     return f"plot_{slug(dataset_name(entry.dataset))}_{slug(entry.config)}_{slug(entry.split)}.png"

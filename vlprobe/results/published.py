@@ -1,30 +1,13 @@
-"""Published figures keyed by checkpoint (``vlprobe/data/``, described in its README):
+"""Published figures keyed by checkpoint (``vlprobe/data/``, described in its README): ``published.csv`` (one
+figure a row: vlprobe's benchmark, config and metric, open_clip's ``ARCH/PRETRAINED`` checkpoint, the value in %, the
+source, the data version and items it was measured on), ``published_sources.csv`` (each source's reference, rule
+and data) and ``checkpoint_names.csv`` (the names users pass for each checkpoint). Imports nothing of vlprobe but
+the benchmarks' declarations, when asked, so every layer can read it.
 
-* ``published.csv``: one figure a row, ``benchmark, config, metric, checkpoint, value, source, dataset_version,
-  n_items`` (vlprobe's names of benchmark, config and metric; ``checkpoint`` as open_clip names it,
-  ``ARCH/PRETRAINED``; ``value`` in percent as the source prints it; the upstream version of the benchmark's data it
-  was measured on and the number of items, where known);
-* ``published_sources.csv``: per source and benchmark, a short label, the reference, its URL and commit, the rule it
-  scored by and what is known of the data it read;
-* ``checkpoint_names.csv``: the names users pass for each checkpoint (``open_clip:ARCH/PRETRAINED``, the
-  ``hf-hub:`` repository open_clip's table loads it from, the transformers ids that hold the same weights).
-
-:func:`published_for` gives the figures for a model name or checkpoint; :func:`checkpoint_of` the checkpoint a name
-stands for, :func:`run_checkpoint` the one a run's model was; :func:`version_note` what differs between the data a
-figure was measured on and a run's. This module imports nothing of vlprobe beyond the data (and, when asked, the
-benchmarks' declarations), so every layer can read it.
-
-Which checkpoint a run's model is (:func:`run_checkpoint`), in this order:
-
-1. the checkpoint its scorer recorded (``provenance.model.preprocessing.checkpoint``): an ``open_clip:ARCH/PRETRAINED``
-   name, or the local copy registered under that name in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED/``;
-2. the model's name as given, when ``checkpoint_names.csv`` lists it (``openai/clip-vit-base-patch32``,
-   ``hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K``, ``open_clip:ViT-B-32/openai``) or it is a checkpoint itself;
-3. a folder of the Hugging Face cache (``.../models--openai--clip-vit-base-patch32/snapshots/<commit>``): the
-   repository it is a snapshot of, by 2.
-
-Any other local folder is no checkpoint: its weights may be anything. Register an open_clip copy under its name, or
-pass the Hub id (offline, from the cache), to set a run beside the published figures.
+A run's model is a checkpoint (:func:`run_checkpoint`) when its scorer recorded one (an ``open_clip:`` name, or a
+copy registered in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED/``), when ``checkpoint_names.csv`` lists its name or
+it is a checkpoint itself, or when it is a snapshot folder of the Hugging Face cache of such a repository. Any other
+local folder is none: its weights may be anything.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""The declared shape of what a run leaves behind: the records of ``results.json``, read, written and published
-as a JSON Schema from one set of frozen dataclasses (as lm-eval declares ``EvalResults`` and ``datasets``
-declares ``Features``).
-
-* :class:`EvaluationDocument` (``vlprobe evaluate``): :class:`Provenance`, one :class:`Entry` per (dataset,
-  config, split) with its :class:`Metrics` (the metric module's output), and the papers' aggregates, one
-  :class:`SummaryBlock` per benchmark, each of :class:`SummaryRow`;
-* :class:`ProbeDocument` (``vlprobe probe``): :class:`Provenance`, one :class:`ProbeRow` per fit and test, the
-  summary blocks, TraVLR's Table 2 as :class:`Table2Cell` and the tables as Markdown.
-
-:func:`parse` turns JSON into records (a :class:`SchemaError` names the field at fault: ``results[0]
-(valse/existence/test).metrics.acc_r: must be a number in [0, 1], got 'high'``), :func:`dump` turns records into
-JSON, and :func:`json_schema` publishes the shape (``vlprobe schema``, ``docs/results.schema.json``). A field is
-added here and in the code that computes it; every reader takes the records. Files of older formats are brought
-to this one by :func:`vlprobe.results.upgrade.upgrade`, the one place they are read.
+"""The declared shape of ``results.json``: frozen dataclasses from which it is written (:func:`dump`), read and
+checked (:func:`parse`: a :class:`SchemaError` names the field, ``results[0] (valse/existence/test).metrics.acc_r:
+must be in [0, 1], got 'high'``) and published as a JSON Schema (:func:`json_schema`: ``vlprobe schema``). An
+:class:`EvaluationDocument` holds the :class:`Provenance`, an :class:`Entry` per (dataset, config, split) and a
+:class:`SummaryBlock` per benchmark; a :class:`ProbeDocument` a :class:`ProbeRow` per fit and test and TraVLR's
+Table 2 as :class:`Table2Cell`. Older files are brought to this shape by :func:`vlprobe.results.upgrade.upgrade`.
 """
 
 from __future__ import annotations
@@ -228,6 +219,13 @@ class ModelInfo:
     def name(self) -> str:
         """The model's name in tables and titles: a Hub id as it is, a folder by its own name (not its path)."""
         return portable_name(str(self.model_id or "?"))
+
+    @property
+    def checkpoint(self) -> str | None:
+        """The checkpoint its scorer recorded (``preprocessing.checkpoint``: open_clip's ``ARCH/PRETRAINED``)."""
+        preprocessing = self.raw.get("preprocessing")
+        found = preprocessing.get("checkpoint") if isinstance(preprocessing, Mapping) else None
+        return str(found) if found else None
 
 
 @dataclass(frozen=True)

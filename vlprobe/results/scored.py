@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Sequence
 from collections.abc import Sequence as _Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +20,8 @@ from .schema import AuthorsRule, DataInfo, Entry, Metrics, dataset_name, dump, p
 
 @dataclass(frozen=True, slots=True)
 class ScoredItem:
-    """What a run keeps of an item once it is scored: no images, only what the outputs need.
-    Kept for every row of a run, so kept small: no per-object dict, repeated texts and tags
-    stored once (interned strings; one shared tuple per distinct tag set), one shared read-only
-    array per distinct gold matrix. Its score matrix is kept apart, stacked with its chunk's
-    (:class:`ScoreMatrices`)."""
+    """What a run keeps of a scored item, small: no images, texts interned, one shared tuple per tag set and one
+    read-only array per distinct gold matrix; its scores sit in :class:`ScoreMatrices`."""
 
     id: str
     texts: tuple[str, ...]
@@ -82,12 +79,8 @@ class ScoredSplit:
 
 
 class ScoreMatrices(_Sequence[Any]):
-    """Per-item matrices (scores or probabilities) kept as a few stacked arrays: consecutive items
-    of one shape share one ``(k, m, n)`` block, added a chunk at a time (:meth:`extend`). A
-    sequence of ``m x n`` arrays, as a list of them would be (``scores[i]`` is a view into its
-    block), without a numpy array per item: a 1 x 2 float32 matrix is 8 bytes of data, its own
-    ndarray around 200 bytes more. :meth:`stacked` gives all of them as one ``(N, m, n)`` array
-    when they share a shape."""
+    """Per-item m x n matrices kept as a few stacked ``(k, m, n)`` blocks (a sequence of arrays, without the ~200
+    bytes of an ndarray per item); :meth:`stacked`: all of them as one ``(N, m, n)`` array when they share a shape."""
 
     def __init__(self, matrices: Any = (), dtype: Any = np.float32) -> None:
         self.dtype = np.dtype(dtype)
@@ -185,14 +178,13 @@ def result_entries(splits: Sequence[ScoredSplit]) -> list[Entry]:
 
 def entry_of(split: ScoredSplit, name: str | None = None) -> Entry:
     """The record of one scored split (``name``: its dataset's, default its portable name)."""
-    data = dict(split.data)
-    spec = data.get("spec")
-    if isinstance(spec, str) and Path(spec).is_absolute():  # the item spec by its place in the folder, not its path
-        folder = Path(str(split.dataset)).expanduser()
-        data["spec"] = Path(spec).relative_to(folder).as_posix() if Path(spec).is_relative_to(folder) else Path(spec).name
+    data = parse(DataInfo, dump(split.data), f"{split.name}.data")
+    if data.spec and Path(data.spec).is_absolute():  # the item spec by its place in the folder, not its path
+        folder, spec = Path(str(split.dataset)).expanduser(), Path(data.spec)
+        data = replace(data, spec=spec.relative_to(folder).as_posix() if spec.is_relative_to(folder) else spec.name)
     authors = split.authors_rule
     return Entry(dataset=name or portable_name(split.dataset), config=split.config, split=split.split,
                  metrics=parse(Metrics, dump(split.metrics), f"{split.name}.metrics"), benchmark=split.benchmark,
                  shape=split.shape, dataset_version=split.dataset_version, ties=split.ties,
-                 data=parse(DataInfo, dump(data), f"{split.name}.data"),
+                 data=data,
                  authors_rule=None if authors is None else parse(AuthorsRule, dump(authors), f"{split.name}.authors_rule"))

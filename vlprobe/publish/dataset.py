@@ -9,14 +9,17 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..storage.paths import config_name_problem, relative_problem, split_name_problem
 from .folder import BUILD_REPORT, CARD_FILE, SPEC_FILE, progress_bars_off, read_card
 from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
 
+if TYPE_CHECKING:
+    import datasets
 
-def _data_file_patterns(data_files: Any) -> dict[str, list[str]] | None:
+
+def _data_file_patterns(data_files: object) -> dict[str, list[str]] | None:
     """``data_files`` in any of the card's spellings -> {split: [patterns]} (None if malformed)."""
     # Not vlprobe.dataset.folder.data_file_patterns: that one reads a card and coerces what it finds
     # ([{split: test}] -> {test: []}, 5 -> {train: ["5"]}), which here would pass a config with no files.
@@ -60,7 +63,7 @@ def _declared_features(meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _features_from_yaml(name: str, features_yaml: Any):
+def _features_from_yaml(name: str, features_yaml: object) -> datasets.Features:
     """The ``datasets.Features`` a card's ``dataset_info`` entry declares, read as datasets reads a card."""
     from datasets.info import DatasetInfosDict
     from huggingface_hub import DatasetCardData
@@ -143,7 +146,12 @@ def check_dataset_folder(
     meta, problems = read_card(folder)
     data_files: list[str] = []
     configs: list[str] = []
-    broken_configs = False
+    broken: list[str] = []  # problems that leave a config unloadable: load_dataset would only repeat them
+
+    def refuse(problem: str) -> None:
+        problems.append(problem)
+        broken.append(problem)
+
     if meta is not None:
         lic = meta.get("license")
         if not lic or (isinstance(lic, list) and not all(lic)):
@@ -160,14 +168,11 @@ def check_dataset_folder(
         defaults = []
         for i, entry in enumerate(entries):
             if not isinstance(entry, Mapping) or not entry.get("config_name"):
-                problems.append(f"card configs[{i}]: needs a 'config_name'")
-                broken_configs = True
+                refuse(f"card configs[{i}]: needs a 'config_name'")
                 continue
             name = str(entry["config_name"])
-            bad = config_name_problem(name)
-            if bad:
-                problems.append(f"card configs[{i}]: config_name {name!r} {bad}")
-                broken_configs = True
+            if bad := config_name_problem(name):
+                refuse(f"card configs[{i}]: config_name {name!r} {bad}")
                 continue
             if name in configs:
                 problems.append(f"config {name!r}: declared twice in the card")
@@ -176,28 +181,21 @@ def check_dataset_folder(
                 defaults.append(name)
             patterns = _data_file_patterns(entry.get("data_files"))
             if not patterns:
-                problems.append(f"config {name!r}: 'data_files' is missing or malformed (want a list of {{split, path}})")
-                broken_configs = True
+                refuse(f"config {name!r}: 'data_files' is missing or malformed (want a list of {{split, path}})")
                 continue
             files: list[Path] = []
             for split, globs in patterns.items():
-                bad = split_name_problem(split)
-                if bad:
-                    problems.append(f"config {name!r}: split {split!r} {bad}")
-                    broken_configs = True
+                if bad := split_name_problem(split):
+                    refuse(f"config {name!r}: split {split!r} {bad}")
                     continue
                 for pattern in globs:
-                    bad = relative_problem(pattern)
-                    if bad:  # Path.glob would read (or crash on) files outside the folder
-                        problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} {bad}; "
-                                        "data files must be inside the dataset folder")
-                        broken_configs = True
+                    if bad := relative_problem(pattern):  # Path.glob would read (or crash on) files outside the folder
+                        refuse(f"config {name!r} split {split!r}: data_files pattern {pattern!r} {bad}; "
+                               "data files must be inside the dataset folder")
                         continue
                     matched = sorted(p for p in folder.glob(pattern) if p.is_file())
                     if not matched:
-                        problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} "
-                                        f"matches no file in {folder}")
-                        broken_configs = True
+                        refuse(f"config {name!r} split {split!r}: data_files pattern {pattern!r} matches no file in {folder}")
                     files.extend(matched)
             for f in files:
                 rel = f.relative_to(folder).as_posix()
@@ -236,13 +234,12 @@ def check_dataset_folder(
             except ValueError as err:
                 problems.append(str(err))
 
-    # load_dataset on configs whose files are missing would only repeat those problems, less clearly
-    if load and meta is not None and configs and not broken_configs:
+    if load and meta is not None and configs and not broken:
         problems += _check_loads(folder, configs, spec, rows, notes if notes is not None else [])
     return problems, data_files
 
 
-def _check_config_files(folder: Path, name: str, files: list[Path], declared_yaml: Any) -> list[str]:
+def _check_config_files(folder: Path, name: str, files: list[Path], declared_yaml: object) -> list[str]:
     problems = []
     declared = None
     if declared_yaml is None:
@@ -304,7 +301,7 @@ def _compare_features(name: str, rel: str, declared, stored, schema) -> list[str
     return problems
 
 
-def _canon(feature) -> Any:
+def _canon(feature: object) -> dict[str, object]:
     import datasets
 
     return datasets.Features({"x": feature}).to_dict()

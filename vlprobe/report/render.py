@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..results import atomic_write_bytes
 from ..results import summary as summary_rules
-from ..results.schema import SummaryBlock
+from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
 from .runs import Run, load_runs
@@ -87,7 +87,7 @@ def _source(runs: Sequence[Run], bench: str) -> str | None:
     return next((block.source for r in runs if (block := r.summary.get(bench)) and block.source), None)
 
 
-def _metrics(run: Run, bench: str, config: str, split: str) -> Any:
+def _metrics(run: Run, bench: str, config: str, split: str) -> Metrics | None:
     """The run's metrics for one (table name, config, split), None when it has none."""
     return next((e.metrics for name, e in run.named if (name, e.config, e.split) == (bench, config, split)), None)
 

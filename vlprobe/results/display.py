@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
 
@@ -16,12 +16,14 @@ from . import summary
 from .schema import DataInfo, Entry, Metrics, dataset_name, dump, parse
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from .scored import ScoredSplit
 
 NA_KEY = "na_reason"
 
 
-def pct(value: Any, digits: int = 1) -> str:
+def pct(value: SupportsFloat | str | None, digits: int = 1) -> str:
     """A fraction as a percentage (``0.4567`` -> ``"45.7"``); ``""`` for None or NaN."""
     if value is None:
         return ""
@@ -134,7 +136,7 @@ def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], lis
 
 # ---- plots --------------------------------------------------------------------------------------
 
-def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
+def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *,
               ci: Sequence[Sequence[float | None] | None] | None = None, chance: Sequence[float | None] | None = None,
               color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
     """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line
@@ -153,14 +155,14 @@ def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
     for i, c in enumerate(chance or []):
         if c is not None and np.isfinite(c):
             ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
-                      label="chance" if first else None)
+                      label="chance" if first else "")  # "": not in the legend
             first = False
     ax.set_xticks(x, list(labels), rotation=30, ha="right")
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
 
 
-def plot_split(ax: Any, entry: Entry, title_suffix: str = "") -> None:
+def plot_split(ax: Axes, entry: Entry, title_suffix: str = "") -> None:
     """One entry's bar per metric (in %; the metrics of its table row, :func:`shown_metrics`), CI error bars when
     bootstrapped, chance per bar."""
     m = entry.metrics

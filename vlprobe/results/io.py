@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from importlib import metadata
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +122,7 @@ def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> pa.
              "gold": np.asarray(item.gold).tolist(), "probabilities": matrix(p), "texts": list(item.texts),
              "tags": list(item.tags)}
             for u, e in zip(splits, entries)
-            for item, s, p in zip(u.items, u.scores, u.probabilities or [None] * len(u.items))]
+            for item, s, p in zip(u.items, u.scores, u.probabilities or repeat(None))]
     floats = pa.list_(pa.list_(pa.float32()))
     schema = pa.schema([
         ("dataset", pa.string()), ("config", pa.string()), ("split", pa.string()), ("id", pa.string()),

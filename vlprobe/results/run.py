@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError
 from .schema import Document, Entry, EvaluationDocument, ProbeRow, SummaryBlock, dump
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 
 class RunResult:
@@ -34,17 +38,17 @@ class RunResult:
     def table(self) -> str:
         raise NotImplementedError
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         raise NotImplementedError
 
-    def plot(self) -> Any:
+    def plot(self) -> Figure:
         raise NotImplementedError
 
     def save(self, out: str | os.PathLike[str]) -> list[Path]:
         raise NotImplementedError
 
     @staticmethod
-    def _check_out(out: Any) -> None:
+    def _check_out(out: object) -> None:
         """``out`` names a folder (a str or os.PathLike), else one :class:`ArgumentError` naming it."""
         if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
             raise ArgumentError("out", out, f"must be a folder's path (a str or os.PathLike), not {type(out).__name__}"

@@ -10,18 +10,32 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Mapping as _Mapping
 from collections.abc import Sequence as _Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    TypeAlias,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 import numpy as np
 
 from ..benchmarks import METRIC_ORDER, TIE_CHOICES, TIE_POLICIES
 
+T = TypeVar("T")
 RESULTS_FORMAT = "vlprobe-results/3"  # 3: records (kind, names not paths, dataset_version); 2: recorded benchmarks
 
 
@@ -60,18 +74,24 @@ else:
 Interval = tuple[Fraction | None, Fraction | None]  # [low, high] of a bootstrap CI
 
 
-def flat() -> Any:
+def flat() -> dict[str, Any]:
     """A mapping whose keys sit in the record's own JSON object (a metric result's values)."""
     return field(default_factory=dict, metadata={"flat": True})
 
 
-def rest() -> Any:
+def rest() -> dict[str, Any]:
     """An open record's JSON object as it was recorded, every key (settings, provenance sections): its typed fields
     are checked views of it, and it is written back as it was, keys that are null included."""
     return field(default_factory=dict, metadata={"rest": True})
 
 
-def opt(default: Any = None, *, key: str | None = None, factory: Any = None) -> Any:
+@overload
+def opt(*, key: str | None = None) -> None: ...
+@overload
+def opt(default: T, *, key: str | None = None) -> T: ...
+@overload
+def opt(*, factory: Callable[[], T]) -> T: ...
+def opt(default: object = None, *, key: str | None = None, factory: Callable[[], object] | None = None) -> object:
     """A field left out of the JSON while it holds its default. ``key``: its JSON name, where not its own."""
     meta = {"omit": True, **({"key": key} if key else {})}
     return field(default_factory=factory, metadata=meta) if factory is not None else field(default=default, metadata=meta)
@@ -544,27 +564,31 @@ def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls, include_extras=True)
 
 
-def _at(where: str, key: Any, attribute: bool = True) -> str:
+def _at(where: str, key: object, attribute: bool = True) -> str:
     if attribute and isinstance(key, str) and key.isidentifier():
         return f"{where}.{key}" if where else key
     return f"{where}[{key!r}]"
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def parse(tp: Any, value: Any, where: str = "") -> Any:
-    """``value`` (parsed JSON) as the type ``tp``: records built, numbers checked; a :class:`SchemaError`
+def parse(tp: type[T], value: object, where: str = "") -> T:
+    """``value`` (parsed JSON) as the record ``tp``: records built, numbers checked; a :class:`SchemaError`
     names the first field at fault."""
+    return cast(T, _parse(tp, value, where))
+
+
+def _parse(tp: object, value: object, where: str = "") -> object:
     origin, args = get_origin(tp), get_args(tp)
     if tp is Any:
         return value
     if origin is Annotated:
-        out = parse(args[0], value, where)
+        out = _parse(args[0], value, where)
         for bound in args[1:]:
-            said = bound.problem(out) if isinstance(bound, Range) and out is not None and math.isfinite(out) else None
-            if said:
+            said = bound.problem(out) if isinstance(bound, Range) and isinstance(out, (int, float)) else None
+            if said and math.isfinite(out):  # type: ignore[arg-type]  # a number: said is None for anything else
                 raise SchemaError(where, f"{said}, got {value!r}")
         return out
     if origin in (Union, types.UnionType):
@@ -576,7 +600,7 @@ def parse(tp: Any, value: Any, where: str = "") -> Any:
         first: SchemaError | None = None
         for arm in arms:
             try:
-                return parse(arm, value, where)
+                return _parse(arm, value, where)
             except SchemaError as err:
                 first = first or err
         raise first  # type: ignore[misc]
@@ -592,36 +616,38 @@ def parse(tp: Any, value: Any, where: str = "") -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:
             if len(value) != len(args):
                 raise SchemaError(where, f"must be a list of {len(args)}, got {list(value)!r}")
-            return tuple(parse(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+            return tuple(_parse(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
         item = args[0] if args else Any
         named = getattr(item, "where", None) if is_dataclass(item) else None
-        return tuple(parse(item, v, f"{where}[{i}]" + (named(v) if named and isinstance(v, dict) else ""))
+        return tuple(_parse(item, v, f"{where}[{i}]" + (named(v) if named and isinstance(v, dict) else ""))
                      for i, v in enumerate(value))
     if origin in (dict, _Mapping):
         if not isinstance(value, dict):
             raise SchemaError(where, f"must be a mapping, got {_kind(value)}")
         kt, vt = args or (str, Any)
-        out = {}
+        mapping: dict[object, object] = {}
         for k, v in value.items():
             if get_origin(kt) is Literal and k not in get_args(kt):
                 raise SchemaError(_at(where, k), f"unknown metric {k!r} (the metrics: {', '.join(get_args(kt))})")
-            out[k] = parse(vt, v, _at(where, k, get_origin(kt) is Literal))
-        return out
+            mapping[k] = _parse(vt, v, _at(where, k, get_origin(kt) is Literal))
+        return mapping
     return _scalar(tp, value, where)
 
 
-def _scalar(tp: Any, value: Any, where: str) -> Any:
+_NAMES: dict[object, str] = {float: "a number", int: "a whole number", str: "a string", bool: "true or false"}
+
+
+def _scalar(tp: object, value: object, where: str) -> object:
     if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if tp is int and isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer():
         return int(value)
-    if tp in (str, bool) and isinstance(value, tp):
+    if (tp is str and isinstance(value, str)) or (tp is bool and isinstance(value, bool)):
         return value
-    what = {float: "a number", int: "a whole number", str: "a string", bool: "true or false"}.get(tp, str(tp))
-    raise SchemaError(where, f"must be {what}, got {value!r}")
+    raise SchemaError(where, f"must be {_NAMES.get(tp, str(tp))}, got {value!r}")
 
 
-def _record(cls: type, value: Any, where: str) -> Any:
+def _record(cls: type, value: object, where: str) -> object:
     if not isinstance(value, dict):
         raise SchemaError(where, f"must be a mapping, got {_kind(value)}")
     hints, kwargs, used = _hints(cls), {}, set()
@@ -633,12 +659,12 @@ def _record(cls: type, value: Any, where: str) -> Any:
         key = f.metadata.get("key", f.name)
         used.add(key)
         if key in value:
-            kwargs[f.name] = parse(hints[f.name], value[key], _at(where, key))
+            kwargs[f.name] = _parse(hints[f.name], value[key], _at(where, key))
         elif f.default is MISSING and f.default_factory is MISSING:
             raise SchemaError(where, f"missing {key!r}")
     others = {k: v for k, v in value.items() if k not in used}
     if spill is not None:
-        kwargs[spill.name] = parse(hints[spill.name], others, where) if spill.metadata.get("flat") else dict(value)
+        kwargs[spill.name] = _parse(hints[spill.name], others, where) if spill.metadata.get("flat") else dict(value)
     elif others:
         raise SchemaError(_at(where, next(iter(others))), f"not a field of {cls.__name__} "
                                                          f"({', '.join(f.name for f in fields(cls))})")
@@ -650,7 +676,7 @@ def _record(cls: type, value: Any, where: str) -> Any:
 
 # ---- records -> JSON -------------------------------------------------------------------------------------------
 
-def dump(obj: Any) -> Any:
+def dump(obj: object) -> Any:
     """Records (and numpy values, paths, tuples) as JSON: NaN and infinities as null."""
     if is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
@@ -669,10 +695,8 @@ def dump(obj: Any) -> Any:
         return {str(k): dump(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [dump(v) for v in obj]
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, (np.ndarray, np.generic)):  # an array as nested lists, a numpy scalar as Python's
         return dump(obj.tolist())
-    if isinstance(obj, np.generic):
-        return dump(obj.item())
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return str(obj) if isinstance(obj, Path) else obj
@@ -690,7 +714,7 @@ def json_schema() -> dict[str, Any]:
             **root, "$defs": dict(sorted(defs.items()))}
 
 
-def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _schema(tp: object, defs: dict[str, Any]) -> dict[str, Any]:
     origin, args = get_origin(tp), get_args(tp)
     if tp is Any:
         return {}
@@ -724,7 +748,10 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return out
     if tp is type(None):
         return {"type": "null"}
-    return {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[tp]}
+    return {"type": _JSON_TYPES[tp]}
+
+
+_JSON_TYPES: dict[object, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 def _record_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:

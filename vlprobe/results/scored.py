@@ -4,13 +4,13 @@ output), and their records in results.json (:func:`result_entries`)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
-from collections.abc import Sequence as _Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 if TYPE_CHECKING:
     from ..dataset.items import Item
@@ -78,17 +78,17 @@ class ScoredSplit:
         return shapes.pop() if len(shapes) == 1 else None
 
 
-class ScoreMatrices(_Sequence[Any]):
+class ScoreMatrices(Sequence[np.ndarray]):
     """Per-item m x n matrices kept as a few stacked ``(k, m, n)`` blocks (a sequence of arrays, without the ~200
     bytes of an ndarray per item); :meth:`stacked`: all of them as one ``(N, m, n)`` array when they share a shape."""
 
-    def __init__(self, matrices: Any = (), dtype: Any = np.float32) -> None:
+    def __init__(self, matrices: Iterable[ArrayLike] = (), dtype: DTypeLike = np.float32) -> None:
         self.dtype = np.dtype(dtype)
         self._blocks: list[np.ndarray] = []
         self._ends: list[int] = []  # items up to the end of each block
         self.extend(matrices)
 
-    def extend(self, matrices: Any) -> None:
+    def extend(self, matrices: Iterable[ArrayLike]) -> None:
         """Append ``matrices`` (a sequence of m x n arrays, or one (k, m, n) array)."""
         run: list[np.ndarray] = []
         for matrix in matrices:
@@ -109,7 +109,11 @@ class ScoreMatrices(_Sequence[Any]):
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, index: int | slice) -> np.ndarray | list[np.ndarray]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         i = int(index)
@@ -118,9 +122,10 @@ class ScoreMatrices(_Sequence[Any]):
         if not 0 <= i < len(self):
             raise IndexError("ScoreMatrices index out of range")
         k = int(np.searchsorted(self._ends, i, side="right"))
-        return self._blocks[k][i - (self._ends[k - 1] if k else 0)]
+        matrix: np.ndarray = self._blocks[k][i - (self._ends[k - 1] if k else 0)]
+        return matrix
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[np.ndarray]:
         for block in self._blocks:
             yield from block
 

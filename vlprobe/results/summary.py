@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from ..benchmarks import METRIC_ORDER, TEXT_ONLY, Benchmark, find, shape_headline
+from ..benchmarks import METRIC_ORDER, TEXT_ONLY, Benchmark, Group, find, shape_headline
 from . import published as published_data
 from .schema import (
     Departure,
@@ -36,7 +36,7 @@ from .schema import (
 POOLED = "pooled over items, not a paper figure"
 
 
-def _shape(shape: Any) -> tuple[int, int] | None:
+def _shape(shape: Sequence[int] | None) -> tuple[int, int] | None:
     if not shape:
         return None
     m, n = (int(x) for x in shape)
@@ -161,7 +161,7 @@ class _Found:
     authors: Metrics | None  # the same result under the authors' tie rule, where the entry holds it
 
 
-def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool, **extra: Any) -> SummaryRow:
+def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool) -> SummaryRow:
     """A config's row. ``same_rule``: the run counts ties as the authors do, so their figure is kept only where the
     run's is N/A."""
     m, theirs = found.metrics, found.authors
@@ -171,7 +171,7 @@ def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool, **ext
     authors = {k: v for k in keys if theirs is not None and (v := theirs.value(k)) is not None
                and (k in na or (k in values and not same_rule))}
     return SummaryRow(config=config, split=found.split, values=values, n_items=m.n_items, source=found.source, ci=ci,
-                      authors=authors, na=na, na_reason=m.na_reason if na else None, **extra)
+                      authors=authors, na=na, na_reason=m.na_reason if na else None)
 
 
 def _found(entries: Sequence[Entry], tag: str | None) -> dict[str, list[_Found]]:
@@ -202,7 +202,7 @@ def _mean(values: Sequence[float], weights: Sequence[float] | None) -> float:
     return sum(v * w for v, w in zip(values, weights)) / sum(weights)
 
 
-def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: str, same_rule: bool) -> SummaryRow:
+def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: str, same_rule: bool) -> SummaryRow:
     """The mean of the members' values as the group declares it (unweighted, or weighted by items); a metric N/A for a
     present member is N/A for the mean, with that member named. The figure under the authors' tie rule is the same mean
     of theirs."""
@@ -270,9 +270,9 @@ def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | Non
         for f in picked:
             keys = headline_present(bench.name, f.shape, f.metrics.keys(), modality)
             framing = bench.framing(f.shape)
-            rows.append(_row(config, f, keys, same_rule, paper_config=bench.paper_config(config),
-                             part=bench.parts.get(config), framing=framing.label if framing else None,
-                             pooled=pools, label=f"{config} ({POOLED})" if pools else None))
+            rows.append(replace(_row(config, f, keys, same_rule), paper_config=bench.paper_config(config),
+                                part=bench.parts.get(config), framing=framing.label if framing else None,
+                                pooled=pools, label=f"{config} ({POOLED})" if pools else None))
             used.append(f.metrics)
     if bench.splits:
         have = {(r.config, r.split) for r in rows}
@@ -411,12 +411,12 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
     headline per config."""
     entries = as_entries(entries)
     if not isinstance(settings, RunSettings):
-        settings = cast(RunSettings, parse(RunSettings, dump(settings or {}), "settings"))
+        settings = parse(RunSettings, dump(settings or {}), "settings")
     grouped: dict[str, list[Entry]] = {}
     for name, e in zip(table_names(entries), entries):
         grouped.setdefault(name, []).append(e)
     if model is not None and not isinstance(model, ModelInfo):
-        model = cast(ModelInfo, parse(ModelInfo, dump(model), "model"))
+        model = parse(ModelInfo, dump(model), "model")
     family = model.family if model is not None else None
     out: dict[str, SummaryBlock] = {}
     for name, es in grouped.items():

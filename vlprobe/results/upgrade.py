@@ -28,7 +28,7 @@ from .schema import (
 OLD_FORMATS = ("vlprobe-results/1", "vlprobe-results/2")
 
 
-def upgrade(doc: Any, source: str = "this file") -> Any:
+def upgrade(doc: object, source: str = "this file") -> dict[str, Any]:
     """``doc`` (a parsed results.json) in the current format; a :class:`SchemaError` for a file that is no
     vlprobe results.json. ``source``: how messages name the file."""
     if not isinstance(doc, dict):
@@ -65,8 +65,9 @@ def parse_document(doc: object, source: str = "this file") -> Document:
     """A parsed results.json of any format vlprobe wrote, as records (older ones upgraded: :func:`upgrade`); a
     :class:`SchemaError` names the field at fault."""
     doc = upgrade(doc, source)
-    parsed: Document = parse(ProbeDocument if doc.get("kind") == "probe" else EvaluationDocument, doc)
-    return parsed
+    if doc.get("kind") == "probe":
+        return parse(ProbeDocument, doc)
+    return parse(EvaluationDocument, doc)
 
 
 def _entry(entry: dict[str, Any], fmt: str | None, source: str) -> dict[str, Any]:

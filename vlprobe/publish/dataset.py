@@ -21,33 +21,24 @@ if TYPE_CHECKING:
 
 def _data_file_patterns(data_files: object) -> dict[str, list[str]] | None:
     """``data_files`` in any of the card's spellings -> {split: [patterns]} (None if malformed)."""
-    # Not vlprobe.dataset.folder.data_file_patterns: that one reads a card and coerces what it finds
-    # ([{split: test}] -> {test: []}, 5 -> {train: ["5"]}), which here would pass a config with no files.
+    # Not vlprobe.dataset.reader.data_file_patterns: that one coerces what it finds ([{split: test}] -> {test: []},
+    # 5 -> {train: ["5"]}), which here would pass a config with no files.
     if isinstance(data_files, str):
-        return {"train": [data_files]}
-    if isinstance(data_files, Mapping):  # {split: path or [paths]}
-        out = {}
-        for split, paths in data_files.items():
-            paths = [paths] if isinstance(paths, str) else paths
-            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                return None
-            out[str(split)] = paths
-        return out
-    if isinstance(data_files, list):
-        out: dict[str, list[str]] = {}
-        for entry in data_files:
-            if isinstance(entry, str):
-                out.setdefault("train", []).append(entry)
-            elif isinstance(entry, Mapping) and "path" in entry:
-                paths = entry["path"]
-                paths = [paths] if isinstance(paths, str) else paths
-                if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                    return None
-                out.setdefault(str(entry.get("split", "train")), []).extend(paths)
-            else:
-                return None
-        return out
-    return None
+        pairs: list[tuple[object, object]] = [("train", data_files)]
+    elif isinstance(data_files, Mapping):  # {split: path or [paths]}
+        pairs = list(data_files.items())
+    elif isinstance(data_files, list) and all(isinstance(e, str) or (isinstance(e, Mapping) and "path" in e)
+                                              for e in data_files):
+        pairs = [("train", e) if isinstance(e, str) else (e.get("split", "train"), e["path"]) for e in data_files]
+    else:
+        return None
+    out: dict[str, list[str]] = {}
+    for split, paths in pairs:
+        paths = [paths] if isinstance(paths, str) else paths
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            return None
+        out.setdefault(str(split), []).extend(paths)
+    return out
 
 
 def _declared_features(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,18 +9,16 @@ is None, with ``na_reason`` saying why; tables print ``N/A (<reason>)`` (:func:`
 written into a folder beside the output folder and swapped in (:mod:`vlprobe.storage.run_folder`).
 """
 
-from ..benchmarks import METRIC_ORDER
 from ..storage.run_folder import check_output_dir, write_run_folder
 from .display import NA_KEY, bar_chart, format_table, metric_keys, na_text, pct, plot_name, truncation_warning
 from .io import RUN_FILES, ResultsError, atomic_write_bytes, environment, now_iso, read_results, write_outputs
 from .run import RunResult
-from .schema import RESULTS_FORMAT, Entry, Metrics, Provenance, SchemaError, dataset_name, dump, json_schema, parse
+from .schema import dataset_name
 from .scored import ScoredItem, ScoredSplit, ScoreMatrices, result_entries
 
 __all__ = [
-    "METRIC_ORDER", "NA_KEY", "RESULTS_FORMAT", "RUN_FILES", "Entry", "Metrics", "Provenance", "ResultsError",
-    "RunResult", "SchemaError", "ScoreMatrices", "ScoredItem", "ScoredSplit", "atomic_write_bytes", "bar_chart",
-    "check_output_dir", "dataset_name", "dump", "environment", "format_table", "json_schema", "metric_keys", "na_text",
-    "now_iso", "parse", "pct", "plot_name", "read_results", "result_entries", "truncation_warning", "write_outputs",
+    "NA_KEY", "RUN_FILES", "ResultsError", "RunResult", "ScoreMatrices", "ScoredItem", "ScoredSplit",
+    "atomic_write_bytes", "bar_chart", "check_output_dir", "dataset_name", "environment", "format_table", "metric_keys",
+    "na_text", "now_iso", "pct", "plot_name", "read_results", "result_entries", "truncation_warning", "write_outputs",
     "write_run_folder",
 ]

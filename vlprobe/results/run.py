@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from ..errors import ArgumentError
 from .schema import Document, Entry, EvaluationDocument, ProbeRow, SummaryBlock, dump
@@ -15,19 +15,22 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+E = TypeVar("E", Entry, ProbeRow)
 
-class RunResult:
+
+class RunResult(Generic[E]):
     """What a run returns: ``document`` (results.json as records), ``entries`` (its entries, or a probe's rows),
     ``summary`` (the papers' aggregates, one block per benchmark), ``results`` (results.json as JSON), ``table()``
-    (what the command prints), ``to_pandas()``, ``plot()`` and ``save(out)`` (the run's folder)."""
+    (what the command prints), ``to_pandas()``, ``plot()`` and ``save(out)`` (the run's folder). ``E``: the kind of
+    entry, :class:`~.schema.Entry` or :class:`~.schema.ProbeRow`."""
 
     document: Document
     summary: Mapping[str, SummaryBlock]
 
     @property
-    def entries(self) -> tuple[Entry, ...] | tuple[ProbeRow, ...]:
+    def entries(self) -> tuple[E, ...]:
         doc = self.document
-        return doc.results if isinstance(doc, EvaluationDocument) else doc.rows
+        return cast("tuple[E, ...]", doc.results if isinstance(doc, EvaluationDocument) else doc.rows)
 
     @property
     def results(self) -> dict[str, Any]:

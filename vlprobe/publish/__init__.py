@@ -12,25 +12,12 @@ with ``dry_run``). No ``eval.yaml`` is written: the Hub's benchmark registration
 from __future__ import annotations
 
 from .dataset import check_dataset_folder, plan_dataset
-from .folder import (
-                     BUILD_REPORT,
-                     CARD_FILE,
-                     IGNORE_PATTERNS,
-                     SPEC_FILE,
-                     UPLOAD_IGNORED,
-                     escaping_files,
-                     progress_bars_off,
-                     read_card,
-)
-from .hub import publish, resolve_token
-from .metric import check_metric_folder, check_metric_module, plan_metric
+from .hub import publish
+from .metric import check_metric_folder, plan_metric
 from .plan import PublishError, UploadPlan, ValidationError, check_repo_id
-from .space import check_app_imports, check_space_folder, plan_space, stage_space
+from .space import check_space_folder, plan_space
 
 __all__ = [
-    "BUILD_REPORT", "CARD_FILE", "IGNORE_PATTERNS", "SPEC_FILE", "UPLOAD_IGNORED",
-    "PublishError", "UploadPlan", "ValidationError",
-    "check_app_imports", "check_dataset_folder", "check_metric_folder", "check_metric_module", "check_repo_id",
-    "check_space_folder", "escaping_files", "plan_dataset", "plan_metric", "plan_space", "progress_bars_off",
-    "publish", "read_card", "resolve_token", "stage_space",
+    "PublishError", "UploadPlan", "ValidationError", "check_dataset_folder", "check_metric_folder", "check_repo_id",
+    "check_space_folder", "plan_dataset", "plan_metric", "plan_space", "publish",
 ]

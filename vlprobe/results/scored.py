@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -186,7 +186,8 @@ def entry_of(split: ScoredSplit, name: str | None = None) -> Entry:
     data = parse(DataInfo, dump(split.data), f"{split.name}.data")
     if data.spec and Path(data.spec).is_absolute():  # the item spec by its place in the folder, not its path
         folder, spec = Path(str(split.dataset)).expanduser(), Path(data.spec)
-        data = replace(data, spec=spec.relative_to(folder).as_posix() if spec.is_relative_to(folder) else spec.name)
+        relative = spec.relative_to(folder).as_posix() if spec.is_relative_to(folder) else spec.name
+        data = parse(DataInfo, {**data.raw, "spec": relative}, f"{split.name}.data")  # raw: what is written
     authors = split.authors_rule
     return Entry(dataset=name or portable_name(split.dataset), config=split.config, split=split.split,
                  metrics=parse(Metrics, dump(split.metrics), f"{split.name}.metrics"), benchmark=split.benchmark,

@@ -238,15 +238,6 @@ def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: 
                       na_reason="not available for " + "; ".join(reasons) if na else None)
 
 
-def _modality(entries: Sequence[Entry]) -> str | None:
-    """``"text"`` when every entry was scored text-only (``data.modality``), else None."""
-    return TEXT_ONLY if entries and {e.modality for e in entries} == {TEXT_ONLY} else None
-
-
-def _plural(noun: str) -> str:
-    return noun if noun.endswith("s") else noun + "s"
-
-
 def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | None,
                  same_rule: bool) -> tuple[list[SummaryRow], list[str], list[Metrics]]:
     """One row per config (per declared test split where the benchmark has several), in the benchmark's order; the
@@ -282,20 +273,15 @@ def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | Non
     return rows, missing, used
 
 
-def _policy(entries: Sequence[Entry], settings: RunSettings) -> str | None:
-    """The tie policy the entries count a tie by (each entry's, else the run's ``settings.ties``); None: not known."""
-    return next((p for e in entries if (p := e.policy(settings.ties))), None)
-
-
 def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings, family: str | None) -> SummaryBlock:
     """One registered benchmark's aggregates (see :func:`summarize`)."""
-    modality = _modality(entries)
+    modality = TEXT_ONLY if entries and {e.modality for e in entries} == {TEXT_ONLY} else None  # all text-only
     rule = bench.tie_rule_for(modality)
-    ties = _policy(entries, settings)
+    ties = next((p for e in entries if (p := e.policy(settings.ties))), None)  # what the entries count a tie by
     same_rule = rule is not None and ties in (None, rule.policy)
     rows, missing, used = _config_rows(bench, entries, modality, same_rule)
     notes: list[str] = []
-    noun = _plural(bench.config_noun)
+    noun = bench.config_noun if bench.config_noun.endswith("s") else bench.config_noun + "s"
     expected = len(bench.configs) * max(1, len(bench.splits))
     spanning = any(set(g.members) >= set(bench.configs) for g in bench.groups)
     if missing and rows and not spanning:  # a group over every config says it instead
@@ -394,11 +380,6 @@ def table_names(entries: Sequence[Entry]) -> list[str]:
             for e in entries]
 
 
-def as_entries(entries: Sequence[Entry | Mapping[str, Any]]) -> list[Entry]:
-    """Records of results.json entries given as records or as their JSON (checked: a SchemaError names the field)."""
-    return [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
-
-
 def summarize(entries: Sequence[Entry | Mapping[str, Any]],
               settings: RunSettings | Mapping[str, Any] | None = None,
               model: ModelInfo | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
@@ -409,11 +390,11 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
     declaration (configs from their entries or a pooled entry's per-tag results, its groups' means, splits, framings, tie
     rule; ``complete`` False with ``notes`` where configs are missing); a dataset that records none gets its shape's
     headline per config."""
-    entries = as_entries(entries)
+    records = [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
     if not isinstance(settings, RunSettings):
         settings = parse(RunSettings, dump(settings or {}), "settings")
     grouped: dict[str, list[Entry]] = {}
-    for name, e in zip(table_names(entries), entries):
+    for name, e in zip(table_names(records), records):
         grouped.setdefault(name, []).append(e)
     if model is not None and not isinstance(model, ModelInfo):
         model = parse(ModelInfo, dump(model), "model")

@@ -41,6 +41,7 @@ class DatasetFolder:
     build: str | None
 
     def describe(self) -> str:
+        """Its configs and splits in one line, with those not built and how to build them."""
         parts = [f"{c} ({', '.join(s)})" for c, s in self.built.items()]
         if self.unbuilt:
             how = f", `vlprobe build {self.build}`" if self.build else ""

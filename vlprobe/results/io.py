@@ -91,8 +91,7 @@ def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
 
     if isinstance(provenance, Provenance):
         return provenance
-    parsed: Provenance = parse(Provenance, named(dump(provenance)), "provenance")
-    return parsed
+    return parse(Provenance, named(dump(provenance)), "provenance")
 
 
 # ---- writing ----------------------------------------------------------------------------------------------

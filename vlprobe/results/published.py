@@ -51,6 +51,7 @@ class Figure:
 
     @property
     def source(self) -> Source:
+        """Where it comes from (``published_sources.csv``)."""
         return sources()[(self.source_key, self.benchmark)]
 
 

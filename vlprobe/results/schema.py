@@ -318,10 +318,12 @@ class Stats:
 
     @property
     def cached(self) -> int:
+        """The inputs read from the cache."""
         return int(self.raw.get("cached") or 0)
 
     @property
     def seconds(self) -> float:
+        """The scoring's wall-clock seconds."""
         return float(self.raw.get("seconds") or 0)
 
 

@@ -15,9 +15,6 @@ _WITH_PAPERS = [b for b in benchmarks().values() if b.paper_tables]
 PAPER_TABLES: dict[str, tuple[str, ...]] = {b.name: tuple(t.table for t in b.paper_tables) for b in _WITH_PAPERS}
 # What each benchmark's published numbers are, said beside them.
 PAPER_NOTES: dict[str, str] = {b.name: b.paper_note for b in _WITH_PAPERS if b.paper_note}
-# (benchmark, a dataset's config name) -> the CSV's config name, where they differ.
-CONFIG_ALIASES: dict[tuple[str, str], str] = {(b.name, c): p for b in benchmarks().values()
-                                              for c, p in b.paper_configs.items()}
 
 
 def source_label(benchmark: str, table: str) -> str:

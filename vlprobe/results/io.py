@@ -117,18 +117,20 @@ def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> pa.
     def matrix(m: object) -> list[list[float]] | None:
         return None if m is None else np.asarray(m, dtype=np.float32).tolist()
 
-    rows = [{"dataset": e.dataset, "config": u.config, "split": u.split, "id": item.id, "scores": matrix(s),
-             "gold": np.asarray(item.gold).tolist(), "probabilities": matrix(p), "texts": list(item.texts),
-             "tags": list(item.tags)}
-            for u, e in zip(splits, entries)
-            for item, s, p in zip(u.items, u.scores, u.probabilities or repeat(None))]
     floats = pa.list_(pa.list_(pa.float32()))
     schema = pa.schema([
         ("dataset", pa.string()), ("config", pa.string()), ("split", pa.string()), ("id", pa.string()),
         ("scores", floats), ("gold", pa.list_(pa.list_(pa.bool_()))), ("probabilities", floats),
         ("texts", pa.list_(pa.string())), ("tags", pa.list_(pa.string())),
     ])
-    return pa.Table.from_pylist(rows, schema=schema)
+    columns: list[list[object]] = [[] for _ in schema.names]  # a column at a time: no dict per row
+    for u, e in zip(splits, entries):
+        for item, s, p in zip(u.items, u.scores, u.probabilities or repeat(None)):
+            row = (e.dataset, u.config, u.split, item.id, matrix(s), np.asarray(item.gold).tolist(), matrix(p),
+                   list(item.texts), list(item.tags))
+            for column, value in zip(columns, row):
+                column.append(value)
+    return pa.Table.from_pydict(dict(zip(schema.names, columns)), schema=schema)
 
 
 CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low", "ci_high", "chance", "support",

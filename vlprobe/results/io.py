@@ -128,9 +128,9 @@ def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> pa.
         for item, s, p in zip(u.items, u.scores, u.probabilities or repeat(None)):
             row = (e.dataset, u.config, u.split, item.id, matrix(s), np.asarray(item.gold).tolist(), matrix(p),
                    list(item.texts), list(item.tags))
-            for column, value in zip(columns, row):
+            for column, value in zip(columns, row, strict=True):
                 column.append(value)
-    return pa.Table.from_pydict(dict(zip(schema.names, columns)), schema=schema)
+    return pa.Table.from_pydict(dict(zip(schema.names, columns, strict=True)), schema=schema)
 
 
 CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low", "ci_high", "chance", "support",

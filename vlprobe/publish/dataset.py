@@ -284,7 +284,8 @@ def _compare_features(name: str, rel: str, declared, stored, schema) -> list[str
         t_decl = arrow_declared.field(col).type
         t_file = schema.field(col).type
         # Types must agree in storage; when the file carries datasets' metadata, in meaning too.
-        if not t_decl.equals(t_file) or (col in stored and _canon(stored[col]) != _canon(declared[col]) and _has_hf_meta(schema)):
+        if not t_decl.equals(t_file) or (col in stored and _canon(stored[col]) != _canon(declared[col])
+                                                        and b"huggingface" in (schema.metadata or {})):
             problems.append(
                 f"config {name!r}: column {col!r} is declared as {_short(declared[col])} in the card but "
                 f"{rel} stores {_short(stored.get(col))} ({t_file})"
@@ -296,10 +297,6 @@ def _canon(feature: object) -> dict[str, object]:
     import datasets
 
     return datasets.Features({"x": feature}).to_dict()
-
-
-def _has_hf_meta(schema) -> bool:
-    return b"huggingface" in (schema.metadata or {})
 
 
 def _short(feature) -> str:

@@ -1,6 +1,5 @@
-"""The metric folder, pushed as a Space named like the module: ``<name>.py`` loads with
-``evaluate.load`` and its docstring examples pass as doctests, ``requirements.txt`` names evaluate,
-the Space card and app pass the Space checks; and :func:`plan_metric`."""
+"""The metric folder, pushed as a Space named like the module: ``<name>.py`` loads with ``evaluate.load`` and its
+docstring examples pass, ``requirements.txt`` names evaluate, the card and app pass the Space checks."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Space folders: the card's ``sdk`` and ``app_file``, the app imported in a fresh interpreter with
-``launch()`` disabled, the Space staged with the vlprobe package and the default model beside it
-(:func:`stage_space`), and :func:`plan_space`."""
+"""Space folders: the card's ``sdk`` and ``app_file``, the app imported in a fresh interpreter with ``launch()``
+disabled, and the Space staged with the vlprobe package and the default model beside it (:func:`stage_space`)."""
 
 from __future__ import annotations
 

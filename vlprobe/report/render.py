@@ -338,9 +338,8 @@ def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: st
     try:
         folder.mkdir(parents=True, exist_ok=True)
         written = [folder / "report.md", folder / "report.html", folder / "report.tex"]
-        atomic_write_bytes(written[0], md.encode("utf-8"))
-        atomic_write_bytes(written[1], page.encode("utf-8"))
-        atomic_write_bytes(written[2], tex.encode("utf-8"))
+        for path, text in zip(written, (md, page, tex), strict=True):
+            atomic_write_bytes(path, text.encode("utf-8"))
         if evaluated:  # the plot is of evaluate runs' headline metrics
             written.append(folder / "report.png")
             plot_runs(evaluated, written[3])

@@ -1,7 +1,6 @@
-"""A run's results shown: percentages (:func:`pct`), not-available cells (:func:`na_text`), the table printed at
-the end of a run (:func:`format_table`), the wide table researchers paste (:func:`wide_rows`), and the one bar chart
-of vlprobe (:func:`bar_chart`: run plots, the report, the Space) with a split's plot (:func:`plot_split`). Each
-takes the records (:class:`~vlprobe.results.schema.Entry`)."""
+"""A run's results shown, from the records: percentages (:func:`pct`), not-available cells (:func:`na_text`), the
+table a run prints (:func:`format_table`), the wide table to paste (:func:`wide_rows`) and vlprobe's one bar chart
+(:func:`bar_chart`: run plots, the report, the Space)."""
 
 from __future__ import annotations
 

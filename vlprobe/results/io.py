@@ -1,7 +1,6 @@
-"""A run's files, written from the records and read back into them: results.json (:func:`write_results_json`,
-:func:`read_results`), scores.parquet, results.csv (the long table), results_wide.csv (the wide, rounded table) and a
-plot per entry, written as one folder swapped in (:func:`write_outputs`, through :mod:`vlprobe.storage.run_folder`); and
-the provenance's environment (:func:`environment`: package versions and vlprobe's git commit from a clone)."""
+"""A run's files, written from the records as one folder swapped in (:func:`write_outputs`): results.json (read back
+by :func:`read_results`), scores.parquet, results.csv, results_wide.csv and a plot per entry; and the provenance's
+:func:`environment` (package versions, vlprobe's git commit from a clone)."""
 
 from __future__ import annotations
 

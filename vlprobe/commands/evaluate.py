@@ -2,18 +2,9 @@
 
     vlprobe evaluate --dataset travlr --config all --model models/mini-clip --bootstrap 1000 --out runs/x
 
-With no ``--dataset`` and no ``--model`` it runs the offline default: the dataset folders
-``travlr`` and ``winoground_style`` of the repository (all configs, their test splits) with the
-small CLIP in ``models/mini-clip``, written to ``runs/default``.
-
-This module only parses the arguments: each flag's ``dest`` is a keyword of :func:`vlprobe.evaluate` and its default
-that keyword's (``tests/test_options.py`` holds them equal); the pipeline is :func:`vlprobe.evaluate`
-(:mod:`vlprobe.evaluation`), which checks every setting and the output folder before scoring,
-streams the rows through the engine, measures, and writes the folder as one unit. Outputs: see
-:mod:`vlprobe.results`.
-
-Under ``accelerate launch`` every process scores its shard of the unique inputs and only the main
-process writes outputs.
+With no ``--dataset`` and no ``--model``: the offline default (the repository's ``travlr`` and ``winoground_style``
+with ``models/mini-clip``, into ``runs/default``). Each flag's ``dest`` is a keyword of :func:`vlprobe.evaluate` and
+its default that keyword's (``tests/test_options.py``); the pipeline is :mod:`vlprobe.evaluation`.
 """
 
 from __future__ import annotations
@@ -23,19 +14,15 @@ import os
 from pathlib import Path
 
 from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL
+from . import add_command
 
 HELP = "score a model on a benchmark; write results.json, scores.parquet, results.csv, plots"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "evaluate",
-        help=HELP,
-        description=(
-            "Score a model on a benchmark and write metrics with CIs, per config and per tag. With no "
-            f"--dataset/--model: the offline default ({', '.join(DEFAULT_DATASETS)} with {DEFAULT_MODEL})."
-        ),
-    )
+    p = add_command(sub, "evaluate", HELP, run, (
+        "Score a model on a benchmark and write metrics with CIs, per config and per tag. With no "
+        f"--dataset/--model: the offline default ({', '.join(DEFAULT_DATASETS)} with {DEFAULT_MODEL})."))
     from ..benchmarks.base import AUTHORS
     from ..cli import add_run_options, batch_size
     from ..defaults import AUTO
@@ -68,7 +55,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exact-preprocessing", action="store_true", help="always the model's PIL image processor (the "
                    "one the papers ran), never the fast torchvision one (default: fast when torchvision imports)")
     add_run_options(p)
-    p.set_defaults(func=run)
 
 
 # ---- the command ----------------------------------------------------------------------------------
@@ -76,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def default_root() -> Path:
     """Where the offline default's folders are looked for: ``$VLPROBE_ROOT``, else the working
     directory (the repository checkout, where ``make`` and the README run it)."""
-    return Path(os.environ.get("VLPROBE_ROOT") or Path.cwd())
+    return Path(os.getenv("VLPROBE_ROOT") or Path.cwd())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ArgumentError
     from ..evaluation import evaluate
     from ..evaluation.settings import DEFAULT_OUT
-    from ..results import RUN_FILES, dataset_name
+    from ..results import RUN_FILES, dataset_name, plot_name
     from ..results.display import slug
+    from ..results.schema import Stats
 
-    values = keywords(args)
-    out = values["out"]
+    out = args.out
     if out is not None and not str(out).strip():
         raise ArgumentError("out", out, "is empty; name a folder for the outputs, or leave --out out for the default "
                                         "(runs/<dataset>-<model>)")
@@ -98,22 +84,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
             out = f"runs/{slug(dataset_name(args.datasets[0]))}-{slug(model_name)}"
-    result = evaluate(**{**values, "out": out}, root=default_root(), log=print)
+    result = evaluate(**{**keywords(args), "out": out}, root=default_root(), log=print)
     if not result.main_process:
         return 0
     print()
     print(result.table())
-    stats = result.provenance.get("engine") or {}
-    computed = sum(v for k, v in stats.items() if k.startswith("computed_") and not k.endswith("_this_process"))
-    cache = stats.get("cache_dir")
-    print(f"\nscored in {stats.get('seconds', 0):.1f}s: {computed} inputs computed, {stats.get('cached', 0)} from the cache"
-          + (f" ({cache})" if cache else ""))
-    names = list(RUN_FILES) + [_plot(u) for u in result.splits]
+    stats = result.document.provenance.engine or Stats()
+    cache = f" ({stats.cache_dir})" if stats.cache_dir else ""
+    print(f"\nscored in {stats.seconds:.1f}s: {stats.computed} inputs computed, {stats.cached} from the cache{cache}")
+    names = list(RUN_FILES) + [plot_name(u) for u in result.splits]
     print(f"wrote {len(names)} files to {out}: " + ", ".join(names))
     return 0
-
-
-def _plot(split) -> str:
-    from ..results import plot_name
-
-    return plot_name(split)

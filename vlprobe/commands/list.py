@@ -1,44 +1,56 @@
-"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``.
-
-    vlprobe list                      every benchmark vlprobe can build (its configs, what a build needs, whether
-                                      it is built and where), every dataset folder found (the working directory,
-                                      $VLPROBE_ROOT, where `vlprobe build` writes outside a clone), the model
-                                      families with their architectures, and the bundled model
-    vlprobe list --dataset FOLDER     one dataset folder's (or, online, Hub id's) configs and splits
+"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``: the benchmarks vlprobe builds (their
+configs, what a build needs, where built), the dataset folders found, the model families and the bundled model;
+``--dataset FOLDER``: one dataset's configs and splits.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass
 from pathlib import Path
+
+from . import add_command
 
 HELP = "the catalogue: benchmarks vlprobe builds, dataset folders found, model families and architectures"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "list",
-        help=HELP,
-        description=(
-            "The catalogue: every benchmark `vlprobe build` makes (its configs, what the build needs, whether it is "
-            "built and where), every dataset folder found (the working directory, $VLPROBE_ROOT, and where "
-            "`vlprobe build` writes outside a clone: <cache>/datasets), each with its configs and splits, the model "
-            "families --family accepts with the architectures each takes, and the bundled model. With --dataset: "
-            "that dataset's configs and splits."
-        ),
-    )
+    p = add_command(sub, "list", HELP, run, (
+        "The catalogue: every benchmark `vlprobe build` makes (its configs, what the build needs, whether it is "
+        "built and where), every dataset folder found (the working directory, $VLPROBE_ROOT, and where "
+        "`vlprobe build` writes outside a clone: <cache>/datasets), each with its configs and splits, the model "
+        "families --family accepts with the architectures each takes, and the bundled model. With --dataset: "
+        "that dataset's configs and splits."))
     p.add_argument("--dataset", default=None, metavar="FOLDER_OR_HUB_ID",
                    help="list this dataset's configs and splits (a Hub id needs the network)")
     p.add_argument("--root", default=None,
                    help="look for dataset folders here instead of the working directory ($VLPROBE_ROOT and the "
                         "cache are looked in too)")
-    p.set_defaults(func=run)
 
 
-def dataset_folders(root: str | os.PathLike[str]) -> list[dict]:
-    """Every folder directly under ``root`` holding a vlprobe.yaml: {name, path, built: {config:
-    [splits]}, unbuilt: [configs], build: the `vlprobe build` name or None}."""
+@dataclass(frozen=True)
+class DatasetFolder:
+    """A folder holding a vlprobe.yaml: its built configs' splits, the configs its card declares but that are not
+    built, and the `vlprobe build` name that builds it (None: none)."""
+
+    name: str
+    path: Path
+    built: dict[str, list[str]]
+    unbuilt: list[str]
+    build: str | None
+
+    def describe(self) -> str:
+        """Its configs and splits in one line, with those not built and how to build them."""
+        parts = [f"{c} ({', '.join(s)})" for c, s in self.built.items()]
+        if self.unbuilt:
+            how = f", `vlprobe build {self.build}`" if self.build else ""
+            parts.append(f"not built{how}: {', '.join(self.unbuilt)}")
+        return "; ".join(parts) or "no config declared in its README.md card"
+
+
+def dataset_folders(root: str | os.PathLike[str]) -> list[DatasetFolder]:
+    """Every folder directly under ``root`` holding a vlprobe.yaml."""
     from ..builders import builders
     from ..dataset.reader import _declared_configs, built_configs, config_splits
 
@@ -49,21 +61,9 @@ def dataset_folders(root: str | os.PathLike[str]) -> list[dict]:
             continue
         declared = [c["config_name"] for c in _declared_configs(folder)] if (folder / "README.md").is_file() else []
         built = built_configs(folder) if declared else []
-        out.append({
-            "name": folder.name, "path": str(folder),
-            "built": {c: config_splits(folder, c) for c in built},
-            "unbuilt": [c for c in declared if c not in built],
-            "build": folder.name if folder.name in known else None,
-        })
+        out.append(DatasetFolder(folder.name, folder, {c: config_splits(folder, c) for c in built},
+                                 [c for c in declared if c not in built], folder.name if folder.name in known else None))
     return out
-
-
-def _describe(d: dict) -> str:
-    parts = [f"{c} ({', '.join(s)})" for c, s in d["built"].items()]
-    if d["unbuilt"]:
-        how = f", `vlprobe build {d['build']}`" if d["build"] else ""
-        parts.append(f"not built{how}: {', '.join(d['unbuilt'])}")
-    return "; ".join(parts) or "no config declared in its README.md card"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dataset:
         local = Path(args.dataset)
         if local.is_dir() and (local / "vlprobe.yaml").is_file():
-            d = next(x for x in dataset_folders(local.parent) if Path(x["path"]) == local or x["name"] == local.name)
-            print(f"{args.dataset}: {_describe(d)}")
+            d = next(x for x in dataset_folders(local.parent) if x.path == local or x.name == local.name)
+            print(f"{args.dataset}: {d.describe()}")
             return 0
         configs = select_configs(args.dataset, "*", None)  # a DatasetError in one line when it cannot be read
         print(f"{args.dataset}: {len(configs)} config(s) (--config NAME, --split NAME)")
@@ -101,28 +101,21 @@ def search_roots(root: Path) -> list[Path]:
     """Where built folders are looked for, in the order a name finds them (:mod:`vlprobe.names`)."""
     from ..storage.locations import datasets_home
 
+    env = os.getenv("VLPROBE_ROOT")
     out: list[Path] = []
-    for base in [root, Path(os.environ["VLPROBE_ROOT"]).expanduser() if os.environ.get("VLPROBE_ROOT") else None,
-                 datasets_home()]:
+    for base in [root, Path(env).expanduser() if env else None, datasets_home()]:
         if base is not None and base.resolve() not in [b.resolve() for b in out]:
             out.append(base)
     return out
 
 
-def buildable(root: Path) -> list[dict]:
-    """Every benchmark `vlprobe build` makes: {name, help, configs, needs, built: folder or None}. A benchmark is
-    built where the catalogue's "dataset folders found" has it with data: the first of :func:`search_roots` holding
-    a built folder of its name (the working folder included, where ``--dataset NAME`` reads it as a path)."""
-    from ..builders import builders
+def built_where(name: str, roots: list[Path]) -> Path | None:
+    """Where benchmark ``name`` is built: the first of ``roots`` (:func:`search_roots`) holding a built folder of its
+    name (the working folder included, where ``--dataset NAME`` reads it as a path), as "dataset folders found" has
+    it with data; None: nowhere."""
     from ..names import is_built
 
-    roots = search_roots(root)
-    out = []
-    for name, builder in sorted(builders().items()):
-        found = next((base / name for base in roots if is_built(base / name)), None)
-        out.append({"name": name, "help": builder.help, "configs": [d.name for d in builder.config_decls()],
-                    "needs": builder.needs, "built": str(found) if found is not None else None})
-    return out
+    return next((base / name for base in roots if is_built(base / name)), None)
 
 
 def args_root_is_cwd(root: Path) -> bool:
@@ -140,19 +133,23 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
     import textwrap
 
     from ..benchmarks import benchmarks
+    from ..builders import builders
     from ..storage.locations import MINI_CLIP, datasets_home, shipped_model
 
     wrap = textwrap.TextWrapper(width=118, initial_indent="      ", subsequent_indent="        ")
     lines = ["benchmarks vlprobe can build (`vlprobe build NAME`; then `--dataset NAME` from any folder):"]
-    for b in buildable(root):
-        lines.append(f"  {b['name']}")
-        lines += wrap.wrap(b["help"])
-        if b["configs"]:
-            lines += wrap.wrap(f"configs: {_shown(b['configs'])}")
-        if b["needs"]:
-            lines += wrap.wrap(f"needs: {b['needs']}")
-        if b["name"] != "folder":
-            lines.append(f"      built: {b['built']}" if b["built"] else "      built: no")
+    roots = search_roots(root)
+    for name, builder in sorted(builders().items()):
+        lines.append(f"  {name}")
+        lines += wrap.wrap(builder.help)
+        configs = [d.name for d in builder.config_decls()]
+        if configs:
+            lines += wrap.wrap(f"configs: {_shown(configs)}")
+        if builder.needs:
+            lines += wrap.wrap(f"needs: {builder.needs}")
+        if name != "folder":
+            built = built_where(name, roots)
+            lines.append(f"      built: {built}" if built is not None else "      built: no")
     hub = [b for b in benchmarks().values() if b.builder is None and b.hub_id]
     if hub:
         lines += ["", "benchmarks read from the Hub (`--dataset ID`; online, or a copy in the Hugging Face cache):"]
@@ -163,8 +160,8 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
         where = "the cache, where `vlprobe build` writes outside a clone" if base == datasets_home() else (
             "$VLPROBE_ROOT" if base != root else "the working folder" if args_root_is_cwd(root) else "--root")
         lines.append(f"  {base} ({where}):" if folders else f"  {base} ({where}): none")
-        width = max([len(d["name"]) for d in folders] + [8])
-        lines += [f"    {d['name']:<{width}}  {_describe(d)}" for d in folders]
+        width = max([len(d.name) for d in folders] + [8])
+        lines += [f"    {d.name:<{width}}  {d.describe()}" for d in folders]
     lines += ["", "model families (--family NAME; detected from the model's config.json when left out):"]
     from ..scorers.base import _AUTO_CLASSES
 

@@ -3,11 +3,8 @@
     vlprobe probe --dataset travlr --config all --model models/mini-clip \\
         --train-modality image,caption,both --test-modality image,caption,both --train-size 100,200 --out runs/probe
 
-Parses the arguments (each flag's ``dest`` is a keyword of :func:`vlprobe.probe` and its default that keyword's,
-``--out`` aside: the command always writes) and calls
-:func:`vlprobe.probing.probe` (also ``vlprobe.probe``), which checks every setting and --out before anything is
-loaded and writes the output folder as one unit; see that module for the protocol. Writes results.json (rows +
-provenance + tables), results.csv, tables.md and learning-curve plots.
+Each flag's ``dest`` is a keyword of :func:`vlprobe.probe` and its default that keyword's (``--out`` aside: the
+command always writes); the protocol is :mod:`vlprobe.probing`.
 """
 
 from __future__ import annotations
@@ -15,19 +12,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from . import add_command
+
 HELP = "TraVLR's protocol: train a probe on one modality's features, test on image/caption/both (macro-F1)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "probe",
-        help=HELP,
-        description=(
-            "Train a classifier on a frozen model's features with the scene given as an image, a caption or "
-            "both; test it in and out of distribution on every modality (cross-modal transfer), with "
-            "learning curves and text-only baselines. Features are computed once and cached."
-        ),
-    )
+    p = add_command(sub, "probe", HELP, run, (
+        "Train a classifier on a frozen model's features with the scene given as an image, a caption or "
+        "both; test it in and out of distribution on every modality (cross-modal transfer), with "
+        "learning curves and text-only baselines. Features are computed once and cached."))
     from ..cli import add_run_options, batch_size
     from ..defaults import BATCH_SIZE
     from ..probing.settings import CLASSIFIERS, DEFAULT_DATASET, DEFAULT_OUT, MAX_EPOCHS, MAX_SEEDS, MODALITIES, SCHEDULES
@@ -61,7 +55,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"inputs per forward pass, or auto (default {BATCH_SIZE})")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     add_run_options(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ would be uploaded and touches nothing.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 
 HELP = "validate a dataset folder, the metric or the Space, then push it to the Hugging Face Hub"
@@ -35,13 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--folder", type=Path, default=None,
                    help="the metric folder (default: ./metric, else the one this vlprobe ships)")
     _common(p, "<org>/valse_metric: the last part must equal the module's file name")
-    p.set_defaults(func=_metric)
+    p.set_defaults(func=partial(_space_like, kind="metric"))
 
     p = inner.add_parser("space", help="space/ (the Gradio demo) as a Space")
     p.add_argument("--folder", type=Path, default=None,
                    help="the Space folder (default: ./space, else the one this vlprobe ships)")
     _common(p, "<org>/<name>, e.g. my-lab/vlprobe-demo")
-    p.set_defaults(func=_space)
+    p.set_defaults(func=partial(_space_like, kind="space"))
 
 
 def _common(p: argparse.ArgumentParser, repo_help: str) -> None:
@@ -88,19 +89,11 @@ def _dataset(args: argparse.Namespace) -> int:
     return _push(plan, args)
 
 
-def _metric(args: argparse.Namespace) -> int:
-    from ..publish import plan_metric
+def _space_like(args: argparse.Namespace, kind: str) -> int:
+    """``vlprobe publish metric`` or ``space``: the folder (``--folder``, else the default) checked, then pushed."""
+    from ..publish import plan_metric, plan_space
 
-    folder = _default_folder(args.folder, "metric")
-    print(f"checking metric folder {folder} ...")
-    plan = plan_metric(folder, args.repo)
-    return _push(plan, args)
-
-
-def _space(args: argparse.Namespace) -> int:
-    from ..publish import plan_space
-
-    folder = _default_folder(args.folder, "space")
-    print(f"checking Space folder {folder} ...")
-    plan = plan_space(folder, args.repo)
+    folder = _default_folder(args.folder, kind)
+    print(f"checking {'metric' if kind == 'metric' else 'Space'} folder {folder} ...")
+    plan = (plan_metric if kind == "metric" else plan_space)(folder, args.repo)
     return _push(plan, args)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import argparse
 
+from . import add_command
+
 HELP = "print the JSON Schema of results.json (what vlprobe evaluate and vlprobe probe write)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("schema", help=HELP, description=(
+    p = add_command(sub, "schema", HELP, run, (
         "Print the JSON Schema (draft 2020-12) of results.json, generated from vlprobe's records of it, so that "
         "other tools can validate a run's file (e.g. python -m jsonschema, or check-jsonschema)."))
     p.add_argument("--out", default=None, metavar="FILE", help="write it to FILE instead of printing it")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from ..results.io import provenance_record
 from ..results.schema import Entry, EvaluationDocument, SummaryBlock
 
 
-class Evaluation(RunResult):
+class Evaluation(RunResult[Entry]):
     """What :func:`evaluate` returns; the same surface as :class:`vlprobe.ProbeResult`:
 
     * ``entries``: one :class:`~vlprobe.results.schema.Entry` per scored dataset/config/split; ``summary``: each

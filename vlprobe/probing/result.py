@@ -40,7 +40,7 @@ def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
 
 
 @dataclass(repr=False)
-class ProbeResult(RunResult):
+class ProbeResult(RunResult[ProbeRow]):
     """What :func:`probe` returns, on the protocol of :class:`vlprobe.Evaluation`: ``rows`` (one per task x
     setting x train size x test modality x split x seed, with macro-F1, its CI and chance; ``entries``: the same
     as records), ``provenance``, ``document`` (results.json as records; ``results``: as JSON), ``summary`` (the

@@ -9,42 +9,36 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..storage.paths import config_name_problem, relative_problem, split_name_problem
 from .folder import BUILD_REPORT, CARD_FILE, SPEC_FILE, progress_bars_off, read_card
 from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
 
+if TYPE_CHECKING:
+    import datasets
 
-def _data_file_patterns(data_files: Any) -> dict[str, list[str]] | None:
+
+def _data_file_patterns(data_files: object) -> dict[str, list[str]] | None:
     """``data_files`` in any of the card's spellings -> {split: [patterns]} (None if malformed)."""
-    # Not vlprobe.dataset.folder.data_file_patterns: that one reads a card and coerces what it finds
-    # ([{split: test}] -> {test: []}, 5 -> {train: ["5"]}), which here would pass a config with no files.
+    # Not vlprobe.dataset.reader.data_file_patterns: that one coerces what it finds ([{split: test}] -> {test: []},
+    # 5 -> {train: ["5"]}), which here would pass a config with no files.
     if isinstance(data_files, str):
-        return {"train": [data_files]}
-    if isinstance(data_files, Mapping):  # {split: path or [paths]}
-        out = {}
-        for split, paths in data_files.items():
-            paths = [paths] if isinstance(paths, str) else paths
-            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                return None
-            out[str(split)] = paths
-        return out
-    if isinstance(data_files, list):
-        out: dict[str, list[str]] = {}
-        for entry in data_files:
-            if isinstance(entry, str):
-                out.setdefault("train", []).append(entry)
-            elif isinstance(entry, Mapping) and "path" in entry:
-                paths = entry["path"]
-                paths = [paths] if isinstance(paths, str) else paths
-                if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                    return None
-                out.setdefault(str(entry.get("split", "train")), []).extend(paths)
-            else:
-                return None
-        return out
-    return None
+        pairs: list[tuple[object, object]] = [("train", data_files)]
+    elif isinstance(data_files, Mapping):  # {split: path or [paths]}
+        pairs = list(data_files.items())
+    elif isinstance(data_files, list) and all(isinstance(e, str) or (isinstance(e, Mapping) and "path" in e)
+                                              for e in data_files):
+        pairs = [("train", e) if isinstance(e, str) else (e.get("split", "train"), e["path"]) for e in data_files]
+    else:
+        return None
+    out: dict[str, list[str]] = {}
+    for split, paths in pairs:
+        paths = [paths] if isinstance(paths, str) else paths
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            return None
+        out.setdefault(str(split), []).extend(paths)
+    return out
 
 
 def _declared_features(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,7 +54,7 @@ def _declared_features(meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _features_from_yaml(name: str, features_yaml: Any):
+def _features_from_yaml(name: str, features_yaml: object) -> datasets.Features:
     """The ``datasets.Features`` a card's ``dataset_info`` entry declares, read as datasets reads a card."""
     from datasets.info import DatasetInfosDict
     from huggingface_hub import DatasetCardData
@@ -134,20 +128,21 @@ def _path_only_images(path: Path, column: str, is_list: bool) -> tuple[int, int,
 def check_dataset_folder(
     folder: str | os.PathLike[str], rows: int = 5, load: bool = True, notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
-    """Check a dataset folder before upload. Returns ``(problems, data_files)``: every reason the
-    folder is not ready (empty when it is) and the data files the card's configs point to.
-
-    ``rows``: how many first rows of every config must convert to items (and decode their images).
-    ``load``: run ``load_dataset(folder, config)`` for every config (the authoritative check).
-    ``notes``: a list that receives one line per config on what was checked.
-    """
+    """Check a dataset folder before upload: ``(problems, data_files)``, every reason it is not ready (none: ready)
+    and the data files its card's configs point to. ``rows``: the first rows of every config that must become items;
+    ``load``: ``load_dataset`` every config; ``notes``: receives a line per config on what was checked."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"], []
     meta, problems = read_card(folder)
     data_files: list[str] = []
     configs: list[str] = []
-    broken_configs = False
+    broken: list[str] = []  # problems that leave a config unloadable: load_dataset would only repeat them
+
+    def refuse(problem: str) -> None:
+        problems.append(problem)
+        broken.append(problem)
+
     if meta is not None:
         lic = meta.get("license")
         if not lic or (isinstance(lic, list) and not all(lic)):
@@ -164,14 +159,11 @@ def check_dataset_folder(
         defaults = []
         for i, entry in enumerate(entries):
             if not isinstance(entry, Mapping) or not entry.get("config_name"):
-                problems.append(f"card configs[{i}]: needs a 'config_name'")
-                broken_configs = True
+                refuse(f"card configs[{i}]: needs a 'config_name'")
                 continue
             name = str(entry["config_name"])
-            bad = config_name_problem(name)
-            if bad:
-                problems.append(f"card configs[{i}]: config_name {name!r} {bad}")
-                broken_configs = True
+            if bad := config_name_problem(name):
+                refuse(f"card configs[{i}]: config_name {name!r} {bad}")
                 continue
             if name in configs:
                 problems.append(f"config {name!r}: declared twice in the card")
@@ -180,28 +172,21 @@ def check_dataset_folder(
                 defaults.append(name)
             patterns = _data_file_patterns(entry.get("data_files"))
             if not patterns:
-                problems.append(f"config {name!r}: 'data_files' is missing or malformed (want a list of {{split, path}})")
-                broken_configs = True
+                refuse(f"config {name!r}: 'data_files' is missing or malformed (want a list of {{split, path}})")
                 continue
             files: list[Path] = []
             for split, globs in patterns.items():
-                bad = split_name_problem(split)
-                if bad:
-                    problems.append(f"config {name!r}: split {split!r} {bad}")
-                    broken_configs = True
+                if bad := split_name_problem(split):
+                    refuse(f"config {name!r}: split {split!r} {bad}")
                     continue
                 for pattern in globs:
-                    bad = relative_problem(pattern)
-                    if bad:  # Path.glob would read (or crash on) files outside the folder
-                        problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} {bad}; "
-                                        "data files must be inside the dataset folder")
-                        broken_configs = True
+                    if bad := relative_problem(pattern):  # Path.glob would read (or crash on) files outside the folder
+                        refuse(f"config {name!r} split {split!r}: data_files pattern {pattern!r} {bad}; "
+                               "data files must be inside the dataset folder")
                         continue
                     matched = sorted(p for p in folder.glob(pattern) if p.is_file())
                     if not matched:
-                        problems.append(f"config {name!r} split {split!r}: data_files pattern {pattern!r} "
-                                        f"matches no file in {folder}")
-                        broken_configs = True
+                        refuse(f"config {name!r} split {split!r}: data_files pattern {pattern!r} matches no file in {folder}")
                     files.extend(matched)
             for f in files:
                 rel = f.relative_to(folder).as_posix()
@@ -240,13 +225,12 @@ def check_dataset_folder(
             except ValueError as err:
                 problems.append(str(err))
 
-    # load_dataset on configs whose files are missing would only repeat those problems, less clearly
-    if load and meta is not None and configs and not broken_configs:
+    if load and meta is not None and configs and not broken:
         problems += _check_loads(folder, configs, spec, rows, notes if notes is not None else [])
     return problems, data_files
 
 
-def _check_config_files(folder: Path, name: str, files: list[Path], declared_yaml: Any) -> list[str]:
+def _check_config_files(folder: Path, name: str, files: list[Path], declared_yaml: object) -> list[str]:
     problems = []
     declared = None
     if declared_yaml is None:
@@ -300,7 +284,8 @@ def _compare_features(name: str, rel: str, declared, stored, schema) -> list[str
         t_decl = arrow_declared.field(col).type
         t_file = schema.field(col).type
         # Types must agree in storage; when the file carries datasets' metadata, in meaning too.
-        if not t_decl.equals(t_file) or (col in stored and _canon(stored[col]) != _canon(declared[col]) and _has_hf_meta(schema)):
+        if not t_decl.equals(t_file) or (col in stored and _canon(stored[col]) != _canon(declared[col])
+                                                        and b"huggingface" in (schema.metadata or {})):
             problems.append(
                 f"config {name!r}: column {col!r} is declared as {_short(declared[col])} in the card but "
                 f"{rel} stores {_short(stored.get(col))} ({t_file})"
@@ -308,14 +293,10 @@ def _compare_features(name: str, rel: str, declared, stored, schema) -> list[str
     return problems
 
 
-def _canon(feature) -> Any:
+def _canon(feature: object) -> dict[str, object]:
     import datasets
 
     return datasets.Features({"x": feature}).to_dict()
-
-
-def _has_hf_meta(schema) -> bool:
-    return b"huggingface" in (schema.metadata or {})
 
 
 def _short(feature) -> str:

@@ -34,12 +34,8 @@ def publish(
     api_factory: Callable[[str], Any] | None = None,
     echo: Callable[[str], None] = print,
 ) -> str | None:
-    """Create the repo (``exist_ok=True``) and upload the planned files; returns the commit URL.
-
-    With ``dry_run`` it only prints the plan (repo type and id, files and sizes) and touches
-    nothing. A missing token, offline mode or a Hub refusal raise :class:`PublishError` with a
-    message saying what to do.
-    """
+    """Create the repo (``exist_ok=True``) and upload the planned files; returns the commit URL. ``dry_run``: print
+    the plan, touch nothing. A missing token, offline mode or a refusal: a :class:`PublishError` saying what to do."""
     if dry_run:
         echo("dry run: would create (if absent) and upload to the " + plan.describe(private=private))
         found = "found" if resolve_token(token) else "NOT found (pass --token, set HF_TOKEN, or run `hf auth login`)"

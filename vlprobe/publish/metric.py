@@ -1,6 +1,5 @@
-"""The metric folder, pushed as a Space named like the module: ``<name>.py`` loads with
-``evaluate.load`` and its docstring examples pass as doctests, ``requirements.txt`` names evaluate,
-the Space card and app pass the Space checks; and :func:`plan_metric`."""
+"""The metric folder, pushed as a Space named like the module: ``<name>.py`` loads with ``evaluate.load`` and its
+docstring examples pass, ``requirements.txt`` names evaluate, the card and app pass the Space checks."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from .folder import IGNORE_PATTERNS, _folder_files, escaping_files, progress_bars_off
 from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
@@ -59,7 +57,7 @@ def check_metric_module(module_file: Path, notes: list[str] | None = None) -> li
         return [f"{module_file}: loaded, but its module could not be found for the doctests"]
     real_load = evaluate.load
 
-    def local_load(path: str = "", *args: Any, **kwargs: Any):
+    def local_load(path: str = "", *args: object, **kwargs: object) -> object:
         return real_load(str(module_file), *args, **kwargs)
 
     finder = doctest.DocTestFinder(exclude_empty=True)

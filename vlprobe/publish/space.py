@@ -1,6 +1,5 @@
-"""Space folders: the card's ``sdk`` and ``app_file``, the app imported in a fresh interpreter with
-``launch()`` disabled, the Space staged with the vlprobe package and the default model beside it
-(:func:`stage_space`), and :func:`plan_space`."""
+"""Space folders: the card's ``sdk`` and ``app_file``, the app imported in a fresh interpreter with ``launch()``
+disabled, and the Space staged with the vlprobe package and the default model beside it (:func:`stage_space`)."""
 
 from __future__ import annotations
 
@@ -96,12 +95,9 @@ def check_app_imports(app: Path, timeout: float = 300, notes: list[str] | None =
 
 
 def stage_space(folder: str | os.PathLike[str]) -> tuple[Path, Any]:
-    """A self-contained copy of the Space to upload: ``space/`` itself, plus, when it sits in a
-    vlprobe checkout (or is the Space an installed vlprobe ships), the ``vlprobe`` package (any
-    symlink resolved into a real file; the metric in ``vlprobe/_bundled/metric/``, as a wheel has
-    it) and the default model ``models/mini-clip`` beside ``app.py``, where
-    the app looks for them (vlprobe is not on PyPI, so a Space cannot pip-install it).
-    Returns (staged folder, the TemporaryDirectory that owns it; keep it alive until uploaded)."""
+    """A self-contained copy of the Space: ``space/`` with, from a vlprobe checkout or installation, the ``vlprobe``
+    package (links resolved; the metric in ``_bundled/metric/``) and ``models/mini-clip`` beside ``app.py`` (vlprobe is
+    not on PyPI). Returns (the folder, the TemporaryDirectory owning it: keep it alive until uploaded)."""
     import shutil
     import tempfile
 

@@ -4,11 +4,10 @@ names in the paper: :class:`vlprobe.benchmarks.Benchmark`); the mappings here ar
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
-from importlib import resources
 
 from ..benchmarks import benchmarks, find
+from ..results.published import data_records
 
 _WITH_PAPERS = [b for b in benchmarks().values() if b.paper_tables]
 
@@ -16,9 +15,6 @@ _WITH_PAPERS = [b for b in benchmarks().values() if b.paper_tables]
 PAPER_TABLES: dict[str, tuple[str, ...]] = {b.name: tuple(t.table for t in b.paper_tables) for b in _WITH_PAPERS}
 # What each benchmark's published numbers are, said beside them.
 PAPER_NOTES: dict[str, str] = {b.name: b.paper_note for b in _WITH_PAPERS if b.paper_note}
-# (benchmark, a dataset's config name) -> the CSV's config name, where they differ.
-CONFIG_ALIASES: dict[tuple[str, str], str] = {(b.name, c): p for b in benchmarks().values()
-                                              for c, p in b.paper_configs.items()}
 
 
 def source_label(benchmark: str, table: str) -> str:
@@ -42,8 +38,7 @@ class PaperResult:
 
 def paper_results() -> list[PaperResult]:
     """The rows of ``vlprobe/data/paper_results.csv``."""
-    text = resources.files("vlprobe").joinpath("data/paper_results.csv").read_text(encoding="utf-8")
-    return [PaperResult(**{**row, "value": float(row["value"])}) for row in csv.DictReader(text.splitlines())]
+    return data_records("paper_results.csv", PaperResult)
 
 
 def paper_benchmarks() -> tuple[str, ...]:

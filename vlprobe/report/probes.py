@@ -1,7 +1,6 @@
-"""A ``vlprobe probe`` run in the report: its train x test modality table (the layout of TraVLR's
-Table 2, which the probe's protocol follows), and each cell beside the published table its dataset's
-benchmark declares (``probe_table``, in ``vlprobe/data/paper_results.csv``): the paper's figure (with
-its change from InD and #sd), ours, and the difference."""
+"""A ``vlprobe probe`` run in the report: its train x test modality table (TraVLR's Table 2 layout, which the
+probe follows), each cell beside the published probe table its benchmark declares (``probe_table``): the paper's
+figure (its change from InD and #sd), ours and the difference."""
 
 from __future__ import annotations
 
@@ -66,13 +65,6 @@ def _paper_rows(papers: list[PaperResult], bench: Benchmark | None) -> dict[tupl
     return out
 
 
-def paper_models(papers: list[PaperResult], bench: Benchmark | None) -> list[str]:
-    models: list[str] = []
-    for cells in _paper_rows(papers, bench).values():
-        models += [m for m in cells if m not in models]
-    return models
-
-
 def _kinds(run: Run) -> list[tuple[str, bool]]:
     """(what the rows are, finetuned) for the kinds of rows the run has."""
     rows, st = _rows(run), run.settings
@@ -106,7 +98,7 @@ def beside_paper(run: Run, papers: list[PaperResult]) -> tuple[list[str], list[l
     run's benchmark declares no published probe table (or no cell matches)."""
     bench = probe_benchmark(run)
     published = _paper_rows(papers, bench)
-    models = paper_models(papers, bench)
+    models = list(dict.fromkeys(m for cells in published.values() for m in cells))  # the paper's, in first-seen order
     header = ["vlprobe", "task", "trained on", "tested on", "ours: OOD (change) ± sd"]
     for m in models:
         header += [f"{m} (change) [#sd]", f"ours - {m}"]

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..results import atomic_write_bytes
 from ..results import summary as summary_rules
-from ..results.schema import SummaryBlock
+from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
 from .runs import Run, load_runs
@@ -87,7 +87,7 @@ def _source(runs: Sequence[Run], bench: str) -> str | None:
     return next((block.source for r in runs if (block := r.summary.get(bench)) and block.source), None)
 
 
-def _metrics(run: Run, bench: str, config: str, split: str) -> Any:
+def _metrics(run: Run, bench: str, config: str, split: str) -> Metrics | None:
     """The run's metrics for one (table name, config, split), None when it has none."""
     return next((e.metrics for name, e in run.named if (name, e.config, e.split) == (bench, config, split)), None)
 
@@ -255,10 +255,8 @@ def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str,
 
 
 def chart(runs: Sequence[Run]) -> Figure:
-    """The report's chart, a matplotlib Figure: each run's headline metric per (benchmark, config, split), with its
-    CI and chance, one panel per benchmark (at most PANEL_UNITS configs and splits a row). The legend sits above the
-    panels, outside every axes, so that it hides no bar and no CI whatever the values (a legend inside a panel hid a
-    bar near 100%)."""
+    """The report's matplotlib Figure: each run's headline metric per (benchmark, config, split) with its CI and
+    chance, a panel per benchmark (PANEL_UNITS bars' groups a row); the legend above the panels, where it hides no bar."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -322,11 +320,9 @@ def plot_runs(runs: Sequence[Run], path: Path) -> None:
 
 def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
-    """Check every results file, then write report.md, report.html, report.tex and (when there are
-    ``vlprobe evaluate`` runs) report.png into the folder ``out`` (created; other files in it are left
-    alone). ``paths``: results.json files or run folders (one, or a list); ``labels``: one name per run. A
-    ``vlprobe probe`` run's results.json is taken too: its TraVLR Table 2 layout and each cell beside TraVLR's
-    published Table 2 (:mod:`.probes`)."""
+    """Check every results file (``paths``: results.json files or run folders, evaluate or probe runs), then write
+    report.md, report.html, report.tex and, with evaluate runs, report.png into the folder ``out``. ``labels``: a name
+    per run."""
     if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
         raise ArgumentError("out", out, "must be a folder's path (a str or os.PathLike)")
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
@@ -342,9 +338,8 @@ def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: st
     try:
         folder.mkdir(parents=True, exist_ok=True)
         written = [folder / "report.md", folder / "report.html", folder / "report.tex"]
-        atomic_write_bytes(written[0], md.encode("utf-8"))
-        atomic_write_bytes(written[1], page.encode("utf-8"))
-        atomic_write_bytes(written[2], tex.encode("utf-8"))
+        for path, text in zip(written, (md, page, tex), strict=True):
+            atomic_write_bytes(path, text.encode("utf-8"))
         if evaluated:  # the plot is of evaluate runs' headline metrics
             written.append(folder / "report.png")
             plot_runs(evaluated, written[3])

@@ -1,6 +1,5 @@
-"""Runs read back: ``results.json`` files read into their records (:func:`vlprobe.results.read_results`: older
-formats upgraded, each file checked against the declared shape, one line naming the file and the field) and
-labelled; ``vlprobe evaluate``'s and ``vlprobe probe``'s alike."""
+"""Runs read back into their records (:func:`vlprobe.results.read_results`: older formats upgraded, each checked,
+one line naming the file and the field) and labelled; ``vlprobe evaluate``'s and ``vlprobe probe``'s alike."""
 
 from __future__ import annotations
 

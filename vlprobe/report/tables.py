@@ -14,7 +14,7 @@ from .papers import PAPER_TABLES, PaperResult, source_label
 from .runs import Run
 
 
-def _pct(v: Any) -> str:
+def _pct(v: float | None) -> str:
     """A fraction as a percentage, ``-`` where there is none (an empty table cell reads as missing)."""
     return pct(v) or "-"
 

@@ -1,24 +1,28 @@
-"""A run's results shown: percentages (:func:`pct`), not-available cells (:func:`na_text`), the table printed at
-the end of a run (:func:`format_table`), the wide table researchers paste (:func:`wide_rows`), and the one bar chart
-of vlprobe (:func:`bar_chart`: run plots, the report, the Space) with a split's plot (:func:`plot_split`). Each
-takes the records (:class:`~vlprobe.results.schema.Entry`)."""
+"""A run's results shown, from the records: percentages (:func:`pct`), not-available cells (:func:`na_text`), the
+table a run prints (:func:`format_table`), the wide table to paste (:func:`wide_rows`) and vlprobe's one bar chart
+(:func:`bar_chart`: run plots, the report, the Space)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
 
 from ..benchmarks import COUNTED, METRIC_ORDER, TIE_POLICIES
 from . import summary
-from .schema import Entry, Metrics, dataset_name
+from .schema import DataInfo, Entry, Metrics, dataset_name, dump, parse
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from .scored import ScoredSplit
 
 NA_KEY = "na_reason"
 
 
-def pct(value: Any, digits: int = 1) -> str:
+def pct(value: SupportsFloat | str | None, digits: int = 1) -> str:
     """A fraction as a percentage (``0.4567`` -> ``"45.7"``); ``""`` for None or NaN."""
     if value is None:
         return ""
@@ -42,11 +46,10 @@ def metric_keys(metrics: Mapping[str, Any]) -> list[str]:
     return [k for k in METRIC_ORDER if k in metrics and (isinstance(metrics[k], (int, float)) or (na and metrics[k] is None))]
 
 
-def truncation_warning(split: Any) -> str:
+def truncation_warning(split: Entry | ScoredSplit) -> str:
     """The one-line warning of a scored split (or an entry) where some items' texts collapsed, else ""."""
-    if isinstance(split, Entry):
-        return (split.data.truncation.warning if split.data.truncation else None) or ""
-    return str((split.data.get("truncation") or {}).get("warning") or "")
+    data = split.data if isinstance(split, Entry) else parse(DataInfo, dump(split.data), f"{split.name}.data")
+    return (data.truncation.warning if data.truncation else None) or ""
 
 
 def slug(text: str) -> str:
@@ -75,10 +78,8 @@ def _cell(m: Metrics, key: str) -> str:
 
 
 def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
-    """A plain-text table: one row per (dataset, config, split), value% [CI] per metric, chance below. ``keys_of``
-    picks the metrics shown for an entry; consecutive entries showing the same metrics share one block with one
-    header. ``ties``: the tied comparisons and, in brackets, the tie policy that counted them (said below). A pooled
-    config is marked, and said once below (:data:`vlprobe.results.summary.POOLED`)."""
+    """A plain-text table: a row per (dataset, config, split), value% [CI] per metric (``keys_of``: an entry's), chance
+    below, a block per run of entries showing the same metrics; ``ties``: the tied comparisons (policy), said below."""
     blocks: list[tuple[list[str], list[Entry]]] = []
     for e in entries:
         keys = list(keys_of(e))
@@ -134,7 +135,7 @@ def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], lis
 
 # ---- plots --------------------------------------------------------------------------------------
 
-def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
+def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *,
               ci: Sequence[Sequence[float | None] | None] | None = None, chance: Sequence[float | None] | None = None,
               color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
     """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line
@@ -153,14 +154,14 @@ def bar_chart(ax: Any, labels: Sequence[str], values: Sequence[float | None], *,
     for i, c in enumerate(chance or []):
         if c is not None and np.isfinite(c):
             ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
-                      label="chance" if first else None)
+                      label="chance" if first else "")  # "": not in the legend
             first = False
     ax.set_xticks(x, list(labels), rotation=30, ha="right")
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
 
 
-def plot_split(ax: Any, entry: Entry, title_suffix: str = "") -> None:
+def plot_split(ax: Axes, entry: Entry, title_suffix: str = "") -> None:
     """One entry's bar per metric (in %; the metrics of its table row, :func:`shown_metrics`), CI error bars when
     bootstrapped, chance per bar."""
     m = entry.metrics
@@ -172,6 +173,6 @@ def plot_split(ax: Any, entry: Entry, title_suffix: str = "") -> None:
     ax.legend(fontsize=7, loc="upper right")
 
 
-def plot_name(entry: Any) -> str:
+def plot_name(entry: Entry | ScoredSplit) -> str:
     """The file name of an entry's (or a scored split's) plot."""
     return f"plot_{slug(dataset_name(entry.dataset))}_{slug(entry.config)}_{slug(entry.split)}.png"

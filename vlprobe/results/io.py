@@ -1,7 +1,6 @@
-"""A run's files, written from the records and read back into them: results.json (:func:`write_results_json`,
-:func:`read_results`), scores.parquet, results.csv (the long table), results_wide.csv (the wide, rounded table) and a
-plot per entry, written as one folder swapped in (:func:`write_outputs`, through :mod:`vlprobe.storage.run_folder`); and
-the provenance's environment (:func:`environment`: package versions and vlprobe's git commit from a clone)."""
+"""A run's files, written from the records as one folder swapped in (:func:`write_outputs`): results.json (read back
+by :func:`read_results`), scores.parquet, results.csv, results_wide.csv and a plot per entry; and the provenance's
+:func:`environment` (package versions, vlprobe's git commit from a clone)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,9 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from importlib import metadata
+from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,15 +29,16 @@ from .schema import (
     Entry,
     EvaluationDocument,
     Metrics,
-    ProbeDocument,
     Provenance,
     SchemaError,
     dataset_name,
     dump,
     parse,
-    portable_name,
 )
 from .scored import ScoredSplit
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _PACKAGES = ("vlprobe", "torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub",
              "numpy", "pillow", "tokenizers")
@@ -85,13 +86,11 @@ def environment() -> dict[str, Any]:
 def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
     """The run's provenance (as :class:`vlprobe.runner.Run` builds it) as a record: each dataset named beside
     where it was read from."""
+    from .upgrade import named
+
     if isinstance(provenance, Provenance):
         return provenance
-    raw = dump(provenance)
-    if isinstance(raw.get("datasets"), list):
-        raw["datasets"] = [{"name": portable_name(str(d.get("dataset"))), **d} for d in raw["datasets"]]
-    parsed: Provenance = parse(Provenance, raw, "provenance")
-    return parsed
+    return parse(Provenance, named(dump(provenance)), "provenance")
 
 
 # ---- writing ----------------------------------------------------------------------------------------------
@@ -110,36 +109,27 @@ def write_results_json(path: str | os.PathLike[str], doc: Document) -> None:
     atomic_write_bytes(Path(path), results_json_bytes(doc))
 
 
-SCORE_COLUMNS = ("dataset", "config", "split", "id", "scores", "gold", "probabilities", "texts", "tags")
-
-
-def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> Any:
-    """The per-item scores as a ``pyarrow.Table`` (the content of scores.parquet), each row's dataset by the name
-    its entry has."""
+def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> pa.Table:
+    """The per-item scores (the content of scores.parquet), each row's dataset by the name its entry has."""
     import pyarrow as pa
 
-    cols: dict[str, list[Any]] = {k: [] for k in SCORE_COLUMNS}
-    for u, e in zip(splits, entries):
-        unscored: list[Any] = [None] * len(u.items)
-        probs = u.probabilities or unscored
-        n = len(u.items)
-        cols["dataset"] += [e.dataset] * n
-        cols["config"] += [u.config] * n
-        cols["split"] += [u.split] * n
-        for item, s, p in zip(u.items, u.scores, probs):
-            cols["id"].append(item.id)
-            cols["scores"].append(np.asarray(s, dtype=np.float32).tolist())
-            cols["gold"].append(np.asarray(item.gold).tolist())
-            cols["probabilities"].append(None if p is None else np.asarray(p, dtype=np.float32).tolist())
-            cols["texts"].append(list(item.texts))
-            cols["tags"].append(list(item.tags))
-    matrix = pa.list_(pa.list_(pa.float32()))
+    def matrix(m: object) -> list[list[float]] | None:
+        return None if m is None else np.asarray(m, dtype=np.float32).tolist()
+
+    floats = pa.list_(pa.list_(pa.float32()))
     schema = pa.schema([
         ("dataset", pa.string()), ("config", pa.string()), ("split", pa.string()), ("id", pa.string()),
-        ("scores", matrix), ("gold", pa.list_(pa.list_(pa.bool_()))), ("probabilities", matrix),
+        ("scores", floats), ("gold", pa.list_(pa.list_(pa.bool_()))), ("probabilities", floats),
         ("texts", pa.list_(pa.string())), ("tags", pa.list_(pa.string())),
     ])
-    return pa.Table.from_pydict(cols, schema=schema)
+    columns: list[list[object]] = [[] for _ in schema.names]  # a column at a time: no dict per row
+    for u, e in zip(splits, entries):
+        for item, s, p in zip(u.items, u.scores, u.probabilities or repeat(None)):
+            row = (e.dataset, u.config, u.split, item.id, matrix(s), np.asarray(item.gold).tolist(), matrix(p),
+                   list(item.texts), list(item.tags))
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
+    return pa.Table.from_pydict(dict(zip(schema.names, columns, strict=True)), schema=schema)
 
 
 CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low", "ci_high", "chance", "support",
@@ -213,21 +203,11 @@ def write_outputs(out_dir: str | os.PathLike[str], splits: Sequence[ScoredSplit]
 
 # ---- reading ----------------------------------------------------------------------------------------------
 
-def parse_document(doc: Any, source: str = "this file") -> Document:
-    """A parsed results.json of any format vlprobe wrote as records (older ones upgraded:
-    :func:`vlprobe.results.upgrade.upgrade`); a :class:`SchemaError` names the field at fault."""
-    from .upgrade import upgrade
-
-    doc = upgrade(doc, source)
-    parsed: Document = parse(ProbeDocument if doc.get("kind") == "probe" else EvaluationDocument, doc)
-    return parsed
-
-
 def read_results(path: str | os.PathLike[str]) -> Document:
     """A results.json file (or the run folder holding one) as records; a :class:`ResultsError`, one line naming
     the file and the field, for one that is not a vlprobe results.json. The figures under the authors' tie rule an
     older run lacks are recomputed from its scores.parquet (:func:`vlprobe.results.upgrade.authors_from_scores`)."""
-    from .upgrade import authors_from_scores
+    from .upgrade import authors_from_scores, parse_document
 
     path = Path(path)
     if path.is_dir():

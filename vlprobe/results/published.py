@@ -1,38 +1,22 @@
-"""Published figures keyed by checkpoint (``vlprobe/data/``, described in its README):
+"""Published figures keyed by checkpoint (``vlprobe/data/``, described in its README): ``published.csv`` (one
+figure a row: vlprobe's benchmark, config and metric, open_clip's ``ARCH/PRETRAINED`` checkpoint, the value in %, the
+source, the data version and items it was measured on), ``published_sources.csv`` (each source's reference, rule
+and data) and ``checkpoint_names.csv`` (the names users pass for each checkpoint). Imports nothing of vlprobe but
+the benchmarks' declarations, when asked, so every layer can read it.
 
-* ``published.csv``: one figure a row, ``benchmark, config, metric, checkpoint, value, source, dataset_version,
-  n_items`` (vlprobe's names of benchmark, config and metric; ``checkpoint`` as open_clip names it,
-  ``ARCH/PRETRAINED``; ``value`` in percent as the source prints it; the upstream version of the benchmark's data it
-  was measured on and the number of items, where known);
-* ``published_sources.csv``: per source and benchmark, a short label, the reference, its URL and commit, the rule it
-  scored by and what is known of the data it read;
-* ``checkpoint_names.csv``: the names users pass for each checkpoint (``open_clip:ARCH/PRETRAINED``, the
-  ``hf-hub:`` repository open_clip's table loads it from, the transformers ids that hold the same weights).
-
-:func:`published_for` gives the figures for a model name or checkpoint; :func:`checkpoint_of` the checkpoint a name
-stands for, :func:`run_checkpoint` the one a run's model was; :func:`version_note` what differs between the data a
-figure was measured on and a run's. This module imports nothing of vlprobe beyond the data (and, when asked, the
-benchmarks' declarations), so every layer can read it.
-
-Which checkpoint a run's model is (:func:`run_checkpoint`), in this order:
-
-1. the checkpoint its scorer recorded (``provenance.model.preprocessing.checkpoint``): an ``open_clip:ARCH/PRETRAINED``
-   name, or the local copy registered under that name in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED/``;
-2. the model's name as given, when ``checkpoint_names.csv`` lists it (``openai/clip-vit-base-patch32``,
-   ``hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K``, ``open_clip:ViT-B-32/openai``) or it is a checkpoint itself;
-3. a folder of the Hugging Face cache (``.../models--openai--clip-vit-base-patch32/snapshots/<commit>``): the
-   repository it is a snapshot of, by 2.
-
-Any other local folder is no checkpoint: its weights may be anything. Register an open_clip copy under its name, or
-pass the Hub id (offline, from the cache), to set a run beside the published figures.
+A run's model is a checkpoint (:func:`run_checkpoint`) when its scorer recorded one (an ``open_clip:`` name, or a
+copy registered in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED/``), when ``checkpoint_names.csv`` lists its name or
+it is a checkpoint itself, or when it is a snapshot folder of the Hugging Face cache of such a repository. Any other
+local folder is none: its weights may be anything.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
+from typing import TypeVar, get_type_hints
 
 OPEN_CLIP = "open_clip:"
 
@@ -42,7 +26,7 @@ class Source:
     """Where figures come from, for one benchmark: the reference, its URL and commit (empty: not a repository
     file), the rule it scored by and what is known of the data it read."""
 
-    key: str
+    key: str  # the CSV's "source"
     benchmark: str
     label: str  # a few words for tables: "SugarCREPE authors (sugar-crepe#3)"
     reference: str
@@ -61,40 +45,59 @@ class Figure:
     metric: str
     checkpoint: str
     value: float
-    source: Source
+    source_key: str  # the CSV's "source"
     dataset_version: str  # the benchmark's upstream data version it was measured on ("" : not known)
     n_items: int | None  # items it was measured on (None: not known)
 
+    @property
+    def source(self) -> Source:
+        """Where it comes from (``published_sources.csv``)."""
+        return sources()[(self.source_key, self.benchmark)]
 
-def _rows(name: str) -> list[dict[str, str]]:
+
+@dataclass(frozen=True)
+class _CheckpointName:
+    name: str
+    checkpoint: str
+
+
+T = TypeVar("T")
+
+
+def data_records(name: str, cls: type[T], **renamed: str) -> list[T]:
+    """The rows of ``vlprobe/data/<name>`` as ``cls`` records (a dataclass): each field read from the column of its
+    name (``renamed``: field=column where another) as its type says: a number, a count (empty: None) or the text."""
     text = resources.files("vlprobe").joinpath(f"data/{name}").read_text(encoding="utf-8")
-    return list(csv.DictReader(text.splitlines()))
+    hints = get_type_hints(cls)
+    columns = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}  # type: ignore[arg-type]
+    return [cls(**{f: _typed(hints[f], row[c]) for f, c in columns.items() if c in row})
+            for row in csv.DictReader(text.splitlines())]
+
+
+def _typed(tp: object, text: str) -> object:
+    if tp is float:
+        return float(text)
+    if tp == int | None:
+        return int(text) if text else None
+    return text
 
 
 @functools.lru_cache(maxsize=1)
 def sources() -> dict[tuple[str, str], Source]:
     """``{(source, benchmark): Source}`` of ``published_sources.csv``."""
-    out = {}
-    for r in _rows("published_sources.csv"):
-        out[(r["source"], r["benchmark"])] = Source(r["source"], r["benchmark"], r["label"], r["reference"], r["url"],
-                                                    r["commit"], r["rule"], r["note"])
-    return out
+    return {(s.key, s.benchmark): s for s in data_records("published_sources.csv", Source, key="source")}
 
 
 @functools.lru_cache(maxsize=1)
 def figures() -> tuple[Figure, ...]:
     """Every row of ``published.csv``."""
-    known = sources()
-    return tuple(Figure(r["benchmark"], r["config"], r["metric"], r["checkpoint"], float(r["value"]),
-                        known[(r["source"], r["benchmark"])], r["dataset_version"],
-                        int(r["n_items"]) if r["n_items"] else None)
-                 for r in _rows("published.csv"))
+    return tuple(data_records("published.csv", Figure, source_key="source"))
 
 
 @functools.lru_cache(maxsize=1)
 def checkpoint_names() -> dict[str, str]:
     """``{name: checkpoint}`` of ``checkpoint_names.csv`` (each name stands for one checkpoint)."""
-    return {r["name"]: r["checkpoint"] for r in _rows("checkpoint_names.csv")}
+    return {c.name: c.checkpoint for c in data_records("checkpoint_names.csv", _CheckpointName)}
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,24 +6,31 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from ..errors import ArgumentError
 from .schema import Document, Entry, EvaluationDocument, ProbeRow, SummaryBlock, dump
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
-class RunResult:
+E = TypeVar("E", Entry, ProbeRow)
+
+
+class RunResult(Generic[E]):
     """What a run returns: ``document`` (results.json as records), ``entries`` (its entries, or a probe's rows),
     ``summary`` (the papers' aggregates, one block per benchmark), ``results`` (results.json as JSON), ``table()``
-    (what the command prints), ``to_pandas()``, ``plot()`` and ``save(out)`` (the run's folder)."""
+    (what the command prints), ``to_pandas()``, ``plot()`` and ``save(out)`` (the run's folder). ``E``: the kind of
+    entry, :class:`~.schema.Entry` or :class:`~.schema.ProbeRow`."""
 
     document: Document
     summary: Mapping[str, SummaryBlock]
 
     @property
-    def entries(self) -> tuple[Entry, ...] | tuple[ProbeRow, ...]:
+    def entries(self) -> tuple[E, ...]:
         doc = self.document
-        return doc.results if isinstance(doc, EvaluationDocument) else doc.rows
+        return cast("tuple[E, ...]", doc.results if isinstance(doc, EvaluationDocument) else doc.rows)
 
     @property
     def results(self) -> dict[str, Any]:
@@ -34,17 +41,17 @@ class RunResult:
     def table(self) -> str:
         raise NotImplementedError
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         raise NotImplementedError
 
-    def plot(self) -> Any:
+    def plot(self) -> Figure:
         raise NotImplementedError
 
     def save(self, out: str | os.PathLike[str]) -> list[Path]:
         raise NotImplementedError
 
     @staticmethod
-    def _check_out(out: Any) -> None:
+    def _check_out(out: object) -> None:
         """``out`` names a folder (a str or os.PathLike), else one :class:`ArgumentError` naming it."""
         if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
             raise ArgumentError("out", out, f"must be a folder's path (a str or os.PathLike), not {type(out).__name__}"

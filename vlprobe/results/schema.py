@@ -1,36 +1,41 @@
-"""The declared shape of what a run leaves behind: the records of ``results.json``, read, written and published
-as a JSON Schema from one set of frozen dataclasses (as lm-eval declares ``EvalResults`` and ``datasets``
-declares ``Features``).
-
-* :class:`EvaluationDocument` (``vlprobe evaluate``): :class:`Provenance`, one :class:`Entry` per (dataset,
-  config, split) with its :class:`Metrics` (the metric module's output), and the papers' aggregates, one
-  :class:`SummaryBlock` per benchmark, each of :class:`SummaryRow`;
-* :class:`ProbeDocument` (``vlprobe probe``): :class:`Provenance`, one :class:`ProbeRow` per fit and test, the
-  summary blocks, TraVLR's Table 2 as :class:`Table2Cell` and the tables as Markdown.
-
-:func:`parse` turns JSON into records (a :class:`SchemaError` names the field at fault: ``results[0]
-(valse/existence/test).metrics.acc_r: must be a number in [0, 1], got 'high'``), :func:`dump` turns records into
-JSON, and :func:`json_schema` publishes the shape (``vlprobe schema``, ``docs/results.schema.json``). A field is
-added here and in the code that computes it; every reader takes the records. Files of older formats are brought
-to this one by :func:`vlprobe.results.upgrade.upgrade`, the one place they are read.
+"""The declared shape of ``results.json``: frozen dataclasses from which it is written (:func:`dump`), read and
+checked (:func:`parse`: a :class:`SchemaError` names the field, ``results[0] (valse/existence/test).metrics.acc_r:
+must be in [0, 1], got 'high'``) and published as a JSON Schema (:func:`json_schema`: ``vlprobe schema``). An
+:class:`EvaluationDocument` holds the :class:`Provenance`, an :class:`Entry` per (dataset, config, split) and a
+:class:`SummaryBlock` per benchmark; a :class:`ProbeDocument` a :class:`ProbeRow` per fit and test and TraVLR's
+Table 2 as :class:`Table2Cell`. Older files are brought to this shape by :func:`vlprobe.results.upgrade.upgrade`.
 """
 
 from __future__ import annotations
 
 import math
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Mapping as _Mapping
 from collections.abc import Sequence as _Sequence
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    TypeAlias,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 import numpy as np
 
 from ..benchmarks import METRIC_ORDER, TIE_CHOICES, TIE_POLICIES
 
+T = TypeVar("T")
 RESULTS_FORMAT = "vlprobe-results/3"  # 3: records (kind, names not paths, dataset_version); 2: recorded benchmarks
 
 
@@ -69,18 +74,24 @@ else:
 Interval = tuple[Fraction | None, Fraction | None]  # [low, high] of a bootstrap CI
 
 
-def flat() -> Any:
+def flat() -> dict[str, Any]:
     """A mapping whose keys sit in the record's own JSON object (a metric result's values)."""
     return field(default_factory=dict, metadata={"flat": True})
 
 
-def rest() -> Any:
+def rest() -> dict[str, Any]:
     """An open record's JSON object as it was recorded, every key (settings, provenance sections): its typed fields
     are checked views of it, and it is written back as it was, keys that are null included."""
     return field(default_factory=dict, metadata={"rest": True})
 
 
-def opt(default: Any = None, *, key: str | None = None, factory: Any = None) -> Any:
+@overload
+def opt(*, key: str | None = None) -> None: ...
+@overload
+def opt(default: T, *, key: str | None = None) -> T: ...
+@overload
+def opt(*, factory: Callable[[], T]) -> T: ...
+def opt(default: object = None, *, key: str | None = None, factory: Callable[[], object] | None = None) -> object:
     """A field left out of the JSON while it holds its default. ``key``: its JSON name, where not its own."""
     meta = {"omit": True, **({"key": key} if key else {})}
     return field(default_factory=factory, metadata=meta) if factory is not None else field(default=default, metadata=meta)
@@ -229,6 +240,13 @@ class ModelInfo:
         """The model's name in tables and titles: a Hub id as it is, a folder by its own name (not its path)."""
         return portable_name(str(self.model_id or "?"))
 
+    @property
+    def checkpoint(self) -> str | None:
+        """The checkpoint its scorer recorded (``preprocessing.checkpoint``: open_clip's ``ARCH/PRETRAINED``)."""
+        preprocessing = self.raw.get("preprocessing")
+        found = preprocessing.get("checkpoint") if isinstance(preprocessing, Mapping) else None
+        return str(found) if found else None
+
 
 @dataclass(frozen=True)
 class Finetune:
@@ -292,6 +310,21 @@ class Stats:
     text_max_length: int | None = opt()
     caption_truncated: Mapping[str, float] | None = opt()
     raw: Mapping[str, Any] = rest()
+
+    @property
+    def computed(self) -> int:
+        """The inputs computed (every kind, over every process: the engine's ``computed_*``)."""
+        return sum(int(v) for k, v in self.raw.items() if k.startswith("computed_") and not k.endswith("_this_process"))
+
+    @property
+    def cached(self) -> int:
+        """The inputs read from the cache."""
+        return int(self.raw.get("cached") or 0)
+
+    @property
+    def seconds(self) -> float:
+        """The scoring's wall-clock seconds."""
+        return float(self.raw.get("seconds") or 0)
 
 
 @dataclass(frozen=True)
@@ -533,27 +566,31 @@ def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls, include_extras=True)
 
 
-def _at(where: str, key: Any, attribute: bool = True) -> str:
+def _at(where: str, key: object, attribute: bool = True) -> str:
     if attribute and isinstance(key, str) and key.isidentifier():
         return f"{where}.{key}" if where else key
     return f"{where}[{key!r}]"
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def parse(tp: Any, value: Any, where: str = "") -> Any:
-    """``value`` (parsed JSON) as the type ``tp``: records built, numbers checked; a :class:`SchemaError`
+def parse(tp: type[T], value: object, where: str = "") -> T:
+    """``value`` (parsed JSON) as the record ``tp``: records built, numbers checked; a :class:`SchemaError`
     names the first field at fault."""
+    return cast(T, _parse(tp, value, where))
+
+
+def _parse(tp: object, value: object, where: str = "") -> object:
     origin, args = get_origin(tp), get_args(tp)
     if tp is Any:
         return value
     if origin is Annotated:
-        out = parse(args[0], value, where)
+        out = _parse(args[0], value, where)
         for bound in args[1:]:
-            said = bound.problem(out) if isinstance(bound, Range) and out is not None and math.isfinite(out) else None
-            if said:
+            said = bound.problem(out) if isinstance(bound, Range) and isinstance(out, (int, float)) else None
+            if said and math.isfinite(out):  # type: ignore[arg-type]  # a number: said is None for anything else
                 raise SchemaError(where, f"{said}, got {value!r}")
         return out
     if origin in (Union, types.UnionType):
@@ -565,7 +602,7 @@ def parse(tp: Any, value: Any, where: str = "") -> Any:
         first: SchemaError | None = None
         for arm in arms:
             try:
-                return parse(arm, value, where)
+                return _parse(arm, value, where)
             except SchemaError as err:
                 first = first or err
         raise first  # type: ignore[misc]
@@ -581,36 +618,38 @@ def parse(tp: Any, value: Any, where: str = "") -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:
             if len(value) != len(args):
                 raise SchemaError(where, f"must be a list of {len(args)}, got {list(value)!r}")
-            return tuple(parse(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+            return tuple(_parse(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
         item = args[0] if args else Any
         named = getattr(item, "where", None) if is_dataclass(item) else None
-        return tuple(parse(item, v, f"{where}[{i}]" + (named(v) if named and isinstance(v, dict) else ""))
+        return tuple(_parse(item, v, f"{where}[{i}]" + (named(v) if named and isinstance(v, dict) else ""))
                      for i, v in enumerate(value))
     if origin in (dict, _Mapping):
         if not isinstance(value, dict):
             raise SchemaError(where, f"must be a mapping, got {_kind(value)}")
         kt, vt = args or (str, Any)
-        out = {}
+        mapping: dict[object, object] = {}
         for k, v in value.items():
             if get_origin(kt) is Literal and k not in get_args(kt):
                 raise SchemaError(_at(where, k), f"unknown metric {k!r} (the metrics: {', '.join(get_args(kt))})")
-            out[k] = parse(vt, v, _at(where, k, get_origin(kt) is Literal))
-        return out
+            mapping[k] = _parse(vt, v, _at(where, k, get_origin(kt) is Literal))
+        return mapping
     return _scalar(tp, value, where)
 
 
-def _scalar(tp: Any, value: Any, where: str) -> Any:
+_NAMES: dict[object, str] = {float: "a number", int: "a whole number", str: "a string", bool: "true or false"}
+
+
+def _scalar(tp: object, value: object, where: str) -> object:
     if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if tp is int and isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer():
         return int(value)
-    if tp in (str, bool) and isinstance(value, tp):
+    if (tp is str and isinstance(value, str)) or (tp is bool and isinstance(value, bool)):
         return value
-    what = {float: "a number", int: "a whole number", str: "a string", bool: "true or false"}.get(tp, str(tp))
-    raise SchemaError(where, f"must be {what}, got {value!r}")
+    raise SchemaError(where, f"must be {_NAMES.get(tp, str(tp))}, got {value!r}")
 
 
-def _record(cls: type, value: Any, where: str) -> Any:
+def _record(cls: type, value: object, where: str) -> object:
     if not isinstance(value, dict):
         raise SchemaError(where, f"must be a mapping, got {_kind(value)}")
     hints, kwargs, used = _hints(cls), {}, set()
@@ -622,12 +661,12 @@ def _record(cls: type, value: Any, where: str) -> Any:
         key = f.metadata.get("key", f.name)
         used.add(key)
         if key in value:
-            kwargs[f.name] = parse(hints[f.name], value[key], _at(where, key))
+            kwargs[f.name] = _parse(hints[f.name], value[key], _at(where, key))
         elif f.default is MISSING and f.default_factory is MISSING:
             raise SchemaError(where, f"missing {key!r}")
     others = {k: v for k, v in value.items() if k not in used}
     if spill is not None:
-        kwargs[spill.name] = parse(hints[spill.name], others, where) if spill.metadata.get("flat") else dict(value)
+        kwargs[spill.name] = _parse(hints[spill.name], others, where) if spill.metadata.get("flat") else dict(value)
     elif others:
         raise SchemaError(_at(where, next(iter(others))), f"not a field of {cls.__name__} "
                                                          f"({', '.join(f.name for f in fields(cls))})")
@@ -639,7 +678,7 @@ def _record(cls: type, value: Any, where: str) -> Any:
 
 # ---- records -> JSON -------------------------------------------------------------------------------------------
 
-def dump(obj: Any) -> Any:
+def dump(obj: object) -> Any:
     """Records (and numpy values, paths, tuples) as JSON: NaN and infinities as null."""
     if is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {}
@@ -658,10 +697,8 @@ def dump(obj: Any) -> Any:
         return {str(k): dump(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [dump(v) for v in obj]
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, (np.ndarray, np.generic)):  # an array as nested lists, a numpy scalar as Python's
         return dump(obj.tolist())
-    if isinstance(obj, np.generic):
-        return dump(obj.item())
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return str(obj) if isinstance(obj, Path) else obj
@@ -679,7 +716,7 @@ def json_schema() -> dict[str, Any]:
             **root, "$defs": dict(sorted(defs.items()))}
 
 
-def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _schema(tp: object, defs: dict[str, Any]) -> dict[str, Any]:
     origin, args = get_origin(tp), get_args(tp)
     if tp is Any:
         return {}
@@ -713,7 +750,10 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return out
     if tp is type(None):
         return {"type": "null"}
-    return {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[tp]}
+    return {"type": _JSON_TYPES[tp]}
+
+
+_JSON_TYPES: dict[object, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 def _record_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:

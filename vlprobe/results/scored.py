@@ -4,13 +4,13 @@ output), and their records in results.json (:func:`result_entries`)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
-from collections.abc import Sequence as _Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 if TYPE_CHECKING:
     from ..dataset.items import Item
@@ -20,11 +20,8 @@ from .schema import AuthorsRule, DataInfo, Entry, Metrics, dataset_name, dump, p
 
 @dataclass(frozen=True, slots=True)
 class ScoredItem:
-    """What a run keeps of an item once it is scored: no images, only what the outputs need.
-    Kept for every row of a run, so kept small: no per-object dict, repeated texts and tags
-    stored once (interned strings; one shared tuple per distinct tag set), one shared read-only
-    array per distinct gold matrix. Its score matrix is kept apart, stacked with its chunk's
-    (:class:`ScoreMatrices`)."""
+    """What a run keeps of a scored item, small: no images, texts interned, one shared tuple per tag set and one
+    read-only array per distinct gold matrix; its scores sit in :class:`ScoreMatrices`."""
 
     id: str
     texts: tuple[str, ...]
@@ -81,21 +78,17 @@ class ScoredSplit:
         return shapes.pop() if len(shapes) == 1 else None
 
 
-class ScoreMatrices(_Sequence[Any]):
-    """Per-item matrices (scores or probabilities) kept as a few stacked arrays: consecutive items
-    of one shape share one ``(k, m, n)`` block, added a chunk at a time (:meth:`extend`). A
-    sequence of ``m x n`` arrays, as a list of them would be (``scores[i]`` is a view into its
-    block), without a numpy array per item: a 1 x 2 float32 matrix is 8 bytes of data, its own
-    ndarray around 200 bytes more. :meth:`stacked` gives all of them as one ``(N, m, n)`` array
-    when they share a shape."""
+class ScoreMatrices(Sequence[np.ndarray]):
+    """Per-item m x n matrices kept as a few stacked ``(k, m, n)`` blocks (a sequence of arrays, without the ~200
+    bytes of an ndarray per item); :meth:`stacked`: all of them as one ``(N, m, n)`` array when they share a shape."""
 
-    def __init__(self, matrices: Any = (), dtype: Any = np.float32) -> None:
+    def __init__(self, matrices: Iterable[ArrayLike] = (), dtype: DTypeLike = np.float32) -> None:
         self.dtype = np.dtype(dtype)
         self._blocks: list[np.ndarray] = []
         self._ends: list[int] = []  # items up to the end of each block
         self.extend(matrices)
 
-    def extend(self, matrices: Any) -> None:
+    def extend(self, matrices: Iterable[ArrayLike]) -> None:
         """Append ``matrices`` (a sequence of m x n arrays, or one (k, m, n) array)."""
         run: list[np.ndarray] = []
         for matrix in matrices:
@@ -116,7 +109,11 @@ class ScoreMatrices(_Sequence[Any]):
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, index: int | slice) -> np.ndarray | list[np.ndarray]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         i = int(index)
@@ -125,9 +122,10 @@ class ScoreMatrices(_Sequence[Any]):
         if not 0 <= i < len(self):
             raise IndexError("ScoreMatrices index out of range")
         k = int(np.searchsorted(self._ends, i, side="right"))
-        return self._blocks[k][i - (self._ends[k - 1] if k else 0)]
+        matrix: np.ndarray = self._blocks[k][i - (self._ends[k - 1] if k else 0)]
+        return matrix
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[np.ndarray]:
         for block in self._blocks:
             yield from block
 
@@ -185,14 +183,14 @@ def result_entries(splits: Sequence[ScoredSplit]) -> list[Entry]:
 
 def entry_of(split: ScoredSplit, name: str | None = None) -> Entry:
     """The record of one scored split (``name``: its dataset's, default its portable name)."""
-    data = dict(split.data)
-    spec = data.get("spec")
-    if isinstance(spec, str) and Path(spec).is_absolute():  # the item spec by its place in the folder, not its path
-        folder = Path(str(split.dataset)).expanduser()
-        data["spec"] = Path(spec).relative_to(folder).as_posix() if Path(spec).is_relative_to(folder) else Path(spec).name
+    data = parse(DataInfo, dump(split.data), f"{split.name}.data")
+    if data.spec and Path(data.spec).is_absolute():  # the item spec by its place in the folder, not its path
+        folder, spec = Path(str(split.dataset)).expanduser(), Path(data.spec)
+        relative = spec.relative_to(folder).as_posix() if spec.is_relative_to(folder) else spec.name
+        data = parse(DataInfo, {**data.raw, "spec": relative}, f"{split.name}.data")  # raw: what is written
     authors = split.authors_rule
     return Entry(dataset=name or portable_name(split.dataset), config=split.config, split=split.split,
                  metrics=parse(Metrics, dump(split.metrics), f"{split.name}.metrics"), benchmark=split.benchmark,
                  shape=split.shape, dataset_version=split.dataset_version, ties=split.ties,
-                 data=parse(DataInfo, dump(data), f"{split.name}.data"),
+                 data=data,
                  authors_rule=None if authors is None else parse(AuthorsRule, dump(authors), f"{split.name}.authors_rule"))

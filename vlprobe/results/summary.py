@@ -1,29 +1,12 @@
-"""The papers' aggregates of a run, computed by the rules each benchmark declares: the one place that
-applies them. Generic machinery only: what a benchmark's paper reports and how it aggregates lives in
-its module under ``vlprobe/benchmarks/`` (:class:`~vlprobe.benchmarks.Benchmark`), read here.
+"""The papers' aggregates of a run, by the rules each benchmark declares (:class:`~vlprobe.benchmarks.Benchmark`,
+in ``vlprobe/benchmarks/``): the one place that applies them, naming no benchmark. Which metrics a paper reports
+(:func:`headline_metrics`), a table shows (:func:`display_metrics`) and a plot shows (:func:`primary_metric`); the
+aggregates of a run's entries (:func:`summarize`), one :class:`~vlprobe.results.schema.SummaryBlock` per benchmark.
 
-* :func:`headline_metrics`: the metrics a benchmark's paper reports, in the paper's order (a dataset
-  of the user's own: the ones its item shape calls for);
-* :func:`display_metrics`: what a printed table shows for one config (only metrics that mean
-  something for its benchmark and item shape; ``results.json`` keeps everything);
-* :func:`primary_metric`: the one metric a plot shows;
-* :func:`summarize`: the papers' aggregates of a run's entries (:class:`~vlprobe.results.schema.Entry`), each
-  naming the benchmark its dataset recorded (None for a dataset of the user's own), as
-  :class:`~vlprobe.results.schema.SummaryBlock` records;
-* :func:`pooled`: whether an entry's config pools other configs' items (VALSE's ``all``): tables label it
-  (:data:`POOLED`), as it is no paper's figure;
-* :func:`summary_title`: the heading of one benchmark's block.
-
-Every value is a fraction in [0, 1], as the metric returns it (tables print percentages). A run whose
-settings depart from the authors' own (another tie policy, ``--modality``, a control, ``--limit``, items
-the authors do not score: a benchmark's ``caveat_tags``) gets ``departures`` in its block, said in the
-heading; each row also carries ``authors``, its values under the authors' tie rule (from the entries'
-``authors_rule``) where they differ from the run's: under another tie policy, or where every item tied and the
-run's figure is N/A while the authors' code prints a number (0.0, averaged into their aggregates).
-
-Given the run's model, each block also sets the run beside the figures published for its checkpoint
-(:mod:`vlprobe.results.published`; :func:`published_rows`): per source a row for each config and aggregate the
-run has, with the run's figure, the difference and the known causes of it, or one note saying there is none.
+Values are fractions. A run that departs from the authors' setting (another tie policy, a modality, a control,
+``--limit``, items the authors do not score) gets ``departures``; each row carries ``authors``, its values under the
+authors' tie rule where they differ (another policy, or N/A where their code prints a number). Given the run's model,
+each block is set beside the figures published for its checkpoint (:func:`published_rows`).
 """
 
 from __future__ import annotations
@@ -32,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from ..benchmarks import METRIC_ORDER, PROBABILITY_METRICS, TEXT_ONLY, Benchmark, find, shape_headline
+from ..benchmarks import METRIC_ORDER, TEXT_ONLY, Benchmark, Group, find, shape_headline
 from . import published as published_data
 from .schema import (
     Departure,
@@ -49,16 +32,11 @@ from .schema import (
     parse,
 )
 
-__all__ = [
-    "POOLED", "PROBABILITY_METRICS", "dataset_name", "display_metrics", "headline_metrics", "headline_present",
-    "pooled", "primary_metric", "published_rows", "published_table", "summarize", "summary_title", "table_names",
-]
-
 # What a pooled config's row is (VALSE's `all`: every instrument's items together), said wherever it is shown.
 POOLED = "pooled over items, not a paper figure"
 
 
-def _shape(shape: Any) -> tuple[int, int] | None:
+def _shape(shape: Sequence[int] | None) -> tuple[int, int] | None:
     if not shape:
         return None
     m, n = (int(x) for x in shape)
@@ -69,12 +47,9 @@ def _shape(shape: Any) -> tuple[int, int] | None:
 
 def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None,
                      modality: str | None = None) -> list[str]:
-    """The metrics ``benchmark``'s paper reports, in its order (the first is the one a plot shows).
-    Probability metrics apply only where a run has probabilities: :func:`headline_present` applies
-    that rule to a result. ``shape`` (m, n) decides where the benchmark has several framings (TraVLR:
-    1 x 1 true/false statements -> macro-F1; 1 x 2 query vs foil -> acc_r) and for a dataset no
-    paper defines (``benchmark`` None or not registered): m >= 2 -> text / image / group; 1 x 1 ->
-    macro-F1; else acc_r. ``modality="text"`` (a text-only run): ``text`` for every benchmark."""
+    """The metrics ``benchmark``'s paper reports, in its order (the first is the one a plot shows). ``shape`` (m, n)
+    decides where the benchmark has several framings (TraVLR: 1 x 1 -> macro-F1, 1 x 2 -> acc_r) and for a dataset no
+    paper defines (m >= 2 -> text / image / group; 1 x 1 -> macro-F1; else acc_r); a text-only run: ``text``."""
     if modality == TEXT_ONLY:
         return ["text"]
     bench = find(benchmark)
@@ -84,9 +59,8 @@ def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None
 
 def headline_present(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                      modality: str | None = None) -> list[str]:
-    """The headline metrics a result actually has, under the papers' rules: a benchmark's
-    ``probability_only`` metrics (VALSE's acc, min_p, AUROC) only with probabilities (the paper gives
-    CLIP-like models acc_r only)."""
+    """The headline metrics a result has: a benchmark's ``probability_only`` ones (VALSE's acc, min_p, AUROC) only
+    with probabilities."""
     avail = set(available)
     keys = [k for k in headline_metrics(benchmark, shape, modality) if k in avail]
     bench = find(benchmark)
@@ -97,9 +71,8 @@ def headline_present(benchmark: str | None, shape: tuple[int, int] | None, avail
 
 def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                    modality: str | None = None) -> str | None:
-    """The one metric a plot shows for a config: the benchmark's ``primary`` (Winoground's group),
-    else its first headline metric present (VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1
-    or acc_r); for a dataset of the user's own, group where it has one."""
+    """The one metric a plot shows for a config: the benchmark's ``primary`` (Winoground's group), else its first
+    headline metric present; for a dataset of the user's own, group where it has one."""
     avail = list(available)
     bench = find(benchmark)
     order = headline_present(benchmark, shape, avail, modality)
@@ -113,12 +86,10 @@ def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, availab
 
 
 def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dict[str, str]:
-    """``{metric: the name kept}`` for the metrics that are the same quantity as another for every item of this
-    shape, whatever the scores (ties included): with one row (m = 1) ``text`` = ``set_acc``; with two texts
-    (n = 2) each row holds one gold-vs-other pair, so ``acc_r`` = ``set_acc`` = ``sentence_acc`` (and, for 1 x 2,
-    ``text`` too). Of each group the name kept is the first the benchmark's headline uses, else ``acc_r`` (else
-    ``set_acc``). Tables, results.csv and ``to_pandas()`` carry the kept name only; results.json keeps every key
-    (the metric module's full output). Mixed shapes (None): none."""
+    """``{metric: the name kept}`` for the metrics that equal another for every item of this shape, ties included: with
+    one row ``text`` = ``set_acc``; with two texts ``acc_r`` = ``set_acc`` = ``sentence_acc`` (and for 1 x 2 ``text``).
+    The name kept is the first the headline uses, else the group's first. Tables, results.csv and ``to_pandas()`` carry
+    it only; results.json keeps every key. Mixed shapes (None): none."""
     s = _shape(shape)
     if s is None:
         return {}
@@ -138,12 +109,9 @@ def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dic
 
 def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, available: Sequence[str],
                     modality: str | None = None) -> list[str]:
-    """The metrics a printed table (and a run's plot) shows for one config: its headline metrics, the benchmark's
-    or, for a dataset of the user's own, its item shape's (:func:`headline_metrics`); every other metric is in
-    results.json and results.csv. A benchmark's ``probability_only`` metrics show only with probabilities (VALSE's
-    AUROC, as its paper shows it). When no headline metric is present (mixed shapes, ``shape=None``; a result
-    without them), the others that carry information for this shape, one name per quantity
-    (:func:`metric_synonyms`; for m >= 2 items the row-pooled set metrics left out)."""
+    """The metrics a printed table and a run's plot show for one config: its headline metrics
+    (:func:`headline_metrics`); where none is present (mixed shapes, a result without them), the others that carry
+    information for this shape, one name per quantity (:func:`metric_synonyms`)."""
     avail = list(available)
     bench = find(benchmark)
     s = _shape(shape)
@@ -169,9 +137,8 @@ def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, availa
 # ---- aggregates ------------------------------------------------------------------------------------
 
 def pooled(entry: Entry) -> bool:
-    """Whether an entry's config pools the items of the benchmark's configs (VALSE's ``all``, VL-CheckList's ``all``
-    or a leaf, winoground_style's ``all``): its per-tag results name other configs (``<config_tag>=<config>``).
-    Such a row is no paper's aggregate: tables label it :data:`POOLED`."""
+    """Whether an entry's config pools the benchmark's configs' items (VALSE's ``all``): its per-tag results name other
+    configs (``<config_tag>=<config>``). No paper's figure: tables label it :data:`POOLED`."""
     bench = find(entry.benchmark)
     if bench is None or not bench.config_tag or entry.config in bench.configs:
         return False
@@ -194,9 +161,9 @@ class _Found:
     authors: Metrics | None  # the same result under the authors' tie rule, where the entry holds it
 
 
-def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool, **extra: Any) -> SummaryRow:
-    """A config's row. ``same_rule``: the run counts ties as the authors do, so the figure under their rule is
-    kept only where the run's is N/A (their code prints a number there)."""
+def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool) -> SummaryRow:
+    """A config's row. ``same_rule``: the run counts ties as the authors do, so their figure is kept only where the
+    run's is N/A."""
     m, theirs = found.metrics, found.authors
     values = {k: v for k in keys if (v := m.value(k)) is not None}
     na = tuple(k for k in keys if k not in values) if m.na_reason else ()
@@ -204,13 +171,12 @@ def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool, **ext
     authors = {k: v for k in keys if theirs is not None and (v := theirs.value(k)) is not None
                and (k in na or (k in values and not same_rule))}
     return SummaryRow(config=config, split=found.split, values=values, n_items=m.n_items, source=found.source, ci=ci,
-                      authors=authors, na=na, na_reason=m.na_reason if na else None, **extra)
+                      authors=authors, na=na, na_reason=m.na_reason if na else None)
 
 
 def _found(entries: Sequence[Entry], tag: str | None) -> dict[str, list[_Found]]:
-    """config -> its results, from the config's own entries, else from another entry's per-tag
-    results (VALSE ``all`` -> ``instrument=existence``; the most specific first: a piece config
-    before ``all``, fewer items, the same values)."""
+    """config -> its results: its own entries', else another entry's per-tag results (VALSE ``all`` ->
+    ``instrument=existence``), the most specific first."""
     own: dict[str, list[_Found]] = {}
     for e in entries:
         theirs = e.authors_rule.metrics if e.authors_rule else None
@@ -236,11 +202,10 @@ def _mean(values: Sequence[float], weights: Sequence[float] | None) -> float:
     return sum(v * w for v, w in zip(values, weights)) / sum(weights)
 
 
-def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: str, same_rule: bool) -> SummaryRow:
-    """The mean of the members' values as the group declares it (unweighted, or over items: each member weighted
-    by its items); a metric that is N/A for a present member is N/A for the mean too (a mean over the others would
-    be another aggregate), with that member named. The figure under the authors' tie rule is the same mean of
-    theirs (where the run's policy is theirs, of each member's own figure, or theirs where it is N/A)."""
+def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: str, same_rule: bool) -> SummaryRow:
+    """The mean of the members' values as the group declares it (unweighted, or weighted by items); a metric N/A for a
+    present member is N/A for the mean, with that member named. The figure under the authors' tie rule is the same mean
+    of theirs."""
     have = {r.config: r for r in rows}
     present = [c for c in group.members if c in have]
     micro = group.average == "micro"
@@ -273,19 +238,10 @@ def _mean_row(group: Any, rows: list[SummaryRow], keys: Sequence[str], split: st
                       na_reason="not available for " + "; ".join(reasons) if na else None)
 
 
-def _modality(entries: Sequence[Entry]) -> str | None:
-    """``"text"`` when every entry was scored text-only (``data.modality``), else None."""
-    return TEXT_ONLY if entries and {e.modality for e in entries} == {TEXT_ONLY} else None
-
-
-def _plural(noun: str) -> str:
-    return noun if noun.endswith("s") else noun + "s"
-
-
 def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | None,
                  same_rule: bool) -> tuple[list[SummaryRow], list[str], list[Metrics]]:
-    """One row per config (per declared split, where the benchmark reports several), in the
-    benchmark's order, the expected configs (or config/split pairs) the run lacks, and each row's result."""
+    """One row per config (per declared test split where the benchmark has several), in the benchmark's order; the
+    configs (or config/split pairs) the run lacks; each row's result."""
     found = _found(entries, bench.config_tag)
     order = list(bench.configs) + [c for c in found if c not in bench.configs]
     rows: list[SummaryRow] = []
@@ -305,9 +261,9 @@ def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | Non
         for f in picked:
             keys = headline_present(bench.name, f.shape, f.metrics.keys(), modality)
             framing = bench.framing(f.shape)
-            rows.append(_row(config, f, keys, same_rule, paper_config=bench.paper_config(config),
-                             part=bench.parts.get(config), framing=framing.label if framing else None,
-                             pooled=pools, label=f"{config} ({POOLED})" if pools else None))
+            rows.append(replace(_row(config, f, keys, same_rule), paper_config=bench.paper_config(config),
+                                part=bench.parts.get(config), framing=framing.label if framing else None,
+                                pooled=pools, label=f"{config} ({POOLED})" if pools else None))
             used.append(f.metrics)
     if bench.splits:
         have = {(r.config, r.split) for r in rows}
@@ -317,21 +273,15 @@ def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | Non
     return rows, missing, used
 
 
-def _policy(entries: Sequence[Entry], settings: RunSettings) -> str | None:
-    """The tie policy the entries' metrics count a tie by (each entry records it; a file from before that: the
-    run's ``settings.ties``); None where not known."""
-    return next((p for e in entries if (p := e.policy(settings.ties))), None)
-
-
 def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings, family: str | None) -> SummaryBlock:
     """One registered benchmark's aggregates (see :func:`summarize`)."""
-    modality = _modality(entries)
+    modality = TEXT_ONLY if entries and {e.modality for e in entries} == {TEXT_ONLY} else None  # all text-only
     rule = bench.tie_rule_for(modality)
-    ties = _policy(entries, settings)
+    ties = next((p for e in entries if (p := e.policy(settings.ties))), None)  # what the entries count a tie by
     same_rule = rule is not None and ties in (None, rule.policy)
     rows, missing, used = _config_rows(bench, entries, modality, same_rule)
     notes: list[str] = []
-    noun = _plural(bench.config_noun)
+    noun = bench.config_noun if bench.config_noun.endswith("s") else bench.config_noun + "s"
     expected = len(bench.configs) * max(1, len(bench.splits))
     spanning = any(set(g.members) >= set(bench.configs) for g in bench.groups)
     if missing and rows and not spanning:  # a group over every config says it instead
@@ -373,13 +323,10 @@ def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings, fa
 
 def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, tags: Iterable[str] = (), *,
                 ties: str | None = None, results: Sequence[Metrics] = (), family: str | None = None) -> list[Departure]:
-    """How the run departs from the authors' own setting, one record each (``authors``: their value of the
-    setting, where they have one). ``tags``: the per-tag results' names of the run's entries; a benchmark's
-    ``caveat_tags`` among them (items its authors do not score: VALSE's invalid ones, VL-CheckList's records
-    past the first MAX_NUM/2) is one. ``ties``: the policy the entries were counted by (another than the authors'
-    rule is one). ``results``: the block's config rows' results, and ``family`` the run's scorer family: where the
-    authors' code clamps negative cosines (:class:`~vlprobe.benchmarks.ClampedAtZero`, BLA's CLIP script) and the
-    rows hold negative scores of a model whose scores are cosines, that is one."""
+    """How the run departs from the authors' own setting, one record each (``authors``: their value): a benchmark's
+    ``caveat_tags`` among ``tags`` (items they do not score), another tie policy than their rule (``ties``), a modality,
+    a control, a limit, and negative scores (in ``results``) where their code clamps cosines at 0 for a cosine
+    ``family`` (:class:`~vlprobe.benchmarks.ClampedAtZero`)."""
     out = []
     for marks, note in bench.caveat_tags:
         found = sorted(set(tags) & set(marks))
@@ -422,9 +369,8 @@ def _generic(entries: Sequence[Entry]) -> SummaryBlock:
 
 
 def table_names(entries: Sequence[Entry]) -> list[str]:
-    """Per entry, the name its benchmark's tables and summary block go under: the benchmark it
-    records, else its dataset's short name; where one run scored two datasets of one benchmark,
-    ``<benchmark> (<dataset>)`` for each."""
+    """Per entry, the name its tables and summary block go under: the benchmark it records, else its dataset's name;
+    ``<benchmark> (<dataset>)`` where a run scored two datasets of one benchmark."""
     datasets: dict[str, set[str]] = {}
     for e in entries:
         if e.benchmark:
@@ -434,36 +380,24 @@ def table_names(entries: Sequence[Entry]) -> list[str]:
             for e in entries]
 
 
-def as_entries(entries: Sequence[Entry | Mapping[str, Any]]) -> list[Entry]:
-    """Records of results.json entries given as records or as their JSON (checked: a SchemaError names the field)."""
-    return [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
-
-
 def summarize(entries: Sequence[Entry | Mapping[str, Any]],
               settings: RunSettings | Mapping[str, Any] | None = None,
               model: ModelInfo | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
-    """The papers' aggregates per benchmark of a run's entries (records, or their results.json form). ``settings``:
-    the run's (``provenance.settings``: ties, modality, control, limit), to say where it departs from the authors'
-    own; ``model``: the run's (``provenance.model``): its family says whether a departure such as BLA's clamped
-    cosines applies, and each registered benchmark's block is set beside the figures published for its checkpoint
-    (:func:`published_rows`; None: not compared). Returns ``{name: block}`` (name: :func:`table_names`), a
-    :class:`~vlprobe.results.schema.SummaryBlock` each: its rows (configs, then aggregates), ``complete`` (False,
-    with ``notes`` saying why, when the paper's aggregate needs configs the entries do not have, e.g. 3 of VALSE's
-    11 instruments), the tie rule, the departures and the published figures beside it.
-
-    A registered benchmark is summarised by its declaration (:class:`~vlprobe.benchmarks.Benchmark`): its configs
-    from their own entries or a pooled entry's per-tag results, its groups' means (unweighted, or over the items
-    where it declares so: SugarCREPE's ADD / REPLACE / SWAP), its splits, framings and tie rule. A text-only run
-    (``data.modality`` text) has ``text`` as its headline. A dataset that records no benchmark gets its shape's
-    headline per config and split."""
-    entries = as_entries(entries)
+    """The papers' aggregates per benchmark of a run's entries (records, or their JSON), ``{name: block}`` (name:
+    :func:`table_names`). ``settings`` (the run's ``provenance.settings``) says where it departs from the authors' setting;
+    ``model`` (its ``provenance.model``): whether a departure such as BLA's clamped cosines applies, and the figures
+    published for its checkpoint set beside each block (None: not compared). A registered benchmark's block follows its
+    declaration (configs from their entries or a pooled entry's per-tag results, its groups' means, splits, framings, tie
+    rule; ``complete`` False with ``notes`` where configs are missing); a dataset that records none gets its shape's
+    headline per config."""
+    records = [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
     if not isinstance(settings, RunSettings):
-        settings = cast(RunSettings, parse(RunSettings, dump(settings or {}), "settings"))
+        settings = parse(RunSettings, dump(settings or {}), "settings")
     grouped: dict[str, list[Entry]] = {}
-    for name, e in zip(table_names(entries), entries):
+    for name, e in zip(table_names(records), records):
         grouped.setdefault(name, []).append(e)
     if model is not None and not isinstance(model, ModelInfo):
-        model = cast(ModelInfo, parse(ModelInfo, dump(model), "model"))
+        model = parse(ModelInfo, dump(model), "model")
     family = model.family if model is not None else None
     out: dict[str, SummaryBlock] = {}
     for name, es in grouped.items():
@@ -482,17 +416,12 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
 
 def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entry], settings: RunSettings,
                    model: ModelInfo) -> tuple[tuple[Published, ...], str]:
-    """The figures published for the run's checkpoint (:func:`vlprobe.results.published.run_checkpoint`) on
-    ``bench``, set beside ``block``'s rows, and the one line saying which checkpoint they are of (or that there are
-    none). Per source and metric: each config row the source has a figure for, and each aggregate row (the
-    benchmark's groups) whose members all have one, the source's figures averaged as the group declares (over the
-    items: weighted by the figures' own item counts), over the members this run has. Each row's ``note`` gives the
-    known causes of a difference: another version of the data and by how many items, the run's departures from the
-    authors' setting (tie policy, a limit, a control...), its tied comparisons, texts the model reads as one, a dtype
-    other than float32; an aggregate says it is computed from the source's figures."""
-    preprocessing = model.raw.get("preprocessing")
-    recorded = preprocessing.get("checkpoint") if isinstance(preprocessing, Mapping) else None
-    checkpoint = published_data.run_checkpoint(model.model_id, recorded)
+    """The figures published for the run's checkpoint on ``bench`` beside ``block``'s rows, and the line saying which
+    checkpoint they are of (or that there are none). Per source and metric: each config row with a figure, and each
+    aggregate whose members all have one (the source's figures averaged as the group declares). Each ``note`` gives the
+    known causes of a difference: another data version and by how many items, the run's departures, tied comparisons,
+    texts read as one input, a dtype other than float32."""
+    checkpoint = published_data.run_checkpoint(model.model_id, model.checkpoint)
     figures = published_data.published_for(checkpoint, bench.name) if checkpoint else []
     if checkpoint is None:
         return (), (f"no published figure for this model ({model.name}): it is no checkpoint of "
@@ -565,9 +494,8 @@ def published_table(block: SummaryBlock) -> tuple[list[str], list[list[str]]]:
 
 def _row_causes(found: Mapping[str, list[_Found]], entries: Sequence[Entry], row: SummaryRow,
                 settings: RunSettings) -> list[str]:
-    """The known causes of a difference that a config row's own result holds: its tied comparisons, and, for a
-    config scored as its own entry, the items whose texts the model reads as one input (a pooled entry's count is
-    its configs' together: their tied comparisons say it per config)."""
+    """The causes of a difference a config row's result holds: its tied comparisons and, for a config scored as its own
+    entry, the items whose texts the model reads as one input."""
     out = []
     result = next((f for f in found.get(row.config, []) if f.split == row.split), None)
     if result is not None and result.metrics.n_ties:
@@ -582,18 +510,15 @@ def _row_causes(found: Mapping[str, list[_Found]], entries: Sequence[Entry], row
 
 
 def departure_text(block: SummaryBlock | None) -> str:
-    """The block's departures from the authors' setting in a few words ("ties lenient (authors:
-    strict), limit 10"), "" when there are none."""
+    """The block's departures in a few words ("ties lenient (authors: strict), limit 10"), "" when none."""
     return ", ".join(f"{d.setting} {d.run}" + (f" (authors: {d.authors})" if d.authors else "")
                      for d in (block.departures if block else ()))
 
 
 def summary_title(name: str, block: SummaryBlock, *, with_source: bool = True) -> str:
-    """The heading of a benchmark's summary: "the paper's aggregates (source)" only where a paper
-    defines them (the benchmark's ``source``, and the framings of its rows, which name the metric shown:
-    TraVLR's "true/false (1 x 1, macro-F1)"); any other dataset, a user's own or the synthetic
-    winoground_style, gets "headline metrics per config". A run that departs from the authors'
-    setting says so: "..., NOT the authors' setting: ties lenient (authors: strict)"."""
+    """The heading of a benchmark's summary: "the paper's aggregates (source; framings)" where a paper defines them,
+    else "headline metrics per config"; a run that departs from the authors' setting says so (", NOT the authors'
+    setting: ties lenient (authors: strict)")."""
     if block.source:
         said = "; ".join([block.source, *block.framings])
         title = f"{name}: the paper's aggregates" + (f" ({said})" if with_source else "")

@@ -1,13 +1,8 @@
-"""The one place results.json files of older formats are read: :func:`upgrade` brings a parsed file of any format
-vlprobe wrote to the current one (:data:`~vlprobe.results.schema.RESULTS_FORMAT`), which the records then check.
-
-* format 1 (or none), before datasets recorded their benchmark: an entry's ``benchmark`` was its dataset's folder
-  or Hub name; the benchmark that name meant is taken (``./valse`` -> ``valse``), and the summary says so;
-* format 2: entries name the benchmark their dataset recorded (a name this vlprobe does not know: none); a
-  probe's results.json had no format: its dataset's benchmark, when not recorded, is the one its name meant;
-* the papers' aggregates an older file holds are not read: readers compute them by the current rules;
-* where a run's entry lacks its figures under the authors' tie rule (written before vlprobe recorded them), they
-  are recomputed from the scores.parquet beside the file, when it is there (:func:`authors_from_scores`).
+"""The one place results.json files of older formats are read: :func:`upgrade` brings a parsed file to the current
+format. Format 1 (or none): an entry's ``benchmark`` was its dataset's name, read as the benchmark that name meant
+(the summary says so). Format 2: entries name their dataset's benchmark (one this vlprobe does not know: none); a
+probe's file had no format. The aggregates an old file holds are recomputed, not read; figures under the authors'
+tie rule it lacks are recomputed from the scores.parquet beside it (:func:`authors_from_scores`).
 """
 
 from __future__ import annotations
@@ -17,12 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from ..benchmarks import by_old_name, find
-from .schema import RESULTS_FORMAT, AuthorsRule, EvaluationDocument, Metrics, SchemaError, dump, parse, portable_name
+from .schema import (
+    RESULTS_FORMAT,
+    AuthorsRule,
+    Document,
+    EvaluationDocument,
+    Metrics,
+    ProbeDocument,
+    SchemaError,
+    dump,
+    parse,
+    portable_name,
+)
 
 OLD_FORMATS = ("vlprobe-results/1", "vlprobe-results/2")
 
 
-def upgrade(doc: Any, source: str = "this file") -> Any:
+def upgrade(doc: object, source: str = "this file") -> dict[str, Any]:
     """``doc`` (a parsed results.json) in the current format; a :class:`SchemaError` for a file that is no
     vlprobe results.json. ``source``: how messages name the file."""
     if not isinstance(doc, dict):
@@ -42,12 +48,26 @@ def upgrade(doc: Any, source: str = "this file") -> Any:
         return {"format": RESULTS_FORMAT, "kind": "probe", "provenance": provenance, "rows": doc["rows"]}
     if not isinstance(doc.get("results"), list):
         raise SchemaError("", "not a vlprobe results.json (no 'results' list); write one with `vlprobe evaluate`")
+    return {"format": RESULTS_FORMAT, "kind": "evaluate", "provenance": named(provenance),
+            "results": [_entry(e, fmt, source) if isinstance(e, dict) else e for e in doc["results"]]}
+
+
+def named(provenance: object) -> object:
+    """A provenance (JSON) whose datasets each have their ``name`` (a run's, or a file's from before they had one)."""
     if isinstance(provenance, dict) and isinstance(provenance.get("datasets"), list):
-        provenance = {**provenance, "datasets": [
+        return {**provenance, "datasets": [
             {"name": portable_name(str(d.get("dataset"))), **d} if isinstance(d, dict) else d
             for d in provenance["datasets"]]}
-    return {"format": RESULTS_FORMAT, "kind": "evaluate", "provenance": provenance,
-            "results": [_entry(e, fmt, source) if isinstance(e, dict) else e for e in doc["results"]]}
+    return provenance
+
+
+def parse_document(doc: object, source: str = "this file") -> Document:
+    """A parsed results.json of any format vlprobe wrote, as records (older ones upgraded: :func:`upgrade`); a
+    :class:`SchemaError` names the field at fault."""
+    doc = upgrade(doc, source)
+    if doc.get("kind") == "probe":
+        return parse(ProbeDocument, doc)
+    return parse(EvaluationDocument, doc)
 
 
 def _entry(entry: dict[str, Any], fmt: str | None, source: str) -> dict[str, Any]:

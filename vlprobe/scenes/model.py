@@ -10,7 +10,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from numpy.random import Generator
 
 GRID = 6
 
@@ -37,6 +40,8 @@ QUANTIFIER_COLOURS: tuple[str, ...] = COLOURS + ("purple", "brown")  # the quant
 ALL_COLOURS: tuple[str, ...] = QUANTIFIER_COLOURS + ("black",)  # quantifier companions and distractors
 
 COLUMN_NAMES = "ABCDEF"
+# What a function drawing at random takes (as_random): a random.Random, a numpy Generator, an int seed or None.
+RandomLike = Union[random.Random, "Generator", int, None]
 
 
 class SceneError(ValueError):
@@ -143,7 +148,7 @@ def place(types: Sequence[tuple[str, str]], rng: random.Random, taken: Iterable[
 
 
 def sample_scene(
-    rng: random.Random | Any,
+    rng: RandomLike,
     n_objects: int | tuple[int, int] = (2, 8),
     shapes: Sequence[str] = SHAPES,
     colours: Sequence[str] = COLOURS,
@@ -171,7 +176,7 @@ def sample_scene(
     return Scene(tuple(place(types, rng)))
 
 
-def as_random(rng: Any) -> random.Random:
+def as_random(rng: RandomLike) -> random.Random:
     """``rng`` as a ``random.Random``: itself, or one seeded from a numpy Generator's stream."""
     if isinstance(rng, random.Random):
         return rng

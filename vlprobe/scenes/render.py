@@ -58,6 +58,11 @@ def cell_centre(row: int, column: int, size: int = SIZE) -> tuple[int, int]:
     return (round(cell / 2 + cell * column), round(cell / 2 + cell * row))
 
 
+# regular polygons: (sides, angle of the first vertex); the square axis-aligned, corners on the circumcircle
+_POLYGONS = {"triangle": (3, -90.0), "square": (4, -135.0), "pentagon": (5, -90.0), "hexagon": (6, -90.0),
+             "octagon": (8, -90.0)}
+
+
 def _regular(n: int, radius: float, start_deg: float = -90.0) -> list[tuple[float, float]]:
     # y grows downwards, so -90 degrees is straight up.
     return [
@@ -70,25 +75,12 @@ def _regular(n: int, radius: float, start_deg: float = -90.0) -> list[tuple[floa
 def shape_outline(shape: str, size: int = SIZE) -> tuple[tuple[float, float], ...]:
     """The polygon of ``shape`` as offsets from the cell centre (not used for circles)."""
     r = round(MEDIUM * cell_size(size) / 2)  # 23 px on a 500 px canvas
-    if shape == "triangle":
-        return tuple(_regular(3, r))
-    if shape == "square":
-        return tuple(_regular(4, r, start_deg=-135.0))  # axis-aligned, corners on the circumcircle
-    if shape == "pentagon":
-        return tuple(_regular(5, r))
-    if shape == "hexagon":
-        return tuple(_regular(6, r))
-    if shape == "octagon":
-        return tuple(_regular(8, r))
+    if shape in _POLYGONS:
+        sides, start = _POLYGONS[shape]
+        return tuple(_regular(sides, r, start))
     if shape == "star":
-        outer = int(MEDIUM * cell_size(size) / 2)  # 22
-        inner = outer / 2  # 11
-        pts = []
-        for k in range(10):
-            rad = outer if k % 2 == 0 else inner
-            ang = math.radians(-90.0 + 36.0 * k)
-            pts.append((rad * math.cos(ang), rad * math.sin(ang)))
-        return tuple(pts)
+        outer = int(MEDIUM * cell_size(size) / 2)  # 22; the inner vertices at half of it
+        return tuple((dx, dy) if k % 2 == 0 else (dx / 2, dy / 2) for k, (dx, dy) in enumerate(_regular(10, outer)))
     if shape == "trapezium":
         # the two bottom vertices of the up-pointing triangle, and a top edge half as wide at -r
         (_, _), (bx, by), (_, _) = _regular(3, r)
@@ -145,9 +137,7 @@ def equal_area_mask(shape: str, size: int = SIZE, centred: bool = False) -> tupl
         mask[rc] = True
     dist = np.hypot(yy, xx)
     while mask.sum() < target:  # only if scaling did not nest (rounded vertices): grow the boundary
-        padded = np.pad(mask, 1).astype(int)
-        neighbours = sum(padded[1 + dy:1 + dy + mask.shape[0], 1 + dx:1 + dx + mask.shape[1]]
-                         for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
+        neighbours = _neighbours(mask)
         score = np.where(~mask & (neighbours > 0), neighbours - dist / 100.0, -np.inf)
         mask[np.unravel_index(int(np.argmax(score)), mask.shape)] = True  # argmax: first in row order on ties
     if centred:

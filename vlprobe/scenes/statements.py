@@ -27,12 +27,12 @@ truth-flipping edit, and :func:`sample_statement` draws random true/false statem
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from .captions import inventory, join_list, noun_phrase, plural
-from .model import COLOURS, SHAPES, Scene, as_random
+from .model import COLOURS, SHAPES, RandomLike, Scene, SceneObject, as_random
 
 
 class StatementError(ValueError):
@@ -45,7 +45,15 @@ def _capital(text: str) -> str:
 
 @dataclass(frozen=True)
 class Statement:
+    """A statement about a scene (see the module doc); ``choices``: the values each named field may take."""
+
     kind: ClassVar[str] = ""
+    choices: ClassVar[Mapping[str, Collection[str]]] = {}
+
+    def __post_init__(self) -> None:
+        for name, allowed in self.choices.items():
+            if getattr(self, name) not in allowed:
+                raise StatementError(f"{self.kind}: unknown {name} {getattr(self, name)!r}; known: {list(allowed)}")
 
     def holds(self, scene: Scene) -> bool:  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
@@ -117,10 +125,10 @@ class Spatial(Statement):
     relation: str
     object: tuple[str, str]
     kind: ClassVar[str] = "spatial"
+    choices: ClassVar[Mapping[str, Collection[str]]] = {"relation": RELATIONS}
 
     def __post_init__(self) -> None:
-        if self.relation not in RELATIONS:
-            raise StatementError(f"unknown relation {self.relation!r}; known: {list(RELATIONS)}")
+        super().__post_init__()
         object.__setattr__(self, "subject", tuple(self.subject))
         object.__setattr__(self, "object", tuple(self.object))
 
@@ -139,7 +147,7 @@ class Spatial(Statement):
         return f"the {c1} {s1} is {RELATIONS[self.relation]} the {c2} {s2}"
 
 
-def _the(scene: Scene, ref: tuple[str, str], statement: Statement):
+def _the(scene: Scene, ref: tuple[str, str], statement: Statement) -> SceneObject:
     found = scene.find(colour=ref[0], shape=ref[1])
     if len(found) != 1:
         raise StatementError(
@@ -167,10 +175,7 @@ class Quantifier(Statement):
     shape: str
     colour: str
     kind: ClassVar[str] = "quantifier"
-
-    def __post_init__(self) -> None:
-        if self.quantifier not in QUANTIFIERS:
-            raise StatementError(f"unknown quantifier {self.quantifier!r}; known: {list(QUANTIFIERS)}")
+    choices: ClassVar[Mapping[str, Collection[str]]] = {"quantifier": QUANTIFIERS}
 
     def holds(self, scene: Scene) -> bool:
         xs = scene.find(shape=self.shape)
@@ -203,10 +208,7 @@ class Compare(Statement):
     x: str
     y: str
     kind: ClassVar[str] = "compare"
-
-    def __post_init__(self) -> None:
-        if self.relation not in ("more", "fewer"):
-            raise StatementError(f"compare relation must be 'more' or 'fewer', got {self.relation!r}")
+    choices: ClassVar[Mapping[str, Collection[str]]] = {"relation": ("more", "fewer")}
 
     def holds(self, scene: Scene) -> bool:
         a, b = scene.count(shape=self.x), scene.count(shape=self.y)
@@ -279,7 +281,7 @@ def has_truth_value(scene: Scene, statement: Statement) -> bool:
 def foil(
     scene: Scene,
     statement: Statement,
-    rng: random.Random | Any = None,
+    rng: RandomLike = None,
     numbers: Sequence[int] | None = None,
     colours: Sequence[str] | None = None,
 ) -> Statement:
@@ -323,7 +325,8 @@ def foil(
 STATEMENT_KINDS = ("exists", "count", "spatial", "quantifier", "compare")
 
 
-def _candidate(scene: Scene, kind: str, rng: random.Random, shapes: Sequence[str], colours: Sequence[str]):
+def _candidate(scene: Scene, kind: str, rng: random.Random, shapes: Sequence[str],
+               colours: Sequence[str]) -> Statement | None:
     objs = scene.objects
     if kind == "exists":
         if rng.random() < 0.5:
@@ -363,7 +366,7 @@ def _candidate(scene: Scene, kind: str, rng: random.Random, shapes: Sequence[str
 
 def sample_statement(
     scene: Scene,
-    rng: random.Random | Any,
+    rng: RandomLike,
     kinds: Sequence[str] = STATEMENT_KINDS,
     label: bool | None = None,
     shapes: Sequence[str] = SHAPES,
@@ -385,7 +388,7 @@ def sample_statement(
                          f"found in {max_tries} tries")
 
 
-def describe(scene: Scene, rng: random.Random | Any = None, relations: int = 1) -> str:
+def describe(scene: Scene, rng: RandomLike = None, relations: int = 1) -> str:
     """A short true description: the inventory, then up to ``relations`` spatial sentences between
     objects that can be named uniquely, e.g. "Two red circles, a blue square and an orange star.
     The blue square is above the orange star."."""

@@ -9,20 +9,14 @@ Layout, as ``push_to_hub`` would make it::
     <folder>/data/<config>/<split>-00000-of-00001-<sha256 of the file, 16 hex>.parquet
     <folder>/.huggingface.yaml                       the card's configs, naming this build's files
 
-The YAML leaves out split sizes on purpose: they depend on the build size, and the card is
-committed while the parquet is built. ``load_dataset(<folder>, <config>)`` then works offline,
-and with datasets 3.x too, because the declared features take precedence over the parquet's
-own schema metadata.
+The YAML leaves out split sizes (they depend on the build size); the declared features take
+precedence over the parquet's schema, so ``load_dataset(<folder>, <config>)`` works offline.
 
-A rebuilt folder loads what was rebuilt. ``datasets`` keys the cache of a local folder by the
-folder's name and its YAML (the card's ``configs`` and ``dataset_info``, merged with
-``.huggingface.yaml`` when present), never by the data files' content, so a folder rebuilt with
-other rows would be read back from the previous build's cache. Hence every shard is named after
-its content (as ``push_to_hub`` once named them, ``train-00000-of-00001-<hash>.parquet``), and
-every write records in ``.huggingface.yaml`` (which ``datasets`` merges over the card) the card's
-configs with each data-file pattern replaced by the files it matches: other rows, other names,
-another cache key; the same rows, the same cache. The committed card keeps its patterns, which
-match any build, and is all the Hub needs (a Hub repo's cache is keyed by its commit).
+A rebuilt folder loads what was rebuilt: ``datasets`` keys a local folder's cache by its name and
+YAML (the card merged with ``.huggingface.yaml``), never by the data files' content. So every shard
+is named after its content, and every write records in ``.huggingface.yaml`` the card's configs with
+each pattern replaced by the files it matches: other rows, another cache key. The committed card
+keeps its patterns, which match any build (a Hub repo's cache is keyed by its commit).
 """
 
 from __future__ import annotations
@@ -40,15 +34,14 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
-from datasets.info import DatasetInfosDict
 from datasets.table import embed_table_storage
-from huggingface_hub import DatasetCardData
+from huggingface_hub.repocard import REGEX_YAML_BLOCK
 
 from ..storage.keys import sha256_files
 from ..storage.leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
 from ..storage.paths import check_config_name, check_split_name
 from ..storage.run_folder import swap_in
-from .reading import card_yaml
+from .reading import CARD_BYTES, parse_yaml, read_text
 
 DATA_DIR = "data"
 # datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
@@ -84,23 +77,12 @@ def card_metadata(configs: Sequence[ConfigDecl], **fields: object) -> dict[str, 
     ``dataset_info`` and ``configs`` in the format ``push_to_hub`` writes."""
     if sum(c.default for c in configs) != 1:
         raise ValueError(f"exactly one config must be the default, got {[c.name for c in configs if c.default]}")
-    infos = DatasetInfosDict(
-        {c.name: datasets.DatasetInfo(features=c.features, config_name=c.name) for c in configs}
-    )
-    card_data = DatasetCardData()
-    infos.to_dataset_card_data(card_data)
-    meta = dict(fields)
-    dataset_info = card_data.to_dict()["dataset_info"]
-    dataset_info = dataset_info if isinstance(dataset_info, list) else [dataset_info]
-    # datasets leaves config_name out when the only config is named "default"
-    meta["dataset_info"] = [
-        {"config_name": d.get("config_name", "default"), "features": d["features"]} for d in dataset_info
-    ]
-    meta["configs"] = [
-        {"config_name": c.name, "data_files": c.data_files(), **({"default": True} if c.default else {})}
-        for c in configs
-    ]
-    return meta
+    # the features as push_to_hub writes them (DatasetInfosDict.to_dataset_card_data): configs sorted by name
+    return {**fields,
+            "dataset_info": [{"config_name": c.name, "features": c.features._to_yaml_list()}
+                             for c in sorted(configs, key=lambda c: c.name)],
+            "configs": [{"config_name": c.name, "data_files": c.data_files(), **({"default": True} if c.default else {})}
+                        for c in configs]}
 
 
 def render_card(metadata: Mapping[str, Any], body: str) -> str:
@@ -146,7 +128,12 @@ def read_card_metadata(folder: str | Path) -> dict[str, Any]:
     """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), found as huggingface_hub's card
     parser finds it, read within :mod:`vlprobe.dataset.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
     does not parse, ValueError when it is not a mapping or not within the bounds."""
-    return card_yaml(Path(folder) / "README.md")
+    path = Path(folder) / "README.md"
+    match = REGEX_YAML_BLOCK.search(read_text(path, "dataset card", CARD_BYTES))
+    value = parse_yaml(match.group(2), str(path)) if match else None
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{path}: the card's YAML header is a {type(value).__name__}, not a mapping")
+    return value or {}
 
 
 @contextlib.contextmanager
@@ -330,10 +317,10 @@ def record_data_files(folder: str | Path) -> Path | None:
         return None
     resolved, built = [], []
     for entry in configs:
-        entry = dict(entry) if isinstance(entry, Mapping) else entry
-        if isinstance(entry, dict) and isinstance(entry.get("data_files"), list):
-            pairs = [_resolve_data_files(folder, f) for f in entry["data_files"]]
-            entry["data_files"] = [f for f, _ in pairs]
+        files = entry.get("data_files") if isinstance(entry, Mapping) else None
+        if isinstance(files, list):
+            pairs = [_resolve_data_files(folder, f) for f in files]
+            entry = {**entry, "data_files": [f for f, _ in pairs]}
             if any(found for _, found in pairs):
                 built.append(entry)
         else:
@@ -351,7 +338,8 @@ def _resolve_data_files(folder: Path, entry: object) -> tuple[object, bool]:
     partial build wrote some), the ones that match nothing go: the config loads the configs built."""
     if not isinstance(entry, Mapping) or "path" not in entry:
         return entry, True
-    patterns = [entry["path"]] if isinstance(entry["path"], str) else list(entry["path"])
+    path = entry["path"]
+    patterns = [path] if isinstance(path, str) else list(path)
     matches = [sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file())
                for pattern in patterns]
     found = any(matches)

@@ -23,29 +23,18 @@ columns that hold the images, the texts and the gold matrix, and the columns tha
 Datasets on the Hub without such a file (``facebook/winoground``) get a built-in spec from
 ``vlprobe/specs/<name>.yaml``. Nothing here knows about models.
 
-Modalities (TraVLR's three settings), chosen when converting rows:
-
-* ``image``: the row's images and texts as they are (the default);
-* ``caption``: each image replaced by a blank white image and each text followed by the context
-  column ("caption only"): ``"<query> <caption>"``;
-* ``both``: the real images, each text followed by the context column.
-
-(``vlprobe evaluate --modality text``, no image at all, is not a conversion of rows: the items are
-converted as for ``image`` and their texts compared with each other, :mod:`vlprobe.evaluation.text_only`;
-the probe has only these three.)
-
-The text comes first and the context after it because a model truncates long texts at its limit
-(77 tokens for CLIP, 48 for the shipped mini-clip) from the end: a TraVLR caption (36 cells of a
-scene) alone can fill the limit, and with the caption first the query, the only part that tells
-a true query from its foil, was cut off, so both texts of an item became the same input and every
-item tied. Query first, the caption is what truncation shortens. (TraVLR's paper gives caption and
-query to its models apart; one text has to put one of them first.)
+Modalities (TraVLR's three settings), chosen when converting rows: ``image`` (the row as it is, the
+default); ``caption`` (each image blank white, each text followed by the context column:
+``"<query> <caption>"``); ``both`` (the real images, each text followed by the context). The text comes
+first because a model truncates long texts from the end: a TraVLR caption alone can fill CLIP's 77 tokens,
+and with it first the query, the only part that tells a query from its foil, was cut off and every item
+tied. (``vlprobe evaluate --modality text`` is no conversion of rows: :mod:`vlprobe.evaluation.text_only`.)
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +76,8 @@ def _duplicates_message(where: str, column: str, rows_of: Mapping[str, list[int]
 
 @dataclass(frozen=True)
 class ItemSpec:
+    """How the rows of one dataset become items (the parsed ``vlprobe.yaml``, see the module doc)."""
+
     images: tuple[str, ...]
     texts: tuple[str, ...]
     gold: Gold
@@ -102,6 +93,7 @@ class ItemSpec:
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: object, source: str = "<dict>") -> ItemSpec:
+        """The spec a parsed ``vlprobe.yaml`` holds; a :class:`SpecError` naming ``source`` and the key at fault."""
         if not isinstance(data, Mapping):
             raise SpecError(f"{source}: a spec must be a mapping of keys, got {type(data).__name__}")
         unknown = set(data) - _KEYS
@@ -117,21 +109,8 @@ class ItemSpec:
             if not isinstance(over, Mapping) or set(over) - _CONFIG_KEYS:
                 raise SpecError(f"{source}: configs.{name} must be a mapping of spec keys "
                                 f"({', '.join(sorted(_CONFIG_KEYS))})")
-        spec = cls(
-            images=_names(data["images"], "images", source),
-            texts=_names(data["texts"], "texts", source),
-            gold=data["gold"],
-            id=data.get("id"),
-            tags=_names(data.get("tags") or [], "tags", source),
-            context=data.get("context"),
-            source=source,
-            description=str(data.get("description") or ""),
-            overrides={str(k): dict(v) for k, v in overrides.items()},
-            benchmark=_benchmark(data.get("benchmark"), source),
-            data_version=_version(data.get("data_version"), source),
-        )
-        _check_gold_form(spec.gold, source)
-        return spec
+        return cls(**{key: parse(data.get(key), key, source) for key, parse in _FIELDS.items()}, source=source,
+                   overrides={str(k): dict(v) for k, v in overrides.items()})
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ItemSpec:
@@ -156,12 +135,7 @@ class ItemSpec:
         over = self.overrides.get(config or "")
         if not over:
             return self
-        merged = {
-            "images": list(self.images), "texts": list(self.texts), "gold": self.gold, "id": self.id,
-            "tags": list(self.tags), "context": self.context, "description": self.description,
-            "benchmark": self.benchmark, "data_version": self.data_version,
-        }
-        merged.update(over)
+        merged = {**{key: getattr(self, key) for key in _FIELDS}, **over}
         return ItemSpec.from_dict(merged, source=f"{self.source} (configs.{config})")
 
     # ---- conversion ---------------------------------------------------------------------
@@ -328,7 +302,7 @@ def _names(value: object, key: str, source: str) -> tuple[str, ...]:
     raise SpecError(f"{source}: {key!r} must be a column name or a list of column names, got {value!r}")
 
 
-def _benchmark(value: object, source: str) -> str | None:
+def _benchmark(value: object, key: str, source: str) -> str | None:
     """The spec's ``benchmark``: None, or the name of a registered benchmark (one line naming them otherwise)."""
     if value is None:
         return None
@@ -340,7 +314,7 @@ def _benchmark(value: object, source: str) -> str | None:
         raise SpecError(f"{err}; leave the key out for a dataset of your own") from None
 
 
-def _version(value: object, source: str) -> str | None:
+def _version(value: object, key: str, source: str) -> str | None:
     """The spec's ``data_version``: None, or a version's name (a commit, a release)."""
     if value is None:
         return None
@@ -360,16 +334,30 @@ def dataset_version(spec: ItemSpec, benchmark: str | None) -> str | None:
     return (bench.data_version or None) if bench is not None else None
 
 
-def _check_gold_form(gold: object, source: str) -> None:
+def _gold_form(gold: object, key: str, source: str) -> Gold:
+    """The spec's ``gold`` (``key``), checked to be one of its three forms."""
     if isinstance(gold, str):
-        return
+        return gold
     if isinstance(gold, Mapping):
         if set(gold) != {"column", "map"} or not isinstance(gold["map"], Mapping) or not gold["map"]:
             raise SpecError(f"{source}: a gold mapping needs exactly 'column' and a non-empty 'map'")
-        return
+        return gold
     if isinstance(gold, list) and gold and all(isinstance(r, list) for r in gold):
-        return
+        return gold
     raise SpecError(f"{source}: 'gold' must be a matrix like [[1, 0]], a column name, or {{column, map}}; got {gold!r}")
+
+
+def _as_given(value: object, key: str, source: str) -> object:
+    return value  # a column name (id, context), checked against the dataset's columns when it is read
+
+
+# How each key of a spec is read into its ItemSpec field (configs aside): the value (None when absent), the key
+# and the spec's source in, the field out, or a SpecError naming them. The required keys' readers refuse None.
+_FIELDS: dict[str, Callable[[object, str, str], Any]] = {
+    "images": _names, "texts": _names, "gold": _gold_form, "id": _as_given,
+    "tags": lambda value, key, source: _names(value or [], key, source), "context": _as_given,
+    "description": lambda value, key, source: str(value or ""), "benchmark": _benchmark, "data_version": _version,
+}
 
 
 def _column(row: Mapping[str, Any], col: str, where: str) -> object:

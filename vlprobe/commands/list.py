@@ -40,14 +40,14 @@ def dataset_folders(root: str | os.PathLike[str]) -> list[dict]:
     """Every folder directly under ``root`` holding a vlprobe.yaml: {name, path, built: {config:
     [splits]}, unbuilt: [configs], build: the `vlprobe build` name or None}."""
     from ..builders import builders
-    from ..dataset.reader import _declared_configs, built_configs, config_splits
+    from ..dataset.reader import built_configs, config_splits, declared_configs
 
     known = builders()
     out = []
     for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
         if not folder.is_dir() or not (folder / "vlprobe.yaml").is_file():
             continue
-        declared = [c["config_name"] for c in _declared_configs(folder)] if (folder / "README.md").is_file() else []
+        declared = [c.name for c in declared_configs(folder)] if (folder / "README.md").is_file() else []
         built = built_configs(folder) if declared else []
         out.append({
             "name": folder.name, "path": str(folder),

@@ -1,10 +1,6 @@
-"""Downloading an image source's release archive and opening archives safely.
-
-:func:`download_file` fetches one file through ``<target>.part`` (resumed with an HTTP Range
-request, retried on transient errors, its size and checksum checked before it is moved into
-place); :func:`safe_members` refuses an archive any of whose members could escape the folder it is
-extracted to; :func:`read_member` reads one member with its inflated size bounded (zip bombs).
-:mod:`vlprobe.dataset.image_sources` and the annotation builders use them (image_sources re-exports these names).
+"""Downloading an image source's release archive, and opening archives safely: :func:`download_file` (resumed,
+retried, size and checksum checked), :func:`safe_members` (no member may escape its folder) and
+:func:`read_member` (inflated size bounded: zip bombs). :mod:`vlprobe.dataset.image_sources` re-exports them.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Reading a file vlprobe is given, bounded: a spec (``--spec``, ``vlprobe.yaml``), a dataset card, a captions file,
-a results.json given to ``vlprobe report``. The file must be a regular file (not ``/dev/zero``, a FIFO that would
-block, a folder) no larger than a bound chosen for its kind, and its JSON or YAML may nest at most
-:data:`MAX_DEPTH` levels (YAML without aliases, whose expansion could grow without bound); anything else is refused
-in one line naming the file (:class:`FileError`), before it is parsed, never a ``MemoryError``, a
-``RecursionError`` or a hang.
-
-=========================  ====================
-what                       at most
-=========================  ====================
-a spec (``vlprobe.yaml``)  :data:`SPEC_BYTES`
-a dataset card             :data:`CARD_BYTES`
-a captions file            :data:`CAPTIONS_BYTES`
-a results.json             :data:`RESULTS_BYTES`
-an annotation file         :data:`ANNOTATION_BYTES`
-an image file              :data:`vlprobe.dataset.images.MAX_IMAGE_BYTES`
-=========================  ====================
+a results.json given to ``vlprobe report``, an annotation file. It must be a regular file (not ``/dev/zero``, a FIFO,
+a folder) within the bound for its kind (``SPEC_BYTES``, ``CARD_BYTES``, ``CAPTIONS_BYTES``, ``RESULTS_BYTES``,
+``ANNOTATION_BYTES``; images: :data:`vlprobe.dataset.images.MAX_IMAGE_BYTES`), its JSON or YAML nested at most
+:data:`MAX_DEPTH` levels, YAML without aliases; else a :class:`FileError` naming the file, before it is parsed, never
+a ``MemoryError``, a ``RecursionError`` or a hang.
 """
 
 from __future__ import annotations

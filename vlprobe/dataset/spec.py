@@ -37,10 +37,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import yaml
+
+if TYPE_CHECKING:
+    import datasets
 
 from ..benchmarks import BenchmarkError, by_old_name, find, get
 from ..errors import DatasetError
@@ -147,7 +150,8 @@ class ItemSpec:
             raise SpecError(f"unknown modality {modality!r}; choose one of {MODALITIES}")
         images = self._gather(row, self.images, where)
         texts = self._gather(row, self.texts, where)
-        empty = _empty_texts(row, self.texts)
+        empty = [col for col in self.texts if any(v is None or (isinstance(v, str) and not v.strip())
+                                                  for v in _values(row[col]))]
         if empty:  # a JSONL null and a CSV's empty cell alike: no text to score
             raise ItemError(f"{where}: text column(s) {empty} hold no text (null or empty); every text must be a "
                             "non-empty string")
@@ -163,11 +167,7 @@ class ItemSpec:
                 from .images import blank_like  # noqa: PLC0415 (PIL: only for a caption-only modality)
 
                 images = [blank_like(im) for im in images]
-        tags: list[str] = []
-        for col in self.tags:
-            value = _column(row, col, where)
-            values = value if isinstance(value, (list, tuple)) else [value]
-            tags.extend(f"{col}={v}" for v in values if v is not None and v != "")
+        tags = [f"{col}={v}" for col in self.tags for v in _values(_column(row, col, where)) if v is not None and v != ""]
         try:
             return Item(id=row_id, images=tuple(images), texts=tuple(texts), gold=np.asarray(gold), tags=tuple(tags),
                         config=config)
@@ -191,8 +191,7 @@ class ItemSpec:
         for column in self.images:
             kind = features[column]
             inner = getattr(kind, "feature", None) or (kind[0] if isinstance(kind, list) and kind else None)
-            value = (first or {}).get(column)
-            paths = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+            paths = [v for v in _values((first or {}).get(column)) if isinstance(v, str)]
             if paths and all(p.lower().endswith(_IMAGE_SUFFIXES) for p in paths):
                 continue  # image file paths (opened inside the dataset folder)
             if type(kind).__name__ != "Image" and type(inner).__name__ != "Image":
@@ -200,26 +199,15 @@ class ItemSpec:
                                 f"{getattr(kind, 'dtype', type(kind).__name__)}, not images; list it under texts: "
                                 "or tags:")
 
-    def check_unique_ids(self, rows: Iterable[Mapping[str, Any]], limit: int | None = None, where: str = "") -> None:
-        """Refuse rows (a ``datasets.Dataset`` or any iterable of mappings; the first ``limit``)
-        whose id column repeats, naming the ids and their rows (:class:`DuplicateIdError`).
-        A Dataset's id column is read alone, without its images. Nothing to check without an
-        ``id`` column: the row index is the id then."""
-        if not self.id:
-            return
-        if hasattr(rows, "column_names") and hasattr(rows, "select_columns"):
-            dataset: Any = rows  # a datasets.Dataset
-            if self.id not in dataset.column_names:
-                return  # to_item names the missing column
-            n = len(dataset) if limit is None else min(limit, len(dataset))
-            ids = dataset.select_columns([self.id]).select(range(n))[self.id] if n < len(dataset) \
-                else dataset.select_columns([self.id])[self.id]
-        else:
-            ids = []
-            for index, row in enumerate(rows):
-                if limit is not None and index >= limit:
-                    break
-                ids.append(row.get(self.id) if isinstance(row, Mapping) else None)
+    def check_unique_ids(self, dataset: datasets.Dataset, limit: int | None = None, where: str = "") -> None:
+        """Refuse a dataset (its first ``limit`` rows) whose id column repeats, naming the ids and their rows
+        (:class:`DuplicateIdError`); the id column is read alone, without the images. Nothing to check without
+        an ``id`` column: the row index is the id then."""
+        if not self.id or self.id not in dataset.column_names:
+            return  # to_item names a missing column
+        n = len(dataset) if limit is None else min(limit, len(dataset))
+        column = dataset.select_columns([self.id])
+        ids = (column.select(range(n)) if n < len(dataset) else column)[self.id]
         rows_of: dict[str, list[int]] = {}
         for index, value in enumerate(ids):
             rows_of.setdefault(str(value), []).append(index)
@@ -234,7 +222,7 @@ class ItemSpec:
         spec = self.for_config(config)
         where = f"config {config!r}" if config else spec.source
         if hasattr(rows, "column_names"):
-            spec.check_unique_ids(rows, where=where)
+            spec.check_unique_ids(cast("datasets.Dataset", rows), where=where)
         rows_of: dict[str, list[int]] = {}
         for index, row in enumerate(rows):
             item = spec.to_item(row, index=index, config=config, modality=modality)
@@ -244,14 +232,7 @@ class ItemSpec:
             raise DuplicateIdError(_duplicates_message(where, spec.id, rows_of))
 
     def _gather(self, row: Mapping[str, Any], columns: tuple[str, ...], where: str) -> list[Any]:
-        out: list[Any] = []
-        for col in columns:
-            value = _column(row, col, where)
-            if isinstance(value, (list, tuple)):
-                out.extend(value)
-            else:
-                out.append(value)
-        return out
+        return [v for col in columns for v in _values(_column(row, col, where))]
 
     def _gold(self, row: Mapping[str, Any], where: str) -> object:
         gold = self.gold
@@ -283,15 +264,9 @@ def yaml_error(path: str | os.PathLike[str], err: yaml.YAMLError) -> str:
     return f"{where}: not valid YAML: {what}"
 
 
-def _empty_texts(row: Mapping[str, Any], columns: tuple[str, ...]) -> list[str]:
-    """The text columns of ``row`` holding no text: null, or only whitespace (a CSV's empty cell)."""
-    empty = []
-    for col in columns:
-        value = row.get(col) if isinstance(row, Mapping) else None
-        values = value if isinstance(value, (list, tuple)) else [value]
-        if any(v is None or (isinstance(v, str) and not v.strip()) for v in values):
-            empty.append(col)
-    return empty
+def _values(cell: object) -> list[Any]:
+    """A cell's values: the elements of a list column's cell, else the cell itself."""
+    return list(cell) if isinstance(cell, (list, tuple)) else [cell]
 
 
 def _names(value: object, key: str, source: str) -> tuple[str, ...]:

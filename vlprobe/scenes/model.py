@@ -180,8 +180,8 @@ def as_random(rng: RandomLike) -> random.Random:
     """``rng`` as a ``random.Random``: itself, or one seeded from a numpy Generator's stream."""
     if isinstance(rng, random.Random):
         return rng
-    if hasattr(rng, "integers"):  # numpy.random.Generator
-        return random.Random(int(rng.integers(0, 2**63 - 1)))
     if rng is None or isinstance(rng, int):
         return random.Random(rng)
+    if hasattr(rng, "integers"):  # numpy.random.Generator
+        return random.Random(int(rng.integers(0, 2**63 - 1)))
     raise TypeError(f"expected random.Random, numpy Generator or int seed, got {type(rng).__name__}")

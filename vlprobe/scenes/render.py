@@ -7,24 +7,15 @@ Geometry (``reference/travlr.md`` §4), for a ``size`` x ``size`` white canvas (
 * every object is TraVLR's MEDIUM size, 0.55 x cell: circles have radius ``int(0.55*cell/2)``
   (22 px), polygons a circumradius of ``round(0.55*cell/2)`` (23 px), first vertex straight up;
   the star has outer radius 22 and inner radius 11;
-* shapes are filled, with no outline and no anti-aliasing, so every pixel of an object has
-  exactly its colour (the object's centre pixel included) and the background stays pure white.
+* shapes are filled, with no outline and no anti-aliasing: every pixel of an object has exactly its colour.
 
-``equal_area=True`` (what ``vlprobe build travlr`` uses) scales every shape about its centre so
-that each covers the same number of pixels, :data:`EQUAL_AREA` (1,200 px on a 500 px canvas, about the
-mean, 1,208 px, of the seven main shapes at MEDIUM size, which range from 742 px for the star to 1,581 px for
-the circle); the circle is then a 64-gon, and a few boundary pixels make each count exact
-(:func:`equal_area_mask`).
-With MEDIUM sizes, the ink of a scene tells which shapes it holds many of (a cheap cue for the
-counting tasks, issue 25); with equal areas it tells only how many objects there are.
-``centred=True`` as well (what ``vlprobe build winoground_style`` uses) moves a few boundary pixels of
-each equal-area shape (3 to 12 of the 1,200 of each of the seven main shapes; 192 of the trapezium's,
-whose own centroid lies 3.9 px above its centre) so that the pixel centroid of every shape is exactly its
-cell's centre: the scaled outlines' rasterised centroids lie up to 0.24 px off it (the triangle's, the
-star's), which tells an image's shapes apart to a classifier reading exact centroids (issue 49).
+``equal_area=True`` (``vlprobe build travlr``) scales every shape about its centre to cover exactly
+:data:`EQUAL_AREA` pixels (1,200 on a 500 px canvas, about the mean of the main shapes, 742 px for the star to
+1,581 for the circle), so the ink tells how many objects there are, not which shapes (issue 25).
+``centred=True`` as well (``vlprobe build winoground_style``) moves a few boundary pixels so that each
+shape's pixel centroid is exactly its cell's centre (issue 49).
 
-Output is PNG (lossless), unlike the original's JPEG. PIL's PNG encoder is deterministic: the
-same Pillow and zlib give byte-identical files; other versions give identical pixels.
+Output is PNG (lossless), unlike the original's JPEG, byte-identical for the same Pillow and zlib.
 """
 
 from __future__ import annotations

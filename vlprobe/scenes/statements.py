@@ -134,13 +134,8 @@ class Spatial(Statement):
 
     def holds(self, scene: Scene) -> bool:
         a, b = _the(scene, self.subject, self), _the(scene, self.object, self)
-        if self.relation == "left":
-            return a.column < b.column
-        if self.relation == "right":
-            return a.column > b.column
-        if self.relation == "above":
-            return a.row < b.row
-        return a.row > b.row
+        return {"left": a.column < b.column, "right": a.column > b.column, "above": a.row < b.row,
+                "below": a.row > b.row}[self.relation]
 
     def phrase(self) -> str:
         (c1, s1), (c2, s2) = self.subject, self.object
@@ -178,20 +173,10 @@ class Quantifier(Statement):
     choices: ClassVar[Mapping[str, Collection[str]]] = {"quantifier": QUANTIFIERS}
 
     def holds(self, scene: Scene) -> bool:
-        xs = scene.find(shape=self.shape)
-        ys = scene.find(colour=self.colour)
-        q = self.quantifier
-        if q == "all":
-            return all(o.colour == self.colour for o in xs)
-        if q == "not all":
-            return any(o.colour != self.colour for o in xs)
-        if q == "some":
-            return any(o.colour == self.colour for o in xs)
-        if q == "none":
-            return not any(o.colour == self.colour for o in xs)
-        if q == "only":
-            return all(o.shape == self.shape for o in ys)
-        return any(o.shape != self.shape for o in ys)
+        x_is_y = [o.colour == self.colour for o in scene.find(shape=self.shape)]  # each X-object: is it Y?
+        y_is_x = [o.shape == self.shape for o in scene.find(colour=self.colour)]  # each Y-object: is it X?
+        return {"all": all(x_is_y), "not all": not all(x_is_y), "some": any(x_is_y), "none": not any(x_is_y),
+                "only": all(y_is_x), "not only": not all(y_is_x)}[self.quantifier]
 
     def text(self) -> str:
         return f"{QUANTIFIERS[self.quantifier][0]} the {self.shape} objects are {self.colour} objects."
@@ -237,14 +222,11 @@ class And(Statement):
         return join_list([p.phrase() for p in self.parts])
 
     def text(self) -> str:
-        return f"There {'are' if _plural_head(self.parts[0]) else 'is'} {self.phrase()}."
+        first = self.parts[0]
+        return f"There {'are' if isinstance(first, Count) and first.n != 1 else 'is'} {self.phrase()}."
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parts": [p.to_dict() for p in self.parts]}
-
-
-def _plural_head(part: Statement) -> bool:
-    return isinstance(part, Count) and part.n != 1
 
 
 _KINDS = {cls.kind: cls for cls in (Exists, Count, Spatial, Quantifier, Compare, And)}
@@ -310,9 +292,9 @@ def foil(
         rng.shuffle(pool)
         candidates = [Count(n, statement.shape, statement.colour) for n in pool]
     elif isinstance(statement, Exists):
-        pool = [c for c in (colours or COLOURS) if c != statement.colour]
-        rng.shuffle(pool)
-        candidates = [Exists(c, statement.shape) for c in pool]
+        others = [c for c in (colours or COLOURS) if c != statement.colour]
+        rng.shuffle(others)
+        candidates = [Exists(c, statement.shape) for c in others]
     else:
         raise StatementError(f"no minimal edit is defined for {type(statement).__name__}")
     for candidate in candidates:
@@ -402,9 +384,3 @@ def describe(scene: Scene, rng: RandomLike = None, relations: int = 1) -> str:
         sentences.append(stmt.text())
     return " ".join(sentences)
 
-
-__all__ = [
-    "And", "Compare", "Count", "Exists", "OPPOSITE", "QUANTIFIERS", "RELATIONS", "STATEMENT_KINDS",
-    "Quantifier", "Spatial", "Statement", "StatementError", "describe", "foil", "has_truth_value",
-    "sample_statement", "statement_from_dict", "truth",
-]

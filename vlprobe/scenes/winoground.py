@@ -13,24 +13,14 @@ config              captions                                                the 
                     "three circles and two squares"                         (same cells, one colour)
 ==================  ======================================================  ==========================
 
-Everything else (distractor objects of other types, 0-3 of them) is identical in both images, so
-the two images differ only by the swap. Counts are 2..5 so that both captions use the same
-(plural) words; the relations are left of / right of / above / below.
+Everything else (0-3 distractor objects of other types) is identical in both images; counts are 2..5
+so that both captions use the same (plural) words.
 
-No image statistic tells the two images of an item apart unless it reads what the captions say
-(issue 49; ``tests/test_winoground_style_shortcuts.py`` measures it). Images are rendered with
-:data:`RENDER_OPTIONS`: every shape covers the same 1,200 pixels with its pixel centroid exactly on
-its cell's centre, so ink, pixels per colour, object areas and the centroid of the ink are the same
-in both images. Beyond that, each instrument keeps every statistic that is blind to what its words
-bind identical:
-
-* ``spatial_swap``: the two objects have one shape, so the ink (every pixel's being inked, whatever
-  its colour) is the same in both images; only where each colour is differs, which is the relation;
-* ``attribute_swap``: the shapes stay in their cells, so the ink is the same; only which colour each
-  shape has differs, which is the binding (the cells are drawn independently of the shapes);
-* ``count_swap``: every counted object has one colour and the cells whose shape changes lie strictly
-  inside the counted objects' rows and columns, so the bounding box of the ink (and of each colour)
-  is the same; only the shapes of those objects differ, which is the count.
+No image statistic tells the two images apart unless it reads what the captions say (issue 49;
+``tests/test_winoground_style_shortcuts.py``): with :data:`RENDER_OPTIONS` every shape covers the same
+pixels, its centroid on its cell's centre; ``spatial_swap``'s two objects share a shape (the same ink);
+``attribute_swap``'s shapes keep their cells; ``count_swap``'s objects share a colour and the cells whose
+shape changes lie strictly inside the others' rows and columns (the same bounding box).
 """
 
 from __future__ import annotations

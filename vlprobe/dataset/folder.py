@@ -22,13 +22,14 @@ keeps its patterns, which match any build (a Hub repo's cache is keyed by its co
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import datasets
 import pyarrow as pa
@@ -43,6 +44,7 @@ from ..storage.paths import check_config_name, check_split_name
 from ..storage.run_folder import swap_in
 from .reading import CARD_BYTES, parse_yaml, read_text
 
+T = TypeVar("T")
 DATA_DIR = "data"
 # datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
 BUILD_RECORD = ".huggingface.yaml"
@@ -152,18 +154,23 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
     """Write one split as a single parquet shard, with image bytes embedded (a dataset built
     from file paths would otherwise store only the paths), named after its content. ``config`` and
     ``split`` must be names the Hub accepts, which stay inside ``<folder>/data/``."""
+    embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
+    return _write_shard(folder, config, split, embedded.with_format(None).to_parquet)[0]
+
+
+def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[str], T]) -> tuple[Path, T]:
+    """(The shard ``write(path)`` wrote, what it returned): written to a temporary file (removed if it fails), then
+    moved in under its content name, replacing the split's old shards, and the folder's data files recorded."""
     out_dir = _split_dir(folder, config, split)
     tmp = out_dir / f".{split}.parquet.part"
-    embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
-    embedded = embedded.with_format(None)
     try:
-        embedded.to_parquet(str(tmp))
+        result = write(str(tmp))
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    path = _install_shard(tmp, out_dir, split)
+    path = _move_shard(tmp, out_dir, split, shard_name(split, tmp))
     record_data_files(folder)
-    return path
+    return path, result
 
 
 def _split_dir(folder: str | Path, config: str, split: str) -> Path:
@@ -185,14 +192,12 @@ def shard_name(split: str, path: str | Path) -> str:
 SHARD_NAME = re.compile(r"[\w.]+-\d{5}-of-\d{5}-(?P<sha256>[0-9a-f]{16})\.parquet")
 
 
-def _install_shard(tmp: Path, out_dir: Path, split: str) -> Path:
-    """Move the finished shard ``tmp`` in under its content name, replacing the split's old shards."""
-    path = out_dir / shard_name(split, tmp)
+def _move_shard(shard: Path, out_dir: Path, split: str, name: str) -> Path:
+    """Move ``shard`` to ``out_dir/name``, replacing the split's other shards there."""
     for old in out_dir.glob(f"{split}-*.parquet"):
-        if old != path:
+        if old.name != name:
             old.unlink()
-    tmp.replace(path)
-    return path
+    return shard.replace(out_dir / name)
 
 
 def write_split_rows(
@@ -207,28 +212,17 @@ def write_split_rows(
     into one parquet shard, ``batch_size`` rows per row group, so no more than one batch of image
     bytes is held in memory. The file carries datasets' schema metadata, and appears under its
     final (content) name only once complete. Returns the path and the number of rows written."""
-    out_dir = _split_dir(folder, config, split)
-    tmp = out_dir / f".{split}.parquet.part"
-    schema = features.arrow_schema
-    count = 0
-    try:
-        with pq.ParquetWriter(str(tmp), schema) as writer:
-            batch: list[dict[str, Any]] = []
-            for row in rows:
-                batch.append(features.encode_example(dict(row)))
-                if len(batch) >= batch_size:
-                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                    count += len(batch)
-                    batch = []
-            if batch:
+    schema, it = features.arrow_schema, iter(rows)
+
+    def write(tmp: str) -> int:
+        count = 0
+        with pq.ParquetWriter(tmp, schema) as writer:
+            while batch := [features.encode_example(dict(row)) for row in itertools.islice(it, batch_size)]:
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))
                 count += len(batch)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    path = _install_shard(tmp, out_dir, split)
-    record_data_files(folder)
-    return path, count
+        return count
+
+    return _write_shard(folder, config, split, write)
 
 
 @contextlib.contextmanager
@@ -292,11 +286,7 @@ def publish_staged(stage: str | Path, folder: str | Path) -> None:
     for shard in sorted((stage / DATA_DIR).glob("*/*.parquet")):
         target_dir = Path(folder) / DATA_DIR / shard.parent.name
         target_dir.mkdir(parents=True, exist_ok=True)
-        split = shard.name.split("-", 1)[0]
-        for old in target_dir.glob(f"{split}-*.parquet"):
-            if old.name != shard.name:
-                old.unlink()
-        shard.replace(target_dir / shard.name)
+        _move_shard(shard, target_dir, shard.name.split("-", 1)[0], shard.name)
     shutil.rmtree(stage)
     record_data_files(folder)
 

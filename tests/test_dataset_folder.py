@@ -135,3 +135,18 @@ def test_every_repository_folder_lists_its_configs_and_splits(repo_root, tmp_pat
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.touch()
         assert set(built_configs(copy)) == {c.name for c in declared_configs(copy)}, folder.name
+
+
+def test_a_gold_map_is_read_into_a_record_that_writes_back_the_same(tmp_path):
+    """``gold: {column, map}`` is read once into a GoldMap (for_config keeps it), and as_yaml writes it back as given."""
+    import yaml
+
+    from vlprobe.dataset.spec import GoldMap, ItemSpec
+
+    text = "images: [image]\ntexts: [a, b]\ngold: {column: label, map: {true: [[1, 0]], false: [[0, 1]]}}\n"
+    spec = ItemSpec.from_dict(yaml.safe_load(text), source="vlprobe.yaml")
+    assert spec.gold == GoldMap("label", {True: [[1, 0]], False: [[0, 1]]})
+    assert spec.for_config("other").gold == spec.gold
+    again = ItemSpec.from_dict({**yaml.safe_load(text), "gold": yaml.safe_load(yaml.safe_dump(spec.gold.as_yaml()))})
+    assert again.gold == spec.gold
+    assert spec.to_item({"image": b"x", "a": "t", "b": "u", "label": "False"}).gold.tolist() == [[False, True]]

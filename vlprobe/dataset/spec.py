@@ -55,8 +55,22 @@ MODALITIES = ("image", "caption", "both")
 _KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark", "data_version"}
 _CONFIG_KEYS = _KEYS - {"configs", "benchmark", "data_version"}  # what configs.<name> may override: a folder is one benchmark
 _BUILTIN_DIR = Path(__file__).parents[1] / "specs"
-# gold: a literal m x n 0/1 matrix, a column holding one, or {column: ..., map: {value: matrix}} (see the module doc)
-Gold = list[list[int]] | str | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class GoldMap:
+    """``gold: {column: ..., map: {value: matrix}}``: the gold matrix of a row is its ``column``'s value mapped."""
+
+    column: str
+    map: Mapping[object, list[list[int]]]
+
+    def as_yaml(self) -> dict[str, object]:
+        """The mapping as the spec's YAML writes it."""
+        return {"column": self.column, "map": dict(self.map)}
+
+
+# gold: a literal m x n 0/1 matrix, a column holding one, or a column's value mapped to one (see the module doc)
+Gold = list[list[int]] | str | GoldMap
 
 
 class SpecError(ValueError):
@@ -182,8 +196,8 @@ class ItemSpec:
             [("texts", c) for c in self.texts] + [("tags", c) for c in self.tags]
         if isinstance(self.gold, str):
             named.append(("gold", self.gold))
-        elif isinstance(self.gold, Mapping):
-            named.append(("gold", self.gold.get("column")))
+        elif isinstance(self.gold, GoldMap):
+            named.append(("gold", self.gold.column))
         for key, column in named:
             if column is not None and column not in features:
                 raise SpecError(f"{where}: {self.source} names column {column!r} under {key}:, which the dataset does "
@@ -238,15 +252,14 @@ class ItemSpec:
         gold = self.gold
         if isinstance(gold, str):
             return _column(row, gold, where)
-        if isinstance(gold, Mapping):
-            value = _column(row, gold["column"], where)
-            table = gold["map"]
-            for key, matrix in table.items():
+        if isinstance(gold, GoldMap):
+            value = _column(row, gold.column, where)
+            for key, matrix in gold.map.items():
                 if key == value or str(key).lower() == str(value).lower():
                     return matrix
             raise ItemError(
-                f"{where}: column {gold['column']!r} has value {value!r}, which the spec's gold map "
-                f"({self.source}) does not cover: {list(table)}"
+                f"{where}: column {gold.column!r} has value {value!r}, which the spec's gold map "
+                f"({self.source}) does not cover: {list(gold.map)}"
             )
         return gold
 
@@ -311,12 +324,13 @@ def dataset_version(spec: ItemSpec, benchmark: str | None) -> str | None:
 
 def _gold_form(gold: object, key: str, source: str) -> Gold:
     """The spec's ``gold`` (``key``), checked to be one of its three forms."""
-    if isinstance(gold, str):
+    if isinstance(gold, (str, GoldMap)):
         return gold
     if isinstance(gold, Mapping):
-        if set(gold) != {"column", "map"} or not isinstance(gold["map"], Mapping) or not gold["map"]:
+        column, table = gold.get("column"), gold.get("map")
+        if set(gold) != {"column", "map"} or not isinstance(table, Mapping) or not table:
             raise SpecError(f"{source}: a gold mapping needs exactly 'column' and a non-empty 'map'")
-        return gold
+        return GoldMap(str(column), table)
     if isinstance(gold, list) and gold and all(isinstance(r, list) for r in gold):
         return gold
     raise SpecError(f"{source}: 'gold' must be a matrix like [[1, 0]], a column name, or {{column, map}}; got {gold!r}")

@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from .model import COLOURS, SHAPES, Scene, SceneObject, place
+from .model import ALL_CELLS, COLOURS, SHAPES, Scene, SceneObject, place
 from .statements import And, Count, Exists, Spatial, Statement, truth
 
 CONFIGS = ("spatial_swap", "attribute_swap", "count_swap")
@@ -91,7 +91,7 @@ def _spatial_swap(rng: random.Random) -> WinoItem:
     a, b = ((c, shape) for c in rng.sample(COLOURS, 2))  # one shape: the ink is the same in both images
     relation = rng.choice(("left", "right", "above", "below"))
     while True:
-        p, q = rng.sample([(r, c) for r in range(6) for c in range(6)], 2)
+        p, q = rng.sample(ALL_CELLS, 2)
         axis = 1 if relation in ("left", "right") else 0
         if p[axis] != q[axis]:
             break
@@ -108,7 +108,7 @@ def _spatial_swap(rng: random.Random) -> WinoItem:
 def _attribute_swap(rng: random.Random) -> WinoItem:
     s1, s2 = rng.sample(SHAPES, 2)
     c1, c2 = rng.sample(COLOURS, 2)
-    p, q = rng.sample([(r, c) for r in range(6) for c in range(6)], 2)
+    p, q = rng.sample(ALL_CELLS, 2)
     others = _distractors(rng, {(c1, s1), (c2, s2), (c2, s1), (c1, s2)}, [p, q])
     scene_0 = Scene((SceneObject(s1, c1, *p), SceneObject(s2, c2, *q), *others))
     scene_1 = Scene((SceneObject(s1, c2, *p), SceneObject(s2, c1, *q), *others))
@@ -130,7 +130,7 @@ def _count_swap(rng: random.Random) -> WinoItem:
     a, b = rng.sample(COUNTS, 2)
     changed = abs(a - b)  # the objects whose shape differs between the images
     while True:  # those lie inside: shapes' extents differ, so one on an edge would move the bounding box
-        cells = rng.sample([(r, c) for r in range(6) for c in range(6)], a + b)
+        cells = rng.sample(ALL_CELLS, a + b)
         inside = _inside(cells)
         if len(inside) >= changed:
             break

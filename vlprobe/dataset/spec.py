@@ -42,13 +42,13 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import yaml
 
-if TYPE_CHECKING:
-    import datasets
-
 from ..benchmarks import BenchmarkError, by_old_name, find, get
 from ..errors import DatasetError
 from .items import Item, ItemError
 from .reading import SPEC_BYTES, FileError, parse_yaml, read_text
+
+if TYPE_CHECKING:
+    import datasets
 
 SPEC_FILE = "vlprobe.yaml"
 MODALITIES = ("image", "caption", "both")

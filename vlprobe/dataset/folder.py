@@ -227,14 +227,11 @@ def write_split_rows(
 
 @contextlib.contextmanager
 def rebuilding(folder: str | Path) -> Iterator[Path]:
-    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked, the rest copied; an
-    empty folder when there is none) in a staging folder beside it (``.NAME.new-*``, as run outputs are staged),
-    which the build changes as it likes; when the block ends without an error the copy replaces ``folder`` in one
-    step (:func:`vlprobe.storage.run_folder.exchange`), so ``folder`` is at every instant all old or all new, and always
-    readable. A build that fails, is interrupted or killed leaves ``folder`` as it was (no folder where there was
-    none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.storage.leftovers.sweep`).
-    Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
-    rename it), so the hard links never let the build change the old folder's files."""
+    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked, the rest copied) in a
+    staging folder beside it (``.NAME.new-*``), which replaces ``folder`` in one step when the block ends without an
+    error (:func:`vlprobe.storage.run_folder.swap_in`): a build that fails or is killed leaves ``folder`` as it was,
+    and the next build removes its staging folder (:func:`vlprobe.storage.leftovers.sweep`). Shards are never
+    rewritten in place, so the hard links never let the build change the old folder's files."""
     out = Path(folder)
     if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does
         out = Path(os.path.realpath(out))
@@ -292,13 +289,11 @@ def publish_staged(stage: str | Path, folder: str | Path) -> None:
 
 
 def record_data_files(folder: str | Path) -> Path | None:
-    """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern
-    replaced by the files it matches now (a pattern that matches nothing is kept where no other of
-    its config's does, so ``load_dataset`` reports it as it would). ``datasets`` merges this file over the card, so the
-    cache key of ``load_dataset(folder, config)`` changes exactly when the files do (see the
-    module doc). Configs with no file at all are left out while any config has files, so a
-    folder built with some configs (``--configs``) loads those. Without a card declaring configs
-    there is nothing to record: returns None."""
+    """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern replaced by the
+    files it matches now, so that ``load_dataset``'s cache key changes exactly when the files do (the module doc).
+    A pattern matching nothing is kept where no other of its config's matches (``load_dataset`` reports it); configs
+    with no file are left out while any config has files (a build of some ``--configs`` loads those). Returns None
+    without a card declaring configs."""
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         return None

@@ -154,14 +154,10 @@ def sample_scene(
     colours: Sequence[str] = COLOURS,
     distinct_types: bool = False,
 ) -> Scene:
-    """A random scene: ``n_objects`` (an int, or an inclusive ``(low, high)`` range) objects with
-    shapes and colours drawn uniformly from ``shapes`` x ``colours``, in distinct random cells.
-
-    ``rng`` is a ``random.Random`` or a ``numpy.random.Generator`` (its integers seed a
-    ``random.Random``, so one numpy stream gives one reproducible scene). With
-    ``distinct_types`` no two objects share both shape and colour, so every object can be
-    named unambiguously ("the red circle").
-    """
+    """A random scene: ``n_objects`` (an int, or an inclusive ``(low, high)`` range) objects with shapes and
+    colours drawn uniformly from ``shapes`` x ``colours``, in distinct random cells, drawn with ``rng``
+    (:func:`as_random`). With ``distinct_types`` no two objects share both shape and colour, so every object
+    can be named unambiguously ("the red circle")."""
     rng = as_random(rng)
     n = n_objects if isinstance(n_objects, int) else rng.randint(n_objects[0], n_objects[1])
     if not 1 <= n <= GRID * GRID:

@@ -267,18 +267,11 @@ def foil(
     numbers: Sequence[int] | None = None,
     colours: Sequence[str] | None = None,
 ) -> Statement:
-    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite, checked by
-    :func:`truth`:
-
-    * Spatial: the opposite relation (left <-> right, above <-> below);
-    * Quantifier: its negation (All <-> Not all, Some of <-> None of, Only <-> Not only);
-    * Compare: more <-> fewer;
-    * Count: another number, drawn from ``numbers`` (default 1..9) with ``rng``;
-    * Exists: another colour, drawn from ``colours`` (default TraVLR's 5).
-
-    Raises :class:`StatementError` when no such edit flips the truth (for instance "left" on
-    two objects in the same column, or more/fewer on equal counts).
-    """
+    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite (checked by :func:`truth`): the
+    opposite relation (Spatial: left <-> right, above <-> below; Compare: more <-> fewer), the negation
+    (Quantifier), another number (Count: from ``numbers``, default 1..9) or another colour (Exists: from
+    ``colours``, default TraVLR's 5), drawn with ``rng``. :class:`StatementError` when no such edit flips the
+    truth ("left" on two objects in one column, more/fewer on equal counts)."""
     rng = as_random(rng)
     value = truth(scene, statement)
     if isinstance(statement, Spatial):

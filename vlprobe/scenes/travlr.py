@@ -432,11 +432,9 @@ def task_rng(task: str, seed: int) -> random.Random:
 
 
 def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
-    """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``. Labels are
-    balanced per split (exactly for even sizes, else within one); spatiality also balances
-    left/right and above/below, and quantifiers each of the 12 (quantifier, label) pairs. Each
-    row's caption is drawn here too, so the output is final. Nothing is rendered: the builder
-    renders the scenes, so text-only uses (the shortcut test) take seconds."""
+    """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``, captions drawn, nothing
+    rendered (the builder renders). Labels are balanced per split (exactly for even sizes); spatiality also
+    balances its two axes, and quantifiers each of the 12 (quantifier, label) pairs."""
     if task not in _MAKERS:
         raise ValueError(f"unknown TraVLR task {task!r}; choose one of {TASKS}")
     unknown = set(sizes) - set(SPLITS)

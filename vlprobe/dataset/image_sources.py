@@ -303,11 +303,15 @@ class ImageResolver:
                 except OSError as err:
                     raise CorruptArchiveError(f"{self.spec.name}: {path} (from {url}): member "
                                               f"{member} cannot be read ({err}); delete the archive and rerun") from None
-                # the target is the cache folder plus a base name: nothing can land elsewhere
-                tmp = self.cache / f".{name}.{os.getpid()}.part"
-                tmp.write_bytes(data)
-                os.replace(tmp, self.cache / name)
+                self._store(name, data)
         return absent
+
+    def _store(self, name: str, data: bytes) -> Path:
+        """``data`` written into the cache as file ``name`` (checked: a base name, so nothing lands elsewhere),
+        in one step."""
+        tmp = self.cache / f".{name}.{os.getpid()}.part"
+        tmp.write_bytes(data)
+        return tmp.replace(self.cache / name)
 
     # ---- look-up -----------------------------------------------------------------------
     def check(self, name: str) -> str:
@@ -357,7 +361,7 @@ class ImageResolver:
         """Download ``name`` into the cache (atomically), trying each URL template; transient
         failures are retried with backoff, a 404 moves on to the next template."""
         self.check(name)
-        target = self._own_cache() / name
+        self._own_cache()
         errors = []
         for template in self.spec.urls:
             url = template.format(name=name)
@@ -371,10 +375,7 @@ class ImageResolver:
                 except (urllib.error.URLError, OSError, TimeoutError) as err:
                     errors.append(f"{url}: {err}")
                 else:
-                    tmp = target.with_name(f".{name}.{os.getpid()}.part")
-                    tmp.write_bytes(data)
-                    os.replace(tmp, target)
-                    return target
+                    return self._store(name, data)
                 if attempt + 1 < self.retries:
                     time.sleep(min(0.5 * 2**attempt, 8.0))
         raise FileNotFoundError(f"{self.spec.name}: could not download {name}: {'; '.join(errors[-3:])}")

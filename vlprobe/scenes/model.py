@@ -8,8 +8,8 @@ metadata; captions name them ``A``-``F`` (columns) and ``1``-``6`` (rows).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class SceneObject:
         return f"{COLUMN_NAMES[self.column]} {self.row + 1}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shape": self.shape, "colour": self.colour, "row": self.row, "column": self.column}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SceneObject:
@@ -107,7 +107,7 @@ class Scene:
     def __len__(self) -> int:
         return len(self.objects)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[SceneObject]:
         return iter(self.objects)
 
     def key(self) -> tuple[SceneObject, ...]:
@@ -125,7 +125,7 @@ class Scene:
 
     def free_cells(self) -> list[tuple[int, int]]:
         used = {o.cell for o in self.objects}
-        return [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in used]
+        return [cell for cell in ALL_CELLS if cell not in used]
 
     def to_records(self) -> list[dict[str, Any]]:
         return [o.to_dict() for o in self.objects]

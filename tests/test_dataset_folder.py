@@ -118,7 +118,7 @@ def test_every_repository_folder_lists_its_configs_and_splits(repo_root, tmp_pat
     gives its configs and splits; a config whose path is a list counts as built once its files exist."""
     import shutil
 
-    from vlprobe.dataset.reader import _declared_configs, built_configs, config_splits, data_file_patterns
+    from vlprobe.dataset.reader import built_configs, config_splits, declared_configs
 
     folders = [p.parent for p in sorted(repo_root.glob("*/README.md")) if (p.parent / "vlprobe.yaml").exists()]
     assert {f.name for f in folders} >= {"valse", "bla", "travlr", "winoground_style"}
@@ -126,12 +126,27 @@ def test_every_repository_folder_lists_its_configs_and_splits(repo_root, tmp_pat
         copy = tmp_path / folder.name
         shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("data"))
         assert built_configs(copy) == []
-        for c in _declared_configs(copy):
-            splits = config_splits(copy, c["config_name"])
-            assert splits and all(isinstance(s, str) for s in splits), (folder.name, c["config_name"])
-            for patterns in data_file_patterns(c["data_files"]).values():
+        for c in declared_configs(copy):
+            splits = config_splits(copy, c.name)
+            assert splits and all(isinstance(s, str) for s in splits), (folder.name, c.name)
+            for patterns in c.data_files.values():
                 for pattern in patterns:  # build a stand-in file for every pattern
                     target = copy / pattern.replace("*", "x")
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.touch()
-        assert set(built_configs(copy)) == {c["config_name"] for c in _declared_configs(copy)}, folder.name
+        assert set(built_configs(copy)) == {c.name for c in declared_configs(copy)}, folder.name
+
+
+def test_a_gold_map_is_read_into_a_record_that_writes_back_the_same(tmp_path):
+    """``gold: {column, map}`` is read once into a GoldMap (for_config keeps it), and as_yaml writes it back as given."""
+    import yaml
+
+    from vlprobe.dataset.spec import GoldMap, ItemSpec
+
+    text = "images: [image]\ntexts: [a, b]\ngold: {column: label, map: {true: [[1, 0]], false: [[0, 1]]}}\n"
+    spec = ItemSpec.from_dict(yaml.safe_load(text), source="vlprobe.yaml")
+    assert spec.gold == GoldMap("label", {True: [[1, 0]], False: [[0, 1]]})
+    assert spec.for_config("other").gold == spec.gold
+    again = ItemSpec.from_dict({**yaml.safe_load(text), "gold": yaml.safe_load(yaml.safe_dump(spec.gold.as_yaml()))})
+    assert again.gold == spec.gold
+    assert spec.to_item({"image": b"x", "a": "t", "b": "u", "label": "False"}).gold.tolist() == [[False, True]]

@@ -39,7 +39,7 @@ from ..dataset import folder as df
 from ..dataset.images import encoded_file, to_pil
 from ..dataset.reader import undecoded_features
 from ..dataset.reading import CAPTIONS_BYTES, parse_json, read_text
-from ..dataset.spec import SPEC_FILE, ItemSpec
+from ..dataset.spec import SPEC_FILE, GoldMap, ItemSpec
 from ..errors import DatasetError, SettingError
 from ..storage.paths import check_config_name, check_split_name, inside
 from . import Builder, cards, unchanged
@@ -448,7 +448,8 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
         return None
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     mine = spec.for_config(config)
-    override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags),
+    gold = mine.gold.as_yaml() if isinstance(mine.gold, GoldMap) else mine.gold
+    override = {"images": list(mine.images), "texts": list(mine.texts), "gold": gold, "tags": list(mine.tags),
                 **({"id": mine.id} if mine.id else {}), **({"context": mine.context} if mine.context else {})}
     data = {**data, "configs": {**(data.get("configs") or {}), config: override}}
     return ("# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"

@@ -52,14 +52,14 @@ class DatasetFolder:
 def dataset_folders(root: str | os.PathLike[str]) -> list[DatasetFolder]:
     """Every folder directly under ``root`` holding a vlprobe.yaml."""
     from ..builders import builders
-    from ..dataset.reader import _declared_configs, built_configs, config_splits
+    from ..dataset.reader import built_configs, config_splits, declared_configs
 
     known = builders()
     out = []
     for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
         if not folder.is_dir() or not (folder / "vlprobe.yaml").is_file():
             continue
-        declared = [c["config_name"] for c in _declared_configs(folder)] if (folder / "README.md").is_file() else []
+        declared = [c.name for c in declared_configs(folder)] if (folder / "README.md").is_file() else []
         built = built_configs(folder) if declared else []
         out.append(DatasetFolder(folder.name, folder, {c: config_splits(folder, c) for c in built},
                                  [c for c in declared if c not in built], folder.name if folder.name in known else None))

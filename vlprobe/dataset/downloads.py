@@ -1,15 +1,10 @@
-"""Downloading an image source's release archive and opening archives safely.
-
-:func:`download_file` fetches one file through ``<target>.part`` (resumed with an HTTP Range
-request, retried on transient errors, its size and checksum checked before it is moved into
-place); :func:`safe_members` refuses an archive any of whose members could escape the folder it is
-extracted to; :func:`read_member` reads one member with its inflated size bounded (zip bombs).
-:mod:`vlprobe.dataset.image_sources` and the annotation builders use them (image_sources re-exports these names).
+"""Downloading an image source's release archive, and opening archives safely: :func:`download_file` (resumed,
+retried, size and checksum checked), :func:`safe_members` (no member may escape its folder) and
+:func:`read_member` (inflated size bounded: zip bombs). :mod:`vlprobe.dataset.image_sources` re-exports them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import re
@@ -25,6 +20,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..storage.keys import sha256_files
 from ..storage.paths import relative_problem
 
 
@@ -195,13 +191,9 @@ def download_file(
     if expected is not None and got != expected:
         part.unlink()
         raise CorruptArchiveError(f"{url}: downloaded {got:,} bytes, expected {expected:,}; removed it, rerun to retry")
-    if sha256:
-        h = hashlib.sha256()
-        with open(part, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        if h.hexdigest() != sha256.lower():
-            part.unlink()
-            raise CorruptArchiveError(f"{url}: sha256 {h.hexdigest()} is not the published {sha256}; removed it")
+    digest = sha256_files([part])[0] if sha256 else None
+    if sha256 and digest != sha256.lower():
+        part.unlink()
+        raise CorruptArchiveError(f"{url}: sha256 {digest} is not the published {sha256}; removed it")
     os.replace(part, target)
     return target

@@ -9,47 +9,42 @@ Layout, as ``push_to_hub`` would make it::
     <folder>/data/<config>/<split>-00000-of-00001-<sha256 of the file, 16 hex>.parquet
     <folder>/.huggingface.yaml                       the card's configs, naming this build's files
 
-The YAML leaves out split sizes on purpose: they depend on the build size, and the card is
-committed while the parquet is built. ``load_dataset(<folder>, <config>)`` then works offline,
-and with datasets 3.x too, because the declared features take precedence over the parquet's
-own schema metadata.
+The YAML leaves out split sizes (they depend on the build size); the declared features take
+precedence over the parquet's schema, so ``load_dataset(<folder>, <config>)`` works offline.
 
-A rebuilt folder loads what was rebuilt. ``datasets`` keys the cache of a local folder by the
-folder's name and its YAML (the card's ``configs`` and ``dataset_info``, merged with
-``.huggingface.yaml`` when present), never by the data files' content, so a folder rebuilt with
-other rows would be read back from the previous build's cache. Hence every shard is named after
-its content (as ``push_to_hub`` once named them, ``train-00000-of-00001-<hash>.parquet``), and
-every write records in ``.huggingface.yaml`` (which ``datasets`` merges over the card) the card's
-configs with each data-file pattern replaced by the files it matches: other rows, other names,
-another cache key; the same rows, the same cache. The committed card keeps its patterns, which
-match any build, and is all the Hub needs (a Hub repo's cache is keyed by its commit).
+A rebuilt folder loads what was rebuilt: ``datasets`` keys a local folder's cache by its name and
+YAML (the card merged with ``.huggingface.yaml``), never by the data files' content. So every shard
+is named after its content, and every write records in ``.huggingface.yaml`` the card's configs with
+each pattern replaced by the files it matches: other rows, another cache key. The committed card
+keeps its patterns, which match any build (a Hub repo's cache is keyed by its commit).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
-from datasets.info import DatasetInfosDict
 from datasets.table import embed_table_storage
-from huggingface_hub import DatasetCardData
+from huggingface_hub.repocard import REGEX_YAML_BLOCK
 
 from ..storage.keys import sha256_files
 from ..storage.leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
 from ..storage.paths import check_config_name, check_split_name
 from ..storage.run_folder import swap_in
-from .reading import card_yaml
+from .reading import CARD_BYTES, parse_yaml, read_text
 
+T = TypeVar("T")
 DATA_DIR = "data"
 # datasets merges this file over the card's YAML (config.REPOYAML_FILENAME); see the module doc
 BUILD_RECORD = ".huggingface.yaml"
@@ -84,23 +79,12 @@ def card_metadata(configs: Sequence[ConfigDecl], **fields: object) -> dict[str, 
     ``dataset_info`` and ``configs`` in the format ``push_to_hub`` writes."""
     if sum(c.default for c in configs) != 1:
         raise ValueError(f"exactly one config must be the default, got {[c.name for c in configs if c.default]}")
-    infos = DatasetInfosDict(
-        {c.name: datasets.DatasetInfo(features=c.features, config_name=c.name) for c in configs}
-    )
-    card_data = DatasetCardData()
-    infos.to_dataset_card_data(card_data)
-    meta = dict(fields)
-    dataset_info = card_data.to_dict()["dataset_info"]
-    dataset_info = dataset_info if isinstance(dataset_info, list) else [dataset_info]
-    # datasets leaves config_name out when the only config is named "default"
-    meta["dataset_info"] = [
-        {"config_name": d.get("config_name", "default"), "features": d["features"]} for d in dataset_info
-    ]
-    meta["configs"] = [
-        {"config_name": c.name, "data_files": c.data_files(), **({"default": True} if c.default else {})}
-        for c in configs
-    ]
-    return meta
+    # the features as push_to_hub writes them (DatasetInfosDict.to_dataset_card_data): configs sorted by name
+    return {**fields,
+            "dataset_info": [{"config_name": c.name, "features": c.features._to_yaml_list()}
+                             for c in sorted(configs, key=lambda c: c.name)],
+            "configs": [{"config_name": c.name, "data_files": c.data_files(), **({"default": True} if c.default else {})}
+                        for c in configs]}
 
 
 def render_card(metadata: Mapping[str, Any], body: str) -> str:
@@ -146,7 +130,12 @@ def read_card_metadata(folder: str | Path) -> dict[str, Any]:
     """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), found as huggingface_hub's card
     parser finds it, read within :mod:`vlprobe.dataset.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
     does not parse, ValueError when it is not a mapping or not within the bounds."""
-    return card_yaml(Path(folder) / "README.md")
+    path = Path(folder) / "README.md"
+    match = REGEX_YAML_BLOCK.search(read_text(path, "dataset card", CARD_BYTES))
+    value = parse_yaml(match.group(2), str(path)) if match else None
+    if value is not None and not isinstance(value, dict):
+        raise ValueError(f"{path}: the card's YAML header is a {type(value).__name__}, not a mapping")
+    return value or {}
 
 
 @contextlib.contextmanager
@@ -165,18 +154,23 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
     """Write one split as a single parquet shard, with image bytes embedded (a dataset built
     from file paths would otherwise store only the paths), named after its content. ``config`` and
     ``split`` must be names the Hub accepts, which stay inside ``<folder>/data/``."""
+    embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
+    return _write_shard(folder, config, split, embedded.with_format(None).to_parquet)[0]
+
+
+def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[str], T]) -> tuple[Path, T]:
+    """(The shard ``write(path)`` wrote, what it returned): written to a temporary file (removed if it fails), then
+    moved in under its content name, replacing the split's old shards, and the folder's data files recorded."""
     out_dir = _split_dir(folder, config, split)
     tmp = out_dir / f".{split}.parquet.part"
-    embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
-    embedded = embedded.with_format(None)
     try:
-        embedded.to_parquet(str(tmp))
+        result = write(str(tmp))
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    path = _install_shard(tmp, out_dir, split)
+    path = _move_shard(tmp, out_dir, split, shard_name(split, tmp))
     record_data_files(folder)
-    return path
+    return path, result
 
 
 def _split_dir(folder: str | Path, config: str, split: str) -> Path:
@@ -198,14 +192,12 @@ def shard_name(split: str, path: str | Path) -> str:
 SHARD_NAME = re.compile(r"[\w.]+-\d{5}-of-\d{5}-(?P<sha256>[0-9a-f]{16})\.parquet")
 
 
-def _install_shard(tmp: Path, out_dir: Path, split: str) -> Path:
-    """Move the finished shard ``tmp`` in under its content name, replacing the split's old shards."""
-    path = out_dir / shard_name(split, tmp)
+def _move_shard(shard: Path, out_dir: Path, split: str, name: str) -> Path:
+    """Move ``shard`` to ``out_dir/name``, replacing the split's other shards there."""
     for old in out_dir.glob(f"{split}-*.parquet"):
-        if old != path:
+        if old.name != name:
             old.unlink()
-    tmp.replace(path)
-    return path
+    return shard.replace(out_dir / name)
 
 
 def write_split_rows(
@@ -220,40 +212,26 @@ def write_split_rows(
     into one parquet shard, ``batch_size`` rows per row group, so no more than one batch of image
     bytes is held in memory. The file carries datasets' schema metadata, and appears under its
     final (content) name only once complete. Returns the path and the number of rows written."""
-    out_dir = _split_dir(folder, config, split)
-    tmp = out_dir / f".{split}.parquet.part"
-    schema = features.arrow_schema
-    count = 0
-    try:
-        with pq.ParquetWriter(str(tmp), schema) as writer:
-            batch: list[dict[str, Any]] = []
-            for row in rows:
-                batch.append(features.encode_example(dict(row)))
-                if len(batch) >= batch_size:
-                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                    count += len(batch)
-                    batch = []
-            if batch:
+    schema, it = features.arrow_schema, iter(rows)
+
+    def write(tmp: str) -> int:
+        count = 0
+        with pq.ParquetWriter(tmp, schema) as writer:
+            while batch := [features.encode_example(dict(row)) for row in itertools.islice(it, batch_size)]:
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))
                 count += len(batch)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    path = _install_shard(tmp, out_dir, split)
-    record_data_files(folder)
-    return path, count
+        return count
+
+    return _write_shard(folder, config, split, write)
 
 
 @contextlib.contextmanager
 def rebuilding(folder: str | Path) -> Iterator[Path]:
-    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked, the rest copied; an
-    empty folder when there is none) in a staging folder beside it (``.NAME.new-*``, as run outputs are staged),
-    which the build changes as it likes; when the block ends without an error the copy replaces ``folder`` in one
-    step (:func:`vlprobe.storage.run_folder.exchange`), so ``folder`` is at every instant all old or all new, and always
-    readable. A build that fails, is interrupted or killed leaves ``folder`` as it was (no folder where there was
-    none); a killed build's staging folder is removed by the next build of the folder (:func:`vlprobe.storage.leftovers.sweep`).
-    Shards are never rewritten in place (:func:`write_split` and :func:`write_split_rows` write a new file and
-    rename it), so the hard links never let the build change the old folder's files."""
+    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked, the rest copied) in a
+    staging folder beside it (``.NAME.new-*``), which replaces ``folder`` in one step when the block ends without an
+    error (:func:`vlprobe.storage.run_folder.swap_in`): a build that fails or is killed leaves ``folder`` as it was,
+    and the next build removes its staging folder (:func:`vlprobe.storage.leftovers.sweep`). Shards are never
+    rewritten in place, so the hard links never let the build change the old folder's files."""
     out = Path(folder)
     if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does
         out = Path(os.path.realpath(out))
@@ -305,23 +283,17 @@ def publish_staged(stage: str | Path, folder: str | Path) -> None:
     for shard in sorted((stage / DATA_DIR).glob("*/*.parquet")):
         target_dir = Path(folder) / DATA_DIR / shard.parent.name
         target_dir.mkdir(parents=True, exist_ok=True)
-        split = shard.name.split("-", 1)[0]
-        for old in target_dir.glob(f"{split}-*.parquet"):
-            if old.name != shard.name:
-                old.unlink()
-        shard.replace(target_dir / shard.name)
+        _move_shard(shard, target_dir, shard.name.split("-", 1)[0], shard.name)
     shutil.rmtree(stage)
     record_data_files(folder)
 
 
 def record_data_files(folder: str | Path) -> Path | None:
-    """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern
-    replaced by the files it matches now (a pattern that matches nothing is kept where no other of
-    its config's does, so ``load_dataset`` reports it as it would). ``datasets`` merges this file over the card, so the
-    cache key of ``load_dataset(folder, config)`` changes exactly when the files do (see the
-    module doc). Configs with no file at all are left out while any config has files, so a
-    folder built with some configs (``--configs``) loads those. Without a card declaring configs
-    there is nothing to record: returns None."""
+    """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern replaced by the
+    files it matches now, so that ``load_dataset``'s cache key changes exactly when the files do (the module doc).
+    A pattern matching nothing is kept where no other of its config's matches (``load_dataset`` reports it); configs
+    with no file are left out while any config has files (a build of some ``--configs`` loads those). Returns None
+    without a card declaring configs."""
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         return None
@@ -330,10 +302,10 @@ def record_data_files(folder: str | Path) -> Path | None:
         return None
     resolved, built = [], []
     for entry in configs:
-        entry = dict(entry) if isinstance(entry, Mapping) else entry
-        if isinstance(entry, dict) and isinstance(entry.get("data_files"), list):
-            pairs = [_resolve_data_files(folder, f) for f in entry["data_files"]]
-            entry["data_files"] = [f for f, _ in pairs]
+        files = entry.get("data_files") if isinstance(entry, Mapping) else None
+        if isinstance(files, list):
+            pairs = [_resolve_data_files(folder, f) for f in files]
+            entry = {**entry, "data_files": [f for f, _ in pairs]}
             if any(found for _, found in pairs):
                 built.append(entry)
         else:
@@ -351,7 +323,8 @@ def _resolve_data_files(folder: Path, entry: object) -> tuple[object, bool]:
     partial build wrote some), the ones that match nothing go: the config loads the configs built."""
     if not isinstance(entry, Mapping) or "path" not in entry:
         return entry, True
-    patterns = [entry["path"]] if isinstance(entry["path"], str) else list(entry["path"])
+    path = entry["path"]
+    patterns = [path] if isinstance(path, str) else list(path)
     matches = [sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file())
                for pattern in patterns]
     found = any(matches)

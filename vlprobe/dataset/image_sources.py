@@ -1,29 +1,14 @@
 """Find the original image files that a benchmark's annotations name, and read their bytes.
 
-Benchmarks such as VALSE and BLA ship annotations only; each record names an image file of a
-public dataset (COCO, Visual7W, SWiG, VisDial, Visual Genome). A :class:`SourceSpec` describes one
-such image source: where its files sit in the original release (folder names, zip names) and, for
-sources with stable per-file URLs (COCO, Visual Genome), the URL templates. :data:`SOURCES` holds the
-public collections; a builder whose benchmark lays one out its own way declares its own SourceSpec.
-
-An :class:`ImageResolver` looks a file name up, in this order:
-
-1. each *location* given for the source: a folder (the file directly in it, or in one of the
-   release's sub-folders, e.g. ``<folder>/val2017/<name>``) or a zip of the original release
-   (members are matched by base name, whatever folder the zip puts them in);
-2. the download cache (``<cache_dir>/<source>/<name>``), when downloading is enabled;
-3. the source's URLs, when downloading is enabled: fetched with retries and kept in the cache;
-   for a source its owner publishes only as an archive (:class:`Archive`: Visual7W, SWiG
-   ``images_512``, VisDial ``VisualDialog_val2018``), the archive is downloaded once into
-   ``<cache_dir>/<source>/.archive/`` (:func:`download_file`: resumed with HTTP Range, progress
-   bar, size/checksum check, bounded retries) and only the files needed are extracted from it.
-   Any zip, downloaded or given, whose members could escape their folder (``../``, absolute
-   paths, symbolic links) is refused (:class:`UnsafeArchiveError`).
-
-:func:`check_sources` runs the look-up for every referenced file *before* anything is written and
-returns a :class:`MissingReport` (per source: how many files are missing and the first names);
-:class:`MissingImagesError` carries that report. :func:`read_checked` reads the bytes and checks
-that they decode, raising :class:`CorruptImageError` naming the file otherwise.
+A :class:`SourceSpec` describes one public image collection (COCO, Visual7W, SWiG, VisDial, Visual
+Genome: :data:`SOURCES`; a builder may declare its own): where the release keeps its files (folders,
+zips), and its per-file URL templates or the one archive its owner publishes (:class:`Archive`).
+An :class:`ImageResolver` looks a file name up in each location given (a folder, with the release's
+sub-folders, or a zip, members matched by base name), then, with downloading on, in the download cache,
+then at the source's URLs (kept in the cache) or in its archive (downloaded once, resumed, into
+``<cache_dir>/<source>/.archive/``; only the files needed extracted). A zip whose members could escape
+their folder is refused (:class:`UnsafeArchiveError`). :func:`check_sources` looks every file up before
+anything is written (a :class:`MissingReport`); :func:`read_checked` reads one and checks it decodes.
 """
 
 from __future__ import annotations
@@ -58,13 +43,6 @@ from .downloads import (  # noqa: F401  (re-exported: the names users and builde
     safe_members,
 )
 from .images import ImageTooLargeError, encoded_file, open_checked
-
-
-def __getattr__(name: str) -> Path:
-    # DEFAULT_CACHE, once a constant fixed at import: now where images go as the environment says at each use
-    if name == "DEFAULT_CACHE":
-        return images_home()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -185,6 +163,15 @@ class MissingImagesError(FileNotFoundError):
         return self.args[0]
 
 
+def _by_base_name(zf: zipfile.ZipFile, where: str) -> dict[str, str]:
+    """{base name: member} of a zip's files (the first of a name), the archive refused if a member could escape."""
+    index: dict[str, str] = {}
+    for info in safe_members(zf, where):
+        if not info.is_dir():
+            index.setdefault(info.filename.rsplit("/", 1)[-1], info.filename)
+    return index
+
+
 class _Zip:
     """A zip of an original release; members are found by base name, whatever folder holds them."""
 
@@ -199,11 +186,7 @@ class _Zip:
                 self._zip = zipfile.ZipFile(self.path)
             except (zipfile.BadZipFile, OSError) as err:
                 raise ImageSourceError(f"{self.path}: not a readable zip file: {err}") from None
-            self._index = {}
-            for info in safe_members(self._zip, str(self.path)):
-                member = info.filename
-                if not member.endswith("/"):
-                    self._index.setdefault(member.rsplit("/", 1)[-1], member)
+            self._index = _by_base_name(self._zip, str(self.path))
         return self._index
 
     def has(self, name: str) -> bool:
@@ -288,22 +271,17 @@ class ImageResolver:
         assert self.spec.archive is not None
         return self.cache / ".archive" / self.spec.archive.file
 
-    def fetch_archive(self) -> Path:
-        """The source's archive in the cache, downloaded (or resumed) when it is not there yet."""
+    def extract(self, names: Iterable[str]) -> list[str]:
+        """Extract ``names`` (matched by base name) from the source's archive into the cache, the archive
+        downloaded (or resumed) first when it is not there; returns the names the archive does not hold. A
+        corrupt or unsafe archive is refused."""
         archive = self.spec.archive
         assert archive is not None
         self._own_cache()
-        path = self.archive_path
+        path, url = self.archive_path, archive.url
         if not path.is_file():
-            download_file(archive.url, path, size=archive.size, sha256=archive.sha256, retries=self.retries,
+            download_file(url, path, size=archive.size, sha256=archive.sha256, retries=self.retries,
                           timeout=self.timeout, desc=f"{self.spec.name}: {archive.file}")
-        return path
-
-    def extract(self, names: Iterable[str]) -> list[str]:
-        """Extract ``names`` (matched by base name) from the downloaded archive into the cache;
-        returns the names the archive does not hold. A corrupt or unsafe archive is refused."""
-        path = self.fetch_archive()
-        url = self.spec.archive.url if self.spec.archive is not None else "?"
         try:
             zf = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as err:
@@ -312,10 +290,7 @@ class ImageResolver:
                                       f"zip archive ({err}); removed it, rerun to download it again") from None
         absent = []
         with zf:
-            index: dict[str, str] = {}
-            for info in safe_members(zf, f"{self.spec.name}: {path}"):
-                if not info.is_dir():
-                    index.setdefault(info.filename.rsplit("/", 1)[-1], info.filename)
+            index = _by_base_name(zf, f"{self.spec.name}: {path}")
             self._own_cache()
             for name in names:
                 self.check(name)
@@ -328,11 +303,15 @@ class ImageResolver:
                 except OSError as err:
                     raise CorruptArchiveError(f"{self.spec.name}: {path} (from {url}): member "
                                               f"{member} cannot be read ({err}); delete the archive and rerun") from None
-                # the target is the cache folder plus a base name: nothing can land elsewhere
-                tmp = self.cache / f".{name}.{os.getpid()}.part"
-                tmp.write_bytes(data)
-                os.replace(tmp, self.cache / name)
+                self._store(name, data)
         return absent
+
+    def _store(self, name: str, data: bytes) -> Path:
+        """``data`` written into the cache as file ``name`` (checked: a base name, so nothing lands elsewhere),
+        in one step."""
+        tmp = self.cache / f".{name}.{os.getpid()}.part"
+        tmp.write_bytes(data)
+        return tmp.replace(self.cache / name)
 
     # ---- look-up -----------------------------------------------------------------------
     def check(self, name: str) -> str:
@@ -345,16 +324,17 @@ class ImageResolver:
                                   "a file, never a path")
         return name
 
+    def _local(self, name: str) -> Path | _Zip | None:
+        """The file ``name`` in a location given, or the zip given that holds it (None: in none of them)."""
+        self.check(name)
+        found = next((folder / name for folder in self.folders if (folder / name).is_file()), None)
+        return found or next((z for z in self.zips if z.has(name)), None)
+
     def locate(self, name: str) -> str | None:
         """Where ``name`` is available locally (a path, or ``zip!member``), without reading it."""
-        self.check(name)
-        for folder in self.folders:
-            path = folder / name
-            if path.is_file():
-                return str(path)
-        for z in self.zips:
-            if z.has(name):
-                return f"{z.path}!{z.index()[name]}"
+        found = self._local(name)
+        if found is not None:
+            return f"{found.path}!{found.index()[name]}" if isinstance(found, _Zip) else str(found)
         if self.download:
             cached = self._own_cache() / name
             if cached.is_file():
@@ -363,14 +343,9 @@ class ImageResolver:
 
     def read(self, name: str) -> bytes:
         """The bytes of ``name``; FileNotFoundError naming the file and the places searched."""
-        self.check(name)
-        for folder in self.folders:
-            path = folder / name
-            if path.is_file():
-                return encoded_file(path, self.spec.name)  # bounded by size
-        for z in self.zips:
-            if z.has(name):
-                return z.read(name)
+        found = self._local(name)
+        if found is not None:
+            return found.read(name) if isinstance(found, _Zip) else encoded_file(found, self.spec.name)
         if self.download:
             cached = self._own_cache() / name
             if not cached.is_file():
@@ -386,7 +361,7 @@ class ImageResolver:
         """Download ``name`` into the cache (atomically), trying each URL template; transient
         failures are retried with backoff, a 404 moves on to the next template."""
         self.check(name)
-        target = self._own_cache() / name
+        self._own_cache()
         errors = []
         for template in self.spec.urls:
             url = template.format(name=name)
@@ -400,10 +375,7 @@ class ImageResolver:
                 except (urllib.error.URLError, OSError, TimeoutError) as err:
                     errors.append(f"{url}: {err}")
                 else:
-                    tmp = target.with_name(f".{name}.{os.getpid()}.part")
-                    tmp.write_bytes(data)
-                    os.replace(tmp, target)
-                    return target
+                    return self._store(name, data)
                 if attempt + 1 < self.retries:
                     time.sleep(min(0.5 * 2**attempt, 8.0))
         raise FileNotFoundError(f"{self.spec.name}: could not download {name}: {'; '.join(errors[-3:])}")

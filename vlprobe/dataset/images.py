@@ -1,11 +1,9 @@
 """Images as datasets hand them over: decode, hash and blank them, with errors that name the file.
 
-Images larger than ``PIL.Image.MAX_IMAGE_PIXELS`` (89,478,485 pixels by default, about 9,459 x 9,459;
-read when an image is opened, so raising it lets larger images through) are refused, not downscaled,
-with an :class:`ImageError` naming the file: decoding one would take gigabytes (a 20,000 x 20,000 PNG
-of a few KB decodes to 1.2 GB of RGB), and PNG cannot be decoded at reduced size. The check reads the
-header only. An image file larger than :data:`MAX_IMAGE_BYTES`, or one that is no regular file (a FIFO, a device), is
-refused before it is read."""
+An image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS`` (89,478,485 by default) is refused, not
+downscaled (:class:`ImageTooLargeError`, from its header alone): decoding it would take gigabytes, and PNG
+cannot be decoded at reduced size. An image file larger than :data:`MAX_IMAGE_BYTES`, or one that is no
+regular file (a FIFO, a device), is refused before it is read."""
 
 from __future__ import annotations
 
@@ -148,12 +146,9 @@ _TORCHVISION_DECODES = {("JPEG", "RGB"), ("JPEG", "L"), ("PNG", "RGB"), ("PNG", 
 
 
 def to_tensor(image: ImageLike, where: str = "") -> Tensor:
-    """Decode ``image`` to a (3, H, W) uint8 torch tensor with the pixels :func:`to_pil` gives.
-
-    For the fast image processors, which work on channels-first tensors: JPEG and PNG files in RGB
-    or greyscale are decoded by ``torchvision.io`` (about 2x PIL's decode on 640 x 480 JPEGs here,
-    with no PIL -> numpy copy); anything else, or a file torchvision refuses, through
-    :func:`to_pil`, whose errors name the file."""
+    """Decode ``image`` to a (3, H, W) uint8 torch tensor with the pixels :func:`to_pil` gives, for the fast image
+    processors: by ``torchvision.io`` where it decodes the same pixels (about 2x PIL's speed on JPEGs), else
+    through :func:`to_pil`, whose errors name the file."""
     import torch
 
     if not isinstance(image, Image.Image):

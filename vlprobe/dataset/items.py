@@ -14,12 +14,9 @@ TraVLR with foil     1    2    [[1, 0]] or [[0, 1]]
 TraVLR true/false    1    1    [[1]] or [[0]]
 ==================  ===  ===  ======================
 
-A 1 x 1 item is one statement judged true or false of its image (TraVLR's framing), so its gold
-may be ``[[0]]``; every larger item needs at least one gold cell.
-
-Images are kept as they come from the dataset (a ``PIL.Image.Image``, encoded ``bytes``, a
-``{"bytes": ..., "path": ...}`` dict as ``datasets`` gives with ``decode=False``, or a file path);
-scorers decode them. Items know nothing of models, and scorers know nothing of benchmarks.
+A 1 x 1 item (one statement judged true or false, TraVLR's framing) may have gold ``[[0]]``; every
+larger item needs a gold cell. Images stay as the dataset gives them (:data:`ImageLike`); scorers decode
+them. Items know nothing of models, and scorers know nothing of benchmarks.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import mmap
 import os
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,12 +27,27 @@ F = TypeVar("F")
 Madvise = Callable[[int, int, int], int]
 
 
-def _declared_configs(folder: str | Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class DeclaredConfig:
+    """A config as a dataset card declares it: its name and its data-file patterns by split, in the card's order."""
+
+    name: str
+    data_files: dict[str, list[str]]
+
+    def splits(self) -> list[str]:
+        """Its splits, ``test``-like ones first (``train`` where the card names none)."""
+        splits = list(self.data_files) or ["train"]
+        return sorted(splits, key=lambda s: (not s.startswith("test"), splits.index(s)))
+
+
+def declared_configs(folder: str | Path) -> list[DeclaredConfig]:
+    """The configs the card of dataset folder ``folder`` declares (a :class:`DatasetError` when it cannot be read)."""
     try:
         configs = read_card_metadata(folder).get("configs") or []
     except (OSError, ValueError, yaml.YAMLError) as err:
         raise DatasetError(f"cannot read the card of dataset folder {Path(folder).name!r}: {err}") from None
-    return [c for c in configs if isinstance(c, dict) and c.get("config_name")]
+    named = [(c.get("config_name"), c) for c in configs if isinstance(c, dict)]
+    return [DeclaredConfig(str(name), data_file_patterns(c.get("data_files"))) for name, c in named if name]
 
 
 def data_file_patterns(data_files: object) -> dict[str, list[str]]:
@@ -51,31 +67,23 @@ def data_file_patterns(data_files: object) -> dict[str, list[str]]:
             out.setdefault(str(split), []).extend(listed(value))
         return out
     entries = data_files if isinstance(data_files, (list, tuple)) else [data_files] if data_files else []
-    for entry in entries:
-        if isinstance(entry, dict):
-            out.setdefault(str(entry.get("split", "train")), []).extend(listed(entry.get("path")))
-        elif entry is not None:
-            out.setdefault("train", []).append(str(entry))
+    for entry in (e for e in entries if e is not None):
+        split, paths = (entry.get("split", "train"), entry.get("path")) if isinstance(entry, dict) else ("train", entry)
+        out.setdefault(str(split), []).extend(listed(paths))
     return out
 
 
 def built_configs(folder: str | Path) -> list[str]:
     """The configs the folder's card declares whose parquet files exist (have been built)."""
     path = Path(folder)
-    out = []
-    for c in _declared_configs(path):
-        patterns = [p for ps in data_file_patterns(c.get("data_files")).values() for p in ps]
-        if any(any(path.glob(p)) for p in patterns):
-            out.append(c["config_name"])
-    return out
+    return [c.name for c in declared_configs(path) if any(any(path.glob(p)) for ps in c.data_files.values() for p in ps)]
 
 
 def config_splits(folder: str | Path, config: str) -> list[str]:
     """A config's splits as the card declares them, ``test``-like splits first."""
-    for c in _declared_configs(folder):
-        if c["config_name"] == config:
-            splits = list(data_file_patterns(c.get("data_files"))) or ["train"]
-            return sorted(splits, key=lambda s: (not s.startswith("test"), splits.index(s)))
+    for c in declared_configs(folder):
+        if c.name == config:
+            return c.splits()
     raise DatasetError(f"dataset {Path(folder).name!r} has no config {config!r}; it has: "
                        f"{', '.join(built_configs(folder)) or 'none built'}")
 
@@ -103,21 +111,15 @@ def undecoded_features(features: F) -> F:
 
 
 def read_rows(ds: datasets.Dataset, start: int, stop: int) -> list[dict[str, Any]]:
-    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded: slices of
-    the memory-mapped Arrow table (``READ_SLICE_ROWS`` rows each), so a caller that reads a split a
-    chunk at a time holds one chunk.
-
-    The pages of the dataset's Arrow files that each slice brought into this process's resident set
-    are released after it (:func:`release_mapped_pages`): the rows are Python objects by then,
-    and a split read a chunk at a time would otherwise keep all of its file resident (2.3 KB per
-    500 px TraVLR-like row), plus the record batches' headers read when the file was opened."""
+    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded, read from the
+    memory-mapped Arrow table ``READ_SLICE_ROWS`` rows at a time. The file pages each slice brought into this
+    process are released after it (:func:`release_mapped_pages`): the rows are Python objects by then, and a
+    split read a chunk at a time would otherwise keep all of its file resident (a chunk of 2,000 photos: 180 MB
+    of pages beside the 180 MB of Python bytes made from them)."""
     features = undecoded_features(ds.features)
     files = [cache_file["filename"] for cache_file in getattr(ds, "cache_files", None) or []]
     table = ds.with_format("arrow")
     out: list[dict[str, Any]] = []
-    # A slice of READ_SLICE_ROWS rows at a time, its mapped pages released before the next: a chunk
-    # of 2,000 photos read at once would have all of its 180 MB of file pages resident beside the
-    # 180 MB of Python bytes made from them.
     for lo in range(start, stop, READ_SLICE_ROWS):
         piece = table[lo:min(lo + READ_SLICE_ROWS, stop)]
         batch = features.decode_batch(piece.to_pydict())
@@ -134,13 +136,9 @@ READ_SLICE_ROWS = 128  # rows converted to Python per slice of the memory map (r
 
 def release_mapped_pages(paths: Iterable[str | os.PathLike[str]]) -> int:
     """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux; a no-op
-    elsewhere); returns the bytes of address space advised.
-
-    The maps stay valid: a page read again is mapped again from the kernel's page cache (a minor
-    fault, no disk read while the cache holds it), as memory maps of a file shared between
-    processes always behave. Only mappings of exactly these files that cannot be written are
-    touched (``MADV_DONTNEED`` on such a mapping discards nothing: the file holds every byte), so
-    no anonymous memory and no modified page is ever dropped."""
+    elsewhere); returns the bytes of address space advised. The maps stay valid (a page read again is
+    mapped again from the page cache); only read-only mappings of exactly these files are touched, where
+    ``MADV_DONTNEED`` discards nothing the file does not hold."""
     if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
         return 0
     wanted = {os.path.realpath(os.fspath(p)) for p in paths}

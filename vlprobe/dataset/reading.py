@@ -1,20 +1,9 @@
 """Reading a file vlprobe is given, bounded: a spec (``--spec``, ``vlprobe.yaml``), a dataset card, a captions file,
-a results.json given to ``vlprobe report``. The file must be a regular file (not ``/dev/zero``, a FIFO that would
-block, a folder) no larger than a bound chosen for its kind, and its JSON or YAML may nest at most
-:data:`MAX_DEPTH` levels (YAML without aliases, whose expansion could grow without bound); anything else is refused
-in one line naming the file (:class:`FileError`), before it is parsed, never a ``MemoryError``, a
-``RecursionError`` or a hang.
-
-=========================  ====================
-what                       at most
-=========================  ====================
-a spec (``vlprobe.yaml``)  :data:`SPEC_BYTES`
-a dataset card             :data:`CARD_BYTES`
-a captions file            :data:`CAPTIONS_BYTES`
-a results.json             :data:`RESULTS_BYTES`
-an annotation file         :data:`ANNOTATION_BYTES`
-an image file              :data:`vlprobe.dataset.images.MAX_IMAGE_BYTES`
-=========================  ====================
+a results.json given to ``vlprobe report``, an annotation file. It must be a regular file (not ``/dev/zero``, a FIFO,
+a folder) within the bound for its kind (``SPEC_BYTES``, ``CARD_BYTES``, ``CAPTIONS_BYTES``, ``RESULTS_BYTES``,
+``ANNOTATION_BYTES``; images: :data:`vlprobe.dataset.images.MAX_IMAGE_BYTES`), its JSON or YAML nested at most
+:data:`MAX_DEPTH` levels, YAML without aliases; else a :class:`FileError` naming the file, before it is parsed, never
+a ``MemoryError``, a ``RecursionError`` or a hang.
 """
 
 from __future__ import annotations
@@ -22,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import yaml
 from yaml import Node
@@ -102,14 +91,19 @@ def check_depth(value: T, where: str, limit: int = MAX_DEPTH) -> T:
     return value
 
 
+def _parsed(parse: Callable[[], object], where: str, what: str) -> object:
+    """``parse()``'s value, refused (:class:`FileError`) when its ``what`` nest past :data:`MAX_DEPTH` levels
+    (the parser's own recursion, or :func:`check_depth` after it)."""
+    try:
+        value = parse()
+    except RecursionError:
+        raise FileError(f"{where}: nests {what} more than {MAX_DEPTH} levels deep; refused") from None
+    return check_depth(value, where)
+
+
 def parse_json(text: str, where: str) -> object:
     """JSON ``text`` parsed, nesting bounded (json.JSONDecodeError for text that is not JSON, as json raises it)."""
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        value = None
-        raise FileError(f"{where}: nests lists or objects more than {MAX_DEPTH} levels deep; refused") from None
-    return check_depth(value, where)
+    return _parsed(lambda: json.loads(text), where, "lists or objects")
 
 
 def load_json(path: str | os.PathLike[str], what: str, limit: int) -> object:
@@ -128,28 +122,4 @@ def parse_yaml(text: str, where: str) -> object:
                                 "write the value out instead")
             return super().compose_node(parent, index)
 
-    try:
-        value = yaml.load(text, Loader=_NoAliases)  # noqa: S506 (a SafeLoader)
-    except RecursionError:
-        value = None
-        raise FileError(f"{where}: nests lists or mappings more than {MAX_DEPTH} levels deep; refused") from None
-    return check_depth(value, where)
-
-
-def load_yaml(path: str | os.PathLike[str], what: str, limit: int) -> object:
-    """The YAML file ``path``, read and parsed within the bounds (see the module doc)."""
-    return parse_yaml(read_text(path, what, limit), str(path))
-
-
-def card_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The YAML header of a card (``README.md``) as a dict (``{}`` without one), found as ``huggingface_hub``'s
-    ``metadata_load`` finds it, read within the bounds; a ValueError (a yaml.YAMLError for bad YAML) when it cannot be
-    read."""
-    from huggingface_hub.repocard import REGEX_YAML_BLOCK  # noqa: PLC0415 (repocard imports the Hub's client)
-
-    text = read_text(Path(path), "dataset card", CARD_BYTES)
-    match = REGEX_YAML_BLOCK.search(text)
-    value = parse_yaml(match.group(2), str(path)) if match else None
-    if value is not None and not isinstance(value, dict):
-        raise ValueError(f"{path}: the card's YAML header is a {type(value).__name__}, not a mapping")
-    return value or {}
+    return _parsed(lambda: yaml.load(text, Loader=_NoAliases), where, "lists or mappings")  # noqa: S506 (a SafeLoader)

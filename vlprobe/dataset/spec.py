@@ -23,32 +23,21 @@ columns that hold the images, the texts and the gold matrix, and the columns tha
 Datasets on the Hub without such a file (``facebook/winoground``) get a built-in spec from
 ``vlprobe/specs/<name>.yaml``. Nothing here knows about models.
 
-Modalities (TraVLR's three settings), chosen when converting rows:
-
-* ``image``: the row's images and texts as they are (the default);
-* ``caption``: each image replaced by a blank white image and each text followed by the context
-  column ("caption only"): ``"<query> <caption>"``;
-* ``both``: the real images, each text followed by the context column.
-
-(``vlprobe evaluate --modality text``, no image at all, is not a conversion of rows: the items are
-converted as for ``image`` and their texts compared with each other, :mod:`vlprobe.evaluation.text_only`;
-the probe has only these three.)
-
-The text comes first and the context after it because a model truncates long texts at its limit
-(77 tokens for CLIP, 48 for the shipped mini-clip) from the end: a TraVLR caption (36 cells of a
-scene) alone can fill the limit, and with the caption first the query, the only part that tells
-a true query from its foil, was cut off, so both texts of an item became the same input and every
-item tied. Query first, the caption is what truncation shortens. (TraVLR's paper gives caption and
-query to its models apart; one text has to put one of them first.)
+Modalities (TraVLR's three settings), chosen when converting rows: ``image`` (the row as it is, the
+default); ``caption`` (each image blank white, each text followed by the context column:
+``"<query> <caption>"``); ``both`` (the real images, each text followed by the context). The text comes
+first because a model truncates long texts from the end: a TraVLR caption alone can fill CLIP's 77 tokens,
+and with it first the query, the only part that tells a query from its foil, was cut off and every item
+tied. (``vlprobe evaluate --modality text`` is no conversion of rows: :mod:`vlprobe.evaluation.text_only`.)
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import yaml
@@ -58,13 +47,30 @@ from ..errors import DatasetError
 from .items import Item, ItemError
 from .reading import SPEC_BYTES, FileError, parse_yaml, read_text
 
+if TYPE_CHECKING:
+    import datasets
+
 SPEC_FILE = "vlprobe.yaml"
 MODALITIES = ("image", "caption", "both")
 _KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark", "data_version"}
 _CONFIG_KEYS = _KEYS - {"configs", "benchmark", "data_version"}  # what configs.<name> may override: a folder is one benchmark
 _BUILTIN_DIR = Path(__file__).parents[1] / "specs"
-# gold: a literal m x n 0/1 matrix, a column holding one, or {column: ..., map: {value: matrix}} (see the module doc)
-Gold = list[list[int]] | str | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class GoldMap:
+    """``gold: {column: ..., map: {value: matrix}}``: the gold matrix of a row is its ``column``'s value mapped."""
+
+    column: str
+    map: Mapping[object, list[list[int]]]
+
+    def as_yaml(self) -> dict[str, object]:
+        """The mapping as the spec's YAML writes it."""
+        return {"column": self.column, "map": dict(self.map)}
+
+
+# gold: a literal m x n 0/1 matrix, a column holding one, or a column's value mapped to one (see the module doc)
+Gold = list[list[int]] | str | GoldMap
 
 
 class SpecError(ValueError):
@@ -87,6 +93,8 @@ def _duplicates_message(where: str, column: str, rows_of: Mapping[str, list[int]
 
 @dataclass(frozen=True)
 class ItemSpec:
+    """How the rows of one dataset become items (the parsed ``vlprobe.yaml``, see the module doc)."""
+
     images: tuple[str, ...]
     texts: tuple[str, ...]
     gold: Gold
@@ -102,6 +110,7 @@ class ItemSpec:
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: object, source: str = "<dict>") -> ItemSpec:
+        """The spec a parsed ``vlprobe.yaml`` holds; a :class:`SpecError` naming ``source`` and the key at fault."""
         if not isinstance(data, Mapping):
             raise SpecError(f"{source}: a spec must be a mapping of keys, got {type(data).__name__}")
         unknown = set(data) - _KEYS
@@ -117,21 +126,8 @@ class ItemSpec:
             if not isinstance(over, Mapping) or set(over) - _CONFIG_KEYS:
                 raise SpecError(f"{source}: configs.{name} must be a mapping of spec keys "
                                 f"({', '.join(sorted(_CONFIG_KEYS))})")
-        spec = cls(
-            images=_names(data["images"], "images", source),
-            texts=_names(data["texts"], "texts", source),
-            gold=data["gold"],
-            id=data.get("id"),
-            tags=_names(data.get("tags") or [], "tags", source),
-            context=data.get("context"),
-            source=source,
-            description=str(data.get("description") or ""),
-            overrides={str(k): dict(v) for k, v in overrides.items()},
-            benchmark=_benchmark(data.get("benchmark"), source),
-            data_version=_version(data.get("data_version"), source),
-        )
-        _check_gold_form(spec.gold, source)
-        return spec
+        return cls(**{key: parse(data.get(key), key, source) for key, parse in _FIELDS.items()}, source=source,
+                   overrides={str(k): dict(v) for k, v in overrides.items()})
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ItemSpec:
@@ -156,12 +152,7 @@ class ItemSpec:
         over = self.overrides.get(config or "")
         if not over:
             return self
-        merged = {
-            "images": list(self.images), "texts": list(self.texts), "gold": self.gold, "id": self.id,
-            "tags": list(self.tags), "context": self.context, "description": self.description,
-            "benchmark": self.benchmark, "data_version": self.data_version,
-        }
-        merged.update(over)
+        merged = {**{key: getattr(self, key) for key in _FIELDS}, **over}
         return ItemSpec.from_dict(merged, source=f"{self.source} (configs.{config})")
 
     # ---- conversion ---------------------------------------------------------------------
@@ -173,7 +164,8 @@ class ItemSpec:
             raise SpecError(f"unknown modality {modality!r}; choose one of {MODALITIES}")
         images = self._gather(row, self.images, where)
         texts = self._gather(row, self.texts, where)
-        empty = _empty_texts(row, self.texts)
+        empty = [col for col in self.texts if any(v is None or (isinstance(v, str) and not v.strip())
+                                                  for v in _values(row[col]))]
         if empty:  # a JSONL null and a CSV's empty cell alike: no text to score
             raise ItemError(f"{where}: text column(s) {empty} hold no text (null or empty); every text must be a "
                             "non-empty string")
@@ -189,11 +181,7 @@ class ItemSpec:
                 from .images import blank_like  # noqa: PLC0415 (PIL: only for a caption-only modality)
 
                 images = [blank_like(im) for im in images]
-        tags: list[str] = []
-        for col in self.tags:
-            value = _column(row, col, where)
-            values = value if isinstance(value, (list, tuple)) else [value]
-            tags.extend(f"{col}={v}" for v in values if v is not None and v != "")
+        tags = [f"{col}={v}" for col in self.tags for v in _values(_column(row, col, where)) if v is not None and v != ""]
         try:
             return Item(id=row_id, images=tuple(images), texts=tuple(texts), gold=np.asarray(gold), tags=tuple(tags),
                         config=config)
@@ -208,8 +196,8 @@ class ItemSpec:
             [("texts", c) for c in self.texts] + [("tags", c) for c in self.tags]
         if isinstance(self.gold, str):
             named.append(("gold", self.gold))
-        elif isinstance(self.gold, Mapping):
-            named.append(("gold", self.gold.get("column")))
+        elif isinstance(self.gold, GoldMap):
+            named.append(("gold", self.gold.column))
         for key, column in named:
             if column is not None and column not in features:
                 raise SpecError(f"{where}: {self.source} names column {column!r} under {key}:, which the dataset does "
@@ -217,8 +205,7 @@ class ItemSpec:
         for column in self.images:
             kind = features[column]
             inner = getattr(kind, "feature", None) or (kind[0] if isinstance(kind, list) and kind else None)
-            value = (first or {}).get(column)
-            paths = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+            paths = [v for v in _values((first or {}).get(column)) if isinstance(v, str)]
             if paths and all(p.lower().endswith(_IMAGE_SUFFIXES) for p in paths):
                 continue  # image file paths (opened inside the dataset folder)
             if type(kind).__name__ != "Image" and type(inner).__name__ != "Image":
@@ -226,26 +213,15 @@ class ItemSpec:
                                 f"{getattr(kind, 'dtype', type(kind).__name__)}, not images; list it under texts: "
                                 "or tags:")
 
-    def check_unique_ids(self, rows: Iterable[Mapping[str, Any]], limit: int | None = None, where: str = "") -> None:
-        """Refuse rows (a ``datasets.Dataset`` or any iterable of mappings; the first ``limit``)
-        whose id column repeats, naming the ids and their rows (:class:`DuplicateIdError`).
-        A Dataset's id column is read alone, without its images. Nothing to check without an
-        ``id`` column: the row index is the id then."""
-        if not self.id:
-            return
-        if hasattr(rows, "column_names") and hasattr(rows, "select_columns"):
-            dataset: Any = rows  # a datasets.Dataset
-            if self.id not in dataset.column_names:
-                return  # to_item names the missing column
-            n = len(dataset) if limit is None else min(limit, len(dataset))
-            ids = dataset.select_columns([self.id]).select(range(n))[self.id] if n < len(dataset) \
-                else dataset.select_columns([self.id])[self.id]
-        else:
-            ids = []
-            for index, row in enumerate(rows):
-                if limit is not None and index >= limit:
-                    break
-                ids.append(row.get(self.id) if isinstance(row, Mapping) else None)
+    def check_unique_ids(self, dataset: datasets.Dataset, limit: int | None = None, where: str = "") -> None:
+        """Refuse a dataset (its first ``limit`` rows) whose id column repeats, naming the ids and their rows
+        (:class:`DuplicateIdError`); the id column is read alone, without the images. Nothing to check without
+        an ``id`` column: the row index is the id then."""
+        if not self.id or self.id not in dataset.column_names:
+            return  # to_item names a missing column
+        n = len(dataset) if limit is None else min(limit, len(dataset))
+        column = dataset.select_columns([self.id])
+        ids = (column.select(range(n)) if n < len(dataset) else column)[self.id]
         rows_of: dict[str, list[int]] = {}
         for index, value in enumerate(ids):
             rows_of.setdefault(str(value), []).append(index)
@@ -260,7 +236,7 @@ class ItemSpec:
         spec = self.for_config(config)
         where = f"config {config!r}" if config else spec.source
         if hasattr(rows, "column_names"):
-            spec.check_unique_ids(rows, where=where)
+            spec.check_unique_ids(cast("datasets.Dataset", rows), where=where)
         rows_of: dict[str, list[int]] = {}
         for index, row in enumerate(rows):
             item = spec.to_item(row, index=index, config=config, modality=modality)
@@ -270,28 +246,20 @@ class ItemSpec:
             raise DuplicateIdError(_duplicates_message(where, spec.id, rows_of))
 
     def _gather(self, row: Mapping[str, Any], columns: tuple[str, ...], where: str) -> list[Any]:
-        out: list[Any] = []
-        for col in columns:
-            value = _column(row, col, where)
-            if isinstance(value, (list, tuple)):
-                out.extend(value)
-            else:
-                out.append(value)
-        return out
+        return [v for col in columns for v in _values(_column(row, col, where))]
 
     def _gold(self, row: Mapping[str, Any], where: str) -> object:
         gold = self.gold
         if isinstance(gold, str):
             return _column(row, gold, where)
-        if isinstance(gold, Mapping):
-            value = _column(row, gold["column"], where)
-            table = gold["map"]
-            for key, matrix in table.items():
+        if isinstance(gold, GoldMap):
+            value = _column(row, gold.column, where)
+            for key, matrix in gold.map.items():
                 if key == value or str(key).lower() == str(value).lower():
                     return matrix
             raise ItemError(
-                f"{where}: column {gold['column']!r} has value {value!r}, which the spec's gold map "
-                f"({self.source}) does not cover: {list(table)}"
+                f"{where}: column {gold.column!r} has value {value!r}, which the spec's gold map "
+                f"({self.source}) does not cover: {list(gold.map)}"
             )
         return gold
 
@@ -309,15 +277,9 @@ def yaml_error(path: str | os.PathLike[str], err: yaml.YAMLError) -> str:
     return f"{where}: not valid YAML: {what}"
 
 
-def _empty_texts(row: Mapping[str, Any], columns: tuple[str, ...]) -> list[str]:
-    """The text columns of ``row`` holding no text: null, or only whitespace (a CSV's empty cell)."""
-    empty = []
-    for col in columns:
-        value = row.get(col) if isinstance(row, Mapping) else None
-        values = value if isinstance(value, (list, tuple)) else [value]
-        if any(v is None or (isinstance(v, str) and not v.strip()) for v in values):
-            empty.append(col)
-    return empty
+def _values(cell: object) -> list[Any]:
+    """A cell's values: the elements of a list column's cell, else the cell itself."""
+    return list(cell) if isinstance(cell, (list, tuple)) else [cell]
 
 
 def _names(value: object, key: str, source: str) -> tuple[str, ...]:
@@ -328,7 +290,7 @@ def _names(value: object, key: str, source: str) -> tuple[str, ...]:
     raise SpecError(f"{source}: {key!r} must be a column name or a list of column names, got {value!r}")
 
 
-def _benchmark(value: object, source: str) -> str | None:
+def _benchmark(value: object, key: str, source: str) -> str | None:
     """The spec's ``benchmark``: None, or the name of a registered benchmark (one line naming them otherwise)."""
     if value is None:
         return None
@@ -340,7 +302,7 @@ def _benchmark(value: object, source: str) -> str | None:
         raise SpecError(f"{err}; leave the key out for a dataset of your own") from None
 
 
-def _version(value: object, source: str) -> str | None:
+def _version(value: object, key: str, source: str) -> str | None:
     """The spec's ``data_version``: None, or a version's name (a commit, a release)."""
     if value is None:
         return None
@@ -360,16 +322,31 @@ def dataset_version(spec: ItemSpec, benchmark: str | None) -> str | None:
     return (bench.data_version or None) if bench is not None else None
 
 
-def _check_gold_form(gold: object, source: str) -> None:
-    if isinstance(gold, str):
-        return
+def _gold_form(gold: object, key: str, source: str) -> Gold:
+    """The spec's ``gold`` (``key``), checked to be one of its three forms."""
+    if isinstance(gold, (str, GoldMap)):
+        return gold
     if isinstance(gold, Mapping):
-        if set(gold) != {"column", "map"} or not isinstance(gold["map"], Mapping) or not gold["map"]:
+        column, table = gold.get("column"), gold.get("map")
+        if set(gold) != {"column", "map"} or not isinstance(table, Mapping) or not table:
             raise SpecError(f"{source}: a gold mapping needs exactly 'column' and a non-empty 'map'")
-        return
+        return GoldMap(str(column), table)
     if isinstance(gold, list) and gold and all(isinstance(r, list) for r in gold):
-        return
+        return gold
     raise SpecError(f"{source}: 'gold' must be a matrix like [[1, 0]], a column name, or {{column, map}}; got {gold!r}")
+
+
+def _as_given(value: object, key: str, source: str) -> object:
+    return value  # a column name (id, context), checked against the dataset's columns when it is read
+
+
+# How each key of a spec is read into its ItemSpec field (configs aside): the value (None when absent), the key
+# and the spec's source in, the field out, or a SpecError naming them. The required keys' readers refuse None.
+_FIELDS: dict[str, Callable[[object, str, str], Any]] = {
+    "images": _names, "texts": _names, "gold": _gold_form, "id": _as_given,
+    "tags": lambda value, key, source: _names(value or [], key, source), "context": _as_given,
+    "description": lambda value, key, source: str(value or ""), "benchmark": _benchmark, "data_version": _version,
+}
 
 
 def _column(row: Mapping[str, Any], col: str, where: str) -> object:

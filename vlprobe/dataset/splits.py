@@ -107,10 +107,14 @@ def select_configs(dataset: str, wanted: Wanted, revision: str | None) -> list[s
         raise DatasetError(_dataset_error(dataset, err)) from None
     if wanted in (None, "", "*") or (wanted == "all" and "all" not in names):
         return list(names)
-    chosen = listed(wanted) or []
+    return _known(listed(wanted) or [], names, "config", dataset)
+
+
+def _known(chosen: list[str], names: Sequence[str], what: str, where: str) -> list[str]:
+    """``chosen``, or a :class:`DatasetError` naming those of them not among ``names`` (the ``what``-s of ``where``)."""
     unknown = [c for c in chosen if c not in names]
     if unknown:
-        raise DatasetError(f"unknown config(s) {unknown} of {dataset}{did_you_mean(unknown[0], names)}; its configs "
+        raise DatasetError(f"unknown {what}(s) {unknown} of {where}{did_you_mean(unknown[0], names)}; its {what}s "
                            f"are: {', '.join(names)}")
     return chosen
 
@@ -129,11 +133,7 @@ def select_splits(dataset: str, config: str, wanted: Wanted, names: Sequence[str
     names = list(names)
     chosen = listed(wanted)
     if chosen:
-        unknown = [s for s in chosen if s not in names]
-        if unknown:
-            raise DatasetError(f"unknown split(s) {unknown} of {dataset} config {config!r}"
-                               f"{did_you_mean(unknown[0], names)}; its splits are: {', '.join(names)}")
-        return chosen
+        return _known(chosen, names, "split", f"{dataset} config {config!r}")
     test_like = [s for s in names if s.lower().startswith(TEST_LIKE)]
     if test_like:
         return test_like

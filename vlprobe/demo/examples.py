@@ -7,12 +7,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..dataset.items import Item, ItemError
 from .settings import Settings, SpaceError
+
+if TYPE_CHECKING:
+    from ..dataset.reader import DeclaredConfig
 
 # (name, shape, scenes as (shape, colour, row, column) objects, captions, foils): in every model's
 # vocabulary, the offline mini-clip's included (shapes, colours, left/right)
@@ -122,13 +125,13 @@ def dataset_name(settings: Settings, dataset: str | None) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _card_configs(folder: str, stamp: tuple[int, int]) -> tuple[dict, ...]:
-    from ..dataset.reader import _declared_configs
+def _card_configs(folder: str, stamp: tuple[int, int]) -> tuple[DeclaredConfig, ...]:
+    from ..dataset.reader import declared_configs as card_configs
 
-    return tuple(_declared_configs(folder))
+    return tuple(card_configs(folder))
 
 
-def declared_configs(folder: Path) -> list[dict]:
+def declared_configs(folder: Path) -> list[DeclaredConfig]:
     """The configs a folder's card declares, its YAML read once per version of the card (a large card,
     such as VALSE's, takes most of a second to parse: choosing a dataset must not wait for it per config)."""
     try:
@@ -143,13 +146,11 @@ def split_rows(folder: Path, config: str) -> dict[str, int]:
     decoded); a file that is not readable parquet counts 0 rows."""
     import pyarrow.parquet as pq
 
-    from ..dataset.reader import data_file_patterns
-
     out: dict[str, int] = {}
     for c in declared_configs(folder):
-        if c["config_name"] != config:
+        if c.name != config:
             continue
-        for split, patterns in data_file_patterns(c.get("data_files")).items():
+        for split, patterns in c.data_files.items():
             n = 0
             for pattern in patterns:
                 for f in folder.glob(pattern):
@@ -177,7 +178,7 @@ def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
     try:
         if not isinstance(source, Path):
             return list_configs(source)
-        return [c["config_name"] for c in declared_configs(source) if any(split_rows(source, c["config_name"]).values())]
+        return [c.name for c in declared_configs(source) if any(split_rows(source, c.name).values())]
     except DatasetError as err:
         raise SpaceError(str(err)) from None
     except Exception as err:  # noqa: BLE001  (a Hub id that cannot be listed now)
@@ -188,7 +189,7 @@ def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
 def dataset_splits(settings: Settings, dataset: str | None, config: str | None) -> list[str]:
     """A config's splits that have rows, ``test``-like splits first; a config with none is refused
     in one sentence saying how to build it."""
-    from ..dataset.reader import config_splits, data_file_patterns, list_splits
+    from ..dataset.reader import config_splits, list_splits
     from ..errors import DatasetError
 
     source = settings.resolve_dataset(dataset)
@@ -197,8 +198,8 @@ def dataset_splits(settings: Settings, dataset: str | None, config: str | None) 
     try:
         if not isinstance(source, Path):
             return list_splits(source, config)
-        declared = next((c for c in declared_configs(source) if c["config_name"] == config), None)
-        splits = config_splits(source, config) if declared is None else list(data_file_patterns(declared.get("data_files")))
+        declared = next((c for c in declared_configs(source) if c.name == config), None)
+        splits = config_splits(source, config) if declared is None else list(declared.data_files)
         splits = sorted(splits or ["train"], key=lambda s: (not s.startswith("test"), splits.index(s)))
     except DatasetError as err:
         raise SpaceError(str(err)) from None

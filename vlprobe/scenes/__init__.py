@@ -1,20 +1,10 @@
 """Synthetic scenes: TraVLR's 6x6-grid world, rendered offline, with captions and a truth function.
 
-The pieces (each its own module):
-
-* :mod:`~vlprobe.scenes.model`: :class:`Scene` / :class:`SceneObject` (shape, colour, row, column;
-  row 0 on top), the palettes (``SHAPES``, ``COLOURS``, ``QUANTIFIER_COLOURS``, ``ALL_SHAPES``,
-  ``ALL_COLOURS``, ``RGB``) and :func:`sample_scene`;
-* :mod:`~vlprobe.scenes.render`: :func:`render` (a 500x500 RGB PIL image, as TraVLR draws it),
-  :func:`render_png`, :func:`cell_centre`;
-* :mod:`~vlprobe.scenes.captions`: :func:`travlr_caption` (TraVLR's text modality, exact format),
-  :func:`inventory` ("two red circles and a blue square");
-* :mod:`~vlprobe.scenes.statements`: structured statements (:class:`Exists`, :class:`Count`,
-  :class:`Spatial`, :class:`Quantifier`, :class:`Compare`, :class:`And`), the truth function
-  :func:`truth`, the minimal truth-flipping edit :func:`foil`, random true/false statements
-  :func:`sample_statement`, and :func:`describe` (a short true description);
-* :mod:`~vlprobe.scenes.travlr` and :mod:`~vlprobe.scenes.winoground`: the dataset generators
-  with their split rules (used by ``vlprobe build travlr`` / ``vlprobe build winoground_style``).
+:mod:`~vlprobe.scenes.model` (:class:`Scene`, the palettes, :func:`sample_scene`),
+:mod:`~vlprobe.scenes.render` (:func:`render`, as TraVLR draws), :mod:`~vlprobe.scenes.captions`
+(:func:`travlr_caption`, :func:`inventory`), :mod:`~vlprobe.scenes.statements` (:func:`truth`,
+:func:`foil`, :func:`sample_statement`, :func:`describe`), and the dataset generators
+:mod:`~vlprobe.scenes.travlr` and :mod:`~vlprobe.scenes.winoground`.
 
 Typical use, e.g. to make image-text training pairs::
 

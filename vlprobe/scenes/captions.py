@@ -10,12 +10,10 @@ the scene in a random order, as ``"{a|an} {colour} {shape} at {COLUMN} {ROW}"``,
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
-from .model import Scene, SceneObject, as_random
+from .model import RandomLike, Scene, SceneObject, as_random
 
 PREFIX = "Columns, left to right, are ordered A to F. Rows, top to bottom, are ordered 1 to 6."
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -41,7 +39,7 @@ def object_phrase(obj: SceneObject) -> str:
     return f"{article(obj.colour)} {obj.colour} {obj.shape} at {obj.coordinate}"
 
 
-def travlr_caption(scene: Scene, rng: random.Random | Any = None, order: Sequence[int] | None = None) -> str:
+def travlr_caption(scene: Scene, rng: RandomLike = None, order: Sequence[int] | None = None) -> str:
     """TraVLR's caption of ``scene``. Objects are named in a random order drawn from ``rng``
     (a seed, ``random.Random`` or numpy Generator), or in the explicit ``order`` (indices into
     ``scene.objects``; use ``range(len(scene))`` for the scene's own order)."""
@@ -74,7 +72,7 @@ def noun_phrase(count: int, colour: str | None = None, shape: str | None = None,
     return f"{num} {adjective}{plural(noun)}"
 
 
-def inventory(scene: Scene, rng: random.Random | Any = None) -> str:
+def inventory(scene: Scene, rng: RandomLike = None) -> str:
     """All objects grouped by type with counts, in a random order: ``"two red circles, a blue
     square and an orange star"`` (no positions)."""
     counts = Counter(o.type for o in scene.objects)

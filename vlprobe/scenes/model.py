@@ -8,9 +8,12 @@ metadata; captions name them ``A``-``F`` (columns) and ``1``-``6`` (rows).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from numpy.random import Generator
 
 GRID = 6
 
@@ -37,6 +40,8 @@ QUANTIFIER_COLOURS: tuple[str, ...] = COLOURS + ("purple", "brown")  # the quant
 ALL_COLOURS: tuple[str, ...] = QUANTIFIER_COLOURS + ("black",)  # quantifier companions and distractors
 
 COLUMN_NAMES = "ABCDEF"
+# What a function drawing at random takes (as_random): a random.Random, a numpy Generator, an int seed or None.
+RandomLike = Union[random.Random, "Generator", int, None]
 
 
 class SceneError(ValueError):
@@ -77,7 +82,7 @@ class SceneObject:
         return f"{COLUMN_NAMES[self.column]} {self.row + 1}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shape": self.shape, "colour": self.colour, "row": self.row, "column": self.column}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SceneObject:
@@ -102,7 +107,7 @@ class Scene:
     def __len__(self) -> int:
         return len(self.objects)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[SceneObject]:
         return iter(self.objects)
 
     def key(self) -> tuple[SceneObject, ...]:
@@ -120,7 +125,7 @@ class Scene:
 
     def free_cells(self) -> list[tuple[int, int]]:
         used = {o.cell for o in self.objects}
-        return [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in used]
+        return [cell for cell in ALL_CELLS if cell not in used]
 
     def to_records(self) -> list[dict[str, Any]]:
         return [o.to_dict() for o in self.objects]
@@ -143,20 +148,16 @@ def place(types: Sequence[tuple[str, str]], rng: random.Random, taken: Iterable[
 
 
 def sample_scene(
-    rng: random.Random | Any,
+    rng: RandomLike,
     n_objects: int | tuple[int, int] = (2, 8),
     shapes: Sequence[str] = SHAPES,
     colours: Sequence[str] = COLOURS,
     distinct_types: bool = False,
 ) -> Scene:
-    """A random scene: ``n_objects`` (an int, or an inclusive ``(low, high)`` range) objects with
-    shapes and colours drawn uniformly from ``shapes`` x ``colours``, in distinct random cells.
-
-    ``rng`` is a ``random.Random`` or a ``numpy.random.Generator`` (its integers seed a
-    ``random.Random``, so one numpy stream gives one reproducible scene). With
-    ``distinct_types`` no two objects share both shape and colour, so every object can be
-    named unambiguously ("the red circle").
-    """
+    """A random scene: ``n_objects`` (an int, or an inclusive ``(low, high)`` range) objects with shapes and
+    colours drawn uniformly from ``shapes`` x ``colours``, in distinct random cells, drawn with ``rng``
+    (:func:`as_random`). With ``distinct_types`` no two objects share both shape and colour, so every object
+    can be named unambiguously ("the red circle")."""
     rng = as_random(rng)
     n = n_objects if isinstance(n_objects, int) else rng.randint(n_objects[0], n_objects[1])
     if not 1 <= n <= GRID * GRID:
@@ -171,12 +172,12 @@ def sample_scene(
     return Scene(tuple(place(types, rng)))
 
 
-def as_random(rng: Any) -> random.Random:
+def as_random(rng: RandomLike) -> random.Random:
     """``rng`` as a ``random.Random``: itself, or one seeded from a numpy Generator's stream."""
     if isinstance(rng, random.Random):
         return rng
-    if hasattr(rng, "integers"):  # numpy.random.Generator
-        return random.Random(int(rng.integers(0, 2**63 - 1)))
     if rng is None or isinstance(rng, int):
         return random.Random(rng)
+    if hasattr(rng, "integers"):  # numpy.random.Generator
+        return random.Random(int(rng.integers(0, 2**63 - 1)))
     raise TypeError(f"expected random.Random, numpy Generator or int seed, got {type(rng).__name__}")

@@ -7,24 +7,15 @@ Geometry (``reference/travlr.md`` §4), for a ``size`` x ``size`` white canvas (
 * every object is TraVLR's MEDIUM size, 0.55 x cell: circles have radius ``int(0.55*cell/2)``
   (22 px), polygons a circumradius of ``round(0.55*cell/2)`` (23 px), first vertex straight up;
   the star has outer radius 22 and inner radius 11;
-* shapes are filled, with no outline and no anti-aliasing, so every pixel of an object has
-  exactly its colour (the object's centre pixel included) and the background stays pure white.
+* shapes are filled, with no outline and no anti-aliasing: every pixel of an object has exactly its colour.
 
-``equal_area=True`` (what ``vlprobe build travlr`` uses) scales every shape about its centre so
-that each covers the same number of pixels, :data:`EQUAL_AREA` (1,200 px on a 500 px canvas, about the
-mean, 1,208 px, of the seven main shapes at MEDIUM size, which range from 742 px for the star to 1,581 px for
-the circle); the circle is then a 64-gon, and a few boundary pixels make each count exact
-(:func:`equal_area_mask`).
-With MEDIUM sizes, the ink of a scene tells which shapes it holds many of (a cheap cue for the
-counting tasks, issue 25); with equal areas it tells only how many objects there are.
-``centred=True`` as well (what ``vlprobe build winoground_style`` uses) moves a few boundary pixels of
-each equal-area shape (3 to 12 of the 1,200 of each of the seven main shapes; 192 of the trapezium's,
-whose own centroid lies 3.9 px above its centre) so that the pixel centroid of every shape is exactly its
-cell's centre: the scaled outlines' rasterised centroids lie up to 0.24 px off it (the triangle's, the
-star's), which tells an image's shapes apart to a classifier reading exact centroids (issue 49).
+``equal_area=True`` (``vlprobe build travlr``) scales every shape about its centre to cover exactly
+:data:`EQUAL_AREA` pixels (1,200 on a 500 px canvas, about the mean of the main shapes, 742 px for the star to
+1,581 for the circle), so the ink tells how many objects there are, not which shapes (issue 25).
+``centred=True`` as well (``vlprobe build winoground_style``) moves a few boundary pixels so that each
+shape's pixel centroid is exactly its cell's centre (issue 49).
 
-Output is PNG (lossless), unlike the original's JPEG. PIL's PNG encoder is deterministic: the
-same Pillow and zlib give byte-identical files; other versions give identical pixels.
+Output is PNG (lossless), unlike the original's JPEG, byte-identical for the same Pillow and zlib.
 """
 
 from __future__ import annotations
@@ -58,6 +49,11 @@ def cell_centre(row: int, column: int, size: int = SIZE) -> tuple[int, int]:
     return (round(cell / 2 + cell * column), round(cell / 2 + cell * row))
 
 
+# regular polygons: (sides, angle of the first vertex); the square axis-aligned, corners on the circumcircle
+_POLYGONS = {"triangle": (3, -90.0), "square": (4, -135.0), "pentagon": (5, -90.0), "hexagon": (6, -90.0),
+             "octagon": (8, -90.0)}
+
+
 def _regular(n: int, radius: float, start_deg: float = -90.0) -> list[tuple[float, float]]:
     # y grows downwards, so -90 degrees is straight up.
     return [
@@ -70,25 +66,12 @@ def _regular(n: int, radius: float, start_deg: float = -90.0) -> list[tuple[floa
 def shape_outline(shape: str, size: int = SIZE) -> tuple[tuple[float, float], ...]:
     """The polygon of ``shape`` as offsets from the cell centre (not used for circles)."""
     r = round(MEDIUM * cell_size(size) / 2)  # 23 px on a 500 px canvas
-    if shape == "triangle":
-        return tuple(_regular(3, r))
-    if shape == "square":
-        return tuple(_regular(4, r, start_deg=-135.0))  # axis-aligned, corners on the circumcircle
-    if shape == "pentagon":
-        return tuple(_regular(5, r))
-    if shape == "hexagon":
-        return tuple(_regular(6, r))
-    if shape == "octagon":
-        return tuple(_regular(8, r))
+    if shape in _POLYGONS:
+        sides, start = _POLYGONS[shape]
+        return tuple(_regular(sides, r, start))
     if shape == "star":
-        outer = int(MEDIUM * cell_size(size) / 2)  # 22
-        inner = outer / 2  # 11
-        pts = []
-        for k in range(10):
-            rad = outer if k % 2 == 0 else inner
-            ang = math.radians(-90.0 + 36.0 * k)
-            pts.append((rad * math.cos(ang), rad * math.sin(ang)))
-        return tuple(pts)
+        outer = int(MEDIUM * cell_size(size) / 2)  # 22; the inner vertices at half of it
+        return tuple((dx, dy) if k % 2 == 0 else (dx / 2, dy / 2) for k, (dx, dy) in enumerate(_regular(10, outer)))
     if shape == "trapezium":
         # the two bottom vertices of the up-pointing triangle, and a top edge half as wide at -r
         (_, _), (bx, by), (_, _) = _regular(3, r)
@@ -145,9 +128,7 @@ def equal_area_mask(shape: str, size: int = SIZE, centred: bool = False) -> tupl
         mask[rc] = True
     dist = np.hypot(yy, xx)
     while mask.sum() < target:  # only if scaling did not nest (rounded vertices): grow the boundary
-        padded = np.pad(mask, 1).astype(int)
-        neighbours = sum(padded[1 + dy:1 + dy + mask.shape[0], 1 + dx:1 + dx + mask.shape[1]]
-                         for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
+        neighbours = _neighbours(mask)
         score = np.where(~mask & (neighbours > 0), neighbours - dist / 100.0, -np.inf)
         mask[np.unravel_index(int(np.argmax(score)), mask.shape)] = True  # argmax: first in row order on ties
     if centred:

@@ -27,12 +27,12 @@ truth-flipping edit, and :func:`sample_statement` draws random true/false statem
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 from .captions import inventory, join_list, noun_phrase, plural
-from .model import COLOURS, SHAPES, Scene, as_random
+from .model import COLOURS, SHAPES, RandomLike, Scene, SceneObject, as_random
 
 
 class StatementError(ValueError):
@@ -45,7 +45,15 @@ def _capital(text: str) -> str:
 
 @dataclass(frozen=True)
 class Statement:
+    """A statement about a scene (see the module doc); ``choices``: the values each named field may take."""
+
     kind: ClassVar[str] = ""
+    choices: ClassVar[Mapping[str, Collection[str]]] = {}
+
+    def __post_init__(self) -> None:
+        for name, allowed in self.choices.items():
+            if getattr(self, name) not in allowed:
+                raise StatementError(f"{self.kind}: unknown {name} {getattr(self, name)!r}; known: {list(allowed)}")
 
     def holds(self, scene: Scene) -> bool:  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
@@ -117,29 +125,24 @@ class Spatial(Statement):
     relation: str
     object: tuple[str, str]
     kind: ClassVar[str] = "spatial"
+    choices: ClassVar[Mapping[str, Collection[str]]] = {"relation": RELATIONS}
 
     def __post_init__(self) -> None:
-        if self.relation not in RELATIONS:
-            raise StatementError(f"unknown relation {self.relation!r}; known: {list(RELATIONS)}")
+        super().__post_init__()
         object.__setattr__(self, "subject", tuple(self.subject))
         object.__setattr__(self, "object", tuple(self.object))
 
     def holds(self, scene: Scene) -> bool:
         a, b = _the(scene, self.subject, self), _the(scene, self.object, self)
-        if self.relation == "left":
-            return a.column < b.column
-        if self.relation == "right":
-            return a.column > b.column
-        if self.relation == "above":
-            return a.row < b.row
-        return a.row > b.row
+        return {"left": a.column < b.column, "right": a.column > b.column, "above": a.row < b.row,
+                "below": a.row > b.row}[self.relation]
 
     def phrase(self) -> str:
         (c1, s1), (c2, s2) = self.subject, self.object
         return f"the {c1} {s1} is {RELATIONS[self.relation]} the {c2} {s2}"
 
 
-def _the(scene: Scene, ref: tuple[str, str], statement: Statement):
+def _the(scene: Scene, ref: tuple[str, str], statement: Statement) -> SceneObject:
     found = scene.find(colour=ref[0], shape=ref[1])
     if len(found) != 1:
         raise StatementError(
@@ -167,26 +170,13 @@ class Quantifier(Statement):
     shape: str
     colour: str
     kind: ClassVar[str] = "quantifier"
-
-    def __post_init__(self) -> None:
-        if self.quantifier not in QUANTIFIERS:
-            raise StatementError(f"unknown quantifier {self.quantifier!r}; known: {list(QUANTIFIERS)}")
+    choices: ClassVar[Mapping[str, Collection[str]]] = {"quantifier": QUANTIFIERS}
 
     def holds(self, scene: Scene) -> bool:
-        xs = scene.find(shape=self.shape)
-        ys = scene.find(colour=self.colour)
-        q = self.quantifier
-        if q == "all":
-            return all(o.colour == self.colour for o in xs)
-        if q == "not all":
-            return any(o.colour != self.colour for o in xs)
-        if q == "some":
-            return any(o.colour == self.colour for o in xs)
-        if q == "none":
-            return not any(o.colour == self.colour for o in xs)
-        if q == "only":
-            return all(o.shape == self.shape for o in ys)
-        return any(o.shape != self.shape for o in ys)
+        x_is_y = [o.colour == self.colour for o in scene.find(shape=self.shape)]  # each X-object: is it Y?
+        y_is_x = [o.shape == self.shape for o in scene.find(colour=self.colour)]  # each Y-object: is it X?
+        return {"all": all(x_is_y), "not all": not all(x_is_y), "some": any(x_is_y), "none": not any(x_is_y),
+                "only": all(y_is_x), "not only": not all(y_is_x)}[self.quantifier]
 
     def text(self) -> str:
         return f"{QUANTIFIERS[self.quantifier][0]} the {self.shape} objects are {self.colour} objects."
@@ -203,10 +193,7 @@ class Compare(Statement):
     x: str
     y: str
     kind: ClassVar[str] = "compare"
-
-    def __post_init__(self) -> None:
-        if self.relation not in ("more", "fewer"):
-            raise StatementError(f"compare relation must be 'more' or 'fewer', got {self.relation!r}")
+    choices: ClassVar[Mapping[str, Collection[str]]] = {"relation": ("more", "fewer")}
 
     def holds(self, scene: Scene) -> bool:
         a, b = scene.count(shape=self.x), scene.count(shape=self.y)
@@ -235,14 +222,11 @@ class And(Statement):
         return join_list([p.phrase() for p in self.parts])
 
     def text(self) -> str:
-        return f"There {'are' if _plural_head(self.parts[0]) else 'is'} {self.phrase()}."
+        first = self.parts[0]
+        return f"There {'are' if isinstance(first, Count) and first.n != 1 else 'is'} {self.phrase()}."
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parts": [p.to_dict() for p in self.parts]}
-
-
-def _plural_head(part: Statement) -> bool:
-    return isinstance(part, Count) and part.n != 1
 
 
 _KINDS = {cls.kind: cls for cls in (Exists, Count, Spatial, Quantifier, Compare, And)}
@@ -279,22 +263,15 @@ def has_truth_value(scene: Scene, statement: Statement) -> bool:
 def foil(
     scene: Scene,
     statement: Statement,
-    rng: random.Random | Any = None,
+    rng: RandomLike = None,
     numbers: Sequence[int] | None = None,
     colours: Sequence[str] | None = None,
 ) -> Statement:
-    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite, checked by
-    :func:`truth`:
-
-    * Spatial: the opposite relation (left <-> right, above <-> below);
-    * Quantifier: its negation (All <-> Not all, Some of <-> None of, Only <-> Not only);
-    * Compare: more <-> fewer;
-    * Count: another number, drawn from ``numbers`` (default 1..9) with ``rng``;
-    * Exists: another colour, drawn from ``colours`` (default TraVLR's 5).
-
-    Raises :class:`StatementError` when no such edit flips the truth (for instance "left" on
-    two objects in the same column, or more/fewer on equal counts).
-    """
+    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite (checked by :func:`truth`): the
+    opposite relation (Spatial: left <-> right, above <-> below; Compare: more <-> fewer), the negation
+    (Quantifier), another number (Count: from ``numbers``, default 1..9) or another colour (Exists: from
+    ``colours``, default TraVLR's 5), drawn with ``rng``. :class:`StatementError` when no such edit flips the
+    truth ("left" on two objects in one column, more/fewer on equal counts)."""
     rng = as_random(rng)
     value = truth(scene, statement)
     if isinstance(statement, Spatial):
@@ -308,9 +285,9 @@ def foil(
         rng.shuffle(pool)
         candidates = [Count(n, statement.shape, statement.colour) for n in pool]
     elif isinstance(statement, Exists):
-        pool = [c for c in (colours or COLOURS) if c != statement.colour]
-        rng.shuffle(pool)
-        candidates = [Exists(c, statement.shape) for c in pool]
+        others = [c for c in (colours or COLOURS) if c != statement.colour]
+        rng.shuffle(others)
+        candidates = [Exists(c, statement.shape) for c in others]
     else:
         raise StatementError(f"no minimal edit is defined for {type(statement).__name__}")
     for candidate in candidates:
@@ -323,7 +300,8 @@ def foil(
 STATEMENT_KINDS = ("exists", "count", "spatial", "quantifier", "compare")
 
 
-def _candidate(scene: Scene, kind: str, rng: random.Random, shapes: Sequence[str], colours: Sequence[str]):
+def _candidate(scene: Scene, kind: str, rng: random.Random, shapes: Sequence[str],
+               colours: Sequence[str]) -> Statement | None:
     objs = scene.objects
     if kind == "exists":
         if rng.random() < 0.5:
@@ -363,7 +341,7 @@ def _candidate(scene: Scene, kind: str, rng: random.Random, shapes: Sequence[str
 
 def sample_statement(
     scene: Scene,
-    rng: random.Random | Any,
+    rng: RandomLike,
     kinds: Sequence[str] = STATEMENT_KINDS,
     label: bool | None = None,
     shapes: Sequence[str] = SHAPES,
@@ -385,7 +363,7 @@ def sample_statement(
                          f"found in {max_tries} tries")
 
 
-def describe(scene: Scene, rng: random.Random | Any = None, relations: int = 1) -> str:
+def describe(scene: Scene, rng: RandomLike = None, relations: int = 1) -> str:
     """A short true description: the inventory, then up to ``relations`` spatial sentences between
     objects that can be named uniquely, e.g. "Two red circles, a blue square and an orange star.
     The blue square is above the orange star."."""
@@ -399,9 +377,3 @@ def describe(scene: Scene, rng: random.Random | Any = None, relations: int = 1) 
         sentences.append(stmt.text())
     return " ".join(sentences)
 
-
-__all__ = [
-    "And", "Compare", "Count", "Exists", "OPPOSITE", "QUANTIFIERS", "RELATIONS", "STATEMENT_KINDS",
-    "Quantifier", "Spatial", "Statement", "StatementError", "describe", "foil", "has_truth_value",
-    "sample_statement", "statement_from_dict", "truth",
-]

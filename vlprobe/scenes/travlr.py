@@ -1,27 +1,16 @@
 """TraVLR's four tasks as generators of examples (scene, query, its minimal foil, label) with the
 paper's in-distribution / out-of-distribution split rules (``reference/travlr.md`` §5).
 
-Every task draws, per split, a scene and a query whose truth is a requested label (labels are
-exactly balanced per split, in a seeded random order), then checks the label with
-:func:`~vlprobe.scenes.statements.truth` and derives ``foil`` (the query's minimal edit with the
-opposite truth; cardinality's is the other number its scene shows). No (scene, query) pair repeats
-across the splits of a task.
+Per split, each row is a scene and a query whose truth is the requested label (labels exactly balanced, in
+a seeded random order), checked with :func:`~vlprobe.scenes.statements.truth`; ``foil`` is the query's
+minimal edit with the opposite truth. No (scene, query) pair repeats across the splits of a task.
 
-Things that are not the answer are drawn independently of it. A cardinality scene shows both the
-query's and the foil's number, as the queried shape's count and a partner shape's, and the label
-only decides which one the query asks (issue 33); a quantifier scene holds an instance for the
-quantifier and one for its negation, and the label only decides which instance's type the query
-names (issue 33); so everything in those scenes that does not count the queried shape is the same
-whatever the label. Cardinality's scene size is drawn before the count, and rendered with
-``RENDER_OPTIONS`` every shape covers the same pixels (issue 25). ``tests/test_travlr_shortcuts.py``
-checks that cheap statistics of the image or caption (what the caption names, its words, its
-length, the image's pixels and occupancy) with the query's words stay near chance.
-
-The label distribution is fair: no query word tells the label without the scene. Each quantifier
-is true in half of its rows (and the six are equally frequent), spatiality balances its two axes,
-and cardinality's and numerical comparison's query words are independent of the label by
-construction; ``tests/test_travlr_shortcuts.py`` checks that text-only and caption-only
-classifiers stay at chance on every config.
+What is not the answer is drawn independently of it, so no cheap statistic of the image or caption tells
+the label (issues 25, 33; ``tests/test_travlr_shortcuts.py`` checks it): a cardinality scene shows both the
+query's and the foil's number and its size is drawn before the count; a quantifier scene holds an instance
+for the quantifier and one for its negation, and the label only picks which one the query names; each
+quantifier is true in half of its rows and spatiality balances its two axes; ``RENDER_OPTIONS`` gives every
+shape the same pixels.
 
 Splits: ``train``, ``validation`` and ``test_ind`` draw from the in-distribution pool (the
 original's ``train`` / ``val`` / ``val_test``); ``test_ood`` (the original's ``test``) only from
@@ -30,10 +19,9 @@ the held-out cases:
 * spatiality: held-out object pairs (the original's ``random.seed(6)`` shuffle of the 595 pairs of
   the 35 types, reproduced: the last 119) together with held-out column pairs {A,E} {B,D} {C,F}
   (left/right) or row pairs {1,3} {2,6} {4,5} (above/below);
-* cardinality: held-out (shape, count) pairs, for the true count, the queried one and (as the
-  paper states the split on the pairs occurring in the scene) every distractor shape's count. The
-  table is the original's, including its off-by-one that gives square and pentagon the same
-  held-out counts {4, 6};
+* cardinality: held-out (shape, count) pairs, for the true count, the queried one and every
+  distractor shape's count. The table is the original's, including its off-by-one that gives square
+  and pentagon the same held-out counts {4, 6};
 * quantifiers: held-out (shape, colour) "diagonal" pairs together with held-out Table-1 pairs
   <a, b> (the original's ``random.seed(1)`` shuffle of its (n1, n2), reproduced: (1,3) (1,4) (1,5)
   (2,4) (4,4)) of the quantifier each scene is made for (see ``QUANTIFIER_PAIRS``);
@@ -50,7 +38,7 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .captions import travlr_caption
 from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, QUANTIFIER_COLOURS, SHAPES, Scene, SceneObject, place
@@ -80,10 +68,7 @@ def sizes_for(size: str, task: str) -> dict[str, int]:
     """Rows per split of ``task`` at the named ``size`` (tiny, default, paper, paper32k)."""
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; choose one of {sorted(SIZES)}")
-    sizes = dict(SIZES[size])
-    if size == "paper":
-        sizes["train"] = PAPER_TRAIN[task]
-    return sizes
+    return {**SIZES[size], "train": PAPER_TRAIN[task]} if size == "paper" else dict(SIZES[size])
 
 
 class GenerationError(RuntimeError):
@@ -263,18 +248,12 @@ def cardinality_scene_sizes(shape: str, ood: bool) -> range:
 
 @functools.cache
 def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int, tuple[tuple[str, int], ...]], ...]]:
-    """{scene size: every (n, m, companions) it can hold}: ``n`` objects of ``shape``, two different
-    counts n and m of ``shape`` in the split, and ``companions``, the (shape, count) groups every such
-    scene holds besides: a partner shape with m objects and, where no partner could hold n as well, a
-    mirror shape that could hold n, holding a third count; the other objects made up of other
-    shapes' split counts; sizes as :func:`cardinality_scene_sizes`.
-
-    Which shapes the scene holds and how large its groups are then say nothing of which of n and m
-    is the queried shape's: the partner can hold either number, or the partner's shape is one that
-    can hold m and the mirror's one that can hold n, with the same third count whichever way round
-    (test_ood's table of two counts per shape pairs each shape's two counts with two other shapes
-    that share a third: circle {1,5}, star {1,3}, octagon {3,5}; triangle {2,6}, hexagon {2,4},
-    square and pentagon {4,6})."""
+    """{scene size: every (n, m, companions) it can hold}: n objects of ``shape`` (n and m two of its
+    counts in the split), and ``companions``: a partner shape with m objects and, where no partner could
+    hold n as well, a mirror shape that could hold n, holding a third count; the rest other shapes'
+    split counts. So the scene's shapes and group sizes say nothing of which of n and m is the queried
+    shape's (test_ood pairs each shape's two counts with two shapes sharing a third: circle {1,5},
+    star {1,3}, octagon {3,5}; triangle {2,6}, hexagon {2,4}, square and pentagon {4,6})."""
     counts = cardinality_counts(shape, ood)
     sizes = cardinality_scene_sizes(shape, ood)
     held = {s: cardinality_counts(s, ood) for s in SHAPES if s != shape}
@@ -294,16 +273,10 @@ def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int
 
 
 def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
-    """A row: ``n`` objects of the queried shape and, among the distractors, ``m`` objects of a
-    partner shape (and maybe a mirror shape's, see :func:`cardinality_layouts`), where n and m are
-    two counts of the queried shape in the split; the query asks n (true) or m (false), the foil the
-    other. So the scene is drawn before the label and shows both numbers either way: which shapes
-    and how many of each the caption names, and whether some shape has the asked number of objects,
-    say nothing of the label (the earlier generator showed the asked number only when it was true,
-    and how many distinct shapes the caption named, crossed with the number, told the label). The
-    scene's size is drawn first, independently of the true count (the original drew the distractors
-    after the count, so the number of objects told how many of the queried shape there were likely
-    to be)."""
+    """A row: n objects of the queried shape and m of a partner shape (:func:`cardinality_layouts`); the
+    query asks n (true) or m (false), the foil the other. The scene (its size first, then the count) is
+    drawn before the label and shows both numbers either way, so neither tells the label (the
+    original drew the distractors after the count, so the scene's size hinted at it)."""
     ood = split == "test_ood"
     shape = rng.choice(SHAPES)
     layouts = cardinality_layouts(shape, ood)
@@ -324,14 +297,19 @@ def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
     )
 
 
-def quantifier_regions(case: str, pair: tuple[int, int], extra: int = 0) -> dict[str, int]:
-    """Objects in each region ("xy", "x", "y") of an instance for ``case`` with Table-1 ``pair``;
+class Regions(NamedTuple):
+    """Objects in each region of a quantifier instance (see ``QUANTIFIER_PAIRS``)."""
+
+    xy: int = 0
+    x: int = 0
+    y: int = 0
+
+
+def quantifier_regions(case: str, pair: tuple[int, int], extra: int = 0) -> Regions:
+    """Objects in each region of an instance for ``case`` with Table-1 ``pair``;
     ``extra`` objects of Y \\ X only for "not all" (irrelevant to "(Not) all X are Y")."""
-    regions = {"xy": 0, "x": 0, "y": 0}
-    regions.update(zip(QUANTIFIER_PAIRS[case], pair))
-    if case == "not all":
-        regions["y"] = extra
-    return regions
+    regions = Regions(**dict(zip(QUANTIFIER_PAIRS[case], pair, strict=True)))
+    return regions._replace(y=extra) if case == "not all" else regions
 
 
 def quantifier_extras(case: str, p1: int, ood: bool) -> list[int]:
@@ -344,7 +322,7 @@ def quantifier_extras(case: str, p1: int, ood: bool) -> list[int]:
 
 def _y_objects(case: str, pair: tuple[int, int], extra: int) -> int:
     regions = quantifier_regions(case, pair, extra)
-    return regions["xy"] + regions["y"]
+    return regions.xy + regions.y
 
 
 @functools.cache
@@ -369,22 +347,17 @@ def _instance_types(case: str, pair: tuple[int, int], extra: int, x: str, y: str
     drawn from ``colours`` and ``shapes`` (which hold neither instance's X or Y)."""
     regions = quantifier_regions(case, pair, extra)
     z, w = rng.choice(colours), rng.choice(shapes)
-    types = [(y, x)] * regions["xy"] + [(z, x)] * regions["x"] + [(y, w)] * regions["y"]
-    return types, {"case": case, "pair": list(pair), "shape": x, "colour": y, "regions": regions,
+    types = [(y, x)] * regions.xy + [(z, x)] * regions.x + [(y, w)] * regions.y
+    return types, {"case": case, "pair": list(pair), "shape": x, "colour": y, "regions": regions._asdict(),
                    "companions": {"x": z, "y": w}}
 
 
 def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str) -> Example:
-    """A row: the scene holds two instances, one for the query's quantifier and one for its negation
-    (each a Table-1 pair of the split, the same number of objects of its colour), of two (shape,
-    colour) types that share neither shape nor colour, plus a few distractors of neither. Everything
-    but which type the query names is drawn before the label: the label only decides whether the
-    query's (shape X, colour Y) is the true instance's type or the false one's, so the scene's
-    statistics (objects, shapes and colours named, how often, where) are distributed alike for true
-    and false rows (the earlier generator drew one instance, for the quantifier the label made true,
-    so how many distinct shapes the caption named told the label).
-    What still differs is the number of objects of the queried shape X: the paper's pairs fix it
-    (p1 in an "all" or "none" instance, p1 + p2 in a "not all" or "some" one)."""
+    """A row: two instances, one for the query's quantifier and one for its negation (each a Table-1 pair of
+    the split, the same number of objects of its colour), of two (shape, colour) types sharing neither,
+    plus distractors of neither. The label only decides which type the query names, so the scene's
+    statistics are alike for true and false rows; only the count of the queried shape X differs, as the
+    paper's pairs fix it (p1 in an "all" or "none" instance, p1 + p2 in a "not all" or "some" one)."""
     ood = split == "test_ood"
     x, y = rng.choice(_QUANT_TYPES[ood])
     other_x = rng.choice([s for s in SHAPES if s != x])
@@ -405,7 +378,7 @@ def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str) -
                                  else (false_objects + true_objects, false_case, true_case))
     scene = Scene(tuple(objects + rest))
     query = Quantifier(quantifier, x, y)
-    n_pair = sum(case["pair"])
+    n_pair = sum(t_pair if label else f_pair)
     return Example(
         task="quantifiers", split=split, scene=scene, query=query, foil=foil(scene, query), label=label,
         subtype=query.quantifier, queried=frozenset(range(n_pair)),  # the pair's objects come first
@@ -459,11 +432,9 @@ def task_rng(task: str, seed: int) -> random.Random:
 
 
 def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
-    """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``. Labels are
-    balanced per split (exactly for even sizes, else within one); spatiality also balances
-    left/right and above/below, and quantifiers each of the 12 (quantifier, label) pairs. Each
-    row's caption is drawn here too, so the output is final. Nothing is rendered: the builder
-    renders the scenes, so text-only uses (the shortcut test) take seconds."""
+    """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``, captions drawn, nothing
+    rendered (the builder renders). Labels are balanced per split (exactly for even sizes); spatiality also
+    balances its two axes, and quantifiers each of the 12 (quantifier, label) pairs."""
     if task not in _MAKERS:
         raise ValueError(f"unknown TraVLR task {task!r}; choose one of {TASKS}")
     unknown = set(sizes) - set(SPLITS)

@@ -13,24 +13,14 @@ config              captions                                                the 
                     "three circles and two squares"                         (same cells, one colour)
 ==================  ======================================================  ==========================
 
-Everything else (distractor objects of other types, 0-3 of them) is identical in both images, so
-the two images differ only by the swap. Counts are 2..5 so that both captions use the same
-(plural) words; the relations are left of / right of / above / below.
+Everything else (0-3 distractor objects of other types) is identical in both images; counts are 2..5
+so that both captions use the same (plural) words.
 
-No image statistic tells the two images of an item apart unless it reads what the captions say
-(issue 49; ``tests/test_winoground_style_shortcuts.py`` measures it). Images are rendered with
-:data:`RENDER_OPTIONS`: every shape covers the same 1,200 pixels with its pixel centroid exactly on
-its cell's centre, so ink, pixels per colour, object areas and the centroid of the ink are the same
-in both images. Beyond that, each instrument keeps every statistic that is blind to what its words
-bind identical:
-
-* ``spatial_swap``: the two objects have one shape, so the ink (every pixel's being inked, whatever
-  its colour) is the same in both images; only where each colour is differs, which is the relation;
-* ``attribute_swap``: the shapes stay in their cells, so the ink is the same; only which colour each
-  shape has differs, which is the binding (the cells are drawn independently of the shapes);
-* ``count_swap``: every counted object has one colour and the cells whose shape changes lie strictly
-  inside the counted objects' rows and columns, so the bounding box of the ink (and of each colour)
-  is the same; only the shapes of those objects differ, which is the count.
+No image statistic tells the two images apart unless it reads what the captions say (issue 49;
+``tests/test_winoground_style_shortcuts.py``): with :data:`RENDER_OPTIONS` every shape covers the same
+pixels, its centroid on its cell's centre; ``spatial_swap``'s two objects share a shape (the same ink);
+``attribute_swap``'s shapes keep their cells; ``count_swap``'s objects share a colour and the cells whose
+shape changes lie strictly inside the others' rows and columns (the same bounding box).
 """
 
 from __future__ import annotations
@@ -40,7 +30,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from .model import COLOURS, SHAPES, Scene, SceneObject, place
+from .model import ALL_CELLS, COLOURS, SHAPES, Scene, SceneObject, place
 from .statements import And, Count, Exists, Spatial, Statement, truth
 
 CONFIGS = ("spatial_swap", "attribute_swap", "count_swap")
@@ -101,7 +91,7 @@ def _spatial_swap(rng: random.Random) -> WinoItem:
     a, b = ((c, shape) for c in rng.sample(COLOURS, 2))  # one shape: the ink is the same in both images
     relation = rng.choice(("left", "right", "above", "below"))
     while True:
-        p, q = rng.sample([(r, c) for r in range(6) for c in range(6)], 2)
+        p, q = rng.sample(ALL_CELLS, 2)
         axis = 1 if relation in ("left", "right") else 0
         if p[axis] != q[axis]:
             break
@@ -118,7 +108,7 @@ def _spatial_swap(rng: random.Random) -> WinoItem:
 def _attribute_swap(rng: random.Random) -> WinoItem:
     s1, s2 = rng.sample(SHAPES, 2)
     c1, c2 = rng.sample(COLOURS, 2)
-    p, q = rng.sample([(r, c) for r in range(6) for c in range(6)], 2)
+    p, q = rng.sample(ALL_CELLS, 2)
     others = _distractors(rng, {(c1, s1), (c2, s2), (c2, s1), (c1, s2)}, [p, q])
     scene_0 = Scene((SceneObject(s1, c1, *p), SceneObject(s2, c2, *q), *others))
     scene_1 = Scene((SceneObject(s1, c2, *p), SceneObject(s2, c1, *q), *others))
@@ -140,7 +130,7 @@ def _count_swap(rng: random.Random) -> WinoItem:
     a, b = rng.sample(COUNTS, 2)
     changed = abs(a - b)  # the objects whose shape differs between the images
     while True:  # those lie inside: shapes' extents differ, so one on an edge would move the bounding box
-        cells = rng.sample([(r, c) for r in range(6) for c in range(6)], a + b)
+        cells = rng.sample(ALL_CELLS, a + b)
         inside = _inside(cells)
         if len(inside) >= changed:
             break

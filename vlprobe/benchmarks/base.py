@@ -19,6 +19,12 @@ from dataclasses import dataclass, field
 
 from ..metric_registry import declared_names
 
+__all__ = [  # what vlprobe.benchmarks gives
+    "AUTHORS", "COUNTED", "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
+    "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
+    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "shape_headline", "tie_policy",
+]
+
 # Every metric the metric module (metric/valse_metric.py) returns, in the order tables show them. The
 # metric module keeps its own copy (METRIC_KEYS, it imports nothing of vlprobe); a test holds the two equal.
 METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",

@@ -146,7 +146,7 @@ class Record:
     index: Any = None
 
     @classmethod
-    def parse(cls, rec: Any, where: str) -> Record:
+    def parse(cls, rec: object, where: str) -> Record:
         r = parse_record(cls, rec, where)
         image_id, groups = str(r.image_id), r.caption_group
         if not isinstance(groups, list) or len(groups) != 1:
@@ -175,7 +175,7 @@ class Record:
         return ",".join(_ROLE[(i < 2, v)] for i, v in enumerate(self.voices()))
 
 
-def normalise(task: Task, position: int, rec: Any) -> Row:
+def normalise(task: Task, position: int, rec: object) -> Row:
     where = f"{task.file} record {position}"
     r = Record.parse(rec, where)
     own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)

@@ -73,7 +73,7 @@ class Record:
     caption_1: str
 
     @classmethod
-    def parse(cls, rec: Any, where: str) -> Record:
+    def parse(cls, rec: object, where: str) -> Record:
         if not isinstance(rec, list) or len(rec) != 4:
             raise AnnotationError(f"{where}: expected [image 1 link, caption 1, image 2 link, caption 2]")
         link_0, caption_0, link_1, caption_1 = rec

@@ -173,17 +173,17 @@ def read_zip_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[
         return parse_csv(read_member(zf, members[name], str(zip_path)), f"{zip_path.name}:{name}")
 
 
-def _number(value: Any, where: str, field: str, whole: bool = False) -> float:
+def _number(value: str | None, where: str, field: str, whole: bool = False) -> float:
     try:
-        f = float(value)
-    except (TypeError, ValueError):
+        f = float(value or "nan")  # None (a short row) or "": not a number
+    except ValueError:
         f = float("nan")
     if not math.isfinite(f) or (whole and f != int(f)):
         raise AnnotationError(f"{where}: {field} {value!r} is not a {'whole ' if whole else ''}number")
     return f
 
 
-def negatives_literal(value: Any, where: str, column: str) -> tuple[list[str], bool]:
+def negatives_literal(value: str | None, where: str, column: str) -> tuple[list[str], bool]:
     """(the strings of a negatives literal, whether it is a set), read from its syntax tree as
     ``ast.literal_eval`` would read it, without evaluating anything: a list, tuple or set of string
     constants, at most :data:`MAX_FIELD` characters. A set's strings come in the order the literal

@@ -133,7 +133,7 @@ class _Unit:
     kept: list[Row] = field(default_factory=list)
 
 
-class UpstreamBuilder(Builder):
+class UpstreamBuilder(Builder[Plan]):
     """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read` and
     :meth:`config_decls` (and, where it has more to say, :meth:`card_values` and :meth:`report`)."""
 
@@ -659,7 +659,7 @@ def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str
     return lines
 
 
-def parse_record(kind: type[R], rec: Any, where: str, source: str | None = None) -> R:
+def parse_record(kind: type[R], rec: object, where: str, source: str | None = None) -> R:
     """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are the record's keys, read once at
     the edge: anything else is one :class:`AnnotationError` naming ``where`` (the file and record). A field typed
     ``str`` must be a non-empty string, one typed ``int`` a whole number; a field with a default may be left out;

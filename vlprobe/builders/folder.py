@@ -28,9 +28,10 @@ import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import datasets
 import yaml
@@ -44,6 +45,7 @@ from ..errors import DatasetError, SettingError
 from ..storage.paths import check_config_name, check_split_name, inside
 from . import Builder, cards, unchanged
 
+T = TypeVar("T")
 CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of records
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
@@ -62,7 +64,7 @@ class Source:
     images: dict[str, Path]  # "row N column C (path)" of the first row naming it -> the file
 
 
-class Folder(Builder):
+class Folder(Builder[Source]):
     name = "folder"
     help = "a folder of images + a CSV/JSONL/JSON of captions and foils (your own instrument) -> a Hub dataset folder"
     needs = "your folder of images and a captions file: vlprobe build folder SOURCE --out DIR --license ID"
@@ -264,7 +266,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
                          f"array of objects)")
     text = read_text(path, "captions file", CAPTIONS_BYTES)
 
-    def bounded(rows: Any) -> list[Any]:
+    def bounded(rows: Iterable[T]) -> list[T]:
         out = list(itertools.islice(rows, MAX_ROWS + 1))
         if len(out) > MAX_ROWS:
             raise DatasetError(f"{path}: has more than {MAX_ROWS:,} rows, more than one `vlprobe build folder` takes (it "
@@ -307,7 +309,7 @@ def _jsonl_row(path: Path, i: int, line: str) -> dict[str, Any]:
     return row
 
 
-def _json_array(path: Path, data: Any) -> list[dict[str, Any]]:
+def _json_array(path: Path, data: object) -> list[dict[str, Any]]:
     """A ``.json`` captions file (parsed): one array of objects, one per row."""
     if not isinstance(data, list):
         raise ValueError(f"{path}: a .json captions file must hold one JSON array of objects (one per row), not a "

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import datasets
 
@@ -18,8 +18,10 @@ from ..scenes.model import Scene
 from ..scenes.render import render_many
 from . import Builder, cards
 
+P = TypeVar("P")
 
-class SyntheticBuilder(Builder):
+
+class SyntheticBuilder(Builder[P]):
     """A builder of rendered scenes: its options (``--size``, ``--configs``, ``--seed``, ``--workers``), and its card
     (the prose of ``vlprobe/templates/<body>``, the YAML from its configs) and ``vlprobe.yaml``, the same for every
     size and seed. A subclass says its sizes and configs, and renders (:meth:`write`)."""
@@ -88,8 +90,8 @@ class RateMeter:
         self.images = 0
         self.seconds = 0.0
 
-    def render(self, scenes: Sequence[Scene], workers: int, **options: Any) -> list[bytes]:
-        """PNG bytes of ``scenes``; ``options`` go to :func:`~vlprobe.scenes.render.render_many`."""
+    def render(self, scenes: Sequence[Scene], workers: int, **options: bool) -> list[bytes]:
+        """PNG bytes of ``scenes``; ``options`` (equal_area, centred) go to :func:`~vlprobe.scenes.render.render_many`."""
         start = time.perf_counter()
         out = list(render_many(scenes, workers=workers, **options))
         self.seconds += time.perf_counter() - start

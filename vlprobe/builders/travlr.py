@@ -72,7 +72,7 @@ context: caption
 """
 
 
-class Travlr(SyntheticBuilder):
+class Travlr(SyntheticBuilder[tuple[dict[str, int], list[str]]]):
     name = "travlr"
     help = "TraVLR's 4 tasks (spatiality, cardinality, quantifiers, numerical_comparison) rendered offline"
     needs = "nothing: scenes rendered offline by vlprobe (seeded; --size tiny/default/paper)"

@@ -70,12 +70,12 @@ class Inputs:
         return cls(builder, dict(arguments), dict(sources), generator_digest(generator),
                    {**versions, "zlib": zlib.ZLIB_RUNTIME_VERSION})
 
-    def as_json(self) -> Any:
+    def as_json(self) -> dict[str, object]:
         return json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
 
     def describe(self) -> str:
         """The inputs in a few words, for the "nothing built" line."""
-        def shown(value: Any) -> str:
+        def shown(value: object) -> str:
             if isinstance(value, dict):
                 return ",".join(f"{k}={v}" for k, v in value.items())
             return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)

@@ -70,7 +70,7 @@ tags: [piece, instrument, image_source, valid]
 """
 
 
-def class_string(value: Any) -> str | None:
+def class_string(value: object) -> str | None:
     """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, booleans
     and lists in JSON (``false``, ``[2, 1, 8]``)."""
     if value is None or isinstance(value, str):
@@ -82,7 +82,7 @@ def class_string(value: Any) -> str | None:
     raise TypeError(f"unexpected class value {value!r}")
 
 
-def _single(values: Any, where: str, field: str) -> Any:
+def _single(values: object, where: str, field: str) -> object:
     if values is None:
         return None
     if not isinstance(values, list) or len(values) != 1:
@@ -144,7 +144,7 @@ class Record:
     only_caption: Any = None
 
     @classmethod
-    def parse(cls, rec: Any, key: str, where: str) -> Record:
+    def parse(cls, rec: object, key: str, where: str) -> Record:
         r = parse_record(cls, rec, where)
         try:
             votes = Votes(*(int(r.mturk[k]) for k in ("caption", "foil", "other")))
@@ -162,7 +162,7 @@ class Record:
         return self.mturk.caption >= 2
 
 
-def normalise(inst: Instrument, key: str, rec: Any) -> Row:
+def normalise(inst: Instrument, key: str, rec: object) -> Row:
     """One annotation record -> one row (without the image bytes)."""
     where = f"{inst.file} record {key!r}"
     r = Record.parse(rec, key, where)

@@ -110,7 +110,7 @@ tags: [aspect, leaf, type_corpus, records]
 """
 
 
-def image_of(path: Any, corpus: str, where: str) -> tuple[str, str]:
+def image_of(path: object, corpus: str, where: str) -> tuple[str, str]:
     """The record's image path -> (image source, file name), by the corpus's image root."""
     if not isinstance(path, str) or not path.strip():
         raise AnnotationError(f"{where}: the image path {path!r} is not a non-empty string")
@@ -135,7 +135,7 @@ def image_of(path: Any, corpus: str, where: str) -> tuple[str, str]:
     return source, name
 
 
-def _texts(value: Any, where: str, key: str) -> list[str]:
+def _texts(value: object, where: str, key: str) -> list[str]:
     if not isinstance(value, list) or not value or not all(isinstance(t, str) and t.strip() for t in value):
         raise AnnotationError(f"{where}: {key} should be a non-empty list of non-empty strings, got {str(value)[:80]}")
     return value
@@ -161,7 +161,7 @@ class Record:
     negatives: list[str]
 
     @classmethod
-    def parse(cls, rec: Any, corpus: str, where: str) -> Record:
+    def parse(cls, rec: object, corpus: str, where: str) -> Record:
         if not isinstance(rec, list) or len(rec) != 2 or not isinstance(rec[1], dict):
             raise AnnotationError(f'{where}: expected [image path, {{"POS": [...], "NEG": [...]}}]')
         texts = parse_record(Texts, rec[1], where)

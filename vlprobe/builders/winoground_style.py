@@ -86,7 +86,7 @@ tags: [collapsed_tag, num_main_preds, secondary_tag, tag]
 """
 
 
-class WinogroundStyle(SyntheticBuilder):
+class WinogroundStyle(SyntheticBuilder[tuple[list[str], int]]):
     name = "winoground_style"
     help = "Winoground-style 2x2 instruments on rendered scenes (+ a private folder from your own Winoground copy)"
     needs = "nothing: scenes rendered offline by vlprobe (a private Winoground folder: --winoground DIR, your own copy)"
@@ -127,7 +127,7 @@ class WinogroundStyle(SyntheticBuilder):
             raise FileNotFoundError(f"--winoground: {args.winoground} does not exist")
         return configs, n
 
-    def files_read(self, args: argparse.Namespace, plan: Any) -> dict[str, unchanged.Read]:
+    def files_read(self, args: argparse.Namespace, plan: object) -> dict[str, unchanged.Read]:
         """The files of the Winoground copy given (by stamp)."""
         if args.winoground is None:
             return {}

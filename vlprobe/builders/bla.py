@@ -28,7 +28,7 @@ from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
 from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record
+from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record, records_of
 
 SOURCE = "visual_genome"
 
@@ -175,8 +175,7 @@ class Record:
         return ",".join(_ROLE[(i < 2, v)] for i, v in enumerate(self.voices()))
 
 
-def normalise(task: Task, position: int, rec: object) -> Row:
-    where = f"{task.file} record {position}"
+def normalise(task: Task, rec: object, where: str) -> Row:
     r = Record.parse(rec, where)
     own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
     if task.config == "active_passive":
@@ -224,14 +223,12 @@ def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[s
 
 
 def read_task(annotations: Path, task: Task) -> list[Row]:
-    path = annotations / task.file
-    data = read_json(path, "BLA", list, "a JSON list of caption sets",
-                     "pass --annotations DIR, the released BLA_Benchmark/annotations folder")
-    rows = [normalise(task, i, rec) for i, rec in enumerate(data)]
+    rows = [normalise(task, rec, where) for _, _, rec, where in
+            records_of(annotations, task.file, facts.UPSTREAM, "a JSON list of caption sets")]
     ids = Counter(r.id for r in rows)
     dup = [i for i, n in ids.items() if n > 1]
     if dup:
-        raise AnnotationError(f"{path}: image ids repeat, so ids would not be unique: {dup[:5]}")
+        raise AnnotationError(f"{annotations / task.file}: image ids repeat, so ids would not be unique: {dup[:5]}")
     return rows
 
 
@@ -263,7 +260,6 @@ class Bla(UpstreamBuilder):
     download_help = "download Visual Genome images missing locally, into --cache-dir"
     spec_yaml = SPEC_YAML
     card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
-                task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:

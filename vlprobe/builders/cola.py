@@ -23,8 +23,8 @@ from datasets import Features, Value
 
 from ..benchmarks import cola as facts
 from ..dataset.image_sources import SourceSpec
-from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, records_of
 
 CONFIG, FILE = facts.CONFIG, facts.FILE
 COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
@@ -90,12 +90,10 @@ class Record:
 
 
 def read_records(annotations: Path) -> list[Row]:
-    path = annotations / FILE
-    data = read_json(path, "COLA", list, "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]",
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for n, rec in enumerate(data):
-        r = Record.parse(rec, f"{FILE} record {n}")
+    for n, _, rec, where in records_of(annotations, FILE, facts.UPSTREAM,
+                                    "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]"):
+        r = Record.parse(rec, where)
         rows.append(Row(f"{CONFIG}/{n}", dict(index=n, caption_0=r.caption_0, caption_1=r.caption_1,
                                               image_0_file=r.file_0, image_1_file=r.file_1, image_0_url=r.url_0,
                                               image_1_url=r.url_1),

@@ -43,7 +43,7 @@ import datasets
 from ..benchmarks import Benchmark, Upstream
 from ..dataset import image_sources as imgs
 from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_spec, write_split_rows
-from . import AnnotationError, Builder, cards, stderr, unchanged, upstream
+from . import AnnotationError, Builder, cards, read_json, stderr, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
 R = TypeVar("R")
@@ -143,7 +143,9 @@ class UpstreamBuilder(Builder[Plan]):
     images_help: str = ""
     download_help: str = ""
     spec_yaml: str = ""  # the folder's vlprobe.yaml, less the benchmark, which the flow records
-    card: Mapping[str, Any] = {}  # the card's YAML besides its configs, English and licence "other" (card_metadata)
+    # the card's YAML besides its configs, English and licence "other" (card_metadata); pretty_name and task_categories
+    # default to the title and image-to-text, zero-shot-image-classification
+    card: Mapping[str, Any] = {}
     # The configs (config_decls), all of split "test" with the same features: those reading other configs' parquet
     # (name -> members: image bytes stored once), then the leaves, each with parquet of its own.
     features_all: datasets.Features
@@ -213,7 +215,8 @@ class UpstreamBuilder(Builder[Plan]):
         """The card: ``vlprobe/templates/<name>_card.md`` with the configs, :attr:`card` and :meth:`card_values`."""
         up = self.benchmark.upstream
         assert up is not None
-        meta = card_metadata(self.config_decls(), language=["en"], license="other", **self.card)
+        meta = card_metadata(self.config_decls(), language=["en"], license="other", **{
+            "pretty_name": self.title, "task_categories": ["image-to-text", "zero-shot-image-classification"], **self.card})
         files = [{"path": f.path, "blob": f.blob or "not pinned yet",  # a file without a pinned hash says so
                   "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files]
         return cards.write(out, f"{self.name}_card.md", meta, citation=self.benchmark.citation.strip(), **{
@@ -657,6 +660,15 @@ def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str
         lines += [f"| `{r.path}` | `{r.blob}` | {r.size:,} | {'pinned hash' if r.pinned else '**unverified**'} |"
                   for r in rows]
     return lines
+
+
+def records_of(folder: Path, file: str, up: Upstream, shape: str, keyed: bool = False) -> Iterator[tuple[int, str, object, str]]:
+    """Each record of one of ``up``'s annotation files, a JSON object of records by key (``keyed``) or a list of them:
+    (its position, its key (in a list: the position), the record, ``"<file> record <key>"`` for messages)."""
+    data = read_json(folder / file, up.benchmark, dict if keyed else list, shape,
+                     f"pass --annotations DIR, the {up.folder} folder of github.com/{up.repo}")
+    for n, (key, rec) in enumerate(data.items() if isinstance(data, dict) else enumerate(data)):
+        yield n, str(key), rec, f"{file} record {key!r}"
 
 
 def parse_record(kind: type[R], rec: object, where: str, source: str | None = None) -> R:

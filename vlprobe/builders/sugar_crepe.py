@@ -11,7 +11,7 @@ the caption true: gold ``[[1, 0]]``.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,7 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
-from . import read_json
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record, records_of
 
 SOURCE = "coco2017_val"
 
@@ -74,22 +73,15 @@ class Record:
 
 def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     """One annotation file -> rows (without image bytes), in the file's key order."""
-    path = annotations / f"{subset.config}.json"
-    data = read_json(path, "SugarCREPE", dict, "a JSON object mapping keys to records",
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for key, rec in data.items():
-        r = parse_record(Record, rec, f"{path.name} record {key!r}", SOURCE)
-        rows.append(Row(f"{subset.config}/{key}", dict(key=str(key), subset=subset.config, category=subset.category,
-                                                      caption=r.caption, negative_caption=r.negative_caption,
-                                                      filename=r.filename), (Image("image", SOURCE, r.filename),)))
+    for _, key, rec, where in records_of(annotations, f"{subset.config}.json", facts.UPSTREAM,
+                                      "a JSON object mapping keys to records", keyed=True):
+        r = parse_record(Record, rec, where, SOURCE)
+        rows.append(Row(f"{subset.config}/{key}", dict(key=key, subset=subset.config, category=subset.category, **asdict(r)),
+                        (Image("image", SOURCE, r.filename),)))
     return rows
 
 
-# ---- configs and card ---------------------------------------------------------------------------
-
-
-# ---- build ----------------------------------------------------------------------------------------
 class SugarCrepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE (NeurIPS 2023): 7 hard-negative subsets on COCO val2017, from the pinned upstream files"
@@ -99,7 +91,6 @@ class SugarCrepe(UpstreamBuilder):
     features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
     card = dict(license_name="sugar-crepe-mit-coco",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-                pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["1K<n<10K"])
 

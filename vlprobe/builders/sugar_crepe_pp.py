@@ -21,8 +21,7 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe_pp as facts
-from . import read_json
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record, records_of
 
 SOURCE = "coco2017_val"
 
@@ -78,12 +77,9 @@ class Record:
 
 
 def read_subset(annotations: Path, subset: Subset) -> list[Row]:
-    path = annotations / f"{subset.config}.json"
-    data = read_json(path, "SugarCREPE++", list, "a JSON list of records",
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for n, rec in enumerate(data):
-        r = parse_record(Record, rec, f"{path.name} record {n}", SOURCE)
+    for _, _, rec, where in records_of(annotations, f"{subset.config}.json", facts.UPSTREAM, "a JSON list of records"):
+        r = parse_record(Record, rec, where, SOURCE)
         rows.append(Row(f"{subset.config}/{r.id}", dict(
             key=str(r.id), subset=subset.config, category=subset.category, caption=r.caption, caption2=r.caption2,
             negative_caption=r.negative_caption, filename=r.filename), (Image("image", SOURCE, r.filename),)))
@@ -99,7 +95,6 @@ class SugarCrepePP(UpstreamBuilder):
     features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
     card = dict(license_name="sugar-crepe-pp-cc-by-4.0-coco",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-                pretty_name="SugarCREPE++", task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["1K<n<10K"])
 

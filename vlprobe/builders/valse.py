@@ -22,8 +22,8 @@ from datasets import Features, List, Value
 
 from ..benchmarks import valse as facts
 from ..dataset import image_sources as imgs
-from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record, records_of
 
 
 class Instrument(NamedTuple):
@@ -162,9 +162,8 @@ class Record:
         return self.mturk.caption >= 2
 
 
-def normalise(inst: Instrument, key: str, rec: object) -> Row:
+def normalise(inst: Instrument, key: str, rec: object, where: str) -> Row:
     """One annotation record -> one row (without the image bytes)."""
-    where = f"{inst.file} record {key!r}"
     r = Record.parse(rec, key, where)
     votes, nli = r.mturk, r.nli_scores
     try:
@@ -189,11 +188,8 @@ def normalise(inst: Instrument, key: str, rec: object) -> Row:
 
 
 def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
-    path = annotations / inst.file
-    data = read_json(path, "VALSE", dict, "a JSON object mapping keys to records",
-                     "pass --annotations DIR, the folder holding the 11 files of "
-                     f"github.com/{facts.UPSTREAM.repo} {facts.UPSTREAM.folder}")
-    return [normalise(inst, str(key), rec) for key, rec in data.items()]
+    return [normalise(inst, key, rec, where) for _, key, rec, where in
+            records_of(annotations, inst.file, facts.UPSTREAM, "a JSON object mapping keys to records", keyed=True)]
 
 
 # ---- configs and card ---------------------------------------------------------------------------
@@ -214,8 +210,7 @@ class Valse(UpstreamBuilder):
     spec_yaml = SPEC_YAML
     features_all, leaves = FEATURES, tuple(BY_CONFIG)  # all, and each piece of several instruments, read theirs
     aggregates = {"all": leaves, **{piece: members for piece, members in PIECES.items() if members != (piece,)}}
-    card = dict(license_name="valse-mixed", pretty_name="VALSE",
-                task_categories=["image-to-text", "zero-shot-image-classification"],
+    card = dict(license_name="valse-mixed",
                 tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:

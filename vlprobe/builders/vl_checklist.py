@@ -41,8 +41,8 @@ from datasets import Features, Value
 from ..benchmarks import vl_checklist as facts
 from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
 from ..dataset.image_sources import Archive, SourceSpec
-from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, has_upper, parse_record, pct
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, has_upper, parse_record, pct, records_of
 
 # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
 # hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
@@ -181,11 +181,10 @@ def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: s
     """One corpus file's records as rows (without image bytes), in file order, each naming its unit (the
     file: the authors score the first MAX_NUM/2 of each)."""
     file, corpus = corpus_file.path, corpus_file.corpus
-    data = read_json(annotations / file, "VL-CheckList", list, 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]',
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for n, rec in enumerate(data):
-        r = Record.parse(rec, corpus, f"{file} record {n}")
+    shape = 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]'
+    for n, _, rec, where in records_of(annotations, file, facts.UPSTREAM, shape):
+        r = Record.parse(rec, corpus, where)
         rows.append(Row(f"{leaf.config}/{corpus}/{n}", dict(
             index=n, aspect=leaf.aspect, leaf=leaf.config, corpus=corpus, source=corpus_file.source,
             type_corpus=corpus_file.name, records=records, file=file, image_path=r.image_path, caption=r.caption,
@@ -238,7 +237,6 @@ class VlChecklist(UpstreamBuilder):
     features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
     card = dict(license_name="vl-checklist-vg-swig-hake",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/tree/{facts.UPSTREAM.commit}",
-                pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["10K<n<100K"])
 

@@ -1,27 +1,21 @@
 """The one build flow of the paper benchmarks: annotation files pinned upstream and the original images -> a Hub
-dataset folder. Every paper builder is an :class:`UpstreamBuilder` that says only what is its own (which files, how a
-record becomes a :class:`Row`, its configs, card values and build report). :meth:`UpstreamBuilder.plan`, which
-writes nothing: **resolve the files** (``--annotations DIR``, else the cache, else upstream at the pinned commit:
-:mod:`vlprobe.builders.upstream`) and **verify** each against its git blob hash (a file not pinned yet is hashed and
-reported, with one warning); **read the rows** (:meth:`UpstreamBuilder.read`; ids unique within each config and split
-and across the configs a pooled config reads; ``--configs`` keeps those asked for); **check the images**, every file
-looked up before anything is written: a missing one stops the build, unless ``--skip-missing-images`` (its rows left
-out and counted; a build left with no row is refused). Where a builder keeps the first N rows of each unit
-(:attr:`Annotations.first`: VL-CheckList's ``MAX_NUM``), they are the first N *whose images can be had*, as a loader
-that skips a record without its image before it counts. ``--dry-run`` stops there, before any image is looked at,
-printing what ``data/BUILD.md`` would say and listing the image files the rows need (``--image-list``). Then
-:meth:`UpstreamBuilder.write` streams each config's rows to parquet (image bytes read and checked a chunk at a time,
-converted where the builder stores something else: CREPE's region) and writes the card, ``vlprobe.yaml`` recording
-the benchmark and ``data/BUILD.md`` (rows per config against the pinned files', the rows left out, the configs not
-built or built in part, the annotation files used with their hashes); the folder then holds this build's configs.
+dataset folder. A paper builder is an :class:`UpstreamBuilder` that says only what is its own (its files, how a record
+becomes a :class:`Row`, its configs, card values and build report).
+
+:meth:`UpstreamBuilder.plan` writes nothing: it resolves the files (``--annotations DIR``, the cache, or upstream at
+the pinned commit: :mod:`vlprobe.builders.upstream`), verified by git blob hash; reads the rows (:meth:`~UpstreamBuilder.read`;
+ids unique per config and split and across a pooled config's members; ``--configs`` keeps those asked for); and looks
+up every image: a missing one stops the build unless ``--skip-missing-images`` (its rows left out and counted). Where
+a builder keeps the first N rows of each unit (:attr:`Annotations.first`), they are the first N whose images can be
+had. ``--dry-run`` stops there, printing what ``data/BUILD.md`` would say and listing the images needed. Then
+:meth:`~UpstreamBuilder.write` streams each config's rows to parquet and writes the card, ``vlprobe.yaml`` and
+``data/BUILD.md`` (rows per config, rows left out, configs not built or built in part, files used with their hashes).
 
 **Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`) builds
-the configs whose files are at hand: one with none of its files is left out, one with some is built from those, and
-both are named with where to get what is missing; only a config asked for by name (``--configs``) that cannot be built
-at all, or a build with nothing to build, stops it. A file may stand for another (a third-party copy,
-:attr:`Benchmark.copies`, read from ``--annotations DIR`` only). A builder that does not say needs every file. The card
-still declares every config; one with no files is left out of what loads
-(:func:`vlprobe.dataset.folder.record_data_files`).
+the configs whose files are at hand (from some of them: built in part; from none: left out, named with where to get
+them); a config asked for by name that cannot be built, or nothing to build, stops it. A third-party copy
+(:attr:`Benchmark.copies`) may stand for an upstream file, read from ``--annotations DIR`` only. A builder that does not
+say needs every file.
 """
 
 from __future__ import annotations
@@ -314,25 +308,19 @@ class UpstreamBuilder(Builder[Plan]):
         :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
         requested = self._requested(args)
         needs = self.config_files()
+        sets, base_url = (self.files(args), *self.benchmark.copies), getattr(args, "annotations_url", None)
+        located = upstream.locate(sets, args.annotations, cache_dir=args.cache_dir, base_url=base_url,
+                                  retries=args.retries, log=stderr)
+        missing: dict[str, Any] = {}
         if needs is None:
-            pinned = self.files(args)
-            folder = upstream.annotation_folder(pinned, args.annotations, cache_dir=args.cache_dir,
-                                                base_url=getattr(args, "annotations_url", None), retries=args.retries,
-                                                log=stderr)
-            files = upstream.file_records(pinned, folder)
+            upstream.require_all(located, sets[0], args.annotations, base_url)
             leaves = list(dict.fromkeys(c for ls in requested.values() for c in ls)) if requested else self._leaves()
-            missing: dict[str, Any] = {}
-            selection = Selection(tuple(leaves), frozenset(f.path for f in pinned.files))
         else:
-            sets = (self.files(args), *self.benchmark.copies)
-            located = upstream.locate(sets, args.annotations, cache_dir=args.cache_dir,
-                                      base_url=getattr(args, "annotations_url", None), retries=args.retries, log=stderr)
             leaves, unbuilt, partial = self._select(needs, requested, located)
-            folder, files = located.folder, located.records()
             missing = dict(absent=located.absent, unbuilt=unbuilt, partial=partial)
-            selection = Selection(tuple(leaves), frozenset(located.found))
             for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
                 stderr(f"{self.name}: {line}")
+        folder, files, selection = located.folder, located.records(), Selection(tuple(leaves), frozenset(located.found))
         annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
             annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}

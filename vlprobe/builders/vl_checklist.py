@@ -1,30 +1,19 @@
-"""``vlprobe build vl_checklist``: VL-CheckList (Zhao et al., 2022, arXiv:2207.00221) as a Hub dataset
-folder, from the JSON files under ``data/`` of github.com/om-ai-lab/VL-CheckList at the pinned commit
-(each verified by git blob hash) and the images of Visual Genome (also VAW's), SWiG and HAKE.
+"""``vlprobe build vl_checklist``: VL-CheckList (Zhao et al., 2022) as a Hub dataset folder, from the JSON files
+under ``data/`` of github.com/om-ai-lab/VL-CheckList at the pinned commit and the images of Visual Genome (also VAW's),
+SWiG and HAKE. A file is a list of ``[image path, {"POS": [texts], "NEG": [texts]}]``; the authors' ``itc``
+evaluation scores ``POS[0]`` against ``NEG[0]``, right when strictly above: here 1 image x [POS[0], NEG[0]], gold
+``[[1, 0]]``, their accuracy vlprobe's ``acc_r``.
 
-Each file is a JSON list of ``[image path, {"POS": [texts], "NEG": [texts]}]``; the corpus yaml that
-points at it (``ANNO_PATH``) gives the image root (``vg/``, ``swig/`` or ``hake/``). The authors'
-``itc`` evaluation (``vl_checklist/evaluate.py``) scores ``POS[0]`` and ``NEG[0]`` against the image and
-counts an item right when the positive's score is strictly above the negative's: here each record is
-1 image x [POS[0], NEG[0]], gold ``[[1, 0]]``, and their accuracy is vlprobe's ``acc_r`` (= ``text``).
+**Which records.** By default, per corpus file, what the authors' code scores: the first ``MAX_NUM/2`` = 1,000 records
+whose image exists, in file order (``DataLoader.load_itc_samples`` skips a record without its image, then
+``Evaluate.eval`` keeps ``d.data[name][:int(max_number/2)]``); with ``--skip-missing-images`` a missing image's record
+is left out and the next taken, without it the build stops. ``--all-records`` holds every record: not the authors'
+protocol, and each row's ``records=all`` tag says so.
 
-**Which records.** By default a build holds, per corpus file, what the authors' code scores: the first
-``MAX_NUM/2`` = 1,000 records whose image exists, in file order (``DataLoader.load_itc_samples`` keeps
-a record only ``if os.path.exists(path)``, then ``Evaluate.eval`` keeps ``d.data[name][:int(max_number/2)]``;
-``MAX_NUM: 2000`` in ``configs/sample.yaml``). With ``--skip-missing-images`` a record whose image is
-missing is left out and the file's next record taken, as their loader does; without it a missing image
-stops the build. ``--all-records`` holds every record (372,274 in the 46 files at hand): not the
-authors' protocol, and each row's ``records=all`` tag makes every summary of it say so.
-
-Configs: the 13 leaves of the taxonomy (``object_location_center``, ..., ``attribute_color``, ...,
-``relation_spatial``), each holding the records of its corpus files (tag ``type_corpus=<the authors'
-result name>``, e.g. ``Object_Size_large_vg_obj``: the summary's per-file rows, averaged per source
-and per type as ``radar.py`` with ``corpus.json`` does), and ``object``, ``attribute``, ``relation`` and
-``all`` (the default), which read their leaves' parquet. A leaf whose files are only partly at hand is
-built from those (the flow names the others); one with none is not built.
-
-Pins, counts, the taxonomy and its aggregation are VL-CheckList's benchmark module's
-(:mod:`vlprobe.benchmarks.vl_checklist`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+Configs: the 13 leaves of the taxonomy, each holding its corpus files' records (tag ``type_corpus=<the authors'
+result name>``: the summary's per-file rows, averaged per source and type as ``radar.py``), and ``object``,
+``attribute``, ``relation`` and ``all`` (the default), which read their leaves' parquet. A leaf with some of its files
+is built from those; one with none is not built.
 """
 
 from __future__ import annotations
@@ -221,8 +210,6 @@ def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]
     return out
 
 
-# ---- configs, card and build report -------------------------------------------------------------------
-# ---- build ------------------------------------------------------------------------------------------
 class VlChecklist(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], from the upstream "
@@ -277,14 +264,15 @@ class VlChecklist(UpstreamBuilder):
         files = []
         for leaf in LEAVES:
             for f in leaf.files:
+                row = {"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob}
                 full, first = facts.FULL_FACTS.get(f.name), facts.FIRST_FACTS.get(f.name)
-                files.append({"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob,
-                              "here": full is not None,
-                              "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
-                              "same": f"{first.same_text} / {full.same_text}" if full else "-",
-                              "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
-                              "upper": f"{pct(first.upper_case_rule, first.records)} / "
-                                       f"{pct(full.upper_case_rule, full.records)}" if full else "-"})
+                if full is None or first is None:  # a file not at hand here: its hash only
+                    files.append({**row, **dict.fromkeys(("records", "first", "same", "dups", "upper"), "-")})
+                    continue
+                files.append({**row, "records": f"{full.records:,}", "first": f"{first.records:,}",
+                              "same": f"{first.same_text} / {full.same_text}",
+                              "dups": f"{first.duplicates:,} / {full.duplicates:,}",
+                              "upper": " / ".join(pct(x.upper_case_rule, x.records) for x in (first, full))})
         upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
         leaves = []
         for leaf in LEAVES:
@@ -314,7 +302,7 @@ class VlChecklist(UpstreamBuilder):
                     color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
                     action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
                     overall={k: (pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
-                    missing=[f for f in files if not f["here"]])
+                    missing=[f for leaf in LEAVES for f in leaf.files if f.name not in facts.FULL_FACTS])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
         """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs

@@ -39,6 +39,11 @@ class Task:
     file: str
     count: int  # caption sets in the released file (EMNLP 2023); the card shows it beside the built count
 
+    @property
+    def voiced(self) -> bool:
+        """The active-passive task: each caption in the active or the passive voice."""
+        return self.config == "active_passive"
+
 
 TASKS = tuple(Task(t, facts.FILES[t], facts.COUNTS[t]) for t in facts.TASKS)
 BY_CONFIG = {t.config: t for t in TASKS}
@@ -69,7 +74,6 @@ class Finetune:
 
 FINETUNE = tuple(Finetune(t.config, s) for t in TASKS for s in SETTINGS)
 MAIN_FILES = tuple(t.file for t in TASKS)
-FINETUNE_FILES = tuple(f.file(sp) for f in FINETUNE for sp in FT_SPLITS)
 
 _COMMON = {
     "id": Value("string"), "task": Value("string"), "image": datasets.Image(), "image_id": Value("string"),
@@ -178,7 +182,7 @@ class Record:
 def normalise(task: Task, rec: object, where: str) -> Row:
     r = Record.parse(rec, where)
     own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
-    if task.config == "active_passive":
+    if task.voiced:
         own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
     else:
         scores = r.group.score
@@ -274,7 +278,7 @@ class Bla(UpstreamBuilder):
         """The rows, and the voice orders of the released active-passive rows (before any is left out for a missing
         image: the card is the same for every build)."""
         rows_by_task = {t.config: read_task(folder, t) for t in TASKS}
-        orders = Counter(r.record.voice_order() for r in rows_by_task["active_passive"])
+        orders = Counter(r.record.voice_order() for t in TASKS if t.voiced for r in rows_by_task[t.config])
         rows: Rows = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
         if not getattr(args, "skip_finetune", False):  # every fine-tuning item is a benchmark item
             for ft in FINETUNE:

@@ -681,9 +681,10 @@ def parse_record(kind: type[R], rec: object, where: str, source: str | None = No
         if f.default is MISSING and f.name not in rec:
             raise AnnotationError(f"{where}: field {f.name!r} is missing")
         values[f.name] = value
-    filename = values.get("filename")
+    record = kind(**values)
+    filename = getattr(record, "filename", None)
     if source is not None and not (isinstance(filename, str) and imgs.SOURCES[source].matches(filename)):
         spec = imgs.SOURCES[source]
         raise AnnotationError(f"{where}: filename {filename!r} is not a {spec.title} file name (it must match "
                               f"{spec.pattern})")
-    return kind(**values)
+    return record

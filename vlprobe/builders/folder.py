@@ -452,7 +452,7 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
     mine = spec.for_config(config)
     override = {"images": list(mine.images), "texts": list(mine.texts), "gold": mine.gold, "tags": list(mine.tags),
                 **({"id": mine.id} if mine.id else {}), **({"context": mine.context} if mine.context else {})}
-    data = {**data, "configs": {**(data.get("configs") or {}), config: override}}
+    data = {**data, "configs": {**{name: dict(over) for name, over in current.overrides.items()}, config: override}}
     return ("# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"
             + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
 

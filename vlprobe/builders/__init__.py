@@ -60,19 +60,16 @@ def read_json(path: Path, benchmark: str, expected: type[T], shape: str, missing
 
 
 class Builder(abc.ABC, Generic[P]):
-    """What ``vlprobe build NAME`` runs. A subclass says its ``name`` and ``help`` (and, for ``vlprobe list``, what
-    a build ``needs`` and its :meth:`config_decls`), adds its options (:meth:`add_arguments`, calling this class's
-    for ``--out`` and ``--force``) and implements :meth:`write`; where it reads something before writing, :meth:`plan`;
-    where its output depends on files it reads, :meth:`files_read`."""
+    """What ``vlprobe build NAME`` runs: a subclass says its ``name``, ``help``, ``needs`` and :meth:`config_decls`, adds
+    its options (:meth:`add_arguments`, calling this one) and implements :meth:`write`; where it reads something first,
+    :meth:`plan`; where its output depends on files it reads, :meth:`files_read`."""
 
     name: str = ""
     help: str = ""
     needs: str = ""  # what `vlprobe list` says a build needs
-    # Files under vlprobe/ (globs) whose code decides what a build writes, besides the modules of the builder's own
-    # classes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
+    # files under vlprobe/ (globs) whose code decides what a build writes, besides its own classes' modules: an edit rebuilds
     generator: tuple[str, ...] = ("dataset/folder.py", "builders/cards.py")
-    # The parsed arguments that do not change what a build writes (where it goes, how fast, what argparse adds); every
-    # other one is an input (Builder.arguments).
+    # the parsed arguments that do not change what a build writes; every other one is an input (Builder.arguments)
     not_inputs = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
 
     def default_out(self) -> Path | None:
@@ -109,10 +106,6 @@ class Builder(abc.ABC, Generic[P]):
         none (its arguments and code decide it)."""
         return {}
 
-    def inputs(self, args: argparse.Namespace, plan: P) -> unchanged.Inputs:
-        """What the folder depends on: the arguments, the files read, the code and the libraries."""
-        return unchanged.Inputs.of(self.name, self.arguments(args), self.files_read(args, plan), self.generator_files())
-
     @abc.abstractmethod
     def write(self, folder: Path, plan: P, args: argparse.Namespace) -> None:
         """Write the dataset into ``folder``: a copy of ``--out`` (empty when there was none), swapped in after."""
@@ -132,7 +125,7 @@ class Builder(abc.ABC, Generic[P]):
         out = Path(args.out)
         refuse_untrusted(out)
         plan = self.plan(args)
-        want = self.inputs(args, plan)
+        want = unchanged.Inputs.of(self.name, self.arguments(args), self.files_read(args, plan), self.generator_files())
         if not getattr(args, "force", False) and self.intact(out, want, args):
             args.up_to_date = (f"{out} is up to date (built from the same inputs: {want.describe()}; every file "
                                "intact): nothing built; --force rebuilds it")

@@ -1,13 +1,8 @@
-"""``vlprobe build bla``: the BLA benchmark (Chen, Fernández, Pezzelle, EMNLP 2023) as a Hub
-dataset folder, from the released annotation files and the Visual Genome images.
-
-Configs ``active_passive`` (613 caption sets), ``coordination`` (654), ``relative_clause`` (672),
-and ``all``: the three tasks pooled, each row once, read from the three configs' parquet (image bytes
-stored once), tagged ``task=<config>`` so that per-task results come from one run. ``vlprobe
-evaluate --dataset bla`` scores ``all`` by default, not the fine-tuning configs ``<task>_<setting>``
-(the release's fine-tuning splits), which are scored only when named. Each benchmark row: one image,
-two true captions, two false captions (distractors). The pins, tasks and counts are BLA's benchmark
-module's (:mod:`vlprobe.benchmarks.bla`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+"""``vlprobe build bla``: BLA (Chen, Fernández, Pezzelle, EMNLP 2023) from the released annotation files and the
+Visual Genome images, on the build flow (:mod:`vlprobe.builders.flow`). Configs ``active_passive``, ``coordination``,
+``relative_clause`` (a row: 1 image x two true and two false captions), ``all`` (the three pooled, read from their
+parquet, tagged ``task=<config>``: what ``vlprobe evaluate --dataset bla`` scores), and the release's fine-tuning
+splits as ``<task>_<setting>`` (scored only when named).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) as a Hub dataset folder,
-from ``data/COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA at the pinned
-commit (:mod:`vlprobe.benchmarks.cola`, verified by git blob hash) and the Visual Genome images it names,
-on the shared build flow (:mod:`vlprobe.builders.flow`).
-
-Each record is ``[link to image 1, caption 1, link to image 2, caption 2]``: caption 1 is true of image
-1 and not of image 2, and the other way round (the upstream README). One config, ``multi_object``:
-2 images x 2 captions, gold the identity. The links point at the authors' web server
-(``.../vg_gqa_images/<vg id>.jpg``); images are looked up by that file name in a local Visual Genome
-copy, then downloaded from Visual Genome's hosts, and only then from the authors' server.
+"""``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) from the pinned
+``COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA and the Visual Genome images it names,
+on the build flow (:mod:`vlprobe.builders.flow`). A record is ``[link to image 1, caption 1, link to image 2, caption
+2]``, caption i true of image i only: one config, ``multi_object``, 2 images x 2 captions, gold the identity. An image
+is looked up by its link's file name (``<vg id>.jpg``) in a local Visual Genome copy, then downloaded from Visual
+Genome's hosts, and only then from the authors' server the link points at.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
-"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL/JSON of captions and foils
--> a Hub dataset folder (parquet with the image bytes embedded, a card, ``vlprobe.yaml``).
+"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL/JSON of captions and foils -> a Hub dataset
+folder (parquet with the image bytes embedded, a card, ``vlprobe.yaml``).
 
-The source folder looks like::
-
-    my_instrument/
-    ├── images/            any layout; the captions file names each image by its relative path
-    ├── captions.csv       one row per item: image path column(s), text columns, tag columns ...
-    └── vlprobe.yaml       which columns are images, texts, gold and tags (see vlprobe/dataset/spec.py)
-
-Image columns hold paths relative to the captions file (a JSONL or JSON list of paths makes a list
-column); a ``.json`` file is one array of records. Other columns are kept as they are (CSV cells
-are strings). Without a ``vlprobe.yaml`` the common shape ``image, caption, foil...`` gets the spec ``texts: [caption, foil...]``,
-``gold: [[1, 0, ...]]`` and every other column as a tag.
-
-Building again into the same ``--out`` with another ``--config`` adds a config: the card keeps
-the other configs, and ``vlprobe.yaml`` gets a ``configs.<name>`` override when this config's
-spec differs from the folder's.
+Image columns hold paths relative to the captions file (a JSONL or JSON list of paths makes a list column); a ``.json``
+file is one array of records; other columns are kept as they are (CSV cells are strings). The source's
+``vlprobe.yaml`` says which columns are images, texts, gold and tags (:mod:`vlprobe.dataset.spec`); without one, the
+shape ``image, caption, foil...`` gets ``texts: [caption, foil...]``, ``gold: [[1, 0, ...]]`` and the other columns as
+tags. Building into the same ``--out`` with another ``--config`` adds a config: the card keeps the others, and
+``vlprobe.yaml`` gets a ``configs.<name>`` override where this config's spec differs.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023 Datasets and Benchmarks) as a
-Hub dataset folder, from the 7 annotation files of github.com/RAIVNLab/sugar-crepe at the pinned commit
-(:mod:`vlprobe.benchmarks.sugar_crepe`, verified by git blob hash) and the COCO val2017 images, on the
-shared build flow (:mod:`vlprobe.builders.flow`).
-
-One config per subset (its own parquet) and ``all`` (the default; it lists the 7 subsets' parquet
-files, so image bytes are stored once per subset). Each row is 1 image x [caption, negative_caption],
-the caption true: gold ``[[1, 0]]``.
+"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023) from the 7 pinned files of
+github.com/RAIVNLab/sugar-crepe and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One
+config per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, negative_caption], gold
+``[[1, 0]]``.
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import datasets
 from datasets import Features, Value
@@ -24,22 +20,15 @@ from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record,
 SOURCE = "coco2017_val"
 
 
-@dataclass(frozen=True)
-class Subset:
+class Subset(NamedTuple):
     """A subset (its file is ``<config>.json``; what changes in it, with an example: the card's template)."""
 
     config: str
-
-    @property
-    def category(self) -> str:  # the paper's grouping: add / replace / swap
-        return next(g for g, members in facts.GROUPS.items() if self.config in members)
-
-    @property
-    def count(self) -> int:  # records in the pinned file (checked by the tests against the real files)
-        return facts.COUNTS[self.config]
+    category: str  # the paper's grouping: add / replace / swap
+    count: int  # records in the pinned file (checked by the tests against the real files)
 
 
-SUBSETS = tuple(Subset(c) for c in facts.SUBSETS)
+SUBSETS = tuple(Subset(c, g, facts.COUNTS[c]) for g, members in facts.GROUPS.items() for c in members)
 BY_CONFIG = {s.config: s for s in SUBSETS}
 TOTAL = sum(facts.COUNTS.values())
 

@@ -1,13 +1,8 @@
-"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024 Datasets and Benchmarks)
-as a Hub dataset folder, from the 5 annotation files of github.com/Sri-Harsha/scpp at the pinned commit
-(:mod:`vlprobe.benchmarks.sugar_crepe_pp`, verified by git blob hash) and the COCO val2017 images, on the
-shared build flow (:mod:`vlprobe.builders.flow`).
-
-One config per subset and ``all`` (the default, reading the subsets' parquet). Each row is 1 image x
-[caption, caption2, negative_caption], the two captions true: gold ``[[1, 1, 0]]``. The authors' ITT
-score (both true captions above the negative, strictly) is vlprobe's ``set_acc`` on these items; their TOT
-(``cos(P1, P2)`` above ``cos(P1, neg)`` and ``cos(P2, neg)``) is ``text`` with ``--modality text``
-(:mod:`vlprobe.evaluation.text_only`).
+"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024) from the 5 pinned files of
+github.com/Sri-Harsha/scpp and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One config
+per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, caption2, negative_caption], gold
+``[[1, 1, 0]]``: the authors' ITT (both true captions strictly above the negative) is ``set_acc``, their TOT is
+``text`` with ``--modality text`` (:mod:`vlprobe.evaluation.text_only`).
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import datasets
 from datasets import Features, Value
@@ -26,21 +21,16 @@ from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record,
 SOURCE = "coco2017_val"
 
 
-@dataclass(frozen=True)
-class Subset:
+class Subset(NamedTuple):
+    """A subset: its file is ``<config>.json``, its records' ids 0..count-1."""
+
     config: str
     title: str
-
-    @property
-    def category(self) -> str:
-        return facts.CATEGORIES[self.config]
-
-    @property
-    def count(self) -> int:  # records in the pinned file, ids 0..count-1
-        return facts.COUNTS[self.config]
+    category: str
+    count: int
 
 
-SUBSETS: tuple[Subset, ...] = tuple(Subset(c, c.upper().replace("_", "-")) for c in facts.SUBSETS)
+SUBSETS = tuple(Subset(c, c.upper().replace("_", "-"), facts.CATEGORIES[c], facts.COUNTS[c]) for c in facts.SUBSETS)
 BY_CONFIG = {s.config: s for s in SUBSETS}
 TOTAL = sum(facts.COUNTS.values())
 

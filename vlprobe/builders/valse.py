@@ -1,12 +1,8 @@
-"""``vlprobe build valse``: the VALSE benchmark (Parcalabescu et al., ACL 2022) as a Hub dataset
-folder, from the 11 original annotation files and the original images of each source.
-
-One config per instrument (its own parquet), one per piece and ``all`` (these list the
-instrument configs' parquet files in their ``data_files``, so image bytes are stored once and every
-config has the same features). Only valid records by default (``mturk.caption >= 2``: at least two
-of three annotators chose the caption and not the foil); ``--include-invalid`` keeps all 8,782.
-The pins, instruments and counts are VALSE's benchmark module's (:mod:`vlprobe.benchmarks.valse`); the
-build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+"""``vlprobe build valse``: VALSE (Parcalabescu et al., ACL 2022) from the 11 original annotation files and the
+original images of each source, on the build flow (:mod:`vlprobe.builders.flow`). One config per instrument, one per
+piece and ``all`` (these read the instruments' parquet: image bytes stored once, the same features). Only valid
+records by default (``mturk.caption >= 2``: two of three annotators chose the caption, not the foil);
+``--include-invalid`` keeps all 8,782.
 """
 
 from __future__ import annotations

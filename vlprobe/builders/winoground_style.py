@@ -1,14 +1,8 @@
-"""``vlprobe build winoground_style``: Winoground-style 2x2 instruments on rendered scenes
-(``spatial_swap``, ``attribute_swap``, ``count_swap``) as a Hub dataset folder in
-facebook/winoground's schema, and, with ``--winoground PATH``, a private local folder made from
-the user's own licensed copy of facebook/winoground (its parquet, or its ``examples.jsonl`` +
-``images.zip``), which is never published or committed.
-
-Where the local copy goes: ``<out>/data/winoground/`` by default, a dataset folder of its own
-(card, ``vlprobe.yaml``, config ``winoground``, split ``test``). It lives under ``data/``, which
-git ignores, and the ``winoground_style`` card does not declare it, so publishing
-``winoground_style`` never uploads it. Load it with
-``load_dataset("winoground_style/data/winoground")``.
+"""``vlprobe build winoground_style``: Winoground-style 2x2 instruments on rendered scenes (``spatial_swap``,
+``attribute_swap``, ``count_swap``) in facebook/winoground's schema; with ``--winoground PATH``, also a private folder
+made from the user's own copy of facebook/winoground (its parquet, or ``examples.jsonl`` + ``images.zip``): by default
+``<out>/data/winoground/`` (card, ``vlprobe.yaml``, config ``winoground``, split ``test``), under git-ignored
+``data/`` and not declared by the card, so never committed or published; ``load_dataset("winoground_style/data/winoground")``.
 """
 
 from __future__ import annotations

@@ -171,11 +171,9 @@ def _number(value: str | None, where: str, field: str, whole: bool = False) -> f
 
 
 def negatives_literal(value: str | None, where: str, column: str) -> tuple[list[str], bool]:
-    """(the strings of a negatives literal, whether it is a set), read from its syntax tree as
-    ``ast.literal_eval`` would read it, without evaluating anything: a list, tuple or set of string
-    constants, at most :data:`MAX_FIELD` characters. A set's strings come in the order the literal
-    writes them, each once (``literal_eval`` builds a set, which holds each once; iterating it, as the
-    authors' ``list(...)`` does, gives an order that changes from run to run)."""
+    """(the strings of a negatives literal, whether it is a set), read from its syntax tree as ``ast.literal_eval``
+    would, evaluating nothing: a list, tuple or set of strings, at most :data:`MAX_FIELD` characters; a set's in the
+    order written, each once (the authors' ``list(set)`` order changes from run to run)."""
     if not isinstance(value, str):
         raise AnnotationError(f"{where}: {column} is missing")
     if len(value) > MAX_FIELD:

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 import datasets
 
-from ..benchmarks import Benchmark, Upstream
+from ..benchmarks import Benchmark, Upstream, UpstreamFile
 from ..dataset import image_sources as imgs
 from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_spec, write_split_rows
 from . import AnnotationError, Builder, cards, read_json, stderr, unchanged, upstream
@@ -53,9 +53,8 @@ class Image(NamedTuple):
 
 @dataclass
 class Row:
-    """One row of a build: its id, the folder's other columns (less the images), the images it names, its unit (see
-    :attr:`Annotations.first`) and the builder's typed record it was made from (what :meth:`UpstreamBuilder.convert`
-    and the build report read)."""
+    """One row of a build: its id, the folder's other columns, the images it names, its unit (:attr:`Annotations.first`)
+    and the builder's typed record it was made from (what :meth:`UpstreamBuilder.convert` and the report read)."""
 
     id: str
     columns: dict[str, Any]
@@ -72,9 +71,8 @@ Needs = tuple[tuple[str, ...], ...]
 
 @dataclass
 class Annotations:
-    """What a builder read: ``rows`` per config and split, and whatever else its card and build report need
-    (``facts``, the builder's own record). ``first``: keep only the first ``first`` rows of each unit (the order
-    is the list's) whose images can be had; None keeps every row."""
+    """What a builder read: ``rows`` per config and split, ``facts`` its card and report need, and ``first``: keep
+    only the first ``first`` rows of each unit whose images can be had (None: every row)."""
 
     rows: Rows
     facts: Any = None
@@ -87,8 +85,8 @@ class Annotations:
 
 @dataclass(frozen=True)
 class Selection:
-    """What :meth:`UpstreamBuilder.read` is asked to read (``args.selection``): the leaf configs of this
-    build, and the annotation files at hand (paths; every pinned file for a builder that needs them all)."""
+    """What :meth:`UpstreamBuilder.read` is asked to read (``args.selection``): this build's leaf configs and the
+    annotation files at hand."""
 
     configs: tuple[str, ...]
     files: frozenset[str]
@@ -96,9 +94,8 @@ class Selection:
 
 @dataclass
 class Plan:
-    """A build up to the point where it would write: the annotation folder, the files read (path, git
-    blob hash, size, pinned or not, their set), the files missing and what they leave unbuilt, the rows,
-    the images missing and the rows they leave out."""
+    """A build up to where it would write: the annotation folder and files read, the rows, the images missing and
+    the rows they leave out, the files missing and what they leave unbuilt."""
 
     folder: Path
     files: list[upstream.FileRecord]
@@ -106,7 +103,7 @@ class Plan:
     missing: imgs.MissingReport
     skipped: dict[str, list[str]]  # "<config>" or "<config>/<split>" -> "<id> (<files>)" of each row left out
     resolvers: dict[str, imgs.ImageResolver]
-    absent: dict[str, tuple[Any, Upstream, str]] = field(default_factory=dict)  # path -> (pin, set, why)
+    absent: dict[str, tuple[UpstreamFile, Upstream, str]] = field(default_factory=dict)  # path -> (pin, set, why)
     unbuilt: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (none at hand)
     partial: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (built from the rest)
 
@@ -304,8 +301,8 @@ class UpstreamBuilder(Builder[Plan]):
         return build, unbuilt, partial
 
     def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, dict[str, Any]]:
-        """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing (the
-        :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
+        """The files resolved and read: the folder, the files read, the rows of the configs asked for, and what is
+        missing (the :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
         requested = self._requested(args)
         needs = self.config_files()
         sets, base_url = (self.files(args), *self.benchmark.copies), getattr(args, "annotations_url", None)
@@ -328,8 +325,8 @@ class UpstreamBuilder(Builder[Plan]):
         return folder, files, annotations, missing
 
     def plan(self, args: argparse.Namespace, images: bool = True) -> Plan:
-        """Steps 1-4 (the module doc): everything read and checked, nothing written. ``images`` False (a
-        dry run): no image is fetched, and one is looked up only where ``--images``/``--image-dir`` say."""
+        """Everything read and checked, nothing written (the module doc). ``images`` False (a dry run): no image is
+        fetched, and one is looked up only where ``--images``/``--image-dir`` say."""
         start = time.perf_counter()
         folder, files, annotations, missing = self._annotations(args)
         look = images or bool(args.images or args.image_dir)
@@ -344,11 +341,9 @@ class UpstreamBuilder(Builder[Plan]):
 
     def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
                    args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]]]:
-        """Step 4, on ``annotations.rows`` in place: each unit's first N rows (every row where
-        ``annotations.first`` is None) whose images can be had. A missing image stops the build unless
-        ``--skip-missing-images``; then its rows are left out (and counted) and the unit's next rows are
-        looked at instead, until N are kept or the unit runs out. A dry run (``refill`` False) keeps each
-        unit's first N rows and only reports which images are missing (none looked up without ``resolvers``)."""
+        """The image check, on ``annotations.rows`` in place: each unit's first N rows (:attr:`Annotations.first`)
+        whose images can be had; with ``--skip-missing-images`` a row missing one is left out (counted) and the unit's
+        next taken. A dry run (``refill`` False) keeps the first N and only reports the images missing."""
         first = annotations.first
         units: list[_Unit] = []
         for config, splits in annotations.rows.items():
@@ -463,8 +458,8 @@ class UpstreamBuilder(Builder[Plan]):
         return {"annotations": unchanged.hashes({f.path: f.blob for f in plan.files}), "images": unchanged.stamps(images)}
 
     def write(self, folder: Path, plan: Plan, args: argparse.Namespace) -> None:
-        """Steps 5 and 6 (the module doc), into ``folder``, a copy of ``--out`` swapped in whole after: a failed or
-        killed build leaves the folder as it was (no folder where there was none), never new shards under an old card."""
+        """The parquet, card, ``vlprobe.yaml`` and ``data/BUILD.md`` (the module doc), into ``folder``, a copy of
+        ``--out`` swapped in whole after."""
         start = time.perf_counter()
 
         def stream(rows: list[Row]) -> Iterator[dict[str, Any]]:
@@ -591,7 +586,7 @@ def has_upper(text: str) -> bool:
     return any(ch.isupper() for ch in text)
 
 
-def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[Any, Upstream, str]]) -> list[str]:
+def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[UpstreamFile, Upstream, str]]) -> list[str]:
     """One line per missing file: its path, why it is not here and where to get it."""
     out = []
     for path in paths:
@@ -604,7 +599,7 @@ def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[Any, Upstream,
 
 
 def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Sequence[str]],
-                  absent: Mapping[str, tuple[Any, Upstream, str]], markdown: bool = True) -> list[str]:
+                  absent: Mapping[str, tuple[UpstreamFile, Upstream, str]], markdown: bool = True) -> list[str]:
     """The configs a partial build leaves out or builds from some of their files, and the files missing
     with where to get them: ``data/BUILD.md``'s section (``markdown``) or the log's lines."""
     if not unbuilt and not partial:
@@ -660,11 +655,9 @@ def records_of(folder: Path, file: str, up: Upstream, shape: str, keyed: bool = 
 
 
 def parse_record(kind: type[R], rec: object, where: str, source: str | None = None) -> R:
-    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are the record's keys, read once at
-    the edge: anything else is one :class:`AnnotationError` naming ``where`` (the file and record). A field typed
-    ``str`` must be a non-empty string, one typed ``int`` a whole number; a field with a default may be left out;
-    a field without a default must be there; a key the dataclass does not have is refused (the builder would drop
-    it). With ``source`` (an image source's name), the record's ``filename`` must be a file name of that source."""
+    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are its keys, or one
+    :class:`AnnotationError` naming ``where``: a ``str`` field a non-empty string, an ``int`` a whole number, a field
+    without a default required, an unknown key refused; with ``source``, ``filename`` a file name of that source."""
     if not isinstance(rec, dict):
         raise AnnotationError(f"{where}: expected a JSON object")
     declared = fields(kind)  # type: ignore[arg-type]

@@ -211,14 +211,10 @@ def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> 
 def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
            cache_dir: str | os.PathLike | None = None, base_url: str | None = None, retries: int = 3,
            timeout: float = 60.0, log=None) -> Located:
-    """The files of ``sets`` that can be had, each verified against its pin, and why each other one cannot.
-
-    As :func:`annotation_folder`, but a file that is not there is recorded rather than fatal, so that a
-    build can go on with the configs its files allow. ``local`` (``--annotations DIR``): every set is
-    looked for there, at its files' paths. Otherwise the first set (the benchmark's upstream) is read from
-    the cache, what it lacks downloaded (unless offline; once the host cannot be reached, the rest are not
-    tried); third-party sets (:attr:`Upstream.fetched` False) are read only from ``local``. A file that is
-    there but does not match its pin is refused (:class:`AnnotationChecksumError`), as it is everywhere."""
+    """The files of ``sets`` that can be had, each verified against its pin (:class:`AnnotationChecksumError`), and
+    why each other one cannot: with ``local`` (``--annotations DIR``) every set is looked for there; else the first set
+    (the upstream) is read from the cache and what it lacks downloaded (unless offline; once the host cannot be
+    reached, the rest are not tried), and third-party sets are not had."""
     found: dict[str, tuple[UpstreamFile, Upstream]] = {}
     absent: dict[str, tuple[UpstreamFile, Upstream, str]] = {}
     if local is not None:

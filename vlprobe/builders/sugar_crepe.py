@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import datasets
 from datasets import Features, Value
@@ -20,7 +20,8 @@ from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record,
 SOURCE = "coco2017_val"
 
 
-class Subset(NamedTuple):
+@dataclass(frozen=True)
+class Subset:
     """A subset (its file is ``<config>.json``; what changes in it, with an example: the card's template)."""
 
     config: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import datasets
 from datasets import Features, Value
@@ -21,7 +21,8 @@ from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record,
 SOURCE = "coco2017_val"
 
 
-class Subset(NamedTuple):
+@dataclass(frozen=True)
+class Subset:
     """A subset: its file is ``<config>.json``, its records' ids 0..count-1."""
 
     config: str

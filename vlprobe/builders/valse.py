@@ -188,12 +188,6 @@ def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
             records_of(annotations, inst.file, facts.UPSTREAM, "a JSON object mapping keys to records", keyed=True)]
 
 
-# ---- configs and card ---------------------------------------------------------------------------
-def _fmt(n: int) -> str:
-    return f"{n:,}"
-
-
-# ---- build ----------------------------------------------------------------------------------------
 class Valse(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
@@ -221,22 +215,19 @@ class Valse(UpstreamBuilder):
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
         holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card."""
-        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
-                 "paper_valid": _fmt(PAPER_VALID[i.config])} for i in INSTRUMENTS]
+        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": f"{PAPER_ALL[i.config]:,}",
+                 "paper_valid": f"{PAPER_VALID[i.config]:,}"} for i in INSTRUMENTS]
         piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
-                       "rows": _fmt(sum(PAPER_VALID[m] for m in members))} for piece, members in PIECES.items()]
-        total = sum(PAPER_VALID.values())
+                       "rows": f"{sum(PAPER_VALID[m] for m in members):,}"} for piece, members in PIECES.items()]
+        total = f"{sum(PAPER_VALID.values()):,}"
         selection = (
-            f"A default build keeps **only the valid records** ({_fmt(total)}), as the paper evaluates them. "
-            f"`vlprobe build valse --include-invalid` keeps all {_fmt(sum(PAPER_ALL.values()))} candidates (then filter on "
+            f"A default build keeps **only the valid records** ({total}), as the paper evaluates them. "
+            f"`vlprobe build valse --include-invalid` keeps all {sum(PAPER_ALL.values()):,} candidates (then filter on "
             "`valid`, or `mturk_caption >= 2`, to get the benchmark as the paper defines it)."
         )
-        archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
-                    for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
-        return dict(
-            rows=rows, piece_rows=piece_rows, selection=selection,
-            total=_fmt(total), archives=archives,
-        )
+        archives = [{"source": s, "file": a.file, "url": a.url} for s in VALSE_SOURCES
+                    if (a := imgs.SOURCES[s].archive) is not None]
+        return dict(rows=rows, piece_rows=piece_rows, selection=selection, total=total, archives=archives)
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         return dict(PAPER_ALL if getattr(args, "include_invalid", False) else PAPER_VALID)

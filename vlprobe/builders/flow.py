@@ -235,13 +235,10 @@ class UpstreamBuilder(Builder[Plan]):
     def _specs(self) -> list[imgs.SourceSpec]:
         return [s if isinstance(s, imgs.SourceSpec) else imgs.SOURCES[s] for s in self.sources]
 
-    def _source_names(self) -> list[str]:
-        return [s.name for s in self._specs()]
-
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         specs = self._specs()
         assert self.benchmark.upstream is not None
-        upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=self._source_names(),
+        upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=[s.name for s in specs],
                                images_help=self.images_help or images_help(specs),
                                download_help=self.download_help or download_help(specs))
         parser.add_argument("--configs", default=None, metavar="NAME[,NAME...]",
@@ -331,7 +328,7 @@ class UpstreamBuilder(Builder[Plan]):
         folder, files, annotations, missing = self._annotations(args)
         look = images or bool(args.images or args.image_dir)
         resolvers = imgs.make_resolvers(self.sources, images_root=args.images,
-                                        locations=imgs.parse_locations(args.image_dir, self._source_names()),
+                                        locations=imgs.parse_locations(args.image_dir, [s.name for s in self._specs()]),
                                         download=args.download and images, cache_dir=args.cache_dir,
                                         retries=args.retries) if look else {}
         report, skipped = self._take_rows(annotations, resolvers, args, refill=images)

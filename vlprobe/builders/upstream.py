@@ -108,18 +108,15 @@ def _offline() -> bool:
                for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
 
-def _get(url: str, timeout: float) -> bytes:
-    request = urllib.request.Request(url, headers={"User-Agent": "vlprobe-annotations"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return response.read()
-
 def _fetch(url: str, timeout: float, retries: int) -> tuple[bytes | None, list[str], bool]:
     """(the bytes or None, the error of each try, whether the host answered at all): up to ``retries`` tries with
     backoff; an HTTP answer that will not change (401, 403, 404, 410) ends them."""
     data, errors, reachable = None, [], True
     for attempt in range(max(1, retries)):
         try:
-            data = _get(url, timeout)
+            request = urllib.request.Request(url, headers={"User-Agent": "vlprobe-annotations"})
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                data = response.read()
             break
         except urllib.error.HTTPError as err:
             errors.append(f"HTTP {err.code}")

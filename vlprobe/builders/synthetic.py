@@ -9,16 +9,14 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import datasets
 
 from ..dataset.folder import card_metadata, progress_bars_off, write_card, write_spec, write_split
 from ..scenes.model import Scene
 from ..scenes.render import render_many
-from . import Builder, cards
-
-P = TypeVar("P")
+from . import Builder, P, cards
 
 
 class SyntheticBuilder(Builder[P]):

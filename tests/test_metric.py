@@ -853,10 +853,10 @@ def test_negative_scores_are_counted_and_flagged_for_bla():
     from vlprobe.benchmarks import get
 
     rule = get("bla").clamped
-    flag = rule.departure(r, family="dual")
+    flag = rule.departure(r["scores"]["n_negative"], r["n_items"], family="dual")
     assert flag["setting"] == "scores" and flag["run"] == "2 of 3 items with a negative score"
     assert "2.5 * max(cos, 0)" in flag["note"] and "topk" in flag["note"]
-    assert rule.departure(r, family="causal_lm") is None  # log-probabilities are not cosines
-    assert rule.departure(compute([[cos[0]]], [BLA]), family="dual") is None
+    assert rule.departure(r["scores"]["n_negative"], r["n_items"], family="causal_lm") is None  # not cosines
+    assert rule.departure(compute([[cos[0]]], [BLA])["scores"]["n_negative"], 1, family="dual") is None
     tagged = compute([[c] for c in cos], [BLA] * 3, tags=[["a"], ["a"], ["b"]])
     assert tagged["per_tag"]["a"]["scores"]["n_negative"] == 1 and tagged["per_tag"]["b"]["scores"]["n_negative"] == 1

@@ -3,34 +3,4 @@ each module defines ``BENCHMARK``, a :class:`Benchmark` holding everything true 
 (pins, configs and counts, headline metrics and aggregates, tie rule, names of metrics, published
 numbers, citation). See ``docs/adding-a-benchmark.md``."""
 
-from .base import (
-    AUTHORS,
-    COUNTED,
-    METRIC_ORDER,
-    PROBABILITY_METRICS,
-    TEXT_ONLY,
-    TIE_CHOICES,
-    TIE_POLICIES,
-    Benchmark,
-    BenchmarkError,
-    ClampedAtZero,
-    Framing,
-    Group,
-    PaperTable,
-    TextOnly,
-    TieRule,
-    Upstream,
-    UpstreamFile,
-    benchmarks,
-    by_old_name,
-    find,
-    get,
-    shape_headline,
-    tie_policy,
-)
-
-__all__ = [
-    "AUTHORS", "COUNTED", "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
-    "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
-    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "shape_headline", "tie_policy",
-]
+from .base import *  # noqa: F403  (what base.py's __all__ names)

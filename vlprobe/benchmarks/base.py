@@ -1,13 +1,8 @@
-"""What a benchmark is, as data: :class:`Benchmark` and its parts, the metric names they use, and the
-registry of the modules beside this one (one per benchmark, each defining ``BENCHMARK``).
-
-A benchmark module holds everything that is true of its benchmark and nothing about how to compute it:
-its upstream pins, its configs and expected counts, the metrics its paper reports and how it aggregates
-them (:class:`Group`), its tie rule, its own names of metrics, where its published numbers are and its
-citation. The builders, the summary, the report and the Space read these; none of them names a
-benchmark. Of vlprobe this module imports only :mod:`vlprobe.metric_registry` (the metric's tie policies, read
-without running the metric), so every layer can read it.
-"""
+"""What a benchmark is, as data: :class:`Benchmark` and its parts, the metric names they use, and the registry of the
+modules beside this one (one per benchmark, each defining ``BENCHMARK``: its pins, configs and counts, the metrics its
+paper reports and how it aggregates them, its tie rule, names of metrics, published numbers, citation; nothing about
+how to compute them). The builders, the summary, the report and the Space read these; none of them names a benchmark.
+Of vlprobe it imports only :mod:`vlprobe.metric_registry`, so every layer can read it."""
 
 from __future__ import annotations
 
@@ -15,9 +10,16 @@ import importlib
 import os
 import pkgutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..metric_registry import declared_names
+
+__all__ = [  # what vlprobe.benchmarks gives
+    "AUTHORS", "COUNTED", "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
+    "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
+    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "pins", "shape_headline", "table",
+    "tie_policy",
+]
 
 # Every metric the metric module (metric/valse_metric.py) returns, in the order tables show them. The
 # metric module keeps its own copy (METRIC_KEYS, it imports nothing of vlprobe); a test holds the two equal.
@@ -59,23 +61,20 @@ AVERAGES = ("macro", "micro")
 
 @dataclass(frozen=True)
 class ClampedAtZero:
-    """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script: ``2.5 * max(cos, 0)``, ranked
-    with ``torch.topk``). Where a run's scores are such cosines (times a positive scale: the scorer ``families``)
-    and some are negative (the metric's ``scores["n_negative"]``), two or more of an item's texts can tie at 0
-    in the authors' ranking, which then follows topk's order: their figures can differ from the run's."""
+    """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script: ``2.5 * max(cos, 0)`` with
+    ``torch.topk``): where a run's scores are such cosines (the scorer ``families``) and some are negative, an item's
+    texts can tie at 0 there, in topk's order, so their figures can differ from the run's."""
 
     families: tuple[str, ...]  # the scorer families whose scores are exp(logit_scale) * cosine
     rule: str  # what their code does, cited
 
-    def departure(self, metrics: Mapping[str, object], family: str | None = None) -> dict[str, str] | None:
-        """The departure a summary shows for a result ``metrics`` (the metric's output) of a run whose scorer is
-        of ``family`` (None: not known), or None where no score is negative or the family's scores are not
+    def departure(self, n: int, items: int, family: str | None = None) -> dict[str, str] | None:
+        """The departure a summary shows for a result with ``n`` negative scores of ``items`` items, of a run whose
+        scorer is of ``family`` (None: not known), or None where no score is negative or the family's scores are not
         cosines: ``{"setting": "scores", "run", "authors", "note"}``, as the summary's other departures."""
-        n = int((metrics.get("scores") or {}).get("n_negative") or 0)  # type: ignore[attr-defined]
         # a control run's family is "<family>+<control>" (vlprobe.scorers.controls): its scores are the family's
         if not n or (family is not None and family.partition("+")[0] not in self.families):
             return None
-        items = metrics.get("n_items")
         return {"setting": "scores", "run": f"{n} of {items} items with a negative score", "authors": "max(cos, 0)",
                 "note": f"{n} of {items} items have a negative score (for a CLIP model, a negative cosine); {self.rule}: "
                         f"their figures can differ from these where an item has two or more"}
@@ -83,11 +82,9 @@ class ClampedAtZero:
 
 @dataclass(frozen=True)
 class Group:
-    """An aggregate row: the mean of ``members``, as the paper aggregates them: ``average="macro"``, the
-    unweighted mean of the members' figures (VALSE's Avg.); ``"micro"``, the mean over their items (each
-    member's figure weighted by its items: SugarCREPE's ADD / REPLACE / SWAP). A member is a config, or a
-    group declared before this one (a mean of means: VL-CheckList's per-file -> per-source -> overall).
-    ``metrics``: the metrics averaged (default: the headline metrics every member has)."""
+    """An aggregate row, the mean of ``members`` (configs, or groups declared before: a mean of means): ``"macro"``,
+    unweighted (VALSE's Avg.); ``"micro"``, over their items (SugarCREPE's ADD / REPLACE / SWAP). ``metrics``: those
+    averaged (default: the headline metrics every member has)."""
 
     name: str
     label: str
@@ -98,8 +95,8 @@ class Group:
 
 @dataclass(frozen=True)
 class Framing:
-    """One way a benchmark's rows become items, told apart by the items' shape (TraVLR: true/false
-    statements, 1 x 1, or a query against its foil, 1 x 2): its headline metrics and how tables name it."""
+    """One way a benchmark's rows become items, told apart by the items' shape (TraVLR: 1 x 1 true/false, 1 x 2 query
+    vs foil): its headline metrics and how tables name it."""
 
     shape: tuple[int, int]
     headline: tuple[str, ...]
@@ -109,8 +106,8 @@ class Framing:
 
 @dataclass(frozen=True)
 class TextOnly:
-    """What the paper itself reports when the texts are compared without the image (SugarCREPE++'s
-    TOT): the summary's source line, its names of metrics and its tie rule for a ``--modality text`` run."""
+    """The paper's own text-only measure (SugarCREPE++'s TOT): source line, names of metrics and tie rule of a
+    ``--modality text`` run."""
 
     source: str
     names: Mapping[str, str]
@@ -127,6 +124,8 @@ class PaperTable:
 
 @dataclass(frozen=True)
 class UpstreamFile:
+    """One pinned annotation file."""
+
     path: str  # relative to the upstream's annotation folder (and to --annotations DIR)
     blob: str | None  # git blob sha1; None: not pinned yet (the file is used unchecked, with a warning)
     size: int | None = None
@@ -136,10 +135,19 @@ class UpstreamFile:
         return self.blob is not None
 
 
+def table(text: str) -> list[list[str]]:
+    """The rows of a table written as text, one row a line, its cells apart by spaces (blank lines skipped)."""
+    return [line.split() for line in text.splitlines() if line.strip()]
+
+
+def pins(text: str) -> tuple[UpstreamFile, ...]:
+    """Pinned files from a table of ``path blob bytes`` rows (bytes ``-``: not known)."""
+    return tuple(UpstreamFile(path, blob, None if size == "-" else int(size)) for path, blob, size in table(text))
+
+
 @dataclass(frozen=True)
 class Upstream:
-    """The annotation files of one benchmark at one commit of its repository (fetched and verified by
-    :mod:`vlprobe.builders.upstream`)."""
+    """A benchmark's annotation files at one commit of its repository (fetched, verified: :mod:`vlprobe.builders.upstream`)."""
 
     benchmark: str  # the name messages use ("SugarCREPE++")
     repo: str  # owner/name on GitHub
@@ -148,9 +156,8 @@ class Upstream:
     files: tuple[UpstreamFile, ...]
     url_env: str  # environment variable overriding the base URL
     license: str = ""
-    # A copy kept by someone other than the benchmark's authors, accepted in place of upstream files
-    # only when the user has it (``--annotations DIR``), never fetched: ``third_party`` says whose it is
-    # and what is known of it (CREPE's productivity CSVs).
+    # a copy kept by someone else, read in place of upstream files from --annotations DIR only, never fetched: whose it
+    # is and what is known of it (CREPE's productivity CSVs)
     third_party: str = ""
 
     @property
@@ -172,25 +179,19 @@ class Upstream:
         unknown = [p for p in paths if p not in by_path]
         if unknown:
             raise KeyError(f"{self.benchmark}: no pinned annotation file(s) {unknown}")
-        return Upstream(self.benchmark, self.repo, self.commit, self.folder, tuple(by_path[p] for p in paths),
-                        self.url_env, self.license, self.third_party)
+        return replace(self, files=tuple(by_path[p] for p in paths))
 
 
 @dataclass(frozen=True)
 class Benchmark:
-    """Everything vlprobe knows of one benchmark. Only ``name`` and ``title`` are required: a
-    benchmark with nothing else declared is summarised like a user's own dataset, by item shape.
+    """Everything vlprobe knows of one benchmark; only ``name`` and ``title`` are required (with nothing else, it is
+    summarised like a user's own dataset, by item shape).
 
-    How the summary reads it (:func:`vlprobe.results.summary.summarize`): one row per config of ``configs``
-    (in that order; a config the run scored that is not listed follows), each from the config's own
-    result or, where the run scored a pooled config, from its per-tag results ``<config_tag>=<config>``;
-    one row per declared split where ``splits`` is set (TraVLR's two test sets), else the test split;
-    then each :class:`Group`'s mean (unweighted, or over the items). Each row shows the ``headline`` metrics it
-    has (by ``framings`` where the item shape decides them), the ones in ``probability_only`` only when the run has match
-    probabilities. ``tie_rule``, ``modalities`` and ``text_only`` say what the authors' own setting is,
-    so that a run that departs from it is flagged; ``clamped``, where the authors' code clamps negative cosines,
-    gives the departure of a result with negative scores (:meth:`ClampedAtZero.departure`).
-    """
+    The summary (:func:`vlprobe.results.summary.summarize`) shows one row per config of ``configs`` (in order; others
+    scored follow), from its own result or a pooled config's ``<config_tag>=<config>`` results; one per split of
+    ``splits`` (else the test split); then each :class:`Group`. A row shows the ``headline`` metrics it has (by
+    ``framings`` where the shape decides), ``probability_only`` ones only with match probabilities. ``tie_rule``,
+    ``modalities``, ``text_only`` and ``clamped`` are the authors' setting: a run that departs from it is flagged."""
 
     name: str  # the registry key, recorded in each dataset folder's vlprobe.yaml
     title: str  # "VALSE (Parcalabescu et al., ACL 2022)"

@@ -1,7 +1,7 @@
 """SugarCREPE (Hsieh et al., NeurIPS 2023 Datasets and Benchmarks): 7 hard-negative subsets on COCO
 val2017, 1 image x [caption, negative_caption]."""
 
-from .base import Benchmark, Group, PaperTable, TieRule, Upstream, UpstreamFile
+from .base import Benchmark, Group, PaperTable, TieRule, Upstream, pins
 
 # The paper's grouping (ADD / REPLACE / SWAP) of its subsets; counts of the pinned files (the paper's
 # Table 1 and README give the same 7,511 in all).
@@ -17,15 +17,15 @@ COUNTS = {"add_obj": 2062, "add_att": 692, "replace_obj": 1652, "replace_att": 7
 # Blob hashes checked against the files mirrored from this commit (git hash-object of each).
 UPSTREAM = Upstream(
     "SugarCREPE", "RAIVNLab/sugar-crepe", "0047054b243992f0fad63d6f64f7544862daf846", "data/",
-    tuple(UpstreamFile(p, b, s) for p, b, s in (
-        ("add_obj.json", "289b22a04690f6f542bb048346021d768ec9b24d", 484593),
-        ("add_att.json", "71c463725f3f9bae0a9227a01ae5d431db235396", 158863),
-        ("replace_obj.json", "1585a4a6998d785c043fb923d8e0248436d9da51", 361126),
-        ("replace_att.json", "6393e04971c06cb62a8fed62ef2805ff6c7c5666", 176843),
-        ("replace_rel.json", "8716359e17fa36d37e75c6eff5e94826cdb047e5", 312629),
-        ("swap_obj.json", "db5abe6b488fa38c4b67d1d3da87b6b5c2e1e626", 57569),
-        ("swap_att.json", "375fdd6d372e22e43c0dfbe898c1ec1494016b8c", 154665),
-    )),
+    pins("""
+    add_obj.json      289b22a04690f6f542bb048346021d768ec9b24d  484593
+    add_att.json      71c463725f3f9bae0a9227a01ae5d431db235396  158863
+    replace_obj.json  1585a4a6998d785c043fb923d8e0248436d9da51  361126
+    replace_att.json  6393e04971c06cb62a8fed62ef2805ff6c7c5666  176843
+    replace_rel.json  8716359e17fa36d37e75c6eff5e94826cdb047e5  312629
+    swap_obj.json     db5abe6b488fa38c4b67d1d3da87b6b5c2e1e626  57569
+    swap_att.json     375fdd6d372e22e43c0dfbe898c1ec1494016b8c  154665
+    """),
     "VLPROBE_SUGAR_CREPE_ANNOTATIONS_URL", "MIT",
 )
 

@@ -1,7 +1,7 @@
 """SugarCREPE++ (Dumpala et al., NeurIPS 2024 Datasets and Benchmarks): 5 subsets on COCO val2017, 1 image
 x [caption, caption2, negative_caption], two true captions (a paraphrase pair) and one negative."""
 
-from .base import Benchmark, TextOnly, TieRule, Upstream, UpstreamFile
+from .base import Benchmark, TextOnly, TieRule, Upstream, pins
 
 SUBSETS = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att")
 CATEGORIES = {"replace_obj": "replace", "replace_att": "replace", "replace_rel": "replace", "swap_obj": "swap",
@@ -11,13 +11,13 @@ COUNTS = {"replace_obj": 1652, "replace_att": 788, "replace_rel": 1406, "swap_ob
 
 UPSTREAM = Upstream(
     "SugarCREPE++", "Sri-Harsha/scpp", "c083bbf039a5ca215acaf25e7ee736d2ea6f3864", "data/",
-    tuple(UpstreamFile(p, b, s) for p, b, s in (
-        ("replace_obj.json", "3b62823c003659737a68c3d78cfe721c57b44f5f", 456601),
-        ("replace_att.json", "be89e623f6fd54d015f6a437ba9a34ffa39cc465", 226275),
-        ("replace_rel.json", "69d447e3fcb33817b866bd5688741f42bad7c26a", 392738),
-        ("swap_obj.json", "8e9c3f66a2c2d3369146dec5324b1926b2fc1d40", 74611),
-        ("swap_att.json", "61ea987bbac7d8c99e6a88f3c1028609fbea6c73", 198206),
-    )),
+    pins("""
+    replace_obj.json  3b62823c003659737a68c3d78cfe721c57b44f5f  456601
+    replace_att.json  be89e623f6fd54d015f6a437ba9a34ffa39cc465  226275
+    replace_rel.json  69d447e3fcb33817b866bd5688741f42bad7c26a  392738
+    swap_obj.json     8e9c3f66a2c2d3369146dec5324b1926b2fc1d40  74611
+    swap_att.json     61ea987bbac7d8c99e6a88f3c1028609fbea6c73  198206
+    """),
     "VLPROBE_SUGAR_CREPE_PP_ANNOTATIONS_URL", "CC BY 4.0 (README; the repository's LICENSE file is MIT)",
 )
 

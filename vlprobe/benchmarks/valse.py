@@ -1,6 +1,6 @@
 """VALSE (Parcalabescu et al., ACL 2022): 11 instruments in 6 pieces + FOIL-it!, 1 image x [caption, foil]."""
 
-from .base import Benchmark, Group, PaperTable, TieRule, Upstream, UpstreamFile
+from .base import Benchmark, Group, PaperTable, TieRule, Upstream, pins
 
 # Table 2's columns, in order, with the piece each instrument belongs to; the upstream file of each.
 PIECES: dict[str, tuple[str, ...]] = {
@@ -28,19 +28,19 @@ PAPER_ALL = {"existence": 534, "plurality": 1000, "counting_balanced": 1000, "co
 
 UPSTREAM = Upstream(
     "VALSE", "Heidelberg-NLP/VALSE", "2152d90d4aecd11f7f74cf03420abcb63efff9c5", "data/",
-    tuple(UpstreamFile(p, b, s) for p, b, s in (
-        ("existence.json", "b3a65479f36ddc60f419c243a14da1fbfcba71db", 420403),
-        ("plurals.json", "040fc8c011599574d38ca8ef46376bac5e4204a1", 1097122),
-        ("counting-hard.json", "80db438e1c27393a7d90217cfd52d4be96484154", 537197),
-        ("counting-small-quant.json", "8458f64b94d02275d2d270781000b79aab964b6c", 534996),
-        ("counting-adversarial.json", "72f5ac7a2c45a59a58c44f9d80cbc555324c3cb2", 407394),
-        ("relations.json", "b3f0a30d41ecd3eec6e36a253ba4de00621eae41", 664587),
-        ("action-replacement.json", "7ba2fd2c2039b82755eef5c16283161063759124", 664129),
-        ("actant-swap.json", "6ca5b8ea4031c953a8a2de4a5e06377a5a11ba17", 503017),
-        ("coreference-standard.json", "3dc00f694e14d52f3534e9180e0e2900e5a4d952", 592329),
-        ("coreference-hard.json", "7db2ec7b4b2a02723f4dd3c3e14c81f23e456cc8", 95649),
-        ("foil-it.json", "1f2f1c30631c52b98be3bd2383d40dbe855ba908", 538911),
-    )),
+    pins("""
+    existence.json             b3a65479f36ddc60f419c243a14da1fbfcba71db  420403
+    plurals.json               040fc8c011599574d38ca8ef46376bac5e4204a1  1097122
+    counting-hard.json         80db438e1c27393a7d90217cfd52d4be96484154  537197
+    counting-small-quant.json  8458f64b94d02275d2d270781000b79aab964b6c  534996
+    counting-adversarial.json  72f5ac7a2c45a59a58c44f9d80cbc555324c3cb2  407394
+    relations.json             b3f0a30d41ecd3eec6e36a253ba4de00621eae41  664587
+    action-replacement.json    7ba2fd2c2039b82755eef5c16283161063759124  664129
+    actant-swap.json           6ca5b8ea4031c953a8a2de4a5e06377a5a11ba17  503017
+    coreference-standard.json  3dc00f694e14d52f3534e9180e0e2900e5a4d952  592329
+    coreference-hard.json      7db2ec7b4b2a02723f4dd3c3e14c81f23e456cc8  95649
+    foil-it.json               1f2f1c30631c52b98be3bd2383d40dbe855ba908  538911
+    """),
     "VLPROBE_VALSE_ANNOTATIONS_URL", "MIT",
 )
 

@@ -1,13 +1,12 @@
-"""Dataset folder builders, one protocol: every concrete :class:`Builder` subclass a module here defines (or a
-plugin does, :mod:`vlprobe.plugins`) becomes ``vlprobe build <name>``, found by :func:`builders`; nothing is
-registered by hand. Builders know nothing of models; they write a Hub dataset folder (``vlprobe/dataset/folder.py``).
+"""Dataset folder builders, one protocol: every concrete :class:`Builder` subclass a module here (or a plugin,
+:mod:`vlprobe.plugins`) defines becomes ``vlprobe build <name>``, found by :func:`builders`. Builders know nothing of
+models; they write a Hub dataset folder (``vlprobe/dataset/folder.py``).
 
-A build goes, for every builder (:meth:`Builder.build`): ``--out`` checked (not in a cache home another user could
-change); :meth:`~Builder.plan` (everything read and checked, nothing written); the inputs compared with the ones the
-folder was built from (:mod:`vlprobe.builders.unchanged`: the same, and every file intact, is "up to date: nothing
-built", unless ``--force``); then :meth:`~Builder.write` into a copy of the folder beside it, swapped in whole at the
-end (:func:`vlprobe.dataset.folder.rebuilding`: a failed or killed build leaves the folder as it was). The families:
-the paper benchmarks' :class:`~vlprobe.builders.flow.UpstreamBuilder`, the rendered instruments'
+A build (:meth:`Builder.build`): ``--out`` checked; :meth:`~Builder.plan` (everything read and checked, nothing
+written); the inputs compared with the folder's (:mod:`vlprobe.builders.unchanged`: the same, every file intact, is
+"up to date: nothing built" unless ``--force``); then :meth:`~Builder.write` into a copy of the folder, swapped in whole
+at the end (:func:`vlprobe.dataset.folder.rebuilding`). The families: the paper benchmarks'
+:class:`~vlprobe.builders.flow.UpstreamBuilder`, the rendered instruments'
 :class:`~vlprobe.builders.synthetic.SyntheticBuilder`, and ``vlprobe build folder``."""
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import pkgutil
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from ..dataset.folder import ConfigDecl, rebuilding
 from ..errors import SettingError
@@ -38,7 +37,11 @@ class AnnotationError(ValueError):
     """An annotation file or record that cannot be used; the message names the file and record."""
 
 
-def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hint: str) -> Any:
+T = TypeVar("T")
+P = TypeVar("P")  # what a builder's plan() reads and checks before writing
+
+
+def read_json(path: Path, benchmark: str, expected: type[T], shape: str, missing_hint: str) -> T:
     """Load one of ``benchmark``'s annotation files, with errors that name it: missing (with
     ``missing_hint`` on how to point at it), not JSON, or not a JSON ``expected`` (``shape``)."""
     from ..dataset.reading import ANNOTATION_BYTES, parse_json, read_bytes
@@ -56,20 +59,17 @@ def read_json(path: Path, benchmark: str, expected: type, shape: str, missing_hi
     return data
 
 
-class Builder(abc.ABC):
-    """What ``vlprobe build NAME`` runs. A subclass says its ``name`` and ``help`` (and, for ``vlprobe list``, what
-    a build ``needs`` and its :meth:`config_decls`), adds its options (:meth:`add_arguments`, calling this class's
-    for ``--out`` and ``--force``) and implements :meth:`write`; where it reads something before writing, :meth:`plan`;
-    where its output depends on files it reads, :meth:`files_read`."""
+class Builder(abc.ABC, Generic[P]):
+    """What ``vlprobe build NAME`` runs: a subclass says its ``name``, ``help``, ``needs`` and :meth:`config_decls`, adds
+    its options (:meth:`add_arguments`, calling this one) and implements :meth:`write`; where it reads something first,
+    :meth:`plan`; where its output depends on files it reads, :meth:`files_read`."""
 
     name: str = ""
     help: str = ""
     needs: str = ""  # what `vlprobe list` says a build needs
-    # Files under vlprobe/ (globs) whose code decides what a build writes, besides the modules of the builder's own
-    # classes: an edit to any of them rebuilds (vlprobe.builders.unchanged).
+    # files under vlprobe/ (globs) whose code decides what a build writes, besides its own classes' modules: an edit rebuilds
     generator: tuple[str, ...] = ("dataset/folder.py", "builders/cards.py")
-    # The parsed arguments that do not change what a build writes (where it goes, how fast, what argparse adds); every
-    # other one is an input (Builder.arguments).
+    # the parsed arguments that do not change what a build writes; every other one is an input (Builder.arguments)
     not_inputs = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
 
     def default_out(self) -> Path | None:
@@ -92,26 +92,22 @@ class Builder(abc.ABC):
         """The configs a build declares in its card (``vlprobe list`` shows them)."""
         return []
 
-    def plan(self, args: argparse.Namespace) -> Any:
+    def plan(self, args: argparse.Namespace) -> P:
         """Everything read and checked before anything is written; what :meth:`write` is given (default: None)."""
-        return None
+        return cast(P, None)  # a builder that reads nothing before writing (a plugin's Builder[None])
 
     def arguments(self, args: argparse.Namespace) -> dict[str, Any]:
         """The arguments the folder depends on (:mod:`vlprobe.builders.unchanged`): every parsed one but
         :attr:`not_inputs`."""
         return {k: v for k, v in vars(args).items() if k not in self.not_inputs}
 
-    def files_read(self, args: argparse.Namespace, plan: Any) -> dict[str, unchanged.Read]:
+    def files_read(self, args: argparse.Namespace, plan: P) -> dict[str, unchanged.Read]:
         """The files the folder depends on, by hash or stamp (:func:`vlprobe.builders.unchanged.stamps`); default
         none (its arguments and code decide it)."""
         return {}
 
-    def inputs(self, args: argparse.Namespace, plan: Any) -> unchanged.Inputs:
-        """What the folder depends on: the arguments, the files read, the code and the libraries."""
-        return unchanged.Inputs.of(self.name, self.arguments(args), self.files_read(args, plan), self.generator_files())
-
     @abc.abstractmethod
-    def write(self, folder: Path, plan: Any, args: argparse.Namespace) -> None:
+    def write(self, folder: Path, plan: P, args: argparse.Namespace) -> None:
         """Write the dataset into ``folder``: a copy of ``--out`` (empty when there was none), swapped in after."""
 
     def intact(self, out: Path, want: unchanged.Inputs, args: argparse.Namespace) -> bool:
@@ -129,7 +125,7 @@ class Builder(abc.ABC):
         out = Path(args.out)
         refuse_untrusted(out)
         plan = self.plan(args)
-        want = self.inputs(args, plan)
+        want = unchanged.Inputs.of(self.name, self.arguments(args), self.files_read(args, plan), self.generator_files())
         if not getattr(args, "force", False) and self.intact(out, want, args):
             args.up_to_date = (f"{out} is up to date (built from the same inputs: {want.describe()}; every file "
                                "intact): nothing built; --force rebuilds it")

@@ -1,13 +1,8 @@
-"""``vlprobe build bla``: the BLA benchmark (Chen, Fernández, Pezzelle, EMNLP 2023) as a Hub
-dataset folder, from the released annotation files and the Visual Genome images.
-
-Configs ``active_passive`` (613 caption sets), ``coordination`` (654), ``relative_clause`` (672),
-and ``all``: the three tasks pooled, each row once, read from the three configs' parquet (image bytes
-stored once), tagged ``task=<config>`` so that per-task results come from one run. ``vlprobe
-evaluate --dataset bla`` scores ``all`` by default, not the fine-tuning configs ``<task>_<setting>``
-(the release's fine-tuning splits), which are scored only when named. Each benchmark row: one image,
-two true captions, two false captions (distractors). The pins, tasks and counts are BLA's benchmark
-module's (:mod:`vlprobe.benchmarks.bla`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+"""``vlprobe build bla``: BLA (Chen, Fernández, Pezzelle, EMNLP 2023) from the released annotation files and the
+Visual Genome images, on the build flow (:mod:`vlprobe.builders.flow`). Configs ``active_passive``, ``coordination``,
+``relative_clause`` (a row: 1 image x two true and two false captions), ``all`` (the three pooled, read from their
+parquet, tagged ``task=<config>``: what ``vlprobe evaluate --dataset bla`` scores), and the release's fine-tuning
+splits as ``<task>_<setting>`` (scored only when named).
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
 from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record
+from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record, records_of
 
 SOURCE = "visual_genome"
 
@@ -38,6 +33,11 @@ class Task:
     config: str
     file: str
     count: int  # caption sets in the released file (EMNLP 2023); the card shows it beside the built count
+
+    @property
+    def voiced(self) -> bool:
+        """The active-passive task: each caption in the active or the passive voice."""
+        return self.config == "active_passive"
 
 
 TASKS = tuple(Task(t, facts.FILES[t], facts.COUNTS[t]) for t in facts.TASKS)
@@ -69,7 +69,6 @@ class Finetune:
 
 FINETUNE = tuple(Finetune(t.config, s) for t in TASKS for s in SETTINGS)
 MAIN_FILES = tuple(t.file for t in TASKS)
-FINETUNE_FILES = tuple(f.file(sp) for f in FINETUNE for sp in FT_SPLITS)
 
 _COMMON = {
     "id": Value("string"), "task": Value("string"), "image": datasets.Image(), "image_id": Value("string"),
@@ -146,7 +145,7 @@ class Record:
     index: Any = None
 
     @classmethod
-    def parse(cls, rec: Any, where: str) -> Record:
+    def parse(cls, rec: object, where: str) -> Record:
         r = parse_record(cls, rec, where)
         image_id, groups = str(r.image_id), r.caption_group
         if not isinstance(groups, list) or len(groups) != 1:
@@ -175,11 +174,10 @@ class Record:
         return ",".join(_ROLE[(i < 2, v)] for i, v in enumerate(self.voices()))
 
 
-def normalise(task: Task, position: int, rec: Any) -> Row:
-    where = f"{task.file} record {position}"
+def normalise(task: Task, rec: object, where: str) -> Row:
     r = Record.parse(rec, where)
     own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
-    if task.config == "active_passive":
+    if task.voiced:
         own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
     else:
         scores = r.group.score
@@ -224,14 +222,12 @@ def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[s
 
 
 def read_task(annotations: Path, task: Task) -> list[Row]:
-    path = annotations / task.file
-    data = read_json(path, "BLA", list, "a JSON list of caption sets",
-                     "pass --annotations DIR, the released BLA_Benchmark/annotations folder")
-    rows = [normalise(task, i, rec) for i, rec in enumerate(data)]
+    rows = [normalise(task, rec, where) for _, _, rec, where in
+            records_of(annotations, task.file, facts.UPSTREAM, "a JSON list of caption sets")]
     ids = Counter(r.id for r in rows)
     dup = [i for i, n in ids.items() if n > 1]
     if dup:
-        raise AnnotationError(f"{path}: image ids repeat, so ids would not be unique: {dup[:5]}")
+        raise AnnotationError(f"{annotations / task.file}: image ids repeat, so ids would not be unique: {dup[:5]}")
     return rows
 
 
@@ -263,7 +259,6 @@ class Bla(UpstreamBuilder):
     download_help = "download Visual Genome images missing locally, into --cache-dir"
     spec_yaml = SPEC_YAML
     card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
-                task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -278,7 +273,7 @@ class Bla(UpstreamBuilder):
         """The rows, and the voice orders of the released active-passive rows (before any is left out for a missing
         image: the card is the same for every build)."""
         rows_by_task = {t.config: read_task(folder, t) for t in TASKS}
-        orders = Counter(r.record.voice_order() for r in rows_by_task["active_passive"])
+        orders = Counter(r.record.voice_order() for t in TASKS if t.voiced for r in rows_by_task[t.config])
         rows: Rows = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
         if not getattr(args, "skip_finetune", False):  # every fine-tuning item is a benchmark item
             for ft in FINETUNE:

@@ -1,13 +1,9 @@
-"""``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) as a Hub dataset folder,
-from ``data/COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA at the pinned
-commit (:mod:`vlprobe.benchmarks.cola`, verified by git blob hash) and the Visual Genome images it names,
-on the shared build flow (:mod:`vlprobe.builders.flow`).
-
-Each record is ``[link to image 1, caption 1, link to image 2, caption 2]``: caption 1 is true of image
-1 and not of image 2, and the other way round (the upstream README). One config, ``multi_object``:
-2 images x 2 captions, gold the identity. The links point at the authors' web server
-(``.../vg_gqa_images/<vg id>.jpg``); images are looked up by that file name in a local Visual Genome
-copy, then downloaded from Visual Genome's hosts, and only then from the authors' server.
+"""``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) from the pinned
+``COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA and the Visual Genome images it names,
+on the build flow (:mod:`vlprobe.builders.flow`). A record is ``[link to image 1, caption 1, link to image 2, caption
+2]``, caption i true of image i only: one config, ``multi_object``, 2 images x 2 captions, gold the identity. An image
+is looked up by its link's file name (``<vg id>.jpg``) in a local Visual Genome copy, then downloaded from Visual
+Genome's hosts, and only then from the authors' server the link points at.
 """
 
 from __future__ import annotations
@@ -23,8 +19,8 @@ from datasets import Features, Value
 
 from ..benchmarks import cola as facts
 from ..dataset.image_sources import SourceSpec
-from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, records_of
 
 CONFIG, FILE = facts.CONFIG, facts.FILE
 COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
@@ -73,7 +69,7 @@ class Record:
     caption_1: str
 
     @classmethod
-    def parse(cls, rec: Any, where: str) -> Record:
+    def parse(cls, rec: object, where: str) -> Record:
         if not isinstance(rec, list) or len(rec) != 4:
             raise AnnotationError(f"{where}: expected [image 1 link, caption 1, image 2 link, caption 2]")
         link_0, caption_0, link_1, caption_1 = rec
@@ -90,12 +86,10 @@ class Record:
 
 
 def read_records(annotations: Path) -> list[Row]:
-    path = annotations / FILE
-    data = read_json(path, "COLA", list, "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]",
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for n, rec in enumerate(data):
-        r = Record.parse(rec, f"{FILE} record {n}")
+    for n, _, rec, where in records_of(annotations, FILE, facts.UPSTREAM,
+                                    "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]"):
+        r = Record.parse(rec, where)
         rows.append(Row(f"{CONFIG}/{n}", dict(index=n, caption_0=r.caption_0, caption_1=r.caption_1,
                                               image_0_file=r.file_0, image_1_file=r.file_1, image_0_url=r.url_0,
                                               image_1_url=r.url_1),

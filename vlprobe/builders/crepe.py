@@ -1,31 +1,18 @@
-"""``vlprobe build crepe``: CREPE (Ma, Hong, Gul, Gandhi, Gao, Krishna; 2023) as a Hub dataset
-folder, from ``data/syst_hard_negatives.zip`` and ``data/prod_hard_negatives.zip`` of
-github.com/RAIVNLab/CREPE at the pinned commit (or, for productivity, the 27 CSVs loose from the
-third-party copy the benchmark module pins), and the Visual Genome images.
+"""``vlprobe build crepe``: CREPE (Ma et al., 2023) as a Hub dataset folder, from ``syst_hard_negatives.zip`` and
+``prod_hard_negatives.zip`` of github.com/RAIVNLab/CREPE at the pinned commit (or the 27 productivity CSVs loose, from
+the third-party copy :mod:`vlprobe.benchmarks.crepe` pins) and the Visual Genome images.
 
-Each zip holds CSV files; the authors' evaluation code (``crepe_eval_utils.BaseCsvDataset``,
-``crepe_compo_eval_open_clip.py``, ``crepe_prod_eval_*.py``) reads, per row, ``image_id`` (a Visual
-Genome image), the region ``x, y, width, height`` it crops out of that image, the true ``caption`` and
-a Python literal of hard negatives (``hard_negs`` for productivity; ``valid_hard_negs_atom``,
-``valid_hard_negs_comp`` or ``valid_hard_negs_combined`` for systematicity) with ``ast.literal_eval``,
-then ``list(...)`` of it, and ranks ``[caption] + negatives`` for the cropped region: recall@1 is the
-share of rows whose caption ranks first. Here each row is 1 image (the cropped region, stored as PNG) x
-``[caption, *negatives]`` with gold ``[[1, 0, ..., 0]]`` (a ``gold`` column, since k may vary);
-vlprobe's ``text`` (= ``set_acc`` on these items) is CREPE's recall@1.
+The authors' code (``crepe_eval_utils.BaseCsvDataset``, ``crepe_*_eval_*.py``) reads per CSV row ``image_id``, the
+region ``x, y, width, height`` it crops, the true ``caption`` and a Python literal of hard negatives (``hard_negs``;
+systematicity: ``valid_hard_negs_atom|comp|combined``), and ranks ``[caption] + negatives`` for the region: recall@1 is
+the share of rows whose caption ranks first. Here a row is 1 image (the region, as PNG) x ``[caption, *negatives]``,
+gold ``[[1, 0, ..., 0]]`` (a ``gold`` column: k varies); vlprobe's ``text`` is their recall@1. A negatives literal (a
+list, or a Python set in 3,768 productivity rows) is read from its syntax tree, never evaluated; a set's strings in the
+order written, each once (the strict recall@1 does not depend on their order).
 
-A negatives literal may be a list or a Python **set** (3,768 productivity rows are). It is read from
-its syntax tree, never evaluated: a list, tuple or set of string constants, no longer than
-:data:`MAX_FIELD` characters. A set's strings are kept in the order the literal writes them, each
-once (a set holds each once; the authors' ``list(set)`` order is Python's, arbitrary from run to run,
-which the strict recall@1 does not depend on: the caption must beat every negative, in any order).
-
-Configs: systematicity ``syst_<pretraining>_<seen|unseen>_<atom|comp|combined>`` (18: one CSV per
-pretraining set and compound split, one config per negative type; ``combined`` is atom + comp where a
-CSV has no column of its own), productivity ``prod_<atom|swap|negate>_<4..12>`` (27), ``prod_<type>`` (a
-type's 9 complexities), ``productivity`` (all 27, the default) and ``all`` (all 45). A build makes the
-configs whose file is at hand (:meth:`Crepe.config_files`; the flow names the others and where to get
-them). Pins, counts and the names of the metrics are CREPE's benchmark module's
-(:mod:`vlprobe.benchmarks.crepe`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+Configs: ``syst_<pretraining>_<seen|unseen>_<atom|comp|combined>`` (18; ``combined`` is atom + comp where a CSV has no
+column of its own), ``prod_<atom|swap|negate>_<4..12>`` (27), ``prod_<type>``, ``productivity`` (the default) and
+``all``. A build makes the configs whose file is at hand (:meth:`Crepe.config_files`).
 """
 
 from __future__ import annotations
@@ -173,22 +160,20 @@ def read_zip_csv(zip_path: Path, name: str, members: Mapping[str, str]) -> list[
         return parse_csv(read_member(zf, members[name], str(zip_path)), f"{zip_path.name}:{name}")
 
 
-def _number(value: Any, where: str, field: str, whole: bool = False) -> float:
+def _number(value: str | None, where: str, field: str, whole: bool = False) -> float:
     try:
-        f = float(value)
-    except (TypeError, ValueError):
+        f = float(value or "nan")  # None (a short row) or "": not a number
+    except ValueError:
         f = float("nan")
     if not math.isfinite(f) or (whole and f != int(f)):
         raise AnnotationError(f"{where}: {field} {value!r} is not a {'whole ' if whole else ''}number")
     return f
 
 
-def negatives_literal(value: Any, where: str, column: str) -> tuple[list[str], bool]:
-    """(the strings of a negatives literal, whether it is a set), read from its syntax tree as
-    ``ast.literal_eval`` would read it, without evaluating anything: a list, tuple or set of string
-    constants, at most :data:`MAX_FIELD` characters. A set's strings come in the order the literal
-    writes them, each once (``literal_eval`` builds a set, which holds each once; iterating it, as the
-    authors' ``list(...)`` does, gives an order that changes from run to run)."""
+def negatives_literal(value: str | None, where: str, column: str) -> tuple[list[str], bool]:
+    """(the strings of a negatives literal, whether it is a set), read from its syntax tree as ``ast.literal_eval``
+    would, evaluating nothing: a list, tuple or set of strings, at most :data:`MAX_FIELD` characters; a set's in the
+    order written, each once (the authors' ``list(set)`` order changes from run to run)."""
     if not isinstance(value, str):
         raise AnnotationError(f"{where}: {column} is missing")
     if len(value) > MAX_FIELD:
@@ -334,8 +319,6 @@ def crop(row: Row, column: str, data: bytes) -> bytes:
     return buf.getvalue()
 
 
-# ---- configs, card and build report -------------------------------------------------------------------
-# ---- build ------------------------------------------------------------------------------------------
 class Crepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("CREPE (Ma et al. 2023): systematicity and productivity, 1 Visual Genome region x (1 + k) texts, "
@@ -352,7 +335,6 @@ class Crepe(UpstreamBuilder):
     features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
     card = dict(license_name="crepe-visual-genome",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/README.md",
-                pretty_name="CREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["10K<n<100K"])
 

@@ -1,27 +1,21 @@
 """The one build flow of the paper benchmarks: annotation files pinned upstream and the original images -> a Hub
-dataset folder. Every paper builder is an :class:`UpstreamBuilder` that says only what is its own (which files, how a
-record becomes a :class:`Row`, its configs, card values and build report). :meth:`UpstreamBuilder.plan`, which
-writes nothing: **resolve the files** (``--annotations DIR``, else the cache, else upstream at the pinned commit:
-:mod:`vlprobe.builders.upstream`) and **verify** each against its git blob hash (a file not pinned yet is hashed and
-reported, with one warning); **read the rows** (:meth:`UpstreamBuilder.read`; ids unique within each config and split
-and across the configs a pooled config reads; ``--configs`` keeps those asked for); **check the images**, every file
-looked up before anything is written: a missing one stops the build, unless ``--skip-missing-images`` (its rows left
-out and counted; a build left with no row is refused). Where a builder keeps the first N rows of each unit
-(:attr:`Annotations.first`: VL-CheckList's ``MAX_NUM``), they are the first N *whose images can be had*, as a loader
-that skips a record without its image before it counts. ``--dry-run`` stops there, before any image is looked at,
-printing what ``data/BUILD.md`` would say and listing the image files the rows need (``--image-list``). Then
-:meth:`UpstreamBuilder.write` streams each config's rows to parquet (image bytes read and checked a chunk at a time,
-converted where the builder stores something else: CREPE's region) and writes the card, ``vlprobe.yaml`` recording
-the benchmark and ``data/BUILD.md`` (rows per config against the pinned files', the rows left out, the configs not
-built or built in part, the annotation files used with their hashes); the folder then holds this build's configs.
+dataset folder. A paper builder is an :class:`UpstreamBuilder` that says only what is its own (its files, how a record
+becomes a :class:`Row`, its configs, card values and build report).
+
+:meth:`UpstreamBuilder.plan` writes nothing: it resolves the files (``--annotations DIR``, the cache, or upstream at
+the pinned commit: :mod:`vlprobe.builders.upstream`), verified by git blob hash; reads the rows (:meth:`~UpstreamBuilder.read`;
+ids unique per config and split and across a pooled config's members; ``--configs`` keeps those asked for); and looks
+up every image: a missing one stops the build unless ``--skip-missing-images`` (its rows left out and counted). Where
+a builder keeps the first N rows of each unit (:attr:`Annotations.first`), they are the first N whose images can be
+had. ``--dry-run`` stops there, printing what ``data/BUILD.md`` would say and listing the images needed. Then
+:meth:`~UpstreamBuilder.write` streams each config's rows to parquet and writes the card, ``vlprobe.yaml`` and
+``data/BUILD.md`` (rows per config, rows left out, configs not built or built in part, files used with their hashes).
 
 **Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`) builds
-the configs whose files are at hand: one with none of its files is left out, one with some is built from those, and
-both are named with where to get what is missing; only a config asked for by name (``--configs``) that cannot be built
-at all, or a build with nothing to build, stops it. A file may stand for another (a third-party copy,
-:attr:`Benchmark.copies`, read from ``--annotations DIR`` only). A builder that does not say needs every file. The card
-still declares every config; one with no files is left out of what loads
-(:func:`vlprobe.dataset.folder.record_data_files`).
+the configs whose files are at hand (from some of them: built in part; from none: left out, named with where to get
+them); a config asked for by name that cannot be built, or nothing to build, stops it. A third-party copy
+(:attr:`Benchmark.copies`) may stand for an upstream file, read from ``--annotations DIR`` only. A builder that does not
+say needs every file.
 """
 
 from __future__ import annotations
@@ -40,10 +34,10 @@ from urllib.parse import urlsplit
 
 import datasets
 
-from ..benchmarks import Benchmark, Upstream
+from ..benchmarks import Benchmark, Upstream, UpstreamFile
 from ..dataset import image_sources as imgs
 from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_spec, write_split_rows
-from . import AnnotationError, Builder, cards, stderr, unchanged, upstream
+from . import AnnotationError, Builder, cards, read_json, stderr, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
 R = TypeVar("R")
@@ -59,9 +53,8 @@ class Image(NamedTuple):
 
 @dataclass
 class Row:
-    """One row of a build: its id, the folder's other columns (less the images), the images it names, its unit (see
-    :attr:`Annotations.first`) and the builder's typed record it was made from (what :meth:`UpstreamBuilder.convert`
-    and the build report read)."""
+    """One row of a build: its id, the folder's other columns, the images it names, its unit (:attr:`Annotations.first`)
+    and the builder's typed record it was made from (what :meth:`UpstreamBuilder.convert` and the report read)."""
 
     id: str
     columns: dict[str, Any]
@@ -78,9 +71,8 @@ Needs = tuple[tuple[str, ...], ...]
 
 @dataclass
 class Annotations:
-    """What a builder read: ``rows`` per config and split, and whatever else its card and build report need
-    (``facts``, the builder's own record). ``first``: keep only the first ``first`` rows of each unit (the order
-    is the list's) whose images can be had; None keeps every row."""
+    """What a builder read: ``rows`` per config and split, ``facts`` its card and report need, and ``first``: keep
+    only the first ``first`` rows of each unit whose images can be had (None: every row)."""
 
     rows: Rows
     facts: Any = None
@@ -93,8 +85,8 @@ class Annotations:
 
 @dataclass(frozen=True)
 class Selection:
-    """What :meth:`UpstreamBuilder.read` is asked to read (``args.selection``): the leaf configs of this
-    build, and the annotation files at hand (paths; every pinned file for a builder that needs them all)."""
+    """What :meth:`UpstreamBuilder.read` is asked to read (``args.selection``): this build's leaf configs and the
+    annotation files at hand."""
 
     configs: tuple[str, ...]
     files: frozenset[str]
@@ -102,9 +94,8 @@ class Selection:
 
 @dataclass
 class Plan:
-    """A build up to the point where it would write: the annotation folder, the files read (path, git
-    blob hash, size, pinned or not, their set), the files missing and what they leave unbuilt, the rows,
-    the images missing and the rows they leave out."""
+    """A build up to where it would write: the annotation folder and files read, the rows, the images missing and
+    the rows they leave out, the files missing and what they leave unbuilt."""
 
     folder: Path
     files: list[upstream.FileRecord]
@@ -112,7 +103,7 @@ class Plan:
     missing: imgs.MissingReport
     skipped: dict[str, list[str]]  # "<config>" or "<config>/<split>" -> "<id> (<files>)" of each row left out
     resolvers: dict[str, imgs.ImageResolver]
-    absent: dict[str, tuple[Any, Upstream, str]] = field(default_factory=dict)  # path -> (pin, set, why)
+    absent: dict[str, tuple[UpstreamFile, Upstream, str]] = field(default_factory=dict)  # path -> (pin, set, why)
     unbuilt: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (none at hand)
     partial: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (built from the rest)
 
@@ -133,7 +124,7 @@ class _Unit:
     kept: list[Row] = field(default_factory=list)
 
 
-class UpstreamBuilder(Builder):
+class UpstreamBuilder(Builder[Plan]):
     """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read` and
     :meth:`config_decls` (and, where it has more to say, :meth:`card_values` and :meth:`report`)."""
 
@@ -143,7 +134,9 @@ class UpstreamBuilder(Builder):
     images_help: str = ""
     download_help: str = ""
     spec_yaml: str = ""  # the folder's vlprobe.yaml, less the benchmark, which the flow records
-    card: Mapping[str, Any] = {}  # the card's YAML besides its configs, English and licence "other" (card_metadata)
+    # the card's YAML besides its configs, English and licence "other" (card_metadata); pretty_name and task_categories
+    # default to the title and image-to-text, zero-shot-image-classification
+    card: Mapping[str, Any] = {}
     # The configs (config_decls), all of split "test" with the same features: those reading other configs' parquet
     # (name -> members: image bytes stored once), then the leaves, each with parquet of its own.
     features_all: datasets.Features
@@ -213,7 +206,8 @@ class UpstreamBuilder(Builder):
         """The card: ``vlprobe/templates/<name>_card.md`` with the configs, :attr:`card` and :meth:`card_values`."""
         up = self.benchmark.upstream
         assert up is not None
-        meta = card_metadata(self.config_decls(), language=["en"], license="other", **self.card)
+        meta = card_metadata(self.config_decls(), language=["en"], license="other", **{
+            "pretty_name": self.title, "task_categories": ["image-to-text", "zero-shot-image-classification"], **self.card})
         files = [{"path": f.path, "blob": f.blob or "not pinned yet",  # a file without a pinned hash says so
                   "size": f"{f.size:,}" if f.size is not None else "not known"} for f in up.files]
         return cards.write(out, f"{self.name}_card.md", meta, citation=self.benchmark.citation.strip(), **{
@@ -241,13 +235,10 @@ class UpstreamBuilder(Builder):
     def _specs(self) -> list[imgs.SourceSpec]:
         return [s if isinstance(s, imgs.SourceSpec) else imgs.SOURCES[s] for s in self.sources]
 
-    def _source_names(self) -> list[str]:
-        return [s.name for s in self._specs()]
-
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         specs = self._specs()
         assert self.benchmark.upstream is not None
-        upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=self._source_names(),
+        upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=[s.name for s in specs],
                                images_help=self.images_help or images_help(specs),
                                download_help=self.download_help or download_help(specs))
         parser.add_argument("--configs", default=None, metavar="NAME[,NAME...]",
@@ -307,29 +298,23 @@ class UpstreamBuilder(Builder):
         return build, unbuilt, partial
 
     def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, dict[str, Any]]:
-        """Steps 1-3: the folder, the files read, the rows of the configs asked for, and what is missing (the
-        :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
+        """The files resolved and read: the folder, the files read, the rows of the configs asked for, and what is
+        missing (the :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
         requested = self._requested(args)
         needs = self.config_files()
+        sets, base_url = (self.files(args), *self.benchmark.copies), getattr(args, "annotations_url", None)
+        located = upstream.locate(sets, args.annotations, cache_dir=args.cache_dir, base_url=base_url,
+                                  retries=args.retries, log=stderr)
+        missing: dict[str, Any] = {}
         if needs is None:
-            pinned = self.files(args)
-            folder = upstream.annotation_folder(pinned, args.annotations, cache_dir=args.cache_dir,
-                                                base_url=getattr(args, "annotations_url", None), retries=args.retries,
-                                                log=stderr)
-            files = upstream.file_records(pinned, folder)
+            upstream.require_all(located, sets[0], args.annotations, base_url)
             leaves = list(dict.fromkeys(c for ls in requested.values() for c in ls)) if requested else self._leaves()
-            missing: dict[str, Any] = {}
-            selection = Selection(tuple(leaves), frozenset(f.path for f in pinned.files))
         else:
-            sets = (self.files(args), *self.benchmark.copies)
-            located = upstream.locate(sets, args.annotations, cache_dir=args.cache_dir,
-                                      base_url=getattr(args, "annotations_url", None), retries=args.retries, log=stderr)
             leaves, unbuilt, partial = self._select(needs, requested, located)
-            folder, files = located.folder, located.records()
             missing = dict(absent=located.absent, unbuilt=unbuilt, partial=partial)
-            selection = Selection(tuple(leaves), frozenset(located.found))
             for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
                 stderr(f"{self.name}: {line}")
+        folder, files, selection = located.folder, located.records(), Selection(tuple(leaves), frozenset(located.found))
         annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
             annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}
@@ -337,13 +322,13 @@ class UpstreamBuilder(Builder):
         return folder, files, annotations, missing
 
     def plan(self, args: argparse.Namespace, images: bool = True) -> Plan:
-        """Steps 1-4 (the module doc): everything read and checked, nothing written. ``images`` False (a
-        dry run): no image is fetched, and one is looked up only where ``--images``/``--image-dir`` say."""
+        """Everything read and checked, nothing written (the module doc). ``images`` False (a dry run): no image is
+        fetched, and one is looked up only where ``--images``/``--image-dir`` say."""
         start = time.perf_counter()
         folder, files, annotations, missing = self._annotations(args)
         look = images or bool(args.images or args.image_dir)
         resolvers = imgs.make_resolvers(self.sources, images_root=args.images,
-                                        locations=imgs.parse_locations(args.image_dir, self._source_names()),
+                                        locations=imgs.parse_locations(args.image_dir, [s.name for s in self._specs()]),
                                         download=args.download and images, cache_dir=args.cache_dir,
                                         retries=args.retries) if look else {}
         report, skipped = self._take_rows(annotations, resolvers, args, refill=images)
@@ -353,11 +338,9 @@ class UpstreamBuilder(Builder):
 
     def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
                    args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]]]:
-        """Step 4, on ``annotations.rows`` in place: each unit's first N rows (every row where
-        ``annotations.first`` is None) whose images can be had. A missing image stops the build unless
-        ``--skip-missing-images``; then its rows are left out (and counted) and the unit's next rows are
-        looked at instead, until N are kept or the unit runs out. A dry run (``refill`` False) keeps each
-        unit's first N rows and only reports which images are missing (none looked up without ``resolvers``)."""
+        """The image check, on ``annotations.rows`` in place: each unit's first N rows (:attr:`Annotations.first`)
+        whose images can be had; with ``--skip-missing-images`` a row missing one is left out (counted) and the unit's
+        next taken. A dry run (``refill`` False) keeps the first N and only reports the images missing."""
         first = annotations.first
         units: list[_Unit] = []
         for config, splits in annotations.rows.items():
@@ -472,8 +455,8 @@ class UpstreamBuilder(Builder):
         return {"annotations": unchanged.hashes({f.path: f.blob for f in plan.files}), "images": unchanged.stamps(images)}
 
     def write(self, folder: Path, plan: Plan, args: argparse.Namespace) -> None:
-        """Steps 5 and 6 (the module doc), into ``folder``, a copy of ``--out`` swapped in whole after: a failed or
-        killed build leaves the folder as it was (no folder where there was none), never new shards under an old card."""
+        """The parquet, card, ``vlprobe.yaml`` and ``data/BUILD.md`` (the module doc), into ``folder``, a copy of
+        ``--out`` swapped in whole after."""
         start = time.perf_counter()
 
         def stream(rows: list[Row]) -> Iterator[dict[str, Any]]:
@@ -600,7 +583,7 @@ def has_upper(text: str) -> bool:
     return any(ch.isupper() for ch in text)
 
 
-def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[Any, Upstream, str]]) -> list[str]:
+def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[UpstreamFile, Upstream, str]]) -> list[str]:
     """One line per missing file: its path, why it is not here and where to get it."""
     out = []
     for path in paths:
@@ -613,7 +596,7 @@ def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[Any, Upstream,
 
 
 def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Sequence[str]],
-                  absent: Mapping[str, tuple[Any, Upstream, str]], markdown: bool = True) -> list[str]:
+                  absent: Mapping[str, tuple[UpstreamFile, Upstream, str]], markdown: bool = True) -> list[str]:
     """The configs a partial build leaves out or builds from some of their files, and the files missing
     with where to get them: ``data/BUILD.md``'s section (``markdown``) or the log's lines."""
     if not unbuilt and not partial:
@@ -659,12 +642,19 @@ def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str
     return lines
 
 
-def parse_record(kind: type[R], rec: Any, where: str, source: str | None = None) -> R:
-    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are the record's keys, read once at
-    the edge: anything else is one :class:`AnnotationError` naming ``where`` (the file and record). A field typed
-    ``str`` must be a non-empty string, one typed ``int`` a whole number; a field with a default may be left out;
-    a field without a default must be there; a key the dataclass does not have is refused (the builder would drop
-    it). With ``source`` (an image source's name), the record's ``filename`` must be a file name of that source."""
+def records_of(folder: Path, file: str, up: Upstream, shape: str, keyed: bool = False) -> Iterator[tuple[int, str, object, str]]:
+    """Each record of one of ``up``'s annotation files, a JSON object of records by key (``keyed``) or a list of them:
+    (its position, its key (in a list: the position), the record, ``"<file> record <key>"`` for messages)."""
+    data = read_json(folder / file, up.benchmark, dict if keyed else list, shape,
+                     f"pass --annotations DIR, the {up.folder} folder of github.com/{up.repo}")
+    for n, (key, rec) in enumerate(data.items() if isinstance(data, dict) else enumerate(data)):
+        yield n, str(key), rec, f"{file} record {key!r}"
+
+
+def parse_record(kind: type[R], rec: object, where: str, source: str | None = None) -> R:
+    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are its keys, or one
+    :class:`AnnotationError` naming ``where``: a ``str`` field a non-empty string, an ``int`` a whole number, a field
+    without a default required, an unknown key refused; with ``source``, ``filename`` a file name of that source."""
     if not isinstance(rec, dict):
         raise AnnotationError(f"{where}: expected a JSON object")
     declared = fields(kind)  # type: ignore[arg-type]
@@ -681,9 +671,10 @@ def parse_record(kind: type[R], rec: Any, where: str, source: str | None = None)
         if f.default is MISSING and f.name not in rec:
             raise AnnotationError(f"{where}: field {f.name!r} is missing")
         values[f.name] = value
-    filename = values.get("filename")
+    record = kind(**values)
+    filename = getattr(record, "filename", None)
     if source is not None and not (isinstance(filename, str) and imgs.SOURCES[source].matches(filename)):
         spec = imgs.SOURCES[source]
         raise AnnotationError(f"{where}: filename {filename!r} is not a {spec.title} file name (it must match "
                               f"{spec.pattern})")
-    return kind(**values)
+    return record

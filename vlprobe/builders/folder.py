@@ -1,21 +1,12 @@
-"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL/JSON of captions and foils
--> a Hub dataset folder (parquet with the image bytes embedded, a card, ``vlprobe.yaml``).
+"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL/JSON of captions and foils -> a Hub dataset
+folder (parquet with the image bytes embedded, a card, ``vlprobe.yaml``).
 
-The source folder looks like::
-
-    my_instrument/
-    ├── images/            any layout; the captions file names each image by its relative path
-    ├── captions.csv       one row per item: image path column(s), text columns, tag columns ...
-    └── vlprobe.yaml       which columns are images, texts, gold and tags (see vlprobe/dataset/spec.py)
-
-Image columns hold paths relative to the captions file (a JSONL or JSON list of paths makes a list
-column); a ``.json`` file is one array of records. Other columns are kept as they are (CSV cells
-are strings). Without a ``vlprobe.yaml`` the common shape ``image, caption, foil...`` gets the spec ``texts: [caption, foil...]``,
-``gold: [[1, 0, ...]]`` and every other column as a tag.
-
-Building again into the same ``--out`` with another ``--config`` adds a config: the card keeps
-the other configs, and ``vlprobe.yaml`` gets a ``configs.<name>`` override when this config's
-spec differs from the folder's.
+Image columns hold paths relative to the captions file (a JSONL or JSON list of paths makes a list column); a ``.json``
+file is one array of records; other columns are kept as they are (CSV cells are strings). The source's
+``vlprobe.yaml`` says which columns are images, texts, gold and tags (:mod:`vlprobe.dataset.spec`); without one, the
+shape ``image, caption, foil...`` gets ``texts: [caption, foil...]``, ``gold: [[1, 0, ...]]`` and the other columns as
+tags. Building into the same ``--out`` with another ``--config`` adds a config: the card keeps the others, and
+``vlprobe.yaml`` gets a ``configs.<name>`` override where this config's spec differs.
 """
 
 from __future__ import annotations
@@ -28,9 +19,10 @@ import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import datasets
 import yaml
@@ -44,6 +36,7 @@ from ..errors import DatasetError, SettingError
 from ..storage.paths import check_config_name, check_split_name, inside
 from . import Builder, cards, unchanged
 
+T = TypeVar("T")
 CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of records
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
@@ -62,7 +55,7 @@ class Source:
     images: dict[str, Path]  # "row N column C (path)" of the first row naming it -> the file
 
 
-class Folder(Builder):
+class Folder(Builder[Source]):
     name = "folder"
     help = "a folder of images + a CSV/JSONL/JSON of captions and foils (your own instrument) -> a Hub dataset folder"
     needs = "your folder of images and a captions file: vlprobe build folder SOURCE --out DIR --license ID"
@@ -264,7 +257,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
                          f"array of objects)")
     text = read_text(path, "captions file", CAPTIONS_BYTES)
 
-    def bounded(rows: Any) -> list[Any]:
+    def bounded(rows: Iterable[T]) -> list[T]:
         out = list(itertools.islice(rows, MAX_ROWS + 1))
         if len(out) > MAX_ROWS:
             raise DatasetError(f"{path}: has more than {MAX_ROWS:,} rows, more than one `vlprobe build folder` takes (it "
@@ -307,7 +300,7 @@ def _jsonl_row(path: Path, i: int, line: str) -> dict[str, Any]:
     return row
 
 
-def _json_array(path: Path, data: Any) -> list[dict[str, Any]]:
+def _json_array(path: Path, data: object) -> list[dict[str, Any]]:
     """A ``.json`` captions file (parsed): one array of objects, one per row."""
     if not isinstance(data, list):
         raise ValueError(f"{path}: a .json captions file must hold one JSON array of objects (one per row), not a "
@@ -451,7 +444,7 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
     gold = mine.gold.as_yaml() if isinstance(mine.gold, GoldMap) else mine.gold
     override = {"images": list(mine.images), "texts": list(mine.texts), "gold": gold, "tags": list(mine.tags),
                 **({"id": mine.id} if mine.id else {}), **({"context": mine.context} if mine.context else {})}
-    data = {**data, "configs": {**(data.get("configs") or {}), config: override}}
+    data = {**data, "configs": {**{name: dict(over) for name, over in current.overrides.items()}, config: override}}
     return ("# written by `vlprobe build folder`; configs.<name> overrides the top-level keys for that config\n"
             + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
 

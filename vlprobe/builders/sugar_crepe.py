@@ -1,17 +1,13 @@
-"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023 Datasets and Benchmarks) as a
-Hub dataset folder, from the 7 annotation files of github.com/RAIVNLab/sugar-crepe at the pinned commit
-(:mod:`vlprobe.benchmarks.sugar_crepe`, verified by git blob hash) and the COCO val2017 images, on the
-shared build flow (:mod:`vlprobe.builders.flow`).
-
-One config per subset (its own parquet) and ``all`` (the default; it lists the 7 subsets' parquet
-files, so image bytes are stored once per subset). Each row is 1 image x [caption, negative_caption],
-the caption true: gold ``[[1, 0]]``.
+"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023) from the 7 pinned files of
+github.com/RAIVNLab/sugar-crepe and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One
+config per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, negative_caption], gold
+``[[1, 0]]``.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +15,7 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
-from . import read_json
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record, records_of
 
 SOURCE = "coco2017_val"
 
@@ -30,17 +25,11 @@ class Subset:
     """A subset (its file is ``<config>.json``; what changes in it, with an example: the card's template)."""
 
     config: str
-
-    @property
-    def category(self) -> str:  # the paper's grouping: add / replace / swap
-        return next(g for g, members in facts.GROUPS.items() if self.config in members)
-
-    @property
-    def count(self) -> int:  # records in the pinned file (checked by the tests against the real files)
-        return facts.COUNTS[self.config]
+    category: str  # the paper's grouping: add / replace / swap
+    count: int  # records in the pinned file (checked by the tests against the real files)
 
 
-SUBSETS = tuple(Subset(c) for c in facts.SUBSETS)
+SUBSETS = tuple(Subset(c, g, facts.COUNTS[c]) for g, members in facts.GROUPS.items() for c in members)
 BY_CONFIG = {s.config: s for s in SUBSETS}
 TOTAL = sum(facts.COUNTS.values())
 
@@ -74,22 +63,15 @@ class Record:
 
 def read_subset(annotations: Path, subset: Subset) -> list[Row]:
     """One annotation file -> rows (without image bytes), in the file's key order."""
-    path = annotations / f"{subset.config}.json"
-    data = read_json(path, "SugarCREPE", dict, "a JSON object mapping keys to records",
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for key, rec in data.items():
-        r = parse_record(Record, rec, f"{path.name} record {key!r}", SOURCE)
-        rows.append(Row(f"{subset.config}/{key}", dict(key=str(key), subset=subset.config, category=subset.category,
-                                                      caption=r.caption, negative_caption=r.negative_caption,
-                                                      filename=r.filename), (Image("image", SOURCE, r.filename),)))
+    for _, key, rec, where in records_of(annotations, f"{subset.config}.json", facts.UPSTREAM,
+                                      "a JSON object mapping keys to records", keyed=True):
+        r = parse_record(Record, rec, where, SOURCE)
+        rows.append(Row(f"{subset.config}/{key}", dict(key=key, subset=subset.config, category=subset.category, **asdict(r)),
+                        (Image("image", SOURCE, r.filename),)))
     return rows
 
 
-# ---- configs and card ---------------------------------------------------------------------------
-
-
-# ---- build ----------------------------------------------------------------------------------------
 class SugarCrepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE (NeurIPS 2023): 7 hard-negative subsets on COCO val2017, from the pinned upstream files"
@@ -99,7 +81,6 @@ class SugarCrepe(UpstreamBuilder):
     features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
     card = dict(license_name="sugar-crepe-mit-coco",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-                pretty_name="SugarCREPE", task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["1K<n<10K"])
 

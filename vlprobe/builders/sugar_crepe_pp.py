@@ -1,13 +1,8 @@
-"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024 Datasets and Benchmarks)
-as a Hub dataset folder, from the 5 annotation files of github.com/Sri-Harsha/scpp at the pinned commit
-(:mod:`vlprobe.benchmarks.sugar_crepe_pp`, verified by git blob hash) and the COCO val2017 images, on the
-shared build flow (:mod:`vlprobe.builders.flow`).
-
-One config per subset and ``all`` (the default, reading the subsets' parquet). Each row is 1 image x
-[caption, caption2, negative_caption], the two captions true: gold ``[[1, 1, 0]]``. The authors' ITT
-score (both true captions above the negative, strictly) is vlprobe's ``set_acc`` on these items; their TOT
-(``cos(P1, P2)`` above ``cos(P1, neg)`` and ``cos(P2, neg)``) is ``text`` with ``--modality text``
-(:mod:`vlprobe.evaluation.text_only`).
+"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024) from the 5 pinned files of
+github.com/Sri-Harsha/scpp and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One config
+per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, caption2, negative_caption], gold
+``[[1, 1, 0]]``: the authors' ITT (both true captions strictly above the negative) is ``set_acc``, their TOT is
+``text`` with ``--modality text`` (:mod:`vlprobe.evaluation.text_only`).
 """
 
 from __future__ import annotations
@@ -21,27 +16,22 @@ import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe_pp as facts
-from . import read_json
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record
+from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record, records_of
 
 SOURCE = "coco2017_val"
 
 
 @dataclass(frozen=True)
 class Subset:
+    """A subset: its file is ``<config>.json``, its records' ids 0..count-1."""
+
     config: str
     title: str
-
-    @property
-    def category(self) -> str:
-        return facts.CATEGORIES[self.config]
-
-    @property
-    def count(self) -> int:  # records in the pinned file, ids 0..count-1
-        return facts.COUNTS[self.config]
+    category: str
+    count: int
 
 
-SUBSETS: tuple[Subset, ...] = tuple(Subset(c, c.upper().replace("_", "-")) for c in facts.SUBSETS)
+SUBSETS = tuple(Subset(c, c.upper().replace("_", "-"), facts.CATEGORIES[c], facts.COUNTS[c]) for c in facts.SUBSETS)
 BY_CONFIG = {s.config: s for s in SUBSETS}
 TOTAL = sum(facts.COUNTS.values())
 
@@ -78,12 +68,9 @@ class Record:
 
 
 def read_subset(annotations: Path, subset: Subset) -> list[Row]:
-    path = annotations / f"{subset.config}.json"
-    data = read_json(path, "SugarCREPE++", list, "a JSON list of records",
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for n, rec in enumerate(data):
-        r = parse_record(Record, rec, f"{path.name} record {n}", SOURCE)
+    for _, _, rec, where in records_of(annotations, f"{subset.config}.json", facts.UPSTREAM, "a JSON list of records"):
+        r = parse_record(Record, rec, where, SOURCE)
         rows.append(Row(f"{subset.config}/{r.id}", dict(
             key=str(r.id), subset=subset.config, category=subset.category, caption=r.caption, caption2=r.caption2,
             negative_caption=r.negative_caption, filename=r.filename), (Image("image", SOURCE, r.filename),)))
@@ -99,7 +86,6 @@ class SugarCrepePP(UpstreamBuilder):
     features_all, aggregates, leaves = FEATURES, {"all": facts.SUBSETS}, facts.SUBSETS
     card = dict(license_name="sugar-crepe-pp-cc-by-4.0-coco",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
-                pretty_name="SugarCREPE++", task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["1K<n<10K"])
 

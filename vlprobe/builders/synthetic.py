@@ -16,10 +16,10 @@ import datasets
 from ..dataset.folder import card_metadata, progress_bars_off, write_card, write_spec, write_split
 from ..scenes.model import Scene
 from ..scenes.render import render_many
-from . import Builder, cards
+from . import Builder, P, cards
 
 
-class SyntheticBuilder(Builder):
+class SyntheticBuilder(Builder[P]):
     """A builder of rendered scenes: its options (``--size``, ``--configs``, ``--seed``, ``--workers``), and its card
     (the prose of ``vlprobe/templates/<body>``, the YAML from its configs) and ``vlprobe.yaml``, the same for every
     size and seed. A subclass says its sizes and configs, and renders (:meth:`write`)."""
@@ -88,8 +88,8 @@ class RateMeter:
         self.images = 0
         self.seconds = 0.0
 
-    def render(self, scenes: Sequence[Scene], workers: int, **options: Any) -> list[bytes]:
-        """PNG bytes of ``scenes``; ``options`` go to :func:`~vlprobe.scenes.render.render_many`."""
+    def render(self, scenes: Sequence[Scene], workers: int, **options: bool) -> list[bytes]:
+        """PNG bytes of ``scenes``; ``options`` (equal_area, centred) go to :func:`~vlprobe.scenes.render.render_many`."""
         start = time.perf_counter()
         out = list(render_many(scenes, workers=workers, **options))
         self.seconds += time.perf_counter() - start

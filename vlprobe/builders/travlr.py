@@ -1,11 +1,7 @@
-"""``vlprobe build travlr``: TraVLR's four tasks, generated and rendered offline, as a Hub dataset
-folder (``travlr/``: 4 configs x 4 splits of parquet with embedded PNGs, card, ``vlprobe.yaml`` and
-``true_false.yaml``, the two framings).
-
-The generators and split rules are in :mod:`vlprobe.scenes.travlr`; this module only renders the
-scenes, writes the rows and the card. Same seed and size give byte-identical parquet with the same
-Pillow/zlib/pyarrow (pixels are identical with any version); a rebuild with the same inputs and generator
-code finds the folder intact and does nothing (:mod:`vlprobe.builders.unchanged`; ``--force`` rebuilds).
+"""``vlprobe build travlr``: TraVLR's four tasks, generated (:mod:`vlprobe.scenes.travlr`) and rendered offline, as a
+Hub dataset folder: 4 configs x 4 splits of parquet with embedded PNGs, the card, ``vlprobe.yaml`` and
+``true_false.yaml`` (the two framings). The same seed and size give byte-identical parquet with the same
+Pillow/zlib/pyarrow.
 """
 
 from __future__ import annotations
@@ -72,7 +68,7 @@ context: caption
 """
 
 
-class Travlr(SyntheticBuilder):
+class Travlr(SyntheticBuilder[tuple[dict[str, int], list[str]]]):
     name = "travlr"
     help = "TraVLR's 4 tasks (spatiality, cardinality, quantifiers, numerical_comparison) rendered offline"
     needs = "nothing: scenes rendered offline by vlprobe (seeded; --size tiny/default/paper)"

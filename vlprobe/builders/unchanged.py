@@ -1,12 +1,10 @@
-"""A rebuild with the same inputs does nothing, and says so: every builder, through :meth:`vlprobe.builders.Builder.build`.
+"""A rebuild with the same inputs does nothing, and says so (every builder, :meth:`vlprobe.builders.Builder.build`).
 
-A build records what its output depends on (:class:`Inputs`) in ``<folder>/data/BUILD_INPUTS.json``, with the sha256
-of every file it wrote; built again from the same inputs, with every recorded file there and unchanged, it is "up to
-date: nothing built" in seconds. The inputs: the builder, its arguments (not ``--out`` or ``--workers``), the files
-it read (``sources``: annotation files by git blob hash, images and a user's captions by stamp), the sha256 of the
-code that generates the output (its **generator version**: an edit rebuilds in a clone, an upgrade when installed)
-and the versions of the libraries whose bytes end up in the files (Pillow and zlib encode the PNGs, pyarrow and
-datasets write the parquet). Any difference, a deleted or changed file, or ``--force`` rebuilds.
+A build records what its output depends on (:class:`Inputs`) in ``<folder>/data/BUILD_INPUTS.json``, with the sha256 of
+every file it wrote: the builder, its arguments (not ``--out`` or ``--workers``), the files it read (annotation files
+by git blob hash, images and captions by stamp), the sha256 of the code that generates the output (an edit rebuilds)
+and the versions of the libraries whose bytes end up in the files. Any difference, a deleted or changed file, or
+``--force`` rebuilds.
 """
 
 from __future__ import annotations
@@ -70,12 +68,12 @@ class Inputs:
         return cls(builder, dict(arguments), dict(sources), generator_digest(generator),
                    {**versions, "zlib": zlib.ZLIB_RUNTIME_VERSION})
 
-    def as_json(self) -> Any:
+    def as_json(self) -> dict[str, object]:
         return json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
 
     def describe(self) -> str:
         """The inputs in a few words, for the "nothing built" line."""
-        def shown(value: Any) -> str:
+        def shown(value: object) -> str:
             if isinstance(value, dict):
                 return ",".join(f"{k}={v}" for k, v in value.items())
             return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)

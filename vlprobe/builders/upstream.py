@@ -1,27 +1,14 @@
-"""Annotation files from their source, verified: the files a builder needs, pinned to one commit of
-the upstream GitHub repository (each benchmark's ``upstream``, :class:`vlprobe.benchmarks.Upstream`),
-each checked against its git blob hash before use.
+"""Annotation files from their source, verified: the files a builder needs, pinned to one commit of the upstream
+GitHub repository (a benchmark's :class:`~vlprobe.benchmarks.Upstream`), each checked against its git blob hash
+(``sha1(b"blob <size>\\0" + content)``, what ``git ls-tree`` prints: a copy is checked without trusting its host).
 
-:func:`annotation_folder` returns a folder holding every file of an :class:`Upstream`, verified:
-
-* ``local`` given (``--annotations DIR``): the files are read from there, and each must match;
-* else the cache (``<cache>/annotations/<owner>--<repo>--<commit>/``) is used, and what it lacks is
-  downloaded from ``<base_url><path>`` (by default ``raw.githubusercontent.com`` at the pinned
-  commit; ``--annotations-url`` or the upstream's environment variable points elsewhere, e.g. at a
-  mirror or a test server), verified, then moved into the cache.
-
-A git blob hash is ``sha1(b"blob <size>\\0" + content)``: the id ``git ls-tree`` prints, so a copy
-can be checked against the repository without trusting the host that served it. A file that does
-not match is refused (:class:`AnnotationChecksumError`, naming the file, where it came from and
-both hashes). A file the table does not pin yet (``blob`` None: vlprobe has no copy of it to take the
-hash from) is used unchecked: its hash is computed, returned by :func:`file_records` for the build
-report, and one warning line says so (:func:`warn_unpinned`); known hashes are enforced as before.
-Offline (``HF_DATASETS_OFFLINE`` / ``HF_HUB_OFFLINE`` set, or the host unreachable) with files
-missing, :class:`AnnotationDownloadError` lists every file needed and its URL.
-
-:func:`locate` is the same for a build that can go on with some of the files (a builder that says which
-files each config reads): it returns the files found, verified, and why each other one is not there,
-and reads a third-party copy (an :class:`Upstream` with ``third_party`` set) only from ``--annotations``.
+:func:`locate` finds each file in ``--annotations DIR``, else in the cache (``<cache>/annotations/<owner>--<repo>--
+<commit>/``), else downloads it from ``<base_url><path>`` (raw.githubusercontent.com at the commit, or a mirror:
+``--annotations-url``, the upstream's environment variable) into the cache, and says why each other one is not there;
+a third-party copy is read only from ``--annotations``. :func:`annotation_folder` is the same for a build that needs
+every file. A file that does not match its pin is refused (:class:`AnnotationChecksumError`); one not pinned yet is used
+with one warning, its hash recorded in the build report. Offline or unreachable with files missing,
+:class:`AnnotationDownloadError` lists each file needed and its URL.
 """
 
 from __future__ import annotations
@@ -41,11 +28,6 @@ from ..storage.locations import cache_home, distrust, home_advice, images_home
 from . import AnnotationError, stderr
 
 
-def default_cache() -> Path:
-    """vlprobe's cache folder (:func:`vlprobe.storage.locations.cache_home`): annotations go under ``annotations/``."""
-    return cache_home()
-
-
 class AnnotationChecksumError(AnnotationError):
     """An annotation file whose git blob hash is not the pinned one."""
 
@@ -62,7 +44,7 @@ def cache_folder(upstream: Upstream, cache_dir: str | os.PathLike | None = None)
     (:class:`AnnotationError`) when another user could have changed it (:func:`vlprobe.storage.locations.distrust`: a file
     there without a pinned hash would be used as it is)."""
     owner, name = upstream.repo.split("/")
-    root = Path(cache_dir).expanduser() if cache_dir else default_cache()
+    root = Path(cache_dir).expanduser() if cache_dir else cache_home()
     folder = root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
     why = distrust(folder, root)
     if why:
@@ -108,11 +90,6 @@ class FileRecord:
         return cls(f.path, git_blob_sha1(data), len(data), f.pinned, up)
 
 
-def file_records(upstream: Upstream, folder: Path) -> list[FileRecord]:
-    """Per file of ``upstream`` in ``folder`` (as :func:`annotation_folder` returned it): what a build read."""
-    return [FileRecord.read(folder, f, upstream) for f in upstream.files]
-
-
 def warn_unpinned(upstream: Upstream, log=None) -> None:
     """One line, when some of ``upstream``'s files have no pinned hash: they were used unchecked."""
     unpinned = [f.path for f in upstream.files if not f.pinned]
@@ -131,18 +108,15 @@ def _offline() -> bool:
                for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
 
-def _get(url: str, timeout: float) -> bytes:
-    request = urllib.request.Request(url, headers={"User-Agent": "vlprobe-annotations"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return response.read()
-
 def _fetch(url: str, timeout: float, retries: int) -> tuple[bytes | None, list[str], bool]:
     """(the bytes or None, the error of each try, whether the host answered at all): up to ``retries`` tries with
     backoff; an HTTP answer that will not change (401, 403, 404, 410) ends them."""
     data, errors, reachable = None, [], True
     for attempt in range(max(1, retries)):
         try:
-            data = _get(url, timeout)
+            request = urllib.request.Request(url, headers={"User-Agent": "vlprobe-annotations"})
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                data = response.read()
             break
         except urllib.error.HTTPError as err:
             errors.append(f"HTTP {err.code}")
@@ -185,12 +159,19 @@ def annotation_folder(
     timeout: float = 60.0,
     log=None,
 ) -> Path:
-    """A folder holding every file of ``upstream``, each verified against its git blob hash (:func:`locate`, for a
-    build that needs them all): a file missing stops it, naming every file missing and where to get it."""
+    """A folder holding every file of ``upstream``, each verified against its git blob hash (:func:`locate`, then
+    :func:`require_all`)."""
     located = locate([upstream], local, cache_dir, base_url, retries, timeout, log)
+    require_all(located, upstream, local, base_url)
+    return located.folder
+
+
+def require_all(located: Located, upstream: Upstream, local: str | os.PathLike | None, base_url: str | None) -> None:
+    """For a build that needs every file of ``upstream``: one missing stops it, naming every one missing and where
+    to get it."""
     absent = [f for f in upstream.files if f.path in located.absent]
     if not absent:
-        return located.folder
+        return
     if local is not None:
         shown = ", ".join(f.path for f in absent[:5]) + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else "")
         raise FileNotFoundError(
@@ -227,14 +208,10 @@ def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> 
 def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
            cache_dir: str | os.PathLike | None = None, base_url: str | None = None, retries: int = 3,
            timeout: float = 60.0, log=None) -> Located:
-    """The files of ``sets`` that can be had, each verified against its pin, and why each other one cannot.
-
-    As :func:`annotation_folder`, but a file that is not there is recorded rather than fatal, so that a
-    build can go on with the configs its files allow. ``local`` (``--annotations DIR``): every set is
-    looked for there, at its files' paths. Otherwise the first set (the benchmark's upstream) is read from
-    the cache, what it lacks downloaded (unless offline; once the host cannot be reached, the rest are not
-    tried); third-party sets (:attr:`Upstream.fetched` False) are read only from ``local``. A file that is
-    there but does not match its pin is refused (:class:`AnnotationChecksumError`), as it is everywhere."""
+    """The files of ``sets`` that can be had, each verified against its pin (:class:`AnnotationChecksumError`), and
+    why each other one cannot: with ``local`` (``--annotations DIR``) every set is looked for there; else the first set
+    (the upstream) is read from the cache and what it lacks downloaded (unless offline; once the host cannot be
+    reached, the rest are not tried), and third-party sets are not had."""
     found: dict[str, tuple[UpstreamFile, Upstream]] = {}
     absent: dict[str, tuple[UpstreamFile, Upstream, str]] = {}
     if local is not None:
@@ -288,7 +265,7 @@ def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
             log(f"{up.benchmark}: fetched {f.path} ({len(data):,} bytes, "
                 + ("git blob verified)" if f.pinned else "no pinned git blob hash to check it against)"))
     _warn_unpinned_found(found, log)
-    return Located(folder, found, absent)
+    return Located(folder, {f.path: found[f.path] for f in up.files if f.path in found}, absent)  # in the pinned order
 
 
 def _warn_unpinned_found(found: dict[str, tuple[UpstreamFile, Upstream]], log=None) -> None:
@@ -323,7 +300,7 @@ def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, s
     parser.add_argument("--download", action="store_true", help=download_help)
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help=f"download cache (default {images_home()} for images, "
-                             f"{default_cache() / 'annotations'} for annotations)")
+                             f"{cache_home() / 'annotations'} for annotations)")
     parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
     parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
     parser.add_argument("--read-workers", type=int, default=2, help="threads reading and checking images (default: 2)")

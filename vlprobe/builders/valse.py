@@ -1,12 +1,8 @@
-"""``vlprobe build valse``: the VALSE benchmark (Parcalabescu et al., ACL 2022) as a Hub dataset
-folder, from the 11 original annotation files and the original images of each source.
-
-One config per instrument (its own parquet), one per piece and ``all`` (these list the
-instrument configs' parquet files in their ``data_files``, so image bytes are stored once and every
-config has the same features). Only valid records by default (``mturk.caption >= 2``: at least two
-of three annotators chose the caption and not the foil); ``--include-invalid`` keeps all 8,782.
-The pins, instruments and counts are VALSE's benchmark module's (:mod:`vlprobe.benchmarks.valse`); the
-build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+"""``vlprobe build valse``: VALSE (Parcalabescu et al., ACL 2022) from the 11 original annotation files and the
+original images of each source, on the build flow (:mod:`vlprobe.builders.flow`). One config per instrument, one per
+piece and ``all`` (these read the instruments' parquet: image bytes stored once, the same features). Only valid
+records by default (``mturk.caption >= 2``: two of three annotators chose the caption, not the foil);
+``--include-invalid`` keeps all 8,782.
 """
 
 from __future__ import annotations
@@ -22,8 +18,8 @@ from datasets import Features, List, Value
 
 from ..benchmarks import valse as facts
 from ..dataset import image_sources as imgs
-from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record, records_of
 
 
 class Instrument(NamedTuple):
@@ -70,7 +66,7 @@ tags: [piece, instrument, image_source, valid]
 """
 
 
-def class_string(value: Any) -> str | None:
+def class_string(value: object) -> str | None:
     """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, booleans
     and lists in JSON (``false``, ``[2, 1, 8]``)."""
     if value is None or isinstance(value, str):
@@ -82,7 +78,7 @@ def class_string(value: Any) -> str | None:
     raise TypeError(f"unexpected class value {value!r}")
 
 
-def _single(values: Any, where: str, field: str) -> Any:
+def _single(values: object, where: str, field: str) -> object:
     if values is None:
         return None
     if not isinstance(values, list) or len(values) != 1:
@@ -144,7 +140,7 @@ class Record:
     only_caption: Any = None
 
     @classmethod
-    def parse(cls, rec: Any, key: str, where: str) -> Record:
+    def parse(cls, rec: object, key: str, where: str) -> Record:
         r = parse_record(cls, rec, where)
         try:
             votes = Votes(*(int(r.mturk[k]) for k in ("caption", "foil", "other")))
@@ -162,9 +158,8 @@ class Record:
         return self.mturk.caption >= 2
 
 
-def normalise(inst: Instrument, key: str, rec: Any) -> Row:
+def normalise(inst: Instrument, key: str, rec: object, where: str) -> Row:
     """One annotation record -> one row (without the image bytes)."""
-    where = f"{inst.file} record {key!r}"
     r = Record.parse(rec, key, where)
     votes, nli = r.mturk, r.nli_scores
     try:
@@ -189,19 +184,10 @@ def normalise(inst: Instrument, key: str, rec: Any) -> Row:
 
 
 def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
-    path = annotations / inst.file
-    data = read_json(path, "VALSE", dict, "a JSON object mapping keys to records",
-                     "pass --annotations DIR, the folder holding the 11 files of "
-                     f"github.com/{facts.UPSTREAM.repo} {facts.UPSTREAM.folder}")
-    return [normalise(inst, str(key), rec) for key, rec in data.items()]
+    return [normalise(inst, key, rec, where) for _, key, rec, where in
+            records_of(annotations, inst.file, facts.UPSTREAM, "a JSON object mapping keys to records", keyed=True)]
 
 
-# ---- configs and card ---------------------------------------------------------------------------
-def _fmt(n: int) -> str:
-    return f"{n:,}"
-
-
-# ---- build ----------------------------------------------------------------------------------------
 class Valse(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
@@ -214,8 +200,7 @@ class Valse(UpstreamBuilder):
     spec_yaml = SPEC_YAML
     features_all, leaves = FEATURES, tuple(BY_CONFIG)  # all, and each piece of several instruments, read theirs
     aggregates = {"all": leaves, **{piece: members for piece, members in PIECES.items() if members != (piece,)}}
-    card = dict(license_name="valse-mixed", pretty_name="VALSE",
-                task_categories=["image-to-text", "zero-shot-image-classification"],
+    card = dict(license_name="valse-mixed",
                 tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
@@ -230,22 +215,19 @@ class Valse(UpstreamBuilder):
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
         holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card."""
-        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": _fmt(PAPER_ALL[i.config]),
-                 "paper_valid": _fmt(PAPER_VALID[i.config])} for i in INSTRUMENTS]
+        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": f"{PAPER_ALL[i.config]:,}",
+                 "paper_valid": f"{PAPER_VALID[i.config]:,}"} for i in INSTRUMENTS]
         piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
-                       "rows": _fmt(sum(PAPER_VALID[m] for m in members))} for piece, members in PIECES.items()]
-        total = sum(PAPER_VALID.values())
+                       "rows": f"{sum(PAPER_VALID[m] for m in members):,}"} for piece, members in PIECES.items()]
+        total = f"{sum(PAPER_VALID.values()):,}"
         selection = (
-            f"A default build keeps **only the valid records** ({_fmt(total)}), as the paper evaluates them. "
-            f"`vlprobe build valse --include-invalid` keeps all {_fmt(sum(PAPER_ALL.values()))} candidates (then filter on "
+            f"A default build keeps **only the valid records** ({total}), as the paper evaluates them. "
+            f"`vlprobe build valse --include-invalid` keeps all {sum(PAPER_ALL.values()):,} candidates (then filter on "
             "`valid`, or `mturk_caption >= 2`, to get the benchmark as the paper defines it)."
         )
-        archives = [{"source": s, "file": imgs.SOURCES[s].archive.file, "url": imgs.SOURCES[s].archive.url}
-                    for s in VALSE_SOURCES if imgs.SOURCES[s].archive is not None]
-        return dict(
-            rows=rows, piece_rows=piece_rows, selection=selection,
-            total=_fmt(total), archives=archives,
-        )
+        archives = [{"source": s, "file": a.file, "url": a.url} for s in VALSE_SOURCES
+                    if (a := imgs.SOURCES[s].archive) is not None]
+        return dict(rows=rows, piece_rows=piece_rows, selection=selection, total=total, archives=archives)
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
         return dict(PAPER_ALL if getattr(args, "include_invalid", False) else PAPER_VALID)

@@ -1,30 +1,19 @@
-"""``vlprobe build vl_checklist``: VL-CheckList (Zhao et al., 2022, arXiv:2207.00221) as a Hub dataset
-folder, from the JSON files under ``data/`` of github.com/om-ai-lab/VL-CheckList at the pinned commit
-(each verified by git blob hash) and the images of Visual Genome (also VAW's), SWiG and HAKE.
+"""``vlprobe build vl_checklist``: VL-CheckList (Zhao et al., 2022) as a Hub dataset folder, from the JSON files
+under ``data/`` of github.com/om-ai-lab/VL-CheckList at the pinned commit and the images of Visual Genome (also VAW's),
+SWiG and HAKE. A file is a list of ``[image path, {"POS": [texts], "NEG": [texts]}]``; the authors' ``itc``
+evaluation scores ``POS[0]`` against ``NEG[0]``, right when strictly above: here 1 image x [POS[0], NEG[0]], gold
+``[[1, 0]]``, their accuracy vlprobe's ``acc_r``.
 
-Each file is a JSON list of ``[image path, {"POS": [texts], "NEG": [texts]}]``; the corpus yaml that
-points at it (``ANNO_PATH``) gives the image root (``vg/``, ``swig/`` or ``hake/``). The authors'
-``itc`` evaluation (``vl_checklist/evaluate.py``) scores ``POS[0]`` and ``NEG[0]`` against the image and
-counts an item right when the positive's score is strictly above the negative's: here each record is
-1 image x [POS[0], NEG[0]], gold ``[[1, 0]]``, and their accuracy is vlprobe's ``acc_r`` (= ``text``).
+**Which records.** By default, per corpus file, what the authors' code scores: the first ``MAX_NUM/2`` = 1,000 records
+whose image exists, in file order (``DataLoader.load_itc_samples`` skips a record without its image, then
+``Evaluate.eval`` keeps ``d.data[name][:int(max_number/2)]``); with ``--skip-missing-images`` a missing image's record
+is left out and the next taken, without it the build stops. ``--all-records`` holds every record: not the authors'
+protocol, and each row's ``records=all`` tag says so.
 
-**Which records.** By default a build holds, per corpus file, what the authors' code scores: the first
-``MAX_NUM/2`` = 1,000 records whose image exists, in file order (``DataLoader.load_itc_samples`` keeps
-a record only ``if os.path.exists(path)``, then ``Evaluate.eval`` keeps ``d.data[name][:int(max_number/2)]``;
-``MAX_NUM: 2000`` in ``configs/sample.yaml``). With ``--skip-missing-images`` a record whose image is
-missing is left out and the file's next record taken, as their loader does; without it a missing image
-stops the build. ``--all-records`` holds every record (372,274 in the 46 files at hand): not the
-authors' protocol, and each row's ``records=all`` tag makes every summary of it say so.
-
-Configs: the 13 leaves of the taxonomy (``object_location_center``, ..., ``attribute_color``, ...,
-``relation_spatial``), each holding the records of its corpus files (tag ``type_corpus=<the authors'
-result name>``, e.g. ``Object_Size_large_vg_obj``: the summary's per-file rows, averaged per source
-and per type as ``radar.py`` with ``corpus.json`` does), and ``object``, ``attribute``, ``relation`` and
-``all`` (the default), which read their leaves' parquet. A leaf whose files are only partly at hand is
-built from those (the flow names the others); one with none is not built.
-
-Pins, counts, the taxonomy and its aggregation are VL-CheckList's benchmark module's
-(:mod:`vlprobe.benchmarks.vl_checklist`); the build runs on the shared flow (:mod:`vlprobe.builders.flow`).
+Configs: the 13 leaves of the taxonomy, each holding its corpus files' records (tag ``type_corpus=<the authors'
+result name>``: the summary's per-file rows, averaged per source and type as ``radar.py``), and ``object``,
+``attribute``, ``relation`` and ``all`` (the default), which read their leaves' parquet. A leaf with some of its files
+is built from those; one with none is not built.
 """
 
 from __future__ import annotations
@@ -41,8 +30,8 @@ from datasets import Features, Value
 from ..benchmarks import vl_checklist as facts
 from ..benchmarks.vl_checklist import BY_CONFIG, FIRST, LEAVES, CorpusFile, Leaf
 from ..dataset.image_sources import Archive, SourceSpec
-from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, has_upper, parse_record, pct
+from . import AnnotationError
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, has_upper, parse_record, pct, records_of
 
 # VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
 # hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
@@ -110,7 +99,7 @@ tags: [aspect, leaf, type_corpus, records]
 """
 
 
-def image_of(path: Any, corpus: str, where: str) -> tuple[str, str]:
+def image_of(path: object, corpus: str, where: str) -> tuple[str, str]:
     """The record's image path -> (image source, file name), by the corpus's image root."""
     if not isinstance(path, str) or not path.strip():
         raise AnnotationError(f"{where}: the image path {path!r} is not a non-empty string")
@@ -135,7 +124,7 @@ def image_of(path: Any, corpus: str, where: str) -> tuple[str, str]:
     return source, name
 
 
-def _texts(value: Any, where: str, key: str) -> list[str]:
+def _texts(value: object, where: str, key: str) -> list[str]:
     if not isinstance(value, list) or not value or not all(isinstance(t, str) and t.strip() for t in value):
         raise AnnotationError(f"{where}: {key} should be a non-empty list of non-empty strings, got {str(value)[:80]}")
     return value
@@ -161,7 +150,7 @@ class Record:
     negatives: list[str]
 
     @classmethod
-    def parse(cls, rec: Any, corpus: str, where: str) -> Record:
+    def parse(cls, rec: object, corpus: str, where: str) -> Record:
         if not isinstance(rec, list) or len(rec) != 2 or not isinstance(rec[1], dict):
             raise AnnotationError(f'{where}: expected [image path, {{"POS": [...], "NEG": [...]}}]')
         texts = parse_record(Texts, rec[1], where)
@@ -181,11 +170,10 @@ def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: s
     """One corpus file's records as rows (without image bytes), in file order, each naming its unit (the
     file: the authors score the first MAX_NUM/2 of each)."""
     file, corpus = corpus_file.path, corpus_file.corpus
-    data = read_json(annotations / file, "VL-CheckList", list, 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]',
-                     f"pass --annotations DIR, the data/ folder of github.com/{facts.UPSTREAM.repo}")
     rows = []
-    for n, rec in enumerate(data):
-        r = Record.parse(rec, corpus, f"{file} record {n}")
+    shape = 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]'
+    for n, _, rec, where in records_of(annotations, file, facts.UPSTREAM, shape):
+        r = Record.parse(rec, corpus, where)
         rows.append(Row(f"{leaf.config}/{corpus}/{n}", dict(
             index=n, aspect=leaf.aspect, leaf=leaf.config, corpus=corpus, source=corpus_file.source,
             type_corpus=corpus_file.name, records=records, file=file, image_path=r.image_path, caption=r.caption,
@@ -222,8 +210,6 @@ def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]
     return out
 
 
-# ---- configs, card and build report -------------------------------------------------------------------
-# ---- build ------------------------------------------------------------------------------------------
 class VlChecklist(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = ("VL-CheckList (2022): Object / Attribute / Relation, 1 image x [positive, negative], from the upstream "
@@ -238,7 +224,6 @@ class VlChecklist(UpstreamBuilder):
     features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
     card = dict(license_name="vl-checklist-vg-swig-hake",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/tree/{facts.UPSTREAM.commit}",
-                pretty_name="VL-CheckList", task_categories=["image-to-text", "zero-shot-image-classification"],
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["10K<n<100K"])
 
@@ -279,14 +264,15 @@ class VlChecklist(UpstreamBuilder):
         files = []
         for leaf in LEAVES:
             for f in leaf.files:
+                row = {"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob}
                 full, first = facts.FULL_FACTS.get(f.name), facts.FIRST_FACTS.get(f.name)
-                files.append({"leaf": leaf.config, "name": f.name, "path": f.path, "source": f.source, "blob": f.blob,
-                              "here": full is not None,
-                              "records": f"{full.records:,}" if full else "-", "first": f"{first.records:,}" if first else "-",
-                              "same": f"{first.same_text} / {full.same_text}" if full else "-",
-                              "dups": f"{first.duplicates:,} / {full.duplicates:,}" if full else "-",
-                              "upper": f"{pct(first.upper_case_rule, first.records)} / "
-                                       f"{pct(full.upper_case_rule, full.records)}" if full else "-"})
+                if full is None or first is None:  # a file not at hand here: its hash only
+                    files.append({**row, **dict.fromkeys(("records", "first", "same", "dups", "upper"), "-")})
+                    continue
+                files.append({**row, "records": f"{full.records:,}", "first": f"{first.records:,}",
+                              "same": f"{first.same_text} / {full.same_text}",
+                              "dups": f"{first.duplicates:,} / {full.duplicates:,}",
+                              "upper": " / ".join(pct(x.upper_case_rule, x.records) for x in (first, full))})
         upper = authors_means({n: f.upper_case_rule / f.records for n, f in facts.FIRST_FACTS.items()})
         leaves = []
         for leaf in LEAVES:
@@ -316,7 +302,7 @@ class VlChecklist(UpstreamBuilder):
                     color_same=facts.FULL_FACTS["Attribute_color_vg"].same_text,
                     action_same=facts.FULL_FACTS["Relation_action_vg"].same_text,
                     overall={k: (pct(v) + ("" if c else " (in part)")) for k, (v, c) in overall.items()},
-                    missing=[f for f in files if not f["here"]])
+                    missing=[f for leaf in LEAVES for f in leaf.files if f.name not in facts.FULL_FACTS])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
         """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs

@@ -1,14 +1,8 @@
-"""``vlprobe build winoground_style``: Winoground-style 2x2 instruments on rendered scenes
-(``spatial_swap``, ``attribute_swap``, ``count_swap``) as a Hub dataset folder in
-facebook/winoground's schema, and, with ``--winoground PATH``, a private local folder made from
-the user's own licensed copy of facebook/winoground (its parquet, or its ``examples.jsonl`` +
-``images.zip``), which is never published or committed.
-
-Where the local copy goes: ``<out>/data/winoground/`` by default, a dataset folder of its own
-(card, ``vlprobe.yaml``, config ``winoground``, split ``test``). It lives under ``data/``, which
-git ignores, and the ``winoground_style`` card does not declare it, so publishing
-``winoground_style`` never uploads it. Load it with
-``load_dataset("winoground_style/data/winoground")``.
+"""``vlprobe build winoground_style``: Winoground-style 2x2 instruments on rendered scenes (``spatial_swap``,
+``attribute_swap``, ``count_swap``) in facebook/winoground's schema; with ``--winoground PATH``, also a private folder
+made from the user's own copy of facebook/winoground (its parquet, or ``examples.jsonl`` + ``images.zip``): by default
+``<out>/data/winoground/`` (card, ``vlprobe.yaml``, config ``winoground``, split ``test``), under git-ignored
+``data/`` and not declared by the card, so never committed or published; ``load_dataset("winoground_style/data/winoground")``.
 """
 
 from __future__ import annotations
@@ -86,7 +80,7 @@ tags: [collapsed_tag, num_main_preds, secondary_tag, tag]
 """
 
 
-class WinogroundStyle(SyntheticBuilder):
+class WinogroundStyle(SyntheticBuilder[tuple[list[str], int]]):
     name = "winoground_style"
     help = "Winoground-style 2x2 instruments on rendered scenes (+ a private folder from your own Winoground copy)"
     needs = "nothing: scenes rendered offline by vlprobe (a private Winoground folder: --winoground DIR, your own copy)"
@@ -127,7 +121,7 @@ class WinogroundStyle(SyntheticBuilder):
             raise FileNotFoundError(f"--winoground: {args.winoground} does not exist")
         return configs, n
 
-    def files_read(self, args: argparse.Namespace, plan: Any) -> dict[str, unchanged.Read]:
+    def files_read(self, args: argparse.Namespace, plan: object) -> dict[str, unchanged.Read]:
         """The files of the Winoground copy given (by stamp)."""
         if args.winoground is None:
             return {}

@@ -351,8 +351,7 @@ def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, t
                                                       f"{settings.limit}), not the paper's full set"))
     if bench.clamped is not None and results:
         negative = sum(m.scores.n_negative for m in results if m.scores is not None)
-        clamped = bench.clamped.departure({"scores": {"n_negative": negative},
-                                           "n_items": sum(m.n_items or 0 for m in results)}, family)
+        clamped = bench.clamped.departure(negative, sum(m.n_items or 0 for m in results), family)
         if clamped is not None:
             out.append(Departure(**clamped))
     return out

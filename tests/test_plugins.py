@@ -127,7 +127,9 @@ def test_include_path_option_is_the_variable_for_one_command(tmp_path, plugins_r
     from vlprobe import plugins
     from vlprobe.cli import main
 
-    monkeypatch.delenv(plugins.INCLUDE_VAR, raising=False)  # and restored after the test (main() sets it)
+    # setenv, not delenv: an absent variable that delenv meets is not restored, and main() sets it (it leaked the
+    # plugin into the next test of this process)
+    monkeypatch.setenv(plugins.INCLUDE_VAR, "")
     folder = _write_package(tmp_path) / "shapes_plugin"
     assert main(["list"]) == 0 and "\n  shapes\n" not in capsys.readouterr().out
     for argv in (["--include-path", str(folder), "list"], ["list", f"--include-path={folder}"]):

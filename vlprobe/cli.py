@@ -14,6 +14,7 @@ import importlib
 import pkgutil
 import sys
 from types import ModuleType
+from typing import Any
 
 from . import __version__, commands
 from .defaults import CHUNK_ROWS
@@ -83,7 +84,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
 
 
-def keywords(args: argparse.Namespace) -> dict[str, object]:
+def keywords(args: argparse.Namespace) -> dict[str, Any]:
     """The Python keywords of a run command's parsed arguments (each ``dest`` is one)."""
     return {k: v for k, v in vars(args).items() if k not in ("command", "func")}
 

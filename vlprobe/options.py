@@ -23,12 +23,30 @@ import numbers
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, ClassVar, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, TypeVar
 
 from .defaults import AUTO, CHUNK_ROWS
 from .errors import ArgumentError
+
+if TYPE_CHECKING:  # what the entry points' arguments may be (their annotations name these)
+    from typing import TypeAlias
+
+    import datasets
+    from PIL import Image
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
+
+    from .dataset.spec import ItemSpec
+    from .scorers.base import Scorer
+
+    ProcessorLike: TypeAlias = "ProcessorMixin | PreTrainedTokenizerBase"
+    ModelLike: TypeAlias = "str | os.PathLike[str] | Scorer | PreTrainedModel | tuple[PreTrainedModel, ProcessorLike]"
+    DatasetLike: TypeAlias = "str | os.PathLike[str] | datasets.Dataset | datasets.DatasetDict"
+    DatasetsLike: TypeAlias = "DatasetLike | Sequence[DatasetLike] | Mapping[str, DatasetLike]"
+    SpecLike: TypeAlias = "str | os.PathLike[str] | Mapping[str, object] | ItemSpec"
+    ImageLike: TypeAlias = "str | os.PathLike[str] | Image.Image"
+    ImagesLike: TypeAlias = "ImageLike | Sequence[ImageLike]"
 
 MAX_BOOTSTRAP = 100_000  # resamples; every resample's statistics are held in memory at once
 MAX_SEED = 2**32 - 1 - 100  # numpy's generators take seeds below 2**32; a probe's seeds run on to seed + seeds - 1
@@ -49,7 +67,7 @@ class Refused(Exception):
         self.detail, self.value, self.at = detail, value, at
 
 
-def opt(default: Any, check: Callable[[Any], Any] | None = None, *, flag: str | None = "", slow: bool = False) -> Any:
+def opt(default: T, check: Callable[[Any], object] | None = None, *, flag: str | None = "", slow: bool = False) -> T:
     """A settings field: its default and ``check``; ``flag``: the command line's (``""``: ``--`` and the name with
     dashes, ``--no-...`` for a switch that is on by default; None: a Python argument only); ``slow``: the check
     imports torch, so it runs in :meth:`Settings.check`."""
@@ -374,7 +392,7 @@ class Settings:
         """{field: its flag} of every field the command line gives."""
         return {f.name: flag for f in fields(cls) if (flag := cls.flag(f)) is not None}
 
-    def command_line(self, **resolved: Any) -> str | None:
+    def command_line(self, **resolved: object) -> str | None:
         """The command that reruns these settings, every option spelled out in the fields' order (``resolved``:
         what the run filled in for a default, as the datasets and model of the offline default); None when a value
         is an object in memory, which no command line can name."""

@@ -30,17 +30,17 @@ The package, by layer: :mod:`.settings` (:class:`EvaluateSettings`: every keywor
 
 from ..dataset.splits import TEST_LIKE, check_reachable, load_split, select_configs, select_splits
 from ..options import MAX_BOOTSTRAP
-from ..runner import default_workers, open_cache, throwaway_cache
+from ..runner import default_workers, throwaway_cache
 from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL
 from .api import evaluate, score
 from .data import SplitSource, default_datasets, plan_splits
 from .model import default_model, load_model
-from .result import Evaluation, display_keys, format_summary, summarize
+from .result import Evaluation, display_keys, format_summary
 from .settings import CONTROLS, EvaluateSettings, ScoreSettings, Settings
 
 __all__ = [
     "CONTROLS", "DEFAULT_DATASETS", "DEFAULT_MODEL", "MAX_BOOTSTRAP", "TEST_LIKE", "Evaluation", "EvaluateSettings",
     "ScoreSettings", "Settings", "SplitSource", "check_reachable", "default_datasets", "default_model",
-    "default_workers", "display_keys", "evaluate", "format_summary", "load_model", "load_split", "open_cache",
-    "plan_splits", "score", "select_configs", "select_splits", "summarize", "throwaway_cache",
+    "default_workers", "display_keys", "evaluate", "format_summary", "load_model", "load_split",
+    "plan_splits", "score", "select_configs", "select_splits", "throwaway_cache",
 ]

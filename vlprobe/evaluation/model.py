@@ -7,7 +7,7 @@ import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .. import runner
 from ..errors import ArgumentError, ModelError
@@ -17,15 +17,19 @@ from ..storage.locations import DEFAULT_MODEL
 from .data import SplitSource
 from .settings import EvaluateSettings
 
+if TYPE_CHECKING:
+    from ..options import ModelLike, ProcessorLike
 
-def load_model(model: Any, processor: Any, family: str | None, revision: str | None, s: EvaluateSettings) -> Scorer:
+
+def load_model(model: ModelLike, processor: ProcessorLike | None, family: str | None, revision: str | None,
+               s: EvaluateSettings) -> Scorer:
     """A ready scorer from a path/Hub id (``mini-clip`` included), a (model, processor) pair, a loaded model, or a
     scorer, with the settings ``s`` of a run (:func:`vlprobe.runner.load_model`)."""
     return runner.load_model(model, processor, family=family, revision=revision, device=s.device, dtype=s.dtype,
                              exact_preprocessing=s.exact_preprocessing, control=s.control, seed=s.seed)
 
 
-def _check_shapes(sources: Sequence[SplitSource], scorer: Any) -> None:
+def _check_shapes(sources: Sequence[SplitSource], scorer: Scorer) -> None:
     """TraVLR's true/false framing (1 x 1 items) needs a match probability; a dual encoder's
     similarity is not one, and vlprobe does not invent one."""
     if not isinstance(scorer, DualScorer):
@@ -41,7 +45,7 @@ def _check_shapes(sources: Sequence[SplitSource], scorer: Any) -> None:
             )
 
 
-def _check_text_tower(scorer: Any) -> None:
+def _check_text_tower(scorer: Scorer) -> None:
     """``--modality text`` compares texts by a dual encoder's text tower; a family that scores image-text pairs
     jointly (itm, vqascore) or reads text alone with a language model (causal_lm) has none."""
     if not isinstance(scorer, DualScorer):

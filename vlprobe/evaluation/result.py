@@ -9,13 +9,18 @@ import os
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import VlprobeError
+from ..errors import write_failed
 from ..results import RunResult, ScoredSplit, format_table, pct, result_entries, truncation_warning
 from ..results import summary as summary_rules
 from ..results.io import provenance_record
-from ..results.schema import Entry, EvaluationDocument, SummaryBlock
+from ..results.schema import Entry, EvaluationDocument, SummaryBlock, SummaryRow
+
+if TYPE_CHECKING:
+    import datasets
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 
 class Evaluation(RunResult):
@@ -44,7 +49,7 @@ class Evaluation(RunResult):
         """results.json as records."""
         return EvaluationDocument(provenance_record(self.provenance), tuple(result_entries(self.splits)), self.summary)
 
-    def to_pandas(self, per_tag: bool = True, wide: bool = False) -> Any:
+    def to_pandas(self, per_tag: bool = True, wide: bool = False) -> pd.DataFrame:
         """results.csv as a DataFrame: one row per dataset/config/split/tag/metric (``tag`` empty for the whole
         split; ``per_tag=False`` keeps those rows only and drops the column): value, ci_low, ci_high, chance,
         support, n_items, n_ties, na_reason (why value is None where every item tied). One name per quantity
@@ -62,7 +67,7 @@ class Evaluation(RunResult):
         frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS))
         return frame if per_tag else frame.drop(columns=["tag"])
 
-    def scores(self) -> Any:
+    def scores(self) -> datasets.Dataset:
         """The per-item scores as a ``datasets.Dataset`` (the rows of scores.parquet)."""
         import datasets
 
@@ -87,12 +92,10 @@ class Evaluation(RunResult):
         try:
             return write_outputs(out, self.splits, self.document)
         except OSError as err:
-            cache = self.document.provenance.engine.cache_dir if self.document.provenance.engine else None
-            rerun = (f"the scores are in the cache ({cache}), so running it again computes nothing" if cache
-                     else "nothing was cached (cache_dir none), so a rerun scores again")
-            raise VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}") from None
+            engine = self.document.provenance.engine
+            raise write_failed(out, err, engine.cache_dir if engine else None, "scores", "nothing") from None
 
-    def plot(self) -> Any:
+    def plot(self) -> Figure:
         """A matplotlib figure: one panel per split, a bar per metric with its CI and chance."""
         import matplotlib.pyplot as plt
 
@@ -126,15 +129,7 @@ def display_keys(split: ScoredSplit | Entry) -> list[str]:
     return shown_metrics(split if isinstance(split, Entry) else entry_of(split))
 
 
-def summarize(entries: Any, settings: Mapping[str, Any] | None = None,
-              model: Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
-    """The papers' aggregates per benchmark (:func:`vlprobe.results.summary.summarize`); ``settings``: the
-    run's recorded settings, to flag where it departs from the authors' own; ``model``: its recorded model, to set
-    it beside the figures published for its checkpoint."""
-    return summary_rules.summarize(entries, settings, model)
-
-
-def _figure(key: str, value: float | None, row: Any, theirs: str | None, names: Mapping[str, str]) -> str:
+def _figure(key: str, value: float | None, row: SummaryRow, theirs: str | None, names: Mapping[str, str]) -> str:
     ci = row.ci.get(key)
     text = f"{names.get(key, key)} " + (f"N/A ({row.na_reason})" if value is None else pct(value))
     text += f" [{pct(ci[0])},{pct(ci[1])}]" if ci and value is not None else ""

@@ -25,11 +25,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from ..dataset.items import ItemError
+from ..dataset.items import Item, ItemError
+from ..scorers.base import DualScorer
+from ..scoring.engine import Engine, EngineResult
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +60,7 @@ def text_gold(n_true: int, n_false: int) -> np.ndarray:
     return gold
 
 
-def text_only(item: Any) -> TextOnlyItem:
+def text_only(item: Item) -> TextOnlyItem:
     """``item`` (an :class:`~vlprobe.dataset.items.Item`) as its texts compared with each other; :class:`ItemError`
     when it has fewer than two true texts or no false one."""
     truth = np.asarray(item.gold, dtype=bool).any(axis=0)
@@ -87,14 +88,7 @@ def item_matrix(similarity: np.ndarray, n_true: int) -> np.ndarray:
     return np.array([[sim[i, j] for i, j in pairs(n_true, sim.shape[0])]]).astype(np.float32, copy=False)
 
 
-@dataclass
-class TextResult:
-    scores: list[np.ndarray]
-    probabilities: None
-    stats: dict[str, Any]
-
-
-def score_text_only(engine: Any, items: Sequence[TextOnlyItem]) -> TextResult:
+def score_text_only(engine: Engine, items: Sequence[TextOnlyItem]) -> EngineResult:
     """Each item's text-only score matrix; the text embeddings come from ``engine.embed_texts`` (each distinct
     text encoded once, through the score cache, under the keys image-text scoring uses), the similarities from
     the scorer's :meth:`text_similarity`. Texts are keyed as the engine keys them (the token ids the model
@@ -107,6 +101,7 @@ def score_text_only(engine: Any, items: Sequence[TextOnlyItem]) -> TextResult:
     key_of = dict(zip(distinct, engine.text_keys(distinct)))
     vector = {key_of[t]: emb[k] for k, t in enumerate(distinct)}
     scorer = engine.scorer
+    assert isinstance(scorer, DualScorer)  # --modality text refuses any other (evaluation.model._check_text_tower)
     pair: dict[tuple[str, str], float] = {}
     scores = []
     for item in items:
@@ -120,7 +115,7 @@ def score_text_only(engine: Any, items: Sequence[TextOnlyItem]) -> TextResult:
                     pair.setdefault((min(a, b), max(a, b)), sim[i, j])
         full = np.array([[pair[min(a, b), max(a, b)] for b in keys] for a in keys])
         scores.append(item_matrix(full, item.n_true))
-    return TextResult(scores=scores, probabilities=None, stats={
+    return EngineResult(scores=scores, probabilities=None, stats={
         "cached": stats.get("cached", 0), "unique_images": 0, "unique_texts": stats.get("unique", len(distinct)),
         "computed_images": 0, "computed_texts": stats.get("computed", 0),
         "seconds": round(time.perf_counter() - start, 3)})

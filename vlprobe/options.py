@@ -1,18 +1,12 @@
 """The settings of a run, typed and checked once: :class:`Settings` holds the fields ``vlprobe.evaluate`` and
-``vlprobe.probe`` share, each command's subclass (:class:`~vlprobe.evaluation.settings.EvaluateSettings`,
-:class:`~vlprobe.probing.settings.ProbeSettings`) its own, and this module the check of every one of them.
+``vlprobe.probe`` share, each command's subclass its own, and this module the check of every one of them.
 
 A field is declared with :func:`opt`: its default, its check (value -> the checked value, or :class:`Refused`) and its
-command-line flag. Making the frozen dataclass runs every check but the device's (which imports torch: run by
-:meth:`Settings.check`, after the model and dataset names); the first bad value raises an
-:class:`~vlprobe.errors.ArgumentError` naming it as Python spells it (``batch_size=0: must be at least 1``), whose
-``cli()`` names it as the command line does (``--batch-size 0: ...``). results.json's settings block
-(:meth:`record`) and the command line that reruns a run (:meth:`command_line`) are written from the checked object.
-
-The commands' own signatures (``vlprobe.evaluate(...)``) and parsers (``vlprobe/commands/``) are written out in
-full; ``tests/test_options.py`` holds them equal to these fields (every keyword has its flag, and the same default).
-This module imports no heavy library: the dtype and model checks import :mod:`vlprobe.scorers` when they run (0.42 s
-with PIL and numpy), the device check torch, so that a bad number is refused in well under a second.
+command-line flag. Making the frozen dataclass runs every check but the device's (it imports torch: run by
+:meth:`Settings.check`, after the names); the first bad value raises an :class:`~vlprobe.errors.ArgumentError`
+naming it as Python spells it (``batch_size=0: must be at least 1``), or, by its ``cli()``, as the command line does.
+The commands' signatures and parsers are written out in full; ``tests/test_options.py`` holds them equal to these
+fields. No heavy library is imported here, so that a bad number is refused in well under a second.
 """
 
 from __future__ import annotations

@@ -215,11 +215,9 @@ class RunCache:
 
 
 def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
-    """(cache, its temporary folder) for a run that asked for no cache but reads several chunks:
-    it carries inputs across chunks, and the caller deletes it after the run (an interrupted run
-    cannot resume from it, and EngineInterrupted says so). The folder is a
-    :class:`vlprobe.storage.leftovers.OwnedDir` in ``$TMPDIR``: should this run be killed, a later run
-    removes it; this one first removes those of killed runs (:func:`vlprobe.storage.leftovers.sweep`)."""
+    """(cache, its temporary folder) for a run that asked for no cache but reads several chunks: it carries inputs
+    across chunks, and the caller deletes it after the run; an :class:`~vlprobe.storage.leftovers.OwnedDir`, which a
+    later run removes should this one be killed (this one first sweeps those of killed runs)."""
     sweep()
     temp = OwnedDir(prefix="vlprobe-chunk-cache-")
     cache = ScoreCache(temp.name, scorer.cache_key())

@@ -191,19 +191,13 @@ def score(
     cache_dir: PathLike | None = None,
     progress: bool = False,
 ) -> np.ndarray:
-    """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for
-    ``images[i]``, column ``j`` for ``texts[j]``, for a notebook::
+    """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for ``images[i]``,
+    column ``j`` for ``texts[j]``: ``vlprobe.score("mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])``.
 
-        S = vlprobe.score("mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])
-
-    ``model``: a model folder or Hub id (``mini-clip``: the small CLIP vlprobe ships), a loaded ``transformers``
-    model with its processor (``(model, processor)`` or ``processor=``), or a vlprobe scorer; loaded as
-    :func:`evaluate` loads it (``family``, ``revision``, ``device``, ``dtype``, ``exact_preprocessing`` as there).
-    ``images``: PIL images or image file paths (one, or a list); ``texts``: strings (one, or a
-    list). The scores are the model's own (a dual encoder's scaled similarity, an ITM head's
-    logit...), the numbers :func:`evaluate` measures; ``probabilities=True`` gives the match
-    probabilities instead, for families that have them. Computed by the same engine, through the
-    score cache (``cache_dir`` as in :func:`evaluate`), so each input is encoded once."""
+    ``model`` and its keywords as :func:`evaluate` takes them; ``images``: PIL images or image file paths (one, or a
+    list); ``texts``: strings (one, or a list). The scores are the model's own (a dual encoder's scaled similarity,
+    an ITM head's logit...), the numbers :func:`evaluate` measures; ``probabilities=True``: the match probabilities,
+    for families that have them. Computed by the same engine through the score cache, each input encoded once."""
     return ScoreRun(ScoreSettings(**locals()))()
 
 

@@ -24,18 +24,10 @@ if TYPE_CHECKING:
 
 
 class Evaluation(RunResult):
-    """What :func:`evaluate` returns; the same surface as :class:`vlprobe.ProbeResult`:
-
-    * ``entries``: one :class:`~vlprobe.results.schema.Entry` per scored dataset/config/split; ``summary``: each
-      benchmark's headline metrics (its paper's aggregates where it has a paper), as under the printed table, one
-      :class:`~vlprobe.results.schema.SummaryBlock` each; ``document``: results.json as records, ``results`` as JSON;
-    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: results.csv's rows, one per
-      dataset/config/split/tag/metric (``wide=True``: results_wide.csv's, one per dataset/config/split, a column per
-      metric in %); ``plot()``: a matplotlib figure of the table's metrics;
-    * ``save(dir)``: results.json, scores.parquet, results.csv, results_wide.csv and plots, as the CLI writes them;
-    * ``scores()``: the per-item score matrices as a ``datasets.Dataset``; ``splits`` and ``provenance``: the
-      scored splits and what produced them.
-    """
+    """What :func:`evaluate` returns, on :class:`vlprobe.ProbeResult`'s surface: ``entries`` (one per scored
+    dataset/config/split), ``summary`` (each benchmark's headline metrics, one block each), ``document`` / ``results``
+    (results.json), ``table()``, ``to_pandas()``, ``plot()``, ``save(dir)``; and ``scores()`` (the per-item score
+    matrices as a ``datasets.Dataset``), ``splits`` and ``provenance`` (the scored splits and what produced them)."""
 
     def __init__(self, splits: list[ScoredSplit], provenance: dict[str, Any],
                  summary: Mapping[str, SummaryBlock] | None, *, main_process: bool = True) -> None:
@@ -137,12 +129,9 @@ def _figure(key: str, value: float | None, row: SummaryRow, theirs: str | None, 
 
 
 def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
-    """The papers' aggregates as text under the table ("" when there are none): per benchmark its source, one line
-    per row (config or aggregate, split, headline values with CIs, and the figure under the authors' tie rule where
-    it differs from the run's: another tie policy, or N/A where their code prints a number), how the run departs
-    from the authors' setting, its notes (one says which checkpoint's published figures follow, or that it has
-    none) and the figures published for this checkpoint beside the run's, one line each with the difference and its
-    known causes."""
+    """The papers' aggregates as text under the table ("" when there are none): per benchmark its source, a line per
+    row (headline values with CIs, and the figure under the authors' tie rule where it differs), how the run departs
+    from the authors' setting, its notes, and the figures published for this checkpoint beside the run's."""
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         if not block.rows:

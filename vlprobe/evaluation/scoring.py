@@ -1,16 +1,11 @@
 """Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.scoring.engine`
 through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept.
 
-Ties: the engine gives inputs the model cannot tell apart one score, so a gold text and a non-gold
-one that the model reads as the same token ids (:meth:`vlprobe.scorers.base.Scorer.seen_texts`: the
-same string twice, a case the tokenizer folds, unknown words, a difference past the truncation limit)
-tie exactly, and the tie policy counts the comparison. Each chunk's texts are passed through the
-scorer's tokenization once to record such items as *collapsed*. After the metric, a split (or a tag)
-whose every item tied gets no numbers: its metrics become None with ``na_reason`` (e.g. "100/100 items
-tied: texts identical after truncation to 48 tokens"); a split where only some items tied keeps its
-numbers (each tied comparison counted as the tie policy says) and gets a one-line warning in
-``data["truncation"]`` that counts the items holding a tie, how many of them because of identical
-model inputs, and how the policy counted them."""
+Ties: the engine gives inputs the model cannot tell apart one score, so a gold and a non-gold text that the model
+reads as the same token ids tie exactly; each chunk's texts are keyed once to record such items as *collapsed*. A
+split (or tag) whose every item tied gets no numbers: its metrics become None with ``na_reason`` ("100/100 items
+tied: texts identical after truncation to 48 tokens"); one where some items tied keeps its numbers, with a one-line
+warning in ``data["truncation"]`` counting them, why, and how the tie policy counted them."""
 
 from __future__ import annotations
 
@@ -82,11 +77,9 @@ def _distributed(device: str | None) -> tuple[Any, str | None]:
 
 
 def _collapsed(engine: Engine, items: Sequence[Item | TextOnlyItem]) -> list[str | None] | None:
-    """Per item, whether a gold text and a non-gold text of one image are one input to the model (the
-    same token ids after its tokenization and truncation, the same string twice included): None if
-    not, ``"truncation"`` when every such pair differs only past the scorer's text limit, else
-    ``"tokens"``. None for the whole chunk when the scorer cannot say. The ids are the ones the engine
-    keyed the chunk by (:meth:`Engine.seen_texts`): no text is tokenized again."""
+    """Per item, whether a gold and a non-gold text of one image are one input to the model (the same token ids, as
+    the engine keyed them: :meth:`Engine.seen_texts`): None if not, ``"truncation"`` when every such pair differs
+    only past the scorer's text limit, else ``"tokens"``; None for the chunk when the scorer cannot say."""
     scorer = engine.scorer
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     seen = engine.seen_texts(distinct)
@@ -256,11 +249,9 @@ def _not_available(m: dict[str, Any], reason: str) -> None:
 
 def mark_not_available(split: ScoredSplit, tied: np.ndarray, ties: str = "strict",
                        with_ties: np.ndarray | None = None) -> bool:
-    """Record the tied and collapsed items of ``split`` in ``data["truncation"]``; where every item
-    of the split (or of one of its tags) tied, its metrics become not available (see the module
-    doc); where only some items hold a tie (``with_ties``: per item, any comparison tied; default the
-    collapsed items), a one-line warning counting them, how many tie because the model reads a gold
-    and a non-gold text as the same input, and how the tie policy counted them. Whether any metric became N/A."""
+    """Record the tied and collapsed items of ``split`` in ``data["truncation"]``: where every item of the split (or
+    of a tag) tied, its metrics become not available; where some hold a tie (``with_ties``, default the collapsed
+    items), a one-line warning (module doc). Whether any metric became not available."""
     n = len(split.items)
     collapsed = np.zeros(n, dtype=bool)
     if split.collapsed:

@@ -1,23 +1,13 @@
-"""Text-only scoring, ``--modality text`` (``evaluate(modality="text")``): no image is looked at; an item's
-texts are compared with each other by the model's text tower.
+"""Text-only scoring, ``--modality text``: no image is looked at; an item's texts are compared with each other
+by the model's text tower.
 
-An item's *true* texts are those gold for some image; its *false* texts, those gold for none. The item
-becomes one row of similarities (:meth:`vlprobe.scorers.base.DualScorer.text_similarity`: the cosine of
-the L2-normalised text embeddings), one cell per pair of texts it compares: each pair of true texts (gold),
-in order, then each (true text, false text) pair (non-gold), in order. With ``t`` true and ``f`` false texts
-the matrix is ``1 x (t(t-1)/2 + t f)``, gold its first ``t(t-1)/2`` cells. The metric's ``text`` score
-(every gold cell above every non-gold cell) is then right for an item when its true texts are closer to
-each other than any true text is to a false one. Each similarity is one cell, so a metric's chance level
-(every order of the cells equally likely) is the rule's: 1/3 for SugarCREPE++'s TOT, the largest of three
-cosines.
-
-SugarCREPE++ (1 image x [P1, P2, neg], gold ``[[1, 1, 0]]``): ``[[cos(P1, P2), cos(P1, neg), cos(P2, neg)]]``,
-gold ``[[1, 0, 0]]``; ``text`` = ``cos(P1, P2) > cos(P1, neg) and cos(P1, P2) > cos(P2, neg)``, the authors'
-TOT (VLMs/test_*.py), a tie wrong under the strict tie policy.
-
-An item needs two or more true texts and at least one false text; any other is refused (SugarCREPE's and
-VALSE's one caption against its foil has no second true text to compare with). A scored item keeps its texts
-as the true ones, in order, followed by the false ones.
+An item's *true* texts are those gold for some image, its *false* ones those gold for none. It becomes one row of
+cosine similarities of the text embeddings, one cell per pair: each pair of true texts (gold), then each (true,
+false) pair (non-gold), in order: ``1 x (t(t-1)/2 + t f)``. The metric's ``text`` score is then right when the true
+texts are closer to each other than any is to a false one (chance: 1/3 for SugarCREPE++'s TOT, three cosines).
+SugarCREPE++ (``[P1, P2, neg]``): ``[[cos(P1, P2), cos(P1, neg), cos(P2, neg)]]``, gold ``[[1, 0, 0]]``, the authors'
+TOT (VLMs/test_*.py). An item needs two or more true texts and a false one; a scored item keeps its texts as the true
+ones, in order, then the false ones.
 """
 
 from __future__ import annotations
@@ -89,12 +79,9 @@ def item_matrix(similarity: np.ndarray, n_true: int) -> np.ndarray:
 
 
 def score_text_only(engine: Engine, items: Sequence[TextOnlyItem]) -> EngineResult:
-    """Each item's text-only score matrix; the text embeddings come from ``engine.embed_texts`` (each distinct
-    text encoded once, through the score cache, under the keys image-text scoring uses), the similarities from
-    the scorer's :meth:`text_similarity`. Texts are keyed as the engine keys them (the token ids the model
-    reads), and the similarity of each distinct pair of keys, in either order, is computed once and gathered
-    into every cell that holds it: two texts the model reads alike tie exactly (SugarCREPE++ has items whose
-    negative is the same string as a caption)."""
+    """Each item's text-only score matrix, from ``engine.embed_texts`` (each distinct text encoded once, through the
+    score cache) and the scorer's :meth:`text_similarity`, computed once per distinct pair of the engine's text keys
+    (the token ids the model reads): two texts the model reads alike tie exactly (SugarCREPE++ has such items)."""
     start = time.perf_counter()
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     emb, stats = engine.embed_texts(distinct)

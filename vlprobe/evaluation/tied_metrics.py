@@ -1,14 +1,10 @@
 """A metric whose every comparison tied is not available, with its reason (issue 47.3).
 
-Each rank metric compares a gold cell with a non-gold cell: those of the same **row** (one image, its texts:
-``acc_r``, ``text``, ``set_acc``, ``set_error``, ``sentence_acc``) or of the same **column** (one text, its images:
-``image``); ``group`` needs both. Where every comparison one of them makes tied, across the whole split (or tag),
-its value is the tie policy's constant, not a measurement: a text-only model scores a text the same with every
-image, so on 2 x 2 items each image comparison ties by construction and ``image`` and ``group`` were 0.0 under
-``ties="strict"``, below their chance level. Such metrics become None with ``na_reason`` naming them and why
-(``"image, group: all 40 image comparisons tied: the model does not see images"``); the others keep their numbers.
-A split whose every item tied in every comparison is handled before, as a whole
-(:func:`vlprobe.evaluation.scoring.mark_not_available`)."""
+A rank metric compares a gold cell with a non-gold cell of the same **row** (``acc_r``, ``text``, ``set_acc``,
+``set_error``, ``sentence_acc``) or **column** (``image``); ``group`` needs both. Where every comparison one of them
+makes tied, across a split (or tag), its value is the tie policy's constant, not a measurement (a text-only model
+ties every image comparison): it becomes None with ``na_reason`` naming it and why (``"image, group: all 40 image
+comparisons tied: the model does not see images"``); the others keep their numbers."""
 
 from __future__ import annotations
 

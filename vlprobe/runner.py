@@ -243,16 +243,19 @@ def load_model(model: object, processor: object = None, *, family: str | None = 
         except UnknownFamilyError as err:
             raise ModelError(str(err)) from None
         except (FileNotFoundError, OSError, ValueError, TypeError) as err:
-            raise ModelError(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__) from None
+            raise ModelError(_first_line(err)) from None
     else:
         scorer = _loaded_scorer(model, processor, family, device, dtype)
-    if control:
-        if "+" not in scorer.family:
-            try:
-                mark_control(scorer, control, seed)
-            except ValueError as err:
-                raise SettingError(str(err)) from None
+    if control and "+" not in scorer.family:
+        try:
+            mark_control(scorer, control, seed)
+        except ValueError as err:
+            raise SettingError(str(err)) from None
     return scorer
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
 def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
@@ -289,8 +292,7 @@ def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None
     except VlprobeError:
         raise
     except Exception as err:
-        line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {line}") from err
+        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {_first_line(err)}") from err
     # The weights identify a model in memory (it may be mid-training): its cache key is their digest.
     h = hashlib.sha256()
     with torch.no_grad():

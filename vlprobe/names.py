@@ -230,10 +230,9 @@ _REACHED: set[tuple[str, str, str | None]] = set()  # Hub models and datasets fo
 
 def _check_hub(kind: str, name: str, revision: str | None, error: type[VlprobeError], hint: str, how: str,
                absent: str) -> None:
-    """The Hub's part of :func:`check_model` and :func:`check_dataset`: ``name``, no local folder, refused in one line
-    (ending with ``hint``, the closest names, else ``how``, the advice) when an offline variable is set and no copy is
-    cached, when the Hub cannot be reached, or when it has no such ``kind`` (``absent``: how that is said). The Hub
-    is asked once per process, with a 2 s timeout."""
+    """The Hub's part of :func:`check_model` and :func:`check_dataset`: ``name`` (no local folder) refused in one line,
+    ending with ``hint`` (the closest names) else ``how``, when offline with no copy cached, when the Hub cannot be
+    reached, or when it has no such ``kind`` (``absent``: how that is said); asked once per process, 2 s at most."""
     offline = offline_variable(kind)
     if offline:
         if not _hub_cached(kind, name):
@@ -303,18 +302,11 @@ def quiet_hub_logging() -> Iterator[None]:
 
 # ---- suggestions --------------------------------------------------------------------------------------------
 
-def closest(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate nearest ``name`` by spelling (difflib's ratio of at least 0.6), or None; a candidate equal to
-    ``name`` is no suggestion."""
-    pool = [c for c in dict.fromkeys(candidates) if c != name]
-    hits = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
-    return hits[0] if hits else None
-
-
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """``"; did you mean X?"`` for the closest candidate, else ``""``."""
-    hit = closest(name, candidates)
-    return f"; did you mean {hit}?" if hit else ""
+    """``"; did you mean X?"`` for the candidate nearest ``name`` by spelling (difflib's ratio of at least 0.6; one
+    equal to ``name`` is no suggestion), else ``""``."""
+    hits = difflib.get_close_matches(name, [c for c in dict.fromkeys(candidates) if c != name], n=1, cutoff=0.6)
+    return f"; did you mean {hits[0]}?" if hits else ""
 
 
 def catalogue() -> dict[str, str]:

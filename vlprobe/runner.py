@@ -50,9 +50,8 @@ Result = TypeVar("Result")  # what it returns
 
 
 def default_workers() -> int:
-    """DataLoader workers decoding and preprocessing images: min(4, CPUs - 1) where there are more
-    than 2 CPUs, else 0. Workers pay only with cores beyond the one running the model (on 2 cores
-    one worker made mini-clip 2.2x slower: README, performance notes)."""
+    """DataLoader workers decoding images: min(4, CPUs - 1) where there are more than 2 CPUs, else 0 (on 2 cores one
+    worker made mini-clip 2.2x slower: README, performance notes)."""
     return min(4, cpus() - 1) if cpus() > 2 else 0
 
 
@@ -160,9 +159,8 @@ class Run(Generic[Data, Done, Result]):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
     def load_model(self, model: object, processor: object = None, *, device: str | None = None) -> Scorer:
-        """``model`` (as named, or in memory) as a scorer, loaded as every command loads it: :func:`load_model` with
-        the run's family, revision, dtype and device (``device``: this process's, under ``accelerate launch``), and
-        the preprocessing and image control of a command that has those options (evaluate)."""
+        """``model`` as a scorer, by :func:`load_model` with the run's settings (``device``: this process's, under
+        ``accelerate launch``)."""
         return load_model(model, processor, family=self.s.family, revision=self.s.revision,
                           device=device if device is not None else self.s.device, dtype=self.s.dtype,
                           exact_preprocessing=getattr(self.s, "exact_preprocessing", False),

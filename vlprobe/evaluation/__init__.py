@@ -6,8 +6,8 @@
 Every setting is checked first; each (dataset, config, split) is opened memory-mapped and read in chunks of
 ``chunk_size`` rows, turned into items by its ``vlprobe.yaml`` and scored by the engine, each unique input once, the
 score cache carrying it across chunks; only scores, gold, ids, texts and tags are kept, so memory does not grow with
-the dataset. The modules: :mod:`.settings` (every keyword, checked), :mod:`.data` (the splits), :mod:`.model` (what
-the model can score), :mod:`.scoring` (streamed scoring and measuring), :mod:`.result` (:class:`Evaluation`) and
+the dataset. The modules: :mod:`.settings` (every keyword, checked), :mod:`.data` (the splits, and the
+offline default), :mod:`.scoring` (streamed scoring and measuring), :mod:`.result` (:class:`Evaluation`) and
 :mod:`.api` (:func:`evaluate`, :func:`score`: each a :class:`vlprobe.runner.Run`).
 """
 
@@ -15,9 +15,8 @@ from ..dataset.splits import TEST_LIKE, check_reachable, load_split, select_conf
 from ..options import MAX_BOOTSTRAP
 from ..runner import default_workers, throwaway_cache
 from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL
-from .api import evaluate, score
-from .data import SplitSource, default_datasets, plan_splits
-from .model import default_model, load_model
+from .api import evaluate, load_model, score
+from .data import SplitSource, default_datasets, default_model, plan_splits
 from .result import Evaluation, display_keys, format_summary
 from .settings import CONTROLS, EvaluateSettings, ScoreSettings, Settings
 

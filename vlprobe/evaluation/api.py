@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import runner
 from ..benchmarks import AUTHORS
 from ..dataset.images import ImageError
 from ..dataset.items import Item
@@ -19,10 +20,9 @@ from ..names import find_dataset
 from ..results import ScoredSplit, result_entries
 from ..results.summary import summarize
 from ..runner import Run, RunCache
-from ..scorers.base import Scorer
+from ..scorers.base import DualScorer, Scorer
 from ..scoring.engine import Engine, EngineOutOfMemory, EngineResult
-from .data import SplitSource, _dataset_label, default_datasets, plan_splits
-from .model import _check_shapes, _check_text_tower, default_model
+from .data import SplitSource, _dataset_label, default_datasets, default_model, plan_splits
 from .result import Evaluation
 from .scoring import _distributed, _measure, _score
 from .settings import TEXT, EvaluateSettings, ScoreSettings, dataset_list
@@ -98,6 +98,14 @@ def evaluate(
     return EvaluateRun(EvaluateSettings(**locals()))()
 
 
+def load_model(model: ModelLike, processor: ProcessorLike | None, family: str | None, revision: str | None,
+               s: EvaluateSettings) -> Scorer:
+    """A ready scorer from a path/Hub id (``mini-clip`` included), a (model, processor) pair, a loaded model, or a
+    scorer, with the settings ``s`` of a run (:func:`vlprobe.runner.load_model`)."""
+    return runner.load_model(model, processor, family=family, revision=revision, device=s.device, dtype=s.dtype,
+                             exact_preprocessing=s.exact_preprocessing, control=s.control, seed=s.seed)
+
+
 def _check_bootstrap_work(sources: Sequence[SplitSource], s: EvaluateSettings) -> None:
     """Refuse, before scoring, a ``bootstrap`` the metric would refuse once the scores are in (its work bound,
     counted here without the tags' share, so never wrongly)."""
@@ -144,10 +152,22 @@ class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
         return sources
 
     def after_model(self, scorer: Scorer, sources: list[SplitSource]) -> None:
+        """``--modality text`` compares texts by a dual encoder's text tower (itm, vqascore and causal_lm have none);
+        TraVLR's true/false framing (1 x 1 items) needs a match probability, which a dual encoder's similarity is
+        not (vlprobe invents none)."""
         if self.s.modality == TEXT:
-            _check_text_tower(scorer)
-        else:
-            _check_shapes(sources, scorer)
+            if not isinstance(scorer, DualScorer):
+                raise ArgumentError("modality", "text", f"needs a dual encoder's text tower; {scorer.family} has none")
+            return
+        src = next((src for src in sources if src.shape == (1, 1)), None)
+        if isinstance(scorer, DualScorer) and src is not None:
+            raise ModelError(
+                f"{src.name} has 1 x 1 items (one image, one statement, true or false), which are scored by a "
+                f"match probability; {scorer.model_id} is a dual encoder (family {scorer.family!r}), whose "
+                f"similarity is not a calibrated probability. Use a family that gives one (itm, vqascore), the "
+                f"query-vs-foil framing of the dataset, or `vlprobe probe`, which fits a probe on the frozen "
+                f"features as TraVLR's paper does"
+            )
 
     def rows(self, sources: list[SplitSource]) -> int:
         return sum(src.n for src in sources)

@@ -4,6 +4,7 @@ their rows turned into items by the dataset's ``vlprobe.yaml``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..dataset.items import ItemError
 from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, dataset_version, find_spec
-from ..dataset.splits import _is_built, check_reachable, checked_image_paths, load_split, select_configs, select_splits
-from ..errors import ArgumentError, DatasetError
+from ..dataset.splits import check_reachable, checked_image_paths, load_split, select_configs, select_splits
+from ..errors import ArgumentError, DatasetError, ModelError
+from ..names import is_built
 from ..options import listed
 from ..results import dataset_name
-from ..storage.locations import DEFAULT_DATASETS, dataset_folder
+from ..storage import locations
+from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL, dataset_folder
 from .settings import TEXT, EvaluateSettings
 from .text_only import text_only
 
@@ -175,13 +178,31 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
     out = []
     for name in DEFAULT_DATASETS:
         folder = dataset_folder(name, root)
-        if not _is_built(folder):
+        if not is_built(folder):
             raise DatasetError(
                 f"the default dataset folder {folder} has not been built yet; build it with "
                 f"`vlprobe build {name}` (or pass --dataset FOLDER_OR_HUB_ID)"
             )
         out.append(str(folder))
     return out
+
+
+def default_model(root: str | os.PathLike) -> str:
+    """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy
+    this package ships (inside the installed package, see :mod:`vlprobe.storage.locations`)."""
+    root = Path(root)
+    model = root / DEFAULT_MODEL
+    if (model / "config.json").is_file():
+        return str(model)
+    packaged = locations.shipped_model()  # (through the module: a test replaces it)
+    if packaged is not None:
+        return str(packaged)
+    how = " train it with `python -m vlprobe_train`, or" if importlib.util.find_spec("vlprobe_train") else ""
+    raise ModelError(
+        f"the default model {model} is not there and this vlprobe installation ships none (the small "
+        f"offline CLIP has not been made in this checkout);{how} pass --model with a local folder written "
+        f"by save_pretrained, or a Hub id"
+    )
 
 
 def _dataset_label(dataset: DatasetLike, name: str | None) -> str:

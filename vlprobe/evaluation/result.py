@@ -42,11 +42,9 @@ class Evaluation(RunResult):
         return EvaluationDocument(provenance_record(self.provenance), tuple(result_entries(self.splits)), self.summary)
 
     def to_pandas(self, per_tag: bool = True, wide: bool = False) -> pd.DataFrame:
-        """results.csv as a DataFrame: one row per dataset/config/split/tag/metric (``tag`` empty for the whole
-        split; ``per_tag=False`` keeps those rows only and drops the column): value, ci_low, ci_high, chance,
-        support, n_items, n_ties, na_reason (why value is None where every item tied). One name per quantity
-        for the items' shape, as in results.csv. ``wide=True``: results_wide.csv, the table to paste: one row per
-        dataset/config/split, a column per metric shown, in %, rounded to one decimal."""
+        """results.csv as a DataFrame, a row per dataset/config/split/tag/metric (``tag`` empty for the whole split;
+        ``per_tag=False``: those rows only, without the column); ``wide=True``: results_wide.csv, the table to paste,
+        a row per dataset/config/split and a column per metric shown, in %."""
         import pandas as pd
 
         from ..results.display import wide_rows

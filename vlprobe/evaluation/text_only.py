@@ -88,7 +88,7 @@ def score_text_only(engine: Engine, items: Sequence[TextOnlyItem]) -> EngineResu
     key_of = dict(zip(distinct, engine.text_keys(distinct)))
     vector = {key_of[t]: emb[k] for k, t in enumerate(distinct)}
     scorer = engine.scorer
-    assert isinstance(scorer, DualScorer)  # --modality text refuses any other (evaluation.model._check_text_tower)
+    assert isinstance(scorer, DualScorer)  # --modality text refuses any other (EvaluateRun.after_model)
     pair: dict[tuple[str, str], float] = {}
     scores = []
     for item in items:

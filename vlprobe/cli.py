@@ -1,10 +1,6 @@
-"""The ``vlprobe`` command. Subcommands are discovered: each module in ``vlprobe/commands/`` that
-defines ``register(subparsers)`` adds one; adding a command is adding one module.
-
-Only the command being run is registered in full: the others are listed by their ``HELP`` line, so
-``vlprobe --help`` imports no command's dependencies (datasets, pandas, torch) and ``vlprobe build``'s
-builders are imported only for ``vlprobe build``. Command modules import their heavy modules inside
-functions."""
+"""The ``vlprobe`` command: each module of ``vlprobe/commands/`` that defines ``register(subparsers)`` is a
+subcommand. Only the command being run is registered in full (the others by their ``HELP`` line), so ``vlprobe
+--help`` imports no command's dependencies; command modules import their heavy modules inside functions."""
 
 from __future__ import annotations
 
@@ -14,10 +10,12 @@ import importlib
 import pkgutil
 import sys
 from types import ModuleType
+from typing import Any
 
 from . import __version__, commands
 from .defaults import CHUNK_ROWS
 from .errors import ArgumentError, VlprobeError
+from .options import shown
 from .plugins import include_option
 
 
@@ -83,7 +81,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
 
 
-def keywords(args: argparse.Namespace) -> dict[str, object]:
+def keywords(args: argparse.Namespace) -> dict[str, Any]:
     """The Python keywords of a run command's parsed arguments (each ``dest`` is one)."""
     return {k: v for k, v in vars(args).items() if k not in ("command", "func")}
 
@@ -93,23 +91,19 @@ def _include_paths(argv: list[str]) -> tuple[list[str], list[str]]:
     (the folders, the rest)."""
     folders: list[str] = []
     rest: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
+    args = iter(argv)
+    for arg in args:
         if arg == "--":
-            rest += argv[i:]
-            break
-        if arg == "--include-path":
-            if i + 1 == len(argv) or argv[i + 1].startswith("-"):
+            rest += [arg, *args]
+        elif arg == "--include-path":
+            folder = next(args, "-")
+            if folder.startswith("-"):
                 raise VlprobeError("--include-path expects a folder: --include-path DIR")
-            folders.append(argv[i + 1])
-            i += 2
-            continue
-        if arg.startswith("--include-path="):
+            folders.append(folder)
+        elif arg.startswith("--include-path="):
             folders.append(arg.split("=", 1)[1])
         else:
             rest.append(arg)
-        i += 1
     return folders, rest
 
 
@@ -125,9 +119,7 @@ def os_error_line(err: OSError) -> str:
     what = err.strerror or str(err)
     if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
         what = f"{what}: the disk (or your quota) is full; free some space and run it again"
-    name = err.filename if err.filename is not None else ""
-    name = str(name) if len(str(name)) <= 120 else f"{str(name)[:60]}...{str(name)[-40:]} ({len(str(name)):,} characters)"
-    return f"{name}: {what}" if name else what
+    return f"{shown(err.filename)}: {what}" if err.filename is not None and str(err.filename) else what
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,11 @@ it as is. Every class is a :class:`VlprobeError`; the ones for bad arguments are
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shlex
+import sys
+
 
 class VlprobeError(Exception):
     """A user-facing error: one line naming what is at fault."""
@@ -40,8 +45,6 @@ class ArgumentError(SettingError):
         return self._flag or self.FLAGS.get(self.argument) or "--" + self.argument.replace("_", "-")
 
     def cli(self) -> str:
-        import shlex
-
         values = self.value if isinstance(self.value, (list, tuple)) else [self.value]
         return f"{self.flag} {' '.join(shlex.quote(str(v)) for v in values)}: {self.detail}"
 
@@ -49,9 +52,13 @@ class ArgumentError(SettingError):
 def warn(message: str) -> None:
     """One line on stderr, ``vlprobe: warning: ...``: what a cache or a check says without stopping the run (a full
     disk or a closed stderr loses the warning, not the run)."""
-    import sys
-
-    try:
+    with contextlib.suppress(OSError, ValueError):
         print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
+
+
+def write_failed(out: str | os.PathLike[str], err: OSError, cache: str | None, what: str, none: str) -> VlprobeError:
+    """The error of a run's outputs that could not be written into ``out``: why, and what a rerun computes again
+    (its ``what``, scores or features, are in the ``cache`` folder, or were not cached)."""
+    rerun = (f"the {what} are in the cache ({cache}), so running it again computes {none}" if cache
+             else f"nothing was cached (cache_dir none), so a rerun computes the {what} again")
+    return VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}")

@@ -1,22 +1,11 @@
-"""vlprobe's door to the metric.
+"""vlprobe's door to the metric, ``metric/valse_metric.py`` (the ``evaluate`` module also published as a Space),
+read from where it was installed (:data:`METRIC_FILE`: ``vlprobe/_bundled/metric/`` in a wheel, the clone's
+``metric/`` otherwise) and imported as ``vlprobe.valse_metric``.
 
-The math lives in one committed file, ``metric/valse_metric.py`` (the ``evaluate`` module that is
-also published as a Space). vlprobe reads it from where it was installed (:data:`METRIC_FILE`, see
-:mod:`vlprobe.storage.locations`): inside the package, ``vlprobe/_bundled/metric/``, when installed from a
-wheel (setup.py maps ``metric/`` there); the clone's ``metric/`` folder otherwise (a clone, an
-editable install). It is imported here as ``vlprobe.valse_metric``.
-
-* :func:`compute` calls the module's pure function directly: no Arrow round trip, and it takes
-  stacked ``(N, m, n)`` arrays (the path large runs take).
-* :func:`load` returns the ``evaluate.Metric`` itself, loaded from :data:`METRIC_FILE` (a local
-  path: nothing is asked of the Hub and nothing is written into evaluate's namespace of
-  downloaded modules).
-* ``evaluate.load("valse_metric")`` by its bare name works from the repository root (the committed
-  symlink ``valse_metric -> metric`` is the folder evaluate looks for) and, anywhere and offline,
-  once registered: :func:`register` (``vlprobe.register_metric()``, ``python -m vlprobe.metric register``)
-  puts the module where evaluate keeps a downloaded ``evaluate-metric/valse_metric``
-  (:mod:`vlprobe.metric_registry`; evaluate then logs that it uses that cached version: that is how it
-  loads a bare name offline). Nothing is registered at import.
+:func:`compute` calls its pure function directly (no Arrow round trip; stacked ``(N, m, n)`` arrays too); :func:`load`
+returns the ``evaluate.Metric`` loaded by path (nothing asked of the Hub). ``evaluate.load("valse_metric")`` by its
+bare name works from the repository root and, offline anywhere, once :func:`register` ed
+(:mod:`vlprobe.metric_registry`); nothing is registered at import.
 """
 
 from __future__ import annotations
@@ -28,6 +17,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import metric_registry
+from .metric_registry import register_metric as register  # `python -m vlprobe.metric register`
+from .metric_registry import registered_path as registered_path  # where register() puts the module
 
 if TYPE_CHECKING:
     import evaluate
@@ -67,19 +58,6 @@ def compute(predictions: object, references: object, **kwargs: object) -> dict[s
     """Same arguments and result as ``evaluate.load("valse_metric").compute(...)``."""
     result: dict[str, Any] = _module.compute_metrics(predictions, references, **kwargs)
     return result
-
-
-def registered_path() -> Path:
-    """Where :func:`register` puts the module (inside evaluate's ``HF_MODULES_CACHE``)."""
-    return metric_registry.registered_path(METRIC_FILE)
-
-
-def register() -> Path:
-    """Put this package's metric where ``evaluate.load("valse_metric")`` finds it offline: evaluate's
-    module cache (``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--valse_metric/<sha256>/``),
-    laid out as evaluate lays out a module it downloaded (see :mod:`vlprobe.metric_registry`); idempotent.
-    Returns the registered file."""
-    return metric_registry.register_metric()
 
 
 def load(**kwargs: object) -> evaluate.EvaluationModule:

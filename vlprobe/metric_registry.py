@@ -1,23 +1,16 @@
 """``evaluate.load("valse_metric")`` by its bare name, offline, wherever vlprobe is installed, once registered.
 
-evaluate 0.4.6 resolves a bare name by asking the Hub for ``evaluate-metric/valse_metric`` and, when the Hub
-cannot answer (offline, ``HF_EVALUATE_OFFLINE=1``, or no such module there), by loading the most recently
-modified copy in its module cache: ``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--valse_metric/
-<sha256>/valse_metric.py`` (``$HF_MODULES_CACHE`` defaults to ``$HF_HOME/modules``, ``~/.cache/huggingface/modules``).
-:func:`register_metric` (``vlprobe.register_metric()``, ``python -m vlprobe.metric register``) puts the metric
-this package ships there, laid out as evaluate lays out a module it downloaded; nothing else writes there (``import
-vlprobe`` does not). evaluate then logs, each time it loads it, its standard line for a module read from that cache
-("Using the latest cached version of the module from .../evaluate-metric--valse_metric/<sha256> ... since it
-couldn't be found locally at evaluate-metric--valse_metric, or remotely on the Hugging Face Hub"): the folder it
-names is the registered copy. Loading by path (``vlprobe.metric.load()``) needs no registration and logs nothing.
-When the copy is already there and the most recent one, registering only reads (one hash of the metric file, a few
-``stat`` calls). A write goes to a temporary file renamed into place, so concurrent registrations never leave a
-half-written module.
+evaluate 0.4.6 resolves a bare name by asking the Hub for ``evaluate-metric/valse_metric`` and, when the Hub cannot
+answer, by loading the most recently modified copy in its module cache (``$HF_MODULES_CACHE/evaluate_modules/metrics/
+evaluate-metric--valse_metric/<sha256>/valse_metric.py``). :func:`register_metric` puts the shipped metric there,
+laid out as evaluate lays out a module it downloaded (evaluate then logs that it uses that cached version); nothing
+else writes there. Registering what is there already only reads; a write is a temporary file renamed into place.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import os
 import re
@@ -52,12 +45,9 @@ def declared_names(name: str) -> tuple[str, ...]:
 
 def modules_home() -> Path:
     """evaluate's dynamic-modules folder, computed as ``evaluate.config`` does (without importing evaluate)."""
-    if os.environ.get("HF_MODULES_CACHE"):
-        modules = Path(os.environ["HF_MODULES_CACHE"])
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME", "~/.cache")
-        modules = Path(os.environ.get("HF_HOME", os.path.join(xdg, "huggingface"))) / "modules"
-    return modules.expanduser() / "evaluate_modules"
+    home = os.environ.get("HF_HOME", os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface"))
+    modules = os.environ.get("HF_MODULES_CACHE") or os.path.join(home, "modules")
+    return Path(modules).expanduser() / "evaluate_modules"
 
 
 def _shipped_metric() -> Path:
@@ -87,14 +77,6 @@ def _is_current(target: Path, data: bytes) -> bool:
         return False
 
 
-def _touch_init(folder: Path) -> None:
-    try:
-        with open(folder / "__init__.py", "x"):
-            pass
-    except FileExistsError:
-        pass
-
-
 def ensure_registered() -> Path:
     """Register the shipped metric for ``evaluate.load("valse_metric")`` (see the module doc); nothing is written
     when it is registered already. Returns the registered file; raises OSError when the folder is not writable."""
@@ -106,7 +88,8 @@ def ensure_registered() -> Path:
     home = modules_home()
     for folder in (home, home / "metrics", target.parent.parent, target.parent):
         folder.mkdir(parents=True, exist_ok=True)
-        _touch_init(folder)
+        with contextlib.suppress(FileExistsError):  # as evaluate lays a module out: a package at every level
+            (folder / "__init__.py").touch(exist_ok=False)
     if not (target.is_file() and target.read_bytes() == data):
         tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
         tmp.write_bytes(data)

@@ -1,20 +1,13 @@
 """What a name typed on the command line or given to the Python API stands for, the same for every command.
 
-* A **dataset** (:func:`find_dataset`): a path that exists, as given; else a built folder of that name (one holding
-  a ``vlprobe.yaml`` and data) in ``$VLPROBE_ROOT``, then where ``vlprobe build`` writes outside a clone
-  (``<cache_home>/datasets/<name>``, :func:`vlprobe.storage.locations.datasets_home`; refused in one line when another user
-  could have changed it, :func:`vlprobe.storage.locations.distrust_tree`); else a Hub id.
-* A **model** (:func:`find_model`): a folder that exists, as given (a local folder wins over a Hub id, as in
-  ``transformers``); the bundled model's name, ``mini-clip`` (or ``models/mini-clip``, as a clone spells it), is
-  that folder in the working directory or ``$VLPROBE_ROOT`` when there, else the copy the package ships; else a
-  Hub id.
+* A **dataset** (:func:`find_dataset`): a path that exists, as given; else a built folder of that name in the working
+  directory, ``$VLPROBE_ROOT``, then where ``vlprobe build`` writes outside a clone (refused when another user could
+  have changed it); else a Hub id.
+* A **model** (:func:`find_model`): a folder that exists, as given; ``mini-clip`` (or ``models/mini-clip``) is that
+  folder in the working directory or ``$VLPROBE_ROOT``, else the copy the package ships; else a Hub id.
 
-A name that stands for nothing fails in about a second, in one line, before torch or ``datasets`` is imported
-(:func:`check_model`, :func:`check_dataset`): no such folder, or a Hub id that is not cached while
-``HF_HUB_OFFLINE`` is set, that the Hub does not have, or that cannot be asked for because the Hub cannot be
-reached. The message names the closest known name (:func:`did_you_mean`: built dataset folders, model folders
-here, the bundled model, models in the Hugging Face cache) and gives only the advice that applies. A scorer family
-that is not registered is refused likewise (:func:`check_family`).
+A name that stands for nothing fails in about a second, in one line naming the closest known name, before torch or
+``datasets`` is imported (:func:`check_model`, :func:`check_dataset`, :func:`check_family`).
 """
 
 from __future__ import annotations
@@ -25,26 +18,26 @@ import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 # huggingface_hub's HfApi is imported where the Hub is asked (1.0 s to import, python -X importtime on this 2-core
 # machine): a name that is a folder, or refused offline, never needs it.
 from huggingface_hub import constants as hub_constants  # 6 ms: the package's top level is lazy
 
-from .errors import ArgumentError, DatasetError, ModelError
+from .errors import ArgumentError, DatasetError, ModelError, VlprobeError
 from .scorers.base import families, get_family
 from .scorers.loading import family_of_name
 from .storage import locations
 from .storage.locations import DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
 
+T = TypeVar("T")  # a name given (a str or os.PathLike), or an object in memory, returned as it is
+
 
 def _roots(root: str | os.PathLike[str] | None = None) -> list[Path]:
     """The folders a name is looked up in, in order: ``root`` (default the working directory), then
     ``$VLPROBE_ROOT`` when set."""
-    out = [Path(root) if root is not None else Path.cwd()]
-    if os.environ.get("VLPROBE_ROOT"):
-        out.append(Path(os.environ["VLPROBE_ROOT"]).expanduser())
-    return out
+    given = os.environ.get("VLPROBE_ROOT")
+    return [Path(root) if root is not None else Path.cwd(), *([Path(given).expanduser()] if given else [])]
 
 
 # ---- models -------------------------------------------------------------------------------------------------
@@ -53,12 +46,12 @@ def is_model_folder(path: str | os.PathLike[str]) -> bool:
     return (Path(path).expanduser() / "config.json").is_file()
 
 
-def is_bundled_name(model: Any) -> bool:
+def is_bundled_name(model: object) -> bool:
     """Whether ``model`` names the bundled model (``mini-clip``, or ``models/mini-clip`` as a clone spells it)."""
     return isinstance(model, (str, os.PathLike)) and str(model).strip().rstrip("/") in (MINI_CLIP, DEFAULT_MODEL)
 
 
-def find_model(model: Any, root: str | os.PathLike[str] | None = None) -> Any:
+def find_model(model: T, root: str | os.PathLike[str] | None = None) -> T | str:
     """The model ``model`` stands for (see the module doc): a folder path, a Hub id, or ``model`` itself when it
     is an object (a loaded model, a scorer) or names nothing known here."""
     if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
@@ -108,12 +101,10 @@ _MODEL_HOW = ("; pass a local folder (one written by save_pretrained, or a snaps
               "with `hf download ID --local-dir DIR`)")
 
 
-def check_model(model: Any, revision: str | None = None) -> None:
-    """Fail in about a second, in one line naming the closest known model, where loading ``model`` would fail only
-    after importing torch and reading the dataset: a path that is no folder, the bundled model missing from this
-    installation, or a Hub id that is not cached offline, that the Hub does not have, or that cannot be asked for.
-    A folder goes on (loading it says what it lacks), as does a Hub model that exists or cannot be told apart from
-    one (gated, a server error)."""
+def check_model(model: object, revision: str | None = None) -> None:
+    """Fail in about a second where loading ``model`` would fail only after importing torch: a path that is no
+    folder, the bundled model missing, or a Hub id the Hub does not have (or that cannot be had: :func:`_check_hub`).
+    A folder goes on (loading it says what it lacks), as does a Hub model that may exist (gated, a server error)."""
     if not isinstance(model, (str, os.PathLike)):
         return
     text = str(model)
@@ -136,26 +127,10 @@ def check_model(model: Any, revision: str | None = None) -> None:
         raise ModelError(f"model {text!r}: the bundled model is not in this installation of vlprobe (nor in the "
                          f"working directory); pass --model with a local folder written by save_pretrained, or a "
                          f"Hub id")
-    parts = text.split("/")
-    if looks_like_path(text) or not all(parts):
+    if looks_like_path(text) or not all(text.split("/")):
         raise ModelError(f"model {text!r} is not a local folder{hint or _MODEL_HOW}")
-    offline = offline_variable("model")
-    if offline:
-        if _hub_cached("model", text):
-            return
-        raise ModelError(f"model {text!r} is not a local folder, and {offline} is set with no copy of it in the Hugging "
-                         f"Face cache{hint or _MODEL_HOW}")
-    answer = _ask_hub("model", text, revision)
-    if answer == "absent":
-        raise ModelError(f"model {text!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) has no model "
-                         f"of that name{hint or '; check the name'}")
-    if answer.startswith("unreachable:"):
-        error = answer.split(":", 1)[1]
-        if _hub_cached("model", text):
-            raise ModelError(f"model {text!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached ({error}); a copy "
-                             f"is cached: rerun with HF_HUB_OFFLINE=1 to read it")
-        raise ModelError(f"model {text!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) cannot be "
-                         f"reached ({error}){hint or _MODEL_HOW}")
+    _check_hub("model", text, revision, ModelError, hint, _MODEL_HOW,
+               f"model {text!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) has no model of that name")
 
 
 def check_family(family: str | None) -> None:
@@ -176,7 +151,7 @@ def is_built(folder: str | os.PathLike[str]) -> bool:
     return (folder / SPEC_FILE).is_file() and (folder / "data").is_dir() and any((folder / "data").rglob("*.parquet"))
 
 
-def find_dataset(name: Any, root: str | os.PathLike[str] | None = None) -> Any:
+def find_dataset(name: T, root: str | os.PathLike[str] | None = None) -> T | str:
     """The dataset ``name`` stands for (see the module doc): a folder path, or ``name`` as given (a Hub id, a path
     that does not exist, or an object such as a ``datasets.Dataset``)."""
     if not isinstance(name, (str, os.PathLike)):
@@ -214,15 +189,10 @@ _OFFLINE_HOW = ("to work offline, pass a dataset folder (built with `vlprobe bui
                 "networked machine with `hf download ID --repo-type dataset --local-dir DIR`); a Hub dataset "
                 "loaded once before is read from the cache with HF_HUB_OFFLINE=1")
 
-_REACHED: set[tuple[str, str | None]] = set()  # Hub datasets found this process: asked once, not per step
-
 
 def check_dataset(dataset: str, revision: str | None = None) -> None:
-    """Fail in about a second, in one line, where ``datasets`` would spend half a minute retrying:
-    a name that is not a local folder, when the Hub cannot be reached (or HF_HUB_OFFLINE is set)
-    and no copy is cached, or when the Hub has no dataset of that name. A reachable Hub dataset
-    (gated, or slow to answer, included), or a cached one offline, goes on to ``datasets``. The
-    Hub is asked once per process, with a 2 s timeout. ``dataset``: as :func:`find_dataset` resolved it."""
+    """Fail in about a second where ``datasets`` would spend half a minute retrying: a benchmark not built yet, no
+    such folder, or a Hub id that cannot be had (:func:`_check_hub`); ``dataset``: as :func:`find_dataset` resolved it."""
     if Path(dataset).expanduser().exists():
         return
     known = known_datasets()
@@ -240,27 +210,8 @@ def check_dataset(dataset: str, revision: str | None = None) -> None:
     if dataset.startswith((".", "/", "~")) or len(parts) > 2 or not all(parts):
         raise DatasetError(f"dataset {dataset!r}: no such folder"
                            f"{hint or ' (and not a Hub id, which is NAME or OWNER/NAME)'}")
-    offline = offline_variable("dataset")
-    if offline:
-        if not _hub_cached("dataset", dataset):
-            raise DatasetError(f"dataset {dataset!r} is not a local folder, and {offline} is set with no copy of it in "
-                               f"the cache{hint or '; ' + _OFFLINE_HOW}")
-        return
-    if (dataset, revision) in _REACHED:
-        return
-    answer = _ask_hub("dataset", dataset, revision)
-    if answer == "found":
-        _REACHED.add((dataset, revision))
-    elif answer == "absent":
-        raise DatasetError(f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub "
-                           f"({hub_constants.ENDPOINT}){hint or '; check the name'}")
-    elif answer.startswith("unreachable:"):
-        error = answer.split(":", 1)[1]
-        if _hub_cached("dataset", dataset):
-            raise DatasetError(f"dataset {dataset!r}: the Hub ({hub_constants.ENDPOINT}) cannot be reached ({error}); "
-                               f"a copy is cached: rerun with HF_HUB_OFFLINE=1 to read it")
-        raise DatasetError(f"dataset {dataset!r} is not a local folder, and the Hub ({hub_constants.ENDPOINT}) cannot "
-                           f"be reached ({error}){hint or '; ' + _OFFLINE_HOW}")
+    _check_hub("dataset", dataset, revision, DatasetError, hint, "; " + _OFFLINE_HOW,
+               f"dataset {dataset!r}: no such local folder, and no such dataset on the Hub ({hub_constants.ENDPOINT})")
 
 
 # ---- the Hub ------------------------------------------------------------------------------------------------
@@ -272,6 +223,34 @@ def offline_variable(kind: str) -> str | None:
     """The variable that keeps the library loading a ``kind`` (model, dataset) off the Hub, when one is set."""
     return next((v for v in _OFFLINE_VARIABLES[kind]
                  if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")), None)
+
+
+_REACHED: set[tuple[str, str, str | None]] = set()  # Hub models and datasets found this process: asked once
+
+
+def _check_hub(kind: str, name: str, revision: str | None, error: type[VlprobeError], hint: str, how: str,
+               absent: str) -> None:
+    """The Hub's part of :func:`check_model` and :func:`check_dataset`: ``name`` (no local folder) refused in one line,
+    ending with ``hint`` (the closest names) else ``how``, when offline with no copy cached, when the Hub cannot be
+    reached, or when it has no such ``kind`` (``absent``: how that is said); asked once per process, 2 s at most."""
+    offline = offline_variable(kind)
+    if offline:
+        if not _hub_cached(kind, name):
+            raise error(f"{kind} {name!r} is not a local folder, and {offline} is set with no copy of it in the Hugging "
+                        f"Face cache{hint or how}")
+        return
+    if (kind, name, revision) in _REACHED:
+        return
+    answer = _ask_hub(kind, name, revision)
+    if answer == "found":
+        _REACHED.add((kind, name, revision))
+    elif answer == "absent":
+        raise error(f"{absent}{hint or '; check the name'}")
+    elif answer.startswith("unreachable:"):
+        why = f"the Hub ({hub_constants.ENDPOINT}) cannot be reached ({answer.split(':', 1)[1]})"
+        if _hub_cached(kind, name):
+            raise error(f"{kind} {name!r}: {why}; a copy is cached: rerun with HF_HUB_OFFLINE=1 to read it")
+        raise error(f"{kind} {name!r} is not a local folder, and {why}{hint or how}")
 
 
 def _ask_hub(kind: str, repo_id: str, revision: str | None) -> str:
@@ -323,18 +302,11 @@ def quiet_hub_logging() -> Iterator[None]:
 
 # ---- suggestions --------------------------------------------------------------------------------------------
 
-def closest(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate nearest ``name`` by spelling (difflib's ratio of at least 0.6), or None; a candidate equal to
-    ``name`` is no suggestion."""
-    pool = [c for c in dict.fromkeys(candidates) if c != name]
-    hits = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
-    return hits[0] if hits else None
-
-
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """``"; did you mean X?"`` for the closest candidate, else ``""``."""
-    hit = closest(name, candidates)
-    return f"; did you mean {hit}?" if hit else ""
+    """``"; did you mean X?"`` for the candidate nearest ``name`` by spelling (difflib's ratio of at least 0.6; one
+    equal to ``name`` is no suggestion), else ``""``."""
+    hits = difflib.get_close_matches(name, [c for c in dict.fromkeys(candidates) if c != name], n=1, cutoff=0.6)
+    return f"; did you mean {hits[0]}?" if hits else ""
 
 
 def catalogue() -> dict[str, str]:

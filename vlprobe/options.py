@@ -1,18 +1,12 @@
 """The settings of a run, typed and checked once: :class:`Settings` holds the fields ``vlprobe.evaluate`` and
-``vlprobe.probe`` share, each command's subclass (:class:`~vlprobe.evaluation.settings.EvaluateSettings`,
-:class:`~vlprobe.probing.settings.ProbeSettings`) its own, and this module the check of every one of them.
+``vlprobe.probe`` share, each command's subclass its own, and this module the check of every one of them.
 
 A field is declared with :func:`opt`: its default, its check (value -> the checked value, or :class:`Refused`) and its
-command-line flag. Making the frozen dataclass runs every check but the device's (which imports torch: run by
-:meth:`Settings.check`, after the model and dataset names); the first bad value raises an
-:class:`~vlprobe.errors.ArgumentError` naming it as Python spells it (``batch_size=0: must be at least 1``), whose
-``cli()`` names it as the command line does (``--batch-size 0: ...``). results.json's settings block
-(:meth:`record`) and the command line that reruns a run (:meth:`command_line`) are written from the checked object.
-
-The commands' own signatures (``vlprobe.evaluate(...)``) and parsers (``vlprobe/commands/``) are written out in
-full; ``tests/test_options.py`` holds them equal to these fields (every keyword has its flag, and the same default).
-This module imports no heavy library: the dtype and model checks import :mod:`vlprobe.scorers` when they run (0.42 s
-with PIL and numpy), the device check torch, so that a bad number is refused in well under a second.
+command-line flag. Making the frozen dataclass runs every check but the device's (it imports torch: run by
+:meth:`Settings.check`, after the names); the first bad value raises an :class:`~vlprobe.errors.ArgumentError`
+naming it as Python spells it (``batch_size=0: must be at least 1``), or, by its ``cli()``, as the command line does.
+The commands' signatures and parsers are written out in full; ``tests/test_options.py`` holds them equal to these
+fields. No heavy library is imported here, so that a bad number is refused in well under a second.
 """
 
 from __future__ import annotations
@@ -23,12 +17,30 @@ import numbers
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, ClassVar, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, TypeVar
 
 from .defaults import AUTO, CHUNK_ROWS
 from .errors import ArgumentError
+
+if TYPE_CHECKING:  # what the entry points' arguments may be (their annotations name these)
+    from typing import TypeAlias
+
+    import datasets
+    from PIL import Image
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
+
+    from .dataset.spec import ItemSpec
+    from .scorers.base import Scorer
+
+    ProcessorLike: TypeAlias = "ProcessorMixin | PreTrainedTokenizerBase"
+    ModelLike: TypeAlias = "str | os.PathLike[str] | Scorer | PreTrainedModel | tuple[PreTrainedModel, ProcessorLike]"
+    DatasetLike: TypeAlias = "str | os.PathLike[str] | datasets.Dataset | datasets.DatasetDict"
+    DatasetsLike: TypeAlias = "DatasetLike | Sequence[DatasetLike] | Mapping[str, DatasetLike]"
+    SpecLike: TypeAlias = "str | os.PathLike[str] | Mapping[str, object] | ItemSpec"
+    ImageLike: TypeAlias = "str | os.PathLike[str] | Image.Image"
+    ImagesLike: TypeAlias = "ImageLike | Sequence[ImageLike]"
 
 MAX_BOOTSTRAP = 100_000  # resamples; every resample's statistics are held in memory at once
 MAX_SEED = 2**32 - 1 - 100  # numpy's generators take seeds below 2**32; a probe's seeds run on to seed + seeds - 1
@@ -49,7 +61,7 @@ class Refused(Exception):
         self.detail, self.value, self.at = detail, value, at
 
 
-def opt(default: Any, check: Callable[[Any], Any] | None = None, *, flag: str | None = "", slow: bool = False) -> Any:
+def opt(default: T, check: Callable[[Any], object] | None = None, *, flag: str | None = "", slow: bool = False) -> T:
     """A settings field: its default and ``check``; ``flag``: the command line's (``""``: ``--`` and the name with
     dashes, ``--no-...`` for a switch that is on by default; None: a Python argument only); ``slow``: the check
     imports torch, so it runs in :meth:`Settings.check`."""
@@ -374,7 +386,7 @@ class Settings:
         """{field: its flag} of every field the command line gives."""
         return {f.name: flag for f in fields(cls) if (flag := cls.flag(f)) is not None}
 
-    def command_line(self, **resolved: Any) -> str | None:
+    def command_line(self, **resolved: object) -> str | None:
         """The command that reruns these settings, every option spelled out in the fields' order (``resolved``:
         what the run filled in for a default, as the datasets and model of the offline default); None when a value
         is an object in memory, which no command line can name."""

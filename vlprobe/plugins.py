@@ -1,23 +1,17 @@
-"""Benchmarks and scorer families from outside vlprobe, with no edit to it: a package's entry points, or a folder
-of modules (as lm-evaluation-harness's ``--include_path``). See docs/adding-a-benchmark.md.
+"""Benchmarks and scorer families from outside vlprobe, with no edit to it (see docs/adding-a-benchmark.md):
 
-* **Entry points**, declared by the user's own package (``pyproject.toml``)::
+* **entry points** of the user's own package (``pyproject.toml``)::
 
       [project.entry-points."vlprobe.benchmarks"]
-      mybench = "mypkg.mybench"     # a module defining BENCHMARK (a vlprobe.benchmarks.Benchmark); with a subclass
-                                    # of vlprobe.builders.Builder too, `vlprobe build NAME` builds it
+      mybench = "mypkg.mybench"     # a module defining BENCHMARK (a vlprobe.benchmarks.Benchmark), and maybe a Builder
       [project.entry-points."vlprobe.scorers"]
       myfamily = "mypkg.scorer"     # a module registering families with @vlprobe.scorers.register(...)
 
-* **A folder**: ``VLPROBE_INCLUDE_PATH=DIR`` (several joined by ``os.pathsep``), or :func:`include_path` in Python.
-  Each ``DIR/*.py`` (not ``_*.py``) is imported, as ``vlprobe_include.<stem>``, and may be any of the above: define
-  ``BENCHMARK``, be a builder, register families.
+* **a folder**: ``VLPROBE_INCLUDE_PATH=DIR`` (several joined by ``os.pathsep``), ``--include-path DIR`` or
+  :func:`include_path`; each ``DIR/*.py`` (not ``_*.py``), imported as ``vlprobe_include.<stem>``, may be any of those.
 
-The registries read them when first asked (``vlprobe.benchmarks.benchmarks()``, ``vlprobe.scorers.families()``,
-``vlprobe.builders.builders()``), so ``vlprobe list`` shows them and ``vlprobe build`` / ``vlprobe evaluate`` use
-them like vlprobe's own; each module is imported once per process. A plugin that cannot be imported, or a name
-vlprobe has already, is one :class:`PluginError` naming the plugin and where it came from. The command line's
-``vlprobe --include-path DIR COMMAND ...`` (:func:`include_option`) is the variable set for that command.
+The registries read them when first asked, each module once per process; a plugin that cannot be imported, or a name
+vlprobe has already, is one :class:`PluginError` naming the plugin and where it came from.
 """
 
 from __future__ import annotations
@@ -44,9 +38,17 @@ class PluginError(VlprobeError):
     """A plugin (an entry point or an include folder's module) that cannot be loaded, or that clashes."""
 
 
-# (where it came from, the module): loaded once per process, in order; the folders added by include_path()
+# {entry point group, or INCLUDE_VAR for the include folders: [(where it came from, the module)]}: loaded once per
+# process, in order; the folders added by include_path()
 _LOADED: dict[str, list[tuple[str, ModuleType]]] = {}
 _FOLDERS: list[Path] = []
+
+
+def _forget_benchmarks() -> None:
+    """The benchmark registry read again, with the include folders' benchmarks, when next asked."""
+    registry = sys.modules.get("vlprobe.benchmarks.base")  # (not imported: the registry imports this module)
+    if registry is not None:
+        registry._REGISTRY.clear()
 
 
 def include_path(folder: str | os.PathLike[str]) -> list[str]:
@@ -57,11 +59,9 @@ def include_path(folder: str | os.PathLike[str]) -> list[str]:
         raise PluginError(f"include path {folder}: not a folder")
     if path not in _FOLDERS:
         _FOLDERS.append(path)
-    _LOADED.pop("include", None)
+    _LOADED.pop(INCLUDE_VAR, None)
     loaded = [m.__name__ for where, m in _include_modules() if Path(where).parent == path]
-    registry = sys.modules.get("vlprobe.benchmarks.base")  # (not imported: the registry imports this module)
-    if registry is not None:
-        registry._REGISTRY.clear()  # read again, with this folder's benchmarks, when next asked
+    _forget_benchmarks()
     return loaded
 
 
@@ -73,10 +73,8 @@ def include_option(folders: list[str]) -> None:
             raise PluginError(f"--include-path {folder}: not a folder")
     old = [p for p in os.environ.get(INCLUDE_VAR, "").split(os.pathsep) if p.strip()]
     os.environ[INCLUDE_VAR] = os.pathsep.join([str(Path(f).expanduser().resolve()) for f in folders] + old)
-    _LOADED.pop("include", None)
-    registry = sys.modules.get("vlprobe.benchmarks.base")
-    if registry is not None:
-        registry._REGISTRY.clear()  # read again when next asked
+    _LOADED.pop(INCLUDE_VAR, None)
+    _forget_benchmarks()
     scorers = sys.modules.get("vlprobe.scorers.base")
     if scorers is not None and scorers._DISCOVERED:  # families already read in this process (a second main() call)
         load_scorers()
@@ -91,14 +89,10 @@ def _folders() -> list[Path]:
 
 
 def _include_modules() -> list[tuple[str, ModuleType]]:
-    if "include" not in _LOADED:
-        found = []
-        for folder in _folders():
-            for file in sorted(folder.glob("*.py")):
-                if not file.name.startswith("_"):
-                    found.append((str(file), _import_file(file)))
-        _LOADED["include"] = found
-    return _LOADED["include"]
+    if INCLUDE_VAR not in _LOADED:
+        _LOADED[INCLUDE_VAR] = [(str(file), _import_file(file)) for folder in _folders()
+                                for file in sorted(folder.glob("*.py")) if not file.name.startswith("_")]
+    return _LOADED[INCLUDE_VAR]
 
 
 def _import_file(file: Path) -> ModuleType:

@@ -1,20 +1,17 @@
-"""The pipeline every run follows. ``vlprobe.evaluate``, ``vlprobe.probe`` and ``vlprobe.score`` are each a
-:class:`Run` whose hooks do the command's own work; the steps, in this order, are the template's (:meth:`Run.__call__`):
+"""The pipeline every run follows: ``vlprobe.evaluate``, ``vlprobe.probe`` and ``vlprobe.score`` are each a
+:class:`Run` whose hooks do the command's own work. The steps, in order (:meth:`Run.__call__`):
 
-1. **Settings**, checked once, as one frozen object (:class:`vlprobe.options.Settings`): every number and name when it
-   is made; then the model and dataset names (:meth:`Run.check_names`: a typo fails in about a second, with the
-   closest known name, before torch or ``datasets`` is imported); then the device (which imports torch).
-2. **The output folder** checked before any work (:func:`vlprobe.storage.run_folder.check_output_dir`), and the leftovers of
-   killed runs swept (:func:`vlprobe.storage.leftovers.sweep`).
-3. **The data** (:meth:`Run.load_data`), and what it can refuse before any weight loads (:meth:`Run.before_model`).
-4. **The model**, named as every command names it (:func:`vlprobe.names.find_model`: ``mini-clip`` works anywhere),
-   loaded through its scorer family or wrapped when it is already in memory (:func:`load_model`); then what the
-   model cannot do with the data (:meth:`Run.after_model`).
-5. **The score cache** (``cache_dir``: the default folder, another, or none; a throw-away one when there is none but
-   the rows span several chunks), **the DataLoader workers** and **the engine**, and the command's work through
-   them (:meth:`Run.work`).
-6. **The provenance** every results.json starts with (:meth:`Run.provenance`) and **the results**
-   (:meth:`Run.results`), written to ``out`` when it is given.
+1. **Settings**, checked once into a frozen object (:class:`vlprobe.options.Settings`); then the model and dataset
+   names (:meth:`Run.check_names`: a typo fails in about a second, before torch or ``datasets`` is imported); then
+   the device (which imports torch).
+2. **The output folder** checked (:func:`vlprobe.storage.run_folder.check_output_dir`), and the leftovers of killed
+   runs swept (:func:`vlprobe.storage.leftovers.sweep`).
+3. **The data** (:meth:`Run.load_data`), and what it refuses before any weight loads (:meth:`Run.before_model`).
+4. **The model** (:func:`load_model`: named as every command names it, or in memory); then what it cannot do with
+   the data (:meth:`Run.after_model`).
+5. **The score cache** (the default, another, none, or a throw-away one when the rows span several chunks), **the
+   DataLoader workers**, **the engine**, and the command's work through them (:meth:`Run.work`).
+6. **The provenance** (:meth:`Run.provenance`) and **the results** (:meth:`Run.results`), written to ``out``.
 
 Library progress bars are off for the whole run (:func:`silenced`): datasets' always (vlprobe shows its own), and
 transformers' and huggingface_hub's with ``progress=False``.
@@ -30,12 +27,12 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .errors import ModelError, SettingError, VlprobeError
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
 from .options import Settings, cpus
-from .results import environment, now_iso
+from .results import RunResult, environment, now_iso
 from .scorers.base import Scorer, UnknownFamilyError, get_family
 from .scorers.controls import mark_control
 from .scorers.loading import detect_family, load_scorer
@@ -44,11 +41,17 @@ from .storage.leftovers import OwnedDir, sweep
 from .storage.run_folder import RUN_FILE, check_output_dir
 from .storage.score_cache import ScoreCache, default_cache_dir
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+Data = TypeVar("Data")  # what a run scores (load_data's)
+Done = TypeVar("Done")  # what its work gives
+Result = TypeVar("Result")  # what it returns
+
 
 def default_workers() -> int:
-    """DataLoader workers decoding and preprocessing images: min(4, CPUs - 1) where there are more
-    than 2 CPUs, else 0. Workers pay only with cores beyond the one running the model (on 2 cores
-    one worker made mini-clip 2.2x slower: README, performance notes)."""
+    """DataLoader workers decoding images: min(4, CPUs - 1) where there are more than 2 CPUs, else 0 (on 2 cores one
+    worker made mini-clip 2.2x slower: README, performance notes)."""
     return min(4, cpus() - 1) if cpus() > 2 else 0
 
 
@@ -77,7 +80,7 @@ def silenced(quiet: bool) -> Iterator[None]:
             back()
 
 
-class Run:
+class Run(Generic[Data, Done, Result]):
     """One run of a command, around its checked settings ``s``: call it to run the template (module doc). A command
     subclasses it and fills the hooks; :attr:`OWN`: the names a run of that kind writes into its output folder."""
 
@@ -94,7 +97,7 @@ class Run:
         self.device: str | None = None  # this process's device (None: the settings')
         self.rank, self.processes = 0, 1  # this process and how many score (under ``accelerate launch``)
 
-    def __call__(self) -> Any:
+    def __call__(self) -> Result:
         self.check_names(self.names())
         self.s = s = self.s.check()
         if s.out is not None:
@@ -111,42 +114,42 @@ class Run:
                                 progress=self.engine_bars(rows), log=self.log)
                 done = self.work(engine, data, cache)
         result = self.results(scorer, data, done)
-        if s.out is not None and self.rank == 0:
+        if s.out is not None and self.rank == 0 and isinstance(result, RunResult):
             result.save(s.out)
         return result
 
     # -- the hooks ------------------------------------------------------------------------------------------------
 
-    def names(self) -> Iterable[Any]:
+    def names(self) -> Iterable[object]:
         """The datasets whose names :meth:`check_names` checks."""
         return ()
 
-    def load_data(self) -> Any:
-        return None
+    def load_data(self) -> Data:
+        raise NotImplementedError
 
-    def before_model(self, data: Any) -> None:
+    def before_model(self, data: Data) -> None:
         """Refuse what the data alone shows cannot run, before any weight loads."""
 
-    def after_model(self, scorer: Scorer, data: Any) -> None:
+    def after_model(self, scorer: Scorer, data: Data) -> None:
         """Refuse what the model cannot do with the data, before any scoring."""
 
-    def rows(self, data: Any) -> int:
+    def rows(self, data: Data) -> int:
         """The rows one pass reads (more than a chunk: a throw-away cache carries inputs across chunks)."""
         return 1
 
     def engine_bars(self, rows: int) -> bool:
         return self.s.progress
 
-    def work(self, engine: Engine, data: Any, cache: RunCache) -> Any:
+    def work(self, engine: Engine, data: Data, cache: RunCache) -> Done:
         raise NotImplementedError
 
-    def results(self, scorer: Scorer, data: Any, done: Any) -> Any:
-        """The command's result (an object with ``save(folder)`` when ``out`` is given) from what :meth:`work` did."""
-        return done
+    def results(self, scorer: Scorer, data: Data, done: Done) -> Result:
+        """The command's result from what :meth:`work` did (a :class:`~vlprobe.results.RunResult` is saved to ``out``)."""
+        raise NotImplementedError
 
     # -- the steps ------------------------------------------------------------------------------------------------
 
-    def check_names(self, datasets: Iterable[Any] = ()) -> None:
+    def check_names(self, datasets: Iterable[object] = ()) -> None:
         """The model's, the family's and each dataset's name (as :mod:`vlprobe.names` resolves them), in about a
         second, before torch or ``datasets`` is imported: the model first, whose typo is the commonest."""
         check_model(self.s.model, self.s.revision)
@@ -156,23 +159,28 @@ class Run:
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
     def load_model(self, model: object, processor: object = None, *, device: str | None = None) -> Scorer:
-        """``model`` (as named, or in memory) as a scorer, loaded as every command loads it: :func:`load_model` with
-        the run's family, revision, dtype and device (``device``: this process's, under ``accelerate launch``), and
-        the preprocessing and image control of a command that has those options (evaluate)."""
+        """``model`` as a scorer, by :func:`load_model` with the run's settings (``device``: this process's, under
+        ``accelerate launch``)."""
         return load_model(model, processor, family=self.s.family, revision=self.s.revision,
                           device=device if device is not None else self.s.device, dtype=self.s.dtype,
                           exact_preprocessing=getattr(self.s, "exact_preprocessing", False),
                           control=getattr(self.s, "control", None), seed=self.s.seed)
 
     def open_cache(self, scorer: Scorer, *, rows: int) -> RunCache:
-        """The score cache asked for, or, when there is none and ``rows`` span more than one chunk, a throw-away one
-        (it carries repeated inputs across chunks; removed after the run) in a single-process run."""
-        cache = open_cache(self.s.cache_dir, scorer, self.rank)
+        """The score cache asked for (``cache_dir``: a folder, None for the default, ``"none"`` for none; an
+        unwritable one has warned and is none), or, when there is none and ``rows`` span more than one chunk, a
+        throw-away one (it carries repeated inputs across chunks; removed after the run) in a single-process run."""
+        where, cache = self.s.cache_dir, None
+        if not (isinstance(where, str) and where.strip().lower() == "none"):  # None: the default folder
+            cache = ScoreCache(Path(where).expanduser() if where is not None else default_cache_dir(),
+                               scorer.cache_key(), rank=self.rank)
+        if cache is not None and not cache.enabled:
+            cache = None
         if cache is not None or rows <= self.s.chunk_size or self.processes > 1:
             return RunCache(cache, None)
         return RunCache(*throwaway_cache(scorer))
 
-    def provenance(self, scorer: Scorer, command: str | None, **sections: Any) -> dict[str, Any]:
+    def provenance(self, scorer: Scorer, command: str | None, **sections: object) -> dict[str, Any]:
         """results.json's provenance: created, the rerun ``command`` (:meth:`Settings.command_line`), argv, the
         model, then ``sections``, then the environment."""
         return {"created": now_iso(), "command": command, "argv": list(sys.argv), "model": scorer.describe(),
@@ -187,13 +195,9 @@ class RunCache:
         self.cache, self.temp = cache, temp
 
     @property
-    def kept(self) -> bool:
-        """Whether what is computed stays for a later run (a cache asked for, not a throw-away one)."""
-        return self.cache is not None and self.temp is None
-
-    @property
     def folder(self) -> str | None:
-        return str(self.cache.dir) if self.cache is not None and self.kept else None
+        """The folder of a cache kept for later runs (None: none, or a throw-away one)."""
+        return str(self.cache.dir) if self.cache is not None and self.temp is None else None
 
     def close(self) -> None:
         if self.cache is not None:
@@ -208,25 +212,10 @@ class RunCache:
         self.close()
 
 
-def open_cache(cache_dir: Any, scorer: Any, rank: int = 0) -> ScoreCache | None:
-    """The score cache asked for (``cache_dir``: a folder, None for the default, ``"none"`` for no
-    cache), or None when there is none or it cannot be written (it has warned)."""
-    # Only the string "none" (or False) turns the cache off: None is the default folder. (str(None)
-    # is "None", which once made every default run uncached.)
-    if cache_dir is False or (isinstance(cache_dir, str) and cache_dir.strip().lower() == "none"):
-        return None
-    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    # ScoreCache never raises: an unwritable one has warned once (vlprobe/storage/score_cache.py) and is off.
-    cache = ScoreCache(root, scorer.cache_key(), rank=rank)
-    return cache if cache.enabled else None
-
-
-def throwaway_cache(scorer: Any) -> tuple[ScoreCache, OwnedDir]:
-    """(cache, its temporary folder) for a run that asked for no cache but reads several chunks:
-    it carries inputs across chunks, and the caller deletes it after the run (an interrupted run
-    cannot resume from it, and EngineInterrupted says so). The folder is a
-    :class:`vlprobe.storage.leftovers.OwnedDir` in ``$TMPDIR``: should this run be killed, a later run
-    removes it; this one first removes those of killed runs (:func:`vlprobe.storage.leftovers.sweep`)."""
+def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
+    """(cache, its temporary folder) for a run that asked for no cache but reads several chunks: it carries inputs
+    across chunks, and the caller deletes it after the run; an :class:`~vlprobe.storage.leftovers.OwnedDir`, which a
+    later run removes should this one be killed (this one first sweeps those of killed runs)."""
     sweep()
     temp = OwnedDir(prefix="vlprobe-chunk-cache-")
     cache = ScoreCache(temp.name, scorer.cache_key())
@@ -252,19 +241,22 @@ def load_model(model: object, processor: object = None, *, family: str | None = 
         except UnknownFamilyError as err:
             raise ModelError(str(err)) from None
         except (FileNotFoundError, OSError, ValueError, TypeError) as err:
-            raise ModelError(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__) from None
+            raise ModelError(_first_line(err)) from None
     else:
         scorer = _loaded_scorer(model, processor, family, device, dtype)
-    if control:
-        if "+" not in scorer.family:
-            try:
-                mark_control(scorer, control, seed)
-            except ValueError as err:
-                raise SettingError(str(err)) from None
+    if control and "+" not in scorer.family:
+        try:
+            mark_control(scorer, control, seed)
+        except ValueError as err:
+            raise SettingError(str(err)) from None
     return scorer
 
 
-def _loaded_scorer(model: Any, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
     """A scorer around an already-loaded transformers model and its processor (or tokenizer): the
     family (named, or detected from the model's own class) wraps it (``Family.wrap``)."""
     import torch  # a loaded model: torch is imported already
@@ -298,8 +290,7 @@ def _loaded_scorer(model: Any, processor: object, family: str | None, device: st
     except VlprobeError:
         raise
     except Exception as err:
-        line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {line}") from err
+        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {_first_line(err)}") from err
     # The weights identify a model in memory (it may be mid-training): its cache key is their digest.
     h = hashlib.sha256()
     with torch.no_grad():

@@ -6,36 +6,41 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import runner
 from ..benchmarks import AUTHORS
 from ..dataset.images import ImageError
 from ..dataset.items import Item
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
 from ..errors import ArgumentError, ModelError, SettingError
 from ..names import find_dataset
-from ..results import result_entries
-from ..runner import Run
-from ..scoring.engine import EngineOutOfMemory
-from .data import _dataset_label, default_datasets, plan_splits
-from .model import _check_shapes, _check_text_tower, default_model
-from .result import Evaluation, summarize
+from ..results import ScoredSplit, result_entries
+from ..results.summary import summarize
+from ..runner import Run, RunCache
+from ..scorers.base import DualScorer, Scorer
+from ..scoring.engine import Engine, EngineOutOfMemory, EngineResult
+from .data import SplitSource, _dataset_label, default_datasets, default_model, plan_splits
+from .result import Evaluation
 from .scoring import _distributed, _measure, _score
 from .settings import TEXT, EvaluateSettings, ScoreSettings, dataset_list
 
-PathLike = str | os.PathLike
+if TYPE_CHECKING:
+    from ..options import DatasetsLike, ImagesLike, ModelLike, ProcessorLike, SpecLike
+
+PathLike = str | os.PathLike[str]
 
 
 def evaluate(
-    model: Any = None,
-    datasets: Any = None,
+    model: ModelLike | None = None,
+    datasets: DatasetsLike | None = None,
     *,
     configs: str | Sequence[str] = "all",
     splits: str | Sequence[str] | None = None,
     dataset_revision: str | None = None,
-    spec: Any = None,
+    spec: SpecLike | None = None,
     revision: str | None = None,
     family: str | None = None,
     ties: str = AUTHORS,
@@ -56,37 +61,36 @@ def evaluate(
     outside_images: bool = False,
     chunk_size: int = CHUNK_ROWS,
     progress: bool = True,
-    processor: Any = None,
+    processor: ProcessorLike | None = None,
     root: PathLike | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Evaluation:
     """Score ``model`` on ``datasets`` and measure it with the papers' metrics.
 
-    ``model``: a model folder or Hub id (``mini-clip``: the small CLIP vlprobe ships); an already-loaded
-    ``transformers`` model with its processor (``model=(model, processor)`` or ``processor=``); or a vlprobe scorer.
+    ``model``: a model folder or Hub id (``mini-clip``: the small CLIP vlprobe ships), an already-loaded
+    ``transformers`` model with its processor (``model=(model, processor)`` or ``processor=``), or a vlprobe scorer;
+    loaded by ``family``, ``revision``, ``dtype`` and ``device``; ``exact_preprocessing``: always the model's PIL
+    image processor (the one the papers ran), never the fast torchvision one.
     ``datasets``: a folder, a built benchmark's name (``travlr``: its folder here, in ``$VLPROBE_ROOT`` or where
-    ``vlprobe build`` puts it), a Hub id, a ``datasets.Dataset``/``DatasetDict`` (with ``spec=``), a
-    list of those, or a dict {name: any of those}. With neither ``model`` nor ``datasets``: the
-    offline default (the ``travlr`` and ``winoground_style`` folders and ``models/mini-clip`` under
-    ``root``, default the working directory).
-    ``configs``: ``"all"``, ``"*"``, a comma-separated string or a list; ``splits``: likewise, None
-    for the test splits. ``spec``: a vlprobe.yaml path, a dict or an ItemSpec (default: the
-    dataset's). ``ties``: how a tied comparison counts: ``"authors"`` (the default), each split by its benchmark's
-    authors' rule (CREPE's lenient, most benchmarks' strict; strict for a dataset of the user's own), or ``"strict"``
-    (wrong), ``"half"`` or ``"lenient"`` (right) for every split; each entry records the policy it was counted by.
+    ``vlprobe build`` puts it), a Hub id, a ``datasets.Dataset``/``DatasetDict`` (with ``spec=``: a vlprobe.yaml
+    path, a dict or an ItemSpec; default the dataset's own), a list of those, or a dict {name: any of those}. With
+    neither ``model`` nor ``datasets``: the offline default (the ``travlr`` and ``winoground_style`` folders and
+    ``models/mini-clip`` under ``root``, default the working directory). ``configs``: ``"all"``, ``"*"``, a
+    comma-separated string or a list; ``splits``: likewise, None for the test splits; ``limit``: the first N rows
+    of each split. ``modality``: image, caption, both (TraVLR's settings), or text (no image: each true text against
+    the item's other true texts and its false ones, by a dual encoder's text tower; SugarCREPE++'s TOT, see
+    :mod:`vlprobe.evaluation.text_only`). ``control``: blank or shuffle. ``outside_images``: open image cells that
+    hold a path outside the dataset folder (refused by default).
+    ``ties``: how a tied comparison counts: ``"authors"`` (the default), each split by its benchmark's authors' rule
+    (CREPE's lenient, most benchmarks' strict; strict for a dataset of the user's own), or ``"strict"`` (wrong),
+    ``"half"`` or ``"lenient"`` (right) for every split; each entry records the policy it was counted by.
     ``bootstrap``, ``confidence``, ``threshold``, ``seed``: the metric's.
-    ``limit``: the first N rows of each split. ``batch_size``, ``num_workers``, ``device``,
-    ``dtype``: the engine's (``batch_size="auto"``, the default: searched per tower on an accelerator and
-    remembered, 32 on the CPU). ``modality``: image, caption, both (TraVLR's settings), or text (no image:
-    each true text against the item's other true texts and its false ones, by a dual encoder's text tower;
-    SugarCREPE++'s TOT, see :mod:`vlprobe.evaluation.text_only`). ``control``:
-    blank or shuffle. ``cache_dir``: the score cache (None: the default, "none": off). ``out``:
-    checked before scoring and written at the end (as :meth:`Evaluation.save`). ``chunk_size``:
-    rows read and scored at a time. ``exact_preprocessing``: always the model's PIL image processor
-    (the one the papers ran), never the fast torchvision one. ``outside_images``: open image cells that hold a path
-    outside the dataset folder (refused by default). ``log``: where status lines go (default: stderr when
-    ``progress``). Every keyword but ``processor``, ``root`` and ``log`` is an option of ``vlprobe evaluate``, checked
-    into :class:`~vlprobe.evaluation.settings.EvaluateSettings` before anything is loaded.
+    ``batch_size`` (``"auto"``, the default: searched per tower on an accelerator and remembered, 32 on the CPU)
+    and ``num_workers``: the engine's; ``chunk_size``: rows read and scored at a time; ``cache_dir``: the score
+    cache (None: the default, "none": off). ``out``: checked before scoring and written at the end (as
+    :meth:`Evaluation.save`). ``log``: where status lines go (default: stderr when ``progress``). Every keyword but
+    ``processor``, ``root`` and ``log`` is an option of ``vlprobe evaluate``, checked into
+    :class:`~vlprobe.evaluation.settings.EvaluateSettings` before anything is loaded.
 
     Raises :class:`~vlprobe.errors.SettingError`, :class:`~vlprobe.errors.DatasetError` or
     :class:`~vlprobe.errors.ModelError`, before any scoring where the fault can be seen then.
@@ -94,7 +98,15 @@ def evaluate(
     return EvaluateRun(EvaluateSettings(**locals()))()
 
 
-def _check_bootstrap_work(sources: Sequence[Any], s: EvaluateSettings) -> None:
+def load_model(model: ModelLike, processor: ProcessorLike | None, family: str | None, revision: str | None,
+               s: EvaluateSettings) -> Scorer:
+    """A ready scorer from a path/Hub id (``mini-clip`` included), a (model, processor) pair, a loaded model, or a
+    scorer, with the settings ``s`` of a run (:func:`vlprobe.runner.load_model`)."""
+    return runner.load_model(model, processor, family=family, revision=revision, device=s.device, dtype=s.dtype,
+                             exact_preprocessing=s.exact_preprocessing, control=s.control, seed=s.seed)
+
+
+def _check_bootstrap_work(sources: Sequence[SplitSource], s: EvaluateSettings) -> None:
     """Refuse, before scoring, a ``bootstrap`` the metric would refuse once the scores are in (its work bound,
     counted here without the tags' share, so never wrongly)."""
     if not s.bootstrap or s.modality == TEXT:
@@ -110,16 +122,19 @@ def _check_bootstrap_work(sources: Sequence[Any], s: EvaluateSettings) -> None:
                                 "intervals)")
 
 
-class EvaluateRun(Run):
+Scored = tuple[list[ScoredSplit], dict[str, Any]]  # the scored splits and the engine's statistics
+
+
+class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
     """:func:`evaluate`'s run: the splits planned and opened, the model checked against their items' shapes, the rows
     streamed through the engine and measured (on the main process), an :class:`Evaluation`."""
 
     s: EvaluateSettings
 
-    def names(self) -> list[Any]:
+    def names(self) -> list[object]:
         return dataset_list(self.s.datasets)[0] if self.s.datasets is not None else []
 
-    def load_data(self) -> Any:
+    def load_data(self) -> list[SplitSource]:
         s = self.s
         root = Path(s.root) if s.root is not None else Path.cwd()
         self.as_named, self.labels = dataset_list(default_datasets(root) if s.datasets is None else s.datasets)
@@ -129,35 +144,47 @@ class EvaluateRun(Run):
         if state is not None:
             self.rank, self.processes = state.process_index, state.num_processes
             self.log = self.log if state.is_main_process else (lambda msg: None)
-        sources = plan_splits(self.datasets, s, spec=s.spec, dataset_revision=s.dataset_revision, names=self.labels)
+        sources = plan_splits(self.datasets, s, names=self.labels)
         _check_bootstrap_work(sources, s)
         name = self.model[0] if isinstance(self.model, tuple) else self.model
         shown = name if isinstance(name, (str, os.PathLike)) else type(name).__name__
         self.log(f"{sum(src.n for src in sources)} items in {len(sources)} config/split(s); loading {shown}")
         return sources
 
-    def after_model(self, scorer: Any, sources: Any) -> None:
+    def after_model(self, scorer: Scorer, sources: list[SplitSource]) -> None:
+        """``--modality text`` compares texts by a dual encoder's text tower (itm, vqascore and causal_lm have none);
+        TraVLR's true/false framing (1 x 1 items) needs a match probability, which a dual encoder's similarity is
+        not (vlprobe invents none)."""
         if self.s.modality == TEXT:
-            _check_text_tower(scorer)
-        else:
-            _check_shapes(sources, scorer)
+            if not isinstance(scorer, DualScorer):
+                raise ArgumentError("modality", "text", f"needs a dual encoder's text tower; {scorer.family} has none")
+            return
+        src = next((src for src in sources if src.shape == (1, 1)), None)
+        if isinstance(scorer, DualScorer) and src is not None:
+            raise ModelError(
+                f"{src.name} has 1 x 1 items (one image, one statement, true or false), which are scored by a "
+                f"match probability; {scorer.model_id} is a dual encoder (family {scorer.family!r}), whose "
+                f"similarity is not a calibrated probability. Use a family that gives one (itm, vqascore), the "
+                f"query-vs-foil framing of the dataset, or `vlprobe probe`, which fits a probe on the frozen "
+                f"features as TraVLR's paper does"
+            )
 
-    def rows(self, sources: Any) -> int:
+    def rows(self, sources: list[SplitSource]) -> int:
         return sum(src.n for src in sources)
 
     def engine_bars(self, rows: int) -> bool:
         return self.s.progress and rows <= self.s.chunk_size  # else one bar over the chunks (_score)
 
-    def work(self, engine: Any, sources: Any, cache: Any) -> Any:
-        scored, stats = _score(sources, engine, self.s, self.s.progress, self.rank == 0,
-                               throwaway=cache.temp is not None)
+    def work(self, engine: Engine, sources: list[SplitSource], cache: RunCache) -> Scored:
+        scored, stats = _score(sources, engine, self.s, self.rank == 0, throwaway=cache.temp is not None)
         return scored, {**stats, "cache_dir": cache.folder}
 
-    def results(self, scorer: Any, sources: Any, done: Any) -> Evaluation:
+    def results(self, scorer: Scorer, sources: list[SplitSource], done: Scored) -> Evaluation:
         s, (scored, engine) = self.s, done
+        settings = s.record(self.workers)
         provenance = self.provenance(
             scorer, s.command_line(datasets=self.as_named, model=self.model),  # the rerun names them as the user did
-            settings=s.record(self.workers),
+            settings=settings,
             datasets=[{"dataset": _dataset_label(d, self.labels[k] if self.labels else None),
                        "revision": s.dataset_revision} for k, d in enumerate(self.datasets)],
             engine=engine)
@@ -165,16 +192,15 @@ class EvaluateRun(Run):
             return Evaluation(scored, provenance, None, main_process=False)
         for split in scored:
             _measure(split, s, sees_images=getattr(scorer, "uses_images", True))
-        return Evaluation(scored, provenance, summarize(result_entries(scored), provenance["settings"],
-                                                        provenance["model"]))
+        return Evaluation(scored, provenance, summarize(result_entries(scored), settings, scorer.describe()))
 
 
 def score(
-    model: Any,
-    images: Any,
-    texts: Any,
+    model: ModelLike,
+    images: ImagesLike,
+    texts: str | Sequence[str],
     *,
-    processor: Any = None,
+    processor: ProcessorLike | None = None,
     family: str | None = None,
     revision: str | None = None,
     probabilities: bool = False,
@@ -185,23 +211,17 @@ def score(
     cache_dir: PathLike | None = None,
     progress: bool = False,
 ) -> np.ndarray:
-    """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for
-    ``images[i]``, column ``j`` for ``texts[j]``, for a notebook::
+    """Score every image against every text: an ``m x n`` numpy array (float64), row ``i`` for ``images[i]``,
+    column ``j`` for ``texts[j]``: ``vlprobe.score("mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])``.
 
-        S = vlprobe.score("mini-clip", [Image.open("a.jpg"), "b.png"], ["a dog", "a cat"])
-
-    ``model``: a model folder or Hub id (``mini-clip``: the small CLIP vlprobe ships), a loaded ``transformers``
-    model with its processor (``(model, processor)`` or ``processor=``), or a vlprobe scorer; loaded as
-    :func:`evaluate` loads it (``family``, ``revision``, ``device``, ``dtype``, ``exact_preprocessing`` as there).
-    ``images``: PIL images or image file paths (one, or a list); ``texts``: strings (one, or a
-    list). The scores are the model's own (a dual encoder's scaled similarity, an ITM head's
-    logit...), the numbers :func:`evaluate` measures; ``probabilities=True`` gives the match
-    probabilities instead, for families that have them. Computed by the same engine, through the
-    score cache (``cache_dir`` as in :func:`evaluate`), so each input is encoded once."""
+    ``model`` and its keywords as :func:`evaluate` takes them; ``images``: PIL images or image file paths (one, or a
+    list); ``texts``: strings (one, or a list). The scores are the model's own (a dual encoder's scaled similarity,
+    an ITM head's logit...), the numbers :func:`evaluate` measures; ``probabilities=True``: the match probabilities,
+    for families that have them. Computed by the same engine through the score cache, each input encoded once."""
     return ScoreRun(ScoreSettings(**locals()))()
 
 
-class ScoreRun(Run):
+class ScoreRun(Run[Item, EngineResult, np.ndarray]):
     """:func:`score`'s run: one item of every image and text, through the engine and the score cache."""
 
     s: ScoreSettings
@@ -211,7 +231,7 @@ class ScoreRun(Run):
         gold[0, 0] = True  # the engine scores every cell; gold only satisfies the item's checks
         return Item(id="score", images=self.s.images, texts=self.s.texts, gold=gold)
 
-    def work(self, engine: Any, item: Item, cache: Any) -> Any:
+    def work(self, engine: Engine, item: Item, cache: RunCache) -> EngineResult:
         try:
             return engine.score([item])
         except EngineOutOfMemory as err:
@@ -219,7 +239,7 @@ class ScoreRun(Run):
         except ImageError as err:
             raise SettingError(str(err)) from None
 
-    def results(self, scorer: Any, item: Item, result: Any) -> np.ndarray:
+    def results(self, scorer: Scorer, item: Item, result: EngineResult) -> np.ndarray:
         if not self.s.probabilities:
             return np.asarray(result.scores[0], dtype=np.float64)
         if result.probabilities is None:

@@ -4,21 +4,29 @@ their rows turned into items by the dataset's ``vlprobe.yaml``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..dataset.items import ItemError
 from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, dataset_version, find_spec
-from ..dataset.splits import _is_built, check_reachable, checked_image_paths, load_split, select_configs, select_splits
-from ..errors import ArgumentError, DatasetError
+from ..dataset.splits import check_reachable, checked_image_paths, load_split, select_configs, select_splits
+from ..errors import ArgumentError, DatasetError, ModelError
+from ..names import is_built
 from ..options import listed
 from ..results import dataset_name
-from ..storage.locations import DEFAULT_DATASETS, dataset_folder
+from ..storage import locations
+from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL, dataset_folder
 from .settings import TEXT, EvaluateSettings
 from .text_only import text_only
+
+if TYPE_CHECKING:
+    import datasets
+
+    from ..options import DatasetLike, SpecLike
 
 # datasets is imported where used (3.9 s, python -X importtime on this 2-core machine): a misspelt name is refused
 # before it is.
@@ -31,9 +39,9 @@ class SplitSource:
     dataset: str            # the name results use: a folder, a Hub id, or a given name
     config: str
     split: str
-    rows: Any               # datasets.Dataset
+    rows: datasets.Dataset
     n: int                  # rows to score (after limit)
-    spec: Any               # ItemSpec (already for this config)
+    spec: ItemSpec          # already for this config
     data: dict[str, Any] = field(default_factory=dict)
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
@@ -60,7 +68,7 @@ class SplitSource:
                                            self.name, start)
             yield start, rows
 
-    def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:
+    def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:  # Items, or TextOnlyItems
         try:
             if modality == TEXT:  # the row's items as they are, their texts compared with each other (no image)
                 return [text_only(self.spec.to_item(row, index=start + i, config=self.config))
@@ -71,9 +79,8 @@ class SplitSource:
             raise DatasetError(f"{self.name}: {err}") from None
 
 
-def _spec_of(dataset: Any, spec: Any) -> Any:
-    """An ItemSpec from ``spec`` (an ItemSpec, a dict, a path) or, for a folder or Hub id, the
-    dataset's own."""
+def _spec_of(dataset: DatasetLike, spec: SpecLike | None) -> ItemSpec:
+    """An ItemSpec from ``spec`` (an ItemSpec, a dict, a path) or, for a folder or Hub id, the dataset's own."""
     try:
         if isinstance(spec, ItemSpec):
             return spec
@@ -82,17 +89,19 @@ def _spec_of(dataset: Any, spec: Any) -> Any:
         if spec is None and not isinstance(dataset, str):
             raise SpecError("an in-memory dataset needs spec=... (an ItemSpec, a dict or a vlprobe.yaml path) "
                             "saying how its rows become items")
-        return find_spec(dataset, None if spec is None else str(spec))
+        return find_spec(str(dataset), None if spec is None else str(spec))
     except SpecError as err:
         raise DatasetError(str(err)) from None
 
 
-def plan_splits(datasets_: Sequence[Any], s: EvaluateSettings, *, spec: Any = None,
-                dataset_revision: str | None = None, names: Sequence[str] | None = None) -> list[SplitSource]:
-    """Every (dataset, config, split) to score, opened (memory-mapped) but not read."""
+def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
+                names: Sequence[str] | None = None) -> list[SplitSource]:
+    """Every (dataset, config, split) to score, opened (memory-mapped) but not read; ``names``: the datasets' given
+    names (a dict's keys)."""
     import datasets as hf
 
     sources: list[SplitSource] = []
+    revision = s.dataset_revision
     for k, dataset in enumerate(datasets_):
         name = names[k] if names else None
         if isinstance(dataset, (hf.Dataset, hf.DatasetDict)):
@@ -101,52 +110,50 @@ def plan_splits(datasets_: Sequence[Any], s: EvaluateSettings, *, spec: Any = No
                 parts = {str(dataset.split) if dataset.split is not None else "test": dataset}
             else:
                 parts = dict(dataset)
-            item_spec = _spec_of(dataset, spec)
-            config = (listed(s.configs) or ["default"])[0] if s.configs not in (None, "all", "*") else "default"
+            item_spec = _spec_of(dataset, s.spec)
+            config = (listed(s.configs) or ["default"])[0] if s.configs not in ("all", "*") else "default"
             for split in select_splits(label, config, s.splits, names=list(parts)):
                 ds = parts[split]
-                info = {"fingerprint": getattr(ds, "_fingerprint", None), "in_memory": True}
-                sources.append(_source(label, config, split, ds, item_spec, info, s, dataset_revision,
-                                       item_spec.benchmark))
+                info = {"fingerprint": getattr(ds, "_fingerprint", None)}
+                sources.append(_source(label, config, split, ds, item_spec, info, s, item_spec.benchmark))
             continue
-        if isinstance(dataset, os.PathLike):
-            dataset = str(dataset)
-        if not isinstance(dataset, str):
-            raise DatasetError(f"datasets must be folders, Hub ids or datasets.Dataset/DatasetDict objects, got "
-                               f"{type(dataset).__name__}")
-        if dataset_revision is not None and Path(dataset).is_dir():
+        dataset = os.fspath(dataset)
+        if revision is not None and Path(dataset).is_dir():
             # A folder has no revisions: the option would be recorded in results.json yet change nothing.
-            raise ArgumentError("dataset_revision", dataset_revision,
+            raise ArgumentError("dataset_revision", revision,
                                 f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
                                 f"a branch, tag or commit of a Hub dataset)")
-        check_reachable(dataset, dataset_revision)  # before the spec, which may be fetched from the Hub
-        item_spec = _spec_of(dataset, spec)
+        check_reachable(dataset, revision)  # before the spec, which may be fetched from the Hub
+        item_spec = _spec_of(dataset, s.spec)
         benchmark, note = dataset_benchmark(dataset, item_spec)  # a guess from the name is said in the summary
-        info_note = {"benchmark_note": note} if note else {}
-        for config in select_configs(dataset, s.configs, dataset_revision):
-            for split in select_splits(dataset, config, s.splits, revision=dataset_revision):
-                ds, info = load_split(dataset, config, split, dataset_revision)
-                sources.append(_source(name or dataset, config, split, ds, item_spec, {**info, **info_note}, s,
-                                       dataset_revision, benchmark, folder=dataset))
+        for config in select_configs(dataset, s.configs, revision):
+            for split in select_splits(dataset, config, s.splits, revision=revision):
+                ds, info = load_split(dataset, config, split, revision)
+                sources.append(_source(name or dataset, config, split, ds, item_spec,
+                                       {**info, **({"benchmark_note": note} if note else {})}, s, benchmark,
+                                       folder=dataset))
     return sources
 
 
-def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dict, s: EvaluateSettings,
-            revision: str | None, benchmark: str | None = None, folder: str | None = None) -> SplitSource:
+def _source(dataset: str, config: str, split: str, ds: datasets.Dataset, spec: ItemSpec, info: dict[str, Any],
+            s: EvaluateSettings, benchmark: str | None, folder: str | None = None) -> SplitSource:
+    """One split to score, checked against its spec (``folder``: the dataset folder its image paths must stay in;
+    None: an in-memory dataset, the caller's own, whose paths are not checked)."""
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
     try:
         config_spec = spec.for_config(config)
     except ValueError as err:
         raise DatasetError(str(err)) from None
-    in_memory = bool(info.get("in_memory"))
+    in_memory = folder is None
+    info = {**info, "in_memory": True} if in_memory else info
     folder = str(Path(folder).resolve()) if folder is not None and Path(folder).is_dir() else None
     src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
-                      data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": revision,
+                      data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": s.dataset_revision,
                             "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
                       dataset_version=dataset_version(spec, benchmark),
                       image_folder=folder,
-                      check_image_paths=not in_memory, outside_images=bool(s.outside_images))
+                      check_image_paths=not in_memory, outside_images=s.outside_images)
     if n == 0:
         raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
     try:
@@ -158,8 +165,8 @@ def _source(dataset: str, config: str, split: str, ds: Any, spec: Any, info: dic
         raise DatasetError(str(err)) from None
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids
     # The first row as an item: the spec works, and the item shape is known before any model loads.
-    _, first = next(src.row_batches(1))
-    src.shape = src.items(0, first, s.modality)[0].shape
+    _, first_rows = next(src.row_batches(1))
+    src.shape = src.items(0, first_rows, s.modality)[0].shape
     return src
 
 
@@ -171,7 +178,7 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
     out = []
     for name in DEFAULT_DATASETS:
         folder = dataset_folder(name, root)
-        if not _is_built(folder):
+        if not is_built(folder):
             raise DatasetError(
                 f"the default dataset folder {folder} has not been built yet; build it with "
                 f"`vlprobe build {name}` (or pass --dataset FOLDER_OR_HUB_ID)"
@@ -180,7 +187,25 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
     return out
 
 
-def _dataset_label(dataset: Any, name: str | None) -> str:
+def default_model(root: str | os.PathLike) -> str:
+    """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy
+    this package ships (inside the installed package, see :mod:`vlprobe.storage.locations`)."""
+    root = Path(root)
+    model = root / DEFAULT_MODEL
+    if (model / "config.json").is_file():
+        return str(model)
+    packaged = locations.shipped_model()  # (through the module: a test replaces it)
+    if packaged is not None:
+        return str(packaged)
+    how = " train it with `python -m vlprobe_train`, or" if importlib.util.find_spec("vlprobe_train") else ""
+    raise ModelError(
+        f"the default model {model} is not there and this vlprobe installation ships none (the small "
+        f"offline CLIP has not been made in this checkout);{how} pass --model with a local folder written "
+        f"by save_pretrained, or a Hub id"
+    )
+
+
+def _dataset_label(dataset: DatasetLike, name: str | None) -> str:
     if name:
         return name
     if isinstance(dataset, (str, os.PathLike)):

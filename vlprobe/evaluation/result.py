@@ -9,28 +9,25 @@ import os
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import VlprobeError
+from ..errors import write_failed
 from ..results import RunResult, ScoredSplit, format_table, pct, result_entries, truncation_warning
 from ..results import summary as summary_rules
 from ..results.io import provenance_record
-from ..results.schema import Entry, EvaluationDocument, SummaryBlock
+from ..results.schema import Entry, EvaluationDocument, SummaryBlock, SummaryRow
+
+if TYPE_CHECKING:
+    import datasets
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 
 class Evaluation(RunResult[Entry]):
-    """What :func:`evaluate` returns; the same surface as :class:`vlprobe.ProbeResult`:
-
-    * ``entries``: one :class:`~vlprobe.results.schema.Entry` per scored dataset/config/split; ``summary``: each
-      benchmark's headline metrics (its paper's aggregates where it has a paper), as under the printed table, one
-      :class:`~vlprobe.results.schema.SummaryBlock` each; ``document``: results.json as records, ``results`` as JSON;
-    * ``table()``: the text ``vlprobe evaluate`` prints; ``to_pandas()``: results.csv's rows, one per
-      dataset/config/split/tag/metric (``wide=True``: results_wide.csv's, one per dataset/config/split, a column per
-      metric in %); ``plot()``: a matplotlib figure of the table's metrics;
-    * ``save(dir)``: results.json, scores.parquet, results.csv, results_wide.csv and plots, as the CLI writes them;
-    * ``scores()``: the per-item score matrices as a ``datasets.Dataset``; ``splits`` and ``provenance``: the
-      scored splits and what produced them.
-    """
+    """What :func:`evaluate` returns, on :class:`vlprobe.ProbeResult`'s surface: ``entries`` (one per scored
+    dataset/config/split), ``summary`` (each benchmark's headline metrics, one block each), ``document`` / ``results``
+    (results.json), ``table()``, ``to_pandas()``, ``plot()``, ``save(dir)``; and ``scores()`` (the per-item score
+    matrices as a ``datasets.Dataset``), ``splits`` and ``provenance`` (the scored splits and what produced them)."""
 
     def __init__(self, splits: list[ScoredSplit], provenance: dict[str, Any],
                  summary: Mapping[str, SummaryBlock] | None, *, main_process: bool = True) -> None:
@@ -44,12 +41,10 @@ class Evaluation(RunResult[Entry]):
         """results.json as records."""
         return EvaluationDocument(provenance_record(self.provenance), tuple(result_entries(self.splits)), self.summary)
 
-    def to_pandas(self, per_tag: bool = True, wide: bool = False) -> Any:
-        """results.csv as a DataFrame: one row per dataset/config/split/tag/metric (``tag`` empty for the whole
-        split; ``per_tag=False`` keeps those rows only and drops the column): value, ci_low, ci_high, chance,
-        support, n_items, n_ties, na_reason (why value is None where every item tied). One name per quantity
-        for the items' shape, as in results.csv. ``wide=True``: results_wide.csv, the table to paste: one row per
-        dataset/config/split, a column per metric shown, in %, rounded to one decimal."""
+    def to_pandas(self, per_tag: bool = True, wide: bool = False) -> pd.DataFrame:
+        """results.csv as a DataFrame, a row per dataset/config/split/tag/metric (``tag`` empty for the whole split;
+        ``per_tag=False``: those rows only, without the column); ``wide=True``: results_wide.csv, the table to paste,
+        a row per dataset/config/split and a column per metric shown, in %."""
         import pandas as pd
 
         from ..results.display import wide_rows
@@ -62,7 +57,7 @@ class Evaluation(RunResult[Entry]):
         frame = pd.DataFrame(rows, columns=list(CSV_COLUMNS))
         return frame if per_tag else frame.drop(columns=["tag"])
 
-    def scores(self) -> Any:
+    def scores(self) -> datasets.Dataset:
         """The per-item scores as a ``datasets.Dataset`` (the rows of scores.parquet)."""
         import datasets
 
@@ -87,12 +82,10 @@ class Evaluation(RunResult[Entry]):
         try:
             return write_outputs(out, self.splits, self.document)
         except OSError as err:
-            cache = self.document.provenance.engine.cache_dir if self.document.provenance.engine else None
-            rerun = (f"the scores are in the cache ({cache}), so running it again computes nothing" if cache
-                     else "nothing was cached (cache_dir none), so a rerun scores again")
-            raise VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}") from None
+            engine = self.document.provenance.engine
+            raise write_failed(out, err, engine.cache_dir if engine else None, "scores", "nothing") from None
 
-    def plot(self) -> Any:
+    def plot(self) -> Figure:
         """A matplotlib figure: one panel per split, a bar per metric with its CI and chance."""
         import matplotlib.pyplot as plt
 
@@ -126,15 +119,7 @@ def display_keys(split: ScoredSplit | Entry) -> list[str]:
     return shown_metrics(split if isinstance(split, Entry) else entry_of(split))
 
 
-def summarize(entries: Any, settings: Mapping[str, Any] | None = None,
-              model: Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
-    """The papers' aggregates per benchmark (:func:`vlprobe.results.summary.summarize`); ``settings``: the
-    run's recorded settings, to flag where it departs from the authors' own; ``model``: its recorded model, to set
-    it beside the figures published for its checkpoint."""
-    return summary_rules.summarize(entries, settings, model)
-
-
-def _figure(key: str, value: float | None, row: Any, theirs: str | None, names: Mapping[str, str]) -> str:
+def _figure(key: str, value: float | None, row: SummaryRow, theirs: str | None, names: Mapping[str, str]) -> str:
     ci = row.ci.get(key)
     text = f"{names.get(key, key)} " + (f"N/A ({row.na_reason})" if value is None else pct(value))
     text += f" [{pct(ci[0])},{pct(ci[1])}]" if ci and value is not None else ""
@@ -142,12 +127,9 @@ def _figure(key: str, value: float | None, row: Any, theirs: str | None, names: 
 
 
 def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
-    """The papers' aggregates as text under the table ("" when there are none): per benchmark its source, one line
-    per row (config or aggregate, split, headline values with CIs, and the figure under the authors' tie rule where
-    it differs from the run's: another tie policy, or N/A where their code prints a number), how the run departs
-    from the authors' setting, its notes (one says which checkpoint's published figures follow, or that it has
-    none) and the figures published for this checkpoint beside the run's, one line each with the difference and its
-    known causes."""
+    """The papers' aggregates as text under the table ("" when there are none): per benchmark its source, a line per
+    row (headline values with CIs, and the figure under the authors' tie rule where it differs), how the run departs
+    from the authors' setting, its notes, and the figures published for this checkpoint beside the run's."""
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         if not block.rows:

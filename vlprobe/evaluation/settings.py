@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..benchmarks.base import AUTHORS
 from ..dataset.spec import MODALITIES as IMAGE_MODALITIES
@@ -30,6 +30,9 @@ from ..options import (
     worker_count,
 )
 
+if TYPE_CHECKING:
+    from ..options import DatasetLike
+
 DEFAULT_OUT = "runs/default"  # the offline default run's output folder
 TEXT = "text"  # evaluate's modalities: TraVLR's three (vlprobe.dataset.spec) and text-only (vlprobe/evaluation/text_only.py)
 MODALITIES = (*IMAGE_MODALITIES, TEXT)
@@ -39,7 +42,7 @@ _DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/Data
                     "those, or a dict {name: one of those}")
 
 
-def dataset_list(datasets: object) -> tuple[list[Any], list[str] | None]:
+def dataset_list(datasets: object) -> tuple[list[DatasetLike], list[str] | None]:
     """``datasets`` as a list, with the names given by a dict (None otherwise); :class:`Refused` for anything else,
     and for duplicates (the same split scored twice would repeat its ids in scores.parquet and count its items twice
     in every aggregate)."""
@@ -73,13 +76,13 @@ def _is_dataset_object(obj: object) -> bool:
     return hf is not None and isinstance(obj, (hf.Dataset, hf.DatasetDict))
 
 
-def _datasets(value: object) -> Any:
+def _datasets(value: object) -> object:
     if value is not None:
         dataset_list(value)
     return value
 
 
-def _spec(value: object) -> Any:
+def _spec(value: object) -> object:
     if value is None or isinstance(value, (dict, ItemSpec)):
         return value
     return path(value, "must be a vlprobe.yaml path, a dict or an ItemSpec")
@@ -94,7 +97,7 @@ def _ties(value: object) -> str:
     return one_of(TIE_CHOICES, "tie policy")(value)
 
 
-def _threshold(value: object) -> Any:
+def _threshold(value: object) -> float:
     # applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would call every cell true or every one false
     if not is_number(value) or not 0 <= value <= 1:
         raise Refused("must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the model's match "
@@ -110,7 +113,7 @@ def _control(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _root(value: object) -> Any:
+def _root(value: object) -> object:
     if value is not None and not os.path.isdir(path(value, "must be a folder path (where the offline default's "
                                                            "folders are), or None")):
         raise Refused("is not a folder; name the folder the offline default's folders are in (or leave it out: the "

@@ -1,23 +1,13 @@
-"""Text-only scoring, ``--modality text`` (``evaluate(modality="text")``): no image is looked at; an item's
-texts are compared with each other by the model's text tower.
+"""Text-only scoring, ``--modality text``: no image is looked at; an item's texts are compared with each other
+by the model's text tower.
 
-An item's *true* texts are those gold for some image; its *false* texts, those gold for none. The item
-becomes one row of similarities (:meth:`vlprobe.scorers.base.DualScorer.text_similarity`: the cosine of
-the L2-normalised text embeddings), one cell per pair of texts it compares: each pair of true texts (gold),
-in order, then each (true text, false text) pair (non-gold), in order. With ``t`` true and ``f`` false texts
-the matrix is ``1 x (t(t-1)/2 + t f)``, gold its first ``t(t-1)/2`` cells. The metric's ``text`` score
-(every gold cell above every non-gold cell) is then right for an item when its true texts are closer to
-each other than any true text is to a false one. Each similarity is one cell, so a metric's chance level
-(every order of the cells equally likely) is the rule's: 1/3 for SugarCREPE++'s TOT, the largest of three
-cosines.
-
-SugarCREPE++ (1 image x [P1, P2, neg], gold ``[[1, 1, 0]]``): ``[[cos(P1, P2), cos(P1, neg), cos(P2, neg)]]``,
-gold ``[[1, 0, 0]]``; ``text`` = ``cos(P1, P2) > cos(P1, neg) and cos(P1, P2) > cos(P2, neg)``, the authors'
-TOT (VLMs/test_*.py), a tie wrong under the strict tie policy.
-
-An item needs two or more true texts and at least one false text; any other is refused (SugarCREPE's and
-VALSE's one caption against its foil has no second true text to compare with). A scored item keeps its texts
-as the true ones, in order, followed by the false ones.
+An item's *true* texts are those gold for some image, its *false* ones those gold for none. It becomes one row of
+cosine similarities of the text embeddings, one cell per pair: each pair of true texts (gold), then each (true,
+false) pair (non-gold), in order: ``1 x (t(t-1)/2 + t f)``. The metric's ``text`` score is then right when the true
+texts are closer to each other than any is to a false one (chance: 1/3 for SugarCREPE++'s TOT, three cosines).
+SugarCREPE++ (``[P1, P2, neg]``): ``[[cos(P1, P2), cos(P1, neg), cos(P2, neg)]]``, gold ``[[1, 0, 0]]``, the authors'
+TOT (VLMs/test_*.py). An item needs two or more true texts and a false one; a scored item keeps its texts as the true
+ones, in order, then the false ones.
 """
 
 from __future__ import annotations
@@ -25,11 +15,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from ..dataset.items import ItemError
+from ..dataset.items import Item, ItemError
+from ..scorers.base import DualScorer
+from ..scoring.engine import Engine, EngineResult
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +50,7 @@ def text_gold(n_true: int, n_false: int) -> np.ndarray:
     return gold
 
 
-def text_only(item: Any) -> TextOnlyItem:
+def text_only(item: Item) -> TextOnlyItem:
     """``item`` (an :class:`~vlprobe.dataset.items.Item`) as its texts compared with each other; :class:`ItemError`
     when it has fewer than two true texts or no false one."""
     truth = np.asarray(item.gold, dtype=bool).any(axis=0)
@@ -87,26 +78,17 @@ def item_matrix(similarity: np.ndarray, n_true: int) -> np.ndarray:
     return np.array([[sim[i, j] for i, j in pairs(n_true, sim.shape[0])]]).astype(np.float32, copy=False)
 
 
-@dataclass
-class TextResult:
-    scores: list[np.ndarray]
-    probabilities: None
-    stats: dict[str, Any]
-
-
-def score_text_only(engine: Any, items: Sequence[TextOnlyItem]) -> TextResult:
-    """Each item's text-only score matrix; the text embeddings come from ``engine.embed_texts`` (each distinct
-    text encoded once, through the score cache, under the keys image-text scoring uses), the similarities from
-    the scorer's :meth:`text_similarity`. Texts are keyed as the engine keys them (the token ids the model
-    reads), and the similarity of each distinct pair of keys, in either order, is computed once and gathered
-    into every cell that holds it: two texts the model reads alike tie exactly (SugarCREPE++ has items whose
-    negative is the same string as a caption)."""
+def score_text_only(engine: Engine, items: Sequence[TextOnlyItem]) -> EngineResult:
+    """Each item's text-only score matrix, from ``engine.embed_texts`` (each distinct text encoded once, through the
+    score cache) and the scorer's :meth:`text_similarity`, computed once per distinct pair of the engine's text keys
+    (the token ids the model reads): two texts the model reads alike tie exactly (SugarCREPE++ has such items)."""
     start = time.perf_counter()
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     emb, stats = engine.embed_texts(distinct)
     key_of = dict(zip(distinct, engine.text_keys(distinct)))
     vector = {key_of[t]: emb[k] for k, t in enumerate(distinct)}
     scorer = engine.scorer
+    assert isinstance(scorer, DualScorer)  # --modality text refuses any other (EvaluateRun.after_model)
     pair: dict[tuple[str, str], float] = {}
     scores = []
     for item in items:
@@ -120,7 +102,7 @@ def score_text_only(engine: Any, items: Sequence[TextOnlyItem]) -> TextResult:
                     pair.setdefault((min(a, b), max(a, b)), sim[i, j])
         full = np.array([[pair[min(a, b), max(a, b)] for b in keys] for a in keys])
         scores.append(item_matrix(full, item.n_true))
-    return TextResult(scores=scores, probabilities=None, stats={
+    return EngineResult(scores=scores, probabilities=None, stats={
         "cached": stats.get("cached", 0), "unique_images": 0, "unique_texts": stats.get("unique", len(distinct)),
         "computed_images": 0, "computed_texts": stats.get("computed", 0),
         "seconds": round(time.perf_counter() - start, 3)})

@@ -1,29 +1,28 @@
 """A metric whose every comparison tied is not available, with its reason (issue 47.3).
 
-Each rank metric compares a gold cell with a non-gold cell: those of the same **row** (one image, its texts:
-``acc_r``, ``text``, ``set_acc``, ``set_error``, ``sentence_acc``) or of the same **column** (one text, its images:
-``image``); ``group`` needs both. Where every comparison one of them makes tied, across the whole split (or tag),
-its value is the tie policy's constant, not a measurement: a text-only model scores a text the same with every
-image, so on 2 x 2 items each image comparison ties by construction and ``image`` and ``group`` were 0.0 under
-``ties="strict"``, below their chance level. Such metrics become None with ``na_reason`` naming them and why
-(``"image, group: all 40 image comparisons tied: the model does not see images"``); the others keep their numbers
-(:func:`vlprobe.results.metric_keys` and the tables show a None metric of a result with ``na_reason`` as
-"N/A (reason)"). A split whose every item tied in every comparison is handled before, as a whole
-(:func:`vlprobe.evaluation.scoring.mark_not_available`)."""
+A rank metric compares a gold cell with a non-gold cell of the same **row** (``acc_r``, ``text``, ``set_acc``,
+``set_error``, ``sentence_acc``) or **column** (``image``); ``group`` needs both. Where every comparison one of them
+makes tied, across a split (or tag), its value is the tie policy's constant, not a measurement (a text-only model
+ties every image comparison): it becomes None with ``na_reason`` naming it and why (``"image, group: all 40 image
+comparisons tied: the model does not see images"``); the others keep their numbers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+
+from ..results import NA_KEY, ScoredSplit
 
 ROW_METRICS = ("acc_r", "text", "set_acc", "set_error", "sentence_acc")
 COLUMN_METRICS = ("image",)
 BOTH_METRICS = ("group",)
 
+Matrices = np.ndarray | Sequence[np.ndarray]  # per item an m x n matrix: stacked (N, m, n), or a list of them
 
-def comparison_ties(scores: Any, gold: Any) -> np.ndarray:
+
+def comparison_ties(scores: Matrices, gold: Matrices) -> np.ndarray:
     """Per item (N, 4): row comparisons, of them tied, column comparisons, of them tied (a gold cell against a
     non-gold cell of the same row / column)."""
     if isinstance(scores, np.ndarray) and isinstance(gold, np.ndarray) and scores.ndim == 3:
@@ -55,34 +54,44 @@ def reasons(counts: np.ndarray, sees_images: bool = True) -> dict[str, str]:
     return out
 
 
-def mark(metrics: dict[str, Any], why: dict[str, str]) -> None:
-    """The metrics of ``why`` present in ``metrics`` (and their CIs) become None, with ``na_reason`` naming them."""
-    from ..results import NA_KEY
-
-    gone = [k for k in why if k in metrics]
-    if not gone or metrics.get(NA_KEY):
-        return
-    for key in gone:
+def blank(metrics: dict[str, Any], keys: Iterable[str], reason: str) -> None:
+    """The metrics ``keys`` of ``metrics`` (and their CIs) become None, with ``reason`` as ``na_reason``."""
+    ci = metrics.get("ci") or {}
+    for key in keys:
         metrics[key] = None
-        if (metrics.get("ci") or {}).get(key) is not None:
-            metrics["ci"][key] = None
-    by_reason: dict[str, list[str]] = {}
-    for key in gone:
-        by_reason.setdefault(why[key], []).append(key)
-    metrics[NA_KEY] = "; ".join(f"{', '.join(keys)}: {reason}" for reason, keys in by_reason.items())
+        if key in ci:
+            ci[key] = None
+    metrics[NA_KEY] = reason
 
 
-def mark_tied_metrics(split: Any, scores: Any, gold: Any, sees_images: bool = True,
-                      tags: Sequence[Sequence[str]] | None = None) -> None:
-    """Mark, in ``split.metrics`` and each of its per-tag results, the metrics whose every comparison tied."""
-    counts = comparison_ties(scores, gold)
-    mark(split.metrics, reasons(counts, sees_images))
-    per_tag = split.metrics.get("per_tag") or {}
-    if per_tag:
-        members: dict[str, list[int]] = {}
-        for i, item_tags in enumerate(tags if tags is not None else [it.tags for it in split.items]):
-            for tag in item_tags:
-                members.setdefault(tag, []).append(i)
-        for tag, tm in per_tag.items():
-            if members.get(tag):
-                mark(tm, reasons(counts[members[tag]], sees_images))
+def mark(metrics: dict[str, Any], why: dict[str, str]) -> bool:
+    """The metrics of ``why`` present in ``metrics`` become not available, ``na_reason`` naming them (unless it
+    is not available as a whole already); whether any metric of ``metrics`` is not available."""
+    gone = [k for k in why if k in metrics]
+    if gone and not metrics.get(NA_KEY):
+        by_reason: dict[str, list[str]] = {}
+        for key in gone:
+            by_reason.setdefault(why[key], []).append(key)
+        blank(metrics, gone, "; ".join(f"{', '.join(keys)}: {reason}" for reason, keys in by_reason.items()))
+    return bool(metrics.get(NA_KEY))
+
+
+def tag_members(tags: Sequence[Sequence[str]]) -> dict[str, list[int]]:
+    """{tag: the places of the items that have it}."""
+    members: dict[str, list[int]] = {}
+    for i, item_tags in enumerate(tags):
+        for tag in item_tags:
+            members.setdefault(tag, []).append(i)
+    return members
+
+
+def mark_tied_metrics(split: ScoredSplit, counts: np.ndarray, sees_images: bool,
+                      tags: Sequence[Sequence[str]]) -> bool:
+    """Mark, in ``split.metrics`` and each of its per-tag results, the metrics whose every comparison tied
+    (``counts``: :func:`comparison_ties` of its items); whether any of them is not available."""
+    na = mark(split.metrics, reasons(counts, sees_images))
+    members = tag_members(tags)
+    for tag, tm in (split.metrics.get("per_tag") or {}).items():
+        if members.get(tag):
+            na = mark(tm, reasons(counts[members[tag]], sees_images)) or na
+    return na

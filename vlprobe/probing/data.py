@@ -35,6 +35,7 @@ class Split:
     text_table: Any = None  # the caption and query columns, Arrow-formatted (zero-copy slices)
     image_folder: str | None = None  # image cells holding a path are opened only inside it (see vlprobe.dataset.splits)
     outside_images: bool = False
+    rows_in_split: int = 0  # before ``limit``
 
     def _checked(self, rows: list[dict], start: int) -> list[dict]:
         return checked_image_paths(rows, ("image",), self.image_folder, self.outside_images,
@@ -54,7 +55,7 @@ class Split:
     def images(self, start: int, stop: int) -> list:
         return [r["image"] for r in self.rows(start, stop)]
 
-    def images_at(self, idx: Sequence[int]) -> list:
+    def images_at(self, idx: Sequence[int] | np.ndarray) -> list:
         from ..dataset.reader import read_rows
 
         picked = self.table.select([int(i) for i in idx])
@@ -65,7 +66,7 @@ class Split:
         stop = len(self) if stop is None else stop
         return self.text_table[start:stop].column(column).to_pylist()
 
-    def texts_at(self, column: str, idx: Sequence[int]) -> list[str]:
+    def texts_at(self, column: str, idx: Sequence[int] | np.ndarray) -> list[str]:
         return self.text_table[[int(i) for i in idx]].column(column).to_pylist()
 
     def items(self, modality: str, start: int = 0, stop: int | None = None, rows: list | None = None) -> list:
@@ -76,8 +77,11 @@ class Split:
                 for i, r in enumerate(rows)]
 
 
+Splits = dict[str, dict[str, Split]]  # {task: {split: Split}}
+
+
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
-                limit: int | None = None, outside_images: bool = False) -> dict[str, dict[str, Split]]:
+                limit: int | None = None, outside_images: bool = False) -> Splits:
     """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
     ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
 
@@ -116,7 +120,7 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     if unknown:
         raise DatasetError(f"unknown config(s) {unknown} of {dataset}{did_you_mean(unknown[0], names)}; its configs "
                            f"are: {', '.join(names)}")
-    out: dict[str, dict[str, Split]] = {}
+    out: Splits = {}
     for task in wanted:
         try:
             split_names = config_splits(dataset, task) if local else list_splits(dataset, task, revision)
@@ -147,13 +151,13 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
                                      {**info, "rows_in_split": n_rows, "rows_used": len(ds)},
                                      text_table=ds.select_columns(["caption", "query"]).with_format("arrow"),
                                      image_folder=str(Path(dataset).resolve()) if local else None,
-                                     outside_images=outside_images)
+                                     outside_images=outside_images, rows_in_split=n_rows)
     if spec_error is not None:
         raise spec_error
     return out
 
 
-def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int | None, trained: bool) -> None:
+def _check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) -> None:
     """Macro-F1 needs both classes in every test split, and fitting and choosing a probe need them
     in train and validation: refuse, naming the split (and ``limit`` when it is the cause)."""
     need = "train, validation and every test split" if trained else "every test split"
@@ -162,14 +166,14 @@ def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int |
             if not (name.startswith("test") or trained) or (sp.labels.any() and not sp.labels.all()):
                 continue
             only = "true" if sp.labels.all() else "false"
-            if limit is not None and sp.info.get("rows_in_split", 0) > limit:
+            if limit is not None and sp.rows_in_split > limit:
                 raise ProbeSettingError("limit", limit, f"the first {limit} row(s) of {task}/{name} are all {only}; "
                                                         f"the probe needs true and false rows in {need}: use more rows")
             raise DatasetError(f"{dataset} config {task!r} split {name!r}: all {len(sp)} row(s) are {only}; the probe "
                                f"needs true and false rows in {need}")
 
 
-def _check_train_sizes(data: dict[str, dict[str, Split]], train_sizes: Sequence[int] | None, limit: int | None) -> None:
+def _check_train_sizes(data: Splits, train_sizes: Sequence[int] | None, limit: int | None) -> None:
     """A learning-curve size above a task's training rows would be trained on all of them, a point silently
     dropped: refuse it up front, naming the largest size possible (and ``limit`` when it is the cause)."""
     if not train_sizes:
@@ -180,8 +184,8 @@ def _check_train_sizes(data: dict[str, dict[str, Split]], train_sizes: Sequence[
             continue
         too_big = sorted(n for n in train_sizes if n > len(train))
         if too_big:
-            cause = (f" (--limit {limit} of its {train.info['rows_in_split']})"
-                     if limit is not None and train.info.get("rows_in_split", 0) > limit else "")
+            cause = (f" (--limit {limit} of its {train.rows_in_split})"
+                     if limit is not None and train.rows_in_split > limit else "")
             raise ProbeSettingError("train_sizes", ",".join(map(str, train_sizes)),
                                     f"{task}/{TRAIN} has {len(train)} row(s){cause}, fewer than "
                                     f"{', '.join(map(str, too_big))}: the largest size possible is {len(train)} "

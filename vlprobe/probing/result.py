@@ -1,7 +1,6 @@
-"""The result of ``vlprobe.probe``: :class:`ProbeResult` (on the protocol of ``vlprobe.evaluate``'s), its
-tables (TraVLR's Table 2 layout, and two of vlprobe's own), learning-curve plots and the files a run
-writes. Every table shows the mean over seeds and the sample standard deviation (:func:`seed_means`).
-Rows are :class:`~vlprobe.results.schema.ProbeRow` records (given as records or as their JSON)."""
+"""The result of ``vlprobe.probe``: :class:`ProbeResult`, its tables (TraVLR's Table 2 layout, and two of
+vlprobe's own; the mean over seeds and the sample sd, :func:`seed_means`), learning-curve plots and the files a run
+writes. Rows are :class:`~vlprobe.results.schema.ProbeRow` records (given as records or as their JSON)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..benchmarks import find
 from ..errors import VlprobeError
@@ -33,6 +32,10 @@ from ..results.schema import (
 )
 from .settings import DEFAULT_DATASET, MODALITIES, PROBE_RUN_FILE, SETTING_ORDER, TEXT_ONLY, ZERO_SHOT
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
 
 def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
     """The rows as records (a :class:`~vlprobe.results.schema.SchemaError` names a row's bad field)."""
@@ -43,34 +46,33 @@ def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
 class ProbeResult(RunResult):
     """What :func:`probe` returns, on the protocol of :class:`vlprobe.Evaluation`: ``rows`` (one per task x
     setting x train size x test modality x split x seed, with macro-F1, its CI and chance; ``entries``: the same
-    as records), ``provenance``, ``document`` (results.json as records; ``results``: as JSON), ``summary`` (the
-    same-modality figures), ``table2()`` (TraVLR's Table 2 layout), ``table()`` (what ``vlprobe probe`` prints),
-    ``to_pandas()``, ``plot()`` and ``save(out)``."""
+    as records), ``provenance``, ``document`` (results.json as records), ``summary`` (the same-modality figures),
+    ``table2()`` (TraVLR's Table 2 layout), ``table()`` (what ``vlprobe probe`` prints), ``to_pandas()``,
+    ``plot()`` and ``save(out)``."""
 
-    rows: list[dict]
-    provenance: dict
+    rows: list[dict[str, Any]]
+    provenance: dict[str, Any]
 
     @cached_property
     def document(self) -> ProbeDocument:
         """results.json as records: provenance, the same-modality figures (``summary``), every row (one per seed),
         TraVLR's Table 2 cells (``table2``: mean over seeds, OOD - InD change, sd) and the tables as Markdown."""
         rows = probe_rows(self.rows)
+        tuned = any(r.finetuned for r in rows)
         tables = {"table2": table2_table(rows), "same_modality": same_modality_table(rows),
-                  "transfer_test_ood": transfer_table(rows), "transfer_test_ind": transfer_table(rows, "test_ind")}
-        cells = {"frozen": tuple(table2_cells(rows))}
-        if any(r.finetuned for r in rows):
-            tables["table2_finetuned"] = table2_table(rows, finetuned=True)
-            cells["finetune"] = tuple(table2_cells(rows, finetuned=True))
+                  "transfer_test_ood": transfer_table(rows), "transfer_test_ind": transfer_table(rows, "test_ind"),
+                  **({"table2_finetuned": table2_table(rows, finetuned=True)} if tuned else {})}
+        cells = {"frozen": tuple(table2_cells(rows)),
+                 **({"finetune": tuple(table2_cells(rows, finetuned=True))} if tuned else {})}
         prov = provenance_record(self.provenance)
         return ProbeDocument(prov, tuple(rows), _summary(rows, prov.dataset, prov.settings.seeds), cells, tables)
 
     @property
     def summary(self) -> dict[str, SummaryBlock]:
         """Per task, setting and test split, the macro-F1 of the full-size frozen probe tested on its own modality
-        (the same-modality figures, not TraVLR's Table 2, which is of fine-tuned models and crosses modalities:
-        :func:`table2_cells`), one :class:`~vlprobe.results.schema.SummaryBlock` as ``vlprobe.Evaluation.summary``
-        has them. The value is the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap CI over
-        items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
+        (not TraVLR's Table 2, :func:`table2_cells`), one :class:`~vlprobe.results.schema.SummaryBlock` as
+        ``vlprobe.Evaluation.summary`` has them: the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap
+        CI over items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
         return dict(self.document.summary)
 
     def table(self) -> str:
@@ -78,7 +80,7 @@ class ProbeResult(RunResult):
         same-modality and transfer tables, and timings."""
         return format_report(self)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """The rows as a DataFrame (one per task x setting x train size x test modality x split x seed)."""
         import pandas as pd
 
@@ -94,7 +96,7 @@ class ProbeResult(RunResult):
         """TraVLR's Table 2 layout (:func:`table2_table`) of the frozen probes, or of the fine-tuned models."""
         return table2_table(self.entries, finetuned)
 
-    def plot(self) -> Any:
+    def plot(self) -> Figure:
         """A matplotlib figure: per task, a bar per setting and test split (same modality, full
         training split): macro-F1 with its CI and chance."""
         import matplotlib.pyplot as plt
@@ -202,12 +204,12 @@ def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
     out = []
     for rs in groups.values():
         st, one = over_seeds([r.macro_f1 for r in rs]), len(rs) == 1
-        out.append(SeedMean(**{**dump(rs[0]), "seed": None, "macro_f1": st["mean"], "sd": st["sd"],
-                               "identical": st["identical"], "seeds": tuple(r.seed for r in rs),
+        out.append(SeedMean(**{**dump(rs[0]), "seed": None, "macro_f1": st.mean, "sd": st.sd,
+                               "identical": st.identical, "seeds": tuple(r.seed for r in rs),
                                "above_chance": sum(_above_chance(r) for r in rs),
                                "ci_low": rs[0].ci_low if one else None, "ci_high": rs[0].ci_high if one else None,
                                # a setting no seed could measure (every test row lost its query) stays N/A with its reason
-                               "na_reason": rs[0].na_reason if st["mean"] is None else None}))
+                               "na_reason": rs[0].na_reason if st.mean is None else None}))
     return out
 
 
@@ -221,7 +223,7 @@ def _final(rows: list[SeedMean], finetuned: bool = False) -> list[SeedMean]:
     return [r for r in rows if r.train_size == full[(r.task, r.setting)]]
 
 
-def _pct(v: Any) -> str:
+def _pct(v: float | None) -> str:
     return pct(v) or "-"
 
 
@@ -345,8 +347,7 @@ def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned:
                 ood = next((r for r in rs if r.split == "test_ood"), None)
                 delta = ("-" if ind is None or ood is None or None in (ind.macro_f1, ood.macro_f1)
                          else f"{100 * (ood.macro_f1 - ind.macro_f1):+.1f}")
-                name = f"zero-shot, {label}" if setting == ZERO_SHOT else (
-                    "text-only (text tower on query + caption)" if setting == TEXT_ONLY else setting)
+                name = f"zero-shot, {label}" if setting == ZERO_SHOT else _setting_name(setting)
                 lines.append(f"| {task} | {name} | {rs[0].train_size} | {_mean_cell(ind)} | {_mean_cell(ood)} | "
                              f"{delta} | {_pct(rs[0].chance)} |")
     return "\n".join(lines)
@@ -499,7 +500,7 @@ def format_report(result: ProbeResult) -> str:
         from .finetune import schedule_note
 
         plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
-        note = schedule_note(dump(plan)) if plan.schedule else "schedule not recorded"
+        note = schedule_note(plan) if plan.schedule else "schedule not recorded"
         parts += [f"TraVLR's Table 2 layout, fine-tuned model + linear head (the paper's setting; {note}):", "",
                   table2_table(rows, finetuned=True), "",
                   "Fine-tuned model + linear head, same modality (macro-F1 x 100):", "",

@@ -79,23 +79,18 @@ def probe(
 
     ``model``: a model folder or Hub id (``mini-clip``, the default: the small CLIP vlprobe ships), an
     already-loaded transformers model with its processor (``model=(model, processor)`` or ``processor=``), or a
-    vlprobe scorer. ``datasets``: one TraVLR-shaped folder, built benchmark name or Hub id (default: ``travlr``, the
-    folder ``vlprobe build travlr`` writes: here in a clone, else ``$VLPROBE_ROOT`` or the user's cache folder), as
-    ``vlprobe.evaluate``'s argument of that name takes it (a one-element list too). ``cache_dir``:
-    the engine's feature cache (default ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``; ``"none"``
-    disables it). ``chunk_size``: rows read and encoded at a time (memory holds one chunk's images).
-    ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). ``out``:
-    checked before anything is loaded and written at the end, as :meth:`ProbeResult.save`.
-    ``seeds``: runs per setting, seeds ``seed`` .. ``seed + seeds - 1`` (the paper: 3); ``schedule``: the
-    fine-tuning schedule, ``"quick"`` (``epochs``, the best on validation kept) or ``"paper"`` (80 epochs, no early
-    stopping). Every keyword but ``processor`` is an option of ``vlprobe probe``, checked into
-    :class:`~vlprobe.probing.settings.ProbeSettings`.
-
-    Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
-    :class:`~vlprobe.errors.SettingError`, naming the argument; a misspelt model or dataset name in about a second,
-    with the closest known name); leftovers of killed runs (feature folders, staging folders of ``out``) are removed
-    first, saying so in one line. Returns a :class:`ProbeResult`. ``dataset=``, the old name of ``datasets``, is
-    still taken, with a :class:`DeprecationWarning`.
+    vlprobe scorer. ``datasets``: one TraVLR-shaped folder, built benchmark name or Hub id (default ``travlr``, where
+    ``vlprobe build travlr`` writes it), as ``vlprobe.evaluate`` takes it (a one-element list too). ``cache_dir``: the
+    engine's feature cache (default ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``; ``"none"``: off). ``chunk_size``:
+    rows read and encoded at a time; ``num_workers``: DataLoader workers decoding images (default as evaluate's).
+    ``out``: checked first, written at the end (:meth:`ProbeResult.save`).
+    ``seeds``: runs per setting, seeds ``seed`` .. ``seed + seeds - 1`` (the paper: 3); ``schedule``: fine-tuning's,
+    ``"quick"`` (``epochs``, the best on validation kept) or ``"paper"`` (80 epochs, no early stopping). Every
+    keyword but ``processor`` is an option of ``vlprobe probe``, checked into
+    :class:`~vlprobe.probing.settings.ProbeSettings` before anything is loaded (:class:`ProbeSettingError` names the
+    argument; a misspelt model or dataset name in about a second, with the closest known name); leftovers of killed
+    runs are removed first, said in one line. ``dataset=``, the old name of ``datasets``, is still taken, with a
+    :class:`DeprecationWarning`.
     """
     if dataset is not None:
         warnings.warn("vlprobe.probe(dataset=...) is now datasets=..., as in vlprobe.evaluate; dataset= will "

@@ -86,14 +86,10 @@ NEWTON_MAX_DIM = 2048  # above this many features, L-BFGS instead of Newton's me
 
 def fit(kind: str, x: Features, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
         max_iter: int = 100) -> Probe:
-    """Train a probe on (x, y): mean binary cross-entropy + ``l2/2 * ||w - w0||^2`` (the bias is not
-    penalised; ``w0`` = 0, or ``start``'s weights). With ``start``, begin at its weights and
-    standardisation, as the few-shot transfer does (L2-SP). ``x``: an (N, d) array or a
-    :class:`~vlprobe.storage.feature_store.FeatureFile`, read a block of rows at a time, so memory does not grow
-    with N.
-
-    Logistic regression: full-batch Newton's method with backtracking (float64; exact and fast for
-    up to :data:`NEWTON_MAX_DIM` features), else full-batch L-BFGS. MLP: full-batch Adam, seeded."""
+    """Train a probe on (x, y), read a block of rows at a time: mean binary cross-entropy + ``l2/2 * ||w - w0||^2``
+    (the bias not penalised; ``w0``: 0, or ``start``'s weights, from which it starts with its standardisation, as the
+    few-shot transfer does: L2-SP). Logistic regression: Newton's method with backtracking (float64) up to
+    :data:`NEWTON_MAX_DIM` features, else L-BFGS; MLP: Adam, seeded; all full-batch."""
     import torch
 
     if start is not None:

@@ -22,9 +22,8 @@ from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, Pr
 
 @dataclass
 class Split:
-    """One config/split: its memory-mapped rows (read a chunk at a time, images undecoded) and its
-    labels, the only per-row values held in memory (captions and queries are read a chunk at a
-    time too)."""
+    """One config/split: its memory-mapped rows, read a chunk at a time, and its labels, the only per-row values
+    held in memory."""
 
     task: str
     split: str
@@ -82,13 +81,9 @@ Splits = dict[str, dict[str, Split]]  # {task: {split: Split}}
 
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
                 limit: int | None = None, outside_images: bool = False) -> Splits:
-    """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
-    ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
-
-    Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.dataset.splits.load_split`: a
-    memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only the labels are
-    read into memory here; captions, queries and images are read a chunk at a time when features
-    are computed. ``dataset``: a folder, a built benchmark's name or a Hub id (:func:`vlprobe.names.find_dataset`)."""
+    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id): ``train``,
+    ``validation`` and ``test*``, with columns ``image``, ``caption``, ``query``, ``label``, each loaded as
+    `vlprobe evaluate` loads it (:func:`vlprobe.dataset.splits.load_split`); only the labels are read here."""
     from ..dataset.reader import built_configs, config_splits, list_configs, list_splits
 
     dataset = str(find_dataset(dataset))

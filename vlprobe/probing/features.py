@@ -97,12 +97,9 @@ class _Lost:
 
 def extract_features(engine: Engine, data: Splits, settings: Sequence[str], chunk_size: int = CHUNK_ROWS,
                      store: FeatureStore | None = None) -> tuple[FeatureMap, dict[str, Stats]]:
-    """{(task, split, setting): features} and engine stats. Features are a (N, d) float32
-    :class:`~vlprobe.storage.feature_store.FeatureFile` in ``store`` (a temporary
-    :class:`~vlprobe.storage.feature_store.FeatureStore` when None), or, for VQAScore, P(Yes) as an (N,) array.
-
-    ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`. Rows are read, decoded and
-    encoded ``chunk_size`` at a time: memory holds one chunk, whatever the number of rows."""
+    """{(task, split, setting): features} and engine stats, ``chunk_size`` rows read and encoded at a time. Features:
+    an (N, d) float32 :class:`~vlprobe.storage.feature_store.FeatureFile` in ``store`` (default: a temporary one), or
+    VQAScore's P(Yes), an (N,) array. ``settings``: among :data:`MODALITIES`, and :data:`TEXT_ONLY`."""
     from ..scorers.base import DualScorer
 
     splits = [s for by_split in data.values() for s in by_split.values()]

@@ -61,9 +61,8 @@ def schedule_note(plan: Plan | Finetune) -> str:
 
 def train_epochs(plan: Plan, run_epoch: Callable[[int], None], validate: Callable[[], float],
                  snapshot: Callable[[], Snapshot]) -> tuple[Snapshot | None, int, float | None]:
-    """Run ``plan``'s epochs: ``run_epoch(epoch)`` trains one pass; keeping the best validation epoch,
-    ``validate()`` gives the macro-F1 after each and ``snapshot()`` is taken at every new best; keeping the last,
-    validation is never read. Returns (snapshot, its epoch, its validation macro-F1 or None)."""
+    """Run ``plan``'s epochs (``run_epoch(epoch)``): (the kept ``snapshot()``, its epoch, its validation macro-F1 by
+    ``validate()``, None where the plan keeps the last epoch and never validates)."""
     best, best_epoch, best_f1 = None, 0, -1.0
     for epoch in range(1, plan.epochs + 1):
         run_epoch(epoch)
@@ -81,11 +80,10 @@ def finetune_rows(scorer: Scorer, data: Mapping[str, Mapping[str, Split]], *, tr
                   test_modalities: Sequence[str], epochs: int, batch_size: int, bootstrap: int, confidence: float,
                   seed: int, seeds: int = 1, schedule: str = "quick",
                   progress: bool = True) -> list[dict[str, object]]:
-    """Fine-tune a copy of a dual encoder with a linear head on ``[u, v, u*v, |u-v|]`` (the probe's
-    features, computed by the model in training mode), one copy per task, training modality and seed
-    (``seed`` ... ``seed + seeds - 1``: the head's initial weights, the order of the rows and the
-    bootstrap); Adam, for the schedule's epochs (:func:`schedule_plan`). Runs under ``accelerate`` when it is
-    installed, else in plain torch. The scorer's own model is not touched (the feature cache stays valid)."""
+    """Fine-tune a copy of a dual encoder with a linear head on ``[u, v, u*v, |u-v|]`` (computed by the model in
+    training mode) per task, training modality and seed (the head's initial weights, the rows' order, the bootstrap),
+    with Adam for :func:`schedule_plan`'s epochs, under ``accelerate`` when installed. The scorer's model is not
+    touched (the feature cache stays valid)."""
     import copy
 
     import torch

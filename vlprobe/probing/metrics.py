@@ -27,14 +27,10 @@ def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
 
 def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confidence: float = 0.95,
             seed: int = 0) -> dict[str, object]:
-    """macro_f1, f1_true, f1_false, acc and chance for predictions ``prob > 0.5``, from :func:`vlprobe.metric.compute`
-    on 1 x 1 items (gold [[1]] / [[0]]), and a percentile bootstrap CI of macro-F1 (items resampled with
-    replacement), drawn here from the confusion counts: the metric's bootstrap of every key (its AUROC resampling
-    was 60% of all the probes' time) is not run.
-
-    Probabilities that are all NaN mean no prediction: the features of a test split whose every row lost its query
-    to the model's truncation (:mod:`vlprobe.probing.features`). The figures are None then, with ``na_reason``;
-    chance and n stay."""
+    """macro_f1, f1_true, f1_false, acc and chance of predictions ``prob > 0.5`` by :func:`vlprobe.metric.compute` on
+    1 x 1 items, and a bootstrap CI of macro-F1 resampled here from the confusion counts (the metric's bootstrap of
+    every key was 60% of the probes' time). All-NaN probabilities (every test row lost its query to truncation) are
+    no prediction: the figures None, with ``na_reason``."""
     from .. import metric
 
     prob = np.asarray(prob, dtype=np.float64).reshape(-1)

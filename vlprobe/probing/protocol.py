@@ -45,13 +45,9 @@ def run_probes(features: FeatureMap, data: Mapping[str, Mapping[str, Split]], *,
                test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
                few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int, seeds: int = 1,
                progress: bool = True) -> list[dict[str, object]]:
-    """Every fit and every test of the protocol on extracted features (see the package docstring),
-    once per seed ``seed, seed + 1, ..., seed + seeds - 1``; each row carries its ``seed``.
-
-    A seed draws the learning-curve subsets, the few-shot rows, the MLP's initial weights and the
-    bootstrap resamples. A logistic-regression probe on the whole training split is fitted from
-    zeros on the same rows whatever the seed, so it is fitted once and its rows repeat over seeds
-    (same macro-F1: sd 0, which says the setting is deterministic, not that it is stable)."""
+    """Every fit and test of the protocol, once per seed ``seed`` .. ``seed + seeds - 1`` (the learning-curve
+    subsets, few-shot rows, the MLP's initial weights, the bootstrap); each row carries its ``seed``. A logistic
+    regression on the whole training split is fitted from zeros whatever the seed: fitted once, its rows repeat."""
     rows: list[dict[str, object]] = []
     for task, by_split in data.items():
         t0 = time.perf_counter()

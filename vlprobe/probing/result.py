@@ -76,8 +76,7 @@ class ProbeResult(RunResult):
         return dict(self.document.summary)
 
     def table(self) -> str:
-        """The text ``vlprobe probe`` prints (also tables.md): TraVLR's Table 2 layout, the
-        same-modality and transfer tables, and timings."""
+        """The text ``vlprobe probe`` prints (also tables.md): :func:`format_report`."""
         return format_report(self)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -86,19 +85,12 @@ class ProbeResult(RunResult):
 
         return pd.DataFrame([dump(r) for r in self.entries], columns=[f.name for f in fields(ProbeRow)])
 
-    def same_modality_table(self) -> str:
-        return same_modality_table(self.entries)
-
-    def transfer_table(self) -> str:
-        return transfer_table(self.entries)
-
     def table2(self, finetuned: bool = False) -> str:
         """TraVLR's Table 2 layout (:func:`table2_table`) of the frozen probes, or of the fine-tuned models."""
         return table2_table(self.entries, finetuned)
 
     def plot(self) -> Figure:
-        """A matplotlib figure: per task, a bar per setting and test split (same modality, full
-        training split): macro-F1 with its CI and chance."""
+        """A matplotlib figure: per task, a bar per setting and test split of :attr:`summary`, with its CI and chance."""
         import matplotlib.pyplot as plt
 
         from ..results import bar_chart
@@ -122,10 +114,8 @@ class ProbeResult(RunResult):
         return fig
 
     def save(self, out: str | os.PathLike) -> list[Path]:
-        """Write results.json, results.csv, tables.md and the learning-curve plots into ``out`` as
-        one unit (staged beside it and swapped in, as ``vlprobe evaluate`` does); ``out`` must be
-        new, empty or a probe run's. Returns the paths written. A write error (a full disk, a
-        read-only folder) is one :class:`~vlprobe.errors.VlprobeError`, and ``out`` is left as it was."""
+        """Write the run's folder ``out`` (:func:`write_outputs`; new, empty or a probe run's); the paths written. A
+        write error (a full disk, a read-only folder) is one :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
         from ..results import check_output_dir
 
         self._check_out(out)
@@ -171,10 +161,8 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
 
 @dataclass(frozen=True)
 class SeedMean(ProbeRow):
-    """The rows that differ only in their seed, as one: their fields, ``macro_f1`` the mean over seeds, its sample
-    ``sd`` (None for one seed), ``identical`` (every seed gave the same value), the ``seeds``, ``above_chance`` (how
-    many seeds' figures are above chance), and the CI only for a single seed (a bootstrap CI is of one seed's
-    figure)."""
+    """The rows that differ only in their seed, as one: ``macro_f1`` their mean, its sample ``sd`` (None for one
+    seed), ``identical``, the ``seeds``, ``above_chance`` (how many seeds' figures are), and the CI of a single seed."""
 
     sd: float | None = None
     identical: bool = False
@@ -194,8 +182,7 @@ def _above_chance(r: ProbeRow) -> bool:
 
 
 def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
-    """One :class:`SeedMean` per group of rows that differ only in their ``seed`` (in first-seen order). Rows
-    without ``seed`` count as one seed."""
+    """One :class:`SeedMean` per group of rows that differ only in their ``seed`` (in first-seen order)."""
     from .metrics import over_seeds
 
     groups: dict[tuple, list[ProbeRow]] = {}
@@ -214,8 +201,7 @@ def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
 
 
 def _final(rows: list[SeedMean], finetuned: bool = False) -> list[SeedMean]:
-    """Rows of the full-size probes (the largest train size per task and setting), of the frozen
-    probes (default) or of the fine-tuned models."""
+    """Rows of the full-size (largest train size per task and setting) frozen probes, or fine-tuned models."""
     rows = [r for r in rows if r.finetuned == finetuned]
     full: dict[tuple, int] = {}
     for r in rows:
@@ -228,8 +214,7 @@ def _pct(v: float | None) -> str:
 
 
 def _mean_cell(a: SeedMean | None) -> str:
-    """A mean over seeds: ``70.0 ± 10.0`` (x 100; ``*`` where every seed gave the same value), or one seed's
-    figure with its CI, ``N/A (reason)`` where nothing could be measured."""
+    """A mean over seeds, ``70.0 ± 10.0`` (``*``: every seed alike), or one seed's figure with its CI, or N/A."""
     if a is None:
         return "-"
     if a.macro_f1 is None and a.na_reason:
@@ -257,15 +242,11 @@ IDENTICAL_NOTE_FINETUNED = ("* the same value for every seed: each seed's fine-t
 # ---- TraVLR's Table 2 and vlprobe's own tables -------------------------------------------------------------
 
 def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> list[Table2Cell]:
-    """TraVLR's Table 2 (Chow et al., EACL 2023) as data: per task, training setting and test
-    modality, the full-size model's OOD macro-F1 (``ood``, mean over seeds), its InD (``ind``), the
-    change ``ood - ind`` (the paper's figure in parentheses), the sample sd of the OOD figure over
-    seeds (``sd``; None for one seed), ``identical``, ``seeds``, ``chance`` and ``above_chance``:
-    how many seeds' probes, tested in distribution on their own modality, are above chance (CI low >
-    chance; the closest vlprobe has to the paper's #sd, its number of converged runs). Rows:
-    image, caption, both, then the text-only baseline (tested on captions) and the zero-shot
-    rows of an untrained model. Fractions, not percentages. Frozen probes, or (``finetuned``) the
-    fine-tuned models, which is what the paper's table holds."""
+    """TraVLR's Table 2 (Chow et al., EACL 2023) as data, of the frozen probes or (``finetuned``, as the paper's)
+    the fine-tuned models: per task, training setting (image, caption, both, text-only, zero-shot) and test modality,
+    the full-size model's OOD macro-F1 (mean over seeds), its InD, the change (the paper's figure in parentheses),
+    the OOD figure's sd over seeds, and ``above_chance``: how many seeds' probes tested in distribution on their own
+    modality are above chance (the closest vlprobe has to the paper's #sd, converged runs). Fractions."""
     agg = [a for a in _final(seed_means(rows), finetuned) if a.transfer in ("same", "zero-shot", "zero-shot (no training)")]
     cells = []
     for task in dict.fromkeys(a.task for a in agg):
@@ -311,10 +292,8 @@ def table2_grid(cells: Sequence[Table2Cell]) -> tuple[list[str], list[tuple[str,
 
 
 def table2_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
-    """TraVLR's Table 2 layout: per task, rows = what the model was trained on, columns = the test
-    modality, each cell the OOD macro-F1 x 100, mean over seeds, (OOD - InD) and ± the sd over seeds;
-    the last column the seeds above chance in distribution (the paper's #sd: converged runs).
-    Cells that repeat over seeds are marked ``*`` with :data:`IDENTICAL_NOTE` below the table."""
+    """TraVLR's Table 2 layout of :func:`table2_cells` in Markdown: rows what the model was trained on, columns the
+    test modality, the seeds above chance last; ``*`` cells (alike over seeds) explained below the table."""
     cells = table2_cells(rows, finetuned)
     if not cells:
         return "(no test_ood rows)"
@@ -328,9 +307,8 @@ def table2_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool =
 
 
 def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
-    """vlprobe's same-modality table (not one of the paper's): task x setting rows, test_ind /
-    test_ood columns (macro-F1 x 100, the mean over seeds ± sd, or one seed's figure with its
-    bootstrap CI), the OOD change from InD, chance."""
+    """vlprobe's same-modality table (not the paper's): task x setting rows, test_ind / test_ood macro-F1 columns,
+    the OOD change from InD, chance."""
     means = [r for r in _final(seed_means(rows), finetuned) if r.transfer in ("same", "zero-shot (no training)")
              and (r.train_modality is None or r.test_modality == r.train_modality or r.setting == TEXT_ONLY)]
     lines = ["| task | trained on (= tested on) | n train | test_ind macro-F1 | test_ood macro-F1 | OOD - InD | chance |",
@@ -354,9 +332,8 @@ def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned:
 
 
 def transfer_table(rows: Sequence[ProbeRow | Mapping[str, Any]], split: str = "test_ood", finetuned: bool = False) -> str:
-    """vlprobe's transfer table: per task, train modality x test modality on ``split`` (macro-F1 x
-    100, mean over seeds ± sd; the same-modality diagonal, zero-shot transfer off it, and a row per
-    few-shot size when run, which TraVLR's Table 2 does not have)."""
+    """vlprobe's transfer table: per task, train x test modality on ``split`` (the same-modality diagonal,
+    zero-shot transfer off it, and a row per few-shot size, which TraVLR's Table 2 does not have)."""
     means = [r for r in _final(seed_means(rows), finetuned) if r.split == split and r.setting in MODALITIES]
     if not means:
         return f"(no transfer rows on {split})"
@@ -391,8 +368,8 @@ def _band(a: SeedMean) -> tuple[float | None, float | None]:
 
 
 def plot_learning_curves(path: Path, rows: Sequence[ProbeRow | Mapping[str, Any]], task: str) -> bool:
-    """Macro-F1 against training size, one panel per test split, one line per setting (Figure 12):
-    the mean over seeds with a band of ± 1 sd, or one seed's figure with its bootstrap CI."""
+    """Macro-F1 against training size, a panel per test split, a line per setting (Figure 12), with a band of ± 1
+    sd over seeds (or one seed's CI); False (nothing drawn) with fewer than two sizes."""
     mine = [r for r in seed_means(learning_curve_rows(rows)) if r.task == task and r.macro_f1 is not None]
     sizes = sorted({r.train_size for r in mine})
     if len(sizes) < 2:
@@ -438,9 +415,8 @@ CSV_COLUMNS = ("task", "setting", "train_modality", "test_modality", "transfer",
 
 
 def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
-    """Write results.json, results.csv, tables.md and one learning-curve plot per task (when there
-    are several training sizes) as one folder swapped in for ``out``
-    (:func:`vlprobe.results.write_run_folder`, the same staging as ``vlprobe evaluate``'s)."""
+    """Write results.json, results.csv, tables.md and a learning-curve plot per task (with several training sizes)
+    as one folder swapped in for ``out`` (:func:`vlprobe.results.write_run_folder`)."""
     from ..results import write_run_folder
     from ..results.io import csv_bytes, results_json_bytes
 
@@ -460,9 +436,8 @@ def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
 
 
 def format_report(result: ProbeResult) -> str:
-    """What ``vlprobe probe`` prints and tables.md holds: TraVLR's Table 2 layout (of the frozen
-    probes, and of the fine-tuned models with ``finetune``), then vlprobe's same-modality and
-    transfer tables, the seeds, the schedule, and timings."""
+    """What ``vlprobe probe`` prints and tables.md holds: TraVLR's Table 2 layout (frozen, and fine-tuned), vlprobe's
+    same-modality and transfer tables, the seeds, the schedule and timings."""
     prov = result.document.provenance
     t, f, st, rows = prov.timings or Timings(), prov.features or Stats(), prov.settings, result.entries
     seeds = st.seeds or sorted({r.seed for r in rows if r.seed is not None})
@@ -485,7 +460,7 @@ def format_report(result: ProbeResult) -> str:
         "Same modality, in and out of distribution (vlprobe's table, not one of the paper's; macro-F1 x 100, "
         + ("mean ± sd" if many else "[95% bootstrap CI]") + "):",
         "",
-        result.same_modality_table(),
+        same_modality_table(rows),
         "",
         "Cross-modal transfer with few-shot rows, test_ood (vlprobe's table; rows: trained on; columns: tested on):",
         "",

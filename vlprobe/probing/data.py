@@ -14,7 +14,7 @@ from ..dataset.spec import SpecError, find_spec
 from ..dataset.splits import checked_image_paths, load_split
 from ..errors import DatasetError
 from ..names import did_you_mean, find_dataset
-from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
+from .settings import TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
 
 # vlprobe.dataset.reader is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
 # machine), which a misspelt name never needs.
@@ -68,9 +68,8 @@ class Split:
     def texts_at(self, column: str, idx: Sequence[int] | np.ndarray) -> list[str]:
         return self.text_table[[int(i) for i in idx]].column(column).to_pylist()
 
-    def items(self, modality: str, start: int = 0, stop: int | None = None, rows: list | None = None) -> list:
+    def items(self, modality: str, start: int, stop: int, rows: list | None = None) -> list:
         """Rows ``start:stop`` as items of ``modality`` (``rows``: those rows, if already read)."""
-        stop = len(self) if stop is None else stop
         rows = self.rows(start, stop) if rows is None else rows
         return [self.spec.to_item(r, index=start + i, config=self.task, modality=modality)
                 for i, r in enumerate(rows)]
@@ -137,9 +136,9 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
             if not len(ds):
                 raise DatasetError(f"{dataset} config {task!r} split {split!r} has no rows")
             label = ds.select_columns(["label"]).with_format("arrow")[:].column("label").to_pylist()
-            odd = next((v for v in label if v not in (True, False)), _NONE)  # 0 and 1 compare equal to them
-            if odd is not _NONE:
-                raise DatasetError(f"{dataset} config {task!r} split {split!r}: column 'label' holds {odd!r}; the "
+            odd = [v for v in label if v not in (True, False)]  # 0 and 1 compare equal to them
+            if odd:
+                raise DatasetError(f"{dataset} config {task!r} split {split!r}: column 'label' holds {odd[0]!r}; the "
                                    f"probe needs true/false labels (bool, or 0/1)")
             labels = np.array([bool(v) for v in label])
             out[task][split] = Split(task, split, labels, ds, spec,

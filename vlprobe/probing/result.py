@@ -85,6 +85,14 @@ class ProbeResult(RunResult):
 
         return pd.DataFrame([dump(r) for r in self.entries], columns=[f.name for f in fields(ProbeRow)])
 
+    def same_modality_table(self) -> str:
+        """vlprobe's same-modality table (:func:`same_modality_table`) of the frozen probes."""
+        return same_modality_table(self.entries)
+
+    def transfer_table(self) -> str:
+        """vlprobe's transfer table on test_ood (:func:`transfer_table`) of the frozen probes."""
+        return transfer_table(self.entries)
+
     def table2(self, finetuned: bool = False) -> str:
         """TraVLR's Table 2 layout (:func:`table2_table`) of the frozen probes, or of the fine-tuned models."""
         return table2_table(self.entries, finetuned)

@@ -35,8 +35,6 @@ TRAVLR_COLUMNS = ("image", "caption", "query", "label")
 TRAVLR_SHAPE = ("a TraVLR-shaped dataset: the probe needs splits 'train', 'validation' and at least one 'test*', "
                 "each with columns image, caption, query and label (true/false)")
 
-_NONE = object()
-
 
 def one_dataset(value: object) -> str:
     """The probe's one dataset: a folder or Hub id, alone or as the only element of a list (as

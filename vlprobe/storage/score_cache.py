@@ -150,11 +150,9 @@ class ScoreCache:
             self._disable(f"cannot write the score cache in {self.root} ({why})")
 
     def _private_folder(self) -> bool:
-        """Make :attr:`dir` a folder only this user can change, as every vlprobe cache is (False: no cache). A cache
-        home (``root``) another user could change is not used at all; a folder owned by another user, or a symbolic
-        link, is not read (its entries could be anything); one of ours that others could write into, or whose
-        ``key.json`` names another model (a folder renamed or copied under this model's name), is moved aside and
-        made afresh."""
+        """Make :attr:`dir` a folder only this user can change (False: no cache): a cache home another user could
+        change is not used, nor a folder of another user's or a symbolic link; one of ours that others could write
+        into, or whose ``key.json`` names another model, is moved aside and made afresh."""
         why = refused_home(self.root)  # says so, once
         if why:
             self.disabled_reason = f"the score cache {self.root} is not used: {why}"
@@ -277,9 +275,8 @@ class ScoreCache:
                         "continuing with a fresh cache file (its entries will be computed again)")
 
     def _recover(self, path: Path, err: BaseException) -> None:
-        """A DatabaseError from ``path`` while reading or writing: move a damaged file aside (and
-        reopen this process's part fresh); anything else about this process's part disables the
-        cache. Never raises."""
+        """A DatabaseError from ``path``: a damaged file moved aside (this process's part reopened fresh); anything
+        else about this process's part disables the cache. Never raises."""
         corrupt = is_corrupt(err)
         if path == self.path:
             if self._db is not None:

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import NamedTuple
 
 from ..dataset.spec import dataset_benchmark, dataset_version
-from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
+from ..defaults import BATCH_SIZE, CHUNK_ROWS
 from ..names import find_dataset, find_model
 from ..options import Refused
 from ..runner import Run, RunCache
@@ -43,7 +43,7 @@ from .settings import (
 
 def probe(
     model: object = DEFAULT_MODEL,
-    datasets: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] = DEFAULT_DATASET,
+    datasets: object = DEFAULT_DATASET,  # one dataset, alone or in a one-element list: checked by one_dataset
     configs: str | Sequence[str] = "all",
     *,
     dataset_revision: str | None = None,
@@ -177,7 +177,7 @@ class ProbeRun(Run):
             rows += finetune_rows(engine.scorer, data, train_modalities=s.train_modalities,
                                   test_modalities=s.test_modalities, epochs=s.epochs,
                                   # fine-tuning's own batch: "auto" sizes the engine's encoding only
-                                  batch_size=BATCH_SIZE if s.batch_size == AUTO else s.batch_size,
+                                  batch_size=s.batch_size if isinstance(s.batch_size, int) else BATCH_SIZE,
                                   bootstrap=s.bootstrap, confidence=s.confidence, seed=s.seed, seeds=s.seeds,
                                   schedule=s.schedule, progress=s.progress)
         probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1

@@ -75,6 +75,11 @@ class ProbeResult(RunResult):
         CI over items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
         return dict(self.document.summary)
 
+    @property
+    def entries(self) -> tuple[ProbeRow, ...]:
+        """The rows as records."""
+        return self.document.rows
+
     def table(self) -> str:
         """The text ``vlprobe probe`` prints (also tables.md): :func:`format_report`."""
         return format_report(self)
@@ -232,6 +237,13 @@ def _mean_cell(a: SeedMean | None) -> str:
     return f"{_pct(a.macro_f1)}{ci}{sd}"
 
 
+def _change(ind: ProbeRow | None, ood: ProbeRow | None) -> float | None:
+    """OOD - InD macro-F1, where both were measured."""
+    if ind is None or ood is None or ind.macro_f1 is None or ood.macro_f1 is None:
+        return None
+    return ood.macro_f1 - ind.macro_f1
+
+
 def _setting_name(setting: str) -> str:
     return {TEXT_ONLY: "text-only (text tower on query + caption)", ZERO_SHOT: "zero-shot (no training)"}.get(
         setting, setting)
@@ -266,7 +278,7 @@ def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool =
                 if ood is None:
                     continue
                 ind = next((a for a in mine if a.test_modality == m and a.split == "test_ind"), None)
-                change = None if ind is None or None in (ind.macro_f1, ood.macro_f1) else ood.macro_f1 - ind.macro_f1
+                change = _change(ind, ood)
                 cells.append(Table2Cell(task=task, trained_on=setting, train_modality=ood.train_modality,
                                         test_modality=m, classifier=ood.classifier, train_size=ood.train_size,
                                         ood=ood.macro_f1, ind=None if ind is None else ind.macro_f1, change=change,
@@ -331,8 +343,8 @@ def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned:
                     continue
                 ind = next((r for r in rs if r.split == "test_ind"), None)
                 ood = next((r for r in rs if r.split == "test_ood"), None)
-                delta = ("-" if ind is None or ood is None or None in (ind.macro_f1, ood.macro_f1)
-                         else f"{100 * (ood.macro_f1 - ind.macro_f1):+.1f}")
+                change = _change(ind, ood)
+                delta = "-" if change is None else f"{100 * change:+.1f}"
                 name = f"zero-shot, {label}" if setting == ZERO_SHOT else _setting_name(setting)
                 lines.append(f"| {task} | {name} | {rs[0].train_size} | {_mean_cell(ind)} | {_mean_cell(ood)} | "
                              f"{delta} | {_pct(rs[0].chance)} |")

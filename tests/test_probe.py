@@ -344,9 +344,9 @@ def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, 
     data = P.load_splits(str(travlr_small), "spatiality")
     for split in data["spatiality"].values():
         assert split.table.cache_files, "a split is read from memory-mapped Arrow files"
-        # the image-path rule (image_folder, outside_images) is two small settings, not rows
+        # the image-path rule (image_folder, outside_images) and the rows before --limit are small settings, not rows
         assert set(vars(split)) == {"task", "split", "labels", "table", "spec", "info", "text_table", "image_folder",
-                                    "outside_images"}
+                                    "outside_images", "rows_in_split"}
         assert split.texts("query", 0, 3) == split.texts_at("query", [0, 1, 2]) and len(split.texts("caption")) == len(split)
     scorer = load_model(request.getfixturevalue(fixture), None, None, None, Settings().check())
     whole, _ = P.extract_features(Engine(scorer, batch_size=8, progress=False), data, settings, chunk_size=10_000)

@@ -124,8 +124,7 @@ def _add_stats(total: Stats, st: Mapping[str, object]) -> None:
 
 
 def _labels(s: Split, start: int, stop: int) -> list[str]:
-    """How an image error names rows ``start:stop`` of ``s``: ``spatiality/test_ind row 12 column 'image'``, as a
-    path refused in them is named (:func:`vlprobe.dataset.splits.checked_image_paths`)."""
+    """How an image error names rows ``start:stop`` of ``s``: ``spatiality/test_ind row 12 column 'image'``."""
     return [f"{s.task}/{s.split} row {i} column 'image'" for i in range(start, stop)]
 
 

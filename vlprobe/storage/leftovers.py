@@ -92,9 +92,8 @@ def _remove_lock_last(folder: str | os.PathLike[str], fd: int = -1) -> None:
 
 
 def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
-    """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone; its size in
-    bytes when removed, else None. ``restore``: the output folder ``folder`` stages; when it is
-    absent and ``folder`` holds the run swapped out of it (:data:`PREVIOUS`), that run is put back."""
+    """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone: its size in bytes, else
+    None. ``restore``: the output folder it stages, where the run swapped out of it (:data:`PREVIOUS`) goes back."""
     if fcntl is None:
         return None
     try:
@@ -165,11 +164,9 @@ def say_on_stderr(message: str) -> None:
 
 def sweep(out: str | os.PathLike[str] | None = None, *, tmp: bool = True,
           log: Callable[[str], None] | None = say_on_stderr) -> list[Path]:
-    """Remove the leftovers of killed runs: feature and chunk-cache folders in ``$TMPDIR``
-    (``tmp``) and the staging folders of output folder ``out``, each only when its owner is gone
-    (see the module docstring). A run killed while swapping its folder in (``out`` absent, the
-    previous run in its staging folder) gets the previous run put back at ``out``. Says what it
-    removed in one line (``log``; None: silent); returns the folders removed."""
+    """Remove the leftovers of killed runs (their owners gone): folders in ``$TMPDIR`` (``tmp``) and the staging
+    folders of output folder ``out``, whose previous run a run killed while swapping it is put back at ``out``. Says
+    so in one line (``log``; None: silent); returns the folders removed."""
     removed, freed, restored = [], 0, None
     for folder, target in _candidates(out, tmp):
         was_absent = target is not None and not os.path.lexists(target)

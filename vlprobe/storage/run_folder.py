@@ -221,9 +221,8 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def swap_in(stage: Path, out: Path, holder: Path) -> None:
-    """Replace ``out`` by ``stage``. Where the system can exchange two folders in one step, ``out`` is at every
-    instant the old run or the new one (the old one ends in ``holder``, deleted afterwards); elsewhere it is
-    renamed away first, so a kill between the two renames leaves it absent, and the next run's sweep puts it back."""
+    """Replace ``out`` by ``stage``: exchanged in one step where the system can (the old run ends in ``holder``),
+    else renamed away first (a kill between the two renames leaves it absent; the next run's sweep puts it back)."""
     if out.is_dir() and exchange(stage, out):
         return
     moved = out.exists()

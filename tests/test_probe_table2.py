@@ -4,6 +4,7 @@ seeds and fine-tuning schedule, and `vlprobe report` of a probe run beside the p
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -122,9 +123,9 @@ def test_seeds_give_an_sd_over_seeds_and_sd_0_where_the_setting_is_deterministic
 
 
 def test_schedules():
-    assert schedule_plan("paper", 3) == {"schedule": "paper", "epochs": PAPER_EPOCHS, "keep": "last epoch",
-                                         "as_paper": True} and PAPER_EPOCHS == 80
-    assert schedule_plan("quick", 3)["epochs"] == 3 and not schedule_plan("quick", 3)["as_paper"]
+    assert asdict(schedule_plan("paper", 3)) == {"schedule": "paper", "epochs": PAPER_EPOCHS, "keep": "last epoch",
+                                                 "as_paper": True} and PAPER_EPOCHS == 80
+    assert schedule_plan("quick", 3).epochs == 3 and not schedule_plan("quick", 3).as_paper
     assert "departure" in schedule_note(schedule_plan("quick", 3)) and "departure" not in schedule_note(
         schedule_plan("paper", 3))
     with pytest.raises(ValueError, match="unknown schedule"):

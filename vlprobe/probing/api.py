@@ -7,18 +7,20 @@ import os
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import asdict
+from typing import NamedTuple
 
 from ..dataset.spec import dataset_benchmark, dataset_version
-from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
+from ..defaults import BATCH_SIZE, CHUNK_ROWS
 from ..names import find_dataset, find_model
 from ..options import Refused
-from ..runner import Run
-from ..scorers.base import DualScorer
+from ..runner import Run, RunCache
+from ..scorers.base import DualScorer, Scorer
 from ..scorers.loading import detect_family, load_config
+from ..scoring.engine import Engine
 from ..storage.feature_store import FeatureStore
 from ..storage.locations import DEFAULT_MODEL
-from .data import _check_classes, _check_train_sizes, load_splits
+from .data import Splits, _check_classes, _check_train_sizes, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
 from .protocol import check_few_shot, run_probes
@@ -30,7 +32,6 @@ from .settings import (
     PROBE_RUN_FILE,
     TEXT_ONLY,
     VALIDATION,
-    ZERO_SHOT,
     ProbeSettingError,
     ProbeSettings,
     one_dataset,
@@ -41,8 +42,8 @@ from .settings import (
 
 
 def probe(
-    model: Any = DEFAULT_MODEL,
-    datasets: Any = DEFAULT_DATASET,
+    model: object = DEFAULT_MODEL,
+    datasets: object = DEFAULT_DATASET,  # one dataset, alone or in a one-element list: checked by one_dataset
     configs: str | Sequence[str] = "all",
     *,
     dataset_revision: str | None = None,
@@ -71,43 +72,45 @@ def probe(
     outside_images: bool = False,
     chunk_size: int = CHUNK_ROWS,
     progress: bool = True,
-    processor: Any = None,
-    dataset: Any = None,
+    processor: object = None,
+    dataset: str | os.PathLike[str] | None = None,
 ) -> ProbeResult:
     """Run TraVLR's train-on-one-modality protocol on ``model``'s frozen features.
 
     ``model``: a model folder or Hub id (``mini-clip``, the default: the small CLIP vlprobe ships), an
     already-loaded transformers model with its processor (``model=(model, processor)`` or ``processor=``), or a
-    vlprobe scorer. ``datasets``: one TraVLR-shaped folder, built benchmark name or Hub id (default: ``travlr``, the
-    folder ``vlprobe build travlr`` writes: here in a clone, else ``$VLPROBE_ROOT`` or the user's cache folder), as
-    ``vlprobe.evaluate``'s argument of that name takes it (a one-element list too). ``cache_dir``:
-    the engine's feature cache (default ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``; ``"none"``
-    disables it). ``chunk_size``: rows read and encoded at a time (memory holds one chunk's images).
-    ``num_workers``: DataLoader workers decoding images (default as `vlprobe evaluate`'s). ``out``:
-    checked before anything is loaded and written at the end, as :meth:`ProbeResult.save`.
-    ``seeds``: runs per setting, seeds ``seed`` .. ``seed + seeds - 1`` (the paper: 3); ``schedule``: the
-    fine-tuning schedule, ``"quick"`` (``epochs``, the best on validation kept) or ``"paper"`` (80 epochs, no early
-    stopping). Every keyword but ``processor`` is an option of ``vlprobe probe``, checked into
-    :class:`~vlprobe.probing.settings.ProbeSettings`.
-
-    Every setting and ``out`` are checked before anything is loaded (:class:`ProbeSettingError`, a
-    :class:`~vlprobe.errors.SettingError`, naming the argument; a misspelt model or dataset name in about a second,
-    with the closest known name); leftovers of killed runs (feature folders, staging folders of ``out``) are removed
-    first, saying so in one line. Returns a :class:`ProbeResult`. ``dataset=``, the old name of ``datasets``, is
-    still taken, with a :class:`DeprecationWarning`.
+    vlprobe scorer. ``datasets``: one TraVLR-shaped folder, built benchmark name or Hub id (default ``travlr``, where
+    ``vlprobe build travlr`` writes it), as ``vlprobe.evaluate`` takes it (a one-element list too). ``cache_dir``: the
+    engine's feature cache (default ``$VLPROBE_CACHE`` or ``~/.cache/vlprobe``; ``"none"``: off). ``chunk_size``:
+    rows read and encoded at a time; ``num_workers``: DataLoader workers decoding images (default as evaluate's).
+    ``out``: checked first, written at the end (:meth:`ProbeResult.save`).
+    ``seeds``: runs per setting, seeds ``seed`` .. ``seed + seeds - 1`` (the paper: 3); ``schedule``: fine-tuning's,
+    ``"quick"`` (``epochs``, the best on validation kept) or ``"paper"`` (80 epochs, no early stopping). Every
+    keyword but ``processor`` is an option of ``vlprobe probe``, checked into
+    :class:`~vlprobe.probing.settings.ProbeSettings` before anything is loaded (:class:`ProbeSettingError` names the
+    argument; a misspelt model or dataset name in about a second, with the closest known name); leftovers of killed
+    runs are removed first, said in one line. ``dataset=``, the old name of ``datasets``, is still taken, with a
+    :class:`DeprecationWarning`.
     """
-    given = locals()
-    if given.pop("dataset") is not None:
+    if dataset is not None:
         warnings.warn("vlprobe.probe(dataset=...) is now datasets=..., as in vlprobe.evaluate; dataset= will "
                       "be removed", DeprecationWarning, stacklevel=2)
         if datasets != DEFAULT_DATASET:
             raise ProbeSettingError("dataset", dataset, "give the dataset once, as datasets= (dataset= is its "
                                                         "old name)")
         try:
-            given["datasets"] = one_dataset(dataset)
+            datasets = one_dataset(dataset)
         except Refused as why:
             raise ProbeSettingError("dataset", dataset, why.detail) from None
-    return ProbeRun(ProbeSettings(**given))()
+    return ProbeRun(ProbeSettings(**{k: v for k, v in locals().items() if k != "dataset"}))()
+
+
+class _Done(NamedTuple):
+    """What :meth:`ProbeRun.work` did: the rows, the features' statistics and the timings."""
+
+    rows: list[dict[str, object]]
+    features: dict[str, object]
+    timings: dict[str, float]
 
 
 class ProbeRun(Run):
@@ -120,13 +123,13 @@ class ProbeRun(Run):
     def names(self) -> list[str]:
         return [self.s.datasets]
 
-    def load_data(self) -> Any:
+    def load_data(self) -> Splits:
         s = self.s
         self.data_name = str(find_dataset(s.datasets))
         return load_splits(self.data_name, s.configs, revision=s.dataset_revision, limit=s.limit,
                            outside_images=s.outside_images)
 
-    def before_model(self, data: Any) -> None:
+    def before_model(self, data: Splits) -> None:
         # Rows that cannot train a probe are refused before the weights load when the family is known from the
         # config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
         s = self.s
@@ -136,7 +139,7 @@ class ProbeRun(Run):
         if self.early_family is not None:
             _check_classes(data, s.datasets, s.limit, trained=self.early_family != "vqascore")
 
-    def after_model(self, scorer: Any, data: Any) -> None:
+    def after_model(self, scorer: Scorer, data: Splits) -> None:
         self.zero_shot = getattr(scorer, "family", "") == "vqascore"
         if self.early_family is None:
             _check_classes(data, self.s.datasets, self.s.limit, trained=not self.zero_shot)
@@ -144,10 +147,10 @@ class ProbeRun(Run):
         needed = sorted(set(self.s.train_modalities) | set(self.s.test_modalities), key=MODALITIES.index)
         self.settings = needed + ([TEXT_ONLY] if self.text_only else [])
 
-    def rows(self, data: Any) -> int:
+    def rows(self, data: Splits) -> int:
         return max((len(sp) for by in data.values() for sp in by.values()), default=0)
 
-    def work(self, engine: Any, data: Any, cache: Any) -> Any:
+    def work(self, engine: Engine, data: Splits, cache: RunCache) -> _Done:
         s = self.s
         store = FeatureStore()  # the features, on disk for the length of this call
         t0, c0 = time.perf_counter(), time.process_time()
@@ -168,31 +171,30 @@ class ProbeRun(Run):
             finally:
                 torch.set_num_threads(threads)
         finally:
-            features = None
+            features = {}
             store.cleanup()
-        for r in rows:
-            r.setdefault("classifier", ZERO_SHOT if r["setting"] == ZERO_SHOT else s.classifier)
         if s.finetune:
             rows += finetune_rows(engine.scorer, data, train_modalities=s.train_modalities,
                                   test_modalities=s.test_modalities, epochs=s.epochs,
                                   # fine-tuning's own batch: "auto" sizes the engine's encoding only
-                                  batch_size=BATCH_SIZE if s.batch_size == AUTO else s.batch_size,
+                                  batch_size=s.batch_size if isinstance(s.batch_size, int) else BATCH_SIZE,
                                   bootstrap=s.bootstrap, confidence=s.confidence, seed=s.seed, seeds=s.seeds,
                                   schedule=s.schedule, progress=s.progress)
         probe_seconds, probe_cpu = time.perf_counter() - t1, time.process_time() - c1
         computed = sum(int(st.get("computed", st.get("computed_pairs", 0)) or 0) for st in stats.values())
-        features = {"stats": stats, "computed_inputs": computed, "cache_dir": cache.folder,
-                    "text_max_length": getattr(engine.scorer, "max_length", None),
-                    "caption_truncated": _truncation(engine.scorer, data) if any(
-                        st in ("caption", "both", TEXT_ONLY) for st in self.settings) else None}
+        extracted: dict[str, object] = {
+            "stats": stats, "computed_inputs": computed, "cache_dir": cache.folder,
+            "text_max_length": getattr(engine.scorer, "max_length", None),
+            "caption_truncated": _truncation(engine.scorer, data) if any(
+                st in ("caption", "both", TEXT_ONLY) for st in self.settings) else None}
         # wall-clock and CPU seconds of this process (CPU time is what a loaded machine does not distort)
         timings = {"feature_seconds": round(feature_seconds, 3), "probe_seconds": round(probe_seconds, 3),
                    "feature_cpu_seconds": round(feature_cpu, 3), "probe_cpu_seconds": round(probe_cpu, 3)}
-        return rows, features, timings
+        return _Done(rows, extracted, timings)
 
-    def results(self, scorer: Any, data: Any, done: Any) -> ProbeResult:
+    def results(self, scorer: Scorer, data: Splits, done: _Done) -> ProbeResult:
         s, (rows, features, timings) = self.s, done
-        tuned = {**schedule_plan(s.schedule, s.epochs), "lr": FINETUNE_LR,
+        tuned = {**asdict(schedule_plan(s.schedule, s.epochs)), "lr": FINETUNE_LR,
                  "head": "linear on [u, v, u*v, |u-v|]"} if s.finetune else False
         spec = next(sp.spec for by in data.values() for sp in by.values())
         benchmark = dataset_benchmark(self.data_name, spec)[0]
@@ -209,7 +211,7 @@ class ProbeRun(Run):
         return ProbeResult(rows, provenance)
 
 
-def _family_from_config(model: Any, family: str | None, revision: str | None) -> str | None:
+def _family_from_config(model: object, family: str | None, revision: str | None) -> str | None:
     """The scorer family a model named by folder or Hub id will load as, read from its config only
     (no weights); ``None`` when that cannot be told cheaply (an object, or a config that does not
     load: loading the model then gives the error)."""

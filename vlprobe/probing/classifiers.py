@@ -6,95 +6,90 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..storage.feature_store import row_blocks
+from ..storage.feature_store import Features, row_blocks
 from .metrics import macro_f1
 from .settings import L2_GRID
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
 class Probe:
-    """A trained classifier with its feature standardisation."""
+    """A trained classifier with its feature standardisation. ``params``: the logistic regression's ``(w, b)`` or
+    the MLP's ``(w1, b1, w2, b2)``; the weights (penalised) at even positions, the biases at odd ones."""
 
     kind: str
     mean: np.ndarray
     std: np.ndarray
-    params: dict
+    params: tuple[torch.Tensor, ...]
     l2: float
 
-    def logits(self, x: Any) -> np.ndarray:
+    def logits(self, x: Features) -> np.ndarray:
         """Logits for the rows of ``x`` (an array or a feature file), a block of rows at a time."""
         import torch
 
         parts = []
         with torch.no_grad():
             for block in row_blocks(x):
-                parts.append(_forward(self.kind, self.params, _standardised(block, self.mean, self.std)).numpy())
+                parts.append(_forward(self.params, _standardised(block, self.mean, self.std)).numpy())
         return np.concatenate(parts) if parts else np.empty(0, np.float32)
 
-    def proba(self, x: Any) -> np.ndarray:
+    def proba(self, x: Features) -> np.ndarray:
         return 0.5 * (1.0 + np.tanh(0.5 * self.logits(x).astype(np.float64)))  # the logistic, without overflow
 
 
-def _standardised(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
+def _standardised(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> torch.Tensor:
     """A block of rows standardised in float32, as every solver sees the features."""
     import torch
 
     return torch.from_numpy(((block - mean) / std).astype(np.float32))
 
 
-def _moments(x: Any) -> tuple[np.ndarray, np.ndarray]:
+def _moments(x: Features) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature mean and standard deviation (+1e-6), accumulated in float64 over blocks of rows
     (two passes: the mean, then the squared deviations from it); returned as float32."""
     n = len(x)
-    total = None
-    for block in row_blocks(x):
-        part = block.sum(axis=0, dtype=np.float64)
-        total = part if total is None else total + part
+    total = sum(block.sum(axis=0, dtype=np.float64) for block in row_blocks(x))
     mean = total / n
-    sq = None
-    for block in row_blocks(x):
-        part = np.square(block - mean).sum(axis=0)
-        sq = part if sq is None else sq + part
+    sq = sum(np.square(block - mean).sum(axis=0) for block in row_blocks(x))
     std = np.sqrt(sq / n)
     return mean.astype(np.float32), (std + 1e-6).astype(np.float32)
 
 
-def _forward(kind: str, params: dict, z: Any) -> Any:
+def _forward(params: Sequence[torch.Tensor], z: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    if len(params) == 2:  # logistic regression
+        w, b = params
+        return z @ w + b
+    w1, b1, w2, b2 = params
+    return torch.relu(z @ w1 + b1) @ w2 + b2
+
+
+def _init_params(kind: str, d: int, seed: int, hidden: int = 128) -> tuple[torch.Tensor, ...]:
     import torch
 
     if kind == "logreg":
-        return z @ params["w"] + params["b"]
-    h = torch.relu(z @ params["w1"] + params["b1"])
-    return h @ params["w2"] + params["b2"]
-
-
-def _init_params(kind: str, d: int, seed: int, hidden: int = 128) -> dict:
-    import torch
-
-    if kind == "logreg":
-        return {"w": torch.zeros(d), "b": torch.zeros(())}
+        return torch.zeros(d), torch.zeros(())
     g = torch.Generator().manual_seed(seed)
-    return {"w1": torch.randn(d, hidden, generator=g) / math.sqrt(d), "b1": torch.zeros(hidden),
-            "w2": torch.randn(hidden, generator=g) / math.sqrt(hidden), "b2": torch.zeros(())}
+    return (torch.randn(d, hidden, generator=g) / math.sqrt(d), torch.zeros(hidden),
+            torch.randn(hidden, generator=g) / math.sqrt(hidden), torch.zeros(()))
 
 
 NEWTON_MAX_DIM = 2048  # above this many features, L-BFGS instead of Newton's method
 
 
-def fit(kind: str, x: Any, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
+def fit(kind: str, x: Features, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
         max_iter: int = 100) -> Probe:
-    """Train a probe on (x, y): mean binary cross-entropy + ``l2/2 * ||w - w0||^2`` (the bias is not
-    penalised; ``w0`` = 0, or ``start``'s weights). With ``start``, begin at its weights and
-    standardisation, as the few-shot transfer does (L2-SP). ``x``: an (N, d) array or a
-    :class:`~vlprobe.storage.feature_store.FeatureFile`; every solver reads it a block of rows at a time
-    (:func:`~vlprobe.storage.feature_store.row_blocks`), so memory does not grow with N.
-
-    Logistic regression: full-batch Newton's method with backtracking (float64; exact and fast for
-    up to :data:`NEWTON_MAX_DIM` features), else full-batch L-BFGS. MLP: full-batch Adam, seeded."""
+    """Train a probe on (x, y), read a block of rows at a time: mean binary cross-entropy + ``l2/2 * ||w - w0||^2``
+    (the bias not penalised; ``w0``: 0, or ``start``'s weights, from which it starts with its standardisation, as the
+    few-shot transfer does: L2-SP). Logistic regression: Newton's method with backtracking (float64) up to
+    :data:`NEWTON_MAX_DIM` features, else L-BFGS; MLP: Adam, seeded; all full-batch."""
     import torch
 
     if start is not None:
@@ -103,46 +98,46 @@ def fit(kind: str, x: Any, y: np.ndarray, l2: float, *, seed: int = 0, start: Pr
         mean, std = _moments(x)
     torch.manual_seed(seed)
     init = start.params if start is not None else _init_params(kind, x.shape[1], seed)
-    anchor = {k: (v.detach().clone() if start is not None else torch.zeros_like(v)) for k, v in init.items()}
+    anchor = tuple(v.detach().clone() if start is not None else torch.zeros_like(v) for v in init)
     if kind == "logreg" and x.shape[1] <= NEWTON_MAX_DIM:
-        params = _newton(x, mean, std, y.astype(np.float64), l2, init, anchor, max_iter=max_iter)
-        return Probe(kind, mean, std, params, l2)
+        return Probe(kind, mean, std, _newton(x, mean, std, y.astype(np.float64), l2, init, anchor, max_iter=max_iter),
+                     l2)
     t = torch.from_numpy(y.astype(np.float32))
     n = len(t)
-    params = {k: v.detach().clone().requires_grad_(True) for k, v in init.items()}
-    weights = [k for k in params if k.startswith("w")]
+    params = [v.detach().clone().requires_grad_(True) for v in init]
 
     def loss_and_grad() -> float:
         """The full-batch loss, its gradient accumulated block by block into ``.grad``."""
         total, a = 0.0, 0
         for block in row_blocks(x):
             part = torch.nn.functional.binary_cross_entropy_with_logits(
-                _forward(kind, params, _standardised(block, mean, std)), t[a:a + len(block)], reduction="sum") / n
+                _forward(params, _standardised(block, mean, std)), t[a:a + len(block)], reduction="sum") / n
             part.backward()
             total += float(part.detach())
             a += len(block)
-        penalty = 0.5 * l2 * sum(((params[k] - anchor[k]) ** 2).sum() for k in weights)
+        penalty = 0.5 * l2 * sum((((params[i] - anchor[i]) ** 2).sum() for i in range(0, len(params), 2)),
+                                 torch.zeros(()))
         penalty.backward()
         return total + float(penalty.detach())
 
     if kind == "logreg":
-        opt = torch.optim.LBFGS(list(params.values()), lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
+        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
 
-        def closure() -> Any:
+        def closure() -> torch.Tensor:
             opt.zero_grad()
             return torch.tensor(loss_and_grad())
 
         opt.step(closure)
     else:
-        opt = torch.optim.Adam(list(params.values()), lr=1e-2)
+        adam = torch.optim.Adam(params, lr=1e-2)
         for _ in range(max_iter * 3):
-            opt.zero_grad()
+            adam.zero_grad()
             loss_and_grad()
-            opt.step()
-    return Probe(kind, mean, std, {k: v.detach() for k, v in params.items()}, l2)
+            adam.step()
+    return Probe(kind, mean, std, tuple(v.detach() for v in params), l2)
 
 
-def _design(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
+def _design(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> torch.Tensor:
     """[standardised rows (computed in float32, as the other solvers see them), 1] as float64."""
     import torch
 
@@ -150,8 +145,8 @@ def _design(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> Any:
     return torch.cat([z, torch.ones((len(block), 1), dtype=torch.float64)], dim=1)
 
 
-def _newton(x: Any, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float, init: dict, anchor: dict,
-            max_iter: int = 100, tol: float = 1e-7) -> dict:
+def _newton(x: Features, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float, init: Sequence[torch.Tensor],
+            anchor: Sequence[torch.Tensor], max_iter: int = 100, tol: float = 1e-7) -> tuple[torch.Tensor, ...]:
     """Newton's method in float64 on the standardised features, with backtracking. Each evaluation
     is one pass over the rows, a block at a time (loss, gradient and Hessian together): memory is a
     block's design matrix and the (d+1)^2 Hessian, whatever the number of rows."""
@@ -159,12 +154,12 @@ def _newton(x: Any, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float,
 
     t = torch.from_numpy(y)
     n, d = len(t), x.shape[1]
-    theta = torch.cat([init["w"].double().reshape(-1), init["b"].double().reshape(1)])
-    theta0 = torch.cat([anchor["w"].double().reshape(-1), torch.zeros(1, dtype=torch.float64)])
+    theta = torch.cat([init[0].double().reshape(-1), init[1].double().reshape(1)])
+    theta0 = torch.cat([anchor[0].double().reshape(-1), torch.zeros(1, dtype=torch.float64)])
     reg = torch.full((d + 1,), float(l2), dtype=torch.float64)
     reg[-1] = 0.0
 
-    def evaluate(th: Any) -> tuple[Any, Any, Any]:
+    def evaluate(th: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         loss = torch.zeros((), dtype=torch.float64)
         grad = torch.zeros(d + 1, dtype=torch.float64)
         hess = torch.diag(reg + 1e-10)
@@ -197,10 +192,10 @@ def _newton(x: Any, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float,
         theta, current, grad, hess = trial, new, new_grad, new_hess
         if done or float(step.abs().max()) * scale < tol:
             break
-    return {"w": theta[:-1].float(), "b": theta[-1].float()}
+    return theta[:-1].float(), theta[-1].float()
 
 
-def select(kind: str, xtr: np.ndarray, ytr: np.ndarray, xval: np.ndarray, yval: np.ndarray, *, seed: int = 0,
+def select(kind: str, xtr: Features, ytr: np.ndarray, xval: Features, yval: np.ndarray, *, seed: int = 0,
            grid: Sequence[float] = L2_GRID) -> tuple[Probe, dict[float, float]]:
     """Fit one probe per L2 strength; keep the best macro-F1 on the validation rows (ties: the
     stronger L2). Only ``validation`` is ever passed here, never a test split."""
@@ -211,4 +206,5 @@ def select(kind: str, xtr: np.ndarray, ytr: np.ndarray, xval: np.ndarray, yval: 
         curve[l2] = f1
         if f1 > best_f1 + 1e-12:
             best, best_f1 = p, f1
+    assert best is not None  # the grid is not empty, and every macro-F1 is above -1
     return best, curve

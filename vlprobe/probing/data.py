@@ -14,7 +14,7 @@ from ..dataset.spec import SpecError, find_spec
 from ..dataset.splits import checked_image_paths, load_split
 from ..errors import DatasetError
 from ..names import did_you_mean, find_dataset
-from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
+from .settings import TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
 
 # vlprobe.dataset.reader is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
 # machine), which a misspelt name never needs.
@@ -22,9 +22,8 @@ from .settings import _NONE, TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, Pr
 
 @dataclass
 class Split:
-    """One config/split: its memory-mapped rows (read a chunk at a time, images undecoded) and its
-    labels, the only per-row values held in memory (captions and queries are read a chunk at a
-    time too)."""
+    """One config/split: its memory-mapped rows, read a chunk at a time, and its labels, the only per-row values
+    held in memory."""
 
     task: str
     split: str
@@ -35,6 +34,7 @@ class Split:
     text_table: Any = None  # the caption and query columns, Arrow-formatted (zero-copy slices)
     image_folder: str | None = None  # image cells holding a path are opened only inside it (see vlprobe.dataset.splits)
     outside_images: bool = False
+    rows_in_split: int = 0  # before ``limit``
 
     def _checked(self, rows: list[dict], start: int) -> list[dict]:
         return checked_image_paths(rows, ("image",), self.image_folder, self.outside_images,
@@ -54,7 +54,7 @@ class Split:
     def images(self, start: int, stop: int) -> list:
         return [r["image"] for r in self.rows(start, stop)]
 
-    def images_at(self, idx: Sequence[int]) -> list:
+    def images_at(self, idx: Sequence[int] | np.ndarray) -> list:
         from ..dataset.reader import read_rows
 
         picked = self.table.select([int(i) for i in idx])
@@ -65,26 +65,24 @@ class Split:
         stop = len(self) if stop is None else stop
         return self.text_table[start:stop].column(column).to_pylist()
 
-    def texts_at(self, column: str, idx: Sequence[int]) -> list[str]:
+    def texts_at(self, column: str, idx: Sequence[int] | np.ndarray) -> list[str]:
         return self.text_table[[int(i) for i in idx]].column(column).to_pylist()
 
-    def items(self, modality: str, start: int = 0, stop: int | None = None, rows: list | None = None) -> list:
+    def items(self, modality: str, start: int, stop: int, rows: list | None = None) -> list:
         """Rows ``start:stop`` as items of ``modality`` (``rows``: those rows, if already read)."""
-        stop = len(self) if stop is None else stop
         rows = self.rows(start, stop) if rows is None else rows
         return [self.spec.to_item(r, index=start + i, config=self.task, modality=modality)
                 for i, r in enumerate(rows)]
 
 
-def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
-                limit: int | None = None, outside_images: bool = False) -> dict[str, dict[str, Split]]:
-    """{task: {split: Split}} for a TraVLR-shaped dataset (folder or Hub id): splits ``train``,
-    ``validation`` and ``test*``; columns ``image``, ``caption``, ``query``, ``label``.
+Splits = dict[str, dict[str, Split]]  # {task: {split: Split}}
 
-    Each split is loaded as `vlprobe evaluate` loads it (:func:`vlprobe.dataset.splits.load_split`: a
-    memory-mapped Arrow table, the data's sha256 or Hub revision recorded); only the labels are
-    read into memory here; captions, queries and images are read a chunk at a time when features
-    are computed. ``dataset``: a folder, a built benchmark's name or a Hub id (:func:`vlprobe.names.find_dataset`)."""
+
+def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
+                limit: int | None = None, outside_images: bool = False) -> Splits:
+    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id): ``train``,
+    ``validation`` and ``test*``, with columns ``image``, ``caption``, ``query``, ``label``, each loaded as
+    `vlprobe evaluate` loads it (:func:`vlprobe.dataset.splits.load_split`); only the labels are read here."""
     from ..dataset.reader import built_configs, config_splits, list_configs, list_splits
 
     dataset = str(find_dataset(dataset))
@@ -116,7 +114,7 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     if unknown:
         raise DatasetError(f"unknown config(s) {unknown} of {dataset}{did_you_mean(unknown[0], names)}; its configs "
                            f"are: {', '.join(names)}")
-    out: dict[str, dict[str, Split]] = {}
+    out: Splits = {}
     for task in wanted:
         try:
             split_names = config_splits(dataset, task) if local else list_splits(dataset, task, revision)
@@ -138,22 +136,22 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
             if not len(ds):
                 raise DatasetError(f"{dataset} config {task!r} split {split!r} has no rows")
             label = ds.select_columns(["label"]).with_format("arrow")[:].column("label").to_pylist()
-            odd = next((v for v in label if v not in (True, False)), _NONE)  # 0 and 1 compare equal to them
-            if odd is not _NONE:
-                raise DatasetError(f"{dataset} config {task!r} split {split!r}: column 'label' holds {odd!r}; the "
+            odd = [v for v in label if v not in (True, False)]  # 0 and 1 compare equal to them
+            if odd:
+                raise DatasetError(f"{dataset} config {task!r} split {split!r}: column 'label' holds {odd[0]!r}; the "
                                    f"probe needs true/false labels (bool, or 0/1)")
             labels = np.array([bool(v) for v in label])
             out[task][split] = Split(task, split, labels, ds, spec,
                                      {**info, "rows_in_split": n_rows, "rows_used": len(ds)},
                                      text_table=ds.select_columns(["caption", "query"]).with_format("arrow"),
                                      image_folder=str(Path(dataset).resolve()) if local else None,
-                                     outside_images=outside_images)
+                                     outside_images=outside_images, rows_in_split=n_rows)
     if spec_error is not None:
         raise spec_error
     return out
 
 
-def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int | None, trained: bool) -> None:
+def _check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) -> None:
     """Macro-F1 needs both classes in every test split, and fitting and choosing a probe need them
     in train and validation: refuse, naming the split (and ``limit`` when it is the cause)."""
     need = "train, validation and every test split" if trained else "every test split"
@@ -162,14 +160,14 @@ def _check_classes(data: dict[str, dict[str, Split]], dataset: str, limit: int |
             if not (name.startswith("test") or trained) or (sp.labels.any() and not sp.labels.all()):
                 continue
             only = "true" if sp.labels.all() else "false"
-            if limit is not None and sp.info.get("rows_in_split", 0) > limit:
+            if limit is not None and sp.rows_in_split > limit:
                 raise ProbeSettingError("limit", limit, f"the first {limit} row(s) of {task}/{name} are all {only}; "
                                                         f"the probe needs true and false rows in {need}: use more rows")
             raise DatasetError(f"{dataset} config {task!r} split {name!r}: all {len(sp)} row(s) are {only}; the probe "
                                f"needs true and false rows in {need}")
 
 
-def _check_train_sizes(data: dict[str, dict[str, Split]], train_sizes: Sequence[int] | None, limit: int | None) -> None:
+def _check_train_sizes(data: Splits, train_sizes: Sequence[int] | None, limit: int | None) -> None:
     """A learning-curve size above a task's training rows would be trained on all of them, a point silently
     dropped: refuse it up front, naming the largest size possible (and ``limit`` when it is the cause)."""
     if not train_sizes:
@@ -180,8 +178,8 @@ def _check_train_sizes(data: dict[str, dict[str, Split]], train_sizes: Sequence[
             continue
         too_big = sorted(n for n in train_sizes if n > len(train))
         if too_big:
-            cause = (f" (--limit {limit} of its {train.info['rows_in_split']})"
-                     if limit is not None and train.info.get("rows_in_split", 0) > limit else "")
+            cause = (f" (--limit {limit} of its {train.rows_in_split})"
+                     if limit is not None and train.rows_in_split > limit else "")
             raise ProbeSettingError("train_sizes", ",".join(map(str, train_sizes)),
                                     f"{task}/{TRAIN} has {len(train)} row(s){cause}, fewer than "
                                     f"{', '.join(map(str, too_big))}: the largest size possible is {len(train)} "

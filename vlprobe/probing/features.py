@@ -2,25 +2,32 @@
 written a chunk at a time to :mod:`vlprobe.storage.feature_store`: dual-encoder ``[u, v, u*v, |u-v|]``, an ITM
 head's joint representation, or a VQAScore model's zero-shot probability.
 
-Where one text holds both the caption and the query (the dual encoder's text-only baseline, an ITM
-head's ``caption`` and ``both`` settings; the query comes first in each), the rows whose query the
-model's truncation removes (:func:`query_lost`) are counted per task, split and setting, recorded in
-the stats (``query_lost``: ``{"task/split/setting": [lost, rows]}``) and reported in one line on
-stderr. A test split whose every row lost its query has no prediction to measure: its features are
-written as NaN, which :func:`vlprobe.probing.metrics.measure` reports as not available
-(``macro_f1`` None, ``na_reason``), never as a number."""
+Where one text holds both the query and the caption (the dual encoder's text-only baseline, an ITM head's
+``caption`` and ``both`` settings; the query first), the rows whose query the model's truncation removes
+(:func:`query_lost`) are counted per task, split and setting (the stats' ``query_lost``:
+``{"task/split/setting": [lost, rows]}``) and reported in one line on stderr. A test split whose every row lost its
+query has no prediction: its features are NaN, which :func:`vlprobe.probing.metrics.measure` reports as N/A."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..defaults import CHUNK_ROWS
 from ..errors import ModelError
-from .data import Split
+from ..storage.feature_store import FeatureFile, FeatureStore, FeatureWriter
+from .data import Split, Splits
+from .protocol import FeatureMap
 from .settings import MODALITIES, TEXT_ONLY, TRAIN
+
+if TYPE_CHECKING:
+    from ..scorers.base import Scorer
+    from ..scoring.engine import Engine
+
+Stats = dict[str, Any]  # the engine's statistics, as it gives them
 
 
 def _concat(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -35,12 +42,16 @@ def text_only_input(caption: str, query: str) -> str:
     return f"{query} {caption}"
 
 
-def query_lost(scorer: Any, texts: Sequence[str], queries: Sequence[str]) -> np.ndarray | None:
+def _tokenizer(scorer: Scorer) -> Callable[..., Mapping[str, list[list[int]]]] | None:
+    tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
+    return tok if callable(tok) else None
+
+
+def query_lost(scorer: Scorer, texts: Sequence[str], queries: Sequence[str]) -> np.ndarray | None:
     """Per text, whether the model's truncation cuts (part of) the query it holds: the text up to the
     end of its query is longer than the model reads. None when the scorer has no tokenizer and limit."""
-    tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
-    limit = scorer.text_limit() if hasattr(scorer, "text_limit") else getattr(scorer, "max_length", None)
-    if tok is None or not limit or not callable(tok):
+    tok, limit = _tokenizer(scorer), scorer.text_limit()
+    if tok is None or not limit:
         return None
     ends = [t.find(q) for t, q in zip(texts, queries)]
     prefixes = [t[:at + len(q)] if at >= 0 else t for t, q, at in zip(texts, queries, ends)]
@@ -51,7 +62,7 @@ def query_lost(scorer: Any, texts: Sequence[str], queries: Sequence[str]) -> np.
 class _Lost:
     """Rows whose query was lost to truncation, per (task, split, setting)."""
 
-    def __init__(self, scorer: Any) -> None:
+    def __init__(self, scorer: Scorer) -> None:
         self.scorer = scorer
         self.counts: dict[tuple[str, str, str], list[int]] = {}
 
@@ -67,46 +78,29 @@ class _Lost:
         lost, n = self.counts.get((s.task, s.split, setting), (0, 0))
         return s.split.startswith("test") and n > 0 and lost == n
 
-    def report(self, stats: dict) -> None:
-        """The counts into ``stats["query_lost"]``, and one line on stderr where any query was lost."""
+    def report(self) -> dict[str, Stats]:
+        """The counts for the stats (``query_lost``), said in one line on stderr where any query was lost."""
         if not self.counts:
-            return
-        stats["query_lost"] = {f"{t}/{sp}/{m}": list(c) for (t, sp, m), c in self.counts.items()}
+            return {}
         hit = {k: c for k, c in self.counts.items() if c[0]}
-        if not hit:
-            return
-        import sys
-
-        limit = self.scorer.text_limit() if hasattr(self.scorer, "text_limit") else None
-        lost, total = sum(c[0] for c in self.counts.values()), sum(c[1] for c in self.counts.values())
-        where = ", ".join(f"{t}/{sp}/{m} {c[0]}/{c[1]}" for (t, sp, m), c in hit.items())
-        na = [f"{t}/{sp}/{m}" for (t, sp, m), c in hit.items() if sp.startswith("test") and c[0] == c[1]]
-        print(f"probe: warning: {lost}/{total} caption+query texts lose their query to the model's truncation"
-              + (f" to {limit} tokens" if limit else "") + f" ({where})"
-              + (f"; N/A (no prediction) for {', '.join(na)}" if na else "; they stay in the numbers"),
-              file=sys.stderr)
+        if hit:
+            limit = self.scorer.text_limit()
+            lost, total = sum(c[0] for c in self.counts.values()), sum(c[1] for c in self.counts.values())
+            where = ", ".join(f"{t}/{sp}/{m} {c[0]}/{c[1]}" for (t, sp, m), c in hit.items())
+            na = [f"{t}/{sp}/{m}" for (t, sp, m), c in hit.items() if sp.startswith("test") and c[0] == c[1]]
+            print(f"probe: warning: {lost}/{total} caption+query texts lose their query to the model's truncation"
+                  + (f" to {limit} tokens" if limit else "") + f" ({where})"
+                  + (f"; N/A (no prediction) for {', '.join(na)}" if na else "; they stay in the numbers"),
+                  file=sys.stderr)
+        return {"query_lost": {f"{t}/{sp}/{m}": list(c) for (t, sp, m), c in self.counts.items()}}
 
 
-def _unavailable(store: Any, name: str, features: Any) -> Any:
-    """A feature file of NaN rows the shape of ``features``: a test split whose every row lost its
-    query has no prediction (measured as not available)."""
-    w = store.writer(f"{name}-unavailable", len(features))
-    for block in features.blocks():
-        w.write(np.full_like(block, np.nan))
-    return w.close()
-
-
-def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: Sequence[str],
-                     chunk_size: int = CHUNK_ROWS, store: Any = None) -> tuple[dict, dict]:
-    """{(task, split, setting): features} and engine stats. Features are a (N, d) float32
-    :class:`~vlprobe.storage.feature_store.FeatureFile` in ``store`` (a temporary
-    :class:`~vlprobe.storage.feature_store.FeatureStore` when None), or, for VQAScore, P(Yes) as an (N,) array.
-
-    ``settings``: modalities among :data:`MODALITIES` and optionally :data:`TEXT_ONLY`. Rows are
-    read, decoded and encoded ``chunk_size`` at a time and each chunk's features are appended to
-    their files: memory holds one chunk, whatever the number of rows."""
+def extract_features(engine: Engine, data: Splits, settings: Sequence[str], chunk_size: int = CHUNK_ROWS,
+                     store: FeatureStore | None = None) -> tuple[FeatureMap, dict[str, Stats]]:
+    """{(task, split, setting): features} and engine stats, ``chunk_size`` rows read and encoded at a time. Features:
+    an (N, d) float32 :class:`~vlprobe.storage.feature_store.FeatureFile` in ``store`` (default: a temporary one), or
+    VQAScore's P(Yes), an (N,) array. ``settings``: among :data:`MODALITIES`, and :data:`TEXT_ONLY`."""
     from ..scorers.base import DualScorer
-    from ..storage.feature_store import FeatureStore
 
     splits = [s for by_split in data.values() for s in by_split.values()]
     scorer = engine.scorer
@@ -121,28 +115,44 @@ def extract_features(engine: Any, data: dict[str, dict[str, Split]], settings: S
                      f"it needs a dual encoder, an ITM head (pair_features) or a VQAScore VLM")
 
 
-def _add_stats(total: dict, st: dict) -> dict:
+def _add_stats(total: Stats, st: Mapping[str, object]) -> None:
     """Engine stats summed over chunks (counts and seconds add; anything else: the last value)."""
     for key, value in st.items():
-        total[key] = total.get(key, 0) + value if isinstance(value, (int, float)) and not isinstance(value, bool) else value
-    return total
+        was = total.get(key, 0)
+        total[key] = was + value if isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(
+            was, (int, float)) else value
 
 
 def _labels(s: Split, start: int, stop: int) -> list[str]:
-    """How an image error names rows ``start:stop`` of ``s``: ``spatiality/test_ind row 12 column 'image'``, as a
-    path refused in them is named (:func:`vlprobe.dataset.splits.checked_image_paths`)."""
+    """How an image error names rows ``start:stop`` of ``s``: ``spatiality/test_ind row 12 column 'image'``."""
     return [f"{s.task}/{s.split} row {i} column 'image'" for i in range(start, stop)]
 
 
-def _writers(store: Any, s: Split, settings: Sequence[str]) -> dict[str, Any]:
+def _writers(store: FeatureStore, s: Split, settings: Sequence[str]) -> dict[str, FeatureWriter]:
     return {m: store.writer(f"{s.task}-{s.split}-{m}", len(s)) for m in settings}
 
 
-def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], chunk_size: int,
-                   store: Any) -> tuple[dict, dict]:
+def _closed(store: FeatureStore, s: Split, writers: Mapping[str, FeatureWriter],
+            lost: _Lost) -> dict[tuple[str, str, str], FeatureFile]:
+    """The splits' feature files, closed; a test split whose every row lost its query as NaN rows of that shape."""
+    out = {}
+    for m, w in writers.items():
+        features = w.close()
+        if lost.all_lost(s, m):
+            nan = store.writer(f"{s.task}-{s.split}-{m}-unavailable", len(features))
+            for block in features.blocks():
+                nan.write(np.full_like(block, np.nan))
+            features = nan.close()
+        out[(s.task, s.split, m)] = features
+    return out
+
+
+def _dual_features(engine: Engine, splits: list[Split], settings: Sequence[str], chunk_size: int,
+                   store: FeatureStore) -> tuple[FeatureMap, dict[str, Stats]]:
     """A chunk of rows at a time: its images and texts embedded (each unique input once: the engine's
     cache carries them across chunks), the settings' features composed and appended to their files."""
-    stats: dict[str, Any] = {"images": {}, "texts": {}}
+    image_stats: Stats = {}
+    text_stats: Stats = {}
     lost = _Lost(engine.scorer)
     need_images = any(m in ("image", "both") for m in settings)
     need_captions = any(m in ("caption", "both") for m in settings)
@@ -152,7 +162,7 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], ch
         for a, b in s.chunks(chunk_size):
             if need_images:
                 img, st = engine.embed_images(s.images(a, b), _labels(s, a, b))
-                _add_stats(stats["images"], st)
+                _add_stats(image_stats, st)
             queries = s.texts("query", a, b)
             texts = list(queries)
             captions = s.texts("caption", a, b) if need_captions or TEXT_ONLY in settings else []
@@ -163,10 +173,10 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], ch
                 lost.add(s, TEXT_ONLY, joined, queries)
                 texts += joined
             emb, st = engine.embed_texts(texts)
-            _add_stats(stats["texts"], st)
+            _add_stats(text_stats, st)
             n = b - a
             q = emb[:n]
-            cap = emb[n:2 * n] if need_captions else None
+            cap = emb[n:2 * n]  # the captions', where they were embedded
             for m, w in writers.items():
                 if m == "image":
                     w.write(_concat(img, q))
@@ -177,22 +187,12 @@ def _dual_features(engine: Any, splits: list[Split], settings: Sequence[str], ch
                 elif m == TEXT_ONLY:
                     w.write(emb[len(emb) - n:])
         out.update(_closed(store, s, writers, lost))
-    lost.report(stats)
-    return out, stats
+    return out, {"images": image_stats, "texts": text_stats, **lost.report()}
 
 
-def _closed(store: Any, s: Split, writers: dict[str, Any], lost: _Lost) -> dict:
-    out = {}
-    for m, w in writers.items():
-        features = w.close()
-        out[(s.task, s.split, m)] = _unavailable(store, f"{s.task}-{s.split}-{m}", features) \
-            if lost.all_lost(s, m) else features
-    return out
-
-
-def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int,
-                   store: Any) -> tuple[dict, dict]:
-    stats: dict[str, Any] = {}
+def _pair_features(engine: Engine, splits: list[Split], modalities: Sequence[str], chunk_size: int,
+                   store: FeatureStore) -> tuple[FeatureMap, dict[str, Stats]]:
+    stats: Stats = {}
     lost = _Lost(engine.scorer)
     out = {}
     for s in splits:
@@ -202,23 +202,22 @@ def _pair_features(engine: Any, splits: list[Split], modalities: Sequence[str], 
             for m, w in writers.items():
                 items = s.items(m, a, b, rows)
                 if m != "image":  # one text: the query, then the caption
-                    lost.add(s, m, [it.texts[0] for it in items], [r["query"] for r in rows])
+                    lost.add(s, m, [it.texts[0] for it in items], s.texts("query", a, b))
                 # the query (followed by the caption for caption/both)
                 feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items],
                                                  _labels(s, a, b))
                 w.write(feats)
                 _add_stats(stats, st)
         out.update(_closed(store, s, writers, lost))
-    result = {"pairs": stats}
-    lost.report(result)
-    return out, result
+    return out, {"pairs": stats, **lost.report()}
 
 
-def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str], chunk_size: int) -> tuple[dict, dict]:
+def _zero_shot(engine: Engine, splits: list[Split], modalities: Sequence[str],
+               chunk_size: int) -> tuple[FeatureMap, dict[str, Stats]]:
     """P(Yes | scene, query) per test row and modality: one float per row, kept in memory."""
     from ..dataset.items import Item
 
-    stats: dict[str, Any] = {}
+    stats: Stats = {}
     out = {}
     for s in splits:
         if not s.split.startswith("test"):
@@ -240,10 +239,9 @@ def _zero_shot(engine: Any, splits: list[Split], modalities: Sequence[str], chun
     return out, {"pairs": stats}
 
 
-def _truncation(scorer: Any, data: dict) -> dict | None:
+def _truncation(scorer: Scorer, data: Splits) -> dict[str, float] | None:
     """Share of captions (and text-only inputs) longer than the text tower's limit, per task."""
-    tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
-    limit = getattr(scorer, "max_length", None)
+    tok, limit = _tokenizer(scorer), getattr(scorer, "max_length", None)
     if tok is None or not limit:
         return None
     out = {}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -16,60 +17,73 @@ from .metrics import macro_f1, measure
 from .protocol import _row
 from .settings import TRAIN, VALIDATION
 
+if TYPE_CHECKING:
+    import torch
+    from accelerate import Accelerator
+
+    from ..results.schema import Finetune
+    from ..scorers.base import Scorer
+    from ..scorers.dual_encoder import DualEncoderScorer
+
 FINETUNE_LR = 1e-4
-
-
 PAPER_EPOCHS = 80  # TraVLR App. B.2: 80 epochs, no early stopping
+Snapshot = TypeVar("Snapshot")
 
 
-def schedule_plan(schedule: str, epochs: int) -> dict[str, Any]:
-    """The fine-tuning schedule: ``"quick"`` (``epochs`` passes, the epoch with the best validation
-    macro-F1 kept: early stopping, a departure from the paper) or ``"paper"`` (80 epochs, the last
-    one kept, as TraVLR's App. B.2; ``epochs`` is not used). Returns ``schedule``, ``epochs``,
-    ``keep`` ("best validation epoch" or "last epoch") and ``as_paper``."""
+@dataclass(frozen=True)
+class Plan:
+    """The fine-tuning schedule: ``"quick"`` (``epochs`` passes, the epoch with the best validation macro-F1 kept:
+    early stopping, a departure from the paper) or ``"paper"`` (80 epochs, the last kept, as TraVLR's App. B.2)."""
+
+    schedule: str
+    epochs: int
+    keep: str  # "best validation epoch" or "last epoch"
+    as_paper: bool
+
+
+def schedule_plan(schedule: str, epochs: int) -> Plan:
+    """The :class:`Plan` of ``schedule`` (``epochs``: the quick schedule's; the paper's is 80)."""
     if schedule == "paper":
-        return {"schedule": "paper", "epochs": PAPER_EPOCHS, "keep": "last epoch", "as_paper": True}
+        return Plan("paper", PAPER_EPOCHS, "last epoch", True)
     if schedule == "quick":
-        return {"schedule": "quick", "epochs": int(epochs), "keep": "best validation epoch", "as_paper": False}
+        return Plan("quick", int(epochs), "best validation epoch", False)
     raise ValueError(f"unknown schedule {schedule!r}; choose quick or paper")
 
 
-def schedule_note(plan: dict[str, Any]) -> str:
-    """One line naming the schedule, and saying so where it departs from the paper."""
-    if plan.get("as_paper"):
-        return f"schedule paper: {plan['epochs']} epochs, no early stopping (the last epoch kept), as TraVLR App. B.2"
-    return (f"schedule quick: {plan['epochs']} epoch(s), the best on validation kept (early stopping): a departure "
+def schedule_note(plan: Plan | Finetune) -> str:
+    """One line naming the schedule (a plan, or one a results.json recorded), and saying so where it departs from
+    the paper."""
+    if plan.schedule == "paper":
+        return f"schedule paper: {plan.epochs} epochs, no early stopping (the last epoch kept), as TraVLR App. B.2"
+    return (f"schedule quick: {plan.epochs} epoch(s), the best on validation kept (early stopping): a departure "
             f"from the paper's {PAPER_EPOCHS} epochs without early stopping (--schedule paper)")
 
 
-def train_epochs(plan: dict[str, Any], run_epoch: Any, validate: Any, snapshot: Any) -> tuple[Any, int, float | None]:
-    """Run ``plan``'s epochs: ``run_epoch(epoch)`` trains one pass; with ``keep`` "best validation
-    epoch", ``validate()`` gives the macro-F1 after each and ``snapshot()`` is taken at every new best;
-    with "last epoch" validation is never read and the snapshot is the last epoch's. Returns
-    (snapshot, its epoch, its validation macro-F1 or None)."""
+def train_epochs(plan: Plan, run_epoch: Callable[[int], None], validate: Callable[[], float],
+                 snapshot: Callable[[], Snapshot]) -> tuple[Snapshot | None, int, float | None]:
+    """Run ``plan``'s epochs (``run_epoch(epoch)``): (the kept ``snapshot()``, its epoch, its validation macro-F1 by
+    ``validate()``, None where the plan keeps the last epoch and never validates)."""
     best, best_epoch, best_f1 = None, 0, -1.0
-    for epoch in range(1, plan["epochs"] + 1):
+    for epoch in range(1, plan.epochs + 1):
         run_epoch(epoch)
-        if plan["keep"] == "last epoch":
+        if plan.as_paper:
             continue
         f1 = validate()
         if f1 > best_f1:
             best, best_epoch, best_f1 = snapshot(), epoch, f1
-    if plan["keep"] == "last epoch":
-        return snapshot(), plan["epochs"], None
+    if plan.as_paper:
+        return snapshot(), plan.epochs, None
     return best, best_epoch, best_f1
 
 
-def finetune_rows(scorer: Any, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],
+def finetune_rows(scorer: Scorer, data: Mapping[str, Mapping[str, Split]], *, train_modalities: Sequence[str],
                   test_modalities: Sequence[str], epochs: int, batch_size: int, bootstrap: int, confidence: float,
-                  seed: int, seeds: int = 1, schedule: str = "quick", progress: bool = True) -> list[dict]:
-    """Fine-tune a copy of a dual encoder with a linear head on ``[u, v, u*v, |u-v|]`` (the probe's
-    features, computed by the model in training mode), one copy per task, training modality and seed
-    (``seed`` ... ``seed + seeds - 1``: the head's initial weights, the order of the rows and the
-    bootstrap); Adam, for the schedule's epochs (:func:`schedule_plan`: ``"quick"`` keeps the epoch
-    with the best ``validation`` macro-F1 of ``epochs``, ``"paper"`` trains 80 and keeps the last).
-    Runs under ``accelerate`` (``Accelerator.prepare``/``backward``) when it is installed, else in
-    plain torch. The scorer's own model is not touched (the feature cache stays valid)."""
+                  seed: int, seeds: int = 1, schedule: str = "quick",
+                  progress: bool = True) -> list[dict[str, object]]:
+    """Fine-tune a copy of a dual encoder with a linear head on ``[u, v, u*v, |u-v|]`` (computed by the model in
+    training mode) per task, training modality and seed (the head's initial weights, the rows' order, the bootstrap),
+    with Adam for :func:`schedule_plan`'s epochs, under ``accelerate`` when installed. The scorer's model is not
+    touched (the feature cache stays valid)."""
     import copy
 
     import torch
@@ -78,28 +92,28 @@ def finetune_rows(scorer: Any, data: dict[str, dict[str, Split]], *, train_modal
 
     if not isinstance(scorer, DualScorer) or not hasattr(scorer, "tokenize"):
         raise SettingError(f"finetune=True supports dual encoders; model {scorer.model_id!r} is family {scorer.family!r}")
+    dual = cast("DualEncoderScorer", scorer)
     try:
         from accelerate import Accelerator
 
-        accelerator = Accelerator(cpu=str(scorer.device).startswith("cpu"))
+        accelerator: Accelerator | None = Accelerator(cpu=str(dual.device).startswith("cpu"))
     except ImportError:
         accelerator = None
     say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
     plan = schedule_plan(schedule, epochs)
-    rows: list[dict] = []
+    rows: list[dict[str, object]] = []
     for task, by_split in data.items():
         tests = [s for s in by_split if s.startswith("test")]
         for train_m in train_modalities:
             for sd in range(seed, seed + seeds):
-                mkw = {"bootstrap": bootstrap, "confidence": confidence, "seed": sd}
                 torch.manual_seed(sd)
-                model = copy.deepcopy(scorer.model).train()
-                dim = int(scorer.encode_texts(["a"]).shape[1])
+                model = copy.deepcopy(dual.model).train()
+                dim = int(dual.encode_texts(["a"]).shape[1])
                 head = torch.nn.Linear(4 * dim, 1)
                 opt = torch.optim.Adam(list(model.parameters()) + list(head.parameters()), lr=FINETUNE_LR)
                 if accelerator is not None:
                     model, head, opt = accelerator.prepare(model, head, opt)
-                enc = _Encoder(scorer, model)
+                enc = _Encoder(dual, model)
                 train, val = by_split[TRAIN], by_split[VALIDATION]
                 order = np.random.default_rng(sd).permutation(len(train))
                 t0 = time.perf_counter()
@@ -114,61 +128,65 @@ def finetune_rows(scorer: Any, data: dict[str, dict[str, Split]], *, train_modal
                         (accelerator.backward(loss) if accelerator is not None else loss.backward())
                         opt.step()
 
-                def snapshot() -> tuple[dict, dict]:
+                def snapshot() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
                     return (copy.deepcopy(_unwrap(model, accelerator).state_dict()),
                             copy.deepcopy(_unwrap(head, accelerator).state_dict()))
 
                 kept, epoch, val_f1 = train_epochs(
                     plan, run_epoch, lambda: macro_f1(_predict(enc, head, val, train_m, batch_size) > 0.5, val.labels),
                     snapshot)
+                assert kept is not None  # every schedule runs at least one epoch
                 _unwrap(model, accelerator).load_state_dict(kept[0])
                 _unwrap(head, accelerator).load_state_dict(kept[1])
                 for m in test_modalities:
                     for split in tests:
-                        sc = measure(_predict(enc, head, by_split[split], m, batch_size), by_split[split].labels, **mkw)
+                        sc = measure(_predict(enc, head, by_split[split], m, batch_size), by_split[split].labels,
+                                     bootstrap=bootstrap, confidence=confidence, seed=sd)
                         rows.append(_row(task, train_m, split, sc, train_modality=train_m, test_modality=m,
                                          transfer="same" if m == train_m else "zero-shot", train_size=len(train),
                                          l2=None, classifier="finetune", epoch=epoch, seed=sd))
-                said = (f"best epoch {epoch} of {plan['epochs']} (validation macro-F1 {100 * val_f1:.1f})"
-                        if val_f1 is not None else f"{plan['epochs']} epochs, the last kept")
+                said = (f"best epoch {epoch} of {plan.epochs} (validation macro-F1 {100 * val_f1:.1f})"
+                        if val_f1 is not None else f"{plan.epochs} epochs, the last kept")
                 say(f"finetune: {task} on {train_m}, seed {sd}: {said} in {time.perf_counter() - t0:.1f}s")
     return rows
 
 
-def _unwrap(module: Any, accelerator: Any) -> Any:
+def _unwrap(module: torch.nn.Module, accelerator: Accelerator | None) -> torch.nn.Module:
     return accelerator.unwrap_model(module) if accelerator is not None else module
+
+
+class _Towers(Protocol):
+    """A dual encoder's two towers, as transformers' CLIP-like models expose them."""
+
+    def get_text_features(self, **inputs: torch.Tensor) -> object: ...
+
+    def get_image_features(self, **inputs: torch.Tensor) -> object: ...
 
 
 class _Encoder:
     """The probe's features computed by a trainable copy of a dual encoder. Images are decoded and
     preprocessed per batch (a whole split's pixel tensors would be ~0.6 MB per row at 224 px)."""
 
-    def __init__(self, scorer: Any, model: Any) -> None:
+    def __init__(self, scorer: DualEncoderScorer, model: torch.nn.Module) -> None:
         self.scorer, self.model = scorer, model
+        self.net = cast(_Towers, getattr(model, "module", model))  # the model inside a distributed wrapper
 
-    def _images(self, split: Split, idx: np.ndarray) -> Any:
-        from ..dataset.images import to_pil
-
-        pils = [to_pil(image, where=f"{split.task}/{split.split} row {int(i)}")
-                for i, image in zip(idx, split.images_at(idx))]
-        return self.scorer.preprocess_images(pils)
-
-    def _texts(self, texts: list[str]) -> Any:
+    def _texts(self, texts: list[str]) -> torch.Tensor:
         from ..scorers.dual_encoder import embedding_of
 
         inputs = self.scorer._to_device(self.scorer.tokenize(texts))
-        return torch_normalise(embedding_of(self._net().get_text_features(**inputs)))
+        return torch_normalise(embedding_of(self.net.get_text_features(**inputs)))
 
-    def _net(self) -> Any:
-        return getattr(self.model, "module", self.model)
-
-    def features(self, split: Split, idx: np.ndarray, modality: str) -> Any:
+    def features(self, split: Split, idx: np.ndarray, modality: str) -> torch.Tensor:
+        from ..dataset.images import to_pil
         from ..scorers.dual_encoder import embedding_of
 
         v = self._texts(split.texts_at("query", idx))
         if modality in ("image", "both"):
-            inputs = self.scorer._to_device(self._images(split, idx))
-            img = torch_normalise(embedding_of(self._net().get_image_features(**inputs)))
+            pils = [to_pil(image, where=f"{split.task}/{split.split} row {int(i)}")
+                    for i, image in zip(idx, split.images_at(idx))]
+            inputs = self.scorer._to_device(self.scorer.preprocess_images(pils))
+            img = torch_normalise(embedding_of(self.net.get_image_features(**inputs)))
         if modality in ("caption", "both"):
             cap = self._texts(split.texts_at("caption", idx))
         u = img if modality == "image" else cap if modality == "caption" else torch_normalise(img + cap)
@@ -177,11 +195,11 @@ class _Encoder:
         return torch.cat([u, v, u * v, (u - v).abs()], dim=1)
 
 
-def torch_normalise(x: Any) -> Any:
+def torch_normalise(x: torch.Tensor) -> torch.Tensor:
     return x.float() / x.float().norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
 
-def _predict(enc: _Encoder, head: Any, split: Split, modality: str, batch_size: int) -> np.ndarray:
+def _predict(enc: _Encoder, head: torch.nn.Module, split: Split, modality: str, batch_size: int) -> np.ndarray:
     import torch
 
     enc.model.eval()

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
+
+_VALUES = ("macro_f1", "f1_true", "f1_false", "acc")
 
 
 def _f1s(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
@@ -24,68 +26,68 @@ def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
 
 
 def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confidence: float = 0.95,
-            seed: int = 0) -> dict[str, Any]:
-    """macro_f1, f1_true, f1_false, acc and chance for predictions ``prob > 0.5``, and a percentile
-    bootstrap CI of macro-F1 (items resampled with replacement).
-
-    The values and chance come from :func:`vlprobe.metric.compute` on 1 x 1 items (gold [[1]] / [[0]])
-    when the metric has ``macro_f1``. The CI is resampled here from the confusion counts, as the
-    metric does for F1, without the metric's bootstrap of every other key (its AUROC resampling was
-    60% of all the probes' time).
-
-    Probabilities that are all NaN mean no prediction: the features of a test split whose every row
-    lost its query to the model's truncation (:mod:`vlprobe.probing.features`). Nothing is measured
-    then: macro_f1 and its companions are None, with ``na_reason``; chance and n stay."""
+            seed: int = 0) -> dict[str, object]:
+    """macro_f1, f1_true, f1_false, acc and chance of predictions ``prob > 0.5`` by :func:`vlprobe.metric.compute` on
+    1 x 1 items, and a bootstrap CI of macro-F1 resampled here from the confusion counts (the metric's bootstrap of
+    every key was 60% of the probes' time). All-NaN probabilities (every test row lost its query to truncation) are
+    no prediction: the figures None, with ``na_reason``."""
     from .. import metric
 
     prob = np.asarray(prob, dtype=np.float64).reshape(-1)
     gold = np.asarray(gold, dtype=bool).reshape(-1)
-    out = _measure_here(prob, gold, bootstrap, confidence, seed)
     if len(prob) and np.isnan(prob).all():
-        out.update({k: None for k in ("macro_f1", "f1_true", "f1_false", "acc", "ci_low", "ci_high")})
-        out["na_reason"] = f"{len(prob)}/{len(prob)} test rows lost their query to the model's truncation"
-        return out
-    if "macro_f1" in getattr(metric, "METRIC_KEYS", ()):
-        r = metric.compute(prob.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=prob.reshape(-1, 1, 1),
-                           threshold=0.5, bootstrap=0)
-        out.update({k: r.get(k) for k in ("macro_f1", "f1_true", "f1_false", "acc")})
-        out["chance"] = (r.get("chance") or {}).get("macro_f1")
-        out["metric"] = "vlprobe.metric (1x1 items)"
-    return out
+        return {**dict.fromkeys(_VALUES), "chance": _chance(gold), "ci_low": None, "ci_high": None, "n": len(gold),
+                "metric": "vlprobe.probing",
+                "na_reason": f"{len(prob)}/{len(prob)} test rows lost their query to the model's truncation"}
+    r = metric.compute(prob.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=prob.reshape(-1, 1, 1),
+                       threshold=0.5, bootstrap=0)
+    low, high = _ci(prob > 0.5, gold, bootstrap, confidence, seed)
+    return {**{k: r.get(k) for k in _VALUES}, "chance": (r.get("chance") or {}).get("macro_f1"), "ci_low": low,
+            "ci_high": high, "n": len(gold), "metric": "vlprobe.metric (1x1 items)"}
 
 
-def _measure_here(prob: np.ndarray, gold: np.ndarray, bootstrap: int, confidence: float, seed: int) -> dict:
-    pred = prob > 0.5
-    t, f = _f1s(pred, gold)
+def _chance(gold: np.ndarray) -> float:
+    """Macro-F1 of a coin flip (predicts "true" half the time): F1_true = pi / (pi + 1/2), F1_false likewise."""
     pi = gold.mean() if len(gold) else 0.5
-    # chance: a coin flip (predicts "true" half the time): F1_true = pi / (pi + 1/2), F1_false likewise
-    chance = (pi / (pi + 0.5) + (1 - pi) / (1.5 - pi)) / 2
-    out = {"macro_f1": (t + f) / 2, "f1_true": t, "f1_false": f, "acc": float((pred == gold).mean()),
-           "chance": float(chance), "ci_low": None, "ci_high": None, "n": len(gold), "metric": "vlprobe.probing"}
-    if bootstrap > 0 and len(gold):
-        # resample the 4 confusion cells' counts: each bootstrap row is a multinomial draw of the items
-        cell = pred.astype(int) * 2 + gold.astype(int)  # 0 TN, 1 FN, 2 FP, 3 TP
-        probs = np.bincount(cell, minlength=4) / len(cell)
-        counts = np.random.default_rng(seed).multinomial(len(cell), probs, size=bootstrap).astype(np.float64)
-        tn, fn, fp, tp = counts.T
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f1t = np.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
-            f1f = np.where(tn > 0, 2 * tn / (2 * tn + fp + fn), 0.0)
-        alpha = (1 - confidence) / 2
-        out["ci_low"], out["ci_high"] = (float(v) for v in np.percentile((f1t + f1f) / 2, [100 * alpha, 100 * (1 - alpha)]))
-    return out
+    return float((pi / (pi + 0.5) + (1 - pi) / (1.5 - pi)) / 2)
 
 
-def over_seeds(values: list[float | None]) -> dict[str, Any]:
-    """Mean and sample standard deviation (n - 1 in the denominator) of one figure over seeds:
-    ``mean``, ``sd`` (None with fewer than two values: one seed has no spread), ``n`` and
-    ``identical`` (every seed gave the same value: a deterministic setting, whose sd of 0 says
-    nothing about how the figure varies with the data). None values (no figure) are left out."""
+def _ci(pred: np.ndarray, gold: np.ndarray, bootstrap: int, confidence: float,
+        seed: int) -> tuple[float | None, float | None]:
+    """The percentile bootstrap CI of macro-F1: each resample a multinomial draw of the 4 confusion cells' counts."""
+    if bootstrap <= 0 or not len(gold):
+        return None, None
+    cell = pred.astype(int) * 2 + gold.astype(int)  # 0 TN, 1 FN, 2 FP, 3 TP
+    probs = np.bincount(cell, minlength=4) / len(cell)
+    counts = np.random.default_rng(seed).multinomial(len(cell), probs, size=bootstrap).astype(np.float64)
+    tn, fn, fp, tp = counts.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1t = np.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
+        f1f = np.where(tn > 0, 2 * tn / (2 * tn + fp + fn), 0.0)
+    alpha = (1 - confidence) / 2
+    low, high = np.percentile((f1t + f1f) / 2, [100 * alpha, 100 * (1 - alpha)])
+    return float(low), float(high)
+
+
+class SeedStats(NamedTuple):
+    """One figure over seeds: ``mean``, sample ``sd`` (None with fewer than two values: one seed has no spread),
+    ``n`` and ``identical`` (every seed gave the same value: a deterministic setting, whose sd of 0 says nothing
+    about how the figure varies with the data)."""
+
+    mean: float | None
+    sd: float | None
+    n: int
+    identical: bool
+
+
+def over_seeds(values: list[float | None]) -> SeedStats:
+    """The :class:`SeedStats` of one figure over seeds (n - 1 in the sd's denominator); None values (no figure)
+    are left out."""
     vals = [float(v) for v in values if v is not None]
     if not vals:
-        return {"mean": None, "sd": None, "n": 0, "identical": False}
+        return SeedStats(None, None, 0, False)
     arr = np.asarray(vals, dtype=np.float64)
     identical = len(arr) > 1 and bool(np.all(arr == arr[0]))
     sd = (0.0 if identical else float(arr.std(ddof=1))) if len(arr) > 1 else None
     # identical values: the value itself (3 x / 3 need not be x in floating point)
-    return {"mean": float(arr[0]) if identical else float(arr.mean()), "sd": sd, "n": len(arr), "identical": identical}
+    return SeedStats(float(arr[0]) if identical else float(arr.mean()), sd, len(arr), identical)

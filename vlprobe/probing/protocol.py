@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..storage.feature_store import take_rows
-from .classifiers import fit, select
+from ..storage.feature_store import Features, take_rows
+from .classifiers import Probe, fit, select
 from .data import Split
 from .metrics import measure
 from .settings import TEXT_ONLY, TRAIN, VALIDATION, ZERO_SHOT, ProbeSettingError
 
+# The features of each (task, split, setting): :func:`vlprobe.probing.features.extract_features`'s
+FeatureMap = Mapping[tuple[str, str, str], Features]
 
-def _row(task: str, setting: str, split: str, scores: dict, **kw: Any) -> dict:
-    return {"task": task, "setting": setting, "split": split, **kw, **scores}
+
+def _row(task: str, setting: str, split: str, scores: Mapping[str, object], *, classifier: str,
+         **kw: object) -> dict[str, object]:
+    return {"task": task, "setting": setting, "split": split, **kw, **scores, "classifier": classifier}
 
 
 def _subset(n_total: int, n: int, seed: int, tag: str) -> np.ndarray:
@@ -28,7 +31,7 @@ def _subset(n_total: int, n: int, seed: int, tag: str) -> np.ndarray:
     return np.random.default_rng(s).permutation(n_total)[:n]
 
 
-def check_few_shot(data: dict[str, dict[str, Split]], few_shot: int) -> None:
+def check_few_shot(data: Mapping[str, Mapping[str, Split]], few_shot: int) -> None:
     """Few-shot rows past a task's training rows would be all of them, taken in silence: refused before the model
     loads, naming the most there can be."""
     for task, by_split in data.items():
@@ -38,46 +41,46 @@ def check_few_shot(data: dict[str, dict[str, Split]], few_shot: int) -> None:
                                                           f"(the paper trains further on 200)")
 
 
-def run_probes(features: dict, data: dict[str, dict[str, Split]], *, train_modalities: Sequence[str],
+def run_probes(features: FeatureMap, data: Mapping[str, Mapping[str, Split]], *, train_modalities: Sequence[str],
                test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
                few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int, seeds: int = 1,
-               progress: bool = True) -> list[dict]:
-    """Every fit and every test of the protocol on extracted features (see the module docstring),
-    once per seed ``seed, seed + 1, ..., seed + seeds - 1``; each row carries its ``seed``.
-
-    A seed draws the learning-curve subsets, the few-shot rows, the MLP's initial weights and the
-    bootstrap resamples. A logistic-regression probe on the whole training split is fitted from
-    zeros on the same rows whatever the seed, so it is fitted once and its rows repeat over seeds
-    (same macro-F1: sd 0, which says the setting is deterministic, not that it is stable)."""
-    rows: list[dict] = []
-    say = (lambda *a: print(*a, file=sys.stderr)) if progress else (lambda *a: None)
+               progress: bool = True) -> list[dict[str, object]]:
+    """Every fit and test of the protocol, once per seed ``seed`` .. ``seed + seeds - 1`` (the learning-curve
+    subsets, few-shot rows, the MLP's initial weights, the bootstrap); each row carries its ``seed``. A logistic
+    regression on the whole training split is fitted from zeros whatever the seed: fitted once, its rows repeat."""
+    rows: list[dict[str, object]] = []
     for task, by_split in data.items():
         t0 = time.perf_counter()
-        deterministic: dict[str, Any] = {}  # setting -> the full-size logreg probe, the same for every seed
+        deterministic: dict[str, Probe] = {}  # setting -> the full-size logreg probe, the same for every seed
         for s in range(seed, seed + seeds):
             rows += _one_seed(task, by_split, features, train_modalities=train_modalities,
                               test_modalities=test_modalities, text_only=text_only, zero_shot=zero_shot,
                               train_sizes=train_sizes, few_shot=few_shot, classifier=classifier,
-                              mkw={"bootstrap": bootstrap, "confidence": confidence, "seed": s},
-                              deterministic=deterministic)
-        if not zero_shot:
-            say(f"probe: {task}: fitted and tested for {seeds} seed(s) in {time.perf_counter() - t0:.1f}s")
+                              bootstrap=bootstrap, confidence=confidence, seed=s, deterministic=deterministic)
+        if progress and not zero_shot:
+            print(f"probe: {task}: fitted and tested for {seeds} seed(s) in {time.perf_counter() - t0:.1f}s",
+                  file=sys.stderr)
     return rows
 
 
-def _one_seed(task: str, by_split: dict[str, Split], features: dict, *, train_modalities: Sequence[str],
+def _one_seed(task: str, by_split: Mapping[str, Split], features: FeatureMap, *, train_modalities: Sequence[str],
               test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
-              few_shot: int, classifier: str, mkw: dict, deterministic: dict) -> list[dict]:
-    """One task's rows for one seed (``mkw["seed"]``)."""
-    rows: list[dict] = []
-    seed = mkw["seed"]
+              few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int,
+              deterministic: dict[str, Probe]) -> list[dict[str, object]]:
+    """One task's rows for one seed."""
+    rows: list[dict[str, object]] = []
     tests = [s for s in by_split if s.startswith("test")]
+
+    def test(probs: np.ndarray, split: str, setting: str, **kw: object) -> None:
+        sc = measure(probs, by_split[split].labels, bootstrap=bootstrap, confidence=confidence, seed=seed)
+        rows.append(_row(task, setting, split, sc, classifier=ZERO_SHOT if zero_shot else classifier, **kw,
+                         seed=seed))
+
     if zero_shot:
         for m in test_modalities:
             for split in tests:
-                sc = measure(features[(task, split, m)], by_split[split].labels, **mkw)
-                rows.append(_row(task, ZERO_SHOT, split, sc, train_modality=None, test_modality=m,
-                                 transfer="zero-shot (no training)", train_size=0, l2=None, seed=seed))
+                test(np.asarray(features[(task, split, m)]), split, ZERO_SHOT, train_modality=None, test_modality=m,
+                     transfer="zero-shot (no training)", train_size=0, l2=None)
         return rows
     settings = list(train_modalities) + ([TEXT_ONLY] if text_only else [])
     ytr, yval = by_split[TRAIN].labels, by_split[VALIDATION].labels
@@ -85,37 +88,33 @@ def _one_seed(task: str, by_split: dict[str, Split], features: dict, *, train_mo
     sizes = sorted({min(int(n), n_train) for n in (train_sizes or [])} | {n_train})
     for setting in settings:
         xtr, xval = features[(task, TRAIN, setting)], features[(task, VALIDATION, setting)]
-        probe = None
         for n in sizes:
             if n < n_train:  # a seeded subset, in row order (a feature file is read in order)
                 idx = np.sort(_subset(n_train, n, seed, f"{task}:train"))
-                probe, _ = select(classifier, take_rows(xtr, idx), ytr[idx], xval, yval, seed=seed)
+                probe = select(classifier, take_rows(xtr, idx), ytr[idx], xval, yval, seed=seed)[0]
             elif classifier == "logreg":  # from zeros on the same rows: the same probe for every seed
                 if setting not in deterministic:
                     deterministic[setting] = select(classifier, xtr, ytr, xval, yval, seed=seed)[0]
                 probe = deterministic[setting]
             else:
-                probe, _ = select(classifier, xtr, ytr, xval, yval, seed=seed)
+                probe = select(classifier, xtr, ytr, xval, yval, seed=seed)[0]
             for split in tests:
-                sc = measure(probe.proba(features[(task, split, setting)]), by_split[split].labels, **mkw)
-                rows.append(_row(task, setting, split, sc, train_modality=setting,
-                                 test_modality=setting if setting != TEXT_ONLY else "caption",
-                                 transfer="same", train_size=int(n), l2=probe.l2, seed=seed))
+                test(probe.proba(features[(task, split, setting)]), split, setting, train_modality=setting,
+                     test_modality=setting if setting != TEXT_ONLY else "caption", transfer="same",
+                     train_size=int(n), l2=probe.l2)
         if setting == TEXT_ONLY:
             continue
         for m in test_modalities:  # cross-modal transfer of the full-size probe
             if m == setting:
                 continue
             for split in tests:
-                sc = measure(probe.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
-                rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
-                                 transfer="zero-shot", train_size=n_train, l2=probe.l2, seed=seed))
+                test(probe.proba(features[(task, split, m)]), split, setting, train_modality=setting, test_modality=m,
+                     transfer="zero-shot", train_size=n_train, l2=probe.l2)
             if few_shot > 0:
                 idx = np.sort(_subset(n_train, min(few_shot, n_train), seed, f"{task}:few-shot:{m}"))
                 tuned = fit(classifier, take_rows(features[(task, TRAIN, m)], idx), ytr[idx], probe.l2,
                             seed=seed, start=probe)
                 for split in tests:
-                    sc = measure(tuned.proba(features[(task, split, m)]), by_split[split].labels, **mkw)
-                    rows.append(_row(task, setting, split, sc, train_modality=setting, test_modality=m,
-                                     transfer=f"few-shot ({len(idx)})", train_size=n_train, l2=probe.l2, seed=seed))
+                    test(tuned.proba(features[(task, split, m)]), split, setting, train_modality=setting,
+                         test_modality=m, transfer=f"few-shot ({len(idx)})", train_size=n_train, l2=probe.l2)
     return rows

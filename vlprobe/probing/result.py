@@ -1,7 +1,6 @@
-"""The result of ``vlprobe.probe``: :class:`ProbeResult` (on the protocol of ``vlprobe.evaluate``'s), its
-tables (TraVLR's Table 2 layout, and two of vlprobe's own), learning-curve plots and the files a run
-writes. Every table shows the mean over seeds and the sample standard deviation (:func:`seed_means`).
-Rows are :class:`~vlprobe.results.schema.ProbeRow` records (given as records or as their JSON)."""
+"""The result of ``vlprobe.probe``: :class:`ProbeResult`, its tables (TraVLR's Table 2 layout, and two of
+vlprobe's own; the mean over seeds and the sample sd, :func:`seed_means`), learning-curve plots and the files a run
+writes. Rows are :class:`~vlprobe.results.schema.ProbeRow` records (given as records or as their JSON)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..benchmarks import find
 from ..errors import VlprobeError
@@ -33,6 +32,10 @@ from ..results.schema import (
 )
 from .settings import DEFAULT_DATASET, MODALITIES, PROBE_RUN_FILE, SETTING_ORDER, TEXT_ONLY, ZERO_SHOT
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
 
 def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
     """The rows as records (a :class:`~vlprobe.results.schema.SchemaError` names a row's bad field)."""
@@ -43,60 +46,64 @@ def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
 class ProbeResult(RunResult[ProbeRow]):
     """What :func:`probe` returns, on the protocol of :class:`vlprobe.Evaluation`: ``rows`` (one per task x
     setting x train size x test modality x split x seed, with macro-F1, its CI and chance; ``entries``: the same
-    as records), ``provenance``, ``document`` (results.json as records; ``results``: as JSON), ``summary`` (the
-    same-modality figures), ``table2()`` (TraVLR's Table 2 layout), ``table()`` (what ``vlprobe probe`` prints),
-    ``to_pandas()``, ``plot()`` and ``save(out)``."""
+    as records), ``provenance``, ``document`` (results.json as records), ``summary`` (the same-modality figures),
+    ``table2()`` (TraVLR's Table 2 layout), ``table()`` (what ``vlprobe probe`` prints), ``to_pandas()``,
+    ``plot()`` and ``save(out)``."""
 
-    rows: list[dict]
-    provenance: dict
+    rows: list[dict[str, Any]]
+    provenance: dict[str, Any]
 
     @cached_property
     def document(self) -> ProbeDocument:
         """results.json as records: provenance, the same-modality figures (``summary``), every row (one per seed),
         TraVLR's Table 2 cells (``table2``: mean over seeds, OOD - InD change, sd) and the tables as Markdown."""
         rows = probe_rows(self.rows)
+        tuned = any(r.finetuned for r in rows)
         tables = {"table2": table2_table(rows), "same_modality": same_modality_table(rows),
-                  "transfer_test_ood": transfer_table(rows), "transfer_test_ind": transfer_table(rows, "test_ind")}
-        cells = {"frozen": tuple(table2_cells(rows))}
-        if any(r.finetuned for r in rows):
-            tables["table2_finetuned"] = table2_table(rows, finetuned=True)
-            cells["finetune"] = tuple(table2_cells(rows, finetuned=True))
+                  "transfer_test_ood": transfer_table(rows), "transfer_test_ind": transfer_table(rows, "test_ind"),
+                  **({"table2_finetuned": table2_table(rows, finetuned=True)} if tuned else {})}
+        cells = {"frozen": tuple(table2_cells(rows)),
+                 **({"finetune": tuple(table2_cells(rows, finetuned=True))} if tuned else {})}
         prov = provenance_record(self.provenance)
         return ProbeDocument(prov, tuple(rows), _summary(rows, prov.dataset, prov.settings.seeds), cells, tables)
 
     @property
     def summary(self) -> dict[str, SummaryBlock]:
         """Per task, setting and test split, the macro-F1 of the full-size frozen probe tested on its own modality
-        (the same-modality figures, not TraVLR's Table 2, which is of fine-tuned models and crosses modalities:
-        :func:`table2_cells`), one :class:`~vlprobe.results.schema.SummaryBlock` as ``vlprobe.Evaluation.summary``
-        has them. The value is the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap CI over
-        items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
+        (not TraVLR's Table 2, :func:`table2_cells`), one :class:`~vlprobe.results.schema.SummaryBlock` as
+        ``vlprobe.Evaluation.summary`` has them: the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap
+        CI over items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
         return dict(self.document.summary)
 
+    @property
+    def entries(self) -> tuple[ProbeRow, ...]:
+        """The rows as records."""
+        return self.document.rows
+
     def table(self) -> str:
-        """The text ``vlprobe probe`` prints (also tables.md): TraVLR's Table 2 layout, the
-        same-modality and transfer tables, and timings."""
+        """The text ``vlprobe probe`` prints (also tables.md): :func:`format_report`."""
         return format_report(self)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """The rows as a DataFrame (one per task x setting x train size x test modality x split x seed)."""
         import pandas as pd
 
         return pd.DataFrame([dump(r) for r in self.entries], columns=[f.name for f in fields(ProbeRow)])
 
     def same_modality_table(self) -> str:
+        """vlprobe's same-modality table (:func:`same_modality_table`) of the frozen probes."""
         return same_modality_table(self.entries)
 
     def transfer_table(self) -> str:
+        """vlprobe's transfer table on test_ood (:func:`transfer_table`) of the frozen probes."""
         return transfer_table(self.entries)
 
     def table2(self, finetuned: bool = False) -> str:
         """TraVLR's Table 2 layout (:func:`table2_table`) of the frozen probes, or of the fine-tuned models."""
         return table2_table(self.entries, finetuned)
 
-    def plot(self) -> Any:
-        """A matplotlib figure: per task, a bar per setting and test split (same modality, full
-        training split): macro-F1 with its CI and chance."""
+    def plot(self) -> Figure:
+        """A matplotlib figure: per task, a bar per setting and test split of :attr:`summary`, with its CI and chance."""
         import matplotlib.pyplot as plt
 
         from ..results import bar_chart
@@ -120,10 +127,8 @@ class ProbeResult(RunResult[ProbeRow]):
         return fig
 
     def save(self, out: str | os.PathLike) -> list[Path]:
-        """Write results.json, results.csv, tables.md and the learning-curve plots into ``out`` as
-        one unit (staged beside it and swapped in, as ``vlprobe evaluate`` does); ``out`` must be
-        new, empty or a probe run's. Returns the paths written. A write error (a full disk, a
-        read-only folder) is one :class:`~vlprobe.errors.VlprobeError`, and ``out`` is left as it was."""
+        """Write the run's folder ``out`` (:func:`write_outputs`; new, empty or a probe run's); the paths written. A
+        write error (a full disk, a read-only folder) is one :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
         from ..results import check_output_dir
 
         self._check_out(out)
@@ -169,10 +174,8 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
 
 @dataclass(frozen=True)
 class SeedMean(ProbeRow):
-    """The rows that differ only in their seed, as one: their fields, ``macro_f1`` the mean over seeds, its sample
-    ``sd`` (None for one seed), ``identical`` (every seed gave the same value), the ``seeds``, ``above_chance`` (how
-    many seeds' figures are above chance), and the CI only for a single seed (a bootstrap CI is of one seed's
-    figure)."""
+    """The rows that differ only in their seed, as one: ``macro_f1`` their mean, its sample ``sd`` (None for one
+    seed), ``identical``, the ``seeds``, ``above_chance`` (how many seeds' figures are), and the CI of a single seed."""
 
     sd: float | None = None
     identical: bool = False
@@ -192,8 +195,7 @@ def _above_chance(r: ProbeRow) -> bool:
 
 
 def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
-    """One :class:`SeedMean` per group of rows that differ only in their ``seed`` (in first-seen order). Rows
-    without ``seed`` count as one seed."""
+    """One :class:`SeedMean` per group of rows that differ only in their ``seed`` (in first-seen order)."""
     from .metrics import over_seeds
 
     groups: dict[tuple, list[ProbeRow]] = {}
@@ -202,18 +204,17 @@ def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
     out = []
     for rs in groups.values():
         st, one = over_seeds([r.macro_f1 for r in rs]), len(rs) == 1
-        out.append(SeedMean(**{**dump(rs[0]), "seed": None, "macro_f1": st["mean"], "sd": st["sd"],
-                               "identical": st["identical"], "seeds": tuple(r.seed for r in rs),
+        out.append(SeedMean(**{**dump(rs[0]), "seed": None, "macro_f1": st.mean, "sd": st.sd,
+                               "identical": st.identical, "seeds": tuple(r.seed for r in rs),
                                "above_chance": sum(_above_chance(r) for r in rs),
                                "ci_low": rs[0].ci_low if one else None, "ci_high": rs[0].ci_high if one else None,
                                # a setting no seed could measure (every test row lost its query) stays N/A with its reason
-                               "na_reason": rs[0].na_reason if st["mean"] is None else None}))
+                               "na_reason": rs[0].na_reason if st.mean is None else None}))
     return out
 
 
 def _final(rows: list[SeedMean], finetuned: bool = False) -> list[SeedMean]:
-    """Rows of the full-size probes (the largest train size per task and setting), of the frozen
-    probes (default) or of the fine-tuned models."""
+    """Rows of the full-size (largest train size per task and setting) frozen probes, or fine-tuned models."""
     rows = [r for r in rows if r.finetuned == finetuned]
     full: dict[tuple, int] = {}
     for r in rows:
@@ -221,13 +222,12 @@ def _final(rows: list[SeedMean], finetuned: bool = False) -> list[SeedMean]:
     return [r for r in rows if r.train_size == full[(r.task, r.setting)]]
 
 
-def _pct(v: Any) -> str:
+def _pct(v: float | None) -> str:
     return pct(v) or "-"
 
 
 def _mean_cell(a: SeedMean | None) -> str:
-    """A mean over seeds: ``70.0 ± 10.0`` (x 100; ``*`` where every seed gave the same value), or one seed's
-    figure with its CI, ``N/A (reason)`` where nothing could be measured."""
+    """A mean over seeds, ``70.0 ± 10.0`` (``*``: every seed alike), or one seed's figure with its CI, or N/A."""
     if a is None:
         return "-"
     if a.macro_f1 is None and a.na_reason:
@@ -235,6 +235,13 @@ def _mean_cell(a: SeedMean | None) -> str:
     ci = f" [{_pct(a.ci_low)}, {_pct(a.ci_high)}]" if a.ci_low is not None else ""
     sd = f" ± {100 * a.sd:.1f}" + ("*" if a.identical else "") if a.sd is not None else ""
     return f"{_pct(a.macro_f1)}{ci}{sd}"
+
+
+def _change(ind: ProbeRow | None, ood: ProbeRow | None) -> float | None:
+    """OOD - InD macro-F1, where both were measured."""
+    if ind is None or ood is None or ind.macro_f1 is None or ood.macro_f1 is None:
+        return None
+    return ood.macro_f1 - ind.macro_f1
 
 
 def _setting_name(setting: str) -> str:
@@ -255,15 +262,11 @@ IDENTICAL_NOTE_FINETUNED = ("* the same value for every seed: each seed's fine-t
 # ---- TraVLR's Table 2 and vlprobe's own tables -------------------------------------------------------------
 
 def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> list[Table2Cell]:
-    """TraVLR's Table 2 (Chow et al., EACL 2023) as data: per task, training setting and test
-    modality, the full-size model's OOD macro-F1 (``ood``, mean over seeds), its InD (``ind``), the
-    change ``ood - ind`` (the paper's figure in parentheses), the sample sd of the OOD figure over
-    seeds (``sd``; None for one seed), ``identical``, ``seeds``, ``chance`` and ``above_chance``:
-    how many seeds' probes, tested in distribution on their own modality, are above chance (CI low >
-    chance; the closest vlprobe has to the paper's #sd, its number of converged runs). Rows:
-    image, caption, both, then the text-only baseline (tested on captions) and the zero-shot
-    rows of an untrained model. Fractions, not percentages. Frozen probes, or (``finetuned``) the
-    fine-tuned models, which is what the paper's table holds."""
+    """TraVLR's Table 2 (Chow et al., EACL 2023) as data, of the frozen probes or (``finetuned``, as the paper's)
+    the fine-tuned models: per task, training setting (image, caption, both, text-only, zero-shot) and test modality,
+    the full-size model's OOD macro-F1 (mean over seeds), its InD, the change (the paper's figure in parentheses),
+    the OOD figure's sd over seeds, and ``above_chance``: how many seeds' probes tested in distribution on their own
+    modality are above chance (the closest vlprobe has to the paper's #sd, converged runs). Fractions."""
     agg = [a for a in _final(seed_means(rows), finetuned) if a.transfer in ("same", "zero-shot", "zero-shot (no training)")]
     cells = []
     for task in dict.fromkeys(a.task for a in agg):
@@ -275,7 +278,7 @@ def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool =
                 if ood is None:
                     continue
                 ind = next((a for a in mine if a.test_modality == m and a.split == "test_ind"), None)
-                change = None if ind is None or None in (ind.macro_f1, ood.macro_f1) else ood.macro_f1 - ind.macro_f1
+                change = _change(ind, ood)
                 cells.append(Table2Cell(task=task, trained_on=setting, train_modality=ood.train_modality,
                                         test_modality=m, classifier=ood.classifier, train_size=ood.train_size,
                                         ood=ood.macro_f1, ind=None if ind is None else ind.macro_f1, change=change,
@@ -309,10 +312,8 @@ def table2_grid(cells: Sequence[Table2Cell]) -> tuple[list[str], list[tuple[str,
 
 
 def table2_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
-    """TraVLR's Table 2 layout: per task, rows = what the model was trained on, columns = the test
-    modality, each cell the OOD macro-F1 x 100, mean over seeds, (OOD - InD) and ± the sd over seeds;
-    the last column the seeds above chance in distribution (the paper's #sd: converged runs).
-    Cells that repeat over seeds are marked ``*`` with :data:`IDENTICAL_NOTE` below the table."""
+    """TraVLR's Table 2 layout of :func:`table2_cells` in Markdown: rows what the model was trained on, columns the
+    test modality, the seeds above chance last; ``*`` cells (alike over seeds) explained below the table."""
     cells = table2_cells(rows, finetuned)
     if not cells:
         return "(no test_ood rows)"
@@ -326,9 +327,8 @@ def table2_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool =
 
 
 def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
-    """vlprobe's same-modality table (not one of the paper's): task x setting rows, test_ind /
-    test_ood columns (macro-F1 x 100, the mean over seeds ± sd, or one seed's figure with its
-    bootstrap CI), the OOD change from InD, chance."""
+    """vlprobe's same-modality table (not the paper's): task x setting rows, test_ind / test_ood macro-F1 columns,
+    the OOD change from InD, chance."""
     means = [r for r in _final(seed_means(rows), finetuned) if r.transfer in ("same", "zero-shot (no training)")
              and (r.train_modality is None or r.test_modality == r.train_modality or r.setting == TEXT_ONLY)]
     lines = ["| task | trained on (= tested on) | n train | test_ind macro-F1 | test_ood macro-F1 | OOD - InD | chance |",
@@ -343,19 +343,17 @@ def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned:
                     continue
                 ind = next((r for r in rs if r.split == "test_ind"), None)
                 ood = next((r for r in rs if r.split == "test_ood"), None)
-                delta = ("-" if ind is None or ood is None or None in (ind.macro_f1, ood.macro_f1)
-                         else f"{100 * (ood.macro_f1 - ind.macro_f1):+.1f}")
-                name = f"zero-shot, {label}" if setting == ZERO_SHOT else (
-                    "text-only (text tower on query + caption)" if setting == TEXT_ONLY else setting)
+                change = _change(ind, ood)
+                delta = "-" if change is None else f"{100 * change:+.1f}"
+                name = f"zero-shot, {label}" if setting == ZERO_SHOT else _setting_name(setting)
                 lines.append(f"| {task} | {name} | {rs[0].train_size} | {_mean_cell(ind)} | {_mean_cell(ood)} | "
                              f"{delta} | {_pct(rs[0].chance)} |")
     return "\n".join(lines)
 
 
 def transfer_table(rows: Sequence[ProbeRow | Mapping[str, Any]], split: str = "test_ood", finetuned: bool = False) -> str:
-    """vlprobe's transfer table: per task, train modality x test modality on ``split`` (macro-F1 x
-    100, mean over seeds ± sd; the same-modality diagonal, zero-shot transfer off it, and a row per
-    few-shot size when run, which TraVLR's Table 2 does not have)."""
+    """vlprobe's transfer table: per task, train x test modality on ``split`` (the same-modality diagonal,
+    zero-shot transfer off it, and a row per few-shot size, which TraVLR's Table 2 does not have)."""
     means = [r for r in _final(seed_means(rows), finetuned) if r.split == split and r.setting in MODALITIES]
     if not means:
         return f"(no transfer rows on {split})"
@@ -390,8 +388,8 @@ def _band(a: SeedMean) -> tuple[float | None, float | None]:
 
 
 def plot_learning_curves(path: Path, rows: Sequence[ProbeRow | Mapping[str, Any]], task: str) -> bool:
-    """Macro-F1 against training size, one panel per test split, one line per setting (Figure 12):
-    the mean over seeds with a band of ± 1 sd, or one seed's figure with its bootstrap CI."""
+    """Macro-F1 against training size, a panel per test split, a line per setting (Figure 12), with a band of ± 1
+    sd over seeds (or one seed's CI); False (nothing drawn) with fewer than two sizes."""
     mine = [r for r in seed_means(learning_curve_rows(rows)) if r.task == task and r.macro_f1 is not None]
     sizes = sorted({r.train_size for r in mine})
     if len(sizes) < 2:
@@ -437,9 +435,8 @@ CSV_COLUMNS = ("task", "setting", "train_modality", "test_modality", "transfer",
 
 
 def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
-    """Write results.json, results.csv, tables.md and one learning-curve plot per task (when there
-    are several training sizes) as one folder swapped in for ``out``
-    (:func:`vlprobe.results.write_run_folder`, the same staging as ``vlprobe evaluate``'s)."""
+    """Write results.json, results.csv, tables.md and a learning-curve plot per task (with several training sizes)
+    as one folder swapped in for ``out`` (:func:`vlprobe.results.write_run_folder`)."""
     from ..results import write_run_folder
     from ..results.io import csv_bytes, results_json_bytes
 
@@ -459,9 +456,8 @@ def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
 
 
 def format_report(result: ProbeResult) -> str:
-    """What ``vlprobe probe`` prints and tables.md holds: TraVLR's Table 2 layout (of the frozen
-    probes, and of the fine-tuned models with ``finetune``), then vlprobe's same-modality and
-    transfer tables, the seeds, the schedule, and timings."""
+    """What ``vlprobe probe`` prints and tables.md holds: TraVLR's Table 2 layout (frozen, and fine-tuned), vlprobe's
+    same-modality and transfer tables, the seeds, the schedule and timings."""
     prov = result.document.provenance
     t, f, st, rows = prov.timings or Timings(), prov.features or Stats(), prov.settings, result.entries
     seeds = st.seeds or sorted({r.seed for r in rows if r.seed is not None})
@@ -484,7 +480,7 @@ def format_report(result: ProbeResult) -> str:
         "Same modality, in and out of distribution (vlprobe's table, not one of the paper's; macro-F1 x 100, "
         + ("mean ± sd" if many else "[95% bootstrap CI]") + "):",
         "",
-        result.same_modality_table(),
+        same_modality_table(rows),
         "",
         "Cross-modal transfer with few-shot rows, test_ood (vlprobe's table; rows: trained on; columns: tested on):",
         "",
@@ -499,7 +495,7 @@ def format_report(result: ProbeResult) -> str:
         from .finetune import schedule_note
 
         plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
-        note = schedule_note(dump(plan)) if plan.schedule else "schedule not recorded"
+        note = schedule_note(plan) if plan.schedule else "schedule not recorded"
         parts += [f"TraVLR's Table 2 layout, fine-tuned model + linear head (the paper's setting; {note}):", "",
                   table2_table(rows, finetuned=True), "",
                   "Fine-tuned model + linear head, same modality (macro-F1 x 100):", "",

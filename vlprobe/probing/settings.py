@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -35,10 +35,8 @@ TRAVLR_COLUMNS = ("image", "caption", "query", "label")
 TRAVLR_SHAPE = ("a TraVLR-shaped dataset: the probe needs splits 'train', 'validation' and at least one 'test*', "
                 "each with columns image, caption, query and label (true/false)")
 
-_NONE = object()
 
-
-def one_dataset(value: Any) -> str:
+def one_dataset(value: object) -> str:
     """The probe's one dataset: a folder or Hub id, alone or as the only element of a list (as
     ``vlprobe.evaluate(datasets=...)`` takes them)."""
     one = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
@@ -48,7 +46,7 @@ def one_dataset(value: Any) -> str:
     return str(path(one, "is empty; name one TraVLR-shaped dataset folder, a built benchmark's name or a Hub id"))
 
 
-def _modalities(value: Any) -> list[str]:
+def _modalities(value: object) -> list[str]:
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")]
     elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
@@ -68,7 +66,7 @@ def _modalities(value: Any) -> list[str]:
     return items
 
 
-def _sizes(value: Any) -> list[int] | None:
+def _sizes(value: object) -> list[int] | None:
     wanted = "must be training sizes, whole numbers of at least 2: a number, a comma-separated string or a list"
     if value is None:
         return None
@@ -126,7 +124,7 @@ class ProbeSettings(Settings):
     seeds: int = opt(3, whole(1, MAX_SEEDS, f"must be at most {MAX_SEEDS} runs per setting (the paper: 3; each run "
                                             f"fits every probe again, and fine-tunes again with --finetune)"))
 
-    def record(self, *, l2_grid: list[float], model_selection: str, finetune: Any, text_baseline: bool,
+    def record(self, *, l2_grid: list[float], model_selection: str, finetune: Mapping[str, object] | bool, text_baseline: bool,
                zero_shot: bool, num_workers: int, seeds: list[int]) -> dict[str, Any]:
         """The settings block of results.json's provenance, with what the run computed (``seeds``: the seeds run)."""
         return {"configs": self.configs, "train_modalities": self.train_modalities,

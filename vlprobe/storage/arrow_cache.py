@@ -1,35 +1,18 @@
 """The ``datasets`` library's Arrow copies of dataset folders: kept where only this user can change them, checked
 against the parquet they were made from before they are read, rebuilt when damaged or stale, pruned.
 
-``datasets.load_dataset(folder, config)`` converts a folder's parquet into Arrow files on its first load and
-memory-maps those files on every later one. vlprobe keeps them in :func:`vlprobe.storage.locations.arrow_home`
-(``<cache_home>/arrow``), one entry per (folder, config, split)::
+``datasets.load_dataset(folder, config)`` converts parquet to Arrow on its first load and memory-maps the Arrow on
+later ones. vlprobe keeps those copies in ``<cache_home>/arrow/`` (mode 0700), one entry ``<key>/`` per (folder,
+config, split), holding ``hf/`` (datasets' own cache folder) and ``entry.json``: the source parquet (path, sha256)
+and every file written from it (sha256), with the rows, each hash kept with the file's stamp
+(:mod:`vlprobe.storage.keys`), so a file whose stamp is unchanged is not read again. Parquet that changed makes the
+entry stale: rebuilt silently. An Arrow file missing, changed, replaced or added, a file others could write, or a copy
+without the recorded rows: rebuilt with one warning. A built folder's shard whose content is not what its name
+records (:func:`vlprobe.dataset.folder.shard_name`) is refused in one line.
 
-    <cache_home>/arrow/                   mode 0700: no other local user can read, add or swap a file
-        <key>/                            key: a hash of the folder's resolved path, the config and the split
-            entry.json                    what the entry was made from and what it holds (below)
-            hf/...                        the datasets library's own cache folder for this split
-
-``entry.json`` binds the entry to what it caches: the source parquet files (path, sha256) and the files written from
-them (every file of the entry but ``datasets``' lock files: the Arrow files and ``dataset_info.json``, each with its
-sha256) with the number of rows, each hash kept with the file's stamp (:mod:`vlprobe.storage.keys`: size, modification and
-change times, inode). Before an entry is read, each file is checked against its record, cheaply: a file whose stamp
-is unchanged keeps its hash, one whose stamp changed is hashed again, as ``datasets`` fingerprints its own cache.
-Parquet whose content changed (a rebuild, a file replaced by hand) makes the entry stale, and it is rebuilt without
-a word; an Arrow file that is missing, changed (a same-size edit of a caption included), replaced or added, a file
-of another user or one others could write, or a copy that does not hold the recorded rows, is rebuilt with one
-warning naming what was wrong. A built folder's parquet is also checked against the name the build gave it
-(``<split>-00000-of-00001-<sha256>.parquet``, :func:`vlprobe.dataset.folder.shard_name`): a shard replaced by
-another (another config's, an edited one) is refused in one line before anything is read.
-
-A new entry is converted in a staging folder beside the entries and renamed into place whole, so an entry is
-complete or absent; a conversion killed meanwhile leaves a staging folder that a later run removes. Entries not used
-for :data:`MAX_AGE_DAYS` days, and those whose folder is gone, are removed when a new one is made.
-
-A cache folder this user cannot use (another user's, a symbolic link, one that cannot be written, or inside a cache
-home another user could change) is never read: the run converts into a private temporary folder instead
-(``$TMPDIR/vlprobe-arrow-*``, removed at exit) and says so in one warning. An ``arrow/`` of ours that others could
-write into is emptied first (:func:`vlprobe.storage.locations.private_folder`): an entry planted there is dropped.
+An entry is converted in a staging folder and renamed into place whole; entries unused for :data:`MAX_AGE_DAYS`
+days, or whose folder is gone, are removed when a new one is made. A cache folder this user cannot use is never
+read: the run converts into a private temporary folder (``$TMPDIR/vlprobe-arrow-*``), saying so once.
 """
 
 from __future__ import annotations
@@ -41,7 +24,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -121,9 +104,7 @@ class Record:
     files: dict[str, FileHash]
 
     def to_json(self) -> dict[str, object]:
-        return {"format": _FORMAT, "folder": self.folder, "config": self.config, "split": self.split,
-                "source": {"files": [list(f) for f in self.source.files], "sha256": self.source.sha256},
-                "rows": self.rows, "files": {k: list(v) for k, v in self.files.items()}}
+        return {"format": _FORMAT, **asdict(self)}  # the files' NamedTuples as JSON lists
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Record:
@@ -148,9 +129,8 @@ def load_split(folder: str | Path, config: str, split: str, **kwargs: object) ->
     folder = Path(folder).resolve()
     builder = datasets.load_dataset_builder(str(folder), config)
     files = tuple(sorted(str(f) for f in (builder.config.data_files or {}).get(split, [])))
-    # The first load converts the parquet to Arrow; here without pyarrow's pre-buffering, with which
-    # the heap grew with every row group read until the whole file was converted (issue 25: RssAnon
-    # rose steadily to 969 MB converting 6,000 640x480 JPEG rows, 523 MB of parquet; 707 MB without).
+    # Converted without pyarrow's pre-buffering, with which the heap grew with every row group read (issue 25: 969 MB
+    # converting 523 MB of parquet; 707 MB without).
     kwargs.setdefault("fragment_scan_options", pds.ParquetFragmentScanOptions(pre_buffer=False))
     home = _home()
     entry = home / hashlib.sha256(f"{folder}\0{config}\0{split}".encode()).hexdigest()[:24]
@@ -387,16 +367,10 @@ def _prune(home: Path) -> None:
 
 @contextlib.contextmanager
 def conversion_arrow_pool() -> Iterator[None]:
-    """Arrow allocates from jemalloc inside the block (the system's ``malloc`` where this pyarrow
-    has no jemalloc) instead of pyarrow's default pool, mimalloc; what the block freed is given back
-    to the system when it ends.
-
-    ``datasets`` converts a folder's parquet to an Arrow file on its first load, reading in Arrow's
-    threads. mimalloc keeps the pages that those threads allocated and the main thread freed, so a
-    conversion left about as much memory resident as it converted, for the rest of the run: 80 MB
-    after converting 20,000 500 px TraVLR-like rows (46 MB of Arrow), whose scoring then peaked at
-    661 MB; 3 MB with jemalloc (peak 586 MB), and with ``malloc`` glibc's heap kept 25 MB
-    (peak 612 MB). Buffers made inside the block are freed to the pool that made them."""
+    """Arrow allocates from jemalloc inside the block (else the system's ``malloc``) instead of pyarrow's default,
+    mimalloc, and what the block freed is given back to the system when it ends: mimalloc kept the pages a
+    conversion's threads allocated, about as much memory as it converted (80 MB after 20,000 500 px rows; 3 MB with
+    jemalloc, 25 MB with glibc's ``malloc``)."""
     before = pa.default_memory_pool()
     pool = None
     for make in (pa.jemalloc_memory_pool, pa.system_memory_pool):

@@ -1,22 +1,12 @@
 """Feature matrices on disk, written a chunk of rows at a time and read a block of rows at a time.
 
-``vlprobe probe`` fits its classifiers on (rows x features) matrices: with TraVLR's 60,000 training
-rows and a 512-d CLIP that is 8 KB per row and setting, which would make the probe's memory grow with
-the data. Instead, extraction appends each chunk's features to one ``.npy`` file per (task, split,
-setting) in a temporary folder (:class:`FeatureStore`), and the probes read them back a block of
-rows at a time (:func:`row_blocks`), so memory holds one block whatever the number of rows.
-
-Blocks are read with ``pread`` into fresh buffers rather than memory-mapped: pages of a mapped file
-that were read stay in the process's resident set until the kernel needs them, so a mapped 60k-row
-matrix would look like (and be counted as) memory the run holds. The kernel's page cache still
-keeps recently read files, so later passes over a matrix are served from memory, not the disk.
-The folder is made by :mod:`tempfile` (``$TMPDIR``, else ``/tmp``): 60k training rows of a 512-d
-dual encoder's four settings (3 x 2,048 + 512 floats per row) take about 1.6 GB there. It is a
-:class:`vlprobe.storage.leftovers.OwnedDir`: locked by this process while it lives, so that the next run
-removes it if this one is killed before it can (:func:`vlprobe.storage.leftovers.sweep`).
-
-Everywhere a feature matrix is taken, an in-memory ``np.ndarray`` works too (tests, small subsets):
-:func:`row_blocks` and :func:`take_rows` accept either.
+``vlprobe probe`` fits its classifiers on (rows x features) matrices: 60,000 TraVLR training rows of a 512-d CLIP are
+8 KB per row and setting. So extraction appends each chunk's features to one ``.npy`` file per (task, split,
+setting) in a temporary folder (:class:`FeatureStore`, an :class:`vlprobe.storage.leftovers.OwnedDir` in
+``$TMPDIR``: about 1.6 GB for those rows' four settings), and the probes read them back a block of rows at a time
+(:func:`row_blocks`): memory holds one block whatever the number of rows. Blocks are read with ``pread`` rather than
+memory-mapped, whose pages would stay in the run's resident set; the page cache still serves later passes. An
+in-memory ``np.ndarray`` works wherever a feature matrix is taken (:func:`row_blocks`, :func:`take_rows`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Content hashing, in one place: what the score cache keys its folders and entries by, what a cached copy of a file
-is checked against, and the digest of a local model folder. The score cache (:mod:`vlprobe.storage.score_cache`), the scorers,
-the Arrow cache and the builders take their hashes from here, so none of them reaches into another's store.
+is checked against, and the digest of a local model folder (for the score cache, the scorers, the Arrow cache and the
+builders, so none of them reaches into another's store).
 
-**Stamped hashes.** Hashing a file again on every run costs a read of all of it (gigabytes of weights, the parquet of
-a benchmark). So a hash is kept with the file's *stamp*: its size, modification time, change time and inode
-(:func:`stamp`). While the stamp is the same the hash is taken as it was; when any of it changed the file is read
-again (:func:`sha256_known`). The change time is what makes this safe: a program can put an old modification time
-back (``os.utime``, ``cp -p``, ``rsync -t``) after rewriting a file in place at the same size, but the kernel sets the
-change time on every write and every ``utime``, and nothing can set it back. A stamp taken within :data:`RACY_S`
-seconds of the file's last change is not kept (a write in the same clock tick would not show): such a file is read
-again next time. This is how ``datasets`` and git decide that a file is unchanged, with the change time added.
+**Stamped hashes.** A hash is kept with the file's *stamp* (:func:`stamp`: size, modification and change times,
+inode), and taken as it was while the stamp is the same (:func:`sha256_known`), so gigabytes of weights or parquet
+are not read on every run. The change time makes this safe: a rewrite that puts the old modification time back still
+sets it, and nothing can set it back. A stamp within :data:`RACY_S` seconds of the file's last change is not kept.
 """
 
 from __future__ import annotations
@@ -92,14 +88,11 @@ _NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", "
 
 
 def folder_digest(folder: str | os.PathLike[str], memo_dir: str | os.PathLike[str] | None = None) -> str:
-    """The sha256 of what a local model folder holds: each top-level file's name, size and sha256
-    (hidden files and the card, images and logs left out; symlinks followed, as in a Hub snapshot).
-
-    Each file's hash is remembered with its stamp (see the module doc) in a small memo
-    (``<memo_dir>/<hash of the folder's path>.json``, default ``<cache_home>/model-digests``), so gigabytes of
-    weights are not read on every run. The memo is an optimisation: when it cannot be read or written, or another
-    user could have written it (:func:`vlprobe.storage.locations.distrust`: it would decide which cache folder the model
-    reads), every file is hashed."""
+    """The sha256 of what a local model folder holds: each top-level file's name, size and sha256 (hidden files,
+    the card, images and logs left out; symlinks followed). Each hash is kept with its stamp in a memo
+    (``<memo_dir>/<hash of the folder's path>.json``, default ``<cache_home>/model-digests``); a memo that cannot be
+    read or written, or that another user could have written (:func:`~vlprobe.storage.locations.distrust`), is not
+    used: every file is hashed."""
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir()
                    if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())

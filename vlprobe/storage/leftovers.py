@@ -1,17 +1,12 @@
 """Temporary folders that say whose they are, and the sweep of those whose owner was killed.
 
-vlprobe works in temporary folders: ``vlprobe probe``'s feature files (``vlprobe-features-*``) and
-the chunk cache of a run without a score cache (``vlprobe-chunk-cache-*``) in ``$TMPDIR``, and every
-run's output folder, staged beside ``--out`` (``.NAME.new-*``) and swapped in at the end. A run that
-ends, fails or is interrupted removes its folders; a ``kill -9`` (or a power cut) cannot.
-
-So each such folder is an :class:`OwnedDir`: it holds a lock file, ``.vlprobe-owner``, recording the
-pid and host of the process that made it, which that process keeps locked (``flock``) for as long
-as the folder lives. The kernel drops the lock when the process ends, however it ends. :func:`sweep`
-removes a folder only when it can take that lock itself: its owner is provably gone. A folder whose
-lock is held (a live run, in this process or another) is never touched, nor is one without the
-lock file (being created this instant, or made by a vlprobe older than this module), nor anything
-not owned by this user. Locks are POSIX ``flock``; where ``fcntl`` does not exist nothing is swept.
+vlprobe works in temporary folders: the probe's feature files (``vlprobe-features-*``), the chunk cache of a run
+without a score cache (``vlprobe-chunk-cache-*``) and private Arrow copies (``vlprobe-arrow-*``) in ``$TMPDIR``, and
+each output folder staged beside ``--out`` (``.NAME.new-*``). A run removes its folders however it ends, except by
+``kill -9`` or a power cut. So each is an :class:`OwnedDir`, holding a lock file (``.vlprobe-owner``: pid and host)
+that its process keeps locked (``flock``) while the folder lives; the kernel drops the lock when the process ends.
+:func:`sweep` removes a folder only when it can take that lock itself, so a live run's folder, one without the lock
+file, or another user's is never touched. Where ``fcntl`` does not exist nothing is swept.
 """
 
 from __future__ import annotations
@@ -47,9 +42,8 @@ def staging_prefix(out: str | os.PathLike[str]) -> str:
 
 
 class OwnedDir:
-    """A temporary folder (made by :func:`tempfile.mkdtemp`, so mode 0700) holding a lock file that
-    this process keeps locked until :meth:`cleanup`, which deletes the folder. Like
-    :class:`tempfile.TemporaryDirectory` (``name``, ``cleanup()``, removed when garbage-collected)."""
+    """A temporary folder (made by :func:`tempfile.mkdtemp`, so mode 0700) holding a lock file that this process
+    keeps locked until :meth:`cleanup` deletes the folder (or it is garbage-collected)."""
 
     def __init__(self, prefix: str, dir: str | os.PathLike[str] | None = None) -> None:
         self.name = tempfile.mkdtemp(prefix=prefix, dir=dir)
@@ -69,31 +63,19 @@ class OwnedDir:
                 os.close(fd)
             shutil.rmtree(self.name, ignore_errors=True)
             raise
-        self._finalizer = weakref.finalize(self, _remove, self.name, fd)
+        self._finalizer = weakref.finalize(self, _remove_lock_last, self.name, fd)
 
     def cleanup(self) -> None:
         """Delete the folder (holding its lock until it is gone), then release the lock."""
         self._finalizer()
 
-    def __enter__(self) -> OwnedDir:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.cleanup()
-
     def __repr__(self) -> str:
         return f"OwnedDir({self.name!r})"
 
 
-def _remove(name: str, fd: int) -> None:
-    _remove_lock_last(name)
-    if fd >= 0:
-        os.close(fd)
-
-
-def _remove_lock_last(folder: str | os.PathLike[str]) -> None:
+def _remove_lock_last(folder: str | os.PathLike[str], fd: int = -1) -> None:
     """Delete ``folder`` with its lock file last, so that a kill while deleting (a large run swapped out) leaves a
-    folder the sweep still recognises as abandoned, and finishes deleting."""
+    folder the sweep still recognises as abandoned, and finishes deleting; then release the lock ``fd`` held."""
     try:
         children = [c for c in os.scandir(folder) if c.name != LOCK_NAME]
     except OSError:
@@ -105,12 +87,13 @@ def _remove_lock_last(folder: str | os.PathLike[str]) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(child.path)
     shutil.rmtree(folder, ignore_errors=True)
+    if fd >= 0:
+        os.close(fd)
 
 
 def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
-    """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone; its size in
-    bytes when removed, else None. ``restore``: the output folder ``folder`` stages; when it is
-    absent and ``folder`` holds the run swapped out of it (:data:`PREVIOUS`), that run is put back."""
+    """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone: its size in bytes, else
+    None. ``restore``: the output folder it stages, where the run swapped out of it (:data:`PREVIOUS`) goes back."""
     if fcntl is None:
         return None
     try:
@@ -181,11 +164,9 @@ def say_on_stderr(message: str) -> None:
 
 def sweep(out: str | os.PathLike[str] | None = None, *, tmp: bool = True,
           log: Callable[[str], None] | None = say_on_stderr) -> list[Path]:
-    """Remove the leftovers of killed runs: feature and chunk-cache folders in ``$TMPDIR``
-    (``tmp``) and the staging folders of output folder ``out``, each only when its owner is gone
-    (see the module docstring). A run killed while swapping its folder in (``out`` absent, the
-    previous run in its staging folder) gets the previous run put back at ``out``. Says what it
-    removed in one line (``log``; None: silent); returns the folders removed."""
+    """Remove the leftovers of killed runs (their owners gone): folders in ``$TMPDIR`` (``tmp``) and the staging
+    folders of output folder ``out``, whose previous run a run killed while swapping it is put back at ``out``. Says
+    so in one line (``log``; None: silent); returns the folders removed."""
     removed, freed, restored = [], 0, None
     for folder, target in _candidates(out, tmp):
         was_absent = target is not None and not os.path.lexists(target)

@@ -1,25 +1,15 @@
-"""Where vlprobe keeps things, decided in one place: what it ships (the metric, the Space, the small offline
-model), the folders a name given on the command line or to the API stands for, and every cache.
+"""Where vlprobe keeps things, decided in one place: what it ships, the folders ``vlprobe build`` writes, and every
+cache.
 
-**Caches**, all under one folder, :func:`cache_home`: ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else
-``~/.cache/vlprobe``, for every kind alike:
+**Caches** live under one folder, :func:`cache_home` (``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else
+``~/.cache/vlprobe``): the score cache ``<home>/<model>-<key>/`` (:mod:`vlprobe.storage.score_cache`; ``--cache-dir``
+moves it), ``model-digests/``, ``batch-sizes.json`` (:mod:`vlprobe.scoring.auto_batch`), ``annotations/``,
+``images/`` (``$VLPROBE_IMAGE_CACHE`` moves them alone), ``datasets/<name>`` (built outside a clone) and ``arrow/``
+(:mod:`vlprobe.storage.arrow_cache`). A cache folder another user could change is not used (:func:`refused_home`).
 
-* ``<home>/<model>-<key>/``: the score cache (:mod:`vlprobe.storage.score_cache`; ``--cache-dir`` moves it, ``none`` turns it
-  off), ``<home>/model-digests/``, the memo of local model folders' digests, and ``<home>/batch-sizes.json``,
-  ``--batch-size auto``'s choices (:mod:`vlprobe.scoring.auto_batch`);
-* ``<home>/annotations/``: downloaded annotation files, checked against their pinned hashes;
-* ``<home>/images/``: downloaded images (``$VLPROBE_IMAGE_CACHE`` moves them alone);
-* ``<home>/datasets/<name>``: the dataset folders ``vlprobe build`` writes outside a clone;
-* ``<home>/arrow/``: the ``datasets`` library's Arrow copies of dataset folders (:mod:`vlprobe.storage.arrow_cache`),
-  made private (0700) and checked against the parquet they came from.
-
-**Shipped folders** have one committed copy each, at the repository root: ``metric/``, ``space/``,
-``models/mini-clip/``. A wheel carries them inside the package, under ``vlprobe/_bundled/`` (``setup.py`` maps
-those package names onto the root folders; nothing is copied in git). In a clone, an editable install or with
-``PYTHONPATH`` on a checkout, ``vlprobe/_bundled/`` does not exist and the root folders themselves are used.
-
-What a name given on the command line or to the API stands for (a built dataset's name, ``mini-clip``) is
-decided by :mod:`vlprobe.names`, from these places.
+**Shipped folders** (``metric/``, ``space/``, ``models/mini-clip/``) have one committed copy each, at the repository
+root; a wheel carries them under ``vlprobe/_bundled/`` (mapped by ``setup.py``). What a name given on the command
+line stands for is decided by :mod:`vlprobe.names`, from these places.
 """
 
 from __future__ import annotations
@@ -28,7 +18,6 @@ import contextlib
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
 from ..errors import warn
@@ -51,22 +40,17 @@ SPEC_FILE = "vlprobe.yaml"
 def cache_home() -> Path:
     """The folder every vlprobe cache lives under: ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else
     ``~/.cache/vlprobe`` (read at each call, so a changed environment is followed)."""
-    if os.environ.get("VLPROBE_CACHE"):
-        return Path(os.environ["VLPROBE_CACHE"]).expanduser()
+    if home := os.environ.get("VLPROBE_CACHE"):
+        return Path(home).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base).expanduser() / "vlprobe"
-
-
-def annotations_home() -> Path:
-    """Downloaded annotation files: ``<cache_home>/annotations``."""
-    return cache_home() / "annotations"
 
 
 def images_home() -> Path:
     """Downloaded images: ``$VLPROBE_IMAGE_CACHE`` when set (images are large: they may live on another disk),
     else ``<cache_home>/images``."""
-    if os.environ.get("VLPROBE_IMAGE_CACHE"):
-        return Path(os.environ["VLPROBE_IMAGE_CACHE"]).expanduser()
+    if home := os.environ.get("VLPROBE_IMAGE_CACHE"):
+        return Path(home).expanduser()
     return cache_home() / "images"
 
 
@@ -197,13 +181,11 @@ def refused_home(home: str | os.PathLike[str]) -> str | None:
 
 
 def private_folder(path: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> Path:
-    """``path`` as a folder only this user can read or write, inside cache home ``home`` (default
-    :func:`cache_home`; ``path`` itself when it is not inside it): made with mode 0700 when absent (so are the
-    folders between it and ``home``, and ``home``; ``home``'s parents get the umask's mode), its mode set back to
-    0700 when others may read it. Raises :class:`UnsafeFolderError` when ``home`` or a folder between is not
-    trusted (:func:`distrust`), and for a folder (or a symbolic link) owned by someone else: what it holds cannot be
-    trusted, and another user could swap it at any time. A folder of ours that others could *write* into is
-    emptied, with one warning: anything in it may have been planted (a cache: it is made again when needed)."""
+    """``path`` as a folder only this user can read or write, inside cache home ``home`` (default :func:`cache_home`;
+    ``path`` itself when not inside it): made with mode 0700 when absent (so are the folders from ``home`` to it), its
+    mode set back to 0700 when others may read it. :class:`UnsafeFolderError` when ``home`` or a folder between is
+    not trusted (:func:`distrust`), or the folder is a symbolic link or someone else's. A folder of ours that others
+    could *write* into is emptied, with one warning: anything in it may have been planted."""
     folder = Path(path)
     home = Path(home) if home is not None else cache_home()
     try:
@@ -233,12 +215,6 @@ def private_folder(path: str | os.PathLike[str], home: str | os.PathLike[str] | 
     return folder
 
 
-def temporary_private_folder(prefix: str) -> Path:
-    """A fresh folder of this process (:func:`tempfile.mkdtemp`: mode 0700, an unpredictable name), for when the
-    cache folder cannot be used."""
-    return Path(tempfile.mkdtemp(prefix=prefix))
-
-
 # ---- shipped folders --------------------------------------------------------------------------------------
 
 def shipped(name: str) -> Path | None:
@@ -260,11 +236,9 @@ def shipped_model() -> Path | None:
 # ---- where `vlprobe build` writes ---------------------------------------------------------------------------
 
 def dataset_folder(name: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """The folder ``vlprobe build <name>`` writes to by default, which is also where the offline
-    default of `vlprobe evaluate` / `vlprobe probe` reads it: ``root/<name>`` when it holds a
-    ``vlprobe.yaml`` (the clone's committed card folder, or an earlier build there) or when
-    ``$VLPROBE_ROOT`` is set (``root`` defaults to ``$VLPROBE_ROOT``, else the working directory),
-    else ``datasets_home()/<name>``."""
+    """The folder ``vlprobe build <name>`` writes to by default, and the offline defaults read: ``root/<name>`` when
+    it holds a ``vlprobe.yaml`` (the clone's card folder, or an earlier build) or when ``$VLPROBE_ROOT`` is set
+    (``root`` defaults to it, else the working directory), else ``datasets_home()/<name>``."""
     env_root = os.environ.get("VLPROBE_ROOT")
     base = Path(root) if root is not None else Path(env_root or "")  # "": relative, as `--out travlr` was
     here = base / name

@@ -1,14 +1,10 @@
 """Names that become paths, checked against the folder they must stay in.
 
-Every name that vlprobe turns into a file or folder name (a config, a split, an image file named by
-annotations, an archive member, a file a Space receives) comes from data or arguments that may be
-hostile. :func:`check_name` accepts only one plain path component; :func:`inside` joins a relative
-path onto a folder and checks that the result, symbolic links resolved, is still inside it. Both
-refuse with :class:`UnsafePathError`, one line naming what and why: ``..``, an absolute path or a
-drive, a separator (``/`` or ``\\``), a NUL or other control character, an empty name.
-
-:func:`check_config_name` and :func:`check_split_name` add what the Hub and ``datasets`` accept for
-configs and splits.
+Every name vlprobe turns into a file or folder name (a config, a split, an image file named by annotations, an
+archive member, a file a Space receives) may be hostile. :func:`check_name` accepts only one plain path component
+(:func:`check_config_name` and :func:`check_split_name` add what the Hub and ``datasets`` accept); :func:`inside`
+joins a relative path onto a folder and checks that the result, symbolic links resolved, stays inside it. Each
+refuses with :class:`UnsafePathError`, one line naming what and why.
 """
 
 from __future__ import annotations
@@ -52,12 +48,8 @@ def name_problem(name: object) -> str | None:
 def relative_problem(path: object) -> str | None:
     """Why ``path`` (components joined by '/' or '\\') is not a relative path that stays below the
     folder it is joined to, or None when it is fine."""
-    if not isinstance(path, str):
-        return f"is a {type(path).__name__}, not a string"
-    if not path:
-        return "is empty"
-    if "\0" in path:
-        return "contains a NUL character"
+    if not isinstance(path, str) or not path or "\0" in path:
+        return name_problem(path)  # said as of a name: its type, its emptiness, its NUL
     if path.startswith(("/", "\\")) or _DRIVE.match(path) or os.path.isabs(path):
         return "is an absolute path"
     for part in re.split(r"[/\\]", path):
@@ -102,39 +94,35 @@ def is_inside(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> b
     return real == root or root in real.parents
 
 
+def _pattern_problem(name: object, pattern: re.Pattern[str], rule: str) -> str | None:
+    """Why ``name`` is not one plain path component matching ``pattern`` in full (``rule`` says it), or None."""
+    return name_problem(name) or (rule if not isinstance(name, str) or not pattern.fullmatch(name) else None)
+
+
 def config_name_problem(name: object) -> str | None:
     """Why ``name`` is not a config name the Hub accepts that is also a plain folder name, or None."""
-    problem = name_problem(name)
-    if problem:
-        return problem
-    if not isinstance(name, str) or not CONFIG_RE.fullmatch(name):
-        return "is not a config name the Hub accepts: use letters, digits, '_', '-' or '.', starting with a letter or digit"
-    return None
+    return _pattern_problem(name, CONFIG_RE, "is not a config name the Hub accepts: use letters, digits, '_', '-' or "
+                                             "'.', starting with a letter or digit")
 
 
 def split_name_problem(name: object) -> str | None:
     """Why ``name`` is not a split name as ``datasets`` accepts it (word characters in dot-separated
     parts: ``test``, ``train.v2``), which is also a plain file-name prefix, or None."""
-    problem = name_problem(name)
-    if problem:
-        return problem
-    if not isinstance(name, str) or not SPLIT_RE.fullmatch(name):
-        return ("is not a split name datasets accepts: word characters (letters, digits, '_') in dot-separated "
-                "parts, e.g. 'test' or 'validation'")
-    return None
+    return _pattern_problem(name, SPLIT_RE, "is not a split name datasets accepts: word characters (letters, digits, "
+                                            "'_') in dot-separated parts, e.g. 'test' or 'validation'")
 
 
 def check_config_name(name: object, what: str = "config") -> str:
     """``name`` if :func:`config_name_problem` finds nothing, else :class:`UnsafePathError`."""
-    problem = config_name_problem(name)
-    if problem or not isinstance(name, str):
-        raise UnsafePathError(f"{what} {name!r} {problem}")
-    return name
+    return _checked(name, what, config_name_problem(name))
 
 
 def check_split_name(name: object, what: str = "split") -> str:
     """``name`` if :func:`split_name_problem` finds nothing, else :class:`UnsafePathError`."""
-    problem = split_name_problem(name)
+    return _checked(name, what, split_name_problem(name))
+
+
+def _checked(name: object, what: str, problem: str | None) -> str:
     if problem or not isinstance(name, str):
         raise UnsafePathError(f"{what} {name!r} {problem}")
     return name

@@ -1,17 +1,12 @@
-"""A run's output folder as one unit: :func:`check_output_dir` refuses, before any work, a folder a
-run cannot take, and :func:`write_run_folder` writes the new run beside it and swaps it in whole, so
-the folder is at every instant the previous run or this run (absent only where the system cannot swap two
-folders in one step, see :func:`exchange`). ``vlprobe evaluate`` (:func:`vlprobe.results.write_outputs`) and
-``vlprobe probe`` write through it; names re-exported by :mod:`vlprobe.results`.
+"""A run's output folder as one unit: :func:`check_output_dir` refuses, before any work, a folder a run cannot take,
+and :func:`write_run_folder` writes the new run beside it and swaps it in whole (where the system can swap two
+folders in one step, :func:`exchange`, the folder is at every instant the previous run or this one).
 
-Which folders a run may replace is judged by the provenance vlprobe writes, not by file names: every run folder
-holds :data:`RUN_RECORD`, naming the command that wrote it and each file it wrote with its sha256 (so a hand edit is
-recognised by content, even one that keeps the size; a record from before held sizes, compared as such). A folder is a
-run's (and may be replaced by the same command) only when that record is there, names this command, and accounts
-for every file in the folder; an empty folder may be taken too, and so may a run of this command written before the
-record existed (only the names such a run writes, and a results.json whose provenance holds this command's line).
-Anything else (a hand-made ``results.json``, an evaluate run given to the probe, a file a user added) is refused in
-one line."""
+Which folders a run may replace is judged by :data:`RUN_RECORD`, which every run folder holds: the command that wrote
+it and each file's sha256 (a record from before held sizes). A folder may be replaced by the same command only when
+that record names it and accounts for every file (or the folder is empty, or is a run of this command from before the
+record: only its names, and a results.json recording this command's line). Anything else (a hand-made
+``results.json``, an evaluate run given to the probe, a file a user added) is refused in one line."""
 
 from __future__ import annotations
 
@@ -116,8 +111,7 @@ def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None
 
 
 def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """:func:`_check_output_dir`, remembering which folder ``out_dir`` was, so that the run can say when another run
-    replaced it meanwhile."""
+    """:func:`_check_output_dir`, remembering which folder ``out_dir`` was (the run says when another replaced it)."""
     out = _check_output_dir(out_dir, own)
     target = _target(out)
     _SEEN[str(target.absolute())] = _identity(target)
@@ -125,11 +119,9 @@ def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN
 
 
 def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """Refuse, before any scoring starts, an output folder that cannot take a run: a path that is
-    a file, a folder that is not a run of this command (judged by its :data:`RUN_RECORD`, see the module doc;
-    ``own``: the names a run of this command writes, by default ``vlprobe evaluate``'s), or a place where nothing
-    can be written. Creates nothing. Returns the folder the run will write (``out_dir``, or the folder a symbolic
-    link points to)."""
+    """Refuse, before any work, an output folder that cannot take a run: a file, a folder that is not a run of this
+    command (its :data:`RUN_RECORD`; ``own``: the names such a run writes, by default evaluate's), or a place where
+    nothing can be written. Creates nothing. Returns the folder the run will write (``out_dir``, or a link's target)."""
     out = _target(Path(out_dir).expanduser())
     if out.exists() and not out.is_dir():
         raise ArgumentError("out", str(out_dir), "is a file, not a folder; choose a folder for the outputs")
@@ -172,20 +164,13 @@ def _target(out: Path) -> Path:
 
 def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], Iterable[str]],
                      own: re.Pattern[str] = RUN_FILE) -> list[Path]:
-    """Write a run's output folder as one unit: ``write(folder)`` fills a new folder (and returns
-    the names it wrote), which then replaces ``out_dir`` whole (:func:`exchange`), so that ``out_dir`` is at every
-    instant the previous run or this run, never a mixture, and holds only this run's files and its
-    :data:`RUN_RECORD`.
-
-    The new folder is made inside a staging folder beside ``out_dir`` (``.NAME.new-*``, a
-    :class:`vlprobe.storage.leftovers.OwnedDir`), which also receives the previous run when it is swapped
-    out, and is deleted at the end, on an error or an interrupt alike. A run killed meanwhile leaves
-    that staging folder, locked by no one: the next run's :func:`vlprobe.storage.leftovers.sweep` (done here
-    first) removes it. An ``out_dir`` that is a symbolic link stays one: the folder it points to is replaced, and
-    the run says so. When another run replaced ``out_dir`` after this one checked it (two runs writing one folder),
-    the run says that it replaces that run's output. The output folder itself gets the mode any new folder gets (the
-    umask's), not mkdtemp's 0700. ``own``: the names a run of this kind writes (see :func:`check_output_dir`).
-    Returns the paths the files have in ``out_dir``."""
+    """Write a run's output folder as one unit: ``write(folder)`` fills a new folder (and returns the names it
+    wrote), which then replaces ``out_dir`` whole (:func:`swap_in`), holding only this run's files and its
+    :data:`RUN_RECORD`. The new folder is made in a staging folder beside ``out_dir`` (``.NAME.new-*``, an
+    :class:`~vlprobe.storage.leftovers.OwnedDir`, deleted at the end however the run ends; the next run's
+    :func:`~vlprobe.storage.leftovers.sweep` removes that of a killed one). A symbolic link stays one (its target is
+    replaced, said in one line), and a run says when another replaced ``out_dir`` after it checked it. ``own``: as
+    :func:`check_output_dir`'s. Returns the paths the files have in ``out_dir``."""
     given = Path(out_dir).expanduser()
     _check_output_dir(given, own)  # never swap away a folder that holds anything but a run of this command
     out = _target(given)
@@ -236,9 +221,8 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def swap_in(stage: Path, out: Path, holder: Path) -> None:
-    """Replace ``out`` by ``stage``. Where the system can exchange two folders in one step, ``out`` is at every
-    instant the old run or the new one (the old one ends in ``holder``, deleted afterwards); elsewhere it is
-    renamed away first, so a kill between the two renames leaves it absent, and the next run's sweep puts it back."""
+    """Replace ``out`` by ``stage``: exchanged in one step where the system can (the old run ends in ``holder``),
+    else renamed away first (a kill between the two renames leaves it absent; the next run's sweep puts it back)."""
     if out.is_dir() and exchange(stage, out):
         return
     moved = out.exists()

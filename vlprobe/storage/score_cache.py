@@ -1,53 +1,26 @@
 """A persistent on-disk cache of embeddings and pair scores, so a killed run loses nothing.
 
-Layout::
+Layout: ``<cache_dir>/<model-slug>-<key hash>/`` holds ``key.json`` (the scorer's :meth:`~vlprobe.scorers.base.Scorer.cache_key`:
+what the model *is*, so a different model, revision, precision or preprocessing never reads another's numbers) and
+``part-<rank>.sqlite``, one SQLite file per writing process (reads look at every part). Entries are keyed by what the
+model reads: ``i:<sha256 of the image bytes>`` and ``t:<text key>`` (a DualScorer's embeddings), ``p:<image hash or
+->:<text key>`` (a PairScorer's score and match probability), ``f:<image hash>:<text key>`` (a pair's joint features,
+for the probe); a text key is :meth:`~vlprobe.scorers.base.Scorer.text_keys`' (the sha256 of its token ids after the
+model's truncation). :data:`ENTRY_FORMAT`, the meaning of these keys, is part of the folder's key.
 
-    <cache_dir>/<model-slug>-<key hash>/key.json          the scorer's cache_key(), for humans
-    <cache_dir>/<model-slug>-<key hash>/part-<rank>.sqlite one SQLite file per writing process
+**Bound to the model.** ``key.json`` must hold this scorer's key, and each part records the digest of the key it was
+written for (table ``meta``): a folder or part copied, renamed or linked in from another model's, another user's,
+or one others could write, is moved aside (``<name>.foreign-<time>-<pid>``) with one warning and never read. A cache
+home another user could change (:func:`vlprobe.storage.locations.distrust`) is not used at all.
 
-The directory is chosen by the scorer's :meth:`~vlprobe.scorers.base.Scorer.cache_key` (what the
-model *is*: a local folder's content digest or a Hub model's resolved commit, family, dtype,
-preprocessing), so a different or retrained model, revision, precision or preprocessing never
-reads another's numbers. Inside, entries are keyed by what the model reads (a text key is
-:meth:`~vlprobe.scorers.base.Scorer.text_keys`: ``ids:<sha256 of its token ids after the model's
-truncation>``, or ``text:<sha256 of the text>`` for a scorer without a tokenizer):
+**Checked values.** A value is float32 bytes and an 8-byte BLAKE2b check of its key and bytes (:func:`pack`). Each is
+checked as it is read (:meth:`ScoreCache.get_many`: its check, its length against its kind's, finite values); a bad
+one is dropped and computed again, with one warning.
 
-* ``i:<sha256 of the image bytes>``: an image embedding (DualScorer);
-* ``t:<text key>``: a text embedding (DualScorer);
-* ``p:<image hash or ->:<text key>``: a pair's score and match probability (PairScorer; ``-``
-  when the scorer reads no image);
-* ``f:<image hash>:<text key>``: a pair's joint features (the probe).
-
-The folder's key also holds :data:`ENTRY_FORMAT`, the meaning of these entry keys: when it changes
-(format 1 keyed texts by their characters), a run opens a new folder and never reads an old entry
-as a new one.
-
-**Bound to the model.** The folder's name is a short digest; what binds it to the model is its content: ``key.json``
-must hold this scorer's key (a folder renamed or copied under another model's name is moved aside to
-``<name>.foreign-<time>-<pid>``, with one warning), and each part file records the full digest of the key it was
-written for (table ``meta``): a part copied, renamed or symbolically linked in from another model's folder, one of
-another user's, or one others could write, is moved aside the same way and never read. A cache home (``root``) that
-another user could change (:func:`vlprobe.storage.locations.distrust`: not ours, or writable by others) is not used at all.
-
-Values are float32 bytes followed by an 8-byte check (:func:`_check_of`: a BLAKE2b digest of the entry's key and
-its bytes). Every entry is validated as it is read (:meth:`ScoreCache.get_many`): its check (a torn or
-bit-flipped value, a byte length that is not whole floats, a value copied under another key), its length against
-the other entries of its kind in the folder (a 32-float value in a 64-dim cache), and finite values; a bad one
-is dropped and computed again, with one warning naming the folder, and the fresh value replaces it.
-
-Why SQLite in WAL mode: every batch is committed in one transaction,
-so a process killed at any instant leaves only whole batches behind (no torn records to repair),
-readers never block the writer, several processes can share one file (SQLite's own locking), and
-it needs nothing outside the standard library. Each process of a multi-process run writes its own
-``part-<rank>.sqlite`` (works on per-node disks); reads look at every part in the directory.
-
-**A run never fails because of its cache.** On open, SQLite's own integrity check
-(``PRAGMA quick_check``) runs on this process's part; a damaged file (garbage, truncated, a
-damaged page), or one that raises a corruption error later while reading or writing, is moved
-aside to ``<name>.damaged-<time>-<pid>`` with a one-line warning naming where it went, and the run
-goes on with a fresh file. A cache that cannot be written (a read-only folder, ``--cache-dir``
-naming a file, a full disk) turns into no cache, with one warning: ``enabled`` is then False,
-:meth:`get_many` finds nothing and :meth:`put_many` keeps nothing.
+**A run never fails because of its cache.** Every batch is committed in one transaction (SQLite in WAL mode), so a
+kill leaves whole batches. A part that fails ``PRAGMA quick_check`` or raises a corruption error is moved aside to
+``<name>.damaged-<time>-<pid>`` with a one-line warning, and a fresh one is used; a cache that cannot be written (a
+read-only folder, a file, a full disk) turns into no cache (``enabled`` False), with one warning.
 """
 
 from __future__ import annotations
@@ -177,11 +150,9 @@ class ScoreCache:
             self._disable(f"cannot write the score cache in {self.root} ({why})")
 
     def _private_folder(self) -> bool:
-        """Make :attr:`dir` a folder only this user can change, as every vlprobe cache is (False: no cache). A cache
-        home (``root``) another user could change is not used at all; a folder owned by another user, or a symbolic
-        link, is not read (its entries could be anything); one of ours that others could write into, or whose
-        ``key.json`` names another model (a folder renamed or copied under this model's name), is moved aside and
-        made afresh."""
+        """Make :attr:`dir` a folder only this user can change (False: no cache): a cache home another user could
+        change is not used, nor a folder of another user's or a symbolic link; one of ours that others could write
+        into, or whose ``key.json`` names another model, is moved aside and made afresh."""
         why = refused_home(self.root)  # says so, once
         if why:
             self.disabled_reason = f"the score cache {self.root} is not used: {why}"
@@ -226,11 +197,17 @@ class ScoreCache:
         shown = {k: found.get(k) for k in ("model_id", "model_sha256", "revision", "family", "dtype") if k in found}
         return json.dumps(shown, default=str)[:200]
 
-    def _set_aside(self, path: Path, kind: str, what: str, then: str) -> Path:
+    def _set_aside(self, path: Path, kind: str, what: str, then: str) -> None:
+        """Move ``path`` (and a part's -wal file; its -shm goes) to ``<name>.<kind>-<time>-<pid>``, saying so."""
         aside = path.with_name(f"{path.name}.{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
         os.replace(path, aside)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path.with_name(path.name + "-wal"), aside.with_name(aside.name + "-wal"))
+        with contextlib.suppress(FileNotFoundError):
+            path.with_name(path.name + "-shm").unlink()
+        if kind == "damaged":
+            self.moved_aside.append(aside)
         warn(f"{what}; moved it to {aside} and {then}")
-        return aside
 
     # -- state ------------------------------------------------------------------------------------
     @property
@@ -242,7 +219,7 @@ class ScoreCache:
         if self.disabled_reason is None:
             warn(f"{what}; running without a cache: scores computed from now on are not saved for a rerun")
         self.disabled_reason = what
-        self._close_all()
+        self.close()
 
     # -- opening, checking, moving aside -----------------------------------------------------------
     @staticmethod
@@ -294,26 +271,12 @@ class ScoreCache:
     def _move_aside(self, path: Path, why: str, expected_inode: int | None = None) -> None:
         if expected_inode is not None and _inode(path) != expected_inode:
             return  # another process already replaced it with a fresh file
-        stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-        aside = path.with_name(f"{path.name}.damaged-{stamp}")
-        os.replace(path, aside)
-        for suffix in ("-wal", "-shm"):
-            extra = path.with_name(path.name + suffix)
-            try:
-                if suffix == "-wal":
-                    os.replace(extra, aside.with_name(aside.name + suffix))
-                else:
-                    extra.unlink()
-            except FileNotFoundError:
-                pass
-        self.moved_aside.append(aside)
-        warn(f"the score cache file {path} is damaged ({why}); moved it to {aside} and continuing with a "
-             f"fresh cache file (its entries will be computed again)")
+        self._set_aside(path, "damaged", f"the score cache file {path} is damaged ({why})",
+                        "continuing with a fresh cache file (its entries will be computed again)")
 
     def _recover(self, path: Path, err: BaseException) -> None:
-        """A DatabaseError from ``path`` while reading or writing: move a damaged file aside (and
-        reopen this process's part fresh); anything else about this process's part disables the
-        cache. Never raises."""
+        """A DatabaseError from ``path``: a damaged file moved aside (this process's part reopened fresh); anything
+        else about this process's part disables the cache. Never raises."""
         corrupt = is_corrupt(err)
         if path == self.path:
             if self._db is not None:
@@ -479,16 +442,13 @@ class ScoreCache:
                     self._recover(part, err)
         return total
 
-    def _close_all(self) -> None:
+    def close(self) -> None:
         for db in [self._db, *self._others.values()]:
             if db is not None:
                 with contextlib.suppress(sqlite3.Error):
                     db.close()
         self._db = None
         self._others.clear()
-
-    def close(self) -> None:
-        self._close_all()
 
     def __enter__(self) -> ScoreCache:
         return self

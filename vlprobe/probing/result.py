@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..benchmarks import find
-from ..errors import VlprobeError
+from ..errors import write_failed
 from ..results import RunResult, pct
 from ..results.io import provenance_record
 from ..results.schema import (
@@ -136,10 +136,8 @@ class ProbeResult(RunResult[ProbeRow]):
         try:
             return write_outputs(out, self)
         except OSError as err:
-            cache = self.document.provenance.features.cache_dir if self.document.provenance.features else None
-            rerun = (f"the features are in the cache ({cache}), so running it again computes none" if cache
-                     else "nothing was cached (cache_dir none), so a rerun computes the features again")
-            raise VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}") from None
+            features = self.document.provenance.features
+            raise write_failed(out, err, features.cache_dir if features else None, "features", "none") from None
 
     def __repr__(self) -> str:
         prov = self.document.provenance

@@ -68,6 +68,7 @@ class Table:
     wrap: tuple[str, ...] = ()
     marked: tuple[str, ...] = ()  # the columns of the visitor's runs (shaded)
     marked_rows: tuple[int, ...] = ()  # the rows of the visitor's runs
+    ranged: tuple[str, ...] = ()  # the published systems' columns, which a phone shows as their range
 
 
 @dataclass
@@ -374,12 +375,13 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
         rows = [[config_name(bench, c)] + ([m] if len(metrics) > 1 else []) + [cells[(c, m)] for _, cells in series]
                 for c, m in pairs]
         wrap, marked = tuple(s for s, _ in series), tuple(s for s, _ in series[:own])
+        ranged = tuple(s for s, _ in series[own:])
     else:  # a row per run and system, a column per config (and metric)
         def pair_name(c: str, m: str) -> str:
             return config_name(bench, c) if len(metrics) == 1 else m if len(configs) == 1 else f"{config_name(bench, c)} {m}"
         headers = ["system"] + [pair_name(*c) for c in pairs]
         rows = [[s] + [cells[c] for c in pairs] for s, cells in series]
-        wrap, marked_rows = ("system",), tuple(range(own))
+        wrap, marked_rows, ranged = ("system",), tuple(range(own)), ()
     tables = list(dict.fromkeys(p.table for p in papers if p.model in systems))
     said = [PAPER_NOTES.get(bench, "")]
     if len(tables) > 1:
@@ -394,7 +396,8 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
     metric = f", {metrics[0]}" if len(metrics) == 1 else ""
     title = "Beside the published numbers" if columns else "The published numbers"
     table = Table("papers", f"{title}: {get(bench).display}{metric} (%)", headers, rows,
-                  [n for n in said if n] + notes.lines(), wrap=wrap, marked=marked, marked_rows=marked_rows)
+                  [n for n in said if n] + notes.lines(), wrap=wrap, marked=marked, marked_rows=marked_rows,
+                  ranged=ranged)
     points = [Point(f"paper: {p.model}", bench, p.config, "paper", p.metric, p.value, kind="paper",
                     label=config_name(bench, p.config)) for p in papers]
     return table, points, ""

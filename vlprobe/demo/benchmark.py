@@ -11,7 +11,7 @@ import math
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -19,6 +19,17 @@ from .examples import dataset_configs, dataset_name, load_items, open_split, sam
 from .models import MODELS, ModelCache
 from .score import TIE_POLICY_WORDS, check_ties, item_shape, plain
 from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from matplotlib.figure import Figure
+
+    from ..dataset.items import Item
+    from ..dataset.spec import ItemSpec
+    from ..evaluation.result import Evaluation
+    from ..results import ScoredItem, ScoredSplit
+    from ..scorers.base import Scorer
+    from .examples import Sample
 
 
 def plural(n: int, word: str) -> str:
@@ -32,7 +43,7 @@ def items_shape(items: Sequence[Any]) -> str:
     return "group" if "group" in shapes else "pairwise" if shapes == {"pairwise"} else "set"
 
 
-def shown_metrics(split: Any) -> list[str]:
+def shown_metrics(split: ScoredSplit) -> list[str]:
     """The metrics that mean something for the split's benchmark and item shape, headline first
     (:func:`vlprobe.evaluation.display_keys`: a 1 x 2 item shows acc_r, not five copies of it); a
     split whose every item tied keeps them, each shown as "N/A (reason)"."""
@@ -115,7 +126,7 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
     return out
 
 
-def marked_texts(item: Any) -> str:
+def marked_texts(item: Item | ScoredItem) -> str:
     """An item's texts in order, each marked with what it is: "✓" the true (gold) text, "✗" a wrong one
     (a foil); with several images "✓1", "✓2": true of image 1, of image 2."""
     G = np.asarray(item.gold, dtype=bool)
@@ -142,7 +153,7 @@ def browse_notes(items: Sequence[Any]) -> list[str]:
     return notes
 
 
-def chart(split: Any, keys: Sequence[str], title: str) -> Any:
+def chart(split: ScoredSplit, keys: Sequence[str], title: str) -> Figure:
     """A matplotlib figure of the shown metrics (CI error bars, dashed chance lines), drawn by
     vlprobe.results' one bar chart, its text at the page's chart size, as wide as its bars need;
     a metric where lower is better says so in its label. The title sits clear of the axis' top
@@ -195,7 +206,7 @@ class BenchmarkOutcome:
     browse_notes: list[str] = field(default_factory=list)  # under the items table: what its marks mean
 
 
-def _whole(value: Any, box: str, low: int, high: int) -> int:
+def _whole(value: str | float | None, box: str, low: int, high: int) -> int:
     """A box's value as a whole number from ``low`` to ``high``, or one sentence naming the box."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise SpaceError(f"{box}: the box is empty; type a whole number from {low:,} to {high:,}")
@@ -209,29 +220,29 @@ def _whole(value: Any, box: str, low: int, high: int) -> int:
     return int(number)
 
 
-def check_inputs(n_items: Any, bootstrap: Any, ties: Any) -> tuple[int, int, str]:
+def check_inputs(n_items: str | float | None, bootstrap: str | float | None, ties: str | None) -> tuple[int, int, str]:
     """The Items, Bootstrap resamples and tie policy boxes, checked: (n, resamples, ties)."""
     n = _whole(n_items, "Items", 1, max_items())
     n_boot = _whole(bootstrap, "Bootstrap resamples", 0, MAX_BOOTSTRAP)
     return n, n_boot, check_ties(ties, authors=True)
 
 
-def evaluate_subset(scorer: Any, name: str, rows: Any, spec: Any, config: str, split: str, ties: str,
-                    n_boot: int) -> tuple[Any, Any]:
+def evaluate_subset(scorer: Scorer, name: str, rows: Dataset, spec: ItemSpec, config: str | None, split: str, ties: str,
+                    n_boot: int) -> tuple[Evaluation, ScoredSplit]:
     """``vlprobe.evaluate`` on the sampled rows of one split (a ``datasets.Dataset`` named after its
     folder, so the benchmark is known) with an already-loaded scorer: (the run, its scored split)."""
     from .. import evaluate
     from ..errors import VlprobeError
 
     try:
-        run = evaluate(model=scorer, datasets={name: rows}, spec=spec, configs=[config], splits=[split], ties=ties,
-                       bootstrap=n_boot, progress=False, cache_dir="none", num_workers=0)
+        run = evaluate(model=scorer, datasets={name: rows}, spec=spec, configs=[config] if config else None,
+                       splits=[split], ties=ties, bootstrap=n_boot, progress=False, cache_dir="none", num_workers=0)
     except VlprobeError as err:
         raise SpaceError(str(err)) from None
     return run, run.splits[0]
 
 
-def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ()) -> list[str]:
+def tie_policy_notes(run: Evaluation, scored: ScoredSplit, ties: str, keys: Sequence[str] = ()) -> list[str]:
     """Beside the table: where the run's tie policy is not the benchmark's authors' rule (its summary
     block's ``tie_policy`` and ``departures`` in results.json, from the benchmark's declaration), say
     so, with the shown metrics' figures under their rule (``ScoredSplit.authors_rule``); for a dataset
@@ -256,7 +267,7 @@ def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ())
     return []
 
 
-def collapse_cause(scorer: Any, items: Sequence[Any]) -> str:
+def collapse_cause(scorer: Scorer, items: Sequence[Any]) -> str:
     """Why some items' texts are one input to the model: "unknown words" (its tokenizer reads two
     texts as the same ids before any truncation: a word-level vocabulary maps unknown words to one
     id), "truncation" (they differ only past its text limit), both, or "" when none collapsed."""
@@ -292,7 +303,7 @@ def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
                   r"token ids", why, text)
 
 
-def write_results(run: Any, folder: Path, root: Path, sample: Any) -> str:
+def write_results(run: Evaluation, folder: Path, root: Path, sample: Sample) -> str:
     """The run's results.json (what ``vlprobe evaluate`` writes, plus how the items were sampled),
     the Space's own folder written as ``.`` (no server path in a download); returns its path."""
     doc = run.results
@@ -304,7 +315,8 @@ def write_results(run: Any, folder: Path, root: Path, sample: Any) -> str:
 
 
 def run_benchmark(settings: Settings, dataset: str | None, config: str | None, split: str | None,
-                  model: str | None, n_items: Any, ties: Any = "authors", bootstrap: Any = 200,
+                  model: str | None, n_items: str | float | None, ties: str | None = "authors",
+                  bootstrap: str | float | None = 200,
                   progress: Callable[[float, str], None] | None = None,
                   cache: ModelCache | None = None, results_dir: Path | None = None) -> BenchmarkOutcome:
     """Score N items of a config (a stratified, seeded sample across its tags) through
@@ -367,7 +379,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
         tags_note="" if tr else "This config's items have no tags, so there is no per-tag table.")
 
 
-def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any], list[str], list[list[Any]], str]:
+def browse_item(outcome: BenchmarkOutcome | None, rank: str | float) -> tuple[list[Any], list[str], list[list[Any]], str]:
     """One benchmark item by its rank (1 = worst): (images, score headers, score rows, caption)."""
     from ..dataset.images import to_pil
     from .score import table

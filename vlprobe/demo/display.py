@@ -16,7 +16,10 @@ import io
 import math
 import re
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CHART_FONT_SIZE = 13.0  # in the figure's points; drawn at >= 85% of that, so never under 11 px
 MIN_SCALE = 0.85
@@ -85,7 +88,7 @@ table.vt .phone { display: none; }  /* a ranged table's range column: a phone's 
 """
 
 
-def fmt(value: Any, decimals: int) -> str:
+def fmt(value: object, decimals: int) -> str:
     """A number with exactly ``decimals`` decimals (thousands separated); anything else as text."""
     if isinstance(value, bool) or value is None:
         return "" if value is None else str(value)
@@ -200,14 +203,7 @@ def chart_rc() -> dict:
             "ytick.labelsize": CHART_FONT_SIZE, "legend.fontsize": CHART_FONT_SIZE}
 
 
-def enlarge_text(fig: Any, size: float = CHART_FONT_SIZE) -> None:
-    """Every text of the figure at least ``size`` points (figures drawn by vlprobe.results)."""
-    for text in fig.findobj(lambda o: hasattr(o, "get_fontsize") and hasattr(o, "set_fontsize")):
-        if text.get_fontsize() < size:
-            text.set_fontsize(size)
-
-
-def svg(fig: Any, description: str, chart_id: str = "") -> str:
+def svg(fig: Figure, description: str, chart_id: str = "") -> str:
     """The figure as inline SVG, text kept as text, sized to keep its text readable; ``description``
     is what a screen reader says (role=img, aria-label and the SVG's title)."""
     import matplotlib

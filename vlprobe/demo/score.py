@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -15,13 +15,21 @@ from ..dataset.items import Item
 from .models import MODELS, ModelCache
 from .settings import MAX_PIXELS, MAX_TEXT_CHARS, MAX_TEXTS, Settings, SpaceError, max_upload_bytes
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from PIL.Image import Image
+
+    from ..results import ScoredItem
+    from ..scorers.base import Scorer
+    from ..scoring.engine import EngineResult
+
 SCORE_NOTE = ("Scores are the model's image-text logits (higher: a better match); margin: the lowest true "
               "caption's score minus this foil's (above 0: the model prefers the caption).")
 
 
 # ---- inputs -------------------------------------------------------------------------------------
 
-def load_upload(path: Any, label: str = "image") -> Any:
+def load_upload(path: object, label: str = "image") -> Image | None:
     """Open an uploaded file as an RGB PIL image, refusing files that are too large or not images."""
     from PIL import Image, UnidentifiedImageError
 
@@ -81,7 +89,7 @@ class ScoreRequest:
         return Item(id="space", images=tuple(self.images), texts=tuple(texts), gold=gold)
 
 
-def make_request(image_1: Any, image_2: Any, captions: str, foils: str) -> ScoreRequest:
+def make_request(image_1: object, image_2: object, captions: str, foils: str) -> ScoreRequest:
     """Check the inputs of the Score tab and build the request; errors say what to change."""
     images = [im for im in (load_upload(image_1, "Image 1"), load_upload(image_2, "Image 2")) if im is not None]
     if not images:
@@ -115,7 +123,7 @@ def item_shape(m: int, n_gold: int, n: int) -> str:
     return "pairwise" if n == 2 and n_gold == 1 else "set"
 
 
-def _pct(x: Any) -> str:
+def _pct(x: float | None) -> str:
     from ..results import pct
 
     return "n/a" if x is None else f"{pct(x, 0)}%"
@@ -179,7 +187,7 @@ def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarr
     return line
 
 
-def _tie_verdict(shape: str, result: dict, S: Any, ties: str) -> str:
+def _tie_verdict(shape: str, result: dict, S: np.ndarray | None, ties: str) -> str:
     score = float(np.asarray(S, dtype=np.float64).flat[0])
     if shape == "pairwise":
         what = f"the caption and the foil score exactly the same ({score:.3f} each)"
@@ -307,7 +315,7 @@ def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
     return out
 
 
-def table(item: Any, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
+def table(item: Item | ScoredItem, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows): text, role, score (3 decimals), margin for foils (the row's lowest caption
     score minus the foil's); with two images the role names the image ("foil, image 2"); a
     probability column only when the model gives one."""
@@ -339,7 +347,7 @@ def bounded_label(label: str, lines: int) -> list[str]:
     return wrapped[: lines - 1] + [wrapped[lines - 1][: LABEL_CHARS - 1 - len(close)].rstrip() + "…" + close]
 
 
-def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
+def margin_chart(points: Sequence[tuple[str, float]]) -> Figure:
     """Horizontal bars of the margins (green above 0: right; red below: wrong; a grey mark and
     "0 (tie)", set off the zero line, at exactly 0), each under its own label (full width, so a long
     text never squeezes the bars or the axis title), at most two lines (one when there are more than
@@ -399,7 +407,7 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
     return fig
 
 
-def unknown_words(scorer: Any, texts: Sequence[str]) -> list[str]:
+def unknown_words(scorer: object, texts: Sequence[str]) -> list[str]:
     """The words of ``texts`` the scorer's tokenizer reads only as its unknown token (a word-level
     vocabulary such as the shipped mini-clip's): texts differing only in such words score alike."""
     tok = getattr(scorer, "tokenizer", None)
@@ -441,20 +449,20 @@ class ScoreOutcome:
     item: Item | None = None
 
 
-def run_engine(scorer: Any, items: Sequence[Item], **kw: Any) -> Any:
+def run_engine(scorer: Scorer, items: Sequence[Item], *, progress: bool = False) -> EngineResult:
     """vlprobe's engine on items, its errors turned into messages for the page."""
     from ..dataset.images import ImageError
     from ..scoring.engine import EngineOutOfMemory, score_items
 
     try:
-        return score_items(scorer, items, num_workers=0, cache=None, **kw)
+        return score_items(scorer, items, num_workers=0, cache=None, progress=progress)
     except ImageError as err:
         raise SpaceError(str(err)) from None
     except EngineOutOfMemory as err:
         raise SpaceError(f"the model ran out of memory: {err}") from None
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:  # noqa: ANN401  (JSON: any of its types)
     """Metric results with numpy types turned into plain Python (JSON-safe)."""
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
@@ -469,7 +477,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def score(settings: Settings, image_1: Any, image_2: Any, captions: str, foils: str, model: str | None,
+def score(settings: Settings, image_1: object, image_2: object, captions: str, foils: str, model: str | None,
           cache: ModelCache | None = None, ties: str | None = "strict") -> ScoreOutcome:
     """The Score tab: one item, scored by the engine, judged by the metric with the tie policy
     ``ties`` (strict by default, as the papers count a tie)."""

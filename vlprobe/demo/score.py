@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from ..dataset.items import Item
+from ..results.schema import Metrics, dump, parse
 from .models import MODELS, ModelCache
 from .settings import MAX_PIXELS, MAX_TEXT_CHARS, MAX_TEXTS, Settings, SpaceError, max_upload_bytes
 
@@ -152,28 +153,35 @@ def check_ties(ties: str | None, authors: bool = False) -> str:
     return ties
 
 
-def verdict_kind(shape: str, result: dict, tied: bool = False) -> str:
+def metrics_of(result: Metrics | dict[str, Any]) -> Metrics:
+    """The metric module's result on an item as its record (:class:`vlprobe.results.schema.Metrics`)."""
+    return result if isinstance(result, Metrics) else parse(Metrics, dump(result), "metrics")
+
+
+def verdict_kind(shape: str, result: Metrics | dict[str, Any], tied: bool = False) -> str:
     """'right', 'wrong', 'mixed' or 'tie' (every comparison tied): the colour of the verdict."""
+    m = metrics_of(result)
     if tied:
         return "tie"
     if shape == "pairwise":
-        return "right" if result["acc_r"] == 1 else "wrong"
+        return "right" if m.value("acc_r") == 1 else "wrong"
     if shape == "group":
-        if result.get("group") == 1:
+        if m.value("group") == 1:
             return "right"
-        return "mixed" if result.get("text") == 1 or result.get("image") == 1 else "wrong"
-    if result.get("set_acc") == 1:
+        return "mixed" if m.value("text") == 1 or m.value("image") == 1 else "wrong"
+    if m.value("set_acc") == 1:
         return "right"
-    return "wrong" if result.get("set_error") == 1 else "mixed"
+    return "wrong" if m.value("set_error") == 1 else "mixed"
 
 
-def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarray | None = None,
+def verdict_text(shape: str, result: Metrics | dict[str, Any], item: Item | None = None, S: np.ndarray | None = None,
                  ties: str = "strict") -> str:
     """One line for the page, from the metric's result on the single item (computed with the tie
     policy ``ties``): TIE when every comparison tied (scores exactly equal), saying how the policy
     counts it; for a group item with its scores, which comparisons failed; the number of ties."""
+    result = metrics_of(result)
     points = comparisons(item, np.asarray(S, dtype=np.float64)) if item is not None and S is not None else []
-    n_tied = sum(1 for _, v in points if v == 0) if points else int(result.get("n_ties") or 0)
+    n_tied = sum(1 for _, v in points if v == 0) if points else int(result.n_ties or 0)
     if points and n_tied == len(points):
         return _tie_verdict(shape, result, S, ties)
     line = _verdict(shape, result)
@@ -187,31 +195,31 @@ def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarr
     return line
 
 
-def _tie_verdict(shape: str, result: dict, S: np.ndarray | None, ties: str) -> str:
+def _tie_verdict(shape: str, result: Metrics, S: np.ndarray | None, ties: str) -> str:
     score = float(np.asarray(S, dtype=np.float64).flat[0])
     if shape == "pairwise":
         what = f"the caption and the foil score exactly the same ({score:.3f} each)"
-        value = f"pairwise, VALSE acc_r = {_pct(result.get('acc_r'))}"
+        value = f"pairwise, VALSE acc_r = {_pct(result.value('acc_r'))}"
     elif shape == "group":
         what = f"all four image-caption scores are exactly equal ({score:.3f})"
-        value = f"group, Winoground: text {_pct(result.get('text'))}, image {_pct(result.get('image'))}, " \
-                f"group {_pct(result.get('group'))}"
+        value = f"group, Winoground: text {_pct(result.value('text'))}, image {_pct(result.value('image'))}, " \
+                f"group {_pct(result.value('group'))}"
     else:
         what = f"every caption and every foil score exactly the same ({score:.3f} each)"
-        value = f"set, BLA: pairwise acc_r {_pct(result.get('acc_r'))}"
+        value = f"set, BLA: pairwise acc_r {_pct(result.value('acc_r'))}"
     return f"TIE: {what}; a tie is {tie_words(ties)} ({value})"
 
 
-def _verdict(shape: str, result: dict) -> str:
+def _verdict(shape: str, result: Metrics) -> str:
     if shape == "pairwise":
         return ("CORRECT: the caption scores higher than the foil (pairwise, VALSE acc_r = 100%)"
-                if result["acc_r"] == 1 else
+                if result.value("acc_r") == 1 else
                 "WRONG: the foil scores at least as high as the caption (pairwise, VALSE acc_r = 0%)")
     if shape == "group":
-        parts = {k: result.get(k) for k in ("text", "image", "group")}
+        parts = {k: result.value(k) for k in ("text", "image", "group")}
         head = {"right": "CORRECT: each image prefers its own caption and each caption its own image",
                 "mixed": ("PARTLY RIGHT: each image prefers its own caption, but not each caption its own image"
-                          if result.get("text") == 1 else
+                          if result.value("text") == 1 else
                           "PARTLY RIGHT: each caption prefers its own image, but not each image its own caption"),
                 "wrong": ("WRONG: not every image prefers its own caption (text), and not every caption "
                           "its own image (image)")}[verdict_kind(shape, result)]
@@ -222,8 +230,8 @@ def _verdict(shape: str, result: dict) -> str:
         return "CORRECT: every caption scores higher than every foil (set, BLA set accuracy = 100%)"
     if kind == "wrong":
         return "WRONG: every foil scores at least as high as every caption (set, BLA set error = 100%)"
-    return (f"MIXED: some foils outscore a caption (set, BLA: pairwise acc_r {_pct(result.get('acc_r'))}, "
-            f"sentence accuracy {_pct(result.get('sentence_acc'))})")
+    return (f"MIXED: some foils outscore a caption (set, BLA: pairwise acc_r {_pct(result.value('acc_r'))}, "
+            f"sentence accuracy {_pct(result.value('sentence_acc'))})")
 
 
 # ---- where the texts differ ---------------------------------------------------------------------
@@ -418,7 +426,7 @@ def unknown_words(scorer: object, texts: Sequence[str]) -> list[str]:
     out = []
     for w in (w for w in words if w):
         try:
-            ids = tok(w, add_special_tokens=False)["input_ids"]
+            ids = tok(w, add_special_tokens=False).input_ids
         except Exception:  # noqa: BLE001  (a tokenizer that cannot say: no note)
             return []
         if unk in ids:
@@ -462,21 +470,6 @@ def run_engine(scorer: Scorer, items: Sequence[Item], *, progress: bool = False)
         raise SpaceError(f"the model ran out of memory: {err}") from None
 
 
-def plain(value: object) -> Any:  # noqa: ANN401  (JSON: any of its types)
-    """Metric results with numpy types turned into plain Python (JSON-safe)."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
-
-
 def score(settings: Settings, image_1: object, image_2: object, captions: str, foils: str, model: str | None,
           cache: ModelCache | None = None, ties: str | None = "strict") -> ScoreOutcome:
     """The Score tab: one item, scored by the engine, judged by the metric with the tie policy
@@ -490,10 +483,7 @@ def score(settings: Settings, image_1: object, image_2: object, captions: str, f
     result = run_engine(scorer, [item], progress=False)
     S = np.asarray(result.scores[0], dtype=np.float64)
     probs = np.asarray(result.probabilities[0]) if result.probabilities else None
-    kwargs: dict[str, Any] = {"ties": ties}
-    if probs is not None:
-        kwargs["probabilities"] = [probs]
-    metrics = compute([S], [item.gold.astype(int)], **kwargs)
+    metrics = compute([S], [item.gold.astype(int)], ties=ties, **({} if probs is None else {"probabilities": [probs]}))
     shape = item_shape(item.m, int(item.gold.sum()), item.n)
     headers, rows = table(item, S, probs)
     note = SCORE_NOTE + (" Probability: the model's own probability that the text matches." if probs is not None else "")
@@ -505,5 +495,5 @@ def score(settings: Settings, image_1: object, image_2: object, captions: str, f
         verdict += "\n\n" + note_unknown
     return ScoreOutcome(shape=shape, kind=verdict_kind(shape, metrics, tied), verdict=verdict,
                         headers=headers, table=rows, chart=margin_chart(points),
-                        highlights=highlight(request), metrics=plain(metrics), scores=S, note=note,
+                        highlights=highlight(request), metrics=dump(metrics), scores=S, note=note,
                         item=item)

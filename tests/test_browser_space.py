@@ -31,7 +31,6 @@ itself is unavailable. No step waits a fixed time: each waits for what it expect
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -41,6 +40,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers_space import load_space, served
 
 pytestmark = pytest.mark.browser
 
@@ -116,15 +116,12 @@ def app(repo_root, build_root, model_path):
     mp.setenv(settings.ENV_MAX_UPLOAD_MB, "1")
     mp.setattr(hub, "hub_reachable", lambda: False)
     mp.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)  # nothing cached, whatever the machine
-    spec = importlib.util.spec_from_file_location("vlprobe_space_app_browser", repo_root / "space" / "app.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_space(repo_root, "vlprobe_space_app_browser")
     assert module.preload_default_model(module.SETTINGS) is None  # as `python app.py` does before serving
-    _, url, _ = module.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **module.LAUNCH)
     try:
-        yield module, url
+        with served(module) as url:
+            yield module, url
     finally:
-        module.demo.close()
         mp.undo()
 
 

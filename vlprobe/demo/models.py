@@ -25,12 +25,16 @@ def check_available(model_id: str) -> None:
     Space's typed ids)."""
     if hub.local_folder(model_id):
         return
-    if model_id.startswith(("open_clip:", "hf-hub:")):  # open_clip's names: the family's own quick check
-        from ..errors import ModelError
-        from ..scorers.open_clip import check_name
+    from ..errors import ModelError
+    from ..scorers.base import get_family
+    from ..scorers.loading import family_of_name
 
+    own = family_of_name(model_id) if ":" in model_id else None  # a name a family reads itself (open_clip's)
+    if own is not None:  # the family's own quick check, as the registry gives it
+        check = get_family(own).check_name
         try:
-            check_name(model_id)
+            if check is not None:
+                check(model_id, None)
         except ModelError as err:
             raise SpaceError(str(err)) from None
         return

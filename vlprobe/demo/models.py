@@ -8,6 +8,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from ..errors import ModelError
 from . import hub
 from .settings import Settings, SpaceError, max_models
 
@@ -25,7 +26,6 @@ def check_available(model_id: str) -> None:
     Space's typed ids)."""
     if hub.local_folder(model_id):
         return
-    from ..errors import ModelError
     from ..scorers.base import get_family
     from ..scorers.loading import family_of_name
 

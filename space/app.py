@@ -188,13 +188,16 @@ SHOW_VERDICT = """async () => {
 }"""
 
 
-# After Compare: on a phone, fold the figures published for the runs' checkpoints under their label; bring the
+# After Compare: on a phone, fold all but the first numbers (the runs beside the papers; with no papers' table, the
+# first run's table) under their labels; bring the
 # results' note to the top of the screen when it is out of sight (on a phone it sits below the files and options).
 SHOW_RESULTS = """async () => {
   const y0 = window.scrollY;
   await new Promise(r => setTimeout(r, 30));  // the tables drawn
-  if (window.matchMedia('(max-width: 640px)').matches)  // on a phone the published figures' rows wait for a tap
-    for (const d of document.querySelectorAll('.results-out details.vt-fold')) d.open = false;
+  if (window.matchMedia('(max-width: 640px)').matches) {  // on a phone all but the first numbers wait for a tap
+    const first = document.querySelector('#papers-table table') ? null : document.querySelector('#runs-table details');
+    for (const d of document.querySelectorAll('.results-out details.vt-fold')) d.open = d === first;
+  }
   for (const wait of [60, 250, 600]) {
     await new Promise(r => setTimeout(r, wait));
     const el = document.querySelector('#results-note');

@@ -1031,6 +1031,13 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     expect(page.get_by_role("tab", name="Results", selected=True)).to_be_visible(timeout=SLOW)
     expect(page.locator("#runs-table")).to_contain_text("winoground_style", timeout=SLOW)
     _settled(page)
+    if viewport == "phone":  # no papers' table for it: the run's own numbers stay open, first; the rest folded
+        _folded(page)
+        opened = page.evaluate("() => [...document.querySelectorAll('.results-out details.vt-fold')]"
+                               ".filter(d => d.open).map(d => d.closest('[id]').id)")
+        assert opened == ["runs-winoground-style-table"], opened
+        first = _bottoms(page, "results-note", "runs-winoground-style-table")
+        assert max(first.values()) < FIRST_RESULT_PX, first
     _unfold(page)
     _check_charts(page, "results, the run sent from the Benchmark tab", seen)
     page.locator("#results-files").get_by_role("button", name=re.compile(r"^Clear", re.IGNORECASE)).first.click()
@@ -1051,13 +1058,19 @@ def _results_svg(page):
     return page.locator("#results-chart .chart-svg").filter(visible=True).locator("svg")
 
 
+def _folded(page):
+    """Once the page has folded the last comparison on a phone (its chart folded): whether each fold is open."""
+    page.wait_for_function("() => { const c = document.querySelector('#results-chart details.vt-fold');"
+                           " return c && !c.open; }", timeout=SLOW)
+    return page.evaluate("() => [...document.querySelectorAll('.results-out details.vt-fold')].map(d => d.open)")
+
+
 def _unfold(page):
     """On a phone, the Results tab's folded parts (the chart, the runs' tables, the published figures, each system's
     figure, the glossary) opened, as a visitor taps them, once the page has folded the last comparison's."""
     if page.viewport_size["width"] > 640:
         return
-    page.wait_for_function("() => [...document.querySelectorAll('.results-out details.vt-fold')].every(d => !d.open)",
-                           timeout=SLOW)
+    _folded(page)
     page.evaluate("() => document.querySelectorAll('.results-out details.vt-fold').forEach(d => { d.open = true; })")
 
 
@@ -1196,8 +1209,7 @@ def _phone_results(page, shots):
     cards, no inner scroll box: config, the run's value with its CI under it, the systems' range; the systems'
     own columns left out) with each system's figure folded under it; the chart, the runs' tables, the figures
     published for the run's checkpoint and the glossary folded; the page at most RESULTS_PHONE_PX long."""
-    page.wait_for_function("() => [...document.querySelectorAll('.results-out details.vt-fold')].every(d => !d.open)",
-                           timeout=SLOW)
+    assert not any(_folded(page))  # the papers table is no fold: all the rest is folded
     first = _bottoms(page, "results-note", "papers-table")
     assert max(first.values()) < FIRST_RESULT_PX, first
     files = page.locator("#results-files").bounding_box()["y"] + page.evaluate("scrollY")

@@ -458,10 +458,15 @@ def _all_examples(datasets: tuple[str, ...]) -> tuple[examples.Example, ...]:
     return tuple(examples.gallery(SETTINGS, EXAMPLE_DIR, datasets))
 
 
+def offered_datasets():
+    """The datasets the boxes offer, as the boxes name them (a hosted Space takes names, never its folders' paths)."""
+    return tuple(value for _, value in SETTINGS.dataset_choices())
+
+
 def gallery_for(model):
     """The gallery examples the model can read (every word in its vocabulary), at most GALLERY_SLOTS."""
     try:
-        every = _all_examples(tuple(SETTINGS.dataset_folders()))
+        every = _all_examples(offered_datasets())
         tok = models.tokenizer_of(SETTINGS.resolve_model(model))
     except Exception:  # noqa: BLE001  (a model that cannot be had: its scoring says why)
         every, tok = _all_examples(()), None
@@ -488,7 +493,7 @@ def score_example(index, keys, model, ties):
     """A gallery button: its example (the slot's key; else the model's gallery, when the page has not
     filled the slots yet) loaded into the inputs and scored: (image 1, image 2, captions, foils, then
     what :func:`score` returns)."""
-    every = {e.key: e for e in _all_examples(tuple(SETTINGS.dataset_folders()))}
+    every = {e.key: e for e in _all_examples(offered_datasets())}
     keys = list(keys or []) or [e.key for e in gallery_for(model)]
     example = every.get(keys[index]) if index < len(keys) else None
     if example is None:

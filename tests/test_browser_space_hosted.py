@@ -198,6 +198,8 @@ def test_the_hosted_space_answers_alike_and_shows_no_server_path(browser, hosted
     page = _open(browser, url, viewport)
     try:
         _no_server_path(page.content(), paths, "the page as it opens")
+        gallery = [b.inner_text().strip() for b in page.locator(".gallery-row button").all() if b.is_visible()]
+        assert {"travlr: spatiality (pairwise)", "winoground_style: spatial_swap (group)"} <= set(gallery), gallery
         seen["contrast, first look"] = _check_contrast(page, "hosted, first look")
         if viewport == "laptop":
             seen["api page default"] = _api_page(page, url, paths)

@@ -107,7 +107,7 @@ textarea::placeholder, input::placeholder { font-style: italic; }
 .second-image:not(:has(img)) { display: none !important; }
 .chart-block .chart-svg svg { margin: 0 auto; }
 /* the Results chart is drawn twice: wide (labels left of the rows) and, for a phone, narrow (labels above) */
-.chart-narrow { display: none; }
+.chart-narrow, .phone-only { display: none; }
 details.vt-fold > summary { cursor: pointer; }
 .vt-count { font-weight: 400; }
 #item-caption code { overflow-wrap: anywhere; }
@@ -147,7 +147,12 @@ input[type=range] { --neutral-200: #80868f; }
   .bench-out { flex-direction: column !important; }
   .bench-out > .bench-tables { order: -1; }
   .results-out { display: flex; flex-direction: column; }
-  /* the Results tab's cards: compact */
+  /* the Results tab: its results (the note, the numbers) first, then its files and options; the tables compact */
+  .results-tab > .results-inputs { order: 2; }
+  .results-out > :has(.vt-empty):not(:has(table)), .results-out > #results-chart:not(:has(svg)) { display: none; }
+  .results-out .vt-wrap.vt-tall { max-height: none; }  /* one scroll: the page's */
+  .phone-only { display: block; }
+  .results-out table.vt td, .results-out table.vt th { font-size: 12.5px; padding: 3px 4px; }
   .results-out table.vt.cards td { font-size: 13px !important; line-height: 1.3 !important; padding: 0 !important; }
   .results-out table.vt.cards tr { gap: 0 10px; margin: 0 0 4px; padding: 2px 7px; }
   .results-out .vt-note { font-size: 0.8em; margin-top: 1px; }
@@ -183,13 +188,16 @@ SHOW_VERDICT = """async () => {
 }"""
 
 
-# After Compare: on a phone, fold the figures published for the runs' checkpoints under their label; bring the
+# After Compare: on a phone, fold all but the first numbers (the runs beside the papers; with no papers' table, the
+# first run's table) under their labels; bring the
 # results' note to the top of the screen when it is out of sight (on a phone it sits below the files and options).
 SHOW_RESULTS = """async () => {
   const y0 = window.scrollY;
   await new Promise(r => setTimeout(r, 30));  // the tables drawn
-  if (window.matchMedia('(max-width: 640px)').matches)  // on a phone the published figures' rows wait for a tap
-    for (const d of document.querySelectorAll('.results-out details.vt-fold')) d.open = false;
+  if (window.matchMedia('(max-width: 640px)').matches) {  // on a phone all but the first numbers wait for a tap
+    const first = document.querySelector('#papers-table table') ? null : document.querySelector('#runs-table details');
+    for (const d of document.querySelectorAll('.results-out details.vt-fold')) d.open = d === first;
+  }
   for (const wait of [60, 250, 600]) {
     await new Promise(r => setTimeout(r, wait));
     const el = document.querySelector('#results-note');
@@ -450,10 +458,15 @@ def _all_examples(datasets: tuple[str, ...]) -> tuple[examples.Example, ...]:
     return tuple(examples.gallery(SETTINGS, EXAMPLE_DIR, datasets))
 
 
+def offered_datasets():
+    """The datasets the boxes offer, as the boxes name them (a hosted Space takes names, never its folders' paths)."""
+    return tuple(value for _, value in SETTINGS.dataset_choices())
+
+
 def gallery_for(model):
     """The gallery examples the model can read (every word in its vocabulary), at most GALLERY_SLOTS."""
     try:
-        every = _all_examples(tuple(SETTINGS.dataset_folders()))
+        every = _all_examples(offered_datasets())
         tok = models.tokenizer_of(SETTINGS.resolve_model(model))
     except Exception:  # noqa: BLE001  (a model that cannot be had: its scoring says why)
         every, tok = _all_examples(()), None
@@ -480,7 +493,7 @@ def score_example(index, keys, model, ties):
     """A gallery button: its example (the slot's key; else the model's gallery, when the page has not
     filled the slots yet) loaded into the inputs and scored: (image 1, image 2, captions, foils, then
     what :func:`score` returns)."""
-    every = {e.key: e for e in _all_examples(tuple(SETTINGS.dataset_folders()))}
+    every = {e.key: e for e in _all_examples(offered_datasets())}
     keys = list(keys or []) or [e.key for e in gallery_for(model)]
     example = every.get(keys[index]) if index < len(keys) else None
     if example is None:
@@ -636,14 +649,28 @@ def _results_failed(message):
             PUBLISHED_EMPTY)
 
 
-def results_table(table, **kw):
-    """A table of the Results tab as the page shows it: on a phone, a card per row, its numbers first; the figures
-    published for the runs' checkpoints folded there under their label (SHOW_RESULTS folds them), open on a
-    laptop."""
-    return display.html_table(table.headers, table.rows, label=table.label, table_id=f"{table.key}-table", decimals=1,
-                              notes=table.notes, wrap=table.wrap, marked=table.marked, marked_rows=table.marked_rows,
-                              cards=True, tall=len(table.rows) > 12, fold=table.key == "published",
+def results_table(table, key=None, **kw):
+    """A table of the Results tab as the page shows it. The runs beside the papers: on a phone a compact table,
+    the published systems' columns summed up as their range (each system's figure a folded list of cards under it,
+    ``key`` "papers-systems"). The others (the runs', the figures published for their checkpoints): on a phone a
+    card per row, its numbers first, folded under their label (SHOW_RESULTS folds them), open on a laptop."""
+    kw.setdefault("cards", table.key != "papers")
+    kw.setdefault("fold", table.key != "papers")
+    return display.html_table(table.headers, table.rows, label=kw.pop("label", table.label),
+                              table_id=f"{key or table.key}-table",
+                              decimals=1, notes=table.notes, wrap=table.wrap, marked=table.marked,
+                              marked_rows=table.marked_rows, tall=len(table.rows) > 12 and not kw["cards"],
                               prose=("source", "note", "known causes"), **kw)
+
+
+def papers_html(table):
+    """The runs beside the papers: compact (see :func:`results_table`), with, on a phone, each system's figure as
+    a folded list of cards."""
+    out = results_table(table, ranged=("papers (range)", table.ranged))
+    if table.ranged:
+        out += ('<div class="phone-only">' + results_table(table, "papers-systems", cards=True, fold=True,
+                                                           label="Each system's figure (%)") + "</div>")
+    return out
 
 
 @_inline_errors(_results_failed)
@@ -654,21 +681,23 @@ def compare_results(files, include_papers, benchmark, names=""):
     published tables (with the glossary), and the figures published for the runs' checkpoints."""
     checked_uploads(files or [], "Results files")
     out = results.compare_results(files, include_papers, benchmark, names or "")
-    chart = "" if out.chart is None else results.chart_svg(out.chart, out.chart_narrow)
+    chart = "" if out.chart is None else (
+        '<details class="vt-fold" open><summary class="vt-label">Chart: the headline metric per config</summary>'
+        + results.chart_svg(out.chart, out.chart_narrow) + "</details>")  # on a phone folded, as the tables
     runs_html = ('<div id="runs-table">' + "".join(results_table(t) for t in out.runs) + "</div>") if out.runs else ""
     if out.papers:
-        papers_html = results_table(out.papers)
+        shown_papers = papers_html(out.papers)
     else:
-        papers_html = empty_table("papers", "no published numbers for these runs" if include_papers
-                                  else "the papers' numbers are not included (tick the box to see them)")
+        shown_papers = empty_table("papers", "no published numbers for these runs" if include_papers
+                                   else "the papers' numbers are not included (tick the box to see them)")
     if out.published:
-        papers_html += results_table(out.published)
+        shown_papers += results_table(out.published)
     shown = [t for t in (*out.runs, out.papers, out.published) if t]
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
             _table(out.paper_headers, out.paper_rows) if out.papers else PAPERS_EMPTY, runs_html,
             # what each metric in the tables means, and which way is better (the Benchmark tab's glossary)
-            papers_html + glossary.glossary_html(glossary.named_in(*([t.label, *t.headers] for t in shown),
-                                                                   *(t.rows for t in shown))),
+            shown_papers + glossary.glossary_html(glossary.named_in(*([t.label, *t.headers] for t in shown),
+                                                                    *(t.rows for t in shown)), fold=True),
             _table(out.published.headers, out.published.rows) if out.published else PUBLISHED_EMPTY)
 
 
@@ -891,10 +920,10 @@ def build_demo() -> gr.Blocks:
                              api_visibility="private", concurrency_limit=4, concurrency_id="browse",
                              trigger_mode="always_last", preprocess=False)
 
-            with gr.Tab("Results", id="results"):
+            with gr.Tab("Results", id="results"), gr.Column(elem_classes=["results-tab"]):
                 gr.Markdown("Compare runs with each other and with the numbers the papers published (VALSE Table 2, "
                             "Winoground Table 3, BLA thesis Table 6.3, SugarCREPE's GPT-4V).")
-                with gr.Row():
+                with gr.Row(elem_classes=["results-inputs"]):  # on a phone (CSS): under the results
                     r_files = text_too(gr.File(label="Results files", file_count="multiple", file_types=[".json"],
                                                elem_id="results-files"))
                     with gr.Column():

@@ -31,7 +31,6 @@ itself is unavailable. No step waits a fixed time: each waits for what it expect
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -41,6 +40,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers_space import load_space, served
 
 pytestmark = pytest.mark.browser
 
@@ -52,7 +52,7 @@ VIEWPORTS = {"laptop": (1280, 900), "phone": (390, 844)}
 # (its tables have the same cells, only fewer rows).
 BENCH_ITEMS = {"laptop": 12, "phone": 100}
 SLOW = 240_000  # ms: a benchmark or a model load on a loaded 2-core machine
-RESULTS_PHONE_PX = 3600  # the phone's Results page with a VALSE run beside the papers (3,926 px before folding)
+RESULTS_PHONE_PX = 2100  # the phone's Results page with a VALSE run beside the papers, folded (1,979 px; 3,439 before)
 FIRST_RESULT_PX = 1600  # the first result's bottom edge, from the page's top (a phone's page included)
 INTERACTIVE = {"button", "textbox", "combobox", "slider", "spinbutton", "radio", "radiogroup", "checkbox", "tab",
                "link", "listbox", "searchbox", "switch", "menuitem", "option"}
@@ -116,15 +116,12 @@ def app(repo_root, build_root, model_path):
     mp.setenv(settings.ENV_MAX_UPLOAD_MB, "1")
     mp.setattr(hub, "hub_reachable", lambda: False)
     mp.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)  # nothing cached, whatever the machine
-    spec = importlib.util.spec_from_file_location("vlprobe_space_app_browser", repo_root / "space" / "app.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_space(repo_root, "vlprobe_space_app_browser")
     assert module.preload_default_model(module.SETTINGS) is None  # as `python app.py` does before serving
-    _, url, _ = module.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **module.LAUNCH)
     try:
-        yield module, url
+        with served(module) as url:
+            yield module, url
     finally:
-        module.demo.close()
         mp.undo()
 
 
@@ -176,7 +173,7 @@ TABLE_PROBLEMS = """() => {
             if (tops(r) > 1) problems.push('word broken: ' + m[0]);
           }
         }
-      } else if (c.classList.contains('list')) {
+      } else if (c.classList.contains('list') || c.classList.contains('ci')) {  // a value and its CI: each whole
         for (const s of c.querySelectorAll('span')) if (lines(s) > 1) problems.push('value broken: ' + s.innerText);
       } else if (c.innerText.trim() && lines(c) > 1) {
         problems.push('broken: ' + c.innerText);
@@ -1034,6 +1031,14 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     expect(page.get_by_role("tab", name="Results", selected=True)).to_be_visible(timeout=SLOW)
     expect(page.locator("#runs-table")).to_contain_text("winoground_style", timeout=SLOW)
     _settled(page)
+    if viewport == "phone":  # no papers' table for it: the run's own numbers stay open, first; the rest folded
+        _folded(page)
+        opened = page.evaluate("() => [...document.querySelectorAll('.results-out details.vt-fold')]"
+                               ".filter(d => d.open).map(d => d.closest('[id]').id)")
+        assert opened == ["runs-winoground-style-table"], opened
+        first = _bottoms(page, "results-note", "runs-winoground-style-table")
+        assert max(first.values()) < FIRST_RESULT_PX, first
+    _unfold(page)
     _check_charts(page, "results, the run sent from the Benchmark tab", seen)
     page.locator("#results-files").get_by_role("button", name=re.compile(r"^Clear", re.IGNORECASE)).first.click()
     expect(page.locator('#results-files a[href$=".json"]')).to_have_count(0, timeout=SLOW)
@@ -1041,6 +1046,7 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
     expect(page.locator('#results-files a[href$="/results.json"]')).to_have_count(1, timeout=SLOW)
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(_markdown(page, "results-note")).to_have_text(re.compile(r"^1 run;"), timeout=SLOW, use_inner_text=True)
+    _unfold(page)
     table = page.locator("#runs-table").inner_text()
     assert "winoground_style" in table and "mini-clip · winoground_style" in table, table[:300]
     _check_charts(page, "results, the downloaded file", seen)
@@ -1050,6 +1056,22 @@ def _download_feeds_results(page, tmp_path, viewport, shots, seen):
 def _results_svg(page):
     """The Results tab's chart as the screen shows it: the wide one on a laptop, the narrow one on a phone."""
     return page.locator("#results-chart .chart-svg").filter(visible=True).locator("svg")
+
+
+def _folded(page):
+    """Once the page has folded the last comparison on a phone (its chart folded): whether each fold is open."""
+    page.wait_for_function("() => { const c = document.querySelector('#results-chart details.vt-fold');"
+                           " return c && !c.open; }", timeout=SLOW)
+    return page.evaluate("() => [...document.querySelectorAll('.results-out details.vt-fold')].map(d => d.open)")
+
+
+def _unfold(page):
+    """On a phone, the Results tab's folded parts (the chart, the runs' tables, the published figures, each system's
+    figure, the glossary) opened, as a visitor taps them, once the page has folded the last comparison's."""
+    if page.viewport_size["width"] > 640:
+        return
+    _folded(page)
+    page.evaluate("() => document.querySelectorAll('.results-out details.vt-fold').forEach(d => { d.open = true; })")
 
 
 def _glossed(page):
@@ -1077,6 +1099,7 @@ def _papers_alone(page, viewport, shots, seen):
         page.get_by_role("button", name="Compare", exact=True).click()
         expect(_markdown(page, "results-note")).to_have_text(re.compile(r"^No results file loaded: the papers' published "
                                                                         r"numbers alone"), timeout=SLOW, use_inner_text=True)
+        _unfold(page)
         expect(_results_svg(page).locator("text").filter(has_text=f"{bench}: headline metric")).to_have_count(
             1, timeout=SLOW)  # this benchmark's chart, not the last one
         _settled(page)
@@ -1114,7 +1137,9 @@ def _valse_beside_papers(page, tmp_path, viewport, shots, seen):
     Winoground run: the chart puts the run's point beside the paper's systems on each instrument's row and on
     the Avg.'s (the run's N/A said in words there), the papers table the same rows with the run's column first
     and no column for the Winoground run, the figures published for the run's checkpoint a row each; every
-    table within its box, on a phone as cards, the numbers before the chart. Returns the rows' positions."""
+    table within its box. On a phone: the note and the numbers first, within FIRST_RESULT_PX of the page's top,
+    the papers table compact (the run's column, then the systems' range; each system's figure folded under it),
+    the rest folded, the page at most RESULTS_PHONE_PX long. Returns the rows' positions and the page's lengths."""
     from playwright.sync_api import expect
     from test_space_display import VALSE, valse_all_doc
 
@@ -1125,6 +1150,8 @@ def _valse_beside_papers(page, tmp_path, viewport, shots, seen):
     valse.write_text(json.dumps(valse_all_doc("openai/clip-vit-base-patch32", na=("relations",))), encoding="utf-8")
     wino.write_text(json.dumps(_run_doc("models/mini-clip", 0.3)), encoding="utf-8")
     _load_results(page, [valse, wino])
+    phone = _phone_results(page, shots) if viewport == "phone" else {}
+    _unfold(page)
     chart = _results_svg(page)
     expect(chart.locator("[data-point='valse_all:valse/existence/test:acc_r']")).to_have_count(1, timeout=SLOW)
     rows = [*VALSE, "avg"]
@@ -1169,16 +1196,41 @@ def _valse_beside_papers(page, tmp_path, viewport, shots, seen):
     fits = _check_tables(page, "valse beside the papers")
     smallest = _check_charts(page, "results, valse/all beside VALSE Table 2", seen)
     _glossed(page)
-    if viewport == "phone":  # the numbers first, a card per row; the published figures folded under their label
+    if viewport == "phone":  # the numbers before the chart, unfolded too
         assert table.bounding_box()["y"] < page.locator("#results-chart").bounding_box()["y"]
-        assert page.locator("#published-table details.vt-fold").evaluate("d => !d.open")
-        length = page.evaluate("() => document.documentElement.scrollHeight")
-        assert length <= RESULTS_PHONE_PX, length
-        assert table.locator("table.cards").count() == 1
-        assert table.locator("tbody tr").first.evaluate("r => getComputedStyle(r).display") == "flex"
-    page.screenshot(path=str(shots / f"results_valse_{viewport}.png"), full_page=True)
-    return {"rows": len(heights), "chart px": round(smallest, 1), "plot px": round(width),
+    page.screenshot(path=str(shots / f"results_valse_{viewport}{'_unfolded' if phone else ''}.png"), full_page=True)
+    return {"rows": len(heights), "chart px": round(smallest, 1), "plot px": round(width), **phone,
             "page px": page.evaluate("() => document.documentElement.scrollHeight"), "tables": fits}
+
+
+def _phone_results(page, shots):
+    """The phone's Results page as a valse/all run's comparison leaves it: the note and the runs beside the papers
+    first (before the files and options), within FIRST_RESULT_PX of the page's top; the papers table compact (no
+    cards, no inner scroll box: config, the run's value with its CI under it, the systems' range; the systems'
+    own columns left out) with each system's figure folded under it; the chart, the runs' tables, the figures
+    published for the run's checkpoint and the glossary folded; the page at most RESULTS_PHONE_PX long."""
+    assert not any(_folded(page))  # the papers table is no fold: all the rest is folded
+    first = _bottoms(page, "results-note", "papers-table")
+    assert max(first.values()) < FIRST_RESULT_PX, first
+    files = page.locator("#results-files").bounding_box()["y"] + page.evaluate("scrollY")
+    assert files > max(first.values()), ("the numbers come before the files", files, first)
+    table = page.locator("#papers-table")
+    assert table.locator("table.cards").count() == 0
+    wrap = table.locator(".vt-wrap").evaluate("w => [w.scrollHeight, w.clientHeight, getComputedStyle(w).overflowY]")
+    assert wrap[0] <= wrap[1] + 1, ("an inner scroll box", wrap)
+    shown = [h for h in table.locator("th").all() if h.is_visible()]
+    assert [h.inner_text() for h in shown] == ["config", "this run: valse_all", "papers (range)"], shown
+    ranges = table.locator("td.phone").all_inner_texts()
+    assert len(ranges) == 12 and ranges[0] == "39.7–95.6", ranges  # existence: VisualBERT's to ViLBERT 12-in-1's
+    assert table.locator("td.ci").first.evaluate("c => c.querySelector('span.ci').getBoundingClientRect().top"
+                                                 " > c.querySelector('span').getBoundingClientRect().top")  # CI under
+    for folded in ("#papers-systems-table", "#published-table", "#runs-valse-table", "#results-chart", ".glossary"):
+        assert page.locator(f"{folded} details.vt-fold, details.vt-fold{folded}").first.evaluate("d => !d.open"), folded
+    fits = _check_tables(page, "valse beside the papers, folded")
+    length = page.evaluate("() => document.documentElement.scrollHeight")
+    assert length <= RESULTS_PHONE_PX, length
+    page.screenshot(path=str(shots / "results_valse_phone.png"), full_page=True)
+    return {"first result bottom": first, "folded page px": length, "folded tables": fits}
 
 
 def _bad_results_file(page, tmp_path):
@@ -1207,12 +1259,13 @@ def _named_runs(page, tmp_path, viewport, shots, seen):
     paths.append(tmp_path / "travlr_run.json")
     paths[-1].write_text(json.dumps(_travlr_doc()), encoding="utf-8")
     _load_results(page, paths)
+    _unfold(page)
     chart = _results_svg(page)
     expect(chart).to_be_visible(timeout=SLOW)
     # a table per benchmark, a row per run and config: the two Winoground runs in one, named; TraVLR's in its own
     names = page.locator("#runs-winoground-table td:first-child").all_inner_texts()
     assert names == ["mini-clip · winoground", short("clip-vit-base-patch32 · winoground")], names
-    assert page.locator("#runs-travlr-table .vt-label").inner_text() == "travlr: travlr_run (%)"
+    assert page.locator("#runs-travlr-table .vt-label").inner_text() == "travlr: travlr_run (%) (2 rows)"
     names.append("travlr_run")
     assert all(len(n) <= MAX_LABEL for n in names)
     hashes = re.compile(r"[0-9a-f]{16,}")
@@ -1234,8 +1287,9 @@ def _named_runs(page, tmp_path, viewport, shots, seen):
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.locator("#runs-winoground-table td").filter(has_text=re.compile(r"^\s*baseline\s*$"))).to_have_count(
         1, timeout=SLOW)
+    _unfold(page)
     assert page.locator("#runs-winoground-table td:first-child").all_inner_texts() == ["baseline", "B/32"]
-    assert page.locator("#runs-travlr-table .vt-label").inner_text() == "travlr: travlr_run (%)"
+    assert page.locator("#runs-travlr-table .vt-label").inner_text() == "travlr: travlr_run (%) (2 rows)"
     page.locator("#run-names textarea").fill("")
     return smallest
 

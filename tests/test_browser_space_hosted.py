@@ -16,7 +16,6 @@ tests/test_browser_space.py builds); the page offers them by name. Checked:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import urllib.request
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import test_browser_space as local
+from helpers_space import load_space, served
 from test_browser_space import (
     FIRST_RESULT_PX,
     SLOW,
@@ -62,14 +62,11 @@ def hosted(repo_root, build_root, model_path):
     mp.setenv("VLPROBE_ROOT", str(build_root))
     mp.setattr(hub, "hub_reachable", lambda: False)
     mp.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)
-    spec = importlib.util.spec_from_file_location("vlprobe_space_app_hosted", repo_root / "space" / "app.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    _, url, _ = module.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **module.LAUNCH)
+    module = load_space(repo_root, "vlprobe_space_app_hosted")
     try:
-        yield module, url
+        with served(module) as url:
+            yield module, url
     finally:
-        module.demo.close()
         mp.undo()
 
 
@@ -201,6 +198,8 @@ def test_the_hosted_space_answers_alike_and_shows_no_server_path(browser, hosted
     page = _open(browser, url, viewport)
     try:
         _no_server_path(page.content(), paths, "the page as it opens")
+        gallery = [b.inner_text().strip() for b in page.locator(".gallery-row button").all() if b.is_visible()]
+        assert {"travlr: spatiality (pairwise)", "winoground_style: spatial_swap (group)"} <= set(gallery), gallery
         seen["contrast, first look"] = _check_contrast(page, "hosted, first look")
         if viewport == "laptop":
             seen["api page default"] = _api_page(page, url, paths)

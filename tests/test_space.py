@@ -7,7 +7,6 @@ against those scores, and the benchmark numbers against ``vlprobe.metric.compute
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 gr = pytest.importorskip("gradio")
 gradio_client = pytest.importorskip("gradio_client")
 from gradio_client import handle_file  # noqa: E402
+from helpers_space import load_space  # noqa: E402
 
 from vlprobe.cli import main as vlprobe_main  # noqa: E402
 from vlprobe.demo import benchmark as bench  # noqa: E402
@@ -32,10 +32,7 @@ pytestmark = pytest.mark.usefixtures("clean_space_env")  # tests/conftest.py
 def space_app(repo_root):
     mp = pytest.MonkeyPatch()
     mp.setattr(hub, "hub_reachable", lambda: False)  # offline, whatever the machine: mini-clip is the default
-    spec = importlib.util.spec_from_file_location("vlprobe_space_app", repo_root / "space" / "app.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
+    yield load_space(repo_root, "vlprobe_space_app")
     mp.undo()
 
 
@@ -254,6 +251,15 @@ def test_uploads_over_the_size_limit_are_refused(client, tiny_clip_path, tmp_pat
     big.write_bytes(b"\x89PNG" + os.urandom(1024 * 1024 + 10))
     message = _error(client, handle_file(str(big)), None, "a cat", "a dog", str(tiny_clip_path))
     assert "accepts images up to 1 MB" in message
+
+
+def test_an_open_clip_name_gets_its_familys_quick_check_from_the_registry():
+    """models.check_available asks the scorer registry which family reads a name itself (open_clip's), and runs
+    that family's own check: a misspelt tag is one sentence naming the close ones, before any load."""
+    pytest.importorskip("open_clip")
+    with pytest.raises(settings.SpaceError, match=r"no weights 'openia' .* did you mean open_clip:ViT-B-32/openai"):
+        models.check_available("open_clip:ViT-B-32/openia")
+    models.check_available("open_clip:ViT-B-32/openai")  # known: passes without loading
 
 
 def test_the_allow_list_refuses_other_models(client, images, tiny_clip_path, monkeypatch):

@@ -36,7 +36,7 @@ def test_benchmark_tab_shows_na_with_the_reason_for_an_all_tied_split(inputs, tm
     # short cells, each tag's reason said once under the table (the items column counts the items)
     assert {r[0]: r[2] for r in out.tag_rows} == {"kind=even": "N/A¹", "kind=odd": "N/A¹"}
     assert out.tag_notes == [f"¹ every item of the tag tied: texts identical after truncation to {LIMIT} tokens"]
-    assert out.result["acc_r"] is None and out.result["na_reason"] == reason
+    assert out.result.value("acc_r") is None and out.result.na_reason == reason
     # only some items collapsed: numbers, and the summary names how many tied and why
     out = benchmark.run_benchmark(Settings(tmp_path), str(folder), "partly", "test", str(model), 6,
                                   bootstrap=0, cache=ModelCache())

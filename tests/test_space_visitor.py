@@ -346,14 +346,14 @@ def test_a_tie_policy_other_than_the_authors_rule_is_said_beside_the_table():
     from types import SimpleNamespace
 
     from vlprobe.benchmarks import get
-    from vlprobe.results.schema import Departure, SummaryBlock, TieRule
+    from vlprobe.results.schema import AuthorsRule, Departure, Metrics, SummaryBlock, TieRule
 
     sugar = get("sugar_crepe")
     rule = sugar.tie_rule_for(None)
     run = SimpleNamespace(summary={"sugar_crepe": SummaryBlock(
         "sugar_crepe", tie_policy=TieRule(rule.policy, rule.rule, "lenient"),
         departures=(Departure("ties", "lenient", "...", rule.policy),))})
-    scored = SimpleNamespace(benchmark="sugar_crepe", authors_rule={"ties": "strict", "metrics": {"acc_r": 0.61}})
+    scored = SimpleNamespace(benchmark="sugar_crepe", authors_rule=AuthorsRule("strict", Metrics({"acc_r": 0.61})))
     assert bench.tie_policy_notes(run, scored, "lenient", ["acc_r"]) == [
         f"Ties are counted as right here (lenient), not as the {sugar.display} authors count them "
         f"({rule.policy}: {rule.rule}). Under their rule: acc_r 61.0%. Choose {rule.policy} to compare with the paper."]

@@ -9,16 +9,30 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from ..results.schema import Metrics, dump
 from .examples import dataset_configs, dataset_name, load_items, open_split, sample_rows
 from .models import MODELS, ModelCache
-from .score import TIE_POLICY_WORDS, check_ties, item_shape, plain
+from .score import TIE_POLICY_WORDS, check_ties, item_shape
 from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from matplotlib.figure import Figure
+
+    from ..dataset.items import Item
+    from ..dataset.spec import ItemSpec
+    from ..evaluation.result import Evaluation
+    from ..results import ScoredItem, ScoredSplit
+    from ..results.schema import Entry
+    from ..scorers.base import Scorer
+    from .examples import Sample
 
 
 def plural(n: int, word: str) -> str:
@@ -30,17 +44,6 @@ def items_shape(items: Sequence[Any]) -> str:
     caption against one foil, else 'set'."""
     shapes = {item_shape(np.shape(i.gold)[0], int(np.asarray(i.gold).sum()), np.shape(i.gold)[1]) for i in items}
     return "group" if "group" in shapes else "pairwise" if shapes == {"pairwise"} else "set"
-
-
-def shown_metrics(split: Any) -> list[str]:
-    """The metrics that mean something for the split's benchmark and item shape, headline first
-    (:func:`vlprobe.evaluation.display_keys`: a 1 x 2 item shows acc_r, not five copies of it); a
-    split whose every item tied keeps them, each shown as "N/A (reason)"."""
-    from ..evaluation import display_keys
-    from ..results import NA_KEY
-
-    na = bool(split.metrics.get(NA_KEY))
-    return [k for k in display_keys(split) if split.metrics.get(k) is not None or (na and k in split.metrics)]
 
 
 class Footnotes:
@@ -62,42 +65,40 @@ class Footnotes:
         return [f"{self.mark(t)} {t}" for t in self.texts]
 
 
-def metric_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str,
+def metric_rows(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str,
                 notes: Footnotes | None = None) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows): metric, value, CI low, CI high, chance, in %; a value computed over nothing
     but ties is "N/A" with a mark of ``notes`` (its reason, which ``reason`` rewrites, said once
     under the table)."""
-    from ..results import NA_KEY, pct
+    from ..results import pct
 
     notes = notes if notes is not None else Footnotes()
-    chance, ci = result.get("chance") or {}, result.get("ci") or {}
     rows = []
     for key in keys:
-        low, high = (list(ci.get(key) or []) + [None, None])[:2]
-        value = pct(result[key]) if result.get(key) is not None else f"N/A{notes.mark(reason(str(result.get(NA_KEY))))}"
-        rows.append([key, value, pct(low), pct(high), pct(chance.get(key))])
+        low, high = m.ci.get(key) or (None, None)
+        value = pct(m.value(key)) if m.value(key) is not None else f"N/A{notes.mark(reason(str(m.na_reason)))}"
+        rows.append([key, value, pct(low), pct(high), pct(m.chance.get(key))])
     return ["metric", "value", "CI low", "CI high", "chance"], rows
 
 
-def tag_rows(result: dict, keys: Sequence[str], reason: Callable[[str], str] = str,
+def tag_rows(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str,
              notes: Footnotes | None = None) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows): tag, items, then each metric in %; a tag whose every item tied is "N/A" with
     a mark of ``notes``, whose one line says why (the items column says how many)."""
     import re
 
-    from ..results import NA_KEY, pct
+    from ..results import pct
 
     notes = notes if notes is not None else Footnotes()
-    per_tag = result.get("per_tag") or {}
 
-    def na(r: dict) -> str:
-        why = re.sub(r"^(\d+)/\1 items tied", "every item of the tag tied", reason(str(r[NA_KEY])))
+    def na(r: Metrics) -> str:
+        why = re.sub(r"^(\d+)/\1 items tied", "every item of the tag tied", reason(str(r.na_reason)))
         return f"N/A{notes.mark(why)}"
 
-    keys = [k for k in keys if any(r.get(k) is not None or r.get(NA_KEY) for r in per_tag.values())]
-    rows = [[tag, r.get("n_items", "")] + [pct(r.get(k)) if r.get(k) is not None else na(r) if r.get(NA_KEY) else ""
-                                           for k in keys]
-            for tag, r in sorted(per_tag.items())]
+    keys = [k for k in keys if any(r.value(k) is not None or r.na_reason for r in m.per_tag.values())]
+    rows = [[tag, r.n_items if r.n_items is not None else ""]
+            + [pct(r.value(k)) if r.value(k) is not None else na(r) if r.na_reason else "" for k in keys]
+            for tag, r in sorted(m.per_tag.items())]
     return ["tag", "items", *keys], rows
 
 
@@ -115,7 +116,7 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
     return out
 
 
-def marked_texts(item: Any) -> str:
+def marked_texts(item: Item | ScoredItem) -> str:
     """An item's texts in order, each marked with what it is: "✓" the true (gold) text, "✗" a wrong one
     (a foil); with several images "✓1", "✓2": true of image 1, of image 2."""
     G = np.asarray(item.gold, dtype=bool)
@@ -142,7 +143,7 @@ def browse_notes(items: Sequence[Any]) -> list[str]:
     return notes
 
 
-def chart(split: Any, keys: Sequence[str], title: str) -> Any:
+def chart(m: Metrics, keys: Sequence[str], title: str) -> Figure:
     """A matplotlib figure of the shown metrics (CI error bars, dashed chance lines), drawn by
     vlprobe.results' one bar chart, its text at the page's chart size, as wide as its bars need;
     a metric where lower is better says so in its label. The title sits clear of the axis' top
@@ -156,13 +157,11 @@ def chart(split: Any, keys: Sequence[str], title: str) -> Any:
     from .display import CHART_FONT_SIZE, chart_rc
     from .glossary import chart_label
 
-    m = split.metrics
-    ci, chance = m.get("ci") or {}, m.get("chance") or {}
-    keys = [k for k in keys if m.get(k) is not None]  # no bar for a value that is not available
+    keys = [k for k in keys if m.value(k) is not None]  # no bar for a value that is not available
     with matplotlib.rc_context(chart_rc()):
         fig, ax = plt.subplots(figsize=(min(4.8, 2.4 + 0.65 * len(keys)), 4.2), dpi=100, layout="constrained")
-        bar_chart(ax, [chart_label(k) for k in keys], [m[k] for k in keys],
-                  ci=[ci.get(k) for k in keys] if ci else None, chance=[chance.get(k) for k in keys])
+        bar_chart(ax, [chart_label(k) for k in keys], [m.value(k) for k in keys],
+                  ci=[m.ci.get(k) for k in keys] if m.ci else None, chance=[m.chance.get(k) for k in keys])
         ax.set_title(title, pad=CHART_FONT_SIZE)  # above the "100" tick label, which rises half a line
         # the legend under the axes (constrained layout keeps it clear of the labels), never over a bar
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
@@ -179,8 +178,8 @@ class BenchmarkOutcome:
     tag_rows: list[list[Any]]
     browse_headers: list[str]
     browse_rows: list[list[Any]]
-    result: dict
-    chart: Any = None  # a matplotlib Figure of the metrics
+    result: Metrics
+    chart: Figure | None = None  # the metrics
     source: tuple = ()  # (settings, dataset, config, split): where browsing reads an item's images
     items: list[Any] = field(repr=False, default_factory=list)  # scored items (texts, gold, tags; no images)
     scores: list[np.ndarray] = field(repr=False, default_factory=list)
@@ -195,7 +194,7 @@ class BenchmarkOutcome:
     browse_notes: list[str] = field(default_factory=list)  # under the items table: what its marks mean
 
 
-def _whole(value: Any, box: str, low: int, high: int) -> int:
+def _whole(value: str | float | None, box: str, low: int, high: int) -> int:
     """A box's value as a whole number from ``low`` to ``high``, or one sentence naming the box."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise SpaceError(f"{box}: the box is empty; type a whole number from {low:,} to {high:,}")
@@ -209,32 +208,32 @@ def _whole(value: Any, box: str, low: int, high: int) -> int:
     return int(number)
 
 
-def check_inputs(n_items: Any, bootstrap: Any, ties: Any) -> tuple[int, int, str]:
+def check_inputs(n_items: str | float | None, bootstrap: str | float | None, ties: str | None) -> tuple[int, int, str]:
     """The Items, Bootstrap resamples and tie policy boxes, checked: (n, resamples, ties)."""
     n = _whole(n_items, "Items", 1, max_items())
     n_boot = _whole(bootstrap, "Bootstrap resamples", 0, MAX_BOOTSTRAP)
     return n, n_boot, check_ties(ties, authors=True)
 
 
-def evaluate_subset(scorer: Any, name: str, rows: Any, spec: Any, config: str, split: str, ties: str,
-                    n_boot: int) -> tuple[Any, Any]:
+def evaluate_subset(scorer: Scorer, name: str, rows: Dataset, spec: ItemSpec, config: str | None, split: str, ties: str,
+                    n_boot: int) -> tuple[Evaluation, ScoredSplit]:
     """``vlprobe.evaluate`` on the sampled rows of one split (a ``datasets.Dataset`` named after its
     folder, so the benchmark is known) with an already-loaded scorer: (the run, its scored split)."""
     from .. import evaluate
     from ..errors import VlprobeError
 
     try:
-        run = evaluate(model=scorer, datasets={name: rows}, spec=spec, configs=[config], splits=[split], ties=ties,
-                       bootstrap=n_boot, progress=False, cache_dir="none", num_workers=0)
+        run = evaluate(model=scorer, datasets={name: rows}, spec=spec, configs=[config] if config else None,
+                       splits=[split], ties=ties, bootstrap=n_boot, progress=False, cache_dir="none", num_workers=0)
     except VlprobeError as err:
         raise SpaceError(str(err)) from None
     return run, run.splits[0]
 
 
-def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ()) -> list[str]:
+def tie_policy_notes(run: Evaluation, scored: Entry, ties: str, keys: Sequence[str] = ()) -> list[str]:
     """Beside the table: where the run's tie policy is not the benchmark's authors' rule (its summary
     block's ``tie_policy`` and ``departures`` in results.json, from the benchmark's declaration), say
-    so, with the shown metrics' figures under their rule (``ScoredSplit.authors_rule``); for a dataset
+    so, with the shown metrics' figures under their rule (the entry's ``authors_rule``); for a dataset
     without a recorded rule, a policy other than strict is named as not the papers' usual one."""
     from ..benchmarks import find
     from ..results import pct
@@ -245,8 +244,8 @@ def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ())
     if rule is not None and rule.authors != ties:
         bench = find(scored.benchmark)
         name = bench.display if bench is not None else scored.benchmark
-        theirs = (scored.authors_rule or {}).get("metrics") or {}
-        figures = ", ".join(f"{k} {pct(theirs[k])}%" for k in keys if theirs.get(k) is not None)
+        theirs = scored.authors_rule.metrics if scored.authors_rule else Metrics()
+        figures = ", ".join(f"{k} {pct(theirs.value(k))}%" for k in keys if theirs.value(k) is not None)
         return [f"Ties are {TIE_POLICY_WORDS[ties]} here ({ties}), not as the {name} authors count them "
                 f"({rule.authors}: {rule.rule})." + (f" Under their rule: {figures}." if figures else "")
                 + f" Choose {rule.authors} to compare with the paper."]
@@ -256,7 +255,7 @@ def tie_policy_notes(run: Any, scored: Any, ties: str, keys: Sequence[str] = ())
     return []
 
 
-def collapse_cause(scorer: Any, items: Sequence[Any]) -> str:
+def collapse_cause(scorer: Scorer, items: Sequence[Any]) -> str:
     """Why some items' texts are one input to the model: "unknown words" (its tokenizer reads two
     texts as the same ids before any truncation: a word-level vocabulary maps unknown words to one
     id), "truncation" (they differ only past its text limit), both, or "" when none collapsed."""
@@ -272,7 +271,7 @@ def collapse_cause(scorer: Any, items: Sequence[Any]) -> str:
         seen = seen_texts(texts)
         if seen is None or len(set(seen)) == len(texts):
             continue
-        full = [tuple(ids) for ids in tok(texts)["input_ids"]]
+        full = [tuple(ids) for ids in tok(texts).input_ids]
         causes.add("unknown words" if len(set(full)) < len(texts) and unknown_words(scorer, texts) else
                    "the tokenizer" if len(set(full)) < len(texts) else "truncation")
     return " and ".join(sorted(causes))
@@ -292,25 +291,27 @@ def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
                   r"token ids", why, text)
 
 
-def write_results(run: Any, folder: Path, root: Path, sample: Any) -> str:
+def write_results(run: Evaluation, folder: Path, root: Path, sample: Sample) -> str:
     """The run's results.json (what ``vlprobe evaluate`` writes, plus how the items were sampled),
     the Space's own folder written as ``.`` (no server path in a download); returns its path."""
-    doc = run.results
-    doc["provenance"]["space_sample"] = sample.record()
-    text = json.dumps(plain(doc), indent=2, ensure_ascii=False).replace(str(Path(root).resolve()) + "/", "")
+    provenance = run.document.provenance
+    doc = replace(run.document, provenance=replace(provenance, raw={**provenance.raw, "space_sample": sample.record()}))
+    text = json.dumps(dump(doc), indent=2, ensure_ascii=False).replace(str(Path(root).resolve()) + "/", "")
     out = Path(tempfile.mkdtemp(prefix="run-", dir=folder)) / "results.json"
     out.write_text(text, encoding="utf-8")
     return str(out)
 
 
 def run_benchmark(settings: Settings, dataset: str | None, config: str | None, split: str | None,
-                  model: str | None, n_items: Any, ties: Any = "authors", bootstrap: Any = 200,
+                  model: str | None, n_items: str | float | None, ties: str | None = "authors",
+                  bootstrap: str | float | None = 200,
                   progress: Callable[[float, str], None] | None = None,
                   cache: ModelCache | None = None, results_dir: Path | None = None) -> BenchmarkOutcome:
     """Score N items of a config (a stratified, seeded sample across its tags) through
     ``vlprobe.evaluate`` and show them; ``ties``: "authors" (its benchmark's authors' rule, as evaluate's default)
     or a tie policy."""
     from ..results import na_text, truncation_warning
+    from ..results.display import shown_metrics
     from .score import unknown_words
 
     report = progress or (lambda frac, desc: None)
@@ -322,17 +323,18 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
     report(0.05, f"loading the model {Path(model_id).name}")
     scorer = (cache or MODELS).get(model_id)
     report(0.2, f"scoring {plural(len(sample.rows), 'item')}")
+    start = time.perf_counter()
     run, scored = evaluate_subset(scorer, name, ds.select(sample.rows), spec, config, split, ties, n_boot)
-    ties = scored.ties or ties  # the policy the split was counted by ("authors": its benchmark's rule)
-    items = list(scored.items)
-    cause = collapse_cause(scorer, items) if (truncation_warning(scored) or scored.metrics.get("na_reason")) else ""
+    seconds = time.perf_counter() - start
+    entry, ties = run.document.results[0], scored.ties or ties  # the policy it was counted by ("authors": its rule)
+    result, items = entry.metrics, list(scored.items)
+    cause = collapse_cause(scorer, items) if (truncation_warning(scored) or result.na_reason) else ""
     words = unknown_words(scorer, [t for it in items for t in it.texts]) if cause else []
 
     def reason(text: str) -> str:
         return explain_collapse(text, cause, words)
 
-    result = plain(scored.metrics)
-    keys = shown_metrics(scored)
+    keys = shown_metrics(entry)
     metric_notes, tag_notes = Footnotes(), Footnotes()
     mh, mr = metric_rows(result, keys, reason, metric_notes)
     th, tr = tag_rows(result, keys, reason, tag_notes)
@@ -341,8 +343,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
     browse = [[rank, round(float(gaps[k]), 3), marked_texts(items[k]), ", ".join(items[k].tags), items[k].id]
               for rank, k in enumerate(order, 1)]
     wrong = int(sum(1 for g in gaps if g <= 0))
-    ties_n = int(result.get("n_ties") or 0)
-    seconds = float((run.provenance.get("engine") or {}).get("seconds") or 0)
+    ties_n = result.n_ties or 0
     warning = reason(truncation_warning(scored).removeprefix("warning: "))
     summary = (f"**{name} / {config} / {split}**: {sample.describe()} ({items_shape(items)}), scored by "
                f"**{Path(model_id).name}** in {seconds:.1f} s. "
@@ -351,7 +352,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
                + (f"; 95% confidence intervals from {n_boot:,} bootstrap resamples of the items." if n_boot else ".")
                + (f" **No metric is shown as a number: {reason(na_text(result))}.**" if na_text(result) else "")
                + (f" {warning}." if warning else ""))
-    notes = tie_policy_notes(run, scored, ties, keys)
+    notes = tie_policy_notes(run, entry, ties, keys)
     # BLA's clamped cosines (the summary block's departure "scores"): the authors' script can rank these otherwise
     notes += [f"{d.note}." for block in run.summary.values() for d in block.departures if d.setting == "scores"]
     results_file = write_results(run, results_dir, settings.root, sample) if results_dir is not None else None
@@ -359,7 +360,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
     return BenchmarkOutcome(
         summary=summary, metric_headers=mh, metric_rows=mr, tag_headers=th, tag_rows=tr,
         browse_headers=["rank", "margin", "texts", "tags", "id"], browse_rows=browse, result=result,
-        chart=chart(scored, keys, f"{name}/{config}/{split} (n={len(items):,})"),
+        chart=chart(result, keys, f"{name}/{config}/{split} (n={len(items):,})"),
         source=(settings, dataset, config, split), items=items,
         scores=[np.asarray(s) for s in scored.scores], order=order, rows=list(sample.rows), keys=keys,
         notes=notes, results_file=results_file, metric_notes=metric_notes.lines(), tag_notes=tag_notes.lines(),
@@ -367,7 +368,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
         tags_note="" if tr else "This config's items have no tags, so there is no per-tag table.")
 
 
-def browse_item(outcome: BenchmarkOutcome | None, rank: Any) -> tuple[list[Any], list[str], list[list[Any]], str]:
+def browse_item(outcome: BenchmarkOutcome | None, rank: str | float) -> tuple[list[Any], list[str], list[list[Any]], str]:
     """One benchmark item by its rank (1 = worst): (images, score headers, score rows, caption)."""
     from ..dataset.images import to_pil
     from .score import table

@@ -16,7 +16,10 @@ import io
 import math
 import re
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CHART_FONT_SIZE = 13.0  # in the figure's points; drawn at >= 85% of that, so never under 11 px
 MIN_SCALE = 0.85
@@ -44,6 +47,7 @@ table.vt th.wrap { white-space: normal; min-width: 4.5em; }
 table.vt th.mark { background: #e0e7ff; }
 table.vt td.mark { background: #eef2ff; font-weight: 600; }
 table.vt th.wrap span.word { white-space: nowrap; }
+table.vt .phone { display: none; }  /* a ranged table's range column: a phone's (below) */
 /* on a phone: narrower padding and text column, so a 4-column scores table fits 390 px unscrolled; a
    table of cards shows each row as a card, each cell on its own line led by its column's name */
 @media (max-width: 640px) {
@@ -66,6 +70,15 @@ table.vt th.wrap span.word { white-space: nowrap; }
   table.vt.cards td.num::before { white-space: normal; }
   table.vt.cards td:not(:first-child):not(.num) { order: 1; }  /* the numbers first, then the other cells */
   .vt-wrap:has(> table.vt.cards) { max-height: 420px; overflow-y: auto; }
+  details .vt-wrap:has(> table.vt.cards) { max-height: none; }  /* folded: its length is the visitor's choice */
+  /* a ranged table: the columns summed up by their range leave, the range column comes; a value's CI under it */
+  table.vt .wide { display: none; }
+  table.vt .phone { display: table-cell; }
+  table.vt td.ci, table.vt td.wrap { white-space: normal; }
+  table.vt td.wrap { min-width: 6em; }
+  table.vt td.wrap span.word { white-space: nowrap; }
+  table.vt td.ci span { white-space: nowrap; }
+  table.vt td.ci span.ci { display: block; font-size: 0.85em; }
 }
 .chart-svg { overflow-x: auto; max-width: 100%; }
 .chart-svg svg { display: block; height: auto; }
@@ -75,7 +88,7 @@ table.vt th.wrap span.word { white-space: nowrap; }
 """
 
 
-def fmt(value: Any, decimals: int) -> str:
+def fmt(value: object, decimals: int) -> str:
     """A number with exactly ``decimals`` decimals (thousands separated); anything else as text."""
     if isinstance(value, bool) or value is None:
         return "" if value is None else str(value)
@@ -91,16 +104,16 @@ NUMBER = re.compile(r"^(([−+-]?[\d,]*\.?\d+( \[[^\]]*\])?)|N/A)([¹²³⁴⁵�
 
 
 def _whole_words(text: str) -> str:
-    """Running text, escaped, that wraps only at spaces: a word with a hyphen or slash (where a
+    """Running text, escaped, that wraps only at spaces: a word with a hyphen, dash or slash (where a
     browser may also break a line) is kept whole."""
-    return re.sub(r"\S*[-/]\S*", lambda m: f'<span class="word">{m.group(0)}</span>', html.escape(text))
+    return re.sub(r"\S*[-/–]\S*", lambda m: f'<span class="word">{m.group(0)}</span>', html.escape(text))
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: str = "", table_id: str = "",
                decimals: int = 3, prose: Sequence[str] = (), lists: Sequence[str] = (), tall: bool = False,
                prose_rows: Sequence[int] = (), notes: Sequence[str] = (), cards: bool = False,
                wrap: Sequence[str] = (), marked: Sequence[str] = (), marked_rows: Sequence[int] = (),
-               fold: bool = False) -> str:
+               fold: bool = False, ranged: tuple[str, Sequence[str]] = ("", ())) -> str:
     """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
     in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
     (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it. Headers
@@ -109,15 +122,18 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
     rows numbered in ``marked_rows`` (the visitor's own runs) are shaded. With ``cards``, on a phone each
     row is a card: its first cell, then its numbers,
     then its other cells, each led by its column's name (an empty one left out). With ``fold``, the table and its
-    notes sit in a ``<details class="vt-fold">`` opened by its label (open as sent; the page may fold it)."""
+    notes sit in a ``<details class="vt-fold">`` opened by its label (open as sent; the page may fold it). With
+    ``ranged`` (a label, columns), a phone shows those columns' numbers as one range (lowest–highest) in a last
+    column of that label, in their place; a value's CI goes under it there."""
     esc = html.escape
     cells = []
+    label_range, in_range = ranged
     for r, row in enumerate(rows):
         out = []
-        for h, v in zip(headers, row):
+        for h, v in zip(headers, row, strict=False):
             text = fmt(v, decimals)
             named = f' data-label="{esc(str(h))}"' if cards else ""
-            mark = " mark" if h in marked or r in marked_rows else ""
+            mark = (" mark" if h in marked or r in marked_rows else "") + (" wide" if h in in_range else "")
             if h in prose or (r in prose_rows and text and not NUMBER.match(text)):
                 out.append(f'<td class="prose{mark}"{named}>{_whole_words(text)}</td>')
             elif h in wrap and text and not NUMBER.match(text):  # a run's or system's name: in a card, wraps at spaces
@@ -126,20 +142,31 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
                 parts = [p for p in text.split(", ") if p]
                 out.append(f'<td class="list{mark}"{named}>' + ", ".join(f"<span>{esc(p)}</span>" for p in parts)
                            + "</td>")
+            elif " [" in text and NUMBER.match(text):  # a value and its CI, each kept whole
+                value, ci = text.split(" ", 1)
+                out.append(f'<td class="num ci{mark}"{named}><span>{esc(value)}</span> <span class="ci">{esc(ci)}</span></td>')
             elif isinstance(v, (int, float)) and not isinstance(v, bool) or NUMBER.match(text):
                 out.append(f'<td class="num{mark}"{named}>{esc(text)}</td>')
             else:
                 out.append(f'<td{f" class={mark.strip()}" if mark else ""}{named}>{esc(text)}</td>')
+        if in_range:
+            found = [float(t.replace(",", "")) for h, v in zip(headers, row, strict=False) if h in in_range
+                     and (t := fmt(v, decimals)) and re.fullmatch(r"[+-]?[\d,]*\.?\d+", t)]
+            span = f"{min(found):.{decimals}f}–{max(found):.{decimals}f}" if found else ""
+            out.append(f'<td class="num phone"{named}>{span}</td>')
         cells.append("<tr>" + "".join(out) + "</tr>")
     numeric = [bool(rows) and all(isinstance(r[k], (int, float)) or NUMBER.match(fmt(r[k], decimals)) or r[k] in ("", None)
                                   for r in rows) for k in range(len(headers))]
 
     def th(k: int, h: str) -> str:
-        kinds = " ".join(c for c, on in (("wrap", h in wrap), ("num", numeric[k]), ("mark", h in marked)) if on)
+        kinds = " ".join(c for c, on in (("wrap", h in wrap), ("num", numeric[k]), ("mark", h in marked),
+                                         ("wide", h in in_range)) if on)
         kind = f' class="{kinds}"' if kinds else ""
         return f'<th scope="col"{kind}>' + (_whole_words(str(h)) if h in wrap else esc(str(h))) + "</th>"
 
     head = "".join(th(k, h) for k, h in enumerate(headers))
+    if in_range:
+        head += f'<th scope="col" class="num phone wrap">{_whole_words(label_range)}</th>'
     name = esc(label or "table")
     ident = f' id="{esc(table_id)}"' if table_id else ""
     body = (f'<div class="vt-wrap{" vt-tall" if tall else ""}" role="region" aria-label="{name}" tabindex="0">'
@@ -176,14 +203,7 @@ def chart_rc() -> dict:
             "ytick.labelsize": CHART_FONT_SIZE, "legend.fontsize": CHART_FONT_SIZE}
 
 
-def enlarge_text(fig: Any, size: float = CHART_FONT_SIZE) -> None:
-    """Every text of the figure at least ``size`` points (figures drawn by vlprobe.results)."""
-    for text in fig.findobj(lambda o: hasattr(o, "get_fontsize") and hasattr(o, "set_fontsize")):
-        if text.get_fontsize() < size:
-            text.set_fontsize(size)
-
-
-def svg(fig: Any, description: str, chart_id: str = "") -> str:
+def svg(fig: Figure, description: str, chart_id: str = "") -> str:
     """The figure as inline SVG, text kept as text, sized to keep its text readable; ``description``
     is what a screen reader says (role=img, aria-label and the SVG's title)."""
     import matplotlib

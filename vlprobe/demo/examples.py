@@ -15,7 +15,11 @@ from ..dataset.items import Item, ItemError
 from .settings import Settings, SpaceError
 
 if TYPE_CHECKING:
+    from datasets import Dataset
+    from transformers import PreTrainedTokenizerBase
+
     from ..dataset.reader import DeclaredConfig
+    from ..dataset.spec import ItemSpec
 
 # (name, shape, scenes as (shape, colour, row, column) objects, captions, foils): in every model's
 # vocabulary, the offline mini-clip's included (shapes, colours, left/right)
@@ -105,7 +109,7 @@ def gallery(settings: Settings, folder: Path, datasets: Sequence[str]) -> list[E
     return [e for e in found if e is not None] + scene_examples(folder)
 
 
-def readable(examples: Sequence[Example], tokenizer: Any) -> list[Example]:
+def readable(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase | None) -> list[Example]:
     """The examples whose every word the model's tokenizer reads (no word becomes its unknown
     token: a word-level vocabulary such as mini-clip's reads only its own words); all of them when
     the tokenizer cannot say (None, or no unknown token: a sub-word tokenizer reads any text)."""
@@ -265,7 +269,7 @@ def load_items(settings: Settings, dataset: str | None, config: str | None, spli
         raise SpaceError(str(err)) from None
 
 
-def check_row(value: Any) -> int:
+def check_row(value: str | float | None) -> int:
     """The Row box's value as a row number, or one sentence naming the box (an empty box too: it
     does not quietly mean row 0)."""
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -279,7 +283,8 @@ def check_row(value: Any) -> int:
     return int(number)
 
 
-def example_fields(settings: Settings, dataset: str | None, config: str | None, index: Any) -> tuple[Any, Any, str, str]:
+def example_fields(settings: Settings, dataset: str | None, config: str | None,
+                   index: str | float | None) -> tuple[Any, Any, str, str]:
     """(image 1, image 2 or None, captions text, foils text) of one dataset row, for the Score tab."""
     from ..dataset.images import to_pil
 
@@ -327,7 +332,7 @@ class Sample:
                 "per_value": self.counts, "seed": self.seed}
 
 
-def _strata_column(ds: Any, spec: Any, configs: Sequence[str]) -> tuple[str, list[str]]:
+def _strata_column(ds: Dataset, spec: ItemSpec, configs: Sequence[str]) -> tuple[str, list[str]]:
     """The tag column to stratify on and its value per row: the first tag column whose values are
     the folder's other configs (an ``all`` config's sub-configs), else the first with two or more
     values; ("", []) when no tag column varies."""
@@ -343,7 +348,7 @@ def _strata_column(ds: Any, spec: Any, configs: Sequence[str]) -> tuple[str, lis
     return (varied[0], values[varied[0]]) if varied else ("", [])
 
 
-def sample_rows(ds: Any, spec: Any, n: int, configs: Sequence[str] = (), seed: int = 0) -> Sample:
+def sample_rows(ds: Dataset, spec: ItemSpec, n: int, configs: Sequence[str] = (), seed: int = 0) -> Sample:
     """``n`` rows of ``ds`` spread over the values of one tag column (:func:`_strata_column`) in
     proportion to their sizes (largest remainders, a tie going to the smaller value; every value at least
     one row when ``n`` allows),

@@ -44,14 +44,18 @@ def chart_label(metric: str) -> str:
     return f"{metric} (lower is better)" if better(metric) == "lower" else metric
 
 
-def glossary_html(metrics: Sequence[str]) -> str:
+def glossary_html(metrics: Sequence[str], fold: bool = False) -> str:
     """A short definition list of ``metrics`` (those the glossary knows), each marked with which
-    way is better; "" when none is known."""
+    way is better; "" when none is known. ``fold``: under its title in a ``<details class="vt-fold">`` (open as
+    sent; the page may fold it)."""
     known = [m for m in dict.fromkeys(metrics) if m in METRICS]
     if not known:
         return ""
     items = "".join(f"<li><code>{html.escape(m)}</code> ({better(m)} is better): "
                     f"{html.escape(METRICS[m][0])}.</li>" for m in known)
+    if fold:
+        return (f'<details class="glossary vt-fold" open><summary class="glossary-head">What the metrics mean</summary>'
+                f'<ul>{items}</ul></details>')
     return f'<div class="glossary"><p class="glossary-head">What the metrics mean</p><ul>{items}</ul></div>'
 
 

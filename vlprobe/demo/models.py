@@ -6,10 +6,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
+from ..errors import ModelError
 from . import hub
 from .settings import Settings, SpaceError, max_models
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from ..scorers.base import Scorer
 
 
 def check_available(model_id: str) -> None:
@@ -20,12 +26,15 @@ def check_available(model_id: str) -> None:
     Space's typed ids)."""
     if hub.local_folder(model_id):
         return
-    if model_id.startswith(("open_clip:", "hf-hub:")):  # open_clip's names: the family's own quick check
-        from ..errors import ModelError
-        from ..scorers.open_clip import check_name
+    from ..scorers.base import get_family
+    from ..scorers.loading import family_of_name
 
+    own = family_of_name(model_id) if ":" in model_id else None  # a name a family reads itself (open_clip's)
+    if own is not None:  # the family's own quick check, as the registry gives it
+        check = get_family(own).check_name
         try:
-            check_name(model_id)
+            if check is not None:
+                check(model_id, None)
         except ModelError as err:
             raise SpaceError(str(err)) from None
         return
@@ -51,7 +60,7 @@ def check_available(model_id: str) -> None:
                          "from it now; try again later or choose the default model") from None
 
 
-def load_scorer(model_id: str) -> Any:
+def load_scorer(model_id: str) -> Scorer:
     """A vlprobe scorer for the model, never running a repository's own code."""
     from ..scorers.loading import load_scorer as _load
 
@@ -70,19 +79,19 @@ class ModelCache:
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity
-        self._models: OrderedDict[str, Any] = OrderedDict()
+        self._models: OrderedDict[str, Scorer] = OrderedDict()
         self._lock = threading.Lock()  # guards the two dicts
         self._loading: dict[str, threading.Lock] = {}  # one lock per model being loaded
         self.loads = 0
 
-    def _cached(self, model_id: str) -> Any | None:
+    def _cached(self, model_id: str) -> Scorer | None:
         with self._lock:
             if model_id in self._models:
                 self._models.move_to_end(model_id)
                 return self._models[model_id]
         return None
 
-    def get(self, model_id: str, loader: Callable[[str], Any] | None = None) -> Any:
+    def get(self, model_id: str, loader: Callable[[str], Scorer] | None = None) -> Scorer:
         found = self._cached(model_id)
         if found is not None:
             return found
@@ -127,7 +136,7 @@ def preload_default_model(settings: Settings, cache: ModelCache | None = None) -
     return None
 
 
-def tokenizer_of(model_id: str, cache: ModelCache | None = None) -> Any:
+def tokenizer_of(model_id: str, cache: ModelCache | None = None) -> PreTrainedTokenizerBase | None:
     """The tokenizer of a model (to tell which gallery examples it can read): the loaded model's,
     else its tokenizer files alone (local, in the Hugging Face cache, or from the Hub while it
     answers); None when it cannot be had."""

@@ -20,7 +20,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from ..results import pct
 from ..results.schema import Metrics, SummaryBlock, SummaryRow, dataset_name
 from .benchmark import Footnotes
 from .settings import SpaceError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PAPER_BENCHMARKS = paper_benchmarks()  # those whose benchmark declares published numbers (vlprobe/benchmarks/)
 MAX_RESULTS_BYTES = 20 * 1024 * 1024
@@ -68,6 +71,7 @@ class Table:
     wrap: tuple[str, ...] = ()
     marked: tuple[str, ...] = ()  # the columns of the visitor's runs (shaded)
     marked_rows: tuple[int, ...] = ()  # the rows of the visitor's runs
+    ranged: tuple[str, ...] = ()  # the published systems' columns, which a phone shows as their range
 
 
 @dataclass
@@ -78,8 +82,8 @@ class Comparison:
     runs: list[Table]  # the same, as the page shows it: a table per benchmark, one row per run and config
     papers: Table | None  # the runs beside the papers' published numbers of one benchmark
     published: Table | None  # figures published for the runs' own checkpoints
-    chart: Any  # a matplotlib Figure (laid out for a laptop), or None
-    chart_narrow: Any  # the same, laid out for a phone
+    chart: Figure | None  # laid out for a laptop
+    chart_narrow: Figure | None  # the same, laid out for a phone
     note: str
     points: list[Point]  # the chart's points
 
@@ -148,7 +152,7 @@ def unique_labels(labels: Sequence[str], details: Sequence[str]) -> list[str]:
     return out
 
 
-def display_name(f: Any) -> str:
+def display_name(f: object) -> str:
     """The name a file was uploaded under (Gradio keeps it as the last part of its path), made safe
     to show and never a path: see :func:`vlprobe.demo.uploads.safe_name`."""
     from .uploads import safe_name
@@ -208,7 +212,7 @@ TIES_NOTE = "ties: the true-versus-wrong comparisons whose two scores were exact
 POOLED_NOTE = "(pooled): every config's items scored together, not a figure any paper reports"
 
 
-def _ci_text(value: float, ci: Any) -> str:
+def _ci_text(value: float, ci: Sequence[float | None] | None) -> str:
     return pct(value) + (f" [{pct(ci[0])}, {pct(ci[1])}]" if ci and None not in ci else "")
 
 
@@ -374,12 +378,13 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
         rows = [[config_name(bench, c)] + ([m] if len(metrics) > 1 else []) + [cells[(c, m)] for _, cells in series]
                 for c, m in pairs]
         wrap, marked = tuple(s for s, _ in series), tuple(s for s, _ in series[:own])
+        ranged = tuple(s for s, _ in series[own:])
     else:  # a row per run and system, a column per config (and metric)
         def pair_name(c: str, m: str) -> str:
             return config_name(bench, c) if len(metrics) == 1 else m if len(configs) == 1 else f"{config_name(bench, c)} {m}"
         headers = ["system"] + [pair_name(*c) for c in pairs]
         rows = [[s] + [cells[c] for c in pairs] for s, cells in series]
-        wrap, marked_rows = ("system",), tuple(range(own))
+        wrap, marked_rows, ranged = ("system",), tuple(range(own)), ()
     tables = list(dict.fromkeys(p.table for p in papers if p.model in systems))
     said = [PAPER_NOTES.get(bench, "")]
     if len(tables) > 1:
@@ -394,7 +399,8 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
     metric = f", {metrics[0]}" if len(metrics) == 1 else ""
     title = "Beside the published numbers" if columns else "The published numbers"
     table = Table("papers", f"{title}: {get(bench).display}{metric} (%)", headers, rows,
-                  [n for n in said if n] + notes.lines(), wrap=wrap, marked=marked, marked_rows=marked_rows)
+                  [n for n in said if n] + notes.lines(), wrap=wrap, marked=marked, marked_rows=marked_rows,
+                  ranged=ranged)
     points = [Point(f"paper: {p.model}", bench, p.config, "paper", p.metric, p.value, kind="paper",
                     label=config_name(bench, p.config)) for p in papers]
     return table, points, ""
@@ -564,7 +570,7 @@ MARKERS = "osD^vP*Xhp<>"
 NA_COLOUR = "#374151"  # the "N/A" said on a row: dark enough for 4.5:1 on white
 
 
-def comparison_chart(points: list[Point], sources: list[str], narrow: bool = False) -> Any:
+def comparison_chart(points: list[Point], sources: list[str], narrow: bool = False) -> Figure | None:
     """A dot plot, None when there is nothing. One row per config and metric (an aggregate, VALSE's Avg., under a
     line), a panel per benchmark (its name and metric in the panel's title, so a row's label is the config's name
     alone), one point per (source, split) in its own colour and marker (the runs first and larger, then the figures
@@ -711,7 +717,7 @@ CHART_TEXT = ("Dot plot of each run's and each published system's headline metri
               "95% confidence intervals and dashed chance ticks")
 
 
-def chart_svg(fig: Any, narrow: Any = None) -> str:
+def chart_svg(fig: Figure, narrow: Figure | None = None) -> str:
     """The figure as SVG for the page (:func:`vlprobe.demo.display.svg`): each point a
     ``<g data-point="source:benchmark/config/split:metric">`` (a data attribute, which HTML
     sanitisers keep, unlike ids), its text kept as text. With ``narrow`` (the same chart laid out for a

@@ -7,13 +7,22 @@ from __future__ import annotations
 import difflib
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..dataset.items import Item
+from ..results.schema import Metrics, dump, parse
 from .models import MODELS, ModelCache
 from .settings import MAX_PIXELS, MAX_TEXT_CHARS, MAX_TEXTS, Settings, SpaceError, max_upload_bytes
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from PIL.Image import Image
+
+    from ..results import ScoredItem
+    from ..scorers.base import Scorer
+    from ..scoring.engine import EngineResult
 
 SCORE_NOTE = ("Scores are the model's image-text logits (higher: a better match); margin: the lowest true "
               "caption's score minus this foil's (above 0: the model prefers the caption).")
@@ -21,7 +30,7 @@ SCORE_NOTE = ("Scores are the model's image-text logits (higher: a better match)
 
 # ---- inputs -------------------------------------------------------------------------------------
 
-def load_upload(path: Any, label: str = "image") -> Any:
+def load_upload(path: object, label: str = "image") -> Image | None:
     """Open an uploaded file as an RGB PIL image, refusing files that are too large or not images."""
     from PIL import Image, UnidentifiedImageError
 
@@ -81,7 +90,7 @@ class ScoreRequest:
         return Item(id="space", images=tuple(self.images), texts=tuple(texts), gold=gold)
 
 
-def make_request(image_1: Any, image_2: Any, captions: str, foils: str) -> ScoreRequest:
+def make_request(image_1: object, image_2: object, captions: str, foils: str) -> ScoreRequest:
     """Check the inputs of the Score tab and build the request; errors say what to change."""
     images = [im for im in (load_upload(image_1, "Image 1"), load_upload(image_2, "Image 2")) if im is not None]
     if not images:
@@ -115,7 +124,7 @@ def item_shape(m: int, n_gold: int, n: int) -> str:
     return "pairwise" if n == 2 and n_gold == 1 else "set"
 
 
-def _pct(x: Any) -> str:
+def _pct(x: float | None) -> str:
     from ..results import pct
 
     return "n/a" if x is None else f"{pct(x, 0)}%"
@@ -144,28 +153,35 @@ def check_ties(ties: str | None, authors: bool = False) -> str:
     return ties
 
 
-def verdict_kind(shape: str, result: dict, tied: bool = False) -> str:
+def metrics_of(result: Metrics | dict[str, Any]) -> Metrics:
+    """The metric module's result on an item as its record (:class:`vlprobe.results.schema.Metrics`)."""
+    return result if isinstance(result, Metrics) else parse(Metrics, dump(result), "metrics")
+
+
+def verdict_kind(shape: str, result: Metrics | dict[str, Any], tied: bool = False) -> str:
     """'right', 'wrong', 'mixed' or 'tie' (every comparison tied): the colour of the verdict."""
+    m = metrics_of(result)
     if tied:
         return "tie"
     if shape == "pairwise":
-        return "right" if result["acc_r"] == 1 else "wrong"
+        return "right" if m.value("acc_r") == 1 else "wrong"
     if shape == "group":
-        if result.get("group") == 1:
+        if m.value("group") == 1:
             return "right"
-        return "mixed" if result.get("text") == 1 or result.get("image") == 1 else "wrong"
-    if result.get("set_acc") == 1:
+        return "mixed" if m.value("text") == 1 or m.value("image") == 1 else "wrong"
+    if m.value("set_acc") == 1:
         return "right"
-    return "wrong" if result.get("set_error") == 1 else "mixed"
+    return "wrong" if m.value("set_error") == 1 else "mixed"
 
 
-def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarray | None = None,
+def verdict_text(shape: str, result: Metrics | dict[str, Any], item: Item | None = None, S: np.ndarray | None = None,
                  ties: str = "strict") -> str:
     """One line for the page, from the metric's result on the single item (computed with the tie
     policy ``ties``): TIE when every comparison tied (scores exactly equal), saying how the policy
     counts it; for a group item with its scores, which comparisons failed; the number of ties."""
+    result = metrics_of(result)
     points = comparisons(item, np.asarray(S, dtype=np.float64)) if item is not None and S is not None else []
-    n_tied = sum(1 for _, v in points if v == 0) if points else int(result.get("n_ties") or 0)
+    n_tied = sum(1 for _, v in points if v == 0) if points else int(result.n_ties or 0)
     if points and n_tied == len(points):
         return _tie_verdict(shape, result, S, ties)
     line = _verdict(shape, result)
@@ -179,31 +195,31 @@ def verdict_text(shape: str, result: dict, item: Item | None = None, S: np.ndarr
     return line
 
 
-def _tie_verdict(shape: str, result: dict, S: Any, ties: str) -> str:
+def _tie_verdict(shape: str, result: Metrics, S: np.ndarray | None, ties: str) -> str:
     score = float(np.asarray(S, dtype=np.float64).flat[0])
     if shape == "pairwise":
         what = f"the caption and the foil score exactly the same ({score:.3f} each)"
-        value = f"pairwise, VALSE acc_r = {_pct(result.get('acc_r'))}"
+        value = f"pairwise, VALSE acc_r = {_pct(result.value('acc_r'))}"
     elif shape == "group":
         what = f"all four image-caption scores are exactly equal ({score:.3f})"
-        value = f"group, Winoground: text {_pct(result.get('text'))}, image {_pct(result.get('image'))}, " \
-                f"group {_pct(result.get('group'))}"
+        value = f"group, Winoground: text {_pct(result.value('text'))}, image {_pct(result.value('image'))}, " \
+                f"group {_pct(result.value('group'))}"
     else:
         what = f"every caption and every foil score exactly the same ({score:.3f} each)"
-        value = f"set, BLA: pairwise acc_r {_pct(result.get('acc_r'))}"
+        value = f"set, BLA: pairwise acc_r {_pct(result.value('acc_r'))}"
     return f"TIE: {what}; a tie is {tie_words(ties)} ({value})"
 
 
-def _verdict(shape: str, result: dict) -> str:
+def _verdict(shape: str, result: Metrics) -> str:
     if shape == "pairwise":
         return ("CORRECT: the caption scores higher than the foil (pairwise, VALSE acc_r = 100%)"
-                if result["acc_r"] == 1 else
+                if result.value("acc_r") == 1 else
                 "WRONG: the foil scores at least as high as the caption (pairwise, VALSE acc_r = 0%)")
     if shape == "group":
-        parts = {k: result.get(k) for k in ("text", "image", "group")}
+        parts = {k: result.value(k) for k in ("text", "image", "group")}
         head = {"right": "CORRECT: each image prefers its own caption and each caption its own image",
                 "mixed": ("PARTLY RIGHT: each image prefers its own caption, but not each caption its own image"
-                          if result.get("text") == 1 else
+                          if result.value("text") == 1 else
                           "PARTLY RIGHT: each caption prefers its own image, but not each image its own caption"),
                 "wrong": ("WRONG: not every image prefers its own caption (text), and not every caption "
                           "its own image (image)")}[verdict_kind(shape, result)]
@@ -214,8 +230,8 @@ def _verdict(shape: str, result: dict) -> str:
         return "CORRECT: every caption scores higher than every foil (set, BLA set accuracy = 100%)"
     if kind == "wrong":
         return "WRONG: every foil scores at least as high as every caption (set, BLA set error = 100%)"
-    return (f"MIXED: some foils outscore a caption (set, BLA: pairwise acc_r {_pct(result.get('acc_r'))}, "
-            f"sentence accuracy {_pct(result.get('sentence_acc'))})")
+    return (f"MIXED: some foils outscore a caption (set, BLA: pairwise acc_r {_pct(result.value('acc_r'))}, "
+            f"sentence accuracy {_pct(result.value('sentence_acc'))})")
 
 
 # ---- where the texts differ ---------------------------------------------------------------------
@@ -307,7 +323,7 @@ def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
     return out
 
 
-def table(item: Any, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
+def table(item: Item | ScoredItem, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
     """(headers, rows): text, role, score (3 decimals), margin for foils (the row's lowest caption
     score minus the foil's); with two images the role names the image ("foil, image 2"); a
     probability column only when the model gives one."""
@@ -339,7 +355,7 @@ def bounded_label(label: str, lines: int) -> list[str]:
     return wrapped[: lines - 1] + [wrapped[lines - 1][: LABEL_CHARS - 1 - len(close)].rstrip() + "…" + close]
 
 
-def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
+def margin_chart(points: Sequence[tuple[str, float]]) -> Figure:
     """Horizontal bars of the margins (green above 0: right; red below: wrong; a grey mark and
     "0 (tie)", set off the zero line, at exactly 0), each under its own label (full width, so a long
     text never squeezes the bars or the axis title), at most two lines (one when there are more than
@@ -399,7 +415,7 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Any:
     return fig
 
 
-def unknown_words(scorer: Any, texts: Sequence[str]) -> list[str]:
+def unknown_words(scorer: object, texts: Sequence[str]) -> list[str]:
     """The words of ``texts`` the scorer's tokenizer reads only as its unknown token (a word-level
     vocabulary such as the shipped mini-clip's): texts differing only in such words score alike."""
     tok = getattr(scorer, "tokenizer", None)
@@ -410,7 +426,7 @@ def unknown_words(scorer: Any, texts: Sequence[str]) -> list[str]:
     out = []
     for w in (w for w in words if w):
         try:
-            ids = tok(w, add_special_tokens=False)["input_ids"]
+            ids = tok(w, add_special_tokens=False).input_ids
         except Exception:  # noqa: BLE001  (a tokenizer that cannot say: no note)
             return []
         if unk in ids:
@@ -441,35 +457,20 @@ class ScoreOutcome:
     item: Item | None = None
 
 
-def run_engine(scorer: Any, items: Sequence[Item], **kw: Any) -> Any:
+def run_engine(scorer: Scorer, items: Sequence[Item], *, progress: bool = False) -> EngineResult:
     """vlprobe's engine on items, its errors turned into messages for the page."""
     from ..dataset.images import ImageError
     from ..scoring.engine import EngineOutOfMemory, score_items
 
     try:
-        return score_items(scorer, items, num_workers=0, cache=None, **kw)
+        return score_items(scorer, items, num_workers=0, cache=None, progress=progress)
     except ImageError as err:
         raise SpaceError(str(err)) from None
     except EngineOutOfMemory as err:
         raise SpaceError(f"the model ran out of memory: {err}") from None
 
 
-def plain(value: Any) -> Any:
-    """Metric results with numpy types turned into plain Python (JSON-safe)."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
-
-
-def score(settings: Settings, image_1: Any, image_2: Any, captions: str, foils: str, model: str | None,
+def score(settings: Settings, image_1: object, image_2: object, captions: str, foils: str, model: str | None,
           cache: ModelCache | None = None, ties: str | None = "strict") -> ScoreOutcome:
     """The Score tab: one item, scored by the engine, judged by the metric with the tie policy
     ``ties`` (strict by default, as the papers count a tie)."""
@@ -482,10 +483,7 @@ def score(settings: Settings, image_1: Any, image_2: Any, captions: str, foils: 
     result = run_engine(scorer, [item], progress=False)
     S = np.asarray(result.scores[0], dtype=np.float64)
     probs = np.asarray(result.probabilities[0]) if result.probabilities else None
-    kwargs: dict[str, Any] = {"ties": ties}
-    if probs is not None:
-        kwargs["probabilities"] = [probs]
-    metrics = compute([S], [item.gold.astype(int)], **kwargs)
+    metrics = compute([S], [item.gold.astype(int)], ties=ties, **({} if probs is None else {"probabilities": [probs]}))
     shape = item_shape(item.m, int(item.gold.sum()), item.n)
     headers, rows = table(item, S, probs)
     note = SCORE_NOTE + (" Probability: the model's own probability that the text matches." if probs is not None else "")
@@ -497,5 +495,5 @@ def score(settings: Settings, image_1: Any, image_2: Any, captions: str, foils: 
         verdict += "\n\n" + note_unknown
     return ScoreOutcome(shape=shape, kind=verdict_kind(shape, metrics, tied), verdict=verdict,
                         headers=headers, table=rows, chart=margin_chart(points),
-                        highlights=highlight(request), metrics=plain(metrics), scores=S, note=note,
+                        highlights=highlight(request), metrics=dump(metrics), scores=S, note=note,
                         item=item)

@@ -246,7 +246,9 @@ class Settings:
         if allow is not None and choice not in allow and choice != configured:
             raise SpaceError(f"model {choice!r} is not allowed on this Space; choose one of: "
                              f"{', '.join(self.model_choices())}")
-        if choice.startswith(("open_clip:", "hf-hub:")):  # open_clip's own names (vlprobe.scorers.open_clip): no path
+        # open_clip's names that name no path (vlprobe.scorers.open_clip); not the registry's claims, which take
+        # local-dir: paths and folders too, and so would look at the server's disk on a hosted Space
+        if choice.startswith(("open_clip:", "hf-hub:")):
             return choice
         if allow is None and on_hosted_space() and choice != configured:
             # hosted: a typed model is a Hub id, never looked up on the disk, so the answer is the same

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .settings import SpaceError
 
@@ -33,7 +33,7 @@ def safe_name(name: str) -> str:
     return base
 
 
-def upload_path(f: Any, what: str = "upload", roots: Sequence[str | os.PathLike] = ()) -> Path:
+def upload_path(f: object, what: str = "upload", roots: Sequence[str | os.PathLike] = ()) -> Path:
     """The server path of an uploaded file (a path, or Gradio's FileData dict or object), refused
     when it holds a NUL byte or, given ``roots`` (the app passes Gradio's upload folder and its
     gallery folder), when it resolves outside every one of them (``..``, links, absolute paths)."""

@@ -32,7 +32,7 @@ def _thumbnails(images) -> np.ndarray:
     return np.stack([np.asarray(im.resize((8, 8)), dtype=np.float32).reshape(-1) / 255.0 for im in images])
 
 
-def _count() -> int:
+def _call_counter() -> int:
     """A call counter: a dataclass field starting at 0, not an argument."""
     return field(default=0, init=False)
 
@@ -52,11 +52,11 @@ def _crash_check(counter: int, done: int) -> None:
 @dataclass
 class ToyDual(DualScorer):
     family = "toy-dual"
-    image_calls: int = _count()
-    text_calls: int = _count()
-    images_encoded: int = _count()
-    texts_encoded: int = _count()
-    batches: int = _count()
+    image_calls: int = _call_counter()
+    text_calls: int = _call_counter()
+    images_encoded: int = _call_counter()
+    texts_encoded: int = _call_counter()
+    batches: int = _call_counter()
 
     def preprocess_images(self, images):
         return _thumbnails(images)
@@ -82,8 +82,8 @@ class ToyDual(DualScorer):
 @dataclass
 class ToyPair(PairScorer):
     family = "toy-pair"
-    pairs_scored: int = _count()
-    calls: int = _count()
+    pairs_scored: int = _call_counter()
+    calls: int = _call_counter()
 
     def preprocess_pairs(self, images, texts):
         return _thumbnails(images) @ _PROJ, np.stack([_text_vec(t) for t in texts])
@@ -101,7 +101,7 @@ class ToyPair(PairScorer):
 class ToyTextOnly(PairScorer):
     family = "toy-text"
     uses_images = False
-    pairs_scored: int = _count()
+    pairs_scored: int = _call_counter()
 
     def preprocess_pairs(self, images, texts):
         assert all(im is None for im in images)

@@ -138,6 +138,28 @@ def travlr_small(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def real_sugar_crepe_pp(shared_data, tmp_path_factory) -> tuple[Path, Path]:
+    """The real SugarCREPE++ files (../shared/data) built by `vlprobe build sugar_crepe_pp` with stand-in images (an
+    8 x 8 JPEG per COCO file name, its colour from the name): the built folder and the images' folder; once per
+    module."""
+    import json
+
+    from helpers import jpeg
+    from helpers_data import build_from
+
+    from vlprobe.benchmarks.sugar_crepe_pp import UPSTREAM
+    from vlprobe.builders.sugar_crepe_pp import SugarCrepePP
+
+    root = tmp_path_factory.mktemp("sugar_crepe_pp")
+    images = root / "images" / "val2017"
+    images.mkdir(parents=True)
+    for f in UPSTREAM.files:
+        for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
+            (images / rec["filename"]).write_bytes(jpeg(rec["filename"]))
+    return build_from(SugarCrepePP(), shared_data / "sugar_crepe_pp", images.parent, root / "sugar_crepe_pp"), images
+
+
+@pytest.fixture(scope="module")
 def folder(tmp_path_factory, request) -> Path:
     """The synthetic dataset folder (helpers_data.build_folder: configs ``pairs`` and ``swap``), built once per test
     module; ``FOLDER_ROWS = n`` in a module changes its rows (default 12). Read it, do not change it."""

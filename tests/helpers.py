@@ -140,6 +140,16 @@ def assert_close(got: npt.ArrayLike, want: npt.ArrayLike, rtol: float = 1e-4) ->
     np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-5 * max(1.0, float(np.abs(want).max())))
 
 
+def engine_never_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring fails the test if it starts (for settings that must be refused before anything is scored)."""
+    from vlprobe.scoring import engine
+
+    def boom(self: Any, items: Any) -> None:
+        raise AssertionError("scoring started")
+
+    monkeypatch.setattr(engine.Engine, "score", boom)
+
+
 def computed(engine: Mapping[str, int]) -> int:
     """How many scores a run computed (its engine's ``computed_*`` counts, this process's share left out)."""
     return sum(v for k, v in engine.items() if k.startswith("computed_") and not k.endswith("_this_process"))

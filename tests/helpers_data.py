@@ -76,6 +76,32 @@ def build_from(builder: Any, annotations: Path, images: Path, out: Path, *extra:
     return run_build(builder, "--annotations", annotations, "--images", images, "--out", out, *extra)
 
 
+def dry_run(cli: Any, name: str, annotations: Path, tmp_path: Path) -> tuple[str, str, Path]:
+    """``vlprobe build NAME --annotations A --dry-run --image-list FILE`` (``cli``: the conftest fixture), checked to
+    succeed and to build nothing: its stdout, its stderr and the image list it wrote."""
+    listing, out = tmp_path / "images.tsv", tmp_path / name
+    code, stdout, stderr = cli("build", name, "--annotations", annotations, "--dry-run", "--image-list", listing,
+                               "--out", out)
+    assert code == 0, stderr
+    assert not out.exists()  # nothing built
+    return stdout, stderr, listing
+
+
+def refused_dry_run(cli: Any, name: str, annotations: Path, tmp_path: Path, *argv: Any) -> str:
+    """``vlprobe build NAME --annotations A --dry-run ARGV...``, checked to be refused (exit 2, no traceback): its
+    stderr."""
+    code, _, err = cli("build", name, "--annotations", annotations, "--dry-run", "--out", tmp_path / "o", *argv)
+    assert code == 2 and "Traceback" not in err, err
+    return err
+
+
+def tampered_copy(annotations: Path, path: str, old: bytes, new: bytes, dest: Path) -> Path:
+    """``dest`` holding annotation file ``path`` of ``annotations`` with its first ``old`` changed to ``new``."""
+    (dest / path).parent.mkdir(parents=True)
+    (dest / path).write_bytes((annotations / path).read_bytes().replace(old, new, 1))
+    return dest
+
+
 def load(folder: Path, config: str, split: str = "test") -> datasets.Dataset:
     """One split of a built folder, read by ``datasets`` itself. datasets caches a local folder by its name and card,
     not by the parquet's content, and several test folders share a name and card: each folder's parent gets its

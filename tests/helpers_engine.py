@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from helpers import png
@@ -25,6 +25,16 @@ _PROJ = np.random.default_rng(0).standard_normal((8 * 8 * 3, DIM)).astype(np.flo
 def _text_vec(text: str) -> np.ndarray:
     seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
     return np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+
+
+def _thumbnails(images) -> np.ndarray:
+    """Each image's 8 x 8 thumbnail, flattened, in [0, 1]."""
+    return np.stack([np.asarray(im.resize((8, 8)), dtype=np.float32).reshape(-1) / 255.0 for im in images])
+
+
+def _call_counter() -> int:
+    """A call counter: a dataclass field starting at 0, not an argument."""
+    return field(default=0, init=False)
 
 
 def _crash_check(counter: int, done: int) -> None:
@@ -42,16 +52,14 @@ def _crash_check(counter: int, done: int) -> None:
 @dataclass
 class ToyDual(DualScorer):
     family = "toy-dual"
-
-    def __post_init__(self) -> None:
-        self.image_calls = 0
-        self.text_calls = 0
-        self.images_encoded = 0
-        self.texts_encoded = 0
-        self.batches = 0
+    image_calls: int = _call_counter()
+    text_calls: int = _call_counter()
+    images_encoded: int = _call_counter()
+    texts_encoded: int = _call_counter()
+    batches: int = _call_counter()
 
     def preprocess_images(self, images):
-        return np.stack([np.asarray(im.resize((8, 8)), dtype=np.float32).reshape(-1) / 255.0 for im in images])
+        return _thumbnails(images)
 
     def encode_images(self, inputs):
         self.image_calls += 1
@@ -74,14 +82,11 @@ class ToyDual(DualScorer):
 @dataclass
 class ToyPair(PairScorer):
     family = "toy-pair"
-
-    def __post_init__(self) -> None:
-        self.pairs_scored = 0
-        self.calls = 0
+    pairs_scored: int = _call_counter()
+    calls: int = _call_counter()
 
     def preprocess_pairs(self, images, texts):
-        feats = np.stack([np.asarray(im.resize((8, 8)), dtype=np.float32).reshape(-1) / 255.0 for im in images])
-        return feats @ _PROJ, np.stack([_text_vec(t) for t in texts])
+        return _thumbnails(images) @ _PROJ, np.stack([_text_vec(t) for t in texts])
 
     def score_pairs(self, inputs):
         img, txt = inputs
@@ -96,9 +101,7 @@ class ToyPair(PairScorer):
 class ToyTextOnly(PairScorer):
     family = "toy-text"
     uses_images = False
-
-    def __post_init__(self) -> None:
-        self.pairs_scored = 0
+    pairs_scored: int = _call_counter()
 
     def preprocess_pairs(self, images, texts):
         assert all(im is None for im in images)

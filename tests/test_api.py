@@ -12,20 +12,12 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from helpers import engine_never_runs
 from helpers_data import build_folder
 
 import vlprobe
 from vlprobe.cli import main
 from vlprobe.errors import DatasetError, ModelError, SettingError
-
-
-def _engine_never_runs(monkeypatch):
-    from vlprobe.scoring import engine
-
-    def boom(self, items):
-        raise AssertionError("scoring started")
-
-    monkeypatch.setattr(engine.Engine, "score", boom)
 
 
 @pytest.mark.slow
@@ -223,7 +215,7 @@ def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, 
         raise AssertionError("a model was loaded")
 
     monkeypatch.setattr(loading, "load_scorer", no_load)
-    _engine_never_runs(monkeypatch)
+    engine_never_runs(monkeypatch)
     kw = {"datasets": str(folder), "cache_dir": "none", **kw}
     with pytest.raises(SettingError) as info:
         vlprobe.evaluate(model=str(tiny_clip_path), progress=False, **kw)
@@ -231,32 +223,7 @@ def test_bad_settings_are_refused_before_anything_loads(folder, tiny_clip_path, 
     assert "--" not in str(info.value)  # Python callers are told the argument's Python name
 
 
-@pytest.mark.parametrize(
-    "argv, expected",
-    [
-        (["--bootstrap", "1000000000000"], "--bootstrap 1000000000000: at most 100,000 resamples"),
-        (["--bootstrap", "-5"], "--bootstrap -5: must be 0 or more"),
-        (["--threshold", "2"], "--threshold 2.0: must be a probability threshold in [0, 1]"),
-        (["--confidence", "95"], "--confidence 95.0: must be a level strictly between 0 and 1"),
-        (["--num-workers", "-1"], "--num-workers -1: must be 0 or more"),
-        (["--chunk-size", "0"], "--chunk-size 0: must be at least 1"),
-        (["--device", "tpu"], "--device tpu: unknown device"),
-        (["--cache-dir", ""], "--cache-dir '': must be a folder path"),
-        (["--num-workers", "100000"], "--num-workers 100000: must be at most"),
-        (["--chunk-size", str(2**63)], "--chunk-size 9223372036854775808: must be at most"),
-        (["--dtype", ""], "--dtype '': is empty"),
-        (["--device", ""], "--device '': is empty"),
-        (["--config", "pairs,pairs"], "--config pairs,pairs: names pairs more than once"),
-    ],
-)
-def test_cli_names_the_flag(folder, tiny_clip_path, tmp_path, monkeypatch, capsys, argv, expected):
-    """The same errors on the command line name the flag, not the Python argument: one line, no traceback."""
-    _engine_never_runs(monkeypatch)
-    code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--out", str(tmp_path / "o"),
-                 "--no-progress", *argv])
-    err = capsys.readouterr().err
-    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
-    assert "=" not in err.split("error:", 1)[1].split(":")[0]
+# The same errors on the command line name the flag: tests/test_bad_input_tables.py's EVALUATE_CLI.
 
 
 def test_unavailable_device_is_one_line_before_loading(folder, tiny_clip_path, monkeypatch, capsys, tmp_path):
@@ -275,7 +242,7 @@ def test_unavailable_device_is_one_line_before_loading(folder, tiny_clip_path, m
 
 
 def test_output_folder_problems_are_refused_before_scoring(folder, tiny_clip_path, tmp_path, monkeypatch, capsys):
-    _engine_never_runs(monkeypatch)
+    engine_never_runs(monkeypatch)
     a_file = tmp_path / "file"
     a_file.write_text("x")
     foreign = tmp_path / "foreign"
@@ -339,7 +306,7 @@ def test_rerun_replaces_the_folder_as_a_whole(folder, tiny_clip_path, tmp_path, 
 def test_true_false_items_need_a_probability(tmp_path, tiny_clip_path, monkeypatch):
     ds = datasets.load_dataset(str(build_folder(tmp_path, n=4)), "pairs", split="test")
     spec = {"id": "id", "images": ["image"], "texts": ["caption"], "gold": [[1]]}
-    _engine_never_runs(monkeypatch)
+    engine_never_runs(monkeypatch)
     with pytest.raises(ModelError) as info:
         vlprobe.evaluate(model=str(tiny_clip_path), datasets={"tf": ds}, spec=spec, cache_dir="none",
                          progress=False)
@@ -431,7 +398,7 @@ def test_a_bootstrap_past_the_metrics_bound_is_refused_before_scoring(folder, ti
     long run is not refused only once its scores are in."""
     from vlprobe.metric import module as metric
 
-    _engine_never_runs(monkeypatch)
+    engine_never_runs(monkeypatch)
     monkeypatch.setattr(metric, "MAX_BOOTSTRAP_WORK", 100)  # a few items' cells x 1,000 resamples is past it
     code = main(["evaluate", "--dataset", str(folder), "--model", str(tiny_clip_path), "--bootstrap", "1000",
                  "--no-progress", "--cache-dir", "none"])

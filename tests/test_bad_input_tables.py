@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import engine_never_runs
 
 import vlprobe
 from vlprobe.cli import main
@@ -20,47 +21,65 @@ from vlprobe.errors import VlprobeError
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _one_line(code: int, err: str, words: str) -> None:
+def _one_line(code: int, err: str, words: str | tuple[str, ...]) -> None:
     assert code == 2 and "Traceback" not in err, err
-    assert len(err.strip().splitlines()) == 1 and words in err, err
+    assert len(err.strip().splitlines()) == 1 and all(w in err for w in ([words] if isinstance(words, str) else words)), err
 
 
 # ---- vlprobe evaluate (CLI) -------------------------------------------------------------------------------------
 
-EVALUATE_CLI = [
+# Options vlprobe evaluate and vlprobe probe share: each command refuses these in the same words.
+SHARED_CLI = [
     (["--config", ""], "--config '': names nothing"),
     (["--config", ",,"], "--config ,,: names nothing"),
-    (["--config", "pairs,,swap"], "has an empty name"),
-    (["--split", ""], "--split '': names nothing"),
-    (["--out", ""], "--out '': is empty"),
-    (["--device", "cpu:99"], "--device cpu:99: there is one cpu device"),
-    (["--seed", str(2**63)], "--seed 9223372036854775808: must be at most"),
-    (["--revision", "v2"], "--revision v2: "),  # with a local model folder
-    (["--dataset", ""], "--dataset '': is empty"),
-    (["--ties", "foo"], "--ties foo: unknown tie policy"),
-    (["--bootstrap", "1000000000000"], "--bootstrap 1000000000000: at most"),
-    (["--model", "m" * 10_000], "(10,000 characters)': has a name of 10,000 bytes"),
-    (["--num-workers", "100000"], "--num-workers 100000: must be at most"),
-    (["--num-workers", str(2**63)], "--num-workers 9223372036854775808: must be at most"),
-    (["--chunk-size", str(2**63)], "--chunk-size 9223372036854775808: must be at most"),
-    (["--limit", str(2**63)], "--limit 9223372036854775808: must be at most"),
-    (["--dtype", ""], "--dtype '': is empty"),
     (["--device", ""], "--device '': is empty"),
-    (["--config", "pairs,pairs"], "--config pairs,pairs: names pairs more than once"),
-    (["--split", "test,test"], "--split test,test: names test more than once"),
-    (["--batch-size", "auto "], "--batch-size 'auto ': must be a whole number (at least 1) or 'auto'"),
+    (["--dtype", ""], "--dtype '': is empty"),
     (["--model", "~nosuchuser/x"], "--model '~nosuchuser/x': names the home folder of user 'nosuchuser'"),
+    (["--num-workers", "100000"], "--num-workers 100000: must be at most"),
+]
+
+EVALUATE_CLI = SHARED_CLI + [
+    (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
+    (["--batch-size", "auto "], "--batch-size 'auto ': must be a whole number (at least 1) or 'auto'"),
+    (["--bootstrap", "-5"], "--bootstrap -5: must be 0 or more"),
+    (["--bootstrap", "1000000000000"], "--bootstrap 1000000000000: at most 100,000 resamples"),
+    (["--cache-dir", ""], "--cache-dir '': must be a folder path"),
+    (["--chunk-size", "0"], "--chunk-size 0: must be at least 1"),
+    (["--chunk-size", str(2**63)], "--chunk-size 9223372036854775808: must be at most"),
+    (["--confidence", "95"], "--confidence 95.0: must be a level strictly between 0 and 1"),
+    (["--config", "nope"], ("unknown config(s) ['nope']", "pairs, swap")),  # and the configs there are
+    (["--config", "pairs,,swap"], "has an empty name"),
+    (["--config", "pairs,pairs"], "--config pairs,pairs: names pairs more than once"),
+    (["--dataset", ""], "--dataset '': is empty"),
+    (["--device", "tpu"], "--device tpu: unknown device"),
+    (["--device", "cpu:99"], "--device cpu:99: there is one cpu device"),
+    (["--family", "no-such-family"], "known families:"),
+    (["--limit", str(2**63)], "--limit 9223372036854775808: must be at most"),
+    (["--model", "m" * 10_000], "(10,000 characters)': has a name of 10,000 bytes"),
+    (["--num-workers", "-1"], "--num-workers -1: must be 0 or more"),
+    (["--num-workers", str(2**63)], "--num-workers 9223372036854775808: must be at most"),
+    (["--out", ""], "--out '': is empty"),
+    (["--revision", "v2"], "--revision v2: "),  # with a local model folder
+    (["--seed", str(2**63)], "--seed 9223372036854775808: must be at most"),
+    (["--split", "train"], "unknown split(s) ['train']"),
+    (["--split", ""], "--split '': names nothing"),
+    (["--split", "test,test"], "--split test,test: names test more than once"),
+    (["--threshold", "2"], "--threshold 2.0: must be a probability threshold in [0, 1]"),
+    (["--ties", "foo"], "--ties foo: unknown tie policy"),
 ]
 
 
 @pytest.mark.parametrize("argv, words", EVALUATE_CLI, ids=[" ".join(a)[:30] for a, _ in EVALUATE_CLI])
-def test_evaluate_cli(argv, words, folder, tiny_clip_path, tmp_path, cli):
+def test_evaluate_cli(argv, words, folder, tiny_clip_path, tmp_path, cli, monkeypatch):
+    """One line naming the flag as given (never the Python argument, ``batch_size=``), nothing scored or written."""
+    engine_never_runs(monkeypatch)
     given = dict(zip(argv[::2], argv[1::2]))
     base = {"--dataset": folder, "--model": tiny_clip_path, "--out": tmp_path / "o", "--cache-dir": "none",
             "--num-workers": "0"}
     args = [a for k, v in {**base, **given}.items() for a in (k, v)]
     run = cli("evaluate", *args, "--no-progress")
     _one_line(run.code, run.err, words)
+    assert "=" not in run.err.split("error:", 1)[1].split(":")[0]
     assert not (tmp_path / "o").exists() and not (Path.cwd() / "runs" / "synthetic-tiny_clip0").exists()
 
 
@@ -86,21 +105,15 @@ def test_ties_foo_fails_without_importing_evaluate():
 
 # ---- vlprobe probe (CLI) ----------------------------------------------------------------------------------------
 
-PROBE_CLI = [
-    (["--seeds", "1000000"], "--seeds 1000000: must be at most 100"),
-    (["--finetune", "--epochs", "1000000000"], "--epochs 1000000000: must be at most 1,000"),
-    (["--train-size", "10,,20"], "has an empty size between commas"),
-    (["--train-modality", "image,image"], "names image more than once"),
-    (["--revision", "v2", "--model", "models/mini-clip"], "is a local folder, which has no revisions"),
-    (["--out", "o" * 300], "has a name of 300 bytes"),
-    (["--config", ""], "--config '': names nothing"),
-    (["--config", ",,"], "--config ,,: names nothing"),
+PROBE_CLI = SHARED_CLI + [
     (["--config", "spatiality,spatiality"], "--config spatiality,spatiality: names spatiality more than once"),
+    (["--finetune", "--epochs", "1000000000"], "--epochs 1000000000: must be at most 1,000"),
+    (["--out", "o" * 300], "has a name of 300 bytes"),
+    (["--revision", "v2", "--model", "models/mini-clip"], "is a local folder, which has no revisions"),
+    (["--seeds", "1000000"], "--seeds 1000000: must be at most 100"),
+    (["--train-modality", "image,image"], "names image more than once"),
+    (["--train-size", "10,,20"], "has an empty size between commas"),
     (["--train-size", ""], "--train-size '': names no size"),
-    (["--dtype", ""], "--dtype '': is empty"),
-    (["--device", ""], "--device '': is empty"),
-    (["--num-workers", "100000"], "--num-workers 100000: must be at most"),
-    (["--model", "~nosuchuser/x"], "--model '~nosuchuser/x': names the home folder of user 'nosuchuser'"),
 ]
 
 

@@ -82,23 +82,7 @@ def test_config_limit_and_split(folder, tiny_clip_path, tmp_path, cli):
     assert doc["results"][0]["metrics"]["n_items"] == 3 and "ci" not in doc["results"][0]["metrics"]
 
 
-@pytest.mark.parametrize(
-    "extra, expected",
-    [
-        (["--config", "nope"], "unknown config(s) ['nope']"),
-        (["--split", "train"], "unknown split(s) ['train']"),
-        (["--family", "no-such-family"], "known families:"),
-        (["--ties", "sometimes"], "unknown tie policy"),
-        (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
-    ],
-)
-def test_error_paths(folder, tiny_clip_path, tmp_path, cli, extra, expected):
-    code, out, err = cli("evaluate", "--dataset", folder, "--model", tiny_clip_path, "--out", tmp_path / "o",
-                         "--cache-dir", "none", "--no-progress", *extra)
-    assert code == 2
-    assert expected in err and "Traceback" not in err
-    if extra[0] == "--config":
-        assert "pairs, swap" in err
+# A bad --config, --split, --family, --ties or --batch-size: tests/test_bad_input_tables.py's EVALUATE_CLI.
 
 
 def test_model_not_found_says_how_to_pass_a_local_path(folder, tmp_path, cli):

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from helpers import encode, solid
-from helpers_data import load
+from helpers_data import dry_run, load, refused_dry_run, tampered_copy
 from PIL import Image
 
 from vlprobe.benchmarks import crepe as facts
@@ -213,11 +213,7 @@ def test_the_third_party_copy_is_pinned_to_source_md(real: Path) -> None:
 
 @pytest.mark.slow
 def test_dry_run_on_the_real_files(real: Path, tmp_path: Path, cli) -> None:
-    listing = tmp_path / "images.tsv"
-    code, out, err = cli("build", "crepe", "--annotations", str(real), "--dry-run", "--image-list", str(listing),
-                         "--out", str(tmp_path / "crepe"))
-    assert code == 0, err
-    assert not (tmp_path / "crepe").exists()
+    out, err, listing = dry_run(cli, "crepe", real, tmp_path)
     ids = set()
     for config in facts.PROD_CONFIGS:
         theirs = authors_rows(real, config)
@@ -237,21 +233,17 @@ def test_dry_run_on_the_real_files(real: Path, tmp_path: Path, cli) -> None:
 
 
 def test_asking_for_a_config_whose_file_is_missing_is_refused(real: Path, tmp_path: Path, cli) -> None:
-    code, _, err = cli("build", "crepe", "--annotations", str(real), "--configs", "prod_swap_4,syst_laion_seen_atom",
-                       "--dry-run", "--out", str(tmp_path / "o"))
-    assert code == 2 and "cannot build syst_laion_seen_atom: none of its annotation files is at hand" in err
-    assert f"{UP.default_url}syst_hard_negatives.zip (git blob 54eebe3a" in err and "Traceback" not in err
-    code, _, err = cli("build", "crepe", "--annotations", str(real), "--configs", "prod_nothing", "--dry-run",
-                       "--out", str(tmp_path / "o"))
-    assert code == 2 and "--configs: unknown config(s) ['prod_nothing']" in err
+    err = refused_dry_run(cli, "crepe", real, tmp_path, "--configs", "prod_swap_4,syst_laion_seen_atom")
+    assert "cannot build syst_laion_seen_atom: none of its annotation files is at hand" in err
+    assert f"{UP.default_url}syst_hard_negatives.zip (git blob 54eebe3a" in err
+    err = refused_dry_run(cli, "crepe", real, tmp_path, "--configs", "prod_nothing")
+    assert "--configs: unknown config(s) ['prod_nothing']" in err
 
 
 def test_a_tampered_copy_is_refused(real: Path, tmp_path: Path, cli) -> None:
     path = crepe.BY_CONFIG["prod_swap_4"].loose
-    (tmp_path / path).parent.mkdir(parents=True)
-    (tmp_path / path).write_bytes((real / path).read_bytes().replace(b"floor", b"flour", 1))
-    code, _, err = cli("build", "crepe", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"))
-    assert code == 2 and f"annotation file {path} from" in err and "not the pinned one" in err
+    err = refused_dry_run(cli, "crepe", tampered_copy(real, path, b"floor", b"flour", tmp_path), tmp_path)
+    assert f"annotation file {path} from" in err and "not the pinned one" in err
     assert facts.PROD_CSVS.repo in err
 
 

@@ -106,13 +106,19 @@ def test_clipseg_as_released_is_a_dual_encoder(tmp_path, images):
     processor = AutoProcessor.from_pretrained(tmp_path / "base")
     processor.save_pretrained(tmp_path / "clipseg")
     assert load_config(str(tmp_path / "clipseg")).architectures == ["CLIPSegForImageSegmentation"]
-    scorer = load_scorer(str(tmp_path / "clipseg"))
+    _assert_dual_scores_are_the_logits(tmp_path / "clipseg", base, processor, images)
+
+
+def _assert_dual_scores_are_the_logits(path, model, processor, images) -> None:
+    """The model at ``path`` is scored as a dual encoder, its scores of ``images`` x TEXTS the ``logits_per_image``
+    of ``model`` on ``processor``'s inputs (and not all alike)."""
+    scorer = load_scorer(str(path))
     assert scorer.family == "dual"
     got = scorer.similarity(scorer.encode_images(scorer.preprocess_images(images)), scorer.encode_texts(TEXTS))
     inputs = processor(text=TEXTS, images=images, padding=True, truncation=True, max_length=scorer.max_length,
                        return_tensors="pt")
     with torch.no_grad():
-        want = base(**inputs).logits_per_image.numpy()
+        want = model(**inputs).logits_per_image.numpy()
     assert_close(got, want)
     assert np.ptp(want) > 1e-4
 
@@ -179,17 +185,8 @@ def test_flava_pretraining_checkpoint_is_a_dual_encoder(tiny_flava_path, images)
 def test_owlvit_detection_checkpoint_is_a_dual_encoder(tiny_owlvit_path, images):
     from transformers import AutoProcessor, OwlViTModel
 
-    scorer = load_scorer(str(tiny_owlvit_path))
-    assert scorer.family == "dual"
-    got = scorer.similarity(scorer.encode_images(scorer.preprocess_images(images)), scorer.encode_texts(TEXTS))
-    model = OwlViTModel.from_pretrained(tiny_owlvit_path).eval()
-    processor = AutoProcessor.from_pretrained(tiny_owlvit_path)
-    inputs = processor(text=TEXTS, images=images, padding=True, truncation=True, max_length=scorer.max_length,
-                       return_tensors="pt")
-    with torch.no_grad():
-        want = model(**inputs).logits_per_image.numpy()
-    assert_close(got, want)
-    assert np.ptp(want) > 1e-4
+    _assert_dual_scores_are_the_logits(tiny_owlvit_path, OwlViTModel.from_pretrained(tiny_owlvit_path).eval(),
+                                       AutoProcessor.from_pretrained(tiny_owlvit_path), images)
 
 
 def test_qwen2_vl_vqascore_equals_one_pair_per_forward(tiny_qwen2_vl_path, images):

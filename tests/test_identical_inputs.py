@@ -289,31 +289,6 @@ def test_each_familys_seen_texts_is_what_it_feeds(tiny_clip_path, tiny_siglip_pa
 
 # ---- the real SugarCREPE++ files: ITT as the authors compute it --------------------------------------
 
-@pytest.fixture(scope="module")
-def real_sugar_crepe_pp(shared_data, tmp_path_factory):
-    """The real SugarCREPE++ files (../shared/data) built with stand-in images, as tests/test_siblings.py
-    builds them: an 8 x 8 JPEG per COCO file name, its colour from the name."""
-    import argparse
-
-    from helpers import jpeg
-
-    from vlprobe.benchmarks.sugar_crepe_pp import UPSTREAM
-    from vlprobe.builders import sugar_crepe_pp as builder
-
-    root = tmp_path_factory.mktemp("scpp_itt_images")
-    (root / "val2017").mkdir()
-    for f in UPSTREAM.files:
-        for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
-            (root / "val2017" / rec["filename"]).write_bytes(jpeg(rec["filename"]))
-    parser = argparse.ArgumentParser()
-    scpp = builder.SugarCrepePP()
-    scpp.add_arguments(parser)
-    out = tmp_path_factory.mktemp("scpp_itt") / "sugar_crepe_pp"
-    folder = scpp.build(parser.parse_args(["--annotations", str(shared_data / "sugar_crepe_pp"), "--images",
-                                              str(root), "--out", str(out)]))
-    return folder, root / "val2017"
-
-
 @pytest.mark.shared_data
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # 4,757 items scored, then ~10,000 texts encoded one at a time: minutes on a busy CPU

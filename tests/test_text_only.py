@@ -14,15 +14,11 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
-from helpers import jpeg
 
 import vlprobe
-from vlprobe.benchmarks import get as get_benchmark
 from vlprobe.errors import ArgumentError, DatasetError
 from vlprobe.evaluation.text_only import pairs, text_gold
 from vlprobe.scorers.base import DualScorer
-
-SUGAR_CREPE_PP_UP = get_benchmark("sugar_crepe_pp").upstream  # its pinned annotation files
 
 SPEC = {"id": "id", "images": ["image"], "texts": ["caption", "caption2", "negative_caption"], "gold": [[1, 1, 0]],
         "tags": ["case"]}
@@ -192,39 +188,20 @@ def test_the_option_is_defined_once() -> None:
 # ---- the real SugarCREPE++ files -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def sugar_crepe_pp(shared_data: Path, tmp_path_factory) -> Path:
-    """The real SugarCREPE++ files built with stand-in 8 x 8 images (text-only scoring never reads them)."""
-    import argparse
-
-    from vlprobe.builders import sugar_crepe_pp as builder
-
-    root = tmp_path_factory.mktemp("scpp_images")
-    (root / "val2017").mkdir()
-    for f in SUGAR_CREPE_PP_UP.files:
-        for rec in json.loads((shared_data / "sugar_crepe_pp" / f.path).read_text()):
-            (root / "val2017" / rec["filename"]).write_bytes(jpeg(rec["filename"]))
-    parser = argparse.ArgumentParser()
-    scpp = builder.SugarCrepePP()
-    scpp.add_arguments(parser)
-    out = tmp_path_factory.mktemp("scpp") / "sugar_crepe_pp"
-    return scpp.build(parser.parse_args(["--annotations", str(shared_data / "sugar_crepe_pp"), "--images", str(root),
-                                            "--out", str(out)]))
-
-
 @pytest.mark.shared_data
 @pytest.mark.slow
-def test_real_sugar_crepe_pp_tot_with_mini_clip(sugar_crepe_pp: Path, repo_root: Path, tmp_path: Path,
-                                                capsys) -> None:
-    """`vlprobe evaluate --modality text` on the 4,757 items with models/mini-clip: per subset, the count the
-    metric's text score gives equals the authors' criterion computed with numpy on the same text embeddings
-    (read back from the score cache the run filled); the summary's headline is TOT."""
+def test_real_sugar_crepe_pp_tot_with_mini_clip(real_sugar_crepe_pp: tuple[Path, Path], repo_root: Path,
+                                                tmp_path: Path, capsys) -> None:
+    """`vlprobe evaluate --modality text` on the 4,757 items with models/mini-clip (the stand-in images are never
+    read): per subset, the count the metric's text score gives equals the authors' criterion computed with numpy on
+    the same text embeddings (read back from the score cache the run filled); the summary's headline is TOT."""
     import pyarrow.parquet as pq
 
     from vlprobe.cli import main
     from vlprobe.scorers import load_scorer
     from vlprobe.storage.score_cache import ScoreCache
 
+    sugar_crepe_pp, _ = real_sugar_crepe_pp
     model, cache_dir, out = str(repo_root / "models" / "mini-clip"), tmp_path / "cache", tmp_path / "run"
     start = time.perf_counter()
     code = main(["evaluate", "--dataset", str(sugar_crepe_pp), "--model", model, "--modality", "text",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import io
 import json
@@ -14,6 +13,7 @@ from pathlib import Path
 import datasets
 import pytest
 from helpers import digests
+from helpers_data import run_build
 from PIL import Image
 
 from vlprobe import scenes as S
@@ -29,17 +29,14 @@ def generated():
     return {task: T.generate_task(task, SIZES, seed=0) for task in T.TASKS}
 
 
-def _args(out: Path, **kw) -> argparse.Namespace:
-    base = dict(out=out, size="tiny", split_sizes=None, configs="all", seed=0, workers=1)
-    base.update(kw)
-    return argparse.Namespace(**base)
+def _build(out: Path, *argv: str) -> Path:
+    """``vlprobe build travlr --out OUT --size tiny ARGV...``."""
+    return run_build(builder.Travlr(), "--out", out, "--size", "tiny", *argv)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("repo")
-    builder.Travlr().build(_args(root / "travlr"))
-    return root / "travlr"
+    return _build(tmp_path_factory.mktemp("repo") / "travlr")
 
 
 # ---- split rules as the reference gives them ---------------------------------------------------
@@ -286,17 +283,17 @@ def test_bad_requests_are_named():
     with pytest.raises(ValueError, match="unknown split"):
         T.generate_task("cardinality", {"dev": 1})
     with pytest.raises(ValueError, match="SPLIT=N"):
-        builder.Travlr().build(_args(Path("/nonexistent"), split_sizes="dev=3"))
+        _build(Path("/nonexistent"), "--split-sizes", "dev=3")
     with pytest.raises(ValueError, match="at least 1 row"):
-        builder.Travlr().build(_args(Path("/nonexistent"), split_sizes="test_ood=0"))
+        _build(Path("/nonexistent"), "--split-sizes", "test_ood=0")
     with pytest.raises(ValueError, match="unknown config"):
-        builder.Travlr().build(_args(Path("/nonexistent"), configs="colour"))
+        _build(Path("/nonexistent"), "--configs", "colour")
 
 
 # ---- the built folder ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_two_builds_are_byte_identical(built, tmp_path):
-    again = builder.Travlr().build(_args(tmp_path / "travlr"))
+    again = _build(tmp_path / "travlr")
     assert digests(again) == digests(built)
     assert len([k for k in digests(built) if k.endswith(".parquet")]) == 16
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from helpers import jpeg
-from helpers_data import load
+from helpers_data import dry_run, load, refused_dry_run, tampered_copy
 
 from vlprobe.benchmarks import vl_checklist as facts
 from vlprobe.builders import AnnotationError, upstream, vl_checklist
@@ -132,11 +132,7 @@ def test_the_taxonomy_and_its_aggregation_follow_corpus_json() -> None:
 
 @pytest.mark.slow
 def test_dry_run_counts_every_leaf_and_lists_the_images(data: Path, tmp_path: Path, cli) -> None:
-    listing = tmp_path / "images.tsv"
-    code, out, err = cli("build", "vl_checklist", "--annotations", str(data), "--dry-run", "--image-list", str(listing),
-                         "--out", str(tmp_path / "vlc"))
-    assert code == 0, err
-    assert not (tmp_path / "vlc").exists()  # nothing built
+    out, err, listing = dry_run(cli, "vl_checklist", data, tmp_path)
     # per file: the first MAX_NUM/2 records of it, counted here from the raw file
     expected_rows, images = 0, set()
     for f in facts.FILES:
@@ -166,10 +162,9 @@ def test_a_leaf_with_none_of_its_files_is_refused_when_asked_for(data: Path, tmp
     for f in facts.LEAVES[-1].files + facts.BY_CONFIG["attribute_state"].files:  # relation_spatial, attribute_state
         (partial / f.path).parent.mkdir(parents=True, exist_ok=True)
         (partial / f.path).write_bytes((data / f.path).read_bytes())
-    code, _, err = cli("build", "vl_checklist", "--annotations", str(partial), "--configs", "relation_spatial,object_size_large",
-                       "--dry-run", "--out", str(tmp_path / "o"))
-    assert code == 2 and "cannot build object_size_large: none of its annotation files is at hand" in err
-    assert f"{UP.default_url}Object/Size/vg_size/vg_obj_large.json (git blob c55b5993" in err and "Traceback" not in err
+    err = refused_dry_run(cli, "vl_checklist", partial, tmp_path, "--configs", "relation_spatial,object_size_large")
+    assert "cannot build object_size_large: none of its annotation files is at hand" in err
+    assert f"{UP.default_url}Object/Size/vg_size/vg_obj_large.json (git blob c55b5993" in err
     code, out, err = cli("build", "vl_checklist", "--annotations", str(partial), "--dry-run", "--image-list", "-",
                          "--out", str(tmp_path / "o"))
     assert code == 0, err
@@ -404,10 +399,8 @@ def test_bad_records_name_the_file_and_record(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_the_pinned_one_is_refused(data: Path, tmp_path: Path, cli) -> None:
     f = facts.BY_NAME["Attribute_state_vg"]
-    (tmp_path / f.path).parent.mkdir(parents=True)
-    (tmp_path / f.path).write_bytes((data / f.path).read_bytes().replace(b"white", b"whits", 1))
-    code, _, err = cli("build", "vl_checklist", "--annotations", str(tmp_path), "--dry-run", "--out", str(tmp_path / "o"))
-    assert code == 2 and f"VL-CheckList annotation file {f.path} from" in err and f"expected {f.blob}" in err
+    err = refused_dry_run(cli, "vl_checklist", tampered_copy(data, f.path, b"white", b"whits", tmp_path), tmp_path)
+    assert f"VL-CheckList annotation file {f.path} from" in err and f"expected {f.blob}" in err
 
 
 def test_offline_with_nothing_cached_names_every_file_and_its_url(tmp_path: Path, monkeypatch, cli) -> None:

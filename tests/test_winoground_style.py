@@ -3,7 +3,6 @@ the private folder made from a user's own copy of facebook/winoground (tested on
 
 from __future__ import annotations
 
-import argparse
 import json
 import zipfile
 from pathlib import Path
@@ -12,6 +11,7 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 from helpers import digests, encode
+from helpers_data import run_build
 
 from vlprobe import scenes as S
 from vlprobe.builders import winoground_style as builder
@@ -19,17 +19,14 @@ from vlprobe.dataset.spec import find_spec
 from vlprobe.scenes import winoground as W
 
 
-def _args(out: Path, **kw) -> argparse.Namespace:
-    base = dict(out=out, size="tiny", items=None, configs="all", seed=0, workers=1, winoground=None, winoground_out=None)
-    base.update(kw)
-    return argparse.Namespace(**base)
+def _build(out: Path, *argv: object) -> Path:
+    """``vlprobe build winoground_style --out OUT --size tiny ARGV...``."""
+    return run_build(builder.WinogroundStyle(), "--out", out, "--size", "tiny", *argv)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("repo")
-    builder.WinogroundStyle().build(_args(root / "winoground_style"))
-    return root / "winoground_style"
+    return _build(tmp_path_factory.mktemp("repo") / "winoground_style")
 
 
 @pytest.mark.parametrize("config", W.CONFIGS)
@@ -64,13 +61,13 @@ def test_bad_requests_are_named(tmp_path):
     with pytest.raises(ValueError, match="unknown Winoground-style config"):
         W.generate("colour_swap", 3)
     with pytest.raises(ValueError, match="unknown config"):
-        builder.WinogroundStyle().build(_args(tmp_path, configs="colour_swap"))
+        _build(tmp_path, "--configs", "colour_swap")
     with pytest.raises(FileNotFoundError, match="--winoground"):
-        builder.WinogroundStyle().build(_args(tmp_path, configs="none", winoground=tmp_path / "nope"))
+        _build(tmp_path, "--configs", "none", "--winoground", tmp_path / "nope")
 
 
 def test_two_builds_are_byte_identical(built, tmp_path):
-    again = builder.WinogroundStyle().build(_args(tmp_path / "winoground_style"))
+    again = _build(tmp_path / "winoground_style")
     assert digests(again) == digests(built)
     assert len([k for k in digests(built) if k.endswith(".parquet")]) == 3  # `all` reads these three
 
@@ -172,7 +169,7 @@ def test_private_winoground_folder_from_a_standin(layout, standin_parquet, stand
     source = standin_parquet if layout == "parquet" else standin_jsonl
     out = tmp_path / "repo" / "winoground_style"
     # the jsonl run builds only the private copy; the parquet run also the synthetic configs beside it
-    builder.WinogroundStyle().build(_args(out, configs="none" if layout == "jsonl" else "all", items=2, winoground=source))
+    _build(out, "--configs", "none" if layout == "jsonl" else "all", "--items", 2, "--winoground", source)
     local = out / "data" / "winoground"
     assert (out / "data" / "spatial_swap").exists() == (layout == "parquet")
     card = (out / "README.md").read_text()

@@ -33,24 +33,16 @@ def _opt_text(vocab: int, tok) -> dict:
                 bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
 
 
-def _vision(**kw):
-    return dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=32,
-                patch_size=8, **kw)
-
-
 # ---- dual encoders ---------------------------------------------------------------------------------
 
 def build_altclip(folder):
-    from transformers import AltCLIPConfig, AltCLIPModel, AltCLIPProcessor, CLIPImageProcessor
+    from transformers import AltCLIPConfig, AltCLIPModel, AltCLIPProcessor
 
     tok = _bert_tokenizer()
-    config = AltCLIPConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=40, project_dim=16, pad_token_id=tok.pad_token_id),
-        vision_config=_vision(projection_dim=16), projection_dim=16)
+    config = AltCLIPConfig(text_config=tm.text_tower(tok, 40, project_dim=16),
+                           vision_config=tm.vision_tower(projection_dim=16), projection_dim=16)
     tm._seed()
-    proc = AltCLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
-                                                               crop_size={"height": 32, "width": 32}), tokenizer=tok)
+    proc = AltCLIPProcessor(image_processor=tm.clip_image_processor(), tokenizer=tok)
     return tm.save(folder, AltCLIPModel(config).eval(), proc)
 
 
@@ -58,10 +50,8 @@ def build_chinese_clip(folder):
     from transformers import ChineseCLIPConfig, ChineseCLIPImageProcessor, ChineseCLIPModel, ChineseCLIPProcessor
 
     tok = _bert_tokenizer()
-    config = ChineseCLIPConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=32, pad_token_id=tok.pad_token_id),
-        vision_config=_vision(projection_dim=16), projection_dim=16)
+    config = ChineseCLIPConfig(text_config=tm.text_tower(tok, 32), vision_config=tm.vision_tower(projection_dim=16),
+                               projection_dim=16)
     tm._seed()
     proc = ChineseCLIPProcessor(image_processor=ChineseCLIPImageProcessor(size={"shortest_edge": 32},
                                                                           crop_size={"height": 32, "width": 32}),
@@ -70,17 +60,13 @@ def build_chinese_clip(folder):
 
 
 def build_metaclip_2(folder):
-    from transformers import CLIPImageProcessor, CLIPProcessor, MetaClip2Config, MetaClip2Model
+    from transformers import CLIPProcessor, MetaClip2Config, MetaClip2Model
 
     tok = tm.clip_tokenizer(16)
-    config = MetaClip2Config(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=16, projection_dim=16,
-                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id),
-        vision_config=_vision(projection_dim=16), projection_dim=16)
+    config = MetaClip2Config(text_config=tm.text_tower(tok, 16, ends=True, projection_dim=16),
+                             vision_config=tm.vision_tower(projection_dim=16), projection_dim=16)
     tm._seed()
-    proc = CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
-                                                            crop_size={"height": 32, "width": 32}), tokenizer=tok)
+    proc = CLIPProcessor(image_processor=tm.clip_image_processor(), tokenizer=tok)
     return tm.save(folder, MetaClip2Model(config).eval(), proc)
 
 
@@ -88,7 +74,6 @@ def build_vision_text_dual_encoder(folder):
     """A VisionTextDualEncoderModel (CLIP vision tower + BERT text tower), as transformers' run_clip.py builds one."""
     from transformers import (
         BertConfig,
-        CLIPImageProcessor,
         CLIPVisionConfig,
         VisionTextDualEncoderConfig,
         VisionTextDualEncoderModel,
@@ -96,13 +81,10 @@ def build_vision_text_dual_encoder(folder):
     )
 
     tok = _bert_tokenizer()
-    text = BertConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, max_position_embeddings=40, pad_token_id=tok.pad_token_id)
-    config = VisionTextDualEncoderConfig.from_vision_text_configs(CLIPVisionConfig(**_vision()), text, projection_dim=16)
+    config = VisionTextDualEncoderConfig.from_vision_text_configs(CLIPVisionConfig(**tm.vision_tower()),
+                                                                  BertConfig(**tm.text_tower(tok, 40)), projection_dim=16)
     tm._seed()
-    proc = VisionTextDualEncoderProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
-                                                                             crop_size={"height": 32, "width": 32}),
-                                          tokenizer=tok)
+    proc = VisionTextDualEncoderProcessor(image_processor=tm.clip_image_processor(), tokenizer=tok)
     return tm.save(folder, VisionTextDualEncoderModel(config=config).eval(), proc)
 
 
@@ -110,12 +92,9 @@ def build_blip_contrastive(folder):
     from transformers import BlipConfig, BlipImageProcessor, BlipModel, BlipProcessor
 
     tok = _bert_tokenizer()
-    config = BlipConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, encoder_hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=32,
-                         pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, sep_token_id=tok.sep_token_id,
-                         eos_token_id=tok.eos_token_id),
-        vision_config=_vision(), projection_dim=16, image_text_hidden_size=16)
+    config = BlipConfig(text_config=tm.text_tower(tok, 32, ends=True, encoder_hidden_size=32,
+                                                  sep_token_id=tok.sep_token_id),
+                        vision_config=tm.vision_tower(), projection_dim=16, image_text_hidden_size=16)
     tm._seed()
     proc = BlipProcessor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
     return tm.save(folder, BlipModel(config).eval(), proc)
@@ -143,11 +122,8 @@ def _build_owlv2(folder, detection: bool):
     from transformers import Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor, Owlv2Model, Owlv2Processor
 
     tok = tm.clip_tokenizer(16)
-    config = Owlv2Config(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=16, pad_token_id=tok.pad_token_id,
-                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id),
-        vision_config=_vision(), projection_dim=16)
+    config = Owlv2Config(text_config=tm.text_tower(tok, 16, ends=True), vision_config=tm.vision_tower(),
+                         projection_dim=16)
     tm._seed()
     model = (Owlv2ForObjectDetection if detection else Owlv2Model)(config).eval()
     proc = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
@@ -166,11 +142,8 @@ def build_clipseg(folder):
     from transformers import CLIPSegConfig, CLIPSegModel, CLIPSegProcessor, ViTImageProcessor
 
     tok = tm.clip_tokenizer(16)
-    config = CLIPSegConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=16, bos_token_id=tok.bos_token_id,
-                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id),
-        vision_config=_vision(), projection_dim=16)
+    config = CLIPSegConfig(text_config=tm.text_tower(tok, 16, ends=True), vision_config=tm.vision_tower(),
+                           projection_dim=16)
     tm._seed()
     proc = CLIPSegProcessor(image_processor=ViTImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
     return tm.save(folder, CLIPSegModel(config).eval(), proc)
@@ -181,17 +154,13 @@ def build_clipseg(folder):
 def build_git(folder):
     """GitForCausalLM: its outputs put the image's positions first, then the text's; an uncased WordPiece
     tokenizer that ends every text with [SEP], as GIT's released checkpoints (bert-base-uncased's)."""
-    from transformers import CLIPImageProcessor, GitConfig, GitForCausalLM, GitProcessor
+    from transformers import GitConfig, GitForCausalLM, GitProcessor
 
     tok = tm.bert_uncased_tokenizer()
-    config = GitConfig(vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                          num_attention_heads=2, image_size=32, patch_size=8),
-                       vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                       intermediate_size=64, max_position_embeddings=128, pad_token_id=tok.pad_token_id,
-                       bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
+    config = GitConfig(vision_config=tm.vision_tower(), **tm.text_tower(tok, 128, bos_token_id=tok.cls_token_id,
+                                                                      eos_token_id=tok.sep_token_id))
     tm._seed()
-    proc = GitProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32},
-                                                           crop_size={"height": 32, "width": 32}), tokenizer=tok)
+    proc = GitProcessor(image_processor=tm.clip_image_processor(), tokenizer=tok)
     return tm.save(folder, GitForCausalLM(config).eval(), proc)
 
 
@@ -205,7 +174,7 @@ def build_blip2_captioning(folder):
                           num_query_tokens=4)
     vocab = len(proc.tokenizer)
     config = Blip2Config(
-        vision_config=_vision(),
+        vision_config=tm.vision_tower(),
         qformer_config=dict(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=32, encoder_hidden_size=32),
         text_config=_opt_text(vocab, tok),
@@ -229,7 +198,7 @@ def build_instructblip(folder):
                                  qformer_tokenizer=qtok, num_query_tokens=4)
     vocab = len(proc.tokenizer)
     config = InstructBlipConfig(
-        vision_config=_vision(),
+        vision_config=tm.vision_tower(),
         qformer_config=dict(vocab_size=len(qtok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=64, encoder_hidden_size=32,
                             pad_token_id=qtok.pad_token_id),
@@ -249,13 +218,8 @@ def build_paligemma(folder):
                    unk_token="<unk>")
     image_token = tok.convert_tokens_to_ids("<image>")
     config = PaliGemmaConfig(
-        vision_config=dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=64,
-                           num_hidden_layers=2, num_attention_heads=2, image_size=32, patch_size=8,
-                           projection_dim=32),
-        text_config=dict(model_type="gemma", vocab_size=len(tok), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
-                         max_position_embeddings=128, pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
-                         eos_token_id=tok.eos_token_id),
+        vision_config=tm.vision_tower(model_type="siglip_vision_model", projection_dim=32),
+        text_config=tm.text_tower(tok, 128, ends=True, model_type="gemma", num_key_value_heads=1, head_dim=16),
         image_token_index=image_token, projection_dim=32)
     config.vision_config.num_image_tokens = 16
     tm._seed()
@@ -278,8 +242,7 @@ def build_bridgetower_itm(folder):
 
     tok = _bert_tokenizer()
     config = BridgeTowerConfig(
-        text_config=dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=40, pad_token_id=tok.pad_token_id),
+        text_config=tm.text_tower(tok, 40),
         vision_config=dict(hidden_size=64, num_hidden_layers=2, patch_size=8, image_size=32),
         hidden_size=32, num_hidden_layers=2, num_attention_heads=2)
     tm._seed()

@@ -168,28 +168,40 @@ def _seed():
     torch.manual_seed(0)
 
 
+def text_tower(tokenizer, positions: int, *, ends: bool = False, **extra) -> dict:
+    """A 2-layer, 32-d text tower's config over ``tokenizer`` (its vocabulary and pad token), ``positions`` long;
+    ``ends``: the tokenizer's BOS and EOS ids too; ``extra``: more keys."""
+    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id) if ends else {}
+    return dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=2, max_position_embeddings=positions, pad_token_id=tokenizer.pad_token_id, **ids,
+                **extra)
+
+
+def vision_tower(**extra) -> dict:
+    """A 2-layer, 32-d ViT's config: 32 px images in 8 px patches; ``extra``: more keys."""
+    return dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=32,
+                patch_size=8, **extra)
+
+
+def clip_image_processor():
+    """CLIP's image processor at 32 px: the shortest edge resized to 32, a 32 x 32 centre crop."""
+    from transformers import CLIPImageProcessor
+
+    return CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+
+
 # ---- dual encoders ---------------------------------------------------------------------------
 
 def build_tiny_clip(folder: str | Path) -> Path:
     """CLIPModel with a 2-layer, 32-d text and vision tower, CLIPProcessor at 32 px."""
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+    from transformers import CLIPConfig, CLIPModel, CLIPProcessor
 
     tokenizer = clip_tokenizer(32)
-    config = CLIPConfig(
-        text_config=dict(
-            vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=2, max_position_embeddings=32, projection_dim=16,
-            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-        ),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=32, patch_size=8, projection_dim=16),
-        projection_dim=16,
-    )
+    config = CLIPConfig(text_config=text_tower(tokenizer, 32, ends=True, projection_dim=16),
+                        vision_config=vision_tower(projection_dim=16), projection_dim=16)
     _seed()
-    model = CLIPModel(config).eval()
-    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    return save(folder, model, CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer))
+    return save(folder, CLIPModel(config).eval(), CLIPProcessor(image_processor=clip_image_processor(),
+                                                                tokenizer=tokenizer))
 
 
 @pytest.fixture(scope="session")
@@ -206,13 +218,8 @@ def build_tiny_siglip(folder: str | Path) -> Path:
     raw = _byte_bpe(["<pad>", "</s>"])
     # SigLIP's text tower pools the last position and is trained on max-length padded text.
     tokenizer = _wrap(raw, bos=None, eos="</s>", pad="<pad>", add_bos=False, add_eos=True, model_max_length=16)
-    config = SiglipConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=16,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=32, patch_size=8),
-    )
+    config = SiglipConfig(text_config=text_tower(tokenizer, 16, eos_token_id=tokenizer.eos_token_id),
+                          vision_config=vision_tower())
     _seed()
     model = SiglipModel(config).eval()
     image_processor = SiglipImageProcessor(size={"height": 32, "width": 32})
@@ -229,9 +236,7 @@ def build_tiny_siglip2(folder: str | Path) -> Path:
     tokenizer = _wrap(raw, bos="<bos>", eos="<eos>", pad="<pad>", add_bos=False, add_eos=True, model_max_length=16,
                       unk_token="<unk>")
     config = Siglip2Config(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=16,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id),
+        text_config=text_tower(tokenizer, 16, eos_token_id=tokenizer.eos_token_id),
         # The processor class fixes 16 px patches and up to 256 of them (transformers 5).
         vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                            patch_size=16, num_patches=256),
@@ -250,8 +255,7 @@ def build_tiny_align(folder: str | Path) -> Path:
 
     tokenizer = bert_tokenizer()
     config = AlignConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=32, pad_token_id=tokenizer.pad_token_id),
+        text_config=text_tower(tokenizer, 32),
         # width 0.1 gives a 32-d pooled image embedding, which the text projection must match.
         vision_config=dict(image_size=32, width_coefficient=0.1, depth_coefficient=0.1, hidden_dim=64),
         projection_dim=32,
@@ -277,16 +281,9 @@ def build_tiny_blip_itm(folder: str | Path) -> Path:
     from transformers import BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
 
     tokenizer = bert_tokenizer()
-    config = BlipConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, encoder_hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=32,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                         sep_token_id=tokenizer.sep_token_id, eos_token_id=tokenizer.eos_token_id),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=32, patch_size=8),
-        projection_dim=16,
-        image_text_hidden_size=16,
-    )
+    config = BlipConfig(text_config=text_tower(tokenizer, 32, ends=True, encoder_hidden_size=32,
+                                               sep_token_id=tokenizer.sep_token_id),
+                        vision_config=vision_tower(), projection_dim=16, image_text_hidden_size=16)
     _seed()
     model = BlipForImageTextRetrieval(config).eval()
     image_processor = BlipImageProcessor(size={"height": 32, "width": 32})
@@ -341,7 +338,7 @@ def build_tiny_vlm(folder: str | Path, tokenizer: str = "byte_bpe") -> Path:
     leading-space variant " Yes"/" No" (what VQAScore's token lookup must handle). ``tokenizer``:
     ``"byte_bpe"`` (byte-level BPE, as Llama 3's) or ``"sentencepiece"`` (Llama 2's SentencePiece BPE, as
     LLaVA-1.5's released checkpoints)."""
-    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers import LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
     if tokenizer == "sentencepiece":
         raw = _sentencepiece_bpe(["<unk>", "<s>", "</s>", "<pad>", "<image>"])
@@ -352,21 +349,15 @@ def build_tiny_vlm(folder: str | Path, tokenizer: str = "byte_bpe") -> Path:
         tokenizer = _wrap(raw, bos="<s>", eos="</s>", pad="<pad>", add_bos=True, add_eos=False, model_max_length=128)
     image_token_id = tokenizer.convert_tokens_to_ids("<image>")
     config = LlavaConfig(
-        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64,
-                           num_hidden_layers=2, num_attention_heads=2, image_size=32, patch_size=8,
-                           projection_dim=16),
-        text_config=dict(model_type="llama", vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id),
+        vision_config=vision_tower(model_type="clip_vision_model", projection_dim=16),
+        text_config=text_tower(tokenizer, 128, ends=True, model_type="llama", num_key_value_heads=2),
         image_token_index=image_token_id,
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
     )
     _seed()
     model = LlavaForConditionalGeneration(config).eval()
-    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=8,
+    processor = LlavaProcessor(image_processor=clip_image_processor(), tokenizer=tokenizer, patch_size=8,
                                vision_feature_select_strategy="default", num_additional_image_tokens=1,
                                chat_template=LLAVA_CHAT_TEMPLATE, image_token="<image>")
     return save(folder, model, processor)
@@ -384,8 +375,7 @@ def build_tiny_blip2_itm(folder: str | Path) -> Path:
                                tokenizer=tokenizer, num_query_tokens=4)
     vocab = len(processor.tokenizer)
     config = Blip2Config(
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=32, patch_size=8),
+        vision_config=vision_tower(),
         qformer_config=dict(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=32, encoder_hidden_size=32,
                             pad_token_id=tokenizer.pad_token_id, use_qformer_text_input=True),  # text layers: ITM
@@ -427,14 +417,8 @@ def build_tiny_owlvit(folder: str | Path) -> Path:
     from transformers import OwlViTConfig, OwlViTForObjectDetection, OwlViTImageProcessor, OwlViTProcessor
 
     tokenizer = clip_tokenizer(16)
-    config = OwlViTConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=16, pad_token_id=tokenizer.pad_token_id,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                           image_size=32, patch_size=8),
-        projection_dim=16,
-    )
+    config = OwlViTConfig(text_config=text_tower(tokenizer, 16, ends=True), vision_config=vision_tower(),
+                          projection_dim=16)
     _seed()
     model = OwlViTForObjectDetection(config).eval()
     image_processor = OwlViTImageProcessor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32})

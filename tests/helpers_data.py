@@ -8,13 +8,16 @@ import argparse
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import datasets
 from helpers import png
 
+from vlprobe.builders import Builder
 from vlprobe.dataset.folder import ConfigDecl, card_metadata, write_card, write_split
+
+Cli = Callable[..., tuple[int, str, str]]  # the conftest fixture: cli(*argv) -> (exit code, stdout, stderr)
 
 
 def folder_source(src: Path) -> Path:
@@ -64,19 +67,19 @@ def build_folder(root: Path, n: int = 12, broken_row: int | None = None) -> Path
     return folder
 
 
-def run_build(builder: Any, *argv: Any) -> Any:
+def run_build(builder: Builder, *argv: object) -> Path | str:
     """Run a builder (a :class:`vlprobe.builders.Builder`: ``valse.Valse()``) as ``vlprobe build <name> ARGV...`` runs it."""
     parser = argparse.ArgumentParser()
     builder.add_arguments(parser)
     return builder.build(parser.parse_args([str(a) for a in argv]))
 
 
-def build_from(builder: Any, annotations: Path, images: Path, out: Path, *extra: Any) -> Any:
+def build_from(builder: Builder, annotations: Path, images: Path, out: Path, *extra: object) -> Path | str:
     """``vlprobe build <name> --annotations A --images I --out O EXTRA...``."""
     return run_build(builder, "--annotations", annotations, "--images", images, "--out", out, *extra)
 
 
-def dry_run(cli: Any, name: str, annotations: Path, tmp_path: Path) -> tuple[str, str, Path]:
+def dry_run(cli: Cli, name: str, annotations: Path, tmp_path: Path) -> tuple[str, str, Path]:
     """``vlprobe build NAME --annotations A --dry-run --image-list FILE`` (``cli``: the conftest fixture), checked to
     succeed and to build nothing: its stdout, its stderr and the image list it wrote."""
     listing, out = tmp_path / "images.tsv", tmp_path / name
@@ -87,7 +90,7 @@ def dry_run(cli: Any, name: str, annotations: Path, tmp_path: Path) -> tuple[str
     return stdout, stderr, listing
 
 
-def refused_dry_run(cli: Any, name: str, annotations: Path, tmp_path: Path, *argv: Any) -> str:
+def refused_dry_run(cli: Cli, name: str, annotations: Path, tmp_path: Path, *argv: object) -> str:
     """``vlprobe build NAME --annotations A --dry-run ARGV...``, checked to be refused (exit 2, no traceback): its
     stderr."""
     code, _, err = cli("build", name, "--annotations", annotations, "--dry-run", "--out", tmp_path / "o", *argv)

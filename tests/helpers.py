@@ -144,7 +144,7 @@ def engine_never_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Scoring fails the test if it starts (for settings that must be refused before anything is scored)."""
     from vlprobe.scoring import engine
 
-    def boom(self: Any, items: Any) -> None:
+    def boom(self: object, items: object) -> None:
         raise AssertionError("scoring started")
 
     monkeypatch.setattr(engine.Engine, "score", boom)

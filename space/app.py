@@ -138,23 +138,24 @@ input[type=range] { --neutral-200: #80868f; }
   .model-about p { font-size: 0.85em; margin: 0 !important; }
   .gallery-row button { font-size: 0.82em !important; padding: 2px 8px !important; min-height: 0 !important; }
   .gr-accordion { padding-top: 2px !important; padding-bottom: 2px !important; }
-  .score-inputs .labelled-image img { max-height: 110px !important; }
+  .labelled-image img { max-height: 110px !important; }
   .score-inputs .labelled-image .upload-container .wrap { min-height: 80px !important; }
   .score-row { flex-direction: column !important; }
   .score-row > .score-outputs { order: -1; }
+  .model-row { order: 1; }
   .score-outputs:not(.scored) > :not(.verdict) { display: none !important; }
   .chart-block, .chart-block .html-container { padding-left: 0 !important; padding-right: 0 !important; }
   .bench-out { flex-direction: column !important; }
+  #bench-config, #bench-split { min-width: 140px !important; }  /* side by side, under Dataset */
+  .named-radio { flex-basis: 100% !important; }  /* the tie policy on its own line, Items and Bootstrap beside */
+  #tie-notes:not(:has(p)) { display: none !important; }  /* no empty gap where there is no note */
   .bench-out > .bench-tables { order: -1; }
   .results-out { display: flex; flex-direction: column; }
   /* the Results tab: its results (the note, the numbers) first, then its files and options; the tables compact */
   .results-tab > .results-inputs { order: 2; }
   .results-out > :has(.vt-empty):not(:has(table)), .results-out > #results-chart:not(:has(svg)) { display: none; }
-  .results-out .vt-wrap.vt-tall { max-height: none; }  /* one scroll: the page's */
   .phone-only { display: block; }
   .results-out table.vt td, .results-out table.vt th { font-size: 12.5px; padding: 3px 4px; }
-  .results-out table.vt.cards td { font-size: 13px !important; line-height: 1.3 !important; padding: 0 !important; }
-  .results-out table.vt.cards tr { gap: 0 10px; margin: 0 0 4px; padding: 2px 7px; }
   .results-out .vt-note { font-size: 0.8em; margin-top: 1px; }
   .results-out > #results-chart { order: 3; }
   .chart-wide { display: none; }
@@ -209,6 +210,15 @@ SHOW_RESULTS = """async () => {
     }
   }
 }"""
+
+
+# After a benchmark run: on a phone, the glossary, the per-tag table, the items list and the item viewer folded
+# under their labels (a tap opens them).
+FOLD_BENCH = """() => { if (!window.matchMedia('(max-width: 640px)').matches) return;
+  const folds = '.bench-tables details.glossary, #tags-table details, #browse-table details';
+  document.querySelectorAll(folds).forEach(d => { d.open = false; });
+  const viewer = document.querySelector('#item-viewer button.label-wrap.open');
+  if (viewer) viewer.click(); }"""
 
 
 # The phone's side margins (a rule Gradio's css= cannot reach: it scopes it inside the page), and
@@ -597,7 +607,8 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
         f"{r[0]} {r[1]}" + (f" (95% CI {r[2]} to {r[3]})" if r[2] else "") + (f", chance {r[4]}" if r[4] else "")
         for r in out.metric_rows), chart_id="benchmark-chart") if out.keys else ""
     notes = "".join(f"<p>{html.escape(n)}</p>" for n in out.notes)
-    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1, notes=out.tag_notes, cards=True)
+    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1, notes=out.tag_notes, cards=True,
+                              fold=True)
                  if out.tag_rows
                  else empty_table("tags", out.tags_note))
     return (out.summary, chart, _table(out.metric_headers, out.metric_rows),
@@ -605,10 +616,10 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
             _table(out.browse_headers, out.browse_rows),
             out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True),
             shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1, notes=out.metric_notes)
-            + glossary.glossary_html(out.keys),
+            + glossary.glossary_html(out.keys, fold=True),
             tags_html,
             shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True,
-                        notes=out.browse_notes, cards=True),
+                        notes=out.browse_notes, cards=True, fold=True),
             f'<div class="tie-notes">{notes}</div>' if notes else "",
             gr.DownloadButton(value=out.results_file, visible=True), gr.Button(visible=True), out.results_file,
             gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
@@ -741,7 +752,7 @@ def build_demo() -> gr.Blocks:
         bad_upload = gr.Textbox(elem_id="bad-upload", show_label=False, container=False)  # hidden (CSS), see HEAD
         with gr.Tabs() as tabs:
             with gr.Tab("Score", id="score"):
-                with gr.Row(equal_height=False):
+                with gr.Row(equal_height=False, elem_classes=["model-row"]):  # on a phone (CSS): under Score
                     model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
                                         allow_custom_value=typed_models, info=model_info, min_width=260, scale=1)
                     with gr.Column(min_width=260, scale=1):
@@ -846,8 +857,8 @@ def build_demo() -> gr.Blocks:
                                            value=first_configs[0] if first_configs else None,
                                            info="only configs with rows in this build")
                     b_split = gr.Dropdown(label="Split", choices=first_splits, allow_custom_value=True, min_width=220,
-                                          value=first_splits[0] if first_splits else None)
-                # on a phone: Model, then the tie policy, then Items and Bootstrap resamples side by side
+                                          value=first_splits[0] if first_splits else None, elem_id="bench-split")
+                # on a phone (CSS): Model, then the tie policy, then Items and Bootstrap resamples side by side
                 with gr.Row():
                     b_model = gr.Dropdown(choices=model_choices, value=default_model, label="Model",
                                           allow_custom_value=typed_models, info=model_info, min_width=220)
@@ -880,7 +891,7 @@ def build_demo() -> gr.Blocks:
                 b_browse = gr.Dataframe(BROWSE_EMPTY, interactive=False, visible=False)
                 b_browse_html = gr.HTML(BROWSE_HTML)
                 b_state = gr.State()
-                with gr.Row():
+                with gr.Accordion("One item at a time: its images and scores", elem_id="item-viewer"), gr.Row():
                     with gr.Column(scale=1, min_width=300):
                         b_rank = gr.Slider(1, 2, value=1, step=1, label="Item rank (1 = worst)", elem_id="item-rank")
                         b_caption = gr.Markdown(elem_id="item-caption")
@@ -911,7 +922,7 @@ def build_demo() -> gr.Blocks:
                      b_caption, b_image_1, b_image_2, b_item_scores, b_item_html],
                     api_name="run_benchmark", concurrency_limit=1, concurrency_id="benchmark", preprocess=False).then(
                     show_item, [b_state, b_rank], item_outputs, api_name="show_first_item", api_visibility="private",
-                    preprocess=False)
+                    preprocess=False).then(None, js=FOLD_BENCH)
                 # preprocess=False: a rank out of range reaches show_item, which refuses it in words and keeps
                 # the item shown (Gradio's own check would turn every output into an 'Error' badge)
                 b_rank.release(show_item, [b_state, b_rank], item_outputs, api_name="show_item",

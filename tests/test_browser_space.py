@@ -54,6 +54,11 @@ BENCH_ITEMS = {"laptop": 12, "phone": 100}
 SLOW = 240_000  # ms: a benchmark or a model load on a loaded 2-core machine
 RESULTS_PHONE_PX = 2100  # the phone's Results page with a VALSE run beside the papers, folded (1,979 px; 3,439 before)
 FIRST_RESULT_PX = 1600  # the first result's bottom edge, from the page's top (a phone's page included)
+BENCH_PHONE_PX = 2150  # the phone's Benchmark page after a 100-item run, folded (2,030 px; 3,651 before)
+# Each drawn element that scrolls inside its own box (the page's one scroll is the document's)
+INNER_SCROLLS = """() => [...document.querySelectorAll('body *')].filter(e => { const s = getComputedStyle(e);
+  return e.offsetParent !== null && /auto|scroll/.test(s.overflowY) && e.scrollHeight > e.clientHeight + 2; })
+  .map(e => (e.closest('[id]') || {}).id + ' ' + e.tagName + '.' + String(e.className).slice(0, 50))"""
 INTERACTIVE = {"button", "textbox", "combobox", "slider", "spinbutton", "radio", "radiogroup", "checkbox", "tab",
                "link", "listbox", "searchbox", "switch", "menuitem", "option"}
 
@@ -646,6 +651,7 @@ def _score_gallery_examples(page, viewport, shots, seen):
     page.get_by_role("button", name="Colour foil (pairwise)").click()
     _wait_verdict(page, r"^(CORRECT|WRONG|TIE): .*pairwise")
     _check_charts(page, "score, pairwise", seen)
+    assert viewport == "laptop" or page.evaluate(INNER_SCROLLS) == []
     return {"chart px": round(smallest, 1), "first result bottom": first,
             "page height": page.evaluate("document.documentElement.scrollHeight")}
 
@@ -913,7 +919,16 @@ def _tied_run(page):
     expect(_markdown(page, "bench-summary")).to_have_text(re.compile(r"^valse / words / test"), timeout=SLOW,
                                                           use_inner_text=True)
     _no_error_state(page)
+    _bench_folds(page).evaluate_all("ds => ds.forEach(d => { d.open = true; })")  # tapped open (a phone's)
     return _all_tied(page)
+
+
+def _bench_folds(page):
+    """The Benchmark tab's folds (the glossary, the per-tag table, the items list), once a phone's page has folded
+    them after a run (a laptop's stay open)."""
+    if page.viewport_size["width"] <= 640:
+        page.wait_for_function("() => !document.querySelector('#browse-table details').open", timeout=SLOW)
+    return page.locator(".bench-tables details.glossary, #tags-table details.vt-fold, #browse-table details.vt-fold")
 
 
 def _gold_marked(page, single):
@@ -969,8 +984,10 @@ def _winoground_benchmark(page, viewport, shots, seen, total):
         rf"^winoground_style / all / test: {items} of {total:,} items, sampled across instrument \(stratified, seed 0\): "),
         timeout=SLOW, use_inner_text=True)
     caption = _markdown(page, "item-caption")
-    expect(caption).to_have_text(re.compile(rf"^Rank 1 of {items}: item"), timeout=SLOW, use_inner_text=True)
+    # its text, not as drawn: on a phone the item viewer is folded after the run
+    expect(caption).to_have_text(re.compile(rf"^\s*Rank 1 of {items}: item"), timeout=SLOW)
     _settled(page)
+    folded = _phone_benchmark(page, shots) if viewport == "phone" else {}
     tags = page.locator("#browse-table").inner_text()
     assert all(f"instrument={k}" in tags for k in ("attribute_swap", "count_swap", "spatial_swap")), tags[:500]
     metrics = page.locator("#metrics-table").inner_text()
@@ -987,7 +1004,28 @@ def _winoground_benchmark(page, viewport, shots, seen, total):
     page.screenshot(path=str(shots / f"benchmark_{viewport}.png"), full_page=True)
     _rank_typed_and_out_of_range(page, caption, items)
     assert _labels_clear_of_images(page) == 2  # both images of a 2 x 2 item
-    return {"chart px": round(smallest, 1), "first result bottom": first, "page height": height, "tables": tables}
+    return {"chart px": round(smallest, 1), "first result bottom": first, "page height": height, "tables": tables,
+            **folded}
+
+
+def _phone_benchmark(page, shots):
+    """The phone's Benchmark page as a run leaves it: the glossary, the per-tag table, the items list and the item
+    viewer folded (a tap opens them); nothing scrolls in its own box; the page at most BENCH_PHONE_PX long. Then
+    the folds opened, as a visitor taps them."""
+    folds = _bench_folds(page)
+    assert folds.count() == 3 and not any(folds.evaluate_all("ds => ds.map(d => d.open)"))
+    page.evaluate("window.scrollTo(0, 0)")
+    first = _bottoms(page, "bench-summary", "metrics-table")
+    assert max(first.values()) < FIRST_RESULT_PX, first
+    assert page.evaluate(INNER_SCROLLS) == []
+    length = page.evaluate("() => document.documentElement.scrollHeight")
+    page.screenshot(path=str(shots / "benchmark_phone_folded.png"), full_page=True)
+    assert length <= BENCH_PHONE_PX, length
+    assert page.locator("#item-viewer button.label-wrap.open").count() == 0  # the item viewer folded too
+    folds.evaluate_all("ds => ds.forEach(d => { d.open = true; })")
+    page.get_by_role("button", name=re.compile(r"^One item at a time")).click()
+    assert page.evaluate(INNER_SCROLLS) == []  # the 100 items too: the page's one scroll
+    return {"folded page px": length, "folded first result bottom": first}
 
 
 def _rank_typed_and_out_of_range(page, caption, n):
@@ -1225,8 +1263,10 @@ def _phone_results(page, shots):
     assert table.locator("td.ci").first.evaluate("c => c.querySelector('span.ci').getBoundingClientRect().top"
                                                  " > c.querySelector('span').getBoundingClientRect().top")  # CI under
     for folded in ("#papers-systems-table", "#published-table", "#runs-valse-table", "#results-chart", ".glossary"):
-        assert page.locator(f"{folded} details.vt-fold, details.vt-fold{folded}").first.evaluate("d => !d.open"), folded
+        fold = page.locator(".results-out").locator(f"{folded} details.vt-fold, details.vt-fold{folded}").first
+        assert fold.evaluate("d => !d.open"), folded  # the Results tab's (the Benchmark tab has a glossary too)
     fits = _check_tables(page, "valse beside the papers, folded")
+    assert page.evaluate(INNER_SCROLLS) == []
     length = page.evaluate("() => document.documentElement.scrollHeight")
     assert length <= RESULTS_PHONE_PX, length
     page.screenshot(path=str(shots / "results_valse_phone.png"), full_page=True)

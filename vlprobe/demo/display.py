@@ -57,10 +57,10 @@ table.vt .phone { display: none; }  /* a ranged table's range column: a phone's 
   table.vt.cards { border: none; }
   table.vt.cards td.mark { background: none; }
   table.vt.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-  table.vt.cards tr { display: flex; flex-wrap: wrap; gap: 0 14px; border: 1px solid #d1d5db; border-radius: 6px;
-    margin: 0 0 6px; padding: 3px 8px; }
-  table.vt.cards td { border: none; padding: 1px 0; text-align: left; white-space: normal; max-width: none;
-    overflow-wrap: anywhere; }
+  table.vt.cards tr { display: flex; flex-wrap: wrap; gap: 0 10px; border: 1px solid #d1d5db; border-radius: 6px;
+    margin: 0 0 4px; padding: 2px 7px; }
+  table.vt.cards td { border: none; padding: 0 !important; text-align: left; white-space: normal; max-width: none;
+    overflow-wrap: anywhere; font-size: 13px !important; line-height: 1.3 !important; }
   table.vt.cards td:first-child, table.vt.cards td.prose, table.vt.cards td.list { flex-basis: 100%; }
   table.vt.cards td::before { content: attr(data-label) ": "; font-weight: 600; color: #374151; }
   table.vt.cards td:first-child { font-weight: 600; }
@@ -69,8 +69,7 @@ table.vt .phone { display: none; }  /* a ranged table's range column: a phone's 
   table.vt.cards td.num { white-space: nowrap; }  /* a value stays whole; its column's name may wrap before it */
   table.vt.cards td.num::before { white-space: normal; }
   table.vt.cards td:not(:first-child):not(.num) { order: 1; }  /* the numbers first, then the other cells */
-  .vt-wrap:has(> table.vt.cards) { max-height: 420px; overflow-y: auto; }
-  details .vt-wrap:has(> table.vt.cards) { max-height: none; }  /* folded: its length is the visitor's choice */
+  .vt-wrap.vt-tall { max-height: none; }  /* one scroll: the page's (a long list is folded instead) */
   /* a ranged table: the columns summed up by their range leave, the range column comes; a value's CI under it */
   table.vt .wide { display: none; }
   table.vt .phone { display: table-cell; }

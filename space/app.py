@@ -670,7 +670,7 @@ def results_table(table, key=None, **kw):
     return display.html_table(table.headers, table.rows, label=kw.pop("label", table.label),
                               table_id=f"{key or table.key}-table",
                               decimals=1, notes=table.notes, wrap=table.wrap, marked=table.marked,
-                              marked_rows=table.marked_rows, tall=len(table.rows) > 12 and not kw["cards"],
+                              marked_rows=table.marked_rows, tall=len(table.rows) > 12,
                               prose=("source", "note", "known causes"), **kw)
 
 

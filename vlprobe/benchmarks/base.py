@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..metric_registry import declared_names
@@ -135,14 +135,20 @@ class UpstreamFile:
         return self.blob is not None
 
 
-def table(text: str) -> list[list[str]]:
-    """The rows of a table written as text, one row a line, its cells apart by spaces (blank lines skipped)."""
-    return [line.split() for line in text.splitlines() if line.strip()]
+def table(text: str, cells: Collection[int]) -> list[list[str]]:
+    """The rows of a table written as text, one row a line, its cells apart by spaces (blank lines skipped); a row
+    of any other number of cells than ``cells`` allows is refused, naming it (a typo would shift the columns)."""
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    for row in rows:
+        if len(row) not in cells:
+            raise ValueError(f"table row {' '.join(row)!r} has {len(row)} cells, not {' or '.join(map(str, cells))}")
+    return rows
 
 
 def pins(text: str) -> tuple[UpstreamFile, ...]:
-    """Pinned files from a table of ``path blob bytes`` rows (bytes ``-``: not known)."""
-    return tuple(UpstreamFile(path, blob, None if size == "-" else int(size)) for path, blob, size in table(text))
+    """Pinned files from a table of ``path blob bytes`` rows (blob ``-``: not pinned yet; bytes ``-``: not known)."""
+    return tuple(UpstreamFile(path, None if blob == "-" else blob, None if size == "-" else int(size))
+                 for path, blob, size in table(text, {3}))
 
 
 @dataclass(frozen=True)

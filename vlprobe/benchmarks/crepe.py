@@ -72,7 +72,7 @@ negate  9  e9aae5dd58f897c5d9e95db2f96bd6bec0a42c0f  1012269  1824  146 0 0 1751
 negate 10  60d856c15fc62906ca8ac0efbd9e3f2f60eba321  1303593  2237  116 0 0 2134
 negate 11  336c2cc93b18337e48e789744e83a55deab425b4  1062109  1660  104 0 0 1626
 negate 12  089c35aefdaf822bec4fc455d45e1ce122fc7e03  1509093  1990   63 0 0 1971
-""")
+""", {9})
 PROD_FACTS = {f"prod_{t}_{n}": ProdFacts(*map(int, counts)) for t, n, _, _, *counts in _PROD}
 # The CSVs loose, as a third-party repository holds them (byte copies by git blob; what upstream's zip holds could not
 # be checked): accepted from --annotations DIR in place of the zip, each verified against its hash, never downloaded.

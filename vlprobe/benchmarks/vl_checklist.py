@@ -118,7 +118,7 @@ Relation/action         vg                0e4c40fbb8fdc737c4f4535dbb059efb691ca0
 Relation/action         swig              27f41d28e61a03e738df75d92c50bc5928a78ee4  3882658
 Relation/action         hake              9c9488a53ed732338ca65fb2d934cb6d0889755a  -
 Relation/spatial        vg                b5358a330599ee9ecbbce0f6ec267bfea8efbb84  2753305
-"""))
+""", {4}))
 BY_NAME = {f.name: f for f in FILES}
 
 
@@ -213,7 +213,7 @@ Attribute_state_vaw                       4939  0  444     0    0    1000  0   7
 Relation_action_vg                       12733 28   22  3263    0    1000  2    3   261    0
 Relation_action_swig                     25150  3    0     0    0    1000  0    0     0    0
 Relation_spatial_vg                      30650  0 4448 21452    0    1000  0  155   708    0
-""")}
+""", {6, 11})}
 FULL_FACTS = {name: facts[0] for name, facts in _FACTS.items()}
 FIRST_FACTS = {name: facts[1] for name, facts in _FACTS.items()}
 COUNTS = {name: facts.records for name, facts in FULL_FACTS.items()}  # records per corpus file

@@ -6,7 +6,8 @@ Here the model is frozen and a small classifier is trained on its features (the 
 representations"); ``finetune=True`` (dual encoders) also fine-tunes a copy of the model with a linear head, as the
 paper's main experiments do. Features come through the engine and its cache, a chunk of rows at a time, into feature
 files on disk, so the probe's memory does not grow with the rows. The L2 strength is chosen on ``validation``, never
-on a test split; ``seeds`` repeat every fit (the tables show the mean and sd over seeds).
+on a test split; ``seeds`` repeat every fit but the deterministic full-size logistic regression, fitted once (the
+tables show the mean and sd over seeds).
 
 By layer: :mod:`.settings` (every setting, checked first; constants), :mod:`.data` (the splits), :mod:`.features`
 (dual-encoder ``[u, v, u*v, |u-v|]``, an ITM head's joint representation, or a VQAScore model's zero-shot P(Yes)),

@@ -75,11 +75,6 @@ class ProbeResult(RunResult[ProbeRow]):
         CI over items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
         return dict(self.document.summary)
 
-    @property
-    def entries(self) -> tuple[ProbeRow, ...]:
-        """The rows as records."""
-        return self.document.rows
-
     def table(self) -> str:
         """The text ``vlprobe probe`` prints (also tables.md): :func:`format_report`."""
         return format_report(self)

@@ -122,7 +122,7 @@ def scores_table(splits: Sequence[ScoredSplit], entries: Sequence[Entry]) -> pa.
         ("scores", floats), ("gold", pa.list_(pa.list_(pa.bool_()))), ("probabilities", floats),
         ("texts", pa.list_(pa.string())), ("tags", pa.list_(pa.string())),
     ])
-    columns: list[list[object]] = [[] for _ in schema.names]  # a column at a time: no dict per row
+    columns: list[list[object]] = [[] for _ in schema.names]  # filled row by row into per-column lists
     for u, e in zip(splits, entries):
         for item, s, p in zip(u.items, u.scores, u.probabilities or repeat(None)):
             row = (e.dataset, u.config, u.split, item.id, matrix(s), np.asarray(item.gold).tolist(), matrix(p),

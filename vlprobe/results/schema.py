@@ -1,6 +1,6 @@
 """The declared shape of ``results.json``: frozen dataclasses from which it is written (:func:`dump`), read and
 checked (:func:`parse`: a :class:`SchemaError` names the field, ``results[0] (valse/existence/test).metrics.acc_r:
-must be in [0, 1], got 'high'``) and published as a JSON Schema (:func:`json_schema`: ``vlprobe schema``). An
+must be a number, got 'high'``) and published as a JSON Schema (:func:`json_schema`: ``vlprobe schema``). An
 :class:`EvaluationDocument` holds the :class:`Provenance`, an :class:`Entry` per (dataset, config, split) and a
 :class:`SummaryBlock` per benchmark; a :class:`ProbeDocument` a :class:`ProbeRow` per fit and test and TraVLR's
 Table 2 as :class:`Table2Cell`. Older files are brought to this shape by :func:`vlprobe.results.upgrade.upgrade`.

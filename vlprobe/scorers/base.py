@@ -232,7 +232,7 @@ class Scorer:
         limit = self.text_limit()
         if tok is None or limit is None or not callable(tok):
             return None
-        ids = tok(list(texts), truncation=True, max_length=limit).input_ids
+        ids = tok(list(texts), truncation=True, max_length=limit)["input_ids"]  # a BatchEncoding or a plugin's plain dict
         return [tuple(int(i) for i in row) for row in ids]
 
     seen_texts = _guard(seen_texts)

@@ -22,7 +22,7 @@
   :func:`vlprobe.storage.keys.folder_digest`), so a model retrained into the same folder never reads old scores.
 * **Controls**: ``control="blank"|"shuffle"`` records an image control in provenance (:mod:`~vlprobe.scorers.controls`).
 
-The helpers here (:func:`resolve_device`, :func:`resolve_dtype`, :func:`load_checked`, :func:`load_processor`,
+The helpers here (:func:`resolve_device`, :func:`load_checked`, :func:`load_processor`,
 :func:`to_images`) are shared by the family modules.
 """
 

@@ -6,7 +6,8 @@ what the model *is*, so a different model, revision, precision or preprocessing 
 model reads: ``i:<sha256 of the image bytes>`` and ``t:<text key>`` (a DualScorer's embeddings), ``p:<image hash or
 ->:<text key>`` (a PairScorer's score and match probability), ``f:<image hash>:<text key>`` (a pair's joint features,
 for the probe); a text key is :meth:`~vlprobe.scorers.base.Scorer.text_keys`' (the sha256 of its token ids after the
-model's truncation). :data:`ENTRY_FORMAT`, the meaning of these keys, is part of the folder's key.
+model's truncation, or of the text for a scorer without a tokenizer). :data:`ENTRY_FORMAT`, the meaning of these
+keys, is part of the folder's key.
 
 **Bound to the model.** ``key.json`` must hold this scorer's key, and each part records the digest of the key it was
 written for (table ``meta``): a folder or part copied, renamed or linked in from another model's, another user's,

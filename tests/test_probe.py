@@ -302,6 +302,9 @@ def test_bootstrap_ci_agrees_with_the_metric():
                          bootstrap=4000, seed=0)
     assert mine["macro_f1"] == pytest.approx(ref["macro_f1"]) and mine["chance"] == pytest.approx(ref["chance"]["macro_f1"])
     np.testing.assert_allclose([mine["ci_low"], mine["ci_high"]], ref["ci"]["macro_f1"], atol=0.015)
+    # every row lost (all-NaN probabilities): no figure, but the same chance as the metric's for this gold
+    lost = P.measure(np.full(300, np.nan), gold)
+    assert lost["macro_f1"] is None and lost["na_reason"] and lost["chance"] == pytest.approx(ref["chance"]["macro_f1"])
 
 
 def test_unbuilt_folder_is_a_clear_error(tmp_path, tiny_clip_path):

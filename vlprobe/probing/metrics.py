@@ -35,21 +35,18 @@ def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confid
 
     prob = np.asarray(prob, dtype=np.float64).reshape(-1)
     gold = np.asarray(gold, dtype=bool).reshape(-1)
-    if len(prob) and np.isnan(prob).all():
-        return {**dict.fromkeys(_VALUES), "chance": _chance(gold), "ci_low": None, "ci_high": None, "n": len(gold),
+    lost = bool(len(prob)) and bool(np.isnan(prob).all())
+    scored = np.zeros_like(prob) if lost else prob  # chance is the gold's alone: the metric's, predictions or none
+    r = metric.compute(scored.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=scored.reshape(-1, 1, 1),
+                       threshold=0.5, bootstrap=0)
+    chance = (r.get("chance") or {}).get("macro_f1")
+    if lost:
+        return {**dict.fromkeys(_VALUES), "chance": chance, "ci_low": None, "ci_high": None, "n": len(gold),
                 "metric": "vlprobe.probing",
                 "na_reason": f"{len(prob)}/{len(prob)} test rows lost their query to the model's truncation"}
-    r = metric.compute(prob.reshape(-1, 1, 1), gold.reshape(-1, 1, 1), probabilities=prob.reshape(-1, 1, 1),
-                       threshold=0.5, bootstrap=0)
     low, high = _ci(prob > 0.5, gold, bootstrap, confidence, seed)
-    return {**{k: r.get(k) for k in _VALUES}, "chance": (r.get("chance") or {}).get("macro_f1"), "ci_low": low,
+    return {**{k: r.get(k) for k in _VALUES}, "chance": chance, "ci_low": low,
             "ci_high": high, "n": len(gold), "metric": "vlprobe.metric (1x1 items)"}
-
-
-def _chance(gold: np.ndarray) -> float:
-    """Macro-F1 of a coin flip (predicts "true" half the time): F1_true = pi / (pi + 1/2), F1_false likewise."""
-    pi = gold.mean() if len(gold) else 0.5
-    return float((pi / (pi + 0.5) + (1 - pi) / (1.5 - pi)) / 2)
 
 
 def _ci(pred: np.ndarray, gold: np.ndarray, bootstrap: int, confidence: float,

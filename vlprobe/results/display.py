@@ -12,7 +12,7 @@ import numpy as np
 
 from ..benchmarks import COUNTED, METRIC_ORDER, TIE_POLICIES
 from . import summary
-from .schema import DataInfo, Entry, Metrics, dataset_name, dump, parse
+from .schema import Entry, Metrics, dataset_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -48,8 +48,10 @@ def metric_keys(metrics: Mapping[str, Any]) -> list[str]:
 
 def truncation_warning(split: Entry | ScoredSplit) -> str:
     """The one-line warning of a scored split (or an entry) where some items' texts collapsed, else ""."""
-    data = split.data if isinstance(split, Entry) else parse(DataInfo, dump(split.data), f"{split.name}.data")
-    return (data.truncation.warning if data.truncation else None) or ""
+    if isinstance(split, Entry):
+        return (split.data.truncation.warning if split.data.truncation else None) or ""
+    # a split's data before it is written: read in place (no round trip through the schema on each call)
+    return str((split.data.get("truncation") or {}).get("warning") or "")
 
 
 def slug(text: str) -> str:

@@ -1,11 +1,5 @@
 """Synthetic scenes: TraVLR's 6x6-grid world, rendered offline, with captions and a truth function.
 
-:mod:`~vlprobe.scenes.model` (:class:`Scene`, the palettes, :func:`sample_scene`),
-:mod:`~vlprobe.scenes.render` (:func:`render`, as TraVLR draws), :mod:`~vlprobe.scenes.captions`
-(:func:`travlr_caption`, :func:`inventory`), :mod:`~vlprobe.scenes.statements` (:func:`truth`,
-:func:`foil`, :func:`sample_statement`, :func:`describe`), and the dataset generators
-:mod:`~vlprobe.scenes.travlr` and :mod:`~vlprobe.scenes.winoground`.
-
 Typical use, e.g. to make image-text training pairs::
 
     import random
@@ -13,16 +7,13 @@ Typical use, e.g. to make image-text training pairs::
 
     rng = random.Random(0)                      # or numpy.random.default_rng(0)
     scene = scenes.sample_scene(rng, n_objects=(2, 8))
-    image = scenes.render(scene)                # PIL.Image, 500x500 RGB (render(scene, size=224) also works)
+    image = scenes.render(scene)                # PIL.Image, 500x500 RGB
     caption = scenes.travlr_caption(scene, rng) # "Columns, left to right, ... There is a red circle at A 1, ..."
-    text = scenes.describe(scene, rng)          # "Two red circles and a blue square. The blue square is above ..."
     stmt, label = scenes.sample_statement(scene, rng, label=False)   # a false statement
     assert scenes.truth(scene, stmt) is False
-    foil = scenes.foil(scene, scenes.Spatial(("red", "circle"), "left", ("blue", "square")))  # if both exist once
 
-To keep training scenes disjoint from an evaluation set, compare :meth:`Scene.key` values (the
-objects, order-free) with the evaluation rows' ``objects`` column
-(``Scene.from_records(row["objects"]).key()``).
+To keep training scenes disjoint from an evaluation set, compare :meth:`Scene.key` values with the
+evaluation rows' ``Scene.from_records(row["objects"]).key()``.
 """
 
 from .captions import PREFIX, article, inventory, join_list, noun_phrase, number_word, object_phrase, travlr_caption

@@ -1,12 +1,4 @@
-"""Texts about scenes: TraVLR's caption (the text modality) and descriptive captions.
-
-TraVLR's caption (``reference/travlr.md`` §3) is a fixed prefix, a space, then every object of
-the scene in a random order, as ``"{a|an} {colour} {shape} at {COLUMN} {ROW}"``, joined with
-``", "`` and a final ``" and "`` (no Oxford comma), ending with ``"."``::
-
-    Columns, left to right, are ordered A to F. Rows, top to bottom, are ordered 1 to 6. There is
-    a red circle at A 1, a blue square at C 4 and an orange star at F 2.
-"""
+"""Texts about scenes: TraVLR's caption (``reference/travlr.md`` §3; the text modality) and descriptive captions."""
 
 from __future__ import annotations
 
@@ -40,9 +32,8 @@ def object_phrase(obj: SceneObject) -> str:
 
 
 def travlr_caption(scene: Scene, rng: RandomLike = None, order: Sequence[int] | None = None) -> str:
-    """TraVLR's caption of ``scene``. Objects are named in a random order drawn from ``rng``
-    (a seed, ``random.Random`` or numpy Generator), or in the explicit ``order`` (indices into
-    ``scene.objects``; use ``range(len(scene))`` for the scene's own order)."""
+    """TraVLR's caption of ``scene``: its prefix, then the objects in a random order drawn from ``rng``, or in
+    ``order`` (indices into ``scene.objects``)."""
     if order is None:
         order = list(range(len(scene)))
         as_random(rng).shuffle(order)
@@ -73,8 +64,7 @@ def noun_phrase(count: int, colour: str | None = None, shape: str | None = None,
 
 
 def inventory(scene: Scene, rng: RandomLike = None) -> str:
-    """All objects grouped by type with counts, in a random order: ``"two red circles, a blue
-    square and an orange star"`` (no positions)."""
+    """All objects grouped by type, in a random order: ``"two red circles, a blue square and an orange star"``."""
     counts = Counter(o.type for o in scene.objects)
     groups = sorted(counts.items())
     as_random(rng).shuffle(groups)

@@ -1,8 +1,5 @@
-"""The scene model: objects of a shape and a colour on an implicit 6x6 grid (TraVLR's world).
-
-A :class:`Scene` is an immutable tuple of :class:`SceneObject` (shape, colour, row, column), at
-most one object per cell. Row 0 is the top row and column 0 the left column, as in TraVLR's
-metadata; captions name them ``A``-``F`` (columns) and ``1``-``6`` (rows).
+"""The scene model (TraVLR's world): objects of a shape and a colour on an implicit 6x6 grid, at most one per
+cell; row 0 is the top row and column 0 the left one, captions name them ``1``-``6`` and ``A``-``F``.
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ QUANTIFIER_COLOURS: tuple[str, ...] = COLOURS + ("purple", "brown")  # the quant
 ALL_COLOURS: tuple[str, ...] = QUANTIFIER_COLOURS + ("black",)  # quantifier companions and distractors
 
 COLUMN_NAMES = "ABCDEF"
-# What a function drawing at random takes (as_random): a random.Random, a numpy Generator, an int seed or None.
 RandomLike = Union[random.Random, "Generator", int, None]
 
 
@@ -91,8 +87,7 @@ class SceneObject:
 
 @dataclass(frozen=True)
 class Scene:
-    """An immutable scene: a tuple of objects in distinct cells. Order is kept (captions and
-    renderings do not depend on it; :meth:`key` ignores it)."""
+    """An immutable scene: a tuple of objects in distinct cells (:meth:`key` ignores their order)."""
 
     objects: tuple[SceneObject, ...]
 
@@ -154,10 +149,8 @@ def sample_scene(
     colours: Sequence[str] = COLOURS,
     distinct_types: bool = False,
 ) -> Scene:
-    """A random scene: ``n_objects`` (an int, or an inclusive ``(low, high)`` range) objects with shapes and
-    colours drawn uniformly from ``shapes`` x ``colours``, in distinct random cells, drawn with ``rng``
-    (:func:`as_random`). With ``distinct_types`` no two objects share both shape and colour, so every object
-    can be named unambiguously ("the red circle")."""
+    """A random scene of ``n_objects`` (or an inclusive ``(low, high)`` range) objects of ``shapes`` x ``colours``
+    in distinct cells; with ``distinct_types`` no two share both shape and colour ("the red circle" is one)."""
     rng = as_random(rng)
     n = n_objects if isinstance(n_objects, int) else rng.randint(n_objects[0], n_objects[1])
     if not 1 <= n <= GRID * GRID:

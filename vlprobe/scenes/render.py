@@ -1,21 +1,8 @@
-"""Render a :class:`~vlprobe.scenes.model.Scene` as TraVLR draws it, with PIL instead of OpenCV.
-
-Geometry (``reference/travlr.md`` §4), for a ``size`` x ``size`` white canvas (500 by default):
-
-* implicit 6x6 grid, no lines or labels; cell = size/6; the centre of (row r, column c) is
-  ``(round(cell/2 + cell*c), round(cell/2 + cell*r))``, i.e. x, y in {42, 125, 208, 292, 375, 458};
-* every object is TraVLR's MEDIUM size, 0.55 x cell: circles have radius ``int(0.55*cell/2)``
-  (22 px), polygons a circumradius of ``round(0.55*cell/2)`` (23 px), first vertex straight up;
-  the star has outer radius 22 and inner radius 11;
-* shapes are filled, with no outline and no anti-aliasing: every pixel of an object has exactly its colour.
-
-``equal_area=True`` (``vlprobe build travlr``) scales every shape about its centre to cover exactly
-:data:`EQUAL_AREA` pixels (1,200 on a 500 px canvas, about the mean of the main shapes, 742 px for the star to
-1,581 for the circle), so the ink tells how many objects there are, not which shapes (issue 25).
-``centred=True`` as well (``vlprobe build winoground_style``) moves a few boundary pixels so that each
-shape's pixel centroid is exactly its cell's centre (issue 49).
-
-Output is PNG (lossless), unlike the original's JPEG, byte-identical for the same Pillow and zlib.
+"""Render a :class:`~vlprobe.scenes.model.Scene` as TraVLR draws it (``reference/travlr.md`` §4), with PIL
+instead of OpenCV: an implicit 6x6 grid on a white canvas, every object TraVLR's MEDIUM size, filled, no
+anti-aliasing. ``equal_area`` scales every shape to :data:`EQUAL_AREA` pixels, so the ink tells how many
+objects there are, not which shapes (issue 25); ``centred`` also puts each shape's pixel centroid on its
+cell's centre (issue 49). Output is PNG, byte-identical for the same Pillow and zlib.
 """
 
 from __future__ import annotations
@@ -28,14 +15,13 @@ from functools import lru_cache, partial
 
 from PIL import Image, ImageDraw
 
-from .model import GRID, RGB, Scene, SceneObject
+from .model import GRID, RGB, Scene
 
 SIZE = 500
 MEDIUM = 0.55
 WHITE = (255, 255, 255)
 PNG_COMPRESS_LEVEL = 6  # fixed here because it changes the bytes
-# zlib's run-length strategy suits flat shapes on white: about 35% faster to encode than the
-# default strategy here, and slightly smaller files.
+# zlib's run-length strategy: about 35% faster than the default on flat shapes, and smaller
 PNG_COMPRESS_TYPE = zlib.Z_RLE
 
 
@@ -83,13 +69,12 @@ def shape_outline(shape: str, size: int = SIZE) -> tuple[tuple[float, float], ..
     raise ValueError(f"no outline for shape {shape!r}")
 
 
-EQUAL_AREA = 1200  # pixels per object on a 500 px canvas with equal_area=True (scaled by (size/500)^2)
+EQUAL_AREA = 1200  # pixels per object on a 500 px canvas (about the main shapes' mean), scaled by (size/500)^2
 _CIRCLE_SIDES = 64
 
 
 def _fill(points: Sequence[tuple[float, float]], span: int):
-    """Boolean mask (2*span+1 square) PIL fills for a polygon of these offsets around its centre
-    pixel; the same in every cell, since cell centres are whole pixels."""
+    """Boolean mask (2*span+1 square) PIL fills for a polygon of these offsets around its centre pixel."""
     import numpy as np
 
     img = Image.new("L", (2 * span + 1, 2 * span + 1), 0)
@@ -99,12 +84,9 @@ def _fill(points: Sequence[tuple[float, float]], span: int):
 
 @lru_cache(maxsize=64)
 def equal_area_mask(shape: str, size: int = SIZE, centred: bool = False) -> tuple[int, Image.Image]:
-    """``(span, mask)``: the pixels of ``shape`` with ``equal_area``, as an "L" mask of side
-    ``2*span+1`` centred on the cell centre. The outline (the circle as a 64-gon) is scaled about
-    its centre to the largest size that fills at most ``EQUAL_AREA * (size/500)^2`` pixels, then as
-    many of the pixels the next larger size adds as the count still lacks, nearest the centre first
-    (ties: by position), so the count is exact. ``centred``: then :func:`_centre` moves boundary
-    pixels until the mask's pixel centroid is exactly its centre pixel."""
+    """``(span, mask)``: the pixels of ``shape`` with ``equal_area``, an "L" mask of side ``2*span+1``: the
+    outline scaled to the largest size within the pixel count, then the next size's pixels nearest the centre
+    until the count is exact; ``centred``: then centred by :func:`_centre`."""
     import numpy as np
 
     base = (tuple(_regular(_CIRCLE_SIDES, MEDIUM * cell_size(size) / 2)) if shape == "circle"
@@ -146,12 +128,8 @@ def _neighbours(mask):
 
 
 def _centre(mask):
-    """``mask`` with the same number of pixels and its pixel centroid exactly on its centre pixel: one
-    step at a time, a pixel of its boundary moves to a pixel beside the boundary, the move that keeps
-    the outline smoothest (the added pixel's neighbours in the mask minus the removed one's) among those
-    that bring the sums of x and y offsets closer to 0 (the nearest first on equal smoothness; ties: by
-    position). Each step lowers ``|sum x| + |sum y|``, and a row's end moved by one pixel always does,
-    so it ends."""
+    """``mask`` with its pixel centroid on its centre pixel: each step moves one boundary pixel beside the
+    boundary, the smoothest move that lowers ``|sum x| + |sum y|`` (one always does, so it ends)."""
     import numpy as np
 
     mask = mask.copy()
@@ -175,32 +153,23 @@ def _centre(mask):
         mask.flat[into[j]] = True
 
 
-def draw_object(draw: ImageDraw.ImageDraw, obj: SceneObject, size: int = SIZE, equal_area: bool = False,
-                centred: bool = False) -> None:
-    x, y = cell_centre(obj.row, obj.column, size)
-    colour = RGB[obj.colour]
-    if equal_area:
-        span, mask = equal_area_mask(obj.shape, size, centred)
-        draw.bitmap((x - span, y - span), mask, fill=colour)
-        return
-    if obj.shape == "circle":
-        r = int(MEDIUM * cell_size(size) / 2)
-        draw.ellipse((x - r, y - r, x + r, y + r), fill=colour)
-        return
-    points = [(round(x + dx), round(y + dy)) for dx, dy in shape_outline(obj.shape, size)]
-    draw.polygon(points, fill=colour)
-
-
 def render(scene: Scene, size: int = SIZE, equal_area: bool = False, centred: bool = False) -> Image.Image:
-    """The scene as an RGB PIL image, ``size`` x ``size`` (default 500, as TraVLR); with
-    ``equal_area`` every object covers the same number of pixels, and with ``centred`` as well its
-    pixel centroid is its cell's centre (see the module's docstring)."""
+    """The scene as an RGB PIL image, ``size`` x ``size`` (``equal_area``, ``centred``: the module doc)."""
     if centred and not equal_area:
         raise ValueError("centred=True needs equal_area=True (only equal-area shapes are centred)")
     image = Image.new("RGB", (size, size), WHITE)
     draw = ImageDraw.Draw(image)
     for obj in scene.objects:
-        draw_object(draw, obj, size, equal_area, centred)
+        x, y = cell_centre(obj.row, obj.column, size)
+        colour = RGB[obj.colour]
+        if equal_area:
+            span, mask = equal_area_mask(obj.shape, size, centred)
+            draw.bitmap((x - span, y - span), mask, fill=colour)
+        elif obj.shape == "circle":
+            r = int(MEDIUM * cell_size(size) / 2)
+            draw.ellipse((x - r, y - r, x + r, y + r), fill=colour)
+        else:
+            draw.polygon([(round(x + dx), round(y + dy)) for dx, dy in shape_outline(obj.shape, size)], fill=colour)
     return image
 
 
@@ -218,8 +187,7 @@ def render_png(scene: Scene, size: int = SIZE, equal_area: bool = False, centred
 
 def render_many(scenes: Sequence[Scene], size: int = SIZE, workers: int = 1, chunksize: int = 64,
                 equal_area: bool = False, centred: bool = False) -> Iterator[bytes]:
-    """PNG bytes of each scene, in order. ``workers`` > 1 renders in that many processes (spawned,
-    so it is safe beside threads); the output is identical either way, since rendering is pure."""
+    """PNG bytes of each scene, in order; ``workers`` > 1 renders in that many spawned processes."""
     if workers <= 1 or len(scenes) < 2 * chunksize:
         for scene in scenes:
             yield render_png(scene, size, equal_area, centred)

@@ -1,27 +1,11 @@
 """Statements about scenes in a structured form, their texts, and the truth function.
 
-Every statement is a small frozen dataclass with ``text()`` (a sentence, in TraVLR's wording
-where TraVLR has one), ``phrase()`` (lower case, no final period: Winoground-style captions),
-``to_dict()`` (JSON-ready; :func:`statement_from_dict` reverses it) and ``holds(scene)``.
-:func:`truth` is the single truth function every label and gold matrix in vlprobe comes from.
-
-==============  ==========================================================  ===========================
-statement       text                                                         true iff
-==============  ==========================================================  ===========================
-Exists          "There is a red circle."                                     >= 1 such object
-Count           "There are 2 circle objects." / "There is 1 red object."    exactly n such objects
-Spatial         "The red circle is to the left of the blue square."          column(a) < column(b)
-                ("to the right of": >, "above": row(a) < row(b), "below": >; row 0 is the top)
-Quantifier      "Not all the circle objects are red objects."                see ``QUANTIFIERS``
-Compare         "There are more circles than squares."                       #X > #Y ("fewer": <)
-And             "a red circle and a blue square" (phrases of its parts)      every part holds
-==============  ==========================================================  ===========================
-
-Spatial statements presuppose that each referring expression ("the red circle") names exactly
-one object; when it names none or several, :func:`truth` raises :class:`StatementError` instead
-of guessing. Quantifiers follow first-order logic (``All`` over no objects is vacuously true);
-the generators never produce vacuous cases. :func:`foil` gives a statement's minimal
-truth-flipping edit, and :func:`sample_statement` draws random true/false statements.
+Each statement has ``text()`` (a sentence, in TraVLR's wording where it has one), ``phrase()`` (lower case,
+no period: Winoground-style captions), ``to_dict()`` (:func:`statement_from_dict` reverses it) and
+``holds(scene)``. :func:`truth` is the single truth function every label and gold matrix in vlprobe comes
+from. Spatial statements presuppose that "the red circle" names exactly one object; when it does not,
+:func:`truth` raises :class:`StatementError` instead of guessing. Quantifiers follow first-order logic
+(``All`` over no objects is true).
 """
 
 from __future__ import annotations
@@ -45,7 +29,7 @@ def _capital(text: str) -> str:
 
 @dataclass(frozen=True)
 class Statement:
-    """A statement about a scene (see the module doc); ``choices``: the values each named field may take."""
+    """A statement about a scene; ``choices``: the values each named field may take."""
 
     kind: ClassVar[str] = ""
     choices: ClassVar[Mapping[str, Collection[str]]] = {}
@@ -244,8 +228,7 @@ def statement_from_dict(data: Mapping[str, Any]) -> Statement:
 
 
 def truth(scene: Scene, statement: Statement) -> bool:
-    """Is ``statement`` true of ``scene``? Raises :class:`StatementError` when it has no truth
-    value there (a "the ..." that names no object or several)."""
+    """Is ``statement`` true of ``scene``? :class:`StatementError` when it has no truth value there."""
     if not isinstance(statement, Statement):
         raise StatementError(f"not a statement: {statement!r}")
     return bool(statement.holds(scene))
@@ -267,11 +250,9 @@ def foil(
     numbers: Sequence[int] | None = None,
     colours: Sequence[str] | None = None,
 ) -> Statement:
-    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite (checked by :func:`truth`): the
-    opposite relation (Spatial: left <-> right, above <-> below; Compare: more <-> fewer), the negation
-    (Quantifier), another number (Count: from ``numbers``, default 1..9) or another colour (Exists: from
-    ``colours``, default TraVLR's 5), drawn with ``rng``. :class:`StatementError` when no such edit flips the
-    truth ("left" on two objects in one column, more/fewer on equal counts)."""
+    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite: the opposite relation, the
+    negation, another number (from ``numbers``, default 1..9) or colour (from ``colours``), drawn with ``rng``;
+    :class:`StatementError` when none flips the truth."""
     rng = as_random(rng)
     value = truth(scene, statement)
     if isinstance(statement, Spatial):
@@ -348,9 +329,8 @@ def sample_statement(
     colours: Sequence[str] = COLOURS,
     max_tries: int = 200,
 ) -> tuple[Statement, bool]:
-    """A random statement about ``scene`` of one of ``kinds``, and its truth value. With ``label``
-    set, only statements with that truth value are returned. Raises :class:`StatementError` when
-    none is found in ``max_tries`` draws (e.g. "spatial" on a scene without two nameable objects)."""
+    """A random statement about ``scene`` of one of ``kinds`` (with truth ``label`` when given), and its truth
+    value; :class:`StatementError` when none is found in ``max_tries`` draws."""
     rng = as_random(rng)
     for _ in range(max_tries):
         stmt = _candidate(scene, rng.choice(list(kinds)), rng, shapes, colours)
@@ -364,9 +344,8 @@ def sample_statement(
 
 
 def describe(scene: Scene, rng: RandomLike = None, relations: int = 1) -> str:
-    """A short true description: the inventory, then up to ``relations`` spatial sentences between
-    objects that can be named uniquely, e.g. "Two red circles, a blue square and an orange star.
-    The blue square is above the orange star."."""
+    """A short true description: the inventory, then up to ``relations`` spatial sentences between objects
+    named uniquely: "Two red circles, a blue square and an orange star. The blue square is above the orange star."."""
     rng = as_random(rng)
     sentences = [_capital(inventory(scene, rng)) + "."]
     for _ in range(relations):

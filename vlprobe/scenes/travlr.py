@@ -1,32 +1,7 @@
-"""TraVLR's four tasks as generators of examples (scene, query, its minimal foil, label) with the
-paper's in-distribution / out-of-distribution split rules (``reference/travlr.md`` §5).
-
-Per split, each row is a scene and a query whose truth is the requested label (labels exactly balanced, in
-a seeded random order), checked with :func:`~vlprobe.scenes.statements.truth`; ``foil`` is the query's
-minimal edit with the opposite truth. No (scene, query) pair repeats across the splits of a task.
-
-What is not the answer is drawn independently of it, so no cheap statistic of the image or caption tells
-the label (issues 25, 33; ``tests/test_travlr_shortcuts.py`` checks it): a cardinality scene shows both the
-query's and the foil's number and its size is drawn before the count; a quantifier scene holds an instance
-for the quantifier and one for its negation, and the label only picks which one the query names; each
-quantifier is true in half of its rows and spatiality balances its two axes; ``RENDER_OPTIONS`` gives every
-shape the same pixels.
-
-Splits: ``train``, ``validation`` and ``test_ind`` draw from the in-distribution pool (the
-original's ``train`` / ``val`` / ``val_test``); ``test_ood`` (the original's ``test``) only from
-the held-out cases:
-
-* spatiality: held-out object pairs (the original's ``random.seed(6)`` shuffle of the 595 pairs of
-  the 35 types, reproduced: the last 119) together with held-out column pairs {A,E} {B,D} {C,F}
-  (left/right) or row pairs {1,3} {2,6} {4,5} (above/below);
-* cardinality: held-out (shape, count) pairs, for the true count, the queried one and every
-  distractor shape's count. The table is the original's, including its off-by-one that gives square
-  and pentagon the same held-out counts {4, 6};
-* quantifiers: held-out (shape, colour) "diagonal" pairs together with held-out Table-1 pairs
-  <a, b> (the original's ``random.seed(1)`` shuffle of its (n1, n2), reproduced: (1,3) (1,4) (1,5)
-  (2,4) (4,4)) of the quantifier each scene is made for (see ``QUANTIFIER_PAIRS``);
-* numerical_comparison: |a - b| >= 4 together with 4 held-out shape pairs. The original set no
-  seed, so its pairs cannot be recovered; ours are ``random.Random(6).sample`` of the 21 pairs.
+"""TraVLR's four tasks as generators of examples (scene, query, its minimal foil, label), with the paper's
+in-distribution / out-of-distribution split rules (``reference/travlr.md`` §5). The dataset card
+(``vlprobe/templates/travlr_body.md``) gives the rules, the held-out cases and why no cheap statistic of the image or
+caption tells the label (issues 25, 33; ``tests/test_travlr_shortcuts.py``).
 """
 
 from __future__ import annotations
@@ -45,18 +20,16 @@ from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, QUANTIFIER_COLOURS, SHAPES,
 from .statements import Compare, Count, Quantifier, Spatial, Statement, foil, truth
 
 TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
-# How the builder renders TraVLR scenes (vlprobe.scenes.render): every shape covers the same number
-# of pixels, so the ink tells how many objects there are and nothing about which shapes (issue 25).
+# Every shape covers the same pixels: the ink tells how many objects there are, not which shapes (issue 25).
 RENDER_OPTIONS: dict[str, Any] = {"equal_area": True}
 SPLITS = ("train", "validation", "test_ind", "test_ood")
 IND_SPLITS = ("train", "validation", "test_ind")
 
-# Rows per split, the same for every task, except "paper" (see sizes_for): the paper's Table 3
-# trains spatiality on 32k rows and the other tasks on 8k, with 10k / 10k / 20k validation, InD
-# and OOD test rows for all; "paper32k" is the generator README's 32k training rows for every task.
+# "paper": the paper's Table 3 (32k training rows for spatiality, 8k for the others: PAPER_TRAIN);
+# "paper32k": the generator README's 32k training rows for every task.
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"train": 8, "validation": 4, "test_ind": 4, "test_ood": 4},
-    # Enough training rows for a probe to learn something (the main job's), test splits for +-7-point CIs.
+    # enough training rows for a probe to learn something, test splits for +-7-point CIs
     "default": {"train": 2000, "validation": 200, "test_ind": 200, "test_ood": 200},
     "paper": {"train": 32000, "validation": 10000, "test_ind": 10000, "test_ood": 20000},
     "paper32k": {"train": 32000, "validation": 10000, "test_ind": 10000, "test_ood": 20000},
@@ -91,7 +64,7 @@ class Example:
     caption: str = ""
 
     def check(self) -> None:
-        """Re-derive both labels with the truth function (the builders call this on every row)."""
+        """Re-derive both labels with the truth function."""
         if truth(self.scene, self.query) is not self.label or truth(self.scene, self.foil) is self.label:
             raise GenerationError(f"{self.task}/{self.split}: labels disagree with the truth function: {self}")
 
@@ -108,9 +81,8 @@ ALL_INDEX_PAIRS = tuple(itertools.combinations(range(6), 2))
 
 
 def spatial_object_pairs() -> tuple[list[tuple], list[tuple]]:
-    """(InD, OOD) pairs of object types, each pair in enum order: the original's ``random.seed(6)``
-    shuffle of the 595 pairs in enum order (shape-major), first 476 InD, last 119 OOD. (Tuples, not
-    sets: iterating a set of strings depends on PYTHONHASHSEED and would break determinism.)"""
+    """(InD, OOD) pairs of object types: the original's ``random.seed(6)`` shuffle of the 595 pairs in enum
+    order, first 476 InD, last 119 OOD (tuples: a set of strings would iterate by PYTHONHASHSEED)."""
     pairs = list(itertools.combinations(OBJECT_TYPES, 2))
     random.Random(6).shuffle(pairs)
     return pairs[:476], pairs[476:]
@@ -121,6 +93,7 @@ def spatial_index_pairs(axis: str, ood: bool) -> list[tuple[int, int]]:
     return [p for p in ALL_INDEX_PAIRS if (p in held) == ood]
 
 
+# the original's table, with its off-by-one that gives square and pentagon the same held-out counts
 CARDINALITY_OOD_COUNTS: dict[str, tuple[int, int]] = {
     "square": (4, 6), "circle": (1, 5), "triangle": (2, 6), "star": (1, 3),
     "hexagon": (2, 4), "octagon": (3, 5), "pentagon": (4, 6),
@@ -150,12 +123,9 @@ def quantifier_count_pairs() -> tuple[list[tuple[int, int]], list[tuple[int, int
     return sorted(pairs[:20]), sorted(pairs[20:])
 
 
-# The paper's Table 1: the <a, b> pair of each quantifier, as counts of three regions of the scene:
-# "xy" the objects of shape X and colour Y, "x" those of shape X and another colour (X \ Y), "y"
-# those of colour Y and another shape (Y \ X). Each row is an instance "for" one quantifier, the
-# one its scene makes true (the query's quantifier when the label is true, its negation when it is
-# false; the original code's ``case``, the paper's Figure 6: "instance for *not all* quantifier
-# with pair <2, 3>"), and that quantifier's pair is what the split holds out.
+# The paper's Table 1: the <a, b> pair of each quantifier, as counts of regions of the scene: "xy" (shape X,
+# colour Y), "x" (X \ Y), "y" (Y \ X). An instance is "for" the quantifier its scene makes true; that
+# quantifier's pair is what the split holds out (the card's "Quantifier pairs").
 QUANTIFIER_ORDER = ("all", "not all", "some", "none", "only", "not only")
 QUANTIFIER_PAIRS: dict[str, tuple[str, str]] = {
     "all": ("xy", "y"),  # <X n Y, Y \ X>; "x" is empty, so every X is Y
@@ -233,27 +203,22 @@ def _distractor_sets_by_total(excluded: tuple[str, ...], ood: bool) -> dict[int,
 
 
 def cardinality_distractor_sets(excluded: tuple[str, ...], ood: bool, total: int) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """Every way to make ``total`` distractors out of the shapes not in ``excluded``, each shape
-    absent or present with one of its counts of the split (the paper splits on the <number, shape>
-    pairs occurring in the scene): tuples of (shape, count), in ``SHAPES`` order."""
+    """Every way to make ``total`` distractors of the shapes not in ``excluded``, each absent or with one of its
+    counts of the split: tuples of (shape, count), in ``SHAPES`` order."""
     return _distractor_sets_by_total(tuple(excluded), ood).get(total, ())
 
 
 def cardinality_scene_sizes(shape: str, ood: bool) -> range:
-    """Object counts a scene with the queried ``shape`` can have whatever its true count: each of
-    the split's counts n of that shape leaves 1..10 distractors (the paper's range)."""
+    """Object counts a scene with the queried ``shape`` can have whatever its true count (1..10 distractors)."""
     counts = cardinality_counts(shape, ood)
     return range(max(counts) + 1, min(counts) + 10 + 1)
 
 
 @functools.cache
 def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int, tuple[tuple[str, int], ...]], ...]]:
-    """{scene size: every (n, m, companions) it can hold}: n objects of ``shape`` (n and m two of its
-    counts in the split), and ``companions``: a partner shape with m objects and, where no partner could
-    hold n as well, a mirror shape that could hold n, holding a third count; the rest other shapes'
-    split counts. So the scene's shapes and group sizes say nothing of which of n and m is the queried
-    shape's (test_ood pairs each shape's two counts with two shapes sharing a third: circle {1,5},
-    star {1,3}, octagon {3,5}; triangle {2,6}, hexagon {2,4}, square and pentagon {4,6})."""
+    """{scene size: every (n, m, companions) it can hold}: n objects of ``shape`` (n, m two of its split's
+    counts), a partner shape with m and, where no partner could hold n as well, a mirror shape that could,
+    holding a third count: the group sizes do not tell which of n and m is the queried shape's."""
     counts = cardinality_counts(shape, ood)
     sizes = cardinality_scene_sizes(shape, ood)
     held = {s: cardinality_counts(s, ood) for s in SHAPES if s != shape}
@@ -273,10 +238,8 @@ def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int
 
 
 def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
-    """A row: n objects of the queried shape and m of a partner shape (:func:`cardinality_layouts`); the
-    query asks n (true) or m (false), the foil the other. The scene (its size first, then the count) is
-    drawn before the label and shows both numbers either way, so neither tells the label (the
-    original drew the distractors after the count, so the scene's size hinted at it)."""
+    """A row: n objects of the queried shape and m of a partner (:func:`cardinality_layouts`); the query asks
+    n (true) or m (false). The scene is drawn before the label (the original's size hinted at the count)."""
     ood = split == "test_ood"
     shape = rng.choice(SHAPES)
     layouts = cardinality_layouts(shape, ood)
@@ -306,17 +269,14 @@ class Regions(NamedTuple):
 
 
 def quantifier_regions(case: str, pair: tuple[int, int], extra: int = 0) -> Regions:
-    """Objects in each region of an instance for ``case`` with Table-1 ``pair``;
-    ``extra`` objects of Y \\ X only for "not all" (irrelevant to "(Not) all X are Y")."""
+    """Objects in each region of an instance for ``case`` with Table-1 ``pair`` (``extra``: Y \\ X of "not all")."""
     regions = Regions(**dict(zip(QUANTIFIER_PAIRS[case], pair, strict=True)))
     return regions._replace(y=extra) if case == "not all" else regions
 
 
 def quantifier_extras(case: str, p1: int, ood: bool) -> list[int]:
-    """The ``extra`` objects of Y \\ X an instance for ``case`` may hold: for "not all", the second
-    number of each pair of the split starting with ``p1`` (so the "all" pair <X n Y, Y \\ X> of the
-    instance is one of the split's pairs too, and the number of Y objects, p1 + extra, is distributed
-    as in an "all" instance, where it is p1 + p2); for the other cases none."""
+    """The ``extra`` Y \\ X objects an instance for ``case`` may hold: for "not all", the second number of each
+    split pair starting with ``p1`` (so its "all" pair is a split pair too); none for the others."""
     return [b for a, b in _QUANT_COUNTS[ood] if a == p1] if case == "not all" else [0]
 
 
@@ -327,9 +287,8 @@ def _y_objects(case: str, pair: tuple[int, int], extra: int) -> int:
 
 @functools.cache
 def quantifier_instance_pairs(quantifier: str, ood: bool) -> tuple[tuple[tuple, tuple], ...]:
-    """Every ((pair, extra) of an instance for ``quantifier``, (pair, extra) of one for its negation)
-    of the split whose two instances hold the same number of objects of their colour Y (the pixels
-    of the queried colour are then the same whichever instance the query names)."""
+    """Every ((pair, extra) for ``quantifier``, (pair, extra) for its negation) of the split whose instances
+    hold as many objects of their colour Y (so the queried colour's pixels do not tell which is named)."""
     negation = quantifier_case(quantifier, False)
     options = {case: [(pair, extra) for pair in _QUANT_COUNTS[ood] for extra in quantifier_extras(case, pair[0], ood)]
                for case in (quantifier, negation)}
@@ -342,9 +301,8 @@ QUANTIFIER_DISTRACTORS = (0, 4)  # objects beyond the two instances (the other i
 
 def _instance_types(case: str, pair: tuple[int, int], extra: int, x: str, y: str, rng: random.Random,
                     colours: list[str], shapes: list[str]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """The (colour, shape) of each object of an instance for ``case`` about shape ``x`` and colour
-    ``y``, its pair's objects first; X \\ Y of one companion colour, Y \\ X of one companion shape,
-    drawn from ``colours`` and ``shapes`` (which hold neither instance's X or Y)."""
+    """The (colour, shape) of each object of an instance for ``case`` about shape ``x`` and colour ``y``, its
+    pair's first; X \\ Y of one companion colour, Y \\ X of one companion shape."""
     regions = quantifier_regions(case, pair, extra)
     z, w = rng.choice(colours), rng.choice(shapes)
     types = [(y, x)] * regions.xy + [(z, x)] * regions.x + [(y, w)] * regions.y
@@ -353,11 +311,8 @@ def _instance_types(case: str, pair: tuple[int, int], extra: int, x: str, y: str
 
 
 def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str) -> Example:
-    """A row: two instances, one for the query's quantifier and one for its negation (each a Table-1 pair of
-    the split, the same number of objects of its colour), of two (shape, colour) types sharing neither,
-    plus distractors of neither. The label only decides which type the query names, so the scene's
-    statistics are alike for true and false rows; only the count of the queried shape X differs, as the
-    paper's pairs fix it (p1 in an "all" or "none" instance, p1 + p2 in a "not all" or "some" one)."""
+    """A row: an instance for the query's quantifier and one for its negation, of two (shape, colour) types
+    sharing neither, plus distractors; the label only decides which type the query names."""
     ood = split == "test_ood"
     x, y = rng.choice(_QUANT_TYPES[ood])
     other_x = rng.choice([s for s in SHAPES if s != x])
@@ -411,9 +366,8 @@ _QUANT_TYPES = {False: quantifier_types(False), True: quantifier_types(True)}
 _QUANT_COUNTS = dict(zip((False, True), quantifier_count_pairs()))
 _COMPARE_PAIRS = dict(zip((False, True), compare_shape_pairs()))
 
-# What each split balances, cycled in this order (so any even size is exactly balanced in labels):
-# the label, with spatiality's axis and the quantifiers' quantifier (each of the 12 (quantifier,
-# label) cells equally often, as the paper's Figures 10-11 show per quantifier).
+# What each split balances, cycled (an even size is exactly balanced): the label, with spatiality's axis and
+# the quantifier (each (quantifier, label) cell equally often, as the paper's Figures 10-11).
 _LABELS = ((True,), (False,), (False,), (True,))
 _STRATA: dict[str, tuple[tuple, ...]] = {
     "spatiality": ((True, "left/right"), (False, "above/below"), (False, "left/right"), (True, "above/below")),
@@ -433,8 +387,7 @@ def task_rng(task: str, seed: int) -> random.Random:
 
 def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
     """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``, captions drawn, nothing
-    rendered (the builder renders). Labels are balanced per split (exactly for even sizes); spatiality also
-    balances its two axes, and quantifiers each of the 12 (quantifier, label) pairs."""
+    rendered; balanced as ``_STRATA`` says."""
     if task not in _MAKERS:
         raise ValueError(f"unknown TraVLR task {task!r}; choose one of {TASKS}")
     unknown = set(sizes) - set(SPLITS)

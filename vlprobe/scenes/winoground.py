@@ -1,20 +1,6 @@
-"""Winoground-style 2x2 instruments on synthetic scenes: two images, two captions with exactly the
-same words in a different order, each caption true of exactly one image (checked by
-:func:`~vlprobe.scenes.statements.truth`).
-
-==================  ======================================================  ==========================
-config              captions                                                the two images
-==================  ======================================================  ==========================
-``spatial_swap``    "the red circle is to the left of the blue circle" /    the two objects (one shape,
-                    "the blue circle is to the left of the red circle"      two colours) swap cells
-``attribute_swap``  "a red circle and a blue square" /                      the two objects swap colours
-                    "a blue circle and a red square"
-``count_swap``      "two circles and three squares" /                       the two shapes swap counts
-                    "three circles and two squares"                         (same cells, one colour)
-==================  ======================================================  ==========================
-
-Everything else (0-3 distractor objects of other types) is identical in both images; counts are 2..5
-so that both captions use the same (plural) words.
+"""Winoground-style 2x2 instruments on synthetic scenes (``CONFIGS``; the dataset card,
+``vlprobe/templates/winoground_style_body.md``, shows each): two images, two captions with the same words in
+another order, each caption true of exactly one image (checked by :func:`~vlprobe.scenes.statements.truth`).
 
 No image statistic tells the two images apart unless it reads what the captions say (issue 49;
 ``tests/test_winoground_style_shortcuts.py``): with :data:`RENDER_OPTIONS` every shape covers the same
@@ -34,19 +20,17 @@ from .model import ALL_CELLS, COLOURS, SHAPES, Scene, SceneObject, place
 from .statements import And, Count, Exists, Spatial, Statement, truth
 
 CONFIGS = ("spatial_swap", "attribute_swap", "count_swap")
-# How the builder renders (vlprobe.scenes.render): equal areas and centred shapes (see the module's doc).
 RENDER_OPTIONS: dict[str, Any] = {"equal_area": True, "centred": True}
 SIZES = {"tiny": 8, "default": 400, "paper": 400}  # Winoground itself has 400 items
 
-# (tag, secondary_tag, num_main_preds, collapsed_tag) in Winoground's vocabulary: a swap of two noun
-# phrases is an "Object" swap, a swap of modifiers a "Relation" swap; every image here is a drawing.
+# (tag, secondary_tag, num_main_preds, collapsed_tag) in Winoground's vocabulary
 TAGS: dict[str, tuple[str, str, int, str]] = {
     "spatial_swap": ("Noun Phrase", "Symbolic", 1, "Object"),
     "attribute_swap": ("Adjective-Color", "Symbolic", 1, "Relation"),
     "count_swap": ("Adjective-Number", "Symbolic", 1, "Relation"),
 }
 TYPES = tuple((c, s) for s in SHAPES for c in COLOURS)
-COUNTS = (2, 3, 4, 5)
+COUNTS = (2, 3, 4, 5)  # plural, so that both captions use the same words
 
 
 class WinoError(RuntimeError):
@@ -119,8 +103,7 @@ def _attribute_swap(rng: random.Random) -> WinoItem:
 
 
 def _inside(cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The cells strictly inside the rows and the columns ``cells`` span (their bounding box's edges
-    are drawn by the others)."""
+    """The cells strictly inside the rows and the columns ``cells`` span."""
     rows, cols = [r for r, _ in cells], [c for _, c in cells]
     return [(r, c) for r, c in cells if min(rows) < r < max(rows) and min(cols) < c < max(cols)]
 
@@ -175,8 +158,7 @@ def generate(config: str, n: int, seed: int = 0, max_tries: int = 1000) -> list[
 
 
 def to_row(item: WinoItem, index: int) -> dict[str, Any]:
-    """facebook/winoground's columns (images left out: the builder renders them), then the scenes
-    and the captions' structured forms."""
+    """facebook/winoground's columns (images aside), then the scenes and the captions' structured forms."""
     tag, secondary, preds, collapsed = TAGS[item.config]
     return {
         "id": index,

@@ -1,6 +1,5 @@
-"""Downloading an image source's release archive, and opening archives safely: :func:`download_file` (resumed,
-retried, size and checksum checked), :func:`safe_members` (no member may escape its folder) and
-:func:`read_member` (inflated size bounded: zip bombs). :mod:`vlprobe.dataset.image_sources` re-exports them.
+"""Downloading an image source's release archive (resumed, retried, checked), and reading archives safely (no
+member may escape its folder; inflated sizes bounded).
 """
 
 from __future__ import annotations
@@ -26,15 +25,12 @@ from ..storage.paths import relative_problem
 
 @dataclass(frozen=True)
 class Archive:
-    """A source's files as its owner publishes them: one archive, downloaded once into the cache
-    (resumable), from which only the files needed are extracted. ``size`` / ``sha256``: checked
-    when the owner publishes them (else the size the server announces is checked)."""
+    """A source's files as its owner publishes them: one archive; ``size`` / ``sha256`` checked when published."""
 
     url: str
     file: str  # the archive's name in the cache (and in the release)
     size: int | None = None
     sha256: str | None = None
-
 
 
 class ImageSourceError(ValueError):
@@ -50,22 +46,19 @@ class ArchiveDownloadError(ArchiveError):
 
 
 class CorruptArchiveError(ArchiveError):
-    """A downloaded archive that is not the published one: wrong size or checksum, not a zip, bad CRC."""
+    """A downloaded archive that is not the published one (size, checksum, not a zip, bad CRC)."""
 
 
 class UnsafeArchiveError(ArchiveError):
-    """An archive member whose path would escape the folder it is extracted to (``../``, an
-    absolute path, a symbolic link): the archive is refused."""
+    """An archive member whose path would escape the folder it is extracted to: the archive is refused."""
 
 
 class ArchiveBombError(ArchiveError):
-    """A member that inflates past :data:`MAX_MEMBER_BYTES` or :data:`MAX_RATIO` times its compressed size
-    (a zip bomb): refused before (declared size) or while (actual size) it is read."""
+    """A member that inflates past :data:`MAX_MEMBER_BYTES` or :data:`MAX_RATIO` times its size (a zip bomb)."""
 
 
-# Bounds on one archive member, read by every caller of read_member (annotation CSV/JSON files and images
-# alike). The largest real member vlprobe reads is a few hundred MB of CSV; deflate text compresses about
-# 3-10x, a photo about 1x, while a bomb of zeros compresses about 1000x.
+# Bounds on one archive member: the largest real one is a few hundred MB of CSV; deflate text compresses about
+# 3-10x, a photo about 1x, a bomb of zeros about 1000x.
 MAX_MEMBER_BYTES = 1 << 30  # 1 GiB inflated
 MAX_RATIO = 200             # inflated / compressed, judged on members over RATIO_FLOOR
 RATIO_FLOOR = 1 << 20       # small members may compress well (a blank PNG, a short JSON file)
@@ -78,9 +71,8 @@ def _bomb(where: str, name: str, what: str) -> ArchiveBombError:
 
 
 def read_member(zf: zipfile.ZipFile, member: str | zipfile.ZipInfo, where: str) -> bytes:
-    """The bytes of one archive member, refusing it (:class:`ArchiveBombError`, naming ``where`` and the member)
-    when its declared inflated size or ratio is over the bounds, or when it inflates past its declared size or
-    :data:`MAX_MEMBER_BYTES` while being read: memory never holds more than the bound."""
+    """The bytes of one archive member; :class:`ArchiveBombError` when its declared or actual inflated size is over
+    the bounds (memory never holds more), :class:`CorruptArchiveError` when it cannot be read."""
     info = member if isinstance(member, zipfile.ZipInfo) else zf.getinfo(member)
     declared, packed = info.file_size, max(1, info.compress_size)
     if declared > MAX_MEMBER_BYTES:
@@ -133,11 +125,9 @@ def download_file(
     desc: str | None = None,
     chunk: int = 1 << 20,
 ) -> Path:
-    """Download ``url`` to ``target`` through ``target.part``: resumed with an HTTP Range request
-    when a part is there (from an interrupted run or a dropped connection), with a progress bar,
-    ``retries`` attempts on transient errors (connection, timeout, 5xx, a short read), and the
-    size (``size``, else the one the server announced) and ``sha256`` checked before the file is
-    moved into place. 4xx errors are not retried and name the URL."""
+    """Download ``url`` to ``target`` through ``target.part`` (resumed with a Range request), ``retries``
+    attempts on transient errors, the size (``size``, else the server's) and ``sha256`` checked before the file
+    is moved into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     errors: list[str] = []

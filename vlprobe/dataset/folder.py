@@ -1,22 +1,16 @@
-"""Write a Hub dataset folder: parquet with embedded image bytes, and a card whose YAML declares
-every config (``configs`` with one default) and its features (``dataset_info``).
-
-Layout, as ``push_to_hub`` would make it::
+"""Write a Hub dataset folder: parquet with embedded image bytes, and a card whose YAML declares every config
+(``configs`` with one default) and its features (``dataset_info``), so ``load_dataset(<folder>, <config>)`` works
+offline. Layout, as ``push_to_hub`` would make it::
 
     <folder>/README.md                               card: YAML header + prose
-    <folder>/vlprobe.yaml                            how rows become items, and the benchmark they are
-                                                     (vlprobe/dataset/spec.py; written by write_spec)
+    <folder>/vlprobe.yaml                            how rows become items (vlprobe/dataset/spec.py)
     <folder>/data/<config>/<split>-00000-of-00001-<sha256 of the file, 16 hex>.parquet
     <folder>/.huggingface.yaml                       the card's configs, naming this build's files
 
-The YAML leaves out split sizes (they depend on the build size); the declared features take
-precedence over the parquet's schema, so ``load_dataset(<folder>, <config>)`` works offline.
-
-A rebuilt folder loads what was rebuilt: ``datasets`` keys a local folder's cache by its name and
-YAML (the card merged with ``.huggingface.yaml``), never by the data files' content. So every shard
-is named after its content, and every write records in ``.huggingface.yaml`` the card's configs with
-each pattern replaced by the files it matches: other rows, another cache key. The committed card
-keeps its patterns, which match any build (a Hub repo's cache is keyed by its commit).
+``datasets`` keys a local folder's cache by its name and YAML (the card merged with ``.huggingface.yaml``),
+never by the files' content. So every shard is named after its content, and every write records in
+``.huggingface.yaml`` the card's configs with each pattern replaced by the files it matches: other rows, another
+cache key. The committed card keeps its patterns, which match any build.
 """
 
 from __future__ import annotations
@@ -40,6 +34,7 @@ from huggingface_hub.repocard import REGEX_YAML_BLOCK
 
 from ..storage.keys import sha256_files
 from ..storage.leftovers import OwnedDir, say_on_stderr, staging_prefix, sweep
+from ..storage.locations import SPEC_FILE
 from ..storage.paths import check_config_name, check_split_name
 from ..storage.run_folder import swap_in
 from .reading import CARD_BYTES, parse_yaml, read_text
@@ -60,9 +55,8 @@ class ConfigDecl:
     features: datasets.Features
     splits: Sequence[str] = ("test",)
     default: bool = False
-    # Optional explicit data files per split (globs relative to the folder), for a config that
-    # reads other configs' parquet instead of its own (VALSE's piece configs and ``all``), so
-    # image bytes are stored once. None: ``data/<name>/<split>-*.parquet``.
+    # data files per split (globs) for a config that reads other configs' parquet (VALSE's ``all``), so image
+    # bytes are stored once; None: ``data/<name>/<split>-*.parquet``
     paths: Mapping[str, Sequence[str]] | None = None
 
     def data_files(self) -> list[dict[str, Any]]:
@@ -75,8 +69,8 @@ class ConfigDecl:
 
 
 def card_metadata(configs: Sequence[ConfigDecl], **fields: object) -> dict[str, Any]:
-    """The card's YAML as a dict: ``fields`` (license, pretty_name, task_categories, ...), then
-    ``dataset_info`` and ``configs`` in the format ``push_to_hub`` writes."""
+    """The card's YAML: ``fields`` (license, pretty_name, ...), then ``dataset_info`` and ``configs`` as
+    ``push_to_hub`` writes them."""
     if sum(c.default for c in configs) != 1:
         raise ValueError(f"exactly one config must be the default, got {[c.name for c in configs if c.default]}")
     # the features as push_to_hub writes them (DatasetInfosDict.to_dataset_card_data): configs sorted by name
@@ -100,14 +94,9 @@ def write_card(folder: str | Path, metadata: Mapping[str, Any], body: str) -> Pa
     return path
 
 
-SPEC_FILE = "vlprobe.yaml"
-
-
 def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name: str = SPEC_FILE) -> Path:
-    """Write ``<folder>/vlprobe.yaml`` (or ``name``): a builder's spec ``text`` with ``benchmark: <name>``
-    recorded after its opening comments, so that the folder is scored and summarised as that benchmark
-    whatever the folder is called (:mod:`vlprobe.dataset.spec`), and ``data_version:``, the version of the
-    upstream data the benchmark declares it builds (results record it). ``benchmark`` None: the text as it is."""
+    """Write ``<folder>/vlprobe.yaml`` (or ``name``): a builder's spec ``text`` with ``benchmark:`` and the
+    ``data_version:`` it declares recorded after its opening comments (``benchmark`` None: the text as it is)."""
     if benchmark is not None:
         from ..benchmarks import get
 
@@ -127,9 +116,8 @@ def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name
 
 
 def read_card_metadata(folder: str | Path) -> dict[str, Any]:
-    """The YAML header of ``<folder>/README.md`` as a dict (``{}`` without one), found as huggingface_hub's card
-    parser finds it, read within :mod:`vlprobe.dataset.reading`'s bounds (size, nesting, no aliases). yaml.YAMLError when it
-    does not parse, ValueError when it is not a mapping or not within the bounds."""
+    """The YAML header of ``<folder>/README.md`` (``{}`` without one), read within :mod:`vlprobe.dataset.reading`'s
+    bounds; yaml.YAMLError when it does not parse, ValueError when it is not a mapping or not within the bounds."""
     path = Path(folder) / "README.md"
     match = REGEX_YAML_BLOCK.search(read_text(path, "dataset card", CARD_BYTES))
     value = parse_yaml(match.group(2), str(path)) if match else None
@@ -151,16 +139,15 @@ def progress_bars_off() -> Iterator[None]:
 
 
 def write_split(folder: str | Path, config: str, split: str, dataset: datasets.Dataset) -> Path:
-    """Write one split as a single parquet shard, with image bytes embedded (a dataset built
-    from file paths would otherwise store only the paths), named after its content. ``config`` and
-    ``split`` must be names the Hub accepts, which stay inside ``<folder>/data/``."""
+    """Write one split as a single parquet shard named after its content, with image bytes embedded (a dataset
+    built from file paths would otherwise store only the paths)."""
     embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
     return _write_shard(folder, config, split, embedded.with_format(None).to_parquet)[0]
 
 
 def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[str], T]) -> tuple[Path, T]:
-    """(The shard ``write(path)`` wrote, what it returned): written to a temporary file (removed if it fails), then
-    moved in under its content name, replacing the split's old shards, and the folder's data files recorded."""
+    """(The shard ``write(path)`` wrote to a temporary file, then moved in under its content name replacing the
+    split's old shards, what it returned)."""
     out_dir = _split_dir(folder, config, split)
     tmp = out_dir / f".{split}.parquet.part"
     try:
@@ -174,8 +161,8 @@ def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[s
 
 
 def _split_dir(folder: str | Path, config: str, split: str) -> Path:
-    """``<folder>/data/<config>``, created, once ``config`` and ``split`` are checked to be names the
-    Hub accepts (no separators, ``..``, NUL...): a hostile name must not write outside ``folder``."""
+    """``<folder>/data/<config>``, created, once ``config`` and ``split`` are checked to be names the Hub accepts
+    (a hostile name must not write outside ``folder``)."""
     check_config_name(config)
     check_split_name(split)
     out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
@@ -184,8 +171,7 @@ def _split_dir(folder: str | Path, config: str, split: str) -> Path:
 
 
 def shard_name(split: str, path: str | Path) -> str:
-    """``<split>-00000-of-00001-<first 16 hex of the file's sha256>.parquet`` (:data:`SHARD_NAME`): the name records
-    the content, which the Arrow cache checks before the shard is read (:mod:`vlprobe.storage.arrow_cache`)."""
+    """``<split>-00000-of-00001-<first 16 hex of the file's sha256>.parquet``, which the Arrow cache checks."""
     return f"{split}-00000-of-00001-{sha256_files([path])[1][0][:16]}.parquet"
 
 
@@ -208,10 +194,8 @@ def write_split_rows(
     features: datasets.Features,
     batch_size: int = 100,
 ) -> tuple[Path, int]:
-    """Stream ``rows`` (dicts matching ``features``; images as ``{"bytes": ..., "path": ...}``)
-    into one parquet shard, ``batch_size`` rows per row group, so no more than one batch of image
-    bytes is held in memory. The file carries datasets' schema metadata, and appears under its
-    final (content) name only once complete. Returns the path and the number of rows written."""
+    """Stream ``rows`` (dicts matching ``features``) into one parquet shard, ``batch_size`` rows per row group, so
+    no more than one batch of image bytes is held in memory; returns the path and the number of rows."""
     schema, it = features.arrow_schema, iter(rows)
 
     def write(tmp: str) -> int:
@@ -227,11 +211,9 @@ def write_split_rows(
 
 @contextlib.contextmanager
 def rebuilding(folder: str | Path) -> Iterator[Path]:
-    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked, the rest copied) in a
-    staging folder beside it (``.NAME.new-*``), which replaces ``folder`` in one step when the block ends without an
-    error (:func:`vlprobe.storage.run_folder.swap_in`): a build that fails or is killed leaves ``folder`` as it was,
-    and the next build removes its staging folder (:func:`vlprobe.storage.leftovers.sweep`). Shards are never
-    rewritten in place, so the hard links never let the build change the old folder's files."""
+    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked: shards are never
+    rewritten in place) beside it, which replaces ``folder`` in one step when the block ends without an error; a
+    build that fails or is killed leaves ``folder`` as it was."""
     out = Path(folder)
     if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does
         out = Path(os.path.realpath(out))
@@ -266,9 +248,8 @@ def _link_or_copy(src: str, dst: str) -> None:
 
 
 def staging_folder(folder: str | Path) -> Path:
-    """A fresh folder to build ``folder``'s parquet in (inside ``<folder>/data/``, which builders
-    git-ignore and no config's data files match), so that a build that fails half-way leaves the
-    folder as it was. :func:`publish_staged` moves the result in."""
+    """A fresh folder inside ``<folder>/data/`` (no config's files match it) to build parquet in;
+    :func:`publish_staged` moves it in."""
     stage = Path(folder) / DATA_DIR / ".staging"
     if stage.exists():
         shutil.rmtree(stage)
@@ -290,9 +271,7 @@ def publish_staged(stage: str | Path, folder: str | Path) -> None:
 
 def record_data_files(folder: str | Path) -> Path | None:
     """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern replaced by the
-    files it matches now, so that ``load_dataset``'s cache key changes exactly when the files do (the module doc).
-    A pattern matching nothing is kept where no other of its config's matches (``load_dataset`` reports it); configs
-    with no file are left out while any config has files (a build of some ``--configs`` loads those). Returns None
+    files it matches now (the module doc); configs with no file are left out while any config has files. None
     without a card declaring configs."""
     folder = Path(folder)
     if not (folder / "README.md").is_file():
@@ -318,9 +297,8 @@ def record_data_files(folder: str | Path) -> Path | None:
 
 
 def _resolve_data_files(folder: Path, entry: object) -> tuple[object, bool]:
-    """(``entry`` with its patterns replaced by the files they match, whether any file matched). Where
-    some patterns match and others do not (a config that reads several configs' parquet, of which a
-    partial build wrote some), the ones that match nothing go: the config loads the configs built."""
+    """(``entry`` with its patterns replaced by the files they match, whether any matched); where some match,
+    those that match nothing go (a partial build of a config reading several configs' parquet)."""
     if not isinstance(entry, Mapping) or "path" not in entry:
         return entry, True
     path = entry["path"]

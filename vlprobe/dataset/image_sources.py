@@ -1,14 +1,9 @@
 """Find the original image files that a benchmark's annotations name, and read their bytes.
 
-A :class:`SourceSpec` describes one public image collection (COCO, Visual7W, SWiG, VisDial, Visual
-Genome: :data:`SOURCES`; a builder may declare its own): where the release keeps its files (folders,
-zips), and its per-file URL templates or the one archive its owner publishes (:class:`Archive`).
-An :class:`ImageResolver` looks a file name up in each location given (a folder, with the release's
-sub-folders, or a zip, members matched by base name), then, with downloading on, in the download cache,
-then at the source's URLs (kept in the cache) or in its archive (downloaded once, resumed, into
-``<cache_dir>/<source>/.archive/``; only the files needed extracted). A zip whose members could escape
-their folder is refused (:class:`UnsafeArchiveError`). :func:`check_sources` looks every file up before
-anything is written (a :class:`MissingReport`); :func:`read_checked` reads one and checks it decodes.
+A :class:`SourceSpec` describes one public image collection (:data:`SOURCES`); an :class:`ImageResolver` looks a
+file up in the locations given (folders, with the release's sub-folders, and zips), then, with downloading on, in
+the download cache, at the source's URLs or in its one archive (downloaded once, resumed; only the files needed
+extracted).
 """
 
 from __future__ import annotations
@@ -32,9 +27,7 @@ from ..storage.locations import UnsafeFolderError, cache_home, images_home, priv
 from ..storage.paths import UnsafePathError, name_problem
 from .downloads import (  # noqa: F401  (re-exported: the names users and builders know from here)
     Archive,
-    ArchiveBombError,
     ArchiveDownloadError,
-    ArchiveError,
     CorruptArchiveError,
     ImageSourceError,
     UnsafeArchiveError,
@@ -62,9 +55,8 @@ class SourceSpec:
         return re.fullmatch(self.pattern, name) is not None
 
 
-# The public image collections benchmarks draw on, by name; folder and zip names are those of the
-# original releases. A builder whose benchmark lays a collection out its own way (COLA's links,
-# VL-CheckList's folders) declares that SourceSpec itself, and passes it to make_resolvers.
+# The public image collections benchmarks draw on; folder and zip names are the original releases'. A builder
+# whose benchmark lays a collection out its own way (COLA, VL-CheckList) declares its own SourceSpec.
 SOURCES: dict[str, SourceSpec] = {
     s.name: s
     for s in (
@@ -234,9 +226,8 @@ class ImageResolver:
         self._fetch = fetch or _http_get
 
     def _own_cache(self) -> Path:
-        """The download cache, checked before anything in it is read or written: a folder only this user can
-        change (made with mode 0700). One of another user's, a symbolic link, or one others could write into is
-        refused (:class:`ImageSourceError`): the images in it could have been swapped."""
+        """The download cache, made private (0700); one others could write into is refused: its images could have
+        been swapped."""
         if not getattr(self, "_cache_checked", False):
             try:
                 st = self.cache.lstat()
@@ -272,9 +263,8 @@ class ImageResolver:
         return self.cache / ".archive" / self.spec.archive.file
 
     def extract(self, names: Iterable[str]) -> list[str]:
-        """Extract ``names`` (matched by base name) from the source's archive into the cache, the archive
-        downloaded (or resumed) first when it is not there; returns the names the archive does not hold. A
-        corrupt or unsafe archive is refused."""
+        """Extract ``names`` from the source's archive (downloaded or resumed first) into the cache; returns the
+        names it does not hold."""
         archive = self.spec.archive
         assert archive is not None
         self._own_cache()
@@ -307,17 +297,15 @@ class ImageResolver:
         return absent
 
     def _store(self, name: str, data: bytes) -> Path:
-        """``data`` written into the cache as file ``name`` (checked: a base name, so nothing lands elsewhere),
-        in one step."""
+        """``data`` written into the cache as file ``name`` (a checked base name), in one step."""
         tmp = self.cache / f".{name}.{os.getpid()}.part"
         tmp.write_bytes(data)
         return tmp.replace(self.cache / name)
 
     # ---- look-up -----------------------------------------------------------------------
     def check(self, name: str) -> str:
-        """``name`` if it is a plain file name (it is joined onto folders and the download cache),
-        else :class:`UnsafePathError` naming the source: annotations must not read or write
-        files outside the image folders (``../``, absolute paths, separators, NUL)."""
+        """``name`` if it is a plain file name, else :class:`UnsafePathError`: annotations must not reach files
+        outside the image folders."""
         problem = name_problem(name)
         if problem:
             raise UnsafePathError(f"{self.spec.name}: image file name {name!r} {problem}; an annotation may only name "
@@ -358,8 +346,7 @@ class ImageResolver:
         raise FileNotFoundError(f"{self.spec.name}: image {name} not found [searched: {'; '.join(self.describe())}]")
 
     def fetch(self, name: str) -> Path:
-        """Download ``name`` into the cache (atomically), trying each URL template; transient
-        failures are retried with backoff, a 404 moves on to the next template."""
+        """Download ``name`` into the cache, trying each URL template; transient failures are retried."""
         self.check(name)
         self._own_cache()
         errors = []
@@ -420,8 +407,7 @@ def check_sources(wanted: Mapping[str, Iterable[str]], resolvers: Mapping[str, I
 
 
 def read_checked(resolver: ImageResolver, name: str) -> bytes:
-    """The bytes of ``name``, checked to decode as an image (JPEGs are decoded at reduced size,
-    which still reads the whole stream and so catches truncation, at a fraction of the cost)."""
+    """The bytes of ``name``, checked to decode (a JPEG at reduced size: the whole stream is still read)."""
     data = resolver.read(name)
     try:
         with open_checked(data) as im:  # refuses images too large to decode, by their header
@@ -443,8 +429,8 @@ def read_checked(resolver: ImageResolver, name: str) -> bytes:
 def read_checked_many(
     requests: Iterable[tuple[ImageResolver, str]], workers: int = 2, chunk: int = 64
 ) -> Iterator[bytes]:
-    """:func:`read_checked` over ``(resolver, name)`` pairs, in order, ``workers`` threads at a time
-    (file reads and JPEG decoding release the GIL). At most ``chunk`` images are held at once."""
+    """:func:`read_checked` over ``(resolver, name)`` pairs, in order, ``workers`` threads at a time, at most
+    ``chunk`` images held at once."""
     it = iter(requests)
     if workers <= 1:
         for resolver, name in it:
@@ -479,10 +465,9 @@ def make_resolvers(
     download: bool = False,
     cache_dir: str | os.PathLike[str] | None = None,
     retries: int = 3,
-    timeout: float = 30.0,
 ) -> dict[str, ImageResolver]:
-    """One resolver per source (a name in :data:`SOURCES`, or a builder's own :class:`SourceSpec`),
-    keyed by its name: its explicit locations first, then what the images root holds."""
+    """One resolver per source (a name in :data:`SOURCES` or a :class:`SourceSpec`), by name: its explicit
+    locations first, then what the images root holds."""
     resolvers = {}
     root = Path(images_root).expanduser() if images_root else None
     if root is not None and not root.is_dir():
@@ -500,6 +485,6 @@ def make_resolvers(
                 looked.append(f"--images {root}: none of {', '.join(f'{sub}/' for sub in spec.subdirs)}"
                               f"{', ' if spec.subdirs and spec.zips else ''}{', '.join(spec.zips)} in it")
         resolvers[name] = ImageResolver(
-            spec, locs, download=download, cache_dir=cache_dir, retries=retries, timeout=timeout, looked=looked
+            spec, locs, download=download, cache_dir=cache_dir, retries=retries, looked=looked
         )
     return resolvers

@@ -1,9 +1,7 @@
 """Images as datasets hand them over: decode, hash and blank them, with errors that name the file.
 
-An image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS`` (89,478,485 by default) is refused, not
-downscaled (:class:`ImageTooLargeError`, from its header alone): decoding it would take gigabytes, and PNG
-cannot be decoded at reduced size. An image file larger than :data:`MAX_IMAGE_BYTES`, or one that is no
-regular file (a FIFO, a device), is refused before it is read."""
+An image over ``PIL.Image.MAX_IMAGE_PIXELS`` is refused from its header, not downscaled (PNG cannot be decoded at
+reduced size); a file over :data:`MAX_IMAGE_BYTES`, or no regular file, is refused before it is read."""
 
 from __future__ import annotations
 
@@ -29,24 +27,21 @@ if TYPE_CHECKING:
 
 
 class ImageError(VlprobeError, ValueError):
-    """An image that cannot be read; the message names the item and file where known. A :class:`VlprobeError`, so
-    the Python API's callers (``vlprobe.probe``, ``vlprobe.score``) catch it as every other one-line refusal."""
+    """An image that cannot be read; the message names the item and file where known."""
 
 
 class ImageTooLargeError(ImageError):
     """An image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS``: refused, not decoded."""
 
 
-# The largest image file vlprobe reads: an image within PIL.Image.MAX_IMAGE_PIXELS stored uncompressed (89.5 M
-# pixels x 4 bytes, a RGBA TIFF or BMP) is 358 MB; anything larger is no image vlprobe decodes, and reading it
-# (a 20 GB sparse file named as an image) would only fill memory.
+# The largest image file vlprobe reads: an image within PIL.Image.MAX_IMAGE_PIXELS stored uncompressed (RGBA) is
+# 358 MB; reading anything larger (a 20 GB sparse file named as an image) would only fill memory.
 MAX_IMAGE_BYTES = 512 << 20
 
 
 def encoded_file(path: str | os.PathLike[str], where: str = "") -> bytes:
-    """The bytes of image file ``path``: a regular file of at most :data:`MAX_IMAGE_BYTES`, else
-    :class:`ImageTooLargeError` (or :class:`ImageError` for a FIFO, a device...) naming ``where`` and the file, before
-    anything is read."""
+    """The bytes of image file ``path``, a regular file of at most :data:`MAX_IMAGE_BYTES`, else
+    :class:`ImageTooLargeError` (or :class:`ImageError`) naming ``where`` and the file, before anything is read."""
     prefix = f"{where}: " if where else ""
     try:
         return read_bytes(path, "image file", MAX_IMAGE_BYTES)
@@ -80,11 +75,9 @@ def image_bytes(image: ImageLike | bytearray) -> bytes | None:
 
 def image_cell_in_folder(value: object, folder: str | os.PathLike[str] | None, where: str,
                          outside: bool = False) -> object:
-    """A dataset image cell made safe to open: a cell with bytes as it is; a cell holding only a path, that path
-    resolved inside ``folder`` (the dataset folder; None for a Hub dataset, which has none). A path outside it (an
-    absolute path, ``../``, a symbolic link out) raises :class:`ImageError` naming ``where`` unless ``outside``
-    (``--outside-images``): a dataset must not make vlprobe read, score and write into the results another file of
-    the user's (``/etc/hostname``, a private photo)."""
+    """A dataset image cell made safe to open: a path resolved inside ``folder`` (the dataset folder; None for a Hub
+    dataset). A path outside it raises :class:`ImageError` naming ``where`` unless ``outside`` (``--outside-images``):
+    a dataset must not make vlprobe read, score and report another file of the user's."""
     if isinstance(value, (list, tuple)):
         return type(value)(image_cell_in_folder(v, folder, where, outside) for v in value)
     if isinstance(value, dict):
@@ -138,17 +131,14 @@ def to_pil(image: ImageLike, where: str = "") -> Image.Image:
     return pil
 
 
-# Decoded by torchvision.io when a fast (torchvision) image processor will take the pixels: these
-# (format, mode) pairs decode to the same RGB pixels as PIL's ``convert("RGB")`` (checked in
-# tests/test_preprocessing.py); anything else (palette, alpha, 16-bit, CMYK, other formats) goes
-# through PIL.
+# (format, mode) pairs torchvision.io decodes to the same RGB pixels as PIL's convert("RGB") (checked in
+# tests/test_preprocessing.py); anything else goes through PIL.
 _TORCHVISION_DECODES = {("JPEG", "RGB"), ("JPEG", "L"), ("PNG", "RGB"), ("PNG", "L")}
 
 
 def to_tensor(image: ImageLike, where: str = "") -> Tensor:
-    """Decode ``image`` to a (3, H, W) uint8 torch tensor with the pixels :func:`to_pil` gives, for the fast image
-    processors: by ``torchvision.io`` where it decodes the same pixels (about 2x PIL's speed on JPEGs), else
-    through :func:`to_pil`, whose errors name the file."""
+    """Decode ``image`` to a (3, H, W) uint8 tensor with the pixels :func:`to_pil` gives, for the fast image
+    processors: by ``torchvision.io`` where it decodes the same pixels (about 2x PIL's speed on JPEGs)."""
     import torch
 
     if not isinstance(image, Image.Image):
@@ -172,8 +162,7 @@ def to_tensor(image: ImageLike, where: str = "") -> Tensor:
 
 
 def too_large(size: tuple[int, int] | None, pixels: int | None = None) -> str | None:
-    """Why an image of ``size`` (or ``pixels``) is refused, or None: more pixels than
-    ``PIL.Image.MAX_IMAGE_PIXELS`` (None there: no limit)."""
+    """Why an image of ``size`` (or ``pixels``) is refused (more than ``PIL.Image.MAX_IMAGE_PIXELS``), or None."""
     limit = Image.MAX_IMAGE_PIXELS
     n = size[0] * size[1] if size is not None else pixels
     if not limit or n is None or n <= limit:
@@ -184,10 +173,8 @@ def too_large(size: tuple[int, int] | None, pixels: int | None = None) -> str | 
 
 
 def check_crop_box(box: tuple[float, float, float, float], size: tuple[int, int], where: str) -> tuple[int, ...]:
-    """``box`` (left, top, right, bottom, as ``PIL.Image.crop`` takes it) as whole pixels, or :class:`ImageError`
-    naming ``where``: coordinates that are not finite or that no image reaches (|value| over 2**31, where PIL's C
-    code overflows), and :class:`ImageTooLargeError` for a region with more pixels than vlprobe decodes (parts
-    outside the image would be made up as black pixels in memory)."""
+    """``box`` (as ``PIL.Image.crop`` takes it) as whole pixels; :class:`ImageError` naming ``where`` for coordinates
+    no image reaches (PIL's C code overflows past 2**31), :class:`ImageTooLargeError` for a region too large."""
     if not all(isinstance(v, (int, float)) and math.isfinite(v) and abs(v) < 2**31 for v in box):
         raise ImageError(f"{where}: crop box {tuple(box)} is not a region of an image (its coordinates must be finite "
                          f"pixel positions; the image is {size[0]} x {size[1]})")
@@ -199,8 +186,7 @@ def check_crop_box(box: tuple[float, float, float, float], size: tuple[int, int]
 
 
 def open_checked(data: bytes, prefix: str = "", image: ImageLike | None = None) -> Image.Image:
-    """``Image.open`` on encoded bytes (the header only), refusing unreadable and oversized images
-    with an :class:`ImageError` that names the file."""
+    """``Image.open`` on encoded bytes (the header only); :class:`ImageError` naming the file when it cannot be."""
     name = describe(image if image is not None else data)
     try:
         with warnings.catch_warnings():  # PIL warns between 1x and 2x its limit; the size is checked below

@@ -1,22 +1,10 @@
 """The item: one shape for every benchmark.
 
-An item is ``m`` images, ``n`` texts and a boolean gold matrix ``G`` of shape ``(m, n)``:
-``G[i, j]`` is true when text ``j`` truly describes image ``i``. Tags say where the item comes
-from (``"instrument=actions"``, ``"collapsed_tag=Relation"``, ...) and drive per-tag tables.
-
-==================  ===  ===  ======================
-benchmark            m    n    G
-==================  ===  ===  ======================
-VALSE                1    2    [[1, 0]]
-Winoground-style     2    2    [[1, 0], [0, 1]]
-BLA                  1    4    [[1, 1, 0, 0]]
-TraVLR with foil     1    2    [[1, 0]] or [[0, 1]]
-TraVLR true/false    1    1    [[1]] or [[0]]
-==================  ===  ===  ======================
-
-A 1 x 1 item (one statement judged true or false, TraVLR's framing) may have gold ``[[0]]``; every
-larger item needs a gold cell. Images stay as the dataset gives them (:data:`ImageLike`); scorers decode
-them. Items know nothing of models, and scorers know nothing of benchmarks.
+An item is ``m`` images, ``n`` texts and a boolean gold matrix ``G`` of shape ``(m, n)``: ``G[i, j]`` is true when
+text ``j`` truly describes image ``i`` (VALSE: 1 x 2 ``[[1, 0]]``; Winoground: 2 x 2 identity; BLA: 1 x 4
+``[[1, 1, 0, 0]]``; TraVLR true/false: 1 x 1 ``[[1]]`` or ``[[0]]``, the only shape that may lack a gold cell).
+Tags (``"instrument=actions"``) drive per-tag tables. Items know nothing of models, and scorers know nothing of
+benchmarks.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Read a dataset folder (or Hub dataset) as vlprobe scores it: the configs and splits its card declares and which
-of them are built, and rows read a slice at a time from the memory-mapped Arrow files without decoding their images.
-Writing a folder is :mod:`vlprobe.dataset.folder`; loading a split through the checked Arrow cache is
-:mod:`vlprobe.storage.arrow_cache`."""
+are built, and rows read a slice at a time from the memory-mapped Arrow files without decoding their images."""
 
 from __future__ import annotations
 
@@ -51,9 +49,8 @@ def declared_configs(folder: str | Path) -> list[DeclaredConfig]:
 
 
 def data_file_patterns(data_files: object) -> dict[str, list[str]]:
-    """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts: one pattern, a
-    list of patterns (split ``train``), a list of ``{split, path}`` entries whose ``path`` is one
-    pattern or a list of them, or a ``{split: pattern(s)}`` mapping."""
+    """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts (a pattern or a list of them,
+    for split ``train``; ``{split, path}`` entries; a ``{split: pattern(s)}`` mapping)."""
     def listed(value: object) -> list[str]:
         if value is None:
             return []
@@ -88,11 +85,9 @@ def config_splits(folder: str | Path, config: str) -> list[str]:
                        f"{', '.join(built_configs(folder)) or 'none built'}")
 
 
-# ---- reading a dataset without decoding it (evaluate, the Space, the builders) --------------------
-
 def undecoded_features(features: F) -> F:
-    """The same features with every ``Image`` left undecoded (``{"bytes", "path"}`` dicts): the
-    engine hashes the bytes and decodes in DataLoader workers instead of in the main process."""
+    """The same features with every ``Image`` left undecoded (``{"bytes", "path"}`` dicts): the engine hashes
+    the bytes and decodes in DataLoader workers."""
     if isinstance(features, datasets.Image):
         return datasets.Image(decode=False)
     if isinstance(features, dict):
@@ -111,11 +106,9 @@ def undecoded_features(features: F) -> F:
 
 
 def read_rows(ds: datasets.Dataset, start: int, stop: int) -> list[dict[str, Any]]:
-    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded, read from the
-    memory-mapped Arrow table ``READ_SLICE_ROWS`` rows at a time. The file pages each slice brought into this
-    process are released after it (:func:`release_mapped_pages`): the rows are Python objects by then, and a
-    split read a chunk at a time would otherwise keep all of its file resident (a chunk of 2,000 photos: 180 MB
-    of pages beside the 180 MB of Python bytes made from them)."""
+    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded, ``READ_SLICE_ROWS`` at a
+    time, each slice's file pages released after it: the rows are Python objects by then, and a split read a chunk
+    at a time would otherwise keep all of its file resident."""
     features = undecoded_features(ds.features)
     files = [cache_file["filename"] for cache_file in getattr(ds, "cache_files", None) or []]
     table = ds.with_format("arrow")
@@ -135,10 +128,8 @@ READ_SLICE_ROWS = 128  # rows converted to Python per slice of the memory map (r
 
 
 def release_mapped_pages(paths: Iterable[str | os.PathLike[str]]) -> int:
-    """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux; a no-op
-    elsewhere); returns the bytes of address space advised. The maps stay valid (a page read again is
-    mapped again from the page cache); only read-only mappings of exactly these files are touched, where
-    ``MADV_DONTNEED`` discards nothing the file does not hold."""
+    """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux; a no-op elsewhere);
+    returns the bytes advised. The maps stay valid: ``MADV_DONTNEED`` on a read-only file mapping loses nothing."""
     if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
         return 0
     wanted = {os.path.realpath(os.fspath(p)) for p in paths}
@@ -196,8 +187,8 @@ def list_splits(dataset: str, config: str, revision: str | None = None) -> list[
 
 
 def damaged_file(folder: Path) -> str | None:
-    """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads): the card's YAML,
-    ``.huggingface.yaml``, each parquet file (a truncated one, an empty one, a CSV or a Git LFS pointer renamed)."""
+    """Which file of dataset folder ``folder`` (its YAML files, each parquet file) cannot be read, and why; None
+    when every file reads."""
     for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
         path = folder / name
         if not path.is_file():

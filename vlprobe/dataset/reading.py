@@ -1,9 +1,6 @@
-"""Reading a file vlprobe is given, bounded: a spec (``--spec``, ``vlprobe.yaml``), a dataset card, a captions file,
-a results.json given to ``vlprobe report``, an annotation file. It must be a regular file (not ``/dev/zero``, a FIFO,
-a folder) within the bound for its kind (``SPEC_BYTES``, ``CARD_BYTES``, ``CAPTIONS_BYTES``, ``RESULTS_BYTES``,
-``ANNOTATION_BYTES``; images: :data:`vlprobe.dataset.images.MAX_IMAGE_BYTES`), its JSON or YAML nested at most
-:data:`MAX_DEPTH` levels, YAML without aliases; else a :class:`FileError` naming the file, before it is parsed, never
-a ``MemoryError``, a ``RecursionError`` or a hang.
+"""Reading a file vlprobe is given (a spec, a card, a captions file, a results.json, an annotation file), bounded: a
+regular file within the bound for its kind, JSON or YAML nested at most :data:`MAX_DEPTH` levels, YAML without
+aliases; else a :class:`FileError` naming the file, never a ``MemoryError``, a ``RecursionError`` or a hang.
 """
 
 from __future__ import annotations
@@ -38,9 +35,8 @@ def _size(n: int) -> str:
 
 
 def read_bytes(path: str | os.PathLike[str], what: str, limit: int) -> bytes:
-    """The bytes of ``path``, a regular file of at most ``limit`` bytes (symbolic links followed), else
-    :class:`FileError` naming it and ``what`` it should be. A FileNotFoundError, IsADirectoryError... for a path that
-    is missing or a folder (the caller says what to do about those)."""
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes, else :class:`FileError` naming it and ``what``
+    it should be (FileNotFoundError, IsADirectoryError... for a path missing or a folder: the caller says what to do)."""
     st = os.stat(path)
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "is a folder", str(path))
@@ -74,8 +70,7 @@ def read_text(path: str | os.PathLike[str], what: str, limit: int) -> str:
 
 
 def check_depth(value: T, where: str, limit: int = MAX_DEPTH) -> T:
-    """``value`` (parsed JSON or YAML), or :class:`FileError` when its lists and mappings nest deeper than ``limit``.
-    Walks without recursion, each object once."""
+    """``value`` (parsed JSON or YAML), or :class:`FileError` when its lists and mappings nest deeper than ``limit``."""
     stack: list[tuple[object, int]] = [(value, 1)]
     seen: set[int] = set()
     while stack:
@@ -92,8 +87,7 @@ def check_depth(value: T, where: str, limit: int = MAX_DEPTH) -> T:
 
 
 def _parsed(parse: Callable[[], object], where: str, what: str) -> object:
-    """``parse()``'s value, refused (:class:`FileError`) when its ``what`` nest past :data:`MAX_DEPTH` levels
-    (the parser's own recursion, or :func:`check_depth` after it)."""
+    """``parse()``'s value, refused (:class:`FileError`) when its ``what`` nest past :data:`MAX_DEPTH` levels."""
     try:
         value = parse()
     except RecursionError:
@@ -112,8 +106,7 @@ def load_json(path: str | os.PathLike[str], what: str, limit: int) -> object:
 
 
 def parse_yaml(text: str, where: str) -> object:
-    """YAML ``text`` parsed as ``yaml.safe_load`` does, but without aliases (``*name``; :class:`FileError`, as for
-    nesting past :data:`MAX_DEPTH`): a yaml.YAMLError for text that is not YAML."""
+    """YAML ``text`` parsed as ``yaml.safe_load`` does, but refusing aliases (:class:`FileError`)."""
     class _NoAliases(yaml.SafeLoader):
         def compose_node(self, parent: Node | None, index: int) -> Node | None:
             if self.check_event(yaml.AliasEvent):

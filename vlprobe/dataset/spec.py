@@ -1,7 +1,4 @@
-"""How rows of a dataset become items: a small declarative file, ``vlprobe.yaml``.
-
-A dataset folder (or Hub dataset repo) carries a ``vlprobe.yaml`` beside its card. It names the
-columns that hold the images, the texts and the gold matrix, and the columns that become tags::
+"""How rows of a dataset become items: a small declarative file, ``vlprobe.yaml`` (docs/datasets.md)::
 
     # vlprobe.yaml
     id: id                    # column with a unique row id (default: the row index)
@@ -14,21 +11,14 @@ columns that hold the images, the texts and the gold matrix, and the columns tha
     context: caption          # optional: a text describing the image (TraVLR's caption), for --modality
     configs:                  # optional per-config overrides of any key above (benchmark aside)
       some_config: {texts: [caption, foil_1, foil_2], gold: [[1, 0, 0]]}
-    benchmark: valse          # optional: the benchmark these rows are (vlprobe/benchmarks/), written by
-                              # its builder; the summary and the report follow it, whatever the folder is called
-    data_version: 2152d90     # optional: the upstream version of the benchmark's data the folder was built
-                              # from (written by its builder: the benchmark's declared data_version); results
-                              # record it, and set it beside the version a published figure was measured on
+    benchmark: valse          # optional: the benchmark these rows are (written by its builder)
+    data_version: 2152d90     # optional: the upstream version of the data it was built from (results record it)
 
-Datasets on the Hub without such a file (``facebook/winoground``) get a built-in spec from
-``vlprobe/specs/<name>.yaml``. Nothing here knows about models.
+Datasets on the Hub without such a file get a built-in spec from ``vlprobe/specs/<name>.yaml``.
 
-Modalities (TraVLR's three settings), chosen when converting rows: ``image`` (the row as it is, the
-default); ``caption`` (each image blank white, each text followed by the context column:
-``"<query> <caption>"``); ``both`` (the real images, each text followed by the context). The text comes
-first because a model truncates long texts from the end: a TraVLR caption alone can fill CLIP's 77 tokens,
-and with it first the query, the only part that tells a query from its foil, was cut off and every item
-tied. (``vlprobe evaluate --modality text`` is no conversion of rows: :mod:`vlprobe.evaluation.text_only`.)
+Modalities (TraVLR's settings): ``image`` (the row as it is); ``caption`` (blank images, each text followed by
+the context: ``"<query> <caption>"``); ``both`` (the real images, the texts so followed). The text comes first
+because a model truncates long texts from the end: a TraVLR caption alone can fill CLIP's 77 tokens.
 """
 
 from __future__ import annotations
@@ -44,13 +34,13 @@ import yaml
 
 from ..benchmarks import BenchmarkError, by_old_name, find, get
 from ..errors import DatasetError
+from ..storage.locations import SPEC_FILE
 from .items import Item, ItemError
 from .reading import SPEC_BYTES, FileError, parse_yaml, read_text
 
 if TYPE_CHECKING:
     import datasets
 
-SPEC_FILE = "vlprobe.yaml"
 MODALITIES = ("image", "caption", "both")
 _KEYS = {"id", "images", "texts", "gold", "tags", "context", "configs", "description", "benchmark", "data_version"}
 _CONFIG_KEYS = _KEYS - {"configs", "benchmark", "data_version"}  # what configs.<name> may override: a folder is one benchmark
@@ -65,11 +55,10 @@ class GoldMap:
     map: Mapping[object, list[list[int]]]
 
     def as_yaml(self) -> dict[str, object]:
-        """The mapping as the spec's YAML writes it."""
+        """The mapping as YAML writes it."""
         return {"column": self.column, "map": dict(self.map)}
 
 
-# gold: a literal m x n 0/1 matrix, a column holding one, or a column's value mapped to one (see the module doc)
 Gold = list[list[int]] | str | GoldMap
 
 
@@ -81,14 +70,19 @@ class DuplicateIdError(DatasetError, ValueError):
     """Two or more rows of one config/split share an id (per-item scores are keyed by it)."""
 
 
-def _duplicates_message(where: str, column: str, rows_of: Mapping[str, list[int]]) -> str:
+def _refuse_repeats(ids: Iterable[object], where: str, column: str) -> None:
+    rows_of: dict[str, list[int]] = {}
+    for index, value in enumerate(ids):
+        rows_of.setdefault(str(value), []).append(index)
     dups = {k: v for k, v in rows_of.items() if len(v) > 1}
+    if not dups:
+        return
     shown = ", ".join(f"{k!r} (rows {', '.join(map(str, v[:4]))}{', ...' if len(v) > 4 else ''})"
                       for k, v in list(dups.items())[:10])
     more = f" and {len(dups) - 10} more" if len(dups) > 10 else ""
-    return (f"{where}: {len(dups)} id(s) of column {column!r} occur more than once: {shown}{more}; "
-            f"per-item scores are keyed by the id, so each row needs its own (fix the data, or point "
-            f"the spec's 'id' at a unique column)")
+    raise DuplicateIdError(f"{where}: {len(dups)} id(s) of column {column!r} occur more than once: {shown}{more}; "
+                           f"per-item scores are keyed by the id, so each row needs its own (fix the data, or point "
+                           f"the spec's 'id' at a unique column)")
 
 
 @dataclass(frozen=True)
@@ -131,9 +125,8 @@ class ItemSpec:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ItemSpec:
-        """The spec file ``path``, read within :mod:`vlprobe.dataset.reading`'s bounds (a regular file of at most
-        :data:`~vlprobe.dataset.reading.SPEC_BYTES`, YAML nested at most :data:`~vlprobe.dataset.reading.MAX_DEPTH` levels, no
-        aliases): a :class:`SpecError` naming the file otherwise."""
+        """The spec file ``path``, read within :mod:`vlprobe.dataset.reading`'s bounds; a :class:`SpecError` naming the
+        file otherwise."""
         path = Path(path)
         try:
             data = parse_yaml(read_text(path, "spec", SPEC_BYTES), str(path))
@@ -189,9 +182,8 @@ class ItemSpec:
             raise ItemError(f"{where}: {err}") from None
 
     def check_columns(self, features: Mapping[str, Any], where: str, first: Mapping[str, Any] | None = None) -> None:
-        """Refuse, naming the spec, the key and the column, a spec whose columns ``features`` (a dataset's, by
-        column name) lacks, or whose ``images:`` names a column that holds no images (a caption column): neither
-        images nor, in ``first`` (the first row's string cells), image file paths."""
+        """Refuse, naming the spec, the key and the column, a spec whose columns ``features`` lacks, or whose
+        ``images:`` names a column holding neither images nor, in ``first`` (the first row), image file paths."""
         named = [("id", self.id), ("context", self.context)] + [("images", c) for c in self.images] + \
             [("texts", c) for c in self.texts] + [("tags", c) for c in self.tags]
         if isinstance(self.gold, str):
@@ -215,35 +207,29 @@ class ItemSpec:
 
     def check_unique_ids(self, dataset: datasets.Dataset, limit: int | None = None, where: str = "") -> None:
         """Refuse a dataset (its first ``limit`` rows) whose id column repeats, naming the ids and their rows
-        (:class:`DuplicateIdError`); the id column is read alone, without the images. Nothing to check without
-        an ``id`` column: the row index is the id then."""
+        (:class:`DuplicateIdError`); the id column is read alone, without the images."""
         if not self.id or self.id not in dataset.column_names:
             return  # to_item names a missing column
         n = len(dataset) if limit is None else min(limit, len(dataset))
         column = dataset.select_columns([self.id])
-        ids = (column.select(range(n)) if n < len(dataset) else column)[self.id]
-        rows_of: dict[str, list[int]] = {}
-        for index, value in enumerate(ids):
-            rows_of.setdefault(str(value), []).append(index)
-        if len(rows_of) < len(ids):
-            raise DuplicateIdError(_duplicates_message(where or self.source, self.id, rows_of))
+        _refuse_repeats((column.select(range(n)) if n < len(dataset) else column)[self.id], where or self.source, self.id)
 
     def iter_items(
         self, rows: Iterable[Mapping[str, Any]], config: str = "", modality: str = "image"
     ) -> Iterator[Item]:
-        """Items of ``rows``; duplicate ids are refused (a Dataset before the first item, any other
-        iterable once it is exhausted), naming every repeated id."""
+        """Items of ``rows``; duplicate ids are refused (a Dataset before the first item, any other iterable at its
+        end)."""
         spec = self.for_config(config)
         where = f"config {config!r}" if config else spec.source
         if hasattr(rows, "column_names"):
             spec.check_unique_ids(cast("datasets.Dataset", rows), where=where)
-        rows_of: dict[str, list[int]] = {}
+        ids: list[str] = []
         for index, row in enumerate(rows):
             item = spec.to_item(row, index=index, config=config, modality=modality)
-            rows_of.setdefault(item.id, []).append(index)
+            ids.append(item.id)
             yield item
-        if spec.id and len(rows_of) < sum(len(v) for v in rows_of.values()):
-            raise DuplicateIdError(_duplicates_message(where, spec.id, rows_of))
+        if spec.id:
+            _refuse_repeats(ids, where, spec.id)
 
     def _gather(self, row: Mapping[str, Any], columns: tuple[str, ...], where: str) -> list[Any]:
         return [v for col in columns for v in _values(_column(row, col, where))]
@@ -268,8 +254,7 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".t
 
 
 def yaml_error(path: str | os.PathLike[str], err: yaml.YAMLError) -> str:
-    """A YAML error in one line: the file, line and column, and what is wrong (PyYAML's own message
-    spans several lines, with a copy of the offending text)."""
+    """A YAML error in one line: the file, line and column, and what is wrong (PyYAML's spans several)."""
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     where = f"{path} line {mark.line + 1} column {mark.column + 1}" if mark is not None else str(path)
     what = ": ".join(p for p in (getattr(err, "context", None), getattr(err, "problem", None)) if p) or \
@@ -291,7 +276,7 @@ def _names(value: object, key: str, source: str) -> tuple[str, ...]:
 
 
 def _benchmark(value: object, key: str, source: str) -> str | None:
-    """The spec's ``benchmark``: None, or the name of a registered benchmark (one line naming them otherwise)."""
+    """The spec's ``benchmark``: None, or the name of a registered benchmark."""
     if value is None:
         return None
     if not isinstance(value, str):
@@ -313,9 +298,8 @@ def _version(value: object, key: str, source: str) -> str | None:
 
 
 def dataset_version(spec: ItemSpec, benchmark: str | None) -> str | None:
-    """The version of the data a dataset's rows are: the one its ``vlprobe.yaml`` records (a folder built from
-    another upstream version says so), else the one ``benchmark`` declares it builds
-    (:attr:`vlprobe.benchmarks.Benchmark.data_version`), else None (a dataset of the user's own)."""
+    """The version of the data a dataset's rows are: the one its ``vlprobe.yaml`` records, else the one
+    ``benchmark`` declares it builds, else None (a dataset of the user's own)."""
     if spec.data_version:
         return spec.data_version
     bench = find(benchmark)
@@ -340,8 +324,8 @@ def _as_given(value: object, key: str, source: str) -> object:
     return value  # a column name (id, context), checked against the dataset's columns when it is read
 
 
-# How each key of a spec is read into its ItemSpec field (configs aside): the value (None when absent), the key
-# and the spec's source in, the field out, or a SpecError naming them. The required keys' readers refuse None.
+# How each key of a spec is read into its ItemSpec field (configs aside): (value or None, key, source) -> field,
+# or a SpecError naming them.
 _FIELDS: dict[str, Callable[[object, str, str], Any]] = {
     "images": _names, "texts": _names, "gold": _gold_form, "id": _as_given,
     "tags": lambda value, key, source: _names(value or [], key, source), "context": _as_given,
@@ -357,10 +341,8 @@ def _column(row: Mapping[str, Any], col: str, where: str) -> object:
 
 
 def dataset_benchmark(dataset: str, spec: ItemSpec) -> tuple[str | None, str]:
-    """The benchmark ``dataset``'s rows are, and a note when it had to be inferred: the spec's
-    ``benchmark``; else, for a folder or Hub dataset from before vlprobe.yaml recorded it, the
-    benchmark its name meant (``./valse``, ``facebook/winoground``), with a one-line note saying so
-    and how to record it; else None (a dataset of the user's own: generic tables)."""
+    """The benchmark ``dataset``'s rows are: the spec's ``benchmark``; else, for a dataset from before vlprobe.yaml
+    recorded it, the one its name meant (``./valse``), with a note saying so; else None."""
     if spec.benchmark:
         return spec.benchmark, ""
     old = by_old_name(str(dataset))
@@ -372,12 +354,8 @@ def dataset_benchmark(dataset: str, spec: ItemSpec) -> tuple[str | None, str]:
 
 
 def find_spec(dataset: str, spec_path: str | None = None) -> ItemSpec:
-    """The item spec of ``dataset`` (a local folder or a Hub id).
-
-    Order: an explicit ``spec_path``; ``vlprobe.yaml`` in the local folder; ``vlprobe.yaml`` in the
-    Hub dataset repo; a built-in spec named after the repo (``facebook/winoground`` ->
-    ``specs/winoground.yaml``).
-    """
+    """The item spec of ``dataset`` (a local folder or a Hub id): ``spec_path``, else its ``vlprobe.yaml``, else a
+    built-in spec named after it (``facebook/winoground`` -> ``specs/winoground.yaml``)."""
     if spec_path:
         return ItemSpec.from_file(spec_path)
     local = Path(dataset)

@@ -1,8 +1,6 @@
 """One split of a dataset folder or Hub id, as both ``vlprobe evaluate`` and ``vlprobe probe`` read it: its configs
-and splits selected (:func:`select_configs`, :func:`select_splits`), opened as a memory-mapped Arrow table with what
-identifies its data (:func:`load_split`), a failure named as the file at fault
-(:func:`vlprobe.dataset.reader.damaged_file`), and the image cells of its rows kept inside its folder
-(:func:`checked_image_paths`)."""
+and splits selected, opened as a memory-mapped Arrow table with what identifies its data, a failure named as the
+file at fault, and the image cells of its rows kept inside its folder."""
 
 from __future__ import annotations
 
@@ -21,9 +19,8 @@ from .spec import ItemSpec
 if TYPE_CHECKING:
     import datasets
 
-# Imported where used, as they are slow to import (python -X importtime, on this 2-core machine): datasets 3.9 s
-# (vlprobe.dataset.folder and vlprobe.storage.arrow_cache import it), huggingface_hub.HfApi 1.0 s. A misspelt name is
-# refused before any of them is imported.
+# datasets (3.9 s to import: vlprobe.dataset.folder, reader and vlprobe.storage.arrow_cache) and huggingface_hub
+# (1.0 s) are imported where used, so a misspelt name is refused first.
 Wanted = str | Sequence[str] | None  # configs or splits: comma-separated names, a list of them, or None for the default
 
 TEST_LIKE = ("test",)
@@ -31,8 +28,7 @@ TEST_LIKE = ("test",)
 
 def checked_image_paths(rows: list[dict[str, Any]], columns: Sequence[str], folder: str | None, outside: bool,
                         name: str, start: int) -> list[dict[str, Any]]:
-    """``rows`` with each image cell of ``columns`` checked by :func:`vlprobe.dataset.images.image_cell_in_folder`; a path
-    outside ``folder`` raises a :class:`DatasetError` naming the split, row and column."""
+    """``rows`` with each image cell of ``columns`` kept inside ``folder`` (:func:`~.images.image_cell_in_folder`)."""
     from .images import ImageError, image_cell_in_folder  # noqa: PLC0415 (PIL: only where images are checked)
 
     for i, row in enumerate(rows):
@@ -94,10 +90,8 @@ check_reachable = check_dataset  # the name this check has always had here (vlpr
 
 
 def select_configs(dataset: str, wanted: Wanted, revision: str | None) -> list[str]:
-    """The configs of ``dataset`` to score. ``"all"`` means every config, unless the dataset has a
-    config of that name (VALSE's ``all`` holds every instrument once); ``"*"`` always means every
-    config; else names (comma-separated, or a list). A name that is neither a folder nor reachable
-    fails at once (:func:`check_reachable`)."""
+    """The configs of ``dataset`` to score: names (comma-separated, or a list); ``"*"`` every config, and ``"all"``
+    too unless the dataset has a config of that name (VALSE's ``all`` holds every instrument once)."""
     from .reader import list_configs  # noqa: PLC0415 (datasets: see above)
 
     check_reachable(str(dataset), revision)
@@ -121,8 +115,7 @@ def _known(chosen: list[str], names: Sequence[str], what: str, where: str) -> li
 
 def select_splits(dataset: str, config: str, wanted: Wanted, names: Sequence[str] | None = None,
                   revision: str | None = None) -> list[str]:
-    """The splits to score: those named, else the ones whose name starts with ``test``, else the
-    only one."""
+    """The splits to score: those named, else the ones whose name starts with ``test``, else the only one."""
     if names is None:
         from .reader import list_splits  # noqa: PLC0415 (datasets: see above)
 
@@ -144,9 +137,8 @@ def select_splits(dataset: str, config: str, wanted: Wanted, names: Sequence[str
 
 
 def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[datasets.Dataset, dict[str, Any]]:
-    """One split as a memory-mapped Dataset, plus what identifies its data (a local folder: the
-    sha256 of its parquet files, read through vlprobe's checked Arrow cache; a Hub dataset: its
-    fingerprint and resolved commit)."""
+    """One split as a memory-mapped Dataset, and what identifies its data (a folder: its parquet files' sha256; a
+    Hub dataset: its fingerprint and resolved commit)."""
     import datasets  # noqa: PLC0415 (see above)
 
     from ..storage import arrow_cache  # noqa: PLC0415 (datasets: see above)

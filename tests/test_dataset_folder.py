@@ -13,9 +13,8 @@ from vlprobe.dataset.folder import (
     BUILD_RECORD,
     ConfigDecl,
     card_metadata,
-    publish_staged,
     read_card_metadata,
-    staging_folder,
+    rebuilding,
     write_card,
     write_split,
     write_split_rows,
@@ -77,15 +76,14 @@ def test_a_folder_with_some_configs_built_loads_those(tmp_path, monkeypatch):
         datasets.load_dataset("part", "one", split="test")
 
 
-def test_staged_builds_are_recorded_too(tmp_path, monkeypatch):
-    # VALSE and BLA write their parquet in a staging folder, then move it in
+def test_rebuilt_folders_are_recorded_too(tmp_path, monkeypatch):
+    # the builders write their parquet into rebuilding()'s copy of the folder, which is swapped in after
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "staged"
     for text in ("old", "new"):
-        write_card(folder, card_metadata([ConfigDecl("one", FEATURES, ("test",), default=True)], license="mit"), "# t")
-        stage = staging_folder(folder)
-        write_split_rows(stage, "one", "test", [{"id": "a", "text": text}], FEATURES)
-        publish_staged(stage, folder)
+        with rebuilding(folder) as stage:
+            write_card(stage, card_metadata([ConfigDecl("one", FEATURES, ("test",), default=True)], license="mit"), "# t")
+            write_split_rows(stage, "one", "test", [{"id": "a", "text": text}], FEATURES)
         assert datasets.load_dataset("staged", "one", split="test")["text"] == [text]
     assert len(list((folder / "data" / "one").glob("*.parquet"))) == 1
 

@@ -40,7 +40,7 @@ def _readable(folder: Path, cache: Path) -> None:
         assert len(datasets.load_dataset(str(folder), config, split="test", cache_dir=str(cache))) > 0
 
 
-STEPS = ["write_split", "write_card", "publish_staged", "before the swap", "inside the swap"]
+STEPS = ["write_split", "record_data_files", "write_card", "before the swap", "inside the swap"]
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -50,7 +50,7 @@ def test_a_rebuild_killed_at_each_step_leaves_the_folder_all_old_or_all_new(sour
     new_folder = build_folder(source, tmp_path / "clean-new", license="mit", config="one", captions="more.csv")
     monkeypatch.setattr(leftovers.OwnedDir, "cleanup", lambda self: None)  # a killed process cleans nothing
     at_kill = {}  # the folder at the instant of the kill: what a kill -9 leaves (no except or finally runs)
-    if step in ("write_split", "write_card", "publish_staged"):
+    if step in ("write_split", "record_data_files", "write_card"):
         def killed(*args, **kwargs):
             at_kill.update(_snapshot(out))
             raise Killed

@@ -36,7 +36,7 @@ import datasets
 
 from ..benchmarks import Benchmark, Upstream, UpstreamFile
 from ..dataset import image_sources as imgs
-from ..dataset.folder import ConfigDecl, card_metadata, publish_staged, staging_folder, write_spec, write_split_rows
+from ..dataset.folder import ConfigDecl, card_metadata, write_spec, write_split_rows
 from . import AnnotationError, Builder, cards, read_json, stderr, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
@@ -466,14 +466,12 @@ class UpstreamBuilder(Builder[Plan]):
                 yield {"id": r.id, **r.columns, **{column: {"bytes": self.convert(r, column, next(data)), "path": file}
                                                    for column, _, file in r.images}}
 
-        stage = staging_folder(folder)
         for config, splits in plan.annotations.rows.items():
             t0 = time.perf_counter()
             for split, rows in splits.items():
-                write_split_rows(stage, config, split, stream(rows), self.features(config, split))
+                write_split_rows(folder, config, split, stream(rows), self.features(config, split))
             n = sum(len(rows) for rows in splits.values())
             stderr(f"{self.name}: {config}: {n} rows in {time.perf_counter() - t0:.1f}s")
-        publish_staged(stage, folder)
         for config in self._leaves():  # the folder holds this build: configs an earlier build wrote go
             if config not in plan.annotations.rows:
                 shutil.rmtree(folder / "data" / config, ignore_errors=True)

@@ -163,13 +163,11 @@ class Folder(Builder[Source]):
         spec_out = _spec_text(folder / SPEC_FILE, plan.spec_text, plan.spec, config)
         body = _card_body(Card.of(meta), args.description, plan.table.name,
                           spec_out if spec_out is not None else (folder / SPEC_FILE).read_text(encoding="utf-8"))
-        stage = df.staging_folder(folder)
         with df.progress_bars_off():
-            df.write_split(stage, config, args.split, ds)
+            df.write_split(folder, config, args.split, ds)
         if spec_out is not None:
             (folder / SPEC_FILE).write_text(spec_out, encoding="utf-8")
         df.write_card(folder, meta, body)
-        df.publish_staged(stage, folder)
 
 
 def build_folder(source: str | Path, out: str | Path, *, license: str, captions: str | Path | None = None,

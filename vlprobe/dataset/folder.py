@@ -147,27 +147,25 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
 
 def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[str], T]) -> tuple[Path, T]:
     """(The shard ``write(path)`` wrote to a temporary file, then moved in under its content name replacing the
-    split's old shards, what it returned)."""
-    out_dir = _split_dir(folder, config, split)
+    split's old shards, what it returned); ``config`` and ``split`` checked first to be names the Hub accepts (a
+    hostile name must not write outside ``folder``)."""
+    check_config_name(config)
+    check_split_name(split)
+    out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
+    out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / f".{split}.parquet.part"
     try:
         result = write(str(tmp))
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    path = _move_shard(tmp, out_dir, split, shard_name(split, tmp))
+    name = shard_name(split, tmp)
+    for old in out_dir.glob(f"{split}-*.parquet"):
+        if old.name != name:
+            old.unlink()
+    path = tmp.replace(out_dir / name)
     record_data_files(folder)
     return path, result
-
-
-def _split_dir(folder: str | Path, config: str, split: str) -> Path:
-    """``<folder>/data/<config>``, created, once ``config`` and ``split`` are checked to be names the Hub accepts
-    (a hostile name must not write outside ``folder``)."""
-    check_config_name(config)
-    check_split_name(split)
-    out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return out_dir
 
 
 def shard_name(split: str, path: str | Path) -> str:
@@ -176,14 +174,6 @@ def shard_name(split: str, path: str | Path) -> str:
 
 
 SHARD_NAME = re.compile(r"[\w.]+-\d{5}-of-\d{5}-(?P<sha256>[0-9a-f]{16})\.parquet")
-
-
-def _move_shard(shard: Path, out_dir: Path, split: str, name: str) -> Path:
-    """Move ``shard`` to ``out_dir/name``, replacing the split's other shards there."""
-    for old in out_dir.glob(f"{split}-*.parquet"):
-        if old.name != name:
-            old.unlink()
-    return shard.replace(out_dir / name)
 
 
 def write_split_rows(
@@ -227,8 +217,7 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     try:
         stage = holder.path / "run"
         if out.is_dir():
-            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy,
-                            ignore=lambda d, names: [".staging"] if Path(d).name == DATA_DIR else [])
+            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy)
         else:
             stage.mkdir()
         yield stage
@@ -245,28 +234,6 @@ def _link_or_copy(src: str, dst: str) -> None:
         except OSError:
             pass
     shutil.copy2(src, dst)
-
-
-def staging_folder(folder: str | Path) -> Path:
-    """A fresh folder inside ``<folder>/data/`` (no config's files match it) to build parquet in;
-    :func:`publish_staged` moves it in."""
-    stage = Path(folder) / DATA_DIR / ".staging"
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    return stage
-
-
-def publish_staged(stage: str | Path, folder: str | Path) -> None:
-    """Move every ``data/<config>/<split>-*.parquet`` built under ``stage`` into ``folder``,
-    replacing that config's old shards of the same split, then remove ``stage``."""
-    stage = Path(stage)
-    for shard in sorted((stage / DATA_DIR).glob("*/*.parquet")):
-        target_dir = Path(folder) / DATA_DIR / shard.parent.name
-        target_dir.mkdir(parents=True, exist_ok=True)
-        _move_shard(shard, target_dir, shard.name.split("-", 1)[0], shard.name)
-    shutil.rmtree(stage)
-    record_data_files(folder)
 
 
 def record_data_files(folder: str | Path) -> Path | None:

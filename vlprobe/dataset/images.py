@@ -56,23 +56,6 @@ def _cell(cell: Mapping[str, Any]) -> tuple[bytes | None, str | None]:
     return (bytes(data) if data else None), (str(path) if path else None)
 
 
-def image_bytes(image: ImageLike | bytearray) -> bytes | None:
-    """Encoded bytes of ``image`` when it has them (bytes, a datasets dict, or a path, read within
-    :data:`MAX_IMAGE_BYTES`), else None."""
-    if isinstance(image, (bytes, bytearray)):
-        return bytes(image)
-    if isinstance(image, dict):
-        data, path = _cell(image)
-        if data is not None:
-            return data
-        if path is not None and os.path.isfile(path):
-            return encoded_file(path)
-        return None
-    if isinstance(image, (str, os.PathLike)):
-        return encoded_file(image)
-    return None
-
-
 def image_cell_in_folder(value: object, folder: str | os.PathLike[str] | None, where: str,
                          outside: bool = False) -> object:
     """A dataset image cell made safe to open: a path resolved inside ``folder`` (the dataset folder; None for a Hub
@@ -206,8 +189,18 @@ def open_checked(data: bytes, prefix: str = "", image: ImageLike | None = None) 
 
 
 def _encoded(image: ImageLike, prefix: str) -> bytes:
+    """The encoded bytes of ``image`` (bytes, a datasets cell, or a path read within :data:`MAX_IMAGE_BYTES`), else
+    :class:`ImageError` naming it after ``prefix``."""
+    data: bytes | None = None
     try:
-        data = image_bytes(image)
+        if isinstance(image, (bytes, bytearray)):
+            data = bytes(image)
+        elif isinstance(image, dict):
+            data, path = _cell(image)
+            if data is None and path is not None and os.path.isfile(path):
+                data = encoded_file(path)
+        elif isinstance(image, (str, os.PathLike)):
+            data = encoded_file(image)
     except ImageError as err:
         raise type(err)(f"{prefix}{err}") from None
     except OSError as err:
@@ -228,16 +221,15 @@ def image_size(image: ImageLike, where: str = "") -> tuple[int, int]:
 
 
 def content_hash(image: ImageLike) -> str:
-    """A stable content hash: sha256 of the encoded bytes, or of the decoded RGB pixels and size."""
-    data = image_bytes(image) if not isinstance(image, Image.Image) else None
+    """A stable content hash: sha256 of the encoded bytes, or of a PIL image's RGB pixels and size."""
     h = hashlib.sha256()
-    if data is not None:
-        h.update(b"bytes:")
-        h.update(data)
-    else:
+    if isinstance(image, Image.Image):
         pil = to_pil(image)
         h.update(f"rgb:{pil.size[0]}x{pil.size[1]}:".encode())
         h.update(pil.tobytes())
+    else:
+        h.update(b"bytes:")
+        h.update(_encoded(image, ""))
     return h.hexdigest()
 
 

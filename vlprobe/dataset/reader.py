@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import functools
 import mmap
 import os
 import sys
@@ -160,20 +161,16 @@ def release_mapped_pages(paths: Iterable[str | os.PathLike[str]]) -> int:
     return done
 
 
-_MADVISE: list[Madvise | None] = []
-
-
+@functools.cache
 def _libc_madvise() -> Madvise | None:
     """libc's ``madvise(addr, length, advice)`` through ctypes, or None where it cannot be had."""
-    if not _MADVISE:
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).madvise  # the C library the interpreter runs on
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            fn.restype = ctypes.c_int
-            _MADVISE.append(fn)
-        except (OSError, AttributeError):
-            _MADVISE.append(None)
-    return _MADVISE[0]
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise  # the C library the interpreter runs on
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def list_configs(dataset: str, revision: str | None = None) -> list[str]:

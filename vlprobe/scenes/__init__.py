@@ -16,27 +16,10 @@ To keep training scenes disjoint from an evaluation set, compare :meth:`Scene.ke
 evaluation rows' ``Scene.from_records(row["objects"]).key()``.
 """
 
-from .captions import PREFIX, article, inventory, join_list, noun_phrase, number_word, object_phrase, travlr_caption
-from .model import (
-    ALL_COLOURS,
-    ALL_SHAPES,
-    COLOURS,
-    GRID,
-    QUANTIFIER_COLOURS,
-    RGB,
-    SHAPES,
-    Scene,
-    SceneError,
-    SceneObject,
-    as_random,
-    place,
-    sample_scene,
-)
-from .render import cell_centre, png_bytes, render, render_png
+from .captions import PREFIX, object_phrase, travlr_caption
+from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, GRID, RGB, SHAPES, Scene, SceneError, SceneObject, sample_scene
+from .render import cell_centre, render, render_png
 from .statements import (
-    QUANTIFIERS,
-    RELATIONS,
-    STATEMENT_KINDS,
     And,
     Compare,
     Count,
@@ -47,17 +30,14 @@ from .statements import (
     StatementError,
     describe,
     foil,
-    has_truth_value,
     sample_statement,
     statement_from_dict,
     truth,
 )
 
 __all__ = [
-    "ALL_COLOURS", "ALL_SHAPES", "COLOURS", "GRID", "PREFIX", "QUANTIFIERS", "QUANTIFIER_COLOURS", "RELATIONS", "RGB",
-    "SHAPES", "STATEMENT_KINDS", "And", "Compare", "Count", "Exists", "Quantifier", "Scene", "SceneError",
-    "SceneObject", "Spatial", "Statement", "StatementError", "article", "as_random", "cell_centre", "describe",
-    "foil", "has_truth_value", "inventory", "join_list", "noun_phrase", "number_word", "object_phrase", "place",
-    "png_bytes", "render", "render_png", "sample_scene", "sample_statement", "statement_from_dict",
-    "travlr_caption", "truth",
+    "ALL_COLOURS", "ALL_SHAPES", "COLOURS", "GRID", "PREFIX", "RGB", "SHAPES", "And", "Compare", "Count", "Exists",
+    "Quantifier", "Scene", "SceneError", "SceneObject", "Spatial", "Statement", "StatementError", "cell_centre",
+    "describe", "foil", "object_phrase", "render", "render_png", "sample_scene", "sample_statement",
+    "statement_from_dict", "travlr_caption", "truth",
 ]

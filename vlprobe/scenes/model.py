@@ -35,6 +35,7 @@ RGB: dict[str, tuple[int, int, int]] = {
 COLOURS: tuple[str, ...] = ("red", "blue", "green", "yellow", "orange")  # spatial, cardinality, compare
 QUANTIFIER_COLOURS: tuple[str, ...] = COLOURS + ("purple", "brown")  # the quantifier task's X/Y colours
 ALL_COLOURS: tuple[str, ...] = QUANTIFIER_COLOURS + ("black",)  # quantifier companions and distractors
+OBJECT_TYPES: tuple[tuple[str, str], ...] = tuple((c, s) for s in SHAPES for c in COLOURS)  # the original's order
 
 COLUMN_NAMES = "ABCDEF"
 RandomLike = Union[random.Random, "Generator", int, None]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .captions import travlr_caption
-from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, QUANTIFIER_COLOURS, SHAPES, Scene, SceneObject, place
+from .model import ALL_COLOURS, ALL_SHAPES, COLOURS, OBJECT_TYPES, QUANTIFIER_COLOURS, SHAPES, Scene, SceneObject, place
 from .statements import Compare, Count, Quantifier, Spatial, Statement, foil, truth
 
 TASKS = ("spatiality", "cardinality", "quantifiers", "numerical_comparison")
@@ -73,8 +73,6 @@ class Example:
 
 
 # ---- split rules ---------------------------------------------------------------------------------
-OBJECT_TYPES: tuple[tuple[str, str], ...] = tuple((c, s) for s in SHAPES for c in COLOURS)  # the original's order
-
 SPATIAL_OOD_COLUMN_PAIRS = frozenset({(0, 4), (1, 3), (2, 5)})  # {A,E} {B,D} {C,F}
 SPATIAL_OOD_ROW_PAIRS = frozenset({(1, 5), (0, 2), (3, 4)})  # rows {2,6} {1,3} {4,5}
 ALL_INDEX_PAIRS = tuple(itertools.combinations(range(6), 2))

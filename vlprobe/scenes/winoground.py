@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from .model import ALL_CELLS, COLOURS, SHAPES, Scene, SceneObject, place
+from .model import ALL_CELLS, COLOURS, OBJECT_TYPES, SHAPES, Scene, SceneObject, place
 from .statements import And, Count, Exists, Spatial, Statement, truth
 
 CONFIGS = ("spatial_swap", "attribute_swap", "count_swap")
@@ -29,7 +29,6 @@ TAGS: dict[str, tuple[str, str, int, str]] = {
     "attribute_swap": ("Adjective-Color", "Symbolic", 1, "Relation"),
     "count_swap": ("Adjective-Number", "Symbolic", 1, "Relation"),
 }
-TYPES = tuple((c, s) for s in SHAPES for c in COLOURS)
 COUNTS = (2, 3, 4, 5)  # plural, so that both captions use the same words
 
 
@@ -65,7 +64,7 @@ class WinoItem:
 
 
 def _distractors(rng: random.Random, exclude_types: set, taken: list[tuple[int, int]], exclude_shapes=()) -> list[SceneObject]:
-    pool = [t for t in TYPES if t not in exclude_types and t[1] not in exclude_shapes]
+    pool = [t for t in OBJECT_TYPES if t not in exclude_types and t[1] not in exclude_shapes]
     types = [rng.choice(pool) for _ in range(rng.randint(0, 3))]
     return place(types, rng, taken=taken)
 

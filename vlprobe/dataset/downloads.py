@@ -97,17 +97,12 @@ def read_member(zf: zipfile.ZipFile, member: str | zipfile.ZipInfo, where: str) 
     return bytes(out)
 
 
-def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
-    if info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16):
-        return "is a symbolic link"
-    return relative_problem(info.filename)  # absolute, '..', NUL, control characters
-
-
 def safe_members(zf: zipfile.ZipFile, where: str) -> list[zipfile.ZipInfo]:
     """The archive's members, refusing the archive if any path could escape the target folder."""
     infos = zf.infolist()
     for info in infos:
-        reason = _unsafe_reason(info)
+        link = info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16)
+        reason = "is a symbolic link" if link else relative_problem(info.filename)  # absolute, '..', NUL...
         if reason:
             raise UnsafeArchiveError(f"{where}: member {info.filename!r} {reason}, which could write outside "
                                      "the folder it is extracted to; refusing the archive")

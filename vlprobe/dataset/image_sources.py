@@ -60,21 +60,11 @@ class SourceSpec:
 SOURCES: dict[str, SourceSpec] = {
     s.name: s
     for s in (
-        SourceSpec(
-            "coco2017_val", "MS COCO 2017 val", r"\d{12}\.jpg", ("val2017", "coco/val2017"), ("val2017.zip",),
-            ("http://images.cocodataset.org/val2017/{name}",),
-            "COCO images: Flickr terms of use of each image; COCO annotations CC BY 4.0",
-        ),
-        SourceSpec(
-            "coco2014_train", "MS COCO 2014 train", r"COCO_train2014_\d{12}\.jpg", ("train2014", "coco/train2014"),
-            ("train2014.zip",), ("http://images.cocodataset.org/train2014/{name}",),
-            "COCO images: Flickr terms of use of each image; COCO annotations CC BY 4.0",
-        ),
-        SourceSpec(
-            "coco2014_val", "MS COCO 2014 val", r"COCO_val2014_\d{12}\.jpg", ("val2014", "coco/val2014"),
-            ("val2014.zip",), ("http://images.cocodataset.org/val2014/{name}",),
-            "COCO images: Flickr terms of use of each image; COCO annotations CC BY 4.0",
-        ),
+        *(SourceSpec(f"coco{year}_{split}", f"MS COCO {year} {split}", pattern, (f"{split}{year}", f"coco/{split}{year}"),
+                     (f"{split}{year}.zip",), (f"http://images.cocodataset.org/{split}{year}/{{name}}",),
+                     "COCO images: Flickr terms of use of each image; COCO annotations CC BY 4.0")
+          for year, split, pattern in (("2017", "val", r"\d{12}\.jpg"), ("2014", "train", r"COCO_train2014_\d{12}\.jpg"),
+                                       ("2014", "val", r"COCO_val2014_\d{12}\.jpg"))),
         SourceSpec(
             "visual7w", "Visual7W images", r"v7w_\d+\.jpg", ("visual7w/images", "visual7w", "images"),
             ("visual7w_images.zip",), (),
@@ -281,7 +271,6 @@ class ImageResolver:
         absent = []
         with zf:
             index = _by_base_name(zf, f"{self.spec.name}: {path}")
-            self._own_cache()
             for name in names:
                 self.check(name)
                 member = index.get(name)

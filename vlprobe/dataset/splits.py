@@ -55,7 +55,7 @@ def _disk_full(err: BaseException) -> OSError | None:
 
 def _dataset_error(dataset: str, err: BaseException) -> str:
     folder = Path(dataset)
-    if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not _is_built(folder):
+    if folder.is_dir() and (folder / "vlprobe.yaml").is_file() and not any((folder / "data").rglob("*.parquet")):
         # a clone's committed card folder (valse/, crepe/, ...): its rows come from a build
         try:
             bench = find(ItemSpec.from_file(folder / "vlprobe.yaml").benchmark)
@@ -170,7 +170,3 @@ def _hub_sha(dataset: str, revision: str | None) -> str | None:
         return HfApi().dataset_info(dataset, revision=revision, timeout=10).sha
     except Exception:
         return None
-
-
-def _is_built(folder: Path) -> bool:
-    return any((folder / "data").rglob("*.parquet")) if (folder / "data").is_dir() else False

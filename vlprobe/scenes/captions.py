@@ -44,10 +44,6 @@ def travlr_caption(scene: Scene, rng: RandomLike = None, order: Sequence[int] | 
     return f"{PREFIX} There is {join_list(names)}."
 
 
-def number_word(n: int) -> str:
-    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
-
-
 def plural(shape: str) -> str:
     return shape + "s"  # every shape name here takes a plain -s
 
@@ -59,7 +55,7 @@ def noun_phrase(count: int, colour: str | None = None, shape: str | None = None,
     if count == 1:
         head = article(adjective or noun) if words else "1"
         return f"{head} {adjective}{noun}"
-    num = number_word(count) if words else str(count)
+    num = NUMBER_WORDS[count] if words and 0 <= count < len(NUMBER_WORDS) else str(count)
     return f"{num} {adjective}{plural(noun)}"
 
 

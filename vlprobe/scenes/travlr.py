@@ -191,6 +191,8 @@ def _spatial(rng: random.Random, split: str, label: bool, axis: str) -> Example:
 
 @functools.cache
 def _distractor_sets_by_total(excluded: tuple[str, ...], ood: bool) -> dict[int, tuple[tuple[tuple[str, int], ...], ...]]:
+    """{total: every way to make that many distractors of the shapes not in ``excluded``, each absent or with one of
+    its counts of the split: tuples of (shape, count), in ``SHAPES`` order}."""
     sets: list[tuple[tuple[str, int], ...]] = [()]
     for other in (s for s in SHAPES if s not in excluded):
         sets = [combo + ((other, k),) for combo in sets for k in cardinality_counts(other, ood)] + sets
@@ -198,12 +200,6 @@ def _distractor_sets_by_total(excluded: tuple[str, ...], ood: bool) -> dict[int,
     for combo in sets:
         by_total.setdefault(sum(k for _, k in combo), []).append(combo)
     return {total: tuple(sorted(combos)) for total, combos in by_total.items()}
-
-
-def cardinality_distractor_sets(excluded: tuple[str, ...], ood: bool, total: int) -> tuple[tuple[tuple[str, int], ...], ...]:
-    """Every way to make ``total`` distractors of the shapes not in ``excluded``, each absent or with one of its
-    counts of the split: tuples of (shape, count), in ``SHAPES`` order."""
-    return _distractor_sets_by_total(tuple(excluded), ood).get(total, ())
 
 
 def cardinality_scene_sizes(shape: str, ood: bool) -> range:
@@ -244,7 +240,7 @@ def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
     total = rng.choice(list(layouts))
     n, m, companions = rng.choice(layouts[total])
     groups = ((shape, n), *companions)
-    distractor_sets = cardinality_distractor_sets(tuple(c for c, _ in groups), ood, total - sum(k for _, k in groups))
+    distractor_sets = _distractor_sets_by_total(tuple(c for c, _ in groups), ood).get(total - sum(k for _, k in groups), ())
     types = [(rng.choice(COLOURS), s) for s, k in groups for _ in range(k)]
     for other, k in rng.choice(distractor_sets):
         types += [(rng.choice(COLOURS), other) for _ in range(k)]
@@ -378,11 +374,6 @@ _MAKERS: dict[str, Callable[..., Example]] = {
 
 
 # ---- whole tasks ---------------------------------------------------------------------------------
-def task_rng(task: str, seed: int) -> random.Random:
-    # str seeds hash with sha512 in random.Random: stable across runs and PYTHONHASHSEED
-    return random.Random(f"vlprobe-travlr:{task}:{seed}")
-
-
 def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
     """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``, captions drawn, nothing
     rendered; balanced as ``_STRATA`` says."""
@@ -391,7 +382,7 @@ def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: in
     unknown = set(sizes) - set(SPLITS)
     if unknown:
         raise ValueError(f"unknown split(s) {sorted(unknown)}; splits are {SPLITS}")
-    rng = task_rng(task, seed)
+    rng = random.Random(f"vlprobe-travlr:{task}:{seed}")  # a str seed hashes with sha512: stable across runs
     seen: set = set()
     out: dict[str, list[Example]] = {}
     for split in SPLITS:

@@ -120,9 +120,7 @@ def download_file(
     desc: str | None = None,
     chunk: int = 1 << 20,
 ) -> Path:
-    """Download ``url`` to ``target`` through ``target.part`` (resumed with a Range request), ``retries``
-    attempts on transient errors, the size (``size``, else the server's) and ``sha256`` checked before the file
-    is moved into place."""
+    """Download ``url`` to ``target`` through ``target.part`` (resumed, retried), its size and ``sha256`` checked."""
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     errors: list[str] = []

@@ -69,8 +69,7 @@ class ConfigDecl:
 
 
 def card_metadata(configs: Sequence[ConfigDecl], **fields: object) -> dict[str, Any]:
-    """The card's YAML: ``fields`` (license, pretty_name, ...), then ``dataset_info`` and ``configs`` as
-    ``push_to_hub`` writes them."""
+    """The card's YAML: ``fields``, then ``dataset_info`` and ``configs`` as ``push_to_hub`` writes them."""
     if sum(c.default for c in configs) != 1:
         raise ValueError(f"exactly one config must be the default, got {[c.name for c in configs if c.default]}")
     # the features as push_to_hub writes them (DatasetInfosDict.to_dataset_card_data): configs sorted by name
@@ -146,9 +145,8 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
 
 
 def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[str], T]) -> tuple[Path, T]:
-    """(The shard ``write(path)`` wrote to a temporary file, then moved in under its content name replacing the
-    split's old shards, what it returned); ``config`` and ``split`` checked first to be names the Hub accepts (a
-    hostile name must not write outside ``folder``)."""
+    """(The shard ``write(path)`` wrote, moved in under its content name in place of the split's old shards, what
+    it returned); ``config`` and ``split`` must be names the Hub accepts, which stay inside ``folder``."""
     check_config_name(config)
     check_split_name(split)
     out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
@@ -201,9 +199,8 @@ def write_split_rows(
 
 @contextlib.contextmanager
 def rebuilding(folder: str | Path) -> Iterator[Path]:
-    """Rebuild dataset folder ``folder`` as one unit: yields a copy of it (parquet hard-linked: shards are never
-    rewritten in place) beside it, which replaces ``folder`` in one step when the block ends without an error; a
-    build that fails or is killed leaves ``folder`` as it was."""
+    """Rebuild ``folder`` as one unit: yields a copy of it (parquet hard-linked: shards are never rewritten in
+    place) that replaces ``folder`` in one step when the block ends without an error."""
     out = Path(folder)
     if out.is_symlink():  # a link stays a link: the folder it points to is rebuilt, as `vlprobe evaluate --out` does
         out = Path(os.path.realpath(out))
@@ -238,8 +235,7 @@ def _link_or_copy(src: str, dst: str) -> None:
 
 def record_data_files(folder: str | Path) -> Path | None:
     """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern replaced by the
-    files it matches now (the module doc); configs with no file are left out while any config has files. None
-    without a card declaring configs."""
+    files it matches now (the module doc), configs with no file left out while any has files."""
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         return None

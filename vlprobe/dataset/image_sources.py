@@ -246,15 +246,13 @@ class ImageResolver:
                 where.append("download from " + " | ".join(u.replace("{name}", "<name>") for u in self.spec.urls))
         return where
 
-    # ---- sources published as one archive ----------------------------------------------
     @property
     def archive_path(self) -> Path:
         assert self.spec.archive is not None
         return self.cache / ".archive" / self.spec.archive.file
 
     def extract(self, names: Iterable[str]) -> list[str]:
-        """Extract ``names`` from the source's archive (downloaded or resumed first) into the cache; returns the
-        names it does not hold."""
+        """Extract ``names`` from the source's archive into the cache; returns the names it does not hold."""
         archive = self.spec.archive
         assert archive is not None
         self._own_cache()
@@ -291,10 +289,8 @@ class ImageResolver:
         tmp.write_bytes(data)
         return tmp.replace(self.cache / name)
 
-    # ---- look-up -----------------------------------------------------------------------
     def check(self, name: str) -> str:
-        """``name`` if it is a plain file name, else :class:`UnsafePathError`: annotations must not reach files
-        outside the image folders."""
+        """``name`` if it is a plain file name (no path outside the image folders), else :class:`UnsafePathError`."""
         problem = name_problem(name)
         if problem:
             raise UnsafePathError(f"{self.spec.name}: image file name {name!r} {problem}; an annotation may only name "
@@ -418,8 +414,7 @@ def read_checked(resolver: ImageResolver, name: str) -> bytes:
 def read_checked_many(
     requests: Iterable[tuple[ImageResolver, str]], workers: int = 2, chunk: int = 64
 ) -> Iterator[bytes]:
-    """:func:`read_checked` over ``(resolver, name)`` pairs, in order, ``workers`` threads at a time, at most
-    ``chunk`` images held at once."""
+    """:func:`read_checked` over ``(resolver, name)`` pairs, in order, ``workers`` threads at a time."""
     it = iter(requests)
     if workers <= 1:
         for resolver, name in it:
@@ -455,8 +450,7 @@ def make_resolvers(
     cache_dir: str | os.PathLike[str] | None = None,
     retries: int = 3,
 ) -> dict[str, ImageResolver]:
-    """One resolver per source (a name in :data:`SOURCES` or a :class:`SourceSpec`), by name: its explicit
-    locations first, then what the images root holds."""
+    """One resolver per source (a name in :data:`SOURCES` or a :class:`SourceSpec`), by name."""
     resolvers = {}
     root = Path(images_root).expanduser() if images_root else None
     if root is not None and not root.is_dir():

@@ -97,8 +97,7 @@ def describe(image: object) -> str:
 
 
 def to_pil(image: ImageLike, where: str = "") -> Image.Image:
-    """Decode ``image`` to an RGB PIL image (RGBA and palette images are flattened, as Winoground's
-    reference code does)."""
+    """Decode ``image`` to an RGB PIL image (alpha flattened, as Winoground's reference code does)."""
     prefix = f"{where}: " if where else ""
     if isinstance(image, Image.Image):
         pil = image
@@ -189,8 +188,7 @@ def open_checked(data: bytes, prefix: str = "", image: ImageLike | None = None) 
 
 
 def _encoded(image: ImageLike, prefix: str) -> bytes:
-    """The encoded bytes of ``image`` (bytes, a datasets cell, or a path read within :data:`MAX_IMAGE_BYTES`), else
-    :class:`ImageError` naming it after ``prefix``."""
+    """The encoded bytes of ``image``, else :class:`ImageError` naming it after ``prefix``."""
     data: bytes | None = None
     try:
         if isinstance(image, (bytes, bytearray)):

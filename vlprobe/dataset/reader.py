@@ -87,8 +87,7 @@ def config_splits(folder: str | Path, config: str) -> list[str]:
 
 
 def undecoded_features(features: F) -> F:
-    """The same features with every ``Image`` left undecoded (``{"bytes", "path"}`` dicts): the engine hashes
-    the bytes and decodes in DataLoader workers."""
+    """The same features with every ``Image`` left undecoded: the engine hashes the bytes, decoding in workers."""
     if isinstance(features, datasets.Image):
         return datasets.Image(decode=False)
     if isinstance(features, dict):
@@ -184,8 +183,7 @@ def list_splits(dataset: str, config: str, revision: str | None = None) -> list[
 
 
 def damaged_file(folder: Path) -> str | None:
-    """Which file of dataset folder ``folder`` (its YAML files, each parquet file) cannot be read, and why; None
-    when every file reads."""
+    """Which file of dataset folder ``folder`` cannot be read, and why (None: every file reads)."""
     for name in ("README.md", ".huggingface.yaml", "vlprobe.yaml"):
         path = folder / name
         if not path.is_file():

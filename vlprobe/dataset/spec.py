@@ -101,7 +101,6 @@ class ItemSpec:
     benchmark: str | None = None  # a registered benchmark's name (vlprobe.benchmarks), or None
     data_version: str | None = None  # the upstream version of the data the folder was built from, as recorded
 
-    # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: object, source: str = "<dict>") -> ItemSpec:
         """The spec a parsed ``vlprobe.yaml`` holds; a :class:`SpecError` naming ``source`` and the key at fault."""
@@ -125,8 +124,7 @@ class ItemSpec:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ItemSpec:
-        """The spec file ``path``, read within :mod:`vlprobe.dataset.reading`'s bounds; a :class:`SpecError` naming the
-        file otherwise."""
+        """The spec file ``path`` (read within :mod:`.reading`'s bounds); a :class:`SpecError` naming it otherwise."""
         path = Path(path)
         try:
             data = parse_yaml(read_text(path, "spec", SPEC_BYTES), str(path))
@@ -148,7 +146,6 @@ class ItemSpec:
         merged = {**{key: getattr(self, key) for key in _FIELDS}, **over}
         return ItemSpec.from_dict(merged, source=f"{self.source} (configs.{config})")
 
-    # ---- conversion ---------------------------------------------------------------------
     def to_item(self, row: Mapping[str, Any], index: int = 0, config: str = "", modality: str = "image") -> Item:
         """Convert one dataset row to an :class:`Item`; errors name the row and the column."""
         row_id = str(row[self.id]) if self.id and self.id in row else str(index)
@@ -217,8 +214,7 @@ class ItemSpec:
     def iter_items(
         self, rows: Iterable[Mapping[str, Any]], config: str = "", modality: str = "image"
     ) -> Iterator[Item]:
-        """Items of ``rows``; duplicate ids are refused (a Dataset before the first item, any other iterable at its
-        end)."""
+        """Items of ``rows``; duplicate ids refused (a Dataset's before the first item, others' at the end)."""
         spec = self.for_config(config)
         where = f"config {config!r}" if config else spec.source
         if hasattr(rows, "column_names"):

@@ -137,8 +137,7 @@ def select_splits(dataset: str, config: str, wanted: Wanted, names: Sequence[str
 
 
 def load_split(dataset: str, config: str, split: str, revision: str | None) -> tuple[datasets.Dataset, dict[str, Any]]:
-    """One split as a memory-mapped Dataset, and what identifies its data (a folder: its parquet files' sha256; a
-    Hub dataset: its fingerprint and resolved commit)."""
+    """One split as a memory-mapped Dataset, and what identifies its data (sha256s, or the Hub's commit)."""
     import datasets  # noqa: PLC0415 (see above)
 
     from ..storage import arrow_cache  # noqa: PLC0415 (datasets: see above)

@@ -32,8 +32,7 @@ def object_phrase(obj: SceneObject) -> str:
 
 
 def travlr_caption(scene: Scene, rng: RandomLike = None, order: Sequence[int] | None = None) -> str:
-    """TraVLR's caption of ``scene``: its prefix, then the objects in a random order drawn from ``rng``, or in
-    ``order`` (indices into ``scene.objects``)."""
+    """TraVLR's caption of ``scene``: its prefix, then the objects in a random order drawn from ``rng``, or ``order``."""
     if order is None:
         order = list(range(len(scene)))
         as_random(rng).shuffle(order)

@@ -84,9 +84,8 @@ def _fill(points: Sequence[tuple[float, float]], span: int):
 
 @lru_cache(maxsize=64)
 def equal_area_mask(shape: str, size: int = SIZE, centred: bool = False) -> tuple[int, Image.Image]:
-    """``(span, mask)``: the pixels of ``shape`` with ``equal_area``, an "L" mask of side ``2*span+1``: the
-    outline scaled to the largest size within the pixel count, then the next size's pixels nearest the centre
-    until the count is exact; ``centred``: then centred by :func:`_centre`."""
+    """``(span, mask)``: the pixels of ``shape`` with ``equal_area``, an "L" mask of side ``2*span+1``: the outline
+    scaled to fit the pixel count, then the next size's pixels nearest the centre until the count is exact."""
     import numpy as np
 
     base = (tuple(_regular(_CIRCLE_SIDES, MEDIUM * cell_size(size) / 2)) if shape == "circle"
@@ -128,8 +127,7 @@ def _neighbours(mask):
 
 
 def _centre(mask):
-    """``mask`` with its pixel centroid on its centre pixel: each step moves one boundary pixel beside the
-    boundary, the smoothest move that lowers ``|sum x| + |sum y|`` (one always does, so it ends)."""
+    """``mask`` with its pixel centroid on its centre: each step, the smoothest boundary move that lowers it."""
     import numpy as np
 
     mask = mask.copy()

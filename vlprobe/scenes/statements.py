@@ -242,7 +242,6 @@ def has_truth_value(scene: Scene, statement: Statement) -> bool:
     return True
 
 
-# ---- minimal truth-flipping edits ------------------------------------------------------------
 def foil(
     scene: Scene,
     statement: Statement,
@@ -250,9 +249,8 @@ def foil(
     numbers: Sequence[int] | None = None,
     colours: Sequence[str] | None = None,
 ) -> Statement:
-    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite: the opposite relation, the
-    negation, another number (from ``numbers``, default 1..9) or colour (from ``colours``), drawn with ``rng``;
-    :class:`StatementError` when none flips the truth."""
+    """The minimal edit of ``statement`` whose truth on ``scene`` is the opposite (another relation, number or
+    colour, or the negation); :class:`StatementError` when none flips it."""
     rng = as_random(rng)
     value = truth(scene, statement)
     if isinstance(statement, Spatial):
@@ -277,7 +275,6 @@ def foil(
     raise StatementError(f"no minimal edit of {statement.text()!r} flips its truth on this scene")
 
 
-# ---- random statements (training data for small models) --------------------------------------
 STATEMENT_KINDS = ("exists", "count", "spatial", "quantifier", "compare")
 
 

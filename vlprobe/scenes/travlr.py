@@ -72,7 +72,6 @@ class Example:
         return [{**o.to_dict(), "queried": i in self.queried} for i, o in enumerate(self.scene.objects)]
 
 
-# ---- split rules ---------------------------------------------------------------------------------
 SPATIAL_OOD_COLUMN_PAIRS = frozenset({(0, 4), (1, 3), (2, 5)})  # {A,E} {B,D} {C,F}
 SPATIAL_OOD_ROW_PAIRS = frozenset({(1, 5), (0, 2), (3, 4)})  # rows {2,6} {1,3} {4,5}
 ALL_INDEX_PAIRS = tuple(itertools.combinations(range(6), 2))
@@ -144,8 +143,7 @@ COMPARE_OOD_MIN_DIFF = 4
 
 
 def compare_shape_pairs() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(InD, OOD) unordered shape pairs: 17 + 4, the 4 from ``random.Random(6).sample`` (ours;
-    the original drew them unseeded)."""
+    """(InD, OOD) unordered shape pairs: 17 + 4, ours from ``random.Random(6)`` (the original drew them unseeded)."""
     pairs = list(itertools.combinations(SHAPES, 2))
     ood = random.Random(6).sample(pairs, 4)
     return [p for p in pairs if p not in ood], sorted(ood)
@@ -159,7 +157,6 @@ def compare_count_pairs(ood: bool) -> list[tuple[int, int]]:
     ]
 
 
-# ---- one example per task ------------------------------------------------------------------------
 def _spatial(rng: random.Random, split: str, label: bool, axis: str) -> Example:
     ood = split == "test_ood"
     ind_pairs, ood_pairs = _SPATIAL_PAIRS
@@ -191,8 +188,7 @@ def _spatial(rng: random.Random, split: str, label: bool, axis: str) -> Example:
 
 @functools.cache
 def _distractor_sets_by_total(excluded: tuple[str, ...], ood: bool) -> dict[int, tuple[tuple[tuple[str, int], ...], ...]]:
-    """{total: every way to make that many distractors of the shapes not in ``excluded``, each absent or with one of
-    its counts of the split: tuples of (shape, count), in ``SHAPES`` order}."""
+    """{total: every (shape, count) tuple of the shapes not in ``excluded`` with counts of the split}."""
     sets: list[tuple[tuple[str, int], ...]] = [()]
     for other in (s for s in SHAPES if s not in excluded):
         sets = [combo + ((other, k),) for combo in sets for k in cardinality_counts(other, ood)] + sets
@@ -232,8 +228,7 @@ def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int
 
 
 def _cardinality(rng: random.Random, split: str, label: bool) -> Example:
-    """A row: n objects of the queried shape and m of a partner (:func:`cardinality_layouts`); the query asks
-    n (true) or m (false). The scene is drawn before the label (the original's size hinted at the count)."""
+    """A row: n of the queried shape, m of a partner; the query asks n (true) or m (false), the scene drawn first."""
     ood = split == "test_ood"
     shape = rng.choice(SHAPES)
     layouts = cardinality_layouts(shape, ood)
@@ -295,8 +290,7 @@ QUANTIFIER_DISTRACTORS = (0, 4)  # objects beyond the two instances (the other i
 
 def _instance_types(case: str, pair: tuple[int, int], extra: int, x: str, y: str, rng: random.Random,
                     colours: list[str], shapes: list[str]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """The (colour, shape) of each object of an instance for ``case`` about shape ``x`` and colour ``y``, its
-    pair's first; X \\ Y of one companion colour, Y \\ X of one companion shape."""
+    """The (colour, shape) of each object of an instance for ``case`` about ``x`` and ``y``, its pair's first."""
     regions = quantifier_regions(case, pair, extra)
     z, w = rng.choice(colours), rng.choice(shapes)
     types = [(y, x)] * regions.xy + [(z, x)] * regions.x + [(y, w)] * regions.y
@@ -305,8 +299,7 @@ def _instance_types(case: str, pair: tuple[int, int], extra: int, x: str, y: str
 
 
 def _quantifiers(rng: random.Random, split: str, label: bool, quantifier: str) -> Example:
-    """A row: an instance for the query's quantifier and one for its negation, of two (shape, colour) types
-    sharing neither, plus distractors; the label only decides which type the query names."""
+    """A row: instances for the quantifier and its negation; the label only decides which the query names."""
     ood = split == "test_ood"
     x, y = rng.choice(_QUANT_TYPES[ood])
     other_x = rng.choice([s for s in SHAPES if s != x])
@@ -373,10 +366,8 @@ _MAKERS: dict[str, Callable[..., Example]] = {
 }
 
 
-# ---- whole tasks ---------------------------------------------------------------------------------
 def generate_task(task: str, sizes: dict[str, int], seed: int = 0, max_tries: int = 1000) -> dict[str, list[Example]]:
-    """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``, captions drawn, nothing
-    rendered; balanced as ``_STRATA`` says."""
+    """All splits of ``task`` (``sizes``: rows per split), deterministic in ``seed``, unrendered."""
     if task not in _MAKERS:
         raise ValueError(f"unknown TraVLR task {task!r}; choose one of {TASKS}")
     unknown = set(sizes) - set(SPLITS)

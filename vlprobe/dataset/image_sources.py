@@ -416,15 +416,8 @@ def read_checked_many(
 ) -> Iterator[bytes]:
     """:func:`read_checked` over ``(resolver, name)`` pairs, in order, ``workers`` threads at a time."""
     it = iter(requests)
-    if workers <= 1:
-        for resolver, name in it:
-            yield read_checked(resolver, name)
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        while True:
-            batch = list(itertools.islice(it, chunk))
-            if not batch:
-                return
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        while batch := list(itertools.islice(it, chunk)):
             yield from pool.map(lambda pair: read_checked(*pair), batch)
 
 

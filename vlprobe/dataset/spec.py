@@ -16,9 +16,8 @@
 
 Datasets on the Hub without such a file get a built-in spec from ``vlprobe/specs/<name>.yaml``.
 
-Modalities (TraVLR's settings): ``image`` (the row as it is); ``caption`` (blank images, each text followed by
-the context: ``"<query> <caption>"``); ``both`` (the real images, the texts so followed). The text comes first
-because a model truncates long texts from the end: a TraVLR caption alone can fill CLIP's 77 tokens.
+Modalities (TraVLR's): ``image``; ``caption`` (blank images, texts ``"<query> <caption>"``: a model truncates from
+the end, and a caption alone can fill CLIP's 77 tokens); ``both`` (the real images, the texts so).
 """
 
 from __future__ import annotations

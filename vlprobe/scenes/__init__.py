@@ -1,19 +1,13 @@
-"""Synthetic scenes: TraVLR's 6x6-grid world, rendered offline, with captions and a truth function.
+"""Synthetic scenes: TraVLR's 6x6-grid world, rendered offline, with captions and a truth function, e.g.::
 
-Typical use, e.g. to make image-text training pairs::
-
-    import random
-    from vlprobe import scenes
-
-    rng = random.Random(0)                      # or numpy.random.default_rng(0)
+    rng = random.Random(0)
     scene = scenes.sample_scene(rng, n_objects=(2, 8))
     image = scenes.render(scene)                # PIL.Image, 500x500 RGB
     caption = scenes.travlr_caption(scene, rng) # "Columns, left to right, ... There is a red circle at A 1, ..."
     stmt, label = scenes.sample_statement(scene, rng, label=False)   # a false statement
-    assert scenes.truth(scene, stmt) is False
 
-To keep training scenes disjoint from an evaluation set, compare :meth:`Scene.key` values with the
-evaluation rows' ``Scene.from_records(row["objects"]).key()``.
+Training scenes are disjoint from an evaluation set when their :meth:`Scene.key` differs from every evaluation
+row's ``Scene.from_records(row["objects"]).key()``.
 """
 
 from .captions import PREFIX, object_phrase, travlr_caption

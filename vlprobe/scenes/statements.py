@@ -1,11 +1,7 @@
-"""Statements about scenes in a structured form, their texts, and the truth function.
-
-Each statement has ``text()`` (a sentence, in TraVLR's wording where it has one), ``phrase()`` (lower case,
-no period: Winoground-style captions), ``to_dict()`` (:func:`statement_from_dict` reverses it) and
-``holds(scene)``. :func:`truth` is the single truth function every label and gold matrix in vlprobe comes
-from. Spatial statements presuppose that "the red circle" names exactly one object; when it does not,
-:func:`truth` raises :class:`StatementError` instead of guessing. Quantifiers follow first-order logic
-(``All`` over no objects is true).
+"""Statements about scenes: ``text()`` (TraVLR's wording where it has one), ``phrase()`` (Winoground-style captions),
+``to_dict()`` (:func:`statement_from_dict` reverses it), and :func:`truth`, the single truth function every label and
+gold matrix in vlprobe comes from. "The red circle" must name exactly one object, else :func:`truth` raises
+:class:`StatementError` instead of guessing; quantifiers follow first-order logic (``All`` over nothing is true).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Winoground-style 2x2 instruments on synthetic scenes (``CONFIGS``; the dataset card,
-``vlprobe/templates/winoground_style_body.md``, shows each): two images, two captions with the same words in
-another order, each caption true of exactly one image (checked by :func:`~vlprobe.scenes.statements.truth`).
-
-No image statistic tells the two images apart unless it reads what the captions say (issue 49;
-``tests/test_winoground_style_shortcuts.py``): with :data:`RENDER_OPTIONS` every shape covers the same
-pixels, its centroid on its cell's centre; ``spatial_swap``'s two objects share a shape (the same ink);
-``attribute_swap``'s shapes keep their cells; ``count_swap``'s objects share a colour and the cells whose
-shape changes lie strictly inside the others' rows and columns (the same bounding box).
+``vlprobe/templates/winoground_style_body.md``, shows each and why only the words tell the two images apart):
+two images, two captions with the same words in another order, each caption true of exactly one image.
 """
 
 from __future__ import annotations

@@ -57,8 +57,7 @@ class ArchiveBombError(ArchiveError):
     """A member that inflates past :data:`MAX_MEMBER_BYTES` or :data:`MAX_RATIO` times its size (a zip bomb)."""
 
 
-# Bounds on one archive member: the largest real one is a few hundred MB of CSV; deflate text compresses about
-# 3-10x, a photo about 1x, a bomb of zeros about 1000x.
+# Bounds on one archive member: the largest real one is a few hundred MB of CSV; text deflates 3-10x, a bomb 1000x.
 MAX_MEMBER_BYTES = 1 << 30  # 1 GiB inflated
 MAX_RATIO = 200             # inflated / compressed, judged on members over RATIO_FLOOR
 RATIO_FLOOR = 1 << 20       # small members may compress well (a blank PNG, a short JSON file)

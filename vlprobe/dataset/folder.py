@@ -55,8 +55,7 @@ class ConfigDecl:
     features: datasets.Features
     splits: Sequence[str] = ("test",)
     default: bool = False
-    # data files per split (globs) for a config that reads other configs' parquet (VALSE's ``all``), so image
-    # bytes are stored once; None: ``data/<name>/<split>-*.parquet``
+    # globs per split for a config reading other configs' parquet (VALSE's ``all``); None: its own data/<name>/
     paths: Mapping[str, Sequence[str]] | None = None
 
     def data_files(self) -> list[dict[str, Any]]:

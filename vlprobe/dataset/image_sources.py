@@ -8,6 +8,7 @@ extracted).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -55,8 +56,7 @@ class SourceSpec:
         return re.fullmatch(self.pattern, name) is not None
 
 
-# The public image collections benchmarks draw on; folder and zip names are the original releases'. A builder
-# whose benchmark lays a collection out its own way (COLA, VL-CheckList) declares its own SourceSpec.
+# The public image collections benchmarks draw on, with the original releases' folder and zip names.
 SOURCES: dict[str, SourceSpec] = {
     s.name: s
     for s in (
@@ -159,25 +159,20 @@ class _Zip:
 
     def __init__(self, path: Path):
         self.path = path
-        self._zip: zipfile.ZipFile | None = None
-        self._index: dict[str, str] | None = None
 
+    @functools.cached_property
+    def _zip(self) -> zipfile.ZipFile:
+        try:
+            return zipfile.ZipFile(self.path)
+        except (zipfile.BadZipFile, OSError) as err:
+            raise ImageSourceError(f"{self.path}: not a readable zip file: {err}") from None
+
+    @functools.cached_property
     def index(self) -> dict[str, str]:
-        if self._index is None:
-            try:
-                self._zip = zipfile.ZipFile(self.path)
-            except (zipfile.BadZipFile, OSError) as err:
-                raise ImageSourceError(f"{self.path}: not a readable zip file: {err}") from None
-            self._index = _by_base_name(self._zip, str(self.path))
-        return self._index
-
-    def has(self, name: str) -> bool:
-        return name in self.index()
+        return _by_base_name(self._zip, str(self.path))
 
     def read(self, name: str) -> bytes:
-        member = self.index()[name]
-        assert self._zip is not None
-        return read_member(self._zip, member, str(self.path))
+        return read_member(self._zip, self.index[name], str(self.path))
 
 
 class ImageResolver:
@@ -270,7 +265,6 @@ class ImageResolver:
         with zf:
             index = _by_base_name(zf, f"{self.spec.name}: {path}")
             for name in names:
-                self.check(name)
                 member = index.get(name)
                 if member is None:
                     absent.append(name)
@@ -301,13 +295,13 @@ class ImageResolver:
         """The file ``name`` in a location given, or the zip given that holds it (None: in none of them)."""
         self.check(name)
         found = next((folder / name for folder in self.folders if (folder / name).is_file()), None)
-        return found or next((z for z in self.zips if z.has(name)), None)
+        return found or next((z for z in self.zips if name in z.index), None)
 
     def locate(self, name: str) -> str | None:
         """Where ``name`` is available locally (a path, or ``zip!member``), without reading it."""
         found = self._local(name)
         if found is not None:
-            return f"{found.path}!{found.index()[name]}" if isinstance(found, _Zip) else str(found)
+            return f"{found.path}!{found.index[name]}" if isinstance(found, _Zip) else str(found)
         if self.download:
             cached = self._own_cache() / name
             if cached.is_file():

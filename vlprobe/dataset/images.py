@@ -34,8 +34,7 @@ class ImageTooLargeError(ImageError):
     """An image with more pixels than ``PIL.Image.MAX_IMAGE_PIXELS``: refused, not decoded."""
 
 
-# The largest image file vlprobe reads: an image within PIL.Image.MAX_IMAGE_PIXELS stored uncompressed (RGBA) is
-# 358 MB; reading anything larger (a 20 GB sparse file named as an image) would only fill memory.
+# The largest image file vlprobe reads: an image within PIL.Image.MAX_IMAGE_PIXELS stored uncompressed is 358 MB.
 MAX_IMAGE_BYTES = 512 << 20
 
 
@@ -113,8 +112,7 @@ def to_pil(image: ImageLike, where: str = "") -> Image.Image:
     return pil
 
 
-# (format, mode) pairs torchvision.io decodes to the same RGB pixels as PIL's convert("RGB") (checked in
-# tests/test_preprocessing.py); anything else goes through PIL.
+# (format, mode) pairs torchvision.io decodes to PIL's convert("RGB") pixels (tests/test_preprocessing.py)
 _TORCHVISION_DECODES = {("JPEG", "RGB"), ("JPEG", "L"), ("PNG", "RGB"), ("PNG", "L")}
 
 

@@ -319,8 +319,7 @@ def _as_given(value: object, key: str, source: str) -> object:
     return value  # a column name (id, context), checked against the dataset's columns when it is read
 
 
-# How each key of a spec is read into its ItemSpec field (configs aside): (value or None, key, source) -> field,
-# or a SpecError naming them.
+# How each key of a spec is read into its field: (value or None, key, source) -> field, or a SpecError naming them
 _FIELDS: dict[str, Callable[[object, str, str], Any]] = {
     "images": _names, "texts": _names, "gold": _gold_form, "id": _as_given,
     "tags": lambda value, key, source: _names(value or [], key, source), "context": _as_given,

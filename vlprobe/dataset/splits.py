@@ -19,8 +19,7 @@ from .spec import ItemSpec
 if TYPE_CHECKING:
     import datasets
 
-# datasets (3.9 s to import: vlprobe.dataset.folder, reader and vlprobe.storage.arrow_cache) and huggingface_hub
-# (1.0 s) are imported where used, so a misspelt name is refused first.
+# datasets (3.9 s to import, through .folder, .reader, arrow_cache) is imported where used: a misspelt name is refused first
 Wanted = str | Sequence[str] | None  # configs or splits: comma-separated names, a list of them, or None for the default
 
 TEST_LIKE = ("test",)

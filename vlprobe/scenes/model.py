@@ -14,14 +14,12 @@ if TYPE_CHECKING:
 
 GRID = 6
 
-# TraVLR's 7 main shapes, in the generator's enum order (the order matters for reproducing its
-# seeded held-out object pairs), plus the 2 that appear only in the quantifier task.
+# TraVLR's 7 main shapes, in its enum order (which its seeded held-out pairs depend on), and 2 for quantifiers only
 SHAPES: tuple[str, ...] = ("square", "circle", "triangle", "star", "hexagon", "octagon", "pentagon")
 EXTRA_SHAPES: tuple[str, ...] = ("trapezium", "parallelogram")
 ALL_SHAPES: tuple[str, ...] = SHAPES + EXTRA_SHAPES
 
-# RGB values (the original code gives them as OpenCV BGR tuples). "purple" is the original's
-# lavender (230, 230, 250): almost white, kept because it is what TraVLR's quantifier task used.
+# "purple" is the original's lavender (230, 230, 250), almost white: what TraVLR's quantifier task used
 RGB: dict[str, tuple[int, int, int]] = {
     "red": (255, 0, 0),
     "blue": (0, 0, 255),

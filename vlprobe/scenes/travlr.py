@@ -120,9 +120,8 @@ def quantifier_count_pairs() -> tuple[list[tuple[int, int]], list[tuple[int, int
     return sorted(pairs[:20]), sorted(pairs[20:])
 
 
-# The paper's Table 1: the <a, b> pair of each quantifier, as counts of regions of the scene: "xy" (shape X,
-# colour Y), "x" (X \ Y), "y" (Y \ X). An instance is "for" the quantifier its scene makes true; that
-# quantifier's pair is what the split holds out (the card's "Quantifier pairs").
+# The paper's Table 1: each quantifier's <a, b> as regions "xy" (shape X, colour Y), "x" (X \ Y), "y" (Y \ X); an
+# instance is "for" the quantifier its scene makes true (the card's "Quantifier pairs").
 QUANTIFIER_ORDER = ("all", "not all", "some", "none", "only", "not only")
 QUANTIFIER_PAIRS: dict[str, tuple[str, str]] = {
     "all": ("xy", "y"),  # <X n Y, Y \ X>; "x" is empty, so every X is Y

@@ -70,8 +70,7 @@ def _bomb(where: str, name: str, what: str) -> ArchiveBombError:
 
 
 def read_member(zf: zipfile.ZipFile, member: str | zipfile.ZipInfo, where: str) -> bytes:
-    """The bytes of one archive member; :class:`ArchiveBombError` when its declared or actual inflated size is over
-    the bounds (memory never holds more), :class:`CorruptArchiveError` when it cannot be read."""
+    """The bytes of one archive member, refused (:class:`ArchiveBombError`) before it inflates past the bounds."""
     info = member if isinstance(member, zipfile.ZipInfo) else zf.getinfo(member)
     declared, packed = info.file_size, max(1, info.compress_size)
     if declared > MAX_MEMBER_BYTES:

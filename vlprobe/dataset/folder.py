@@ -93,8 +93,7 @@ def write_card(folder: str | Path, metadata: Mapping[str, Any], body: str) -> Pa
 
 
 def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name: str = SPEC_FILE) -> Path:
-    """Write ``<folder>/vlprobe.yaml`` (or ``name``): a builder's spec ``text`` with ``benchmark:`` and the
-    ``data_version:`` it declares recorded after its opening comments (``benchmark`` None: the text as it is)."""
+    """Write ``<folder>/vlprobe.yaml`` (or ``name``): ``text`` with ``benchmark:`` and its ``data_version:`` recorded."""
     if benchmark is not None:
         from ..benchmarks import get
 
@@ -114,8 +113,7 @@ def write_spec(folder: str | Path, text: str, benchmark: str | None = None, name
 
 
 def read_card_metadata(folder: str | Path) -> dict[str, Any]:
-    """The YAML header of ``<folder>/README.md`` (``{}`` without one), read within :mod:`vlprobe.dataset.reading`'s
-    bounds; yaml.YAMLError when it does not parse, ValueError when it is not a mapping or not within the bounds."""
+    """The YAML header of ``<folder>/README.md`` (``{}`` without one), read within :mod:`.reading`'s bounds."""
     path = Path(folder) / "README.md"
     match = REGEX_YAML_BLOCK.search(read_text(path, "dataset card", CARD_BYTES))
     value = parse_yaml(match.group(2), str(path)) if match else None
@@ -137,8 +135,7 @@ def progress_bars_off() -> Iterator[None]:
 
 
 def write_split(folder: str | Path, config: str, split: str, dataset: datasets.Dataset) -> Path:
-    """Write one split as a single parquet shard named after its content, with image bytes embedded (a dataset
-    built from file paths would otherwise store only the paths)."""
+    """Write one split as a parquet shard named after its content, image bytes embedded (not only their paths)."""
     embedded = dataset.with_format("arrow").map(embed_table_storage, batched=True, load_from_cache_file=False)
     return _write_shard(folder, config, split, embedded.with_format(None).to_parquet)[0]
 
@@ -181,8 +178,7 @@ def write_split_rows(
     features: datasets.Features,
     batch_size: int = 100,
 ) -> tuple[Path, int]:
-    """Stream ``rows`` (dicts matching ``features``) into one parquet shard, ``batch_size`` rows per row group, so
-    no more than one batch of image bytes is held in memory; returns the path and the number of rows."""
+    """Stream ``rows`` into one parquet shard, one ``batch_size`` of image bytes in memory at a time: (path, rows)."""
     schema, it = features.arrow_schema, iter(rows)
 
     def write(tmp: str) -> int:
@@ -259,8 +255,7 @@ def record_data_files(folder: str | Path) -> Path | None:
 
 
 def _resolve_data_files(folder: Path, entry: object) -> tuple[object, bool]:
-    """(``entry`` with its patterns replaced by the files they match, whether any matched); where some match,
-    those that match nothing go (a partial build of a config reading several configs' parquet)."""
+    """(``entry`` with its patterns replaced by the files they match, whether any matched; if some, the rest go)."""
     if not isinstance(entry, Mapping) or "path" not in entry:
         return entry, True
     path = entry["path"]

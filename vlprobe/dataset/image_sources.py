@@ -211,8 +211,7 @@ class ImageResolver:
         self._fetch = fetch or _http_get
 
     def _own_cache(self) -> Path:
-        """The download cache, made private (0700); one others could write into is refused: its images could have
-        been swapped."""
+        """The download cache, made private; one others could write into is refused (its images could be swapped)."""
         if not getattr(self, "_cache_checked", False):
             try:
                 st = self.cache.lstat()

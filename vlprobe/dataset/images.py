@@ -39,8 +39,7 @@ MAX_IMAGE_BYTES = 512 << 20
 
 
 def encoded_file(path: str | os.PathLike[str], where: str = "") -> bytes:
-    """The bytes of image file ``path``, a regular file of at most :data:`MAX_IMAGE_BYTES`, else
-    :class:`ImageTooLargeError` (or :class:`ImageError`) naming ``where`` and the file, before anything is read."""
+    """The bytes of image file ``path`` (a regular file within :data:`MAX_IMAGE_BYTES`), else an ImageError naming it."""
     prefix = f"{where}: " if where else ""
     try:
         return read_bytes(path, "image file", MAX_IMAGE_BYTES)
@@ -57,9 +56,8 @@ def _cell(cell: Mapping[str, Any]) -> tuple[bytes | None, str | None]:
 
 def image_cell_in_folder(value: object, folder: str | os.PathLike[str] | None, where: str,
                          outside: bool = False) -> object:
-    """A dataset image cell made safe to open: a path resolved inside ``folder`` (the dataset folder; None for a Hub
-    dataset). A path outside it raises :class:`ImageError` naming ``where`` unless ``outside`` (``--outside-images``):
-    a dataset must not make vlprobe read, score and report another file of the user's."""
+    """A dataset image cell with its path resolved inside ``folder`` (None: a Hub dataset); a path outside it raises
+    :class:`ImageError` naming ``where`` unless ``outside``: a dataset must not make vlprobe read the user's files."""
     if isinstance(value, (list, tuple)):
         return type(value)(image_cell_in_folder(v, folder, where, outside) for v in value)
     if isinstance(value, dict):
@@ -117,8 +115,7 @@ _TORCHVISION_DECODES = {("JPEG", "RGB"), ("JPEG", "L"), ("PNG", "RGB"), ("PNG", 
 
 
 def to_tensor(image: ImageLike, where: str = "") -> Tensor:
-    """Decode ``image`` to a (3, H, W) uint8 tensor with the pixels :func:`to_pil` gives, for the fast image
-    processors: by ``torchvision.io`` where it decodes the same pixels (about 2x PIL's speed on JPEGs)."""
+    """Decode ``image`` to a (3, H, W) uint8 tensor of :func:`to_pil`'s pixels, by torchvision.io where it can (2x)."""
     import torch
 
     if not isinstance(image, Image.Image):

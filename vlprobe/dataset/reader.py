@@ -106,9 +106,8 @@ def undecoded_features(features: F) -> F:
 
 
 def read_rows(ds: datasets.Dataset, start: int, stop: int) -> list[dict[str, Any]]:
-    """Rows ``start .. stop`` of a ``datasets.Dataset`` as dicts, images left undecoded, ``READ_SLICE_ROWS`` at a
-    time, each slice's file pages released after it: the rows are Python objects by then, and a split read a chunk
-    at a time would otherwise keep all of its file resident."""
+    """Rows ``start .. stop`` of a Dataset as dicts, images undecoded, ``READ_SLICE_ROWS`` at a time, each slice's file
+    pages released after it (the rows are Python objects by then; else the whole file would stay resident)."""
     features = undecoded_features(ds.features)
     files = [cache_file["filename"] for cache_file in getattr(ds, "cache_files", None) or []]
     table = ds.with_format("arrow")

@@ -202,8 +202,7 @@ class ItemSpec:
                                 "or tags:")
 
     def check_unique_ids(self, dataset: datasets.Dataset, limit: int | None = None, where: str = "") -> None:
-        """Refuse a dataset (its first ``limit`` rows) whose id column repeats, naming the ids and their rows
-        (:class:`DuplicateIdError`); the id column is read alone, without the images."""
+        """Refuse a dataset (its first ``limit`` rows) whose id column, read alone, repeats (:class:`DuplicateIdError`)."""
         if not self.id or self.id not in dataset.column_names:
             return  # to_item names a missing column
         n = len(dataset) if limit is None else min(limit, len(dataset))
@@ -293,8 +292,7 @@ def _version(value: object, key: str, source: str) -> str | None:
 
 
 def dataset_version(spec: ItemSpec, benchmark: str | None) -> str | None:
-    """The version of the data a dataset's rows are: the one its ``vlprobe.yaml`` records, else the one
-    ``benchmark`` declares it builds, else None (a dataset of the user's own)."""
+    """The version of a dataset's data: its ``vlprobe.yaml``'s, else the one ``benchmark`` declares, else None."""
     if spec.data_version:
         return spec.data_version
     bench = find(benchmark)

@@ -322,8 +322,7 @@ def sample_statement(
     colours: Sequence[str] = COLOURS,
     max_tries: int = 200,
 ) -> tuple[Statement, bool]:
-    """A random statement about ``scene`` of one of ``kinds`` (with truth ``label`` when given), and its truth
-    value; :class:`StatementError` when none is found in ``max_tries`` draws."""
+    """A random statement about ``scene`` of one of ``kinds`` (with truth ``label`` when given), and its truth."""
     rng = as_random(rng)
     for _ in range(max_tries):
         stmt = _candidate(scene, rng.choice(list(kinds)), rng, shapes, colours)

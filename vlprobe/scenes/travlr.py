@@ -205,9 +205,8 @@ def cardinality_scene_sizes(shape: str, ood: bool) -> range:
 
 @functools.cache
 def cardinality_layouts(shape: str, ood: bool) -> dict[int, tuple[tuple[int, int, tuple[tuple[str, int], ...]], ...]]:
-    """{scene size: every (n, m, companions) it can hold}: n objects of ``shape`` (n, m two of its split's
-    counts), a partner shape with m and, where no partner could hold n as well, a mirror shape that could,
-    holding a third count: the group sizes do not tell which of n and m is the queried shape's."""
+    """{scene size: every (n, m, companions)}: n of ``shape``, a partner with m and, where none could hold n too, a
+    mirror that could (with a third count): the group sizes do not tell which of n and m is the queried shape's."""
     counts = cardinality_counts(shape, ood)
     sizes = cardinality_scene_sizes(shape, ood)
     held = {s: cardinality_counts(s, ood) for s in SHAPES if s != shape}
@@ -275,8 +274,7 @@ def _y_objects(case: str, pair: tuple[int, int], extra: int) -> int:
 
 @functools.cache
 def quantifier_instance_pairs(quantifier: str, ood: bool) -> tuple[tuple[tuple, tuple], ...]:
-    """Every ((pair, extra) for ``quantifier``, (pair, extra) for its negation) of the split whose instances
-    hold as many objects of their colour Y (so the queried colour's pixels do not tell which is named)."""
+    """Every ((pair, extra) for ``quantifier``, (pair, extra) for its negation) holding as many objects of colour Y."""
     negation = quantifier_case(quantifier, False)
     options = {case: [(pair, extra) for pair in _QUANT_COUNTS[ood] for extra in quantifier_extras(case, pair[0], ood)]
                for case in (quantifier, negation)}

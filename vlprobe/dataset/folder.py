@@ -141,8 +141,7 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
 
 
 def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[str], T]) -> tuple[Path, T]:
-    """(The shard ``write(path)`` wrote, moved in under its content name in place of the split's old shards, what
-    it returned); ``config`` and ``split`` must be names the Hub accepts, which stay inside ``folder``."""
+    """(The shard ``write(path)`` wrote, moved in under its content name in place of the split's old ones, its return)."""
     check_config_name(config)
     check_split_name(split)
     out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
@@ -229,8 +228,7 @@ def _link_or_copy(src: str, dst: str) -> None:
 
 
 def record_data_files(folder: str | Path) -> Path | None:
-    """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` with every data-file pattern replaced by the
-    files it matches now (the module doc), configs with no file left out while any has files."""
+    """Write ``<folder>/.huggingface.yaml``: the card's ``configs`` naming the files each pattern matches now."""
     folder = Path(folder)
     if not (folder / "README.md").is_file():
         return None

@@ -1,7 +1,5 @@
-"""Images as datasets hand them over: decode, hash and blank them, with errors that name the file.
-
-An image over ``PIL.Image.MAX_IMAGE_PIXELS`` is refused from its header, not downscaled (PNG cannot be decoded at
-reduced size); a file over :data:`MAX_IMAGE_BYTES`, or no regular file, is refused before it is read."""
+"""Images as datasets hand them over: decode, hash and blank them, with errors that name the file. An image over
+``PIL.Image.MAX_IMAGE_PIXELS`` is refused from its header (PNG cannot be decoded at reduced size)."""
 
 from __future__ import annotations
 

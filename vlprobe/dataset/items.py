@@ -1,10 +1,7 @@
-"""The item: one shape for every benchmark.
-
-An item is ``m`` images, ``n`` texts and a boolean gold matrix ``G`` of shape ``(m, n)``: ``G[i, j]`` is true when
-text ``j`` truly describes image ``i`` (VALSE: 1 x 2 ``[[1, 0]]``; Winoground: 2 x 2 identity; BLA: 1 x 4
-``[[1, 1, 0, 0]]``; TraVLR true/false: 1 x 1 ``[[1]]`` or ``[[0]]``, the only shape that may lack a gold cell).
-Tags (``"instrument=actions"``) drive per-tag tables. Items know nothing of models, and scorers know nothing of
-benchmarks.
+"""The item: one shape for every benchmark, ``m`` images, ``n`` texts and a boolean gold matrix ``G`` of shape
+``(m, n)``: ``G[i, j]`` is true when text ``j`` truly describes image ``i`` (VALSE: 1 x 2 ``[[1, 0]]``; Winoground:
+2 x 2 identity; BLA: 1 x 4 ``[[1, 1, 0, 0]]``; TraVLR true/false: 1 x 1 ``[[1]]`` or ``[[0]]``, the only shape that
+may lack a gold cell). Tags (``"instrument=actions"``) drive per-tag tables. Items know nothing of models.
 """
 
 from __future__ import annotations

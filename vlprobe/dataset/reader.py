@@ -50,8 +50,7 @@ def declared_configs(folder: str | Path) -> list[DeclaredConfig]:
 
 
 def data_file_patterns(data_files: object) -> dict[str, list[str]]:
-    """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts (a pattern or a list of them,
-    for split ``train``; ``{split, path}`` entries; a ``{split: pattern(s)}`` mapping)."""
+    """A card's ``data_files`` as {split: [patterns]}, in every form the Hub accepts."""
     def listed(value: object) -> list[str]:
         if value is None:
             return []
@@ -127,8 +126,7 @@ READ_SLICE_ROWS = 128  # rows converted to Python per slice of the memory map (r
 
 
 def release_mapped_pages(paths: Iterable[str | os.PathLike[str]]) -> int:
-    """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux; a no-op elsewhere);
-    returns the bytes advised. The maps stay valid: ``MADV_DONTNEED`` on a read-only file mapping loses nothing."""
+    """Drop this process's resident pages of the read-only memory maps of ``paths`` (Linux); returns the bytes."""
     if not sys.platform.startswith("linux") or not hasattr(mmap, "MADV_DONTNEED"):
         return 0
     wanted = {os.path.realpath(os.fspath(p)) for p in paths}

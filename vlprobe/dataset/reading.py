@@ -1,7 +1,6 @@
 """Reading a file vlprobe is given (a spec, a card, a captions file, a results.json, an annotation file), bounded: a
 regular file within the bound for its kind, JSON or YAML nested at most :data:`MAX_DEPTH` levels, YAML without
-aliases; else a :class:`FileError` naming the file, never a ``MemoryError``, a ``RecursionError`` or a hang.
-"""
+aliases; else a :class:`FileError` naming the file, never a ``MemoryError``, a ``RecursionError`` or a hang."""
 
 from __future__ import annotations
 

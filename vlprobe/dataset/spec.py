@@ -333,8 +333,7 @@ def _column(row: Mapping[str, Any], col: str, where: str) -> object:
 
 
 def dataset_benchmark(dataset: str, spec: ItemSpec) -> tuple[str | None, str]:
-    """The benchmark ``dataset``'s rows are: the spec's ``benchmark``; else, for a dataset from before vlprobe.yaml
-    recorded it, the one its name meant (``./valse``), with a note saying so; else None."""
+    """The benchmark ``dataset``'s rows are (the spec's, else the one an old folder's name meant, with a note)."""
     if spec.benchmark:
         return spec.benchmark, ""
     old = by_old_name(str(dataset))
@@ -346,8 +345,7 @@ def dataset_benchmark(dataset: str, spec: ItemSpec) -> tuple[str | None, str]:
 
 
 def find_spec(dataset: str, spec_path: str | None = None) -> ItemSpec:
-    """The item spec of ``dataset`` (a local folder or a Hub id): ``spec_path``, else its ``vlprobe.yaml``, else a
-    built-in spec named after it (``facebook/winoground`` -> ``specs/winoground.yaml``)."""
+    """The item spec of ``dataset``: ``spec_path``, else its ``vlprobe.yaml``, else a built-in one named after it."""
     if spec_path:
         return ItemSpec.from_file(spec_path)
     local = Path(dataset)

@@ -148,8 +148,7 @@ def sample_scene(
     colours: Sequence[str] = COLOURS,
     distinct_types: bool = False,
 ) -> Scene:
-    """A random scene of ``n_objects`` (or an inclusive ``(low, high)`` range) objects of ``shapes`` x ``colours``
-    in distinct cells; with ``distinct_types`` no two share both shape and colour ("the red circle" is one)."""
+    """A random scene of ``n_objects`` (or a ``(low, high)`` range) in distinct cells; ``distinct_types``: all nameable."""
     rng = as_random(rng)
     n = n_objects if isinstance(n_objects, int) else rng.randint(n_objects[0], n_objects[1])
     if not 1 <= n <= GRID * GRID:

@@ -80,9 +80,8 @@ class Count(Statement):
 
     def text(self) -> str:
         # TraVLR's cardinality template: "There are 2 circle objects." / "There is 1 circle object."
-        desc = " ".join(w for w in (self.colour, self.shape) if w)
         verb, noun = ("is", "object") if self.n == 1 else ("are", "objects")
-        return f"There {verb} {self.n} {desc} {noun}." if desc else f"There {verb} {self.n} {noun}."
+        return f"There {verb} {' '.join(w for w in (str(self.n), self.colour, self.shape, noun) if w)}."
 
     def phrase(self) -> str:
         return noun_phrase(self.n, self.colour, self.shape)  # "two circles"
@@ -336,8 +335,7 @@ def sample_statement(
 
 
 def describe(scene: Scene, rng: RandomLike = None, relations: int = 1) -> str:
-    """A short true description: the inventory, then up to ``relations`` spatial sentences between objects
-    named uniquely: "Two red circles, a blue square and an orange star. The blue square is above the orange star."."""
+    """A short true description: the inventory, then up to ``relations`` spatial sentences between nameable objects."""
     rng = as_random(rng)
     sentences = [_capital(inventory(scene, rng)) + "."]
     for _ in range(relations):

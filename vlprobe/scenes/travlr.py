@@ -25,8 +25,7 @@ RENDER_OPTIONS: dict[str, Any] = {"equal_area": True}
 SPLITS = ("train", "validation", "test_ind", "test_ood")
 IND_SPLITS = ("train", "validation", "test_ind")
 
-# "paper": the paper's Table 3 (32k training rows for spatiality, 8k for the others: PAPER_TRAIN);
-# "paper32k": the generator README's 32k training rows for every task.
+# "paper": Table 3 (PAPER_TRAIN's training rows); "paper32k": the generator README's 32k for every task
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"train": 8, "validation": 4, "test_ind": 4, "test_ood": 4},
     # enough training rows for a probe to learn something, test splits for +-7-point CIs
@@ -78,8 +77,7 @@ ALL_INDEX_PAIRS = tuple(itertools.combinations(range(6), 2))
 
 
 def spatial_object_pairs() -> tuple[list[tuple], list[tuple]]:
-    """(InD, OOD) pairs of object types: the original's ``random.seed(6)`` shuffle of the 595 pairs in enum
-    order, first 476 InD, last 119 OOD (tuples: a set of strings would iterate by PYTHONHASHSEED)."""
+    """(InD, OOD) pairs of object types: the original's ``random.seed(6)`` shuffle of the 595, first 476 InD."""
     pairs = list(itertools.combinations(OBJECT_TYPES, 2))
     random.Random(6).shuffle(pairs)
     return pairs[:476], pairs[476:]
@@ -262,8 +260,7 @@ def quantifier_regions(case: str, pair: tuple[int, int], extra: int = 0) -> Regi
 
 
 def quantifier_extras(case: str, p1: int, ood: bool) -> list[int]:
-    """The ``extra`` Y \\ X objects an instance for ``case`` may hold: for "not all", the second number of each
-    split pair starting with ``p1`` (so its "all" pair is a split pair too); none for the others."""
+    """The ``extra`` Y \\ X objects an instance for ``case`` may hold ("not all": so its "all" pair is a split's)."""
     return [b for a, b in _QUANT_COUNTS[ood] if a == p1] if case == "not all" else [0]
 
 

@@ -81,10 +81,7 @@ def read_member(zf: zipfile.ZipFile, member: str | zipfile.ZipInfo, where: str) 
     out = bytearray()
     try:
         with zf.open(info) as fh:
-            while True:
-                block = fh.read(_READ_BLOCK)
-                if not block:
-                    break
+            while block := fh.read(_READ_BLOCK):
                 out += block
                 if len(out) > declared or len(out) > limit:  # a header that lies about the size
                     raise _bomb(where, info.filename, f"inflates past its declared {declared:,} bytes")
@@ -132,7 +129,7 @@ def download_file(
             with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
                 length = resp.headers.get("Content-Length")
                 if have and resp.status == 206:
-                    mode, total = "ab", None
+                    mode = "ab"
                     m = re.search(r"/(\d+)\s*$", resp.headers.get("Content-Range", ""))
                     total = int(m.group(1)) if m else (have + int(length) if length else None)
                 else:
@@ -145,10 +142,7 @@ def download_file(
                     expected = total
                 with open(part, mode) as fh, tqdm(total=total, initial=have, unit="B", unit_scale=True,
                                                   desc=desc or target.name, disable=None, file=sys.stderr) as bar:
-                    while True:
-                        block = resp.read(chunk)
-                        if not block:
-                            break
+                    while block := resp.read(chunk):
                         fh.write(block)
                         bar.update(len(block))
             got = part.stat().st_size

@@ -31,14 +31,13 @@ from ..dataset import folder as df
 from ..dataset.images import encoded_file, to_pil
 from ..dataset.reader import undecoded_features
 from ..dataset.reading import CAPTIONS_BYTES, parse_json, read_text
-from ..dataset.spec import SPEC_FILE, GoldMap, ItemSpec
+from ..dataset.spec import IMAGE_SUFFIXES, SPEC_FILE, GoldMap, ItemSpec
 from ..errors import DatasetError, SettingError
 from ..storage.paths import check_config_name, check_split_name, inside
 from . import Builder, cards, unchanged
 
 T = TypeVar("T")
 CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of records
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
 
 @dataclass(frozen=True)

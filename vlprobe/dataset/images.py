@@ -130,10 +130,7 @@ def to_tensor(image: ImageLike, where: str = "") -> Tensor:
                 return decoded
             except RuntimeError:
                 pass  # let PIL decode it, or say why it cannot
-        pil = to_pil(image, where)
-    else:
-        pil = image if image.mode == "RGB" else image.convert("RGB")
-    return torch.from_numpy(np.array(pil)).permute(2, 0, 1).contiguous()
+    return torch.from_numpy(np.array(to_pil(image, where))).permute(2, 0, 1).contiguous()
 
 
 def too_large(size: tuple[int, int] | None, pixels: int | None = None) -> str | None:

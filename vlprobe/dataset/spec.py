@@ -194,7 +194,7 @@ class ItemSpec:
             kind = features[column]
             inner = getattr(kind, "feature", None) or (kind[0] if isinstance(kind, list) and kind else None)
             paths = [v for v in _values((first or {}).get(column)) if isinstance(v, str)]
-            if paths and all(p.lower().endswith(_IMAGE_SUFFIXES) for p in paths):
+            if paths and all(p.lower().endswith(IMAGE_SUFFIXES) for p in paths):
                 continue  # image file paths (opened inside the dataset folder)
             if type(kind).__name__ != "Image" and type(inner).__name__ != "Image":
                 raise SpecError(f"{where}: {self.source} lists column {column!r} under images:, but it holds "
@@ -244,7 +244,7 @@ class ItemSpec:
         return gold
 
 
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
 
 def yaml_error(path: str | os.PathLike[str], err: yaml.YAMLError) -> str:

@@ -142,7 +142,7 @@ def write_split(folder: str | Path, config: str, split: str, dataset: datasets.D
 
 def _write_shard(folder: str | Path, config: str, split: str, write: Callable[[str], T]) -> tuple[Path, T]:
     """(The shard ``write(path)`` wrote, moved in under its content name in place of the split's old ones, its return)."""
-    check_config_name(config)
+    check_config_name(config)  # names the Hub accepts: a hostile one must not write outside folder
     check_split_name(split)
     out_dir = Path(folder) / DATA_DIR / config  # a data/ the user linked elsewhere is theirs to choose
     out_dir.mkdir(parents=True, exist_ok=True)

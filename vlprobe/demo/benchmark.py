@@ -23,7 +23,7 @@ from .display import CHART_FONT_SIZE, Table, figure
 from .examples import dataset_configs, dataset_name, load_items, open_split, sample_rows
 from .glossary import chart_label
 from .models import MODELS, ModelCache
-from .score import TIE_POLICY_WORDS, check_ties, item_shape, table, unknown_words
+from .score import TIE_POLICY_WORDS, check_ties, gaps, item_shape, table, unknown_words
 from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
 
 if TYPE_CHECKING:
@@ -68,7 +68,8 @@ class Footnotes:
 def metric_table(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str) -> Table:
     """Metric, value, CI low, CI high, chance, in %; a value over nothing but ties is "N/A¹", its reason (rewritten
     by ``reason``) a note."""
-    notes, rows = Footnotes(), []
+    notes = Footnotes()
+    rows = []
     for key in keys:
         low, high = m.ci.get(key) or (None, None)
         value = pct(m.value(key)) if m.value(key) is not None else f"N/A{notes.mark(reason(str(m.na_reason)))}"
@@ -92,16 +93,8 @@ def tag_table(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = st
 
 
 def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.ndarray:
-    """Per item, the smallest "gold minus non-gold" gap over the pairs the metrics compare (same row; same column
-    too with several images): at most 0 when a comparison is wrong."""
-    out = np.empty(len(scores))
-    for k, (S, G) in enumerate(zip(scores, golds)):
-        S, G = np.asarray(S, dtype=np.float64), np.asarray(G, dtype=bool)
-        gaps = [row[gold].min() - row[~gold].max()
-                for A, B in (((S, G), (S.T, G.T)) if S.shape[0] > 1 else ((S, G),))
-                for row, gold in zip(A, B) if gold.any() and (~gold).any()]
-        out[k] = min(gaps) if gaps else np.nan
-    return out
+    """Per item, its smallest :func:`~.score.gaps` (NaN: none), at most 0 when a comparison is wrong."""
+    return np.array([min((v for *_, v in gaps(S, G)), default=np.nan) for S, G in zip(scores, golds)], dtype=float)
 
 
 def marked_texts(item: Item | ScoredItem) -> str:
@@ -309,18 +302,11 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
         tags_note="" if tags.rows else "This config's items have no tags, so there is no per-tag table.")
 
 
-def browse_item(outcome: BenchmarkOutcome | None, rank: str | float) -> tuple[list[Any], list[str], list[list[Any]], str]:
+def browse_item(outcome: BenchmarkOutcome, rank: str | float) -> tuple[list[Any], list[str], list[list[Any]], str]:
     """One benchmark item by its rank (1 = worst): (images, score headers, score rows, caption)."""
     from ..dataset.images import to_pil
 
-    if outcome is None or not outcome.items:
-        raise SpaceError("run a benchmark first")
-    try:
-        r = int(rank)
-    except (TypeError, ValueError):
-        raise SpaceError("the rank must be a whole number") from None
-    if not 1 <= r <= len(outcome.order):
-        raise SpaceError(f"the rank must be between 1 and {len(outcome.order)}")
+    r = int(rank)  # the page's show_item has checked it against the run
     k = outcome.order[r - 1]
     item, S = outcome.items[k], np.asarray(outcome.scores[k], dtype=np.float64)
     headers, rows = table(item, S, None)

@@ -15,7 +15,7 @@ import numpy as np
 from .. import report
 from ..benchmarks import find, get
 from ..errors import VlprobeError
-from ..report.papers import PAPER_NOTES, PAPER_TABLES, PaperResult, paper_benchmarks, paper_results, source_label
+from ..report.papers import PAPER_NOTES, PAPER_TABLES, paper_benchmarks, paper_results, source_label
 from ..report.runs import Run
 from ..results import pct
 from ..results.display import shown_metrics
@@ -166,7 +166,6 @@ def said_of(run: Run, note: str) -> str:
     return note.replace(str(run.path), run.file_name or run.path.name)
 
 
-
 # ---- the runs' tables ---------------------------------------------------------------------------------
 
 TIES_NOTE = "ties: the true-versus-wrong comparisons whose two scores were exactly equal (the tie policy counts them)"
@@ -220,21 +219,14 @@ def run_tables(runs: Sequence[Any]) -> tuple[list[Table], list[list[Any]]]:
                              pct(ci[0]), pct(ci[1]), pct(m.chance.get(k)), "" if m.n_items is None else m.n_items,
                              "" if m.n_ties is None else m.n_ties])
         label = f"{name}: {members[0][0].label} (%)" if not several else f"{name} (%)"
-        extra = ([f"{POOLED_NOTE}"] if any(pooled(e) for _, e in members) else []) + [TIES_NOTE]
-        tables.append(Table(f"runs-{_slug(name)}", label, headers, rows, notes.lines() + extra,
+        extra = ([POOLED_NOTE] if any(pooled(e) for _, e in members) else []) + [TIES_NOTE]
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "table"
+        tables.append(Table(f"runs-{slug}", label, headers, rows, notes.lines() + extra,
                             wrap=("run",) if several else ()))
     return tables, tidy
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "table"
-
-
 # ---- beside the papers ---------------------------------------------------------------------------------
-
-def _published(benchmark: str, papers: list[PaperResult]) -> list[PaperResult]:
-    return [p for p in papers if p.benchmark == benchmark and p.table in PAPER_TABLES[benchmark]]
-
 
 def config_name(benchmark: str | None, config: str) -> str:
     """A config's name in the tables and chart: an aggregate by its label (VALSE's ``avg``: "Avg.")."""
@@ -299,7 +291,7 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
     if bench not in PAPER_BENCHMARKS:
         owners = ", ".join(f"{get(b).display}'s" for b in PAPER_BENCHMARKS)
         return None, [], f"The published numbers here are {owners}; none of the loaded runs is on one of them."
-    papers = _published(bench, paper_results())
+    papers = [p for p in paper_results() if p.benchmark == bench and p.table in PAPER_TABLES[bench]]
     columns = blocks_on(runs, bench)
     pairs = list(dict.fromkeys((p.config, p.metric) for p in papers))
     if runs:

@@ -264,25 +264,29 @@ DIFF_COLORS = {"caption": "#1a7f37", "foil": "#b91c1c", "caption 1": "#1a7f37", 
 
 # ---- the table and the chart --------------------------------------------------------------------
 
-def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
-    """(label, true score minus wrong score) for each comparison the metric makes: per image row, its lowest
-    caption against each other text; with two images, per caption column too."""
-    G = np.asarray(item.gold, dtype=bool)
+def gaps(S: np.ndarray, G: np.ndarray) -> list[tuple[int, int, bool, float]]:
+    """Each comparison the metric makes as (image, text, by caption column, true score minus wrong score): per image
+    row its lowest caption against each other text; with several images, per caption column too."""
+    S, G = np.asarray(S, dtype=np.float64), np.asarray(G, dtype=bool)
     out = []
-    for i in range(item.m):
-        if not G[i].any():
-            continue
-        low = S[i, G[i]].min()
-        for j in np.flatnonzero(~G[i]):
-            label = f"caption − “{item.texts[j]}”" if item.m == 1 else f"image {i + 1}: its caption − “{item.texts[j]}”"
-            out.append((label, float(low - S[i, j])))
-    if item.m > 1:
-        for j in range(item.n):
-            if G[:, j].any() and (~G[:, j]).any():
+    for i in range(G.shape[0]):
+        if G[i].any():
+            low = S[i, G[i]].min()
+            out += [(i, int(j), False, float(low - S[i, j])) for j in np.flatnonzero(~G[i])]
+    if G.shape[0] > 1:
+        for j in range(G.shape[1]):
+            if G[:, j].any():
                 low = S[G[:, j], j].min()
-                for i in np.flatnonzero(~G[:, j]):
-                    out.append((f"caption {j + 1}: its image − image {i + 1}", float(low - S[i, j])))
+                out += [(int(i), j, True, float(low - S[i, j])) for i in np.flatnonzero(~G[:, j])]
     return out
+
+
+def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
+    """(label, true score minus wrong score) for each comparison the metric makes (:func:`gaps`)."""
+    many = len(item.gold) > 1
+    return [(f"caption {j + 1}: its image − image {i + 1}" if column else
+             f"image {i + 1}: its caption − “{item.texts[j]}”" if many else f"caption − “{item.texts[j]}”", v)
+            for i, j, column, v in gaps(S, item.gold)]
 
 
 def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:

@@ -66,8 +66,7 @@ class Footnotes:
 
 
 def metric_table(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str) -> Table:
-    """Metric, value, CI low, CI high, chance, in %; a value over nothing but ties is "N/A¹", its reason (rewritten
-    by ``reason``) a note."""
+    """Metric, value, CI low, CI high, chance, in %; a value over nothing but ties is "N/A¹", why a note."""
     notes = Footnotes()
     rows = []
     for key in keys:
@@ -98,8 +97,7 @@ def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.nda
 
 
 def marked_texts(item: Item | ScoredItem) -> str:
-    """An item's texts in order, each marked with what it is: "✓" the true (gold) text, "✗" a wrong one
-    (a foil); with several images "✓1", "✓2": true of image 1, of image 2."""
+    """An item's texts, each marked "✓" (true; with several images "✓1": of image 1) or "✗" (a foil)."""
     G = np.asarray(item.gold, dtype=bool)
     many = G.shape[0] > 1
 
@@ -196,8 +194,7 @@ def tie_policy_notes(run: Evaluation, scored: Entry, ties: str, keys: Sequence[s
 
 
 def collapse_cause(scorer: Scorer, items: Sequence[Any]) -> str:
-    """Why some items' texts are one input to the model: "unknown words" (a word-level vocabulary maps them to one
-    id), "the tokenizer", "truncation" (they differ only past its text limit), several, or "" when none collapsed."""
+    """Why some items' texts are one input to the model: "unknown words", "the tokenizer", "truncation", or ""."""
     tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
     seen_texts = getattr(scorer, "seen_texts", None)
     if tok is None or seen_texts is None:
@@ -215,8 +212,7 @@ def collapse_cause(scorer: Scorer, items: Sequence[Any]) -> str:
 
 
 def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
-    """The library's "texts identical after truncation" or "texts the model reads as the same token ids" with this
-    run's cause (unknown words: which ones)."""
+    """The library's "texts identical after truncation" (or "…the same token ids") with this run's cause."""
     if not cause or cause == "truncation":
         return text
     shown = ", ".join(f"“{w}”" for w in words[:6]) + (" …" if len(words) > 6 else "")
@@ -241,8 +237,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
                   bootstrap: str | float | None = 200,
                   progress: Callable[[float, str], None] | None = None,
                   cache: ModelCache | None = None, results_dir: Path | None = None) -> BenchmarkOutcome:
-    """Score N items of a config (a stratified, seeded sample across its tags) through ``vlprobe.evaluate``;
-    ``ties``: "authors" (its benchmark's authors' rule, as evaluate's default) or a tie policy."""
+    """Score a stratified sample of a config through ``vlprobe.evaluate``; ``ties``: "authors" or a tie policy."""
     from .. import evaluate
 
     report = progress or (lambda frac, desc: None)

@@ -82,8 +82,7 @@ table.vt .phone { display: none; }  /* a ranged table's range column: a phone's 
 
 @dataclass
 class Table:
-    """A table as the page shows it (:func:`html_table`): ``key`` names its HTML id (``<key>-table``); ``label`` ""
-    leaves its name to the page."""
+    """A table as the page shows it (:func:`html_table`), its HTML id ``<key>-table``; label "": the page names it."""
 
     key: str
     label: str
@@ -112,8 +111,7 @@ NUMBER = re.compile(r"^(([−+-]?[\d,]*\.?\d+( \[[^\]]*\])?)|N/A)([¹²³⁴⁵�
 
 
 def _whole_words(text: str) -> str:
-    """Running text, escaped, that wraps only at spaces: a word with a hyphen, dash or slash (where a
-    browser may also break a line) is kept whole."""
+    """Running text, escaped, wrapping only at spaces: a word with a hyphen, dash or slash is kept whole."""
     return re.sub(r"\S*[-/–]\S*", lambda m: f'<span class="word">{m.group(0)}</span>', html.escape(text))
 
 
@@ -194,8 +192,7 @@ def message_table(label: str, text: str, table_id: str = "") -> str:
 @contextmanager
 def figure(width: float, height: float, ratios: Sequence[int] = (1,),
            layout: str | None = "constrained") -> Iterator[tuple[Figure, list[Axes]]]:
-    """A figure of ``len(ratios)`` stacked axes (sharing x), its text at CHART_FONT_SIZE in the installed
-    LAYOUT_FONTS; closed after the block (:func:`svg` still draws it)."""
+    """A figure of stacked axes (``ratios`` their heights) in the page's chart fonts, closed after the block."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -214,8 +211,7 @@ def figure(width: float, height: float, ratios: Sequence[int] = (1,),
 
 
 def svg(fig: Figure, description: str, chart_id: str = "") -> str:
-    """The figure as inline SVG, text kept as text, sized to keep its text readable; ``description``
-    is what a screen reader says (role=img, aria-label and the SVG's title)."""
+    """The figure as inline SVG, its text kept as text; ``description`` is what a screen reader says."""
     import matplotlib
 
     buf = io.StringIO()

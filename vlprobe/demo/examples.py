@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     from ..dataset.reader import DeclaredConfig
     from ..dataset.spec import ItemSpec
 
-# (name, shape, scenes as (shape, colour, row, column) objects, captions, foils): in every model's
-# vocabulary, the offline mini-clip's included (shapes, colours, left/right)
+# (name, shape, scenes of (shape, colour, row, column) objects, captions, foils), in mini-clip's vocabulary too
 SCENES = (
     ("Colour foil", "pairwise", ([("circle", "red", 1, 1), ("square", "blue", 3, 3)],),
      ["a red circle and a blue square"], ["a red circle and a green square"]),
@@ -49,10 +48,6 @@ class Example:
     images: tuple[str, ...]
     captions: tuple[str, ...]
     foils: tuple[str, ...]
-
-    @property
-    def texts(self) -> tuple[str, ...]:
-        return self.captions + self.foils
 
     def fields(self) -> tuple[str, str | None, str, str]:
         """(image 1, image 2 or None, captions text, foils text) for the Score tab."""
@@ -78,8 +73,7 @@ def scene_examples(folder: Path) -> list[Example]:
 
 
 def dataset_example(settings: Settings, dataset: str, folder: Path) -> Example | None:
-    """The first row of a dataset's first config with rows, its images saved into ``folder``; None where it does not
-    fit the Score tab or cannot be read."""
+    """A dataset's first row as a gallery example (its images saved into ``folder``); None if it cannot be."""
     try:
         configs = dataset_configs(settings, dataset)
         if not configs:
@@ -112,7 +106,7 @@ def readable(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase | N
     if tokenizer is None:
         return list(examples)
     holder = type("Tok", (), {"tokenizer": tokenizer})()
-    return [e for e in examples if not unknown_words(holder, e.texts)]
+    return [e for e in examples if not unknown_words(holder, e.captions + e.foils)]
 
 
 # ---- datasets: folders (and Hub ids an owner listed) --------------------------------------------

@@ -44,8 +44,7 @@ def chart_label(metric: str) -> str:
 
 
 def glossary_html(metrics: Sequence[str], fold: bool = False) -> str:
-    """A definition list of the known ``metrics`` with which way is better ("" when none is known); ``fold``: in a
-    ``<details class="vt-fold">`` under its title."""
+    """The known ``metrics`` and which way is better ("" when none); ``fold``: in a ``<details class="vt-fold">``."""
     known = [m for m in dict.fromkeys(metrics) if m in METRICS]
     if not known:
         return ""

@@ -11,8 +11,7 @@ _hub_answer: list[tuple[float, bool]] = []
 
 
 def hub_reachable() -> bool:
-    """Whether the Hub gives any HTTP answer within HUB_CHECK_SECONDS, asked at most once every HUB_CHECK_TTL seconds;
-    False at once with ``HF_HUB_OFFLINE``."""
+    """Whether the Hub answers within HUB_CHECK_SECONDS, asked at most once every HUB_CHECK_TTL seconds."""
     from huggingface_hub import constants, get_session
 
     if constants.HF_HUB_OFFLINE:

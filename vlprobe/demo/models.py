@@ -70,8 +70,7 @@ def load_scorer(model_id: str) -> Scorer:
 
 
 class ModelCache:
-    """Loaded scorers by model id, the least recently used dropped beyond ``capacity`` (default: ``max_models()``);
-    two requests for one model load it once, and loading one holds back no request for another."""
+    """Loaded scorers, the least recently used dropped beyond ``capacity``; a model loads once, holding back no other."""
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity

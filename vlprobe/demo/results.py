@@ -37,8 +37,7 @@ MAX_RESULTS_FILES = 20
 
 @dataclass(frozen=True)
 class Point:
-    """One point of the chart: a run's (or a published system's) headline metric for a config and split, in %;
-    ``value`` None: not available (every item tied), said in words on the chart."""
+    """A point of the chart: a run's or a published system's headline metric in % (None: N/A, said in words)."""
 
     source: str  # the run's label, "paper: <system>" or "published: <source>"
     benchmark: str
@@ -101,8 +100,7 @@ def run_label(path: Path, description: str, typed: str = "") -> str:
 
 
 def unique_labels(labels: Sequence[str], details: Sequence[str]) -> list[str]:
-    """The labels made distinct: a repeated label gets its run's detail (``name · detail``) where that tells the runs
-    apart, else a number (``name (2)``)."""
+    """The labels made distinct: ``name · detail`` where the detail tells runs apart, else ``name (2)``."""
     out = list(labels)
     for label in dict.fromkeys(labels):
         idx = [k for k, lab in enumerate(labels) if lab == label]
@@ -235,8 +233,7 @@ def config_name(benchmark: str | None, config: str) -> str:
 
 
 def blocks_on(runs: Sequence[Any], benchmark: str) -> list[tuple[str, Any, SummaryBlock]]:
-    """(name, run, block) of each run's papers' aggregates on ``benchmark`` (the name: the run's label, with its
-    dataset's name where it scored two datasets of the benchmark)."""
+    """(name, run, block) of each run's papers' aggregates on ``benchmark``."""
     out = []
     for run in runs:
         mine = [(n, b) for n, b in run.summary.items() if b.benchmark == benchmark]
@@ -362,8 +359,7 @@ def visitor_words(note: str) -> str:
 
 
 def published_section(runs: Sequence[Any]) -> tuple[Table | None, list[Point]]:
-    """The figures published for each run's own checkpoint, a row each (the source, config, metric, the figure, the
-    run's, the difference and its known causes), and their chart points."""
+    """The figures published for each run's own checkpoint beside the run's, a row each, and their points."""
     found = [(run, name, block, p) for run in runs for name, block in run.summary.items() for p in block.published]
     if not found:
         return None, []
@@ -391,8 +387,7 @@ _MEMBER = re.compile(r"^[\w.+-]+: ")  # an aggregate's note on one of its member
 
 
 def short_causes(note: str, notes: Footnotes, row: str) -> str:
-    """A published row's known causes for its cell: the summary's note, its parts on an aggregate's members a
-    footnote."""
+    """A published row's known causes, its parts on an aggregate's members a footnote."""
     parts = [part for part in note.split("; ") if part]
     members = [part for part in parts if _MEMBER.match(part)]
     kept = "; ".join(part for part in parts if part not in members)
@@ -420,8 +415,7 @@ def _chance(run: Run, name: str, row: SummaryRow, metric: str) -> float | None:
 
 
 def run_points(runs: Sequence[Any]) -> list[Point]:
-    """A chart point per run and summary row (a config and split, or an aggregate such as VALSE's Avg.): the
-    headline metric (None: N/A), its CI and chance."""
+    """A chart point per run and summary row (a config and split, or an aggregate): the headline metric."""
     out = []
     for run in runs:
         names = [n for n, _ in run.summary.items()]
@@ -452,8 +446,7 @@ def matching(extra: list[Point], points: list[Point]) -> list[Point]:
 
 def compare_results(files: Iterable[Any] | None, include_papers: bool = True, benchmark: str = "auto",
                     names: str = "") -> Comparison:
-    """The Results tab: the runs side by side and beside one benchmark's papers, with a chart; ``names``: one per
-    line (optional)."""
+    """The Results tab: the runs side by side and beside one benchmark's papers, with a chart."""
     runs = load_runs([f for f in (files or []) if f], names)
     if not runs and not include_papers:
         raise SpaceError("nothing to compare: load one or more results files, or tick "
@@ -463,8 +456,7 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
               "interval in brackets when it has one."] if runs else
              ["No results file loaded: the papers' published numbers alone, in %."])
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
-    # the summary blocks' other departures from the authors' setting (another tie policy, items they do not score,
-    # BLA's clamped cosines), as `vlprobe report` says them; limit, control and modality are the caveats above
+    # the blocks' other departures from the authors' setting, as `vlprobe report` says them (the rest are caveats)
     notes += [f"{run.label}: departs from the authors' setting: {said_of(run, d.note)}." for run in runs
               for block in run.summary.values() for d in block.departures
               if d.setting not in ("limit", "control", "modality")]

@@ -219,8 +219,7 @@ def _verdict(shape: str, result: Metrics) -> str:
 
 def word_diff(caption: str, foil: str, labels: tuple[str, str] = ("caption", "foil")
               ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
-    """(caption words, foil words), each labelled ``labels[0]`` / ``labels[1]`` where the other text lacks it (case
-    ignored), else None."""
+    """(caption words, foil words), each labelled ``labels[0]`` / ``labels[1]`` where the other text lacks it."""
     a, b = caption.split(), foil.split()
     left: list[tuple[str, str | None]] = []
     right: list[tuple[str, str | None]] = []
@@ -246,8 +245,7 @@ def _diff_pairs(request: ScoreRequest) -> list[tuple[str, str, str, str, tuple[s
 
 
 def highlight(request: ScoreRequest) -> list[tuple[str, str | None]]:
-    """HighlightedText value: each caption and foil with their differing words marked (with two images, caption 1
-    against caption 2 first)."""
+    """HighlightedText value: each caption and foil with their differing words marked."""
     out: list[tuple[str, str | None]] = []
     for name_a, a, name_b, b, labels in _diff_pairs(request):
         left, right = word_diff(a, b, labels)
@@ -290,8 +288,7 @@ def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
 
 
 def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
-    """A group item's wrong comparisons in words ("image 1 prefers caption 2", "caption 2 prefers image 1"); ties
-    are not listed (the verdict counts them)."""
+    """A group item's wrong comparisons in words ("image 1 prefers caption 2"); ties are not listed."""
     G = np.asarray(item.gold, dtype=bool)
     own = {int(np.flatnonzero(G[:, j])[0]): j for j in range(item.n) if G[:, j].any()}  # image -> its caption
     name = {j: f"caption {j + 1}" if G[:, j].any() else f"foil “{item.texts[j]}”" for j in range(item.n)}
@@ -306,8 +303,7 @@ def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
 
 
 def table(item: Item | ScoredItem, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows): text, role ("foil, image 2" with two images), score, a foil's margin (the row's lowest
-    caption score minus its), and the probability when the model gives one."""
+    """(headers, rows): text, role, score, a foil's margin, and the probability when the model gives one."""
     G = np.asarray(item.gold, dtype=bool)
     m = G.shape[0]
     headers = ["text", "role", "score", "margin"] + (["probability"] if probs is not None else [])

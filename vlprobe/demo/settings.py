@@ -94,8 +94,7 @@ class ModelEntry:
 
 
 def read_model_menu(path: str | os.PathLike | None) -> list[ModelEntry]:
-    """The models a menu file lists (``id | what it can read`` per line, ``#`` a comment); a bad id is refused naming
-    the file and line."""
+    """The models a menu file lists (``id | what it can read`` a line); a bad id refused naming its line."""
     if path is None or not Path(path).is_file():
         return []
     out = []
@@ -146,8 +145,7 @@ class Settings:
         return [e.id for e in self.model_menu()]
 
     def models_at_hand(self) -> tuple[list[str], list[str]]:
-        """(the menu's models that can be loaded now, those that cannot: :func:`.hub.model_at_hand`); the offline model
-        and the owner's default always can."""
+        """(the menu's models that can be loaded now, those that cannot: :func:`.hub.model_at_hand`)."""
         keep = {OFFLINE_MODEL, os.environ.get(ENV_DEFAULT_MODEL, "").strip()}
         ok, missing = [], []
         for m in self.model_choices():
@@ -169,8 +167,7 @@ class Settings:
         return next((e.about for e in self.model_menu() if e.id == choice), "")
 
     def default_choice(self) -> str:
-        """The model the page starts with: the owner's default, else the menu's first that can be had now, else the
-        offline model."""
+        """The owner's default model, else the menu's first that can be had now (the offline model last)."""
         configured = os.environ.get(ENV_DEFAULT_MODEL, "").strip()
         return configured or self.models_at_hand()[0][0]
 
@@ -192,13 +189,11 @@ class Settings:
         if allow is not None and choice not in allow and choice != configured:
             raise SpaceError(f"model {choice!r} is not allowed on this Space; choose one of: "
                              f"{', '.join(self.model_choices())}")
-        # open_clip's names that name no path (vlprobe.scorers.open_clip); not the registry's claims, which take
-        # local-dir: paths and folders too, and so would look at the server's disk on a hosted Space
+        # open_clip's names, which name no path (the registry's claims take folders too: a hosted Space's disk)
         if choice.startswith(("open_clip:", "hf-hub:")):
             return choice
         if allow is None and on_hosted_space() and choice != configured:
-            # hosted: a typed model is a Hub id, never looked up on the disk, so the answer is the same
-            # sentence whether or not a path of that name exists on the server
+            # hosted: a Hub id, never looked up on the disk (one answer whether a path exists or not)
             if not HUB_ID.match(choice):
                 raise SpaceError(f"model {choice!r}: {HOSTED_MODELS}")
             return choice
@@ -232,16 +227,14 @@ class Settings:
         found = {f.name: f for f in self._built_under(Path(self.root))}
         if not on_hosted_space():
             home = os.environ.get("VLPROBE_ROOT", "").strip()
-            for extra in (Path(home) if home else datasets_home(),):
-                for f in self._built_under(extra):
-                    found.setdefault(f.name, f)
+            for f in self._built_under(Path(home) if home else datasets_home()):
+                found.setdefault(f.name, f)
         order = list(DEFAULT_DATASETS)
         names = sorted(found, key=lambda n: (n not in order, order.index(n) if n in order else 0, n))
         return [str(found[n]) for n in names]
 
     def dataset_choices(self) -> list[tuple[str, str]]:
-        """What the Dataset boxes show, as (label, value): a folder by its name (so no server path reaches the page),
-        an owner-listed Hub id as itself."""
+        """The Dataset boxes' (label, value): a folder by its name (no server path), a listed Hub id as itself."""
         out, seen = [], set()
         for d in self.dataset_folders():
             name = Path(d).name

@@ -15,8 +15,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def safe_name(name: str) -> str:
-    """A file name to show: the last part of ``name``, without control characters, never empty, ``.`` or ``..``, at
-    most MAX_NAME characters."""
+    """A file name to show: the last part of ``name``, no control characters, never empty, at most MAX_NAME."""
     base = re.split(r"[/\\]", _CONTROL.sub("", str(name)))[-1].strip()
     if base in ("", ".", ".."):
         return "upload"
@@ -27,8 +26,7 @@ def safe_name(name: str) -> str:
 
 
 def upload_path(f: object, what: str = "upload", roots: Sequence[str | os.PathLike] = ()) -> Path:
-    """The server path of an uploaded file (a path, or Gradio's FileData dict or object), refused when it holds a
-    NUL byte or resolves outside every one of ``roots`` (when given)."""
+    """The server path of an upload, refused when it holds a NUL byte or lies outside every one of ``roots``."""
     if isinstance(f, dict):
         f = f.get("path") or f.get("name") or ""
     raw = str(f) if isinstance(f, (str, os.PathLike)) else str(getattr(f, "path", None) or getattr(f, "name", None) or f)

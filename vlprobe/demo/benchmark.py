@@ -1,5 +1,4 @@
-"""The Benchmark tab: a stratified sample of a config, measured by ``vlprobe.evaluate`` with the page's loaded
-model: a chart, the metrics, a per-tag table, the items worst mistakes first, and the run's results.json."""
+"""The Benchmark tab: a stratified sample of a config, measured by ``vlprobe.evaluate`` with the page's loaded model."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Items to try and to score: the one-click gallery, a dataset's configs and splits with rows, its rows as items, and
-a stratified sample of a split."""
+"""Items to try and to score: the gallery, a dataset's configs, splits and rows with items, and stratified samples."""
 
 from __future__ import annotations
 
@@ -323,9 +322,8 @@ def _strata_column(ds: Dataset, spec: ItemSpec, configs: Sequence[str]) -> tuple
 
 
 def sample_rows(ds: Dataset, spec: ItemSpec, n: int, configs: Sequence[str] = (), seed: int = 0) -> Sample:
-    """``n`` rows of ``ds`` spread over a tag column's values (:func:`_strata_column`) in proportion to their sizes
-    (largest remainders, a tie to the smaller value, each at least one row when ``n`` allows), drawn at random
-    within each."""
+    """``n`` rows of ``ds`` drawn across a tag column's values (:func:`_strata_column`) in proportion to their sizes
+    (largest remainders, a tie to the smaller value, each at least one row when ``n`` allows)."""
     total = len(ds)
     if n >= total:
         return Sample(rows=list(range(total)), of=total, seed=seed)

@@ -187,8 +187,7 @@ RUN_HEADERS = ["run", "benchmark", "config", "split", "metric", "value", "CI low
 
 
 def run_tables(runs: Sequence[Any]) -> tuple[list[Table], list[list[Any]]]:
-    """A table per benchmark (or dataset of the visitor's own): a row per config and run (and split, where there
-    are several), each shown metric's value [CI], the items and ties; and the same as tidy rows for the API."""
+    """A table per benchmark (or dataset of the visitor's own), a row per config and run; and tidy rows for the API."""
     tables: list[Table] = []
     tidy: list[list[Any]] = []
     for name in dict.fromkeys(n for run in runs for n, _ in run.named):
@@ -282,9 +281,8 @@ def papers_benchmark(choice: str | None, benchmarks: Sequence[str], have_runs: b
 
 def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None, list[Point], str]:
     """(the table, the systems' chart points, a note when there is no table) of the runs beside the papers of
-    ``bench``, over the (config, metric) pairs a run has (with no run: all). A row per pair, or, with more runs
-    and systems than pairs (Winoground), a row per run and system; a run under another tie policy also gets its
-    figures under the authors' rule."""
+    ``bench``: a row per (config, metric) a run has, or, with more runs and systems than those (Winoground), a row
+    per run and system; a run under another tie policy also gets its figures under the authors' rule."""
     if bench not in PAPER_BENCHMARKS:
         owners = ", ".join(f"{get(b).display}'s" for b in PAPER_BENCHMARKS)
         return None, [], f"The published numbers here are {owners}; none of the loaded runs is on one of them."

@@ -332,9 +332,8 @@ def bounded_label(label: str, lines: int) -> list[str]:
 
 
 def margin_chart(points: Sequence[tuple[str, float]]) -> Figure:
-    """Horizontal bars of the margins (green: right, red: wrong, "0 (tie)" off the zero line), each under its own
-    label of at most two lines, so a long text never squeezes the bars; at most CHART_BARS, the lowest, said in the
-    title when some are left out."""
+    """Horizontal bars of the margins, each under its own label of at most two lines (a long text never squeezes the
+    bars); at most CHART_BARS, the lowest, said in the title when some are left out."""
     from matplotlib.ticker import MaxNLocator
     from matplotlib.transforms import blended_transform_factory
 

@@ -386,6 +386,13 @@ def shown_table(key, headers, rows, **kw):
     return display.html_table(headers, rows, label=LABELS[key], table_id=f"{key}-table", **kw)
 
 
+def table_html(table, key=None, **kw):
+    """A vlprobe.demo Table as the page shows it (named by LABELS where the library leaves its label to the page)."""
+    return display.html_table(table.headers, table.rows, label=kw.pop("label", table.label or LABELS[table.key]),
+                              table_id=f"{key or table.key}-table", notes=table.notes, wrap=table.wrap,
+                              marked=table.marked, marked_rows=table.marked_rows, **kw)
+
+
 def empty_table(key, text):
     return display.message_table(LABELS[key], text, table_id=f"{key}-table")
 
@@ -605,21 +612,17 @@ def run_benchmark(dataset, config, split, model, n_items, ties, bootstrap, progr
                               progress=lambda frac, desc: progress(frac, desc=desc), results_dir=RESULTS_DIR)
     chart = display.svg(out.chart, "Bar chart of the metrics in %: " + "; ".join(
         f"{r[0]} {r[1]}" + (f" (95% CI {r[2]} to {r[3]})" if r[2] else "") + (f", chance {r[4]}" if r[4] else "")
-        for r in out.metric_rows), chart_id="benchmark-chart") if out.keys else ""
+        for r in out.metrics.rows), chart_id="benchmark-chart") if out.keys else ""
     notes = "".join(f"<p>{html.escape(n)}</p>" for n in out.notes)
-    tags_html = (shown_table("tags", out.tag_headers, out.tag_rows, decimals=1, notes=out.tag_notes, cards=True,
-                              fold=True)
-                 if out.tag_rows
+    tags_html = (table_html(out.tags, decimals=1, cards=True, fold=True) if out.tags.rows
                  else empty_table("tags", out.tags_note))
-    return (out.summary, chart, _table(out.metric_headers, out.metric_rows),
-            _table(out.tag_headers, out.tag_rows) if out.tag_rows else TAGS_EMPTY,
-            _table(out.browse_headers, out.browse_rows),
-            out, gr.Slider(minimum=1, maximum=max(2, len(out.browse_rows)), value=1, step=1, interactive=True),
-            shown_table("metrics", out.metric_headers, out.metric_rows, decimals=1, notes=out.metric_notes)
-            + glossary.glossary_html(out.keys, fold=True),
+    return (out.summary, chart, _table(out.metrics.headers, out.metrics.rows),
+            _table(out.tags.headers, out.tags.rows) if out.tags.rows else TAGS_EMPTY,
+            _table(out.browse.headers, out.browse.rows),
+            out, gr.Slider(minimum=1, maximum=max(2, len(out.browse.rows)), value=1, step=1, interactive=True),
+            table_html(out.metrics, decimals=1) + glossary.glossary_html(out.keys, fold=True),
             tags_html,
-            shown_table("browse", out.browse_headers, out.browse_rows, prose=("texts",), lists=("tags",), tall=True,
-                        notes=out.browse_notes, cards=True, fold=True),
+            table_html(out.browse, prose=("texts",), lists=("tags",), tall=True, cards=True, fold=True),
             f'<div class="tie-notes">{notes}</div>' if notes else "",
             gr.DownloadButton(value=out.results_file, visible=True), gr.Button(visible=True), out.results_file,
             gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip())
@@ -667,11 +670,7 @@ def results_table(table, key=None, **kw):
     card per row, its numbers first, folded under their label (SHOW_RESULTS folds them), open on a laptop."""
     kw.setdefault("cards", table.key != "papers")
     kw.setdefault("fold", table.key != "papers")
-    return display.html_table(table.headers, table.rows, label=kw.pop("label", table.label),
-                              table_id=f"{key or table.key}-table",
-                              decimals=1, notes=table.notes, wrap=table.wrap, marked=table.marked,
-                              marked_rows=table.marked_rows, tall=len(table.rows) > 12,
-                              prose=("source", "note", "known causes"), **kw)
+    return table_html(table, key, decimals=1, tall=len(table.rows) > 12, prose=("source", "note", "known causes"), **kw)
 
 
 def papers_html(table):
@@ -705,7 +704,7 @@ def compare_results(files, include_papers, benchmark, names=""):
         shown_papers += results_table(out.published)
     shown = [t for t in (*out.runs, out.papers, out.published) if t]
     return (out.note, chart, _table(out.headers, out.rows) if out.rows else RUNS_EMPTY,
-            _table(out.paper_headers, out.paper_rows) if out.papers else PAPERS_EMPTY, runs_html,
+            _table(out.papers.headers, out.papers.rows) if out.papers else PAPERS_EMPTY, runs_html,
             # what each metric in the tables means, and which way is better (the Benchmark tab's glossary)
             shown_papers + glossary.glossary_html(glossary.named_in(*([t.label, *t.headers] for t in shown),
                                                                     *(t.rows for t in shown)), fold=True),

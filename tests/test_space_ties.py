@@ -30,17 +30,17 @@ def test_benchmark_tab_shows_na_with_the_reason_for_an_all_tied_split(inputs, tm
     reason = f"6/6 items tied: texts identical after truncation to {LIMIT} tokens"
     out = benchmark.run_benchmark(Settings(tmp_path), str(folder), "collapsed", "test", str(model), 6,
                                   bootstrap=0, cache=ModelCache())
-    rows = {r[0]: r for r in out.metric_rows}
-    assert rows["acc_r"][1] == "N/A¹" and out.metric_notes == [f"¹ {reason}"]  # not "0.0"; the reason under the table
+    rows = {r[0]: r for r in out.metrics.rows}
+    assert rows["acc_r"][1] == "N/A¹" and out.metrics.notes == [f"¹ {reason}"]  # not "0.0"; the reason under the table
     assert f"N/A ({reason})" in out.summary
     # short cells, each tag's reason said once under the table (the items column counts the items)
-    assert {r[0]: r[2] for r in out.tag_rows} == {"kind=even": "N/A¹", "kind=odd": "N/A¹"}
-    assert out.tag_notes == [f"¹ every item of the tag tied: texts identical after truncation to {LIMIT} tokens"]
+    assert {r[0]: r[2] for r in out.tags.rows} == {"kind=even": "N/A¹", "kind=odd": "N/A¹"}
+    assert out.tags.notes == [f"¹ every item of the tag tied: texts identical after truncation to {LIMIT} tokens"]
     assert out.result.value("acc_r") is None and out.result.na_reason == reason
     # only some items collapsed: numbers, and the summary names how many tied and why
     out = benchmark.run_benchmark(Settings(tmp_path), str(folder), "partly", "test", str(model), 6,
                                   bootstrap=0, cache=ModelCache())
-    rows = {r[0]: r for r in out.metric_rows}
+    rows = {r[0]: r for r in out.metrics.rows}
     assert "N/A" not in rows["acc_r"][1] and float(rows["acc_r"][1]) <= 50.0
     assert f"3/6 items have texts identical after the model's truncation to {LIMIT} tokens" in out.summary
 

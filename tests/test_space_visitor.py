@@ -301,7 +301,7 @@ def test_a_run_on_a_sample_writes_a_results_file_the_results_tab_reads(app, fold
     assert "10 of 40 items, sampled across kind (stratified, seed 0): 7 a, 2 b, 1 c" in out.summary
     # the texts differ only in words mini-clip does not know: the cause is named, not truncation
     assert "does not know “dog”, “cat”" in out.summary and "truncation" not in out.summary
-    assert all("truncation" not in str(r) for r in out.metric_rows)
+    assert all("truncation" not in str(r) for r in out.metrics.rows)
     # the folder records VALSE, whose authors count a tie as wrong: a lenient run says so, with their figure
     assert out.notes and out.notes[0].startswith("Ties are counted as right here (lenient), not as the VALSE authors "
                                                  "count them (strict: ")

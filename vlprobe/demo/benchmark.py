@@ -1,13 +1,10 @@
-"""The Benchmark tab: N items of a dataset's config (a stratified, seeded sample across its tags),
-scored and measured by ``vlprobe.evaluate`` (the library's API, with the page's already-loaded
-model), shown as a chart (each metric with its CI and chance line), a table of the metrics that
-fit the items' shape with what each means, a per-tag table, the items worst mistakes first, and
-the run's results.json to download (the Results tab reads it)."""
+"""The Benchmark tab: a stratified sample of a config, measured by ``vlprobe.evaluate`` with the page's loaded model."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -16,20 +13,24 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from ..benchmarks import find
+from ..errors import VlprobeError
+from ..results import bar_chart, na_text, pct, truncation_warning
+from ..results.display import shown_metrics
 from ..results.schema import Metrics, dump
+from .display import CHART_FONT_SIZE, Table, figure
 from .examples import dataset_configs, dataset_name, load_items, open_split, sample_rows
+from .glossary import chart_label
 from .models import MODELS, ModelCache
-from .score import TIE_POLICY_WORDS, check_ties, item_shape
+from .score import TIE_POLICY_WORDS, check_ties, gaps, item_shape, table, unknown_words
 from .settings import MAX_BOOTSTRAP, Settings, SpaceError, max_items
 
 if TYPE_CHECKING:
-    from datasets import Dataset
     from matplotlib.figure import Figure
 
     from ..dataset.items import Item
-    from ..dataset.spec import ItemSpec
     from ..evaluation.result import Evaluation
-    from ..results import ScoredItem, ScoredSplit
+    from ..results import ScoredItem
     from ..results.schema import Entry
     from ..scorers.base import Scorer
     from .examples import Sample
@@ -40,15 +41,13 @@ def plural(n: int, word: str) -> str:
 
 
 def items_shape(items: Sequence[Any]) -> str:
-    """The shape of a run: 'group' if any item has two images, else 'pairwise' if every item is one
-    caption against one foil, else 'set'."""
+    """'group' if any item has two images, else 'pairwise' if every item is one caption against one foil, else 'set'."""
     shapes = {item_shape(np.shape(i.gold)[0], int(np.asarray(i.gold).sum()), np.shape(i.gold)[1]) for i in items}
     return "group" if "group" in shapes else "pairwise" if shapes == {"pairwise"} else "set"
 
 
 class Footnotes:
-    """The notes under a table: a cell that is not a number says "N/A" and a mark ("N/A¹"); the
-    reason is said once, under the table, however many cells share it."""
+    """The notes under a table: a cell says "N/A¹", its reason said once under the table."""
 
     MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
 
@@ -65,31 +64,20 @@ class Footnotes:
         return [f"{self.mark(t)} {t}" for t in self.texts]
 
 
-def metric_rows(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str,
-                notes: Footnotes | None = None) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows): metric, value, CI low, CI high, chance, in %; a value computed over nothing
-    but ties is "N/A" with a mark of ``notes`` (its reason, which ``reason`` rewrites, said once
-    under the table)."""
-    from ..results import pct
-
-    notes = notes if notes is not None else Footnotes()
+def metric_table(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str) -> Table:
+    """Metric, value, CI low, CI high, chance, in %; a value over nothing but ties is "N/A¹", why a note."""
+    notes = Footnotes()
     rows = []
     for key in keys:
         low, high = m.ci.get(key) or (None, None)
         value = pct(m.value(key)) if m.value(key) is not None else f"N/A{notes.mark(reason(str(m.na_reason)))}"
         rows.append([key, value, pct(low), pct(high), pct(m.chance.get(key))])
-    return ["metric", "value", "CI low", "CI high", "chance"], rows
+    return Table("metrics", "", ["metric", "value", "CI low", "CI high", "chance"], rows, notes.lines())
 
 
-def tag_rows(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str,
-             notes: Footnotes | None = None) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows): tag, items, then each metric in %; a tag whose every item tied is "N/A" with
-    a mark of ``notes``, whose one line says why (the items column says how many)."""
-    import re
-
-    from ..results import pct
-
-    notes = notes if notes is not None else Footnotes()
+def tag_table(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str) -> Table:
+    """Tag, items, then each metric in %; a tag whose every item tied is "N/A¹", why a note."""
+    notes = Footnotes()
 
     def na(r: Metrics) -> str:
         why = re.sub(r"^(\d+)/\1 items tied", "every item of the tag tied", reason(str(r.na_reason)))
@@ -99,26 +87,16 @@ def tag_rows(m: Metrics, keys: Sequence[str], reason: Callable[[str], str] = str
     rows = [[tag, r.n_items if r.n_items is not None else ""]
             + [pct(r.value(k)) if r.value(k) is not None else na(r) if r.na_reason else "" for k in keys]
             for tag, r in sorted(m.per_tag.items())]
-    return ["tag", "items", *keys], rows
+    return Table("tags", "", ["tag", "items", *keys], rows, notes.lines())
 
 
 def margins(scores: Sequence[np.ndarray], golds: Sequence[np.ndarray]) -> np.ndarray:
-    """Per item, the smallest gap "gold cell minus non-gold cell" over the pairs the metrics compare
-    (same row; same column too when the item has several images). At most 0: the model got at
-    least one comparison wrong. Used to sort items for browsing, worst mistakes first."""
-    out = np.empty(len(scores))
-    for k, (S, G) in enumerate(zip(scores, golds)):
-        S, G = np.asarray(S, dtype=np.float64), np.asarray(G, dtype=bool)
-        gaps = [row[gold].min() - row[~gold].max()
-                for A, B in (((S, G), (S.T, G.T)) if S.shape[0] > 1 else ((S, G),))
-                for row, gold in zip(A, B) if gold.any() and (~gold).any()]
-        out[k] = min(gaps) if gaps else np.nan
-    return out
+    """Per item, its smallest :func:`~.score.gaps` (NaN: none), at most 0 when a comparison is wrong."""
+    return np.array([min((v for *_, v in gaps(S, G)), default=np.nan) for S, G in zip(scores, golds)], dtype=float)
 
 
 def marked_texts(item: Item | ScoredItem) -> str:
-    """An item's texts in order, each marked with what it is: "✓" the true (gold) text, "✗" a wrong one
-    (a foil); with several images "✓1", "✓2": true of image 1, of image 2."""
+    """An item's texts, each marked "✓" (true; with several images "✓1": of image 1) or "✗" (a foil)."""
     G = np.asarray(item.gold, dtype=bool)
     many = G.shape[0] > 1
 
@@ -132,8 +110,7 @@ def marked_texts(item: Item | ScoredItem) -> str:
 
 
 def browse_notes(items: Sequence[Any]) -> list[str]:
-    """The notes under the items table: what the marks mean, and a ``label=`` tag (TraVLR's label
-    column) where the items carry one."""
+    """The notes under the items table: what the marks mean, and TraVLR's ``label=`` tag where items carry it."""
     many = any(np.shape(i.gold)[0] > 1 for i in items)
     notes = ["✓: the true text (the gold one); ✗: a wrong text (a foil)"
              + ("; ✓1, ✓2: true of image 1, of image 2." if many else ".")]
@@ -144,40 +121,23 @@ def browse_notes(items: Sequence[Any]) -> list[str]:
 
 
 def chart(m: Metrics, keys: Sequence[str], title: str) -> Figure:
-    """A matplotlib figure of the shown metrics (CI error bars, dashed chance lines), drawn by
-    vlprobe.results' one bar chart, its text at the page's chart size, as wide as its bars need;
-    a metric where lower is better says so in its label. The title sits clear of the axis' top
-    label ("100")."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..results import bar_chart
-    from .display import CHART_FONT_SIZE, chart_rc
-    from .glossary import chart_label
-
+    """The shown metrics by vlprobe.results' bar chart (CI bars, dashed chance), as wide as its bars need."""
     keys = [k for k in keys if m.value(k) is not None]  # no bar for a value that is not available
-    with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(min(4.8, 2.4 + 0.65 * len(keys)), 4.2), dpi=100, layout="constrained")
+    with figure(min(4.8, 2.4 + 0.65 * len(keys)), 4.2) as (fig, (ax,)):
         bar_chart(ax, [chart_label(k) for k in keys], [m.value(k) for k in keys],
                   ci=[m.ci.get(k) for k in keys] if m.ci else None, chance=[m.chance.get(k) for k in keys])
         ax.set_title(title, pad=CHART_FONT_SIZE)  # above the "100" tick label, which rises half a line
         # the legend under the axes (constrained layout keeps it clear of the labels), never over a bar
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2, frameon=False)
-    plt.close(fig)
     return fig
 
 
 @dataclass
 class BenchmarkOutcome:
     summary: str
-    metric_headers: list[str]
-    metric_rows: list[list[Any]]
-    tag_headers: list[str]
-    tag_rows: list[list[Any]]
-    browse_headers: list[str]
-    browse_rows: list[list[Any]]
+    metrics: Table
+    tags: Table
+    browse: Table  # the items, worst first
     result: Metrics
     chart: Figure | None = None  # the metrics
     source: tuple = ()  # (settings, dataset, config, split): where browsing reads an item's images
@@ -189,9 +149,6 @@ class BenchmarkOutcome:
     notes: list[str] = field(default_factory=list)  # beside the table: the tie policy against the authors' rule
     results_file: str | None = None  # the run's results.json
     tags_note: str = ""  # when there is no per-tag table: why
-    metric_notes: list[str] = field(default_factory=list)  # under the metrics table: why a value is N/A
-    tag_notes: list[str] = field(default_factory=list)  # under the per-tag table: why a tag's value is N/A
-    browse_notes: list[str] = field(default_factory=list)  # under the items table: what its marks mean
 
 
 def _whole(value: str | float | None, box: str, low: int, high: int) -> int:
@@ -215,29 +172,9 @@ def check_inputs(n_items: str | float | None, bootstrap: str | float | None, tie
     return n, n_boot, check_ties(ties, authors=True)
 
 
-def evaluate_subset(scorer: Scorer, name: str, rows: Dataset, spec: ItemSpec, config: str | None, split: str, ties: str,
-                    n_boot: int) -> tuple[Evaluation, ScoredSplit]:
-    """``vlprobe.evaluate`` on the sampled rows of one split (a ``datasets.Dataset`` named after its
-    folder, so the benchmark is known) with an already-loaded scorer: (the run, its scored split)."""
-    from .. import evaluate
-    from ..errors import VlprobeError
-
-    try:
-        run = evaluate(model=scorer, datasets={name: rows}, spec=spec, configs=[config] if config else None,
-                       splits=[split], ties=ties, bootstrap=n_boot, progress=False, cache_dir="none", num_workers=0)
-    except VlprobeError as err:
-        raise SpaceError(str(err)) from None
-    return run, run.splits[0]
-
-
 def tie_policy_notes(run: Evaluation, scored: Entry, ties: str, keys: Sequence[str] = ()) -> list[str]:
-    """Beside the table: where the run's tie policy is not the benchmark's authors' rule (its summary
-    block's ``tie_policy`` and ``departures`` in results.json, from the benchmark's declaration), say
-    so, with the shown metrics' figures under their rule (the entry's ``authors_rule``); for a dataset
-    without a recorded rule, a policy other than strict is named as not the papers' usual one."""
-    from ..benchmarks import find
-    from ..results import pct
-
+    """Where the run's tie policy is not its benchmark's authors' rule, say so, with the shown metrics under their
+    rule; for a dataset without a rule, a policy other than strict is not the papers' usual one."""
     block = next((b for b in (run.summary or {}).values() if scored.benchmark and b.benchmark == scored.benchmark),
                  None)
     rule = block.tie_policy if block is not None else None
@@ -256,11 +193,7 @@ def tie_policy_notes(run: Evaluation, scored: Entry, ties: str, keys: Sequence[s
 
 
 def collapse_cause(scorer: Scorer, items: Sequence[Any]) -> str:
-    """Why some items' texts are one input to the model: "unknown words" (its tokenizer reads two
-    texts as the same ids before any truncation: a word-level vocabulary maps unknown words to one
-    id), "truncation" (they differ only past its text limit), both, or "" when none collapsed."""
-    from .score import unknown_words
-
+    """Why some items' texts are one input to the model: "unknown words", "the tokenizer", "truncation", or ""."""
     tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
     seen_texts = getattr(scorer, "seen_texts", None)
     if tok is None or seen_texts is None:
@@ -278,10 +211,7 @@ def collapse_cause(scorer: Scorer, items: Sequence[Any]) -> str:
 
 
 def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
-    """The library's "texts identical after (the model's) truncation to N tokens" or "texts the model
-    reads as the same token ids" with the cause this run has (unknown words: which ones)."""
-    import re
-
+    """The library's "texts identical after truncation" (or "…the same token ids") with this run's cause."""
     if not cause or cause == "truncation":
         return text
     shown = ", ".join(f"“{w}”" for w in words[:6]) + (" …" if len(words) > 6 else "")
@@ -292,8 +222,7 @@ def explain_collapse(text: str, cause: str, words: Sequence[str]) -> str:
 
 
 def write_results(run: Evaluation, folder: Path, root: Path, sample: Sample) -> str:
-    """The run's results.json (what ``vlprobe evaluate`` writes, plus how the items were sampled),
-    the Space's own folder written as ``.`` (no server path in a download); returns its path."""
+    """The path of the run's results.json, with how the items were sampled and no server path in it."""
     provenance = run.document.provenance
     doc = replace(run.document, provenance=replace(provenance, raw={**provenance.raw, "space_sample": sample.record()}))
     text = json.dumps(dump(doc), indent=2, ensure_ascii=False).replace(str(Path(root).resolve()) + "/", "")
@@ -307,12 +236,8 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
                   bootstrap: str | float | None = 200,
                   progress: Callable[[float, str], None] | None = None,
                   cache: ModelCache | None = None, results_dir: Path | None = None) -> BenchmarkOutcome:
-    """Score N items of a config (a stratified, seeded sample across its tags) through
-    ``vlprobe.evaluate`` and show them; ``ties``: "authors" (its benchmark's authors' rule, as evaluate's default)
-    or a tie policy."""
-    from ..results import na_text, truncation_warning
-    from ..results.display import shown_metrics
-    from .score import unknown_words
+    """Score a stratified sample of a config through ``vlprobe.evaluate``; ``ties``: "authors" or a tie policy."""
+    from .. import evaluate
 
     report = progress or (lambda frac, desc: None)
     n, n_boot, ties = check_inputs(n_items, bootstrap, ties)
@@ -324,7 +249,13 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
     scorer = (cache or MODELS).get(model_id)
     report(0.2, f"scoring {plural(len(sample.rows), 'item')}")
     start = time.perf_counter()
-    run, scored = evaluate_subset(scorer, name, ds.select(sample.rows), spec, config, split, ties, n_boot)
+    try:  # the dataset named after its folder, so the benchmark is known
+        run = evaluate(model=scorer, datasets={name: ds.select(sample.rows)}, spec=spec, splits=[split], ties=ties,
+                       configs=[config] if config else None, bootstrap=n_boot, progress=False, cache_dir="none",
+                       num_workers=0)
+    except VlprobeError as err:
+        raise SpaceError(str(err)) from None
+    scored = run.splits[0]
     seconds = time.perf_counter() - start
     entry, ties = run.document.results[0], scored.ties or ties  # the policy it was counted by ("authors": its rule)
     result, items = entry.metrics, list(scored.items)
@@ -335,9 +266,7 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
         return explain_collapse(text, cause, words)
 
     keys = shown_metrics(entry)
-    metric_notes, tag_notes = Footnotes(), Footnotes()
-    mh, mr = metric_rows(result, keys, reason, metric_notes)
-    th, tr = tag_rows(result, keys, reason, tag_notes)
+    tags = tag_table(result, keys, reason)
     gaps = margins(scored.scores, [item.gold for item in items])
     order = sorted(range(len(items)), key=lambda k: (np.nan_to_num(gaps[k], nan=np.inf), k))
     browse = [[rank, round(float(gaps[k]), 3), marked_texts(items[k]), ", ".join(items[k].tags), items[k].id]
@@ -358,29 +287,20 @@ def run_benchmark(settings: Settings, dataset: str | None, config: str | None, s
     results_file = write_results(run, results_dir, settings.root, sample) if results_dir is not None else None
     report(1.0, "done")
     return BenchmarkOutcome(
-        summary=summary, metric_headers=mh, metric_rows=mr, tag_headers=th, tag_rows=tr,
-        browse_headers=["rank", "margin", "texts", "tags", "id"], browse_rows=browse, result=result,
+        summary=summary, metrics=metric_table(result, keys, reason), tags=tags, result=result,
+        browse=Table("browse", "", ["rank", "margin", "texts", "tags", "id"], browse, browse_notes(items)),
         chart=chart(result, keys, f"{name}/{config}/{split} (n={len(items):,})"),
         source=(settings, dataset, config, split), items=items,
         scores=[np.asarray(s) for s in scored.scores], order=order, rows=list(sample.rows), keys=keys,
-        notes=notes, results_file=results_file, metric_notes=metric_notes.lines(), tag_notes=tag_notes.lines(),
-        browse_notes=browse_notes(items),
-        tags_note="" if tr else "This config's items have no tags, so there is no per-tag table.")
+        notes=notes, results_file=results_file,
+        tags_note="" if tags.rows else "This config's items have no tags, so there is no per-tag table.")
 
 
-def browse_item(outcome: BenchmarkOutcome | None, rank: str | float) -> tuple[list[Any], list[str], list[list[Any]], str]:
+def browse_item(outcome: BenchmarkOutcome, rank: str | float) -> tuple[list[Any], list[str], list[list[Any]], str]:
     """One benchmark item by its rank (1 = worst): (images, score headers, score rows, caption)."""
     from ..dataset.images import to_pil
-    from .score import table
 
-    if outcome is None or not outcome.items:
-        raise SpaceError("run a benchmark first")
-    try:
-        r = int(rank)
-    except (TypeError, ValueError):
-        raise SpaceError("the rank must be a whole number") from None
-    if not 1 <= r <= len(outcome.order):
-        raise SpaceError(f"the rank must be between 1 and {len(outcome.order)}")
+    r = int(rank)  # the page's show_item has checked it against the run
     k = outcome.order[r - 1]
     item, S = outcome.items[k], np.asarray(outcome.scores[k], dtype=np.float64)
     headers, rows = table(item, S, None)

@@ -1,13 +1,5 @@
-"""How the page shows tables and charts: plain HTML tables and SVG charts, readable on a phone.
-
-Gradio's Dataframe lays its cells out at fixed widths (a share of the screen each), so on a phone
-it cuts values to 'label=...' and breaks headers and numbers mid-word. Here a table is an HTML
-``<table>`` in a box that scrolls sideways: headers, numbers, ids and tags never break (the CSS
-below), only running text wraps, at spaces. Charts are matplotlib figures written as SVG with their
-text kept as text (``svg.fonttype: none``): the visitor's browser draws it, with its own font
-fallback (CJK, emoji), and the page can measure it. The SVG keeps at least 85% of its drawn size
-and scrolls sideways in a narrow column rather than shrinking its text.
-"""
+"""The page's tables and charts: HTML tables (Gradio's Dataframe cuts values and breaks numbers mid-word on a phone)
+and matplotlib charts as SVG with their text kept as text, which the browser draws with its own font fallback."""
 
 from __future__ import annotations
 
@@ -16,16 +8,17 @@ import io
 import math
 import re
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 CHART_FONT_SIZE = 13.0  # in the figure's points; drawn at >= 85% of that, so never under 11 px
 MIN_SCALE = 0.85
-# Fonts matplotlib measures with (laying out the figure), where installed: CJK and symbols beyond
-# DejaVu Sans come from Debian's fonts-noto-cjk and fonts-symbola (space/packages.txt); without
-# them the layout uses DejaVu's widths and the browser still draws the glyphs with its own fonts.
+# fonts the layout measures with, where installed (space/packages.txt); the browser draws the glyphs either way
 LAYOUT_FONTS = ("DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans", "Symbola")
 
 CSS = """
@@ -87,6 +80,21 @@ table.vt .phone { display: none; }  /* a ranged table's range column: a phone's 
 """
 
 
+@dataclass
+class Table:
+    """A table as the page shows it (:func:`html_table`), its HTML id ``<key>-table``; label "": the page names it."""
+
+    key: str
+    label: str
+    headers: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
+    wrap: tuple[str, ...] = ()
+    marked: tuple[str, ...] = ()  # the columns of the visitor's runs (shaded)
+    marked_rows: tuple[int, ...] = ()  # the rows of the visitor's runs
+    ranged: tuple[str, ...] = ()  # the published systems' columns, which a phone shows as their range
+
+
 def fmt(value: object, decimals: int) -> str:
     """A number with exactly ``decimals`` decimals (thousands separated); anything else as text."""
     if isinstance(value, bool) or value is None:
@@ -103,8 +111,7 @@ NUMBER = re.compile(r"^(([−+-]?[\d,]*\.?\d+( \[[^\]]*\])?)|N/A)([¹²³⁴⁵�
 
 
 def _whole_words(text: str) -> str:
-    """Running text, escaped, that wraps only at spaces: a word with a hyphen, dash or slash (where a
-    browser may also break a line) is kept whole."""
+    """Running text, escaped, wrapping only at spaces: a word with a hyphen, dash or slash is kept whole."""
     return re.sub(r"\S*[-/–]\S*", lambda m: f'<span class="word">{m.group(0)}</span>', html.escape(text))
 
 
@@ -113,17 +120,12 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, label: 
                prose_rows: Sequence[int] = (), notes: Sequence[str] = (), cards: bool = False,
                wrap: Sequence[str] = (), marked: Sequence[str] = (), marked_rows: Sequence[int] = (),
                fold: bool = False, ranged: tuple[str, Sequence[str]] = ("", ())) -> str:
-    """An HTML table: numbers right-aligned with ``decimals`` decimals, never broken; columns named
-    in ``prose`` (and the rows numbered in ``prose_rows``) wrap at spaces; in ``lists``
-    (comma-separated values) each value stays whole; ``notes`` (footnotes, "¹ why") under it. Headers
-    named in ``wrap`` (names of runs and systems) wrap at spaces, their columns as narrow as their
-    numbers (in a card, their cells too: never at a hyphen). The columns named in ``marked`` and the
-    rows numbered in ``marked_rows`` (the visitor's own runs) are shaded. With ``cards``, on a phone each
-    row is a card: its first cell, then its numbers,
-    then its other cells, each led by its column's name (an empty one left out). With ``fold``, the table and its
-    notes sit in a ``<details class="vt-fold">`` opened by its label (open as sent; the page may fold it). With
-    ``ranged`` (a label, columns), a phone shows those columns' numbers as one range (lowest–highest) in a last
-    column of that label, in their place; a value's CI goes under it there."""
+    """An HTML table whose numbers (``decimals`` decimals) never break. Columns in ``prose`` (rows in ``prose_rows``)
+    wrap at spaces, hyphenated words kept whole; in ``lists`` each comma-separated value stays whole; headers in
+    ``wrap`` (runs' and systems' names) wrap at spaces; ``marked`` columns and ``marked_rows`` (the visitor's runs)
+    are shaded; ``notes`` go under it. ``cards``: on a phone each row is a card, its first cell, then its numbers,
+    then the rest, each led by its column's name. ``fold``: in a ``<details class="vt-fold">`` opened by its label.
+    ``ranged`` (a label, columns): on a phone those columns show as one lowest–highest column of that label."""
     esc = html.escape
     cells = []
     label_range, in_range = ranged
@@ -187,24 +189,29 @@ def message_table(label: str, text: str, table_id: str = "") -> str:
             f'<p class="vt-empty">{html.escape(text)}</p></div>')
 
 
-def chart_rc() -> dict:
-    """matplotlib settings for the page's charts (use as ``matplotlib.rc_context(chart_rc())``
-    around the drawing): text at CHART_FONT_SIZE, laid out with the installed LAYOUT_FONTS."""
+@contextmanager
+def figure(width: float, height: float, ratios: Sequence[int] = (1,),
+           layout: str | None = "constrained") -> Iterator[tuple[Figure, list[Axes]]]:
+    """A figure of stacked axes (``ratios`` their heights) in the page's chart fonts, closed after the block."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     from matplotlib import font_manager
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
-    families = [f for f in LAYOUT_FONTS if f in installed] or ["DejaVu Sans"]
-    return {"font.family": families, "font.size": CHART_FONT_SIZE, "axes.titlesize": CHART_FONT_SIZE,
-            "axes.labelsize": CHART_FONT_SIZE, "xtick.labelsize": CHART_FONT_SIZE,
-            "ytick.labelsize": CHART_FONT_SIZE, "legend.fontsize": CHART_FONT_SIZE}
+    sizes = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize", "legend.fontsize")
+    rc: dict = {"font.family": [f for f in LAYOUT_FONTS if f in installed] or ["DejaVu Sans"],
+            **dict.fromkeys(sizes, CHART_FONT_SIZE)}
+    with matplotlib.rc_context(rc):
+        fig, axes = plt.subplots(len(ratios), 1, figsize=(width, height), dpi=100, layout=layout, sharex=True,
+                                 squeeze=False, gridspec_kw={"height_ratios": list(ratios)})
+        yield fig, [a for (a,) in axes]
+    plt.close(fig)
 
 
 def svg(fig: Figure, description: str, chart_id: str = "") -> str:
-    """The figure as inline SVG, text kept as text, sized to keep its text readable; ``description``
-    is what a screen reader says (role=img, aria-label and the SVG's title)."""
+    """The figure as inline SVG, its text kept as text; ``description`` is what a screen reader says."""
     import matplotlib
 
     buf = io.StringIO()

@@ -1,6 +1,4 @@
-"""Items to try and items to score: the one-click gallery (rendered scenes, one per item shape, and
-one item of each offered dataset), the configs and splits of a dataset that have rows, rows read
-through the dataset-folder code and the folder's spec, and a stratified sample of a split."""
+"""Items to try and to score: the gallery, a dataset's configs, splits and rows with items, and stratified samples."""
 
 from __future__ import annotations
 
@@ -11,7 +9,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..dataset.images import to_pil
 from ..dataset.items import Item, ItemError
+from ..dataset.spec import SpecError, find_spec
+from ..errors import DatasetError
+from ..storage.locations import DEFAULT_DATASETS
+from .score import item_shape, unknown_words
 from .settings import Settings, SpaceError
 
 if TYPE_CHECKING:
@@ -21,8 +24,7 @@ if TYPE_CHECKING:
     from ..dataset.reader import DeclaredConfig
     from ..dataset.spec import ItemSpec
 
-# (name, shape, scenes as (shape, colour, row, column) objects, captions, foils): in every model's
-# vocabulary, the offline mini-clip's included (shapes, colours, left/right)
+# (name, shape, scenes of (shape, colour, row, column) objects, captions, foils), in mini-clip's vocabulary too
 SCENES = (
     ("Colour foil", "pairwise", ([("circle", "red", 1, 1), ("square", "blue", 3, 3)],),
      ["a red circle and a blue square"], ["a red circle and a green square"]),
@@ -45,10 +47,6 @@ class Example:
     images: tuple[str, ...]
     captions: tuple[str, ...]
     foils: tuple[str, ...]
-
-    @property
-    def texts(self) -> tuple[str, ...]:
-        return self.captions + self.foils
 
     def fields(self) -> tuple[str, str | None, str, str]:
         """(image 1, image 2 or None, captions text, foils text) for the Score tab."""
@@ -74,11 +72,7 @@ def scene_examples(folder: Path) -> list[Example]:
 
 
 def dataset_example(settings: Settings, dataset: str, folder: Path) -> Example | None:
-    """The first row of a dataset's first config with rows, as a gallery example (its images
-    saved as PNG into ``folder``); None where no row of it fits the Score tab or it cannot be read."""
-    from ..dataset.images import to_pil
-    from .score import item_shape
-
+    """A dataset's first row as a gallery example (its images saved into ``folder``); None if it cannot be."""
     try:
         configs = dataset_configs(settings, dataset)
         if not configs:
@@ -100,25 +94,18 @@ def dataset_example(settings: Settings, dataset: str, folder: Path) -> Example |
 
 
 def gallery(settings: Settings, folder: Path, datasets: Sequence[str]) -> list[Example]:
-    """Every gallery example: one item of each dataset (the benchmarks with photos first, then the
-    rendered ones), then the rendered scenes."""
-    from ..storage.locations import DEFAULT_DATASETS
-
+    """One item of each dataset (those with photos first), then the rendered scenes."""
     ordered = sorted(datasets, key=lambda d: Path(d).name in DEFAULT_DATASETS)  # stable: photos first
     found = [dataset_example(settings, d, folder) for d in ordered]
     return [e for e in found if e is not None] + scene_examples(folder)
 
 
 def readable(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase | None) -> list[Example]:
-    """The examples whose every word the model's tokenizer reads (no word becomes its unknown
-    token: a word-level vocabulary such as mini-clip's reads only its own words); all of them when
-    the tokenizer cannot say (None, or no unknown token: a sub-word tokenizer reads any text)."""
-    from .score import unknown_words
-
+    """The examples with no word that the model's tokenizer reads as its unknown token; all when it cannot say."""
     if tokenizer is None:
         return list(examples)
     holder = type("Tok", (), {"tokenizer": tokenizer})()
-    return [e for e in examples if not unknown_words(holder, e.texts)]
+    return [e for e in examples if not unknown_words(holder, e.captions + e.foils)]
 
 
 # ---- datasets: folders (and Hub ids an owner listed) --------------------------------------------
@@ -136,8 +123,7 @@ def _card_configs(folder: str, stamp: tuple[int, int]) -> tuple[DeclaredConfig, 
 
 
 def declared_configs(folder: Path) -> list[DeclaredConfig]:
-    """The configs a folder's card declares, its YAML read once per version of the card (a large card,
-    such as VALSE's, takes most of a second to parse: choosing a dataset must not wait for it per config)."""
+    """The configs a folder's card declares, read once per version of the card (VALSE's takes most of a second)."""
     try:
         st = (Path(folder) / "README.md").stat()
     except OSError:
@@ -146,8 +132,7 @@ def declared_configs(folder: Path) -> list[DeclaredConfig]:
 
 
 def split_rows(folder: Path, config: str) -> dict[str, int]:
-    """{split: rows} of one config of a built folder, from its parquet files' footers (nothing
-    decoded); a file that is not readable parquet counts 0 rows."""
+    """{split: rows} of one config of a built folder, from its parquet footers (an unreadable file: 0 rows)."""
     import pyarrow.parquet as pq
 
     out: dict[str, int] = {}
@@ -176,7 +161,6 @@ def build_hint(folder: Path) -> str:
 def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
     """The configs of a dataset that have rows in this build (a Hub id: all of its configs)."""
     from ..dataset.reader import list_configs
-    from ..errors import DatasetError
 
     source = settings.resolve_dataset(dataset)
     try:
@@ -191,10 +175,8 @@ def dataset_configs(settings: Settings, dataset: str | None) -> list[str]:
 
 
 def dataset_splits(settings: Settings, dataset: str | None, config: str | None) -> list[str]:
-    """A config's splits that have rows, ``test``-like splits first; a config with none is refused
-    in one sentence saying how to build it."""
+    """A config's splits that have rows, ``test``-like first; a config with none is refused saying how to build it."""
     from ..dataset.reader import config_splits, list_splits
-    from ..errors import DatasetError
 
     source = settings.resolve_dataset(dataset)
     if not config:
@@ -220,7 +202,6 @@ def dataset_splits(settings: Settings, dataset: str | None, config: str | None) 
 def open_split(settings: Settings, dataset: str | None, config: str | None, split: str | None = None) -> tuple[Any, Any, str]:
     """(rows as a ``datasets.Dataset`` with images left encoded, the dataset's spec, the split)."""
     from ..dataset.reader import undecoded_features
-    from ..dataset.spec import SpecError, find_spec
     from ..storage.arrow_cache import load_folder_split
 
     source = settings.resolve_dataset(dataset)
@@ -251,10 +232,7 @@ def open_split(settings: Settings, dataset: str | None, config: str | None, spli
 
 def load_items(settings: Settings, dataset: str | None, config: str | None, split: str | None = None,
                limit: int | None = None, start: int = 0, rows: Sequence[int] | None = None) -> list[Item]:
-    """Rows ``start .. start+limit`` of a config's split (or the rows numbered in ``rows``), made
-    items by the dataset's spec."""
-    from ..dataset.spec import SpecError
-
+    """Rows ``start .. start+limit`` of a config's split (or the rows numbered in ``rows``) as items."""
     ds, spec, split = open_split(settings, dataset, config, split)
     name = dataset_name(settings, dataset)
     if rows is not None:
@@ -270,8 +248,7 @@ def load_items(settings: Settings, dataset: str | None, config: str | None, spli
 
 
 def check_row(value: str | float | None) -> int:
-    """The Row box's value as a row number, or one sentence naming the box (an empty box too: it
-    does not quietly mean row 0)."""
+    """The Row box's value as a row number, or one sentence naming the box (an empty box is not row 0)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise SpaceError("Row: the box is empty; type a row number from 0")
     try:
@@ -286,8 +263,6 @@ def check_row(value: str | float | None) -> int:
 def example_fields(settings: Settings, dataset: str | None, config: str | None,
                    index: str | float | None) -> tuple[Any, Any, str, str]:
     """(image 1, image 2 or None, captions text, foils text) of one dataset row, for the Score tab."""
-    from ..dataset.images import to_pil
-
     item = load_items(settings, dataset, config, None, limit=1, start=check_row(index))[0]
     gold = item.gold
     if item.m == 1:
@@ -309,8 +284,7 @@ def example_fields(settings: Settings, dataset: str | None, config: str | None,
 
 @dataclass
 class Sample:
-    """Rows of a split picked for a run: their numbers (in the split's order), the column they were
-    stratified on ("" when none), and how many rows each of its values got."""
+    """Rows of a split picked for a run (in the split's order), the column stratified on, and rows per value."""
 
     rows: list[int]
     of: int  # rows in the split
@@ -333,9 +307,8 @@ class Sample:
 
 
 def _strata_column(ds: Dataset, spec: ItemSpec, configs: Sequence[str]) -> tuple[str, list[str]]:
-    """The tag column to stratify on and its value per row: the first tag column whose values are
-    the folder's other configs (an ``all`` config's sub-configs), else the first with two or more
-    values; ("", []) when no tag column varies."""
+    """The tag column to stratify on and its value per row: the first whose values are the folder's configs (an
+    ``all`` config's), else the first that varies; ("", []) when none does."""
     columns = [c for c in spec.tags if c in ds.column_names]
     if not columns:
         return "", []
@@ -349,11 +322,8 @@ def _strata_column(ds: Dataset, spec: ItemSpec, configs: Sequence[str]) -> tuple
 
 
 def sample_rows(ds: Dataset, spec: ItemSpec, n: int, configs: Sequence[str] = (), seed: int = 0) -> Sample:
-    """``n`` rows of ``ds`` spread over the values of one tag column (:func:`_strata_column`) in
-    proportion to their sizes (largest remainders, a tie going to the smaller value; every value at least
-    one row when ``n`` allows),
-    drawn at random within each (``seed``), returned in the split's order; all rows when ``n``
-    covers the split."""
+    """``n`` rows of ``ds`` drawn across a tag column's values (:func:`_strata_column`) in proportion to their sizes
+    (largest remainders, a tie to the smaller value, each at least one row when ``n`` allows)."""
     total = len(ds)
     if n >= total:
         return Sample(rows=list(range(total)), of=total, seed=seed)

@@ -1,10 +1,9 @@
-"""What each metric the page shows means, in one line, and which way is better (the definitions
-are vlprobe.metric's; see its docstring). Shown under the tables that show the metrics, and as
-the headers' tooltips."""
+"""What each metric the page shows means, in one line (vlprobe.metric's definitions), and which way is better."""
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Sequence
 
 # metric -> (what it is, "higher" or "lower" is better)
@@ -45,9 +44,7 @@ def chart_label(metric: str) -> str:
 
 
 def glossary_html(metrics: Sequence[str], fold: bool = False) -> str:
-    """A short definition list of ``metrics`` (those the glossary knows), each marked with which
-    way is better; "" when none is known. ``fold``: under its title in a ``<details class="vt-fold">`` (open as
-    sent; the page may fold it)."""
+    """The known ``metrics`` and which way is better ("" when none); ``fold``: in a ``<details class="vt-fold">``."""
     known = [m for m in dict.fromkeys(metrics) if m in METRICS]
     if not known:
         return ""
@@ -60,10 +57,7 @@ def glossary_html(metrics: Sequence[str], fold: bool = False) -> str:
 
 
 def named_in(*tables: Sequence) -> list[str]:
-    """The glossary's metrics named in tables (their headers and cells: a cell "acc_r", a header
-    "acc_r (%)" or "mini-clip · acc_r"), in the glossary's order: what a Results table shows."""
-    import re
-
+    """The glossary's metrics named in tables' headers and cells ("acc_r (%)", "mini-clip · acc_r"), in its order."""
     words = set()
     for table in tables:
         for row in table or []:

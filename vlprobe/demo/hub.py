@@ -1,5 +1,4 @@
-"""Whether the Hugging Face Hub answers, asked quickly and remembered, and whether a model can be
-had now (the Space's default model is the first of its menu that can); imports nothing of the page."""
+"""Whether the Hugging Face Hub answers (asked quickly, the answer kept), and whether a model can be had now."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ _hub_answer: list[tuple[float, bool]] = []
 
 
 def hub_reachable() -> bool:
-    """Whether the Hugging Face Hub answers (any HTTP answer within HUB_CHECK_SECONDS), asked at
-    most once every HUB_CHECK_TTL seconds; False at once with ``HF_HUB_OFFLINE``."""
+    """Whether the Hub answers within HUB_CHECK_SECONDS, asked at most once every HUB_CHECK_TTL seconds."""
     from huggingface_hub import constants, get_session
 
     if constants.HF_HUB_OFFLINE:
@@ -30,15 +28,13 @@ def hub_reachable() -> bool:
 
 
 def local_folder(model_id: str) -> bool:
-    """Whether a model id is a local folder: an absolute path to one (the page resolves a local
-    model to its absolute path; any other text is a Hub id, not looked up on the disk)."""
+    """Whether a model id is an absolute path to a folder (the page resolves local models so; the rest are Hub ids)."""
     return Path(model_id).is_absolute() and Path(model_id).is_dir()
 
 
 def model_at_hand(model_id: str, root: Path | None = None) -> bool:
-    """Whether a model can be loaded now without waiting on a dead network: a local folder (absolute,
-    or a menu entry's folder under ``root``), a Hub model already in the local Hugging Face cache, or
-    any Hub id while the Hub answers."""
+    """Whether a model can be loaded now without waiting on a dead network: a local folder (absolute, or under
+    ``root``), a Hub model in the local cache, or any Hub id while the Hub answers."""
     if local_folder(model_id) or (root is not None and (root / model_id / "config.json").is_file()):
         return True
     import huggingface_hub

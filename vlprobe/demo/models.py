@@ -1,5 +1,5 @@
-"""Loaded models, kept between requests, and a fast, one-sentence failure for a model that cannot
-be had (before transformers is asked, which can take many seconds to give up offline)."""
+"""Loaded models, kept between requests, and a fast one-sentence failure for a model that cannot be had (transformers
+can take many seconds to give up offline)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,8 @@ if TYPE_CHECKING:
 
 
 def check_available(model_id: str) -> None:
-    """Fail in well under a second when a Hub id cannot be loaded: offline and not in the local
-    cache, or (online) not on the Hub. Local folders (absolute paths, as
-    :meth:`~vlprobe.demo.settings.Settings.resolve_model` gives them) pass: loading them says what is
-    wrong. Anything else is a Hub id, asked of the cache and the Hub, never of the disk (a hosted
-    Space's typed ids)."""
+    """Fail in well under a second when a Hub id cannot be loaded (offline and not cached, or not on the Hub); a
+    local folder (absolute, as ``resolve_model`` gives it) passes. A Hub id is never looked up on the disk."""
     if hub.local_folder(model_id):
         return
     from ..scorers.base import get_family
@@ -73,9 +70,7 @@ def load_scorer(model_id: str) -> Scorer:
 
 
 class ModelCache:
-    """Loaded scorers, one per model id, the least recently used dropped beyond ``capacity``
-    (default ``$VLPROBE_SPACE_MAX_MODELS`` or 2). Two requests for the same model load it once;
-    loading one model does not hold back requests for a model already loaded."""
+    """Loaded scorers, the least recently used dropped beyond ``capacity``; a model loads once, holding back no other."""
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity
@@ -118,17 +113,12 @@ class ModelCache:
     def __contains__(self, model_id: str) -> bool:
         return model_id in self._models
 
-    def clear(self) -> None:
-        with self._lock:
-            self._models.clear()
-
 
 MODELS = ModelCache()
 
 
 def preload_default_model(settings: Settings, cache: ModelCache | None = None) -> str | None:
-    """Load the default model (at the Space's start, so the first visitor does not wait for it).
-    Returns why it could not be loaded, or None."""
+    """Load the default model (at the Space's start, so the first visitor does not wait); why it could not, or None."""
     try:
         (cache or MODELS).get(settings.resolve_model(""))
     except SpaceError as err:
@@ -137,9 +127,7 @@ def preload_default_model(settings: Settings, cache: ModelCache | None = None) -
 
 
 def tokenizer_of(model_id: str, cache: ModelCache | None = None) -> PreTrainedTokenizerBase | None:
-    """The tokenizer of a model (to tell which gallery examples it can read): the loaded model's,
-    else its tokenizer files alone (local, in the Hugging Face cache, or from the Hub while it
-    answers); None when it cannot be had."""
+    """A model's tokenizer (which gallery examples it can read): the loaded model's, else its files alone; or None."""
     scorer = (cache or MODELS)._cached(model_id)
     if scorer is not None:
         return getattr(scorer, "tokenizer", None)

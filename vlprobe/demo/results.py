@@ -1,36 +1,31 @@
-"""The Results tab: results.json files side by side and beside the papers' published numbers, read from
-their records (:mod:`vlprobe.results.schema`), with a dot plot.
-
-* the runs: a table per benchmark (or dataset of the visitor's own), one row per run and config (and split
-  where there are several): each shown metric's value with its 95% CI, the items and the tied comparisons;
-* beside the papers: the papers' aggregates of each run on the chosen benchmark (its ``SummaryBlock``:
-  VALSE's instruments from a pooled ``all`` run's per-tag results, and their Avg.) set config by config
-  beside the published systems, the table laid out long (a row per config, a column per system) or, with
-  more systems than configs (Winoground's 19), a row per system; runs on other benchmarks are left out;
-* the figures published for a run's own checkpoint (``SummaryBlock.published``), one row each, with the
-  difference and its note;
-* the chart: the same rows, the run's points (N/A said in words) beside the published systems', drawn twice,
-  a wide version for a laptop and a narrow one (labels above their rows) for a phone.
-
-Every table is what the page shows; the API returns the same tables (the runs' as tidy rows)."""
+"""The Results tab: results.json files side by side and beside the papers' published numbers, with a dot plot drawn
+twice (wide for a laptop, narrow for a phone); the API returns the same tables (the runs' as tidy rows)."""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
+from .. import report
 from ..benchmarks import find, get
-from ..report.papers import PAPER_NOTES, PAPER_TABLES, PaperResult, paper_benchmarks, paper_results, source_label
+from ..errors import VlprobeError
+from ..report.papers import PAPER_NOTES, PAPER_TABLES, paper_benchmarks, paper_results, source_label
 from ..report.runs import Run
 from ..results import pct
+from ..results.display import shown_metrics
 from ..results.schema import Metrics, SummaryBlock, SummaryRow, dataset_name
+from ..results.summary import pooled, primary_metric
 from .benchmark import Footnotes
+from .display import Table, figure, svg
+from .glossary import chart_label
 from .settings import SpaceError
+from .uploads import safe_name, upload_path
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -42,8 +37,7 @@ MAX_RESULTS_FILES = 20
 
 @dataclass(frozen=True)
 class Point:
-    """One point of the chart: a run's (or a published system's) headline metric for a config and split, in %;
-    ``value`` None: not available (every item tied), said in words on the chart."""
+    """A point of the chart: a run's or a published system's headline metric in % (None: N/A, said in words)."""
 
     source: str  # the run's label, "paper: <system>" or "published: <source>"
     benchmark: str
@@ -59,22 +53,6 @@ class Point:
 
 
 @dataclass
-class Table:
-    """A table as the page shows it: ``key`` names its HTML id (``<key>-table``); headers that may wrap
-    (names of runs and systems) at spaces; notes (footnotes, sources) under it."""
-
-    key: str
-    label: str
-    headers: list[str]
-    rows: list[list[Any]]
-    notes: list[str] = field(default_factory=list)
-    wrap: tuple[str, ...] = ()
-    marked: tuple[str, ...] = ()  # the columns of the visitor's runs (shaded)
-    marked_rows: tuple[int, ...] = ()  # the rows of the visitor's runs
-    ranged: tuple[str, ...] = ()  # the published systems' columns, which a phone shows as their range
-
-
-@dataclass
 class Comparison:
     labels: list[str]  # the runs' names, in the files' order
     headers: list[str]  # the runs' metrics, tidy: one row per (run, benchmark, config, split, metric)
@@ -87,21 +65,13 @@ class Comparison:
     note: str
     points: list[Point]  # the chart's points
 
-    @property
-    def paper_headers(self) -> list[str]:
-        return self.papers.headers if self.papers else []
-
-    @property
-    def paper_rows(self) -> list[list[Any]]:
-        return self.papers.rows if self.papers else []
-
 
 MAX_LABEL = 32
 _MEANINGLESS = re.compile(r"^(tmp.*|[0-9a-f]{16,}|gradio|uploads?|results?|outputs?|runs?|\.?)$", re.IGNORECASE)
 
 
 def short(text: str, limit: int = MAX_LABEL) -> str:
-    """``text`` on one line, at most ``limit`` characters (the middle elided)."""
+    """``text`` on one line, at most ``limit`` characters, the middle elided."""
     text = " ".join(str(text).split())
     if len(text) <= limit:
         return text
@@ -117,10 +87,8 @@ def run_description(run: Run) -> str:
 
 
 def run_label(path: Path, description: str, typed: str = "") -> str:
-    """A run's name: what the visitor typed; else its file's name (``a.json`` -> ``a``); else, for
-    the usual ``results.json``, its folder's name when it says something (not a temporary or
-    upload folder, whose names are random: 64 hex digits for Gradio's uploads); else what the run
-    is (its model and datasets). Short: at most MAX_LABEL characters."""
+    """A run's short name: what the visitor typed; else its file's name unless that is ``results.json``; else its
+    folder's unless random (a temporary or upload folder); else what the run is (its model and datasets)."""
     if typed.strip():
         return short(typed)
     if path.stem.lower() not in ("results", "result") and not _MEANINGLESS.match(path.stem):
@@ -132,8 +100,7 @@ def run_label(path: Path, description: str, typed: str = "") -> str:
 
 
 def unique_labels(labels: Sequence[str], details: Sequence[str]) -> list[str]:
-    """The labels made distinct: a repeated label gets its run's detail when that tells the runs
-    apart (``name · detail``), else a number (``name (2)``); at most MAX_LABEL characters."""
+    """The labels made distinct: ``name · detail`` where the detail tells runs apart, else ``name (2)``."""
     out = list(labels)
     for label in dict.fromkeys(labels):
         idx = [k for k, lab in enumerate(labels) if lab == label]
@@ -153,10 +120,7 @@ def unique_labels(labels: Sequence[str], details: Sequence[str]) -> list[str]:
 
 
 def display_name(f: object) -> str:
-    """The name a file was uploaded under (Gradio keeps it as the last part of its path), made safe
-    to show and never a path: see :func:`vlprobe.demo.uploads.safe_name`."""
-    from .uploads import safe_name
-
+    """The name a file was uploaded under, safe to show and never a path."""
     if isinstance(f, dict):
         name = f.get("orig_name") or f.get("path") or f.get("name") or ""
     else:
@@ -165,12 +129,7 @@ def display_name(f: object) -> str:
 
 
 def load_runs(files: Iterable[Any], names: str | Sequence[str] = "") -> list[Any]:
-    """The runs of the uploaded files, each named (see :func:`run_label`; ``names``: one per line,
-    in the files' order, optional) with a short name unique among them."""
-    from .. import report
-    from ..errors import VlprobeError
-    from .uploads import upload_path
-
+    """The runs of the uploaded files, each with a unique short name (:func:`run_label`; ``names``: one per line)."""
     files = list(files)
     if not files:
         return []
@@ -205,7 +164,6 @@ def said_of(run: Run, note: str) -> str:
     return note.replace(str(run.path), run.file_name or run.path.name)
 
 
-
 # ---- the runs' tables ---------------------------------------------------------------------------------
 
 TIES_NOTE = "ties: the true-versus-wrong comparisons whose two scores were exactly equal (the tie policy counts them)"
@@ -229,13 +187,7 @@ RUN_HEADERS = ["run", "benchmark", "config", "split", "metric", "value", "CI low
 
 
 def run_tables(runs: Sequence[Any]) -> tuple[list[Table], list[list[Any]]]:
-    """A table per benchmark (or dataset of the visitor's own) the runs scored: one row per config and run
-    (and split, where the table has several), each shown metric's value [CI] (the chance level in its header,
-    or a column where it differs between rows), the items and the tied comparisons; and the same as tidy rows
-    (:data:`RUN_HEADERS`, one per metric) for the API."""
-    from ..results.display import shown_metrics
-    from ..results.summary import pooled
-
+    """A table per benchmark (or dataset of the visitor's own), a row per config and run; and tidy rows for the API."""
     tables: list[Table] = []
     tidy: list[list[Any]] = []
     for name in dict.fromkeys(n for run in runs for n, _ in run.named):
@@ -264,21 +216,14 @@ def run_tables(runs: Sequence[Any]) -> tuple[list[Table], list[list[Any]]]:
                              pct(ci[0]), pct(ci[1]), pct(m.chance.get(k)), "" if m.n_items is None else m.n_items,
                              "" if m.n_ties is None else m.n_ties])
         label = f"{name}: {members[0][0].label} (%)" if not several else f"{name} (%)"
-        extra = ([f"{POOLED_NOTE}"] if any(pooled(e) for _, e in members) else []) + [TIES_NOTE]
-        tables.append(Table(f"runs-{_slug(name)}", label, headers, rows, notes.lines() + extra,
+        extra = ([POOLED_NOTE] if any(pooled(e) for _, e in members) else []) + [TIES_NOTE]
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "table"
+        tables.append(Table(f"runs-{slug}", label, headers, rows, notes.lines() + extra,
                             wrap=("run",) if several else ()))
     return tables, tidy
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "table"
-
-
 # ---- beside the papers ---------------------------------------------------------------------------------
-
-def _published(benchmark: str, papers: list[PaperResult]) -> list[PaperResult]:
-    return [p for p in papers if p.benchmark == benchmark and p.table in PAPER_TABLES[benchmark]]
-
 
 def config_name(benchmark: str | None, config: str) -> str:
     """A config's name in the tables and chart: an aggregate by its label (VALSE's ``avg``: "Avg.")."""
@@ -287,8 +232,7 @@ def config_name(benchmark: str | None, config: str) -> str:
 
 
 def blocks_on(runs: Sequence[Any], benchmark: str) -> list[tuple[str, Any, SummaryBlock]]:
-    """(name, run, block) of each run's papers' aggregates on ``benchmark``: a run's label (with its dataset's
-    name where the run scored two datasets of the benchmark). Runs on other benchmarks have none."""
+    """(name, run, block) of each run's papers' aggregates on ``benchmark``."""
     out = []
     for run in runs:
         mine = [(n, b) for n, b in run.summary.items() if b.benchmark == benchmark]
@@ -310,9 +254,8 @@ def na_note(reason: str | None) -> str:
 
 def _summary_cell(block: SummaryBlock, row: SummaryRow | None, metric: str, notes: Footnotes, who: str,
                   used: set[str]) -> str:
-    """A run's papers' aggregate in %, with its CI; "N/A¹" (the reason a footnote, an aggregate's naming the
-    members that are N/A); an aggregate over fewer members than the paper's marked, the block's note on it a
-    footnote (added to ``used``)."""
+    """A run's papers' aggregate in % [CI]; "N/A¹" (an aggregate's footnote names its N/A members); an aggregate over
+    fewer members than the paper's marked, the block's note on it a footnote (added to ``used``)."""
     if row is None or not row.has(metric):
         return ""
     if metric in row.na:
@@ -337,15 +280,13 @@ def papers_benchmark(choice: str | None, benchmarks: Sequence[str], have_runs: b
 
 
 def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None, list[Point], str]:
-    """(the table, the published systems' chart points, a note when there is no table) of the runs beside the
-    papers' published numbers of ``bench``: only the runs with aggregates on it, only the (config, metric)
-    pairs a run has (with no run: every pair). A row per pair and a column per run and system, or, with more
-    of those than pairs (Winoground), a row per system; the runs first. A run whose tie policy is not the
-    authors' also gets its figures under the authors' rule, beside it."""
+    """(the table, the systems' chart points, a note when there is no table) of the runs beside the papers of
+    ``bench``: a row per (config, metric) a run has, or, with more runs and systems than those (Winoground), a row
+    per run and system; a run under another tie policy also gets its figures under the authors' rule."""
     if bench not in PAPER_BENCHMARKS:
         owners = ", ".join(f"{get(b).display}'s" for b in PAPER_BENCHMARKS)
         return None, [], f"The published numbers here are {owners}; none of the loaded runs is on one of them."
-    papers = _published(bench, paper_results())
+    papers = [p for p in paper_results() if p.benchmark == bench and p.table in PAPER_TABLES[bench]]
     columns = blocks_on(runs, bench)
     pairs = list(dict.fromkeys((p.config, p.metric) for p in papers))
     if runs:
@@ -407,8 +348,7 @@ def paper_section(runs: Sequence[Any], bench: str | None) -> tuple[Table | None,
 
 
 def visitor_words(note: str) -> str:
-    """A summary block's note as a visitor reads it: that no figure was published for the run's own model says so
-    without naming vlprobe's files."""
+    """A summary block's note as a visitor reads it, without naming vlprobe's files."""
     found = re.match(r"^no published figure for this model \((.+)\): it is no checkpoint of \S+$", note)
     if found:
         return (f"no paper published figures for this model ({found.group(1)}) itself; it is set beside the papers' "
@@ -417,10 +357,7 @@ def visitor_words(note: str) -> str:
 
 
 def published_section(runs: Sequence[Any]) -> tuple[Table | None, list[Point]]:
-    """The figures published for each run's own checkpoint (its summary blocks' ``published``:
-    :func:`vlprobe.results.summary.published_rows`), one row each: the source, the config or aggregate and metric,
-    the published figure, the run's, the difference (the run's minus the published) and the known causes of it;
-    and their chart points."""
+    """The figures published for each run's own checkpoint beside the run's, a row each, and their points."""
     found = [(run, name, block, p) for run in runs for name, block in run.summary.items() for p in block.published]
     if not found:
         return None, []
@@ -448,8 +385,7 @@ _MEMBER = re.compile(r"^[\w.+-]+: ")  # an aggregate's note on one of its member
 
 
 def short_causes(note: str, notes: Footnotes, row: str) -> str:
-    """A published row's known causes as its cell shows them: the summary's note (its parts joined by "; ")
-    without the parts on an aggregate's members, which become a footnote (``row``: the row's name), marked."""
+    """A published row's known causes, its parts on an aggregate's members a footnote."""
     parts = [part for part in note.split("; ") if part]
     members = [part for part in parts if _MEMBER.match(part)]
     kept = "; ".join(part for part in parts if part not in members)
@@ -463,8 +399,8 @@ def short_causes(note: str, notes: Footnotes, row: str) -> str:
 # ---- the chart's points ------------------------------------------------------------------------------------
 
 def _chance(run: Run, name: str, row: SummaryRow, metric: str) -> float | None:
-    """A summary row's chance level in %: its own, else its entry's, else the one level every entry of the
-    benchmark (and their tags) has for the metric; None where they differ."""
+    """A summary row's chance level in %: its own, else its entry's, else the one level of every entry and tag of
+    the benchmark; None where they differ."""
     if row.chance is not None:
         return 100 * row.chance
     entries = run.entries(name)
@@ -477,11 +413,7 @@ def _chance(run: Run, name: str, row: SummaryRow, metric: str) -> float | None:
 
 
 def run_points(runs: Sequence[Any]) -> list[Point]:
-    """One chart point per run per row of its papers' aggregates (a config and split, and each aggregate: VALSE's
-    Avg.; a dataset of the visitor's own: each config and split): the headline metric (value None: N/A), its CI and
-    chance. A pooled config whose configs have rows of their own (VALSE's ``all``) is those rows."""
-    from ..results.summary import primary_metric
-
+    """A chart point per run and summary row (a config and split, or an aggregate): the headline metric."""
     out = []
     for run in runs:
         names = [n for n, _ in run.summary.items()]
@@ -504,19 +436,15 @@ def run_points(runs: Sequence[Any]) -> list[Point]:
 
 
 def matching(extra: list[Point], points: list[Point]) -> list[Point]:
-    """The points of ``extra`` (the papers' or the published figures) only where a run has the same config and
-    headline metric (with no run: each benchmark's headline metric)."""
+    """The points of ``extra`` where a run has the same config and metric (with no run: the headline metric)."""
     if points:
         return [p for p in extra if _group(p) in {_group(q) for q in points}]
-    from ..results.summary import primary_metric
-
     return [p for p in extra if p.metric == primary_metric(p.benchmark, None, {q.metric for q in extra})]
 
 
 def compare_results(files: Iterable[Any] | None, include_papers: bool = True, benchmark: str = "auto",
                     names: str = "") -> Comparison:
-    """The Results tab: the runs' metrics side by side, and for one benchmark, the runs beside the
-    papers' published numbers, with a chart. ``names``: the runs' names, one per line (optional)."""
+    """The Results tab: the runs side by side and beside one benchmark's papers, with a chart."""
     runs = load_runs([f for f in (files or []) if f], names)
     if not runs and not include_papers:
         raise SpaceError("nothing to compare: load one or more results files, or tick "
@@ -526,8 +454,7 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
               "interval in brackets when it has one."] if runs else
              ["No results file loaded: the papers' published numbers alone, in %."])
     notes += [f"{run.label}: {', '.join(run.caveats())}, not comparable to a paper." for run in runs if run.caveats()]
-    # the summary blocks' other departures from the authors' setting (another tie policy, items they do not score,
-    # BLA's clamped cosines), as `vlprobe report` says them; limit, control and modality are the caveats above
+    # the blocks' other departures from the authors' setting, as `vlprobe report` says them (the rest are caveats)
     notes += [f"{run.label}: departs from the authors' setting: {said_of(run, d.note)}." for run in runs
               for block in run.summary.values() for d in block.departures
               if d.setting not in ("limit", "control", "modality")]
@@ -550,17 +477,12 @@ def compare_results(files: Iterable[Any] | None, include_papers: bool = True, be
 # ---- the chart -------------------------------------------------------------------------------------------
 
 def _group(point: Point) -> tuple[str, str, str]:
-    """A chart row: (benchmark, config, metric); every run's split and every published system is a
-    point on it."""
+    """A chart row: (benchmark, config, metric)."""
     return point.benchmark, point.config, point.metric
 
 
 def _group_label(group: tuple[str, str, str], shown: str, one_benchmark: bool, one_metric: bool) -> str:
-    """A group's label, on one line: ``config · metric`` (``benchmark/config``: several benchmarks;
-    no metric when every group has the same one, which the axis names), the metric marked where
-    lower is better, at most 44 characters. ``shown``: the config's name as the tables give it."""
-    from .glossary import chart_label
-
+    """A row's label on one line: ``[benchmark/]config[ · metric]`` (``shown``: the config as the tables name it)."""
     benchmark, _, metric = group
     name = shown if one_benchmark else f"{benchmark}/{shown}"
     return short(name if one_metric else f"{name} · {chart_label(metric)}", 44)
@@ -571,25 +493,12 @@ NA_COLOUR = "#374151"  # the "N/A" said on a row: dark enough for 4.5:1 on white
 
 
 def comparison_chart(points: list[Point], sources: list[str], narrow: bool = False) -> Figure | None:
-    """A dot plot, None when there is nothing. One row per config and metric (an aggregate, VALSE's Avg., under a
-    line), a panel per benchmark (its name and metric in the panel's title, so a row's label is the config's name
-    alone), one point per (source, split) in its own colour and marker (the runs first and larger, then the figures
-    published for their checkpoint, then the papers' systems); with more sources than configs (Winoground's 19
-    systems on one config) the other way round: one row per source, one point per config. A run's N/A is said on
-    its row in words. Row labels sit on the left, one line each, a row apart, so they never meet (``narrow``, for a
-    phone: above their row's points, the plot the figure's full width); on a laptop the plot keeps about 6 in
-    beside them; points are nudged apart within a row; the runs' CIs are horizontal bars, chance a dashed tick; the
-    legend sits under the plot. Each point's SVG id is ``point:<source>:<benchmark>/<config>/<split>:<metric>``,
-    each panel's plot area ``plot:<benchmark>``."""
-    import textwrap
-
+    """A dot plot (None when there is nothing): a row per config and metric (aggregates under a line), a panel per
+    benchmark, a point per (source, split), the runs first and larger; with more sources than configs (Winoground's
+    19 systems), a row per source instead. A run's N/A is said in words. Row labels are left of their row, or above
+    it when ``narrow`` (a phone). SVG ids: ``point:<source>:<benchmark>/<config>/<split>:<metric>`` for each point,
+    ``plot:<benchmark>`` for each panel."""
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .display import chart_rc
-    from .glossary import chart_label
 
     if not any(p.value is not None for p in points):
         return None
@@ -624,7 +533,7 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
         series_names = [run_name[b] for b in runs]
         row_label = dict(group_name)
     where = {row: (k, r) for k, (_, members) in enumerate(panels) for r, row in enumerate(members)}
-    cmap = plt.get_cmap("tab20" if len(series) > 10 else "tab10")
+    cmap = matplotlib.colormaps["tab20" if len(series) > 10 else "tab10"]
     style = {b: (cmap(k % cmap.N), MARKERS[k % len(MARKERS)]) for k, b in enumerate(series)}
     band = 0.3 if narrow else 0.7  # the share of a row its points spread over
     nudge = min(0.14, band / max(1, len(series)))
@@ -647,11 +556,7 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
     else:  # wide enough that the plot keeps about 6 in beside its longest row label (13 pt: about 0.1 in a character)
         width = min(10.0, max(7.0, 6.2 + 0.1 * longest))
         height = 1.6 + 0.42 * n_rows + 0.27 * (legend_lines + 1) + (0.4 * len(panels) if titled else 0)
-    with matplotlib.rc_context(chart_rc()):
-        fig, axes = plt.subplots(len(panels), 1, figsize=(width, height), dpi=100, layout="constrained",
-                                 sharex=True, squeeze=False,
-                                 gridspec_kw={"height_ratios": [len(members) for _, members in panels]})
-        axes = [a for (a,) in axes]
+    with figure(width, height, [len(members) for _, members in panels]) as (fig, axes):
         chance_drawn: set[tuple[int, int, float]] = set()
         missing: dict[tuple[int, int], list[str]] = {}
         for p in points:
@@ -709,7 +614,6 @@ def comparison_chart(points: list[Point], sources: list[str], narrow: bool = Fal
                                                     for k in order],
                        loc="outside lower left", frameon=False, ncol=columns)
         fig.suptitle(f"{benchmarks[0]}: headline metric" if len(benchmarks) == 1 else "headline metric per config")
-    plt.close(fig)
     return fig
 
 
@@ -718,12 +622,7 @@ CHART_TEXT = ("Dot plot of each run's and each published system's headline metri
 
 
 def chart_svg(fig: Figure, narrow: Figure | None = None) -> str:
-    """The figure as SVG for the page (:func:`vlprobe.demo.display.svg`): each point a
-    ``<g data-point="source:benchmark/config/split:metric">`` (a data attribute, which HTML
-    sanitisers keep, unlike ids), its text kept as text. With ``narrow`` (the same chart laid out for a
-    phone), both, the page's CSS showing the one that fits the screen."""
-    from .display import svg
-
+    """The chart as SVG for the page; with ``narrow`` (laid out for a phone) both, the page's CSS showing one."""
     wide = svg(fig, CHART_TEXT, chart_id="results-svg")
     if narrow is None:
         return wide

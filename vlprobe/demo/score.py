@@ -1,6 +1,4 @@
-"""The Score tab: one item typed or uploaded by a visitor, scored by vlprobe's engine and judged
-by vlprobe's metric (strict ties: a tie counts against the model, as the reference codes count it).
-Nothing here scores or computes a metric by itself."""
+"""The Score tab: one item typed or uploaded by a visitor, scored by vlprobe's engine and judged by its metric."""
 
 from __future__ import annotations
 
@@ -11,18 +9,20 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..benchmarks import AUTHORS
 from ..dataset.items import Item
+from ..results import pct
 from ..results.schema import Metrics, dump, parse
+from .display import figure
 from .models import MODELS, ModelCache
 from .settings import MAX_PIXELS, MAX_TEXT_CHARS, MAX_TEXTS, Settings, SpaceError, max_upload_bytes
+from .uploads import upload_path
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from PIL.Image import Image
 
     from ..results import ScoredItem
-    from ..scorers.base import Scorer
-    from ..scoring.engine import EngineResult
 
 SCORE_NOTE = ("Scores are the model's image-text logits (higher: a better match); margin: the lowest true "
               "caption's score minus this foil's (above 0: the model prefers the caption).")
@@ -39,8 +39,6 @@ def load_upload(path: object, label: str = "image") -> Image | None:
     if isinstance(path, Image.Image):
         image = path
     else:
-        from .uploads import upload_path
-
         p = upload_path(path, label)  # gradio FileData-like, or a path
         if not p.is_file():
             raise SpaceError(f"{label}: the uploaded file is missing on the server; upload it again")
@@ -61,11 +59,6 @@ def load_upload(path: object, label: str = "image") -> Image | None:
     return image if image.mode == "RGB" else image.convert("RGB")
 
 
-def split_lines(text: str | None) -> list[str]:
-    """Non-empty lines of a text box, stripped."""
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
-
-
 @dataclass
 class ScoreRequest:
     images: list[Any]
@@ -73,13 +66,8 @@ class ScoreRequest:
     foils: list[str]
 
     def item(self) -> Item:
-        """The item the page describes.
-
-        * one image: texts = captions then foils; every caption is gold for the image
-          (1 caption + 1 foil is VALSE's pair; 2 captions + 2 foils is BLA's set);
-        * two images: caption ``k`` describes image ``k`` (Winoground's 2 x 2 when there are no
-          foils); foils, if any, describe neither image.
-        """
+        """The item: the captions, then the foils; with one image every caption is gold, with two caption ``k``
+        describes image ``k`` (Winoground's 2 x 2) and a foil neither."""
         m, texts = len(self.images), self.captions + self.foils
         gold = np.zeros((m, len(texts)), dtype=bool)
         if m == 1:
@@ -95,7 +83,7 @@ def make_request(image_1: object, image_2: object, captions: str, foils: str) ->
     images = [im for im in (load_upload(image_1, "Image 1"), load_upload(image_2, "Image 2")) if im is not None]
     if not images:
         raise SpaceError("upload an image first (or two, for a Winoground-style item), or pick an example")
-    caps, fls = split_lines(captions), split_lines(foils)
+    caps, fls = ([line.strip() for line in (box or "").splitlines() if line.strip()] for box in (captions, foils))
     texts = caps + fls
     for line in texts:
         if len(line) > MAX_TEXT_CHARS:
@@ -125,8 +113,6 @@ def item_shape(m: int, n_gold: int, n: int) -> str:
 
 
 def _pct(x: float | None) -> str:
-    from ..results import pct
-
     return "n/a" if x is None else f"{pct(x, 0)}%"
 
 
@@ -136,16 +122,12 @@ TIE_POLICY_NOTE = {"strict": ", as the papers count it", "half": " (a coin toss,
 
 
 def tie_words(ties: str) -> str:
-    """How the tie policy counts a tie, in words: "counted as wrong under the strict policy, as the
-    papers count it"."""
+    """How the tie policy counts a tie: "counted as wrong under the strict policy, as the papers count it"."""
     return f"{TIE_POLICY_WORDS[ties]} under the {ties} policy{TIE_POLICY_NOTE[ties]}"
 
 
 def check_ties(ties: str | None, authors: bool = False) -> str:
-    """The tie policy box, checked; ``authors``: "authors" is a choice too (the Benchmark tab's default: its
-    benchmark's authors' rule, :func:`vlprobe.benchmarks.tie_policy`), and the default."""
-    from ..benchmarks import AUTHORS
-
+    """The tie policy box, checked; ``authors``: "authors" (the benchmark's authors' rule) is a choice and the default."""
     ties = (ties or (AUTHORS if authors else "strict")).strip()
     if ties not in TIE_POLICY_WORDS and not (authors and ties == AUTHORS):
         raise SpaceError(f"A tie counts as: {ties!r} is not a tie policy; choose {'authors, ' if authors else ''}"
@@ -176,9 +158,8 @@ def verdict_kind(shape: str, result: Metrics | dict[str, Any], tied: bool = Fals
 
 def verdict_text(shape: str, result: Metrics | dict[str, Any], item: Item | None = None, S: np.ndarray | None = None,
                  ties: str = "strict") -> str:
-    """One line for the page, from the metric's result on the single item (computed with the tie
-    policy ``ties``): TIE when every comparison tied (scores exactly equal), saying how the policy
-    counts it; for a group item with its scores, which comparisons failed; the number of ties."""
+    """The verdict from the metric's result on the item: TIE when every comparison tied, saying how ``ties`` counts
+    it; for a group item with its scores, which comparisons failed; the number of ties."""
     result = metrics_of(result)
     points = comparisons(item, np.asarray(S, dtype=np.float64)) if item is not None and S is not None else []
     n_tied = sum(1 for _, v in points if v == 0) if points else int(result.n_ties or 0)
@@ -238,8 +219,7 @@ def _verdict(shape: str, result: Metrics) -> str:
 
 def word_diff(caption: str, foil: str, labels: tuple[str, str] = ("caption", "foil")
               ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
-    """Word-level difference: (caption tokens, foil tokens), each word labelled ``labels[0]`` /
-    ``labels[1]`` where it is not shared with the other text (difflib, case-insensitive), else None."""
+    """(caption words, foil words), each labelled ``labels[0]`` / ``labels[1]`` where the other text lacks it."""
     a, b = caption.split(), foil.split()
     left: list[tuple[str, str | None]] = []
     right: list[tuple[str, str | None]] = []
@@ -265,8 +245,7 @@ def _diff_pairs(request: ScoreRequest) -> list[tuple[str, str, str, str, tuple[s
 
 
 def highlight(request: ScoreRequest) -> list[tuple[str, str | None]]:
-    """HighlightedText value: for each foil, the caption and the foil with their differing words
-    marked (with two images, caption 1 against caption 2 first: the swap Winoground tests)."""
+    """HighlightedText value: each caption and foil with their differing words marked."""
     out: list[tuple[str, str | None]] = []
     for name_a, a, name_b, b, labels in _diff_pairs(request):
         left, right = word_diff(a, b, labels)
@@ -283,33 +262,33 @@ DIFF_COLORS = {"caption": "#1a7f37", "foil": "#b91c1c", "caption 1": "#1a7f37", 
 
 # ---- the table and the chart --------------------------------------------------------------------
 
-def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
-    """What decides the verdict: (label, true score minus wrong score) for each comparison the
-    metric makes: per image row, its lowest caption against each other text; with two images, per
-    caption column too."""
-    G = np.asarray(item.gold, dtype=bool)
+def gaps(S: np.ndarray, G: np.ndarray) -> list[tuple[int, int, bool, float]]:
+    """Each comparison the metric makes as (image, text, by caption column, true score minus wrong score): per image
+    row its lowest caption against each other text; with several images, per caption column too."""
+    S, G = np.asarray(S, dtype=np.float64), np.asarray(G, dtype=bool)
     out = []
-    for i in range(item.m):
-        if not G[i].any():
-            continue
-        low = S[i, G[i]].min()
-        for j in np.flatnonzero(~G[i]):
-            label = f"caption − “{item.texts[j]}”" if item.m == 1 else f"image {i + 1}: its caption − “{item.texts[j]}”"
-            out.append((label, float(low - S[i, j])))
-    if item.m > 1:
-        for j in range(item.n):
-            if G[:, j].any() and (~G[:, j]).any():
+    for i in range(G.shape[0]):
+        if G[i].any():
+            low = S[i, G[i]].min()
+            out += [(i, int(j), False, float(low - S[i, j])) for j in np.flatnonzero(~G[i])]
+    if G.shape[0] > 1:
+        for j in range(G.shape[1]):
+            if G[:, j].any():
                 low = S[G[:, j], j].min()
-                for i in np.flatnonzero(~G[:, j]):
-                    out.append((f"caption {j + 1}: its image − image {i + 1}", float(low - S[i, j])))
+                out += [(int(i), j, True, float(low - S[i, j])) for i in np.flatnonzero(~G[:, j])]
     return out
 
 
+def comparisons(item: Item, S: np.ndarray) -> list[tuple[str, float]]:
+    """(label, true score minus wrong score) for each comparison the metric makes (:func:`gaps`)."""
+    many = len(item.gold) > 1
+    return [(f"caption {j + 1}: its image − image {i + 1}" if column else
+             f"image {i + 1}: its caption − “{item.texts[j]}”" if many else f"caption − “{item.texts[j]}”", v)
+            for i, j, column, v in gaps(S, item.gold)]
+
+
 def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
-    """The comparisons of a group item the model gets wrong, in words: "image 1 prefers caption 2"
-    (a row: the image scores that text higher than its own caption), "caption 2 prefers image 1"
-    (a column: the caption scores higher with the other image). Ties are not listed: the verdict
-    counts them separately, as the tie policy says."""
+    """A group item's wrong comparisons in words ("image 1 prefers caption 2"); ties are not listed."""
     G = np.asarray(item.gold, dtype=bool)
     own = {int(np.flatnonzero(G[:, j])[0]): j for j in range(item.n) if G[:, j].any()}  # image -> its caption
     name = {j: f"caption {j + 1}" if G[:, j].any() else f"foil “{item.texts[j]}”" for j in range(item.n)}
@@ -324,9 +303,7 @@ def failed_comparisons(item: Item, S: np.ndarray) -> list[str]:
 
 
 def table(item: Item | ScoredItem, S: np.ndarray, probs: np.ndarray | None) -> tuple[list[str], list[list[Any]]]:
-    """(headers, rows): text, role, score (3 decimals), margin for foils (the row's lowest caption
-    score minus the foil's); with two images the role names the image ("foil, image 2"); a
-    probability column only when the model gives one."""
+    """(headers, rows): text, role, score, a foil's margin, and the probability when the model gives one."""
     G = np.asarray(item.gold, dtype=bool)
     m = G.shape[0]
     headers = ["text", "role", "score", "margin"] + (["probability"] if probs is not None else [])
@@ -346,8 +323,7 @@ LABEL_CHARS = 36  # a label's line, in characters; a label has at most two lines
 
 
 def bounded_label(label: str, lines: int) -> list[str]:
-    """A chart label wrapped to LABEL_CHARS a line, at most ``lines`` lines, the rest cut to "…" (its
-    closing quote kept): a 480-character foil is two lines, not twelve."""
+    """A chart label wrapped to LABEL_CHARS a line, at most ``lines`` lines, the rest cut to "…" (its quote kept)."""
     wrapped = textwrap.wrap(label, LABEL_CHARS) or [""]
     if len(wrapped) <= lines:
         return wrapped
@@ -356,20 +332,10 @@ def bounded_label(label: str, lines: int) -> list[str]:
 
 
 def margin_chart(points: Sequence[tuple[str, float]]) -> Figure:
-    """Horizontal bars of the margins (green above 0: right; red below: wrong; a grey mark and
-    "0 (tie)", set off the zero line, at exactly 0), each under its own label (full width, so a long
-    text never squeezes the bars or the axis title), at most two lines (one when there are more than
-    three bars). At most CHART_BARS bars, the lowest margins, said in the title when some are left
-    out (the table lists every text), so a 16-text item's chart stays short. The axis spans the
-    largest margin (1 when every margin is 0), never a meaningless offset like "1e-6"."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Horizontal bars of the margins, each under its own label of at most two lines (a long text never squeezes the
+    bars); at most CHART_BARS, the lowest, said in the title when some are left out."""
     from matplotlib.ticker import MaxNLocator
     from matplotlib.transforms import blended_transform_factory
-
-    from .display import chart_rc
 
     shown = list(points)
     if len(shown) > CHART_BARS:  # the lowest margins, in their own order
@@ -382,9 +348,8 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Figure:
     gap = 0.95 if compact else 1.1  # from a label to its bar, and from a bar to the next label
     total = sum(len(w) * line + 2 * gap - 0.05 for w in wrapped)
     span = float(np.abs(values).max()) if len(values) and np.abs(values).max() > 0 else 1.0
-    with matplotlib.rc_context(chart_rc()):
-        fig, ax = plt.subplots(figsize=(4.5, 0.9 + (0.2 if compact else 0.24) * total + (0.3 if len(shown) < len(points) else 0)),
-                               dpi=100)
+    height = 0.9 + (0.2 if compact else 0.24) * total + (0.3 if len(shown) < len(points) else 0)
+    with figure(4.5, height, layout=None) as (fig, (ax,)):
         where = blended_transform_factory(ax.transAxes, ax.transData)
         y = y_bar = 0.0
         for lines, v in zip(wrapped, values):
@@ -411,13 +376,11 @@ def margin_chart(points: Sequence[tuple[str, float]]) -> Figure:
         if len(shown) < len(points):
             ax.set_title(f"the {len(shown)} lowest of {len(points)} margins\n(the table has every text)", loc="left")
         fig.tight_layout()
-    plt.close(fig)
     return fig
 
 
 def unknown_words(scorer: object, texts: Sequence[str]) -> list[str]:
-    """The words of ``texts`` the scorer's tokenizer reads only as its unknown token (a word-level
-    vocabulary such as the shipped mini-clip's): texts differing only in such words score alike."""
+    """The words of ``texts`` the scorer's tokenizer reads only as its unknown token (a word-level vocabulary's)."""
     tok = getattr(scorer, "tokenizer", None)
     unk = getattr(tok, "unk_token_id", None)
     if tok is None or unk is None:
@@ -457,30 +420,23 @@ class ScoreOutcome:
     item: Item | None = None
 
 
-def run_engine(scorer: Scorer, items: Sequence[Item], *, progress: bool = False) -> EngineResult:
-    """vlprobe's engine on items, its errors turned into messages for the page."""
-    from ..dataset.images import ImageError
-    from ..scoring.engine import EngineOutOfMemory, score_items
-
-    try:
-        return score_items(scorer, items, num_workers=0, cache=None, progress=progress)
-    except ImageError as err:
-        raise SpaceError(str(err)) from None
-    except EngineOutOfMemory as err:
-        raise SpaceError(f"the model ran out of memory: {err}") from None
-
-
 def score(settings: Settings, image_1: object, image_2: object, captions: str, foils: str, model: str | None,
           cache: ModelCache | None = None, ties: str | None = "strict") -> ScoreOutcome:
-    """The Score tab: one item, scored by the engine, judged by the metric with the tie policy
-    ``ties`` (strict by default, as the papers count a tie)."""
+    """The Score tab: one item, scored by the engine, judged by the metric with the tie policy ``ties``."""
+    from ..dataset.images import ImageError
     from ..metric import compute
+    from ..scoring.engine import EngineOutOfMemory, score_items
 
     ties = check_ties(ties)
     request = make_request(image_1, image_2, captions, foils)
     item = request.item()
     scorer = (cache or MODELS).get(settings.resolve_model(model))
-    result = run_engine(scorer, [item], progress=False)
+    try:
+        result = score_items(scorer, [item], num_workers=0, cache=None, progress=False)
+    except ImageError as err:
+        raise SpaceError(str(err)) from None
+    except EngineOutOfMemory as err:
+        raise SpaceError(f"the model ran out of memory: {err}") from None
     S = np.asarray(result.scores[0], dtype=np.float64)
     probs = np.asarray(result.probabilities[0]) if result.probabilities else None
     metrics = compute([S], [item.gold.astype(int)], ties=ties, **({} if probs is None else {"probabilities": [probs]}))

@@ -1,32 +1,6 @@
-"""What a Space owner can set, and what the page may load: models, dataset folders, limits.
-
-The root folder (where ``models/mini-clip`` and the built dataset folders are looked up) and the
-model menu file (``space/models.txt``) are passed in by the app (``Settings(root, models_file)``);
-nothing here works them out from its own location.
-
-=================================  ==============================================================
-``VLPROBE_SPACE_MODELS``           comma-separated allow list of model ids or local paths; when
-                                   set, the Model box offers these (and the offline model) and
-                                   nothing else can be loaded
-``VLPROBE_SPACE_DEFAULT_MODEL``    the default model (else the first model of the menu that can
-                                   be had: one in the local Hugging Face cache, or any Hub model
-                                   when the Hub answers; else the offline ``models/mini-clip``)
-``VLPROBE_SPACE_DATASETS``         dataset folders or Hub dataset ids offered, separated by ``,``
-                                   (else the built folders under the root and, off a hosted Space,
-                                   where ``vlprobe build`` writes); when set, only these can be used
-``VLPROBE_SPACE_MAX_UPLOAD_MB``    largest image upload, in MB (default 10)
-``VLPROBE_SPACE_MAX_ITEMS``        most items one benchmark run may score (default 1000)
-``VLPROBE_SPACE_MAX_MODELS``       models kept loaded at once, least recently used dropped (default 2)
-=================================  ==============================================================
-
-The model menu file lists the models the Model box suggests, one per line: a Hub id (or a folder
-under the root), ``|``, one line saying what the model can read. The variables are read at each
-call, so an owner's change (or a test's) takes effect at once. On Hugging Face Spaces (``SPACE_ID``
-set) a typed model is a Hub id (or allow-listed), and only the dataset folders the Space was deployed
-with (or listed) can be used, chosen by name: a typed path is refused without looking at the disk, so
-an existing and a missing one get the same sentence. The Dataset boxes' choices are names in every
-mode (:meth:`Settings.dataset_choices`), so no server path reaches the page.
-"""
+"""What a Space owner can set (the variables: space/README.md), and what the page may load: models, dataset folders,
+limits. Hosted (``SPACE_ID`` set), a typed path is refused before the disk is looked at, so an existing and a missing
+one get the same sentence, and the Dataset boxes name datasets, never server paths."""
 
 from __future__ import annotations
 
@@ -35,7 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL, MINI_CLIP, SPEC_FILE
+from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL, MINI_CLIP, SPEC_FILE, datasets_home
+from . import hub
 
 ENV_MODELS = "VLPROBE_SPACE_MODELS"
 ENV_DEFAULT_MODEL = "VLPROBE_SPACE_DEFAULT_MODEL"
@@ -119,9 +94,7 @@ class ModelEntry:
 
 
 def read_model_menu(path: str | os.PathLike | None) -> list[ModelEntry]:
-    """The models a menu file lists (``id | what it can read`` per line; ``#`` starts a comment);
-    [] when there is no file. A line without an id, or an id that is neither a Hub id nor a
-    relative folder, is refused naming the file and line."""
+    """The models a menu file lists (``id | what it can read`` a line); a bad id refused naming its line."""
     if path is None or not Path(path).is_file():
         return []
     out = []
@@ -139,18 +112,14 @@ def read_model_menu(path: str | os.PathLike | None) -> list[ModelEntry]:
 
 @dataclass(frozen=True)
 class Settings:
-    """The page's view of its root folder (the Space's root, or a vlprobe checkout) and of its
-    model menu file (``space/models.txt``; None: no suggestions beyond the offline model)."""
+    """The page's root folder (the Space's, or a vlprobe checkout) and model menu file (None: the offline model only)."""
 
     root: Path
     models_file: Path | None = None
 
-    # ---- models ---------------------------------------------------------------------------------
-
     def offline_model_path(self) -> str | None:
-        """Where the offline model is: ``models/mini-clip`` under the root, else the copy the
-        installed vlprobe package ships (:func:`vlprobe.storage.locations.shipped_model`); None if neither."""
-        from ..storage.locations import shipped_model
+        """Where the offline model is: ``models/mini-clip`` under the root, else the installed package's; or None."""
+        from ..storage.locations import shipped_model  # looked up at each call (tests replace it)
 
         candidate = Path(self.root) / OFFLINE_MODEL
         if (candidate / "config.json").is_file():
@@ -159,8 +128,7 @@ class Settings:
         return str(packaged) if packaged is not None else None
 
     def model_menu(self) -> list[ModelEntry]:
-        """What the Model box offers, in order: the allow list when the owner set one, else the
-        menu file's models; the offline model last (always there)."""
+        """What the Model box offers: the owner's allow list, else the menu file's; the offline model last."""
         described = {e.id: e for e in read_model_menu(self.models_file)}
         allow = allowed_models()
         entries = [described.get(m, ModelEntry(m)) for m in allow] if allow is not None else list(described.values())
@@ -177,12 +145,7 @@ class Settings:
         return [e.id for e in self.model_menu()]
 
     def models_at_hand(self) -> tuple[list[str], list[str]]:
-        """(the menu's models that can be loaded now, those that cannot), asked once when the page is
-        built: a model is at hand when it is a local folder, in the local Hugging Face cache, or on
-        the Hub while the Hub answers (:func:`vlprobe.demo.hub.model_at_hand`); the offline model
-        always is, and so is the owner's default."""
-        from . import hub
-
+        """(the menu's models that can be loaded now, those that cannot: :func:`.hub.model_at_hand`)."""
         keep = {OFFLINE_MODEL, os.environ.get(ENV_DEFAULT_MODEL, "").strip()}
         ok, missing = [], []
         for m in self.model_choices():
@@ -190,8 +153,7 @@ class Settings:
         return ok, missing
 
     def unavailable_text(self, missing: list[str]) -> str:
-        """One sentence saying which models the Model box leaves out, and why ("" when none); each
-        named as its menu line names it ("CLIP ViT-B/32"), else by its id."""
+        """One sentence naming the models the Model box leaves out and why ("" when none)."""
         if not missing:
             return ""
         names = [self.about_model(m).split(" (")[0].split(":")[0].strip() or m for m in missing]
@@ -205,33 +167,14 @@ class Settings:
         return next((e.about for e in self.model_menu() if e.id == choice), "")
 
     def default_choice(self) -> str:
-        """The model the page starts with: ``$VLPROBE_SPACE_DEFAULT_MODEL``; else the first model of
-        the menu that can be had now (a local folder; a Hub model in the local cache, or any when
-        the Hub answers: :func:`vlprobe.demo.hub.model_at_hand`); else the offline model."""
-        from . import hub
-
+        """The owner's default model, else the menu's first that can be had now (the offline model last)."""
         configured = os.environ.get(ENV_DEFAULT_MODEL, "").strip()
-        if configured:
-            return configured
-        for entry in self.model_menu():
-            if entry.id == OFFLINE_MODEL:
-                continue
-            if hub.model_at_hand(entry.id, Path(self.root)):
-                return entry.id
-        return OFFLINE_MODEL
-
-    def default_model(self) -> str:
-        """The default model, resolved (an absolute folder or a Hub id)."""
-        return self.resolve_model("")
+        return configured or self.models_at_hand()[0][0]
 
     def resolve_model(self, choice: str | None) -> str:
-        """The model id or absolute local path to load for the text in the model box.
-
-        Empty means the default model; ``models/mini-clip`` (or ``mini-clip``) the offline model. With an allow list
-        set, anything not on it is refused; without one, on a hosted Space anything else must be a Hub id
-        (the disk is not looked at, so a server path gets the same answer whether it exists or not);
-        off one, a local folder must exist and anything else must look like a Hub id.
-        """
+        """The model id or absolute local path to load for the Model box's text (empty: the default model). With an
+        allow list, anything not on it is refused; hosted, anything else must be a Hub id (the disk is not looked
+        at); else a local folder must exist and anything else must look like a Hub id."""
         choice = (choice or "").strip()
         if not choice:
             choice = self.default_choice()
@@ -246,13 +189,11 @@ class Settings:
         if allow is not None and choice not in allow and choice != configured:
             raise SpaceError(f"model {choice!r} is not allowed on this Space; choose one of: "
                              f"{', '.join(self.model_choices())}")
-        # open_clip's names that name no path (vlprobe.scorers.open_clip); not the registry's claims, which take
-        # local-dir: paths and folders too, and so would look at the server's disk on a hosted Space
+        # open_clip's names, which name no path (the registry's claims take folders too: a hosted Space's disk)
         if choice.startswith(("open_clip:", "hf-hub:")):
             return choice
         if allow is None and on_hosted_space() and choice != configured:
-            # hosted: a typed model is a Hub id, never looked up on the disk, so the answer is the same
-            # sentence whether or not a path of that name exists on the server
+            # hosted: a Hub id, never looked up on the disk (one answer whether a path exists or not)
             if not HUB_ID.match(choice):
                 raise SpaceError(f"model {choice!r}: {HOSTED_MODELS}")
             return choice
@@ -271,8 +212,6 @@ class Settings:
                              "like 'openai/clip-vit-base-patch32'")
         return choice
 
-    # ---- datasets -------------------------------------------------------------------------------
-
     def _built_under(self, root: Path) -> list[Path]:
         if not root.is_dir():
             return []
@@ -280,30 +219,22 @@ class Settings:
                 if (f / SPEC_FILE).is_file() and (f / "README.md").is_file() and any((f / "data").glob("*/*.parquet"))]
 
     def dataset_folders(self) -> list[str]:
-        """What the Dataset boxes offer: ``$VLPROBE_SPACE_DATASETS`` (folders and Hub ids) when set;
-        else every built dataset folder (a ``vlprobe.yaml``, a card and parquet) under the root and,
-        off a hosted Space, where ``vlprobe build`` writes by default (``$VLPROBE_ROOT``, else
-        ``~/.cache/vlprobe/datasets``) for names the root lacks. The offline default's folders
-        first, then the others by name, so a new benchmark's folder is offered as soon as it is built."""
+        """What the Dataset boxes offer: ``$VLPROBE_SPACE_DATASETS`` when set; else every built dataset folder under
+        the root and, off a hosted Space, where ``vlprobe build`` writes; the offline defaults first."""
         listed = listed_datasets()
         if listed is not None:
             return listed
-        from ..storage.locations import datasets_home
-
         found = {f.name: f for f in self._built_under(Path(self.root))}
         if not on_hosted_space():
             home = os.environ.get("VLPROBE_ROOT", "").strip()
-            for extra in (Path(home) if home else datasets_home(),):
-                for f in self._built_under(extra):
-                    found.setdefault(f.name, f)
+            for f in self._built_under(Path(home) if home else datasets_home()):
+                found.setdefault(f.name, f)
         order = list(DEFAULT_DATASETS)
         names = sorted(found, key=lambda n: (n not in order, order.index(n) if n in order else 0, n))
         return [str(found[n]) for n in names]
 
     def dataset_choices(self) -> list[tuple[str, str]]:
-        """What the Dataset boxes show, as (label, value): each offered folder by its name (the
-        value too: :meth:`resolve_dataset` finds the folder by name, so no server path reaches the
-        page or its API page), an owner-listed Hub id as itself."""
+        """The Dataset boxes' (label, value): a folder by its name (no server path), a listed Hub id as itself."""
         out, seen = [], set()
         for d in self.dataset_folders():
             name = Path(d).name
@@ -318,9 +249,8 @@ class Settings:
         return listed_datasets() is None and not on_hosted_space()
 
     def resolve_dataset(self, folder: str | None) -> Path | str:
-        """A dataset the page may read: a folder (absolute Path) or an owner-listed Hub id (str).
-        With ``$VLPROBE_SPACE_DATASETS`` set, or on a hosted Space, only what the boxes offer, and
-        anything else is refused before the disk is looked at."""
+        """A dataset the page may read: a folder (absolute Path) or an owner-listed Hub id; with a list, or hosted,
+        only what the boxes offer, anything else refused before the disk is looked at."""
         folder = (folder or "").strip()
         if not folder:
             raise SpaceError("choose a dataset in the Dataset box")

@@ -1,18 +1,10 @@
-"""The ``datasets`` library's Arrow copies of dataset folders: kept where only this user can change them, checked
-against the parquet they were made from before they are read, rebuilt when damaged or stale, pruned.
+"""The ``datasets`` library's Arrow copies of dataset folders, kept private, checked before they are read, pruned.
 
-``datasets.load_dataset(folder, config)`` converts parquet to Arrow on its first load and memory-maps the Arrow on
-later ones. vlprobe keeps those copies in ``<cache_home>/arrow/`` (mode 0700), one entry ``<key>/`` per (folder,
-config, split), holding ``hf/`` (datasets' own cache folder) and ``entry.json``: the source parquet (path, sha256)
-and every file written from it (sha256), with the rows, each hash kept with the file's stamp
-(:mod:`vlprobe.storage.keys`), so a file whose stamp is unchanged is not read again. Parquet that changed makes the
-entry stale: rebuilt silently. An Arrow file missing, changed, replaced or added, a file others could write, or a copy
-without the recorded rows: rebuilt with one warning. A built folder's shard whose content is not what its name
-records (:func:`vlprobe.dataset.folder.shard_name`) is refused in one line.
-
-An entry is converted in a staging folder and renamed into place whole; entries unused for :data:`MAX_AGE_DAYS`
-days, or whose folder is gone, are removed when a new one is made. A cache folder this user cannot use is never
-read: the run converts into a private temporary folder (``$TMPDIR/vlprobe-arrow-*``), saying so once.
+One entry ``<arrow_home>/<key>/`` per (folder, config, split) holds ``hf/`` (datasets' cache folder) and
+``entry.json``: the source parquet and every file written from it, each with its sha256 and stamp
+(:mod:`vlprobe.storage.keys`). Changed parquet: rebuilt silently; an Arrow file missing, changed, added or writable
+by others, or the rows not those recorded: rebuilt with one warning. An entry is converted in a staging folder and
+renamed into place whole; a cache folder this user cannot use is replaced by a private temporary one for the run.
 """
 
 from __future__ import annotations
@@ -37,26 +29,18 @@ from ..dataset.reader import damaged_file
 from ..errors import DatasetError, warn
 from .keys import settled, sha256_files, sha256_known, stamp
 from .leftovers import OwnedDir, remove_if_abandoned
-from .locations import (
-    UnsafeFolderError,
-    arrow_home,
-    cache_home,
-    is_mine,
-    others_may_write,
-    private_folder,
-    refused_home,
-)
+from .locations import UnsafeFolderError, arrow_home, cache_home, private_folder, refused_home, untrusted
 
 RECORD = "entry.json"
 MAX_AGE_DAYS = 30
 STAGING_PREFIX = ".staging-"
 TEMPORARY_PREFIX = "vlprobe-arrow-"  # $TMPDIR fallback (swept as a leftover when its run was killed)
-_FORMAT = 2  # of entry.json: 2 records every file's sha256 with its stamp
+_FORMAT = 2  # of entry.json
 
 
 @dataclass(frozen=True)
 class LoadedSplit:
-    """A split loaded through the cache: the memory-mapped Dataset, and what identifies its data."""
+    """A split loaded through the cache, and what identifies its data."""
 
     dataset: datasets.Dataset
     data_files: tuple[str, ...]  # the source parquet files, absolute
@@ -64,8 +48,7 @@ class LoadedSplit:
 
 
 class SourceFile(NamedTuple):
-    """A parquet file an entry was made from: its path, sha256 and stamp (:func:`vlprobe.storage.keys.stamp`; None
-    while the file is too new for its stamp to be kept)."""
+    """A parquet file an entry was made from (``stamp`` None while the file is too new to keep one)."""
 
     path: str
     sha256: str
@@ -73,7 +56,7 @@ class SourceFile(NamedTuple):
 
 
 class FileHash(NamedTuple):
-    """A file an entry holds: its sha256 and the first four numbers of its stamp (None while racy)."""
+    """A file an entry holds."""
 
     sha256: str
     stamp: list[int] | None
@@ -81,20 +64,18 @@ class FileHash(NamedTuple):
 
 @dataclass(frozen=True)
 class Source:
-    """The parquet files an entry was made from, and the sha256 of their content in order (results.json's
-    ``data_sha256``)."""
+    """The parquet files an entry was made from, and the sha256 of their content in order."""
 
     files: tuple[SourceFile, ...]
     sha256: str
 
     def same_files(self, other: Source) -> bool:
-        """The same files with the same content (their stamps aside)."""
         return [f[:2] for f in self.files] == [f[:2] for f in other.files]
 
 
 @dataclass(frozen=True)
 class Record:
-    """An entry's ``entry.json``: what it was made from (``source``) and what it holds (``files``, ``rows``)."""
+    """An entry's ``entry.json``."""
 
     folder: str
     config: str
@@ -108,7 +89,6 @@ class Record:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Record:
-        """The record of ``entry.json`` (format :data:`_FORMAT`); ValueError (KeyError, TypeError) when it is not one."""
         source, files = value["source"], value["files"]
         if value["format"] != _FORMAT or not isinstance(files, dict) or not isinstance(source["sha256"], str):
             raise ValueError("an unknown record")
@@ -118,19 +98,16 @@ class Record:
 
 
 def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: object) -> datasets.Dataset:
-    """``load_dataset(folder, config, split=split)`` through vlprobe's checked Arrow cache (see the module doc):
-    never a stale or damaged copy, never one another user could have changed."""
+    """``load_dataset(folder, config, split=split)`` through the checked Arrow cache."""
     return load_split(folder, config, split, **kwargs).dataset
 
 
 def load_split(folder: str | Path, config: str, split: str, **kwargs: object) -> LoadedSplit:
-    """One split of dataset folder ``folder`` as a memory-mapped Dataset, with its source files and their sha256
-    (the parquet is read once for both the check and the provenance)."""
+    """One split of dataset folder ``folder``, with its source files and their sha256 (read once for both)."""
     folder = Path(folder).resolve()
     builder = datasets.load_dataset_builder(str(folder), config)
     files = tuple(sorted(str(f) for f in (builder.config.data_files or {}).get(split, [])))
-    # Converted without pyarrow's pre-buffering, with which the heap grew with every row group read (issue 25: 969 MB
-    # converting 523 MB of parquet; 707 MB without).
+    # Without pyarrow's pre-buffering, the heap grew with every row group read (issue 25: 969 MB for 523 MB of parquet)
     kwargs.setdefault("fragment_scan_options", pds.ParquetFragmentScanOptions(pre_buffer=False))
     home = _home()
     entry = home / hashlib.sha256(f"{folder}\0{config}\0{split}".encode()).hexdigest()[:24]
@@ -142,8 +119,6 @@ def load_split(folder: str | Path, config: str, split: str, **kwargs: object) ->
         ds = _convert(home, entry, source, folder, config, split, kwargs)
     return LoadedSplit(ds, files, source.sha256)
 
-
-# ---- where --------------------------------------------------------------------------------------------------
 
 _FALLBACK: OwnedDir | None = None  # this process's private temporary folder, when the cache folder cannot be used
 
@@ -165,11 +140,8 @@ def _home() -> Path:
         return _FALLBACK.path
 
 
-# ---- what an entry was made from ---------------------------------------------------------------------------
-
 def _fingerprint(files: tuple[str, ...], known: Source | None) -> Source:
-    """The parquet files and the sha256 of their content in order, reading them only when ``known`` (an entry's
-    record of them) does not hold their present stamps."""
+    """The parquet files and the sha256 of their content, read only when ``known`` does not hold their stamps."""
     kept = {f.path: f for f in known.files} if known is not None else {}
     stamps = [os.stat(f) for f in files]
     if known is not None and files and all(f in kept and kept[f].stamp == stamp(st)
@@ -181,9 +153,8 @@ def _fingerprint(files: tuple[str, ...], known: Source | None) -> Source:
 
 
 def _check_shards(folder: Path, source: Source) -> None:
-    """Refuse a shard of a folder vlprobe wrote whose content is not what its name records (vlprobe names each shard
-    after its sha256; a folder it did not write, such as a Hub snapshot whose names hold another fingerprint, is not
-    judged by them)."""
+    """Refuse a shard of a folder vlprobe built whose content is not the sha256 its name records (a folder it did
+    not build, such as a Hub snapshot, names its shards otherwise)."""
     try:
         with open(folder / BUILD_RECORD, encoding="utf-8") as fh:
             ours = fh.read(len(RECORD_HEADER)) == RECORD_HEADER
@@ -202,18 +173,16 @@ def _check_shards(folder: Path, source: Source) -> None:
 
 
 def _entry_files(entry: Path, known: Mapping[str, FileHash] | None = None) -> dict[str, FileHash]:
-    """{relative path: [sha256, stamp or None]} of every file of the entry but its record and datasets' lock files,
-    taking the hash in ``known`` (such a mapping recorded earlier) of a file whose stamp it still holds. Raises
-    :class:`_Untrusted` for a file or folder another user could have changed."""
+    """Every file of the entry but its record and datasets' lock files, the hash taken from ``known`` where the stamp
+    is unchanged; :class:`_Untrusted` for one another user could have changed."""
     out: dict[str, FileHash] = {}
     known = known or {}
     for root, dirs, names in os.walk(entry):
         for name in dirs + names:
             path = Path(root) / name
-            st = path.lstat()
-            if not is_mine(st) or others_may_write(st) or not (path.is_dir() or path.is_file()) or path.is_symlink():
-                raise _Untrusted(f"{path.relative_to(entry)} is "
-                                 f"{'a symbolic link' if path.is_symlink() else 'not ours, or writable by others'}")
+            why = untrusted(path, path.lstat()) or (None if path.is_dir() or path.is_file() else f"{path} is no file")
+            if why:
+                raise _Untrusted(why)
             rel = path.relative_to(entry).as_posix()
             if name in names and rel != RECORD and not name.endswith(".lock"):
                 was = known.get(rel)
@@ -225,8 +194,6 @@ def _entry_files(entry: Path, known: Mapping[str, FileHash] | None = None) -> di
 class _Untrusted(Exception):
     """A file of an entry that another user could have written."""
 
-
-# ---- read an entry -----------------------------------------------------------------------------------------
 
 def _record(entry: Path) -> tuple[Record | None, str | None]:
     """(the entry's record, None), or (None, why it cannot be read); (None, None) without an entry."""
@@ -248,8 +215,8 @@ def _record(entry: Path) -> tuple[Record | None, str | None]:
 
 def _reuse(entry: Path, record: Record | None, damage: str | None, source: Source, folder: Path,
            config: str, split: str, kwargs: dict[str, Any]) -> datasets.Dataset | None:
-    """The entry's Dataset when its record matches ``source`` and its files are the ones it records; else None, the
-    entry removed (with a warning when it was damaged rather than stale)."""
+    """The entry's Dataset when its record matches ``source`` and its files; else None, the entry removed (with a
+    warning when it was damaged rather than stale)."""
     if record is None and damage is None:
         return None
     if record is not None and not record.source.same_files(source):
@@ -299,8 +266,6 @@ def _load(folder: Path, config: str, split: str, entry: Path, kwargs: dict[str, 
         return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(entry / "hf"), **kwargs)
 
 
-# ---- make an entry -----------------------------------------------------------------------------------------
-
 def _convert(home: Path, entry: Path, source: Source, folder: Path, config: str, split: str,
              kwargs: dict[str, Any], retry: bool = True) -> datasets.Dataset:
     """Convert the split into a staging folder, record it, rename it into place; the Dataset read from there."""
@@ -339,8 +304,7 @@ def _remove(entry: Path) -> None:
 
 
 def _prune(home: Path) -> None:
-    """Remove entries unused for MAX_AGE_DAYS days or whose folder is gone, entries without a record, and the
-    staging folders of killed conversions."""
+    """Remove entries unused for MAX_AGE_DAYS days, whose folder is gone or without a record, and killed stagings."""
     cutoff = time.time() - MAX_AGE_DAYS * 86400
     try:
         children = list(home.iterdir())
@@ -363,14 +327,10 @@ def _prune(home: Path) -> None:
             _remove(child)
 
 
-# ---- memory -----------------------------------------------------------------------------------------------
-
 @contextlib.contextmanager
 def conversion_arrow_pool() -> Iterator[None]:
-    """Arrow allocates from jemalloc inside the block (else the system's ``malloc``) instead of pyarrow's default,
-    mimalloc, and what the block freed is given back to the system when it ends: mimalloc kept the pages a
-    conversion's threads allocated, about as much memory as it converted (80 MB after 20,000 500 px rows; 3 MB with
-    jemalloc, 25 MB with glibc's ``malloc``)."""
+    """Arrow allocates from jemalloc (else ``malloc``) inside the block, and gives what it freed back at its end:
+    pyarrow's default, mimalloc, kept about as much as a conversion converted (80 MB after 20,000 500 px rows)."""
     before = pa.default_memory_pool()
     pool = None
     for make in (pa.jemalloc_memory_pool, pa.system_memory_pool):

@@ -1,12 +1,7 @@
-"""A run's output folder as one unit: :func:`check_output_dir` refuses, before any work, a folder a run cannot take,
-and :func:`write_run_folder` writes the new run beside it and swaps it in whole (where the system can swap two
-folders in one step, :func:`exchange`, the folder is at every instant the previous run or this one).
-
-Which folders a run may replace is judged by :data:`RUN_RECORD`, which every run folder holds: the command that wrote
-it and each file's sha256 (a record from before held sizes). A folder may be replaced by the same command only when
-that record names it and accounts for every file (or the folder is empty, or is a run of this command from before the
-record: only its names, and a results.json recording this command's line). Anything else (a hand-made
-``results.json``, an evaluate run given to the probe, a file a user added) is refused in one line."""
+"""A run's output folder as one unit: :func:`check_output_dir` refuses, before any work, a folder a run cannot take;
+:func:`write_run_folder` writes the run beside it and swaps it in whole. A folder may be replaced only by the
+command whose :data:`RUN_RECORD` names it and accounts for every file (or when empty, or a run of that command from
+before the record); anything else is refused in one line."""
 
 from __future__ import annotations
 
@@ -31,21 +26,18 @@ RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: "sha256:<he
 
 
 def _command_of(own: re.Pattern[str]) -> str:
-    """The command a pattern of run-file names belongs to (evaluate's :data:`RUN_FILE`, else the probe's)."""
     return "evaluate" if own.pattern == RUN_FILE.pattern else "probe"
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run folder's :data:`RUN_RECORD`: the command that wrote it and what it wrote of each file
-    (:func:`_written`)."""
+    """A run folder's :data:`RUN_RECORD`: the command that wrote it and each file's :func:`_written`."""
 
     command: str
     files: dict[str, str | int | None]
 
     @classmethod
     def read(cls, folder: Path) -> RunRecord | None:
-        """The run record of ``folder`` (None when absent or unreadable)."""
         try:
             value = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -85,8 +77,8 @@ def _not_ours(out: Path, own: re.Pattern[str]) -> str | None:
 
 
 def _legacy_run(out: Path, names: list[str], own: re.Pattern[str], command: str) -> bool:
-    """Whether ``out`` is a run of ``command`` written by a vlprobe from before :data:`RUN_RECORD`: only names
-    such a run writes, and a results.json whose provenance records the command line of this command."""
+    """Whether ``out`` is a run of ``command`` from before :data:`RUN_RECORD`: only its names, and a results.json
+    recording its command line."""
     if "results.json" not in names or not all(own.match(n) for n in names):
         return False
     try:
@@ -98,8 +90,8 @@ def _legacy_run(out: Path, names: list[str], own: re.Pattern[str], command: str)
 
 
 def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None:
-    """What the run record holds of ``path``: ``sha256:<hex>`` of its content (its size, an int, where ``like`` is a
-    record from before the hash); None when it cannot be read (a symbolic link is never a run's file)."""
+    """What the run record holds of ``path``: ``sha256:<hex>`` (its size where ``like``, an older record, is an int);
+    None when it cannot be read (a symbolic link is never a run's file)."""
     try:
         if path.is_symlink() or not path.is_file():
             return None
@@ -111,7 +103,7 @@ def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None
 
 
 def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """:func:`_check_output_dir`, remembering which folder ``out_dir`` was (the run says when another replaced it)."""
+    """:func:`_check_output_dir`, remembering the folder there (the run says when another replaced it)."""
     out = _check_output_dir(out_dir, own)
     target = _target(out)
     _SEEN[str(target.absolute())] = _identity(target)
@@ -119,9 +111,8 @@ def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN
 
 
 def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """Refuse, before any work, an output folder that cannot take a run: a file, a folder that is not a run of this
-    command (its :data:`RUN_RECORD`; ``own``: the names such a run writes, by default evaluate's), or a place where
-    nothing can be written. Creates nothing. Returns the folder the run will write (``out_dir``, or a link's target)."""
+    """Refuse an output folder that cannot take a run (a file, not a run of this command, whose run files are
+    ``own``, or unwritable), creating nothing; the folder the run will write (``out_dir``, or a link's target)."""
     out = _target(Path(out_dir).expanduser())
     if out.exists() and not out.is_dir():
         raise ArgumentError("out", str(out_dir), "is a file, not a folder; choose a folder for the outputs")
@@ -129,8 +120,7 @@ def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RU
         why = _not_ours(out, own)
         if why:
             raise ArgumentError("out", str(out_dir), why)
-    # The outputs are written into a temporary folder beside out and renamed: the parent (or the
-    # nearest folder that exists) must take a new folder.
+    # the run is staged beside out: the nearest existing parent must take a new folder
     parent = out.absolute().parent
     while not parent.exists():
         parent = parent.parent
@@ -157,20 +147,15 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 def _target(out: Path) -> Path:
-    """The folder a run writes for ``out``: ``out`` itself, or, when it is a symbolic link, the folder it points to
-    (replaced there, so ``out`` stays a link to the new run)."""
+    """``out``, or the folder a symbolic link ``out`` points to (replaced there, so ``out`` stays a link)."""
     return Path(os.path.realpath(out)) if out.is_symlink() else out
 
 
 def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], Iterable[str]],
                      own: re.Pattern[str] = RUN_FILE) -> list[Path]:
-    """Write a run's output folder as one unit: ``write(folder)`` fills a new folder (and returns the names it
-    wrote), which then replaces ``out_dir`` whole (:func:`swap_in`), holding only this run's files and its
-    :data:`RUN_RECORD`. The new folder is made in a staging folder beside ``out_dir`` (``.NAME.new-*``, an
-    :class:`~vlprobe.storage.leftovers.OwnedDir`, deleted at the end however the run ends; the next run's
-    :func:`~vlprobe.storage.leftovers.sweep` removes that of a killed one). A symbolic link stays one (its target is
-    replaced, said in one line), and a run says when another replaced ``out_dir`` after it checked it. ``own``: as
-    :func:`check_output_dir`'s. Returns the paths the files have in ``out_dir``."""
+    """``write(folder)`` fills a new folder (returning the names it wrote) staged beside ``out_dir`` in an
+    :class:`~vlprobe.storage.leftovers.OwnedDir`, which then replaces ``out_dir`` whole (:func:`swap_in`) with its
+    :data:`RUN_RECORD`; the paths the files have in ``out_dir``."""
     given = Path(out_dir).expanduser()
     _check_output_dir(given, own)  # never swap away a folder that holds anything but a run of this command
     out = _target(given)
@@ -201,8 +186,7 @@ _RENAME_EXCHANGE = 2  # renameat2's flag (Linux 3.15+, glibc 2.28+)
 
 
 def exchange(a: Path, b: Path) -> bool:
-    """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``): whether it was done; False where
-    the system (or its file system) cannot, and nothing changed."""
+    """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the system cannot."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -221,8 +205,8 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def swap_in(stage: Path, out: Path, holder: Path) -> None:
-    """Replace ``out`` by ``stage``: exchanged in one step where the system can (the old run ends in ``holder``),
-    else renamed away first (a kill between the two renames leaves it absent; the next run's sweep puts it back)."""
+    """Replace ``out`` by ``stage``, exchanged in one step where the system can (the old run ends in ``holder``);
+    else the old run is renamed away first, and put back by the next run's sweep after a kill in between."""
     if out.is_dir() and exchange(stage, out):
         return
     moved = out.exists()

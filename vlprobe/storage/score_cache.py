@@ -1,27 +1,13 @@
-"""A persistent on-disk cache of embeddings and pair scores, so a killed run loses nothing.
+"""A persistent on-disk cache of embeddings and pair scores, so a killed run loses nothing and computes nothing twice.
 
-Layout: ``<cache_dir>/<model-slug>-<key hash>/`` holds ``key.json`` (the scorer's :meth:`~vlprobe.scorers.base.Scorer.cache_key`:
-what the model *is*, so a different model, revision, precision or preprocessing never reads another's numbers) and
-``part-<rank>.sqlite``, one SQLite file per writing process (reads look at every part). Entries are keyed by what the
-model reads: ``i:<sha256 of the image bytes>`` and ``t:<text key>`` (a DualScorer's embeddings), ``p:<image hash or
-->:<text key>`` (a PairScorer's score and match probability), ``f:<image hash>:<text key>`` (a pair's joint features,
-for the probe); a text key is :meth:`~vlprobe.scorers.base.Scorer.text_keys`' (the sha256 of its token ids after the
-model's truncation, or of the text for a scorer without a tokenizer). :data:`ENTRY_FORMAT`, the meaning of these
-keys, is part of the folder's key.
-
-**Bound to the model.** ``key.json`` must hold this scorer's key, and each part records the digest of the key it was
-written for (table ``meta``): a folder or part copied, renamed or linked in from another model's, another user's,
-or one others could write, is moved aside (``<name>.foreign-<time>-<pid>``) with one warning and never read. A cache
-home another user could change (:func:`vlprobe.storage.locations.distrust`) is not used at all.
-
-**Checked values.** A value is float32 bytes and an 8-byte BLAKE2b check of its key and bytes (:func:`pack`). Each is
-checked as it is read (:meth:`ScoreCache.get_many`: its check, its length against its kind's, finite values); a bad
-one is dropped and computed again, with one warning.
-
-**A run never fails because of its cache.** Every batch is committed in one transaction (SQLite in WAL mode), so a
-kill leaves whole batches. A part that fails ``PRAGMA quick_check`` or raises a corruption error is moved aside to
-``<name>.damaged-<time>-<pid>`` with a one-line warning, and a fresh one is used; a cache that cannot be written (a
-read-only folder, a file, a full disk) turns into no cache (``enabled`` False), with one warning.
+``<cache_dir>/<model-slug>-<key hash>/`` holds ``key.json`` (the scorer's ``cache_key()``: what the model is) and
+``part-<rank>.sqlite``, one SQLite file per writing process (reads look at every part). Keys name what the model
+reads: ``i:<image sha256>`` and ``t:<text key>`` (embeddings), ``p:<image hash or ->:<text key>`` (a pair's score
+and probability), ``f:<image hash>:<text key>`` (a pair's joint features). A value is float32 bytes and their check
+(:func:`pack`), checked as it is read. Each part records the digest of its key (table ``meta``): a folder or part
+from another model or user, or one others could write, is moved aside (``<name>.foreign-<time>-<pid>``) or not
+read; a damaged part goes to ``<name>.damaged-<time>-<pid>``. A batch is one transaction (WAL mode), so a kill leaves
+whole batches; a cache that cannot be written becomes none (``enabled`` False), with one warning.
 """
 
 from __future__ import annotations
@@ -43,22 +29,15 @@ import numpy.typing as npt
 
 from ..errors import warn
 from .keys import key_digest
-from .locations import cache_home, is_mine, others_may_write, private_folder, refused_home
+from .locations import is_mine, others_may_write, private_folder, refused_home, untrusted
 
-# What the entry keys and values mean (see the module doc); part of every folder's key. 2: texts keyed by the
-# token ids the model reads (1 keyed them by their characters); 3: each value followed by its check; 4: each part
-# file records the digest of the key it was written for (table meta).
+# What the entry keys and values mean, part of every folder's key. 2: texts keyed by their token ids; 3: each value
+# followed by its check; 4: each part records the digest of its key.
 ENTRY_FORMAT = 4
 _CHECK_BYTES = 8
 
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
-
-
-def default_cache_dir() -> Path:
-    """The score cache's default root, :func:`vlprobe.storage.locations.cache_home` (``$VLPROBE_CACHE``, else
-    ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``): where every vlprobe cache lives."""
-    return cache_home()
 
 
 def _slug(model_id: str) -> str:
@@ -108,12 +87,12 @@ def _reason(err: BaseException) -> str:
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
-class _Damaged(Exception):
-    """quick_check found problems in a file that still opens."""
+class _SetAside(Exception):
+    """A part to move aside: ``kind`` "damaged" (quick_check's problems) or "foreign" (not written for this key)."""
 
-
-class _Foreign(Exception):
-    """A part file that was not written for this cache's key (copied, renamed or linked from another folder)."""
+    def __init__(self, kind: str, why: str) -> None:
+        super().__init__(why)
+        self.kind = kind
 
 
 class ScoreCache:
@@ -121,20 +100,17 @@ class ScoreCache:
 
     def __init__(self, root: str | os.PathLike[str], scorer_key: Mapping[str, Any], *, rank: int = 0) -> None:
         self.key = {**dict(scorer_key), "entry_format": ENTRY_FORMAT}
-        digest = key_digest(self.key)
+        self.digest = key_digest(self.key)
         self.root = Path(root)
         name = self.key.get("model_id") or self.key.get("model_name") or "model"
-        self.dir = self.root / f"{_slug(name)}-{digest[:16]}"
+        self.dir = self.root / f"{_slug(name)}-{self.digest[:16]}"
         self.path = self.dir / f"part-{rank}.sqlite"
-        self.writes = 0
         self.moved_aside: list[Path] = []  # damaged files this process moved out of the way
         self.disabled_reason: str | None = None
         self.dropped = 0  # damaged entries dropped (computed again) by get_many
         self._sizes: dict[str, int] = {}  # floats per vector of each kind of entry (i:, t:, p:, f:)
-        self.temporary = False  # a throw-away cache (deleted after the run): nothing to resume from
         self._db: sqlite3.Connection | None = None
         self._others: dict[Path, sqlite3.Connection] = {}  # other processes' parts, opened for reading
-        self.digest = digest
         try:
             if not self._private_folder():
                 return
@@ -151,8 +127,7 @@ class ScoreCache:
             self._disable(f"cannot write the score cache in {self.root} ({why})")
 
     def _private_folder(self) -> bool:
-        """Make :attr:`dir` a folder only this user can change (False: no cache): a cache home another user could
-        change is not used, nor a folder of another user's or a symbolic link; one of ours that others could write
+        """Make :attr:`dir` a folder only this user can change (False: no cache); one of ours that others could write
         into, or whose ``key.json`` names another model, is moved aside and made afresh."""
         why = refused_home(self.root)  # says so, once
         if why:
@@ -183,8 +158,7 @@ class ScoreCache:
         return True
 
     def _other_key(self) -> str | None:
-        """What the folder's ``key.json`` says it is, when that is not this cache's key (None: it is, or it is
-        absent, being written by another process)."""
+        """What the folder's ``key.json`` says, when that is not this cache's key (None: it is, or it is absent)."""
         try:
             found = json.loads((self.dir / "key.json").read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -199,7 +173,7 @@ class ScoreCache:
         return json.dumps(shown, default=str)[:200]
 
     def _set_aside(self, path: Path, kind: str, what: str, then: str) -> None:
-        """Move ``path`` (and a part's -wal file; its -shm goes) to ``<name>.<kind>-<time>-<pid>``, saying so."""
+        """Move ``path`` (and its -wal file; its -shm goes) to ``<name>.<kind>-<time>-<pid>``, saying so."""
         aside = path.with_name(f"{path.name}.{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
         os.replace(path, aside)
         with contextlib.suppress(FileNotFoundError):
@@ -210,7 +184,6 @@ class ScoreCache:
             self.moved_aside.append(aside)
         warn(f"{what}; moved it to {aside} and {then}")
 
-    # -- state ------------------------------------------------------------------------------------
     @property
     def enabled(self) -> bool:
         """False when the cache could not be used: nothing is read or kept."""
@@ -222,14 +195,12 @@ class ScoreCache:
         self.disabled_reason = what
         self.close()
 
-    # -- opening, checking, moving aside -----------------------------------------------------------
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a committed batch survives a killed process (not a power cut, which
-            # would only lose the last batches: they are then recomputed, never corrupted).
+            # NORMAL in WAL mode: a committed batch survives a killed process (a power cut may lose the last ones)
             db.execute("PRAGMA synchronous=NORMAL")
         except BaseException:
             db.close()
@@ -245,7 +216,8 @@ class ScoreCache:
                 db = self._connect(self.path)
                 problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
                 if problems != ["ok"]:
-                    raise _Damaged("; ".join(problems[:2]) + (f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""))
+                    raise _SetAside("damaged", "; ".join(problems[:2]) + (f" (+{len(problems) - 2} more)"
+                                                                          if len(problems) > 2 else ""))
                 db.execute("BEGIN IMMEDIATE")  # both tables or neither: a part without meta is not this format's
                 db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
                 db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -253,31 +225,29 @@ class ScoreCache:
                 db.execute("COMMIT")
                 foreign = self._not_bound(self.path, db)
                 if foreign:
-                    raise _Foreign(foreign)
+                    raise _SetAside("foreign", foreign)
                 return db
-            except (_Damaged, _Foreign, sqlite3.DatabaseError) as err:
+            except (_SetAside, sqlite3.DatabaseError) as err:
                 if db is not None:
                     db.close()
-                if not isinstance(err, (_Damaged, _Foreign)) and not is_corrupt(err):
+                if not isinstance(err, _SetAside) and not is_corrupt(err):
                     raise
                 if attempt == 2:
                     raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside: {err}") from None
-                if isinstance(err, _Foreign):
-                    self._set_aside(self.path, "foreign", f"the score cache file {self.path} {err}",
+                if isinstance(err, _SetAside) and err.kind == "foreign":
+                    self._set_aside(self.path, "foreign", f"the score cache file {err}",
                                     "continuing with a fresh cache file")
-                    continue
-                self._move_aside(self.path, _reason(err), expected_inode=before)
+                elif before is None or _inode(self.path) == before:  # else another process already replaced it
+                    self._move_aside(self.path, _reason(err))
         raise AssertionError("unreachable")
 
-    def _move_aside(self, path: Path, why: str, expected_inode: int | None = None) -> None:
-        if expected_inode is not None and _inode(path) != expected_inode:
-            return  # another process already replaced it with a fresh file
+    def _move_aside(self, path: Path, why: str) -> None:
         self._set_aside(path, "damaged", f"the score cache file {path} is damaged ({why})",
                         "continuing with a fresh cache file (its entries will be computed again)")
 
     def _recover(self, path: Path, err: BaseException) -> None:
         """A DatabaseError from ``path``: a damaged file moved aside (this process's part reopened fresh); anything
-        else about this process's part disables the cache. Never raises."""
+        else about this process's part disables the cache."""
         corrupt = is_corrupt(err)
         if path == self.path:
             if self._db is not None:
@@ -314,11 +284,7 @@ class ScoreCache:
             db = self._others.get(part)
             if db is None:
                 try:
-                    st = part.lstat()
-                    foreign = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else
-                               f"belongs to another user (uid {st.st_uid})" if not is_mine(st) else
-                               f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})" if others_may_write(st)
-                               else None)
+                    foreign = untrusted(part, part.lstat())
                     if foreign is None:
                         db = self._connect(part)
                         foreign = self._not_bound(part, db)
@@ -334,7 +300,7 @@ class ScoreCache:
                     continue  # being created by another process this instant: nothing in it yet
                 if foreign is not None:
                     with contextlib.suppress(OSError):  # it cannot be moved: it is simply not read
-                        self._set_aside(part, "foreign", f"the score cache file {part} {foreign}; not reading it",
+                        self._set_aside(part, "foreign", f"the score cache file {foreign}; not reading it",
                                         "continuing without it")
                     continue
                 assert db is not None  # bound to this cache: opened above
@@ -343,18 +309,17 @@ class ScoreCache:
         return out
 
     def _not_bound(self, part: Path, db: sqlite3.Connection) -> str | None:
-        """Why part file ``part`` was not written for this cache's key, or None when it was; "" for a file with no
-        table yet (being made by another process this instant)."""
+        """Why ``part`` was not written for this cache's key, or None; "" for a file with no table yet (being made by
+        another process this instant)."""
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" not in tables:
-            return "" if "entries" not in tables else "records no key (it is not one this vlprobe wrote for this model)"
+            return "" if "entries" not in tables else f"{part} records no key (it is not one vlprobe wrote for this model)"
         row = db.execute("SELECT value FROM meta WHERE name = 'key'").fetchone()
         if row is None or row[0] != self.digest:
-            return (f"was written for another model (key {str(row[0])[:16] if row else 'none'}..., this folder's "
+            return (f"{part} was written for another model (key {str(row[0])[:16] if row else 'none'}..., this folder's "
                     f"{self.digest[:16]}...: copied, renamed or linked here from another model's folder)")
         return None
 
-    # -- reading and writing -----------------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors among ``keys``, from every part file in the directory."""
         wanted = list(dict.fromkeys(keys))
@@ -430,7 +395,6 @@ class ScoreCache:
             except sqlite3.DatabaseError as err:
                 self._recover(self.path, err)
                 continue
-            self.writes += len(rows)
             return
 
     def __len__(self) -> int:

@@ -1,5 +1,5 @@
-"""The TraVLR-shaped splits a probe reads (train, validation, test*), loaded as ``vlprobe evaluate``
-loads them (:func:`vlprobe.dataset.splits.load_split`), and the check that each has both classes."""
+"""The TraVLR-shaped splits a probe reads (train, validation, test*), loaded as ``vlprobe evaluate`` loads them, and
+the checks of their rows made before the model loads."""
 
 from __future__ import annotations
 
@@ -16,14 +16,12 @@ from ..errors import DatasetError
 from ..names import did_you_mean, find_dataset
 from .settings import TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
 
-# vlprobe.dataset.reader is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
-# machine), which a misspelt name never needs.
+# vlprobe.dataset.reader is imported where used: it imports datasets (3.9 s), which a misspelt name never needs.
 
 
 @dataclass
 class Split:
-    """One config/split: its memory-mapped rows, read a chunk at a time, and its labels, the only per-row values
-    held in memory."""
+    """One config/split: its memory-mapped rows, read a chunk at a time, and its labels (held in memory)."""
 
     task: str
     split: str
@@ -80,9 +78,8 @@ Splits = dict[str, dict[str, Split]]  # {task: {split: Split}}
 
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
                 limit: int | None = None, outside_images: bool = False) -> Splits:
-    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id): ``train``,
-    ``validation`` and ``test*``, with columns ``image``, ``caption``, ``query``, ``label``, each loaded as
-    `vlprobe evaluate` loads it (:func:`vlprobe.dataset.splits.load_split`); only the labels are read here."""
+    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id), each loaded by
+    :func:`vlprobe.dataset.splits.load_split`; only the labels are read here."""
     from ..dataset.reader import built_configs, config_splits, list_configs, list_splits
 
     dataset = str(find_dataset(dataset))
@@ -151,9 +148,9 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     return out
 
 
-def _check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) -> None:
-    """Macro-F1 needs both classes in every test split, and fitting and choosing a probe need them
-    in train and validation: refuse, naming the split (and ``limit`` when it is the cause)."""
+def check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) -> None:
+    """Refuse a test split (or, ``trained``, a train or validation split) without both classes, naming it (and
+    ``limit`` when it is the cause): macro-F1, fitting and choosing a probe need them."""
     need = "train, validation and every test split" if trained else "every test split"
     for task, by in data.items():
         for name, sp in by.items():
@@ -167,21 +164,23 @@ def _check_classes(data: Splits, dataset: str, limit: int | None, trained: bool)
                                f"needs true and false rows in {need}")
 
 
-def _check_train_sizes(data: Splits, train_sizes: Sequence[int] | None, limit: int | None) -> None:
-    """A learning-curve size above a task's training rows would be trained on all of them, a point silently
-    dropped: refuse it up front, naming the largest size possible (and ``limit`` when it is the cause)."""
-    if not train_sizes:
-        return
+def check_train_rows(data: Splits, train_sizes: Sequence[int] | None, few_shot: int, limit: int | None) -> None:
+    """Refuse learning-curve sizes or few-shot rows past a task's training rows (they would take all of them, in
+    silence), naming the most there can be (and ``limit`` when it is the cause)."""
+    sizes = train_sizes or ()
     for task, by in data.items():
         train = by.get(TRAIN)
         if train is None:
             continue
-        too_big = sorted(n for n in train_sizes if n > len(train))
+        too_big = sorted(n for n in sizes if n > len(train))
         if too_big:
             cause = (f" (--limit {limit} of its {train.rows_in_split})"
                      if limit is not None and train.rows_in_split > limit else "")
-            raise ProbeSettingError("train_sizes", ",".join(map(str, train_sizes)),
+            raise ProbeSettingError("train_sizes", ",".join(map(str, sizes)),
                                     f"{task}/{TRAIN} has {len(train)} row(s){cause}, fewer than "
                                     f"{', '.join(map(str, too_big))}: the largest size possible is {len(train)} "
                                     f"(the full train split is always a point of the curve)")
+        if few_shot > len(train):
+            raise ProbeSettingError("few_shot", few_shot, f"must be at most {len(train)}, the rows of {task}/{TRAIN} "
+                                                          f"(the paper trains further on 200)")
 

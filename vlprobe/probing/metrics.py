@@ -1,5 +1,5 @@
-"""Macro-F1 and its companions for the probe's predictions: values and chance from the metric
-(:func:`vlprobe.metric.compute` on 1 x 1 items), the CI resampled from the confusion counts."""
+"""Macro-F1 and its companions for the probe's predictions: values and chance from the metric on 1 x 1 items, the CI
+resampled from the confusion counts."""
 
 from __future__ import annotations
 
@@ -27,10 +27,9 @@ def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
 
 def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confidence: float = 0.95,
             seed: int = 0) -> dict[str, object]:
-    """macro_f1, f1_true, f1_false, acc and chance of predictions ``prob > 0.5`` by :func:`vlprobe.metric.compute` on
-    1 x 1 items, and a bootstrap CI of macro-F1 resampled here from the confusion counts (the metric's bootstrap of
-    every key was 60% of the probes' time). All-NaN probabilities (every test row lost its query to truncation) are
-    no prediction: the figures None, with ``na_reason``."""
+    """The metric's figures of predictions ``prob > 0.5`` on 1 x 1 items, and a bootstrap CI of macro-F1 from the
+    confusion counts (the metric's bootstrap of every key was 60% of the probes' time). All-NaN probabilities (every
+    query lost to truncation) are no prediction: the figures None, with ``na_reason``."""
     from .. import metric
 
     prob = np.asarray(prob, dtype=np.float64).reshape(-1)
@@ -67,24 +66,21 @@ def _ci(pred: np.ndarray, gold: np.ndarray, bootstrap: int, confidence: float,
 
 
 class SeedStats(NamedTuple):
-    """One figure over seeds: ``mean``, sample ``sd`` (None with fewer than two values: one seed has no spread),
-    ``n`` and ``identical`` (every seed gave the same value: a deterministic setting, whose sd of 0 says nothing
-    about how the figure varies with the data)."""
+    """One figure over seeds: ``mean``, sample ``sd`` (None for one seed) and ``identical`` (every seed alike: a
+    deterministic setting, whose sd of 0 says nothing about how the figure varies with the data)."""
 
     mean: float | None
     sd: float | None
-    n: int
     identical: bool
 
 
 def over_seeds(values: list[float | None]) -> SeedStats:
-    """The :class:`SeedStats` of one figure over seeds (n - 1 in the sd's denominator); None values (no figure)
-    are left out."""
+    """The :class:`SeedStats` of one figure over seeds (n - 1 in the sd's denominator), None values left out."""
     vals = [float(v) for v in values if v is not None]
     if not vals:
-        return SeedStats(None, None, 0, False)
+        return SeedStats(None, None, False)
     arr = np.asarray(vals, dtype=np.float64)
     identical = len(arr) > 1 and bool(np.all(arr == arr[0]))
     sd = (0.0 if identical else float(arr.std(ddof=1))) if len(arr) > 1 else None
     # identical values: the value itself (3 x / 3 need not be x in floating point)
-    return SeedStats(float(arr[0]) if identical else float(arr.mean()), sd, len(arr), identical)
+    return SeedStats(float(arr[0]) if identical else float(arr.mean()), sd, identical)

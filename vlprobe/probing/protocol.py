@@ -13,7 +13,7 @@ from ..storage.feature_store import Features, take_rows
 from .classifiers import Probe, fit, select
 from .data import Split
 from .metrics import measure
-from .settings import TEXT_ONLY, TRAIN, VALIDATION, ZERO_SHOT, ProbeSettingError
+from .settings import TEXT_ONLY, TRAIN, VALIDATION, ZERO_SHOT
 
 # The features of each (task, split, setting): :func:`vlprobe.probing.features.extract_features`'s
 FeatureMap = Mapping[tuple[str, str, str], Features]
@@ -29,16 +29,6 @@ def _subset(n_total: int, n: int, seed: int, tag: str) -> np.ndarray:
 
     s = int.from_bytes(hashlib.sha256(f"{seed}:{tag}".encode()).digest()[:8], "little")
     return np.random.default_rng(s).permutation(n_total)[:n]
-
-
-def check_few_shot(data: Mapping[str, Mapping[str, Split]], few_shot: int) -> None:
-    """Few-shot rows past a task's training rows would be all of them, taken in silence: refused before the model
-    loads, naming the most there can be."""
-    for task, by_split in data.items():
-        train = by_split.get(TRAIN)
-        if train is not None and few_shot > len(train):
-            raise ProbeSettingError("few_shot", few_shot, f"must be at most {len(train)}, the rows of {task}/{TRAIN} "
-                                                          f"(the paper trains further on 200)")
 
 
 def run_probes(features: FeatureMap, data: Mapping[str, Mapping[str, Split]], *, train_modalities: Sequence[str],

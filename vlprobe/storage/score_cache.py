@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from ..errors import warn
 from .keys import key_digest
-from .locations import is_mine, others_may_write, private_folder, refused_home, untrusted
+from .locations import UnsafeFolderError, is_mine, others_may_write, private_folder, refused_home, untrusted
 
 # What the entry keys and values mean, part of every folder's key. 2: texts keyed by their token ids; 3: each value
 # followed by its check; 4: each part records the digest of its key.
@@ -134,27 +134,24 @@ class ScoreCache:
             self.disabled_reason = f"the score cache {self.root} is not used: {why}"
             return False
         try:
-            st = self.dir.lstat()
+            st: os.stat_result | None = self.dir.lstat()
         except FileNotFoundError:
             st = None
-        if st is not None:
-            mine = is_mine(st)
-            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or not mine:
-                what = (f"belongs to another user (uid {st.st_uid})" if not mine else
-                        "is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a folder")
-                self._disable(f"the score cache folder {self.dir} {what}, so what it holds cannot be trusted")
-                return False
+        if st is not None and stat.S_ISDIR(st.st_mode) and is_mine(st):  # else private_folder refuses it
             if others_may_write(st):
                 self._set_aside(self.dir, "untrusted", f"the score cache folder {self.dir} is one others could write "
                                 f"into (mode {stat.S_IMODE(st.st_mode):o})", "starting a private one (its entries "
                                 "will be computed again)")
-                st = None
             elif (other := self._other_key()) is not None:
                 self._set_aside(self.dir, "foreign", f"the score cache folder {self.dir} holds another model's "
                                 f"scores (its key.json: {other})", "starting this model's own")
-                st = None
-        if st is None:
+            else:
+                return True
+        try:
             private_folder(self.dir, self.root)
+        except UnsafeFolderError as err:
+            self._disable(f"the score cache folder is not used: {err}, so what it holds cannot be trusted")
+            return False
         return True
 
     def _other_key(self) -> str | None:

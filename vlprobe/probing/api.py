@@ -206,8 +206,7 @@ class ProbeRun(Run):
 
 
 def _family_from_config(model: object, family: str | None, revision: str | None) -> str | None:
-    """The scorer family a model folder or Hub id will load as, from its config alone; None when that cannot be told
-    cheaply (loading the model then gives any error)."""
+    """The scorer family a model folder or Hub id loads as, from its config alone (None when that is not cheap)."""
     if family is not None:
         return family
     model = find_model(model)

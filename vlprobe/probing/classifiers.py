@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Probe:
-    """A trained classifier with its feature standardisation. ``params``: ``(w, b)`` or the MLP's
-    ``(w1, b1, w2, b2)``: the (penalised) weights at even positions."""
+    """A trained classifier with its standardisation; ``params``: (penalised) weights at even positions, biases at odd."""
 
     kind: str
     mean: np.ndarray
@@ -83,9 +82,8 @@ NEWTON_MAX_DIM = 2048  # above this many features, L-BFGS instead of Newton's me
 
 def fit(kind: str, x: Features, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
         max_iter: int = 100) -> Probe:
-    """Train a probe on (x, y), a block of rows at a time: mean binary cross-entropy + ``l2/2 * ||w - w0||^2`` (``w0``:
-    0, or ``start``'s weights, with its standardisation: L2-SP, for few-shot transfer). Logistic regression: Newton's
-    method (float64) up to :data:`NEWTON_MAX_DIM` features, else L-BFGS; MLP: Adam; all full-batch."""
+    """Train a probe on (x, y) a block at a time: mean BCE + ``l2/2 * ||w - w0||^2`` (``w0``: 0, or ``start``'s weights:
+    L2-SP, for few-shot transfer); logistic regression by Newton's method (else L-BFGS past NEWTON_MAX_DIM), MLP by Adam."""
     import torch
 
     if start is not None:
@@ -142,8 +140,7 @@ def _design(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> torch.Tenso
 
 def _newton(x: Features, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float, init: Sequence[torch.Tensor],
             anchor: Sequence[torch.Tensor], max_iter: int = 100, tol: float = 1e-7) -> tuple[torch.Tensor, ...]:
-    """Newton's method with backtracking, in float64; each evaluation one pass over the rows (loss, gradient and
-    Hessian together), so memory is a block and the (d+1)^2 Hessian."""
+    """Newton's method with backtracking; memory is a block of rows and the (d+1)^2 Hessian, whatever the rows."""
     import torch
 
     t = torch.from_numpy(y)

@@ -78,8 +78,7 @@ Splits = dict[str, dict[str, Split]]  # {task: {split: Split}}
 
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
                 limit: int | None = None, outside_images: bool = False) -> Splits:
-    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id), each loaded by
-    :func:`vlprobe.dataset.splits.load_split`; only the labels are read here."""
+    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id); only labels are read."""
     from ..dataset.reader import built_configs, config_splits, list_configs, list_splits
 
     dataset = str(find_dataset(dataset))
@@ -149,8 +148,7 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
 
 
 def check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) -> None:
-    """Refuse a test split (or, ``trained``, a train or validation split) without both classes, naming it (and
-    ``limit`` when it is the cause): macro-F1, fitting and choosing a probe need them."""
+    """Refuse a test split (or, ``trained``, any split) without both classes, naming it (and ``limit`` if the cause)."""
     need = "train, validation and every test split" if trained else "every test split"
     for task, by in data.items():
         for name, sp in by.items():
@@ -165,8 +163,7 @@ def check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) 
 
 
 def check_train_rows(data: Splits, train_sizes: Sequence[int] | None, few_shot: int, limit: int | None) -> None:
-    """Refuse learning-curve sizes or few-shot rows past a task's training rows (they would take all of them, in
-    silence), naming the most there can be (and ``limit`` when it is the cause)."""
+    """Refuse learning-curve sizes or few-shot rows past a task's training rows (they would take them all, in silence)."""
     sizes = train_sizes or ()
     for task, by in data.items():
         train = by.get(TRAIN)

@@ -1,8 +1,5 @@
-"""The probe's features through the engine (cached, computed once per input), written a chunk at a time to a
-:class:`~vlprobe.storage.feature_store.FeatureStore`: dual-encoder ``[u, v, u*v, |u-v|]``, an ITM head's joint
-representation, or a VQAScore model's zero-shot probability. Where one text holds the query and the caption, the rows
-whose query the model's truncation removes are counted (the stats' ``query_lost``) and said on stderr; a test split
-that lost every query has NaN features, which :func:`vlprobe.probing.metrics.measure` reports as N/A."""
+"""The probe's features through the engine (each input computed once), a chunk at a time into a feature store; rows
+whose query the model's truncation cuts are counted (``query_lost``), a test split that lost them all NaN."""
 
 from __future__ import annotations
 
@@ -40,8 +37,7 @@ def _tokenizer(scorer: Scorer) -> Callable[..., Mapping[str, list[list[int]]]] |
 
 
 def query_lost(scorer: Scorer, texts: Sequence[str], queries: Sequence[str]) -> np.ndarray | None:
-    """Per text, whether the model's truncation cuts (part of) the query it holds; None without a tokenizer and
-    limit."""
+    """Per text, whether the model's truncation cuts the query it holds; None without a tokenizer and limit."""
     tok, limit = _tokenizer(scorer), scorer.text_limit()
     if tok is None or not limit:
         return None
@@ -89,9 +85,7 @@ class _Lost:
 
 def extract_features(engine: Engine, data: Splits, settings: Sequence[str], chunk_size: int = CHUNK_ROWS,
                      store: FeatureStore | None = None) -> tuple[FeatureMap, dict[str, Stats]]:
-    """{(task, split, setting): features} and engine stats, ``chunk_size`` rows at a time: an (N, d) float32
-    :class:`~vlprobe.storage.feature_store.FeatureFile` in ``store`` (default: a temporary one), or VQAScore's P(Yes),
-    an (N,) array."""
+    """{(task, split, setting): a float32 FeatureFile in ``store``, or VQAScore's P(Yes) array} and engine stats."""
     from ..scorers.base import DualScorer
 
     splits = [s for by_split in data.values() for s in by_split.values()]
@@ -122,8 +116,7 @@ def _labels(s: Split, start: int, stop: int) -> list[str]:
 
 def _written(store: FeatureStore, splits: list[Split], settings: Sequence[str], chunk_size: int, lost: _Lost,
              chunk: Callable[[Split, int, int], Mapping[str, np.ndarray]]) -> dict[tuple[str, str, str], FeatureFile]:
-    """Each split's ``chunk(split, start, stop)`` blocks of each setting appended to its file; a test split whose
-    every row lost its query as NaN rows of that shape."""
+    """Each split's ``chunk`` blocks appended per setting; a test split that lost every query as NaN rows."""
     out = {}
     for s in splits:
         writers = {m: store.writer(f"{s.task}-{s.split}-{m}", len(s)) for m in settings}

@@ -32,8 +32,7 @@ Snapshot = TypeVar("Snapshot")
 
 @dataclass(frozen=True)
 class Plan:
-    """The fine-tuning schedule: ``"quick"`` (the best validation epoch kept: a departure from the paper) or
-    ``"paper"`` (80 epochs, the last kept, as TraVLR's App. B.2)."""
+    """A fine-tuning schedule: ``quick`` (the best validation epoch kept) or ``paper`` (80 epochs, the last kept)."""
 
     schedule: str
     epochs: int
@@ -60,8 +59,7 @@ def schedule_note(plan: Plan | Finetune) -> str:
 
 def train_epochs(plan: Plan, run_epoch: Callable[[int], None], validate: Callable[[], float],
                  snapshot: Callable[[], Snapshot]) -> tuple[Snapshot | None, int, float | None]:
-    """Run ``plan``'s epochs: (the kept ``snapshot()``, its epoch, its ``validate()`` macro-F1, None where the plan
-    keeps the last epoch)."""
+    """Run ``plan``'s epochs: (the kept snapshot, its epoch, its validation macro-F1 or None)."""
     best, best_epoch, best_f1 = None, 0, -1.0
     for epoch in range(1, plan.epochs + 1):
         run_epoch(epoch)
@@ -160,8 +158,7 @@ class _Towers(Protocol):
 
 
 class _Encoder:
-    """The probe's features from a trainable copy of a dual encoder, images decoded per batch (a split's pixel
-    tensors would be ~0.6 MB per row)."""
+    """The probe's features from a trainable copy of a dual encoder, images decoded a batch at a time."""
 
     def __init__(self, scorer: DualEncoderScorer, model: torch.nn.Module) -> None:
         self.scorer, self.model = scorer, model

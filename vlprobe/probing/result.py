@@ -43,10 +43,8 @@ def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
 
 @dataclass(repr=False)
 class ProbeResult(RunResult[ProbeRow]):
-    """What :func:`probe` returns, on the protocol of :class:`vlprobe.Evaluation`: ``rows`` (one per task x setting x
-    train size x test modality x split x seed; ``entries``: the same as records), ``provenance``, ``document``,
-    ``summary`` (the same-modality figures), ``table2()`` (TraVLR's Table 2 layout), ``table()``, ``to_pandas()``,
-    ``plot()`` and ``save(out)``."""
+    """What :func:`probe` returns, on :class:`vlprobe.Evaluation`'s protocol; ``rows``: one per task x setting x train
+    size x test modality x split x seed, ``entries`` the same as records; ``table2()``: TraVLR's Table 2 layout."""
 
     rows: list[dict[str, Any]]
     provenance: dict[str, Any]
@@ -66,9 +64,8 @@ class ProbeResult(RunResult[ProbeRow]):
 
     @property
     def summary(self) -> dict[str, SummaryBlock]:
-        """Per task, setting and test split, the full-size frozen probe's macro-F1 on its own modality, in one
-        :class:`~vlprobe.results.schema.SummaryBlock`: the mean over seeds with ``sd``; ``ci`` only for one seed (a
-        CI of one seed's figure is not one of the mean)."""
+        """Per task, setting and test split, the full-size frozen probe's macro-F1 on its own modality: the mean over seeds
+        with ``sd``; ``ci`` only for one seed (a CI of one seed's figure is not one of the mean)."""
         return dict(self.document.summary)
 
     def table(self) -> str:
@@ -118,8 +115,7 @@ class ProbeResult(RunResult[ProbeRow]):
         return fig
 
     def save(self, out: str | os.PathLike) -> list[Path]:
-        """Write the run's folder ``out`` (:func:`write_outputs`); a write error is one
-        :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
+        """Write the run's folder ``out``; a write error is one :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
         from ..results import check_output_dir
 
         self._check_out(out)
@@ -147,9 +143,8 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
                               values={"macro_f1": r.macro_f1} if r.macro_f1 is not None else {}, n_items=r.n,
                               train_size=r.train_size, chance=r.chance, sd=r.sd, seeds=r.seeds,
                               ci={"macro_f1": (r.ci_low, r.ci_high)} if r.ci_low is not None else {}))
-    # the paper's source only where it reports macro-F1 of true/false statements (TraVLR)
     bench = find(dataset.benchmark) if dataset else None
-    source = bench.source if bench is not None and bench.headline_for((1, 1)) == ["macro_f1"] else None
+    source = bench.source if bench is not None and bench.headline_for((1, 1)) == ["macro_f1"] else None  # TraVLR's
     many = len(seeds or [None]) > 1
     name = bench.name if bench is not None else dataset_name(dataset.dataset if dataset else DEFAULT_DATASET)
     note = ("frozen features + a trained probe (vlprobe probe); trained and tested on the same modality, the full "
@@ -159,8 +154,7 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
 
 @dataclass(frozen=True)
 class SeedMean(ProbeRow):
-    """The rows that differ only in their seed, as one: ``macro_f1`` their mean, its sample ``sd`` (None for one
-    seed), ``above_chance`` (how many seeds' figures are), and the CI of a single seed."""
+    """The rows that differ only in their seed, as one: their mean ``macro_f1``, sample ``sd`` and ``above_chance``."""
 
     sd: float | None = None
     identical: bool = False
@@ -248,10 +242,8 @@ def _markdown(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[s
 
 
 def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> list[Table2Cell]:
-    """TraVLR's Table 2 (Chow et al., EACL 2023) as data, of the frozen probes or the fine-tuned models (the
-    paper's): per task, setting and test modality, the full-size model's OOD macro-F1, its InD, the change, the sd
-    over seeds, and ``above_chance``: how many seeds' probes are above chance InD on their own modality (the closest
-    vlprobe has to the paper's #sd, converged runs)."""
+    """TraVLR's Table 2 (Chow et al., EACL 2023) as data: per task, setting and test modality, the full-size model's OOD
+    macro-F1, InD, change and sd over seeds; ``above_chance``: seeds above chance InD (the closest to the paper's #sd)."""
     agg = [a for a in _final(seed_means(rows), finetuned) if a.transfer in ("same", "zero-shot", "zero-shot (no training)")]
     cells = []
     for task in dict.fromkeys(a.task for a in agg):
@@ -355,10 +347,6 @@ def transfer_table(rows: Sequence[ProbeRow | Mapping[str, Any]], split: str = "t
     return "\n".join(_markdown(["task", "trained on", "transfer", *(f"tested on {m}" for m in tests)], body))
 
 
-def learning_curve_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
-    return [r for r in probe_rows(rows) if r.transfer == "same" and r.setting != ZERO_SHOT and not r.finetuned]
-
-
 def _band(a: SeedMean) -> tuple[float | None, float | None]:
     """A learning curve's band around a point: mean ± sd over seeds, else the CI."""
     if a.sd is not None and a.macro_f1 is not None:
@@ -367,9 +355,9 @@ def _band(a: SeedMean) -> tuple[float | None, float | None]:
 
 
 def plot_learning_curves(path: Path, rows: Sequence[ProbeRow | Mapping[str, Any]], task: str) -> bool:
-    """Macro-F1 against training size, a panel per test split, a line per setting (Figure 12), with :func:`_band`;
-    False (nothing drawn) with fewer than two sizes."""
-    mine = [r for r in seed_means(learning_curve_rows(rows)) if r.task == task and r.macro_f1 is not None]
+    """Macro-F1 against training size per test split and setting (Figure 12); False with fewer than two sizes."""
+    trained = [r for r in probe_rows(rows) if r.transfer == "same" and r.setting != ZERO_SHOT and not r.finetuned]
+    mine = [r for r in seed_means(trained) if r.task == task and r.macro_f1 is not None]
     sizes = sorted({r.train_size for r in mine})
     if len(sizes) < 2:
         return False
@@ -414,8 +402,7 @@ CSV_COLUMNS = ("task", "setting", "train_modality", "test_modality", "transfer",
 
 
 def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
-    """Write results.json, results.csv, tables.md and a learning-curve plot per task as one folder swapped in for
-    ``out``."""
+    """Write results.json, results.csv, tables.md and the learning curves as one folder swapped in for ``out``."""
     from ..results import write_run_folder
     from ..results.io import csv_bytes, results_json_bytes
 

@@ -34,8 +34,7 @@ TRAVLR_SHAPE = ("a TraVLR-shaped dataset: the probe needs splits 'train', 'valid
 
 
 def one_dataset(value: object) -> str:
-    """The probe's one dataset: a folder or Hub id, alone or as the only element of a list (as
-    ``vlprobe.evaluate(datasets=...)`` takes them)."""
+    """The probe's one dataset: a folder or Hub id, alone or as a list's only element."""
     one = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
     if not isinstance(one, (str, os.PathLike)):
         raise Refused("must be one TraVLR-shaped dataset folder or Hub id (a path or a string; the probe takes one "
@@ -44,6 +43,9 @@ def one_dataset(value: object) -> str:
 
 
 def _modalities(value: object) -> list[str]:
+    parts = value.split(",") if isinstance(value, str) else value
+    if isinstance(parts, (list, tuple)) and len(parts) > 1 and any(isinstance(v, str) and not v.strip() for v in parts):
+        raise Refused("has an empty name between commas; name each modality once, e.g. image,caption")
     items = listed(cast("str | Sequence[str]", names_given(value))) or []
     bad = [v for v in items if v not in MODALITIES]
     if bad:

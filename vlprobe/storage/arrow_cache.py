@@ -1,11 +1,6 @@
-"""The ``datasets`` library's Arrow copies of dataset folders, kept private, checked before they are read, pruned.
-
-One entry ``<arrow_home>/<key>/`` per (folder, config, split) holds ``hf/`` (datasets' cache folder) and
-``entry.json``: the source parquet and every file written from it, each with its sha256 and stamp
-(:mod:`vlprobe.storage.keys`). Changed parquet: rebuilt silently; an Arrow file missing, changed, added or writable
-by others, or the rows not those recorded: rebuilt with one warning. An entry is converted in a staging folder and
-renamed into place whole; a cache folder this user cannot use is replaced by a private temporary one for the run.
-"""
+"""The ``datasets`` library's Arrow copies of dataset folders, kept private and pruned: ``<arrow_home>/<key>/entry.json``
+records the source parquet and every file written from it (sha256 and stamp), checked before each load; changed
+parquet is converted again silently, a changed, missing or added file (or rows) with one warning."""
 
 from __future__ import annotations
 
@@ -27,7 +22,7 @@ import pyarrow.dataset as pds
 from ..dataset.folder import BUILD_RECORD, RECORD_HEADER, SHARD_NAME
 from ..dataset.reader import damaged_file
 from ..errors import DatasetError, warn
-from .keys import settled, sha256_files, sha256_known, stamp
+from .keys import settled, sha256_files, sha256_known, stamp, write_json
 from .leftovers import OwnedDir, remove_if_abandoned
 from .locations import UnsafeFolderError, arrow_home, cache_home, private_folder, refused_home, untrusted
 
@@ -114,10 +109,15 @@ def load_split(folder: str | Path, config: str, split: str, **kwargs: object) ->
     record, damage = _record(entry)
     source = _fingerprint(files, record.source if record is not None else None)
     _check_shards(folder, source)
-    ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
-    if ds is None:
-        ds = _convert(home, entry, source, folder, config, split, kwargs)
-    return LoadedSplit(ds, files, source.sha256)
+    for attempt in range(3):
+        ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
+        if ds is None and attempt < 2:
+            ds = _convert(home, entry, source, folder, config, split, kwargs)
+        if ds is not None:
+            return LoadedSplit(ds, files, source.sha256)
+        record, damage = _record(entry)  # another process placed the entry meanwhile: read theirs
+    raise OSError(f"the Arrow cache entry {entry} keeps changing while this run converts {folder.name} "
+                  f"{config}/{split}; run again")
 
 
 _FALLBACK: OwnedDir | None = None  # this process's private temporary folder, when the cache folder cannot be used
@@ -153,8 +153,7 @@ def _fingerprint(files: tuple[str, ...], known: Source | None) -> Source:
 
 
 def _check_shards(folder: Path, source: Source) -> None:
-    """Refuse a shard of a folder vlprobe built whose content is not the sha256 its name records (a folder it did
-    not build, such as a Hub snapshot, names its shards otherwise)."""
+    """Refuse a shard of a folder vlprobe built whose content is not the sha256 its name records."""
     try:
         with open(folder / BUILD_RECORD, encoding="utf-8") as fh:
             ours = fh.read(len(RECORD_HEADER)) == RECORD_HEADER
@@ -173,8 +172,7 @@ def _check_shards(folder: Path, source: Source) -> None:
 
 
 def _entry_files(entry: Path, known: Mapping[str, FileHash] | None = None) -> dict[str, FileHash]:
-    """Every file of the entry but its record and datasets' lock files, the hash taken from ``known`` where the stamp
-    is unchanged; :class:`_Untrusted` for one another user could have changed."""
+    """The entry's files but its record and locks, hashes reused by stamp; :class:`_Untrusted` for an untrusted one."""
     out: dict[str, FileHash] = {}
     known = known or {}
     for root, dirs, names in os.walk(entry):
@@ -201,9 +199,7 @@ def _record(entry: Path) -> tuple[Record | None, str | None]:
         return None, None
     try:
         value = json.loads((entry / RECORD).read_text(encoding="utf-8"))
-        if not isinstance(value, dict):
-            raise ValueError("an unknown record")
-        if isinstance(value.get("format"), int) and value["format"] < _FORMAT:
+        if isinstance(value, dict) and isinstance(value.get("format"), int) and value["format"] < _FORMAT:
             _remove(entry)  # made by an older vlprobe: converted again, silently
             return None, None
         return Record.from_json(value), None
@@ -215,8 +211,7 @@ def _record(entry: Path) -> tuple[Record | None, str | None]:
 
 def _reuse(entry: Path, record: Record | None, damage: str | None, source: Source, folder: Path,
            config: str, split: str, kwargs: dict[str, Any]) -> datasets.Dataset | None:
-    """The entry's Dataset when its record matches ``source`` and its files; else None, the entry removed (with a
-    warning when it was damaged rather than stale)."""
+    """The entry's Dataset when it matches ``source``; else None, the entry removed (with a warning when damaged)."""
     if record is None and damage is None:
         return None
     if record is not None and not record.source.same_files(source):
@@ -244,7 +239,7 @@ def _reuse(entry: Path, record: Record | None, damage: str | None, source: Sourc
                 damage = f"it holds {len(ds)} rows, not the {record.rows} recorded"
             else:
                 if files != record.files or source != record.source:  # new stamps: kept for the next run
-                    _write_record(entry, replace(record, source=source, files=files))
+                    write_json(entry / RECORD, replace(record, source=source, files=files).to_json(), indent=1)
                 os.utime(entry / RECORD)  # last use, for pruning
                 return ds
         except Exception as err:  # whatever datasets raises on a damaged copy: converted again
@@ -255,45 +250,29 @@ def _reuse(entry: Path, record: Record | None, damage: str | None, source: Sourc
     return None
 
 
-def _write_record(entry: Path, record: Record) -> None:
-    tmp = entry / f".{RECORD}.{os.getpid()}"
-    tmp.write_text(json.dumps(record.to_json(), indent=1), encoding="utf-8")
-    os.replace(tmp, entry / RECORD)
-
-
 def _load(folder: Path, config: str, split: str, entry: Path, kwargs: dict[str, Any]) -> datasets.Dataset:
     with conversion_arrow_pool():  # see there
         return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(entry / "hf"), **kwargs)
 
 
 def _convert(home: Path, entry: Path, source: Source, folder: Path, config: str, split: str,
-             kwargs: dict[str, Any], retry: bool = True) -> datasets.Dataset:
-    """Convert the split into a staging folder, record it, rename it into place; the Dataset read from there."""
+             kwargs: dict[str, Any]) -> datasets.Dataset | None:
+    """Convert the split in a staging folder renamed into place; None when another process placed it first."""
     _prune(home)
     holder = OwnedDir(prefix=STAGING_PREFIX, dir=home)
     try:
         stage = holder.path / "entry"
         stage.mkdir()
         ds = _load(folder, config, split, stage, kwargs)
-        _write_record(stage, Record(str(folder), config, split, source, len(ds), _entry_files(stage)))
+        write_json(stage / RECORD, Record(str(folder), config, split, source, len(ds), _entry_files(stage)).to_json(), indent=1)
         del ds
         try:
             os.rename(stage, entry)
-            placed = True
-        except OSError:  # another process placed the entry meanwhile: read theirs
-            placed = False
+        except OSError:
+            return None
     finally:
         holder.cleanup()
-    if placed:
-        return _load(folder, config, split, entry, kwargs)
-    record, damage = _record(entry)
-    ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
-    if ds is not None:
-        return ds
-    if not retry:
-        raise OSError(f"the Arrow cache entry {entry} keeps changing while this run converts {folder.name} "
-                      f"{config}/{split}; run again")
-    return _convert(home, entry, source, folder, config, split, kwargs, retry=False)
+    return _load(folder, config, split, entry, kwargs)
 
 
 def _remove(entry: Path) -> None:

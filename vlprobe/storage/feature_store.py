@@ -1,8 +1,5 @@
-"""Feature matrices on disk (60,000 TraVLR rows of a 512-d CLIP are 8 KB per row and setting), written a chunk of
-rows at a time to one ``.npy`` file per (task, split, setting) in a temporary :class:`FeatureStore`, and read back a
-block of rows at a time (:func:`row_blocks`), with ``pread``: memory-mapped pages would stay in the resident set. An
-in-memory array works wherever a feature matrix is taken.
-"""
+"""Feature matrices on disk (60,000 TraVLR rows of a 512-d CLIP are 8 KB per row and setting), one ``.npy`` file per
+(task, split, setting), read back a block at a time with ``pread`` (memory-mapped pages would stay resident)."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ def block_rows(dim: int) -> int:
 
 
 class FeatureFile:
-    """A float32 (rows, dim) matrix in a ``.npy`` file, read a block at a time; only its rows ``index`` (sorted,
-    unique) where given."""
+    """A float32 (rows, dim) ``.npy`` matrix read a block at a time; only rows ``index`` (sorted, unique) where given."""
 
     def __init__(self, path: str | os.PathLike[str], index: np.ndarray | None = None, *, owner: object = None) -> None:
         self.path = Path(path)
@@ -82,9 +78,7 @@ class FeatureFile:
         if self.index is not None:
             rows = self.index[rows]
         sub = FeatureFile(self.path, rows, owner=self._owner)
-        if len(rows) <= block_rows(self.dim):
-            return np.concatenate(list(sub.blocks())) if len(rows) else np.empty((0, self.dim), np.float32)
-        return sub
+        return np.asarray(sub) if len(rows) <= block_rows(self.dim) else sub
 
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         out = np.concatenate(list(self.blocks())) if len(self) else np.empty((0, self.dim), np.float32)

@@ -1,9 +1,5 @@
-"""Content hashing, in one place (for the score cache, the scorers, the Arrow cache and the builders).
-
-A file's hash is kept with its *stamp* (:func:`stamp`: size, modification and change times, inode) and reused while
-the stamp is unchanged (:func:`sha256_known`), so gigabytes are not read on every run: a rewrite cannot set the
-change time back. A stamp within :data:`RACY_S` seconds of the file's last change is not kept.
-"""
+"""Content hashing, in one place: a file's hash is kept with its *stamp* (:func:`stamp`) and reused while that is
+unchanged, so gigabytes are not read on every run (a rewrite cannot set the change time back)."""
 
 from __future__ import annotations
 
@@ -25,6 +21,13 @@ def key_digest(key: Mapping[str, Any]) -> str:
     """A stable digest of a mapping (JSON with sorted keys)."""
     blob = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def write_json(path: Path, value: object, indent: int | None = None) -> None:
+    """``value`` as JSON in ``path``, through a temporary file renamed over it: a reader never sees half of it."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(value, indent=indent, sort_keys=True, default=str), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def text_hash(text: str) -> str:
@@ -64,8 +67,7 @@ def sha256_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[str, list[str
 
 
 def sha256_known(path: str | os.PathLike[str], known: object) -> tuple[str, list[int] | None]:
-    """(the sha256 of ``path``, its stamp to keep, None while racy), taken from ``known`` (``[*stamp, sha256]`` kept
-    earlier) while the stamp is unchanged."""
+    """(``path``'s sha256, its stamp or None while racy), reusing ``known`` (``[*stamp, sha256]``) while it holds."""
     st = os.stat(path)
     now = stamp(st)
     if isinstance(known, list) and len(known) == 5 and known[:4] == now and isinstance(known[4], str):
@@ -80,9 +82,8 @@ _NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", "
 
 
 def folder_digest(folder: str | os.PathLike[str], memo_dir: str | os.PathLike[str] | None = None) -> str:
-    """The sha256 of a local model folder's top-level files (names, sizes, sha256s; hidden files, the card, images and
-    logs left out), each hash memoised with its stamp in ``<memo_dir>`` (default ``<cache_home>/model-digests``)
-    unless another user could have written the memo."""
+    """The sha256 of a local model folder's top-level files but hidden ones, the card, images and logs; each hash kept
+    with its stamp in a memo (default ``<cache_home>/model-digests``), unless another user could have written it."""
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir()
                    if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())
@@ -106,9 +107,7 @@ def folder_digest(folder: str | os.PathLike[str], memo_dir: str | os.PathLike[st
     if fresh != memo and trusted:
         try:
             private_folder(memo_path.parent)
-            tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, memo_path)
+            write_json(memo_path, fresh)
         except OSError:
             pass
     return total.hexdigest()

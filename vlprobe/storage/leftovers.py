@@ -1,10 +1,6 @@
-"""Temporary folders that say whose they are, and the sweep of those whose owner was killed.
-
-Each temporary folder vlprobe works in (``$TMPDIR/vlprobe-*``, an output folder staged beside ``--out``) is an
-:class:`OwnedDir`: it holds a lock file its process keeps ``flock``-ed while it lives, which the kernel drops when the
-process ends, even by ``kill -9``. :func:`sweep` removes a folder only when it can take that lock itself, so a live
-run's folder, or another user's, is never touched. Without ``fcntl`` nothing is swept.
-"""
+"""Temporary folders that say whose they are: an :class:`OwnedDir` holds a lock file its process keeps ``flock``-ed
+(the kernel drops it when the process ends, even by ``kill -9``), and :func:`sweep` removes only folders whose lock
+it can take. Without ``fcntl`` nothing is swept."""
 
 from __future__ import annotations
 
@@ -36,8 +32,7 @@ def staging_prefix(out: str | os.PathLike[str]) -> str:
 
 
 class OwnedDir:
-    """A temporary folder (mode 0700) holding a lock file this process keeps locked until :meth:`cleanup` (or garbage
-    collection) deletes it."""
+    """A temporary folder (mode 0700) with a lock file held until :meth:`cleanup` (or garbage collection) deletes it."""
 
     def __init__(self, prefix: str, dir: str | os.PathLike[str] | None = None) -> None:
         self.name = tempfile.mkdtemp(prefix=prefix, dir=dir)
@@ -66,8 +61,7 @@ class OwnedDir:
 
 
 def _remove_lock_last(folder: str | os.PathLike[str], fd: int = -1) -> None:
-    """Delete ``folder`` with its lock file last (a kill meanwhile leaves a folder the sweep still knows), then
-    release the lock ``fd``."""
+    """Delete ``folder``, its lock file last (so a kill meanwhile leaves one the sweep knows), then release ``fd``."""
     try:
         children = [c for c in os.scandir(folder) if c.name != LOCK_NAME]
     except OSError:
@@ -84,8 +78,7 @@ def _remove_lock_last(folder: str | os.PathLike[str], fd: int = -1) -> None:
 
 
 def remove_if_abandoned(folder: Path, restore: Path | None = None) -> int | None:
-    """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone: its size in bytes, else
-    None. ``restore``: the output folder it stages, where :data:`PREVIOUS` goes back."""
+    """Remove ``folder`` if its owner is gone (its :data:`PREVIOUS` put back at ``restore``): its size, else None."""
     if fcntl is None:
         return None
     try:
@@ -148,8 +141,7 @@ def say_on_stderr(message: str) -> None:
 
 def sweep(out: str | os.PathLike[str] | None = None, *, tmp: bool = True,
           log: Callable[[str], None] | None = say_on_stderr) -> list[Path]:
-    """Remove the leftovers of killed runs in ``$TMPDIR`` (``tmp``) and beside output folder ``out`` (putting back a
-    previous run a kill left aside), said in one line to ``log``; the folders removed."""
+    """Remove killed runs' leftovers in ``$TMPDIR`` (``tmp``) and beside ``out``, said in one line to ``log``."""
     removed, freed, restored = [], 0, None
     for folder, target in _candidates(out, tmp):
         was_absent = target is not None and not os.path.lexists(target)

@@ -1,7 +1,5 @@
-"""Where vlprobe keeps things, decided in one place: what it ships, the folders ``vlprobe build`` writes, and every
-cache (all under :func:`cache_home`; a cache folder another user could change is not used, :func:`refused_home`).
-Shipped folders (``metric/``, ``space/``, ``models/mini-clip/``) sit at the clone's root, or in a wheel under
-``vlprobe/_bundled/`` (mapped by ``setup.py``).
+"""Where vlprobe keeps things, decided in one place: what it ships (from the clone's root, or a wheel's
+``vlprobe/_bundled/``), the folders ``vlprobe build`` writes, and every cache (all under :func:`cache_home`).
 """
 
 from __future__ import annotations
@@ -25,8 +23,7 @@ SPEC_FILE = "vlprobe.yaml"
 
 
 def cache_home() -> Path:
-    """The folder every vlprobe cache lives under: ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else
-    ``~/.cache/vlprobe`` (read at each call, so a changed environment is followed)."""
+    """``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe`` (read at each call)."""
     if home := os.environ.get("VLPROBE_CACHE"):
         return Path(home).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -87,8 +84,7 @@ def others_may_write(st: os.stat_result) -> bool:
 
 
 def untrusted(path: Path, st: os.stat_result, link_ok: bool = False) -> str | None:
-    """Why ``path`` (its ``lstat``) could have been changed by another user, or None; a link of ours is judged by its
-    target where ``link_ok``."""
+    """Why another user could have changed ``path`` (its ``lstat``), or None; ``link_ok``: a link is judged by its target."""
     if stat.S_ISLNK(st.st_mode):
         if not link_ok:
             return f"{path} is a symbolic link"
@@ -103,8 +99,7 @@ def untrusted(path: Path, st: os.stat_result, link_ok: bool = False) -> str | No
 
 
 def distrust(path: str | os.PathLike[str], home: str | os.PathLike[str]) -> str | None:
-    """:func:`untrusted` of ``path`` and each folder from ``home`` to it (``home`` may be a link of ours), or None;
-    what does not exist yet is no problem (:func:`private_folder` makes it)."""
+    """:func:`untrusted` of ``path`` and each folder from ``home`` to it, or None (what does not exist yet is fine)."""
     home, path = Path(home), Path(path)
     try:
         parts = path.relative_to(home).parts
@@ -162,9 +157,8 @@ def refused_home(home: str | os.PathLike[str]) -> str | None:
 
 
 def private_folder(path: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> Path:
-    """``path`` as a folder only this user can use, made (mode 0700, with the folders from ``home``, default
-    :func:`cache_home`, to it) when absent. :class:`UnsafeFolderError` when it or a folder above it is not trusted; a
-    folder of ours that others could write into is emptied, with one warning: anything in it may have been planted."""
+    """``path`` as a folder only this user can use, made (mode 0700, from ``home`` down) when absent, or an
+    :class:`UnsafeFolderError`; a folder of ours others could write into is emptied (anything in it may be planted)."""
     folder = Path(path)
     home = Path(home) if home is not None else cache_home()
     try:
@@ -195,8 +189,7 @@ def private_folder(path: str | os.PathLike[str], home: str | os.PathLike[str] | 
 
 
 def shipped(name: str) -> Path | None:
-    """The shipped folder ``name`` (``metric``, ``space`` or ``models/mini-clip``) from the wheel or the clone, or
-    None."""
+    """The shipped folder ``name`` (``metric``, ``space``, ``models/mini-clip``) from the wheel or the clone, or None."""
     candidates = [BUNDLE / name]
     if (CHECKOUT / "pyproject.toml").is_file():
         candidates.append(CHECKOUT / name)

@@ -1,6 +1,5 @@
-"""Names that become paths, checked against the folder they must stay in: every name vlprobe turns into a file or
-folder name (a config, a split, an image file named by annotations, an archive member) may be hostile. Each check
-refuses with :class:`UnsafePathError`, one line naming what and why.
+"""Names that become paths (a config, a split, an image file named by annotations, an archive member) may be hostile:
+checked here, each refusal an :class:`UnsafePathError` naming what and why.
 """
 
 from __future__ import annotations
@@ -69,15 +68,10 @@ def inside(folder: str | os.PathLike[str], relative: str, what: str, resolve: bo
     problem = relative_problem(relative)
     if problem:
         raise UnsafePathError(f"{what} {relative!r} {problem}; it must stay inside {folder}")
-    base = Path(folder)
-    path = base / relative
-    if not resolve:
-        return path
-    root = base.resolve()
-    real = path.resolve()
-    if real != root and root not in real.parents:
-        raise UnsafePathError(f"{what} {relative!r} leads outside {folder} (to {real}, through a symbolic link); "
-                              "refusing it")
+    path = Path(folder) / relative
+    if resolve and not is_inside(folder, path):
+        raise UnsafePathError(f"{what} {relative!r} leads outside {folder} (to {path.resolve()}, through a symbolic "
+                              "link); refusing it")
     return path
 
 
@@ -124,8 +118,7 @@ PATH_MAX = 4095   # bytes in a whole path (Linux's PATH_MAX less the NUL)
 
 
 def length_problem(path: object) -> str | None:
-    """Why ``path`` is too long for the file system (a name over :data:`NAME_MAX` bytes, or the whole over
-    :data:`PATH_MAX`), or None: one line before ``OSError: [Errno 36]`` could be."""
+    """Why ``path`` is too long for the file system, or None: one line before ``OSError: [Errno 36]`` could be."""
     try:
         whole = os.fsencode(os.fspath(path))  # type: ignore[call-overload]  # anything: a TypeError is caught
     except (TypeError, UnicodeError):

@@ -1,7 +1,6 @@
-"""A run's output folder as one unit: :func:`check_output_dir` refuses, before any work, a folder a run cannot take;
-:func:`write_run_folder` writes the run beside it and swaps it in whole. A folder may be replaced only by the
-command whose :data:`RUN_RECORD` names it and accounts for every file (or when empty, or a run of that command from
-before the record); anything else is refused in one line."""
+"""A run's output folder as one unit, written beside it and swapped in whole; only a folder whose :data:`RUN_RECORD`
+names this command and accounts for every file (or an empty one, or a run from before the record) is replaced.
+"""
 
 from __future__ import annotations
 
@@ -77,8 +76,7 @@ def _not_ours(out: Path, own: re.Pattern[str]) -> str | None:
 
 
 def _legacy_run(out: Path, names: list[str], own: re.Pattern[str], command: str) -> bool:
-    """Whether ``out`` is a run of ``command`` from before :data:`RUN_RECORD`: only its names, and a results.json
-    recording its command line."""
+    """Whether ``out`` is a run of ``command`` from before :data:`RUN_RECORD` (only its names, its command line)."""
     if "results.json" not in names or not all(own.match(n) for n in names):
         return False
     try:
@@ -90,8 +88,7 @@ def _legacy_run(out: Path, names: list[str], own: re.Pattern[str], command: str)
 
 
 def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None:
-    """What the run record holds of ``path``: ``sha256:<hex>`` (its size where ``like``, an older record, is an int);
-    None when it cannot be read (a symbolic link is never a run's file)."""
+    """``sha256:<hex>`` of ``path`` (its size where ``like``, an older record, is an int); None if unreadable or a link."""
     try:
         if path.is_symlink() or not path.is_file():
             return None
@@ -102,17 +99,9 @@ def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None
         return None
 
 
-def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """:func:`_check_output_dir`, remembering the folder there (the run says when another replaced it)."""
-    out = _check_output_dir(out_dir, own)
-    target = _target(out)
-    _SEEN[str(target.absolute())] = _identity(target)
-    return out
-
-
-def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """Refuse an output folder that cannot take a run (a file, not a run of this command, whose run files are
-    ``own``, or unwritable), creating nothing; the folder the run will write (``out_dir``, or a link's target)."""
+def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE, *, remember: bool = True) -> Path:
+    """Refuse, creating nothing, an output folder a run cannot take (a file, not a run of this command, unwritable); the
+    folder the run will write (``out_dir``, or a link's target), remembered to say when another run replaced it."""
     out = _target(Path(out_dir).expanduser())
     if out.exists() and not out.is_dir():
         raise ArgumentError("out", str(out_dir), "is a file, not a folder; choose a folder for the outputs")
@@ -132,6 +121,8 @@ def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RU
     except OSError as err:
         raise ArgumentError("out", str(out), f"cannot write in {parent} ({err.strerror or err}); choose a "
                                              f"writable folder") from None
+    if remember:
+        _SEEN[str(out.absolute())] = _identity(out)
     return out
 
 
@@ -153,11 +144,10 @@ def _target(out: Path) -> Path:
 
 def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], Iterable[str]],
                      own: re.Pattern[str] = RUN_FILE) -> list[Path]:
-    """``write(folder)`` fills a new folder (returning the names it wrote) staged beside ``out_dir`` in an
-    :class:`~vlprobe.storage.leftovers.OwnedDir`, which then replaces ``out_dir`` whole (:func:`swap_in`) with its
-    :data:`RUN_RECORD`; the paths the files have in ``out_dir``."""
+    """``write(folder)`` fills a staging folder beside ``out_dir`` (returning its names), which then replaces
+    ``out_dir`` whole (:func:`swap_in`) with its :data:`RUN_RECORD`; the paths in ``out_dir``."""
     given = Path(out_dir).expanduser()
-    _check_output_dir(given, own)  # never swap away a folder that holds anything but a run of this command
+    check_output_dir(given, own, remember=False)  # never swap away a folder that holds anything but a run of this command
     out = _target(given)
     if out != given:
         say_on_stderr(f"vlprobe: --out {given} is a symbolic link: writing the run into {out}, the folder it points "

@@ -1,14 +1,7 @@
-"""A persistent on-disk cache of embeddings and pair scores, so a killed run loses nothing and computes nothing twice.
-
-``<cache_dir>/<model-slug>-<key hash>/`` holds ``key.json`` (the scorer's ``cache_key()``: what the model is) and
-``part-<rank>.sqlite``, one SQLite file per writing process (reads look at every part). Keys name what the model
-reads: ``i:<image sha256>`` and ``t:<text key>`` (embeddings), ``p:<image hash or ->:<text key>`` (a pair's score
-and probability), ``f:<image hash>:<text key>`` (a pair's joint features). A value is float32 bytes and their check
-(:func:`pack`), checked as it is read. Each part records the digest of its key (table ``meta``): a folder or part
-from another model or user, or one others could write, is moved aside (``<name>.foreign-<time>-<pid>``) or not
-read; a damaged part goes to ``<name>.damaged-<time>-<pid>``. A batch is one transaction (WAL mode), so a kill leaves
-whole batches; a cache that cannot be written becomes none (``enabled`` False), with one warning.
-"""
+"""Embeddings and pair scores on disk, so a killed run loses nothing and computes nothing twice: one SQLite part per
+writing process in ``<cache_dir>/<model-slug>-<key hash>/``, each value checked (:func:`pack`), each batch one
+transaction; a folder or part another model's, another user's, writable by others or damaged is moved aside or not
+read, and a cache that cannot be written becomes none, with one warning."""
 
 from __future__ import annotations
 
@@ -28,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import warn
-from .keys import key_digest
+from .keys import key_digest, write_json
 from .locations import UnsafeFolderError, is_mine, others_may_write, private_folder, refused_home, untrusted
 
 # What the entry keys and values mean, part of every folder's key. 2: texts keyed by their token ids; 3: each value
@@ -78,7 +71,7 @@ def is_corrupt(err: BaseException) -> bool:
     if name:
         return name in _CORRUPT
     text = str(err).lower()
-    return "malformed" in text or "not a database" in text
+    return isinstance(err, _Damaged) or "malformed" in text or "not a database" in text
 
 
 def _reason(err: BaseException) -> str:
@@ -87,12 +80,8 @@ def _reason(err: BaseException) -> str:
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
-class _SetAside(Exception):
-    """A part to move aside: ``kind`` "damaged" (quick_check's problems) or "foreign" (not written for this key)."""
-
-    def __init__(self, kind: str, why: str) -> None:
-        super().__init__(why)
-        self.kind = kind
+class _Damaged(sqlite3.DatabaseError):
+    """quick_check's problems in a file that still opens."""
 
 
 class ScoreCache:
@@ -116,9 +105,7 @@ class ScoreCache:
                 return
             key_file = self.dir / "key.json"
             if not key_file.exists():
-                tmp = key_file.with_suffix(f".tmp{os.getpid()}")
-                tmp.write_text(json.dumps(self.key, indent=2, sort_keys=True, default=str), encoding="utf-8")
-                os.replace(tmp, key_file)
+                write_json(key_file, self.key, indent=2)
             self._db = self._open_own()
         except (OSError, sqlite3.Error) as err:
             why = _reason(err)
@@ -205,46 +192,40 @@ class ScoreCache:
         return db
 
     def _open_own(self) -> sqlite3.Connection:
-        """This process's part, integrity-checked; a damaged one is moved aside for a fresh one."""
-        for attempt in range(3):
+        """This process's part, integrity-checked; a damaged or foreign one is moved aside for a fresh one."""
+        for _ in range(3):
             before = _inode(self.path)
             db = None
             try:
                 db = self._connect(self.path)
                 problems = [row[0] for row in db.execute("PRAGMA quick_check").fetchall()]
                 if problems != ["ok"]:
-                    raise _SetAside("damaged", "; ".join(problems[:2]) + (f" (+{len(problems) - 2} more)"
-                                                                          if len(problems) > 2 else ""))
+                    raise _Damaged("; ".join(problems[:2]) + (f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""))
                 db.execute("BEGIN IMMEDIATE")  # both tables or neither: a part without meta is not this format's
                 db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
                 db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('key', ?)", (self.digest,))
                 db.execute("COMMIT")
                 foreign = self._not_bound(self.path, db)
-                if foreign:
-                    raise _SetAside("foreign", foreign)
-                return db
-            except (_SetAside, sqlite3.DatabaseError) as err:
+                if not foreign:
+                    return db
+                db.close()
+                self._set_aside(self.path, "foreign", f"the score cache file {foreign}", "continuing with a fresh cache file")
+            except sqlite3.DatabaseError as err:
                 if db is not None:
                     db.close()
-                if not isinstance(err, _SetAside) and not is_corrupt(err):
+                if not is_corrupt(err):
                     raise
-                if attempt == 2:
-                    raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside: {err}") from None
-                if isinstance(err, _SetAside) and err.kind == "foreign":
-                    self._set_aside(self.path, "foreign", f"the score cache file {err}",
-                                    "continuing with a fresh cache file")
-                elif before is None or _inode(self.path) == before:  # else another process already replaced it
+                if before is None or _inode(self.path) == before:  # else another process already replaced it
                     self._move_aside(self.path, _reason(err))
-        raise AssertionError("unreachable")
+        raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside")
 
     def _move_aside(self, path: Path, why: str) -> None:
         self._set_aside(path, "damaged", f"the score cache file {path} is damaged ({why})",
                         "continuing with a fresh cache file (its entries will be computed again)")
 
     def _recover(self, path: Path, err: BaseException) -> None:
-        """A DatabaseError from ``path``: a damaged file moved aside (this process's part reopened fresh); anything
-        else about this process's part disables the cache."""
+        """A DatabaseError from ``path``: a damaged file moved aside; anything else about our part disables the cache."""
         corrupt = is_corrupt(err)
         if path == self.path:
             if self._db is not None:
@@ -285,29 +266,25 @@ class ScoreCache:
                     if foreign is None:
                         db = self._connect(part)
                         foreign = self._not_bound(part, db)
-                        if foreign is not None:
-                            db.close()
                 except sqlite3.Error as err:
                     self._recover(part, err)
                     continue
                 except OSError:
                     continue  # gone meanwhile
-                if foreign == "" and db is not None:
-                    db.close()
-                    continue  # being created by another process this instant: nothing in it yet
-                if foreign is not None:
-                    with contextlib.suppress(OSError):  # it cannot be moved: it is simply not read
-                        self._set_aside(part, "foreign", f"the score cache file {foreign}; not reading it",
-                                        "continuing without it")
+                if foreign is not None or db is None:
+                    if db is not None:
+                        db.close()
+                    if foreign:  # "": a part being made by another process this instant, with nothing in it yet
+                        with contextlib.suppress(OSError):  # it cannot be moved: it is simply not read
+                            self._set_aside(part, "foreign", f"the score cache file {foreign}; not reading it",
+                                            "continuing without it")
                     continue
-                assert db is not None  # bound to this cache: opened above
                 self._others[part] = db
             out.append((part, db))
         return out
 
     def _not_bound(self, part: Path, db: sqlite3.Connection) -> str | None:
-        """Why ``part`` was not written for this cache's key, or None; "" for a file with no table yet (being made by
-        another process this instant)."""
+        """Why ``part`` was not written for this key, or None; "" for a file with no table yet (being made this instant)."""
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" not in tables:
             return "" if "entries" not in tables else f"{part} records no key (it is not one vlprobe wrote for this model)"
@@ -351,8 +328,7 @@ class ScoreCache:
         return found
 
     def _size(self, kind: str, seen: int) -> int:
-        """Floats per vector of ``kind``: what this process wrote, else the commonest length of that kind in the
-        folder's parts (one damaged entry cannot outvote the rest), else ``seen``."""
+        """Floats per vector of ``kind``: what we wrote, else the commonest length in the parts (not one damaged entry's)."""
         if kind not in self._sizes:
             counts: dict[int, int] = {}
             for _, db in self._readers():

@@ -1,7 +1,6 @@
 """TraVLR's protocol for any model (``vlprobe probe``; docs/probe.md): a small classifier trained on the frozen
 model's features with the scene given as an image, a caption or both, tested on each modality in distribution
-(``test_ind``) and out of it (``test_ood``) by macro-F1; ``finetune=True`` also fine-tunes a copy of a dual encoder.
-"""
+(``test_ind``) and out of it (``test_ood``) by macro-F1; ``finetune=True`` also fine-tunes a copy of a dual encoder."""
 
 from ..storage.locations import DEFAULT_MODEL
 from .api import probe

@@ -1,5 +1,4 @@
-"""``vlprobe.probe``: the :class:`vlprobe.runner.Run` that loads the splits, computes the features through the engine,
-and fits, fine-tunes and measures the probes."""
+"""``vlprobe.probe``: a :class:`vlprobe.runner.Run` from the TraVLR-shaped splits to measured probes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The probes: logistic regression (Newton's method or L-BFGS) and a one-hidden-layer MLP, fitted a
-block of rows at a time on standardised features; the L2 strength chosen on validation."""
+"""The probes (logistic regression, a one-hidden-layer MLP) fitted a block of rows at a time; L2 chosen on validation."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The TraVLR-shaped splits a probe reads (train, validation, test*), loaded as ``vlprobe evaluate`` loads them, and
-the checks of their rows made before the model loads."""
+"""The TraVLR-shaped splits a probe reads, loaded as ``vlprobe evaluate`` loads them, and the checks of their rows."""
 
 from __future__ import annotations
 
@@ -48,9 +47,6 @@ class Split:
         from ..dataset.reader import read_rows
 
         return self._checked(read_rows(self.table, start, stop), start)
-
-    def images(self, start: int, stop: int) -> list:
-        return [r["image"] for r in self.rows(start, stop)]
 
     def images_at(self, idx: Sequence[int] | np.ndarray) -> list:
         from ..dataset.reader import read_rows

@@ -145,7 +145,7 @@ def _dual_features(engine: Engine, splits: list[Split], settings: Sequence[str],
 
     def chunk(s: Split, a: int, b: int) -> dict[str, np.ndarray]:
         if need_images:
-            img, st = engine.embed_images(s.images(a, b), _labels(s, a, b))
+            img, st = engine.embed_images(s.images_at(range(a, b)), _labels(s, a, b))
             _add_stats(image_stats, st)
         queries = s.texts("query", a, b)
         texts = list(queries)

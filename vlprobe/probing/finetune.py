@@ -1,5 +1,4 @@
-"""``finetune=True``: a copy of a dual encoder fine-tuned with a linear head per task and training
-modality (through accelerate), tested as the probes are."""
+"""``finetune=True``: a copy of a dual encoder fine-tuned with a linear head (through accelerate), tested as probes."""
 
 from __future__ import annotations
 
@@ -77,8 +76,8 @@ def finetune_rows(scorer: Scorer, data: Mapping[str, Mapping[str, Split]], *, tr
                   test_modalities: Sequence[str], epochs: int, batch_size: int, bootstrap: int, confidence: float,
                   seed: int, seeds: int = 1, schedule: str = "quick",
                   progress: bool = True) -> list[dict[str, object]]:
-    """Fine-tune a copy of a dual encoder with a linear head on ``[u, v, u*v, |u-v|]`` per task, training modality
-    and seed, with Adam, under ``accelerate`` when installed; the scorer's model (and so the cache) is not touched."""
+    """Fine-tune a copy of a dual encoder with a linear head per task, training modality and seed (the scorer's own
+    model, and so the cache, untouched)."""
     import copy
 
     import torch

@@ -1,5 +1,4 @@
-"""Macro-F1 and its companions for the probe's predictions: values and chance from the metric on 1 x 1 items, the CI
-resampled from the confusion counts."""
+"""Macro-F1 and its companions: values and chance from the metric on 1 x 1 items, the CI from the confusion counts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""TraVLR's protocol on frozen features: a probe per task and training modality, tested on every modality in and out
-of distribution; zero- and few-shot transfer; learning curves."""
+"""TraVLR's protocol on frozen features: a probe per task and training modality, tested on each; transfer; curves."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ def run_probes(features: FeatureMap, data: Mapping[str, Mapping[str, Split]], *,
                test_modalities: Sequence[str], text_only: bool, zero_shot: bool, train_sizes: Sequence[int] | None,
                few_shot: int, classifier: str, bootstrap: int, confidence: float, seed: int, seeds: int = 1,
                progress: bool = True) -> list[dict[str, object]]:
-    """Every fit and test of the protocol, once per seed (``seed`` onwards), each row carrying it; a logistic regression
-    on the whole training split does not depend on the seed: fitted once, its rows repeat."""
+    """Every fit and test of the protocol per seed; the full-split logistic regression (seed-free) is fitted once."""
 
     def one_seed(task: str, by_split: Mapping[str, Split], seed: int,
                  deterministic: dict[str, Probe]) -> list[dict[str, object]]:

@@ -1,5 +1,4 @@
-"""The result of ``vlprobe.probe``: :class:`ProbeResult`, its tables (TraVLR's Table 2 layout and two of vlprobe's,
-over :func:`seed_means`), learning-curve plots and the files a run writes."""
+"""``vlprobe.probe``'s :class:`ProbeResult`: its tables (TraVLR's Table 2 layout, two of vlprobe's), plots and files."""
 
 from __future__ import annotations
 
@@ -64,8 +63,7 @@ class ProbeResult(RunResult[ProbeRow]):
 
     @property
     def summary(self) -> dict[str, SummaryBlock]:
-        """Per task, setting and test split, the full-size frozen probe's macro-F1 on its own modality: the mean over seeds
-        with ``sd``; ``ci`` only for one seed (a CI of one seed's figure is not one of the mean)."""
+        """The full-size frozen probe's macro-F1 on its own modality per task, setting and split (a CI for one seed only)."""
         return dict(self.document.summary)
 
     def table(self) -> str:

@@ -1,6 +1,5 @@
-"""The ``datasets`` library's Arrow copies of dataset folders, kept private and pruned: ``<arrow_home>/<key>/entry.json``
-records the source parquet and every file written from it (sha256 and stamp), checked before each load; changed
-parquet is converted again silently, a changed, missing or added file (or rows) with one warning."""
+"""``datasets``' Arrow copies of dataset folders, private and pruned; each entry's ``entry.json`` records the parquet and
+every file written from it (sha256, stamp), checked before each load (a stale entry is converted again silently)."""
 
 from __future__ import annotations
 
@@ -51,8 +50,6 @@ class SourceFile(NamedTuple):
 
 
 class FileHash(NamedTuple):
-    """A file an entry holds."""
-
     sha256: str
     stamp: list[int] | None
 
@@ -63,9 +60,6 @@ class Source:
 
     files: tuple[SourceFile, ...]
     sha256: str
-
-    def same_files(self, other: Source) -> bool:
-        return [f[:2] for f in self.files] == [f[:2] for f in other.files]
 
 
 @dataclass(frozen=True)
@@ -214,7 +208,7 @@ def _reuse(entry: Path, record: Record | None, damage: str | None, source: Sourc
     """The entry's Dataset when it matches ``source``; else None, the entry removed (with a warning when damaged)."""
     if record is None and damage is None:
         return None
-    if record is not None and not record.source.same_files(source):
+    if record is not None and [f[:2] for f in record.source.files] != [f[:2] for f in source.files]:
         _remove(entry)  # stale: the folder was rebuilt (or its files replaced); converted again, silently
         return None
     if record is not None:

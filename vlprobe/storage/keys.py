@@ -48,6 +48,15 @@ def stamp(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
+def identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` now (device, inode), None when there is none."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def settled(st: os.stat_result) -> bool:
     """Whether the file's last change is old enough for its stamp to be kept."""
     return time.time() - max(st.st_mtime, st.st_ctime) > RACY_S
@@ -82,8 +91,7 @@ _NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", "
 
 
 def folder_digest(folder: str | os.PathLike[str], memo_dir: str | os.PathLike[str] | None = None) -> str:
-    """The sha256 of a local model folder's top-level files but hidden ones, the card, images and logs; each hash kept
-    with its stamp in a memo (default ``<cache_home>/model-digests``), unless another user could have written it."""
+    """The sha256 of a local model folder's top-level files (not its card, images, logs), memoised by stamp."""
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir()
                    if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())

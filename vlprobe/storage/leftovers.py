@@ -1,6 +1,5 @@
 """Temporary folders that say whose they are: an :class:`OwnedDir` holds a lock file its process keeps ``flock``-ed
-(the kernel drops it when the process ends, even by ``kill -9``), and :func:`sweep` removes only folders whose lock
-it can take. Without ``fcntl`` nothing is swept."""
+(released by the kernel even after ``kill -9``); :func:`sweep` removes only those whose lock it can take."""
 
 from __future__ import annotations
 

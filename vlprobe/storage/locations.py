@@ -1,6 +1,5 @@
 """Where vlprobe keeps things, decided in one place: what it ships (from the clone's root, or a wheel's
-``vlprobe/_bundled/``), the folders ``vlprobe build`` writes, and every cache (all under :func:`cache_home`).
-"""
+``vlprobe/_bundled/``), the folders ``vlprobe build`` writes, and every cache (all under :func:`cache_home`)."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ def _owner(st: os.stat_result) -> str:
 
 
 def others_may_write(st: os.stat_result) -> bool:
-    """Whether other users may write into it: world-writable, or group-writable for a group that is not this user's
-    own private group (Debian's and Ubuntu's, with umask 002)."""
+    """Whether others may write into it: world-writable, or group-writable beyond this user's private group."""
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o002:
         return True

@@ -1,6 +1,5 @@
 """Names that become paths (a config, a split, an image file named by annotations, an archive member) may be hostile:
-checked here, each refusal an :class:`UnsafePathError` naming what and why.
-"""
+checked here, each refusal an :class:`UnsafePathError` naming what and why."""
 
 from __future__ import annotations
 
@@ -63,8 +62,7 @@ def check_name(name: object, what: str) -> str:
 
 
 def inside(folder: str | os.PathLike[str], relative: str, what: str, resolve: bool = True) -> Path:
-    """``folder / relative``, refused unless ``relative`` has no ``..`` and (``resolve``) the joined path, links
-    resolved, stays inside ``folder``; ``resolve=False`` trusts the user's links (``images/`` on another disk)."""
+    """``folder / relative``, refused where it leaves ``folder`` (through links too, unless ``resolve`` is False)."""
     problem = relative_problem(relative)
     if problem:
         raise UnsafePathError(f"{what} {relative!r} {problem}; it must stay inside {folder}")

@@ -1,6 +1,5 @@
 """A run's output folder as one unit, written beside it and swapped in whole; only a folder whose :data:`RUN_RECORD`
-names this command and accounts for every file (or an empty one, or a run from before the record) is replaced.
-"""
+names this command and accounts for every file (or an empty one, or a run from before the record) is replaced."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ArgumentError
-from .keys import sha256_files
+from .keys import identity, sha256_files
 from .leftovers import PREVIOUS, OwnedDir, say_on_stderr, staging_prefix, sweep
 
 # The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
@@ -122,19 +121,11 @@ def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN
         raise ArgumentError("out", str(out), f"cannot write in {parent} ({err.strerror or err}); choose a "
                                              f"writable folder") from None
     if remember:
-        _SEEN[str(out.absolute())] = _identity(out)
+        _SEEN[str(out.absolute())] = identity(out)
     return out
 
 
 _SEEN: dict[str, tuple[int, int] | None] = {}  # out (absolute) -> the folder there when this process checked it
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _target(out: Path) -> Path:
@@ -144,8 +135,7 @@ def _target(out: Path) -> Path:
 
 def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], Iterable[str]],
                      own: re.Pattern[str] = RUN_FILE) -> list[Path]:
-    """``write(folder)`` fills a staging folder beside ``out_dir`` (returning its names), which then replaces
-    ``out_dir`` whole (:func:`swap_in`) with its :data:`RUN_RECORD`; the paths in ``out_dir``."""
+    """``write(folder)`` fills a staging folder beside ``out_dir``, swapped in whole with its :data:`RUN_RECORD`."""
     given = Path(out_dir).expanduser()
     check_output_dir(given, own, remember=False)  # never swap away a folder that holds anything but a run of this command
     out = _target(given)
@@ -161,12 +151,12 @@ def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], It
         names = list(write(stage))
         RunRecord(_command_of(own), {n: _written(stage / n) for n in names}).write(stage)
         seen = _SEEN.get(str(out.absolute()), "unknown")
-        now = _identity(out)
+        now = identity(out)
         if seen != "unknown" and now is not None and now != seen:
             say_on_stderr(f"vlprobe: note: {given} was replaced by another run while this one worked; this run's "
                           "output replaces it")
         swap_in(stage, out, holder.path)
-        _SEEN[str(out.absolute())] = _identity(out)
+        _SEEN[str(out.absolute())] = identity(out)
     finally:
         holder.cleanup()
     return [given / n for n in names]
@@ -195,8 +185,7 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def swap_in(stage: Path, out: Path, holder: Path) -> None:
-    """Replace ``out`` by ``stage``, exchanged in one step where the system can (the old run ends in ``holder``);
-    else the old run is renamed away first, and put back by the next run's sweep after a kill in between."""
+    """Replace ``out`` by ``stage`` in one exchange where the system can; else the old run is renamed away first."""
     if out.is_dir() and exchange(stage, out):
         return
     moved = out.exists()

@@ -1,7 +1,6 @@
-"""Embeddings and pair scores on disk, so a killed run loses nothing and computes nothing twice: one SQLite part per
-writing process in ``<cache_dir>/<model-slug>-<key hash>/``, each value checked (:func:`pack`), each batch one
-transaction; a folder or part another model's, another user's, writable by others or damaged is moved aside or not
-read, and a cache that cannot be written becomes none, with one warning."""
+"""Embeddings and pair scores on disk, so a killed run loses nothing: one SQLite part per process under
+``<cache_dir>/<model>-<key>/``, values checked (:func:`pack`), a batch per transaction; what is another model's or
+user's, writable by others or damaged is moved aside or not read; an unwritable cache becomes none, with one warning."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import warn
-from .keys import key_digest, write_json
+from .keys import identity, key_digest, write_json
 from .locations import UnsafeFolderError, is_mine, others_may_write, private_folder, refused_home, untrusted
 
 # What the entry keys and values mean, part of every folder's key. 2: texts keyed by their token ids; 3: each value
@@ -31,10 +30,6 @@ _CHECK_BYTES = 8
 
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
-
-
-def _slug(model_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(model_id).strip("/"))[-60:] or "model"
 
 
 def _check_of(key: str, data: bytes) -> bytes:
@@ -59,10 +54,6 @@ def unpack(key: str, value: bytes) -> tuple[np.ndarray | None, str]:
     if not np.isfinite(vector).all():
         return None, "NaN or infinite values"
     return vector, ""
-
-
-def _kind(key: str) -> str:
-    return key.split(":", 1)[0]
 
 
 def is_corrupt(err: BaseException) -> bool:
@@ -92,7 +83,8 @@ class ScoreCache:
         self.digest = key_digest(self.key)
         self.root = Path(root)
         name = self.key.get("model_id") or self.key.get("model_name") or "model"
-        self.dir = self.root / f"{_slug(name)}-{self.digest[:16]}"
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name).strip("/"))[-60:] or "model"
+        self.dir = self.root / f"{slug}-{self.digest[:16]}"
         self.path = self.dir / f"part-{rank}.sqlite"
         self.moved_aside: list[Path] = []  # damaged files this process moved out of the way
         self.disabled_reason: str | None = None
@@ -114,8 +106,7 @@ class ScoreCache:
             self._disable(f"cannot write the score cache in {self.root} ({why})")
 
     def _private_folder(self) -> bool:
-        """Make :attr:`dir` a folder only this user can change (False: no cache); one of ours that others could write
-        into, or whose ``key.json`` names another model, is moved aside and made afresh."""
+        """Make :attr:`dir` ours alone (False: no cache), setting aside a folder others could write or another model's."""
         why = refused_home(self.root)  # says so, once
         if why:
             self.disabled_reason = f"the score cache {self.root} is not used: {why}"
@@ -194,7 +185,7 @@ class ScoreCache:
     def _open_own(self) -> sqlite3.Connection:
         """This process's part, integrity-checked; a damaged or foreign one is moved aside for a fresh one."""
         for _ in range(3):
-            before = _inode(self.path)
+            before = identity(self.path)
             db = None
             try:
                 db = self._connect(self.path)
@@ -216,7 +207,7 @@ class ScoreCache:
                     db.close()
                 if not is_corrupt(err):
                     raise
-                if before is None or _inode(self.path) == before:  # else another process already replaced it
+                if before is None or identity(self.path) == before:  # else another process already replaced it
                     self._move_aside(self.path, _reason(err))
         raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside")
 
@@ -307,8 +298,8 @@ class ScoreCache:
                     marks = ",".join("?" * len(chunk))
                     for key, value in db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk):
                         vector, why = unpack(key, value)
-                        if vector is not None and vector.size != self._size(_kind(key), vector.size):
-                            why = f"{vector.size} values where its kind has {self._sizes[_kind(key)]}"
+                        if vector is not None and vector.size != (size := self._size(key, vector.size)):
+                            why = f"{vector.size} values where its kind has {size}"
                             vector = None
                         if vector is None:
                             bad.append((key, why))
@@ -327,8 +318,9 @@ class ScoreCache:
             self.dropped += len(bad)
         return found
 
-    def _size(self, kind: str, seen: int) -> int:
-        """Floats per vector of ``kind``: what we wrote, else the commonest length in the parts (not one damaged entry's)."""
+    def _size(self, key: str, seen: int) -> int:
+        """Floats per vector of ``key``'s kind: what we wrote, else the commonest length in the parts, else ``seen``."""
+        kind = key.split(":", 1)[0]
         if kind not in self._sizes:
             counts: dict[int, int] = {}
             for _, db in self._readers():
@@ -349,7 +341,7 @@ class ScoreCache:
         rows = []
         for k, v in items:
             rows.append((k, pack(k, v)))
-            self._sizes.setdefault(_kind(k), int(np.size(v)))
+            self._sizes.setdefault(k.split(":", 1)[0], int(np.size(v)))
         if not rows:
             return
         for _ in range(2):  # a second try on a fresh file when the first finds it damaged
@@ -393,10 +385,3 @@ class ScoreCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None

@@ -22,7 +22,6 @@ from vlprobe.builders import upstream
 from vlprobe.dataset.image_sources import ImageResolver, SourceSpec
 from vlprobe.storage import arrow_cache, locations
 from vlprobe.storage.arrow_cache import load_folder_split
-from vlprobe.storage.score_cache import default_cache_dir
 
 ROOT_ONLY = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                                reason="another user's folder is made with chown, which needs root")
@@ -32,7 +31,7 @@ def _every_cache() -> dict[str, Path]:
     """Where each kind of cache goes now, as the code that uses it asks."""
     up = Upstream(benchmark="x", repo="owner/repo", commit="0" * 40, folder="data", files=(), url_env="X_URL")
     return {
-        "scores": default_cache_dir(),
+        "scores": locations.cache_home(),
         "annotations": upstream.cache_folder(up).parent,
         "images": ImageResolver(SourceSpec(name="coco", title="COCO", pattern=".*")).cache.parent,
         "datasets": locations.datasets_home(),

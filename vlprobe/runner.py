@@ -38,8 +38,9 @@ from .scorers.controls import mark_control
 from .scorers.loading import detect_family, load_scorer
 from .scoring.engine import Engine
 from .storage.leftovers import OwnedDir, sweep
+from .storage.locations import cache_home
 from .storage.run_folder import RUN_FILE, check_output_dir
-from .storage.score_cache import ScoreCache, default_cache_dir
+from .storage.score_cache import ScoreCache
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -172,7 +173,7 @@ class Run(Generic[Data, Done, Result]):
         throw-away one (it carries repeated inputs across chunks; removed after the run) in a single-process run."""
         where, cache = self.s.cache_dir, None
         if not (isinstance(where, str) and where.strip().lower() == "none"):  # None: the default folder
-            cache = ScoreCache(Path(where).expanduser() if where is not None else default_cache_dir(),
+            cache = ScoreCache(Path(where).expanduser() if where is not None else cache_home(),
                                scorer.cache_key(), rank=self.rank)
         if cache is not None and not cache.enabled:
             cache = None
@@ -218,9 +219,7 @@ def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
     later run removes should this one be killed (this one first sweeps those of killed runs)."""
     sweep()
     temp = OwnedDir(prefix="vlprobe-chunk-cache-")
-    cache = ScoreCache(temp.name, scorer.cache_key())
-    cache.temporary = True
-    return cache, temp
+    return ScoreCache(temp.name, scorer.cache_key()), temp
 
 
 # ---- the model ----------------------------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""``vlprobe.probe``: the :class:`vlprobe.runner.Run` that loads the TraVLR-shaped splits, computes the model's
-features through the engine and the cache, runs the probes (and fine-tuning), and measures them."""
+"""``vlprobe.probe``: a :class:`vlprobe.runner.Run` from the TraVLR-shaped splits to measured probes."""
 
 from __future__ import annotations
 
@@ -20,10 +19,10 @@ from ..scorers.loading import detect_family, load_config
 from ..scoring.engine import Engine
 from ..storage.feature_store import FeatureStore
 from ..storage.locations import DEFAULT_MODEL
-from .data import Splits, _check_classes, _check_train_sizes, load_splits
+from .data import Splits, check_classes, check_train_rows, load_splits
 from .features import _truncation, extract_features
 from .finetune import FINETUNE_LR, finetune_rows, schedule_plan
-from .protocol import check_few_shot, run_probes
+from .protocol import run_probes
 from .result import ProbeResult
 from .settings import (
     DEFAULT_DATASET,
@@ -37,8 +36,7 @@ from .settings import (
     one_dataset,
 )
 
-# torch is imported where used (11.7 s, python -X importtime on this 2-core machine): by the time it is needed the
-# model has imported it, and a misspelt name is refused before.
+# torch is imported where used (11.7 s): the model has imported it by then, and a misspelt name is refused before.
 
 
 def probe(
@@ -106,16 +104,13 @@ def probe(
 
 
 class _Done(NamedTuple):
-    """What :meth:`ProbeRun.work` did: the rows, the features' statistics and the timings."""
-
     rows: list[dict[str, object]]
     features: dict[str, object]
     timings: dict[str, float]
 
 
 class ProbeRun(Run):
-    """:func:`probe`'s run: the splits loaded and checked, the features computed through the engine into a feature
-    store, the probes fitted and tested (and the model fine-tuned), a :class:`ProbeResult`."""
+    """:func:`probe`'s run, from the splits to a :class:`ProbeResult`."""
 
     OWN = PROBE_RUN_FILE
     s: ProbeSettings
@@ -130,19 +125,17 @@ class ProbeRun(Run):
                            outside_images=s.outside_images)
 
     def before_model(self, data: Splits) -> None:
-        # Rows that cannot train a probe are refused before the weights load when the family is known from the
-        # config alone (a folder or Hub id); a model passed as an object is checked once it is wrapped.
+        # Refused before the weights load when the config tells the family; a model object is checked once wrapped.
         s = self.s
         self.early_family = _family_from_config(s.model, s.family, s.revision) if s.processor is None else None
-        _check_train_sizes(data, s.train_sizes, s.limit)
-        check_few_shot(data, s.few_shot)
+        check_train_rows(data, s.train_sizes, s.few_shot, s.limit)
         if self.early_family is not None:
-            _check_classes(data, s.datasets, s.limit, trained=self.early_family != "vqascore")
+            check_classes(data, s.datasets, s.limit, trained=self.early_family != "vqascore")
 
     def after_model(self, scorer: Scorer, data: Splits) -> None:
         self.zero_shot = getattr(scorer, "family", "") == "vqascore"
         if self.early_family is None:
-            _check_classes(data, self.s.datasets, self.s.limit, trained=not self.zero_shot)
+            check_classes(data, self.s.datasets, self.s.limit, trained=not self.zero_shot)
         self.text_only = self.s.text_baseline and isinstance(scorer, DualScorer)
         needed = sorted(set(self.s.train_modalities) | set(self.s.test_modalities), key=MODALITIES.index)
         self.settings = needed + ([TEXT_ONLY] if self.text_only else [])
@@ -212,9 +205,7 @@ class ProbeRun(Run):
 
 
 def _family_from_config(model: object, family: str | None, revision: str | None) -> str | None:
-    """The scorer family a model named by folder or Hub id will load as, read from its config only
-    (no weights); ``None`` when that cannot be told cheaply (an object, or a config that does not
-    load: loading the model then gives the error)."""
+    """The scorer family a model folder or Hub id loads as, from its config alone (None when that is not cheap)."""
     if family is not None:
         return family
     model = find_model(model)

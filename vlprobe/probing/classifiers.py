@@ -1,5 +1,4 @@
-"""The probes: logistic regression (Newton's method or L-BFGS) and a one-hidden-layer MLP, fitted a
-block of rows at a time on standardised features; the L2 strength chosen on validation."""
+"""The probes (logistic regression, a one-hidden-layer MLP) fitted a block of rows at a time; L2 chosen on validation."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Probe:
-    """A trained classifier with its feature standardisation. ``params``: the logistic regression's ``(w, b)`` or
-    the MLP's ``(w1, b1, w2, b2)``; the weights (penalised) at even positions, the biases at odd ones."""
+    """A trained classifier with its standardisation; ``params``: (penalised) weights at even positions, biases at odd."""
 
     kind: str
     mean: np.ndarray
@@ -30,7 +28,6 @@ class Probe:
     l2: float
 
     def logits(self, x: Features) -> np.ndarray:
-        """Logits for the rows of ``x`` (an array or a feature file), a block of rows at a time."""
         import torch
 
         parts = []
@@ -44,15 +41,13 @@ class Probe:
 
 
 def _standardised(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> torch.Tensor:
-    """A block of rows standardised in float32, as every solver sees the features."""
     import torch
 
     return torch.from_numpy(((block - mean) / std).astype(np.float32))
 
 
 def _moments(x: Features) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature mean and standard deviation (+1e-6), accumulated in float64 over blocks of rows
-    (two passes: the mean, then the squared deviations from it); returned as float32."""
+    """Per-feature mean and standard deviation (+1e-6), in float64 over two passes of blocks; as float32."""
     n = len(x)
     total = sum(block.sum(axis=0, dtype=np.float64) for block in row_blocks(x))
     mean = total / n
@@ -86,10 +81,8 @@ NEWTON_MAX_DIM = 2048  # above this many features, L-BFGS instead of Newton's me
 
 def fit(kind: str, x: Features, y: np.ndarray, l2: float, *, seed: int = 0, start: Probe | None = None,
         max_iter: int = 100) -> Probe:
-    """Train a probe on (x, y), read a block of rows at a time: mean binary cross-entropy + ``l2/2 * ||w - w0||^2``
-    (the bias not penalised; ``w0``: 0, or ``start``'s weights, from which it starts with its standardisation, as the
-    few-shot transfer does: L2-SP). Logistic regression: Newton's method with backtracking (float64) up to
-    :data:`NEWTON_MAX_DIM` features, else L-BFGS; MLP: Adam, seeded; all full-batch."""
+    """Train a probe on (x, y) a block at a time: mean BCE + ``l2/2 * ||w - w0||^2`` (``w0``: 0, or ``start``'s weights:
+    L2-SP, for few-shot transfer); logistic regression by Newton's method (else L-BFGS past NEWTON_MAX_DIM), MLP by Adam."""
     import torch
 
     if start is not None:
@@ -107,7 +100,6 @@ def fit(kind: str, x: Features, y: np.ndarray, l2: float, *, seed: int = 0, star
     params = [v.detach().clone().requires_grad_(True) for v in init]
 
     def loss_and_grad() -> float:
-        """The full-batch loss, its gradient accumulated block by block into ``.grad``."""
         total, a = 0.0, 0
         for block in row_blocks(x):
             part = torch.nn.functional.binary_cross_entropy_with_logits(
@@ -147,9 +139,7 @@ def _design(block: np.ndarray, mean: np.ndarray, std: np.ndarray) -> torch.Tenso
 
 def _newton(x: Features, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: float, init: Sequence[torch.Tensor],
             anchor: Sequence[torch.Tensor], max_iter: int = 100, tol: float = 1e-7) -> tuple[torch.Tensor, ...]:
-    """Newton's method in float64 on the standardised features, with backtracking. Each evaluation
-    is one pass over the rows, a block at a time (loss, gradient and Hessian together): memory is a
-    block's design matrix and the (d+1)^2 Hessian, whatever the number of rows."""
+    """Newton's method with backtracking; memory is a block of rows and the (d+1)^2 Hessian, whatever the rows."""
     import torch
 
     t = torch.from_numpy(y)
@@ -197,8 +187,7 @@ def _newton(x: Features, mean: np.ndarray, std: np.ndarray, y: np.ndarray, l2: f
 
 def select(kind: str, xtr: Features, ytr: np.ndarray, xval: Features, yval: np.ndarray, *, seed: int = 0,
            grid: Sequence[float] = L2_GRID) -> tuple[Probe, dict[float, float]]:
-    """Fit one probe per L2 strength; keep the best macro-F1 on the validation rows (ties: the
-    stronger L2). Only ``validation`` is ever passed here, never a test split."""
+    """One probe per L2 strength, the best macro-F1 on validation kept (ties: the stronger L2)."""
     best, best_f1, curve = None, -1.0, {}
     for l2 in sorted(grid, reverse=True):
         p = fit(kind, xtr, ytr, l2, seed=seed)

@@ -1,5 +1,4 @@
-"""The TraVLR-shaped splits a probe reads (train, validation, test*), loaded as ``vlprobe evaluate``
-loads them (:func:`vlprobe.dataset.splits.load_split`), and the check that each has both classes."""
+"""The TraVLR-shaped splits a probe reads, loaded as ``vlprobe evaluate`` loads them, and the checks of their rows."""
 
 from __future__ import annotations
 
@@ -16,14 +15,12 @@ from ..errors import DatasetError
 from ..names import did_you_mean, find_dataset
 from .settings import TRAIN, TRAVLR_COLUMNS, TRAVLR_SHAPE, VALIDATION, ProbeSettingError
 
-# vlprobe.dataset.reader is imported where used: it imports datasets (3.9 s, python -X importtime on this 2-core
-# machine), which a misspelt name never needs.
+# vlprobe.dataset.reader is imported where used: it imports datasets (3.9 s), which a misspelt name never needs.
 
 
 @dataclass
 class Split:
-    """One config/split: its memory-mapped rows, read a chunk at a time, and its labels, the only per-row values
-    held in memory."""
+    """One config/split: its memory-mapped rows, read a chunk at a time, and its labels (held in memory)."""
 
     task: str
     split: str
@@ -51,9 +48,6 @@ class Split:
 
         return self._checked(read_rows(self.table, start, stop), start)
 
-    def images(self, start: int, stop: int) -> list:
-        return [r["image"] for r in self.rows(start, stop)]
-
     def images_at(self, idx: Sequence[int] | np.ndarray) -> list:
         from ..dataset.reader import read_rows
 
@@ -80,9 +74,7 @@ Splits = dict[str, dict[str, Split]]  # {task: {split: Split}}
 
 def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision: str | None = None,
                 limit: int | None = None, outside_images: bool = False) -> Splits:
-    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id): ``train``,
-    ``validation`` and ``test*``, with columns ``image``, ``caption``, ``query``, ``label``, each loaded as
-    `vlprobe evaluate` loads it (:func:`vlprobe.dataset.splits.load_split`); only the labels are read here."""
+    """The splits of a TraVLR-shaped dataset (a folder, a built benchmark's name or a Hub id); only labels are read."""
     from ..dataset.reader import built_configs, config_splits, list_configs, list_splits
 
     dataset = str(find_dataset(dataset))
@@ -151,9 +143,8 @@ def load_splits(dataset: str, configs: str | Sequence[str] = "all", *, revision:
     return out
 
 
-def _check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) -> None:
-    """Macro-F1 needs both classes in every test split, and fitting and choosing a probe need them
-    in train and validation: refuse, naming the split (and ``limit`` when it is the cause)."""
+def check_classes(data: Splits, dataset: str, limit: int | None, trained: bool) -> None:
+    """Refuse a test split (or, ``trained``, any split) without both classes, naming it (and ``limit`` if the cause)."""
     need = "train, validation and every test split" if trained else "every test split"
     for task, by in data.items():
         for name, sp in by.items():
@@ -167,21 +158,22 @@ def _check_classes(data: Splits, dataset: str, limit: int | None, trained: bool)
                                f"needs true and false rows in {need}")
 
 
-def _check_train_sizes(data: Splits, train_sizes: Sequence[int] | None, limit: int | None) -> None:
-    """A learning-curve size above a task's training rows would be trained on all of them, a point silently
-    dropped: refuse it up front, naming the largest size possible (and ``limit`` when it is the cause)."""
-    if not train_sizes:
-        return
+def check_train_rows(data: Splits, train_sizes: Sequence[int] | None, few_shot: int, limit: int | None) -> None:
+    """Refuse learning-curve sizes or few-shot rows past a task's training rows (they would take them all, in silence)."""
+    sizes = train_sizes or ()
     for task, by in data.items():
         train = by.get(TRAIN)
         if train is None:
             continue
-        too_big = sorted(n for n in train_sizes if n > len(train))
+        too_big = sorted(n for n in sizes if n > len(train))
         if too_big:
             cause = (f" (--limit {limit} of its {train.rows_in_split})"
                      if limit is not None and train.rows_in_split > limit else "")
-            raise ProbeSettingError("train_sizes", ",".join(map(str, train_sizes)),
+            raise ProbeSettingError("train_sizes", ",".join(map(str, sizes)),
                                     f"{task}/{TRAIN} has {len(train)} row(s){cause}, fewer than "
                                     f"{', '.join(map(str, too_big))}: the largest size possible is {len(train)} "
                                     f"(the full train split is always a point of the curve)")
+        if few_shot > len(train):
+            raise ProbeSettingError("few_shot", few_shot, f"must be at most {len(train)}, the rows of {task}/{TRAIN} "
+                                                          f"(the paper trains further on 200)")
 

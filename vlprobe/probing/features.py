@@ -1,12 +1,5 @@
-"""The probe's features through :class:`vlprobe.scoring.engine.Engine` (cached, computed once per input),
-written a chunk at a time to :mod:`vlprobe.storage.feature_store`: dual-encoder ``[u, v, u*v, |u-v|]``, an ITM
-head's joint representation, or a VQAScore model's zero-shot probability.
-
-Where one text holds both the query and the caption (the dual encoder's text-only baseline, an ITM head's
-``caption`` and ``both`` settings; the query first), the rows whose query the model's truncation removes
-(:func:`query_lost`) are counted per task, split and setting (the stats' ``query_lost``:
-``{"task/split/setting": [lost, rows]}``) and reported in one line on stderr. A test split whose every row lost its
-query has no prediction: its features are NaN, which :func:`vlprobe.probing.metrics.measure` reports as N/A."""
+"""The probe's features through the engine (each input computed once), a chunk at a time into a feature store; rows
+whose query the model's truncation cuts are counted (``query_lost``), a test split that lost them all NaN."""
 
 from __future__ import annotations
 
@@ -18,7 +11,7 @@ import numpy as np
 
 from ..defaults import CHUNK_ROWS
 from ..errors import ModelError
-from ..storage.feature_store import FeatureFile, FeatureStore, FeatureWriter
+from ..storage.feature_store import FeatureFile, FeatureStore
 from .data import Split, Splits
 from .protocol import FeatureMap
 from .settings import MODALITIES, TEXT_ONLY, TRAIN
@@ -38,18 +31,13 @@ def _normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def text_only_input(caption: str, query: str) -> str:
-    return f"{query} {caption}"
-
-
 def _tokenizer(scorer: Scorer) -> Callable[..., Mapping[str, list[list[int]]]] | None:
     tok = getattr(scorer, "tokenizer", None) or getattr(getattr(scorer, "processor", None), "tokenizer", None)
     return tok if callable(tok) else None
 
 
 def query_lost(scorer: Scorer, texts: Sequence[str], queries: Sequence[str]) -> np.ndarray | None:
-    """Per text, whether the model's truncation cuts (part of) the query it holds: the text up to the
-    end of its query is longer than the model reads. None when the scorer has no tokenizer and limit."""
+    """Per text, whether the model's truncation cuts the query it holds; None without a tokenizer and limit."""
     tok, limit = _tokenizer(scorer), scorer.text_limit()
     if tok is None or not limit:
         return None
@@ -79,7 +67,7 @@ class _Lost:
         return s.split.startswith("test") and n > 0 and lost == n
 
     def report(self) -> dict[str, Stats]:
-        """The counts for the stats (``query_lost``), said in one line on stderr where any query was lost."""
+        """The counts for the stats, said in one line on stderr where any query was lost."""
         if not self.counts:
             return {}
         hit = {k: c for k, c in self.counts.items() if c[0]}
@@ -97,9 +85,7 @@ class _Lost:
 
 def extract_features(engine: Engine, data: Splits, settings: Sequence[str], chunk_size: int = CHUNK_ROWS,
                      store: FeatureStore | None = None) -> tuple[FeatureMap, dict[str, Stats]]:
-    """{(task, split, setting): features} and engine stats, ``chunk_size`` rows read and encoded at a time. Features:
-    an (N, d) float32 :class:`~vlprobe.storage.feature_store.FeatureFile` in ``store`` (default: a temporary one), or
-    VQAScore's P(Yes), an (N,) array. ``settings``: among :data:`MODALITIES`, and :data:`TEXT_ONLY`."""
+    """{(task, split, setting): a float32 FeatureFile in ``store``, or VQAScore's P(Yes) array} and engine stats."""
     from ..scorers.base import DualScorer
 
     splits = [s for by_split in data.values() for s in by_split.values()]
@@ -116,7 +102,7 @@ def extract_features(engine: Engine, data: Splits, settings: Sequence[str], chun
 
 
 def _add_stats(total: Stats, st: Mapping[str, object]) -> None:
-    """Engine stats summed over chunks (counts and seconds add; anything else: the last value)."""
+    """Engine stats summed over chunks (numbers add; anything else: the last value)."""
     for key, value in st.items():
         was = total.get(key, 0)
         total[key] = was + value if isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(
@@ -128,65 +114,58 @@ def _labels(s: Split, start: int, stop: int) -> list[str]:
     return [f"{s.task}/{s.split} row {i} column 'image'" for i in range(start, stop)]
 
 
-def _writers(store: FeatureStore, s: Split, settings: Sequence[str]) -> dict[str, FeatureWriter]:
-    return {m: store.writer(f"{s.task}-{s.split}-{m}", len(s)) for m in settings}
-
-
-def _closed(store: FeatureStore, s: Split, writers: Mapping[str, FeatureWriter],
-            lost: _Lost) -> dict[tuple[str, str, str], FeatureFile]:
-    """The splits' feature files, closed; a test split whose every row lost its query as NaN rows of that shape."""
+def _written(store: FeatureStore, splits: list[Split], settings: Sequence[str], chunk_size: int, lost: _Lost,
+             chunk: Callable[[Split, int, int], Mapping[str, np.ndarray]]) -> dict[tuple[str, str, str], FeatureFile]:
+    """Each split's ``chunk`` blocks appended per setting; a test split that lost every query as NaN rows."""
     out = {}
-    for m, w in writers.items():
-        features = w.close()
-        if lost.all_lost(s, m):
-            nan = store.writer(f"{s.task}-{s.split}-{m}-unavailable", len(features))
-            for block in features.blocks():
-                nan.write(np.full_like(block, np.nan))
-            features = nan.close()
-        out[(s.task, s.split, m)] = features
+    for s in splits:
+        writers = {m: store.writer(f"{s.task}-{s.split}-{m}", len(s)) for m in settings}
+        for a, b in s.chunks(chunk_size):
+            for m, block in chunk(s, a, b).items():
+                writers[m].write(block)
+        for m, w in writers.items():
+            features = w.close()
+            if lost.all_lost(s, m):
+                nan = store.writer(f"{s.task}-{s.split}-{m}-unavailable", len(features))
+                for block in features.blocks():
+                    nan.write(np.full_like(block, np.nan))
+                features = nan.close()
+            out[(s.task, s.split, m)] = features
     return out
 
 
 def _dual_features(engine: Engine, splits: list[Split], settings: Sequence[str], chunk_size: int,
                    store: FeatureStore) -> tuple[FeatureMap, dict[str, Stats]]:
-    """A chunk of rows at a time: its images and texts embedded (each unique input once: the engine's
-    cache carries them across chunks), the settings' features composed and appended to their files."""
+    """A chunk's images and texts embedded (the engine's cache carries them across chunks), each setting composed."""
     image_stats: Stats = {}
     text_stats: Stats = {}
     lost = _Lost(engine.scorer)
     need_images = any(m in ("image", "both") for m in settings)
     need_captions = any(m in ("caption", "both") for m in settings)
-    out = {}
-    for s in splits:
-        writers = _writers(store, s, settings)
-        for a, b in s.chunks(chunk_size):
-            if need_images:
-                img, st = engine.embed_images(s.images(a, b), _labels(s, a, b))
-                _add_stats(image_stats, st)
-            queries = s.texts("query", a, b)
-            texts = list(queries)
-            captions = s.texts("caption", a, b) if need_captions or TEXT_ONLY in settings else []
-            if need_captions:
-                texts += captions
-            if TEXT_ONLY in settings:
-                joined = [text_only_input(c, q) for c, q in zip(captions, queries)]
-                lost.add(s, TEXT_ONLY, joined, queries)
-                texts += joined
-            emb, st = engine.embed_texts(texts)
-            _add_stats(text_stats, st)
-            n = b - a
-            q = emb[:n]
-            cap = emb[n:2 * n]  # the captions', where they were embedded
-            for m, w in writers.items():
-                if m == "image":
-                    w.write(_concat(img, q))
-                elif m == "caption":
-                    w.write(_concat(cap, q))
-                elif m == "both":
-                    w.write(_concat(_normalise(img + cap), q))
-                elif m == TEXT_ONLY:
-                    w.write(emb[len(emb) - n:])
-        out.update(_closed(store, s, writers, lost))
+
+    def chunk(s: Split, a: int, b: int) -> dict[str, np.ndarray]:
+        if need_images:
+            img, st = engine.embed_images(s.images_at(range(a, b)), _labels(s, a, b))
+            _add_stats(image_stats, st)
+        queries = s.texts("query", a, b)
+        texts = list(queries)
+        captions = s.texts("caption", a, b) if need_captions or TEXT_ONLY in settings else []
+        if need_captions:
+            texts += captions
+        if TEXT_ONLY in settings:
+            joined = [f"{q} {c}" for c, q in zip(captions, queries)]
+            lost.add(s, TEXT_ONLY, joined, queries)
+            texts += joined
+        emb, st = engine.embed_texts(texts)
+        _add_stats(text_stats, st)
+        n = b - a
+        q = emb[:n]
+        cap = emb[n:2 * n]  # the captions', where they were embedded
+        composed = {"image": lambda: _concat(img, q), "caption": lambda: _concat(cap, q),
+                    "both": lambda: _concat(_normalise(img + cap), q), TEXT_ONLY: lambda: emb[len(emb) - n:]}
+        return {m: composed[m]() for m in settings}
+
+    out = _written(store, splits, settings, chunk_size, lost, chunk)
     return out, {"images": image_stats, "texts": text_stats, **lost.report()}
 
 
@@ -194,22 +173,19 @@ def _pair_features(engine: Engine, splits: list[Split], modalities: Sequence[str
                    store: FeatureStore) -> tuple[FeatureMap, dict[str, Stats]]:
     stats: Stats = {}
     lost = _Lost(engine.scorer)
-    out = {}
-    for s in splits:
-        writers = _writers(store, s, modalities)
-        for a, b in s.chunks(chunk_size):
-            rows = s.rows(a, b)
-            for m, w in writers.items():
-                items = s.items(m, a, b, rows)
-                if m != "image":  # one text: the query, then the caption
-                    lost.add(s, m, [it.texts[0] for it in items], s.texts("query", a, b))
-                # the query (followed by the caption for caption/both)
-                feats, st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items],
-                                                 _labels(s, a, b))
-                w.write(feats)
-                _add_stats(stats, st)
-        out.update(_closed(store, s, writers, lost))
-    return out, {"pairs": stats, **lost.report()}
+
+    def chunk(s: Split, a: int, b: int) -> dict[str, np.ndarray]:
+        rows, out = s.rows(a, b), {}
+        for m in modalities:
+            items = s.items(m, a, b, rows)
+            if m != "image":  # one text: the query, then the caption
+                lost.add(s, m, [it.texts[0] for it in items], s.texts("query", a, b))
+            out[m], st = engine.pair_features([it.images[0] for it in items], [it.texts[0] for it in items],
+                                              _labels(s, a, b))
+            _add_stats(stats, st)
+        return out
+
+    return _written(store, splits, modalities, chunk_size, lost, chunk), {"pairs": stats, **lost.report()}
 
 
 def _zero_shot(engine: Engine, splits: list[Split], modalities: Sequence[str],
@@ -240,7 +216,7 @@ def _zero_shot(engine: Engine, splits: list[Split], modalities: Sequence[str],
 
 
 def _truncation(scorer: Scorer, data: Splits) -> dict[str, float] | None:
-    """Share of captions (and text-only inputs) longer than the text tower's limit, per task."""
+    """Share of captions longer than the text tower's limit, per task."""
     tok, limit = _tokenizer(scorer), getattr(scorer, "max_length", None)
     if tok is None or not limit:
         return None

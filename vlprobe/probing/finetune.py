@@ -1,5 +1,4 @@
-"""``finetune=True``: a copy of a dual encoder fine-tuned with a linear head per task and training
-modality (through accelerate), tested as the probes are."""
+"""``finetune=True``: a copy of a dual encoder fine-tuned with a linear head (through accelerate), tested as probes."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ Snapshot = TypeVar("Snapshot")
 
 @dataclass(frozen=True)
 class Plan:
-    """The fine-tuning schedule: ``"quick"`` (``epochs`` passes, the epoch with the best validation macro-F1 kept:
-    early stopping, a departure from the paper) or ``"paper"`` (80 epochs, the last kept, as TraVLR's App. B.2)."""
+    """A fine-tuning schedule: ``quick`` (the best validation epoch kept) or ``paper`` (80 epochs, the last kept)."""
 
     schedule: str
     epochs: int
@@ -42,7 +40,7 @@ class Plan:
 
 
 def schedule_plan(schedule: str, epochs: int) -> Plan:
-    """The :class:`Plan` of ``schedule`` (``epochs``: the quick schedule's; the paper's is 80)."""
+    """The :class:`Plan` of ``schedule`` (``epochs``: the quick schedule's)."""
     if schedule == "paper":
         return Plan("paper", PAPER_EPOCHS, "last epoch", True)
     if schedule == "quick":
@@ -51,8 +49,7 @@ def schedule_plan(schedule: str, epochs: int) -> Plan:
 
 
 def schedule_note(plan: Plan | Finetune) -> str:
-    """One line naming the schedule (a plan, or one a results.json recorded), and saying so where it departs from
-    the paper."""
+    """One line naming the schedule, and saying so where it departs from the paper."""
     if plan.schedule == "paper":
         return f"schedule paper: {plan.epochs} epochs, no early stopping (the last epoch kept), as TraVLR App. B.2"
     return (f"schedule quick: {plan.epochs} epoch(s), the best on validation kept (early stopping): a departure "
@@ -61,8 +58,7 @@ def schedule_note(plan: Plan | Finetune) -> str:
 
 def train_epochs(plan: Plan, run_epoch: Callable[[int], None], validate: Callable[[], float],
                  snapshot: Callable[[], Snapshot]) -> tuple[Snapshot | None, int, float | None]:
-    """Run ``plan``'s epochs (``run_epoch(epoch)``): (the kept ``snapshot()``, its epoch, its validation macro-F1 by
-    ``validate()``, None where the plan keeps the last epoch and never validates)."""
+    """Run ``plan``'s epochs: (the kept snapshot, its epoch, its validation macro-F1 or None)."""
     best, best_epoch, best_f1 = None, 0, -1.0
     for epoch in range(1, plan.epochs + 1):
         run_epoch(epoch)
@@ -80,10 +76,8 @@ def finetune_rows(scorer: Scorer, data: Mapping[str, Mapping[str, Split]], *, tr
                   test_modalities: Sequence[str], epochs: int, batch_size: int, bootstrap: int, confidence: float,
                   seed: int, seeds: int = 1, schedule: str = "quick",
                   progress: bool = True) -> list[dict[str, object]]:
-    """Fine-tune a copy of a dual encoder with a linear head on ``[u, v, u*v, |u-v|]`` (computed by the model in
-    training mode) per task, training modality and seed (the head's initial weights, the rows' order, the bootstrap),
-    with Adam for :func:`schedule_plan`'s epochs, under ``accelerate`` when installed. The scorer's model is not
-    touched (the feature cache stays valid)."""
+    """Fine-tune a copy of a dual encoder with a linear head per task, training modality and seed (the scorer's own
+    model, and so the cache, untouched)."""
     import copy
 
     import torch
@@ -156,7 +150,6 @@ def _unwrap(module: torch.nn.Module, accelerator: Accelerator | None) -> torch.n
 
 
 class _Towers(Protocol):
-    """A dual encoder's two towers, as transformers' CLIP-like models expose them."""
 
     def get_text_features(self, **inputs: torch.Tensor) -> object: ...
 
@@ -164,8 +157,7 @@ class _Towers(Protocol):
 
 
 class _Encoder:
-    """The probe's features computed by a trainable copy of a dual encoder. Images are decoded and
-    preprocessed per batch (a whole split's pixel tensors would be ~0.6 MB per row at 224 px)."""
+    """The probe's features from a trainable copy of a dual encoder, images decoded a batch at a time."""
 
     def __init__(self, scorer: DualEncoderScorer, model: torch.nn.Module) -> None:
         self.scorer, self.model = scorer, model

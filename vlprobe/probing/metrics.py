@@ -1,5 +1,4 @@
-"""Macro-F1 and its companions for the probe's predictions: values and chance from the metric
-(:func:`vlprobe.metric.compute` on 1 x 1 items), the CI resampled from the confusion counts."""
+"""Macro-F1 and its companions: values and chance from the metric on 1 x 1 items, the CI from the confusion counts."""
 
 from __future__ import annotations
 
@@ -10,27 +9,26 @@ import numpy as np
 _VALUES = ("macro_f1", "f1_true", "f1_false", "acc")
 
 
-def _f1s(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
-    out = []
-    for cls in (True, False):
-        tp = np.sum((pred == cls) & (gold == cls))
-        fp = np.sum((pred == cls) & (gold != cls))
-        fn = np.sum((pred != cls) & (gold == cls))
-        out.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
-    return out[0], out[1]
+def _cells(pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    return np.asarray(pred, bool).astype(int) * 2 + np.asarray(gold, bool).astype(int)  # 0 TN, 1 FN, 2 FP, 3 TP
+
+
+def _macro_f1(tn: np.ndarray, fn: np.ndarray, fp: np.ndarray, tp: np.ndarray) -> np.ndarray:
+    """Macro-F1 of confusion counts (an F1 of 0 for a class never predicted right)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1t = np.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
+        f1f = np.where(tn > 0, 2 * tn / (2 * tn + fp + fn), 0.0)
+    return (f1t + f1f) / 2
 
 
 def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
-    t, f = _f1s(np.asarray(pred, bool), np.asarray(gold, bool))
-    return (t + f) / 2
+    return float(_macro_f1(*np.bincount(_cells(pred, gold), minlength=4).astype(np.float64)))
 
 
 def measure(prob: np.ndarray, gold: np.ndarray, *, bootstrap: int = 1000, confidence: float = 0.95,
             seed: int = 0) -> dict[str, object]:
-    """macro_f1, f1_true, f1_false, acc and chance of predictions ``prob > 0.5`` by :func:`vlprobe.metric.compute` on
-    1 x 1 items, and a bootstrap CI of macro-F1 resampled here from the confusion counts (the metric's bootstrap of
-    every key was 60% of the probes' time). All-NaN probabilities (every test row lost its query to truncation) are
-    no prediction: the figures None, with ``na_reason``."""
+    """The metric's figures of ``prob > 0.5`` on 1 x 1 items, and a bootstrap CI of macro-F1 from the confusion counts
+    (the metric's own was 60% of the probes' time); all-NaN ``prob`` (every query truncated away) is N/A."""
     from .. import metric
 
     prob = np.asarray(prob, dtype=np.float64).reshape(-1)
@@ -54,37 +52,28 @@ def _ci(pred: np.ndarray, gold: np.ndarray, bootstrap: int, confidence: float,
     """The percentile bootstrap CI of macro-F1: each resample a multinomial draw of the 4 confusion cells' counts."""
     if bootstrap <= 0 or not len(gold):
         return None, None
-    cell = pred.astype(int) * 2 + gold.astype(int)  # 0 TN, 1 FN, 2 FP, 3 TP
-    probs = np.bincount(cell, minlength=4) / len(cell)
-    counts = np.random.default_rng(seed).multinomial(len(cell), probs, size=bootstrap).astype(np.float64)
-    tn, fn, fp, tp = counts.T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1t = np.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
-        f1f = np.where(tn > 0, 2 * tn / (2 * tn + fp + fn), 0.0)
+    probs = np.bincount(_cells(pred, gold), minlength=4) / len(gold)
+    counts = np.random.default_rng(seed).multinomial(len(gold), probs, size=bootstrap).astype(np.float64)
     alpha = (1 - confidence) / 2
-    low, high = np.percentile((f1t + f1f) / 2, [100 * alpha, 100 * (1 - alpha)])
+    low, high = np.percentile(_macro_f1(*counts.T), [100 * alpha, 100 * (1 - alpha)])
     return float(low), float(high)
 
 
 class SeedStats(NamedTuple):
-    """One figure over seeds: ``mean``, sample ``sd`` (None with fewer than two values: one seed has no spread),
-    ``n`` and ``identical`` (every seed gave the same value: a deterministic setting, whose sd of 0 says nothing
-    about how the figure varies with the data)."""
+    """One figure over seeds; ``identical``: every seed alike (a deterministic setting, whose sd of 0 says nothing)."""
 
     mean: float | None
     sd: float | None
-    n: int
     identical: bool
 
 
 def over_seeds(values: list[float | None]) -> SeedStats:
-    """The :class:`SeedStats` of one figure over seeds (n - 1 in the sd's denominator); None values (no figure)
-    are left out."""
+    """The :class:`SeedStats` of one figure over seeds (n - 1 in the sd's denominator), None values left out."""
     vals = [float(v) for v in values if v is not None]
     if not vals:
-        return SeedStats(None, None, 0, False)
+        return SeedStats(None, None, False)
     arr = np.asarray(vals, dtype=np.float64)
     identical = len(arr) > 1 and bool(np.all(arr == arr[0]))
     sd = (0.0 if identical else float(arr.std(ddof=1))) if len(arr) > 1 else None
     # identical values: the value itself (3 x / 3 need not be x in floating point)
-    return SeedStats(float(arr[0]) if identical else float(arr.mean()), sd, len(arr), identical)
+    return SeedStats(float(arr[0]) if identical else float(arr.mean()), sd, identical)

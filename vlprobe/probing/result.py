@@ -1,6 +1,4 @@
-"""The result of ``vlprobe.probe``: :class:`ProbeResult`, its tables (TraVLR's Table 2 layout, and two of
-vlprobe's own; the mean over seeds and the sample sd, :func:`seed_means`), learning-curve plots and the files a run
-writes. Rows are :class:`~vlprobe.results.schema.ProbeRow` records (given as records or as their JSON)."""
+"""``vlprobe.probe``'s :class:`ProbeResult`: its tables (TraVLR's Table 2 layout, two of vlprobe's), plots and files."""
 
 from __future__ import annotations
 
@@ -44,19 +42,15 @@ def probe_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
 
 @dataclass(repr=False)
 class ProbeResult(RunResult[ProbeRow]):
-    """What :func:`probe` returns, on the protocol of :class:`vlprobe.Evaluation`: ``rows`` (one per task x
-    setting x train size x test modality x split x seed, with macro-F1, its CI and chance; ``entries``: the same
-    as records), ``provenance``, ``document`` (results.json as records), ``summary`` (the same-modality figures),
-    ``table2()`` (TraVLR's Table 2 layout), ``table()`` (what ``vlprobe probe`` prints), ``to_pandas()``,
-    ``plot()`` and ``save(out)``."""
+    """What :func:`probe` returns, on :class:`vlprobe.Evaluation`'s protocol; ``rows``: one per task x setting x train
+    size x test modality x split x seed, ``entries`` the same as records; ``table2()``: TraVLR's Table 2 layout."""
 
     rows: list[dict[str, Any]]
     provenance: dict[str, Any]
 
     @cached_property
     def document(self) -> ProbeDocument:
-        """results.json as records: provenance, the same-modality figures (``summary``), every row (one per seed),
-        TraVLR's Table 2 cells (``table2``: mean over seeds, OOD - InD change, sd) and the tables as Markdown."""
+        """results.json as records: provenance, rows, summary, TraVLR's Table 2 cells and the tables as Markdown."""
         rows = probe_rows(self.rows)
         tuned = any(r.finetuned for r in rows)
         tables = {"table2": table2_table(rows), "same_modality": same_modality_table(rows),
@@ -69,36 +63,33 @@ class ProbeResult(RunResult[ProbeRow]):
 
     @property
     def summary(self) -> dict[str, SummaryBlock]:
-        """Per task, setting and test split, the macro-F1 of the full-size frozen probe tested on its own modality
-        (not TraVLR's Table 2, :func:`table2_cells`), one :class:`~vlprobe.results.schema.SummaryBlock` as
-        ``vlprobe.Evaluation.summary`` has them: the mean over seeds, with ``sd`` and ``seeds``; ``ci`` (the bootstrap
-        CI over items) only for a single seed, as a CI of one seed's figure is not one of the mean."""
+        """The full-size frozen probe's macro-F1 on its own modality per task, setting and split (a CI for one seed only)."""
         return dict(self.document.summary)
 
     def table(self) -> str:
-        """The text ``vlprobe probe`` prints (also tables.md): :func:`format_report`."""
+        """The text ``vlprobe probe`` prints (also tables.md)."""
         return format_report(self)
 
     def to_pandas(self) -> pd.DataFrame:
-        """The rows as a DataFrame (one per task x setting x train size x test modality x split x seed)."""
+        """The rows as a DataFrame."""
         import pandas as pd
 
         return pd.DataFrame([dump(r) for r in self.entries], columns=[f.name for f in fields(ProbeRow)])
 
     def same_modality_table(self) -> str:
-        """vlprobe's same-modality table (:func:`same_modality_table`) of the frozen probes."""
+        """:func:`same_modality_table` of the frozen probes."""
         return same_modality_table(self.entries)
 
     def transfer_table(self) -> str:
-        """vlprobe's transfer table on test_ood (:func:`transfer_table`) of the frozen probes."""
+        """:func:`transfer_table` on test_ood of the frozen probes."""
         return transfer_table(self.entries)
 
     def table2(self, finetuned: bool = False) -> str:
-        """TraVLR's Table 2 layout (:func:`table2_table`) of the frozen probes, or of the fine-tuned models."""
+        """:func:`table2_table` of the frozen probes, or of the fine-tuned models."""
         return table2_table(self.entries, finetuned)
 
     def plot(self) -> Figure:
-        """A matplotlib figure: per task, a bar per setting and test split of :attr:`summary`, with its CI and chance."""
+        """Per task, a bar per setting and test split of :attr:`summary`, with its CI and chance."""
         import matplotlib.pyplot as plt
 
         from ..results import bar_chart
@@ -122,8 +113,7 @@ class ProbeResult(RunResult[ProbeRow]):
         return fig
 
     def save(self, out: str | os.PathLike) -> list[Path]:
-        """Write the run's folder ``out`` (:func:`write_outputs`; new, empty or a probe run's); the paths written. A
-        write error (a full disk, a read-only folder) is one :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
+        """Write the run's folder ``out``; a write error is one :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
         from ..results import check_output_dir
 
         self._check_out(out)
@@ -142,7 +132,6 @@ class ProbeResult(RunResult[ProbeRow]):
 
 
 def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Sequence[int] | None) -> dict[str, SummaryBlock]:
-    """The probe's summary block (see :attr:`ProbeResult.summary`)."""
     out = []
     for r in _final(seed_means(rows)):
         if r.transfer not in ("same", "zero-shot (no training)"):
@@ -152,10 +141,8 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
                               values={"macro_f1": r.macro_f1} if r.macro_f1 is not None else {}, n_items=r.n,
                               train_size=r.train_size, chance=r.chance, sd=r.sd, seeds=r.seeds,
                               ci={"macro_f1": (r.ci_low, r.ci_high)} if r.ci_low is not None else {}))
-    # the benchmark the dataset recorded; its paper's source only where the paper reports macro-F1 of true/false
-    # statements (TraVLR)
     bench = find(dataset.benchmark) if dataset else None
-    source = bench.source if bench is not None and bench.headline_for((1, 1)) == ["macro_f1"] else None
+    source = bench.source if bench is not None and bench.headline_for((1, 1)) == ["macro_f1"] else None  # TraVLR's
     many = len(seeds or [None]) > 1
     name = bench.name if bench is not None else dataset_name(dataset.dataset if dataset else DEFAULT_DATASET)
     note = ("frozen features + a trained probe (vlprobe probe); trained and tested on the same modality, the full "
@@ -163,12 +150,9 @@ def _summary(rows: Sequence[ProbeRow], dataset: DatasetSource | None, seeds: Seq
     return {name: SummaryBlock(bench.name if bench is not None else None, tuple(out), source, ("macro_f1",), True, (note,))}
 
 
-# ---- means over seeds ----------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class SeedMean(ProbeRow):
-    """The rows that differ only in their seed, as one: ``macro_f1`` their mean, its sample ``sd`` (None for one
-    seed), ``identical``, the ``seeds``, ``above_chance`` (how many seeds' figures are), and the CI of a single seed."""
+    """The rows that differ only in their seed, as one: their mean ``macro_f1``, sample ``sd`` and ``above_chance``."""
 
     sd: float | None = None
     identical: bool = False
@@ -176,7 +160,6 @@ class SeedMean(ProbeRow):
     above_chance: int = 0
 
 
-# What tells two rows apart other than their seed.
 GROUP_KEYS = ("classifier", "task", "setting", "train_modality", "test_modality", "transfer", "train_size", "split")
 
 
@@ -188,7 +171,7 @@ def _above_chance(r: ProbeRow) -> bool:
 
 
 def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
-    """One :class:`SeedMean` per group of rows that differ only in their ``seed`` (in first-seen order)."""
+    """One :class:`SeedMean` per group of rows that differ only in their ``seed``."""
     from .metrics import over_seeds
 
     groups: dict[tuple, list[ProbeRow]] = {}
@@ -207,7 +190,7 @@ def seed_means(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[SeedMean]:
 
 
 def _final(rows: list[SeedMean], finetuned: bool = False) -> list[SeedMean]:
-    """Rows of the full-size (largest train size per task and setting) frozen probes, or fine-tuned models."""
+    """Rows of the largest train size per task and setting, of the frozen probes or the fine-tuned models."""
     rows = [r for r in rows if r.finetuned == finetuned]
     full: dict[tuple, int] = {}
     for r in rows:
@@ -220,7 +203,7 @@ def _pct(v: float | None) -> str:
 
 
 def _mean_cell(a: SeedMean | None) -> str:
-    """A mean over seeds, ``70.0 ± 10.0`` (``*``: every seed alike), or one seed's figure with its CI, or N/A."""
+    """``70.0 ± 10.0`` (``*``: every seed alike), or one seed's figure with its CI, or N/A."""
     if a is None:
         return "-"
     if a.macro_f1 is None and a.na_reason:
@@ -231,7 +214,6 @@ def _mean_cell(a: SeedMean | None) -> str:
 
 
 def _change(ind: ProbeRow | None, ood: ProbeRow | None) -> float | None:
-    """OOD - InD macro-F1, where both were measured."""
     if ind is None or ood is None or ind.macro_f1 is None or ood.macro_f1 is None:
         return None
     return ood.macro_f1 - ind.macro_f1
@@ -252,14 +234,14 @@ IDENTICAL_NOTE_FINETUNED = ("* the same value for every seed: each seed's fine-t
                             "and bootstrap) gave this figure.")
 
 
-# ---- TraVLR's Table 2 and vlprobe's own tables -------------------------------------------------------------
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
+
 
 def table2_cells(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> list[Table2Cell]:
-    """TraVLR's Table 2 (Chow et al., EACL 2023) as data, of the frozen probes or (``finetuned``, as the paper's)
-    the fine-tuned models: per task, training setting (image, caption, both, text-only, zero-shot) and test modality,
-    the full-size model's OOD macro-F1 (mean over seeds), its InD, the change (the paper's figure in parentheses),
-    the OOD figure's sd over seeds, and ``above_chance``: how many seeds' probes tested in distribution on their own
-    modality are above chance (the closest vlprobe has to the paper's #sd, converged runs). Fractions."""
+    """TraVLR's Table 2 (Chow et al., EACL 2023) as data: per task, setting and test modality, the full-size model's OOD
+    macro-F1, InD, change and sd over seeds; ``above_chance``: seeds above chance InD (the closest to the paper's #sd)."""
     agg = [a for a in _final(seed_means(rows), finetuned) if a.transfer in ("same", "zero-shot", "zero-shot (no training)")]
     cells = []
     for task in dict.fromkeys(a.task for a in agg):
@@ -290,8 +272,7 @@ def table2_cell_text(c: Table2Cell) -> str:
 
 
 def table2_grid(cells: Sequence[Table2Cell]) -> tuple[list[str], list[tuple[str, str, list[str], str]]]:
-    """The test modalities of Table 2's columns, and per (task, trained on) its cells' texts and the seeds above
-    chance ("2 of 3")."""
+    """Table 2's test modalities, and per (task, trained on) its cells' texts and the seeds above chance."""
     tests = [m for m in MODALITIES if any(c.test_modality == m for c in cells)]
     body = []
     for task in dict.fromkeys(c.task for c in cells):
@@ -305,27 +286,24 @@ def table2_grid(cells: Sequence[Table2Cell]) -> tuple[list[str], list[tuple[str,
 
 
 def table2_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
-    """TraVLR's Table 2 layout of :func:`table2_cells` in Markdown: rows what the model was trained on, columns the
-    test modality, the seeds above chance last; ``*`` cells (alike over seeds) explained below the table."""
+    """:func:`table2_cells` in Markdown: rows what the model was trained on, columns the test modality."""
     cells = table2_cells(rows, finetuned)
     if not cells:
         return "(no test_ood rows)"
     tests, body = table2_grid(cells)
-    lines = ["| task | trained on | " + " | ".join(f"tested on {m}" for m in tests)
-             + " | seeds above chance, InD (cf. the paper's #sd) |", "|---|---|" + "---|" * (len(tests) + 1)]
-    lines += [f"| {task} | {setting} | " + " | ".join(texts) + f" | {above} |" for task, setting, texts, above in body]
+    lines = _markdown(["task", "trained on", *(f"tested on {m}" for m in tests),
+                       "seeds above chance, InD (cf. the paper's #sd)"],
+                      [(task, setting, *texts, above) for task, setting, texts, above in body])
     if any(c.identical for c in cells):
         lines += ["", IDENTICAL_NOTE_FINETUNED if finetuned else IDENTICAL_NOTE]
     return "\n".join(lines)
 
 
 def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned: bool = False) -> str:
-    """vlprobe's same-modality table (not the paper's): task x setting rows, test_ind / test_ood macro-F1 columns,
-    the OOD change from InD, chance."""
+    """vlprobe's same-modality table (not the paper's): task x setting rows, test_ind / test_ood macro-F1 columns."""
     means = [r for r in _final(seed_means(rows), finetuned) if r.transfer in ("same", "zero-shot (no training)")
              and (r.train_modality is None or r.test_modality == r.train_modality or r.setting == TEXT_ONLY)]
-    lines = ["| task | trained on (= tested on) | n train | test_ind macro-F1 | test_ood macro-F1 | OOD - InD | chance |",
-             "|---|---|---|---|---|---|---|"]
+    body = []
     for task in dict.fromkeys(r.task for r in means):
         for setting in SETTING_ORDER:
             mine = [r for r in means if r.task == task and r.setting == setting]
@@ -339,20 +317,18 @@ def same_modality_table(rows: Sequence[ProbeRow | Mapping[str, Any]], finetuned:
                 change = _change(ind, ood)
                 delta = "-" if change is None else f"{100 * change:+.1f}"
                 name = f"zero-shot, {label}" if setting == ZERO_SHOT else _setting_name(setting)
-                lines.append(f"| {task} | {name} | {rs[0].train_size} | {_mean_cell(ind)} | {_mean_cell(ood)} | "
-                             f"{delta} | {_pct(rs[0].chance)} |")
-    return "\n".join(lines)
+                body.append((task, name, rs[0].train_size, _mean_cell(ind), _mean_cell(ood), delta, _pct(rs[0].chance)))
+    return "\n".join(_markdown(["task", "trained on (= tested on)", "n train", "test_ind macro-F1", "test_ood macro-F1",
+                                "OOD - InD", "chance"], body))
 
 
 def transfer_table(rows: Sequence[ProbeRow | Mapping[str, Any]], split: str = "test_ood", finetuned: bool = False) -> str:
-    """vlprobe's transfer table: per task, train x test modality on ``split`` (the same-modality diagonal,
-    zero-shot transfer off it, and a row per few-shot size, which TraVLR's Table 2 does not have)."""
+    """vlprobe's transfer table: per task, train x test modality on ``split``, zero-shot and a row per few-shot size."""
     means = [r for r in _final(seed_means(rows), finetuned) if r.split == split and r.setting in MODALITIES]
     if not means:
         return f"(no transfer rows on {split})"
     tests = [m for m in MODALITIES if any(r.test_modality == m for r in means)]
-    lines = ["| task | trained on | transfer | " + " | ".join(f"tested on {m}" for m in tests) + " |",
-             "|---|---|---|" + "---|" * len(tests)]
+    body = []
     for task in dict.fromkeys(r.task for r in means):
         for train in MODALITIES:
             mine = [r for r in means if r.task == task and r.train_modality == train]
@@ -365,25 +341,21 @@ def transfer_table(rows: Sequence[ProbeRow | Mapping[str, Any]], split: str = "t
                     want = "same" if m == train else kind
                     r = next((r for r in mine if r.test_modality == m and r.transfer == want), None)
                     cells.append(_mean_cell(r) if (m != train or kind == "zero-shot") else "(as above)")
-                lines.append(f"| {task} | {train} | {kind} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def learning_curve_rows(rows: Sequence[ProbeRow | Mapping[str, Any]]) -> list[ProbeRow]:
-    return [r for r in probe_rows(rows) if r.transfer == "same" and r.setting != ZERO_SHOT and not r.finetuned]
+                body.append((task, train, kind, *cells))
+    return "\n".join(_markdown(["task", "trained on", "transfer", *(f"tested on {m}" for m in tests)], body))
 
 
 def _band(a: SeedMean) -> tuple[float | None, float | None]:
-    """The band a learning curve shows around a point: mean ± sd over seeds, else the CI."""
+    """A learning curve's band around a point: mean ± sd over seeds, else the CI."""
     if a.sd is not None and a.macro_f1 is not None:
         return a.macro_f1 - a.sd, a.macro_f1 + a.sd
     return a.ci_low, a.ci_high
 
 
 def plot_learning_curves(path: Path, rows: Sequence[ProbeRow | Mapping[str, Any]], task: str) -> bool:
-    """Macro-F1 against training size, a panel per test split, a line per setting (Figure 12), with a band of ± 1
-    sd over seeds (or one seed's CI); False (nothing drawn) with fewer than two sizes."""
-    mine = [r for r in seed_means(learning_curve_rows(rows)) if r.task == task and r.macro_f1 is not None]
+    """Macro-F1 against training size per test split and setting (Figure 12); False with fewer than two sizes."""
+    trained = [r for r in probe_rows(rows) if r.transfer == "same" and r.setting != ZERO_SHOT and not r.finetuned]
+    mine = [r for r in seed_means(trained) if r.task == task and r.macro_f1 is not None]
     sizes = sorted({r.train_size for r in mine})
     if len(sizes) < 2:
         return False
@@ -428,8 +400,7 @@ CSV_COLUMNS = ("task", "setting", "train_modality", "test_modality", "transfer",
 
 
 def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
-    """Write results.json, results.csv, tables.md and a learning-curve plot per task (with several training sizes)
-    as one folder swapped in for ``out`` (:func:`vlprobe.results.write_run_folder`)."""
+    """Write results.json, results.csv, tables.md and the learning curves as one folder swapped in for ``out``."""
     from ..results import write_run_folder
     from ..results.io import csv_bytes, results_json_bytes
 
@@ -449,58 +420,45 @@ def write_outputs(out: str | os.PathLike, result: ProbeResult) -> list[Path]:
 
 
 def format_report(result: ProbeResult) -> str:
-    """What ``vlprobe probe`` prints and tables.md holds: TraVLR's Table 2 layout (frozen, and fine-tuned), vlprobe's
-    same-modality and transfer tables, the seeds, the schedule and timings."""
+    """What ``vlprobe probe`` prints and tables.md holds: the tables (frozen, and fine-tuned), seeds and timings."""
     prov = result.document.provenance
     t, f, st, rows = prov.timings or Timings(), prov.features or Stats(), prov.settings, result.entries
     seeds = st.seeds or sorted({r.seed for r in rows if r.seed is not None})
     many = len(seeds) > 1
     figure = ("the mean over seeds ± the sample sd" if many else "one seed")
-    parts = [
+    blocks = [
         f"# vlprobe probe: {prov.model.name}",
-        "",
         (f"Seeds {', '.join(map(str, seeds))}: each seed draws the learning-curve subsets, the few-shot rows, the MLP's "
          f"initial weights, the fine-tuning's head and row order, and the bootstrap; every cell below is {figure} "
          f"(per-seed figures and bootstrap CIs in results.csv); * marks a figure every seed gave alike." if many else
          "One seed: cells are that seed's figures, with their bootstrap CI where the table has room."),
-        "",
         "TraVLR's Table 2 layout, frozen-feature probes (OOD macro-F1 x 100, (OOD - InD), ± sd over seeds; rows: "
         "trained on, columns: tested on). The paper's Table 2 holds fine-tuned models; a frozen probe is its App. B "
         "\"frozen pretrained representations\" setting:",
-        "",
         table2_table(rows),
-        "",
         "Same modality, in and out of distribution (vlprobe's table, not one of the paper's; macro-F1 x 100, "
         + ("mean ± sd" if many else "[95% bootstrap CI]") + "):",
-        "",
         same_modality_table(rows),
-        "",
         "Cross-modal transfer with few-shot rows, test_ood (vlprobe's table; rows: trained on; columns: tested on):",
-        "",
         transfer_table(rows),
-        "",
         "Cross-modal transfer with few-shot rows, test_ind:",
-        "",
         transfer_table(rows, "test_ind"),
-        "",
     ]
     if any(r.finetuned for r in rows):
         from .finetune import schedule_note
 
         plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
         note = schedule_note(plan) if plan.schedule else "schedule not recorded"
-        parts += [f"TraVLR's Table 2 layout, fine-tuned model + linear head (the paper's setting; {note}):", "",
-                  table2_table(rows, finetuned=True), "",
-                  "Fine-tuned model + linear head, same modality (macro-F1 x 100):", "",
-                  same_modality_table(rows, finetuned=True), "",
-                  "Fine-tuned model, cross-modal transfer, test_ood:", "",
-                  transfer_table(rows, finetuned=True), ""]
-    parts += [
-        f"Feature extraction {t.feature_seconds:.1f}s wall, {t.feature_cpu_seconds:.1f}s CPU "
-        f"({f.computed_inputs or 0} inputs computed, the rest from the cache); fitting and testing every probe "
-        f"{t.probe_seconds:.1f}s wall, {t.probe_cpu_seconds:.1f}s CPU.",
-    ]
+        blocks += [f"TraVLR's Table 2 layout, fine-tuned model + linear head (the paper's setting; {note}):",
+                   table2_table(rows, finetuned=True),
+                   "Fine-tuned model + linear head, same modality (macro-F1 x 100):",
+                   same_modality_table(rows, finetuned=True),
+                   "Fine-tuned model, cross-modal transfer, test_ood:",
+                   transfer_table(rows, finetuned=True)]
+    timing = (f"Feature extraction {t.feature_seconds:.1f}s wall, {t.feature_cpu_seconds:.1f}s CPU "
+              f"({f.computed_inputs or 0} inputs computed, the rest from the cache); fitting and testing every probe "
+              f"{t.probe_seconds:.1f}s wall, {t.probe_cpu_seconds:.1f}s CPU.")
     if f.caption_truncated:
-        parts.append(f"Share of captions longer than the text tower's {f.text_max_length} tokens (truncated): "
-                     + ", ".join(f"{k} {100 * v:.0f}%" for k, v in f.caption_truncated.items()) + ".")
-    return "\n".join(parts) + "\n"
+        timing += (f"\nShare of captions longer than the text tower's {f.text_max_length} tokens (truncated): "
+                   + ", ".join(f"{k} {100 * v:.0f}%" for k, v in f.caption_truncated.items()) + ".")
+    return "\n\n".join([*blocks, timing]) + "\n"

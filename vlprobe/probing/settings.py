@@ -1,6 +1,4 @@
-"""The settings of ``vlprobe.probe`` / ``vlprobe probe``: :class:`ProbeSettings`, the fields both commands share
-(:class:`vlprobe.options.Settings`) and the probe's own, each checked there before anything is loaded; and the
-probe's constants."""
+"""The settings of ``vlprobe.probe`` / ``vlprobe probe`` (:class:`ProbeSettings`), and the probe's constants."""
 
 from __future__ import annotations
 
@@ -8,11 +6,11 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ..defaults import BATCH_SIZE
 from ..errors import ArgumentError
-from ..options import Refused, Settings, batch_size_or_auto, model_given, one_of, opt, path, switch, whole
+from ..options import Refused, Settings, batch_size_or_auto, listed, model_given, names_given, one_of, opt, path, switch, whole
 from ..storage.locations import DEFAULT_MODEL
 
 MODALITIES = ("image", "caption", "both")
@@ -28,8 +26,7 @@ DEFAULT_DATASET = "travlr"
 DEFAULT_OUT = "runs/probe"  # `vlprobe probe`'s output folder when --out is left out (the Python API writes none)
 SETTING_ORDER = (*MODALITIES, TEXT_ONLY, ZERO_SHOT)
 
-# The names a probe run writes into its output folder (and the temporary files older versions left
-# there): a folder holding anything else is not a probe run's, and is never replaced.
+# The names a probe run writes into its output folder: a folder holding anything else is never replaced.
 PROBE_RUN_FILE = re.compile(r"^(results\.json|results\.csv|tables\.md|learning_curve_.*\.png)$")
 TRAVLR_COLUMNS = ("image", "caption", "query", "label")
 TRAVLR_SHAPE = ("a TraVLR-shaped dataset: the probe needs splits 'train', 'validation' and at least one 'test*', "
@@ -37,8 +34,7 @@ TRAVLR_SHAPE = ("a TraVLR-shaped dataset: the probe needs splits 'train', 'valid
 
 
 def one_dataset(value: object) -> str:
-    """The probe's one dataset: a folder or Hub id, alone or as the only element of a list (as
-    ``vlprobe.evaluate(datasets=...)`` takes them)."""
+    """The probe's one dataset: a folder or Hub id, alone or as a list's only element."""
     one = value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value
     if not isinstance(one, (str, os.PathLike)):
         raise Refused("must be one TraVLR-shaped dataset folder or Hub id (a path or a string; the probe takes one "
@@ -47,22 +43,13 @@ def one_dataset(value: object) -> str:
 
 
 def _modalities(value: object) -> list[str]:
-    if isinstance(value, str):
-        items = [v.strip() for v in value.split(",")]
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        items = [v.strip() for v in value]
-    else:
-        raise Refused(f"must be modality names, a comma-separated string or a list, from {', '.join(MODALITIES)}")
-    if not any(items):
-        raise Refused(f"unknown modality (none given); choose from {', '.join(MODALITIES)}")
-    if not all(items):
+    parts = value.split(",") if isinstance(value, str) else value
+    if isinstance(parts, (list, tuple)) and len(parts) > 1 and any(isinstance(v, str) and not v.strip() for v in parts):
         raise Refused("has an empty name between commas; name each modality once, e.g. image,caption")
+    items = listed(cast("str | Sequence[str]", names_given(value))) or []
     bad = [v for v in items if v not in MODALITIES]
     if bad:
         raise Refused(f"unknown modality {', '.join(bad)}; choose from {', '.join(MODALITIES)}")
-    twice = sorted({v for v in items if items.count(v) > 1})
-    if twice:
-        raise Refused(f"names {', '.join(twice)} more than once; name each modality once")
     return items
 
 
@@ -94,15 +81,12 @@ def _sizes(value: object) -> list[int] | None:
 
 
 class ProbeSettingError(ArgumentError):
-    """A bad argument of :func:`probe`: an :class:`~vlprobe.errors.ArgumentError` (``str(err)`` names it as Python
-    spells it, ``few_shot='x': ...``; :meth:`cli` as the command line does, ``--few-shot x: ...``) that knows the
-    probe's flags."""
+    """A bad argument of :func:`probe`: an :class:`~vlprobe.errors.ArgumentError` that knows the probe's flags."""
 
 
 @dataclass(frozen=True)
 class ProbeSettings(Settings):
-    """The settings of one ``vlprobe.probe`` run (its keywords, checked and normalised: lists of modalities and
-    sizes, the dataset as a string); see :class:`vlprobe.options.Settings`."""
+    """The settings of one ``vlprobe.probe`` run, checked and normalised; see :class:`vlprobe.options.Settings`."""
 
     PROG: ClassVar[str] = "vlprobe probe"
     ERROR: ClassVar[type[ArgumentError]] = ProbeSettingError
@@ -140,6 +124,5 @@ ProbeSettingError.FLAGS = {**ArgumentError.FLAGS, **ProbeSettings.flags()}
 
 
 def check_settings(**values: Any) -> ProbeSettings:
-    """Every setting of :func:`vlprobe.probe` (keywords as there, the ones left out at their defaults) checked, the
-    device included."""
+    """Every setting of :func:`vlprobe.probe` checked, the device included."""
     return ProbeSettings(**values).check()  # type: ignore[return-value]

@@ -1,19 +1,5 @@
-"""The ``datasets`` library's Arrow copies of dataset folders: kept where only this user can change them, checked
-against the parquet they were made from before they are read, rebuilt when damaged or stale, pruned.
-
-``datasets.load_dataset(folder, config)`` converts parquet to Arrow on its first load and memory-maps the Arrow on
-later ones. vlprobe keeps those copies in ``<cache_home>/arrow/`` (mode 0700), one entry ``<key>/`` per (folder,
-config, split), holding ``hf/`` (datasets' own cache folder) and ``entry.json``: the source parquet (path, sha256)
-and every file written from it (sha256), with the rows, each hash kept with the file's stamp
-(:mod:`vlprobe.storage.keys`), so a file whose stamp is unchanged is not read again. Parquet that changed makes the
-entry stale: rebuilt silently. An Arrow file missing, changed, replaced or added, a file others could write, or a copy
-without the recorded rows: rebuilt with one warning. A built folder's shard whose content is not what its name
-records (:func:`vlprobe.dataset.folder.shard_name`) is refused in one line.
-
-An entry is converted in a staging folder and renamed into place whole; entries unused for :data:`MAX_AGE_DAYS`
-days, or whose folder is gone, are removed when a new one is made. A cache folder this user cannot use is never
-read: the run converts into a private temporary folder (``$TMPDIR/vlprobe-arrow-*``), saying so once.
-"""
+"""``datasets``' Arrow copies of dataset folders, private and pruned; each entry's ``entry.json`` records the parquet and
+every file written from it (sha256, stamp), checked before each load (a stale entry is converted again silently)."""
 
 from __future__ import annotations
 
@@ -35,28 +21,20 @@ import pyarrow.dataset as pds
 from ..dataset.folder import BUILD_RECORD, RECORD_HEADER, SHARD_NAME
 from ..dataset.reader import damaged_file
 from ..errors import DatasetError, warn
-from .keys import settled, sha256_files, sha256_known, stamp
+from .keys import settled, sha256_files, sha256_known, stamp, write_json
 from .leftovers import OwnedDir, remove_if_abandoned
-from .locations import (
-    UnsafeFolderError,
-    arrow_home,
-    cache_home,
-    is_mine,
-    others_may_write,
-    private_folder,
-    refused_home,
-)
+from .locations import UnsafeFolderError, arrow_home, cache_home, private_folder, refused_home, untrusted
 
 RECORD = "entry.json"
 MAX_AGE_DAYS = 30
 STAGING_PREFIX = ".staging-"
 TEMPORARY_PREFIX = "vlprobe-arrow-"  # $TMPDIR fallback (swept as a leftover when its run was killed)
-_FORMAT = 2  # of entry.json: 2 records every file's sha256 with its stamp
+_FORMAT = 2  # of entry.json
 
 
 @dataclass(frozen=True)
 class LoadedSplit:
-    """A split loaded through the cache: the memory-mapped Dataset, and what identifies its data."""
+    """A split loaded through the cache, and what identifies its data."""
 
     dataset: datasets.Dataset
     data_files: tuple[str, ...]  # the source parquet files, absolute
@@ -64,8 +42,7 @@ class LoadedSplit:
 
 
 class SourceFile(NamedTuple):
-    """A parquet file an entry was made from: its path, sha256 and stamp (:func:`vlprobe.storage.keys.stamp`; None
-    while the file is too new for its stamp to be kept)."""
+    """A parquet file an entry was made from (``stamp`` None while the file is too new to keep one)."""
 
     path: str
     sha256: str
@@ -73,28 +50,21 @@ class SourceFile(NamedTuple):
 
 
 class FileHash(NamedTuple):
-    """A file an entry holds: its sha256 and the first four numbers of its stamp (None while racy)."""
-
     sha256: str
     stamp: list[int] | None
 
 
 @dataclass(frozen=True)
 class Source:
-    """The parquet files an entry was made from, and the sha256 of their content in order (results.json's
-    ``data_sha256``)."""
+    """The parquet files an entry was made from, and the sha256 of their content in order."""
 
     files: tuple[SourceFile, ...]
     sha256: str
 
-    def same_files(self, other: Source) -> bool:
-        """The same files with the same content (their stamps aside)."""
-        return [f[:2] for f in self.files] == [f[:2] for f in other.files]
-
 
 @dataclass(frozen=True)
 class Record:
-    """An entry's ``entry.json``: what it was made from (``source``) and what it holds (``files``, ``rows``)."""
+    """An entry's ``entry.json``."""
 
     folder: str
     config: str
@@ -108,7 +78,6 @@ class Record:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Record:
-        """The record of ``entry.json`` (format :data:`_FORMAT`); ValueError (KeyError, TypeError) when it is not one."""
         source, files = value["source"], value["files"]
         if value["format"] != _FORMAT or not isinstance(files, dict) or not isinstance(source["sha256"], str):
             raise ValueError("an unknown record")
@@ -118,32 +87,32 @@ class Record:
 
 
 def load_folder_split(folder: str | Path, config: str, split: str, **kwargs: object) -> datasets.Dataset:
-    """``load_dataset(folder, config, split=split)`` through vlprobe's checked Arrow cache (see the module doc):
-    never a stale or damaged copy, never one another user could have changed."""
+    """``load_dataset(folder, config, split=split)`` through the checked Arrow cache."""
     return load_split(folder, config, split, **kwargs).dataset
 
 
 def load_split(folder: str | Path, config: str, split: str, **kwargs: object) -> LoadedSplit:
-    """One split of dataset folder ``folder`` as a memory-mapped Dataset, with its source files and their sha256
-    (the parquet is read once for both the check and the provenance)."""
+    """One split of dataset folder ``folder``, with its source files and their sha256 (read once for both)."""
     folder = Path(folder).resolve()
     builder = datasets.load_dataset_builder(str(folder), config)
     files = tuple(sorted(str(f) for f in (builder.config.data_files or {}).get(split, [])))
-    # Converted without pyarrow's pre-buffering, with which the heap grew with every row group read (issue 25: 969 MB
-    # converting 523 MB of parquet; 707 MB without).
+    # Without pyarrow's pre-buffering, the heap grew with every row group read (issue 25: 969 MB for 523 MB of parquet)
     kwargs.setdefault("fragment_scan_options", pds.ParquetFragmentScanOptions(pre_buffer=False))
     home = _home()
     entry = home / hashlib.sha256(f"{folder}\0{config}\0{split}".encode()).hexdigest()[:24]
     record, damage = _record(entry)
     source = _fingerprint(files, record.source if record is not None else None)
     _check_shards(folder, source)
-    ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
-    if ds is None:
-        ds = _convert(home, entry, source, folder, config, split, kwargs)
-    return LoadedSplit(ds, files, source.sha256)
+    for attempt in range(3):
+        ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
+        if ds is None and attempt < 2:
+            ds = _convert(home, entry, source, folder, config, split, kwargs)
+        if ds is not None:
+            return LoadedSplit(ds, files, source.sha256)
+        record, damage = _record(entry)  # another process placed the entry meanwhile: read theirs
+    raise OSError(f"the Arrow cache entry {entry} keeps changing while this run converts {folder.name} "
+                  f"{config}/{split}; run again")
 
-
-# ---- where --------------------------------------------------------------------------------------------------
 
 _FALLBACK: OwnedDir | None = None  # this process's private temporary folder, when the cache folder cannot be used
 
@@ -165,11 +134,8 @@ def _home() -> Path:
         return _FALLBACK.path
 
 
-# ---- what an entry was made from ---------------------------------------------------------------------------
-
 def _fingerprint(files: tuple[str, ...], known: Source | None) -> Source:
-    """The parquet files and the sha256 of their content in order, reading them only when ``known`` (an entry's
-    record of them) does not hold their present stamps."""
+    """The parquet files and the sha256 of their content, read only when ``known`` does not hold their stamps."""
     kept = {f.path: f for f in known.files} if known is not None else {}
     stamps = [os.stat(f) for f in files]
     if known is not None and files and all(f in kept and kept[f].stamp == stamp(st)
@@ -181,9 +147,7 @@ def _fingerprint(files: tuple[str, ...], known: Source | None) -> Source:
 
 
 def _check_shards(folder: Path, source: Source) -> None:
-    """Refuse a shard of a folder vlprobe wrote whose content is not what its name records (vlprobe names each shard
-    after its sha256; a folder it did not write, such as a Hub snapshot whose names hold another fingerprint, is not
-    judged by them)."""
+    """Refuse a shard of a folder vlprobe built whose content is not the sha256 its name records."""
     try:
         with open(folder / BUILD_RECORD, encoding="utf-8") as fh:
             ours = fh.read(len(RECORD_HEADER)) == RECORD_HEADER
@@ -202,18 +166,15 @@ def _check_shards(folder: Path, source: Source) -> None:
 
 
 def _entry_files(entry: Path, known: Mapping[str, FileHash] | None = None) -> dict[str, FileHash]:
-    """{relative path: [sha256, stamp or None]} of every file of the entry but its record and datasets' lock files,
-    taking the hash in ``known`` (such a mapping recorded earlier) of a file whose stamp it still holds. Raises
-    :class:`_Untrusted` for a file or folder another user could have changed."""
+    """The entry's files but its record and locks, hashes reused by stamp; :class:`_Untrusted` for an untrusted one."""
     out: dict[str, FileHash] = {}
     known = known or {}
     for root, dirs, names in os.walk(entry):
         for name in dirs + names:
             path = Path(root) / name
-            st = path.lstat()
-            if not is_mine(st) or others_may_write(st) or not (path.is_dir() or path.is_file()) or path.is_symlink():
-                raise _Untrusted(f"{path.relative_to(entry)} is "
-                                 f"{'a symbolic link' if path.is_symlink() else 'not ours, or writable by others'}")
+            why = untrusted(path, path.lstat()) or (None if path.is_dir() or path.is_file() else f"{path} is no file")
+            if why:
+                raise _Untrusted(why)
             rel = path.relative_to(entry).as_posix()
             if name in names and rel != RECORD and not name.endswith(".lock"):
                 was = known.get(rel)
@@ -226,17 +187,13 @@ class _Untrusted(Exception):
     """A file of an entry that another user could have written."""
 
 
-# ---- read an entry -----------------------------------------------------------------------------------------
-
 def _record(entry: Path) -> tuple[Record | None, str | None]:
     """(the entry's record, None), or (None, why it cannot be read); (None, None) without an entry."""
     if not os.path.lexists(entry):
         return None, None
     try:
         value = json.loads((entry / RECORD).read_text(encoding="utf-8"))
-        if not isinstance(value, dict):
-            raise ValueError("an unknown record")
-        if isinstance(value.get("format"), int) and value["format"] < _FORMAT:
+        if isinstance(value, dict) and isinstance(value.get("format"), int) and value["format"] < _FORMAT:
             _remove(entry)  # made by an older vlprobe: converted again, silently
             return None, None
         return Record.from_json(value), None
@@ -248,11 +205,10 @@ def _record(entry: Path) -> tuple[Record | None, str | None]:
 
 def _reuse(entry: Path, record: Record | None, damage: str | None, source: Source, folder: Path,
            config: str, split: str, kwargs: dict[str, Any]) -> datasets.Dataset | None:
-    """The entry's Dataset when its record matches ``source`` and its files are the ones it records; else None, the
-    entry removed (with a warning when it was damaged rather than stale)."""
+    """The entry's Dataset when it matches ``source``; else None, the entry removed (with a warning when damaged)."""
     if record is None and damage is None:
         return None
-    if record is not None and not record.source.same_files(source):
+    if record is not None and [f[:2] for f in record.source.files] != [f[:2] for f in source.files]:
         _remove(entry)  # stale: the folder was rebuilt (or its files replaced); converted again, silently
         return None
     if record is not None:
@@ -277,7 +233,7 @@ def _reuse(entry: Path, record: Record | None, damage: str | None, source: Sourc
                 damage = f"it holds {len(ds)} rows, not the {record.rows} recorded"
             else:
                 if files != record.files or source != record.source:  # new stamps: kept for the next run
-                    _write_record(entry, replace(record, source=source, files=files))
+                    write_json(entry / RECORD, replace(record, source=source, files=files).to_json(), indent=1)
                 os.utime(entry / RECORD)  # last use, for pruning
                 return ds
         except Exception as err:  # whatever datasets raises on a damaged copy: converted again
@@ -288,47 +244,29 @@ def _reuse(entry: Path, record: Record | None, damage: str | None, source: Sourc
     return None
 
 
-def _write_record(entry: Path, record: Record) -> None:
-    tmp = entry / f".{RECORD}.{os.getpid()}"
-    tmp.write_text(json.dumps(record.to_json(), indent=1), encoding="utf-8")
-    os.replace(tmp, entry / RECORD)
-
-
 def _load(folder: Path, config: str, split: str, entry: Path, kwargs: dict[str, Any]) -> datasets.Dataset:
     with conversion_arrow_pool():  # see there
         return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(entry / "hf"), **kwargs)
 
 
-# ---- make an entry -----------------------------------------------------------------------------------------
-
 def _convert(home: Path, entry: Path, source: Source, folder: Path, config: str, split: str,
-             kwargs: dict[str, Any], retry: bool = True) -> datasets.Dataset:
-    """Convert the split into a staging folder, record it, rename it into place; the Dataset read from there."""
+             kwargs: dict[str, Any]) -> datasets.Dataset | None:
+    """Convert the split in a staging folder renamed into place; None when another process placed it first."""
     _prune(home)
     holder = OwnedDir(prefix=STAGING_PREFIX, dir=home)
     try:
         stage = holder.path / "entry"
         stage.mkdir()
         ds = _load(folder, config, split, stage, kwargs)
-        _write_record(stage, Record(str(folder), config, split, source, len(ds), _entry_files(stage)))
+        write_json(stage / RECORD, Record(str(folder), config, split, source, len(ds), _entry_files(stage)).to_json(), indent=1)
         del ds
         try:
             os.rename(stage, entry)
-            placed = True
-        except OSError:  # another process placed the entry meanwhile: read theirs
-            placed = False
+        except OSError:
+            return None
     finally:
         holder.cleanup()
-    if placed:
-        return _load(folder, config, split, entry, kwargs)
-    record, damage = _record(entry)
-    ds = _reuse(entry, record, damage, source, folder, config, split, kwargs)
-    if ds is not None:
-        return ds
-    if not retry:
-        raise OSError(f"the Arrow cache entry {entry} keeps changing while this run converts {folder.name} "
-                      f"{config}/{split}; run again")
-    return _convert(home, entry, source, folder, config, split, kwargs, retry=False)
+    return _load(folder, config, split, entry, kwargs)
 
 
 def _remove(entry: Path) -> None:
@@ -339,8 +277,7 @@ def _remove(entry: Path) -> None:
 
 
 def _prune(home: Path) -> None:
-    """Remove entries unused for MAX_AGE_DAYS days or whose folder is gone, entries without a record, and the
-    staging folders of killed conversions."""
+    """Remove entries unused for MAX_AGE_DAYS days, whose folder is gone or without a record, and killed stagings."""
     cutoff = time.time() - MAX_AGE_DAYS * 86400
     try:
         children = list(home.iterdir())
@@ -363,14 +300,10 @@ def _prune(home: Path) -> None:
             _remove(child)
 
 
-# ---- memory -----------------------------------------------------------------------------------------------
-
 @contextlib.contextmanager
 def conversion_arrow_pool() -> Iterator[None]:
-    """Arrow allocates from jemalloc inside the block (else the system's ``malloc``) instead of pyarrow's default,
-    mimalloc, and what the block freed is given back to the system when it ends: mimalloc kept the pages a
-    conversion's threads allocated, about as much memory as it converted (80 MB after 20,000 500 px rows; 3 MB with
-    jemalloc, 25 MB with glibc's ``malloc``)."""
+    """Arrow allocates from jemalloc (else ``malloc``) inside the block, and gives what it freed back at its end:
+    pyarrow's default, mimalloc, kept about as much as a conversion converted (80 MB after 20,000 500 px rows)."""
     before = pa.default_memory_pool()
     pool = None
     for make in (pa.jemalloc_memory_pool, pa.system_memory_pool):

@@ -1,13 +1,5 @@
-"""Feature matrices on disk, written a chunk of rows at a time and read a block of rows at a time.
-
-``vlprobe probe`` fits its classifiers on (rows x features) matrices: 60,000 TraVLR training rows of a 512-d CLIP are
-8 KB per row and setting. So extraction appends each chunk's features to one ``.npy`` file per (task, split,
-setting) in a temporary folder (:class:`FeatureStore`, an :class:`vlprobe.storage.leftovers.OwnedDir` in
-``$TMPDIR``: about 1.6 GB for those rows' four settings), and the probes read them back a block of rows at a time
-(:func:`row_blocks`): memory holds one block whatever the number of rows. Blocks are read with ``pread`` rather than
-memory-mapped, whose pages would stay in the run's resident set; the page cache still serves later passes. An
-in-memory ``np.ndarray`` works wherever a feature matrix is taken (:func:`row_blocks`, :func:`take_rows`).
-"""
+"""Feature matrices on disk (60,000 TraVLR rows of a 512-d CLIP are 8 KB per row and setting), one ``.npy`` file per
+(task, split, setting), read back a block at a time with ``pread`` (memory-mapped pages would stay resident)."""
 
 from __future__ import annotations
 
@@ -26,13 +18,11 @@ MIN_BLOCK_ROWS = 256
 
 
 def block_rows(dim: int) -> int:
-    """Rows per block for ``dim`` features: about :data:`BLOCK_BYTES` of float64 work space."""
     return max(MIN_BLOCK_ROWS, BLOCK_BYTES // (8 * max(1, int(dim) + 1)))
 
 
 class FeatureFile:
-    """A float32 (rows, dim) matrix in a ``.npy`` file, read a block at a time; optionally only the
-    rows ``index`` (sorted, unique) of it, as :meth:`take` gives for large subsets."""
+    """A float32 (rows, dim) ``.npy`` matrix read a block at a time; only rows ``index`` (sorted, unique) where given."""
 
     def __init__(self, path: str | os.PathLike[str], index: np.ndarray | None = None, *, owner: object = None) -> None:
         self.path = Path(path)
@@ -67,7 +57,6 @@ class FeatureFile:
         return np.frombuffer(buf, dtype=np.float32).reshape(stop - start, self.dim)
 
     def blocks(self, size: int | None = None) -> Iterator[np.ndarray]:
-        """The rows in order, at most ``size`` (default :func:`block_rows`) at a time."""
         size = size or block_rows(self.dim)
         fd = os.open(self.path, os.O_RDONLY)
         try:
@@ -75,7 +64,6 @@ class FeatureFile:
                 for a in range(0, self.rows, size):
                     yield self._read(fd, a, min(a + size, self.rows))
                 return
-            # a subset: read the file's blocks that hold its rows, keep those rows
             idx = self.index
             for a in range(0, self.rows, size):
                 lo, hi = np.searchsorted(idx, [a, a + size])
@@ -85,17 +73,14 @@ class FeatureFile:
             os.close(fd)
 
     def take(self, index: Sequence[int] | np.ndarray) -> Features:
-        """The rows ``index`` in ascending order: in memory when they fit in one block, else a view."""
+        """The rows ``index`` in ascending order: in memory when they fit in one block."""
         rows = np.unique(np.asarray(index, dtype=np.int64))
         if self.index is not None:
             rows = self.index[rows]
         sub = FeatureFile(self.path, rows, owner=self._owner)
-        if len(rows) <= block_rows(self.dim):
-            return np.concatenate(list(sub.blocks())) if len(rows) else np.empty((0, self.dim), np.float32)
-        return sub
+        return np.asarray(sub) if len(rows) <= block_rows(self.dim) else sub
 
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
-        """The whole matrix in memory (for small matrices and tests)."""
         out = np.concatenate(list(self.blocks())) if len(self) else np.empty((0, self.dim), np.float32)
         return out if dtype is None else out.astype(dtype)
 
@@ -103,12 +88,11 @@ class FeatureFile:
         return f"FeatureFile({str(self.path)!r}, shape={self.shape})"
 
 
-# A feature matrix: in memory, or a FeatureFile read a block at a time
 Features = FeatureFile | np.ndarray
 
 
 def row_blocks(x: Features | npt.ArrayLike, size: int | None = None) -> Iterator[np.ndarray]:
-    """The rows of an in-memory array or a :class:`FeatureFile`, a block at a time, in order."""
+    """The rows of an array or a :class:`FeatureFile`, a block at a time."""
     if isinstance(x, FeatureFile):
         yield from x.blocks(size)
         return
@@ -119,15 +103,14 @@ def row_blocks(x: Features | npt.ArrayLike, size: int | None = None) -> Iterator
 
 
 def take_rows(x: Features | npt.ArrayLike, index: Sequence[int] | np.ndarray) -> Features:
-    """Rows ``index`` (ascending, unique) of an in-memory array or a :class:`FeatureFile`."""
+    """Rows ``index`` (ascending, unique) of an array or a :class:`FeatureFile`."""
     if isinstance(x, FeatureFile):
         return x.take(index)
     return np.asarray(x)[np.unique(np.asarray(index, dtype=np.int64))]
 
 
 class FeatureWriter:
-    """Appends float32 row blocks to one ``.npy`` file of a known number of rows; the width is
-    taken from the first block."""
+    """Appends float32 row blocks to one ``.npy`` file of a known number of rows, as wide as the first block."""
 
     def __init__(self, path: Path, rows: int, owner: object) -> None:
         self.path, self.rows, self.owner = path, int(rows), owner
@@ -161,19 +144,15 @@ class FeatureWriter:
         return FeatureFile(self.path, owner=self.owner)
 
 
-class FeatureStore:
-    """A temporary folder of feature files, deleted by :meth:`cleanup` or when no matrix from it is
-    referenced any more (or, after a kill, by the next run's sweep)."""
+class FeatureStore(OwnedDir):
+    """A temporary folder of feature files, deleted by :meth:`cleanup` or when no matrix from it is referenced."""
 
     def __init__(self, parent: str | os.PathLike[str] | None = None) -> None:
-        self._dir = OwnedDir(prefix="vlprobe-features-", dir=parent)
-        self.dir = Path(self._dir.name)
+        super().__init__(prefix="vlprobe-features-", dir=parent)
+        self.dir = self.path
         self._count = 0
 
     def writer(self, name: str, rows: int) -> FeatureWriter:
         self._count += 1
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return FeatureWriter(self.dir / f"{self._count:04d}-{safe}.npy", rows, owner=self)
-
-    def cleanup(self) -> None:
-        self._dir.cleanup()

@@ -1,12 +1,5 @@
-"""Content hashing, in one place: what the score cache keys its folders and entries by, what a cached copy of a file
-is checked against, and the digest of a local model folder (for the score cache, the scorers, the Arrow cache and the
-builders, so none of them reaches into another's store).
-
-**Stamped hashes.** A hash is kept with the file's *stamp* (:func:`stamp`: size, modification and change times,
-inode), and taken as it was while the stamp is the same (:func:`sha256_known`), so gigabytes of weights or parquet
-are not read on every run. The change time makes this safe: a rewrite that puts the old modification time back still
-sets it, and nothing can set it back. A stamp within :data:`RACY_S` seconds of the file's last change is not kept.
-"""
+"""Content hashing, in one place: a file's hash is kept with its *stamp* (:func:`stamp`) and reused while that is
+unchanged, so gigabytes are not read on every run (a rewrite cannot set the change time back)."""
 
 from __future__ import annotations
 
@@ -20,14 +13,21 @@ from typing import Any
 
 from .locations import cache_home, distrust, private_folder
 
-RACY_S = 2.0  # a file changed this recently may change again within the same clock tick: its stamp is not kept
+RACY_S = 2.0  # a file changed this recently may change again within the same clock tick
 _BLOCK = 1 << 22
 
 
 def key_digest(key: Mapping[str, Any]) -> str:
-    """A stable digest of a mapping (JSON with sorted keys): a scorer's cache key, a folder's name in the cache."""
+    """A stable digest of a mapping (JSON with sorted keys)."""
     blob = json.dumps(key, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def write_json(path: Path, value: object, indent: int | None = None) -> None:
+    """``value`` as JSON in ``path``, through a temporary file renamed over it: a reader never sees half of it."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(value, indent=indent, sort_keys=True, default=str), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def text_hash(text: str) -> str:
@@ -35,12 +35,11 @@ def text_hash(text: str) -> str:
 
 
 def ids_hash(ids: Iterable[int]) -> str:
-    """A stable hash of a sequence of token ids."""
     return hashlib.sha256(",".join(map(str, map(int, ids))).encode("ascii")).hexdigest()
 
 
 def git_blob_sha1(data: bytes) -> str:
-    """The id git gives a file with this content (``git hash-object``): what upstream annotation files are pinned by."""
+    """``git hash-object``'s id of this content: what upstream annotation files are pinned by."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -49,8 +48,17 @@ def stamp(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
+def identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` now (device, inode), None when there is none."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def settled(st: os.stat_result) -> bool:
-    """Whether the file's last change is old enough (:data:`RACY_S`) for its stamp to be kept."""
+    """Whether the file's last change is old enough for its stamp to be kept."""
     return time.time() - max(st.st_mtime, st.st_ctime) > RACY_S
 
 
@@ -68,9 +76,7 @@ def sha256_files(paths: Sequence[str | os.PathLike[str]]) -> tuple[str, list[str
 
 
 def sha256_known(path: str | os.PathLike[str], known: object) -> tuple[str, list[int] | None]:
-    """(the sha256 of ``path``, its stamp to keep with it, None while the file is racy). ``known``: a record kept
-    earlier, ``[*stamp, sha256]``; its hash is taken when the file's stamp is still the one recorded, else the file is
-    read."""
+    """(``path``'s sha256, its stamp or None while racy), reusing ``known`` (``[*stamp, sha256]``) while it holds."""
     st = os.stat(path)
     now = stamp(st)
     if isinstance(known, list) and len(known) == 5 and known[:4] == now and isinstance(known[4], str):
@@ -80,19 +86,12 @@ def sha256_known(path: str | os.PathLike[str], known: object) -> tuple[str, list
     return digest, (now if settled(st) else None)
 
 
-# ---- what a local model folder holds -------------------------------------------------------------
-
-# Files that do not change what a model computes: its card, pictures, logs. Everything else at the
-# top of the folder (weights, config, tokenizer, processor, chat template, custom code) is hashed.
+# Files that do not change what a model computes; everything else at the top of its folder is hashed.
 _NOT_MODEL = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".html", ".log")
 
 
 def folder_digest(folder: str | os.PathLike[str], memo_dir: str | os.PathLike[str] | None = None) -> str:
-    """The sha256 of what a local model folder holds: each top-level file's name, size and sha256 (hidden files,
-    the card, images and logs left out; symlinks followed). Each hash is kept with its stamp in a memo
-    (``<memo_dir>/<hash of the folder's path>.json``, default ``<cache_home>/model-digests``); a memo that cannot be
-    read or written, or that another user could have written (:func:`~vlprobe.storage.locations.distrust`), is not
-    used: every file is hashed."""
+    """The sha256 of a local model folder's top-level files (not its card, images, logs), memoised by stamp."""
     folder = Path(folder)
     files = sorted(p for p in folder.iterdir()
                    if not p.name.startswith(".") and p.suffix.lower() not in _NOT_MODEL and p.is_file())
@@ -116,9 +115,7 @@ def folder_digest(folder: str | os.PathLike[str], memo_dir: str | os.PathLike[st
     if fresh != memo and trusted:
         try:
             private_folder(memo_path.parent)
-            tmp = memo_path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(fresh, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, memo_path)
+            write_json(memo_path, fresh)
         except OSError:
             pass
     return total.hexdigest()

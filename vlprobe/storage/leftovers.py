@@ -1,13 +1,5 @@
-"""Temporary folders that say whose they are, and the sweep of those whose owner was killed.
-
-vlprobe works in temporary folders: the probe's feature files (``vlprobe-features-*``), the chunk cache of a run
-without a score cache (``vlprobe-chunk-cache-*``) and private Arrow copies (``vlprobe-arrow-*``) in ``$TMPDIR``, and
-each output folder staged beside ``--out`` (``.NAME.new-*``). A run removes its folders however it ends, except by
-``kill -9`` or a power cut. So each is an :class:`OwnedDir`, holding a lock file (``.vlprobe-owner``: pid and host)
-that its process keeps locked (``flock``) while the folder lives; the kernel drops the lock when the process ends.
-:func:`sweep` removes a folder only when it can take that lock itself, so a live run's folder, one without the lock
-file, or another user's is never touched. Where ``fcntl`` does not exist nothing is swept.
-"""
+"""Temporary folders that say whose they are: an :class:`OwnedDir` holds a lock file its process keeps ``flock``-ed
+(released by the kernel even after ``kill -9``); :func:`sweep` removes only those whose lock it can take."""
 
 from __future__ import annotations
 
@@ -28,22 +20,18 @@ except ImportError:  # Windows: no flock, so no folder can be proved abandoned
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".vlprobe-owner"
-# Inside a staging folder: the run being replaced, moved there by vlprobe.storage.run_folder.swap_in just
-# before the new one is renamed into place. A kill between those two renames leaves --out absent and
-# the previous run here; the sweep puts it back rather than deleting it.
+# Inside a staging folder: the run swap_in is replacing, which a sweep puts back where a kill left --out absent.
 PREVIOUS = "previous"
-# vlprobe-arrow-: the private Arrow copies of a run that could not use its Arrow cache (vlprobe/storage/arrow_cache.py)
 TMP_PREFIXES = ("vlprobe-features-", "vlprobe-chunk-cache-", "vlprobe-arrow-")
 
 
 def staging_prefix(out: str | os.PathLike[str]) -> str:
-    """The name prefix of the folders a run stages its output folder ``out`` in, beside it."""
+    """The name prefix of the folders beside ``out`` that a run stages it in."""
     return f".{Path(out).name}.new-"
 
 
 class OwnedDir:
-    """A temporary folder (made by :func:`tempfile.mkdtemp`, so mode 0700) holding a lock file that this process
-    keeps locked until :meth:`cleanup` deletes the folder (or it is garbage-collected)."""
+    """A temporary folder (mode 0700) with a lock file held until :meth:`cleanup` (or garbage collection) deletes it."""
 
     def __init__(self, prefix: str, dir: str | os.PathLike[str] | None = None) -> None:
         self.name = tempfile.mkdtemp(prefix=prefix, dir=dir)
@@ -51,8 +39,7 @@ class OwnedDir:
         fd = -1
         try:
             if fcntl is not None:
-                # Lock a file under a temporary name, then rename it into place: a sweeper that sees
-                # the lock file always finds it locked while this process lives.
+                # locked under a temporary name, then renamed: a sweeper never sees it unlocked while we live
                 pending = self.path / (LOCK_NAME + ".pending")
                 fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -66,7 +53,6 @@ class OwnedDir:
         self._finalizer = weakref.finalize(self, _remove_lock_last, self.name, fd)
 
     def cleanup(self) -> None:
-        """Delete the folder (holding its lock until it is gone), then release the lock."""
         self._finalizer()
 
     def __repr__(self) -> str:
@@ -74,8 +60,7 @@ class OwnedDir:
 
 
 def _remove_lock_last(folder: str | os.PathLike[str], fd: int = -1) -> None:
-    """Delete ``folder`` with its lock file last, so that a kill while deleting (a large run swapped out) leaves a
-    folder the sweep still recognises as abandoned, and finishes deleting; then release the lock ``fd`` held."""
+    """Delete ``folder``, its lock file last (so a kill meanwhile leaves one the sweep knows), then release ``fd``."""
     try:
         children = [c for c in os.scandir(folder) if c.name != LOCK_NAME]
     except OSError:
@@ -91,9 +76,8 @@ def _remove_lock_last(folder: str | os.PathLike[str], fd: int = -1) -> None:
         os.close(fd)
 
 
-def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
-    """Remove ``folder`` if it is an :class:`OwnedDir` of this user whose owner is gone: its size in bytes, else
-    None. ``restore``: the output folder it stages, where the run swapped out of it (:data:`PREVIOUS`) goes back."""
+def remove_if_abandoned(folder: Path, restore: Path | None = None) -> int | None:
+    """Remove ``folder`` if its owner is gone (its :data:`PREVIOUS` put back at ``restore``): its size, else None."""
     if fcntl is None:
         return None
     try:
@@ -119,12 +103,6 @@ def _abandoned_removed(folder: Path, restore: Path | None = None) -> int | None:
         os.close(fd)
 
 
-def remove_if_abandoned(folder: str | os.PathLike[str]) -> bool:
-    """Remove ``folder`` when it is an :class:`OwnedDir` of this user whose owner is gone (as :func:`sweep` does,
-    for folders it does not look at); whether it was removed."""
-    return _abandoned_removed(Path(folder)) is not None
-
-
 def _size(folder: Path) -> int:
     total = 0
     for root, _, files in os.walk(folder):
@@ -135,7 +113,6 @@ def _size(folder: Path) -> int:
 
 
 def _candidates(out: str | os.PathLike[str] | None, tmp: bool) -> Iterable[tuple[Path, Path | None]]:
-    """(folder, the output folder it stages or None) for each folder a sweep looks at."""
     if tmp:
         root = Path(tempfile.gettempdir())
         try:
@@ -149,8 +126,7 @@ def _candidates(out: str | os.PathLike[str] | None, tmp: bool) -> Iterable[tuple
         prefix = staging_prefix(out)
         try:
             for p in out.parent.iterdir():
-                # mkdtemp's 8-character suffix only: ".run.new-" also begins ".run.new-x.new-abc",
-                # the staging folder of another output folder, "run.new-x"
+                # mkdtemp's 8-character suffix only: ".run.new-x.new-abc" stages another folder, "run.new-x"
                 if p.name.startswith(prefix) and re.fullmatch(r"[a-z0-9_]{8}", p.name[len(prefix):]):
                     yield p, out
         except OSError:
@@ -164,13 +140,11 @@ def say_on_stderr(message: str) -> None:
 
 def sweep(out: str | os.PathLike[str] | None = None, *, tmp: bool = True,
           log: Callable[[str], None] | None = say_on_stderr) -> list[Path]:
-    """Remove the leftovers of killed runs (their owners gone): folders in ``$TMPDIR`` (``tmp``) and the staging
-    folders of output folder ``out``, whose previous run a run killed while swapping it is put back at ``out``. Says
-    so in one line (``log``; None: silent); returns the folders removed."""
+    """Remove killed runs' leftovers in ``$TMPDIR`` (``tmp``) and beside ``out``, said in one line to ``log``."""
     removed, freed, restored = [], 0, None
     for folder, target in _candidates(out, tmp):
         was_absent = target is not None and not os.path.lexists(target)
-        size = _abandoned_removed(folder, target)
+        size = remove_if_abandoned(folder, target)
         if size is not None:
             removed.append(folder)
             freed += size

@@ -1,16 +1,5 @@
-"""Where vlprobe keeps things, decided in one place: what it ships, the folders ``vlprobe build`` writes, and every
-cache.
-
-**Caches** live under one folder, :func:`cache_home` (``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else
-``~/.cache/vlprobe``): the score cache ``<home>/<model>-<key>/`` (:mod:`vlprobe.storage.score_cache`; ``--cache-dir``
-moves it), ``model-digests/``, ``batch-sizes.json`` (:mod:`vlprobe.scoring.auto_batch`), ``annotations/``,
-``images/`` (``$VLPROBE_IMAGE_CACHE`` moves them alone), ``datasets/<name>`` (built outside a clone) and ``arrow/``
-(:mod:`vlprobe.storage.arrow_cache`). A cache folder another user could change is not used (:func:`refused_home`).
-
-**Shipped folders** (``metric/``, ``space/``, ``models/mini-clip/``) have one committed copy each, at the repository
-root; a wheel carries them under ``vlprobe/_bundled/`` (mapped by ``setup.py``). What a name given on the command
-line stands for is decided by :mod:`vlprobe.names`, from these places.
-"""
+"""Where vlprobe keeps things, decided in one place: what it ships (from the clone's root, or a wheel's
+``vlprobe/_bundled/``), the folders ``vlprobe build`` writes, and every cache (all under :func:`cache_home`)."""
 
 from __future__ import annotations
 
@@ -24,22 +13,16 @@ from ..errors import warn
 
 PACKAGE = Path(__file__).resolve().parents[1]
 BUNDLE = PACKAGE / "_bundled"
-# A clone (or an editable install) has the shipped folders beside the package, under the root
-# that holds pyproject.toml; an installed package's parent is site-packages, never used.
-CHECKOUT = PACKAGE.parent
-# The offline default job, the one place these are written: the shipped model and the two synthetic
-# instruments it is scored on (`vlprobe evaluate`, `vlprobe probe`, the Space).
+CHECKOUT = PACKAGE.parent  # a clone's root (when it holds pyproject.toml; else site-packages, never used)
+# The offline default job: the shipped model and the two synthetic instruments it is scored on.
 DEFAULT_MODEL = "models/mini-clip"
 MINI_CLIP = "mini-clip"  # the bundled model's name, which works from any folder
 DEFAULT_DATASETS = ("travlr", "winoground_style")
 SPEC_FILE = "vlprobe.yaml"
 
 
-# ---- caches -------------------------------------------------------------------------------------------
-
 def cache_home() -> Path:
-    """The folder every vlprobe cache lives under: ``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else
-    ``~/.cache/vlprobe`` (read at each call, so a changed environment is followed)."""
+    """``$VLPROBE_CACHE``, else ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe`` (read at each call)."""
     if home := os.environ.get("VLPROBE_CACHE"):
         return Path(home).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -47,27 +30,24 @@ def cache_home() -> Path:
 
 
 def images_home() -> Path:
-    """Downloaded images: ``$VLPROBE_IMAGE_CACHE`` when set (images are large: they may live on another disk),
-    else ``<cache_home>/images``."""
+    """Downloaded images: ``$VLPROBE_IMAGE_CACHE`` (they are large: another disk, perhaps), else under the home."""
     if home := os.environ.get("VLPROBE_IMAGE_CACHE"):
         return Path(home).expanduser()
     return cache_home() / "images"
 
 
 def datasets_home() -> Path:
-    """Where an installed vlprobe builds its dataset folders when no folder of that name is in the working
-    directory: ``<cache_home>/datasets``."""
+    """Where an installed vlprobe builds dataset folders that are not in the working directory."""
     return cache_home() / "datasets"
 
 
 def arrow_home() -> Path:
-    """The ``datasets`` library's Arrow copies of dataset folders: ``<cache_home>/arrow`` (kept private; see
-    :mod:`vlprobe.storage.arrow_cache`)."""
+    """The ``datasets`` library's Arrow copies of dataset folders (:mod:`vlprobe.storage.arrow_cache`)."""
     return cache_home() / "arrow"
 
 
 class UnsafeFolderError(OSError):
-    """A cache folder another user could change (not ours, or writable by others, and not fixable)."""
+    """A cache folder another user could change, and vlprobe cannot make private."""
 
 
 def is_mine(st: os.stat_result) -> bool:
@@ -85,9 +65,7 @@ def _owner(st: os.stat_result) -> str:
 
 
 def others_may_write(st: os.stat_result) -> bool:
-    """Whether users other than this one may write into the file or folder: world-writable, or group-writable for
-    a group that is not this user's own private group (the group of one's own name that Debian and Ubuntu give each
-    user, with umask 002)."""
+    """Whether others may write into it: world-writable, or group-writable beyond this user's private group."""
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o002:
         return True
@@ -103,7 +81,8 @@ def others_may_write(st: os.stat_result) -> bool:
         return True
 
 
-def _problem(path: Path, st: os.stat_result, link_ok: bool) -> str | None:
+def untrusted(path: Path, st: os.stat_result, link_ok: bool = False) -> str | None:
+    """Why another user could have changed ``path`` (its ``lstat``), or None; ``link_ok``: a link is judged by its target."""
     if stat.S_ISLNK(st.st_mode):
         if not link_ok:
             return f"{path} is a symbolic link"
@@ -118,10 +97,7 @@ def _problem(path: Path, st: os.stat_result, link_ok: bool) -> str | None:
 
 
 def distrust(path: str | os.PathLike[str], home: str | os.PathLike[str]) -> str | None:
-    """Why another local user could have changed what ``path`` holds, or None: ``path``, or a folder between it and
-    ``home`` (both included; ``path`` inside ``home``), is another user's, is writable by others (group or world),
-    or is a symbolic link (``home`` itself may be a link of this user's, judged by the folder it points to). What
-    does not exist yet is no problem: vlprobe makes it private (:func:`private_folder`)."""
+    """:func:`untrusted` of ``path`` and each folder from ``home`` to it, or None (what does not exist yet is fine)."""
     home, path = Path(home), Path(path)
     try:
         parts = path.relative_to(home).parts
@@ -136,15 +112,14 @@ def distrust(path: str | os.PathLike[str], home: str | os.PathLike[str]) -> str 
             return None
         except OSError as err:
             return f"{p} cannot be looked at ({err.strerror or err})"
-        why = _problem(p, st, link_ok=i == 0)
+        why = untrusted(p, st, link_ok=i == 0)
         if why:
             return why
     return None
 
 
 def distrust_tree(folder: str | os.PathLike[str], home: str | os.PathLike[str]) -> str | None:
-    """:func:`distrust` of ``folder`` inside ``home``, and of everything in it (a file or folder another user's or
-    writable by others, a symbolic link): for a dataset folder found in the cache, whose every file is read."""
+    """:func:`distrust` of ``folder`` inside ``home``, and :func:`untrusted` of everything in it."""
     why = distrust(folder, home)
     if why:
         return why
@@ -152,7 +127,7 @@ def distrust_tree(folder: str | os.PathLike[str], home: str | os.PathLike[str]) 
         for name in dirs + files:
             path = Path(root) / name
             try:
-                why = _problem(path, path.lstat(), link_ok=False)
+                why = untrusted(path, path.lstat())
             except OSError as err:
                 why = f"{path} cannot be looked at ({err.strerror or err})"
             if why:
@@ -170,8 +145,7 @@ _REFUSED: set[str] = set()  # cache homes this process has said it does not use
 
 
 def refused_home(home: str | os.PathLike[str]) -> str | None:
-    """Why the cache home ``home`` is not used (:func:`distrust`: another user's, writable by others), said once per
-    process in one warning with what to do; None when it can be used."""
+    """Why the cache home ``home`` is not used (:func:`distrust`), said once per process with what to do; or None."""
     why = distrust(home, home)
     if why and str(home) not in _REFUSED:
         _REFUSED.add(str(home))
@@ -181,11 +155,8 @@ def refused_home(home: str | os.PathLike[str]) -> str | None:
 
 
 def private_folder(path: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> Path:
-    """``path`` as a folder only this user can read or write, inside cache home ``home`` (default :func:`cache_home`;
-    ``path`` itself when not inside it): made with mode 0700 when absent (so are the folders from ``home`` to it), its
-    mode set back to 0700 when others may read it. :class:`UnsafeFolderError` when ``home`` or a folder between is
-    not trusted (:func:`distrust`), or the folder is a symbolic link or someone else's. A folder of ours that others
-    could *write* into is emptied, with one warning: anything in it may have been planted."""
+    """``path`` as a folder only this user can use, made (mode 0700, from ``home`` down) when absent, or an
+    :class:`UnsafeFolderError`; a folder of ours others could write into is emptied (anything in it may be planted)."""
     folder = Path(path)
     home = Path(home) if home is not None else cache_home()
     try:
@@ -215,12 +186,8 @@ def private_folder(path: str | os.PathLike[str], home: str | os.PathLike[str] | 
     return folder
 
 
-# ---- shipped folders --------------------------------------------------------------------------------------
-
 def shipped(name: str) -> Path | None:
-    """The shipped folder ``name`` (``metric``, ``space`` or ``models/mini-clip``): inside the
-    package when installed from a wheel, else at the root of the clone this package runs from;
-    None when neither has it."""
+    """The shipped folder ``name`` (``metric``, ``space``, ``models/mini-clip``) from the wheel or the clone, or None."""
     candidates = [BUNDLE / name]
     if (CHECKOUT / "pyproject.toml").is_file():
         candidates.append(CHECKOUT / name)
@@ -233,12 +200,9 @@ def shipped_model() -> Path | None:
     return folder if folder is not None and (folder / "config.json").is_file() else None
 
 
-# ---- where `vlprobe build` writes ---------------------------------------------------------------------------
-
 def dataset_folder(name: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """The folder ``vlprobe build <name>`` writes to by default, and the offline defaults read: ``root/<name>`` when
-    it holds a ``vlprobe.yaml`` (the clone's card folder, or an earlier build) or when ``$VLPROBE_ROOT`` is set
-    (``root`` defaults to it, else the working directory), else ``datasets_home()/<name>``."""
+    """Where ``vlprobe build <name>`` writes by default: ``root/<name>`` (``root``: ``$VLPROBE_ROOT``, else the
+    working directory) when it holds a ``vlprobe.yaml`` or ``$VLPROBE_ROOT`` is set, else under :func:`datasets_home`."""
     env_root = os.environ.get("VLPROBE_ROOT")
     base = Path(root) if root is not None else Path(env_root or "")  # "": relative, as `--out travlr` was
     here = base / name

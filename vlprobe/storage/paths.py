@@ -1,11 +1,5 @@
-"""Names that become paths, checked against the folder they must stay in.
-
-Every name vlprobe turns into a file or folder name (a config, a split, an image file named by annotations, an
-archive member, a file a Space receives) may be hostile. :func:`check_name` accepts only one plain path component
-(:func:`check_config_name` and :func:`check_split_name` add what the Hub and ``datasets`` accept); :func:`inside`
-joins a relative path onto a folder and checks that the result, symbolic links resolved, stays inside it. Each
-refuses with :class:`UnsafePathError`, one line naming what and why.
-"""
+"""Names that become paths (a config, a split, an image file named by annotations, an archive member) may be hostile:
+checked here, each refusal an :class:`UnsafePathError` naming what and why."""
 
 from __future__ import annotations
 
@@ -46,8 +40,7 @@ def name_problem(name: object) -> str | None:
 
 
 def relative_problem(path: object) -> str | None:
-    """Why ``path`` (components joined by '/' or '\\') is not a relative path that stays below the
-    folder it is joined to, or None when it is fine."""
+    """Why ``path`` is not a relative path that stays below the folder it is joined to, or None."""
     if not isinstance(path, str) or not path or "\0" in path:
         return name_problem(path)  # said as of a name: its type, its emptiness, its NUL
     if path.startswith(("/", "\\")) or _DRIVE.match(path) or os.path.isabs(path):
@@ -69,22 +62,14 @@ def check_name(name: object, what: str) -> str:
 
 
 def inside(folder: str | os.PathLike[str], relative: str, what: str, resolve: bool = True) -> Path:
-    """``folder / relative``, refused (:class:`UnsafePathError`) unless ``relative`` is a relative
-    path without ``..`` and (with ``resolve``) the joined path, symbolic links resolved, stays
-    inside ``folder``. ``resolve=False`` trusts links already in the folder (the user made them: an
-    ``images/`` linked to another disk) and checks the name alone."""
+    """``folder / relative``, refused where it leaves ``folder`` (through links too, unless ``resolve`` is False)."""
     problem = relative_problem(relative)
     if problem:
         raise UnsafePathError(f"{what} {relative!r} {problem}; it must stay inside {folder}")
-    base = Path(folder)
-    path = base / relative
-    if not resolve:
-        return path
-    root = base.resolve()
-    real = path.resolve()
-    if real != root and root not in real.parents:
-        raise UnsafePathError(f"{what} {relative!r} leads outside {folder} (to {real}, through a symbolic link); "
-                              "refusing it")
+    path = Path(folder) / relative
+    if resolve and not is_inside(folder, path):
+        raise UnsafePathError(f"{what} {relative!r} leads outside {folder} (to {path.resolve()}, through a symbolic "
+                              "link); refusing it")
     return path
 
 
@@ -95,7 +80,6 @@ def is_inside(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> b
 
 
 def _pattern_problem(name: object, pattern: re.Pattern[str], rule: str) -> str | None:
-    """Why ``name`` is not one plain path component matching ``pattern`` in full (``rule`` says it), or None."""
     return name_problem(name) or (rule if not isinstance(name, str) or not pattern.fullmatch(name) else None)
 
 
@@ -106,8 +90,7 @@ def config_name_problem(name: object) -> str | None:
 
 
 def split_name_problem(name: object) -> str | None:
-    """Why ``name`` is not a split name as ``datasets`` accepts it (word characters in dot-separated
-    parts: ``test``, ``train.v2``), which is also a plain file-name prefix, or None."""
+    """Why ``name`` is not a split name ``datasets`` accepts (``test``, ``train.v2``), or None."""
     return _pattern_problem(name, SPLIT_RE, "is not a split name datasets accepts: word characters (letters, digits, "
                                             "'_') in dot-separated parts, e.g. 'test' or 'validation'")
 
@@ -133,8 +116,7 @@ PATH_MAX = 4095   # bytes in a whole path (Linux's PATH_MAX less the NUL)
 
 
 def length_problem(path: object) -> str | None:
-    """Why ``path`` is too long for the file system (a component over :data:`NAME_MAX` bytes, or the whole over
-    :data:`PATH_MAX`), or None: said in one line before ``OSError: [Errno 36] File name too long`` could be."""
+    """Why ``path`` is too long for the file system, or None: one line before ``OSError: [Errno 36]`` could be."""
     try:
         whole = os.fsencode(os.fspath(path))  # type: ignore[call-overload]  # anything: a TypeError is caught
     except (TypeError, UnicodeError):

@@ -1,12 +1,5 @@
-"""A run's output folder as one unit: :func:`check_output_dir` refuses, before any work, a folder a run cannot take,
-and :func:`write_run_folder` writes the new run beside it and swaps it in whole (where the system can swap two
-folders in one step, :func:`exchange`, the folder is at every instant the previous run or this one).
-
-Which folders a run may replace is judged by :data:`RUN_RECORD`, which every run folder holds: the command that wrote
-it and each file's sha256 (a record from before held sizes). A folder may be replaced by the same command only when
-that record names it and accounts for every file (or the folder is empty, or is a run of this command from before the
-record: only its names, and a results.json recording this command's line). Anything else (a hand-made
-``results.json``, an evaluate run given to the probe, a file a user added) is refused in one line."""
+"""A run's output folder as one unit, written beside it and swapped in whole; only a folder whose :data:`RUN_RECORD`
+names this command and accounts for every file (or an empty one, or a run from before the record) is replaced."""
 
 from __future__ import annotations
 
@@ -22,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ArgumentError
-from .keys import sha256_files
+from .keys import identity, sha256_files
 from .leftovers import PREVIOUS, OwnedDir, say_on_stderr, staging_prefix, sweep
 
 # The names vlprobe evaluate writes into its output folder: what a run of it may hold beside RUN_RECORD.
@@ -31,21 +24,18 @@ RUN_RECORD = ".vlprobe-run.json"  # {"command": ..., "files": {name: "sha256:<he
 
 
 def _command_of(own: re.Pattern[str]) -> str:
-    """The command a pattern of run-file names belongs to (evaluate's :data:`RUN_FILE`, else the probe's)."""
     return "evaluate" if own.pattern == RUN_FILE.pattern else "probe"
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A run folder's :data:`RUN_RECORD`: the command that wrote it and what it wrote of each file
-    (:func:`_written`)."""
+    """A run folder's :data:`RUN_RECORD`: the command that wrote it and each file's :func:`_written`."""
 
     command: str
     files: dict[str, str | int | None]
 
     @classmethod
     def read(cls, folder: Path) -> RunRecord | None:
-        """The run record of ``folder`` (None when absent or unreadable)."""
         try:
             value = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -85,8 +75,7 @@ def _not_ours(out: Path, own: re.Pattern[str]) -> str | None:
 
 
 def _legacy_run(out: Path, names: list[str], own: re.Pattern[str], command: str) -> bool:
-    """Whether ``out`` is a run of ``command`` written by a vlprobe from before :data:`RUN_RECORD`: only names
-    such a run writes, and a results.json whose provenance records the command line of this command."""
+    """Whether ``out`` is a run of ``command`` from before :data:`RUN_RECORD` (only its names, its command line)."""
     if "results.json" not in names or not all(own.match(n) for n in names):
         return False
     try:
@@ -98,8 +87,7 @@ def _legacy_run(out: Path, names: list[str], own: re.Pattern[str], command: str)
 
 
 def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None:
-    """What the run record holds of ``path``: ``sha256:<hex>`` of its content (its size, an int, where ``like`` is a
-    record from before the hash); None when it cannot be read (a symbolic link is never a run's file)."""
+    """``sha256:<hex>`` of ``path`` (its size where ``like``, an older record, is an int); None if unreadable or a link."""
     try:
         if path.is_symlink() or not path.is_file():
             return None
@@ -110,18 +98,9 @@ def _written(path: Path, like: str | int | None = "sha256:") -> str | int | None
         return None
 
 
-def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """:func:`_check_output_dir`, remembering which folder ``out_dir`` was (the run says when another replaced it)."""
-    out = _check_output_dir(out_dir, own)
-    target = _target(out)
-    _SEEN[str(target.absolute())] = _identity(target)
-    return out
-
-
-def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE) -> Path:
-    """Refuse, before any work, an output folder that cannot take a run: a file, a folder that is not a run of this
-    command (its :data:`RUN_RECORD`; ``own``: the names such a run writes, by default evaluate's), or a place where
-    nothing can be written. Creates nothing. Returns the folder the run will write (``out_dir``, or a link's target)."""
+def check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RUN_FILE, *, remember: bool = True) -> Path:
+    """Refuse, creating nothing, an output folder a run cannot take (a file, not a run of this command, unwritable); the
+    folder the run will write (``out_dir``, or a link's target), remembered to say when another run replaced it."""
     out = _target(Path(out_dir).expanduser())
     if out.exists() and not out.is_dir():
         raise ArgumentError("out", str(out_dir), "is a file, not a folder; choose a folder for the outputs")
@@ -129,8 +108,7 @@ def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RU
         why = _not_ours(out, own)
         if why:
             raise ArgumentError("out", str(out_dir), why)
-    # The outputs are written into a temporary folder beside out and renamed: the parent (or the
-    # nearest folder that exists) must take a new folder.
+    # the run is staged beside out: the nearest existing parent must take a new folder
     parent = out.absolute().parent
     while not parent.exists():
         parent = parent.parent
@@ -142,37 +120,24 @@ def _check_output_dir(out_dir: str | os.PathLike[str], own: re.Pattern[str] = RU
     except OSError as err:
         raise ArgumentError("out", str(out), f"cannot write in {parent} ({err.strerror or err}); choose a "
                                              f"writable folder") from None
+    if remember:
+        _SEEN[str(out.absolute())] = identity(out)
     return out
 
 
 _SEEN: dict[str, tuple[int, int] | None] = {}  # out (absolute) -> the folder there when this process checked it
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
 def _target(out: Path) -> Path:
-    """The folder a run writes for ``out``: ``out`` itself, or, when it is a symbolic link, the folder it points to
-    (replaced there, so ``out`` stays a link to the new run)."""
+    """``out``, or the folder a symbolic link ``out`` points to (replaced there, so ``out`` stays a link)."""
     return Path(os.path.realpath(out)) if out.is_symlink() else out
 
 
 def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], Iterable[str]],
                      own: re.Pattern[str] = RUN_FILE) -> list[Path]:
-    """Write a run's output folder as one unit: ``write(folder)`` fills a new folder (and returns the names it
-    wrote), which then replaces ``out_dir`` whole (:func:`swap_in`), holding only this run's files and its
-    :data:`RUN_RECORD`. The new folder is made in a staging folder beside ``out_dir`` (``.NAME.new-*``, an
-    :class:`~vlprobe.storage.leftovers.OwnedDir`, deleted at the end however the run ends; the next run's
-    :func:`~vlprobe.storage.leftovers.sweep` removes that of a killed one). A symbolic link stays one (its target is
-    replaced, said in one line), and a run says when another replaced ``out_dir`` after it checked it. ``own``: as
-    :func:`check_output_dir`'s. Returns the paths the files have in ``out_dir``."""
+    """``write(folder)`` fills a staging folder beside ``out_dir``, swapped in whole with its :data:`RUN_RECORD`."""
     given = Path(out_dir).expanduser()
-    _check_output_dir(given, own)  # never swap away a folder that holds anything but a run of this command
+    check_output_dir(given, own, remember=False)  # never swap away a folder that holds anything but a run of this command
     out = _target(given)
     if out != given:
         say_on_stderr(f"vlprobe: --out {given} is a symbolic link: writing the run into {out}, the folder it points "
@@ -186,12 +151,12 @@ def write_run_folder(out_dir: str | os.PathLike[str], write: Callable[[Path], It
         names = list(write(stage))
         RunRecord(_command_of(own), {n: _written(stage / n) for n in names}).write(stage)
         seen = _SEEN.get(str(out.absolute()), "unknown")
-        now = _identity(out)
+        now = identity(out)
         if seen != "unknown" and now is not None and now != seen:
             say_on_stderr(f"vlprobe: note: {given} was replaced by another run while this one worked; this run's "
                           "output replaces it")
         swap_in(stage, out, holder.path)
-        _SEEN[str(out.absolute())] = _identity(out)
+        _SEEN[str(out.absolute())] = identity(out)
     finally:
         holder.cleanup()
     return [given / n for n in names]
@@ -201,8 +166,7 @@ _RENAME_EXCHANGE = 2  # renameat2's flag (Linux 3.15+, glibc 2.28+)
 
 
 def exchange(a: Path, b: Path) -> bool:
-    """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``): whether it was done; False where
-    the system (or its file system) cannot, and nothing changed."""
+    """Swap two existing paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the system cannot."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -221,8 +185,7 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def swap_in(stage: Path, out: Path, holder: Path) -> None:
-    """Replace ``out`` by ``stage``: exchanged in one step where the system can (the old run ends in ``holder``),
-    else renamed away first (a kill between the two renames leaves it absent; the next run's sweep puts it back)."""
+    """Replace ``out`` by ``stage`` in one exchange where the system can; else the old run is renamed away first."""
     if out.is_dir() and exchange(stage, out):
         return
     moved = out.exists()

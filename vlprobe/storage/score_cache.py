@@ -1,28 +1,6 @@
-"""A persistent on-disk cache of embeddings and pair scores, so a killed run loses nothing.
-
-Layout: ``<cache_dir>/<model-slug>-<key hash>/`` holds ``key.json`` (the scorer's :meth:`~vlprobe.scorers.base.Scorer.cache_key`:
-what the model *is*, so a different model, revision, precision or preprocessing never reads another's numbers) and
-``part-<rank>.sqlite``, one SQLite file per writing process (reads look at every part). Entries are keyed by what the
-model reads: ``i:<sha256 of the image bytes>`` and ``t:<text key>`` (a DualScorer's embeddings), ``p:<image hash or
-->:<text key>`` (a PairScorer's score and match probability), ``f:<image hash>:<text key>`` (a pair's joint features,
-for the probe); a text key is :meth:`~vlprobe.scorers.base.Scorer.text_keys`' (the sha256 of its token ids after the
-model's truncation, or of the text for a scorer without a tokenizer). :data:`ENTRY_FORMAT`, the meaning of these
-keys, is part of the folder's key.
-
-**Bound to the model.** ``key.json`` must hold this scorer's key, and each part records the digest of the key it was
-written for (table ``meta``): a folder or part copied, renamed or linked in from another model's, another user's,
-or one others could write, is moved aside (``<name>.foreign-<time>-<pid>``) with one warning and never read. A cache
-home another user could change (:func:`vlprobe.storage.locations.distrust`) is not used at all.
-
-**Checked values.** A value is float32 bytes and an 8-byte BLAKE2b check of its key and bytes (:func:`pack`). Each is
-checked as it is read (:meth:`ScoreCache.get_many`: its check, its length against its kind's, finite values); a bad
-one is dropped and computed again, with one warning.
-
-**A run never fails because of its cache.** Every batch is committed in one transaction (SQLite in WAL mode), so a
-kill leaves whole batches. A part that fails ``PRAGMA quick_check`` or raises a corruption error is moved aside to
-``<name>.damaged-<time>-<pid>`` with a one-line warning, and a fresh one is used; a cache that cannot be written (a
-read-only folder, a file, a full disk) turns into no cache (``enabled`` False), with one warning.
-"""
+"""Embeddings and pair scores on disk, so a killed run loses nothing: one SQLite part per process under
+``<cache_dir>/<model>-<key>/``, values checked (:func:`pack`), a batch per transaction; what is another model's or
+user's, writable by others or damaged is moved aside or not read; an unwritable cache becomes none, with one warning."""
 
 from __future__ import annotations
 
@@ -42,27 +20,16 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import warn
-from .keys import key_digest
-from .locations import cache_home, is_mine, others_may_write, private_folder, refused_home
+from .keys import identity, key_digest, write_json
+from .locations import UnsafeFolderError, is_mine, others_may_write, private_folder, refused_home, untrusted
 
-# What the entry keys and values mean (see the module doc); part of every folder's key. 2: texts keyed by the
-# token ids the model reads (1 keyed them by their characters); 3: each value followed by its check; 4: each part
-# file records the digest of the key it was written for (table meta).
+# What the entry keys and values mean, part of every folder's key. 2: texts keyed by their token ids; 3: each value
+# followed by its check; 4: each part records the digest of its key.
 ENTRY_FORMAT = 4
 _CHECK_BYTES = 8
 
 _CHUNK = 500  # keys per SELECT (SQLite's default limit on bound variables is 999 in old builds)
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
-
-
-def default_cache_dir() -> Path:
-    """The score cache's default root, :func:`vlprobe.storage.locations.cache_home` (``$VLPROBE_CACHE``, else
-    ``$XDG_CACHE_HOME/vlprobe``, else ``~/.cache/vlprobe``): where every vlprobe cache lives."""
-    return cache_home()
-
-
-def _slug(model_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(model_id).strip("/"))[-60:] or "model"
 
 
 def _check_of(key: str, data: bytes) -> bytes:
@@ -89,17 +56,13 @@ def unpack(key: str, value: bytes) -> tuple[np.ndarray | None, str]:
     return vector, ""
 
 
-def _kind(key: str) -> str:
-    return key.split(":", 1)[0]
-
-
 def is_corrupt(err: BaseException) -> bool:
     """Whether a sqlite3 error says the file itself is damaged (not locked, read-only or full)."""
     name = getattr(err, "sqlite_errorname", None)
     if name:
         return name in _CORRUPT
     text = str(err).lower()
-    return "malformed" in text or "not a database" in text
+    return isinstance(err, _Damaged) or "malformed" in text or "not a database" in text
 
 
 def _reason(err: BaseException) -> str:
@@ -108,12 +71,8 @@ def _reason(err: BaseException) -> str:
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
-class _Damaged(Exception):
-    """quick_check found problems in a file that still opens."""
-
-
-class _Foreign(Exception):
-    """A part file that was not written for this cache's key (copied, renamed or linked from another folder)."""
+class _Damaged(sqlite3.DatabaseError):
+    """quick_check's problems in a file that still opens."""
 
 
 class ScoreCache:
@@ -121,28 +80,24 @@ class ScoreCache:
 
     def __init__(self, root: str | os.PathLike[str], scorer_key: Mapping[str, Any], *, rank: int = 0) -> None:
         self.key = {**dict(scorer_key), "entry_format": ENTRY_FORMAT}
-        digest = key_digest(self.key)
+        self.digest = key_digest(self.key)
         self.root = Path(root)
         name = self.key.get("model_id") or self.key.get("model_name") or "model"
-        self.dir = self.root / f"{_slug(name)}-{digest[:16]}"
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", str(name).strip("/"))[-60:] or "model"
+        self.dir = self.root / f"{slug}-{self.digest[:16]}"
         self.path = self.dir / f"part-{rank}.sqlite"
-        self.writes = 0
         self.moved_aside: list[Path] = []  # damaged files this process moved out of the way
         self.disabled_reason: str | None = None
         self.dropped = 0  # damaged entries dropped (computed again) by get_many
         self._sizes: dict[str, int] = {}  # floats per vector of each kind of entry (i:, t:, p:, f:)
-        self.temporary = False  # a throw-away cache (deleted after the run): nothing to resume from
         self._db: sqlite3.Connection | None = None
         self._others: dict[Path, sqlite3.Connection] = {}  # other processes' parts, opened for reading
-        self.digest = digest
         try:
             if not self._private_folder():
                 return
             key_file = self.dir / "key.json"
             if not key_file.exists():
-                tmp = key_file.with_suffix(f".tmp{os.getpid()}")
-                tmp.write_text(json.dumps(self.key, indent=2, sort_keys=True, default=str), encoding="utf-8")
-                os.replace(tmp, key_file)
+                write_json(key_file, self.key, indent=2)
             self._db = self._open_own()
         except (OSError, sqlite3.Error) as err:
             why = _reason(err)
@@ -151,40 +106,34 @@ class ScoreCache:
             self._disable(f"cannot write the score cache in {self.root} ({why})")
 
     def _private_folder(self) -> bool:
-        """Make :attr:`dir` a folder only this user can change (False: no cache): a cache home another user could
-        change is not used, nor a folder of another user's or a symbolic link; one of ours that others could write
-        into, or whose ``key.json`` names another model, is moved aside and made afresh."""
+        """Make :attr:`dir` ours alone (False: no cache), setting aside a folder others could write or another model's."""
         why = refused_home(self.root)  # says so, once
         if why:
             self.disabled_reason = f"the score cache {self.root} is not used: {why}"
             return False
         try:
-            st = self.dir.lstat()
+            st: os.stat_result | None = self.dir.lstat()
         except FileNotFoundError:
             st = None
-        if st is not None:
-            mine = is_mine(st)
-            if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or not mine:
-                what = (f"belongs to another user (uid {st.st_uid})" if not mine else
-                        "is a symbolic link" if stat.S_ISLNK(st.st_mode) else "is not a folder")
-                self._disable(f"the score cache folder {self.dir} {what}, so what it holds cannot be trusted")
-                return False
+        if st is not None and stat.S_ISDIR(st.st_mode) and is_mine(st):  # else private_folder refuses it
             if others_may_write(st):
                 self._set_aside(self.dir, "untrusted", f"the score cache folder {self.dir} is one others could write "
                                 f"into (mode {stat.S_IMODE(st.st_mode):o})", "starting a private one (its entries "
                                 "will be computed again)")
-                st = None
             elif (other := self._other_key()) is not None:
                 self._set_aside(self.dir, "foreign", f"the score cache folder {self.dir} holds another model's "
                                 f"scores (its key.json: {other})", "starting this model's own")
-                st = None
-        if st is None:
+            else:
+                return True
+        try:
             private_folder(self.dir, self.root)
+        except UnsafeFolderError as err:
+            self._disable(f"the score cache folder is not used: {err}, so what it holds cannot be trusted")
+            return False
         return True
 
     def _other_key(self) -> str | None:
-        """What the folder's ``key.json`` says it is, when that is not this cache's key (None: it is, or it is
-        absent, being written by another process)."""
+        """What the folder's ``key.json`` says, when that is not this cache's key (None: it is, or it is absent)."""
         try:
             found = json.loads((self.dir / "key.json").read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -199,7 +148,7 @@ class ScoreCache:
         return json.dumps(shown, default=str)[:200]
 
     def _set_aside(self, path: Path, kind: str, what: str, then: str) -> None:
-        """Move ``path`` (and a part's -wal file; its -shm goes) to ``<name>.<kind>-<time>-<pid>``, saying so."""
+        """Move ``path`` (and its -wal file; its -shm goes) to ``<name>.<kind>-<time>-<pid>``, saying so."""
         aside = path.with_name(f"{path.name}.{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
         os.replace(path, aside)
         with contextlib.suppress(FileNotFoundError):
@@ -210,7 +159,6 @@ class ScoreCache:
             self.moved_aside.append(aside)
         warn(f"{what}; moved it to {aside} and {then}")
 
-    # -- state ------------------------------------------------------------------------------------
     @property
     def enabled(self) -> bool:
         """False when the cache could not be used: nothing is read or kept."""
@@ -222,14 +170,12 @@ class ScoreCache:
         self.disabled_reason = what
         self.close()
 
-    # -- opening, checking, moving aside -----------------------------------------------------------
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode: a committed batch survives a killed process (not a power cut, which
-            # would only lose the last batches: they are then recomputed, never corrupted).
+            # NORMAL in WAL mode: a committed batch survives a killed process (a power cut may lose the last ones)
             db.execute("PRAGMA synchronous=NORMAL")
         except BaseException:
             db.close()
@@ -237,9 +183,9 @@ class ScoreCache:
         return db
 
     def _open_own(self) -> sqlite3.Connection:
-        """This process's part, integrity-checked; a damaged one is moved aside for a fresh one."""
-        for attempt in range(3):
-            before = _inode(self.path)
+        """This process's part, integrity-checked; a damaged or foreign one is moved aside for a fresh one."""
+        for _ in range(3):
+            before = identity(self.path)
             db = None
             try:
                 db = self._connect(self.path)
@@ -252,32 +198,25 @@ class ScoreCache:
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('key', ?)", (self.digest,))
                 db.execute("COMMIT")
                 foreign = self._not_bound(self.path, db)
-                if foreign:
-                    raise _Foreign(foreign)
-                return db
-            except (_Damaged, _Foreign, sqlite3.DatabaseError) as err:
+                if not foreign:
+                    return db
+                db.close()
+                self._set_aside(self.path, "foreign", f"the score cache file {foreign}", "continuing with a fresh cache file")
+            except sqlite3.DatabaseError as err:
                 if db is not None:
                     db.close()
-                if not isinstance(err, (_Damaged, _Foreign)) and not is_corrupt(err):
+                if not is_corrupt(err):
                     raise
-                if attempt == 2:
-                    raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside: {err}") from None
-                if isinstance(err, _Foreign):
-                    self._set_aside(self.path, "foreign", f"the score cache file {self.path} {err}",
-                                    "continuing with a fresh cache file")
-                    continue
-                self._move_aside(self.path, _reason(err), expected_inode=before)
-        raise AssertionError("unreachable")
+                if before is None or identity(self.path) == before:  # else another process already replaced it
+                    self._move_aside(self.path, _reason(err))
+        raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside")
 
-    def _move_aside(self, path: Path, why: str, expected_inode: int | None = None) -> None:
-        if expected_inode is not None and _inode(path) != expected_inode:
-            return  # another process already replaced it with a fresh file
+    def _move_aside(self, path: Path, why: str) -> None:
         self._set_aside(path, "damaged", f"the score cache file {path} is damaged ({why})",
                         "continuing with a fresh cache file (its entries will be computed again)")
 
     def _recover(self, path: Path, err: BaseException) -> None:
-        """A DatabaseError from ``path``: a damaged file moved aside (this process's part reopened fresh); anything
-        else about this process's part disables the cache. Never raises."""
+        """A DatabaseError from ``path``: a damaged file moved aside; anything else about our part disables the cache."""
         corrupt = is_corrupt(err)
         if path == self.path:
             if self._db is not None:
@@ -314,47 +253,38 @@ class ScoreCache:
             db = self._others.get(part)
             if db is None:
                 try:
-                    st = part.lstat()
-                    foreign = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else
-                               f"belongs to another user (uid {st.st_uid})" if not is_mine(st) else
-                               f"is writable by others (mode {stat.S_IMODE(st.st_mode):o})" if others_may_write(st)
-                               else None)
+                    foreign = untrusted(part, part.lstat())
                     if foreign is None:
                         db = self._connect(part)
                         foreign = self._not_bound(part, db)
-                        if foreign is not None:
-                            db.close()
                 except sqlite3.Error as err:
                     self._recover(part, err)
                     continue
                 except OSError:
                     continue  # gone meanwhile
-                if foreign == "" and db is not None:
-                    db.close()
-                    continue  # being created by another process this instant: nothing in it yet
-                if foreign is not None:
-                    with contextlib.suppress(OSError):  # it cannot be moved: it is simply not read
-                        self._set_aside(part, "foreign", f"the score cache file {part} {foreign}; not reading it",
-                                        "continuing without it")
+                if foreign is not None or db is None:
+                    if db is not None:
+                        db.close()
+                    if foreign:  # "": a part being made by another process this instant, with nothing in it yet
+                        with contextlib.suppress(OSError):  # it cannot be moved: it is simply not read
+                            self._set_aside(part, "foreign", f"the score cache file {foreign}; not reading it",
+                                            "continuing without it")
                     continue
-                assert db is not None  # bound to this cache: opened above
                 self._others[part] = db
             out.append((part, db))
         return out
 
     def _not_bound(self, part: Path, db: sqlite3.Connection) -> str | None:
-        """Why part file ``part`` was not written for this cache's key, or None when it was; "" for a file with no
-        table yet (being made by another process this instant)."""
+        """Why ``part`` was not written for this key, or None; "" for a file with no table yet (being made this instant)."""
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "meta" not in tables:
-            return "" if "entries" not in tables else "records no key (it is not one this vlprobe wrote for this model)"
+            return "" if "entries" not in tables else f"{part} records no key (it is not one vlprobe wrote for this model)"
         row = db.execute("SELECT value FROM meta WHERE name = 'key'").fetchone()
         if row is None or row[0] != self.digest:
-            return (f"was written for another model (key {str(row[0])[:16] if row else 'none'}..., this folder's "
+            return (f"{part} was written for another model (key {str(row[0])[:16] if row else 'none'}..., this folder's "
                     f"{self.digest[:16]}...: copied, renamed or linked here from another model's folder)")
         return None
 
-    # -- reading and writing -----------------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors among ``keys``, from every part file in the directory."""
         wanted = list(dict.fromkeys(keys))
@@ -368,8 +298,8 @@ class ScoreCache:
                     marks = ",".join("?" * len(chunk))
                     for key, value in db.execute(f"SELECT key, value FROM entries WHERE key IN ({marks})", chunk):
                         vector, why = unpack(key, value)
-                        if vector is not None and vector.size != self._size(_kind(key), vector.size):
-                            why = f"{vector.size} values where its kind has {self._sizes[_kind(key)]}"
+                        if vector is not None and vector.size != (size := self._size(key, vector.size)):
+                            why = f"{vector.size} values where its kind has {size}"
                             vector = None
                         if vector is None:
                             bad.append((key, why))
@@ -388,9 +318,9 @@ class ScoreCache:
             self.dropped += len(bad)
         return found
 
-    def _size(self, kind: str, seen: int) -> int:
-        """Floats per vector of ``kind``: what this process wrote, else the commonest length of that kind in the
-        folder's parts (one damaged entry cannot outvote the rest), else ``seen``."""
+    def _size(self, key: str, seen: int) -> int:
+        """Floats per vector of ``key``'s kind: what we wrote, else the commonest length in the parts, else ``seen``."""
+        kind = key.split(":", 1)[0]
         if kind not in self._sizes:
             counts: dict[int, int] = {}
             for _, db in self._readers():
@@ -411,7 +341,7 @@ class ScoreCache:
         rows = []
         for k, v in items:
             rows.append((k, pack(k, v)))
-            self._sizes.setdefault(_kind(k), int(np.size(v)))
+            self._sizes.setdefault(k.split(":", 1)[0], int(np.size(v)))
         if not rows:
             return
         for _ in range(2):  # a second try on a fresh file when the first finds it damaged
@@ -430,7 +360,6 @@ class ScoreCache:
             except sqlite3.DatabaseError as err:
                 self._recover(self.path, err)
                 continue
-            self.writes += len(rows)
             return
 
     def __len__(self) -> int:
@@ -456,10 +385,3 @@ class ScoreCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None

@@ -1,5 +1,4 @@
-"""``vlprobe.evaluate`` and ``vlprobe.score``: the two :class:`vlprobe.runner.Run` s that score (plan the splits, load
-the model, score through the engine and the cache, measure), and what they return."""
+"""``vlprobe.evaluate`` and ``vlprobe.score``: the two :class:`vlprobe.runner.Run` s that score."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import runner
 from ..benchmarks import AUTHORS
 from ..dataset.images import ImageError
 from ..dataset.items import Item
@@ -98,17 +96,8 @@ def evaluate(
     return EvaluateRun(EvaluateSettings(**locals()))()
 
 
-def load_model(model: ModelLike, processor: ProcessorLike | None, family: str | None, revision: str | None,
-               s: EvaluateSettings) -> Scorer:
-    """A ready scorer from a path/Hub id (``mini-clip`` included), a (model, processor) pair, a loaded model, or a
-    scorer, with the settings ``s`` of a run (:func:`vlprobe.runner.load_model`)."""
-    return runner.load_model(model, processor, family=family, revision=revision, device=s.device, dtype=s.dtype,
-                             exact_preprocessing=s.exact_preprocessing, control=s.control, seed=s.seed)
-
-
 def _check_bootstrap_work(sources: Sequence[SplitSource], s: EvaluateSettings) -> None:
-    """Refuse, before scoring, a ``bootstrap`` the metric would refuse once the scores are in (its work bound,
-    counted here without the tags' share, so never wrongly)."""
+    """Refuse, before scoring, a ``bootstrap`` the metric would refuse (its bound, without the tags' share)."""
     if not s.bootstrap or s.modality == TEXT:
         return
     from ..metric import module as metric
@@ -126,8 +115,8 @@ Scored = tuple[list[ScoredSplit], dict[str, Any]]  # the scored splits and the e
 
 
 class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
-    """:func:`evaluate`'s run: the splits planned and opened, the model checked against their items' shapes, the rows
-    streamed through the engine and measured (on the main process), an :class:`Evaluation`."""
+    """:func:`evaluate`'s run: the splits planned, the model checked against their items' shapes, the rows streamed
+    through the engine and measured on the main process."""
 
     s: EvaluateSettings
 
@@ -152,9 +141,8 @@ class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
         return sources
 
     def after_model(self, scorer: Scorer, sources: list[SplitSource]) -> None:
-        """``--modality text`` compares texts by a dual encoder's text tower (itm, vqascore and causal_lm have none);
-        TraVLR's true/false framing (1 x 1 items) needs a match probability, which a dual encoder's similarity is
-        not (vlprobe invents none)."""
+        """``--modality text`` needs a dual encoder's text tower; 1 x 1 items need a match probability, which a
+        dual encoder's similarity is not (vlprobe invents none)."""
         if self.s.modality == TEXT:
             if not isinstance(scorer, DualScorer):
                 raise ArgumentError("modality", "text", f"needs a dual encoder's text tower; {scorer.family} has none")

@@ -1,11 +1,7 @@
 """Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.scoring.engine`
-through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept.
-
-Ties: the engine gives inputs the model cannot tell apart one score, so a gold and a non-gold text that the model
-reads as the same token ids tie exactly; each chunk's texts are keyed once to record such items as *collapsed*. A
-split (or tag) whose every item tied gets no numbers: its metrics become None with ``na_reason`` ("100/100 items
-tied: texts identical after truncation to 48 tokens"); one where some items tied keeps its numbers, with a one-line
-warning in ``data["truncation"]`` counting them, why, and how the tie policy counted them."""
+through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept. The engine
+gives inputs the model cannot tell apart one score, so each chunk's texts are keyed once to find the items whose gold
+and non-gold texts collapsed into one input (:mod:`.tied_metrics` says what becomes of them)."""
 
 from __future__ import annotations
 
@@ -17,20 +13,19 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..benchmarks import COUNTED, find, tie_policy
+from ..benchmarks import find, tie_policy
 from ..dataset.images import ImageError
 from ..dataset.items import Item
 from ..errors import DatasetError, ModelError
-from ..results import ScoredItem, ScoredSplit, ScoreMatrices, metric_keys
+from ..results import ScoredItem, ScoredSplit, ScoreMatrices
 from ..scorers.controls import apply_control
 from ..scoring.engine import Engine, EngineOutOfMemory
 from .data import SplitSource
 from .settings import TEXT, EvaluateSettings
 from .text_only import TextOnlyItem, score_text_only
-from .tied_metrics import Matrices, blank, comparison_ties, mark_tied_metrics, tag_members
+from .tied_metrics import Matrices, comparison_ties, mark_ties
 
-# Imported where used, as they are slow to import (python -X importtime, this 2-core machine): torch 11.7 s and
-# accelerate (only under `accelerate launch`), the metric (it imports evaluate, datasets and torch).
+# torch, accelerate and the metric are imported where used: they take seconds to import.
 
 
 def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[list[tuple[int, Any]]]:
@@ -56,9 +51,8 @@ def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[lis
             if s.control == "shuffle" and len(buffer) >= s.chunk_size:
                 yield buffer
                 buffer = []
-            # Nothing of this batch may stay referenced here while the next one is read: the items
-            # hold their image bytes (2,000 photos of 90 KB: 180 MB), and the old chunk was kept
-            # alive beside the next one while it was read (issue 25).
+            # Nothing of this batch may stay referenced while the next one is read: its items hold their image
+            # bytes (issue 25).
             items = item = None
     if buffer:
         yield buffer
@@ -174,7 +168,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
 
 
 def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) -> None:
-    """The metrics of ``split``, with its tied items and metrics marked (module doc), and, where they differ, the
+    """The metrics of ``split``, its ties marked (:func:`.tied_metrics.mark_ties`), and, where they differ, the
     metrics as its benchmark's authors' code computes them (``authors_rule``)."""
     from .. import metric as metric_module  # it imports evaluate, datasets and torch
 
@@ -188,9 +182,7 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
                                               confidence=s.confidence, seed=s.seed, **given)
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
-    counts = comparison_ties(scores, gold)
-    na = mark_not_available(split, _all_tied(counts), split.ties, with_ties=_any_tied(counts))
-    na = mark_tied_metrics(split, counts, sees_images, tags) or na  # a metric whose every comparison tied: N/A
+    na = mark_ties(split, comparison_ties(scores, gold), split.ties, sees_images)
     # Under the authors' tie rule where the split was counted by another policy (--ties lenient on SugarCREPE,
     # --ties strict on CREPE), or where the run's are not available (their code prints a number, 0.0 under a strict
     # rule): a figure to read beside the run's, with no CI.
@@ -198,96 +190,6 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
     if rule is not None and (rule.policy != split.ties or na):
         split.authors_rule = {"ties": rule.policy, "metrics": metric_module.compute(scores, gold, ties=rule.policy,
                                                                                    bootstrap=0, **given)}
-
-
-def _any_tied(counts: np.ndarray) -> np.ndarray:
-    return np.asarray(counts[:, 1] + counts[:, 3] > 0)
-
-
-def _all_tied(counts: np.ndarray) -> np.ndarray:
-    r, r_tied, c, c_tied = counts.T
-    return np.asarray((r + c > 0) & (r_tied == r) & (c_tied == c))
-
-
-def items_with_ties(scores: Matrices, gold: Matrices) -> np.ndarray:
-    """Per item, whether any comparison the metrics make (a gold cell against a non-gold cell of the
-    same row, or of the same column) is an exact tie."""
-    return _any_tied(comparison_ties(scores, gold))
-
-
-def tied_items(scores: Matrices, gold: Matrices) -> np.ndarray:
-    """Per item, whether every comparison the metrics make (a gold cell against a non-gold cell of the same row, or
-    of the same column) is a tie; False for an item with no comparison (1 x 1)."""
-    return _all_tied(comparison_ties(scores, gold))
-
-
-def _why(n_collapsed: int, n_truncated: int, limit: int | None) -> str:
-    """Why ``n_collapsed`` items' texts are one input, in the words the tables and the Space print."""
-    cut = f"texts identical after truncation to {limit} tokens" if limit else "texts identical after truncation"
-    if n_truncated == n_collapsed:
-        return cut
-    same = "texts the model reads as the same token ids"
-    return same if not n_truncated else f"{same} ({n_truncated} of them {cut})"
-
-
-def _reason(n_tied: int, n: int, n_collapsed: int, limit: int | None, n_truncated: int | None = None) -> str:
-    why = _why(n_collapsed, n_collapsed if n_truncated is None else n_truncated, limit)
-    if n_collapsed == n:
-        return f"{n_tied}/{n} items tied: {why}"
-    if n_collapsed:
-        return f"{n_tied}/{n} items tied ({n_collapsed} with {why})"
-    return f"{n_tied}/{n} items tied"
-
-
-def _not_available(m: dict[str, Any], reason: str) -> None:
-    """Every metric of ``m`` (and its CI) becomes None, with ``na_reason``: none is a number."""
-    ci = m.get("ci")
-    blank(m, metric_keys(m), reason)
-    if ci:
-        m["ci"] = dict.fromkeys(ci)
-
-
-def mark_not_available(split: ScoredSplit, tied: np.ndarray, ties: str = "strict",
-                       with_ties: np.ndarray | None = None) -> bool:
-    """Record the tied and collapsed items of ``split`` in ``data["truncation"]``: where every item of the split (or
-    of a tag) tied, its metrics become not available; where some hold a tie (``with_ties``, default the collapsed
-    items), a one-line warning (module doc). Whether any metric became not available."""
-    n = len(split.items)
-    collapsed = np.zeros(n, dtype=bool)
-    if split.collapsed:
-        collapsed[np.asarray(split.collapsed, dtype=int)] = True
-    truncated = np.zeros(n, dtype=bool)
-    if split.truncated:
-        truncated[np.asarray(split.truncated, dtype=int)] = True
-    elif split.truncated is None:
-        truncated = collapsed.copy()  # a split recorded without causes: truncation, as before there were any
-    some = collapsed.copy() if with_ties is None else np.asarray(with_ties, dtype=bool) | collapsed
-    n_tied, n_collapsed, n_truncated, n_some = int(tied.sum()), int(collapsed.sum()), int(truncated.sum()), int(some.sum())
-    collapse = {"collapsed_items": n_collapsed, "text_max_length": split.text_limit} if split.collapsed is not None else {}
-    warning: dict[str, str] = {}
-    na = bool(n and n_tied == n)
-    if na:
-        _not_available(split.metrics, _reason(n_tied, n, n_collapsed, split.text_limit, n_truncated))
-    elif n_some:
-        counted = f"each tied comparison {COUNTED.get(ties, ties)} (ties={ties})"
-        if n_collapsed:
-            why = _why(n_collapsed, n_truncated, split.text_limit)
-            why = why.replace("texts identical after truncation", "texts identical after the model's truncation", 1)
-            text = f"{n_collapsed}/{n} items have {why}, so they tie"
-            text += f"; {n_some}/{n} items hold a tie in all" if n_some > n_collapsed else ""
-        else:
-            text = f"{n_some}/{n} items hold a tie (a gold and a non-gold cell with exactly the same score)"
-        warning = {"warning": f"warning: {split.name}: {text}; {counted}"}
-    if n_tied:
-        members = tag_members([item.tags for item in split.items])
-        for tag, tm in (split.metrics.get("per_tag") or {}).items():
-            idx = np.asarray(members.get(tag, []), dtype=int)
-            if len(idx) and tied[idx].all():
-                _not_available(tm, _reason(len(idx), len(idx), int(collapsed[idx].sum()), split.text_limit,
-                                           int(truncated[idx].sum())))
-                na = True
-    split.data["truncation"] = {"tied_items": n_tied, **collapse, **warning}
-    return na
 
 
 def _metric_inputs(split: ScoredSplit) -> tuple[Matrices, Matrices, Matrices | None]:

@@ -1,10 +1,9 @@
-"""A metric whose every comparison tied is not available, with its reason (issue 47.3).
-
-A rank metric compares a gold cell with a non-gold cell of the same **row** (``acc_r``, ``text``, ``set_acc``,
-``set_error``, ``sentence_acc``) or **column** (``image``); ``group`` needs both. Where every comparison one of them
-makes tied, across a split (or tag), its value is the tie policy's constant, not a measurement (a text-only model
-ties every image comparison): it becomes None with ``na_reason`` naming it and why (``"image, group: all 40 image
-comparisons tied: the model does not see images"``); the others keep their numbers."""
+"""Ties made not available (issue 47.3). A split (or tag) whose every item tied gets no numbers: its metrics become
+None with ``na_reason`` ("100/100 items tied: texts identical after truncation to 48 tokens"); one where some items
+tied keeps them, with a warning in ``data["truncation"]``. A rank metric compares a gold cell with a non-gold cell of
+its **row** (``acc_r``, ``text``, set and sentence metrics) or **column** (``image``; ``group`` needs both): where
+every comparison one of them makes tied, its value is the tie policy's constant, not a measurement, so it becomes
+None with a reason (``"image, group: all 40 image comparisons tied: the model does not see images"``)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..results import NA_KEY, ScoredSplit
+from ..benchmarks import COUNTED
+from ..results import NA_KEY, ScoredSplit, metric_keys
 
 ROW_METRICS = ("acc_r", "text", "set_acc", "set_error", "sentence_acc")
 COLUMN_METRICS = ("image",)
@@ -37,6 +37,17 @@ def comparison_ties(scores: Matrices, gold: Matrices) -> np.ndarray:
     for i, (S, G) in enumerate(zip(scores, gold)):
         out[i] = comparison_ties(np.asarray(S, dtype=np.float64)[None], np.asarray(G, dtype=bool)[None])[0]
     return out
+
+
+def any_tied(counts: np.ndarray) -> np.ndarray:
+    """Per item, from :func:`comparison_ties`: whether any comparison is an exact tie."""
+    return np.asarray(counts[:, 1] + counts[:, 3] > 0)
+
+
+def all_tied(counts: np.ndarray) -> np.ndarray:
+    """Per item, from :func:`comparison_ties`: whether every comparison tied (False for a 1 x 1 item: none)."""
+    r, r_tied, c, c_tied = counts.T
+    return np.asarray((r + c > 0) & (r_tied == r) & (c_tied == c))
 
 
 def reasons(counts: np.ndarray, sees_images: bool = True) -> dict[str, str]:
@@ -85,13 +96,72 @@ def tag_members(tags: Sequence[Sequence[str]]) -> dict[str, list[int]]:
     return members
 
 
-def mark_tied_metrics(split: ScoredSplit, counts: np.ndarray, sees_images: bool,
-                      tags: Sequence[Sequence[str]]) -> bool:
-    """Mark, in ``split.metrics`` and each of its per-tag results, the metrics whose every comparison tied
-    (``counts``: :func:`comparison_ties` of its items); whether any of them is not available."""
-    na = mark(split.metrics, reasons(counts, sees_images))
-    members = tag_members(tags)
+def _why(n_collapsed: int, n_truncated: int, limit: int | None) -> str:
+    """Why ``n_collapsed`` items' texts are one input, in the words the tables and the Space print."""
+    cut = f"texts identical after truncation to {limit} tokens" if limit else "texts identical after truncation"
+    if n_truncated == n_collapsed:
+        return cut
+    same = "texts the model reads as the same token ids"
+    return same if not n_truncated else f"{same} ({n_truncated} of them {cut})"
+
+
+def _reason(n_tied: int, n: int, n_collapsed: int, limit: int | None, n_truncated: int) -> str:
+    why = _why(n_collapsed, n_truncated, limit)
+    if n_collapsed == n:
+        return f"{n_tied}/{n} items tied: {why}"
+    if n_collapsed:
+        return f"{n_tied}/{n} items tied ({n_collapsed} with {why})"
+    return f"{n_tied}/{n} items tied"
+
+
+def _not_available(m: dict[str, Any], reason: str) -> None:
+    """Every metric of ``m`` (and its CI) becomes None, with ``na_reason``."""
+    ci = m.get("ci")
+    blank(m, metric_keys(m), reason)
+    if ci:
+        m["ci"] = dict.fromkeys(ci)
+
+
+def mark_ties(split: ScoredSplit, counts: np.ndarray, ties: str = "strict", sees_images: bool = True) -> bool:
+    """Mark the ties of ``split`` (``counts``: :func:`comparison_ties` of its items) in its metrics and each tag's
+    (module doc), and record its tied and collapsed items in ``data["truncation"]``; whether any metric became not
+    available."""
+    n = len(split.items)
+    tied = all_tied(counts)
+    collapsed = np.zeros(n, dtype=bool)
+    if split.collapsed:
+        collapsed[np.asarray(split.collapsed, dtype=int)] = True
+    truncated = np.zeros(n, dtype=bool)
+    if split.truncated:
+        truncated[np.asarray(split.truncated, dtype=int)] = True
+    elif split.truncated is None:
+        truncated = collapsed.copy()  # a split recorded without causes: truncation, as before there were any
+    some = any_tied(counts) | collapsed
+    n_tied, n_collapsed, n_truncated, n_some = int(tied.sum()), int(collapsed.sum()), int(truncated.sum()), int(some.sum())
+    collapse = {"collapsed_items": n_collapsed, "text_max_length": split.text_limit} if split.collapsed is not None else {}
+    warning: dict[str, str] = {}
+    na = bool(n and n_tied == n)
+    if na:
+        _not_available(split.metrics, _reason(n_tied, n, n_collapsed, split.text_limit, n_truncated))
+    elif n_some:
+        counted = f"each tied comparison {COUNTED.get(ties, ties)} (ties={ties})"
+        if n_collapsed:
+            why = _why(n_collapsed, n_truncated, split.text_limit)
+            why = why.replace("texts identical after truncation", "texts identical after the model's truncation", 1)
+            text = f"{n_collapsed}/{n} items have {why}, so they tie"
+            text += f"; {n_some}/{n} items hold a tie in all" if n_some > n_collapsed else ""
+        else:
+            text = f"{n_some}/{n} items hold a tie (a gold and a non-gold cell with exactly the same score)"
+        warning = {"warning": f"warning: {split.name}: {text}; {counted}"}
+    na = mark(split.metrics, reasons(counts, sees_images)) or na
+    members = tag_members([item.tags for item in split.items])
     for tag, tm in (split.metrics.get("per_tag") or {}).items():
-        if members.get(tag):
-            na = mark(tm, reasons(counts[members[tag]], sees_images)) or na
+        idx = np.asarray(members.get(tag, []), dtype=int)
+        if n_tied and len(idx) and tied[idx].all():
+            _not_available(tm, _reason(len(idx), len(idx), int(collapsed[idx].sum()), split.text_limit,
+                                       int(truncated[idx].sum())))
+            na = True
+        if len(idx):
+            na = mark(tm, reasons(counts[idx], sees_images)) or na
+    split.data["truncation"] = {"tied_items": n_tied, **collapse, **warning}
     return na

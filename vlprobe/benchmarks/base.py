@@ -1,8 +1,5 @@
-"""What a benchmark is, as data: :class:`Benchmark` and its parts, the metric names they use, and the registry of the
-modules beside this one (one per benchmark, each defining ``BENCHMARK``: its pins, configs and counts, the metrics its
-paper reports and how it aggregates them, its tie rule, names of metrics, published numbers, citation; nothing about
-how to compute them). The builders, the summary, the report and the Space read these; none of them names a benchmark.
-Of vlprobe it imports only :mod:`vlprobe.metric_registry`, so every layer can read it."""
+"""What a benchmark is, as data (:class:`Benchmark`), and the registry of the modules beside this one, each defining
+``BENCHMARK``. Of vlprobe it imports only :mod:`vlprobe.metric_registry`, so every layer can read it."""
 
 from __future__ import annotations
 
@@ -15,26 +12,20 @@ from dataclasses import dataclass, field, replace
 from ..metric_registry import declared_names
 
 __all__ = [  # what vlprobe.benchmarks gives
-    "AUTHORS", "COUNTED", "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
+    "AUTHORS", "COUNTED", "METRIC_ORDER", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
     "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
     "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "pins", "shape_headline", "table",
     "tie_policy",
 ]
 
-# Every metric the metric module (metric/valse_metric.py) returns, in the order tables show them. The
-# metric module keeps its own copy (METRIC_KEYS, it imports nothing of vlprobe); a test holds the two equal.
+# Every metric the metric module returns, in table order (metric/valse_metric.py's METRIC_KEYS: a test holds them equal)
 METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
                 "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
-# Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
-# thresholded score).
-PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
 TIE_POLICIES = declared_names("TIE_POLICIES")  # the metric module's one list (metric/valse_metric.py)
 COUNTED = {"strict": "counted wrong", "half": "counted half right", "lenient": "counted right"}  # a tied comparison
-# ``ties="authors"`` (vlprobe.evaluate's default): each split counted by its benchmark's authors' rule
-# (:func:`tie_policy`), strict for a dataset no benchmark defines; or one of TIE_POLICIES for every split.
-AUTHORS = "authors"
+AUTHORS = "authors"  # ties="authors": each split by its benchmark's authors' rule (tie_policy)
 TIE_CHOICES = (AUTHORS, *TIE_POLICIES)
-TEXT_ONLY = "text"  # the modality of a run that looks at no image (vlprobe.evaluation.settings.TEXT)
+TEXT_ONLY = "text"  # the modality of a run that looks at no image
 
 
 class BenchmarkError(ValueError):
@@ -61,17 +52,15 @@ AVERAGES = ("macro", "micro")
 
 @dataclass(frozen=True)
 class ClampedAtZero:
-    """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script: ``2.5 * max(cos, 0)`` with
-    ``torch.topk``): where a run's scores are such cosines (the scorer ``families``) and some are negative, an item's
-    texts can tie at 0 there, in topk's order, so their figures can differ from the run's."""
+    """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script): where a run's scores are such
+    cosines and some are negative, an item's texts can tie at 0 there, so their figures can differ from the run's."""
 
     families: tuple[str, ...]  # the scorer families whose scores are exp(logit_scale) * cosine
     rule: str  # what their code does, cited
 
     def departure(self, n: int, items: int, family: str | None = None) -> dict[str, str] | None:
-        """The departure a summary shows for a result with ``n`` negative scores of ``items`` items, of a run whose
-        scorer is of ``family`` (None: not known), or None where no score is negative or the family's scores are not
-        cosines: ``{"setting": "scores", "run", "authors", "note"}``, as the summary's other departures."""
+        """The departure a summary shows for ``n`` negative scores of ``items`` items by a scorer of ``family`` (None:
+        not known), or None where none is negative or the family's scores are not cosines."""
         # a control run's family is "<family>+<control>" (vlprobe.scorers.controls): its scores are the family's
         if not n or (family is not None and family.partition("+")[0] not in self.families):
             return None
@@ -136,8 +125,8 @@ class UpstreamFile:
 
 
 def table(text: str, cells: Collection[int]) -> list[list[str]]:
-    """The rows of a table written as text, one row a line, its cells apart by spaces (blank lines skipped); a row
-    of any other number of cells than ``cells`` allows is refused, naming it (a typo would shift the columns)."""
+    """The rows of a table written as text, a row a line, cells apart by spaces; a row of any other number of cells
+    than ``cells`` allows is refused (a typo would shift the columns)."""
     rows = [line.split() for line in text.splitlines() if line.strip()]
     for row in rows:
         if len(row) not in cells:
@@ -153,7 +142,7 @@ def pins(text: str) -> tuple[UpstreamFile, ...]:
 
 @dataclass(frozen=True)
 class Upstream:
-    """A benchmark's annotation files at one commit of its repository (fetched, verified: :mod:`vlprobe.builders.upstream`)."""
+    """A benchmark's annotation files at one commit of its repository."""
 
     benchmark: str  # the name messages use ("SugarCREPE++")
     repo: str  # owner/name on GitHub
@@ -162,9 +151,7 @@ class Upstream:
     files: tuple[UpstreamFile, ...]
     url_env: str  # environment variable overriding the base URL
     license: str = ""
-    # a copy kept by someone else, read in place of upstream files from --annotations DIR only, never fetched: whose it
-    # is and what is known of it (CREPE's productivity CSVs)
-    third_party: str = ""
+    third_party: str = ""  # a copy kept by someone else, never fetched: whose it is and what is known of it
 
     @property
     def fetched(self) -> bool:
@@ -191,13 +178,8 @@ class Upstream:
 @dataclass(frozen=True)
 class Benchmark:
     """Everything vlprobe knows of one benchmark; only ``name`` and ``title`` are required (with nothing else, it is
-    summarised like a user's own dataset, by item shape).
-
-    The summary (:func:`vlprobe.results.summary.summarize`) shows one row per config of ``configs`` (in order; others
-    scored follow), from its own result or a pooled config's ``<config_tag>=<config>`` results; one per split of
-    ``splits`` (else the test split); then each :class:`Group`. A row shows the ``headline`` metrics it has (by
-    ``framings`` where the shape decides), ``probability_only`` ones only with match probabilities. ``tie_rule``,
-    ``modalities``, ``text_only`` and ``clamped`` are the authors' setting: a run that departs from it is flagged."""
+    summarised like a user's own dataset, by item shape). ``tie_rule``, ``modalities``, ``text_only`` and ``clamped``
+    are the authors' setting: the summary flags a run that departs from it."""
 
     name: str  # the registry key, recorded in each dataset folder's vlprobe.yaml
     title: str  # "VALSE (Parcalabescu et al., ACL 2022)"
@@ -230,19 +212,15 @@ class Benchmark:
     hub_id: str | None = None  # where the dataset itself is published, when it is
     aliases: tuple[str, ...] = ()  # other names its folders went by, for runs and folders from before recording
     upstream: Upstream | None = None  # the pinned annotation files
-    # third-party copies of some upstream files (each pinned to its own hashes), read from --annotations
-    # in their place where the upstream file is not there (CREPE's productivity CSVs)
-    copies: tuple[Upstream, ...] = ()
+    copies: tuple[Upstream, ...] = ()  # pinned third-party copies of upstream files, read from --annotations only
     counts: Mapping[str, int] = field(default_factory=dict)  # rows per config in the pinned files
-    # Which version of the upstream data vlprobe builds (a published figure's dataset_version names one the same
-    # way, vlprobe/results/published.py): the upstream commit that last changed the data where known, else the pinned commit
-    data_version: str = ""
+    data_version: str = ""  # the upstream commit that last changed the data where known, else the pinned one
     citation: str = ""
 
     def __post_init__(self) -> None:
         where = f"benchmark {self.name!r}"
-        _known(self.headline, where)
-        _known(self.probability_only, where)
+        _known([*self.headline, *self.probability_only, *self.metric_names, *([self.primary] if self.primary else [])],
+               where)
         for framing in self.framings:
             _known(framing.headline, f"{where} framing {framing.label!r}")
         earlier: set[str] = set()
@@ -255,12 +233,8 @@ class Benchmark:
                 raise BenchmarkError(f"{where}: group {group.name!r} has members that are neither its configs nor "
                                      f"groups declared before it: {sorted(unknown)}")
             earlier.add(group.name)
-        if self.primary is not None:
-            _known([self.primary], where)
         if self.tie_rule is not None and self.tie_rule.policy not in TIE_POLICIES:
             raise BenchmarkError(f"{where}: tie policy {self.tie_rule.policy!r} is not one of {TIE_POLICIES}")
-        for name in self.metric_names:
-            _known([name], f"{where} metric_names")
 
     @property
     def display(self) -> str:
@@ -281,8 +255,7 @@ class Benchmark:
         return next((f for f in self.framings if shape is not None and f.shape == tuple(shape)), None)
 
     def tie_rule_for(self, modality: str | None) -> TieRule | None:
-        """The authors' tie rule for a run of ``modality``: the text-only setting's own (TOT) where the
-        paper has one; a text-only run of another benchmark has no authors' rule (the paper has no such run)."""
+        """The authors' tie rule for a run of ``modality`` (a text-only run: the paper's text-only one, if any)."""
         if modality == TEXT_ONLY:
             return self.text_only.tie_rule if self.text_only is not None else None
         return self.tie_rule
@@ -296,10 +269,8 @@ class Benchmark:
 
 
 def tie_policy(benchmark: Benchmark | None, ties: str, modality: str | None = None) -> str:
-    """The tie policy a split is counted by: ``ties`` itself where it is a policy (``--ties strict``: every split);
-    under :data:`AUTHORS`, the rule of the split's ``benchmark`` for a run of ``modality``
-    (:meth:`Benchmark.tie_rule_for`: CREPE's lenient, most benchmarks' strict), and strict where there is none
-    (a dataset of the user's own, a text-only run of a benchmark whose paper has no text-only measure)."""
+    """The tie policy a split is counted by: ``ties`` itself, or under :data:`AUTHORS` the rule of its ``benchmark``
+    for a run of ``modality``, and strict where there is none (a dataset of the user's own)."""
     if ties != AUTHORS:
         return ties
     rule = benchmark.tie_rule_for(modality) if benchmark is not None else None
@@ -364,9 +335,8 @@ def get(name: str, where: str = "") -> Benchmark:
 
 
 def by_old_name(dataset: str) -> Benchmark | None:
-    """The benchmark a dataset name meant before folders recorded their benchmark: the name of a
-    committed card folder or Hub repo (``./valse/``, ``facebook/winoground``, ``org/winoground-style``).
-    Only for folders and runs from before that: a folder's recorded benchmark decides, not its name."""
+    """The benchmark a dataset name meant before folders recorded their benchmark (``./valse/``,
+    ``facebook/winoground``, ``org/winoground-style``): only for folders and runs from before that."""
     name = os.path.basename(str(dataset).rstrip("/\\")).lower()
     alias = name.replace("-", "_")
     for bench in benchmarks().values():

@@ -1,6 +1,5 @@
-"""What is scored: the datasets, configs and splits a run names (folders, Hub ids, in-memory ``datasets`` objects),
-opened as memory-mapped Arrow tables (:mod:`vlprobe.dataset.splits`, which ``vlprobe probe`` reads them through too), and
-their rows turned into items by the dataset's ``vlprobe.yaml``."""
+"""What is scored: each (dataset, config, split) a run names, opened memory-mapped (:mod:`vlprobe.dataset.splits`),
+its rows turned into items by the dataset's ``vlprobe.yaml``; and the offline default's folders."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ if TYPE_CHECKING:
 
     from ..options import DatasetLike, SpecLike
 
-# datasets is imported where used (3.9 s, python -X importtime on this 2-core machine): a misspelt name is refused
-# before it is.
+# datasets is imported where used (seconds): a misspelt name is refused before it is.
 
 
 @dataclass
@@ -46,9 +44,8 @@ class SplitSource:
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
     dataset_version: str | None = None  # the version of its data (vlprobe.dataset.spec.dataset_version)
-    # Image cells holding a path are opened only inside this folder (vlprobe.dataset.images.image_cell_in_folder):
-    # the dataset folder, None for a Hub dataset; ``outside_images`` lifts that; in-memory datasets are the
-    # caller's own and are not checked (``check_image_paths`` False).
+    # Image paths are opened only inside this folder (None for a Hub dataset) unless outside_images; an in-memory
+    # dataset's are the caller's own and not checked.
     image_folder: str | None = None
     check_image_paths: bool = False
     outside_images: bool = False
@@ -96,8 +93,7 @@ def _spec_of(dataset: DatasetLike, spec: SpecLike | None) -> ItemSpec:
 
 def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
                 names: Sequence[str] | None = None) -> list[SplitSource]:
-    """Every (dataset, config, split) to score, opened (memory-mapped) but not read; ``names``: the datasets' given
-    names (a dict's keys)."""
+    """Every (dataset, config, split) to score, opened but not read; ``names``: the datasets' given names."""
     import datasets as hf
 
     sources: list[SplitSource] = []
@@ -119,7 +115,6 @@ def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
             continue
         dataset = os.fspath(dataset)
         if revision is not None and Path(dataset).is_dir():
-            # A folder has no revisions: the option would be recorded in results.json yet change nothing.
             raise ArgumentError("dataset_revision", revision,
                                 f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
                                 f"a branch, tag or commit of a Hub dataset)")
@@ -137,8 +132,7 @@ def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
 
 def _source(dataset: str, config: str, split: str, ds: datasets.Dataset, spec: ItemSpec, info: dict[str, Any],
             s: EvaluateSettings, benchmark: str | None, folder: str | None = None) -> SplitSource:
-    """One split to score, checked against its spec (``folder``: the dataset folder its image paths must stay in;
-    None: an in-memory dataset, the caller's own, whose paths are not checked)."""
+    """One split to score, checked against its spec (``folder``: the dataset folder; None: an in-memory dataset)."""
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
     try:
@@ -171,10 +165,8 @@ def _source(dataset: str, config: str, split: str, ds: datasets.Dataset, spec: I
 
 
 def default_datasets(root: str | os.PathLike) -> list[str]:
-    """The offline default's dataset folders: ``root/<name>`` where it holds a ``vlprobe.yaml`` (a
-    clone's committed card folders), else the folder an installed vlprobe builds into,
-    ``~/.cache/vlprobe/datasets/<name>`` (see :func:`vlprobe.storage.locations.dataset_folder`): wherever
-    ``vlprobe build <name>`` with no ``--out`` writes, run from the same folder."""
+    """The offline default's dataset folders, where ``vlprobe build <name>`` with no ``--out`` writes, run from
+    ``root`` (:func:`vlprobe.storage.locations.dataset_folder`)."""
     out = []
     for name in DEFAULT_DATASETS:
         folder = dataset_folder(name, root)
@@ -188,8 +180,7 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
 
 
 def default_model(root: str | os.PathLike) -> str:
-    """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy
-    this package ships (inside the installed package, see :mod:`vlprobe.storage.locations`)."""
+    """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy this package ships."""
     root = Path(root)
     model = root / DEFAULT_MODEL
     if (model / "config.json").is_file():

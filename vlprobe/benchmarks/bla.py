@@ -65,7 +65,6 @@ BENCHMARK = Benchmark(
                                "code ranks with torch.topk, whose order among tied values on the CPU is neither the "
                                "index order nor always against the model (tests/test_metric.py: [0, 0, 0, 0] gives "
                                "2, 3, 0, 1; [0.3, 0, 0, 0] gives 0, 2, 3, 1); ties there come from its clamp (below)"),
-    # evaluation_models/clip/utils.py rank_captions: clip_score = 2.5 * torch.max(similarity, 0), ranked with topk
     clamped=ClampedAtZero(("dual", "open_clip"), "the authors' CLIP script (evaluation_models/clip/utils.py) ranks "
                                      "2.5 * max(cos, 0) with torch.topk, so negative cosines tie at 0 there, in "
                                      "topk's order"),

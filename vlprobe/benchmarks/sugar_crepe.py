@@ -3,8 +3,7 @@ val2017, 1 image x [caption, negative_caption]."""
 
 from .base import Benchmark, Group, PaperTable, TieRule, Upstream, pins
 
-# The paper's grouping (ADD / REPLACE / SWAP) of its subsets; counts of the pinned files (the paper's
-# Table 1 and README give the same 7,511 in all).
+# The paper's grouping of its subsets; counts of the pinned files (7,511 in all, as the paper's Table 1).
 GROUPS: dict[str, tuple[str, ...]] = {
     "add": ("add_obj", "add_att"),
     "replace": ("replace_obj", "replace_att", "replace_rel"),
@@ -14,7 +13,6 @@ SUBSETS = tuple(c for members in GROUPS.values() for c in members)
 COUNTS = {"add_obj": 2062, "add_att": 692, "replace_obj": 1652, "replace_att": 788, "replace_rel": 1406,
           "swap_obj": 245, "swap_att": 666}
 
-# Blob hashes checked against the files mirrored from this commit (git hash-object of each).
 UPSTREAM = Upstream(
     "SugarCREPE", "RAIVNLab/sugar-crepe", "0047054b243992f0fad63d6f64f7544862daf846", "data/",
     pins("""

@@ -40,8 +40,7 @@ BENCHMARK = Benchmark(
     configs=SUBSETS, config_tag="subset", config_noun="subset",
     tie_rule=TieRule("strict", "a tie is wrong: the authors' ITT needs both true captions strictly above the "
                                "negative"),
-    # Scored text-only: the paper's TOT, right when cos(P1, P2) is strictly above cos(P1, neg) and cos(P2, neg):
-    # vlprobe's text score
+    # the paper's TOT is vlprobe's text-only text score
     text_only=TextOnly(
         source="SugarCREPE++ (Dumpala et al., NeurIPS 2024), TOT per subset as VLMs/test_*.py",
         names={"text": "TOT"},

@@ -1,15 +1,9 @@
-"""VL-CheckList (Zhao et al., 2022, arXiv:2207.00221): Object / Attribute / Relation, 1 image x [POS[0],
-NEG[0]] from the JSON files of its taxonomy's leaves, on Visual Genome (and VAW's), SWiG and HAKE images,
-scored and averaged as its authors' code does (om-ai-lab/VL-CheckList at the pinned commit):
-
-* ``vl_checklist/data_loader.py`` (``DataLoader.load_itc_samples``): a corpus file's records in file order,
-  each kept only ``if os.path.exists(path)`` of its image;
-* ``vl_checklist/evaluate.py`` (``Evaluate.eval``, task ``itc``): ``d.data[name][:int(max_number/2)]``, the
-  first ``MAX_NUM/2`` of those (``MAX_NUM: 2000`` in ``configs/sample.yaml`` and the README: 1,000), right
-  when ``POS[0]``'s score is strictly above ``NEG[0]``'s; one accuracy per corpus file, written to
-  ``<type>_<corpus>.json`` (``total_acc``);
-* ``radar.py`` (``generate_chart``) with ``corpus.json``: per type (a spoke), the mean over its sources
-  (vg / swig / hake / vaw) of the mean over each source's files.
+"""VL-CheckList (Zhao et al., 2022, arXiv:2207.00221): Object / Attribute / Relation, 1 image x [POS[0], NEG[0]]
+from the JSON files of its taxonomy's leaves, scored and averaged as its authors' code does (the pinned commit):
+``data_loader.py`` keeps a corpus file's records in file order whose image exists; ``evaluate.py`` (task ``itc``)
+scores the first ``MAX_NUM/2`` of them (1,000), right when ``POS[0]`` scores strictly above ``NEG[0]``, one accuracy
+per corpus file; ``radar.py`` with ``corpus.json`` takes per type the mean over its sources (vg / swig / hake / vaw) of
+the mean over each source's files.
 """
 
 from __future__ import annotations
@@ -25,13 +19,12 @@ FIRST = MAX_NUM // 2  # evaluate.py, itc: d.data[name][:int(max_number/2)]
 
 @dataclass(frozen=True)
 class CorpusFile:
-    """One corpus yaml of the authors' (``corpus/v1/<type>/<corpus>.yaml``): the records of one annotation
-    file, evaluated and reported on their own."""
+    """One corpus yaml of the authors' (``corpus/v1/<type>/<corpus>.yaml``): one annotation file, reported alone."""
 
     type: str  # the authors' TYPES entry: "Object/Size/large"
     corpus: str  # the yaml's name: "vg_obj"
     blob: str  # the annotation file's git blob at the pinned commit
-    size: int | None  # its bytes (None: not known here; the copy the hashes came from left out files of 4 MiB or more)
+    size: int | None  # its bytes (None: not known here)
 
     @property
     def name(self) -> str:
@@ -154,8 +147,7 @@ ASPECTS = ("Object", "Attribute", "Relation")
 
 
 class FileFacts(NamedTuple):
-    """What one corpus file's records hold, counted from the pinned files (tests/test_vl_checklist.py
-    recounts them)."""
+    """What one corpus file's records hold, counted from the pinned files (tests/test_vl_checklist.py recounts them)."""
 
     records: int
     same_text: int  # POS[0] == NEG[0]: always a tie, counted wrong
@@ -220,8 +212,7 @@ COUNTS = {name: facts.records for name, facts in FULL_FACTS.items()}  # records 
 
 
 def _groups() -> tuple[Group, ...]:
-    """radar.py's aggregation: per type, the mean over its sources of the mean over each source's files
-    (a source of one file is that file); then vlprobe's means over types per aspect and over aspects."""
+    """radar.py's aggregation (module doc); then vlprobe's means over types per aspect and over aspects."""
     out: list[Group] = []
     order = {t: i for i, t in enumerate(dict.fromkeys(f.type for f in FILES))}  # corpus.json's
     for leaf in sorted(LEAVES, key=lambda x: order[x.type]):
@@ -266,7 +257,6 @@ BENCHMARK = Benchmark(
     config_tag="type_corpus",  # a run of a pooled config (all, a leaf): its type_corpus= results are the files'
     groups=GROUPS,
     tie_rule=TieRule("strict", "a tie is wrong: the authors' evaluate.py (itc) counts pos > neg"),
-    # a folder built with --all-records holds every record of each file, not the first MAX_NUM/2
     caveat_tags=((("records=all",), f"every record of each corpus file (built with --all-records), not the first "
                                     f"MAX_NUM/2 = {FIRST:,} the authors' evaluate.py scores: not the authors' figures"),),
     builder="vl_checklist", upstream=UPSTREAM, counts=COUNTS, citation=CITATION,

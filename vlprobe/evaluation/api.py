@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..benchmarks import AUTHORS
+from ..benchmarks import AUTHORS, TEXT_ONLY
 from ..dataset.images import ImageError
 from ..dataset.items import Item
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
@@ -23,7 +23,7 @@ from ..scoring.engine import Engine, EngineOutOfMemory, EngineResult
 from .data import SplitSource, _dataset_label, default_datasets, default_model, plan_splits
 from .result import Evaluation
 from .scoring import _distributed, _measure, _score
-from .settings import TEXT, EvaluateSettings, ScoreSettings, dataset_list
+from .settings import EvaluateSettings, ScoreSettings, dataset_list
 
 if TYPE_CHECKING:
     from ..options import DatasetsLike, ImagesLike, ModelLike, ProcessorLike, SpecLike
@@ -98,7 +98,7 @@ def evaluate(
 
 def _check_bootstrap_work(sources: Sequence[SplitSource], s: EvaluateSettings) -> None:
     """Refuse, before scoring, a ``bootstrap`` the metric would refuse (its bound, without the tags' share)."""
-    if not s.bootstrap or s.modality == TEXT:
+    if not s.bootstrap or s.modality == TEXT_ONLY:
         return
     from ..metric import module as metric
 
@@ -143,7 +143,7 @@ class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
     def after_model(self, scorer: Scorer, sources: list[SplitSource]) -> None:
         """``--modality text`` needs a dual encoder's text tower; 1 x 1 items need a match probability, which a
         dual encoder's similarity is not (vlprobe invents none)."""
-        if self.s.modality == TEXT:
+        if self.s.modality == TEXT_ONLY:
             if not isinstance(scorer, DualScorer):
                 raise ArgumentError("modality", "text", f"needs a dual encoder's text tower; {scorer.family} has none")
             return

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..benchmarks import TEXT_ONLY
 from ..dataset.items import ItemError
 from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, dataset_version, find_spec
 from ..dataset.splits import check_reachable, checked_image_paths, load_split, select_configs, select_splits
@@ -19,7 +20,7 @@ from ..options import listed
 from ..results import dataset_name
 from ..storage import locations
 from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL, dataset_folder
-from .settings import TEXT, EvaluateSettings
+from .settings import EvaluateSettings
 from .text_only import text_only
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class SplitSource:
 
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:  # Items, or TextOnlyItems
         try:
-            if modality == TEXT:  # the row's items as they are, their texts compared with each other (no image)
+            if modality == TEXT_ONLY:  # the row's items as they are, their texts compared with each other (no image)
                 return [text_only(self.spec.to_item(row, index=start + i, config=self.config))
                         for i, row in enumerate(rows)]
             return [self.spec.to_item(row, index=start + i, config=self.config, modality=modality)

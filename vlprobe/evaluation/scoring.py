@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..benchmarks import find, tie_policy
+from ..benchmarks import TEXT_ONLY, find, tie_policy
 from ..dataset.images import ImageError
 from ..dataset.items import Item
 from ..errors import DatasetError, ModelError
@@ -21,7 +21,7 @@ from ..results import ScoredItem, ScoredSplit, ScoreMatrices
 from ..scorers.controls import apply_control
 from ..scoring.engine import Engine, EngineOutOfMemory
 from .data import SplitSource
-from .settings import TEXT, EvaluateSettings
+from .settings import EvaluateSettings
 from .text_only import TextOnlyItem, score_text_only
 from .tied_metrics import Matrices, comparison_ties, mark_ties
 
@@ -116,7 +116,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
     try:
         for chunk in _chunks(sources, s):
             try:
-                if s.modality == TEXT:
+                if s.modality == TEXT_ONLY:
                     result = score_text_only(engine, [item for _, item in chunk])
                 else:
                     result = engine.score([item for _, item in chunk])

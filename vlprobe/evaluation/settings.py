@@ -9,8 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..benchmarks.base import AUTHORS, TIE_CHOICES
-from ..benchmarks.base import TEXT_ONLY as TEXT
+from ..benchmarks.base import AUTHORS, TEXT_ONLY, TIE_CHOICES
 from ..dataset.spec import MODALITIES as IMAGE_MODALITIES
 from ..dataset.spec import ItemSpec
 from ..defaults import BATCH_SIZE
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from ..options import DatasetLike
 
 DEFAULT_OUT = "runs/default"  # the offline default run's output folder
-MODALITIES = (*IMAGE_MODALITIES, TEXT)  # TraVLR's three and text-only (vlprobe/evaluation/text_only.py)
+MODALITIES = (*IMAGE_MODALITIES, TEXT_ONLY)  # TraVLR's three and text-only (vlprobe/evaluation/text_only.py)
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 
 _DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "
@@ -131,7 +130,7 @@ class EvaluateSettings(Settings):
 
     def together(self) -> None:
         super().together()
-        if self.modality == TEXT and self.control:
+        if self.modality == TEXT_ONLY and self.control:
             raise self.refuse("control", "--modality text looks at no image, so an image control changes nothing; "
                                          "leave it out")
 

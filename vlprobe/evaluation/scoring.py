@@ -107,14 +107,11 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
     probabilities: list[ScoreMatrices | None] = [ScoreMatrices() for _ in sources]  # None: a chunk had none
     limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
     total = sum(src.n for src in sources)
-    bar = None
-    if s.progress and main and total > s.chunk_size:
-        bar = tqdm(total=total, desc="scoring", unit="item")
     stats: dict[str, Any] = {}
     chunks = 0
     start = time.perf_counter()
-    try:
-        for chunk in _chunks(sources, s):
+    with tqdm(total=total, desc="scoring", unit="item", disable=not (s.progress and main and total > s.chunk_size)) as bar:
+        for chunks, chunk in enumerate(_chunks(sources, s), 1):
             try:
                 if s.modality == TEXT_ONLY:
                     result = score_text_only(engine, [item for _, item in chunk])
@@ -124,7 +121,6 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
                 raise ModelError(str(err)) from None
             except ImageError as err:
                 raise DatasetError(str(err)) from None
-            chunks += 1
             for key, value in result.stats.items():
                 if key != "world_size" and isinstance(value, (int, float)):
                     stats[key] = stats.get(key, 0) + value
@@ -151,12 +147,8 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
                     kept.extend([probs[i] for i in places])
                 else:
                     probabilities[k] = None
-            if bar is not None:
-                bar.update(len(chunk))
+            bar.update(len(chunk))
             del result, probs, chunk  # the chunk's items (image bytes) and per-item arrays go now
-    finally:
-        if bar is not None:
-            bar.close()
     if chunks > 1:
         stats.update(seconds=round(time.perf_counter() - start, 3), chunks=chunks, chunk_size=s.chunk_size)
         if throwaway:

@@ -14,7 +14,7 @@ from ..metric_registry import declared_names
 __all__ = [  # what vlprobe.benchmarks gives
     "AUTHORS", "COUNTED", "METRIC_ORDER", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
     "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
-    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "pins", "shape_headline", "table",
+    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "shape_headline", "table",
     "tie_policy",
 ]
 
@@ -134,12 +134,6 @@ def table(text: str, cells: Collection[int]) -> list[list[str]]:
     return rows
 
 
-def pins(text: str) -> tuple[UpstreamFile, ...]:
-    """Pinned files from a table of ``path blob bytes`` rows (blob ``-``: not pinned yet; bytes ``-``: not known)."""
-    return tuple(UpstreamFile(path, None if blob == "-" else blob, None if size == "-" else int(size))
-                 for path, blob, size in table(text, {3}))
-
-
 @dataclass(frozen=True)
 class Upstream:
     """A benchmark's annotation files at one commit of its repository."""
@@ -184,8 +178,7 @@ class Benchmark:
     name: str  # the registry key, recorded in each dataset folder's vlprobe.yaml
     title: str  # "VALSE (Parcalabescu et al., ACL 2022)"
     short: str = ""  # how messages name it ("VALSE"; default: name)
-    # what the summary follows: "<paper>, <table or script>"; None: no paper defines aggregates (synthetic)
-    source: str | None = None
+    source: str | None = None  # what the summary follows, "<paper>, <table or script>"; None: no paper's aggregates
     headline: tuple[str, ...] = ()  # the metrics its paper reports, in its order; () : by item shape
     primary: str | None = None  # the one metric a plot shows (default: the first headline metric present)
     probability_only: tuple[str, ...] = ()  # headline metrics shown only when the run has match probabilities

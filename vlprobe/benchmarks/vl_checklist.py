@@ -138,8 +138,7 @@ class Leaf:
     config: str
     aspect: str  # Object / Attribute / Relation
     type: str  # the authors' TYPES entry
-    label: str  # radar.py's spoke label (by meaning: its list puts A-Size, A-State, A-Action where corpus.json
-    #             has action_a, size, state, so its chart names three attribute spokes after their neighbours)
+    label: str  # radar.py's spoke label, by meaning (its chart names three attribute spokes after their neighbours)
 
     @property
     def files(self) -> tuple[CorpusFile, ...]:

@@ -38,9 +38,8 @@ class Evaluation(RunResult[Entry]):
         return EvaluationDocument(provenance_record(self.provenance), tuple(result_entries(self.splits)), self.summary)
 
     def to_pandas(self, per_tag: bool = True, wide: bool = False) -> pd.DataFrame:
-        """results.csv as a DataFrame, a row per dataset/config/split/tag/metric (``tag`` empty for the whole split;
-        ``per_tag=False``: those rows only, without the column); ``wide=True``: results_wide.csv, the table to paste,
-        a row per dataset/config/split and a column per metric shown, in %."""
+        """results.csv as a DataFrame (``per_tag=False``: the whole splits' rows only, without the ``tag`` column);
+        ``wide=True``: results_wide.csv, a row per dataset/config/split and a column per metric shown, in %."""
         import pandas as pd
 
         from ..results.display import wide_rows

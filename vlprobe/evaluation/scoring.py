@@ -71,9 +71,9 @@ def _distributed(device: str | None) -> tuple[Any, str | None]:
 
 
 def _collapsed(engine: Engine, items: Sequence[Item | TextOnlyItem]) -> list[str | None] | None:
-    """Per item, whether a gold and a non-gold text of one image are one input to the model (the same token ids, as
-    the engine keyed them: :meth:`Engine.seen_texts`): None if not, ``"truncation"`` when every such pair differs
-    only past the scorer's text limit, else ``"tokens"``; None for the chunk when the scorer cannot say."""
+    """Per item, whether a gold and a non-gold text of one image are one input to the model (:meth:`Engine.seen_texts`):
+    None if not, ``"truncation"`` when every such pair differs only past the scorer's text limit, else ``"tokens"``;
+    None for the chunk when the scorer cannot say."""
     scorer = engine.scorer
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     seen = engine.seen_texts(distinct)
@@ -98,8 +98,8 @@ def _collapsed(engine: Engine, items: Sequence[Item | TextOnlyItem]) -> list[str
 
 def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main: bool,
            throwaway: bool = False) -> tuple[list[ScoredSplit], dict[str, Any]]:
-    """Stream every source through ``engine``; the scored splits (no images) and the engine stats. ``main``: the
-    process that shows the bar; ``throwaway``: the engine's cache is a throw-away one (none of it was kept)."""
+    """Stream every source through ``engine``: the scored splits (no images) and the engine stats. ``throwaway``: the
+    engine's cache is a throw-away one (none of it was kept)."""
     scorer = engine.scorer
     splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, benchmark=src.benchmark, items=[],
                           dataset_version=src.dataset_version, data=src.data) for src in sources]
@@ -185,9 +185,8 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
 
 
 def _metric_inputs(split: ScoredSplit) -> tuple[Matrices, Matrices, Matrices | None]:
-    """(scores, gold, probabilities) for the metric: when every item has one shape, stacked
-    ``(N, m, n)`` arrays (float64 scores and probabilities, boolean gold), the metric's own fast
-    path, which stacks a list of per-item matrices into exactly these arrays; else the lists."""
+    """(scores, gold, probabilities) for the metric: stacked ``(N, m, n)`` arrays when every item has one shape (the
+    metric's fast path), else the lists."""
     golds = [it.gold for it in split.items]
     scores, probs = split.scores, split.probabilities
     if isinstance(scores, ScoreMatrices) and (probs is None or isinstance(probs, ScoreMatrices)) and golds:

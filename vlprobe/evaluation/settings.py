@@ -86,7 +86,6 @@ def _spec(value: object) -> object:
 
 
 def _threshold(value: object) -> float:
-    # applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would call every cell true or every one false
     if not is_number(value) or not 0 <= value <= 1:
         raise Refused("must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the model's match "
                       "probabilities")

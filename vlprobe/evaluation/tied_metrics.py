@@ -123,9 +123,8 @@ def _not_available(m: dict[str, Any], reason: str) -> None:
 
 
 def mark_ties(split: ScoredSplit, counts: np.ndarray, ties: str = "strict", sees_images: bool = True) -> bool:
-    """Mark the ties of ``split`` (``counts``: :func:`comparison_ties` of its items) in its metrics and each tag's
-    (module doc), and record its tied and collapsed items in ``data["truncation"]``; whether any metric became not
-    available."""
+    """Mark the ties of ``split`` (``counts``: :func:`comparison_ties` of its items) in its and its tags' metrics and in
+    ``data["truncation"]`` (module doc); whether any metric became not available."""
     n = len(split.items)
     tied = all_tied(counts)
     collapsed = np.zeros(n, dtype=bool)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..benchmarks import TEXT_ONLY
 from ..dataset.items import ItemError
 from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, dataset_version, find_spec
-from ..dataset.splits import check_reachable, checked_image_paths, load_split, select_configs, select_splits
+from ..dataset.splits import checked_image_paths, load_split, select_configs, select_splits
 from ..errors import ArgumentError, DatasetError, ModelError
 from ..names import is_built
 from ..options import listed
@@ -67,12 +67,11 @@ class SplitSource:
             yield start, rows
 
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:  # Items, or TextOnlyItems
+        text = modality == TEXT_ONLY  # the row's items as they are, their texts compared with each other (no image)
         try:
-            if modality == TEXT_ONLY:  # the row's items as they are, their texts compared with each other (no image)
-                return [text_only(self.spec.to_item(row, index=start + i, config=self.config))
-                        for i, row in enumerate(rows)]
-            return [self.spec.to_item(row, index=start + i, config=self.config, modality=modality)
-                    for i, row in enumerate(rows)]
+            items = [self.spec.to_item(row, index=start + i, config=self.config, modality="image" if text else modality)
+                     for i, row in enumerate(rows)]
+            return [text_only(item) for item in items] if text else items
         except (ItemError, SpecError) as err:
             raise DatasetError(f"{self.name}: {err}") from None
 
@@ -119,7 +118,6 @@ def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
             raise ArgumentError("dataset_revision", revision,
                                 f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
                                 f"a branch, tag or commit of a Hub dataset)")
-        check_reachable(dataset, revision)  # before the spec, which may be fetched from the Hub
         item_spec = _spec_of(dataset, s.spec)
         benchmark, note = dataset_benchmark(dataset, item_spec)  # a guess from the name is said in the summary
         for config in select_configs(dataset, s.configs, revision):
@@ -136,27 +134,24 @@ def _source(dataset: str, config: str, split: str, ds: datasets.Dataset, spec: I
     """One split to score, checked against its spec (``folder``: the dataset folder; None: an in-memory dataset)."""
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
-    try:
-        config_spec = spec.for_config(config)
-    except ValueError as err:
-        raise DatasetError(str(err)) from None
     in_memory = folder is None
     info = {**info, "in_memory": True} if in_memory else info
     folder = str(Path(folder).resolve()) if folder is not None and Path(folder).is_dir() else None
-    src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
-                      data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": s.dataset_revision,
-                            "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
-                      dataset_version=dataset_version(spec, benchmark),
-                      image_folder=folder,
-                      check_image_paths=not in_memory, outside_images=s.outside_images)
-    if n == 0:
-        raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
-    try:
+    try:  # SpecError is a ValueError
+        config_spec = spec.for_config(config)
+        src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
+                          data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": s.dataset_revision,
+                                "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
+                          dataset_version=dataset_version(spec, benchmark),
+                          image_folder=folder,
+                          check_image_paths=not in_memory, outside_images=s.outside_images)
+        if n == 0:
+            raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
         strings = [c for c in config_spec.images if c in ds.features and "Value" in
                    (type(ds.features[c]).__name__, type(getattr(ds.features[c], "feature", None)).__name__)]
         first = ds.select_columns(strings)[0] if strings and len(ds) else None  # no image is decoded
         config_spec.check_columns(ds.features, src.name, first)
-    except SpecError as err:
+    except ValueError as err:
         raise DatasetError(str(err)) from None
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids
     # The first row as an item: the spec works, and the item shape is known before any model loads.

@@ -127,14 +127,9 @@ def mark_ties(split: ScoredSplit, counts: np.ndarray, ties: str = "strict", sees
     ``data["truncation"]`` (module doc); whether any metric became not available."""
     n = len(split.items)
     tied = all_tied(counts)
-    collapsed = np.zeros(n, dtype=bool)
-    if split.collapsed:
-        collapsed[np.asarray(split.collapsed, dtype=int)] = True
-    truncated = np.zeros(n, dtype=bool)
-    if split.truncated:
-        truncated[np.asarray(split.truncated, dtype=int)] = True
-    elif split.truncated is None:
-        truncated = collapsed.copy()  # a split recorded without causes: truncation, as before there were any
+    collapsed = np.isin(np.arange(n), split.collapsed or [])
+    # a split recorded without causes: truncation, as before there were any
+    truncated = collapsed.copy() if split.truncated is None else np.isin(np.arange(n), split.truncated)
     some = any_tied(counts) | collapsed
     n_tied, n_collapsed, n_truncated, n_some = int(tied.sum()), int(collapsed.sum()), int(truncated.sum()), int(some.sum())
     collapse = {"collapsed_items": n_collapsed, "text_max_length": split.text_limit} if split.collapsed is not None else {}

@@ -235,14 +235,12 @@ class Benchmark:
 
     def headline_for(self, shape: tuple[int, int] | None) -> list[str]:
         """The paper's metrics for items of ``shape`` (None: mixed or unknown shapes)."""
-        if self.framings:
-            if shape is None:
-                return list(dict.fromkeys(k for f in self.framings for k in f.headline))
-            for f in self.framings:
-                if f.shape == tuple(shape):
-                    return list(f.headline)
-            return shape_headline(shape)
-        return list(self.headline) if self.headline else shape_headline(shape)
+        if self.framings and shape is None:
+            return list(dict.fromkeys(k for f in self.framings for k in f.headline))
+        framing = self.framing(shape)
+        if framing is not None:
+            return list(framing.headline)
+        return list(self.headline) if self.headline and not self.framings else shape_headline(shape)
 
     def framing(self, shape: tuple[int, int] | None) -> Framing | None:
         return next((f for f in self.framings if shape is not None and f.shape == tuple(shape)), None)

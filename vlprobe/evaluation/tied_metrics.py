@@ -87,15 +87,6 @@ def mark(metrics: dict[str, Any], why: dict[str, str]) -> bool:
     return bool(metrics.get(NA_KEY))
 
 
-def tag_members(tags: Sequence[Sequence[str]]) -> dict[str, list[int]]:
-    """{tag: the places of the items that have it}."""
-    members: dict[str, list[int]] = {}
-    for i, item_tags in enumerate(tags):
-        for tag in item_tags:
-            members.setdefault(tag, []).append(i)
-    return members
-
-
 def _why(n_collapsed: int, n_truncated: int, limit: int | None) -> str:
     """Why ``n_collapsed`` items' texts are one input, in the words the tables and the Space print."""
     cut = f"texts identical after truncation to {limit} tokens" if limit else "texts identical after truncation"
@@ -148,7 +139,10 @@ def mark_ties(split: ScoredSplit, counts: np.ndarray, ties: str = "strict", sees
             text = f"{n_some}/{n} items hold a tie (a gold and a non-gold cell with exactly the same score)"
         warning = {"warning": f"warning: {split.name}: {text}; {counted}"}
     na = mark(split.metrics, reasons(counts, sees_images)) or na
-    members = tag_members([item.tags for item in split.items])
+    members: dict[str, list[int]] = {}  # tag -> its items' places
+    for i, item in enumerate(split.items):
+        for tag in item.tags:
+            members.setdefault(tag, []).append(i)
     for tag, tm in (split.metrics.get("per_tag") or {}).items():
         idx = np.asarray(members.get(tag, []), dtype=int)
         if n_tied and len(idx) and tied[idx].all():

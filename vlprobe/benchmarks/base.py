@@ -52,15 +52,13 @@ AVERAGES = ("macro", "micro")
 
 @dataclass(frozen=True)
 class ClampedAtZero:
-    """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script): where a run's scores are such
-    cosines and some are negative, an item's texts can tie at 0 there, so their figures can differ from the run's."""
+    """The authors' code ranks cosines clamped at 0 (BLA's CLIP script): negative ones tie there, unlike in the run."""
 
     families: tuple[str, ...]  # the scorer families whose scores are exp(logit_scale) * cosine
     rule: str  # what their code does, cited
 
     def departure(self, n: int, items: int, family: str | None = None) -> dict[str, str] | None:
-        """The departure a summary shows for ``n`` negative scores of ``items`` items by a scorer of ``family`` (None:
-        not known), or None where none is negative or the family's scores are not cosines."""
+        """The summary's departure for ``n`` negative scores of ``items`` items, where the ``family``'s are cosines."""
         # a control run's family is "<family>+<control>" (vlprobe.scorers.controls): its scores are the family's
         if not n or (family is not None and family.partition("+")[0] not in self.families):
             return None
@@ -71,9 +69,8 @@ class ClampedAtZero:
 
 @dataclass(frozen=True)
 class Group:
-    """An aggregate row, the mean of ``members`` (configs, or groups declared before: a mean of means): ``"macro"``,
-    unweighted (VALSE's Avg.); ``"micro"``, over their items (SugarCREPE's ADD / REPLACE / SWAP). ``metrics``: those
-    averaged (default: the headline metrics every member has)."""
+    """An aggregate row, the mean of ``members`` (configs, or groups declared before): ``"macro"``, unweighted (VALSE's
+    Avg.); ``"micro"``, over their items (SugarCREPE's ADD). ``metrics``: default, the headline ones every member has."""
 
     name: str
     label: str
@@ -84,8 +81,7 @@ class Group:
 
 @dataclass(frozen=True)
 class Framing:
-    """One way a benchmark's rows become items, told apart by the items' shape (TraVLR: 1 x 1 true/false, 1 x 2 query
-    vs foil): its headline metrics and how tables name it."""
+    """One way a benchmark's rows become items, told apart by the items' shape (TraVLR's 1 x 1 and 1 x 2)."""
 
     shape: tuple[int, int]
     headline: tuple[str, ...]
@@ -95,8 +91,7 @@ class Framing:
 
 @dataclass(frozen=True)
 class TextOnly:
-    """The paper's own text-only measure (SugarCREPE++'s TOT): source line, names of metrics and tie rule of a
-    ``--modality text`` run."""
+    """The paper's own text-only measure (SugarCREPE++'s TOT), for a ``--modality text`` run."""
 
     source: str
     names: Mapping[str, str]
@@ -125,8 +120,7 @@ class UpstreamFile:
 
 
 def table(text: str, cells: Collection[int]) -> list[list[str]]:
-    """The rows of a table written as text, a row a line, cells apart by spaces; a row of any other number of cells
-    than ``cells`` allows is refused (a typo would shift the columns)."""
+    """The rows of a text table, cells apart by spaces; a row of another number of cells than ``cells`` is refused."""
     rows = [line.split() for line in text.splitlines() if line.strip()]
     for row in rows:
         if len(row) not in cells:
@@ -171,9 +165,8 @@ class Upstream:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """Everything vlprobe knows of one benchmark; only ``name`` and ``title`` are required (with nothing else, it is
-    summarised like a user's own dataset, by item shape). ``tie_rule``, ``modalities``, ``text_only`` and ``clamped``
-    are the authors' setting: the summary flags a run that departs from it."""
+    """Everything vlprobe knows of one benchmark; only ``name`` and ``title`` are required. ``tie_rule``, ``modalities``,
+    ``text_only`` and ``clamped`` are the authors' setting: the summary flags a run that departs from it."""
 
     name: str  # the registry key, recorded in each dataset folder's vlprobe.yaml
     title: str  # "VALSE (Parcalabescu et al., ACL 2022)"
@@ -260,8 +253,7 @@ class Benchmark:
 
 
 def tie_policy(benchmark: Benchmark | None, ties: str, modality: str | None = None) -> str:
-    """The tie policy a split is counted by: ``ties`` itself, or under :data:`AUTHORS` the rule of its ``benchmark``
-    for a run of ``modality``, and strict where there is none (a dataset of the user's own)."""
+    """The tie policy a split is counted by: ``ties``, or under :data:`AUTHORS` its ``benchmark``'s rule, else strict."""
     if ties != AUTHORS:
         return ties
     rule = benchmark.tie_rule_for(modality) if benchmark is not None else None
@@ -269,8 +261,7 @@ def tie_policy(benchmark: Benchmark | None, ties: str, modality: str | None = No
 
 
 def shape_headline(shape: tuple[int, int] | None) -> list[str]:
-    """The headline metrics of a dataset no paper defines, by its items' shape: m >= 2 -> text /
-    image / group; 1 x 1 -> macro-F1; 1 x n -> acc_r; unknown or mixed shapes -> all of these."""
+    """The headline metrics of a dataset no paper defines, by its items' shape (None: mixed or unknown)."""
     if shape is None:
         return ["group", "text", "image", "acc_r", "macro_f1"]
     m, n = shape
@@ -281,14 +272,11 @@ def shape_headline(shape: tuple[int, int] | None) -> list[str]:
     return ["acc_r"]
 
 
-# ---- the registry ---------------------------------------------------------------------------------
-
 _REGISTRY: dict[str, Benchmark] = {}
 
 
 def benchmarks() -> dict[str, Benchmark]:
-    """Every benchmark, by name: the ``BENCHMARK`` of each module of :mod:`vlprobe.benchmarks`, then the plugins'
-    (:mod:`vlprobe.plugins`)."""
+    """Every benchmark, by name: each module's ``BENCHMARK``, then the plugins' (:mod:`vlprobe.plugins`)."""
     if not _REGISTRY:
         from vlprobe import benchmarks as pkg
 
@@ -326,8 +314,7 @@ def get(name: str, where: str = "") -> Benchmark:
 
 
 def by_old_name(dataset: str) -> Benchmark | None:
-    """The benchmark a dataset name meant before folders recorded their benchmark (``./valse/``,
-    ``facebook/winoground``, ``org/winoground-style``): only for folders and runs from before that."""
+    """The benchmark a dataset name (``./valse/``, ``facebook/winoground``) meant before folders recorded theirs."""
     name = os.path.basename(str(dataset).rstrip("/\\")).lower()
     alias = name.replace("-", "_")
     for bench in benchmarks().values():

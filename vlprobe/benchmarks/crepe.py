@@ -73,8 +73,7 @@ negate 11  336c2cc93b18337e48e789744e83a55deab425b4  1062109  1660  104 0 0 1626
 negate 12  089c35aefdaf822bec4fc455d45e1ce122fc7e03  1509093  1990   63 0 0 1971
 """, {9})
 PROD_FACTS = {f"prod_{t}_{n}": ProdFacts(*map(int, counts)) for t, n, _, _, *counts in _PROD}
-# The CSVs loose, as a third-party repository holds them (byte copies by git blob; what upstream's zip holds could not
-# be checked): accepted from --annotations DIR in place of the zip, each verified against its hash, never downloaded.
+# The CSVs loose, in a third-party repository: read from --annotations DIR in place of the zip, never downloaded.
 PROD_CSVS = Upstream(
     "CREPE (productivity CSVs, third-party copy)", "wuyinjun-1993/concept_based_retrieval",
     "0e03b05655790619c70ebb4702e030642df9e4a0", "",

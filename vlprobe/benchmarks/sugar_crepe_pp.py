@@ -34,8 +34,7 @@ CITATION = """\
 BENCHMARK = Benchmark(
     name="sugar_crepe_pp", title="SugarCREPE++ (Dumpala et al., NeurIPS 2024)", short="SugarCREPE++",
     source="SugarCREPE++ (Dumpala et al., NeurIPS 2024), ITT per subset as VLMs/test_*.py",
-    # ITT: both true captions strictly above the negative (set_acc on [[1, 1, 0]]); acc_r = the mean of the
-    # authors' Image-P1-Neg and Image-P2-Neg accuracies
+    # ITT is set_acc on [[1, 1, 0]]; acc_r the mean of the authors' Image-P1-Neg and Image-P2-Neg accuracies
     headline=("set_acc", "acc_r"),
     configs=SUBSETS, config_tag="subset", config_noun="subset",
     tie_rule=TieRule("strict", "a tie is wrong: the authors' ITT needs both true captions strictly above the "

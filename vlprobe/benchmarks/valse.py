@@ -43,8 +43,7 @@ CITATION = """\
 BENCHMARK = Benchmark(
     name="valse", title="VALSE (Parcalabescu et al., ACL 2022)", short="VALSE",
     source="VALSE (Parcalabescu et al., ACL 2022), Table 2",
-    # Table 2: per instrument acc_r; with a matching head's probabilities also acc, min(p_c, p_f) and AUROC
-    # (the paper gives CLIP-like models acc_r only).
+    # Table 2: acc_r, and with a matching head's probabilities acc, min(p_c, p_f) and AUROC (CLIP-like models: acc_r)
     headline=("acc_r", "acc", "min_p", "auroc"), probability_only=("acc", "min_p", "auroc"),
     configs=INSTRUMENTS, config_tag="instrument", config_noun="instrument",
     parts={i: piece for piece, members in PIECES.items() for i in members}, part_name="piece",

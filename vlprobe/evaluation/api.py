@@ -115,8 +115,7 @@ Scored = tuple[list[ScoredSplit], dict[str, Any]]  # the scored splits and the e
 
 
 class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
-    """:func:`evaluate`'s run: the splits planned, the model checked against their items' shapes, the rows streamed
-    through the engine and measured on the main process."""
+    """:func:`evaluate`'s run: the splits planned, the rows streamed through the engine, measured on the main process."""
 
     s: EvaluateSettings
 
@@ -141,8 +140,7 @@ class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
         return sources
 
     def after_model(self, scorer: Scorer, sources: list[SplitSource]) -> None:
-        """``--modality text`` needs a dual encoder's text tower; 1 x 1 items need a match probability, which a
-        dual encoder's similarity is not (vlprobe invents none)."""
+        """Text-only needs a text tower, 1 x 1 items a match probability: a dual encoder's similarity is none."""
         if self.s.modality == TEXT_ONLY:
             if not isinstance(scorer, DualScorer):
                 raise ArgumentError("modality", "text", f"needs a dual encoder's text tower; {scorer.family} has none")

@@ -45,8 +45,7 @@ class SplitSource:
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
     dataset_version: str | None = None  # the version of its data (vlprobe.dataset.spec.dataset_version)
-    # Image paths are opened only inside this folder (None for a Hub dataset) unless outside_images; an in-memory
-    # dataset's are the caller's own and not checked.
+    # Image paths are opened only inside this folder unless outside_images; an in-memory dataset's are not checked.
     image_folder: str | None = None
     check_image_paths: bool = False
     outside_images: bool = False
@@ -161,8 +160,7 @@ def _source(dataset: str, config: str, split: str, ds: datasets.Dataset, spec: I
 
 
 def default_datasets(root: str | os.PathLike) -> list[str]:
-    """The offline default's dataset folders, where ``vlprobe build <name>`` with no ``--out`` writes, run from
-    ``root`` (:func:`vlprobe.storage.locations.dataset_folder`)."""
+    """The offline default's dataset folders: where ``vlprobe build <name>`` writes, run from ``root``."""
     out = []
     for name in DEFAULT_DATASETS:
         folder = dataset_folder(name, root)

@@ -113,8 +113,7 @@ def _figure(key: str, value: float | None, row: SummaryRow, theirs: str | None, 
 
 
 def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
-    """The papers' aggregates as text under the table ("" when there are none): per benchmark a line per row, the
-    departures from the authors' setting, notes, and the figures published for this checkpoint."""
+    """The papers' aggregates as text under the table ("" when there are none)."""
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         if not block.rows:

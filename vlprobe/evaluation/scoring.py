@@ -29,8 +29,7 @@ from .tied_metrics import Matrices, comparison_ties, mark_ties
 
 
 def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[list[tuple[int, Any]]]:
-    """(source index, item) lists of at most ``chunk_size`` items, in order, across splits. With the
-    shuffle control a split is one chunk (its images are permuted across all its items)."""
+    """(source index, item) lists of at most ``chunk_size`` items across splits (shuffle: a split, permuted whole)."""
 
     buffer: list[tuple[int, Any]] = []
     for k, src in enumerate(sources):
@@ -51,8 +50,7 @@ def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[lis
             if s.control == "shuffle" and len(buffer) >= s.chunk_size:
                 yield buffer
                 buffer = []
-            # Nothing of this batch may stay referenced while the next one is read: its items hold their image
-            # bytes (issue 25).
+            # nothing of this batch may stay referenced while the next is read: its items hold image bytes (issue 25)
             items = item = None
     if buffer:
         yield buffer
@@ -71,9 +69,8 @@ def _distributed(device: str | None) -> tuple[Any, str | None]:
 
 
 def _collapsed(engine: Engine, items: Sequence[Item | TextOnlyItem]) -> list[str | None] | None:
-    """Per item, whether a gold and a non-gold text of one image are one input to the model (:meth:`Engine.seen_texts`):
-    None if not, ``"truncation"`` when every such pair differs only past the scorer's text limit, else ``"tokens"``;
-    None for the chunk when the scorer cannot say."""
+    """Per item, whether a gold and a non-gold text of one image are one input to the model: None if not,
+    ``"truncation"`` when they differ only past the text limit, else ``"tokens"``; None where the scorer cannot say."""
     scorer = engine.scorer
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     seen = engine.seen_texts(distinct)
@@ -98,8 +95,7 @@ def _collapsed(engine: Engine, items: Sequence[Item | TextOnlyItem]) -> list[str
 
 def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main: bool,
            throwaway: bool = False) -> tuple[list[ScoredSplit], dict[str, Any]]:
-    """Stream every source through ``engine``: the scored splits (no images) and the engine stats. ``throwaway``: the
-    engine's cache is a throw-away one (none of it was kept)."""
+    """Stream every source through ``engine``: the scored splits (no images) and the engine stats."""
     scorer = engine.scorer
     splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, benchmark=src.benchmark, items=[],
                           dataset_version=src.dataset_version, data=src.data) for src in sources]
@@ -160,8 +156,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
 
 
 def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) -> None:
-    """The metrics of ``split``, its ties marked (:func:`.tied_metrics.mark_ties`), and, where they differ, the
-    metrics as its benchmark's authors' code computes them (``authors_rule``)."""
+    """The metrics of ``split``, its ties marked, and where they differ its authors' code's (``authors_rule``)."""
     from .. import metric as metric_module  # it imports evaluate, datasets and torch
 
     scores, gold, probs = _metric_inputs(split)
@@ -175,9 +170,8 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
     na = mark_ties(split, comparison_ties(scores, gold), split.ties, sees_images)
-    # Under the authors' tie rule where the split was counted by another policy (--ties lenient on SugarCREPE,
-    # --ties strict on CREPE), or where the run's are not available (their code prints a number, 0.0 under a strict
-    # rule): a figure to read beside the run's, with no CI.
+    # Under the authors' tie rule where the split was counted by another, or where the run's are not available (their
+    # code prints a number): a figure to read beside the run's, with no CI.
     rule = bench.tie_rule_for(s.modality) if bench is not None else None
     if rule is not None and (rule.policy != split.ties or na):
         split.authors_rule = {"ties": rule.policy, "metrics": metric_module.compute(scores, gold, ties=rule.policy,
@@ -185,8 +179,7 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
 
 
 def _metric_inputs(split: ScoredSplit) -> tuple[Matrices, Matrices, Matrices | None]:
-    """(scores, gold, probabilities) for the metric: stacked ``(N, m, n)`` arrays when every item has one shape (the
-    metric's fast path), else the lists."""
+    """(scores, gold, probabilities), stacked ``(N, m, n)`` where every item has one shape (the metric's fast path)."""
     golds = [it.gold for it in split.items]
     scores, probs = split.scores, split.probabilities
     if isinstance(scores, ScoreMatrices) and (probs is None or isinstance(probs, ScoreMatrices)) and golds:

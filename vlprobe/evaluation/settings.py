@@ -41,8 +41,7 @@ _DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/Data
 
 
 def dataset_list(datasets: object) -> tuple[list[DatasetLike], list[str] | None]:
-    """``datasets`` as a list, with the names given by a dict (None otherwise); :class:`Refused` for anything else,
-    and for duplicates (their items would count twice in every aggregate)."""
+    """``datasets`` as a list, with a dict's names; :class:`Refused` for anything else and for duplicates."""
     names: list[str] | None = None
     if isinstance(datasets, Mapping) and not _is_dataset_object(datasets):
         names, datasets = [str(k) for k in datasets], list(datasets.values())

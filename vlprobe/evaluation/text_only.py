@@ -45,8 +45,7 @@ def text_gold(n_true: int, n_false: int) -> np.ndarray:
 
 
 def text_only(item: Item) -> TextOnlyItem:
-    """``item`` as its texts compared with each other; :class:`ItemError` when it has fewer than two true texts or
-    no false one."""
+    """``item`` as its texts compared with each other; :class:`ItemError` where it cannot be."""
     truth = np.asarray(item.gold, dtype=bool).any(axis=0)
     true = [t for t, g in zip(item.texts, truth) if g]
     false = [t for t, g in zip(item.texts, truth) if not g]

@@ -23,8 +23,7 @@ Matrices = np.ndarray | Sequence[np.ndarray]  # per item an m x n matrix: stacke
 
 
 def comparison_ties(scores: Matrices, gold: Matrices) -> np.ndarray:
-    """Per item (N, 4): row comparisons, of them tied, column comparisons, of them tied (a gold cell against a
-    non-gold cell of the same row / column)."""
+    """Per item (N, 4): row comparisons, of them tied, column comparisons, of them tied."""
     if isinstance(scores, np.ndarray) and isinstance(gold, np.ndarray) and scores.ndim == 3:
         S, G = scores, gold.astype(bool)
         pairs_r = G[:, :, :, None] & ~G[:, :, None, :]
@@ -51,8 +50,7 @@ def all_tied(counts: np.ndarray) -> np.ndarray:
 
 
 def reasons(counts: np.ndarray, sees_images: bool = True) -> dict[str, str]:
-    """{metric: why it is not available} for the metrics whose every comparison tied, from :func:`comparison_ties`
-    rows summed over the items of a split or tag."""
+    """{metric: why it is not available} for the metrics whose every comparison tied over ``counts``' items."""
     rows, rows_tied, cols, cols_tied = (int(x) for x in np.asarray(counts).reshape(-1, 4).sum(0))
     out: dict[str, str] = {}
     if rows and rows_tied == rows:
@@ -76,8 +74,7 @@ def blank(metrics: dict[str, Any], keys: Iterable[str], reason: str) -> None:
 
 
 def mark(metrics: dict[str, Any], why: dict[str, str]) -> bool:
-    """The metrics of ``why`` present in ``metrics`` become not available, ``na_reason`` naming them (unless it
-    is not available as a whole already); whether any metric of ``metrics`` is not available."""
+    """The metrics of ``why`` become not available, unless all are already; whether any of ``metrics`` is not."""
     gone = [k for k in why if k in metrics]
     if gone and not metrics.get(NA_KEY):
         by_reason: dict[str, list[str]] = {}
@@ -114,8 +111,7 @@ def _not_available(m: dict[str, Any], reason: str) -> None:
 
 
 def mark_ties(split: ScoredSplit, counts: np.ndarray, ties: str = "strict", sees_images: bool = True) -> bool:
-    """Mark the ties of ``split`` (``counts``: :func:`comparison_ties` of its items) in its and its tags' metrics and in
-    ``data["truncation"]`` (module doc); whether any metric became not available."""
+    """Mark the ties of ``split`` (``counts``: of its items) in its metrics and ``data``; whether any became N/A."""
     n = len(split.items)
     tied = all_tied(counts)
     collapsed = np.isin(np.arange(n), split.collapsed or [])

@@ -107,7 +107,8 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
     chunks = 0
     start = time.perf_counter()
     with tqdm(total=total, desc="scoring", unit="item", disable=not (s.progress and main and total > s.chunk_size)) as bar:
-        for chunks, chunk in enumerate(_chunks(sources, s), 1):
+        for chunk in _chunks(sources, s):
+            chunks += 1
             try:
                 if s.modality == TEXT_ONLY:
                     result = score_text_only(engine, [item for _, item in chunk])

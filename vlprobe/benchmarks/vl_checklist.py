@@ -125,7 +125,8 @@ Relation/spatial       vg               b5358a330599ee9ecbbce0f6ec267bfea8efbb84
 """, {4, 9, 14})
 FILES = tuple(CorpusFile(t, corpus, blob, None if size == "-" else int(size)) for t, corpus, blob, size, *_ in _ROWS)
 BY_NAME = {f.name: f for f in FILES}
-_FACTS = {f.name: [FileFacts(*map(int, row[i:i + 5])) for i in (4, len(row) - 5)] for f, row in zip(FILES, _ROWS) if len(row) > 4}
+_FACTS = {f.name: [FileFacts(*map(int, row[i:i + 5])) for i in (4, len(row) - 5)]
+          for f, row in zip(FILES, _ROWS, strict=True) if len(row) > 4}
 FULL_FACTS = {name: facts[0] for name, facts in _FACTS.items()}
 FIRST_FACTS = {name: facts[1] for name, facts in _FACTS.items()}
 COUNTS = {name: facts.records for name, facts in FULL_FACTS.items()}  # records per corpus file

@@ -1,6 +1,4 @@
-"""``vlprobe.evaluate`` and ``vlprobe.score``: :mod:`.settings` (every keyword, checked), :mod:`.data` (the splits,
-and the offline default), :mod:`.scoring` (streamed scoring and measuring), :mod:`.result` (:class:`Evaluation`) and
-:mod:`.api` (each a :class:`vlprobe.runner.Run`)."""
+"""``vlprobe.evaluate`` and ``vlprobe.score`` (:mod:`.api`), their settings, data, scoring and result."""
 
 from .api import evaluate, score
 from .data import default_datasets, default_model

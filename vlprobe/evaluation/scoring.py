@@ -1,7 +1,6 @@
-"""Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.scoring.engine`
-through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept. The engine
-gives inputs the model cannot tell apart one score, so each chunk's texts are keyed once to find the items whose gold
-and non-gold texts collapsed into one input (:mod:`.tied_metrics` says what becomes of them)."""
+"""Scoring, streamed: rows read in bounded chunks across splits, scored by the engine through the score cache, and
+measured; only scores, gold, ids, texts and tags are kept. Each chunk's texts are keyed once to find the items whose
+gold and non-gold texts are one input to the model (:mod:`.tied_metrics` says what becomes of them)."""
 
 from __future__ import annotations
 

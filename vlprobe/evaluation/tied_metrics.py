@@ -1,9 +1,7 @@
-"""Ties made not available (issue 47.3). A split (or tag) whose every item tied gets no numbers: its metrics become
-None with ``na_reason`` ("100/100 items tied: texts identical after truncation to 48 tokens"); one where some items
-tied keeps them, with a warning in ``data["truncation"]``. A rank metric compares a gold cell with a non-gold cell of
-its **row** (``acc_r``, ``text``, set and sentence metrics) or **column** (``image``; ``group`` needs both): where
-every comparison one of them makes tied, its value is the tie policy's constant, not a measurement, so it becomes
-None with a reason (``"image, group: all 40 image comparisons tied: the model does not see images"``)."""
+"""Ties made not available (issue 47.3). A split (or tag) whose every item tied gets no numbers (``na_reason``: "100/100
+items tied: texts identical after truncation to 48 tokens"); one where some tied keeps them, with a warning in
+``data["truncation"]``. A metric whose every comparison (a gold cell against a non-gold one of its row, or column)
+tied gives the tie policy's constant, not a measurement: it becomes None with its reason."""
 
 from __future__ import annotations
 

@@ -343,16 +343,16 @@ def test_own_dataset_is_not_headed_as_a_papers_aggregates(folder, tiny_clip_path
 
 def test_plot_shows_the_tables_metrics(folder, tiny_clip_path):
     """A 1 x 2 item's set metrics equal acc_r, so the table hides them: the plot must too."""
-    from vlprobe.evaluation import display_keys
+    from vlprobe.results.display import shown_metrics
 
     res = vlprobe.evaluate(model=str(tiny_clip_path), datasets=str(folder), bootstrap=0, cache_dir="none",
                            progress=False, num_workers=0)
     fig = res.plot()
-    for ax, split in zip(fig.axes, res.splits):
+    for ax, entry in zip(fig.axes, res.entries):
         shown = [t.get_text() for t in ax.get_xticklabels()]
-        assert shown == display_keys(split), (split.name, shown)
-    pairs = next(s for s in res.splits if s.config == "pairs")
-    assert "set_acc" in pairs.metrics and "set_acc" not in display_keys(pairs)
+        assert shown == shown_metrics(entry), (entry.name, shown)
+    pairs = next(e for e in res.entries if e.config == "pairs")
+    assert pairs.metrics.value("set_acc") is not None and "set_acc" not in shown_metrics(pairs)
 
 
 def test_repr_is_short(folder, tiny_clip_path):

@@ -183,7 +183,7 @@ def test_a_blip2_itm_config_without_qformer_text_input_names_the_cause(tiny_blip
 
     from transformers import AutoProcessor, Blip2Config, Blip2ForImageTextRetrieval
 
-    from vlprobe.evaluation import Settings, load_model
+    from vlprobe.runner import load_model
     from vlprobe.scorers.itm import wrap_itm
 
     folder = tmp_path / "blip2-no-text"
@@ -191,7 +191,7 @@ def test_a_blip2_itm_config_without_qformer_text_input_names_the_cause(tiny_blip
     config = json.loads((folder / "config.json").read_text())
     config["qformer_config"]["use_qformer_text_input"] = False
     (folder / "config.json").write_text(json.dumps(config))
-    for load in (lambda: load_scorer(str(folder)), lambda: load_model(str(folder), None, None, None, Settings())):
+    for load in (lambda: load_scorer(str(folder)), lambda: load_model(str(folder))):
         with pytest.raises(Exception) as err:
             load()
         msg = str(err.value)

@@ -107,7 +107,7 @@ def test_all_pools_the_three_tasks_once(built: Path) -> None:
     """`all`: every benchmark row once (613 + 654 + 672), ids unique, tagged task=<config>; it is
     what `vlprobe evaluate --dataset bla` scores by default (not the fine-tuning configs), and the
     summary reads the three tasks from its per-tag values."""
-    from vlprobe.evaluation import select_configs
+    from vlprobe.dataset.splits import select_configs
     from vlprobe.results.summary import summarize
 
     assert datasets.get_dataset_default_config_name(str(built)) == "active_passive"  # unchanged

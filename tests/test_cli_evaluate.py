@@ -317,7 +317,7 @@ def test_an_all_tied_split_is_na_with_its_reason_in_the_table_csv_json_and_repor
 
 
 def test_a_constant_scorer_gets_na_without_a_truncation_cause():
-    from vlprobe.evaluation.scoring import mark_not_available, tied_items
+    from vlprobe.evaluation.tied_metrics import all_tied, comparison_ties, mark_ties
     from vlprobe.metric import compute
     from vlprobe.results import ScoredItem, ScoredSplit
 
@@ -326,9 +326,9 @@ def test_a_constant_scorer_gets_na_without_a_truncation_cause():
     split = ScoredSplit("d", "c", "test", items=[ScoredItem("i", ("a", "b"), g) for g in gold], scores=list(scores))
     split.metrics = compute(scores, gold, ties="lenient")
     assert split.metrics["acc_r"] == 1.0  # lenient: every tie counted right, a constant scorer gets 100%
-    mark_not_available(split, tied_items(scores, gold), "lenient")
+    mark_ties(split, comparison_ties(scores, gold), "lenient")
     assert split.metrics["acc_r"] is None and split.metrics["na_reason"] == "4/4 items tied"
     # a 2 x 2 item whose texts tie but whose images differ is not all tied: its image score is real
     S = np.array([[[1.0, 1.0], [2.0, 2.0]]])
-    assert not tied_items(S, np.eye(2, dtype=bool)[None]).any()
-    assert tied_items([np.ones((2, 2))], [np.eye(2, dtype=bool)]).all()
+    assert not all_tied(comparison_ties(S, np.eye(2, dtype=bool)[None])).any()
+    assert all_tied(comparison_ties([np.ones((2, 2))], [np.eye(2, dtype=bool)])).all()

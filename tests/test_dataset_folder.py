@@ -19,7 +19,7 @@ from vlprobe.dataset.folder import (
     write_split,
     write_split_rows,
 )
-from vlprobe.evaluation import select_configs
+from vlprobe.dataset.splits import select_configs
 from vlprobe.storage.arrow_cache import load_folder_split
 
 FEATURES = datasets.Features({"id": datasets.Value("string"), "text": datasets.Value("string")})

@@ -114,7 +114,7 @@ def test_cli_with_only_dataset_model_and_out_runs_every_default(folder, tiny_cli
     """Every other option left out, progress on: each config's test split, 1,000 bootstrap
     resamples at 95%, strict ties, seed 0, the default workers and the default cache, recorded as
     such; a second run computes nothing and gives the same numbers, CIs included."""
-    from vlprobe.evaluation import default_workers
+    from vlprobe.runner import default_workers
 
     docs = []
     for out in ("a", "b"):

@@ -219,12 +219,12 @@ def test_qwen2_vl_vqascore_equals_one_pair_per_forward(tiny_qwen2_vl_path, image
 def test_a_loaded_model_is_wrapped_by_its_family(request, fixture, family, auto, images):
     import transformers
 
-    from vlprobe.evaluation import Settings, load_model
+    from vlprobe.runner import load_model
 
     path = request.getfixturevalue(fixture)
     model = getattr(transformers, auto).from_pretrained(path)
     proc = (transformers.AutoTokenizer if family == "causal_lm" else transformers.AutoProcessor).from_pretrained(path)
-    wrapped = load_model((model, proc), None, None, None, Settings())
+    wrapped = load_model((model, proc))
     saved = load_scorer(str(path))
     assert type(wrapped) is type(saved) and wrapped.family == family
     if wrapped.kind == "dual":
@@ -243,7 +243,7 @@ def test_a_family_is_one_registration_detected_and_wrapped_with_no_other_change(
     neither detection nor vlprobe.evaluate's model loading needs to know it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from vlprobe.evaluation import Settings, load_model
+    from vlprobe.runner import load_model
 
     class Echo(PairScorer):
         family = "echo_h26"
@@ -258,7 +258,7 @@ def test_a_family_is_one_registration_detected_and_wrapped_with_no_other_change(
     try:
         assert detect_family(load_config(str(tiny_gpt2_path))) == "echo_h26"  # explicit map, higher priority
         model, tok = AutoModelForCausalLM.from_pretrained(tiny_gpt2_path), AutoTokenizer.from_pretrained(tiny_gpt2_path)
-        scorer = load_model((model, tok), None, None, None, Settings())
+        scorer = load_model((model, tok))
         assert type(scorer) is Echo and scorer.revision.startswith("weights-sha256:")
     finally:
         unregister("echo_h26")

@@ -384,7 +384,8 @@ def test_real_sugar_crepe_pp_itt_equals_the_authors_per_text_rule(real_sugar_cre
 @pytest.mark.parametrize("ties,counted", [("strict", "counted wrong"), ("lenient", "counted right"),
                                           ("half", "counted half right")])
 def test_the_tie_warning_counts_the_tied_items_and_how_they_were_counted(mini_clip, images, ties, counted):
-    from vlprobe.evaluation.scoring import _collapsed, items_with_ties, mark_not_available, tied_items
+    from vlprobe.evaluation.scoring import _collapsed
+    from vlprobe.evaluation.tied_metrics import any_tied, comparison_ties, mark_ties
     from vlprobe.metric import compute
     from vlprobe.results import ScoredItem, ScoredSplit
 
@@ -401,8 +402,8 @@ def test_the_tie_warning_counts_the_tied_items_and_how_they_were_counted(mini_cl
                         collapsed=[0], truncated=[], text_limit=mini_clip.text_limit())
     split.metrics = compute(scores, gold, ties=ties, bootstrap=0)
     assert split.metrics["n_ties"] == 2
-    mark_not_available(split, tied_items(scores, gold), ties, with_ties=items_with_ties(scores, gold))
-    assert items_with_ties(scores, gold).tolist() == [True, False, False, True]
+    mark_ties(split, comparison_ties(scores, gold), ties)
+    assert any_tied(comparison_ties(scores, gold)).tolist() == [True, False, False, True]
     assert split.data["truncation"]["warning"] == (
         f"warning: sugar_crepe_pp/all/test: 1/4 items have texts the model reads as the same token ids, so they tie; "
         f"2/4 items hold a tie in all; each tied comparison {counted} (ties={ties})")

@@ -71,8 +71,8 @@ def test_the_probe_fails_as_fast_on_an_unreachable_name(tmp_path, tiny_clip_path
 
 
 def test_a_path_that_is_not_there_is_not_asked_of_the_hub(tmp_path, tiny_clip_path):
+    from vlprobe.dataset.splits import check_reachable
     from vlprobe.errors import DatasetError
-    from vlprobe.evaluation import check_reachable
 
     for name in ("./nosuch", str(tmp_path / "nosuch"), "a/b/c"):
         with pytest.raises(DatasetError, match="no such folder"):
@@ -110,32 +110,32 @@ def test_hub_answers_are_told_apart(tmp_path, monkeypatch):
     import httpx
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
-    from vlprobe import evaluation
+    from vlprobe.dataset.splits import check_reachable
     from vlprobe.errors import DatasetError
 
     hub = _no_cache(tmp_path, monkeypatch)
     response = httpx.Response(404, request=httpx.Request("GET", "http://hub"))
     _hub_answers(monkeypatch, RepositoryNotFoundError("no", response=response))
     with pytest.raises(DatasetError, match="no such dataset on the Hub .*check the name"):
-        evaluation.check_reachable("owner/nosuch")
+        check_reachable("owner/nosuch")
 
     (hub / "datasets--owner--cached").mkdir(parents=True)
     _hub_answers(monkeypatch, ConnectionError("refused"))
     with pytest.raises(DatasetError, match="a copy is cached: rerun with HF_HUB_OFFLINE=1"):
-        evaluation.check_reachable("owner/cached")
+        check_reachable("owner/cached")
 
     _hub_answers(monkeypatch, GatedRepoError("gated", response=response))
-    evaluation.check_reachable("owner/gated")  # datasets says what a gated dataset needs
+    check_reachable("owner/gated")  # datasets says what a gated dataset needs
 
     class ReadTimeout(Exception):  # as httpx names it: the Hub answered the connection, slowly
         pass
 
     _hub_answers(monkeypatch, ReadTimeout("slow"))
-    evaluation.check_reachable("owner/slow")  # a slow link is not refused: datasets waits longer
+    check_reachable("owner/slow")  # a slow link is not refused: datasets waits longer
 
     calls = _hub_answers(monkeypatch, None)
-    evaluation.check_reachable("owner/found")
-    evaluation.check_reachable("owner/found")
+    check_reachable("owner/found")
+    check_reachable("owner/found")
     assert calls == [("owner/found", 2)]
 
 
@@ -192,16 +192,16 @@ def test_a_folder_and_config_joined_by_a_slash_names_the_config_option(tmp_path,
 def test_offline_with_a_cached_copy_goes_on(tmp_path, monkeypatch):
     """HF_HUB_OFFLINE=1: a copy in the Hub cache or datasets' cache is left to datasets to read;
     the Hub is never asked."""
-    from vlprobe import evaluation
+    from vlprobe.dataset.splits import check_reachable
     from vlprobe.errors import DatasetError
 
     hub = _no_cache(tmp_path, monkeypatch)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     calls = _hub_answers(monkeypatch, AssertionError("the Hub was asked"))
     with pytest.raises(DatasetError, match="HF_HUB_OFFLINE is set with no copy"):
-        evaluation.check_reachable("owner/ds")
+        check_reachable("owner/ds")
     (hub / "datasets--owner--ds").mkdir(parents=True)
-    evaluation.check_reachable("owner/ds")
+    check_reachable("owner/ds")
     (tmp_path / "ds" / "other___ds").mkdir(parents=True)
-    evaluation.check_reachable("other/ds")
+    check_reachable("other/ds")
     assert calls == []

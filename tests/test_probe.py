@@ -341,7 +341,7 @@ def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, 
     """Rows are read, decoded and encoded a chunk at a time (memory holds one chunk's images): the
     features are those of one pass over each split, within the suite's float tolerance (batch shapes
     differ). A split keeps only its labels in memory; the features are float32 files on disk."""
-    from vlprobe.evaluation import Settings, load_model
+    from vlprobe.runner import load_model
     from vlprobe.scoring.engine import Engine
 
     data = P.load_splits(str(travlr_small), "spatiality")
@@ -351,7 +351,7 @@ def test_features_streamed_in_chunks_equal_one_pass(request, fixture, settings, 
         assert set(vars(split)) == {"task", "split", "labels", "table", "spec", "info", "text_table", "image_folder",
                                     "outside_images", "rows_in_split"}
         assert split.texts("query", 0, 3) == split.texts_at("query", [0, 1, 2]) and len(split.texts("caption")) == len(split)
-    scorer = load_model(request.getfixturevalue(fixture), None, None, None, Settings().check())
+    scorer = load_model(request.getfixturevalue(fixture))
     whole, _ = P.extract_features(Engine(scorer, batch_size=8, progress=False), data, settings, chunk_size=10_000)
     chunked, stats = P.extract_features(Engine(scorer, batch_size=8, progress=False), data, settings, chunk_size=5)
     assert set(whole) == set(chunked) and whole

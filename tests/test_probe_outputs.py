@@ -325,7 +325,7 @@ import os, sys, time
 import vlprobe.storage.leftovers
 vlprobe.storage.leftovers.sweep = lambda *a, **k: []  # this helper only holds folders; the test does the sweeping
 from vlprobe.storage.feature_store import FeatureStore
-from vlprobe.evaluation import throwaway_cache
+from vlprobe.runner import throwaway_cache
 from vlprobe.scorers.loading import load_scorer
 store = FeatureStore()
 cache, temp = throwaway_cache(load_scorer(sys.argv[1]))
@@ -552,8 +552,8 @@ def test_an_error_between_the_two_renames_of_the_swap_puts_the_previous_run_back
 
 def test_a_no_cache_run_of_evaluate_sweeps_chunk_caches_of_killed_runs(own_tmp, capsys):
     """vlprobe evaluate --cache-dir none reads several chunks through a throw-away cache in $TMPDIR
-    (evaluation.throwaway_cache): a killed run's is removed by the next such run, in one line."""
-    from vlprobe.evaluation import throwaway_cache
+    (runner.throwaway_cache): a killed run's is removed by the next such run, in one line."""
+    from vlprobe.runner import throwaway_cache
 
     dead = leftovers.OwnedDir(prefix="vlprobe-chunk-cache-")
     os.close(dead._finalizer.detach()[2][1])  # as if its owner were killed: lock released, folder kept

@@ -1,8 +1,5 @@
-"""What a benchmark is, as data: :class:`Benchmark` and its parts, the metric names they use, and the registry of the
-modules beside this one (one per benchmark, each defining ``BENCHMARK``: its pins, configs and counts, the metrics its
-paper reports and how it aggregates them, its tie rule, names of metrics, published numbers, citation; nothing about
-how to compute them). The builders, the summary, the report and the Space read these; none of them names a benchmark.
-Of vlprobe it imports only :mod:`vlprobe.metric_registry`, so every layer can read it."""
+"""What a benchmark is, as data (:class:`Benchmark`), and the registry of the modules beside this one, each defining
+``BENCHMARK``. Of vlprobe it imports only :mod:`vlprobe.metric_registry`, so every layer can read it."""
 
 from __future__ import annotations
 
@@ -15,26 +12,20 @@ from dataclasses import dataclass, field, replace
 from ..metric_registry import declared_names
 
 __all__ = [  # what vlprobe.benchmarks gives
-    "AUTHORS", "COUNTED", "METRIC_ORDER", "PROBABILITY_METRICS", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
+    "AUTHORS", "COUNTED", "METRIC_ORDER", "TEXT_ONLY", "TIE_CHOICES", "TIE_POLICIES",
     "Benchmark", "BenchmarkError", "ClampedAtZero", "Framing", "Group", "PaperTable", "TextOnly", "TieRule",
-    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "pins", "shape_headline", "table",
+    "Upstream", "UpstreamFile", "benchmarks", "by_old_name", "find", "get", "shape_headline", "table",
     "tie_policy",
 ]
 
-# Every metric the metric module (metric/valse_metric.py) returns, in the order tables show them. The
-# metric module keeps its own copy (METRIC_KEYS, it imports nothing of vlprobe); a test holds the two equal.
+# Every metric the metric module returns, in table order (metric/valse_metric.py's METRIC_KEYS: a test holds them equal)
 METRIC_ORDER = ("acc_r", "text", "image", "group", "sentence_acc", "set_acc", "set_error", "auroc",
                 "acc", "macro_f1", "f1_true", "f1_false", "p_c", "p_f", "min_p")
-# Metrics that exist only where the model gives a match probability (or, for 1 x 1 items, a
-# thresholded score).
-PROBABILITY_METRICS = frozenset({"acc", "p_c", "p_f", "min_p", "macro_f1", "f1_true", "f1_false"})
 TIE_POLICIES = declared_names("TIE_POLICIES")  # the metric module's one list (metric/valse_metric.py)
 COUNTED = {"strict": "counted wrong", "half": "counted half right", "lenient": "counted right"}  # a tied comparison
-# ``ties="authors"`` (vlprobe.evaluate's default): each split counted by its benchmark's authors' rule
-# (:func:`tie_policy`), strict for a dataset no benchmark defines; or one of TIE_POLICIES for every split.
-AUTHORS = "authors"
+AUTHORS = "authors"  # ties="authors": each split by its benchmark's authors' rule (tie_policy)
 TIE_CHOICES = (AUTHORS, *TIE_POLICIES)
-TEXT_ONLY = "text"  # the modality of a run that looks at no image (vlprobe.evaluation.settings.TEXT)
+TEXT_ONLY = "text"  # the modality of a run that looks at no image
 
 
 class BenchmarkError(ValueError):
@@ -61,17 +52,13 @@ AVERAGES = ("macro", "micro")
 
 @dataclass(frozen=True)
 class ClampedAtZero:
-    """The authors' code ranks a model's cosines clamped at 0 (BLA's CLIP script: ``2.5 * max(cos, 0)`` with
-    ``torch.topk``): where a run's scores are such cosines (the scorer ``families``) and some are negative, an item's
-    texts can tie at 0 there, in topk's order, so their figures can differ from the run's."""
+    """The authors' code ranks cosines clamped at 0 (BLA's CLIP script): negative ones tie there, unlike in the run."""
 
     families: tuple[str, ...]  # the scorer families whose scores are exp(logit_scale) * cosine
     rule: str  # what their code does, cited
 
     def departure(self, n: int, items: int, family: str | None = None) -> dict[str, str] | None:
-        """The departure a summary shows for a result with ``n`` negative scores of ``items`` items, of a run whose
-        scorer is of ``family`` (None: not known), or None where no score is negative or the family's scores are not
-        cosines: ``{"setting": "scores", "run", "authors", "note"}``, as the summary's other departures."""
+        """The summary's departure for ``n`` negative scores of ``items`` items, where the ``family``'s are cosines."""
         # a control run's family is "<family>+<control>" (vlprobe.scorers.controls): its scores are the family's
         if not n or (family is not None and family.partition("+")[0] not in self.families):
             return None
@@ -82,9 +69,8 @@ class ClampedAtZero:
 
 @dataclass(frozen=True)
 class Group:
-    """An aggregate row, the mean of ``members`` (configs, or groups declared before: a mean of means): ``"macro"``,
-    unweighted (VALSE's Avg.); ``"micro"``, over their items (SugarCREPE's ADD / REPLACE / SWAP). ``metrics``: those
-    averaged (default: the headline metrics every member has)."""
+    """An aggregate row, the mean of ``members`` (configs, or groups declared before): ``"macro"``, unweighted (VALSE's
+    Avg.); ``"micro"``, over their items (SugarCREPE's ADD). ``metrics``: default, the headline ones every member has."""
 
     name: str
     label: str
@@ -95,8 +81,7 @@ class Group:
 
 @dataclass(frozen=True)
 class Framing:
-    """One way a benchmark's rows become items, told apart by the items' shape (TraVLR: 1 x 1 true/false, 1 x 2 query
-    vs foil): its headline metrics and how tables name it."""
+    """One way a benchmark's rows become items, told apart by the items' shape (TraVLR's 1 x 1 and 1 x 2)."""
 
     shape: tuple[int, int]
     headline: tuple[str, ...]
@@ -106,8 +91,7 @@ class Framing:
 
 @dataclass(frozen=True)
 class TextOnly:
-    """The paper's own text-only measure (SugarCREPE++'s TOT): source line, names of metrics and tie rule of a
-    ``--modality text`` run."""
+    """The paper's own text-only measure (SugarCREPE++'s TOT), for a ``--modality text`` run."""
 
     source: str
     names: Mapping[str, str]
@@ -136,8 +120,7 @@ class UpstreamFile:
 
 
 def table(text: str, cells: Collection[int]) -> list[list[str]]:
-    """The rows of a table written as text, one row a line, its cells apart by spaces (blank lines skipped); a row
-    of any other number of cells than ``cells`` allows is refused, naming it (a typo would shift the columns)."""
+    """The rows of a text table, cells apart by spaces; a row of another number of cells than ``cells`` is refused."""
     rows = [line.split() for line in text.splitlines() if line.strip()]
     for row in rows:
         if len(row) not in cells:
@@ -145,15 +128,9 @@ def table(text: str, cells: Collection[int]) -> list[list[str]]:
     return rows
 
 
-def pins(text: str) -> tuple[UpstreamFile, ...]:
-    """Pinned files from a table of ``path blob bytes`` rows (blob ``-``: not pinned yet; bytes ``-``: not known)."""
-    return tuple(UpstreamFile(path, None if blob == "-" else blob, None if size == "-" else int(size))
-                 for path, blob, size in table(text, {3}))
-
-
 @dataclass(frozen=True)
 class Upstream:
-    """A benchmark's annotation files at one commit of its repository (fetched, verified: :mod:`vlprobe.builders.upstream`)."""
+    """A benchmark's annotation files at one commit of its repository."""
 
     benchmark: str  # the name messages use ("SugarCREPE++")
     repo: str  # owner/name on GitHub
@@ -162,9 +139,7 @@ class Upstream:
     files: tuple[UpstreamFile, ...]
     url_env: str  # environment variable overriding the base URL
     license: str = ""
-    # a copy kept by someone else, read in place of upstream files from --annotations DIR only, never fetched: whose it
-    # is and what is known of it (CREPE's productivity CSVs)
-    third_party: str = ""
+    third_party: str = ""  # a copy kept by someone else, never fetched: whose it is and what is known of it
 
     @property
     def fetched(self) -> bool:
@@ -190,20 +165,13 @@ class Upstream:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """Everything vlprobe knows of one benchmark; only ``name`` and ``title`` are required (with nothing else, it is
-    summarised like a user's own dataset, by item shape).
-
-    The summary (:func:`vlprobe.results.summary.summarize`) shows one row per config of ``configs`` (in order; others
-    scored follow), from its own result or a pooled config's ``<config_tag>=<config>`` results; one per split of
-    ``splits`` (else the test split); then each :class:`Group`. A row shows the ``headline`` metrics it has (by
-    ``framings`` where the shape decides), ``probability_only`` ones only with match probabilities. ``tie_rule``,
-    ``modalities``, ``text_only`` and ``clamped`` are the authors' setting: a run that departs from it is flagged."""
+    """Everything vlprobe knows of one benchmark; only ``name`` and ``title`` are required. ``tie_rule``, ``modalities``,
+    ``text_only`` and ``clamped`` are the authors' setting: the summary flags a run that departs from it."""
 
     name: str  # the registry key, recorded in each dataset folder's vlprobe.yaml
     title: str  # "VALSE (Parcalabescu et al., ACL 2022)"
     short: str = ""  # how messages name it ("VALSE"; default: name)
-    # what the summary follows: "<paper>, <table or script>"; None: no paper defines aggregates (synthetic)
-    source: str | None = None
+    source: str | None = None  # what the summary follows, "<paper>, <table or script>"; None: no paper's aggregates
     headline: tuple[str, ...] = ()  # the metrics its paper reports, in its order; () : by item shape
     primary: str | None = None  # the one metric a plot shows (default: the first headline metric present)
     probability_only: tuple[str, ...] = ()  # headline metrics shown only when the run has match probabilities
@@ -230,19 +198,15 @@ class Benchmark:
     hub_id: str | None = None  # where the dataset itself is published, when it is
     aliases: tuple[str, ...] = ()  # other names its folders went by, for runs and folders from before recording
     upstream: Upstream | None = None  # the pinned annotation files
-    # third-party copies of some upstream files (each pinned to its own hashes), read from --annotations
-    # in their place where the upstream file is not there (CREPE's productivity CSVs)
-    copies: tuple[Upstream, ...] = ()
+    copies: tuple[Upstream, ...] = ()  # pinned third-party copies of upstream files, read from --annotations only
     counts: Mapping[str, int] = field(default_factory=dict)  # rows per config in the pinned files
-    # Which version of the upstream data vlprobe builds (a published figure's dataset_version names one the same
-    # way, vlprobe/results/published.py): the upstream commit that last changed the data where known, else the pinned commit
-    data_version: str = ""
+    data_version: str = ""  # the upstream commit that last changed the data where known, else the pinned one
     citation: str = ""
 
     def __post_init__(self) -> None:
         where = f"benchmark {self.name!r}"
-        _known(self.headline, where)
-        _known(self.probability_only, where)
+        _known([*self.headline, *self.probability_only, *self.metric_names, *([self.primary] if self.primary else [])],
+               where)
         for framing in self.framings:
             _known(framing.headline, f"{where} framing {framing.label!r}")
         earlier: set[str] = set()
@@ -255,12 +219,8 @@ class Benchmark:
                 raise BenchmarkError(f"{where}: group {group.name!r} has members that are neither its configs nor "
                                      f"groups declared before it: {sorted(unknown)}")
             earlier.add(group.name)
-        if self.primary is not None:
-            _known([self.primary], where)
         if self.tie_rule is not None and self.tie_rule.policy not in TIE_POLICIES:
             raise BenchmarkError(f"{where}: tie policy {self.tie_rule.policy!r} is not one of {TIE_POLICIES}")
-        for name in self.metric_names:
-            _known([name], f"{where} metric_names")
 
     @property
     def display(self) -> str:
@@ -268,21 +228,18 @@ class Benchmark:
 
     def headline_for(self, shape: tuple[int, int] | None) -> list[str]:
         """The paper's metrics for items of ``shape`` (None: mixed or unknown shapes)."""
-        if self.framings:
-            if shape is None:
-                return list(dict.fromkeys(k for f in self.framings for k in f.headline))
-            for f in self.framings:
-                if f.shape == tuple(shape):
-                    return list(f.headline)
-            return shape_headline(shape)
-        return list(self.headline) if self.headline else shape_headline(shape)
+        if self.framings and shape is None:
+            return list(dict.fromkeys(k for f in self.framings for k in f.headline))
+        framing = self.framing(shape)
+        if framing is not None:
+            return list(framing.headline)
+        return list(self.headline) if self.headline and not self.framings else shape_headline(shape)
 
     def framing(self, shape: tuple[int, int] | None) -> Framing | None:
         return next((f for f in self.framings if shape is not None and f.shape == tuple(shape)), None)
 
     def tie_rule_for(self, modality: str | None) -> TieRule | None:
-        """The authors' tie rule for a run of ``modality``: the text-only setting's own (TOT) where the
-        paper has one; a text-only run of another benchmark has no authors' rule (the paper has no such run)."""
+        """The authors' tie rule for a run of ``modality`` (a text-only run: the paper's text-only one, if any)."""
         if modality == TEXT_ONLY:
             return self.text_only.tie_rule if self.text_only is not None else None
         return self.tie_rule
@@ -296,10 +253,7 @@ class Benchmark:
 
 
 def tie_policy(benchmark: Benchmark | None, ties: str, modality: str | None = None) -> str:
-    """The tie policy a split is counted by: ``ties`` itself where it is a policy (``--ties strict``: every split);
-    under :data:`AUTHORS`, the rule of the split's ``benchmark`` for a run of ``modality``
-    (:meth:`Benchmark.tie_rule_for`: CREPE's lenient, most benchmarks' strict), and strict where there is none
-    (a dataset of the user's own, a text-only run of a benchmark whose paper has no text-only measure)."""
+    """The tie policy a split is counted by: ``ties``, or under :data:`AUTHORS` its ``benchmark``'s rule, else strict."""
     if ties != AUTHORS:
         return ties
     rule = benchmark.tie_rule_for(modality) if benchmark is not None else None
@@ -307,8 +261,7 @@ def tie_policy(benchmark: Benchmark | None, ties: str, modality: str | None = No
 
 
 def shape_headline(shape: tuple[int, int] | None) -> list[str]:
-    """The headline metrics of a dataset no paper defines, by its items' shape: m >= 2 -> text /
-    image / group; 1 x 1 -> macro-F1; 1 x n -> acc_r; unknown or mixed shapes -> all of these."""
+    """The headline metrics of a dataset no paper defines, by its items' shape (None: mixed or unknown)."""
     if shape is None:
         return ["group", "text", "image", "acc_r", "macro_f1"]
     m, n = shape
@@ -319,14 +272,11 @@ def shape_headline(shape: tuple[int, int] | None) -> list[str]:
     return ["acc_r"]
 
 
-# ---- the registry ---------------------------------------------------------------------------------
-
 _REGISTRY: dict[str, Benchmark] = {}
 
 
 def benchmarks() -> dict[str, Benchmark]:
-    """Every benchmark, by name: the ``BENCHMARK`` of each module of :mod:`vlprobe.benchmarks`, then the plugins'
-    (:mod:`vlprobe.plugins`)."""
+    """Every benchmark, by name: each module's ``BENCHMARK``, then the plugins' (:mod:`vlprobe.plugins`)."""
     if not _REGISTRY:
         from vlprobe import benchmarks as pkg
 
@@ -364,9 +314,7 @@ def get(name: str, where: str = "") -> Benchmark:
 
 
 def by_old_name(dataset: str) -> Benchmark | None:
-    """The benchmark a dataset name meant before folders recorded their benchmark: the name of a
-    committed card folder or Hub repo (``./valse/``, ``facebook/winoground``, ``org/winoground-style``).
-    Only for folders and runs from before that: a folder's recorded benchmark decides, not its name."""
+    """The benchmark a dataset name (``./valse/``, ``facebook/winoground``) meant before folders recorded theirs."""
     name = os.path.basename(str(dataset).rstrip("/\\")).lower()
     alias = name.replace("-", "_")
     for bench in benchmarks().values():

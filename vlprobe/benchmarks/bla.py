@@ -1,7 +1,7 @@
 """BLA (Chen, Fernandez, Pezzelle, EMNLP 2023): 1 image x [true1, true2, false1, false2] for three
 constructions (active-passive, coordination, relative clause); the 2023 release, and its fine-tuning splits."""
 
-from .base import Benchmark, ClampedAtZero, PaperTable, TieRule, Upstream, pins
+from .base import Benchmark, ClampedAtZero, PaperTable, TieRule, Upstream, UpstreamFile, table
 
 TASKS = ("active_passive", "coordination", "relative_clause")
 # Caption sets in the released files (EMNLP 2023); the thesis' Table 6.3 used 613 / 800 / 789.
@@ -10,7 +10,7 @@ FILES = {t: f"{t}_captions.json" for t in TASKS}
 
 UPSTREAM = Upstream(
     "BLA", "shin-ee-chen/BLA", "05009a73b910457c04c7d0f692d028954bbf7dbd", "BLA_Benchmark/annotations/",
-    pins("""
+    tuple(UpstreamFile(path, blob, int(size)) for path, blob, size in table("""
     active_passive_captions.json                              8ec13c6ba25ecf52fc814bb83f3974e8164470f3  222547
     coordination_captions.json                                643fda0b05de6571ee7473d0c3a813d9bea6a4fe  383899
     relative_clause_captions.json                             b025eed99193d65aa6f444d6853dfbdb24129364  397272
@@ -41,7 +41,7 @@ UPSTREAM = Upstream(
     finetune/finetune_train_golden/rc/train.json              cca2c513b1d7cb0d2f0112c2e0aad3286095bbb4  3674
     finetune/finetune_train_golden/rc/valid.json              c085d88d0be15bc8900c23b5ee3247812c8b5868  53933
     finetune/finetune_train_golden/rc/test.json               f29b92563f32dbdbc666c2ba78f4c0795d9392fd  54020
-    """),
+    """, {3})),
     "VLPROBE_BLA_ANNOTATIONS_URL", "MIT",
 )
 
@@ -65,7 +65,6 @@ BENCHMARK = Benchmark(
                                "code ranks with torch.topk, whose order among tied values on the CPU is neither the "
                                "index order nor always against the model (tests/test_metric.py: [0, 0, 0, 0] gives "
                                "2, 3, 0, 1; [0.3, 0, 0, 0] gives 0, 2, 3, 1); ties there come from its clamp (below)"),
-    # evaluation_models/clip/utils.py rank_captions: clip_score = 2.5 * torch.max(similarity, 0), ranked with topk
     clamped=ClampedAtZero(("dual", "open_clip"), "the authors' CLIP script (evaluation_models/clip/utils.py) ranks "
                                      "2.5 * max(cos, 0) with torch.topk, so negative cosines tie at 0 there, in "
                                      "topk's order"),

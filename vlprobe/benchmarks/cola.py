@@ -24,8 +24,7 @@ CITATION = """\
 BENCHMARK = Benchmark(
     name="cola", title="COLA multi-object (Ray et al., NeurIPS 2023)", short="COLA",
     source="COLA (Ray et al., NeurIPS 2023), multi-object accuracy as scripts/eval.py",
-    # scripts/eval.py ColaMultiObjAcc: each caption scores its own image strictly above the other, which is
-    # Winoground's image score
+    # ColaMultiObjAcc (each caption scores its own image strictly above the other) is Winoground's image score
     headline=("image", "text", "group"),
     configs=(CONFIG,),
     tie_rule=TieRule("strict", "a tie is wrong: the authors' ColaMultiObjAcc needs preds[0,0] > preds[1,0] and "

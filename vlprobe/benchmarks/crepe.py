@@ -18,8 +18,7 @@ SYST_CONFIGS = tuple(f"syst_{p}_{c}_{t}" for p in PRETRAINING for c in COMPOUNDS
 PROD_CONFIGS = tuple(f"prod_{t}_{n}" for t in PROD_TYPES for n in COMPLEXITIES)
 
 SYST_ZIP, PROD_ZIP = "syst_hard_negatives.zip", "prod_hard_negatives.zip"
-# The two zips at the commit vlprobe pins (git ls-tree: ordinary blobs, not Git LFS pointers). Their sizes
-# are not known here: the copy the hashes were read from left out files of 4 MiB or more.
+# The two zips at the pinned commit (ordinary blobs, not Git LFS pointers; sizes not known here).
 UPSTREAM = Upstream(
     "CREPE", "RAIVNLab/CREPE", "1fa81c425f442396fe304f170c8eb6dc0747c814", "data/",
     (UpstreamFile(SYST_ZIP, "54eebe3a52eaacd978a08f2a5c1aaa7e53b82b4b"),
@@ -74,8 +73,7 @@ negate 11  336c2cc93b18337e48e789744e83a55deab425b4  1062109  1660  104 0 0 1626
 negate 12  089c35aefdaf822bec4fc455d45e1ce122fc7e03  1509093  1990   63 0 0 1971
 """, {9})
 PROD_FACTS = {f"prod_{t}_{n}": ProdFacts(*map(int, counts)) for t, n, _, _, *counts in _PROD}
-# The CSVs loose, as a third-party repository holds them (byte copies by git blob; what upstream's zip holds could not
-# be checked): accepted from --annotations DIR in place of the zip, each verified against its hash, never downloaded.
+# The CSVs loose, in a third-party repository: read from --annotations DIR in place of the zip, never downloaded.
 PROD_CSVS = Upstream(
     "CREPE (productivity CSVs, third-party copy)", "wuyinjun-1993/concept_based_retrieval",
     "0e03b05655790619c70ebb4702e030642df9e4a0", "",
@@ -83,8 +81,7 @@ PROD_CSVS = Upstream(
     "", third_party="byte copies, by git blob, of the 27 CSVs of upstream's prod_hard_negatives.zip as that repository "
                     "added them in 2024; not checked against the zip, which could not be opened",
 )
-# Rows per config in the pinned files: productivity's (every row has negatives); systematicity's are not
-# known here (its zip could not be had).
+# Rows per config in the pinned files: productivity's; systematicity's are not known here (its zip could not be had).
 COUNTS = {config: facts.rows for config, facts in PROD_FACTS.items()}
 
 CITATION = """\
@@ -99,17 +96,11 @@ CITATION = """\
 BENCHMARK = Benchmark(
     name="crepe", title="CREPE (Ma et al., 2023)", short="CREPE",
     source="CREPE (Ma et al., 2023), recall@1 per config as crepe_eval_utils.get_one2many_metrics (R@1 = text)",
-    # crepe_eval_utils.get_one2many_metrics: R@1 per config, the caption ranked above its k negatives = the
-    # text score on 1 x (1 + k) items
+    # R@1, the caption ranked above its k negatives, is the text score on 1 x (1 + k) items
     headline=("text", "acc_r"), metric_names={"text": "R@1"},
     configs=SYST_CONFIGS + PROD_CONFIGS,
     config_tag="leaf",  # a plain run scores `all` once; its leaf= per-tag results are each config's R@1
-    # The authors' get_one2many_rank (crepe_eval_utils.py) ranks a row's scores, on the CPU, with
-    # torch.argsort(descending=True) and takes the caption's position (index 0, the caption comes first).
-    # torch's CPU sort keeps tied values in index order in rows of up to 16 values (tests/test_crepe.py
-    # shows it on random tied rows), so a negative tied with the caption comes after it: a tie for first
-    # place counts right. Every productivity row has 6 texts; in rows of more than 16 texts torch sorts
-    # with another algorithm, which does not keep that order (then their result on a tie is torch's).
+    # (tests/test_crepe.py shows torch's order on tied rows; in longer rows their result on a tie is torch's)
     tie_rule=TieRule("lenient", "the authors' get_one2many_rank ranks with torch.argsort(descending=True) on the "
                                 "CPU, which keeps tied scores in index order in rows of up to 16 texts (every "
                                 "productivity row has 6): the caption, first, stays ahead of a negative tied with it, "

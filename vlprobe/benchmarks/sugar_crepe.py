@@ -1,31 +1,25 @@
 """SugarCREPE (Hsieh et al., NeurIPS 2023 Datasets and Benchmarks): 7 hard-negative subsets on COCO
 val2017, 1 image x [caption, negative_caption]."""
 
-from .base import Benchmark, Group, PaperTable, TieRule, Upstream, pins
+from .base import Benchmark, Group, PaperTable, TieRule, Upstream, UpstreamFile, table
 
-# The paper's grouping (ADD / REPLACE / SWAP) of its subsets; counts of the pinned files (the paper's
-# Table 1 and README give the same 7,511 in all).
-GROUPS: dict[str, tuple[str, ...]] = {
-    "add": ("add_obj", "add_att"),
-    "replace": ("replace_obj", "replace_att", "replace_rel"),
-    "swap": ("swap_obj", "swap_att"),
-}
-SUBSETS = tuple(c for members in GROUPS.values() for c in members)
-COUNTS = {"add_obj": 2062, "add_att": 692, "replace_obj": 1652, "replace_att": 788, "replace_rel": 1406,
-          "swap_obj": 245, "swap_att": 666}
+# Per subset (file <subset>.json): the paper's group, the file's git blob and bytes, its records (7,511, as Table 1).
+_ROWS = table("""
+add_obj     add     289b22a04690f6f542bb048346021d768ec9b24d 484593 2062
+add_att     add     71c463725f3f9bae0a9227a01ae5d431db235396 158863  692
+replace_obj replace 1585a4a6998d785c043fb923d8e0248436d9da51 361126 1652
+replace_att replace 6393e04971c06cb62a8fed62ef2805ff6c7c5666 176843  788
+replace_rel replace 8716359e17fa36d37e75c6eff5e94826cdb047e5 312629 1406
+swap_obj    swap    db5abe6b488fa38c4b67d1d3da87b6b5c2e1e626  57569  245
+swap_att    swap    375fdd6d372e22e43c0dfbe898c1ec1494016b8c 154665  666
+""", {5})
+SUBSETS = tuple(row[0] for row in _ROWS)
+GROUPS: dict[str, tuple[str, ...]] = {g: tuple(r[0] for r in _ROWS if r[1] == g) for g in dict.fromkeys(r[1] for r in _ROWS)}
+COUNTS = {row[0]: int(row[4]) for row in _ROWS}
 
-# Blob hashes checked against the files mirrored from this commit (git hash-object of each).
 UPSTREAM = Upstream(
     "SugarCREPE", "RAIVNLab/sugar-crepe", "0047054b243992f0fad63d6f64f7544862daf846", "data/",
-    pins("""
-    add_obj.json      289b22a04690f6f542bb048346021d768ec9b24d  484593
-    add_att.json      71c463725f3f9bae0a9227a01ae5d431db235396  158863
-    replace_obj.json  1585a4a6998d785c043fb923d8e0248436d9da51  361126
-    replace_att.json  6393e04971c06cb62a8fed62ef2805ff6c7c5666  176843
-    replace_rel.json  8716359e17fa36d37e75c6eff5e94826cdb047e5  312629
-    swap_obj.json     db5abe6b488fa38c4b67d1d3da87b6b5c2e1e626  57569
-    swap_att.json     375fdd6d372e22e43c0dfbe898c1ec1494016b8c  154665
-    """),
+    tuple(UpstreamFile(f"{subset}.json", blob, int(size)) for subset, _, blob, size, _ in _ROWS),
     "VLPROBE_SUGAR_CREPE_ANNOTATIONS_URL", "MIT",
 )
 

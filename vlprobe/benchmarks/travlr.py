@@ -20,9 +20,7 @@ CITATION = """\
 BENCHMARK = Benchmark(
     name="travlr", title="TraVLR (Chow, Tan, Kan, EACL 2023)", short="TraVLR",
     source="TraVLR (Chow, Tan, Kan, EACL 2023), App. B.1",  # the metric: each row's framing, in the heading
-    # App. B.1: macro-F1 (the mean of the F1 of the true and of the false class) per task, on the
-    # in-distribution and out-of-distribution test sets; vlprobe's zero-shot 1 x 2 framing (query vs its
-    # minimal foil) has no classification: its headline is acc_r.
+    # App. B.1: macro-F1 per task on the InD and OOD test sets; the zero-shot 1 x 2 framing has no classes: acc_r
     framings=(Framing((1, 1), ("macro_f1",), "true/false (1 x 1, macro-F1)"),
               Framing((1, 2), ("acc_r",), "query vs foil (1 x 2, acc_r)",
                       note="the 1 x 2 query-vs-foil framing is vlprobe's zero-shot adaptation: acc_r, not the "

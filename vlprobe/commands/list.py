@@ -68,8 +68,8 @@ def dataset_folders(root: str | os.PathLike[str]) -> list[DatasetFolder]:
 
 def run(args: argparse.Namespace) -> int:
     from ..dataset.reader import list_splits
+    from ..dataset.splits import select_configs
     from ..errors import ArgumentError
-    from ..evaluation import select_configs
     from ..scorers.base import families
 
     if args.dataset:

@@ -1,5 +1,4 @@
-"""``vlprobe.evaluate`` and ``vlprobe.score``: the two :class:`vlprobe.runner.Run` s that score (plan the splits, load
-the model, score through the engine and the cache, measure), and what they return."""
+"""``vlprobe.evaluate`` and ``vlprobe.score``: the two :class:`vlprobe.runner.Run` s that score."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import runner
-from ..benchmarks import AUTHORS
+from ..benchmarks import AUTHORS, TEXT_ONLY
 from ..dataset.images import ImageError
 from ..dataset.items import Item
 from ..defaults import AUTO, BATCH_SIZE, CHUNK_ROWS
@@ -25,7 +23,7 @@ from ..scoring.engine import Engine, EngineOutOfMemory, EngineResult
 from .data import SplitSource, _dataset_label, default_datasets, default_model, plan_splits
 from .result import Evaluation
 from .scoring import _distributed, _measure, _score
-from .settings import TEXT, EvaluateSettings, ScoreSettings, dataset_list
+from .settings import EvaluateSettings, ScoreSettings, dataset_list
 
 if TYPE_CHECKING:
     from ..options import DatasetsLike, ImagesLike, ModelLike, ProcessorLike, SpecLike
@@ -98,18 +96,9 @@ def evaluate(
     return EvaluateRun(EvaluateSettings(**locals()))()
 
 
-def load_model(model: ModelLike, processor: ProcessorLike | None, family: str | None, revision: str | None,
-               s: EvaluateSettings) -> Scorer:
-    """A ready scorer from a path/Hub id (``mini-clip`` included), a (model, processor) pair, a loaded model, or a
-    scorer, with the settings ``s`` of a run (:func:`vlprobe.runner.load_model`)."""
-    return runner.load_model(model, processor, family=family, revision=revision, device=s.device, dtype=s.dtype,
-                             exact_preprocessing=s.exact_preprocessing, control=s.control, seed=s.seed)
-
-
 def _check_bootstrap_work(sources: Sequence[SplitSource], s: EvaluateSettings) -> None:
-    """Refuse, before scoring, a ``bootstrap`` the metric would refuse once the scores are in (its work bound,
-    counted here without the tags' share, so never wrongly)."""
-    if not s.bootstrap or s.modality == TEXT:
+    """Refuse, before scoring, a ``bootstrap`` the metric would refuse (its bound, without the tags' share)."""
+    if not s.bootstrap or s.modality == TEXT_ONLY:
         return
     from ..metric import module as metric
 
@@ -126,8 +115,7 @@ Scored = tuple[list[ScoredSplit], dict[str, Any]]  # the scored splits and the e
 
 
 class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
-    """:func:`evaluate`'s run: the splits planned and opened, the model checked against their items' shapes, the rows
-    streamed through the engine and measured (on the main process), an :class:`Evaluation`."""
+    """:func:`evaluate`'s run: the splits planned, the rows streamed through the engine, measured on the main process."""
 
     s: EvaluateSettings
 
@@ -152,10 +140,8 @@ class EvaluateRun(Run[list[SplitSource], Scored, Evaluation]):
         return sources
 
     def after_model(self, scorer: Scorer, sources: list[SplitSource]) -> None:
-        """``--modality text`` compares texts by a dual encoder's text tower (itm, vqascore and causal_lm have none);
-        TraVLR's true/false framing (1 x 1 items) needs a match probability, which a dual encoder's similarity is
-        not (vlprobe invents none)."""
-        if self.s.modality == TEXT:
+        """Text-only needs a text tower, 1 x 1 items a match probability: a dual encoder's similarity is none."""
+        if self.s.modality == TEXT_ONLY:
             if not isinstance(scorer, DualScorer):
                 raise ArgumentError("modality", "text", f"needs a dual encoder's text tower; {scorer.family} has none")
             return

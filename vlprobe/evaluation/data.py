@@ -1,6 +1,5 @@
-"""What is scored: the datasets, configs and splits a run names (folders, Hub ids, in-memory ``datasets`` objects),
-opened as memory-mapped Arrow tables (:mod:`vlprobe.dataset.splits`, which ``vlprobe probe`` reads them through too), and
-their rows turned into items by the dataset's ``vlprobe.yaml``."""
+"""What is scored: each (dataset, config, split) a run names, opened memory-mapped (:mod:`vlprobe.dataset.splits`),
+its rows turned into items by the dataset's ``vlprobe.yaml``; and the offline default's folders."""
 
 from __future__ import annotations
 
@@ -11,16 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..benchmarks import TEXT_ONLY
 from ..dataset.items import ItemError
 from ..dataset.spec import ItemSpec, SpecError, dataset_benchmark, dataset_version, find_spec
-from ..dataset.splits import check_reachable, checked_image_paths, load_split, select_configs, select_splits
+from ..dataset.splits import checked_image_paths, load_split, select_configs, select_splits
 from ..errors import ArgumentError, DatasetError, ModelError
 from ..names import is_built
 from ..options import listed
 from ..results import dataset_name
 from ..storage import locations
 from ..storage.locations import DEFAULT_DATASETS, DEFAULT_MODEL, dataset_folder
-from .settings import TEXT, EvaluateSettings
+from .settings import EvaluateSettings
 from .text_only import text_only
 
 if TYPE_CHECKING:
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 
     from ..options import DatasetLike, SpecLike
 
-# datasets is imported where used (3.9 s, python -X importtime on this 2-core machine): a misspelt name is refused
-# before it is.
+# datasets is imported where used (seconds): a misspelt name is refused before it is.
 
 
 @dataclass
@@ -46,9 +45,7 @@ class SplitSource:
     shape: tuple[int, int] | None = None
     benchmark: str | None = None  # the registered benchmark its rows are (vlprobe.benchmarks), or None
     dataset_version: str | None = None  # the version of its data (vlprobe.dataset.spec.dataset_version)
-    # Image cells holding a path are opened only inside this folder (vlprobe.dataset.images.image_cell_in_folder):
-    # the dataset folder, None for a Hub dataset; ``outside_images`` lifts that; in-memory datasets are the
-    # caller's own and are not checked (``check_image_paths`` False).
+    # Image paths are opened only inside this folder unless outside_images; an in-memory dataset's are not checked.
     image_folder: str | None = None
     check_image_paths: bool = False
     outside_images: bool = False
@@ -69,12 +66,11 @@ class SplitSource:
             yield start, rows
 
     def items(self, start: int, rows: Sequence[Mapping[str, Any]], modality: str) -> list[Any]:  # Items, or TextOnlyItems
+        text = modality == TEXT_ONLY  # the row's items as they are, their texts compared with each other (no image)
         try:
-            if modality == TEXT:  # the row's items as they are, their texts compared with each other (no image)
-                return [text_only(self.spec.to_item(row, index=start + i, config=self.config))
-                        for i, row in enumerate(rows)]
-            return [self.spec.to_item(row, index=start + i, config=self.config, modality=modality)
-                    for i, row in enumerate(rows)]
+            items = [self.spec.to_item(row, index=start + i, config=self.config, modality="image" if text else modality)
+                     for i, row in enumerate(rows)]
+            return [text_only(item) for item in items] if text else items
         except (ItemError, SpecError) as err:
             raise DatasetError(f"{self.name}: {err}") from None
 
@@ -96,8 +92,7 @@ def _spec_of(dataset: DatasetLike, spec: SpecLike | None) -> ItemSpec:
 
 def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
                 names: Sequence[str] | None = None) -> list[SplitSource]:
-    """Every (dataset, config, split) to score, opened (memory-mapped) but not read; ``names``: the datasets' given
-    names (a dict's keys)."""
+    """Every (dataset, config, split) to score, opened but not read; ``names``: the datasets' given names."""
     import datasets as hf
 
     sources: list[SplitSource] = []
@@ -119,11 +114,9 @@ def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
             continue
         dataset = os.fspath(dataset)
         if revision is not None and Path(dataset).is_dir():
-            # A folder has no revisions: the option would be recorded in results.json yet change nothing.
             raise ArgumentError("dataset_revision", revision,
                                 f"{dataset} is a local folder, which has no revisions; leave it out (it picks "
                                 f"a branch, tag or commit of a Hub dataset)")
-        check_reachable(dataset, revision)  # before the spec, which may be fetched from the Hub
         item_spec = _spec_of(dataset, s.spec)
         benchmark, note = dataset_benchmark(dataset, item_spec)  # a guess from the name is said in the summary
         for config in select_configs(dataset, s.configs, revision):
@@ -137,31 +130,27 @@ def plan_splits(datasets_: Sequence[DatasetLike], s: EvaluateSettings,
 
 def _source(dataset: str, config: str, split: str, ds: datasets.Dataset, spec: ItemSpec, info: dict[str, Any],
             s: EvaluateSettings, benchmark: str | None, folder: str | None = None) -> SplitSource:
-    """One split to score, checked against its spec (``folder``: the dataset folder its image paths must stay in;
-    None: an in-memory dataset, the caller's own, whose paths are not checked)."""
+    """One split to score, checked against its spec (``folder``: the dataset folder; None: an in-memory dataset)."""
     n_rows = len(ds)
     n = min(s.limit, n_rows) if s.limit is not None else n_rows
-    try:
-        config_spec = spec.for_config(config)
-    except ValueError as err:
-        raise DatasetError(str(err)) from None
     in_memory = folder is None
     info = {**info, "in_memory": True} if in_memory else info
     folder = str(Path(folder).resolve()) if folder is not None and Path(folder).is_dir() else None
-    src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
-                      data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": s.dataset_revision,
-                            "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
-                      dataset_version=dataset_version(spec, benchmark),
-                      image_folder=folder,
-                      check_image_paths=not in_memory, outside_images=s.outside_images)
-    if n == 0:
-        raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
-    try:
+    try:  # SpecError is a ValueError
+        config_spec = spec.for_config(config)
+        src = SplitSource(dataset=dataset, config=config, split=split, rows=ds, n=n, spec=config_spec,
+                          data={**info, "rows_in_split": n_rows, "rows_scored": n, "revision": s.dataset_revision,
+                                "spec": spec.source, "modality": s.modality}, benchmark=benchmark,
+                          dataset_version=dataset_version(spec, benchmark),
+                          image_folder=folder,
+                          check_image_paths=not in_memory, outside_images=s.outside_images)
+        if n == 0:
+            raise DatasetError(f"{dataset} config {config!r} split {split!r} has no rows")
         strings = [c for c in config_spec.images if c in ds.features and "Value" in
                    (type(ds.features[c]).__name__, type(getattr(ds.features[c], "feature", None)).__name__)]
         first = ds.select_columns(strings)[0] if strings and len(ds) else None  # no image is decoded
         config_spec.check_columns(ds.features, src.name, first)
-    except SpecError as err:
+    except ValueError as err:
         raise DatasetError(str(err)) from None
     config_spec.check_unique_ids(ds, limit=n, where=src.name)  # DuplicateIdError names the ids
     # The first row as an item: the spec works, and the item shape is known before any model loads.
@@ -171,10 +160,7 @@ def _source(dataset: str, config: str, split: str, ds: datasets.Dataset, spec: I
 
 
 def default_datasets(root: str | os.PathLike) -> list[str]:
-    """The offline default's dataset folders: ``root/<name>`` where it holds a ``vlprobe.yaml`` (a
-    clone's committed card folders), else the folder an installed vlprobe builds into,
-    ``~/.cache/vlprobe/datasets/<name>`` (see :func:`vlprobe.storage.locations.dataset_folder`): wherever
-    ``vlprobe build <name>`` with no ``--out`` writes, run from the same folder."""
+    """The offline default's dataset folders: where ``vlprobe build <name>`` writes, run from ``root``."""
     out = []
     for name in DEFAULT_DATASETS:
         folder = dataset_folder(name, root)
@@ -188,8 +174,7 @@ def default_datasets(root: str | os.PathLike) -> list[str]:
 
 
 def default_model(root: str | os.PathLike) -> str:
-    """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy
-    this package ships (inside the installed package, see :mod:`vlprobe.storage.locations`)."""
+    """The offline default's model folder: ``root/models/mini-clip`` in a clone, else the copy this package ships."""
     root = Path(root)
     model = root / DEFAULT_MODEL
     if (model / "config.json").is_file():

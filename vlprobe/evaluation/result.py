@@ -1,6 +1,4 @@
-"""The result of ``vlprobe.evaluate``: :class:`Evaluation` (entries, summary, tables, scores, plots, save) on the
-protocol it shares with :class:`vlprobe.ProbeResult` (:class:`vlprobe.results.RunResult`), and the papers'
-aggregates printed with it (:func:`format_summary`)."""
+"""What ``vlprobe.evaluate`` returns (:class:`Evaluation`), and the papers' aggregates printed with it."""
 
 from __future__ import annotations
 
@@ -24,10 +22,8 @@ if TYPE_CHECKING:
 
 
 class Evaluation(RunResult[Entry]):
-    """What :func:`evaluate` returns, on :class:`vlprobe.ProbeResult`'s surface: ``entries`` (one per scored
-    dataset/config/split), ``summary`` (each benchmark's headline metrics, one block each), ``document`` / ``results``
-    (results.json), ``table()``, ``to_pandas()``, ``plot()``, ``save(dir)``; and ``scores()`` (the per-item score
-    matrices as a ``datasets.Dataset``), ``splits`` and ``provenance`` (the scored splits and what produced them)."""
+    """What :func:`evaluate` returns, on :class:`vlprobe.ProbeResult`'s surface (:class:`~vlprobe.results.RunResult`);
+    and ``scores()`` (the per-item scores), ``splits`` and ``provenance`` (the scored splits and what produced them)."""
 
     def __init__(self, splits: list[ScoredSplit], provenance: dict[str, Any],
                  summary: Mapping[str, SummaryBlock] | None, *, main_process: bool = True) -> None:
@@ -42,9 +38,8 @@ class Evaluation(RunResult[Entry]):
         return EvaluationDocument(provenance_record(self.provenance), tuple(result_entries(self.splits)), self.summary)
 
     def to_pandas(self, per_tag: bool = True, wide: bool = False) -> pd.DataFrame:
-        """results.csv as a DataFrame, a row per dataset/config/split/tag/metric (``tag`` empty for the whole split;
-        ``per_tag=False``: those rows only, without the column); ``wide=True``: results_wide.csv, the table to paste,
-        a row per dataset/config/split and a column per metric shown, in %."""
+        """results.csv as a DataFrame (``per_tag=False``: the whole splits' rows only, without the ``tag`` column);
+        ``wide=True``: results_wide.csv, a row per dataset/config/split and a column per metric shown, in %."""
         import pandas as pd
 
         from ..results.display import wide_rows
@@ -110,15 +105,6 @@ class Evaluation(RunResult[Entry]):
                 f".summary, .to_pandas(), .plot(), .save(dir)>")
 
 
-def display_keys(split: ScoredSplit | Entry) -> list[str]:
-    """The metrics the printed table (and the plots) show for a split or an entry: those meaningful for its
-    benchmark and item shape (:func:`vlprobe.results.display.shown_metrics`)."""
-    from ..results.display import shown_metrics
-    from ..results.scored import entry_of
-
-    return shown_metrics(split if isinstance(split, Entry) else entry_of(split))
-
-
 def _figure(key: str, value: float | None, row: SummaryRow, theirs: str | None, names: Mapping[str, str]) -> str:
     ci = row.ci.get(key)
     text = f"{names.get(key, key)} " + (f"N/A ({row.na_reason})" if value is None else pct(value))
@@ -127,9 +113,7 @@ def _figure(key: str, value: float | None, row: SummaryRow, theirs: str | None, 
 
 
 def format_summary(summary: Mapping[str, SummaryBlock]) -> str:
-    """The papers' aggregates as text under the table ("" when there are none): per benchmark its source, a line per
-    row (headline values with CIs, and the figure under the authors' tie rule where it differs), how the run departs
-    from the authors' setting, its notes, and the figures published for this checkpoint beside the run's."""
+    """The papers' aggregates as text under the table ("" when there are none)."""
     lines: list[str] = []
     for bench, block in (summary or {}).items():
         if not block.rows:

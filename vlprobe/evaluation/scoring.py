@@ -1,11 +1,6 @@
-"""Scoring, streamed: rows are read in bounded chunks across splits, scored by :mod:`vlprobe.scoring.engine`
-through the score cache, and measured by the metric; only scores, gold, ids, texts and tags are kept.
-
-Ties: the engine gives inputs the model cannot tell apart one score, so a gold and a non-gold text that the model
-reads as the same token ids tie exactly; each chunk's texts are keyed once to record such items as *collapsed*. A
-split (or tag) whose every item tied gets no numbers: its metrics become None with ``na_reason`` ("100/100 items
-tied: texts identical after truncation to 48 tokens"); one where some items tied keeps its numbers, with a one-line
-warning in ``data["truncation"]`` counting them, why, and how the tie policy counted them."""
+"""Scoring, streamed: rows read in bounded chunks across splits, scored by the engine through the score cache, and
+measured; only scores, gold, ids, texts and tags are kept. Each chunk's texts are keyed once to find the items whose
+gold and non-gold texts are one input to the model (:mod:`.tied_metrics` says what becomes of them)."""
 
 from __future__ import annotations
 
@@ -17,25 +12,23 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..benchmarks import COUNTED, find, tie_policy
+from ..benchmarks import TEXT_ONLY, find, tie_policy
 from ..dataset.images import ImageError
 from ..dataset.items import Item
 from ..errors import DatasetError, ModelError
-from ..results import ScoredItem, ScoredSplit, ScoreMatrices, metric_keys
+from ..results import ScoredItem, ScoredSplit, ScoreMatrices
 from ..scorers.controls import apply_control
 from ..scoring.engine import Engine, EngineOutOfMemory
 from .data import SplitSource
-from .settings import TEXT, EvaluateSettings
+from .settings import EvaluateSettings
 from .text_only import TextOnlyItem, score_text_only
-from .tied_metrics import Matrices, blank, comparison_ties, mark_tied_metrics, tag_members
+from .tied_metrics import Matrices, comparison_ties, mark_ties
 
-# Imported where used, as they are slow to import (python -X importtime, this 2-core machine): torch 11.7 s and
-# accelerate (only under `accelerate launch`), the metric (it imports evaluate, datasets and torch).
+# torch, accelerate and the metric are imported where used: they take seconds to import.
 
 
 def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[list[tuple[int, Any]]]:
-    """(source index, item) lists of at most ``chunk_size`` items, in order, across splits. With the
-    shuffle control a split is one chunk (its images are permuted across all its items)."""
+    """(source index, item) lists of at most ``chunk_size`` items across splits (shuffle: a split, permuted whole)."""
 
     buffer: list[tuple[int, Any]] = []
     for k, src in enumerate(sources):
@@ -56,9 +49,7 @@ def _chunks(sources: Sequence[SplitSource], s: EvaluateSettings) -> Iterator[lis
             if s.control == "shuffle" and len(buffer) >= s.chunk_size:
                 yield buffer
                 buffer = []
-            # Nothing of this batch may stay referenced here while the next one is read: the items
-            # hold their image bytes (2,000 photos of 90 KB: 180 MB), and the old chunk was kept
-            # alive beside the next one while it was read (issue 25).
+            # nothing of this batch may stay referenced while the next is read: its items hold image bytes (issue 25)
             items = item = None
     if buffer:
         yield buffer
@@ -77,9 +68,8 @@ def _distributed(device: str | None) -> tuple[Any, str | None]:
 
 
 def _collapsed(engine: Engine, items: Sequence[Item | TextOnlyItem]) -> list[str | None] | None:
-    """Per item, whether a gold and a non-gold text of one image are one input to the model (the same token ids, as
-    the engine keyed them: :meth:`Engine.seen_texts`): None if not, ``"truncation"`` when every such pair differs
-    only past the scorer's text limit, else ``"tokens"``; None for the chunk when the scorer cannot say."""
+    """Per item, whether a gold and a non-gold text of one image are one input to the model: None if not,
+    ``"truncation"`` when they differ only past the text limit, else ``"tokens"``; None where the scorer cannot say."""
     scorer = engine.scorer
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     seen = engine.seen_texts(distinct)
@@ -104,8 +94,7 @@ def _collapsed(engine: Engine, items: Sequence[Item | TextOnlyItem]) -> list[str
 
 def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main: bool,
            throwaway: bool = False) -> tuple[list[ScoredSplit], dict[str, Any]]:
-    """Stream every source through ``engine``; the scored splits (no images) and the engine stats. ``main``: the
-    process that shows the bar; ``throwaway``: the engine's cache is a throw-away one (none of it was kept)."""
+    """Stream every source through ``engine``: the scored splits (no images) and the engine stats."""
     scorer = engine.scorer
     splits = [ScoredSplit(dataset=src.dataset, config=src.config, split=src.split, benchmark=src.benchmark, items=[],
                           dataset_version=src.dataset_version, data=src.data) for src in sources]
@@ -113,16 +102,14 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
     probabilities: list[ScoreMatrices | None] = [ScoreMatrices() for _ in sources]  # None: a chunk had none
     limit = scorer.text_limit() if hasattr(scorer, "text_limit") else None
     total = sum(src.n for src in sources)
-    bar = None
-    if s.progress and main and total > s.chunk_size:
-        bar = tqdm(total=total, desc="scoring", unit="item")
     stats: dict[str, Any] = {}
     chunks = 0
     start = time.perf_counter()
-    try:
+    with tqdm(total=total, desc="scoring", unit="item", disable=not (s.progress and main and total > s.chunk_size)) as bar:
         for chunk in _chunks(sources, s):
+            chunks += 1
             try:
-                if s.modality == TEXT:
+                if s.modality == TEXT_ONLY:
                     result = score_text_only(engine, [item for _, item in chunk])
                 else:
                     result = engine.score([item for _, item in chunk])
@@ -130,7 +117,6 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
                 raise ModelError(str(err)) from None
             except ImageError as err:
                 raise DatasetError(str(err)) from None
-            chunks += 1
             for key, value in result.stats.items():
                 if key != "world_size" and isinstance(value, (int, float)):
                     stats[key] = stats.get(key, 0) + value
@@ -157,12 +143,8 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
                     kept.extend([probs[i] for i in places])
                 else:
                     probabilities[k] = None
-            if bar is not None:
-                bar.update(len(chunk))
+            bar.update(len(chunk))
             del result, probs, chunk  # the chunk's items (image bytes) and per-item arrays go now
-    finally:
-        if bar is not None:
-            bar.close()
     if chunks > 1:
         stats.update(seconds=round(time.perf_counter() - start, 3), chunks=chunks, chunk_size=s.chunk_size)
         if throwaway:
@@ -174,8 +156,7 @@ def _score(sources: list[SplitSource], engine: Engine, s: EvaluateSettings, main
 
 
 def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) -> None:
-    """The metrics of ``split``, with its tied items and metrics marked (module doc), and, where they differ, the
-    metrics as its benchmark's authors' code computes them (``authors_rule``)."""
+    """The metrics of ``split``, its ties marked, and where they differ its authors' code's (``authors_rule``)."""
     from .. import metric as metric_module  # it imports evaluate, datasets and torch
 
     scores, gold, probs = _metric_inputs(split)
@@ -188,112 +169,17 @@ def _measure(split: ScoredSplit, s: EvaluateSettings, sees_images: bool = True) 
                                               confidence=s.confidence, seed=s.seed, **given)
     except ValueError as err:
         raise DatasetError(f"{split.name}: {err}") from None
-    counts = comparison_ties(scores, gold)
-    na = mark_not_available(split, _all_tied(counts), split.ties, with_ties=_any_tied(counts))
-    na = mark_tied_metrics(split, counts, sees_images, tags) or na  # a metric whose every comparison tied: N/A
-    # Under the authors' tie rule where the split was counted by another policy (--ties lenient on SugarCREPE,
-    # --ties strict on CREPE), or where the run's are not available (their code prints a number, 0.0 under a strict
-    # rule): a figure to read beside the run's, with no CI.
+    na = mark_ties(split, comparison_ties(scores, gold), split.ties, sees_images)
+    # Under the authors' tie rule where the split was counted by another, or where the run's are not available (their
+    # code prints a number): a figure to read beside the run's, with no CI.
     rule = bench.tie_rule_for(s.modality) if bench is not None else None
     if rule is not None and (rule.policy != split.ties or na):
         split.authors_rule = {"ties": rule.policy, "metrics": metric_module.compute(scores, gold, ties=rule.policy,
                                                                                    bootstrap=0, **given)}
 
 
-def _any_tied(counts: np.ndarray) -> np.ndarray:
-    return np.asarray(counts[:, 1] + counts[:, 3] > 0)
-
-
-def _all_tied(counts: np.ndarray) -> np.ndarray:
-    r, r_tied, c, c_tied = counts.T
-    return np.asarray((r + c > 0) & (r_tied == r) & (c_tied == c))
-
-
-def items_with_ties(scores: Matrices, gold: Matrices) -> np.ndarray:
-    """Per item, whether any comparison the metrics make (a gold cell against a non-gold cell of the
-    same row, or of the same column) is an exact tie."""
-    return _any_tied(comparison_ties(scores, gold))
-
-
-def tied_items(scores: Matrices, gold: Matrices) -> np.ndarray:
-    """Per item, whether every comparison the metrics make (a gold cell against a non-gold cell of the same row, or
-    of the same column) is a tie; False for an item with no comparison (1 x 1)."""
-    return _all_tied(comparison_ties(scores, gold))
-
-
-def _why(n_collapsed: int, n_truncated: int, limit: int | None) -> str:
-    """Why ``n_collapsed`` items' texts are one input, in the words the tables and the Space print."""
-    cut = f"texts identical after truncation to {limit} tokens" if limit else "texts identical after truncation"
-    if n_truncated == n_collapsed:
-        return cut
-    same = "texts the model reads as the same token ids"
-    return same if not n_truncated else f"{same} ({n_truncated} of them {cut})"
-
-
-def _reason(n_tied: int, n: int, n_collapsed: int, limit: int | None, n_truncated: int | None = None) -> str:
-    why = _why(n_collapsed, n_collapsed if n_truncated is None else n_truncated, limit)
-    if n_collapsed == n:
-        return f"{n_tied}/{n} items tied: {why}"
-    if n_collapsed:
-        return f"{n_tied}/{n} items tied ({n_collapsed} with {why})"
-    return f"{n_tied}/{n} items tied"
-
-
-def _not_available(m: dict[str, Any], reason: str) -> None:
-    """Every metric of ``m`` (and its CI) becomes None, with ``na_reason``: none is a number."""
-    ci = m.get("ci")
-    blank(m, metric_keys(m), reason)
-    if ci:
-        m["ci"] = dict.fromkeys(ci)
-
-
-def mark_not_available(split: ScoredSplit, tied: np.ndarray, ties: str = "strict",
-                       with_ties: np.ndarray | None = None) -> bool:
-    """Record the tied and collapsed items of ``split`` in ``data["truncation"]``: where every item of the split (or
-    of a tag) tied, its metrics become not available; where some hold a tie (``with_ties``, default the collapsed
-    items), a one-line warning (module doc). Whether any metric became not available."""
-    n = len(split.items)
-    collapsed = np.zeros(n, dtype=bool)
-    if split.collapsed:
-        collapsed[np.asarray(split.collapsed, dtype=int)] = True
-    truncated = np.zeros(n, dtype=bool)
-    if split.truncated:
-        truncated[np.asarray(split.truncated, dtype=int)] = True
-    elif split.truncated is None:
-        truncated = collapsed.copy()  # a split recorded without causes: truncation, as before there were any
-    some = collapsed.copy() if with_ties is None else np.asarray(with_ties, dtype=bool) | collapsed
-    n_tied, n_collapsed, n_truncated, n_some = int(tied.sum()), int(collapsed.sum()), int(truncated.sum()), int(some.sum())
-    collapse = {"collapsed_items": n_collapsed, "text_max_length": split.text_limit} if split.collapsed is not None else {}
-    warning: dict[str, str] = {}
-    na = bool(n and n_tied == n)
-    if na:
-        _not_available(split.metrics, _reason(n_tied, n, n_collapsed, split.text_limit, n_truncated))
-    elif n_some:
-        counted = f"each tied comparison {COUNTED.get(ties, ties)} (ties={ties})"
-        if n_collapsed:
-            why = _why(n_collapsed, n_truncated, split.text_limit)
-            why = why.replace("texts identical after truncation", "texts identical after the model's truncation", 1)
-            text = f"{n_collapsed}/{n} items have {why}, so they tie"
-            text += f"; {n_some}/{n} items hold a tie in all" if n_some > n_collapsed else ""
-        else:
-            text = f"{n_some}/{n} items hold a tie (a gold and a non-gold cell with exactly the same score)"
-        warning = {"warning": f"warning: {split.name}: {text}; {counted}"}
-    if n_tied:
-        members = tag_members([item.tags for item in split.items])
-        for tag, tm in (split.metrics.get("per_tag") or {}).items():
-            idx = np.asarray(members.get(tag, []), dtype=int)
-            if len(idx) and tied[idx].all():
-                _not_available(tm, _reason(len(idx), len(idx), int(collapsed[idx].sum()), split.text_limit,
-                                           int(truncated[idx].sum())))
-                na = True
-    split.data["truncation"] = {"tied_items": n_tied, **collapse, **warning}
-    return na
-
-
 def _metric_inputs(split: ScoredSplit) -> tuple[Matrices, Matrices, Matrices | None]:
-    """(scores, gold, probabilities) for the metric: when every item has one shape, stacked
-    ``(N, m, n)`` arrays (float64 scores and probabilities, boolean gold), the metric's own fast
-    path, which stacks a list of per-item matrices into exactly these arrays; else the lists."""
+    """(scores, gold, probabilities), stacked ``(N, m, n)`` where every item has one shape (the metric's fast path)."""
     golds = [it.gold for it in split.items]
     scores, probs = split.scores, split.probabilities
     if isinstance(scores, ScoreMatrices) and (probs is None or isinstance(probs, ScoreMatrices)) and golds:

@@ -1,6 +1,5 @@
-"""The settings of ``vlprobe.evaluate`` / ``vlprobe evaluate``: :class:`EvaluateSettings`, the fields both commands
-share (:class:`vlprobe.options.Settings`) and evaluate's own, each checked there before anything is loaded; with
-the check of the ``datasets`` argument, which :mod:`vlprobe.evaluation.data` reads too."""
+"""The settings of ``vlprobe.evaluate`` (:class:`EvaluateSettings`) and ``vlprobe.score`` (:class:`ScoreSettings`),
+each checked before anything is loaded."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..benchmarks.base import AUTHORS
+from ..benchmarks.base import AUTHORS, TEXT_ONLY, TIE_CHOICES
 from ..dataset.spec import MODALITIES as IMAGE_MODALITIES
 from ..dataset.spec import ItemSpec
 from ..defaults import BATCH_SIZE
@@ -34,8 +33,7 @@ if TYPE_CHECKING:
     from ..options import DatasetLike
 
 DEFAULT_OUT = "runs/default"  # the offline default run's output folder
-TEXT = "text"  # evaluate's modalities: TraVLR's three (vlprobe.dataset.spec) and text-only (vlprobe/evaluation/text_only.py)
-MODALITIES = (*IMAGE_MODALITIES, TEXT)
+MODALITIES = (*IMAGE_MODALITIES, TEXT_ONLY)  # TraVLR's three and text-only (vlprobe/evaluation/text_only.py)
 CONTROLS = ("blank", "shuffle")  # "shuffled" is accepted as the CLI's old spelling of "shuffle"
 
 _DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/DatasetDict (with spec=), a list of "
@@ -43,9 +41,7 @@ _DATASETS_WANTED = ("must be a dataset folder, a Hub id, a datasets.Dataset/Data
 
 
 def dataset_list(datasets: object) -> tuple[list[DatasetLike], list[str] | None]:
-    """``datasets`` as a list, with the names given by a dict (None otherwise); :class:`Refused` for anything else,
-    and for duplicates (the same split scored twice would repeat its ids in scores.parquet and count its items twice
-    in every aggregate)."""
+    """``datasets`` as a list, with a dict's names; :class:`Refused` for anything else and for duplicates."""
     names: list[str] | None = None
     if isinstance(datasets, Mapping) and not _is_dataset_object(datasets):
         names, datasets = [str(k) for k in datasets], list(datasets.values())
@@ -88,17 +84,7 @@ def _spec(value: object) -> object:
     return path(value, "must be a vlprobe.yaml path, a dict or an ItemSpec")
 
 
-def _ties(value: object) -> str:
-    # "authors" (each split by its benchmark's rule, vlprobe.benchmarks.tie_policy) or one of vlprobe.benchmarks'
-    # copy of the metric's policies (tests check they agree): importing the metric imports evaluate, 4 CPU-seconds,
-    # which a misspelt policy must not wait for
-    from ..benchmarks.base import TIE_CHOICES
-
-    return one_of(TIE_CHOICES, "tie policy")(value)
-
-
 def _threshold(value: object) -> float:
-    # applied to match probabilities (acc, p_c, p_f): one outside [0, 1] would call every cell true or every one false
     if not is_number(value) or not 0 <= value <= 1:
         raise Refused("must be a probability threshold in [0, 1] (e.g. 0.5): it is applied to the model's match "
                       "probabilities")
@@ -123,7 +109,7 @@ def _root(value: object) -> object:
 
 @dataclass(frozen=True)
 class EvaluateSettings(Settings):
-    """The settings of one ``vlprobe.evaluate`` run (its keywords, checked); see :class:`vlprobe.options.Settings`."""
+    """The settings of one ``vlprobe.evaluate`` run (its keywords, checked)."""
 
     PROG: ClassVar[str] = "vlprobe evaluate"
     LISTS: ClassVar[tuple[str, ...]] = ("configs", "splits")
@@ -132,7 +118,7 @@ class EvaluateSettings(Settings):
     datasets: Any = opt(None, _datasets, flag="--dataset")
     splits: str | Sequence[str] | None = opt(None, optional(names_given), flag="--split")
     spec: Any = opt(None, _spec)
-    ties: str = opt(AUTHORS, _ties)
+    ties: str = opt(AUTHORS, one_of(TIE_CHOICES, "tie policy"))
     threshold: float = opt(0.5, _threshold)
     modality: str = opt("image", one_of(MODALITIES, "modality"))
     control: str | None = opt(None, _control)
@@ -142,7 +128,7 @@ class EvaluateSettings(Settings):
 
     def together(self) -> None:
         super().together()
-        if self.modality == TEXT and self.control:
+        if self.modality == TEXT_ONLY and self.control:
             raise self.refuse("control", "--modality text looks at no image, so an image control changes nothing; "
                                          "leave it out")
 
@@ -182,8 +168,7 @@ def _images(value: object) -> tuple[Any, ...]:
 
 @dataclass(frozen=True)
 class ScoreSettings(Settings):
-    """The settings of one ``vlprobe.score`` call: the images and texts, and the model's settings as
-    :class:`EvaluateSettings` has them."""
+    """The settings of one ``vlprobe.score`` call: the images and texts, and the model's settings."""
 
     batch_size: int | str = opt(BATCH_SIZE, batch_size_or_auto)
     num_workers: int | None = opt(0, worker_count)
@@ -192,6 +177,3 @@ class ScoreSettings(Settings):
     texts: Any = opt((), _texts, flag=None)
     probabilities: bool = opt(False, switch, flag=None)
     exact_preprocessing: bool = opt(False, switch)
-
-
-Settings = EvaluateSettings  # type: ignore[misc]  # the name it has always had here

@@ -1,13 +1,9 @@
-"""Text-only scoring, ``--modality text``: no image is looked at; an item's texts are compared with each other
-by the model's text tower.
+"""Text-only scoring, ``--modality text``: an item's texts compared with each other by the model's text tower.
 
-An item's *true* texts are those gold for some image, its *false* ones those gold for none. It becomes one row of
-cosine similarities of the text embeddings, one cell per pair: each pair of true texts (gold), then each (true,
-false) pair (non-gold), in order: ``1 x (t(t-1)/2 + t f)``. The metric's ``text`` score is then right when the true
-texts are closer to each other than any is to a false one (chance: 1/3 for SugarCREPE++'s TOT, three cosines).
-SugarCREPE++ (``[P1, P2, neg]``): ``[[cos(P1, P2), cos(P1, neg), cos(P2, neg)]]``, gold ``[[1, 0, 0]]``, the authors'
-TOT (VLMs/test_*.py). An item needs two or more true texts and a false one; a scored item keeps its texts as the true
-ones, in order, then the false ones.
+An item's *true* texts (gold for some image) and *false* ones become one row of text-embedding cosines: each pair of
+true texts (gold), then each (true, false) pair, ``1 x (t(t-1)/2 + t f)``; the metric's ``text`` score is right when
+the true texts are closer to each other than any is to a false one. SugarCREPE++ ``[P1, P2, neg]``:
+``[[cos(P1, P2), cos(P1, neg), cos(P2, neg)]]``, gold ``[[1, 0, 0]]``, the authors' TOT (VLMs/test_*.py).
 """
 
 from __future__ import annotations
@@ -25,8 +21,7 @@ from ..scoring.engine import Engine, EngineResult
 
 @dataclass(frozen=True, eq=False)
 class TextOnlyItem:
-    """An item as the text-only modality scores it: ``texts`` = its true texts, in order, then its false
-    texts; ``gold`` the ``1 x (t(t-1)/2 + t f)`` matrix of the module doc."""
+    """An item as the text-only modality scores it: its true texts, in order, then its false ones."""
 
     id: str
     texts: tuple[str, ...]
@@ -41,8 +36,7 @@ class TextOnlyItem:
 
 
 def text_gold(n_true: int, n_false: int) -> np.ndarray:
-    """The text-only gold matrix: one row, its first ``n_true (n_true - 1) / 2`` cells (the pairs of true
-    texts) gold, then ``n_true * n_false`` cells (the true-false pairs) not."""
+    """The text-only gold matrix (module doc)."""
     together = n_true * (n_true - 1) // 2
     gold = np.zeros((1, together + n_true * n_false), dtype=bool)
     gold[0, :together] = True
@@ -51,8 +45,7 @@ def text_gold(n_true: int, n_false: int) -> np.ndarray:
 
 
 def text_only(item: Item) -> TextOnlyItem:
-    """``item`` (an :class:`~vlprobe.dataset.items.Item`) as its texts compared with each other; :class:`ItemError`
-    when it has fewer than two true texts or no false one."""
+    """``item`` as its texts compared with each other; :class:`ItemError` where it cannot be."""
     truth = np.asarray(item.gold, dtype=bool).any(axis=0)
     true = [t for t, g in zip(item.texts, truth) if g]
     false = [t for t, g in zip(item.texts, truth) if not g]
@@ -66,8 +59,7 @@ def text_only(item: Item) -> TextOnlyItem:
 
 
 def pairs(n_true: int, n: int) -> list[tuple[int, int]]:
-    """The pairs of texts (of ``n``, the first ``n_true`` true) the row's cells hold, in order: each pair of
-    true texts, then each true text with each false one."""
+    """The pairs of texts (of ``n``, the first ``n_true`` true) the row's cells hold, in order (module doc)."""
     true, false = range(n_true), range(n_true, n)
     return [(i, j) for i in true for j in true if i < j] + [(i, j) for i in true for j in false]
 
@@ -79,9 +71,8 @@ def item_matrix(similarity: np.ndarray, n_true: int) -> np.ndarray:
 
 
 def score_text_only(engine: Engine, items: Sequence[TextOnlyItem]) -> EngineResult:
-    """Each item's text-only score matrix, from ``engine.embed_texts`` (each distinct text encoded once, through the
-    score cache) and the scorer's :meth:`text_similarity`, computed once per distinct pair of the engine's text keys
-    (the token ids the model reads): two texts the model reads alike tie exactly (SugarCREPE++ has such items)."""
+    """Each item's text-only score matrix, each distinct text encoded once and each distinct pair of the engine's
+    text keys (the token ids) compared once: two texts the model reads alike tie exactly."""
     start = time.perf_counter()
     distinct = list(dict.fromkeys(t for item in items for t in item.texts))
     emb, stats = engine.embed_texts(distinct)

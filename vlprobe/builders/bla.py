@@ -23,7 +23,7 @@ from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
 from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record, records_of
+from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record
 
 SOURCE = "visual_genome"
 
@@ -174,22 +174,6 @@ class Record:
         return ",".join(_ROLE[(i < 2, v)] for i, v in enumerate(self.voices()))
 
 
-def normalise(task: Task, rec: object, where: str) -> Row:
-    r = Record.parse(rec, where)
-    own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
-    if task.voiced:
-        own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
-    else:
-        scores = r.group.score
-        if not (isinstance(scores, list) and len(scores) == 4):
-            raise AnnotationError(f"{where} (image {r.image_id}): score should be a list of 4 numbers, got {scores!r}")
-        own.update(quality_scores=[float(x) for x in scores])
-    return Row(f"{task.config}/{r.image_id}", dict(task=task.config, image_id=r.image_id, true_captions=r.trues,
-                                                  false_captions=r.falses, index=r.index,
-                                                  group_index=r.group.group_index, **own),
-               (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
-
-
 # (is a true caption, voice) -> the thesis' names: True/False Active/Passive
 _ROLE = {(True, "active"): "TA", (True, "passive"): "TP", (False, "active"): "FA", (False, "passive"): "FP"}
 
@@ -218,16 +202,6 @@ def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[s
             t, f, gold = trues, falses, [[1, 1, 0, 0]]
         rows.append(Row(main.id, dict(task=ft.task, setting=ft.setting, image_id=str(image_id), true_captions=t,
                                       false_captions=f, gold=gold), main.images))
-    return rows
-
-
-def read_task(annotations: Path, task: Task) -> list[Row]:
-    rows = [normalise(task, rec, where) for _, _, rec, where in
-            records_of(annotations, task.file, facts.UPSTREAM, "a JSON list of caption sets")]
-    ids = Counter(r.id for r in rows)
-    dup = [i for i, n in ids.items() if n > 1]
-    if dup:
-        raise AnnotationError(f"{annotations / task.file}: image ids repeat, so ids would not be unique: {dup[:5]}")
     return rows
 
 
@@ -260,6 +234,7 @@ class Bla(UpstreamBuilder):
     spec_yaml = SPEC_YAML
     card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
                 tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
+    shape = "a JSON list of caption sets"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--skip-finetune", action="store_true",
@@ -269,10 +244,34 @@ class Bla(UpstreamBuilder):
     def files(self, args: argparse.Namespace) -> Upstream:
         return facts.UPSTREAM.select(MAIN_FILES) if getattr(args, "skip_finetune", False) else facts.UPSTREAM
 
+    def leaf_file(self, config: str) -> str:
+        return BY_CONFIG[config].file
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        task = BY_CONFIG[config]
+        r = Record.parse(rec, where)
+        own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
+        if task.voiced:
+            own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
+        else:
+            scores = r.group.score
+            if not (isinstance(scores, list) and len(scores) == 4):
+                raise AnnotationError(f"{where} (image {r.image_id}): score should be a list of 4 numbers, got {scores!r}")
+            own.update(quality_scores=[float(x) for x in scores])
+        return Row(f"{task.config}/{r.image_id}", dict(task=task.config, image_id=r.image_id, true_captions=r.trues,
+                                                      false_captions=r.falses, index=r.index,
+                                                      group_index=r.group.group_index, **own),
+                   (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
+
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         """The rows, and the voice orders of the released active-passive rows (before any is left out for a missing
         image: the card is the same for every build)."""
-        rows_by_task = {t.config: read_task(folder, t) for t in TASKS}
+        rows_by_task: dict[str, list[Row]] = {}
+        for t in TASKS:
+            rows_by_task[t.config] = self.read_leaf(folder, t.config)
+            dup = [i for i, n in Counter(r.id for r in rows_by_task[t.config]).items() if n > 1]
+            if dup:
+                raise AnnotationError(f"{folder / t.file}: image ids repeat, so ids would not be unique: {dup[:5]}")
         orders = Counter(r.record.voice_order() for t in TASKS if t.voiced for r in rows_by_task[t.config])
         rows: Rows = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
         if not getattr(args, "skip_finetune", False):  # every fine-tuning item is a benchmark item

@@ -8,10 +8,8 @@ Genome's hosts, and only then from the authors' server the link points at.
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import datasets
@@ -20,7 +18,7 @@ from datasets import Features, Value
 from ..benchmarks import cola as facts
 from ..dataset.image_sources import SourceSpec
 from . import AnnotationError
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, records_of
+from .flow import Annotations, Image, Row, UpstreamBuilder
 
 CONFIG, FILE = facts.CONFIG, facts.FILE
 COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
@@ -85,18 +83,6 @@ class Record:
                    _LINK.fullmatch(link_1.strip()).group(1), link_1, caption_1)  # type: ignore[union-attr]
 
 
-def read_records(annotations: Path) -> list[Row]:
-    rows = []
-    for n, _, rec, where in records_of(annotations, FILE, facts.UPSTREAM,
-                                    "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]"):
-        r = Record.parse(rec, where)
-        rows.append(Row(f"{CONFIG}/{n}", dict(index=n, caption_0=r.caption_0, caption_1=r.caption_1,
-                                              image_0_file=r.file_0, image_1_file=r.file_1, image_0_url=r.url_0,
-                                              image_1_url=r.url_1),
-                        (Image("image_0", SOURCE, r.file_0), Image("image_1", SOURCE, r.file_1))))
-    return rows
-
-
 class Cola(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
@@ -113,9 +99,16 @@ class Cola(UpstreamBuilder):
                 pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
                 tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
                 size_categories=["n<1K"])
+    shape = "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]"
 
-    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        return Annotations({CONFIG: {SPLIT: read_records(folder)}})
+    def leaf_file(self, config: str) -> str:
+        return FILE
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        r = Record.parse(rec, where)
+        return Row(f"{CONFIG}/{n}", dict(index=n, caption_0=r.caption_0, caption_1=r.caption_1, image_0_file=r.file_0,
+                                         image_1_file=r.file_1, image_0_url=r.url_0, image_1_url=r.url_1),
+                   (Image("image_0", SOURCE, r.file_0), Image("image_1", SOURCE, r.file_1)))
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         return dict(count=COUNT, config=CONFIG, file=FILE)

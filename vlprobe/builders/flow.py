@@ -125,10 +125,14 @@ class _Unit:
 
 
 class UpstreamBuilder(Builder[Plan]):
-    """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read` and
-    :meth:`config_decls` (and, where it has more to say, :meth:`card_values` and :meth:`report`)."""
+    """A paper benchmark's builder; a subclass says its benchmark and class attributes and how a record becomes a row
+    (:meth:`row`, or all of :meth:`read`), and overrides the other hooks only where it has more to say."""
 
-    benchmark: Benchmark
+    @property
+    @abc.abstractmethod
+    def benchmark(self) -> Benchmark:
+        """The benchmark built (a subclass's class attribute): its pins, counts and citation."""
+
     what: str = ""  # the annotation files, in words ("the 7 SugarCREPE JSON files")
     sources: tuple[str | imgs.SourceSpec, ...] = ()  # image sources: vlprobe's by name, or the builder's own
     images_help: str = ""
@@ -137,6 +141,8 @@ class UpstreamBuilder(Builder[Plan]):
     # the card's YAML besides its configs, English and licence "other" (card_metadata); pretty_name and task_categories
     # default to the title and image-to-text, zero-shot-image-classification
     card: Mapping[str, Any] = {}
+    shape: str = ""  # a leaf file's JSON, in words (read_leaf)
+    keyed: bool = False  # a leaf file is a JSON object of records by key, not a list
     # The configs (config_decls), all of split "test" with the same features: those reading other configs' parquet
     # (name -> members: image bytes stored once), then the leaves, each with parquet of its own.
     features_all: datasets.Features
@@ -179,9 +185,25 @@ class UpstreamBuilder(Builder[Plan]):
         whose files are at hand; None (the default): every config needs every file."""
         return None
 
-    @abc.abstractmethod
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        """The rows of ``args.selection`` (a :class:`Selection`) from the files in ``folder``."""
+        """The rows of ``args.selection`` (a :class:`Selection`) from the files in ``folder``; by default each leaf's
+        file (:meth:`read_leaf`)."""
+        return Annotations({c: {SPLIT: self.read_leaf(folder, c)} for c in self.leaves})
+
+    def leaf_file(self, config: str) -> str:
+        """The annotation file a leaf config is read from (:meth:`read_leaf`)."""
+        return f"{config}.json"
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        """One record of a leaf's file as a row: its position, its key (in a list: the position), the record and
+        ``"<file> record <key>"`` for messages."""
+        raise NotImplementedError(f"{self.name}: a builder on the default read() says row()")
+
+    def read_leaf(self, folder: Path, config: str) -> list[Row]:
+        """A leaf's file (:attr:`shape`, :attr:`keyed`), a row per record (:meth:`row`), in file order."""
+        assert self.benchmark.upstream is not None
+        return [self.row(config, *record) for record in
+                records_of(folder, self.leaf_file(config), self.benchmark.upstream, self.shape, self.keyed)]
 
     def config_decls(self) -> list[ConfigDecl]:
         """:attr:`aggregates`, then :attr:`leaves` (a builder whose configs differ in features or splits says its own)."""

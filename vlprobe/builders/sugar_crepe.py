@@ -6,16 +6,14 @@ config per subset and ``all`` (the default, reading theirs). A row is 1 image x 
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record, records_of
+from .flow import Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
 
@@ -61,17 +59,6 @@ class Record:
     filename: str
 
 
-def read_subset(annotations: Path, subset: Subset) -> list[Row]:
-    """One annotation file -> rows (without image bytes), in the file's key order."""
-    rows = []
-    for _, key, rec, where in records_of(annotations, f"{subset.config}.json", facts.UPSTREAM,
-                                      "a JSON object mapping keys to records", keyed=True):
-        r = parse_record(Record, rec, where, SOURCE)
-        rows.append(Row(f"{subset.config}/{key}", dict(key=key, subset=subset.config, category=subset.category, **asdict(r)),
-                        (Image("image", SOURCE, r.filename),)))
-    return rows
-
-
 class SugarCrepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE (NeurIPS 2023): 7 hard-negative subsets on COCO val2017, from the pinned upstream files"
@@ -83,9 +70,12 @@ class SugarCrepe(UpstreamBuilder):
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["1K<n<10K"])
+    shape, keyed = "a JSON object mapping keys to records", True
 
-    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        r = parse_record(Record, rec, where, SOURCE)
+        return Row(f"{config}/{key}", dict(key=key, subset=config, category=BY_CONFIG[config].category, **asdict(r)),
+                   (Image("image", SOURCE, r.filename),))
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),

@@ -19,7 +19,7 @@ from datasets import Features, List, Value
 from ..benchmarks import valse as facts
 from ..dataset import image_sources as imgs
 from . import AnnotationError
-from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record, records_of
+from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
 
 
 class Instrument(NamedTuple):
@@ -158,36 +158,6 @@ class Record:
         return self.mturk.caption >= 2
 
 
-def normalise(inst: Instrument, key: str, rec: object, where: str) -> Row:
-    """One annotation record -> one row (without the image bytes)."""
-    r = Record.parse(rec, key, where)
-    votes, nli = r.mturk, r.nli_scores
-    try:
-        classes, classes_foil = class_string(r.classes), class_string(r.classes_foil)
-    except TypeError as err:
-        raise AnnotationError(f"{where}: {err}") from None
-    source = image_source(r.image_file, where)
-    return Row(f"{inst.config}/{key}", dict(
-        key=key, piece=inst.piece, instrument=inst.config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
-        image_source=source, image_file=r.image_file, original_split=r.original_split,
-        dataset_idx=None if r.dataset_idx is None else str(r.dataset_idx), linguistic_phenomena=r.linguistic_phenomena,
-        classes=classes, classes_foil=classes_foil, mturk_caption=votes.caption, mturk_foil=votes.foil,
-        mturk_other=votes.other, valid=r.valid, answer=r.answer, declarative_statement=r.declarative_statement,
-        declarative_statement_foils=r.declarative_statement_foils, provenance_of_foils=r.provenance_of_foils,
-        foil_method=r.foil_method if r.foil_method is not None else r.foiling_method,
-        grammaticality_score=_single(r.grammaticality_scores, where, "grammaticality_scores"),
-        nli_entail=_single(nli.entail, where, "nli_scores.entail"),
-        nli_neutral=_single(nli.neutral, where, "nli_scores.neutral"),
-        nli_contradict=_single(nli.contradict, where, "nli_scores.contradict"),
-        nli_pred=_single(nli.pred, where, "nli_scores.pred"), orig_caption=r.orig_caption,
-        only_caption=r.only_caption), (Image("image", source, r.image_file),), record=r)
-
-
-def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
-    return [normalise(inst, key, rec, where) for _, key, rec, where in
-            records_of(annotations, inst.file, facts.UPSTREAM, "a JSON object mapping keys to records", keyed=True)]
-
-
 class Valse(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
@@ -202,15 +172,43 @@ class Valse(UpstreamBuilder):
     aggregates = {"all": leaves, **{piece: members for piece, members in PIECES.items() if members != (piece,)}}
     card = dict(license_name="valse-mixed",
                 tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
+    shape, keyed = "a JSON object mapping keys to records", True
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--include-invalid", action="store_true",
                             help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
 
+    def leaf_file(self, config: str) -> str:
+        return BY_CONFIG[config].file
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        inst = BY_CONFIG[config]
+        r = Record.parse(rec, key, where)
+        votes, nli = r.mturk, r.nli_scores
+        try:
+            classes, classes_foil = class_string(r.classes), class_string(r.classes_foil)
+        except TypeError as err:
+            raise AnnotationError(f"{where}: {err}") from None
+        source = image_source(r.image_file, where)
+        return Row(f"{inst.config}/{key}", dict(
+            key=key, piece=inst.piece, instrument=inst.config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
+            image_source=source, image_file=r.image_file, original_split=r.original_split,
+            dataset_idx=None if r.dataset_idx is None else str(r.dataset_idx), linguistic_phenomena=r.linguistic_phenomena,
+            classes=classes, classes_foil=classes_foil, mturk_caption=votes.caption, mturk_foil=votes.foil,
+            mturk_other=votes.other, valid=r.valid, answer=r.answer, declarative_statement=r.declarative_statement,
+            declarative_statement_foils=r.declarative_statement_foils, provenance_of_foils=r.provenance_of_foils,
+            foil_method=r.foil_method if r.foil_method is not None else r.foiling_method,
+            grammaticality_score=_single(r.grammaticality_scores, where, "grammaticality_scores"),
+            nli_entail=_single(nli.entail, where, "nli_scores.entail"),
+            nli_neutral=_single(nli.neutral, where, "nli_scores.neutral"),
+            nli_contradict=_single(nli.contradict, where, "nli_scores.contradict"),
+            nli_pred=_single(nli.pred, where, "nli_scores.pred"), orig_caption=r.orig_caption,
+            only_caption=r.only_caption), (Image("image", source, r.image_file),), record=r)
+
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         every = getattr(args, "include_invalid", False)
-        return Annotations({inst.config: {SPLIT: [r for r in read_instrument(folder, inst) if every or r.record.valid]}
-                            for inst in INSTRUMENTS})
+        return Annotations({c: {SPLIT: [r for r in self.read_leaf(folder, c) if every or r.record.valid]}
+                            for c in self.leaves})
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build

@@ -76,7 +76,9 @@ def built(shared_data: Path, images_root: Path, tmp_path_factory) -> dict[str, P
 
 def test_pinned_blob_hashes_match_the_mirrored_files(shared_data: Path) -> None:
     for name, up in UPSTREAMS.items():
-        assert upstream.annotation_folder(up, shared_data / name) == shared_data / name  # verified, else raises
+        located = upstream.locate([up], shared_data / name)  # verified, else raises
+        upstream.require_all(located, up, shared_data / name, None)
+        assert located.folder == shared_data / name
         for f in up.files:
             assert (shared_data / name / f.path).stat().st_size == f.size
     counts = upstream_counts(shared_data)

@@ -36,8 +36,8 @@ from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset.downloads import read_member
 from ..dataset.images import check_crop_box
-from . import AnnotationError
-from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder, has_upper, pct, shown
+from . import AnnotationError, shown
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder, has_upper, pct
 
 SOURCE = "visual_genome"
 COMBINED, COMBINED_FROM = "valid_hard_negs_combined", ("valid_hard_negs_atom", "valid_hard_negs_comp")

@@ -1,9 +1,6 @@
 """``vlprobe build bla``: BLA (Chen, Fernández, Pezzelle, EMNLP 2023) from the released annotation files and the
-Visual Genome images, on the build flow (:mod:`vlprobe.builders.flow`). Configs ``active_passive``, ``coordination``,
-``relative_clause`` (a row: 1 image x two true and two false captions), ``all`` (the three pooled, read from their
-parquet, tagged ``task=<config>``: what ``vlprobe evaluate --dataset bla`` scores), and the release's fine-tuning
-splits as ``<task>_<setting>`` (scored only when named).
-"""
+Visual Genome images. Configs: the three tasks (a row: 1 image x two true and two false captions), ``all`` (the three
+pooled, read from their parquet) and the release's fine-tuning splits as ``<task>_<setting>``."""
 
 from __future__ import annotations
 
@@ -42,13 +39,10 @@ class Task:
 
 TASKS = tuple(Task(t, facts.FILES[t], facts.COUNTS[t]) for t in facts.TASKS)
 BY_CONFIG = {t.config: t for t in TASKS}
-# The three tasks pooled, each row once (ids are ``<task>/<image_id>``, so unique across tasks): what
-# ``vlprobe evaluate --dataset bla`` scores with its default ``--config all`` (a dataset without a
-# config of that name would have every config scored, the fine-tuning ones included).
+# the three tasks pooled, what `--dataset bla` scores by default (without it every config, fine-tuning ones too, would be)
 ALL = "all"
 
-# The fine-tuning data of the release: finetune/<setting>/<task dir>/{train,valid,test}.json, one
-# config per task and setting (``<task>_<setting>``) with splits train / validation / test.
+# the release's finetune/<setting>/<task dir>/{train,valid,test}.json: a config <task>_<setting> each
 SETTINGS = ("finetune_random", "finetune_test_golden", "finetune_train_golden")
 TASK_DIRS = {"active_passive": "active_passive", "coordination": "coord", "relative_clause": "rc"}
 FT_SPLITS = {"train": "train", "validation": "valid", "test": "test"}  # HF split name -> release file
@@ -75,8 +69,7 @@ _COMMON = {
     "true_captions": List(Value("string")), "false_captions": List(Value("string")),
     "index": Value("int32"), "group_index": Value("int32"),
 }
-# One schema for the three tasks, each task-specific column null in the other tasks' rows, so that
-# ``all`` reads the three configs' parquet files as one table (as VALSE's ``all`` does).
+# one schema for the three tasks (a task's own columns null in the others' rows), so that `all` reads them as one table
 _ONLY = {"active_passive": ("predicate", "caption_voices", "voice_order"),
          "coordination": ("quality_scores",), "relative_clause": ("quality_scores",)}
 BENCH_FEATURES = Features({**_COMMON, "predicate": Value("string"), "caption_voices": List(Value("string")),
@@ -205,17 +198,7 @@ def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[s
     return rows
 
 
-def config_decls(finetune: bool = True) -> list[ConfigDecl]:
-    pooled = {SPLIT: [f"data/{t.config}/{SPLIT}-*.parquet" for t in TASKS]}
-    decls = [ConfigDecl(ALL, BENCH_FEATURES, (SPLIT,), paths=pooled)]
-    decls += [ConfigDecl(t.config, FEATURES[t.config], (SPLIT,), default=(t.config == "active_passive")) for t in TASKS]
-    if finetune:
-        decls += [ConfigDecl(f.config, FINETUNE_FEATURES, tuple(FT_SPLITS)) for f in FINETUNE]
-    return decls
-
-
-# Rows per split of each fine-tuning config in the release (train / validation / test): the card shows
-# them whatever a build holds; a build whose annotations give other counts says so.
+# rows per split of each fine-tuning config in the release: the card shows them whatever a build holds
 _GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}
 FINETUNE_COUNTS = {
     f.config: {"train": _GOLDEN[f.task] if f.setting == "finetune_train_golden" else 100, "validation": 200,
@@ -235,6 +218,8 @@ class Bla(UpstreamBuilder):
     card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
                 tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
     shape = "a JSON list of caption sets"
+    features_all, aggregates, leaves = BENCH_FEATURES, {ALL: tuple(BY_CONFIG)}, tuple(BY_CONFIG)
+    default_config = "active_passive"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--skip-finetune", action="store_true",
@@ -264,8 +249,7 @@ class Bla(UpstreamBuilder):
                    (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        """The rows, and the voice orders of the released active-passive rows (before any is left out for a missing
-        image: the card is the same for every build)."""
+        """The rows, and the voice orders of the released active-passive rows (before any is left out)."""
         rows_by_task: dict[str, list[Row]] = {}
         for t in TASKS:
             rows_by_task[t.config] = self.read_leaf(folder, t.config)
@@ -281,12 +265,10 @@ class Bla(UpstreamBuilder):
         return Annotations(rows, orders)
 
     def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
+        return super().config_decls() + [ConfigDecl(f.config, FINETUNE_FEATURES, tuple(FT_SPLITS)) for f in FINETUNE]
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build (what a build
-        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card.
-        ``voice_orders``: of the released active-passive rows (before any is left out)."""
+        """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build."""
         voice_orders: Counter = annotations.facts
         if set(voice_orders) == {"TA,TP,FA,FP"}:
             order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "

@@ -1,10 +1,7 @@
 """``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) from the pinned
-``COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA and the Visual Genome images it names,
-on the build flow (:mod:`vlprobe.builders.flow`). A record is ``[link to image 1, caption 1, link to image 2, caption
-2]``, caption i true of image i only: one config, ``multi_object``, 2 images x 2 captions, gold the identity. An image
-is looked up by its link's file name (``<vg id>.jpg``) in a local Visual Genome copy, then downloaded from Visual
-Genome's hosts, and only then from the authors' server the link points at.
-"""
+``COLA_multiobjects_matching_benchmark.json`` and the Visual Genome images it links: one config, ``multi_object``,
+2 images x 2 captions, gold the identity. An image is looked up by its link's file name locally, then on Visual
+Genome's hosts, and only then on the authors' server the link points at."""
 
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ from .flow import Annotations, Image, Row, UpstreamBuilder
 
 CONFIG, FILE = facts.CONFIG, facts.FILE
 COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
-# Visual Genome, as COLA links it: by id, the authors' web server the last resort after Visual Genome's
-# own hosts (a source of its own, so that the other benchmarks' look-up is unchanged).
+# Visual Genome as COLA links it, the authors' server the last resort (a source of its own: the others' look-up unchanged)
 IMAGES = SourceSpec(
     "visual_genome_cola", "Visual Genome images, as COLA links them (<vg id>.jpg)", r"\d+\.jpg",
     ("VG_100K", "VG_100K_2", "vg_gqa_images", "images"), ("images.zip", "images2.zip"),
@@ -56,8 +52,7 @@ tags: []
 
 @dataclass(frozen=True)
 class Record:
-    """One COLA record, ``[link to image 1, caption 1, link to image 2, caption 2]``: each image's file (``<vg
-    id>.jpg``) and link, and the two captions."""
+    """One COLA record, ``[link to image 1, caption 1, link to image 2, caption 2]``."""
 
     file_0: str
     url_0: str

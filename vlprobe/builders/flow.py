@@ -438,9 +438,7 @@ class UpstreamBuilder(Builder[Plan]):
         target = args.image_list or Path(f"{Path(args.out)}.images.tsv")
         lines = [f"{self.title}: dry run: the annotations are read and checked; nothing is built, and no image is "
                  + ("fetched." if looked else "looked at."), ""]
-        lines += self.report(plan, args)
-        lines += missing_lines(plan.unbuilt, plan.partial, plan.absent)
-        lines += file_lines(self.files(args), plan.files)
+        lines += self.account(plan, args)
         per_source = Counter(s for s, _ in needed)
         lines += ["", "## Images", "", f"The rows need **{len(needed):,}** image files ("
                   + ", ".join(f"{s}: {n:,}" for s, n in sorted(per_source.items())) + "), listed in "
@@ -460,6 +458,11 @@ class UpstreamBuilder(Builder[Plan]):
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("\n".join(listing) + "\n", encoding="utf-8")
         return target
+
+    def account(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        """What ``data/BUILD.md`` says (and a dry run prints): the rows, those left out, what is missing, the files."""
+        return (self.report(plan, args) + skipped_lines(plan.skipped)
+                + missing_lines(plan.unbuilt, plan.partial, plan.absent) + file_lines(self.files(args), plan.files))
 
     def build(self, args: argparse.Namespace) -> Path | str:  # type: ignore[override]
         """The whole flow; returns the folder written (a dry run: where the image list went)."""
@@ -498,9 +501,7 @@ class UpstreamBuilder(Builder[Plan]):
         self.finish(folder, plan, args)
         self.write_card(folder, plan.annotations)
         write_spec(folder, self.spec_yaml, self.benchmark.name)
-        lines = (self.report(plan, args) + skipped_lines(plan.skipped) + missing_lines(plan.unbuilt, plan.partial,
-                 plan.absent) + file_lines(self.files(args), plan.files))
-        cards.write_build_report(folder, f"{self.title}: this build", lines)
+        cards.write_build_report(folder, f"{self.title}: this build", self.account(plan, args))
         expected = self.expected(args)
         for config, n in plan.counts().items():
             if (config in expected and sum(n.values()) != expected[config] and not plan.skipped

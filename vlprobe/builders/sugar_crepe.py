@@ -1,8 +1,5 @@
-"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023) from the 7 pinned files of
-github.com/RAIVNLab/sugar-crepe and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One
-config per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, negative_caption], gold
-``[[1, 0]]``.
-"""
+"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023) from the 7 pinned files and the COCO
+val2017 images. One config per subset and ``all``; a row is 1 image x [caption, negative_caption], gold ``[[1, 0]]``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024) from the 5 pinned files of
-github.com/Sri-Harsha/scpp and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One config
-per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, caption2, negative_caption], gold
-``[[1, 1, 0]]``: the authors' ITT (both true captions strictly above the negative) is ``set_acc``, their TOT is
-``text`` with ``--modality text`` (:mod:`vlprobe.evaluation.text_only`).
-"""
+"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024) from the 5 pinned files and the
+COCO val2017 images. One config per subset and ``all``; a row is 1 image x [caption, caption2, negative_caption], gold
+``[[1, 1, 0]]``: the authors' ITT is ``set_acc``, their TOT ``text`` with ``--modality text``."""
 
 from __future__ import annotations
 

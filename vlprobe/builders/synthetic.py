@@ -1,6 +1,4 @@
-"""The base of the synthetic instruments' builders (``vlprobe build travlr|winoground_style``): scenes rendered by
-vlprobe (:mod:`vlprobe.scenes`), so a build's output is fixed by its arguments and code; the shared options, the card
-and ``vlprobe.yaml``, rendering with a rate report, and writing one split of rows."""
+"""The base of the synthetic instruments' builders: scenes rendered by vlprobe, fixed by the arguments and code."""
 
 from __future__ import annotations
 
@@ -20,9 +18,8 @@ from . import Builder, P, cards
 
 
 class SyntheticBuilder(Builder[P]):
-    """A builder of rendered scenes: its options (``--size``, ``--configs``, ``--seed``, ``--workers``), and its card
-    (the prose of ``vlprobe/templates/<body>``, the YAML from its configs) and ``vlprobe.yaml``, the same for every
-    size and seed. A subclass says its sizes and configs, and renders (:meth:`write`)."""
+    """A builder of rendered scenes: its options and its card (the prose of ``vlprobe/templates/<body>``)
+    and ``vlprobe.yaml``, the same for every size and seed. A subclass says its sizes and configs, and renders."""
 
     sizes: Mapping[str, Any] = {}
     size_help: str = ""

@@ -1,9 +1,6 @@
 """``vlprobe build valse``: VALSE (Parcalabescu et al., ACL 2022) from the 11 original annotation files and the
-original images of each source, on the build flow (:mod:`vlprobe.builders.flow`). One config per instrument, one per
-piece and ``all`` (these read the instruments' parquet: image bytes stored once, the same features). Only valid
-records by default (``mturk.caption >= 2``: two of three annotators chose the caption, not the foil);
-``--include-invalid`` keeps all 8,782.
-"""
+original images. One config per instrument, one per piece and ``all`` (these read the instruments' parquet). Only
+valid records by default (``mturk.caption >= 2``); ``--include-invalid`` keeps all 8,782."""
 
 from __future__ import annotations
 
@@ -67,8 +64,7 @@ tags: [piece, instrument, image_source, valid]
 
 
 def class_string(value: object) -> str | None:
-    """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, booleans
-    and lists in JSON (``false``, ``[2, 1, 8]``)."""
+    """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, the rest in JSON."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bool) or isinstance(value, list):
@@ -211,8 +207,7 @@ class Valse(UpstreamBuilder):
                             for c in self.leaves})
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
-        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card."""
+        """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build."""
         rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": f"{PAPER_ALL[i.config]:,}",
                  "paper_valid": f"{PAPER_VALID[i.config]:,}"} for i in INSTRUMENTS]
         piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),

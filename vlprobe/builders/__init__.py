@@ -42,8 +42,7 @@ P = TypeVar("P")  # what a builder's plan() reads and checks before writing
 
 
 def read_json(path: Path, benchmark: str, expected: type[T], shape: str, missing_hint: str) -> T:
-    """Load one of ``benchmark``'s annotation files, with errors that name it: missing (with ``missing_hint``),
-    not JSON, or not a JSON ``expected`` (``shape``)."""
+    """Load one of ``benchmark``'s annotation files, with errors that name it (missing: ``missing_hint`` says where)."""
     from ..dataset.reading import ANNOTATION_BYTES, parse_json, read_bytes
 
     try:  # bounded: a regular file, its size, its nesting (vlprobe.dataset.reading)
@@ -60,9 +59,7 @@ def read_json(path: Path, benchmark: str, expected: type[T], shape: str, missing
 
 
 class Builder(abc.ABC, Generic[P]):
-    """What ``vlprobe build NAME`` runs: a subclass says its ``name``, ``help``, ``needs`` and :meth:`config_decls`,
-    adds its options and implements :meth:`write`; where it reads something first, :meth:`plan`; where its output
-    depends on files it reads, :meth:`files_read`."""
+    """What ``vlprobe build NAME`` runs: its name, help, needs, configs, options, and a :meth:`plan` and :meth:`write`."""
 
     name: str = ""
     help: str = ""
@@ -117,8 +114,7 @@ class Builder(abc.ABC, Generic[P]):
         return own + unchanged.package_files(self.generator)
 
     def build(self, args: argparse.Namespace) -> Path:
-        """The build: ``--out`` checked, :meth:`plan`, then, unless the folder was built from the same inputs and
-        is intact (``args.up_to_date`` says so), :meth:`write` into a copy of the folder swapped in whole at the end."""
+        """The build: :meth:`plan`, then :meth:`write` into a copy of the folder swapped in whole, unless it is up to date."""
         out = Path(args.out)
         refuse_untrusted(out)
         plan = self.plan(args)
@@ -134,8 +130,7 @@ class Builder(abc.ABC, Generic[P]):
 
 
 def refuse_untrusted(out: Path) -> None:
-    """A build into vlprobe's cache (``<cache>/datasets/NAME``) is refused when another user could change
-    that folder or one above it, as ``--dataset NAME`` refuses to read it; else the cache's folders are made private."""
+    """A build into vlprobe's cache refused where another user could change it (else its folders made private)."""
     home = cache_home()
     if out.absolute().parent != datasets_home().absolute():
         return

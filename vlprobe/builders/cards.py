@@ -29,8 +29,7 @@ BUILD_REPORT = "data/BUILD.md"  # vlprobe.publish uploads it with the data
 
 
 def write_build_report(folder: str | Path, title: str, lines: list[str]) -> Path:
-    """Write ``<folder>/data/BUILD.md``: what this build holds. The card is the same for every build, so
-    that building into a committed folder changes no tracked file; what varies goes here, beside the parquet."""
+    """Write ``<folder>/data/BUILD.md``: what varies from build to build (the card does not, nor any tracked file)."""
     path = Path(folder) / BUILD_REPORT
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.part")

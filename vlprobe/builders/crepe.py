@@ -100,8 +100,7 @@ tags: [leaf, family, negative_type, complexity, pretraining, compounds]
 
 
 def zip_members(path: Path) -> dict[str, str]:
-    """Base name -> member of the CSV files in one of CREPE's zips; a base name found twice is refused (the
-    authors' scripts name files by base name only)."""
+    """Base name -> member of the CSV files in a zip; a name twice is refused (the authors name files by base name)."""
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
@@ -161,9 +160,8 @@ def _number(value: str | None, where: str, field: str, whole: bool = False) -> f
 
 
 def negatives_literal(value: str | None, where: str, column: str) -> tuple[list[str], bool]:
-    """(the strings of a negatives literal, whether it is a set), read from its syntax tree as
-    ``ast.literal_eval`` would, evaluating nothing; a set's in the order written, each once (the authors' ``list(set)``
-    order changes from run to run)."""
+    """(the strings of a negatives literal, whether it is a set), read from its syntax tree, evaluating
+    nothing; a set's in the order written, each once (the authors' ``list(set)`` order changes from run to run)."""
     if not isinstance(value, str):
         raise AnnotationError(f"{where}: {column} is missing")
     if len(value) > MAX_FIELD:
@@ -185,8 +183,7 @@ def negatives_literal(value: str | None, where: str, column: str) -> tuple[list[
 
 
 def derives_combined(rows: list[dict[str, str]], part: Part) -> bool:
-    """Whether ``part`` is a `combined` config whose CSV has no ``valid_hard_negs_combined`` column: its
-    negatives are then atom + comp, as the README defines the type."""
+    """Whether ``part``'s CSV lacks the `combined` column: its negatives are then atom + comp (the README's type)."""
     return part.negatives == COMBINED and bool(rows) and COMBINED not in rows[0]
 
 
@@ -231,8 +228,7 @@ def prod_facts(regions: Sequence[Region]) -> facts.ProdFacts:
 
 
 def read_part(rows: list[dict[str, str]], part: Part, where_file: str) -> tuple[list[Row], list[int], facts.ProdFacts]:
-    """One leaf config's rows; the CSV rows left out because their list of negatives is empty (nothing to
-    rank); and what the rows hold."""
+    """One leaf config's rows; the CSV rows left out for an empty list of negatives; what the rows hold."""
     columns = COMBINED_FROM if derives_combined(rows, part) else (part.negatives,)
     regions = [Region.parse(n, rec, columns, f"{where_file} row {n}") for n, rec in enumerate(rows)]
     out = [Row(f"{part.config}/{r.index}", dict(
@@ -287,8 +283,7 @@ def read_all(annotations: Path, configs: Sequence[str] | None = None, files: fro
 
 
 def crop(row: Row, column: str, data: bytes) -> bytes:
-    """The region the authors' code feeds the model: ``TF.crop(image, y, x, height, width)`` of the RGB image, i.e.
-    PIL's ``image.crop((x, y, x + width, y + height))``; stored losslessly as PNG."""
+    """The region the authors' code feeds the model (``TF.crop(image, y, x, height, width)``), as PNG."""
     from PIL import Image as PILImage
 
     x, y, w, h = row.record.box

@@ -43,8 +43,7 @@ class Image(NamedTuple):
 
 @dataclass
 class Row:
-    """One row of a build: its id, its other columns, its images, its unit (:attr:`Annotations.first`) and the typed
-    record it was made from."""
+    """One row of a build: its id, other columns, images, unit (:attr:`Annotations.first`) and the record it came from."""
 
     id: str
     columns: dict[str, Any]
@@ -61,7 +60,7 @@ Needs = tuple[tuple[str, ...], ...]
 @dataclass
 class Annotations:
     """What a builder read: ``rows`` per config and split, ``facts`` for its card and report, and ``first``:
-    keep only the first ``first`` rows of each unit whose images can be had (None: every row)."""
+    keep only the first ``first`` rows of each unit whose images can be had."""
 
     rows: Rows
     facts: Any = None
@@ -84,7 +83,6 @@ class Selection:
 class Plan:
     """A build up to where it would write: what was read, and what is missing (images, files, configs)."""
 
-    folder: Path
     files: list[upstream.FileRecord]
     annotations: Annotations
     missing: imgs.MissingReport
@@ -112,8 +110,7 @@ class _Unit:
 
 
 class UpstreamBuilder(Builder[Plan]):
-    """A paper benchmark's builder: a subclass says its benchmark, its class attributes and how a record
-    becomes a row (:meth:`row`, or all of :meth:`read`), and overrides other hooks only where it has more to say."""
+    """A paper benchmark's builder: a subclass says its benchmark, attributes and :meth:`row` (or :meth:`read`)."""
 
     @property
     @abc.abstractmethod
@@ -165,8 +162,7 @@ class UpstreamBuilder(Builder[Plan]):
         return self.benchmark.upstream
 
     def config_files(self) -> Mapping[str, Needs] | None:
-        """Per leaf config, the files it reads (:data:`Needs`); None: every config needs every
-        file."""
+        """Per leaf config, the files it reads (:data:`Needs`); None: every config needs every file."""
         return None
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
@@ -319,8 +315,9 @@ class UpstreamBuilder(Builder[Plan]):
                 + "\nGive them with --annotations DIR (or run online once), or build other configs (--configs).")
         return build, unbuilt, partial
 
-    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, dict[str, Any]]:
-        """The files resolved and read: the folder, the files, the rows asked for, and what is missing."""
+    def plan(self, args: argparse.Namespace, images: bool = True) -> Plan:
+        """Everything read and checked, nothing written; a dry run (``images`` False) fetches no image."""
+        start = time.perf_counter()
         requested = self._requested(args)
         needs = self.config_files()
         sets, base_url = (self.files(args), *self.benchmark.copies), getattr(args, "annotations_url", None)
@@ -335,18 +332,11 @@ class UpstreamBuilder(Builder[Plan]):
             missing = dict(absent=located.absent, unbuilt=unbuilt, partial=partial)
             for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
                 stderr(f"{self.name}: {line}")
-        folder, files, selection = located.folder, located.records(), Selection(tuple(leaves), frozenset(located.found))
-        annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
+        files, selection = located.records(), Selection(tuple(leaves), frozenset(located.found))
+        annotations = self.read(located.folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
             annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}
         self._check_ids(annotations.rows)
-        return folder, files, annotations, missing
-
-    def plan(self, args: argparse.Namespace, images: bool = True) -> Plan:
-        """Everything read and checked, nothing written. ``images`` False (a dry run): no image is fetched,
-        and one is looked up only where ``--images``/``--image-dir`` say."""
-        start = time.perf_counter()
-        folder, files, annotations, missing = self._annotations(args)
         look = images or bool(args.images or args.image_dir)
         resolvers = imgs.make_resolvers(self.sources, images_root=args.images,
                                         locations=imgs.parse_locations(args.image_dir, [s.name for s in self._specs()]),
@@ -355,13 +345,12 @@ class UpstreamBuilder(Builder[Plan]):
         report, skipped = self._take_rows(annotations, resolvers, args, refill=images)
         if images:
             stderr(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
-        return Plan(folder, files, annotations, report, skipped, resolvers, **missing)
+        return Plan(files, annotations, report, skipped, resolvers, **missing)
 
     def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
                    args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]]]:
-        """The image check, on ``annotations.rows`` in place: each unit's first N rows whose images can
-        be had; with ``--skip-missing-images`` a row missing one is left out and the unit's next taken. A dry run (``refill``
-        False) keeps the first N and only reports."""
+        """Each unit's first N rows whose images can be had, in place; with ``--skip-missing-images``
+        a row missing one is left out and the unit's next taken. A dry run (``refill`` False) only reports."""
         first = annotations.first
         units: list[_Unit] = []
         for config, splits in annotations.rows.items():
@@ -401,8 +390,7 @@ class UpstreamBuilder(Builder[Plan]):
 
     def _look_up(self, rows: list[Row], resolvers: dict[str, imgs.ImageResolver],
                  known: dict[tuple[str, str], bool], report: imgs.MissingReport, args: argparse.Namespace) -> None:
-        """Look up the images of ``rows`` not looked at before; a missing one stops the build unless
-        ``--skip-missing-images`` (or a dry run)."""
+        """Look up the images not looked at before; a missing one stops the build unless told otherwise."""
         if not resolvers:
             return
         wanted: dict[str, list[str]] = {}
@@ -427,8 +415,7 @@ class UpstreamBuilder(Builder[Plan]):
                         "or --skip-missing-images to build without these rows (data/BUILD.md will list them).")
 
     def dry_run(self, args: argparse.Namespace) -> Path | str:
-        """``--dry-run``: print what ``data/BUILD.md`` would say and list the image files needed
-        (``--image-list``); returns where the list went."""
+        """``--dry-run``: print what ``data/BUILD.md`` would say, list the images needed; returns where."""
         plan = self.plan(args, images=False)
         needed = Counter((i.source, i.file) for i in plan.annotations.images())
         looked = bool(plan.resolvers)
@@ -512,8 +499,7 @@ class UpstreamBuilder(Builder[Plan]):
         stderr(f"{self.name}: {total} rows, built in {time.perf_counter() - start:.1f}s")
 
     def _check_ids(self, rows: Rows) -> None:
-        """Row ids unique within each config's split and across a pooled config's members: per-item
-        scores are keyed by them."""
+        """Row ids unique per config's split and across a pooled config's members: scores are keyed by them."""
         seen: dict[tuple[str, str], dict[str, str]] = {}  # (group, split) -> id -> config
         groups = {d.name: _members(d) for d in self.config_decls()}
         for config, splits in rows.items():
@@ -608,8 +594,7 @@ def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[UpstreamFile, 
 
 def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Sequence[str]],
                   absent: Mapping[str, tuple[UpstreamFile, Upstream, str]], markdown: bool = True) -> list[str]:
-    """The configs not built or built in part, and the files missing: ``data/BUILD.md``'s section
-    (``markdown``) or the log's lines."""
+    """The configs not built or built in part, and the files missing: as markdown, or as the log's lines."""
     if not unbuilt and not partial:
         return []
     files = list(dict.fromkeys(p for lacking in (*unbuilt.values(), *partial.values()) for p in lacking))
@@ -653,8 +638,7 @@ def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str
 
 
 def records_of(folder: Path, file: str, up: Upstream, shape: str, keyed: bool = False) -> Iterator[tuple[int, str, object, str]]:
-    """Each record of an annotation file, a JSON object by key (``keyed``) or a list: (its position, its key,
-    the record, ``"<file> record <key>"``)."""
+    """Each record of an annotation file (a list, or by key): (its position, its key, the record, where it is)."""
     data = read_json(folder / file, up.benchmark, dict if keyed else list, shape,
                      f"pass --annotations DIR, the {up.folder} folder of github.com/{up.repo}")
     for n, (key, rec) in enumerate(data.items() if isinstance(data, dict) else enumerate(data)):
@@ -662,8 +646,7 @@ def records_of(folder: Path, file: str, up: Upstream, shape: str, keyed: bool = 
 
 
 def parse_record(kind: type[R], rec: object, where: str, source: str | None = None) -> R:
-    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are its keys, or one
-    :class:`AnnotationError` naming ``where``; with ``source``, ``filename`` must be a file name of that source."""
+    """An annotation record as ``kind``, a dataclass of its keys, or one :class:`AnnotationError` naming ``where``."""
     if not isinstance(rec, dict):
         raise AnnotationError(f"{where}: expected a JSON object")
     declared = fields(kind)  # type: ignore[arg-type]

@@ -136,8 +136,7 @@ class Folder(Builder[Source]):
         return {"captions": unchanged.stamps(read), "images": unchanged.stamps({str(f): f for f in plan.images.values()})}
 
     def write(self, folder: Path, plan: Source, args: argparse.Namespace) -> None:
-        """Every image embedded (a parquet of local paths would not survive the upload) and every row turned into
-        an item before anything is written; the folder's other configs kept."""
+        """Every image embedded and every row made an item before anything is written; other configs kept."""
         out, config = Path(args.out), args.config
         records = _embed(plan)
         with df.progress_bars_off():  # no progress bars for a few rows
@@ -179,8 +178,7 @@ def build_folder(source: str | Path, out: str | Path, *, license: str, captions:
 
 
 def _embed(plan: Source) -> list[dict[str, Any]]:
-    """The rows with each image's bytes in place of its path, each file read and decoded once, within
-    :data:`MAX_IMAGE_BYTES` in all."""
+    """The rows with each image's bytes in place of its path (each file read once, :data:`MAX_IMAGE_BYTES` in all)."""
     read: dict[str, bytes] = {}
     total = 0
     for where, file in plan.images.items():
@@ -240,8 +238,7 @@ MAX_IMAGE_BYTES = 4 << 30  # the images of one build, in memory at once (each fi
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    """The captions file's rows, within the bounds of :mod:`vlprobe.dataset.reading` and :data:`MAX_ROWS`
-    (counted as they are read)."""
+    """The captions file's rows, within the bounds of :mod:`vlprobe.dataset.reading` and :data:`MAX_ROWS`."""
     suffix = path.suffix.lower()
     if suffix not in CAPTIONS_SUFFIXES:
         raise ValueError(f"{path}: the captions file must be .csv, .jsonl (one JSON object a line) or .json (a JSON "
@@ -346,8 +343,7 @@ def _size_category(n: int) -> str:
 
 @dataclass(frozen=True)
 class Card:
-    """A card's YAML as ``vlprobe build folder`` merges into it: its other fields, the ``configs`` and the
-    ``dataset_info`` entries (a lone config may leave its name out, and is "default" then)."""
+    """A card's YAML as ``vlprobe build folder`` merges into it: its other fields, configs and dataset_info."""
 
     fields: dict[str, Any]
     configs: list[dict[str, Any]]
@@ -420,8 +416,7 @@ def _not_default(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str | None:
-    """What to write as ``vlprobe.yaml`` (None: keep it): the spec as given, or the folder's own with a
-    ``configs.<config>`` override where this config's differs."""
+    """What to write as ``vlprobe.yaml`` (None: keep it): the spec, or the folder's with a ``configs.<config>`` override."""
     if not path.is_file():
         return spec_text
     current = ItemSpec.from_file(path)

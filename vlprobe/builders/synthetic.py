@@ -18,8 +18,7 @@ from . import Builder, P, cards
 
 
 class SyntheticBuilder(Builder[P]):
-    """A builder of rendered scenes: its options and its card (the prose of ``vlprobe/templates/<body>``)
-    and ``vlprobe.yaml``, the same for every size and seed. A subclass says its sizes and configs, and renders."""
+    """A builder of rendered scenes: the shared options, the card and ``vlprobe.yaml`` (the same for every size)."""
 
     sizes: Mapping[str, Any] = {}
     size_help: str = ""

@@ -96,8 +96,7 @@ def _version(name: str) -> str | None:
 
 
 def stamps(paths: Mapping[str, str | os.PathLike]) -> Read:
-    """Files read, each judged by its stamp (size, times, inode: :func:`vlprobe.storage.keys.stamp`), so that a
-    rebuild reads no file's bytes."""
+    """Files read, each judged by its stamp (:func:`vlprobe.storage.keys.stamp`): a rebuild reads no file's bytes."""
     h = hashlib.sha256()
     for name, path in sorted(paths.items()):
         h.update(f"{name}\0{stamp(os.stat(path))}\0".encode())

@@ -37,8 +37,7 @@ class AnnotationDownloadError(AnnotationError, FileNotFoundError):
 
 
 def cache_folder(upstream: Upstream, cache_dir: str | os.PathLike | None = None) -> Path:
-    """Where ``upstream``'s files are kept once fetched: ``<cache>/annotations/<owner>--<repo>--<commit>/``;
-    refused when another user could have changed it (a file there without a pinned hash would be used as it is)."""
+    """Where ``upstream``'s files are kept once fetched; refused where another user could have changed it."""
     owner, name = upstream.repo.split("/")
     root = Path(cache_dir).expanduser() if cache_dir else cache_home()
     folder = root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
@@ -90,8 +89,8 @@ def _offline() -> bool:
 
 
 def _fetch(url: str, timeout: float, retries: int) -> tuple[bytes | None, list[str], bool]:
-    """(the bytes or None, the error of each try, whether the host answered): up to ``retries`` tries with
-    backoff; an HTTP answer that will not change (401, 403, 404, 410) ends them."""
+    """(the bytes or None, each try's error, whether the host answered): up to ``retries`` tries; an HTTP answer
+    that will not change (401, 403, 404, 410) ends them."""
     data, errors, reachable = None, [], True
     for attempt in range(max(1, retries)):
         try:
@@ -147,8 +146,7 @@ def require_all(located: Located, upstream: Upstream, local: str | os.PathLike |
 
 @dataclass
 class Located:
-    """Where each annotation file of a build is: the folder holding those found, each found file with its pinned
-    set, and why each other one is not there."""
+    """Where each annotation file of a build is: the folder, the files found (with their set), why each other is not."""
 
     folder: Path
     found: dict[str, tuple[UpstreamFile, Upstream]]  # path -> (its pin, its set)
@@ -170,9 +168,8 @@ def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> 
 def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
            cache_dir: str | os.PathLike | None = None, base_url: str | None = None, retries: int = 3,
            log=None) -> Located:
-    """The files of ``sets`` that can be had, each verified against its pin, and why each other one cannot: with
-    ``local`` every set is looked for there; else the first set (the upstream) is read from the cache and what it lacks
-    downloaded (unless offline; once the host cannot be reached, the rest are not tried)."""
+    """The files of ``sets`` that can be had, each verified, and why each other cannot: from ``local`` if given,
+    else the upstream's from the cache or downloaded (unless offline or unreachable)."""
     found: dict[str, tuple[UpstreamFile, Upstream]] = {}
     absent: dict[str, tuple[UpstreamFile, Upstream, str]] = {}
     if local is not None:

@@ -184,8 +184,7 @@ def file_facts(records: list[Record]) -> facts.FileFacts:
 
 
 def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]]:
-    """Per group of :data:`vlprobe.benchmarks.vl_checklist.GROUPS`, the unweighted mean of its members'
-    per-file values, as radar.py takes it, and whether every member was there."""
+    """Per group of ``GROUPS``, the mean of its members' per-file values (radar.py) and whether all were there."""
     out: dict[str, tuple[float, bool]] = {}
     values = {name: (v, True) for name, v in per_file.items()}
     for g in facts.GROUPS:
@@ -290,8 +289,7 @@ class VlChecklist(UpstreamBuilder):
                     missing=[f for leaf in LEAVES for f in leaf.files if f.name not in facts.FULL_FACTS])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        """``data/BUILD.md``'s account of the rows per corpus file, what the rows hold, and the casing
-        rule's accuracy per file and as the authors average it."""
+        """``data/BUILD.md``'s account per corpus file, what the rows hold, and the casing rule's accuracy."""
         read: dict[str, list[Row]] = plan.annotations.facts
         all_records = bool(getattr(args, "all_records", False))
         built: dict[str, list[Record]] = {}

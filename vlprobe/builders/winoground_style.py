@@ -170,8 +170,7 @@ _REQUIRED = tuple(WINOGROUND_FEATURES)
 
 
 def find_source(path: Path) -> tuple[str, list[Path]]:
-    """``("parquet", files)`` or ``("jsonl", [examples.jsonl, images.zip-or-folder])``: a parquet file, an
-    ``examples.jsonl`` file, or a folder holding either."""
+    """``("parquet", files)`` or ``("jsonl", [examples.jsonl, images])``: a file, or a folder holding either."""
     path = Path(path)
     if path.is_file():
         if path.suffix == ".parquet":

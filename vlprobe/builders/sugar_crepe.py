@@ -13,20 +13,7 @@ from ..benchmarks import sugar_crepe as facts
 from .flow import Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
-
-
-@dataclass(frozen=True)
-class Subset:
-    """A subset (its file is ``<config>.json``; what changes in it, with an example: the card's template)."""
-
-    config: str
-    category: str  # the paper's grouping: add / replace / swap
-    count: int  # records in the pinned file (checked by the tests against the real files)
-
-
-SUBSETS = tuple(Subset(c, g, facts.COUNTS[c]) for g, members in facts.GROUPS.items() for c in members)
-BY_CONFIG = {s.config: s for s in SUBSETS}
-TOTAL = sum(facts.COUNTS.values())
+CATEGORY = {c: g for g, members in facts.GROUPS.items() for c in members}  # the paper's add / replace / swap
 
 _f = Value
 FEATURES = Features({
@@ -71,11 +58,11 @@ class SugarCrepe(UpstreamBuilder):
 
     def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
         r = parse_record(Record, rec, where, SOURCE)
-        return Row(f"{config}/{key}", dict(key=key, subset=config, category=BY_CONFIG[config].category, **asdict(r)),
+        return Row(f"{config}/{key}", dict(key=key, subset=config, category=CATEGORY[config], **asdict(r)),
                    (Image("image", SOURCE, r.filename),))
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
                    "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
-        return dict(category={s.config: s.category for s in SUBSETS}, count={s.config: f"{s.count:,}" for s in SUBSETS},
-                    groups=groups, total=f"{TOTAL:,}")
+        return dict(category=CATEGORY, count={c: f"{n:,}" for c, n in facts.COUNTS.items()}, groups=groups,
+                    total=f"{sum(facts.COUNTS.values()):,}")

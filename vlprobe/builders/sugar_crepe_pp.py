@@ -15,21 +15,6 @@ from .flow import Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
 
-
-@dataclass(frozen=True)
-class Subset:
-    """A subset: its file is ``<config>.json``, its records' ids 0..count-1."""
-
-    config: str
-    title: str
-    category: str
-    count: int
-
-
-SUBSETS = tuple(Subset(c, c.upper().replace("_", "-"), facts.CATEGORIES[c], facts.COUNTS[c]) for c in facts.SUBSETS)
-BY_CONFIG = {s.config: s for s in SUBSETS}
-TOTAL = sum(facts.COUNTS.values())
-
 _f = Value
 FEATURES = Features({
     "id": _f("string"), "key": _f("string"), "subset": _f("string"), "category": _f("string"),
@@ -78,9 +63,9 @@ class SugarCrepePP(UpstreamBuilder):
     def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
         r = parse_record(Record, rec, where, SOURCE)
         return Row(f"{config}/{r.id}", dict(
-            key=str(r.id), subset=config, category=BY_CONFIG[config].category, caption=r.caption, caption2=r.caption2,
+            key=str(r.id), subset=config, category=facts.CATEGORIES[config], caption=r.caption, caption2=r.caption2,
             negative_caption=r.negative_caption, filename=r.filename), (Image("image", SOURCE, r.filename),))
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        return dict(rows=[{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}"}
-                          for s in SUBSETS], total=f"{TOTAL:,}")
+        return dict(rows=[{"config": c, "category": facts.CATEGORIES[c], "title": c.upper().replace("_", "-"),
+                           "count": f"{facts.COUNTS[c]:,}"} for c in facts.SUBSETS], total=f"{sum(facts.COUNTS.values()):,}")

@@ -100,8 +100,6 @@ class RateMeter:
 
 def write_rows(folder: Path, config: str, split: str, rows: Sequence[Mapping[str, Any]], features: datasets.Features) -> Path:
     """One split as parquet, image bytes embedded (via :func:`vlprobe.dataset.folder.write_split`)."""
-    if not rows:  # load_dataset refuses a declared split without rows
-        raise ValueError(f"{folder}: config {config!r} split {split!r} has no rows; every split needs at least one")
     dataset = datasets.Dataset.from_list([dict(r) for r in rows], features=features)
     with progress_bars_off():  # one line per split is printed by the builder instead
         return write_split(folder, config, split, dataset)

@@ -18,6 +18,7 @@ from datasets import Features, List, Value
 
 from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
+from ..benchmarks.bla import COUNTS, FILES, TASKS
 from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
 from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record
@@ -25,20 +26,7 @@ from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, p
 SOURCE = "visual_genome"
 
 
-@dataclass(frozen=True)
-class Task:
-    config: str
-    file: str
-    count: int  # caption sets in the released file (EMNLP 2023); the card shows it beside the built count
-
-    @property
-    def voiced(self) -> bool:
-        """The active-passive task: each caption in the active or the passive voice."""
-        return self.config == "active_passive"
-
-
-TASKS = tuple(Task(t, facts.FILES[t], facts.COUNTS[t]) for t in facts.TASKS)
-BY_CONFIG = {t.config: t for t in TASKS}
+VOICED = "active_passive"  # the task whose captions are each in the active or the passive voice
 # the three tasks pooled, what `--dataset bla` scores by default (without it every config, fine-tuning ones too, would be)
 ALL = "all"
 
@@ -61,8 +49,8 @@ class Finetune:
         return f"finetune/{self.setting}/{TASK_DIRS[self.task]}/{FT_SPLITS[split]}.json"
 
 
-FINETUNE = tuple(Finetune(t.config, s) for t in TASKS for s in SETTINGS)
-MAIN_FILES = tuple(t.file for t in TASKS)
+FINETUNE = tuple(Finetune(t, s) for t in TASKS for s in SETTINGS)
+MAIN_FILES = tuple(FILES.values())
 
 _COMMON = {
     "id": Value("string"), "task": Value("string"), "image": datasets.Image(), "image_id": Value("string"),
@@ -74,7 +62,7 @@ _ONLY = {"active_passive": ("predicate", "caption_voices", "voice_order"),
          "coordination": ("quality_scores",), "relative_clause": ("quality_scores",)}
 BENCH_FEATURES = Features({**_COMMON, "predicate": Value("string"), "caption_voices": List(Value("string")),
                            "voice_order": Value("string"), "quality_scores": List(Value("float64"))})
-FEATURES = {c: BENCH_FEATURES for c in (ALL, *BY_CONFIG)}
+FEATURES = {c: BENCH_FEATURES for c in (ALL, *TASKS)}
 
 FINETUNE_FEATURES = Features({
     "id": Value("string"), "task": Value("string"), "setting": Value("string"), "image": datasets.Image(),
@@ -218,8 +206,7 @@ class Bla(UpstreamBuilder):
     card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
                 tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
     shape = "a JSON list of caption sets"
-    features_all, aggregates, leaves = BENCH_FEATURES, {ALL: tuple(BY_CONFIG)}, tuple(BY_CONFIG)
-    default_config = "active_passive"
+    features_all, aggregates, leaves, default_config = BENCH_FEATURES, {ALL: TASKS}, TASKS, VOICED
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--skip-finetune", action="store_true",
@@ -230,33 +217,32 @@ class Bla(UpstreamBuilder):
         return facts.UPSTREAM.select(MAIN_FILES) if getattr(args, "skip_finetune", False) else facts.UPSTREAM
 
     def leaf_file(self, config: str) -> str:
-        return BY_CONFIG[config].file
+        return FILES[config]
 
     def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
-        task = BY_CONFIG[config]
         r = Record.parse(rec, where)
         own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
-        if task.voiced:
+        if config == VOICED:
             own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
         else:
             scores = r.group.score
             if not (isinstance(scores, list) and len(scores) == 4):
                 raise AnnotationError(f"{where} (image {r.image_id}): score should be a list of 4 numbers, got {scores!r}")
             own.update(quality_scores=[float(x) for x in scores])
-        return Row(f"{task.config}/{r.image_id}", dict(task=task.config, image_id=r.image_id, true_captions=r.trues,
-                                                      false_captions=r.falses, index=r.index,
-                                                      group_index=r.group.group_index, **own),
+        return Row(f"{config}/{r.image_id}", dict(task=config, image_id=r.image_id, true_captions=r.trues,
+                                                  false_captions=r.falses, index=r.index,
+                                                  group_index=r.group.group_index, **own),
                    (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
 
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         """The rows, and the voice orders of the released active-passive rows (before any is left out)."""
         rows_by_task: dict[str, list[Row]] = {}
         for t in TASKS:
-            rows_by_task[t.config] = self.read_leaf(folder, t.config)
-            dup = [i for i, n in Counter(r.id for r in rows_by_task[t.config]).items() if n > 1]
+            rows_by_task[t] = self.read_leaf(folder, t)
+            dup = [i for i, n in Counter(r.id for r in rows_by_task[t]).items() if n > 1]
             if dup:
-                raise AnnotationError(f"{folder / t.file}: image ids repeat, so ids would not be unique: {dup[:5]}")
-        orders = Counter(r.record.voice_order() for t in TASKS if t.voiced for r in rows_by_task[t.config])
+                raise AnnotationError(f"{folder / FILES[t]}: image ids repeat, so ids would not be unique: {dup[:5]}")
+        orders = Counter(r.record.voice_order() for r in rows_by_task[VOICED])
         rows: Rows = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
         if not getattr(args, "skip_finetune", False):  # every fine-tuning item is a benchmark item
             for ft in FINETUNE:
@@ -277,8 +263,8 @@ class Bla(UpstreamBuilder):
             order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
                           "`voice_order=` tag, before comparing columns.")
         return dict(
-            tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}"} for t in TASKS],
-            all_released=f"{sum(t.count for t in TASKS):,}",
+            tasks=[{"config": t, "file": FILES[t], "released": f"{COUNTS[t]:,}"} for t in TASKS],
+            all_released=f"{sum(COUNTS.values()):,}",
             finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
                       for f in FINETUNE],
             orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
@@ -296,11 +282,11 @@ class Bla(UpstreamBuilder):
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
         """Rows per config and split against the release's."""
         built = plan.counts()
-        counts = {t.config: sum(built.get(t.config, {}).values()) for t in TASKS}
+        counts = {t: sum(built.get(t, {}).values()) for t in TASKS}
         finetune_counts = {c: n for c, n in built.items() if c in FINETUNE_COUNTS}
         lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
-                 f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
-        lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
+                 f"{sum(COUNTS.values()):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
+        lines += [f"| `{t}` | {counts.get(t, 0):,} | {COUNTS[t]:,} |" for t in TASKS]
         if finetune_counts:
             lines += ["", "| fine-tuning config | train | validation | test |", "|---|---:|---:|---:|"]
             lines += [f"| `{c}` | " + " | ".join(f"{n.get(sp, 0):,}" for sp in FT_SPLITS) + " |"

@@ -8,30 +8,18 @@ import argparse
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import datasets
 from datasets import Features, List, Value
 
 from ..benchmarks import valse as facts
+from ..benchmarks.valse import FILES, PAPER_ALL, PAPER_VALID, PIECES
 from ..dataset import image_sources as imgs
 from . import AnnotationError
 from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
 
-
-class Instrument(NamedTuple):
-    """An instrument: its config, annotation file and piece (what each tests: the card, templates/valse_card.md)."""
-
-    config: str
-    file: str
-    piece: str
-
-
-INSTRUMENTS = tuple(Instrument(c, facts.FILES[c], facts.BENCHMARK.parts[c]) for c in facts.INSTRUMENTS)
-BY_CONFIG = {i.config: i for i in INSTRUMENTS}
-PIECES = facts.PIECES
-# The paper's Table 5 #Valid and #Inst.: shown in the card; a build whose counts differ says so.
-PAPER_VALID, PAPER_ALL = facts.PAPER_VALID, facts.PAPER_ALL
+PIECE = facts.BENCHMARK.parts  # instrument -> piece (what each tests: the card, templates/valse_card.md)
 
 # Image sources VALSE draws on, in routing order (the file-name patterns are disjoint).
 VALSE_SOURCES = ("coco2014_train", "coco2014_val", "visdial_val2018", "visual7w", "coco2017_val", "swig")
@@ -164,7 +152,7 @@ class Valse(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
                      "VisDial val2018 as their owners' archives (downloaded once, resumable)")
     spec_yaml = SPEC_YAML
-    features_all, leaves = FEATURES, tuple(BY_CONFIG)  # all, and each piece of several instruments, read theirs
+    features_all, leaves = FEATURES, facts.INSTRUMENTS  # all, and each piece of several instruments, read theirs
     aggregates = {"all": leaves, **{piece: members for piece, members in PIECES.items() if members != (piece,)}}
     card = dict(license_name="valse-mixed",
                 tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
@@ -175,10 +163,9 @@ class Valse(UpstreamBuilder):
                             help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
 
     def leaf_file(self, config: str) -> str:
-        return BY_CONFIG[config].file
+        return FILES[config]
 
     def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
-        inst = BY_CONFIG[config]
         r = Record.parse(rec, key, where)
         votes, nli = r.mturk, r.nli_scores
         try:
@@ -186,8 +173,8 @@ class Valse(UpstreamBuilder):
         except TypeError as err:
             raise AnnotationError(f"{where}: {err}") from None
         source = image_source(r.image_file, where)
-        return Row(f"{inst.config}/{key}", dict(
-            key=key, piece=inst.piece, instrument=inst.config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
+        return Row(f"{config}/{key}", dict(
+            key=key, piece=PIECE[config], instrument=config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
             image_source=source, image_file=r.image_file, original_split=r.original_split,
             dataset_idx=None if r.dataset_idx is None else str(r.dataset_idx), linguistic_phenomena=r.linguistic_phenomena,
             classes=classes, classes_foil=classes_foil, mturk_caption=votes.caption, mturk_foil=votes.foil,
@@ -208,8 +195,8 @@ class Valse(UpstreamBuilder):
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build."""
-        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": f"{PAPER_ALL[i.config]:,}",
-                 "paper_valid": f"{PAPER_VALID[i.config]:,}"} for i in INSTRUMENTS]
+        rows = [{"config": c, "piece": PIECE[c], "file": FILES[c], "paper_all": f"{PAPER_ALL[c]:,}",
+                 "paper_valid": f"{PAPER_VALID[c]:,}"} for c in facts.INSTRUMENTS]
         piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
                        "rows": f"{sum(PAPER_VALID[m] for m in members):,}"} for piece, members in PIECES.items()]
         total = f"{sum(PAPER_VALID.values()):,}"

@@ -98,9 +98,7 @@ class Plan:
 
 
 @dataclass
-class _Unit:
-    """The rows of one unit of one config's split, and how far they were taken."""
-
+class _Unit:  # the rows of one unit of one config's split, and how far they were taken
     config: str
     split: str
     where: str
@@ -527,7 +525,6 @@ def _file_of(located: str) -> str:
 
 
 def _members(decl: ConfigDecl) -> tuple[str, ...]:
-    """The configs whose parquet a config declaration reads."""
     if decl.paths is None:
         return (decl.name,)
     return tuple(dict.fromkeys(p.split("/")[1] for files in decl.paths.values() for p in files

@@ -289,7 +289,6 @@ def _jsonl_row(path: Path, i: int, line: str) -> dict[str, Any]:
 
 
 def _json_array(path: Path, data: object) -> list[dict[str, Any]]:
-    """A ``.json`` captions file (parsed): one array of objects, one per row."""
     if not isinstance(data, list):
         raise ValueError(f"{path}: a .json captions file must hold one JSON array of objects (one per row), not a "
                          f"{type(data).__name__}; or write one object a line as .jsonl")
@@ -434,7 +433,6 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
 
 
 def _card_body(card: Card, description: str, table_name: str, spec_text: str) -> str:
-    """The card's prose: ``vlprobe/templates/folder_body.md`` with the folder's configs, their columns and its spec."""
     configs = card.names()
     default = next((_config_name(c) for c in card.configs if _is_default(c)), configs[0])
     columns = {_config_name(d): [f.get("name") for f in d.get("features") or []] for d in card.infos}

@@ -61,7 +61,6 @@ AGGREGATES: dict[str, tuple[str, ...]] = {
     "all": tuple(leaf.config for leaf in LEAVES),
     **{a.lower(): tuple(leaf.config for leaf in LEAVES if leaf.aspect == a) for a in facts.ASPECTS},
 }
-DEFAULT_CONFIG = "all"
 RECORDS_FIRST, RECORDS_ALL = f"first_{FIRST}", "all"  # the `records` column: the authors' protocol, or every record
 
 _f = Value
@@ -206,7 +205,7 @@ class VlChecklist(UpstreamBuilder):
     download_help = ("download the missing Visual Genome images file by file and SWiG's images_512.zip into "
                      "--cache-dir (HAKE's images have no per-file source: give them locally)")
     spec_yaml = SPEC_YAML
-    features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
+    features_all, aggregates, leaves = FEATURES, AGGREGATES, tuple(BY_CONFIG)  # default_config: all
     card = dict(license_name="vl-checklist-vg-swig-hake",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/tree/{facts.UPSTREAM.commit}",
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],

@@ -313,12 +313,10 @@ def build_local_winoground(source: Path, out: Path) -> int:
                          license_name="winoground-license-agreement",
                          license_link="https://huggingface.co/datasets/facebook/winoground/blob/main/license_agreement.txt",
                          pretty_name="Winoground (private local copy)")
-    write_card(out, meta, LOCAL_CARD_BODY)
+    write_card(out, meta, cards.body("winoground_local_body.md"))
     write_spec(out, LOCAL_SPEC_YAML, "winoground")  # the real Winoground, whatever the folder is called
     write_rows(out, LOCAL_CONFIG, "test", [asdict(r) for r in rows], WINOGROUND_FEATURES)
     return len(rows)
 
-
-LOCAL_CARD_BODY = cards.body("winoground_local_body.md")  # the card's prose, vlprobe/templates/winoground_local_body.md
 
 CARD_BODY = cards.body(WinogroundStyle.body)  # the card's prose, vlprobe/templates/winoground_style_body.md

@@ -216,8 +216,11 @@ class UpstreamBuilder(Builder[Plan]):
         return dict(self.benchmark.counts)
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        """``data/BUILD.md``'s account of the rows (the flow adds the rest)."""
-        return count_lines({c: sum(n.values()) for c, n in plan.counts().items()}, self.expected(args))
+        """``data/BUILD.md``'s account of the rows: per config, against a build with every image."""
+        counts, expected = {c: sum(n.values()) for c, n in plan.counts().items()}, self.expected(args)
+        lines = [f"Rows in this build: **{sum(counts.values()):,}** (a build with every image: {sum(expected.values()):,}).",
+                 "", "| config | rows | with every image |", "|---|---:|---:|"]
+        return lines + [f"| `{c}` | {counts.get(c, 0):,} | {n:,} |" for c, n in expected.items()]
 
     def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
         """Once the parquet is in, before the card (which records the files)."""
@@ -330,7 +333,8 @@ class UpstreamBuilder(Builder[Plan]):
             missing = dict(absent=located.absent, unbuilt=unbuilt, partial=partial)
             for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
                 stderr(f"{self.name}: {line}")
-        files, selection = located.records(), Selection(tuple(leaves), frozenset(located.found))
+        files = [upstream.FileRecord.read(located.folder, f, up) for f, up in located.found.values()]
+        selection = Selection(tuple(leaves), frozenset(located.found))
         annotations = self.read(located.folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
             annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}
@@ -547,14 +551,6 @@ def download_help(specs: Sequence[imgs.SourceSpec]) -> str:
         elif s.archive is not None:
             how.append(f"{s.title} as its owner's archive (downloaded once, resumable)")
     return "download the images missing locally into --cache-dir: " + "; ".join(how or ["none can be downloaded"])
-
-
-def count_lines(counts: Mapping[str, int], expected: Mapping[str, int]) -> list[str]:
-    """Rows per config against a build with every image."""
-    lines = [f"Rows in this build: **{sum(counts.values()):,}** (a build with every image: {sum(expected.values()):,}).",
-             "", "| config | rows | with every image |", "|---|---:|---:|"]
-    lines += [f"| `{c}` | {counts.get(c, 0):,} | {n:,} |" for c, n in expected.items()]
-    return lines
 
 
 def skipped_lines(skipped: Mapping[str, Sequence[str]]) -> list[str]:

@@ -152,16 +152,12 @@ class Located:
     found: dict[str, tuple[UpstreamFile, Upstream]]  # path -> (its pin, its set)
     absent: dict[str, tuple[UpstreamFile, Upstream, str]]  # path -> (its pin, its set, why it is not here)
 
-    def records(self) -> list[FileRecord]:
-        """Per file found: what a build read."""
-        return [FileRecord.read(self.folder, f, up) for f, up in self.found.values()]
 
-
-def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> str:
+def where_to_get(f: UpstreamFile, up: Upstream) -> str:
     """One line: where a file comes from and how it is checked."""
     pin = f"git blob {f.blob}{_bytes(f)}" if f.pinned else "no pinned git blob hash"
     if up.fetched:
-        return f"{up.base_url(base_url)}{f.path} ({pin})"
+        return f"{up.base_url()}{f.path} ({pin})"
     return f"{f.path} of the third-party copy github.com/{up.repo}@{up.commit[:12]} ({pin}; {up.third_party})"
 
 

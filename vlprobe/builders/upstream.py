@@ -118,18 +118,6 @@ def _write_atomically(target: Path, data: bytes) -> None:
     os.replace(tmp, target)
 
 
-
-def _needed_message(upstream: Upstream, missing: Sequence[UpstreamFile], base: str, why: str, cache: Path) -> str:
-    lines = [f"{upstream.benchmark}: {len(missing)} annotation file(s) are not in the cache ({cache}) and {why}.",
-             f"Needed from {upstream.repo} at commit {upstream.commit} (folder {upstream.folder}):"]
-    lines += [f"  {f.path}  <- {base}{f.path}  " + (f"(git blob {f.blob}{_bytes(f)})" if f.pinned
-                                                   else "(no pinned git blob hash yet)") for f in missing]
-    lines.append(f"Download them (e.g. `git clone https://github.com/{upstream.repo}` and `git checkout "
-                 f"{upstream.commit}`) and pass --annotations DIR, the folder holding {upstream.folder}'s files; "
-                 f"or run online once, or point --annotations-url / {upstream.url_env} at a mirror.")
-    return "\n".join(lines)
-
-
 def require_all(located: Located, upstream: Upstream, local: str | os.PathLike | None, base_url: str | None) -> None:
     """For a build that needs every file of ``upstream``: one missing stops it, naming each and where to get it."""
     absent = [f for f in upstream.files if f.path in located.absent]
@@ -141,7 +129,15 @@ def require_all(located: Located, upstream: Upstream, local: str | os.PathLike |
             f"{len(upstream.files)} missing in --annotations {located.folder}: {shown([f.path for f in absent], 5)}; it "
             f"should hold {upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
     why = located.absent[absent[0].path][2].removeprefix(f"not in the cache ({located.folder}) and ")
-    raise AnnotationDownloadError(_needed_message(upstream, absent, upstream.base_url(base_url), why, located.folder))
+    base = upstream.base_url(base_url)
+    lines = [f"{upstream.benchmark}: {len(absent)} annotation file(s) are not in the cache ({located.folder}) and {why}.",
+             f"Needed from {upstream.repo} at commit {upstream.commit} (folder {upstream.folder}):"]
+    lines += [f"  {f.path}  <- {base}{f.path}  " + (f"(git blob {f.blob}{_bytes(f)})" if f.pinned
+                                                   else "(no pinned git blob hash yet)") for f in absent]
+    lines.append(f"Download them (e.g. `git clone https://github.com/{upstream.repo}` and `git checkout "
+                 f"{upstream.commit}`) and pass --annotations DIR, the folder holding {upstream.folder}'s files; "
+                 f"or run online once, or point --annotations-url / {upstream.url_env} at a mirror.")
+    raise AnnotationDownloadError("\n".join(lines))
 
 
 @dataclass

@@ -31,8 +31,8 @@ GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}  # th
 
 def image_ids(annotations: Path) -> list[str]:
     ids = []
-    for task in bla.TASKS:
-        ids += [str(r["image_id"]) for r in json.loads((annotations / task.file).read_text())]
+    for file in bla.FILES.values():
+        ids += [str(r["image_id"]) for r in json.loads((annotations / file).read_text())]
     return sorted(set(ids))
 
 

@@ -27,7 +27,7 @@ def test_dry_run_of_a_builder_that_reads_every_file(shared_data: Path, tmp_path:
     for config, n in counts.items():
         assert f"| `{config}` | {n:,} | {n:,} |" in out
     lines = listing.read_text().splitlines()
-    names = {r.images[0].file for s in sugar_crepe.SUBSETS for r in sugar_crepe.read_subset(shared_data / "sugar_crepe", s)}
+    names = {r.images[0].file for c in counts for r in sugar_crepe.SugarCrepe().read_leaf(shared_data / "sugar_crepe", c)}
     assert lines[0] == "source\tfile\trows\tfound" and {line.split("\t")[1] for line in lines[1:]} == names
     assert sum(int(line.split("\t")[2]) for line in lines[1:]) == sum(counts.values())
     # --configs keeps the configs asked for (the files are still all read and verified)

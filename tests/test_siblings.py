@@ -76,13 +76,15 @@ def built(shared_data: Path, images_root: Path, tmp_path_factory) -> dict[str, P
 
 def test_pinned_blob_hashes_match_the_mirrored_files(shared_data: Path) -> None:
     for name, up in UPSTREAMS.items():
-        assert upstream.annotation_folder(up, shared_data / name) == shared_data / name  # verified, else raises
+        located = upstream.locate([up], shared_data / name)  # verified, else raises
+        upstream.require_all(located, up, shared_data / name, None)
+        assert located.folder == shared_data / name
         for f in up.files:
             assert (shared_data / name / f.path).stat().st_size == f.size
     counts = upstream_counts(shared_data)
-    assert {s.config: s.count for s in sugar_crepe.SUBSETS} == counts["sugar_crepe"]
-    assert {s.config: s.count for s in sugar_crepe_pp.SUBSETS} == counts["sugar_crepe_pp"]
-    assert counts["cola"] == {"multi_object": cola.COUNT} and sugar_crepe.TOTAL == 7511
+    assert get_benchmark("sugar_crepe").counts == counts["sugar_crepe"]
+    assert get_benchmark("sugar_crepe_pp").counts == counts["sugar_crepe_pp"]
+    assert counts["cola"] == {"multi_object": cola.COUNT} and sum(get_benchmark("sugar_crepe").counts.values()) == 7511
 
 
 def test_the_cards_claims_hold_on_the_files(shared_data: Path) -> None:
@@ -389,19 +391,19 @@ def test_malformed_records_name_file_and_record(tmp_path: Path) -> None:
     rec = {"filename": "000000000001.jpg", "caption": "a", "negative_caption": "b", "extra": 1}
     (tmp_path / "add_obj.json").write_text(json.dumps({"7": rec}))
     with pytest.raises(AnnotationError, match=r"add_obj\.json record '7': unknown field\(s\) \['extra'\]"):
-        sugar_crepe.read_subset(tmp_path, sugar_crepe.BY_CONFIG["add_obj"])
+        sugar_crepe.SugarCrepe().read_leaf(tmp_path, "add_obj")
     (tmp_path / "add_obj.json").write_text(json.dumps({"7": {k: v for k, v in rec.items() if k != "extra"}
                                                         | {"filename": "cat.png"}}))
     with pytest.raises(AnnotationError, match=r"add_obj\.json record '7': filename 'cat.png' is not a MS COCO 2017 val"):
-        sugar_crepe.read_subset(tmp_path, sugar_crepe.BY_CONFIG["add_obj"])
-    pp = sugar_crepe_pp.SUBSETS[0]
-    (tmp_path / f"{pp.config}.json").write_text(json.dumps([{"id": 0, "filename": "1.jpg", "caption": "a",
+        sugar_crepe.SugarCrepe().read_leaf(tmp_path, "add_obj")
+    pp = get_benchmark("sugar_crepe_pp").configs[0]
+    (tmp_path / f"{pp}.json").write_text(json.dumps([{"id": 0, "filename": "1.jpg", "caption": "a",
                                                                "caption2": "b", "negative_caption": "c"}]))
     with pytest.raises(AnnotationError, match=r"record 0: filename '1.jpg' is not a MS COCO 2017 val file name"):
-        sugar_crepe_pp.read_subset(tmp_path, pp)
+        sugar_crepe_pp.SugarCrepePP().read_leaf(tmp_path, pp)
     (tmp_path / cola.FILE).write_text(json.dumps([["http://x/1.jpg", "a", "not a link", "b"]]))
     with pytest.raises(AnnotationError, match=r"record 0: image 2 'not a link'"):
-        cola.read_records(tmp_path)
+        cola.Cola().read_leaf(tmp_path, cola.CONFIG)
 
 
 def test_the_metric_scores_the_authors_criteria_by_hand() -> None:

@@ -35,8 +35,8 @@ PIECE_COUNTS = {"counting": 868 + 900 + 691, "actions": 648 + 949, "coreference"
 def referenced(annotations: Path) -> dict[str, set[str]]:
     """Every image file name the 11 files reference (valid or not), per source."""
     out: dict[str, set[str]] = {}
-    for inst in valse.INSTRUMENTS:
-        for key, rec in json.loads((annotations / inst.file).read_text()).items():
+    for file in valse.FILES.values():
+        for key, rec in json.loads((annotations / file).read_text()).items():
             out.setdefault(valse.image_source(rec["image_file"], key), set()).add(rec["image_file"])
     return out
 
@@ -93,7 +93,7 @@ def test_counts_per_config_are_the_papers(built: Path) -> None:
         assert len(ds) == n, config
         assert ds.features == valse.FEATURES, config
     # piece configs point at the instrument parquet: nothing stored twice
-    assert sorted(p.name for p in (built / "data").iterdir() if p.is_dir()) == sorted(valse.BY_CONFIG)
+    assert sorted(p.name for p in (built / "data").iterdir() if p.is_dir()) == sorted(valse.FILES)
 
 
 def test_ids_unique_and_rows_normalised(built: Path) -> None:

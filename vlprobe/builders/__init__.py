@@ -1,13 +1,7 @@
 """Dataset folder builders, one protocol: every concrete :class:`Builder` subclass a module here (or a plugin,
-:mod:`vlprobe.plugins`) defines becomes ``vlprobe build <name>``, found by :func:`builders`. Builders know nothing of
-models; they write a Hub dataset folder (``vlprobe/dataset/folder.py``).
-
-A build (:meth:`Builder.build`): ``--out`` checked; :meth:`~Builder.plan` (everything read and checked, nothing
-written); the inputs compared with the folder's (:mod:`vlprobe.builders.unchanged`: the same, every file intact, is
-"up to date: nothing built" unless ``--force``); then :meth:`~Builder.write` into a copy of the folder, swapped in whole
-at the end (:func:`vlprobe.dataset.folder.rebuilding`). The families: the paper benchmarks'
-:class:`~vlprobe.builders.flow.UpstreamBuilder`, the rendered instruments'
-:class:`~vlprobe.builders.synthetic.SyntheticBuilder`, and ``vlprobe build folder``."""
+:mod:`vlprobe.plugins`) defines becomes ``vlprobe build <name>``. Builders know nothing of models; they write a Hub
+dataset folder. The families: the paper benchmarks' :class:`~vlprobe.builders.flow.UpstreamBuilder`, the rendered
+instruments' :class:`~vlprobe.builders.synthetic.SyntheticBuilder`, and ``vlprobe build folder``."""
 
 from __future__ import annotations
 
@@ -18,6 +12,7 @@ import inspect
 import json
 import pkgutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Generic, TypeVar, cast
@@ -33,6 +28,11 @@ def stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def shown(items: Sequence[object], first: int = 6) -> str:
+    """The first few of ``items``, and how many more."""
+    return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
+
+
 class AnnotationError(ValueError):
     """An annotation file or record that cannot be used; the message names the file and record."""
 
@@ -42,8 +42,7 @@ P = TypeVar("P")  # what a builder's plan() reads and checks before writing
 
 
 def read_json(path: Path, benchmark: str, expected: type[T], shape: str, missing_hint: str) -> T:
-    """Load one of ``benchmark``'s annotation files, with errors that name it: missing (with
-    ``missing_hint`` on how to point at it), not JSON, or not a JSON ``expected`` (``shape``)."""
+    """Load one of ``benchmark``'s annotation files, with errors that name it (missing: ``missing_hint`` says where)."""
     from ..dataset.reading import ANNOTATION_BYTES, parse_json, read_bytes
 
     try:  # bounded: a regular file, its size, its nesting (vlprobe.dataset.reading)
@@ -60,9 +59,7 @@ def read_json(path: Path, benchmark: str, expected: type[T], shape: str, missing
 
 
 class Builder(abc.ABC, Generic[P]):
-    """What ``vlprobe build NAME`` runs: a subclass says its ``name``, ``help``, ``needs`` and :meth:`config_decls`, adds
-    its options (:meth:`add_arguments`, calling this one) and implements :meth:`write`; where it reads something first,
-    :meth:`plan`; where its output depends on files it reads, :meth:`files_read`."""
+    """What ``vlprobe build NAME`` runs: its name, help, needs, configs, options, and a :meth:`plan` and :meth:`write`."""
 
     name: str = ""
     help: str = ""
@@ -73,8 +70,7 @@ class Builder(abc.ABC, Generic[P]):
     not_inputs = frozenset({"out", "force", "workers", "read_workers", "func", "command", "dataset", "up_to_date"})
 
     def default_out(self) -> Path | None:
-        """``--out``'s default: where ``--dataset NAME`` finds it from any folder
-        (:func:`vlprobe.storage.locations.dataset_folder`); None: ``--out`` is required."""
+        """``--out``'s default: where ``--dataset NAME`` finds it; None: ``--out`` is required."""
         return dataset_folder(self.name)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -93,17 +89,15 @@ class Builder(abc.ABC, Generic[P]):
         return []
 
     def plan(self, args: argparse.Namespace) -> P:
-        """Everything read and checked before anything is written; what :meth:`write` is given (default: None)."""
+        """Everything read and checked before anything is written; what :meth:`write` is given."""
         return cast(P, None)  # a builder that reads nothing before writing (a plugin's Builder[None])
 
     def arguments(self, args: argparse.Namespace) -> dict[str, Any]:
-        """The arguments the folder depends on (:mod:`vlprobe.builders.unchanged`): every parsed one but
-        :attr:`not_inputs`."""
+        """The arguments the folder depends on: every parsed one but :attr:`not_inputs`."""
         return {k: v for k, v in vars(args).items() if k not in self.not_inputs}
 
     def files_read(self, args: argparse.Namespace, plan: P) -> dict[str, unchanged.Read]:
-        """The files the folder depends on, by hash or stamp (:func:`vlprobe.builders.unchanged.stamps`); default
-        none (its arguments and code decide it)."""
+        """The files the folder depends on, by hash or stamp (:mod:`vlprobe.builders.unchanged`)."""
         return {}
 
     @abc.abstractmethod
@@ -115,13 +109,12 @@ class Builder(abc.ABC, Generic[P]):
         return unchanged.up_to_date(out, want)
 
     def generator_files(self) -> list[Path]:
-        """The source files of the builder's classes (its module, its base's) and of :attr:`generator`."""
+        """The source files of the builder's classes and of :attr:`generator`."""
         own = [Path(inspect.getfile(c)) for c in type(self).__mro__ if issubclass(c, Builder)]
         return own + unchanged.package_files(self.generator)
 
     def build(self, args: argparse.Namespace) -> Path:
-        """The build (the module doc); returns the folder. Sets ``args.up_to_date`` to the line to say when the
-        folder was built from the same inputs and nothing was done."""
+        """The build: :meth:`plan`, then :meth:`write` into a copy of the folder swapped in whole, unless it is up to date."""
         out = Path(args.out)
         refuse_untrusted(out)
         plan = self.plan(args)
@@ -137,9 +130,7 @@ class Builder(abc.ABC, Generic[P]):
 
 
 def refuse_untrusted(out: Path) -> None:
-    """A build into vlprobe's cache (``<cache>/datasets/NAME``, where an installed vlprobe builds by default) when
-    another user could change that folder, a file in it or a folder above it up to the cache home: refused, as
-    ``--dataset NAME`` refuses to read it; else the cache's folders are made private (mode 0700), as every cache's."""
+    """A build into vlprobe's cache refused where another user could change it (else its folders made private)."""
     home = cache_home()
     if out.absolute().parent != datasets_home().absolute():
         return
@@ -151,7 +142,7 @@ def refuse_untrusted(out: Path) -> None:
 
 
 def builders_in(module: ModuleType) -> dict[str, Builder]:
-    """The builders ``module`` defines (its concrete :class:`Builder` subclasses), one instance each, by name."""
+    """The builders ``module`` defines (its concrete :class:`Builder` subclasses), by name."""
     found = {}
     for obj in vars(module).values():
         if (isinstance(obj, type) and issubclass(obj, Builder) and obj.__module__ == module.__name__
@@ -162,7 +153,7 @@ def builders_in(module: ModuleType) -> dict[str, Builder]:
 
 
 def builders() -> dict[str, Builder]:
-    """Every ``vlprobe build`` name and its builder: vlprobe's own (the modules here), then the plugins'."""
+    """Every ``vlprobe build`` name and its builder: vlprobe's own, then the plugins'."""
     found: dict[str, Builder] = {}
     for info in pkgutil.iter_modules(__path__):
         found.update(builders_in(importlib.import_module(f"{__name__}.{info.name}")))

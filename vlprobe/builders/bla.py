@@ -1,9 +1,6 @@
 """``vlprobe build bla``: BLA (Chen, Fernández, Pezzelle, EMNLP 2023) from the released annotation files and the
-Visual Genome images, on the build flow (:mod:`vlprobe.builders.flow`). Configs ``active_passive``, ``coordination``,
-``relative_clause`` (a row: 1 image x two true and two false captions), ``all`` (the three pooled, read from their
-parquet, tagged ``task=<config>``: what ``vlprobe evaluate --dataset bla`` scores), and the release's fine-tuning
-splits as ``<task>_<setting>`` (scored only when named).
-"""
+Visual Genome images. Configs: the three tasks (a row: 1 image x two true and two false captions), ``all`` (the three
+pooled, read from their parquet) and the release's fine-tuning splits as ``<task>_<setting>``."""
 
 from __future__ import annotations
 
@@ -21,34 +18,19 @@ from datasets import Features, List, Value
 
 from ..benchmarks import Upstream
 from ..benchmarks import bla as facts
+from ..benchmarks.bla import COUNTS, FILES, TASKS
 from ..dataset.folder import ConfigDecl
 from . import AnnotationError, read_json
-from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record, records_of
+from .flow import SPLIT, Annotations, Image, Plan, Row, Rows, UpstreamBuilder, parse_record
 
 SOURCE = "visual_genome"
 
 
-@dataclass(frozen=True)
-class Task:
-    config: str
-    file: str
-    count: int  # caption sets in the released file (EMNLP 2023); the card shows it beside the built count
-
-    @property
-    def voiced(self) -> bool:
-        """The active-passive task: each caption in the active or the passive voice."""
-        return self.config == "active_passive"
-
-
-TASKS = tuple(Task(t, facts.FILES[t], facts.COUNTS[t]) for t in facts.TASKS)
-BY_CONFIG = {t.config: t for t in TASKS}
-# The three tasks pooled, each row once (ids are ``<task>/<image_id>``, so unique across tasks): what
-# ``vlprobe evaluate --dataset bla`` scores with its default ``--config all`` (a dataset without a
-# config of that name would have every config scored, the fine-tuning ones included).
+VOICED = "active_passive"  # the task whose captions are each in the active or the passive voice
+# the three tasks pooled, what `--dataset bla` scores by default (without it every config, fine-tuning ones too, would be)
 ALL = "all"
 
-# The fine-tuning data of the release: finetune/<setting>/<task dir>/{train,valid,test}.json, one
-# config per task and setting (``<task>_<setting>``) with splits train / validation / test.
+# the release's finetune/<setting>/<task dir>/{train,valid,test}.json: a config <task>_<setting> each
 SETTINGS = ("finetune_random", "finetune_test_golden", "finetune_train_golden")
 TASK_DIRS = {"active_passive": "active_passive", "coordination": "coord", "relative_clause": "rc"}
 FT_SPLITS = {"train": "train", "validation": "valid", "test": "test"}  # HF split name -> release file
@@ -67,21 +49,20 @@ class Finetune:
         return f"finetune/{self.setting}/{TASK_DIRS[self.task]}/{FT_SPLITS[split]}.json"
 
 
-FINETUNE = tuple(Finetune(t.config, s) for t in TASKS for s in SETTINGS)
-MAIN_FILES = tuple(t.file for t in TASKS)
+FINETUNE = tuple(Finetune(t, s) for t in TASKS for s in SETTINGS)
+MAIN_FILES = tuple(FILES.values())
 
 _COMMON = {
     "id": Value("string"), "task": Value("string"), "image": datasets.Image(), "image_id": Value("string"),
     "true_captions": List(Value("string")), "false_captions": List(Value("string")),
     "index": Value("int32"), "group_index": Value("int32"),
 }
-# One schema for the three tasks, each task-specific column null in the other tasks' rows, so that
-# ``all`` reads the three configs' parquet files as one table (as VALSE's ``all`` does).
+# one schema for the three tasks (a task's own columns null in the others' rows), so that `all` reads them as one table
 _ONLY = {"active_passive": ("predicate", "caption_voices", "voice_order"),
          "coordination": ("quality_scores",), "relative_clause": ("quality_scores",)}
 BENCH_FEATURES = Features({**_COMMON, "predicate": Value("string"), "caption_voices": List(Value("string")),
                            "voice_order": Value("string"), "quality_scores": List(Value("float64"))})
-FEATURES = {c: BENCH_FEATURES for c in (ALL, *BY_CONFIG)}
+FEATURES = {c: BENCH_FEATURES for c in (ALL, *TASKS)}
 
 FINETUNE_FEATURES = Features({
     "id": Value("string"), "task": Value("string"), "setting": Value("string"), "image": datasets.Image(),
@@ -174,22 +155,6 @@ class Record:
         return ",".join(_ROLE[(i < 2, v)] for i, v in enumerate(self.voices()))
 
 
-def normalise(task: Task, rec: object, where: str) -> Row:
-    r = Record.parse(rec, where)
-    own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
-    if task.voiced:
-        own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
-    else:
-        scores = r.group.score
-        if not (isinstance(scores, list) and len(scores) == 4):
-            raise AnnotationError(f"{where} (image {r.image_id}): score should be a list of 4 numbers, got {scores!r}")
-        own.update(quality_scores=[float(x) for x in scores])
-    return Row(f"{task.config}/{r.image_id}", dict(task=task.config, image_id=r.image_id, true_captions=r.trues,
-                                                  false_captions=r.falses, index=r.index,
-                                                  group_index=r.group.group_index, **own),
-               (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
-
-
 # (is a true caption, voice) -> the thesis' names: True/False Active/Passive
 _ROLE = {(True, "active"): "TA", (True, "passive"): "TP", (False, "active"): "FA", (False, "passive"): "FP"}
 
@@ -221,27 +186,7 @@ def read_finetune(annotations: Path, ft: Finetune, split: str, benchmark: dict[s
     return rows
 
 
-def read_task(annotations: Path, task: Task) -> list[Row]:
-    rows = [normalise(task, rec, where) for _, _, rec, where in
-            records_of(annotations, task.file, facts.UPSTREAM, "a JSON list of caption sets")]
-    ids = Counter(r.id for r in rows)
-    dup = [i for i, n in ids.items() if n > 1]
-    if dup:
-        raise AnnotationError(f"{annotations / task.file}: image ids repeat, so ids would not be unique: {dup[:5]}")
-    return rows
-
-
-def config_decls(finetune: bool = True) -> list[ConfigDecl]:
-    pooled = {SPLIT: [f"data/{t.config}/{SPLIT}-*.parquet" for t in TASKS]}
-    decls = [ConfigDecl(ALL, BENCH_FEATURES, (SPLIT,), paths=pooled)]
-    decls += [ConfigDecl(t.config, FEATURES[t.config], (SPLIT,), default=(t.config == "active_passive")) for t in TASKS]
-    if finetune:
-        decls += [ConfigDecl(f.config, FINETUNE_FEATURES, tuple(FT_SPLITS)) for f in FINETUNE]
-    return decls
-
-
-# Rows per split of each fine-tuning config in the release (train / validation / test): the card shows
-# them whatever a build holds; a build whose annotations give other counts says so.
+# rows per split of each fine-tuning config in the release: the card shows them whatever a build holds
 _GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}
 FINETUNE_COUNTS = {
     f.config: {"train": _GOLDEN[f.task] if f.setting == "finetune_train_golden" else 100, "validation": 200,
@@ -260,6 +205,8 @@ class Bla(UpstreamBuilder):
     spec_yaml = SPEC_YAML
     card = dict(license_name="bla-mixed", pretty_name="BLA (Basic Language Abilities)",
                 tags=["vision-and-language", "probing", "benchmark", "syntax", "vlprobe"], size_categories=["1K<n<10K"])
+    shape = "a JSON list of caption sets"
+    features_all, aggregates, leaves, default_config = BENCH_FEATURES, {ALL: TASKS}, TASKS, VOICED
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--skip-finetune", action="store_true",
@@ -269,11 +216,33 @@ class Bla(UpstreamBuilder):
     def files(self, args: argparse.Namespace) -> Upstream:
         return facts.UPSTREAM.select(MAIN_FILES) if getattr(args, "skip_finetune", False) else facts.UPSTREAM
 
+    def leaf_file(self, config: str) -> str:
+        return FILES[config]
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        r = Record.parse(rec, where)
+        own: dict[str, Any] = dict.fromkeys(c for cols in _ONLY.values() for c in cols)
+        if config == VOICED:
+            own.update(predicate=r.group.predicate, caption_voices=r.voices(), voice_order=r.voice_order())
+        else:
+            scores = r.group.score
+            if not (isinstance(scores, list) and len(scores) == 4):
+                raise AnnotationError(f"{where} (image {r.image_id}): score should be a list of 4 numbers, got {scores!r}")
+            own.update(quality_scores=[float(x) for x in scores])
+        return Row(f"{config}/{r.image_id}", dict(task=config, image_id=r.image_id, true_captions=r.trues,
+                                                  false_captions=r.falses, index=r.index,
+                                                  group_index=r.group.group_index, **own),
+                   (Image("image", SOURCE, f"{r.image_id}.jpg"),), record=r)
+
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        """The rows, and the voice orders of the released active-passive rows (before any is left out for a missing
-        image: the card is the same for every build)."""
-        rows_by_task = {t.config: read_task(folder, t) for t in TASKS}
-        orders = Counter(r.record.voice_order() for t in TASKS if t.voiced for r in rows_by_task[t.config])
+        """The rows, and the voice orders of the released active-passive rows (before any is left out)."""
+        rows_by_task: dict[str, list[Row]] = {}
+        for t in TASKS:
+            rows_by_task[t] = self.read_leaf(folder, t)
+            dup = [i for i, n in Counter(r.id for r in rows_by_task[t]).items() if n > 1]
+            if dup:
+                raise AnnotationError(f"{folder / FILES[t]}: image ids repeat, so ids would not be unique: {dup[:5]}")
+        orders = Counter(r.record.voice_order() for r in rows_by_task[VOICED])
         rows: Rows = {c: {SPLIT: rs} for c, rs in rows_by_task.items()}
         if not getattr(args, "skip_finetune", False):  # every fine-tuning item is a benchmark item
             for ft in FINETUNE:
@@ -282,12 +251,10 @@ class Bla(UpstreamBuilder):
         return Annotations(rows, orders)
 
     def config_decls(self) -> list[ConfigDecl]:
-        return config_decls()
+        return super().config_decls() + [ConfigDecl(f.config, FINETUNE_FEATURES, tuple(FT_SPLITS)) for f in FINETUNE]
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build (what a build
-        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card.
-        ``voice_orders``: of the released active-passive rows (before any is left out)."""
+        """What ``vlprobe/templates/bla_card.md`` is filled with: the same for every build."""
         voice_orders: Counter = annotations.facts
         if set(voice_orders) == {"TA,TP,FA,FP"}:
             order_note = ("So in every row text 0 is TA, 1 is TP, 2 is FA and 3 is FP: TA vs FA is score column 0 vs 2, "
@@ -296,8 +263,8 @@ class Bla(UpstreamBuilder):
             order_note = ("The order is not the same in every row: read each row's `caption_voices`, or group on the "
                           "`voice_order=` tag, before comparing columns.")
         return dict(
-            tasks=[{"config": t.config, "file": t.file, "released": f"{t.count:,}"} for t in TASKS],
-            all_released=f"{sum(t.count for t in TASKS):,}",
+            tasks=[{"config": t, "file": FILES[t], "released": f"{COUNTS[t]:,}"} for t in TASKS],
+            all_released=f"{sum(COUNTS.values()):,}",
             finetune=[{"config": f.config, "setting": f.setting, **{sp: f"{n:,}" for sp, n in FINETUNE_COUNTS[f.config].items()}}
                       for f in FINETUNE],
             orders=", ".join(f"`{o}` in {n:,} rows" for o, n in voice_orders.most_common()) or "none",
@@ -315,11 +282,11 @@ class Bla(UpstreamBuilder):
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
         """Rows per config and split against the release's."""
         built = plan.counts()
-        counts = {t.config: sum(built.get(t.config, {}).values()) for t in TASKS}
+        counts = {t: sum(built.get(t, {}).values()) for t in TASKS}
         finetune_counts = {c: n for c, n in built.items() if c in FINETUNE_COUNTS}
         lines = [f"Benchmark rows in this build: **{sum(counts.values()):,}** (with every image: "
-                 f"{sum(t.count for t in TASKS):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
-        lines += [f"| `{t.config}` | {counts.get(t.config, 0):,} | {t.count:,} |" for t in TASKS]
+                 f"{sum(COUNTS.values()):,}).", "", "| config | rows | with every image |", "|---|---:|---:|"]
+        lines += [f"| `{t}` | {counts.get(t, 0):,} | {COUNTS[t]:,} |" for t in TASKS]
         if finetune_counts:
             lines += ["", "| fine-tuning config | train | validation | test |", "|---|---:|---:|---:|"]
             lines += [f"| `{c}` | " + " | ".join(f"{n.get(sp, 0):,}" for sp in FT_SPLITS) + " |"

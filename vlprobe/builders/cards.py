@@ -1,6 +1,5 @@
-"""Dataset cards of the builders: prose in Jinja2 templates (``vlprobe/templates/*.md``), rendered
-with huggingface_hub's card API (:meth:`DatasetCard.from_template`), the YAML header from
-:class:`DatasetCardData`. A template starts with ``---\\n{{ card_data }}\\n---``."""
+"""Dataset cards of the builders: prose in Jinja2 templates (``vlprobe/templates/*.md``, starting with
+``---\\n{{ card_data }}\\n---``), rendered with huggingface_hub's card API."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 def write(folder: str | Path, template: str, metadata: Mapping[str, Any], **values: Any) -> Path:
-    """Render ``template`` (:meth:`huggingface_hub.DatasetCard.from_template`, ``metadata`` as its YAML) and write it
-    as ``<folder>/README.md``."""
+    """Render ``template`` with ``metadata`` as its YAML header and write it as ``<folder>/README.md``."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
     path = Path(folder) / "README.md"
@@ -31,10 +29,7 @@ BUILD_REPORT = "data/BUILD.md"  # vlprobe.publish uploads it with the data
 
 
 def write_build_report(folder: str | Path, title: str, lines: list[str]) -> Path:
-    """Write ``<folder>/data/BUILD.md``: what this build holds (rows per config, rows left out,
-    options). The card describes the dataset and is the same for every build, so that building into
-    a committed folder changes no tracked file; what varies from build to build goes here, with the
-    parquet it describes (git-ignored with it, uploaded with it by ``vlprobe publish dataset``)."""
+    """Write ``<folder>/data/BUILD.md``: what varies from build to build (the card does not, nor any tracked file)."""
     path = Path(folder) / BUILD_REPORT
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.part")
@@ -44,6 +39,5 @@ def write_build_report(folder: str | Path, title: str, lines: list[str]) -> Path
 
 
 def body(name: str) -> str:
-    """The prose of a card written with :func:`vlprobe.dataset.folder.write_card` (no template
-    variables): ``vlprobe/templates/<name>``, as committed."""
+    """The prose of a card written with :func:`vlprobe.dataset.folder.write_card`: ``vlprobe/templates/<name>``."""
     return (TEMPLATES / name).read_text(encoding="utf-8")

@@ -1,17 +1,12 @@
 """``vlprobe build cola``: COLA's multi-object setting (Ray et al., NeurIPS 2023) from the pinned
-``COLA_multiobjects_matching_benchmark.json`` of github.com/arijitray1993/COLA and the Visual Genome images it names,
-on the build flow (:mod:`vlprobe.builders.flow`). A record is ``[link to image 1, caption 1, link to image 2, caption
-2]``, caption i true of image i only: one config, ``multi_object``, 2 images x 2 captions, gold the identity. An image
-is looked up by its link's file name (``<vg id>.jpg``) in a local Visual Genome copy, then downloaded from Visual
-Genome's hosts, and only then from the authors' server the link points at.
-"""
+``COLA_multiobjects_matching_benchmark.json`` and the Visual Genome images it links: one config, ``multi_object``,
+2 images x 2 captions, gold the identity. An image is looked up by its link's file name locally, then on Visual
+Genome's hosts, and only then on the authors' server the link points at."""
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import datasets
@@ -20,12 +15,11 @@ from datasets import Features, Value
 from ..benchmarks import cola as facts
 from ..dataset.image_sources import SourceSpec
 from . import AnnotationError
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, records_of
+from .flow import Annotations, Image, Row, UpstreamBuilder
 
 CONFIG, FILE = facts.CONFIG, facts.FILE
 COUNT = facts.BENCHMARK.counts[CONFIG]  # records in the pinned file
-# Visual Genome, as COLA links it: by id, the authors' web server the last resort after Visual Genome's
-# own hosts (a source of its own, so that the other benchmarks' look-up is unchanged).
+# Visual Genome as COLA links it, the authors' server the last resort (a source of its own: the others' look-up unchanged)
 IMAGES = SourceSpec(
     "visual_genome_cola", "Visual Genome images, as COLA links them (<vg id>.jpg)", r"\d+\.jpg",
     ("VG_100K", "VG_100K_2", "vg_gqa_images", "images"), ("images.zip", "images2.zip"),
@@ -58,8 +52,7 @@ tags: []
 
 @dataclass(frozen=True)
 class Record:
-    """One COLA record, ``[link to image 1, caption 1, link to image 2, caption 2]``: each image's file (``<vg
-    id>.jpg``) and link, and the two captions."""
+    """One COLA record, ``[link to image 1, caption 1, link to image 2, caption 2]``."""
 
     file_0: str
     url_0: str
@@ -85,18 +78,6 @@ class Record:
                    _LINK.fullmatch(link_1.strip()).group(1), link_1, caption_1)  # type: ignore[union-attr]
 
 
-def read_records(annotations: Path) -> list[Row]:
-    rows = []
-    for n, _, rec, where in records_of(annotations, FILE, facts.UPSTREAM,
-                                    "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]"):
-        r = Record.parse(rec, where)
-        rows.append(Row(f"{CONFIG}/{n}", dict(index=n, caption_0=r.caption_0, caption_1=r.caption_1,
-                                              image_0_file=r.file_0, image_1_file=r.file_1, image_0_url=r.url_0,
-                                              image_1_url=r.url_1),
-                        (Image("image_0", SOURCE, r.file_0), Image("image_1", SOURCE, r.file_1))))
-    return rows
-
-
 class Cola(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "COLA multi-object (NeurIPS 2023): 210 2x2 image-caption pairs on Visual Genome, from the pinned upstream file"
@@ -113,9 +94,16 @@ class Cola(UpstreamBuilder):
                 pretty_name="COLA (multi-object)", task_categories=["image-to-text", "text-to-image"],
                 tags=["vision-and-language", "compositionality", "attribute-binding", "benchmark", "vlprobe"],
                 size_categories=["n<1K"])
+    shape = "a JSON list of [image 1 link, caption 1, image 2 link, caption 2]"
 
-    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        return Annotations({CONFIG: {SPLIT: read_records(folder)}})
+    def leaf_file(self, config: str) -> str:
+        return FILE
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        r = Record.parse(rec, where)
+        return Row(f"{CONFIG}/{n}", dict(index=n, caption_0=r.caption_0, caption_1=r.caption_1, image_0_file=r.file_0,
+                                         image_1_file=r.file_1, image_0_url=r.url_0, image_1_url=r.url_1),
+                   (Image("image_0", SOURCE, r.file_0), Image("image_1", SOURCE, r.file_1)))
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         return dict(count=COUNT, config=CONFIG, file=FILE)

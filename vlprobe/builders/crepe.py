@@ -1,19 +1,12 @@
-"""``vlprobe build crepe``: CREPE (Ma et al., 2023) as a Hub dataset folder, from ``syst_hard_negatives.zip`` and
+"""``vlprobe build crepe``: CREPE (Ma et al., 2023) from ``syst_hard_negatives.zip`` and
 ``prod_hard_negatives.zip`` of github.com/RAIVNLab/CREPE at the pinned commit (or the 27 productivity CSVs loose, from
 the third-party copy :mod:`vlprobe.benchmarks.crepe` pins) and the Visual Genome images.
 
-The authors' code (``crepe_eval_utils.BaseCsvDataset``, ``crepe_*_eval_*.py``) reads per CSV row ``image_id``, the
-region ``x, y, width, height`` it crops, the true ``caption`` and a Python literal of hard negatives (``hard_negs``;
-systematicity: ``valid_hard_negs_atom|comp|combined``), and ranks ``[caption] + negatives`` for the region: recall@1 is
-the share of rows whose caption ranks first. Here a row is 1 image (the region, as PNG) x ``[caption, *negatives]``,
-gold ``[[1, 0, ..., 0]]`` (a ``gold`` column: k varies); vlprobe's ``text`` is their recall@1. A negatives literal (a
-list, or a Python set in 3,768 productivity rows) is read from its syntax tree, never evaluated; a set's strings in the
-order written, each once (the strict recall@1 does not depend on their order).
-
-Configs: ``syst_<pretraining>_<seen|unseen>_<atom|comp|combined>`` (18; ``combined`` is atom + comp where a CSV has no
-column of its own), ``prod_<atom|swap|negate>_<4..12>`` (27), ``prod_<type>``, ``productivity`` (the default) and
-``all``. A build makes the configs whose file is at hand (:meth:`Crepe.config_files`).
-"""
+The authors' code ranks ``[caption] + hard negatives`` for the region ``x, y, width, height`` of image ``image_id``;
+recall@1 is the share of rows whose caption ranks first. Here a row is 1 image (the region, as PNG) x ``[caption,
+*negatives]``, gold ``[[1, 0, ..., 0]]``; vlprobe's ``text`` is their recall@1. A negatives literal (a list, or a
+Python set in 3,768 productivity rows) is read from its syntax tree, never evaluated. A build makes the configs whose
+file is at hand (:meth:`Crepe.config_files`)."""
 
 from __future__ import annotations
 
@@ -36,14 +29,13 @@ from ..benchmarks import crepe as facts
 from ..benchmarks.crepe import COMPLEXITIES, COMPOUNDS, PRETRAINING, PROD_TYPES, PROD_ZIP, SYST_TYPES, SYST_ZIP
 from ..dataset.downloads import read_member
 from ..dataset.images import check_crop_box
-from . import AnnotationError
-from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder, has_upper, pct, shown
+from . import AnnotationError, shown
+from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, UpstreamBuilder, has_upper, pct
 
 SOURCE = "visual_genome"
 COMBINED, COMBINED_FROM = "valid_hard_negs_combined", ("valid_hard_negs_atom", "valid_hard_negs_comp")
 _REGION = ("x", "y", "width", "height")
-# The longest negatives literal a row may have, in characters (the pinned files' longest is under 2,000):
-# a bound, so that a damaged or hostile file cannot make the parser work without end.
+# the longest negatives literal a row may have (the pinned files' is under 2,000): a hostile file cannot stall the parser
 MAX_FIELD = 65_536
 
 
@@ -63,8 +55,7 @@ class Part:
     loose: str | None = None  # the third-party copy's path of the same CSV (productivity)
 
 
-# File and column names as the authors' scripts build them (crepe_compo_eval_open_clip.gather_params,
-# crepe_prod_eval_clip.main).
+# file and column names as the authors' scripts build them (gather_params, crepe_prod_eval_clip.main)
 PARTS: tuple[Part, ...] = tuple(
     Part(f"syst_{p}_{c}_{t}", "systematicity", SYST_ZIP, f"syst_vg_hard_negs_{c}_compounds_in_{p}.csv",
          f"valid_hard_negs_{t}", t, pretraining=p, compounds=c)
@@ -108,10 +99,8 @@ tags: [leaf, family, negative_type, complexity, pretraining, compounds]
 """
 
 
-# ---- reading the files ------------------------------------------------------------------------------
 def zip_members(path: Path) -> dict[str, str]:
-    """Base name -> member of the CSV files in one of CREPE's zips (whatever folder holds them); a
-    base name found twice is refused, since the authors' scripts name files by base name only."""
+    """Base name -> member of the CSV files in a zip; a name twice is refused (the authors name files by base name)."""
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
@@ -171,9 +160,8 @@ def _number(value: str | None, where: str, field: str, whole: bool = False) -> f
 
 
 def negatives_literal(value: str | None, where: str, column: str) -> tuple[list[str], bool]:
-    """(the strings of a negatives literal, whether it is a set), read from its syntax tree as ``ast.literal_eval``
-    would, evaluating nothing: a list, tuple or set of strings, at most :data:`MAX_FIELD` characters; a set's in the
-    order written, each once (the authors' ``list(set)`` order changes from run to run)."""
+    """(the strings of a negatives literal, whether it is a set), read from its syntax tree, evaluating
+    nothing; a set's in the order written, each once (the authors' ``list(set)`` order changes from run to run)."""
     if not isinstance(value, str):
         raise AnnotationError(f"{where}: {column} is missing")
     if len(value) > MAX_FIELD:
@@ -195,16 +183,13 @@ def negatives_literal(value: str | None, where: str, column: str) -> tuple[list[
 
 
 def derives_combined(rows: list[dict[str, str]], part: Part) -> bool:
-    """Whether ``part`` is a `combined` config whose CSV has no ``valid_hard_negs_combined`` column:
-    its negatives are then the row's atom negatives followed by its comp negatives, as the README
-    defines the type ("atom+comp"); the authors' script reads the column where it exists."""
+    """Whether ``part``'s CSV lacks the `combined` column: its negatives are then atom + comp (the README's type)."""
     return part.negatives == COMBINED and bool(rows) and COMBINED not in rows[0]
 
 
 @dataclass(frozen=True)
 class Region:
-    """One CSV row as the authors' code reads it: a Visual Genome image, the region it crops out of it (``x, y,
-    width, height``), the true caption and the hard negatives (and whether they were written as a Python set)."""
+    """One CSV row as the authors' code reads it: image, region, caption, negatives (and whether written as a set)."""
 
     index: int
     image_id: int
@@ -234,8 +219,7 @@ class Region:
 
 
 def prod_facts(regions: Sequence[Region]) -> facts.ProdFacts:
-    """What rows hold (:class:`vlprobe.benchmarks.crepe.ProdFacts`): the set literals of every row read, the rest of
-    the rows kept (with negatives)."""
+    """What rows hold: the set literals of every row read, the rest of the rows kept."""
     kept = [r for r in regions if r.negatives]
     return facts.ProdFacts(
         len(kept), sum(r.as_set for r in regions), sum(r.caption in r.negatives for r in kept),
@@ -244,9 +228,7 @@ def prod_facts(regions: Sequence[Region]) -> facts.ProdFacts:
 
 
 def read_part(rows: list[dict[str, str]], part: Part, where_file: str) -> tuple[list[Row], list[int], facts.ProdFacts]:
-    """One leaf config's rows (without image bytes); the CSV rows left out because their list of
-    negatives is empty (a 1 x 1 item has nothing to rank; the authors' code would rank the caption first
-    and count it right); and what the rows hold (:class:`vlprobe.benchmarks.crepe.ProdFacts`' counts)."""
+    """One leaf config's rows; the CSV rows left out for an empty list of negatives; what the rows hold."""
     columns = COMBINED_FROM if derives_combined(rows, part) else (part.negatives,)
     regions = [Region.parse(n, rec, columns, f"{where_file} row {n}") for n, rec in enumerate(rows)]
     out = [Row(f"{part.config}/{r.index}", dict(
@@ -260,9 +242,7 @@ def read_part(rows: list[dict[str, str]], part: Part, where_file: str) -> tuple[
 
 @dataclass
 class Read:
-    """What :func:`read_all` read, per config: the rows, the rows of its CSV file, the rows left out (empty negative
-    lists), where it was read from and what its rows hold; and the `combined` configs derived as atom + comp
-    (:func:`derives_combined`)."""
+    """What :func:`read_all` read, per config, for the build report."""
 
     rows: dict[str, list[Row]] = field(default_factory=dict)
     in_file: dict[str, int] = field(default_factory=dict)
@@ -273,8 +253,7 @@ class Read:
 
 
 def read_all(annotations: Path, configs: Sequence[str] | None = None, files: frozenset[str] | None = None) -> Read:
-    """The rows of ``configs`` (default: every one), each from its zip where ``files`` holds it, else from
-    its loose CSV (productivity), with what the build report says of them (:class:`Read`)."""
+    """The rows of ``configs`` (default: every one), each from its zip where ``files`` holds it, else loose."""
     parts = [BY_CONFIG[c] for c in (configs or BY_CONFIG)]
     if files is None:  # whatever the folder holds
         files = frozenset(p for p in (SYST_ZIP, PROD_ZIP, *(x.loose for x in PARTS if x.loose))
@@ -304,9 +283,7 @@ def read_all(annotations: Path, configs: Sequence[str] | None = None, files: fro
 
 
 def crop(row: Row, column: str, data: bytes) -> bytes:
-    """The region the authors' code feeds the model: ``TF.crop(image, y, x, height, width)`` of the
-    RGB image, which for a PIL image is ``image.crop((x, y, x + width, y + height))`` (Pillow rounds
-    the box to whole pixels; parts outside the image come out black); stored losslessly as PNG."""
+    """The region the authors' code feeds the model (``TF.crop(image, y, x, height, width)``), as PNG."""
     from PIL import Image as PILImage
 
     x, y, w, h = row.record.box
@@ -368,8 +345,7 @@ class Crepe(UpstreamBuilder):
                     third_files=[{"path": f.path, "blob": f.blob, "size": f"{f.size:,}"} for f in third.files])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built and
-        the files used)."""
+        """``data/BUILD.md``'s account of the rows."""
         read: Read = plan.annotations.facts
         counts, skipped = {c: sum(n.values()) for c, n in plan.counts().items()}, plan.skipped
         ks = {config: dict(Counter(len(r.record.negatives) for r in splits[SPLIT]))  # of the rows built

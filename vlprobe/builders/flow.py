@@ -1,22 +1,11 @@
 """The one build flow of the paper benchmarks: annotation files pinned upstream and the original images -> a Hub
-dataset folder. A paper builder is an :class:`UpstreamBuilder` that says only what is its own (its files, how a record
-becomes a :class:`Row`, its configs, card values and build report).
+dataset folder. A paper builder is an :class:`UpstreamBuilder` that says only what is its own.
 
-:meth:`UpstreamBuilder.plan` writes nothing: it resolves the files (``--annotations DIR``, the cache, or upstream at
-the pinned commit: :mod:`vlprobe.builders.upstream`), verified by git blob hash; reads the rows (:meth:`~UpstreamBuilder.read`;
-ids unique per config and split and across a pooled config's members; ``--configs`` keeps those asked for); and looks
-up every image: a missing one stops the build unless ``--skip-missing-images`` (its rows left out and counted). Where
-a builder keeps the first N rows of each unit (:attr:`Annotations.first`), they are the first N whose images can be
-had. ``--dry-run`` stops there, printing what ``data/BUILD.md`` would say and listing the images needed. Then
-:meth:`~UpstreamBuilder.write` streams each config's rows to parquet and writes the card, ``vlprobe.yaml`` and
-``data/BUILD.md`` (rows per config, rows left out, configs not built or built in part, files used with their hashes).
-
-**Partial builds.** A builder that says which files each config reads (:meth:`~UpstreamBuilder.config_files`) builds
-the configs whose files are at hand (from some of them: built in part; from none: left out, named with where to get
-them); a config asked for by name that cannot be built, or nothing to build, stops it. A third-party copy
-(:attr:`Benchmark.copies`) may stand for an upstream file, read from ``--annotations DIR`` only. A builder that does not
-say needs every file.
-"""
+:meth:`UpstreamBuilder.plan` writes nothing: it resolves the files (:mod:`vlprobe.builders.upstream`), reads the rows
+and looks up every image; ``--dry-run`` stops there. :meth:`~UpstreamBuilder.write` streams each config's rows to
+parquet and writes the card, ``vlprobe.yaml`` and ``data/BUILD.md``. A builder that says which files each config reads
+(:meth:`~UpstreamBuilder.config_files`) builds the configs whose files are at hand, in part where some are missing;
+one that does not needs every file."""
 
 from __future__ import annotations
 
@@ -37,7 +26,8 @@ import datasets
 from ..benchmarks import Benchmark, Upstream, UpstreamFile
 from ..dataset import image_sources as imgs
 from ..dataset.folder import ConfigDecl, card_metadata, write_spec, write_split_rows
-from . import AnnotationError, Builder, cards, read_json, stderr, unchanged, upstream
+from ..storage.locations import cache_home, images_home
+from . import AnnotationError, Builder, cards, read_json, shown, stderr, unchanged, upstream
 
 SPLIT = "test"  # the split of a benchmark's test configs
 R = TypeVar("R")
@@ -53,8 +43,7 @@ class Image(NamedTuple):
 
 @dataclass
 class Row:
-    """One row of a build: its id, the folder's other columns, the images it names, its unit (:attr:`Annotations.first`)
-    and the builder's typed record it was made from (what :meth:`UpstreamBuilder.convert` and the report read)."""
+    """One row of a build: its id, other columns, images, unit (:attr:`Annotations.first`) and the record it came from."""
 
     id: str
     columns: dict[str, Any]
@@ -64,29 +53,27 @@ class Row:
 
 
 Rows = dict[str, dict[str, list[Row]]]  # config -> split -> rows
-# Per config, the files it reads: one entry per file, each the paths any one of which will do (an upstream
-# file, or a third-party copy standing in for it).
+# Per config, per file it reads, the paths any one of which will do (an upstream file, or a third-party copy)
 Needs = tuple[tuple[str, ...], ...]
 
 
 @dataclass
 class Annotations:
-    """What a builder read: ``rows`` per config and split, ``facts`` its card and report need, and ``first``: keep
-    only the first ``first`` rows of each unit whose images can be had (None: every row)."""
+    """What a builder read: ``rows`` per config and split, ``facts`` for its card and report, and ``first``:
+    keep only the first ``first`` rows of each unit whose images can be had."""
 
     rows: Rows
     facts: Any = None
     first: int | None = None
 
     def images(self) -> Iterator[Image]:
-        """Every image of every row, in order (an image named by several rows, once per row)."""
+        """Every image of every row, once per row."""
         return (i for splits in self.rows.values() for rows in splits.values() for r in rows for i in r.images)
 
 
 @dataclass(frozen=True)
 class Selection:
-    """What :meth:`UpstreamBuilder.read` is asked to read (``args.selection``): this build's leaf configs and the
-    annotation files at hand."""
+    """What :meth:`UpstreamBuilder.read` is asked to read (``args.selection``): the leaf configs, the files at hand."""
 
     configs: tuple[str, ...]
     files: frozenset[str]
@@ -94,10 +81,8 @@ class Selection:
 
 @dataclass
 class Plan:
-    """A build up to where it would write: the annotation folder and files read, the rows, the images missing and
-    the rows they leave out, the files missing and what they leave unbuilt."""
+    """A build up to where it would write: what was read, and what is missing (images, files, configs)."""
 
-    folder: Path
     files: list[upstream.FileRecord]
     annotations: Annotations
     missing: imgs.MissingReport
@@ -108,14 +93,12 @@ class Plan:
     partial: dict[str, list[str]] = field(default_factory=dict)  # config -> the files it lacks (built from the rest)
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Rows per config and split that the build would write."""
+        """Rows per config and split."""
         return {c: {s: len(rows) for s, rows in splits.items()} for c, splits in self.annotations.rows.items()}
 
 
 @dataclass
-class _Unit:
-    """The rows of one unit of one config's split (:attr:`Annotations.first`), and how far they were taken."""
-
+class _Unit:  # the rows of one unit of one config's split, and how far they were taken
     config: str
     split: str
     where: str
@@ -125,20 +108,23 @@ class _Unit:
 
 
 class UpstreamBuilder(Builder[Plan]):
-    """A paper benchmark's builder; a subclass sets the class attributes and implements :meth:`read` and
-    :meth:`config_decls` (and, where it has more to say, :meth:`card_values` and :meth:`report`)."""
+    """A paper benchmark's builder: a subclass says its benchmark, attributes and :meth:`row` (or :meth:`read`)."""
 
-    benchmark: Benchmark
+    @property
+    @abc.abstractmethod
+    def benchmark(self) -> Benchmark:
+        """The benchmark built (a subclass's class attribute)."""
+
     what: str = ""  # the annotation files, in words ("the 7 SugarCREPE JSON files")
     sources: tuple[str | imgs.SourceSpec, ...] = ()  # image sources: vlprobe's by name, or the builder's own
     images_help: str = ""
     download_help: str = ""
     spec_yaml: str = ""  # the folder's vlprobe.yaml, less the benchmark, which the flow records
-    # the card's YAML besides its configs, English and licence "other" (card_metadata); pretty_name and task_categories
-    # default to the title and image-to-text, zero-shot-image-classification
+    # the card's YAML besides the configs, English and licence "other"; pretty_name and task_categories have defaults
     card: Mapping[str, Any] = {}
-    # The configs (config_decls), all of split "test" with the same features: those reading other configs' parquet
-    # (name -> members: image bytes stored once), then the leaves, each with parquet of its own.
+    shape: str = ""  # a leaf file's JSON, in words (read_leaf)
+    keyed: bool = False  # a leaf file is a JSON object of records by key, not a list
+    # the configs: those reading other configs' parquet (name -> members), then the leaves with parquet of their own
     features_all: datasets.Features
     aggregates: Mapping[str, Sequence[str]] = {}
     leaves: Sequence[str] = ()
@@ -148,7 +134,6 @@ class UpstreamBuilder(Builder[Plan]):
     not_inputs = Builder.not_inputs | {"annotations", "annotations_url", "images", "image_dir", "download", "cache_dir",
                                        "retries", "dry_run", "image_list"}
 
-    # ---- what a builder says ------------------------------------------------------------------
     @property
     def name(self) -> str:  # type: ignore[override]
         return self.benchmark.builder or self.benchmark.name
@@ -170,21 +155,34 @@ class UpstreamBuilder(Builder[Plan]):
         """The builder's own options, after the shared ones."""
 
     def files(self, args: argparse.Namespace) -> Upstream:
-        """The pinned files this build reads (all of them, or a partial build's)."""
+        """The pinned files this build reads."""
         assert self.benchmark.upstream is not None, f"{self.name}: the benchmark pins no upstream files"
         return self.benchmark.upstream
 
     def config_files(self) -> Mapping[str, Needs] | None:
-        """Per leaf config, the files it reads (:data:`Needs`), so that a build goes on with the configs
-        whose files are at hand; None (the default): every config needs every file."""
+        """Per leaf config, the files it reads (:data:`Needs`); None: every config needs every file."""
         return None
 
-    @abc.abstractmethod
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        """The rows of ``args.selection`` (a :class:`Selection`) from the files in ``folder``."""
+        """The rows of ``args.selection`` (a :class:`Selection`); by default each leaf's file (:meth:`read_leaf`)."""
+        return Annotations({c: {SPLIT: self.read_leaf(folder, c)} for c in self.leaves})
+
+    def leaf_file(self, config: str) -> str:
+        """The annotation file of a leaf config."""
+        return f"{config}.json"
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        """One record of a leaf's file as a row (the arguments are what :func:`records_of` yields)."""
+        raise NotImplementedError(f"{self.name}: a builder on the default read() says row()")
+
+    def read_leaf(self, folder: Path, config: str) -> list[Row]:
+        """A leaf's file, a row per record (:meth:`row`), in file order."""
+        assert self.benchmark.upstream is not None
+        return [self.row(config, *record) for record in
+                records_of(folder, self.leaf_file(config), self.benchmark.upstream, self.shape, self.keyed)]
 
     def config_decls(self) -> list[ConfigDecl]:
-        """:attr:`aggregates`, then :attr:`leaves` (a builder whose configs differ in features or splits says its own)."""
+        """:attr:`aggregates`, then :attr:`leaves`, all of split ``test`` with :attr:`features_all`."""
         return [ConfigDecl(name, self.features_all, (SPLIT,), default=name == self.default_config,
                            paths={SPLIT: [f"data/{c}/{SPLIT}-*.parquet" for c in members]})
                 for name, members in self.aggregates.items()] + [
@@ -198,12 +196,11 @@ class UpstreamBuilder(Builder[Plan]):
         return data
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        """What the card's template (``vlprobe/templates/<name>_card.md``) is filled with, besides the citation and
-        the pinned files: the same for every build."""
+        """What the card's template is filled with besides the citation and pins: the same for every build."""
         return {}
 
     def write_card(self, out: Path, annotations: Annotations) -> Path:
-        """The card: ``vlprobe/templates/<name>_card.md`` with the configs, :attr:`card` and :meth:`card_values`."""
+        """The card: ``vlprobe/templates/<name>_card.md``."""
         up = self.benchmark.upstream
         assert up is not None
         meta = card_metadata(self.config_decls(), language=["en"], license="other", **{
@@ -215,32 +212,54 @@ class UpstreamBuilder(Builder[Plan]):
             "upstream_commit": up.commit, "url_env": up.url_env, "files": files, **self.card_values(annotations)})
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
-        """Rows per config a build with every image holds (the pinned files')."""
+        """Rows per config a build with every image holds."""
         return dict(self.benchmark.counts)
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        """``data/BUILD.md``'s account of the rows (the flow adds the rows left out, the configs not built
-        and the files used)."""
-        return count_lines({c: sum(n.values()) for c, n in plan.counts().items()}, self.expected(args))
+        """``data/BUILD.md``'s account of the rows: per config, against a build with every image."""
+        counts, expected = {c: sum(n.values()) for c, n in plan.counts().items()}, self.expected(args)
+        lines = [f"Rows in this build: **{sum(counts.values()):,}** (a build with every image: {sum(expected.values()):,}).",
+                 "", "| config | rows | with every image |", "|---|---:|---:|"]
+        return lines + [f"| `{c}` | {counts.get(c, 0):,} | {n:,} |" for c, n in expected.items()]
 
     def finish(self, out: Path, plan: Plan, args: argparse.Namespace) -> None:
-        """Once the parquet is in, before the card, which records the files."""
+        """Once the parquet is in, before the card (which records the files)."""
 
     def generator_files(self) -> list[Path]:
-        """Besides the code, the card's template and the benchmark's module (its counts and citation)."""
+        """Besides the code, the card's template and the benchmark's module."""
         return super().generator_files() + unchanged.package_files(
             (f"templates/{self.name}_card.md", f"benchmarks/{self.benchmark.name}.py"))
 
-    # ---- the flow -----------------------------------------------------------------------------
     def _specs(self) -> list[imgs.SourceSpec]:
         return [s if isinstance(s, imgs.SourceSpec) else imgs.SOURCES[s] for s in self.sources]
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         specs = self._specs()
-        assert self.benchmark.upstream is not None
-        upstream.add_arguments(parser, self.benchmark.upstream, what=self.what, sources=[s.name for s in specs],
-                               images_help=self.images_help or images_help(specs),
-                               download_help=self.download_help or download_help(specs))
+        up = self.benchmark.upstream
+        assert up is not None
+        parser.add_argument("--annotations", type=Path, default=None,
+                            help=f"a local copy of {self.what} (the {up.folder} folder of github.com/{up.repo} at "
+                                 f"{up.commit[:12]}), " + ("each file checked against its git blob hash; default: fetch "
+                                                          "them from there into the cache, verified"
+                                                          if all(f.pinned for f in up.files) else
+                                                          "not pinned by hash yet: used unchecked, each file's git blob "
+                                                          "hash recorded in data/BUILD.md; default: fetch them from "
+                                                          "there into the cache"))
+        parser.add_argument("--annotations-url", default=None, metavar="URL",
+                            help=f"where to fetch the annotation files from instead (a mirror; default: ${up.url_env} "
+                                 f"or {up.default_url})")
+        parser.add_argument("--images", type=Path, default=None, help=self.images_help or images_help(specs))
+        parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
+                            help=f"a folder or zip for one source (repeatable); sources: {', '.join(s.name for s in specs)}")
+        parser.add_argument("--download", action="store_true", help=self.download_help or download_help(specs))
+        parser.add_argument("--cache-dir", type=Path, default=None,
+                            help=f"download cache (default {images_home()} for images, "
+                                 f"{cache_home() / 'annotations'} for annotations)")
+        parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
+        parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
+        parser.add_argument("--read-workers", type=int, default=2, help="threads reading and checking images (default: 2)")
+        parser.add_argument("--skip-missing-images", action="store_true",
+                            help="leave out rows whose image is missing (data/BUILD.md lists them) instead of stopping")
         parser.add_argument("--configs", default=None, metavar="NAME[,NAME...]",
                             help="build only these configs (leaves, or configs that read several, such as all); "
                                  "default: every config whose annotation files are at hand")
@@ -274,7 +293,7 @@ class UpstreamBuilder(Builder[Plan]):
 
     def _select(self, needs: Mapping[str, Needs], requested: dict[str, list[str]] | None,
                 located: upstream.Located) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
-        """(the leaves to build, those left out for want of every file, those built from some of theirs)."""
+        """(the leaves to build, those with none of their files, those with some)."""
         wanted = list(dict.fromkeys(c for leaves in requested.values() for c in leaves)) if requested else list(needs)
         unknown = [c for c in wanted if c not in needs]
         assert not unknown, f"{self.name}: config_files() names no files for {unknown}"
@@ -297,9 +316,9 @@ class UpstreamBuilder(Builder[Plan]):
                 + "\nGive them with --annotations DIR (or run online once), or build other configs (--configs).")
         return build, unbuilt, partial
 
-    def _annotations(self, args: argparse.Namespace) -> tuple[Path, list[upstream.FileRecord], Annotations, dict[str, Any]]:
-        """The files resolved and read: the folder, the files read, the rows of the configs asked for, and what is
-        missing (the :class:`Plan`'s ``absent``, ``unbuilt`` and ``partial``)."""
+    def plan(self, args: argparse.Namespace, images: bool = True) -> Plan:
+        """Everything read and checked, nothing written; a dry run (``images`` False) fetches no image."""
+        start = time.perf_counter()
         requested = self._requested(args)
         needs = self.config_files()
         sets, base_url = (self.files(args), *self.benchmark.copies), getattr(args, "annotations_url", None)
@@ -314,18 +333,12 @@ class UpstreamBuilder(Builder[Plan]):
             missing = dict(absent=located.absent, unbuilt=unbuilt, partial=partial)
             for line in missing_lines(unbuilt, partial, located.absent, markdown=False):
                 stderr(f"{self.name}: {line}")
-        folder, files, selection = located.folder, located.records(), Selection(tuple(leaves), frozenset(located.found))
-        annotations = self.read(folder, argparse.Namespace(**vars(args), selection=selection))
+        files = [upstream.FileRecord.read(located.folder, f, up) for f, up in located.found.values()]
+        selection = Selection(tuple(leaves), frozenset(located.found))
+        annotations = self.read(located.folder, argparse.Namespace(**vars(args), selection=selection))
         if requested:  # a builder that reads every file: keep what was asked for
             annotations.rows = {c: splits for c, splits in annotations.rows.items() if c in leaves}
         self._check_ids(annotations.rows)
-        return folder, files, annotations, missing
-
-    def plan(self, args: argparse.Namespace, images: bool = True) -> Plan:
-        """Everything read and checked, nothing written (the module doc). ``images`` False (a dry run): no image is
-        fetched, and one is looked up only where ``--images``/``--image-dir`` say."""
-        start = time.perf_counter()
-        folder, files, annotations, missing = self._annotations(args)
         look = images or bool(args.images or args.image_dir)
         resolvers = imgs.make_resolvers(self.sources, images_root=args.images,
                                         locations=imgs.parse_locations(args.image_dir, [s.name for s in self._specs()]),
@@ -334,13 +347,12 @@ class UpstreamBuilder(Builder[Plan]):
         report, skipped = self._take_rows(annotations, resolvers, args, refill=images)
         if images:
             stderr(f"{self.name}: annotations read and images checked in {time.perf_counter() - start:.1f}s")
-        return Plan(folder, files, annotations, report, skipped, resolvers, **missing)
+        return Plan(files, annotations, report, skipped, resolvers, **missing)
 
     def _take_rows(self, annotations: Annotations, resolvers: dict[str, imgs.ImageResolver],
                    args: argparse.Namespace, refill: bool) -> tuple[imgs.MissingReport, dict[str, list[str]]]:
-        """The image check, on ``annotations.rows`` in place: each unit's first N rows (:attr:`Annotations.first`)
-        whose images can be had; with ``--skip-missing-images`` a row missing one is left out (counted) and the unit's
-        next taken. A dry run (``refill`` False) keeps the first N and only reports the images missing."""
+        """Each unit's first N rows whose images can be had, in place; with ``--skip-missing-images``
+        a row missing one is left out and the unit's next taken. A dry run (``refill`` False) only reports."""
         first = annotations.first
         units: list[_Unit] = []
         for config, splits in annotations.rows.items():
@@ -380,8 +392,7 @@ class UpstreamBuilder(Builder[Plan]):
 
     def _look_up(self, rows: list[Row], resolvers: dict[str, imgs.ImageResolver],
                  known: dict[tuple[str, str], bool], report: imgs.MissingReport, args: argparse.Namespace) -> None:
-        """Look up (fetch, where downloading is on) the images of ``rows`` not looked at before; a missing
-        one stops the build unless ``--skip-missing-images`` (or a dry run, which only reports)."""
+        """Look up the images not looked at before; a missing one stops the build unless told otherwise."""
         if not resolvers:
             return
         wanted: dict[str, list[str]] = {}
@@ -406,9 +417,7 @@ class UpstreamBuilder(Builder[Plan]):
                         "or --skip-missing-images to build without these rows (data/BUILD.md will list them).")
 
     def dry_run(self, args: argparse.Namespace) -> Path | str:
-        """``--dry-run``: the annotations read and checked, their account printed (what ``data/BUILD.md``
-        would say), the image files the rows need listed (``--image-list``); nothing built. Returns
-        where the list went."""
+        """``--dry-run``: print what ``data/BUILD.md`` would say, list the images needed; returns where."""
         plan = self.plan(args, images=False)
         needed = Counter((i.source, i.file) for i in plan.annotations.images())
         looked = bool(plan.resolvers)
@@ -418,9 +427,7 @@ class UpstreamBuilder(Builder[Plan]):
         target = args.image_list or Path(f"{Path(args.out)}.images.tsv")
         lines = [f"{self.title}: dry run: the annotations are read and checked; nothing is built, and no image is "
                  + ("fetched." if looked else "looked at."), ""]
-        lines += self.report(plan, args)
-        lines += missing_lines(plan.unbuilt, plan.partial, plan.absent)
-        lines += file_lines(self.files(args), plan.files)
+        lines += self.account(plan, args)
         per_source = Counter(s for s, _ in needed)
         lines += ["", "## Images", "", f"The rows need **{len(needed):,}** image files ("
                   + ", ".join(f"{s}: {n:,}" for s, n in sorted(per_source.items())) + "), listed in "
@@ -441,22 +448,25 @@ class UpstreamBuilder(Builder[Plan]):
         target.write_text("\n".join(listing) + "\n", encoding="utf-8")
         return target
 
+    def account(self, plan: Plan, args: argparse.Namespace) -> list[str]:
+        """What ``data/BUILD.md`` says (and a dry run prints): the rows, those left out, what is missing, the files."""
+        return (self.report(plan, args) + skipped_lines(plan.skipped)
+                + missing_lines(plan.unbuilt, plan.partial, plan.absent) + file_lines(self.files(args), plan.files))
+
     def build(self, args: argparse.Namespace) -> Path | str:  # type: ignore[override]
-        """The whole flow (the module doc); returns the folder written (a dry run: where the image list went)."""
+        """The whole flow; returns the folder written (a dry run: where the image list went)."""
         if getattr(args, "dry_run", False):
             return self.dry_run(args)
         return super().build(args)
 
     def files_read(self, args: argparse.Namespace, plan: Plan) -> dict[str, unchanged.Read]:
-        """The annotation files read (by git blob hash) and the images the rows hold (by stamp: wherever they are,
-        :func:`vlprobe.builders.unchanged.stamps`)."""
+        """The annotation files (by git blob hash) and the rows' images (by stamp)."""
         named = {f"{i.source}/{i.file}": i for i in plan.annotations.images()}
         images = {name: _file_of(plan.resolvers[i.source].locate(i.file) or i.file) for name, i in named.items()}
         return {"annotations": unchanged.hashes({f.path: f.blob for f in plan.files}), "images": unchanged.stamps(images)}
 
     def write(self, folder: Path, plan: Plan, args: argparse.Namespace) -> None:
-        """The parquet, card, ``vlprobe.yaml`` and ``data/BUILD.md`` (the module doc), into ``folder``, a copy of
-        ``--out`` swapped in whole after."""
+        """The parquet, card, ``vlprobe.yaml`` and ``data/BUILD.md``."""
         start = time.perf_counter()
 
         def stream(rows: list[Row]) -> Iterator[dict[str, Any]]:
@@ -478,9 +488,7 @@ class UpstreamBuilder(Builder[Plan]):
         self.finish(folder, plan, args)
         self.write_card(folder, plan.annotations)
         write_spec(folder, self.spec_yaml, self.benchmark.name)
-        lines = (self.report(plan, args) + skipped_lines(plan.skipped) + missing_lines(plan.unbuilt, plan.partial,
-                 plan.absent) + file_lines(self.files(args), plan.files))
-        cards.write_build_report(folder, f"{self.title}: this build", lines)
+        cards.write_build_report(folder, f"{self.title}: this build", self.account(plan, args))
         expected = self.expected(args)
         for config, n in plan.counts().items():
             if (config in expected and sum(n.values()) != expected[config] and not plan.skipped
@@ -491,8 +499,7 @@ class UpstreamBuilder(Builder[Plan]):
         stderr(f"{self.name}: {total} rows, built in {time.perf_counter() - start:.1f}s")
 
     def _check_ids(self, rows: Rows) -> None:
-        """Row ids unique within each config's split, and across the configs a pooled config reads
-        together (VALSE's ``all``): per-item scores are keyed by them."""
+        """Row ids unique per config's split and across a pooled config's members: scores are keyed by them."""
         seen: dict[tuple[str, str], dict[str, str]] = {}  # (group, split) -> id -> config
         groups = {d.name: _members(d) for d in self.config_decls()}
         for config, splits in rows.items():
@@ -520,7 +527,6 @@ def _file_of(located: str) -> str:
 
 
 def _members(decl: ConfigDecl) -> tuple[str, ...]:
-    """The configs whose parquet a config declaration reads (itself, or a pooled config's members)."""
     if decl.paths is None:
         return (decl.name,)
     return tuple(dict.fromkeys(p.split("/")[1] for files in decl.paths.values() for p in files
@@ -528,14 +534,14 @@ def _members(decl: ConfigDecl) -> tuple[str, ...]:
 
 
 def images_help(specs: Sequence[imgs.SourceSpec]) -> str:
-    """``--images``' help from the image sources: the release folders (or zips) it may hold."""
+    """``--images``' help from the image sources."""
     held = "; ".join(f"{s.subdirs[0]}/" + (f" (or {s.zips[0]})" if s.zips else "") for s in specs if s.subdirs)
     flat = " ".join(f"--image-dir {s.name}=FOLDER" for s in specs)
     return f"images root: a folder holding {held}; a flat folder of the files: {flat}"
 
 
 def download_help(specs: Sequence[imgs.SourceSpec]) -> str:
-    """``--download``'s help from the image sources: file by file from their hosts, or their archives."""
+    """``--download``'s help from the image sources."""
     how = []
     for s in specs:
         if s.urls:
@@ -545,16 +551,6 @@ def download_help(specs: Sequence[imgs.SourceSpec]) -> str:
     return "download the images missing locally into --cache-dir: " + "; ".join(how or ["none can be downloaded"])
 
 
-# ---- data/BUILD.md ----------------------------------------------------------------------------------
-
-def count_lines(counts: Mapping[str, int], expected: Mapping[str, int]) -> list[str]:
-    """Rows per config against a build with every image."""
-    lines = [f"Rows in this build: **{sum(counts.values()):,}** (a build with every image: {sum(expected.values()):,}).",
-             "", "| config | rows | with every image |", "|---|---:|---:|"]
-    lines += [f"| `{c}` | {counts.get(c, 0):,} | {n:,} |" for c, n in expected.items()]
-    return lines
-
-
 def skipped_lines(skipped: Mapping[str, Sequence[str]]) -> list[str]:
     """The rows ``--skip-missing-images`` left out, per config."""
     if not skipped:
@@ -562,14 +558,8 @@ def skipped_lines(skipped: Mapping[str, Sequence[str]]) -> list[str]:
     lines = ["", "## Rows left out", "",
              "Built with `--skip-missing-images`: these rows are **not** here, because an image file was missing.", ""]
     for where, ids in sorted(skipped.items()):
-        shown = ", ".join(ids[:5]) + (f" (+{len(ids) - 5} more)" if len(ids) > 5 else "")
-        lines.append(f"- `{where}`: {len(ids)} row(s): {shown}")
+        lines.append(f"- `{where}`: {len(ids)} row(s): {shown(ids, 5)}")
     return lines
-
-
-def shown(items: Sequence[Any], first: int = 6) -> str:
-    """The first few of ``items``, and how many more."""
-    return ", ".join(map(str, items[:first])) + (f" (+{len(items) - first} more)" if len(items) > first else "")
 
 
 def pct(n: float, d: float = 1) -> str:
@@ -595,8 +585,7 @@ def absent_files(paths: Sequence[str], absent: Mapping[str, tuple[UpstreamFile, 
 
 def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Sequence[str]],
                   absent: Mapping[str, tuple[UpstreamFile, Upstream, str]], markdown: bool = True) -> list[str]:
-    """The configs a partial build leaves out or builds from some of their files, and the files missing
-    with where to get them: ``data/BUILD.md``'s section (``markdown``) or the log's lines."""
+    """The configs not built or built in part, and the files missing: as markdown, or as the log's lines."""
     if not unbuilt and not partial:
         return []
     files = list(dict.fromkeys(p for lacking in (*unbuilt.values(), *partial.values()) for p in lacking))
@@ -622,8 +611,7 @@ def missing_lines(unbuilt: Mapping[str, Sequence[str]], partial: Mapping[str, Se
 
 
 def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str]:
-    """The annotation files used: path, git blob hash, bytes, and whether the hash was checked; per pinned
-    set (the upstream's, a third-party copy's)."""
+    """The annotation files used, per pinned set: path, git blob hash, bytes, whether the hash was checked."""
     lines = ["", "## Annotation files used"]
     sets: dict[int, tuple[Upstream, list[upstream.FileRecord]]] = {}
     for r in records:
@@ -641,8 +629,7 @@ def file_lines(up: Upstream, records: Sequence[upstream.FileRecord]) -> list[str
 
 
 def records_of(folder: Path, file: str, up: Upstream, shape: str, keyed: bool = False) -> Iterator[tuple[int, str, object, str]]:
-    """Each record of one of ``up``'s annotation files, a JSON object of records by key (``keyed``) or a list of them:
-    (its position, its key (in a list: the position), the record, ``"<file> record <key>"`` for messages)."""
+    """Each record of an annotation file (a list, or by key): (its position, its key, the record, where it is)."""
     data = read_json(folder / file, up.benchmark, dict if keyed else list, shape,
                      f"pass --annotations DIR, the {up.folder} folder of github.com/{up.repo}")
     for n, (key, rec) in enumerate(data.items() if isinstance(data, dict) else enumerate(data)):
@@ -650,9 +637,7 @@ def records_of(folder: Path, file: str, up: Upstream, shape: str, keyed: bool = 
 
 
 def parse_record(kind: type[R], rec: object, where: str, source: str | None = None) -> R:
-    """An annotation record (a JSON object) as ``kind``, a dataclass whose fields are its keys, or one
-    :class:`AnnotationError` naming ``where``: a ``str`` field a non-empty string, an ``int`` a whole number, a field
-    without a default required, an unknown key refused; with ``source``, ``filename`` a file name of that source."""
+    """An annotation record as ``kind``, a dataclass of its keys, or one :class:`AnnotationError` naming ``where``."""
     if not isinstance(rec, dict):
         raise AnnotationError(f"{where}: expected a JSON object")
     declared = fields(kind)  # type: ignore[arg-type]

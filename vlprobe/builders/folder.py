@@ -1,13 +1,7 @@
-"""``vlprobe build folder``: a user's plain folder of images + a CSV/JSONL/JSON of captions and foils -> a Hub dataset
-folder (parquet with the image bytes embedded, a card, ``vlprobe.yaml``).
-
-Image columns hold paths relative to the captions file (a JSONL or JSON list of paths makes a list column); a ``.json``
-file is one array of records; other columns are kept as they are (CSV cells are strings). The source's
-``vlprobe.yaml`` says which columns are images, texts, gold and tags (:mod:`vlprobe.dataset.spec`); without one, the
-shape ``image, caption, foil...`` gets ``texts: [caption, foil...]``, ``gold: [[1, 0, ...]]`` and the other columns as
-tags. Building into the same ``--out`` with another ``--config`` adds a config: the card keeps the others, and
-``vlprobe.yaml`` gets a ``configs.<name>`` override where this config's spec differs.
-"""
+"""``vlprobe build folder``: a user's folder of images + a CSV/JSONL/JSON of captions and foils -> a Hub dataset
+folder. Image columns hold paths relative to the captions file; the source's ``vlprobe.yaml`` says which columns are
+images, texts, gold and tags (without one, ``image, caption, foil...`` gets the obvious spec). Building into the same
+``--out`` with another ``--config`` adds a config, the others kept."""
 
 from __future__ import annotations
 
@@ -42,8 +36,7 @@ CAPTIONS_SUFFIXES = (".csv", ".jsonl", ".json")  # .json: one JSON array of reco
 
 @dataclass(frozen=True)
 class Source:
-    """What a build reads, read and checked (:meth:`Folder.plan`): the captions file and its rows, the image
-    columns, the spec (and the file it came from, if any), and every image file the rows name."""
+    """What a build reads, read and checked: the captions file, its rows, the image columns, the spec, the image files."""
 
     table: Path
     rows: list[dict[str, Any]]
@@ -142,9 +135,7 @@ class Folder(Builder[Source]):
         return {"captions": unchanged.stamps(read), "images": unchanged.stamps({str(f): f for f in plan.images.values()})}
 
     def write(self, folder: Path, plan: Source, args: argparse.Namespace) -> None:
-        """Every image embedded (a parquet holding only local paths would not survive the upload) and every row
-        turned into an item before the parquet, the card and vlprobe.yaml are written; the folder's other configs
-        kept."""
+        """Every image embedded and every row made an item before anything is written; other configs kept."""
         out, config = Path(args.out), args.config
         records = _embed(plan)
         with df.progress_bars_off():  # no progress bars for a few rows
@@ -184,8 +175,7 @@ def build_folder(source: str | Path, out: str | Path, *, license: str, captions:
 
 
 def _embed(plan: Source) -> list[dict[str, Any]]:
-    """The rows with each image's bytes in place of its path, each file read (and decoded, to refuse an unreadable
-    or oversized one now) once however many rows name it, within :data:`MAX_IMAGE_BYTES` in all."""
+    """The rows with each image's bytes in place of its path (each file read once, :data:`MAX_IMAGE_BYTES` in all)."""
     read: dict[str, bytes] = {}
     total = 0
     for where, file in plan.images.items():
@@ -245,9 +235,7 @@ MAX_IMAGE_BYTES = 4 << 30  # the images of one build, in memory at once (each fi
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    """The captions file's rows, read within the bounds: the file (a regular file of at most
-    :data:`vlprobe.dataset.reading.CAPTIONS_BYTES`, JSON nested at most
-    :data:`vlprobe.dataset.reading.MAX_DEPTH` levels) and at most :data:`MAX_ROWS` rows, counted as they are read."""
+    """The captions file's rows, within the bounds of :mod:`vlprobe.dataset.reading` and :data:`MAX_ROWS`."""
     suffix = path.suffix.lower()
     if suffix not in CAPTIONS_SUFFIXES:
         raise ValueError(f"{path}: the captions file must be .csv, .jsonl (one JSON object a line) or .json (a JSON "
@@ -298,7 +286,6 @@ def _jsonl_row(path: Path, i: int, line: str) -> dict[str, Any]:
 
 
 def _json_array(path: Path, data: object) -> list[dict[str, Any]]:
-    """A ``.json`` captions file (parsed): one array of objects, one per row."""
     if not isinstance(data, list):
         raise ValueError(f"{path}: a .json captions file must hold one JSON array of objects (one per row), not a "
                          f"{type(data).__name__}; or write one object a line as .jsonl")
@@ -352,9 +339,7 @@ def _size_category(n: int) -> str:
 
 @dataclass(frozen=True)
 class Card:
-    """A dataset folder's card YAML as ``vlprobe build folder`` merges into it: its other fields, the ``configs``
-    entries and the ``dataset_info`` entries (each naming its config: a card's lone config may leave its name out,
-    and is "default" then)."""
+    """A card's YAML as ``vlprobe build folder`` merges into it: its other fields, configs and dataset_info."""
 
     fields: dict[str, Any]
     configs: list[dict[str, Any]]
@@ -427,9 +412,7 @@ def _not_default(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str | None:
-    """What to write as ``vlprobe.yaml`` (None: keep it as it is): the spec as given, or, when the
-    folder already has a different one, that one with a ``configs.<config>`` override so that both
-    configs convert."""
+    """What to write as ``vlprobe.yaml`` (None: keep it): the spec, or the folder's with a ``configs.<config>`` override."""
     if not path.is_file():
         return spec_text
     current = ItemSpec.from_file(path)
@@ -447,7 +430,6 @@ def _spec_text(path: Path, spec_text: str, spec: ItemSpec, config: str) -> str |
 
 
 def _card_body(card: Card, description: str, table_name: str, spec_text: str) -> str:
-    """The card's prose: ``vlprobe/templates/folder_body.md`` with the folder's configs, their columns and its spec."""
     configs = card.names()
     default = next((_config_name(c) for c in card.configs if _is_default(c)), configs[0])
     columns = {_config_name(d): [f.get("name") for f in d.get("features") or []] for d in card.infos}

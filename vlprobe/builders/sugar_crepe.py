@@ -1,37 +1,19 @@
-"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023) from the 7 pinned files of
-github.com/RAIVNLab/sugar-crepe and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One
-config per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, negative_caption], gold
-``[[1, 0]]``.
-"""
+"""``vlprobe build sugar_crepe``: SugarCREPE (Hsieh et al., NeurIPS 2023) from the 7 pinned files and the COCO
+val2017 images. One config per subset and ``all``; a row is 1 image x [caption, negative_caption], gold ``[[1, 0]]``."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe as facts
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record, records_of
+from .flow import Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
-
-
-@dataclass(frozen=True)
-class Subset:
-    """A subset (its file is ``<config>.json``; what changes in it, with an example: the card's template)."""
-
-    config: str
-    category: str  # the paper's grouping: add / replace / swap
-    count: int  # records in the pinned file (checked by the tests against the real files)
-
-
-SUBSETS = tuple(Subset(c, g, facts.COUNTS[c]) for g, members in facts.GROUPS.items() for c in members)
-BY_CONFIG = {s.config: s for s in SUBSETS}
-TOTAL = sum(facts.COUNTS.values())
+CATEGORY = {c: g for g, members in facts.GROUPS.items() for c in members}  # the paper's add / replace / swap
 
 _f = Value
 FEATURES = Features({
@@ -61,17 +43,6 @@ class Record:
     filename: str
 
 
-def read_subset(annotations: Path, subset: Subset) -> list[Row]:
-    """One annotation file -> rows (without image bytes), in the file's key order."""
-    rows = []
-    for _, key, rec, where in records_of(annotations, f"{subset.config}.json", facts.UPSTREAM,
-                                      "a JSON object mapping keys to records", keyed=True):
-        r = parse_record(Record, rec, where, SOURCE)
-        rows.append(Row(f"{subset.config}/{key}", dict(key=key, subset=subset.config, category=subset.category, **asdict(r)),
-                        (Image("image", SOURCE, r.filename),)))
-    return rows
-
-
 class SugarCrepe(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE (NeurIPS 2023): 7 hard-negative subsets on COCO val2017, from the pinned upstream files"
@@ -83,12 +54,15 @@ class SugarCrepe(UpstreamBuilder):
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["1K<n<10K"])
+    shape, keyed = "a JSON object mapping keys to records", True
 
-    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        r = parse_record(Record, rec, where, SOURCE)
+        return Row(f"{config}/{key}", dict(key=key, subset=config, category=CATEGORY[config], **asdict(r)),
+                   (Image("image", SOURCE, r.filename),))
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
         groups = [{"name": c, "members": ", ".join(f"`{m}`" for m in ms),
                    "count": f"{sum(facts.COUNTS[m] for m in ms):,}"} for c, ms in facts.GROUPS.items()]
-        return dict(category={s.config: s.category for s in SUBSETS}, count={s.config: f"{s.count:,}" for s in SUBSETS},
-                    groups=groups, total=f"{TOTAL:,}")
+        return dict(category=CATEGORY, count={c: f"{n:,}" for c, n in facts.COUNTS.items()}, groups=groups,
+                    total=f"{sum(facts.COUNTS.values()):,}")

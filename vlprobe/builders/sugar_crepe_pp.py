@@ -1,39 +1,19 @@
-"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024) from the 5 pinned files of
-github.com/Sri-Harsha/scpp and the COCO val2017 images, on the build flow (:mod:`vlprobe.builders.flow`). One config
-per subset and ``all`` (the default, reading theirs). A row is 1 image x [caption, caption2, negative_caption], gold
-``[[1, 1, 0]]``: the authors' ITT (both true captions strictly above the negative) is ``set_acc``, their TOT is
-``text`` with ``--modality text`` (:mod:`vlprobe.evaluation.text_only`).
-"""
+"""``vlprobe build sugar_crepe_pp``: SugarCREPE++ (Dumpala et al., NeurIPS 2024) from the 5 pinned files and the
+COCO val2017 images. One config per subset and ``all``; a row is 1 image x [caption, caption2, negative_caption], gold
+``[[1, 1, 0]]``: the authors' ITT is ``set_acc``, their TOT ``text`` with ``--modality text``."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import datasets
 from datasets import Features, Value
 
 from ..benchmarks import sugar_crepe_pp as facts
-from .flow import SPLIT, Annotations, Image, Row, UpstreamBuilder, parse_record, records_of
+from .flow import Annotations, Image, Row, UpstreamBuilder, parse_record
 
 SOURCE = "coco2017_val"
-
-
-@dataclass(frozen=True)
-class Subset:
-    """A subset: its file is ``<config>.json``, its records' ids 0..count-1."""
-
-    config: str
-    title: str
-    category: str
-    count: int
-
-
-SUBSETS = tuple(Subset(c, c.upper().replace("_", "-"), facts.CATEGORIES[c], facts.COUNTS[c]) for c in facts.SUBSETS)
-BY_CONFIG = {s.config: s for s in SUBSETS}
-TOTAL = sum(facts.COUNTS.values())
 
 _f = Value
 FEATURES = Features({
@@ -67,16 +47,6 @@ class Record:
     negative_caption: str
 
 
-def read_subset(annotations: Path, subset: Subset) -> list[Row]:
-    rows = []
-    for _, _, rec, where in records_of(annotations, f"{subset.config}.json", facts.UPSTREAM, "a JSON list of records"):
-        r = parse_record(Record, rec, where, SOURCE)
-        rows.append(Row(f"{subset.config}/{r.id}", dict(
-            key=str(r.id), subset=subset.config, category=subset.category, caption=r.caption, caption2=r.caption2,
-            negative_caption=r.negative_caption, filename=r.filename), (Image("image", SOURCE, r.filename),)))
-    return rows
-
-
 class SugarCrepePP(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "SugarCREPE++ (NeurIPS 2024): 5 subsets, 1 image x 2 true captions + 1 negative, from the pinned upstream files"
@@ -88,10 +58,14 @@ class SugarCrepePP(UpstreamBuilder):
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/blob/{facts.UPSTREAM.commit}/LICENSE",
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
                 size_categories=["1K<n<10K"])
+    shape = "a JSON list of records"
 
-    def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
-        return Annotations({s.config: {SPLIT: read_subset(folder, s)} for s in SUBSETS})
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        r = parse_record(Record, rec, where, SOURCE)
+        return Row(f"{config}/{r.id}", dict(
+            key=str(r.id), subset=config, category=facts.CATEGORIES[config], caption=r.caption, caption2=r.caption2,
+            negative_caption=r.negative_caption, filename=r.filename), (Image("image", SOURCE, r.filename),))
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        return dict(rows=[{"config": s.config, "category": s.category, "title": s.title, "count": f"{s.count:,}"}
-                          for s in SUBSETS], total=f"{TOTAL:,}")
+        return dict(rows=[{"config": c, "category": facts.CATEGORIES[c], "title": c.upper().replace("_", "-"),
+                           "count": f"{facts.COUNTS[c]:,}"} for c in facts.SUBSETS], total=f"{sum(facts.COUNTS.values()):,}")

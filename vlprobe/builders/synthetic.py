@@ -1,6 +1,4 @@
-"""The base of the synthetic instruments' builders (``vlprobe build travlr|winoground_style``): scenes rendered by
-vlprobe (:mod:`vlprobe.scenes`), so a build's output is fixed by its arguments and code; the shared options, the card
-and ``vlprobe.yaml``, rendering with a rate report, and writing one split of rows."""
+"""The base of the synthetic instruments' builders: scenes rendered by vlprobe, fixed by the arguments and code."""
 
 from __future__ import annotations
 
@@ -20,9 +18,7 @@ from . import Builder, P, cards
 
 
 class SyntheticBuilder(Builder[P]):
-    """A builder of rendered scenes: its options (``--size``, ``--configs``, ``--seed``, ``--workers``), and its card
-    (the prose of ``vlprobe/templates/<body>``, the YAML from its configs) and ``vlprobe.yaml``, the same for every
-    size and seed. A subclass says its sizes and configs, and renders (:meth:`write`)."""
+    """A builder of rendered scenes: the shared options, the card and ``vlprobe.yaml`` (the same for every size)."""
 
     sizes: Mapping[str, Any] = {}
     size_help: str = ""
@@ -104,8 +100,6 @@ class RateMeter:
 
 def write_rows(folder: Path, config: str, split: str, rows: Sequence[Mapping[str, Any]], features: datasets.Features) -> Path:
     """One split as parquet, image bytes embedded (via :func:`vlprobe.dataset.folder.write_split`)."""
-    if not rows:  # load_dataset refuses a declared split without rows
-        raise ValueError(f"{folder}: config {config!r} split {split!r} has no rows; every split needs at least one")
     dataset = datasets.Dataset.from_list([dict(r) for r in rows], features=features)
     with progress_bars_off():  # one line per split is printed by the builder instead
         return write_split(folder, config, split, dataset)

@@ -1,8 +1,5 @@
-"""``vlprobe build travlr``: TraVLR's four tasks, generated (:mod:`vlprobe.scenes.travlr`) and rendered offline, as a
-Hub dataset folder: 4 configs x 4 splits of parquet with embedded PNGs, the card, ``vlprobe.yaml`` and
-``true_false.yaml`` (the two framings). The same seed and size give byte-identical parquet with the same
-Pillow/zlib/pyarrow.
-"""
+"""``vlprobe build travlr``: TraVLR's four tasks, generated (:mod:`vlprobe.scenes.travlr`) and rendered offline:
+4 configs x 4 splits, the card, ``vlprobe.yaml`` and ``true_false.yaml`` (the paper's framing)."""
 
 from __future__ import annotations
 

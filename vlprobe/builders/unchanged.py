@@ -1,11 +1,9 @@
-"""A rebuild with the same inputs does nothing, and says so (every builder, :meth:`vlprobe.builders.Builder.build`).
+"""A rebuild with the same inputs does nothing, and says so (:meth:`vlprobe.builders.Builder.build`).
 
-A build records what its output depends on (:class:`Inputs`) in ``<folder>/data/BUILD_INPUTS.json``, with the sha256 of
-every file it wrote: the builder, its arguments (not ``--out`` or ``--workers``), the files it read (annotation files
-by git blob hash, images and captions by stamp), the sha256 of the code that generates the output (an edit rebuilds)
-and the versions of the libraries whose bytes end up in the files. Any difference, a deleted or changed file, or
-``--force`` rebuilds.
-"""
+A build records what its output depends on (:class:`Inputs`: the builder, its arguments, the files it read by hash or
+stamp, the sha256 of the code that generates it, the versions of the libraries whose bytes end up in the files) in
+``<folder>/data/BUILD_INPUTS.json``, with the sha256 of every file it wrote. Any difference, a changed file, or
+``--force`` rebuilds."""
 
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ from ..dataset.folder import DATA_DIR
 from ..storage.keys import sha256_files, stamp
 
 RECORD = "BUILD_INPUTS.json"
-# The libraries whose bytes end up in a built folder.
-LIBRARIES = ("Pillow", "pyarrow", "datasets", "numpy")
+LIBRARIES = ("Pillow", "pyarrow", "datasets", "numpy")  # whose bytes end up in a built folder
 PACKAGE = Path(__file__).resolve().parents[1]  # vlprobe/
 
 
@@ -34,7 +31,7 @@ def package_files(patterns: Iterable[str]) -> list[Path]:
 
 
 def generator_digest(files: Iterable[str | os.PathLike]) -> str:
-    """sha256 over ``files`` (each named by its path in the vlprobe package, or by its name outside it: a plugin's)."""
+    """sha256 over ``files``, each named by its path in the vlprobe package (a plugin's: its name)."""
     h = hashlib.sha256()
     for path in sorted({Path(f).resolve() for f in files}):
         name = path.relative_to(PACKAGE).as_posix() if path.is_relative_to(PACKAGE) else path.name
@@ -43,8 +40,7 @@ def generator_digest(files: Iterable[str | os.PathLike]) -> str:
 
 
 class Read(NamedTuple):
-    """Files a build read (:meth:`vlprobe.builders.Builder.files_read`): how many, and a digest of what says each one is
-    unchanged (its hash, or its stamp)."""
+    """Files a build read: how many, and a digest of what says each is unchanged (its hash, or its stamp)."""
 
     files: int
     sha256: str
@@ -63,7 +59,7 @@ class Inputs:
     @classmethod
     def of(cls, builder: str, arguments: Mapping[str, Any], sources: Mapping[str, Read],
            generator: Iterable[str | os.PathLike]) -> Inputs:
-        """The inputs of a build now: ``generator`` hashed (:func:`generator_digest`), the libraries' versions."""
+        """The inputs of a build now."""
         versions = {name: _version(name) for name in LIBRARIES}
         return cls(builder, dict(arguments), dict(sources), generator_digest(generator),
                    {**versions, "zlib": zlib.ZLIB_RUNTIME_VERSION})
@@ -100,9 +96,7 @@ def _version(name: str) -> str | None:
 
 
 def stamps(paths: Mapping[str, str | os.PathLike]) -> Read:
-    """Files read, each named and judged by its stamp (size, modification and change time, inode:
-    :func:`vlprobe.storage.keys.stamp`), so that a rebuild reads no file's bytes; a file changed, replaced or touched
-    changes the digest."""
+    """Files read, each judged by its stamp (:func:`vlprobe.storage.keys.stamp`): a rebuild reads no file's bytes."""
     h = hashlib.sha256()
     for name, path in sorted(paths.items()):
         h.update(f"{name}\0{stamp(os.stat(path))}\0".encode())
@@ -110,7 +104,7 @@ def stamps(paths: Mapping[str, str | os.PathLike]) -> Read:
 
 
 def hashes(files: Mapping[str, str]) -> Read:
-    """Files read, each named and judged by the hash of its content (an annotation file's git blob hash)."""
+    """Files read, each judged by the hash of its content (an annotation file's git blob hash)."""
     return Read(len(files), hashlib.sha256(json.dumps(sorted(files.items())).encode()).hexdigest())
 
 
@@ -139,7 +133,7 @@ def up_to_date(folder: str | os.PathLike, want: Inputs) -> bool:
 
 
 def record(target: str | os.PathLike, want: Inputs) -> Path:
-    """Write the record of a build into ``target`` (the folder being built), after its last file."""
+    """Write the record of a build into ``target``, after its last file."""
     path = Path(target) / DATA_DIR / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(Record(want.as_json(), _files(Path(target)))), indent=1, sort_keys=True) + "\n",

@@ -1,19 +1,14 @@
-"""Annotation files from their source, verified: the files a builder needs, pinned to one commit of the upstream
-GitHub repository (a benchmark's :class:`~vlprobe.benchmarks.Upstream`), each checked against its git blob hash
-(``sha1(b"blob <size>\\0" + content)``, what ``git ls-tree`` prints: a copy is checked without trusting its host).
+"""Annotation files from their source, verified: each file pinned to one commit of the upstream GitHub repository
+(a benchmark's :class:`~vlprobe.benchmarks.Upstream`) and checked against its git blob hash (what ``git ls-tree``
+prints), so a copy is checked without trusting its host.
 
-:func:`locate` finds each file in ``--annotations DIR``, else in the cache (``<cache>/annotations/<owner>--<repo>--
-<commit>/``), else downloads it from ``<base_url><path>`` (raw.githubusercontent.com at the commit, or a mirror:
-``--annotations-url``, the upstream's environment variable) into the cache, and says why each other one is not there;
-a third-party copy is read only from ``--annotations``. :func:`annotation_folder` is the same for a build that needs
-every file. A file that does not match its pin is refused (:class:`AnnotationChecksumError`); one not pinned yet is used
-with one warning, its hash recorded in the build report. Offline or unreachable with files missing,
-:class:`AnnotationDownloadError` lists each file needed and its URL.
-"""
+:func:`locate` finds each file in ``--annotations DIR``, else in the cache, else downloads it into the cache (from
+``--annotations-url``, the upstream's environment variable, or raw.githubusercontent.com at the commit); a third-party
+copy is read only from ``--annotations``. A file not matching its pin is refused; one not pinned yet is used with a
+warning, its hash recorded in the build report."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import urllib.error
@@ -24,8 +19,10 @@ from pathlib import Path
 
 from ..benchmarks import Upstream, UpstreamFile
 from ..storage.keys import git_blob_sha1
-from ..storage.locations import cache_home, distrust, home_advice, images_home
-from . import AnnotationError, stderr
+from ..storage.locations import cache_home, distrust, home_advice
+from . import AnnotationError, shown, stderr
+
+TIMEOUT = 60.0  # seconds per annotation file download
 
 
 class AnnotationChecksumError(AnnotationError):
@@ -40,9 +37,7 @@ class AnnotationDownloadError(AnnotationError, FileNotFoundError):
 
 
 def cache_folder(upstream: Upstream, cache_dir: str | os.PathLike | None = None) -> Path:
-    """Where ``upstream``'s files are kept once fetched: ``<cache>/annotations/<owner>--<repo>--<commit>/``; refused
-    (:class:`AnnotationError`) when another user could have changed it (:func:`vlprobe.storage.locations.distrust`: a file
-    there without a pinned hash would be used as it is)."""
+    """Where ``upstream``'s files are kept once fetched; refused where another user could have changed it."""
     owner, name = upstream.repo.split("/")
     root = Path(cache_dir).expanduser() if cache_dir else cache_home()
     folder = root / "annotations" / f"{owner}--{name}--{upstream.commit[:12]}"
@@ -66,8 +61,7 @@ def verify(data: bytes, file: UpstreamFile, where: str, upstream: Upstream) -> s
 
 
 def _bytes(file: UpstreamFile, before: str = ",") -> str:
-    """``", 1,234 bytes"`` (or ``" (1,234 bytes)"``), nothing where the pin records no size (a file too
-    large for the copy its hash was read from: the hash is known, the size is not)."""
+    """``", 1,234 bytes"`` (or ``" (1,234 bytes)"``); nothing where the pin records no size."""
     if file.size is None:
         return ""
     return f" ({file.size:,} bytes)" if before == "(" else f", {file.size:,} bytes"
@@ -75,8 +69,7 @@ def _bytes(file: UpstreamFile, before: str = ",") -> str:
 
 @dataclass(frozen=True)
 class FileRecord:
-    """An annotation file a build read: its path, git blob hash and size, whether the hash was checked against a
-    pinned one, and the pinned set it belongs to (the upstream's, a third-party copy's)."""
+    """An annotation file a build read: path, git blob hash, size, whether its hash was pinned, and its pinned set."""
 
     path: str
     blob: str
@@ -90,27 +83,14 @@ class FileRecord:
         return cls(f.path, git_blob_sha1(data), len(data), f.pinned, up)
 
 
-def warn_unpinned(upstream: Upstream, log=None) -> None:
-    """One line, when some of ``upstream``'s files have no pinned hash: they were used unchecked."""
-    unpinned = [f.path for f in upstream.files if not f.pinned]
-    if not unpinned:
-        return
-    shown = ", ".join(unpinned[:3]) + (f" (+{len(unpinned) - 3} more)" if len(unpinned) > 3 else "")
-    line = (f"{upstream.benchmark}: warning: {len(unpinned)} annotation file(s) could not be checked against a "
-            f"pinned git blob hash, because vlprobe has none recorded for them yet ({shown}); the hashes of the "
-            f"files used are in the build's data/BUILD.md; to pin one, compare it with what `git ls-tree "
-            f"{upstream.commit[:8]} {upstream.folder}<file>` prints in a clone of github.com/{upstream.repo}")
-    (log or stderr)(line)
-
-
 def _offline() -> bool:
     return any(os.environ.get(v, "").strip().upper() in ("1", "ON", "YES", "TRUE")
                for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
 
 def _fetch(url: str, timeout: float, retries: int) -> tuple[bytes | None, list[str], bool]:
-    """(the bytes or None, the error of each try, whether the host answered at all): up to ``retries`` tries with
-    backoff; an HTTP answer that will not change (401, 403, 404, 410) ends them."""
+    """(the bytes or None, each try's error, whether the host answered): up to ``retries`` tries; an HTTP answer
+    that will not change (401, 403, 404, 410) ends them."""
     data, errors, reachable = None, [], True
     for attempt in range(max(1, retries)):
         try:
@@ -131,87 +111,57 @@ def _fetch(url: str, timeout: float, retries: int) -> tuple[bytes | None, list[s
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
-    """Write beside ``target`` and rename: a killed fetch never leaves a partial file under the real name."""
+    """Write beside ``target`` and rename: a killed fetch leaves no partial file under the real name."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
     tmp.write_bytes(data)
     os.replace(tmp, target)
 
 
-
-def _needed_message(upstream: Upstream, missing: Sequence[UpstreamFile], base: str, why: str, cache: Path) -> str:
-    lines = [f"{upstream.benchmark}: {len(missing)} annotation file(s) are not in the cache ({cache}) and {why}.",
-             f"Needed from {upstream.repo} at commit {upstream.commit} (folder {upstream.folder}):"]
-    lines += [f"  {f.path}  <- {base}{f.path}  " + (f"(git blob {f.blob}{_bytes(f)})" if f.pinned
-                                                   else "(no pinned git blob hash yet)") for f in missing]
-    lines.append(f"Download them (e.g. `git clone https://github.com/{upstream.repo}` and `git checkout "
-                 f"{upstream.commit}`) and pass --annotations DIR, the folder holding {upstream.folder}'s files; "
-                 f"or run online once, or point --annotations-url / {upstream.url_env} at a mirror.")
-    return "\n".join(lines)
-
-
-def annotation_folder(
-    upstream: Upstream,
-    local: str | os.PathLike | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    base_url: str | None = None,
-    retries: int = 3,
-    timeout: float = 60.0,
-    log=None,
-) -> Path:
-    """A folder holding every file of ``upstream``, each verified against its git blob hash (:func:`locate`, then
-    :func:`require_all`)."""
-    located = locate([upstream], local, cache_dir, base_url, retries, timeout, log)
-    require_all(located, upstream, local, base_url)
-    return located.folder
-
-
 def require_all(located: Located, upstream: Upstream, local: str | os.PathLike | None, base_url: str | None) -> None:
-    """For a build that needs every file of ``upstream``: one missing stops it, naming every one missing and where
-    to get it."""
+    """For a build that needs every file of ``upstream``: one missing stops it, naming each and where to get it."""
     absent = [f for f in upstream.files if f.path in located.absent]
     if not absent:
         return
     if local is not None:
-        shown = ", ".join(f.path for f in absent[:5]) + (f" (+{len(absent) - 5} more)" if len(absent) > 5 else "")
         raise FileNotFoundError(
             f"{upstream.benchmark} annotation file not found: {located.folder / absent[0].path} ({len(absent)} of "
-            f"{len(upstream.files)} missing in --annotations {located.folder}: {shown}; it should hold "
-            f"{upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
+            f"{len(upstream.files)} missing in --annotations {located.folder}: {shown([f.path for f in absent], 5)}; it "
+            f"should hold {upstream.folder} of github.com/{upstream.repo} at commit {upstream.commit[:12]})")
     why = located.absent[absent[0].path][2].removeprefix(f"not in the cache ({located.folder}) and ")
-    raise AnnotationDownloadError(_needed_message(upstream, absent, upstream.base_url(base_url), why, located.folder))
+    base = upstream.base_url(base_url)
+    lines = [f"{upstream.benchmark}: {len(absent)} annotation file(s) are not in the cache ({located.folder}) and {why}.",
+             f"Needed from {upstream.repo} at commit {upstream.commit} (folder {upstream.folder}):"]
+    lines += [f"  {f.path}  <- {base}{f.path}  " + (f"(git blob {f.blob}{_bytes(f)})" if f.pinned
+                                                   else "(no pinned git blob hash yet)") for f in absent]
+    lines.append(f"Download them (e.g. `git clone https://github.com/{upstream.repo}` and `git checkout "
+                 f"{upstream.commit}`) and pass --annotations DIR, the folder holding {upstream.folder}'s files; "
+                 f"or run online once, or point --annotations-url / {upstream.url_env} at a mirror.")
+    raise AnnotationDownloadError("\n".join(lines))
 
 
 @dataclass
 class Located:
-    """Where each annotation file of a build is, for a build that can go on with some of them
-    (:func:`locate`): the folder holding those found (``--annotations DIR`` or the cache), each found file
-    with its pinned set, and why each of the others is not there."""
+    """Where each annotation file of a build is: the folder, the files found (with their set), why each other is not."""
 
     folder: Path
     found: dict[str, tuple[UpstreamFile, Upstream]]  # path -> (its pin, its set)
     absent: dict[str, tuple[UpstreamFile, Upstream, str]]  # path -> (its pin, its set, why it is not here)
 
-    def records(self) -> list[FileRecord]:
-        """Per file found: what a build read."""
-        return [FileRecord.read(self.folder, f, up) for f, up in self.found.values()]
 
-
-def where_to_get(f: UpstreamFile, up: Upstream, base_url: str | None = None) -> str:
+def where_to_get(f: UpstreamFile, up: Upstream) -> str:
     """One line: where a file comes from and how it is checked."""
     pin = f"git blob {f.blob}{_bytes(f)}" if f.pinned else "no pinned git blob hash"
     if up.fetched:
-        return f"{up.base_url(base_url)}{f.path} ({pin})"
+        return f"{up.base_url()}{f.path} ({pin})"
     return f"{f.path} of the third-party copy github.com/{up.repo}@{up.commit[:12]} ({pin}; {up.third_party})"
 
 
 def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
            cache_dir: str | os.PathLike | None = None, base_url: str | None = None, retries: int = 3,
-           timeout: float = 60.0, log=None) -> Located:
-    """The files of ``sets`` that can be had, each verified against its pin (:class:`AnnotationChecksumError`), and
-    why each other one cannot: with ``local`` (``--annotations DIR``) every set is looked for there; else the first set
-    (the upstream) is read from the cache and what it lacks downloaded (unless offline; once the host cannot be
-    reached, the rest are not tried), and third-party sets are not had."""
+           log=None) -> Located:
+    """The files of ``sets`` that can be had, each verified, and why each other cannot: from ``local`` if given,
+    else the upstream's from the cache or downloaded (unless offline or unreachable)."""
     found: dict[str, tuple[UpstreamFile, Upstream]] = {}
     absent: dict[str, tuple[UpstreamFile, Upstream, str]] = {}
     if local is not None:
@@ -251,7 +201,7 @@ def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
             absent[f.path] = (f, up, f"not in the cache ({folder}) and {unreachable}")
             continue
         url = base + f.path
-        data, errors, reachable = _fetch(url, timeout, retries)
+        data, errors, reachable = _fetch(url, TIMEOUT, retries)
         if data is None:
             why = f"downloading {url} failed ({'; '.join(errors)})"
             absent[f.path] = (f, up, why)
@@ -269,40 +219,13 @@ def locate(sets: Sequence[Upstream], local: str | os.PathLike | None = None,
 
 
 def _warn_unpinned_found(found: dict[str, tuple[UpstreamFile, Upstream]], log=None) -> None:
-    by_set: dict[int, tuple[Upstream, list[UpstreamFile]]] = {}
+    """One line per pinned set with files found that have no pinned hash: they were used unchecked."""
+    by_set: dict[int, tuple[Upstream, list[str]]] = {}
     for f, up in found.values():
-        by_set.setdefault(id(up), (up, []))[1].append(f)
-    for up, files in by_set.values():
-        warn_unpinned(up.select([f.path for f in files]), log)
-
-
-# ---- the command line every upstream builder shares ----------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser, up: Upstream, *, what: str, sources: Sequence[str],
-                  images_help: str, download_help: str) -> None:
-    """The options of every ``vlprobe build <benchmark>`` whose annotations come from ``up`` and whose
-    images come from original sources (``sources``): where the annotations and images are, the
-    download cache and workers, what to do with missing images. A builder adds only its own options after these."""
-
-    parser.add_argument("--annotations", type=Path, default=None,
-                        help=f"a local copy of {what} (the {up.folder} folder of github.com/{up.repo} at "
-                             f"{up.commit[:12]}), " + ("each file checked against its git blob hash; default: fetch "
-                                                      "them from there into the cache, verified"
-                                                      if all(f.pinned for f in up.files) else
-                                                      "not pinned by hash yet: used unchecked, each file's git blob "
-                                                      "hash recorded in data/BUILD.md; default: fetch them from "
-                                                      "there into the cache"))
-    parser.add_argument("--annotations-url", default=None, metavar="URL",
-                        help=f"where to fetch the annotation files from instead (a mirror; default: ${up.url_env} "
-                             f"or {up.default_url})")
-    parser.add_argument("--images", type=Path, default=None, help=images_help)
-    parser.add_argument("--image-dir", action="append", default=[], metavar="SOURCE=PATH",
-                        help=f"a folder or zip for one source (repeatable); sources: {', '.join(sources)}")
-    parser.add_argument("--download", action="store_true", help=download_help)
-    parser.add_argument("--cache-dir", type=Path, default=None,
-                        help=f"download cache (default {images_home()} for images, "
-                             f"{cache_home() / 'annotations'} for annotations)")
-    parser.add_argument("--retries", type=int, default=3, help="download attempts per URL (default: 3)")
-    parser.add_argument("--workers", type=int, default=8, help="parallel downloads (default: 8)")
-    parser.add_argument("--read-workers", type=int, default=2, help="threads reading and checking images (default: 2)")
-    parser.add_argument("--skip-missing-images", action="store_true",
-                        help="leave out rows whose image is missing (data/BUILD.md lists them) instead of stopping")
+        if not f.pinned:
+            by_set.setdefault(id(up), (up, []))[1].append(f.path)
+    for up, unpinned in by_set.values():
+        (log or stderr)(f"{up.benchmark}: warning: {len(unpinned)} annotation file(s) could not be checked against a "
+                        f"pinned git blob hash, because vlprobe has none recorded for them yet ({shown(unpinned, 3)}); "
+                        f"the hashes of the files used are in the build's data/BUILD.md; to pin one, compare it with "
+                        f"what `git ls-tree {up.commit[:8]} {up.folder}<file>` prints in a clone of github.com/{up.repo}")

@@ -1,9 +1,6 @@
 """``vlprobe build valse``: VALSE (Parcalabescu et al., ACL 2022) from the 11 original annotation files and the
-original images of each source, on the build flow (:mod:`vlprobe.builders.flow`). One config per instrument, one per
-piece and ``all`` (these read the instruments' parquet: image bytes stored once, the same features). Only valid
-records by default (``mturk.caption >= 2``: two of three annotators chose the caption, not the foil);
-``--include-invalid`` keeps all 8,782.
-"""
+original images. One config per instrument, one per piece and ``all`` (these read the instruments' parquet). Only
+valid records by default (``mturk.caption >= 2``); ``--include-invalid`` keeps all 8,782."""
 
 from __future__ import annotations
 
@@ -11,30 +8,18 @@ import argparse
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import datasets
 from datasets import Features, List, Value
 
 from ..benchmarks import valse as facts
+from ..benchmarks.valse import FILES, PAPER_ALL, PAPER_VALID, PIECES
 from ..dataset import image_sources as imgs
 from . import AnnotationError
-from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record, records_of
+from .flow import SPLIT, Annotations, Image, Plan, Row, UpstreamBuilder, parse_record
 
-
-class Instrument(NamedTuple):
-    """An instrument: its config, annotation file and piece (what each tests: the card, templates/valse_card.md)."""
-
-    config: str
-    file: str
-    piece: str
-
-
-INSTRUMENTS = tuple(Instrument(c, facts.FILES[c], facts.BENCHMARK.parts[c]) for c in facts.INSTRUMENTS)
-BY_CONFIG = {i.config: i for i in INSTRUMENTS}
-PIECES = facts.PIECES
-# The paper's Table 5 #Valid and #Inst.: shown in the card; a build whose counts differ says so.
-PAPER_VALID, PAPER_ALL = facts.PAPER_VALID, facts.PAPER_ALL
+PIECE = facts.BENCHMARK.parts  # instrument -> piece (what each tests: the card, templates/valse_card.md)
 
 # Image sources VALSE draws on, in routing order (the file-name patterns are disjoint).
 VALSE_SOURCES = ("coco2014_train", "coco2014_val", "visdial_val2018", "visual7w", "coco2017_val", "swig")
@@ -67,8 +52,7 @@ tags: [piece, instrument, image_source, valid]
 
 
 def class_string(value: object) -> str | None:
-    """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, booleans
-    and lists in JSON (``false``, ``[2, 1, 8]``)."""
+    """``classes`` / ``classes_foil`` as a string: strings unchanged, numbers as digits, the rest in JSON."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bool) or isinstance(value, list):
@@ -158,36 +142,6 @@ class Record:
         return self.mturk.caption >= 2
 
 
-def normalise(inst: Instrument, key: str, rec: object, where: str) -> Row:
-    """One annotation record -> one row (without the image bytes)."""
-    r = Record.parse(rec, key, where)
-    votes, nli = r.mturk, r.nli_scores
-    try:
-        classes, classes_foil = class_string(r.classes), class_string(r.classes_foil)
-    except TypeError as err:
-        raise AnnotationError(f"{where}: {err}") from None
-    source = image_source(r.image_file, where)
-    return Row(f"{inst.config}/{key}", dict(
-        key=key, piece=inst.piece, instrument=inst.config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
-        image_source=source, image_file=r.image_file, original_split=r.original_split,
-        dataset_idx=None if r.dataset_idx is None else str(r.dataset_idx), linguistic_phenomena=r.linguistic_phenomena,
-        classes=classes, classes_foil=classes_foil, mturk_caption=votes.caption, mturk_foil=votes.foil,
-        mturk_other=votes.other, valid=r.valid, answer=r.answer, declarative_statement=r.declarative_statement,
-        declarative_statement_foils=r.declarative_statement_foils, provenance_of_foils=r.provenance_of_foils,
-        foil_method=r.foil_method if r.foil_method is not None else r.foiling_method,
-        grammaticality_score=_single(r.grammaticality_scores, where, "grammaticality_scores"),
-        nli_entail=_single(nli.entail, where, "nli_scores.entail"),
-        nli_neutral=_single(nli.neutral, where, "nli_scores.neutral"),
-        nli_contradict=_single(nli.contradict, where, "nli_scores.contradict"),
-        nli_pred=_single(nli.pred, where, "nli_scores.pred"), orig_caption=r.orig_caption,
-        only_caption=r.only_caption), (Image("image", source, r.image_file),), record=r)
-
-
-def read_instrument(annotations: Path, inst: Instrument) -> list[Row]:
-    return [normalise(inst, key, rec, where) for _, key, rec, where in
-            records_of(annotations, inst.file, facts.UPSTREAM, "a JSON object mapping keys to records", keyed=True)]
-
-
 class Valse(UpstreamBuilder):
     benchmark = facts.BENCHMARK
     help = "VALSE (ACL 2022): 11 instruments in 6 pieces + FOIL-it, from the original annotations and images"
@@ -198,25 +152,51 @@ class Valse(UpstreamBuilder):
     download_help = ("download the images missing locally into --cache-dir: COCO file by file, Visual7W, SWiG and "
                      "VisDial val2018 as their owners' archives (downloaded once, resumable)")
     spec_yaml = SPEC_YAML
-    features_all, leaves = FEATURES, tuple(BY_CONFIG)  # all, and each piece of several instruments, read theirs
+    features_all, leaves = FEATURES, facts.INSTRUMENTS  # all, and each piece of several instruments, read theirs
     aggregates = {"all": leaves, **{piece: members for piece, members in PIECES.items() if members != (piece,)}}
     card = dict(license_name="valse-mixed",
                 tags=["vision-and-language", "foils", "probing", "benchmark", "vlprobe"], size_categories=["1K<n<10K"])
+    shape, keyed = "a JSON object mapping keys to records", True
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--include-invalid", action="store_true",
                             help="keep all 8,782 records, not only the valid ones (mturk.caption >= 2)")
 
+    def leaf_file(self, config: str) -> str:
+        return FILES[config]
+
+    def row(self, config: str, n: int, key: str, rec: object, where: str) -> Row:
+        r = Record.parse(rec, key, where)
+        votes, nli = r.mturk, r.nli_scores
+        try:
+            classes, classes_foil = class_string(r.classes), class_string(r.classes_foil)
+        except TypeError as err:
+            raise AnnotationError(f"{where}: {err}") from None
+        source = image_source(r.image_file, where)
+        return Row(f"{config}/{key}", dict(
+            key=key, piece=PIECE[config], instrument=config, caption=r.caption, foil=r.foil, source_dataset=r.dataset,
+            image_source=source, image_file=r.image_file, original_split=r.original_split,
+            dataset_idx=None if r.dataset_idx is None else str(r.dataset_idx), linguistic_phenomena=r.linguistic_phenomena,
+            classes=classes, classes_foil=classes_foil, mturk_caption=votes.caption, mturk_foil=votes.foil,
+            mturk_other=votes.other, valid=r.valid, answer=r.answer, declarative_statement=r.declarative_statement,
+            declarative_statement_foils=r.declarative_statement_foils, provenance_of_foils=r.provenance_of_foils,
+            foil_method=r.foil_method if r.foil_method is not None else r.foiling_method,
+            grammaticality_score=_single(r.grammaticality_scores, where, "grammaticality_scores"),
+            nli_entail=_single(nli.entail, where, "nli_scores.entail"),
+            nli_neutral=_single(nli.neutral, where, "nli_scores.neutral"),
+            nli_contradict=_single(nli.contradict, where, "nli_scores.contradict"),
+            nli_pred=_single(nli.pred, where, "nli_scores.pred"), orig_caption=r.orig_caption,
+            only_caption=r.only_caption), (Image("image", source, r.image_file),), record=r)
+
     def read(self, folder: Path, args: argparse.Namespace) -> Annotations:
         every = getattr(args, "include_invalid", False)
-        return Annotations({inst.config: {SPLIT: [r for r in read_instrument(folder, inst) if every or r.record.valid]}
-                            for inst in INSTRUMENTS})
+        return Annotations({c: {SPLIT: [r for r in self.read_leaf(folder, c) if every or r.record.valid]}
+                            for c in self.leaves})
 
     def card_values(self, annotations: Annotations) -> dict[str, Any]:
-        """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build (what a build
-        holds goes to ``data/BUILD.md``, :meth:`report`), so a build changes no committed card."""
-        rows = [{"config": i.config, "piece": i.piece, "file": i.file, "paper_all": f"{PAPER_ALL[i.config]:,}",
-                 "paper_valid": f"{PAPER_VALID[i.config]:,}"} for i in INSTRUMENTS]
+        """What ``vlprobe/templates/valse_card.md`` is filled with: the same for every build."""
+        rows = [{"config": c, "piece": PIECE[c], "file": FILES[c], "paper_all": f"{PAPER_ALL[c]:,}",
+                 "paper_valid": f"{PAPER_VALID[c]:,}"} for c in facts.INSTRUMENTS]
         piece_rows = [{"piece": piece, "members": ", ".join(f"`{m}`" for m in members),
                        "rows": f"{sum(PAPER_VALID[m] for m in members):,}"} for piece, members in PIECES.items()]
         total = f"{sum(PAPER_VALID.values()):,}"

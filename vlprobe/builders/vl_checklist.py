@@ -1,20 +1,11 @@
-"""``vlprobe build vl_checklist``: VL-CheckList (Zhao et al., 2022) as a Hub dataset folder, from the JSON files
-under ``data/`` of github.com/om-ai-lab/VL-CheckList at the pinned commit and the images of Visual Genome (also VAW's),
-SWiG and HAKE. A file is a list of ``[image path, {"POS": [texts], "NEG": [texts]}]``; the authors' ``itc``
-evaluation scores ``POS[0]`` against ``NEG[0]``, right when strictly above: here 1 image x [POS[0], NEG[0]], gold
-``[[1, 0]]``, their accuracy vlprobe's ``acc_r``.
+"""``vlprobe build vl_checklist``: VL-CheckList (Zhao et al., 2022) from the JSON files under ``data/`` of
+github.com/om-ai-lab/VL-CheckList at the pinned commit and the images of Visual Genome, SWiG and HAKE. A record is
+``[image path, {"POS": [texts], "NEG": [texts]}]``; the authors' ``itc`` evaluation scores ``POS[0]`` against
+``NEG[0]``, right when strictly above: here 1 image x [POS[0], NEG[0]], gold ``[[1, 0]]``, their accuracy ``acc_r``.
 
-**Which records.** By default, per corpus file, what the authors' code scores: the first ``MAX_NUM/2`` = 1,000 records
-whose image exists, in file order (``DataLoader.load_itc_samples`` skips a record without its image, then
-``Evaluate.eval`` keeps ``d.data[name][:int(max_number/2)]``); with ``--skip-missing-images`` a missing image's record
-is left out and the next taken, without it the build stops. ``--all-records`` holds every record: not the authors'
-protocol, and each row's ``records=all`` tag says so.
-
-Configs: the 13 leaves of the taxonomy, each holding its corpus files' records (tag ``type_corpus=<the authors'
-result name>``: the summary's per-file rows, averaged per source and type as ``radar.py``), and ``object``,
-``attribute``, ``relation`` and ``all`` (the default), which read their leaves' parquet. A leaf with some of its files
-is built from those; one with none is not built.
-"""
+By default, per corpus file, what the authors' code scores: the first ``MAX_NUM/2`` = 1,000 records whose image
+exists, in file order; ``--all-records`` holds every record, tagged ``records=all``. Configs: the 13 leaves of the
+taxonomy and ``object``, ``attribute``, ``relation`` and ``all`` (the default), which read their leaves' parquet."""
 
 from __future__ import annotations
 
@@ -33,8 +24,7 @@ from ..dataset.image_sources import Archive, SourceSpec
 from . import AnnotationError
 from .flow import SPLIT, Annotations, Image, Needs, Plan, Row, Rows, UpstreamBuilder, has_upper, parse_record, pct, records_of
 
-# VL-CheckList's images, as its DATASETS.md lays them out under one root: vg/VG_100K[_2]/, swig/<file>,
-# hake/<sub-folder>/... (sources of its own, so that the look-up of the other benchmarks is unchanged).
+# the images as DATASETS.md lays them out under one root (sources of their own: the others' look-up unchanged)
 IMAGES: dict[str, SourceSpec] = {s.name: s for s in (
     SourceSpec(
         "visual_genome_vlc", "Visual Genome images, as VL-CheckList names them (VG_100K[_2]/<vg id>.jpg)", r"\d+\.jpg",
@@ -48,8 +38,7 @@ IMAGES: dict[str, SourceSpec] = {s.name: s for s in (
         "imSitu images: non-commercial research and educational use (imSitu terms); SWiG annotations MIT",
         Archive("https://swig-data-weights.s3.us-east-2.amazonaws.com/images_512.zip", "images_512.zip"),
     ),
-    # HAKE's images come from several collections, one sub-folder each (HAKE's Images/README); file
-    # names are unique only within a sub-folder, so each is a source. No per-file URLs: local only.
+    # HAKE's sub-folders (one per collection) each a source: file names are unique only within one; local only
     *(SourceSpec(f"hake_{sub}", f"HAKE images: {sub}", r"[A-Za-z0-9_.-]+\.(jpg|jpeg|png|JPG|JPEG|PNG)",
                  tuple(p for d in dirs for p in (f"hake/{d}", d)), (), (),
                  "HAKE: the terms of each source collection (HAKE's Images/README)")
@@ -72,7 +61,6 @@ AGGREGATES: dict[str, tuple[str, ...]] = {
     "all": tuple(leaf.config for leaf in LEAVES),
     **{a.lower(): tuple(leaf.config for leaf in LEAVES if leaf.aspect == a) for a in facts.ASPECTS},
 }
-DEFAULT_CONFIG = "all"
 RECORDS_FIRST, RECORDS_ALL = f"first_{FIRST}", "all"  # the `records` column: the authors' protocol, or every record
 
 _f = Value
@@ -140,8 +128,7 @@ class Texts:
 
 @dataclass(frozen=True)
 class Record:
-    """One record of a corpus file, ``[image path, {"POS": [texts], "NEG": [texts]}]``: the path as written, the
-    image source and file name it stands for, the texts."""
+    """One record of a corpus file: the image path as written, the image source and file name, the texts."""
 
     image_path: str
     source: str
@@ -167,8 +154,7 @@ class Record:
 
 
 def read_file(annotations: Path, leaf: Leaf, corpus_file: CorpusFile, records: str = RECORDS_FIRST) -> list[Row]:
-    """One corpus file's records as rows (without image bytes), in file order, each naming its unit (the
-    file: the authors score the first MAX_NUM/2 of each)."""
+    """One corpus file's records as rows, in file order, each naming its unit (the file)."""
     file, corpus = corpus_file.path, corpus_file.corpus
     rows = []
     shape = 'a JSON list of [image path, {"POS": [...], "NEG": [...]}]'
@@ -197,9 +183,7 @@ def file_facts(records: list[Record]) -> facts.FileFacts:
 
 
 def authors_means(per_file: Mapping[str, float]) -> dict[str, tuple[float, bool]]:
-    """Per group of :data:`vlprobe.benchmarks.vl_checklist.GROUPS` (a source, a type, an aspect, the
-    whole), the unweighted mean of its members' values, as radar.py takes it, and whether every member
-    was there; from per-file values (of the files at hand)."""
+    """Per group of ``GROUPS``, the mean of its members' per-file values (radar.py) and whether all were there."""
     out: dict[str, tuple[float, bool]] = {}
     values = {name: (v, True) for name, v in per_file.items()}
     for g in facts.GROUPS:
@@ -221,7 +205,7 @@ class VlChecklist(UpstreamBuilder):
     download_help = ("download the missing Visual Genome images file by file and SWiG's images_512.zip into "
                      "--cache-dir (HAKE's images have no per-file source: give them locally)")
     spec_yaml = SPEC_YAML
-    features_all, aggregates, leaves, default_config = FEATURES, AGGREGATES, tuple(BY_CONFIG), DEFAULT_CONFIG
+    features_all, aggregates, leaves = FEATURES, AGGREGATES, tuple(BY_CONFIG)  # default_config: all
     card = dict(license_name="vl-checklist-vg-swig-hake",
                 license_link=f"https://github.com/{facts.UPSTREAM.repo}/tree/{facts.UPSTREAM.commit}",
                 tags=["vision-and-language", "compositionality", "hard-negatives", "benchmark", "vlprobe"],
@@ -251,8 +235,7 @@ class VlChecklist(UpstreamBuilder):
         return Annotations(rows, read, first=None if every else FIRST)
 
     def expected(self, args: argparse.Namespace) -> dict[str, int]:
-        """Rows per leaf with every image: per file its records, or the first MAX_NUM/2 (leaves whose every
-        file's count is known here)."""
+        """Rows per leaf with every image (leaves whose every file's count is known here)."""
         every = bool(getattr(args, "all_records", False))
         out = {}
         for leaf in LEAVES:
@@ -305,10 +288,7 @@ class VlChecklist(UpstreamBuilder):
                     missing=[f for leaf in LEAVES for f in leaf.files if f.name not in facts.FULL_FACTS])
 
     def report(self, plan: Plan, args: argparse.Namespace) -> list[str]:
-        """``data/BUILD.md``'s account of the rows per corpus file (the flow adds the rows left out, the configs
-        not built and the files used): records in the file, rows built, records left out for a missing image
-        and records past the first MAX_NUM/2; what the rows hold (:class:`FileFacts`); the casing rule's
-        accuracy per file and as the authors average it."""
+        """``data/BUILD.md``'s account per corpus file, what the rows hold, and the casing rule's accuracy."""
         read: dict[str, list[Row]] = plan.annotations.facts
         all_records = bool(getattr(args, "all_records", False))
         built: dict[str, list[Record]] = {}

@@ -1,9 +1,6 @@
-"""``vlprobe build winoground_style``: Winoground-style 2x2 instruments on rendered scenes (``spatial_swap``,
-``attribute_swap``, ``count_swap``) in facebook/winoground's schema; with ``--winoground PATH``, also a private folder
-made from the user's own copy of facebook/winoground (its parquet, or ``examples.jsonl`` + ``images.zip``): by default
-``<out>/data/winoground/`` (card, ``vlprobe.yaml``, config ``winoground``, split ``test``), under git-ignored
-``data/`` and not declared by the card, so never committed or published; ``load_dataset("winoground_style/data/winoground")``.
-"""
+"""``vlprobe build winoground_style``: Winoground-style 2x2 instruments on rendered scenes, in
+facebook/winoground's schema; with ``--winoground PATH``, also a private folder from the user's own copy of
+facebook/winoground (by default ``<out>/data/winoground/``, git-ignored and not declared by the card: never published)."""
 
 from __future__ import annotations
 
@@ -165,7 +162,6 @@ class WinogroundStyle(SyntheticBuilder[tuple[list[str], int]]):
             local is None or unchanged.up_to_date(local, self._private_inputs(args)))
 
 
-# ---- the user's own copy of facebook/winoground ------------------------------------------------------
 class WinogroundSourceError(ValueError):
     """The given Winoground copy cannot be read; the message names the file and row."""
 
@@ -174,8 +170,7 @@ _REQUIRED = tuple(WINOGROUND_FEATURES)
 
 
 def find_source(path: Path) -> tuple[str, list[Path]]:
-    """``("parquet", files)`` or ``("jsonl", [examples.jsonl, images.zip-or-folder])`` for ``path``:
-    a parquet file, an ``examples.jsonl`` file, or a folder holding either (a Hub snapshot)."""
+    """``("parquet", files)`` or ``("jsonl", [examples.jsonl, images])``: a file, or a folder holding either."""
     path = Path(path)
     if path.is_file():
         if path.suffix == ".parquet":
@@ -318,12 +313,10 @@ def build_local_winoground(source: Path, out: Path) -> int:
                          license_name="winoground-license-agreement",
                          license_link="https://huggingface.co/datasets/facebook/winoground/blob/main/license_agreement.txt",
                          pretty_name="Winoground (private local copy)")
-    write_card(out, meta, LOCAL_CARD_BODY)
+    write_card(out, meta, cards.body("winoground_local_body.md"))
     write_spec(out, LOCAL_SPEC_YAML, "winoground")  # the real Winoground, whatever the folder is called
     write_rows(out, LOCAL_CONFIG, "test", [asdict(r) for r in rows], WINOGROUND_FEATURES)
     return len(rows)
 
-
-LOCAL_CARD_BODY = cards.body("winoground_local_body.md")  # the card's prose, vlprobe/templates/winoground_local_body.md
 
 CARD_BODY = cards.body(WinogroundStyle.body)  # the card's prose, vlprobe/templates/winoground_style_body.md

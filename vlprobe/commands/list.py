@@ -1,7 +1,4 @@
-"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``: the benchmarks vlprobe builds (their
-configs, what a build needs, where built), the dataset folders found, the model families and the bundled model;
-``--dataset FOLDER``: one dataset's configs and splits.
-"""
+"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``; ``--dataset``: one dataset's."""
 
 from __future__ import annotations
 
@@ -31,8 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 @dataclass(frozen=True)
 class DatasetFolder:
-    """A folder holding a vlprobe.yaml: its built configs' splits, the configs its card declares but that are not
-    built, and the `vlprobe build` name that builds it (None: none)."""
+    """A folder holding a vlprobe.yaml: {built config: splits}, the declared configs not built, its builder's name."""
 
     name: str
     path: Path
@@ -97,27 +93,6 @@ def run(args: argparse.Namespace) -> int:
 
 # ---- the catalogue ------------------------------------------------------------------------------------------
 
-def search_roots(root: Path) -> list[Path]:
-    """Where built folders are looked for, in the order a name finds them (:mod:`vlprobe.names`)."""
-    from ..storage.locations import datasets_home
-
-    env = os.getenv("VLPROBE_ROOT")
-    out: list[Path] = []
-    for base in [root, Path(env).expanduser() if env else None, datasets_home()]:
-        if base is not None and base.resolve() not in [b.resolve() for b in out]:
-            out.append(base)
-    return out
-
-
-def built_where(name: str, roots: list[Path]) -> Path | None:
-    """Where benchmark ``name`` is built: the first of ``roots`` (:func:`search_roots`) holding a built folder of its
-    name (the working folder included, where ``--dataset NAME`` reads it as a path), as "dataset folders found" has
-    it with data; None: nowhere."""
-    from ..names import is_built
-
-    return next((base / name for base in roots if is_built(base / name)), None)
-
-
 def args_root_is_cwd(root: Path) -> bool:
     try:
         return root.resolve() == Path.cwd().resolve()
@@ -134,6 +109,7 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
 
     from ..benchmarks import benchmarks
     from ..builders import builders
+    from ..names import is_built, search_roots
     from ..storage.locations import MINI_CLIP, datasets_home, shipped_model
 
     wrap = textwrap.TextWrapper(width=118, initial_indent="      ", subsequent_indent="        ")
@@ -148,14 +124,14 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
         if builder.needs:
             lines += wrap.wrap(f"needs: {builder.needs}")
         if name != "folder":
-            built = built_where(name, roots)
-            lines.append(f"      built: {built}" if built is not None else "      built: no")
+            built = next((base / name for base in roots if is_built(base / name)), "no")
+            lines.append(f"      built: {built}")
     hub = [b for b in benchmarks().values() if b.builder is None and b.hub_id]
     if hub:
         lines += ["", "benchmarks read from the Hub (`--dataset ID`; online, or a copy in the Hugging Face cache):"]
         lines += [f"  {b.name}  {b.hub_id}: {b.title}" for b in sorted(hub, key=lambda b: b.name)]
     lines += ["", "dataset folders found (evaluate one with --dataset NAME or FOLDER), in the order a name finds them:"]
-    for base in search_roots(root):
+    for base in roots:
         folders = dataset_folders(base)
         where = "the cache, where `vlprobe build` writes outside a clone" if base == datasets_home() else (
             "$VLPROBE_ROOT" if base != root else "the working folder" if args_root_is_cwd(root) else "--root")

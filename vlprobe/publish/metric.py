@@ -1,5 +1,5 @@
-"""The metric folder, pushed as a Space named like the module: ``<name>.py`` loads with ``evaluate.load`` and its
-docstring examples pass, ``requirements.txt`` names evaluate, the card and app pass the Space checks."""
+"""The metric folder, pushed as a Space named like the module, so that ``evaluate.load("<org>/valse_metric")`` finds
+it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from .folder import IGNORE_PATTERNS, _folder_files, escaping_files, progress_bars_off
+from .folder import escaping_files, progress_bars_off
 from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
 from .space import _space_plan, check_space_folder
 
@@ -98,8 +98,7 @@ def plan_metric(folder: str | os.PathLike[str], repo_id: str) -> UploadPlan:
         # A wrong name is an argument error: say so before the slower checks.
         raise ValidationError(f"metric folder {folder}", check_metric_folder(folder, repo_id, import_app=False)[:1])
     notes: list[str] = []
-    problems = escaping_files(folder, _folder_files(folder, IGNORE_PATTERNS)) if folder.is_dir() else []
-    problems += check_metric_folder(folder, repo_id, notes=notes)
+    problems = escaping_files(folder) + check_metric_folder(folder, repo_id, notes=notes)
     if problems:
         raise ValidationError(f"metric folder {folder}", problems)
     return _space_plan(folder, repo_id, notes)

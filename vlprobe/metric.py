@@ -1,12 +1,7 @@
-"""vlprobe's door to the metric, ``metric/valse_metric.py`` (the ``evaluate`` module also published as a Space),
-read from where it was installed (:data:`METRIC_FILE`: ``vlprobe/_bundled/metric/`` in a wheel, the clone's
-``metric/`` otherwise) and imported as ``vlprobe.valse_metric``.
-
-:func:`compute` calls its pure function directly (no Arrow round trip; stacked ``(N, m, n)`` arrays too); :func:`load`
-returns the ``evaluate.Metric`` loaded by path (nothing asked of the Hub). ``evaluate.load("valse_metric")`` by its
-bare name works from the repository root and, offline anywhere, once :func:`register` ed
-(:mod:`vlprobe.metric_registry`); nothing is registered at import.
-"""
+"""vlprobe's door to the metric, ``metric/valse_metric.py`` (:data:`METRIC_FILE`: ``vlprobe/_bundled/metric/`` in a
+wheel), imported as ``vlprobe.valse_metric``: :func:`compute` calls its pure function directly (no Arrow round trip),
+:func:`load` returns the ``evaluate.Metric`` loaded by path. Nothing is registered at import
+(:mod:`vlprobe.metric_registry`)."""
 
 from __future__ import annotations
 
@@ -18,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import metric_registry
 from .metric_registry import register_metric as register  # `python -m vlprobe.metric register`
-from .metric_registry import registered_path as registered_path  # where register() puts the module
 
 if TYPE_CHECKING:
     import evaluate
@@ -28,9 +22,6 @@ MODULE_NAME = metric_registry.MODULE_NAME
 
 def _import_metric() -> ModuleType:
     path = metric_registry.metric_file()
-    if path is None:
-        raise ImportError(f"vlprobe: the metric {MODULE_NAME}.py is missing: neither this installed package "
-                          f"(vlprobe/_bundled/metric/) nor a clone around it (metric/) has it; reinstall vlprobe")
     name = f"{__package__}.{MODULE_NAME}"
     if name in sys.modules:
         return sys.modules[name]
@@ -47,22 +38,21 @@ def _import_metric() -> ModuleType:
     return module
 
 
-_module = module = _import_metric()
-METRIC_FILE = Path(str(_module.__file__)).resolve()
-METRIC_KEYS: tuple[str, ...] = _module.METRIC_KEYS
-TIE_POLICIES: tuple[str, ...] = _module.TIE_POLICIES
+module = _import_metric()
+METRIC_FILE = Path(str(module.__file__)).resolve()
+METRIC_KEYS: tuple[str, ...] = module.METRIC_KEYS
+TIE_POLICIES: tuple[str, ...] = module.TIE_POLICIES
 CACHE_NAME = metric_registry.CACHE_NAME
 
 
 def compute(predictions: object, references: object, **kwargs: object) -> dict[str, Any]:
     """Same arguments and result as ``evaluate.load("valse_metric").compute(...)``."""
-    result: dict[str, Any] = _module.compute_metrics(predictions, references, **kwargs)
+    result: dict[str, Any] = module.compute_metrics(predictions, references, **kwargs)
     return result
 
 
 def load(**kwargs: object) -> evaluate.EvaluationModule:
-    """The ``evaluate`` metric module, as ``evaluate.load("valse_metric")`` gives it to users,
-    loaded from :data:`METRIC_FILE`: it asks the Hub nothing and registers nothing."""
+    """The ``evaluate`` metric module loaded from :data:`METRIC_FILE`: it asks the Hub nothing, registers nothing."""
     import evaluate
 
     return evaluate.load(str(METRIC_FILE), **kwargs)

@@ -1,11 +1,5 @@
-"""``vlprobe evaluate``: score a model on a benchmark and write the papers' metrics, with provenance.
-
-    vlprobe evaluate --dataset travlr --config all --model models/mini-clip --bootstrap 1000 --out runs/x
-
-With no ``--dataset`` and no ``--model``: the offline default (the repository's ``travlr`` and ``winoground_style``
-with ``models/mini-clip``, into ``runs/default``). Each flag's ``dest`` is a keyword of :func:`vlprobe.evaluate` and
-its default that keyword's (``tests/test_options.py``); the pipeline is :mod:`vlprobe.evaluation`.
-"""
+"""``vlprobe evaluate``: score a model on a benchmark and write the papers' metrics, with provenance
+(:mod:`vlprobe.evaluation`); each flag's ``dest`` and default are the keyword's of :func:`vlprobe.evaluate`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""``vlprobe publish dataset|metric|space``: validate a folder locally, then push it to the Hub.
-
-    vlprobe publish dataset valse --repo my-lab/valse [--dry-run] [--private] [--token T]
-    vlprobe publish metric --repo my-lab/valse_metric      # pushes metric/ as a Gradio Space
-    vlprobe publish space --repo my-lab/vlprobe-demo       # pushes space/
-
-Every subcommand checks first and refuses with the list of problems; ``--dry-run`` prints what
-would be uploaded and touches nothing.
-"""
+"""``vlprobe publish dataset|metric|space``: validate a folder locally, then push it to the Hub (:mod:`vlprobe.publish`);
+``--dry-run`` prints what would be uploaded and touches nothing."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``vlprobe report <results.json ...> [--label NAME ...] [--out DIR] [--check [--tolerance POINTS]]``: compare runs
-(:mod:`vlprobe.report`). ``--check``: exit 1 when a figure published for a run's checkpoint is more than
-``--tolerance`` points from the run's (or there is none to compare), naming each, else 0: a reproduction check."""
+"""``vlprobe report``: compare runs (:mod:`vlprobe.report`); ``--check``: a reproduction check against the published
+figures."""
 
 from __future__ import annotations
 

@@ -51,14 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_options(p)
 
 
-# ---- the command ----------------------------------------------------------------------------------
-
-def default_root() -> Path:
-    """Where the offline default's folders are looked for: ``$VLPROBE_ROOT``, else the working
-    directory (the repository checkout, where ``make`` and the README run it)."""
-    return Path(os.getenv("VLPROBE_ROOT") or Path.cwd())
-
-
 def run(args: argparse.Namespace) -> int:
     from ..cli import keywords
     from ..errors import ArgumentError
@@ -78,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
             out = f"runs/{slug(dataset_name(args.datasets[0]))}-{slug(model_name)}"
-    result = evaluate(**{**keywords(args), "out": out}, root=default_root(), log=print)
+    root = Path(os.getenv("VLPROBE_ROOT") or Path.cwd())  # where the offline default's folders are looked for
+    result = evaluate(**{**keywords(args), "out": out}, root=root, log=print)
     if not result.main_process:
         return 0
     print()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import add_command
@@ -26,43 +24,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "cache are looked in too)")
 
 
-@dataclass(frozen=True)
-class DatasetFolder:
-    """A folder holding a vlprobe.yaml: {built config: splits}, the declared configs not built, its builder's name."""
-
-    name: str
-    path: Path
-    built: dict[str, list[str]]
-    unbuilt: list[str]
-    build: str | None
-
-    def describe(self) -> str:
-        """Its configs and splits in one line, with those not built and how to build them."""
-        parts = [f"{c} ({', '.join(s)})" for c, s in self.built.items()]
-        if self.unbuilt:
-            how = f", `vlprobe build {self.build}`" if self.build else ""
-            parts.append(f"not built{how}: {', '.join(self.unbuilt)}")
-        return "; ".join(parts) or "no config declared in its README.md card"
-
-
-def dataset_folders(root: str | os.PathLike[str]) -> list[DatasetFolder]:
-    """Every folder directly under ``root`` holding a vlprobe.yaml."""
-    from ..builders import builders
+def describe(folder: Path, builder: bool) -> str:
+    """A dataset folder's configs and splits in one line, with those its card declares that are not built (and how to
+    build them, where ``builder``: its name is a ``vlprobe build`` one)."""
     from ..dataset.reader import built_configs, config_splits, declared_configs
 
-    known = builders()
-    out = []
-    for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
-        if not folder.is_dir() or not (folder / "vlprobe.yaml").is_file():
-            continue
-        declared = [c.name for c in declared_configs(folder)] if (folder / "README.md").is_file() else []
-        built = built_configs(folder) if declared else []
-        out.append(DatasetFolder(folder.name, folder, {c: config_splits(folder, c) for c in built},
-                                 [c for c in declared if c not in built], folder.name if folder.name in known else None))
-    return out
+    declared = [c.name for c in declared_configs(folder)] if (folder / "README.md").is_file() else []
+    built = built_configs(folder) if declared else []
+    parts = [f"{c} ({', '.join(config_splits(folder, c))})" for c in built]
+    unbuilt = [c for c in declared if c not in built]
+    if unbuilt:
+        how = f", `vlprobe build {folder.name}`" if builder else ""
+        parts.append(f"not built{how}: {', '.join(unbuilt)}")
+    return "; ".join(parts) or "no config declared in its README.md card"
+
+
+def dataset_folders(root: Path) -> list[Path]:
+    """Every folder directly under ``root`` holding a vlprobe.yaml."""
+    children = sorted(root.iterdir()) if root.is_dir() else []
+    return [folder for folder in children if folder.is_dir() and (folder / "vlprobe.yaml").is_file()]
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..builders import builders
     from ..dataset.reader import list_splits
     from ..errors import ArgumentError
     from ..evaluation import select_configs
@@ -71,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dataset:
         local = Path(args.dataset)
         if local.is_dir() and (local / "vlprobe.yaml").is_file():
-            d = next(x for x in dataset_folders(local.parent) if x.path == local or x.name == local.name)
-            print(f"{args.dataset}: {d.describe()}")
+            print(f"{args.dataset}: {describe(local, local.resolve().name in builders())}")
             return 0
         configs = select_configs(args.dataset, "*", None)  # a DatasetError in one line when it cannot be read
         print(f"{args.dataset}: {len(configs)} config(s) (--config NAME, --split NAME)")
@@ -115,7 +98,8 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
     wrap = textwrap.TextWrapper(width=118, initial_indent="      ", subsequent_indent="        ")
     lines = ["benchmarks vlprobe can build (`vlprobe build NAME`; then `--dataset NAME` from any folder):"]
     roots = search_roots(root)
-    for name, builder in sorted(builders().items()):
+    known = builders()
+    for name, builder in sorted(known.items()):
         lines.append(f"  {name}")
         lines += wrap.wrap(builder.help)
         configs = [d.name for d in builder.config_decls()]
@@ -137,7 +121,7 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
             "$VLPROBE_ROOT" if base != root else "the working folder" if args_root_is_cwd(root) else "--root")
         lines.append(f"  {base} ({where}):" if folders else f"  {base} ({where}): none")
         width = max([len(d.name) for d in folders] + [8])
-        lines += [f"    {d.name:<{width}}  {d.describe()}" for d in folders]
+        lines += [f"    {d.name:<{width}}  {describe(d, d.name in known)}" for d in folders]
     lines += ["", "model families (--family NAME; detected from the model's config.json when left out):"]
     from ..scorers.base import _AUTO_CLASSES
 

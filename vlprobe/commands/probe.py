@@ -55,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import keywords
     from ..probing import format_report, probe
 
-    # a bad setting raises an ArgumentError, which the vlprobe command names as the command line spells it
-    # (--few-shot, not few_shot=)
     result = probe(**keywords(args))
     print(format_report(result))
     written = sorted(p.name for p in Path(args.out).iterdir())

@@ -17,9 +17,8 @@ from .space import _space_plan, check_space_folder
 def check_metric_folder(
     folder: str | os.PathLike[str], repo_id: str, import_app: bool = True, notes: list[str] | None = None
 ) -> list[str]:
-    """The metric Space: ``<name>.py`` (name = the repo's last part) loads with ``evaluate.load``
-    and its docstring examples pass as doctests; ``requirements.txt`` names evaluate (Spaces do
-    not preinstall it); the Space card and app pass :func:`check_space_folder`."""
+    """The metric Space: ``<name>.py`` (the repo's last part) loads and its examples pass, ``requirements.txt`` names
+    evaluate (Spaces do not preinstall it), and the Space checks pass."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"]
@@ -42,9 +41,8 @@ def check_metric_folder(
 
 
 def check_metric_module(module_file: Path, notes: list[str] | None = None) -> list[str]:
-    """Load ``module_file`` with ``evaluate.load`` and run its docstring examples as doctests, with
-    ``evaluate.load`` of any name inside them pointing at this local file (as evaluate's own
-    test_metric_common does), so no example needs the network."""
+    """Load ``module_file`` with ``evaluate.load`` and run its docstring examples as doctests, ``evaluate.load`` of
+    any name pointing at this file (as evaluate's test_metric_common does), so no example needs the network."""
     import evaluate
 
     try:

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from .errors import ModelError, SettingError, VlprobeError
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
@@ -146,18 +146,26 @@ class Run(Generic[Data, Done, Result]):
                           exact_preprocessing=getattr(self.s, "exact_preprocessing", False),
                           control=getattr(self.s, "control", None), seed=self.s.seed)
 
-    def open_cache(self, scorer: Scorer, *, rows: int) -> RunCache:
+    @contextlib.contextmanager
+    def open_cache(self, scorer: Scorer, *, rows: int) -> Iterator[RunCache]:
         """The score cache asked for (an unwritable one has warned and is none), or, when there is none and ``rows``
-        span more than one chunk, a throw-away one in a single-process run."""
+        span more than one chunk, a throw-away one in a single-process run; closed (and removed) after."""
         where, cache = self.s.cache_dir, None
         if not (isinstance(where, str) and where.strip().lower() == "none"):  # None: the default folder
             cache = ScoreCache(Path(where).expanduser() if where is not None else default_cache_dir(),
                                scorer.cache_key(), rank=self.rank)
         if cache is not None and not cache.enabled:
             cache = None
-        if cache is not None or rows <= self.s.chunk_size or self.processes > 1:
-            return RunCache(cache, None)
-        return RunCache(*throwaway_cache(scorer))
+        opened = RunCache(cache, None)
+        if cache is None and rows > self.s.chunk_size and self.processes == 1:
+            opened = RunCache(*throwaway_cache(scorer))
+        try:
+            yield opened
+        finally:
+            if opened.cache is not None:
+                opened.cache.close()
+            if opened.temp is not None:
+                opened.temp.cleanup()
 
     def provenance(self, scorer: Scorer, command: str | None, **sections: object) -> dict[str, Any]:
         """results.json's provenance, ``sections`` between the model and the environment."""
@@ -165,28 +173,16 @@ class Run(Generic[Data, Done, Result]):
                 **sections, "environment": environment()}
 
 
-class RunCache:
-    """The cache a run scores through (None: none), and the temporary folder of a throw-away one; a context manager."""
+class RunCache(NamedTuple):
+    """The cache a run scores through (None: none), and the temporary folder of a throw-away one."""
 
-    def __init__(self, cache: ScoreCache | None, temp: OwnedDir | None) -> None:
-        self.cache, self.temp = cache, temp
+    cache: ScoreCache | None
+    temp: OwnedDir | None
 
     @property
     def folder(self) -> str | None:
         """The folder of a cache kept for later runs."""
         return str(self.cache.dir) if self.cache is not None and self.temp is None else None
-
-    def close(self) -> None:
-        if self.cache is not None:
-            self.cache.close()
-        if self.temp is not None:
-            self.temp.cleanup()
-
-    def __enter__(self) -> RunCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:

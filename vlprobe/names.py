@@ -4,6 +4,7 @@ is imported (:func:`check_model`, :func:`check_dataset`, :func:`check_family`)."
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
 import os
@@ -50,14 +51,14 @@ def is_bundled_name(model: object) -> bool:
     return isinstance(model, (str, os.PathLike)) and str(model).strip().rstrip("/") in (MINI_CLIP, DEFAULT_MODEL)
 
 
-def find_model(model: T, root: str | os.PathLike[str] | None = None) -> T | str:
+def find_model(model: T) -> T | str:
     """The model ``model`` stands for: a folder that exists, as given; the bundled model's name is that folder in
     :func:`_roots`, else the copy the package ships; anything else as it is (a Hub id, an object)."""
     if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
         return model
     if Path(model).expanduser().is_dir() or not is_bundled_name(model):
         return model
-    for base in _roots(root):
+    for base in _roots():
         if is_model_folder(base / DEFAULT_MODEL):
             return str(base / DEFAULT_MODEL)
     packaged = locations.shipped_model()  # (through the module: a test replaces it)
@@ -69,31 +70,24 @@ def looks_like_path(name: str) -> bool:
     return name.startswith(("/", "./", "../", "~", ".\\")) or name.count("/") > 1 or "\\" in name
 
 
-def known_models(near: str | None = None, root: str | os.PathLike[str] | None = None) -> list[str]:
+def known_models(near: str) -> list[str]:
     """Model names worth suggesting: the bundled one, model folders here, in ``models/`` and beside ``near``, and the
-    Hub models cached here."""
+    Hub models with a copy in the Hugging Face cache."""
     names = [MINI_CLIP, DEFAULT_MODEL]
-    base_root = Path(root) if root is not None else Path.cwd()
     bases = [Path("."), Path("models")]
-    if near and str(Path(near).parent) not in (".", ""):
+    if str(Path(near).parent) not in (".", ""):
         bases.append(Path(near).expanduser().parent)
     for base in bases:
         try:
-            children = sorted((base_root / base).iterdir())
+            children = sorted(base.iterdir())
         except OSError:
             continue
         names += [child.name if str(base) == "." else str(base / child.name)
                   for child in children if is_model_folder(child)]
-    return list(dict.fromkeys(names + cached_hub_models()))
-
-
-def cached_hub_models() -> list[str]:
-    """The Hub model ids with a copy in the Hugging Face cache."""
-    try:
-        return sorted(p.name[len("models--"):].replace("--", "/") for p in Path(hub_constants.HF_HUB_CACHE).iterdir()
-                      if p.name.startswith("models--"))
-    except OSError:
-        return []
+    with contextlib.suppress(OSError):
+        names += sorted(p.name[len("models--"):].replace("--", "/") for p in Path(hub_constants.HF_HUB_CACHE).iterdir()
+                        if p.name.startswith("models--"))
+    return list(dict.fromkeys(names))
 
 
 _MODEL_HOW = ("; pass a local folder (one written by save_pretrained, or a snapshot downloaded on a networked machine "
@@ -149,7 +143,7 @@ def is_built(folder: str | os.PathLike[str]) -> bool:
     return (folder / SPEC_FILE).is_file() and (folder / "data").is_dir() and any((folder / "data").rglob("*.parquet"))
 
 
-def find_dataset(name: T, root: str | os.PathLike[str] | None = None) -> T | str:
+def find_dataset(name: T) -> T | str:
     """The dataset ``name`` stands for: a path, as given; else a built folder of that name in :func:`search_roots`
     (one in vlprobe's cache refused when another user could have changed it); else ``name`` (a Hub id, an object)."""
     if not isinstance(name, (str, os.PathLike)):
@@ -157,7 +151,7 @@ def find_dataset(name: T, root: str | os.PathLike[str] | None = None) -> T | str
     text = str(name)
     if not text.strip() or Path(text).expanduser().exists() or "/" in text.strip("/") or looks_like_path(text):
         return name  # a path (that exists or not), or OWNER/NAME: a Hub id, never a built folder's name
-    for folder in [base / text for base in search_roots(root)]:
+    for folder in [base / text for base in search_roots()]:
         if is_built(folder):
             if folder.parent == datasets_home():  # the cache: built by vlprobe, so it must be this user's alone
                 why = locations.distrust_tree(folder, locations.cache_home())
@@ -169,10 +163,10 @@ def find_dataset(name: T, root: str | os.PathLike[str] | None = None) -> T | str
     return name
 
 
-def known_datasets(root: str | os.PathLike[str] | None = None) -> dict[str, Path]:
+def known_datasets() -> dict[str, Path]:
     """{name: folder} of the folders holding a ``vlprobe.yaml`` in :func:`search_roots`, the first found of each."""
     found: dict[str, Path] = {}
-    for base in search_roots(root):
+    for base in search_roots():
         try:
             children = sorted(p for p in base.iterdir() if (p / SPEC_FILE).is_file())
         except OSError:
@@ -297,12 +291,11 @@ def catalogue() -> dict[str, str]:
     return out
 
 
-def dataset_hint(name: str, known: Mapping[str, Path] | None = None) -> str:
+def dataset_hint(name: str, known: Mapping[str, Path]) -> str:
     """``"; did you mean X (...)?"``: a Hub benchmark's own name means its Hub id (``winoground`` ->
     ``facebook/winoground``), else the closest names among the folders found (``known``) and the catalogue."""
     from .benchmarks import benchmarks
 
-    known = known_datasets() if known is None else known
     notes: dict[str, str] = {k: "" for k in known}
     for entry, how in catalogue().items():
         if how == "the Hub":

@@ -54,8 +54,7 @@ def batch_size(text: str) -> int | str:
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """The options of :class:`vlprobe.options.Settings` whose default ``evaluate`` and ``probe`` share; each
-    ``dest`` and default the Python keyword's (``tests/test_options.py``)."""
+    """The options whose default ``evaluate`` and ``probe`` share, each ``dest`` and default the keyword's."""
     p.add_argument("--dataset-revision", default=None, help="Hub revision (branch, tag or commit) of the dataset")
     p.add_argument("--revision", default=None, help="Hub revision of the model")
     p.add_argument("--family", default=None, help="scorer family (default: detected from the model's config)")

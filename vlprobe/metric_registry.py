@@ -66,9 +66,8 @@ def _is_current(target: Path, data: bytes) -> bool:
 
 
 def register_metric() -> Path:
-    """Register the metric this package ships for ``evaluate.load("valse_metric")`` offline; nothing is written when it
-    is registered already. Returns the registered file; an OSError names the fix when evaluate's module cache cannot
-    be written."""
+    """Register the shipped metric for ``evaluate.load("valse_metric")`` offline (nothing written when it is); returns
+    the registered file."""
     source = metric_file()
     target = registered_path(source)
     data = source.read_bytes()

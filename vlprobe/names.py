@@ -31,8 +31,7 @@ def _roots(root: str | os.PathLike[str] | None = None) -> list[Path]:
 
 
 def search_roots(root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Where a dataset name is looked for, in order: :func:`_roots`, then where ``vlprobe build`` writes outside a
-    clone; each folder once."""
+    """Where a dataset name is looked for, in order: :func:`_roots`, then where ``vlprobe build`` writes."""
     out: list[Path] = []
     for base in [*_roots(root), datasets_home()]:
         if base.resolve() not in [b.resolve() for b in out]:
@@ -71,8 +70,7 @@ def looks_like_path(name: str) -> bool:
 
 
 def known_models(near: str) -> list[str]:
-    """Model names worth suggesting: the bundled one, model folders here, in ``models/`` and beside ``near``, and the
-    Hub models with a copy in the Hugging Face cache."""
+    """Model names worth suggesting: the bundled one, folders here, in ``models/`` and beside ``near``, the Hub's cached."""
     names = [MINI_CLIP, DEFAULT_MODEL]
     bases = [Path("."), Path("models")]
     if str(Path(near).parent) not in (".", ""):
@@ -95,8 +93,7 @@ _MODEL_HOW = ("; pass a local folder (one written by save_pretrained, or a snaps
 
 
 def check_model(model: object, revision: str | None = None) -> None:
-    """Fail in about a second where loading ``model`` would fail only after importing torch; a folder goes on
-    (loading it says what it lacks)."""
+    """Fail in about a second where loading ``model`` would fail only after importing torch."""
     if not isinstance(model, (str, os.PathLike)):
         return
     text = str(model)
@@ -182,8 +179,7 @@ _OFFLINE_HOW = ("to work offline, pass a dataset folder (built with `vlprobe bui
 
 
 def check_dataset(dataset: str, revision: str | None = None) -> None:
-    """Fail in about a second where ``datasets`` would spend half a minute retrying; ``dataset``: as
-    :func:`find_dataset` resolved it."""
+    """Fail in about a second where ``datasets`` would spend half a minute retrying."""
     if Path(dataset).expanduser().exists():
         return
     known = known_datasets()
@@ -278,8 +274,7 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 
 
 def catalogue() -> dict[str, str]:
-    """{dataset name: how it is had (``"vlprobe build NAME"``, ``"the Hub"``)} of every benchmark, built or not; no
-    builder is imported."""
+    """{dataset name: how it is had (``"vlprobe build NAME"``, ``"the Hub"``)} of every benchmark, built or not."""
     from .benchmarks import benchmarks
 
     out: dict[str, str] = {}

@@ -47,8 +47,7 @@ T = TypeVar("T")
 
 
 class Refused(Exception):
-    """Raised by a check: why the value is refused; ``value``: the one to show, when not the value given, and ``at``
-    its place (``[1]``)."""
+    """Raised by a check: why; ``value``: the one to show, when not the value given; ``at``: its place (``[1]``)."""
 
     def __init__(self, detail: str, value: object = _SAME, at: str = "") -> None:
         super().__init__(detail)
@@ -372,8 +371,7 @@ class Settings:
         return {f.name: flag for f in fields(cls) if (flag := cls.flag(f)) is not None}
 
     def command_line(self, **resolved: object) -> str | None:
-        """The command that reruns these settings (``resolved``: what the run filled in for a default); None when a
-        value is an object in memory."""
+        """The command that reruns these settings (``resolved``: defaults the run filled in); None for an object."""
         values = {**vars(self), **resolved}
         parts = self.PROG.split()
         for f in fields(self):

@@ -51,8 +51,7 @@ def include_path(folder: str | os.PathLike[str]) -> list[str]:
 
 
 def include_option(folders: list[str]) -> None:
-    """``--include-path DIR``: the folders put before ``VLPROBE_INCLUDE_PATH``'s in the environment, so that any
-    process the command starts reads them too."""
+    """``--include-path DIR``: put in ``VLPROBE_INCLUDE_PATH``, so that any process the command starts reads them."""
     for folder in folders:
         if not Path(folder).expanduser().is_dir():
             raise PluginError(f"--include-path {folder}: not a folder")

@@ -148,8 +148,8 @@ class Run(Generic[Data, Done, Result]):
 
     @contextlib.contextmanager
     def open_cache(self, scorer: Scorer, *, rows: int) -> Iterator[RunCache]:
-        """The score cache asked for (an unwritable one has warned and is none), or, when there is none and ``rows``
-        span more than one chunk, a throw-away one in a single-process run; closed (and removed) after."""
+        """The score cache asked for, or, when none and ``rows`` span several chunks, a throw-away one in a
+        single-process run; closed (and removed) after."""
         where, cache = self.s.cache_dir, None
         if not (isinstance(where, str) and where.strip().lower() == "none"):  # None: the default folder
             cache = ScoreCache(Path(where).expanduser() if where is not None else default_cache_dir(),
@@ -186,8 +186,7 @@ class RunCache(NamedTuple):
 
 
 def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
-    """(cache, its folder) carrying inputs across chunks; the :class:`~vlprobe.storage.leftovers.OwnedDir` is removed by
-    a later run should this one be killed."""
+    """(cache, its folder) carrying inputs across chunks; a later run removes the folder should this one be killed."""
     sweep()
     temp = OwnedDir(prefix="vlprobe-chunk-cache-")
     cache = ScoreCache(temp.name, scorer.cache_key())
@@ -200,8 +199,7 @@ def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
 def load_model(model: object, processor: object = None, *, family: str | None = None, revision: str | None = None,
                device: str | None = None, dtype: str = "float32", exact_preprocessing: bool = False,
                control: str | None = None, seed: int = 0) -> Scorer:
-    """A ready scorer from a model name (:func:`vlprobe.names.find_model`), a (model, processor) pair, a loaded
-    model, or a scorer."""
+    """A ready scorer from a model name, a (model, processor) pair, a loaded model, or a scorer."""
     if isinstance(model, tuple) and len(model) == 2 and processor is None:
         model, processor = model
     if isinstance(model, Scorer):

@@ -25,8 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def describe(folder: Path, builder: bool) -> str:
-    """A dataset folder's configs and splits in one line, with those its card declares that are not built (and how to
-    build them, where ``builder``: its name is a ``vlprobe build`` one)."""
+    """A dataset folder's configs and splits in one line, with those not built (``builder``: it has one)."""
     from ..dataset.reader import built_configs, config_splits, declared_configs
 
     declared = [c.name for c in declared_configs(folder)] if (folder / "README.md").is_file() else []

@@ -124,8 +124,7 @@ def _path_only_images(path: Path, column: str, is_list: bool) -> tuple[int, int,
 
 
 def spec_files(folder: Path) -> list[str]:
-    """vlprobe.yaml (where there is one), then the other specs beside it (TraVLR's true_false.yaml: a second framing
-    chosen with --spec)."""
+    """vlprobe.yaml, then the other specs beside it (a second framing chosen with --spec)."""
     others = sorted(p.name for p in folder.glob("*.yaml") if p.name != SPEC_FILE and not p.name.startswith("."))
     return ([SPEC_FILE] if (folder / SPEC_FILE).is_file() else []) + others
 
@@ -302,8 +301,7 @@ def _short(feature) -> str:
 
 
 def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[str]) -> list[str]:
-    """``load_dataset`` every config, in a throwaway cache (a stale one could hide a problem); then the first ``rows``
-    rows of each must become items."""
+    """``load_dataset`` every config (a throwaway cache: a stale one could hide a problem); its first rows to items."""
     import datasets
 
     problems = []

@@ -15,8 +15,7 @@ def publish(
     dry_run: bool = False,
     commit_message: str | None = None,
 ) -> str | None:
-    """Create the repo (``exist_ok=True``) and upload the planned files; returns the commit URL. ``dry_run``: print
-    the plan, touch nothing. ``token``: else huggingface_hub's (HF_TOKEN, then the stored login)."""
+    """Create the repo (``exist_ok=True``) and upload the planned files; returns the commit URL (``dry_run``: none)."""
     token = token or get_token()
     if dry_run:
         print("dry run: would create (if absent) and upload to the " + plan.describe(private=private))

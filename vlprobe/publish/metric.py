@@ -17,8 +17,7 @@ from .space import _space_plan, check_space_folder
 def check_metric_folder(
     folder: str | os.PathLike[str], repo_id: str, import_app: bool = True, notes: list[str] | None = None
 ) -> list[str]:
-    """The metric Space: ``<name>.py`` (the repo's last part) loads and its examples pass, ``requirements.txt`` names
-    evaluate (Spaces do not preinstall it), and the Space checks pass."""
+    """The problems of the metric Space: ``<name>.py`` (the repo's last part), requirements.txt, the Space checks."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"]

@@ -126,8 +126,7 @@ def stage_space(folder: str | os.PathLike[str]) -> tuple[Path, Any]:
 
 
 def plan_space(folder: str | os.PathLike[str], repo_id: str) -> UploadPlan:
-    """Validate a Space folder and plan pushing it staged; the import check runs on the staged copy, so it proves the
-    Space runs without this repository around it."""
+    """Validate a Space folder staged (so that the import check proves it runs alone) and plan pushing it."""
     check_repo_id(repo_id)
     escaping = escaping_files(Path(folder))
     if escaping:

@@ -12,11 +12,10 @@ HELP = "the catalogue: benchmarks vlprobe builds, dataset folders found, model f
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "list", HELP, run, (
-        "The catalogue: every benchmark `vlprobe build` makes (its configs, what the build needs, whether it is "
-        "built and where), every dataset folder found (the working directory, $VLPROBE_ROOT, and where "
-        "`vlprobe build` writes outside a clone: <cache>/datasets), each with its configs and splits, the model "
-        "families --family accepts with the architectures each takes, and the bundled model. With --dataset: "
-        "that dataset's configs and splits."))
+        "The catalogue: every benchmark `vlprobe build` makes (its configs, what the build needs, where it is "
+        "built), every dataset folder found (here, $VLPROBE_ROOT, and <cache>/datasets, where `vlprobe build` "
+        "writes outside a clone) with its configs and splits, the model families with their architectures, "
+        "and the bundled model."))
     p.add_argument("--dataset", default=None, metavar="FOLDER_OR_HUB_ID",
                    help="list this dataset's configs and splits (a Hub id needs the network)")
     p.add_argument("--root", default=None,

@@ -88,7 +88,10 @@ class Run(Generic[Data, Done, Result]):
         with silenced(not s.progress):
             data = self.load_data()
             self.before_model(data)
-            scorer = self.load_model(self.model, s.processor, device=self.device)
+            scorer = load_model(self.model, s.processor, family=s.family, revision=s.revision,
+                                device=self.device if self.device is not None else s.device, dtype=s.dtype,
+                                exact_preprocessing=getattr(s, "exact_preprocessing", False),
+                                control=getattr(s, "control", None), seed=s.seed)
             self.after_model(scorer, data)
             rows = self.rows(data)
             with self.open_cache(scorer, rows=rows) as cache:
@@ -139,12 +142,7 @@ class Run(Generic[Data, Done, Result]):
             if isinstance(d, (str, os.PathLike)):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
-    def load_model(self, model: object, processor: object = None, *, device: str | None = None) -> Scorer:
-        """``model`` as a scorer with the run's settings (``device``: this process's, under ``accelerate launch``)."""
-        return load_model(model, processor, family=self.s.family, revision=self.s.revision,
-                          device=device if device is not None else self.s.device, dtype=self.s.dtype,
-                          exact_preprocessing=getattr(self.s, "exact_preprocessing", False),
-                          control=getattr(self.s, "control", None), seed=self.s.seed)
+
 
     @contextlib.contextmanager
     def open_cache(self, scorer: Scorer, *, rows: int) -> Iterator[RunCache]:

@@ -5,40 +5,20 @@ wheel), imported as ``vlprobe.valse_metric``: :func:`compute` calls its pure fun
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import metric_registry
 from .metric_registry import register_metric as register  # `python -m vlprobe.metric register`
+from .plugins import import_file
 
 if TYPE_CHECKING:
     import evaluate
 
 MODULE_NAME = metric_registry.MODULE_NAME
-
-
-def _import_metric() -> ModuleType:
-    path = metric_registry.metric_file()
-    name = f"{__package__}.{MODULE_NAME}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None  # a .py file always has a spec and a loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # before running it, as an import does (dataclasses look it up)
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    setattr(sys.modules[__package__], MODULE_NAME, module)  # `from vlprobe import valse_metric`
-    return module
-
-
-module = _import_metric()
+module = import_file(f"{__package__}.{MODULE_NAME}", metric_registry.metric_file())
+setattr(sys.modules[__package__], MODULE_NAME, module)  # `from vlprobe import valse_metric`
 METRIC_FILE = Path(str(module.__file__)).resolve()
 METRIC_KEYS: tuple[str, ...] = module.METRIC_KEYS
 TIE_POLICIES: tuple[str, ...] = module.TIE_POLICIES

@@ -78,24 +78,32 @@ def _include_modules() -> list[tuple[str, ModuleType]]:
     return _LOADED[INCLUDE_VAR]
 
 
-def _import_file(file: Path) -> ModuleType:
-    name = f"{_PACKAGE}.{file.stem}"
+def import_file(name: str, file: Path) -> ModuleType:
+    """``file`` imported as module ``name``, once (the module of that name from that file is reused)."""
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(file):
         return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None  # a .py file always has a spec and a loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before running it, as an import does (dataclasses look it up)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_file(file: Path) -> ModuleType:
     if _PACKAGE not in sys.modules:
         package = ModuleType(_PACKAGE)
         package.__path__ = []  # a namespace of the include folders' modules
         sys.modules[_PACKAGE] = package
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_file(f"{_PACKAGE}.{file.stem}", file)
     except Exception as err:
-        del sys.modules[name]
         raise PluginError(f"plugin {file} (from {INCLUDE_VAR} or vlprobe.plugins.include_path) failed to import: "
                           f"{type(err).__name__}: {err}") from err
-    return module
 
 
 def _entry_point_modules(group: str) -> list[tuple[str, Any]]:

@@ -45,6 +45,11 @@ class ArgumentError(SettingError):
         return f"{self.flag} {' '.join(shlex.quote(str(v)) for v in values)}: {self.detail}"
 
 
+def first_line(err: BaseException) -> str:
+    """The first line of what ``err`` says (its class's name when it says nothing)."""
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
 def warn(message: str) -> None:
     """One line on stderr, ``vlprobe: warning: ...`` (a full disk or a closed stderr loses the warning, not the run)."""
     with contextlib.suppress(OSError, ValueError):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
-from .errors import ModelError, SettingError, VlprobeError
+from .errors import ModelError, SettingError, VlprobeError, first_line
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
 from .options import Settings, cpus
 from .results import RunResult, environment, now_iso
@@ -209,7 +209,7 @@ def load_model(model: object, processor: object = None, *, family: str | None = 
         except UnknownFamilyError as err:
             raise ModelError(str(err)) from None
         except (FileNotFoundError, OSError, ValueError, TypeError) as err:
-            raise ModelError(_first_line(err)) from None
+            raise ModelError(first_line(err)) from None
     else:
         scorer = _loaded_scorer(model, processor, family, device, dtype)
     if control and "+" not in scorer.family:
@@ -220,8 +220,7 @@ def load_model(model: object, processor: object = None, *, family: str | None = 
     return scorer
 
 
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
 
 
 def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
@@ -257,7 +256,7 @@ def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None
     except VlprobeError:
         raise
     except Exception as err:
-        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {_first_line(err)}") from err
+        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {first_line(err)}") from err
     # The weights identify a model in memory (it may be mid-training): its cache key is their digest.
     h = hashlib.sha256()
     with torch.no_grad():

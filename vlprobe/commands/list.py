@@ -46,7 +46,7 @@ def dataset_folders(root: Path) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     from ..builders import builders
     from ..dataset.reader import list_splits
-    from ..errors import ArgumentError
+    from ..errors import ArgumentError, first_line
     from ..evaluation import select_configs
     from ..scorers.base import families
 
@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 splits = ", ".join(list_splits(args.dataset, config))
             except Exception as err:  # one unreadable config does not hide the others
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                splits = f"cannot be read ({first})"
+                splits = f"cannot be read ({first_line(err)})"
             print(f"  {config:<28} {splits}")
         return 0
     root = Path(args.root) if args.root else Path.cwd()

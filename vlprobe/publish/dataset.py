@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import first_line
 from ..storage.paths import config_name_problem, relative_problem, split_name_problem
 from .folder import BUILD_REPORT, CARD_FILE, SPEC_FILE, progress_bars_off, read_card
-from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
+from .plan import UploadPlan, ValidationError, check_repo_id
 
 if TYPE_CHECKING:
     import datasets
@@ -312,7 +313,7 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
                     dsd = datasets.load_dataset(str(folder), name, cache_dir=cache)
             except Exception as err:  # anything load_dataset raises is a reason to refuse
                 problems.append(f"config {name!r}: load_dataset({str(folder)!r}, {name!r}) fails: "
-                                f"{type(err).__name__}: {_first_line(err)}")
+                                f"{type(err).__name__}: {first_line(err)}")
                 continue
             sizes = ", ".join(f"{split} {len(ds)} rows" for split, ds in dsd.items())
             if spec is None:

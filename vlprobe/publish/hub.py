@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from huggingface_hub import HfApi, get_token
 
-from .plan import PublishError, UploadPlan, _first_line
+from ..errors import first_line
+from .plan import PublishError, UploadPlan
 
 
 def publish(
@@ -54,9 +55,9 @@ def publish(
             401: "the token was rejected; check it (`hf auth whoami`)",
             403: f"the token may not write to {plan.repo_id.split('/')[0]!r}; use a write token for that namespace",
         }.get(status, "the Hub refused the request")
-        raise PublishError(f"{plan.repo_type} repo {plan.repo_id}: {hint} (HTTP {status}: {_first_line(err)})") from None
+        raise PublishError(f"{plan.repo_type} repo {plan.repo_id}: {hint} (HTTP {status}: {first_line(err)})") from None
     except (ConnectionError, httpx.TransportError) as err:
-        raise PublishError(f"cannot reach the Hub to publish {plan.repo_id}: {_first_line(err)}") from None
+        raise PublishError(f"cannot reach the Hub to publish {plan.repo_id}: {first_line(err)}") from None
     url = getattr(info, "commit_url", None) or str(info)
     print(f"uploaded {len(plan.files)} file(s) to the {plan.repo_type} repo {plan.repo_id}: {url}")
     return url

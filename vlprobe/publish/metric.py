@@ -9,8 +9,9 @@ import os
 import sys
 from pathlib import Path
 
+from ..errors import first_line
 from .folder import escaping_files, progress_bars_off
-from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
+from .plan import UploadPlan, ValidationError, check_repo_id
 from .space import _space_plan, check_space_folder
 
 
@@ -48,7 +49,7 @@ def check_metric_module(module_file: Path, notes: list[str] | None = None) -> li
         with progress_bars_off():
             metric = evaluate.load(str(module_file))
     except Exception as err:
-        return [f"{module_file}: evaluate.load fails: {type(err).__name__}: {_first_line(err)}"]
+        return [f"{module_file}: evaluate.load fails: {type(err).__name__}: {first_line(err)}"]
     module = sys.modules.get(type(metric).__module__)
     if module is None:
         return [f"{module_file}: loaded, but its module could not be found for the doctests"]

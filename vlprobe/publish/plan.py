@@ -61,9 +61,7 @@ def check_repo_id(repo_id: str) -> str:
     return repo_id
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)
+
 
 
 def _human(n: int) -> str:

@@ -220,9 +220,6 @@ def load_model(model: object, processor: object = None, *, family: str | None = 
     return scorer
 
 
-
-
-
 def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
     """A scorer around a loaded transformers model, wrapped by its family (named, or detected from its class)."""
     import torch  # a loaded model: torch is imported already

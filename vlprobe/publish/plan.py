@@ -61,9 +61,6 @@ def check_repo_id(repo_id: str) -> str:
     return repo_id
 
 
-
-
-
 def _human(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":

@@ -142,8 +142,6 @@ class Run(Generic[Data, Done, Result]):
             if isinstance(d, (str, os.PathLike)):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
-
-
     @contextlib.contextmanager
     def open_cache(self, scorer: Scorer, *, rows: int) -> Iterator[RunCache]:
         """The score cache asked for, or, when none and ``rows`` span several chunks, a throw-away one in a

@@ -15,8 +15,6 @@ HELP = "build a dataset folder (parquet with embedded images + card YAML)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    import sys
-
     from ..builders import builders
     from ..errors import VlprobeError
 
@@ -25,8 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     try:
         found = builders()
     except VlprobeError as err:  # a plugin's builder that cannot be loaded (vlprobe.plugins): one line, as run() says
-        print(f"vlprobe build: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        parser.exit(2, f"vlprobe build: error: {err}\n")
     for name, builder in sorted(found.items()):
         p = inner.add_parser(name, help=builder.help, description=builder.help)
         builder.add_arguments(p)

@@ -73,11 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 # ---- the catalogue ------------------------------------------------------------------------------------------
 
-def args_root_is_cwd(root: Path) -> bool:
-    try:
-        return root.resolve() == Path.cwd().resolve()
-    except OSError:
-        return False
+
 
 
 def _shown(names: list[str], first: int = 6) -> str:
@@ -115,7 +111,8 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
     for base in roots:
         folders = dataset_folders(base)
         where = "the cache, where `vlprobe build` writes outside a clone" if base == datasets_home() else (
-            "$VLPROBE_ROOT" if base != root else "the working folder" if args_root_is_cwd(root) else "--root")
+            "$VLPROBE_ROOT" if base != root else "the working folder" if root.resolve() == Path.cwd().resolve() else
+            "--root")
         lines.append(f"  {base} ({where}):" if folders else f"  {base} ({where}): none")
         width = max([len(d.name) for d in folders] + [8])
         lines += [f"    {d.name:<{width}}  {describe(d, d.name in known)}" for d in folders]

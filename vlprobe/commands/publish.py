@@ -6,17 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from . import add_command
+
 HELP = "validate a dataset folder, the metric or the Space, then push it to the Hugging Face Hub"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "publish",
-        help=HELP,
-        description="Validate locally, then HfApi.create_repo(exist_ok=True) + upload_folder. "
-        "Token: --token, else HF_TOKEN, else the stored login (`hf auth login`).",
-    )
-    parser.set_defaults(func=run)
+    parser = add_command(sub, "publish", HELP, run, "Validate locally, then HfApi.create_repo(exist_ok=True) + "
+                         "upload_folder. Token: --token, else HF_TOKEN, else the stored login (`hf auth login`).")
     inner = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
 
     p = inner.add_parser("dataset", help="a dataset folder (card + vlprobe.yaml + parquet) as a dataset repo")

@@ -203,15 +203,6 @@ def check_dataset(dataset: str, revision: str | None = None) -> None:
 
 # ---- the Hub ------------------------------------------------------------------------------------------------
 
-_OFFLINE_VARIABLES = {"model": ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"), "dataset": ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
-
-
-def offline_variable(kind: str) -> str | None:
-    """The variable set that keeps the library loading a ``kind`` off the Hub."""
-    return next((v for v in _OFFLINE_VARIABLES[kind]
-                 if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")), None)
-
-
 _REACHED: set[tuple[str, str, str | None]] = set()  # Hub models and datasets found this process: asked once
 
 
@@ -220,7 +211,8 @@ def _check_hub(kind: str, name: str, revision: str | None, error: type[VlprobeEr
     """The Hub's part of :func:`check_model` and :func:`check_dataset`, asked once per process, 2 s at most: ``name``
     refused in one line ending with ``hint`` else ``how``; ``absent``: how "the Hub has none" is said. Gated, a bad
     revision, a server error or a slow answer go on: the library that loads it says what exactly."""
-    offline = offline_variable(kind)
+    variables = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE" if kind == "model" else "HF_DATASETS_OFFLINE")
+    offline = next((v for v in variables if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")), None)
     if offline:
         if not _hub_cached(kind, name):
             raise error(f"{kind} {name!r} is not a local folder, and {offline} is set with no copy of it in the Hugging "

@@ -305,6 +305,8 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
     """``load_dataset`` every config (a throwaway cache: a stale one could hide a problem); its first rows to items."""
     import datasets
 
+    from ..dataset.images import to_pil
+
     problems = []
     with tempfile.TemporaryDirectory(prefix="vlprobe-check-") as cache:
         for name in configs:
@@ -322,9 +324,14 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
                 if len(ds) == 0:
                     problems.append(f"config {name!r} split {split!r}: has no rows")
                     continue
-                found = _check_rows(spec, ds.select(range(min(rows, len(ds)))), name, split)
-                problems += found
-                if not found:
+                try:
+                    for item in spec.iter_items(ds.select(range(min(rows, len(ds)))), config=name):
+                        for k, image in enumerate(item.images):
+                            to_pil(image, where=f"item {item.id!r} image {k}")
+                except Exception as err:  # ItemError, SpecError, ImageError: each names the row and column
+                    problems.append(f"config {name!r} split {split!r}: rows do not convert to items with "
+                                    f"vlprobe.yaml: {err}")
+                else:
                     shape = spec.for_config(name).to_item(ds[0], 0, name).shape
                     notes.append(
                         f"config {name!r}: load_dataset ok ({sizes}); first {min(rows, len(ds))} {split} rows -> "
@@ -333,17 +340,6 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
                 break  # the first split shows whether the spec fits this config's columns
     return problems
 
-
-def _check_rows(spec, ds, config: str, split: str) -> list[str]:
-    from ..dataset.images import to_pil
-
-    try:
-        for item in spec.iter_items(ds, config=config):
-            for k, image in enumerate(item.images):
-                to_pil(image, where=f"item {item.id!r} image {k}")
-    except Exception as err:  # ItemError, SpecError, ImageError: each names the row and column
-        return [f"config {config!r} split {split!r}: rows do not convert to items with vlprobe.yaml: {err}"]
-    return []
 
 def plan_dataset(folder: str | os.PathLike[str], repo_id: str, rows: int = 5) -> UploadPlan:
     """Validate a dataset folder and plan the upload of its card, specs and the data files the card declares."""

@@ -45,7 +45,6 @@ _IMPORT_CHECK = r"""
 import importlib.util, json, sys
 app, folder = sys.argv[1], sys.argv[2]
 sys.path.insert(0, folder)
-result = {"ok": False}
 try:
     import gradio as gr
     def _refuse(self, *args, **kwargs):

@@ -8,8 +8,7 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING
 
-# The public names, imported on first use (PEP 562) so that `import vlprobe` and `vlprobe --help`
-# stay light: evaluate/probe pull in datasets, pandas and torch.
+# The public names, imported on first use (PEP 562): evaluate/probe pull in datasets, pandas and torch.
 _EXPORTS = {
     "DatasetError": "errors", "ModelError": "errors", "SettingError": "errors", "VlprobeError": "errors",
     "Evaluation": "evaluation", "evaluate": "evaluation", "score": "evaluation",

@@ -120,14 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     command = next((a for a in argv if not a.startswith("-")), None)  # the top level's options take no value
     if command is None and not argv:
-        # `vlprobe` alone runs the offline default job, as the README's first command does.
-        argv, command = ["evaluate"], "evaluate"
+        argv, command = ["evaluate"], "evaluate"  # the offline default job, as the README's first command does
     args = build_parser(command).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (VlprobeError, ValueError, FileNotFoundError) as err:
-        # ArgumentError names its argument as a flag here (``--bootstrap``), as ``bootstrap=`` in Python.
-        text = err.cli() if isinstance(err, ArgumentError) else err
+        text = err.cli() if isinstance(err, ArgumentError) else err  # named as a flag (``--bootstrap``) here
         print(f"vlprobe {args.command}: error: {text}", file=sys.stderr)
         return 2
     except OSError as err:  # the system's refusal (a name too long, a full disk, no permission): one line, no traceback

@@ -1,7 +1,5 @@
-"""vlprobe's door to the metric, ``metric/valse_metric.py`` (:data:`METRIC_FILE`: ``vlprobe/_bundled/metric/`` in a
-wheel), imported as ``vlprobe.valse_metric``: :func:`compute` calls its pure function directly (no Arrow round trip),
-:func:`load` returns the ``evaluate.Metric`` loaded by path. Nothing is registered at import
-(:mod:`vlprobe.metric_registry`)."""
+"""vlprobe's door to the metric, ``metric/valse_metric.py`` (:data:`METRIC_FILE`), imported as ``vlprobe.valse_metric``:
+:func:`compute` calls its pure function directly (no Arrow round trip); nothing is registered at import."""
 
 from __future__ import annotations
 

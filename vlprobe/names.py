@@ -25,13 +25,12 @@ T = TypeVar("T")  # a name given (a str or os.PathLike), or an object in memory,
 
 
 def _roots(root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """``root`` (default the working directory), then ``$VLPROBE_ROOT`` when set."""
     given = os.environ.get("VLPROBE_ROOT")
     return [Path(root) if root is not None else Path.cwd(), *([Path(given).expanduser()] if given else [])]
 
 
 def search_roots(root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Where a dataset name is looked for, in order: :func:`_roots`, then where ``vlprobe build`` writes."""
+    """Where a dataset name is looked for: ``root`` (default here), ``$VLPROBE_ROOT``, where ``vlprobe build`` writes."""
     out: list[Path] = []
     for base in [*_roots(root), datasets_home()]:
         if base.resolve() not in [b.resolve() for b in out]:
@@ -51,8 +50,8 @@ def is_bundled_name(model: object) -> bool:
 
 
 def find_model(model: T) -> T | str:
-    """The model ``model`` stands for: a folder that exists, as given; the bundled model's name is that folder in
-    :func:`_roots`, else the copy the package ships; anything else as it is (a Hub id, an object)."""
+    """The model ``model`` stands for: a folder that exists, as given; the bundled model's name is that folder here
+    or in ``$VLPROBE_ROOT``, else the copy the package ships; anything else as it is (a Hub id, an object)."""
     if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
         return model
     if Path(model).expanduser().is_dir() or not is_bundled_name(model):

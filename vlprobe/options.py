@@ -1,6 +1,5 @@
 """The settings of a run, typed and checked once: :class:`Settings` holds the fields ``vlprobe.evaluate`` and
-``vlprobe.probe`` share (each command's subclass its own), each declared with :func:`opt`; the first bad value raises
-an :class:`~vlprobe.errors.ArgumentError` naming it. No heavy library is imported here, so that a bad number is
+``vlprobe.probe`` share (each command's subclass its own). No heavy library is imported here, so that a bad number is
 refused in well under a second."""
 
 from __future__ import annotations

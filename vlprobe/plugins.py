@@ -32,7 +32,6 @@ _FOLDERS: list[Path] = []
 
 
 def _reread_folders() -> None:
-    """The include folders, and the benchmark registry, read again when next asked."""
     _LOADED.pop(INCLUDE_VAR, None)
     registry = sys.modules.get("vlprobe.benchmarks.base")  # (not imported: the registry imports this module)
     if registry is not None:

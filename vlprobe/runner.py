@@ -1,6 +1,5 @@
 """The pipeline every run follows: ``vlprobe.evaluate``, ``vlprobe.probe`` and ``vlprobe.score`` are each a
-:class:`Run` whose hooks do the command's own work; :meth:`Run.__call__` is the order of the steps. Library progress
-bars are off for the whole run (:func:`silenced`)."""
+:class:`Run` whose hooks do the command's own work; :meth:`Run.__call__` is the order of the steps."""
 
 from __future__ import annotations
 

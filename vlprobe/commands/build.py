@@ -34,17 +34,13 @@ MAX_ITEMS = 1_000_000  # per config: what a generator renders in a day
 MAX_RETRIES = 100
 
 
-def max_workers() -> int:
-    """Four per core, at least 16: downloads wait on the network."""
-    return max(16, 4 * (os.cpu_count() or 1))
-
-
 def check_args(args: argparse.Namespace) -> None:
     """Refuse, in one line, the arguments every builder shares: counts of at least 1 and at most their largest, and an
     ``--out`` that is a file or the working directory (or a folder holding it: a build replaces its ``--out`` whole)."""
     from ..errors import SettingError
 
-    most = {"workers": max_workers(), "read_workers": max_workers(), "retries": MAX_RETRIES, "items": MAX_ITEMS}
+    workers = max(16, 4 * (os.cpu_count() or 1))  # four per core, at least 16: downloads wait on the network
+    most = {"workers": workers, "read_workers": workers, "retries": MAX_RETRIES, "items": MAX_ITEMS}
     for name in most:
         value = getattr(args, name, None)
         flag = f"--{name.replace('_', '-')}"

@@ -13,8 +13,7 @@ from ..storage.paths import is_inside
 SPEC_FILE = "vlprobe.yaml"
 CARD_FILE = "README.md"
 BUILD_REPORT = "data/BUILD.md"  # vlprobe.builders.cards.write_build_report
-# What upload_folder never uploads whatever the patterns (huggingface_hub's own defaults: git and
-# its cache folders), so that a plan lists exactly the files an upload sends.
+# What upload_folder never uploads whatever the patterns, so that a plan lists exactly the files an upload sends.
 UPLOAD_IGNORED = [".git", ".git/*", "*/.git", "**/.git/**", ".cache/huggingface", ".cache/huggingface/*",
                   "*/.cache/huggingface", "**/.cache/huggingface/**"]
 # Never uploaded from a metric or Space folder (fnmatch patterns; '*' also matches '/').

@@ -76,10 +76,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 
-def _shown(names: list[str], first: int = 6) -> str:
-    return ", ".join(names[:first]) + (f", ... ({len(names)} in all)" if len(names) > first else "")
-
-
 def catalogue_lines(root: Path, fams: dict) -> list[str]:
     import textwrap
 
@@ -97,7 +93,8 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
         lines += wrap.wrap(builder.help)
         configs = [d.name for d in builder.config_decls()]
         if configs:
-            lines += wrap.wrap(f"configs: {_shown(configs)}")
+            more = f", ... ({len(configs)} in all)" if len(configs) > 6 else ""
+            lines += wrap.wrap(f"configs: {', '.join(configs[:6])}{more}")
         if builder.needs:
             lines += wrap.wrap(f"needs: {builder.needs}")
         if name != "folder":

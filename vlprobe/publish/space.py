@@ -136,15 +136,13 @@ def plan_space(folder: str | os.PathLike[str], repo_id: str) -> UploadPlan:
     if problems:
         owner.cleanup()
         raise ValidationError(f"Space folder {folder}", problems)
-    plan = _space_plan(staged, repo_id, notes)
-    plan.keep_alive = owner
-    return plan
+    return _space_plan(staged, repo_id, notes, keep_alive=owner)
 
 
-def _space_plan(folder: Path, repo_id: str, notes: list[str] | None = None) -> UploadPlan:
+def _space_plan(folder: Path, repo_id: str, notes: list[str] | None = None, keep_alive: object = None) -> UploadPlan:
     meta, _ = read_card(folder)
     sdk = str((meta or {}).get("sdk") or "gradio")
     return UploadPlan(
         repo_id=repo_id, repo_type="space", folder=folder, files=folder_files(folder),
-        ignore_patterns=list(IGNORE_PATTERNS), space_sdk=sdk, notes=list(notes or []),
+        ignore_patterns=list(IGNORE_PATTERNS), space_sdk=sdk, notes=list(notes or []), keep_alive=keep_alive,
     )

@@ -52,9 +52,7 @@ def is_bundled_name(model: object) -> bool:
 def find_model(model: T) -> T | str:
     """The model ``model`` stands for: a folder that exists, as given; the bundled model's name is that folder here
     or in ``$VLPROBE_ROOT``, else the copy the package ships; anything else as it is (a Hub id, an object)."""
-    if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
-        return model
-    if Path(model).expanduser().is_dir() or not is_bundled_name(model):
+    if not is_bundled_name(model) or Path(str(model)).expanduser().is_dir():
         return model
     for base in _roots():
         if is_model_folder(base / DEFAULT_MODEL):

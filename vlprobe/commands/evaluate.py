@@ -64,12 +64,11 @@ def run(args: argparse.Namespace) -> int:
     if out is not None and not str(out).strip():
         raise ArgumentError("out", out, "is empty; name a folder for the outputs, or leave --out out for the default "
                                         "(runs/<dataset>-<model>)")
-    if not out:
-        if not args.datasets:
-            out = DEFAULT_OUT
-        else:
-            model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
-            out = f"runs/{slug(dataset_name(args.datasets[0]))}-{slug(model_name)}"
+    if out is None and not args.datasets:
+        out = DEFAULT_OUT
+    elif out is None:
+        model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
+        out = f"runs/{slug(dataset_name(args.datasets[0]))}-{slug(model_name)}"
     root = Path(os.getenv("VLPROBE_ROOT") or Path.cwd())  # where the offline default's folders are looked for
     result = evaluate(**{**keywords(args), "out": out}, root=root, log=print)
     if not result.main_process:

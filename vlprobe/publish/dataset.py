@@ -44,9 +44,7 @@ def _data_file_patterns(data_files: object) -> dict[str, list[str]] | None:
 def _declared_features(meta: Mapping[str, Any]) -> dict[str, Any]:
     """{config_name: features YAML list} from ``dataset_info`` (a dict or a list of dicts)."""
     info = meta.get("dataset_info")
-    if info is None:
-        return {}
-    entries = info if isinstance(info, list) else [info]
+    entries = info if isinstance(info, list) else [info]  # None: no entry, as it is no Mapping
     return {
         str(e.get("config_name", "default")): e.get("features")
         for e in entries
@@ -94,11 +92,9 @@ def _image_columns(features) -> dict[str, bool]:
     for name, feat in features.items():
         if isinstance(feat, datasets.Image):
             out[name] = False
-        else:
-            inner = getattr(feat, "feature", None)
-            if (isinstance(feat, list_kinds) and isinstance(inner, datasets.Image)) or \
-                    (isinstance(feat, list) and feat and isinstance(feat[0], datasets.Image)):
-                out[name] = True
+        elif (isinstance(feat, list_kinds) and isinstance(getattr(feat, "feature", None), datasets.Image)) or \
+                (isinstance(feat, list) and feat and isinstance(feat[0], datasets.Image)):
+            out[name] = True
     return out
 
 

@@ -271,9 +271,7 @@ def _compare_features(name: str, rel: str, declared, stored, schema) -> list[str
             + (f"; in the parquet but not declared: {extra}" if extra else "")
         )
     arrow_declared = declared.arrow_schema
-    for col in want:
-        if col not in have:
-            continue
+    for col in [c for c in want if c in have]:
         t_decl = arrow_declared.field(col).type
         t_file = schema.field(col).type
         # Types must agree in storage; when the file carries datasets' metadata, in meaning too.

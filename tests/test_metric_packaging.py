@@ -131,12 +131,12 @@ def test_an_older_registered_copy_is_superseded_and_a_broken_one_repaired(tmp_pa
     old = tmp_path / "evaluate_modules" / "metrics" / metric.CACHE_NAME / ("0" * 64) / "valse_metric.py"
     old.parent.mkdir(parents=True)
     old.write_text("# an older vlprobe's metric\n")
-    mine = metric_registry.ensure_registered()
+    mine = metric_registry.register_metric()
     os.utime(mine, (1, 1))
     assert not metric_registry._is_current(mine, metric.METRIC_FILE.read_bytes())  # the older copy is newer now
-    assert metric_registry.ensure_registered() == mine and mine.stat().st_mtime > old.stat().st_mtime
+    assert metric_registry.register_metric() == mine and mine.stat().st_mtime > old.stat().st_mtime
     mine.write_text("truncated")
-    metric_registry.ensure_registered()
+    metric_registry.register_metric()
     assert mine.read_bytes() == metric.METRIC_FILE.read_bytes()
 
 

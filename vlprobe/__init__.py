@@ -1,25 +1,14 @@
 """vlprobe: probe vision-and-language models on linguistic phenomena with foils.
 
-Data flow: a dataset folder (parquet, card, ``vlprobe.yaml``) -> rows, memory-mapped and read in chunks -> Items
-(m images, n texts, gold m x n, tags) by the ``ItemSpec`` -> score matrices by a scorer through the engine -> the
-metric (``metric/valse_metric.py``): pairwise, group and set scores, CIs, per tag.
-
-The Python API is :func:`evaluate`, :func:`probe` and :func:`score`; the CLI (``vlprobe/commands/``) calls them.
-By layer (``tests/test_imports.py`` holds the arrows): at the top ``errors``, ``options`` (the settings, checked
-once), ``defaults``, ``runner`` (the pipeline every run follows), ``names`` (what a name stands for), ``plugins``,
-``metric`` / ``metric_registry``; then ``dataset/`` (items, specs, splits, folders, images), ``storage/`` (caches,
-run folders, locations), ``scoring/`` (the engine) and ``scorers/`` (model families), ``evaluation/`` and
-``probing/`` (the two runs), ``results/`` (results.json's records, files, tables, the papers' aggregates),
-``report/``, ``benchmarks/`` and ``builders/`` (one module per benchmark and per dataset), ``scenes/``,
-``demo/`` (the Space's logic) and ``publish/``. The mini CLIP trainer is ``vlprobe_train``, not part of this package.
+The Python API is :func:`evaluate`, :func:`probe` and :func:`score`; the CLI (``vlprobe/commands/``) calls them. The
+layers and the data flow: docs/development.md (``tests/test_imports.py`` holds the arrows).
 """
 
 __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING
 
-# The public names, imported on first use (PEP 562) so that `import vlprobe` and `vlprobe --help`
-# stay light: evaluate/probe pull in datasets, pandas and torch.
+# The public names, imported on first use (PEP 562): evaluate/probe pull in datasets, pandas and torch.
 _EXPORTS = {
     "DatasetError": "errors", "ModelError": "errors", "SettingError": "errors", "VlprobeError": "errors",
     "Evaluation": "evaluation", "evaluate": "evaluation", "score": "evaluation",

@@ -1,6 +1,5 @@
-"""The ``vlprobe`` command: each module of ``vlprobe/commands/`` that defines ``register(subparsers)`` is a
-subcommand. Only the command being run is registered in full (the others by their ``HELP`` line), so ``vlprobe
---help`` imports no command's dependencies; command modules import their heavy modules inside functions."""
+"""The ``vlprobe`` command: each module of ``vlprobe/commands/`` with ``register(subparsers)`` is a subcommand.
+Only the command being run is registered in full, so ``vlprobe --help`` imports no command's dependencies."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from .plugins import include_option
 
 
 def command_modules() -> dict[str, ModuleType]:
-    """Each command's module, by command name (its module's name), imported (they are light)."""
+    """Each command's module, by command name."""
     found = {}
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
@@ -30,8 +29,7 @@ def command_modules() -> dict[str, ModuleType]:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser, with ``command`` registered in full and every other command listed by its name and
-    ``HELP`` line only (a command module without ``HELP`` is always registered in full)."""
+    """The parser, with ``command`` registered in full and every other listed by its ``HELP`` line only."""
     parser = argparse.ArgumentParser(
         prog="vlprobe",
         description="Probe vision-and-language models on linguistic phenomena with foils.",
@@ -51,15 +49,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def batch_size(text: str) -> int | str:
-    """``--batch-size``'s type: a whole number, or the text as it is (``auto``; anything else the settings refuse,
-    naming the flag)."""
+    """``--batch-size``'s type: a whole number, or the text (``auto``; the settings refuse anything else)."""
     return int(text) if text.strip().isdigit() else text
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """The options of :class:`vlprobe.options.Settings` whose default both ``evaluate`` and ``probe`` share, after
-    the command's own. Each ``dest`` is the Python keyword, each
-    default the Python one (``tests/test_options.py`` holds them equal to the commands' signatures)."""
+    """The options whose default ``evaluate`` and ``probe`` share, each ``dest`` and default the keyword's."""
     p.add_argument("--dataset-revision", default=None, help="Hub revision (branch, tag or commit) of the dataset")
     p.add_argument("--revision", default=None, help="Hub revision of the model")
     p.add_argument("--family", default=None, help="scorer family (default: detected from the model's config)")
@@ -82,13 +77,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def keywords(args: argparse.Namespace) -> dict[str, Any]:
-    """The Python keywords of a run command's parsed arguments (each ``dest`` is one)."""
+    """The Python keywords of a run command's parsed arguments."""
     return {k: v for k, v in vars(args).items() if k not in ("command", "func")}
 
 
 def _include_paths(argv: list[str]) -> tuple[list[str], list[str]]:
-    """``--include-path DIR`` / ``--include-path=DIR``, wherever it stands (before ``--``), taken out of ``argv``:
-    (the folders, the rest)."""
+    """(the ``--include-path`` folders, the rest of ``argv``), wherever it stands before ``--``."""
     folders: list[str] = []
     rest: list[str] = []
     args = iter(argv)
@@ -107,15 +101,8 @@ def _include_paths(argv: list[str]) -> tuple[list[str], list[str]]:
     return folders, rest
 
 
-def _command_in(argv: list[str]) -> str | None:
-    """The command ``argv`` runs: its first word that is not an option (the top level has only
-    ``--help`` and ``--version``, which take no value)."""
-    return next((a for a in argv if not a.startswith("-")), None)
-
-
 def os_error_line(err: OSError) -> str:
-    """An OSError in one line naming the file (a long name shortened) and what the system said; a full disk named as
-    such."""
+    """An OSError in one line naming the file and what the system said."""
     what = err.strerror or str(err)
     if err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
         what = f"{what}: the disk (or your quota) is full; free some space and run it again"
@@ -131,24 +118,20 @@ def main(argv: list[str] | None = None) -> int:
     except VlprobeError as err:
         print(f"vlprobe: error: {err}", file=sys.stderr)
         return 2
-    command = _command_in(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)  # the top level's options take no value
     if command is None and not argv:
-        # `vlprobe` alone runs the offline default job, as the README's first command does.
-        argv, command = ["evaluate"], "evaluate"
+        argv, command = ["evaluate"], "evaluate"  # the offline default job, as the README's first command does
     args = build_parser(command).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (VlprobeError, ValueError, FileNotFoundError) as err:
-        # ArgumentError names its argument as a flag here (``--bootstrap``), as ``bootstrap=`` in Python.
-        text = err.cli() if isinstance(err, ArgumentError) else err
+        text = err.cli() if isinstance(err, ArgumentError) else err  # named as a flag (``--bootstrap``) here
         print(f"vlprobe {args.command}: error: {text}", file=sys.stderr)
         return 2
     except OSError as err:  # the system's refusal (a name too long, a full disk, no permission): one line, no traceback
         print(f"vlprobe {args.command}: error: {os_error_line(err)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as err:  # the engine's EngineInterrupted says what was kept and how to resume
-        # Outside the engine (between chunks, measuring, writing) every scored batch is already in the
-        # score cache and the output folder is only swapped in at the end, so the advice is the same.
+    except KeyboardInterrupt as err:  # the engine's EngineInterrupted says what was kept; outside it, the same holds
         hint = str(err) or ("every batch scored so far is saved in the score cache; run the same command again "
                             "to resume: nothing saved is computed again" if args.command in ("evaluate", "probe")
                             else "")

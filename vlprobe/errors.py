@@ -1,7 +1,5 @@
-"""The errors vlprobe raises for bad input. Each says, in one line, which argument, file or item is
-at fault and what to do; the CLI prints it without a traceback (exit status 2), the Python API raises
-it as is. Every class is a :class:`VlprobeError`; the ones for bad arguments are also ``ValueError``.
-"""
+"""The errors vlprobe raises for bad input, each one line naming the argument, file or item at fault; the CLI prints it
+without a traceback (exit status 2)."""
 
 from __future__ import annotations
 
@@ -28,10 +26,8 @@ class ModelError(VlprobeError):
 
 
 class ArgumentError(SettingError):
-    """A bad argument, named as the caller spells it. ``str(err)`` is the Python form
-    (``bootstrap=-1: must be 0 or more``); :meth:`cli` is the command line's (``--bootstrap -1: ...``),
-    which the ``vlprobe`` command prints instead. One message, two spellings of its argument. ``flag``: the
-    command line's spelling, where the caller knows it (the option tables of :mod:`vlprobe.options` do)."""
+    """A bad argument: ``str(err)`` names it as Python does (``bootstrap=-1: ...``), :meth:`cli` as the command line
+    (``--bootstrap -1: ...``); ``flag``: the command line's spelling, where the caller knows it."""
 
     # Python arguments whose flag is not simply ``--`` + the name with dashes.
     FLAGS = {"datasets": "--dataset", "configs": "--config", "splits": "--split", "labels": "--label"}
@@ -49,16 +45,19 @@ class ArgumentError(SettingError):
         return f"{self.flag} {' '.join(shlex.quote(str(v)) for v in values)}: {self.detail}"
 
 
+def first_line(err: BaseException) -> str:
+    """The first line of what ``err`` says (its class's name when it says nothing)."""
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
 def warn(message: str) -> None:
-    """One line on stderr, ``vlprobe: warning: ...``: what a cache or a check says without stopping the run (a full
-    disk or a closed stderr loses the warning, not the run)."""
+    """One line on stderr, ``vlprobe: warning: ...`` (a full disk or a closed stderr loses the warning, not the run)."""
     with contextlib.suppress(OSError, ValueError):
         print(f"vlprobe: warning: {message}", file=sys.stderr, flush=True)
 
 
 def write_failed(out: str | os.PathLike[str], err: OSError, cache: str | None, what: str, none: str) -> VlprobeError:
-    """The error of a run's outputs that could not be written into ``out``: why, and what a rerun computes again
-    (its ``what``, scores or features, are in the ``cache`` folder, or were not cached)."""
+    """The error of a run's outputs that could not be written into ``out``, saying what a rerun computes again."""
     rerun = (f"the {what} are in the cache ({cache}), so running it again computes {none}" if cache
              else f"nothing was cached (cache_dir none), so a rerun computes the {what} again")
     return VlprobeError(f"cannot write the outputs to {out} ({err.strerror or err}); {rerun}")

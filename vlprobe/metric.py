@@ -1,68 +1,36 @@
-"""vlprobe's door to the metric, ``metric/valse_metric.py`` (the ``evaluate`` module also published as a Space),
-read from where it was installed (:data:`METRIC_FILE`: ``vlprobe/_bundled/metric/`` in a wheel, the clone's
-``metric/`` otherwise) and imported as ``vlprobe.valse_metric``.
-
-:func:`compute` calls its pure function directly (no Arrow round trip; stacked ``(N, m, n)`` arrays too); :func:`load`
-returns the ``evaluate.Metric`` loaded by path (nothing asked of the Hub). ``evaluate.load("valse_metric")`` by its
-bare name works from the repository root and, offline anywhere, once :func:`register` ed
-(:mod:`vlprobe.metric_registry`); nothing is registered at import.
-"""
+"""vlprobe's door to the metric, ``metric/valse_metric.py`` (:data:`METRIC_FILE`), imported as ``vlprobe.valse_metric``:
+:func:`compute` calls its pure function directly (no Arrow round trip); nothing is registered at import."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import metric_registry
 from .metric_registry import register_metric as register  # `python -m vlprobe.metric register`
-from .metric_registry import registered_path as registered_path  # where register() puts the module
+from .plugins import import_file
 
 if TYPE_CHECKING:
     import evaluate
 
 MODULE_NAME = metric_registry.MODULE_NAME
-
-
-def _import_metric() -> ModuleType:
-    path = metric_registry.metric_file()
-    if path is None:
-        raise ImportError(f"vlprobe: the metric {MODULE_NAME}.py is missing: neither this installed package "
-                          f"(vlprobe/_bundled/metric/) nor a clone around it (metric/) has it; reinstall vlprobe")
-    name = f"{__package__}.{MODULE_NAME}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None  # a .py file always has a spec and a loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # before running it, as an import does (dataclasses look it up)
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    setattr(sys.modules[__package__], MODULE_NAME, module)  # `from vlprobe import valse_metric`
-    return module
-
-
-_module = module = _import_metric()
-METRIC_FILE = Path(str(_module.__file__)).resolve()
-METRIC_KEYS: tuple[str, ...] = _module.METRIC_KEYS
-TIE_POLICIES: tuple[str, ...] = _module.TIE_POLICIES
+module = import_file(f"{__package__}.{MODULE_NAME}", metric_registry.metric_file())
+setattr(sys.modules[__package__], MODULE_NAME, module)  # `from vlprobe import valse_metric`
+METRIC_FILE = Path(str(module.__file__)).resolve()
+METRIC_KEYS: tuple[str, ...] = module.METRIC_KEYS
+TIE_POLICIES: tuple[str, ...] = module.TIE_POLICIES
 CACHE_NAME = metric_registry.CACHE_NAME
 
 
 def compute(predictions: object, references: object, **kwargs: object) -> dict[str, Any]:
     """Same arguments and result as ``evaluate.load("valse_metric").compute(...)``."""
-    result: dict[str, Any] = _module.compute_metrics(predictions, references, **kwargs)
+    result: dict[str, Any] = module.compute_metrics(predictions, references, **kwargs)
     return result
 
 
 def load(**kwargs: object) -> evaluate.EvaluationModule:
-    """The ``evaluate`` metric module, as ``evaluate.load("valse_metric")`` gives it to users,
-    loaded from :data:`METRIC_FILE`: it asks the Hub nothing and registers nothing."""
+    """The ``evaluate`` metric module loaded from :data:`METRIC_FILE`: it asks the Hub nothing, registers nothing."""
     import evaluate
 
     return evaluate.load(str(METRIC_FILE), **kwargs)

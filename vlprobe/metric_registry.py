@@ -1,11 +1,6 @@
-"""``evaluate.load("valse_metric")`` by its bare name, offline, wherever vlprobe is installed, once registered.
-
-evaluate 0.4.6 resolves a bare name by asking the Hub for ``evaluate-metric/valse_metric`` and, when the Hub cannot
-answer, by loading the most recently modified copy in its module cache (``$HF_MODULES_CACHE/evaluate_modules/metrics/
-evaluate-metric--valse_metric/<sha256>/valse_metric.py``). :func:`register_metric` puts the shipped metric there,
-laid out as evaluate lays out a module it downloaded (evaluate then logs that it uses that cached version); nothing
-else writes there. Registering what is there already only reads; a write is a temporary file renamed into place.
-"""
+"""``evaluate.load("valse_metric")`` by its bare name, offline, once registered: evaluate 0.4.6, when the Hub cannot
+answer, loads the most recently modified copy in its module cache, where :func:`register_metric` puts the shipped
+metric, laid out as evaluate lays out a module it downloaded."""
 
 from __future__ import annotations
 
@@ -23,19 +18,20 @@ MODULE_NAME = "valse_metric"
 CACHE_NAME = f"evaluate-metric--{MODULE_NAME}"
 
 
-def metric_file() -> Path | None:
-    """The metric this package ships (``vlprobe/_bundled/metric/`` installed, ``metric/`` in a clone), or None."""
+def metric_file() -> Path:
+    """The metric this package ships (``vlprobe/_bundled/metric/`` installed, ``metric/`` in a clone)."""
     folder = shipped("metric")
-    path = folder / f"{MODULE_NAME}.py" if folder is not None else None
-    return path if path is not None and path.is_file() else None
+    if folder is None or not (folder / f"{MODULE_NAME}.py").is_file():
+        raise ImportError(f"vlprobe: the metric {MODULE_NAME}.py is missing: neither this installed package "
+                          f"(vlprobe/_bundled/metric/) nor a clone around it (metric/) has it; reinstall vlprobe")
+    return folder / f"{MODULE_NAME}.py"
 
 
 def declared_names(name: str) -> tuple[str, ...]:
-    """A tuple of names the shipped metric module declares at its top level (``TIE_POLICIES``), read from its source
-    without running it: running it imports evaluate and datasets, which ``vlprobe list`` or a refused setting must not
-    load. The metric module is the one list; vlprobe reads it (the metric imports nothing of vlprobe)."""
+    """A tuple of names the shipped metric declares at its top level (``TIE_POLICIES``), read from its source without
+    running it (that imports evaluate and datasets): the metric holds the one list and imports nothing of vlprobe."""
     source = metric_file()
-    found = re.search(rf"^{re.escape(name)} = (\([^)]*\))", source.read_text(encoding="utf-8"), re.M) if source else None
+    found = re.search(rf"^{re.escape(name)} = (\([^)]*\))", source.read_text(encoding="utf-8"), re.M)
     value = ast.literal_eval(found.group(1)) if found else None
     if not (isinstance(value, tuple) and all(isinstance(v, str) for v in value)):
         raise ImportError(f"vlprobe: the metric {MODULE_NAME}.py declares no tuple of names {name} (at {source}); "
@@ -50,17 +46,9 @@ def modules_home() -> Path:
     return Path(modules).expanduser() / "evaluate_modules"
 
 
-def _shipped_metric() -> Path:
-    source = metric_file()
-    if source is None:
-        raise FileNotFoundError(f"vlprobe ships no {MODULE_NAME}.py here (neither vlprobe/_bundled/metric/ nor a clone's "
-                                f"metric/): reinstall vlprobe")
-    return source
-
-
 def registered_path(source: Path | None = None) -> Path:
     """Where the shipped metric is registered: its own folder, named by the sha256 of its bytes."""
-    source = source or _shipped_metric()
+    source = source or metric_file()
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     return modules_home() / "metrics" / CACHE_NAME / digest / f"{MODULE_NAME}.py"
 
@@ -77,34 +65,27 @@ def _is_current(target: Path, data: bytes) -> bool:
         return False
 
 
-def ensure_registered() -> Path:
-    """Register the shipped metric for ``evaluate.load("valse_metric")`` (see the module doc); nothing is written
-    when it is registered already. Returns the registered file; raises OSError when the folder is not writable."""
-    source = _shipped_metric()
+def register_metric() -> Path:
+    """Register the shipped metric for ``evaluate.load("valse_metric")`` offline (nothing written when it is); returns
+    the registered file."""
+    source = metric_file()
     target = registered_path(source)
     data = source.read_bytes()
     if _is_current(target, data):
         return target
     home = modules_home()
-    for folder in (home, home / "metrics", target.parent.parent, target.parent):
-        folder.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):  # as evaluate lays a module out: a package at every level
-            (folder / "__init__.py").touch(exist_ok=False)
-    if not (target.is_file() and target.read_bytes() == data):
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    os.utime(target)  # the most recent copy is the one evaluate loads
-    return target
-
-
-def register_metric() -> Path:
-    """Register the metric this package ships for ``evaluate.load("valse_metric")`` offline (see the module doc);
-    nothing is written when it is registered already. Returns the registered file; raises OSError when evaluate's
-    module cache cannot be written, in one line naming the fix."""
     try:
-        return ensure_registered()
+        for folder in (home, home / "metrics", target.parent.parent, target.parent):
+            folder.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # as evaluate lays a module out: a package at every level
+                (folder / "__init__.py").touch(exist_ok=False)
+        if not (target.is_file() and target.read_bytes() == data):
+            tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        os.utime(target)  # the most recent copy is the one evaluate loads
     except OSError as err:
-        raise OSError(f"cannot register {MODULE_NAME} in evaluate's module cache {modules_home()} ({err}): set "
+        raise OSError(f"cannot register {MODULE_NAME} in evaluate's module cache {home} ({err}): set "
                       f"HF_MODULES_CACHE to a writable folder, or load the metric by path: vlprobe.metric.load()"
                       ) from None
+    return target

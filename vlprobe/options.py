@@ -1,13 +1,6 @@
 """The settings of a run, typed and checked once: :class:`Settings` holds the fields ``vlprobe.evaluate`` and
-``vlprobe.probe`` share, each command's subclass its own, and this module the check of every one of them.
-
-A field is declared with :func:`opt`: its default, its check (value -> the checked value, or :class:`Refused`) and its
-command-line flag. Making the frozen dataclass runs every check but the device's (it imports torch: run by
-:meth:`Settings.check`, after the names); the first bad value raises an :class:`~vlprobe.errors.ArgumentError`
-naming it as Python spells it (``batch_size=0: must be at least 1``), or, by its ``cli()``, as the command line does.
-The commands' signatures and parsers are written out in full; ``tests/test_options.py`` holds them equal to these
-fields. No heavy library is imported here, so that a bad number is refused in well under a second.
-"""
+``vlprobe.probe`` share (each command's subclass its own). No heavy library is imported here, so that a bad number is
+refused in well under a second."""
 
 from __future__ import annotations
 
@@ -53,8 +46,7 @@ T = TypeVar("T")
 
 
 class Refused(Exception):
-    """Raised by a check: why the value is refused (``must be at least 1``); ``value``: the one to show where it is
-    not the value given, and ``at`` its place (``[1]``: one element of a list)."""
+    """Raised by a check: why; ``value``: the one to show, when not the value given; ``at``: its place (``[1]``)."""
 
     def __init__(self, detail: str, value: object = _SAME, at: str = "") -> None:
         super().__init__(detail)
@@ -62,9 +54,8 @@ class Refused(Exception):
 
 
 def opt(default: T, check: Callable[[Any], object] | None = None, *, flag: str | None = "", slow: bool = False) -> T:
-    """A settings field: its default and ``check``; ``flag``: the command line's (``""``: ``--`` and the name with
-    dashes, ``--no-...`` for a switch that is on by default; None: a Python argument only); ``slow``: the check
-    imports torch, so it runs in :meth:`Settings.check`."""
+    """A settings field: its default and ``check`` (value -> the checked value, or :class:`Refused`); ``flag``: the
+    command line's (``""``: from the name; None: none); ``slow``: the check imports torch (:meth:`Settings.check`)."""
     return field(default=default, metadata={"check": check, "flag": flag, "slow": slow})
 
 
@@ -75,7 +66,7 @@ def cpus() -> int:
 
 
 def memory_bytes() -> int | None:
-    """This machine's memory (None where the system does not say)."""
+    """This machine's memory, where the system says."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
@@ -142,8 +133,7 @@ def level(value: object) -> float:
 
 
 def row_count(value: object) -> int:
-    """A number of rows a run holds in memory (``chunk_size``, ``limit``): at least 1, at most what this machine's
-    memory can hold at :data:`ROW_BYTES` a row."""
+    """A number of rows a run holds in memory: at most what this machine's memory holds at :data:`ROW_BYTES` a row."""
     memory = memory_bytes()
     most = memory // ROW_BYTES if memory else None
     return whole(1, most, f"must be at most {most:,} rows (a run holds at least {ROW_BYTES:,} bytes a row in "
@@ -151,15 +141,14 @@ def row_count(value: object) -> int:
 
 
 def worker_count(value: object) -> int | None:
-    """DataLoader workers: None (the default) or 0 to 4 per CPU core (each is a process decoding images)."""
+    """DataLoader workers: None (the default) or 0 to 4 per CPU core."""
     most = WORKERS_PER_CORE * cpus()
     return optional(whole(0, most, f"must be at most {most} ({WORKERS_PER_CORE} per CPU core; this machine has "
                                    f"{cpus()}): each worker is a process decoding images"))(value)
 
 
 def batch_size_or_auto(value: object) -> int | str:
-    """``"auto"`` (searched per tower on an accelerator, :mod:`vlprobe.scoring.auto_batch`; :data:`~vlprobe.defaults.BATCH_SIZE`
-    on the CPU) or a whole number of at least 1."""
+    """:data:`~vlprobe.defaults.AUTO` or a whole number of at least 1."""
     if value == AUTO:
         return AUTO
     if isinstance(value, str):
@@ -168,8 +157,7 @@ def batch_size_or_auto(value: object) -> int | str:
 
 
 def dtype_name(value: object) -> str:
-    """The canonical name of a dtype spelling (``fp16`` -> ``float16``); torch is imported only for a ``torch.dtype``
-    or for the message about a spelling that is none."""
+    """The canonical name of a dtype spelling (``fp16`` -> ``float16``); torch is imported only where needed."""
     from .scorers.base import _DTYPES, resolve_dtype
 
     if isinstance(value, str) and not value.strip():
@@ -185,8 +173,7 @@ def dtype_name(value: object) -> str:
 
 
 def device_name(value: object) -> str | None:
-    """``value`` as given, once torch is known to have it; None/``"auto"`` stays None (the best available is
-    picked when the model loads)."""
+    """``value`` as given, once torch is known to have it; None/``"auto"``: None (the best available)."""
     if value in (None, AUTO):
         return None
     if not isinstance(value, str):
@@ -218,8 +205,7 @@ def device_name(value: object) -> str | None:
 
 
 def path(value: object, wanted: str = "must be a folder path") -> str | os.PathLike[str]:
-    """A path (a non-blank string or an ``os.PathLike``) the file system can take: no component or whole too long,
-    no ``~user`` of a user who has no home folder here (both refused before the system's error could be)."""
+    """A path the file system can take: not too long, no ``~user`` of a user with no home folder here."""
     from .storage.paths import length_problem
 
     if not (isinstance(value, os.PathLike) or isinstance(value, str) and value.strip()):
@@ -261,7 +247,7 @@ def model_given(value: object) -> object:
 
 
 def names_given(value: object) -> object:
-    """Config or split names: a name, a comma-separated string or a list, each named once (as given)."""
+    """Config or split names: a name, a comma-separated string or a list, each named once."""
     if not isinstance(value, str) and not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
         raise Refused("must be a name, a comma-separated string or a list of names")
     given = [v.strip() for v in (value.split(",") if isinstance(value, str) else value)]
@@ -300,8 +286,7 @@ REVISION = "a Hub revision (branch, tag or commit)"
 
 @dataclass(frozen=True)
 class Settings:
-    """A run's settings, checked (``s.batch_size``); see the module doc. A subclass adds its command's fields, names
-    its command (:attr:`PROG`) and the error its checks raise (:attr:`ERROR`)."""
+    """A run's settings, checked; a subclass adds its command's fields, :attr:`PROG` and :attr:`ERROR`."""
 
     PROG: ClassVar[str] = "vlprobe"
     ERROR: ClassVar[type[ArgumentError]] = ArgumentError
@@ -336,7 +321,7 @@ class Settings:
         self.together()
 
     def check(self) -> Settings:
-        """A copy with the slow checks done too (the device's imports torch): run after the names are checked."""
+        """A copy with the slow checks done too: run after the names are checked."""
         done = copy.copy(self)
         done._check(slow=True)
         return done
@@ -346,20 +331,18 @@ class Settings:
             check = f.metadata.get("check")
             if check is None or f.metadata["slow"] != slow:
                 continue
-            value = getattr(self, f.name)
             try:
-                object.__setattr__(self, f.name, check(value))
+                object.__setattr__(self, f.name, check(getattr(self, f.name)))
             except Refused as why:
-                raise self.ERROR(f.name + why.at, value if why.value is _SAME else why.value, why.detail,
-                                 flag=self.flag(f)) from None
+                raise self.refuse(f.name, why.detail, why.value, why.at) from None
 
-    def refuse(self, name: str, detail: str, value: object = _SAME) -> ArgumentError:
-        """The error naming setting ``name`` (its value, or ``value``) with ``detail``, as a check raises it."""
+    def refuse(self, name: str, detail: str, value: object = _SAME, at: str = "") -> ArgumentError:
+        """The error naming setting ``name`` (its value, or ``value``) with ``detail``."""
         f = next(f for f in fields(self) if f.name == name)
-        return self.ERROR(name, getattr(self, name) if value is _SAME else value, detail, flag=self.flag(f))
+        return self.ERROR(name + at, getattr(self, name) if value is _SAME else value, detail, flag=self.flag(f))
 
     def together(self) -> None:
-        """Checks of settings against each other: a ``processor`` goes with a loaded transformers model only."""
+        """Checks of settings against each other: a ``processor`` goes with a loaded model only."""
         p, m = self.processor, self.model
         if p is None:
             return
@@ -387,9 +370,7 @@ class Settings:
         return {f.name: flag for f in fields(cls) if (flag := cls.flag(f)) is not None}
 
     def command_line(self, **resolved: object) -> str | None:
-        """The command that reruns these settings, every option spelled out in the fields' order (``resolved``:
-        what the run filled in for a default, as the datasets and model of the offline default); None when a value
-        is an object in memory, which no command line can name."""
+        """The command that reruns these settings (``resolved``: defaults the run filled in); None for an object."""
         values = {**vars(self), **resolved}
         parts = self.PROG.split()
         for f in fields(self):

@@ -1,18 +1,6 @@
-"""Benchmarks and scorer families from outside vlprobe, with no edit to it (see docs/adding-a-benchmark.md):
-
-* **entry points** of the user's own package (``pyproject.toml``)::
-
-      [project.entry-points."vlprobe.benchmarks"]
-      mybench = "mypkg.mybench"     # a module defining BENCHMARK (a vlprobe.benchmarks.Benchmark), and maybe a Builder
-      [project.entry-points."vlprobe.scorers"]
-      myfamily = "mypkg.scorer"     # a module registering families with @vlprobe.scorers.register(...)
-
-* **a folder**: ``VLPROBE_INCLUDE_PATH=DIR`` (several joined by ``os.pathsep``), ``--include-path DIR`` or
-  :func:`include_path`; each ``DIR/*.py`` (not ``_*.py``), imported as ``vlprobe_include.<stem>``, may be any of those.
-
-The registries read them when first asked, each module once per process; a plugin that cannot be imported, or a name
-vlprobe has already, is one :class:`PluginError` naming the plugin and where it came from.
-"""
+"""Benchmarks, builders and scorer families from outside vlprobe (docs/adding-a-benchmark.md): the entry points
+:data:`BENCHMARK_GROUP` and :data:`SCORER_GROUP`, and the ``*.py`` of the include folders. The registries read them
+when first asked, each module once per process."""
 
 from __future__ import annotations
 
@@ -38,43 +26,37 @@ class PluginError(VlprobeError):
     """A plugin (an entry point or an include folder's module) that cannot be loaded, or that clashes."""
 
 
-# {entry point group, or INCLUDE_VAR for the include folders: [(where it came from, the module)]}: loaded once per
-# process, in order; the folders added by include_path()
+# {entry point group, or INCLUDE_VAR: [(where it came from, the module)]}; the folders added by include_path()
 _LOADED: dict[str, list[tuple[str, ModuleType]]] = {}
 _FOLDERS: list[Path] = []
 
 
-def _forget_benchmarks() -> None:
-    """The benchmark registry read again, with the include folders' benchmarks, when next asked."""
+def _reread_folders() -> None:
+    _LOADED.pop(INCLUDE_VAR, None)
     registry = sys.modules.get("vlprobe.benchmarks.base")  # (not imported: the registry imports this module)
     if registry is not None:
         registry._REGISTRY.clear()
 
 
 def include_path(folder: str | os.PathLike[str]) -> list[str]:
-    """Load every ``*.py`` of ``folder`` as a plugin, as ``VLPROBE_INCLUDE_PATH`` does: its families register now,
-    its benchmarks and builders join the registries when next read. Returns the modules' names."""
+    """Load every ``*.py`` of ``folder`` as a plugin, as ``VLPROBE_INCLUDE_PATH`` does; returns the modules' names."""
     path = Path(folder).expanduser().resolve()
     if not path.is_dir():
         raise PluginError(f"include path {folder}: not a folder")
     if path not in _FOLDERS:
         _FOLDERS.append(path)
-    _LOADED.pop(INCLUDE_VAR, None)
-    loaded = [m.__name__ for where, m in _include_modules() if Path(where).parent == path]
-    _forget_benchmarks()
-    return loaded
+    _reread_folders()
+    return [m.__name__ for where, m in _include_modules() if Path(where).parent == path]
 
 
 def include_option(folders: list[str]) -> None:
-    """``--include-path DIR`` (each one given): the folders put before ``VLPROBE_INCLUDE_PATH``'s in this process's
-    environment, so that the command, and any process it starts, reads them as it reads the variable."""
+    """``--include-path DIR``: put in ``VLPROBE_INCLUDE_PATH``, so that any process the command starts reads them."""
     for folder in folders:
         if not Path(folder).expanduser().is_dir():
             raise PluginError(f"--include-path {folder}: not a folder")
     old = [p for p in os.environ.get(INCLUDE_VAR, "").split(os.pathsep) if p.strip()]
     os.environ[INCLUDE_VAR] = os.pathsep.join([str(Path(f).expanduser().resolve()) for f in folders] + old)
-    _LOADED.pop(INCLUDE_VAR, None)
-    _forget_benchmarks()
+    _reread_folders()
     scorers = sys.modules.get("vlprobe.scorers.base")
     if scorers is not None and scorers._DISCOVERED:  # families already read in this process (a second main() call)
         load_scorers()
@@ -95,24 +77,32 @@ def _include_modules() -> list[tuple[str, ModuleType]]:
     return _LOADED[INCLUDE_VAR]
 
 
-def _import_file(file: Path) -> ModuleType:
-    name = f"{_PACKAGE}.{file.stem}"
+def import_file(name: str, file: Path) -> ModuleType:
+    """``file`` imported as module ``name``, once (the module of that name from that file is reused)."""
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(file):
         return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None  # a .py file always has a spec and a loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before running it, as an import does (dataclasses look it up)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_file(file: Path) -> ModuleType:
     if _PACKAGE not in sys.modules:
         package = ModuleType(_PACKAGE)
         package.__path__ = []  # a namespace of the include folders' modules
         sys.modules[_PACKAGE] = package
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        return import_file(f"{_PACKAGE}.{file.stem}", file)
     except Exception as err:
-        del sys.modules[name]
         raise PluginError(f"plugin {file} (from {INCLUDE_VAR} or vlprobe.plugins.include_path) failed to import: "
                           f"{type(err).__name__}: {err}") from err
-    return module
 
 
 def _entry_point_modules(group: str) -> list[tuple[str, Any]]:
@@ -134,17 +124,15 @@ def _benchmark_modules() -> list[tuple[str, Any]]:
 
 
 def benchmarks(known: dict[str, Any], kind: type) -> dict[str, Any]:
-    """The benchmarks the plugins define (``kind``: :class:`vlprobe.benchmarks.Benchmark`), by name: what
-    :func:`vlprobe.benchmarks.benchmarks` adds to vlprobe's own, ``known``, whose names a plugin cannot take."""
-    Benchmark = kind
+    """The plugins' benchmarks (``kind``: :class:`vlprobe.benchmarks.Benchmark`) by name; ``known``: vlprobe's own."""
     out: dict[str, Any] = {}
     for where, obj in _benchmark_modules():
-        bench = obj if isinstance(obj, Benchmark) else getattr(obj, "BENCHMARK", None)
+        bench = obj if isinstance(obj, kind) else getattr(obj, "BENCHMARK", None)
         if bench is None:
             if isinstance(obj, ModuleType) and (obj.__name__.startswith(_PACKAGE + ".")):
                 continue  # an include folder's module that only registers families or a builder
             raise PluginError(f"plugin {where}: defines no BENCHMARK (a vlprobe.benchmarks.Benchmark)")
-        if not isinstance(bench, Benchmark):
+        if not isinstance(bench, kind):
             raise PluginError(f"plugin {where}: BENCHMARK is a {type(bench).__name__}, not a vlprobe.benchmarks.Benchmark")
         if bench.name in known or (bench.name in out and out[bench.name] is not bench):
             raise PluginError(f"plugin {where}: benchmark {bench.name!r} is defined already; give it another name")
@@ -153,9 +141,7 @@ def benchmarks(known: dict[str, Any], kind: type) -> dict[str, Any]:
 
 
 def builders(known: dict[str, Any], found_in: Callable[[ModuleType], dict[str, Any]]) -> dict[str, Any]:
-    """The plugins' builders (the :class:`vlprobe.builders.Builder` subclasses their modules define: ``found_in``,
-    :func:`vlprobe.builders.builders_in`), by name, for ``vlprobe build``: what :func:`vlprobe.builders.builders` adds
-    to vlprobe's own, ``known``, whose names a plugin cannot take."""
+    """The plugins' builders by name (``found_in``: :func:`vlprobe.builders.builders_in`); ``known``: vlprobe's own."""
     out: dict[str, Any] = {}
     for where, obj in _benchmark_modules():
         for name, builder in found_in(obj).items() if isinstance(obj, ModuleType) else ():

@@ -1,21 +1,5 @@
 """The pipeline every run follows: ``vlprobe.evaluate``, ``vlprobe.probe`` and ``vlprobe.score`` are each a
-:class:`Run` whose hooks do the command's own work. The steps, in order (:meth:`Run.__call__`):
-
-1. **Settings**, checked once into a frozen object (:class:`vlprobe.options.Settings`); then the model and dataset
-   names (:meth:`Run.check_names`: a typo fails in about a second, before torch or ``datasets`` is imported); then
-   the device (which imports torch).
-2. **The output folder** checked (:func:`vlprobe.storage.run_folder.check_output_dir`), and the leftovers of killed
-   runs swept (:func:`vlprobe.storage.leftovers.sweep`).
-3. **The data** (:meth:`Run.load_data`), and what it refuses before any weight loads (:meth:`Run.before_model`).
-4. **The model** (:func:`load_model`: named as every command names it, or in memory); then what it cannot do with
-   the data (:meth:`Run.after_model`).
-5. **The score cache** (the default, another, none, or a throw-away one when the rows span several chunks), **the
-   DataLoader workers**, **the engine**, and the command's work through them (:meth:`Run.work`).
-6. **The provenance** (:meth:`Run.provenance`) and **the results** (:meth:`Run.results`), written to ``out``.
-
-Library progress bars are off for the whole run (:func:`silenced`): datasets' always (vlprobe shows its own), and
-transformers' and huggingface_hub's with ``progress=False``.
-"""
+:class:`Run` whose hooks do the command's own work; :meth:`Run.__call__` is the order of the steps."""
 
 from __future__ import annotations
 
@@ -27,9 +11,9 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
-from .errors import ModelError, SettingError, VlprobeError
+from .errors import ModelError, SettingError, VlprobeError, first_line
 from .names import check_dataset, check_family, check_model, find_dataset, find_model
 from .options import Settings, cpus
 from .results import RunResult, environment, now_iso
@@ -51,15 +35,13 @@ Result = TypeVar("Result")  # what it returns
 
 
 def default_workers() -> int:
-    """DataLoader workers decoding images: min(4, CPUs - 1) where there are more than 2 CPUs, else 0 (on 2 cores one
-    worker made mini-clip 2.2x slower: README, performance notes)."""
+    """DataLoader workers decoding images (on 2 cores one worker made mini-clip 2.2x slower: README)."""
     return min(4, cpus() - 1) if cpus() > 2 else 0
 
 
 @contextlib.contextmanager
 def silenced(quiet: bool) -> Iterator[None]:
-    """datasets' progress bars off, and with ``quiet`` (``progress=False``, ``--no-progress``) transformers'
-    ("Loading weights") and huggingface_hub's (downloads) too; each as it was after."""
+    """datasets' progress bars off, with ``quiet`` transformers' and huggingface_hub's too; restored after."""
     import datasets
 
     switches = [(datasets.is_progress_bar_enabled, datasets.disable_progress_bars, datasets.enable_progress_bars)]
@@ -82,8 +64,7 @@ def silenced(quiet: bool) -> Iterator[None]:
 
 
 class Run(Generic[Data, Done, Result]):
-    """One run of a command, around its checked settings ``s``: call it to run the template (module doc). A command
-    subclasses it and fills the hooks; :attr:`OWN`: the names a run of that kind writes into its output folder."""
+    """One run of a command around its checked settings ``s``; :attr:`OWN`: the names it writes into ``out``."""
 
     OWN: ClassVar[re.Pattern[str]] = RUN_FILE
 
@@ -107,7 +88,10 @@ class Run(Generic[Data, Done, Result]):
         with silenced(not s.progress):
             data = self.load_data()
             self.before_model(data)
-            scorer = self.load_model(self.model, s.processor, device=self.device)
+            scorer = load_model(self.model, s.processor, family=s.family, revision=s.revision,
+                                device=self.device if self.device is not None else s.device, dtype=s.dtype,
+                                exact_preprocessing=getattr(s, "exact_preprocessing", False),
+                                control=getattr(s, "control", None), seed=s.seed)
             self.after_model(scorer, data)
             rows = self.rows(data)
             with self.open_cache(scorer, rows=rows) as cache:
@@ -122,7 +106,7 @@ class Run(Generic[Data, Done, Result]):
     # -- the hooks ------------------------------------------------------------------------------------------------
 
     def names(self) -> Iterable[object]:
-        """The datasets whose names :meth:`check_names` checks."""
+        """The datasets :meth:`check_names` checks."""
         return ()
 
     def load_data(self) -> Data:
@@ -145,78 +129,60 @@ class Run(Generic[Data, Done, Result]):
         raise NotImplementedError
 
     def results(self, scorer: Scorer, data: Data, done: Done) -> Result:
-        """The command's result from what :meth:`work` did (a :class:`~vlprobe.results.RunResult` is saved to ``out``)."""
+        """The command's result (a :class:`~vlprobe.results.RunResult` is saved to ``out``)."""
         raise NotImplementedError
 
     # -- the steps ------------------------------------------------------------------------------------------------
 
     def check_names(self, datasets: Iterable[object] = ()) -> None:
-        """The model's, the family's and each dataset's name (as :mod:`vlprobe.names` resolves them), in about a
-        second, before torch or ``datasets`` is imported: the model first, whose typo is the commonest."""
+        """The names, before torch or ``datasets`` is imported: the model first, whose typo is the commonest."""
         check_model(self.s.model, self.s.revision)
         check_family(self.s.family)
         for d in datasets:
             if isinstance(d, (str, os.PathLike)):
                 check_dataset(str(find_dataset(d)), self.s.dataset_revision)
 
-    def load_model(self, model: object, processor: object = None, *, device: str | None = None) -> Scorer:
-        """``model`` as a scorer, by :func:`load_model` with the run's settings (``device``: this process's, under
-        ``accelerate launch``)."""
-        return load_model(model, processor, family=self.s.family, revision=self.s.revision,
-                          device=device if device is not None else self.s.device, dtype=self.s.dtype,
-                          exact_preprocessing=getattr(self.s, "exact_preprocessing", False),
-                          control=getattr(self.s, "control", None), seed=self.s.seed)
-
-    def open_cache(self, scorer: Scorer, *, rows: int) -> RunCache:
-        """The score cache asked for (``cache_dir``: a folder, None for the default, ``"none"`` for none; an
-        unwritable one has warned and is none), or, when there is none and ``rows`` span more than one chunk, a
-        throw-away one (it carries repeated inputs across chunks; removed after the run) in a single-process run."""
+    @contextlib.contextmanager
+    def open_cache(self, scorer: Scorer, *, rows: int) -> Iterator[RunCache]:
+        """The score cache asked for, or, when none and ``rows`` span several chunks, a throw-away one in a
+        single-process run; closed (and removed) after."""
         where, cache = self.s.cache_dir, None
         if not (isinstance(where, str) and where.strip().lower() == "none"):  # None: the default folder
             cache = ScoreCache(Path(where).expanduser() if where is not None else cache_home(),
                                scorer.cache_key(), rank=self.rank)
         if cache is not None and not cache.enabled:
             cache = None
-        if cache is not None or rows <= self.s.chunk_size or self.processes > 1:
-            return RunCache(cache, None)
-        return RunCache(*throwaway_cache(scorer))
+        opened = RunCache(cache, None)
+        if cache is None and rows > self.s.chunk_size and self.processes == 1:
+            opened = RunCache(*throwaway_cache(scorer))
+        try:
+            yield opened
+        finally:
+            if opened.cache is not None:
+                opened.cache.close()
+            if opened.temp is not None:
+                opened.temp.cleanup()
 
     def provenance(self, scorer: Scorer, command: str | None, **sections: object) -> dict[str, Any]:
-        """results.json's provenance: created, the rerun ``command`` (:meth:`Settings.command_line`), argv, the
-        model, then ``sections``, then the environment."""
+        """results.json's provenance, ``sections`` between the model and the environment."""
         return {"created": now_iso(), "command": command, "argv": list(sys.argv), "model": scorer.describe(),
                 **sections, "environment": environment()}
 
 
-class RunCache:
-    """The cache a run scores through: ``cache`` (None: none), and the temporary folder of a throw-away one. Closed
-    (and the folder removed) by :meth:`close`, as a context manager too."""
+class RunCache(NamedTuple):
+    """The cache a run scores through (None: none), and the temporary folder of a throw-away one."""
 
-    def __init__(self, cache: ScoreCache | None, temp: OwnedDir | None) -> None:
-        self.cache, self.temp = cache, temp
+    cache: ScoreCache | None
+    temp: OwnedDir | None
 
     @property
     def folder(self) -> str | None:
-        """The folder of a cache kept for later runs (None: none, or a throw-away one)."""
+        """The folder of a cache kept for later runs."""
         return str(self.cache.dir) if self.cache is not None and self.temp is None else None
-
-    def close(self) -> None:
-        if self.cache is not None:
-            self.cache.close()
-        if self.temp is not None:
-            self.temp.cleanup()
-
-    def __enter__(self) -> RunCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
-    """(cache, its temporary folder) for a run that asked for no cache but reads several chunks: it carries inputs
-    across chunks, and the caller deletes it after the run; an :class:`~vlprobe.storage.leftovers.OwnedDir`, which a
-    later run removes should this one be killed (this one first sweeps those of killed runs)."""
+    """(cache, its folder) carrying inputs across chunks; a later run removes the folder should this one be killed."""
     sweep()
     temp = OwnedDir(prefix="vlprobe-chunk-cache-")
     return ScoreCache(temp.name, scorer.cache_key()), temp
@@ -227,8 +193,7 @@ def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
 def load_model(model: object, processor: object = None, *, family: str | None = None, revision: str | None = None,
                device: str | None = None, dtype: str = "float32", exact_preprocessing: bool = False,
                control: str | None = None, seed: int = 0) -> Scorer:
-    """A ready scorer from a model folder or Hub id (``mini-clip`` and the other names of
-    :func:`vlprobe.names.find_model` resolved), a (model, processor) pair, a loaded model, or a scorer."""
+    """A ready scorer from a model name, a (model, processor) pair, a loaded model, or a scorer."""
     if isinstance(model, tuple) and len(model) == 2 and processor is None:
         model, processor = model
     if isinstance(model, Scorer):
@@ -240,7 +205,7 @@ def load_model(model: object, processor: object = None, *, family: str | None = 
         except UnknownFamilyError as err:
             raise ModelError(str(err)) from None
         except (FileNotFoundError, OSError, ValueError, TypeError) as err:
-            raise ModelError(_first_line(err)) from None
+            raise ModelError(first_line(err)) from None
     else:
         scorer = _loaded_scorer(model, processor, family, device, dtype)
     if control and "+" not in scorer.family:
@@ -251,13 +216,8 @@ def load_model(model: object, processor: object = None, *, family: str | None = 
     return scorer
 
 
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-
-
 def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None, device: str | None, dtype: str) -> Scorer:
-    """A scorer around an already-loaded transformers model and its processor (or tokenizer): the
-    family (named, or detected from the model's own class) wraps it (``Family.wrap``)."""
+    """A scorer around a loaded transformers model, wrapped by its family (named, or detected from its class)."""
     import torch  # a loaded model: torch is imported already
 
     config = getattr(model, "config", None)
@@ -289,7 +249,7 @@ def _loaded_scorer(model: PreTrainedModel, processor: object, family: str | None
     except VlprobeError:
         raise
     except Exception as err:
-        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {_first_line(err)}") from err
+        raise ModelError(f"cannot wrap model {model_id!r} as family {fam.name!r}: {first_line(err)}") from err
     # The weights identify a model in memory (it may be mid-training): its cache key is their digest.
     h = hashlib.sha256()
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""``vlprobe build <dataset> ...``: build a Hub dataset folder (parquet + card) offline."""
+"""``vlprobe build <dataset> ...``: build a Hub dataset folder (parquet + card), and the checks every builder shares."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ HELP = "build a dataset folder (parquet with embedded images + card YAML)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    import sys
-
     from ..builders import builders
     from ..errors import VlprobeError
 
@@ -25,37 +23,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     try:
         found = builders()
     except VlprobeError as err:  # a plugin's builder that cannot be loaded (vlprobe.plugins): one line, as run() says
-        print(f"vlprobe build: error: {err}", file=sys.stderr)
-        raise SystemExit(2) from None
+        parser.exit(2, f"vlprobe build: error: {err}\n")
     for name, builder in sorted(found.items()):
         p = inner.add_parser(name, help=builder.help, description=builder.help)
         builder.add_arguments(p)
         p.set_defaults(func=_run(builder))
 
 
-# Counts every builder may take, and their least and largest values (checked here, so each builder need not): workers
-# are bounded by the machine (four per core, at least 16: downloads wait on the network), items per config by what
-# a generator renders in a day.
-_AT_LEAST = {"workers": 1, "read_workers": 1, "retries": 1, "items": 1}
-MAX_ITEMS = 1_000_000
+MAX_ITEMS = 1_000_000  # per config: what a generator renders in a day
 MAX_RETRIES = 100
 
 
-def max_workers() -> int:
-    return max(16, 4 * (os.cpu_count() or 1))
-
-
 def check_args(args: argparse.Namespace) -> None:
-    """Refuse, in one line, the arguments every builder shares: counts outside their range, and an ``--out`` that is
-    a file or the working directory (or a folder holding it: a build replaces its ``--out`` whole)."""
+    """Refuse, in one line, the arguments every builder shares: counts of at least 1 and at most their largest, and an
+    ``--out`` that is a file or the working directory (or a folder holding it: a build replaces its ``--out`` whole)."""
     from ..errors import SettingError
 
-    most = {"workers": max_workers(), "read_workers": max_workers(), "retries": MAX_RETRIES, "items": MAX_ITEMS}
-    for name, least in _AT_LEAST.items():
+    workers = max(16, 4 * (os.cpu_count() or 1))  # four per core, at least 16: downloads wait on the network
+    most = {"workers": workers, "read_workers": workers, "retries": MAX_RETRIES, "items": MAX_ITEMS}
+    for name in most:
         value = getattr(args, name, None)
         flag = f"--{name.replace('_', '-')}"
-        if value is not None and value < least:
-            raise SettingError(f"{flag} must be {least} or more, got {value}")
+        if value is not None and value < 1:
+            raise SettingError(f"{flag} must be 1 or more, got {value}")
         if value is not None and value > most[name]:
             why = f" on this machine (4 per core, at least 16; it has {os.cpu_count() or 1} cores)" if "workers" in name else ""
             raise SettingError(f"{flag} {value}: must be at most {most[name]:,}{why}")

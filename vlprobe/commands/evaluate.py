@@ -1,11 +1,5 @@
-"""``vlprobe evaluate``: score a model on a benchmark and write the papers' metrics, with provenance.
-
-    vlprobe evaluate --dataset travlr --config all --model models/mini-clip --bootstrap 1000 --out runs/x
-
-With no ``--dataset`` and no ``--model``: the offline default (the repository's ``travlr`` and ``winoground_style``
-with ``models/mini-clip``, into ``runs/default``). Each flag's ``dest`` is a keyword of :func:`vlprobe.evaluate` and
-its default that keyword's (``tests/test_options.py``); the pipeline is :mod:`vlprobe.evaluation`.
-"""
+"""``vlprobe evaluate``: score a model on a benchmark and write the papers' metrics, with provenance
+(:mod:`vlprobe.evaluation`); each flag's ``dest`` and default are the keyword's of :func:`vlprobe.evaluate`."""
 
 from __future__ import annotations
 
@@ -57,14 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run_options(p)
 
 
-# ---- the command ----------------------------------------------------------------------------------
-
-def default_root() -> Path:
-    """Where the offline default's folders are looked for: ``$VLPROBE_ROOT``, else the working
-    directory (the repository checkout, where ``make`` and the README run it)."""
-    return Path(os.getenv("VLPROBE_ROOT") or Path.cwd())
-
-
 def run(args: argparse.Namespace) -> int:
     from ..cli import keywords
     from ..errors import ArgumentError
@@ -78,13 +64,13 @@ def run(args: argparse.Namespace) -> int:
     if out is not None and not str(out).strip():
         raise ArgumentError("out", out, "is empty; name a folder for the outputs, or leave --out out for the default "
                                         "(runs/<dataset>-<model>)")
-    if not out:
-        if not args.datasets:
-            out = DEFAULT_OUT
-        else:
-            model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
-            out = f"runs/{slug(dataset_name(args.datasets[0]))}-{slug(model_name)}"
-    result = evaluate(**{**keywords(args), "out": out}, root=default_root(), log=print)
+    if out is None and not args.datasets:
+        out = DEFAULT_OUT
+    elif out is None:
+        model_name = Path(str(args.model or DEFAULT_MODEL).rstrip("/")).name
+        out = f"runs/{slug(dataset_name(args.datasets[0]))}-{slug(model_name)}"
+    root = Path(os.getenv("VLPROBE_ROOT") or Path.cwd())  # where the offline default's folders are looked for
+    result = evaluate(**{**keywords(args), "out": out}, root=root, log=print)
     if not result.main_process:
         return 0
     print()

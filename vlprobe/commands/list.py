@@ -1,13 +1,8 @@
-"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``: the benchmarks vlprobe builds (their
-configs, what a build needs, where built), the dataset folders found, the model families and the bundled model;
-``--dataset FOLDER``: one dataset's configs and splits.
-"""
+"""``vlprobe list``: the catalogue, as lm-evaluation-harness's ``--tasks list``; ``--dataset``: one dataset's."""
 
 from __future__ import annotations
 
 import argparse
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import add_command
@@ -17,11 +12,10 @@ HELP = "the catalogue: benchmarks vlprobe builds, dataset folders found, model f
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "list", HELP, run, (
-        "The catalogue: every benchmark `vlprobe build` makes (its configs, what the build needs, whether it is "
-        "built and where), every dataset folder found (the working directory, $VLPROBE_ROOT, and where "
-        "`vlprobe build` writes outside a clone: <cache>/datasets), each with its configs and splits, the model "
-        "families --family accepts with the architectures each takes, and the bundled model. With --dataset: "
-        "that dataset's configs and splits."))
+        "The catalogue: every benchmark `vlprobe build` makes (its configs, what the build needs, where it is "
+        "built), every dataset folder found (here, $VLPROBE_ROOT, and <cache>/datasets, where `vlprobe build` "
+        "writes outside a clone) with its configs and splits, the model families with their architectures, "
+        "and the bundled model."))
     p.add_argument("--dataset", default=None, metavar="FOLDER_OR_HUB_ID",
                    help="list this dataset's configs and splits (a Hub id needs the network)")
     p.add_argument("--root", default=None,
@@ -29,54 +23,37 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "cache are looked in too)")
 
 
-@dataclass(frozen=True)
-class DatasetFolder:
-    """A folder holding a vlprobe.yaml: its built configs' splits, the configs its card declares but that are not
-    built, and the `vlprobe build` name that builds it (None: none)."""
-
-    name: str
-    path: Path
-    built: dict[str, list[str]]
-    unbuilt: list[str]
-    build: str | None
-
-    def describe(self) -> str:
-        """Its configs and splits in one line, with those not built and how to build them."""
-        parts = [f"{c} ({', '.join(s)})" for c, s in self.built.items()]
-        if self.unbuilt:
-            how = f", `vlprobe build {self.build}`" if self.build else ""
-            parts.append(f"not built{how}: {', '.join(self.unbuilt)}")
-        return "; ".join(parts) or "no config declared in its README.md card"
-
-
-def dataset_folders(root: str | os.PathLike[str]) -> list[DatasetFolder]:
-    """Every folder directly under ``root`` holding a vlprobe.yaml."""
-    from ..builders import builders
+def describe(folder: Path, builder: bool) -> str:
+    """A dataset folder's configs and splits in one line, with those not built (``builder``: it has one)."""
     from ..dataset.reader import built_configs, config_splits, declared_configs
 
-    known = builders()
-    out = []
-    for folder in sorted(Path(root).iterdir()) if Path(root).is_dir() else []:
-        if not folder.is_dir() or not (folder / "vlprobe.yaml").is_file():
-            continue
-        declared = [c.name for c in declared_configs(folder)] if (folder / "README.md").is_file() else []
-        built = built_configs(folder) if declared else []
-        out.append(DatasetFolder(folder.name, folder, {c: config_splits(folder, c) for c in built},
-                                 [c for c in declared if c not in built], folder.name if folder.name in known else None))
-    return out
+    declared = [c.name for c in declared_configs(folder)] if (folder / "README.md").is_file() else []
+    built = built_configs(folder) if declared else []
+    parts = [f"{c} ({', '.join(config_splits(folder, c))})" for c in built]
+    unbuilt = [c for c in declared if c not in built]
+    if unbuilt:
+        how = f", `vlprobe build {folder.name}`" if builder else ""
+        parts.append(f"not built{how}: {', '.join(unbuilt)}")
+    return "; ".join(parts) or "no config declared in its README.md card"
+
+
+def dataset_folders(root: Path) -> list[Path]:
+    """Every folder directly under ``root`` holding a vlprobe.yaml."""
+    children = sorted(root.iterdir()) if root.is_dir() else []
+    return [folder for folder in children if folder.is_dir() and (folder / "vlprobe.yaml").is_file()]
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..builders import builders
     from ..dataset.reader import list_splits
     from ..dataset.splits import select_configs
-    from ..errors import ArgumentError
+    from ..errors import ArgumentError, first_line
     from ..scorers.base import families
 
     if args.dataset:
         local = Path(args.dataset)
         if local.is_dir() and (local / "vlprobe.yaml").is_file():
-            d = next(x for x in dataset_folders(local.parent) if x.path == local or x.name == local.name)
-            print(f"{args.dataset}: {d.describe()}")
+            print(f"{args.dataset}: {describe(local, local.resolve().name in builders())}")
             return 0
         configs = select_configs(args.dataset, "*", None)  # a DatasetError in one line when it cannot be read
         print(f"{args.dataset}: {len(configs)} config(s) (--config NAME, --split NAME)")
@@ -84,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 splits = ", ".join(list_splits(args.dataset, config))
             except Exception as err:  # one unreadable config does not hide the others
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                splits = f"cannot be read ({first})"
+                splits = f"cannot be read ({first_line(err)})"
             print(f"  {config:<28} {splits}")
         return 0
     root = Path(args.root) if args.root else Path.cwd()
@@ -97,36 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 # ---- the catalogue ------------------------------------------------------------------------------------------
 
-def search_roots(root: Path) -> list[Path]:
-    """Where built folders are looked for, in the order a name finds them (:mod:`vlprobe.names`)."""
-    from ..storage.locations import datasets_home
 
-    env = os.getenv("VLPROBE_ROOT")
-    out: list[Path] = []
-    for base in [root, Path(env).expanduser() if env else None, datasets_home()]:
-        if base is not None and base.resolve() not in [b.resolve() for b in out]:
-            out.append(base)
-    return out
-
-
-def built_where(name: str, roots: list[Path]) -> Path | None:
-    """Where benchmark ``name`` is built: the first of ``roots`` (:func:`search_roots`) holding a built folder of its
-    name (the working folder included, where ``--dataset NAME`` reads it as a path), as "dataset folders found" has
-    it with data; None: nowhere."""
-    from ..names import is_built
-
-    return next((base / name for base in roots if is_built(base / name)), None)
-
-
-def args_root_is_cwd(root: Path) -> bool:
-    try:
-        return root.resolve() == Path.cwd().resolve()
-    except OSError:
-        return False
-
-
-def _shown(names: list[str], first: int = 6) -> str:
-    return ", ".join(names[:first]) + (f", ... ({len(names)} in all)" if len(names) > first else "")
 
 
 def catalogue_lines(root: Path, fams: dict) -> list[str]:
@@ -134,34 +81,38 @@ def catalogue_lines(root: Path, fams: dict) -> list[str]:
 
     from ..benchmarks import benchmarks
     from ..builders import builders
+    from ..names import is_built, search_roots
     from ..storage.locations import MINI_CLIP, datasets_home, shipped_model
 
     wrap = textwrap.TextWrapper(width=118, initial_indent="      ", subsequent_indent="        ")
     lines = ["benchmarks vlprobe can build (`vlprobe build NAME`; then `--dataset NAME` from any folder):"]
     roots = search_roots(root)
-    for name, builder in sorted(builders().items()):
+    known = builders()
+    for name, builder in sorted(known.items()):
         lines.append(f"  {name}")
         lines += wrap.wrap(builder.help)
         configs = [d.name for d in builder.config_decls()]
         if configs:
-            lines += wrap.wrap(f"configs: {_shown(configs)}")
+            more = f", ... ({len(configs)} in all)" if len(configs) > 6 else ""
+            lines += wrap.wrap(f"configs: {', '.join(configs[:6])}{more}")
         if builder.needs:
             lines += wrap.wrap(f"needs: {builder.needs}")
         if name != "folder":
-            built = built_where(name, roots)
-            lines.append(f"      built: {built}" if built is not None else "      built: no")
+            built = next((base / name for base in roots if is_built(base / name)), "no")
+            lines.append(f"      built: {built}")
     hub = [b for b in benchmarks().values() if b.builder is None and b.hub_id]
     if hub:
         lines += ["", "benchmarks read from the Hub (`--dataset ID`; online, or a copy in the Hugging Face cache):"]
         lines += [f"  {b.name}  {b.hub_id}: {b.title}" for b in sorted(hub, key=lambda b: b.name)]
     lines += ["", "dataset folders found (evaluate one with --dataset NAME or FOLDER), in the order a name finds them:"]
-    for base in search_roots(root):
+    for base in roots:
         folders = dataset_folders(base)
         where = "the cache, where `vlprobe build` writes outside a clone" if base == datasets_home() else (
-            "$VLPROBE_ROOT" if base != root else "the working folder" if args_root_is_cwd(root) else "--root")
+            "$VLPROBE_ROOT" if base != root else "the working folder" if root.resolve() == Path.cwd().resolve() else
+            "--root")
         lines.append(f"  {base} ({where}):" if folders else f"  {base} ({where}): none")
         width = max([len(d.name) for d in folders] + [8])
-        lines += [f"    {d.name:<{width}}  {d.describe()}" for d in folders]
+        lines += [f"    {d.name:<{width}}  {describe(d, d.name in known)}" for d in folders]
     lines += ["", "model families (--family NAME; detected from the model's config.json when left out):"]
     from ..scorers.base import _AUTO_CLASSES
 

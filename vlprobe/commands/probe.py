@@ -1,11 +1,5 @@
-"""``vlprobe probe``: TraVLR's protocol (train on one modality, test on each) on a model's frozen features.
-
-    vlprobe probe --dataset travlr --config all --model models/mini-clip \\
-        --train-modality image,caption,both --test-modality image,caption,both --train-size 100,200 --out runs/probe
-
-Each flag's ``dest`` is a keyword of :func:`vlprobe.probe` and its default that keyword's (``--out`` aside: the
-command always writes); the protocol is :mod:`vlprobe.probing`.
-"""
+"""``vlprobe probe``: TraVLR's protocol on a model's frozen features (:mod:`vlprobe.probing`); each flag's ``dest``
+and default are the keyword's of :func:`vlprobe.probe` (``--out`` aside: the command always writes)."""
 
 from __future__ import annotations
 
@@ -61,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import keywords
     from ..probing import format_report, probe
 
-    # a bad setting raises an ArgumentError, which the vlprobe command names as the command line spells it
-    # (--few-shot, not few_shot=)
     result = probe(**keywords(args))
     print(format_report(result))
     written = sorted(p.name for p in Path(args.out).iterdir())

@@ -1,48 +1,34 @@
-"""``vlprobe publish dataset|metric|space``: validate a folder locally, then push it to the Hub.
-
-    vlprobe publish dataset valse --repo my-lab/valse [--dry-run] [--private] [--token T]
-    vlprobe publish metric --repo my-lab/valse_metric      # pushes metric/ as a Gradio Space
-    vlprobe publish space --repo my-lab/vlprobe-demo       # pushes space/
-
-Every subcommand checks first and refuses with the list of problems; ``--dry-run`` prints what
-would be uploaded and touches nothing.
-"""
+"""``vlprobe publish dataset|metric|space``: validate a folder locally, then push it to the Hub (:mod:`vlprobe.publish`);
+``--dry-run`` prints what would be uploaded and touches nothing."""
 
 from __future__ import annotations
 
 import argparse
-from functools import partial
 from pathlib import Path
+
+from . import add_command
 
 HELP = "validate a dataset folder, the metric or the Space, then push it to the Hugging Face Hub"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "publish",
-        help=HELP,
-        description="Validate locally, then HfApi.create_repo(exist_ok=True) + upload_folder. "
-        "Token: --token, else HF_TOKEN, else the stored login (`hf auth login`).",
-    )
+    parser = add_command(sub, "publish", HELP, run, "Validate locally, then HfApi.create_repo(exist_ok=True) + "
+                         "upload_folder. Token: --token, else HF_TOKEN, else the stored login (`hf auth login`).")
     inner = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
 
     p = inner.add_parser("dataset", help="a dataset folder (card + vlprobe.yaml + parquet) as a dataset repo")
     p.add_argument("folder", type=Path, help="the dataset folder, e.g. valse/ or the output of `vlprobe build folder`")
     p.add_argument("--rows", type=int, default=5, help="first rows of every config that must convert to items (default 5)")
     _common(p, "<org>/<name>, e.g. my-lab/valse")
-    p.set_defaults(func=_dataset)
-
-    p = inner.add_parser("metric", help="metric/ as a Space, so that evaluate.load('<org>/valse_metric') finds it")
-    p.add_argument("--folder", type=Path, default=None,
-                   help="the metric folder (default: ./metric, else the one this vlprobe ships)")
-    _common(p, "<org>/valse_metric: the last part must equal the module's file name")
-    p.set_defaults(func=partial(_space_like, kind="metric"))
-
-    p = inner.add_parser("space", help="space/ (the Gradio demo) as a Space")
-    p.add_argument("--folder", type=Path, default=None,
-                   help="the Space folder (default: ./space, else the one this vlprobe ships)")
-    _common(p, "<org>/<name>, e.g. my-lab/vlprobe-demo")
-    p.set_defaults(func=partial(_space_like, kind="space"))
+    for kind, title, what, repo in (
+        ("metric", "metric", "metric/ as a Space, so that evaluate.load('<org>/valse_metric') finds it",
+         "<org>/valse_metric: the last part must equal the module's file name"),
+        ("space", "Space", "space/ (the Gradio demo) as a Space", "<org>/<name>, e.g. my-lab/vlprobe-demo"),
+    ):
+        p = inner.add_parser(kind, help=what)
+        p.add_argument("--folder", type=Path, default=None,
+                       help=f"the {title} folder (default: ./{kind}, else the one this vlprobe ships)")
+        _common(p, repo)
 
 
 def _common(p: argparse.ArgumentParser, repo_help: str) -> None:
@@ -54,8 +40,7 @@ def _common(p: argparse.ArgumentParser, repo_help: str) -> None:
 
 
 def _default_folder(given: Path | None, name: str) -> Path:
-    """``--folder``, else ``./<name>``, else the copy this vlprobe ships (inside the installed
-    package, or the clone it runs from: :func:`vlprobe.storage.locations.shipped`)."""
+    """``--folder``, else ``./<name>``, else the copy this vlprobe ships."""
     from ..errors import SettingError
     from ..storage.locations import shipped
 
@@ -71,29 +56,18 @@ def _default_folder(given: Path | None, name: str) -> Path:
     return folder
 
 
-def _push(plan, args: argparse.Namespace) -> int:
-    from ..publish import publish
+def run(args: argparse.Namespace) -> int:
+    from ..publish import plan_dataset, plan_metric, plan_space, publish
 
+    if args.kind == "dataset":
+        print(f"checking dataset folder {args.folder} ...")
+        plan = plan_dataset(args.folder, args.repo, rows=args.rows)
+        print("ok: card YAML, licence, features vs parquet, embedded image bytes, vlprobe.yaml")
+    else:
+        folder = _default_folder(args.folder, args.kind)
+        print(f"checking {'metric' if args.kind == 'metric' else 'Space'} folder {folder} ...")
+        plan = (plan_metric if args.kind == "metric" else plan_space)(folder, args.repo)
     for note in plan.notes:
         print(f"  ok: {note}")
     publish(plan, private=args.private, token=args.token, dry_run=args.dry_run, commit_message=args.message)
     return 0
-
-
-def _dataset(args: argparse.Namespace) -> int:
-    from ..publish import plan_dataset
-
-    print(f"checking dataset folder {args.folder} ...")
-    plan = plan_dataset(args.folder, args.repo, rows=args.rows)
-    print("ok: card YAML, licence, features vs parquet, embedded image bytes, vlprobe.yaml")
-    return _push(plan, args)
-
-
-def _space_like(args: argparse.Namespace, kind: str) -> int:
-    """``vlprobe publish metric`` or ``space``: the folder (``--folder``, else the default) checked, then pushed."""
-    from ..publish import plan_metric, plan_space
-
-    folder = _default_folder(args.folder, kind)
-    print(f"checking {'metric' if kind == 'metric' else 'Space'} folder {folder} ...")
-    plan = (plan_metric if kind == "metric" else plan_space)(folder, args.repo)
-    return _push(plan, args)

@@ -1,6 +1,5 @@
-"""``vlprobe report <results.json ...> [--label NAME ...] [--out DIR] [--check [--tolerance POINTS]]``: compare runs
-(:mod:`vlprobe.report`). ``--check``: exit 1 when a figure published for a run's checkpoint is more than
-``--tolerance`` points from the run's (or there is none to compare), naming each, else 0: a reproduction check."""
+"""``vlprobe report``: compare runs (:mod:`vlprobe.report`); ``--check``: a reproduction check against the published
+figures."""
 
 from __future__ import annotations
 
@@ -13,18 +12,12 @@ HELP = "compare runs (evaluate or probe results.json files) with the papers' num
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "report", HELP, run, (
-        "Compare runs written by `vlprobe evaluate` (and `vlprobe probe`): report.md, report.html, "
-        "report.tex (booktabs tables to paste into a paper) and report.png, each metric with its CI and the "
-        "run's tied comparisons, with the papers' aggregates (VALSE per instrument and Avg. over its 11 "
-        "instruments, Winoground text / image / group, BLA per task, TraVLR per task and test split) and the "
-        "published numbers (VALSE Table 2, Winoground Table 3, BLA thesis Tables 6.3 and 6.2) beside this run "
-        "where benchmark, config and metric match. A `vlprobe probe` run's results.json is taken too: its "
-        "TraVLR Table 2 layout and each cell beside TraVLR's published Table 2 (the paper's figure, ours, the "
-        "difference); report.png is of evaluate runs only. A run whose model is a checkpoint with published "
-        "figures (vlprobe/data/published.csv: open_clip ARCH/PRETRAINED, and the Hub ids that hold the same "
-        "weights) is set beside them, per source, config and aggregate, with the difference and its known causes. "
-        "Each results.json is checked first against its declared shape (`vlprobe schema`): one line per bad file, "
-        "naming the field."))
+        "Compare runs written by `vlprobe evaluate` and `vlprobe probe`: report.md, report.html, report.tex "
+        "(booktabs tables to paste into a paper) and report.png (evaluate runs only), each metric with its CI, the "
+        "papers' aggregates, and the published numbers beside the run's where benchmark, config and metric match "
+        "(the papers' tables, and vlprobe/data/published.csv for a checkpoint with published figures), with the "
+        "difference. Each results.json is checked first against its declared shape (`vlprobe schema`). See "
+        "docs/report.md."))
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results.json files (or the run folders holding them)")
     p.add_argument("--label", action="append", default=None, metavar="NAME",
                    help="the name a run goes by in every table, once per run in the order given (default: the "

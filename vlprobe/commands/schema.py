@@ -1,5 +1,4 @@
-"""``vlprobe schema [--out FILE]``: the JSON Schema of the results.json files ``vlprobe evaluate`` and ``vlprobe
-probe`` write, generated from their records (:mod:`vlprobe.results.schema`; ``docs/results.schema.json`` holds it)."""
+"""``vlprobe schema``: the JSON Schema of results.json, generated from :mod:`vlprobe.results.schema`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Publish to the Hub: check a folder locally, then ``create_repo`` + ``upload_folder`` (``vlprobe publish``).
-
-Three kinds of folder, each checked for every problem before anything is sent (:class:`ValidationError` lists them):
-a **dataset** folder (:mod:`.dataset`: the card against the parquet, a licence, embedded images, ``load_dataset``
-and ``vlprobe.yaml`` on every config), the **metric** (:mod:`.metric`: a Space named like the module, so that
-``evaluate.load("<org>/valse_metric")`` finds it; its doctests pass) and a **Space** (:mod:`.space`: the card's
-``sdk`` and ``app_file``, the app imports with ``launch()`` disabled). :mod:`.folder` holds what they share,
-:mod:`.plan` the :class:`UploadPlan` and errors, and :mod:`.hub` the token and the upload, the only network (none
-with ``dry_run``). No ``eval.yaml`` is written: the Hub's benchmark registration is a beta behind an allow-list.
-"""
+"""Publish to the Hub (``vlprobe publish``): check a dataset folder (:mod:`.dataset`), the metric (:mod:`.metric`) or
+a Space (:mod:`.space`) for every problem, then ``create_repo`` + ``upload_folder`` (:mod:`.hub`, the only network).
+No ``eval.yaml`` is written: the Hub's benchmark registration is a beta behind an allow-list."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Dataset folders: the card YAML against the parquet (configs, data_files, declared features,
-embedded image bytes), ``load_dataset`` on every config, ``vlprobe.yaml`` on the first rows, and
+"""Dataset folders: the card against the parquet, ``load_dataset`` and ``vlprobe.yaml`` on every config, and
 :func:`plan_dataset`, the upload of exactly the files the card declares."""
 
 from __future__ import annotations
@@ -11,9 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import first_line
 from ..storage.paths import config_name_problem, relative_problem, split_name_problem
 from .folder import BUILD_REPORT, CARD_FILE, SPEC_FILE, progress_bars_off, read_card
-from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
+from .plan import UploadPlan, ValidationError, check_repo_id
 
 if TYPE_CHECKING:
     import datasets
@@ -44,9 +44,7 @@ def _data_file_patterns(data_files: object) -> dict[str, list[str]] | None:
 def _declared_features(meta: Mapping[str, Any]) -> dict[str, Any]:
     """{config_name: features YAML list} from ``dataset_info`` (a dict or a list of dicts)."""
     info = meta.get("dataset_info")
-    if info is None:
-        return {}
-    entries = info if isinstance(info, list) else [info]
+    entries = info if isinstance(info, list) else [info]  # None: no entry, as it is no Mapping
     return {
         str(e.get("config_name", "default")): e.get("features")
         for e in entries
@@ -68,8 +66,7 @@ def _features_from_yaml(name: str, features_yaml: object) -> datasets.Features:
 
 
 def _parquet_features(path: Path):
-    """The datasets Features stored in a parquet file (its ``huggingface`` schema metadata, else
-    inferred from the Arrow schema) and the Arrow schema itself."""
+    """The datasets Features stored in a parquet file (else inferred from its Arrow schema), and that schema."""
     import datasets
     import pyarrow.parquet as pq
 
@@ -95,11 +92,9 @@ def _image_columns(features) -> dict[str, bool]:
     for name, feat in features.items():
         if isinstance(feat, datasets.Image):
             out[name] = False
-        else:
-            inner = getattr(feat, "feature", None)
-            if (isinstance(feat, list_kinds) and isinstance(inner, datasets.Image)) or \
-                    (isinstance(feat, list) and feat and isinstance(feat[0], datasets.Image)):
-                out[name] = True
+        elif (isinstance(feat, list_kinds) and isinstance(getattr(feat, "feature", None), datasets.Image)) or \
+                (isinstance(feat, list) and feat and isinstance(feat[0], datasets.Image)):
+            out[name] = True
     return out
 
 
@@ -125,12 +120,17 @@ def _path_only_images(path: Path, column: str, is_list: bool) -> tuple[int, int,
     return int(n_missing), int(pc.sum(present.cast("int64")).as_py() or 0), example
 
 
+def spec_files(folder: Path) -> list[str]:
+    """vlprobe.yaml, then the other specs beside it (a second framing chosen with --spec)."""
+    others = sorted(p.name for p in folder.glob("*.yaml") if p.name != SPEC_FILE and not p.name.startswith("."))
+    return ([SPEC_FILE] if (folder / SPEC_FILE).is_file() else []) + others
+
+
 def check_dataset_folder(
     folder: str | os.PathLike[str], rows: int = 5, load: bool = True, notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
-    """Check a dataset folder before upload: ``(problems, data_files)``, every reason it is not ready (none: ready)
-    and the data files its card's configs point to. ``rows``: the first rows of every config that must become items;
-    ``load``: ``load_dataset`` every config; ``notes``: receives a line per config on what was checked."""
+    """``(problems, data_files)``: every reason a dataset folder is not ready to upload, and the data files its card
+    points to; ``rows``: the first rows of every config that must become items; ``notes``: what was checked."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"], []
@@ -199,31 +199,24 @@ def check_dataset_folder(
                 + (f"{len(defaults)} ({', '.join(defaults)})" if defaults else "none")
             )
 
-    spec = None
-    spec_path = folder / SPEC_FILE
-    if not spec_path.is_file():
-        problems.append(f"{spec_path}: missing; write a vlprobe.yaml saying which columns hold the images, texts and gold "
-                        "(see vlprobe/dataset/spec.py)")
-    else:
-        from ..dataset.spec import ItemSpec
+    from ..dataset.spec import ItemSpec
 
+    spec = None
+    if not (folder / SPEC_FILE).is_file():
+        problems.append(f"{folder / SPEC_FILE}: missing; write a vlprobe.yaml saying which columns hold the images, "
+                        "texts and gold (see vlprobe/dataset/spec.py)")
+    for name in spec_files(folder):  # every one is uploaded, so each must parse
         try:
-            spec = ItemSpec.from_file(spec_path)
+            parsed = ItemSpec.from_file(folder / name)
         except ValueError as err:
             problems.append(str(err))
-        else:
-            for name in spec.overrides:
-                if configs and name not in configs:
-                    problems.append(f"{spec_path}: configs.{name} overrides a config the card does not declare ({configs})")
-    # Other specs beside it (a second framing chosen with --spec) are uploaded too, so they must parse.
-    for other in sorted(folder.glob("*.yaml")):
-        if other.name != SPEC_FILE and not other.name.startswith("."):
-            from ..dataset.spec import ItemSpec
-
-            try:
-                ItemSpec.from_file(other)
-            except ValueError as err:
-                problems.append(str(err))
+            continue
+        if name == SPEC_FILE:
+            spec = parsed
+            for config in spec.overrides:
+                if configs and config not in configs:
+                    problems.append(f"{folder / SPEC_FILE}: configs.{config} overrides a config the card does not "
+                                    f"declare ({configs})")
 
     if load and meta is not None and configs and not broken:
         problems += _check_loads(folder, configs, spec, rows, notes if notes is not None else [])
@@ -278,9 +271,7 @@ def _compare_features(name: str, rel: str, declared, stored, schema) -> list[str
             + (f"; in the parquet but not declared: {extra}" if extra else "")
         )
     arrow_declared = declared.arrow_schema
-    for col in want:
-        if col not in have:
-            continue
+    for col in [c for c in want if c in have]:
         t_decl = arrow_declared.field(col).type
         t_file = schema.field(col).type
         # Types must agree in storage; when the file carries datasets' metadata, in meaning too.
@@ -305,9 +296,10 @@ def _short(feature) -> str:
 
 
 def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[str]) -> list[str]:
-    """``load_dataset(folder, config)`` for every config, in a throwaway cache so that a stale
-    cache cannot hide a problem; then the first ``rows`` rows of each must become items."""
+    """``load_dataset`` every config (a throwaway cache: a stale one could hide a problem); its first rows to items."""
     import datasets
+
+    from ..dataset.images import to_pil
 
     problems = []
     with tempfile.TemporaryDirectory(prefix="vlprobe-check-") as cache:
@@ -317,7 +309,7 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
                     dsd = datasets.load_dataset(str(folder), name, cache_dir=cache)
             except Exception as err:  # anything load_dataset raises is a reason to refuse
                 problems.append(f"config {name!r}: load_dataset({str(folder)!r}, {name!r}) fails: "
-                                f"{type(err).__name__}: {_first_line(err)}")
+                                f"{type(err).__name__}: {first_line(err)}")
                 continue
             sizes = ", ".join(f"{split} {len(ds)} rows" for split, ds in dsd.items())
             if spec is None:
@@ -326,9 +318,14 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
                 if len(ds) == 0:
                     problems.append(f"config {name!r} split {split!r}: has no rows")
                     continue
-                found = _check_rows(spec, ds.select(range(min(rows, len(ds)))), name, split)
-                problems += found
-                if not found:
+                try:
+                    for item in spec.iter_items(ds.select(range(min(rows, len(ds)))), config=name):
+                        for k, image in enumerate(item.images):
+                            to_pil(image, where=f"item {item.id!r} image {k}")
+                except Exception as err:  # ItemError, SpecError, ImageError: each names the row and column
+                    problems.append(f"config {name!r} split {split!r}: rows do not convert to items with "
+                                    f"vlprobe.yaml: {err}")
+                else:
                     shape = spec.for_config(name).to_item(ds[0], 0, name).shape
                     notes.append(
                         f"config {name!r}: load_dataset ok ({sizes}); first {min(rows, len(ds))} {split} rows -> "
@@ -338,21 +335,8 @@ def _check_loads(folder: Path, configs: list[str], spec, rows: int, notes: list[
     return problems
 
 
-def _check_rows(spec, ds, config: str, split: str) -> list[str]:
-    from ..dataset.images import to_pil
-
-    try:
-        for item in spec.iter_items(ds, config=config):
-            for k, image in enumerate(item.images):
-                to_pil(image, where=f"item {item.id!r} image {k}")
-    except Exception as err:  # ItemError, SpecError, ImageError: each names the row and column
-        return [f"config {config!r} split {split!r}: rows do not convert to items with vlprobe.yaml: {err}"]
-    return []
-
 def plan_dataset(folder: str | os.PathLike[str], repo_id: str, rows: int = 5) -> UploadPlan:
-    """Validate a dataset folder and plan its upload: the card, vlprobe.yaml (and any other spec
-    ``*.yaml`` beside it) and the data files the card declares, nothing else. Raises
-    :class:`ValidationError` listing every problem."""
+    """Validate a dataset folder and plan the upload of its card, specs and the data files the card declares."""
     from ..errors import SettingError
 
     folder = Path(folder)
@@ -364,10 +348,8 @@ def plan_dataset(folder: str | os.PathLike[str], repo_id: str, rows: int = 5) ->
     problems, data_files = check_dataset_folder(folder, rows=rows, notes=notes)
     if problems:
         raise ValidationError(f"dataset folder {folder}", problems)
-    # Other specs beside vlprobe.yaml (TraVLR's true_false.yaml: a second framing chosen with --spec).
-    extra_specs = sorted(p.name for p in folder.glob("*.yaml") if p.name != SPEC_FILE and not p.name.startswith("."))
     # What a build held (rows, rows left out): written by the VALSE / BLA builders beside the parquet.
     report = [BUILD_REPORT] if (folder / BUILD_REPORT).is_file() else []
-    files = [CARD_FILE, SPEC_FILE] + extra_specs + data_files + report
+    files = [CARD_FILE, *spec_files(folder), *data_files, *report]
     return UploadPlan(repo_id=repo_id, repo_type="dataset", folder=folder, files=files,
                       allow_patterns=list(files), notes=notes)

@@ -1,27 +1,11 @@
-"""The only part that touches the network: the token (``--token``, else huggingface_hub's usual
-sources), the ``HfApi`` client, and :func:`publish`, ``create_repo`` + ``upload_folder``."""
+"""The only part that touches the network: :func:`publish`, ``create_repo`` + ``upload_folder``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from huggingface_hub import HfApi, get_token
 
-from huggingface_hub import HfApi
-
-from .plan import PublishError, UploadPlan, _first_line
-
-
-def resolve_token(token: str | None = None) -> str | None:
-    """``token``, else huggingface_hub's usual sources (HF_TOKEN, then the stored login)."""
-    if token:
-        return token
-    from huggingface_hub import get_token
-
-    return get_token()
-
-
-def _api(token: str):
-    return HfApi(token=token)  # module-level name so that tests can mock it
+from ..errors import first_line
+from .plan import PublishError, UploadPlan
 
 
 def publish(
@@ -31,18 +15,15 @@ def publish(
     token: str | None = None,
     dry_run: bool = False,
     commit_message: str | None = None,
-    api_factory: Callable[[str], Any] | None = None,
-    echo: Callable[[str], None] = print,
 ) -> str | None:
-    """Create the repo (``exist_ok=True``) and upload the planned files; returns the commit URL. ``dry_run``: print
-    the plan, touch nothing. A missing token, offline mode or a refusal: a :class:`PublishError` saying what to do."""
+    """Create the repo (``exist_ok=True``) and upload the planned files; returns the commit URL (``dry_run``: none)."""
+    token = token or get_token()
     if dry_run:
-        echo("dry run: would create (if absent) and upload to the " + plan.describe(private=private))
-        found = "found" if resolve_token(token) else "NOT found (pass --token, set HF_TOKEN, or run `hf auth login`)"
-        echo(f"token: {found}")
-        echo("nothing was uploaded")
+        print("dry run: would create (if absent) and upload to the " + plan.describe(private=private))
+        found = "found" if token else "NOT found (pass --token, set HF_TOKEN, or run `hf auth login`)"
+        print(f"token: {found}")
+        print("nothing was uploaded")
         return None
-    token = resolve_token(token)
     if not token:
         raise PublishError(
             "no Hugging Face token: pass --token, set HF_TOKEN, or log in once with `hf auth login` "
@@ -51,11 +32,13 @@ def publish(
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
     from huggingface_hub.utils import httpx
 
-    api = (api_factory or _api)(token)
+    api = HfApi(token=token)
     message = commit_message or f"Upload {plan.repo_type} with vlprobe publish"
     try:
-        kwargs = {"space_sdk": plan.space_sdk} if plan.repo_type == "space" else {}
-        api.create_repo(plan.repo_id, repo_type=plan.repo_type, exist_ok=True, private=private, **kwargs)
+        if plan.repo_type == "space":
+            api.create_repo(plan.repo_id, repo_type="space", exist_ok=True, private=private, space_sdk=plan.space_sdk)
+        else:
+            api.create_repo(plan.repo_id, repo_type=plan.repo_type, exist_ok=True, private=private)
         info = api.upload_folder(
             repo_id=plan.repo_id, folder_path=str(plan.folder), repo_type=plan.repo_type,
             allow_patterns=plan.allow_patterns, ignore_patterns=plan.ignore_patterns or None,
@@ -72,9 +55,9 @@ def publish(
             401: "the token was rejected; check it (`hf auth whoami`)",
             403: f"the token may not write to {plan.repo_id.split('/')[0]!r}; use a write token for that namespace",
         }.get(status, "the Hub refused the request")
-        raise PublishError(f"{plan.repo_type} repo {plan.repo_id}: {hint} (HTTP {status}: {_first_line(err)})") from None
+        raise PublishError(f"{plan.repo_type} repo {plan.repo_id}: {hint} (HTTP {status}: {first_line(err)})") from None
     except (ConnectionError, httpx.TransportError) as err:
-        raise PublishError(f"cannot reach the Hub to publish {plan.repo_id}: {_first_line(err)}") from None
+        raise PublishError(f"cannot reach the Hub to publish {plan.repo_id}: {first_line(err)}") from None
     url = getattr(info, "commit_url", None) or str(info)
-    echo(f"uploaded {len(plan.files)} file(s) to the {plan.repo_type} repo {plan.repo_id}: {url}")
+    print(f"uploaded {len(plan.files)} file(s) to the {plan.repo_type} repo {plan.repo_id}: {url}")
     return url

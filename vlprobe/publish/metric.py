@@ -1,5 +1,5 @@
-"""The metric folder, pushed as a Space named like the module: ``<name>.py`` loads with ``evaluate.load`` and its
-docstring examples pass, ``requirements.txt`` names evaluate, the card and app pass the Space checks."""
+"""The metric folder, pushed as a Space named like the module, so that ``evaluate.load("<org>/valse_metric")`` finds
+it."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ import os
 import sys
 from pathlib import Path
 
-from .folder import IGNORE_PATTERNS, _folder_files, escaping_files, progress_bars_off
-from .plan import UploadPlan, ValidationError, _first_line, check_repo_id
+from ..errors import first_line
+from .folder import escaping_files, progress_bars_off
+from .plan import UploadPlan, ValidationError, check_repo_id
 from .space import _space_plan, check_space_folder
 
 
 def check_metric_folder(
     folder: str | os.PathLike[str], repo_id: str, import_app: bool = True, notes: list[str] | None = None
 ) -> list[str]:
-    """The metric Space: ``<name>.py`` (name = the repo's last part) loads with ``evaluate.load``
-    and its docstring examples pass as doctests; ``requirements.txt`` names evaluate (Spaces do
-    not preinstall it); the Space card and app pass :func:`check_space_folder`."""
+    """The problems of the metric Space: ``<name>.py`` (the repo's last part), requirements.txt, the Space checks."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"]
@@ -42,16 +41,15 @@ def check_metric_folder(
 
 
 def check_metric_module(module_file: Path, notes: list[str] | None = None) -> list[str]:
-    """Load ``module_file`` with ``evaluate.load`` and run its docstring examples as doctests, with
-    ``evaluate.load`` of any name inside them pointing at this local file (as evaluate's own
-    test_metric_common does), so no example needs the network."""
+    """Load ``module_file`` with ``evaluate.load`` and run its docstring examples as doctests, ``evaluate.load`` of
+    any name pointing at this file (as evaluate's test_metric_common does), so no example needs the network."""
     import evaluate
 
     try:
         with progress_bars_off():
             metric = evaluate.load(str(module_file))
     except Exception as err:
-        return [f"{module_file}: evaluate.load fails: {type(err).__name__}: {_first_line(err)}"]
+        return [f"{module_file}: evaluate.load fails: {type(err).__name__}: {first_line(err)}"]
     module = sys.modules.get(type(metric).__module__)
     if module is None:
         return [f"{module_file}: loaded, but its module could not be found for the doctests"]
@@ -98,8 +96,7 @@ def plan_metric(folder: str | os.PathLike[str], repo_id: str) -> UploadPlan:
         # A wrong name is an argument error: say so before the slower checks.
         raise ValidationError(f"metric folder {folder}", check_metric_folder(folder, repo_id, import_app=False)[:1])
     notes: list[str] = []
-    problems = escaping_files(folder, _folder_files(folder, IGNORE_PATTERNS)) if folder.is_dir() else []
-    problems += check_metric_folder(folder, repo_id, notes=notes)
+    problems = escaping_files(folder) + check_metric_folder(folder, repo_id, notes=notes)
     if problems:
         raise ValidationError(f"metric folder {folder}", problems)
     return _space_plan(folder, repo_id, notes)

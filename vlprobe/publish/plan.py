@@ -1,5 +1,4 @@
-"""What an upload is: the errors a publishing step raises, the :class:`UploadPlan` it builds, and the
-repo-id check every kind of folder shares."""
+"""What an upload is: the errors of a publishing step, the :class:`UploadPlan` it builds, and the repo-id check."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from typing import Any
 
 
 class PublishError(ValueError):
-    """A user-facing publishing error (the CLI prints it without a traceback)."""
+    """A user-facing publishing error."""
 
 
 class ValidationError(PublishError):
@@ -35,11 +34,8 @@ class UploadPlan:
     notes: list[str] = field(default_factory=list)  # what the checks found (printed by the CLI)
     keep_alive: Any = None  # a staging TemporaryDirectory that must outlive the upload
 
-    def sizes(self) -> list[tuple[str, int]]:
-        return [(f, (self.folder / f).stat().st_size) for f in self.files]
-
     def describe(self, private: bool = False) -> str:
-        sizes = self.sizes()
+        sizes = [(f, (self.folder / f).stat().st_size) for f in self.files]
         total = sum(s for _, s in sizes)
         visibility = "private" if private else "public"
         width = max((len(f) for f, _ in sizes), default=0)
@@ -63,12 +59,6 @@ def check_repo_id(repo_id: str) -> str:
     except HFValidationError as err:
         raise PublishError(f"--repo {repo_id!r}: not a valid Hub repo id: {err}") from None
     return repo_id
-
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)
 
 
 def _human(n: int) -> str:

@@ -1,5 +1,5 @@
-"""Space folders: the card's ``sdk`` and ``app_file``, the app imported in a fresh interpreter with ``launch()``
-disabled, and the Space staged with the vlprobe package and the default model beside it (:func:`stage_space`)."""
+"""Space folders: the card's ``sdk`` and ``app_file``, the app imported with ``launch()`` disabled, and the Space
+staged with the vlprobe package and the default model beside it."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from ..storage.paths import is_inside, relative_problem
-from .folder import CARD_FILE, IGNORE_PATTERNS, _folder_files, escaping_files, read_card
+from .folder import CARD_FILE, IGNORE_PATTERNS, escaping_files, folder_files, read_card
 from .plan import UploadPlan, ValidationError, check_repo_id
 
 
 def check_space_folder(folder: str | os.PathLike[str], import_app: bool = True, notes: list[str] | None = None) -> list[str]:
-    """A Space folder: README YAML with ``sdk`` and ``app_file``, the app file present, and (with
-    ``import_app``) the app importing without launching and defining a Gradio app."""
+    """The problems of a Space folder: its card, its app file, and (``import_app``) the app's import."""
     folder = Path(folder)
     if not folder.is_dir():
         return [f"{folder}: not a folder"]
@@ -46,7 +45,6 @@ _IMPORT_CHECK = r"""
 import importlib.util, json, sys
 app, folder = sys.argv[1], sys.argv[2]
 sys.path.insert(0, folder)
-result = {"ok": False}
 try:
     import gradio as gr
     def _refuse(self, *args, **kwargs):
@@ -64,8 +62,7 @@ print("VLPROBE-CHECK " + json.dumps(result))
 
 
 def check_app_imports(app: Path, timeout: float = 300, notes: list[str] | None = None) -> list[str]:
-    """Import a Gradio app in a fresh interpreter (its imports must not leak into ours) with
-    ``launch()`` disabled; it must import and define a ``gr.Blocks``/``gr.Interface``."""
+    """Import a Gradio app in a fresh interpreter (its imports must not leak into ours) with ``launch()`` disabled."""
     env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", PYTHONDONTWRITEBYTECODE="1")
     try:
         proc = subprocess.run(
@@ -95,9 +92,8 @@ def check_app_imports(app: Path, timeout: float = 300, notes: list[str] | None =
 
 
 def stage_space(folder: str | os.PathLike[str]) -> tuple[Path, Any]:
-    """A self-contained copy of the Space: ``space/`` with, from a vlprobe checkout or installation, the ``vlprobe``
-    package (links resolved; the metric in ``_bundled/metric/``) and ``models/mini-clip`` beside ``app.py`` (vlprobe is
-    not on PyPI). Returns (the folder, the TemporaryDirectory owning it: keep it alive until uploaded)."""
+    """A self-contained copy of the Space, with the ``vlprobe`` package (the metric in ``_bundled/metric/``) and
+    ``models/mini-clip`` beside ``app.py`` (vlprobe is not on PyPI): (the folder, the TemporaryDirectory owning it)."""
     import shutil
     import tempfile
 
@@ -129,30 +125,24 @@ def stage_space(folder: str | os.PathLike[str]) -> tuple[Path, Any]:
 
 
 def plan_space(folder: str | os.PathLike[str], repo_id: str) -> UploadPlan:
-    """Validate a Space folder and plan pushing it, made self-contained by :func:`stage_space`
-    (minus caches and virtual environments). The import check runs on the staged copy, so it
-    proves the Space runs without this repository around it."""
+    """Validate a Space folder staged (so that the import check proves it runs alone) and plan pushing it."""
     check_repo_id(repo_id)
-    source = Path(folder)
-    if source.is_dir():
-        escaping = escaping_files(source, _folder_files(source, IGNORE_PATTERNS))
-        if escaping:
-            raise ValidationError(f"Space folder {folder}", escaping)
+    escaping = escaping_files(Path(folder))
+    if escaping:
+        raise ValidationError(f"Space folder {folder}", escaping)
     staged, owner = stage_space(folder)
     notes: list[str] = [f"staged {folder} with the vlprobe package and the default model beside app.py"]
     problems = check_space_folder(staged, notes=notes)
     if problems:
         owner.cleanup()
         raise ValidationError(f"Space folder {folder}", problems)
-    plan = _space_plan(staged, repo_id, notes)
-    plan.keep_alive = owner
-    return plan
+    return _space_plan(staged, repo_id, notes, keep_alive=owner)
 
 
-def _space_plan(folder: Path, repo_id: str, notes: list[str] | None = None) -> UploadPlan:
+def _space_plan(folder: Path, repo_id: str, notes: list[str] | None = None, keep_alive: object = None) -> UploadPlan:
     meta, _ = read_card(folder)
     sdk = str((meta or {}).get("sdk") or "gradio")
     return UploadPlan(
-        repo_id=repo_id, repo_type="space", folder=folder, files=_folder_files(folder, IGNORE_PATTERNS),
-        ignore_patterns=list(IGNORE_PATTERNS), space_sdk=sdk, notes=list(notes or []),
+        repo_id=repo_id, repo_type="space", folder=folder, files=folder_files(folder),
+        ignore_patterns=list(IGNORE_PATTERNS), space_sdk=sdk, notes=list(notes or []), keep_alive=keep_alive,
     )

@@ -1,21 +1,10 @@
-"""Family ``itm``: cross-encoders with an image-text matching head, one forward per (image, text) pair.
+"""Family ``itm``: cross-encoders with an image-text matching head, one forward per (image, text) pair (:data:`_HEADS`).
 
-Its explicit architecture map (:data:`_HEADS`), and how each head is read:
-
-* ``BlipForImageTextRetrieval`` (``use_itm_head``: ``itm_score``), ``Blip2ForImageTextRetrieval``
-  (``use_image_text_matching_head``: ``logits_per_image``, the mean over the Q-Former's query positions) and
-  ``BridgeTowerForImageAndTextRetrieval`` (``logits`` of its ITM head on the pooled cross-modal output): two logits,
-  [no match, match]; score = logit[match] - logit[no match] (the match log-odds), probability =
-  softmax(logits)[match] = sigmoid(score);
-* ``ViltForImageAndTextRetrieval``: one match logit (B, 1); score = the logit, probability = sigmoid(logit).
-
-A checkpoint whose matching head (``itm_head``, BLIP-2's ``query_tokens``, BridgeTower's ``itm_score``, ViLT's
-``rank_output``) is missing is refused. The log-odds ranks pairs exactly as the model's own match probability does
-(the VALSE LXMERT script ranks by the raw match logit, reference/valse.md §4.1: for a 2-way softmax the monotone
-equivalent); the probability feeds the thresholded metrics (acc, p_c, p_f at 0.5, the argmax of the two logits as
-in that script). BLIP's head reads the text encoder's first position with the tokenizer's ``[CLS]``, as
-``transformers`` runs it (LAVIS swaps in an ``[ENC]`` token: not done here). FLAVA's ITM head needs the full
-pre-training model and is not supported (FLAVA is scored as ``dual``).
+BLIP, BLIP-2 (the mean over its Q-Former's query positions) and BridgeTower give two logits, [no match, match]: the
+score is their difference (the match log-odds), the probability ``softmax(logits)[match]``; ViLT gives one match
+logit: score = the logit, probability = its sigmoid. The log-odds ranks pairs as the VALSE LXMERT script's raw match
+logit does (reference/valse.md §4.1, monotone for a 2-way softmax). BLIP's head reads ``[CLS]`` as transformers runs
+it (LAVIS swaps in ``[ENC]``: not done here). FLAVA's ITM head needs its pre-training model: FLAVA is scored as ``dual``.
 """
 
 from __future__ import annotations
@@ -26,15 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import (
-    load_checked,
-    load_config,
-    load_processor,
-    model_max_text_length,
-    no_options,
-    processor_preprocessing,
-    to_images,
-)
+from .loading import load_config, load_transformers, model_max_text_length, no_options, processor_preprocessing, to_images
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -114,8 +95,7 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
         return self.max_length - queries if queries else super().text_limit()
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
-        """The text's token ids as the processor makes them for :meth:`preprocess_pairs` (truncated the
-        same way; BLIP-2's image tokens, which the model drops again, left out)."""
+        """The text's token ids as :meth:`preprocess_pairs` makes them (without BLIP-2's image tokens)."""
         ids = self.processor(text=list(texts), truncation=True, **self._limit()).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
@@ -145,10 +125,8 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
         return PairScores(score.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
     def pair_features(self, inputs: dict[str, Tensor]) -> np.ndarray:
-        """The joint representation the matching head reads, float32 (B, hidden): BLIP's text encoder
-        at the first position (cross-attending to the image), BLIP-2's Q-Former query positions
-        averaged (its linear head's logits are averaged over them), BridgeTower's and ViLT's pooler output
-        (for vlprobe probe)."""
+        """The joint representation the matching head reads, float32 (B, hidden), for vlprobe probe: BLIP's first
+        position, BLIP-2's query positions averaged (as its logits are), BridgeTower's and ViLT's pooler output."""
         import torch
 
         batch = self._to_device(inputs)
@@ -198,9 +176,7 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"supports {', '.join(_HEADS)} (e.g. Salesforce/blip-itm-base-coco, BridgeTower/bridgetower-base-itm-mlm, "
             f"dandelin/vilt-b32-finetuned-coco)"
         )
-    check_config(model, arch, config)
-    net = load_checked(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][1],
-                     device=device, dtype=dtype, revision=revision)
-    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
-                               trust_remote_code=trust_remote_code)
-    return ITMScorer(model, net, processor, arch, device=device, dtype=dtype, revision=revision)
+    check_config(model, arch, config)  # before the weights load
+    return load_transformers(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][1],
+                             wrap=wrap_itm, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .base import Picture
 
 T = TypeVar("T")
+S = TypeVar("S", bound=Scorer)
 T_co = TypeVar("T_co", covariant=True)
 
 
@@ -335,6 +336,24 @@ def load_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], mo
             f"that fits"
         )
     return net.to(device).eval()
+
+
+def load_transformers(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
+                      head: Callable[[PreTrainedModel], list[str]], wrap: Callable[..., S], device: str, dtype: str,
+                      revision: str | None, trust_remote_code: bool, exact_preprocessing: bool, tokenizer: bool = False,
+                      check: Callable[[str, PreTrainedModel], None] | None = None, **options: object) -> S:
+    """A transformers family's loader: the model (:func:`load_checked`), ``check(model, net)``, then its processor
+    (:func:`load_processor`; ``tokenizer``: its ``AutoTokenizer``), made a scorer by ``wrap(..., **options)``."""
+    from transformers import AutoTokenizer
+
+    net = load_checked(cls, model, family=family, head=head, device=device, dtype=dtype, revision=revision,
+                       trust_remote_code=trust_remote_code)
+    if check is not None:
+        check(model, net)
+    processor = (from_pretrained(AutoTokenizer, model, revision=revision, trust_remote_code=trust_remote_code)
+                 if tokenizer else load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
+                                                  trust_remote_code=trust_remote_code))
+    return wrap(model, net, processor, device=device, dtype=dtype, revision=revision, **options)
 
 
 def no_options(family: str, kw: Mapping[str, object]) -> None:

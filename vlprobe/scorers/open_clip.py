@@ -1,28 +1,18 @@
 """Family ``open_clip``: models of `open_clip <https://github.com/mlfoundations/open_clip>`_ (``pip install
-'vlprobe[open_clip]'``), the library the field's compositionality numbers were measured with. Three kinds of name,
-detected from the name alone:
+'vlprobe[open_clip]'``), the library the field's compositionality numbers were measured with, by name alone:
 
-* ``open_clip:ARCH/PRETRAINED`` (``open_clip:ViT-B-32/laion2b_s34b_b79k``): a config of open_clip's with the weights
-  its pretrained table names, the names CLIP_benchmark and the published tables use. A ``local-dir`` copy registered
-  under that name in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED`` (no network, or a checkpoint open_clip does not
-  list) is looked for first. An unknown name fails in one line naming close ones (the table is local).
-* ``hf-hub:ORG/REPO``: a Hub repository holding ``open_clip_config.json`` and weights (its commit is the revision).
-* ``local-dir:PATH`` (or a plain folder holding ``open_clip_config.json`` and no ``config.json``): the same on disk,
-  keyed in the score cache by its content.
+* ``open_clip:ARCH/PRETRAINED``: open_clip's config with the weights its pretrained table names (a local copy under
+  ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED`` first, if registered);
+* ``hf-hub:ORG/REPO``: a Hub repository holding ``open_clip_config.json`` and weights;
+* ``local-dir:PATH`` (or a plain folder holding ``open_clip_config.json`` and no ``config.json``): the same on disk.
 
 **Activation** (QuickGELU or GELU: mertyg/vision-language-models-are-bows#35, RAIVNLab/sugar-crepe#7): vlprobe builds
-what open_clip built when the published numbers for the name were measured: the config's own activation, except the
-``openai`` tag, which open_clip before 2.29 always loaded with QuickGELU. Where that differs from the weights' own,
-one warning names the matching ``-quickgelu`` config; provenance records the config, ``quick_gelu``, the weights'
-flag and each tower's activation modules.
+what open_clip built when the published numbers were measured: the config's own, except for the ``openai`` tag,
+which open_clip before 2.29 always loaded with QuickGELU; a mismatch with the weights' own is warned about once.
 
-**Scores** are the model's own logits, ``exp(logit_scale) * cos(encode_image, encode_text)`` (+ ``logit_bias`` for
-SigLIP); embeddings are its normalised ``encode_image``/``encode_text`` in float32. **Images** go through its own
-``image_transform_v2`` (all of ``preprocess_cfg`` recorded), by default on (3, H, W) uint8 tensors, so on CUDA the
-engine decodes and preprocesses them there (``image_backend: torchvision``; the resize is torch's antialiased one,
-within about a grey level of PIL's); ``exact_preprocessing=True`` runs it on PIL images (``image_backend: pil``).
-**Texts** go through ``open_clip.get_tokenizer`` (padded to the context length); a text's key is its ids up to the
-padding, from which :meth:`OpenCLIPScorer.encode_seen_ids` rebuilds the row: each text is tokenized once per run.
+**Scores** are the model's own logits; **images** go through its ``image_transform_v2``, by default on (3, H, W)
+uint8 tensors (on CUDA, on the device; the resize within about a grey level of PIL's), with
+``exact_preprocessing=True`` on PIL images.
 """
 
 from __future__ import annotations
@@ -45,6 +35,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .base import DualScorer, register, resolve_dtype
+from .dual_encoder import logit_of
 
 if TYPE_CHECKING:
     import torch
@@ -78,8 +69,7 @@ class TextTokenizer(Protocol):
 # ---- names ------------------------------------------------------------------------------------------------------
 
 def claims(model: object) -> bool:
-    """Whether ``model`` is an open_clip name: ``open_clip:``, ``hf-hub:`` or ``local-dir:`` in front, or a folder
-    holding ``open_clip_config.json`` and no transformers ``config.json``."""
+    """Whether ``model`` is an open_clip name (see the module doc)."""
     if not isinstance(model, (str, os.PathLike)):
         return False
     text = str(model).strip()
@@ -197,9 +187,8 @@ def _unknown(name: str, arch: str, tag: str, copies: list[str]) -> str:
 
 
 def check_name(model: str, revision: str | None = None) -> Source:
-    """The quick check of an open_clip name (:func:`vlprobe.names.check_model` calls it), and what it stands for:
-    open_clip_torch installed, the folder there, the ARCH/PRETRAINED known or registered, a Hub repository cached
-    when ``HF_HUB_OFFLINE`` is set. Anything else is left to loading, which says what is wrong in one line."""
+    """The quick check of an open_clip name (:func:`vlprobe.names.check_model` calls it), and what it stands for;
+    anything else is left to loading, which says what is wrong in one line."""
     if revision is not None:
         raise ModelError(f"model {model!r}: open_clip loads no revision (--revision picks a branch, tag or commit of a "
                          f"transformers Hub model); leave it out")
@@ -380,7 +369,6 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
     def __init__(self, model_id: str, model: CLIP | CustomTextCLIP, tokenizer: TextTokenizer, *, device: str = "cpu",
                  dtype: str = "float32", exact_preprocessing: bool = False, checkpoint: str | None = None,
                  details: dict[str, Any] | None = None) -> None:
-        import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
 
         super().__init__(model_id=model_id, device=device, dtype=dtype)
@@ -396,10 +384,7 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
         probe = tokenizer(["", "a"])
         # the id the tokenizer pads a row to its context length with (None: the empty text fills its row)
         self.pad_id = int(probe[0, -1]) if probe.shape[1] > 3 and int(probe[0, -1]) != int(probe[0, 0]) else None
-        with torch.inference_mode():
-            self.scale = float(model.logit_scale.float().exp().item())
-            bias = getattr(model, "logit_bias", None)
-            self.bias = float(bias.float().item()) if bias is not None else 0.0
+        self.scale, self.bias, score = logit_of(model)
         self.preprocessing = {
             "library": f"open_clip {_module().__version__}",
             "checkpoint": checkpoint,
@@ -415,12 +400,11 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
             "image_backend": "torchvision" if self.on_tensors else "pil",
             "tokenizer": type(tokenizer).__name__, "text_max_length": self.max_length, "text_padding": "max_length",
             "text_truncation": True, "text_pad_id": self.pad_id, "prompt": None,
-            "score": "exp(logit_scale) * cosine" + (" + logit_bias" if bias is not None else ""),
+            "score": score,
         }
         if not on_tensors:
             self.preprocessing["image_backend_note"] = why
 
-    # -- images --------------------------------------------------------------------------------------------------
     def preprocess_images(self, images: Sequence[Picture]) -> Tensor:
         import torch
 
@@ -458,7 +442,6 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
             emb = self.model.encode_image(inputs.to(self.device, dtype=self._torch_dtype), normalize=True)
         return emb.float().cpu().numpy()
 
-    # -- texts ---------------------------------------------------------------------------------------------------
     def tokenize(self, texts: list[str]) -> Tensor:
         return self.text_tokenizer(list(texts))
 
@@ -496,15 +479,9 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
             emb = self.model.encode_text(tokens.to(self.device), normalize=True)
         return emb.float().cpu().numpy()
 
-    # -- scores --------------------------------------------------------------------------------------------------
-    def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
-        cos = np.asarray(image_emb, dtype=np.float32) @ np.asarray(text_emb, dtype=np.float32).T
-        return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
-
 
 def _output_size(height: int, width: int, size: int | Sequence[int]) -> list[int]:
-    """[h, w] that torchvision's ``Resize(size)`` gives an image of ``height`` x ``width`` (PIL and tensors alike):
-    an int (or one-element list) is the shorter side, the longer one scaled and truncated."""
+    """[h, w] that torchvision's ``Resize(size)`` gives an image of ``height`` x ``width``."""
     if isinstance(size, int) or len(size) == 1:
         short_side = size if isinstance(size, int) else int(size[0])
         short, long = (width, height) if width <= height else (height, width)
@@ -515,11 +492,9 @@ def _output_size(height: int, width: int, size: int | Sequence[int]) -> list[int
 
 def _resize(image: Tensor, size: Sequence[int], interpolation: InterpolationMode,
             float_path: bool | None = None) -> Tensor:
-    """A (3, H, W) uint8 tensor resized as PIL resizes: torch's antialiased (PIL-style) kernel, on uint8 on the CPU
-    (within one grey level of PIL, enlarging or shrinking); on another device in float, one pass per axis rounded and
-    clipped to bytes as PIL's are, which is within a grey level of PIL when shrinking but not when enlarging, so an
-    image smaller than the model's input (a small one: cheap) is enlarged on the CPU. ``float_path``: the float path
-    when shrinking (default: off the CPU)."""
+    """A (3, H, W) uint8 tensor resized as PIL resizes (within a grey level): torch's antialiased kernel on uint8 on
+    the CPU; elsewhere (``float_path``) in float, one pass per axis rounded to bytes as PIL's are, which is within a
+    grey level of PIL only when shrinking, so an image is enlarged on the CPU."""
     import torch
     from torch.nn.functional import interpolate
     from torchvision.transforms import InterpolationMode

@@ -1,41 +1,17 @@
 """Family ``vqascore``: generative vision-language models scored VQAScore-style (Lin et al., 2024).
 
-Each (image, text) is asked, as one user turn of the processor's chat template holding the image and the question
-(with the generation prompt added),
+Each (image, text) is asked ``Does this figure show "{text}"? Please answer yes or no.`` (``prompt=`` changes it) as
+one user turn of the processor's chat template (the bare question where there is none, as PaliGemma's), and the
+next-token distribution after the prompt is read in one forward pass: **score** = ``log P(Yes)`` over the whole
+vocabulary (in log space, so tiny probabilities keep their order in float32); **probability** =
+``P(Yes) / (P(Yes) + P(No))``. "Yes" is every single-token spelling of ``Yes``/`` Yes`` (whether the answer follows a
+space depends on the template), summed; lower case only for a tokenizer that cannot tell them apart (GIT's).
 
-    Does this figure show "{text}"? Please answer yes or no.
-
-and the model is run once (no generation); the next-token distribution after the prompt is read:
-
-* **score** = ``log P(Yes)`` over the **whole vocabulary** (VQAScore's P(Yes), in log space so tiny probabilities
-  keep their order in float32);
-* **probability** = ``P(Yes) / (P(Yes) + P(No))`` (0.5: neither preferred); it feeds the thresholded metrics.
-
-"Yes" and "No" are every spelling among ``Yes``/`` Yes`` (``No``/`` No``) the tokenizer encodes as a **single**
-token (SentencePiece ``▁Yes``, byte-level ``ĠYes``, plain ``Yes``), their probabilities summed, since whether the
-answer follows a space depends on the template. Lower case is not counted (VQAScore reads "Yes"), except by a
-tokenizer that reads "Yes" as "yes" (uncased WordPiece, as GIT ships). No single token raises a clear error.
-
-**Where the answer is read**: at the prompt's last real token, in the model's own output positions: a model that
-puts positions of its own before the text (GIT's image) has ``logits.shape[1] - input_ids.shape[1]`` of them, which
-are added; where a row ends with what the tokenizer appends to every text (BERT's ``[SEP]``, used by GIT), the token
-before it is read (GIT's own VQA recipe feeds no ``[SEP]``). This is **checked** when a scorer is made: two prompts of
-different lengths on a grey image, in one right-padded batch, must each be read where the model's own last-position
-logits for that prompt alone are; a model where that fails is refused in one line, as is an encoder-decoder model
-(``config.is_encoder_decoder``: Florence-2, Pix2Struct, ...), whose answer comes from a decoder this family does not run.
-
-**Batching**: a batch of pairs goes through the model in **one forward pass**, padded on the **right** with an
-attention mask, so every real token keeps the position it has alone and a pair's score does not depend on its batch
-(left padding shifts positions, which only rotary embeddings forgive). Each distinct image of a batch is
-**preprocessed once** and its pixel rows repeated for its texts (:class:`_ReuseImages`). **Texts** are keyed by the
-token ids of their rendered prompt (:meth:`VQAScoreScorer.seen_texts`).
-
-The family takes the architectures in :data:`ARCHITECTURES` and every decoder-only class of transformers'
-``AutoModelForImageTextToText`` table whose ``AutoProcessor`` takes ``images=`` and ``text=`` and that passes the
-check above (tests/test_architectures.py compares each one it can build tiny with the model's own output). A
-checkpoint without language-model embeddings (a BLIP-2 *retrieval* checkpoint) is refused. Processors without a chat
-template (PaliGemma's) get the bare question, recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}``
-slot) changes the question.
+The answer is read at the prompt's last real token, shifted by any positions the model puts before the text (GIT's
+image) and before what the tokenizer appends to every text (GIT's ``[SEP]``, which its own VQA recipe does not
+feed). Batches are padded on the **right**, so every token keeps the position it has alone (left padding shifts
+positions, which only rotary embeddings forgive). Each scorer checks this when made (:meth:`check_answer_position`),
+and refuses encoder-decoder models, whose answer comes from a decoder this family does not run.
 """
 
 from __future__ import annotations
@@ -47,7 +23,7 @@ import numpy as np
 
 from ..errors import VlprobeError
 from .base import PairScorer, PairScores, _first_line, register
-from .loading import embedding_head, load_checked, load_processor, processor_preprocessing, to_images
+from .loading import embedding_head, load_transformers, processor_preprocessing, to_images
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -109,10 +85,9 @@ def answer_token_ids(tokenizer: PreTrainedTokenizerBase, word: str) -> list[int]
 
 
 class _ReuseImages:
-    """Stands in for a processor's image processor: each distinct image (by identity) in a call is
-    preprocessed once, in one batch, and its output rows are repeated for every pair that shows it.
-    Anything it cannot split per image (nested image lists, outputs that are not one row per
-    image) goes to the real image processor unchanged, so the result is always the processor's."""
+    """Stands in for a processor's image processor: each distinct image (by identity) in a call is preprocessed
+    once and its output rows repeated for every pair that shows it; anything it cannot split per image goes to the
+    real image processor unchanged."""
 
     def __init__(self, inner: ImageProcessingMixin) -> None:
         self.inner = inner
@@ -200,8 +175,7 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
         return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
-        """The token ids of each text's rendered prompt (before the processor puts the image's tokens
-        in, which depend on the image alone): two texts with the same ids are one input."""
+        """The token ids of each text's rendered prompt (without the image's tokens, which depend on the image)."""
         ids = self.tokenizer([self.render(t) for t in texts]).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
@@ -215,8 +189,7 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
                                           padding_side="right", return_tensors="pt"))
 
     def answer_logits(self, inputs: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        """(the model's logits (B, T, V), the position read per row (B,), the next-token logits read
-        (B, V) in float32) for preprocessed inputs; see the module doc for where the answer is read."""
+        """(the model's logits (B, T, V), the position read per row (B,), the logits read there (B, V) in float32)."""
         import torch
 
         batch = self._to_device(inputs)
@@ -255,10 +228,9 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
         return PairScores(log_yes.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
     def check_answer_position(self) -> None:
-        """Refuse (one line) a model whose answer vlprobe would read at the wrong position: two prompts
-        of different lengths on a grey image, in one right-padded batch, must each be read at the position
-        whose logits are nearest the model's own last-position logits for that prompt alone (less an
-        appended end token). Three short forward passes, when the scorer is made."""
+        """Refuse (one line) a model whose answer vlprobe would read at the wrong position: two prompts of different
+        lengths in one right-padded batch must each be read where the logits are nearest the model's own for that
+        prompt alone (less an appended end token)."""
         import torch
         from PIL import Image
 
@@ -304,13 +276,7 @@ def appended_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[int, ...]:
     return ()
 
 
-def wrap_vqascore(model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
-                  revision: str | None = None, prompt: str = DEFAULT_PROMPT) -> VQAScoreScorer:
-    """An already-loaded generative VLM and its processor -> a scorer."""
-    return VQAScoreScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision, prompt=prompt)
-
-
-@register("vqascore", priority=5, wrap=wrap_vqascore, architectures=ARCHITECTURES,
+@register("vqascore", priority=5, wrap=VQAScoreScorer, architectures=ARCHITECTURES,
           auto_mappings=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",),
           description='generative VLMs: log P("Yes") to "Does this figure show ...?" (VQAScore)')
 def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
@@ -323,8 +289,6 @@ def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", re
         raise TypeError(f"family 'vqascore' takes only prompt=... and exact_preprocessing=..., not {sorted(kw)}")
     if config is not None:
         refuse_encoder_decoder(model, config)  # before the weights load
-    net = load_checked(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head, device=device,
-                     dtype=dtype, revision=revision, trust_remote_code=trust_remote_code)
-    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
-                               trust_remote_code=trust_remote_code)
-    return wrap_vqascore(model, net, processor, device=device, dtype=dtype, revision=revision, prompt=prompt)
+    return load_transformers(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head,
+                             wrap=VQAScoreScorer, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing, prompt=prompt)

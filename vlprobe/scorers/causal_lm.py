@@ -37,8 +37,13 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
     family: ClassVar[str] = "causal_lm"
     uses_images: ClassVar[bool] = False
 
-    def __init__(self, model_id: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, device: str,
-                 dtype: str, revision: str | None = None) -> None:
+    def __init__(self, model_id: str, model: PreTrainedModel,
+                 tokenizer: PreTrainedTokenizerBase | ProcessorMixin | None, *, device: str, dtype: str,
+                 revision: str | None = None) -> None:
+        """``tokenizer``: the model's tokenizer, or a processor holding it."""
+        if tokenizer is None:
+            raise ValueError("a loaded causal LM needs its tokenizer: evaluate(model=(model, tokenizer), ...)")
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         self.model = model
         self.tokenizer = tokenizer
@@ -136,16 +141,7 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
         return PairScores(score.cpu().numpy().astype(np.float32), None)
 
 
-def wrap_causal_lm(model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase | None,
-                   *, device: str, dtype: str, revision: str | None = None) -> CausalLMScorer:
-    """An already-loaded causal LM and its tokenizer (or a processor holding one) -> a scorer."""
-    if processor is None:
-        raise ValueError("a loaded causal LM needs its tokenizer: evaluate(model=(model, tokenizer), ...)")
-    return CausalLMScorer(model_id, model, getattr(processor, "tokenizer", processor), device=device, dtype=dtype,
-                          revision=revision)
-
-
-@register("causal_lm", priority=0, wrap=wrap_causal_lm, architectures=ARCHITECTURES,
+@register("causal_lm", priority=0, wrap=CausalLMScorer, architectures=ARCHITECTURES,
           auto_mappings=("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",),
           description="text-only causal LMs (GPT-2, ...): minus the mean token NLL, images ignored")
 def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
@@ -155,6 +151,6 @@ def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", r
     from transformers import AutoModelForCausalLM
 
     no_options("causal_lm", kw)
-    return load_transformers(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head, wrap=wrap_causal_lm,
+    return load_transformers(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head, wrap=CausalLMScorer,
                              tokenizer=True, device=device, dtype=dtype, revision=revision,
                              trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

@@ -77,6 +77,7 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
 
     def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase,
                  *, device: str, dtype: str, revision: str | None = None) -> None:
+        check_dual(model_id, model)
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         self.model = model
         self.processor = processor
@@ -172,20 +173,14 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
         return emb.cpu().numpy().astype(np.float32, copy=False)
 
 
-def _check_dual(model_id: str, model: PreTrainedModel) -> None:
+def check_dual(model_id: str, model: PreTrainedModel) -> None:
+    """One line for a model that is not a dual encoder."""
     if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
         raise ValueError(f"model {model_id!r} ({type(model).__name__}) has no get_image_features/get_text_features: "
                          f"it is not a dual encoder; pick another --family")
 
 
-def wrap_dual(model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase, *,
-              device: str, dtype: str, revision: str | None = None) -> DualEncoderScorer:
-    """An already-loaded dual encoder and its processor -> a scorer."""
-    _check_dual(model_id, model)
-    return DualEncoderScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision)
-
-
-@register("dual", priority=10, wrap=wrap_dual, architectures=ARCHITECTURES,
+@register("dual", priority=10, wrap=DualEncoderScorer, architectures=ARCHITECTURES,
           auto_mappings=("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES",),
           description="dual encoders (CLIP, SigLIP, ALIGN, FLAVA, OWL-ViT, ...): the model's image-text logit")
 def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
@@ -196,6 +191,6 @@ def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revisi
 
     no_options("dual", kw)
     # the score reads all of AutoModel (both towers, their projections, the logit scale): the head is "" (all)
-    return load_transformers(AutoModel, model, family="dual", head=lambda net: [""], wrap=wrap_dual, check=_check_dual,
-                             device=device, dtype=dtype, revision=revision, trust_remote_code=trust_remote_code,
-                             exact_preprocessing=exact_preprocessing)
+    return load_transformers(AutoModel, model, family="dual", head=lambda net: [""], wrap=DualEncoderScorer,
+                             check=check_dual, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

@@ -58,8 +58,11 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
     family: ClassVar[str] = "itm"
     uses_images: ClassVar[bool] = True
 
-    def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin, arch: str, *, device: str,
-                 dtype: str, revision: str | None = None) -> None:
+    def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
+                 revision: str | None = None) -> None:
+        arch = type(model).__name__ if type(model).__name__ in _HEADS else _arch(model.config)
+        if arch is None:
+            raise ValueError(f"model {model_id!r} is a {type(model).__name__}; the itm family supports {', '.join(_HEADS)}")
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         check_config(model_id, arch, model.config)
         self.model = model
@@ -148,16 +151,7 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
         return feats.float().cpu().numpy().astype(np.float32)
 
 
-def wrap_itm(model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
-             revision: str | None = None) -> ITMScorer:
-    """An already-loaded matching model (one of :data:`_HEADS`) and its processor -> a scorer."""
-    arch = type(model).__name__ if type(model).__name__ in _HEADS else _arch(model.config)
-    if arch is None:
-        raise ValueError(f"model {model_id!r} is a {type(model).__name__}; the itm family supports {', '.join(_HEADS)}")
-    return ITMScorer(model_id, model, processor, arch, device=device, dtype=dtype, revision=revision)
-
-
-@register("itm", priority=20, wrap=wrap_itm, architectures=_HEADS,
+@register("itm", priority=20, wrap=ITMScorer, architectures=_HEADS,
           description="image-text matching heads (BLIP and BLIP-2 ITM, BridgeTower and ViLT retrieval): match logit "
                       "and probability")
 def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
@@ -178,5 +172,5 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
         )
     check_config(model, arch, config)  # before the weights load
     return load_transformers(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][1],
-                             wrap=wrap_itm, device=device, dtype=dtype, revision=revision,
+                             wrap=ITMScorer, device=device, dtype=dtype, revision=revision,
                              trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

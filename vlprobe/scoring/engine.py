@@ -40,7 +40,6 @@ from .device_images import DeviceImages, device_path, read_batch, read_for_devic
 
 if TYPE_CHECKING:
     from torch import Tensor
-    from torch.utils.data import DataLoader
 
 T = TypeVar("T")
 Row = TypeVar("Row")
@@ -334,17 +333,8 @@ class Engine:
         size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
         if ready is not None:
             ready()
-        loader = self._loader(rows, collate, size)
-        out: dict[str, Vector] = {}
-        total = max(1, len(loader))
-        for done, (keys, inputs, error) in enumerate(self._bar(loader, len(rows), "images"), 1):
-            if error:
-                raise ImageError(error)
-            emb = self._call(scorer.encode_images, inputs, size)
-            self._store(out, keys, emb)
-            if between is not None:
-                between(done / total)
-        return out
+        return self._run(rows, collate, lambda inputs: self._call(scorer.encode_images, inputs, size), "images", size,
+                         between)
 
     def _run_images_on_device(self, rows: list[ImageRow], scorer: DualScorer[Any], on_device: DeviceImages,
                               between: Callable[[float], None] | None = None,
@@ -487,7 +477,7 @@ class Engine:
                  else np.asarray(out.probabilities, dtype=np.float32).reshape(-1))
             return np.stack([s, p], axis=1)
 
-        computed = self._run_pairs(missing, scorer, uses_images, score)
+        computed = self._run(missing, _Collate(scorer.preprocess_pairs, decoder(scorer), uses_images), score, "pairs")
         stats = {"cached": cached, "unique_pairs": len(pair_rows), "computed_pairs": len(computed)}
         vectors.update(self._gather(computed))
 
@@ -546,19 +536,34 @@ class Engine:
             keys.append(key)
             rows.setdefault(key, (key, image, text, where))
 
-        return self._features(keys, rows, lambda todo: self._run_pairs(todo, scorer, True,
-                                                                       lambda inputs: self._call(features, inputs)))
+        collate = _Collate(scorer.preprocess_pairs, decoder(scorer))
+        return self._features(keys, rows, lambda todo: self._run(todo, collate, lambda inputs: self._call(features, inputs),
+                                                                 "pairs"))
 
-    def _run_pairs(self, rows: list[PairRow], scorer: PairScorer[Any], uses_images: bool,
-                   compute: Callable[[object], npt.ArrayLike]) -> dict[str, Vector]:
-        """``compute(inputs)``, a row per pair, for each batch of (key, image, text, where) rows."""
+    def _run(self, rows: list[Keyed], collate: Callable[[list[Keyed]], Collated],
+             compute: Callable[[object], npt.ArrayLike], what: str, batch_size: int | None = None,
+             between: Callable[[float], None] | None = None) -> dict[str, Vector]:
+        """``compute(inputs)``, a row per input, for each batch of rows a DataLoader reads with ``collate``; after
+        each batch, ``between(share of the batches done)``."""
+        from torch.utils.data import DataLoader
+
         out: dict[str, Vector] = {}
-        if rows:
-            loader = self._loader(rows, _Collate(scorer.preprocess_pairs, decoder(scorer), uses_images))
-            for keys, inputs, error in self._bar(loader, len(rows), "pairs"):
-                if error:
-                    raise ImageError(error)
-                self._store(out, keys, compute(inputs))
+        if not rows:  # (no DataLoader workers started for nothing)
+            return out
+        loader: DataLoader[Collated] = DataLoader(
+            rows,  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
+            batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
+                                        rows=range(len(rows))),
+            num_workers=self.num_workers,
+            collate_fn=collate,
+            persistent_workers=False,
+        )
+        for done, (keys, inputs, error) in enumerate(self._bar(loader, len(rows), what), 1):
+            if error:
+                raise ImageError(error)
+            self._store(out, keys, compute(inputs))
+            if between is not None:
+                between(done / len(loader))
         return out
 
     def _features(self, keys: list[str], rows: dict[str, Row],
@@ -641,19 +646,6 @@ class Engine:
                     f"--batch-size (everything scored so far is cached and will not be computed again)"
                 ) from err
             raise
-
-    def _loader(self, rows: list[Keyed], collate: Callable[[list[Keyed]], Collated],
-                batch_size: int | None = None) -> DataLoader[Collated]:
-        from torch.utils.data import DataLoader
-
-        return DataLoader(
-            rows,  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
-            batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
-                                        rows=range(len(rows))),
-            num_workers=self.num_workers,
-            collate_fn=collate,
-            persistent_workers=False,
-        )
 
     def _say(self, message: str) -> None:
         if self.rank == 0:

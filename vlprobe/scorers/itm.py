@@ -23,14 +23,16 @@ if TYPE_CHECKING:
 
     from .base import Picture
 
-# architecture name -> (how to read the match logits from its output: "single" or a two-way kind, the parameters the
-# matching head reads besides the backbone)
+# architecture name -> (what its forward is given to run the matching head, the output holding the match logits, the
+# parameters the head reads besides the backbone)
 _HEADS = {
-    "BlipForImageTextRetrieval": ("two_way", ["itm_head"]),
-    "Blip2ForImageTextRetrieval": ("two_way_blip2", ["itm_head", "query_tokens"]),
-    "BridgeTowerForImageAndTextRetrieval": ("two_way_logits", ["itm_score"]),
-    "ViltForImageAndTextRetrieval": ("single", ["rank_output"]),
+    "BlipForImageTextRetrieval": ({"use_itm_head": True}, "itm_score", ["itm_head"]),
+    "Blip2ForImageTextRetrieval": ({"use_image_text_matching_head": True}, "logits_per_image",
+                                   ["itm_head", "query_tokens"]),
+    "BridgeTowerForImageAndTextRetrieval": ({}, "logits", ["itm_score"]),  # its ITM head on the pooled output
+    "ViltForImageAndTextRetrieval": ({}, "logits", ["rank_output"]),  # one match logit; the others two
 }
+_ONE_LOGIT = "ViltForImageAndTextRetrieval"
 
 
 def check_config(model_id: str, arch: str, config: PretrainedConfig) -> None:
@@ -68,12 +70,11 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
         self.model = model
         self.processor = processor
         self.arch = arch
-        self.head = _HEADS[arch][0]
         tokenizer = getattr(processor, "tokenizer", None)
         # BLIP-2 reads texts with its Q-Former (its text_config is the captioning LM, unused here).
         self.max_length = model_max_text_length(tokenizer, getattr(model.config, "qformer_config", None)
                                                 or model.config)
-        two_way = self.head != "single"
+        two_way = arch != _ONE_LOGIT
         score = ("logit[match] - logit[no match]" if two_way else "match logit")
         prob = ("softmax(logits)[match]" if two_way else "sigmoid(match logit)")
         self.preprocessing = {
@@ -94,7 +95,7 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
 
     def text_limit(self) -> int | None:
         # BLIP-2's processor keeps num_query_tokens of max_length for the image tokens it puts first.
-        queries = getattr(self.processor, "num_query_tokens", None) if self.head == "two_way_blip2" else None
+        queries = getattr(self.processor, "num_query_tokens", None) if self.arch == "Blip2ForImageTextRetrieval" else None
         return self.max_length - queries if queries else super().text_limit()
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
@@ -112,19 +113,15 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
         import torch
 
         batch = self._to_device(inputs)
+        kwargs, output = _HEADS[self.arch][:2]
         with torch.inference_mode():
-            if self.head != "single":
-                if self.head == "two_way":
-                    logits = self.model(**batch, use_itm_head=True).itm_score.float()
-                elif self.head == "two_way_blip2":
-                    logits = self.model(**batch, use_image_text_matching_head=True).logits_per_image.float()
-                else:  # BridgeTower: (no match, match) logits of its ITM head on the pooled cross-modal output
-                    logits = self.model(**batch).logits.float()
+            logits = getattr(self.model(**batch, **kwargs), output).float()
+            if self.arch == _ONE_LOGIT:
+                score = logits[:, 0]
+                prob = torch.sigmoid(score)
+            else:  # (no match, match)
                 score = logits[:, 1] - logits[:, 0]
                 prob = torch.softmax(logits, dim=-1)[:, 1]
-            else:
-                score = self.model(**batch).logits.float()[:, 0]
-                prob = torch.sigmoid(score)
         return PairScores(score.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
     def pair_features(self, inputs: dict[str, Tensor]) -> np.ndarray:
@@ -134,9 +131,9 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
 
         batch = self._to_device(inputs)
         with torch.inference_mode():
-            if self.head == "two_way":
+            if self.arch == "BlipForImageTextRetrieval":
                 feats = self.model(**batch, use_itm_head=True).question_embeds[:, 0, :]
-            elif self.head == "two_way_blip2":
+            elif self.arch == "Blip2ForImageTextRetrieval":
                 seen: list[Tensor] = []
                 hook = self.model.itm_head.register_forward_hook(lambda m, args, out: seen.append(args[0]))
                 try:
@@ -144,7 +141,7 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
                 finally:
                     hook.remove()
                 feats = seen[0].mean(dim=1)
-            elif self.head == "two_way_logits":
+            elif self.arch == "BridgeTowerForImageAndTextRetrieval":
                 feats = self.model.bridgetower(**batch).pooler_output
             else:
                 feats = self.model.vilt(**batch).pooler_output
@@ -171,6 +168,6 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"dandelin/vilt-b32-finetuned-coco)"
         )
     check_config(model, arch, config)  # before the weights load
-    return load_transformers(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][1],
+    return load_transformers(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][2],
                              wrap=ITMScorer, device=device, dtype=dtype, revision=revision,
                              trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

@@ -46,8 +46,6 @@ def device_path(scorer: object) -> tuple[bool, str]:
     if prep.get("image_backend") != "torchvision":
         return False, (f"its image processor ({prep.get('image_processor', 'none')}) is not a fast (torchvision) one "
                        f"(or --exact-preprocessing asked for the PIL one)")
-    if not callable(getattr(scorer, "preprocess_images", None)):
-        return False, "the scorer has no preprocess_images"
     resample = prep.get("resample")
     if resample is not None and ("LANCZOS" in str(resample).upper() or str(resample) == "1"):
         # transformers resizes with LANCZOS only on the CPU (on CUDA it falls back to BICUBIC)

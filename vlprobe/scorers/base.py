@@ -275,8 +275,6 @@ class PairScorer(Scorer, Generic[Inputs]):
         raise NotImplementedError
 
 
-# ---- registry ---------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Family:
     """A registered scorer family (see :func:`register`)."""

@@ -66,8 +66,6 @@ class TextTokenizer(Protocol):
     def __call__(self, texts: list[str]) -> Tensor: ...
 
 
-# ---- names ------------------------------------------------------------------------------------------------------
-
 def claims(model: object) -> bool:
     """Whether ``model`` is an open_clip name (see the module doc)."""
     if not isinstance(model, (str, os.PathLike)):
@@ -209,8 +207,6 @@ def _offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE)
 
 
-# ---- loading ----------------------------------------------------------------------------------------------------
-
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """open_clip's own warnings (logging and warnings.warn) while vlprobe loads: vlprobe says what matters itself."""
@@ -336,8 +332,6 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
         scorer.model_sha256 = folder_digest(source.folder)
     return scorer
 
-
-# ---- the scorer -------------------------------------------------------------------------------------------------
 
 class _Size:
     """What open_clip's ResizeKeepRatio.get_params reads of an image (PIL's ``size``), for a (C, H, W) tensor."""

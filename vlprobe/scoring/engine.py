@@ -68,8 +68,6 @@ class EngineResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-# ---- distributed helpers ------------------------------------------------------------------------
-
 def dist_info() -> tuple[int, int]:
     """(rank, world size) of the initialised ``torch.distributed`` group, else (0, 1)."""
     try:
@@ -188,8 +186,6 @@ def _tile(inputs: object, n: int) -> object:
     return inputs
 
 
-# ---- the engine ---------------------------------------------------------------------------------
-
 class Engine:
     """Score items with a scorer (see the module doc); ``progress``: tqdm bars, on the main process only."""
 
@@ -229,7 +225,6 @@ class Engine:
             elif device.split(":")[0] not in ("cpu", "meta"):
                 self._note(f"images are decoded and preprocessed on the CPU, not on {device}: {why}")
 
-    # -- public -----------------------------------------------------------------------------------
     def text_keys(self, texts: Sequence[str]) -> list[str]:
         """Each text's key (:meth:`~vlprobe.scorers.base.Scorer.text_keys`), each distinct string tokenized once."""
         key_of = self._text_rows(texts)[0]
@@ -489,7 +484,6 @@ class Engine:
             have_probs = have_probs and not np.isnan(cells[..., 1]).any()
         return EngineResult(scores=scores, probabilities=probs if have_probs and items else None, stats=stats)
 
-    # -- features (vlprobe probe): one vector per input, in the order given -----------------------
     def embed_images(self, images: Sequence[ImageLike],
                      labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
         """(A DualScorer's image embeddings (N, d), stats), each distinct image computed once and cached as in

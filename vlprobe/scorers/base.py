@@ -208,8 +208,7 @@ class Scorer:
         return [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(texts)]
 
     def cache_key(self) -> dict[str, Any]:
-        """What must match to reuse a cached score: :meth:`describe` without the device; a local folder by its
-        content (``model_sha256``) and name, not the path as typed."""
+        """What must match to reuse a cached score: :meth:`describe` without the device, a local folder by its content."""
         model_id = Path(self.model_id).expanduser().resolve().name or "model" if self.model_sha256 else self.model_id
         return {**{k: v for k, v in self.describe().items() if k != "device"}, "model_id": model_id}
 
@@ -232,27 +231,23 @@ class DualScorer(Scorer, Generic[Inputs]):
         raise NotImplementedError
 
     def encodes_seen_ids(self) -> bool:
-        """Whether :meth:`encode_seen_ids` can encode texts from their :meth:`seen_texts` ids (else the engine
-        calls :meth:`encode_texts`)."""
+        """Whether :meth:`encode_seen_ids` can encode texts from their :meth:`seen_texts` ids."""
         return False
 
     def encode_seen_ids(self, ids: list[tuple[int, ...]]) -> np.ndarray:
-        """Optional: :meth:`encode_texts`' embeddings, bit for bit, from the texts' :meth:`seen_texts` ids, so that
-        each text is tokenized once."""
+        """Optional: :meth:`encode_texts`' embeddings, bit for bit, from the texts' :meth:`seen_texts` ids."""
         raise NotImplementedError
 
     scale: float = 1.0  # the model's logit scale and bias, applied by similarity
     bias: float = 0.0
 
     def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
-        """(m, d) x (n, d) -> (m, n) scores, equal to the model's own image-text logits: here ``scale`` times the
-        dot product of the (normalised) embeddings plus ``bias``, in float32."""
+        """(m, d) x (n, d) -> (m, n): the model's own image-text logits, here ``scale * dot + bias`` in float32."""
         cos = np.asarray(image_emb, dtype=np.float32) @ np.asarray(text_emb, dtype=np.float32).T
         return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
 
     def text_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Text embeddings (m, d) x (n, d) -> (m, n) cosines in float64, as SugarCREPE++'s authors compare texts for
-        its TOT (``--modality text``); no logit scale or bias."""
+        """Text-text cosines (m, n) in float64, as SugarCREPE++'s authors compare texts for its TOT; no scale or bias."""
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         a = a / np.linalg.norm(a, axis=-1, keepdims=True)

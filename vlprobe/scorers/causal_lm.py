@@ -67,9 +67,8 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
         self.check_causal()
 
     def check_causal(self) -> None:
-        """Refuse (one line) a model whose logits vlprobe would misread: not one row per input token, or depending
-        on later tokens (BERT without ``is_decoder``): two texts differing in their last token only must get the
-        same logits before it."""
+        """Refuse (one line) a model whose logits are not one row per input token, or depend on later tokens (BERT
+        without ``is_decoder``): two texts differing in their last token must get the same logits before it."""
         import torch
 
         words = list(self.tokenizer("the cat sat on the mat", add_special_tokens=False).input_ids)[:4]

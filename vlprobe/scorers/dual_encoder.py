@@ -136,8 +136,7 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
         return self._encode_text_inputs(self.pad_seen_ids(ids))
 
     def pad_seen_ids(self, ids: list[tuple[int, ...]]) -> dict[str, Tensor]:
-        """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids``: padded as it pads,
-        with the attention mask and token type ids where the tokenizer returns them."""
+        """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids``, padded as it pads."""
         import itertools
 
         import torch

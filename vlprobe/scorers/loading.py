@@ -252,8 +252,7 @@ def _base_class(model_type: str | None) -> str | None:
 
 
 def _unmapped(config: PretrainedConfig, model: str | None, archs: list[str], model_type: str | None, fams: list[Family]) -> str:
-    """The one line refusing a model no family takes: what it is, and the family that takes another class of its
-    model type, if any."""
+    """The one line refusing a model no family takes, naming the family that takes another class of its type."""
     import re
 
     who = f"model {model!r}" if model else "this model"

@@ -134,8 +134,7 @@ def _split(name: str, text: str) -> tuple[str, str]:
 
 
 def resolve(model: str) -> Source:
-    """The :class:`Source` an open_clip name stands for; one-line :class:`ModelError` for a name that stands for
-    nothing (an unknown ARCH/PRETRAINED names the closest ones)."""
+    """The :class:`Source` an open_clip name stands for, or a one-line :class:`ModelError` naming close ones."""
     name = str(model).strip()
     if name.startswith("local-dir:") or not name.startswith(PREFIXES):
         path = name.removeprefix("local-dir:")
@@ -185,8 +184,7 @@ def _unknown(name: str, arch: str, tag: str, copies: list[str]) -> str:
 
 
 def check_name(model: str, revision: str | None = None) -> Source:
-    """The quick check of an open_clip name (:func:`vlprobe.names.check_model` calls it), and what it stands for;
-    anything else is left to loading, which says what is wrong in one line."""
+    """The quick check of an open_clip name (:func:`vlprobe.names.check_model`), and what it stands for."""
     if revision is not None:
         raise ModelError(f"model {model!r}: open_clip loads no revision (--revision picks a branch, tag or commit of a "
                          f"transformers Hub model); leave it out")

@@ -85,9 +85,8 @@ def answer_token_ids(tokenizer: PreTrainedTokenizerBase, word: str) -> list[int]
 
 
 class _ReuseImages:
-    """Stands in for a processor's image processor: each distinct image (by identity) in a call is preprocessed
-    once and its output rows repeated for every pair that shows it; anything it cannot split per image goes to the
-    real image processor unchanged."""
+    """Stands in for a processor's image processor: each distinct image in a call is preprocessed once and its rows
+    repeated for every pair that shows it (what it cannot split per image goes to the real one)."""
 
     def __init__(self, inner: ImageProcessingMixin) -> None:
         self.inner = inner

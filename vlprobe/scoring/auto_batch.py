@@ -98,8 +98,7 @@ def memo_key(scorer: Scorer, tower: str) -> str:
 
 
 def _memo_path() -> str | None:
-    """``<cache home>/batch-sizes.json``, or None where the cache home is refused (another user's, or writable by
-    others), as every cache under it is."""
+    """``<cache home>/batch-sizes.json``, or None where the cache home is refused, as every cache under it is."""
     from ..storage.locations import cache_home, refused_home
 
     home = cache_home()

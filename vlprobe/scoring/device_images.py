@@ -35,8 +35,7 @@ PIXEL_MEAN_DIFF = 0.01
 
 
 def device_path(scorer: object) -> tuple[bool, str]:
-    """(whether images for ``scorer`` are decoded and preprocessed on its device, why not): a fast (torchvision)
-    image processor on a CUDA device, whose steps all run there."""
+    """(whether images for ``scorer`` are decoded and preprocessed on its CUDA device, why not)."""
     device = str(getattr(scorer, "device", "cpu") or "cpu")
     if device.split(":")[0] in ("cpu", "meta"):
         return False, "the scorer runs on the CPU"
@@ -128,8 +127,7 @@ _WARM: dict[str, float] = {}  # device -> seconds its first decode (and preproce
 
 def warm_up(device: object, preprocess: Callable[[list[Tensor]], object] | None = None) -> float:
     """Decode a tiny JPEG on ``device`` and ``preprocess`` it, once per process: the first nvjpeg / CUDA use costs
-    seconds, paid here, not in the first timed batch. Returns the seconds it took (0: already warm); a failing
-    ``preprocess`` is left to the engine's check on a first image."""
+    seconds, paid here, not in the first timed batch. Returns the seconds it took (0: already warm)."""
     key = str(device)
     if key in _WARM:
         return 0.0

@@ -142,8 +142,7 @@ Decode = Callable[..., object]  # (image, where=...) -> a PIL image or a (3, H, 
 
 
 def decoder(scorer: Scorer) -> Decode:
-    """How the engine decodes images for ``scorer``: (3, H, W) uint8 tensors for a fast (torchvision) image
-    processor (no PIL round trip; the same pixels), PIL images otherwise."""
+    """(3, H, W) uint8 tensors for a fast (torchvision) image processor (the same pixels), else PIL images."""
     return to_tensor if (getattr(scorer, "preprocessing", None) or {}).get("image_backend") == "torchvision" else to_pil
 
 
@@ -513,8 +512,7 @@ class Engine:
 
     def pair_features(self, images: Sequence[ImageLike], texts: Sequence[str],
                       labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
-        """(A PairScorer's joint representations (N, d) of each (image, text) from its ``pair_features``, stats),
-        cached; ``labels`` as in :meth:`embed_images`."""
+        """(A PairScorer's ``pair_features`` (N, d) of each (image, text), stats); ``labels`` as in :meth:`embed_images`."""
         scorer = self.scorer
         features = getattr(scorer, "pair_features", None)
         if not isinstance(scorer, PairScorer) or features is None:
@@ -537,8 +535,7 @@ class Engine:
     def _run(self, rows: list[Keyed], collate: Callable[[list[Keyed]], Collated],
              compute: Callable[[object], npt.ArrayLike], what: str, batch_size: int | None = None,
              between: Callable[[float], None] | None = None) -> dict[str, Vector]:
-        """``compute(inputs)``, a row per input, for each batch of rows a DataLoader reads with ``collate``; after
-        each batch, ``between(share of the batches done)``."""
+        """``compute(inputs)`` for each batch a DataLoader reads with ``collate``; then ``between(share done)``."""
         from torch.utils.data import DataLoader
 
         out: dict[str, Vector] = {}

@@ -20,7 +20,7 @@ import random
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -314,28 +314,28 @@ class Engine:
         if not rows:
             return {}
         on_device = self._device_images_for(rows)
-        if on_device is not None:
-            return self._run_images_on_device(rows, scorer, on_device, between, ready)
         collate = _Collate(scorer.preprocess_images, decoder(scorer))
+        sample = rows[:BATCH_SIZE]
 
-        def sample() -> object:  # one real batch of inputs, for the batch size search
-            keys, inputs, error = collate(rows[:BATCH_SIZE])
+        def sample_inputs() -> object:  # one real batch of inputs, for the batch size search
+            if on_device is not None:
+                return on_device(read_batch([(r[1], r[2]) for r in sample]), [r[2] for r in sample])
+            keys, inputs, error = collate(sample)
             if error:
                 raise ImageError(error)
             return inputs
 
-        size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
+        size = self._tower_batch("images", scorer.encode_images, sample_inputs, len(rows))
         if ready is not None:
             ready()
+        prepare = None if on_device is None else lambda batches: self._prepared(rows, batches, on_device)
         return self._run(rows, collate, lambda inputs: self._call(scorer.encode_images, inputs, size), "images", size,
-                         between)
+                         between, prepare)
 
-    def _run_images_on_device(self, rows: list[ImageRow], scorer: DualScorer[Any], on_device: DeviceImages,
-                              between: Callable[[float], None] | None = None,
-                              ready: Callable[[], None] | None = None) -> dict[str, Vector]:
+    def _prepared(self, rows: list[ImageRow], batches: Iterable[list[int]], on_device: DeviceImages) -> Generator[Collated]:
         """The device path, in threads (forking a process that holds a GPU context costs more than reading saves):
-        readers (``num_workers``, at least one) read batches a few ahead, one thread decodes and preprocesses each on
-        the device one batch ahead of the model, and the main thread encodes, then (``between``) a share of texts."""
+        readers (``num_workers``, at least one) read batches a few ahead, and one thread decodes and preprocesses each
+        on the device one batch ahead of the model. Closing it waits for the tasks it started."""
         readers, preparer = self._pools()
 
         def read(batch: list[ImageRow]) -> list[Tensor]:
@@ -344,22 +344,17 @@ class Engine:
         def prepare(batch: list[ImageRow], payloads: Future[list[Tensor]]) -> object:
             return on_device(payloads.result(), [r[2] for r in batch])
 
-        sample = rows[:BATCH_SIZE]
-        size = self._tower_batch("images", scorer.encode_images, lambda: on_device(read(sample), [r[2] for r in sample]),
-                                 len(rows))
-        if ready is not None:
-            ready()
-        batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
-        total, ahead = max(1, len(batches)), max(2, min(self.num_workers, 4))
-        source = iter(self._bar(batches, len(rows), "images"))
+        ahead = max(2, min(self.num_workers, 4))
+        source = iter(batches)
         reads: deque[tuple[list[ImageRow], Future[list[Tensor]]]] = deque()
         jobs: list[Future[Any]] = []  # every future handed out, so that none is left running when this returns
 
         def next_job() -> tuple[list[ImageRow], Future[object]] | None:
             while len(reads) < ahead:
-                batch = next(source, None)
-                if batch is None:
+                indices = next(source, None)
+                if indices is None:
                     break
+                batch = [rows[i] for i in indices]
                 reads.append((batch, readers.submit(read, batch)))
                 jobs.append(reads[-1][1])
             if not reads:
@@ -369,23 +364,17 @@ class Engine:
             jobs.append(job)
             return batch, job
 
-        out: dict[str, Vector] = {}
         try:
-            job, done = next_job(), 0
+            job = next_job()
             while job is not None:
                 batch, prepared = job
                 job = next_job()  # its bytes are read and it is prepared while the model runs this batch
-                inputs = prepared.result()
-                self._store(out, [r[0] for r in batch], self._call(scorer.encode_images, inputs, size))
-                done += 1
-                if between is not None:
-                    between(done / total)
+                yield [r[0] for r in batch], prepared.result(), None
                 jobs = [j for j in jobs if not j.done()]
         finally:
             for j in jobs:
                 j.cancel()
             wait(jobs)  # a task already running finishes before the caller goes on (or falls back, or raises)
-        return out
 
     def _pools(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
         """The device path's reader threads and its preparing thread, made once per engine."""
@@ -534,27 +523,35 @@ class Engine:
 
     def _run(self, rows: list[Keyed], collate: Callable[[list[Keyed]], Collated],
              compute: Callable[[object], npt.ArrayLike], what: str, batch_size: int | None = None,
-             between: Callable[[float], None] | None = None) -> dict[str, Vector]:
-        """``compute(inputs)`` for each batch a DataLoader reads with ``collate``; then ``between(share done)``."""
+             between: Callable[[float], None] | None = None,
+             prepare: Callable[[Iterable[list[int]]], Generator[Collated]] | None = None) -> dict[str, Vector]:
+        """``compute(inputs)`` for each batch a DataLoader reads with ``collate``, or ``prepare`` (the device path:
+        :meth:`_prepared`) makes of the batches of row indices; then ``between(share done)``."""
         from torch.utils.data import DataLoader
 
         out: dict[str, Vector] = {}
         if not rows:  # (no DataLoader workers started for nothing)
             return out
-        loader: DataLoader[Collated] = DataLoader(
+        sampler = _FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
+                                rows=range(len(rows)))
+        prepared = None if prepare is None else prepare(self._bar(sampler, len(rows), what))
+        batches = prepared if prepared is not None else self._bar(DataLoader(
             rows,  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
-            batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
-                                        rows=range(len(rows))),
+            batch_sampler=sampler,
             num_workers=self.num_workers,
             collate_fn=collate,
             persistent_workers=False,
-        )
-        for done, (keys, inputs, error) in enumerate(self._bar(loader, len(rows), what), 1):
-            if error:
-                raise ImageError(error)
-            self._store(out, keys, compute(inputs))
-            if between is not None:
-                between(done / len(loader))
+        ), len(rows), what)
+        try:
+            for done, (keys, inputs, error) in enumerate(batches, 1):
+                if error:
+                    raise ImageError(error)
+                self._store(out, keys, compute(inputs))
+                if between is not None:
+                    between(done / len(sampler))
+        finally:
+            if prepared is not None:
+                prepared.close()  # the tasks it started finish before the caller goes on (or falls back, or raises)
         return out
 
     def _features(self, keys: list[str], rows: dict[str, Row],

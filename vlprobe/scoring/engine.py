@@ -257,16 +257,11 @@ class Engine:
 
     def _score_dual(self, items: Sequence[Item], scorer: DualScorer[Any]) -> EngineResult:
         image_rows: dict[str, ImageRow] = {}  # key -> (key, image, where), first seen
-        item_images: list[list[str]] = []
-        hashes = _image_hashes(items)
-        for item, item_hashes in zip(items, hashes, strict=True):
-            ikeys = []
-            for k, image in enumerate(item.images):
-                key = "i:" + item_hashes[k]
-                ikeys.append(key)
+        item_images = [["i:" + h for h in hashes] for hashes in _image_hashes(items)]
+        for item, ikeys in zip(items, item_images, strict=True):
+            for k, (key, image) in enumerate(zip(ikeys, item.images, strict=True)):
                 if key not in image_rows:
                     image_rows[key] = (key, image, _where(item, k, image))
-            item_images.append(ikeys)
         tkey_of, text_rows, text_ids = self._text_rows(t for item in items for t in item.texts)
         item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts])
                      for ikeys, item in zip(item_images, items, strict=True)]
@@ -437,16 +432,11 @@ class Engine:
         item_keys: list[list[list[str]]] = []
         all_hashes = _image_hashes(items) if uses_images else [["-"] * len(item.images) for item in items]
         for item, hashes in zip(items, all_hashes, strict=True):
-            matrix = []
-            for k, image in enumerate(item.images):
-                row = []
-                for text in item.texts:
-                    key = f"p:{hashes[k]}:{tkey_of[text]}"
-                    row.append(key)
+            item_keys.append([[f"p:{h}:{tkey_of[text]}" for text in item.texts] for h in hashes])
+            for k, (image, row) in enumerate(zip(item.images, item_keys[-1], strict=True)):
+                for text, key in zip(item.texts, row, strict=True):
                     if key not in pair_rows:
                         pair_rows[key] = (key, image if uses_images else None, text, _where(item, k, image))
-                matrix.append(row)
-            item_keys.append(matrix)
 
         vectors = self._lookup(list(pair_rows))
         cached = len(vectors)
@@ -476,7 +466,8 @@ class Engine:
                      labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
         """(A DualScorer's image embeddings (N, d), stats), each distinct image computed once and cached as in
         :meth:`score`; ``labels``: how an unreadable image is named (default ``input k``)."""
-        scorer = self._dual()
+        scorer = self.scorer
+        assert isinstance(scorer, DualScorer)  # the probe and --modality text ask only a dual encoder
         rows: dict[str, ImageRow] = {}
         keys = []
         for k, image in enumerate(images):
@@ -488,26 +479,19 @@ class Engine:
 
     def embed_texts(self, texts: Sequence[str]) -> tuple[Vector, dict[str, Any]]:
         """(A DualScorer's text embeddings (N, d), stats), each distinct text computed once and cached."""
-        scorer = self._dual()
+        scorer = self.scorer
+        assert isinstance(scorer, DualScorer)
         tkey_of, text_rows, text_ids = self._text_rows(texts)
         keys = ["t:" + tkey_of[t] for t in texts]
         rows = {k: (k, t) for k, t in text_rows.items()}
         return self._features(keys, rows, lambda todo: _TextSteps(self, todo, scorer, text_ids).finish())
-
-    def _dual(self) -> DualScorer[Any]:
-        if not isinstance(self.scorer, DualScorer):
-            raise TypeError(f"{type(self.scorer).__name__} embeds no image or text alone (it is not a DualScorer)")
-        return self.scorer
 
     def pair_features(self, images: Sequence[ImageLike], texts: Sequence[str],
                       labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
         """(A PairScorer's ``pair_features`` (N, d) of each (image, text), stats); ``labels`` as in :meth:`embed_images`."""
         scorer = self.scorer
         features = getattr(scorer, "pair_features", None)
-        if not isinstance(scorer, PairScorer) or features is None:
-            raise TypeError(f"{type(scorer).__name__} exposes no joint representation (no pair_features method)")
-        if len(images) != len(texts):
-            raise ValueError(f"pair_features: {len(images)} images but {len(texts)} texts")
+        assert isinstance(scorer, PairScorer) and features is not None  # the probe asks only a scorer that has them
         tkey_of = self._text_rows(texts)[0]
         rows: dict[str, PairRow] = {}
         keys = []

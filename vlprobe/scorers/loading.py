@@ -104,8 +104,7 @@ def _looks_like_path(model: str) -> bool:
 def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
     offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
                   for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
-    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    cause = f" [{type(err).__name__}: {first}]"
+    cause = f" [{_first_line(err)}]"
     if Path(model).expanduser().is_dir():
         return ModelNotFoundError(
             f"cannot load model {model!r}: the folder does not hold a complete saved model (config.json, "

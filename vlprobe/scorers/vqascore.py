@@ -234,6 +234,8 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
         from PIL import Image
 
         image = Image.new("RGB", _CHECK_IMAGE_SIZE, (128, 128, 128))
+        name = f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore"
+        wrong = ""
         try:
             with torch.inference_mode():
                 logits, read, _ = self.answer_logits(self.preprocess_pairs([image, image], list(_CHECK_TEXTS)))
@@ -247,22 +249,16 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
                     top = want.topk(min(64, want.shape[0])).indices  # enough to tell positions apart
                     nearest = int((logits[row][:, top].float() - want[top]).norm(dim=-1).argmin())
                     if nearest != int(read[row]):
-                        raise _WrongPosition(
-                            f"in a right-padded batch vlprobe would read position {int(read[row])} of "
-                            f"{logits.shape[1]}, but the model's own next-token logits for the prompt are at "
-                            f"position {nearest}")
-        except _WrongPosition as err:
-            raise ValueError(f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore: "
-                             f"{err}; vlprobe refuses rather than read its answer inside the prompt") from None
+                        wrong = (f"in a right-padded batch vlprobe would read position {int(read[row])} of "
+                                 f"{logits.shape[1]}, but the model's own next-token logits for the prompt are at "
+                                 f"position {nearest}")
+                        break
         except Exception as err:
             if isinstance(err, (VlprobeError, MemoryError)) or "out of memory" in str(err).lower():
                 raise
-            raise ValueError(f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore: "
-                             f"checking where it puts its answer failed ({_first_line(err)})") from err
-
-
-class _WrongPosition(Exception):
-    pass
+            raise ValueError(f"{name}: checking where it puts its answer failed ({_first_line(err)})") from err
+        if wrong:
+            raise ValueError(f"{name}: {wrong}; vlprobe refuses rather than read its answer inside the prompt")
 
 
 def appended_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[int, ...]:

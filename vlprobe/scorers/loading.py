@@ -97,10 +97,6 @@ def resolve_device(device: str | None = None) -> str:
     return "cpu"
 
 
-def _looks_like_path(model: str) -> bool:
-    return model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model
-
-
 def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
     offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
                   for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
@@ -109,7 +105,7 @@ def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
         return ModelNotFoundError(
             f"cannot load model {model!r}: the folder does not hold a complete saved model (config.json, "
             f"weights and processor/tokenizer files written by save_pretrained).{cause}")
-    if _looks_like_path(model):
+    if model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model:  # a path
         return ModelNotFoundError(
             f"cannot load model {model!r}: there is no such folder. Pass an existing local folder "
             f"(one written by save_pretrained) or a Hub id such as openai/clip-vit-base-patch32.{cause}")

@@ -125,14 +125,6 @@ def registered_copies() -> dict[str, Path]:
     return {f"{cfg.parent.parent.name}/{cfg.parent.name}": cfg.parent for cfg in sorted(home.glob(f"*/*/{CONFIG_FILE}"))}
 
 
-def _split(name: str, text: str) -> tuple[str, str]:
-    arch, sep, tag = text.partition("/")
-    if not sep or not arch or not tag or "/" in tag:
-        raise ModelError(f"model {name!r}: an open_clip name is open_clip:ARCH/PRETRAINED, e.g. "
-                         f"open_clip:ViT-B-32/laion2b_s34b_b79k (open_clip.list_pretrained() lists them)")
-    return arch, tag
-
-
 def resolve(model: str) -> Source:
     """The :class:`Source` an open_clip name stands for, or a one-line :class:`ModelError` naming close ones."""
     name = str(model).strip()
@@ -154,7 +146,10 @@ def resolve(model: str) -> Source:
             raise ModelError(f"model {name!r}: hf-hub: names a Hub repository, ORG/REPO (e.g. "
                              f"hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K)")
         return Source(name, "hf-hub", f"hf-hub:{repo}", repo=repo)
-    arch, tag = _split(name, name.removeprefix("open_clip:"))
+    arch, sep, tag = name.removeprefix("open_clip:").partition("/")
+    if not sep or not arch or not tag or "/" in tag:
+        raise ModelError(f"model {name!r}: an open_clip name is open_clip:ARCH/PRETRAINED, e.g. "
+                         f"open_clip:ViT-B-32/laion2b_s34b_b79k (open_clip.list_pretrained() lists them)")
     copies = registered_copies()
     if f"{arch}/{tag}" in copies:
         folder = copies[f"{arch}/{tag}"]

@@ -1,14 +1,10 @@
 """The scorer contract and the family registry.
 
-A scorer turns images and texts into scores; it knows nothing of benchmarks. The engine (``scoring/engine.py``) drives
-two kinds: a :class:`DualScorer` (CLIP, SigLIP, ...) embeds images and texts apart, and each item's matrix comes from
-:meth:`DualScorer.similarity`; a :class:`PairScorer` (ITM heads, language models, VQAScore) scores each (image, text)
-pair. Texts are deduplicated by the token ids the model reads (:meth:`Scorer.seen_texts`), so inputs the model cannot
-tell apart get bit-identical scores.
-
-A family is one module of ``vlprobe/scorers/`` (discovered, not listed) that calls :func:`register`. Every scoring
-method (:data:`_GUARDED`) raises an unforeseen exception as a one-line :class:`ScoringError` naming the model and
-family; vlprobe's own errors, unreadable images and out-of-memory errors pass through.
+The engine drives two kinds of scorer: a :class:`DualScorer` embeds images and texts apart (each item's matrix comes
+from :meth:`DualScorer.similarity`), a :class:`PairScorer` scores each (image, text) pair. Texts are deduplicated by
+the token ids the model reads (:meth:`Scorer.seen_texts`), so inputs it cannot tell apart tie exactly. A family is one
+module of ``vlprobe/scorers/`` (discovered, not listed) calling :func:`register`. Each scoring method (:data:`_GUARDED`)
+raises an unforeseen error as a one-line :class:`ScoringError`; vlprobe's own, image and out-of-memory errors pass.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Image controls, for any family that uses images: they change the **items**, not the model.
-
-``blank`` makes every image a white one of its size (TraVLR's caption-only setting, and a unimodal-collapse check);
-``shuffle`` permutes the images across the whole run with a seeded permutation, breaking the image-text pairing while
-keeping the image distribution. :func:`mark_control` records the control in provenance (family
-``"<family>+<control>"``), so a control run's results and cache keys never mix with real ones.
+"""Image controls, for any family that uses images: they change the **items**, not the model. ``blank`` makes every
+image a white one of its size (TraVLR's caption-only setting, a unimodal-collapse check); ``shuffle`` permutes the
+images across the run (breaking the pairing, keeping the image distribution). :func:`mark_control` records the
+control in provenance (family ``"<family>+<control>"``), so its results and cache keys never mix with real ones.
 """
 
 from __future__ import annotations

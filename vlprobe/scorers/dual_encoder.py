@@ -1,10 +1,7 @@
 """Family ``dual``: transformers dual encoders (:data:`ARCHITECTURES` and transformers' zero-shot image classification
-table). A FLAVA pre-training or OWL-ViT detection checkpoint loads through ``AutoModel`` as its contrastive model.
-
-The score is the model's **own image-text logit**: ``exp(logit_scale) * cos`` (CLIP; SigLIP adds ``logit_bias``),
-``cos / temperature`` (ALIGN), or the plain cosine; FLAVA's from its projected first ([CLS]) positions. Embeddings are
-L2-normalised float32, so cached ones are reusable. SigLIP texts are padded to ``max_length`` (64), as their model
-cards require; others to the longest in the batch.
+table; FLAVA pre-training and OWL-ViT detection checkpoints load as their contrastive model). The score is the model's
+**own image-text logit**: ``exp(logit_scale) * cos`` (SigLIP adds ``logit_bias``), ``cos / temperature`` (ALIGN), or
+the cosine. SigLIP texts are padded to ``max_length`` (64), as their model cards require; others to the longest.
 """
 
 from __future__ import annotations

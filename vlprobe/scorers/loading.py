@@ -1,12 +1,7 @@
 """``load_scorer``: a model id or local folder -> a ready :class:`~vlprobe.scorers.base.Scorer`, and the helpers the
-family modules share.
-
-The family is named, claimed by the name itself (open_clip's ``open_clip:`` names, loaded without a transformers
-config), or detected from the config by :func:`detect_family` from explicit maps, never from substrings of class
-names. Every failure is one line: :class:`ModelNotFoundError` (a typo, or offline), :class:`UnknownArchitectureError`,
-:class:`UnmappedArchitectureError`, :class:`MissingWeightsError` (a head transformers would fill at random), or a
-:class:`~vlprobe.errors.ModelError` naming the model and family. A local folder is identified by a digest of its
-files (``model_sha256``), so a model retrained into the same folder never reads old scores.
+family modules share. The family is named, claimed by the name itself (open_clip's), or detected from the config by
+:func:`detect_family` from explicit maps, never from substrings of class names. Every failure is one line naming the
+model. A local folder is identified by a digest of its files, so a model retrained into it never reads old scores.
 """
 
 from __future__ import annotations

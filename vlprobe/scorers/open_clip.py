@@ -1,18 +1,13 @@
 """Family ``open_clip``: models of `open_clip <https://github.com/mlfoundations/open_clip>`_ (``pip install
 'vlprobe[open_clip]'``), the library the field's compositionality numbers were measured with, by name alone:
-
-* ``open_clip:ARCH/PRETRAINED``: open_clip's config with the weights its pretrained table names (a local copy under
-  ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED`` first, if registered);
-* ``hf-hub:ORG/REPO``: a Hub repository holding ``open_clip_config.json`` and weights;
-* ``local-dir:PATH`` (or a plain folder holding ``open_clip_config.json`` and no ``config.json``): the same on disk.
+``open_clip:ARCH/PRETRAINED`` (a copy registered under ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED`` first),
+``hf-hub:ORG/REPO``, or ``local-dir:PATH`` (or a folder holding ``open_clip_config.json`` and no ``config.json``).
 
 **Activation** (QuickGELU or GELU: mertyg/vision-language-models-are-bows#35, RAIVNLab/sugar-crepe#7): vlprobe builds
 what open_clip built when the published numbers were measured: the config's own, except for the ``openai`` tag,
 which open_clip before 2.29 always loaded with QuickGELU; a mismatch with the weights' own is warned about once.
-
-**Scores** are the model's own logits; **images** go through its ``image_transform_v2``, by default on (3, H, W)
-uint8 tensors (on CUDA, on the device; the resize within about a grey level of PIL's), with
-``exact_preprocessing=True`` on PIL images.
+Images go through the model's ``image_transform_v2``, by default on (3, H, W) uint8 tensors (on CUDA, on the device;
+the resize within about a grey level of PIL's), with ``exact_preprocessing=True`` on PIL images.
 """
 
 from __future__ import annotations

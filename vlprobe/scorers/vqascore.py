@@ -1,17 +1,15 @@
 """Family ``vqascore``: generative vision-language models scored VQAScore-style (Lin et al., 2024).
 
-Each (image, text) is asked ``Does this figure show "{text}"? Please answer yes or no.`` (``prompt=`` changes it) as
-one user turn of the processor's chat template (the bare question where there is none, as PaliGemma's), and the
-next-token distribution after the prompt is read in one forward pass: **score** = ``log P(Yes)`` over the whole
-vocabulary (in log space, so tiny probabilities keep their order in float32); **probability** =
-``P(Yes) / (P(Yes) + P(No))``. "Yes" is every single-token spelling of ``Yes``/`` Yes`` (whether the answer follows a
-space depends on the template), summed; lower case only for a tokenizer that cannot tell them apart (GIT's).
+Each (image, text) is asked ``Does this figure show "{text}"? Please answer yes or no.`` (``prompt=`` changes it) in
+the processor's chat template, and the next token after the prompt is read in one forward pass: **score** =
+``log P(Yes)`` over the whole vocabulary (in log space, so tiny probabilities keep their order in float32),
+**probability** = ``P(Yes) / (P(Yes) + P(No))``. "Yes" sums every single-token spelling of ``Yes``/`` Yes`` (whether
+the answer follows a space depends on the template).
 
 The answer is read at the prompt's last real token, shifted by any positions the model puts before the text (GIT's
-image) and before what the tokenizer appends to every text (GIT's ``[SEP]``, which its own VQA recipe does not
-feed). Batches are padded on the **right**, so every token keeps the position it has alone (left padding shifts
-positions, which only rotary embeddings forgive). Each scorer checks this when made (:meth:`check_answer_position`),
-and refuses encoder-decoder models, whose answer comes from a decoder this family does not run.
+image) and before what the tokenizer appends to every text (GIT's ``[SEP]``). Batches are padded on the **right**, so
+every token keeps the position it has alone (left padding shifts positions, which only rotary embeddings forgive);
+each scorer checks this when made (:meth:`VQAScoreScorer.check_answer_position`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""``--batch-size auto``: the batch size at which a tower's throughput stops rising on this device.
-
-Batch 32 used under a fifth of an H100 on a ViT-B/32 image tower (docs/performance.md). The choice is remembered per
-model, dtype, device and tower in ``<cache home>/batch-sizes.json``, so later runs skip the search. On the CPU,
-``auto`` is the default (32): there a batch is already large enough to keep the cores busy.
+"""``--batch-size auto``: the batch size at which a tower's throughput stops rising on this device (batch 32 used under
+a fifth of an H100 on a ViT-B/32 image tower: docs/performance.md), remembered per model, dtype, device and tower in
+``<cache home>/batch-sizes.json``. On the CPU it is the default (32), already enough to keep the cores busy.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Decode and preprocess images on the scorer's device (a GPU), for fast (torchvision) image processors.
 
 On a GPU the input path, not the model, was the floor: one CPU core decodes a JPEG about 19x slower than nvjpeg does in
-a batch (docs/performance.md). So reader threads read each batch's bytes and headers (an RGB or grey JPEG is handed
-over encoded, anything else decoded on the CPU), the batch's JPEGs are decoded together on the device, and the
-scorer's own image processor runs there too. The pixels differ from the CPU path's only by nvjpeg's IDCT and chroma
-upsampling at sharp colour edges (:data:`PIXEL_MAX_DIFF`, :data:`PIXEL_MEAN_DIFF`).
+a batch (docs/performance.md). So reader threads read each batch's bytes (an RGB or grey JPEG is handed over encoded,
+anything else decoded on the CPU), the JPEGs are decoded together on the device, and the scorer's image processor
+runs there too; the pixels differ only at sharp colour edges (:data:`PIXEL_MAX_DIFF`, :data:`PIXEL_MEAN_DIFF`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """The scoring engine: every item's m x n score matrix, each distinct model input computed once.
 
-Inputs are keyed by what the model reads: an image by its content, a text by the token ids the model reads
-(:meth:`~vlprobe.scorers.base.Scorer.text_keys`). A dual scorer's distinct images and texts are encoded once, and each
-distinct (image, text) pair's score is computed once and **gathered** into every cell where it appears; a pair scorer
-scores each distinct pair once. Cells with identical inputs so hold one number, bit for bit, whatever the batch,
-padding or column: an exact tie, for the benchmark's tie policy (float32 noise would turn it into a win or a loss).
-
-Images are decoded and preprocessed in ``DataLoader`` workers, or on a GPU by :mod:`vlprobe.scoring.device_images`;
-texts are encoded a share at a time between image batches. With a score cache, every computed batch is committed
-before the next starts, so a killed run loses nothing. Under ``accelerate launch`` the main process decides what is
-missing, it is sharded across processes, and the results are gathered on every process.
+Inputs are keyed by what the model reads: an image by its content, a text by its token ids
+(:meth:`~vlprobe.scorers.base.Scorer.text_keys`). Each distinct input, and each distinct (image, text) pair's score, is
+computed once and **gathered** into every cell where it appears, so cells with identical inputs hold one number, bit
+for bit, whatever the batch, padding or column: an exact tie for the benchmark's tie policy, not float32 noise.
+Texts are encoded a share at a time between image batches; every computed batch is committed to the score cache
+before the next starts, so a killed run loses nothing. Under ``accelerate launch`` the work is sharded across
+processes and gathered on every one.
 """
 
 from __future__ import annotations

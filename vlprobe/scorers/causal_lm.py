@@ -1,11 +1,8 @@
-"""Family ``causal_lm``: text-only causal language models, the unimodal baseline of VALSE, BLA and Winoground
-(:data:`ARCHITECTURES` and transformers' ``AutoModelForCausalLM`` table); images are ignored.
-
-Score = **minus the mean token negative log-likelihood** of the text, tokenized without special tokens after the
-model's BOS token (or EOS, as for GPT-2), so every text token, the first included, is scored once. VALSE's
-``unimodal_valse_eval.py`` (reference/valse.md §4.2) uses a stride-3 sliding window without BOS that skips the first
-token, counts some twice and divides by the last window's start: not reproducible with a clean perplexity, so this
-family computes the textbook per-token mean, the same for any batch.
+"""Family ``causal_lm``: text-only causal language models (the unimodal baseline of VALSE, BLA and Winoground); images
+are ignored. Score = **minus the mean token negative log-likelihood** of the text after the model's BOS token (or EOS,
+as for GPT-2), so every text token, the first included, is scored once. VALSE's ``unimodal_valse_eval.py``
+(reference/valse.md §4.2) slides a stride-3 window without BOS that skips the first token, counts some twice and
+divides by the last window's start: not a clean perplexity, so this family computes the textbook per-token mean.
 """
 
 from __future__ import annotations

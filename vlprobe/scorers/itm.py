@@ -1,10 +1,10 @@
 """Family ``itm``: cross-encoders with an image-text matching head, one forward per (image, text) pair (:data:`_HEADS`).
 
-BLIP, BLIP-2 (the mean over its Q-Former's query positions) and BridgeTower give two logits, [no match, match]: the
-score is their difference (the match log-odds), the probability ``softmax(logits)[match]``; ViLT gives one match
-logit: score = the logit, probability = its sigmoid. The log-odds ranks pairs as the VALSE LXMERT script's raw match
-logit does (reference/valse.md §4.1, monotone for a 2-way softmax). BLIP's head reads ``[CLS]`` as transformers runs
-it (LAVIS swaps in ``[ENC]``: not done here). FLAVA's ITM head needs its pre-training model: FLAVA is scored as ``dual``.
+BLIP, BLIP-2 (the mean over its query positions) and BridgeTower give [no match, match] logits: score = their
+difference (the match log-odds, which ranks pairs as the VALSE LXMERT script's raw match logit does, reference/valse.md
+§4.1), probability = ``softmax(logits)[match]``; ViLT gives one match logit and its sigmoid. BLIP's head reads
+``[CLS]`` as transformers runs it (LAVIS swaps in ``[ENC]``). FLAVA's ITM head needs its pre-training model: FLAVA is
+scored as ``dual``.
 """
 
 from __future__ import annotations

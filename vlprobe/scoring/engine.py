@@ -67,13 +67,10 @@ class EngineResult:
 
 def dist_info() -> tuple[int, int]:
     """(rank, world size) of the initialised ``torch.distributed`` group, else (0, 1)."""
-    try:
-        import torch.distributed as dist
+    import torch.distributed as dist
 
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:
-        pass
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
 

@@ -48,10 +48,7 @@ def check_config(model_id: str, arch: str, config: PretrainedConfig) -> None:
 
 
 def _arch(config: PretrainedConfig) -> str | None:
-    for arch in getattr(config, "architectures", None) or []:
-        if arch in _HEADS:
-            return arch
-    return None
+    return next((arch for arch in getattr(config, "architectures", None) or [] if arch in _HEADS), None)
 
 
 class ITMScorer(PairScorer[dict[str, "Tensor"]]):

@@ -23,19 +23,18 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from ..errors import ModelError
-from .base import DualScorer, register, resolve_dtype
+from .base import DualScorer, _first_line, register, resolve_dtype
 from .dual_encoder import logit_of
 
 if TYPE_CHECKING:
     import torch
     from open_clip import CLIP, CustomTextCLIP
-    from PIL.Image import Image
     from torch import Tensor
     from torchvision.transforms import Compose, InterpolationMode
     from transformers import PretrainedConfig
@@ -245,13 +244,12 @@ def _activations(tower: torch.nn.Module | None) -> list[str]:
 
 
 def _fail(source: Source, err: BaseException) -> ModelError:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     if source.kind in ("pretrained", "hf-hub") and _offline():
         where = source.repo or f"the weights of {source.checkpoint}"
         return ModelError(f"cannot load model {source.name!r}: HF_HUB_OFFLINE is set and {where} is not in the Hugging "
                           f"Face cache; download it on a networked machine, or register a local copy "
-                          f"({MODELS_ENV}=DIR with DIR/ARCH/PRETRAINED/{CONFIG_FILE} and weights) [{text}]")
-    return ModelError(f"cannot load model {source.name!r} ({source.describe()}): {type(err).__name__}: {text}")
+                          f"({MODELS_ENV}=DIR with DIR/ARCH/PRETRAINED/{CONFIG_FILE} and weights) [{_first_line(err)}]")
+    return ModelError(f"cannot load model {source.name!r} ({source.describe()}): {_first_line(err)}")
 
 
 @register(FAMILY, priority=0, claims=claims, check_name=check_name,
@@ -321,13 +319,6 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
     return scorer
 
 
-class _Size:
-    """What open_clip's ResizeKeepRatio.get_params reads of an image (PIL's ``size``), for a (C, H, W) tensor."""
-
-    def __init__(self, image: Tensor) -> None:
-        self.size = (int(image.shape[-1]), int(image.shape[-2]))
-
-
 def _tensor_steps(transform: Compose) -> tuple[bool, str]:
     """Whether every step of open_clip's inference transform can run on a (3, H, W) uint8 tensor (on any device)."""
     from open_clip.transform import CenterCropOrPad, MaybeConvertMode, MaybeToTensor, ResizeKeepRatio
@@ -391,9 +382,12 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
         import torch
 
         if not self.on_tensors:
+            from torchvision.transforms.functional import to_pil_image
+
             from vlprobe.dataset.images import to_pil
 
-            return torch.stack([self.transform(to_pil(_pil(im))) for im in images])
+            return torch.stack([self.transform(to_pil_image(im.cpu()) if isinstance(im, torch.Tensor) else to_pil(im))
+                                for im in images])
         from vlprobe.dataset.images import to_tensor
 
         return torch.stack([self._on_tensor(im if isinstance(im, torch.Tensor) else to_tensor(im)) for im in images])
@@ -406,7 +400,8 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
         x = image
         for step in self.transform.transforms:
             if isinstance(step, ResizeKeepRatio):
-                x = _resize(x, step.get_params(_Size(x), step.size, step.longest), step.interpolation)
+                pil_like = SimpleNamespace(size=(int(x.shape[-1]), int(x.shape[-2])))  # what get_params reads of an image
+                x = _resize(x, step.get_params(pil_like, step.size, step.longest), step.interpolation)
             elif isinstance(step, Resize):
                 x = _resize(x, _output_size(int(x.shape[-2]), int(x.shape[-1]), step.size), step.interpolation)
             elif isinstance(step, MaybeToTensor):
@@ -494,14 +489,3 @@ def _resize(image: Tensor, size: Sequence[int], interpolation: InterpolationMode
     for step in ([height, size[1]], size):
         out = interpolate(out, size=step, mode=mode, antialias=True, align_corners=False).round_().clamp_(0, 255)
     return out[0].to(torch.uint8)
-
-
-def _pil(image: Picture) -> Image:
-    """A (3, H, W) uint8 tensor as a PIL image; a PIL image as it is."""
-    import torch
-
-    if isinstance(image, torch.Tensor):
-        from torchvision.transforms.functional import to_pil_image
-
-        return to_pil_image(image.cpu())
-    return image

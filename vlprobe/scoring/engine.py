@@ -538,8 +538,7 @@ class Engine:
         self._reused = {}
         vectors = self._lookup(list(rows))
         cached = len(vectors)
-        todo = [rows[k] for k in rows if k not in vectors][self.rank :: self.world]
-        computed = run(todo)
+        computed = run([rows[k] for k in rows if k not in vectors][self.rank :: self.world])
         total = sum(_all_gather(len(computed), self.world))
         vectors.update(self._gather(computed))
         stats = {"cached": cached, "unique": len(rows), "computed": total,

@@ -109,13 +109,12 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
 
         texts = list(texts)
         ids = self.seen_texts(texts)
-        for text, row in zip(texts, ids):
-            if not row:
-                raise ValueError(f"text {text!r} has no tokens; an empty text cannot be scored by a language model")
         width = 1 + max(len(r) for r in ids)
         input_ids = torch.full((len(ids), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(ids), width), dtype=torch.long)
-        for i, row in enumerate(ids):
+        for i, (text, row) in enumerate(zip(texts, ids, strict=True)):
+            if not row:
+                raise ValueError(f"text {text!r} has no tokens; an empty text cannot be scored by a language model")
             input_ids[i, 0] = self.bos_id
             input_ids[i, 1:1 + len(row)] = torch.tensor(row, dtype=torch.long)
             attention[i, : 1 + len(row)] = 1

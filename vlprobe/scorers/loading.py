@@ -447,16 +447,6 @@ def torchvision_available() -> bool:
     return True
 
 
-def image_backend(image_processor: ImageProcessingMixin | None) -> str | None:
-    """``"torchvision"`` for a fast image processor, ``"pil"`` for a slow one, None for none."""
-    if image_processor is None:
-        return None
-    names = {c.__name__ for c in type(image_processor).__mro__}
-    if names & {"TorchvisionBackend", "BaseImageProcessorFast"}:
-        return "torchvision"
-    return "pil"
-
-
 def processor_preprocessing(image_processor: ImageProcessingMixin | None,
                             processor: ProcessorMixin | None = None) -> dict[str, Any]:
     """The image preprocessing parameters worth recording; a processor class's own ``images_kwargs`` defaults
@@ -466,8 +456,9 @@ def processor_preprocessing(image_processor: ImageProcessingMixin | None,
     keys = ("size", "crop_size", "do_resize", "do_center_crop", "do_rescale", "rescale_factor",
             "do_normalize", "image_mean", "image_std", "resample", "do_pad", "size_divisor",
             "do_convert_rgb", "patch_size", "max_num_patches")
+    fast = {c.__name__ for c in type(image_processor).__mro__} & {"TorchvisionBackend", "BaseImageProcessorFast"}
     out: dict[str, Any] = {"image_processor": type(image_processor).__name__,
-                           "image_backend": image_backend(image_processor)}
+                           "image_backend": "torchvision" if fast else "pil"}
     for k in keys:
         v = getattr(image_processor, k, None)
         if v is None:

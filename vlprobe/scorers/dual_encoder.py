@@ -36,16 +36,11 @@ def embedding_of(out: Tensor | ModelOutput) -> Tensor:
     """The embedding ``get_*_features`` returns: a tensor (transformers 4) or in an output (transformers 5)."""
     import torch
 
-    if isinstance(out, torch.Tensor):
-        return _first_position(out)
-    for name in ("pooler_output", "image_embeds", "text_embeds"):
-        val = getattr(out, name, None)
-        if isinstance(val, torch.Tensor):
-            return _first_position(val)
-    raise TypeError(f"cannot find the embedding in {type(out).__name__}")
-
-
-def _first_position(emb: Tensor) -> Tensor:
+    names = ("pooler_output", "image_embeds", "text_embeds")
+    found = [out] if isinstance(out, torch.Tensor) else [getattr(out, name, None) for name in names]
+    emb = next((val for val in found if isinstance(val, torch.Tensor)), None)
+    if emb is None:
+        raise TypeError(f"cannot find the embedding in {type(out).__name__}")
     # FLAVA projects every position (B, L, d); its contrastive head reads the first, [CLS].
     return emb[:, 0, :] if emb.dim() == 3 else emb
 

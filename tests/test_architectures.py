@@ -184,7 +184,7 @@ def test_a_blip2_itm_config_without_qformer_text_input_names_the_cause(tiny_blip
     from transformers import AutoProcessor, Blip2Config, Blip2ForImageTextRetrieval
 
     from vlprobe.runner import load_model
-    from vlprobe.scorers.itm import wrap_itm
+    from vlprobe.scorers.itm import ITMScorer
 
     folder = tmp_path / "blip2-no-text"
     shutil.copytree(tiny_blip2_itm_path, folder)
@@ -200,7 +200,7 @@ def test_a_blip2_itm_config_without_qformer_text_input_names_the_cause(tiny_blip
     # an already-loaded model is refused the same way, before it is run
     model = Blip2ForImageTextRetrieval(Blip2Config.from_pretrained(folder)).eval()
     with pytest.raises(ValueError, match="use_qformer_text_input false"):
-        wrap_itm("m", model, AutoProcessor.from_pretrained(tiny_blip2_itm_path), device="cpu", dtype="float32")
+        ITMScorer("m", model, AutoProcessor.from_pretrained(tiny_blip2_itm_path), device="cpu", dtype="float32")
 
 
 # ---- vqascore: the answer logit at the last real position of the model's own output -------------

@@ -1,39 +1,10 @@
 """The scorer contract and the family registry.
 
-A scorer turns images and texts into scores; it knows nothing of benchmarks or items. The engine
-(``vlprobe/scoring/engine.py``) drives each kind the fast way:
-
-* ``DualScorer`` (CLIP, SigLIP, ALIGN, ...): images and texts are embedded separately; the engine encodes each
-  *unique* image and text once and builds every item's m x n matrix with :meth:`DualScorer.similarity`.
-* ``PairScorer`` (ITM heads, text-only language models, VQAScore): one score per (image, text) pair, each unique
-  pair scored once; ``uses_images = False`` (text-only models) deduplicates by text alone.
-
-"Unique" is by what the model reads: an image by its bytes, a text by :meth:`Scorer.text_keys` (the token ids
-:meth:`Scorer.seen_texts` says the model reads; the text itself for a scorer that cannot say), so inputs the model
-cannot tell apart get bit-identical scores. A family that feeds texts its own way (a prompt, no special tokens)
-overrides :meth:`Scorer.seen_texts`; a dual scorer that can encode texts from those ids
-(:meth:`DualScorer.encodes_seen_ids`, :meth:`DualScorer.encode_seen_ids`; optional) is given them, so each text is
-tokenized once per run.
-
-Families are discovered by importing every module of ``vlprobe/scorers/``: adding a model family is adding one
-module, which calls :func:`register` with
-
-* ``load(model_id, *, device, dtype, revision, trust_remote_code, config, exact_preprocessing, **kw)``:
-  a Hub id or folder -> a ready scorer;
-* ``wrap(model_id, model, processor, *, device, dtype, revision)``: an already-loaded transformers
-  model and its processor (or tokenizer) -> a scorer (``vlprobe.evaluate(model=(model, processor))``);
-* ``architectures``: the transformers class names (a config's ``architectures``) this family takes;
-  ``auto_mappings``: names of transformers' ``MODEL_FOR_..._MAPPING_NAMES`` tables whose classes it takes as well.
-
-:func:`vlprobe.scorers.loading.detect_family` reads these maps. Families today: ``dual``, ``itm``, ``causal_lm``,
-``vqascore``, ``open_clip``.
-
-Errors: every scoring method (:data:`_GUARDED`) is guarded: an unexpected exception inside it is raised as a
-one-line :class:`ScoringError` (a :class:`vlprobe.errors.ModelError`) naming the model and family. Named vlprobe
-errors, unreadable images and out-of-memory errors (the engine says "use a smaller --batch-size") pass through.
-
-Controls (blank / shuffled images) act on **items**, before scoring (``apply_control`` in ``controls.py``);
-``load_scorer(..., control=..., control_seed=seed)`` (or ``mark_control``) records them in provenance.
+The engine drives two kinds of scorer: a :class:`DualScorer` embeds images and texts apart (each item's matrix comes
+from :meth:`DualScorer.similarity`), a :class:`PairScorer` scores each (image, text) pair. Texts are deduplicated by
+the token ids the model reads (:meth:`Scorer.seen_texts`), so inputs it cannot tell apart tie exactly. A family is one
+module of ``vlprobe/scorers/`` (discovered, not listed) calling :func:`register`. Each scoring method (:data:`_GUARDED`)
+raises an unforeseen error as a one-line :class:`ScoringError`; vlprobe's own, image and out-of-memory errors pass.
 """
 
 from __future__ import annotations
@@ -64,14 +35,13 @@ R = TypeVar("R")
 T = TypeVar("T")
 Inputs = TypeVar("Inputs")  # what a scorer's preprocessing makes of a batch and its model reads
 
-# The methods the engine (and the probe) call on a scorer; each is guarded (see the module doc).
+# The methods the engine (and the probe) call on a scorer; each is guarded.
 _GUARDED = ("preprocess_images", "encode_images", "encode_texts", "tokenize", "similarity",
             "preprocess_pairs", "score_pairs", "pair_features", "seen_texts", "encode_seen_ids")
 
 
 class ScoringError(ModelError):
-    """A scorer failed on its inputs in a way vlprobe did not foresee: one line naming the model,
-    its family, the step and the original error (chained as ``__cause__``)."""
+    """A scorer failed in a way vlprobe did not foresee: one line naming the model, its family and the step."""
 
     def __init__(self, message: str) -> None:
         # A DataLoader worker re-raises an exception as type(err)(its message + the worker's
@@ -101,11 +71,6 @@ def is_oom(err: BaseException) -> bool:
     return isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
 
 
-def _passes_through(err: BaseException) -> bool:
-    """Errors that already say what is wrong, or that a caller handles by type."""
-    return isinstance(err, (VlprobeError, ImageError)) or is_oom(err)
-
-
 def _guard(fn: Callable[P, R]) -> Callable[P, R]:
     if getattr(fn, "_vlprobe_guarded", False):
         return fn
@@ -115,7 +80,7 @@ def _guard(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except Exception as err:
-            if _passes_through(err):
+            if isinstance(err, (VlprobeError, ImageError)) or is_oom(err):  # they say what is wrong, or are handled
                 raise
             self = args[0]
             raise ScoringError(
@@ -127,8 +92,7 @@ def _guard(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def text_key(text: str, ids: Sequence[int] | None) -> str:
-    """A text's key: ``ids:`` + a hash of the token ids the model reads, or ``text:`` + a hash of the
-    text when they are not known (see :meth:`Scorer.text_keys`)."""
+    """A text's key: a hash of the token ids the model reads, or of the text when they are not known."""
     from ..storage.keys import ids_hash, text_hash
 
     return "text:" + text_hash(text) if ids is None else "ids:" + ids_hash(ids)
@@ -156,8 +120,7 @@ def resolve_dtype(dtype: object = "float32") -> tuple[str, torch.dtype]:
 
 
 def to_device(inputs: Mapping[str, T], device: str, torch_dtype: torch.dtype) -> dict[str, T]:
-    """Processor outputs on the scorer's device; floating tensors (pixel values) in its dtype,
-    integer tensors (token ids, masks) left as they are."""
+    """Processor outputs on ``device``; floating tensors (pixel values) in ``torch_dtype``, integer ones as they are."""
     import torch
 
     out: dict[str, T] = {}
@@ -172,8 +135,7 @@ def to_device(inputs: Mapping[str, T], device: str, torch_dtype: torch.dtype) ->
 
 @dataclass
 class PairScores:
-    """Scores of a batch of pairs; ``probabilities`` are match probabilities in [0, 1] when the
-    model has a matching head (they feed the thresholded metrics acc, p_c, p_f)."""
+    """Scores of a batch of pairs; ``probabilities``: match probabilities in [0, 1] (for acc, p_c, p_f), if any."""
 
     scores: np.ndarray
     probabilities: np.ndarray | None = None
@@ -181,7 +143,7 @@ class PairScores:
 
 @dataclass
 class Scorer:
-    """Common state: what was loaded, how, and everything a result needs for provenance."""
+    """What was loaded, and how: everything a result needs for provenance."""
 
     model_id: str
     family: ClassVar[str] = "base"
@@ -213,21 +175,17 @@ class Scorer:
         }
 
     def _to_device(self, inputs: Mapping[str, T]) -> dict[str, T]:
-        """Model inputs on the scorer's device, floating tensors in its dtype (:func:`to_device`)."""
+        """:func:`to_device` for this scorer."""
         return to_device(inputs, self.device, resolve_dtype(self.dtype)[1])
 
     def text_limit(self) -> int | None:
-        """The most tokens of a text the model reads (longer texts are truncated), or None when
-        the scorer truncates nothing vlprobe knows of."""
+        """The most tokens of a text the model reads (longer texts are truncated), or None if unknown."""
         limit = getattr(self, "max_length", None)
         return int(limit) if isinstance(limit, int) and limit > 0 else None
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
-        """What the model reads of each text: its token ids as the scorer feeds them, after its tokenization and
-        truncation to :meth:`text_limit` tokens (padding left out). Texts the model cannot tell apart (past the limit,
-        case folded, unknown words) come back equal, so the engine gives them one score and an item made of them ties
-        exactly. This default uses the scorer's ``tokenizer`` (or its processor's); a family that feeds texts another
-        way overrides it. None when the scorer has no tokenizer and limit to say it with."""
+        """Each text's token ids as the model reads them (truncated, without padding): texts the model cannot tell
+        apart come back equal, so they get one score and tie exactly. None without a tokenizer and a limit."""
         tok = getattr(self, "tokenizer", None) or getattr(getattr(self, "processor", None), "tokenizer", None)
         limit = self.text_limit()
         if tok is None or limit is None or not callable(tok):
@@ -238,9 +196,7 @@ class Scorer:
     seen_texts = _guard(seen_texts)
 
     def text_keys(self, texts: Sequence[str]) -> list[str]:
-        """One key per text (:func:`text_key`), equal for two texts exactly when the model reads them as the same
-        input; for a scorer that cannot say, the text itself (never merged wrongly, at worst not merged). The engine
-        encodes each key once, and the score cache stores entries under these keys."""
+        """One key per text (:func:`text_key`), equal exactly when the model reads the two texts alike."""
         texts = list(texts)
         seen = self.seen_texts(texts) if texts else []
         if seen is not None and len(seen) != len(texts):
@@ -248,9 +204,7 @@ class Scorer:
         return [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(texts)]
 
     def cache_key(self) -> dict[str, Any]:
-        """What must match for a cached score or embedding to be reused: :meth:`describe` without the device (the
-        same weights and dtype give the same numbers up to kernel noise); a local folder by its content
-        (``model_sha256``) and name, not the path as typed; a Hub model by its id and resolved commit."""
+        """What must match to reuse a cached score: :meth:`describe` without the device, a local folder by its content."""
         model_id = Path(self.model_id).expanduser().resolve().name or "model" if self.model_sha256 else self.model_id
         return {**{k: v for k, v in self.describe().items() if k != "device"}, "model_id": model_id}
 
@@ -261,7 +215,7 @@ class DualScorer(Scorer, Generic[Inputs]):
     kind: ClassVar[str] = "dual"
 
     def preprocess_images(self, images: Sequence[Picture]) -> Inputs:
-        """Decoded images -> model inputs (runs in DataLoader workers; must be picklable-safe)."""
+        """Decoded images -> model inputs (runs in DataLoader workers)."""
         raise NotImplementedError
 
     def encode_images(self, inputs: Inputs) -> np.ndarray:
@@ -273,23 +227,23 @@ class DualScorer(Scorer, Generic[Inputs]):
         raise NotImplementedError
 
     def encodes_seen_ids(self) -> bool:
-        """Whether :meth:`encode_seen_ids` can encode texts from the token ids :meth:`seen_texts` returned for
-        them. False here: the engine passes the texts to :meth:`encode_texts`, which tokenizes them again."""
+        """Whether :meth:`encode_seen_ids` can encode texts from their :meth:`seen_texts` ids."""
         return False
 
     def encode_seen_ids(self, ids: list[tuple[int, ...]]) -> np.ndarray:
-        """Optional (see :meth:`encodes_seen_ids`): :meth:`encode_texts`' embeddings, bit for bit, from the texts'
-        :meth:`seen_texts` ids, so that the engine tokenizes each text once, for its key and its input alike."""
+        """Optional: :meth:`encode_texts`' embeddings, bit for bit, from the texts' :meth:`seen_texts` ids."""
         raise NotImplementedError
+
+    scale: float = 1.0  # the model's logit scale and bias, applied by similarity
+    bias: float = 0.0
 
     def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
-        """(m, d) x (n, d) -> (m, n) scores, equal to the model's own image-text logits."""
-        raise NotImplementedError
+        """(m, d) x (n, d) -> (m, n): the model's own image-text logits, here ``scale * dot + bias`` in float32."""
+        cos = np.asarray(image_emb, dtype=np.float32) @ np.asarray(text_emb, dtype=np.float32).T
+        return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
 
     def text_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Text embeddings (m, d) x (n, d) -> (m, n) text-text similarities: the cosine of the L2-normalised
-        embeddings (float64), as SugarCREPE++'s authors compare texts for its TOT; no logit scale or bias
-        (they are for image-text pairs). Used by ``--modality text``."""
+        """Text-text cosines (m, n) in float64, as SugarCREPE++'s authors compare texts for its TOT; no scale or bias."""
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         a = a / np.linalg.norm(a, axis=-1, keepdims=True)
@@ -304,7 +258,7 @@ class PairScorer(Scorer, Generic[Inputs]):
     uses_images: ClassVar[bool] = True
 
     def preprocess_pairs(self, images: Sequence[Picture], texts: list[str]) -> Inputs:
-        """(decoded images, texts) -> model inputs (runs in DataLoader workers; a text-only scorer gets None images)."""
+        """(decoded images, texts) -> model inputs (in DataLoader workers; a text-only scorer gets None images)."""
         raise NotImplementedError
 
     def score_pairs(self, inputs: Inputs) -> PairScores:
@@ -312,12 +266,9 @@ class PairScorer(Scorer, Generic[Inputs]):
         raise NotImplementedError
 
 
-# ---- registry ---------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Family:
-    """A registered scorer family: how to load a model as a scorer, how to wrap an already-loaded
-    one, and which transformers architectures it takes (see the module doc)."""
+    """A registered scorer family (see :func:`register`)."""
 
     name: str
     load: Callable[..., Scorer]
@@ -332,7 +283,7 @@ class Family:
     check_name: Callable[..., Any] | None = None  # (name, revision): its quick check of such a name, before loading
 
     def auto_architectures(self) -> dict[str, tuple[str, ...]]:
-        """``{model_type: class names}`` of the transformers Auto tables this family takes."""
+        """``{model_type: class names}`` of the family's transformers Auto tables."""
         out: dict[str, tuple[str, ...]] = {}
         if not self.auto_mappings:
             return out
@@ -344,24 +295,15 @@ class Family:
         return out
 
     def takes(self, architecture: str) -> str | None:
-        """``"explicit"`` if ``architecture`` is in the family's own map, ``"auto"`` if it is a class
-        of one of its transformers Auto tables, else None."""
+        """``"explicit"`` if ``architecture`` is in the family's own map, ``"auto"`` if in its Auto tables, else None."""
         if architecture in self.architectures:
             return "explicit"
         if any(architecture in names for names in self.auto_architectures().values()):
             return "auto"
         return None
 
-    def summary(self, limit: int = 4) -> str:
-        """One phrase for error messages: a few of its architectures and its Auto tables."""
-        names = sorted(self.architectures)
-        shown = ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
-        tables = [_AUTO_CLASSES.get(t, t) for t in self.auto_mappings]
-        parts = [p for p in (shown, " or ".join(f"any {t} class" for t in tables)) if p]
-        return f"{self.name} ({'; '.join(parts) if parts else self.description or 'detected by its own rule'})"
 
-
-# The Auto class each transformers table feeds, for messages.
+# The Auto class each transformers table feeds, for `vlprobe list`.
 _AUTO_CLASSES = {
     "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES": "AutoModelForCausalLM",
     "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES": "AutoModelForImageTextToText",
@@ -378,8 +320,10 @@ def register(
     wrap: Callable[..., Scorer] | None = None, architectures: Iterable[str] = (), auto_mappings: Iterable[str] = (),
     claims: Callable[[Any], bool] | None = None, check_name: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Scorer]], Callable[..., Scorer]]:
-    """Decorator: register a loader ``load(model_id, *, device, dtype, revision, **kw) -> Scorer``
-    as family ``name``, with its ``wrap`` and architecture maps (see the module doc)."""
+    """Decorator: register ``load(model_id, *, device, dtype, revision, trust_remote_code, config,
+    exact_preprocessing, **kw) -> Scorer`` as family ``name``. ``wrap(model_id, model, processor, *, device, dtype,
+    revision)`` makes a scorer of an already-loaded model; ``architectures``: the config class names the family takes;
+    ``auto_mappings``: transformers ``MODEL_FOR_..._MAPPING_NAMES`` tables whose classes it takes too."""
 
     def deco(load: Callable[..., Scorer]) -> Callable[..., Scorer]:
         old = _FAMILIES.get(name)

@@ -1,17 +1,8 @@
-"""Family ``causal_lm``: text-only causal language models (GPT-2, Llama, ...), the unimodal baseline of VALSE, BLA
-and Winoground. Images are ignored (``uses_images = False``). It takes :data:`ARCHITECTURES` and every class of
-transformers' ``AutoModelForCausalLM`` table (generative VLMs also in that table go to ``vqascore``, tried first).
-
-Score = **minus the mean token negative log-likelihood** of the text, ``-(1/T) sum_t -log p(x_t | x_<t)``: the text
-is tokenized without special tokens and the model's BOS token (or, lacking one, its EOS token, as for GPT-2) is
-prepended, so each of the ``T`` text tokens, the first included, is scored once with its full left context. Higher
-is more plausible (ranking by it is ranking by lower perplexity); no probability (no match head). Texts longer than
-the model's context are truncated (``text_max_length`` in ``preprocessing``).
-
-The VALSE repo's ``unimodal_valse_eval.py`` (reference/valse.md §4.2) uses a sliding window of stride 3 and no BOS:
-the first token is never scored, some tokens count twice, and the sum is divided by the last window's start, not
-the token count (texts of at most 3 tokens divide by zero). Its numbers are not reproducible with a clean perplexity;
-this family computes the textbook per-token mean, the same for any batch composition.
+"""Family ``causal_lm``: text-only causal language models (the unimodal baseline of VALSE, BLA and Winoground); images
+are ignored. Score = **minus the mean token negative log-likelihood** of the text after the model's BOS token (or EOS,
+as for GPT-2), so every text token, the first included, is scored once. VALSE's ``unimodal_valse_eval.py``
+(reference/valse.md §4.2) slides a stride-3 window without BOS that skips the first token, counts some twice and
+divides by the last window's start: not a clean perplexity, so this family computes the textbook per-token mean.
 """
 
 from __future__ import annotations
@@ -22,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, _first_line, register
-from .loading import embedding_head, from_pretrained, load_checked, model_max_text_length, no_options
+from .loading import embedding_head, load_transformers, model_max_text_length, no_options
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -43,8 +34,13 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
     family: ClassVar[str] = "causal_lm"
     uses_images: ClassVar[bool] = False
 
-    def __init__(self, model_id: str, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, device: str,
-                 dtype: str, revision: str | None = None) -> None:
+    def __init__(self, model_id: str, model: PreTrainedModel,
+                 tokenizer: PreTrainedTokenizerBase | ProcessorMixin | None, *, device: str, dtype: str,
+                 revision: str | None = None) -> None:
+        """``tokenizer``: the model's tokenizer, or a processor holding it."""
+        if tokenizer is None:
+            raise ValueError("a loaded causal LM needs its tokenizer: evaluate(model=(model, tokenizer), ...)")
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         self.model = model
         self.tokenizer = tokenizer
@@ -68,10 +64,8 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
         self.check_causal()
 
     def check_causal(self) -> None:
-        """Refuse (one line) a model whose logits vlprobe would misread: not one row of logits per input token, or
-        logits at a position that depend on later tokens (a bidirectional encoder loaded as a causal LM, e.g. BERT
-        without ``is_decoder``). Two texts differing in their last token must get the same logits before it: one
-        short forward pass, when the scorer is made."""
+        """Refuse (one line) a model whose logits are not one row per input token, or depend on later tokens (BERT
+        without ``is_decoder``): two texts differing in their last token must get the same logits before it."""
         import torch
 
         words = list(self.tokenizer("the cat sat on the mat", add_special_tokens=False).input_ids)[:4]
@@ -104,26 +98,23 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
                              f"predicted probability would have seen the token")
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
-        """The text's token ids as :meth:`preprocess_pairs` feeds them (no special tokens, truncated to
-        ``max_length``; the BOS token every text gets in front is left out)."""
+        """The text's token ids as :meth:`preprocess_pairs` feeds them, without the BOS in front."""
         ids = self.tokenizer(list(texts), add_special_tokens=False, truncation=True,
                              max_length=self.max_length).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
     def preprocess_pairs(self, images: Sequence[object], texts: list[str]) -> dict[str, Tensor]:
-        """Images are ignored; texts -> right-padded ids with BOS in front, and a mask of the
-        positions whose token is scored (every text token, not BOS, not padding)."""
+        """Images are ignored; texts -> right-padded ids with BOS in front, and their attention mask."""
         import torch
 
         texts = list(texts)
         ids = self.seen_texts(texts)
-        for text, row in zip(texts, ids):
-            if not row:
-                raise ValueError(f"text {text!r} has no tokens; an empty text cannot be scored by a language model")
         width = 1 + max(len(r) for r in ids)
         input_ids = torch.full((len(ids), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(ids), width), dtype=torch.long)
-        for i, row in enumerate(ids):
+        for i, (text, row) in enumerate(zip(texts, ids, strict=True)):
+            if not row:
+                raise ValueError(f"text {text!r} has no tokens; an empty text cannot be scored by a language model")
             input_ids[i, 0] = self.bos_id
             input_ids[i, 1:1 + len(row)] = torch.tensor(row, dtype=torch.long)
             attention[i, : 1 + len(row)] = 1
@@ -145,27 +136,16 @@ class CausalLMScorer(PairScorer[dict[str, "Tensor"]]):
         return PairScores(score.cpu().numpy().astype(np.float32), None)
 
 
-def wrap_causal_lm(model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase | None,
-                   *, device: str, dtype: str, revision: str | None = None) -> CausalLMScorer:
-    """An already-loaded causal LM and its tokenizer (or a processor holding one) -> a scorer."""
-    if processor is None:
-        raise ValueError("a loaded causal LM needs its tokenizer: evaluate(model=(model, tokenizer), ...)")
-    return CausalLMScorer(model_id, model, getattr(processor, "tokenizer", processor), device=device, dtype=dtype,
-                          revision=revision)
-
-
-@register("causal_lm", priority=0, wrap=wrap_causal_lm, architectures=ARCHITECTURES,
+@register("causal_lm", priority=0, wrap=CausalLMScorer, architectures=ARCHITECTURES,
           auto_mappings=("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",),
           description="text-only causal LMs (GPT-2, ...): minus the mean token NLL, images ignored")
 def load_causal_lm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
                    trust_remote_code: bool = False, config: PretrainedConfig | None = None,
                    exact_preprocessing: bool = False, **kw: object) -> CausalLMScorer:
-    """A causal LM's Hub id or folder -> a scorer (``AutoModelForCausalLM`` and ``AutoTokenizer``; there is no
-    image to preprocess, so ``exact_preprocessing`` has nothing to do)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """A causal LM's Hub id or folder -> a scorer (``AutoModelForCausalLM`` and ``AutoTokenizer``)."""
+    from transformers import AutoModelForCausalLM
 
     no_options("causal_lm", kw)
-    net = load_checked(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head, device=device, dtype=dtype,
-                     revision=revision, trust_remote_code=trust_remote_code)
-    tokenizer = from_pretrained(AutoTokenizer, model, revision=revision, trust_remote_code=trust_remote_code)
-    return wrap_causal_lm(model, net, tokenizer, device=device, dtype=dtype, revision=revision)
+    return load_transformers(AutoModelForCausalLM, model, family="causal_lm", head=embedding_head, wrap=CausalLMScorer,
+                             tokenizer=True, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

@@ -1,19 +1,7 @@
-"""Image controls, for any family that uses images: they change the **items**, not the model.
-
-* ``blank``: every image becomes a white RGB image of the same size (TraVLR's caption-only setting, and a
-  unimodal-collapse check: scores that barely move are read from the texts only);
-* ``shuffle``: the images are permuted across the whole run (every image slot of every item) with a seeded
-  permutation, breaking the image-text pairing while keeping the image distribution.
-
-Use::
-
-    items = apply_control(items, "blank")            # or "shuffle", seed=0
-    scorer = load_scorer(model, control="blank")     # records it: family "dual+blank"
-
-``apply_control`` returns new items (``meta["control"]`` set) and never decodes more than an image's header; blank
-images are PNG bytes shared by all images of one size. :func:`mark_control` records the control in provenance
-(family ``"<family>+<control>"``, ``preprocessing["control"]``), so a control run's results and cache keys never mix
-with real ones.
+"""Image controls, for any family that uses images: they change the **items**, not the model. ``blank`` makes every
+image a white one of its size (TraVLR's caption-only setting, a unimodal-collapse check); ``shuffle`` permutes the
+images across the run (breaking the pairing, keeping the image distribution). :func:`mark_control` records the
+control in provenance (family ``"<family>+<control>"``), so its results and cache keys never mix with real ones.
 """
 
 from __future__ import annotations
@@ -57,9 +45,8 @@ def _replace(item: Item, images: tuple[ImageLike, ...], control: str, seed: int 
 
 
 def apply_control(items: Iterable[Item], control: str, seed: int = 0) -> list[Item]:
-    """Items with their images replaced by the ``control`` ("blank" or "shuffle", see module doc). The shuffle
-    permutes all image slots of the run with ``numpy.random.default_rng(seed)`` (the same items and seed, the same
-    permutation; a single slot in the whole run comes back unchanged, but marked)."""
+    """New items with their images replaced by the ``control`` (``meta["control"]`` set); the shuffle's permutation
+    is ``numpy.random.default_rng(seed)``'s; no image is decoded past its header."""
     _check(control)
     items = list(items)
     if control == "blank":
@@ -79,8 +66,7 @@ def apply_control(items: Iterable[Item], control: str, seed: int = 0) -> list[It
 
 
 def mark_control(scorer: S, control: str, seed: int = 0) -> S:
-    """Record ``control`` in the scorer's provenance (family ``"<family>+<control>"``); returns it.
-    Text-only scorers (``uses_images = False``) refuse: an image control cannot change them."""
+    """Record ``control`` in the scorer's provenance; a text-only scorer refuses it, as it cannot change them."""
     _check(control)
     if getattr(scorer, "uses_images", True) is False:
         raise ValueError(f"the {control!r} image control makes no sense for family {scorer.family!r}, "

@@ -1,21 +1,7 @@
-"""Family ``dual``: dual encoders (CLIP, SigLIP, SigLIP 2, ALIGN, AltCLIP, Chinese-CLIP, MetaCLIP 2, BLIP's
-contrastive model, FLAVA, OWL-ViT / OWLv2, ``VisionTextDualEncoderModel``): :data:`ARCHITECTURES` and every class of
-transformers' zero-shot image classification table. A FLAVA pre-training or OWL-ViT detection checkpoint loads
-through ``AutoModel`` as its contrastive model, the part scored here.
-
-The score of (image, text) is the model's **own image-text logit** (``logits_per_image``):
-
-* CLIP-style (a ``logit_scale``): ``exp(logit_scale) * cos(image, text)``; SigLIP/SigLIP 2 add ``logit_bias`` (its
-  sigmoid is SigLIP's match probability, unused: the dual contract returns scores only);
-* ALIGN (a ``temperature``): ``cos / temperature``;
-* FLAVA: ``exp(logit_scale) * cos`` of the projected first ([CLS]) positions, as its contrastive head computes it;
-* anything else: the plain cosine.
-
-Embeddings are **L2-normalised** float32, so cached ones are reusable and :meth:`similarity` is one matrix product
-plus the scale and bias; text against text (``--modality text``) is
-:meth:`~vlprobe.scorers.base.DualScorer.text_similarity`, without the scale and bias. SigLIP/SigLIP 2 texts are padded
-to ``max_length`` (64, capped by the position table), as their model cards require; others to the longest in the
-batch; longer texts are truncated (recorded in ``preprocessing``).
+"""Family ``dual``: transformers dual encoders (:data:`ARCHITECTURES` and transformers' zero-shot image classification
+table; FLAVA pre-training and OWL-ViT detection checkpoints load as their contrastive model). The score is the model's
+**own image-text logit**: ``exp(logit_scale) * cos`` (SigLIP adds ``logit_bias``), ``cos / temperature`` (ALIGN), or
+the cosine. SigLIP texts are padded to ``max_length`` (64), as their model cards require; others to the longest.
 """
 
 from __future__ import annotations
@@ -26,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from .base import DualScorer, register
-from .loading import load_checked, load_processor, model_max_text_length, no_options, processor_preprocessing, to_images
+from .loading import load_transformers, model_max_text_length, no_options, processor_preprocessing, to_images
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -47,28 +33,33 @@ _MAX_LENGTH_PADDED = {"siglip", "siglip2"}
 
 
 def embedding_of(out: Tensor | ModelOutput) -> Tensor:
-    """``get_*_features`` returns a tensor (transformers 4) or an output with the projected
-    embedding in ``pooler_output`` (transformers 5)."""
+    """The embedding ``get_*_features`` returns: a tensor (transformers 4) or in an output (transformers 5)."""
     import torch
 
-    if isinstance(out, torch.Tensor):
-        return _first_position(out)
-    for name in ("pooler_output", "image_embeds", "text_embeds"):
-        val = getattr(out, name, None)
-        if isinstance(val, torch.Tensor):
-            return _first_position(val)
-    raise TypeError(f"cannot find the embedding in {type(out).__name__}")
-
-
-def _first_position(emb: Tensor) -> Tensor:
+    names = ("pooler_output", "image_embeds", "text_embeds")
+    found = [out] if isinstance(out, torch.Tensor) else [getattr(out, name, None) for name in names]
+    emb = next((val for val in found if isinstance(val, torch.Tensor)), None)
+    if emb is None:
+        raise TypeError(f"cannot find the embedding in {type(out).__name__}")
     # FLAVA projects every position (B, L, d); its contrastive head reads the first, [CLS].
     return emb[:, 0, :] if emb.dim() == 3 else emb
 
 
-def _head(net: PreTrainedModel) -> list[str]:
-    # A dual encoder's AutoModel class is the two towers, their projections and the logit scale,
-    # all of which the score reads: a checkpoint missing any of its weights is refused.
-    return [""]
+def logit_of(model: object) -> tuple[float, float, str]:
+    """(scale, bias, formula) of the model's own image-text logits, read once (python floats)."""
+    import torch
+
+    with torch.inference_mode():
+        if hasattr(model, "logit_scale"):
+            scale, logit = float(model.logit_scale.float().exp().item()), "exp(logit_scale) * cosine"
+        elif hasattr(model, "temperature"):
+            scale, logit = 1.0 / float(model.temperature.float().item()), "cosine / temperature"
+        else:
+            scale, logit = 1.0, "cosine"
+        bias = getattr(model, "logit_bias", None)
+        if bias is None:
+            return scale, 0.0, logit
+        return scale, float(bias.float().item()), logit + " + logit_bias"
 
 
 class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
@@ -78,8 +69,7 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
 
     def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase,
                  *, device: str, dtype: str, revision: str | None = None) -> None:
-        import torch
-
+        check_dual(model_id, model)
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         self.model = model
         self.processor = processor
@@ -92,21 +82,7 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
             self.max_length = min(64, self.max_length)
         else:
             self.padding = True
-        # The scale and bias of the model's own logits, read once (float64 python numbers).
-        with torch.inference_mode():
-            if hasattr(model, "logit_scale"):
-                self.scale = float(model.logit_scale.float().exp().item())
-                self.logit = "exp(logit_scale) * cosine"
-            elif hasattr(model, "temperature"):
-                self.scale = 1.0 / float(model.temperature.float().item())
-                self.logit = "cosine / temperature"
-            else:
-                self.scale = 1.0
-                self.logit = "cosine"
-            bias = getattr(model, "logit_bias", None)
-            self.bias = float(bias.float().item()) if bias is not None else 0.0
-            if bias is not None:
-                self.logit += " + logit_bias"
+        self.scale, self.bias, self.logit = logit_of(model)
         self.preprocessing = {
             **processor_preprocessing(self.image_processor, processor),
             "model_type": model_type,
@@ -117,7 +93,6 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
             "score": self.logit,
         }
 
-    # -- images --------------------------------------------------------------------------------
     def preprocess_images(self, images: Sequence[Picture]) -> dict[str, Tensor]:
         # Through the processor when there is one: some processors (SigLIP 2) set image options
         # of their own (max_num_patches) on top of the image processor's saved ones.
@@ -133,7 +108,6 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
             emb = embedding_of(self.model.get_image_features(**inputs))
         return self._normalise(emb)
 
-    # -- texts ---------------------------------------------------------------------------------
     def tokenize(self, texts: list[str]) -> dict[str, Tensor]:
         return dict(self.tokenizer(list(texts), padding=self.padding, truncation=True,
                                    max_length=self.max_length, return_tensors="pt"))
@@ -154,9 +128,7 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
         return self._encode_text_inputs(self.pad_seen_ids(ids))
 
     def pad_seen_ids(self, ids: list[tuple[int, ...]]) -> dict[str, Tensor]:
-        """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids`` (already truncated
-        to ``max_length``): padded as it pads, on the tokenizer's side, with the attention mask and token type ids
-        when the tokenizer returns them (``model_input_names``)."""
+        """What :meth:`tokenize` returns for the texts whose :meth:`seen_texts` ids are ``ids``, padded as it pads."""
         import itertools
 
         import torch
@@ -185,13 +157,6 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
             emb = embedding_of(self.model.get_text_features(**inputs))
         return self._normalise(emb)
 
-    # -- scores --------------------------------------------------------------------------------
-    def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
-        image_emb = np.asarray(image_emb, dtype=np.float32)
-        text_emb = np.asarray(text_emb, dtype=np.float32)
-        cos = image_emb @ text_emb.T
-        return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
-
     @staticmethod
     def _normalise(emb: Tensor) -> np.ndarray:
         emb = emb.float()
@@ -199,20 +164,14 @@ class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
         return emb.cpu().numpy().astype(np.float32, copy=False)
 
 
-def _check_dual(model_id: str, model: PreTrainedModel) -> None:
+def check_dual(model_id: str, model: PreTrainedModel) -> None:
+    """One line for a model that is not a dual encoder."""
     if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
         raise ValueError(f"model {model_id!r} ({type(model).__name__}) has no get_image_features/get_text_features: "
                          f"it is not a dual encoder; pick another --family")
 
 
-def wrap_dual(model_id: str, model: PreTrainedModel, processor: ProcessorMixin | PreTrainedTokenizerBase, *,
-              device: str, dtype: str, revision: str | None = None) -> DualEncoderScorer:
-    """An already-loaded dual encoder and its processor -> a scorer."""
-    _check_dual(model_id, model)
-    return DualEncoderScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision)
-
-
-@register("dual", priority=10, wrap=wrap_dual, architectures=ARCHITECTURES,
+@register("dual", priority=10, wrap=DualEncoderScorer, architectures=ARCHITECTURES,
           auto_mappings=("MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES",),
           description="dual encoders (CLIP, SigLIP, ALIGN, FLAVA, OWL-ViT, ...): the model's image-text logit")
 def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
@@ -222,9 +181,7 @@ def load_dual(model: str, *, device: str = "cpu", dtype: str = "float32", revisi
     from transformers import AutoModel
 
     no_options("dual", kw)
-    net = load_checked(AutoModel, model, family="dual", head=_head, device=device, dtype=dtype, revision=revision,
-                     trust_remote_code=trust_remote_code)
-    _check_dual(model, net)  # before the processor loads
-    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
-                               trust_remote_code=trust_remote_code)
-    return wrap_dual(model, net, processor, device=device, dtype=dtype, revision=revision)
+    # the score reads all of AutoModel (both towers, their projections, the logit scale): the head is "" (all)
+    return load_transformers(AutoModel, model, family="dual", head=lambda net: [""], wrap=DualEncoderScorer,
+                             check=check_dual, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

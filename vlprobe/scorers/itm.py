@@ -1,21 +1,10 @@
-"""Family ``itm``: cross-encoders with an image-text matching head, one forward per (image, text) pair.
+"""Family ``itm``: cross-encoders with an image-text matching head, one forward per (image, text) pair (:data:`_HEADS`).
 
-Its explicit architecture map (:data:`_HEADS`), and how each head is read:
-
-* ``BlipForImageTextRetrieval`` (``use_itm_head``: ``itm_score``), ``Blip2ForImageTextRetrieval``
-  (``use_image_text_matching_head``: ``logits_per_image``, the mean over the Q-Former's query positions) and
-  ``BridgeTowerForImageAndTextRetrieval`` (``logits`` of its ITM head on the pooled cross-modal output): two logits,
-  [no match, match]; score = logit[match] - logit[no match] (the match log-odds), probability =
-  softmax(logits)[match] = sigmoid(score);
-* ``ViltForImageAndTextRetrieval``: one match logit (B, 1); score = the logit, probability = sigmoid(logit).
-
-A checkpoint whose matching head (``itm_head``, BLIP-2's ``query_tokens``, BridgeTower's ``itm_score``, ViLT's
-``rank_output``) is missing is refused. The log-odds ranks pairs exactly as the model's own match probability does
-(the VALSE LXMERT script ranks by the raw match logit, reference/valse.md §4.1: for a 2-way softmax the monotone
-equivalent); the probability feeds the thresholded metrics (acc, p_c, p_f at 0.5, the argmax of the two logits as
-in that script). BLIP's head reads the text encoder's first position with the tokenizer's ``[CLS]``, as
-``transformers`` runs it (LAVIS swaps in an ``[ENC]`` token: not done here). FLAVA's ITM head needs the full
-pre-training model and is not supported (FLAVA is scored as ``dual``).
+BLIP, BLIP-2 (the mean over its query positions) and BridgeTower give [no match, match] logits: score = their
+difference (the match log-odds, which ranks pairs as the VALSE LXMERT script's raw match logit does, reference/valse.md
+§4.1), probability = ``softmax(logits)[match]``; ViLT gives one match logit and its sigmoid. BLIP's head reads
+``[CLS]`` as transformers runs it (LAVIS swaps in ``[ENC]``). FLAVA's ITM head needs its pre-training model: FLAVA is
+scored as ``dual``.
 """
 
 from __future__ import annotations
@@ -26,15 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import (
-    load_checked,
-    load_config,
-    load_processor,
-    model_max_text_length,
-    no_options,
-    processor_preprocessing,
-    to_images,
-)
+from .loading import load_config, load_transformers, model_max_text_length, no_options, processor_preprocessing, to_images
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -42,14 +23,16 @@ if TYPE_CHECKING:
 
     from .base import Picture
 
-# architecture name -> (how to read the match logits from its output: "single" or a two-way kind, the parameters the
-# matching head reads besides the backbone)
+# architecture name -> (what its forward is given to run the matching head, the output holding the match logits, the
+# parameters the head reads besides the backbone)
 _HEADS = {
-    "BlipForImageTextRetrieval": ("two_way", ["itm_head"]),
-    "Blip2ForImageTextRetrieval": ("two_way_blip2", ["itm_head", "query_tokens"]),
-    "BridgeTowerForImageAndTextRetrieval": ("two_way_logits", ["itm_score"]),
-    "ViltForImageAndTextRetrieval": ("single", ["rank_output"]),
+    "BlipForImageTextRetrieval": ({"use_itm_head": True}, "itm_score", ["itm_head"]),
+    "Blip2ForImageTextRetrieval": ({"use_image_text_matching_head": True}, "logits_per_image",
+                                   ["itm_head", "query_tokens"]),
+    "BridgeTowerForImageAndTextRetrieval": ({}, "logits", ["itm_score"]),  # its ITM head on the pooled output
+    "ViltForImageAndTextRetrieval": ({}, "logits", ["rank_output"]),  # one match logit; the others two
 }
+_ONE_LOGIT = "ViltForImageAndTextRetrieval"
 
 
 def check_config(model_id: str, arch: str, config: PretrainedConfig) -> None:
@@ -65,10 +48,7 @@ def check_config(model_id: str, arch: str, config: PretrainedConfig) -> None:
 
 
 def _arch(config: PretrainedConfig) -> str | None:
-    for arch in getattr(config, "architectures", None) or []:
-        if arch in _HEADS:
-            return arch
-    return None
+    return next((arch for arch in getattr(config, "architectures", None) or [] if arch in _HEADS), None)
 
 
 class ITMScorer(PairScorer[dict[str, "Tensor"]]):
@@ -77,19 +57,21 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
     family: ClassVar[str] = "itm"
     uses_images: ClassVar[bool] = True
 
-    def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin, arch: str, *, device: str,
-                 dtype: str, revision: str | None = None) -> None:
+    def __init__(self, model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
+                 revision: str | None = None) -> None:
+        arch = type(model).__name__ if type(model).__name__ in _HEADS else _arch(model.config)
+        if arch is None:
+            raise ValueError(f"model {model_id!r} is a {type(model).__name__}; the itm family supports {', '.join(_HEADS)}")
         super().__init__(model_id=model_id, revision=revision, device=device, dtype=dtype)
         check_config(model_id, arch, model.config)
         self.model = model
         self.processor = processor
         self.arch = arch
-        self.head = _HEADS[arch][0]
         tokenizer = getattr(processor, "tokenizer", None)
         # BLIP-2 reads texts with its Q-Former (its text_config is the captioning LM, unused here).
         self.max_length = model_max_text_length(tokenizer, getattr(model.config, "qformer_config", None)
                                                 or model.config)
-        two_way = self.head != "single"
+        two_way = arch != _ONE_LOGIT
         score = ("logit[match] - logit[no match]" if two_way else "match logit")
         prob = ("softmax(logits)[match]" if two_way else "sigmoid(match logit)")
         self.preprocessing = {
@@ -110,12 +92,11 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
 
     def text_limit(self) -> int | None:
         # BLIP-2's processor keeps num_query_tokens of max_length for the image tokens it puts first.
-        queries = getattr(self.processor, "num_query_tokens", None) if self.head == "two_way_blip2" else None
+        queries = getattr(self.processor, "num_query_tokens", None) if self.arch == "Blip2ForImageTextRetrieval" else None
         return self.max_length - queries if queries else super().text_limit()
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
-        """The text's token ids as the processor makes them for :meth:`preprocess_pairs` (truncated the
-        same way; BLIP-2's image tokens, which the model drops again, left out)."""
+        """The text's token ids as :meth:`preprocess_pairs` makes them (without BLIP-2's image tokens)."""
         ids = self.processor(text=list(texts), truncation=True, **self._limit()).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
@@ -129,33 +110,27 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
         import torch
 
         batch = self._to_device(inputs)
+        kwargs, output = _HEADS[self.arch][:2]
         with torch.inference_mode():
-            if self.head != "single":
-                if self.head == "two_way":
-                    logits = self.model(**batch, use_itm_head=True).itm_score.float()
-                elif self.head == "two_way_blip2":
-                    logits = self.model(**batch, use_image_text_matching_head=True).logits_per_image.float()
-                else:  # BridgeTower: (no match, match) logits of its ITM head on the pooled cross-modal output
-                    logits = self.model(**batch).logits.float()
+            logits = getattr(self.model(**batch, **kwargs), output).float()
+            if self.arch == _ONE_LOGIT:
+                score = logits[:, 0]
+                prob = torch.sigmoid(score)
+            else:  # (no match, match)
                 score = logits[:, 1] - logits[:, 0]
                 prob = torch.softmax(logits, dim=-1)[:, 1]
-            else:
-                score = self.model(**batch).logits.float()[:, 0]
-                prob = torch.sigmoid(score)
         return PairScores(score.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
     def pair_features(self, inputs: dict[str, Tensor]) -> np.ndarray:
-        """The joint representation the matching head reads, float32 (B, hidden): BLIP's text encoder
-        at the first position (cross-attending to the image), BLIP-2's Q-Former query positions
-        averaged (its linear head's logits are averaged over them), BridgeTower's and ViLT's pooler output
-        (for vlprobe probe)."""
+        """The joint representation the matching head reads, float32 (B, hidden), for vlprobe probe: BLIP's first
+        position, BLIP-2's query positions averaged (as its logits are), BridgeTower's and ViLT's pooler output."""
         import torch
 
         batch = self._to_device(inputs)
         with torch.inference_mode():
-            if self.head == "two_way":
+            if self.arch == "BlipForImageTextRetrieval":
                 feats = self.model(**batch, use_itm_head=True).question_embeds[:, 0, :]
-            elif self.head == "two_way_blip2":
+            elif self.arch == "Blip2ForImageTextRetrieval":
                 seen: list[Tensor] = []
                 hook = self.model.itm_head.register_forward_hook(lambda m, args, out: seen.append(args[0]))
                 try:
@@ -163,23 +138,14 @@ class ITMScorer(PairScorer[dict[str, "Tensor"]]):
                 finally:
                     hook.remove()
                 feats = seen[0].mean(dim=1)
-            elif self.head == "two_way_logits":
+            elif self.arch == "BridgeTowerForImageAndTextRetrieval":
                 feats = self.model.bridgetower(**batch).pooler_output
             else:
                 feats = self.model.vilt(**batch).pooler_output
         return feats.float().cpu().numpy().astype(np.float32)
 
 
-def wrap_itm(model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
-             revision: str | None = None) -> ITMScorer:
-    """An already-loaded matching model (one of :data:`_HEADS`) and its processor -> a scorer."""
-    arch = type(model).__name__ if type(model).__name__ in _HEADS else _arch(model.config)
-    if arch is None:
-        raise ValueError(f"model {model_id!r} is a {type(model).__name__}; the itm family supports {', '.join(_HEADS)}")
-    return ITMScorer(model_id, model, processor, arch, device=device, dtype=dtype, revision=revision)
-
-
-@register("itm", priority=20, wrap=wrap_itm, architectures=_HEADS,
+@register("itm", priority=20, wrap=ITMScorer, architectures=_HEADS,
           description="image-text matching heads (BLIP and BLIP-2 ITM, BridgeTower and ViLT retrieval): match logit "
                       "and probability")
 def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
@@ -198,9 +164,7 @@ def load_itm(model: str, *, device: str = "cpu", dtype: str = "float32", revisio
             f"supports {', '.join(_HEADS)} (e.g. Salesforce/blip-itm-base-coco, BridgeTower/bridgetower-base-itm-mlm, "
             f"dandelin/vilt-b32-finetuned-coco)"
         )
-    check_config(model, arch, config)
-    net = load_checked(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][1],
-                     device=device, dtype=dtype, revision=revision)
-    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
-                               trust_remote_code=trust_remote_code)
-    return ITMScorer(model, net, processor, arch, device=device, dtype=dtype, revision=revision)
+    check_config(model, arch, config)  # before the weights load
+    return load_transformers(getattr(transformers, arch), model, family="itm", head=lambda net: _HEADS[arch][2],
+                             wrap=ITMScorer, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing)

@@ -1,29 +1,7 @@
-"""``load_scorer``: a model id or local folder -> a ready :class:`~vlprobe.scorers.base.Scorer`.
-
-* **Device**: ``None``/``"auto"`` picks cuda, then mps, then cpu. **dtype**: ``float32``/``fp32``,
-  ``float16``/``fp16``/``half``, ``bfloat16``/``bf16``, recorded under its torch name.
-* **Family**: named (``family="dual"``), said by the name itself (:func:`family_of_name`: open_clip's ``open_clip:``,
-  ``hf-hub:`` and ``local-dir:`` names, loaded with no transformers config), or detected from the model's config
-  alone by :func:`detect_family`, from explicit maps, never from substrings of class names: each architecture the
-  config lists is looked up (1) in the families' own maps, then (2) the families' ``detect(config)`` hooks (plugins)
-  are asked, then (3) it is looked up in the transformers Auto tables the families name; the first hit wins (by
-  family priority within a step). A config that lists no architecture is looked up by its ``model_type`` (its base
-  ``AutoModel`` class first). A config none of them takes raises :class:`UnmappedArchitectureError` (one line: the
-  closest family and ``--family`` / ``family=``); an unregistered family name raises
-  :class:`~vlprobe.scorers.base.UnknownFamilyError` listing the known ones.
-* **Missing weights**: families load with ``output_loading_info=True`` and refuse (:class:`MissingWeightsError`) a
-  checkpoint with no weights for the head the family reads: transformers would fill them at random.
-* **Failures** inside a loader that are not one of these are one-line :class:`~vlprobe.errors.ModelError` naming the
-  model and family; a model that cannot be found (a typo, or offline) is :class:`ModelNotFoundError`, which says to
-  pass a folder made with ``save_pretrained``; a config naming a model type transformers does not know is
-  :class:`UnknownArchitectureError`; a wrong-kind model for a named family is a short ValueError.
-* **Identity** (the cache key): a Hub model is its id and the commit of the snapshot its config was read from
-  (``revision``); a local folder is a digest of its weight, config and tokenizer/processor files (``model_sha256``,
-  :func:`vlprobe.storage.keys.folder_digest`), so a model retrained into the same folder never reads old scores.
-* **Controls**: ``control="blank"|"shuffle"`` records an image control in provenance (:mod:`~vlprobe.scorers.controls`).
-
-The helpers here (:func:`resolve_device`, :func:`load_checked`, :func:`load_processor`,
-:func:`to_images`) are shared by the family modules.
+"""``load_scorer``: a model id or local folder -> a ready :class:`~vlprobe.scorers.base.Scorer`, and the helpers the
+family modules share. The family is named, claimed by the name itself (open_clip's), or detected from the config by
+:func:`detect_family` from explicit maps, never from substrings of class names. Every failure is one line naming the
+model. A local folder is identified by a digest of its files, so a model retrained into it never reads old scores.
 """
 
 from __future__ import annotations
@@ -52,6 +30,7 @@ if TYPE_CHECKING:
     from .base import Picture
 
 T = TypeVar("T")
+S = TypeVar("S", bound=Scorer)
 T_co = TypeVar("T_co", covariant=True)
 
 
@@ -113,20 +92,15 @@ def resolve_device(device: str | None = None) -> str:
     return "cpu"
 
 
-def _looks_like_path(model: str) -> bool:
-    return model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model
-
-
 def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
     offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
                   for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
-    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    cause = f" [{type(err).__name__}: {first}]"
+    cause = f" [{_first_line(err)}]"
     if Path(model).expanduser().is_dir():
         return ModelNotFoundError(
             f"cannot load model {model!r}: the folder does not hold a complete saved model (config.json, "
             f"weights and processor/tokenizer files written by save_pretrained).{cause}")
-    if _looks_like_path(model):
+    if model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model:  # a path
         return ModelNotFoundError(
             f"cannot load model {model!r}: there is no such folder. Pass an existing local folder "
             f"(one written by save_pretrained) or a Hub id such as openai/clip-vit-base-patch32.{cause}")
@@ -143,8 +117,7 @@ def _not_found(model: str, err: BaseException) -> ModelNotFoundError:
 
 
 def from_pretrained(cls: Loadable[T], model: str, **kw: object) -> T:
-    """``cls.from_pretrained(model, **kw)`` with "cannot be found" errors turned into
-    ModelNotFoundError and "wrong kind of model" errors into a short ValueError."""
+    """``cls.from_pretrained(model, **kw)`` with transformers' errors made one line."""
     try:
         return cls.from_pretrained(model, **kw)
     except OSError as err:
@@ -176,7 +149,7 @@ def from_pretrained(cls: Loadable[T], model: str, **kw: object) -> T:
 
 
 def _unreadable_json(model: str) -> str | None:
-    """Which JSON file of local model folder ``model`` does not parse, and where (None: all do, or not a folder)."""
+    """Which JSON file of local model folder ``model`` does not parse, and where (None: all do)."""
     import json
 
     folder = Path(model).expanduser()
@@ -202,9 +175,8 @@ def load_config(model: str, *, revision: str | None = None, trust_remote_code: b
 
 
 def resolved_revision(model: str, config: PretrainedConfig, revision: str | None) -> str | None:
-    """The commit hash a Hub model was loaded from, else the requested revision (``None`` for a local folder), read
-    from where its config sits in the Hub cache (``.../snapshots/<commit>/config.json``): online and offline, for a
-    branch, tag or commit, without ``config._commit_hash`` (gone in transformers 5)."""
+    """The commit a Hub model was loaded from (from its config's path in the Hub cache, as ``config._commit_hash``
+    is gone in transformers 5), else the requested revision; None for a local folder."""
     if Path(model).is_dir():
         return None
     try:
@@ -222,8 +194,7 @@ def resolved_revision(model: str, config: PretrainedConfig, revision: str | None
 
 
 def family_of_name(model: object) -> str | None:
-    """The family whose own names include ``model`` (``Family.claims``: open_clip's ``open_clip:``, ``hf-hub:``,
-    ``local-dir:`` names and folders of ``open_clip_config.json``), else None (the model's config decides)."""
+    """The family whose own names include ``model`` (``Family.claims``), else None (the model's config decides)."""
     return next((f.name for f in _by_priority(families()) if f.claims is not None and f.claims(model)), None)
 
 
@@ -232,9 +203,9 @@ def _by_priority(fams: dict[str, Family]) -> list[Family]:
 
 
 def detect_family(config: PretrainedConfig, *, model: str | None = None, architectures: list[str] | None = None) -> str:
-    """The name of the family that takes this config (see the module doc for the order).
-    ``architectures`` replaces the config's list (a loaded model's own class name); ``model`` only
-    names the model in the error."""
+    """The family that takes this config: each listed architecture in the families' own maps, then their
+    ``detect(config)`` hooks, then their Auto tables (by priority within a step); a config without architectures
+    by its ``model_type``. ``architectures`` replaces the config's list; ``model`` names the model in the error."""
     fams = _by_priority(families())
     archs = [str(a) for a in (architectures if architectures is not None
                               else getattr(config, "architectures", None) or [])]
@@ -261,7 +232,7 @@ def detect_family(config: PretrainedConfig, *, model: str | None = None, archite
 
 
 def _base_class(model_type: str | None) -> str | None:
-    """The model type's base class (transformers' ``AutoModel`` table: ``clipseg`` -> ``CLIPSegModel``), or None."""
+    """The model type's ``AutoModel`` class (``clipseg`` -> ``CLIPSegModel``), or None."""
     if not model_type:
         return None
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
@@ -271,8 +242,7 @@ def _base_class(model_type: str | None) -> str | None:
 
 
 def _unmapped(config: PretrainedConfig, model: str | None, archs: list[str], model_type: str | None, fams: list[Family]) -> str:
-    """The one line refusing a model no family takes: what it is, the closest family and the flag to try (the family
-    that takes another class of the same model type), or that none does; the full list is ``vlprobe list``'s."""
+    """The one line refusing a model no family takes, naming the family that takes another class of its type."""
     import re
 
     who = f"model {model!r}" if model else "this model"
@@ -315,10 +285,8 @@ def _classes_of(model_type: str | None) -> list[str]:
 def load_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
                  head: Callable[[PreTrainedModel], list[str]], device: str, dtype: str, revision: str | None,
                  trust_remote_code: bool = False) -> PreTrainedModel:
-    """A family's model (:func:`from_pretrained`) in ``dtype``, on ``device``, in eval mode. Refuses
-    (MissingWeightsError) a checkpoint that lacks any weight under the parameter-name prefixes ``head(net)`` names
-    (what the family reads besides the backbone; ``""`` is the whole model), or whose weights there had the wrong
-    shape: transformers would initialise them at random."""
+    """A family's model in ``dtype``, on ``device``, in eval mode. Refuses (MissingWeightsError) a checkpoint missing
+    a weight, or with one of the wrong shape, under the prefixes ``head(net)`` names (``""``: the whole model)."""
     net, info = from_pretrained(cls, model, output_loading_info=True, revision=revision,
                                 trust_remote_code=trust_remote_code, dtype=resolve_dtype(dtype)[1])
     missing = set(info.get("missing_keys") or ())
@@ -337,6 +305,24 @@ def load_checked(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], mo
     return net.to(device).eval()
 
 
+def load_transformers(cls: Loadable[tuple[PreTrainedModel, dict[str, list[str]]]], model: str, *, family: str,
+                      head: Callable[[PreTrainedModel], list[str]], wrap: Callable[..., S], device: str, dtype: str,
+                      revision: str | None, trust_remote_code: bool, exact_preprocessing: bool, tokenizer: bool = False,
+                      check: Callable[[str, PreTrainedModel], None] | None = None, **options: object) -> S:
+    """A transformers family's loader: the model (:func:`load_checked`), ``check(model, net)``, then its processor
+    (:func:`load_processor`; ``tokenizer``: its ``AutoTokenizer``), made a scorer by ``wrap(..., **options)``."""
+    from transformers import AutoTokenizer
+
+    net = load_checked(cls, model, family=family, head=head, device=device, dtype=dtype, revision=revision,
+                       trust_remote_code=trust_remote_code)
+    if check is not None:
+        check(model, net)
+    processor = (from_pretrained(AutoTokenizer, model, revision=revision, trust_remote_code=trust_remote_code)
+                 if tokenizer else load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
+                                                  trust_remote_code=trust_remote_code))
+    return wrap(model, net, processor, device=device, dtype=dtype, revision=revision, **options)
+
+
 def no_options(family: str, kw: Mapping[str, object]) -> None:
     """Refuse options a family's loader does not take."""
     if kw:
@@ -344,8 +330,7 @@ def no_options(family: str, kw: Mapping[str, object]) -> None:
 
 
 def embedding_head(net: PreTrainedModel) -> list[str]:
-    """The names of a language model's output (and input) embeddings: the head a family that reads
-    next-token probabilities needs (tied weights share one name)."""
+    """The names of a language model's output and input embeddings, the head a next-token reader needs."""
     wanted = [m for m in (net.get_output_embeddings(), net.get_input_embeddings()) if m is not None]
     return [name for name, module in net.named_modules(remove_duplicate=False)
             if name and any(module is w for w in wanted)]
@@ -363,12 +348,9 @@ def load_scorer(
     control_seed: int = 0,
     **kw: object,
 ) -> Scorer:
-    """Load ``model`` (a Hub id or a local folder) as a scorer of ``family`` (detected if None).
-
-    ``control`` ("blank" or "shuffle") only records the control in the scorer's provenance
-    (see :mod:`vlprobe.scorers.controls`); the caller replaces the images with ``apply_control``.
-    Extra keyword arguments go to the family's loader (e.g. ``prompt=`` for ``vqascore``).
-    """
+    """Load ``model`` (a Hub id or a local folder) as a scorer of ``family`` (detected if None). ``control``
+    ("blank" or "shuffle") is only recorded (:func:`~vlprobe.scorers.controls.mark_control`); extra keyword arguments
+    go to the family's loader (e.g. ``prompt=`` for ``vqascore``)."""
     model = str(model)
     if not model.strip():
         raise ValueError("no model given: pass a Hub id (e.g. openai/clip-vit-base-patch32) or a local folder")
@@ -414,8 +396,7 @@ def load_scorer(
 
 
 def to_images(images: Sequence[ImageLike | torch.Tensor]) -> list[Picture]:
-    """Dataset images (PIL, bytes, {"bytes", "path"} dicts, paths) -> RGB PIL images; images the
-    engine already decoded to (3, H, W) uint8 tensors for a fast image processor pass through."""
+    """Dataset images -> RGB PIL images; (3, H, W) uint8 tensors (decoded for a fast image processor) pass through."""
     import torch
 
     from vlprobe.dataset.images import to_pil
@@ -440,10 +421,8 @@ def model_max_text_length(tokenizer: PreTrainedTokenizerBase | None, config: Pre
 
 def load_processor(model: str, *, exact_preprocessing: bool = False, revision: str | None = None,
                    trust_remote_code: bool = False) -> ProcessorMixin:
-    """``AutoProcessor.from_pretrained`` with the image backend chosen on purpose: the **fast** (torchvision) image
-    processor whenever ``torchvision`` imports and the model has one; with ``exact_preprocessing=True`` the PIL one,
-    which the papers' numbers were computed with (transformers 4's default), to match them bit for bit. Which one ran
-    is recorded in ``preprocessing["image_backend"]`` (and so in the cache key)."""
+    """``AutoProcessor`` with the fast (torchvision) image processor where there is one, or with
+    ``exact_preprocessing=True`` the PIL one, which the papers' numbers were computed with, to match them bit for bit."""
     import transformers
     from transformers import AutoProcessor
 
@@ -468,28 +447,18 @@ def torchvision_available() -> bool:
     return True
 
 
-def image_backend(image_processor: ImageProcessingMixin | None) -> str | None:
-    """``"torchvision"`` for a fast image processor, ``"pil"`` for a slow one, None for none."""
-    if image_processor is None:
-        return None
-    names = {c.__name__ for c in type(image_processor).__mro__}
-    if names & {"TorchvisionBackend", "BaseImageProcessorFast"}:
-        return "torchvision"
-    return "pil"
-
-
 def processor_preprocessing(image_processor: ImageProcessingMixin | None,
                             processor: ProcessorMixin | None = None) -> dict[str, Any]:
-    """The image preprocessing parameters worth recording (size, crop, mean/std, resample...).
-    Defaults a processor class sets on top of its image processor (transformers 5
-    ``images_kwargs``, e.g. SigLIP 2's ``max_num_patches``) win, as they do when it runs."""
+    """The image preprocessing parameters worth recording; a processor class's own ``images_kwargs`` defaults
+    (SigLIP 2's ``max_num_patches``) win, as they do when it runs."""
     if image_processor is None:
         return {}
     keys = ("size", "crop_size", "do_resize", "do_center_crop", "do_rescale", "rescale_factor",
             "do_normalize", "image_mean", "image_std", "resample", "do_pad", "size_divisor",
             "do_convert_rgb", "patch_size", "max_num_patches")
+    fast = {c.__name__ for c in type(image_processor).__mro__} & {"TorchvisionBackend", "BaseImageProcessorFast"}
     out: dict[str, Any] = {"image_processor": type(image_processor).__name__,
-                           "image_backend": image_backend(image_processor)}
+                           "image_backend": "torchvision" if fast else "pil"}
     for k in keys:
         v = getattr(image_processor, k, None)
         if v is None:

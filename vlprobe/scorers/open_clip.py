@@ -1,28 +1,13 @@
 """Family ``open_clip``: models of `open_clip <https://github.com/mlfoundations/open_clip>`_ (``pip install
-'vlprobe[open_clip]'``), the library the field's compositionality numbers were measured with. Three kinds of name,
-detected from the name alone:
-
-* ``open_clip:ARCH/PRETRAINED`` (``open_clip:ViT-B-32/laion2b_s34b_b79k``): a config of open_clip's with the weights
-  its pretrained table names, the names CLIP_benchmark and the published tables use. A ``local-dir`` copy registered
-  under that name in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED`` (no network, or a checkpoint open_clip does not
-  list) is looked for first. An unknown name fails in one line naming close ones (the table is local).
-* ``hf-hub:ORG/REPO``: a Hub repository holding ``open_clip_config.json`` and weights (its commit is the revision).
-* ``local-dir:PATH`` (or a plain folder holding ``open_clip_config.json`` and no ``config.json``): the same on disk,
-  keyed in the score cache by its content.
+'vlprobe[open_clip]'``), the library the field's compositionality numbers were measured with, by name alone:
+``open_clip:ARCH/PRETRAINED`` (a copy registered under ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED`` first),
+``hf-hub:ORG/REPO``, or ``local-dir:PATH`` (or a folder holding ``open_clip_config.json`` and no ``config.json``).
 
 **Activation** (QuickGELU or GELU: mertyg/vision-language-models-are-bows#35, RAIVNLab/sugar-crepe#7): vlprobe builds
-what open_clip built when the published numbers for the name were measured: the config's own activation, except the
-``openai`` tag, which open_clip before 2.29 always loaded with QuickGELU. Where that differs from the weights' own,
-one warning names the matching ``-quickgelu`` config; provenance records the config, ``quick_gelu``, the weights'
-flag and each tower's activation modules.
-
-**Scores** are the model's own logits, ``exp(logit_scale) * cos(encode_image, encode_text)`` (+ ``logit_bias`` for
-SigLIP); embeddings are its normalised ``encode_image``/``encode_text`` in float32. **Images** go through its own
-``image_transform_v2`` (all of ``preprocess_cfg`` recorded), by default on (3, H, W) uint8 tensors, so on CUDA the
-engine decodes and preprocesses them there (``image_backend: torchvision``; the resize is torch's antialiased one,
-within about a grey level of PIL's); ``exact_preprocessing=True`` runs it on PIL images (``image_backend: pil``).
-**Texts** go through ``open_clip.get_tokenizer`` (padded to the context length); a text's key is its ids up to the
-padding, from which :meth:`OpenCLIPScorer.encode_seen_ids` rebuilds the row: each text is tokenized once per run.
+what open_clip built when the published numbers were measured: the config's own, except for the ``openai`` tag,
+which open_clip before 2.29 always loaded with QuickGELU; a mismatch with the weights' own is warned about once.
+Images go through the model's ``image_transform_v2``, by default on (3, H, W) uint8 tensors (on CUDA, on the device;
+the resize within about a grey level of PIL's), with ``exact_preprocessing=True`` on PIL images.
 """
 
 from __future__ import annotations
@@ -38,18 +23,18 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 from ..errors import ModelError
-from .base import DualScorer, register, resolve_dtype
+from .base import DualScorer, _first_line, register, resolve_dtype
+from .dual_encoder import logit_of
 
 if TYPE_CHECKING:
     import torch
     from open_clip import CLIP, CustomTextCLIP
-    from PIL.Image import Image
     from torch import Tensor
     from torchvision.transforms import Compose, InterpolationMode
     from transformers import PretrainedConfig
@@ -75,11 +60,8 @@ class TextTokenizer(Protocol):
     def __call__(self, texts: list[str]) -> Tensor: ...
 
 
-# ---- names ------------------------------------------------------------------------------------------------------
-
 def claims(model: object) -> bool:
-    """Whether ``model`` is an open_clip name: ``open_clip:``, ``hf-hub:`` or ``local-dir:`` in front, or a folder
-    holding ``open_clip_config.json`` and no transformers ``config.json``."""
+    """Whether ``model`` is an open_clip name (see the module doc)."""
     if not isinstance(model, (str, os.PathLike)):
         return False
     text = str(model).strip()
@@ -137,17 +119,8 @@ def registered_copies() -> dict[str, Path]:
     return {f"{cfg.parent.parent.name}/{cfg.parent.name}": cfg.parent for cfg in sorted(home.glob(f"*/*/{CONFIG_FILE}"))}
 
 
-def _split(name: str, text: str) -> tuple[str, str]:
-    arch, sep, tag = text.partition("/")
-    if not sep or not arch or not tag or "/" in tag:
-        raise ModelError(f"model {name!r}: an open_clip name is open_clip:ARCH/PRETRAINED, e.g. "
-                         f"open_clip:ViT-B-32/laion2b_s34b_b79k (open_clip.list_pretrained() lists them)")
-    return arch, tag
-
-
 def resolve(model: str) -> Source:
-    """The :class:`Source` an open_clip name stands for; one-line :class:`ModelError` for a name that stands for
-    nothing (an unknown ARCH/PRETRAINED names the closest ones)."""
+    """The :class:`Source` an open_clip name stands for, or a one-line :class:`ModelError` naming close ones."""
     name = str(model).strip()
     if name.startswith("local-dir:") or not name.startswith(PREFIXES):
         path = name.removeprefix("local-dir:")
@@ -167,7 +140,10 @@ def resolve(model: str) -> Source:
             raise ModelError(f"model {name!r}: hf-hub: names a Hub repository, ORG/REPO (e.g. "
                              f"hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K)")
         return Source(name, "hf-hub", f"hf-hub:{repo}", repo=repo)
-    arch, tag = _split(name, name.removeprefix("open_clip:"))
+    arch, sep, tag = name.removeprefix("open_clip:").partition("/")
+    if not sep or not arch or not tag or "/" in tag:
+        raise ModelError(f"model {name!r}: an open_clip name is open_clip:ARCH/PRETRAINED, e.g. "
+                         f"open_clip:ViT-B-32/laion2b_s34b_b79k (open_clip.list_pretrained() lists them)")
     copies = registered_copies()
     if f"{arch}/{tag}" in copies:
         folder = copies[f"{arch}/{tag}"]
@@ -197,9 +173,7 @@ def _unknown(name: str, arch: str, tag: str, copies: list[str]) -> str:
 
 
 def check_name(model: str, revision: str | None = None) -> Source:
-    """The quick check of an open_clip name (:func:`vlprobe.names.check_model` calls it), and what it stands for:
-    open_clip_torch installed, the folder there, the ARCH/PRETRAINED known or registered, a Hub repository cached
-    when ``HF_HUB_OFFLINE`` is set. Anything else is left to loading, which says what is wrong in one line."""
+    """The quick check of an open_clip name (:func:`vlprobe.names.check_model`), and what it stands for."""
     if revision is not None:
         raise ModelError(f"model {model!r}: open_clip loads no revision (--revision picks a branch, tag or commit of a "
                          f"transformers Hub model); leave it out")
@@ -219,8 +193,6 @@ def _offline() -> bool:
 
     return bool(constants.HF_HUB_OFFLINE)
 
-
-# ---- loading ----------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
@@ -272,13 +244,12 @@ def _activations(tower: torch.nn.Module | None) -> list[str]:
 
 
 def _fail(source: Source, err: BaseException) -> ModelError:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     if source.kind in ("pretrained", "hf-hub") and _offline():
         where = source.repo or f"the weights of {source.checkpoint}"
         return ModelError(f"cannot load model {source.name!r}: HF_HUB_OFFLINE is set and {where} is not in the Hugging "
                           f"Face cache; download it on a networked machine, or register a local copy "
-                          f"({MODELS_ENV}=DIR with DIR/ARCH/PRETRAINED/{CONFIG_FILE} and weights) [{text}]")
-    return ModelError(f"cannot load model {source.name!r} ({source.describe()}): {type(err).__name__}: {text}")
+                          f"({MODELS_ENV}=DIR with DIR/ARCH/PRETRAINED/{CONFIG_FILE} and weights) [{_first_line(err)}]")
+    return ModelError(f"cannot load model {source.name!r} ({source.describe()}): {_first_line(err)}")
 
 
 @register(FAMILY, priority=0, claims=claims, check_name=check_name,
@@ -348,15 +319,6 @@ def load_open_clip(model: str, *, device: str = "cpu", dtype: str = "float32", r
     return scorer
 
 
-# ---- the scorer -------------------------------------------------------------------------------------------------
-
-class _Size:
-    """What open_clip's ResizeKeepRatio.get_params reads of an image (PIL's ``size``), for a (C, H, W) tensor."""
-
-    def __init__(self, image: Tensor) -> None:
-        self.size = (int(image.shape[-1]), int(image.shape[-2]))
-
-
 def _tensor_steps(transform: Compose) -> tuple[bool, str]:
     """Whether every step of open_clip's inference transform can run on a (3, H, W) uint8 tensor (on any device)."""
     from open_clip.transform import CenterCropOrPad, MaybeConvertMode, MaybeToTensor, ResizeKeepRatio
@@ -380,7 +342,6 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
     def __init__(self, model_id: str, model: CLIP | CustomTextCLIP, tokenizer: TextTokenizer, *, device: str = "cpu",
                  dtype: str = "float32", exact_preprocessing: bool = False, checkpoint: str | None = None,
                  details: dict[str, Any] | None = None) -> None:
-        import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
 
         super().__init__(model_id=model_id, device=device, dtype=dtype)
@@ -396,10 +357,7 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
         probe = tokenizer(["", "a"])
         # the id the tokenizer pads a row to its context length with (None: the empty text fills its row)
         self.pad_id = int(probe[0, -1]) if probe.shape[1] > 3 and int(probe[0, -1]) != int(probe[0, 0]) else None
-        with torch.inference_mode():
-            self.scale = float(model.logit_scale.float().exp().item())
-            bias = getattr(model, "logit_bias", None)
-            self.bias = float(bias.float().item()) if bias is not None else 0.0
+        self.scale, self.bias, score = logit_of(model)
         self.preprocessing = {
             "library": f"open_clip {_module().__version__}",
             "checkpoint": checkpoint,
@@ -415,19 +373,21 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
             "image_backend": "torchvision" if self.on_tensors else "pil",
             "tokenizer": type(tokenizer).__name__, "text_max_length": self.max_length, "text_padding": "max_length",
             "text_truncation": True, "text_pad_id": self.pad_id, "prompt": None,
-            "score": "exp(logit_scale) * cosine" + (" + logit_bias" if bias is not None else ""),
+            "score": score,
         }
         if not on_tensors:
             self.preprocessing["image_backend_note"] = why
 
-    # -- images --------------------------------------------------------------------------------------------------
     def preprocess_images(self, images: Sequence[Picture]) -> Tensor:
         import torch
 
         if not self.on_tensors:
+            from torchvision.transforms.functional import to_pil_image
+
             from vlprobe.dataset.images import to_pil
 
-            return torch.stack([self.transform(to_pil(_pil(im))) for im in images])
+            return torch.stack([self.transform(to_pil_image(im.cpu()) if isinstance(im, torch.Tensor) else to_pil(im))
+                                for im in images])
         from vlprobe.dataset.images import to_tensor
 
         return torch.stack([self._on_tensor(im if isinstance(im, torch.Tensor) else to_tensor(im)) for im in images])
@@ -440,7 +400,8 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
         x = image
         for step in self.transform.transforms:
             if isinstance(step, ResizeKeepRatio):
-                x = _resize(x, step.get_params(_Size(x), step.size, step.longest), step.interpolation)
+                pil_like = SimpleNamespace(size=(int(x.shape[-1]), int(x.shape[-2])))  # what get_params reads of an image
+                x = _resize(x, step.get_params(pil_like, step.size, step.longest), step.interpolation)
             elif isinstance(step, Resize):
                 x = _resize(x, _output_size(int(x.shape[-2]), int(x.shape[-1]), step.size), step.interpolation)
             elif isinstance(step, MaybeToTensor):
@@ -458,7 +419,6 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
             emb = self.model.encode_image(inputs.to(self.device, dtype=self._torch_dtype), normalize=True)
         return emb.float().cpu().numpy()
 
-    # -- texts ---------------------------------------------------------------------------------------------------
     def tokenize(self, texts: list[str]) -> Tensor:
         return self.text_tokenizer(list(texts))
 
@@ -496,15 +456,9 @@ class OpenCLIPScorer(DualScorer["Tensor"]):
             emb = self.model.encode_text(tokens.to(self.device), normalize=True)
         return emb.float().cpu().numpy()
 
-    # -- scores --------------------------------------------------------------------------------------------------
-    def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
-        cos = np.asarray(image_emb, dtype=np.float32) @ np.asarray(text_emb, dtype=np.float32).T
-        return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
-
 
 def _output_size(height: int, width: int, size: int | Sequence[int]) -> list[int]:
-    """[h, w] that torchvision's ``Resize(size)`` gives an image of ``height`` x ``width`` (PIL and tensors alike):
-    an int (or one-element list) is the shorter side, the longer one scaled and truncated."""
+    """[h, w] that torchvision's ``Resize(size)`` gives an image of ``height`` x ``width``."""
     if isinstance(size, int) or len(size) == 1:
         short_side = size if isinstance(size, int) else int(size[0])
         short, long = (width, height) if width <= height else (height, width)
@@ -515,11 +469,9 @@ def _output_size(height: int, width: int, size: int | Sequence[int]) -> list[int
 
 def _resize(image: Tensor, size: Sequence[int], interpolation: InterpolationMode,
             float_path: bool | None = None) -> Tensor:
-    """A (3, H, W) uint8 tensor resized as PIL resizes: torch's antialiased (PIL-style) kernel, on uint8 on the CPU
-    (within one grey level of PIL, enlarging or shrinking); on another device in float, one pass per axis rounded and
-    clipped to bytes as PIL's are, which is within a grey level of PIL when shrinking but not when enlarging, so an
-    image smaller than the model's input (a small one: cheap) is enlarged on the CPU. ``float_path``: the float path
-    when shrinking (default: off the CPU)."""
+    """A (3, H, W) uint8 tensor resized as PIL resizes (within a grey level): torch's antialiased kernel on uint8 on
+    the CPU; elsewhere (``float_path``) in float, one pass per axis rounded to bytes as PIL's are, which is within a
+    grey level of PIL only when shrinking, so an image is enlarged on the CPU."""
     import torch
     from torch.nn.functional import interpolate
     from torchvision.transforms import InterpolationMode
@@ -537,14 +489,3 @@ def _resize(image: Tensor, size: Sequence[int], interpolation: InterpolationMode
     for step in ([height, size[1]], size):
         out = interpolate(out, size=step, mode=mode, antialias=True, align_corners=False).round_().clamp_(0, 255)
     return out[0].to(torch.uint8)
-
-
-def _pil(image: Picture) -> Image:
-    """A (3, H, W) uint8 tensor as a PIL image; a PIL image as it is."""
-    import torch
-
-    if isinstance(image, torch.Tensor):
-        from torchvision.transforms.functional import to_pil_image
-
-        return to_pil_image(image.cpu())
-    return image

@@ -1,41 +1,15 @@
 """Family ``vqascore``: generative vision-language models scored VQAScore-style (Lin et al., 2024).
 
-Each (image, text) is asked, as one user turn of the processor's chat template holding the image and the question
-(with the generation prompt added),
+Each (image, text) is asked ``Does this figure show "{text}"? Please answer yes or no.`` (``prompt=`` changes it) in
+the processor's chat template, and the next token after the prompt is read in one forward pass: **score** =
+``log P(Yes)`` over the whole vocabulary (in log space, so tiny probabilities keep their order in float32),
+**probability** = ``P(Yes) / (P(Yes) + P(No))``. "Yes" sums every single-token spelling of ``Yes``/`` Yes`` (whether
+the answer follows a space depends on the template).
 
-    Does this figure show "{text}"? Please answer yes or no.
-
-and the model is run once (no generation); the next-token distribution after the prompt is read:
-
-* **score** = ``log P(Yes)`` over the **whole vocabulary** (VQAScore's P(Yes), in log space so tiny probabilities
-  keep their order in float32);
-* **probability** = ``P(Yes) / (P(Yes) + P(No))`` (0.5: neither preferred); it feeds the thresholded metrics.
-
-"Yes" and "No" are every spelling among ``Yes``/`` Yes`` (``No``/`` No``) the tokenizer encodes as a **single**
-token (SentencePiece ``▁Yes``, byte-level ``ĠYes``, plain ``Yes``), their probabilities summed, since whether the
-answer follows a space depends on the template. Lower case is not counted (VQAScore reads "Yes"), except by a
-tokenizer that reads "Yes" as "yes" (uncased WordPiece, as GIT ships). No single token raises a clear error.
-
-**Where the answer is read**: at the prompt's last real token, in the model's own output positions: a model that
-puts positions of its own before the text (GIT's image) has ``logits.shape[1] - input_ids.shape[1]`` of them, which
-are added; where a row ends with what the tokenizer appends to every text (BERT's ``[SEP]``, used by GIT), the token
-before it is read (GIT's own VQA recipe feeds no ``[SEP]``). This is **checked** when a scorer is made: two prompts of
-different lengths on a grey image, in one right-padded batch, must each be read where the model's own last-position
-logits for that prompt alone are; a model where that fails is refused in one line, as is an encoder-decoder model
-(``config.is_encoder_decoder``: Florence-2, Pix2Struct, ...), whose answer comes from a decoder this family does not run.
-
-**Batching**: a batch of pairs goes through the model in **one forward pass**, padded on the **right** with an
-attention mask, so every real token keeps the position it has alone and a pair's score does not depend on its batch
-(left padding shifts positions, which only rotary embeddings forgive). Each distinct image of a batch is
-**preprocessed once** and its pixel rows repeated for its texts (:class:`_ReuseImages`). **Texts** are keyed by the
-token ids of their rendered prompt (:meth:`VQAScoreScorer.seen_texts`).
-
-The family takes the architectures in :data:`ARCHITECTURES` and every decoder-only class of transformers'
-``AutoModelForImageTextToText`` table whose ``AutoProcessor`` takes ``images=`` and ``text=`` and that passes the
-check above (tests/test_architectures.py compares each one it can build tiny with the model's own output). A
-checkpoint without language-model embeddings (a BLIP-2 *retrieval* checkpoint) is refused. Processors without a chat
-template (PaliGemma's) get the bare question, recorded as ``chat_template: false``. ``prompt=`` (with a ``{text}``
-slot) changes the question.
+The answer is read at the prompt's last real token, shifted by any positions the model puts before the text (GIT's
+image) and before what the tokenizer appends to every text (GIT's ``[SEP]``). Batches are padded on the **right**, so
+every token keeps the position it has alone (left padding shifts positions, which only rotary embeddings forgive);
+each scorer checks this when made (:meth:`VQAScoreScorer.check_answer_position`).
 """
 
 from __future__ import annotations
@@ -47,7 +21,7 @@ import numpy as np
 
 from ..errors import VlprobeError
 from .base import PairScorer, PairScores, _first_line, register
-from .loading import embedding_head, load_checked, load_processor, processor_preprocessing, to_images
+from .loading import embedding_head, load_transformers, processor_preprocessing, to_images
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -109,10 +83,8 @@ def answer_token_ids(tokenizer: PreTrainedTokenizerBase, word: str) -> list[int]
 
 
 class _ReuseImages:
-    """Stands in for a processor's image processor: each distinct image (by identity) in a call is
-    preprocessed once, in one batch, and its output rows are repeated for every pair that shows it.
-    Anything it cannot split per image (nested image lists, outputs that are not one row per
-    image) goes to the real image processor unchanged, so the result is always the processor's."""
+    """Stands in for a processor's image processor: each distinct image in a call is preprocessed once and its rows
+    repeated for every pair that shows it (what it cannot split per image goes to the real one)."""
 
     def __init__(self, inner: ImageProcessingMixin) -> None:
         self.inner = inner
@@ -200,8 +172,7 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
         return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
-        """The token ids of each text's rendered prompt (before the processor puts the image's tokens
-        in, which depend on the image alone): two texts with the same ids are one input."""
+        """The token ids of each text's rendered prompt (without the image's tokens, which depend on the image)."""
         ids = self.tokenizer([self.render(t) for t in texts]).input_ids
         return [tuple(int(i) for i in row) for row in ids]
 
@@ -215,8 +186,7 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
                                           padding_side="right", return_tensors="pt"))
 
     def answer_logits(self, inputs: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        """(the model's logits (B, T, V), the position read per row (B,), the next-token logits read
-        (B, V) in float32) for preprocessed inputs; see the module doc for where the answer is read."""
+        """(the model's logits (B, T, V), the position read per row (B,), the logits read there (B, V) in float32)."""
         import torch
 
         batch = self._to_device(inputs)
@@ -255,14 +225,15 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
         return PairScores(log_yes.cpu().numpy().astype(np.float32), prob.cpu().numpy().astype(np.float32))
 
     def check_answer_position(self) -> None:
-        """Refuse (one line) a model whose answer vlprobe would read at the wrong position: two prompts
-        of different lengths on a grey image, in one right-padded batch, must each be read at the position
-        whose logits are nearest the model's own last-position logits for that prompt alone (less an
-        appended end token). Three short forward passes, when the scorer is made."""
+        """Refuse (one line) a model whose answer vlprobe would read at the wrong position: two prompts of different
+        lengths in one right-padded batch must each be read where the logits are nearest the model's own for that
+        prompt alone (less an appended end token)."""
         import torch
         from PIL import Image
 
         image = Image.new("RGB", _CHECK_IMAGE_SIZE, (128, 128, 128))
+        name = f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore"
+        wrong = ""
         try:
             with torch.inference_mode():
                 logits, read, _ = self.answer_logits(self.preprocess_pairs([image, image], list(_CHECK_TEXTS)))
@@ -276,22 +247,16 @@ class VQAScoreScorer(PairScorer[dict[str, "Tensor"]]):
                     top = want.topk(min(64, want.shape[0])).indices  # enough to tell positions apart
                     nearest = int((logits[row][:, top].float() - want[top]).norm(dim=-1).argmin())
                     if nearest != int(read[row]):
-                        raise _WrongPosition(
-                            f"in a right-padded batch vlprobe would read position {int(read[row])} of "
-                            f"{logits.shape[1]}, but the model's own next-token logits for the prompt are at "
-                            f"position {nearest}")
-        except _WrongPosition as err:
-            raise ValueError(f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore: "
-                             f"{err}; vlprobe refuses rather than read its answer inside the prompt") from None
+                        wrong = (f"in a right-padded batch vlprobe would read position {int(read[row])} of "
+                                 f"{logits.shape[1]}, but the model's own next-token logits for the prompt are at "
+                                 f"position {nearest}")
+                        break
         except Exception as err:
             if isinstance(err, (VlprobeError, MemoryError)) or "out of memory" in str(err).lower():
                 raise
-            raise ValueError(f"model {self.model_id!r} ({type(self.model).__name__}) cannot be scored as vqascore: "
-                             f"checking where it puts its answer failed ({_first_line(err)})") from err
-
-
-class _WrongPosition(Exception):
-    pass
+            raise ValueError(f"{name}: checking where it puts its answer failed ({_first_line(err)})") from err
+        if wrong:
+            raise ValueError(f"{name}: {wrong}; vlprobe refuses rather than read its answer inside the prompt")
 
 
 def appended_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[int, ...]:
@@ -304,13 +269,7 @@ def appended_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[int, ...]:
     return ()
 
 
-def wrap_vqascore(model_id: str, model: PreTrainedModel, processor: ProcessorMixin, *, device: str, dtype: str,
-                  revision: str | None = None, prompt: str = DEFAULT_PROMPT) -> VQAScoreScorer:
-    """An already-loaded generative VLM and its processor -> a scorer."""
-    return VQAScoreScorer(model_id, model, processor, device=device, dtype=dtype, revision=revision, prompt=prompt)
-
-
-@register("vqascore", priority=5, wrap=wrap_vqascore, architectures=ARCHITECTURES,
+@register("vqascore", priority=5, wrap=VQAScoreScorer, architectures=ARCHITECTURES,
           auto_mappings=("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",),
           description='generative VLMs: log P("Yes") to "Does this figure show ...?" (VQAScore)')
 def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", revision: str | None = None,
@@ -323,8 +282,6 @@ def load_vqascore(model: str, *, device: str = "cpu", dtype: str = "float32", re
         raise TypeError(f"family 'vqascore' takes only prompt=... and exact_preprocessing=..., not {sorted(kw)}")
     if config is not None:
         refuse_encoder_decoder(model, config)  # before the weights load
-    net = load_checked(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head, device=device,
-                     dtype=dtype, revision=revision, trust_remote_code=trust_remote_code)
-    processor = load_processor(model, exact_preprocessing=exact_preprocessing, revision=revision,
-                               trust_remote_code=trust_remote_code)
-    return wrap_vqascore(model, net, processor, device=device, dtype=dtype, revision=revision, prompt=prompt)
+    return load_transformers(AutoModelForImageTextToText, model, family="vqascore", head=embedding_head,
+                             wrap=VQAScoreScorer, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, exact_preprocessing=exact_preprocessing, prompt=prompt)

@@ -1,11 +1,6 @@
-"""``--batch-size auto``: the batch size at which a tower's throughput stops rising on this device.
-
-Batch 32 used under a fifth of an H100 on a ViT-B/32 image tower (4,738 images/s against 25,943 at 512;
-docs/performance.md). :func:`choose_batch_size` doubles the batch from 32, timing one batch at each size
-(after one untimed call at that size), until throughput rises by less than :data:`GAIN` or the device runs
-out of memory (the size is then stepped back). The choice is remembered per model, dtype, device and tower
-in ``<cache home>/batch-sizes.json`` (:func:`remembered`, :func:`remember`) so later runs skip the search.
-On the CPU, ``auto`` is the fixed default (32): there a batch is already large enough to keep the cores busy.
+"""``--batch-size auto``: the batch size at which a tower's throughput stops rising on this device (batch 32 used under
+a fifth of an H100 on a ViT-B/32 image tower: docs/performance.md), remembered per model, dtype, device and tower in
+``<cache home>/batch-sizes.json``. On the CPU it is the default (32), already enough to keep the cores busy.
 """
 
 from __future__ import annotations
@@ -32,11 +27,9 @@ MEMO_FILE = "batch-sizes.json"
 
 def choose_batch_size(seconds_for: Callable[[int], float], *, start: int = BATCH_SIZE, largest: int = LARGEST,
                       gain: float = GAIN, on_oom: Callable[[], None] | None = None) -> tuple[int, list[dict[str, Any]]]:
-    """(the batch size, the trials) by doubling from ``start`` up to ``largest``. ``seconds_for(n)`` runs one
-    batch of ``n`` inputs and returns its time (and raises the device's out-of-memory error when it does not
-    fit). A size is kept when its inputs per second beat the best so far by ``gain``; the search stops at the
-    first size that does not, or that runs out of memory (``on_oom`` is called then, to free the cache). If even
-    ``start`` does not fit, it is halved until one does (1 at least)."""
+    """(the batch size, the trials) by doubling from ``start`` up to ``largest``, timing a batch of each size with
+    ``seconds_for(n)``, until inputs per second rise by less than ``gain`` or the device runs out of memory
+    (``on_oom`` is called then); if even ``start`` does not fit, it is halved until one does."""
     trials: list[dict[str, Any]] = []
     best, best_rate = None, 0.0
     n = start
@@ -96,16 +89,14 @@ def device_name(device: str) -> str:
 
 
 def memo_key(scorer: Scorer, tower: str) -> str:
-    """The memo's key for ``tower`` of ``scorer``: its cache key's digest, dtype, device name and the tower."""
+    """The memo's key for ``tower`` of ``scorer``."""
     from ..storage.keys import key_digest
 
     return f"{key_digest(scorer.cache_key())}|{scorer.dtype}|{device_name(scorer.device)}|{tower}"
 
 
 def _memo_path() -> str | None:
-    """``<cache home>/batch-sizes.json``, or None where it is not to be read or written: the cache home is refused
-    (another user's, or writable by others: :func:`vlprobe.storage.locations.refused_home` says so once), as every
-    cache under it is."""
+    """``<cache home>/batch-sizes.json``, or None where the cache home is refused, as every cache under it is."""
     from ..storage.locations import cache_home, refused_home
 
     home = cache_home()
@@ -113,8 +104,7 @@ def _memo_path() -> str | None:
 
 
 def _read_memo(path: str | None) -> dict[str, Any]:
-    """The memo at ``path``, where this user alone could have written it; {} otherwise (a file another user could
-    have changed is not read, with one warning naming it)."""
+    """The memo at ``path``, where this user alone could have written it; {} otherwise (with a warning)."""
     from ..errors import warn
     from ..storage.locations import distrust
 
@@ -139,8 +129,7 @@ def remembered(key: str) -> int | None:
 
 
 def remember(key: str, batch_size: int) -> None:
-    """Add ``key``'s choice to the memo (atomically replaced, a file of this user's that only it may write; a memo
-    that cannot be written, or whose cache home is refused, is skipped)."""
+    """Add ``key``'s choice to the memo (atomically replaced; skipped where it cannot be written)."""
     path = _memo_path()
     if path is None:
         return

@@ -1,20 +1,14 @@
 """Decode and preprocess images on the scorer's device (a GPU), for fast (torchvision) image processors.
 
-On a GPU the input path, not the model, was the floor: one CPU core decodes a 640 x 480 JPEG about 19x slower than
-nvjpeg does in a batch (docs/performance.md). So, where :func:`device_path` allows, threads read each batch's bytes
-and headers (:func:`read_batch`; a JPEG's header from its markers, :func:`jpeg_header`): an RGB or grey JPEG is handed
-over encoded (a 1-D uint8 tensor), anything else is decoded there on the CPU; then the batch's JPEGs are decoded
-together on the device (``torchvision.io.decode_jpeg``, nvjpeg), and the (3, H, W) uint8 tensors go to the scorer's
-own image processor, which runs on the device too (:class:`DeviceImages`).
-
-The pixels are the CPU path's (:func:`vlprobe.dataset.images.to_tensor`) but for nvjpeg's IDCT and chroma upsampling
-at sharp colour edges and float rounding; the tolerance is :data:`PIXEL_MAX_DIFF` (any pixel) and
-:data:`PIXEL_MEAN_DIFF` (the mean), tested on the CPU here (tests/test_device_images.py) and measured on a GPU by
-``scripts/bench_scoring.py``. Neither path applies EXIF orientation.
+On a GPU the input path, not the model, was the floor: one CPU core decodes a JPEG about 19x slower than nvjpeg does in
+a batch (docs/performance.md). So reader threads read each batch's bytes (an RGB or grey JPEG is handed over encoded,
+anything else decoded on the CPU), the JPEGs are decoded together on the device, and the scorer's image processor
+runs there too; the pixels differ only at sharp colour edges (:data:`PIXEL_MAX_DIFF`, :data:`PIXEL_MEAN_DIFF`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -33,18 +27,14 @@ if TYPE_CHECKING:
 # RGB and grey JPEGs are decoded on the device; (format, mode) pairs as PIL reads the header.
 DEVICE_DECODES = {("JPEG", "RGB"), ("JPEG", "L")}
 
-# What the device path may differ from the CPU path by, in normalised pixel units (CLIP's std is about 0.27, so
-# one grey level is about 0.015), measured on an H100 (docs/performance.md): nvjpeg's chroma upsampling differs
-# from libjpeg's "fancy" upsampling at sharp colour edges, so a few edge pixels move by up to ~25 grey levels
-# (max 0.39 on 256 photo-like JPEGs) while the mean moves by a quarter of one (0.0041); scores moved by at most
-# 3.1e-3 (float16 noise is 2.7e-3 there) and no gold-vs-foil comparison flipped.
+# What the device path may differ from the CPU path by, in normalised pixel units (one grey level is about 0.015),
+# as measured on an H100 (docs/performance.md): a few edge pixels by up to ~25 grey levels, the mean by a quarter of one.
 PIXEL_MAX_DIFF = 0.5
 PIXEL_MEAN_DIFF = 0.01
 
 
 def device_path(scorer: object) -> tuple[bool, str]:
-    """(whether images for ``scorer`` are decoded and preprocessed on its device, why not when they are
-    not). Only for a fast (torchvision) image processor on a CUDA device whose steps all run there."""
+    """(whether images for ``scorer`` are decoded and preprocessed on its CUDA device, why not)."""
     device = str(getattr(scorer, "device", "cpu") or "cpu")
     if device.split(":")[0] in ("cpu", "meta"):
         return False, "the scorer runs on the CPU"
@@ -54,8 +44,6 @@ def device_path(scorer: object) -> tuple[bool, str]:
     if prep.get("image_backend") != "torchvision":
         return False, (f"its image processor ({prep.get('image_processor', 'none')}) is not a fast (torchvision) one "
                        f"(or --exact-preprocessing asked for the PIL one)")
-    if not callable(getattr(scorer, "preprocess_images", None)):
-        return False, "the scorer has no preprocess_images"
     resample = prep.get("resample")
     if resample is not None and ("LANCZOS" in str(resample).upper() or str(resample) == "1"):
         # transformers resizes with LANCZOS only on the CPU (on CUDA it falls back to BICUBIC)
@@ -73,10 +61,8 @@ _JPEG_MODES = {1: "L", 3: "RGB"}
 
 
 def jpeg_header(data: bytes) -> tuple[str, tuple[int, int]] | None:
-    """(mode as PIL names it, (width, height)) of an RGB or grey JPEG, from its markers up to the frame header,
-    or None for anything else or anything odd (then PIL reads the header and has the last word). A few byte
-    reads instead of ``Image.open``: the engine reads every image's header, and PIL's JPEG parser, in Python,
-    held the GIL for about 0.1 ms an image, a sixth of the model's time per image at its best batch on a GPU."""
+    """(mode as PIL names it, (width, height)) of an RGB or grey JPEG, from its markers, or None for anything else
+    (then PIL has the last word). PIL's parser held the GIL for a sixth of the model's time per image on a GPU."""
     if data[:2] != b"\xff\xd8":
         return None
     at, n = 2, len(data)
@@ -110,8 +96,7 @@ def jpeg_header(data: bytes) -> tuple[str, tuple[int, int]] | None:
 
 def read_for_device(image: ImageLike, where: str = "") -> Tensor:
     """In a reader thread: an RGB or grey JPEG as its encoded bytes (a 1-D uint8 tensor, to decode on the device),
-    anything else decoded here to a (3, H, W) uint8 tensor. The header (:func:`jpeg_header`, else PIL's) is read for
-    the size guard and the format, so an unreadable file is named here, with ``where``."""
+    anything else decoded here to a (3, H, W) uint8 tensor; the header is read for the size guard."""
     import torch
 
     if isinstance(image, Image.Image):
@@ -132,8 +117,7 @@ def read_for_device(image: ImageLike, where: str = "") -> Tensor:
 
 
 def read_batch(rows: list[tuple[ImageLike, str]]) -> list[Tensor]:
-    """:func:`read_for_device` for a batch's (image, where) rows, in one call: one task per batch for the
-    engine's reader threads (a future per image cost more, on a GPU, than reading the image)."""
+    """:func:`read_for_device` for a batch's (image, where) rows: one task per batch (a future per image cost more)."""
     return [read_for_device(image, where) for image, where in rows]
 
 
@@ -141,10 +125,8 @@ _WARM: dict[str, float] = {}  # device -> seconds its first decode (and preproce
 
 
 def warm_up(device: object, preprocess: Callable[[list[Tensor]], object] | None = None) -> float:
-    """Decode a tiny JPEG on ``device`` once per process and run ``preprocess`` (the scorer's ``preprocess_images``)
-    on it: the first nvjpeg / CUDA use costs seconds (6.7 s of a fresh ``vlprobe evaluate``'s scoring on an H200,
-    docs/performance.md), paid here, not in the first timed batch. Returns the seconds it took (0: already warm). A
-    processor that fails here is left to the engine's check on a first image, which goes on the CPU path."""
+    """Decode a tiny JPEG on ``device`` and ``preprocess`` it, once per process: the first nvjpeg / CUDA use costs
+    seconds, paid here, not in the first timed batch. Returns the seconds it took (0: already warm)."""
     key = str(device)
     if key in _WARM:
         return 0.0
@@ -167,9 +149,8 @@ def warm_up(device: object, preprocess: Callable[[list[Tensor]], object] | None 
 
 
 def decode_on(payloads: list[Tensor], device: str, wheres: list[str] | None = None) -> list[Tensor]:
-    """:func:`read_for_device`'s payloads -> (3, H, W) uint8 tensors on ``device``: the encoded JPEGs
-    decoded together (nvjpeg on CUDA), the others copied over. A JPEG the batched decode refuses is
-    decoded alone, on the device, then on the CPU; one nobody can decode raises an ImageError naming it."""
+    """:func:`read_for_device`'s payloads -> (3, H, W) uint8 tensors on ``device``, the JPEGs decoded together; one
+    the batched decode refuses is decoded alone, on the device, then on the CPU, else an ImageError names it."""
     from torchvision.io import ImageReadMode, decode_jpeg
 
     out = {k: p.to(device, non_blocking=True) for k, p in enumerate(payloads) if p.dim() != 1}
@@ -200,18 +181,15 @@ def _decode_one(data: Tensor, device: str, where: str) -> Tensor:
 
 
 class DeviceImages:
-    """Main-process step of the device path: :func:`read_for_device`'s payloads -> the scorer's model inputs, decoded
-    (:func:`decode_on`) and preprocessed on the device, on CUDA on a side stream synchronised before returning (so
-    the engine prepares the next batch in a thread while the model runs this one on the default stream)."""
+    """:func:`read_for_device`'s payloads -> the scorer's model inputs, decoded and preprocessed on the device; on
+    CUDA on a side stream, so the next batch is prepared while the model runs this one."""
 
     def __init__(self, scorer: DualScorer[object]) -> None:
         self.scorer = scorer
         self.device = str(scorer.device)
         self._stream: torch.cuda.Stream | None = None  # made on first use
         self.checked = False  # set by the engine once a first image went through
-        # the device's first decode, once per process, here rather than in the first batch (seconds on CUDA); if it
-        # fails, the engine's check on a first image fails too and the run goes on the CPU path, said once
-        self.warmup_s = 0.0
+        self.warmup_s = 0.0  # if warming up fails, so does the engine's check on a first image: the CPU path
         try:
             self.warmup_s = warm_up(self.device, getattr(scorer, "preprocess_images", None))
         except Exception:  # noqa: BLE001
@@ -220,12 +198,11 @@ class DeviceImages:
     def __call__(self, payloads: list[Tensor], wheres: list[str] | None = None) -> object:
         import torch
 
-        with torch.inference_mode():  # thread-local: the engine's prefetch thread is not inside its own
-            if not self.device.startswith("cuda"):
-                return self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
-            if self._stream is None:
-                self._stream = torch.cuda.Stream(device=torch.device(self.device))  # type: ignore[no-untyped-call]
-            with torch.cuda.stream(self._stream):
-                inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
+        if self._stream is None and self.device.startswith("cuda"):
+            self._stream = torch.cuda.Stream(device=torch.device(self.device))  # type: ignore[no-untyped-call]
+        on_stream = torch.cuda.stream(self._stream) if self._stream is not None else contextlib.nullcontext()
+        with torch.inference_mode(), on_stream:  # (inference mode is per thread: the engine's preparing thread's own)
+            inputs = self.scorer.preprocess_images(decode_on(payloads, self.device, wheres))
+        if self._stream is not None:
             self._stream.synchronize()  # the inputs are complete before another stream reads them
-            return inputs
+        return inputs

@@ -1,30 +1,12 @@
 """The scoring engine: every item's m x n score matrix, each distinct model input computed once.
 
-Inputs are keyed by what the model reads: an image by its content (:func:`vlprobe.dataset.images.content_hash`), a
-text by the token ids the model reads (:meth:`~vlprobe.scorers.base.Scorer.text_keys`; the text itself for a scorer
-without a tokenizer), so texts the model cannot tell apart (case folded, unknown words, a difference past the
-truncation limit) have one key.
-
-For a :class:`~vlprobe.scorers.base.DualScorer` the distinct image and text keys of *all* items are encoded once in
-batches (texts of equal token length together, so little padding), each distinct (image key, text key) pair's score
-is computed once with ``scorer.similarity`` and **gathered** into every cell where the pair appears. A
-:class:`~vlprobe.scorers.base.PairScorer` scores each distinct pair once (each distinct text when
-``scorer.uses_images`` is False; images are then ``None``). Cells with identical inputs so hold one number, bit for
-bit, whatever the batch, padding or column: an exact tie, decided by the benchmark's tie policy (without the gather,
-float32 noise would turn such ties into wins or losses at random).
-
-* Images are decoded and preprocessed in ``DataLoader`` workers (``num_workers``; 0: in the main process). On a GPU,
-  for a fast (torchvision) image processor, reader threads read a few batches ahead and JPEGs are decoded and
-  preprocessed on the device (:mod:`vlprobe.scoring.device_images`), one batch ahead of the model.
-* Texts are encoded a share at a time between image batches (the same batches, so the same numbers); a scorer that
-  can (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) is given the ids each text was keyed by, so each
-  text is tokenized once.
-* ``batch_size="auto"``: on an accelerator each tower's batch size is searched once per model, dtype and card and
-  remembered (:mod:`vlprobe.scoring.auto_batch`), before the first image batch is read; on the CPU it is 32.
-* With a :class:`~vlprobe.storage.score_cache.ScoreCache`, what is cached is not computed, and every computed batch
-  is committed before the next starts: a killed run, started again, loses nothing and computes nothing twice.
-* Under ``accelerate launch`` (an initialised ``torch.distributed`` group) the main process decides what is missing,
-  it is sharded across processes, each caches its own batches, and the results are gathered on every process.
+Inputs are keyed by what the model reads: an image by its content, a text by its token ids
+(:meth:`~vlprobe.scorers.base.Scorer.text_keys`). Each distinct input, and each distinct (image, text) pair's score, is
+computed once and **gathered** into every cell where it appears, so cells with identical inputs hold one number, bit
+for bit, whatever the batch, padding or column: an exact tie for the benchmark's tie policy, not float32 noise.
+Texts are encoded a share at a time between image batches; every computed batch is committed to the score cache
+before the next starts, so a killed run loses nothing. Under ``accelerate launch`` the work is sharded across
+processes and gathered on every one.
 """
 
 from __future__ import annotations
@@ -35,7 +17,7 @@ import random
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -55,7 +37,6 @@ from .device_images import DeviceImages, device_path, read_batch, read_for_devic
 
 if TYPE_CHECKING:
     from torch import Tensor
-    from torch.utils.data import DataLoader
 
 T = TypeVar("T")
 Row = TypeVar("Row")
@@ -84,17 +65,12 @@ class EngineResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-# ---- distributed helpers ------------------------------------------------------------------------
-
 def dist_info() -> tuple[int, int]:
     """(rank, world size) of the initialised ``torch.distributed`` group, else (0, 1)."""
-    try:
-        import torch.distributed as dist
+    import torch.distributed as dist
 
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:
-        pass
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
 
@@ -121,16 +97,15 @@ def _all_gather(obj: T, world: int) -> list[T]:
 # ---- DataLoader pieces (module level so that worker processes can use them) ----------------------
 
 class _FreshBatches(Generic[Row]):
-    """Batches of rows (row indices, ``rows=range(n)``, for a DataLoader ``batch_sampler``) that ask the cache, just
-    before each batch, which keys a concurrent run committed meanwhile: those go to ``found``, the rest is computed.
-    With a cache the batches come in a random order per process, so concurrent runs split the work."""
+    """Batches of rows (or row indices, for a DataLoader ``batch_sampler``) that ask the cache, just before each
+    batch, which keys a concurrent run committed meanwhile (into ``found``). With a cache the batches come in a random
+    order per process, so concurrent runs split the work."""
 
     def __init__(self, keys: Sequence[str], batch_size: int, cache: ScoreCache | None,
                  found: dict[str, Vector], rows: Sequence[Row],
                  groups: Sequence[int] | None = None) -> None:
         self.keys, self.cache, self.found, self.rows = keys, cache, found, rows
-        # Consecutive rows of one group (e.g. texts of one token length) share batches; a batch never
-        # spans two groups.
+        # a batch never spans two groups (texts of one token length)
         self.batches: list[list[int]] = []
         start = 0
         while start < len(keys):
@@ -161,48 +136,30 @@ Decode = Callable[..., object]  # (image, where=...) -> a PIL image or a (3, H, 
 
 
 def decoder(scorer: Scorer) -> Decode:
-    """How the engine decodes images for ``scorer``: channels-first uint8 tensors for a fast
-    (torchvision) image processor, which works on them (no PIL round trip); PIL images otherwise.
-    Both carry the same pixels (vlprobe.dataset.images.to_tensor)."""
+    """(3, H, W) uint8 tensors for a fast (torchvision) image processor (the same pixels), else PIL images."""
     return to_tensor if (getattr(scorer, "preprocessing", None) or {}).get("image_backend") == "torchvision" else to_pil
 
 
-class _ImageCollate:
-    """(key, image, where) rows -> (keys, preprocessed inputs); an unreadable image comes back as
-    an error message so that the main process raises it cleanly (not as a worker traceback)."""
+class _Collate:
+    """(key, image, where) rows -> (keys, ``preprocess(images)``, None), or (key, image, text, where) rows ->
+    (keys, ``preprocess(images, texts)``, None); an unreadable image comes back as its message, so that the main
+    process raises it cleanly (not as a worker traceback)."""
 
-    def __init__(self, preprocess: Callable[[list[Any]], object], decode: Decode = to_pil) -> None:
-        self.preprocess, self.decode = preprocess, decode
+    def __init__(self, preprocess: Callable[..., object], decode: Decode = to_pil, uses_images: bool = True) -> None:
+        self.preprocess, self.decode, self.uses_images = preprocess, decode, uses_images
 
-    def __call__(self, rows: list[ImageRow]) -> Collated:
+    def __call__(self, rows: list[Keyed]) -> Collated:
         keys = [r[0] for r in rows]
+        texts = [r[2] for r in rows] if len(rows[0]) == 4 else None
+        decoded: dict[int, object] = {}
         try:
-            images = [self.decode(image, where=where) for _, image, where in rows]
+            for row in rows:  # pairs of one image sit together: decode it once per batch
+                if self.uses_images and id(row[1]) not in decoded:
+                    decoded[id(row[1])] = self.decode(row[1], where=row[-1])
         except ImageError as err:
             return keys, None, str(err)
-        return keys, self.preprocess(images), None
-
-
-class _PairCollate:
-    def __init__(self, preprocess: Callable[[list[Any], list[str]], object], uses_images: bool,
-                 decode: Decode = to_pil) -> None:
-        self.preprocess, self.uses_images, self.decode = preprocess, uses_images, decode
-
-    def __call__(self, rows: list[PairRow]) -> Collated:
-        keys = [r[0] for r in rows]
-        texts = [r[2] for r in rows]
-        if not self.uses_images:
-            return keys, self.preprocess([None] * len(rows), texts), None
-        decoded: dict[int, object] = {}  # pairs of one image sit together: decode it once per batch
-        images = []
-        try:
-            for _, image, _, where in rows:
-                if id(image) not in decoded:
-                    decoded[id(image)] = self.decode(image, where=where)
-                images.append(decoded[id(image)])
-        except ImageError as err:
-            return keys, None, str(err)
-        return keys, self.preprocess(images, texts), None
+        images = [decoded.get(id(r[1])) for r in rows]  # None for a text-only scorer
+        return keys, self.preprocess(images) if texts is None else self.preprocess(images, texts), None
 
 
 _NOTED: set[str] = set()  # notes said once per process
@@ -222,14 +179,8 @@ def _tile(inputs: object, n: int) -> object:
     return inputs
 
 
-# ---- the engine ---------------------------------------------------------------------------------
-
 class Engine:
-    """Score items with a scorer; see the module docstring.
-
-    ``cache``: a :class:`ScoreCache` (or None for no persistence). ``progress``: tqdm bars (shown
-    on the main process only).
-    """
+    """Score items with a scorer (see the module doc); ``progress``: tqdm bars, on the main process only."""
 
     def __init__(
         self,
@@ -267,10 +218,8 @@ class Engine:
             elif device.split(":")[0] not in ("cpu", "meta"):
                 self._note(f"images are decoded and preprocessed on the CPU, not on {device}: {why}")
 
-    # -- public -----------------------------------------------------------------------------------
     def text_keys(self, texts: Sequence[str]) -> list[str]:
-        """Each text's key (:meth:`~vlprobe.scorers.base.Scorer.text_keys`): equal exactly when the
-        model reads the same token ids. Each distinct string is tokenized once."""
+        """Each text's key (:meth:`~vlprobe.scorers.base.Scorer.text_keys`), each distinct string tokenized once."""
         key_of = self._text_rows(texts)[0]
         return [key_of[t] for t in texts]
 
@@ -300,19 +249,13 @@ class Engine:
                         "image_preprocessing_on": str(self.scorer.device) if self._device_images else "cpu"}
         return result
 
-    # -- dual encoders ----------------------------------------------------------------------------
     def _score_dual(self, items: Sequence[Item], scorer: DualScorer[Any]) -> EngineResult:
         image_rows: dict[str, ImageRow] = {}  # key -> (key, image, where), first seen
-        item_images: list[list[str]] = []
-        hashes = _image_hashes(items)
-        for item, item_hashes in zip(items, hashes, strict=True):
-            ikeys = []
-            for k, image in enumerate(item.images):
-                key = "i:" + item_hashes[k]
-                ikeys.append(key)
+        item_images = [["i:" + h for h in hashes] for hashes in _image_hashes(items)]
+        for item, ikeys in zip(items, item_images, strict=True):
+            for k, (key, image) in enumerate(zip(ikeys, item.images, strict=True)):
                 if key not in image_rows:
                     image_rows[key] = (key, image, _where(item, k, image))
-            item_images.append(ikeys)
         tkey_of, text_rows, text_ids = self._text_rows(t for item in items for t in item.texts)
         item_keys = [(ikeys, ["t:" + tkey_of[t] for t in item.texts])
                      for ikeys, item in zip(item_images, items, strict=True)]
@@ -355,44 +298,33 @@ class Engine:
     def _run_images(self, rows: list[ImageRow], scorer: DualScorer[Any],
                     between: Callable[[float], None] | None = None,
                     ready: Callable[[], None] | None = None) -> dict[str, Vector]:
-        """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``. ``ready()`` is
-        called once the images' batch size is settled, before any batch is read: the texts' batch size search runs
-        there, with no image batch read, prepared or encoded beside its timed batches."""
+        """Encode (key, image, where) rows; after each batch, ``between(share of the batches done)``. ``ready()`` runs
+        once the images' batch size is settled, before any batch is read (the texts' batch size search, untroubled)."""
         if not rows:
             return {}
         on_device = self._device_images_for(rows)
-        if on_device is not None:
-            return self._run_images_on_device(rows, scorer, on_device, between, ready)
-        collate = _ImageCollate(scorer.preprocess_images, decoder(scorer))
+        collate = _Collate(scorer.preprocess_images, decoder(scorer))
+        sample = rows[:BATCH_SIZE]
 
-        def sample() -> object:  # one real batch of inputs, for the batch size search
-            keys, inputs, error = collate(rows[:BATCH_SIZE])
+        def sample_inputs() -> object:  # one real batch of inputs, for the batch size search
+            if on_device is not None:
+                return on_device(read_batch([(r[1], r[2]) for r in sample]), [r[2] for r in sample])
+            keys, inputs, error = collate(sample)
             if error:
                 raise ImageError(error)
             return inputs
 
-        size = self._tower_batch("images", scorer.encode_images, sample, len(rows))
+        size = self._tower_batch("images", scorer.encode_images, sample_inputs, len(rows))
         if ready is not None:
             ready()
-        loader = self._loader(rows, collate, size)
-        out: dict[str, Vector] = {}
-        total = max(1, len(loader))
-        for done, (keys, inputs, error) in enumerate(self._bar(loader, len(rows), "images"), 1):
-            if error:
-                raise ImageError(error)
-            emb = self._call(scorer.encode_images, inputs, size)
-            self._store(out, keys, emb)
-            if between is not None:
-                between(done / total)
-        return out
+        prepare = None if on_device is None else lambda batches: self._prepared(rows, batches, on_device)
+        return self._run(rows, collate, lambda inputs: self._call(scorer.encode_images, inputs, size), "images", size,
+                         between, prepare)
 
-    def _run_images_on_device(self, rows: list[ImageRow], scorer: DualScorer[Any], on_device: DeviceImages,
-                              between: Callable[[float], None] | None = None,
-                              ready: Callable[[], None] | None = None) -> dict[str, Vector]:
-        """The device path, with no DataLoader processes (forking a process that holds a GPU context costs more than
-        reading saves): reader threads (``num_workers``, at least one) read whole batches a few ahead (bytes and
-        headers; what is not an RGB or grey JPEG is decoded there), one preparing thread decodes and preprocesses each
-        on the device one batch ahead of the model, and the main thread encodes, then (``between``) a share of texts."""
+    def _prepared(self, rows: list[ImageRow], batches: Iterable[list[int]], on_device: DeviceImages) -> Generator[Collated]:
+        """The device path, in threads (forking a process that holds a GPU context costs more than reading saves):
+        readers (``num_workers``, at least one) read batches a few ahead, and one thread decodes and preprocesses each
+        on the device one batch ahead of the model. Closing it waits for the tasks it started."""
         readers, preparer = self._pools()
 
         def read(batch: list[ImageRow]) -> list[Tensor]:
@@ -401,22 +333,17 @@ class Engine:
         def prepare(batch: list[ImageRow], payloads: Future[list[Tensor]]) -> object:
             return on_device(payloads.result(), [r[2] for r in batch])
 
-        sample = rows[:BATCH_SIZE]
-        size = self._tower_batch("images", scorer.encode_images, lambda: on_device(read(sample), [r[2] for r in sample]),
-                                 len(rows))
-        if ready is not None:
-            ready()
-        batches = _FreshBatches([r[0] for r in rows], size, self.cache, self._reused, rows=rows)
-        total, ahead = max(1, len(batches)), max(2, min(self.num_workers, 4))
-        source = iter(self._bar(batches, len(rows), "images"))
+        ahead = max(2, min(self.num_workers, 4))
+        source = iter(batches)
         reads: deque[tuple[list[ImageRow], Future[list[Tensor]]]] = deque()
         jobs: list[Future[Any]] = []  # every future handed out, so that none is left running when this returns
 
         def next_job() -> tuple[list[ImageRow], Future[object]] | None:
             while len(reads) < ahead:
-                batch = next(source, None)
-                if batch is None:
+                indices = next(source, None)
+                if indices is None:
                     break
+                batch = [rows[i] for i in indices]
                 reads.append((batch, readers.submit(read, batch)))
                 jobs.append(reads[-1][1])
             if not reads:
@@ -426,35 +353,27 @@ class Engine:
             jobs.append(job)
             return batch, job
 
-        out: dict[str, Vector] = {}
         try:
-            job, done = next_job(), 0
+            job = next_job()
             while job is not None:
                 batch, prepared = job
                 job = next_job()  # its bytes are read and it is prepared while the model runs this batch
-                inputs = prepared.result()
-                self._store(out, [r[0] for r in batch], self._call(scorer.encode_images, inputs, size))
-                done += 1
-                if between is not None:
-                    between(done / total)
+                yield [r[0] for r in batch], prepared.result(), None
                 jobs = [j for j in jobs if not j.done()]
         finally:
             for j in jobs:
                 j.cancel()
             wait(jobs)  # a task already running finishes before the caller goes on (or falls back, or raises)
-        return out
 
     def _pools(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
-        """The device path's reader threads and its preparing thread: made once per engine and kept (their threads
-        end when the engine is collected), not made and shut down for every batch or every call."""
+        """The device path's reader threads and its preparing thread, made once per engine."""
         if self._readers is None or self._preparer is None:
             self._readers = ThreadPoolExecutor(max(1, self.num_workers), thread_name_prefix="vlprobe-read")
             self._preparer = ThreadPoolExecutor(1, thread_name_prefix="vlprobe-prepare")
         return self._readers, self._preparer
 
     def _device_images_for(self, rows: list[ImageRow]) -> DeviceImages | None:
-        """The device path, once it has run on a first image here; a processor step the device refuses (an error
-        other than an unreadable image or out of memory) sends this run back to the CPU path, said once."""
+        """The device path, once it has run on a first image; if the device refuses a processor step, the CPU path."""
         on_device = self._device_images
         if on_device is None or on_device.checked:
             return on_device
@@ -471,8 +390,7 @@ class Engine:
         return on_device
 
     def _tower_batch(self, tower: str, encode: Callable[[Any], object], sample: Callable[[], object], todo: int) -> int:
-        """The batch size of ``tower``: given, or (auto) remembered or searched with ``encode`` on a sample
-        batch repeated to each size tried, and remembered."""
+        """The batch size of ``tower``: given, or (auto) remembered or searched with ``encode`` on a sample batch."""
         if tower in self.batch_sizes:
             return self.batch_sizes[tower]
         if not self.auto:
@@ -501,7 +419,6 @@ class Engine:
         self.batch_sizes[tower] = size
         return size
 
-    # -- pair scorers -----------------------------------------------------------------------------
     def _score_pairs(self, items: Sequence[Item], scorer: PairScorer[Any]) -> EngineResult:
         uses_images = scorer.uses_images
         tkey_of = self._text_rows(t for item in items for t in item.texts)[0]
@@ -509,16 +426,11 @@ class Engine:
         item_keys: list[list[list[str]]] = []
         all_hashes = _image_hashes(items) if uses_images else [["-"] * len(item.images) for item in items]
         for item, hashes in zip(items, all_hashes, strict=True):
-            matrix = []
-            for k, image in enumerate(item.images):
-                row = []
-                for text in item.texts:
-                    key = f"p:{hashes[k]}:{tkey_of[text]}"
-                    row.append(key)
+            item_keys.append([[f"p:{h}:{tkey_of[text]}" for text in item.texts] for h in hashes])
+            for k, (image, row) in enumerate(zip(item.images, item_keys[-1], strict=True)):
+                for text, key in zip(item.texts, row, strict=True):
                     if key not in pair_rows:
                         pair_rows[key] = (key, image if uses_images else None, text, _where(item, k, image))
-                matrix.append(row)
-            item_keys.append(matrix)
 
         vectors = self._lookup(list(pair_rows))
         cached = len(vectors)
@@ -532,7 +444,7 @@ class Engine:
                  else np.asarray(out.probabilities, dtype=np.float32).reshape(-1))
             return np.stack([s, p], axis=1)
 
-        computed = self._run_pairs(missing, scorer, uses_images, score)
+        computed = self._run(missing, _Collate(scorer.preprocess_pairs, decoder(scorer), uses_images), score, "pairs")
         stats = {"cached": cached, "unique_pairs": len(pair_rows), "computed_pairs": len(computed)}
         vectors.update(self._gather(computed))
 
@@ -544,13 +456,12 @@ class Engine:
             have_probs = have_probs and not np.isnan(cells[..., 1]).any()
         return EngineResult(scores=scores, probabilities=probs if have_probs and items else None, stats=stats)
 
-    # -- features (vlprobe probe): one vector per input, in the order given -----------------------
     def embed_images(self, images: Sequence[ImageLike],
                      labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
-        """A DualScorer's image embeddings (N, d) for ``images``; each unique image computed once and
-        cached under the same keys as :meth:`score` uses. ``labels``: what an image that cannot be read is
-        called (the probe's ``spatiality/train row 12``; default ``input k``). Returns (embeddings, stats)."""
-        scorer = self._dual()
+        """(A DualScorer's image embeddings (N, d), stats), each distinct image computed once and cached as in
+        :meth:`score`; ``labels``: how an unreadable image is named (default ``input k``)."""
+        scorer = self.scorer
+        assert isinstance(scorer, DualScorer)  # the probe and --modality text ask only a dual encoder
         rows: dict[str, ImageRow] = {}
         keys = []
         for k, image in enumerate(images):
@@ -561,29 +472,20 @@ class Engine:
         return self._features(keys, rows, lambda todo: self._run_images(todo, scorer))
 
     def embed_texts(self, texts: Sequence[str]) -> tuple[Vector, dict[str, Any]]:
-        """A DualScorer's text embeddings (N, d) for ``texts`` (computed once per unique text, cached)."""
-        scorer = self._dual()
+        """(A DualScorer's text embeddings (N, d), stats), each distinct text computed once and cached."""
+        scorer = self.scorer
+        assert isinstance(scorer, DualScorer)
         tkey_of, text_rows, text_ids = self._text_rows(texts)
         keys = ["t:" + tkey_of[t] for t in texts]
         rows = {k: (k, t) for k, t in text_rows.items()}
         return self._features(keys, rows, lambda todo: _TextSteps(self, todo, scorer, text_ids).finish())
 
-    def _dual(self) -> DualScorer[Any]:
-        if not isinstance(self.scorer, DualScorer):
-            raise TypeError(f"{type(self.scorer).__name__} embeds no image or text alone (it is not a DualScorer)")
-        return self.scorer
-
     def pair_features(self, images: Sequence[ImageLike], texts: Sequence[str],
                       labels: Sequence[str] | None = None) -> tuple[Vector, dict[str, Any]]:
-        """A PairScorer's joint representation (N, d) of each (image, text), from its
-        ``pair_features(inputs)`` method (cached under ``f:<image hash>:<text hash>``); ``labels`` as in
-        :meth:`embed_images`."""
+        """(A PairScorer's ``pair_features`` (N, d) of each (image, text), stats); ``labels`` as in :meth:`embed_images`."""
         scorer = self.scorer
         features = getattr(scorer, "pair_features", None)
-        if not isinstance(scorer, PairScorer) or features is None:
-            raise TypeError(f"{type(scorer).__name__} exposes no joint representation (no pair_features method)")
-        if len(images) != len(texts):
-            raise ValueError(f"pair_features: {len(images)} images but {len(texts)} texts")
+        assert isinstance(scorer, PairScorer) and features is not None  # the probe asks only a scorer that has them
         tkey_of = self._text_rows(texts)[0]
         rows: dict[str, PairRow] = {}
         keys = []
@@ -593,19 +495,41 @@ class Engine:
             keys.append(key)
             rows.setdefault(key, (key, image, text, where))
 
-        return self._features(keys, rows, lambda todo: self._run_pairs(todo, scorer, True,
-                                                                       lambda inputs: self._call(features, inputs)))
+        collate = _Collate(scorer.preprocess_pairs, decoder(scorer))
+        return self._features(keys, rows, lambda todo: self._run(todo, collate, lambda inputs: self._call(features, inputs),
+                                                                 "pairs"))
 
-    def _run_pairs(self, rows: list[PairRow], scorer: PairScorer[Any], uses_images: bool,
-                   compute: Callable[[object], npt.ArrayLike]) -> dict[str, Vector]:
-        """``compute(inputs)``, a row per pair, for each batch of (key, image, text, where) rows."""
+    def _run(self, rows: list[Keyed], collate: Callable[[list[Keyed]], Collated],
+             compute: Callable[[object], npt.ArrayLike], what: str, batch_size: int | None = None,
+             between: Callable[[float], None] | None = None,
+             prepare: Callable[[Iterable[list[int]]], Generator[Collated]] | None = None) -> dict[str, Vector]:
+        """``compute(inputs)`` for each batch a DataLoader reads with ``collate``, or ``prepare`` (the device path:
+        :meth:`_prepared`) makes of the batches of row indices; then ``between(share done)``."""
+        from torch.utils.data import DataLoader
+
         out: dict[str, Vector] = {}
-        if rows:
-            loader = self._loader(rows, _PairCollate(scorer.preprocess_pairs, uses_images, decoder(scorer)))
-            for keys, inputs, error in self._bar(loader, len(rows), "pairs"):
+        if not rows:  # (no DataLoader workers started for nothing)
+            return out
+        sampler = _FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
+                                rows=range(len(rows)))
+        prepared = None if prepare is None else prepare(self._bar(sampler, len(rows), what))
+        batches = prepared if prepared is not None else self._bar(DataLoader(
+            rows,  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
+            batch_sampler=sampler,
+            num_workers=self.num_workers,
+            collate_fn=collate,
+            persistent_workers=False,
+        ), len(rows), what)
+        try:
+            for done, (keys, inputs, error) in enumerate(batches, 1):
                 if error:
                     raise ImageError(error)
                 self._store(out, keys, compute(inputs))
+                if between is not None:
+                    between(done / len(sampler))
+        finally:
+            if prepared is not None:
+                prepared.close()  # the tasks it started finish before the caller goes on (or falls back, or raises)
         return out
 
     def _features(self, keys: list[str], rows: dict[str, Row],
@@ -614,8 +538,7 @@ class Engine:
         self._reused = {}
         vectors = self._lookup(list(rows))
         cached = len(vectors)
-        todo = [rows[k] for k in rows if k not in vectors][self.rank :: self.world]
-        computed = run(todo)
+        computed = run([rows[k] for k in rows if k not in vectors][self.rank :: self.world])
         total = sum(_all_gather(len(computed), self.world))
         vectors.update(self._gather(computed))
         stats = {"cached": cached, "unique": len(rows), "computed": total,
@@ -623,11 +546,9 @@ class Engine:
         matrix = np.stack([vectors[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
         return matrix, stats
 
-    # -- shared machinery -------------------------------------------------------------------------
     def seen_texts(self, texts: Sequence[str]) -> list[tuple[int, ...]] | None:
-        """:meth:`~vlprobe.scorers.base.Scorer.seen_texts` of ``texts``, each distinct string tokenized once: the
-        texts of the last call are kept, so that the run's tie check and its text keys read the ids the engine
-        keyed and encoded its chunk by (one tokenization per text, not one per use)."""
+        """:meth:`~vlprobe.scorers.base.Scorer.seen_texts`, each distinct string tokenized once; the last call's are
+        kept, so that the run's tie check reads the ids the engine keyed its chunk by, without tokenizing again."""
         texts = list(texts)
         todo = [t for t in dict.fromkeys(texts) if t not in self._seen]
         seen: list[tuple[int, ...]] | None = self.scorer.seen_texts(todo) if todo else []
@@ -641,8 +562,7 @@ class Engine:
         return [ids for ids in out if ids is not None] if all(ids is not None for ids in out) else None
 
     def _text_rows(self, texts: Iterable[str]) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[int, ...]] | None]:
-        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: its token ids} or None), from
-        :meth:`seen_texts`."""
+        """({text: its key}, {"t:" + key: the first text with that key}, {"t:" + key: its token ids} or None)."""
         distinct = list(dict.fromkeys(texts))
         seen = self.seen_texts(distinct)
         keys = [text_key(t, None if seen is None else seen[i]) for i, t in enumerate(distinct)]
@@ -653,8 +573,7 @@ class Engine:
         return dict(zip(distinct, keys, strict=True)), rows, ids
 
     def _lookup(self, keys: list[str]) -> dict[str, Vector]:
-        """Cached vectors among ``keys``. The main process decides and broadcasts what is missing
-        so that every process shards the same list."""
+        """Cached vectors among ``keys``, as the main process found them (every process shards the same list)."""
         found = self.cache.get_many(keys) if self.cache is not None and self.rank == 0 else {}
         return _broadcast(found, self.world)
 
@@ -666,8 +585,7 @@ class Engine:
         for part in _all_gather({**self._reused, **computed}, self.world):
             merged.update(part)
         if self.cache is not None and self.rank == 0:
-            # Other processes committed their shards to their own part files; copying them into
-            # the main process's part keeps them when the processes do not share a disk.
+            # other processes' shards went to their own part files: kept here too, for processes without a shared disk
             self.cache.put_many({k: v for k, v in merged.items() if k not in computed})
         return merged
 
@@ -694,19 +612,6 @@ class Engine:
                 ) from err
             raise
 
-    def _loader(self, rows: list[Keyed], collate: Callable[[list[Keyed]], Collated],
-                batch_size: int | None = None) -> DataLoader[Collated]:
-        from torch.utils.data import DataLoader
-
-        return DataLoader(
-            rows,  # type: ignore[arg-type]  # a map-style dataset: __len__ and __getitem__
-            batch_sampler=_FreshBatches([r[0] for r in rows], batch_size or self.batch_size, self.cache, self._reused,
-                                        rows=range(len(rows))),
-            num_workers=self.num_workers,
-            collate_fn=collate,
-            persistent_workers=False,
-        )
-
     def _say(self, message: str) -> None:
         if self.rank == 0:
             self.log(message)
@@ -732,10 +637,8 @@ class Engine:
 
 class _TextSteps:
     """Encode (key, text) rows a share at a time (:meth:`step`, between image batches) or all at once
-    (:meth:`finish`), texts of one token length batched together (shortest first: little padding, so each embedding
-    stays close to the text's alone), the same batches however the steps fall. A scorer that can
-    (:meth:`~vlprobe.scorers.base.DualScorer.encodes_seen_ids`) encodes the ids, not the texts. The batch size is
-    settled by :meth:`settle` (before the first image batch) or at the first step."""
+    (:meth:`finish`), texts of one token length batched together (little padding, so each embedding stays close to
+    the text's alone), the same batches however the steps fall; from their ids where the scorer can."""
 
     def __init__(self, engine: Engine, rows: list[TextRow], scorer: DualScorer[Any],
                  ids: dict[str, tuple[int, ...]] | None) -> None:
@@ -777,8 +680,8 @@ class _TextSteps:
             self.done += 1
 
     def settle(self) -> None:
-        """The texts' batch size: given, remembered, or (auto) searched here, once the images' is settled and before
-        any image batch is read (timed beside image batches, a search stopped early: 256 where 1,024 was right)."""
+        """The texts' batch size, settled before any image batch is read (timed beside image batches, the auto search
+        stopped early: 256 where 1,024 was right)."""
         if self.rows and not self.size:
             rows = self.rows
             # searched on the longest texts (the last after sorting): the batch that needs the most memory
@@ -797,8 +700,7 @@ class _TextSteps:
         return self.out
 
     def close(self) -> None:
-        """Close the progress bar now: a run stopped between image batches prints its message after the bar is
-        gone, not under a bar closed later by the garbage collector."""
+        """Close the progress bar now, so that a run's stop message prints after it is gone."""
         close = getattr(self.bar, "close", None)
         if close is not None:
             close()
@@ -836,9 +738,8 @@ def _where(item: Item, k: int, image: ImageLike) -> str:
 
 
 def _image_hashes(items: Sequence[Item]) -> list[list[str]]:
-    """Every item's image hashes (:func:`_input_hash`), in threads when there are many: sha256 releases the GIL on
-    encoded images, so hashing 2,048 photos no longer takes a core for a quarter of a second. The first unreadable
-    image, in item order, raises."""
+    """Every item's image hashes (:func:`_input_hash`), in threads when there are many (sha256 releases the GIL);
+    the first unreadable image, in item order, raises."""
     jobs = [(image, item, k) for item in items for k, image in enumerate(item.images)]
 
     def hashed(job: tuple[ImageLike, Item, int]) -> str:

@@ -254,9 +254,9 @@ def test_a_train_size_above_the_training_rows_is_refused_up_front(travlr_small, 
                                                                   monkeypatch):
     """docs/probe.md's --train-size 1000,2000,8000 on a smaller build used to train '8000' on every row, a point of
     the curve dropped in silence: refused before the model loads, naming the largest size possible."""
-    from vlprobe.runner import Run
+    from vlprobe import runner
 
-    monkeypatch.setattr(Run, "load_model", lambda *a, **k: pytest.fail("the model was loaded before the refusal"))
+    monkeypatch.setattr(runner, "load_model", lambda *a, **k: pytest.fail("the model was loaded before the refusal"))
     with pytest.raises(SettingError) as err:
         P.probe(tiny_clip_path, str(travlr_small), "spatiality", train_sizes=[4, 100000], progress=False)
     msg = str(err.value)

@@ -265,7 +265,7 @@ def listed(value: str | Sequence[str] | None) -> list[str] | None:
     """Checked :func:`names_given` as a list (None as it is)."""
     if value is None:
         return None
-    return [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    return [v.strip() for v in (value.split(",") if isinstance(value, str) else value)]
 
 
 def joined(value: object) -> object:

@@ -205,8 +205,8 @@ class Benchmark:
 
     def __post_init__(self) -> None:
         where = f"benchmark {self.name!r}"
-        _known([*self.headline, *self.probability_only, *self.metric_names, *([self.primary] if self.primary else [])],
-               where)
+        _known([*self.headline, *self.probability_only, *([self.primary] if self.primary else [])], where)
+        _known(list(self.metric_names), f"{where} metric_names")
         for framing in self.framings:
             _known(framing.headline, f"{where} framing {framing.label!r}")
         earlier: set[str] = set()

@@ -300,7 +300,7 @@ def browse_item(outcome: BenchmarkOutcome, rank: str | float) -> tuple[list[Any]
     """One benchmark item by its rank (1 = worst): (images, score headers, score rows, caption)."""
     from ..dataset.images import to_pil
 
-    r = int(rank)  # the page's show_item has checked it against the run
+    r = int(float(rank))  # the page's show_item has checked it against the run
     k = outcome.order[r - 1]
     item, S = outcome.items[k], np.asarray(outcome.scores[k], dtype=np.float64)
     headers, rows = table(item, S, None)

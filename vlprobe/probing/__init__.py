@@ -9,8 +9,24 @@ from .data import Split, load_splits
 from .features import extract_features
 from .metrics import macro_f1, measure
 from .protocol import run_probes
-from .result import ProbeResult, format_report, plot_learning_curves, same_modality_table, seed_means, table2_cells, table2_table
-from .settings import L2_GRID, MODALITIES, TEXT_ONLY, ZERO_SHOT, ProbeSettingError, ProbeSettings, check_settings
+from .result import (
+    ProbeResult,
+    format_report,
+    plot_learning_curves,
+    same_modality_table,
+    seed_means,
+    table2_cells,
+    table2_table,
+)
+from .settings import (
+    L2_GRID,
+    MODALITIES,
+    TEXT_ONLY,
+    ZERO_SHOT,
+    ProbeSettingError,
+    ProbeSettings,
+    check_settings,
+)
 
 __all__ = [
     "DEFAULT_MODEL", "L2_GRID", "MODALITIES", "TEXT_ONLY", "ZERO_SHOT", "ProbeResult", "ProbeSettingError",

@@ -46,7 +46,10 @@ def _modalities(value: object) -> list[str]:
     parts = value.split(",") if isinstance(value, str) else value
     if isinstance(parts, (list, tuple)) and len(parts) > 1 and any(isinstance(v, str) and not v.strip() for v in parts):
         raise Refused("has an empty name between commas; name each modality once, e.g. image,caption")
-    items = listed(cast("str | Sequence[str]", names_given(value))) or []
+    try:
+        items = listed(cast("str | Sequence[str]", names_given(value))) or []
+    except Refused as err:
+        raise Refused(f"{err}; choose from {', '.join(MODALITIES)}") from None
     bad = [v for v in items if v not in MODALITIES]
     if bad:
         raise Refused(f"unknown modality {', '.join(bad)}; choose from {', '.join(MODALITIES)}")

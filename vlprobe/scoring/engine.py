@@ -766,5 +766,6 @@ def _input_hash(image: ImageLike, where: str | Callable[[], str]) -> str:
     """The image's content hash; an unreadable one raises an ImageError naming it (``where``, or what it returns)."""
     try:
         return content_hash(image)
-    except (OSError, ImageError) as err:
-        raise ImageError(f"{where if isinstance(where, str) else where()}: cannot read image: {err}") from None
+    except (OSError, ImageError) as err:  # an ImageError already says "cannot read image <what>"
+        said = str(err) if isinstance(err, ImageError) else f"cannot read image: {err}"
+        raise ImageError(f"{where if isinstance(where, str) else where()}: {said}") from None

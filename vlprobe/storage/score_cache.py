@@ -23,6 +23,8 @@ from ..errors import warn
 from .keys import identity, key_digest, write_json
 from .locations import UnsafeFolderError, is_mine, others_may_write, private_folder, refused_home, untrusted
 
+# Entry keys: i:<image hash>, t:<text key> (embeddings), p:<image hash or ->:<text key> (a pair's score),
+# f:<image hash>:<text key> (a pair's features); a text key hashes the token ids the model reads.
 # What the entry keys and values mean, part of every folder's key. 2: texts keyed by their token ids; 3: each value
 # followed by its check; 4: each part records the digest of its key.
 ENTRY_FORMAT = 4
@@ -184,6 +186,7 @@ class ScoreCache:
 
     def _open_own(self) -> sqlite3.Connection:
         """This process's part, integrity-checked; a damaged or foreign one is moved aside for a fresh one."""
+        last = "a foreign part"
         for _ in range(3):
             before = identity(self.path)
             db = None
@@ -207,9 +210,10 @@ class ScoreCache:
                     db.close()
                 if not is_corrupt(err):
                     raise
+                last = _reason(err)
                 if before is None or identity(self.path) == before:  # else another process already replaced it
-                    self._move_aside(self.path, _reason(err))
-        raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside")
+                    self._move_aside(self.path, last)
+        raise sqlite3.DatabaseError(f"{self.path} is still damaged after moving it aside: {last}")
 
     def _move_aside(self, path: Path, why: str) -> None:
         self._set_aside(path, "damaged", f"the score cache file {path} is damaged ({why})",

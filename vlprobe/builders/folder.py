@@ -51,6 +51,7 @@ class Folder(Builder[Source]):
     name = "folder"
     help = "a folder of images + a CSV/JSONL/JSON of captions and foils (your own instrument) -> a Hub dataset folder"
     needs = "your folder of images and a captions file: vlprobe build folder SOURCE --out DIR --license ID"
+    generator = (*Builder.generator, "dataset/spec.py")  # IMAGE_SUFFIXES: which columns are guessed to be images
 
     def default_out(self) -> None:
         return None  # --out is required: a folder of the user's choosing, with other configs in it kept

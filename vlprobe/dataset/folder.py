@@ -208,7 +208,9 @@ def rebuilding(folder: str | Path) -> Iterator[Path]:
     try:
         stage = holder.path / "run"
         if out.is_dir():
-            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy)
+            # a killed build of Nov 22-27 left data/.staging in the live folder: it is not carried forward
+            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy,
+                            ignore=lambda d, names: [".staging"] if Path(d).name == DATA_DIR else [])
         else:
             stage.mkdir()
         yield stage

@@ -78,7 +78,7 @@ ALL_INDEX_PAIRS = tuple(itertools.combinations(range(6), 2))
 
 def spatial_object_pairs() -> tuple[list[tuple], list[tuple]]:
     """(InD, OOD) pairs of object types: the original's ``random.seed(6)`` shuffle of the 595, first 476 InD."""
-    pairs = list(itertools.combinations(OBJECT_TYPES, 2))
+    pairs = list(itertools.combinations(OBJECT_TYPES, 2))  # a tuple, not a set: a set of strings iterates in PYTHONHASHSEED order
     random.Random(6).shuffle(pairs)
     return pairs[:476], pairs[476:]
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..results import atomic_write_bytes
+from ..results import RunResult, atomic_write_bytes
 from ..results import summary as summary_rules
+from ..results.io import write_png
 from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
@@ -50,18 +51,14 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
-    """(label, description) per run."""
-    out = []
-    for run in runs:
-        prov = run.doc.provenance
-        model = prov.model
-        desc = (f"{model.name} (revision {model.revision or 'local'}, family {model.family}, {model.dtype}, "
-                f"{model.device}); ties {prov.settings.ties}; {_ci_of(run)}; {prov.created or ''}; {run.path}")
-        if run.caveats():
-            desc += "; " + ", ".join(run.caveats())
-        out.append((run.label, desc))
-    return out
+def _describe(run: Run) -> str:
+    """One line on an evaluate run: its model, ties, CI, date, file and caveats."""
+    prov = run.doc.provenance
+    model = prov.model
+    desc = (f"{model.name} (revision {model.revision or 'local'}, family {model.family}, {model.dtype}, "
+            f"{model.device}); ties {prov.settings.ties}; {_ci_of(run)}; {prov.created or ''}; {run.path}")
+    caveats = run.caveats()
+    return desc + (f"; {', '.join(caveats)}" if caveats else "")
 
 
 def _ci_of(run: Run) -> str:
@@ -74,9 +71,7 @@ def _ci_of(run: Run) -> str:
 
 
 def _summary_heading(runs: Sequence[Run], bench: str, *, with_source: bool = True) -> str:
-    """The heading of a benchmark's aggregates in the report: its source, and each run that departs
-    from the authors' setting, named with how ("..., NOT the authors' setting: model-a: ties lenient
-    (authors: strict)")."""
+    """The heading of a benchmark's aggregates: its source, and each run that departs from the authors' setting."""
     title = summary_rules.summary_title(bench, SummaryBlock(None, source=_source(runs, bench)), with_source=with_source)
     departing = [f"{r.label}: {text}" for r in runs if (text := summary_rules.departure_text(r.summary.get(bench)))]
     return title + (f", NOT the authors' setting: {'; '.join(departing)}" if departing else "")
@@ -93,8 +88,7 @@ def _metrics(run: Run, bench: str, config: str, split: str) -> Metrics | None:
 
 
 def ci_sentence(runs: Sequence[Run]) -> str:
-    """What the brackets are, said once when every run made the same kind of CI, and run by run
-    (with a warning) when they differ: two brackets side by side are only comparable at one level."""
+    """What the brackets are: once, or run by run with a warning where runs made CIs of different levels."""
     kinds = {r.label: _ci_of(r) for r in runs}
     made = {k for k in kinds.values() if k != "no CI"}
     base = "Values are percentages; brackets hold the percentile-bootstrap CI over items"
@@ -106,15 +100,15 @@ def ci_sentence(runs: Sequence[Run]) -> str:
 
 @dataclass(frozen=True)
 class Section:
-    """One part of the report: a heading (``level`` 0: none), a lead paragraph, a table and notes; ``caption`` and
-    ``label``: the table's float in report.tex (None: the table is not in it)."""
+    """One part of the report: a heading (``level`` 0: none), a lead paragraph, a table and notes; ``label``: the
+    table's float in report.tex ("": not in it), its ``caption`` by default the title and the lead."""
 
     level: int
     title: str = ""
     lead: str = ""
     table: tuple[list[str], list[list[str]]] | None = None
     notes: tuple[str, ...] = ()
-    caption: str | None = None
+    caption: str = ""
     label: str = ""
 
 
@@ -126,9 +120,7 @@ TABLE2_LEAD = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over s
 
 
 def sections(runs: Sequence[Run]) -> list[Section]:
-    """The report's parts after its runs, in order: per benchmark the metrics with ties, the papers' aggregates (or
-    headline metrics), the per-tag table and the published numbers beside the runs; per probe run its Table 2
-    layout and the published table beside it."""
+    """The report's parts after its runs: per benchmark, then per probe run."""
     papers = paper_results()
     probes = probe_runs(runs)
     runs = [r for r in runs if r.kind == "evaluate"]
@@ -150,13 +142,11 @@ def sections(runs: Sequence[Run]) -> list[Section]:
         if paper:
             note = PAPER_NOTES.get(bench, "")
             out.append(Section(3, f"{bench}: this run beside the published numbers", note, paper,
-                               caption=f"{bench}: this run beside the published numbers. {note}",
                                label=f"tab:vlprobe-{slug}-paper"))
         beside = published_beside(runs, bench)
         if beside:
             out.append(Section(3, f"{bench}: beside the figures published for the run's checkpoint", PUBLISHED_LEAD,
-                               beside, caption=f"{bench}: beside the figures published for the run's checkpoint. "
-                                               f"{PUBLISHED_LEAD}", label=f"tab:vlprobe-{slug}-published"))
+                               beside, label=f"tab:vlprobe-{slug}-published"))
     for k, run in enumerate(probes, 1):
         out.append(Section(2, f"TraVLR probe: {run.label}"))
         for title, table in table2_of(run):
@@ -165,8 +155,7 @@ def sections(runs: Sequence[Run]) -> list[Section]:
                                label=f"tab:vlprobe-probe{k}-table2"))
         beside, paper = beside_paper(run, papers), probe_paper(run)
         if beside:
-            out.append(Section(3, f"{run.label} beside {paper}", probe_note(run), beside,
-                               caption=f"{run.label} beside {paper}. {probe_note(run)}", label=f"tab:vlprobe-probe{k}-paper"))
+            out.append(Section(3, f"{run.label} beside {paper}", probe_note(run), beside, label=f"tab:vlprobe-probe{k}-paper"))
         else:
             out.append(Section(0, lead=f"No cell of this run is one {paper} has (its tasks and image/caption/both "
                                        f"modalities)." if paper else "The run's dataset records no benchmark with a "
@@ -175,21 +164,19 @@ def sections(runs: Sequence[Run]) -> list[Section]:
 
 
 def latex_tables(runs: Sequence[Run]) -> str:
-    """The report's tables as LaTeX (pandas' Styler; booktabs rules), one ``table`` float each, to
-    paste into a paper: per benchmark the metrics with ties, the headline metrics (the paper's
-    aggregates where it has a paper) and the published numbers beside this run."""
+    """The report's tables as LaTeX (booktabs), one ``table`` float each, to paste into a paper."""
     import pandas as pd
 
     evaluated = [r for r in runs if r.kind == "evaluate"]
     parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}"] + (
         [f"% {ci_sentence(evaluated)}"] if evaluated else []) + [""]
     for s in sections(runs):
-        if s.caption is not None and s.table is not None:
+        if s.label and s.table is not None:
             header, rows = s.table
             styler = pd.DataFrame(rows, columns=_unique(header)).style.hide(axis="index").format(escape="latex")
             parts.append(styler.format_index(escape="latex", axis=1).to_latex(
-                hrules=True, caption=_latex_escape(s.caption), label=s.label, position_float="centering",
-                column_format="l" * len(header)))
+                hrules=True, caption=_latex_escape(s.caption or f"{s.title}. {s.lead}"), label=s.label,
+                position_float="centering", column_format="l" * len(header)))
     return "\n".join(parts)
 
 
@@ -219,9 +206,10 @@ def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> t
                                                      "± the sample sd over seeds.")
     md = ["# vlprobe report", "", lead, "", "## Runs", ""]
     hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>", "<h2>Runs</h2>", "<ul>"]
-    for label, desc in _runs_section(evaluated) + [(r.label, describe(r)) for r in probes]:
-        md.append(f"- **{label}**: {desc}")
-        hb.append(f"<li><b>{html.escape(label)}</b>: {html.escape(desc)}</li>")
+    for run in evaluated + probes:
+        desc = describe(run) if run.kind == "probe" else _describe(run)
+        md.append(f"- **{run.label}**: {desc}")
+        hb.append(f"<li><b>{html.escape(run.label)}</b>: {html.escape(desc)}</li>")
     md.append("")
     hb.append("</ul>")
     if plot_name and evaluated:
@@ -247,7 +235,7 @@ PANEL_UNITS = 10
 
 
 def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str, str, str]]]:
-    """The units grouped by benchmark (in first-seen order), each group cut into rows of PANEL_UNITS."""
+    """The units grouped by benchmark, each group cut into rows of PANEL_UNITS."""
     by_bench: dict[str, list[tuple[str, str, str, str]]] = {}
     for u in units:
         by_bench.setdefault(u[0], []).append(u)
@@ -255,8 +243,8 @@ def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str,
 
 
 def chart(runs: Sequence[Run]) -> Figure:
-    """The report's matplotlib Figure: each run's headline metric per (benchmark, config, split) with its CI and
-    chance, a panel per benchmark (PANEL_UNITS bars' groups a row); the legend above the panels, where it hides no bar."""
+    """The report's Figure: each run's headline metric per (benchmark, config, split), with CI and chance; a panel per
+    benchmark, the legend above the panels, where it hides no bar."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -305,26 +293,11 @@ def chart(runs: Sequence[Run]) -> Figure:
     return fig
 
 
-def plot_runs(runs: Sequence[Run], path: Path) -> None:
-    """:func:`chart` written to ``path`` as a PNG."""
-    import io
-
-    import matplotlib.pyplot as plt
-
-    fig = chart(runs)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-
-
 def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
-    """Check every results file (``paths``: results.json files or run folders, evaluate or probe runs), then write
-    report.md, report.html, report.tex and, with evaluate runs, report.png into the folder ``out``. ``labels``: a name
-    per run."""
-    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
-        raise ArgumentError("out", out, "must be a folder's path (a str or os.PathLike)")
+    """Check every results file (``paths``: results.json files or run folders), then write report.md, report.html,
+    report.tex and, with evaluate runs, report.png into the folder ``out``. ``labels``: a name per run."""
+    RunResult.check_out(out)
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
     if not all(isinstance(p, (str, os.PathLike)) for p in paths):
         raise ArgumentError("paths", paths, "must be results.json files or run folders (str or os.PathLike)")
@@ -342,7 +315,7 @@ def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: st
             atomic_write_bytes(path, text.encode("utf-8"))
         if evaluated:  # the plot is of evaluate runs' headline metrics
             written.append(folder / "report.png")
-            plot_runs(evaluated, written[3])
+            write_png(written[3], chart(evaluated))
     except OSError as err:
         raise ArgumentError("out", str(folder), f"cannot write the report there ({err.strerror or err})") from None
     return written

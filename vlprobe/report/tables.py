@@ -1,5 +1,5 @@
-"""The report's tables: runs side by side per config (with ties), per tag, the papers' aggregates, and
-the runs beside the published numbers. Each reads the runs' records (:mod:`vlprobe.results.schema`)."""
+"""The report's tables, (header, rows) each: runs side by side per config, per tag, the papers' aggregates, and the
+runs beside the published numbers."""
 
 from __future__ import annotations
 
@@ -64,9 +64,8 @@ def _by_unit(runs: Sequence[Run], benchmark: str) -> tuple[list[tuple[str, str]]
 
 
 def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]]:
-    """One row per (config, split, metric); per run its value [CI] and a ties column: the gold vs
-    non-gold comparisons that tied, and the items (a 0.0 [0.0, 0.0] where nearly everything tied
-    says "the scores are constant", not "always wrong"). ``benchmark``: the name the tables go under."""
+    """One row per (config, split, metric); per run its value [CI] and its ties (a 0.0 [0.0, 0.0] where nearly
+    everything tied says "the scores are constant", not "always wrong")."""
     from ..results.display import shown_metrics
 
     header = ["config", "split", "metric"] + [h for r in runs for h in (r.label, f"{r.label} ties")] + ["chance"]
@@ -107,9 +106,7 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
 
 
 def _summary_cell(row: SummaryRow | None, metric: str, authors: str | None = None) -> str:
-    """A summary row's value in %, with its CI, "(k of n)" on an incomplete aggregate, and, where it differs from
-    the run's (another tie policy, or N/A where the authors' code prints a number), the value under the authors'
-    rule: "(strict: 21.9)"."""
+    """A summary row's value in % [CI], "(k of n)" on an incomplete aggregate, and theirs where it differs: "(strict: 21.9)"."""
     if row is None or not row.has(metric):
         return ""
     if metric in row.na:
@@ -129,9 +126,7 @@ def _authors(block: SummaryBlock | None) -> str | None:
 
 
 def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]], list[str]] | None:
-    """The papers' aggregates of each run: one row per (config, split, headline metric), and the
-    notes (incomplete aggregates, framings, whose published figures :func:`published_beside` sets it beside) per
-    run."""
+    """The papers' aggregates of each run: one row per (config, split, headline metric); and the runs' notes."""
     keys: list[tuple[str, str, str]] = []
     by: dict[tuple[int, str, str], SummaryRow] = {}
     notes: list[str] = []
@@ -156,9 +151,7 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
 
 
 def published_beside(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]] | None:
-    """Each run beside the figures published for its own checkpoint (its summary block's ``published``,
-    :func:`vlprobe.results.summary.published_rows`): one row per run, source, config or aggregate, and metric, with
-    the difference in points and its known causes. None when no run has any."""
+    """Each run beside the figures published for its own checkpoint; None when no run has any."""
     rows = [[run.label, *row] for run in runs if (block := run.summary.get(benchmark)) is not None
             for row in summary_rules.published_table(block)[1]]
     if not rows:
@@ -168,8 +161,7 @@ def published_beside(runs: Sequence[Run], benchmark: str) -> tuple[list[str], li
 
 def check_published(runs: Sequence[Run], tolerance: float) -> tuple[bool, list[str]]:
     """Whether every figure published for each run's checkpoint is within ``tolerance`` points of the run's
-    (``vlprobe report --check``), and the lines that say so: one per figure off (or that the run has no figure
-    for), then the count. False too when no run has a figure to compare: nothing was reproduced."""
+    (``vlprobe report --check``; False when there is none), and the lines that say so."""
     lines, off, checked = [], 0, 0
     for run in runs:
         for name, block in run.summary.items():
@@ -200,9 +192,7 @@ def _run_value(run: Run, benchmark: str, config: str, metric: str) -> SummaryRow
 
 
 def paper_table(runs: Sequence[Run], benchmark: str, papers: list[PaperResult]) -> tuple[list[str], list[list[str]]] | None:
-    """This run's figures beside the published ones of the benchmark ``benchmark`` names (the
-    benchmark's ``paper_tables``): one row per system, runs first; a run's value that is not under
-    the authors' tie rule carries theirs beside it. None for a dataset that records no benchmark."""
+    """The runs' figures beside those of the benchmark's ``paper_tables``, one row per system; None where none."""
     registered = _registered(runs, benchmark) if runs else benchmark
     tables = PAPER_TABLES.get(registered or "")
     if not tables or find(registered) is None:
@@ -229,13 +219,11 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[PaperResult]) 
 
 def headline(metrics: Metrics | Mapping[str, Any], benchmark: str | None = None,
              shape: tuple[int, int] | None = None, modality: str | None = None) -> str | None:
-    """The metric a plot shows for a config, by the one rule (:func:`vlprobe.results.summary.primary_metric`):
-    Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r.
-    ``benchmark``: a registered benchmark's name (else the rule for the item ``shape``)."""
+    """The metric a plot shows for a config (:func:`vlprobe.results.summary.primary_metric`)."""
     m = metrics if isinstance(metrics, Metrics) else parse(Metrics, dump(metrics), "metrics")
     return summary_rules.primary_metric(benchmark, shape, m.keys(), modality)
 
 
 def entry_headline(entry: Entry) -> str | None:
-    """:func:`headline` of one of a run's entries, by its benchmark and the shape it records."""
+    """:func:`headline` of one of a run's entries."""
     return headline(entry.metrics, entry.benchmark if find(entry.benchmark) else None, entry.shape, entry.modality)

@@ -1,6 +1,4 @@
-"""A run's results shown, from the records: percentages (:func:`pct`), not-available cells (:func:`na_text`), the
-table a run prints (:func:`format_table`), the wide table to paste (:func:`wide_rows`) and vlprobe's one bar chart
-(:func:`bar_chart`: run plots, the report, the Space)."""
+"""A run's results shown, from the records: the table a run prints, the wide table to paste and the bar charts."""
 
 from __future__ import annotations
 
@@ -40,8 +38,7 @@ def na_text(metrics: Metrics | Mapping[str, Any] | None) -> str:
 
 
 def metric_keys(metrics: Mapping[str, Any]) -> list[str]:
-    """The scalar metrics present in a metric module's output, in display order (with a not-available result,
-    the metrics it would have had)."""
+    """The scalar metrics present in a metric module's output, in display order (not available: those it would have had)."""
     na = bool(metrics.get(NA_KEY))
     return [k for k in METRIC_ORDER if k in metrics and (isinstance(metrics[k], (int, float)) or (na and metrics[k] is None))]
 
@@ -50,7 +47,7 @@ def truncation_warning(split: Entry | ScoredSplit) -> str:
     """The one-line warning of a scored split (or an entry) where some items' texts collapsed, else ""."""
     if isinstance(split, Entry):
         return (split.data.truncation.warning if split.data.truncation else None) or ""
-    # a split's data before it is written: read in place (no round trip through the schema on each call)
+    # read in place: parsing the split's data on each call could raise where it has nothing to say
     return str((split.data.get("truncation") or {}).get("warning") or "")
 
 
@@ -59,8 +56,7 @@ def slug(text: str) -> str:
 
 
 def shown_metrics(entry: Entry) -> list[str]:
-    """The metrics an entry's table row and its plot show: those meaningful for its benchmark and item shape
-    (:func:`vlprobe.results.summary.display_metrics`; a 1 x 2 item shows acc_r, not the set metrics that equal it)."""
+    """The metrics an entry's table row and plot show (:func:`vlprobe.results.summary.display_metrics`)."""
     available = entry.metrics.keys()
     keys = summary.display_metrics(entry.benchmark, entry.shape, available, entry.modality)
     return [k for k in keys if k in available] or available
@@ -80,8 +76,8 @@ def _cell(m: Metrics, key: str) -> str:
 
 
 def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
-    """A plain-text table: a row per (dataset, config, split), value% [CI] per metric (``keys_of``: an entry's), chance
-    below, a block per run of entries showing the same metrics; ``ties``: the tied comparisons (policy), said below."""
+    """The plain-text table a run prints: a row per entry, value% [CI] per metric, chance below; a block per run of
+    entries showing the same metrics."""
     blocks: list[tuple[list[str], list[Entry]]] = []
     for e in entries:
         keys = list(keys_of(e))
@@ -118,9 +114,8 @@ def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[s
 
 
 def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], list[dict[str, Any]]]:
-    """The table researchers paste (CLIP_benchmark's ``build_csv``): one row per dataset/config/split, a column per
-    metric shown (:func:`shown_metrics`, one name per quantity), each a percentage rounded to ``digits``; a
-    not-available cell empty, with its reason in ``na_reason``. Returns (columns, rows)."""
+    """(columns, rows) of the table researchers paste (CLIP_benchmark's ``build_csv``): a row per entry, a column per
+    metric shown, in %; a not-available cell empty, with its reason in ``na_reason``."""
     shown = {k for e in entries for k in shown_metrics(e)}
     metrics = [k for k in METRIC_ORDER if k in shown]
     rows = []
@@ -140,8 +135,7 @@ def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], lis
 def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *,
               ci: Sequence[Sequence[float | None] | None] | None = None, chance: Sequence[float | None] | None = None,
               color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
-    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line
-    over each bar that has one. The one bar chart of vlprobe: run plots, the report, the Space."""
+    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line over each bar."""
     vals = np.array([np.nan if v is None else float(v) for v in values], dtype=float) * 100
     x = np.arange(len(labels))
     yerr = None
@@ -164,8 +158,7 @@ def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *
 
 
 def plot_split(ax: Axes, entry: Entry, title_suffix: str = "") -> None:
-    """One entry's bar per metric (in %; the metrics of its table row, :func:`shown_metrics`), CI error bars when
-    bootstrapped, chance per bar."""
+    """One entry's bar chart: the metrics of its table row."""
     m = entry.metrics
     keys = [k for k in shown_metrics(entry) if m.value(k) is not None]
     bar_chart(ax, keys, [m.value(k) for k in keys], ci=[m.ci.get(k) for k in keys] if m.ci else None,

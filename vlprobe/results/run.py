@@ -51,7 +51,7 @@ class RunResult(Generic[E]):
         raise NotImplementedError
 
     @staticmethod
-    def _check_out(out: object) -> None:
+    def check_out(out: object) -> None:
         """``out`` names a folder (a str or os.PathLike), else one :class:`ArgumentError` naming it."""
         if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
             raise ArgumentError("out", out, f"must be a folder's path (a str or os.PathLike), not {type(out).__name__}"

@@ -1,9 +1,6 @@
-"""The declared shape of ``results.json``: frozen dataclasses from which it is written (:func:`dump`), read and
-checked (:func:`parse`: a :class:`SchemaError` names the field, ``results[0] (valse/existence/test).metrics.acc_r:
-must be a number, got 'high'``) and published as a JSON Schema (:func:`json_schema`: ``vlprobe schema``). An
-:class:`EvaluationDocument` holds the :class:`Provenance`, an :class:`Entry` per (dataset, config, split) and a
-:class:`SummaryBlock` per benchmark; a :class:`ProbeDocument` a :class:`ProbeRow` per fit and test and TraVLR's
-Table 2 as :class:`Table2Cell`. Older files are brought to this shape by :func:`vlprobe.results.upgrade.upgrade`.
+"""The declared shape of ``results.json``: frozen records it is written from (:func:`dump`), read and checked by
+(:func:`parse`: a :class:`SchemaError` names the field) and published as a JSON Schema by (:func:`json_schema`).
+Older files are brought to this shape by :func:`vlprobe.results.upgrade.upgrade`.
 """
 
 from __future__ import annotations
@@ -75,13 +72,12 @@ Interval = tuple[Fraction | None, Fraction | None]  # [low, high] of a bootstrap
 
 
 def flat() -> dict[str, Any]:
-    """A mapping whose keys sit in the record's own JSON object (a metric result's values)."""
+    """A mapping whose keys sit in the record's own JSON object."""
     return field(default_factory=dict, metadata={"flat": True})
 
 
 def rest() -> dict[str, Any]:
-    """An open record's JSON object as it was recorded, every key (settings, provenance sections): its typed fields
-    are checked views of it, and it is written back as it was, keys that are null included."""
+    """An open record's JSON object as recorded, written back as it was: its typed fields are checked views of it."""
     return field(default_factory=dict, metadata={"rest": True})
 
 

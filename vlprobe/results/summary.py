@@ -1,12 +1,5 @@
-"""The papers' aggregates of a run, by the rules each benchmark declares (:class:`~vlprobe.benchmarks.Benchmark`,
-in ``vlprobe/benchmarks/``): the one place that applies them, naming no benchmark. Which metrics a paper reports
-(:func:`headline_metrics`), a table shows (:func:`display_metrics`) and a plot shows (:func:`primary_metric`); the
-aggregates of a run's entries (:func:`summarize`), one :class:`~vlprobe.results.schema.SummaryBlock` per benchmark.
-
-Values are fractions. A run that departs from the authors' setting (another tie policy, a modality, a control,
-``--limit``, items the authors do not score) gets ``departures``; each row carries ``authors``, its values under the
-authors' tie rule where they differ (another policy, or N/A where their code prints a number). Given the run's model,
-each block is set beside the figures published for its checkpoint (:func:`published_rows`).
+"""The papers' aggregates of a run (:func:`summarize`), by the rules each benchmark declares: the one place that
+applies them, naming no benchmark; and which metrics a paper reports, a table shows and a plot shows.
 """
 
 from __future__ import annotations
@@ -47,9 +40,8 @@ def _shape(shape: Sequence[int] | None) -> tuple[int, int] | None:
 
 def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None,
                      modality: str | None = None) -> list[str]:
-    """The metrics ``benchmark``'s paper reports, in its order (the first is the one a plot shows). ``shape`` (m, n)
-    decides where the benchmark has several framings (TraVLR: 1 x 1 -> macro-F1, 1 x 2 -> acc_r) and for a dataset no
-    paper defines (m >= 2 -> text / image / group; 1 x 1 -> macro-F1; else acc_r); a text-only run: ``text``."""
+    """The metrics ``benchmark``'s paper reports, in its order; ``shape`` (m, n) decides between framings, and for a
+    dataset no paper defines (m >= 2: text / image / group; 1 x 1: macro-F1; else acc_r)."""
     if modality == TEXT_ONLY:
         return ["text"]
     bench = find(benchmark)
@@ -59,8 +51,7 @@ def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None
 
 def headline_present(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                      modality: str | None = None) -> list[str]:
-    """The headline metrics a result has: a benchmark's ``probability_only`` ones (VALSE's acc, min_p, AUROC) only
-    with probabilities."""
+    """The headline metrics a result has (``probability_only`` ones only with probabilities)."""
     avail = set(available)
     keys = [k for k in headline_metrics(benchmark, shape, modality) if k in avail]
     bench = find(benchmark)
@@ -71,8 +62,7 @@ def headline_present(benchmark: str | None, shape: tuple[int, int] | None, avail
 
 def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                    modality: str | None = None) -> str | None:
-    """The one metric a plot shows for a config: the benchmark's ``primary`` (Winoground's group), else its first
-    headline metric present; for a dataset of the user's own, group where it has one."""
+    """The one metric a plot shows for a config: the benchmark's ``primary``, else its first headline metric present."""
     avail = list(available)
     bench = find(benchmark)
     order = headline_present(benchmark, shape, avail, modality)
@@ -86,10 +76,8 @@ def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, availab
 
 
 def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dict[str, str]:
-    """``{metric: the name kept}`` for the metrics that equal another for every item of this shape, ties included: with
-    one row ``text`` = ``set_acc``; with two texts ``acc_r`` = ``set_acc`` = ``sentence_acc`` (and for 1 x 2 ``text``).
-    The name kept is the first the headline uses, else the group's first. Tables, results.csv and ``to_pandas()`` carry
-    it only; results.json keeps every key. Mixed shapes (None): none."""
+    """``{metric: the name kept}`` for metrics that equal another for every item of this shape, ties included (1 x 2:
+    ``acc_r`` = ``set_acc`` = ``sentence_acc`` = ``text``). Tables and CSVs carry the kept name only; results.json all."""
     s = _shape(shape)
     if s is None:
         return {}
@@ -109,9 +97,8 @@ def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dic
 
 def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, available: Sequence[str],
                     modality: str | None = None) -> list[str]:
-    """The metrics a printed table and a run's plot show for one config: its headline metrics
-    (:func:`headline_metrics`); where none is present (mixed shapes, a result without them), the others that carry
-    information for this shape, one name per quantity (:func:`metric_synonyms`)."""
+    """The metrics a table and a plot show for one config: its headline metrics, else those that carry information
+    for this shape, one name per quantity."""
     avail = list(available)
     bench = find(benchmark)
     s = _shape(shape)
@@ -137,8 +124,7 @@ def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, availa
 # ---- aggregates ------------------------------------------------------------------------------------
 
 def pooled(entry: Entry) -> bool:
-    """Whether an entry's config pools the benchmark's configs' items (VALSE's ``all``): its per-tag results name other
-    configs (``<config_tag>=<config>``). No paper's figure: tables label it :data:`POOLED`."""
+    """Whether an entry's config pools the benchmark's configs' items (VALSE's ``all``): its per-tag results name others."""
     bench = find(entry.benchmark)
     if bench is None or not bench.config_tag or entry.config in bench.configs:
         return False
@@ -162,8 +148,7 @@ class _Found:
 
 
 def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool) -> SummaryRow:
-    """A config's row. ``same_rule``: the run counts ties as the authors do, so their figure is kept only where the
-    run's is N/A."""
+    """A config's row. ``same_rule``: the run counts ties as the authors do, so theirs is kept only where the run's is N/A."""
     m, theirs = found.metrics, found.authors
     values = {k: v for k in keys if (v := m.value(k)) is not None}
     na = tuple(k for k in keys if k not in values) if m.na_reason else ()
@@ -175,8 +160,7 @@ def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool) -> Su
 
 
 def _found(entries: Sequence[Entry], tag: str | None) -> dict[str, list[_Found]]:
-    """config -> its results: its own entries', else another entry's per-tag results (VALSE ``all`` ->
-    ``instrument=existence``), the most specific first."""
+    """config -> its results: its own entries', else a pooled entry's per-tag results, the most specific first."""
     own: dict[str, list[_Found]] = {}
     for e in entries:
         theirs = e.authors_rule.metrics if e.authors_rule else None
@@ -203,9 +187,7 @@ def _mean(values: Sequence[float], weights: Sequence[float] | None) -> float:
 
 
 def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: str, same_rule: bool) -> SummaryRow:
-    """The mean of the members' values as the group declares it (unweighted, or weighted by items); a metric N/A for a
-    present member is N/A for the mean, with that member named. The figure under the authors' tie rule is the same mean
-    of theirs."""
+    """The members' mean as the group declares it; a metric N/A for a present member is N/A for the mean."""
     have = {r.config: r for r in rows}
     present = [c for c in group.members if c in have]
     micro = group.average == "micro"
@@ -240,8 +222,7 @@ def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: 
 
 def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | None,
                  same_rule: bool) -> tuple[list[SummaryRow], list[str], list[Metrics]]:
-    """One row per config (per declared test split where the benchmark has several), in the benchmark's order; the
-    configs (or config/split pairs) the run lacks; each row's result."""
+    """One row per config (and declared test split) in the benchmark's order; the configs missing; each row's result."""
     found = _found(entries, bench.config_tag)
     order = list(bench.configs) + [c for c in found if c not in bench.configs]
     rows: list[SummaryRow] = []
@@ -323,10 +304,7 @@ def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings, fa
 
 def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, tags: Iterable[str] = (), *,
                 ties: str | None = None, results: Sequence[Metrics] = (), family: str | None = None) -> list[Departure]:
-    """How the run departs from the authors' own setting, one record each (``authors``: their value): a benchmark's
-    ``caveat_tags`` among ``tags`` (items they do not score), another tie policy than their rule (``ties``), a modality,
-    a control, a limit, and negative scores (in ``results``) where their code clamps cosines at 0 for a cosine
-    ``family`` (:class:`~vlprobe.benchmarks.ClampedAtZero`)."""
+    """How the run departs from the authors' own setting, one record each (``authors``: their value)."""
     out = []
     for marks, note in bench.caveat_tags:
         found = sorted(set(tags) & set(marks))
@@ -368,8 +346,8 @@ def _generic(entries: Sequence[Entry]) -> SummaryBlock:
 
 
 def table_names(entries: Sequence[Entry]) -> list[str]:
-    """Per entry, the name its tables and summary block go under: the benchmark it records, else its dataset's name;
-    ``<benchmark> (<dataset>)`` where a run scored two datasets of one benchmark."""
+    """Per entry, the name its tables go under: its benchmark, else its dataset's name; ``<benchmark> (<dataset>)``
+    where a run scored two datasets of one benchmark."""
     datasets: dict[str, set[str]] = {}
     for e in entries:
         if e.benchmark:
@@ -382,13 +360,9 @@ def table_names(entries: Sequence[Entry]) -> list[str]:
 def summarize(entries: Sequence[Entry | Mapping[str, Any]],
               settings: RunSettings | Mapping[str, Any] | None = None,
               model: ModelInfo | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
-    """The papers' aggregates per benchmark of a run's entries (records, or their JSON), ``{name: block}`` (name:
-    :func:`table_names`). ``settings`` (the run's ``provenance.settings``) says where it departs from the authors' setting;
-    ``model`` (its ``provenance.model``): whether a departure such as BLA's clamped cosines applies, and the figures
-    published for its checkpoint set beside each block (None: not compared). A registered benchmark's block follows its
-    declaration (configs from their entries or a pooled entry's per-tag results, its groups' means, splits, framings, tie
-    rule; ``complete`` False with ``notes`` where configs are missing); a dataset that records none gets its shape's
-    headline per config."""
+    """The papers' aggregates of a run's entries (records, or their JSON), ``{table name: block}``. ``settings`` and
+    ``model`` (the run's provenance) say where it departs from the authors' setting; given ``model``, each block is set
+    beside the figures published for its checkpoint. A dataset with no benchmark gets its shape's headline per config."""
     records = [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
     if not isinstance(settings, RunSettings):
         settings = parse(RunSettings, dump(settings or {}), "settings")
@@ -415,11 +389,8 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
 
 def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entry], settings: RunSettings,
                    model: ModelInfo) -> tuple[tuple[Published, ...], str]:
-    """The figures published for the run's checkpoint on ``bench`` beside ``block``'s rows, and the line saying which
-    checkpoint they are of (or that there are none). Per source and metric: each config row with a figure, and each
-    aggregate whose members all have one (the source's figures averaged as the group declares). Each ``note`` gives the
-    known causes of a difference: another data version and by how many items, the run's departures, tied comparisons,
-    texts read as one input, a dtype other than float32."""
+    """The figures published for the run's checkpoint beside ``block``'s rows (an aggregate's: its members' averaged as
+    the group declares), each with the known causes of a difference; and the line saying which checkpoint they are of."""
     checkpoint = published_data.run_checkpoint(model.model_id, model.checkpoint)
     figures = published_data.published_for(checkpoint, bench.name) if checkpoint else []
     if checkpoint is None:
@@ -482,8 +453,7 @@ def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entr
 
 
 def published_table(block: SummaryBlock) -> tuple[list[str], list[list[str]]]:
-    """``block``'s published rows as a table: source, config, metric (the paper's name), the published figure, this
-    run's and the difference, in points to two decimals (``-`` where the run has no figure), and the known causes."""
+    """``block``'s published rows as a table (header, rows), in points to two decimals."""
     header = ["source", "config", "metric", "published", "this run", "difference", "known causes"]
     rows = [[p.source, p.config, block.names.get(p.metric, p.metric), f"{100 * p.value:.2f}",
              "-" if p.ours is None else f"{100 * p.ours:.2f}",
@@ -493,8 +463,7 @@ def published_table(block: SummaryBlock) -> tuple[list[str], list[list[str]]]:
 
 def _row_causes(found: Mapping[str, list[_Found]], entries: Sequence[Entry], row: SummaryRow,
                 settings: RunSettings) -> list[str]:
-    """The causes of a difference a config row's result holds: its tied comparisons and, for a config scored as its own
-    entry, the items whose texts the model reads as one input."""
+    """The causes of a difference a config row's result holds: tied comparisons, texts read as one input."""
     out = []
     result = next((f for f in found.get(row.config, []) if f.split == row.split), None)
     if result is not None and result.metrics.n_ties:
@@ -515,9 +484,7 @@ def departure_text(block: SummaryBlock | None) -> str:
 
 
 def summary_title(name: str, block: SummaryBlock, *, with_source: bool = True) -> str:
-    """The heading of a benchmark's summary: "the paper's aggregates (source; framings)" where a paper defines them,
-    else "headline metrics per config"; a run that departs from the authors' setting says so (", NOT the authors'
-    setting: ties lenient (authors: strict)")."""
+    """The heading of a benchmark's summary, saying where the run departs from the authors' setting."""
     if block.source:
         said = "; ".join([block.source, *block.framings])
         title = f"{name}: the paper's aggregates" + (f" ({said})" if with_source else "")

@@ -1,6 +1,5 @@
-"""A ``vlprobe probe`` run in the report: its train x test modality table (TraVLR's Table 2 layout, which the
-probe follows), each cell beside the published probe table its benchmark declares (``probe_table``): the paper's
-figure (its change from InD and #sd), ours and the difference."""
+"""A ``vlprobe probe`` run in the report: its TraVLR Table 2 layout, each cell beside the published probe table its
+benchmark declares (``probe_table``)."""
 
 from __future__ import annotations
 
@@ -20,9 +19,7 @@ def _rows(run: Run) -> tuple[ProbeRow, ...]:
 
 
 def probe_benchmark(run: Run) -> Benchmark | None:
-    """The benchmark of the dataset a probe run trained and tested on, as it recorded it
-    (``provenance.dataset.benchmark``; a run from before that was recorded: the one its dataset's name meant,
-    :mod:`vlprobe.results.upgrade`); None for a dataset of the user's own."""
+    """The benchmark a probe run's dataset records; None for a dataset of the user's own."""
     dataset = run.doc.provenance.dataset
     return find(dataset.benchmark) if dataset else None
 
@@ -49,8 +46,7 @@ class PaperCell:
 
 
 def _paper_rows(papers: list[PaperResult], bench: Benchmark | None) -> dict[tuple[str, str, str], dict[str, PaperCell]]:
-    """{(task, train, test): {model: cell}} of the benchmark's published probe table (OOD cells,
-    ``<task>/train=<modality>/test=<modality>/test_ood`` in the CSV)."""
+    """{(task, train, test): {model: cell}} of the benchmark's published probe table's OOD cells."""
     out: dict[tuple[str, str, str], dict[str, PaperCell]] = {}
     if bench is None or not bench.probe_table:
         return out
@@ -80,7 +76,7 @@ def _kinds(run: Run) -> list[tuple[str, bool]]:
 
 
 def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
-    """The run's train x test modality table (TraVLR's Table 2 layout), per kind of rows: (title, (header, rows))."""
+    """The run's TraVLR Table 2 layout per kind of rows: (title, (header, rows))."""
     out = []
     for what, finetuned in _kinds(run):
         cells = table2_cells(_rows(run), finetuned)
@@ -93,9 +89,8 @@ def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
 
 
 def beside_paper(run: Run, papers: list[PaperResult]) -> tuple[list[str], list[list[str]]] | None:
-    """One row per (kind, task, trained on, tested on) that TraVLR's Table 2 has: ours (OOD mean
-    (change) ± sd), then per paper model its figure (change) [#sd] and ours minus it; None where the
-    run's benchmark declares no published probe table (or no cell matches)."""
+    """One row per cell the published probe table has: ours, then per paper model its figure and ours minus it;
+    None where no cell matches."""
     bench = probe_benchmark(run)
     published = _paper_rows(papers, bench)
     models = list(dict.fromkeys(m for cells in published.values() for m in cells))  # the paper's, in first-seen order

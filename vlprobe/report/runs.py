@@ -1,5 +1,4 @@
-"""Runs read back into their records (:func:`vlprobe.results.read_results`: older formats upgraded, each checked,
-one line naming the file and the field) and labelled; ``vlprobe evaluate``'s and ``vlprobe probe``'s alike."""
+"""Runs read back into their records (:func:`vlprobe.results.read_results`) and labelled."""
 
 from __future__ import annotations
 
@@ -21,6 +20,8 @@ class ReportError(ResultsError):
 
 @dataclass
 class Run:
+    """One run in a report: its file, label and records."""
+
     path: Path
     label: str
     doc: Document
@@ -28,8 +29,7 @@ class Run:
 
     @property
     def kind(self) -> str:
-        """``"evaluate"``, or ``"probe"`` for a ``vlprobe probe`` run (:mod:`.probes`), which has rows
-        instead of results: it adds no entries to the evaluate tables."""
+        """``"evaluate"``, or ``"probe"`` (rows instead of results: it adds nothing to the evaluate tables)."""
         return self.doc.kind
 
     @property
@@ -42,8 +42,7 @@ class Run:
 
     @cached_property
     def named(self) -> list[tuple[str, Entry]]:
-        """(the name its tables go under, entry) per entry (:func:`vlprobe.results.summary.table_names`: the benchmark its
-        dataset records, else the dataset's own name)."""
+        """(the name its tables go under, entry) per entry (:func:`vlprobe.results.summary.table_names`)."""
         return list(zip(summary_rules.table_names(self.results), self.results))
 
     def entries(self, name: str) -> list[Entry]:
@@ -52,8 +51,7 @@ class Run:
 
     @cached_property
     def summary(self) -> dict[str, SummaryBlock]:
-        """The papers' aggregates of this run, computed by the current rules (not read from the file), beside the
-        figures published for its model's checkpoint."""
+        """The papers' aggregates of this run, by the current rules (not read from the file)."""
         return summary_rules.summarize(self.results, self.settings, self.doc.provenance.model)
 
     def caveats(self) -> list[str]:
@@ -70,9 +68,8 @@ class Run:
 
 def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None, *,
               probes: bool = False) -> list[Run]:
-    """Read and check every file; the problems of all files are raised together (one line each, naming the file
-    and the field). ``labels``: one name per run, shown in every table instead of the model's name. ``probes``:
-    also take ``vlprobe probe`` runs (:mod:`.probes`; ``vlprobe report`` does), which are otherwise refused."""
+    """Read and check every file, the problems of all raised together (a line per file). ``labels``: a name per run.
+    ``probes``: take ``vlprobe probe`` runs too."""
     if not paths:
         raise SettingError("give at least one results.json file or run folder")
     if labels is not None:
@@ -110,9 +107,8 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
 
 
 def _label(doc: Document, path: Path) -> str:
-    """A run's default label: its model's name without the Hub organisation (an open_clip name's ARCH/PRETRAINED; the
-    run folder's name when it records no model), with the dtype, control and modality where they are not the
-    defaults."""
+    """A run's default label: its model's name without the Hub organisation, with the dtype, control and modality where
+    they are not the defaults."""
     model, s = doc.provenance.model, doc.provenance.settings
     name = model.name if model.model_id else path.parent.name
     if name.startswith("open_clip:"):  # an open_clip checkpoint goes by ARCH/PRETRAINED

@@ -19,10 +19,8 @@ E = TypeVar("E", Entry, ProbeRow)
 
 
 class RunResult(Generic[E]):
-    """What a run returns: ``document`` (results.json as records), ``entries`` (its entries, or a probe's rows),
-    ``summary`` (the papers' aggregates, one block per benchmark), ``results`` (results.json as JSON), ``table()``
-    (what the command prints), ``to_pandas()``, ``plot()`` and ``save(out)`` (the run's folder). ``E``: the kind of
-    entry, :class:`~.schema.Entry` or :class:`~.schema.ProbeRow`."""
+    """What a run returns: ``document`` (results.json as records), its ``entries`` (an evaluation's) or rows (a
+    probe's), ``summary`` (one block per benchmark), ``table()``, ``to_pandas()``, ``plot()`` and ``save(out)``."""
 
     document: Document
     summary: Mapping[str, SummaryBlock]

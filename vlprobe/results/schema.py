@@ -182,12 +182,9 @@ class DataInfo:
 
 @dataclass(frozen=True)
 class Entry:
-    """One scored (dataset, config, split). ``dataset``: its name (a folder's name or a Hub id, never a path:
-    the path is in the provenance); ``benchmark``: the registered benchmark its dataset records, null for a
-    dataset of the user's own; ``dataset_version``: the version of the benchmark's data it was scored on (for
-    setting it beside published figures measured on one); ``shape``: the items' m x n, null when mixed; ``ties``:
-    the tie policy its metrics count a tie by (under the run's ties "authors", its benchmark's rule; absent from a
-    file written before entries recorded it, where the run's settings.ties is every entry's)."""
+    """One scored (dataset, config, split). ``dataset``: its name, never a path (that is in the provenance);
+    ``benchmark``: the one its dataset records, null for the user's own; ``shape``: the items' m x n, null when
+    mixed; ``ties``: the tie policy its metrics count a tie by (absent: the run's settings.ties)."""
 
     dataset: str
     config: str
@@ -209,8 +206,7 @@ class Entry:
         return self.data.modality
 
     def policy(self, run: str | None) -> str | None:
-        """The tie policy its metrics count a tie by: its own ``ties``, else (a file from before entries recorded
-        it) ``run``, the run's ``settings.ties``; None where neither says."""
+        """The tie policy its metrics count a tie by: its own ``ties``, else ``run``, the run's ``settings.ties``."""
         return self.ties or (run if run in TIE_POLICIES else None)
 
     @staticmethod
@@ -273,9 +269,8 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class DatasetSource:
-    """A dataset a run read: ``name`` (as entries and tables call it), ``dataset`` (as given: the folder's path
-    or the Hub id, said once, here) and the revision asked for; a probe's also its benchmark, the version of the
-    benchmark's data (as an evaluate run's entries record it) and splits."""
+    """A dataset a run read: ``name`` (as entries call it), ``dataset`` (as given: a folder's path or a Hub id) and
+    the revision asked for; a probe's also its benchmark, data version and splits."""
 
     dataset: str
     name: str | None = opt()
@@ -375,11 +370,9 @@ class Departure:
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """One row of a benchmark's aggregates: a config (from its own entry, or a pooled entry's per-tag results:
-    ``from``) or an aggregate (``aggregate``: a mean over ``over``, weighted as the benchmark declares), its
-    headline ``values``, ``ci``, ``authors`` (the figures under the authors' tie rule where they differ: another
-    policy, or N/A where their code prints a number), ``na`` with ``na_reason``; ``pooled``: a config pooling
-    the others' items, not a paper's figure. A probe's rows add ``setting``, ``train_size``, ``sd`` and ``seeds``."""
+    """One row of a benchmark's aggregates: a config (``from``: its entry) or an ``aggregate`` (a mean over
+    ``over``); ``authors``: the figures under the authors' tie rule where they differ; ``pooled``: a config pooling
+    the others' items, not a paper's figure."""
 
     config: str
     split: str
@@ -436,10 +429,8 @@ class Published:
 
 @dataclass(frozen=True)
 class SummaryBlock:
-    """One benchmark's aggregates in a run (:func:`vlprobe.results.summary.summarize`): its ``source`` (the paper's
-    table it follows; null where no paper defines aggregates), ``headline`` metrics, ``rows``, ``complete``,
-    ``notes``; the paper's ``names`` of metrics, the ``framings`` its values are of, the ``tie_policy``, the
-    run's ``departures`` from the authors' setting, and ``published``: figures for this checkpoint beside it."""
+    """One benchmark's aggregates in a run: ``source``: the paper's table it follows (null: none defines them);
+    ``names``: the paper's names of metrics; ``published``: the figures for this checkpoint beside the run's."""
 
     benchmark: str | None
     rows: tuple[SummaryRow, ...] = ()
@@ -467,9 +458,8 @@ class EvaluationDocument:
 
 @dataclass(frozen=True)
 class ProbeRow:
-    """One fit and test of ``vlprobe probe``: task, setting (what it was trained on), split, modalities,
-    transfer, training rows, the probe's L2 and seed, macro-F1 (null where nothing could be measured:
-    ``na_reason``) with its bootstrap CI, F1 of each class, accuracy, chance and test rows."""
+    """One fit and test of ``vlprobe probe``: ``setting``: what it was trained on; ``macro_f1`` with its bootstrap
+    CI (null where nothing could be measured: ``na_reason``); ``n``: test rows."""
 
     task: str
     setting: str
@@ -543,8 +533,7 @@ Document = Union[EvaluationDocument, ProbeDocument]
 
 
 def dataset_name(dataset: str) -> str:
-    """A dataset's short name, as tables label it: ``facebook/winoground`` -> ``winoground``;
-    ``./travlr/`` -> ``travlr``. Not its benchmark: a folder records that in its vlprobe.yaml."""
+    """A dataset's short name, as tables label it: ``facebook/winoground`` -> ``winoground``."""
     return Path(str(dataset).rstrip("/\\")).name.lower() or str(dataset)
 
 
@@ -573,8 +562,7 @@ def _kind(value: object) -> str:
 
 
 def parse(tp: type[T], value: object, where: str = "") -> T:
-    """``value`` (parsed JSON) as the record ``tp``: records built, numbers checked; a :class:`SchemaError`
-    names the first field at fault."""
+    """``value`` (parsed JSON) as the record ``tp``; a :class:`SchemaError` names the first field at fault."""
     return cast(T, _parse(tp, value, where))
 
 

@@ -129,22 +129,18 @@ def sections(runs: Sequence[Run]) -> list[Section]:
         slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
         out.append(Section(2, bench, table=long_table(runs, bench), caption=f"{bench}: metrics per config (%), ties = "
                            f"tied comparisons", label=f"tab:vlprobe-{slug}"))
-        agg = summary_table(runs, bench)
-        if agg:
+        if agg := summary_table(runs, bench):
             source = _source(runs, bench)
             out.append(Section(3, _summary_heading(runs, bench, with_source=False),
                                f"As {source} reports them." if source else "Headline metrics per config.", agg[:2],
                                tuple(agg[2]), _summary_heading(runs, bench), f"tab:vlprobe-{slug}-summary"))
-        tags = tag_table(runs, bench)
-        if tags:
+        if tags := tag_table(runs, bench):
             out.append(Section(3, f"{bench}: per tag", table=tags))
-        paper = paper_table(runs, bench, papers)
-        if paper:
+        if paper := paper_table(runs, bench, papers):
             note = PAPER_NOTES.get(bench, "")
             out.append(Section(3, f"{bench}: this run beside the published numbers", note, paper,
                                label=f"tab:vlprobe-{slug}-paper"))
-        beside = published_beside(runs, bench)
-        if beside:
+        if beside := published_beside(runs, bench):
             out.append(Section(3, f"{bench}: beside the figures published for the run's checkpoint", PUBLISHED_LEAD,
                                beside, label=f"tab:vlprobe-{slug}-published"))
     for k, run in enumerate(probes, 1):

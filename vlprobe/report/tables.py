@@ -51,31 +51,20 @@ def config_label(entry: Entry) -> str:
     return entry.config + (f" ({summary_rules.POOLED})" if summary_rules.pooled(entry) else "")
 
 
-def _by_unit(runs: Sequence[Run], benchmark: str) -> tuple[list[tuple[str, str]], dict[tuple[int, str, str], Entry]]:
-    """The (config, split) pairs of ``benchmark``'s tables in first-seen order, and each run's entry of each."""
-    keys: list[tuple[str, str]] = []
-    by: dict[tuple[int, str, str], Entry] = {}
-    for i, run in enumerate(runs):
-        for e in run.entries(benchmark):
-            unit = (config_label(e), e.split)
-            keys += [unit] if unit not in keys else []
-            by[(i, *unit)] = e
-    return keys, by
-
-
 def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]]:
     """One row per (config, split, metric); per run its value [CI] and its ties (a 0.0 [0.0, 0.0] where nearly
     everything tied says "the scores are constant", not "always wrong")."""
     from ..results.display import shown_metrics
 
     header = ["config", "split", "metric"] + [h for r in runs for h in (r.label, f"{r.label} ties")] + ["chance"]
-    keys, by = _by_unit(runs, benchmark)
+    per_run = [{(config_label(e), e.split): e for e in run.entries(benchmark)} for run in runs]
     rows = []
-    for config, split in keys:
-        present = [by[(i, config, split)] for i in range(len(runs)) if (i, config, split) in by]
+    for config, split in dict.fromkeys(unit for mine in per_run for unit in mine):
+        found = [mine.get((config, split)) for mine in per_run]
+        present = [e for e in found if e is not None]
         for key in dict.fromkeys(k for e in present for k in shown_metrics(e)):
             chance = next((e.metrics.chance[key] for e in present if key in e.metrics.chance), None)
-            cells = [by[(i, config, split)].metrics if (i, config, split) in by else None for i in range(len(runs))]
+            cells = [e.metrics if e is not None else None for e in found]
             rows.append([config, split, key] + [c for m in cells for c in (_cell(m, key), _ties(m))]
                         + [_pct(chance) if chance is not None else ""])
     return header, rows
@@ -84,25 +73,15 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
 def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]] | None:
     """Per-tag breakdown: one row per (config, split, tag) with the config's headline metric."""
     header = ["config", "split", "tag", "metric"] + [f"{r.label} (n)" for r in runs]
-    keys: list[tuple[str, str, str, str]] = []
-    by: dict[tuple[int, str, str, str], Metrics] = {}
-    for i, run in enumerate(runs):
-        for e in run.entries(benchmark):
-            key = entry_headline(e)
-            for tag, m in sorted(e.metrics.per_tag.items()):
-                unit = (e.config, e.split, tag, key)
-                keys += [unit] if unit not in keys else []
-                by[(i, *unit[:3])] = m
-    if not keys:
-        return None
+    per_run = [{(e.config, e.split, tag): m for e in run.entries(benchmark) for tag, m in sorted(e.metrics.per_tag.items())}
+               for run in runs]
     rows = []
-    for config, split, tag, key in keys:
-        cells = []
-        for i in range(len(runs)):
-            m = by.get((i, config, split, tag))
-            cells.append("" if m is None or (m.value(key) is None and not na_text(m)) else f"{_cell(m, key)} ({m.n_items})")
-        rows.append([config, split, tag, key] + cells)
-    return header, rows
+    for config, split, tag, key in dict.fromkeys((e.config, e.split, tag, entry_headline(e)) for run in runs
+                                                 for e in run.entries(benchmark) for tag in sorted(e.metrics.per_tag)):
+        found = [mine.get((config, split, tag)) for mine in per_run]
+        rows.append([config, split, tag, key] + ["" if m is None or (m.value(key) is None and not na_text(m)) else
+                                                 f"{_cell(m, key)} ({m.n_items})" for m in found])
+    return (header, rows) if rows else None
 
 
 def _summary_cell(row: SummaryRow | None, metric: str, authors: str | None = None) -> str:
@@ -127,26 +106,20 @@ def _authors(block: SummaryBlock | None) -> str | None:
 
 def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]], list[str]] | None:
     """The papers' aggregates of each run: one row per (config, split, headline metric); and the runs' notes."""
-    keys: list[tuple[str, str, str]] = []
-    by: dict[tuple[int, str, str], SummaryRow] = {}
-    notes: list[str] = []
-    for i, run in enumerate(runs):
-        block = run.summary.get(benchmark)
-        if block is None:
-            continue
-        for row in block.rows:
-            name = row.label if row.pooled else row.config  # a pooled config says what it is
-            by[(i, name, row.split)] = row
-            keys += [u for metric in (*row.values, *row.na) if (u := (name, row.split, metric)) not in keys]
-        notes += [f"{run.label}: departs from the authors' setting: {d.note}" for d in block.departures]
-        notes += [f"{run.label}: {n}" for n in block.notes]
+    blocks = [run.summary.get(benchmark) for run in runs]
+    # a pooled config goes by its label, which says what it is
+    per_run = [{(r.label if r.pooled else r.config, r.split): r for r in (b.rows if b else ())} for b in blocks]
+    keys = list(dict.fromkeys((*unit, metric) for mine in per_run for unit, row in mine.items()
+                              for metric in (*row.values, *row.na)))
     if not keys:
         return None
     order = summary_rules.headline_metrics(_registered(runs, benchmark))
     keys.sort(key=lambda k: order.index(k[2]) if k[2] in order else len(order))  # stable: configs in run order
     header = ["config", "split", "metric"] + [r.label for r in runs]
-    rows = [[config, split, metric] + [_summary_cell(by.get((i, config, split)), metric, _authors(runs[i].summary.get(
-            benchmark))) for i in range(len(runs))] for config, split, metric in keys]
+    rows = [[config, split, metric] + [_summary_cell(mine.get((config, split)), metric, _authors(b))
+                                       for mine, b in zip(per_run, blocks)] for config, split, metric in keys]
+    notes = [f"{run.label}: {said}" for run, b in zip(runs, blocks) if b is not None
+             for said in [*(f"departs from the authors' setting: {d.note}" for d in b.departures), *b.notes]]
     return header, rows, notes
 
 

@@ -130,8 +130,6 @@ def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], lis
     return ["dataset", "config", "split", "pooled", "n_items", "n_ties", *metrics, NA_KEY], rows
 
 
-# ---- plots --------------------------------------------------------------------------------------
-
 def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *,
               ci: Sequence[Sequence[float | None] | None] | None = None, chance: Sequence[float | None] | None = None,
               color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:

@@ -91,8 +91,6 @@ def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
     return parse(Provenance, named(dump(provenance)), "provenance")
 
 
-# ---- writing ----------------------------------------------------------------------------------------------
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_bytes(data)
@@ -202,8 +200,6 @@ def write_outputs(out_dir: str | os.PathLike[str], splits: Sequence[ScoredSplit]
 
     return write_run_folder(out_dir, write)
 
-
-# ---- reading ----------------------------------------------------------------------------------------------
 
 def read_results(path: str | os.PathLike[str]) -> Document:
     """A results.json file (or the run folder holding one) as records, older formats upgraded; a

@@ -76,7 +76,7 @@ def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list
     per_run = [{(e.config, e.split, tag): m for e in run.entries(benchmark) for tag, m in sorted(e.metrics.per_tag.items())}
                for run in runs]
     rows = []
-    for config, split, tag, key in dict.fromkeys((e.config, e.split, tag, entry_headline(e)) for run in runs
+    for config, split, tag, key in dict.fromkeys((e.config, e.split, tag, entry_headline(e) or "") for run in runs
                                                  for e in run.entries(benchmark) for tag in sorted(e.metrics.per_tag)):
         found = [mine.get((config, split, tag)) for mine in per_run]
         rows.append([config, split, tag, key] + ["" if m is None or (m.value(key) is None and not na_text(m)) else
@@ -108,7 +108,7 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
     """The papers' aggregates of each run: one row per (config, split, headline metric); and the runs' notes."""
     blocks = [run.summary.get(benchmark) for run in runs]
     # a pooled config goes by its label, which says what it is
-    per_run = [{(r.label if r.pooled else r.config, r.split): r for r in (b.rows if b else ())} for b in blocks]
+    per_run = [{(r.label if r.pooled and r.label else r.config, r.split): r for r in (b.rows if b else ())} for b in blocks]
     keys = list(dict.fromkeys((*unit, metric) for mine in per_run for unit, row in mine.items()
                               for metric in (*row.values, *row.na)))
     if not keys:
@@ -117,8 +117,8 @@ def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[
     keys.sort(key=lambda k: order.index(k[2]) if k[2] in order else len(order))  # stable: configs in run order
     header = ["config", "split", "metric"] + [r.label for r in runs]
     rows = [[config, split, metric] + [_summary_cell(mine.get((config, split)), metric, _authors(b))
-                                       for mine, b in zip(per_run, blocks)] for config, split, metric in keys]
-    notes = [f"{run.label}: {said}" for run, b in zip(runs, blocks) if b is not None
+                                       for mine, b in zip(per_run, blocks, strict=True)] for config, split, metric in keys]
+    notes = [f"{run.label}: {said}" for run, b in zip(runs, blocks, strict=True) if b is not None
              for said in [*(f"departs from the authors' setting: {d.note}" for d in b.departures), *b.notes]]
     return header, rows, notes
 

@@ -28,6 +28,7 @@ from .schema import (
     Entry,
     EvaluationDocument,
     Metrics,
+    ProbeDocument,
     Provenance,
     SchemaError,
     dataset_name,
@@ -204,7 +205,7 @@ def write_outputs(out_dir: str | os.PathLike[str], splits: Sequence[ScoredSplit]
 def read_results(path: str | os.PathLike[str]) -> Document:
     """A results.json file (or the run folder holding one) as records, older formats upgraded; a
     :class:`ResultsError`, one line naming the file and the field, for one that is not a vlprobe results.json."""
-    from .upgrade import authors_from_scores, parse_document
+    from .upgrade import authors_from_scores, upgrade
 
     path = Path(path)
     if path.is_dir():
@@ -212,7 +213,8 @@ def read_results(path: str | os.PathLike[str]) -> Document:
     from ..dataset.reading import RESULTS_BYTES, FileError, load_json
 
     try:
-        doc = parse_document(load_json(path, "results file", RESULTS_BYTES), str(path))  # bounded: size, nesting
+        raw = upgrade(load_json(path, "results file", RESULTS_BYTES), str(path))  # bounded: size, nesting
+        doc: Document = parse(ProbeDocument, raw) if raw.get("kind") == "probe" else parse(EvaluationDocument, raw)
     except FileError as err:
         raise ResultsError(str(err)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:

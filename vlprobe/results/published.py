@@ -140,12 +140,7 @@ def run_checkpoint(model_id: str | None, recorded: str | None = None) -> str | N
 
 def version_note(figure: Figure, version: str | None = None, n_items: int | None = None) -> str | None:
     """What is known to differ between the data ``figure`` was measured on and a run's (``version``, default the
-    benchmark's ``data_version``; ``n_items``, default its count): another version, other items; None when nothing.
-
-    >>> f = [f for f in published_for("open_clip:ViT-B-32/openai", "sugar_crepe") if f.config == "swap_obj"]
-    >>> [version_note(x) for x in f]  # the SugarCREPE authors' table, then the study
-    ['measured on the 6e45274 version of the data, not 546eb51 (246 items against 245)', None]
-    """
+    benchmark's ``data_version``; ``n_items``, default its count): another version, other items; None when nothing."""
     from ..benchmarks import find
 
     bench = find(figure.benchmark)

@@ -105,8 +105,7 @@ class SchemaError(ValueError):
 
 @dataclass(frozen=True)
 class ScoreRange:
-    """The lowest and highest score of a split's items, and the items holding a score below 0 (BLA's CLIP script
-    clamps cosines at 0, so a run with any differs from it: :class:`vlprobe.benchmarks.ClampedAtZero`)."""
+    """The lowest and highest score of a split's items, and the items scoring below 0 (BLA's CLIP script clamps at 0)."""
 
     min: float
     max: float
@@ -115,9 +114,8 @@ class ScoreRange:
 
 @dataclass(frozen=True)
 class Metrics:
-    """One result of the metric module (``vlprobe.metric.compute``): each metric's value as a fraction (null
-    where not available: every item tied, ``na_reason`` says why), ``n_items``, ``n_ties`` (tied gold vs
-    non-gold comparisons), ``chance`` and ``support`` per metric, ``ci`` (with a bootstrap) and ``per_tag``."""
+    """One result of the metric module (``vlprobe.metric.compute``): each metric's value as a fraction (null where
+    not available: ``na_reason`` says why); ``n_ties``: tied gold vs non-gold comparisons."""
 
     values: Mapping[MetricName, Fraction | None] = flat()
     n_items: Positive | None = opt()
@@ -146,8 +144,7 @@ class Metrics:
 
 @dataclass(frozen=True)
 class AuthorsRule:
-    """An entry's metrics under its benchmark's own tie rule, where they differ from the run's (another tie
-    policy, or metrics not available where the authors' code prints a number); no CI."""
+    """An entry's metrics under its benchmark's own tie rule, where they differ from the run's; no CI."""
 
     ties: TiePolicy
     metrics: Metrics
@@ -167,8 +164,7 @@ class Truncation:
 
 @dataclass(frozen=True)
 class DataInfo:
-    """Where an entry's rows came from: the split's fingerprint or files, its rows, the item spec (its name
-    inside the dataset folder), the modality scored, the truncation counts; other keys kept as written."""
+    """Where an entry's rows came from (``spec``: the item spec's name in the dataset folder); other keys as written."""
 
     revision: str | None = opt()
     rows_in_split: Count | None = opt()
@@ -182,9 +178,8 @@ class DataInfo:
 
 @dataclass(frozen=True)
 class Entry:
-    """One scored (dataset, config, split). ``dataset``: its name, never a path (that is in the provenance);
-    ``benchmark``: the one its dataset records, null for the user's own; ``shape``: the items' m x n, null when
-    mixed; ``ties``: the tie policy its metrics count a tie by (absent: the run's settings.ties)."""
+    """One scored (dataset, config, split). ``dataset``: its name, never a path; ``benchmark``: null for a dataset of
+    the user's own; ``shape``: null when mixed; ``ties``: the tie policy its metrics count by (absent: settings.ties)."""
 
     dataset: str
     config: str
@@ -217,8 +212,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """The model scored: ``model_id`` as given (a Hub id, or a folder's path), its resolved revision or weights'
-    hash, family, dtype, device and preprocessing."""
+    """The model scored: ``model_id`` as given (a Hub id or a folder's path), its resolved revision or weights' hash."""
 
     model_id: str | None = None
     revision: str | None = None
@@ -269,8 +263,7 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class DatasetSource:
-    """A dataset a run read: ``name`` (as entries call it), ``dataset`` (as given: a folder's path or a Hub id) and
-    the revision asked for; a probe's also its benchmark, data version and splits."""
+    """A dataset a run read: ``dataset`` as given (a folder's path or a Hub id), ``name`` as entries call it."""
 
     dataset: str
     name: str | None = opt()
@@ -293,8 +286,7 @@ class Environment:
 
 @dataclass(frozen=True)
 class Stats:
-    """The engine's (or a probe's feature extraction's) statistics: inputs computed and from the cache, the cache
-    folder (null: none kept), the text length limit and the share of captions truncated; the rest as recorded."""
+    """The engine's (or a probe's feature extraction's) statistics (``cache_dir`` null: none kept), as recorded."""
 
     cache_dir: str | None = opt()
     computed_inputs: Count | None = opt()
@@ -331,8 +323,7 @@ class Timings:
 
 @dataclass(frozen=True)
 class Provenance:
-    """What produced a run: when, the command that reruns it, the model, the settings, the datasets (a probe
-    run: ``dataset``), the engine's (or the probe's features') statistics, timings and the environment."""
+    """What produced a run: when, the command that reruns it, the model, settings, datasets, statistics, environment."""
 
     created: str | None = None
     command: str | None = opt()
@@ -350,8 +341,7 @@ class Provenance:
 
 @dataclass(frozen=True)
 class TieRule:
-    """The authors' tie rule (``authors``: the tie policy that reproduces it; ``rule``: what their code does)
-    and the run's policy."""
+    """The authors' tie rule (``authors``: the tie policy that reproduces it; ``rule``: what their code does)."""
 
     authors: TiePolicy
     rule: str
@@ -370,9 +360,8 @@ class Departure:
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """One row of a benchmark's aggregates: a config (``from``: its entry) or an ``aggregate`` (a mean over
-    ``over``); ``authors``: the figures under the authors' tie rule where they differ; ``pooled``: a config pooling
-    the others' items, not a paper's figure."""
+    """One row of a benchmark's aggregates: a config or an ``aggregate`` (a mean over ``over``); ``authors``: the
+    figures under the authors' tie rule where they differ; ``pooled``: a config pooling the others' items."""
 
     config: str
     split: str
@@ -411,8 +400,7 @@ class SummaryRow:
 
 @dataclass(frozen=True)
 class Published:
-    """A figure published for the run's own checkpoint, set beside the run's (one per source, config or
-    aggregate, and metric): the published value, the run's, their difference and the known cause of it."""
+    """A figure published for the run's own checkpoint beside the run's, and the known causes of a difference."""
 
     source: str
     config: str
@@ -495,8 +483,7 @@ class ProbeRow:
 
 @dataclass(frozen=True)
 class Table2Cell:
-    """A cell of TraVLR's Table 2 layout: the full-size model's OOD macro-F1 (mean over seeds), its InD, the
-    change, the sd over seeds, the seeds, chance and how many seeds' probes are above chance in distribution."""
+    """A cell of TraVLR's Table 2 layout: the full-size model's OOD macro-F1, mean over seeds, and its InD."""
 
     task: str
     trained_on: str

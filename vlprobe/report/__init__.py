@@ -1,8 +1,4 @@
-"""Compare runs: ``results.json`` files -> report.md, report.html, report.tex and report.png (``vlprobe report``).
-
-:mod:`.runs` reads the files, :mod:`.papers` the published numbers, :mod:`.tables` and :mod:`.probes` make the
-tables and :mod:`.render` the Markdown, HTML, LaTeX, the plot and the folder.
-"""
+"""Compare runs: ``results.json`` files -> report.md, report.html, report.tex and report.png (``vlprobe report``)."""
 
 from .papers import paper_results
 from .render import build_report, write_report

@@ -239,8 +239,7 @@ def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str,
 
 
 def chart(runs: Sequence[Run]) -> Figure:
-    """The report's Figure: each run's headline metric per (benchmark, config, split), with CI and chance; a panel per
-    benchmark, the legend above the panels, where it hides no bar."""
+    """The report's Figure: each run's headline metric per (benchmark, config, split), a panel per benchmark."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -291,8 +290,7 @@ def chart(runs: Sequence[Run]) -> Figure:
 
 def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
-    """Check every results file (``paths``: results.json files or run folders), then write report.md, report.html,
-    report.tex and, with evaluate runs, report.png into the folder ``out``. ``labels``: a name per run."""
+    """Check every results file (or run folder), then write the report into the folder ``out``."""
     RunResult.check_out(out)
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
     if not all(isinstance(p, (str, os.PathLike)) for p in paths):

@@ -68,8 +68,7 @@ class Run:
 
 def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None, *,
               probes: bool = False) -> list[Run]:
-    """Read and check every file, the problems of all raised together (a line per file). ``labels``: a name per run.
-    ``probes``: take ``vlprobe probe`` runs too."""
+    """Read and check every file, the problems of all raised together (a line per file)."""
     if not paths:
         raise SettingError("give at least one results.json file or run folder")
     if labels is not None:
@@ -107,8 +106,7 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
 
 
 def _label(doc: Document, path: Path) -> str:
-    """A run's default label: its model's name without the Hub organisation, with the dtype, control and modality where
-    they are not the defaults."""
+    """A run's default label: its model's name, with the dtype, control and modality where they are not the defaults."""
     model, s = doc.provenance.model, doc.provenance.settings
     name = model.name if model.model_id else path.parent.name
     if name.startswith("open_clip:"):  # an open_clip checkpoint goes by ARCH/PRETRAINED

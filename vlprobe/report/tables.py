@@ -1,5 +1,4 @@
-"""The report's tables, (header, rows) each: runs side by side per config, per tag, the papers' aggregates, and the
-runs beside the published numbers."""
+"""The report's tables, (header, rows) each."""
 
 from __future__ import annotations
 
@@ -133,8 +132,7 @@ def published_beside(runs: Sequence[Run], benchmark: str) -> tuple[list[str], li
 
 
 def check_published(runs: Sequence[Run], tolerance: float) -> tuple[bool, list[str]]:
-    """Whether every figure published for each run's checkpoint is within ``tolerance`` points of the run's
-    (``vlprobe report --check``; False when there is none), and the lines that say so."""
+    """Whether every published figure is within ``tolerance`` points of the run's (none: False), and the lines saying so."""
     lines, off, checked = [], 0, 0
     for run in runs:
         for name, block in run.summary.items():

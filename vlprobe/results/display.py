@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
@@ -76,17 +77,9 @@ def _cell(m: Metrics, key: str) -> str:
 
 
 def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
-    """The plain-text table a run prints: a row per entry, value% [CI] per metric, chance below; a block per run of
-    entries showing the same metrics."""
-    blocks: list[tuple[list[str], list[Entry]]] = []
-    for e in entries:
-        keys = list(keys_of(e))
-        if blocks and blocks[-1][0] == keys:
-            blocks[-1][1].append(e)
-        else:
-            blocks.append((keys, [e]))
+    """The plain-text table a run prints, a block per run of entries showing the same metrics."""
     out = []
-    for keys, group in blocks:
+    for keys, group in groupby(entries, key=lambda e: list(keys_of(e))):
         header = ["dataset/config/split", "n", "ties"] + keys
         rows = []
         for e in group:
@@ -100,10 +93,8 @@ def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[s
             rows.append([row_name(e), str(m.n_items or ""), tied] + cells)
             rows.append(["  chance", "", ""] + [pct(m.chance.get(k)) for k in keys])
         widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-        lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        out.append("\n".join(lines))
+        out.append("\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                              for r in [header, ["-" * w for w in widths], *rows]))
     policies = [p for p in TIE_POLICIES if any(e.ties == p for e in entries)]
     if policies:
         out[-1] += ("\nties: tied comparisons, " + ", ".join(f"({p}) {COUNTED[p]}" for p in policies)

@@ -115,15 +115,7 @@ def published_for(model: str, benchmark: str | None = None) -> list[Figure]:
 def run_checkpoint(model_id: str | None, recorded: str | None = None) -> str | None:
     """The checkpoint a run's model was: the one its scorer ``recorded``, else the one its name stands for, else the one
     of the Hub repository a Hugging Face cache folder is a snapshot of. Any other local folder is none: its weights may
-    be anything.
-
-    >>> run_checkpoint("openai/clip-vit-base-patch32")
-    'ViT-B-32/openai'
-    >>> run_checkpoint("/home/me/.cache/huggingface/hub/models--openai--clip-vit-base-patch32/snapshots/3d74acf9")
-    'ViT-B-32/openai'
-    >>> run_checkpoint("./my-finetuned-clip") is None
-    True
-    """
+    be anything."""
     if recorded:
         return str(recorded).removeprefix(OPEN_CLIP)
     if not model_id:

@@ -41,8 +41,7 @@ class ScoredItem:
 
 @dataclass
 class ScoredSplit:
-    """One evaluated (dataset, config, split): its items (:class:`ScoredItem` or full items), their score matrices
-    and the metric output."""
+    """One evaluated (dataset, config, split): its items, their score matrices and the metric output."""
 
     dataset: str
     config: str

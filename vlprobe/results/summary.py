@@ -346,8 +346,7 @@ def _generic(entries: Sequence[Entry]) -> SummaryBlock:
 
 
 def table_names(entries: Sequence[Entry]) -> list[str]:
-    """Per entry, the name its tables go under: its benchmark, else its dataset's name; ``<benchmark> (<dataset>)``
-    where a run scored two datasets of one benchmark."""
+    """Per entry, the name its tables go under: its benchmark (and dataset, where a run has two), else its dataset."""
     datasets: dict[str, set[str]] = {}
     for e in entries:
         if e.benchmark:

@@ -71,8 +71,7 @@ def _entry(entry: dict[str, Any], fmt: str | None, source: str) -> dict[str, Any
 
 
 def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocument:
-    """The figures under the benchmark's tie rule that an older run's entry lacks (its own under another policy, or
-    not available), recomputed from ``folder``'s scores.parquet where it is there."""
+    """The figures under the benchmark's tie rule an older run lacks, recomputed from ``folder``'s scores.parquet."""
     wanted = {}
     for k, e in enumerate(doc.results):
         ties = e.policy(doc.provenance.settings.ties)

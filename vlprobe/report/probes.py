@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..benchmarks import Benchmark, find
 from ..probing.result import table2_cell_text, table2_cells, table2_grid
-from ..results.schema import Finetune, ProbeDocument, ProbeRow
+from ..results.schema import Finetune, ProbeDocument, ProbeRow, Table2Cell
 from .papers import PaperResult
 from .runs import Run
 
@@ -61,27 +61,20 @@ def _paper_rows(papers: list[PaperResult], bench: Benchmark | None) -> dict[tupl
     return out
 
 
-def _kinds(run: Run) -> list[tuple[str, bool]]:
-    """(what the rows are, finetuned) for the kinds of rows the run has."""
+def _kinds(run: Run) -> list[tuple[str, list[Table2Cell]]]:
+    """(what the rows are, their Table 2 cells) for each kind of rows the run has cells of."""
     rows, st = _rows(run), run.settings
-    out = []
-    if any(not r.finetuned for r in rows):
-        out.append((f"frozen probe ({st.classifier or 'logreg'})", False))
-    if any(r.finetuned for r in rows):
-        plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
-        what = (f"fine-tuned ({plan.schedule} schedule, {plan.epochs} epochs)" if plan.schedule
-                else "fine-tuned (schedule not recorded)")
-        out.append((what, True))
-    return out
+    plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
+    kinds = [(f"frozen probe ({st.classifier or 'logreg'})", False),
+             (f"fine-tuned ({plan.schedule} schedule, {plan.epochs} epochs)" if plan.schedule
+              else "fine-tuned (schedule not recorded)", True)]
+    return [(what, cells) for what, finetuned in kinds if (cells := table2_cells(rows, finetuned))]
 
 
 def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
     """The run's TraVLR Table 2 layout per kind of rows: (title, (header, rows))."""
     out = []
-    for what, finetuned in _kinds(run):
-        cells = table2_cells(_rows(run), finetuned)
-        if not cells:
-            continue
+    for what, cells in _kinds(run):
         tests, grid = table2_grid(cells)
         header = ["task", "trained on"] + [f"tested on {m}" for m in tests] + ["seeds above chance (InD)"]
         out.append((f"{run.label}: {what}", (header, [[task, setting, *texts, above] for task, setting, texts, above in grid])))
@@ -98,8 +91,8 @@ def beside_paper(run: Run, papers: list[PaperResult]) -> tuple[list[str], list[l
     for m in models:
         header += [f"{m} (change) [#sd]", f"ours - {m}"]
     body = []
-    for what, finetuned in _kinds(run):
-        for c in table2_cells(_rows(run), finetuned):
+    for what, cells in _kinds(run):
+        for c in cells:
             paper = published.get((c.task, c.trained_on, c.test_modality))
             if not paper or c.ood is None:
                 continue

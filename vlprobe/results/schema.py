@@ -101,8 +101,6 @@ class SchemaError(ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-# ---- the records ---------------------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class ScoreRange:
     """The lowest and highest score of a split's items, and the items scoring below 0 (BLA's CLIP script clamps at 0)."""
@@ -531,8 +529,6 @@ def portable_name(location: str) -> str:
     return (Path(text).name or text) if local else text
 
 
-# ---- JSON -> records -------------------------------------------------------------------------------------------
-
 @cache
 def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls, include_extras=True)
@@ -647,8 +643,6 @@ def _record(cls: type, value: object, where: str) -> object:
         raise SchemaError(where, str(err)) from None
 
 
-# ---- records -> JSON -------------------------------------------------------------------------------------------
-
 def dump(obj: object) -> Any:
     """Records (and numpy values, paths, tuples) as JSON: NaN and infinities as null."""
     if is_dataclass(obj) and not isinstance(obj, type):
@@ -674,8 +668,6 @@ def dump(obj: object) -> Any:
         return None
     return str(obj) if isinstance(obj, Path) else obj
 
-
-# ---- the published JSON Schema -----------------------------------------------------------------------------------
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a results.json, generated from the records."""

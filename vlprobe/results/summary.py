@@ -36,8 +36,6 @@ def _shape(shape: Sequence[int] | None) -> tuple[int, int] | None:
     return m, n
 
 
-# ---- which metrics ---------------------------------------------------------------------------------
-
 def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None,
                      modality: str | None = None) -> list[str]:
     """The metrics ``benchmark``'s paper reports, in its order; ``shape`` (m, n) decides between framings, and for a
@@ -120,8 +118,6 @@ def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, availa
     ordered = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
     return [k for k in ordered if k not in drop]
 
-
-# ---- aggregates ------------------------------------------------------------------------------------
 
 def pooled(entry: Entry) -> bool:
     """Whether an entry's config pools the benchmark's configs' items (VALSE's ``all``): its per-tag results name others."""
@@ -383,8 +379,6 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
         out[name] = block
     return out
 
-
-# ---- beside the figures published for the run's checkpoint -------------------------------------------------------
 
 def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entry], settings: RunSettings,
                    model: ModelInfo) -> tuple[tuple[Published, ...], str]:

@@ -19,7 +19,7 @@ from ..results.io import write_png
 from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
-from .runs import Run, load_runs
+from .runs import Run, load_runs, unique
 from .tables import (
     _benchmarks,
     entry_headline,
@@ -169,22 +169,11 @@ def latex_tables(runs: Sequence[Run]) -> str:
     for s in sections(runs):
         if s.label and s.table is not None:
             header, rows = s.table
-            styler = pd.DataFrame(rows, columns=_unique(header)).style.hide(axis="index").format(escape="latex")
+            styler = pd.DataFrame(rows, columns=unique(header)).style.hide(axis="index").format(escape="latex")
             parts.append(styler.format_index(escape="latex", axis=1).to_latex(
                 hrules=True, caption=_latex_escape(s.caption or f"{s.title}. {s.lead}"), label=s.label,
                 position_float="centering", column_format="l" * len(header)))
     return "\n".join(parts)
-
-
-def _unique(header: list[str]) -> list[str]:
-    """Column names made unique (two runs may show the same model name before labels)."""
-    out: list[str] = []
-    for h in header:
-        name, k = h, 2
-        while name in out:
-            name, k = f"{h} #{k}", k + 1
-        out.append(name)
-    return out
 
 
 def _latex_escape(text: str) -> str:

@@ -55,15 +55,12 @@ class Run:
         return summary_rules.summarize(self.results, self.settings, self.doc.provenance.model)
 
     def caveats(self) -> list[str]:
+        """What keeps the run from being comparable to a paper's."""
         s = self.settings
-        out = []
-        if s.limit:
-            out.append(f"first {s.limit} rows per config only (--limit)")
-        if s.control:
-            out.append(f"{s.control} control")
-        if s.modality not in (None, "image"):
-            out.append(f"modality {s.modality}")
-        return out
+        said = [f"first {s.limit} rows per config only (--limit)" if s.limit else "",
+                f"{s.control} control" if s.control else "",
+                f"modality {s.modality}" if s.modality not in (None, "image") else ""]
+        return [x for x in said if x]
 
 
 def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None, *,
@@ -97,12 +94,20 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
         runs.append(Run(path, labels[k] if labels is not None else _label(doc, path), doc))
     if problems:
         raise ReportError("\n".join(problems))
-    seen: dict[str, int] = {}
-    for run in runs:  # make labels unique (labels given are unique already)
-        seen[run.label] = seen.get(run.label, 0) + 1
-        if seen[run.label] > 1:
-            run.label = f"{run.label} #{seen[run.label]}"
+    for run, label in zip(runs, unique([r.label for r in runs]), strict=True):  # labels given are unique already
+        run.label = label
     return runs
+
+
+def unique(names: list[str]) -> list[str]:
+    """The names made unique: a name seen before gets " #2", " #3"..."""
+    out: list[str] = []
+    for h in names:
+        name, k = h, 2
+        while name in out:
+            name, k = f"{h} #{k}", k + 1
+        out.append(name)
+    return out
 
 
 def _label(doc: Document, path: Path) -> str:
@@ -113,11 +118,6 @@ def _label(doc: Document, path: Path) -> str:
         name = name.removeprefix("open_clip:")
     else:
         name = Path(name.removeprefix("hf-hub:").removeprefix("local-dir:")).name
-    bits = [name] + (["probe"] if doc.kind == "probe" else [])
-    if model.dtype and model.dtype != "float32":
-        bits.append(model.dtype)
-    if s.control:
-        bits.append(s.control)
-    if s.modality not in (None, "image"):
-        bits.append(s.modality)
-    return " ".join(bits)
+    bits = [name, "probe" if doc.kind == "probe" else "", model.dtype if model.dtype != "float32" else "",
+            s.control, s.modality if s.modality != "image" else ""]
+    return " ".join(b for b in bits if b)

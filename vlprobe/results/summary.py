@@ -80,17 +80,14 @@ def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dic
     if s is None:
         return {}
     m, n = s
-    groups = []
     if n == 2:
-        groups.append(["acc_r", "set_acc", "sentence_acc"] + (["text"] if m == 1 else []))
+        group = ["acc_r", "set_acc", "sentence_acc"] + (["text"] if m == 1 else [])
     elif m == 1 and n > 2:
-        groups.append(["set_acc", "text"])
-    headline = list(headline_metrics(benchmark, s))
-    out: dict[str, str] = {}
-    for group in groups:
-        kept = next((k for k in headline if k in group), group[0])
-        out.update({k: kept for k in group if k != kept})
-    return out
+        group = ["set_acc", "text"]
+    else:
+        return {}
+    kept = next((k for k in headline_metrics(benchmark, s) if k in group), group[0])
+    return {k: kept for k in group if k != kept}
 
 
 def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, available: Sequence[str],
@@ -100,21 +97,14 @@ def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, availa
     avail = list(available)
     bench = find(benchmark)
     s = _shape(shape)
-    head = headline_present(benchmark, s, avail, modality) if (bench is not None or s is not None) else []
-    drop: set[str] = set()
-    if s is not None:
-        m, n = s
-        if m == 1:
-            drop |= {"text", "image", "group"}
-            if n <= 2:
-                drop |= {"set_acc", "set_error", "sentence_acc"}
-        else:
-            drop |= {"set_acc", "set_error", "sentence_acc"}
+    if (bench is not None or s is not None) and (head := headline_present(benchmark, s, avail, modality)):
+        return head
+    drop = set(metric_synonyms(benchmark, s))
+    if s is not None:  # those that carry no information for this shape
+        drop |= {"text", "image", "group"} if s[0] == 1 else set()
+        drop |= {"set_acc", "set_error", "sentence_acc"} if s[0] != 1 or s[1] <= 2 else set()
     if bench is not None and "acc" not in avail:
         drop |= set(bench.probability_only)
-    drop |= set(metric_synonyms(benchmark, s))
-    if head:
-        return head
     ordered = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
     return [k for k in ordered if k not in drop]
 
@@ -190,13 +180,10 @@ def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: 
     weights = [have[c].n_items for c in present] if micro else None
     if weights is not None and (None in weights or not sum(weights)):  # type: ignore[arg-type]  # None ruled out by `None in` above
         weights, keys = None, []  # a mean over items needs each member's items
-    values, authors, na, reasons = {}, {}, [], []
+    values, authors, na, reasons = {}, {}, [], {}
     for k in keys:
         unavailable = [c for c in present if k in have[c].na]
-        for c in unavailable:
-            reason = f"{c}: {have[c].na_reason}"
-            if reason not in reasons:
-                reasons.append(reason)
+        reasons.update(dict.fromkeys(f"{c}: {have[c].na_reason}" for c in unavailable))
         vals = [have[c].values.get(k) for c in present]
         if unavailable:
             na.append(k)

@@ -234,12 +234,9 @@ def chart(runs: Sequence[Run]) -> Figure:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    units: list[tuple[str, str, str, str]] = []
-    for run in runs:
-        for name, e in run.named:
-            unit = (name, e.config, e.split, entry_headline(e))
-            units += [unit] if unit[3] and unit not in units else []
-    panels = _panels(units) or [[]]
+    units = dict.fromkeys((name, e.config, e.split, key) for run in runs for name, e in run.named
+                          if (key := entry_headline(e)))
+    panels = _panels(list(units)) or [[]]
     widest = max(len(p) for p in panels)
     width = min(16.0, max(6.0, 0.5 * widest * max(1, len(runs)) + 2))
     fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.3 * len(panels) + 0.4), dpi=110, squeeze=False,

@@ -404,22 +404,20 @@ def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entr
                 elif row.aggregate and row.over and all(c in have for c in row.over):
                     group = groups.get(row.config)
                     micro = group is not None and group.average == "micro"
-                    members = [have[c] for c in row.over]
-                    weights = [m[1] for m in members] if micro else None
+                    values, counts, ours_items, versions_of = zip(*(have[c] for c in row.over), strict=True)
+                    weights = counts if micro else None
                     if weights is not None and None in weights:
                         continue  # a mean over items needs each figure's items
-                    ours_items = [m[2] for m in members]
-                    versions_of = {m[3] for m in members}
-                    version = versions_of.pop() if len(versions_of) == 1 else None
-                    have[row.config] = (_mean([m[0] for m in members], weights), sum(weights) if weights else None,  # type: ignore[arg-type]
-                                        None if None in ours_items else sum(ours_items), version)  # type: ignore[arg-type]
+                    version = versions_of[0] if len(set(versions_of)) == 1 else None
+                    have[row.config] = (_mean(values, weights), sum(weights) if weights else None,
+                                        None if None in ours_items else sum(ours_items), version)
                     how = "mean over the items" if micro else "unweighted mean"
                     part = f" (this run's {len(row.over)} of {len(group.members)})" if group and row.missing else ""
                     notes = [f"the {how} of the source's {len(row.over)} figures{part}"]
                     if version and run_version and version != run_version:
                         notes.append(f"measured on the {version} version of the data, not {run_version}")
-                    notes += [f"{c}: {m[1]:,} items against {m[2]:,}" for c, m in zip(row.over, members)
-                              if m[1] is not None and m[2] is not None and m[1] != m[2]]
+                    notes += [f"{c}: {theirs:,} items against {ours:,}" for c, theirs, ours in zip(row.over, counts, ours_items)
+                              if theirs is not None and ours is not None and theirs != ours]
                 else:
                     continue
                 ours = row.values.get(metric, row.authors.get(metric))  # N/A: the figure the authors' code prints

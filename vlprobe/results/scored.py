@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -84,21 +85,12 @@ class ScoreMatrices(Sequence[np.ndarray]):
 
     def extend(self, matrices: Iterable[ArrayLike]) -> None:
         """Append ``matrices`` (a sequence of m x n arrays, or one (k, m, n) array)."""
-        run: list[np.ndarray] = []
-        for matrix in matrices:
-            arr = np.asarray(matrix, dtype=self.dtype)
-            if arr.ndim != 2:
-                raise ValueError(f"each item needs an m x n matrix, got shape {arr.shape}")
-            if run and arr.shape != run[0].shape:
-                self._append(np.stack(run))
-                run = []
-            run.append(arr)
-        if run:
-            self._append(np.stack(run))
-
-    def _append(self, block: np.ndarray) -> None:
-        self._blocks.append(block)
-        self._ends.append(len(self) + len(block))
+        for _, run in groupby((np.asarray(m, dtype=self.dtype) for m in matrices), key=np.shape):
+            block = np.stack(list(run))
+            if block.ndim != 3:
+                raise ValueError(f"each item needs an m x n matrix, got shape {block.shape[1:]}")
+            self._ends.append(len(self) + len(block))
+            self._blocks.append(block)
 
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
@@ -110,11 +102,7 @@ class ScoreMatrices(Sequence[np.ndarray]):
     def __getitem__(self, index: int | slice) -> np.ndarray | list[np.ndarray]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        i = int(index)
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError("ScoreMatrices index out of range")
+        i = range(len(self))[index]  # a negative index counted from the end; IndexError out of range
         k = int(np.searchsorted(self._ends, i, side="right"))
         matrix: np.ndarray = self._blocks[k][i - (self._ends[k - 1] if k else 0)]
         return matrix

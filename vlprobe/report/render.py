@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..results import RunResult, atomic_write_bytes
+from ..results import RunResult, atomic_write_bytes, bar_chart
 from ..results import summary as summary_rules
 from ..results.io import write_png
 from ..results.schema import Metrics, SummaryBlock
@@ -244,28 +244,20 @@ def chart(runs: Sequence[Run]) -> Figure:
     bar = 0.8 / max(1, len(runs))
     legend: dict[str, Any] = {}  # label -> handle, in first-seen order, for the one legend of the figure
     for ax, panel in zip(axes[:, 0], panels):
-        x = np.arange(len(panel))
+        labels = [f"{c}/{s}\n{k}" for _, c, s, k in panel]
+        chance = [next((m.chance[k] for run in runs if (m := _metrics(run, b, c, s)) and k in m.chance), None)
+                  for b, c, s, k in panel]
         for i, run in enumerate(runs):
-            vals, lo, hi = [], [], []
-            for bench, config, split, key in panel:
-                m = _metrics(run, bench, config, split)
-                v = m.value(key) if m else None
-                ci = (m.ci.get(key) if m else None) or (v, v)
-                vals.append(np.nan if v is None else 100 * v)
-                lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
-                hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
-            bars = ax.bar(x + (i - (len(runs) - 1) / 2) * bar, vals, bar, yerr=[lo, hi], capsize=2, label=run.label)
+            found = [(_metrics(run, b, c, s), k) for b, c, s, k in panel]
+            bars, line = bar_chart(ax, labels, [m.value(k) if m else None for m, k in found],
+                                   ci=[m.ci.get(k) if m else None for m, k in found], color=None, label=run.label,
+                                   chance=chance if i == len(runs) - 1 else None,  # once, after the bars (the legend's order)
+                                   offset=(i - (len(runs) - 1) / 2) * bar, width=bar)
             legend.setdefault(run.label, bars)
-        for j, (bench, config, split, key) in enumerate(panel):
-            chance = next((m.chance[key] for run in runs if (m := _metrics(run, bench, config, split)) and key in m.chance),
-                          None)
-            if chance is not None:
-                line = ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed")
+            if line is not None:
                 legend.setdefault("chance", line)
-        ax.set_xticks(x, [f"{c}/{s}\n{k}" for _, c, s, k in panel], rotation=30, ha="right", fontsize=8)
+        ax.set_xticks(np.arange(len(panel)), labels, rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.6, max(len(panel), 4) - 0.4)  # a panel of few bars keeps the bars' width
-        ax.set_ylim(0, 100)
-        ax.set_ylabel("%")
         if panel:
             ax.set_title(str(panel[0][0]), fontsize=9, loc="left")
     if legend:

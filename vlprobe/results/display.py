@@ -15,6 +15,8 @@ from .schema import Entry, Metrics, dataset_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.collections import LineCollection
+    from matplotlib.container import BarContainer
 
     from .scored import ScoredSplit
 
@@ -123,8 +125,10 @@ def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], lis
 
 def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *,
               ci: Sequence[Sequence[float | None] | None] | None = None, chance: Sequence[float | None] | None = None,
-              color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
-    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line over each bar."""
+              color: str | None = "#4c78a8", label: str = "score", confidence: float | None = None, offset: float = 0.0,
+              width: float = 0.8) -> tuple[BarContainer, LineCollection | None]:
+    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line over each bar;
+    ``offset`` and ``width`` place one run's bars among others'. Returns the bars and a chance line."""
     vals = np.array([np.nan if v is None else float(v) for v in values], dtype=float) * 100
     x = np.arange(len(labels))
     yerr = None
@@ -134,16 +138,16 @@ def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *
         lo, hi = np.where(np.isnan(lo), vals, lo), np.where(np.isnan(hi), vals, hi)
         yerr = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
         label += f" ({100 * confidence:.0f}% CI)" if confidence else " (95% CI)"
-    ax.bar(x, np.nan_to_num(vals), color=color, yerr=yerr, capsize=4, label=label)
-    first = True
+    bars = ax.bar(x + offset, np.nan_to_num(vals), width, color=color, yerr=yerr, capsize=4, label=label)
+    line = None
     for i, c in enumerate(chance or []):
         if c is not None and np.isfinite(c):
-            ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
-                      label="chance" if first else "")  # "": not in the legend
-            first = False
+            line = ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
+                             label="chance" if line is None else "")  # "": not in the legend
     ax.set_xticks(x, list(labels), rotation=30, ha="right")
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
+    return bars, line
 
 
 def plot_split(ax: Axes, entry: Entry, title_suffix: str = "") -> None:

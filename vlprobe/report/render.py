@@ -78,12 +78,10 @@ def _summary_heading(runs: Sequence[Run], bench: str, *, with_source: bool = Tru
 
 
 def _source(runs: Sequence[Run], bench: str) -> str | None:
-    """The paper a benchmark's aggregates follow, from the first run that has one."""
     return next((block.source for r in runs if (block := r.summary.get(bench)) and block.source), None)
 
 
 def _metrics(run: Run, bench: str, config: str, split: str) -> Metrics | None:
-    """The run's metrics for one (table name, config, split), None when it has none."""
     return next((e.metrics for name, e in run.named if (name, e.config, e.split) == (bench, config, split)), None)
 
 

@@ -33,8 +33,7 @@ class RunResult(Generic[E]):
     @property
     def results(self) -> dict[str, Any]:
         """The results.json document, as JSON."""
-        out: dict[str, Any] = dump(self.document)
-        return out
+        return cast("dict[str, Any]", dump(self.document))
 
     def table(self) -> str:
         raise NotImplementedError

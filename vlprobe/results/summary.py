@@ -65,10 +65,8 @@ def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, availab
     bench = find(benchmark)
     order = headline_present(benchmark, shape, avail, modality)
     first = (bench.primary if bench is not None else "group") if modality != TEXT_ONLY else None
-    if first in order:
-        order = [first] + [k for k in order if k != first]
     if order:
-        return order[0]
+        return first if first in order else order[0]
     rest = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
     return rest[0] if rest else None
 

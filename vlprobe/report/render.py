@@ -1,5 +1,4 @@
-"""Rendering a report: Markdown, HTML and LaTeX (booktabs) tables, the CI sentence, the plot, and
-:func:`write_report`, which writes the folder."""
+"""A report rendered as Markdown, HTML, LaTeX (booktabs) and a plot, written by :func:`write_report`."""
 
 from __future__ import annotations
 

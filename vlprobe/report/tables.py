@@ -147,10 +147,9 @@ def check_published(runs: Sequence[Run], tolerance: float) -> tuple[bool, list[s
                 lines.append(f"{what}{run.label} {name} {p.config} {block.names.get(p.metric, p.metric)}{ours}, "
                              f"{p.source} {100 * p.value:.2f}" + (f" ({p.note})" if p.note else ""))
     if not checked:
-        said = dict.fromkeys(n for run in runs for block in run.summary.values() for n in block.notes
-                             if n.startswith("no published figure"))
-        return False, [f"nothing to check: no run has a figure published for its checkpoint ({'; '.join(said)})"
-                       if said else "nothing to check: no run has a figure published for its checkpoint"]
+        said = "; ".join(dict.fromkeys(n for run in runs for block in run.summary.values() for n in block.notes
+                                       if n.startswith("no published figure")))
+        return False, ["nothing to check: no run has a figure published for its checkpoint" + (f" ({said})" if said else "")]
     lines.append(f"{checked - off} of {checked} published figures within {tolerance:g} "
                  f"{'point' if tolerance == 1 else 'points'} of the run's" + (f"; {off} off" if off else ""))
     return not off, lines

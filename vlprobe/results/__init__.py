@@ -1,6 +1,4 @@
-"""What a run leaves behind: its declared records (:mod:`.schema`), their aggregates (:mod:`.summary`), the files
-they are written to and read from (:mod:`.io`, older formats through :mod:`.upgrade`) and their tables and plots.
-"""
+"""What a run leaves behind: its records (:mod:`.schema`), their aggregates, files, tables and plots."""
 
 from ..storage.run_folder import check_output_dir, write_run_folder
 from .display import NA_KEY, bar_chart, format_table, metric_keys, na_text, pct, plot_name, truncation_warning

@@ -1,5 +1,4 @@
-"""A run's files written from the records (:func:`write_outputs`) and read back (:func:`read_results`); the
-provenance's :func:`environment`."""
+"""A run's files written from the records (:func:`write_outputs`) and read back (:func:`read_results`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Published figures keyed by open_clip's ``ARCH/PRETRAINED`` checkpoint (``vlprobe/data/``, described in its
-README). Imports nothing of vlprobe but the benchmarks' declarations, when asked, so every layer can read it.
-"""
+README). Imports nothing of vlprobe but the benchmarks' declarations, when asked, so every layer can read it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The protocol ``vlprobe.evaluate``'s :class:`~vlprobe.Evaluation` and ``vlprobe.probe``'s
-:class:`~vlprobe.ProbeResult` share."""
+"""The protocol :class:`~vlprobe.Evaluation` and :class:`~vlprobe.ProbeResult` share."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """The declared shape of ``results.json``: frozen records it is written from (:func:`dump`), read and checked by
-(:func:`parse`: a :class:`SchemaError` names the field) and published as a JSON Schema by (:func:`json_schema`).
-Older files are brought to this shape by :func:`vlprobe.results.upgrade.upgrade`.
-"""
+(:func:`parse`: a :class:`SchemaError` names the field) and published as a JSON Schema by (:func:`json_schema`)."""
 
 from __future__ import annotations
 

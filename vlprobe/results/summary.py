@@ -1,6 +1,5 @@
 """The papers' aggregates of a run (:func:`summarize`), by the rules each benchmark declares: the one place that
-applies them, naming no benchmark; and which metrics a paper reports, a table shows and a plot shows.
-"""
+applies them, naming no benchmark; and which metrics a paper reports, a table shows and a plot shows."""
 
 from __future__ import annotations
 
@@ -318,10 +317,8 @@ def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, t
 
 def _generic(entries: Sequence[Entry]) -> SummaryBlock:
     """A dataset no paper defines (or that records no benchmark): per entry its shape's headline."""
-    rows = []
-    for e in entries:
-        keys = headline_present(None, e.shape, e.metrics.keys(), e.modality)
-        rows.append(_row(e.config, _Found(e.split, e.metrics, e.config, e.shape, None), keys, True))
+    rows = [_row(e.config, _Found(e.split, e.metrics, e.config, e.shape, None),
+                 headline_present(None, e.shape, e.metrics.keys(), e.modality), True) for e in entries]
     shown = {k for r in rows for k in (*r.values, *r.na)}
     return SummaryBlock(benchmark=None, rows=tuple(rows), headline=tuple(k for k in METRIC_ORDER if k in shown))
 

@@ -1,7 +1,6 @@
 """The one place results.json files of older formats are read: :func:`upgrade` brings a parsed file to the current
 format. Format 1 (or none): an entry's ``benchmark`` was its dataset's name, read as the benchmark that name meant
-(the summary says so). Format 2: entries name their dataset's benchmark. A probe's file had no format.
-"""
+(the summary says so). Format 2: entries name their dataset's benchmark. A probe's file had no format."""
 
 from __future__ import annotations
 

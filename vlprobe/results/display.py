@@ -133,9 +133,8 @@ def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *
     x = np.arange(len(labels))
     yerr = None
     if ci is not None and any(c is not None for c in ci):
-        lo = np.array([(c[0] if c is not None and c[0] is not None else np.nan) for c in ci], dtype=float) * 100
-        hi = np.array([(c[1] if c is not None and c[1] is not None else np.nan) for c in ci], dtype=float) * 100
-        lo, hi = np.where(np.isnan(lo), vals, lo), np.where(np.isnan(hi), vals, hi)
+        bounds = np.array([[np.nan if c is None or c[j] is None else c[j] for c in ci] for j in (0, 1)], dtype=float) * 100
+        lo, hi = np.where(np.isnan(bounds), vals, bounds)  # no bound: no error bar
         yerr = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
         label += f" ({100 * confidence:.0f}% CI)" if confidence else " (95% CI)"
     bars = ax.bar(x + offset, np.nan_to_num(vals), width, color=color, yerr=yerr, capsize=4, label=label)

@@ -110,8 +110,7 @@ class ScoreRange:
 
 @dataclass(frozen=True)
 class Metrics:
-    """One result of the metric module (``vlprobe.metric.compute``): each metric's value as a fraction (null where
-    not available: ``na_reason`` says why); ``n_ties``: tied gold vs non-gold comparisons."""
+    """One result of the metric module: each metric's value as a fraction (null where not available: ``na_reason``)."""
 
     values: Mapping[MetricName, Fraction | None] = flat()
     n_items: Positive | None = opt()

@@ -24,18 +24,6 @@ def probe_benchmark(run: Run) -> Benchmark | None:
     return find(dataset.benchmark) if dataset else None
 
 
-def probe_note(run: Run) -> str:
-    """What the published table beside a probe run is, and what makes the two differ."""
-    bench = probe_benchmark(run)
-    return bench.probe_note if bench is not None else ""
-
-
-def probe_paper(run: Run) -> str:
-    """The published table a probe run is set beside, in words ("TraVLR's published Table 2"), "" when none."""
-    bench = probe_benchmark(run)
-    return f"{bench.display}'s published {bench.probe_table}" if bench is not None and bench.probe_table else ""
-
-
 @dataclass(frozen=True)
 class PaperCell:
     """A published probe table's OOD cell: the figure (%), its change from InD and its #sd (converged runs)."""

@@ -17,7 +17,7 @@ from ..results import summary as summary_rules
 from ..results.io import write_png
 from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
-from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
+from .probes import beside_paper, describe, probe_benchmark, probe_runs, table2_of
 from .runs import Run, load_runs, unique
 from .tables import (
     _benchmarks,
@@ -146,9 +146,11 @@ def sections(runs: Sequence[Run]) -> list[Section]:
             out.append(Section(3, title, TABLE2_LEAD, table, caption=f"{title}: TraVLR's Table 2 layout (OOD macro-F1, "
                                                                      f"(OOD - InD), sd over seeds)",
                                label=f"tab:vlprobe-probe{k}-table2"))
-        beside, paper = beside_paper(run, papers), probe_paper(run)
-        if beside:
-            out.append(Section(3, f"{run.label} beside {paper}", probe_note(run), beside, label=f"tab:vlprobe-probe{k}-paper"))
+        probed = probe_benchmark(run)  # the published table beside it, and what makes the two differ
+        paper = f"{probed.display}'s published {probed.probe_table}" if probed is not None and probed.probe_table else ""
+        if beside := beside_paper(run, papers):
+            out.append(Section(3, f"{run.label} beside {paper}", probed.probe_note if probed else "", beside,
+                               label=f"tab:vlprobe-probe{k}-paper"))
         else:
             out.append(Section(0, lead=f"No cell of this run is one {paper} has (its tasks and image/caption/both "
                                        f"modalities)." if paper else "The run's dataset records no benchmark with a "

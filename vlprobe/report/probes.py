@@ -4,7 +4,6 @@ benchmark declares (``probe_table``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..benchmarks import Benchmark, find
@@ -111,7 +110,3 @@ def describe(run: Run) -> str:
     if isinstance(st.finetune, Finetune) and st.finetune.schedule == "quick":
         bits.append("fine-tuning schedule quick (early stopping on validation): a departure from the paper")
     return "; ".join(bits) + f"; {prov.created or ''}; {run.path}"
-
-
-def probe_runs(runs: Sequence[Run]) -> list[Run]:
-    return [r for r in runs if r.kind == "probe"]

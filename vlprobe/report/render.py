@@ -17,7 +17,7 @@ from ..results import summary as summary_rules
 from ..results.io import write_png
 from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
-from .probes import beside_paper, describe, probe_benchmark, probe_runs, table2_of
+from .probes import beside_paper, describe, probe_benchmark, table2_of
 from .runs import Run, load_runs, unique
 from .tables import (
     _benchmarks,
@@ -119,7 +119,7 @@ TABLE2_LEAD = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over s
 def sections(runs: Sequence[Run]) -> list[Section]:
     """The report's parts after its runs: per benchmark, then per probe run."""
     papers = paper_results()
-    probes = probe_runs(runs)
+    probes = [r for r in runs if r.kind == "probe"]
     runs = [r for r in runs if r.kind == "evaluate"]
     out = []
     for bench in _benchmarks(runs):
@@ -184,7 +184,7 @@ def _latex_escape(text: str) -> str:
 
 def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
     """The Markdown and HTML texts of the report."""
-    probes = probe_runs(runs)
+    probes = [r for r in runs if r.kind == "probe"]
     evaluated = [r for r in runs if r.kind == "evaluate"]
     lead = ci_sentence(evaluated) if evaluated else ("Values are percentages: the mean over each probe run's seeds, "
                                                      "± the sample sd over seeds.")

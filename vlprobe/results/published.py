@@ -89,18 +89,13 @@ def checkpoint_names() -> dict[str, str]:
     return {c.name: c.checkpoint for c in data_records("checkpoint_names.csv", _CheckpointName)}
 
 
-@functools.lru_cache(maxsize=1)
-def _checkpoints() -> frozenset[str]:
-    return frozenset(f.checkpoint for f in figures())
-
-
 def checkpoint_of(model: str) -> str | None:
     """The checkpoint a model name stands for (a name of ``checkpoint_names.csv``, or a checkpoint itself), or None."""
     name = str(model).strip().rstrip("/")
     if name in checkpoint_names():
         return checkpoint_names()[name]
     bare = name.removeprefix(OPEN_CLIP)
-    return bare if bare in _checkpoints() else None
+    return bare if any(f.checkpoint == bare for f in figures()) else None
 
 
 def published_for(model: str, benchmark: str | None = None) -> list[Figure]:

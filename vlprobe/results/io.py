@@ -27,7 +27,6 @@ from .schema import (
     Entry,
     EvaluationDocument,
     Metrics,
-    ProbeDocument,
     Provenance,
     SchemaError,
     dataset_name,
@@ -86,9 +85,7 @@ def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
     """The run's provenance (as :class:`vlprobe.runner.Run` builds it) as a record, each dataset named."""
     from .upgrade import named
 
-    if isinstance(provenance, Provenance):
-        return provenance
-    return parse(Provenance, named(dump(provenance)), "provenance")
+    return provenance if isinstance(provenance, Provenance) else parse(Provenance, named(dump(provenance)), "provenance")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -204,7 +201,7 @@ def write_outputs(out_dir: str | os.PathLike[str], splits: Sequence[ScoredSplit]
 def read_results(path: str | os.PathLike[str]) -> Document:
     """A results.json file (or the run folder holding one) as records, older formats upgraded; a
     :class:`ResultsError`, one line naming the file and the field, for one that is not a vlprobe results.json."""
-    from .upgrade import authors_from_scores, upgrade
+    from .upgrade import authors_from_scores, parse_document
 
     path = Path(path)
     if path.is_dir():
@@ -212,8 +209,7 @@ def read_results(path: str | os.PathLike[str]) -> Document:
     from ..dataset.reading import RESULTS_BYTES, FileError, load_json
 
     try:
-        raw = upgrade(load_json(path, "results file", RESULTS_BYTES), str(path))  # bounded: size, nesting
-        doc: Document = parse(ProbeDocument, raw) if raw.get("kind") == "probe" else parse(EvaluationDocument, raw)
+        doc = parse_document(load_json(path, "results file", RESULTS_BYTES), str(path))  # bounded: size, nesting
     except FileError as err:
         raise ResultsError(str(err)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:

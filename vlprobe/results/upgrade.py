@@ -12,8 +12,10 @@ from ..benchmarks import by_old_name, find
 from .schema import (
     RESULTS_FORMAT,
     AuthorsRule,
+    Document,
     EvaluationDocument,
     Metrics,
+    ProbeDocument,
     SchemaError,
     dump,
     parse,
@@ -53,6 +55,12 @@ def named(provenance: object) -> object:
             {"name": portable_name(str(d.get("dataset"))), **d} if isinstance(d, dict) else d
             for d in provenance["datasets"]]}
     return provenance
+
+
+def parse_document(doc: object, source: str = "this file") -> Document:
+    """A parsed results.json of any format vlprobe wrote, as records; a :class:`SchemaError` names the field at fault."""
+    doc = upgrade(doc, source)
+    return parse(ProbeDocument, doc) if doc.get("kind") == "probe" else parse(EvaluationDocument, doc)
 
 
 def _entry(entry: dict[str, Any], fmt: str | None, source: str) -> dict[str, Any]:

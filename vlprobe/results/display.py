@@ -109,17 +109,15 @@ def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[s
 def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], list[dict[str, Any]]]:
     """(columns, rows) of the table researchers paste (CLIP_benchmark's ``build_csv``): a row per entry, a column per
     metric shown, in %; a not-available cell empty, with its reason in ``na_reason``."""
-    shown = {k for e in entries for k in shown_metrics(e)}
-    metrics = [k for k in METRIC_ORDER if k in shown]
+    shown = [shown_metrics(e) for e in entries]
+    metrics = [k for k in METRIC_ORDER if any(k in keys for keys in shown)]
     rows = []
-    for e in entries:
+    for e, keys in zip(entries, shown, strict=True):
         m = e.metrics
         row: dict[str, Any] = {"dataset": dataset_name(e.dataset), "config": e.config, "split": e.split,
                                "pooled": summary.pooled(e), "n_items": m.n_items, "n_ties": m.n_ties}
-        for k in metrics:
-            v = m.value(k)
-            row[k] = None if v is None or k not in shown_metrics(e) else round(100 * v, digits)
-        rows.append({**row, NA_KEY: m.na_reason})
+        values = {k: None if (v := m.value(k)) is None or k not in keys else round(100 * v, digits) for k in metrics}
+        rows.append({**row, **values, NA_KEY: m.na_reason})
     return ["dataset", "config", "split", "pooled", "n_items", "n_ties", *metrics, NA_KEY], rows
 
 

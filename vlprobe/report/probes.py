@@ -69,8 +69,7 @@ def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
 
 
 def beside_paper(run: Run, papers: list[PaperResult]) -> tuple[list[str], list[list[str]]] | None:
-    """One row per cell the published probe table has: ours, then per paper model its figure and ours minus it;
-    None where no cell matches."""
+    """One row per cell the published probe table has: ours, then per paper model its figure and ours minus it."""
     bench = probe_benchmark(run)
     published = _paper_rows(papers, bench)
     models = list(dict.fromkeys(m for cells in published.values() for m in cells))  # the paper's, in first-seen order

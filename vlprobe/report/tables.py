@@ -49,8 +49,7 @@ def config_label(entry: Entry) -> str:
 
 
 def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]]:
-    """One row per (config, split, metric); per run its value [CI] and its ties (a 0.0 [0.0, 0.0] where nearly
-    everything tied says "the scores are constant", not "always wrong")."""
+    """One row per (config, split, metric); per run its value [CI] and its ties (many: the scores are constant)."""
     from ..results.display import shown_metrics
 
     header = ["config", "split", "metric"] + [h for r in runs for h in (r.label, f"{r.label} ties")] + ["chance"]

@@ -107,8 +107,7 @@ def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[s
 
 
 def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], list[dict[str, Any]]]:
-    """(columns, rows) of the table researchers paste (CLIP_benchmark's ``build_csv``): a row per entry, a column per
-    metric shown, in %; a not-available cell empty, with its reason in ``na_reason``."""
+    """(columns, rows) of the table researchers paste (CLIP_benchmark's ``build_csv``): a row per entry, values in %."""
     shown = [shown_metrics(e) for e in entries]
     metrics = [k for k in METRIC_ORDER if any(k in keys for keys in shown)]
     rows = []

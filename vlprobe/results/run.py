@@ -18,8 +18,7 @@ E = TypeVar("E", Entry, ProbeRow)
 
 
 class RunResult(Generic[E]):
-    """What a run returns: ``document`` (results.json as records), its ``entries`` (an evaluation's) or rows (a
-    probe's), ``summary`` (one block per benchmark), ``table()``, ``to_pandas()``, ``plot()`` and ``save(out)``."""
+    """What a run returns: ``document`` (results.json as records), its entries (or a probe's rows) and ``summary``."""
 
     document: Document
     summary: Mapping[str, SummaryBlock]

@@ -20,8 +20,7 @@ from .schema import AuthorsRule, DataInfo, Entry, Metrics, dataset_name, dump, p
 
 @dataclass(frozen=True, slots=True)
 class ScoredItem:
-    """What a run keeps of a scored item, small: no images, texts interned, one shared tuple per tag set and one
-    read-only array per distinct gold matrix (a run has a handful)."""
+    """What a run keeps of a scored item, small: no images, texts interned, tag sets and gold matrices shared."""
 
     id: str
     texts: tuple[str, ...]
@@ -74,8 +73,7 @@ class ScoredSplit:
 
 
 class ScoreMatrices(Sequence[np.ndarray]):
-    """Per-item m x n matrices kept as a few stacked ``(k, m, n)`` blocks: a sequence of arrays without the ~200
-    bytes of an ndarray per item."""
+    """Per-item m x n matrices kept as a few stacked ``(k, m, n)`` blocks, without the ~200 bytes of an ndarray each."""
 
     def __init__(self, matrices: Iterable[ArrayLike] = (), dtype: DTypeLike = np.float32) -> None:
         self.dtype = np.dtype(dtype)

@@ -70,7 +70,7 @@ class Evaluation(RunResult[Entry]):
         as one unit (a temporary folder swapped in). Returns the paths written."""
         from ..results import check_output_dir, write_outputs
 
-        self._check_out(out)
+        self.check_out(out)
         if not self.main_process:
             return []
         check_output_dir(out)

@@ -116,7 +116,7 @@ class ProbeResult(RunResult[ProbeRow]):
         """Write the run's folder ``out``; a write error is one :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
         from ..results import check_output_dir
 
-        self._check_out(out)
+        self.check_out(out)
         check_output_dir(out, PROBE_RUN_FILE)
         try:
             return write_outputs(out, self)

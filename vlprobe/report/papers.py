@@ -1,6 +1,5 @@
-"""The seed papers' published numbers (``vlprobe/data/paper_results.csv``) and which of their tables a
-report compares with: each benchmark declares its own (``paper_tables``, ``paper_note``, its config
-names in the paper: :class:`vlprobe.benchmarks.Benchmark`); the mappings here are read from them."""
+"""The seed papers' published numbers (``vlprobe/data/paper_results.csv``) and which of their tables a report
+compares with (each benchmark's ``paper_tables``)."""
 
 from __future__ import annotations
 
@@ -11,9 +10,7 @@ from ..results.published import data_records
 
 _WITH_PAPERS = [b for b in benchmarks().values() if b.paper_tables]
 
-# The published tables the report compares with, per benchmark (the CSV holds more).
 PAPER_TABLES: dict[str, tuple[str, ...]] = {b.name: tuple(t.table for t in b.paper_tables) for b in _WITH_PAPERS}
-# What each benchmark's published numbers are, said beside them.
 PAPER_NOTES: dict[str, str] = {b.name: b.paper_note for b in _WITH_PAPERS if b.paper_note}
 
 
@@ -25,7 +22,7 @@ def source_label(benchmark: str, table: str) -> str:
 
 @dataclass(frozen=True)
 class PaperResult:
-    """One published figure (a row of ``vlprobe/data/paper_results.csv``): a percentage, as the paper prints it."""
+    """One published figure (a row of ``paper_results.csv``): a percentage, as the paper prints it."""
 
     benchmark: str
     table: str

@@ -1,16 +1,14 @@
-"""A ``vlprobe probe`` run in the report: its train x test modality table (TraVLR's Table 2 layout, which the
-probe follows), each cell beside the published probe table its benchmark declares (``probe_table``): the paper's
-figure (its change from InD and #sd), ours and the difference."""
+"""A ``vlprobe probe`` run in the report: its TraVLR Table 2 layout, each cell beside the published probe table its
+benchmark declares (``probe_table``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..benchmarks import Benchmark, find
 from ..probing.result import table2_cell_text, table2_cells, table2_grid
-from ..results.schema import Finetune, ProbeDocument, ProbeRow
+from ..results.schema import Finetune, ProbeDocument, ProbeRow, Table2Cell
 from .papers import PaperResult
 from .runs import Run
 
@@ -20,23 +18,9 @@ def _rows(run: Run) -> tuple[ProbeRow, ...]:
 
 
 def probe_benchmark(run: Run) -> Benchmark | None:
-    """The benchmark of the dataset a probe run trained and tested on, as it recorded it
-    (``provenance.dataset.benchmark``; a run from before that was recorded: the one its dataset's name meant,
-    :mod:`vlprobe.results.upgrade`); None for a dataset of the user's own."""
+    """The benchmark a probe run's dataset records; None for a dataset of the user's own."""
     dataset = run.doc.provenance.dataset
     return find(dataset.benchmark) if dataset else None
-
-
-def probe_note(run: Run) -> str:
-    """What the published table beside a probe run is, and what makes the two differ."""
-    bench = probe_benchmark(run)
-    return bench.probe_note if bench is not None else ""
-
-
-def probe_paper(run: Run) -> str:
-    """The published table a probe run is set beside, in words ("TraVLR's published Table 2"), "" when none."""
-    bench = probe_benchmark(run)
-    return f"{bench.display}'s published {bench.probe_table}" if bench is not None and bench.probe_table else ""
 
 
 @dataclass(frozen=True)
@@ -49,8 +33,7 @@ class PaperCell:
 
 
 def _paper_rows(papers: list[PaperResult], bench: Benchmark | None) -> dict[tuple[str, str, str], dict[str, PaperCell]]:
-    """{(task, train, test): {model: cell}} of the benchmark's published probe table (OOD cells,
-    ``<task>/train=<modality>/test=<modality>/test_ood`` in the CSV)."""
+    """{(task, train, test): {model: cell}} of the benchmark's published probe table's OOD cells."""
     out: dict[tuple[str, str, str], dict[str, PaperCell]] = {}
     if bench is None or not bench.probe_table:
         return out
@@ -65,27 +48,20 @@ def _paper_rows(papers: list[PaperResult], bench: Benchmark | None) -> dict[tupl
     return out
 
 
-def _kinds(run: Run) -> list[tuple[str, bool]]:
-    """(what the rows are, finetuned) for the kinds of rows the run has."""
+def _kinds(run: Run) -> list[tuple[str, list[Table2Cell]]]:
+    """(what the rows are, their Table 2 cells) for each kind of rows the run has cells of."""
     rows, st = _rows(run), run.settings
-    out = []
-    if any(not r.finetuned for r in rows):
-        out.append((f"frozen probe ({st.classifier or 'logreg'})", False))
-    if any(r.finetuned for r in rows):
-        plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
-        what = (f"fine-tuned ({plan.schedule} schedule, {plan.epochs} epochs)" if plan.schedule
-                else "fine-tuned (schedule not recorded)")
-        out.append((what, True))
-    return out
+    plan = st.finetune if isinstance(st.finetune, Finetune) else Finetune()
+    kinds = [(f"frozen probe ({st.classifier or 'logreg'})", False),
+             (f"fine-tuned ({plan.schedule} schedule, {plan.epochs} epochs)" if plan.schedule
+              else "fine-tuned (schedule not recorded)", True)]
+    return [(what, cells) for what, finetuned in kinds if (cells := table2_cells(rows, finetuned))]
 
 
 def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
-    """The run's train x test modality table (TraVLR's Table 2 layout), per kind of rows: (title, (header, rows))."""
+    """The run's TraVLR Table 2 layout per kind of rows: (title, (header, rows))."""
     out = []
-    for what, finetuned in _kinds(run):
-        cells = table2_cells(_rows(run), finetuned)
-        if not cells:
-            continue
+    for what, cells in _kinds(run):
         tests, grid = table2_grid(cells)
         header = ["task", "trained on"] + [f"tested on {m}" for m in tests] + ["seeds above chance (InD)"]
         out.append((f"{run.label}: {what}", (header, [[task, setting, *texts, above] for task, setting, texts, above in grid])))
@@ -93,9 +69,7 @@ def table2_of(run: Run) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
 
 
 def beside_paper(run: Run, papers: list[PaperResult]) -> tuple[list[str], list[list[str]]] | None:
-    """One row per (kind, task, trained on, tested on) that TraVLR's Table 2 has: ours (OOD mean
-    (change) ± sd), then per paper model its figure (change) [#sd] and ours minus it; None where the
-    run's benchmark declares no published probe table (or no cell matches)."""
+    """One row per cell the published probe table has: ours, then per paper model its figure and ours minus it."""
     bench = probe_benchmark(run)
     published = _paper_rows(papers, bench)
     models = list(dict.fromkeys(m for cells in published.values() for m in cells))  # the paper's, in first-seen order
@@ -103,8 +77,8 @@ def beside_paper(run: Run, papers: list[PaperResult]) -> tuple[list[str], list[l
     for m in models:
         header += [f"{m} (change) [#sd]", f"ours - {m}"]
     body = []
-    for what, finetuned in _kinds(run):
-        for c in table2_cells(_rows(run), finetuned):
+    for what, cells in _kinds(run):
+        for c in cells:
             paper = published.get((c.task, c.trained_on, c.test_modality))
             if not paper or c.ood is None:
                 continue
@@ -135,7 +109,3 @@ def describe(run: Run) -> str:
     if isinstance(st.finetune, Finetune) and st.finetune.schedule == "quick":
         bits.append("fine-tuning schedule quick (early stopping on validation): a departure from the paper")
     return "; ".join(bits) + f"; {prov.created or ''}; {run.path}"
-
-
-def probe_runs(runs: Sequence[Run]) -> list[Run]:
-    return [r for r in runs if r.kind == "probe"]

@@ -1,5 +1,4 @@
-"""Rendering a report: Markdown, HTML and LaTeX (booktabs) tables, the CI sentence, the plot, and
-:func:`write_report`, which writes the folder."""
+"""A report rendered as Markdown, HTML, LaTeX (booktabs) and a plot, written by :func:`write_report`."""
 
 from __future__ import annotations
 
@@ -13,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..results import atomic_write_bytes
+from ..results import RunResult, atomic_write_bytes, bar_chart
 from ..results import summary as summary_rules
+from ..results.io import write_png
 from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
-from .probes import beside_paper, describe, probe_note, probe_paper, probe_runs, table2_of
-from .runs import Run, load_runs
+from .probes import beside_paper, describe, probe_benchmark, table2_of
+from .runs import Run, load_runs, unique
 from .tables import (
     _benchmarks,
     entry_headline,
@@ -50,18 +50,14 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _runs_section(runs: Sequence[Run]) -> list[tuple[str, str]]:
-    """(label, description) per run."""
-    out = []
-    for run in runs:
-        prov = run.doc.provenance
-        model = prov.model
-        desc = (f"{model.name} (revision {model.revision or 'local'}, family {model.family}, {model.dtype}, "
-                f"{model.device}); ties {prov.settings.ties}; {_ci_of(run)}; {prov.created or ''}; {run.path}")
-        if run.caveats():
-            desc += "; " + ", ".join(run.caveats())
-        out.append((run.label, desc))
-    return out
+def _describe(run: Run) -> str:
+    """One line on an evaluate run: its model, ties, CI, date, file and caveats."""
+    prov = run.doc.provenance
+    model = prov.model
+    desc = (f"{model.name} (revision {model.revision or 'local'}, family {model.family}, {model.dtype}, "
+            f"{model.device}); ties {prov.settings.ties}; {_ci_of(run)}; {prov.created or ''}; {run.path}")
+    caveats = run.caveats()
+    return desc + (f"; {', '.join(caveats)}" if caveats else "")
 
 
 def _ci_of(run: Run) -> str:
@@ -74,27 +70,22 @@ def _ci_of(run: Run) -> str:
 
 
 def _summary_heading(runs: Sequence[Run], bench: str, *, with_source: bool = True) -> str:
-    """The heading of a benchmark's aggregates in the report: its source, and each run that departs
-    from the authors' setting, named with how ("..., NOT the authors' setting: model-a: ties lenient
-    (authors: strict)")."""
+    """The heading of a benchmark's aggregates: its source, and each run that departs from the authors' setting."""
     title = summary_rules.summary_title(bench, SummaryBlock(None, source=_source(runs, bench)), with_source=with_source)
     departing = [f"{r.label}: {text}" for r in runs if (text := summary_rules.departure_text(r.summary.get(bench)))]
     return title + (f", NOT the authors' setting: {'; '.join(departing)}" if departing else "")
 
 
 def _source(runs: Sequence[Run], bench: str) -> str | None:
-    """The paper a benchmark's aggregates follow, from the first run that has one."""
     return next((block.source for r in runs if (block := r.summary.get(bench)) and block.source), None)
 
 
 def _metrics(run: Run, bench: str, config: str, split: str) -> Metrics | None:
-    """The run's metrics for one (table name, config, split), None when it has none."""
     return next((e.metrics for name, e in run.named if (name, e.config, e.split) == (bench, config, split)), None)
 
 
 def ci_sentence(runs: Sequence[Run]) -> str:
-    """What the brackets are, said once when every run made the same kind of CI, and run by run
-    (with a warning) when they differ: two brackets side by side are only comparable at one level."""
+    """What the brackets are: once, or run by run with a warning where runs made CIs of different levels."""
     kinds = {r.label: _ci_of(r) for r in runs}
     made = {k for k in kinds.values() if k != "no CI"}
     base = "Values are percentages; brackets hold the percentile-bootstrap CI over items"
@@ -106,15 +97,15 @@ def ci_sentence(runs: Sequence[Run]) -> str:
 
 @dataclass(frozen=True)
 class Section:
-    """One part of the report: a heading (``level`` 0: none), a lead paragraph, a table and notes; ``caption`` and
-    ``label``: the table's float in report.tex (None: the table is not in it)."""
+    """One part of the report: a heading (``level`` 0: none), a lead paragraph, a table and notes; ``label``: the
+    table's float in report.tex ("": not in it), its ``caption`` by default the title and the lead."""
 
     level: int
     title: str = ""
     lead: str = ""
     table: tuple[list[str], list[list[str]]] | None = None
     notes: tuple[str, ...] = ()
-    caption: str | None = None
+    caption: str = ""
     label: str = ""
 
 
@@ -126,47 +117,40 @@ TABLE2_LEAD = ("TraVLR's Table 2 layout: OOD macro-F1, (OOD - InD), ± sd over s
 
 
 def sections(runs: Sequence[Run]) -> list[Section]:
-    """The report's parts after its runs, in order: per benchmark the metrics with ties, the papers' aggregates (or
-    headline metrics), the per-tag table and the published numbers beside the runs; per probe run its Table 2
-    layout and the published table beside it."""
+    """The report's parts after its runs: per benchmark, then per probe run."""
     papers = paper_results()
-    probes = probe_runs(runs)
+    probes = [r for r in runs if r.kind == "probe"]
     runs = [r for r in runs if r.kind == "evaluate"]
     out = []
     for bench in _benchmarks(runs):
         slug = "".join(ch if ch.isalnum() else "-" for ch in bench)
         out.append(Section(2, bench, table=long_table(runs, bench), caption=f"{bench}: metrics per config (%), ties = "
                            f"tied comparisons", label=f"tab:vlprobe-{slug}"))
-        agg = summary_table(runs, bench)
-        if agg:
+        if agg := summary_table(runs, bench):
             source = _source(runs, bench)
             out.append(Section(3, _summary_heading(runs, bench, with_source=False),
                                f"As {source} reports them." if source else "Headline metrics per config.", agg[:2],
                                tuple(agg[2]), _summary_heading(runs, bench), f"tab:vlprobe-{slug}-summary"))
-        tags = tag_table(runs, bench)
-        if tags:
+        if tags := tag_table(runs, bench):
             out.append(Section(3, f"{bench}: per tag", table=tags))
-        paper = paper_table(runs, bench, papers)
-        if paper:
+        if paper := paper_table(runs, bench, papers):
             note = PAPER_NOTES.get(bench, "")
             out.append(Section(3, f"{bench}: this run beside the published numbers", note, paper,
-                               caption=f"{bench}: this run beside the published numbers. {note}",
                                label=f"tab:vlprobe-{slug}-paper"))
-        beside = published_beside(runs, bench)
-        if beside:
+        if beside := published_beside(runs, bench):
             out.append(Section(3, f"{bench}: beside the figures published for the run's checkpoint", PUBLISHED_LEAD,
-                               beside, caption=f"{bench}: beside the figures published for the run's checkpoint. "
-                                               f"{PUBLISHED_LEAD}", label=f"tab:vlprobe-{slug}-published"))
+                               beside, label=f"tab:vlprobe-{slug}-published"))
     for k, run in enumerate(probes, 1):
         out.append(Section(2, f"TraVLR probe: {run.label}"))
         for title, table in table2_of(run):
             out.append(Section(3, title, TABLE2_LEAD, table, caption=f"{title}: TraVLR's Table 2 layout (OOD macro-F1, "
                                                                      f"(OOD - InD), sd over seeds)",
                                label=f"tab:vlprobe-probe{k}-table2"))
-        beside, paper = beside_paper(run, papers), probe_paper(run)
-        if beside:
-            out.append(Section(3, f"{run.label} beside {paper}", probe_note(run), beside,
-                               caption=f"{run.label} beside {paper}. {probe_note(run)}", label=f"tab:vlprobe-probe{k}-paper"))
+        probed = probe_benchmark(run)  # the published table beside it, and what makes the two differ
+        paper = f"{probed.display}'s published {probed.probe_table}" if probed is not None and probed.probe_table else ""
+        if beside := beside_paper(run, papers):
+            out.append(Section(3, f"{run.label} beside {paper}", probed.probe_note if probed else "", beside,
+                               label=f"tab:vlprobe-probe{k}-paper"))
         else:
             out.append(Section(0, lead=f"No cell of this run is one {paper} has (its tasks and image/caption/both "
                                        f"modalities)." if paper else "The run's dataset records no benchmark with a "
@@ -175,33 +159,20 @@ def sections(runs: Sequence[Run]) -> list[Section]:
 
 
 def latex_tables(runs: Sequence[Run]) -> str:
-    """The report's tables as LaTeX (pandas' Styler; booktabs rules), one ``table`` float each, to
-    paste into a paper: per benchmark the metrics with ties, the headline metrics (the paper's
-    aggregates where it has a paper) and the published numbers beside this run."""
+    """The report's tables as LaTeX (booktabs), one ``table`` float each, to paste into a paper."""
     import pandas as pd
 
     evaluated = [r for r in runs if r.kind == "evaluate"]
     parts = ["% vlprobe report: tables for LaTeX; needs \\usepackage{booktabs}"] + (
         [f"% {ci_sentence(evaluated)}"] if evaluated else []) + [""]
     for s in sections(runs):
-        if s.caption is not None and s.table is not None:
+        if s.label and s.table is not None:
             header, rows = s.table
-            styler = pd.DataFrame(rows, columns=_unique(header)).style.hide(axis="index").format(escape="latex")
+            styler = pd.DataFrame(rows, columns=unique(header)).style.hide(axis="index").format(escape="latex")
             parts.append(styler.format_index(escape="latex", axis=1).to_latex(
-                hrules=True, caption=_latex_escape(s.caption), label=s.label, position_float="centering",
-                column_format="l" * len(header)))
+                hrules=True, caption=_latex_escape(s.caption or f"{s.title}. {s.lead}"), label=s.label,
+                position_float="centering", column_format="l" * len(header)))
     return "\n".join(parts)
-
-
-def _unique(header: list[str]) -> list[str]:
-    """Column names made unique (two runs may show the same model name before labels)."""
-    out: list[str] = []
-    for h in header:
-        name, k = h, 2
-        while name in out:
-            name, k = f"{h} #{k}", k + 1
-        out.append(name)
-    return out
 
 
 def _latex_escape(text: str) -> str:
@@ -213,15 +184,16 @@ def _latex_escape(text: str) -> str:
 
 def build_report(runs: Sequence[Run], plot_name: str | None = "report.png") -> tuple[str, str]:
     """The Markdown and HTML texts of the report."""
-    probes = probe_runs(runs)
+    probes = [r for r in runs if r.kind == "probe"]
     evaluated = [r for r in runs if r.kind == "evaluate"]
     lead = ci_sentence(evaluated) if evaluated else ("Values are percentages: the mean over each probe run's seeds, "
                                                      "± the sample sd over seeds.")
     md = ["# vlprobe report", "", lead, "", "## Runs", ""]
     hb = ["<h1>vlprobe report</h1>", f"<p>{html.escape(lead)}</p>", "<h2>Runs</h2>", "<ul>"]
-    for label, desc in _runs_section(evaluated) + [(r.label, describe(r)) for r in probes]:
-        md.append(f"- **{label}**: {desc}")
-        hb.append(f"<li><b>{html.escape(label)}</b>: {html.escape(desc)}</li>")
+    for run in evaluated + probes:
+        desc = describe(run) if run.kind == "probe" else _describe(run)
+        md.append(f"- **{run.label}**: {desc}")
+        hb.append(f"<li><b>{html.escape(run.label)}</b>: {html.escape(desc)}</li>")
     md.append("")
     hb.append("</ul>")
     if plot_name and evaluated:
@@ -247,7 +219,7 @@ PANEL_UNITS = 10
 
 
 def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str, str, str]]]:
-    """The units grouped by benchmark (in first-seen order), each group cut into rows of PANEL_UNITS."""
+    """The units grouped by benchmark, each group cut into rows of PANEL_UNITS."""
     by_bench: dict[str, list[tuple[str, str, str, str]]] = {}
     for u in units:
         by_bench.setdefault(u[0], []).append(u)
@@ -255,19 +227,15 @@ def _panels(units: list[tuple[str, str, str, str]]) -> list[list[tuple[str, str,
 
 
 def chart(runs: Sequence[Run]) -> Figure:
-    """The report's matplotlib Figure: each run's headline metric per (benchmark, config, split) with its CI and
-    chance, a panel per benchmark (PANEL_UNITS bars' groups a row); the legend above the panels, where it hides no bar."""
+    """The report's Figure: each run's headline metric per (benchmark, config, split), a panel per benchmark."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    units: list[tuple[str, str, str, str]] = []
-    for run in runs:
-        for name, e in run.named:
-            unit = (name, e.config, e.split, entry_headline(e))
-            units += [unit] if unit[3] and unit not in units else []
-    panels = _panels(units) or [[]]
+    units = dict.fromkeys((name, e.config, e.split, key) for run in runs for name, e in run.named
+                          if (key := entry_headline(e)))
+    panels = _panels(list(units)) or [[]]
     widest = max(len(p) for p in panels)
     width = min(16.0, max(6.0, 0.5 * widest * max(1, len(runs)) + 2))
     fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.3 * len(panels) + 0.4), dpi=110, squeeze=False,
@@ -275,28 +243,20 @@ def chart(runs: Sequence[Run]) -> Figure:
     bar = 0.8 / max(1, len(runs))
     legend: dict[str, Any] = {}  # label -> handle, in first-seen order, for the one legend of the figure
     for ax, panel in zip(axes[:, 0], panels):
-        x = np.arange(len(panel))
+        labels = [f"{c}/{s}\n{k}" for _, c, s, k in panel]
+        chance = [next((m.chance[k] for run in runs if (m := _metrics(run, b, c, s)) and k in m.chance), None)
+                  for b, c, s, k in panel]
         for i, run in enumerate(runs):
-            vals, lo, hi = [], [], []
-            for bench, config, split, key in panel:
-                m = _metrics(run, bench, config, split)
-                v = m.value(key) if m else None
-                ci = (m.ci.get(key) if m else None) or (v, v)
-                vals.append(np.nan if v is None else 100 * v)
-                lo.append(0 if v is None or ci[0] is None else 100 * (v - ci[0]))
-                hi.append(0 if v is None or ci[1] is None else 100 * (ci[1] - v))
-            bars = ax.bar(x + (i - (len(runs) - 1) / 2) * bar, vals, bar, yerr=[lo, hi], capsize=2, label=run.label)
+            found = [(_metrics(run, b, c, s), k) for b, c, s, k in panel]
+            bars, line = bar_chart(ax, labels, [m.value(k) if m else None for m, k in found],
+                                   ci=[m.ci.get(k) if m else None for m, k in found], color=None, label=run.label,
+                                   chance=chance if i == len(runs) - 1 else None,  # once, after the bars (the legend's order)
+                                   offset=(i - (len(runs) - 1) / 2) * bar, width=bar)
             legend.setdefault(run.label, bars)
-        for j, (bench, config, split, key) in enumerate(panel):
-            chance = next((m.chance[key] for run in runs if (m := _metrics(run, bench, config, split)) and key in m.chance),
-                          None)
-            if chance is not None:
-                line = ax.hlines(100 * chance, j - 0.45, j + 0.45, colors="#d62728", linestyles="dashed")
+            if line is not None:
                 legend.setdefault("chance", line)
-        ax.set_xticks(x, [f"{c}/{s}\n{k}" for _, c, s, k in panel], rotation=30, ha="right", fontsize=8)
+        ax.set_xticks(np.arange(len(panel)), labels, rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.6, max(len(panel), 4) - 0.4)  # a panel of few bars keeps the bars' width
-        ax.set_ylim(0, 100)
-        ax.set_ylabel("%")
         if panel:
             ax.set_title(str(panel[0][0]), fontsize=9, loc="left")
     if legend:
@@ -305,26 +265,10 @@ def chart(runs: Sequence[Run]) -> Figure:
     return fig
 
 
-def plot_runs(runs: Sequence[Run], path: Path) -> None:
-    """:func:`chart` written to ``path`` as a PNG."""
-    import io
-
-    import matplotlib.pyplot as plt
-
-    fig = chart(runs)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-
-
 def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
-    """Check every results file (``paths``: results.json files or run folders, evaluate or probe runs), then write
-    report.md, report.html, report.tex and, with evaluate runs, report.png into the folder ``out``. ``labels``: a name
-    per run."""
-    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
-        raise ArgumentError("out", out, "must be a folder's path (a str or os.PathLike)")
+    """Check every results file (or run folder), then write the report into the folder ``out``."""
+    RunResult.check_out(out)
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
     if not all(isinstance(p, (str, os.PathLike)) for p in paths):
         raise ArgumentError("paths", paths, "must be results.json files or run folders (str or os.PathLike)")
@@ -342,7 +286,7 @@ def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: st
             atomic_write_bytes(path, text.encode("utf-8"))
         if evaluated:  # the plot is of evaluate runs' headline metrics
             written.append(folder / "report.png")
-            plot_runs(evaluated, written[3])
+            write_png(written[3], chart(evaluated))
     except OSError as err:
         raise ArgumentError("out", str(folder), f"cannot write the report there ({err.strerror or err})") from None
     return written

@@ -1,5 +1,4 @@
-"""Runs read back into their records (:func:`vlprobe.results.read_results`: older formats upgraded, each checked,
-one line naming the file and the field) and labelled; ``vlprobe evaluate``'s and ``vlprobe probe``'s alike."""
+"""Runs read back into their records (:func:`vlprobe.results.read_results`) and labelled."""
 
 from __future__ import annotations
 
@@ -21,6 +20,8 @@ class ReportError(ResultsError):
 
 @dataclass
 class Run:
+    """One run in a report: its file, label and records."""
+
     path: Path
     label: str
     doc: Document
@@ -28,8 +29,7 @@ class Run:
 
     @property
     def kind(self) -> str:
-        """``"evaluate"``, or ``"probe"`` for a ``vlprobe probe`` run (:mod:`.probes`), which has rows
-        instead of results: it adds no entries to the evaluate tables."""
+        """``"evaluate"``, or ``"probe"`` (rows instead of results: it adds nothing to the evaluate tables)."""
         return self.doc.kind
 
     @property
@@ -42,8 +42,7 @@ class Run:
 
     @cached_property
     def named(self) -> list[tuple[str, Entry]]:
-        """(the name its tables go under, entry) per entry (:func:`vlprobe.results.summary.table_names`: the benchmark its
-        dataset records, else the dataset's own name)."""
+        """(the name its tables go under, entry) per entry (:func:`vlprobe.results.summary.table_names`)."""
         return list(zip(summary_rules.table_names(self.results), self.results))
 
     def entries(self, name: str) -> list[Entry]:
@@ -52,27 +51,21 @@ class Run:
 
     @cached_property
     def summary(self) -> dict[str, SummaryBlock]:
-        """The papers' aggregates of this run, computed by the current rules (not read from the file), beside the
-        figures published for its model's checkpoint."""
+        """The papers' aggregates of this run, by the current rules (not read from the file)."""
         return summary_rules.summarize(self.results, self.settings, self.doc.provenance.model)
 
     def caveats(self) -> list[str]:
+        """What keeps the run from being comparable to a paper's."""
         s = self.settings
-        out = []
-        if s.limit:
-            out.append(f"first {s.limit} rows per config only (--limit)")
-        if s.control:
-            out.append(f"{s.control} control")
-        if s.modality not in (None, "image"):
-            out.append(f"modality {s.modality}")
-        return out
+        said = [f"first {s.limit} rows per config only (--limit)" if s.limit else "",
+                f"{s.control} control" if s.control else "",
+                f"modality {s.modality}" if s.modality not in (None, "image") else ""]
+        return [x for x in said if x]
 
 
 def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None = None, *,
               probes: bool = False) -> list[Run]:
-    """Read and check every file; the problems of all files are raised together (one line each, naming the file
-    and the field). ``labels``: one name per run, shown in every table instead of the model's name. ``probes``:
-    also take ``vlprobe probe`` runs (:mod:`.probes`; ``vlprobe report`` does), which are otherwise refused."""
+    """Read and check every file, the problems of all raised together (a line per file)."""
     if not paths:
         raise SettingError("give at least one results.json file or run folder")
     if labels is not None:
@@ -101,29 +94,30 @@ def load_runs(paths: Sequence[str | os.PathLike], labels: Sequence[str] | None =
         runs.append(Run(path, labels[k] if labels is not None else _label(doc, path), doc))
     if problems:
         raise ReportError("\n".join(problems))
-    seen: dict[str, int] = {}
-    for run in runs:  # make labels unique (labels given are unique already)
-        seen[run.label] = seen.get(run.label, 0) + 1
-        if seen[run.label] > 1:
-            run.label = f"{run.label} #{seen[run.label]}"
+    for run, label in zip(runs, unique([r.label for r in runs]), strict=True):  # labels given are unique already
+        run.label = label
     return runs
 
 
+def unique(names: list[str]) -> list[str]:
+    """The names made unique: a name seen before gets " #2", " #3"..."""
+    out: list[str] = []
+    for h in names:
+        name, k = h, 2
+        while name in out:
+            name, k = f"{h} #{k}", k + 1
+        out.append(name)
+    return out
+
+
 def _label(doc: Document, path: Path) -> str:
-    """A run's default label: its model's name without the Hub organisation (an open_clip name's ARCH/PRETRAINED; the
-    run folder's name when it records no model), with the dtype, control and modality where they are not the
-    defaults."""
+    """A run's default label: its model's name, with the dtype, control and modality where they are not the defaults."""
     model, s = doc.provenance.model, doc.provenance.settings
     name = model.name if model.model_id else path.parent.name
     if name.startswith("open_clip:"):  # an open_clip checkpoint goes by ARCH/PRETRAINED
         name = name.removeprefix("open_clip:")
     else:
         name = Path(name.removeprefix("hf-hub:").removeprefix("local-dir:")).name
-    bits = [name] + (["probe"] if doc.kind == "probe" else [])
-    if model.dtype and model.dtype != "float32":
-        bits.append(model.dtype)
-    if s.control:
-        bits.append(s.control)
-    if s.modality not in (None, "image"):
-        bits.append(s.modality)
-    return " ".join(bits)
+    bits = [name, "probe" if doc.kind == "probe" else "", model.dtype if model.dtype != "float32" else "",
+            s.control, s.modality if s.modality != "image" else ""]
+    return " ".join(b for b in bits if b)

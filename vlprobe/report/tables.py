@@ -1,5 +1,4 @@
-"""The report's tables: runs side by side per config (with ties), per tag, the papers' aggregates, and
-the runs beside the published numbers. Each reads the runs' records (:mod:`vlprobe.results.schema`)."""
+"""The report's tables, (header, rows) each."""
 
 from __future__ import annotations
 
@@ -36,9 +35,7 @@ def _benchmarks(runs: Sequence[Run]) -> list[str]:
 
 def _ties(m: Metrics | None) -> str:
     """A run's tied comparisons and items for one config/split: "98 (n=100)"."""
-    if m is None or m.n_ties is None:
-        return ""
-    return f"{m.n_ties} (n={m.n_items if m.n_items is not None else '?'})"
+    return "" if m is None or m.n_ties is None else f"{m.n_ties} (n={m.n_items if m.n_items is not None else '?'})"
 
 
 def _registered(runs: Sequence[Run], name: str) -> str | None:
@@ -51,32 +48,19 @@ def config_label(entry: Entry) -> str:
     return entry.config + (f" ({summary_rules.POOLED})" if summary_rules.pooled(entry) else "")
 
 
-def _by_unit(runs: Sequence[Run], benchmark: str) -> tuple[list[tuple[str, str]], dict[tuple[int, str, str], Entry]]:
-    """The (config, split) pairs of ``benchmark``'s tables in first-seen order, and each run's entry of each."""
-    keys: list[tuple[str, str]] = []
-    by: dict[tuple[int, str, str], Entry] = {}
-    for i, run in enumerate(runs):
-        for e in run.entries(benchmark):
-            unit = (config_label(e), e.split)
-            keys += [unit] if unit not in keys else []
-            by[(i, *unit)] = e
-    return keys, by
-
-
 def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]]:
-    """One row per (config, split, metric); per run its value [CI] and a ties column: the gold vs
-    non-gold comparisons that tied, and the items (a 0.0 [0.0, 0.0] where nearly everything tied
-    says "the scores are constant", not "always wrong"). ``benchmark``: the name the tables go under."""
+    """One row per (config, split, metric); per run its value [CI] and its ties (many: the scores are constant)."""
     from ..results.display import shown_metrics
 
     header = ["config", "split", "metric"] + [h for r in runs for h in (r.label, f"{r.label} ties")] + ["chance"]
-    keys, by = _by_unit(runs, benchmark)
+    per_run = [{(config_label(e), e.split): e for e in run.entries(benchmark)} for run in runs]
     rows = []
-    for config, split in keys:
-        present = [by[(i, config, split)] for i in range(len(runs)) if (i, config, split) in by]
+    for config, split in dict.fromkeys(unit for mine in per_run for unit in mine):
+        found = [mine.get((config, split)) for mine in per_run]
+        present = [e for e in found if e is not None]
         for key in dict.fromkeys(k for e in present for k in shown_metrics(e)):
             chance = next((e.metrics.chance[key] for e in present if key in e.metrics.chance), None)
-            cells = [by[(i, config, split)].metrics if (i, config, split) in by else None for i in range(len(runs))]
+            cells = [e.metrics if e is not None else None for e in found]
             rows.append([config, split, key] + [c for m in cells for c in (_cell(m, key), _ties(m))]
                         + [_pct(chance) if chance is not None else ""])
     return header, rows
@@ -85,31 +69,19 @@ def long_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[lis
 def tag_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]] | None:
     """Per-tag breakdown: one row per (config, split, tag) with the config's headline metric."""
     header = ["config", "split", "tag", "metric"] + [f"{r.label} (n)" for r in runs]
-    keys: list[tuple[str, str, str, str]] = []
-    by: dict[tuple[int, str, str, str], Metrics] = {}
-    for i, run in enumerate(runs):
-        for e in run.entries(benchmark):
-            key = entry_headline(e)
-            for tag, m in sorted(e.metrics.per_tag.items()):
-                unit = (e.config, e.split, tag, key)
-                keys += [unit] if unit not in keys else []
-                by[(i, *unit[:3])] = m
-    if not keys:
-        return None
+    per_run = [{(e.config, e.split, tag): m for e in run.entries(benchmark) for tag, m in sorted(e.metrics.per_tag.items())}
+               for run in runs]
     rows = []
-    for config, split, tag, key in keys:
-        cells = []
-        for i in range(len(runs)):
-            m = by.get((i, config, split, tag))
-            cells.append("" if m is None or (m.value(key) is None and not na_text(m)) else f"{_cell(m, key)} ({m.n_items})")
-        rows.append([config, split, tag, key] + cells)
-    return header, rows
+    for config, split, tag, key in dict.fromkeys((e.config, e.split, tag, entry_headline(e) or "") for run in runs
+                                                 for e in run.entries(benchmark) for tag in sorted(e.metrics.per_tag)):
+        found = [mine.get((config, split, tag)) for mine in per_run]
+        rows.append([config, split, tag, key] + ["" if m is None or (m.value(key) is None and not na_text(m)) else
+                                                 f"{_cell(m, key)} ({m.n_items})" for m in found])
+    return (header, rows) if rows else None
 
 
 def _summary_cell(row: SummaryRow | None, metric: str, authors: str | None = None) -> str:
-    """A summary row's value in %, with its CI, "(k of n)" on an incomplete aggregate, and, where it differs from
-    the run's (another tie policy, or N/A where the authors' code prints a number), the value under the authors'
-    rule: "(strict: 21.9)"."""
+    """A summary row's value in % [CI], "(k of n)" on an incomplete aggregate, and theirs where it differs: "(strict: 21.9)"."""
     if row is None or not row.has(metric):
         return ""
     if metric in row.na:
@@ -129,47 +101,33 @@ def _authors(block: SummaryBlock | None) -> str | None:
 
 
 def summary_table(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]], list[str]] | None:
-    """The papers' aggregates of each run: one row per (config, split, headline metric), and the
-    notes (incomplete aggregates, framings, whose published figures :func:`published_beside` sets it beside) per
-    run."""
-    keys: list[tuple[str, str, str]] = []
-    by: dict[tuple[int, str, str], SummaryRow] = {}
-    notes: list[str] = []
-    for i, run in enumerate(runs):
-        block = run.summary.get(benchmark)
-        if block is None:
-            continue
-        for row in block.rows:
-            name = row.label if row.pooled else row.config  # a pooled config says what it is
-            by[(i, name, row.split)] = row
-            keys += [u for metric in (*row.values, *row.na) if (u := (name, row.split, metric)) not in keys]
-        notes += [f"{run.label}: departs from the authors' setting: {d.note}" for d in block.departures]
-        notes += [f"{run.label}: {n}" for n in block.notes]
+    """The papers' aggregates of each run: one row per (config, split, headline metric); and the runs' notes."""
+    blocks = [run.summary.get(benchmark) for run in runs]
+    # a pooled config goes by its label, which says what it is
+    per_run = [{(r.label if r.pooled and r.label else r.config, r.split): r for r in (b.rows if b else ())} for b in blocks]
+    keys = list(dict.fromkeys((*unit, metric) for mine in per_run for unit, row in mine.items()
+                              for metric in (*row.values, *row.na)))
     if not keys:
         return None
     order = summary_rules.headline_metrics(_registered(runs, benchmark))
     keys.sort(key=lambda k: order.index(k[2]) if k[2] in order else len(order))  # stable: configs in run order
     header = ["config", "split", "metric"] + [r.label for r in runs]
-    rows = [[config, split, metric] + [_summary_cell(by.get((i, config, split)), metric, _authors(runs[i].summary.get(
-            benchmark))) for i in range(len(runs))] for config, split, metric in keys]
+    rows = [[config, split, metric] + [_summary_cell(mine.get((config, split)), metric, _authors(b))
+                                       for mine, b in zip(per_run, blocks, strict=True)] for config, split, metric in keys]
+    notes = [f"{run.label}: {said}" for run, b in zip(runs, blocks, strict=True) if b is not None
+             for said in [*(f"departs from the authors' setting: {d.note}" for d in b.departures), *b.notes]]
     return header, rows, notes
 
 
 def published_beside(runs: Sequence[Run], benchmark: str) -> tuple[list[str], list[list[str]]] | None:
-    """Each run beside the figures published for its own checkpoint (its summary block's ``published``,
-    :func:`vlprobe.results.summary.published_rows`): one row per run, source, config or aggregate, and metric, with
-    the difference in points and its known causes. None when no run has any."""
+    """Each run beside the figures published for its own checkpoint; None when no run has any."""
     rows = [[run.label, *row] for run in runs if (block := run.summary.get(benchmark)) is not None
             for row in summary_rules.published_table(block)[1]]
-    if not rows:
-        return None
-    return ["run", *summary_rules.published_table(SummaryBlock(None))[0]], rows
+    return (["run", *summary_rules.published_table(SummaryBlock(None))[0]], rows) if rows else None
 
 
 def check_published(runs: Sequence[Run], tolerance: float) -> tuple[bool, list[str]]:
-    """Whether every figure published for each run's checkpoint is within ``tolerance`` points of the run's
-    (``vlprobe report --check``), and the lines that say so: one per figure off (or that the run has no figure
-    for), then the count. False too when no run has a figure to compare: nothing was reproduced."""
+    """Whether every published figure is within ``tolerance`` points of the run's (none: False), and the lines saying so."""
     lines, off, checked = [], 0, 0
     for run in runs:
         for name, block in run.summary.items():
@@ -184,10 +142,9 @@ def check_published(runs: Sequence[Run], tolerance: float) -> tuple[bool, list[s
                 lines.append(f"{what}{run.label} {name} {p.config} {block.names.get(p.metric, p.metric)}{ours}, "
                              f"{p.source} {100 * p.value:.2f}" + (f" ({p.note})" if p.note else ""))
     if not checked:
-        said = dict.fromkeys(n for run in runs for block in run.summary.values() for n in block.notes
-                             if n.startswith("no published figure"))
-        return False, [f"nothing to check: no run has a figure published for its checkpoint ({'; '.join(said)})"
-                       if said else "nothing to check: no run has a figure published for its checkpoint"]
+        said = "; ".join(dict.fromkeys(n for run in runs for block in run.summary.values() for n in block.notes
+                                       if n.startswith("no published figure")))
+        return False, ["nothing to check: no run has a figure published for its checkpoint" + (f" ({said})" if said else "")]
     lines.append(f"{checked - off} of {checked} published figures within {tolerance:g} "
                  f"{'point' if tolerance == 1 else 'points'} of the run's" + (f"; {off} off" if off else ""))
     return not off, lines
@@ -200,9 +157,7 @@ def _run_value(run: Run, benchmark: str, config: str, metric: str) -> SummaryRow
 
 
 def paper_table(runs: Sequence[Run], benchmark: str, papers: list[PaperResult]) -> tuple[list[str], list[list[str]]] | None:
-    """This run's figures beside the published ones of the benchmark ``benchmark`` names (the
-    benchmark's ``paper_tables``): one row per system, runs first; a run's value that is not under
-    the authors' tie rule carries theirs beside it. None for a dataset that records no benchmark."""
+    """The runs' figures beside those of the benchmark's ``paper_tables``, one row per system; None where none."""
     registered = _registered(runs, benchmark) if runs else benchmark
     tables = PAPER_TABLES.get(registered or "")
     if not tables or find(registered) is None:
@@ -229,13 +184,11 @@ def paper_table(runs: Sequence[Run], benchmark: str, papers: list[PaperResult]) 
 
 def headline(metrics: Metrics | Mapping[str, Any], benchmark: str | None = None,
              shape: tuple[int, int] | None = None, modality: str | None = None) -> str | None:
-    """The metric a plot shows for a config, by the one rule (:func:`vlprobe.results.summary.primary_metric`):
-    Winoground's group, VALSE's acc_r, BLA's sentence accuracy, TraVLR's macro-F1 or acc_r.
-    ``benchmark``: a registered benchmark's name (else the rule for the item ``shape``)."""
+    """The metric a plot shows for a config (:func:`vlprobe.results.summary.primary_metric`)."""
     m = metrics if isinstance(metrics, Metrics) else parse(Metrics, dump(metrics), "metrics")
     return summary_rules.primary_metric(benchmark, shape, m.keys(), modality)
 
 
 def entry_headline(entry: Entry) -> str | None:
-    """:func:`headline` of one of a run's entries, by its benchmark and the shape it records."""
+    """:func:`headline` of one of a run's entries."""
     return headline(entry.metrics, entry.benchmark if find(entry.benchmark) else None, entry.shape, entry.modality)

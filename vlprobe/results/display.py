@@ -1,11 +1,10 @@
-"""A run's results shown, from the records: percentages (:func:`pct`), not-available cells (:func:`na_text`), the
-table a run prints (:func:`format_table`), the wide table to paste (:func:`wide_rows`) and vlprobe's one bar chart
-(:func:`bar_chart`: run plots, the report, the Space)."""
+"""A run's results shown, from the records: the table a run prints, the wide table to paste and the bar charts."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
@@ -16,6 +15,8 @@ from .schema import Entry, Metrics, dataset_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.collections import LineCollection
+    from matplotlib.container import BarContainer
 
     from .scored import ScoredSplit
 
@@ -40,8 +41,7 @@ def na_text(metrics: Metrics | Mapping[str, Any] | None) -> str:
 
 
 def metric_keys(metrics: Mapping[str, Any]) -> list[str]:
-    """The scalar metrics present in a metric module's output, in display order (with a not-available result,
-    the metrics it would have had)."""
+    """The scalar metrics present in a metric module's output, in display order (not available: those it would have had)."""
     na = bool(metrics.get(NA_KEY))
     return [k for k in METRIC_ORDER if k in metrics and (isinstance(metrics[k], (int, float)) or (na and metrics[k] is None))]
 
@@ -50,7 +50,7 @@ def truncation_warning(split: Entry | ScoredSplit) -> str:
     """The one-line warning of a scored split (or an entry) where some items' texts collapsed, else ""."""
     if isinstance(split, Entry):
         return (split.data.truncation.warning if split.data.truncation else None) or ""
-    # a split's data before it is written: read in place (no round trip through the schema on each call)
+    # read in place: parsing the split's data on each call could raise where it has nothing to say
     return str((split.data.get("truncation") or {}).get("warning") or "")
 
 
@@ -59,8 +59,7 @@ def slug(text: str) -> str:
 
 
 def shown_metrics(entry: Entry) -> list[str]:
-    """The metrics an entry's table row and its plot show: those meaningful for its benchmark and item shape
-    (:func:`vlprobe.results.summary.display_metrics`; a 1 x 2 item shows acc_r, not the set metrics that equal it)."""
+    """The metrics an entry's table row and plot show (:func:`vlprobe.results.summary.display_metrics`)."""
     available = entry.metrics.keys()
     keys = summary.display_metrics(entry.benchmark, entry.shape, available, entry.modality)
     return [k for k in keys if k in available] or available
@@ -80,17 +79,9 @@ def _cell(m: Metrics, key: str) -> str:
 
 
 def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[str]] = shown_metrics) -> str:
-    """A plain-text table: a row per (dataset, config, split), value% [CI] per metric (``keys_of``: an entry's), chance
-    below, a block per run of entries showing the same metrics; ``ties``: the tied comparisons (policy), said below."""
-    blocks: list[tuple[list[str], list[Entry]]] = []
-    for e in entries:
-        keys = list(keys_of(e))
-        if blocks and blocks[-1][0] == keys:
-            blocks[-1][1].append(e)
-        else:
-            blocks.append((keys, [e]))
+    """The plain-text table a run prints, a block per run of entries showing the same metrics."""
     out = []
-    for keys, group in blocks:
+    for keys, group in groupby(entries, key=lambda e: list(keys_of(e))):
         header = ["dataset/config/split", "n", "ties"] + keys
         rows = []
         for e in group:
@@ -104,10 +95,8 @@ def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[s
             rows.append([row_name(e), str(m.n_items or ""), tied] + cells)
             rows.append(["  chance", "", ""] + [pct(m.chance.get(k)) for k in keys])
         widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
-        lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        out.append("\n".join(lines))
+        out.append("\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                              for r in [header, ["-" * w for w in widths], *rows]))
     policies = [p for p in TIE_POLICIES if any(e.ties == p for e in entries)]
     if policies:
         out[-1] += ("\nties: tied comparisons, " + ", ".join(f"({p}) {COUNTED[p]}" for p in policies)
@@ -118,54 +107,47 @@ def format_table(entries: Sequence[Entry], keys_of: Callable[[Entry], Sequence[s
 
 
 def wide_rows(entries: Sequence[Entry], digits: int = 1) -> tuple[list[str], list[dict[str, Any]]]:
-    """The table researchers paste (CLIP_benchmark's ``build_csv``): one row per dataset/config/split, a column per
-    metric shown (:func:`shown_metrics`, one name per quantity), each a percentage rounded to ``digits``; a
-    not-available cell empty, with its reason in ``na_reason``. Returns (columns, rows)."""
-    shown = {k for e in entries for k in shown_metrics(e)}
-    metrics = [k for k in METRIC_ORDER if k in shown]
+    """(columns, rows) of the table researchers paste (CLIP_benchmark's ``build_csv``): a row per entry, values in %."""
+    shown = [shown_metrics(e) for e in entries]
+    metrics = [k for k in METRIC_ORDER if any(k in keys for keys in shown)]
     rows = []
-    for e in entries:
+    for e, keys in zip(entries, shown, strict=True):
         m = e.metrics
         row: dict[str, Any] = {"dataset": dataset_name(e.dataset), "config": e.config, "split": e.split,
                                "pooled": summary.pooled(e), "n_items": m.n_items, "n_ties": m.n_ties}
-        for k in metrics:
-            v = m.value(k)
-            row[k] = None if v is None or k not in shown_metrics(e) else round(100 * v, digits)
-        rows.append({**row, NA_KEY: m.na_reason})
+        values = {k: None if (v := m.value(k)) is None or k not in keys else round(100 * v, digits) for k in metrics}
+        rows.append({**row, **values, NA_KEY: m.na_reason})
     return ["dataset", "config", "split", "pooled", "n_items", "n_ties", *metrics, NA_KEY], rows
 
 
-# ---- plots --------------------------------------------------------------------------------------
-
 def bar_chart(ax: Axes, labels: Sequence[str], values: Sequence[float | None], *,
               ci: Sequence[Sequence[float | None] | None] | None = None, chance: Sequence[float | None] | None = None,
-              color: str = "#4c78a8", label: str = "score", confidence: float | None = None) -> None:
-    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line
-    over each bar that has one. The one bar chart of vlprobe: run plots, the report, the Space."""
+              color: str | None = "#4c78a8", label: str = "score", confidence: float | None = None, offset: float = 0.0,
+              width: float = 0.8) -> tuple[BarContainer, LineCollection | None]:
+    """Bars in % on ``ax`` (values are fractions), CI error bars where given, a dashed chance line over each bar;
+    ``offset`` and ``width`` place one run's bars among others'. Returns the bars and a chance line."""
     vals = np.array([np.nan if v is None else float(v) for v in values], dtype=float) * 100
     x = np.arange(len(labels))
     yerr = None
     if ci is not None and any(c is not None for c in ci):
-        lo = np.array([(c[0] if c is not None and c[0] is not None else np.nan) for c in ci], dtype=float) * 100
-        hi = np.array([(c[1] if c is not None and c[1] is not None else np.nan) for c in ci], dtype=float) * 100
-        lo, hi = np.where(np.isnan(lo), vals, lo), np.where(np.isnan(hi), vals, hi)
+        bounds = np.array([[np.nan if c is None or c[j] is None else c[j] for c in ci] for j in (0, 1)], dtype=float) * 100
+        lo, hi = np.where(np.isnan(bounds), vals, bounds)  # no bound: no error bar
         yerr = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
         label += f" ({100 * confidence:.0f}% CI)" if confidence else " (95% CI)"
-    ax.bar(x, np.nan_to_num(vals), color=color, yerr=yerr, capsize=4, label=label)
-    first = True
+    bars = ax.bar(x + offset, np.nan_to_num(vals), width, color=color, yerr=yerr, capsize=4, label=label)
+    line = None
     for i, c in enumerate(chance or []):
         if c is not None and np.isfinite(c):
-            ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
-                      label="chance" if first else "")  # "": not in the legend
-            first = False
+            line = ax.hlines(c * 100, i - 0.45, i + 0.45, colors="#d62728", linestyles="dashed",
+                             label="chance" if line is None else "")  # "": not in the legend
     ax.set_xticks(x, list(labels), rotation=30, ha="right")
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
+    return bars, line
 
 
 def plot_split(ax: Axes, entry: Entry, title_suffix: str = "") -> None:
-    """One entry's bar per metric (in %; the metrics of its table row, :func:`shown_metrics`), CI error bars when
-    bootstrapped, chance per bar."""
+    """One entry's bar chart: the metrics of its table row."""
     m = entry.metrics
     keys = [k for k in shown_metrics(entry) if m.value(k) is not None]
     bar_chart(ax, keys, [m.value(k) for k in keys], ci=[m.ci.get(k) for k in keys] if m.ci else None,

@@ -1,6 +1,4 @@
-"""A run's files, written from the records as one folder swapped in (:func:`write_outputs`): results.json (read back
-by :func:`read_results`), scores.parquet, results.csv, results_wide.csv and a plot per entry; and the provenance's
-:func:`environment` (package versions, vlprobe's git commit from a clone)."""
+"""A run's files written from the records (:func:`write_outputs`) and read back (:func:`read_results`)."""
 
 from __future__ import annotations
 
@@ -39,6 +37,7 @@ from .scored import ScoredSplit
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from matplotlib.figure import Figure
 
 _PACKAGES = ("vlprobe", "torch", "transformers", "datasets", "evaluate", "accelerate", "huggingface_hub",
              "numpy", "pillow", "tokenizers")
@@ -65,8 +64,7 @@ def package_versions() -> dict[str, str | None]:
 
 
 def vlprobe_commit() -> str | None:
-    """The git commit vlprobe runs from when it is a clone's checkout (None when installed from a wheel, or
-    when git cannot say)."""
+    """The git commit vlprobe runs from when it is a clone's checkout, else None."""
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
@@ -84,16 +82,11 @@ def environment() -> dict[str, Any]:
 
 
 def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
-    """The run's provenance (as :class:`vlprobe.runner.Run` builds it) as a record: each dataset named beside
-    where it was read from."""
+    """The run's provenance (as :class:`vlprobe.runner.Run` builds it) as a record, each dataset named."""
     from .upgrade import named
 
-    if isinstance(provenance, Provenance):
-        return provenance
-    return parse(Provenance, named(dump(provenance)), "provenance")
+    return provenance if isinstance(provenance, Provenance) else parse(Provenance, named(dump(provenance)), "provenance")
 
-
-# ---- writing ----------------------------------------------------------------------------------------------
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -137,9 +130,7 @@ CSV_COLUMNS = ("dataset", "config", "split", "tag", "metric", "value", "ci_low",
 
 
 def csv_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
-    """results.csv's rows: per entry and per tag, each metric under one name (a synonym for this item shape,
-    :func:`vlprobe.results.summary.metric_synonyms`, is left out: ``text`` = ``set_acc`` = ``sentence_acc`` = ``acc_r``
-    for 1 x 2 items is the one row ``acc_r``)."""
+    """results.csv's rows: per entry and per tag, each metric under one name (no synonyms: :func:`.summary.metric_synonyms`)."""
     rows = []
     for e in entries:
         same = summary.metric_synonyms(e.benchmark, e.shape)
@@ -163,8 +154,18 @@ def csv_bytes(columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> byte
     return buf.getvalue().encode("utf-8")
 
 
+def write_png(path: Path, fig: Figure) -> None:
+    """Write ``fig`` as a PNG and close it."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})  # no matplotlib version: the same bytes anywhere
+    plt.close(fig)
+    atomic_write_bytes(Path(path), buf.getvalue())
+
+
 def plot_entry(path: Path, entry: Entry, title_suffix: str = "") -> None:
-    """Write one entry's bar chart (see :func:`~vlprobe.results.display.plot_split`) as a PNG."""
+    """Write one entry's bar chart as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -173,15 +174,11 @@ def plot_entry(path: Path, entry: Entry, title_suffix: str = "") -> None:
     fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(shown_metrics(entry)) + 1.5), 3.6), dpi=110)
     plot_split(ax, entry, title_suffix)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})  # no matplotlib version: the same bytes anywhere
-    plt.close(fig)
-    atomic_write_bytes(Path(path), buf.getvalue())
+    write_png(path, fig)
 
 
 def write_outputs(out_dir: str | os.PathLike[str], splits: Sequence[ScoredSplit], doc: EvaluationDocument) -> list[Path]:
-    """Write a run's files into a staging folder beside ``out_dir`` and swap it in (:func:`write_run_folder`):
-    results.json, scores.parquet, results.csv, results_wide.csv and a plot per entry; returns their paths."""
+    """Write a run's files (:data:`RUN_FILES` and a plot per entry) as one folder swapped in for ``out_dir``."""
     import pyarrow.parquet as pq
 
     def write(stage: Path) -> list[str]:
@@ -201,12 +198,9 @@ def write_outputs(out_dir: str | os.PathLike[str], splits: Sequence[ScoredSplit]
     return write_run_folder(out_dir, write)
 
 
-# ---- reading ----------------------------------------------------------------------------------------------
-
 def read_results(path: str | os.PathLike[str]) -> Document:
-    """A results.json file (or the run folder holding one) as records; a :class:`ResultsError`, one line naming
-    the file and the field, for one that is not a vlprobe results.json. The figures under the authors' tie rule an
-    older run lacks are recomputed from its scores.parquet (:func:`vlprobe.results.upgrade.authors_from_scores`)."""
+    """A results.json file (or the run folder holding one) as records, older formats upgraded; a
+    :class:`ResultsError`, one line naming the file and the field, for one that is not a vlprobe results.json."""
     from .upgrade import authors_from_scores, parse_document
 
     path = Path(path)

@@ -1,14 +1,5 @@
-"""Published figures keyed by checkpoint (``vlprobe/data/``, described in its README): ``published.csv`` (one
-figure a row: vlprobe's benchmark, config and metric, open_clip's ``ARCH/PRETRAINED`` checkpoint, the value in %, the
-source, the data version and items it was measured on), ``published_sources.csv`` (each source's reference, rule
-and data) and ``checkpoint_names.csv`` (the names users pass for each checkpoint). Imports nothing of vlprobe but
-the benchmarks' declarations, when asked, so every layer can read it.
-
-A run's model is a checkpoint (:func:`run_checkpoint`) when its scorer recorded one (an ``open_clip:`` name, or a
-copy registered in ``$VLPROBE_OPEN_CLIP_MODELS/ARCH/PRETRAINED/``), when ``checkpoint_names.csv`` lists its name or
-it is a checkpoint itself, or when it is a snapshot folder of the Hugging Face cache of such a repository. Any other
-local folder is none: its weights may be anything.
-"""
+"""Published figures keyed by open_clip's ``ARCH/PRETRAINED`` checkpoint (``vlprobe/data/``, described in its
+README). Imports nothing of vlprobe but the benchmarks' declarations, when asked, so every layer can read it."""
 
 from __future__ import annotations
 
@@ -23,12 +14,11 @@ OPEN_CLIP = "open_clip:"
 
 @dataclass(frozen=True)
 class Source:
-    """Where figures come from, for one benchmark: the reference, its URL and commit (empty: not a repository
-    file), the rule it scored by and what is known of the data it read."""
+    """Where figures come from, for one benchmark (a row of ``published_sources.csv``)."""
 
     key: str  # the CSV's "source"
     benchmark: str
-    label: str  # a few words for tables: "SugarCREPE authors (sugar-crepe#3)"
+    label: str  # for tables: "SugarCREPE authors (sugar-crepe#3)"
     reference: str
     url: str
     commit: str
@@ -38,7 +28,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Figure:
-    """One published figure (percent)."""
+    """One published figure (percent): a row of ``published.csv``."""
 
     benchmark: str
     config: str
@@ -46,8 +36,8 @@ class Figure:
     checkpoint: str
     value: float
     source_key: str  # the CSV's "source"
-    dataset_version: str  # the benchmark's upstream data version it was measured on ("" : not known)
-    n_items: int | None  # items it was measured on (None: not known)
+    dataset_version: str  # "": not known
+    n_items: int | None
 
     @property
     def source(self) -> Source:
@@ -65,8 +55,7 @@ T = TypeVar("T")
 
 
 def data_records(name: str, cls: type[T], **renamed: str) -> list[T]:
-    """The rows of ``vlprobe/data/<name>`` as ``cls`` records (a dataclass): each field read from the column of its
-    name (``renamed``: field=column where another) as its type says: a number, a count (empty: None) or the text."""
+    """The rows of ``vlprobe/data/<name>`` as ``cls`` dataclasses (``renamed``: field=column where another)."""
     text = resources.files("vlprobe").joinpath(f"data/{name}").read_text(encoding="utf-8")
     hints = get_type_hints(cls)
     columns = {f.name: renamed.get(f.name, f.name) for f in fields(cls)}  # type: ignore[arg-type]
@@ -100,25 +89,17 @@ def checkpoint_names() -> dict[str, str]:
     return {c.name: c.checkpoint for c in data_records("checkpoint_names.csv", _CheckpointName)}
 
 
-@functools.lru_cache(maxsize=1)
-def _checkpoints() -> frozenset[str]:
-    return frozenset(f.checkpoint for f in figures())
-
-
 def checkpoint_of(model: str) -> str | None:
-    """The checkpoint a model name stands for: a name of ``checkpoint_names.csv``, a checkpoint itself
-    (``ARCH/PRETRAINED``, with or without ``open_clip:``; a local copy registered under that name is that
-    checkpoint), or None when no published figure is keyed by it."""
+    """The checkpoint a model name stands for (a name of ``checkpoint_names.csv``, or a checkpoint itself), or None."""
     name = str(model).strip().rstrip("/")
     if name in checkpoint_names():
         return checkpoint_names()[name]
     bare = name.removeprefix(OPEN_CLIP)
-    return bare if bare in _checkpoints() else None
+    return bare if any(f.checkpoint == bare for f in figures()) else None
 
 
 def published_for(model: str, benchmark: str | None = None) -> list[Figure]:
-    """The published figures for the checkpoint ``model`` names (see :func:`checkpoint_of`), of ``benchmark`` (a
-    vlprobe benchmark name; None: all), in the data's order; [] when there are none."""
+    """The published figures for the checkpoint ``model`` names, of ``benchmark`` (None: all), in the data's order."""
     checkpoint = checkpoint_of(model)
     if checkpoint is None:
         return []
@@ -126,17 +107,9 @@ def published_for(model: str, benchmark: str | None = None) -> list[Figure]:
 
 
 def run_checkpoint(model_id: str | None, recorded: str | None = None) -> str | None:
-    """The checkpoint a run's model was (see the module doc): ``recorded``, the checkpoint its scorer recorded
-    (an open_clip name's or registered copy's ``ARCH/PRETRAINED``), else the one its name ``model_id`` stands for,
-    else the one of the Hub repository a Hugging Face cache folder is a snapshot of; None when none.
-
-    >>> run_checkpoint("openai/clip-vit-base-patch32")
-    'ViT-B-32/openai'
-    >>> run_checkpoint("/home/me/.cache/huggingface/hub/models--openai--clip-vit-base-patch32/snapshots/3d74acf9")
-    'ViT-B-32/openai'
-    >>> run_checkpoint("./my-finetuned-clip") is None
-    True
-    """
+    """The checkpoint a run's model was: the one its scorer ``recorded``, else the one its name stands for, else the one
+    of the Hub repository a Hugging Face cache folder is a snapshot of. Any other local folder is none: its weights may
+    be anything."""
     if recorded:
         return str(recorded).removeprefix(OPEN_CLIP)
     if not model_id:
@@ -152,15 +125,8 @@ def run_checkpoint(model_id: str | None, recorded: str | None = None) -> str | N
 
 
 def version_note(figure: Figure, version: str | None = None, n_items: int | None = None) -> str | None:
-    """What is known to differ between the data ``figure`` was measured on and a run's: ``version``, the version of
-    the benchmark's data the run read (default: the one vlprobe builds, the benchmark's ``data_version``), and
-    ``n_items``, the items it scored (default: the benchmark's count for the config at that version); None when
-    nothing is: another upstream version, and by how many items.
-
-    >>> f = [f for f in published_for("open_clip:ViT-B-32/openai", "sugar_crepe") if f.config == "swap_obj"]
-    >>> [version_note(x) for x in f]  # the SugarCREPE authors' table, then the study
-    ['measured on the 6e45274 version of the data, not 546eb51 (246 items against 245)', None]
-    """
+    """What is known to differ between the data ``figure`` was measured on and a run's (``version``, default the
+    benchmark's ``data_version``; ``n_items``, default its count): another version, other items; None when nothing."""
     from ..benchmarks import find
 
     bench = find(figure.benchmark)

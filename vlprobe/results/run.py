@@ -1,5 +1,4 @@
-"""The protocol ``vlprobe.evaluate``'s :class:`~vlprobe.Evaluation` and ``vlprobe.probe``'s
-:class:`~vlprobe.ProbeResult` share."""
+"""The protocol :class:`~vlprobe.Evaluation` and :class:`~vlprobe.ProbeResult` share."""
 
 from __future__ import annotations
 
@@ -19,10 +18,7 @@ E = TypeVar("E", Entry, ProbeRow)
 
 
 class RunResult(Generic[E]):
-    """What a run returns: ``document`` (results.json as records), ``entries`` (its entries, or a probe's rows),
-    ``summary`` (the papers' aggregates, one block per benchmark), ``results`` (results.json as JSON), ``table()``
-    (what the command prints), ``to_pandas()``, ``plot()`` and ``save(out)`` (the run's folder). ``E``: the kind of
-    entry, :class:`~.schema.Entry` or :class:`~.schema.ProbeRow`."""
+    """What a run returns: ``document`` (results.json as records), its entries (or a probe's rows) and ``summary``."""
 
     document: Document
     summary: Mapping[str, SummaryBlock]
@@ -35,8 +31,7 @@ class RunResult(Generic[E]):
     @property
     def results(self) -> dict[str, Any]:
         """The results.json document, as JSON."""
-        out: dict[str, Any] = dump(self.document)
-        return out
+        return cast("dict[str, Any]", dump(self.document))
 
     def table(self) -> str:
         raise NotImplementedError
@@ -51,7 +46,7 @@ class RunResult(Generic[E]):
         raise NotImplementedError
 
     @staticmethod
-    def _check_out(out: object) -> None:
+    def check_out(out: object) -> None:
         """``out`` names a folder (a str or os.PathLike), else one :class:`ArgumentError` naming it."""
         if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
             raise ArgumentError("out", out, f"must be a folder's path (a str or os.PathLike), not {type(out).__name__}"

@@ -1,10 +1,5 @@
-"""The declared shape of ``results.json``: frozen dataclasses from which it is written (:func:`dump`), read and
-checked (:func:`parse`: a :class:`SchemaError` names the field, ``results[0] (valse/existence/test).metrics.acc_r:
-must be a number, got 'high'``) and published as a JSON Schema (:func:`json_schema`: ``vlprobe schema``). An
-:class:`EvaluationDocument` holds the :class:`Provenance`, an :class:`Entry` per (dataset, config, split) and a
-:class:`SummaryBlock` per benchmark; a :class:`ProbeDocument` a :class:`ProbeRow` per fit and test and TraVLR's
-Table 2 as :class:`Table2Cell`. Older files are brought to this shape by :func:`vlprobe.results.upgrade.upgrade`.
-"""
+"""The declared shape of ``results.json``: frozen records it is written from (:func:`dump`), read and checked by
+(:func:`parse`: a :class:`SchemaError` names the field) and published as a JSON Schema by (:func:`json_schema`)."""
 
 from __future__ import annotations
 
@@ -75,13 +70,12 @@ Interval = tuple[Fraction | None, Fraction | None]  # [low, high] of a bootstrap
 
 
 def flat() -> dict[str, Any]:
-    """A mapping whose keys sit in the record's own JSON object (a metric result's values)."""
+    """A mapping whose keys sit in the record's own JSON object."""
     return field(default_factory=dict, metadata={"flat": True})
 
 
 def rest() -> dict[str, Any]:
-    """An open record's JSON object as it was recorded, every key (settings, provenance sections): its typed fields
-    are checked views of it, and it is written back as it was, keys that are null included."""
+    """An open record's JSON object as recorded, written back as it was: its typed fields are checked views of it."""
     return field(default_factory=dict, metadata={"rest": True})
 
 
@@ -105,12 +99,9 @@ class SchemaError(ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-# ---- the records ---------------------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class ScoreRange:
-    """The lowest and highest score of a split's items, and the items holding a score below 0 (BLA's CLIP script
-    clamps cosines at 0, so a run with any differs from it: :class:`vlprobe.benchmarks.ClampedAtZero`)."""
+    """The lowest and highest score of a split's items, and the items scoring below 0 (BLA's CLIP script clamps at 0)."""
 
     min: float
     max: float
@@ -119,9 +110,7 @@ class ScoreRange:
 
 @dataclass(frozen=True)
 class Metrics:
-    """One result of the metric module (``vlprobe.metric.compute``): each metric's value as a fraction (null
-    where not available: every item tied, ``na_reason`` says why), ``n_items``, ``n_ties`` (tied gold vs
-    non-gold comparisons), ``chance`` and ``support`` per metric, ``ci`` (with a bootstrap) and ``per_tag``."""
+    """One result of the metric module: each metric's value as a fraction (null where not available: ``na_reason``)."""
 
     values: Mapping[MetricName, Fraction | None] = flat()
     n_items: Positive | None = opt()
@@ -150,8 +139,7 @@ class Metrics:
 
 @dataclass(frozen=True)
 class AuthorsRule:
-    """An entry's metrics under its benchmark's own tie rule, where they differ from the run's (another tie
-    policy, or metrics not available where the authors' code prints a number); no CI."""
+    """An entry's metrics under its benchmark's own tie rule, where they differ from the run's; no CI."""
 
     ties: TiePolicy
     metrics: Metrics
@@ -171,8 +159,7 @@ class Truncation:
 
 @dataclass(frozen=True)
 class DataInfo:
-    """Where an entry's rows came from: the split's fingerprint or files, its rows, the item spec (its name
-    inside the dataset folder), the modality scored, the truncation counts; other keys kept as written."""
+    """Where an entry's rows came from (``spec``: the item spec's name in the dataset folder); other keys as written."""
 
     revision: str | None = opt()
     rows_in_split: Count | None = opt()
@@ -186,12 +173,8 @@ class DataInfo:
 
 @dataclass(frozen=True)
 class Entry:
-    """One scored (dataset, config, split). ``dataset``: its name (a folder's name or a Hub id, never a path:
-    the path is in the provenance); ``benchmark``: the registered benchmark its dataset records, null for a
-    dataset of the user's own; ``dataset_version``: the version of the benchmark's data it was scored on (for
-    setting it beside published figures measured on one); ``shape``: the items' m x n, null when mixed; ``ties``:
-    the tie policy its metrics count a tie by (under the run's ties "authors", its benchmark's rule; absent from a
-    file written before entries recorded it, where the run's settings.ties is every entry's)."""
+    """One scored (dataset, config, split). ``dataset``: its name, never a path; ``benchmark``: null for a dataset of
+    the user's own; ``shape``: null when mixed; ``ties``: the tie policy its metrics count by (absent: settings.ties)."""
 
     dataset: str
     config: str
@@ -213,8 +196,7 @@ class Entry:
         return self.data.modality
 
     def policy(self, run: str | None) -> str | None:
-        """The tie policy its metrics count a tie by: its own ``ties``, else (a file from before entries recorded
-        it) ``run``, the run's ``settings.ties``; None where neither says."""
+        """The tie policy its metrics count a tie by: its own ``ties``, else ``run``, the run's ``settings.ties``."""
         return self.ties or (run if run in TIE_POLICIES else None)
 
     @staticmethod
@@ -225,8 +207,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """The model scored: ``model_id`` as given (a Hub id, or a folder's path), its resolved revision or weights'
-    hash, family, dtype, device and preprocessing."""
+    """The model scored: ``model_id`` as given (a Hub id or a folder's path), its resolved revision or weights' hash."""
 
     model_id: str | None = None
     revision: str | None = None
@@ -277,9 +258,7 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class DatasetSource:
-    """A dataset a run read: ``name`` (as entries and tables call it), ``dataset`` (as given: the folder's path
-    or the Hub id, said once, here) and the revision asked for; a probe's also its benchmark, the version of the
-    benchmark's data (as an evaluate run's entries record it) and splits."""
+    """A dataset a run read: ``dataset`` as given (a folder's path or a Hub id), ``name`` as entries call it."""
 
     dataset: str
     name: str | None = opt()
@@ -302,8 +281,7 @@ class Environment:
 
 @dataclass(frozen=True)
 class Stats:
-    """The engine's (or a probe's feature extraction's) statistics: inputs computed and from the cache, the cache
-    folder (null: none kept), the text length limit and the share of captions truncated; the rest as recorded."""
+    """The engine's (or a probe's feature extraction's) statistics (``cache_dir`` null: none kept), as recorded."""
 
     cache_dir: str | None = opt()
     computed_inputs: Count | None = opt()
@@ -340,8 +318,7 @@ class Timings:
 
 @dataclass(frozen=True)
 class Provenance:
-    """What produced a run: when, the command that reruns it, the model, the settings, the datasets (a probe
-    run: ``dataset``), the engine's (or the probe's features') statistics, timings and the environment."""
+    """What produced a run: when, the command that reruns it, the model, settings, datasets, statistics, environment."""
 
     created: str | None = None
     command: str | None = opt()
@@ -359,8 +336,7 @@ class Provenance:
 
 @dataclass(frozen=True)
 class TieRule:
-    """The authors' tie rule (``authors``: the tie policy that reproduces it; ``rule``: what their code does)
-    and the run's policy."""
+    """The authors' tie rule (``authors``: the tie policy that reproduces it; ``rule``: what their code does)."""
 
     authors: TiePolicy
     rule: str
@@ -379,11 +355,8 @@ class Departure:
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """One row of a benchmark's aggregates: a config (from its own entry, or a pooled entry's per-tag results:
-    ``from``) or an aggregate (``aggregate``: a mean over ``over``, weighted as the benchmark declares), its
-    headline ``values``, ``ci``, ``authors`` (the figures under the authors' tie rule where they differ: another
-    policy, or N/A where their code prints a number), ``na`` with ``na_reason``; ``pooled``: a config pooling
-    the others' items, not a paper's figure. A probe's rows add ``setting``, ``train_size``, ``sd`` and ``seeds``."""
+    """One row of a benchmark's aggregates: a config or an ``aggregate`` (a mean over ``over``); ``authors``: the
+    figures under the authors' tie rule where they differ; ``pooled``: a config pooling the others' items."""
 
     config: str
     split: str
@@ -422,8 +395,7 @@ class SummaryRow:
 
 @dataclass(frozen=True)
 class Published:
-    """A figure published for the run's own checkpoint, set beside the run's (one per source, config or
-    aggregate, and metric): the published value, the run's, their difference and the known cause of it."""
+    """A figure published for the run's own checkpoint beside the run's, and the known causes of a difference."""
 
     source: str
     config: str
@@ -440,10 +412,8 @@ class Published:
 
 @dataclass(frozen=True)
 class SummaryBlock:
-    """One benchmark's aggregates in a run (:func:`vlprobe.results.summary.summarize`): its ``source`` (the paper's
-    table it follows; null where no paper defines aggregates), ``headline`` metrics, ``rows``, ``complete``,
-    ``notes``; the paper's ``names`` of metrics, the ``framings`` its values are of, the ``tie_policy``, the
-    run's ``departures`` from the authors' setting, and ``published``: figures for this checkpoint beside it."""
+    """One benchmark's aggregates in a run: ``source``: the paper's table it follows (null: none defines them);
+    ``names``: the paper's names of metrics; ``published``: the figures for this checkpoint beside the run's."""
 
     benchmark: str | None
     rows: tuple[SummaryRow, ...] = ()
@@ -471,9 +441,8 @@ class EvaluationDocument:
 
 @dataclass(frozen=True)
 class ProbeRow:
-    """One fit and test of ``vlprobe probe``: task, setting (what it was trained on), split, modalities,
-    transfer, training rows, the probe's L2 and seed, macro-F1 (null where nothing could be measured:
-    ``na_reason``) with its bootstrap CI, F1 of each class, accuracy, chance and test rows."""
+    """One fit and test of ``vlprobe probe``: ``setting``: what it was trained on; ``macro_f1`` with its bootstrap
+    CI (null where nothing could be measured: ``na_reason``); ``n``: test rows."""
 
     task: str
     setting: str
@@ -509,8 +478,7 @@ class ProbeRow:
 
 @dataclass(frozen=True)
 class Table2Cell:
-    """A cell of TraVLR's Table 2 layout: the full-size model's OOD macro-F1 (mean over seeds), its InD, the
-    change, the sd over seeds, the seeds, chance and how many seeds' probes are above chance in distribution."""
+    """A cell of TraVLR's Table 2 layout: the full-size model's OOD macro-F1, mean over seeds, and its InD."""
 
     task: str
     trained_on: str
@@ -547,8 +515,7 @@ Document = Union[EvaluationDocument, ProbeDocument]
 
 
 def dataset_name(dataset: str) -> str:
-    """A dataset's short name, as tables label it: ``facebook/winoground`` -> ``winoground``;
-    ``./travlr/`` -> ``travlr``. Not its benchmark: a folder records that in its vlprobe.yaml."""
+    """A dataset's short name, as tables label it: ``facebook/winoground`` -> ``winoground``."""
     return Path(str(dataset).rstrip("/\\")).name.lower() or str(dataset)
 
 
@@ -558,8 +525,6 @@ def portable_name(location: str) -> str:
     local = text.startswith((".", "/", "~", "\\")) or Path(text).is_absolute() or Path(text).expanduser().exists()
     return (Path(text).name or text) if local else text
 
-
-# ---- JSON -> records -------------------------------------------------------------------------------------------
 
 @cache
 def _hints(cls: type) -> dict[str, Any]:
@@ -577,8 +542,7 @@ def _kind(value: object) -> str:
 
 
 def parse(tp: type[T], value: object, where: str = "") -> T:
-    """``value`` (parsed JSON) as the record ``tp``: records built, numbers checked; a :class:`SchemaError`
-    names the first field at fault."""
+    """``value`` (parsed JSON) as the record ``tp``; a :class:`SchemaError` names the first field at fault."""
     return cast(T, _parse(tp, value, where))
 
 
@@ -676,8 +640,6 @@ def _record(cls: type, value: object, where: str) -> object:
         raise SchemaError(where, str(err)) from None
 
 
-# ---- records -> JSON -------------------------------------------------------------------------------------------
-
 def dump(obj: object) -> Any:
     """Records (and numpy values, paths, tuples) as JSON: NaN and infinities as null."""
     if is_dataclass(obj) and not isinstance(obj, type):
@@ -703,8 +665,6 @@ def dump(obj: object) -> Any:
         return None
     return str(obj) if isinstance(obj, Path) else obj
 
-
-# ---- the published JSON Schema -----------------------------------------------------------------------------------
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a results.json, generated from the records."""

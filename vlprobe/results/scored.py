@@ -1,13 +1,13 @@
-"""What a run keeps of its scored splits in memory (:class:`ScoredSplit`: items, score matrices, the metric's
-output), and their records in results.json (:func:`result_entries`)."""
+"""What a run keeps of its scored splits in memory (:class:`ScoredSplit`), and their records (:func:`result_entries`)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -20,8 +20,7 @@ from .schema import AuthorsRule, DataInfo, Entry, Metrics, dataset_name, dump, p
 
 @dataclass(frozen=True, slots=True)
 class ScoredItem:
-    """What a run keeps of a scored item, small: no images, texts interned, one shared tuple per tag set and one
-    read-only array per distinct gold matrix; its scores sit in :class:`ScoreMatrices`."""
+    """What a run keeps of a scored item, small: no images, texts interned, tag sets and gold matrices shared."""
 
     id: str
     texts: tuple[str, ...]
@@ -30,8 +29,10 @@ class ScoredItem:
 
     @classmethod
     def of(cls, item: Item) -> ScoredItem:
-        return cls(id=item.id, texts=tuple(sys.intern(t) for t in item.texts), gold=_shared_gold(item.gold),
-                   tags=_shared_tags(item.tags))
+        tags = tuple(sys.intern(str(t)) for t in item.tags)
+        gold = np.asarray(item.gold, dtype=bool)
+        return cls(id=item.id, texts=tuple(sys.intern(t) for t in item.texts), tags=_shared(_TAGS, tags, lambda: tags),
+                   gold=_shared(_GOLDS, (gold.shape, gold.tobytes()), lambda: _read_only(gold)))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -40,32 +41,25 @@ class ScoredItem:
 
 @dataclass
 class ScoredSplit:
-    """One evaluated (dataset, config, split): its items (as :class:`ScoredItem`, or full
-    :class:`~vlprobe.dataset.items.Item` objects), their score matrices and the metric output."""
+    """One evaluated (dataset, config, split): its items, their score matrices and the metric output."""
 
     dataset: str
     config: str
     split: str
     items: list[Any]
-    benchmark: str | None = None  # the registered benchmark the dataset records (vlprobe.benchmarks), or None
-    dataset_version: str | None = None  # the version of the benchmark's data its rows are, where known
-    # per item an m x n matrix: a list of arrays, or (what evaluate keeps) a ScoreMatrices
-    scores: Sequence[np.ndarray] = field(default_factory=list)
+    benchmark: str | None = None
+    dataset_version: str | None = None
+    scores: Sequence[np.ndarray] = field(default_factory=list)  # per item m x n: evaluate keeps a ScoreMatrices
     probabilities: Sequence[np.ndarray] | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
-    data: dict[str, Any] = field(default_factory=dict)  # fingerprint, revision, rows...
-    # Positions of the items where a gold and a non-gold text are one input to the model (the same
-    # token ids after its tokenization and truncation), so they tie exactly; None when the scorer could
-    # not say (see vlprobe.scorers.base.Scorer.seen_texts). ``truncated``: those of them whose texts
-    # differ only past the truncation limit.
+    data: dict[str, Any] = field(default_factory=dict)
+    # The items whose gold and a non-gold text are one input to the model (the same token ids), so they tie
+    # exactly (None: the scorer cannot say); ``truncated``: those whose texts differ only past the limit.
     collapsed: list[int] | None = None
     truncated: list[int] | None = None
-    text_limit: int | None = None  # the scorer's text length limit, in tokens
-    # The tie policy its metrics count a tie by (vlprobe.benchmarks.tie_policy: under ties="authors", its
-    # benchmark's rule); None: not measured yet
-    ties: str | None = None
-    # The metrics under the benchmark's own tie rule where the split's policy is another: {"ties", "metrics"}
-    authors_rule: dict[str, Any] | None = None
+    text_limit: int | None = None  # in tokens
+    ties: str | None = None  # the tie policy its metrics count a tie by; None: not measured yet
+    authors_rule: dict[str, Any] | None = None  # {"ties", "metrics"} under the benchmark's rule, where another
 
     @property
     def name(self) -> str:
@@ -79,8 +73,7 @@ class ScoredSplit:
 
 
 class ScoreMatrices(Sequence[np.ndarray]):
-    """Per-item m x n matrices kept as a few stacked ``(k, m, n)`` blocks (a sequence of arrays, without the ~200
-    bytes of an ndarray per item); :meth:`stacked`: all of them as one ``(N, m, n)`` array when they share a shape."""
+    """Per-item m x n matrices kept as a few stacked ``(k, m, n)`` blocks, without the ~200 bytes of an ndarray each."""
 
     def __init__(self, matrices: Iterable[ArrayLike] = (), dtype: DTypeLike = np.float32) -> None:
         self.dtype = np.dtype(dtype)
@@ -90,21 +83,12 @@ class ScoreMatrices(Sequence[np.ndarray]):
 
     def extend(self, matrices: Iterable[ArrayLike]) -> None:
         """Append ``matrices`` (a sequence of m x n arrays, or one (k, m, n) array)."""
-        run: list[np.ndarray] = []
-        for matrix in matrices:
-            arr = np.asarray(matrix, dtype=self.dtype)
-            if arr.ndim != 2:
-                raise ValueError(f"each item needs an m x n matrix, got shape {arr.shape}")
-            if run and arr.shape != run[0].shape:
-                self._append(np.stack(run))
-                run = []
-            run.append(arr)
-        if run:
-            self._append(np.stack(run))
-
-    def _append(self, block: np.ndarray) -> None:
-        self._blocks.append(block)
-        self._ends.append(len(self) + len(block))
+        for _, run in groupby((np.asarray(m, dtype=self.dtype) for m in matrices), key=np.shape):
+            block = np.stack(list(run))
+            if block.ndim != 3:
+                raise ValueError(f"each item needs an m x n matrix, got shape {block.shape[1:]}")
+            self._ends.append(len(self) + len(block))
+            self._blocks.append(block)
 
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
@@ -116,11 +100,7 @@ class ScoreMatrices(Sequence[np.ndarray]):
     def __getitem__(self, index: int | slice) -> np.ndarray | list[np.ndarray]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        i = int(index)
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError("ScoreMatrices index out of range")
+        i = range(len(self))[index]  # a negative index counted from the end; IndexError out of range
         k = int(np.searchsorted(self._ends, i, side="right"))
         matrix: np.ndarray = self._blocks[k][i - (self._ends[k - 1] if k else 0)]
         return matrix
@@ -146,43 +126,35 @@ class ScoreMatrices(Sequence[np.ndarray]):
 
 _GOLDS: dict[tuple[Any, ...], np.ndarray] = {}
 _TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-def _shared_tags(tags: Iterable[object]) -> tuple[str, ...]:
-    """One tuple per distinct tag set (a run has a handful), of interned strings."""
-    key = tuple(sys.intern(str(t)) for t in tags)
-    shared = _TAGS.get(key)
+def _shared(cache: dict[K, V], key: K, make: Callable[[], V]) -> V:
+    """One object per distinct key, kept while the cache holds under 10,000."""
+    shared = cache.get(key)
     if shared is None:
-        shared = key
-        if len(_TAGS) < 10_000:
-            _TAGS[key] = shared
+        shared = make()
+        if len(cache) < 10_000:
+            cache[key] = shared
     return shared
 
 
-def _shared_gold(gold: np.ndarray) -> np.ndarray:
-    """One read-only array per distinct gold matrix (a run has a handful: [[1, 0]], [[0, 1]]...)."""
-    gold = np.asarray(gold, dtype=bool)
-    key = (gold.shape, gold.tobytes())
-    shared = _GOLDS.get(key)
-    if shared is None:
-        shared = np.array(gold, dtype=bool, copy=True)
-        shared.setflags(write=False)
-        if len(_GOLDS) < 10_000:
-            _GOLDS[key] = shared
+def _read_only(gold: np.ndarray) -> np.ndarray:
+    shared = np.array(gold, dtype=bool, copy=True)
+    shared.setflags(write=False)
     return shared
-
 
 
 def result_entries(splits: Sequence[ScoredSplit]) -> list[Entry]:
-    """The ``results`` of results.json: one record per (dataset, config, split), its dataset named, not located
-    (:func:`~vlprobe.results.schema.portable_name`; two datasets of one name keep what they were given as)."""
+    """The ``results`` of results.json, each dataset by its portable name (two of one name: as given)."""
     names = {u.dataset: portable_name(u.dataset) for u in splits}
     taken = [names[d] for d in dict.fromkeys(u.dataset for u in splits)]
     return [entry_of(u, names[u.dataset] if taken.count(names[u.dataset]) == 1 else u.dataset) for u in splits]
 
 
 def entry_of(split: ScoredSplit, name: str | None = None) -> Entry:
-    """The record of one scored split (``name``: its dataset's, default its portable name)."""
+    """The record of one scored split (``name``: its dataset's)."""
     data = parse(DataInfo, dump(split.data), f"{split.name}.data")
     if data.spec and Path(data.spec).is_absolute():  # the item spec by its place in the folder, not its path
         folder, spec = Path(str(split.dataset)).expanduser(), Path(data.spec)

@@ -1,13 +1,5 @@
-"""The papers' aggregates of a run, by the rules each benchmark declares (:class:`~vlprobe.benchmarks.Benchmark`,
-in ``vlprobe/benchmarks/``): the one place that applies them, naming no benchmark. Which metrics a paper reports
-(:func:`headline_metrics`), a table shows (:func:`display_metrics`) and a plot shows (:func:`primary_metric`); the
-aggregates of a run's entries (:func:`summarize`), one :class:`~vlprobe.results.schema.SummaryBlock` per benchmark.
-
-Values are fractions. A run that departs from the authors' setting (another tie policy, a modality, a control,
-``--limit``, items the authors do not score) gets ``departures``; each row carries ``authors``, its values under the
-authors' tie rule where they differ (another policy, or N/A where their code prints a number). Given the run's model,
-each block is set beside the figures published for its checkpoint (:func:`published_rows`).
-"""
+"""The papers' aggregates of a run (:func:`summarize`), by the rules each benchmark declares: the one place that
+applies them, naming no benchmark; and which metrics a paper reports, a table shows and a plot shows."""
 
 from __future__ import annotations
 
@@ -43,13 +35,10 @@ def _shape(shape: Sequence[int] | None) -> tuple[int, int] | None:
     return m, n
 
 
-# ---- which metrics ---------------------------------------------------------------------------------
-
 def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None,
                      modality: str | None = None) -> list[str]:
-    """The metrics ``benchmark``'s paper reports, in its order (the first is the one a plot shows). ``shape`` (m, n)
-    decides where the benchmark has several framings (TraVLR: 1 x 1 -> macro-F1, 1 x 2 -> acc_r) and for a dataset no
-    paper defines (m >= 2 -> text / image / group; 1 x 1 -> macro-F1; else acc_r); a text-only run: ``text``."""
+    """The metrics ``benchmark``'s paper reports, in its order; ``shape`` (m, n) decides between framings, and for a
+    dataset no paper defines (m >= 2: text / image / group; 1 x 1: macro-F1; else acc_r)."""
     if modality == TEXT_ONLY:
         return ["text"]
     bench = find(benchmark)
@@ -59,8 +48,7 @@ def headline_metrics(benchmark: str | None, shape: tuple[int, int] | None = None
 
 def headline_present(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                      modality: str | None = None) -> list[str]:
-    """The headline metrics a result has: a benchmark's ``probability_only`` ones (VALSE's acc, min_p, AUROC) only
-    with probabilities."""
+    """The headline metrics a result has (``probability_only`` ones only with probabilities)."""
     avail = set(available)
     keys = [k for k in headline_metrics(benchmark, shape, modality) if k in avail]
     bench = find(benchmark)
@@ -71,74 +59,55 @@ def headline_present(benchmark: str | None, shape: tuple[int, int] | None, avail
 
 def primary_metric(benchmark: str | None, shape: tuple[int, int] | None, available: Iterable[str],
                    modality: str | None = None) -> str | None:
-    """The one metric a plot shows for a config: the benchmark's ``primary`` (Winoground's group), else its first
-    headline metric present; for a dataset of the user's own, group where it has one."""
+    """The one metric a plot shows for a config: the benchmark's ``primary``, else its first headline metric present."""
     avail = list(available)
     bench = find(benchmark)
     order = headline_present(benchmark, shape, avail, modality)
     first = (bench.primary if bench is not None else "group") if modality != TEXT_ONLY else None
-    if first in order:
-        order = [first] + [k for k in order if k != first]
     if order:
-        return order[0]
+        return first if first in order else order[0]
     rest = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
     return rest[0] if rest else None
 
 
 def metric_synonyms(benchmark: str | None, shape: tuple[int, int] | None) -> dict[str, str]:
-    """``{metric: the name kept}`` for the metrics that equal another for every item of this shape, ties included: with
-    one row ``text`` = ``set_acc``; with two texts ``acc_r`` = ``set_acc`` = ``sentence_acc`` (and for 1 x 2 ``text``).
-    The name kept is the first the headline uses, else the group's first. Tables, results.csv and ``to_pandas()`` carry
-    it only; results.json keeps every key. Mixed shapes (None): none."""
+    """``{metric: the name kept}`` for metrics that equal another for every item of this shape, ties included (1 x 2:
+    ``acc_r`` = ``set_acc`` = ``sentence_acc`` = ``text``). Tables and CSVs carry the kept name only; results.json all."""
     s = _shape(shape)
     if s is None:
         return {}
     m, n = s
-    groups = []
     if n == 2:
-        groups.append(["acc_r", "set_acc", "sentence_acc"] + (["text"] if m == 1 else []))
+        group = ["acc_r", "set_acc", "sentence_acc"] + (["text"] if m == 1 else [])
     elif m == 1 and n > 2:
-        groups.append(["set_acc", "text"])
-    headline = list(headline_metrics(benchmark, s))
-    out: dict[str, str] = {}
-    for group in groups:
-        kept = next((k for k in headline if k in group), group[0])
-        out.update({k: kept for k in group if k != kept})
-    return out
+        group = ["set_acc", "text"]
+    else:
+        return {}
+    kept = next((k for k in headline_metrics(benchmark, s) if k in group), group[0])
+    return {k: kept for k in group if k != kept}
 
 
 def display_metrics(benchmark: str | None, shape: tuple[int, int] | None, available: Sequence[str],
                     modality: str | None = None) -> list[str]:
-    """The metrics a printed table and a run's plot show for one config: its headline metrics
-    (:func:`headline_metrics`); where none is present (mixed shapes, a result without them), the others that carry
-    information for this shape, one name per quantity (:func:`metric_synonyms`)."""
+    """The metrics a table and a plot show for one config: its headline metrics, else those that carry information
+    for this shape, one name per quantity."""
     avail = list(available)
     bench = find(benchmark)
     s = _shape(shape)
-    head = headline_present(benchmark, s, avail, modality) if (bench is not None or s is not None) else []
-    drop: set[str] = set()
-    if s is not None:
-        m, n = s
-        if m == 1:
-            drop |= {"text", "image", "group"}
-            if n <= 2:
-                drop |= {"set_acc", "set_error", "sentence_acc"}
-        else:
-            drop |= {"set_acc", "set_error", "sentence_acc"}
+    if (bench is not None or s is not None) and (head := headline_present(benchmark, s, avail, modality)):
+        return head
+    drop = set(metric_synonyms(benchmark, s))
+    if s is not None:  # those that carry no information for this shape
+        drop |= {"text", "image", "group"} if s[0] == 1 else set()
+        drop |= {"set_acc", "set_error", "sentence_acc"} if s[0] != 1 or s[1] <= 2 else set()
     if bench is not None and "acc" not in avail:
         drop |= set(bench.probability_only)
-    drop |= set(metric_synonyms(benchmark, s))
-    if head:
-        return head
     ordered = [k for k in METRIC_ORDER if k in avail] + [k for k in avail if k not in METRIC_ORDER]
     return [k for k in ordered if k not in drop]
 
 
-# ---- aggregates ------------------------------------------------------------------------------------
-
 def pooled(entry: Entry) -> bool:
-    """Whether an entry's config pools the benchmark's configs' items (VALSE's ``all``): its per-tag results name other
-    configs (``<config_tag>=<config>``). No paper's figure: tables label it :data:`POOLED`."""
+    """Whether an entry's config pools the benchmark's configs' items (VALSE's ``all``): its per-tag results name others."""
     bench = find(entry.benchmark)
     if bench is None or not bench.config_tag or entry.config in bench.configs:
         return False
@@ -162,8 +131,7 @@ class _Found:
 
 
 def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool) -> SummaryRow:
-    """A config's row. ``same_rule``: the run counts ties as the authors do, so their figure is kept only where the
-    run's is N/A."""
+    """A config's row. ``same_rule``: the run counts ties as the authors do, so theirs is kept only where the run's is N/A."""
     m, theirs = found.metrics, found.authors
     values = {k: v for k in keys if (v := m.value(k)) is not None}
     na = tuple(k for k in keys if k not in values) if m.na_reason else ()
@@ -175,8 +143,7 @@ def _row(config: str, found: _Found, keys: Sequence[str], same_rule: bool) -> Su
 
 
 def _found(entries: Sequence[Entry], tag: str | None) -> dict[str, list[_Found]]:
-    """config -> its results: its own entries', else another entry's per-tag results (VALSE ``all`` ->
-    ``instrument=existence``), the most specific first."""
+    """config -> its results: its own entries', else a pooled entry's per-tag results, the most specific first."""
     own: dict[str, list[_Found]] = {}
     for e in entries:
         theirs = e.authors_rule.metrics if e.authors_rule else None
@@ -203,22 +170,17 @@ def _mean(values: Sequence[float], weights: Sequence[float] | None) -> float:
 
 
 def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: str, same_rule: bool) -> SummaryRow:
-    """The mean of the members' values as the group declares it (unweighted, or weighted by items); a metric N/A for a
-    present member is N/A for the mean, with that member named. The figure under the authors' tie rule is the same mean
-    of theirs."""
+    """The members' mean as the group declares it; a metric N/A for a present member is N/A for the mean."""
     have = {r.config: r for r in rows}
     present = [c for c in group.members if c in have]
     micro = group.average == "micro"
     weights = [have[c].n_items for c in present] if micro else None
     if weights is not None and (None in weights or not sum(weights)):  # type: ignore[arg-type]  # None ruled out by `None in` above
         weights, keys = None, []  # a mean over items needs each member's items
-    values, authors, na, reasons = {}, {}, [], []
+    values, authors, na, reasons = {}, {}, [], {}
     for k in keys:
         unavailable = [c for c in present if k in have[c].na]
-        for c in unavailable:
-            reason = f"{c}: {have[c].na_reason}"
-            if reason not in reasons:
-                reasons.append(reason)
+        reasons.update(dict.fromkeys(f"{c}: {have[c].na_reason}" for c in unavailable))
         vals = [have[c].values.get(k) for c in present]
         if unavailable:
             na.append(k)
@@ -240,8 +202,7 @@ def _mean_row(group: Group, rows: list[SummaryRow], keys: Sequence[str], split: 
 
 def _config_rows(bench: Benchmark, entries: Sequence[Entry], modality: str | None,
                  same_rule: bool) -> tuple[list[SummaryRow], list[str], list[Metrics]]:
-    """One row per config (per declared test split where the benchmark has several), in the benchmark's order; the
-    configs (or config/split pairs) the run lacks; each row's result."""
+    """One row per config (and declared test split) in the benchmark's order; the configs missing; each row's result."""
     found = _found(entries, bench.config_tag)
     order = list(bench.configs) + [c for c in found if c not in bench.configs]
     rows: list[SummaryRow] = []
@@ -323,10 +284,7 @@ def _block(bench: Benchmark, entries: Sequence[Entry], settings: RunSettings, fa
 
 def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, tags: Iterable[str] = (), *,
                 ties: str | None = None, results: Sequence[Metrics] = (), family: str | None = None) -> list[Departure]:
-    """How the run departs from the authors' own setting, one record each (``authors``: their value): a benchmark's
-    ``caveat_tags`` among ``tags`` (items they do not score), another tie policy than their rule (``ties``), a modality,
-    a control, a limit, and negative scores (in ``results``) where their code clamps cosines at 0 for a cosine
-    ``family`` (:class:`~vlprobe.benchmarks.ClampedAtZero`)."""
+    """How the run departs from the authors' own setting, one record each (``authors``: their value)."""
     out = []
     for marks, note in bench.caveat_tags:
         found = sorted(set(tags) & set(marks))
@@ -359,17 +317,14 @@ def _departures(bench: Benchmark, settings: RunSettings, modality: str | None, t
 
 def _generic(entries: Sequence[Entry]) -> SummaryBlock:
     """A dataset no paper defines (or that records no benchmark): per entry its shape's headline."""
-    rows = []
-    for e in entries:
-        keys = headline_present(None, e.shape, e.metrics.keys(), e.modality)
-        rows.append(_row(e.config, _Found(e.split, e.metrics, e.config, e.shape, None), keys, True))
+    rows = [_row(e.config, _Found(e.split, e.metrics, e.config, e.shape, None),
+                 headline_present(None, e.shape, e.metrics.keys(), e.modality), True) for e in entries]
     shown = {k for r in rows for k in (*r.values, *r.na)}
     return SummaryBlock(benchmark=None, rows=tuple(rows), headline=tuple(k for k in METRIC_ORDER if k in shown))
 
 
 def table_names(entries: Sequence[Entry]) -> list[str]:
-    """Per entry, the name its tables and summary block go under: the benchmark it records, else its dataset's name;
-    ``<benchmark> (<dataset>)`` where a run scored two datasets of one benchmark."""
+    """Per entry, the name its tables go under: its benchmark (and dataset, where a run has two), else its dataset."""
     datasets: dict[str, set[str]] = {}
     for e in entries:
         if e.benchmark:
@@ -382,13 +337,9 @@ def table_names(entries: Sequence[Entry]) -> list[str]:
 def summarize(entries: Sequence[Entry | Mapping[str, Any]],
               settings: RunSettings | Mapping[str, Any] | None = None,
               model: ModelInfo | Mapping[str, Any] | None = None) -> dict[str, SummaryBlock]:
-    """The papers' aggregates per benchmark of a run's entries (records, or their JSON), ``{name: block}`` (name:
-    :func:`table_names`). ``settings`` (the run's ``provenance.settings``) says where it departs from the authors' setting;
-    ``model`` (its ``provenance.model``): whether a departure such as BLA's clamped cosines applies, and the figures
-    published for its checkpoint set beside each block (None: not compared). A registered benchmark's block follows its
-    declaration (configs from their entries or a pooled entry's per-tag results, its groups' means, splits, framings, tie
-    rule; ``complete`` False with ``notes`` where configs are missing); a dataset that records none gets its shape's
-    headline per config."""
+    """The papers' aggregates of a run's entries (records, or their JSON), ``{table name: block}``. ``settings`` and
+    ``model`` (the run's provenance) say where it departs from the authors' setting; given ``model``, each block is set
+    beside the figures published for its checkpoint. A dataset with no benchmark gets its shape's headline per config."""
     records = [e if isinstance(e, Entry) else parse(Entry, dump(e), f"entries[{i}]") for i, e in enumerate(entries)]
     if not isinstance(settings, RunSettings):
         settings = parse(RunSettings, dump(settings or {}), "settings")
@@ -411,15 +362,10 @@ def summarize(entries: Sequence[Entry | Mapping[str, Any]],
     return out
 
 
-# ---- beside the figures published for the run's checkpoint -------------------------------------------------------
-
 def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entry], settings: RunSettings,
                    model: ModelInfo) -> tuple[tuple[Published, ...], str]:
-    """The figures published for the run's checkpoint on ``bench`` beside ``block``'s rows, and the line saying which
-    checkpoint they are of (or that there are none). Per source and metric: each config row with a figure, and each
-    aggregate whose members all have one (the source's figures averaged as the group declares). Each ``note`` gives the
-    known causes of a difference: another data version and by how many items, the run's departures, tied comparisons,
-    texts read as one input, a dtype other than float32."""
+    """The figures published for the run's checkpoint beside ``block``'s rows (an aggregate's: its members' averaged as
+    the group declares), each with the known causes of a difference; and the line saying which checkpoint they are of."""
     checkpoint = published_data.run_checkpoint(model.model_id, model.checkpoint)
     figures = published_data.published_for(checkpoint, bench.name) if checkpoint else []
     if checkpoint is None:
@@ -453,22 +399,20 @@ def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entr
                 elif row.aggregate and row.over and all(c in have for c in row.over):
                     group = groups.get(row.config)
                     micro = group is not None and group.average == "micro"
-                    members = [have[c] for c in row.over]
-                    weights = [m[1] for m in members] if micro else None
+                    values, counts, ours_items, versions_of = zip(*(have[c] for c in row.over), strict=True)
+                    weights = counts if micro else None
                     if weights is not None and None in weights:
                         continue  # a mean over items needs each figure's items
-                    ours_items = [m[2] for m in members]
-                    versions_of = {m[3] for m in members}
-                    version = versions_of.pop() if len(versions_of) == 1 else None
-                    have[row.config] = (_mean([m[0] for m in members], weights), sum(weights) if weights else None,  # type: ignore[arg-type]
-                                        None if None in ours_items else sum(ours_items), version)  # type: ignore[arg-type]
+                    version = versions_of[0] if len(set(versions_of)) == 1 else None
+                    have[row.config] = (_mean(values, weights), sum(weights) if weights else None,
+                                        None if None in ours_items else sum(ours_items), version)
                     how = "mean over the items" if micro else "unweighted mean"
                     part = f" (this run's {len(row.over)} of {len(group.members)})" if group and row.missing else ""
                     notes = [f"the {how} of the source's {len(row.over)} figures{part}"]
                     if version and run_version and version != run_version:
                         notes.append(f"measured on the {version} version of the data, not {run_version}")
-                    notes += [f"{c}: {m[1]:,} items against {m[2]:,}" for c, m in zip(row.over, members)
-                              if m[1] is not None and m[2] is not None and m[1] != m[2]]
+                    notes += [f"{c}: {theirs:,} items against {ours:,}" for c, theirs, ours in zip(row.over, counts, ours_items)
+                              if theirs is not None and ours is not None and theirs != ours]
                 else:
                     continue
                 ours = row.values.get(metric, row.authors.get(metric))  # N/A: the figure the authors' code prints
@@ -482,8 +426,7 @@ def published_rows(bench: Benchmark, block: SummaryBlock, entries: Sequence[Entr
 
 
 def published_table(block: SummaryBlock) -> tuple[list[str], list[list[str]]]:
-    """``block``'s published rows as a table: source, config, metric (the paper's name), the published figure, this
-    run's and the difference, in points to two decimals (``-`` where the run has no figure), and the known causes."""
+    """``block``'s published rows as a table (header, rows), in points to two decimals."""
     header = ["source", "config", "metric", "published", "this run", "difference", "known causes"]
     rows = [[p.source, p.config, block.names.get(p.metric, p.metric), f"{100 * p.value:.2f}",
              "-" if p.ours is None else f"{100 * p.ours:.2f}",
@@ -493,8 +436,7 @@ def published_table(block: SummaryBlock) -> tuple[list[str], list[list[str]]]:
 
 def _row_causes(found: Mapping[str, list[_Found]], entries: Sequence[Entry], row: SummaryRow,
                 settings: RunSettings) -> list[str]:
-    """The causes of a difference a config row's result holds: its tied comparisons and, for a config scored as its own
-    entry, the items whose texts the model reads as one input."""
+    """The causes of a difference a config row's result holds: tied comparisons, texts read as one input."""
     out = []
     result = next((f for f in found.get(row.config, []) if f.split == row.split), None)
     if result is not None and result.metrics.n_ties:
@@ -515,9 +457,7 @@ def departure_text(block: SummaryBlock | None) -> str:
 
 
 def summary_title(name: str, block: SummaryBlock, *, with_source: bool = True) -> str:
-    """The heading of a benchmark's summary: "the paper's aggregates (source; framings)" where a paper defines them,
-    else "headline metrics per config"; a run that departs from the authors' setting says so (", NOT the authors'
-    setting: ties lenient (authors: strict)")."""
+    """The heading of a benchmark's summary, saying where the run departs from the authors' setting."""
     if block.source:
         said = "; ".join([block.source, *block.framings])
         title = f"{name}: the paper's aggregates" + (f" ({said})" if with_source else "")

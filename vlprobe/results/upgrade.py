@@ -1,9 +1,6 @@
 """The one place results.json files of older formats are read: :func:`upgrade` brings a parsed file to the current
 format. Format 1 (or none): an entry's ``benchmark`` was its dataset's name, read as the benchmark that name meant
-(the summary says so). Format 2: entries name their dataset's benchmark (one this vlprobe does not know: none); a
-probe's file had no format. The aggregates an old file holds are recomputed, not read; figures under the authors'
-tie rule it lacks are recomputed from the scores.parquet beside it (:func:`authors_from_scores`).
-"""
+(the summary says so). Format 2: entries name their dataset's benchmark. A probe's file had no format."""
 
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ OLD_FORMATS = ("vlprobe-results/1", "vlprobe-results/2")
 
 
 def upgrade(doc: object, source: str = "this file") -> dict[str, Any]:
-    """``doc`` (a parsed results.json) in the current format; a :class:`SchemaError` for a file that is no
-    vlprobe results.json. ``source``: how messages name the file."""
+    """``doc`` (a parsed results.json) in the current format. ``source``: how messages name the file."""
     if not isinstance(doc, dict):
         raise SchemaError("", f"not a vlprobe results.json (a JSON {type(doc).__name__}, not an object)")
     fmt = doc.get("format")
@@ -53,7 +49,7 @@ def upgrade(doc: object, source: str = "this file") -> dict[str, Any]:
 
 
 def named(provenance: object) -> object:
-    """A provenance (JSON) whose datasets each have their ``name`` (a run's, or a file's from before they had one)."""
+    """A provenance (JSON) whose datasets each have their ``name`` (a file's from before they had one too)."""
     if isinstance(provenance, dict) and isinstance(provenance.get("datasets"), list):
         return {**provenance, "datasets": [
             {"name": portable_name(str(d.get("dataset"))), **d} if isinstance(d, dict) else d
@@ -62,12 +58,9 @@ def named(provenance: object) -> object:
 
 
 def parse_document(doc: object, source: str = "this file") -> Document:
-    """A parsed results.json of any format vlprobe wrote, as records (older ones upgraded: :func:`upgrade`); a
-    :class:`SchemaError` names the field at fault."""
+    """A parsed results.json of any format vlprobe wrote, as records; a :class:`SchemaError` names the field at fault."""
     doc = upgrade(doc, source)
-    if doc.get("kind") == "probe":
-        return parse(ProbeDocument, doc)
-    return parse(EvaluationDocument, doc)
+    return parse(ProbeDocument, doc) if doc.get("kind") == "probe" else parse(EvaluationDocument, doc)
 
 
 def _entry(entry: dict[str, Any], fmt: str | None, source: str) -> dict[str, Any]:
@@ -85,9 +78,7 @@ def _entry(entry: dict[str, Any], fmt: str | None, source: str) -> dict[str, Any
 
 
 def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocument:
-    """Where an entry's benchmark has a tie rule its figures are not under (another tie policy, or metrics not
-    available where the authors' code prints a number) and the entry holds none under theirs, recompute them
-    from ``folder``'s scores.parquet, when it is there; else leave the entry as it is."""
+    """The figures under the benchmark's tie rule an older run lacks, recomputed from ``folder``'s scores.parquet."""
     wanted = {}
     for k, e in enumerate(doc.results):
         ties = e.policy(doc.provenance.settings.ties)
@@ -102,21 +93,16 @@ def authors_from_scores(doc: EvaluationDocument, folder: Path) -> EvaluationDocu
 
     from .. import metric  # the metric module (evaluate, datasets): loaded only for such runs
 
-    table = pq.read_table(scores, columns=["dataset", "config", "split", "scores", "gold", "probabilities", "tags"])
-    found: dict[tuple[str, str, str], dict[str, list[Any]]] = {}
-    columns = table.to_pydict()
-    for i, key in enumerate(zip(columns["dataset"], columns["config"], columns["split"])):
-        if key in wanted:
-            rows = found.setdefault(key, {name: [] for name in ("scores", "gold", "probabilities", "tags")})
-            for name, values in rows.items():
-                values.append(columns[name][i])
+    columns = pq.read_table(scores, columns=["dataset", "config", "split", "scores", "gold", "probabilities",
+                                             "tags"]).to_pydict()
+    keys = list(zip(columns["dataset"], columns["config"], columns["split"]))
     entries = list(doc.results)
     for key, (k, policy) in wanted.items():
-        got = found.get(key)
-        if not got:
+        rows = [i for i, x in enumerate(keys) if x == key]
+        if not rows:
             continue
-        probs, tags = got["probabilities"], got["tags"]
-        m = metric.compute(got["scores"], got["gold"], ties=policy, probabilities=probs if None not in probs else None,
+        scored, gold, probs, tags = ([columns[name][i] for i in rows] for name in ("scores", "gold", "probabilities", "tags"))
+        m = metric.compute(scored, gold, ties=policy, probabilities=probs if None not in probs else None,
                            threshold=doc.provenance.settings.threshold or 0.5, tags=tags if any(tags) else None,
                            bootstrap=0)
         entries[k] = replace(entries[k], authors_rule=AuthorsRule(policy, parse(Metrics, dump(m)), "scores.parquet"))

@@ -230,3 +230,20 @@ def test_out_of_memory_suggests_smaller_batch_and_keeps_cache(tmp_path):
 def test_bad_options():  # the batch size is checked once, by the settings (tests/test_options.py)
     with pytest.raises(ValueError, match="num_workers"):
         Engine(ToyDual("toy"), num_workers=-1)
+
+
+def test_ctrl_c_says_a_throwaway_cache_kept_nothing(tmp_path):
+    """A no-cache run over several chunks scores through a throw-away cache deleted after the run: on Ctrl-C it must
+    not promise a resume from it, as a kept cache's message does."""
+    from vlprobe.runner import throwaway_cache
+
+    scorer = ToyDual("toy")
+    cache, temp = throwaway_cache(scorer)
+    try:
+        assert Engine(scorer, cache=cache, progress=False)._interrupted().startswith("nothing was saved")
+    finally:
+        cache.close()
+        temp.cleanup()
+    kept = ScoreCache(tmp_path, scorer.cache_key())
+    assert "saved in the score cache" in Engine(scorer, cache=kept, progress=False)._interrupted()
+    kept.close()

@@ -185,7 +185,9 @@ def throwaway_cache(scorer: Scorer) -> tuple[ScoreCache, OwnedDir]:
     """(cache, its folder) carrying inputs across chunks; a later run removes the folder should this one be killed."""
     sweep()
     temp = OwnedDir(prefix="vlprobe-chunk-cache-")
-    return ScoreCache(temp.name, scorer.cache_key()), temp
+    cache = ScoreCache(temp.name, scorer.cache_key())
+    cache.temporary = True  # a Ctrl-C then says nothing was saved (the folder goes with the run)
+    return cache, temp
 
 
 # ---- the model ----------------------------------------------------------------------------------------------------

@@ -623,7 +623,7 @@ class Engine:
 
     def _interrupted(self) -> str:
         cache = self.cache
-        if cache is not None and getattr(cache, "enabled", True) and not getattr(cache, "temporary", False):
+        if cache is not None and cache.enabled and not cache.temporary:
             return (f"everything computed before it is saved in the score cache ({cache.dir}); run the same "
                     f"command again to resume: nothing saved is computed again")
         return "nothing was saved (no score cache): a rerun starts from the beginning"
@@ -766,6 +766,6 @@ def _input_hash(image: ImageLike, where: str | Callable[[], str]) -> str:
     """The image's content hash; an unreadable one raises an ImageError naming it (``where``, or what it returns)."""
     try:
         return content_hash(image)
-    except (OSError, ImageError) as err:  # an ImageError already says "cannot read image <what>"
+    except (OSError, ImageError) as err:  # an ImageError already names the image and why
         said = str(err) if isinstance(err, ImageError) else f"cannot read image: {err}"
         raise ImageError(f"{where if isinstance(where, str) else where()}: {said}") from None

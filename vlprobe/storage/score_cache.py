@@ -91,6 +91,7 @@ class ScoreCache:
         self.moved_aside: list[Path] = []  # damaged files this process moved out of the way
         self.disabled_reason: str | None = None
         self.dropped = 0  # damaged entries dropped (computed again) by get_many
+        self.temporary = False  # a throw-away cache (deleted after the run): nothing to resume from
         self._sizes: dict[str, int] = {}  # floats per vector of each kind of entry (i:, t:, p:, f:)
         self._db: sqlite3.Connection | None = None
         self._others: dict[Path, sqlite3.Connection] = {}  # other processes' parts, opened for reading

@@ -234,13 +234,9 @@ class DualScorer(Scorer, Generic[Inputs]):
         """Optional: :meth:`encode_texts`' embeddings, bit for bit, from the texts' :meth:`seen_texts` ids."""
         raise NotImplementedError
 
-    scale: float = 1.0  # the model's logit scale and bias, applied by similarity
-    bias: float = 0.0
-
     def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
-        """(m, d) x (n, d) -> (m, n): the model's own image-text logits, here ``scale * dot + bias`` in float32."""
-        cos = np.asarray(image_emb, dtype=np.float32) @ np.asarray(text_emb, dtype=np.float32).T
-        return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
+        """(m, d) x (n, d) -> (m, n) scores, equal to the model's own image-text logits."""
+        raise NotImplementedError
 
     def text_similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Text-text cosines (m, n) in float64, as SugarCREPE++'s authors compare texts for its TOT; no scale or bias."""

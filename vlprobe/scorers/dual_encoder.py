@@ -62,7 +62,19 @@ def logit_of(model: object) -> tuple[float, float, str]:
         return scale, float(bias.float().item()), logit + " + logit_bias"
 
 
-class DualEncoderScorer(DualScorer[dict[str, "Tensor"]]):
+class LogitSimilarity:
+    """:meth:`~vlprobe.scorers.base.DualScorer.similarity` as ``scale * dot + bias`` in float32 (:func:`logit_of`)."""
+
+    scale: float = 1.0
+    bias: float = 0.0
+
+    def similarity(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
+        """(m, d) x (n, d) -> (m, n): the model's own image-text logits."""
+        cos = np.asarray(image_emb, dtype=np.float32) @ np.asarray(text_emb, dtype=np.float32).T
+        return (cos * np.float32(self.scale) + np.float32(self.bias)).astype(np.float32, copy=False)
+
+
+class DualEncoderScorer(LogitSimilarity, DualScorer[dict[str, "Tensor"]]):
     """A transformers dual encoder as a scorer (see the module doc)."""
 
     family: ClassVar[str] = "dual"

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .base import DualScorer, _first_line, register, resolve_dtype
-from .dual_encoder import logit_of
+from .dual_encoder import LogitSimilarity, logit_of
 
 if TYPE_CHECKING:
     import torch
@@ -334,7 +334,7 @@ def _tensor_steps(transform: Compose) -> tuple[bool, str]:
     return True, ""
 
 
-class OpenCLIPScorer(DualScorer["Tensor"]):
+class OpenCLIPScorer(LogitSimilarity, DualScorer["Tensor"]):
     """An open_clip model as a dual scorer (see the module doc)."""
 
     family: ClassVar[str] = FAMILY

@@ -32,7 +32,7 @@ def describe(folder: Path, builder: bool) -> str:
     parts = [f"{c} ({', '.join(config_splits(folder, c))})" for c in built]
     unbuilt = [c for c in declared if c not in built]
     if unbuilt:
-        how = f", `vlprobe build {folder.name}`" if builder else ""
+        how = f", `vlprobe build {folder.resolve().name}`" if builder else ""
         parts.append(f"not built{how}: {', '.join(unbuilt)}")
     return "; ".join(parts) or "no config declared in its README.md card"
 

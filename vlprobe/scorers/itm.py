@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from .base import PairScorer, PairScores, register
-from .loading import load_config, load_transformers, model_max_text_length, no_options, processor_preprocessing, to_images
+from .loading import (
+    load_config,
+    load_transformers,
+    model_max_text_length,
+    no_options,
+    processor_preprocessing,
+    to_images,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor

@@ -13,6 +13,7 @@ from ..errors import write_failed
 from ..results import RunResult, ScoredSplit, format_table, pct, result_entries, truncation_warning
 from ..results import summary as summary_rules
 from ..results.io import provenance_record
+from ..results.run import check_out
 from ..results.schema import Entry, EvaluationDocument, SummaryBlock, SummaryRow
 
 if TYPE_CHECKING:
@@ -38,8 +39,9 @@ class Evaluation(RunResult[Entry]):
         return EvaluationDocument(provenance_record(self.provenance), tuple(result_entries(self.splits)), self.summary)
 
     def to_pandas(self, per_tag: bool = True, wide: bool = False) -> pd.DataFrame:
-        """results.csv as a DataFrame (``per_tag=False``: the whole splits' rows only, without the ``tag`` column);
-        ``wide=True``: results_wide.csv, a row per dataset/config/split and a column per metric shown, in %."""
+        """results.csv as a DataFrame, a row per dataset/config/split/tag/metric (``tag`` empty for the whole split;
+        ``per_tag=False``: those rows only, without the column); ``wide=True``: results_wide.csv, a row per
+        dataset/config/split and a column per metric shown, in %."""
         import pandas as pd
 
         from ..results.display import wide_rows
@@ -70,7 +72,7 @@ class Evaluation(RunResult[Entry]):
         as one unit (a temporary folder swapped in). Returns the paths written."""
         from ..results import check_output_dir, write_outputs
 
-        self.check_out(out)
+        check_out(out)
         if not self.main_process:
             return []
         check_output_dir(out)

@@ -14,6 +14,7 @@ from ..benchmarks import find
 from ..errors import write_failed
 from ..results import RunResult, pct
 from ..results.io import provenance_record
+from ..results.run import check_out
 from ..results.schema import (
     DatasetSource,
     Finetune,
@@ -116,7 +117,7 @@ class ProbeResult(RunResult[ProbeRow]):
         """Write the run's folder ``out``; a write error is one :class:`~vlprobe.errors.VlprobeError`, ``out`` as it was."""
         from ..results import check_output_dir
 
-        self.check_out(out)
+        check_out(out)
         check_output_dir(out, PROBE_RUN_FILE)
         try:
             return write_outputs(out, self)

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..results import RunResult, atomic_write_bytes, bar_chart
+from ..results import atomic_write_bytes, bar_chart
 from ..results import summary as summary_rules
 from ..results.io import write_png
+from ..results.run import check_out
 from ..results.schema import Metrics, SummaryBlock
 from .papers import PAPER_NOTES, paper_results
 from .probes import beside_paper, describe, probe_benchmark, table2_of
@@ -268,7 +269,7 @@ def chart(runs: Sequence[Run]) -> Figure:
 def write_report(paths: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike,
                  labels: Sequence[str] | None = None) -> list[Path]:
     """Check every results file (or run folder), then write the report into the folder ``out``."""
-    RunResult.check_out(out)
+    check_out(out)
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
     if not all(isinstance(p, (str, os.PathLike)) for p in paths):
         raise ArgumentError("paths", paths, "must be results.json files or run folders (str or os.PathLike)")

@@ -35,7 +35,9 @@ def _benchmarks(runs: Sequence[Run]) -> list[str]:
 
 def _ties(m: Metrics | None) -> str:
     """A run's tied comparisons and items for one config/split: "98 (n=100)"."""
-    return "" if m is None or m.n_ties is None else f"{m.n_ties} (n={m.n_items if m.n_items is not None else '?'})"
+    if m is None or m.n_ties is None:
+        return ""
+    return f"{m.n_ties} (n={m.n_items if m.n_items is not None else '?'})"
 
 
 def _registered(runs: Sequence[Run], name: str) -> str | None:
@@ -123,7 +125,9 @@ def published_beside(runs: Sequence[Run], benchmark: str) -> tuple[list[str], li
     """Each run beside the figures published for its own checkpoint; None when no run has any."""
     rows = [[run.label, *row] for run in runs if (block := run.summary.get(benchmark)) is not None
             for row in summary_rules.published_table(block)[1]]
-    return (["run", *summary_rules.published_table(SummaryBlock(None))[0]], rows) if rows else None
+    if not rows:
+        return None
+    return ["run", *summary_rules.published_table(SummaryBlock(None))[0]], rows
 
 
 def check_published(runs: Sequence[Run], tolerance: float) -> tuple[bool, list[str]]:

@@ -85,7 +85,9 @@ def provenance_record(provenance: Mapping[str, Any] | Provenance) -> Provenance:
     """The run's provenance (as :class:`vlprobe.runner.Run` builds it) as a record, each dataset named."""
     from .upgrade import named
 
-    return provenance if isinstance(provenance, Provenance) else parse(Provenance, named(dump(provenance)), "provenance")
+    if isinstance(provenance, Provenance):
+        return provenance
+    return parse(Provenance, named(dump(provenance)), "provenance")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 E = TypeVar("E", Entry, ProbeRow)
 
 
+def check_out(out: object) -> None:
+    """``out`` names a folder (a str or os.PathLike), else one :class:`ArgumentError` naming it."""
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise ArgumentError("out", out, f"must be a folder's path (a str or os.PathLike), not {type(out).__name__}"
+                            if not isinstance(out, str) else "is empty; name a folder for the outputs")
+
+
 class RunResult(Generic[E]):
     """What a run returns: ``document`` (results.json as records), its entries (or a probe's rows) and ``summary``."""
 
@@ -44,10 +51,3 @@ class RunResult(Generic[E]):
 
     def save(self, out: str | os.PathLike[str]) -> list[Path]:
         raise NotImplementedError
-
-    @staticmethod
-    def check_out(out: object) -> None:
-        """``out`` names a folder (a str or os.PathLike), else one :class:`ArgumentError` naming it."""
-        if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
-            raise ArgumentError("out", out, f"must be a folder's path (a str or os.PathLike), not {type(out).__name__}"
-                                if not isinstance(out, str) else "is empty; name a folder for the outputs")

@@ -110,7 +110,8 @@ class ScoreRange:
 
 @dataclass(frozen=True)
 class Metrics:
-    """One result of the metric module: each metric's value as a fraction (null where not available: ``na_reason``)."""
+    """One result of the metric module: each metric's value as a fraction (null where not available: ``na_reason``);
+    ``n_ties``: tied gold vs non-gold comparisons, not items."""
 
     values: Mapping[MetricName, Fraction | None] = flat()
     n_items: Positive | None = opt()
@@ -336,7 +337,8 @@ class Provenance:
 
 @dataclass(frozen=True)
 class TieRule:
-    """The authors' tie rule (``authors``: the tie policy that reproduces it; ``rule``: what their code does)."""
+    """The authors' tie rule (``authors``: the tie policy that reproduces it; ``rule``: what their code does) and
+    the run's policy (``run``)."""
 
     authors: TiePolicy
     rule: str
@@ -356,7 +358,9 @@ class Departure:
 @dataclass(frozen=True)
 class SummaryRow:
     """One row of a benchmark's aggregates: a config or an ``aggregate`` (a mean over ``over``); ``authors``: the
-    figures under the authors' tie rule where they differ; ``pooled``: a config pooling the others' items."""
+    figures under the authors' tie rule where they differ; ``pooled``: a config pooling the others' items; ``from``:
+    where the figures come from (the entry, a pooled entry's per-tag results, or "mean of k of n"). A probe's rows add
+    ``setting``, ``train_size``, ``sd`` and ``seeds``."""
 
     config: str
     split: str
@@ -413,7 +417,8 @@ class Published:
 @dataclass(frozen=True)
 class SummaryBlock:
     """One benchmark's aggregates in a run: ``source``: the paper's table it follows (null: none defines them);
-    ``names``: the paper's names of metrics; ``published``: the figures for this checkpoint beside the run's."""
+    ``names``: the paper's names of metrics; ``framings``: what its values are of; ``tie_policy``: the run's;
+    ``departures``: the run's departures from the authors' setting; ``published``: figures for this checkpoint."""
 
     benchmark: str | None
     rows: tuple[SummaryRow, ...] = ()
@@ -478,7 +483,9 @@ class ProbeRow:
 
 @dataclass(frozen=True)
 class Table2Cell:
-    """A cell of TraVLR's Table 2 layout: the full-size model's OOD macro-F1, mean over seeds, and its InD."""
+    """A cell of TraVLR's Table 2 layout: the full-size model's OOD macro-F1, mean over seeds, and its InD;
+    ``change``: OOD - InD; ``above_chance``: the seeds whose probe beats chance in distribution; ``identical``:
+    every seed gave the same figure."""
 
     task: str
     trained_on: str

@@ -1,11 +1,60 @@
 """Shared pieces of the cheap-cue tests (tests/test_travlr_shortcuts.py, tests/test_winoground_style_shortcuts.py):
-dicts of features to a matrix, the two classifiers, and checking a documented table against what a test measures."""
+the pixels of a shape drawn alone, dicts of features to a matrix, the two classifiers, and checking a documented table
+against what a test measures."""
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
+
+from vlprobe import scenes as S
+
+
+class Pixels(NamedTuple):
+    """Pixel statistics of a set of pixels: how many, the sums of their x and of their y, their bounding box."""
+
+    n: int
+    sx: int
+    sy: int
+    x0: int
+    x1: int
+    y0: int
+    y1: int
+
+    @classmethod
+    def of(cls, mask: np.ndarray) -> "Pixels":
+        ys, xs = np.nonzero(mask)
+        return cls(len(xs), int(xs.sum()), int(ys.sum()), int(xs.min()), int(xs.max()), int(ys.min()), int(ys.max()))
+
+    @classmethod
+    def union(cls, parts: list["Pixels"]) -> "Pixels | None":
+        if not parts:
+            return None
+        return cls(sum(p.n for p in parts), sum(p.sx for p in parts), sum(p.sy for p in parts), min(p.x0 for p in parts),
+                   max(p.x1 for p in parts), min(p.y0 for p in parts), max(p.y1 for p in parts))
+
+
+@functools.lru_cache(maxsize=None)
+def _object_pixels(shape: str, row: int, column: int, options: tuple) -> Pixels:
+    img = S.render(S.Scene((S.SceneObject(shape, "black", row, column),)), **dict(options))
+    return Pixels.of(np.asarray(img)[:, :, 0] == 0)
+
+
+def object_pixels(shape: str, row: int, column: int, options: dict) -> Pixels:
+    """The pixels of one object as rendered alone with ``options`` (objects never overlap: each stays in its cell;
+    with the paper's geometry a polygon's pixel count depends a little on its cell, by rounding)."""
+    return _object_pixels(shape, row, column, tuple(sorted(options.items())))
+
+
+def shape_areas(options: dict, shapes: Iterable[str] = S.SHAPES) -> dict[str, float]:
+    """Mean pixels of each shape over the grid's cells, as rendered with ``options`` (what a cheap model could learn
+    per shape name)."""
+    return {s: float(np.mean([object_pixels(s, r, c, options).n for r in range(S.GRID) for c in range(S.GRID)]))
+            for s in shapes}
 
 
 class Vectoriser:

@@ -30,7 +30,16 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from helpers_cues import MODELS, Vectoriser, assert_documented, figures, fit_predict, fit_predict_matrix
+from helpers_cues import (
+    MODELS,
+    Vectoriser,
+    assert_documented,
+    figures,
+    fit_predict,
+    fit_predict_matrix,
+    object_pixels,
+    shape_areas,
+)
 
 from vlprobe import scenes as S
 from vlprobe.scenes import travlr as T
@@ -136,14 +145,8 @@ def set_name(groups: tuple[str, ...]) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _cell_areas(options: tuple) -> dict[tuple[str, int, int], int]:
-    # with the paper's geometry a polygon's pixel count depends a little on its cell (rounding)
-    out = {}
-    for shape in S.ALL_SHAPES:
-        for r in range(S.GRID):
-            for c in range(S.GRID):
-                img = S.render(S.Scene((S.SceneObject(shape, "black", r, c),)), **dict(options))
-                out[shape, r, c] = sum(n for n, rgb in img.getcolors(16) if rgb != _WHITE)
-    return out
+    return {(shape, r, c): object_pixels(shape, r, c, dict(options)).n
+            for shape in S.ALL_SHAPES for r in range(S.GRID) for c in range(S.GRID)}
 
 
 def cell_areas(render_options: dict | None = None) -> dict[tuple[str, int, int], int]:
@@ -152,14 +155,7 @@ def cell_areas(render_options: dict | None = None) -> dict[tuple[str, int, int],
     return _cell_areas(tuple(sorted((RENDER_OPTIONS if render_options is None else render_options).items())))
 
 
-def shape_areas(render_options: dict | None = None) -> dict[str, float]:
-    """Mean pixels of each shape (what a cheap model could learn per shape name)."""
-    cells = cell_areas(render_options)
-    return {shape: float(np.mean([cells[shape, r, c] for r in range(S.GRID) for c in range(S.GRID)]))
-            for shape in S.ALL_SHAPES}
-
-
-def image_stats(img) -> dict[str, float]:
+def image_pixel_counts(img) -> dict[str, float]:
     """Statistics of a rendered scene (pixels as stored: the PNG is lossless)."""
     stats = {f"px_{name}": 0.0 for name in S.RGB}
     ink = 0
@@ -171,8 +167,8 @@ def image_stats(img) -> dict[str, float]:
     return _occupancy(stats, [img.getpixel(xy) != _WHITE for xy in _CENTRES])  # every shape covers its cell's centre
 
 
-def scene_stats(scene, areas: dict[tuple[str, int, int], int]) -> dict[str, float]:
-    """:func:`image_stats` of the scene rendered with these :func:`cell_areas`, without rendering."""
+def scene_pixel_counts(scene, areas: dict[tuple[str, int, int], int]) -> dict[str, float]:
+    """:func:`image_pixel_counts` of the scene rendered with these :func:`cell_areas`, without rendering."""
     px = Counter()
     for o in scene:
         px[o.colour] += areas[o.shape, o.row, o.column]
@@ -248,7 +244,7 @@ def _operator_and_cues(query, stats: dict[str, float], source: str, areas: dict[
 def row_groups(e, areas: dict[str, float], cells: dict) -> tuple[str, dict[str, dict[str, float]]]:
     """The query's operator and every group of cheap features of row ``e``."""
     groups = caption_groups(e.caption)
-    groups["image"] = scene_stats(e.scene, cells)
+    groups["image"] = scene_pixel_counts(e.scene, cells)
     caption_counts = {**groups["named"], **groups["colours"]}
     op, caption_cues = _operator_and_cues(e.query, caption_counts, "caption", areas)
     _, image_cues = _operator_and_cues(e.query, groups["image"], "image", areas)
@@ -303,8 +299,9 @@ def cheap_baselines(task: str, seed: int = 0, render_options: dict | None = None
     (default: as the builder). Every row's features are put in a matrix once per classifier; each
     feature set takes its columns (a column that is 0 in every training row is never used)."""
     pytest.importorskip("sklearn")  # a dev extra
-    areas, cells = shape_areas(render_options), cell_areas(render_options)
-    data = data or generated(task, seed)
+    options = RENDER_OPTIONS if render_options is None else render_options
+    areas, cells = shape_areas(options, S.ALL_SHAPES), cell_areas(options)
+    data = data or task_rows(task, seed)
     rows = {split: [(e.query, *row_groups(e, areas, cells)) for e in exs] for split, exs in data.items() if exs}
     gold = {split: np.array([e.label for e in exs]) for split, exs in data.items() if exs}
     half = len(rows["test_ood"]) // 2
@@ -333,7 +330,7 @@ def cheap_baselines(task: str, seed: int = 0, render_options: dict | None = None
 
 
 @functools.lru_cache(maxsize=None)
-def generated(task: str, seed: int = 0) -> dict[str, list]:
+def task_rows(task: str, seed: int = 0) -> dict[str, list]:
     """The rows both kinds of baseline read (generated once per test session)."""
     return T.generate_task(task, SIZES, seed=seed)
 
@@ -342,7 +339,7 @@ def generated(task: str, seed: int = 0) -> dict[str, list]:
 def shortcut_accuracies(task: str, seed: int = 0) -> dict[str, dict[str, float]]:
     """{framing: {test split: accuracy}} of the three shortcuts on ``task``, trained on train."""
     rows = {split: [(e.query.text(), e.foil.text(), e.caption, e.label) for e in exs]
-            for split, exs in generated(task, seed).items() if exs}
+            for split, exs in task_rows(task, seed).items() if exs}
     train = rows["train"]
     y = np.array([label for *_, label in train], dtype=np.float64)
     out: dict[str, dict[str, float]] = {"query_true_false": {}, "query_vs_foil": {}, "caption_true_false": {}}
@@ -405,11 +402,11 @@ def test_scene_statistics_are_the_rendered_images_statistics(options):
     for task in T.TASKS:
         for exs in T.generate_task(task, {"train": 12, "test_ood": 12}, seed=1).values():
             for e in exs:
-                assert scene_stats(e.scene, areas) == image_stats(render(e.scene, **options)), (task, e.scene)
+                assert scene_pixel_counts(e.scene, areas) == image_pixel_counts(render(e.scene, **options)), (task, e.scene)
 
 
 @functools.lru_cache(maxsize=None)
-def measured(task: str) -> dict[tuple[str, str], dict[str, float]]:
+def cheap_f1(task: str) -> dict[tuple[str, str], dict[str, float]]:
     """The cheap baselines of ``task``, fitted once per test session (each test fits only the tasks it reads)."""
     return cheap_baselines(task)
 
@@ -417,7 +414,7 @@ def measured(task: str) -> dict[tuple[str, str], dict[str, float]]:
 @pytest.mark.parametrize("task", T.TASKS)
 @pytest.mark.slow
 def test_no_config_is_solved_by_cheap_statistics(task):
-    over = {f"{name} / {model} / {split}": round(f1, 3) for (name, model), result in measured(task).items()
+    over = {f"{name} / {model} / {split}": round(f1, 3) for (name, model), result in cheap_f1(task).items()
             for split, f1 in result.items() if f1 > CHEAP_BOUND}
     assert not over, f"{task}: cheap features reach macro-F1 > {CHEAP_BOUND}: {over}"
 
@@ -448,7 +445,7 @@ def test_the_cheap_baselines_find_planted_cues():
     # are, tells the label.
     rng = random.Random(0)
     for task in ("quantifiers", "cardinality"):
-        planted = {split: [single_instance(e, rng) for e in exs] for split, exs in generated(task).items()}
+        planted = {split: [single_instance(e, rng) for e in exs] for split, exs in task_rows(task).items()}
         found = cheap_baselines(task, data=planted, feature_sets=(("named",), ("profiles",)))
         assert min(max(r.values()) for r in found.values()) > CHEAP_BOUND, (task, found)
         assert max(min(r.values()) for r in found.values()) > CHEAP_BOUND, (task, found)
@@ -457,7 +454,7 @@ def test_the_cheap_baselines_find_planted_cues():
 def quantifier_shape_count_baseline(seed: int = 0) -> dict[str, dict[str, float]]:
     """{model: {split: macro-F1}} from how often the caption names the queried shape X, and the
     query's words: the quantifiers' one known cue (the paper's Table-1 pairs fix that count)."""
-    data = generated("quantifiers", seed)
+    data = task_rows("quantifiers", seed)
     rows = {split: [(e.query, e.query.quantifier, {"x": {"queried_shape": float(caption_groups(e.caption)["shapes"][
         f"n_{e.query.shape}"])}}) for e in exs] for split, exs in data.items()}
     gold = {split: np.array([e.label for e in exs]) for split, exs in data.items()}
@@ -471,7 +468,7 @@ def quantifier_shape_count_baseline(seed: int = 0) -> dict[str, dict[str, float]
     return out
 
 
-def cheap_table(cheap: dict) -> list[str]:
+def cheap_f1_table(cheap: dict) -> list[str]:
     """The rows of docs/datasets.md's table of cheap baselines: per feature set and classifier,
     per task, macro-F1 on validation / test_ind / test_ood / test_ood trained on itself."""
     keys = list(dict.fromkeys(k for result in cheap.values() for k in result))
@@ -499,13 +496,13 @@ def test_the_docs_cheap_table_is_what_the_test_measures(task, repo_root):
     # one task's column at a time, so that each test fits only its own task's baselines
     documented = _table_cells((repo_root / "docs" / "datasets.md").read_text())
     column = T.TASKS.index(task)
-    for key, result in measured(task).items():
+    for key, result in cheap_f1(task).items():
         assert key in documented, f"docs/datasets.md lacks the row {key}"
         now = [result[s] for s in EVAL_SPLITS]
         doc = figures(documented[key][column])
         assert len(doc) == len(now) and all(abs(a - b) <= 0.01 for a, b in zip(doc, now)), (
             f"docs/datasets.md is stale: {key} {task} says {documented[key][column]}, the test measures {now}")
-    assert all(cells[column] == "-" for key, cells in documented.items() if key not in measured(task))
+    assert all(cells[column] == "-" for key, cells in documented.items() if key not in cheap_f1(task))
 
 
 @pytest.mark.slow
@@ -513,7 +510,7 @@ def test_the_docs_cheap_table_is_what_the_test_measures(task, repo_root):
 def test_the_cards_cheap_figures_are_what_the_test_measures(task):
     from vlprobe.builders.travlr import CARD_BODY
 
-    row = f"| `{task}` | " + " | ".join(f"{max(r[s] for r in measured(task).values()):.3f}" for s in EVAL_SPLITS) + " |"
+    row = f"| `{task}` | " + " | ".join(f"{max(r[s] for r in cheap_f1(task).values()):.3f}" for s in EVAL_SPLITS) + " |"
     assert_documented([row], CARD_BODY, "the card")
 
 
@@ -538,8 +535,8 @@ if __name__ == "__main__":  # python tests/test_travlr_shortcuts.py: the tables 
     for task in T.TASKS:
         for framing, by_split in shortcut_accuracies(task).items():
             print(f"{task:22s} {framing:20s} " + "  ".join(f"{s} {a:.3f}" for s, a in by_split.items()))
-    print("\n".join(cheap_table({task: measured(task) for task in T.TASKS})))
+    print("\n".join(cheap_f1_table({task: cheap_f1(task) for task in T.TASKS})))
     for task in T.TASKS:
-        print(f"| `{task}` | " + " | ".join(f"{max(r[s] for r in measured(task).values()):.3f}" for s in EVAL_SPLITS) + " |")
+        print(f"| `{task}` | " + " | ".join(f"{max(r[s] for r in cheap_f1(task).values()):.3f}" for s in EVAL_SPLITS) + " |")
     for model, by_split in quantifier_shape_count_baseline().items():
         print(f"| queried shape count, {model} | " + " | ".join(f"{v:.3f}" for v in by_split.values()) + " |")

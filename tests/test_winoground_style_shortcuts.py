@@ -42,11 +42,10 @@ import dataclasses
 import functools
 import random
 import re
-from typing import NamedTuple
 
 import numpy as np
 import pytest
-from helpers_cues import MODELS, Vectoriser, assert_documented, fit_predict_matrix
+from helpers_cues import MODELS, Pixels, Vectoriser, assert_documented, fit_predict_matrix, object_pixels, shape_areas
 
 from vlprobe import scenes as S
 from vlprobe.scenes import winoground as W
@@ -63,47 +62,6 @@ CONTENT = {"spatial_swap": ("colour_layout", "named_layout"), "attribute_swap": 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5}
 _SHAPE_WORD = {**{s: s for s in S.SHAPES}, **{s + "s": s for s in S.SHAPES}}
 _WORD = re.compile(r"[a-z]+")
-
-
-class Pixels(NamedTuple):
-    """Pixel statistics of a set of pixels: how many, the sums of their x and of their y, their bounding box."""
-
-    n: int
-    sx: int
-    sy: int
-    x0: int
-    x1: int
-    y0: int
-    y1: int
-
-    @classmethod
-    def of(cls, mask: np.ndarray) -> "Pixels":
-        ys, xs = np.nonzero(mask)
-        return cls(len(xs), int(xs.sum()), int(ys.sum()), int(xs.min()), int(xs.max()), int(ys.min()), int(ys.max()))
-
-    @classmethod
-    def union(cls, parts: list["Pixels"]) -> "Pixels | None":
-        if not parts:
-            return None
-        return cls(sum(p.n for p in parts), sum(p.sx for p in parts), sum(p.sy for p in parts), min(p.x0 for p in parts),
-                   max(p.x1 for p in parts), min(p.y0 for p in parts), max(p.y1 for p in parts))
-
-
-@functools.lru_cache(maxsize=None)
-def _object_pixels(shape: str, row: int, column: int, options: tuple) -> Pixels:
-    img = S.render(S.Scene((S.SceneObject(shape, "black", row, column),)), **dict(options))
-    return Pixels.of(np.asarray(img)[:, :, 0] == 0)
-
-
-def object_pixels(obj, options: dict) -> Pixels:
-    """The pixels of one object as rendered alone with ``options`` (objects never overlap: each stays in its cell)."""
-    return _object_pixels(obj.shape, obj.row, obj.column, tuple(sorted(options.items())))
-
-
-def shape_areas(options: dict) -> dict[str, float]:
-    """Mean pixels of each shape (what a cheap model could learn per shape name)."""
-    return {s: float(np.mean([_object_pixels(s, r, c, tuple(sorted(options.items()))).n
-                              for r in range(S.GRID) for c in range(S.GRID)])) for s in S.SHAPES}
 
 
 def _stats(ink: Pixels, by_colour: dict[str, Pixels], objects: list[int], cells: list[tuple[int, int]]) -> dict:
@@ -144,7 +102,7 @@ def image_stats(img) -> dict[str, dict[str, float]]:
 
 def scene_stats(scene, options: dict) -> dict[str, dict[str, float]]:
     """:func:`image_stats` of ``scene`` rendered with ``options``, from each object's pixels, without rendering."""
-    pixels = [object_pixels(o, options) for o in scene]
+    pixels = [object_pixels(o.shape, o.row, o.column, options) for o in scene]
     by_colour = {c: Pixels.union([p for o, p in zip(scene, pixels) if o.colour == c]) for c in {o.colour for o in scene}}
     return _stats(Pixels.union(pixels), by_colour, [p.n for p in pixels], [o.cell for o in scene])
 
@@ -217,7 +175,7 @@ def named_layout(cap: Caption, a: dict, b: dict) -> dict[str, float]:
     return out
 
 
-def rows(items: list, options: dict) -> tuple[list[tuple[Caption, dict, dict]], np.ndarray]:
+def item_rows(items: list, options: dict) -> tuple[list[tuple[Caption, dict, dict]], np.ndarray]:
     """Four rows per item: (caption, image A's statistics, image B's), true when A is the caption's image."""
     out, gold = [], []
     for it in items:
@@ -269,11 +227,11 @@ def baselines(config: str, options: dict | None = None, items: tuple | None = No
     others, with the images' statistics as rendered with ``options`` (default: as the builder)."""
     pytest.importorskip("sklearn")  # a dev extra
     options = RENDER_OPTIONS if options is None else options
-    train, test = items or generated(config)
+    train, test = items or train_test_items(config)
     sets = sets or tuple(CHEAP_SETS)
     every = tuple(dict.fromkeys(g for name in sets for g in CHEAP_SETS[name]))
     areas = shape_areas(options)
-    (tr, y_tr), (te, y_te) = rows(train, options), rows(test, options)
+    (tr, y_tr), (te, y_te) = item_rows(train, options), item_rows(test, options)
     f_tr = [features(r, every, areas) for r in tr]
     vec = Vectoriser(f_tr)  # every group's features at once; each set takes its columns
     x_tr, x_te = vec.raw(f_tr), vec.raw([features(r, every, areas) for r in te])
@@ -287,7 +245,7 @@ def baselines(config: str, options: dict | None = None, items: tuple | None = No
 
 
 @functools.lru_cache(maxsize=None)
-def generated(config: str) -> tuple[list, list]:
+def train_test_items(config: str) -> tuple[list, list]:
     """TRAIN items and TEST others (a seed no build uses, so as not to fit the built items)."""
     items = W.generate(config, TRAIN + TEST, seed=49)
     return items[:TRAIN], items[TRAIN:]
@@ -356,7 +314,7 @@ def test_the_baselines_find_planted_cues():
     # (2) spatial_swap's named objects of two shapes (the generator before issue 49), MEDIUM shapes: the
     # ink's centroid and bounding box move with the larger shape
     rng = random.Random(0)
-    train, test = ([different_shapes(it, rng) for it in part] for part in generated("spatial_swap"))
+    train, test = ([different_shapes(it, rng) for it in part] for part in train_test_items("spatial_swap"))
     found = baselines("spatial_swap", options=PAPER_GEOMETRY, items=(train, test), sets=("caption + named",))
     assert max(found.values()) > CHEAP_BOUND, found
     # (3) the content of the instrument solves it: where each colour is (spatial_swap), which shape each colour

@@ -139,3 +139,8 @@ def source_tree(repo_root: Path, dest: Path) -> Path:
         else:
             shutil.copy2(src, out)
     return dest
+
+
+def build_tiny(builder: Builder, out: Path, *argv: object) -> Path | str:
+    """``vlprobe build <name> --out OUT --size tiny ARGV...`` (a synthetic generator's builder)."""
+    return run_build(builder, "--out", out, "--size", "tiny", *argv)

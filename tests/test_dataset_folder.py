@@ -25,7 +25,7 @@ from vlprobe.storage.arrow_cache import load_folder_split
 FEATURES = datasets.Features({"id": datasets.Value("string"), "text": datasets.Value("string")})
 
 
-def _build(folder, rows, names=("one",)):
+def _write_folder(folder, rows, names=("one",)):
     configs = [ConfigDecl(n, FEATURES, ("test",), default=(i == 0)) for i, n in enumerate(names)]
     write_card(folder, card_metadata(configs, license="mit"), "# test")
     for n in names:
@@ -34,10 +34,10 @@ def _build(folder, rows, names=("one",)):
 
 def test_rebuilt_folder_is_read_fresh(tmp_path):
     folder = tmp_path / "ds"
-    _build(folder, {"id": ["a"], "text": ["first build"]})
+    _write_folder(folder, {"id": ["a"], "text": ["first build"]})
     assert load_folder_split(folder, "one", "test")["text"] == ["first build"]
     time.sleep(0.01)  # a different modification time even on coarse clocks
-    _build(folder, {"id": ["a", "b"], "text": ["second build", "more"]})
+    _write_folder(folder, {"id": ["a", "b"], "text": ["second build", "more"]})
     assert load_folder_split(folder, "one", "test")["text"] == ["second build", "more"]
 
 
@@ -45,10 +45,10 @@ def test_plain_load_dataset_sees_a_rebuild(tmp_path, monkeypatch):
     # as a user would, from the folder's parent, with datasets' own (shared) cache
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "ds"
-    _build(folder, {"id": ["a"], "text": ["first build"]}, names=("one", "two"))
+    _write_folder(folder, {"id": ["a"], "text": ["first build"]}, names=("one", "two"))
     first = datasets.load_dataset("ds", "one", split="test")
     assert first["text"] == ["first build"]
-    _build(folder, {"id": ["a", "b"], "text": ["second build", "more"]}, names=("one", "two"))
+    _write_folder(folder, {"id": ["a", "b"], "text": ["second build", "more"]}, names=("one", "two"))
     assert datasets.load_dataset("ds", "one", split="test")["text"] == ["second build", "more"]
     assert datasets.load_dataset("ds", "two", split="test")["text"] == ["second build", "more"]
     # one shard per split, named after its content; the card keeps its patterns, the record names the files
@@ -59,7 +59,7 @@ def test_plain_load_dataset_sees_a_rebuild(tmp_path, monkeypatch):
     assert f"data/one/{shards[0]}" in record and "test-*" not in record
     # the same rows again: the same files and the same cache (nothing is regenerated)
     again = datasets.load_dataset("ds", "one", split="test")
-    _build(folder, {"id": ["a", "b"], "text": ["second build", "more"]}, names=("one", "two"))
+    _write_folder(folder, {"id": ["a", "b"], "text": ["second build", "more"]}, names=("one", "two"))
     assert sorted(p.name for p in (folder / "data" / "one").iterdir()) == shards
     assert datasets.load_dataset("ds", "one", split="test").cache_files == again.cache_files
 
@@ -90,8 +90,8 @@ def test_rebuilt_folders_are_recorded_too(tmp_path, monkeypatch):
 
 def test_config_all_means_every_config_unless_the_dataset_has_one_named_all(tmp_path):
     plain, with_all = tmp_path / "plain", tmp_path / "with_all"
-    _build(plain, {"id": ["a"], "text": ["x"]}, names=("one", "two"))
-    _build(with_all, {"id": ["a"], "text": ["x"]}, names=("all", "one", "two"))
+    _write_folder(plain, {"id": ["a"], "text": ["x"]}, names=("one", "two"))
+    _write_folder(with_all, {"id": ["a"], "text": ["x"]}, names=("all", "one", "two"))
     assert sorted(select_configs(str(plain), "all", None)) == ["one", "two"]
     assert select_configs(str(with_all), "all", None) == ["all"]
     assert sorted(select_configs(str(with_all), "*", None)) == ["all", "one", "two"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import datasets
 import pytest
 from helpers import digests
-from helpers_data import run_build
+from helpers_data import build_tiny
 from PIL import Image
 
 from vlprobe import scenes as S
@@ -29,14 +29,9 @@ def generated():
     return {task: T.generate_task(task, SIZES, seed=0) for task in T.TASKS}
 
 
-def _build(out: Path, *argv: str) -> Path:
-    """``vlprobe build travlr --out OUT --size tiny ARGV...``."""
-    return run_build(builder.Travlr(), "--out", out, "--size", "tiny", *argv)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    return _build(tmp_path_factory.mktemp("repo") / "travlr")
+    return build_tiny(builder.Travlr(), tmp_path_factory.mktemp("repo") / "travlr")
 
 
 # ---- split rules as the reference gives them ---------------------------------------------------
@@ -283,17 +278,17 @@ def test_bad_requests_are_named():
     with pytest.raises(ValueError, match="unknown split"):
         T.generate_task("cardinality", {"dev": 1})
     with pytest.raises(ValueError, match="SPLIT=N"):
-        _build(Path("/nonexistent"), "--split-sizes", "dev=3")
+        build_tiny(builder.Travlr(), Path("/nonexistent"), "--split-sizes", "dev=3")
     with pytest.raises(ValueError, match="at least 1 row"):
-        _build(Path("/nonexistent"), "--split-sizes", "test_ood=0")
+        build_tiny(builder.Travlr(), Path("/nonexistent"), "--split-sizes", "test_ood=0")
     with pytest.raises(ValueError, match="unknown config"):
-        _build(Path("/nonexistent"), "--configs", "colour")
+        build_tiny(builder.Travlr(), Path("/nonexistent"), "--configs", "colour")
 
 
 # ---- the built folder ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_two_builds_are_byte_identical(built, tmp_path):
-    again = _build(tmp_path / "travlr")
+    again = build_tiny(builder.Travlr(), tmp_path / "travlr")
     assert digests(again) == digests(built)
     assert len([k for k in digests(built) if k.endswith(".parquet")]) == 16
 

@@ -11,7 +11,7 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 from helpers import digests, encode
-from helpers_data import run_build
+from helpers_data import build_tiny
 
 from vlprobe import scenes as S
 from vlprobe.builders import winoground_style as builder
@@ -19,14 +19,9 @@ from vlprobe.dataset.spec import find_spec
 from vlprobe.scenes import winoground as W
 
 
-def _build(out: Path, *argv: object) -> Path:
-    """``vlprobe build winoground_style --out OUT --size tiny ARGV...``."""
-    return run_build(builder.WinogroundStyle(), "--out", out, "--size", "tiny", *argv)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    return _build(tmp_path_factory.mktemp("repo") / "winoground_style")
+    return build_tiny(builder.WinogroundStyle(), tmp_path_factory.mktemp("repo") / "winoground_style")
 
 
 @pytest.mark.parametrize("config", W.CONFIGS)
@@ -61,13 +56,13 @@ def test_bad_requests_are_named(tmp_path):
     with pytest.raises(ValueError, match="unknown Winoground-style config"):
         W.generate("colour_swap", 3)
     with pytest.raises(ValueError, match="unknown config"):
-        _build(tmp_path, "--configs", "colour_swap")
+        build_tiny(builder.WinogroundStyle(), tmp_path, "--configs", "colour_swap")
     with pytest.raises(FileNotFoundError, match="--winoground"):
-        _build(tmp_path, "--configs", "none", "--winoground", tmp_path / "nope")
+        build_tiny(builder.WinogroundStyle(), tmp_path, "--configs", "none", "--winoground", tmp_path / "nope")
 
 
 def test_two_builds_are_byte_identical(built, tmp_path):
-    again = _build(tmp_path / "winoground_style")
+    again = build_tiny(builder.WinogroundStyle(), tmp_path / "winoground_style")
     assert digests(again) == digests(built)
     assert len([k for k in digests(built) if k.endswith(".parquet")]) == 3  # `all` reads these three
 
@@ -169,7 +164,8 @@ def test_private_winoground_folder_from_a_standin(layout, standin_parquet, stand
     source = standin_parquet if layout == "parquet" else standin_jsonl
     out = tmp_path / "repo" / "winoground_style"
     # the jsonl run builds only the private copy; the parquet run also the synthetic configs beside it
-    _build(out, "--configs", "none" if layout == "jsonl" else "all", "--items", 2, "--winoground", source)
+    build_tiny(builder.WinogroundStyle(), out, "--configs", "none" if layout == "jsonl" else "all", "--items", 2,
+               "--winoground", source)
     local = out / "data" / "winoground"
     assert (out / "data" / "spatial_swap").exists() == (layout == "parquet")
     card = (out / "README.md").read_text()

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from helpers_probe import fake_features
 
 from vlprobe import probing as P
 from vlprobe.cli import main as vlprobe_main
@@ -81,20 +82,6 @@ def test_outputs_written(dual_run, tmp_path):
     assert header[:4] == ["task", "setting", "train_modality", "test_modality"]
 
 
-def _fake(n_feat=6, seed=0):
-    """Features where the first dimension predicts the label, for one task."""
-    rng = np.random.default_rng(seed)
-    data, feats = {"t": {}}, {}
-    for split, n in (("train", 80), ("validation", 40), ("test_ind", 40), ("test_ood", 40)):
-        y = rng.random(n) < 0.5
-        x = rng.normal(size=(n, n_feat)).astype(np.float32)
-        x[:, 0] += np.where(y, 1.5, -1.5)
-        data["t"][split] = P.Split("t", split, y)
-        for m in P.MODALITIES:
-            feats[("t", split, m)] = x
-    return data, feats
-
-
 def _run(data, feats, **kw):
     args = dict(train_modalities=P.MODALITIES, test_modalities=P.MODALITIES, text_only=False, zero_shot=False,
                 train_sizes=None, few_shot=0, classifier="logreg", bootstrap=0, confidence=0.95, seed=0,
@@ -104,7 +91,7 @@ def _run(data, feats, **kw):
 
 
 def test_model_selection_never_reads_a_test_split(monkeypatch):
-    data, feats = _fake()
+    data, feats = fake_features()
     rows = _run(data, feats)
     # Flip every test label: the chosen L2 (picked on validation) must not move, the scores must.
     for split in ("test_ind", "test_ood"):
@@ -128,7 +115,7 @@ def test_model_selection_never_reads_a_test_split(monkeypatch):
 
 
 def test_logistic_regression_learns_and_newton_matches_lbfgs(monkeypatch):
-    data, feats = _fake(n_feat=5)
+    data, feats = fake_features(n_feat=5)
     x, y = feats[("t", "train", "image")], data["t"]["train"].labels
     newton = P.fit("logreg", x, y, 1e-2)
     monkeypatch.setattr(P.classifiers, "NEWTON_MAX_DIM", 0)
@@ -156,7 +143,7 @@ def test_logistic_regression_equals_scikit_learns(monkeypatch, l2, solver):
     scale, and so do the predicted labels, wherever scikit-learn's probability is not within that of 0.5."""
     from sklearn.linear_model import LogisticRegression
 
-    data, feats = _fake(n_feat=8, seed=3)
+    data, feats = fake_features(n_feat=8, seed=3)
     x, y = feats[("t", "train", "image")], data["t"]["train"].labels
     if solver == "lbfgs":
         monkeypatch.setattr(P.classifiers, "NEWTON_MAX_DIM", 0)

@@ -8,6 +8,7 @@ from dataclasses import asdict
 
 import numpy as np
 import pytest
+from helpers_probe import fake_features
 
 from vlprobe import probing as P
 from vlprobe.cli import main as vlprobe_main
@@ -75,22 +76,9 @@ def test_one_seed_has_no_sd_and_keeps_its_ci():
     assert all(m.ci_low is None for m in means)  # a CI is of one seed's figure, not of the mean
 
 
-def _fake(seed=0):
-    rng = np.random.default_rng(seed)
-    data, feats = {"t": {}}, {}
-    for split, n in (("train", 80), ("validation", 40), ("test_ind", 40), ("test_ood", 40)):
-        y = rng.random(n) < 0.5
-        x = rng.normal(size=(n, 6)).astype(np.float32)
-        x[:, 0] += np.where(y, 0.8, -0.8)
-        data["t"][split] = P.Split("t", split, y)
-        for m in P.MODALITIES:
-            feats[("t", split, m)] = x + rng.normal(scale=0.5, size=x.shape).astype(np.float32)
-    return data, feats
-
-
 @pytest.mark.slow
 def test_seeds_give_an_sd_over_seeds_and_sd_0_where_the_setting_is_deterministic(monkeypatch):
-    data, feats = _fake()
+    data, feats = fake_features(shift=0.8, noise=0.5)
     calls = []
     real = P.select
     monkeypatch.setattr(P.protocol, "select", lambda *a, **k: calls.append(len(a[2])) or real(*a, **k))

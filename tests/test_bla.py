@@ -29,18 +29,18 @@ FINETUNE_CONFIGS = [f"{t}_{s}" for t in COUNTS for s in ("finetune_random", "fin
 GOLDEN = {"active_passive": 41, "coordination": 36, "relative_clause": 25}  # the release's golden set
 
 
-def image_ids(annotations: Path) -> list[str]:
+def referenced_image_ids(annotations: Path) -> list[str]:
     ids = []
     for file in bla.FILES.values():
         ids += [str(r["image_id"]) for r in json.loads((annotations / file).read_text())]
     return sorted(set(ids))
 
 
-def make_standins(root: Path, annotations: Path, skip=frozenset(), corrupt: str | None = None) -> Path:
+def make_vg_standins(root: Path, annotations: Path, skip=frozenset(), corrupt: str | None = None) -> Path:
     data = jpeg(size=(8, 6), color=(10, 200, 90))
     (root / "VG_100K").mkdir(parents=True)
     with zipfile.ZipFile(root / "images2.zip", "w") as zf:
-        for i in image_ids(annotations):
+        for i in referenced_image_ids(annotations):
             if i in skip:
                 continue
             payload = b"garbage" if i == corrupt else data
@@ -61,8 +61,8 @@ def annotations(shared_data: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def built(annotations: Path, tmp_path_factory) -> Path:
-    root = make_standins(tmp_path_factory.mktemp("vg"), annotations)
-    assert any(int(i) >= 2_000_000 for i in image_ids(annotations))  # the zip part is not empty
+    root = make_vg_standins(tmp_path_factory.mktemp("vg"), annotations)
+    assert any(int(i) >= 2_000_000 for i in referenced_image_ids(annotations))  # the zip part is not empty
     return run_build(annotations, root, tmp_path_factory.mktemp("bla_folder") / "bla")
 
 
@@ -153,7 +153,7 @@ def test_committed_card_and_spec_are_what_a_build_writes(built: Path, repo_root:
 
 
 def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
-    root = make_standins(tmp_path / "vg", annotations, skip={"411", "115"})
+    root = make_vg_standins(tmp_path / "vg", annotations, skip={"411", "115"})
     with pytest.raises(imgs.MissingImagesError, match=r"visual_genome: 2 of 1275 files missing: 115\.jpg, 411\.jpg"):
         run_build(annotations, root, tmp_path / "out")
     out = run_build(annotations, root, tmp_path / "out", "--skip-missing-images")
@@ -165,7 +165,7 @@ def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
 
     # a corrupt image stops the build with its name, and leaves the folder built before as it was
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    bad = make_standins(tmp_path / "vg2", annotations, corrupt="73")
+    bad = make_vg_standins(tmp_path / "vg2", annotations, corrupt="73")
     with pytest.raises(imgs.CorruptImageError, match=r"visual_genome: image file 73\.jpg is corrupt"):
         run_build(annotations, bad, out)
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
@@ -175,7 +175,7 @@ def test_missing_and_corrupt_images(annotations: Path, tmp_path: Path) -> None:
 def test_download_fills_the_gaps_through_the_cache(annotations: Path, tmp_path: Path, monkeypatch, stand_in_server) -> None:
     """`--download`: images missing locally come from the source's URLs (here a local server
     standing in for cs.stanford.edu, first VG_100K then VG_100K_2) into `--cache-dir`."""
-    root = make_standins(tmp_path / "vg", annotations, skip={"411", "2315865"})
+    root = make_vg_standins(tmp_path / "vg", annotations, skip={"411", "2315865"})
     jpeg = (root / "VG_100K" / "73.jpg").read_bytes()
     stand_in_server.files = {"/VG_100K/411.jpg": jpeg, "/VG_100K_2/2315865.jpg": jpeg}
     base = stand_in_server.url
@@ -231,7 +231,7 @@ def test_a_build_left_with_no_rows_is_refused(annotations: Path, tmp_path: Path)
 
 
 def test_skip_finetune_builds_only_the_benchmark(annotations: Path, tmp_path: Path) -> None:
-    root = make_standins(tmp_path / "vg", annotations)
+    root = make_vg_standins(tmp_path / "vg", annotations)
     out = run_build(annotations, root, tmp_path / "bla", "--skip-finetune")
     assert sorted(datasets.get_dataset_config_names(str(out))) == sorted(["all", *COUNTS])
     assert sorted(p.name for p in (out / "data").iterdir() if p.is_dir()) == sorted(COUNTS)  # `all` reads the tasks' files
@@ -256,7 +256,7 @@ def test_annotations_fetched_verified_and_cached(annotations: Path, tmp_path: Pa
 
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    root = make_standins(tmp_path / "vg", annotations)
+    root = make_vg_standins(tmp_path / "vg", annotations)
     stand_in_server.serve_folder(annotations, ANNOTATIONS_PATH)
     monkeypatch.setenv("VLPROBE_BLA_ANNOTATIONS_URL", stand_in_server.url + ANNOTATIONS_PATH)
     out = _build_fetched(root, tmp_path / "bla", tmp_path / "cache")
@@ -274,7 +274,7 @@ def test_tampered_annotation_is_refused(annotations: Path, tmp_path: Path, monke
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     from vlprobe.builders import upstream
 
-    root = make_standins(tmp_path / "vg", annotations)
+    root = make_vg_standins(tmp_path / "vg", annotations)
     good = (annotations / "relative_clause_captions.json").read_bytes()
     stand_in_server.serve_folder(annotations, ANNOTATIONS_PATH)
     stand_in_server.files[ANNOTATIONS_PATH + "relative_clause_captions.json"] = good.replace(b"wears", b"wearz", 1)

@@ -323,7 +323,7 @@ def test_metric_stays_standalone():
 
 # ---- a damaged dataset folder names the file (section 6) -----------------------------------------------------------
 
-def _truncate(folder: Path) -> None:
+def _truncate_shard(folder: Path) -> None:
     shard = sorted(folder.glob("data/pairs/*.parquet"))[0]
     shard.write_bytes(shard.read_bytes()[:100])
 
@@ -332,7 +332,7 @@ def _empty(folder: Path) -> None:
     sorted(folder.glob("data/pairs/*.parquet"))[0].write_bytes(b"")
 
 
-def _csv(folder: Path) -> None:
+def _shard_as_csv(folder: Path) -> None:
     sorted(folder.glob("data/pairs/*.parquet"))[0].write_text("id,caption\n1,a\n")
 
 
@@ -350,9 +350,9 @@ def _bad_build_record(folder: Path) -> None:
 
 
 DAMAGED = [
-    (_truncate, "is not a readable parquet file"),
+    (_truncate_shard, "is not a readable parquet file"),
     (_empty, "(0 bytes) is not a readable parquet file"),
-    (_csv, "is not a readable parquet file"),
+    (_shard_as_csv, "is not a readable parquet file"),
     (_lfs, "is a Git LFS pointer, not the parquet file itself"),
     (_card_not_utf8, "README.md is not UTF-8 text (byte 0xff at offset 0)"),
     (_bad_build_record, ".huggingface.yaml is not valid YAML"),

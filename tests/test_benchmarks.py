@@ -143,13 +143,13 @@ def _valse_like(folder: Path, benchmark: str | None) -> Path:
     return folder
 
 
-def _run(model: Path, folder: Path, **kw):
+def _evaluate_folder(model: Path, folder: Path, **kw):
     return vlprobe.evaluate(model=str(model), datasets=[str(folder)], bootstrap=0, progress=False, cache_dir="none", **kw)
 
 
 def test_a_folder_is_the_benchmark_it_records_whatever_it_is_called(tiny_clip_path: Path, tmp_path: Path):
     built = _valse_like(tmp_path / "x" / "valse_ds", "valse")
-    res = _run(tiny_clip_path, built)
+    res = _evaluate_folder(tiny_clip_path, built)
     block = res.summary["valse"]  # VALSE's tables, not "valse_ds/all"
     assert block.benchmark == "valse" and block.source.startswith("VALSE") and block.complete
     rows = {r.config: r for r in block.rows}
@@ -161,7 +161,7 @@ def test_a_folder_is_the_benchmark_it_records_whatever_it_is_called(tiny_clip_pa
     # renamed: the same tables, the same numbers
     renamed = tmp_path / "y" / "anything"
     shutil.move(str(built), renamed)
-    again = _run(tiny_clip_path, renamed)
+    again = _evaluate_folder(tiny_clip_path, renamed)
     assert again.summary == res.summary
     # `vlprobe report` puts it beside the paper's VALSE numbers
     again.save(tmp_path / "run")
@@ -175,11 +175,11 @@ def test_a_folder_is_the_benchmark_it_records_whatever_it_is_called(tiny_clip_pa
 def test_a_folder_of_ones_own_gets_generic_tables_and_an_old_one_says_what_it_assumes(tiny_clip_path: Path,
                                                                                         tmp_path: Path):
     # no benchmark recorded, a name of its own: the user's own dataset, by its item shape
-    mine = _run(tiny_clip_path, _valse_like(tmp_path / "mine", None)).summary
+    mine = _evaluate_folder(tiny_clip_path, _valse_like(tmp_path / "mine", None)).summary
     assert list(mine) == ["mine"] and mine["mine"].benchmark is None and mine["mine"].source is None
     assert [r.config for r in mine["mine"].rows] == ["all"] and mine["mine"].headline == ("acc_r",)
     # no benchmark recorded, a committed card folder's name: a folder built before vlprobe recorded it
-    old = _run(tiny_clip_path, _valse_like(tmp_path / "valse", None))
+    old = _evaluate_folder(tiny_clip_path, _valse_like(tmp_path / "valse", None))
     block = old.summary["valse"]
     assert block.benchmark == "valse" and [r.config for r in block.rows][-1] == "avg"
     note = block.notes[0]
@@ -189,7 +189,7 @@ def test_a_folder_of_ones_own_gets_generic_tables_and_an_old_one_says_what_it_as
     bad = _valse_like(tmp_path / "bad", None)
     (bad / "vlprobe.yaml").write_text("benchmark: valsee\n" + SPEC)
     with pytest.raises(vlprobe.DatasetError, match=r"vlprobe.yaml: unknown benchmark 'valsee'; the benchmarks"):
-        _run(tiny_clip_path, bad)
+        _evaluate_folder(tiny_clip_path, bad)
 
 
 # ---- a run that departs from the authors' setting says so ------------------------------------------------

@@ -522,7 +522,7 @@ def _no_error_state(page):
     assert "Running the benchmark" not in summary
 
 
-def _options(page, box):
+def _dropdown_options(page, box):
     """A dropdown's options, as its own list shows them (the list closed again)."""
     from playwright.sync_api import expect
 
@@ -593,7 +593,7 @@ def _first_look(page, app, viewport, shots, seen):
     about = _markdown(page, "model-about").inner_text()
     assert about.startswith("mini-clip (offline") and "cannot read photos" in about, about
     # offline with nothing cached: the menu's Hub models are not offered, and why is said once
-    assert _options(page, model_box) == ["models/mini-clip"]
+    assert _dropdown_options(page, model_box) == ["models/mini-clip"]
     missing = _markdown(page, "models-missing").inner_text()
     assert missing == ("CLIP ViT-B/32, SigLIP base and BLIP ITM base are not offered: this Space cannot reach the "
                        "Hugging Face Hub now, and they are not in its cache."), missing

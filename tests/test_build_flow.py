@@ -63,13 +63,13 @@ class _Resolver:
         return ["here"]
 
 
-def _rows(unit: str, n: int) -> list[Row]:
+def _unit_rows(unit: str, n: int) -> list[Row]:
     return [Row(f"{unit}/{i}", {}, (Image("image", "src", f"{unit}{i}.jpg"),), unit=unit) for i in range(n)]
 
 
 def _take(have: set[str], first: int | None, skip: bool, refill: bool = True):
     builder = sugar_crepe.SugarCrepe()  # any builder on the flow
-    annotations = Annotations({"leaf": {"test": _rows("a", 6) + _rows("b", 2)}}, first=first)
+    annotations = Annotations({"leaf": {"test": _unit_rows("a", 6) + _unit_rows("b", 2)}}, first=first)
     resolver = _Resolver(have)
     args = argparse.Namespace(workers=1, skip_missing_images=skip, dry_run=not refill)
     report, skipped = builder._take_rows(annotations, {"src": resolver}, args, refill=refill)

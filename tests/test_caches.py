@@ -93,7 +93,7 @@ def data(tmp_path) -> Path:
     return build_folder(tmp_path / "data", n=6)
 
 
-def _entry(cache: Path) -> Path:
+def _cache_entry(cache: Path) -> Path:
     (entry,) = [p for p in cache.iterdir() if not p.name.startswith(".")]
     return entry
 
@@ -106,7 +106,7 @@ def test_the_copy_lives_in_the_users_cache_private_and_recorded(cache, data, tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     first = load_folder_split(data, "pairs", "test")
-    entry = _entry(cache)
+    entry = _cache_entry(cache)
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert {Path(f["filename"]).resolve() for f in first.cache_files} == {p.resolve() for p in _arrow_files(entry)}
     record = json.loads((entry / arrow_cache.RECORD).read_text())
@@ -155,7 +155,7 @@ def _planted_file(entry: Path) -> None:
                          ids=lambda f: f.__name__[1:])
 def test_a_damaged_copy_is_converted_again_with_one_warning(damage, cache, data, capsys):
     clean = load_folder_split(data, "pairs", "test")[:]
-    damage(_entry(cache))
+    damage(_cache_entry(cache))
     capsys.readouterr()
     again = load_folder_split(data, "pairs", "test")
     warnings = warning_lines(capsys.readouterr().err)
@@ -346,7 +346,7 @@ def test_an_entry_planted_while_arrow_was_open_is_dropped(shared, monkeypatch, c
     monkeypatch.setenv("VLPROBE_CACHE", str(home))
     clean = load_folder_split(data, "pairs", "test")[:]
     (home / "arrow").chmod(0o777)
-    entry = _entry(home / "arrow")
+    entry = _cache_entry(home / "arrow")
     arrow = _arrow_files(entry)[0].relative_to(entry)
     doctor = (f"import pathlib; p = pathlib.Path('{entry}/{arrow}'); "
               "p.write_bytes(p.read_bytes().replace(b'a shape number', b'X shape number'))")

@@ -50,7 +50,7 @@ def _image(image_id: int) -> bytes:
     return encode(im, "JPEG", quality=95)
 
 
-def _csv(columns: list[str], rows: list[dict]) -> bytes:
+def _csv_bytes(columns: list[str], rows: list[dict]) -> bytes:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, columns)
     writer.writeheader()
@@ -101,12 +101,12 @@ def make_zips(folder: Path, *, edit=None) -> Path:
             for c in crepe.COMPOUNDS:
                 name = f"syst_vg_hard_negs_{c}_compounds_in_{p}.csv"
                 columns = SYST_COLUMNS + (["valid_hard_negs_combined"] if name == COMBINED_FILE else [])
-                zf.writestr(f"syst_hard_negatives/{name}", _csv(columns, edit(name, syst_rows(p, c))))
+                zf.writestr(f"syst_hard_negatives/{name}", _csv_bytes(columns, edit(name, syst_rows(p, c))))
     with zipfile.ZipFile(folder / crepe.PROD_ZIP, "w") as zf:
         for t in crepe.PROD_TYPES:
             for n in crepe.COMPLEXITIES:
                 name = f"prod_vg_hard_negs_{t}_complexity_{n}.csv"
-                zf.writestr(f"prod_hard_negatives/{t}/{name}", _csv(PROD_COLUMNS, edit(name, prod_rows(t, n))))
+                zf.writestr(f"prod_hard_negatives/{t}/{name}", _csv_bytes(PROD_COLUMNS, edit(name, prod_rows(t, n))))
     return folder
 
 

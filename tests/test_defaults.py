@@ -28,7 +28,7 @@ def home(tmp_path, monkeypatch) -> Path:
     return home
 
 
-def _evaluate(cli, folder, model, out) -> tuple[dict, str]:
+def _evaluate_results(cli, folder, model, out) -> tuple[dict, str]:
     code, printed, err = cli("evaluate", "--dataset", folder, "--model", model, "--bootstrap", "0", "--num-workers", "0",
                              "--out", out, "--no-progress")
     assert code == 0, err
@@ -37,12 +37,12 @@ def _evaluate(cli, folder, model, out) -> tuple[dict, str]:
 
 @pytest.mark.slow
 def test_cli_second_run_with_no_cache_option_computes_nothing(folder, tiny_clip_path, tmp_path, home, cli):
-    first, _ = _evaluate(cli, folder, tiny_clip_path, tmp_path / "a")
+    first, _ = _evaluate_results(cli, folder, tiny_clip_path, tmp_path / "a")
     default = home / ".cache" / "vlprobe"
     assert first["provenance"]["engine"]["cache_dir"] is not None
     assert Path(first["provenance"]["engine"]["cache_dir"]).parent == default
     assert computed(first["provenance"]["engine"]) > 0
-    second, printed = _evaluate(cli, folder, tiny_clip_path, tmp_path / "b")
+    second, printed = _evaluate_results(cli, folder, tiny_clip_path, tmp_path / "b")
     assert computed(second["provenance"]["engine"]) == 0 and second["provenance"]["engine"]["cached"] > 0
     assert " 0 inputs computed" in printed and str(default) in printed
     assert [r["metrics"] for r in second["results"]] == [r["metrics"] for r in first["results"]]
@@ -51,9 +51,9 @@ def test_cli_second_run_with_no_cache_option_computes_nothing(folder, tiny_clip_
 @pytest.mark.slow
 def test_cli_uses_vlprobe_cache_when_set(folder, tiny_clip_path, tmp_path, home, monkeypatch, cli):
     monkeypatch.setenv("VLPROBE_CACHE", str(tmp_path / "vc"))
-    first, _ = _evaluate(cli, folder, tiny_clip_path, tmp_path / "a")
+    first, _ = _evaluate_results(cli, folder, tiny_clip_path, tmp_path / "a")
     assert Path(first["provenance"]["engine"]["cache_dir"]).parent == tmp_path / "vc"
-    second, _ = _evaluate(cli, folder, tiny_clip_path, tmp_path / "b")
+    second, _ = _evaluate_results(cli, folder, tiny_clip_path, tmp_path / "b")
     assert computed(second["provenance"]["engine"]) == 0
     assert not (home / ".cache" / "vlprobe").exists() or not any((home / ".cache" / "vlprobe").glob("*/part-*"))
 

@@ -100,7 +100,7 @@ def test_mixed_shapes_go_to_the_metric_as_lists():
 
 # ---- chunked runs: the same files -----------------------------------------------------------------
 
-def _files(run_dir):
+def _run_outputs(run_dir):
     doc = json.loads((run_dir / "results.json").read_text())
     return ((run_dir / "results.csv").read_bytes(), pq.read_table(run_dir / "scores.parquet"),
             doc["results"], doc.get("summary"))
@@ -116,11 +116,11 @@ def test_chunked_run_writes_the_files_of_one_chunk(folder, model, request, tmp_p
               cache_dir=str(tmp_path / "cache"))
     whole = vlprobe.evaluate(out=tmp_path / "whole", **kw)
     assert "chunks" not in whole.provenance["engine"]
-    want = _files(tmp_path / "whole")
+    want = _run_outputs(tmp_path / "whole")
     for size in (5, 7):
         run = vlprobe.evaluate(out=tmp_path / f"c{size}", chunk_size=size, **kw)
         assert run.provenance["engine"]["chunks"] > 2
-        csv, table, results, summary = _files(tmp_path / f"c{size}")
+        csv, table, results, summary = _run_outputs(tmp_path / f"c{size}")
         assert csv == want[0]
         assert table.equals(want[1])
         assert results == want[2] and summary == want[3]

@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vlprobe"
 
 
 
-def _modules() -> dict[str, tuple[Path, bool]]:
+def _vlprobe_modules() -> dict[str, tuple[Path, bool]]:
     """{dotted name: (file, is a package's __init__)} of every module of vlprobe (the bundled copies aside)."""
     out = {}
     for path in PACKAGE.rglob("*.py"):
@@ -27,7 +27,7 @@ def import_graph() -> dict[str, set[str]]:
     (a submodule imported by name), else to ``x``; a package's ``__init__`` is a module like any other. A module's own
     parent packages are no edge: Python imports them before the module, so they cannot close a circle (a registry
     that scans its own package, as ``benchmarks/`` and ``scorers/`` do, imports it)."""
-    modules = _modules()
+    modules = _vlprobe_modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, (path, is_package) in modules.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

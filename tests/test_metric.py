@@ -312,7 +312,7 @@ def test_strict_and_lenient_are_perturbations_against_and_for_the_model(item):
 # Properties
 # ---------------------------------------------------------------------------------------------
 
-def _items(draw_shape, draw):
+def _scores_and_gold(draw_shape, draw):
     m, n = draw_shape
     G = draw(st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=m, max_size=m).filter(
         lambda g: any(any(r) for r in g)))
@@ -325,7 +325,7 @@ def batches(draw, distinct=False):
     shapes = draw(st.lists(st.sampled_from([(1, 2), (2, 2), (1, 4), (2, 3)]), min_size=1, max_size=6))
     S, G = [], []
     for shape in shapes:
-        s, g = _items(shape, draw)
+        s, g = _scores_and_gold(shape, draw)
         if distinct:
             s = s + np.arange(s.size).reshape(s.shape) * 1e-3 + draw(st.floats(0, 1e-4))
         S.append(s)

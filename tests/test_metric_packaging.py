@@ -60,7 +60,7 @@ def test_vlprobe_imports_the_one_file(repo_root):
     assert metric.compute([[[0.9, 0.2]]], [[[1, 0]]])["acc_r"] == 1.0
 
 
-def _run(code_or_args, cwd: Path, modules: Path) -> subprocess.CompletedProcess:
+def _run_python(code_or_args, cwd: Path, modules: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_MODULES_CACHE=str(modules), HF_EVALUATE_OFFLINE="1", HF_HUB_OFFLINE="1",
                OMP_NUM_THREADS="1")
     args = ["-c", code_or_args] if isinstance(code_or_args, str) else code_or_args
@@ -74,7 +74,7 @@ def _result(proc: subprocess.CompletedProcess) -> dict:
 
 @pytest.mark.slow
 def test_bare_name_loads_from_the_repository_root_offline(repo_root, tmp_path):
-    got = _result(_run(_CHECK, repo_root, tmp_path / "modules"))
+    got = _result(_run_python(_CHECK, repo_root, tmp_path / "modules"))
     # Cells: gold 0.9 (TP), 0.3 (FN); non-gold 0.2 (TN), 0.7 and 0.8 (FP): F1 = 2/5 for both classes.
     assert got["acc_r"] == 0.5 and got["macro_f1"] == pytest.approx(0.4)
     assert got["module"].endswith(".valse_metric")
@@ -91,7 +91,7 @@ def test_load_after_import_vlprobe_reads_the_package_file(tmp_path):
             "    m = vlprobe.metric.load()\n"
             "print(json.dumps({'acc_r': m.compute(predictions=[[[0.9, 0.2]]], references=[[[1, 0]]])['acc_r'], "
             "'file': str(vlprobe.metric.METRIC_FILE)}))")
-    proc = _run(code, elsewhere, modules)
+    proc = _run_python(code, elsewhere, modules)
     assert _result(proc) == {"acc_r": 1.0, "file": str(metric.METRIC_FILE)}
     assert "Using the latest cached version" not in proc.stderr
 
@@ -104,21 +104,21 @@ def _registered(modules: Path) -> list[Path]:
 def test_importing_vlprobe_writes_nothing_and_registering_makes_the_bare_name_load_anywhere_offline(tmp_path):
     elsewhere, modules = tmp_path / "elsewhere", tmp_path / "modules"
     elsewhere.mkdir()
-    assert _run("import vlprobe, vlprobe.metric", elsewhere, modules).returncode == 0
+    assert _run_python("import vlprobe, vlprobe.metric", elsewhere, modules).returncode == 0
     assert not modules.exists()  # import vlprobe wrote nothing into evaluate's cache
-    assert _run("import vlprobe; vlprobe.metric.load()", elsewhere, modules).returncode == 0
+    assert _run_python("import vlprobe; vlprobe.metric.load()", elsewhere, modules).returncode == 0
     assert _registered(modules) == []  # loading by path is evaluate's own copy by path, not the bare name's
-    before = _result(_run(_CHECK, elsewhere, modules))  # not registered: evaluate cannot find it
+    before = _result(_run_python(_CHECK, elsewhere, modules))  # not registered: evaluate cannot find it
     assert "error" in before and "valse_metric" in before["error"]
-    proc = _run("import vlprobe; print(vlprobe.register_metric())", elsewhere, modules)
+    proc = _run_python("import vlprobe; print(vlprobe.register_metric())", elsewhere, modules)
     assert proc.returncode == 0, proc.stderr[-2000:]
     [registered] = _registered(modules)
     assert proc.stdout.split()[-1] == str(registered) and registered.read_bytes() == metric.METRIC_FILE.read_bytes()
     stamp = registered.stat().st_mtime_ns
-    after = _result(_run(_CHECK, elsewhere, modules))  # a process that never imports vlprobe
+    after = _result(_run_python(_CHECK, elsewhere, modules))  # a process that never imports vlprobe
     assert after["acc_r"] == 0.5 and "evaluate-metric--valse_metric" in after["module"]
     # Registering again writes nothing new: the same one copy, untouched.
-    proc = _run(["-m", "vlprobe.metric", "register"], elsewhere, modules)
+    proc = _run_python(["-m", "vlprobe.metric", "register"], elsewhere, modules)
     assert proc.returncode == 0 and "registered valse_metric at" in proc.stdout
     assert _registered(modules) == [registered] and registered.stat().st_mtime_ns == stamp
     assert metric.main(["sync"]) == 2  # the copies and their sync command are gone

@@ -27,7 +27,7 @@ except vlprobe.DatasetError as err:
 """
 
 
-def _env(tmp_path, **extra) -> dict:
+def _online_env(tmp_path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")}
     env.update(PYTHONPATH=str(REPO), HF_HOME=str(tmp_path / "hf"), HF_DATASETS_CACHE=str(tmp_path / "hf" / "ds"),
@@ -40,7 +40,7 @@ def test_unknown_dataset_fails_fast_in_one_line(tmp_path, tiny_clip_path, how):
     extra = ({"HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"} if how == "unreachable"
              else {"HF_HUB_OFFLINE": "1"})
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tiny_clip_path), "nosuch"], capture_output=True,
-                          text=True, timeout=300, env=_env(tmp_path, **extra), cwd=tmp_path)
+                          text=True, timeout=300, env=_online_env(tmp_path, **extra), cwd=tmp_path)
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3, proc.stdout + proc.stderr
     seconds, message = float(lines[0]), lines[1]
@@ -52,7 +52,7 @@ def test_unknown_dataset_fails_fast_in_one_line(tmp_path, tiny_clip_path, how):
 
 
 def test_cli_says_it_in_one_line(tmp_path, tiny_clip_path, cli):
-    env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
+    env = _online_env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
     code, _, err = cli.subprocess("evaluate", "--dataset", "nosuch", "--model", tiny_clip_path, "--out", tmp_path / "o",
                                   env=env, cwd=tmp_path)
     assert code == 2
@@ -61,7 +61,7 @@ def test_cli_says_it_in_one_line(tmp_path, tiny_clip_path, cli):
 
 def test_the_probe_fails_as_fast_on_an_unreachable_name(tmp_path, tiny_clip_path, cli):
     """`vlprobe probe --dataset nosuch` spent 28 s in datasets' retries: now the same one line as evaluate."""
-    env = _env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}", HOME=str(tmp_path / "home"))
+    env = _online_env(tmp_path, HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}", HOME=str(tmp_path / "home"))
     code, _, err = cli.subprocess("probe", "--dataset", "nosuch", "--model", tiny_clip_path, "--out", tmp_path / "o",
                                   env=env, cwd=tmp_path)
     assert code == 2, err

@@ -64,7 +64,7 @@ def _pixels(scorer, images):
     return inputs["pixel_values"].float().numpy()
 
 
-def _scores(scorer, images):
+def _scorer_scores(scorer, images):
     if isinstance(scorer, DualScorer):
         img = scorer.encode_images(scorer.preprocess_images(images))
         return scorer.similarity(img, scorer.encode_texts(TEXTS))
@@ -87,7 +87,7 @@ def test_fast_and_slow_processors_agree(request, fixture, real_looking_images):
     diff = np.abs(pf - ps)
     assert diff.mean() <= 1e-3 and diff.max() <= 0.05, (fixture, float(diff.mean()), float(diff.max()))
 
-    sf, ss = np.asarray(_scores(fast, real_looking_images)), np.asarray(_scores(slow, real_looking_images))
+    sf, ss = np.asarray(_scorer_scores(fast, real_looking_images)), np.asarray(_scorer_scores(slow, real_looking_images))
     np.testing.assert_allclose(sf, ss, rtol=0, atol=5e-3 * max(1.0, float(np.abs(ss).max())))
 
 
@@ -172,5 +172,5 @@ def test_engine_feeds_a_fast_processor_tensors_with_the_same_scores(request, fix
         blobs.append({"bytes": encode(im, "JPEG" if im.size == (640, 480) else "PNG", quality=90), "path": None})
     items = [Item(f"i{k}", [b], TEXTS, np.array([[True, False]])) for k, b in enumerate(blobs)]
     got = np.stack(Engine(fast, batch_size=3, progress=False).score(items).scores)[:, 0, :]
-    want = np.asarray(_scores(fast, [to_pil(b) for b in blobs])).reshape(len(blobs), len(TEXTS))
+    want = np.asarray(_scorer_scores(fast, [to_pil(b) for b in blobs])).reshape(len(blobs), len(TEXTS))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(want).max())))

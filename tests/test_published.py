@@ -166,7 +166,7 @@ def test_which_checkpoint_a_run_is():
 OPENAI_B32 = {"model_id": "openai/clip-vit-base-patch32", "family": "dual", "dtype": "float32"}
 
 
-def _entry(config: str, right: int, n: int, bench: str = "sugar_crepe", **metrics) -> dict:
+def _accuracy_entry(config: str, right: int, n: int, bench: str = "sugar_crepe", **metrics) -> dict:
     return {"benchmark": bench, "dataset": f"./{bench}", "config": config, "split": "test",
             "dataset_version": find(bench).data_version, "metrics": {"acc_r": right / n, "n_items": n, **metrics}}
 
@@ -182,8 +182,8 @@ def test_a_run_beside_the_figures_for_its_checkpoint_by_hand():
     """Per source each config the run has and each aggregate over them: the published figure (a fraction), the run's,
     the difference; SWAP is the source's figures weighted by their own items (the benchmark's micro mean), ADD over
     the one subset this run has; the known causes beside each."""
-    block, got = _published([_entry("swap_obj", 150, 245, n_ties=3), _entry("swap_att", 426, 666),
-                             _entry("add_att", 476, 692)])
+    block, got = _published([_accuracy_entry("swap_obj", 150, 245, n_ties=3), _accuracy_entry("swap_att", 426, 666),
+                             _accuracy_entry("add_att", 476, 692)])
     swap_obj = got[("SugarCREPE authors", "swap_obj", "acc_r")]
     assert (swap_obj.value, swap_obj.ours, swap_obj.dataset_version) == (0.6138, 150 / 245, "6e45274")
     assert swap_obj.difference == pytest.approx(150 / 245 - 0.6138)
@@ -205,20 +205,20 @@ def test_a_run_beside_the_figures_for_its_checkpoint_by_hand():
 
 
 def test_known_causes_are_said_beside_each_figure():
-    entries = [_entry("swap_obj", 150, 245)]
+    entries = [_accuracy_entry("swap_obj", 150, 245)]
     entries[0]["data"] = {"truncation": {"tied_items": 2, "collapsed_items": 2, "text_max_length": 77}}
     _, got = _published(entries, {"ties": "lenient", "limit": 245}, {**OPENAI_B32, "dtype": "float16"})
     assert got[("the study", "swap_obj", "acc_r")].note == (
         "2 items whose texts the model reads as one input; ties lenient (authors: strict); this run scored the first "
         "245 rows of each split only (--limit); dtype float16")
     # a pooled entry's per-subset rows: their own tied comparisons, not the pooled entry's count of texts read as one
-    pooled = _entry("all", 151, 245)
+    pooled = _accuracy_entry("all", 151, 245)
     pooled["metrics"]["per_tag"] = {"subset=swap_obj": {"acc_r": 150 / 245, "n_items": 245, "n_ties": 1}}
     pooled["data"] = {"truncation": {"tied_items": 3, "collapsed_items": 3}}
     _, got = _published([pooled])
     assert got[("the study", "swap_obj", "acc_r")].note == "1 tied comparison in this run, counted strict"
     # all tied: N/A in the run, beside it the figure the authors' code prints
-    na = _entry("swap_obj", 0, 245)
+    na = _accuracy_entry("swap_obj", 0, 245)
     na["metrics"] = {"acc_r": None, "n_items": 245, "n_ties": 245, "na_reason": "every item tied"}
     na["authors_rule"] = {"ties": "strict", "metrics": {"acc_r": 0.0, "n_items": 245}}
     _, got = _published([na])
@@ -228,7 +228,7 @@ def test_known_causes_are_said_beside_each_figure():
 def test_the_other_benchmarks_and_none():
     """VALSE's Avg. from the study's 11 instruments (unweighted); Winoground's text, image and group from the paper and
     the study; a benchmark with no figure for the checkpoint, and a model that is none, say so in one line."""
-    valse = [_entry(c, 3, 4, "valse") for c in find("valse").configs]
+    valse = [_accuracy_entry(c, 3, 4, "valse") for c in find("valse").configs]
     block, got = _published(valse, name="valse")
     figures = {f.config: f.value for f in P.published_for("ViT-B-32/openai", "valse")}
     assert got[("the study", "avg", "acc_r")].value == pytest.approx(sum(figures.values()) / 11 / 100)
@@ -241,15 +241,15 @@ def test_the_other_benchmarks_and_none():
         ("Winoground paper, Table 3", "default", "text"): 0.5, ("Winoground paper, Table 3", "default", "image"): 0.5,
         ("Winoground paper, Table 3", "default", "group"): 0.75, ("the study", "default", "text"): 0.0,
         ("the study", "default", "image"): 0.0, ("the study", "default", "group"): 0.0}
-    pp = [{**_entry("swap_att", 1, 2, "sugar_crepe_pp"), "metrics": {"set_acc": 0.5, "n_items": 2}}]
+    pp = [{**_accuracy_entry("swap_att", 1, 2, "sugar_crepe_pp"), "metrics": {"set_acc": 0.5, "n_items": 2}}]
     block, got = _published(pp, name="sugar_crepe_pp")
     assert not got and block.notes[-1] == "no published figure for checkpoint ViT-B-32/openai on SugarCREPE++"
-    block, got = _published([_entry("swap_obj", 1, 2)], model={"model_id": "/models/mini-clip"})
+    block, got = _published([_accuracy_entry("swap_obj", 1, 2)], model={"model_id": "/models/mini-clip"})
     assert not got and block.notes[-1] == ("no published figure for this model (mini-clip): it is no checkpoint of "
                                            "vlprobe/data/checkpoint_names.csv")
     from vlprobe.results.summary import summarize
 
-    plain = summarize([_entry("swap_obj", 1, 2)])["sugar_crepe"]  # no model given: nothing said
+    plain = summarize([_accuracy_entry("swap_obj", 1, 2)])["sugar_crepe"]  # no model given: nothing said
     assert plain.published == () and not any("published" in n for n in plain.notes)
 
 

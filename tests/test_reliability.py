@@ -91,7 +91,7 @@ def _engine_stats(out: Path) -> dict:
     return json.loads((out / "results.json").read_text())["provenance"]["engine"]
 
 
-def _scores(out: Path) -> dict:
+def _saved_scores(out: Path) -> dict:
     import pyarrow.parquet as pq
 
     t = pq.read_table(out / "scores.parquet").to_pydict()
@@ -292,7 +292,7 @@ def test_evaluate_with_cache_dir_a_file_runs_without_a_cache(folder, tiny_clip_p
     assert code == 0, err
     assert warning_lines(err) == [f"vlprobe: warning: cannot write the score cache in {not_a_dir} (it is a file, not a "
                               f"folder); running without a cache: scores computed from now on are not saved for a rerun"]
-    assert "Traceback" not in err and len(_scores(tmp_path / "o")) == 18
+    assert "Traceback" not in err and len(_saved_scores(tmp_path / "o")) == 18
 
 
 # ---- 3. Ctrl-C ---------------------------------------------------------------------------------------
@@ -336,8 +336,8 @@ def test_sigint_stops_cleanly_and_the_rerun_resumes(folder, tiny_clip_path, tmp_
     capsys.readouterr()
     resumed, fresh = _engine_stats(out), _engine_stats(tmp_path / "fresh")
     assert resumed["cached"] == kept and computed(resumed) == computed(fresh) - kept
-    want = _scores(tmp_path / "fresh")
-    got = _scores(out)
+    want = _saved_scores(tmp_path / "fresh")
+    got = _saved_scores(out)
     assert got.keys() == want.keys()
     for key in want:
         assert_close(got[key], want[key])
@@ -386,9 +386,9 @@ def test_concurrent_runs_share_the_cache_and_split_the_work(folder, tiny_clip_pa
     one, two = _engine_stats(tmp_path / "one"), _engine_stats(tmp_path / "two")
     assert computed(one) + computed(two) < 2 * alone - seen
     assert two["cached"] >= seen and computed(two) < alone
-    want = _scores(tmp_path / "alone")
+    want = _saved_scores(tmp_path / "alone")
     for run in ("one", "two"):
-        got = _scores(tmp_path / run)
+        got = _saved_scores(tmp_path / run)
         assert got.keys() == want.keys()
         for key in want:
             assert_close(got[key], want[key])

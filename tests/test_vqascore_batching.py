@@ -100,7 +100,7 @@ def test_exact_preprocessing_option_is_recorded(tiny_vlm_path, exact):
 
 # ---- the tokenizer kinds the families' released checkpoints use ------------------------------------------------
 
-def _git(folder):
+def _git_model(folder):
     from tiny_architectures import build_git
 
     return build_git(folder)
@@ -110,7 +110,7 @@ def _git(folder):
 # WordPiece vocabulary ("Yes" is read as "yes"); LLaVA-1.5's Llama 2 SentencePiece ("▁Yes" after "ASSISTANT:");
 # Llama 3 / Qwen byte-level BPE ("ĠYes" after a space, "Yes" after a newline).
 TOKENIZER_KINDS = {
-    "git-wordpiece-uncased": (_git, ["yes"], ["no"]),
+    "git-wordpiece-uncased": (_git_model, ["yes"], ["no"]),
     "llava-sentencepiece": (lambda folder: build_tiny_vlm(folder, tokenizer="sentencepiece"), ["▁Yes"], ["▁No"]),
     "llava-byte-bpe": (build_tiny_vlm, ["Yes", "ĠYes"], ["No", "ĠNo"]),
     "qwen2-vl-byte-bpe": (build_tiny_qwen2_vl, ["Yes", "ĠYes"], ["No", "ĠNo"]),

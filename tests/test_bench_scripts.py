@@ -13,7 +13,7 @@ import pytest
 pytestmark = pytest.mark.slow  # the bench scripts, run end to end in subprocesses
 
 
-def _run(repo_root, tmp_path, *args, timeout=300):
+def _run_script(repo_root, tmp_path, *args, timeout=300):
     env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=str(tmp_path), VLPROBE_CACHE=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, *args], cwd=repo_root, capture_output=True, text=True, env=env,
                           timeout=timeout)
@@ -27,8 +27,8 @@ def _run(repo_root, tmp_path, *args, timeout=300):
 @pytest.mark.parametrize("what", ["evaluate", "probe"])
 def test_bench_scale_runs_and_reports_memory(repo_root, tmp_path, what):
     # the probe's validation and test splits at 40 rows each (the script's default is 2,000 at every size)
-    out = _run(repo_root, tmp_path, "scripts/bench_scale.py", "--what", what, "--sizes", "40,80", "--image-size", "32",
-               "--chunk-size", "25", "--eval-rows", "40", "--work", str(tmp_path / "work"), timeout=1200)
+    out = _run_script(repo_root, tmp_path, "scripts/bench_scale.py", "--what", what, "--sizes", "40,80", "--image-size", "32",
+                      "--chunk-size", "25", "--eval-rows", "40", "--work", str(tmp_path / "work"), timeout=1200)
     assert f"vlprobe.{what}" in out and "peak RSS MB" in out
     rows = [line.split() for line in out.splitlines() if line.strip().split(" ")[0] in ("40", "80")]
     assert [r[0] for r in rows] == ["40", "80"]
@@ -41,8 +41,8 @@ def test_bench_scoring_runs_every_stage(repo_root, tmp_path):
     JSON are written to --out as they come."""
     import json
 
-    out = _run(repo_root, tmp_path, "scripts/bench_scoring.py", "--quick", "--items", "8", "--loop-items", "2",
-               "--num-workers", "1", "--out", str(tmp_path / "out"))
+    out = _run_script(repo_root, tmp_path, "scripts/bench_scoring.py", "--quick", "--items", "8", "--loop-items", "2",
+                      "--num-workers", "1", "--out", str(tmp_path / "out"))
     for line in ("decode, CPU", "preprocess, CPU", "decode, cpu (decode_jpeg", "device vs CPU path: max |pixel|",
                  "device vs CPU path: max |score|", "model-only floor, batch 32", "batch size auto: images",
                  "model-only floor, batch", "engine, batch auto", "engine time / model-only floor at best batch",
@@ -60,8 +60,8 @@ def test_bench_scoring_runs_every_stage(repo_root, tmp_path):
 
 def test_bench_scale_jpeg_case_runs(repo_root, tmp_path):
     """The photo-sized case (issue 25): JPEGs through `vlprobe build folder`, first load measured."""
-    out = _run(repo_root, tmp_path, "scripts/bench_scale.py", "--images", "jpeg", "--sizes", "12,24",
-               "--chunk-size", "10", "--work", str(tmp_path / "work"))
+    out = _run_script(repo_root, tmp_path, "scripts/bench_scale.py", "--images", "jpeg", "--sizes", "12,24",
+                      "--chunk-size", "10", "--work", str(tmp_path / "work"))
     assert "640x480 JPEGs" in out and "peak RSS 24 / 12 rows" in out, out
     rows = [line.split() for line in out.splitlines() if line.strip().split(" ")[0] in ("12", "24")]
     assert [r[0] for r in rows] == ["12", "24"] and all(float(r[5]) > 0 for r in rows)

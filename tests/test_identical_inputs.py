@@ -40,7 +40,7 @@ def images():
     return tiny_images(3, size=(40, 30))
 
 
-def _items(images, texts_per_item, gold):
+def _one_image_items(images, texts_per_item, gold):
     return [Item(id=f"i{k}", images=(image,), texts=tuple(texts), gold=[gold])
             for k, (image, texts) in enumerate(zip(images, texts_per_item))]
 
@@ -64,7 +64,7 @@ def test_dual_identical_inputs_tie_exactly_at_any_batch_size(mini_clip, images, 
         (UNKNOWN[0], "there are two red circles", UNKNOWN[1]),  # unknown words: the same [UNK] ids
     ]
     # More items than one batch, so the repeated texts sit in different batches and positions.
-    items = _items(images * 4, texts * 4, [1, 1, 0])
+    items = _one_image_items(images * 4, texts * 4, [1, 1, 0])
     res = Engine(mini_clip, batch_size=batch_size, num_workers=workers, progress=False).score(items)
     for item, S in zip(items, res.scores):
         assert S[0, 0] == S[0, 2], (item.texts, S)
@@ -77,7 +77,7 @@ def test_dual_identical_inputs_tie_exactly_at_any_batch_size(mini_clip, images, 
 
 def test_dual_scores_across_batch_sizes_agree(mini_clip, images):
     """Across runs of different batch sizes the numbers agree to float32 noise (exact ties stay exact)."""
-    items = _items(images, [("a red circle", "a blue square", "A red circle")] * 3, [1, 1, 0])
+    items = _one_image_items(images, [("a red circle", "a blue square", "A red circle")] * 3, [1, 1, 0])
     runs = [Engine(mini_clip, batch_size=b, progress=False).score(items).scores for b in BATCH_SIZES]
     for other in runs[1:]:
         for x, y in zip(runs[0], other):
@@ -91,8 +91,8 @@ def test_truncation_past_the_limit_ties_exactly(tmp_path, images):
     a, b = f"{PREFIX} a red circle", f"{PREFIX} a blue square"
     assert scorer.text_keys([a])[0] == scorer.text_keys([b])[0] != scorer.text_keys(["a red circle"])[0]
     for batch_size in BATCH_SIZES:
-        S = Engine(scorer, batch_size=batch_size, progress=False).score(_items(images[:1], [(a, "a red circle", b)],
-                                                                                [1, 0, 0])).scores[0]
+        items = _one_image_items(images[:1], [(a, "a red circle", b)], [1, 0, 0])
+        S = Engine(scorer, batch_size=batch_size, progress=False).score(items).scores[0]
         assert S[0, 0] == S[0, 2] and S[0, 0] != S[0, 1]
 
 
@@ -102,7 +102,7 @@ def test_pair_scorer_identical_inputs_tie_exactly(tiny_blip_itm_path, images):
     long = " ".join(["the red ball is to the left of the blue box"] * 4)
     texts = ("a dog", f"{long} and a cat", "a dog", f"{long} and two dogs")
     assert scorer.text_keys([texts[1]]) == scorer.text_keys([texts[3]])
-    items = _items(images, [texts] * 3, [1, 0, 0, 0])
+    items = _one_image_items(images, [texts] * 3, [1, 0, 0, 0])
     for batch_size in BATCH_SIZES:
         res = Engine(scorer, batch_size=batch_size, progress=False).score(items)
         for S, P in zip(res.scores, res.probabilities):
@@ -148,7 +148,7 @@ def test_each_text_is_tokenized_once_and_scores_are_those_of_encoding_the_texts(
 
     texts = [("a red circle", "a blue square", "a red circle"), (FOLDED[0], "a green star and a blue square",
                                                                  FOLDED[1]), (UNKNOWN[0], "two circles", UNKNOWN[1])]
-    items = _items(images * 4, texts * 4, [1, 1, 0])
+    items = _one_image_items(images * 4, texts * 4, [1, 1, 0])
     distinct = sorted({t for item in items for t in item.texts})
     scorer = load_scorer(str(repo_root / "models" / "mini-clip"))
     scorer.tokenizer = counting = _CountingTokenizer(scorer.tokenizer)
@@ -239,7 +239,7 @@ def test_the_cache_is_keyed_by_token_ids_and_versioned(tmp_path, mini_clip, imag
         old.put_many({"t:" + mini_clip.text_keys(["a red circle"])[0]: np.zeros(64, dtype=np.float32)})
         old_dir = old.dir
     monkeypatch.undo()
-    items = _items(images[:1], [("a red circle", "a blue square", "A red circle")], [1, 1, 0])
+    items = _one_image_items(images[:1], [("a red circle", "a blue square", "A red circle")], [1, 1, 0])
     with ScoreCache(tmp_path, mini_clip.cache_key()) as cache:
         assert cache.dir != old_dir
         assert json.loads((cache.dir / "key.json").read_text())["entry_format"] == cache_module.ENTRY_FORMAT
@@ -393,7 +393,7 @@ def test_the_tie_warning_counts_the_tied_items_and_how_they_were_counted(mini_cl
              (UNKNOWN[0], UNKNOWN[1], "a blue square"),  # the two true captions read alike: no comparison ties
              ("a red circle", "a blue square", "a green star"),  # nothing alike
              ("two red circles", "a blue square", "a green star")]  # scored with an exact tie below (a clamp, say)
-    items = _items(images + images[:1], texts, [1, 1, 0])
+    items = _one_image_items(images + images[:1], texts, [1, 1, 0])
     assert _collapsed(Engine(mini_clip, progress=False), items) == ["tokens", None, None, None]
     scores = Engine(mini_clip, batch_size=2, progress=False).score(items).scores
     scores[3] = np.array([[1.0, 2.0, 1.0]], dtype=np.float32)

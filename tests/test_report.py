@@ -34,7 +34,7 @@ def _unit(dataset: str, config: str, shape: str, seed: int, n: int = 30, benchma
                        benchmark=benchmark)
 
 
-def _write(path: Path, model: str, units: list[ScoredSplit], **settings) -> Path:
+def _write_results(path: Path, model: str, units: list[ScoredSplit], **settings) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     prov = {"model": {"model_id": model, "family": "dual", "dtype": "float32", "device": "cpu", "revision": None},
             "settings": {"ties": "strict", **settings}, "created": "2026-01-01T00:00:00Z"}
@@ -58,8 +58,8 @@ def test_sugar_crepe_beside_the_upstream_readmes_figures(tmp_path):
     for r in gpt4v:
         right, total = (int(x) for x in r.note.split()[0].split("/"))
         assert r.value == pytest.approx(100 * right / total, abs=0.005) and r.metric == "acc_r", r
-    a = _write(tmp_path / "a", "org/model-a", [_unit("sugar_crepe", "swap_obj", "valse", 0),
-                                                _unit("sugar_crepe", "add_att", "valse", 1)])
+    a = _write_results(tmp_path / "a", "org/model-a", [_unit("sugar_crepe", "swap_obj", "valse", 0),
+                                                        _unit("sugar_crepe", "add_att", "valse", 1)])
     out = tmp_path / "report"
     assert main(["report", str(a), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
@@ -69,11 +69,11 @@ def test_sugar_crepe_beside_the_upstream_readmes_figures(tmp_path):
 
 
 def test_report_compares_runs_beside_the_papers(tmp_path, capsys):
-    a = _write(tmp_path / "a", "org/model-a", [_unit("valse", "existence", "valse", 0),
-                                                _unit("facebook/winoground", "default", "wino", 1),
-                                                _unit("bla", "active_passive", "bla", 2),
-                                                _unit("winoground_style", "swap", "wino", 3)])
-    b = _write(tmp_path / "b", "org/model-b", [_unit("valse", "existence", "valse", 4)], limit=10)
+    a = _write_results(tmp_path / "a", "org/model-a", [_unit("valse", "existence", "valse", 0),
+                                                        _unit("facebook/winoground", "default", "wino", 1),
+                                                        _unit("bla", "active_passive", "bla", 2),
+                                                        _unit("winoground_style", "swap", "wino", 3)])
+    b = _write_results(tmp_path / "b", "org/model-b", [_unit("valse", "existence", "valse", 4)], limit=10)
     out = tmp_path / "report"
     assert main(["report", str(a), str(b.parent), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.md", "report.png", "report.tex"]
@@ -109,8 +109,8 @@ def test_report_errors(tmp_path, capsys):
 
 
 def test_duplicate_labels_are_made_unique(tmp_path):
-    a = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
-    b = _write(tmp_path / "b", "m", [_unit("valse", "existence", "valse", 1)])
+    a = _write_results(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
+    b = _write_results(tmp_path / "b", "m", [_unit("valse", "existence", "valse", 1)])
     assert [r.label for r in load_runs([a, b])] == ["m", "m #2"]
 
 
@@ -134,7 +134,7 @@ def test_report_matches_valse_avg_from_the_11_instruments(tmp_path):
     from vlprobe.benchmarks.valse import INSTRUMENTS as VALSE_INSTRUMENTS
 
     unit = _valse_all_unit(0, VALSE_INSTRUMENTS)
-    run = _write(tmp_path / "a", "org/clip", [unit])
+    run = _write_results(tmp_path / "a", "org/clip", [unit])
     out = tmp_path / "report"
     assert main(["report", str(run), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
@@ -151,7 +151,7 @@ def test_report_matches_valse_avg_from_the_11_instruments(tmp_path):
 
 
 def test_report_flags_an_incomplete_valse_avg(tmp_path):
-    run = _write(tmp_path / "a", "m", [_valse_all_unit(1, ["existence", "plurality", "foil_it"])])
+    run = _write_results(tmp_path / "a", "m", [_valse_all_unit(1, ["existence", "plurality", "foil_it"])])
     out = tmp_path / "r"
     assert main(["report", str(run), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
@@ -164,7 +164,7 @@ def test_one_headline_rule_for_bla_and_travlr(tmp_path):
 
     bla = _unit("bla", "active_passive", "bla", 2)
     assert headline(bla.metrics, "bla") == "sentence_acc" == primary_metric("bla", (1, 4), list(bla.metrics))
-    run = _write(tmp_path / "a", "m", [bla, _unit("travlr", "spatiality", "valse", 5)])
+    run = _write_results(tmp_path / "a", "m", [bla, _unit("travlr", "spatiality", "valse", 5)])
     out = tmp_path / "r"
     assert main(["report", str(run), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
@@ -178,7 +178,7 @@ def test_one_headline_rule_for_bla_and_travlr(tmp_path):
 def test_report_validates_each_file(tmp_path, capsys):
     """A bad results.json is one line naming the file and the field at fault (its entry by name); every bad file
     is named, a good one beside them is not."""
-    good = _write(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
+    good = _write_results(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
     doc = json.loads(good.read_text())
     entry = doc["results"][0]
     bad = {
@@ -217,8 +217,8 @@ def test_report_validates_each_file(tmp_path, capsys):
 # ---- a report a paper author can paste ------------------------------------------------------------
 
 def test_labels_name_the_runs(tmp_path, capsys):
-    a = _write(tmp_path / "clip", "models/clip", [_unit("valse", "existence", "valse", 0)])
-    b = _write(tmp_path / "siglip", "models/siglip", [_unit("valse", "existence", "valse", 1)])
+    a = _write_results(tmp_path / "clip", "models/clip", [_unit("valse", "existence", "valse", 0)])
+    b = _write_results(tmp_path / "siglip", "models/siglip", [_unit("valse", "existence", "valse", 1)])
     out = tmp_path / "r"
     assert main(["report", str(a), str(b), "--label", "CLIP (ours)", "--label", "SigLIP", "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
@@ -241,8 +241,8 @@ def test_ties_column_shows_what_a_zero_hides(tmp_path):
     scores = [np.zeros((1, 2)) for _ in items]
     scores[0] = np.array([[1.0, 0.0]])
     metrics = compute(scores, [it.gold for it in items], bootstrap=20, seed=0)
-    run = _write(tmp_path / "a", "mini-clip", [ScoredSplit(dataset="valse", config="existence", split="test", items=items,
-                                                    scores=scores, metrics=metrics)])
+    run = _write_results(tmp_path / "a", "mini-clip", [ScoredSplit(dataset="valse", config="existence", split="test", items=items,
+                                                            scores=scores, metrics=metrics)])
     out = tmp_path / "r"
     assert main(["report", str(run), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
@@ -253,8 +253,8 @@ def test_ties_column_shows_what_a_zero_hides(tmp_path):
 
 
 def test_latex_tables_paste_into_a_paper(tmp_path):
-    run = _write(tmp_path / "a", "org/model_a", [_unit("valse", "existence", "valse", 0),
-                                                 _unit("facebook/winoground", "default", "wino", 1)])
+    run = _write_results(tmp_path / "a", "org/model_a", [_unit("valse", "existence", "valse", 0),
+                                                         _unit("facebook/winoground", "default", "wino", 1)])
     out = tmp_path / "r"
     assert main(["report", str(run), "--out", str(out), "--label", "CLIP_B/32 & co"]) == 0
     tex = (out / "report.tex").read_text()
@@ -267,9 +267,9 @@ def test_latex_tables_paste_into_a_paper(tmp_path):
 
 
 def test_ci_levels_are_said_and_differences_flagged(tmp_path):
-    a = _write(tmp_path / "a", "m1", [_unit("valse", "existence", "valse", 0)], confidence=0.95, bootstrap=30, seed=0)
-    b = _write(tmp_path / "b", "m2", [_unit("valse", "existence", "valse", 0)], confidence=0.95, bootstrap=30, seed=0)
-    c = _write(tmp_path / "c", "m3", [_unit("valse", "existence", "valse", 0)], confidence=0.9, bootstrap=30, seed=0)
+    a = _write_results(tmp_path / "a", "m1", [_unit("valse", "existence", "valse", 0)], confidence=0.95, bootstrap=30, seed=0)
+    b = _write_results(tmp_path / "b", "m2", [_unit("valse", "existence", "valse", 0)], confidence=0.95, bootstrap=30, seed=0)
+    c = _write_results(tmp_path / "c", "m3", [_unit("valse", "existence", "valse", 0)], confidence=0.9, bootstrap=30, seed=0)
     from vlprobe.report import build_report
 
     md, _ = build_report(load_runs([a, b]), plot_name=None)
@@ -279,7 +279,7 @@ def test_ci_levels_are_said_and_differences_flagged(tmp_path):
 
 
 def test_out_that_is_a_file_is_one_line(tmp_path, capsys):
-    run = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
+    run = _write_results(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
     a_file = tmp_path / "taken"
     a_file.write_text("mine")
     assert main(["report", str(run), "--out", str(a_file)]) == 2
@@ -298,7 +298,7 @@ def test_out_that_is_a_file_is_one_line(tmp_path, capsys):
     ("chance", {"sentence": 0.5}, ".metrics.chance.sentence: unknown metric 'sentence'"),
 ])
 def test_report_checks_the_numbers_it_reads(tmp_path, capsys, field, value, said):
-    good = _write(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
+    good = _write_results(tmp_path / "good", "m", [_unit("valse", "existence", "valse", 0)])
     doc = json.loads(good.read_text())
     doc["results"][0]["metrics"][field] = value
     bad = tmp_path / "bad.json"
@@ -315,7 +315,7 @@ def test_report_checks_the_numbers_it_reads(tmp_path, capsys, field, value, said
     ("ties", "sometimes", "provenance.settings.ties: must be one of 'authors', 'strict', 'half', 'lenient', got 'sometimes'"),
 ])
 def test_report_checks_the_settings_it_reads(tmp_path, capsys, field, value, said):
-    good = _write(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
+    good = _write_results(tmp_path / "a", "m", [_unit("valse", "existence", "valse", 0)])
     doc = json.loads(good.read_text())
     doc["provenance"]["settings"][field] = value
     good.write_text(json.dumps(doc))
@@ -331,8 +331,8 @@ def test_report_png_is_faceted_and_readable(tmp_path):
 
     units = [_unit("travlr", f"task{k}", "valse", k) for k in range(14)] + \
         [_unit("bla", "active_passive", "bla", 20), _unit("valse", "existence", "valse", 21)]
-    a = _write(tmp_path / "a", "org/model-a", units)
-    b = _write(tmp_path / "b", "org/model-b", units[:5])
+    a = _write_results(tmp_path / "a", "org/model-a", units)
+    b = _write_results(tmp_path / "b", "org/model-b", units[:5])
     out = tmp_path / "report"
     assert main(["report", str(a), str(b), "--out", str(out)]) == 0
     with Image.open(out / "report.png") as im:
@@ -354,7 +354,7 @@ def test_a_pooled_config_is_labelled_in_every_table(tmp_path):
     assert text.splitlines()[-1].startswith("(pooled): the items of its configs together, pooled over items, not a "
                                             "paper figure")
     out = tmp_path / "r"
-    assert main(["report", str(_write(tmp_path / "a", "m", [unit, own])), "--out", str(out)]) == 0
+    assert main(["report", str(_write_results(tmp_path / "a", "m", [unit, own])), "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     assert "| all (pooled over items, not a paper figure) | test | acc_r |" in md and "| existence | test | acc_r |" in md
 
@@ -402,9 +402,9 @@ def test_check_exits_by_the_figures_published_for_the_checkpoint(tmp_path, capsy
     nothing to compare; no report is written unless --out is given."""
     monkeypatch.chdir(tmp_path)
     model = "openai/clip-vit-base-patch32"  # = open_clip's ViT-B-32/openai
-    good = _write(tmp_path / "good", model, [_sugar("swap_obj", 245, 150), _sugar("swap_att", 666, 426)])
-    off = _write(tmp_path / "off", model, [_sugar("swap_obj", 245, 140), _sugar("swap_att", 666, 426)])
-    none = _write(tmp_path / "none", "./models/mini-clip", [_sugar("swap_obj", 245, 150)])
+    good = _write_results(tmp_path / "good", model, [_sugar("swap_obj", 245, 150), _sugar("swap_att", 666, 426)])
+    off = _write_results(tmp_path / "off", model, [_sugar("swap_obj", 245, 140), _sugar("swap_att", 666, 426)])
+    none = _write_results(tmp_path / "none", "./models/mini-clip", [_sugar("swap_obj", 245, 150)])
 
     def check(*argv: str) -> tuple[int, list[str]]:
         code = main(["report", *argv, "--check"])
@@ -468,7 +468,7 @@ def test_the_charts_legend_hides_no_bar_and_no_ci(tmp_path):
     for model, lift in (("models/mini-clip", 0.0), ("org/bigger-clip", 0.1)):
         units = [_scored("travlr", c, s, min(1.0, v + lift)) for (c, s), v in travlr.items()]
         units += [_scored("winoground_style", c, "test", min(1.0, v + lift)) for c, v in wino.items()]
-        runs.append(_write(tmp_path / model.replace("/", "_"), model, units))
+        runs.append(_write_results(tmp_path / model.replace("/", "_"), model, units))
     fig = chart(load_runs(runs))
     try:
         fig.canvas.draw()

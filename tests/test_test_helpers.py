@@ -126,6 +126,29 @@ def test_no_helper_is_written_twice():
         "\n".join("  " + ", ".join(group) for group in found)
 
 
+def named_twice(modules: dict[str, ast.Module]) -> list[str]:
+    """Helpers (not tests, not fixtures, which are per file) of one name in two or more test files."""
+    files = defaultdict(list)
+    for file, tree in modules.items():
+        if not _is_shared(file):
+            for node in _definitions(tree):
+                if not node.name.startswith("test_") and not _is_fixture(node):
+                    files[node.name].append(file)
+    return [f"{name}: {', '.join(where)}" for name, where in files.items() if len(where) > 1]
+
+
+def test_no_two_test_files_define_a_helper_of_one_name():
+    found = named_twice(_modules())
+    assert not found, "one job, one helper in a shared module; another job, a name of its own:\n" + "\n".join(
+        "  " + line for line in found)
+
+
+def test_the_name_check_bites():
+    one = ast.parse("def _rows():\n    return 1\n")
+    assert named_twice({"conftest.py": one, "test_a.py": one, "test_b.py": ast.parse("def _rows(x):\n    return x\n")})
+    assert not named_twice({"conftest.py": one, "test_a.py": one})
+
+
 def test_no_test_file_redefines_a_shared_helper():
     found = redefined(_modules())
     assert not found, "use the shared helper:\n" + "\n".join("  " + line for line in found)

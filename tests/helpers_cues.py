@@ -26,19 +26,19 @@ class Pixels(NamedTuple):
     y1: int
 
     @classmethod
-    def of(cls, mask: np.ndarray) -> "Pixels":
+    def of(cls, mask: np.ndarray) -> Pixels:
         ys, xs = np.nonzero(mask)
         return cls(len(xs), int(xs.sum()), int(ys.sum()), int(xs.min()), int(xs.max()), int(ys.min()), int(ys.max()))
 
     @classmethod
-    def union(cls, parts: list["Pixels"]) -> "Pixels | None":
+    def union(cls, parts: list[Pixels]) -> Pixels | None:
         if not parts:
             return None
         return cls(sum(p.n for p in parts), sum(p.sx for p in parts), sum(p.sy for p in parts), min(p.x0 for p in parts),
                    max(p.x1 for p in parts), min(p.y0 for p in parts), max(p.y1 for p in parts))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _object_pixels(shape: str, row: int, column: int, options: tuple) -> Pixels:
     img = S.render(S.Scene((S.SceneObject(shape, "black", row, column),)), **dict(options))
     return Pixels.of(np.asarray(img)[:, :, 0] == 0)
